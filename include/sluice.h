@@ -1,0 +1,283 @@
+/// @file sluice.h
+/// The public C API of libsluice: open a dataset (a path or URL in some
+/// format), read its schema, scan it as an Arrow C stream, write any Arrow C
+/// stream to a path in a format.
+///
+/// Conventions
+/// - Every function that can fail returns 0 or an errno-style code (EINVAL for
+///   bad arguments, EIO for I/O, EILSEQ for malformed input, ENOMEM, ENOTSUP,
+///   ENOENT) and, when `error` is not NULL, fills it with a one-line message
+///   that names the object, the byte offset or row, and the reason.
+/// - No global state. A handle may be used by one thread at a time; distinct
+///   handles may be used from any threads concurrently.
+/// - Ownership follows the Arrow C Data Interface: whoever holds a struct
+///   ArrowSchema / ArrowArray / ArrowArrayStream calls its `release`.
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SLUICE_VERSION_MAJOR 0
+#define SLUICE_VERSION_MINOR 1
+#define SLUICE_VERSION_PATCH 0
+#define SLUICE_VERSION_STRING "0.1.0"
+
+#if defined(SLUICE_BUILDING) && defined(__GNUC__)
+#define SLUICE_EXPORT __attribute__((visibility("default")))
+#else
+#define SLUICE_EXPORT
+#endif
+
+/* ---- Arrow C Data Interface and C Stream Interface, verbatim from the spec -- */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  // Array type description
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowSchema*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+struct ArrowArray {
+  // Array data description
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowArray*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+#endif  // ARROW_C_DATA_INTERFACE
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+  // Callback to get the stream type
+  // (will be the same for all arrays in the stream).
+  //
+  // Return value: 0 if successful, an `errno`-compatible error code otherwise.
+  //
+  // If successful, the ArrowSchema must be released independently from the stream.
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+
+  // Callback to get the next array
+  // (if no error and the array is released, the stream has ended)
+  //
+  // Return value: 0 if successful, an `errno`-compatible error code otherwise.
+  //
+  // If successful, the ArrowArray must be released independently from the stream.
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+
+  // Callback to get optional detailed error information.
+  // This must only be called if the last stream operation failed
+  // with a non-0 return code.
+  //
+  // Return value: pointer to a null-terminated character array describing
+  // the last error, or NULL if no description is available.
+  //
+  // The returned pointer is only valid until the next operation on this stream
+  // (including release).
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+
+  // Release callback: release the stream's own resources.
+  // Note that arrays returned by `get_next` must be individually released.
+  void (*release)(struct ArrowArrayStream*);
+
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+#endif  // ARROW_C_STREAM_INTERFACE
+
+/* ---- Errors --------------------------------------------------------------- */
+
+/// Room for one error message, filled by any failing call.
+struct sluice_error {
+  /// The errno-style code the call returned (0 when no error was recorded).
+  int code;
+  /// NUL-terminated, one line: "<object>: <where>: <reason>".
+  char message[1024];
+};
+
+/* ---- Allocation ----------------------------------------------------------- */
+
+/// One allocation hook for everything a handle allocates: buffers handed out in
+/// arrays, decoded data, bookkeeping. Tests use it to count bytes and to fail
+/// allocations on purpose. Functions may be called from several threads at once.
+struct sluice_allocator {
+  /// Returns `size` bytes aligned to `alignment` (a power of two, at most 64),
+  /// or NULL. `size` is never 0.
+  void* (*allocate)(void* ctx, size_t size, size_t alignment);
+  /// Frees a block returned by `allocate`; `size` is the size asked for.
+  void (*deallocate)(void* ctx, void* ptr, size_t size);
+  void* ctx;
+};
+
+/// The default allocator (aligned_alloc/free). Never NULL; immutable.
+SLUICE_EXPORT const struct sluice_allocator* sluice_default_allocator(void);
+
+/* ---- Opening and scanning a dataset --------------------------------------- */
+
+/// Options for sluice_dataset_open. Always start from sluice_open_options_init.
+struct sluice_open_options {
+  /// Format name ("arrow" = IPC file, "arrows" = IPC stream, ...), or NULL to
+  /// detect it from the magic bytes, then the extension.
+  const char* format;
+  /// Columns to read, by name, in the order wanted; NULL = all columns.
+  const char* const* columns;
+  size_t n_columns;
+  /// Preferred rows per batch for formats that choose their batch size
+  /// (0 = the format's default). Formats with stored batches keep them.
+  int64_t batch_size;
+  /// Worker threads for decoding (0 = one per core).
+  int threads;
+  /// Bytes of decoded batches allowed in flight, i.e. decoded but not yet
+  /// returned to the consumer (0 = default, 256 MiB). Workers wait when it is
+  /// spent.
+  int64_t memory_budget;
+  /// Non-zero (default): batches are delivered in plan order. Zero: as they
+  /// finish; use sluice_scanner_next's tag to restore order.
+  int ordered;
+  /// Stop after this many rows (-1 = no limit).
+  int64_t limit;
+  /// Allocator for everything the dataset and its scans allocate
+  /// (NULL = sluice_default_allocator()).
+  const struct sluice_allocator* allocator;
+};
+
+/// Fills `options` with the defaults: detect format, all columns, ordered,
+/// no limit, all cores, 256 MiB budget, default allocator.
+SLUICE_EXPORT void sluice_open_options_init(struct sluice_open_options* options);
+
+/// An opened dataset: one object (file, URL) in one format.
+struct sluice_dataset;
+
+/// Opens `location` (a path, "-" for standard input, or a URL) and reads its
+/// schema. On success `*out` must be closed with sluice_dataset_close.
+SLUICE_EXPORT int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
+                        struct sluice_dataset** out, struct sluice_error* error);
+
+/// The name of the format the dataset is read as ("arrow", "arrows", ...).
+SLUICE_EXPORT const char* sluice_dataset_format(const struct sluice_dataset* dataset);
+
+/// Copies the (projected) schema into `out`, a struct type with one child per
+/// column. The caller releases it.
+SLUICE_EXPORT int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* out,
+                          struct sluice_error* error);
+
+/// Number of independent splits the dataset plans to read (>= 0).
+SLUICE_EXPORT int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset);
+
+/// Starts a scan as an Arrow C stream of struct arrays (one child per column).
+/// Several scans of one dataset may run at once. The stream may outlive the
+/// dataset handle.
+SLUICE_EXPORT int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream* out,
+                        struct sluice_error* error);
+
+/// Closes the dataset. Streams and arrays it produced stay valid.
+SLUICE_EXPORT void sluice_dataset_close(struct sluice_dataset* dataset);
+
+/// Where a batch comes from: the split that produced it in plan order, and its
+/// index within that split. (split, batch) sorts batches into plan order.
+struct sluice_batch_tag {
+  int64_t split;
+  int64_t batch;
+};
+
+/// A scan with positions: like sluice_dataset_scan, but each batch comes with
+/// its tag, which matters with ordered = 0.
+struct sluice_scanner;
+
+SLUICE_EXPORT int sluice_scanner_open(struct sluice_dataset* dataset, struct sluice_scanner** out,
+                        struct sluice_error* error);
+
+/// Next batch into `out` and its position into `tag` (may be NULL). At the end
+/// of the scan returns 0 with out->release == NULL.
+SLUICE_EXPORT int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
+                        struct sluice_batch_tag* tag, struct sluice_error* error);
+
+/// Stops the workers and frees the scanner. Arrays already returned stay valid.
+SLUICE_EXPORT void sluice_scanner_close(struct sluice_scanner* scanner);
+
+/* ---- Statistics ----------------------------------------------------------- */
+
+/// Per-column statistics as `sluice stats` prints them. min/max are rendered as
+/// text (the CSV spelling of the value) so that every type fits.
+struct sluice_column_stats {
+  char* name;
+  char* type;          ///< Arrow format string of the column
+  int64_t count;       ///< values, nulls included
+  int64_t null_count;
+  int has_min_max;     ///< 0 when the type has no order or all values are null
+  char* min;
+  char* max;
+};
+
+/// Computes statistics for the (projected) columns in parallel over all splits.
+/// `*out` is an array of `*n_out` entries; free it with sluice_stats_free.
+SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset, struct sluice_column_stats** out,
+                         int64_t* n_out, struct sluice_error* error);
+
+SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n);
+
+/* ---- Writing -------------------------------------------------------------- */
+
+/// Options for sluice_write. Always start from sluice_write_options_init.
+struct sluice_write_options {
+  /// Output format name, or NULL to choose from the extension of `location`.
+  const char* format;
+  /// Body compression where the format has it: NULL/"none", "lz4", "zstd", ...
+  const char* compression;
+  /// Allocator for the writer's own memory (NULL = default).
+  const struct sluice_allocator* allocator;
+};
+
+SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);
+
+/// Writes every batch of `stream` (struct arrays) to `location` ("-" =
+/// standard output). The file appears atomically: on error nothing is left at
+/// `location` and an existing file there is untouched. The stream is consumed
+/// but not released.
+SLUICE_EXPORT int sluice_write(struct ArrowArrayStream* stream, const char* location,
+                 const struct sluice_write_options* options, struct sluice_error* error);
+
+/* ---- Formats -------------------------------------------------------------- */
+
+/// Names of the formats sluice reads (NULL-terminated list).
+SLUICE_EXPORT const char* const* sluice_reader_formats(void);
+/// Names of the formats sluice writes (NULL-terminated list).
+SLUICE_EXPORT const char* const* sluice_writer_formats(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // SLUICE_H

@@ -1,0 +1,107 @@
+#include "sl_alloc.h"
+
+#include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+
+#define ERANGE_CODE ERANGE
+
+static void* default_allocate(void* ctx, size_t size, size_t alignment) {
+  (void)ctx;
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+  if (rounded < size) return NULL;
+  return aligned_alloc(alignment, rounded);
+}
+
+static void default_deallocate(void* ctx, void* ptr, size_t size) {
+  (void)ctx;
+  (void)size;
+  free(ptr);
+}
+
+static const struct sluice_allocator default_allocator = {default_allocate, default_deallocate,
+                                                          NULL};
+
+const struct sluice_allocator* sluice_default_allocator(void) { return &default_allocator; }
+
+static const struct sluice_allocator* resolve(const struct sluice_allocator* alloc) {
+  return alloc != NULL ? alloc : &default_allocator;
+}
+
+void* sl_alloc(const struct sluice_allocator* alloc, size_t size) {
+  alloc = resolve(alloc);
+  if (size == 0) size = 1;
+  return alloc->allocate(alloc->ctx, size, 16);
+}
+
+// Buffers are padded to a multiple of 64 so that vectorised loops may touch
+// whole cache lines past the logical end without leaving the allocation.
+static size_t padded(size_t size) {
+  if (size == 0) size = 1;
+  size_t p = (size + SL_BUFFER_ALIGNMENT - 1) & ~(size_t)(SL_BUFFER_ALIGNMENT - 1);
+  return p < size ? 0 : p;
+}
+
+void* sl_alloc_buffer(const struct sluice_allocator* alloc, size_t size) {
+  alloc = resolve(alloc);
+  size_t p = padded(size);
+  if (p == 0) return NULL;
+  return alloc->allocate(alloc->ctx, p, SL_BUFFER_ALIGNMENT);
+}
+
+void* sl_calloc(const struct sluice_allocator* alloc, size_t count, size_t size) {
+  size_t total;
+  if (sl_mul_size(count, size, &total) != 0) return NULL;
+  void* p = sl_alloc(alloc, total);
+  if (p != NULL) memset(p, 0, total == 0 ? 1 : total);
+  return p;
+}
+
+void sl_free(const struct sluice_allocator* alloc, void* ptr, size_t size) {
+  if (ptr == NULL) return;
+  alloc = resolve(alloc);
+  alloc->deallocate(alloc->ctx, ptr, size == 0 ? 1 : size);
+}
+
+void sl_free_buffer(const struct sluice_allocator* alloc, void* ptr, size_t size) {
+  if (ptr == NULL) return;
+  alloc = resolve(alloc);
+  alloc->deallocate(alloc->ctx, ptr, padded(size));
+}
+
+void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t old_size,
+                        size_t new_size) {
+  void* fresh = sl_alloc_buffer(alloc, new_size);
+  if (fresh == NULL) return NULL;
+  if (ptr != NULL) {
+    memcpy(fresh, ptr, old_size < new_size ? old_size : new_size);
+    sl_free_buffer(alloc, ptr, old_size);
+  }
+  return fresh;
+}
+
+char* sl_strndup(const struct sluice_allocator* alloc, const char* s, size_t n) {
+  char* out = sl_alloc(alloc, n + 1);
+  if (out == NULL) return NULL;
+  memcpy(out, s, n);
+  out[n] = '\0';
+  return out;
+}
+
+char* sl_strdup(const struct sluice_allocator* alloc, const char* s) {
+  return sl_strndup(alloc, s, strlen(s));
+}
+
+int sl_mul_size(size_t a, size_t b, size_t* out) {
+  if (b != 0 && a > SIZE_MAX / b) return ERANGE_CODE;
+  *out = a * b;
+  return 0;
+}
+
+int sl_add_size(size_t a, size_t b, size_t* out) {
+  if (a > SIZE_MAX - b) return ERANGE_CODE;
+  *out = a + b;
+  return 0;
+}

@@ -1,0 +1,38 @@
+// The single allocation path. Everything goes through a struct
+// sluice_allocator so that tests can count bytes and inject failures.
+#ifndef SL_ALLOC_H
+#define SL_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/// Alignment of every buffer handed out in an ArrowArray (Arrow recommends 64).
+#define SL_BUFFER_ALIGNMENT 64
+
+/// `alloc` may be NULL (= default allocator). Returns NULL on failure or when
+/// size == 0 would overflow; size 0 is rounded up to 1.
+void* sl_alloc(const struct sluice_allocator* alloc, size_t size);
+/// Same, but 64-byte aligned and the padding bytes up to a multiple of 64 are
+/// allocated too (so SIMD may read whole 64-byte blocks).
+void* sl_alloc_buffer(const struct sluice_allocator* alloc, size_t size);
+/// Zero-filled sl_alloc.
+void* sl_calloc(const struct sluice_allocator* alloc, size_t count, size_t size);
+/// Frees `ptr` (NULL is fine); `size` must be the size passed to sl_alloc /
+/// sl_alloc_buffer.
+void sl_free(const struct sluice_allocator* alloc, void* ptr, size_t size);
+void sl_free_buffer(const struct sluice_allocator* alloc, void* ptr, size_t size);
+/// Grows (or shrinks) a block from sl_alloc_buffer, copying min(old,new) bytes.
+/// On failure returns NULL and leaves `ptr` untouched.
+void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t old_size,
+                        size_t new_size);
+/// strdup through the allocator; free with sl_free(alloc, p, strlen(p) + 1).
+char* sl_strdup(const struct sluice_allocator* alloc, const char* s);
+char* sl_strndup(const struct sluice_allocator* alloc, const char* s, size_t n);
+
+/// Overflow-checked size arithmetic: return 0 on success, ERANGE on overflow.
+int sl_mul_size(size_t a, size_t b, size_t* out);
+int sl_add_size(size_t a, size_t b, size_t* out);
+
+#endif

@@ -1,0 +1,79 @@
+// Generic ArrowArray / ArrowSchema nodes produced by sluice. One release
+// function frees any node: its owned buffers, its children, its dictionary,
+// and the references it holds on memory owned elsewhere (views).
+#ifndef SL_ARRAY_H
+#define SL_ARRAY_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "sl_ref.h"
+
+/// Makes `out` a valid node with `n_buffers` NULL buffers and `n_children`
+/// children that are allocated but empty (release == NULL) for the caller to
+/// fill (e.g. with another sl_array_init). length/null_count/offset are 0.
+/// On error `out` is left released (out->release == NULL).
+int sl_array_init(struct ArrowArray* out, const struct sluice_allocator* alloc,
+                  int64_t n_buffers, int64_t n_children, struct sluice_error* error);
+
+/// Buffer `i` becomes `data`, owned by the node: freed with
+/// sl_free_buffer(alloc, data, capacity) on release. `data` may be NULL.
+void sl_array_set_buffer_owned(struct ArrowArray* array, int64_t i, void* data,
+                               int64_t capacity);
+
+/// Buffer `i` becomes a view of memory owned by `owner` (retained here,
+/// released with the node). `owner` may be NULL when the memory is static.
+void sl_array_set_buffer_view(struct ArrowArray* array, int64_t i, const void* data,
+                              struct sl_ref* owner);
+
+/// Gives the node a dictionary node, allocated empty for the caller to fill.
+int sl_array_alloc_dictionary(struct ArrowArray* array, struct sluice_error* error);
+
+/// Moves `*src` into `*dst` (dst must be released/empty); src becomes released.
+void sl_array_move(struct ArrowArray* src, struct ArrowArray* dst);
+
+/// The allocator a node was made with (NULL if the node is not sluice's).
+const struct sluice_allocator* sl_array_allocator(const struct ArrowArray* array);
+
+/// A struct-array view of `columns` (indexes into in->children) of a struct
+/// array `in`, which is consumed (moved into out's ownership). Children not
+/// selected are released.
+int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
+                     const struct sluice_allocator* alloc, struct ArrowArray* out,
+                     struct sluice_error* error);
+
+/// Bytes reachable from the array's buffers (counting each buffer once at the
+/// size its type implies for length+offset; used for the memory budget).
+int64_t sl_array_byte_size(const struct ArrowSchema* schema, const struct ArrowArray* array);
+
+/* ---- Schema nodes ---------------------------------------------------------- */
+
+/// Makes `out` a valid schema node: copies of `format` and `name` (name may be
+/// NULL), flags, and `n_children` children allocated empty for the caller to
+/// fill. On error `out` is left released.
+int sl_schema_init(struct ArrowSchema* out, const struct sluice_allocator* alloc,
+                   const char* format, const char* name, int64_t flags, int64_t n_children,
+                   struct sluice_error* error);
+
+/// Sets the node's metadata to a copy of an encoded metadata blob (the C Data
+/// Interface binary layout: int32 count, then per pair int32 len + key bytes +
+/// int32 len + value bytes). NULL clears it.
+int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
+                           struct sluice_error* error);
+
+/// Size in bytes of an encoded metadata blob (0 for NULL).
+int64_t sl_metadata_size(const char* metadata);
+
+/// Gives the node a dictionary node, allocated empty for the caller to fill.
+int sl_schema_alloc_dictionary(struct ArrowSchema* schema, struct sluice_error* error);
+
+/// Deep copy of any schema (sluice's or another producer's) into `out`.
+int sl_schema_copy(const struct ArrowSchema* src, const struct sluice_allocator* alloc,
+                   struct ArrowSchema* out, struct sluice_error* error);
+
+/// A struct schema with copies of the children `columns` of `in`.
+int sl_schema_project(const struct ArrowSchema* in, const int64_t* columns,
+                      int64_t n_columns, const struct sluice_allocator* alloc,
+                      struct ArrowSchema* out, struct sluice_error* error);
+
+#endif

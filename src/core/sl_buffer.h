@@ -1,0 +1,37 @@
+// A growable, 64-byte aligned byte buffer: the unit builders write into and
+// then hand over to an ArrowArray without copying.
+#ifndef SL_BUFFER_H
+#define SL_BUFFER_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "sluice.h"
+
+struct sl_buffer {
+  uint8_t* data;        ///< NULL until the first reserve
+  int64_t size;         ///< bytes in use
+  int64_t capacity;     ///< bytes allocated (a multiple of 64)
+  const struct sluice_allocator* alloc;
+};
+
+void sl_buffer_init(struct sl_buffer* buf, const struct sluice_allocator* alloc);
+/// Ensures room for `additional` more bytes (geometric growth). ENOMEM/ERANGE.
+int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional);
+int sl_buffer_append(struct sl_buffer* buf, const void* data, int64_t n);
+/// Appends `n` zero bytes.
+int sl_buffer_append_zeros(struct sl_buffer* buf, int64_t n);
+/// Frees the memory and resets to empty.
+void sl_buffer_reset(struct sl_buffer* buf);
+/// Hands the memory to the caller (who frees it with sl_free_buffer(alloc,
+/// data, capacity)) and resets the buffer to empty. `*capacity` receives the
+/// allocated size.
+uint8_t* sl_buffer_detach(struct sl_buffer* buf, int64_t* capacity);
+
+/// Unchecked fast append; the caller reserved room before.
+static inline void sl_buffer_append_unsafe(struct sl_buffer* buf, const void* data, int64_t n) {
+  memcpy(buf->data + buf->size, data, (size_t)n);
+  buf->size += n;
+}
+
+#endif

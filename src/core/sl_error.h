@@ -1,0 +1,34 @@
+// Errors as values: every fallible internal function returns 0 or an errno
+// code and fills a caller-provided struct sluice_error.
+#ifndef SL_ERROR_H
+#define SL_ERROR_H
+
+#include <errno.h>
+
+#include "sluice.h"
+
+#if defined(__GNUC__)
+#define SL_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
+#else
+#define SL_PRINTF(fmt_index, args_index)
+#endif
+
+/// Records `code` and a printf-style message in `error` (which may be NULL)
+/// and returns `code`, so that callers can write `return sl_error_set(...)`.
+int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) SL_PRINTF(3, 4);
+
+/// Prefixes the message already in `error` with `"<prefix>: "` (e.g. the
+/// object name) and returns error->code. Use when an inner layer did not know
+/// which object it was reading.
+int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) SL_PRINTF(2, 3);
+
+/// Clears `error` (code 0, empty message).
+void sl_error_clear(struct sluice_error* error);
+
+#define SL_RETURN_NOT_OK(expr)      \
+  do {                              \
+    int sl_status_ = (expr);        \
+    if (sl_status_ != 0) return sl_status_; \
+  } while (0)
+
+#endif

@@ -1,0 +1,83 @@
+// The table every format plugs into. A reader knows one format: it reads the
+// schema, plans independent splits, and decodes one split into batches. It
+// never starts threads and never decides delivery order (src/scan does).
+#ifndef SL_FORMAT_H
+#define SL_FORMAT_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "../io/sl_source.h"
+
+/// An independent unit of work: a file, a byte range, a record batch, a row
+/// group. Fields other than `index` are the format's to interpret.
+struct sl_split {
+  int64_t index;      ///< position in plan order (0..n-1)
+  int64_t offset;     ///< e.g. byte offset of the block / range
+  int64_t length;     ///< e.g. bytes in the range
+  int64_t est_bytes;  ///< decoded bytes expected per batch (budget), 0 = unknown
+  int64_t est_rows;   ///< rows expected, -1 = unknown
+};
+
+struct sl_reader_args {
+  struct sl_source* source;  ///< borrowed; outlives the reader
+  const struct sluice_allocator* alloc;
+  int64_t batch_size;        ///< rows per batch wanted (0 = format default)
+};
+
+struct sl_format_reader {
+  const char* name;                 ///< "arrow", "arrows", "csv", ...
+  const char* const* extensions;    ///< NULL-terminated, with the dot: ".arrow"
+  /// Confidence 0..100 that `head` (the first bytes of the object, n >= 0)
+  /// starts this format. Magic bytes give 100.
+  int (*probe)(const uint8_t* head, int64_t n);
+  int (*open)(const struct sl_reader_args* args, void** reader, struct sluice_error* error);
+  /// The full schema (a struct with one child per column). Caller releases.
+  int (*schema)(void* reader, struct ArrowSchema* out, struct sluice_error* error);
+  /// Plans splits into a sl_alloc'd array of *n (free with sl_free(alloc, p,
+  /// n * sizeof *p)). Zero splits is valid (empty input).
+  int (*plan_splits)(void* reader, struct sl_split** splits, int64_t* n,
+                     struct sluice_error* error);
+  /// Starts decoding one split. `columns` (indexes into the full schema, in
+  /// the order wanted; NULL = all) is a hint: readers that can skip columns
+  /// do so and then emit only those columns, in that order; readers that
+  /// cannot emit all columns and set *projected = 0 so the engine projects.
+  /// May be called concurrently for different splits from different threads.
+  int (*split_open)(void* reader, const struct sl_split* split, const int64_t* columns,
+                    int64_t n_columns, void** state, int* projected,
+                    struct sluice_error* error);
+  /// Next batch of the split as a struct array. At the end: 0 with
+  /// out->release == NULL.
+  int (*split_next)(void* state, struct ArrowArray* out, struct sluice_error* error);
+  void (*split_close)(void* state);
+  void (*close)(void* reader);
+};
+
+struct sl_write_args {
+  const struct sluice_allocator* alloc;
+  const char* compression;   ///< NULL = none
+};
+
+struct sl_sink;
+
+struct sl_format_writer {
+  const char* name;
+  const char* const* extensions;
+  /// Writes all of `stream` into `sink` (not committing: the caller commits
+  /// on success, aborts on error).
+  int (*write)(struct ArrowArrayStream* stream, struct sl_sink* sink,
+               const struct sl_write_args* args, struct sluice_error* error);
+};
+
+/// The registry: NULL-terminated static tables (src/format/sl_format_registry.c).
+const struct sl_format_reader* const* sl_format_readers(void);
+const struct sl_format_writer* const* sl_format_writers(void);
+const struct sl_format_reader* sl_format_reader_find(const char* name);
+const struct sl_format_writer* sl_format_writer_find(const char* name);
+/// Picks the reader for a location: by magic bytes first, then extension
+/// (compression suffixes such as .gz/.zst are looked through).
+const struct sl_format_reader* sl_format_reader_detect(const char* location,
+                                                       const uint8_t* head, int64_t n);
+const struct sl_format_writer* sl_format_writer_for_path(const char* location);
+
+#endif

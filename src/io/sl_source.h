@@ -1,0 +1,63 @@
+// Sources: where bytes come from. A source hands out *views*: a pointer and a
+// length into memory the source owns, kept alive by a reference (struct
+// sl_ref) that the reader retains for as long as arrays point into it. A local
+// file is mmap'd whole, so views of it cost nothing.
+#ifndef SL_SOURCE_H
+#define SL_SOURCE_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "../core/sl_ref.h"
+
+/// A view of bytes. Valid while `owner` is retained; release it with
+/// sl_view_release. `owner` may be NULL when the bytes live as long as the
+/// source itself.
+struct sl_view {
+  const uint8_t* data;
+  int64_t size;
+  struct sl_ref* owner;
+};
+
+void sl_view_release(struct sl_view* view);
+
+struct sl_source;
+
+struct sl_source_ops {
+  /// Ranged read of exactly `length` bytes at `offset` (EIO + message naming
+  /// the object and offset if the object is shorter). Thread-safe.
+  /// NULL for forward-only sources (pipes).
+  int (*read_at)(struct sl_source* source, int64_t offset, int64_t length,
+                 struct sl_view* out, struct sluice_error* error);
+  /// Forward read of up to `length` bytes from the stream position (fewer
+  /// only at end of data; size 0 = end). Not thread-safe: one reader at a
+  /// time.
+  int (*read_next)(struct sl_source* source, int64_t length, struct sl_view* out,
+                   struct sluice_error* error);
+  void (*close)(struct sl_source* source);
+};
+
+struct sl_source {
+  const struct sl_source_ops* ops;
+  /// The location as the user wrote it (for error messages). Owned.
+  char* name;
+  /// Total size in bytes, or -1 when unknown (pipes).
+  int64_t size;
+  const struct sluice_allocator* alloc;
+  /// The ref that owns the source's memory (e.g. the mapping), or NULL.
+  struct sl_ref* owner;
+};
+
+/// Opens a location: a path, "file://path", or "-" (standard input).
+/// Remote schemes return ENOTSUP until their sources exist.
+int sl_source_open(const char* location, const struct sluice_allocator* alloc,
+                   struct sl_source** out, struct sluice_error* error);
+
+/// Convenience wrappers over ops (read_at returns ENOTSUP when forward-only).
+int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,
+                      struct sl_view* out, struct sluice_error* error);
+int sl_source_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                        struct sluice_error* error);
+void sl_source_close(struct sl_source* source);
+
+#endif
