@@ -46,6 +46,20 @@ int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_co
 /// size its type implies for length+offset; used for the memory budget).
 int64_t sl_array_byte_size(const struct ArrowSchema* schema, const struct ArrowArray* array);
 
+/// Moves `*array` into a new reference-counted holder so that several arrays
+/// can share it (a dictionary that applies to many batches). `*shared`
+/// receives the held array, valid while the returned ref lives. Returns NULL on
+/// ENOMEM, leaving `*array` untouched (still the caller's).
+struct sl_ref* sl_array_share(struct ArrowArray* array, const struct sluice_allocator* alloc,
+                              const struct ArrowArray** shared);
+
+/// Makes `out` a tree of nodes with the shape and lengths of `src` whose
+/// buffers are views of src's, each retaining `owner` (the holder of `src`,
+/// e.g. from sl_array_share). On error `out` is left released.
+int sl_array_view(const struct ArrowArray* src, struct sl_ref* owner,
+                  const struct sluice_allocator* alloc, struct ArrowArray* out,
+                  struct sluice_error* error);
+
 /* ---- Schema nodes ---------------------------------------------------------- */
 
 /// Makes `out` a valid schema node: copies of `format` and `name` (name may be

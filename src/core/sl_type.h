@@ -46,7 +46,8 @@ struct sl_type {
 int sl_type_parse(const char* format, struct sl_type* out, struct sluice_error* error);
 
 /// Number of buffers the C Data Interface gives arrays of this type
-/// (e.g. 2 for int32, 3 for utf8, 1 for struct, 0 for null, 2/3 for unions).
+/// (e.g. 2 for int32, 3 for utf8, 1 for struct, 0 for null; unions have no
+/// validity bitmap: 1 for sparse (type ids), 2 for dense (type ids, offsets)).
 int sl_type_n_buffers(enum sl_type_id id);
 
 /// Bit width of one value in the fixed-width data buffer (1 for bool, 0 if the
@@ -56,5 +57,10 @@ int64_t sl_type_bit_width(const struct sl_type* type);
 /// A short human name ("int64", "timestamp[us, tz=UTC]", "list<...>" is not
 /// expanded): writes at most `cap` bytes into `out`.
 void sl_type_name(const struct sl_type* type, char* out, size_t cap);
+
+/// Writes the C Data Interface format string of `type` (the inverse of
+/// sl_type_parse, e.g. "tsu:UTC", "d:10,2", "+ud:0,1") into `out`, at most
+/// `cap` bytes including the NUL.
+void sl_type_format(const struct sl_type* type, char* out, size_t cap);
 
 #endif

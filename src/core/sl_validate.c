@@ -1,0 +1,449 @@
+#include "sl_validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sl_error.h"
+#include "sl_type.h"
+
+// Deeper trees than this come from hostile input, not real data; refusing them
+// keeps the recursion's stack use bounded.
+#define SL_VALIDATE_MAX_DEPTH 64
+
+struct vctx {
+  enum sl_validate_level level;
+  const struct sl_buffer_sizes* sizes;
+  struct sluice_error* error;
+  char path[512];
+  size_t path_len;
+};
+
+static int fail(struct vctx* v, const char* fmt, ...) SL_PRINTF(2, 3);
+static int fail(struct vctx* v, const char* fmt, ...) {
+  char reason[384];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(reason, sizeof reason, fmt, args);
+  va_end(args);
+  if (v->path_len == 0) return sl_error_set(v->error, EILSEQ, "array: %s", reason);
+  return sl_error_set(v->error, EILSEQ, "column '%s': %s", v->path, reason);
+}
+
+// Appends a path component; returns the previous length to restore later.
+static size_t path_push(struct vctx* v, const char* name, int64_t index) {
+  size_t old = v->path_len;
+  size_t cap = sizeof v->path;
+  int n;
+  if (name != NULL && name[0] != '\0') {
+    n = snprintf(v->path + old, cap - old, "%s%s", old > 0 ? "." : "", name);
+  } else {
+    n = snprintf(v->path + old, cap - old, "[%lld]", (long long)index);
+  }
+  if (n > 0) v->path_len = old + (size_t)n < cap ? old + (size_t)n : cap - 1;
+  return old;
+}
+
+static void path_pop(struct vctx* v, size_t old) {
+  v->path_len = old;
+  v->path[old] = '\0';
+}
+
+static inline int64_t load_offset(const void* buf, int64_t i, int large) {
+  if (large) {
+    int64_t x;
+    memcpy(&x, (const uint8_t*)buf + i * 8, 8);
+    return x;
+  }
+  int32_t x;
+  memcpy(&x, (const uint8_t*)buf + i * 4, 4);
+  return x;
+}
+
+static inline int bit_is_set(const uint8_t* bits, int64_t i) {
+  return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
+// Checks that buffer `i` holds at least `need` bytes when its size is known.
+static int check_size(struct vctx* v, const struct ArrowArray* a, int64_t i, int64_t need,
+                      const char* what) {
+  if (v->sizes == NULL || v->sizes->size_of == NULL || need <= 0) return 0;
+  int64_t have = v->sizes->size_of(v->sizes->ctx, a, i);
+  if (have >= 0 && have < need) {
+    return fail(v, "%s buffer holds %lld bytes, needs %lld", what, (long long)have,
+                (long long)need);
+  }
+  return 0;
+}
+
+static int is_valid_utf8(const uint8_t* s, int64_t n, int64_t* bad_at) {
+  int64_t i = 0;
+  while (i < n) {
+    // ASCII runs dominate real data: skip them eight bytes at a time.
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, s + i, 8);
+      if (w & UINT64_C(0x8080808080808080)) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else goto bad;
+    if (i + len > n) goto bad;
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) goto bad;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates, and code points past U+10FFFF.
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      goto bad;
+    }
+    i += len;
+  }
+  return 1;
+bad:
+  *bad_at = i;
+  return 0;
+}
+
+static int validate_node(struct vctx* v, const struct ArrowSchema* s, const struct ArrowArray* a,
+                         int depth);
+
+static int validate_child(struct vctx* v, const struct ArrowSchema* s,
+                          const struct ArrowArray* a, int64_t i, int depth) {
+  const struct ArrowSchema* cs = s->children[i];
+  size_t old = path_push(v, cs != NULL ? cs->name : NULL, i);
+  int rc = validate_node(v, cs, a->children[i], depth + 1);
+  path_pop(v, old);
+  return rc;
+}
+
+// Offsets of binary / list types: buffer 1. Returns the [first, last] range.
+static int validate_offsets(struct vctx* v, const struct ArrowArray* a, int large,
+                            int64_t limit, const char* limit_what, int64_t* first_out,
+                            int64_t* last_out) {
+  int64_t end = a->offset + a->length;
+  *first_out = *last_out = 0;
+  const void* off = a->buffers[1];
+  if (a->length == 0 && off == NULL) return 0;
+  if (off == NULL) return fail(v, "offsets buffer is NULL with length %lld", (long long)a->length);
+  SL_RETURN_NOT_OK(check_size(v, a, 1, (end + 1) * (large ? 8 : 4), "offsets"));
+  int64_t first = load_offset(off, a->offset, large);
+  int64_t last = load_offset(off, end, large);
+  if (first < 0) return fail(v, "negative offset %lld at index 0", (long long)first);
+  if (last < first) return fail(v, "last offset %lld is below the first %lld", (long long)last,
+                                (long long)first);
+  if (limit >= 0 && last > limit) {
+    return fail(v, "last offset %lld exceeds the %s (%lld)", (long long)last, limit_what,
+                (long long)limit);
+  }
+  if (v->level >= SL_VALIDATE_FULL) {
+    // One loop per offset width keeps the width test out of the hot loop.
+    int64_t bad = -1;
+    if (large) {
+      int64_t prev = first;
+      for (int64_t i = a->offset + 1; i <= end; ++i) {
+        int64_t o = load_offset(off, i, 1);
+        if (o < prev) { bad = i; break; }
+        prev = o;
+      }
+    } else {
+      int32_t prev = (int32_t)first;
+      for (int64_t i = a->offset + 1; i <= end; ++i) {
+        int32_t o = (int32_t)load_offset(off, i, 0);
+        if (o < prev) { bad = i; break; }
+        prev = o;
+      }
+    }
+    if (bad >= 0) {
+      return fail(v, "offsets not increasing at index %lld", (long long)(bad - a->offset));
+    }
+  }
+  *first_out = first;
+  *last_out = last;
+  return 0;
+}
+
+static int validate_binary(struct vctx* v, const struct sl_type* t, const struct ArrowArray* a) {
+  int large = t->id == SL_TYPE_LARGE_BINARY || t->id == SL_TYPE_LARGE_STRING;
+  int64_t data_size = -1;
+  if (v->sizes != NULL && v->sizes->size_of != NULL) {
+    data_size = v->sizes->size_of(v->sizes->ctx, a, 2);
+  }
+  int64_t first, last;
+  SL_RETURN_NOT_OK(validate_offsets(v, a, large, data_size, "data size", &first, &last));
+  if (last > first && a->buffers[2] == NULL) {
+    return fail(v, "data buffer is NULL but offsets span %lld bytes", (long long)(last - first));
+  }
+  int is_string = t->id == SL_TYPE_STRING || t->id == SL_TYPE_LARGE_STRING;
+  if (is_string && v->level >= SL_VALIDATE_FULL_UTF8 && last > first) {
+    const uint8_t* data = a->buffers[2];
+    int64_t bad_at;
+    if (!is_valid_utf8(data + first, last - first, &bad_at)) {
+      // Report the value holding the bad byte.
+      int64_t row = 0;
+      for (int64_t i = 0; i < a->length; ++i) {
+        if (load_offset(a->buffers[1], a->offset + i + 1, large) > first + bad_at) {
+          row = i;
+          break;
+        }
+      }
+      return fail(v, "invalid UTF-8 in value %lld", (long long)row);
+    }
+    // The whole range is valid; each value is too unless a boundary splits a
+    // multi-byte character.
+    for (int64_t i = 1; i < a->length; ++i) {
+      int64_t o = load_offset(a->buffers[1], a->offset + i, large);
+      if (o < last && (data[o] & 0xC0) == 0x80) {
+        return fail(v, "invalid UTF-8 in value %lld (starts inside a character)", (long long)i);
+      }
+    }
+  }
+  return 0;
+}
+
+static int validate_union(struct vctx* v, const struct sl_type* t, const struct ArrowArray* a) {
+  int64_t end = a->offset + a->length;
+  int dense = t->id == SL_TYPE_DENSE_UNION;
+  if (t->n_type_codes != a->n_children) {
+    return fail(v, "union declares %d type codes for %lld children", (int)t->n_type_codes,
+                (long long)a->n_children);
+  }
+  if (a->length > 0 && a->buffers[0] == NULL) return fail(v, "union type ids buffer is NULL");
+  SL_RETURN_NOT_OK(check_size(v, a, 0, end, "type ids"));
+  if (dense) {
+    if (a->length > 0 && a->buffers[1] == NULL) return fail(v, "union offsets buffer is NULL");
+    SL_RETURN_NOT_OK(check_size(v, a, 1, end * 4, "union offsets"));
+  } else {
+    for (int64_t i = 0; i < a->n_children; ++i) {
+      if (a->children[i]->length < end) {
+        return fail(v, "sparse union child %lld has length %lld, needs %lld", (long long)i,
+                    (long long)a->children[i]->length, (long long)end);
+      }
+    }
+  }
+  if (v->level < SL_VALIDATE_FULL || a->length == 0) return 0;
+  int8_t child_of_code[128];
+  memset(child_of_code, -1, sizeof child_of_code);
+  for (int32_t i = 0; i < t->n_type_codes; ++i) child_of_code[t->type_codes[i]] = (int8_t)i;
+  const int8_t* ids = a->buffers[0];
+  const uint8_t* offs = a->buffers[1];
+  for (int64_t i = a->offset; i < end; ++i) {
+    int8_t id = ids[i];
+    if (id < 0 || child_of_code[id] < 0) {
+      return fail(v, "union type id %d not declared at index %lld", (int)id,
+                  (long long)(i - a->offset));
+    }
+    if (dense) {
+      int32_t o;
+      memcpy(&o, offs + i * 4, 4);
+      const struct ArrowArray* child = a->children[child_of_code[id]];
+      if (o < 0 || o >= child->length) {
+        return fail(v, "dense union offset %d out of range (child length %lld) at index %lld",
+                    (int)o, (long long)child->length, (long long)(i - a->offset));
+      }
+    }
+  }
+  return 0;
+}
+
+// Finds the first valid slot whose index is outside [0, dict_length); one loop
+// per index type so that the width and signedness are not decided per value.
+#define SL_FIND_BAD_INDEX(ctype)                                          \
+  for (int64_t i = a->offset; i < end; ++i) {                             \
+    ctype x;                                                              \
+    memcpy(&x, data + i * (int64_t)sizeof x, sizeof x);                   \
+    /* negative signed indexes wrap to huge unsigned ones */             \
+    if ((uint64_t)(int64_t)x >= (uint64_t)dict_length &&                  \
+        (valid == NULL || bit_is_set(valid, i))) {                        \
+      bad = i;                                                            \
+      bad_value = (long long)x;                                            \
+      break;                                                              \
+    }                                                                     \
+  }
+
+static int validate_dictionary_indexes(struct vctx* v, const struct sl_type* t,
+                                       const struct ArrowArray* a, int64_t dict_length) {
+  const uint8_t* data = a->buffers[1];
+  const uint8_t* valid = a->buffers[0];
+  int64_t end = a->offset + a->length, bad = -1;
+  long long bad_value = 0;
+  switch (t->id) {
+    case SL_TYPE_INT8: SL_FIND_BAD_INDEX(int8_t) break;
+    case SL_TYPE_UINT8: SL_FIND_BAD_INDEX(uint8_t) break;
+    case SL_TYPE_INT16: SL_FIND_BAD_INDEX(int16_t) break;
+    case SL_TYPE_UINT16: SL_FIND_BAD_INDEX(uint16_t) break;
+    case SL_TYPE_INT32: SL_FIND_BAD_INDEX(int32_t) break;
+    case SL_TYPE_UINT32: SL_FIND_BAD_INDEX(uint32_t) break;
+    case SL_TYPE_INT64: SL_FIND_BAD_INDEX(int64_t) break;
+    default: SL_FIND_BAD_INDEX(uint64_t) break;
+  }
+  if (bad >= 0) {
+    return fail(v, "dictionary index %lld out of range (dictionary length %lld) at index %lld",
+                bad_value, (long long)dict_length, (long long)(bad - a->offset));
+  }
+  return 0;
+}
+#undef SL_FIND_BAD_INDEX
+
+static int expected_children(const struct sl_type* t, const struct ArrowSchema* s) {
+  switch (t->id) {
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: case SL_TYPE_MAP:
+      return 1;
+    case SL_TYPE_STRUCT: case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+      return (int)(s->n_children > INT32_MAX ? -1 : s->n_children);
+    default:
+      return 0;
+  }
+}
+
+static int validate_node(struct vctx* v, const struct ArrowSchema* s, const struct ArrowArray* a,
+                         int depth) {
+  if (depth > SL_VALIDATE_MAX_DEPTH) return fail(v, "nested deeper than %d levels", depth);
+  if (s == NULL || s->release == NULL) return fail(v, "schema is NULL or released");
+  if (a == NULL || a->release == NULL) return fail(v, "array is NULL or released");
+  struct sl_type t;
+  int rc = sl_type_parse(s->format, &t, v->error);
+  if (rc != 0) {
+    if (v->path_len > 0) sl_error_prefix(v->error, "column '%s'", v->path);
+    return rc;
+  }
+  if (a->length < 0 || a->offset < 0 || a->offset > INT64_MAX - a->length ||
+      a->length > (INT64_C(1) << 48) || a->offset > (INT64_C(1) << 48)) {
+    return fail(v, "bad length %lld or offset %lld", (long long)a->length, (long long)a->offset);
+  }
+  if (a->null_count < -1 || a->null_count > a->length) {
+    return fail(v, "null_count %lld with length %lld", (long long)a->null_count,
+                (long long)a->length);
+  }
+  int64_t end = a->offset + a->length;
+  // A dictionary-encoded column: the format names the index type.
+  int is_dict = s->dictionary != NULL;
+  if (is_dict != (a->dictionary != NULL)) {
+    return fail(v, is_dict ? "dictionary missing" : "unexpected dictionary");
+  }
+  if (is_dict && !(t.id >= SL_TYPE_INT8 && t.id <= SL_TYPE_UINT64)) {
+    return fail(v, "dictionary index type '%s' is not an integer", s->format);
+  }
+  int nb = sl_type_n_buffers(t.id);
+  if (a->n_buffers != nb) {
+    return fail(v, "has %lld buffers, type '%s' needs %d", (long long)a->n_buffers, s->format, nb);
+  }
+  if (nb > 0 && a->buffers == NULL) return fail(v, "buffers array is NULL");
+  int nc = expected_children(&t, s);
+  if (s->n_children != nc || a->n_children != nc) {
+    return fail(v, "has %lld children (schema %lld), type '%s' needs %d",
+                (long long)a->n_children, (long long)s->n_children, s->format, nc);
+  }
+  if (nc > 0 && (a->children == NULL || s->children == NULL)) {
+    return fail(v, "children array is NULL");
+  }
+  for (int64_t i = 0; i < nc; ++i) {
+    if (a->children[i] == NULL || s->children[i] == NULL) {
+      return fail(v, "child %lld is NULL", (long long)i);
+    }
+  }
+  int has_validity = t.id != SL_TYPE_NA && t.id != SL_TYPE_DENSE_UNION &&
+                     t.id != SL_TYPE_SPARSE_UNION;
+  if (has_validity) {
+    if (a->buffers[0] == NULL && a->null_count > 0) {
+      return fail(v, "validity buffer is NULL with null_count %lld", (long long)a->null_count);
+    }
+    if (a->buffers[0] != NULL) SL_RETURN_NOT_OK(check_size(v, a, 0, (end + 7) / 8, "validity"));
+  }
+  int64_t bits = sl_type_bit_width(&t);
+  switch (t.id) {
+    case SL_TYPE_NA:
+      break;
+    case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING:
+      SL_RETURN_NOT_OK(validate_binary(v, &t, a));
+      break;
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_MAP: {
+      int64_t first, last;
+      int64_t child_len = a->children[0]->length;
+      SL_RETURN_NOT_OK(validate_offsets(v, a, t.id == SL_TYPE_LARGE_LIST, child_len,
+                                        "child length", &first, &last));
+      if (t.id == SL_TYPE_MAP) {
+        const struct ArrowSchema* es = s->children[0];
+        if (es->format == NULL || strcmp(es->format, "+s") != 0 || es->n_children != 2) {
+          return fail(v, "map entries must be a struct of 2 children (key, value)");
+        }
+        if (v->level >= SL_VALIDATE_FULL && a->children[0]->n_children == 2 &&
+            a->children[0]->children[0] != NULL && a->children[0]->children[0]->null_count > 0) {
+          return fail(v, "map keys contain nulls");
+        }
+      }
+      break;
+    }
+    case SL_TYPE_FIXED_SIZE_LIST: {
+      if (t.list_size < 0) return fail(v, "negative list size");
+      // Division instead of end * list_size, which may overflow.
+      if (t.list_size > 0 && a->children[0]->length / t.list_size < end) {
+        return fail(v, "child length %lld is shorter than %lld lists of %d",
+                    (long long)a->children[0]->length, (long long)end, (int)t.list_size);
+      }
+      break;
+    }
+    case SL_TYPE_STRUCT:
+      for (int64_t i = 0; i < nc; ++i) {
+        if (a->children[i]->length < end) {
+          size_t old = path_push(v, s->children[i]->name, i);
+          rc = fail(v, "length %lld is shorter than its parent's %lld",
+                    (long long)a->children[i]->length, (long long)end);
+          path_pop(v, old);
+          return rc;
+        }
+      }
+      break;
+    case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+      SL_RETURN_NOT_OK(validate_union(v, &t, a));
+      break;
+    default:
+      if (bits > 0) {
+        if (a->length > 0 && a->buffers[1] == NULL) {
+          return fail(v, "data buffer is NULL with length %lld", (long long)a->length);
+        }
+        int64_t need = bits == 1 ? (end + 7) / 8 : end * (bits / 8);
+        SL_RETURN_NOT_OK(check_size(v, a, 1, need, "data"));
+      }
+      break;
+  }
+  for (int64_t i = 0; i < nc; ++i) SL_RETURN_NOT_OK(validate_child(v, s, a, i, depth));
+  if (is_dict) {
+    size_t old = path_push(v, "<dictionary>", 0);
+    rc = validate_node(v, s->dictionary, a->dictionary, depth + 1);
+    path_pop(v, old);
+    if (rc != 0) return rc;
+    if (v->level >= SL_VALIDATE_FULL && a->length > 0) {
+      SL_RETURN_NOT_OK(validate_dictionary_indexes(v, &t, a, a->dictionary->length));
+    }
+  }
+  return 0;
+}
+
+int sl_array_validate(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                      enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                      struct sluice_error* error) {
+  struct vctx v;
+  v.level = level;
+  v.sizes = sizes;
+  v.error = error;
+  v.path[0] = '\0';
+  v.path_len = 0;
+  // A named root that is not the record batch struct is a column of its own.
+  if (schema != NULL && schema->name != NULL && schema->name[0] != '\0' &&
+      !(schema->format != NULL && strcmp(schema->format, "+s") == 0)) {
+    path_push(&v, schema->name, 0);
+  }
+  return validate_node(&v, schema, array, 0);
+}

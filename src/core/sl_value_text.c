@@ -1,0 +1,695 @@
+#include "sl_value_text.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_alloc.h"
+#include "sl_error.h"
+
+/* ---- Text buffer ------------------------------------------------------------ */
+
+void sl_text_init(struct sl_text* text, const struct sluice_allocator* alloc) {
+  text->data = NULL;
+  text->len = 0;
+  text->cap = 0;
+  text->alloc = alloc;
+}
+
+void sl_text_clear(struct sl_text* text) {
+  text->len = 0;
+  if (text->data != NULL) text->data[0] = '\0';
+}
+
+void sl_text_reset(struct sl_text* text) {
+  if (text->data != NULL) sl_free_buffer(text->alloc, text->data, text->cap);
+  sl_text_init(text, text->alloc);
+}
+
+static int text_reserve(struct sl_text* text, size_t extra) {
+  size_t need;
+  // +1 keeps room for the terminating NUL.
+  if (sl_add_size(text->len, extra, &need) != 0 || sl_add_size(need, 1, &need) != 0) {
+    return ERANGE;
+  }
+  if (need <= text->cap) return 0;
+  size_t cap = text->cap < 64 ? 64 : text->cap;
+  while (cap < need) {
+    if (sl_mul_size(cap, 2, &cap) != 0) return ERANGE;
+  }
+  char* data = text->data == NULL ? sl_alloc_buffer(text->alloc, cap)
+                                  : sl_realloc_buffer(text->alloc, text->data, text->cap, cap);
+  if (data == NULL) return ENOMEM;
+  text->data = data;
+  text->cap = cap;
+  return 0;
+}
+
+int sl_text_append(struct sl_text* text, const char* s, size_t n) {
+  SL_RETURN_NOT_OK(text_reserve(text, n));
+  if (n > 0) memcpy(text->data + text->len, s, n);
+  text->len += n;
+  text->data[text->len] = '\0';
+  return 0;
+}
+
+int sl_text_append_str(struct sl_text* text, const char* s) {
+  return sl_text_append(text, s, strlen(s));
+}
+
+int sl_text_append_char(struct sl_text* text, char c) { return sl_text_append(text, &c, 1); }
+
+const char* sl_text_cstr(const struct sl_text* text) {
+  return text->data == NULL ? "" : text->data;
+}
+
+/* ---- Fields ----------------------------------------------------------------- */
+
+void sl_text_field_reset(struct sl_text_field* field) {
+  if (field->children != NULL) {
+    for (int64_t i = 0; i < field->n_children; ++i) sl_text_field_reset(&field->children[i]);
+    sl_free(field->alloc, field->children, (size_t)field->n_children * sizeof *field->children);
+  }
+  if (field->dictionary != NULL) {
+    sl_text_field_reset(field->dictionary);
+    sl_free(field->alloc, field->dictionary, sizeof *field->dictionary);
+  }
+  field->children = NULL;
+  field->dictionary = NULL;
+  field->n_children = 0;
+}
+
+int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* schema,
+                       const struct sluice_allocator* alloc, struct sluice_error* error) {
+  memset(field, 0, sizeof *field);
+  field->alloc = alloc;
+  field->name = schema->name != NULL ? schema->name : "";
+  SL_RETURN_NOT_OK(sl_type_parse(schema->format, &field->type, error));
+  if (schema->n_children < 0 || (schema->n_children > 0 && schema->children == NULL)) {
+    return sl_error_set(error, EINVAL, "field '%s': bad child count", field->name);
+  }
+  if (schema->n_children > 0) {
+    field->children = sl_calloc(alloc, (size_t)schema->n_children, sizeof *field->children);
+    if (field->children == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    field->n_children = schema->n_children;
+    for (int64_t i = 0; i < schema->n_children; ++i) {
+      int rc = sl_text_field_init(&field->children[i], schema->children[i], alloc, error);
+      if (rc != 0) {
+        sl_text_field_reset(field);
+        return rc;
+      }
+    }
+  }
+  if (schema->dictionary != NULL) {
+    field->dictionary = sl_calloc(alloc, 1, sizeof *field->dictionary);
+    int rc = field->dictionary == NULL
+                 ? sl_error_set(error, ENOMEM, "out of memory")
+                 : sl_text_field_init(field->dictionary, schema->dictionary, alloc, error);
+    if (rc != 0) {
+      sl_text_field_reset(field);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* ---- Scalars ---------------------------------------------------------------- */
+
+void sl_format_double(double v, char* buf, size_t cap) {
+  if (isnan(v)) {
+    snprintf(buf, cap, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    snprintf(buf, cap, v < 0 ? "-inf" : "inf");
+    return;
+  }
+  for (int precision = 15; precision <= 17; ++precision) {
+    snprintf(buf, cap, "%.*g", precision, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+void sl_format_float(float v, char* buf, size_t cap) {
+  if (isnan(v) || isinf(v)) {
+    sl_format_double(v, buf, cap);
+    return;
+  }
+  for (int precision = 6; precision <= 9; ++precision) {
+    snprintf(buf, cap, "%.*g", precision, (double)v);
+    if (strtof(buf, NULL) == v) return;
+  }
+}
+
+static double half_to_double(uint16_t h) {
+  int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double v;
+  if (exponent == 0) {
+    v = ldexp(mantissa, -24);
+  } else if (exponent == 31) {
+    v = mantissa != 0 ? NAN : INFINITY;
+  } else {
+    v = ldexp(mantissa + 1024, exponent - 25);
+  }
+  return sign ? -v : v;
+}
+
+/// Shortest text that reads back as the same half float: closer to it than
+/// half a unit in its last place.
+static void format_half(uint16_t h, char* buf, size_t cap) {
+  double v = half_to_double(h);
+  int exponent = (h >> 10) & 0x1f;
+  if (!isfinite(v)) {
+    sl_format_double(v, buf, cap);
+    return;
+  }
+  double ulp = exponent == 0 ? ldexp(1, -24) : ldexp(1, exponent - 25);
+  for (int precision = 1; precision <= 9; ++precision) {
+    snprintf(buf, cap, "%.*g", precision, v);
+    if (fabs(strtod(buf, NULL) - v) < ulp / 2) return;
+  }
+}
+
+static int bit_is_set(const void* bitmap, int64_t i) {
+  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+/// civil_from_days), valid for the full int64 range of days we can meet.
+static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  unsigned doe = (unsigned)(z - era * 146097);
+  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+static int append_date(struct sl_text* out, int64_t days) {
+  int64_t y;
+  unsigned m, d;
+  civil_from_days(days, &y, &m, &d);
+  char buf[48];
+  int n = snprintf(buf, sizeof buf, (y >= 0 && y <= 9999) ? "%04" PRId64 "-%02u-%02u"
+                                                          : "%+05" PRId64 "-%02u-%02u",
+                   y, m, d);
+  return sl_text_append(out, buf, (size_t)n);
+}
+
+static const int64_t k_units_per_second[] = {1, 1000, 1000000, 1000000000};
+static const int k_fraction_digits[] = {0, 3, 6, 9};
+
+/// "HH:MM:SS[.fff]" for a time of day (or the time part of a timestamp) of
+/// `value` units past midnight, 0 <= value < one day.
+static int append_time_of_day(struct sl_text* out, int64_t value, enum sl_time_unit unit) {
+  int64_t per_second = k_units_per_second[unit];
+  int64_t seconds = floor_div(value, per_second);
+  int64_t fraction = value - seconds * per_second;
+  char buf[64];
+  int n = snprintf(buf, sizeof buf, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, seconds / 3600,
+                   seconds / 60 % 60, seconds % 60);
+  if (k_fraction_digits[unit] > 0) {
+    n += snprintf(buf + n, sizeof buf - (size_t)n, ".%0*" PRId64, k_fraction_digits[unit],
+                  fraction);
+  }
+  return sl_text_append(out, buf, (size_t)n);
+}
+
+/// A fixed "+HH:MM" / "-HHMM" / "+HH" offset in seconds, or 0 when `tz` is not
+/// a fixed offset.
+static int parse_fixed_offset(const char* tz, int64_t* seconds) {
+  if (tz[0] != '+' && tz[0] != '-') return 0;
+  int digits[4], n = 0;
+  for (const char* p = tz + 1; *p != '\0'; ++p) {
+    if (*p == ':' && n == 2) continue;
+    if (*p < '0' || *p > '9' || n == 4) return 0;
+    digits[n++] = *p - '0';
+  }
+  if (n != 2 && n != 4) return 0;
+  int64_t minutes = (digits[0] * 10 + digits[1]) * 60;
+  if (n == 4) minutes += digits[2] * 10 + digits[3];
+  *seconds = (tz[0] == '-' ? -minutes : minutes) * 60;
+  return 1;
+}
+
+static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type) {
+  const char* tz = type->timezone != NULL ? type->timezone : "";
+  int64_t per_second = k_units_per_second[type->unit];
+  int64_t offset_seconds = 0;
+  int fixed = parse_fixed_offset(tz, &offset_seconds);
+  // Local wall time for fixed offsets; named zones would need the tz
+  // database, so they are shown as the UTC instant with a Z.
+  int64_t seconds = floor_div(value, per_second);
+  int64_t sub = value - seconds * per_second;
+  // Values within a day of the int64 range stay in UTC rather than overflow.
+  if (fixed && seconds > INT64_MIN + 86400 && seconds < INT64_MAX - 86400) {
+    seconds += offset_seconds;
+  } else {
+    offset_seconds = 0;
+  }
+  int64_t days = floor_div(seconds, 86400);
+  SL_RETURN_NOT_OK(append_date(out, days));
+  SL_RETURN_NOT_OK(sl_text_append_char(out, ' '));
+  SL_RETURN_NOT_OK(
+      append_time_of_day(out, (seconds - days * 86400) * per_second + sub, type->unit));
+  if (fixed) {
+    char buf[16];
+    int64_t m = offset_seconds < 0 ? -offset_seconds / 60 : offset_seconds / 60;
+    int n = snprintf(buf, sizeof buf, "%c%02" PRId64 ":%02" PRId64,
+                     offset_seconds < 0 ? '-' : '+', m / 60, m % 60);
+    return sl_text_append(out, buf, (size_t)n);
+  }
+  if (tz[0] != '\0') return sl_text_append_char(out, 'Z');
+  return 0;
+}
+
+/// Decimal128/256: little-endian two's complement integers of `width` bytes,
+/// printed with `scale` digits after the point.
+static int append_decimal(struct sl_text* out, const uint8_t* bytes, int width, int scale) {
+  uint32_t limbs[8];
+  int n_limbs = width / 4;
+  for (int i = 0; i < n_limbs; ++i) {
+    memcpy(&limbs[i], bytes + 4 * i, 4);
+  }
+  int negative = (limbs[n_limbs - 1] >> 31) & 1;
+  if (negative) {  // two's complement negation: invert and add one
+    uint64_t carry = 1;
+    for (int i = 0; i < n_limbs; ++i) {
+      uint64_t v = (uint64_t)(uint32_t)~limbs[i] + carry;
+      limbs[i] = (uint32_t)v;
+      carry = v >> 32;
+    }
+  }
+  char digits[96];
+  int n_digits = 0;
+  for (;;) {  // repeated division by 10^9, most significant limb first
+    uint64_t rem = 0;
+    int nonzero = 0;
+    for (int i = n_limbs - 1; i >= 0; --i) {
+      uint64_t cur = (rem << 32) | limbs[i];
+      limbs[i] = (uint32_t)(cur / 1000000000u);
+      rem = cur % 1000000000u;
+      nonzero |= limbs[i] != 0;
+    }
+    for (int k = 0; k < 9; ++k) {
+      digits[n_digits++] = (char)('0' + rem % 10);
+      rem /= 10;
+    }
+    if (!nonzero) break;
+  }
+  while (n_digits > 1 && digits[n_digits - 1] == '0') --n_digits;
+  // digits[] is least significant first.
+  char buf[200];
+  size_t n = 0;
+  if (negative) buf[n++] = '-';
+  if (scale <= 0) {
+    for (int i = n_digits - 1; i >= 0; --i) buf[n++] = digits[i];
+    if (!(n_digits == 1 && digits[0] == '0')) {
+      for (int i = 0; i < -scale && n < sizeof buf - 1; ++i) buf[n++] = '0';
+    }
+  } else {
+    int int_digits = n_digits > scale ? n_digits - scale : 0;
+    if (int_digits == 0) buf[n++] = '0';
+    for (int i = n_digits - 1; i >= scale; --i) buf[n++] = digits[i];
+    buf[n++] = '.';
+    for (int i = scale - 1; i >= 0 && n < sizeof buf - 1; --i) {
+      buf[n++] = i < n_digits ? digits[i] : '0';
+    }
+  }
+  return sl_text_append(out, buf, n);
+}
+
+static int append_hex(struct sl_text* out, const uint8_t* data, int64_t n) {
+  static const char hex[] = "0123456789abcdef";
+  SL_RETURN_NOT_OK(text_reserve(out, (size_t)n * 2));
+  for (int64_t i = 0; i < n; ++i) {
+    out->data[out->len++] = hex[data[i] >> 4];
+    out->data[out->len++] = hex[data[i] & 15];
+  }
+  out->data[out->len] = '\0';
+  return 0;
+}
+
+/// Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid.
+static int utf8_sequence_length(const uint8_t* s, size_t n) {
+  uint8_t c = s[0];
+  int len;
+  uint32_t min;
+  if (c < 0x80) return 1;
+  if ((c & 0xe0) == 0xc0) len = 2, min = 0x80;
+  else if ((c & 0xf0) == 0xe0) len = 3, min = 0x800;
+  else if ((c & 0xf8) == 0xf0) len = 4, min = 0x10000;
+  else return 0;
+  if ((size_t)len > n) return 0;
+  uint32_t cp = c & (0x7f >> len);
+  for (int i = 1; i < len; ++i) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {
+  const uint8_t* p = (const uint8_t*)s;
+  SL_RETURN_NOT_OK(text_reserve(out, n + 2));
+  SL_RETURN_NOT_OK(sl_text_append_char(out, '"'));
+  size_t run = 0;  // start of the pending run of bytes copied verbatim
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    const char* esc = NULL;
+    char buf[8];
+    int len = 1;
+    if (c == '"') esc = "\\\"";
+    else if (c == '\\') esc = "\\\\";
+    else if (c == '\n') esc = "\\n";
+    else if (c == '\r') esc = "\\r";
+    else if (c == '\t') esc = "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      esc = buf;
+    } else if (c >= 0x80) {
+      len = utf8_sequence_length(p + i, n - i);
+      if (len == 0) {
+        snprintf(buf, sizeof buf, "\\u%04x", c);
+        esc = buf;
+        len = 1;
+      }
+    }
+    if (esc != NULL) {
+      SL_RETURN_NOT_OK(sl_text_append(out, s + run, i - run));
+      SL_RETURN_NOT_OK(sl_text_append_str(out, esc));
+      run = i + 1;
+    }
+    i += (size_t)len;
+  }
+  SL_RETURN_NOT_OK(sl_text_append(out, s + run, n - run));
+  return sl_text_append_char(out, '"');
+}
+
+/* ---- Values ------------------------------------------------------------------- */
+
+static int64_t read_int(const void* data, int64_t i, enum sl_type_id id) {
+  switch (id) {
+    case SL_TYPE_INT8: return ((const int8_t*)data)[i];
+    case SL_TYPE_UINT8: return ((const uint8_t*)data)[i];
+    case SL_TYPE_INT16: return ((const int16_t*)data)[i];
+    case SL_TYPE_UINT16: return ((const uint16_t*)data)[i];
+    case SL_TYPE_INT32: return ((const int32_t*)data)[i];
+    case SL_TYPE_UINT32: return ((const uint32_t*)data)[i];
+    case SL_TYPE_UINT64: return (int64_t)((const uint64_t*)data)[i];
+    default: return ((const int64_t*)data)[i];
+  }
+}
+
+/// For unions: the child holding row `p` (physical) and its row in that child.
+static int union_child(const struct sl_text_field* field, const struct ArrowArray* array,
+                       int64_t p, int64_t* child, int64_t* child_row) {
+  int dense = field->type.id == SL_TYPE_DENSE_UNION;
+  // The C Data Interface has no validity buffer for unions; tolerate a
+  // leading one from producers that keep the IPC layout.
+  int64_t first = array->n_buffers - (dense ? 2 : 1);
+  if (first < 0) return EINVAL;
+  int8_t code = ((const int8_t*)array->buffers[first])[p];
+  *child = -1;
+  for (int64_t c = 0; c < field->n_children; ++c) {
+    int64_t expect = field->type.n_type_codes > 0 ? field->type.type_codes[c] : c;
+    if (expect == code) *child = c;
+  }
+  if (*child < 0 || *child >= array->n_children) return EINVAL;
+  *child_row = dense ? ((const int32_t*)array->buffers[first + 1])[p] : p;
+  return 0;
+}
+
+int sl_value_is_null(const struct sl_text_field* field, const struct ArrowArray* array,
+                     int64_t i) {
+  int64_t p = array->offset + i;
+  enum sl_type_id id = field->type.id;
+  if (id == SL_TYPE_NA) return 1;
+  if (id == SL_TYPE_DENSE_UNION || id == SL_TYPE_SPARSE_UNION) {
+    int64_t child, row;
+    if (union_child(field, array, p, &child, &row) != 0) return 0;
+    return sl_value_is_null(&field->children[child], array->children[child], row);
+  }
+  if (array->null_count != 0 && array->n_buffers > 0 && array->buffers[0] != NULL &&
+      !bit_is_set(array->buffers[0], p)) {
+    return 1;
+  }
+  if (field->dictionary != NULL && array->dictionary != NULL) {
+    int64_t index = read_int(array->buffers[1], p, id);
+    return sl_value_is_null(field->dictionary, array->dictionary, index);
+  }
+  return 0;
+}
+
+static int render_json(const struct sl_text_field* field, const struct ArrowArray* array,
+                       int64_t i, struct sl_text* out, struct sluice_error* error) {
+  if (sl_value_is_null(field, array, i)) return sl_text_append(out, "null", 4);
+  return sl_value_render(field, array, i, SL_TEXT_JSON, out, error);
+}
+
+static int render_list(const struct sl_text_field* field, const struct ArrowArray* array,
+                       int64_t p, struct sl_text* out, struct sluice_error* error) {
+  int64_t begin, end;
+  if (field->type.id == SL_TYPE_FIXED_SIZE_LIST) {
+    begin = p * field->type.list_size;
+    end = begin + field->type.list_size;
+  } else if (field->type.id == SL_TYPE_LARGE_LIST) {
+    begin = ((const int64_t*)array->buffers[1])[p];
+    end = ((const int64_t*)array->buffers[1])[p + 1];
+  } else {
+    begin = ((const int32_t*)array->buffers[1])[p];
+    end = ((const int32_t*)array->buffers[1])[p + 1];
+  }
+  const struct ArrowArray* child = array->children[0];
+  const struct sl_text_field* child_field = &field->children[0];
+  if (field->type.id == SL_TYPE_MAP) {
+    // Entries are struct<key, value>; a JSON object needs string keys.
+    const struct sl_text_field* key_field = &child_field->children[0];
+    const struct sl_text_field* value_field = &child_field->children[1];
+    const struct ArrowArray* keys = child->children[0];
+    const struct ArrowArray* values = child->children[1];
+    struct sl_text key;
+    sl_text_init(&key, out->alloc);
+    int rc = sl_text_append_char(out, '{');
+    for (int64_t j = begin; j < end && rc == 0; ++j) {
+      int64_t row = child->offset + j;
+      if (j > begin) rc = sl_text_append_char(out, ',');
+      sl_text_clear(&key);
+      if (rc == 0) rc = sl_value_render(key_field, keys, row, SL_TEXT_PLAIN, &key, error);
+      if (rc == 0) rc = sl_text_append_json_string(out, sl_text_cstr(&key), key.len);
+      if (rc == 0) rc = sl_text_append_char(out, ':');
+      if (rc == 0) rc = render_json(value_field, values, row, out, error);
+    }
+    sl_text_reset(&key);
+    if (rc == 0) rc = sl_text_append_char(out, '}');
+    return rc;
+  }
+  SL_RETURN_NOT_OK(sl_text_append_char(out, '['));
+  for (int64_t j = begin; j < end; ++j) {
+    if (j > begin) SL_RETURN_NOT_OK(sl_text_append_char(out, ','));
+    SL_RETURN_NOT_OK(render_json(child_field, child, j, out, error));
+  }
+  return sl_text_append_char(out, ']');
+}
+
+static int render_struct(const struct sl_text_field* field, const struct ArrowArray* array,
+                         int64_t p, struct sl_text* out, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(sl_text_append_char(out, '{'));
+  for (int64_t c = 0; c < field->n_children; ++c) {
+    if (c > 0) SL_RETURN_NOT_OK(sl_text_append_char(out, ','));
+    const char* name = field->children[c].name;
+    SL_RETURN_NOT_OK(sl_text_append_json_string(out, name, strlen(name)));
+    SL_RETURN_NOT_OK(sl_text_append_char(out, ':'));
+    SL_RETURN_NOT_OK(render_json(&field->children[c], array->children[c], p, out, error));
+  }
+  return sl_text_append_char(out, '}');
+}
+
+static int append_quoted_if_json(struct sl_text* out, const char* s, size_t n,
+                                 enum sl_text_style style) {
+  if (style == SL_TEXT_JSON) return sl_text_append_json_string(out, s, n);
+  return sl_text_append(out, s, n);
+}
+
+/// Renders a value whose text never needs escaping; JSON gets it quoted when
+/// it is not a JSON number.
+static int append_scalar(struct sl_text* out, const char* s, int quote_in_json,
+                         enum sl_text_style style) {
+  if (style == SL_TEXT_JSON && quote_in_json) return sl_text_append_json_string(out, s, strlen(s));
+  return sl_text_append_str(out, s);
+}
+
+int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* array,
+                    int64_t i, enum sl_text_style style, struct sl_text* out,
+                    struct sluice_error* error) {
+  const struct sl_type* type = &field->type;
+  int64_t p = array->offset + i;
+  const void* data = array->n_buffers > 1 ? array->buffers[1] : NULL;
+  char buf[96];
+  int rc = 0;
+  if (style == SL_TEXT_JSON && sl_value_is_null(field, array, i)) {
+    return sl_text_append(out, "null", 4);
+  }
+  if (field->dictionary != NULL) {
+    if (array->dictionary == NULL) {
+      return sl_error_set(error, EINVAL, "column '%s': dictionary missing", field->name);
+    }
+    return sl_value_render(field->dictionary, array->dictionary, read_int(data, p, type->id),
+                           style, out, error);
+  }
+  if (style == SL_TEXT_PLAIN && type->id == SL_TYPE_NA) return 0;
+  switch (type->id) {
+    case SL_TYPE_NA:
+      rc = sl_text_append(out, "null", 4);
+      break;
+    case SL_TYPE_BOOL:
+      rc = sl_text_append_str(out, bit_is_set(data, p) ? "true" : "false");
+      break;
+    case SL_TYPE_INT8: case SL_TYPE_INT16: case SL_TYPE_INT32: case SL_TYPE_INT64:
+    case SL_TYPE_UINT8: case SL_TYPE_UINT16: case SL_TYPE_UINT32:
+      snprintf(buf, sizeof buf, "%" PRId64, read_int(data, p, type->id));
+      rc = sl_text_append_str(out, buf);
+      break;
+    case SL_TYPE_UINT64:
+      snprintf(buf, sizeof buf, "%" PRIu64, ((const uint64_t*)data)[p]);
+      rc = sl_text_append_str(out, buf);
+      break;
+    case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: {
+      double v;
+      if (type->id == SL_TYPE_DOUBLE) {
+        v = ((const double*)data)[p];
+        sl_format_double(v, buf, sizeof buf);
+      } else if (type->id == SL_TYPE_FLOAT) {
+        v = ((const float*)data)[p];
+        sl_format_float((float)v, buf, sizeof buf);
+      } else {
+        v = half_to_double(((const uint16_t*)data)[p]);
+        format_half(((const uint16_t*)data)[p], buf, sizeof buf);
+      }
+      if (style == SL_TEXT_JSON && !isfinite(v)) snprintf(buf, sizeof buf, "null");
+      rc = sl_text_append_str(out, buf);
+      break;
+    }
+    case SL_TYPE_STRING: case SL_TYPE_BINARY: case SL_TYPE_LARGE_STRING:
+    case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY: {
+      const uint8_t* bytes;
+      int64_t n;
+      if (type->id == SL_TYPE_FIXED_SIZE_BINARY) {
+        n = type->byte_width;
+        bytes = (const uint8_t*)data + p * n;
+      } else if (type->id == SL_TYPE_LARGE_STRING || type->id == SL_TYPE_LARGE_BINARY) {
+        const int64_t* offsets = data;
+        bytes = (const uint8_t*)array->buffers[2] + offsets[p];
+        n = offsets[p + 1] - offsets[p];
+      } else {
+        const int32_t* offsets = data;
+        bytes = (const uint8_t*)array->buffers[2] + offsets[p];
+        n = (int64_t)offsets[p + 1] - offsets[p];
+      }
+      if (n == 0) bytes = (const uint8_t*)"";  // buffers[2] may be NULL when empty
+      if (type->id == SL_TYPE_STRING || type->id == SL_TYPE_LARGE_STRING) {
+        rc = append_quoted_if_json(out, (const char*)bytes, (size_t)n, style);
+      } else {
+        if (style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
+        if (rc == 0) rc = append_hex(out, bytes, n);
+        if (rc == 0 && style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
+      }
+      break;
+    }
+    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
+      int width = type->id == SL_TYPE_DECIMAL128 ? 16 : 32;
+      // Decimals are JSON numbers: exact digits, no float rounding.
+      rc = append_decimal(out, (const uint8_t*)data + p * width, width, type->scale);
+      break;
+    }
+    case SL_TYPE_DATE32: case SL_TYPE_DATE64: {
+      struct sl_text tmp;
+      int64_t days = type->id == SL_TYPE_DATE32 ? ((const int32_t*)data)[p]
+                                                : floor_div(((const int64_t*)data)[p], 86400000);
+      sl_text_init(&tmp, out->alloc);
+      rc = append_date(&tmp, days);
+      if (rc == 0) rc = append_scalar(out, sl_text_cstr(&tmp), 1, style);
+      sl_text_reset(&tmp);
+      break;
+    }
+    case SL_TYPE_TIME32: case SL_TYPE_TIME64: case SL_TYPE_TIMESTAMP: {
+      struct sl_text tmp;
+      sl_text_init(&tmp, out->alloc);
+      if (type->id == SL_TYPE_TIMESTAMP) {
+        rc = append_timestamp(&tmp, ((const int64_t*)data)[p], type);
+      } else {
+        int64_t v = type->id == SL_TYPE_TIME32 ? ((const int32_t*)data)[p]
+                                               : ((const int64_t*)data)[p];
+        int64_t day = 86400 * k_units_per_second[type->unit];
+        rc = append_time_of_day(&tmp, v - floor_div(v, day) * day, type->unit);
+      }
+      if (rc == 0) rc = append_scalar(out, sl_text_cstr(&tmp), 1, style);
+      sl_text_reset(&tmp);
+      break;
+    }
+    case SL_TYPE_DURATION:
+      // The count of units (the unit is in the type), as Arrow's CSV writer.
+      snprintf(buf, sizeof buf, "%" PRId64, ((const int64_t*)data)[p]);
+      rc = sl_text_append_str(out, buf);
+      break;
+    case SL_TYPE_INTERVAL_MONTHS:
+      snprintf(buf, sizeof buf, "%" PRId32 "M", ((const int32_t*)data)[p]);
+      rc = append_scalar(out, buf, 1, style);
+      break;
+    case SL_TYPE_INTERVAL_DAY_TIME: {
+      int32_t v[2];
+      memcpy(v, (const uint8_t*)data + p * 8, 8);
+      snprintf(buf, sizeof buf, "%" PRId32 "d%" PRId32 "ms", v[0], v[1]);
+      rc = append_scalar(out, buf, 1, style);
+      break;
+    }
+    case SL_TYPE_INTERVAL_MONTH_DAY_NANO: {
+      int32_t md[2];
+      int64_t ns;
+      memcpy(md, (const uint8_t*)data + p * 16, 8);
+      memcpy(&ns, (const uint8_t*)data + p * 16 + 8, 8);
+      snprintf(buf, sizeof buf, "%" PRId32 "M%" PRId32 "d%" PRId64 "ns", md[0], md[1], ns);
+      rc = append_scalar(out, buf, 1, style);
+      break;
+    }
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: case SL_TYPE_MAP:
+      if (field->n_children < 1 || array->n_children < 1) {
+        return sl_error_set(error, EINVAL, "column '%s': list without child", field->name);
+      }
+      rc = render_list(field, array, p, out, error);
+      break;
+    case SL_TYPE_STRUCT:
+      rc = render_struct(field, array, p, out, error);
+      break;
+    case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION: {
+      int64_t child, row;
+      if (union_child(field, array, p, &child, &row) != 0) {
+        return sl_error_set(error, EINVAL, "column '%s': bad union type id", field->name);
+      }
+      // `row` is already physical for the child's parent frame; the child's
+      // own offset is added by the recursive call.
+      if (style == SL_TEXT_PLAIN && sl_value_is_null(&field->children[child],
+                                                     array->children[child], row)) {
+        return 0;
+      }
+      return sl_value_render(&field->children[child], array->children[child], row, style, out,
+                             error);
+    }
+    default:
+      return sl_error_set(error, ENOTSUP, "column '%s': cannot render type", field->name);
+  }
+  if (rc != 0) return sl_error_set(error, rc, "out of memory rendering a value");
+  return rc;
+}

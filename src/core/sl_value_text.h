@@ -1,0 +1,86 @@
+// Renders single Arrow values as text, for every type sluice reads: the CSV
+// and JSON Lines writers, `sluice cat`'s table and `sluice stats` all spell
+// values through here so that they agree with each other.
+#ifndef SL_VALUE_TEXT_H
+#define SL_VALUE_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+#include "sl_type.h"
+
+/* ---- A growable text buffer ---------------------------------------------- */
+
+/// NUL-terminated once anything was appended (data may be NULL before).
+struct sl_text {
+  char* data;
+  size_t len;
+  size_t cap;
+  const struct sluice_allocator* alloc;
+};
+
+void sl_text_init(struct sl_text* text, const struct sluice_allocator* alloc);
+/// Empties the text but keeps its memory for reuse.
+void sl_text_clear(struct sl_text* text);
+/// Frees the memory.
+void sl_text_reset(struct sl_text* text);
+int sl_text_append(struct sl_text* text, const char* s, size_t n);
+int sl_text_append_str(struct sl_text* text, const char* s);
+int sl_text_append_char(struct sl_text* text, char c);
+/// The contents ("" when empty), valid until the next append.
+const char* sl_text_cstr(const struct sl_text* text);
+
+/* ---- Parsed fields --------------------------------------------------------- */
+
+/// A schema node parsed once, so that rendering many values does not re-parse
+/// format strings. Dictionary-encoded nodes have `type` = the index type and
+/// `dictionary` = the value field.
+struct sl_text_field {
+  struct sl_type type;
+  const char* name;                  ///< borrowed from the schema ("" if none)
+  int64_t n_children;
+  struct sl_text_field* children;
+  struct sl_text_field* dictionary;
+  const struct sluice_allocator* alloc;
+};
+
+/// Parses `schema` recursively. The schema must outlive the field (names and
+/// timezones point into it). ENOTSUP for types sluice cannot render.
+int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* schema,
+                       const struct sluice_allocator* alloc, struct sluice_error* error);
+void sl_text_field_reset(struct sl_text_field* field);
+
+/* ---- Values ----------------------------------------------------------------- */
+
+enum sl_text_style {
+  /// The CSV spelling: strings as they are, null as nothing, nested values as
+  /// JSON text.
+  SL_TEXT_PLAIN = 0,
+  /// A JSON value: strings quoted and escaped, null as `null`, non-finite
+  /// floats as null (JSON has no spelling for them).
+  SL_TEXT_JSON = 1,
+};
+
+/// Whether row `i` (0-based, before array->offset) is null, looking through
+/// dictionaries and unions.
+int sl_value_is_null(const struct sl_text_field* field, const struct ArrowArray* array,
+                     int64_t i);
+
+/// Appends the text of row `i` of `array` to `out`. The array is trusted
+/// (validated by whoever produced it).
+int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* array,
+                    int64_t i, enum sl_text_style style, struct sl_text* out,
+                    struct sluice_error* error);
+
+/// Appends `s` (n bytes) as a quoted JSON string; bytes that are not valid
+/// UTF-8 become \u00XX escapes of the byte.
+int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
+
+/// Shortest text that reads back as the same double (`%.15g`..`%.17g`);
+/// "nan", "inf", "-inf" for the non-finite. `buf` needs 32 bytes.
+void sl_format_double(double v, char* buf, size_t cap);
+/// Same for float32 (`%.6g`..`%.9g`).
+void sl_format_float(float v, char* buf, size_t cap);
+
+#endif

@@ -1,0 +1,514 @@
+// Tests of the columnar core: type strings, array/schema nodes, builders for
+// every type, and out-of-memory behaviour. Validation: test_core_validate.c.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_builder.h"
+#include "core/sl_error.h"
+#include "core/sl_ref.h"
+#include "core/sl_type.h"
+#include "core/sl_validate.h"
+#include "test_core_batch.h"
+#include "test_util.h"
+
+/* ---- types ---------------------------------------------------------------------- */
+
+static void test_type_round_trip(void** state) {
+  (void)state;
+  static const char* const formats[] = {
+      "n", "b", "c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "z", "Z", "u", "U",
+      "w:16", "w:0", "d:10,2", "d:76,-3,256", "tdD", "tdm", "tts", "ttm", "ttu", "ttn", "tss:",
+      "tsm:Europe/Paris", "tsu:UTC", "tsn:+01:00", "tDs", "tDm", "tDu", "tDn", "tiM", "tiD",
+      "tin", "+l", "+L", "+w:3", "+s", "+m", "+ud:", "+ud:0,5,127", "+us:1,2",
+  };
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; ++i) {
+    struct sl_type t;
+    struct sluice_error err = {0};
+    assert_int_equal(sl_type_parse(formats[i], &t, &err), 0);
+    char back[64], name[64];
+    sl_type_format(&t, back, sizeof back);
+    assert_string_equal(back, formats[i]);
+    sl_type_name(&t, name, sizeof name);
+    assert_true(strlen(name) > 0 && strcmp(name, "unknown") != 0);
+    int nb = sl_type_n_buffers(t.id);
+    assert_true(nb >= 0 && nb <= 3);
+  }
+  struct sl_type t;
+  char name[64];
+  assert_int_equal(sl_type_parse("tsu:UTC", &t, NULL), 0);
+  sl_type_name(&t, name, sizeof name);
+  assert_string_equal(name, "timestamp[us, tz=UTC]");
+  assert_int_equal(sl_type_parse("d:10,2,128", &t, NULL), 0);
+  sl_type_name(&t, name, sizeof name);
+  assert_string_equal(name, "decimal128(10, 2)");
+  assert_int_equal(sl_type_bit_width(&t), 128);
+  assert_int_equal(sl_type_parse("l", &t, NULL), 0);
+  sl_type_name(&t, name, sizeof name);
+  assert_string_equal(name, "int64");
+  assert_int_equal(sl_type_n_buffers(SL_TYPE_NA), 0);
+  assert_int_equal(sl_type_n_buffers(SL_TYPE_SPARSE_UNION), 1);
+  assert_int_equal(sl_type_n_buffers(SL_TYPE_DENSE_UNION), 2);
+  assert_int_equal(sl_type_n_buffers(SL_TYPE_STRING), 3);
+  assert_int_equal(sl_type_n_buffers(SL_TYPE_STRUCT), 1);
+  assert_int_equal(sl_type_parse("+ud:3,7", &t, NULL), 0);
+  assert_int_equal(t.n_type_codes, 2);
+  assert_int_equal(t.type_codes[1], 7);
+}
+
+static void test_type_rejects(void** state) {
+  (void)state;
+  static const char* const unsupported[] = {"vz", "vu", "+vl", "+vL", "+r", "d:5,2,64"};
+  static const char* const bad[] = {"", "x", "ii", "w:", "w:-1", "d:1", "d:0,0",
+                                    "d:10,2,100", "tss", "tx", "tdx", "+ud:1,1", "+ud:128",
+                                    "+ud:1,", "+w:", "+x", "tiX", "ttx"};
+  struct sl_type t;
+  struct sluice_error err = {0};
+  for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; ++i) {
+    assert_int_equal(sl_type_parse(unsupported[i], &t, &err), ENOTSUP);
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    assert_int_equal(sl_type_parse(bad[i], &t, &err), EINVAL);
+    assert_true(strlen(err.message) > 0);
+  }
+  assert_int_equal(sl_type_parse(NULL, &t, &err), EINVAL);
+}
+
+static void test_build_every_type(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct ArrowSchema schema;
+  make_batch_schema(&schema);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &schema, &ta.base, &err), 0);
+  for (int batch = 0; batch < 3; ++batch) {  // the builder is reusable after finish
+    assert_int_equal(append_rows(&b), 0);
+    assert_true(sl_builder_byte_size(&b) > 0);
+    struct ArrowArray out;
+    assert_int_equal(sl_builder_finish(&b, &out, &err), 0);
+    check_batch(&schema, &out);
+    out.release(&out);
+    assert_null(out.release);
+  }
+  sl_builder_release(&b);
+  schema.release(&schema);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+static void test_build_out_of_memory(void** state) {
+  (void)state;
+  struct ArrowSchema schema;
+  make_batch_schema(&schema);
+  int succeeded = 0;
+  for (long long n = 1; n < 2000 && !succeeded; ++n) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, n);
+    struct sl_builder b;
+    struct sluice_error err = {0};
+    int rc = sl_builder_init_from_schema(&b, &schema, &ta.base, &err);
+    if (rc == 0) {
+      rc = append_rows(&b);
+      struct ArrowArray out;
+      if (rc == 0) rc = sl_builder_finish(&b, &out, &err);
+      if (rc == 0) {
+        check_batch(&schema, &out);
+        out.release(&out);
+      }
+      sl_builder_release(&b);
+    }
+    if (rc == 0) {
+      succeeded = atomic_load(&ta.allocations) < n;
+      assert_true(succeeded);
+    } else {
+      assert_int_equal(rc, ENOMEM);
+    }
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  }
+  assert_true(succeeded);
+  schema.release(&schema);
+}
+
+/* ---- builders: reserve/unsafe fast paths, bulk, decimals ----------------------------- */
+
+static void test_builder_fast_paths(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  node(&s, "+s", NULL, 4);
+  node(s.children[0], "g", "x", 0);
+  node(s.children[1], "u", "y", 0);
+  node(s.children[2], "d:40,0,256", "big", 0);
+  node(s.children[3], "b", "flag", 0);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &s, NULL, &err), 0);
+  enum { N = 1000 };
+  struct sl_builder* x = sl_builder_child(&b, 0);
+  struct sl_builder* y = sl_builder_child(&b, 1);
+  struct sl_builder* big = sl_builder_child(&b, 2);
+  struct sl_builder* flag = sl_builder_child(&b, 3);
+  assert_int_equal(sl_builder_reserve(x, N), 0);
+  assert_int_equal(sl_builder_reserve(y, N), 0);
+  assert_int_equal(sl_builder_reserve_bytes(y, N * 3), 0);
+  assert_int_equal(sl_builder_reserve(flag, N), 0);
+  for (int i = 0; i < N; ++i) {
+    sl_builder_append_double_unsafe(x, i * 0.5);
+    sl_builder_append_binary_unsafe(y, "abc", i % 4);
+    sl_builder_append_bool_unsafe(flag, i % 3 == 0);
+    if (i % 2 == 0) {
+      const uint8_t be[3] = {0xFF, 0xFF, 0x85};  // -123
+      assert_int_equal(sl_builder_append_decimal_be(big, be, 3), 0);
+    } else {
+      assert_int_equal(sl_builder_append_null(big), 0);
+    }
+  }
+  const uint8_t too_big[34] = {0x01};
+  assert_int_equal(sl_builder_append_decimal_be(big, too_big, 34), EOVERFLOW);
+  assert_int_equal(sl_builder_struct_finish_rows(&b, N), 0);
+  struct ArrowArray out;
+  assert_int_equal(sl_builder_finish(&b, &out, &err), 0);
+  assert_int_equal(sl_array_validate(&s, &out, SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+  assert_int_equal(((uintptr_t)out.children[0]->buffers[1]) % 64, 0);
+  double v;
+  memcpy(&v, (const uint8_t*)out.children[0]->buffers[1] + 8 * 999, 8);
+  assert_true(v == 499.5);
+  assert_utf8_value(out.children[1], 7, "abc");
+  assert_int_equal(out.children[2]->null_count, N / 2);
+  int64_t lo = i64_at(out.children[2], 1, 4 * 2), top = i64_at(out.children[2], 1, 4 * 2 + 3);
+  assert_int_equal(lo, -123);
+  assert_int_equal(top, -1);
+  assert_true(is_valid(out.children[3], 0) &&
+              (((const uint8_t*)out.children[3]->buffers[1])[0] & 0x9) == 0x9);
+  assert_int_equal(sl_builder_append_values(y, "abc", 1), EINVAL);  // not fixed-width
+  out.release(&out);
+  sl_builder_release(&b);
+  s.release(&s);
+}
+
+static void test_builder_bulk_and_shape(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  node(&s, "+s", NULL, 2);
+  node(s.children[0], "l", "a", 0);
+  node(s.children[1], "l", "b", 0);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &s, NULL, &err), 0);
+  const int64_t raw[3] = {1, 2, 3};
+  assert_int_equal(sl_builder_append_values(sl_builder_child(&b, 0), raw, 3), 0);
+  assert_int_equal(sl_builder_append_values(sl_builder_child(&b, 1), raw, 2), 0);
+  assert_int_equal(sl_builder_struct_finish_rows(&b, 3), 0);
+  struct ArrowArray out;
+  assert_int_equal(sl_builder_finish(&b, &out, &err), EINVAL);
+  assert_null(out.release);
+  assert_non_null(strstr(err.message, "child 1"));
+  // The builder was reset and is usable again.
+  assert_int_equal(sl_builder_append_values(sl_builder_child(&b, 0), raw, 1), 0);
+  assert_int_equal(sl_builder_append_null(sl_builder_child(&b, 1)), 0);
+  assert_int_equal(sl_builder_struct_finish(&b), 0);
+  assert_int_equal(sl_builder_finish(&b, &out, &err), 0);
+  assert_int_equal(out.length, 1);
+  assert_int_equal(i64_at(out.children[0], 1, 0), 1);
+  out.release(&out);
+  // Spaced values with a validity mask; reserve_tree; zero-width binary.
+  const int64_t spaced[4] = {10, 0, 30, 40};
+  const uint8_t mask[4] = {1, 0, 1, 1};
+  assert_int_equal(sl_builder_reserve_tree(&b, 4), 0);
+  assert_true(sl_builder_child(&b, 1)->capacity >= 4);
+  assert_int_equal(sl_builder_append_values_valid(sl_builder_child(&b, 0), spaced, mask, 4), 0);
+  assert_int_equal(sl_builder_append_values_valid(sl_builder_child(&b, 1), spaced, NULL, 4), 0);
+  assert_int_equal(sl_builder_struct_finish_rows(&b, 4), 0);
+  assert_int_equal(sl_builder_finish(&b, &out, &err), 0);
+  assert_int_equal(sl_array_validate(&s, &out, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(out.children[0]->null_count, 1);
+  assert_false(is_valid(out.children[0], 1));
+  assert_true(is_valid(out.children[0], 2));
+  assert_int_equal(i64_at(out.children[0], 1, 3), 40);
+  assert_null(out.children[1]->buffers[0]);
+  out.release(&out);
+  struct ArrowSchema w0;
+  node(&w0, "w:0", "w0", 0);
+  struct sl_builder wb;
+  assert_int_equal(sl_builder_init_from_schema(&wb, &w0, NULL, &err), 0);
+  assert_int_equal(sl_builder_append_fixed(&wb, ""), 0);
+  assert_int_equal(sl_builder_append_null(&wb), 0);
+  assert_int_equal(sl_builder_finish(&wb, &out, &err), 0);
+  assert_int_equal(sl_array_validate(&w0, &out, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(out.length, 2);
+  out.release(&out);
+  sl_builder_release(&wb);
+  w0.release(&w0);
+  // An empty batch still has valid offsets.
+  struct ArrowSchema u;
+  node(&u, "u", "u", 0);
+  struct sl_builder ub;
+  assert_int_equal(sl_builder_init_from_schema(&ub, &u, NULL, &err), 0);
+  assert_int_equal(sl_builder_finish(&ub, &out, &err), 0);
+  assert_non_null(out.buffers[1]);
+  assert_int_equal(sl_array_validate(&u, &out, SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+  out.release(&out);
+  sl_builder_release(&ub);
+  u.release(&u);
+  sl_builder_release(&b);
+  s.release(&s);
+}
+
+static void test_builder_frozen_dictionary(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct ArrowSchema s;
+  node(&s, "s", "color", 0);
+  assert_int_equal(sl_schema_alloc_dictionary(&s, NULL), 0);
+  node(s.dictionary, "u", NULL, 0);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &s, &ta.base, &err), 0);
+  assert_int_equal(sl_builder_append_string(sl_builder_dictionary(&b), "red"), 0);
+  assert_int_equal(sl_builder_append_string(sl_builder_dictionary(&b), "green"), 0);
+  assert_int_equal(sl_builder_freeze_dictionary(&b, &err), 0);
+  struct ArrowArray batches[3];
+  for (int k = 0; k < 3; ++k) {
+    assert_int_equal(sl_builder_append_int16(&b, (int16_t)(k % 2)), 0);
+    assert_int_equal(sl_builder_append_null(&b), 0);
+    assert_int_equal(sl_builder_finish(&b, &batches[k], &err), 0);
+    assert_int_equal(sl_array_validate(&s, &batches[k], SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+    assert_int_equal(batches[k].dictionary->length, 2);
+    assert_utf8_value(batches[k].dictionary, 1, "green");
+  }
+  // Every batch shares the same bytes, which outlive the builder.
+  assert_ptr_equal(batches[0].dictionary->buffers[2], batches[2].dictionary->buffers[2]);
+  sl_builder_release(&b);
+  for (int k = 0; k < 3; ++k) {
+    assert_utf8_value(batches[k].dictionary, 0, "red");
+    batches[k].release(&batches[k]);
+  }
+  s.release(&s);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+// Frozen dictionary, reserve_tree and masked values in one go, for the
+// allocation-failure loop below.
+static int misc_sequence(const struct ArrowSchema* s, const struct sluice_allocator* alloc) {
+  struct sl_builder b;
+  int rc = sl_builder_init_from_schema(&b, s, alloc, NULL);
+  if (rc != 0) return rc;
+  struct sl_builder* color = sl_builder_child(&b, 0);
+  struct sl_builder* nums = sl_builder_child(&b, 1);
+  rc = sl_builder_append_string(sl_builder_dictionary(color), "red");
+  if (rc == 0) rc = sl_builder_append_string(sl_builder_dictionary(color), "green");
+  if (rc == 0) rc = sl_builder_freeze_dictionary(color, NULL);
+  for (int k = 0; rc == 0 && k < 2; ++k) {
+    const int32_t values[3] = {1, 2, 3};
+    const uint8_t valid[3] = {1, 0, 1};
+    rc = sl_builder_reserve_tree(&b, 3);
+    if (rc == 0) rc = sl_builder_append_values_valid(color, (const int16_t[]){0, 1, 0}, valid, 3);
+    if (rc == 0) rc = sl_builder_append_values_valid(nums, values, valid, 3);
+    if (rc == 0) rc = sl_builder_struct_finish_rows(&b, 3);
+    struct ArrowArray out;
+    if (rc == 0) rc = sl_builder_finish(&b, &out, NULL);
+    if (rc == 0) {
+      assert_int_equal(sl_array_validate(s, &out, SL_VALIDATE_FULL_UTF8, NULL, NULL), 0);
+      out.release(&out);
+    }
+  }
+  sl_builder_release(&b);
+  return rc;
+}
+
+static void test_misc_out_of_memory(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  node(&s, "+s", NULL, 2);
+  node(s.children[0], "s", "color", 0);
+  assert_int_equal(sl_schema_alloc_dictionary(s.children[0], NULL), 0);
+  node(s.children[0]->dictionary, "u", NULL, 0);
+  node(s.children[1], "i", "n", 0);
+  int succeeded = 0;
+  for (long long n = 1; n < 500 && !succeeded; ++n) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, n);
+    int rc = misc_sequence(&s, &ta.base);
+    if (rc == 0) {
+      succeeded = 1;
+      assert_true(atomic_load(&ta.allocations) < n);
+    } else {
+      assert_int_equal(rc, ENOMEM);
+    }
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  }
+  assert_true(succeeded);
+  s.release(&s);
+}
+
+/* ---- schema and array nodes -------------------------------------------------------- */
+
+static void foreign_release(struct ArrowSchema* s) { s->release = NULL; }
+
+static void test_schema_copy_foreign(void** state) {
+  (void)state;
+  // Metadata {"key": "value"} in the C Data Interface layout.
+  static const char meta[] = {1, 0, 0, 0, 3, 0, 0, 0, 'k', 'e', 'y', 5, 0, 0, 0,
+                              'v', 'a', 'l', 'u', 'e'};
+  struct ArrowSchema dict = {"u", NULL, NULL, 0, 0, NULL, NULL, foreign_release, NULL};
+  struct ArrowSchema item = {"tsu:UTC", "item", NULL, 2, 0, NULL, NULL, foreign_release, NULL};
+  struct ArrowSchema* item_ptr[] = {&item};
+  struct ArrowSchema a = {"c", "a", meta, 2, 0, NULL, &dict, foreign_release, NULL};
+  struct ArrowSchema b = {"+l", "b", NULL, 0, 1, item_ptr, NULL, foreign_release, NULL};
+  struct ArrowSchema* kids[] = {&a, &b};
+  struct ArrowSchema root = {"+s", "", meta, 0, 2, kids, NULL, foreign_release, NULL};
+  assert_int_equal(sl_metadata_size(meta), (int64_t)sizeof meta);
+  assert_int_equal(sl_metadata_size(NULL), 0);
+
+  int copied = 0;
+  for (long long n = 1; !copied; ++n) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, n);
+    struct ArrowSchema copy;
+    struct sluice_error err = {0};
+    int rc = sl_schema_copy(&root, &ta.base, &copy, &err);
+    if (rc == 0) {
+      copied = 1;
+      assert_true(atomic_load(&ta.allocations) < n);  // no failure was swallowed
+      atomic_store(&ta.fail_at, 0);
+      assert_string_equal(copy.format, "+s");
+      assert_memory_equal(copy.metadata, meta, sizeof meta);
+      assert_string_equal(copy.children[0]->name, "a");
+      assert_int_equal(copy.children[0]->flags, 2);
+      assert_string_equal(copy.children[0]->dictionary->format, "u");
+      assert_null(copy.children[0]->dictionary->name);
+      assert_string_equal(copy.children[1]->children[0]->format, "tsu:UTC");
+      struct ArrowSchema proj;
+      const int64_t cols[] = {1};
+      assert_int_equal(sl_schema_project(&copy, cols, 1, &ta.base, &proj, &err), 0);
+      assert_int_equal(proj.n_children, 1);
+      assert_string_equal(proj.children[0]->name, "b");
+      proj.release(&proj);
+      const int64_t bad[] = {2};
+      assert_int_equal(sl_schema_project(&copy, bad, 1, &ta.base, &proj, &err), EINVAL);
+      assert_null(proj.release);
+      copy.release(&copy);
+    } else {
+      assert_int_equal(rc, ENOMEM);
+      assert_null(copy.release);
+    }
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  }
+  // A released or malformed producer schema is refused, not followed.
+  struct ArrowSchema broken = {"+s", "", NULL, 0, 1, NULL, NULL, foreign_release, NULL};
+  struct ArrowSchema copy;
+  assert_int_equal(sl_schema_copy(&broken, NULL, &copy, NULL), EINVAL);
+  assert_null(copy.release);
+}
+
+static void test_array_project_and_views(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct ArrowSchema schema;
+  make_batch_schema(&schema);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &schema, &ta.base, &err), 0);
+  assert_int_equal(append_rows(&b), 0);
+  struct ArrowArray batch, proj;
+  assert_int_equal(sl_builder_finish(&b, &batch, &err), 0);
+  assert_ptr_equal(sl_array_allocator(&batch), &ta.base);
+  const int64_t cols[] = {9, 1};
+  assert_int_equal(sl_array_project(&batch, cols, 2, &ta.base, &proj, &err), 0);
+  assert_null(batch.release);
+  struct ArrowSchema pschema;
+  assert_int_equal(sl_schema_project(&schema, cols, 2, NULL, &pschema, &err), 0);
+  assert_int_equal(sl_array_validate(&pschema, &proj, SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+  assert_utf8_value(proj.children[1], 4, "row4");
+  struct ArrowArray moved;
+  sl_array_move(&proj, &moved);
+  assert_null(proj.release);
+  moved.release(&moved);
+  pschema.release(&pschema);
+  // A bad projection consumes the input too.
+  assert_int_equal(append_rows(&b), 0);
+  assert_int_equal(sl_builder_finish(&b, &batch, &err), 0);
+  const int64_t bad[] = {99};
+  assert_int_equal(sl_array_project(&batch, bad, 1, &ta.base, &proj, &err), EINVAL);
+  assert_null(batch.release);
+  sl_builder_release(&b);
+  schema.release(&schema);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+
+  // Views keep their owner alive until the array goes.
+  int32_t* block = sl_alloc_buffer(&ta.base, 5 * sizeof(int32_t));
+  for (int i = 0; i < 5; ++i) block[i] = i;
+  struct sl_ref* ref = sl_ref_wrap_buffer(&ta.base, block, 5 * sizeof(int32_t));
+  assert_non_null(ref);
+  struct ArrowSchema is;
+  node(&is, "i", "v", 0);
+  struct ArrowArray view;
+  assert_int_equal(sl_array_init(&view, &ta.base, 2, 0, &err), 0);
+  sl_array_set_buffer_view(&view, 1, block + 1, ref);
+  view.length = 4;
+  sl_ref_release(ref);  // the array holds the last reference now
+  assert_int_equal(sl_array_validate(&is, &view, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(i32_at(&view, 1, 3), 4);
+  assert_int_equal(sl_array_byte_size(&is, &view), 16);
+  view.offset = 1;
+  view.length = 3;
+  assert_int_equal(sl_array_byte_size(&is, &view), 16);
+  view.release(&view);
+  is.release(&is);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+static void test_array_init_failure(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  atomic_store(&ta.fail_at, 1);
+  struct ArrowArray a;
+  struct ArrowSchema s;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_array_init(&a, &ta.base, 2, 3, &err), ENOMEM);
+  assert_null(a.release);
+  atomic_store(&ta.fail_at, 2);
+  assert_int_equal(sl_schema_init(&s, &ta.base, "i", "x", 0, 0, &err), ENOMEM);
+  assert_null(s.release);
+  assert_int_equal(sl_schema_init(&s, &ta.base, "i", "x", 0, 0, &err), 0);
+  assert_int_equal(sl_array_init(&a, &ta.base, -1, 0, &err), EINVAL);
+  // A partially built node (children never filled) releases cleanly.
+  assert_int_equal(sl_array_init(&a, &ta.base, 1, 2, &err), 0);
+  assert_int_equal(sl_array_init(a.children[0], &ta.base, 2, 0, &err), 0);
+  void* data = sl_alloc_buffer(&ta.base, 100);
+  sl_array_set_buffer_owned(a.children[0], 1, data, 100);
+  assert_int_equal(sl_array_alloc_dictionary(&a, &err), 0);
+  a.release(&a);
+  s.release(&s);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_type_round_trip),
+      cmocka_unit_test(test_type_rejects),
+      cmocka_unit_test(test_build_every_type),
+      cmocka_unit_test(test_build_out_of_memory),
+      cmocka_unit_test(test_builder_fast_paths),
+      cmocka_unit_test(test_builder_bulk_and_shape),
+      cmocka_unit_test(test_builder_frozen_dictionary),
+      cmocka_unit_test(test_misc_out_of_memory),
+      cmocka_unit_test(test_schema_copy_foreign),
+      cmocka_unit_test(test_array_project_and_views),
+      cmocka_unit_test(test_array_init_failure),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
