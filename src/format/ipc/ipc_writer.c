@@ -1,0 +1,292 @@
+// The Arrow IPC writers: drive an ArrowArrayStream through schema,
+// dictionary and record batch messages, then the end-of-stream marker and,
+// for files, the footer.
+#include "format/ipc/ipc_writer.h"
+
+#include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
+#include <zstd.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "format/ipc/ipc_fbs.h"
+#include "io/sl_sink.h"
+
+struct ipc_blocks {
+  struct ipc_block* items;
+  int64_t n, cap;
+};
+
+struct ipc_writer {
+  const struct sluice_allocator* alloc;
+  struct sl_sink* sink;
+  int file;                 ///< file format: no dictionary replacement, footer
+  enum ipc_codec codec;
+  ZSTD_CCtx* zstd;
+  struct ArrowSchema schema;
+  struct ipc_dicts dicts;
+  struct fb_builder fb;
+  struct ipc_body body;
+  struct ipc_blocks dict_blocks, batch_blocks;
+};
+
+static int add_block(struct ipc_writer* w, struct ipc_blocks* blocks,
+                     const struct ipc_block* block, struct sluice_error* error) {
+  if (!w->file) return 0;
+  if (blocks->n == blocks->cap) {
+    int64_t cap = blocks->cap ? blocks->cap * 2 : 64;
+    struct ipc_block* items = sl_alloc(w->alloc, (size_t)cap * sizeof *items);
+    if (items == NULL) return sl_error_set(error, ENOMEM, "arrow ipc writer: out of memory");
+    if (blocks->n) memcpy(items, blocks->items, (size_t)blocks->n * sizeof *items);
+    sl_free(w->alloc, blocks->items, (size_t)blocks->cap * sizeof *items);
+    blocks->items = items;
+    blocks->cap = cap;
+  }
+  blocks->items[blocks->n++] = *block;
+  return 0;
+}
+
+/// zstd's free hook gets no size, and sl_free needs one: keep it in front
+/// (16 bytes, so the block stays as aligned as malloc's).
+#define ZSTD_HEADER 16
+
+static void* zstd_alloc(void* opaque, size_t size) {
+  size_t total;
+  if (sl_add_size(size, ZSTD_HEADER, &total) != 0) return NULL;
+  uint8_t* p = sl_alloc(opaque, total);
+  if (p == NULL) return NULL;
+  memcpy(p, &total, sizeof total);
+  return p + ZSTD_HEADER;
+}
+
+static void zstd_free(void* opaque, void* address) {
+  if (address == NULL) return;
+  uint8_t* p = (uint8_t*)address - ZSTD_HEADER;
+  size_t total;
+  memcpy(&total, p, sizeof total);
+  sl_free(opaque, p, total);
+}
+
+static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_error* error) {
+  if (name == NULL || name[0] == '\0' || strcmp(name, "none") == 0) *codec = IPC_CODEC_NONE;
+  else if (strcmp(name, "lz4") == 0) *codec = IPC_CODEC_LZ4;
+  else if (strcmp(name, "zstd") == 0) *codec = IPC_CODEC_ZSTD;
+  else
+    return sl_error_set(error, EINVAL,
+                        "arrow ipc writer: unsupported compression '%s' (use lz4, zstd or none)",
+                        name);
+  return 0;
+}
+
+static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
+                        struct sluice_error* error) {
+  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+  return sl_error_set(error, rc, "arrow ipc writer: input stream: %s failed: %s", what,
+                      msg != NULL ? msg : strerror(rc));
+}
+
+static int write_schema_message(struct ipc_writer* w, struct sluice_error* error) {
+  struct fb_builder* b = &w->fb;
+  fb_reset(b);
+  fb_ref schema = 0;
+  SL_RETURN_NOT_OK(ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
+  fb_table_start(b);
+  fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+  fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
+  fb_add_ref(b, IPC_MESSAGE_HEADER, schema);
+  fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, 0);
+  fb_ref message = fb_table_end(b);
+  const uint8_t* meta = NULL;
+  size_t size = 0;
+  SL_RETURN_NOT_OK(fb_finish(b, message, &meta, &size, error));
+  struct ipc_block block;
+  return ipc_write_message_header(w->sink, meta, size, &block, error);
+}
+
+/// Whether a changed dictionary `id` may be sent as a delta. Only in files:
+/// there the alternative is failing (the format forbids replacement), while
+/// in streams a replacement reads everywhere and deltas do not (polars
+/// rejects them). Readers concatenate deltas, which sluice's reader (like
+/// others) does not do for unions.
+static int delta_allowed(const struct ipc_writer* w, const struct ipc_dict_entry* e) {
+  const char* f = e->field->dictionary->format;
+  return w->file && !(f[0] == '+' && f[1] == 'u');
+}
+
+/// Writes dictionary `id` for a batch: nothing when readers already hold the
+/// same values; in files a delta (only the new rows) when the old dictionary
+/// is a prefix of the new one; in streams a replacement. Dictionaries nested
+/// in its values go first, as readers need them to decode it.
+static int write_dictionary(struct ipc_writer* w, int64_t id, const struct ArrowArray* array,
+                            struct sluice_error* error) {
+  struct ipc_dict_entry* e = &w->dicts.items[id];
+  struct ipc_body body, part;
+  ipc_body_init(&body, w->alloc);
+  ipc_body_init(&part, w->alloc);
+  struct ipc_body* out = &body;
+  int is_delta = 0;
+  int rc = ipc_body_plan_dictionary(&body, &w->dicts, id, array, 0, array->length, error);
+  for (int64_t i = 0; rc == 0 && i < body.n_pending; i++)
+    rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, error);
+  if (rc != 0 || (e->written && ipc_body_equals(&body, e->last, e->last_size))) goto done;
+  if (e->written && array->length > e->last_length && delta_allowed(w, e)) {
+    rc = ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
+    if (rc != 0) goto done;
+    if (ipc_body_equals(&part, e->last, e->last_size)) {
+      rc = ipc_body_plan_dictionary(&part, &w->dicts, id, array, e->last_length,
+                                    array->length - e->last_length, error);
+      if (rc != 0) goto done;
+      out = &part;
+      is_delta = 1;
+    }
+  }
+  if (e->written && !is_delta && w->file) {
+    rc = sl_error_set(error, ENOTSUP,
+                      "column '%s': the dictionary changed between batches (not only by "
+                      "appending values), and the Arrow IPC file format cannot replace a "
+                      "dictionary (write the stream format, .arrows, or unify the "
+                      "dictionaries)", e->column);
+    goto done;
+  }
+  uint8_t* snapshot = NULL;
+  size_t size = 0;
+  rc = ipc_body_snapshot(&body, &snapshot, &size, error);
+  if (rc != 0) goto done;
+  sl_free(w->alloc, e->last, e->last_size);
+  e->last = snapshot;
+  e->last_size = size;
+  e->last_length = array->length;
+  rc = ipc_body_compress(out, w->codec, w->zstd, error);
+  struct ipc_block block;
+  if (rc == 0) rc = ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, &block, error);
+  if (rc == 0) rc = add_block(w, &w->dict_blocks, &block, error);
+  if (rc == 0) e->written = 1;
+done:
+  ipc_body_free(&part);
+  ipc_body_free(&body);
+  return rc;
+}
+
+static int write_batch(struct ipc_writer* w, const struct ArrowArray* batch,
+                       struct sluice_error* error) {
+  SL_RETURN_NOT_OK(ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
+  for (int64_t i = 0; i < w->body.n_pending; i++)
+    SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, error));
+  SL_RETURN_NOT_OK(ipc_body_compress(&w->body, w->codec, w->zstd, error));
+  struct ipc_block block;
+  SL_RETURN_NOT_OK(ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, &block, error));
+  SL_RETURN_NOT_OK(add_block(w, &w->batch_blocks, &block, error));
+  ipc_body_reset(&w->body);  // drop scratch (compressed copies) now, not next batch
+  return 0;
+}
+
+static fb_ref blocks_vector(struct fb_builder* b, const struct ipc_blocks* blocks) {
+  fb_ref ref;
+  uint8_t* p = fb_vector_reserve(b, (size_t)blocks->n, IPC_BLOCK_STRUCT_SIZE, 8, &ref);
+  for (int64_t i = 0; p != NULL && i < blocks->n; i++) {
+    uint8_t* q = p + i * IPC_BLOCK_STRUCT_SIZE;
+    memset(q, 0, IPC_BLOCK_STRUCT_SIZE);  // includes the struct's 4 padding bytes
+    fb_store_le64(q + IPC_BLOCK_OFFSET_AT, blocks->items[i].offset);
+    fb_store_le32(q + IPC_BLOCK_META_DATA_LENGTH_AT, blocks->items[i].metadata_length);
+    fb_store_le64(q + IPC_BLOCK_BODY_LENGTH_AT, blocks->items[i].body_length);
+  }
+  return ref;
+}
+
+static int write_footer(struct ipc_writer* w, struct sluice_error* error) {
+  struct fb_builder* b = &w->fb;
+  fb_reset(b);
+  fb_ref schema = 0;
+  SL_RETURN_NOT_OK(ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
+  fb_ref dicts = blocks_vector(b, &w->dict_blocks);
+  fb_ref batches = blocks_vector(b, &w->batch_blocks);
+  fb_table_start(b);
+  fb_add_i16(b, IPC_FOOTER_VERSION, IPC_METADATA_V5);
+  fb_add_ref(b, IPC_FOOTER_SCHEMA, schema);
+  fb_add_ref(b, IPC_FOOTER_DICTIONARIES, dicts);
+  fb_add_ref(b, IPC_FOOTER_RECORD_BATCHES, batches);
+  fb_ref footer = fb_table_end(b);
+  const uint8_t* data = NULL;
+  size_t size = 0;
+  SL_RETURN_NOT_OK(fb_finish(b, footer, &data, &size, error));
+  if (size > INT32_MAX) return sl_error_set(error, EOVERFLOW, "arrow ipc writer: footer too large");
+  uint8_t tail[4 + IPC_FILE_MAGIC_LEN];
+  fb_store_le32(tail, (int32_t)size);
+  memcpy(tail + 4, IPC_FILE_MAGIC, IPC_FILE_MAGIC_LEN);
+  SL_RETURN_NOT_OK(sl_sink_write(w->sink, data, (int64_t)size, error));
+  return sl_sink_write(w->sink, tail, sizeof tail, error);
+}
+
+static int write_all(struct ipc_writer* w, struct ArrowArrayStream* stream,
+                     struct sluice_error* error) {
+  if (w->file) {
+    static const uint8_t magic[IPC_FILE_HEADER_LEN] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
+    SL_RETURN_NOT_OK(sl_sink_write(w->sink, magic, sizeof magic, error));
+  }
+  SL_RETURN_NOT_OK(write_schema_message(w, error));
+  for (;;) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    int rc = stream->get_next(stream, &batch);
+    if (rc != 0) return stream_error(stream, rc, "get_next", error);
+    if (batch.release == NULL) break;
+    rc = write_batch(w, &batch, error);
+    batch.release(&batch);
+    if (rc != 0) return rc;
+  }
+  static const uint8_t eos[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
+  SL_RETURN_NOT_OK(sl_sink_write(w->sink, eos, sizeof eos, error));
+  if (w->file) SL_RETURN_NOT_OK(write_footer(w, error));
+  return 0;
+}
+
+static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                     const struct sl_write_args* args, struct sluice_error* error, int file) {
+  struct ipc_writer w;
+  memset(&w, 0, sizeof w);
+  w.alloc = args != NULL ? args->alloc : NULL;
+  w.sink = sink;
+  w.file = file;
+  SL_RETURN_NOT_OK(parse_codec(args != NULL ? args->compression : NULL, &w.codec, error));
+  if (stream == NULL || stream->release == NULL)
+    return sl_error_set(error, EINVAL, "arrow ipc writer: input stream is released");
+  int rc = stream->get_schema(stream, &w.schema);
+  if (rc != 0) return stream_error(stream, rc, "get_schema", error);
+  fb_init(&w.fb, w.alloc);
+  ipc_body_init(&w.body, w.alloc);
+  // The hooks take a non-const context; sl_alloc only reads the allocator.
+  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)(uintptr_t)w.alloc};
+  if (w.codec == IPC_CODEC_ZSTD && (w.zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
+    rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
+  if (rc == 0) rc = ipc_dicts_collect(&w.dicts, w.alloc, &w.schema, error);
+  if (rc == 0) rc = write_all(&w, stream, error);
+
+  ZSTD_freeCCtx(w.zstd);
+  ipc_dicts_free(&w.dicts);
+  ipc_body_free(&w.body);
+  fb_free(&w.fb);
+  sl_free(w.alloc, w.dict_blocks.items, (size_t)w.dict_blocks.cap * sizeof(struct ipc_block));
+  sl_free(w.alloc, w.batch_blocks.items, (size_t)w.batch_blocks.cap * sizeof(struct ipc_block));
+  if (w.schema.release != NULL) w.schema.release(&w.schema);
+  return rc;
+}
+
+static int write_file(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                      const struct sl_write_args* args, struct sluice_error* error) {
+  return ipc_write(stream, sink, args, error, 1);
+}
+
+static int write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                        const struct sl_write_args* args, struct sluice_error* error) {
+  return ipc_write(stream, sink, args, error, 0);
+}
+
+static const char* const ipc_file_extensions[] = {".arrow", ".feather", ".ipc", NULL};
+static const char* const ipc_stream_extensions[] = {".arrows", ".stream", NULL};
+
+static const struct sl_format_writer ipc_file_writer = {"arrow", ipc_file_extensions, write_file};
+static const struct sl_format_writer ipc_stream_writer = {"arrows", ipc_stream_extensions,
+                                                          write_stream};
+
+const struct sl_format_writer* sl_ipc_file_writer(void) { return &ipc_file_writer; }
+const struct sl_format_writer* sl_ipc_stream_writer(void) { return &ipc_stream_writer; }
