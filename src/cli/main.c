@@ -1,3 +1,312 @@
+// sluice: read, convert and inspect tables. Dispatches to one file per
+// subcommand; this file owns the command line.
+#include <getopt.h>
 #include <stdio.h>
-#include "sluice.h"
-int main(void) { puts(SLUICE_VERSION_STRING); return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define GLOBAL_OPTIONS_HELP                                                   \
+  "Global options:\n"                                                         \
+  "  --threads N        decoding threads (default: one per core)\n"           \
+  "  --ordered          deliver batches in file order (default)\n"            \
+  "  --unordered        deliver batches as they are decoded\n"                \
+  "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
+  "  -q, --quiet        no progress bar\n"                                    \
+  "  -h, --help         show help\n"
+
+static const struct cli_command k_commands[] = {
+    {"cat", "print a table, or write it in a machine format",
+     "Usage: sluice cat SRC [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
+     "\n"
+     "Prints SRC as an aligned table (first and last rows of large tables), or\n"
+     "writes it as OUTFMT (arrow, arrows, csv, jsonl) to OUT or standard output.\n"
+     "\n"
+     "Options:\n"
+     "  -c, --columns COLS  comma-separated columns to read, in this order\n"
+     "  -n, --limit N       read at most N rows\n"
+     "  -f, --format FMT    input format (default: detected)\n"
+     "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
+     "  -o, --output OUT    write to OUT (format from its extension)\n"
+     "      --compression C IPC body compression: lz4 or zstd\n",
+     CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
+         CLI_OPT_COMPRESSION,
+     1, 1, cli_cmd_cat},
+    {"schema", "print the fields, types, nullability and metadata",
+     "Usage: sluice schema SRC [-f FMT] [--json]\n"
+     "\n"
+     "Options:\n"
+     "  -f, --format FMT    input format (default: detected)\n"
+     "      --json          print the schema as JSON\n",
+     CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, 1, cli_cmd_schema},
+    {"convert", "write a table in another format",
+     "Usage: sluice convert SRC DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
+     "\n"
+     "The output format comes from DST's extension unless -t is given.\n"
+     "\n"
+     "Options:\n"
+     "  -t, --to FMT        output format (arrow, arrows, csv, jsonl)\n"
+     "      --compression C IPC body compression: lz4 or zstd\n"
+     "  -c, --columns COLS  comma-separated columns to write\n"
+     "  -n, --limit N       write at most N rows\n"
+     "  -f, --format FMT    input format (default: detected)\n",
+     CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION, 2, 2,
+     cli_cmd_convert},
+    {"stats", "per column: count, nulls, min, max (computed in parallel)",
+     "Usage: sluice stats SRC [-c COLS] [-f FMT] [--json]\n"
+     "\n"
+     "Options:\n"
+     "  -c, --columns COLS  comma-separated columns\n"
+     "  -n, --limit N       look at the first N rows only\n"
+     "  -f, --format FMT    input format (default: detected)\n"
+     "      --json          print the statistics as JSON\n",
+     CLI_OPT_COLUMNS | CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_LIMIT, 1, 1, cli_cmd_stats},
+};
+#define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
+
+enum {
+  OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
+  OPT_VERSION,
+};
+
+static const struct option k_long_options[] = {
+    {"columns", required_argument, NULL, 'c'},
+    {"limit", required_argument, NULL, 'n'},
+    {"format", required_argument, NULL, 'f'},
+    {"to", required_argument, NULL, 't'},
+    {"output", required_argument, NULL, 'o'},
+    {"compression", required_argument, NULL, OPT_COMPRESSION},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"ordered", no_argument, NULL, OPT_ORDERED},
+    {"unordered", no_argument, NULL, OPT_UNORDERED},
+    {"budget", required_argument, NULL, OPT_BUDGET},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static void print_main_help(FILE* out) {
+  fprintf(out,
+          "sluice %s: move tables between formats through Arrow memory\n\n"
+          "Usage: sluice [GLOBAL OPTIONS] COMMAND [ARGS]\n\nCommands:\n",
+          SLUICE_VERSION_STRING);
+  for (size_t i = 0; i < N_COMMANDS; ++i) {
+    fprintf(out, "  %-8s %s\n", k_commands[i].name, k_commands[i].summary);
+  }
+  fprintf(out, "  %-8s %s\n\n%s  --version          print the version\n\n"
+               "Run 'sluice COMMAND --help' for a command's options.\n",
+          "help", "show help for a command", GLOBAL_OPTIONS_HELP);
+}
+
+static void print_command_help(const struct cli_command* command, FILE* out) {
+  fprintf(out, "%s\n%s", command->usage, GLOBAL_OPTIONS_HELP);
+}
+
+static const struct cli_command* find_command(const char* name) {
+  for (size_t i = 0; i < N_COMMANDS; ++i) {
+    if (strcmp(k_commands[i].name, name) == 0) return &k_commands[i];
+  }
+  return NULL;
+}
+
+/// Splits "a,b,c" (possibly given several times) into options->columns.
+static int add_columns(struct cli_options* options, const char* list) {
+  size_t old_len = options->columns_joined != NULL ? strlen(options->columns_joined) : 0;
+  size_t add_len = strlen(list);
+  char* joined = malloc(old_len + add_len + 2);
+  char* storage = malloc(old_len + add_len + 2);
+  if (joined == NULL || storage == NULL) {
+    free(joined);
+    free(storage);
+    return -1;
+  }
+  if (old_len > 0) {
+    memcpy(joined, options->columns_joined, old_len);
+    joined[old_len++] = ',';
+  }
+  memcpy(joined + old_len, list, add_len + 1);
+  memcpy(storage, joined, old_len + add_len + 1);
+  size_t n = 1;
+  for (const char* p = storage; *p != '\0'; ++p) n += *p == ',';
+  char** columns = malloc(n * sizeof *columns);
+  if (columns == NULL) {
+    free(joined);
+    free(storage);
+    return -1;
+  }
+  size_t k = 0;
+  for (char* p = storage;;) {
+    char* comma = strchr(p, ',');
+    if (comma != NULL) *comma = '\0';
+    if (*p != '\0') columns[k++] = p;
+    if (comma == NULL) break;
+    p = comma + 1;
+  }
+  free(options->columns_storage);
+  free(options->columns_joined);
+  free(options->columns);
+  options->columns_joined = joined;
+  options->columns_storage = storage;
+  options->columns = columns;
+  options->n_columns = k;
+  return 0;
+}
+
+static int usage_error(const char* command, const char* fmt, const char* arg) {
+  fputs("sluice: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, " (see 'sluice %s%s--help')\n", command != NULL ? command : "",
+          command != NULL ? " " : "");
+  return CLI_USAGE;
+}
+
+/// Applies one option returned by getopt_long. Returns CLI_OK or CLI_USAGE.
+static int apply_option(int c, char** argv, struct cli_options* options, unsigned* seen,
+                        int* show_version) {
+  const char* where = options->command;
+  int64_t value = 0;
+  switch (c) {
+    case 1:  // a positional argument, in order
+      if (options->n_positional == 2) {
+        return usage_error(where, "unexpected argument '%s'", optarg);
+      }
+      options->positional[options->n_positional++] = optarg;
+      return CLI_OK;
+    case 'c':
+      if (add_columns(options, optarg) != 0) {
+        cli_error("out of memory");
+        return CLI_ERROR;
+      }
+      *seen |= CLI_OPT_COLUMNS;
+      return CLI_OK;
+    case 'n':
+      if (cli_parse_count(optarg, &value) != 0) {
+        return usage_error(where, "bad --limit '%s'", optarg);
+      }
+      options->limit = value;
+      *seen |= CLI_OPT_LIMIT;
+      return CLI_OK;
+    case 'f': options->format = optarg; *seen |= CLI_OPT_FORMAT; return CLI_OK;
+    case 't': options->to = optarg; *seen |= CLI_OPT_TO; return CLI_OK;
+    case 'o': options->output = optarg; *seen |= CLI_OPT_OUTPUT; return CLI_OK;
+    case OPT_COMPRESSION:
+      options->compression = optarg;
+      *seen |= CLI_OPT_COMPRESSION;
+      return CLI_OK;
+    case OPT_JSON: options->json = 1; *seen |= CLI_OPT_JSON; return CLI_OK;
+    case OPT_THREADS:
+      if (cli_parse_count(optarg, &value) != 0 || value > 4096) {
+        return usage_error(where, "bad --threads '%s'", optarg);
+      }
+      options->threads = (int)value;
+      return CLI_OK;
+    case OPT_ORDERED: options->ordered = 1; return CLI_OK;
+    case OPT_UNORDERED: options->ordered = 0; return CLI_OK;
+    case OPT_BUDGET:
+      if (cli_parse_bytes(optarg, &value) != 0) {
+        return usage_error(where, "bad --budget '%s'", optarg);
+      }
+      options->budget = value;
+      return CLI_OK;
+    case 'q': options->quiet = 1; return CLI_OK;
+    case 'h': options->help = 1; return CLI_OK;
+    case OPT_VERSION: *show_version = 1; return CLI_OK;
+    case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error(where, "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
+/// Parses argv in two passes: options before the command (stopping at its
+/// name), then the command's own arguments, where GNU permutation lets
+/// options and positional arguments mix.
+static int parse_args(int argc, char** argv, struct cli_options* options,
+                      const struct cli_command** command, int* show_version) {
+  unsigned seen = 0;
+  int status;
+  opterr = 0;
+  optind = 0;  // GNU: 0 forces a full reset of getopt's state
+  int c;
+  while ((c = getopt_long(argc, argv, "+:c:n:f:t:o:qh", k_long_options, NULL)) != -1) {
+    if ((status = apply_option(c, argv, options, &seen, show_version)) != CLI_OK) return status;
+  }
+  int next = optind;
+  if (next < argc && strcmp(argv[next], "help") == 0) {
+    options->help = 1;
+    ++next;
+  }
+  if (next < argc) {
+    *command = find_command(argv[next]);
+    if (*command == NULL) return usage_error(NULL, "unknown command '%s'", argv[next]);
+    options->command = (*command)->name;
+    int sub_argc = argc - next;
+    char** sub_argv = argv + next;
+    optind = 0;
+    while ((c = getopt_long(sub_argc, sub_argv, "-:c:n:f:t:o:qh", k_long_options, NULL)) != -1) {
+      status = apply_option(c, sub_argv, options, &seen, show_version);
+      if (status != CLI_OK) return status;
+    }
+    // After "--" everything is positional ("sluice cat -- -odd-name.arrow").
+    for (int i = optind; i < sub_argc; ++i) {
+      if (options->n_positional == 2) {
+        return usage_error(options->command, "unexpected argument '%s'", sub_argv[i]);
+      }
+      options->positional[options->n_positional++] = sub_argv[i];
+    }
+  }
+  if (options->help || *show_version) return CLI_OK;
+  if (*command == NULL) return usage_error(NULL, "missing command%s", "");
+  if ((seen & ~(*command)->options) != 0) {
+    return usage_error(options->command, "an option does not apply to '%s'", options->command);
+  }
+  if (options->n_positional < (*command)->min_positional) {
+    return usage_error(options->command, "'%s' needs more arguments", options->command);
+  }
+  if (options->n_positional > (*command)->max_positional) {
+    return usage_error(options->command, "unexpected argument '%s'",
+                       options->positional[options->n_positional - 1]);
+  }
+  if (options->format != NULL && !cli_reader_known(options->format)) {
+    return usage_error(options->command, "unknown input format '%s'", options->format);
+  }
+  if (options->to != NULL && strcmp(options->to, "table") != 0 &&
+      !cli_writer_known(options->to)) {
+    return usage_error(options->command, "unknown output format '%s'", options->to);
+  }
+  if (options->compression != NULL && strcmp(options->compression, "lz4") != 0 &&
+      strcmp(options->compression, "zstd") != 0 && strcmp(options->compression, "none") != 0) {
+    return usage_error(options->command, "unknown compression '%s' (lz4, zstd)",
+                       options->compression);
+  }
+  return CLI_OK;
+}
+
+int main(int argc, char** argv) {
+  struct cli_options options;
+  memset(&options, 0, sizeof options);
+  options.limit = -1;
+  options.ordered = 1;
+  const struct cli_command* command = NULL;
+  int show_version = 0;
+  int status = parse_args(argc, argv, &options, &command, &show_version);
+  if (status == CLI_OK) {
+    if (show_version && !options.help) {
+      printf("sluice %s\n", SLUICE_VERSION_STRING);
+    } else if (options.help || command == NULL) {
+      if (command != NULL) print_command_help(command, stdout);
+      else print_main_help(stdout);
+    } else {
+      status = command->run(&options);
+    }
+  }
+  if (fflush(stdout) != 0 && status == CLI_OK) {
+    cli_error("cannot write to standard output");
+    status = CLI_ERROR;
+  }
+  free(options.columns);
+  free(options.columns_storage);
+  free(options.columns_joined);
+  return status;
+}

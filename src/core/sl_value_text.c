@@ -8,6 +8,7 @@
 
 #include "sl_alloc.h"
 #include "sl_error.h"
+#include "sl_value_tz.h"
 
 /* ---- Text buffer ------------------------------------------------------------ */
 
@@ -67,6 +68,22 @@ const char* sl_text_cstr(const struct sl_text* text) {
 
 /* ---- Fields ----------------------------------------------------------------- */
 
+static int parse_fixed_offset(const char* tz, int64_t* seconds);
+
+static int is_utc_name(const char* tz) {
+  static const char* const k_utc[] = {"UTC", "Etc/UTC", "Z", "GMT", "Etc/GMT", "UCT", "Zulu",
+                                      "Etc/UCT", "Etc/Zulu", "Universal", "Etc/Universal"};
+  for (size_t i = 0; i < sizeof k_utc / sizeof k_utc[0]; ++i) {
+    if (strcmp(tz, k_utc[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+static int is_utc_or_fixed(const char* tz) {
+  int64_t unused;
+  return tz == NULL || tz[0] == '\0' || is_utc_name(tz) || parse_fixed_offset(tz, &unused);
+}
+
 void sl_text_field_reset(struct sl_text_field* field) {
   if (field->children != NULL) {
     for (int64_t i = 0; i < field->n_children; ++i) sl_text_field_reset(&field->children[i]);
@@ -76,6 +93,8 @@ void sl_text_field_reset(struct sl_text_field* field) {
     sl_text_field_reset(field->dictionary);
     sl_free(field->alloc, field->dictionary, sizeof *field->dictionary);
   }
+  sl_tz_free(field->tz);
+  field->tz = NULL;
   field->children = NULL;
   field->dictionary = NULL;
   field->n_children = 0;
@@ -87,6 +106,13 @@ int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* sc
   field->alloc = alloc;
   field->name = schema->name != NULL ? schema->name : "";
   SL_RETURN_NOT_OK(sl_type_parse(schema->format, &field->type, error));
+  if (field->type.id == SL_TYPE_TIMESTAMP && !is_utc_or_fixed(field->type.timezone)) {
+    // Unknown zones fall back to the UTC instant marked Z (rendering must not
+    // fail on a zone name this system lacks).
+    if (sl_tz_load(field->type.timezone, alloc, &field->tz) == ENOMEM) {
+      return sl_error_set(error, ENOMEM, "out of memory");
+    }
+  }
   if (schema->n_children < 0 || (schema->n_children > 0 && schema->children == NULL)) {
     return sl_error_set(error, EINVAL, "field '%s': bad child count", field->name);
   }
@@ -116,32 +142,6 @@ int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* sc
 }
 
 /* ---- Scalars ---------------------------------------------------------------- */
-
-void sl_format_double(double v, char* buf, size_t cap) {
-  if (isnan(v)) {
-    snprintf(buf, cap, "nan");
-    return;
-  }
-  if (isinf(v)) {
-    snprintf(buf, cap, v < 0 ? "-inf" : "inf");
-    return;
-  }
-  for (int precision = 15; precision <= 17; ++precision) {
-    snprintf(buf, cap, "%.*g", precision, v);
-    if (strtod(buf, NULL) == v) return;
-  }
-}
-
-void sl_format_float(float v, char* buf, size_t cap) {
-  if (isnan(v) || isinf(v)) {
-    sl_format_double(v, buf, cap);
-    return;
-  }
-  for (int precision = 6; precision <= 9; ++precision) {
-    snprintf(buf, cap, "%.*g", precision, (double)v);
-    if (strtof(buf, NULL) == v) return;
-  }
-}
 
 static double half_to_double(uint16_t h) {
   int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
@@ -243,14 +243,19 @@ static int parse_fixed_offset(const char* tz, int64_t* seconds) {
   return 1;
 }
 
-static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type) {
+static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type,
+                            const struct sl_tz* zone) {
   const char* tz = type->timezone != NULL ? type->timezone : "";
   int64_t per_second = k_units_per_second[type->unit];
   int64_t offset_seconds = 0;
   int fixed = parse_fixed_offset(tz, &offset_seconds);
-  // Local wall time for fixed offsets; named zones would need the tz
-  // database, so they are shown as the UTC instant with a Z.
+  // Local wall time and its offset, as Arrow prints zoned timestamps; UTC and
+  // zones the system lacks print the UTC instant with a Z.
   int64_t seconds = floor_div(value, per_second);
+  if (zone != NULL) {
+    offset_seconds = sl_tz_offset(zone, seconds);
+    fixed = 1;
+  }
   int64_t sub = value - seconds * per_second;
   // Values within a day of the int64 range stay in UTC rather than overflow.
   if (fixed && seconds > INT64_MIN + 86400 && seconds < INT64_MAX - 86400) {
@@ -264,10 +269,14 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   SL_RETURN_NOT_OK(
       append_time_of_day(out, (seconds - days * 86400) * per_second + sub, type->unit));
   if (fixed) {
-    char buf[16];
+    char buf[48];
     int64_t m = offset_seconds < 0 ? -offset_seconds / 60 : offset_seconds / 60;
     int n = snprintf(buf, sizeof buf, "%c%02" PRId64 ":%02" PRId64,
                      offset_seconds < 0 ? '-' : '+', m / 60, m % 60);
+    if (offset_seconds % 60 != 0) {  // pre-1900 local mean times have seconds
+      int64_t sec = offset_seconds < 0 ? -offset_seconds % 60 : offset_seconds % 60;
+      n += snprintf(buf + n, sizeof buf - (size_t)n, ":%02" PRId64, sec);
+    }
     return sl_text_append(out, buf, (size_t)n);
   }
   if (tz[0] != '\0') return sl_text_append_char(out, 'Z');
@@ -448,6 +457,7 @@ int sl_value_is_null(const struct sl_text_field* field, const struct ArrowArray*
   }
   if (field->dictionary != NULL && array->dictionary != NULL) {
     int64_t index = read_int(array->buffers[1], p, id);
+    if (index < 0 || index >= array->dictionary->length) return 0;  // render reports it
     return sl_value_is_null(field->dictionary, array->dictionary, index);
   }
   return 0;
@@ -475,6 +485,10 @@ static int render_list(const struct sl_text_field* field, const struct ArrowArra
   const struct ArrowArray* child = array->children[0];
   const struct sl_text_field* child_field = &field->children[0];
   if (field->type.id == SL_TYPE_MAP) {
+    if (child_field->n_children < 2 || child->n_children < 2) {
+      return sl_error_set(error, EINVAL, "column '%s': map entries need a key and a value",
+                          field->name);
+    }
     // Entries are struct<key, value>; a JSON object needs string keys.
     const struct sl_text_field* key_field = &child_field->children[0];
     const struct sl_text_field* value_field = &child_field->children[1];
@@ -506,6 +520,10 @@ static int render_list(const struct sl_text_field* field, const struct ArrowArra
 
 static int render_struct(const struct sl_text_field* field, const struct ArrowArray* array,
                          int64_t p, struct sl_text* out, struct sluice_error* error) {
+  if (array->n_children < field->n_children) {
+    return sl_error_set(error, EINVAL, "column '%s': struct has %lld children, schema %lld",
+                        field->name, (long long)array->n_children, (long long)field->n_children);
+  }
   SL_RETURN_NOT_OK(sl_text_append_char(out, '{'));
   for (int64_t c = 0; c < field->n_children; ++c) {
     if (c > 0) SL_RETURN_NOT_OK(sl_text_append_char(out, ','));
@@ -546,8 +564,12 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     if (array->dictionary == NULL) {
       return sl_error_set(error, EINVAL, "column '%s': dictionary missing", field->name);
     }
-    return sl_value_render(field->dictionary, array->dictionary, read_int(data, p, type->id),
-                           style, out, error);
+    int64_t index = read_int(data, p, type->id);
+    if (index < 0 || index >= array->dictionary->length) {
+      return sl_error_set(error, EINVAL, "column '%s': dictionary index %lld out of range",
+                          field->name, (long long)index);
+    }
+    return sl_value_render(field->dictionary, array->dictionary, index, style, out, error);
   }
   if (style == SL_TEXT_PLAIN && type->id == SL_TYPE_NA) return 0;
   switch (type->id) {
@@ -559,12 +581,10 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
       break;
     case SL_TYPE_INT8: case SL_TYPE_INT16: case SL_TYPE_INT32: case SL_TYPE_INT64:
     case SL_TYPE_UINT8: case SL_TYPE_UINT16: case SL_TYPE_UINT32:
-      snprintf(buf, sizeof buf, "%" PRId64, read_int(data, p, type->id));
-      rc = sl_text_append_str(out, buf);
+      rc = sl_text_append(out, buf, sl_format_int64(read_int(data, p, type->id), buf));
       break;
     case SL_TYPE_UINT64:
-      snprintf(buf, sizeof buf, "%" PRIu64, ((const uint64_t*)data)[p]);
-      rc = sl_text_append_str(out, buf);
+      rc = sl_text_append(out, buf, sl_format_uint64(((const uint64_t*)data)[p], buf));
       break;
     case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: {
       double v;
@@ -628,7 +648,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
       struct sl_text tmp;
       sl_text_init(&tmp, out->alloc);
       if (type->id == SL_TYPE_TIMESTAMP) {
-        rc = append_timestamp(&tmp, ((const int64_t*)data)[p], type);
+        rc = append_timestamp(&tmp, ((const int64_t*)data)[p], type, field->tz);
       } else {
         int64_t v = type->id == SL_TYPE_TIME32 ? ((const int32_t*)data)[p]
                                                : ((const int64_t*)data)[p];
@@ -641,8 +661,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     }
     case SL_TYPE_DURATION:
       // The count of units (the unit is in the type), as Arrow's CSV writer.
-      snprintf(buf, sizeof buf, "%" PRId64, ((const int64_t*)data)[p]);
-      rc = sl_text_append_str(out, buf);
+      rc = sl_text_append(out, buf, sl_format_int64(((const int64_t*)data)[p], buf));
       break;
     case SL_TYPE_INTERVAL_MONTHS:
       snprintf(buf, sizeof buf, "%" PRId32 "M", ((const int32_t*)data)[p]);

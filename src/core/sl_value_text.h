@@ -10,6 +10,8 @@
 #include "sluice.h"
 #include "sl_type.h"
 
+struct sl_tz;
+
 /* ---- A growable text buffer ---------------------------------------------- */
 
 /// NUL-terminated once anything was appended (data may be NULL before).
@@ -42,6 +44,9 @@ struct sl_text_field {
   int64_t n_children;
   struct sl_text_field* children;
   struct sl_text_field* dictionary;
+  /// Timestamps in a named zone: the zone, for local time and offset (NULL
+  /// when UTC, a fixed offset, or a zone the system does not know).
+  struct sl_tz* tz;
   const struct sluice_allocator* alloc;
 };
 
@@ -77,10 +82,15 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
 /// UTF-8 become \u00XX escapes of the byte.
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 
-/// Shortest text that reads back as the same double (`%.15g`..`%.17g`);
-/// "nan", "inf", "-inf" for the non-finite. `buf` needs 32 bytes.
+/// Shortest text of 15, 16 or 17 significant digits that reads back as the
+/// same double, spelled as `%.Ng` would; "nan", "inf", "-inf" for the
+/// non-finite. `buf` needs 32 bytes. (src/core/sl_value_number.c)
 void sl_format_double(double v, char* buf, size_t cap);
 /// Same for float32 (`%.6g`..`%.9g`).
 void sl_format_float(float v, char* buf, size_t cap);
+/// Decimal text of an integer into `buf` (24 bytes), NUL-terminated; returns
+/// its length.
+size_t sl_format_int64(int64_t v, char* buf);
+size_t sl_format_uint64(uint64_t v, char* buf);
 
 #endif

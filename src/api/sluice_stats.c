@@ -1,0 +1,459 @@
+// sluice_dataset_stats: per-column count, nulls, min and max. Each batch is
+// reduced to a partial (the positions of its min and max, rendered to text
+// right away, so no batch has to outlive its callback) and partials are merged
+// under a mutex; the batch callback is safe to run on scan worker threads.
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "sluice.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "core/sl_value_text.h"
+#include "api/sluice_dataset_internal.h"
+#include "scan/sl_scan.h"
+
+enum stats_key_kind { KEY_NONE = 0, KEY_I64, KEY_U64, KEY_F64, KEY_BYTES, KEY_DECIMAL };
+
+/// A comparable form of one value. `bytes` is borrowed from the batch (or
+/// owned by a column's merged state, see stats_column).
+struct stats_key {
+  enum stats_key_kind kind;
+  int64_t i;
+  uint64_t u;
+  double d;
+  const uint8_t* bytes;
+  int64_t n;
+  /// Decimals as big-endian with the sign bit flipped: memcmp orders them.
+  uint8_t decimal[32];
+};
+
+struct stats_column {
+  int64_t count;
+  int64_t null_count;
+  int has_min_max;
+  struct stats_key min, max;
+  uint8_t* min_bytes;  ///< owned copies behind min.bytes / max.bytes
+  size_t min_cap;
+  uint8_t* max_bytes;
+  size_t max_cap;
+  struct sl_text min_text, max_text;
+};
+
+struct stats_state {
+  struct sl_text_field row;  ///< parsed projected schema
+  struct stats_column* columns;
+  int64_t n_columns;
+  pthread_mutex_t mutex;
+  const struct sluice_allocator* alloc;
+};
+
+static int bit_is_set(const void* bitmap, int64_t i) {
+  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
+}
+
+static int64_t dictionary_index(const struct sl_type* type, const void* data, int64_t p) {
+  switch (type->id) {
+    case SL_TYPE_INT8: return ((const int8_t*)data)[p];
+    case SL_TYPE_UINT8: return ((const uint8_t*)data)[p];
+    case SL_TYPE_INT16: return ((const int16_t*)data)[p];
+    case SL_TYPE_UINT16: return ((const uint16_t*)data)[p];
+    case SL_TYPE_INT32: return ((const int32_t*)data)[p];
+    case SL_TYPE_UINT32: return ((const uint32_t*)data)[p];
+    default: return ((const int64_t*)data)[p];
+  }
+}
+
+/// The key of row `i` (not null); KEY_NONE for types without an order.
+static void stats_key_of(const struct sl_text_field* field, const struct ArrowArray* array,
+                         int64_t i, struct stats_key* key) {
+  int64_t p = array->offset + i;
+  const void* data = array->n_buffers > 1 ? array->buffers[1] : NULL;
+  key->kind = KEY_NONE;
+  if (field->dictionary != NULL) {
+    int64_t index = dictionary_index(&field->type, data, p);
+    if (array->dictionary != NULL && index >= 0 && index < array->dictionary->length) {
+      stats_key_of(field->dictionary, array->dictionary, index, key);
+    }
+    return;
+  }
+  switch (field->type.id) {
+    case SL_TYPE_BOOL:
+      key->kind = KEY_I64;
+      key->i = bit_is_set(data, p);
+      break;
+    case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
+    case SL_TYPE_INT32: case SL_TYPE_UINT32:
+      key->kind = KEY_I64;
+      key->i = dictionary_index(&field->type, data, p);
+      break;
+    case SL_TYPE_DATE32: case SL_TYPE_TIME32: case SL_TYPE_INTERVAL_MONTHS:
+      key->kind = field->type.id == SL_TYPE_INTERVAL_MONTHS ? KEY_NONE : KEY_I64;
+      key->i = ((const int32_t*)data)[p];
+      break;
+    case SL_TYPE_INT64: case SL_TYPE_DATE64: case SL_TYPE_TIME64: case SL_TYPE_TIMESTAMP:
+    case SL_TYPE_DURATION:
+      key->kind = KEY_I64;
+      key->i = ((const int64_t*)data)[p];
+      break;
+    case SL_TYPE_UINT64:
+      key->kind = KEY_U64;
+      key->u = ((const uint64_t*)data)[p];
+      break;
+    case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: case SL_TYPE_HALF_FLOAT: {
+      double v;
+      if (field->type.id == SL_TYPE_DOUBLE) {
+        v = ((const double*)data)[p];
+      } else if (field->type.id == SL_TYPE_FLOAT) {
+        v = ((const float*)data)[p];
+      } else {  // order of half floats = order of their magnitudes with sign
+        uint16_t h = ((const uint16_t*)data)[p];
+        int exponent = (h >> 10) & 0x1f;
+        if (exponent == 31 && (h & 0x3ff) != 0) return;  // NaN
+        v = exponent == 31 ? INFINITY : (exponent == 0 ? ldexp(h & 0x3ff, -24)
+                                                       : ldexp((h & 0x3ff) + 1024, exponent - 25));
+        if (h & 0x8000) v = -v;
+      }
+      // NaN has no place in an order; min/max skip it, as pyarrow does.
+      if (!isnan(v)) {
+        key->kind = KEY_F64;
+        key->d = v;
+      }
+      break;
+    }
+    case SL_TYPE_STRING: case SL_TYPE_BINARY: {
+      const int32_t* offsets = data;
+      key->kind = KEY_BYTES;
+      key->n = (int64_t)offsets[p + 1] - offsets[p];
+      key->bytes = key->n == 0 ? NULL : (const uint8_t*)array->buffers[2] + offsets[p];
+      break;
+    }
+    case SL_TYPE_LARGE_STRING: case SL_TYPE_LARGE_BINARY: {
+      const int64_t* offsets = data;
+      key->kind = KEY_BYTES;
+      key->n = offsets[p + 1] - offsets[p];
+      key->bytes = key->n == 0 ? NULL : (const uint8_t*)array->buffers[2] + offsets[p];
+      break;
+    }
+    case SL_TYPE_FIXED_SIZE_BINARY:
+      key->kind = KEY_BYTES;
+      key->n = field->type.byte_width;
+      key->bytes = key->n == 0 ? NULL : (const uint8_t*)data + p * key->n;
+      break;
+    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
+      int width = field->type.id == SL_TYPE_DECIMAL128 ? 16 : 32;
+      const uint8_t* le = (const uint8_t*)data + p * width;
+      key->kind = KEY_DECIMAL;
+      key->n = width;
+      for (int b = 0; b < width; ++b) key->decimal[b] = le[width - 1 - b];
+      key->decimal[0] ^= 0x80;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+static int stats_key_compare(const struct stats_key* a, const struct stats_key* b) {
+  switch (a->kind) {
+    case KEY_I64: return (a->i > b->i) - (a->i < b->i);
+    case KEY_U64: return (a->u > b->u) - (a->u < b->u);
+    case KEY_F64: return (a->d > b->d) - (a->d < b->d);
+    case KEY_DECIMAL: return memcmp(a->decimal, b->decimal, (size_t)a->n);
+    case KEY_BYTES: {
+      int64_t n = a->n < b->n ? a->n : b->n;
+      int c = n > 0 ? memcmp(a->bytes, b->bytes, (size_t)n) : 0;
+      return c != 0 ? c : (a->n > b->n) - (a->n < b->n);
+    }
+    default: return 0;
+  }
+}
+
+/// Makes `dst` (a merged key) a copy of `src` whose bytes live in *storage.
+static int stats_key_store(struct stats_key* dst, const struct stats_key* src,
+                           uint8_t** storage, size_t* cap, const struct sluice_allocator* alloc) {
+  *dst = *src;
+  if (src->kind != KEY_BYTES || src->n == 0) return 0;
+  if ((size_t)src->n > *cap) {
+    uint8_t* bigger = sl_alloc(alloc, (size_t)src->n);
+    if (bigger == NULL) return ENOMEM;
+    sl_free(alloc, *storage, *cap);
+    *storage = bigger;
+    *cap = (size_t)src->n;
+  }
+  memcpy(*storage, src->bytes, (size_t)src->n);
+  dst->bytes = *storage;
+  return 0;
+}
+
+/// The common case (fixed-width numbers without nulls) in tight loops; the
+/// rows of the min and max go to *min_row / *max_row. 0 if not applicable.
+static int stats_fast_path(const struct sl_text_field* field, const struct ArrowArray* column,
+                           int64_t first, int64_t length, int64_t* min_row, int64_t* max_row,
+                           struct stats_key* min, struct stats_key* max) {
+  if (field->dictionary != NULL || length <= 0 || column->n_buffers < 2 ||
+      (column->null_count != 0 && column->buffers[0] != NULL)) {
+    return 0;
+  }
+  int64_t base = column->offset + first, lo = 0, hi = 0;
+  switch (field->type.id) {
+    case SL_TYPE_INT32: case SL_TYPE_DATE32: case SL_TYPE_TIME32: {
+      const int32_t* v = (const int32_t*)column->buffers[1] + base;
+      for (int64_t r = 1; r < length; ++r) {
+        if (v[r] < v[lo]) lo = r;
+        if (v[r] > v[hi]) hi = r;
+      }
+      min->kind = max->kind = KEY_I64;
+      min->i = v[lo];
+      max->i = v[hi];
+      break;
+    }
+    case SL_TYPE_INT64: case SL_TYPE_DATE64: case SL_TYPE_TIME64: case SL_TYPE_TIMESTAMP:
+    case SL_TYPE_DURATION: {
+      const int64_t* v = (const int64_t*)column->buffers[1] + base;
+      for (int64_t r = 1; r < length; ++r) {
+        if (v[r] < v[lo]) lo = r;
+        if (v[r] > v[hi]) hi = r;
+      }
+      min->kind = max->kind = KEY_I64;
+      min->i = v[lo];
+      max->i = v[hi];
+      break;
+    }
+    case SL_TYPE_DOUBLE: {
+      const double* v = (const double*)column->buffers[1] + base;
+      int64_t start = 0;
+      while (start < length && isnan(v[start])) ++start;  // NaN is skipped
+      if (start == length) return 0;
+      lo = hi = start;
+      for (int64_t r = start + 1; r < length; ++r) {  // comparisons with NaN are false
+        if (v[r] < v[lo]) lo = r;
+        if (v[r] > v[hi]) hi = r;
+      }
+      min->kind = max->kind = KEY_F64;
+      min->d = v[lo];
+      max->d = v[hi];
+      break;
+    }
+    default:
+      return 0;
+  }
+  *min_row = first + lo;
+  *max_row = first + hi;
+  return 1;
+}
+
+/// Reduces one column of one batch, then merges under the mutex.
+static int stats_column_batch(struct stats_state* state, int64_t c,
+                              const struct ArrowArray* column, int64_t first, int64_t length,
+                              struct sluice_error* error) {
+  const struct sl_text_field* field = &state->row.children[c];
+  int64_t nulls = 0, min_row = -1, max_row = -1;
+  struct stats_key min, max, key;
+  memset(&min, 0, sizeof min);
+  memset(&max, 0, sizeof max);
+  memset(&key, 0, sizeof key);
+  int fast = stats_fast_path(field, column, first, length, &min_row, &max_row, &min, &max);
+  for (int64_t r = fast ? first + length : first; r < first + length; ++r) {
+    if (sl_value_is_null(field, column, r)) {
+      ++nulls;
+      continue;
+    }
+    stats_key_of(field, column, r, &key);
+    if (key.kind == KEY_NONE) continue;
+    if (min_row < 0 || stats_key_compare(&key, &min) < 0) min = key, min_row = r;
+    if (max_row < 0 || stats_key_compare(&key, &max) > 0) max = key, max_row = r;
+  }
+  struct sl_text min_text, max_text;
+  sl_text_init(&min_text, state->alloc);
+  sl_text_init(&max_text, state->alloc);
+  int rc = 0;
+  if (min_row >= 0) {
+    rc = sl_value_render(field, column, min_row, SL_TEXT_PLAIN, &min_text, error);
+    if (rc == 0) rc = sl_value_render(field, column, max_row, SL_TEXT_PLAIN, &max_text, error);
+  }
+  pthread_mutex_lock(&state->mutex);
+  struct stats_column* merged = &state->columns[c];
+  merged->count += length;
+  merged->null_count += nulls;
+  if (rc == 0 && min_row >= 0) {
+    int first_values = !merged->has_min_max;
+    if (first_values || stats_key_compare(&min, &merged->min) < 0) {
+      rc = stats_key_store(&merged->min, &min, &merged->min_bytes, &merged->min_cap,
+                           state->alloc);
+      if (rc == 0) {
+        sl_text_clear(&merged->min_text);
+        rc = sl_text_append(&merged->min_text, sl_text_cstr(&min_text), min_text.len);
+      }
+    }
+    if (rc == 0 && (first_values || stats_key_compare(&max, &merged->max) > 0)) {
+      rc = stats_key_store(&merged->max, &max, &merged->max_bytes, &merged->max_cap,
+                           state->alloc);
+      if (rc == 0) {
+        sl_text_clear(&merged->max_text);
+        rc = sl_text_append(&merged->max_text, sl_text_cstr(&max_text), max_text.len);
+      }
+    }
+    if (rc == 0) merged->has_min_max = 1;
+    if (rc != 0) rc = sl_error_set(error, rc, "stats: out of memory");
+  }
+  pthread_mutex_unlock(&state->mutex);
+  sl_text_reset(&min_text);
+  sl_text_reset(&max_text);
+  return rc;
+}
+
+/// The per-batch callback (sl_scan_args.on_batch shape): runs on any thread.
+static int stats_on_batch(void* ctx, const struct ArrowArray* batch, struct sluice_error* error) {
+  struct stats_state* state = ctx;
+  if (batch->n_children != state->n_columns) {
+    return sl_error_set(error, EINVAL, "stats: batch has %lld columns, expected %lld",
+                        (long long)batch->n_children, (long long)state->n_columns);
+  }
+  for (int64_t c = 0; c < state->n_columns; ++c) {
+    SL_RETURN_NOT_OK(stats_column_batch(state, c, batch->children[c], batch->offset,
+                                        batch->length, error));
+  }
+  return 0;
+}
+
+static void stats_state_reset(struct stats_state* state) {
+  for (int64_t c = 0; c < state->n_columns; ++c) {
+    struct stats_column* col = &state->columns[c];
+    sl_free(state->alloc, col->min_bytes, col->min_cap);
+    sl_free(state->alloc, col->max_bytes, col->max_cap);
+    sl_text_reset(&col->min_text);
+    sl_text_reset(&col->max_text);
+  }
+  sl_free(state->alloc, state->columns, (size_t)state->n_columns * sizeof *state->columns);
+  sl_text_field_reset(&state->row);
+  pthread_mutex_destroy(&state->mutex);
+}
+
+/// Consumer-side reduction through the public scanner: used with a row limit,
+/// because the engine trims the last batch to the limit only at delivery,
+/// after on_batch has seen it whole.
+static int stats_run_scanner(struct sluice_dataset* dataset, struct stats_state* state,
+                             struct sluice_error* error) {
+  struct sluice_scanner* scanner = NULL;
+  SL_RETURN_NOT_OK(sluice_scanner_open(dataset, &scanner, error));
+  int rc = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    rc = sluice_scanner_next(scanner, &batch, NULL, error);
+    if (rc != 0 || batch.release == NULL) break;
+    rc = stats_on_batch(state, &batch, error);
+    batch.release(&batch);
+    if (rc != 0) break;
+  }
+  sluice_scanner_close(scanner);
+  return rc;
+}
+
+/// Reduces every batch on the scan's worker threads (on_batch); this thread
+/// only drains and drops the batches.
+static int stats_run_scan(struct sluice_dataset* dataset, struct stats_state* state,
+                          struct sluice_error* error) {
+  struct sl_scan_args args;
+  memset(&args, 0, sizeof args);
+  sl_dataset_scan_args(dataset, &args);
+  if (args.limit >= 0) return stats_run_scanner(dataset, state, error);
+  args.on_batch = stats_on_batch;
+  args.on_batch_ctx = state;
+  args.ordered = 0;  // order does not matter to a reduction
+  struct sl_scan* scan = NULL;
+  SL_RETURN_NOT_OK(sl_scan_start(&args, &scan, error));
+  int rc = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    rc = sl_scan_next(scan, &batch, NULL, error);
+    if (rc != 0 || batch.release == NULL) break;
+    batch.release(&batch);
+  }
+  sl_scan_stop(scan);
+  return rc;
+}
+
+static char* stats_strdup(const char* s) { return sl_strdup(NULL, s); }
+
+SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n) {
+  if (stats == NULL) return;
+  for (int64_t c = 0; c < n; ++c) {
+    char* strings[] = {stats[c].name, stats[c].type, stats[c].min, stats[c].max};
+    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; ++k) {
+      if (strings[k] != NULL) sl_free(NULL, strings[k], strlen(strings[k]) + 1);
+    }
+  }
+  sl_free(NULL, stats, (size_t)n * sizeof *stats);
+}
+
+SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
+                                       struct sluice_column_stats** out, int64_t* n_out,
+                                       struct sluice_error* error) {
+  if (dataset == NULL || out == NULL || n_out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
+  }
+  *out = NULL;
+  *n_out = 0;
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  SL_RETURN_NOT_OK(sluice_dataset_schema(dataset, &schema, error));
+  struct stats_state state;
+  memset(&state, 0, sizeof state);
+  state.alloc = NULL;  // results are freed by sluice_stats_free, which has no handle
+  int rc = sl_text_field_init(&state.row, &schema, state.alloc, error);
+  if (rc != 0) {
+    schema.release(&schema);
+    return rc;
+  }
+  if (pthread_mutex_init(&state.mutex, NULL) != 0) {
+    sl_text_field_reset(&state.row);
+    schema.release(&schema);
+    return sl_error_set(error, ENOMEM, "stats: cannot create a mutex");
+  }
+  state.n_columns = state.row.n_children;
+  if (state.n_columns > 0) {
+    state.columns = sl_calloc(state.alloc, (size_t)state.n_columns, sizeof *state.columns);
+    if (state.columns == NULL) {
+      state.n_columns = 0;
+      rc = sl_error_set(error, ENOMEM, "stats: out of memory");
+    }
+  }
+  for (int64_t c = 0; c < state.n_columns; ++c) {
+    sl_text_init(&state.columns[c].min_text, state.alloc);
+    sl_text_init(&state.columns[c].max_text, state.alloc);
+  }
+  if (rc == 0) rc = stats_run_scan(dataset, &state, error);
+  struct sluice_column_stats* result = NULL;
+  if (rc == 0 && state.n_columns > 0) {
+    result = sl_calloc(NULL, (size_t)state.n_columns, sizeof *result);
+    if (result == NULL) rc = sl_error_set(error, ENOMEM, "stats: out of memory");
+  }
+  for (int64_t c = 0; rc == 0 && c < state.n_columns; ++c) {
+    const struct stats_column* col = &state.columns[c];
+    struct sluice_column_stats* r = &result[c];
+    r->name = stats_strdup(state.row.children[c].name);
+    r->type = stats_strdup(schema.children[c]->format);
+    r->count = col->count;
+    r->null_count = col->null_count;
+    r->has_min_max = col->has_min_max;
+    if (col->has_min_max) {
+      r->min = stats_strdup(sl_text_cstr(&col->min_text));
+      r->max = stats_strdup(sl_text_cstr(&col->max_text));
+    }
+    if (r->name == NULL || r->type == NULL || (col->has_min_max && (!r->min || !r->max))) {
+      rc = sl_error_set(error, ENOMEM, "stats: out of memory");
+    }
+  }
+  if (rc == 0) {
+    *out = result;
+    *n_out = state.n_columns;
+  } else {
+    sluice_stats_free(result, state.n_columns);
+  }
+  stats_state_reset(&state);
+  schema.release(&schema);
+  return rc;
+}

@@ -1,0 +1,105 @@
+// The sluice command: shared option parsing, dataset opening, progress and
+// error reporting for the subcommands (one file per subcommand).
+#ifndef SLUICE_CLI_H
+#define SLUICE_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sluice.h"
+
+/// Exit statuses: data or I/O errors vs. a command line we cannot run.
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
+
+/// Which options a subcommand accepts (the global ones are always accepted).
+enum cli_option_bit {
+  CLI_OPT_COLUMNS = 1 << 0,
+  CLI_OPT_LIMIT = 1 << 1,
+  CLI_OPT_FORMAT = 1 << 2,
+  CLI_OPT_TO = 1 << 3,
+  CLI_OPT_OUTPUT = 1 << 4,
+  CLI_OPT_COMPRESSION = 1 << 5,
+  CLI_OPT_JSON = 1 << 6,
+};
+
+/// Everything parsed from the command line. Strings point into argv, except
+/// `columns`, a malloc'd array of pointers into `columns_storage`.
+struct cli_options {
+  const char* command;
+  const char* positional[2];
+  int n_positional;
+  char** columns;
+  size_t n_columns;
+  char* columns_storage;  ///< the split names (commas replaced by NULs)
+  char* columns_joined;   ///< every -c so far, joined with commas
+  int64_t limit;             ///< -1 = none
+  const char* format;        ///< -f: input format
+  const char* to;            ///< -t: output format
+  const char* output;        ///< -o
+  const char* compression;
+  int json;
+  int threads;
+  int ordered;
+  int64_t budget;
+  int quiet;
+  int help;
+};
+
+struct cli_command {
+  const char* name;
+  const char* summary;
+  const char* usage;    ///< synopsis and options, printed by --help
+  unsigned options;     ///< enum cli_option_bit accepted
+  int min_positional, max_positional;
+  int (*run)(const struct cli_options* options);
+};
+
+/// Prints "sluice: <message>" on stderr.
+void cli_error(const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/// Parses "123", "64K", "1.5M", "2G" (powers of 1024). 0 or EINVAL.
+int cli_parse_bytes(const char* text, int64_t* out);
+/// Parses a non-negative integer. 0 or EINVAL.
+int cli_parse_count(const char* text, int64_t* out);
+
+/// Opens `location` with the options (-f, -c, --limit, --threads, --budget,
+/// --ordered). Prints the error and returns CLI_ERROR on failure.
+int cli_open(const struct cli_options* options, const char* location,
+             struct sluice_dataset** out);
+
+/// Whether `name` is among the formats sluice writes (or reads).
+int cli_writer_known(const char* name);
+int cli_reader_known(const char* name);
+
+/// A stream over a dataset's scan that draws a progress bar on stderr (when
+/// it is a terminal, the work lasts over a second and --quiet is off). The
+/// dataset must outlive the stream.
+int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options* options,
+                        struct ArrowArrayStream* out, struct sluice_error* error);
+
+/// A short human spelling of a field's type: "int64", "list<string>",
+/// "struct<a: int32, b: string>", "dictionary<string, int32>".
+/// Writes at most `cap` bytes (truncated with "…").
+void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap);
+
+/// The table view of `cat`: streams `stream`, keeps the first and last rows,
+/// prints aligned columns to `out`. `width` is the terminal width (0 = no
+/// limit).
+int cli_print_table(struct ArrowArrayStream* stream, FILE* out, int width,
+                    struct sluice_error* error);
+
+/// Writes the stream with sluice_write to `location` ("-" = standard output);
+/// prints the error and returns CLI_ERROR on failure.
+int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
+                     const char* compression);
+
+int cli_cmd_cat(const struct cli_options* options);
+int cli_cmd_schema(const struct cli_options* options);
+int cli_cmd_convert(const struct cli_options* options);
+int cli_cmd_stats(const struct cli_options* options);
+
+#endif

@@ -1,0 +1,267 @@
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/sl_type.h"
+
+void cli_error(const char* fmt, ...) {
+  char message[2048];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, sizeof message, fmt, args);
+  va_end(args);
+  // One line, whatever the message carried.
+  for (char* p = message; *p != '\0'; ++p) {
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  }
+  fprintf(stderr, "sluice: %s\n", message);
+}
+
+int cli_parse_count(const char* text, int64_t* out) {
+  if (text == NULL || *text < '0' || *text > '9') return EINVAL;
+  char* end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) return EINVAL;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_bytes(const char* text, int64_t* out) {
+  if (text == NULL || ((*text < '0' || *text > '9') && *text != '.')) return EINVAL;
+  char* end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno != 0 || end == text || !isfinite(v) || v < 0) return EINVAL;
+  double scale = 1;
+  switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': scale = 1024.0; ++end; break;
+    case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+    case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; ++end; break;
+    default: return EINVAL;
+  }
+  if (*end == 'i' && scale > 1) ++end;  // "64Mi"
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end != '\0') return EINVAL;
+  v *= scale;
+  if (v >= 9.2e18) return EINVAL;
+  *out = (int64_t)v;
+  return 0;
+}
+
+int cli_open(const struct cli_options* options, const char* location,
+             struct sluice_dataset** out) {
+  struct sluice_open_options open_options;
+  sluice_open_options_init(&open_options);
+  open_options.format = options->format;
+  open_options.columns = (const char* const*)options->columns;
+  open_options.n_columns = options->n_columns;
+  open_options.threads = options->threads;
+  open_options.memory_budget = options->budget;
+  open_options.ordered = options->ordered;
+  open_options.limit = options->limit;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc = sluice_dataset_open(location, &open_options, out, &error);
+  if (rc != 0) {
+    cli_error("%s", error.message[0] != '\0' ? error.message : strerror(rc));
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
+static int name_in(const char* const* names, const char* name) {
+  for (; names != NULL && *names != NULL; ++names) {
+    if (strcmp(*names, name) == 0) return 1;
+  }
+  return 0;
+}
+
+int cli_writer_known(const char* name) { return name_in(sluice_writer_formats(), name); }
+int cli_reader_known(const char* name) { return name_in(sluice_reader_formats(), name); }
+
+/* ---- Progress -------------------------------------------------------------- */
+
+struct progress_stream {
+  struct sluice_dataset* dataset;
+  struct sluice_scanner* scanner;
+  struct sluice_error error;
+  int enabled;          ///< stderr is a terminal and not --quiet
+  int drawn;            ///< something is on the line to clear
+  int64_t n_splits;
+  int64_t max_split;    ///< highest split seen so far
+  int64_t rows;
+  double start, last_draw;
+};
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress_clear(struct progress_stream* p) {
+  if (p->drawn) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->drawn = 0;
+  }
+}
+
+static void progress_draw(struct progress_stream* p) {
+  double t = now_seconds();
+  // Quick jobs draw nothing; long ones redraw at most ten times a second.
+  if (t - p->start < 1.0 || t - p->last_draw < 0.1) return;
+  p->last_draw = t;
+  double fraction = p->n_splits > 0 ? (double)(p->max_split + 1) / (double)p->n_splits : 0;
+  if (fraction > 1) fraction = 1;
+  char bar[31];
+  int filled = (int)(fraction * 30);
+  for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
+  bar[30] = '\0';
+  fprintf(stderr, "\r\033[K[%s] %3d%%  %lld rows  %.1fs", bar, (int)(fraction * 100),
+          (long long)p->rows, t - p->start);
+  fflush(stderr);
+  p->drawn = 1;
+}
+
+static int progress_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  struct progress_stream* p = stream->private_data;
+  return sluice_dataset_schema(p->dataset, out, &p->error);
+}
+
+static int progress_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
+  struct progress_stream* p = stream->private_data;
+  struct sluice_batch_tag tag = {0, 0};
+  int rc = sluice_scanner_next(p->scanner, out, &tag, &p->error);
+  if (rc != 0 || out->release == NULL) {
+    progress_clear(p);
+    return rc;
+  }
+  p->rows += out->length;
+  if (tag.split > p->max_split) p->max_split = tag.split;
+  if (p->enabled) progress_draw(p);
+  return 0;
+}
+
+static const char* progress_last_error(struct ArrowArrayStream* stream) {
+  struct progress_stream* p = stream->private_data;
+  return p->error.message;
+}
+
+static void progress_release(struct ArrowArrayStream* stream) {
+  struct progress_stream* p = stream->private_data;
+  if (p != NULL) {
+    progress_clear(p);
+    sluice_scanner_close(p->scanner);
+    free(p);
+  }
+  stream->release = NULL;
+}
+
+int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options* options,
+                        struct ArrowArrayStream* out, struct sluice_error* error) {
+  struct progress_stream* p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    error->code = ENOMEM;
+    snprintf(error->message, sizeof error->message, "out of memory");
+    return ENOMEM;
+  }
+  int rc = sluice_scanner_open(dataset, &p->scanner, error);
+  if (rc != 0) {
+    free(p);
+    return rc;
+  }
+  p->dataset = dataset;
+  p->enabled = !options->quiet && isatty(STDERR_FILENO);
+  p->n_splits = sluice_dataset_num_splits(dataset);
+  p->max_split = -1;
+  p->start = now_seconds();
+  p->last_draw = 0;
+  out->get_schema = progress_get_schema;
+  out->get_next = progress_get_next;
+  out->get_last_error = progress_last_error;
+  out->release = progress_release;
+  out->private_data = p;
+  return 0;
+}
+
+/* ---- Type names ------------------------------------------------------------ */
+
+struct name_out {
+  char* data;
+  size_t cap, len;
+};
+
+static void name_put(struct name_out* o, const char* s) {
+  for (; *s != '\0'; ++s) {
+    if (o->len + 1 < o->cap) o->data[o->len++] = *s;
+  }
+  o->data[o->len < o->cap ? o->len : o->cap - 1] = '\0';
+}
+
+static void type_name_rec(const struct ArrowSchema* schema, struct name_out* o, int depth) {
+  struct sl_type type;
+  struct sluice_error error;
+  if (depth > 16 || sl_type_parse(schema->format, &type, &error) != 0) {
+    name_put(o, schema->format);
+    return;
+  }
+  if (schema->dictionary != NULL) {
+    name_put(o, "dictionary<");
+    type_name_rec(schema->dictionary, o, depth + 1);
+    name_put(o, ", ");
+  }
+  char leaf[128];
+  switch (type.id) {
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST:
+      name_put(o, type.id == SL_TYPE_LIST ? "list<"
+                  : type.id == SL_TYPE_LARGE_LIST ? "large_list<" : "fixed_size_list<");
+      if (schema->n_children > 0) type_name_rec(schema->children[0], o, depth + 1);
+      if (type.id == SL_TYPE_FIXED_SIZE_LIST) {
+        snprintf(leaf, sizeof leaf, ", %d", (int)type.list_size);
+        name_put(o, leaf);
+      }
+      name_put(o, ">");
+      break;
+    case SL_TYPE_MAP:
+      name_put(o, "map<");
+      if (schema->n_children > 0 && schema->children[0]->n_children == 2) {
+        type_name_rec(schema->children[0]->children[0], o, depth + 1);
+        name_put(o, ", ");
+        type_name_rec(schema->children[0]->children[1], o, depth + 1);
+      }
+      name_put(o, ">");
+      break;
+    case SL_TYPE_STRUCT: case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+      name_put(o, type.id == SL_TYPE_STRUCT ? "struct<"
+                  : type.id == SL_TYPE_DENSE_UNION ? "dense_union<" : "sparse_union<");
+      for (int64_t i = 0; i < schema->n_children; ++i) {
+        if (i > 0) name_put(o, ", ");
+        name_put(o, schema->children[i]->name != NULL ? schema->children[i]->name : "");
+        name_put(o, ": ");
+        type_name_rec(schema->children[i], o, depth + 1);
+      }
+      name_put(o, ">");
+      break;
+    default:
+      sl_type_name(&type, leaf, sizeof leaf);
+      name_put(o, leaf);
+      break;
+  }
+  if (schema->dictionary != NULL) name_put(o, ">");
+}
+
+void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap) {
+  if (cap == 0) return;
+  struct name_out o = {out, cap, 0};
+  out[0] = '\0';
+  type_name_rec(schema, &o, 0);
+}

@@ -1,0 +1,93 @@
+// sluice cat: the table on a terminal (or a pipe), machine formats with -t,
+// a file with -o. Streams batch by batch; nothing holds the whole table.
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "format/sl_format.h"
+
+static int terminal_width(void) {
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return ws.ws_col;
+  }
+  return 0;
+}
+
+/// The table goes to -o when its extension names no writer and no -t was
+/// given, e.g. `sluice cat data.arrow -o preview.txt`.
+static int wants_table(const struct cli_options* options) {
+  if (options->to != NULL) return strcmp(options->to, "table") == 0;
+  if (options->output == NULL) return 1;
+  return sl_format_writer_for_path(options->output) == NULL;
+}
+
+static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* options) {
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  FILE* out = stdout;
+  int width = 0;
+  if (options->output != NULL && strcmp(options->output, "-") != 0) {
+    out = fopen(options->output, "w");
+    if (out == NULL) {
+      cli_error("%s: %s", options->output, strerror(errno));
+      return CLI_ERROR;
+    }
+  } else {
+    width = terminal_width();
+  }
+  int rc = cli_print_table(stream, out, width, &error);
+  int status = CLI_OK;
+  if (rc != 0) {
+    cli_error("%s", error.message);
+    status = CLI_ERROR;
+  }
+  if (out != stdout && fclose(out) != 0 && status == CLI_OK) {
+    cli_error("%s: %s", options->output, strerror(errno));
+    status = CLI_ERROR;
+  }
+  return status;
+}
+
+int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
+                     const char* compression) {
+  struct sluice_write_options write_options;
+  sluice_write_options_init(&write_options);
+  write_options.format = format;
+  write_options.compression = compression;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc = sluice_write(stream, location, &write_options, &error);
+  if (rc != 0) {
+    cli_error("%s", error.message[0] != '\0' ? error.message : strerror(rc));
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
+int cli_cmd_cat(const struct cli_options* options) {
+  struct sluice_dataset* dataset = NULL;
+  int status = cli_open(options, options->positional[0], &dataset);
+  if (status != CLI_OK) return status;
+  struct ArrowArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  if (cli_progress_stream(dataset, options, &stream, &error) != 0) {
+    cli_error("%s", error.message);
+    sluice_dataset_close(dataset);
+    return CLI_ERROR;
+  }
+  if (wants_table(options)) {
+    status = cat_table(&stream, options);
+  } else {
+    status = cli_write_stream(&stream, options->output != NULL ? options->output : "-",
+                              options->to, options->compression);
+  }
+  stream.release(&stream);
+  sluice_dataset_close(dataset);
+  return status;
+}

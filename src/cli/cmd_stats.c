@@ -1,0 +1,204 @@
+// sluice stats: count, nulls, min and max per column (sluice_dataset_stats
+// computes them in parallel over the splits).
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/sl_value_text.h"
+
+/// Human type names, one per column (from the schema, which sluice_dataset_stats
+/// follows column for column); falls back to the format string.
+static const char* type_of(const struct ArrowSchema* schema, const struct sluice_column_stats* s,
+                           int64_t i, char* buf, size_t cap) {
+  if (schema->release == NULL || i >= schema->n_children) return s->type;
+  cli_type_name(schema->children[i], buf, cap);
+  return buf;
+}
+
+static int print_json(const struct sluice_column_stats* stats, int64_t n,
+                      const struct ArrowSchema* schema) {
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  int rc = sl_text_append_char(&out, '[');
+  for (int64_t i = 0; i < n && rc == 0; ++i) {
+    const struct sluice_column_stats* s = &stats[i];
+    char numbers[96];
+    if (i > 0) rc = sl_text_append_char(&out, ',');
+    if (rc == 0) rc = sl_text_append_str(&out, "{\"name\":");
+    if (rc == 0) rc = sl_text_append_json_string(&out, s->name, strlen(s->name));
+    char type[512];
+    const char* name = type_of(schema, s, i, type, sizeof type);
+    if (rc == 0) rc = sl_text_append_str(&out, ",\"type\":");
+    if (rc == 0) rc = sl_text_append_json_string(&out, name, strlen(name));
+    if (rc == 0) rc = sl_text_append_str(&out, ",\"format\":");
+    if (rc == 0) rc = sl_text_append_json_string(&out, s->type, strlen(s->type));
+    snprintf(numbers, sizeof numbers, ",\"count\":%lld,\"nulls\":%lld", (long long)s->count,
+             (long long)s->null_count);
+    if (rc == 0) rc = sl_text_append_str(&out, numbers);
+    const char* names[2] = {",\"min\":", ",\"max\":"};
+    const char* values[2] = {s->min, s->max};
+    for (int k = 0; k < 2 && rc == 0; ++k) {
+      rc = sl_text_append_str(&out, names[k]);
+      if (rc == 0) {
+        rc = s->has_min_max ? sl_text_append_json_string(&out, values[k], strlen(values[k]))
+                            : sl_text_append_str(&out, "null");
+      }
+    }
+    if (rc == 0) rc = sl_text_append_char(&out, '}');
+  }
+  if (rc == 0) rc = sl_text_append_str(&out, "]\n");
+  if (rc == 0) fputs(sl_text_cstr(&out), stdout);
+  sl_text_reset(&out);
+  if (rc != 0) {
+    cli_error("out of memory");
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
+/// min/max made safe for one line: control characters escaped.
+static const char* one_line(const char* s, char* buf, size_t cap) {
+  size_t n = 0;
+  for (; *s != '\0' && n + 3 < cap; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f) {
+      buf[n++] = '\\';
+      buf[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '?';
+    } else {
+      buf[n++] = (char)c;
+    }
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static int width_of(const char* s, int at_least) {
+  int w = (int)strlen(s);
+  return w > at_least ? (w < 40 ? w : 40) : at_least;
+}
+
+static void print_text(const struct sluice_column_stats* stats, int64_t n,
+                       const struct ArrowSchema* schema) {
+  int w_name = 6, w_type = 4, w_min = 3;
+  char type[512], cell[512], cell2[512];
+  for (int64_t i = 0; i < n; ++i) {
+    w_name = width_of(stats[i].name, w_name);
+    w_type = width_of(type_of(schema, &stats[i], i, type, sizeof type), w_type);
+    if (stats[i].has_min_max) w_min = width_of(one_line(stats[i].min, cell, sizeof cell), w_min);
+  }
+  printf("%-*s  %-*s  %12s  %12s  %-*s  %s\n", w_name, "column", w_type, "type", "count",
+         "nulls", w_min, "min", "max");
+  for (int64_t i = 0; i < n; ++i) {
+    const struct sluice_column_stats* s = &stats[i];
+    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s\n", w_name, s->name, w_type,
+           type_of(schema, s, i, type, sizeof type),
+           (long long)s->count, (long long)s->null_count, w_min,
+           s->has_min_max ? one_line(s->min, cell, sizeof cell) : "",
+           s->has_min_max ? one_line(s->max, cell2, sizeof cell2) : "");
+  }
+}
+
+/// sluice_dataset_stats on a helper thread, so that this one can show that
+/// work is going on (the library reports no progress of its own).
+struct stats_job {
+  struct sluice_dataset* dataset;
+  struct sluice_column_stats* stats;
+  int64_t n;
+  struct sluice_error error;
+  int rc;
+  int done;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+};
+
+static void* stats_thread(void* arg) {
+  struct stats_job* job = arg;
+  int rc = sluice_dataset_stats(job->dataset, &job->stats, &job->n, &job->error);
+  pthread_mutex_lock(&job->mutex);
+  job->rc = rc;
+  job->done = 1;
+  pthread_cond_signal(&job->cond);
+  pthread_mutex_unlock(&job->mutex);
+  return NULL;
+}
+
+static double seconds_since(const struct timespec* start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+/// Runs the job; with `show`, draws the elapsed time on stderr after a second.
+static void run_stats(struct stats_job* job, int show) {
+  pthread_t thread;
+  if (!show || pthread_mutex_init(&job->mutex, NULL) != 0) {
+    job->rc = sluice_dataset_stats(job->dataset, &job->stats, &job->n, &job->error);
+    return;
+  }
+  if (pthread_cond_init(&job->cond, NULL) != 0) {
+    pthread_mutex_destroy(&job->mutex);
+    job->rc = sluice_dataset_stats(job->dataset, &job->stats, &job->n, &job->error);
+    return;
+  }
+  if (pthread_create(&thread, NULL, stats_thread, job) != 0) {
+    job->rc = sluice_dataset_stats(job->dataset, &job->stats, &job->n, &job->error);
+  } else {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int drawn = 0;
+    pthread_mutex_lock(&job->mutex);
+    while (!job->done) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 100000000;
+      if (until.tv_nsec >= 1000000000) {
+        until.tv_nsec -= 1000000000;
+        until.tv_sec += 1;
+      }
+      pthread_cond_timedwait(&job->cond, &job->mutex, &until);
+      double elapsed = seconds_since(&start);
+      if (!job->done && elapsed >= 1.0) {
+        fprintf(stderr, "\r\033[Kcomputing statistics  %.1fs", elapsed);
+        fflush(stderr);
+        drawn = 1;
+      }
+    }
+    pthread_mutex_unlock(&job->mutex);
+    pthread_join(thread, NULL);
+    if (drawn) {
+      fputs("\r\033[K", stderr);
+      fflush(stderr);
+    }
+  }
+  pthread_cond_destroy(&job->cond);
+  pthread_mutex_destroy(&job->mutex);
+}
+
+int cli_cmd_stats(const struct cli_options* options) {
+  struct sluice_dataset* dataset = NULL;
+  int status = cli_open(options, options->positional[0], &dataset);
+  if (status != CLI_OK) return status;
+  struct stats_job job;
+  memset(&job, 0, sizeof job);
+  job.dataset = dataset;
+  run_stats(&job, !options->quiet && isatty(STDERR_FILENO));
+  struct sluice_column_stats* stats = job.stats;
+  int64_t n = job.n;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  if (job.rc != 0) {
+    cli_error("%s", job.error.message);
+    sluice_dataset_close(dataset);
+    return CLI_ERROR;
+  }
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  if (sluice_dataset_schema(dataset, &schema, &error) != 0) schema.release = NULL;
+  status = options->json ? print_json(stats, n, &schema) : (print_text(stats, n, &schema), CLI_OK);
+  if (schema.release != NULL) schema.release(&schema);
+  sluice_stats_free(stats, n);
+  sluice_dataset_close(dataset);
+  return status;
+}

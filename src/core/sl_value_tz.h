@@ -1,0 +1,23 @@
+// Named time zones ("Europe/Paris") for rendering timestamps as local time
+// with their UTC offset: the system's tz database (TZif files, RFC 8536),
+// including the POSIX rule that extends it past its last transition.
+#ifndef SL_VALUE_TZ_H
+#define SL_VALUE_TZ_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+
+struct sl_tz;
+
+/// Loads zone `name` from $TZDIR or /usr/share/zoneinfo. ENOENT when there is
+/// no such zone (or the name is not a plain zone name), EILSEQ when its file
+/// is malformed, ENOMEM.
+int sl_tz_load(const char* name, const struct sluice_allocator* alloc, struct sl_tz** out);
+void sl_tz_free(struct sl_tz* tz);
+
+/// The UTC offset in seconds in effect at `utc_seconds` (seconds since the
+/// epoch, UTC).
+int32_t sl_tz_offset(const struct sl_tz* tz, int64_t utc_seconds);
+
+#endif

@@ -1,0 +1,54 @@
+#include "text_writers.h"
+
+#include <string.h>
+
+#include "core/sl_error.h"
+#include "core/sl_value_text.h"
+
+static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
+                        struct sluice_error* error) {
+  const char* message = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+  return sl_error_set(error, rc, "%s: %s", what,
+                      message != NULL && message[0] != '\0' ? message : strerror(rc));
+}
+
+int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                         const struct sl_write_args* args,
+                         const struct sl_text_batch_writer* writer, struct sluice_error* error) {
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  int rc = stream->get_schema(stream, &schema);
+  if (rc != 0) return stream_error(stream, rc, "reading the schema", error);
+  struct sl_text_field row;
+  rc = sl_text_field_init(&row, &schema, args->alloc, error);
+  if (rc != 0) {
+    schema.release(&schema);
+    return rc;
+  }
+  if (row.type.id != SL_TYPE_STRUCT) {
+    rc = sl_error_set(error, EINVAL, "stream of '%s' arrays, expected a struct", schema.format);
+  }
+  if (rc == 0 && writer->write_header != NULL) {
+    rc = writer->write_header(writer->ctx, &row, sink, error);
+  }
+  while (rc == 0) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    rc = stream->get_next(stream, &batch);
+    if (rc != 0) {
+      rc = stream_error(stream, rc, "reading a batch", error);
+      break;
+    }
+    if (batch.release == NULL) break;
+    if (batch.n_children != row.n_children) {
+      rc = sl_error_set(error, EINVAL, "batch has %lld columns, schema %lld",
+                        (long long)batch.n_children, (long long)row.n_children);
+    } else {
+      rc = writer->write_batch(writer->ctx, &row, &batch, sink, error);
+    }
+    batch.release(&batch);
+  }
+  sl_text_field_reset(&row);
+  schema.release(&schema);
+  return rc;
+}

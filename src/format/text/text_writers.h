@@ -1,0 +1,30 @@
+// Text output formats: JSON Lines and a plain CSV writer (RFC 4180 quoting
+// where needed, a header row, nulls as empty fields). Values are spelled by
+// src/core/sl_value_text so that every type has a text form.
+#ifndef SL_TEXT_WRITERS_H
+#define SL_TEXT_WRITERS_H
+
+#include "../sl_format.h"
+
+/// "jsonl" (.jsonl, .ndjson): one JSON object per row, keys = column names.
+const struct sl_format_writer* sl_jsonl_writer(void);
+/// "csv" (.csv): header row, then one line per row, "\n" line endings.
+const struct sl_format_writer* sl_csv_writer(void);
+
+/// Shared by both writers: walks `stream`, handing each batch (a struct array)
+/// and its parsed columns to `write_batch`, and the header to `write_header`
+/// (may be NULL). Reports stream errors with the stream's message.
+struct sl_text_field;
+struct sl_text_batch_writer {
+  int (*write_header)(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
+                      struct sluice_error* error);
+  int (*write_batch)(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
+                     struct sl_sink* sink, struct sluice_error* error);
+  void* ctx;
+};
+
+int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                         const struct sl_write_args* args,
+                         const struct sl_text_batch_writer* writer, struct sluice_error* error);
+
+#endif

@@ -1,0 +1,539 @@
+"""The sluice CLI end to end: cat, schema, convert, stats, help and errors.
+
+Inputs are small tables written by pyarrow (IPC file and stream, several
+record batches, many types); outputs are checked against pyarrow: its CSV
+rendering, its to_pylist values, pyarrow.compute for statistics, and pyarrow
+reading back what sluice wrote.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import math
+import struct
+import subprocess
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+import pytest
+
+N_ROWS = 1000
+BATCH = 128  # several record batches, so several splits
+
+
+def _table() -> pa.Table:
+    n = N_ROWS
+    ints = [None if i % 7 == 3 else (i * 37) % 1001 - 500 for i in range(n)]
+    return pa.table({
+        "i8": pa.array([None if v is None else v % 128 for v in ints], pa.int8()),
+        "i64": pa.array(ints, pa.int64()),
+        "u32": pa.array([i * 4000000 % (2**32) for i in range(n)], pa.uint32()),
+        "u64": pa.array([2**64 - 1 - i for i in range(n)], pa.uint64()),
+        "f64": pa.array([None if i % 11 == 0 else (i - 300) / 7 for i in range(n)], pa.float64()),
+        "f32": pa.array([i / 3 for i in range(n)], pa.float32()),
+        "b": pa.array([None if i % 5 == 0 else i % 3 == 0 for i in range(n)], pa.bool_()),
+        "s": pa.array([None if i % 13 == 0 else f"v{i % 97}, \"q\"\n" if i % 17 == 0
+                       else f"v{i % 97}" for i in range(n)], pa.string()),
+        "ls": pa.array([f"large{i}" for i in range(n)], pa.large_string()),
+        "bin": pa.array([bytes([i % 256, 0, 255]) for i in range(n)], pa.binary()),
+        "d32": pa.array([dt.date(2000, 1, 1) + dt.timedelta(days=i * 3) for i in range(n)],
+                        pa.date32()),
+        "ts": pa.array([i * 1_234_567 for i in range(n)], pa.timestamp("ms")),
+        "tsz": pa.array([i * 1_000_001 for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "t64": pa.array([i * 1_000_003 for i in range(n)], pa.time64("us")),
+        "dec": pa.array([decimal.Decimal(i - 500) / 100 for i in range(n)], pa.decimal128(10, 2)),
+        "lst": pa.array([None if i % 9 == 0 else list(range(i % 4)) for i in range(n)],
+                        pa.list_(pa.int32())),
+        "st": pa.array([{"x": i, "y": f"s{i}"} for i in range(n)],
+                       pa.struct([("x", pa.int32()), ("y", pa.string())])),
+        "dict": pa.array([["red", "green", "blue"][i % 3] for i in range(n)]).dictionary_encode(),
+    })
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    table = _table()
+    with ipc.new_file(d / "t.arrow", table.schema) as w:
+        w.write_table(table, max_chunksize=BATCH)
+    with ipc.new_stream(d / "t.arrows", table.schema) as w:
+        w.write_table(table, max_chunksize=BATCH)
+    small = pa.table({"a": [1, 2, None], "s": ["x", None, "z"]})
+    with ipc.new_file(d / "small.arrow", small.schema) as w:
+        w.write_table(small)
+    meta = pa.schema([pa.field("k", pa.int32(), nullable=False, metadata={"unit": "m"}),
+                      pa.field("v", pa.list_(pa.string()))], metadata={"origin": "test"})
+    with ipc.new_file(d / "meta.arrow", meta) as w:
+        w.write_table(pa.table({"k": [1], "v": [["a"]]}, schema=meta))
+    return d, table
+
+
+def run(sluice_bin, *args, input=None):
+    return subprocess.run([sluice_bin, *map(str, args)], input=input, capture_output=True,
+                          timeout=120)
+
+
+def ok(sluice_bin, *args) -> bytes:
+    proc = run(sluice_bin, *args)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return proc.stdout
+
+
+# ---- help, version, errors ------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"], ["cat", "--help"],
+                                  ["schema", "-h"], ["convert", "--help"], ["stats", "--help"],
+                                  ["help", "cat"], ["help", "convert"]])
+def test_help(sluice_bin, args):
+    out = ok(sluice_bin, *args).decode()
+    assert "Usage" in out
+
+
+def test_version(sluice_bin):
+    assert ok(sluice_bin, "--version").decode().startswith("sluice ")
+
+
+@pytest.mark.parametrize("args", [
+    [], ["frobnicate"], ["cat"], ["cat", "--limit", "x", "f.arrow"], ["cat", "--bogus", "f"],
+    ["cat", "f.arrow", "-t", "nosuchformat"], ["convert", "a.arrow"],
+    ["convert", "a.arrow", "b.arrow", "c.arrow"], ["cat", "f", "--budget", "12Q"],
+    ["schema", "f", "--limit", "3"], ["cat", "f", "--compression", "gzip9"],
+    ["cat", "f", "-c"], ["stats", "f", "--threads", "-1"],
+])
+def test_usage_errors(sluice_bin, args):
+    proc = run(sluice_bin, *args)
+    assert proc.returncode == 2, proc
+    err = proc.stderr.decode()
+    assert err.startswith("sluice: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("command", [["cat"], ["schema"], ["stats"], ["convert", "_OUT_"]])
+def test_missing_file(sluice_bin, tmp_path, command):
+    args = [c if c != "_OUT_" else tmp_path / "o.arrows" for c in command]
+    proc = run(sluice_bin, args[0], tmp_path / "missing.arrow", *args[1:])
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.startswith("sluice: ") and err.count("\n") == 1, err
+    assert "missing.arrow" in err
+    assert not (tmp_path / "o.arrows").exists()
+
+
+def test_not_a_table(sluice_bin, tmp_path):
+    bad = tmp_path / "bad.arrow"
+    bad.write_bytes(b"ARROW1\x00\x00garbage")
+    proc = run(sluice_bin, "cat", bad)
+    assert proc.returncode == 1
+    assert proc.stderr.decode().count("\n") == 1
+
+
+# ---- cat --------------------------------------------------------------------
+
+CSV_COLUMNS = ["i8", "i64", "u32", "u64", "f64", "f32", "b", "s", "ls", "d32", "ts", "t64",
+               "dec"]
+
+
+@pytest.mark.parametrize("src", ["t.arrow", "t.arrows"])
+def test_cat_csv_matches_pyarrow(sluice_bin, data, src):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / src, "-t", "csv", "-c", ",".join(CSV_COLUMNS)).decode()
+    mine = list(csv.reader(io.StringIO(out, newline="")))
+    buf = io.BytesIO()
+    pacsv.write_csv(table.select(CSV_COLUMNS), buf)
+    theirs = list(csv.reader(io.StringIO(buf.getvalue().decode(), newline="")))
+    assert mine[0] == theirs[0]
+    assert len(mine) == len(theirs) == N_ROWS + 1
+    for row_mine, row_theirs in zip(mine, theirs):
+        assert row_mine == row_theirs
+
+
+def test_cat_csv_nested_binary_dictionary(sluice_bin, data):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / "t.arrow", "-t", "csv", "-c", "bin,lst,st,dict,tsz").decode()
+    rows = list(csv.DictReader(io.StringIO(out, newline="")))
+    expect = table.select(["bin", "lst", "st", "dict", "tsz"]).to_pylist()
+    assert len(rows) == len(expect)
+    for got, want in zip(rows, expect):
+        assert got["bin"] == want["bin"].hex()
+        assert got["lst"] == ("" if want["lst"] is None else json.dumps(want["lst"],
+                                                                       separators=(",", ":")))
+        assert json.loads(got["st"]) == want["st"]
+        assert got["dict"] == want["dict"]
+        ts = want["tsz"].astimezone(dt.timezone.utc).replace(tzinfo=None)
+        assert got["tsz"] == ts.strftime("%Y-%m-%d %H:%M:%S.%f") + "Z"
+
+
+def test_cat_jsonl_values(sluice_bin, data):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / "t.arrows", "-t", "jsonl").decode()
+    lines = out.splitlines()
+    assert len(lines) == N_ROWS
+    expect = table.to_pylist()
+    for line, want in zip(lines, expect):
+        got = json.loads(line)
+        assert list(got) == table.column_names
+        for key in ("i8", "i64", "u32", "u64", "b", "s", "ls", "lst", "st", "dict"):
+            assert got[key] == want[key], key
+        for key in ("f64", "f32"):
+            assert (got[key] is None) == (want[key] is None)
+            if want[key] is not None:  # shortest text that reads back as the same value
+                value = got[key]
+                if key == "f32":
+                    value = struct.unpack("f", struct.pack("f", value))[0]
+                assert value == want[key]
+        assert got["d32"] == want["d32"].isoformat()
+        assert decimal.Decimal(str(got["dec"])) == want["dec"]
+        assert got["bin"] == want["bin"].hex()
+
+
+@pytest.mark.parametrize("fmt,reader", [("arrows", ipc.open_stream), ("arrow", ipc.open_file)])
+def test_cat_ipc_to_stdout(sluice_bin, data, fmt, reader):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / "t.arrow", "-t", fmt, "--limit", "300", "-c", "s,i64")
+    got = reader(pa.BufferReader(out)).read_all()
+    assert got.equals(table.select(["s", "i64"]).slice(0, 300))
+
+
+def test_cat_output_file(sluice_bin, data, tmp_path):
+    d, table = data
+    out = tmp_path / "x.arrows"
+    assert ok(sluice_bin, "cat", d / "t.arrow", "-o", out, "--quiet") == b""
+    assert ipc.open_stream(out).read_all().equals(table)
+
+
+def test_cat_forced_format(sluice_bin, data, tmp_path):
+    d, table = data
+    odd = tmp_path / "data.bin"
+    odd.write_bytes((d / "t.arrows").read_bytes())
+    out = ok(sluice_bin, "cat", odd, "-f", "arrows", "-t", "arrows")
+    assert ipc.open_stream(pa.BufferReader(out)).read_all().equals(table)
+
+
+def test_cat_table_head_and_tail(sluice_bin, data):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / "t.arrow", "-c", "i64,s,ts").decode()
+    lines = out.splitlines()
+    assert lines[0].split() == ["i64", "s", "ts"]
+    assert lines[1].split()[:2] == ["int64", "string"]
+    assert lines[-1] == f"{N_ROWS} rows"
+    assert len(lines) < 30  # head and tail only
+    first = table.column("i64")[0].as_py()
+    last = table.column("i64")[N_ROWS - 1].as_py()
+    assert lines[3].split()[0] == str(first)
+    assert lines[-2].split()[0] == str(last)
+    assert any(line.split() and line.split()[0] == "\u2026" for line in lines)
+    # Newlines inside values never break the layout.
+    assert all("\n" not in line for line in lines)
+
+
+def test_cat_table_small(sluice_bin, data):
+    d, _ = data
+    out = ok(sluice_bin, "cat", d / "small.arrow", "--threads", "2", "--budget", "64M").decode()
+    lines = out.splitlines()
+    assert lines[-1] == "3 rows"
+    assert [line.split() for line in lines[3:6]] == [["1", "x"], ["2", "null"], ["null", "z"]]
+
+
+def test_cat_table_to_text_file(sluice_bin, data, tmp_path):
+    d, _ = data
+    out = tmp_path / "preview.txt"
+    ok(sluice_bin, "cat", d / "small.arrow", "-o", out)
+    assert out.read_text().splitlines()[-1] == "3 rows"
+
+
+# ---- schema -------------------------------------------------------------------
+
+def test_schema_text(sluice_bin, data):
+    d, _ = data
+    out = ok(sluice_bin, "schema", d / "meta.arrow").decode()
+    assert "k" in out and "int32 not null" in out
+    assert "list<string>" in out
+    assert "unit: m" in out and "origin: test" in out
+
+
+def test_schema_json(sluice_bin, data):
+    d, table = data
+    got = json.loads(ok(sluice_bin, "schema", d / "meta.arrow", "--json"))
+    k, v = got["fields"]
+    assert (k["name"], k["format"], k["nullable"], k["metadata"]) == ("k", "i", False,
+                                                                      {"unit": "m"})
+    assert v["nullable"] and v["children"][0]["format"] == "u"
+    assert got["metadata"] == {"origin": "test"}
+    full = json.loads(ok(sluice_bin, "schema", d / "t.arrows", "--json"))
+    assert [f["name"] for f in full["fields"]] == table.column_names
+    assert full["fields"][table.column_names.index("dict")]["dictionary"]["format"] == "u"
+
+
+# ---- convert ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dst,reader,extra", [
+    ("o.arrows", ipc.open_stream, []),
+    ("o.arrow", ipc.open_file, []),
+    ("o.arrow", ipc.open_file, ["--compression", "zstd"]),
+    ("o.arrows", ipc.open_stream, ["--compression", "lz4", "--unordered"]),
+    ("o.data", ipc.open_stream, ["-t", "arrows"]),
+])
+def test_convert_ipc_round_trip(sluice_bin, data, tmp_path, dst, reader, extra):
+    d, table = data
+    out = tmp_path / dst
+    ok(sluice_bin, "convert", d / "t.arrow", out, *extra)
+    got = reader(out).read_all()
+    if "--unordered" in extra:
+        got = got.sort_by("u64")
+        table = table.sort_by("u64")
+    assert got.equals(table)
+
+
+def test_convert_columns_limit(sluice_bin, data, tmp_path):
+    d, table = data
+    out = tmp_path / "o.arrows"
+    ok(sluice_bin, "convert", d / "t.arrows", out, "-c", "dec,s", "--limit", "200")
+    assert ipc.open_stream(out).read_all().equals(table.select(["dec", "s"]).slice(0, 200))
+
+
+def test_convert_to_csv_and_jsonl(sluice_bin, data, tmp_path):
+    d, table = data
+    ok(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.csv", "-c", "i64,s,f64")
+    back = pacsv.read_csv(tmp_path / "o.csv",
+                          convert_options=pacsv.ConvertOptions(
+                              column_types={"i64": pa.int64(), "s": pa.string(),
+                                            "f64": pa.float64()},
+                              strings_can_be_null=True, quoted_strings_can_be_null=False))
+    assert back.column("i64").equals(table.column("i64"))
+    assert back.column("f64").to_pylist() == table.column("f64").to_pylist()
+    assert back.column("s").to_pylist() == table.column("s").to_pylist()
+    ok(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.ndjson")
+    rows = [json.loads(x) for x in (tmp_path / "o.ndjson").read_text().splitlines()]
+    assert [r["i64"] for r in rows] == table.column("i64").to_pylist()
+
+
+def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
+    d, _ = data
+    proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")
+    assert proc.returncode == 2
+    assert not (tmp_path / "o.unknown").exists()
+
+
+# ---- stats ------------------------------------------------------------------
+
+def _text_matches(text, value, arrow_type):
+    if pa.types.is_floating(arrow_type):
+        return float(text) == value
+    if pa.types.is_decimal(arrow_type):
+        return decimal.Decimal(text) == value
+    if pa.types.is_boolean(arrow_type):
+        return text == ("true" if value else "false")
+    if pa.types.is_date(arrow_type):
+        return text == value.isoformat()
+    if pa.types.is_temporal(arrow_type):  # Arrow's own spelling of times
+        return text == pa.scalar(value, arrow_type).cast(pa.string()).as_py()
+    if pa.types.is_binary(arrow_type):
+        return text == value.hex()
+    return text == str(value)
+
+
+@pytest.mark.parametrize("extra", [[], ["--threads", "2", "--unordered"], ["--threads", "1"]])
+def test_stats_vs_pyarrow(sluice_bin, data, extra):
+    d, table = data
+    got = json.loads(ok(sluice_bin, "stats", d / "t.arrow", "--json", *extra))
+    assert [c["name"] for c in got] == table.column_names
+    for col in got:
+        column = table.column(col["name"])
+        assert col["count"] == N_ROWS
+        assert col["nulls"] == column.null_count, col["name"]
+        if col["name"] in ("lst", "st"):
+            assert col["min"] is None and col["max"] is None
+            continue
+        if col["name"] == "dict":
+            column = column.cast(pa.string())
+        mm = pc.min_max(column).as_py()
+        assert _text_matches(col["min"], mm["min"], column.type), (col, mm)
+        assert _text_matches(col["max"], mm["max"], column.type), (col, mm)
+
+
+def test_stats_columns_and_text(sluice_bin, data):
+    d, table = data
+    out = ok(sluice_bin, "stats", d / "t.arrows", "-c", "i64,s").decode().splitlines()
+    assert out[0].split()[:4] == ["column", "type", "count", "nulls"]
+    assert out[1].split()[:4] == ["i64", "int64", str(N_ROWS), str(table.column("i64").null_count)]
+    assert out[2].split()[0] == "s"
+    assert len(out) == 3
+
+
+def test_stats_limit(sluice_bin, data):
+    d, table = data
+    got = json.loads(ok(sluice_bin, "stats", d / "t.arrow", "--json", "-c", "i64",
+                        "--limit", "100"))
+    part = table.column("i64").slice(0, 100)
+    assert got[0]["count"] == 100
+    assert got[0]["nulls"] == part.null_count
+    assert got[0]["max"] == str(pc.max(part).as_py())
+
+
+def test_stats_nan_and_all_null(sluice_bin, tmp_path):
+    t = pa.table({"f": pa.array([math.nan, 1.0, -3.5, None]),
+                  "n": pa.array([None, None, None, None], pa.int32())})
+    path = tmp_path / "nan.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    f, n = json.loads(ok(sluice_bin, "stats", path, "--json"))
+    assert (f["min"], f["max"], f["nulls"]) == ("-3.5", "1", 1)
+    assert (n["min"], n["max"], n["nulls"], n["count"]) == (None, None, 4, 4)
+
+
+# ---- standard input and terminals --------------------------------------------
+
+def test_cat_from_stdin(sluice_bin, data):
+    d, table = data
+    proc = subprocess.run([sluice_bin, "cat", "-", "-t", "arrows"],
+                          input=(d / "t.arrows").read_bytes(), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ipc.open_stream(pa.BufferReader(proc.stdout)).read_all().equals(table)
+
+
+def _run_on_tty(args, cols=60, stdout_tty=True):
+    """Runs with a pseudo-terminal (of `cols` columns) as stderr, and as
+    stdout too when stdout_tty; returns (exit status, tty bytes)."""
+    import fcntl
+    import os
+    import pty
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
+    proc = subprocess.Popen(args, stdout=slave if stdout_tty else subprocess.DEVNULL,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO once the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return proc.wait(timeout=120), out
+
+
+def test_table_fits_the_terminal(sluice_bin, tmp_path):
+    wide = pa.table({f"column_{i}": list(range(30)) for i in range(12)})
+    path = tmp_path / "wide.arrow"
+    with ipc.new_file(path, wide.schema) as w:
+        w.write_table(wide)
+    status, out = _run_on_tty([sluice_bin, "cat", path], cols=60)
+    assert status == 0
+    lines = out.decode().replace("\r", "").splitlines()
+    assert all(len(line) <= 60 for line in lines), lines
+    assert "column_0" in lines[0] and "column_11" in lines[0] and "\u2026" in lines[0]
+    assert lines[-1] == "30 rows, 12 columns (5 shown)"
+
+
+def test_progress_bar_on_terminal(sluice_bin, tmp_path):
+    n = 3_000_000
+    big = pa.table({"a": pa.array(range(n)), "b": pa.array([1.5] * n)})
+    path = tmp_path / "big.arrow"
+    with ipc.new_file(path, big.schema) as w:
+        w.write_table(big, max_chunksize=65536)
+    import time
+    start = time.monotonic()
+    status, err = _run_on_tty([sluice_bin, "cat", path, "-t", "csv", "--threads", "1"],
+                              stdout_tty=False)
+    elapsed = time.monotonic() - start
+    assert status == 0
+    if elapsed > 1.5:  # only work longer than a second draws a bar
+        assert b" rows" in err and b"%" in err
+    if err:
+        assert err.endswith(b"\r\x1b[K")  # the bar is cleared at the end
+    status, err = _run_on_tty([sluice_bin, "cat", path, "-t", "csv", "--quiet", "--threads", "1"],
+                              stdout_tty=False)
+    assert status == 0 and err == b""
+
+
+@pytest.mark.parametrize("zone", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe",
+                                  "Asia/Kolkata", "America/Sao_Paulo", "Pacific/Chatham"])
+def test_named_zones_match_pyarrow(sluice_bin, tmp_path, zone):
+    import os
+    import random
+    import re
+    if not os.path.exists(f"/usr/share/zoneinfo/{zone}"):
+        pytest.skip("no tz database")
+    rng = random.Random(zone)
+    # 1970..2100: stored transitions and the POSIX rule beyond them.
+    values = [rng.randrange(0, 4_102_444_800) for _ in range(2000)]
+    t = pa.table({"ts": pa.array(values, pa.timestamp("s", tz=zone))})
+    path = tmp_path / "tz.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    mine = ok(sluice_bin, "cat", path, "-t", "csv").decode().splitlines()[1:]
+    from zoneinfo import ZoneInfo
+    tzinfo = ZoneInfo(zone)
+    assert mine == [dt.datetime.fromtimestamp(v, tzinfo).isoformat(sep=" ") for v in values]
+    # pyarrow agrees up to 2037; past the last stored transition it does not
+    # apply the zone's rule (zoneinfo does, and so do we).
+    arrow = pc.cast(t.column("ts"), pa.string()).to_pylist()
+    arrow = [re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", x) for x in arrow]
+    early = [i for i, v in enumerate(values) if v < 2_114_380_800]  # 2037-01-01
+    assert [mine[i] for i in early] == [arrow[i] for i in early]
+
+
+def test_table_survives_invalid_utf8(sluice_bin, tmp_path):
+    raw = b"\x80" * 500 + b"ok"
+    offsets = pa.array([0, len(raw)], pa.int32())
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, offsets.buffers()[1], pa.py_buffer(raw)])
+    path = tmp_path / "bad_utf8.arrows"
+    with ipc.new_stream(path, pa.schema([("s", pa.string())])) as w:
+        w.write_table(pa.table({"s": bad}))
+    proc = run(sluice_bin, "cat", path)
+    # Readers may reject invalid UTF-8; if not, the cell is cut, not overrun.
+    assert proc.returncode in (0, 1), proc
+    if proc.returncode == 0:
+        assert all(len(line) < 200 for line in proc.stdout.splitlines())
+
+
+def test_columns_given_twice(sluice_bin, data):
+    d, table = data
+    out = ok(sluice_bin, "cat", d / "t.arrow", "-c", "s,i64", "--columns", "dec", "-t", "arrows")
+    got = ipc.open_stream(pa.BufferReader(out)).read_all()
+    assert got.equals(table.select(["s", "i64", "dec"]))
+
+
+def _corpus_files():
+    from conftest import corpora_dir
+    root = corpora_dir() / "arrow-testing/data/arrow-ipc-stream/integration"
+    return sorted(root.glob("*/*.arrow_file")) if root.is_dir() else []
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_corpus_type_renders(sluice_bin, path):
+    """Every type of Arrow's integration corpus goes through the table, CSV,
+    JSON Lines, stats and schema without an error, as valid JSON and CSV."""
+    table = ipc.open_file(path).read_all()
+    lines = ok(sluice_bin, "cat", path, "-t", "jsonl").decode().splitlines()
+    assert len(lines) == table.num_rows
+    for line in lines:
+        assert set(json.loads(line)) <= set(table.column_names) | {""}
+    rows = list(csv.reader(io.StringIO(ok(sluice_bin, "cat", path, "-t", "csv").decode(),
+                                       newline="")))
+    assert len(rows) == table.num_rows + 1
+    # (A null in a one-column table is an empty line: CSV's own ambiguity.)
+    assert all(len(r) == table.num_columns or (r == [] and table.num_columns == 1)
+               for r in rows)
+    assert ok(sluice_bin, "cat", path).decode().splitlines()[-1].startswith(
+        f"{table.num_rows} row")
+    stats = json.loads(ok(sluice_bin, "stats", path, "--json"))
+    assert [s["count"] for s in stats] == [table.num_rows] * table.num_columns
+    def logical_nulls(column):
+        # Nulls in a dictionary's values are nulls of the column too; unions
+        # have no validity of their own (pyarrow counts none).
+        if pa.types.is_dictionary(column.type):
+            return sum(c.dictionary.take(c.indices).null_count for c in column.chunks)
+        return column.null_count
+    assert [s["nulls"] for s in stats if not s["format"].startswith("+u")] == [
+        logical_nulls(c) for c in table.columns if not pa.types.is_union(c.type)]
+    json.loads(ok(sluice_bin, "schema", path, "--json"))
