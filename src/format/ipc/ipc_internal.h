@@ -1,0 +1,165 @@
+// Shared state of the Arrow IPC reader: the parsed schema (an ArrowSchema plus
+// a parallel tree describing how each field's buffers are laid out in a
+// message body), the dictionary memo, and the decoders that turn
+// RecordBatch / DictionaryBatch messages into ArrowArray trees.
+#ifndef SL_IPC_INTERNAL_H
+#define SL_IPC_INTERNAL_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "core/sl_ref.h"
+#include "fb_read.h"
+
+/// Deepest nesting of fields accepted: bounds recursion on hostile input.
+#define IPC_MAX_DEPTH 64
+
+/// How a field's array sits in the body: which buffers, which children.
+enum ipc_kind {
+  IPC_KIND_NULL,          ///< no buffers
+  IPC_KIND_FIXED,         ///< validity, values (bit_width bits each)
+  IPC_KIND_VARBIN,        ///< validity, offsets (offset_width), data
+  IPC_KIND_LIST,          ///< validity, offsets (offset_width); one child
+  IPC_KIND_FIXED_LIST,    ///< validity; one child of list_size per slot
+  IPC_KIND_STRUCT,        ///< validity; children
+  IPC_KIND_SPARSE_UNION,  ///< [validity before V5], type ids; children
+  IPC_KIND_DENSE_UNION,   ///< [validity before V5], type ids, offsets; children
+};
+
+struct ipc_field {
+  enum ipc_kind kind;
+  int32_t bit_width;     ///< FIXED: bits per value (1 = bool)
+  int32_t offset_width;  ///< VARBIN / LIST: 4 or 8 bytes
+  /// Dictionary id when the field is dictionary-encoded (then kind/bit_width
+  /// describe the indexes and dict_value the values), else -1.
+  int64_t dict_id;
+  struct ipc_field* dict_value;
+  int64_t n_children;
+  struct ipc_field* children;
+  /// Field nodes / buffers (counted the V5 way) / union nodes in this subtree
+  /// of a record batch, and where this field's subtree starts among its
+  /// siblings': what projection needs to skip columns.
+  int64_t n_nodes, n_buffers, n_unions;
+  int64_t node_start, buffer_start, union_start;
+};
+
+/// A dictionary the schema refers to: its id and its value type.
+struct ipc_dict_decl {
+  int64_t id;
+  const struct ipc_field* value;
+  const struct ArrowSchema* value_schema;
+};
+
+struct ipc_schema {
+  struct ArrowSchema schema;  ///< "+s", one child per field
+  struct ipc_field root;      ///< STRUCT, one child per field
+  int16_t version;            ///< MetadataVersion of the schema message/footer
+  int64_t n_dicts;
+  struct ipc_dict_decl* dicts;
+  const struct sluice_allocator* alloc;
+};
+
+/// Where a message came from, for error messages.
+struct ipc_where {
+  const char* name;  ///< object name (source->name)
+  int64_t offset;    ///< byte offset of the message in the object
+};
+
+/// Parses a Schema table. `fb` is the flatbuffer it lives in (for reporting).
+/// On error `out` is left reset. EILSEQ / ENOTSUP / ENOMEM.
+int ipc_schema_parse(const struct fb_table* schema_table, int16_t version,
+                     const struct sluice_allocator* alloc, const struct ipc_where* where,
+                     struct ipc_schema* out, struct sluice_error* error);
+void ipc_schema_reset(struct ipc_schema* schema);
+
+/// Index of the dictionary declaration with `id`, or -1.
+int64_t ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id);
+
+/// Turns an fb_buf failure into an EILSEQ error naming object and offset.
+int ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
+                 struct sluice_error* error);
+
+/* ---- Messages ------------------------------------------------------------ */
+
+/// A parsed Message flatbuffer. Holds pointers into the metadata bytes;
+/// do not copy the struct (tables point at its fb member).
+struct ipc_message {
+  struct fb_buf fb;
+  struct fb_table message;
+  struct fb_table header;  ///< the Schema / RecordBatch / DictionaryBatch table
+  int16_t version;
+  uint8_t header_type;     ///< enum ipc_message_header
+  int64_t body_length;
+};
+
+/// Parses the flatbuffer of a Message (`meta`, `len` bytes, framing already
+/// removed).
+int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
+                      struct ipc_message* out, struct sluice_error* error);
+
+/// Reads the framing prefix at `p` (n bytes available, n >= 8 preferred):
+/// sets *prefix (4 or 8 bytes) and *meta_len (flatbuffer bytes incl. padding;
+/// 0 = end of stream). EILSEQ on a negative length.
+int ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta_len,
+                     const struct ipc_where* where, struct sluice_error* error);
+
+/* ---- Dictionaries -------------------------------------------------------- */
+
+/// A decoded dictionary shared by every batch that refers to it: batches get
+/// a tree of views that retain `ref`.
+struct ipc_dict_value {
+  struct sl_ref ref;
+  const struct sluice_allocator* alloc;
+  struct ArrowArray array;
+};
+
+/// The current dictionary of each declaration (parallel to schema->dicts;
+/// NULL until a DictionaryBatch defines it).
+struct ipc_dict_memo {
+  int64_t n;
+  struct ipc_dict_value** values;
+};
+
+int ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,
+                       struct sluice_error* error);
+void ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc);
+
+/// A message body: bytes plus the ref that keeps them alive (may be NULL
+/// only for bytes that are static).
+struct ipc_body {
+  const uint8_t* data;
+  int64_t size;
+  struct sl_ref* owner;
+};
+
+/// Applies a DictionaryBatch message (replace or delta) to `memo`.
+int ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
+                   const struct ipc_message* msg, const struct ipc_body* body,
+                   const struct ipc_where* where, struct sluice_error* error);
+
+/// A tree of views of `src` (buffers retained through `owner`) in `dst`.
+int ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
+                   const struct sluice_allocator* alloc, struct ArrowArray* dst,
+                   struct sluice_error* error);
+
+/* ---- Record batches ------------------------------------------------------ */
+
+/// Decodes a RecordBatch message into a struct array of the `columns`
+/// (indexes of top-level fields, NULL = all) and validates it fully.
+int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
+                            const struct ipc_message* msg, const struct ipc_body* body,
+                            const int64_t* columns, int64_t n_columns,
+                            const struct ipc_where* where, struct ArrowArray* out,
+                            struct sluice_error* error);
+
+/// Decodes the single column of a dictionary's RecordBatch (`rb` table) as
+/// `field`/`schema`, attaching nested dictionaries from `memo`, validated.
+int ipc_decode_dictionary_values(const struct ipc_schema* schema,
+                                 const struct ipc_dict_memo* memo, const struct fb_table* rb,
+                                 int16_t version, const struct ipc_body* body,
+                                 const struct ipc_field* field,
+                                 const struct ArrowSchema* field_schema,
+                                 const struct ipc_where* where, struct ArrowArray* out,
+                                 struct sluice_error* error);
+
+#endif

@@ -1,0 +1,405 @@
+// RecordBatch metadata + body -> ArrowArray tree. Uncompressed buffers become
+// views into the body (retaining its owner: zero copy); compressed ones are
+// decompressed into buffers the array owns. Every node and buffer reference
+// is checked against the metadata and the body before use, and the result is
+// validated against the schema with the buffer sizes the message declares.
+// The *_advanced context constructors (exported by the shared libraries too)
+// let the codecs allocate through the sluice allocator.
+#define LZ4F_STATIC_LINKING_ONLY
+#define ZSTD_STATIC_LINKING_ONLY
+#include <inttypes.h>
+#include <lz4frame.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "core/sl_validate.h"
+#include "ipc_fbs.h"
+#include "ipc_internal.h"
+
+/// Backing for zero-length buffers: consumers may read one offset (0) from an
+/// empty array's offsets buffer, and NULL would need special-casing by them.
+static const int64_t k_empty[2] = {0, 0};
+
+struct size_entry {
+  const struct ArrowArray* node;
+  int64_t size[3];
+};
+
+struct decoder {
+  const struct sluice_allocator* alloc;
+  const struct ipc_where* where;
+  const struct ipc_schema* schema;
+  const struct ipc_dict_memo* memo;
+  const struct ipc_body* body;
+  struct sluice_error* error;
+  int codec;  ///< -1 = uncompressed, else enum ipc_compression_type
+  int v4;     ///< metadata before V5: unions carry a validity buffer
+  struct fb_vec nodes, buffers;
+  int64_t node_i, buffer_i;
+  struct size_entry* sizes;
+  int64_t n_sizes, cap_sizes, cursor;
+  LZ4F_dctx* lz4;
+  ZSTD_DCtx* zstd;
+};
+
+static int dec_fail(struct decoder* d, int code, const char* fmt, ...) SL_PRINTF(3, 4);
+static int dec_fail(struct decoder* d, int code, const char* fmt, ...) {
+  char reason[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  return sl_error_set(d->error, code, "%s: offset %" PRId64 ": %s", d->where->name,
+                      d->where->offset, reason);
+}
+
+static int64_t size_of(void* ctx, const struct ArrowArray* array, int64_t i) {
+  struct decoder* d = ctx;
+  // Validation walks in the order we decoded, so scanning on from the last
+  // hit finds the node at once.
+  for (int64_t k = 0; k < d->n_sizes; ++k) {
+    int64_t at = (d->cursor + k) % d->n_sizes;
+    if (d->sizes[at].node == array) {
+      d->cursor = at;
+      return i >= 0 && i < 3 ? d->sizes[at].size[i] : -1;
+    }
+  }
+  return -1;
+}
+
+static int dec_init(struct decoder* d, const struct fb_table* rb, int16_t version,
+                    int64_t n_nodes_needed) {
+  struct fb_table comp;
+  int rc;
+  if (fb_read_vec(rb, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE, &d->nodes) < 0 ||
+      fb_read_vec(rb, IPC_RECORD_BATCH_BUFFERS, IPC_BUFFER_STRUCT_SIZE, &d->buffers) < 0 ||
+      (rc = fb_read_table(rb, IPC_RECORD_BATCH_COMPRESSION, &comp)) < 0)
+    return ipc_fb_error(rb->buf, d->where, "RecordBatch", d->error);
+  d->codec = -1;
+  if (rc == 1) {
+    uint8_t codec, method;
+    if (fb_read_u8(&comp, IPC_BODY_COMPRESSION_CODEC, IPC_COMPRESSION_LZ4_FRAME, &codec) < 0 ||
+        fb_read_u8(&comp, IPC_BODY_COMPRESSION_METHOD, IPC_BODY_COMPRESSION_BUFFER, &method) < 0)
+      return ipc_fb_error(rb->buf, d->where, "BodyCompression", d->error);
+    if (codec > IPC_COMPRESSION_ZSTD || method != IPC_BODY_COMPRESSION_BUFFER)
+      return dec_fail(d, ENOTSUP, "unsupported body compression (codec %d, method %d)",
+                      (int)codec, (int)method);
+    d->codec = codec;
+  }
+  d->v4 = version < IPC_METADATA_V5;
+  d->cap_sizes = n_nodes_needed;
+  d->sizes = sl_alloc(d->alloc, (size_t)n_nodes_needed * sizeof *d->sizes);
+  if (d->sizes == NULL) return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
+  return 0;
+}
+
+static void dec_reset(struct decoder* d) {
+  if (d->sizes != NULL) sl_free(d->alloc, d->sizes, (size_t)d->cap_sizes * sizeof *d->sizes);
+  d->sizes = NULL;
+  if (d->lz4 != NULL) LZ4F_freeDecompressionContext(d->lz4);
+  d->lz4 = NULL;
+  if (d->zstd != NULL) ZSTD_freeDCtx(d->zstd);
+  d->zstd = NULL;
+}
+
+/// Codec allocations: the codecs free without a size, so each block carries
+/// its size in a 16-byte header (keeping 16-byte alignment).
+#define CODEC_HEADER 16
+
+static void* codec_alloc(void* opaque, size_t size) {
+  const struct decoder* d = opaque;
+  if (size > SIZE_MAX - CODEC_HEADER) return NULL;
+  uint8_t* p = sl_alloc(d->alloc, size + CODEC_HEADER);
+  if (p == NULL) return NULL;
+  memcpy(p, &size, sizeof size);
+  return p + CODEC_HEADER;
+}
+
+static void codec_free(void* opaque, void* address) {
+  const struct decoder* d = opaque;
+  if (address == NULL) return;
+  uint8_t* p = (uint8_t*)address - CODEC_HEADER;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  sl_free(d->alloc, p, size + CODEC_HEADER);
+}
+
+static int decompress(struct decoder* d, int64_t index, const uint8_t* src, size_t clen,
+                      uint8_t* dst, size_t ulen) {
+  if (d->codec == IPC_COMPRESSION_ZSTD) {
+    if (d->zstd == NULL) {
+      ZSTD_customMem mem = {codec_alloc, codec_free, d};
+      d->zstd = ZSTD_createDCtx_advanced(mem);
+      if (d->zstd == NULL)
+        return sl_error_set(d->error, ENOMEM, "%s: out of memory (zstd context)", d->where->name);
+    }
+    size_t r = ZSTD_decompressDCtx(d->zstd, dst, ulen, src, clen);
+    if (ZSTD_isError(r))
+      return sl_error_set(d->error,
+                          ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? ENOMEM : EILSEQ, "%s: offset %" PRId64 ": buffer %" PRId64 ": zstd: %s",
+                          d->where->name, d->where->offset, index, ZSTD_getErrorName(r));
+    if (r != ulen)
+      return dec_fail(d, EILSEQ, "buffer %" PRId64 " decompresses to %" PRId64
+                      " bytes, header says %" PRId64, index, (int64_t)r, (int64_t)ulen);
+    return 0;
+  }
+  if (d->lz4 == NULL) {
+    LZ4F_CustomMem mem = {codec_alloc, NULL, codec_free, d};
+    d->lz4 = LZ4F_createDecompressionContext_advanced(mem, LZ4F_VERSION);
+    if (d->lz4 == NULL)
+      return sl_error_set(d->error, ENOMEM, "%s: out of memory (lz4 context)", d->where->name);
+  } else {
+    LZ4F_resetDecompressionContext(d->lz4);
+  }
+  size_t dpos = 0, spos = 0;
+  for (;;) {
+    size_t dsz = ulen - dpos, ssz = clen - spos;
+    size_t r = LZ4F_decompress(d->lz4, dst + dpos, &dsz, src + spos, &ssz, NULL);
+    if (LZ4F_isError(r))
+      return sl_error_set(d->error,
+                          LZ4F_getErrorCode(r) == LZ4F_ERROR_allocation_failed ? ENOMEM : EILSEQ, "%s: offset %" PRId64 ": buffer %" PRId64 ": lz4: %s",
+                          d->where->name, d->where->offset, index, LZ4F_getErrorName(r));
+    dpos += dsz;
+    spos += ssz;
+    if (r == 0) break;
+    if ((dsz == 0 && ssz == 0) || spos == clen)
+      return dec_fail(d, EILSEQ, "buffer %" PRId64 ": lz4 frame truncated or larger than the "
+                      "declared %" PRId64 " bytes", index, (int64_t)ulen);
+  }
+  if (dpos != ulen)
+    return dec_fail(d, EILSEQ, "buffer %" PRId64 " decompresses to %" PRId64
+                    " bytes, header says %" PRId64, index, (int64_t)dpos, (int64_t)ulen);
+  return 0;
+}
+
+/// Takes the next buffer of the message and makes it buffer `slot` of `out`
+/// (slot < 0: consume and drop it). `keep` = 0 drops it too (validity of a
+/// node without nulls). Records its size for validation.
+static int take_buffer(struct decoder* d, struct ArrowArray* out, int64_t slot, int keep,
+                       int64_t* size_out) {
+  int64_t index = d->buffer_i++;
+  if (index >= d->buffers.count)
+    return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " buffers, the schema needs more",
+                    (int64_t)d->buffers.count);
+  const uint8_t* e = fb_vec_elem(&d->buffers, (uint32_t)index);
+  int64_t off = fb_load_i64(e), len = fb_load_i64(e + 8);
+  if (off < 0 || len < 0 || off > d->body->size || len > d->body->size - off)
+    return dec_fail(d, EILSEQ, "record batch buffer %" PRId64 " extends past message body "
+                    "(offset %" PRId64 " + length %" PRId64 " > %" PRId64 ")",
+                    index, off, len, d->body->size);
+  const uint8_t* src = d->body->data + off;
+  void* owned = NULL;
+  size_t capacity = 0;
+  int64_t size = len;
+  if (len == 0) {
+    src = (const uint8_t*)k_empty;
+  } else if (d->codec >= 0) {
+    if (len < 8)
+      return dec_fail(d, EILSEQ, "compressed buffer %" PRId64 " is %" PRId64
+                      " bytes, shorter than its length prefix", index, len);
+    int64_t ulen = fb_load_i64(src);
+    if (ulen == -1) {
+      src += 8;
+      size = len - 8;
+    } else if (ulen < 0 || (uint64_t)ulen > SIZE_MAX / 2) {
+      return dec_fail(d, EILSEQ, "compressed buffer %" PRId64 " has bad uncompressed length %" PRId64, index, ulen);
+    } else if ((uint64_t)ulen > (uint64_t)(len - 8) * (d->codec == IPC_COMPRESSION_ZSTD ? 65536u : 256u) + 1024u) {
+      // No zstd frame expands more than ~32768x (a 3-byte block header per
+      // 128 KiB RLE block), no lz4 frame more than ~255x: a larger claim is
+      // forged, and believing it would allocate without bound.
+      return dec_fail(d, EILSEQ, "compressed buffer %" PRId64 " claims %" PRId64 " bytes from %"
+                      PRId64 " compressed bytes, more than the codec can expand", index, ulen, len - 8);
+    } else if (ulen == 0) {
+      src = (const uint8_t*)k_empty;
+      size = 0;
+    } else if (!keep || slot < 0) {
+      size = ulen;  // not needed: skip the work
+    } else {
+      capacity = (size_t)ulen;
+      owned = sl_alloc_buffer(d->alloc, capacity);
+      if (owned == NULL)
+        return sl_error_set(d->error, ENOMEM, "%s: offset %" PRId64 ": out of memory "
+                            "decompressing buffer %" PRId64 " (%" PRId64 " bytes)",
+                            d->where->name, d->where->offset, index, ulen);
+      int rc = decompress(d, index, src + 8, (size_t)len - 8, owned, capacity);
+      if (rc != 0) {
+        sl_free_buffer(d->alloc, owned, capacity);
+        return rc;
+      }
+      size = ulen;
+    }
+  }
+  *size_out = size;
+  if (slot < 0 || !keep) return 0;
+  if (owned != NULL) {
+    sl_array_set_buffer_owned(out, slot, owned, (int64_t)capacity);
+  } else if (size > 0 && ((uintptr_t)src & 7u) != 0) {
+    // A hostile or odd writer can misalign a buffer; consumers load values
+    // with aligned accesses, so such buffers are copied.
+    owned = sl_alloc_buffer(d->alloc, (size_t)size);
+    if (owned == NULL)
+      return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
+    memcpy(owned, src, (size_t)size);
+    sl_array_set_buffer_owned(out, slot, owned, size);
+  } else {
+    sl_array_set_buffer_view(out, slot, src, src == (const uint8_t*)k_empty ? NULL : d->body->owner);
+  }
+  return 0;
+}
+
+static int decode_field(struct decoder* d, const struct ipc_field* f,
+                        const struct ArrowSchema* s, struct ArrowArray* out) {
+  static const int8_t k_c_buffers[] = {
+    [IPC_KIND_NULL] = 0, [IPC_KIND_FIXED] = 2, [IPC_KIND_VARBIN] = 3, [IPC_KIND_LIST] = 2,
+    [IPC_KIND_FIXED_LIST] = 1, [IPC_KIND_STRUCT] = 1, [IPC_KIND_SPARSE_UNION] = 1,
+    [IPC_KIND_DENSE_UNION] = 2,
+  };
+  int64_t node = d->node_i++;
+  if (node >= d->nodes.count)
+    return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " field nodes, the schema needs "
+                    "more", (int64_t)d->nodes.count);
+  const uint8_t* e = fb_vec_elem(&d->nodes, (uint32_t)node);
+  int64_t length = fb_load_i64(e), nulls = fb_load_i64(e + 8);
+  if (length < 0 || nulls < 0 || nulls > length)
+    return dec_fail(d, EILSEQ, "field node %" PRId64 " has length %" PRId64 " and null count %" PRId64, node, length, nulls);
+  SL_RETURN_NOT_OK(sl_array_init(out, d->alloc, k_c_buffers[f->kind], f->n_children, d->error));
+  out->length = length;
+  out->null_count = nulls;
+  if (d->n_sizes >= d->cap_sizes)  // cannot happen: capacity is the node count
+    return dec_fail(d, EILSEQ, "internal: too many nodes");
+  struct size_entry* se = &d->sizes[d->n_sizes++];
+  se->node = out;
+  se->size[0] = se->size[1] = se->size[2] = -1;
+  int has_nulls = nulls > 0;
+  switch (f->kind) {
+    case IPC_KIND_NULL:
+      out->null_count = length;
+      break;
+    case IPC_KIND_FIXED: {
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
+      SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
+      // Checked here by division too: length * width may not fit in 64 bits.
+      int64_t width = f->bit_width / 8;
+      int64_t fits = length;  // zero-width fixed_size_binary holds anything
+      if (f->bit_width == 1) fits = se->size[1] > INT64_MAX / 8 ? INT64_MAX : se->size[1] * 8;
+      else if (width > 0) fits = se->size[1] / width;
+      if (fits < length)
+        return dec_fail(d, EILSEQ, "field node %" PRId64 ": values buffer of %" PRId64
+                        " bytes is too short for %" PRId64 " values of %d bits", node,
+                        se->size[1], length, (int)f->bit_width);
+      break;
+    }
+    case IPC_KIND_VARBIN:
+    case IPC_KIND_LIST:
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
+      SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
+      if (se->size[1] == 0 && length == 0) se->size[1] = (int64_t)sizeof k_empty;
+      if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(take_buffer(d, out, 2, 1, &se->size[2]));
+      break;
+    case IPC_KIND_FIXED_LIST:
+    case IPC_KIND_STRUCT:
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
+      break;
+    case IPC_KIND_SPARSE_UNION:
+    case IPC_KIND_DENSE_UNION: {
+      int64_t ignored;
+      // Unions have no validity in the C Data Interface (nor in V5 IPC).
+      out->null_count = 0;
+      if (d->v4) SL_RETURN_NOT_OK(take_buffer(d, out, -1, 0, &ignored));
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, 1, &se->size[0]));
+      if (f->kind == IPC_KIND_DENSE_UNION) SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
+      break;
+    }
+  }
+  for (int64_t i = 0; i < f->n_children; ++i)
+    SL_RETURN_NOT_OK(decode_field(d, &f->children[i], s->children[i], out->children[i]));
+  if (f->dict_id >= 0) {
+    int64_t k = ipc_schema_find_dict(d->schema, f->dict_id);
+    const struct ipc_dict_value* v = k >= 0 && k < d->memo->n ? d->memo->values[k] : NULL;
+    if (v == NULL)
+      return dec_fail(d, EILSEQ, "field '%s' uses dictionary id %" PRId64
+                      " before any DictionaryBatch defined it",
+                      s->name ? s->name : "", f->dict_id);
+    SL_RETURN_NOT_OK(sl_array_alloc_dictionary(out, d->error));
+    SL_RETURN_NOT_OK(ipc_array_view(&v->array, (struct sl_ref*)&v->ref, d->alloc,
+                                    out->dictionary, d->error));
+  }
+  return 0;
+}
+
+static int validate(struct decoder* d, const struct ArrowSchema* s, const struct ArrowArray* a) {
+  struct sl_buffer_sizes sizes = {.size_of = size_of, .ctx = d};
+  int rc = sl_array_validate(s, a, SL_VALIDATE_FULL, &sizes, d->error);
+  if (rc != 0) sl_error_prefix(d->error, "%s: offset %" PRId64, d->where->name, d->where->offset);
+  return rc;
+}
+
+int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
+                            const struct ipc_message* msg, const struct ipc_body* body,
+                            const int64_t* columns, int64_t n_columns,
+                            const struct ipc_where* where, struct ArrowArray* out,
+                            struct sluice_error* error) {
+  struct decoder d = {.alloc = schema->alloc, .where = where, .schema = schema, .memo = memo,
+                      .body = body, .error = error};
+  const struct ipc_field* root = &schema->root;
+  int64_t n = columns ? n_columns : root->n_children;
+  int64_t need = 0, length;
+  out->release = NULL;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t col = columns ? columns[i] : i;
+    if (col < 0 || col >= root->n_children)
+      return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64 " columns)",
+                          where->name, col, root->n_children);
+    need += root->children[col].n_nodes;
+  }
+  if (fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, &length) < 0)
+    return ipc_fb_error(msg->header.buf, where, "RecordBatch", error);
+  if (length < 0)
+    return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": negative record batch length %" PRId64,
+                        where->name, where->offset, length);
+  int rc = dec_init(&d, &msg->header, msg->version, need > 0 ? need : 1);
+  if (rc == 0) rc = sl_array_init(out, d.alloc, 1, n, error);
+  if (rc == 0) out->length = length;
+  for (int64_t i = 0; rc == 0 && i < n; ++i) {
+    int64_t col = columns ? columns[i] : i;
+    const struct ipc_field* f = &root->children[col];
+    d.node_i = f->node_start;
+    d.buffer_i = f->buffer_start + (d.v4 ? f->union_start : 0);
+    rc = decode_field(&d, f, schema->schema.children[col], out->children[i]);
+    if (rc == 0 && out->children[i]->length < length)
+      rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": column '%s' has %" PRId64
+                        " rows, the record batch %" PRId64, where->name, where->offset,
+                        schema->schema.children[col]->name, out->children[i]->length, length);
+  }
+  for (int64_t i = 0; rc == 0 && i < n; ++i) {
+    int64_t col = columns ? columns[i] : i;
+    rc = validate(&d, schema->schema.children[col], out->children[i]);
+  }
+  dec_reset(&d);
+  if (rc != 0 && out->release != NULL) out->release(out);
+  return rc;
+}
+
+int ipc_decode_dictionary_values(const struct ipc_schema* schema,
+                                 const struct ipc_dict_memo* memo, const struct fb_table* rb,
+                                 int16_t version, const struct ipc_body* body,
+                                 const struct ipc_field* field,
+                                 const struct ArrowSchema* field_schema,
+                                 const struct ipc_where* where, struct ArrowArray* out,
+                                 struct sluice_error* error) {
+  struct decoder d = {.alloc = schema->alloc, .where = where, .schema = schema, .memo = memo,
+                      .body = body, .error = error};
+  out->release = NULL;
+  int rc = dec_init(&d, rb, version, field->n_nodes);
+  if (rc == 0) rc = decode_field(&d, field, field_schema, out);
+  if (rc == 0) rc = validate(&d, field_schema, out);
+  dec_reset(&d);
+  if (rc != 0 && out->release != NULL) out->release(out);
+  return rc;
+}
