@@ -413,7 +413,13 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
         if (a->length > 0 && a->buffers[1] == NULL) {
           return fail(v, "data buffer is NULL with length %lld", (long long)a->length);
         }
-        int64_t need = bits == 1 ? (end + 7) / 8 : end * (bits / 8);
+        int64_t width = bits / 8;
+        // A huge fixed_size_binary width times the length must not overflow.
+        if (bits != 1 && width > 0 && end > INT64_MAX / width) {
+          return fail(v, "length %lld times value width %lld overflows", (long long)end,
+                      (long long)width);
+        }
+        int64_t need = bits == 1 ? (end + 7) / 8 : end * width;
         SL_RETURN_NOT_OK(check_size(v, a, 1, need, "data"));
       }
       break;

@@ -4,6 +4,7 @@
 #ifndef SL_FORMAT_H
 #define SL_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sluice.h"
@@ -23,6 +24,9 @@ struct sl_reader_args {
   struct sl_source* source;  ///< borrowed; outlives the reader
   const struct sluice_allocator* alloc;
   int64_t batch_size;        ///< rows per batch wanted (0 = format default)
+  /// Format-specific options as "key=value,key=value" (NULL = none), e.g.
+  /// CSV: "delimiter=;,header=false,schema=a:int32|b:string".
+  const char* format_options;
 };
 
 struct sl_format_reader {
@@ -69,9 +73,16 @@ struct sl_format_writer {
                const struct sl_write_args* args, struct sluice_error* error);
 };
 
-/// The registry: NULL-terminated static tables (src/format/sl_format_registry.c).
-const struct sl_format_reader* const* sl_format_readers(void);
-const struct sl_format_writer* const* sl_format_writers(void);
+/// The registry (src/format/sl_format_registry.c): static tables of the
+/// formats linked in. The i-th reader / writer (0-based), NULL past the end.
+/// (An index rather than a NULL-terminated array of pointers: the formats
+/// expose accessor functions, and a static const table cannot hold their
+/// results without mutable global state.)
+const struct sl_format_reader* sl_format_reader_at(size_t i);
+const struct sl_format_writer* sl_format_writer_at(size_t i);
+/// NULL-terminated names of the readers / writers, in registry order.
+const char* const* sl_format_reader_names(void);
+const char* const* sl_format_writer_names(void);
 const struct sl_format_reader* sl_format_reader_find(const char* name);
 const struct sl_format_writer* sl_format_writer_find(const char* name);
 /// Picks the reader for a location: by magic bytes first, then extension

@@ -35,6 +35,13 @@ struct sl_source_ops {
   int (*read_next)(struct sl_source* source, int64_t length, struct sl_view* out,
                    struct sluice_error* error);
   void (*close)(struct sl_source* source);
+  /// Forward-only sources: a view of up to `length` bytes from the stream
+  /// position WITHOUT consuming them (format detection reads the head, then
+  /// the reader starts at byte 0 again). NULL for ranged sources.
+  int (*peek)(struct sl_source* source, int64_t length, struct sl_view* out,
+              struct sluice_error* error);
+  /// Optional (NULL = no-op): see sl_source_drop.
+  void (*drop)(struct sl_source* source, int64_t offset, int64_t length);
 };
 
 struct sl_source {
@@ -58,6 +65,17 @@ int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,
                       struct sl_view* out, struct sluice_error* error);
 int sl_source_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
                         struct sluice_error* error);
+/// The first bytes of the object (up to `length`; fewer when it is shorter)
+/// without moving the stream position: read_at when the source has it, else
+/// the forward source's peek.
+int sl_source_peek(struct sl_source* source, int64_t length, struct sl_view* out,
+                   struct sluice_error* error);
+/// A hint that bytes [offset, offset + length) will not be read again soon
+/// (e.g. a split is done with its byte range): a mapped file releases those
+/// pages from the process's resident set, so that scanning a file larger than
+/// memory keeps RSS bounded. Always safe, even while views of the range are
+/// alive: the bytes are read back from the file if touched again.
+void sl_source_drop(struct sl_source* source, int64_t offset, int64_t length);
 void sl_source_close(struct sl_source* source);
 
 #endif

@@ -21,7 +21,9 @@ struct sl_scan_args {
   int threads;                     ///< 0 = one per core
   int64_t memory_budget;           ///< bytes in flight; 0 = default
   int ordered;
-  int64_t limit;                   ///< -1 = none
+  /// -1 = none. The last batch is cut by shortening the top-level struct;
+  /// once decoded rows are sure to fill the limit, workers stop decoding.
+  int64_t limit;
   const struct sluice_allocator* alloc;
   /// Optional: called on the worker thread for every decoded (projected)
   /// batch before it is queued; a non-zero return fails the scan. Used for

@@ -1,0 +1,431 @@
+// The public dataset API: open (source → format → reader → schema → splits),
+// scan (the scan engine behind an ArrowArrayStream or a tagged scanner), and
+// write (stream → format writer → atomic sink).
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sluice.h"
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "format/sl_format.h"
+#include "io/sl_sink.h"
+#include "io/sl_source.h"
+#include "io/sl_source_file.h"
+#include "scan/sl_scan.h"
+#include "sluice_dataset_internal.h"
+
+#define SL_DEFAULT_MEMORY_BUDGET ((int64_t)256 << 20)
+/// Bytes handed to format detection: enough for any magic number and for a
+/// text format's probe to see a few lines.
+#define SL_DETECT_BYTES ((int64_t)64 << 10)
+
+/// The dataset's internals, shared by the handle and every scan of it.
+struct sluice_dataset {
+  atomic_long refs;
+  const struct sluice_allocator* alloc;
+  char* location;
+  struct sl_source* source;
+  const struct sl_format_reader* format;
+  void* reader;
+  struct ArrowSchema full_schema;
+  struct ArrowSchema schema;  // projected
+  int64_t* columns;           // NULL = all
+  int64_t n_columns;
+  struct sl_split* splits;
+  int64_t n_splits;
+  int threads;
+  int64_t memory_budget;
+  int ordered;
+  int64_t limit;
+};
+
+void sluice_open_options_init(struct sluice_open_options* options) {
+  memset(options, 0, sizeof *options);
+  options->format = NULL;
+  options->columns = NULL;
+  options->n_columns = 0;
+  options->batch_size = 0;
+  options->threads = 0;
+  options->memory_budget = SL_DEFAULT_MEMORY_BUDGET;
+  options->ordered = 1;
+  options->limit = -1;
+  options->allocator = NULL;
+}
+
+void sluice_write_options_init(struct sluice_write_options* options) {
+  memset(options, 0, sizeof *options);
+}
+
+const char* const* sluice_reader_formats(void) { return sl_format_reader_names(); }
+const char* const* sluice_writer_formats(void) { return sl_format_writer_names(); }
+
+/* ---- Dataset lifetime ------------------------------------------------------ */
+
+static void dataset_destroy(struct sluice_dataset* ds) {
+  const struct sluice_allocator* alloc = ds->alloc;
+  sl_free(alloc, ds->splits, (size_t)ds->n_splits * sizeof *ds->splits);
+  sl_free(alloc, ds->columns, (size_t)ds->n_columns * sizeof *ds->columns);
+  if (ds->schema.release != NULL) ds->schema.release(&ds->schema);
+  if (ds->full_schema.release != NULL) ds->full_schema.release(&ds->full_schema);
+  if (ds->reader != NULL) ds->format->close(ds->reader);
+  sl_source_close(ds->source);
+  if (ds->location != NULL) sl_free(alloc, ds->location, strlen(ds->location) + 1);
+  sl_free(alloc, ds, sizeof *ds);
+}
+
+void sl_dataset_retain(struct sluice_dataset* ds) {
+  atomic_fetch_add_explicit(&ds->refs, 1, memory_order_relaxed);
+}
+
+void sl_dataset_release(struct sluice_dataset* ds) {
+  if (ds == NULL) return;
+  if (atomic_fetch_sub_explicit(&ds->refs, 1, memory_order_acq_rel) == 1) dataset_destroy(ds);
+}
+
+const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset* ds) {
+  return ds->alloc;
+}
+
+void sluice_dataset_close(struct sluice_dataset* dataset) { sl_dataset_release(dataset); }
+
+/* ---- Opening ---------------------------------------------------------------- */
+
+/// "a, b, c" for error messages, shortened when the list is long.
+static void format_name_list(const char* const* names, size_t n, char* out, size_t cap) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && names[i] != NULL; ++i) {
+    int w = snprintf(out + used, cap - used, "%s%s", i == 0 ? "" : ", ", names[i]);
+    if (w < 0 || (size_t)w >= cap - used) {
+      if (cap > 8) snprintf(out + (used < cap - 6 ? used : cap - 6), 6, ", ...");
+      return;
+    }
+    used += (size_t)w;
+  }
+}
+
+static void format_list_of(const char* const* names, char* out, size_t cap) {
+  size_t n = 0;
+  while (names[n] != NULL) ++n;
+  format_name_list(names, n, out, cap);
+}
+
+static int choose_reader(struct sluice_dataset* ds, const char* format_name,
+                         struct sluice_error* error) {
+  char known[512];
+  if (format_name != NULL) {
+    ds->format = sl_format_reader_find(format_name);
+    if (ds->format == NULL) {
+      format_list_of(sl_format_reader_names(), known, sizeof known);
+      return sl_error_set(error, EINVAL, "%s: unknown format '%s'; formats are: %s",
+                          ds->location, format_name, known);
+    }
+    return 0;
+  }
+  struct sl_view head = {NULL, 0, NULL};
+  int rc = sl_source_peek(ds->source, SL_DETECT_BYTES, &head, error);
+  if (rc != 0) return rc;
+  ds->format = sl_format_reader_detect(ds->location, head.data, head.size);
+  sl_view_release(&head);
+  if (ds->format == NULL) {
+    format_list_of(sl_format_reader_names(), known, sizeof known);
+    return sl_error_set(error, EINVAL,
+                        "%s: cannot tell the format from its first bytes or its name; "
+                        "name one of: %s",
+                        ds->source->name, known);
+  }
+  return 0;
+}
+
+static int resolve_columns(struct sluice_dataset* ds, const char* const* names, size_t n,
+                           struct sluice_error* error) {
+  const struct ArrowSchema* schema = &ds->full_schema;
+  ds->columns = sl_alloc(ds->alloc, n * sizeof *ds->columns);
+  if (ds->columns == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", ds->location);
+  ds->n_columns = (int64_t)n;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t found = -1;
+    for (int64_t c = 0; c < schema->n_children && found < 0; ++c) {
+      const char* name = schema->children[c]->name;
+      if (names[i] != NULL && name != NULL && strcmp(name, names[i]) == 0) found = c;
+    }
+    if (found < 0) {
+      char list[768];
+      size_t used = 0;
+      list[0] = '\0';
+      for (int64_t c = 0; c < schema->n_children; ++c) {
+        const char* name = schema->children[c]->name != NULL ? schema->children[c]->name : "";
+        int w = snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ", name);
+        if (w < 0 || (size_t)w >= sizeof list - used) {
+          snprintf(list + sizeof list - 6, 6, ", ...");
+          break;
+        }
+        used += (size_t)w;
+      }
+      return sl_error_set(error, EINVAL, "no column '%s' in %s; columns are: %s",
+                          names[i] != NULL ? names[i] : "(null)", ds->source->name, list);
+    }
+    ds->columns[i] = found;
+  }
+  return 0;
+}
+
+int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
+                        struct sluice_dataset** out, struct sluice_error* error) {
+  if (out != NULL) *out = NULL;
+  if (location == NULL || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_open: NULL location or output");
+  }
+  struct sluice_open_options defaults;
+  if (options == NULL) {
+    sluice_open_options_init(&defaults);
+    options = &defaults;
+  }
+  if (options->n_columns > 0 && options->columns == NULL) {
+    return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", location,
+                        options->n_columns);
+  }
+  const struct sluice_allocator* alloc =
+      options->allocator != NULL ? options->allocator : sluice_default_allocator();
+  struct sluice_dataset* ds = sl_calloc(alloc, 1, sizeof *ds);
+  if (ds == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  atomic_init(&ds->refs, 1);
+  ds->alloc = alloc;
+  ds->threads = options->threads;
+  ds->memory_budget = options->memory_budget > 0 ? options->memory_budget
+                                                  : SL_DEFAULT_MEMORY_BUDGET;
+  ds->ordered = options->ordered;
+  ds->limit = options->limit < 0 ? -1 : options->limit;
+  ds->location = sl_strdup(alloc, location);
+  int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
+  if (rc == 0) rc = sl_source_open(location, alloc, &ds->source, error);
+  if (rc == 0) rc = choose_reader(ds, options->format, error);
+  if (rc == 0) {
+    struct sl_reader_args args = {
+        .source = ds->source, .alloc = alloc, .batch_size = options->batch_size};
+    rc = ds->format->open(&args, &ds->reader, error);
+    if (rc != 0) ds->reader = NULL;
+    if (rc == ENOTSUP && sl_source_untouched(ds->source)) {
+      // A format with a footer read from a pipe: keep the bytes in a
+      // temporary file and read that instead.
+      struct sl_source* spooled = NULL;
+      rc = sl_source_spool(ds->source, &spooled, error);
+      if (rc == 0) {
+        sl_source_close(ds->source);
+        ds->source = spooled;
+        args.source = spooled;
+        rc = ds->format->open(&args, &ds->reader, error);
+        if (rc != 0) ds->reader = NULL;
+      }
+    }
+  }
+  if (rc == 0) rc = ds->format->schema(ds->reader, &ds->full_schema, error);
+  if (rc == 0 && options->columns != NULL) {
+    rc = resolve_columns(ds, options->columns, options->n_columns, error);
+  }
+  if (rc == 0) {
+    rc = ds->columns != NULL ? sl_schema_project(&ds->full_schema, ds->columns, ds->n_columns,
+                                                 alloc, &ds->schema, error)
+                             : sl_schema_copy(&ds->full_schema, alloc, &ds->schema, error);
+  }
+  if (rc == 0) {
+    rc = ds->format->plan_splits(ds->reader, &ds->splits, &ds->n_splits, error);
+    if (rc != 0) {
+      // A failed plan hands nothing over.
+      ds->splits = NULL;
+      ds->n_splits = 0;
+    }
+  }
+  if (rc != 0) {
+    dataset_destroy(ds);
+    return rc;
+  }
+  *out = ds;
+  return 0;
+}
+
+const char* sluice_dataset_format(const struct sluice_dataset* dataset) {
+  return dataset != NULL && dataset->format != NULL ? dataset->format->name : NULL;
+}
+
+int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* out,
+                          struct sluice_error* error) {
+  if (dataset == NULL || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_schema: NULL argument");
+  }
+  return sl_schema_copy(&dataset->schema, dataset->alloc, out, error);
+}
+
+int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset) {
+  return dataset != NULL ? dataset->n_splits : 0;
+}
+
+void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) {
+  memset(args, 0, sizeof *args);
+  args->format = ds->format;
+  args->reader = ds->reader;
+  args->splits = ds->splits;
+  args->n_splits = ds->n_splits;
+  args->columns = ds->columns;
+  args->n_columns = ds->n_columns;
+  args->schema = &ds->full_schema;
+  args->threads = ds->threads;
+  args->memory_budget = ds->memory_budget;
+  args->ordered = ds->ordered;
+  args->limit = ds->limit;
+  args->alloc = ds->alloc;
+  args->on_batch = NULL;
+  args->on_batch_ctx = NULL;
+  args->slow_split = -1;
+  args->slow_split_delay_us = 0;
+}
+
+/* ---- Scanning --------------------------------------------------------------- */
+
+struct sluice_scanner {
+  struct sluice_dataset* dataset;  // a reference of our own
+  struct sl_scan* scan;
+};
+
+int sluice_scanner_open(struct sluice_dataset* dataset, struct sluice_scanner** out,
+                        struct sluice_error* error) {
+  if (out != NULL) *out = NULL;
+  if (dataset == NULL || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_scanner_open: NULL argument");
+  }
+  struct sluice_scanner* scanner = sl_alloc(dataset->alloc, sizeof *scanner);
+  if (scanner == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", dataset->location);
+  }
+  struct sl_scan_args args;
+  sl_dataset_scan_args(dataset, &args);
+  int rc = sl_scan_start(&args, &scanner->scan, error);
+  if (rc != 0) {
+    sl_free(dataset->alloc, scanner, sizeof *scanner);
+    return rc;
+  }
+  sl_dataset_retain(dataset);
+  scanner->dataset = dataset;
+  *out = scanner;
+  return 0;
+}
+
+int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
+                        struct sluice_batch_tag* tag, struct sluice_error* error) {
+  if (scanner == NULL || out == NULL) {
+    if (out != NULL) out->release = NULL;
+    return sl_error_set(error, EINVAL, "sluice_scanner_next: NULL argument");
+  }
+  return sl_scan_next(scanner->scan, out, tag, error);
+}
+
+void sluice_scanner_close(struct sluice_scanner* scanner) {
+  if (scanner == NULL) return;
+  struct sluice_dataset* ds = scanner->dataset;
+  sl_scan_stop(scanner->scan);
+  sl_free(ds->alloc, scanner, sizeof *scanner);
+  sl_dataset_release(ds);
+}
+
+/// What an ArrowArrayStream from sluice_dataset_scan carries.
+struct scan_stream {
+  struct sluice_scanner* scanner;
+  struct sluice_error error;  // the last failure, for get_last_error
+};
+
+static int stream_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  struct scan_stream* s = stream->private_data;
+  sl_error_clear(&s->error);
+  return sluice_dataset_schema(s->scanner->dataset, out, &s->error);
+}
+
+static int stream_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
+  struct scan_stream* s = stream->private_data;
+  sl_error_clear(&s->error);
+  return sluice_scanner_next(s->scanner, out, NULL, &s->error);
+}
+
+static const char* stream_get_last_error(struct ArrowArrayStream* stream) {
+  struct scan_stream* s = stream->private_data;
+  return s->error.message[0] != '\0' ? s->error.message : NULL;
+}
+
+static void stream_release(struct ArrowArrayStream* stream) {
+  if (stream->release == NULL) return;
+  struct scan_stream* s = stream->private_data;
+  const struct sluice_allocator* alloc = s->scanner->dataset->alloc;
+  sluice_scanner_close(s->scanner);
+  sl_free(alloc, s, sizeof *s);
+  stream->private_data = NULL;
+  stream->release = NULL;
+}
+
+int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream* out,
+                        struct sluice_error* error) {
+  if (out != NULL) out->release = NULL;
+  if (dataset == NULL || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_scan: NULL argument");
+  }
+  struct scan_stream* s = sl_calloc(dataset->alloc, 1, sizeof *s);
+  if (s == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", dataset->location);
+  }
+  int rc = sluice_scanner_open(dataset, &s->scanner, error);
+  if (rc != 0) {
+    sl_free(dataset->alloc, s, sizeof *s);
+    return rc;
+  }
+  out->get_schema = stream_get_schema;
+  out->get_next = stream_get_next;
+  out->get_last_error = stream_get_last_error;
+  out->release = stream_release;
+  out->private_data = s;
+  return 0;
+}
+
+/* ---- Writing ---------------------------------------------------------------- */
+
+int sluice_write(struct ArrowArrayStream* stream, const char* location,
+                 const struct sluice_write_options* options, struct sluice_error* error) {
+  if (stream == NULL || stream->release == NULL || location == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_write: NULL or released stream, or no location");
+  }
+  struct sluice_write_options defaults;
+  if (options == NULL) {
+    sluice_write_options_init(&defaults);
+    options = &defaults;
+  }
+  const struct sl_format_writer* writer = NULL;
+  char known[512];
+  if (options->format != NULL) {
+    writer = sl_format_writer_find(options->format);
+    if (writer == NULL) {
+      format_list_of(sl_format_writer_names(), known, sizeof known);
+      return sl_error_set(error, EINVAL, "%s: unknown output format '%s'; formats are: %s",
+                          location, options->format, known);
+    }
+  } else {
+    writer = sl_format_writer_for_path(location);
+    if (writer == NULL) {
+      format_list_of(sl_format_writer_names(), known, sizeof known);
+      return sl_error_set(error, EINVAL,
+                          "%s: cannot choose an output format from the name; "
+                          "name one of: %s",
+                          location, known);
+    }
+  }
+  const struct sluice_allocator* alloc =
+      options->allocator != NULL ? options->allocator : sluice_default_allocator();
+  struct sl_sink* sink = NULL;
+  SL_RETURN_NOT_OK(sl_sink_open(location, alloc, &sink, error));
+  struct sl_write_args args = {alloc, options->compression};
+  int rc = writer->write(stream, sink, &args, error);
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    return rc;
+  }
+  return sl_sink_commit(sink, error);
+}

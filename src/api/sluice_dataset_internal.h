@@ -1,0 +1,24 @@
+// Library-internal access to an opened dataset, for code that drives the scan
+// engine itself (e.g. parallel aggregates through sl_scan_args.on_batch).
+#ifndef SLUICE_DATASET_INTERNAL_H
+#define SLUICE_DATASET_INTERNAL_H
+
+#include "sluice.h"
+#include "../scan/sl_scan.h"
+
+/// Fills `args` with everything needed to scan `dataset` as its options say
+/// (format, reader, splits, projection, threads, budget, order, limit,
+/// allocator); on_batch and the test hooks are left empty. The pointers borrow
+/// from the dataset: keep it open, or hold a reference (sl_dataset_retain),
+/// until sl_scan_stop.
+void sl_dataset_scan_args(struct sluice_dataset* dataset, struct sl_scan_args* args);
+
+/// Reference counting of the dataset internals: sluice_dataset_close drops
+/// the handle's reference, scans hold their own.
+void sl_dataset_retain(struct sluice_dataset* dataset);
+void sl_dataset_release(struct sluice_dataset* dataset);
+
+/// The allocator the dataset was opened with (never NULL).
+const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset* dataset);
+
+#endif

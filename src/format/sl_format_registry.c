@@ -1,0 +1,157 @@
+// The format registry: which readers and writers are linked in, and how a
+// location picks one (magic bytes first, then the extension).
+#include "sl_format.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "avro/avro_reader.h"
+#include "csv/csv_reader.h"
+#include "ipc/ipc_reader.h"
+#include "ipc/ipc_writer.h"
+#include "text/text_writers.h"
+
+typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
+typedef const struct sl_format_writer* (*sl_writer_accessor)(void);
+
+// Each table ends with NULL (C has no empty arrays, and a format may be
+// unlinked while it is being written). Names below must follow the same order.
+static const sl_reader_accessor sl_reader_table[] = {
+    sl_ipc_file_reader,
+    sl_ipc_stream_reader,
+    sl_csv_reader,
+    sl_avro_reader,
+    NULL,
+};
+static const char* const sl_reader_name_table[] = {
+    "arrow",
+    "arrows",
+    "csv",
+    "avro",
+    NULL,
+};
+
+static const sl_writer_accessor sl_writer_table[] = {
+    sl_ipc_file_writer,
+    sl_ipc_stream_writer,
+    sl_csv_writer,
+    sl_jsonl_writer,
+    NULL,
+};
+static const char* const sl_writer_name_table[] = {
+    "arrow",
+    "arrows",
+    "csv",
+    "jsonl",
+    NULL,
+};
+
+const struct sl_format_reader* sl_format_reader_at(size_t i) {
+  size_t seen = 0;
+  for (const sl_reader_accessor* a = sl_reader_table; *a != NULL; ++a) {
+    const struct sl_format_reader* r = (*a)();
+    if (r == NULL) continue;
+    if (seen++ == i) return r;
+  }
+  return NULL;
+}
+
+const struct sl_format_writer* sl_format_writer_at(size_t i) {
+  size_t seen = 0;
+  for (const sl_writer_accessor* a = sl_writer_table; *a != NULL; ++a) {
+    const struct sl_format_writer* w = (*a)();
+    if (w == NULL) continue;
+    if (seen++ == i) return w;
+  }
+  return NULL;
+}
+
+const char* const* sl_format_reader_names(void) { return sl_reader_name_table; }
+const char* const* sl_format_writer_names(void) { return sl_writer_name_table; }
+
+const struct sl_format_reader* sl_format_reader_find(const char* name) {
+  if (name == NULL) return NULL;
+  const struct sl_format_reader* r;
+  for (size_t i = 0; (r = sl_format_reader_at(i)) != NULL; ++i) {
+    if (strcmp(r->name, name) == 0) return r;
+  }
+  return NULL;
+}
+
+const struct sl_format_writer* sl_format_writer_find(const char* name) {
+  if (name == NULL) return NULL;
+  const struct sl_format_writer* w;
+  for (size_t i = 0; (w = sl_format_writer_at(i)) != NULL; ++i) {
+    if (strcmp(w->name, name) == 0) return w;
+  }
+  return NULL;
+}
+
+static int ends_with_ci(const char* s, size_t len, const char* suffix) {
+  size_t n = strlen(suffix);
+  if (n == 0 || n > len) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (tolower((unsigned char)s[len - n + i]) != tolower((unsigned char)suffix[i])) return 0;
+  }
+  return 1;
+}
+
+/// Length of `location` once a compression suffix is looked through
+/// ("x.csv.gz" is a CSV file), and any URL query/fragment dropped.
+static size_t logical_length(const char* location) {
+  size_t len = strcspn(location, "?#");
+  static const char* const compression_suffixes[] = {".gz", ".gzip", ".zst", ".zstd",
+                                                     ".lz4", ".bz2", ".xz", ".snappy"};
+  for (size_t i = 0; i < sizeof compression_suffixes / sizeof compression_suffixes[0]; ++i) {
+    if (ends_with_ci(location, len, compression_suffixes[i])) {
+      return len - strlen(compression_suffixes[i]);
+    }
+  }
+  return len;
+}
+
+static int matches_extension(const char* const* extensions, const char* location, size_t len) {
+  if (extensions == NULL) return 0;
+  for (const char* const* e = extensions; *e != NULL; ++e) {
+    if (ends_with_ci(location, len, *e)) return 1;
+  }
+  return 0;
+}
+
+const struct sl_format_reader* sl_format_reader_detect(const char* location,
+                                                       const uint8_t* head, int64_t n) {
+  const struct sl_format_reader* best = NULL;
+  int best_score = 0;
+  const struct sl_format_reader* r;
+  if (head != NULL && n > 0) {
+    for (size_t i = 0; (r = sl_format_reader_at(i)) != NULL; ++i) {
+      int score = r->probe != NULL ? r->probe(head, n) : 0;
+      if (score > best_score) {
+        best = r;
+        best_score = score;
+      }
+    }
+  }
+  // Magic bytes are proof; a weaker guess (e.g. "looks like text") loses to
+  // what the file is called.
+  if (best_score >= 100) return best;
+  if (location != NULL) {
+    size_t len = logical_length(location);
+    for (size_t i = 0; (r = sl_format_reader_at(i)) != NULL; ++i) {
+      if (matches_extension(r->extensions, location, len)) return r;
+    }
+  }
+  return best;
+}
+
+const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
+  if (location == NULL) return NULL;
+  // No looking through ".gz" here: writers do not compress whole files, and
+  // writing plain CSV under a ".csv.gz" name would mislead every reader.
+  size_t len = strcspn(location, "?#");
+  const struct sl_format_writer* w;
+  for (size_t i = 0; (w = sl_format_writer_at(i)) != NULL; ++i) {
+    if (matches_extension(w->extensions, location, len)) return w;
+  }
+  return NULL;
+}

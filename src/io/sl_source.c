@@ -1,0 +1,91 @@
+// Location → source: picks the source kind from the location's scheme.
+#include "sl_source.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/sl_error.h"
+#include "sl_source_file.h"
+
+void sl_view_release(struct sl_view* view) {
+  if (view == NULL) return;
+  sl_ref_release(view->owner);
+  view->owner = NULL;
+  view->data = NULL;
+  view->size = 0;
+}
+
+static int has_prefix(const char* s, const char* prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int sl_source_open(const char* location, const struct sluice_allocator* alloc,
+                   struct sl_source** out, struct sluice_error* error) {
+  *out = NULL;
+  if (location == NULL || location[0] == '\0') {
+    return sl_error_set(error, EINVAL, "no location given (a path, \"-\" or a URL)");
+  }
+  if (strcmp(location, "-") == 0) {
+    return sl_fd_source_open(STDIN_FILENO, 0, "<stdin>", alloc, out, error);
+  }
+  if (has_prefix(location, "file://")) {
+    const char* path = location + strlen("file://");
+    if (path[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
+    return sl_file_source_open(path, location, alloc, out, error);
+  }
+  static const char* const remote_schemes[] = {"http://", "https://", "s3://"};
+  for (size_t i = 0; i < sizeof remote_schemes / sizeof remote_schemes[0]; ++i) {
+    if (has_prefix(location, remote_schemes[i])) {
+      return sl_error_set(error, ENOTSUP, "%s: %.*s sources are not supported yet", location,
+                          (int)(strlen(remote_schemes[i]) - 3), remote_schemes[i]);
+    }
+  }
+  const char* colon = strstr(location, "://");
+  if (colon != NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: unknown scheme '%.*s'", location,
+                        (int)(colon - location), location);
+  }
+  return sl_file_source_open(location, location, alloc, out, error);
+}
+
+int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,
+                      struct sl_view* out, struct sluice_error* error) {
+  if (source->ops->read_at == NULL) {
+    out->data = NULL;
+    out->size = 0;
+    out->owner = NULL;
+    return sl_error_set(error, ENOTSUP,
+                        "%s: ranged reads are not possible on a forward-only stream "
+                        "(offset %lld)",
+                        source->name, (long long)offset);
+  }
+  return source->ops->read_at(source, offset, length, out, error);
+}
+
+int sl_source_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                        struct sluice_error* error) {
+  return source->ops->read_next(source, length, out, error);
+}
+
+int sl_source_peek(struct sl_source* source, int64_t length, struct sl_view* out,
+                   struct sluice_error* error) {
+  if (source->ops->read_at != NULL) {
+    if (source->size >= 0 && length > source->size) length = source->size;
+    return source->ops->read_at(source, 0, length, out, error);
+  }
+  if (source->ops->peek != NULL) return source->ops->peek(source, length, out, error);
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  return sl_error_set(error, ENOTSUP, "%s: cannot look at the first bytes of this source",
+                      source->name);
+}
+
+void sl_source_drop(struct sl_source* source, int64_t offset, int64_t length) {
+  if (source != NULL && source->ops->drop != NULL) source->ops->drop(source, offset, length);
+}
+
+void sl_source_close(struct sl_source* source) {
+  if (source != NULL) source->ops->close(source);
+}

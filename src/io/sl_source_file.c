@@ -1,0 +1,426 @@
+// Local file sources. A regular file is mapped whole so that every view is a
+// pointer into the mapping (zero copies); the mapping lives as long as any
+// view (and so any array built on one) retains it. Pipes and devices cannot be
+// mapped or read at offsets: they are read forward in chunks.
+#include "sl_source_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+
+/// Forward reads of a pipe are done in blocks of at least this size, so that
+/// small reads share one allocation and one syscall.
+#define SL_STREAM_CHUNK ((int64_t)1 << 20)
+
+/// Views of zero bytes point here rather than at NULL, so that callers may
+/// memcmp/memcpy them without special cases.
+static const uint8_t sl_empty_bytes[1] = {0};
+
+const char* sl_errno_text(int errnum, char* buf, size_t cap) {
+  // The XSI strerror_r (we build with _POSIX_C_SOURCE, not _GNU_SOURCE):
+  // strerror() is not guaranteed thread-safe.
+  if (strerror_r(errnum, buf, cap) != 0) snprintf(buf, cap, "error %d", errnum);
+  return buf;
+}
+
+static int errno_error(struct sluice_error* error, int code, const char* name, const char* what,
+                       int errnum) {
+  char text[128];
+  return sl_error_set(error, code, "%s: %s: %s", name, what,
+                      sl_errno_text(errnum, text, sizeof text));
+}
+
+/* ---- Mapped regular files ------------------------------------------------ */
+
+struct sl_mapping {
+  struct sl_ref ref;  // first: the ref pointer is the struct pointer
+  const struct sluice_allocator* alloc;
+  void* addr;
+  size_t length;
+};
+
+static void mapping_destroy(struct sl_ref* ref) {
+  struct sl_mapping* m = (struct sl_mapping*)ref;
+  munmap(m->addr, m->length);
+  sl_free(m->alloc, m, sizeof *m);
+}
+
+/// A view of a large range of the mapping. When the last array built on it is
+/// released, its pages are dropped from the process (MADV_DONTNEED): a scan of
+/// a file much larger than memory then keeps only the batches in flight
+/// resident, not every page it ever touched. Dropping is always safe, even if
+/// another view still covers those pages: the mapping is read-only, so a later
+/// access simply faults the same bytes back in from the page cache.
+struct sl_range_ref {
+  struct sl_ref ref;  // first
+  struct sl_mapping* mapping;
+  size_t offset;
+  size_t length;
+};
+
+/// Views at least this large get their own range ref (one small allocation,
+/// negligible next to the bytes it covers); smaller ones share the mapping's.
+#define SL_RANGE_REF_MIN ((int64_t)256 << 10)
+
+/// Drops the pages wholly inside [offset, offset + length) of the mapping
+/// (the neighbours may belong to views still in use).
+static void mapping_drop(struct sl_mapping* m, size_t offset, size_t length) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || offset >= m->length) return;
+  if (length > m->length - offset) length = m->length - offset;
+  size_t p = (size_t)page;
+  uintptr_t start = (uintptr_t)m->addr + offset;
+  uintptr_t end = start + length;
+  uintptr_t first = (start + p - 1) / p * p;
+  uintptr_t last = end / p * p;
+  if (last > first) madvise((void*)first, last - first, MADV_DONTNEED);
+}
+
+static void range_ref_destroy(struct sl_ref* ref) {
+  struct sl_range_ref* r = (struct sl_range_ref*)ref;
+  struct sl_mapping* m = r->mapping;
+  mapping_drop(m, r->offset, r->length);
+  sl_free(m->alloc, r, sizeof *r);
+  sl_ref_release(&m->ref);
+}
+
+struct sl_file_source {
+  struct sl_source base;  // first
+  const uint8_t* data;    // the mapping, or sl_empty_bytes for an empty file
+  int64_t cursor;         // read_next position
+};
+
+static int file_read_at(struct sl_source* source, int64_t offset, int64_t length,
+                        struct sl_view* out, struct sluice_error* error) {
+  struct sl_file_source* f = (struct sl_file_source*)source;
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset) {
+    return sl_error_set(error, EIO,
+                        "%s: read of %lld bytes at offset %lld is past the end (size %lld)",
+                        source->name, (long long)length, (long long)offset,
+                        (long long)source->size);
+  }
+  out->data = length == 0 ? sl_empty_bytes : f->data + offset;
+  out->size = length;
+  if (length >= SL_RANGE_REF_MIN) {
+    struct sl_range_ref* r = sl_alloc(source->alloc, sizeof *r);
+    if (r != NULL) {
+      sl_ref_init(&r->ref, range_ref_destroy);
+      r->mapping = (struct sl_mapping*)sl_ref_retain(source->owner);
+      r->offset = (size_t)offset;
+      r->length = (size_t)length;
+      out->owner = &r->ref;
+      return 0;
+    }
+    // Out of memory for the bookkeeping only: the plain mapping ref will do.
+  }
+  out->owner = sl_ref_retain(source->owner);
+  return 0;
+}
+
+static int file_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                          struct sluice_error* error) {
+  struct sl_file_source* f = (struct sl_file_source*)source;
+  if (length < 0) {
+    return sl_error_set(error, EINVAL, "%s: negative read length %lld", source->name,
+                        (long long)length);
+  }
+  int64_t left = source->size - f->cursor;
+  int64_t n = length < left ? length : left;
+  int rc = file_read_at(source, f->cursor, n, out, error);
+  if (rc == 0) f->cursor += n;
+  return rc;
+}
+
+static void file_drop(struct sl_source* source, int64_t offset, int64_t length) {
+  if (source->owner == NULL || offset < 0 || length <= 0) return;
+  mapping_drop((struct sl_mapping*)source->owner, (size_t)offset, (size_t)length);
+}
+
+static void file_close(struct sl_source* source) {
+  const struct sluice_allocator* alloc = source->alloc;
+  sl_ref_release(source->owner);
+  sl_free(alloc, source->name, strlen(source->name) + 1);
+  sl_free(alloc, source, sizeof(struct sl_file_source));
+}
+
+static const struct sl_source_ops sl_file_source_ops = {
+    .read_at = file_read_at,
+    .read_next = file_read_next,
+    .close = file_close,
+    .peek = NULL,
+    .drop = file_drop,
+};
+
+static int map_regular_file(int fd, int64_t size, const char* name,
+                            const struct sluice_allocator* alloc, struct sl_source** out,
+                            struct sluice_error* error) {
+  struct sl_file_source* f = sl_calloc(alloc, 1, sizeof *f);
+  char* name_copy = sl_strdup(alloc, name);
+  struct sl_mapping* m = size > 0 ? sl_alloc(alloc, sizeof *m) : NULL;
+  if (f == NULL || name_copy == NULL || (size > 0 && m == NULL)) {
+    sl_free(alloc, f, sizeof *f);
+    if (name_copy != NULL) sl_free(alloc, name_copy, strlen(name_copy) + 1);
+    sl_free(alloc, m, sizeof *m);
+    return sl_error_set(error, ENOMEM, "%s: out of memory opening the file", name);
+  }
+  f->data = sl_empty_bytes;
+  if (size > 0) {
+    if ((uint64_t)size > SIZE_MAX) {
+      sl_free(alloc, f, sizeof *f);
+      sl_free(alloc, name_copy, strlen(name_copy) + 1);
+      sl_free(alloc, m, sizeof *m);
+      return sl_error_set(error, EFBIG, "%s: file too large to map (%lld bytes)", name,
+                          (long long)size);
+    }
+    void* addr = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      int e = errno;
+      sl_free(alloc, f, sizeof *f);
+      sl_free(alloc, name_copy, strlen(name_copy) + 1);
+      sl_free(alloc, m, sizeof *m);
+      return errno_error(error, EIO, name, "cannot map the file", e);
+    }
+    sl_ref_init(&m->ref, mapping_destroy);
+    m->alloc = alloc;
+    m->addr = addr;
+    m->length = (size_t)size;
+    f->data = addr;
+    f->base.owner = &m->ref;
+  }
+  f->base.ops = &sl_file_source_ops;
+  f->base.name = name_copy;
+  f->base.size = size;
+  f->base.alloc = alloc;
+  f->cursor = 0;
+  *out = &f->base;
+  return 0;
+}
+
+/* ---- Forward-only descriptors -------------------------------------------- */
+
+struct sl_fd_source {
+  struct sl_source base;  // first
+  int fd;
+  int owns_fd;
+  int eof;
+  struct sl_ref* block_ref;  // our reference on the current block (views add theirs)
+  uint8_t* block;
+  int64_t block_cap;
+  int64_t start;  // first unconsumed byte in block
+  int64_t end;    // bytes of block filled from the descriptor
+  int64_t consumed;  // bytes handed out by read_next so far
+};
+
+/// Makes at least `need` unconsumed bytes contiguous in the current block,
+/// unless the data ends first. Consumed bytes stay in old blocks for as long as
+/// views retain them.
+static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* error) {
+  if (s->end - s->start >= need || s->eof) return 0;
+  if (s->block_cap - s->start < need) {
+    int64_t cap = need > SL_STREAM_CHUNK ? need : SL_STREAM_CHUNK;
+    uint8_t* block = sl_alloc_buffer(s->base.alloc, (size_t)cap);
+    if (block == NULL) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte read buffer",
+                          s->base.name, (long long)cap);
+    }
+    struct sl_ref* ref = sl_ref_wrap_buffer(s->base.alloc, block, (size_t)cap);
+    if (ref == NULL) {
+      sl_free_buffer(s->base.alloc, block, (size_t)cap);
+      return sl_error_set(error, ENOMEM, "%s: out of memory for a read buffer", s->base.name);
+    }
+    int64_t kept = s->end - s->start;
+    if (kept > 0) memcpy(block, s->block + s->start, (size_t)kept);
+    sl_ref_release(s->block_ref);
+    s->block_ref = ref;
+    s->block = block;
+    s->block_cap = cap;
+    s->start = 0;
+    s->end = kept;
+  }
+  while (s->end - s->start < need) {
+    ssize_t r = read(s->fd, s->block + s->end, (size_t)(s->block_cap - s->end));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno_error(error, EIO, s->base.name, "read failed", errno);
+    }
+    if (r == 0) {
+      s->eof = 1;
+      break;
+    }
+    s->end += r;
+  }
+  return 0;
+}
+
+static int fd_view(struct sl_fd_source* s, int64_t length, int consume, struct sl_view* out,
+                   struct sluice_error* error) {
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  if (length < 0) {
+    return sl_error_set(error, EINVAL, "%s: negative read length %lld", s->base.name,
+                        (long long)length);
+  }
+  int rc = fd_fill(s, length, error);
+  if (rc != 0) return rc;
+  int64_t avail = s->end - s->start;
+  int64_t n = length < avail ? length : avail;
+  if (n == 0) {
+    out->data = sl_empty_bytes;
+    return 0;
+  }
+  out->data = s->block + s->start;
+  out->size = n;
+  out->owner = sl_ref_retain(s->block_ref);
+  if (consume) {
+    s->start += n;
+    s->consumed += n;
+  }
+  return 0;
+}
+
+static int fd_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                        struct sluice_error* error) {
+  return fd_view((struct sl_fd_source*)source, length, 1, out, error);
+}
+
+static int fd_peek(struct sl_source* source, int64_t length, struct sl_view* out,
+                   struct sluice_error* error) {
+  return fd_view((struct sl_fd_source*)source, length, 0, out, error);
+}
+
+static void fd_close(struct sl_source* source) {
+  struct sl_fd_source* s = (struct sl_fd_source*)source;
+  const struct sluice_allocator* alloc = source->alloc;
+  sl_ref_release(s->block_ref);
+  if (s->owns_fd) close(s->fd);
+  sl_free(alloc, source->name, strlen(source->name) + 1);
+  sl_free(alloc, s, sizeof *s);
+}
+
+static const struct sl_source_ops sl_fd_source_ops = {
+    .read_at = NULL,
+    .read_next = fd_read_next,
+    .close = fd_close,
+    .peek = fd_peek,
+    .drop = NULL,
+};
+
+int sl_fd_source_open(int fd, int owns_fd, const char* name,
+                      const struct sluice_allocator* alloc, struct sl_source** out,
+                      struct sluice_error* error) {
+  struct sl_fd_source* s = sl_calloc(alloc, 1, sizeof *s);
+  char* name_copy = sl_strdup(alloc, name);
+  if (s == NULL || name_copy == NULL) {
+    sl_free(alloc, s, sizeof *s);
+    if (name_copy != NULL) sl_free(alloc, name_copy, strlen(name_copy) + 1);
+    if (owns_fd) close(fd);
+    return sl_error_set(error, ENOMEM, "%s: out of memory opening the stream", name);
+  }
+  s->base.ops = &sl_fd_source_ops;
+  s->base.name = name_copy;
+  s->base.size = -1;
+  s->base.alloc = alloc;
+  s->base.owner = NULL;
+  s->fd = fd;
+  s->owns_fd = owns_fd;
+  *out = &s->base;
+  return 0;
+}
+
+int sl_file_source_open(const char* path, const char* name,
+                        const struct sluice_allocator* alloc, struct sl_source** out,
+                        struct sluice_error* error) {
+  int fd;
+  do {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    int e = errno;
+    return errno_error(error, e == ENOENT || e == EACCES ? e : EIO, name, "cannot open", e);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return errno_error(error, EIO, name, "cannot stat", e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return sl_error_set(error, EISDIR, "%s: is a directory, not a file", name);
+  }
+  if (!S_ISREG(st.st_mode)) return sl_fd_source_open(fd, 1, name, alloc, out, error);
+  int rc = map_regular_file(fd, (int64_t)st.st_size, name, alloc, out, error);
+  // The mapping keeps the file's pages reachable; the descriptor is not needed.
+  close(fd);
+  return rc;
+}
+
+/* ---- Spooling a stream to a temporary file -------------------------------- */
+
+int sl_source_untouched(const struct sl_source* source) {
+  if (source->ops != &sl_fd_source_ops) return 0;
+  return ((const struct sl_fd_source*)source)->consumed == 0;
+}
+
+int sl_source_spool(struct sl_source* forward, struct sl_source** out,
+                    struct sluice_error* error) {
+  *out = NULL;
+  const char* dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  char path[4096];
+  int n = snprintf(path, sizeof path, "%s/sluice-spool-XXXXXX", dir);
+  if (n < 0 || (size_t)n >= sizeof path) {
+    return sl_error_set(error, ENAMETOOLONG, "%s: temporary directory name too long",
+                        forward->name);
+  }
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    return errno_error(error, EIO, forward->name, "cannot create a temporary file to spool into",
+                       errno);
+  }
+  // Nobody else needs the name; the data lives until the mapping goes.
+  unlink(path);
+  int rc = 0;
+  for (;;) {
+    struct sl_view v;
+    rc = sl_source_read_next(forward, SL_STREAM_CHUNK, &v, error);
+    if (rc != 0) break;
+    if (v.size == 0) {
+      sl_view_release(&v);
+      break;
+    }
+    const uint8_t* p = v.data;
+    int64_t left = v.size;
+    while (left > 0 && rc == 0) {
+      ssize_t w = write(fd, p, (size_t)left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        rc = errno_error(error, EIO, forward->name, "cannot spool to a temporary file", errno);
+        break;
+      }
+      p += w;
+      left -= w;
+    }
+    sl_view_release(&v);
+    if (rc != 0) break;
+  }
+  struct stat st;
+  if (rc == 0 && fstat(fd, &st) != 0) {
+    rc = errno_error(error, EIO, forward->name, "cannot stat the spooled data", errno);
+  }
+  if (rc == 0) rc = map_regular_file(fd, (int64_t)st.st_size, forward->name, forward->alloc, out, error);
+  close(fd);
+  return rc;
+}

@@ -1,0 +1,35 @@
+// Local sources: a regular file mapped whole, or a forward-only descriptor
+// (pipe, terminal, /dev/stdin) read in chunks.
+#ifndef SL_SOURCE_FILE_H
+#define SL_SOURCE_FILE_H
+
+#include "sl_source.h"
+
+/// Opens a local path. Regular files are mmap'd (ranged reads); anything else
+/// that can be read (FIFOs, character devices) becomes a forward-only source.
+/// `name` is what error messages call the object (the location as written).
+int sl_file_source_open(const char* path, const char* name,
+                        const struct sluice_allocator* alloc, struct sl_source** out,
+                        struct sluice_error* error);
+
+/// A forward-only source over an open descriptor. With `owns_fd` the
+/// descriptor is closed with the source (standard input is not).
+int sl_fd_source_open(int fd, int owns_fd, const char* name,
+                      const struct sluice_allocator* alloc, struct sl_source** out,
+                      struct sluice_error* error);
+
+/// Whether `source` is a forward-only source from which nothing was read yet
+/// (peeking does not count).
+int sl_source_untouched(const struct sl_source* source);
+
+/// Copies the rest of a forward-only source into an unlinked temporary file
+/// ($TMPDIR or /tmp) and opens that as a mapped source with ranged reads, for
+/// formats that need random access (footers) when reading a pipe. `forward`
+/// is read to its end but not closed.
+int sl_source_spool(struct sl_source* forward, struct sl_source** out,
+                    struct sluice_error* error);
+
+/// Thread-safe strerror into `buf`; returns `buf`.
+const char* sl_errno_text(int errnum, char* buf, size_t cap);
+
+#endif

@@ -1,0 +1,542 @@
+// The scan engine. Workers take splits in plan order from a shared counter,
+// decode them batch by batch under a memory budget, and queue the batches;
+// the consumer takes them in plan order (one queue per split, the head split
+// first) or as they complete (one completion queue).
+//
+// Budget accounting: a worker reserves an estimate before decoding a batch
+// (its split's est_bytes, else the size of the split's previous batch), then
+// swaps the reservation for the batch's real size. Bytes leave the budget when
+// sl_scan_next hands the batch to the consumer.
+//
+// Deadlock avoidance (ordered mode): the consumer can only take batches of the
+// head split, so if later splits filled the budget the head could never run.
+// Hence the head may always decode when nothing of it is queued, and other
+// splits leave the head's estimate free.
+#include "sl_scan.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_array.h"
+#include "../core/sl_error.h"
+
+#define SL_DEFAULT_BUDGET ((int64_t)256 << 20)
+/// More threads than this buys nothing but stacks.
+#define SL_MAX_THREADS 256
+
+struct sl_scan_item {
+  struct ArrowArray array;
+  int64_t split;
+  int64_t batch;
+  int64_t bytes;
+  struct sl_scan_item* next;
+};
+
+struct sl_split_slot {
+  struct sl_scan_item* head;  // ordered mode: this split's queued batches
+  struct sl_scan_item* tail;
+  int64_t last_bytes;         // size of its latest batch (the next estimate)
+  int64_t queued_rows;        // ordered mode: rows of its queued batches
+  int finished;               // its worker saw the end of the split (or was cut)
+};
+
+struct sl_scan {
+  const struct sluice_allocator* alloc;
+  const struct sl_format_reader* format;
+  void* reader;
+  struct sl_split* splits;
+  int64_t n_splits;
+  int64_t* columns;
+  int64_t n_columns;
+  struct ArrowSchema schema;  // projected schema, for byte accounting (may be released)
+  int ordered;
+  int64_t limit;
+  int64_t budget;
+  int (*on_batch)(void* ctx, const struct ArrowArray* batch, struct sluice_error* error);
+  void* on_batch_ctx;
+  int64_t slow_split;
+  int64_t slow_split_delay_us;
+
+  pthread_mutex_t mutex;
+  pthread_cond_t work_cv;   // workers wait here: budget freed, head moved, stop
+  pthread_cond_t ready_cv;  // the consumer waits here: batch queued, split done, error
+  pthread_t* threads;
+  int n_threads;
+
+  // Everything below is guarded by `mutex`.
+  int64_t next_split;
+  int64_t head;  // ordered: lowest split not yet fully delivered
+  struct sl_split_slot* slots;
+  struct sl_scan_item* done_head;  // unordered: completion queue
+  struct sl_scan_item* done_tail;
+  int64_t splits_finished;
+  int64_t in_flight;
+  int64_t peak_in_flight;
+  int64_t rows_delivered;
+  int64_t queued_rows;  // rows decoded but not yet delivered, all splits
+  int limit_covered;    // rows already decoded fill the limit: decode no more
+  int stop;   // workers must quit (limit reached, error, sl_scan_stop)
+  int ended;  // the consumer has seen (or will see) the end
+  int error_code;
+  struct sluice_error error;
+};
+
+static void release_item(const struct sluice_allocator* alloc, struct sl_scan_item* item) {
+  if (item->array.release != NULL) item->array.release(&item->array);
+  sl_free(alloc, item, sizeof *item);
+}
+
+/// Records the first error and stops everyone. Caller holds the mutex.
+static void fail_locked(struct sl_scan* scan, int code, const struct sluice_error* error,
+                        int64_t split) {
+  // After the consumer has its end (limit reached), later splits' errors are
+  // about rows nobody asked for.
+  if (scan->error_code != 0 || scan->ended) return;
+  scan->error_code = code;
+  if (error != NULL && error->message[0] != '\0') {
+    memcpy(&scan->error, error, sizeof scan->error);
+  } else {
+    sl_error_set(&scan->error, code, "split %lld failed with error %d", (long long)split, code);
+  }
+  scan->error.code = code;
+  scan->stop = 1;
+  pthread_cond_broadcast(&scan->work_cv);
+  pthread_cond_broadcast(&scan->ready_cv);
+}
+
+static void fail(struct sl_scan* scan, int code, const struct sluice_error* error,
+                 int64_t split) {
+  pthread_mutex_lock(&scan->mutex);
+  fail_locked(scan, code, error, split);
+  pthread_mutex_unlock(&scan->mutex);
+}
+
+static int64_t estimate_locked(const struct sl_scan* scan, int64_t split) {
+  int64_t est = scan->splits[split].est_bytes;
+  return est > 0 ? est : scan->slots[split].last_bytes;
+}
+
+static void note_peak_locked(struct sl_scan* scan) {
+  if (scan->in_flight > scan->peak_in_flight) scan->peak_in_flight = scan->in_flight;
+}
+
+/// Whether split `s` may reserve `est` bytes now. Caller holds the mutex.
+static int may_reserve_locked(const struct sl_scan* scan, int64_t s, int64_t est) {
+  // Nothing in flight: waiting could only wait forever (a batch bigger than
+  // the whole budget still has to pass).
+  if (scan->in_flight == 0) return 1;
+  if (!scan->ordered) return scan->in_flight + est <= scan->budget;
+  if (s == scan->head) {
+    return scan->slots[s].head == NULL || scan->in_flight + est <= scan->budget;
+  }
+  int64_t head_room = scan->head < scan->n_splits ? estimate_locked(scan, scan->head) : 0;
+  return scan->in_flight + est + head_room <= scan->budget;
+}
+
+/// Whether rows already decoded are sure to fill the limit before anything
+/// split `s` decodes next could be delivered, so that decoding more is waste.
+/// Caller holds the mutex.
+static int limit_covered_locked(const struct sl_scan* scan, int64_t s) {
+  // Not short-cut by limit_covered: covering the limit before split s says
+  // nothing about splits before s, whose rows are still needed.
+  if (scan->limit < 0) return 0;
+  int64_t rows = scan->rows_delivered;
+  if (!scan->ordered) return rows + scan->queued_rows >= scan->limit;
+  // In plan order, only splits up to `s` come before its next batch.
+  for (int64_t j = scan->head; j <= s && rows < scan->limit; ++j) {
+    rows += scan->slots[j].queued_rows;
+  }
+  return rows >= scan->limit;
+}
+
+/// Stops decoding for good once the limit is covered: the splits nobody took
+/// yet count as finished, so that the end is still detected. Caller holds the
+/// mutex.
+static void cover_limit_locked(struct sl_scan* scan) {
+  if (scan->limit_covered) return;
+  scan->limit_covered = 1;
+  for (int64_t j = scan->next_split; j < scan->n_splits; ++j) scan->slots[j].finished = 1;
+  scan->splits_finished += scan->n_splits - scan->next_split;
+  scan->next_split = scan->n_splits;
+  pthread_cond_broadcast(&scan->work_cv);
+  pthread_cond_broadcast(&scan->ready_cv);
+}
+
+static void sleep_us(int64_t us) {
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/// Decodes one batch (already reserved): reads, projects, measures, runs the
+/// hook. On success `*item` holds the batch; at the end of the split 0 with
+/// *item == NULL.
+static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_t s, int64_t b,
+                        struct sl_scan_item** item, struct sluice_error* error) {
+  *item = NULL;
+  struct ArrowArray raw;
+  memset(&raw, 0, sizeof raw);
+  int rc = scan->format->split_next(state, &raw, error);
+  if (rc != 0) {
+    if (raw.release != NULL) raw.release(&raw);
+    return rc;
+  }
+  if (raw.release == NULL) return 0;
+  struct sl_scan_item* it = sl_alloc(scan->alloc, sizeof *it);
+  if (it == NULL) {
+    raw.release(&raw);
+    return sl_error_set(error, ENOMEM, "scan: out of memory queueing batch %lld of split %lld",
+                        (long long)b, (long long)s);
+  }
+  memset(it, 0, sizeof *it);
+  if (!projected && scan->columns != NULL) {
+    rc = sl_array_project(&raw, scan->columns, scan->n_columns, scan->alloc, &it->array, error);
+    if (rc != 0) {
+      if (raw.release != NULL) raw.release(&raw);
+      sl_free(scan->alloc, it, sizeof *it);
+      return rc;
+    }
+  } else {
+    sl_array_move(&raw, &it->array);
+  }
+  it->split = s;
+  it->batch = b;
+  it->bytes = scan->schema.release != NULL ? sl_array_byte_size(&scan->schema, &it->array) : 0;
+  if (it->bytes < 0) it->bytes = 0;
+  if (scan->on_batch != NULL) {
+    rc = scan->on_batch(scan->on_batch_ctx, &it->array, error);
+    if (rc != 0) {
+      release_item(scan->alloc, it);
+      return rc;
+    }
+  }
+  *item = it;
+  return 0;
+}
+
+static void run_split(struct sl_scan* scan, int64_t s) {
+  struct sluice_error error;
+  sl_error_clear(&error);
+  if (s == scan->slow_split && scan->slow_split_delay_us > 0) sleep_us(scan->slow_split_delay_us);
+  void* state = NULL;
+  int projected = 0;
+  int rc = scan->format->split_open(scan->reader, &scan->splits[s], scan->columns,
+                                    scan->n_columns, &state, &projected, &error);
+  if (rc != 0) {
+    fail(scan, rc, &error, s);
+    return;
+  }
+  for (int64_t b = 0;; ++b) {
+    pthread_mutex_lock(&scan->mutex);
+    int64_t est = estimate_locked(scan, s);
+    int covered = 0;
+    while (!scan->stop && !(covered = limit_covered_locked(scan, s)) &&
+           !may_reserve_locked(scan, s, est)) {
+      pthread_cond_wait(&scan->work_cv, &scan->mutex);
+      est = estimate_locked(scan, s);
+    }
+    if (covered && !scan->stop) {
+      // The rest of this split (and every later one) would be cut anyway.
+      struct sl_split_slot* slot = &scan->slots[s];
+      slot->finished = 1;
+      scan->splits_finished++;
+      cover_limit_locked(scan);
+    }
+    if (scan->stop || covered) {
+      pthread_mutex_unlock(&scan->mutex);
+      break;
+    }
+    scan->in_flight += est;
+    note_peak_locked(scan);
+    pthread_mutex_unlock(&scan->mutex);
+
+    struct sl_scan_item* item = NULL;
+    rc = decode_batch(scan, state, projected, s, b, &item, &error);
+
+    pthread_mutex_lock(&scan->mutex);
+    scan->in_flight -= est;
+    // Whatever comes next (a batch of another size, the end of the split), the
+    // reservation is gone: workers waiting for room must look again.
+    if (est > 0) pthread_cond_broadcast(&scan->work_cv);
+    if (rc != 0) {
+      fail_locked(scan, rc, &error, s);
+      pthread_mutex_unlock(&scan->mutex);
+      break;
+    }
+    struct sl_split_slot* slot = &scan->slots[s];
+    if (item == NULL) {
+      slot->finished = 1;
+      scan->splits_finished++;
+      pthread_cond_broadcast(&scan->ready_cv);
+      pthread_mutex_unlock(&scan->mutex);
+      break;
+    }
+    if (scan->stop) {
+      pthread_mutex_unlock(&scan->mutex);
+      release_item(scan->alloc, item);
+      break;
+    }
+    scan->in_flight += item->bytes;
+    note_peak_locked(scan);
+    slot->last_bytes = item->bytes;
+    slot->queued_rows += item->array.length;
+    scan->queued_rows += item->array.length;
+    struct sl_scan_item** head = scan->ordered ? &slot->head : &scan->done_head;
+    struct sl_scan_item** tail = scan->ordered ? &slot->tail : &scan->done_tail;
+    if (*tail != NULL) {
+      (*tail)->next = item;
+    } else {
+      *head = item;
+    }
+    *tail = item;
+    pthread_cond_broadcast(&scan->ready_cv);
+    pthread_mutex_unlock(&scan->mutex);
+  }
+  scan->format->split_close(state);
+}
+
+static void* worker_main(void* arg) {
+  struct sl_scan* scan = arg;
+  pthread_mutex_lock(&scan->mutex);
+  while (!scan->stop && scan->next_split < scan->n_splits) {
+    int64_t s = scan->next_split++;
+    pthread_mutex_unlock(&scan->mutex);
+    run_split(scan, s);
+    pthread_mutex_lock(&scan->mutex);
+  }
+  pthread_mutex_unlock(&scan->mutex);
+  return NULL;
+}
+
+static void scan_free(struct sl_scan* scan) {
+  const struct sluice_allocator* alloc = scan->alloc;
+  if (scan->slots != NULL) {
+    for (int64_t s = 0; s < scan->n_splits; ++s) {
+      for (struct sl_scan_item *it = scan->slots[s].head, *next; it != NULL; it = next) {
+        next = it->next;
+        release_item(alloc, it);
+      }
+    }
+  }
+  for (struct sl_scan_item *it = scan->done_head, *next; it != NULL; it = next) {
+    next = it->next;
+    release_item(alloc, it);
+  }
+  if (scan->schema.release != NULL) scan->schema.release(&scan->schema);
+  sl_free(alloc, scan->slots, (size_t)scan->n_splits * sizeof *scan->slots);
+  sl_free(alloc, scan->splits, (size_t)scan->n_splits * sizeof *scan->splits);
+  sl_free(alloc, scan->columns, (size_t)scan->n_columns * sizeof *scan->columns);
+  sl_free(alloc, scan->threads, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
+  pthread_cond_destroy(&scan->ready_cv);
+  pthread_cond_destroy(&scan->work_cv);
+  pthread_mutex_destroy(&scan->mutex);
+  sl_free(alloc, scan, sizeof *scan);
+}
+
+static int thread_count(int wanted, int64_t n_splits) {
+  long n = wanted > 0 ? wanted : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > SL_MAX_THREADS) n = SL_MAX_THREADS;
+  if (n > n_splits) n = (long)n_splits;
+  return (int)n;
+}
+
+/// Starts the workers with every signal blocked, so that signals (SIGINT,
+/// SIGPIPE) keep going to the application's own threads.
+static int start_threads(struct sl_scan* scan, int n, struct sluice_error* error) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0;
+  for (int i = 0; i < n; ++i) {
+    rc = pthread_create(&scan->threads[i], NULL, worker_main, scan);
+    if (rc != 0) break;
+    scan->n_threads++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0 && scan->n_threads == 0) {
+    return sl_error_set(error, rc == EAGAIN ? EAGAIN : ENOMEM,
+                        "scan: cannot start a worker thread (error %d)", rc);
+  }
+  // Fewer threads than asked still scan everything.
+  return 0;
+}
+
+int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
+                  struct sluice_error* error) {
+  *out = NULL;
+  const struct sluice_allocator* alloc = args->alloc;
+  if (args->format == NULL || args->n_splits < 0 || args->n_columns < 0 ||
+      (args->n_splits > 0 && args->splits == NULL)) {
+    return sl_error_set(error, EINVAL, "scan: invalid arguments");
+  }
+  struct sl_scan* scan = sl_calloc(alloc, 1, sizeof *scan);
+  if (scan == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory");
+  scan->alloc = alloc;
+  scan->format = args->format;
+  scan->reader = args->reader;
+  scan->n_splits = args->n_splits;
+  scan->ordered = args->ordered;
+  scan->limit = args->limit;
+  scan->budget = args->memory_budget > 0 ? args->memory_budget : SL_DEFAULT_BUDGET;
+  scan->on_batch = args->on_batch;
+  scan->on_batch_ctx = args->on_batch_ctx;
+  scan->slow_split = args->slow_split;
+  scan->slow_split_delay_us = args->slow_split_delay_us;
+  if (pthread_mutex_init(&scan->mutex, NULL) != 0) {
+    sl_free(alloc, scan, sizeof *scan);
+    return sl_error_set(error, ENOMEM, "scan: cannot create a mutex");
+  }
+  if (pthread_cond_init(&scan->work_cv, NULL) != 0) {
+    pthread_mutex_destroy(&scan->mutex);
+    sl_free(alloc, scan, sizeof *scan);
+    return sl_error_set(error, ENOMEM, "scan: cannot create a condition variable");
+  }
+  if (pthread_cond_init(&scan->ready_cv, NULL) != 0) {
+    pthread_cond_destroy(&scan->work_cv);
+    pthread_mutex_destroy(&scan->mutex);
+    sl_free(alloc, scan, sizeof *scan);
+    return sl_error_set(error, ENOMEM, "scan: cannot create a condition variable");
+  }
+
+  size_t n = (size_t)args->n_splits;
+  scan->splits = sl_alloc(alloc, n * sizeof *scan->splits);
+  scan->slots = sl_calloc(alloc, n, sizeof *scan->slots);
+  scan->threads = sl_alloc(alloc, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
+  if (args->columns != NULL) {
+    scan->n_columns = args->n_columns;
+    scan->columns = sl_alloc(alloc, (size_t)args->n_columns * sizeof *scan->columns);
+  }
+  if (scan->splits == NULL || scan->slots == NULL || scan->threads == NULL ||
+      (args->columns != NULL && scan->columns == NULL)) {
+    scan_free(scan);
+    return sl_error_set(error, ENOMEM, "scan: out of memory planning %lld splits",
+                        (long long)args->n_splits);
+  }
+  if (n > 0) memcpy(scan->splits, args->splits, n * sizeof *scan->splits);
+  if (scan->columns != NULL && scan->n_columns > 0) {
+    memcpy(scan->columns, args->columns, (size_t)scan->n_columns * sizeof *scan->columns);
+  }
+  if (args->schema != NULL) {
+    int rc = args->columns != NULL
+                 ? sl_schema_project(args->schema, args->columns, args->n_columns, alloc,
+                                     &scan->schema, error)
+                 : sl_schema_copy(args->schema, alloc, &scan->schema, error);
+    if (rc != 0) {
+      scan_free(scan);
+      return rc;
+    }
+  }
+
+  if (scan->n_splits == 0 || scan->limit == 0) {
+    scan->ended = 1;
+    *out = scan;
+    return 0;
+  }
+  int rc = start_threads(scan, thread_count(args->threads, scan->n_splits), error);
+  if (rc != 0) {
+    scan_free(scan);
+    return rc;
+  }
+  *out = scan;
+  return 0;
+}
+
+/// Takes the next deliverable item, or NULL at the end / on error. Caller
+/// holds the mutex; may wait on ready_cv.
+static struct sl_scan_item* take_locked(struct sl_scan* scan) {
+  for (;;) {
+    if (scan->ended || scan->error_code != 0) return NULL;
+    struct sl_scan_item* item = NULL;
+    if (scan->ordered) {
+      if (scan->head >= scan->n_splits) {
+        scan->ended = 1;
+        continue;
+      }
+      struct sl_split_slot* slot = &scan->slots[scan->head];
+      if (slot->head != NULL) {
+        item = slot->head;
+        slot->head = item->next;
+        if (slot->head == NULL) slot->tail = NULL;
+      } else if (slot->finished) {
+        scan->head++;
+        // A new head may decode past the budget: let it know.
+        pthread_cond_broadcast(&scan->work_cv);
+        continue;
+      }
+    } else if (scan->done_head != NULL) {
+      item = scan->done_head;
+      scan->done_head = item->next;
+      if (scan->done_head == NULL) scan->done_tail = NULL;
+    } else if (scan->splits_finished == scan->n_splits) {
+      scan->ended = 1;
+      continue;
+    }
+    if (item != NULL) return item;
+    pthread_cond_wait(&scan->ready_cv, &scan->mutex);
+  }
+}
+
+int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_batch_tag* tag,
+                 struct sluice_error* error) {
+  out->release = NULL;
+  pthread_mutex_lock(&scan->mutex);
+  struct sl_scan_item* item = take_locked(scan);
+  if (item == NULL) {
+    int code = scan->ended ? 0 : scan->error_code;
+    if (code != 0 && error != NULL) memcpy(error, &scan->error, sizeof *error);
+    pthread_mutex_unlock(&scan->mutex);
+    return code;
+  }
+  scan->in_flight -= item->bytes;
+  scan->slots[item->split].queued_rows -= item->array.length;
+  scan->queued_rows -= item->array.length;
+  pthread_cond_broadcast(&scan->work_cv);
+  if (scan->limit >= 0) {
+    int64_t remaining = scan->limit - scan->rows_delivered;
+    if (item->array.length >= remaining) {
+      // A struct array may be shorter than its children: cutting the top
+      // level is a valid slice without touching any buffer.
+      if (item->array.length > remaining) {
+        item->array.length = remaining;
+        if (item->array.null_count != 0) item->array.null_count = -1;
+      }
+      scan->ended = 1;
+      scan->stop = 1;
+    }
+  }
+  scan->rows_delivered += item->array.length;
+  pthread_mutex_unlock(&scan->mutex);
+  sl_array_move(&item->array, out);
+  if (tag != NULL) {
+    tag->split = item->split;
+    tag->batch = item->batch;
+  }
+  sl_free(scan->alloc, item, sizeof *item);
+  return 0;
+}
+
+void sl_scan_stop(struct sl_scan* scan) {
+  if (scan == NULL) return;
+  pthread_mutex_lock(&scan->mutex);
+  scan->stop = 1;
+  pthread_cond_broadcast(&scan->work_cv);
+  pthread_cond_broadcast(&scan->ready_cv);
+  pthread_mutex_unlock(&scan->mutex);
+  for (int i = 0; i < scan->n_threads; ++i) pthread_join(scan->threads[i], NULL);
+  scan_free(scan);
+}
+
+int64_t sl_scan_peak_in_flight(const struct sl_scan* scan) {
+  // The mutex is not const, but locking it does not change the scan's value.
+  struct sl_scan* s = (struct sl_scan*)scan;
+  pthread_mutex_lock(&s->mutex);
+  int64_t peak = s->peak_in_flight;
+  pthread_mutex_unlock(&s->mutex);
+  return peak;
+}

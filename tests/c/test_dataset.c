@@ -1,0 +1,393 @@
+// The public dataset API end to end (open, detect, project, limit, scan in
+// order and out of order, pipes) over Arrow IPC files written by pyarrow.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "format/sl_format.h"
+#include "test_util.h"
+
+static int compare_tags(const void* a, const void* b) {
+  const struct sluice_batch_tag* x = a;
+  const struct sluice_batch_tag* y = b;
+  if (x->split != y->split) return x->split < y->split ? -1 : 1;
+  return x->batch < y->batch ? -1 : x->batch > y->batch;
+}
+
+/* ---- Through the public API, over Arrow IPC written by pyarrow ------------- */
+
+#define IPC_BATCHES 20
+#define IPC_ROWS 1000
+
+/// Writes `path` with pyarrow: columns a (int64 0..n-1), b (utf8), c (double)
+/// in IPC_BATCHES batches; `kind` "file" or "stream". 0 on success.
+static int pyarrow_write(const char* path, const char* kind, int batches) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, sys\n"
+           "n=%d\n"
+           "sch=pa.schema([('a',pa.int64()),('b',pa.string()),('c',pa.float64())])\n"
+           "w=pa.ipc.new_%s(sys.argv[1], sch)\n"
+           "for k in range(%d):\n"
+           "  a=list(range(k*n,(k+1)*n))\n"
+           "  w.write_batch(pa.record_batch([pa.array(a),pa.array([str(x) for x in a]),"
+           "pa.array([x*0.5 for x in a])],schema=sch))\n"
+           "w.close()\" '%s' 2>/dev/null",
+           IPC_ROWS, kind, batches, path);
+  return system(cmd);
+}
+
+static int ipc_setup(void** state) {
+  (void)state;
+  if (sl_format_reader_find("arrow") == NULL) return 0;
+  char path[512];
+  if (pyarrow_write(test_temp_path("multi.arrow", path, sizeof path), "file", IPC_BATCHES) != 0 ||
+      pyarrow_write(test_temp_path("multi.bin", path, sizeof path), "file", IPC_BATCHES) != 0 ||
+      pyarrow_write(test_temp_path("multi.arrows", path, sizeof path), "stream", IPC_BATCHES) != 0 ||
+      pyarrow_write(test_temp_path("empty.arrow", path, sizeof path), "file", 0) != 0) {
+    return 0;  // the tests skip when their file is missing
+  }
+  return 0;
+}
+
+static int ipc_teardown(void** state) {
+  (void)state;
+  const char* names[] = {"multi.arrow", "multi.bin", "multi.arrows", "empty.arrow"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    char path[512];
+    unlink(test_temp_path(names[i], path, sizeof path));
+  }
+  return 0;
+}
+
+/// Opens a generated file or skips the test when it (or its reader) is absent.
+static void ipc_path_or_skip(const char* name, char* path, size_t cap) {
+  if (sl_format_reader_find("arrow") == NULL) skip();
+  test_temp_path(name, path, cap);
+  if (access(path, R_OK) != 0) skip();
+}
+
+/// Reads the whole stream; checks column a is 0..rows-1 in order (column
+/// `a_index` of each batch). Returns the rows.
+static int64_t drain_stream_in_order(struct ArrowArrayStream* stream, int64_t a_index) {
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    int rc = stream->get_next(stream, &batch);
+    if (rc != 0) fail_msg("get_next: %s", stream->get_last_error(stream));
+    if (batch.release == NULL) break;
+    const struct ArrowArray* a = batch.children[a_index];
+    const int64_t* data = a->buffers[1];
+    for (int64_t i = 0; i < batch.length; ++i) {
+      if (data[a->offset + batch.offset + i] != rows + i) {
+        fail_msg("row %lld holds %lld", (long long)(rows + i),
+                 (long long)data[a->offset + batch.offset + i]);
+      }
+    }
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  return rows;
+}
+
+static void test_ipc_ordered_and_unordered(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.threads = 4;
+  options.allocator = &ta.base;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  assert_string_equal(sluice_dataset_format(ds), "arrow");
+  assert_true(sluice_dataset_num_splits(ds) >= 1);
+
+  // Ordered, through the Arrow C stream.
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  struct ArrowSchema schema;
+  assert_int_equal(stream.get_schema(&stream, &schema), 0);
+  assert_int_equal(schema.n_children, 3);
+  assert_string_equal(schema.children[0]->name, "a");
+  assert_string_equal(schema.children[1]->format, "u");
+  schema.release(&schema);
+  assert_int_equal(drain_stream_in_order(&stream, 0), IPC_BATCHES * IPC_ROWS);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+
+  // Unordered: same content once sorted by tag.
+  options.ordered = 0;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open(ds, &scanner, &error), 0);
+  struct sluice_batch_tag tags[4 * IPC_BATCHES];
+  int64_t first[4 * IPC_BATCHES], lengths[4 * IPC_BATCHES];
+  int n = 0;
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    struct sluice_batch_tag tag;
+    assert_int_equal(sluice_scanner_next(scanner, &batch, &tag, &error), 0);
+    if (batch.release == NULL) break;
+    assert_true(n < 4 * IPC_BATCHES);
+    const struct ArrowArray* a = batch.children[0];
+    tags[n] = tag;
+    first[n] = batch.length > 0 ? ((const int64_t*)a->buffers[1])[a->offset + batch.offset] : -1;
+    lengths[n] = batch.length;
+    rows += batch.length;
+    ++n;
+    batch.release(&batch);
+  }
+  assert_int_equal(rows, IPC_BATCHES * IPC_ROWS);
+  // Sort (tag → first value) by tag with a simple insertion sort.
+  for (int i = 1; i < n; ++i) {
+    for (int j = i; j > 0 && compare_tags(&tags[j - 1], &tags[j]) > 0; --j) {
+      struct sluice_batch_tag t = tags[j];
+      tags[j] = tags[j - 1];
+      tags[j - 1] = t;
+      int64_t f = first[j];
+      first[j] = first[j - 1];
+      first[j - 1] = f;
+      int64_t l = lengths[j];
+      lengths[j] = lengths[j - 1];
+      lengths[j - 1] = l;
+    }
+  }
+  int64_t expect = 0;
+  for (int i = 0; i < n; ++i) {
+    if (lengths[i] > 0) assert_int_equal(first[i], expect);
+    expect += lengths[i];
+  }
+  sluice_scanner_close(scanner);
+  sluice_dataset_close(ds);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+static void test_ipc_projection_limit_and_errors(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  const char* cols[] = {"c", "a"};
+  options.columns = cols;
+  options.n_columns = 2;
+  options.limit = 1500;
+  options.memory_budget = 64 * 1024;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  struct ArrowSchema schema;
+  assert_int_equal(sluice_dataset_schema(ds, &schema, &error), 0);
+  assert_int_equal(schema.n_children, 2);
+  assert_string_equal(schema.children[0]->name, "c");
+  assert_string_equal(schema.children[1]->name, "a");
+  schema.release(&schema);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  // The stream outlives the dataset handle.
+  sluice_dataset_close(ds);
+  assert_int_equal(drain_stream_in_order(&stream, 1), 1500);
+  stream.release(&stream);
+
+  const char* bad[] = {"a", "x"};
+  options.columns = bad;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), EINVAL);
+  assert_null(ds);
+  char expect[700];
+  snprintf(expect, sizeof expect, "no column 'x' in %s; columns are: a, b, c", path);
+  assert_string_equal(error.message, expect);
+
+  sluice_open_options_init(&options);
+  options.format = "nope";
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), EINVAL);
+  assert_non_null(strstr(error.message, "unknown format 'nope'"));
+  assert_int_equal(sluice_dataset_open("/no/such/file.arrow", NULL, &ds, &error), ENOENT);
+  assert_non_null(strstr(error.message, "/no/such/file.arrow"));
+}
+
+/// Zero columns selected (a row count): batches keep their lengths.
+static void test_ipc_zero_columns(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  const char* none[1] = {NULL};
+  options.columns = none;
+  options.n_columns = 0;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open(ds, &scanner, &error), 0);
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    assert_int_equal(sluice_scanner_next(scanner, &batch, NULL, &error), 0);
+    if (batch.release == NULL) break;
+    assert_int_equal(batch.n_children, 0);
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  assert_int_equal(rows, IPC_BATCHES * IPC_ROWS);
+  sluice_scanner_close(scanner);
+  sluice_dataset_close(ds);
+}
+
+static void test_ipc_detection_and_empty(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.bin", path, sizeof path);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  // No telling extension: the magic bytes decide.
+  assert_int_equal(sluice_dataset_open(path, NULL, &ds, &error), 0);
+  assert_string_equal(sluice_dataset_format(ds), "arrow");
+  sluice_dataset_close(ds);
+
+  ipc_path_or_skip("empty.arrow", path, sizeof path);
+  assert_int_equal(sluice_dataset_open(path, NULL, &ds, &error), 0);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  sluice_dataset_close(ds);
+  struct ArrowSchema schema;
+  assert_int_equal(stream.get_schema(&stream, &schema), 0);
+  assert_int_equal(schema.n_children, 3);
+  schema.release(&schema);
+  struct ArrowArray batch;
+  assert_int_equal(stream.get_next(&stream, &batch), 0);
+  assert_null(batch.release);
+  stream.release(&stream);
+}
+
+struct file_feeder {
+  int fd;
+  uint8_t* data;
+  size_t size;
+};
+
+static void* feed_pipe(void* arg) {
+  struct file_feeder* f = arg;
+  size_t off = 0;
+  while (off < f->size) {
+    size_t n = f->size - off < 5000 ? f->size - off : 5000;
+    ssize_t w = write(f->fd, f->data + off, n);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  close(f->fd);
+  return NULL;
+}
+
+/// IPC through a pipe: a forward-only source, detection by peeking. The
+/// stream format reads straight from the pipe; the file format (footer) is
+/// spooled to a temporary file first.
+static void run_ipc_through_pipe(const char* name, const char* format) {
+  char path[512];
+  ipc_path_or_skip(name, path, sizeof path);
+  if (sl_format_reader_find(format) == NULL) skip();
+  struct file_feeder feeder;
+  feeder.data = test_read_file(path, &feeder.size);
+  assert_non_null(feeder.data);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  feeder.fd = fds[1];
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, feed_pipe, &feeder), 0);
+  char location[64];
+  snprintf(location, sizeof location, "/dev/fd/%d", fds[0]);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  int rc = sluice_dataset_open(location, NULL, &ds, &error);
+  if (rc != 0) fail_msg("open: %s", error.message);
+  assert_string_equal(sluice_dataset_format(ds), format);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  assert_int_equal(drain_stream_in_order(&stream, 0), IPC_BATCHES * IPC_ROWS);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  pthread_join(thread, NULL);
+  close(fds[0]);
+  free(feeder.data);
+}
+
+static void test_ipc_through_pipe(void** unused) {
+  (void)unused;
+  run_ipc_through_pipe("multi.arrows", "arrows");
+  run_ipc_through_pipe("multi.arrow", "arrow");
+}
+
+/// Every allocation of open + scan failing in turn: an error or a complete
+/// result, and nothing leaked either way.
+static void test_ipc_allocation_failures(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  int completed = 0;
+  for (long long fail_at = 1; fail_at < 400 && completed < 3; ++fail_at) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, fail_at);
+    struct sluice_open_options options;
+    sluice_open_options_init(&options);
+    options.allocator = &ta.base;
+    options.threads = 2;
+    const char* cols[] = {"b", "a"};
+    options.columns = cols;
+    options.n_columns = 2;
+    struct sluice_dataset* ds = NULL;
+    struct sluice_error error;
+    int rc = sluice_dataset_open(path, &options, &ds, &error);
+    if (rc == 0) {
+      struct ArrowArrayStream stream;
+      rc = sluice_dataset_scan(ds, &stream, &error);
+      sluice_dataset_close(ds);
+      if (rc == 0) {
+        int64_t rows = 0;
+        for (;;) {
+          struct ArrowArray batch;
+          rc = stream.get_next(&stream, &batch);
+          if (rc != 0 || batch.release == NULL) break;
+          rows += batch.length;
+          batch.release(&batch);
+        }
+        if (rc == 0) {
+          assert_int_equal(rows, IPC_BATCHES * IPC_ROWS);
+          ++completed;
+        } else {
+          assert_non_null(stream.get_last_error(&stream));
+        }
+        stream.release(&stream);
+      }
+    }
+    if (atomic_load(&ta.live_bytes) != 0) {
+      fail_msg("fail_at %lld: %lld bytes leaked (rc %d)", fail_at, atomic_load(&ta.live_bytes), rc);
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ipc_ordered_and_unordered),
+      cmocka_unit_test(test_ipc_projection_limit_and_errors),
+      cmocka_unit_test(test_ipc_zero_columns),
+      cmocka_unit_test(test_ipc_detection_and_empty),
+      cmocka_unit_test(test_ipc_through_pipe),
+      cmocka_unit_test(test_ipc_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
+}

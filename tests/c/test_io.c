@@ -1,0 +1,597 @@
+// Sources (mapped files, pipes), sinks (atomic temp + rename) and the format
+// registry.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "format/sl_format.h"
+#include "io/sl_sink.h"
+#include "io/sl_source.h"
+#include "io/sl_source_file.h"
+#include "test_util.h"
+
+static void write_pattern_file(const char* path, size_t n) {
+  uint8_t* data = malloc(n > 0 ? n : 1);
+  assert_non_null(data);
+  for (size_t i = 0; i < n; ++i) data[i] = (uint8_t)(i * 7 + 3);
+  assert_int_equal(test_write_file(path, data, n), 0);
+  free(data);
+}
+
+static void test_file_source_views(void** unused) {
+  (void)unused;
+  char path[512];
+  test_temp_path("views.bin", path, sizeof path);
+  write_pattern_file(path, 1000);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_source_open(path, &ta.base, &src, &error), 0);
+  assert_int_equal(src->size, 1000);
+  assert_non_null(src->ops->read_at);
+
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(src, 10, 20, &v, &error), 0);
+  assert_int_equal(v.size, 20);
+  assert_non_null(v.owner);
+  for (int i = 0; i < 20; ++i) assert_int_equal(v.data[i], (uint8_t)((10 + i) * 7 + 3));
+
+  struct sl_view bad;
+  assert_int_equal(sl_source_read_at(src, 990, 20, &bad, &error), EIO);
+  assert_null(bad.owner);
+  assert_non_null(strstr(error.message, path));
+  assert_non_null(strstr(error.message, "offset 990"));
+  assert_int_equal(sl_source_read_at(src, -1, 2, &bad, &error), EIO);
+  assert_int_equal(sl_source_read_at(src, 2, -1, &bad, &error), EIO);
+  assert_int_equal(sl_source_read_at(src, INT64_MAX, INT64_MAX, &bad, &error), EIO);
+  assert_int_equal(sl_source_read_at(src, 1000, 0, &bad, &error), 0);
+  assert_int_equal(bad.size, 0);
+  sl_view_release(&bad);
+
+  // read_next is a cursor; peek does not move it.
+  struct sl_view head, a, b, c;
+  assert_int_equal(sl_source_peek(src, 4096, &head, &error), 0);
+  assert_int_equal(head.size, 1000);
+  sl_view_release(&head);
+  assert_int_equal(sl_source_read_next(src, 600, &a, &error), 0);
+  assert_int_equal(a.size, 600);
+  assert_int_equal(a.data[0], 3);
+  assert_int_equal(sl_source_read_next(src, 600, &b, &error), 0);
+  assert_int_equal(b.size, 400);
+  assert_int_equal(b.data[0], (uint8_t)(600 * 7 + 3));
+  assert_int_equal(sl_source_read_next(src, 600, &c, &error), 0);
+  assert_int_equal(c.size, 0);
+  sl_view_release(&a);
+  sl_view_release(&b);
+  sl_view_release(&c);
+
+  // Views outlive the source: they hold the mapping.
+  sl_source_close(src);
+  assert_int_equal(v.data[19], (uint8_t)(29 * 7 + 3));
+  sl_view_release(&v);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  unlink(path);
+}
+
+/// Large views drop their pages when released; other views of the same
+/// bytes must still read them (the pages fault back in from the file).
+static void test_large_views_drop_pages_safely(void** unused) {
+  (void)unused;
+  char path[512];
+  test_temp_path("large.bin", path, sizeof path);
+  size_t size = (size_t)4 << 20;
+  write_pattern_file(path, size);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_source_open(path, &ta.base, &src, &error), 0);
+  struct sl_view whole, part;
+  assert_int_equal(sl_source_read_at(src, 0, (int64_t)size, &whole, &error), 0);
+  assert_int_equal(sl_source_read_at(src, 100, (int64_t)size - 200, &part, &error), 0);
+  assert_ptr_not_equal(part.owner, src->owner);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < (size_t)part.size; ++i) sum += part.data[i];
+  sl_view_release(&part);
+  sl_source_drop(src, 1000, 1 << 20);
+  sl_source_drop(src, 0, INT64_MAX);  // clamped to the file
+  sl_source_drop(src, -5, 10);        // ignored
+  sl_source_close(src);
+  for (size_t i = 0; i < size; i += 4093) {
+    if (whole.data[i] != (uint8_t)(i * 7 + 3)) fail_msg("byte %zu changed", i);
+  }
+  uint64_t again = 0;
+  for (size_t i = 100; i < size - 100; ++i) again += whole.data[i];
+  assert_true(sum == again);
+  sl_view_release(&whole);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  unlink(path);
+}
+
+static void test_empty_and_missing_files(void** unused) {
+  (void)unused;
+  char path[512];
+  test_temp_path("empty.bin", path, sizeof path);
+  write_pattern_file(path, 0);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_source_open(path, NULL, &src, &error), 0);
+  assert_int_equal(src->size, 0);
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(src, 0, 0, &v, &error), 0);
+  assert_int_equal(v.size, 0);
+  assert_non_null(v.data);
+  sl_view_release(&v);
+  assert_int_equal(sl_source_read_at(src, 0, 1, &v, &error), EIO);
+  assert_int_equal(sl_source_read_next(src, 10, &v, &error), 0);
+  assert_int_equal(v.size, 0);
+  assert_int_equal(sl_source_peek(src, 10, &v, &error), 0);
+  assert_int_equal(v.size, 0);
+  sl_source_close(src);
+  unlink(path);
+
+  test_temp_path("does-not-exist.arrow", path, sizeof path);
+  assert_int_equal(sl_source_open(path, NULL, &src, &error), ENOENT);
+  assert_null(src);
+  assert_non_null(strstr(error.message, path));
+  assert_non_null(strstr(error.message, "No such file or directory"));
+
+  char dir[512];
+  test_temp_path("a-dir", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(sl_source_open(dir, NULL, &src, &error), EISDIR);
+  assert_non_null(strstr(error.message, dir));
+  rmdir(dir);
+}
+
+static void test_locations(void** unused) {
+  (void)unused;
+  char path[512], url[600];
+  test_temp_path("url.bin", path, sizeof path);
+  write_pattern_file(path, 10);
+  snprintf(url, sizeof url, "file://%s", path);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_source_open(url, NULL, &src, &error), 0);
+  assert_int_equal(src->size, 10);
+  assert_string_equal(src->name, url);
+  sl_source_close(src);
+  unlink(path);
+
+  const char* remote[] = {"http://example.com/x.csv", "https://example.com/x.csv",
+                          "s3://bucket/x.parquet"};
+  for (size_t i = 0; i < 3; ++i) {
+    assert_int_equal(sl_source_open(remote[i], NULL, &src, &error), ENOTSUP);
+    assert_non_null(strstr(error.message, "not supported yet"));
+    assert_non_null(strstr(error.message, remote[i]));
+  }
+  assert_int_equal(sl_source_open("", NULL, &src, &error), EINVAL);
+}
+
+/* ---- Pipes ------------------------------------------------------------------ */
+
+#define PIPE_BYTES ((size_t)3 << 20)
+
+struct pipe_writer {
+  int fd;
+};
+
+static void* pipe_writer_main(void* arg) {
+  struct pipe_writer* w = arg;
+  uint8_t chunk[7000];
+  size_t sent = 0;
+  int k = 0;
+  while (sent < PIPE_BYTES) {
+    size_t n = (size_t)(1 + (k++ * 977) % (int)sizeof chunk);
+    if (n > PIPE_BYTES - sent) n = PIPE_BYTES - sent;
+    for (size_t i = 0; i < n; ++i) chunk[i] = (uint8_t)((sent + i) * 7 + 3);
+    size_t off = 0;
+    while (off < n) {
+      ssize_t r = write(w->fd, chunk + off, n - off);
+      if (r <= 0) return NULL;
+      off += (size_t)r;
+    }
+    sent += n;
+    if (k % 50 == 0) {
+      struct timespec ts = {0, 100 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  close(w->fd);
+  return NULL;
+}
+
+static void test_pipe_source(void** unused) {
+  (void)unused;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  struct pipe_writer w = {fds[1]};
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, pipe_writer_main, &w), 0);
+
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  char location[64];
+  snprintf(location, sizeof location, "/dev/fd/%d", fds[0]);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_source_open(location, &ta.base, &src, &error), 0);
+  assert_int_equal(src->size, -1);
+  assert_null(src->ops->read_at);
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(src, 0, 4, &v, &error), ENOTSUP);
+
+  // Peeking leaves the bytes for the first read.
+  struct sl_view head;
+  assert_int_equal(sl_source_peek(src, 16, &head, &error), 0);
+  assert_true(head.size >= 1 && head.size <= 16);
+  assert_int_equal(head.data[0], 3);
+
+  const int64_t lengths[] = {1, 7, 100000, 2 << 20, 13, 65536};
+  size_t pos = 0;
+  struct sl_view first = {NULL, 0, NULL};
+  for (int k = 0;; ++k) {
+    int64_t want = lengths[k % 6];
+    assert_int_equal(sl_source_read_next(src, want, &v, &error), 0);
+    if (v.size == 0) {
+      sl_view_release(&v);
+      break;
+    }
+    // Fewer bytes than asked only at the end.
+    if (pos + (size_t)v.size < PIPE_BYTES) assert_int_equal(v.size, want);
+    for (int64_t i = 0; i < v.size; ++i) {
+      if (v.data[i] != (uint8_t)((pos + (size_t)i) * 7 + 3)) fail_msg("byte %zu differs", pos + (size_t)i);
+    }
+    pos += (size_t)v.size;
+    if (first.owner == NULL) {
+      first = v;  // kept across later reads and new blocks
+    } else {
+      sl_view_release(&v);
+    }
+  }
+  assert_int_equal(pos, PIPE_BYTES);
+  assert_int_equal(first.data[0], 3);
+  assert_int_equal(head.data[0], 3);
+  sl_view_release(&head);
+  sl_source_close(src);
+  assert_int_equal(first.size, 1);
+  sl_view_release(&first);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  pthread_join(thread, NULL);
+}
+
+/// A pipe spooled into a temporary file gains ranged reads; peeked bytes
+/// are not lost.
+static void test_spool_pipe(void** unused) {
+  (void)unused;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  struct pipe_writer w = {fds[1]};
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, pipe_writer_main, &w), 0);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sl_source* src = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_fd_source_open(fds[0], 1, "<pipe>", &ta.base, &src, &error), 0);
+  struct sl_view head;
+  assert_int_equal(sl_source_peek(src, 8, &head, &error), 0);
+  sl_view_release(&head);
+  assert_true(sl_source_untouched(src));
+  struct sl_source* spooled = NULL;
+  assert_int_equal(sl_source_spool(src, &spooled, &error), 0);
+  assert_false(sl_source_untouched(src));
+  sl_source_close(src);
+  pthread_join(thread, NULL);
+  assert_int_equal(spooled->size, (int64_t)PIPE_BYTES);
+  assert_string_equal(spooled->name, "<pipe>");
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(spooled, 0, (int64_t)PIPE_BYTES, &v, &error), 0);
+  for (size_t i = 0; i < PIPE_BYTES; ++i) {
+    if (v.data[i] != (uint8_t)(i * 7 + 3)) fail_msg("byte %zu differs", i);
+  }
+  sl_view_release(&v);
+  sl_source_close(spooled);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+/* ---- Sinks ------------------------------------------------------------------ */
+
+/// Number of entries in `dir` whose name contains `part`.
+static int count_entries(const char* dir, const char* part) {
+  DIR* d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strstr(e->d_name, part) != NULL) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+static void test_sink_commit_and_abort(void** unused) {
+  (void)unused;
+  char dir[512], path[600];
+  test_temp_path("sinkdir", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/out.bin", dir);
+
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sl_sink* sink = NULL;
+  struct sluice_error error;
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  // Small writes are buffered, a large one bypasses the buffer; order holds.
+  size_t big = (size_t)3 << 20;
+  uint8_t* data = malloc(big);
+  assert_non_null(data);
+  for (size_t i = 0; i < big; ++i) data[i] = (uint8_t)(i * 13);
+  assert_int_equal(sl_sink_write(sink, "abc", 3, &error), 0);
+  assert_int_equal(sl_sink_write(sink, data, (int64_t)big, &error), 0);
+  assert_int_equal(sl_sink_write(sink, "xyz", 3, &error), 0);
+  assert_int_equal(sl_sink_position(sink), (int64_t)big + 6);
+  // Nothing at the target until commit; one temporary file beside it.
+  assert_int_equal(access(path, F_OK), -1);
+  assert_int_equal(count_entries(dir, ".out.bin.tmp-"), 1);
+  assert_int_equal(sl_sink_commit(sink, &error), 0);
+  assert_int_equal(count_entries(dir, ".tmp-"), 0);
+  size_t n = 0;
+  uint8_t* back = test_read_file(path, &n);
+  assert_non_null(back);
+  assert_int_equal(n, big + 6);
+  assert_memory_equal(back, "abc", 3);
+  assert_memory_equal(back + 3, data, big);
+  assert_memory_equal(back + 3 + big, "xyz", 3);
+  free(back);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  // The permissions of any new file (not mkstemp's 0600).
+  mode_t mask = umask(0);
+  umask(mask);
+  assert_int_equal(st.st_mode & 0777, 0666 & ~mask);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+
+  // Abort leaves an existing file untouched and no temporary behind.
+  assert_int_equal(test_write_file(path, "old", 3), 0);
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  assert_int_equal(sl_sink_write(sink, data, (int64_t)big, &error), 0);
+  sl_sink_abort(sink);
+  back = test_read_file(path, &n);
+  assert_non_null(back);
+  assert_int_equal(n, 3);
+  assert_memory_equal(back, "old", 3);
+  free(back);
+  assert_int_equal(count_entries(dir, ".tmp-"), 0);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  sl_sink_abort(NULL);
+
+  // A missing directory is an error naming the location.
+  char bad[700];
+  snprintf(bad, sizeof bad, "%s/no/such/dir/out.bin", dir);
+  assert_int_equal(sl_sink_open(bad, &ta.base, &sink, &error), ENOENT);
+  assert_non_null(strstr(error.message, bad));
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  assert_int_equal(sl_sink_open("s3://bucket/x", &ta.base, &sink, &error), ENOTSUP);
+
+  free(data);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* ---- Registry --------------------------------------------------------------- */
+
+static void test_registry(void** unused) {
+  (void)unused;
+  const char* const* names = sl_format_reader_names();
+  size_t i = 0;
+  for (; names[i] != NULL; ++i) {
+    const struct sl_format_reader* r = sl_format_reader_at(i);
+    assert_non_null(r);
+    assert_string_equal(r->name, names[i]);
+    assert_ptr_equal(sl_format_reader_find(names[i]), r);
+  }
+  assert_null(sl_format_reader_at(i));
+  names = sl_format_writer_names();
+  for (i = 0; names[i] != NULL; ++i) {
+    const struct sl_format_writer* w = sl_format_writer_at(i);
+    assert_non_null(w);
+    assert_string_equal(w->name, names[i]);
+    assert_ptr_equal(sl_format_writer_find(names[i]), w);
+  }
+  assert_null(sl_format_writer_at(i));
+  assert_null(sl_format_reader_find("no-such-format"));
+  assert_null(sl_format_writer_find(NULL));
+
+  const struct sl_format_writer* csv = sl_format_writer_find("csv");
+  if (csv != NULL) {
+    assert_ptr_equal(sl_format_writer_for_path("out.csv"), csv);
+    assert_ptr_equal(sl_format_writer_for_path("/a/b/OUT.CSV"), csv);
+    // Writers do not compress, so a compressed name picks nothing.
+    assert_null(sl_format_writer_for_path("out.csv.gz"));
+  }
+  assert_null(sl_format_writer_for_path("-"));
+  assert_null(sl_format_writer_for_path("noextension"));
+
+  const struct sl_format_reader* arrow = sl_format_reader_find("arrow");
+  if (arrow != NULL) {
+    static const uint8_t magic[] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
+    // Magic bytes win over the name.
+    assert_ptr_equal(sl_format_reader_detect("data.csv", magic, sizeof magic), arrow);
+    assert_ptr_equal(sl_format_reader_detect("data.arrow", NULL, 0), arrow);
+    assert_ptr_equal(sl_format_reader_detect("DATA.ARROW", NULL, 0), arrow);
+  }
+  // Binary bytes with no magic and no known extension: nothing fits.
+  static const uint8_t binary[] = {0x00, 0x01, 0x02, 0xfe};
+  assert_null(sl_format_reader_detect("data.unknown", binary, sizeof binary));
+  const struct sl_format_reader* csv_reader = sl_format_reader_find("csv");
+  if (csv_reader != NULL) {
+    // Text without magic: the extension decides, else the weak text guess.
+    assert_ptr_equal(sl_format_reader_detect("x.csv.gz", NULL, 0), csv_reader);
+    assert_ptr_equal(sl_format_reader_detect("-", (const uint8_t*)"a,b\n1,2\n", 8), csv_reader);
+  }
+}
+
+/* ---- sluice_write errors ------------------------------------------------------ */
+
+static int empty_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  (void)s;
+  (void)out;
+  return EIO;
+}
+static int empty_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  (void)s;
+  out->release = NULL;
+  return 0;
+}
+static const char* empty_get_last_error(struct ArrowArrayStream* s) {
+  (void)s;
+  return "no schema here";
+}
+static void empty_release(struct ArrowArrayStream* s) { s->release = NULL; }
+
+static void test_write_errors(void** unused) {
+  (void)unused;
+  struct ArrowArrayStream stream = {empty_get_schema, empty_get_next, empty_get_last_error,
+                                    empty_release, NULL};
+  struct sluice_error error;
+  char path[512];
+  test_temp_path("out.unknownext", path, sizeof path);
+  assert_int_equal(sluice_write(&stream, path, NULL, &error), EINVAL);
+  assert_non_null(strstr(error.message, "out.unknownext"));
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.format = "nope";
+  assert_int_equal(sluice_write(&stream, "-", &options, &error), EINVAL);
+  assert_non_null(strstr(error.message, "unknown output format 'nope'"));
+  // A failing writer leaves nothing at the target.
+  if (sl_format_writer_find("csv") != NULL) {
+    test_temp_path("failed.csv", path, sizeof path);
+    assert_int_not_equal(sluice_write(&stream, path, NULL, &error), 0);
+    assert_int_equal(access(path, F_OK), -1);
+  }
+  stream.release(&stream);
+}
+
+/* ---- sluice_write end to end ------------------------------------------------- */
+
+/// A stream of `batches` batches of one int64 column "a" = 0, 1, 2, ...
+struct counting_stream {
+  int64_t batches, rows, next;
+  int fail_at;  // get_next fails at this batch (-1 = never)
+};
+
+static int counting_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  (void)s;
+  if (sl_schema_init(out, NULL, "+s", "", 0, 1, NULL) != 0) return ENOMEM;
+  return sl_schema_init(out->children[0], NULL, "l", "a", ARROW_FLAG_NULLABLE, 0, NULL);
+}
+
+static int counting_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  struct counting_stream* c = s->private_data;
+  out->release = NULL;
+  if (c->next == c->fail_at) return EIO;
+  if (c->next == c->batches) return 0;
+  if (sl_array_init(out, NULL, 1, 1, NULL) != 0) return ENOMEM;
+  if (sl_array_init(out->children[0], NULL, 2, 0, NULL) != 0) return ENOMEM;
+  int64_t* data = sl_alloc_buffer(NULL, (size_t)c->rows * 8);
+  if (data == NULL) return ENOMEM;
+  for (int64_t i = 0; i < c->rows; ++i) data[i] = c->next * c->rows + i;
+  sl_array_set_buffer_owned(out->children[0], 1, data, c->rows * 8);
+  out->children[0]->length = c->rows;
+  out->length = c->rows;
+  c->next++;
+  return 0;
+}
+
+static const char* counting_last_error(struct ArrowArrayStream* s) {
+  (void)s;
+  return "the producer failed";
+}
+
+static void counting_release(struct ArrowArrayStream* s) { s->release = NULL; }
+
+static void counting_stream_init(struct ArrowArrayStream* s, struct counting_stream* c,
+                                 int64_t batches, int64_t rows, int fail_at) {
+  c->batches = batches;
+  c->rows = rows;
+  c->next = 0;
+  c->fail_at = fail_at;
+  s->get_schema = counting_get_schema;
+  s->get_next = counting_get_next;
+  s->get_last_error = counting_last_error;
+  s->release = counting_release;
+  s->private_data = c;
+}
+
+static void test_write_end_to_end(void** unused) {
+  (void)unused;
+  struct ArrowArrayStream stream;
+  struct counting_stream c;
+  struct sluice_error error;
+  char path[512];
+  if (sl_format_writer_find("csv") != NULL) {
+    test_temp_path("out.csv", path, sizeof path);
+    counting_stream_init(&stream, &c, 2, 2, -1);
+    assert_int_equal(sluice_write(&stream, path, NULL, &error), 0);
+    stream.release(&stream);
+    size_t n = 0;
+    char* text = (char*)test_read_file(path, &n);
+    assert_non_null(text);
+    text[n] = '\0';
+    assert_string_equal(text, "a\n0\n1\n2\n3\n");
+    free(text);
+    // A failing producer leaves the earlier file untouched.
+    counting_stream_init(&stream, &c, 5, 2, 3);
+    assert_int_not_equal(sluice_write(&stream, path, NULL, &error), 0);
+    stream.release(&stream);
+    text = (char*)test_read_file(path, &n);
+    assert_non_null(text);
+    assert_int_equal(n, 10);
+    free(text);
+    unlink(path);
+  }
+  if (sl_format_writer_find("arrow") != NULL && system("python3 -c 'import pyarrow' 2>/dev/null") == 0) {
+    test_temp_path("out.arrow", path, sizeof path);
+    counting_stream_init(&stream, &c, 10, 1000, -1);
+    assert_int_equal(sluice_write(&stream, path, NULL, &error), 0);
+    stream.release(&stream);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import pyarrow as pa, sys; t=pa.ipc.open_file(sys.argv[1]).read_all(); "
+             "sys.exit(0 if t.num_rows==10000 and t.column('a').to_pylist()==list(range(10000)) else 1)\" '%s'",
+             path);
+    assert_int_equal(system(cmd), 0);
+    unlink(path);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_file_source_views),
+      cmocka_unit_test(test_large_views_drop_pages_safely),
+      cmocka_unit_test(test_empty_and_missing_files),
+      cmocka_unit_test(test_locations),
+      cmocka_unit_test(test_pipe_source),
+      cmocka_unit_test(test_spool_pipe),
+      cmocka_unit_test(test_sink_commit_and_abort),
+      cmocka_unit_test(test_registry),
+      cmocka_unit_test(test_write_errors),
+      cmocka_unit_test(test_write_end_to_end),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
