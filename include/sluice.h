@@ -171,6 +171,10 @@ struct sluice_open_options {
   /// Allocator for everything the dataset and its scans allocate
   /// (NULL = sluice_default_allocator()).
   const struct sluice_allocator* allocator;
+  /// Format-specific options as "key=value,key=value" (NULL = defaults), e.g.
+  /// for CSV "delimiter=;,header=false,schema=a:int32|b:string"; for Avro
+  /// "reader_schema=FILE". Each format documents its keys in the README.
+  const char* format_options;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,

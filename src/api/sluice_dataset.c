@@ -205,7 +205,8 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
   if (rc == 0) rc = choose_reader(ds, options->format, error);
   if (rc == 0) {
     struct sl_reader_args args = {
-        .source = ds->source, .alloc = alloc, .batch_size = options->batch_size};
+        .source = ds->source, .alloc = alloc, .batch_size = options->batch_size,
+        .format_options = options->format_options};
     rc = ds->format->open(&args, &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
     if (rc == ENOTSUP && sl_source_untouched(ds->source)) {

@@ -37,6 +37,9 @@ struct cli_options {
   const char* to;            ///< -t: output format
   const char* output;        ///< -o
   const char* compression;
+  /// Format options gathered from -O KEY=VALUE, --schema and --reader-schema,
+  /// joined as "k=v,k=v" (malloc'd; NULL = none).
+  char* format_options;
   int json;
   int threads;
   int ordered;

@@ -67,6 +67,7 @@ int cli_open(const struct cli_options* options, const char* location,
   open_options.memory_budget = options->budget;
   open_options.ordered = options->ordered;
   open_options.limit = options->limit;
+  open_options.format_options = options->format_options;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = sluice_dataset_open(location, &open_options, out, &error);

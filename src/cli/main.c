@@ -13,6 +13,10 @@
   "  --ordered          deliver batches in file order (default)\n"            \
   "  --unordered        deliver batches as they are decoded\n"                \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
+  "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
+  "                     header, ...; see the README)\n"                       \
+  "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV)\n"       \
+  "  --reader-schema F  Avro reader schema file for schema resolution\n"     \
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"
 
@@ -67,7 +71,7 @@ static const struct cli_command k_commands[] = {
 
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
-  OPT_VERSION,
+  OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA,
 };
 
 static const struct option k_long_options[] = {
@@ -85,6 +89,9 @@ static const struct option k_long_options[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"option", required_argument, NULL, 'O'},
+    {"schema", required_argument, NULL, OPT_SCHEMA},
+    {"reader-schema", required_argument, NULL, OPT_READER_SCHEMA},
     {NULL, 0, NULL, 0},
 };
 
@@ -163,6 +170,27 @@ static int usage_error(const char* command, const char* fmt, const char* arg) {
   return CLI_USAGE;
 }
 
+/// Appends "key=value" to options->format_options. With `commas_to_bars`
+/// the value's commas become '|' (the option string itself is comma-separated).
+static int add_format_option(struct cli_options* options, const char* key, const char* value,
+                             int commas_to_bars) {
+  size_t old_len = options->format_options != NULL ? strlen(options->format_options) : 0;
+  size_t key_len = key != NULL ? strlen(key) + 1 : 0;
+  size_t len = old_len + 1 + key_len + strlen(value) + 1;
+  char* joined = malloc(len);
+  if (joined == NULL) return -1;
+  snprintf(joined, len, "%s%s%s%s%s", old_len > 0 ? options->format_options : "",
+           old_len > 0 ? "," : "", key != NULL ? key : "", key != NULL ? "=" : "", value);
+  if (commas_to_bars) {
+    for (char* p = joined + old_len + (old_len > 0) + key_len; *p != '\0'; ++p) {
+      if (*p == ',') *p = '|';
+    }
+  }
+  free(options->format_options);
+  options->format_options = joined;
+  return 0;
+}
+
 /// Applies one option returned by getopt_long. Returns CLI_OK or CLI_USAGE.
 static int apply_option(int c, char** argv, struct cli_options* options, unsigned* seen,
                         int* show_version) {
@@ -214,6 +242,21 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
     case 'q': options->quiet = 1; return CLI_OK;
     case 'h': options->help = 1; return CLI_OK;
     case OPT_VERSION: *show_version = 1; return CLI_OK;
+    case 'O':
+      if (strchr(optarg, '=') == NULL) return usage_error(where, "-O wants KEY=VALUE, not '%s'", optarg);
+      if (add_format_option(options, NULL, optarg, 0) != 0) {
+        cli_error("out of memory");
+        return CLI_ERROR;
+      }
+      return CLI_OK;
+    case OPT_SCHEMA:
+    case OPT_READER_SCHEMA:
+      if (add_format_option(options, c == OPT_SCHEMA ? "schema" : "reader_schema", optarg,
+                            c == OPT_SCHEMA) != 0) {
+        cli_error("out of memory");
+        return CLI_ERROR;
+      }
+      return CLI_OK;
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);
     default: return usage_error(where, "unknown option '%s'", argv[optind - 1]);
   }
@@ -229,7 +272,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   opterr = 0;
   optind = 0;  // GNU: 0 forces a full reset of getopt's state
   int c;
-  while ((c = getopt_long(argc, argv, "+:c:n:f:t:o:qh", k_long_options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:c:n:f:t:o:O:qh", k_long_options, NULL)) != -1) {
     if ((status = apply_option(c, argv, options, &seen, show_version)) != CLI_OK) return status;
   }
   int next = optind;
@@ -244,7 +287,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
     int sub_argc = argc - next;
     char** sub_argv = argv + next;
     optind = 0;
-    while ((c = getopt_long(sub_argc, sub_argv, "-:c:n:f:t:o:qh", k_long_options, NULL)) != -1) {
+    while ((c = getopt_long(sub_argc, sub_argv, "-:c:n:f:t:o:O:qh", k_long_options, NULL)) != -1) {
       status = apply_option(c, sub_argv, options, &seen, show_version);
       if (status != CLI_OK) return status;
     }
@@ -308,5 +351,6 @@ int main(int argc, char** argv) {
   free(options.columns);
   free(options.columns_storage);
   free(options.columns_joined);
+  free(options.format_options);
   return status;
 }
