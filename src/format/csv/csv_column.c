@@ -1,0 +1,295 @@
+// Column conversion: tokenized fields of one column -> one Arrow builder. One
+// loop per target type, so the per-value work is a field fetch, a null check
+// and a parse (no dispatch per value).
+//
+// Nulls: an unquoted empty field, NA, NULL and null are null in every column.
+// A quoted empty field ("") is an empty string in string columns (the only way
+// to write one) and null elsewhere.
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "csv_reader_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte) {
+  *line = s->lines_before + csv_line_of(s->data, pos);
+  *byte = s->base + pos;
+}
+
+int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error) {
+  const struct csv_rows* rows = &s->rows;
+  int64_t want = s->r->layout.n_cols;
+  for (int64_t r = 0; r < rows->n_rows; ++r) {
+    int64_t n = rows->row_first[r + 1] - rows->row_first[r];
+    if (n == want) continue;
+    const struct csv_field* last = &rows->fields[rows->row_first[r + 1] - 1];
+    if (n == want + 1 && last->len == 0 && last->flags == 0) continue;  // trailing delimiter
+    int64_t line, at;
+    csv_split_where(s, rows->row_pos[r], &line, &at);
+    return sl_error_set(error, EILSEQ,
+                        "%s: line %" PRId64 " (byte %" PRId64 "): expected %" PRId64
+                        " fields, found %" PRId64,
+                        s->r->name, line, at, want, n);
+  }
+  return 0;
+}
+
+static int token_slow(struct csv_split_state* s, const struct csv_field* f, const uint8_t** p,
+                      int64_t* n) {
+  if (s->scratch_cap < f->len) {
+    int64_t cap = f->len < 4096 ? 4096 : f->len;
+    uint8_t* b = sl_alloc(s->r->alloc, (size_t)cap);
+    if (b == NULL) return ENOMEM;
+    sl_free(s->r->alloc, s->scratch, (size_t)s->scratch_cap);
+    s->scratch = b;
+    s->scratch_cap = cap;
+  }
+  *n = csv_unescape(&s->r->layout.dialect, s->data + f->pos, f->len, s->scratch);
+  *p = s->scratch;
+  return 0;
+}
+
+static inline int token(struct csv_split_state* s, const struct csv_field* f, const uint8_t** p,
+                        int64_t* n) {
+  if (__builtin_expect(f->flags == 0, 1)) {
+    *p = s->data + f->pos;
+    *n = f->len;
+    return 0;
+  }
+  return token_slow(s, f, p, n);
+}
+
+static int value_error(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+                       const uint8_t* p, int64_t n, const char* why,
+                       struct sluice_error* error) {
+  const struct csv_reader* r = s->r;
+  char shown[48];
+  int64_t k = 0;
+  for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
+  shown[k] = '\0';
+  char tname[64];
+  sl_type_name(&r->cols[c].type, tname, sizeof tname);
+  char name[64];
+  int64_t m = 0;
+  for (const char* q = r->layout.names[c]; *q != '\0' && m < 60; ++q) {
+    name[m++] = (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x7F ? *q : '?';
+  }
+  name[m] = '\0';
+  char hint[320];
+  if (r->cols[c].user_type) {
+    snprintf(hint, sizeof hint, "the type was given in the schema option");
+  } else {
+    snprintf(hint, sizeof hint,
+             "the type was inferred from the first %" PRId64 " bytes; pass schema=%s:string "
+             "(CLI: --schema %s:string) or infer_bytes=all",
+             r->opts.infer_bytes, name, name);
+  }
+  int64_t line, at;
+  csv_split_where(s, f->pos, &line, &at);
+  return sl_error_set(error, EILSEQ,
+                      "%s: line %" PRId64 " (byte %" PRId64 "): column '%s': %s '%s%s' as %s (%s)",
+                      r->name, line, at, name, why, shown,
+                      n > 40 ? "..." : "", tname, hint);
+}
+
+#define CSV_FOR_EACH_VALUE(BODY)                                                     \
+  for (int64_t row = 0; row < n_rows; ++row) {                                      \
+    const struct csv_field* f = &rows->fields[rows->row_first[row] + c];            \
+    const uint8_t* p;                                                               \
+    int64_t n;                                                                      \
+    if (token(s, f, &p, &n) != 0) return ENOMEM;                                    \
+    if (csv_is_null(p, n)) {                                                        \
+      if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
+      continue;                                                                     \
+    }                                                                               \
+    BODY                                                                            \
+  }
+
+static int64_t ts_scale(enum sl_time_unit u) {
+  return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;
+}
+
+int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
+                       struct sluice_error* error) {
+  const struct csv_rows* rows = &s->rows;
+  const struct csv_column* col = &s->r->cols[c];
+  const int64_t n_rows = rows->n_rows;
+  if (sl_builder_reserve(b, n_rows) != 0) return ENOMEM;
+  switch (col->conv) {
+    case CV_F64:
+      CSV_FOR_EACH_VALUE({
+        double v;
+        if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        sl_builder_append_double_unsafe(b, v);
+      })
+      return 0;
+    case CV_F32:
+      CSV_FOR_EACH_VALUE({
+        double v;
+        if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        sl_builder_append_float_unsafe(b, (float)v);
+      })
+      return 0;
+    case CV_INT:
+      CSV_FOR_EACH_VALUE({
+        int64_t v;
+        if (!csv_parse_int64(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        switch (col->width) {
+          case 8: sl_builder_append_int64_unsafe(b, v); break;
+          case 4:
+            if (v < INT32_MIN || v > INT32_MAX) goto range;
+            sl_builder_append_int32_unsafe(b, (int32_t)v);
+            break;
+          case 2:
+            if (v < INT16_MIN || v > INT16_MAX) goto range;
+            sl_builder_append_int16_unsafe(b, (int16_t)v);
+            break;
+          default:
+            if (v < INT8_MIN || v > INT8_MAX) goto range;
+            sl_builder_append_int8_unsafe(b, (int8_t)v);
+            break;
+        }
+        continue;
+      range:
+        return value_error(s, c, f, p, n, "out of range:", error);
+      })
+      return 0;
+    case CV_UINT:
+      CSV_FOR_EACH_VALUE({
+        uint64_t v;
+        if (!csv_parse_uint64(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (col->width < 8 && v >> (col->width * 8) != 0) {
+          return value_error(s, c, f, p, n, "out of range:", error);
+        }
+        switch (col->width) {
+          case 8: sl_builder_append_uint64_unsafe(b, v); break;
+          case 4: sl_builder_append_uint32_unsafe(b, (uint32_t)v); break;
+          case 2: sl_builder_append_uint16_unsafe(b, (uint16_t)v); break;
+          default: sl_builder_append_uint8_unsafe(b, (uint8_t)v); break;
+        }
+      })
+      return 0;
+    case CV_BOOL:
+      CSV_FOR_EACH_VALUE({
+        int v;
+        if (n == 1 && (p[0] == '0' || p[0] == '1')) {
+          v = p[0] == '1';
+        } else if (!csv_parse_bool(p, n, &v)) {
+          return value_error(s, c, f, p, n, "cannot parse", error);
+        }
+        sl_builder_append_bool_unsafe(b, v);
+      })
+      return 0;
+    case CV_DATE32:
+      CSV_FOR_EACH_VALUE({
+        int32_t v;
+        if (!csv_parse_date32(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        sl_builder_append_int32_unsafe(b, v);
+      })
+      return 0;
+    case CV_TIMESTAMP: {
+      const int64_t scale = ts_scale(col->type.unit);
+      CSV_FOR_EACH_VALUE({
+        int64_t sec;
+        int32_t ns;
+        int zone;
+        if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
+          return value_error(s, c, f, p, n, "cannot parse", error);
+        }
+        int64_t v;
+        if (__builtin_mul_overflow(sec, scale, &v) ||
+            __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v)) {
+          return value_error(s, c, f, p, n, "out of range:", error);
+        }
+        sl_builder_append_int64_unsafe(b, v);
+      })
+      return 0;
+    }
+    case CV_UTF8:
+    case CV_BINARY: {
+      int64_t bytes = 0;
+      for (int64_t row = 0; row < n_rows; ++row) bytes += rows->fields[rows->row_first[row] + c].len;
+      int rc = sl_builder_reserve_bytes(b, bytes);
+      if (rc != 0) {
+        if (rc == ENOMEM) return rc;
+        return sl_error_set(error, rc, "%s: column '%s': %" PRId64 " bytes of strings do not fit "
+                            "one batch (lower batch_bytes, or use large_string)",
+                            s->r->name, s->r->layout.names[c], bytes);
+      }
+      const int check = col->conv == CV_UTF8;
+      for (int64_t row = 0; row < n_rows; ++row) {
+        const struct csv_field* f = &rows->fields[rows->row_first[row] + c];
+        const uint8_t* p;
+        int64_t n;
+        if (token(s, f, &p, &n) != 0) return ENOMEM;
+        if (csv_is_null(p, n) && !(n == 0 && f->flags != 0)) {
+          if (sl_builder_append_null(b) != 0) return ENOMEM;
+          continue;
+        }
+        if (check && !csv_valid_utf8(p, n)) {
+          return value_error(s, c, f, p, n, "invalid UTF-8 in", error);
+        }
+        sl_builder_append_binary_unsafe(b, p, n);
+      }
+      return 0;
+    }
+  }
+  return 0;
+}
+
+int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes) {
+  const struct csv_reader* r = s->r;
+  const int64_t nc = r->layout.n_cols;
+  for (int64_t j = 0; j < s->n_cols; ++j) {
+    if (sl_builder_reserve(sl_builder_child(&s->batch, j), want) != 0) return -1;
+  }
+  const uint8_t* data = s->data;
+  const uint8_t* end = data + s->limit;
+  const uint8_t delim = r->layout.dialect.delimiter, quote = r->layout.dialect.quote;
+  const int64_t start = s->pos;
+  union {
+    int64_t i;
+    double d;
+  } vals[64];
+  const uint8_t* p = data + s->pos;
+  int64_t rows = 0;
+  while (rows < want && p < end && p - data < s->stop && (p - data) - start < max_bytes) {
+    const uint8_t* q = p;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint8_t* t;
+      if (s->builder_of[c] >= 0) {
+        t = r->cols[c].conv == CV_F64 ? csv_scan_double(q, end, &vals[c].d)
+                                      : csv_scan_int64(q, end, &vals[c].i);
+        if (t == NULL) goto done;
+      } else {
+        for (t = q; t < end && *t != delim && *t != '\n'; ++t) {
+          if (*t == quote || *t == '\r') goto done;
+        }
+        // an empty line is skipped by the general path, not a row
+        if (c == 0 && t == q && (t == end || *t != delim)) goto done;
+      }
+      if (c + 1 < nc) {
+        if (t >= end || *t != delim) goto done;
+        q = t + 1;
+      } else {
+        if (t < end && *t == '\r') ++t;
+        if (t < end && *t != '\n') goto done;
+        q = t < end ? t + 1 : t;
+      }
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      int64_t j = s->builder_of[c];
+      if (j < 0) continue;
+      struct sl_builder* b = sl_builder_child(&s->batch, j);
+      if (r->cols[c].conv == CV_F64) sl_builder_append_double_unsafe(b, vals[c].d);
+      else sl_builder_append_int64_unsafe(b, vals[c].i);
+    }
+    rows++;
+    p = q;
+  }
+done:
+  s->pos = p - data;
+  return rows;
+}

@@ -1,0 +1,591 @@
+// Text to values. Numbers are parsed by hand: the common cases (integers, and
+// decimals of up to 19 significant digits) never touch the C library; floats
+// go Clinger fast path -> Eisel-Lemire -> strtod, so every result equals
+// strtod's (correct rounding) while strtod itself runs only for the rare
+// inputs the first two cannot decide.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_internal.h"
+#include "csv_pow5.h"
+
+static inline int is_eight_digits(uint64_t v) {
+  return ((v + UINT64_C(0x4646464646464646)) | (v - UINT64_C(0x3030303030303030))) &
+             UINT64_C(0x8080808080808080)
+             ? 0
+             : 1;
+}
+
+// Eight ASCII digits (little-endian load) to their value (fast_float's SWAR).
+static inline uint64_t parse_eight_digits(uint64_t v) {
+  const uint64_t mask = UINT64_C(0x000000FF000000FF);
+  const uint64_t mul1 = UINT64_C(0x000F424000000064);
+  const uint64_t mul2 = UINT64_C(0x0000271000000001);
+  v -= UINT64_C(0x3030303030303030);
+  v = (v * 10) + (v >> 8);
+  return (((v & mask) * mul1) + (((v >> 16) & mask) * mul2)) >> 32;
+}
+
+static inline uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
+  if (n <= 0 || n > 20) return 0;
+  uint64_t v = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    unsigned dgt = (unsigned)p[i] - '0';
+    if (dgt > 9) return 0;
+    if (v > (UINT64_MAX - dgt) / 10) return 0;
+    v = v * 10 + dgt;
+  }
+  *out = v;
+  return 1;
+}
+
+int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
+  int neg = 0;
+  if (n > 0 && (p[0] == '-' || p[0] == '+')) {
+    neg = p[0] == '-';
+    ++p;
+    --n;
+  }
+  if (n <= 0 || n > 19 + 1) return 0;
+  uint64_t v = 0;
+  if (n <= 18) {  // cannot overflow: no checks in the loop
+    int64_t i = 0;
+    if (n >= 8) {
+      uint64_t chunk = load64(p);
+      if (!is_eight_digits(chunk)) return 0;
+      v = parse_eight_digits(chunk);
+      i = 8;
+      if (n >= 16) {
+        chunk = load64(p + 8);
+        if (!is_eight_digits(chunk)) return 0;
+        v = v * 100000000 + parse_eight_digits(chunk);
+        i = 16;
+      }
+    }
+    for (; i < n; ++i) {
+      unsigned dgt = (unsigned)p[i] - '0';
+      if (dgt > 9) return 0;
+      v = v * 10 + dgt;
+    }
+  } else if (!csv_parse_uint64(p, n, &v)) {
+    return 0;
+  }
+  if (neg) {
+    if (v > (uint64_t)INT64_MAX + 1) return 0;
+    *out = (int64_t)(0 - v);
+  } else {
+    if (v > (uint64_t)INT64_MAX) return 0;
+    *out = (int64_t)v;
+  }
+  return 1;
+}
+
+/* ---- floats --------------------------------------------------------------- */
+
+static const double csv_exact_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                         1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                         1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+__extension__ typedef unsigned __int128 csv_u128;
+
+static inline void mul128(uint64_t a, uint64_t b, uint64_t* hi, uint64_t* lo) {
+  csv_u128 r = (csv_u128)a * b;
+  *hi = (uint64_t)(r >> 64);
+  *lo = (uint64_t)r;
+}
+
+// Eisel-Lemire (Lemire, "Number Parsing at a Gigabyte per Second", 2021):
+// w * 10^q for w != 0. Returns 1 with the double's bits, 0 when the
+// approximation cannot decide (the caller then uses strtod).
+static inline __attribute__((always_inline)) int eisel_lemire(uint64_t w, int64_t q, int neg,
+                                                            double* out) {
+  if (q < CSV_POW5_MIN_Q) {
+    *out = neg ? -0.0 : 0.0;
+    return 1;
+  }
+  if (q > CSV_POW5_MAX_Q) {
+    *out = neg ? -HUGE_VAL : HUGE_VAL;
+    return 1;
+  }
+  int lz = __builtin_clzll(w);
+  w <<= lz;
+  const uint64_t* pw = csv_pow5_128[q - CSV_POW5_MIN_Q];
+  uint64_t hi, lo;
+  mul128(w, pw[0], &hi, &lo);
+  if ((hi & 0x1FF) == 0x1FF) {  // 55 bits of precision wanted: refine
+    uint64_t hi2, lo2;
+    mul128(w, pw[1], &hi2, &lo2);
+    lo += hi2;
+    if (hi2 > lo) hi++;
+    if (lo == UINT64_MAX && (q < -27 || q > 55)) return 0;
+  }
+  int upperbit = (int)(hi >> 63);
+  int shift = upperbit + 64 - 52 - 3;
+  uint64_t mant = hi >> shift;
+  int64_t power2 = (((152170 + 65536) * q) >> 16) + 63 + upperbit - lz + 1023;
+  if (power2 <= 0) {
+    if (-power2 + 1 >= 64) {
+      *out = neg ? -0.0 : 0.0;
+      return 1;
+    }
+    mant >>= -power2 + 1;
+    mant += mant & 1;
+    mant >>= 1;
+    power2 = mant < (UINT64_C(1) << 52) ? 0 : 1;
+    uint64_t bits = (mant & ((UINT64_C(1) << 52) - 1)) | ((uint64_t)power2 << 52) |
+                    ((uint64_t)neg << 63);
+    memcpy(out, &bits, 8);
+    return 1;
+  }
+  if (lo <= 1 && q >= -4 && q <= 23 && (mant & 3) == 1 && (mant << shift) == hi) {
+    mant &= ~UINT64_C(1);  // exactly halfway: round to even
+  }
+  mant += mant & 1;
+  mant >>= 1;
+  if (mant >= (UINT64_C(2) << 52)) {
+    mant = UINT64_C(1) << 52;
+    power2++;
+  }
+  mant &= ~(UINT64_C(1) << 52);
+  if (power2 >= 0x7FF) {
+    *out = neg ? -HUGE_VAL : HUGE_VAL;
+    return 1;
+  }
+  uint64_t bits = mant | ((uint64_t)power2 << 52) | ((uint64_t)neg << 63);
+  memcpy(out, &bits, 8);
+  return 1;
+}
+
+static int ieq(const uint8_t* p, int64_t n, const char* lit) {
+  size_t m = strlen(lit);
+  if ((size_t)n != m) return 0;
+  for (size_t i = 0; i < m; ++i) {
+    uint8_t c = p[i];
+    if (c >= 'A' && c <= 'Z') c = (uint8_t)(c + 32);
+    if (c != (uint8_t)lit[i]) return 0;
+  }
+  return 1;
+}
+
+// strtod needs a NUL-terminated copy. Numeric tokens longer than the buffer
+// (hundreds of digits) are not taken as numbers: the column stays a string.
+static int parse_double_slow(const uint8_t* p, int64_t n, double* out) {
+  char buf[800];
+  if (n >= (int64_t)sizeof buf) return 0;
+  memcpy(buf, p, (size_t)n);
+  buf[n] = '\0';
+  char* endp = NULL;
+  *out = strtod(buf, &endp);
+  return endp == buf + n;
+}
+
+static int parse_double_general(const uint8_t* p, int64_t n, double* out) {
+  const uint8_t* s = p;
+  const uint8_t* e = p + n;
+  int neg = 0;
+  if (s < e && (*s == '-' || *s == '+')) {
+    neg = *s == '-';
+    ++s;
+  }
+  if (s == e) return 0;
+  uint64_t w = 0;
+  int64_t digits = 0;   // significant digits consumed into w
+  int64_t dropped = 0;  // integer digits beyond 19 (scale w up)
+  int any = 0, lost = 0;
+  const uint8_t* int_start = s;
+  while (s < e && *s == '0') ++s;  // leading zeros are not significant
+  any = s != int_start;
+  for (; s < e && (unsigned)(*s - '0') <= 9; ++s) {
+    any = 1;
+    if (digits < 19) {
+      w = w * 10 + (unsigned)(*s - '0');
+      digits++;
+    } else {
+      dropped++;
+      lost |= *s != '0';
+    }
+  }
+  int64_t frac_digits = 0;
+  if (s < e && *s == '.') {
+    ++s;
+    const uint8_t* frac_start = s;
+    if (w == 0) {  // 0.000ddd: zeros after the point are not significant either
+      while (s < e && *s == '0') ++s;
+      frac_digits = s - frac_start;
+    }
+    for (; s < e && (unsigned)(*s - '0') <= 9; ++s) {
+      if (digits < 19) {
+        w = w * 10 + (unsigned)(*s - '0');
+        digits++;
+        frac_digits++;
+      } else {
+        lost |= *s != '0';
+      }
+    }
+    any |= s != frac_start;
+  }
+  if (!any) {
+    s = neg || (p < e && *p == '+') ? p + 1 : p;
+    if (ieq(s, e - s, "nan")) {
+      *out = neg ? -NAN : NAN;
+      return 1;
+    }
+    if (ieq(s, e - s, "inf") || ieq(s, e - s, "infinity")) {
+      *out = neg ? -HUGE_VAL : HUGE_VAL;
+      return 1;
+    }
+    return 0;
+  }
+  int64_t exp10 = 0;
+  if (s < e && (*s == 'e' || *s == 'E')) {
+    ++s;
+    int eneg = 0;
+    if (s < e && (*s == '-' || *s == '+')) {
+      eneg = *s == '-';
+      ++s;
+    }
+    if (s == e) return 0;
+    for (; s < e && (unsigned)(*s - '0') <= 9; ++s) {
+      if (exp10 < 100000) exp10 = exp10 * 10 + (*s - '0');
+    }
+    if (eneg) exp10 = -exp10;
+  }
+  if (s != e) return 0;
+  if (lost) return parse_double_slow(p, n, out);
+  int64_t q = exp10 + dropped - frac_digits;
+  if (w == 0) {
+    *out = neg ? -0.0 : 0.0;
+    return 1;
+  }
+  if (w <= (UINT64_C(1) << 53) && q >= -22 && q <= 22) {  // Clinger: exact operands
+    double v = (double)w;
+    v = q < 0 ? v / csv_exact_pow10[-q] : v * csv_exact_pow10[q];
+    *out = neg ? -v : v;
+    return 1;
+  }
+  if (eisel_lemire(w, q, neg, out)) return 1;
+  return parse_double_slow(p, n, out);
+}
+
+// The common shape (at most 19 digits, optional point and exponent) in one
+// pass with eight digits at a time. Parses a prefix of [p, e) and returns its
+// end, or NULL when the text is not of that shape (the caller then uses the
+// general parser, or gives up).
+const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) {
+  const uint8_t* s = p;
+  int neg = 0;
+  if (s < e && (*s == '-' || *s == '+')) {
+    neg = *s == '-';
+    ++s;
+  }
+  // Leading zeros (0.000123) are not significant: they must not count
+  // towards the 19 digits that fit w.
+  const uint8_t* zeros_start = s;
+  while (s < e && *s == '0') ++s;
+  int any_zero = s != zeros_start;
+  const uint8_t* digits_start = s;
+  uint64_t w = 0;
+  while (e - s >= 8 && is_eight_digits(load64(s))) {
+    w = w * 100000000 + parse_eight_digits(load64(s));
+    s += 8;
+  }
+  while (s < e && (unsigned)(*s - '0') <= 9) w = w * 10 + (unsigned)(*s++ - '0');
+  int64_t n_digits = s - digits_start;
+  int64_t q = 0;
+  if (s < e && *s == '.') {
+    ++s;
+    if (n_digits == 0) {
+      const uint8_t* z = s;
+      while (s < e && *s == '0') ++s;
+      q = -(s - z);
+      any_zero |= s != z;
+    }
+    const uint8_t* frac_start = s;
+    while (e - s >= 8 && is_eight_digits(load64(s))) {
+      w = w * 100000000 + parse_eight_digits(load64(s));
+      s += 8;
+    }
+    while (s < e && (unsigned)(*s - '0') <= 9) w = w * 10 + (unsigned)(*s++ - '0');
+    q -= s - frac_start;
+    n_digits += s - frac_start;
+  }
+  if (n_digits == 0) {
+    if (!any_zero) return NULL;
+    w = 0;  // all zeros: "0", "0.000", "00"
+  } else if (n_digits > 19) {
+    return NULL;
+  }
+  if (s < e && (*s == 'e' || *s == 'E')) {
+    ++s;
+    int eneg = 0;
+    if (s < e && (*s == '-' || *s == '+')) {
+      eneg = *s == '-';
+      ++s;
+    }
+    if (s == e || (unsigned)(*s - '0') > 9) return NULL;
+    int64_t x = 0;
+    for (; s < e && (unsigned)(*s - '0') <= 9; ++s) {
+      if (x < 100000) x = x * 10 + (*s - '0');
+    }
+    q += eneg ? -x : x;
+  }
+  if (w == 0) {
+    *out = neg ? -0.0 : 0.0;
+  } else if (w <= (UINT64_C(1) << 53) && q >= 0 && q <= 22) {  // Clinger: exact operands
+    double v = (double)w * csv_exact_pow10[q];
+    *out = neg ? -v : v;
+  } else if (!eisel_lemire(w, q, neg, out) && !parse_double_slow(p, s - p, out)) {
+    return NULL;
+  }
+  return s;
+}
+
+int csv_parse_double(const uint8_t* p, int64_t n, double* out) {
+  const uint8_t* end = csv_scan_double(p, p + n, out);
+  if (end == NULL) return parse_double_general(p, n, out);
+  return end == p + n;
+}
+
+const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) {
+  const uint8_t* s = p;
+  int neg = 0;
+  if (s < e && (*s == '-' || *s == '+')) {
+    neg = *s == '-';
+    ++s;
+  }
+  const uint8_t* d = s;
+  uint64_t v = 0;
+  while (s < e && (unsigned)(*s - '0') <= 9 && s - d < 18) v = v * 10 + (unsigned)(*s++ - '0');
+  if (s == d) return NULL;
+  if (s < e && (unsigned)(*s - '0') <= 9) {  // 19+ digits: the checked parser decides
+    while (s < e && (unsigned)(*s - '0') <= 9) ++s;
+    int64_t x;
+    if (!csv_parse_int64(p, s - p, &x)) return NULL;
+    *out = x;
+    return s;
+  }
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  return s;
+}
+
+/* ---- bool, dates, timestamps -------------------------------------------- */
+
+int csv_parse_bool(const uint8_t* p, int64_t n, int* out) {
+  if (ieq(p, n, "true")) {
+    *out = 1;
+    return 1;
+  }
+  if (ieq(p, n, "false")) {
+    *out = 0;
+    return 1;
+  }
+  return 0;
+}
+
+static inline int digits_at(const uint8_t* p, int k, int* out) {
+  int v = 0;
+  for (int i = 0; i < k; ++i) {
+    unsigned dgt = (unsigned)p[i] - '0';
+    if (dgt > 9) return 0;
+    v = v * 10 + (int)dgt;
+  }
+  *out = v;
+  return 1;
+}
+
+// Days from civil (Howard Hinnant's algorithm), proleptic Gregorian.
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m) {
+  static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
+  return dim[m - 1];
+}
+
+static int parse_ymd(const uint8_t* p, int64_t n, int64_t* days) {
+  int y, m, d;
+  if (n < 10 || p[4] != '-' || p[7] != '-') return 0;
+  if (!digits_at(p, 4, &y) || !digits_at(p + 5, 2, &m) || !digits_at(p + 8, 2, &d)) return 0;
+  if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, m)) return 0;
+  *days = days_from_civil(y, m, d);
+  return 1;
+}
+
+int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
+  int64_t days;
+  if (n != 10 || !parse_ymd(p, n, &days)) return 0;
+  *out = (int32_t)days;
+  return 1;
+}
+
+int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+                        int* has_zone) {
+  int64_t days;
+  if (!parse_ymd(p, n, &days)) return 0;
+  int hh = 0, mm = 0, ss = 0;
+  int32_t ns = 0;
+  int64_t i = 10;
+  *has_zone = 0;
+  if (i < n) {
+    if (p[i] != 'T' && p[i] != ' ') return 0;
+    if (n < i + 6 || !digits_at(p + i + 1, 2, &hh) || p[i + 3] != ':' ||
+        !digits_at(p + i + 4, 2, &mm)) {
+      return 0;
+    }
+    i += 6;
+    if (i < n && p[i] == ':') {
+      if (n < i + 3 || !digits_at(p + i + 1, 2, &ss)) return 0;
+      i += 3;
+      if (i < n && (p[i] == '.' || p[i] == ',')) {
+        ++i;
+        int k = 0;
+        for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
+          if (k < 9) ns = ns * 10 + (p[i] - '0');
+        }
+        if (k == 0) return 0;
+        for (; k < 9; ++k) ns *= 10;
+      }
+    }
+    if (hh > 23 || mm > 59 || ss > 60) return 0;
+    if (i < n) {
+      int zh = 0, zm = 0;
+      if (p[i] == 'Z' && i + 1 == n) {
+        *has_zone = 1;
+      } else if (p[i] == '+' || p[i] == '-') {
+        int sign = p[i] == '-' ? -1 : 1;
+        int64_t r = n - i - 1;
+        const uint8_t* z = p + i + 1;
+        if (r == 2) {
+          if (!digits_at(z, 2, &zh)) return 0;
+        } else if (r == 4) {
+          if (!digits_at(z, 2, &zh) || !digits_at(z + 2, 2, &zm)) return 0;
+        } else if (r == 5 && z[2] == ':') {
+          if (!digits_at(z, 2, &zh) || !digits_at(z + 3, 2, &zm)) return 0;
+        } else {
+          return 0;
+        }
+        if (zh > 23 || zm > 59) return 0;
+        *has_zone = 1;
+        // local = UTC + offset, so UTC = local - offset
+        *seconds = -(int64_t)sign * (zh * 3600 + zm * 60);
+        *seconds += days * 86400 + hh * 3600 + mm * 60 + ss;
+        *nanos = ns;
+        return 1;
+      } else {
+        return 0;
+      }
+    }
+  }
+  *seconds = days * 86400 + hh * 3600 + mm * 60 + ss;
+  *nanos = ns;
+  return 1;
+}
+
+int csv_valid_utf8(const uint8_t* p, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {  // ASCII fast path, 8 bytes at a time
+      uint64_t w;
+      memcpy(&w, p + i, 8);
+      if ((w & UINT64_C(0x8080808080808080)) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return 0;
+    }
+    if (i + len > n) return 0;
+    for (int k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return 0;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return 0;
+    }
+    i += len;
+  }
+  return 1;
+}
+
+/* ---- inference ------------------------------------------------------------ */
+
+#define CAN(k) (1u << (k))
+
+void csv_infer_init(struct csv_infer_state* s) {
+  s->can = CAN(CSV_KIND_BOOL) | CAN(CSV_KIND_INT64) | CAN(CSV_KIND_DOUBLE) |
+           CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP);
+  s->any_value = 0;
+  s->any_zone = 0;
+}
+
+void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
+  if (csv_is_null(p, n)) return;
+  s->any_value = 1;
+  if (s->can == 0) return;
+  int b;
+  int64_t i;
+  double d;
+  int32_t day;
+  int64_t sec;
+  int32_t ns;
+  int zone;
+  if ((s->can & CAN(CSV_KIND_BOOL)) && !csv_parse_bool(p, n, &b)) s->can &= ~CAN(CSV_KIND_BOOL);
+  if ((s->can & CAN(CSV_KIND_INT64)) && !csv_parse_int64(p, n, &i)) {
+    s->can &= ~CAN(CSV_KIND_INT64);
+  }
+  if ((s->can & CAN(CSV_KIND_DOUBLE)) && !csv_parse_double(p, n, &d)) {
+    s->can &= ~CAN(CSV_KIND_DOUBLE);
+  }
+  if ((s->can & CAN(CSV_KIND_DATE32)) && !csv_parse_date32(p, n, &day)) {
+    s->can &= ~CAN(CSV_KIND_DATE32);
+  }
+  if (s->can & CAN(CSV_KIND_TIMESTAMP)) {
+    if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
+      s->can &= ~CAN(CSV_KIND_TIMESTAMP);
+    } else {
+      s->any_zone |= zone;
+    }
+  }
+}
+
+const char* csv_infer_format(const struct csv_infer_state* s) {
+  if (!s->any_value) return "u";
+  if (s->can & CAN(CSV_KIND_BOOL)) return "b";
+  if (s->can & CAN(CSV_KIND_INT64)) return "l";
+  if (s->can & CAN(CSV_KIND_DOUBLE)) return "g";
+  if (s->can & CAN(CSV_KIND_DATE32)) return "tdD";
+  if (s->can & CAN(CSV_KIND_TIMESTAMP)) return s->any_zone ? "tsu:UTC" : "tsu:";
+  return "u";
+}

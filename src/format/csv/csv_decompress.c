@@ -1,0 +1,143 @@
+// Compressed CSV (.csv.gz, multi-member; .csv.zst, multi-frame), recognised by
+// magic bytes. The input is inflated into memory at open, after which it is
+// read exactly like a plain file (and can be split for parallel decoding).
+// Bounded-memory streaming of huge compressed inputs is not done yet.
+#include <string.h>
+#include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
+#include <zstd.h>
+
+#include "csv_decompress.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+// The libraries free without a size; a header in front of each block keeps
+// the size sl_free needs.
+static void* hook_alloc(const struct sluice_allocator* alloc, size_t size) {
+  size_t total;
+  if (sl_add_size(size, 16, &total) != 0) return NULL;
+  uint8_t* p = sl_alloc(alloc, total);
+  if (p == NULL) return NULL;
+  memcpy(p, &total, sizeof total);
+  return p + 16;
+}
+
+static void hook_free(const struct sluice_allocator* alloc, void* ptr) {
+  if (ptr == NULL) return;
+  uint8_t* p = (uint8_t*)ptr - 16;
+  size_t total;
+  memcpy(&total, p, sizeof total);
+  sl_free(alloc, p, total);
+}
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  size_t n;
+  if (sl_mul_size(items, size, &n) != 0) return NULL;
+  return hook_alloc(opaque, n);
+}
+static void z_free(voidpf opaque, voidpf ptr) { hook_free(opaque, ptr); }
+static void* zstd_alloc(void* opaque, size_t size) { return hook_alloc(opaque, size); }
+static void zstd_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
+
+static int grow(struct csv_inflated* out, const struct sluice_allocator* alloc) {
+  int64_t cap = out->cap < (1 << 20) ? (1 << 20) : out->cap * 2;
+  if (cap < out->cap) return ENOMEM;
+  uint8_t* b = out->data == NULL
+                   ? sl_alloc_buffer(alloc, (size_t)cap)
+                   : sl_realloc_buffer(alloc, out->data, (size_t)out->cap, (size_t)cap);
+  if (b == NULL) return ENOMEM;
+  out->data = b;
+  out->cap = cap;
+  return 0;
+}
+
+static int gunzip(const uint8_t* in, int64_t n, const struct sluice_allocator* alloc,
+                  struct csv_inflated* out, const char* name, struct sluice_error* error) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  z.zalloc = z_alloc;
+  z.zfree = z_free;
+  z.opaque = (voidpf)alloc;
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  int rc = 0;
+  int64_t pos = 0;
+  while (rc == 0 && pos < n) {
+    if (out->size == out->cap && grow(out, alloc) != 0) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory inflating", name);
+      break;
+    }
+    uInt in_chunk = n - pos > (1 << 30) ? (1u << 30) : (uInt)(n - pos);
+    uInt out_chunk = out->cap - out->size > (1 << 30) ? (1u << 30) : (uInt)(out->cap - out->size);
+    z.next_in = (Bytef*)(in + pos);
+    z.avail_in = in_chunk;
+    z.next_out = out->data + out->size;
+    z.avail_out = out_chunk;
+    int zr = inflate(&z, Z_NO_FLUSH);
+    pos += in_chunk - z.avail_in;
+    out->size += out_chunk - z.avail_out;
+    if (zr == Z_STREAM_END) {
+      // Another gzip member may follow (concatenated .gz files).
+      if (pos < n && inflateReset(&z) != Z_OK) rc = sl_error_set(error, EILSEQ, "%s: gzip", name);
+    } else if (zr == Z_BUF_ERROR && z.avail_out == 0) {
+      continue;
+    } else if (zr != Z_OK) {
+      rc = sl_error_set(error, EILSEQ, "%s: corrupt gzip data near compressed byte %lld: %s", name,
+                        (long long)pos, z.msg != NULL ? z.msg : "inflate failed");
+    } else if (pos == n && z.avail_out != 0) {
+      rc = sl_error_set(error, EILSEQ, "%s: truncated gzip data", name);
+    }
+  }
+  inflateEnd(&z);
+  return rc;
+}
+
+static int unzstd(const uint8_t* in, int64_t n, const struct sluice_allocator* alloc,
+                  struct csv_inflated* out, const char* name, struct sluice_error* error) {
+  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)alloc};
+  ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(mem);
+  if (dctx == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  ZSTD_inBuffer ib = {in, (size_t)n, 0};
+  size_t last = 0;
+  int rc = 0;
+  for (;;) {
+    if (out->size == out->cap && grow(out, alloc) != 0) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory decompressing", name);
+      break;
+    }
+    ZSTD_outBuffer ob = {out->data, (size_t)out->cap, (size_t)out->size};
+    last = ZSTD_decompressStream(dctx, &ob, &ib);
+    out->size = (int64_t)ob.pos;
+    if (ZSTD_isError(last)) {
+      rc = sl_error_set(error, EILSEQ, "%s: corrupt zstd data: %s", name, ZSTD_getErrorName(last));
+      break;
+    }
+    if (ib.pos == ib.size && ob.pos < ob.size) {
+      if (last != 0) rc = sl_error_set(error, EILSEQ, "%s: truncated zstd frame", name);
+      break;
+    }
+  }
+  ZSTD_freeDCtx(dctx);
+  return rc;
+}
+
+int csv_maybe_decompress(const uint8_t* in, int64_t n, const struct sluice_allocator* alloc,
+                         struct csv_inflated* out, const char* name, struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  int rc;
+  if (n >= 2 && in[0] == 0x1F && in[1] == 0x8B) {
+    rc = gunzip(in, n, alloc, out, name, error);
+  } else if (n >= 4 && in[0] == 0x28 && in[1] == 0xB5 && in[2] == 0x2F && in[3] == 0xFD) {
+    rc = unzstd(in, n, alloc, out, name, error);
+  } else {
+    return 0;
+  }
+  if (rc == 0 && out->data == NULL) rc = grow(out, alloc);  // empty but decoded
+  if (rc != 0) {
+    if (out->data != NULL) sl_free_buffer(alloc, out->data, (size_t)out->cap);
+    memset(out, 0, sizeof *out);
+    if (error != NULL && error->code == 0) sl_error_set(error, rc, "%s: out of memory", name);
+    return rc;
+  }
+  out->decoded = 1;
+  return 0;
+}

@@ -1,0 +1,320 @@
+// Open-time analysis of a CSV input: delimiter and header sniffing, type
+// inference from a sample, and the user's schema overrides.
+//
+// Delimiter: each candidate (, ; TAB |) tokenizes the first rows; the one that
+// splits every row into the same number (> 1) of fields wins, the most fields
+// breaking ties, comma when nothing is consistent.
+// Header: the first row is data only if each of its fields fits the type
+// inferred for its column from the following rows and at least one column is
+// not a string (all-string tables are assumed to have a header, as pyarrow
+// and polars do).
+#include <stdio.h>
+#include <string.h>
+
+#include "csv_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+int64_t csv_line_of(const uint8_t* data, int64_t offset) {
+  int64_t line = 1;
+  const uint8_t* p = data;
+  const uint8_t* e = data + offset;
+  while (p < e) {
+    const uint8_t* nl = memchr(p, '\n', (size_t)(e - p));
+    if (nl == NULL) break;
+    ++line;
+    p = nl + 1;
+  }
+  return line;
+}
+
+void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc) {
+  for (int64_t i = 0; i < l->n_cols; ++i) {
+    if (l->names != NULL && l->names[i] != NULL) sl_free(alloc, l->names[i], strlen(l->names[i]) + 1);
+    if (l->formats != NULL && l->formats[i] != NULL) {
+      sl_free(alloc, l->formats[i], strlen(l->formats[i]) + 1);
+    }
+  }
+  sl_free(alloc, l->names, (size_t)l->n_cols * sizeof *l->names);
+  sl_free(alloc, l->formats, (size_t)l->n_cols * sizeof *l->formats);
+  l->names = l->formats = NULL;
+  l->n_cols = 0;
+}
+
+static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, int64_t start,
+                           int64_t size, const struct sluice_allocator* alloc, uint8_t* out) {
+  static const uint8_t candidates[] = {',', ';', '\t', '|'};
+  int64_t best_k = -1;
+  *out = ',';
+  struct csv_rows rows;
+  csv_rows_init(&rows, alloc);
+  for (size_t i = 0; i < sizeof candidates; ++i) {
+    struct csv_dialect d = *base;
+    d.delimiter = candidates[i];
+    if (d.delimiter == d.quote || d.delimiter == d.escape) continue;
+    rows.n_rows = rows.n_fields = 0;
+    int64_t pos = start, err = 0;
+    enum csv_tok_status st =
+        csv_tokenize(&d, data, &pos, size, INT64_MAX, 50, 64 << 10, &rows, &err);
+    if (st == CSV_TOK_ENOMEM) {
+      csv_rows_free(&rows);
+      return ENOMEM;
+    }
+    if (rows.n_rows == 0) continue;
+    int64_t k = rows.row_first[1] - rows.row_first[0];
+    int consistent = 1;
+    for (int64_t r = 1; r < rows.n_rows; ++r) {
+      int64_t n = rows.row_first[r + 1] - rows.row_first[r];
+      // a trailing delimiter on data rows only is tolerated
+      if (n != k && !(n == k + 1 && rows.fields[rows.row_first[r + 1] - 1].len == 0)) {
+        consistent = 0;
+      }
+    }
+    if (consistent && k > 1 && k > best_k) {
+      best_k = k;
+      *out = d.delimiter;
+    }
+  }
+  csv_rows_free(&rows);
+  return 0;
+}
+
+// The bytes of field f, unescaped into *scratch when needed.
+static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
+                       const struct csv_field* f, uint8_t** scratch, int64_t* cap,
+                       const struct sluice_allocator* alloc, const uint8_t** p, int64_t* n) {
+  if (!(f->flags & CSV_FIELD_ESCAPED)) {
+    *p = data + f->pos;
+    *n = f->len;
+    return 0;
+  }
+  if (*cap < f->len) {
+    uint8_t* b = sl_alloc(alloc, (size_t)f->len);
+    if (b == NULL) return ENOMEM;
+    sl_free(alloc, *scratch, (size_t)*cap);
+    *scratch = b;
+    *cap = f->len;
+  }
+  *n = csv_unescape(d, data + f->pos, f->len, *scratch);
+  *p = *scratch;
+  return 0;
+}
+
+static int fits(const char* format, const uint8_t* p, int64_t n) {
+  struct csv_infer_state s;
+  csv_infer_init(&s);
+  csv_infer_add(&s, p, n);
+  if (csv_is_null(p, n)) return 1;
+  const char* got = csv_infer_format(&s);
+  if (strcmp(format, "u") == 0) return 1;
+  if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
+  if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
+  return strcmp(format, got) == 0;
+}
+
+struct analysis {
+  const struct csv_options* opts;
+  const uint8_t* data;
+  int64_t size;
+  const char* name;
+  const struct sluice_allocator* alloc;
+  struct csv_layout* out;
+  struct csv_rows rows;
+  struct csv_infer_state* states;
+  uint8_t* scratch;
+  int64_t scratch_cap;
+  int final;  ///< the bytes end the input (0: a stream's sample, cut at a line feed)
+};
+
+static int add_rows(struct analysis* a, int64_t first_row) {
+  const struct csv_dialect* d = &a->out->dialect;
+  for (int64_t r = first_row; r < a->rows.n_rows; ++r) {
+    int64_t n = a->rows.row_first[r + 1] - a->rows.row_first[r];
+    if (n > a->out->n_cols) n = a->out->n_cols;
+    for (int64_t c = 0; c < n; ++c) {
+      const uint8_t* p;
+      int64_t len;
+      const struct csv_field* f = &a->rows.fields[a->rows.row_first[r] + c];
+      if (field_bytes(d, a->data, f, &a->scratch, &a->scratch_cap, a->alloc, &p, &len) != 0) {
+        return ENOMEM;
+      }
+      csv_infer_add(&a->states[c], p, len);
+    }
+  }
+  return 0;
+}
+
+static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos,
+                     struct sluice_error* error) {
+  if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s", a->name,
+                      (long long)csv_line_of(a->data, err_pos), (long long)err_pos,
+                      st == CSV_TOK_UNTERMINATED ? "unterminated quoted field"
+                                                 : "field longer than 2 GiB");
+}
+
+static int make_names(struct analysis* a, struct sluice_error* error) {
+  struct csv_layout* l = a->out;
+  const struct csv_options* o = a->opts;
+  for (int64_t c = 0; c < l->n_cols; ++c) {
+    char buf[32];
+    const uint8_t* p = (const uint8_t*)buf;
+    int64_t len;
+    if (l->header) {
+      const struct csv_field* f = &a->rows.fields[a->rows.row_first[0] + c];
+      if (field_bytes(&l->dialect, a->data, f, &a->scratch, &a->scratch_cap, a->alloc, &p,
+                      &len) != 0) {
+        return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+      }
+    } else if (c < o->n_schema) {  // no header: the schema names columns by position
+      p = (const uint8_t*)o->schema[c].name;
+      len = (int64_t)strlen(o->schema[c].name);
+    } else {
+      len = snprintf(buf, sizeof buf, "f%lld", (long long)c);
+    }
+    l->names[c] = sl_strndup(a->alloc, (const char*)p, (size_t)len);
+    if (l->names[c] == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  for (int64_t s = 0; s < o->n_schema; ++s) {
+    int64_t c = 0;
+    while (c < l->n_cols && strcmp(o->schema[s].name, l->names[c]) != 0) ++c;
+    if (c == l->n_cols) {
+      return sl_error_set(error, EINVAL, "%s: schema names column '%s', which the %s lacks",
+                          a->name, o->schema[s].name, l->header ? "header" : "input");
+    }
+  }
+  return 0;
+}
+
+static int make_formats(struct analysis* a, struct sluice_error* error) {
+  struct csv_layout* l = a->out;
+  const struct csv_options* o = a->opts;
+  for (int64_t c = 0; c < l->n_cols; ++c) {
+    const char* format = csv_infer_format(&a->states[c]);
+    for (int64_t s = 0; s < o->n_schema; ++s) {
+      if (strcmp(o->schema[s].name, l->names[c]) == 0) {
+        format = o->schema[s].format;
+        break;
+      }
+    }
+    l->formats[c] = sl_strdup(a->alloc, format);
+    if (l->formats[c] == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  return 0;
+}
+
+static int analyze(struct analysis* a, int64_t start, struct sluice_error* error) {
+  struct csv_layout* l = a->out;
+  const struct csv_options* o = a->opts;
+  l->dialect.quote = (uint8_t)o->quote;
+  l->dialect.escape = (uint8_t)o->escape;
+  l->dialect.impl = (uint8_t)o->impl;
+  if (o->delimiter > 0) {
+    l->dialect.delimiter = (uint8_t)o->delimiter;
+  } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
+                             &l->dialect.delimiter) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  // First chunk: enough rows to decide the header.
+  const int64_t chunk = INT64_C(1) << 20;
+  int64_t budget = o->infer_bytes < 0 ? INT64_MAX : o->infer_bytes;
+  int64_t pos = start, err_pos = 0;
+  enum csv_tok_status st = csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0,
+                                        budget < chunk ? budget : chunk, &a->rows, &err_pos);
+  if (st == CSV_TOK_UNTERMINATED && !a->final) {
+    pos = err_pos;  // the sample of a stream ends inside a quoted field
+  } else if (st != CSV_TOK_OK) {
+    return tok_error(a, st, err_pos, error);
+  }
+  l->data_start = start;
+  if (a->rows.n_rows == 0) {  // no rows at all: no columns
+    l->header = o->header != 0;
+    l->data_start = a->size;
+    return 0;
+  }
+  int64_t n0 = a->rows.row_first[1];
+  const struct csv_field* row0 = a->rows.fields;
+  l->n_cols = n0;
+  if (n0 > 1 && row0[n0 - 1].len == 0 && row0[n0 - 1].flags == 0 && o->header != 0) {
+    l->n_cols = n0 - 1;  // "a,b,c," header: rows may end with a delimiter too
+    l->trailing_delim = 1;
+  }
+  l->names = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->names);
+  l->formats = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->formats);
+  a->states = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *a->states);
+  if (l->names == NULL || l->formats == NULL || a->states == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c]);
+  if (add_rows(a, 1) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  if (o->header >= 0) {
+    l->header = o->header;
+  } else {
+    int all_fit = 1, any_typed = 0;
+    for (int64_t c = 0; c < l->n_cols; ++c) {
+      const char* f = csv_infer_format(&a->states[c]);
+      any_typed |= strcmp(f, "u") != 0;
+      const uint8_t* p;
+      int64_t len;
+      if (field_bytes(&l->dialect, a->data, &row0[c], &a->scratch, &a->scratch_cap, a->alloc,
+                      &p, &len) != 0) {
+        return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+      }
+      if (a->rows.n_rows > 1 && !fits(f, p, len)) all_fit = 0;
+      if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
+        struct csv_infer_state s;
+        csv_infer_init(&s);
+        csv_infer_add(&s, p, len);
+        if (strcmp(csv_infer_format(&s), "u") != 0) any_typed = 1;
+      }
+    }
+    l->header = !(all_fit && any_typed);
+  }
+  if (!l->header) {  // (a trailing empty field in row 0 then means rows end in a delimiter)
+    if (add_rows(a, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  } else {
+    l->data_start = a->rows.n_rows > 1 ? a->rows.row_pos[1] : pos;
+  }
+  SL_RETURN_NOT_OK(make_names(a, error));  // before the header row is dropped below
+  // Further chunks (infer_bytes beyond the first MiB, or "all").
+  int64_t used = pos - start;
+  while (pos < a->size && used < budget) {
+    a->rows.n_rows = a->rows.n_fields = 0;
+    int64_t before = pos;
+    int64_t want = budget - used < chunk ? budget - used : chunk;
+    st = csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0, want, &a->rows,
+                      &err_pos);
+    int stop = 0;
+    if (st == CSV_TOK_UNTERMINATED && !a->final) {
+      stop = 1;
+    } else if (st != CSV_TOK_OK) {
+      return tok_error(a, st, err_pos, error);
+    }
+    if (add_rows(a, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    if (stop || pos == before) break;
+    used += pos - before;
+  }
+  return make_formats(a, error);
+}
+
+int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
+                int64_t size, int final, const char* name, const struct sluice_allocator* alloc,
+                struct csv_layout* out, struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  struct analysis a;
+  memset(&a, 0, sizeof a);
+  a.opts = opts;
+  a.data = data;
+  a.size = size;
+  a.name = name;
+  a.alloc = alloc;
+  a.out = out;
+  a.final = final;
+  csv_rows_init(&a.rows, alloc);
+  int rc = analyze(&a, start, error);
+  csv_rows_free(&a.rows);
+  sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
+  sl_free(alloc, a.scratch, (size_t)a.scratch_cap);
+  if (rc != 0) csv_layout_free(out, alloc);
+  return rc;
+}

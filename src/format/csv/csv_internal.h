@@ -1,0 +1,192 @@
+// Shared pieces of the CSV reader: options, the dialect, the tokenizer's row
+// layout, and the text-to-value converters. See csv_reader.c for the overall
+// design (sampling, split planning, quote parity).
+#ifndef SL_CSV_INTERNAL_H
+#define SL_CSV_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sl_type.h"
+#include "sluice.h"
+
+/* ---- options -------------------------------------------------------------- */
+
+struct csv_schema_entry {
+  char* name;    ///< owned
+  char* format;  ///< owned Arrow format string
+};
+
+struct csv_options {
+  int delimiter;      ///< -1 = sniff
+  int quote;          ///< 0 = quoting off
+  int escape;         ///< 0 = none (doubled quotes only), else e.g. '\\'
+  int header;         ///< -1 = sniff, 0, 1
+  int64_t split_size; ///< 0 = automatic
+  int64_t infer_bytes;///< bytes of data sampled for type inference (-1 = whole input)
+  int64_t batch_bytes;///< cut a batch once its rows span this many bytes
+  int impl;           ///< CSV_IMPL_* ("simd=scalar|sse2|auto")
+  int no_fastpath;    ///< "fastpath=false": always tokenize (tests compare both)
+  int64_t n_schema;
+  struct csv_schema_entry* schema;
+};
+
+/// Parses "key=value,key=value". Unknown keys are an error (typos should not
+/// silently change nothing). `what` names the object for messages.
+int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
+                      struct csv_options* out, struct sluice_error* error);
+void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc);
+
+/* ---- tokenizer ------------------------------------------------------------ */
+
+struct csv_dialect {
+  uint8_t delimiter;
+  uint8_t quote;   ///< 0 = none
+  uint8_t escape;  ///< 0 = none
+  uint8_t impl;    ///< CSV_IMPL_*: tests force the scalar path to compare
+};
+
+enum { CSV_IMPL_AUTO = 0, CSV_IMPL_SCALAR, CSV_IMPL_SSE2 };
+
+/// Field flag: the raw bytes contain quote or escape characters and must be
+/// unescaped (csv_unescape) before use.
+#define CSV_FIELD_ESCAPED 1u
+
+struct csv_field {
+  int64_t pos;     ///< byte offset in the input
+  int32_t len;
+  uint32_t flags;
+};
+
+/// Rows tokenized from one stretch of input. Row r has fields
+/// [row_first[r], row_first[r + 1]) and started at byte row_pos[r].
+struct csv_rows {
+  const struct sluice_allocator* alloc;
+  struct csv_field* fields;
+  int64_t n_fields, cap_fields;
+  int64_t* row_first;  ///< n_rows + 1 entries
+  int64_t* row_pos;
+  int64_t n_rows, cap_rows;
+};
+
+void csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc);
+void csv_rows_free(struct csv_rows* r);
+
+enum csv_tok_status {
+  CSV_TOK_OK = 0,
+  CSV_TOK_ENOMEM,
+  CSV_TOK_UNTERMINATED,  ///< input ended inside quotes; *err_pos = row start
+  CSV_TOK_TOO_LONG,      ///< a field longer than 2 GiB; *err_pos = row start
+};
+
+/// Tokenizes rows from data[*pos] (a row start, outside quotes) up to `end`
+/// (end of input). Stops after max_rows rows, once the rows span max_bytes, or
+/// when the next row would start at or past `stop` (the split's nominal end).
+/// Blank lines are skipped. A trailing CR is stripped from each line's last
+/// field. *pos is advanced to the next row start. Rows are appended to `out`.
+enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
+                                 int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
+                                 int64_t max_bytes, struct csv_rows* out, int64_t* err_pos);
+
+/// Number of `quote` bytes in data[0, n) (SIMD-counted).
+int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c);
+
+/// The first row start at or after `from`: the position after the first line
+/// feed at or after from - 1 that lies outside quotes, given whether position
+/// from - 1 is inside quotes. Returns `end` if there is none.
+int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                           int64_t end, int in_quote);
+
+/// Unescapes a field with CSV_FIELD_ESCAPED into out (capacity >= len).
+/// Returns the unescaped length.
+int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
+                     uint8_t* out);
+
+/* ---- converters ----------------------------------------------------------- */
+
+/// 1 if the token is a null spelling ("", NA, NULL, null).
+static inline int csv_is_null(const uint8_t* p, int64_t n) {
+  switch (n) {
+    case 0: return 1;
+    case 2: return p[0] == 'N' && p[1] == 'A';
+    case 4: return (p[0] == 'N' && p[1] == 'U' && p[2] == 'L' && p[3] == 'L') ||
+                   (p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l');
+    default: return 0;
+  }
+}
+
+/// Each returns 1 on success, 0 if the token is not of that type.
+int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out);
+int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out);
+/// Correctly rounded (equal to strtod for every input it accepts). Accepts
+/// decimal and scientific notation, nan, inf, infinity (any case, signed).
+int csv_parse_double(const uint8_t* p, int64_t n, double* out);
+int csv_parse_bool(const uint8_t* p, int64_t n, int* out);
+/// Prefix parsers for the fused numeric path: parse a number at p (not past
+/// e) and return its end, or NULL if there is none of the common shape. A
+/// value returned equals what csv_parse_double / csv_parse_int64 give for
+/// the same token.
+const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out);
+const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out);
+/// YYYY-MM-DD -> days since 1970-01-01.
+int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
+/// ISO 8601 date-time: "YYYY-MM-DD[T ]hh:mm[:ss[.f{1,9}]][Z|+hh[:mm]|-hh[:mm]]"
+/// or a bare date. *seconds/*nanos are UTC when a zone is given; *has_zone
+/// says whether one was.
+int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+                        int* has_zone);
+/// 1 if valid UTF-8.
+int csv_valid_utf8(const uint8_t* p, int64_t n);
+
+/* ---- inference ------------------------------------------------------------ */
+
+/// Inferred column kinds, narrowest first.
+enum csv_kind {
+  CSV_KIND_NULL = 0,  ///< only nulls seen
+  CSV_KIND_BOOL,
+  CSV_KIND_INT64,
+  CSV_KIND_DOUBLE,
+  CSV_KIND_DATE32,
+  CSV_KIND_TIMESTAMP,
+  CSV_KIND_STRING,
+};
+
+struct csv_infer_state {
+  unsigned can;       ///< bit per kind still possible
+  int any_value;
+  int any_zone;
+};
+
+void csv_infer_init(struct csv_infer_state* s);
+void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
+/// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
+/// "tsu:", "u"). All-null columns become strings.
+const char* csv_infer_format(const struct csv_infer_state* s);
+
+/* ---- open-time analysis (csv_dialect.c) ---------------------------------- */
+
+/// What the reader learns from the head of the input: dialect, header,
+/// columns and their types.
+struct csv_layout {
+  struct csv_dialect dialect;
+  int header;           ///< the first row held names
+  int trailing_delim;   ///< the header ended with a delimiter (rows may too)
+  int64_t data_start;   ///< first byte of the first data row
+  int64_t n_cols;
+  char** names;         ///< owned, n_cols
+  char** formats;       ///< owned, n_cols (Arrow format strings)
+};
+
+/// Sniffs (unless given) the delimiter and header, infers types from a sample
+/// of `opts->infer_bytes`, and applies `opts->schema`. `start` skips a BOM.
+/// `final` = 0 when data[0, size) is only the head of a stream (cut after a
+/// line feed, which may lie inside a quoted field).
+int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
+                int64_t size, int final, const char* name, const struct sluice_allocator* alloc,
+                struct csv_layout* out, struct sluice_error* error);
+void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
+
+/// 1-based line number of byte `offset` (counts line feeds before it).
+int64_t csv_line_of(const uint8_t* data, int64_t offset);
+
+#endif

@@ -1,0 +1,211 @@
+// CSV options from a "key=value,key=value" string (sl_reader_args
+// format_options). Keys:
+//   delimiter=comma|semicolon|tab|pipe|<one char>   (default: sniffed)
+//   quote=<char>|none          escape=backslash|<char>|none
+//   header=true|false|auto     schema=name:type|name:type (type: int64, float64,
+//   string, bool, date32, timestamp, timestamp[us,UTC], ... or an Arrow format)
+//   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
+//   simd=auto|scalar|sse2, fastpath=true|false (tests)
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+struct type_alias {
+  const char* name;
+  const char* format;
+};
+
+static const struct type_alias csv_type_aliases[] = {
+    {"bool", "b"},         {"boolean", "b"},       {"int8", "c"},       {"int16", "s"},
+    {"int32", "i"},        {"int64", "l"},         {"uint8", "C"},      {"uint16", "S"},
+    {"uint32", "I"},       {"uint64", "L"},        {"float32", "f"},    {"float", "f"},
+    {"float64", "g"},      {"double", "g"},        {"string", "u"},     {"utf8", "u"},
+    {"large_string", "U"}, {"large_utf8", "U"},    {"date32", "tdD"},   {"date", "tdD"},
+    {"timestamp", "tsu:"}, {"timestamp[us]", "tsu:"}, {"timestamp[us,UTC]", "tsu:UTC"},
+    {"timestamp[s]", "tss:"}, {"timestamp[ms]", "tsm:"}, {"timestamp[ns]", "tsn:"},
+    {"timestamp[ns,UTC]", "tsn:UTC"}, {"timestamp[ms,UTC]", "tsm:UTC"},
+    {"timestamp[s,UTC]", "tss:UTC"},
+};
+
+void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc) {
+  for (int64_t i = 0; i < o->n_schema; ++i) {
+    sl_free(alloc, o->schema[i].name, strlen(o->schema[i].name) + 1);
+    sl_free(alloc, o->schema[i].format, strlen(o->schema[i].format) + 1);
+  }
+  sl_free(alloc, o->schema, (size_t)o->n_schema * sizeof *o->schema);
+  o->schema = NULL;
+  o->n_schema = 0;
+}
+
+static int parse_size(const char* v, size_t n, int64_t* out) {
+  if (n == 3 && memcmp(v, "all", 3) == 0) {
+    *out = -1;
+    return 1;
+  }
+  int64_t x = 0;
+  size_t i = 0;
+  for (; i < n && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (x > (INT64_MAX - 9) / 10) return 0;
+    x = x * 10 + (v[i] - '0');
+  }
+  if (i == 0) return 0;
+  int shift = 0;
+  if (i < n) {
+    char c = v[i++];
+    shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : -1;
+    if (shift < 0 || i != n) return 0;
+  }
+  if (x > (INT64_MAX >> shift)) return 0;
+  *out = x << shift;
+  return 1;
+}
+
+static int parse_char(const char* v, size_t n, int allow_none, int* out) {
+  static const struct {
+    const char* name;
+    int c;
+  } names[] = {{"comma", ','}, {"semicolon", ';'}, {"tab", '\t'}, {"\\t", '\t'},
+               {"pipe", '|'},  {"space", ' '},     {"backslash", '\\'},
+               {"dquote", '"'}, {"squote", '\''}};
+  if (allow_none && n == 4 && memcmp(v, "none", 4) == 0) {
+    *out = 0;
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    if (strlen(names[i].name) == n && memcmp(v, names[i].name, n) == 0) {
+      *out = names[i].c;
+      return 1;
+    }
+  }
+  if (n == 1 && v[0] != '\n' && v[0] != '\r' && v[0] != '\0') {
+    *out = (unsigned char)v[0];
+    return 1;
+  }
+  return 0;
+}
+
+static int parse_schema(const char* v, size_t n, const struct sluice_allocator* alloc,
+                        struct csv_options* o, struct sluice_error* error) {
+  int64_t count = 1;
+  for (size_t i = 0; i < n; ++i) count += v[i] == '|';
+  o->schema = sl_calloc(alloc, (size_t)count, sizeof *o->schema);
+  if (o->schema == NULL) return sl_error_set(error, ENOMEM, "out of memory parsing schema");
+  size_t i = 0;
+  while (i <= n) {
+    size_t j = i;
+    while (j < n && v[j] != '|') ++j;
+    const char* colon = memchr(v + i, ':', j - i);
+    if (colon == NULL || colon == v + i) {
+      return sl_error_set(error, EINVAL, "schema entry '%.*s': expected name:type", (int)(j - i),
+                          v + i);
+    }
+    size_t name_len = (size_t)(colon - (v + i));
+    const char* t = colon + 1;
+    size_t t_len = (size_t)(v + j - t);
+    const char* format = NULL;
+    for (size_t k = 0; k < sizeof csv_type_aliases / sizeof csv_type_aliases[0]; ++k) {
+      if (strlen(csv_type_aliases[k].name) == t_len &&
+          memcmp(csv_type_aliases[k].name, t, t_len) == 0) {
+        format = csv_type_aliases[k].format;
+      }
+    }
+    struct csv_schema_entry* e = &o->schema[o->n_schema];
+    e->name = sl_strndup(alloc, v + i, name_len);
+    e->format = format != NULL ? sl_strdup(alloc, format) : sl_strndup(alloc, t, t_len);
+    if (e->name == NULL || e->format == NULL) {
+      if (e->name != NULL) sl_free(alloc, e->name, name_len + 1);
+      if (e->format != NULL) sl_free(alloc, e->format, strlen(e->format) + 1);
+      e->name = e->format = NULL;
+      return sl_error_set(error, ENOMEM, "out of memory parsing schema");
+    }
+    o->n_schema++;
+    struct sl_type type;
+    if (sl_type_parse(e->format, &type, error) != 0) {
+      return sl_error_prefix(error, "schema entry '%.*s'", (int)(j - i), v + i);
+    }
+    i = j + 1;
+  }
+  return 0;
+}
+
+int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
+                      struct csv_options* o, struct sluice_error* error) {
+  memset(o, 0, sizeof *o);
+  o->delimiter = -1;
+  o->quote = '"';
+  o->header = -1;
+  o->infer_bytes = INT64_C(1) << 20;
+  o->batch_bytes = INT64_C(64) << 20;
+  if (text == NULL) return 0;
+  const char* s = text;
+  while (*s != '\0') {
+    const char* end = strchr(s, ',');
+    // A comma right after '=' is the value (delimiter=, quote=,), not a separator.
+    const char* eq = memchr(s, '=', end != NULL ? (size_t)(end - s) : strlen(s));
+    if (eq != NULL && end == eq + 1) end = strchr(end + 1, ',');
+    if (end == NULL) end = s + strlen(s);
+    if (eq == NULL || eq >= end) {
+      csv_options_free(o, alloc);
+      return sl_error_set(error, EINVAL, "CSV option '%.*s': expected key=value", (int)(end - s), s);
+    }
+    size_t klen = (size_t)(eq - s), vlen = (size_t)(end - eq - 1);
+    const char* v = eq + 1;
+    int ok = 1, rc = 0;
+#define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(s, lit, klen) == 0)
+    if (KEY("delimiter") || KEY("delim") || KEY("sep")) {
+      ok = parse_char(v, vlen, 0, &o->delimiter);
+    } else if (KEY("quote")) {
+      ok = parse_char(v, vlen, 1, &o->quote);
+    } else if (KEY("escape")) {
+      ok = parse_char(v, vlen, 1, &o->escape);
+    } else if (KEY("header")) {
+      if (vlen == 4 && memcmp(v, "true", 4) == 0) o->header = 1;
+      else if (vlen == 5 && memcmp(v, "false", 5) == 0) o->header = 0;
+      else if (vlen == 4 && memcmp(v, "auto", 4) == 0) o->header = -1;
+      else ok = 0;
+    } else if (KEY("split_size")) {
+      ok = parse_size(v, vlen, &o->split_size) && o->split_size > 0;
+    } else if (KEY("infer_bytes")) {
+      ok = parse_size(v, vlen, &o->infer_bytes) && o->infer_bytes != 0;
+    } else if (KEY("batch_bytes")) {
+      ok = parse_size(v, vlen, &o->batch_bytes) && o->batch_bytes > 0;
+    } else if (KEY("simd")) {
+      if (vlen == 6 && memcmp(v, "scalar", 6) == 0) o->impl = CSV_IMPL_SCALAR;
+      else if (vlen == 4 && memcmp(v, "sse2", 4) == 0) o->impl = CSV_IMPL_SSE2;
+      else if (vlen == 4 && memcmp(v, "auto", 4) == 0) o->impl = CSV_IMPL_AUTO;
+      else ok = 0;
+    } else if (KEY("fastpath")) {
+      if (vlen == 4 && memcmp(v, "true", 4) == 0) o->no_fastpath = 0;
+      else if (vlen == 5 && memcmp(v, "false", 5) == 0) o->no_fastpath = 1;
+      else ok = 0;
+    } else if (KEY("schema")) {
+      if (o->n_schema > 0) csv_options_free(o, alloc);
+      rc = parse_schema(v, vlen, alloc, o, error);
+    } else {
+      csv_options_free(o, alloc);
+      return sl_error_set(error, EINVAL,
+                          "unknown CSV option '%.*s' (known: delimiter, quote, escape, header, "
+                          "schema, split_size, infer_bytes, batch_bytes)",
+                          (int)klen, s);
+    }
+#undef KEY
+    if (rc != 0) {
+      csv_options_free(o, alloc);
+      return rc;
+    }
+    if (!ok) {
+      csv_options_free(o, alloc);
+      return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%.*s'", (int)klen, s,
+                          (int)vlen, v);
+    }
+    s = *end == ',' ? end + 1 : end;
+  }
+  if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {
+    csv_options_free(o, alloc);
+    return sl_error_set(error, EINVAL, "CSV options: delimiter equals the quote/escape character");
+  }
+  return 0;
+}

@@ -1,0 +1,470 @@
+// The "csv" format reader (.csv .tsv .txt).
+//
+// Design:
+// - Local files are one contiguous byte range, mmap'd whole by the source
+//   (read_at hands out a pointer into the mapping). Forward-only sources
+//   (pipes) are read through a bounded window as one split (csv_stream.c),
+//   or into memory when small, compressed or escape-character dialects.
+// - open() sniffs the dialect and header and infers column types from a sample
+//   (csv_dialect.c). The schema is fixed there. A later value that does not fit
+//   its inferred type is an error naming the line, byte offset and column, and
+//   suggesting schema=col:type or infer_bytes=all (which infers from the whole
+//   input); it is never silently converted.
+// - plan_splits() cuts [data_start, size) into byte ranges of split_size
+//   (automatic: size/8 clamped to 1..32 MiB). A range may begin inside a quoted
+//   field, so quote bytes are counted per range (memchr/SIMD, memory speed; the
+//   counting is spread over split_open calls, see quote_parity_before): quote
+//   parity at each range start is then known exactly, because every quote
+//   byte toggles the quoting state (csv_scan.c). A split's rows are the rows
+//   that START in its range: it begins at the first line feed outside quotes at
+//   or after its start - 1, and stops after the row that crosses its end. Each
+//   row belongs to exactly one split, for any input. Line numbers in messages
+//   are computed only when an error happens (by counting line feeds before the
+//   offset), so the counting pass counts only quotes. Dialects with an escape
+//   character break parity, so they get a single split.
+// - split_next() fills a batch of batch_size rows (or batch_bytes of input) in
+//   chunks of a few thousand rows: when every wanted column is int64/float64,
+//   a fused path parses numbers straight from the bytes (csv_fast_numeric),
+//   handing over to the general path (tokenize into field offsets, then convert
+//   column by column into Arrow builders) for rows it cannot take. Columns not
+//   asked for are never converted.
+// - .gz (multi-member) and .zst inputs are inflated into memory at open
+//   (csv_decompress.c) and then read like plain text.
+#include "csv_reader.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "csv_decompress.h"
+#include "csv_reader_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_builder.h"
+#include "core/sl_error.h"
+#include "core/sl_type.h"
+
+static const char* const csv_extensions[] = {".csv", ".tsv", ".txt", NULL};
+
+// Text has no magic: a small score when the head looks like text at all, so
+// real magic bytes always win and the extension decides among text formats.
+static int csv_probe(const uint8_t* head, int64_t n) {
+  if (n <= 0) return 0;
+  int64_t lines = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (head[i] == 0) return 0;
+    lines += head[i] == '\n';
+  }
+  return lines > 0 ? 10 : 5;
+}
+
+/* ---- open ----------------------------------------------------------------- */
+
+static int slurp(struct csv_reader* r, struct sluice_error* error) {
+  for (;;) {
+    struct sl_view v;
+    SL_RETURN_NOT_OK(sl_source_read_next(r->source, INT64_C(1) << 20, &v, error));
+    if (v.size == 0) {
+      sl_view_release(&v);
+      return 0;
+    }
+    if (r->owned_cap - r->size < v.size) {
+      int64_t cap = r->owned_cap < (1 << 20) ? (1 << 20) : r->owned_cap;
+      while (cap - r->size < v.size) cap *= 2;
+      uint8_t* b = r->owned == NULL ? sl_alloc_buffer(r->alloc, (size_t)cap)
+                                    : sl_realloc_buffer(r->alloc, r->owned, (size_t)r->owned_cap,
+                                                        (size_t)cap);
+      if (b == NULL) {
+        sl_view_release(&v);
+        return sl_error_set(error, ENOMEM, "%s: out of memory reading the input", r->name);
+      }
+      r->owned = b;
+      r->owned_cap = cap;
+    }
+    memcpy(r->owned + r->size, v.data, (size_t)v.size);
+    r->size += v.size;
+    sl_view_release(&v);
+  }
+}
+
+static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
+  const struct csv_layout* l = &r->layout;
+  r->cols = sl_calloc(r->alloc, (size_t)(l->n_cols > 0 ? l->n_cols : 1), sizeof *r->cols);
+  if (r->cols == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  SL_RETURN_NOT_OK(sl_schema_init(&r->schema, r->alloc, "+s", "", 0, l->n_cols, error));
+  for (int64_t c = 0; c < l->n_cols; ++c) {
+    struct csv_column* col = &r->cols[c];
+    SL_RETURN_NOT_OK(sl_schema_init(r->schema.children[c], r->alloc, l->formats[c], l->names[c],
+                                    ARROW_FLAG_NULLABLE, 0, error));
+    SL_RETURN_NOT_OK(sl_type_parse(l->formats[c], &col->type, error));
+    for (int64_t s = 0; s < r->opts.n_schema; ++s) {
+      col->user_type |= strcmp(r->opts.schema[s].name, l->names[c]) == 0;
+    }
+    switch (col->type.id) {
+      case SL_TYPE_BOOL: col->conv = CV_BOOL; break;
+      case SL_TYPE_INT8: col->conv = CV_INT; col->width = 1; break;
+      case SL_TYPE_INT16: col->conv = CV_INT; col->width = 2; break;
+      case SL_TYPE_INT32: col->conv = CV_INT; col->width = 4; break;
+      case SL_TYPE_INT64: col->conv = CV_INT; col->width = 8; break;
+      case SL_TYPE_UINT8: col->conv = CV_UINT; col->width = 1; break;
+      case SL_TYPE_UINT16: col->conv = CV_UINT; col->width = 2; break;
+      case SL_TYPE_UINT32: col->conv = CV_UINT; col->width = 4; break;
+      case SL_TYPE_UINT64: col->conv = CV_UINT; col->width = 8; break;
+      case SL_TYPE_FLOAT: col->conv = CV_F32; break;
+      case SL_TYPE_DOUBLE: col->conv = CV_F64; break;
+      case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: col->conv = CV_UTF8; break;
+      case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: col->conv = CV_BINARY; break;
+      case SL_TYPE_DATE32: col->conv = CV_DATE32; break;
+      case SL_TYPE_TIMESTAMP: col->conv = CV_TIMESTAMP; break;
+      default:
+        return sl_error_set(error, ENOTSUP, "%s: column '%s': type '%s' cannot be read from CSV",
+                            r->name, l->names[c], l->formats[c]);
+    }
+  }
+  const uint8_t d = r->layout.dialect.delimiter;
+  r->fast_numeric = !r->opts.no_fastpath && r->layout.dialect.escape == 0 &&
+                    l->n_cols > 0 && l->n_cols <= 64 &&
+                    (d == ',' || d == ';' || d == '\t' || d == '|' || d == ' ');
+  return 0;
+}
+
+static void csv_close(void* reader) {
+  struct csv_reader* r = reader;
+  if (r == NULL) return;
+  if (r->schema.release != NULL) r->schema.release(&r->schema);
+  sl_free(r->alloc, r->cols, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->cols);
+  csv_layout_free(&r->layout, r->alloc);
+  csv_options_free(&r->opts, r->alloc);
+  sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
+  sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
+  if (r->owned != NULL) sl_free_buffer(r->alloc, r->owned, (size_t)r->owned_cap);
+  sl_view_release(&r->view);
+  sl_free(r->alloc, r, sizeof *r);
+}
+
+static int ends_with(const char* s, const char* suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int csv_open(const struct sl_reader_args* args, void** out, struct sluice_error* error) {
+  *out = NULL;
+  struct csv_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
+  if (r == NULL) return sl_error_set(error, ENOMEM, "out of memory opening a CSV reader");
+  r->alloc = args->alloc;
+  r->source = args->source;
+  r->name = args->source->name != NULL ? args->source->name : "csv";
+  r->batch_size = args->batch_size > 0 ? args->batch_size : 65536;
+  int rc = csv_options_parse(args->format_options, r->alloc, &r->opts, error);
+  if (rc != 0) {
+    sl_error_prefix(error, "%s", r->name);
+    csv_close(r);
+    return rc;
+  }
+  if (r->opts.delimiter < 0 && ends_with(r->name, ".tsv")) r->opts.delimiter = '\t';
+  if (r->source->ops->read_at != NULL && r->source->size >= 0) {
+    r->size = r->source->size;
+    if (r->size > 0) rc = sl_source_read_at(r->source, 0, r->size, &r->view, error);
+    r->data = r->view.data;
+  } else {
+    rc = csv_stream_prepare(r, error);
+    if (rc == 0 && !r->stream) {
+      rc = slurp(r, error);
+      r->data = r->owned;
+    }
+  }
+  if (rc == 0 && r->data == NULL) r->size = 0;
+  if (rc == 0 && !r->stream) {
+    struct csv_inflated z;
+    rc = csv_maybe_decompress(r->data, r->size, r->alloc, &z, r->name, error);
+    if (rc == 0 && z.decoded) {
+      // The plain text replaces the compressed bytes (a read buffer is freed,
+      // a mapping released).
+      if (r->owned != NULL) sl_free_buffer(r->alloc, r->owned, (size_t)r->owned_cap);
+      sl_view_release(&r->view);
+      r->owned = z.data;
+      r->owned_cap = z.cap;
+      r->data = z.data;
+      r->size = z.size;
+    }
+  }
+  int64_t start = 0;
+  if (r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB && r->data[2] == 0xBF) start = 3;
+  if (rc == 0 && !r->stream) {
+    rc = csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
+  }
+  if (rc == 0) rc = setup_columns(r, error);
+  if (rc != 0) {
+    csv_close(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+static int csv_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
+  struct csv_reader* r = reader;
+  return sl_schema_copy(&r->schema, r->alloc, out, error);
+}
+
+/* ---- planning ------------------------------------------------------------- */
+
+static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
+                           struct sluice_error* error) {
+  struct csv_reader* r = reader;
+  *splits = NULL;
+  *n = 0;
+  sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
+  sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
+  r->plan_start = NULL;
+  r->plan_quotes = NULL;
+  r->n_plan = 0;
+  int64_t ds = r->layout.data_start, total = r->stream ? 1 : r->size - ds;
+  if (total <= 0 || r->layout.n_cols == 0) return 0;
+  int64_t chunk = r->opts.split_size;
+  if (chunk <= 0) {
+    chunk = total / 8;
+    if (chunk < (INT64_C(1) << 20)) chunk = INT64_C(1) << 20;
+    if (chunk > (INT64_C(32) << 20)) chunk = INT64_C(32) << 20;
+  }
+  int64_t count = r->layout.dialect.escape != 0 || r->stream ? 1 : (total + chunk - 1) / chunk;
+  if (count == 1) chunk = total;
+  r->plan_start = sl_alloc(r->alloc, (size_t)(count + 1) * sizeof *r->plan_start);
+  r->plan_quotes = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_quotes);
+  struct sl_split* out = sl_calloc(r->alloc, (size_t)count, sizeof *out);
+  if (r->plan_start == NULL || r->plan_quotes == NULL || out == NULL) {
+    sl_free(r->alloc, out, (size_t)count * sizeof *out);
+    sl_free(r->alloc, r->plan_start, (size_t)(count + 1) * sizeof *r->plan_start);
+    sl_free(r->alloc, r->plan_quotes, (size_t)count * sizeof *r->plan_quotes);
+    r->plan_start = NULL;
+    r->plan_quotes = NULL;
+    return sl_error_set(error, ENOMEM, "%s: out of memory planning splits", r->name);
+  }
+  r->n_plan = count;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t a = ds + i * chunk;
+    r->plan_start[i] = a;
+    atomic_init(&r->plan_quotes[i], r->layout.dialect.quote != 0 ? -1 : 0);
+    out[i].index = i;
+    out[i].offset = a;
+    out[i].length = (i + 1 == count ? r->size : a + chunk) - a;
+    out[i].est_bytes = out[i].length < r->opts.batch_bytes ? out[i].length : r->opts.batch_bytes;
+    out[i].est_rows = -1;
+  }
+  r->plan_start[count] = r->stream ? INT64_MAX : r->size;
+  if (r->stream) out[0].length = out[0].est_bytes = r->opts.batch_bytes;
+  *splits = out;
+  *n = count;
+  return 0;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+// Quoting state before byte plan_start[i] - 1: the parity of the quote bytes
+// from data_start (a row start, so outside quotes) up to there. Chunk counts
+// are computed on first need and shared: the engine opens splits roughly in
+// plan order on several threads, so each open counts about one chunk (at
+// memchr speed) instead of plan_splits scanning the whole input serially.
+// Threads racing on a chunk store the same number, so relaxed atomics do.
+static int quote_parity_before(struct csv_reader* r, int64_t i) {
+  int64_t quotes = 0;
+  for (int64_t j = 0; j < i; ++j) {
+    long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
+    if (c < 0) {
+      int64_t from = j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
+      int64_t to = r->plan_start[j + 1] - 1;
+      c = csv_count_byte(r->data + from, to - from, r->layout.dialect.quote);
+      atomic_store_explicit(&r->plan_quotes[j], c, memory_order_relaxed);
+    }
+    quotes += c;
+  }
+  return (int)(quotes & 1);
+}
+
+static void csv_split_close(void* state) {
+  struct csv_split_state* s = state;
+  if (s == NULL) return;
+  const struct sluice_allocator* alloc = s->r->alloc;
+  sl_builder_release(&s->batch);
+  if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
+  csv_rows_free(&s->rows);
+  sl_free(alloc, s->scratch, (size_t)s->scratch_cap);
+  sl_free(alloc, s->cols, (size_t)(s->n_cols > 0 ? s->n_cols : 1) * sizeof *s->cols);
+  sl_free(alloc, s->builder_of,
+          (size_t)(s->r->layout.n_cols > 0 ? s->r->layout.n_cols : 1) * sizeof *s->builder_of);
+  sl_free(alloc, s, sizeof *s);
+}
+
+static int csv_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
+                          int64_t n_columns, void** state, int* projected,
+                          struct sluice_error* error) {
+  struct csv_reader* r = reader;
+  *state = NULL;
+  if (split == NULL || split->index < 0 || split->index >= r->n_plan) {
+    return sl_error_set(error, EINVAL, "%s: split %" PRId64 " was not planned", r->name,
+                        split != NULL ? split->index : -1);
+  }
+  int64_t nc = columns != NULL ? n_columns : r->layout.n_cols;
+  for (int64_t i = 0; columns != NULL && i < n_columns; ++i) {
+    if (columns[i] < 0 || columns[i] >= r->layout.n_cols) {
+      return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64
+                          " columns)", r->name, columns[i], r->layout.n_cols);
+    }
+  }
+  struct csv_split_state* s = sl_calloc(r->alloc, 1, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  s->r = r;
+  csv_rows_init(&s->rows, r->alloc);
+  s->n_cols = nc;
+  s->cols = sl_alloc(r->alloc, (size_t)(nc > 0 ? nc : 1) * sizeof *s->cols);
+  s->builder_of = sl_alloc(r->alloc, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) *
+                                         sizeof *s->builder_of);
+  if (s->cols == NULL || s->builder_of == NULL) {
+    csv_split_close(s);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  }
+  for (int64_t i = 0; i < r->layout.n_cols; ++i) s->builder_of[i] = -1;
+  for (int64_t i = 0; i < nc; ++i) {
+    s->cols[i] = columns != NULL ? columns[i] : i;
+    s->builder_of[s->cols[i]] = i;  // a column asked twice: the fast path is off, see below
+  }
+  struct ArrowSchema proj;
+  int rc = sl_schema_project(&r->schema, s->cols, nc, r->alloc, &proj, error);
+  if (rc == 0) {
+    rc = sl_builder_init_from_schema(&s->batch, &proj, r->alloc, error);
+    proj.release(&proj);
+  }
+  if (rc != 0) {
+    csv_split_close(s);
+    return rc;
+  }
+  int64_t i = split->index, a = r->plan_start[i];
+  s->pos = i == 0 ? a
+                  : csv_next_row_start(&r->layout.dialect, r->data, a, r->size,
+                                       quote_parity_before(r, i));
+  s->stop = i + 1 == r->n_plan ? INT64_MAX : r->plan_start[i + 1];
+  s->data = r->data;
+  s->limit = r->size;
+  if (r->stream) {
+    s->stop = INT64_MAX;
+    rc = csv_stream_start(s, error);
+    if (rc != 0) {
+      csv_split_close(s);
+      return rc;
+    }
+  }
+  // The fused path fills each builder once per file column, so a column
+  // asked for twice must take the general path.
+  // Columns not asked for may have any type: the fused path skips them.
+  int64_t mapped = 0;
+  int numeric = 1;
+  for (int64_t c = 0; c < r->layout.n_cols; ++c) {
+    if (s->builder_of[c] < 0) continue;
+    mapped++;
+    const struct csv_column* col = &r->cols[c];
+    numeric &= col->conv == CV_F64 || (col->conv == CV_INT && col->width == 8);
+  }
+  s->fast_ok = mapped == nc && numeric;
+  *projected = 1;
+  *state = s;
+  return 0;
+}
+
+// Rows are tokenized and converted in chunks of CSV_CHUNK_ROWS so that the
+// field offsets of a chunk stay in cache while each column is converted;
+// chunks accumulate in the builders until the batch is full.
+#define CSV_CHUNK_ROWS 4096
+
+static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_bytes,
+                        int64_t* got, struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  s->rows.n_rows = s->rows.n_fields = 0;
+  *got = 0;
+  if (r->fast_numeric && s->fast_ok) {
+    int64_t n = csv_fast_numeric(s, want, max_bytes);
+    if (n < 0) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    if (n > 0) {
+      *got = n;
+      return 0;
+    }
+    // A row the fused path cannot take (a null, quotes, odd numbers): the
+    // general path takes a few rows, then the fused path tries again.
+    if (want > 64) want = 64;
+  }
+  while (s->rows.n_rows == 0 && s->pos < s->stop && s->pos < s->limit) {
+    int64_t err_pos = 0;
+    enum csv_tok_status st = csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
+                                          s->stop, want, max_bytes, &s->rows, &err_pos);
+    if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    if (st == CSV_TOK_UNTERMINATED && r->stream && !s->eof) {
+      s->pos = err_pos;  // the window ends inside a quoted field: keep the whole rows
+      s->need_more = 1;
+      break;
+    }
+    if (st != CSV_TOK_OK) {
+      int64_t line, at;
+      csv_split_where(s, err_pos, &line, &at);
+      return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s", r->name,
+                          line, at,
+                          st == CSV_TOK_UNTERMINATED ? "unterminated quoted field"
+                                                     : "field longer than 2 GiB");
+    }
+  }
+  if (s->rows.n_rows == 0) return 0;
+  SL_RETURN_NOT_OK(csv_check_field_counts(s, error));
+  for (int64_t j = 0; j < s->n_cols; ++j) {
+    int rc = csv_convert_column(s, s->cols[j], sl_builder_child(&s->batch, j), error);
+    if (rc != 0) {
+      if (error != NULL && error->code == 0) sl_error_set(error, rc, "%s: out of memory", r->name);
+      return rc;
+    }
+  }
+  *got = s->rows.n_rows;
+  return 0;
+}
+
+static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
+  struct csv_split_state* s = state;
+  struct csv_reader* r = s->r;
+  out->release = NULL;
+  int64_t total = 0, start = s->pos;
+  while (total < r->batch_size && s->pos - start < r->opts.batch_bytes) {
+    int64_t want = r->batch_size - total, got = 0;
+    if (want > CSV_CHUNK_ROWS) want = CSV_CHUNK_ROWS;
+    int rc = decode_chunk(s, want, r->opts.batch_bytes - (s->pos - start), &got, error);
+    if (rc == 0 && got == 0 && r->stream && !s->eof) {
+      int64_t shift = 0;
+      rc = csv_stream_fill(s, s->need_more, &shift, error);
+      s->need_more = 0;
+      start -= shift;
+      if (rc == 0) continue;
+    }
+    if (rc != 0) {
+      sl_builder_reset(&s->batch);
+      return rc;
+    }
+    if (got == 0) break;
+    total += got;
+  }
+  if (total == 0) return 0;
+  int rc = sl_builder_struct_finish_rows(&s->batch, total);
+  if (rc != 0) {
+    sl_builder_reset(&s->batch);
+    return sl_error_set(error, rc, "%s: out of memory", r->name);
+  }
+  return sl_builder_finish(&s->batch, out, error);
+}
+
+static const struct sl_format_reader csv_reader_vtable = {
+    .name = "csv",
+    .extensions = csv_extensions,
+    .probe = csv_probe,
+    .open = csv_open,
+    .schema = csv_schema,
+    .plan_splits = csv_plan_splits,
+    .split_open = csv_split_open,
+    .split_next = csv_split_next,
+    .split_close = csv_split_close,
+    .close = csv_close,
+};
+
+const struct sl_format_reader* sl_csv_reader(void) { return &csv_reader_vtable; }

@@ -1,0 +1,96 @@
+// The reader's state, shared by csv_reader.c (open, plan, split lifecycle) and
+// csv_column.c (field-count checks and per-column conversion).
+#ifndef SL_CSV_READER_INTERNAL_H
+#define SL_CSV_READER_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "csv_internal.h"
+#include "core/sl_builder.h"
+#include "io/sl_source.h"
+
+enum csv_conv {
+  CV_BOOL, CV_INT, CV_UINT, CV_F32, CV_F64, CV_UTF8, CV_BINARY, CV_DATE32, CV_TIMESTAMP,
+};
+
+struct csv_column {
+  struct sl_type type;
+  enum csv_conv conv;
+  int width;          ///< bytes, for CV_INT / CV_UINT
+  int user_type;      ///< the type came from the schema option
+};
+
+struct csv_reader {
+  const struct sluice_allocator* alloc;
+  struct sl_source* source;
+  const char* name;
+  struct sl_view view;     ///< the input, when the source has ranged reads
+  uint8_t* owned;          ///< the input, when read from a stream
+  int64_t owned_cap;
+  const uint8_t* data;
+  int64_t size;
+  struct csv_options opts;
+  struct csv_layout layout;
+  struct csv_column* cols;
+  struct ArrowSchema schema;
+  int64_t batch_size;
+  int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
+  int stream;              ///< forward-only source read through a window (csv_stream.c)
+  int64_t stream_window;   ///< initial window size
+  int64_t n_plan;
+  int64_t* plan_start;     ///< n_plan + 1 nominal offsets
+  /// Quote bytes in [b_j, b_j+1) where b_0 = data_start, b_j = plan_start[j] - 1:
+  /// counted lazily by split_open (-1 = not yet), see csv_reader.c.
+  atomic_llong* plan_quotes;
+};
+
+struct csv_split_state {
+  struct csv_reader* r;
+  /// The bytes being decoded: the whole input for ranged sources; a window of
+  /// the stream for forward-only ones. Positions (pos, stop, field offsets)
+  /// are relative to `data`; `limit` ends the complete rows in it.
+  const uint8_t* data;
+  int64_t limit;
+  int64_t base;          ///< input offset of data[0]
+  int64_t lines_before;  ///< line feeds in the input before data[0]
+  int64_t pos, stop;
+  int64_t* cols;
+  int64_t n_cols;
+  int64_t* builder_of;     ///< per file column: output builder index, or -1
+  int fast_ok;             ///< output columns: distinct file columns, all int64/float64
+  uint8_t* window;         ///< stream mode: the window (sl_alloc_buffer, win_cap)
+  int64_t win_cap, win_len;
+  int eof;                 ///< stream mode: the source is exhausted
+  int need_more;           ///< stream mode: the rows up to limit were not complete
+  struct sl_builder batch;
+  struct csv_rows rows;
+  uint8_t* scratch;
+  int64_t scratch_cap;
+};
+
+/// Stream mode (csv_stream.c): at open, peeks and analyses the head (sets
+/// r->stream, or leaves it 0 to read the input whole); per split, sets up the
+/// window; refills it (moving the undecoded tail to the front; *shift = bytes
+/// dropped), reading at least once more when `force`.
+int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error);
+int csv_stream_start(struct csv_split_state* s, struct sluice_error* error);
+int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
+                    struct sluice_error* error);
+
+/// Line (1-based) and input byte offset of position `pos` in s->data.
+void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte);
+
+/// Every row has n_cols fields (or one more, empty: a trailing delimiter).
+int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
+/// Converts column `c` of the tokenized rows into builder `b`.
+int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
+                       struct sluice_error* error);
+
+/// The fused path for numeric projections: parses rows straight from the
+/// bytes (no field array) while they have the plain shape (wanted fields are
+/// numbers, no quotes, nulls or CR inside; other fields are skipped), stopping at the first row that does not;
+/// the tokenizing path then takes over for a chunk. Returns rows decoded
+/// (0: the first row was not plain), -1 on ENOMEM.
+int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes);
+
+#endif

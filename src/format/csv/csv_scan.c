@@ -1,0 +1,411 @@
+// Structural scanning: finds field and row boundaries.
+//
+// The fast path (no escape character) works on 64-byte blocks, simdcsv style:
+// one bitmask each for quote, delimiter and line feed bytes; the prefix XOR of
+// the quote mask gives "inside quotes" for every byte, so delimiters and line
+// feeds inside quoted fields drop out without a per-byte state machine. Every
+// quote byte toggles the quoting state; this matches RFC 4180 (a doubled
+// quote toggles twice) and is exactly what the split planner's quote-parity
+// pre-pass assumes, so serial and parallel reads agree on any input.
+//
+// The masks come from SSE2 (AVX2 when the CPU has it) or from a scalar loop
+// that computes the same bits; the rest of the loop is shared, so results are
+// identical by construction.
+//
+// With an escape character (backslash) a quote may not toggle, so parity is
+// useless: a scalar state machine tokenizes, and the reader plans one split.
+#include <string.h>
+
+#include "csv_internal.h"
+#include "core/sl_alloc.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CSV_HAVE_X86 1
+#endif
+
+void csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc) {
+  memset(r, 0, sizeof *r);
+  r->alloc = alloc;
+}
+
+void csv_rows_free(struct csv_rows* r) {
+  sl_free(r->alloc, r->fields, (size_t)r->cap_fields * sizeof *r->fields);
+  sl_free(r->alloc, r->row_first, (size_t)(r->cap_rows + 1) * sizeof *r->row_first);
+  sl_free(r->alloc, r->row_pos, (size_t)r->cap_rows * sizeof *r->row_pos);
+  const struct sluice_allocator* a = r->alloc;
+  memset(r, 0, sizeof *r);
+  r->alloc = a;
+}
+
+static int grow_fields(struct csv_rows* r, int64_t need) {
+  if (r->cap_fields - r->n_fields >= need) return 0;
+  int64_t cap = r->cap_fields < 1024 ? 1024 : r->cap_fields;
+  while (cap - r->n_fields < need) {
+    if (cap > (INT64_C(1) << 40)) return -1;
+    cap *= 2;
+  }
+  struct csv_field* f = sl_alloc(r->alloc, (size_t)cap * sizeof *f);
+  if (f == NULL) return -1;
+  if (r->n_fields > 0) memcpy(f, r->fields, (size_t)r->n_fields * sizeof *f);
+  sl_free(r->alloc, r->fields, (size_t)r->cap_fields * sizeof *r->fields);
+  r->fields = f;
+  r->cap_fields = cap;
+  return 0;
+}
+
+static int grow_rows(struct csv_rows* r, int64_t need) {
+  if (r->cap_rows - r->n_rows >= need) return 0;
+  int64_t cap = r->cap_rows < 256 ? 256 : r->cap_rows;
+  while (cap - r->n_rows < need) {
+    if (cap > (INT64_C(1) << 40)) return -1;
+    cap *= 2;
+  }
+  int64_t* first = sl_alloc(r->alloc, (size_t)(cap + 1) * sizeof *first);
+  int64_t* pos = sl_alloc(r->alloc, (size_t)cap * sizeof *pos);
+  if (first == NULL || pos == NULL) {
+    sl_free(r->alloc, first, (size_t)(cap + 1) * sizeof *first);
+    sl_free(r->alloc, pos, (size_t)cap * sizeof *pos);
+    return -1;
+  }
+  if (r->row_first != NULL) memcpy(first, r->row_first, (size_t)(r->n_rows + 1) * sizeof *first);
+  else first[0] = 0;
+  if (r->n_rows > 0) memcpy(pos, r->row_pos, (size_t)r->n_rows * sizeof *pos);
+  sl_free(r->alloc, r->row_first, (size_t)(r->cap_rows + 1) * sizeof *r->row_first);
+  sl_free(r->alloc, r->row_pos, (size_t)r->cap_rows * sizeof *r->row_pos);
+  r->row_first = first;
+  r->row_pos = pos;
+  r->cap_rows = cap;
+  return 0;
+}
+
+/* ---- bitmasks ------------------------------------------------------------- */
+
+struct csv_masks {
+  uint64_t quote, delim, nl;
+};
+
+static inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+static inline void masks_scalar(const uint8_t* p, uint8_t quote, uint8_t delim,
+                                struct csv_masks* m) {
+  uint64_t q = 0, d = 0, n = 0;
+  for (int i = 0; i < 64; ++i) {
+    q |= (uint64_t)(p[i] == quote) << i;
+    d |= (uint64_t)(p[i] == delim) << i;
+    n |= (uint64_t)(p[i] == '\n') << i;
+  }
+  m->quote = quote != 0 ? q : 0;
+  m->delim = d;
+  m->nl = n;
+}
+
+#ifdef CSV_HAVE_X86
+static inline uint64_t eq16x4(__m128i a, __m128i b, __m128i c, __m128i e, __m128i v) {
+  uint64_t r0 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(a, v));
+  uint64_t r1 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(b, v));
+  uint64_t r2 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(c, v));
+  uint64_t r3 = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(e, v));
+  return r0 | (r1 << 16) | (r2 << 32) | (r3 << 48);
+}
+
+static inline void masks_sse2(const uint8_t* p, uint8_t quote, uint8_t delim,
+                              struct csv_masks* m) {
+  __m128i a = _mm_loadu_si128((const __m128i*)p);
+  __m128i b = _mm_loadu_si128((const __m128i*)(p + 16));
+  __m128i c = _mm_loadu_si128((const __m128i*)(p + 32));
+  __m128i e = _mm_loadu_si128((const __m128i*)(p + 48));
+  m->quote = quote != 0 ? eq16x4(a, b, c, e, _mm_set1_epi8((char)quote)) : 0;
+  m->delim = eq16x4(a, b, c, e, _mm_set1_epi8((char)delim));
+  m->nl = eq16x4(a, b, c, e, _mm_set1_epi8('\n'));
+}
+
+__attribute__((target("avx2"))) static inline uint64_t eq32x2(__m256i a, __m256i b,
+                                                               __m256i v) {
+  uint64_t r0 = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, v));
+  uint64_t r1 = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, v));
+  return r0 | (r1 << 32);
+}
+
+__attribute__((target("avx2"))) static inline void masks_avx2(const uint8_t* p, uint8_t quote,
+                                                               uint8_t delim,
+                                                               struct csv_masks* m) {
+  __m256i a = _mm256_loadu_si256((const __m256i*)p);
+  __m256i b = _mm256_loadu_si256((const __m256i*)(p + 32));
+  m->quote = quote != 0 ? eq32x2(a, b, _mm256_set1_epi8((char)quote)) : 0;
+  m->delim = eq32x2(a, b, _mm256_set1_epi8((char)delim));
+  m->nl = eq32x2(a, b, _mm256_set1_epi8('\n'));
+}
+#endif
+
+/* ---- the block tokenizer ---------------------------------------------------- */
+
+// Ends the current row at line-feed position `at` (or end of input). Returns 1
+// if the row was kept, 0 if it was a blank line.
+static inline int end_row(struct csv_rows* out, int64_t row_start) {
+  int64_t first = out->row_first[out->n_rows];
+  const struct csv_field* last = &out->fields[out->n_fields - 1];
+  if (out->n_fields - first == 1 && last->len == 0 && last->flags == 0) {
+    out->n_fields = first;  // blank line
+    return 0;
+  }
+  out->row_pos[out->n_rows] = row_start;
+  out->n_rows++;
+  out->row_first[out->n_rows] = out->n_fields;
+  return 1;
+}
+
+// The loop body is written once and instantiated per mask function, so the
+// mask code inlines into each copy (an AVX2 function cannot inline into a
+// non-AVX2 caller and vice versa).
+#define CSV_TOKENIZE_BODY(MASKS)                                                           \
+  const uint8_t quote = d->quote, delim = d->delimiter;                                    \
+  int64_t start = *pos, row_start = start, field_start = start, p = start;                 \
+  int64_t rows_done = 0;                                                                   \
+  uint64_t in_q = 0;                                                                        \
+  uint32_t field_q = 0;                                                                    \
+  uint8_t tail[64];                                                                         \
+  while (p < end) {                                                                         \
+    if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;       \
+    struct csv_masks m;                                                                     \
+    int64_t avail = end - p;                                                                \
+    if (avail >= 64) {                                                                      \
+      MASKS(data + p, quote, delim, &m);                                                    \
+    } else {                                                                                \
+      memset(tail, 0, sizeof tail);                                                         \
+      memcpy(tail, data + p, (size_t)avail);                                                \
+      MASKS(tail, quote, delim, &m);                                                        \
+      uint64_t valid = (UINT64_C(1) << avail) - 1;                                          \
+      m.quote &= valid;                                                                     \
+      m.delim &= valid;                                                                     \
+      m.nl &= valid;                                                                        \
+    }                                                                                       \
+    uint64_t inside = prefix_xor(m.quote) ^ in_q;                                           \
+    uint64_t structural = (m.delim | m.nl) & ~inside;                                       \
+    in_q = (uint64_t)0 - (inside >> 63);                                                    \
+    uint64_t qrem = m.quote;                                                                \
+    while (structural != 0) {                                                               \
+      int b = __builtin_ctzll(structural);                                                  \
+      structural &= structural - 1;                                                         \
+      int64_t at = p + b;                                                                   \
+      uint64_t below = b == 0 ? 0 : (~UINT64_C(0) >> (64 - b));                             \
+      uint32_t fq = field_q | ((qrem & below) != 0 ? CSV_FIELD_ESCAPED : 0u);               \
+      qrem &= ~below;                                                                       \
+      field_q = 0;                                                                          \
+      if (at - field_start > INT32_MAX) {                                                   \
+        *err_pos = row_start;                                                               \
+        return CSV_TOK_TOO_LONG;                                                            \
+      }                                                                                     \
+      struct csv_field* f = &out->fields[out->n_fields++];                                 \
+      f->pos = field_start;                                                                 \
+      f->len = (int32_t)(at - field_start);                                                 \
+      f->flags = fq;                                                                        \
+      field_start = at + 1;                                                                 \
+      if ((m.nl >> b) & 1) {                                                                \
+        if (f->len > 0 && data[at - 1] == '\r') f->len--;                                   \
+        rows_done += end_row(out, row_start);                                               \
+        row_start = at + 1;                                                                 \
+        if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes) { \
+          *pos = row_start;                                                                 \
+          return CSV_TOK_OK;                                                                \
+        }                                                                                   \
+        if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;   \
+      }                                                                                     \
+    }                                                                                       \
+    if (qrem != 0) field_q = CSV_FIELD_ESCAPED;                                             \
+    p += 64;                                                                                \
+  }                                                                                         \
+  if (in_q != 0) {                                                                          \
+    *err_pos = row_start;                                                                   \
+    return CSV_TOK_UNTERMINATED;                                                            \
+  }                                                                                         \
+  return finish_tail(out, data, row_start, field_start, end, field_q, pos, err_pos);
+
+static enum csv_tok_status finish_tail(struct csv_rows* out, const uint8_t* data,
+                                       int64_t row_start, int64_t field_start, int64_t end,
+                                       uint32_t field_q, int64_t* pos, int64_t* err_pos) {
+  *pos = end;
+  if (field_start >= end && out->n_fields == out->row_first[out->n_rows]) return CSV_TOK_OK;
+  if (grow_fields(out, 1) != 0 || grow_rows(out, 1) != 0) return CSV_TOK_ENOMEM;
+  if (end - field_start > INT32_MAX) {
+    *err_pos = row_start;
+    return CSV_TOK_TOO_LONG;
+  }
+  struct csv_field* f = &out->fields[out->n_fields++];
+  f->pos = field_start;
+  f->len = (int32_t)(end - field_start);
+  f->flags = field_q;
+  if (f->len > 0 && data[end - 1] == '\r') f->len--;
+  end_row(out, row_start);
+  return CSV_TOK_OK;
+}
+
+static enum csv_tok_status tokenize_scalar_masks(const struct csv_dialect* d,
+                                                 const uint8_t* data, int64_t* pos,
+                                                 int64_t end, int64_t stop, int64_t max_rows,
+                                                 int64_t max_bytes, struct csv_rows* out,
+                                                 int64_t* err_pos) {
+  CSV_TOKENIZE_BODY(masks_scalar)
+}
+
+#ifdef CSV_HAVE_X86
+static enum csv_tok_status tokenize_sse2(const struct csv_dialect* d, const uint8_t* data,
+                                         int64_t* pos, int64_t end, int64_t stop,
+                                         int64_t max_rows, int64_t max_bytes,
+                                         struct csv_rows* out, int64_t* err_pos) {
+  CSV_TOKENIZE_BODY(masks_sse2)
+}
+
+__attribute__((target("avx2"))) static enum csv_tok_status tokenize_avx2(
+    const struct csv_dialect* d, const uint8_t* data, int64_t* pos, int64_t end, int64_t stop,
+    int64_t max_rows, int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
+  CSV_TOKENIZE_BODY(masks_avx2)
+}
+#endif
+
+// Escape-character dialects: a byte-at-a-time state machine. Same field and
+// row semantics as the block tokenizer.
+static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const uint8_t* data,
+                                           int64_t* pos, int64_t end, int64_t stop,
+                                           int64_t max_rows, int64_t max_bytes,
+                                           struct csv_rows* out, int64_t* err_pos) {
+  const uint8_t quote = d->quote, delim = d->delimiter, esc = d->escape;
+  int64_t start = *pos, row_start = start, field_start = start;
+  int64_t rows_done = 0;
+  int in_q = 0;
+  uint32_t field_q = 0;
+  if (grow_fields(out, 2) != 0 || grow_rows(out, 2) != 0) return CSV_TOK_ENOMEM;
+  for (int64_t p = start; p < end; ++p) {
+    uint8_t c = data[p];
+    if (c == esc) {
+      field_q = CSV_FIELD_ESCAPED;
+      ++p;  // the next byte is literal (a trailing escape at the end stays)
+      continue;
+    }
+    if (quote != 0 && c == quote) {
+      in_q ^= 1;
+      field_q = CSV_FIELD_ESCAPED;
+      continue;
+    }
+    if (in_q || (c != delim && c != '\n')) continue;
+    if (p - field_start > INT32_MAX) {
+      *err_pos = row_start;
+      return CSV_TOK_TOO_LONG;
+    }
+    struct csv_field* f = &out->fields[out->n_fields++];
+    f->pos = field_start;
+    f->len = (int32_t)(p - field_start);
+    f->flags = field_q;
+    field_q = 0;
+    field_start = p + 1;
+    if (c == '\n') {
+      if (f->len > 0 && data[p - 1] == '\r') f->len--;
+      rows_done += end_row(out, row_start);
+      row_start = p + 1;
+      if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes) {
+        *pos = row_start;
+        return CSV_TOK_OK;
+      }
+    }
+    if (grow_fields(out, 2) != 0 || grow_rows(out, 2) != 0) return CSV_TOK_ENOMEM;
+  }
+  if (in_q) {
+    *err_pos = row_start;
+    return CSV_TOK_UNTERMINATED;
+  }
+  if (field_start > end) field_start = end;
+  return finish_tail(out, data, row_start, field_start, end, field_q, pos, err_pos);
+}
+
+enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
+                                 int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
+                                 int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
+  if (max_rows <= 0) max_rows = INT64_MAX;
+  if (max_bytes <= 0) max_bytes = INT64_MAX;
+  if (grow_rows(out, 1) != 0) return CSV_TOK_ENOMEM;
+  if (d->escape != 0) {
+    return tokenize_escape(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+  }
+#ifdef CSV_HAVE_X86
+  if (d->impl != CSV_IMPL_SCALAR) {
+    if (d->impl != CSV_IMPL_SSE2 && __builtin_cpu_supports("avx2")) {
+      return tokenize_avx2(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+    }
+    return tokenize_sse2(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+  }
+#endif
+  return tokenize_scalar_masks(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+}
+
+// Without -mpopcnt the builtin becomes a library call; SWAR is as fast.
+static inline int64_t popcount64(uint64_t x) {
+  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+  return (int64_t)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
+int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
+  // Most inputs have no quotes at all, or none in long stretches: libc's
+  // memchr skips those fastest; counting starts at the first hit.
+  if (n <= 0) return 0;
+  const uint8_t* first = memchr(data, c, (size_t)n);
+  if (first == NULL) return 0;
+  int64_t count = 0, i = first - data;
+#ifdef CSV_HAVE_X86
+  __m128i v = _mm_set1_epi8((char)c);
+  for (; i + 64 <= n; i += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i*)(data + i));
+    __m128i b = _mm_loadu_si128((const __m128i*)(data + i + 16));
+    __m128i x = _mm_loadu_si128((const __m128i*)(data + i + 32));
+    __m128i e = _mm_loadu_si128((const __m128i*)(data + i + 48));
+    count += popcount64(eq16x4(a, b, x, e, v));
+  }
+#endif
+  for (; i < n; ++i) count += data[i] == c;
+  return count;
+}
+
+int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                           int64_t end, int in_quote) {
+  if (from <= 0) return 0;
+  for (int64_t p = from - 1; p < end; ++p) {
+    uint8_t c = data[p];
+    if (d->quote != 0 && c == d->quote) {
+      in_quote ^= 1;
+    } else if (c == '\n' && !in_quote) {
+      return p + 1;
+    }
+  }
+  return end;
+}
+
+int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
+                     uint8_t* out) {
+  int64_t o = 0;
+  int in_q = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    uint8_t c = in[i];
+    if (d->escape != 0 && c == d->escape && i + 1 < len) {
+      out[o++] = in[++i];
+    } else if (d->quote != 0 && c == d->quote) {
+      if (in_q && i + 1 < len && in[i + 1] == c) {
+        out[o++] = c;
+        ++i;
+      } else {
+        in_q ^= 1;
+      }
+    } else {
+      out[o++] = c;
+    }
+  }
+  return o;
+}

@@ -1,0 +1,123 @@
+// Forward-only sources (pipes, standard input) in bounded memory.
+//
+// open() peeks at the head of the stream (without consuming it) and analyses
+// it cut after its last line feed; the schema comes from that sample. The one
+// split then reads the stream through a window: rows are decoded from the
+// window up to its last line feed (`limit`); the unfinished tail is moved to
+// the front and more is read. A row longer than the window doubles it. When
+// the whole input fits in the sample, it is compressed, or the dialect has an
+// escape character, the reader falls back to reading everything into memory.
+#include <string.h>
+
+#include "csv_reader_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
+  int64_t sample = r->opts.infer_bytes < 0 ? (INT64_C(64) << 20) : r->opts.infer_bytes;
+  if (sample < (INT64_C(1) << 20)) sample = INT64_C(1) << 20;
+  sample += INT64_C(64) << 10;
+  struct sl_view v;
+  SL_RETURN_NOT_OK(sl_source_peek(r->source, sample, &v, error));
+  int rc = 0;
+  const uint8_t* d = v.data;
+  int64_t n = v.size;
+  int compressed = (n >= 2 && d[0] == 0x1F && d[1] == 0x8B) ||
+                   (n >= 4 && d[0] == 0x28 && d[1] == 0xB5 && d[2] == 0x2F && d[3] == 0xFD);
+  int64_t cut = n;
+  while (cut > 0 && d[cut - 1] != '\n') --cut;
+  // With an escape character a line feed at the window's end may be escaped
+  // (inside a row yet outside quotes): such dialects read the input whole.
+  if (n >= sample && !compressed && cut > 0 && r->opts.escape == 0) {
+    int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
+    rc = csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
+    if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
+      r->stream = 1;
+      r->stream_window = n * 2 > (INT64_C(4) << 20) ? n * 2 : (INT64_C(4) << 20);
+    } else if (rc == 0) {
+      csv_layout_free(&r->layout, r->alloc);  // no complete row seen: read it all
+      memset(&r->layout, 0, sizeof r->layout);
+    }
+  }
+  sl_view_release(&v);
+  return rc;
+}
+
+static int64_t count_lf(const uint8_t* p, int64_t n) {
+  int64_t lines = 0;
+  const uint8_t* e = p + n;
+  while (p < e) {
+    const uint8_t* nl = memchr(p, '\n', (size_t)(e - p));
+    if (nl == NULL) break;
+    ++lines;
+    p = nl + 1;
+  }
+  return lines;
+}
+
+int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
+                    struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  // Drop what was decoded; keep the unfinished tail at the front.
+  int64_t keep = s->pos;
+  if (keep > s->win_len) keep = s->win_len;
+  s->lines_before += count_lf(s->window, keep);
+  if (keep > 0 && s->win_len > keep) memmove(s->window, s->window + keep, (size_t)(s->win_len - keep));
+  s->win_len -= keep;
+  s->base += keep;
+  s->pos -= keep;
+  *shift = keep;
+  for (;;) {
+    if (!s->eof) {
+      if (s->win_len == s->win_cap) {
+        int64_t cap = s->win_cap * 2;
+        uint8_t* w = cap > s->win_cap ? sl_realloc_buffer(r->alloc, s->window, (size_t)s->win_cap,
+                                                          (size_t)cap)
+                                      : NULL;
+        if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory (a row of %lld bytes)",
+                                           r->name, (long long)s->win_len);
+        s->window = w;
+        s->win_cap = cap;
+      }
+      struct sl_view v;
+      SL_RETURN_NOT_OK(sl_source_read_next(r->source, s->win_cap - s->win_len, &v, error));
+      if (v.size <= 0) {
+        s->eof = 1;
+      } else {
+        int64_t take = v.size < s->win_cap - s->win_len ? v.size : s->win_cap - s->win_len;
+        memcpy(s->window + s->win_len, v.data, (size_t)take);
+        s->win_len += take;
+      }
+      sl_view_release(&v);
+    }
+    int64_t limit = s->win_len;
+    if (!s->eof) {
+      while (limit > s->pos && s->window[limit - 1] != '\n') --limit;
+    }
+    s->data = s->window;
+    s->limit = limit;
+    if (s->eof || (limit > s->pos && !force)) return 0;
+    force = 0;  // one more read was made; a complete row may still need more
+    if (limit > s->pos && s->win_len < s->win_cap) return 0;
+  }
+}
+
+int csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  s->win_cap = r->stream_window;
+  s->window = sl_alloc_buffer(r->alloc, (size_t)s->win_cap);
+  if (s->window == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  // The header (and a BOM) are in the first bytes: read up to them, then skip.
+  while (!s->eof && s->win_len < r->layout.data_start) {
+    struct sl_view v;
+    SL_RETURN_NOT_OK(sl_source_read_next(r->source, s->win_cap - s->win_len, &v, error));
+    if (v.size <= 0) s->eof = 1;
+    int64_t take = v.size < s->win_cap - s->win_len ? v.size : s->win_cap - s->win_len;
+    if (take > 0) memcpy(s->window + s->win_len, v.data, (size_t)take);
+    if (take > 0) s->win_len += take;
+    sl_view_release(&v);
+  }
+  s->pos = r->layout.data_start < s->win_len ? r->layout.data_start : s->win_len;
+  int64_t shift;
+  return csv_stream_fill(s, 0, &shift, error);
+}

@@ -1,0 +1,520 @@
+// The CSV reader through its vtable: dialects, quoting, splits inside quotes,
+// inference, errors with line numbers, allocation failures, number parsing
+// against strtod.
+//
+// Run as `test_csv --dump FILE [OPTIONS [COLUMNS]]` it prints the table as
+// text instead (first line: name:format|...; then one line per row, values as
+// JSON), for tests/py/test_csv_interop.py.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <pthread.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "core/sl_value_text.h"
+#include "format/csv/csv_internal.h"
+#include "format/csv/csv_reader.h"
+#include "format/sl_format.h"
+#include "io/sl_source.h"
+#include "test_util.h"
+
+// Reads `path` with `options` (all splits in plan order, columns projected
+// when `cols` is given) and renders it into `out`. Returns 0 or the error.
+static int read_to_text(const char* path, const char* options, const int64_t* cols,
+                        int64_t n_cols, const struct sluice_allocator* alloc,
+                        struct sl_text* out, struct sluice_error* error) {
+  const struct sl_format_reader* fr = sl_csv_reader();
+  struct sl_source* src = NULL;
+  void* reader = NULL;
+  struct sl_split* splits = NULL;
+  int64_t n_splits = 0;
+  struct ArrowSchema schema = {0}, proj = {0};
+  struct sl_text_field field = {0};
+  int field_ok = 0;
+  int rc = sl_source_open(path, alloc, &src, error);
+  if (rc == 0) {
+    struct sl_reader_args args = {.source = src, .alloc = alloc, .format_options = options};
+    rc = fr->open(&args, &reader, error);
+  }
+  if (rc == 0) rc = fr->schema(reader, &schema, error);
+  if (rc == 0) {
+    if (cols != NULL) rc = sl_schema_project(&schema, cols, n_cols, alloc, &proj, error);
+    else rc = sl_schema_copy(&schema, alloc, &proj, error);
+  }
+  if (rc == 0) rc = sl_text_field_init(&field, &proj, alloc, error);
+  if (rc == 0) field_ok = 1;
+  for (int64_t c = 0; rc == 0 && c < proj.n_children; ++c) {
+    if (c > 0) sl_text_append_char(out, '|');
+    sl_text_append_str(out, proj.children[c]->name);
+    sl_text_append_char(out, ':');
+    sl_text_append_str(out, proj.children[c]->format);
+  }
+  if (rc == 0) sl_text_append_char(out, '\n');
+  if (rc == 0) rc = fr->plan_splits(reader, &splits, &n_splits, error);
+  for (int64_t i = 0; rc == 0 && i < n_splits; ++i) {
+    void* st = NULL;
+    int projected = 0;
+    rc = fr->split_open(reader, &splits[i], cols, n_cols, &st, &projected, error);
+    while (rc == 0) {
+      struct ArrowArray batch = {0};
+      rc = fr->split_next(st, &batch, error);
+      if (rc != 0 || batch.release == NULL) break;
+      for (int64_t r = 0; r < batch.length && rc == 0; ++r) {
+        for (int64_t c = 0; c < batch.n_children && rc == 0; ++c) {
+          if (c > 0) sl_text_append_char(out, ',');
+          rc = sl_value_render(&field.children[c], batch.children[c], r, SL_TEXT_JSON, out, error);
+        }
+        sl_text_append_char(out, '\n');
+      }
+      batch.release(&batch);
+    }
+    if (st != NULL) fr->split_close(st);
+  }
+  if (field_ok) sl_text_field_reset(&field);
+  if (proj.release != NULL) proj.release(&proj);
+  if (schema.release != NULL) schema.release(&schema);
+  sl_free(alloc, splits, (size_t)n_splits * sizeof *splits);
+  if (reader != NULL) fr->close(reader);
+  if (src != NULL) sl_source_close(src);
+  return rc;
+}
+
+static char* write_temp(const char* name, const char* text) {
+  static char path[512];  // test-only scratch (single-threaded tests)
+  test_temp_path(name, path, sizeof path);
+  assert_int_equal(test_write_file(path, text, strlen(text)), 0);
+  return path;
+}
+
+// Reads `text` as CSV and compares the rendering with `expected`.
+static void check_csv(const char* text, const char* options, const char* expected) {
+  char* path = write_temp("t.csv", text);
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  struct sluice_error err = {0};
+  int rc = read_to_text(path, options, NULL, 0, NULL, &out, &err);
+  if (rc != 0) fprintf(stderr, "error: %s\n", err.message);
+  assert_int_equal(rc, 0);
+  if (strcmp(sl_text_cstr(&out), expected) != 0) {
+    fprintf(stderr, "input:\n%s\ngot:\n%s\nwant:\n%s\n", text, sl_text_cstr(&out), expected);
+  }
+  assert_string_equal(sl_text_cstr(&out), expected);
+  // Every split size and both tokenizers must agree with the serial read.
+  static const char* const extra[] = {"split_size=1", "split_size=7", "split_size=64",
+                                      "simd=scalar,fastpath=false", "simd=sse2,split_size=3",
+                                      "fastpath=false,split_size=5"};
+  for (size_t i = 0; i < sizeof extra / sizeof extra[0]; ++i) {
+    char opts[512];
+    snprintf(opts, sizeof opts, "%s%s%s", options != NULL ? options : "",
+             options != NULL ? "," : "", extra[i]);
+    struct sl_text again;
+    sl_text_init(&again, NULL);
+    assert_int_equal(read_to_text(path, opts, NULL, 0, NULL, &again, &err), 0);
+    if (strcmp(sl_text_cstr(&again), expected) != 0) {
+      fprintf(stderr, "with %s got:\n%s\n", opts, sl_text_cstr(&again));
+    }
+    assert_string_equal(sl_text_cstr(&again), expected);
+    sl_text_reset(&again);
+  }
+  sl_text_reset(&out);
+  remove(path);
+}
+
+static void check_error(const char* text, const char* options, const char* needle) {
+  char* path = write_temp("e.csv", text);
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  struct sluice_error err = {0};
+  int rc = read_to_text(path, options, NULL, 0, NULL, &out, &err);
+  if (rc == 0 || strstr(err.message, needle) == NULL) {
+    fprintf(stderr, "rc %d message: %s\nwant: %s\n", rc, err.message, needle);
+  }
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(err.message, needle));
+  sl_text_reset(&out);
+  remove(path);
+}
+
+static uint64_t rng_next_(uint64_t* s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static void test_basic(void** unused) {
+  (void)unused;
+  check_csv("a,b,c\n1,x,2.5\n2,y,3\n", NULL, "a:l|b:u|c:g\n1,\"x\",2.5\n2,\"y\",3\n");
+  // CRLF, BOM, no final newline, blank lines, trailing delimiter
+  check_csv("\xEF\xBB\xBF" "a,b\r\n1,2\r\n\r\n3,4", NULL, "a:l|b:l\n1,2\n3,4\n");
+  check_csv("a,b,\n1,2,\n3,4,\n", NULL, "a:l|b:l\n1,2\n3,4\n");
+  check_csv("a,b\n\n\n1,2\n\n", NULL, "a:l|b:l\n1,2\n");
+  check_csv("a\n", NULL, "a:u\n");
+  check_csv("", NULL, "\n");
+}
+
+static void test_quotes(void** unused) {
+  (void)unused;
+  check_csv("s,n\n\"a,b\",1\n\"line\nbreak\",2\n\"say \"\"hi\"\"\",3\n", NULL,
+            "s:u|n:l\n\"a,b\",1\n\"line\\nbreak\",2\n\"say \\\"hi\\\"\",3\n");
+  check_csv("s,n\n\"\",1\n,2\n\"x\",3\r\n", "header=true",
+            "s:u|n:l\n\"\",1\nnull,2\n\"x\",3\n");
+  check_csv("s\n\"1\"\n\"2\"\n", NULL, "s:l\n1\n2\n");
+  check_csv("a;b\n'x;y';2\n", "delimiter=;,quote='", "a:u|b:l\n\"x;y\",2\n");
+  check_csv("a,b\n\"x\\\"y\",1\n", "escape=backslash", "a:u|b:l\n\"x\\\"y\",1\n");
+  // a split boundary inside a quoted field full of delimiters and newlines
+  check_csv("k,v\n1,\"a\n,b,\n\"\"c\n,\n\"\n2,\"\n\"\n3,x\n", NULL,
+            "k:l|v:u\n1,\"a\\n,b,\\n\\\"c\\n,\\n\"\n2,\"\\n\"\n3,\"x\"\n");
+}
+
+static void test_dialects(void** unused) {
+  (void)unused;
+  check_csv("a;b\n1;2,5\n", NULL, "a:l|b:u\n1,\"2,5\"\n");
+  check_csv("a\tb\n1\t2\n", NULL, "a:l|b:l\n1,2\n");
+  check_csv("a|b|c\n1|2|3\n", NULL, "a:l|b:l|c:l\n1,2,3\n");
+  check_csv("1,2\n3,4\n", NULL, "f0:l|f1:l\n1,2\n3,4\n");
+  check_csv("1,2\n3,4\n", "header=false,schema=x:int32|y:string", "x:i|y:u\n1,\"2\"\n3,\"4\"\n");
+  check_csv("x,y\n1,2\n", "header=true", "x:l|y:l\n1,2\n");
+  check_csv("x,y\n1,2\n", "header=false", "f0:u|f1:u\n\"x\",\"y\"\n\"1\",\"2\"\n");
+}
+
+static void test_inference(void** unused) {
+  (void)unused;
+  check_csv("b,i,f,d,t,s\ntrue,1,1.5,2020-01-02,2020-01-02T03:04:05,x\n"
+            "False,-2,NaN,1969-12-31,2020-01-02 03:04:05.5,\n"
+            "NA,NULL,1e3,null,,\"\"\n",
+            NULL,
+            "b:b|i:l|f:g|d:tdD|t:tsu:|s:u\n"
+            "true,1,1.5,\"2020-01-02\",\"2020-01-02 03:04:05.000000\",\"x\"\n"
+            "false,-2,null,\"1969-12-31\",\"2020-01-02 03:04:05.500000\",null\n"
+            "null,null,1000,null,null,\"\"\n");
+  check_csv("t\n2020-01-02T03:04:05+01:00\n2020-01-02T03:04:05Z\n", NULL,
+            "t:tsu:UTC\n\"2020-01-02 02:04:05.000000Z\"\n\"2020-01-02 03:04:05.000000Z\"\n");
+  check_csv("a\n1\n2.5\nx\n", NULL, "a:u\n\"1\"\n\"2.5\"\n\"x\"\n");
+  check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1\n9.223372036854776e+18\n");
+}
+
+// Random bytes from a CSV-hostile alphabet: any split size must give exactly
+// the serial result (rows, or the same error).
+static void test_random_splits(void** unused) {
+  (void)unused;
+  static const char alphabet[] = {'a', '1', ',', ',', '"', '"', '\n', '\n', '\r', ';',
+                                  '2', '.', '5', 'e', '-', '1', '3', ',', '\n'};
+  uint64_t seed = 12345;
+  char text[300];
+  for (int iter = 0; iter < 300; ++iter) {
+    size_t n = (size_t)(rng_next_(&seed) % (sizeof text - 1));
+    for (size_t i = 0; i < n; ++i) text[i] = alphabet[rng_next_(&seed) % sizeof alphabet];
+    text[n] = '\0';
+    char* path = write_temp("r.csv", text);
+    struct sl_text want;
+    sl_text_init(&want, NULL);
+    struct sluice_error err0 = {0};
+    int rc0 = read_to_text(path, "header=true", NULL, 0, NULL, &want, &err0);
+    for (int k = 1; k <= 40; k += 3) {
+      char opts[64];
+      snprintf(opts, sizeof opts, "header=true,split_size=%d%s", k,
+               k % 2 ? ",simd=scalar,fastpath=false" : "");
+      struct sl_text got;
+      sl_text_init(&got, NULL);
+      struct sluice_error err = {0};
+      int rc = read_to_text(path, opts, NULL, 0, NULL, &got, &err);
+      assert_int_equal(rc, rc0);
+      if (rc == 0) assert_string_equal(sl_text_cstr(&got), sl_text_cstr(&want));
+      else assert_string_equal(err.message, err0.message);
+      sl_text_reset(&got);
+    }
+    sl_text_reset(&want);
+    remove(path);
+  }
+}
+
+static void test_projection(void** unused) {
+  (void)unused;
+  char* path = write_temp("p.csv", "a,b,c\n1,x,2.5\n2,y,bad\n");
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  struct sluice_error err = {0};
+  const int64_t cols[] = {1, 0};
+  // column c holds an unparsable value, but it is not asked for
+  assert_int_equal(read_to_text(path, "schema=c:float64", cols, 2, NULL, &out, &err), 0);
+  assert_string_equal(sl_text_cstr(&out), "b:u|a:l\n\"x\",1\n\"y\",2\n");
+  sl_text_reset(&out);
+  remove(path);
+  // all-numeric (the fused path): skipped columns are not parsed; a column
+  // asked twice; a null mid-file hands over to the general path and back
+  path = write_temp("p2.csv", "a,b,c\n1,2.5,3\n4,x,6\n7,,9\n10,1e3,12\n");
+  const int64_t cols2[] = {2, 0, 2};
+  sl_text_init(&out, NULL);
+  assert_int_equal(read_to_text(path, "schema=b:float64", cols2, 3, NULL, &out, &err), 0);
+  assert_string_equal(sl_text_cstr(&out), "c:l|a:l|c:l\n3,1,3\n6,4,6\n9,7,9\n12,10,12\n");
+  sl_text_reset(&out);
+  const int64_t cols3[] = {2};
+  sl_text_init(&out, NULL);
+  assert_int_equal(read_to_text(path, "schema=b:float64", cols3, 1, NULL, &out, &err), 0);
+  assert_string_equal(sl_text_cstr(&out), "c:l\n3\n6\n9\n12\n");
+  sl_text_reset(&out);
+  remove(path);
+  // skipped string columns (quoted, empty, blank lines) around a numeric one
+  path = write_temp("p3.csv", "s,n,t\nab,1,x\n,2,\n\"q,\"\"\n\",3,y\n\nzz,4,\"\"\n");
+  const int64_t cols4[] = {1};
+  for (int k = 0; k < 2; ++k) {
+    sl_text_init(&out, NULL);
+    assert_int_equal(read_to_text(path, k ? "fastpath=false" : NULL, cols4, 1, NULL, &out, &err), 0);
+    assert_string_equal(sl_text_cstr(&out), "n:l\n1\n2\n3\n4\n");
+    sl_text_reset(&out);
+  }
+  remove(path);
+  path = write_temp("p4.csv", "s\nab\n\n\ncd\n");
+  const int64_t none[] = {0};
+  sl_text_init(&out, NULL);
+  assert_int_equal(read_to_text(path, NULL, none, 0, NULL, &out, &err), 0);
+  assert_string_equal(sl_text_cstr(&out), "\n\n\n");  // 2 rows, no columns
+  sl_text_reset(&out);
+  remove(path);
+  check_csv("a,b\n1,0.000123456789012345678\n-0,-0.0\n00,1e-5\n2,\n3,NA\n4,5\r\n", NULL,
+            "a:l|b:g\n1,0.00012345678901234567\n0,-0\n0,1e-05\n2,null\n3,null\n4,5\n");
+}
+
+static void test_errors(void** unused) {
+  (void)unused;
+  check_error("a,b\n1,2\n3\n", NULL, "line 3 (byte 8): expected 2 fields, found 1");
+  check_error("a,b\n1,2\n\"3,4\n5,6\n", NULL, "line 3 (byte 8): unterminated quoted field");
+  check_error("a,b\n1,2\n3,4\n", "schema=a:int8|b:bool", "line 2 (byte 6): column 'b'");
+  check_error("a,b\n1,2\n3,4\n", "schema=z:int8", "schema names column 'z'");
+  check_error("a,b\n1,x\xff\n", NULL, "line 2 (byte 6): column 'b': invalid UTF-8");
+  check_error("a\n1\n2\nx\n", "infer_bytes=4", "line 4 (byte 6): column 'a': cannot parse 'x'");
+  check_error("a\n1\n", "nonsense=1", "unknown CSV option");
+  check_error("a\n300\n", "schema=a:int8", "out of range");
+}
+
+static void test_alloc_failures(void** unused) {
+  (void)unused;
+  char* path = write_temp("f.csv", "a,b,c\n1,\"x\ny\",2.5\n2,\"\"\"z\",3\n3,,\n");
+  struct sl_text expected;
+  sl_text_init(&expected, NULL);
+  struct sluice_error err = {0};
+  assert_int_equal(read_to_text(path, "split_size=8", NULL, 0, NULL, &expected, &err), 0);
+  for (long long fail = 1;; ++fail) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, fail);
+    struct sl_text out;
+    sl_text_init(&out, NULL);  // the text itself uses the default allocator
+    int rc = read_to_text(path, "split_size=8", NULL, 0, &ta.base, &out, &err);
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+    sl_text_reset(&out);
+    if (rc == 0) break;
+    assert_int_equal(rc, ENOMEM);
+    assert_true(fail < 10000);
+  }
+  sl_text_reset(&expected);
+  remove(path);
+}
+
+static void check_double(const char* s) {
+  double want = strtod(s, NULL), got = 0;
+  assert_true(csv_parse_double((const uint8_t*)s, (int64_t)strlen(s), &got));
+  if (memcmp(&want, &got, sizeof want) != 0 && !(isnan(want) && isnan(got))) {
+    fprintf(stderr, "%s: strtod %.17g, got %.17g\n", s, want, got);
+    fail();
+  }
+}
+
+static uint64_t rng_next(uint64_t* s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static void test_parse_double(void** unused) {
+  (void)unused;
+  static const char* const cases[] = {
+      "0", "-0", "1", "0.1", "1e308", "1.7976931348623157e308", "1.7976931348623159e308",
+      "2.2250738585072014e-308", "4.9e-324", "2.4703282292062327e-324", "1e-400", "1e400",
+      "9007199254740993", "123456789012345678901234567890", "0.000000000000000000000001",
+      "7.1e-10", "3.14159265358979323846264338327950288", "1.00000000000000011102230246251565404236316680908203125",
+      "1.00000000000000011102230246251565404236316680908203124", "5e-324", "1e23", "8.589973e9",
+      "9.999999999999999e22", ".5", "5.", "+3", "NaN", "-inf", "Infinity", "1E5", "0e10",
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_double(cases[i]);
+  uint64_t seed = 0x9E3779B97F4A7C15u;
+  char buf[64];
+  for (int i = 0; i < 300000; ++i) {
+    uint64_t bits = rng_next(&seed);
+    double d;
+    memcpy(&d, &bits, 8);
+    if (!isfinite(d)) continue;
+    snprintf(buf, sizeof buf, "%.17g", d);
+    check_double(buf);
+    snprintf(buf, sizeof buf, "%.*g", (int)(rng_next(&seed) % 17) + 1, d);
+    check_double(buf);
+    double u = (double)(rng_next(&seed) >> 11) / 9007199254740992.0;  // W1-like [0,1)
+    snprintf(buf, sizeof buf, "%.17g", u);
+    check_double(buf);
+    snprintf(buf, sizeof buf, "%llue%d", (unsigned long long)(rng_next(&seed) % 100000000000000000ull),
+             (int)(rng_next(&seed) % 700) - 350);
+    check_double(buf);
+  }
+  int64_t v;
+  assert_true(csv_parse_int64((const uint8_t*)"-9223372036854775808", 20, &v));
+  assert_true(v == INT64_MIN);
+  assert_false(csv_parse_int64((const uint8_t*)"9223372036854775808", 19, &v));
+}
+
+static void test_corpus(void** unused) {
+  (void)unused;
+  char path[1024];
+  test_corpus_path("arrow-testing/data/csv/aggregate_test_100.csv", path, sizeof path);
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  struct sluice_error err = {0};
+  assert_int_equal(read_to_text(path, NULL, NULL, 0, NULL, &out, &err), 0);
+  assert_non_null(strstr(sl_text_cstr(&out), "c1:u|c2:l|"));
+  sl_text_reset(&out);
+  static const char* const fuzz[] = {
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-4523557272223744",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-5003506164760576",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-5085419734892544",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-5279410447253504",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-5308706540814336",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-5600990083743744",
+      "clusterfuzz-testcase-minimized-arrow-csv-fuzz-6261070185693184",
+  };
+  for (size_t i = 0; i < sizeof fuzz / sizeof fuzz[0]; ++i) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "arrow-testing/data/csv/fuzzing/%s", fuzz[i]);
+    test_corpus_path(rel, path, sizeof path);
+    for (int k = 0; k < 2; ++k) {
+      sl_text_init(&out, NULL);
+      (void)read_to_text(path, k ? "split_size=4096" : NULL, NULL, 0, NULL, &out, &err);
+      sl_text_reset(&out);
+    }
+  }
+}
+
+static int dump(int argc, char** argv) {
+  const char* options = argc > 3 && argv[3][0] != '\0' ? argv[3] : NULL;
+  int64_t cols[1024];
+  int64_t n_cols = 0;
+  if (argc > 4) {
+    for (char* p = argv[4]; *p != '\0' && n_cols < 1024;) {
+      cols[n_cols++] = strtoll(p, &p, 10);
+      if (*p == ',') ++p;
+    }
+  }
+  struct sl_text out;
+  sl_text_init(&out, NULL);
+  struct sluice_error err = {0};
+  int rc = read_to_text(argv[2], options, argc > 4 ? cols : NULL, n_cols, NULL, &out, &err);
+  if (rc != 0) {
+    fprintf(stderr, "%s\n", err.message);
+  } else {
+    fwrite(sl_text_cstr(&out), 1, out.len, stdout);
+  }
+  sl_text_reset(&out);
+  return rc == 0 ? 0 : 1;
+}
+
+// `test_csv --bench FILE THREADS [OPTIONS]`: decodes every split on THREADS
+// threads (split i on thread i % THREADS) and prints rows and seconds.
+struct bench_job {
+  const struct sl_format_reader* fr;
+  void* reader;
+  struct sl_split* splits;
+  int64_t n_splits, first, step, rows;
+  int rc;
+};
+
+static void* bench_thread(void* arg) {
+  struct bench_job* j = arg;
+  struct sluice_error err = {0};
+  for (int64_t i = j->first; i < j->n_splits && j->rc == 0; i += j->step) {
+    void* st = NULL;
+    int projected = 0;
+    j->rc = j->fr->split_open(j->reader, &j->splits[i], NULL, 0, &st, &projected, &err);
+    while (j->rc == 0) {
+      struct ArrowArray batch = {0};
+      j->rc = j->fr->split_next(st, &batch, &err);
+      if (j->rc != 0 || batch.release == NULL) break;
+      j->rows += batch.length;
+      batch.release(&batch);
+    }
+    if (st != NULL) j->fr->split_close(st);
+  }
+  if (j->rc != 0) fprintf(stderr, "%s\n", err.message);
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bench(int argc, char** argv) {
+  int threads = argc > 3 ? atoi(argv[3]) : 1;
+  if (threads < 1 || threads > 64) threads = 1;
+  const char* options = argc > 4 ? argv[4] : NULL;
+  const struct sl_format_reader* fr = sl_csv_reader();
+  struct sluice_error err = {0};
+  struct sl_source* src = NULL;
+  void* reader = NULL;
+  struct sl_split* splits = NULL;
+  int64_t n = 0;
+  double t0 = now_s();
+  if (sl_source_open(argv[2], NULL, &src, &err) != 0) goto fail;
+  struct sl_reader_args args = {.source = src, .format_options = options};
+  if (fr->open(&args, &reader, &err) != 0) goto fail;
+  if (fr->plan_splits(reader, &splits, &n, &err) != 0) goto fail;
+  double t1 = now_s();
+  struct bench_job jobs[64];
+  pthread_t tids[64];
+  for (int t = 0; t < threads; ++t) {
+    jobs[t] = (struct bench_job){fr, reader, splits, n, t, threads, 0, 0};
+    pthread_create(&tids[t], NULL, bench_thread, &jobs[t]);
+  }
+  int64_t rows = 0;
+  int rc = 0;
+  for (int t = 0; t < threads; ++t) {
+    pthread_join(tids[t], NULL);
+    rows += jobs[t].rows;
+    rc |= jobs[t].rc;
+  }
+  double t2 = now_s();
+  printf("rows %lld splits %lld open+plan %.3fs decode %.3fs total %.3fs\n", (long long)rows,
+         (long long)n, t1 - t0, t2 - t1, t2 - t0);
+  sl_free(NULL, splits, (size_t)n * sizeof *splits);
+  fr->close(reader);
+  sl_source_close(src);
+  return rc != 0;
+fail:
+  fprintf(stderr, "%s\n", err.message);
+  if (reader != NULL) fr->close(reader);
+  if (src != NULL) sl_source_close(src);
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 2 && strcmp(argv[1], "--bench") == 0) return bench(argc, argv);
+  if (argc > 2 && strcmp(argv[1], "--dump") == 0) return dump(argc, argv);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_basic),          cmocka_unit_test(test_quotes),
+      cmocka_unit_test(test_dialects),       cmocka_unit_test(test_inference),
+      cmocka_unit_test(test_projection),     cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_random_splits),
+      cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
+      cmocka_unit_test(test_corpus),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
