@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for sluice, builds it, and runs it on the bundled
+# sample. Safe to run again: installed packages are left alone, the build is
+# incremental.
+#
+#   scripts/setup.sh            install dependencies, build Release into build/,
+#                               run the sample job
+#   scripts/setup.sh --deps     install dependencies only (scripts/test.sh uses this)
+#   scripts/setup.sh --sample   run the sample job only, with $SLUICE_BIN
+#                               (default build/sluice), output in $SAMPLE_OUT
+#
+# Environment:
+#   BUILD_ROOT   where build directories go (default: the repository root)
+#   PYTHON       the Python interpreter to use (default: python3 on PATH)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_ROOT="${BUILD_ROOT:-$ROOT}"
+PYTHON="${PYTHON:-python3}"
+JOBS="${JOBS:-2}"
+
+# Build tools, sanitizer/libFuzzer runtimes, the codec libraries libsluice
+# links (see pkg_check_modules / find_library in CMakeLists.txt), cmocka.
+APT_PACKAGES=(
+  cmake ninja-build gcc clang libclang-rt-14-dev llvm pkg-config
+  libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
+  libsnappy-dev libjansson-dev libcmocka-dev
+)
+
+log() { printf '== setup: %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "apt-get install ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    log "Debian packages already installed"
+  fi
+
+  if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    echo "setup: $PYTHON not found; set PYTHON to a Python 3.11 interpreter with pip" >&2
+    exit 1
+  fi
+  log "pip install -r requirements-dev.txt ($("$PYTHON" --version 2>&1))"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$ROOT/requirements-dev.txt"
+}
+
+build_release() {
+  local dir="$BUILD_ROOT/build"
+  log "configure + build Release in $dir"
+  local gen=(-G Ninja)
+  [ -f "$dir/CMakeCache.txt" ] && gen=()  # keep the generator it was made with
+  cmake -S "$ROOT" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DPython3_EXECUTABLE="$("$PYTHON" -c 'import sys; print(sys.executable)')" >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+}
+
+run_sample() {
+  local sluice="${SLUICE_BIN:-$BUILD_ROOT/build/sluice}"
+  local sample="$ROOT/scripts/sample/sample.arrow"
+  local out="${SAMPLE_OUT:-$BUILD_ROOT/build/sample}"
+  mkdir -p "$out"
+  log "sample job on $sample"
+  echo "\$ sluice schema sample.arrow"
+  "$sluice" schema "$sample"
+  echo "\$ sluice cat sample.arrow   (first 10 lines of $out/cat.txt)"
+  "$sluice" cat "$sample" > "$out/cat.txt"
+  head -n 10 "$out/cat.txt"
+  echo "\$ sluice stats sample.arrow"
+  "$sluice" stats "$sample"
+  echo "\$ sluice convert sample.arrow $out/sample.arrows"
+  rm -f "$out/sample.arrows"
+  "$sluice" convert "$sample" "$out/sample.arrows"
+  "$PYTHON" "$ROOT/scripts/sample/verify.py" "$sample" "$out/sample.arrows"
+}
+
+case "${1:-}" in
+  --deps) install_deps ;;
+  --sample) run_sample ;;
+  "") install_deps; build_release; run_sample; log "done: CLI at $BUILD_ROOT/build/sluice" ;;
+  *) echo "usage: $0 [--deps|--sample]" >&2; exit 2 ;;
+esac

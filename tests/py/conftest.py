@@ -1,0 +1,92 @@
+"""Shared fixtures for sluice's Python interop tests.
+
+Environment (set by the `interop_python` CTest; set them by hand to run
+pytest directly):
+  SLUICE_BIN      path to the built `sluice` CLI. Tests that run sluice are
+                  skipped when it is unset; peer-only checks still run.
+  SLUICE_CORPORA  the peer-written corpora (default: ../shared/corpora beside
+                  the repository).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+
+def corpora_dir() -> Path:
+    env = os.environ.get("SLUICE_CORPORA")
+    return Path(env) if env else REPO.parent / "shared" / "corpora"
+
+
+@pytest.fixture(scope="session")
+def corpora() -> Path:
+    path = corpora_dir()
+    if not path.is_dir():
+        pytest.fail(f"corpora not found at {path} (set SLUICE_CORPORA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sluice_bin() -> str:
+    path = os.environ.get("SLUICE_BIN")
+    if not path:
+        pytest.skip("SLUICE_BIN is not set: no sluice CLI to test")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"SLUICE_BIN={path} is not an executable file")
+    return path
+
+
+class Sluice:
+    """Runs the CLI with a timeout and reports its stderr on failure."""
+
+    def __init__(self, binary: str):
+        self.binary = binary
+
+    def run(self, *args, stdout=None, timeout: float = 120) -> subprocess.CompletedProcess:
+        cmd = [self.binary, *map(str, args)]
+        proc = subprocess.run(cmd, stdout=stdout if stdout is not None else subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout)
+        err = proc.stderr.decode(errors="replace").strip()
+        if proc.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}: {err}")
+        if any(m in err for m in SANITIZER_MARKERS):
+            pytest.fail(f"{' '.join(cmd)}: sanitizer report:\n{err}")
+        return proc
+
+
+    def run_raw(self, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([self.binary, *map(str, args)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout)
+
+    def expect_error(self, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Runs a command that must fail cleanly: exit status 1 (a data or I/O
+        error), a message on stderr, and no crash or sanitizer report (under
+        ASan, a report also exits non-zero, so the status alone cannot tell)."""
+        proc = self.run_raw(*args, timeout=timeout)
+        check_clean_failure(proc)
+        return proc
+
+
+SANITIZER_MARKERS = ("Sanitizer", "runtime error:", "Segmentation fault")
+
+
+def check_clean_failure(proc: subprocess.CompletedProcess) -> None:
+    err = proc.stderr.decode(errors="replace")
+    what = " ".join(map(str, proc.args))
+    assert not any(m in err for m in SANITIZER_MARKERS), f"{what}: sanitizer report:\n{err}"
+    assert proc.returncode == 1, f"{what}: expected exit 1 (clean error), got {proc.returncode}:\n{err}"
+    assert err.strip(), f"{what}: failed without a message"
+
+
+@pytest.fixture(scope="session")
+def sluice(sluice_bin) -> Sluice:
+    return Sluice(sluice_bin)
