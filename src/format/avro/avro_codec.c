@@ -1,0 +1,267 @@
+// Block codecs. Avro stores no uncompressed size (except inside snappy and
+// zstd frames, where it is untrusted), so output buffers grow as data really
+// arrives; a size a header claims only seeds the first reservation, capped.
+// Every codec library allocates through the sluice allocator.
+#include <bzlib.h>
+#include <stdint.h>
+#include <inttypes.h>
+#include <libdeflate.h>
+#include <lzma.h>
+#include <snappy-c.h>
+#include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
+#include <zstd.h>
+
+#include "avro_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+// Blocks are decoded whole in memory; beyond this a file is not sane input
+// (and 32-bit lengths inside codecs would overflow).
+#define AVRO_MAX_BLOCK ((size_t)1 << 34)
+
+int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
+                         struct sluice_error* error) {
+  static const struct {
+    const char* name;
+    enum avro_codec codec;
+  } k_codecs[] = {{"null", AVRO_CODEC_NULL},      {"deflate", AVRO_CODEC_DEFLATE},
+                  {"snappy", AVRO_CODEC_SNAPPY},  {"zstandard", AVRO_CODEC_ZSTD},
+                  {"bzip2", AVRO_CODEC_BZIP2},    {"xz", AVRO_CODEC_XZ}};
+  for (size_t i = 0; i < sizeof k_codecs / sizeof k_codecs[0]; ++i)
+    if (strlen(k_codecs[i].name) == n && memcmp(k_codecs[i].name, name, n) == 0) {
+      *out = k_codecs[i].codec;
+      return 0;
+    }
+  return sl_error_set(error, ENOTSUP, "unsupported Avro codec '%.*s'", (int)(n > 64 ? 64 : n), name);
+}
+
+void avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc) {
+  if (b->data) sl_free_buffer(alloc, b->data, b->cap);
+  b->data = NULL;
+  b->size = b->cap = 0;
+}
+
+int avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
+                       struct sluice_error* error) {
+  if (want <= b->cap) return 0;
+  if (want > AVRO_MAX_BLOCK)
+    return sl_error_set(error, EFBIG, "decompressed block larger than %zu bytes", AVRO_MAX_BLOCK);
+  size_t cap = b->cap ? b->cap : 64 << 10;
+  while (cap < want) cap *= 2;
+  uint8_t* p = b->data ? sl_realloc_buffer(alloc, b->data, b->cap, cap) : sl_alloc_buffer(alloc, cap);
+  if (p == NULL) return sl_error_set(error, ENOMEM, "out of memory (%zu bytes) decompressing a block", cap);
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+/* ---- allocator adapters ------------------------------------------------------ */
+
+// bzip2 and xz ask for count*size; zstd for size. A small header in
+// front of each block remembers the size sl_free needs.
+static void* hook_alloc(const struct sluice_allocator* alloc, size_t size) {
+  size_t total;
+  if (sl_add_size(size, 16, &total) != 0) return NULL;
+  uint8_t* p = sl_alloc(alloc, total);
+  if (p == NULL) return NULL;
+  memcpy(p, &total, sizeof total);
+  return p + 16;
+}
+
+static void hook_free(const struct sluice_allocator* alloc, void* ptr) {
+  if (ptr == NULL) return;
+  uint8_t* p = (uint8_t*)ptr - 16;
+  size_t total;
+  memcpy(&total, p, sizeof total);
+  sl_free(alloc, p, total);
+}
+
+static void* bz_alloc(void* opaque, int items, int size) {
+  size_t n;
+  if (items < 0 || size < 0 || sl_mul_size((size_t)items, (size_t)size, &n) != 0) return NULL;
+  return hook_alloc(opaque, n);
+}
+static void bz_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
+static void* xz_alloc(void* opaque, size_t items, size_t size) {
+  size_t n;
+  if (sl_mul_size(items, size, &n) != 0) return NULL;
+  return hook_alloc(opaque, n);
+}
+static void xz_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
+static void* zstd_alloc(void* opaque, size_t size) { return hook_alloc(opaque, size); }
+static void zstd_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
+
+/* ---- codecs ------------------------------------------------------------------ */
+
+/// libdeflate decodes whole buffers about twice as fast as zlib's inflate,
+/// but needs room for all of the output: retry with double the room. Its
+/// decompressor (a few KiB of tables) comes from malloc: libdeflate 1.14 has
+/// no allocator hook with a context, only a process-global one.
+static int deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                         const struct sluice_allocator* alloc, struct sluice_error* error) {
+  // Deflate expands at most 1032:1; a buffer larger than that means bad data.
+  size_t limit = n > (SIZE_MAX >> 11) ? SIZE_MAX : n * 1032 + 4096;
+  size_t want = out->cap > n * 2 ? out->cap : n * 4 + 4096;
+  struct libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == NULL) return sl_error_set(error, ENOMEM, "out of memory for inflate");
+  int rc = 0;
+  for (;;) {
+    if ((rc = avro_buf_reserve(out, want, alloc, error)) != 0) break;
+    size_t got = 0, used = 0;
+    enum libdeflate_result r =
+        libdeflate_deflate_decompress_ex(d, in, n, out->data, out->cap, &used, &got);
+    if (r == LIBDEFLATE_SUCCESS) {
+      out->size = got;
+      break;
+    }
+    if (r != LIBDEFLATE_INSUFFICIENT_SPACE || out->cap >= limit) {
+      rc = sl_error_set(error, EILSEQ, "deflate: corrupt or truncated data");
+      break;
+    }
+    want = out->cap * 2;
+  }
+  libdeflate_free_decompressor(d);
+  return rc;
+}
+
+static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                        const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (n < 4) return sl_error_set(error, EILSEQ, "snappy block shorter than its CRC");
+  size_t len;
+  if (snappy_uncompressed_length((const char*)in, n - 4, &len) != SNAPPY_OK)
+    return sl_error_set(error, EILSEQ, "snappy: corrupt length header");
+  // A snappy tag expands to at most 64 bytes per 2 input bytes; anything
+  // claiming more is corrupt, so the claim cannot reserve absurd memory.
+  if (len > (n + 16) * 32) return sl_error_set(error, EILSEQ, "snappy: implausible length %zu", len);
+  SL_RETURN_NOT_OK(avro_buf_reserve(out, len > 0 ? len : 1, alloc, error));
+  size_t got = len;
+  if (snappy_uncompress((const char*)in, n - 4, (char*)out->data, &got) != SNAPPY_OK || got != len)
+    return sl_error_set(error, EILSEQ, "snappy: corrupt data");
+  out->size = len;
+  uint32_t want = (uint32_t)in[n - 4] << 24 | (uint32_t)in[n - 3] << 16 |
+                  (uint32_t)in[n - 2] << 8 | in[n - 1];
+  uint32_t crc = libdeflate_crc32(0, out->data, len);
+  if (crc != want)
+    return sl_error_set(error, EILSEQ, "snappy: CRC mismatch (stored %08" PRIx32 ", data %08"
+                        PRIx32 ")", want, crc);
+  return 0;
+}
+
+static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                      const struct sluice_allocator* alloc, struct sluice_error* error) {
+  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)alloc};
+  ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(mem);
+  if (dctx == NULL) return sl_error_set(error, ENOMEM, "out of memory for zstd");
+  unsigned long long fcs = ZSTD_getFrameContentSize(in, n);
+  size_t first = n * 4 + 1024;
+  if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR) {
+    // Trust the claim only up to a bounded ratio; growth handles the rest.
+    size_t cap = n > (SIZE_MAX >> 12) ? SIZE_MAX : n * 1024 + 4096;
+    first = fcs < cap ? (size_t)fcs + 1 : cap;
+  }
+  int rc = avro_buf_reserve(out, first, alloc, error);
+  if (rc == 0 && fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && fcs < first &&
+      ZSTD_findFrameCompressedSize(in, n) == n) {
+    // One frame of known size (what writers emit): single-shot decoding
+    // writes straight into the output, where streaming goes via its window.
+    size_t got = ZSTD_decompressDCtx(dctx, out->data, out->cap, in, n);
+    ZSTD_freeDCtx(dctx);
+    if (ZSTD_isError(got)) return sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(got));
+    if (got != fcs) return sl_error_set(error, EILSEQ, "zstandard: frame size mismatch");
+    out->size = got;
+    return 0;
+  }
+  ZSTD_inBuffer ib = {in, n, 0};
+  size_t last = 0;
+  while (rc == 0) {
+    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    ZSTD_outBuffer ob = {out->data, out->cap, out->size};
+    last = ZSTD_decompressStream(dctx, &ob, &ib);
+    out->size = ob.pos;
+    if (ZSTD_isError(last)) {
+      rc = sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(last));
+    } else if (ib.pos == ib.size && ob.pos < ob.size) {
+      if (last != 0) rc = sl_error_set(error, EILSEQ, "zstandard: truncated frame");
+      break;
+    }
+  }
+  ZSTD_freeDCtx(dctx);
+  return rc;
+}
+
+static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                       const struct sluice_allocator* alloc, struct sluice_error* error) {
+  bz_stream bz;
+  memset(&bz, 0, sizeof bz);
+  bz.bzalloc = bz_alloc;
+  bz.bzfree = bz_free;
+  bz.opaque = (void*)alloc;
+  if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
+  int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  size_t in_left = n;
+  const uint8_t* next = in;
+  while (rc == 0) {
+    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    unsigned chunk_in = in_left > UINT32_MAX ? UINT32_MAX : (unsigned)in_left;
+    size_t room = out->cap - out->size;
+    unsigned chunk_out = room > UINT32_MAX ? UINT32_MAX : (unsigned)room;
+    bz.next_in = (char*)next;
+    bz.avail_in = chunk_in;
+    bz.next_out = (char*)out->data + out->size;
+    bz.avail_out = chunk_out;
+    int br = BZ2_bzDecompress(&bz);
+    next += chunk_in - bz.avail_in;
+    in_left -= chunk_in - bz.avail_in;
+    out->size += chunk_out - bz.avail_out;
+    if (br == BZ_STREAM_END) break;
+    if (br != BZ_OK) {
+      rc = sl_error_set(error, br == BZ_MEM_ERROR ? ENOMEM : EILSEQ, "bzip2: corrupt data (%d)", br);
+    } else if (in_left == 0 && bz.avail_out != 0) {
+      rc = sl_error_set(error, EILSEQ, "bzip2: truncated data");
+    }
+  }
+  BZ2_bzDecompressEnd(&bz);
+  return rc;
+}
+
+static int xz_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                    const struct sluice_allocator* alloc, struct sluice_error* error) {
+  lzma_allocator la = {xz_alloc, xz_free, (void*)alloc};
+  lzma_stream xs = LZMA_STREAM_INIT;
+  xs.allocator = &la;
+  if (lzma_stream_decoder(&xs, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+    return sl_error_set(error, ENOMEM, "out of memory for xz");
+  int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  xs.next_in = in;
+  xs.avail_in = n;
+  while (rc == 0) {
+    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    xs.next_out = out->data + out->size;
+    xs.avail_out = out->cap - out->size;
+    size_t before = xs.avail_out;
+    lzma_ret r = lzma_code(&xs, xs.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
+    out->size += before - xs.avail_out;
+    if (r == LZMA_STREAM_END) break;
+    if (r == LZMA_MEM_ERROR) rc = sl_error_set(error, ENOMEM, "xz: out of memory");
+    else if (r == LZMA_BUF_ERROR && xs.avail_out != 0) rc = sl_error_set(error, EILSEQ, "xz: truncated data");
+    else if (r != LZMA_OK && r != LZMA_BUF_ERROR) rc = sl_error_set(error, EILSEQ, "xz: corrupt data (%d)", (int)r);
+  }
+  lzma_end(&xs);
+  return rc;
+}
+
+int avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
+                    const struct sluice_allocator* alloc, struct sluice_error* error) {
+  out->size = 0;
+  if (n > AVRO_MAX_BLOCK)
+    return sl_error_set(error, EFBIG, "compressed block larger than %zu bytes", AVRO_MAX_BLOCK);
+  switch (codec) {
+    case AVRO_CODEC_DEFLATE: return deflate_block(in, n, out, alloc, error);
+    case AVRO_CODEC_SNAPPY: return snappy_block(in, n, out, alloc, error);
+    case AVRO_CODEC_ZSTD: return zstd_block(in, n, out, alloc, error);
+    case AVRO_CODEC_BZIP2: return bzip2_block(in, n, out, alloc, error);
+    case AVRO_CODEC_XZ: return xz_block(in, n, out, alloc, error);
+    default: return sl_error_set(error, EINVAL, "codec %d needs no decompression", (int)codec);
+  }
+}

@@ -1,0 +1,189 @@
+// Internal contracts of the Avro reader: the parsed writer schema (a DAG of
+// nodes: named types are shared, recursion is refused), the compiled decoding
+// program (a flat array of ops, one per value position, expanded from the DAG),
+// the block codecs, and the value decoder.
+#ifndef SL_AVRO_INTERNAL_H
+#define SL_AVRO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sl_builder.h"
+#include "sluice.h"
+
+/* ---- Schema ---------------------------------------------------------------- */
+
+enum avro_kind {
+  AVRO_NULL, AVRO_BOOLEAN, AVRO_INT, AVRO_LONG, AVRO_FLOAT, AVRO_DOUBLE, AVRO_BYTES,
+  AVRO_STRING, AVRO_RECORD, AVRO_ENUM, AVRO_ARRAY, AVRO_MAP, AVRO_UNION, AVRO_FIXED
+};
+
+/// Logical types sluice maps to richer Arrow types. Unknown or invalid ones are
+/// AVRO_LOGICAL_NONE (the spec says readers fall back to the underlying type).
+enum avro_logical {
+  AVRO_LOGICAL_NONE, AVRO_LOGICAL_DECIMAL, AVRO_LOGICAL_UUID, AVRO_LOGICAL_DATE,
+  AVRO_LOGICAL_TIME_MS, AVRO_LOGICAL_TIME_US, AVRO_LOGICAL_TS_MS, AVRO_LOGICAL_TS_US,
+  AVRO_LOGICAL_TS_NS, AVRO_LOGICAL_LOCAL_TS_MS, AVRO_LOGICAL_LOCAL_TS_US,
+  AVRO_LOGICAL_LOCAL_TS_NS, AVRO_LOGICAL_DURATION
+};
+
+struct avro_node {
+  enum avro_kind kind;
+  enum avro_logical logical;
+  int32_t precision, scale;   ///< decimal
+  int64_t size;               ///< fixed
+  char* name;                 ///< full name of a named type (record/enum/fixed), else NULL
+  int64_t n;                  ///< fields / symbols / union branches; 1 for array, map
+  struct avro_node** items;   ///< field types / branches / the item or value type
+  char** names;               ///< field names or enum symbols (n of them)
+  void** fields;              ///< record: each field's JSON object (json_t*, borrowed
+                              ///< from avro_schema.json) for defaults and aliases
+  int defining;               ///< named type being parsed: a reference to it is recursion
+};
+
+/// A parsed writer schema: owns every node.
+struct avro_schema {
+  const struct sluice_allocator* alloc;
+  struct avro_node* root;
+  struct avro_node** nodes;   ///< every node allocated, for release
+  int64_t n_nodes, cap_nodes;
+  int empty_record_name;      ///< a record named "" was accepted (polars writes them)
+  void* json;                 ///< the parsed JSON (json_t*), kept for field defaults
+};
+
+/// Parses and validates the schema JSON (`n` bytes). EILSEQ with a message
+/// naming the problem (the caller prefixes the object name).
+int avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
+                      struct avro_schema* out, struct sluice_error* error);
+void avro_schema_release(struct avro_schema* s);
+
+/// Is `node` a two-branch union with one "null" branch? Then *value is the
+/// other branch and *null_index the null branch's index.
+int avro_node_nullable(const struct avro_node* node, const struct avro_node** value,
+                       int* null_index);
+
+/// The Arrow schema of the top-level columns (a struct): the record's fields,
+/// or one column "value" when the top-level type is not a record. Metadata
+/// carries the writer schema JSON as "avro.schema".
+int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
+                      struct ArrowSchema* out, struct sluice_error* error);
+
+/* ---- Program --------------------------------------------------------------- */
+
+enum avro_op_kind {
+  OP_NULL, OP_BOOL, OP_INT32, OP_INT64, OP_FLOAT, OP_DOUBLE, OP_BINARY, OP_FIXED, OP_ENUM,
+  OP_RECORD, OP_ARRAY, OP_MAP, OP_NULLABLE, OP_UNION, OP_DEC_BYTES, OP_DEC_FIXED, OP_DURATION,
+  // Reader schema resolution (avro_resolve.c):
+  OP_INT_AS_LONG, OP_INT_AS_FLOAT, OP_INT_AS_DOUBLE, OP_LONG_AS_FLOAT, OP_LONG_AS_DOUBLE,
+  OP_FLOAT_AS_DOUBLE,
+  OP_ENUM_MAP,  ///< writer symbol index → reader index via an int32 table in the pool
+  OP_DEFAULT,   ///< a reader-only field: kid 0 decodes the default's bytes from the pool
+  OP_STRING,    ///< like OP_BINARY, and the bytes must be UTF-8 (Arrow utf8 requires it)
+  OP_TO_BRANCH,   ///< writer non-union → reader union: kid 0 fills branch `size`
+  OP_UNION_MAP,   ///< writer union → reader union: targets = reader branch per writer branch
+  OP_UNION_TO_ONE ///< writer union → reader non-union: targets 0, or -1 for no match
+};
+
+struct avro_op {
+  uint8_t kind;
+  int8_t null_index;   ///< OP_NULLABLE: the branch index meaning null
+  uint8_t null_error;  ///< OP_NULLABLE: the reader's type is not nullable: null is an error
+  int32_t n_kids;      ///< children ops: fields, branches, item / value, nullable value
+  int32_t kids;        ///< index of the first child in avro_program.kids
+  int64_t size;        ///< fixed size; enum symbol count
+  int64_t min_size;    ///< fewest bytes one value can take (0 for null, empty records)
+  const struct avro_node* node;  ///< the schema node (enum symbols: the reader's)
+  int64_t pool_off, pool_len;    ///< OP_DEFAULT bytes, OP_ENUM_MAP table
+};
+
+/// The writer schema compiled once: ops in pre-order, op 0 is the top-level
+/// row (a record, or a one-field wrapper around a non-record root).
+struct avro_program {
+  const struct sluice_allocator* alloc;
+  struct avro_op* ops;
+  int64_t n_ops, cap_ops;
+  int32_t* kids;
+  /// Per kid of a record: the builder child it fills (-1: skipped). Equal to
+  /// the kid's position unless a reader schema reorders or drops fields.
+  int32_t* targets;
+  int64_t n_kids, cap_kids;
+  uint8_t* pool;  ///< constants: encoded defaults, enum maps
+  int64_t n_pool, cap_pool;
+};
+
+/// Compiles `s` (EINVAL when the expansion passes a size limit: a DAG of named
+/// types can blow up exponentially).
+int avro_program_build(const struct avro_schema* s, struct avro_program* out,
+                       struct sluice_error* error);
+void avro_program_release(struct avro_program* p);
+
+/// Compiles the writer schema `w` resolved against the reader schema `r`
+/// (field matching by name and aliases, defaults, promotions, enum symbol
+/// maps; the batches then have the reader's Arrow schema). EILSEQ naming the
+/// field when the schemas cannot be resolved.
+int avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
+                                struct avro_program* out, struct sluice_error* error);
+
+/* shared by avro_plan.c and avro_resolve.c */
+int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids,
+                            const struct avro_node* node);
+int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
+                      struct sluice_error* error);
+int avro_program_too_big(struct sluice_error* error);
+/// Appends bytes to the pool; returns their offset or -1 (ENOMEM).
+int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t n);
+
+/// Builder pointer for every op of the program (NULL = skip). `columns` select
+/// top-level fields in the order of `root`'s children (NULL = all). Enum
+/// dictionaries get their symbols and are frozen here.
+int avro_program_bind(const struct avro_program* p, struct sl_builder* root,
+                      const int64_t* columns, int64_t n_columns, struct sl_builder** bld,
+                      struct sluice_error* error);
+
+/* ---- Decoding -------------------------------------------------------------- */
+
+struct avro_decoder {
+  const uint8_t* p;
+  const uint8_t* end;
+  const struct avro_program* prog;
+  struct sl_builder** bld;
+  /// Values that take no bytes (nulls, empty records) cannot be bounded by
+  /// the data, so a split gets a budget of them: a forged count fails fast
+  /// instead of spinning.
+  int64_t empty_left;
+};
+
+/// The budget of byte-less values per split.
+#define AVRO_MAX_EMPTY_VALUES (INT64_C(1) << 26)
+
+/// Decodes one top-level object (row) into the bound builders; the caller
+/// finishes the root struct row(s). Errors carry only the reason; the caller
+/// prefixes the file, block and offset.
+int avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
+
+/* ---- Codecs ---------------------------------------------------------------- */
+
+enum avro_codec { AVRO_CODEC_NULL, AVRO_CODEC_DEFLATE, AVRO_CODEC_SNAPPY, AVRO_CODEC_ZSTD,
+                  AVRO_CODEC_BZIP2, AVRO_CODEC_XZ };
+
+/// EINVAL with a message for an unknown codec name (`n` bytes, not NUL-terminated).
+int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
+                         struct sluice_error* error);
+
+/// A growable output buffer for decompressed blocks, reused across blocks.
+struct avro_buf {
+  uint8_t* data;
+  size_t size, cap;
+};
+void avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc);
+/// Ensures `want` bytes of capacity (contents up to size preserved); EFBIG
+/// past the block size limit.
+int avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
+                     struct sluice_error* error);
+
+/// Decompresses one block into `out` (size = decompressed bytes). Errors carry
+/// only the reason.
+int avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
+                    const struct sluice_allocator* alloc, struct sluice_error* error);
+
+#endif

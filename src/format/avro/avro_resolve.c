@@ -1,0 +1,421 @@
+// Reader schema resolution (Avro spec, "Schema Resolution"): the program
+// still walks the writer's encoding, but fills builders shaped by the
+// reader's schema. Writer fields the reader lacks are skipped; reader fields
+// the writer lacks get their default, encoded once into the program's pool
+// and decoded like data for every row; numeric promotions and string/bytes
+// swaps become conversion ops; enum symbols are remapped by a table.
+//
+// Unions resolve branch by branch (the first reader branch that matches
+// exactly, else by promotion); a writer branch with no match is an error only
+// if the data uses it. Not supported: enum defaults for unknown symbols.
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "avro_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+struct rctx {
+  struct avro_program* p;
+  struct sluice_error* error;
+  const char* field;  ///< the field being resolved, for messages
+};
+
+static const char* kind_name(const struct avro_node* n) {
+  static const char* const k_names[] = {"null", "boolean", "int", "long", "float", "double",
+                                        "bytes", "string", "record", "enum", "array", "map",
+                                        "union", "fixed"};
+  return k_names[n->kind];
+}
+
+static int cannot(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                  const char* why) {
+  return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': cannot read the writer's %s "
+                      "as %s%s%s", c->field, kind_name(w), kind_name(r), why ? ": " : "",
+                      why ? why : "");
+}
+
+/* ---- defaults: JSON → Avro binary -------------------------------------------- */
+
+static int put(struct avro_buf* b, const void* data, size_t n, const struct sluice_allocator* a,
+               struct sluice_error* error) {
+  SL_RETURN_NOT_OK(avro_buf_reserve(b, b->size + n + 1, a, error));
+  if (n > 0) memcpy(b->data + b->size, data, n);
+  b->size += n;
+  return 0;
+}
+
+static int put_long(struct avro_buf* b, int64_t v, const struct sluice_allocator* a,
+                    struct sluice_error* error) {
+  uint8_t tmp[10];
+  size_t n = 0;
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  while (z >= 0x80) {
+    tmp[n++] = (uint8_t)(z | 0x80);
+    z >>= 7;
+  }
+  tmp[n++] = (uint8_t)z;
+  return put(b, tmp, n, a, error);
+}
+
+/// bytes/fixed defaults are JSON strings whose code points 0-255 are the bytes.
+static int latin1(struct rctx* c, json_t* j, struct avro_buf* tmp, const struct sluice_allocator* a) {
+  const uint8_t* s = (const uint8_t*)json_string_value(j);
+  size_t n = json_string_length(j);
+  tmp->size = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t byte = s[i];
+    if (s[i] >= 0x80) {
+      if ((s[i] & 0xE0) != 0xC0 || i + 1 >= n || s[i] > 0xC3)
+        return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': bytes default has a "
+                            "character above U+00FF", c->field);
+      byte = (uint8_t)(((s[i] & 0x03) << 6) | (s[i + 1] & 0x3F));
+      ++i;
+    }
+    SL_RETURN_NOT_OK(put(tmp, &byte, 1, a, c->error));
+  }
+  return 0;
+}
+
+static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, struct avro_buf* b);
+
+static int bad_default(struct rctx* c, const struct avro_node* n) {
+  return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': default is not a valid %s",
+                      c->field, kind_name(n));
+}
+
+static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, struct avro_buf* b) {
+  const struct sluice_allocator* a = c->p->alloc;
+  struct sluice_error* e = c->error;
+  switch (n->kind) {
+    case AVRO_NULL: return json_is_null(j) ? 0 : bad_default(c, n);
+    case AVRO_BOOLEAN: {
+      if (!json_is_boolean(j)) return bad_default(c, n);
+      uint8_t v = json_is_true(j);
+      return put(b, &v, 1, a, e);
+    }
+    case AVRO_INT: case AVRO_LONG:
+      if (!json_is_integer(j)) return bad_default(c, n);
+      if (n->kind == AVRO_INT && (json_integer_value(j) < INT32_MIN || json_integer_value(j) > INT32_MAX))
+        return bad_default(c, n);
+      return put_long(b, (int64_t)json_integer_value(j), a, e);
+    case AVRO_FLOAT: {
+      if (!json_is_number(j)) return bad_default(c, n);
+      float v = (float)json_number_value(j);
+      return put(b, &v, 4, a, e);
+    }
+    case AVRO_DOUBLE: {
+      if (!json_is_number(j)) return bad_default(c, n);
+      double v = json_number_value(j);
+      return put(b, &v, 8, a, e);
+    }
+    case AVRO_STRING:
+      if (!json_is_string(j)) return bad_default(c, n);
+      SL_RETURN_NOT_OK(put_long(b, (int64_t)json_string_length(j), a, e));
+      return put(b, json_string_value(j), json_string_length(j), a, e);
+    case AVRO_BYTES: case AVRO_FIXED: {
+      if (!json_is_string(j)) return bad_default(c, n);
+      struct avro_buf tmp = {0};
+      int rc = latin1(c, j, &tmp, a);
+      if (rc == 0 && n->kind == AVRO_FIXED && (int64_t)tmp.size != n->size) rc = bad_default(c, n);
+      if (rc == 0 && n->kind == AVRO_BYTES) rc = put_long(b, (int64_t)tmp.size, a, e);
+      if (rc == 0) rc = put(b, tmp.data, tmp.size, a, e);
+      avro_buf_release(&tmp, a);
+      return rc;
+    }
+    case AVRO_ENUM:
+      if (!json_is_string(j)) return bad_default(c, n);
+      for (int64_t i = 0; i < n->n; ++i)
+        if (strcmp(n->names[i], json_string_value(j)) == 0) return put_long(b, i, a, e);
+      return bad_default(c, n);
+    case AVRO_ARRAY: {
+      if (!json_is_array(j)) return bad_default(c, n);
+      size_t k = json_array_size(j);
+      if (k > 0) {
+        SL_RETURN_NOT_OK(put_long(b, (int64_t)k, a, e));
+        for (size_t i = 0; i < k; ++i)
+          SL_RETURN_NOT_OK(encode_default(c, n->items[0], json_array_get(j, i), b));
+      }
+      return put_long(b, 0, a, e);
+    }
+    case AVRO_MAP: {
+      if (!json_is_object(j)) return bad_default(c, n);
+      if (json_object_size(j) > 0) {
+        SL_RETURN_NOT_OK(put_long(b, (int64_t)json_object_size(j), a, e));
+        const char* key;
+        json_t* v;
+        json_object_foreach(j, key, v) {
+          SL_RETURN_NOT_OK(put_long(b, (int64_t)strlen(key), a, e));
+          SL_RETURN_NOT_OK(put(b, key, strlen(key), a, e));
+          SL_RETURN_NOT_OK(encode_default(c, n->items[0], v, b));
+        }
+      }
+      return put_long(b, 0, a, e);
+    }
+    case AVRO_RECORD:
+      if (!json_is_object(j)) return bad_default(c, n);
+      for (int64_t i = 0; i < n->n; ++i) {
+        json_t* v = json_object_get(j, n->names[i]);
+        if (v == NULL) v = json_object_get((json_t*)n->fields[i], "default");
+        if (v == NULL) return bad_default(c, n);
+        SL_RETURN_NOT_OK(encode_default(c, n->items[i], v, b));
+      }
+      return 0;
+    default:  // a union's default is a value of its first branch
+      SL_RETURN_NOT_OK(put_long(b, 0, a, e));
+      return encode_default(c, n->items[0], j, b);
+  }
+}
+
+/* ---- resolution ----------------------------------------------------------------- */
+
+static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                   int32_t* out);
+
+static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avro_node* r,
+                  int64_t min_size, int32_t* out) {
+  int32_t op = avro_program_new_op(c->p, kind, n_kids, r);
+  if (op < 0) return avro_program_too_big(c->error);
+  c->p->ops[op].min_size = min_size;
+  *out = op;
+  return 0;
+}
+
+static int field_matches(const struct avro_node* r, int64_t j, const char* name) {
+  if (strcmp(r->names[j], name) == 0) return 1;
+  json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
+  size_t i;
+  json_t* a;
+  json_array_foreach(aliases, i, a) {
+    if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) return 1;
+  }
+  return 0;
+}
+
+static int resolve_record(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                          int32_t* out) {
+  struct avro_program* p = c->p;
+  int64_t n_defaults = 0;
+  for (int64_t j = 0; j < r->n; ++j) {
+    int64_t k = 0;
+    while (k < w->n && !field_matches(r, j, w->names[k])) ++k;
+    if (k == w->n) ++n_defaults;
+  }
+  int32_t op = 0;
+  SL_RETURN_NOT_OK(op_for(c, OP_RECORD, w->n + n_defaults, r, 0, &op));
+  const char* outer = c->field;
+  int64_t min_size = 0, slot = 0;
+  for (int64_t k = 0; k < w->n; ++k, ++slot) {
+    int64_t j = 0;
+    while (j < r->n && !field_matches(r, j, w->names[k])) ++j;
+    int32_t kid = 0;
+    c->field = w->names[k];
+    if (j < r->n) SL_RETURN_NOT_OK(resolve(c, w->items[k], r->items[j], &kid));
+    else SL_RETURN_NOT_OK(avro_program_emit(p, w->items[k], &kid, c->error));  // skipped
+    p->kids[p->ops[op].kids + slot] = kid;
+    p->targets[p->ops[op].kids + slot] = j < r->n ? (int32_t)j : -1;
+    min_size += p->ops[kid].min_size;
+  }
+  for (int64_t j = 0; j < r->n; ++j) {
+    int64_t k = 0;
+    while (k < w->n && !field_matches(r, j, w->names[k])) ++k;
+    if (k < w->n) continue;
+    c->field = r->names[j];
+    json_t* def = json_object_get((json_t*)r->fields[j], "default");
+    if (def == NULL)
+      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' is not in the writer's "
+                          "schema and has no default", r->names[j]);
+    struct avro_buf bytes = {0};
+    int rc = encode_default(c, r->items[j], def, &bytes);
+    int64_t off = rc == 0 ? avro_program_pool_add(p, bytes.data, (int64_t)bytes.size) : 0;
+    avro_buf_release(&bytes, p->alloc);
+    if (rc == 0 && off < 0) rc = sl_error_set(c->error, ENOMEM, "out of memory");
+    SL_RETURN_NOT_OK(rc);
+    int64_t len = p->n_pool - off;
+    int32_t d = 0, kid = 0;
+    SL_RETURN_NOT_OK(op_for(c, OP_DEFAULT, 1, r->items[j], 0, &d));
+    p->ops[d].pool_off = off;
+    p->ops[d].pool_len = len;
+    SL_RETURN_NOT_OK(avro_program_emit(p, r->items[j], &kid, c->error));
+    p->kids[p->ops[d].kids] = kid;
+    p->kids[p->ops[op].kids + slot] = d;
+    p->targets[p->ops[op].kids + slot] = (int32_t)j;
+    ++slot;
+  }
+  c->field = outer;
+  p->ops[op].min_size = min_size > INT32_MAX ? INT32_MAX : min_size;
+  *out = op;
+  return 0;
+}
+
+static int resolve_enum(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                        int32_t* out) {
+  struct avro_program* p = c->p;
+  int64_t off = -1;
+  for (int64_t k = 0; k < w->n; ++k) {
+    int32_t m = -1;
+    for (int64_t j = 0; j < r->n && m < 0; ++j)
+      if (strcmp(w->names[k], r->names[j]) == 0) m = (int32_t)j;
+    int64_t at = avro_program_pool_add(p, &m, 4);
+    if (at < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
+    if (off < 0) off = at;
+  }
+  SL_RETURN_NOT_OK(op_for(c, OP_ENUM_MAP, 0, r, 1, out));
+  p->ops[*out].size = w->n;
+  p->ops[*out].pool_off = off < 0 ? 0 : off;
+  return 0;
+}
+
+static const char* short_name(const struct avro_node* n) {
+  const char* dot = n->name ? strrchr(n->name, '.') : NULL;
+  return dot ? dot + 1 : n->name ? n->name : "";
+}
+
+/// Whether a writer type (not a union) matches a reader type (not a union):
+/// exactly (same kind; named types by unqualified name, fixed by size too),
+/// or by promotion when `promote`.
+static int matches(const struct avro_node* w, const struct avro_node* r, int promote) {
+  if (w->kind == r->kind) {
+    if (w->kind == AVRO_RECORD || w->kind == AVRO_ENUM || w->kind == AVRO_FIXED) {
+      if (strcmp(short_name(w), short_name(r)) != 0) return 0;
+      return w->kind != AVRO_FIXED || w->size == r->size;
+    }
+    return 1;
+  }
+  if (!promote) return 0;
+  switch (w->kind) {
+    case AVRO_INT: return r->kind == AVRO_LONG || r->kind == AVRO_FLOAT || r->kind == AVRO_DOUBLE;
+    case AVRO_LONG: return r->kind == AVRO_FLOAT || r->kind == AVRO_DOUBLE;
+    case AVRO_FLOAT: return r->kind == AVRO_DOUBLE;
+    case AVRO_STRING: return r->kind == AVRO_BYTES;
+    case AVRO_BYTES: return r->kind == AVRO_STRING;
+    default: return 0;
+  }
+}
+
+/// The reader union's branch a writer type resolves to (exact match first,
+/// then promotion, as Java does), or -1.
+static int64_t branch_for(const struct avro_node* w, const struct avro_node* r) {
+  for (int promote = 0; promote < 2; ++promote)
+    for (int64_t j = 0; j < r->n; ++j)
+      if (matches(w, r->items[j], promote)) return j;
+  return -1;
+}
+
+/// A writer union: each branch resolves to a reader branch (reader union) or
+/// to the reader type itself (`one`, the value type of a nullable reader,
+/// whose nulls the writer's null branch fills); branches that cannot are
+/// kept for skipping and fail only if the data uses them.
+static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
+                                const struct avro_node* r, const struct avro_node* one,
+                                int32_t* out) {
+  struct avro_program* p = c->p;
+  int32_t op = 0;
+  SL_RETURN_NOT_OK(op_for(c, one ? OP_UNION_TO_ONE : OP_UNION_MAP, w->n, r, 1, &op));
+  for (int64_t k = 0; k < w->n; ++k) {
+    const struct avro_node* wb = w->items[k];
+    int64_t t = -1;
+    int32_t kid = 0;
+    if (one != NULL) {
+      if (wb->kind == AVRO_NULL && r != one) t = 0;  // the reader is nullable: a null
+      else if (matches(wb, one, 1)) t = 0;
+      if (t == 0 && wb->kind == AVRO_NULL && r != one) SL_RETURN_NOT_OK(avro_program_emit(p, wb, &kid, c->error));
+      else if (t == 0) SL_RETURN_NOT_OK(resolve(c, wb, one, &kid));
+    } else {
+      t = branch_for(wb, r);
+      if (t >= 0) SL_RETURN_NOT_OK(resolve(c, wb, r->items[t], &kid));
+    }
+    if (t < 0) SL_RETURN_NOT_OK(avro_program_emit(p, wb, &kid, c->error));  // for skipping
+    p->kids[p->ops[op].kids + k] = kid;
+    p->targets[p->ops[op].kids + k] = (int32_t)t;
+  }
+  *out = op;
+  return 0;
+}
+
+static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                   int32_t* out) {
+  struct avro_program* p = c->p;
+  const struct avro_node *wv, *rv;
+  int wni, rni;
+  int wn = avro_node_nullable(w, &wv, &wni), rn = avro_node_nullable(r, &rv, &rni);
+  if (wn && (rn || r->kind != AVRO_UNION)) {
+    int32_t op = 0, kid = 0;
+    SL_RETURN_NOT_OK(op_for(c, OP_NULLABLE, 1, r, 1, &op));
+    p->ops[op].null_index = (int8_t)wni;
+    p->ops[op].null_error = !rn;
+    SL_RETURN_NOT_OK(resolve(c, wv, rn ? rv : r, &kid));
+    p->kids[p->ops[op].kids] = kid;
+    *out = op;
+    return 0;
+  }
+  if (w->kind == AVRO_UNION) {
+    // A general writer union: into a reader union (dense, or nullable) or one type.
+    if (rn) return resolve_writer_union(c, w, r, rv, out);
+    if (r->kind == AVRO_UNION) return resolve_writer_union(c, w, r, NULL, out);
+    return resolve_writer_union(c, w, r, r, out);
+  }
+  if (rn) return resolve(c, w, rv, out);  // never null: the builder is nullable anyway
+  if (r->kind == AVRO_UNION) {
+    int64_t j = branch_for(w, r);
+    if (j < 0) return cannot(c, w, r, "no branch of the reader's union matches");
+    int32_t op = 0, kid = 0;
+    SL_RETURN_NOT_OK(op_for(c, OP_TO_BRANCH, 1, r, 1, &op));
+    p->ops[op].size = j;
+    SL_RETURN_NOT_OK(resolve(c, w, r->items[j], &kid));
+    p->kids[p->ops[op].kids] = kid;
+    *out = op;
+    return 0;
+  }
+  enum avro_kind wk = w->kind, rk = r->kind;
+  if (wk == AVRO_INT && rk != AVRO_INT) {
+    uint8_t k = rk == AVRO_LONG ? OP_INT_AS_LONG : rk == AVRO_FLOAT ? OP_INT_AS_FLOAT
+                : rk == AVRO_DOUBLE ? OP_INT_AS_DOUBLE : 0;
+    return k ? op_for(c, k, 0, r, 1, out) : cannot(c, w, r, NULL);
+  }
+  if (wk == AVRO_LONG && (rk == AVRO_FLOAT || rk == AVRO_DOUBLE))
+    return op_for(c, rk == AVRO_FLOAT ? OP_LONG_AS_FLOAT : OP_LONG_AS_DOUBLE, 0, r, 1, out);
+  if (wk == AVRO_FLOAT && rk == AVRO_DOUBLE) return op_for(c, OP_FLOAT_AS_DOUBLE, 0, r, 4, out);
+  int text_swap = (wk == AVRO_STRING || wk == AVRO_BYTES) && (rk == AVRO_STRING || rk == AVRO_BYTES);
+  if (wk != rk && !text_swap) return cannot(c, w, r, NULL);
+  switch (rk) {
+    case AVRO_RECORD: return resolve_record(c, w, r, out);
+    case AVRO_ENUM: return resolve_enum(c, w, r, out);
+    case AVRO_FIXED:
+      if (w->size != r->size) return cannot(c, w, r, "fixed sizes differ");
+      return avro_program_emit(p, r, out, c->error);
+    case AVRO_ARRAY: case AVRO_MAP: {
+      int32_t op = 0, kid = 0;
+      SL_RETURN_NOT_OK(op_for(c, rk == AVRO_ARRAY ? OP_ARRAY : OP_MAP, 1, r, 1, &op));
+      SL_RETURN_NOT_OK(resolve(c, w->items[0], r->items[0], &kid));
+      p->kids[p->ops[op].kids] = kid;
+      *out = op;
+      return 0;
+    }
+    default:  // same primitive (or string/bytes): the reader's logical type decides the op
+      return avro_program_emit(p, r, out, c->error);
+  }
+}
+
+int avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
+                                struct avro_program* out, struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  out->alloc = w->alloc;
+  struct rctx c = {out, error, "(root)"};
+  int rc;
+  int32_t top = 0;
+  if ((w->root->kind == AVRO_RECORD) != (r->root->kind == AVRO_RECORD)) {
+    rc = cannot(&c, w->root, r->root, NULL);
+  } else if (w->root->kind == AVRO_RECORD) {
+    rc = resolve(&c, w->root, r->root, &top);
+  } else {
+    top = avro_program_new_op(out, OP_RECORD, 1, NULL);
+    int32_t kid = 0;
+    rc = top < 0 ? avro_program_too_big(error) : resolve(&c, w->root, r->root, &kid);
+    if (rc == 0) out->kids[out->ops[top].kids] = kid;
+  }
+  if (rc != 0) avro_program_release(out);
+  return rc;
+}
