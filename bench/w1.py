@@ -1,0 +1,239 @@
+"""W1 (table to memory / to a pipe): the cells bench/run.py measures.
+
+Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro on
+request. See bench/README.md for what every cell does exactly.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Optional
+
+from harness import HERE, PY, Cell, Context, check_result, log
+
+FULL_ROWS = 1 << 25
+QUICK_ROWS = 1 << 20
+DEFAULT_TASKS = "a,b,c"
+META = "w1.meta.json"
+
+
+def arrow_stream_file_check(path: str, meta: dict) -> Optional[str]:
+    """Reads an IPC stream file written by a tool under test and checks it."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    try:
+        with pa.memory_map(path, "r") as src:
+            table = pa.ipc.open_stream(src).read_all()
+            result = {"rows": table.num_rows, "sum_id": 0, "sum_x": {}}
+            for name, col in zip(table.schema.names, table.columns):
+                if col.type == pa.int64():
+                    result["sum_id"] += pc.sum(col).as_py() or 0
+                elif col.type == pa.float64():
+                    result["sum_x"][name] = pc.sum(col).as_py() or 0.0
+            del table, col
+    except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+        return f"{os.path.basename(path)} is not a readable IPC stream: {e}"
+    return check_result(result, meta)
+
+
+def sluice_help(sluice: str) -> str:
+    """Everything the CLI says about itself (empty if it cannot run)."""
+    text = ""
+    for args in (["--help"], ["cat", "--help"], ["convert", "--help"]):
+        try:
+            p = subprocess.run([sluice] + args, capture_output=True, text=True, timeout=10)
+            text += p.stdout + p.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return text
+
+
+def cells(ctx: Context) -> list:
+    arrow = os.path.join(ctx.data, "w1.arrow")
+    arrows = os.path.join(ctx.data, "w1.arrows")
+    peers = os.path.join(HERE, "peers", "w1_peers.py")
+    load_arrow = os.path.join(ctx.bin, "load_arrow")
+    memcpy = os.path.join(ctx.bin, "memcpy_floor")
+    table_bytes = str(ctx.meta["table_bytes"])
+    cells = []
+
+    no_load_arrow = None if os.access(load_arrow, os.X_OK) else \
+        "bench/bin/load_arrow not built (libsluice lacks the dataset API?) - run bench/build.sh"
+    no_memcpy = None if os.access(memcpy, os.X_OK) else "bench/bin/memcpy_floor not built"
+    help_text = sluice_help(ctx.sluice) if os.access(ctx.sluice, os.X_OK) else ""
+    no_cli = None if help_text else f"sluice CLI not found or not runnable at {ctx.sluice}"
+    no_convert = no_cli or (None if "convert" in help_text else "sluice CLI has no `convert` yet")
+    no_cat = no_cli or (None if "cat" in help_text else "sluice CLI has no `cat` yet")
+    no_unordered = no_cat or (None if "--unordered" in help_text else
+                              "sluice CLI has no `--unordered` flag yet")
+
+    def floors(task: str, nbytes: str, what: str, touch: bool) -> list:
+        out = []
+        for t in sorted({1, ctx.threads}):
+            out.append(Cell(task, f"memcpy {what} ({t} thread{'s' if t > 1 else ''})", "memcpy",
+                            "floor", [[memcpy, "--threads", str(t), "--repeat", "3", nbytes]],
+                            how=f"memcpy of {nbytes} bytes between two pre-faulted buffers, "
+                                "median of 3 inside one process", metric="load_s",
+                            check=False, skip=no_memcpy))
+        if touch:
+            # Loading into fresh memory also pays the first-touch page faults.
+            for huge in (False, True):
+                argv = [memcpy, "--touch", "--threads", str(ctx.threads), "--repeat", "3"]
+                argv += ["--hugepage"] if huge else []
+                out.append(Cell(task, f"first-touch {what}" + (" (THP)" if huge else ""),
+                                "first-touch", "floor", [argv + [nbytes]],
+                                how=f"mmap {nbytes} fresh anonymous bytes and write them once, "
+                                    f"{ctx.threads} threads"
+                                    + (", after madvise(MADV_HUGEPAGE)" if huge else
+                                       ", 4 KiB pages") + "; median of 3 in one process",
+                                metric="load_s", check=False, skip=no_memcpy))
+        out.append(Cell(task, "cat w1.arrow > /dev/null", "cat", "floor", [["cat", arrow]],
+                        how="read the (cached) input once", parse_json=False, check=False,
+                        stdout_devnull=True))
+        return out
+
+    # (a) load w1.arrow into Arrow memory --------------------------------------
+    t = "a"
+    cells.append(Cell(t, "sluice load_arrow", "sluice", "sluice", [[load_arrow, arrow]],
+                      how="bench/load_arrow: sluice_dataset_open + sluice_dataset_scan to the "
+                          "end, all batches kept alive (default threads and budget)",
+                      skip=no_load_arrow))
+    cells.append(Cell(t, "sluice load_arrow --threads 1", "sluice", "sluice",
+                      [[load_arrow, "--threads", "1", arrow]],
+                      how="same, one decoding thread", skip=no_load_arrow))
+    cells.append(Cell(t, "pyarrow OSFile read_all", "pyarrow", "peer",
+                      [[PY, peers, "load", "pyarrow-file", arrow]],
+                      how="pa.ipc.open_file(pa.OSFile(path)).read_all(): reads into "
+                          "pyarrow-allocated buffers"))
+    cells.append(Cell(t, "pyarrow memory_map read_all", "pyarrow", "peer",
+                      [[PY, peers, "load", "pyarrow-mmap", arrow]],
+                      how="pa.ipc.open_file(pa.memory_map(path)).read_all(): zero-copy, "
+                          "buffers point into the map; pages are faulted in by the checksum"))
+    cells.append(Cell(t, "polars read_ipc", "polars", "peer",
+                      [[PY, peers, "load", "polars", arrow]],
+                      how="pl.read_ipc(path) with polars' defaults (2.x: scan_ipc().collect())"))
+    cells += floors(t, table_bytes, "table size", touch=True)
+
+    # (b) sluice convert w1.arrow out.arrows ------------------------------------
+    t = "b"
+    out_s = os.path.join(ctx.tmp, "sluice.arrows")
+    out_pa = os.path.join(ctx.tmp, "pyarrow.arrows")
+    out_pl = os.path.join(ctx.tmp, "polars.arrows")
+    out_cp = os.path.join(ctx.tmp, "cp.arrow")
+    meta = ctx.meta
+    cells.append(Cell(t, "sluice convert", "sluice", "sluice",
+                      [[ctx.sluice, "convert", arrow, out_s]],
+                      how="`sluice convert w1.arrow out.arrows` (IPC file -> IPC stream), "
+                          "output to a file on the same disk (page cache, no fsync)",
+                      parse_json=False, check=False,
+                      post=lambda: arrow_stream_file_check(out_s, meta),
+                      cleanup=[out_s], skip=no_convert))
+    cells.append(Cell(t, "pyarrow mmap read_all + StreamWriter", "pyarrow", "peer",
+                      [[PY, peers, "convert", "pyarrow", arrow, out_pa]],
+                      how="pa.memory_map + open_file().read_all() + RecordBatchStreamWriter",
+                      check=False, post=lambda: arrow_stream_file_check(out_pa, meta),
+                      cleanup=[out_pa]))
+    cells.append(Cell(t, "polars read_ipc + write_ipc_stream", "polars", "peer",
+                      [[PY, peers, "convert", "polars", arrow, out_pl]],
+                      how="pl.read_ipc(src).write_ipc_stream(dst)",
+                      check=False, post=lambda: arrow_stream_file_check(out_pl, meta),
+                      cleanup=[out_pl]))
+    cells.append(Cell(t, "cp w1.arrow out", "cp", "floor", [["cp", arrow, out_cp]],
+                      how="cp of the input to the output directory (read + write floor)",
+                      parse_json=False, check=False, cleanup=[out_cp]))
+    cells += floors(t, str(os.path.getsize(arrow)) if os.path.exists(arrow) else table_bytes,
+                    "file size", touch=False)
+
+    # (c) IPC stream through a pipe to a consumer process -----------------------
+    t = "c"
+    consumer = [PY, peers, "consume"]
+    cells.append(Cell(t, "sluice cat -t arrows | consumer", "sluice", "sluice",
+                      [[ctx.sluice, "cat", arrow, "-t", "arrows"], consumer],
+                      how="`sluice cat w1.arrow -t arrows` (ordered) piped to a pyarrow "
+                          "open_stream consumer that checksums and drops each batch",
+                      skip=no_cat))
+    cells.append(Cell(t, "sluice cat -t arrows --unordered | consumer", "sluice", "sluice",
+                      [[ctx.sluice, "cat", arrow, "-t", "arrows", "--unordered"], consumer],
+                      how="same, batches in completion order", skip=no_unordered))
+    cells.append(Cell(t, "pyarrow producer | consumer", "pyarrow", "peer",
+                      [[PY, peers, "produce", "pyarrow", arrow], consumer],
+                      how="python: memory-mapped open_file, RecordBatchStreamWriter to stdout "
+                          "batch by batch, same consumer"))
+    cells.append(Cell(t, "cat w1.arrows | consumer", "cat", "floor", [["cat", arrows], consumer],
+                      how="a zero-work producer: the stream file pyarrow wrote, same consumer",
+                      skip=None if os.path.exists(arrows) else "no w1.arrows in the data dir"))
+    # The producers with a consumer that does nothing (`cat > /dev/null`):
+    # separates producer cost from what the Python consumer can take. (Straight
+    # to /dev/null would not do: write() to /dev/null never reads the buffer, so
+    # a producer writing from a memory map would touch nothing.)
+    sink = ["cat"]
+    cells.append(Cell(t, "sluice cat -t arrows | cat > /dev/null", "sluice", "sluice",
+                      [[ctx.sluice, "cat", arrow, "-t", "arrows"], sink], how="producer alone",
+                      parse_json=False, check=False, stdout_devnull=True, skip=no_cat,
+                      group="alone"))
+    cells.append(Cell(t, "pyarrow producer | cat > /dev/null", "pyarrow", "peer",
+                      [[PY, peers, "produce", "pyarrow", arrow], sink], how="producer alone",
+                      parse_json=False, check=False, stdout_devnull=True, group="alone"))
+    cells.append(Cell(t, "cat w1.arrows | cat > /dev/null", "cat", "floor",
+                      [["cat", arrows], sink], how="pipe floor: a zero-work producer and sink",
+                      parse_json=False, check=False, stdout_devnull=True, group="alone",
+                      skip=None if os.path.exists(arrows) else "no w1.arrows in the data dir"))
+
+    # Opt-in (--tasks): the other W1 files into Arrow memory. sluice's cell is
+    # skipped with the reader's own error until it reads the format.
+    others = {
+        "a_parquet": ("w1.parquet", ["pyarrow-parquet", "polars-parquet", "duckdb"]),
+        "a_duckdb_parquet": ("w1_duckdb.parquet", ["pyarrow-parquet", "polars-parquet", "duckdb"]),
+        "a_csv": ("w1.csv", ["pyarrow-csv", "polars-csv", "duckdb"]),
+        "a_avro": ("w1.avro", ["polars-avro", "fastavro"]),
+    }
+    for t, (name, tools) in others.items():
+        path = os.path.join(ctx.data, name)
+        missing = None if os.path.exists(path) else \
+            f"no {name} in the data dir (bench/gen_w1.py --avro --csv writes it)"
+        cells.append(Cell(t, "sluice load_arrow", "sluice", "sluice", [[load_arrow, path]],
+                          how=f"bench/load_arrow {name}", skip=no_load_arrow or missing))
+        for tool in tools:
+            heavy = None
+            if tool == "fastavro" and ctx.meta["rows"] > (1 << 22) and not ctx.heavy:
+                heavy = ("fastavro builds one Python dict per record (~15 GB at 2^25 rows); "
+                         "pass --heavy to run it")
+            cells.append(Cell(t, tool, tool.split("-")[0], "peer",
+                              [[PY, peers, "load", tool, path]],
+                              how=f"{tool} loading {name} (see bench/peers/w1_peers.py)",
+                              skip=missing or heavy))
+        cells.append(Cell(t, f"cat {name} > /dev/null", "cat", "floor", [["cat", path]],
+                          how="read the (cached) input once", parse_json=False, check=False,
+                          stdout_devnull=True, skip=missing))
+    sizes = {"a": ctx.meta["table_bytes"], "b": os.path.getsize(arrow) if os.path.exists(arrow)
+             else None, "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
+    for t, (name, _) in others.items():
+        path = os.path.join(ctx.data, name)
+        sizes[t] = os.path.getsize(path) if os.path.exists(path) else None  # input bytes
+    for c in cells:
+        c.nbytes = c.nbytes or sizes.get(c.task)
+    return cells
+
+
+def ensure_data(rows: int, data_dir: Optional[str]) -> str:
+    """The data directory for `rows`, generating w1.arrow(s) there if missing."""
+    if data_dir is None:
+        data_dir = os.path.join(HERE, "data") if rows == FULL_ROWS else \
+            os.path.join(HERE, "data", f"rows{rows}")
+    meta = os.path.join(data_dir, "w1.meta.json")
+    need = not os.path.exists(meta) or not all(
+        os.path.exists(os.path.join(data_dir, f)) for f in ("w1.arrow", "w1.arrows"))
+    if not need:
+        with open(meta) as f:
+            need = json.load(f)["rows"] != rows
+    if need:
+        log(f"generating W1 data ({rows:,} rows) in {data_dir}")
+        args = [PY, os.path.join(HERE, "gen_w1.py"), "--rows", str(rows), "--out", data_dir]
+        if rows != FULL_ROWS:
+            args += ["--only", "arrow,arrows", "--force"]
+        subprocess.run(args, check=True)
+    return data_dir
