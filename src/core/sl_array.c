@@ -97,6 +97,12 @@ static struct sl_array_private* ours(const struct ArrowArray* array) {
   return array->release == array_release ? array->private_data : NULL;
 }
 
+struct sl_ref* sl_array_buffer_owner(const struct ArrowArray* array, int64_t i) {
+  const struct sl_array_private* p = ours(array);
+  if (p == NULL || i < 0 || i >= p->n_buffers) return NULL;
+  return p->refs[i];
+}
+
 void sl_array_set_buffer_owned(struct ArrowArray* array, int64_t i, void* data,
                                int64_t capacity) {
   struct sl_array_private* p = array->private_data;

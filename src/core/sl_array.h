@@ -29,6 +29,11 @@ void sl_array_set_buffer_view(struct ArrowArray* array, int64_t i, const void* d
 /// Gives the node a dictionary node, allocated empty for the caller to fill.
 int sl_array_alloc_dictionary(struct ArrowArray* array, struct sluice_error* error);
 
+/// The ref that keeps buffer `i` of a sluice node alive (set by
+/// sl_array_set_buffer_view), or NULL: owned buffers, static memory, foreign
+/// nodes.
+struct sl_ref* sl_array_buffer_owner(const struct ArrowArray* array, int64_t i);
+
 /// Moves `*src` into `*dst` (dst must be released/empty); src becomes released.
 void sl_array_move(struct ArrowArray* src, struct ArrowArray* dst);
 

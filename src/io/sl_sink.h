@@ -15,6 +15,14 @@ int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
                  struct sl_sink** out, struct sluice_error* error);
 /// Appends bytes (buffered).
 int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct sluice_error* error);
+/// Appends `n` bytes that are both `data` in memory and bytes [offset,
+/// offset + n) of the open file `fd` (e.g. a view of a mapped file, see
+/// sl_ref_file_extent). Large runs are copied in the kernel, file to file
+/// (copy_file_range) or file to pipe (splice), without faulting the memory
+/// in; small ones, and any the kernel refuses, are written from `data`. The
+/// sink's bytes are the same as with sl_sink_write(sink, data, n).
+int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
+                            int64_t n, struct sluice_error* error);
 /// Bytes written so far (the current offset; IPC file footers need it).
 int64_t sl_sink_position(const struct sl_sink* sink);
 /// Flushes, fsyncs nothing, renames into place, frees the sink.

@@ -45,11 +45,15 @@ struct sl_mapping {
   const struct sluice_allocator* alloc;
   void* addr;
   size_t length;
+  /// A descriptor on the mapped file (-1 if dup failed), so that its bytes
+  /// can be copied file-to-file in the kernel (sl_ref_file_extent).
+  int fd;
 };
 
 static void mapping_destroy(struct sl_ref* ref) {
   struct sl_mapping* m = (struct sl_mapping*)ref;
   munmap(m->addr, m->length);
+  if (m->fd >= 0) close(m->fd);
   sl_free(m->alloc, m, sizeof *m);
 }
 
@@ -195,6 +199,8 @@ static int map_regular_file(int fd, int64_t size, const char* name,
     m->alloc = alloc;
     m->addr = addr;
     m->length = (size_t)size;
+    // Not fatal when out of descriptors: copies then go through memory.
+    m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     f->data = addr;
     f->base.owner = &m->ref;
   }
@@ -205,6 +211,24 @@ static int map_regular_file(int fd, int64_t size, const char* name,
   f->cursor = 0;
   *out = &f->base;
   return 0;
+}
+
+int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length, int* fd,
+                       int64_t* offset) {
+  const struct sl_mapping* m = NULL;
+  if (ref == NULL || ptr == NULL || length < 0) return 0;
+  if (ref->destroy == range_ref_destroy) {
+    m = ((const struct sl_range_ref*)ref)->mapping;
+  } else if (ref->destroy == mapping_destroy) {
+    m = (const struct sl_mapping*)ref;
+  }
+  if (m == NULL || m->fd < 0) return 0;
+  uintptr_t p = (uintptr_t)ptr;
+  uintptr_t a = (uintptr_t)m->addr;
+  if (p < a || p - a > m->length || (uint64_t)length > m->length - (p - a)) return 0;
+  *fd = m->fd;
+  *offset = (int64_t)(p - a);
+  return 1;
 }
 
 /* ---- Forward-only descriptors -------------------------------------------- */

@@ -29,6 +29,15 @@ int sl_source_untouched(const struct sl_source* source);
 int sl_source_spool(struct sl_source* forward, struct sl_source** out,
                     struct sluice_error* error);
 
+/// Whether `length` bytes at `ptr`, in memory kept alive by `ref`, are a view
+/// of a mapped local file; if so, `*fd` is a descriptor on that file (owned by
+/// the mapping: valid while `ref` is retained, never to be closed by the
+/// caller) and `*offset` where the bytes start in it. Returns 0 (outputs
+/// untouched) for any other memory. Lets a sink copy the bytes file-to-file in
+/// the kernel (sl_sink_write_from_file) instead of faulting the mapping in.
+int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length, int* fd,
+                       int64_t* offset);
+
 /// Thread-safe strerror into `buf`; returns `buf`.
 const char* sl_errno_text(int errnum, char* buf, size_t cap);
 

@@ -1,9 +1,13 @@
 // Sources (mapped files, pipes), sinks (atomic temp + rename) and the format
 // registry.
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE  // F_GETPIPE_SZ
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -324,6 +328,200 @@ static int count_entries(const char* dir, const char* part) {
   return n;
 }
 
+/// Views of a mapped file know where they come from; a sink copies them
+/// in the kernel (copy_file_range) or, when it cannot, from memory: the same
+/// bytes either way, and commit/abort stay atomic.
+static void test_sink_write_from_file(void** unused) {
+  (void)unused;
+  char src_path[512], dir[512], path[600];
+  test_temp_path("extent.bin", src_path, sizeof src_path);
+  size_t size = (size_t)5 << 20;
+  write_pattern_file(src_path, size);
+  test_temp_path("fastsink", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/out.bin", dir);
+
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error error;
+  struct sl_source* src = NULL;
+  assert_int_equal(sl_source_open(src_path, &ta.base, &src, &error), 0);
+  // A large view (its own range ref) at an odd offset, and a small one (the
+  // mapping's ref).
+  struct sl_view big, small;
+  int64_t big_at = 12345, big_len = (int64_t)3 << 20;
+  assert_int_equal(sl_source_read_at(src, big_at, big_len, &big, &error), 0);
+  assert_int_equal(sl_source_read_at(src, 7, 100, &small, &error), 0);
+  int fd = -1;
+  int64_t off = -1;
+  assert_true(sl_ref_file_extent(big.owner, big.data, big.size, &fd, &off));
+  assert_true(fd >= 0);
+  assert_int_equal(off, big_at);
+  assert_true(sl_ref_file_extent(small.owner, small.data + 10, 90, &fd, &off));
+  assert_int_equal(off, 17);
+  // Outside the mapping, past its end, or memory that is not a file's: no.
+  assert_false(sl_ref_file_extent(small.owner, small.data, (int64_t)size, &fd, &off));
+  assert_false(sl_ref_file_extent(big.owner, big.data - big_at - 1, 1, &fd, &off));
+  assert_false(sl_ref_file_extent(NULL, big.data, 1, &fd, &off));
+  uint8_t* heap = sl_alloc_buffer(&ta.base, 64);
+  assert_non_null(heap);
+  struct sl_ref* heap_ref = sl_ref_wrap_buffer(&ta.base, heap, 64);
+  assert_non_null(heap_ref);
+  assert_false(sl_ref_file_extent(heap_ref, heap, 64, &fd, &off));
+  sl_ref_release(heap_ref);
+  assert_true(sl_ref_file_extent(big.owner, big.data, big.size, &fd, &off));
+
+  // Kernel copy, then the fallback (a descriptor the kernel refuses), then a
+  // small run (buffered): all interleaved with ordinary writes.
+  for (int pass = 0; pass < 2; pass++) {
+    struct sl_sink* sink = NULL;
+    assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+    assert_int_equal(sl_sink_write(sink, "abc", 3, &error), 0);
+    int use_fd = fd;
+    if (pass == 1) {
+      // A pipe's read end: copy_file_range fails (EINVAL/EBADF), write(2) serves.
+      int p[2];
+      assert_int_equal(pipe(p), 0);
+      close(p[1]);
+      use_fd = p[0];
+    }
+    assert_int_equal(sl_sink_write_from_file(sink, use_fd, off, big.data, big.size, &error), 0);
+    assert_int_equal(sl_sink_write_from_file(sink, use_fd, 7, small.data, small.size, &error), 0);
+    assert_int_equal(sl_sink_write_from_file(sink, use_fd, off, big.data, big.size, &error), 0);
+    assert_int_equal(sl_sink_write(sink, "xyz", 3, &error), 0);
+    int64_t total = 2 * big.size + small.size + 6;
+    assert_int_equal(sl_sink_position(sink), total);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(sl_sink_commit(sink, &error), 0);
+    if (pass == 1) close(use_fd);
+    size_t n = 0;
+    uint8_t* back = test_read_file(path, &n);
+    assert_non_null(back);
+    assert_int_equal(n, (size_t)total);
+    assert_memory_equal(back, "abc", 3);
+    assert_memory_equal(back + 3, big.data, (size_t)big.size);
+    assert_memory_equal(back + 3 + big.size, small.data, (size_t)small.size);
+    assert_memory_equal(back + 3 + big.size + small.size, big.data, (size_t)big.size);
+    assert_memory_equal(back + total - 3, "xyz", 3);
+    free(back);
+    assert_int_equal(count_entries(dir, ".tmp-"), 0);
+    assert_int_equal(unlink(path), 0);
+  }
+
+  // Abort after a kernel copy: the old file stays, no temporary is left.
+  assert_int_equal(test_write_file(path, "old", 3), 0);
+  struct sl_sink* sink = NULL;
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, fd, off, big.data, big.size, &error), 0);
+  sl_sink_abort(sink);
+  size_t n = 0;
+  uint8_t* back = test_read_file(path, &n);
+  assert_non_null(back);
+  assert_int_equal(n, 3);
+  assert_memory_equal(back, "old", 3);
+  free(back);
+  assert_int_equal(count_entries(dir, ".tmp-"), 0);
+
+  sl_view_release(&small);
+  sl_view_release(&big);
+  sl_source_close(src);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  unlink(path);
+  rmdir(dir);
+  unlink(src_path);
+}
+
+struct pipe_drain {
+  int fd;
+  uint8_t* data;
+  size_t cap, n;
+};
+
+static void* drain_pipe(void* arg) {
+  struct pipe_drain* d = arg;
+  for (;;) {
+    ssize_t r = read(d->fd, d->data + d->n, d->cap - d->n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || (d->n += (size_t)r) == d->cap) break;
+  }
+  return NULL;
+}
+
+/// Standard output that is a pipe: the sink grows the pipe (fewer, larger
+/// rounds of writer and reader) and the bytes arrive intact and in order.
+static void test_stdout_sink_pipe(void** unused) {
+  (void)unused;
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(stdout);
+  int saved = dup(STDOUT_FILENO);
+  assert_true(saved >= 0);
+  assert_int_equal(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
+  close(p[1]);
+
+  size_t big = (size_t)3 << 20;
+  uint8_t* data = malloc(big);
+  assert_non_null(data);
+  for (size_t i = 0; i < big; ++i) data[i] = (uint8_t)(i * 29 + 1);
+  // And bytes of a mapped file, which go by splice(2).
+  char src_path[512];
+  test_temp_path("pipe_extent.bin", src_path, sizeof src_path);
+  size_t file_len = (size_t)2 << 20;
+  write_pattern_file(src_path, file_len + 1000);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error error;
+  struct sl_source* src = NULL;
+  assert_int_equal(sl_source_open(src_path, &ta.base, &src, &error), 0);
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(src, 999, (int64_t)file_len, &v, &error), 0);
+  int fd = -1;
+  int64_t off = 0;
+  assert_true(sl_ref_file_extent(v.owner, v.data, v.size, &fd, &off));
+  size_t total = big + 6 + file_len;
+  struct pipe_drain d = {p[0], malloc(total + 16), total + 16, 0};
+  assert_non_null(d.data);
+  pthread_t reader;
+  assert_int_equal(pthread_create(&reader, NULL, drain_pipe, &d), 0);
+
+  struct sl_sink* sink = NULL;
+  assert_int_equal(sl_sink_open("-", &ta.base, &sink, &error), 0);
+#ifdef F_GETPIPE_SZ
+  // Best effort in general (pipe-max-size, per-user limits); as root with the
+  // default 1 MiB limit it must have happened.
+  FILE* f = fopen("/proc/sys/fs/pipe-max-size", "r");
+  long max = 0;
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &max) != 1) max = 0;
+    fclose(f);
+  }
+  int size = fcntl(STDOUT_FILENO, F_GETPIPE_SZ);
+  assert_true(size >= 4096);
+  if (geteuid() == 0 && max >= (1L << 20)) assert_true(size >= (1 << 20));
+#endif
+  assert_int_equal(sl_sink_write(sink, "abc", 3, &error), 0);
+  assert_int_equal(sl_sink_write(sink, data, (int64_t)big, &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, fd, off, v.data, v.size, &error), 0);
+  assert_int_equal(sl_sink_write(sink, "xyz", 3, &error), 0);
+  assert_int_equal(sl_sink_commit(sink, &error), 0);
+
+  assert_int_equal(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);  // closes the write end
+  close(saved);
+  assert_int_equal(pthread_join(reader, NULL), 0);
+  close(p[0]);
+  assert_int_equal(d.n, total);
+  assert_memory_equal(d.data, "abc", 3);
+  assert_memory_equal(d.data + 3, data, big);
+  assert_memory_equal(d.data + 3 + big, v.data, file_len);
+  assert_memory_equal(d.data + 3 + big + file_len, "xyz", 3);
+  free(d.data);
+  free(data);
+  sl_view_release(&v);
+  sl_source_close(src);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  unlink(src_path);
+}
+
 static void test_sink_commit_and_abort(void** unused) {
   (void)unused;
   char dir[512], path[600];
@@ -589,6 +787,8 @@ int main(void) {
       cmocka_unit_test(test_pipe_source),
       cmocka_unit_test(test_spool_pipe),
       cmocka_unit_test(test_sink_commit_and_abort),
+      cmocka_unit_test(test_stdout_sink_pipe),
+      cmocka_unit_test(test_sink_write_from_file),
       cmocka_unit_test(test_registry),
       cmocka_unit_test(test_write_errors),
       cmocka_unit_test(test_write_end_to_end),

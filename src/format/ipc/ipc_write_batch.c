@@ -9,11 +9,13 @@
 #include <zstd_errors.h>
 
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_type.h"
 #include "format/ipc/ipc_fbs.h"
 #include "format/ipc/ipc_writer.h"
 #include "io/sl_sink.h"
+#include "io/sl_source_file.h"
 
 #define IPCW_MAX_DEPTH 64
 
@@ -92,6 +94,7 @@ static int add_seg(struct ipc_body* body, const void* data, int64_t length) {
   s->prefix = 0;
   s->has_prefix = 0;
   s->bits = 0;
+  s->owner = NULL;
   return 0;
 }
 
@@ -230,6 +233,13 @@ static int plan_fixed(struct plan* p, const uint8_t* data, int64_t bit_width, in
   return add_seg(p->body, data + off * w, len * w) ? oom(p->error) : 0;
 }
 
+/// Notes that the last segment is buffer `i` of `a` itself (not scratch).
+static void seg_from_buffer(struct plan* p, const struct ArrowArray* a, int64_t i) {
+  struct ipc_body* body = p->body;
+  if (body->n_segs > 0 && body->segs[body->n_segs - 1].data != NULL)
+    body->segs[body->n_segs - 1].owner = sl_array_buffer_owner(a, i);
+}
+
 static int add_pending(struct plan* p, int64_t id, const struct ArrowArray* dict) {
   struct ipc_body* body = p->body;
   void* items = body->pending;
@@ -298,7 +308,9 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
                           p->column);
     SL_RETURN_NOT_OK(add_pending(p, id, a->dictionary));
     SL_RETURN_NOT_OK(plan_node(p, a, off, len, 0));
-    return plan_fixed(p, buf[1], sl_type_bit_width(&t), off, len);
+    SL_RETURN_NOT_OK(plan_fixed(p, buf[1], sl_type_bit_width(&t), off, len));
+    seg_from_buffer(p, a, 1);  // integer indices: never shifted into scratch
+    return 0;
   }
 
   switch (t.id) {
@@ -312,7 +324,9 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
       SL_RETURN_NOT_OK(plan_offsets(p, buf[1], off, len, width, &start, &end));
       if (end > start && buf[2] == NULL)
         return sl_error_set(error, EINVAL, "column '%s': data buffer is missing", p->column);
-      return add_seg(p->body, end > start ? buf[2] + start : NULL, end - start) ? oom(error) : 0;
+      if (add_seg(p->body, end > start ? buf[2] + start : NULL, end - start)) return oom(error);
+      seg_from_buffer(p, a, 2);
+      return 0;
     }
     case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_MAP: {
       int width = t.id == SL_TYPE_LARGE_LIST ? 8 : 4;
@@ -363,7 +377,9 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
         return sl_error_set(error, ENOTSUP, "column '%s': type '%s' cannot be written to Arrow "
                             "IPC", p->column, s->format);
       SL_RETURN_NOT_OK(plan_node(p, a, off, len, 0));
-      return plan_fixed(p, buf[1], bits, off, len);
+      SL_RETURN_NOT_OK(plan_fixed(p, buf[1], bits, off, len));
+      if (bits >= 8) seg_from_buffer(p, a, 1);  // bitmaps may be shifted copies
+      return 0;
     }
   }
 }
@@ -435,6 +451,7 @@ int ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd_ct
     if (got < n) {
       s->prefix = s->length;
       s->data = dst;
+      s->owner = NULL;
       s->length = (int64_t)got;
     } else {
       s->prefix = -1;  // stored raw: compression did not pay
@@ -591,7 +608,15 @@ int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
       SL_RETURN_NOT_OK(sl_sink_write(sink, prefix, 8, error));
       n += 8;
     }
-    if (s->length) SL_RETURN_NOT_OK(sl_sink_write(sink, s->data, s->length, error));
+    int fd = -1;
+    int64_t at = 0;
+    if (s->length && !s->has_prefix &&
+        sl_ref_file_extent(s->owner, s->data, s->length, &fd, &at)) {
+      // A view of a mapped file: copied file to file in the kernel.
+      SL_RETURN_NOT_OK(sl_sink_write_from_file(sink, fd, at, s->data, s->length, error));
+    } else if (s->length) {
+      SL_RETURN_NOT_OK(sl_sink_write(sink, s->data, s->length, error));
+    }
     if (pad8(n) > n) SL_RETURN_NOT_OK(sl_sink_write(sink, ipc_zeros, pad8(n) - n, error));
   }
   return 0;

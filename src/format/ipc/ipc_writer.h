@@ -66,6 +66,9 @@ struct ipc_segment {
   /// the producer left there and must not make two dictionaries differ).
   /// 0 for other buffers.
   int64_t bits;
+  /// What keeps `data` alive when it is an array's own buffer (not scratch),
+  /// or NULL: lets the writer copy file-backed bytes in the kernel.
+  struct sl_ref* owner;
 };
 
 /// A dictionary met while planning a body, to be written before it.
