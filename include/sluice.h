@@ -262,6 +262,15 @@ struct sluice_write_options {
   const char* compression;
   /// Allocator for the writer's own memory (NULL = default).
   const struct sluice_allocator* allocator;
+  /// Writer options as "key=value,key=value" (NULL = none). A comma right
+  /// after '=' is the value ("delimiter=,"). CSV keys: delimiter
+  /// (comma|semicolon|tab|pipe|space|<char>), header (true|false), null (the
+  /// spelling of nulls, default empty), quote (<char>|none), line_terminator
+  /// (lf|crlf), float_format (shortest|point: "1" or "1.0"), timestamp_format
+  /// (space|iso: "2023-01-15 12:00:00Z" or "2023-01-15T12:00:00Z"). An
+  /// unknown key or a bad value is EINVAL; formats without options ignore
+  /// them.
+  const char* format_options;
 };
 
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);

@@ -20,6 +20,7 @@ enum cli_option_bit {
   CLI_OPT_OUTPUT = 1 << 4,
   CLI_OPT_COMPRESSION = 1 << 5,
   CLI_OPT_JSON = 1 << 6,
+  CLI_OPT_WRITE_OPTION = 1 << 7,  ///< -W KEY=VALUE
 };
 
 /// Everything parsed from the command line. Strings point into argv, except
@@ -40,6 +41,9 @@ struct cli_options {
   /// Format options gathered from -O KEY=VALUE, --schema and --reader-schema,
   /// joined as "k=v,k=v" (malloc'd; NULL = none).
   char* format_options;
+  /// Writer options gathered from -W KEY=VALUE, joined as "k=v,k=v"
+  /// (malloc'd; NULL = none).
+  char* write_options;
   int json;
   int threads;
   int ordered;
@@ -95,10 +99,11 @@ void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap);
 int cli_print_table(struct ArrowArrayStream* stream, FILE* out, int width,
                     struct sluice_error* error);
 
-/// Writes the stream with sluice_write to `location` ("-" = standard output);
-/// prints the error and returns CLI_ERROR on failure.
+/// Writes the stream with sluice_write to `location` ("-" = standard output)
+/// with the writer options `format_options` ("k=v,k=v" or NULL); prints the
+/// error and returns CLI_ERROR on failure.
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
-                     const char* compression);
+                     const char* compression, const char* format_options);
 
 int cli_cmd_cat(const struct cli_options* options);
 int cli_cmd_schema(const struct cli_options* options);

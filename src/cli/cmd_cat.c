@@ -53,11 +53,12 @@ static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* 
 }
 
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
-                     const char* compression) {
+                     const char* compression, const char* format_options) {
   struct sluice_write_options write_options;
   sluice_write_options_init(&write_options);
   write_options.format = format;
   write_options.compression = compression;
+  write_options.format_options = format_options;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = sluice_write(stream, location, &write_options, &error);
@@ -85,7 +86,7 @@ int cli_cmd_cat(const struct cli_options* options) {
     status = cat_table(&stream, options);
   } else {
     status = cli_write_stream(&stream, options->output != NULL ? options->output : "-",
-                              options->to, options->compression);
+                              options->to, options->compression, options->write_options);
   }
   stream.release(&stream);
   sluice_dataset_close(dataset);

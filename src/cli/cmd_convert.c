@@ -31,7 +31,8 @@ int cli_cmd_convert(const struct cli_options* options) {
     sluice_dataset_close(dataset);
     return CLI_ERROR;
   }
-  status = cli_write_stream(&stream, destination, options->to, options->compression);
+  status = cli_write_stream(&stream, destination, options->to, options->compression,
+                            options->write_options);
   stream.release(&stream);
   sluice_dataset_close(dataset);
   return status;

@@ -20,6 +20,15 @@
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"
 
+/// The writer options of cat and convert (-O is for the reader).
+#define WRITE_OPTION_HELP                                                     \
+  "  -W, --write-option KEY=VALUE\n"                                         \
+  "                      an output format option, repeatable (CSV:\n"        \
+  "                      delimiter=comma|semicolon|tab|pipe|<char>,\n"       \
+  "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
+  "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
+  "                      timestamp_format=space|iso)\n"
+
 static const struct cli_command k_commands[] = {
     {"cat", "print a table, or write it in a machine format",
      "Usage: sluice cat SRC [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
@@ -33,9 +42,10 @@ static const struct cli_command k_commands[] = {
      "  -f, --format FMT    input format (default: detected)\n"
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
      "  -o, --output OUT    write to OUT (format from its extension)\n"
-     "      --compression C IPC body compression: lz4 or zstd\n",
+     "      --compression C IPC body compression: lz4 or zstd\n"
+     WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
-         CLI_OPT_COMPRESSION,
+         CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
      1, 1, cli_cmd_cat},
     {"schema", "print the fields, types, nullability and metadata",
      "Usage: sluice schema SRC [-f FMT] [--json]\n"
@@ -54,8 +64,11 @@ static const struct cli_command k_commands[] = {
      "      --compression C IPC body compression: lz4 or zstd\n"
      "  -c, --columns COLS  comma-separated columns to write\n"
      "  -n, --limit N       write at most N rows\n"
-     "  -f, --format FMT    input format (default: detected)\n",
-     CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION, 2, 2,
+     "  -f, --format FMT    input format (default: detected)\n"
+     WRITE_OPTION_HELP,
+     CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
+         CLI_OPT_WRITE_OPTION,
+     2, 2,
      cli_cmd_convert},
     {"stats", "per column: count, nulls, min, max (computed in parallel)",
      "Usage: sluice stats SRC [-c COLS] [-f FMT] [--json]\n"
@@ -90,6 +103,7 @@ static const struct option k_long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"option", required_argument, NULL, 'O'},
+    {"write-option", required_argument, NULL, 'W'},
     {"schema", required_argument, NULL, OPT_SCHEMA},
     {"reader-schema", required_argument, NULL, OPT_READER_SCHEMA},
     {NULL, 0, NULL, 0},
@@ -170,25 +184,30 @@ static int usage_error(const char* command, const char* fmt, const char* arg) {
   return CLI_USAGE;
 }
 
-/// Appends "key=value" to options->format_options. With `commas_to_bars`
-/// the value's commas become '|' (the option string itself is comma-separated).
-static int add_format_option(struct cli_options* options, const char* key, const char* value,
-                             int commas_to_bars) {
-  size_t old_len = options->format_options != NULL ? strlen(options->format_options) : 0;
+/// Appends "key=value" to *list (options->format_options or write_options).
+/// With `commas_to_bars` the value's commas become '|' (the option string
+/// itself is comma-separated).
+static int add_option_to(char** list, const char* key, const char* value, int commas_to_bars) {
+  size_t old_len = *list != NULL ? strlen(*list) : 0;
   size_t key_len = key != NULL ? strlen(key) + 1 : 0;
   size_t len = old_len + 1 + key_len + strlen(value) + 1;
   char* joined = malloc(len);
   if (joined == NULL) return -1;
-  snprintf(joined, len, "%s%s%s%s%s", old_len > 0 ? options->format_options : "",
+  snprintf(joined, len, "%s%s%s%s%s", old_len > 0 ? *list : "",
            old_len > 0 ? "," : "", key != NULL ? key : "", key != NULL ? "=" : "", value);
   if (commas_to_bars) {
     for (char* p = joined + old_len + (old_len > 0) + key_len; *p != '\0'; ++p) {
       if (*p == ',') *p = '|';
     }
   }
-  free(options->format_options);
-  options->format_options = joined;
+  free(*list);
+  *list = joined;
   return 0;
+}
+
+static int add_format_option(struct cli_options* options, const char* key, const char* value,
+                             int commas_to_bars) {
+  return add_option_to(&options->format_options, key, value, commas_to_bars);
 }
 
 /// Applies one option returned by getopt_long. Returns CLI_OK or CLI_USAGE.
@@ -249,6 +268,16 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         return CLI_ERROR;
       }
       return CLI_OK;
+    case 'W':
+      if (strchr(optarg, '=') == NULL) {
+        return usage_error(where, "-W wants KEY=VALUE, not '%s'", optarg);
+      }
+      if (add_option_to(&options->write_options, NULL, optarg, 0) != 0) {
+        cli_error("out of memory");
+        return CLI_ERROR;
+      }
+      *seen |= CLI_OPT_WRITE_OPTION;
+      return CLI_OK;
     case OPT_SCHEMA:
     case OPT_READER_SCHEMA:
       if (add_format_option(options, c == OPT_SCHEMA ? "schema" : "reader_schema", optarg,
@@ -272,7 +301,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   opterr = 0;
   optind = 0;  // GNU: 0 forces a full reset of getopt's state
   int c;
-  while ((c = getopt_long(argc, argv, "+:c:n:f:t:o:O:qh", k_long_options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:c:n:f:t:o:O:W:qh", k_long_options, NULL)) != -1) {
     if ((status = apply_option(c, argv, options, &seen, show_version)) != CLI_OK) return status;
   }
   int next = optind;
@@ -287,7 +316,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
     int sub_argc = argc - next;
     char** sub_argv = argv + next;
     optind = 0;
-    while ((c = getopt_long(sub_argc, sub_argv, "-:c:n:f:t:o:O:qh", k_long_options, NULL)) != -1) {
+    while ((c = getopt_long(sub_argc, sub_argv, "-:c:n:f:t:o:O:W:qh", k_long_options, NULL)) != -1) {
       status = apply_option(c, sub_argv, options, &seen, show_version);
       if (status != CLI_OK) return status;
     }
@@ -352,5 +381,6 @@ int main(int argc, char** argv) {
   free(options.columns_storage);
   free(options.columns_joined);
   free(options.format_options);
+  free(options.write_options);
   return status;
 }

@@ -60,6 +60,9 @@ struct sl_format_reader {
 struct sl_write_args {
   const struct sluice_allocator* alloc;
   const char* compression;   ///< NULL = none
+  /// Writer options as "key=value,key=value" (NULL = none); see
+  /// sluice_write_options.format_options.
+  const char* format_options;
 };
 
 struct sl_sink;

@@ -1,6 +1,43 @@
-// A plain CSV writer; the CSV format issue brings a fuller one (dialects,
-// options). Null and the empty string differ: null is an empty field, the
-// empty string is "".
+// The CSV writer: RFC 4180 quoting where needed, an optional header row, "\n"
+// (or "\r\n") line endings. Options come from sl_write_args.format_options
+// ("key=value,key=value"; a comma right after '=' is the value):
+//
+//   delimiter=comma|semicolon|tab|pipe|space|<one char>   (default ',')
+//   header=true|false                                      (default true)
+//   null=<text>          the spelling of nulls              (default empty)
+//   quote=<char>|dquote|squote|none                        (default '"')
+//   line_terminator=lf|crlf                                (default lf)
+//   float_format=shortest|point                            (default shortest)
+//   timestamp_format=space|iso                             (default space)
+//
+// By default values are spelled as pyarrow.csv.write_csv spells them (and as
+// `sluice cat` shows them, through sl_value_text), and sluice's CSV reader,
+// pyarrow.csv, DuckDB (read_csv) and polars (read_csv, try_parse_dates) all
+// read them back as the same values (tests/py/test_csv_roundtrip.py):
+//   - null is the null spelling (empty by default); the empty string is
+//     quoted (""), and so is a string equal to a non-empty null spelling.
+//     (pyarrow and DuckDB read "" as null unless told otherwise:
+//     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
+//     table has one column, an empty-spelled null is written as "" since an
+//     empty line would be skipped by readers and lose the row (a lone string
+//     column then reads its nulls back as empty strings; use null=NA there).
+//   - floats: the shortest text of 15..17 digits that reads back as the same
+//     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). float_format=point
+//     adds ".0" to whole numbers ("1.0", "-0.0") so that a column of whole
+//     numbers is read back as floats rather than integers.
+//   - timestamps: "2023-01-15 12:00:00.000000" with as many fraction digits as
+//     the unit has (0, 3, 6, 9); UTC ones end in 'Z', those of other zones
+//     are the local time and its offset ("2023-01-15 13:00:00+01:00"), as
+//     pyarrow writes them, except where the offset has seconds (local mean
+//     time, before ~1900: "+00:09:21", which no reader takes): those are
+//     written as the UTC instant with a 'Z'. timestamp_format=iso writes ISO
+//     8601 with a 'T', zoned timestamps as the UTC instant with a 'Z'
+//     ("2023-01-15T12:00:00.000000Z"). All four readers read both forms as
+//     the same instant; the zone name itself is not kept.
+//   - dates "YYYY-MM-DD", bools true/false, other types as sl_value_text
+//     spells them (nested values as JSON text, binary as hex).
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "text_writers.h"
@@ -12,32 +49,290 @@
 /// bounded whatever the batch size.
 #define CSV_FLUSH_BYTES (1 << 16)
 
+#define CSV_KNOWN_KEYS \
+  "delimiter, header, null, quote, line_terminator, float_format, timestamp_format"
+
+struct csv_write_options {
+  char delimiter;
+  char quote;  ///< 0 = never quote
+  int header;
+  const char* null_text;  ///< borrowed from the option string
+  size_t null_len;
+  const char* eol;
+  size_t eol_len;
+  int float_point;    ///< float_format=point
+  int timestamp_iso;  ///< timestamp_format=iso
+};
+
 struct csv_state {
   struct sl_text line;
   struct sl_text cell;
+  struct csv_write_options options;
+  int64_t rows;  ///< data rows written so far
 };
 
-static int csv_needs_quotes(const char* s, size_t n) {
-  if (n == 0) return 1;
-  for (size_t i = 0; i < n; ++i) {
-    if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') return 1;
+/* ---- Options ---------------------------------------------------------------- */
+
+static int value_is(const char* v, size_t n, const char* literal) {
+  return strlen(literal) == n && memcmp(v, literal, n) == 0;
+}
+
+/// A named or single character; 0 if `v` is neither (or a line break).
+static int parse_char(const char* v, size_t n, char* out) {
+  static const struct {
+    const char* name;
+    char c;
+  } names[] = {{"comma", ','}, {"semicolon", ';'}, {"tab", '\t'},  {"\\t", '\t'},
+               {"pipe", '|'},  {"space", ' '},     {"dquote", '"'}, {"squote", '\''}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    if (value_is(v, n, names[i].name)) {
+      *out = names[i].c;
+      return 1;
+    }
+  }
+  if (n == 1 && v[0] != '\n' && v[0] != '\r' && v[0] != '\0') {
+    *out = v[0];
+    return 1;
   }
   return 0;
 }
 
-static int csv_append_cell(struct sl_text* line, const char* s, size_t n) {
-  if (!csv_needs_quotes(s, n)) return sl_text_append(line, s, n);
-  SL_RETURN_NOT_OK(sl_text_append_char(line, '"'));
+static int csv_write_options_parse(const char* text, struct csv_write_options* o,
+                                   struct sluice_error* error) {
+  o->delimiter = ',';
+  o->quote = '"';
+  o->header = 1;
+  o->null_text = "";
+  o->null_len = 0;
+  o->eol = "\n";
+  o->eol_len = 1;
+  o->float_point = 0;
+  o->timestamp_iso = 0;
+  const char* s = text != NULL ? text : "";
+  while (*s != '\0') {
+    const char* end = strchr(s, ',');
+    // A comma right after '=' is the value (delimiter=,), not a separator.
+    const char* eq = memchr(s, '=', end != NULL ? (size_t)(end - s) : strlen(s));
+    if (eq != NULL && end == eq + 1) end = strchr(end + 1, ',');
+    if (end == NULL) end = s + strlen(s);
+    if (eq == NULL || eq >= end) {
+      return sl_error_set(error, EINVAL, "CSV write option '%.*s': expected key=value (keys: "
+                          CSV_KNOWN_KEYS ")", (int)(end - s), s);
+    }
+    size_t klen = (size_t)(eq - s), vlen = (size_t)(end - eq - 1);
+    const char* v = eq + 1;
+    int ok = 1;
+    if (value_is(s, klen, "delimiter") || value_is(s, klen, "delim") ||
+        value_is(s, klen, "sep")) {
+      ok = parse_char(v, vlen, &o->delimiter);
+    } else if (value_is(s, klen, "quote")) {
+      if (value_is(v, vlen, "none")) o->quote = 0;
+      else ok = parse_char(v, vlen, &o->quote);
+    } else if (value_is(s, klen, "header")) {
+      if (value_is(v, vlen, "true")) o->header = 1;
+      else if (value_is(v, vlen, "false")) o->header = 0;
+      else ok = 0;
+    } else if (value_is(s, klen, "null")) {
+      o->null_text = v;
+      o->null_len = vlen;
+    } else if (value_is(s, klen, "line_terminator")) {
+      if (value_is(v, vlen, "lf")) {
+        o->eol = "\n";
+        o->eol_len = 1;
+      } else if (value_is(v, vlen, "crlf")) {
+        o->eol = "\r\n";
+        o->eol_len = 2;
+      } else {
+        ok = 0;
+      }
+    } else if (value_is(s, klen, "float_format")) {
+      if (value_is(v, vlen, "shortest")) o->float_point = 0;
+      else if (value_is(v, vlen, "point")) o->float_point = 1;
+      else ok = 0;
+    } else if (value_is(s, klen, "timestamp_format")) {
+      if (value_is(v, vlen, "space")) o->timestamp_iso = 0;
+      else if (value_is(v, vlen, "iso")) o->timestamp_iso = 1;
+      else ok = 0;
+    } else {
+      return sl_error_set(error, EINVAL,
+                          "unknown CSV write option '%.*s' (known: " CSV_KNOWN_KEYS ")",
+                          (int)klen, s);
+    }
+    if (!ok) {
+      return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%.*s'", (int)klen,
+                          s, (int)vlen, v);
+    }
+    s = *end == ',' ? end + 1 : end;
+  }
+  if (o->delimiter == o->quote) {
+    return sl_error_set(error, EINVAL, "CSV write options: the delimiter equals the quote");
+  }
+  for (size_t i = 0; i < o->null_len; ++i) {
+    char c = o->null_text[i];
+    if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
+      return sl_error_set(error, EINVAL,
+                          "CSV write option null='%.*s': the null spelling cannot contain the "
+                          "delimiter, the quote or a line break",
+                          (int)o->null_len, o->null_text);
+    }
+  }
+  return 0;
+}
+
+/* ---- Cells ------------------------------------------------------------------ */
+
+static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n) {
+  if (n == 0) return 1;
+  if (o->null_len > 0 && n == o->null_len && memcmp(s, o->null_text, n) == 0) return 1;
+  for (size_t i = 0; i < n; ++i) {
+    char c = s[i];
+    if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/// Appends one cell, quoted when needed. EINVAL (not ENOMEM) when the value
+/// needs quotes and quoting is off; the caller names the cell.
+static int csv_append_cell(const struct csv_write_options* o, struct sl_text* line, const char* s,
+                           size_t n) {
+  if (!csv_needs_quotes(o, s, n)) return sl_text_append(line, s, n);
+  if (o->quote == 0) return n == 0 ? 0 : EINVAL;  // quote=none: "" reads back as null
+  SL_RETURN_NOT_OK(sl_text_append_char(line, o->quote));
   size_t run = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (s[i] == '"') {  // doubled, per RFC 4180
+    if (s[i] == o->quote) {  // doubled, per RFC 4180
       SL_RETURN_NOT_OK(sl_text_append(line, s + run, i + 1 - run));
       run = i;
     }
   }
   SL_RETURN_NOT_OK(sl_text_append(line, s + run, n - run));
-  return sl_text_append_char(line, '"');
+  return sl_text_append_char(line, o->quote);
 }
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (civil_from_days).
+static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  unsigned doe = (unsigned)(z - era * 146097);
+  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+/// "YYYY-MM-DD<sep>HH:MM:SS[.f{3,6,9}][Z]"; the UTC instant with a 'Z' when
+/// the type has a timezone, the wall time as stored when it has none.
+static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type,
+                            char sep) {
+  static const int64_t per_second_of[] = {1, 1000, 1000000, 1000000000};
+  static const int digits_of[] = {0, 3, 6, 9};
+  int64_t per_second = per_second_of[type->unit];
+  int64_t seconds = floor_div(value, per_second);
+  int64_t fraction = value - seconds * per_second;
+  int64_t days = floor_div(seconds, 86400);
+  int64_t in_day = seconds - days * 86400;
+  int64_t y;
+  unsigned m, d;
+  civil_from_days(days, &y, &m, &d);
+  char buf[96];
+  int n = snprintf(buf, sizeof buf,
+                   (y >= 0 && y <= 9999) ? "%04" PRId64 "-%02u-%02u%c%02d:%02d:%02d"
+                                         : "%+05" PRId64 "-%02u-%02u%c%02d:%02d:%02d",
+                   y, m, d, sep, (int)(in_day / 3600), (int)(in_day / 60 % 60), (int)(in_day % 60));
+  if (digits_of[type->unit] > 0) {
+    n += snprintf(buf + n, sizeof buf - (size_t)n, ".%0*" PRId64, digits_of[type->unit],
+                  fraction);
+  }
+  if (type->timezone != NULL && type->timezone[0] != '\0') buf[n++] = 'Z';
+  return sl_text_append(out, buf, (size_t)n);
+}
+
+/// Whether a rendered timestamp ends in an offset with seconds ("+00:09:21").
+static int offset_has_seconds(const struct sl_text* cell) {
+  static const char shape[] = "+00:00:00";  // '0' = a digit
+  const size_t n = sizeof shape - 1;
+  if (cell->len < n) return 0;
+  const char* tail = cell->data + cell->len - n;
+  if (tail[0] != '+' && tail[0] != '-') return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (shape[i] == ':' ? tail[i] != ':' : (tail[i] < '0' || tail[i] > '9')) return 0;
+  }
+  return 1;
+}
+
+/// Makes a rendered float look like one: "1" -> "1.0", "-0" -> "-0.0"
+/// ("1e+300", "0.5", "nan", "inf" are left alone).
+static int float_suffix(struct sl_text* cell) {
+  for (size_t i = 0; i < cell->len; ++i) {
+    char c = cell->data[i];
+    if (!((c >= '0' && c <= '9') || c == '-' || c == '+')) return 0;
+  }
+  return sl_text_append(cell, ".0", 2);
+}
+
+static int64_t read_index(const struct ArrowArray* array, int64_t p, enum sl_type_id id) {
+  const void* data = array->buffers[1];
+  switch (id) {
+    case SL_TYPE_INT8: return ((const int8_t*)data)[p];
+    case SL_TYPE_UINT8: return ((const uint8_t*)data)[p];
+    case SL_TYPE_INT16: return ((const int16_t*)data)[p];
+    case SL_TYPE_UINT16: return ((const uint16_t*)data)[p];
+    case SL_TYPE_INT32: return ((const int32_t*)data)[p];
+    case SL_TYPE_UINT32: return ((const uint32_t*)data)[p];
+    case SL_TYPE_UINT64: return (int64_t)((const uint64_t*)data)[p];
+    default: return ((const int64_t*)data)[p];
+  }
+}
+
+/// Renders a non-null value into `cell`: sl_value_render, but for timestamps
+/// and float_format=point.
+static int csv_render(const struct csv_write_options* o, const struct sl_text_field* field,
+                      const struct ArrowArray* array, int64_t row, struct sl_text* cell,
+                      struct sluice_error* error) {
+  // Look through dictionaries to the value (sl_value_render checks indexes).
+  while (field->dictionary != NULL && array->dictionary != NULL) {
+    int64_t index = read_index(array, array->offset + row, field->type.id);
+    if (index < 0 || index >= array->dictionary->length) break;
+    field = field->dictionary;
+    array = array->dictionary;
+    row = index;
+  }
+  switch (field->type.id) {
+    case SL_TYPE_TIMESTAMP: {
+      if (!o->timestamp_iso) {
+        SL_RETURN_NOT_OK(sl_value_render(field, array, row, SL_TEXT_PLAIN, cell, error));
+        if (!offset_has_seconds(cell)) return 0;
+        sl_text_clear(cell);
+      }
+      const int64_t* values = array->buffers[1];
+      if (append_timestamp(cell, values[array->offset + row], &field->type,
+                           o->timestamp_iso ? 'T' : ' ') != 0) {
+        return sl_error_set(error, ENOMEM, "csv: out of memory");
+      }
+      return 0;
+    }
+    case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE:
+      if (!o->float_point) break;
+      SL_RETURN_NOT_OK(sl_value_render(field, array, row, SL_TEXT_PLAIN, cell, error));
+      if (float_suffix(cell) != 0) return sl_error_set(error, ENOMEM, "csv: out of memory");
+      return 0;
+    default:
+      break;
+  }
+  return sl_value_render(field, array, row, SL_TEXT_PLAIN, cell, error);
+}
+
+/* ---- Rows ------------------------------------------------------------------- */
 
 static int csv_flush(struct csv_state* state, struct sl_sink* sink, struct sluice_error* error) {
   if (state->line.len == 0) return 0;
@@ -46,17 +341,38 @@ static int csv_flush(struct csv_state* state, struct sl_sink* sink, struct sluic
   return rc;
 }
 
+/// `row` is the 0-based data row, or -1 for the header.
+static int cell_error(int rc, const char* name, int64_t row, struct sluice_error* error) {
+  if (rc == EINVAL && row < 0) {
+    return sl_error_set(error, EINVAL,
+                        "csv: the name of column '%s' needs quotes (it holds the delimiter, a "
+                        "line break or the null spelling, or is empty) but quote=none",
+                        name);
+  }
+  if (rc == EINVAL) {
+    return sl_error_set(error, EINVAL,
+                        "csv: column '%s', row %" PRId64 ": the value needs quotes (it holds "
+                        "the delimiter, a line break or the null spelling) but quote=none",
+                        name, row);
+  }
+  return sl_error_set(error, rc, "csv: out of memory");
+}
+
 static int csv_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
                             struct sluice_error* error) {
   struct csv_state* state = ctx;
-  int rc = 0;
-  for (int64_t c = 0; c < row->n_children && rc == 0; ++c) {
-    if (c > 0) rc = sl_text_append_char(&state->line, ',');
+  const struct csv_write_options* o = &state->options;
+  for (int64_t c = 0; c < row->n_children; ++c) {
+    if (c > 0 && sl_text_append_char(&state->line, o->delimiter) != 0) {
+      return sl_error_set(error, ENOMEM, "csv: out of memory");
+    }
     const char* name = row->children[c].name;
-    if (rc == 0) rc = csv_append_cell(&state->line, name, strlen(name));
+    int rc = csv_append_cell(o, &state->line, name, strlen(name));
+    if (rc != 0) return cell_error(rc, name, -1, error);
   }
-  if (rc == 0) rc = sl_text_append_char(&state->line, '\n');
-  if (rc != 0) return sl_error_set(error, rc, "csv: out of memory");
+  if (sl_text_append(&state->line, o->eol, o->eol_len) != 0) {
+    return sl_error_set(error, ENOMEM, "csv: out of memory");
+  }
   return csv_flush(state, sink, error);
 }
 
@@ -64,22 +380,35 @@ static int csv_write_batch(void* ctx, const struct sl_text_field* row,
                            const struct ArrowArray* batch, struct sl_sink* sink,
                            struct sluice_error* error) {
   struct csv_state* state = ctx;
+  const struct csv_write_options* o = &state->options;
+  // With one column and an empty null spelling a null row would be an empty
+  // line, which readers skip: write "" instead.
+  const int lone_null_quoted = row->n_children == 1 && o->null_len == 0 && o->quote != 0;
   for (int64_t r = 0; r < batch->length; ++r) {
     // Struct offsets apply to the children: child row = offset + r.
     int64_t child_row = batch->offset + r;
     for (int64_t c = 0; c < row->n_children; ++c) {
       const struct sl_text_field* field = &row->children[c];
       const struct ArrowArray* column = batch->children[c];
-      if (c > 0 && sl_text_append_char(&state->line, ',') != 0) goto oom;
-      if (sl_value_is_null(field, column, child_row)) continue;
-      sl_text_clear(&state->cell);
-      SL_RETURN_NOT_OK(
-          sl_value_render(field, column, child_row, SL_TEXT_PLAIN, &state->cell, error));
-      if (csv_append_cell(&state->line, sl_text_cstr(&state->cell), state->cell.len) != 0) {
-        goto oom;
+      if (c > 0 && sl_text_append_char(&state->line, o->delimiter) != 0) goto oom;
+      if (sl_value_is_null(field, column, child_row)) {
+        if (lone_null_quoted) {
+          if (sl_text_append_char(&state->line, o->quote) != 0 ||
+              sl_text_append_char(&state->line, o->quote) != 0) {
+            goto oom;
+          }
+        } else if (sl_text_append(&state->line, o->null_text, o->null_len) != 0) {
+          goto oom;
+        }
+        continue;
       }
+      sl_text_clear(&state->cell);
+      SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, &state->cell, error));
+      int rc = csv_append_cell(o, &state->line, sl_text_cstr(&state->cell), state->cell.len);
+      if (rc != 0) return cell_error(rc, field->name, state->rows, error);
     }
-    if (sl_text_append_char(&state->line, '\n') != 0) goto oom;
+    if (sl_text_append(&state->line, o->eol, o->eol_len) != 0) goto oom;
+    state->rows++;
     if (state->line.len >= CSV_FLUSH_BYTES) SL_RETURN_NOT_OK(csv_flush(state, sink, error));
   }
   return csv_flush(state, sink, error);
@@ -90,9 +419,12 @@ oom:
 static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                      const struct sl_write_args* args, struct sluice_error* error) {
   struct csv_state state;
+  state.rows = 0;
+  SL_RETURN_NOT_OK(csv_write_options_parse(args->format_options, &state.options, error));
   sl_text_init(&state.line, args->alloc);
   sl_text_init(&state.cell, args->alloc);
-  struct sl_text_batch_writer writer = {csv_write_header, csv_write_batch, &state};
+  struct sl_text_batch_writer writer = {state.options.header ? csv_write_header : NULL,
+                                        csv_write_batch, &state};
   int rc = sl_text_write_stream(stream, sink, args, &writer, error);
   sl_text_reset(&state.line);
   sl_text_reset(&state.cell);

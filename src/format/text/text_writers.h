@@ -1,6 +1,6 @@
-// Text output formats: JSON Lines and a plain CSV writer (RFC 4180 quoting
-// where needed, a header row, nulls as empty fields). Values are spelled by
-// src/core/sl_value_text so that every type has a text form.
+// Text output formats: JSON Lines and a CSV writer (RFC 4180 quoting where
+// needed, a header row, nulls as empty fields by default, options). Values
+// are spelled by src/core/sl_value_text so that every type has a text form.
 #ifndef SL_TEXT_WRITERS_H
 #define SL_TEXT_WRITERS_H
 
@@ -9,6 +9,8 @@
 /// "jsonl" (.jsonl, .ndjson): one JSON object per row, keys = column names.
 const struct sl_format_writer* sl_jsonl_writer(void);
 /// "csv" (.csv): header row, then one line per row, "\n" line endings.
+/// Options (sl_write_args.format_options): delimiter, header, null, quote,
+/// line_terminator; see csv_writer.c for the spellings of values.
 const struct sl_format_writer* sl_csv_writer(void);
 
 /// Shared by both writers: walks `stream`, handing each batch (a struct array)
