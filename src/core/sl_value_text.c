@@ -652,8 +652,16 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
       } else {
         int64_t v = type->id == SL_TYPE_TIME32 ? ((const int32_t*)data)[p]
                                                : ((const int64_t*)data)[p];
-        int64_t day = 86400 * k_units_per_second[type->unit];
-        rc = append_time_of_day(&tmp, v - floor_div(v, day) * day, type->unit);
+        // Arrow wants 0 <= v < one day, but writers produce 24:00:00 and
+        // worse; wrapping would print a wrong value, so spell it as it is.
+        if (v == INT64_MIN) {
+          char raw[32];
+          int n = snprintf(raw, sizeof raw, "%" PRId64, v);
+          rc = sl_text_append(&tmp, raw, (size_t)n);
+        } else {
+          if (v < 0) rc = sl_text_append(&tmp, "-", 1);
+          if (rc == 0) rc = append_time_of_day(&tmp, v < 0 ? -v : v, type->unit);
+        }
       }
       if (rc == 0) rc = append_scalar(out, sl_text_cstr(&tmp), 1, style);
       sl_text_reset(&tmp);

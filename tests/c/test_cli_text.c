@@ -358,6 +358,13 @@ static void test_dates_and_times(void** state) {
   PLAIN(sch(&s, "ttu", "x", 0, NULL), &a, 0, "01:02:03.004005");
   PLAIN(sch(&s, "ttn", "x", 0, NULL), &a, 1, "01:02:03.004005006");
   JSON(&s, &a, 1, "\"01:02:03.004005006\"");
+  // Out-of-range times (Arrow's integration data has 24:00:00) are spelled
+  // as they are, never wrapped into another time of day.
+  int32_t odd[] = {86400, -1};
+  const void* bodd[] = {NULL, odd};
+  arr(&a, 2, 0, 2, bodd, 0, NULL);
+  PLAIN(sch(&s, "tts", "x", 0, NULL), &a, 0, "24:00:00");
+  PLAIN(sch(&s, "tts", "x", 0, NULL), &a, 1, "-00:00:01");
 }
 
 static void test_timestamps(void** state) {
