@@ -8,6 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,40 @@
 /// kernel time of piping a large table by about a tenth.
 #define SL_SINK_PIPE_SIZE (1 << 20)
 
+/// Large runs of a file's bytes bound for a file sink are not copied when
+/// written: the sink leaves a hole of their size and copies them all on
+/// commit, on several threads (an in-kernel copy runs on one core).
+/// Runs shorter than this are copied at once.
+#define SL_SINK_DEFER_MIN ((int64_t)SL_SINK_BUFFER)
+/// At most this many pending runs (adjacent ones merge) and source files; when
+/// either is full, the pending runs are copied before more are taken.
+#define SL_SINK_MAX_COPIES 256
+#define SL_SINK_MAX_SOURCES 16
+/// Copies are handed to threads in pieces of this size, and go through a
+/// buffer of this size per thread (1 MiB: fits a core's L2; 0.22 s for 1.3 GB
+/// on two threads against 0.24 s with 512 KiB and 0.41 s with 64 KiB).
+#define SL_SINK_COPY_CHUNK ((int64_t)16 << 20)
+#define SL_SINK_COPY_BUFFER SL_SINK_BUFFER
+/// Threads copying at commit, at most.
+#define SL_SINK_MAX_THREADS 4
+
+/// A source file of deferred runs: our own descriptor on it (the caller's
+/// may be closed before commit) and its identity.
+struct sl_sink_source {
+  int fd;
+  dev_t dev;
+  ino_t ino;
+};
+
+/// Bytes [src_off, src_off + len) of a source go to [dst_off, dst_off + len).
+struct sl_sink_copy {
+  int64_t src_off;
+  int64_t dst_off;
+  int64_t len;
+  int64_t before;  // sum of the lengths of the runs before this one
+  int source;      // index into sources
+};
+
 struct sl_sink {
   const struct sluice_allocator* alloc;
   int fd;
@@ -39,7 +76,19 @@ struct sl_sink {
   int64_t position;
   int is_pipe;     // fd is a pipe: file bytes go by splice(2)
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
+  struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
+  int n_copies;
+  struct sl_sink_source* sources;   // SL_SINK_MAX_SOURCES
+  int n_sources;
 };
+
+static void drop_copies(struct sl_sink* sink) {
+  for (int i = 0; i < sink->n_sources; i++) {
+    if (sink->sources[i].fd >= 0) close(sink->sources[i].fd);
+  }
+  sink->n_sources = 0;
+  sink->n_copies = 0;
+}
 
 static void free_string(const struct sluice_allocator* alloc, char* s) {
   if (s != NULL) sl_free(alloc, s, strlen(s) + 1);
@@ -50,6 +99,9 @@ static void sink_free(struct sl_sink* sink) {
   free_string(alloc, sink->target);
   free_string(alloc, sink->tmp_path);
   free_string(alloc, sink->name);
+  if (sink->sources != NULL) drop_copies(sink);
+  sl_free(alloc, sink->copies, SL_SINK_MAX_COPIES * sizeof *sink->copies);
+  sl_free(alloc, sink->sources, SL_SINK_MAX_SOURCES * sizeof *sink->sources);
   sl_free(alloc, sink->buf, SL_SINK_BUFFER);
   sl_free(alloc, sink, sizeof *sink);
 }
@@ -224,8 +276,247 @@ static ssize_t kernel_copy(struct sl_sink* sink, int fd, int64_t* offset, size_t
 #endif
 }
 
+/* ---- Deferred copies ---------------------------------------------------- */
+
+/// One round of pending copies, shared by the threads running it.
+struct copy_round {
+  const struct sl_sink_copy* copies;
+  int n_copies;
+  const struct sl_sink_source* sources;
+  int dst;
+  int64_t total;      // bytes of all runs
+  atomic_llong next;  // next byte (of the runs end to end) to hand out
+  atomic_int failed;  // the first error's errno, 0 if none
+  const char* what;   // what failed (written by the thread that set `failed`)
+};
+
+struct copy_worker {
+  struct copy_round* round;
+  uint8_t* buf;
+  size_t buf_size;
+  pthread_t thread;
+};
+
+static void copy_failed(struct copy_round* r, int errnum, const char* what) {
+  int none = 0;
+  if (atomic_compare_exchange_strong(&r->failed, &none, errnum)) r->what = what;
+}
+
+/// Copies bytes [src_off, src_off + len) of `in` to `dst_off` of the sink,
+/// through the worker's buffer. Not copy_file_range: that copies page by page
+/// of the source, every page under the destination's inode lock, so threads
+/// only queue for it; read(2) copies in parallel, outside that lock, and
+/// write(2) then fills whole destination pages. Converting a 1.3 GB IPC file
+/// on ext4: 0.40 s on one thread against 0.63 s with copy_file_range, 0.22 s
+/// on two against 0.45 s.
+static int copy_range(struct copy_worker* w, int in, int64_t src_off, int64_t dst_off,
+                      int64_t len) {
+  struct copy_round* r = w->round;
+  while (len > 0) {
+    if (atomic_load_explicit(&r->failed, memory_order_relaxed) != 0) return -1;
+    size_t want = len > (int64_t)w->buf_size ? w->buf_size : (size_t)len;
+    ssize_t n = pread(in, w->buf, want, (off_t)src_off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      copy_failed(r, n < 0 ? errno : EIO,
+                  n < 0 ? "cannot read a source file"
+                        : "a source file is shorter than when it was written (changed?)");
+      return -1;
+    }
+    for (ssize_t done = 0; done < n;) {
+      ssize_t k = pwrite(r->dst, w->buf + done, (size_t)(n - done), (off_t)(dst_off + done));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        copy_failed(r, k < 0 ? errno : EIO, "write failed");
+        return -1;
+      }
+      done += k;
+    }
+    src_off += n;
+    dst_off += n;
+    len -= n;
+  }
+  return 0;
+}
+
+/// Takes pieces of SL_SINK_COPY_CHUNK bytes of the runs (laid end to end)
+/// until none are left or a copy failed.
+static void copy_work(struct copy_worker* w) {
+  struct copy_round* r = w->round;
+  for (;;) {
+    int64_t at = atomic_fetch_add(&r->next, SL_SINK_COPY_CHUNK);
+    if (at >= r->total || atomic_load_explicit(&r->failed, memory_order_relaxed) != 0) return;
+    int64_t end = r->total - at < SL_SINK_COPY_CHUNK ? r->total : at + SL_SINK_COPY_CHUNK;
+    // The last run that starts at or before `at`.
+    int lo = 0, hi = r->n_copies - 1;
+    while (lo < hi) {
+      int mid = lo + (hi - lo + 1) / 2;
+      if (r->copies[mid].before <= at) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    for (int i = lo; i < r->n_copies && at < end; i++) {
+      const struct sl_sink_copy* c = &r->copies[i];
+      int64_t skip = at - c->before;
+      int64_t len = c->len - skip < end - at ? c->len - skip : end - at;
+      if (copy_range(w, r->sources[c->source].fd, c->src_off + skip, c->dst_off + skip, len) != 0) {
+        return;
+      }
+      at += len;
+    }
+  }
+}
+
+static void* copy_thread(void* arg) {
+  copy_work(arg);
+  return NULL;
+}
+
+/// Copies the pending runs (on up to SL_SINK_MAX_THREADS threads, this one
+/// included) and forgets them, copied or not.
+static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
+  if (sink->n_copies == 0) return 0;
+  int rc = flush(sink, error);  // sink->buf is free from here on
+  if (rc != 0) {
+    drop_copies(sink);
+    return rc;
+  }
+  const struct sl_sink_copy* last = &sink->copies[sink->n_copies - 1];
+  struct copy_round r = {.copies = sink->copies,
+                         .n_copies = sink->n_copies,
+                         .sources = sink->sources,
+                         .dst = sink->fd,
+                         .total = last->before + last->len,
+                         .what = NULL};
+  atomic_init(&r.next, 0);
+  atomic_init(&r.failed, 0);
+#if defined(__linux__)
+  // Blocks for the holes first: filling allocated (unwritten) extents costs
+  // ext4 much less than delayed allocation page by page (0.37 s -> 0.28 s for
+  // 1.3 GB on two threads). Best effort: where unsupported (or the disk is
+  // full) the writes allocate, or fail, as usual.
+  for (int i = 0; i < sink->n_copies; i++) {
+    const struct sl_sink_copy* c = &sink->copies[i];
+    if (fallocate(sink->fd, 0, (off_t)c->dst_off, (off_t)c->len) != 0) break;
+  }
+#endif
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t chunks = (r.total + SL_SINK_COPY_CHUNK - 1) / SL_SINK_COPY_CHUNK;
+  int n = cpus < 1 ? 1 : cpus > SL_SINK_MAX_THREADS ? SL_SINK_MAX_THREADS : (int)cpus;
+  if (n > chunks) n = (int)chunks;
+  // A buffer per thread (SL_SINK_COPY_BUFFER); without memory for them, the
+  // sink's own buffer, shared.
+  size_t extra = (size_t)(n - 1) * SL_SINK_COPY_BUFFER;
+  uint8_t* more = extra > 0 ? sl_alloc(sink->alloc, extra) : NULL;
+  struct copy_worker w[SL_SINK_MAX_THREADS];
+  for (int i = 0; i < n; i++) {
+    w[i].round = &r;
+    if (extra == 0 || more != NULL) {
+      w[i].buf = i == 0 ? sink->buf : more + (size_t)(i - 1) * SL_SINK_COPY_BUFFER;
+      w[i].buf_size = SL_SINK_COPY_BUFFER;
+    } else {
+      w[i].buf_size = SL_SINK_BUFFER / (size_t)n;
+      w[i].buf = sink->buf + (size_t)i * w[i].buf_size;
+    }
+  }
+  // Helpers take no signals: those stay with the caller's threads. One that
+  // cannot be started only leaves more pieces to the others.
+  int started = 1;
+  if (n > 1) {
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+    while (started < n && pthread_create(&w[started].thread, NULL, copy_thread, &w[started]) == 0) {
+      started++;
+    }
+    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  copy_work(&w[0]);
+  for (int i = 1; i < started; i++) pthread_join(w[i].thread, NULL);
+  sl_free(sink->alloc, more, extra);
+  drop_copies(sink);
+  int e = atomic_load(&r.failed);
+  return e == 0 ? 0 : errno_error(error, sink->name, r.what, e);
+}
+
+/// Takes bytes [offset, offset + n) of `fd` as a run to copy later, leaving a
+/// hole for them. *taken is 0 when they must be copied now instead (not a
+/// regular readable file, the range is past its end, no descriptor left).
+static int defer_copy(struct sl_sink* sink, int fd, int64_t offset, int64_t n, int* taken,
+                      struct sluice_error* error) {
+  *taken = 0;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || offset > (int64_t)st.st_size - n) return 0;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY) return 0;
+  if (sink->copies == NULL) {
+    sink->copies = sl_alloc(sink->alloc, SL_SINK_MAX_COPIES * sizeof *sink->copies);
+    sink->sources = sl_alloc(sink->alloc, SL_SINK_MAX_SOURCES * sizeof *sink->sources);
+    if (sink->copies == NULL || sink->sources == NULL) {
+      sl_free(sink->alloc, sink->copies, SL_SINK_MAX_COPIES * sizeof *sink->copies);
+      sl_free(sink->alloc, sink->sources, SL_SINK_MAX_SOURCES * sizeof *sink->sources);
+      sink->copies = NULL;
+      sink->sources = NULL;
+      return 0;  // copied now, which needs no memory
+    }
+  }
+  int rc = flush(sink, error);
+  if (rc != 0) return rc;
+  int src = -1;
+  for (int i = 0; i < sink->n_sources && src < 0; i++) {
+    if (sink->sources[i].dev == st.st_dev && sink->sources[i].ino == st.st_ino) src = i;
+  }
+  int64_t dst_off = sink->position;
+  if (sink->n_copies > 0) {
+    struct sl_sink_copy* last = &sink->copies[sink->n_copies - 1];
+    if (src >= 0 && last->source == src && last->src_off + last->len == offset &&
+        last->dst_off + last->len == dst_off) {
+      if (lseek(sink->fd, (off_t)(dst_off + n), SEEK_SET) < 0) {
+        return errno_error(error, sink->name, "seek failed", errno);
+      }
+      last->len += n;  // the common case: the next buffer of the same file
+      *taken = 1;
+      return 0;
+    }
+  }
+  if (sink->n_copies == SL_SINK_MAX_COPIES || (src < 0 && sink->n_sources == SL_SINK_MAX_SOURCES)) {
+    rc = run_copies(sink, error);
+    if (rc != 0) return rc;
+    src = -1;
+  }
+  if (src < 0) {
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return 0;  // out of descriptors: copied now
+    src = sink->n_sources++;
+    sink->sources[src] = (struct sl_sink_source){.fd = own, .dev = st.st_dev, .ino = st.st_ino};
+  }
+  if (lseek(sink->fd, (off_t)(dst_off + n), SEEK_SET) < 0) {
+    return errno_error(error, sink->name, "seek failed", errno);
+  }
+  int64_t before = 0;
+  if (sink->n_copies > 0) {
+    const struct sl_sink_copy* last = &sink->copies[sink->n_copies - 1];
+    before = last->before + last->len;
+  }
+  sink->copies[sink->n_copies++] = (struct sl_sink_copy){
+      .src_off = offset, .dst_off = dst_off, .len = n, .before = before, .source = src};
+  *taken = 1;
+  return 0;
+}
+
 int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
                             int64_t n, struct sluice_error* error) {
+  if (!sink->is_stdout && n >= SL_SINK_DEFER_MIN && fd >= 0 && offset >= 0) {
+    int taken = 0;
+    int rc = defer_copy(sink, fd, offset, n, &taken, error);
+    if (rc != 0) return rc;
+    if (taken) {
+      sink->position += n;
+      return 0;
+    }
+  }
   // Small runs are cheaper gathered in the buffer than copied one by one.
   if (n < (int64_t)SL_SINK_BUFFER || sink->no_kernel_copy || fd < 0 || offset < 0) {
     return sl_sink_write(sink, data, n, error);
@@ -260,6 +551,7 @@ int64_t sl_sink_position(const struct sl_sink* sink) { return sink->position; }
 
 int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   int rc = flush(sink, error);
+  if (rc == 0) rc = run_copies(sink, error);
   if (sink->is_stdout) {
     sink_free(sink);
     return rc;

@@ -21,11 +21,16 @@ int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct slui
 /// (copy_file_range) or file to pipe (splice), without faulting the memory
 /// in; small ones, and any the kernel refuses, are written from `data`. The
 /// sink's bytes are the same as with sl_sink_write(sink, data, n).
+/// A file sink copies large runs of a regular file only on commit, all of
+/// them at once on several threads, from its own descriptor on the file
+/// (`fd` and `data` need not outlive this call; the file's bytes must stay
+/// unchanged until commit).
 int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
                             int64_t n, struct sluice_error* error);
 /// Bytes written so far (the current offset; IPC file footers need it).
 int64_t sl_sink_position(const struct sl_sink* sink);
-/// Flushes, fsyncs nothing, renames into place, frees the sink.
+/// Flushes, runs the pending copies, fsyncs nothing, renames into place,
+/// frees the sink. On failure the temporary file is removed.
 int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error);
 /// Removes the temporary file, frees the sink. NULL-safe.
 void sl_sink_abort(struct sl_sink* sink);

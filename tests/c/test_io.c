@@ -431,6 +431,234 @@ static void test_sink_write_from_file(void** unused) {
   unlink(src_path);
 }
 
+/// Descriptors open in this process.
+static int count_fds(void) { return count_entries("/proc/self/fd", ""); }
+
+/// A file of `n` pattern bytes (seeded), and the same bytes in memory.
+static uint8_t* make_source(const char* path, size_t n, unsigned seed) {
+  uint8_t* data = malloc(n);
+  assert_non_null(data);
+  for (size_t i = 0; i < n; ++i) data[i] = (uint8_t)(i * 31 + seed + (i >> 12));
+  assert_int_equal(test_write_file(path, data, n), 0);
+  return data;
+}
+
+/// One step of a sink script: plain bytes, or bytes of a source file.
+struct sink_step {
+  int source;       // -1: plain write of `len` bytes of `plain` at `at`
+  int64_t at, len;
+};
+
+/// Writes `steps` to a sink at `path` through the file sources `fds` (whose
+/// bytes are `srcs`), then checks the committed file against the same bytes
+/// written with plain writes.
+static void check_sink_script(const char* path, const int* fds, uint8_t* const* srcs,
+                              const uint8_t* plain, const struct sink_step* steps, int n_steps,
+                              int close_before_commit) {
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error error;
+  struct sl_sink* sink = NULL;
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  int64_t total = 0;
+  for (int i = 0; i < n_steps; i++) {
+    const struct sink_step* s = &steps[i];
+    if (s->source < 0) {
+      assert_int_equal(sl_sink_write(sink, plain + s->at, s->len, &error), 0);
+    } else {
+      assert_int_equal(sl_sink_write_from_file(sink, fds[s->source], s->at,
+                                               srcs[s->source] + s->at, s->len, &error),
+                       0);
+    }
+    total += s->len;
+    assert_int_equal(sl_sink_position(sink), total);
+  }
+  // The sink keeps its own descriptors: the caller's may go first.
+  int* dups = NULL;
+  if (close_before_commit) {
+    dups = calloc(64, sizeof *dups);
+    assert_non_null(dups);
+    int k = 0;
+    for (; k < 64 && fds[k] >= 0; k++) {
+      dups[k] = dup(fds[k]);  // all before any close: numbers apart from fds
+      assert_true(dups[k] >= 0);
+    }
+    for (int i = 0; i < k; i++) close(fds[i]);
+  }
+  assert_int_equal(access(path, F_OK), -1);
+  assert_int_equal(sl_sink_commit(sink, &error), 0);
+  if (dups != NULL) {
+    for (int i = 0; i < 64 && fds[i] >= 0; i++) {
+      assert_int_equal(dup2(dups[i], fds[i]), fds[i]);
+      close(dups[i]);
+    }
+    free(dups);
+  }
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  size_t n = 0;
+  uint8_t* back = test_read_file(path, &n);
+  assert_non_null(back);
+  assert_int_equal(n, (size_t)total);
+  int64_t at = 0;
+  for (int i = 0; i < n_steps; i++) {
+    const struct sink_step* s = &steps[i];
+    const uint8_t* want = s->source < 0 ? plain + s->at : srcs[s->source] + s->at;
+    assert_memory_equal(back + at, want, (size_t)s->len);
+    at += s->len;
+  }
+  free(back);
+  assert_int_equal(unlink(path), 0);
+}
+
+/// Large runs of a file are copied on commit, on several threads, into holes
+/// left for them; the bytes are those of plain writes, with buffered and
+/// direct writes between, runs that merge, several source files (more than
+/// the sink keeps at once), a run at the very end, a source on another file
+/// system, and the caller's descriptors closed before commit.
+/// Abort leaves an existing file and no temporary; a copy that fails (the
+/// source shrank) fails the commit, which then leaves nothing behind.
+static void test_sink_deferred_copies(void** unused) {
+  (void)unused;
+  char dir[512], path[600];
+  test_temp_path("deferred", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/out.bin", dir);
+  const size_t mib = (size_t)1 << 20;
+  int fds_before = count_fds();
+
+  // Source 0: 40 MiB (runs past the 16 MiB a thread takes at a time);
+  // sources 1..17: 1 MiB + 8 each (more files than the sink holds at once).
+  enum { N_SOURCES = 18 };
+  char src_paths[N_SOURCES][600];
+  uint8_t* srcs[N_SOURCES];
+  int fds[N_SOURCES + 1];
+  for (int i = 0; i < N_SOURCES; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "deferred-src-%d.bin", i);
+    test_temp_path(name, src_paths[i], sizeof src_paths[i]);
+    srcs[i] = make_source(src_paths[i], i == 0 ? 40 * mib : mib + 8, (unsigned)i);
+    fds[i] = open(src_paths[i], O_RDONLY | O_CLOEXEC);
+    assert_true(fds[i] >= 0);
+  }
+  fds[N_SOURCES] = -1;
+  size_t plain_len = 3 * mib;
+  uint8_t* plain = malloc(plain_len);
+  assert_non_null(plain);
+  for (size_t i = 0; i < plain_len; ++i) plain[i] = (uint8_t)(i * 13 + 5);
+
+  struct sink_step steps[64];
+  int n = 0;
+  steps[n++] = (struct sink_step){-1, 0, 3};                          // buffered
+  steps[n++] = (struct sink_step){0, 1000, (int64_t)(5 * mib)};       // deferred
+  steps[n++] = (struct sink_step){0, 1000 + (int64_t)(5 * mib), (int64_t)(30 * mib)};  // merges
+  steps[n++] = (struct sink_step){0, 77, 100};                        // small: buffered
+  steps[n++] = (struct sink_step){-1, 11, (int64_t)(2 * mib)};        // direct write
+  steps[n++] = (struct sink_step){0, 3, (int64_t)(20 * mib) + 5};     // overlaps an earlier run
+  steps[n++] = (struct sink_step){-1, 100, 7};
+  for (int i = 1; i < N_SOURCES; i++) {
+    steps[n++] = (struct sink_step){i, 8, (int64_t)mib};  // 17 files: one round runs early
+    steps[n++] = (struct sink_step){-1, (int64_t)i, 1};
+  }
+  steps[n++] = (struct sink_step){0, (int64_t)(28 * mib), (int64_t)(12 * mib)};  // ends the file
+  check_sink_script(path, fds, srcs, plain, steps, n, 0);
+  check_sink_script(path, fds, srcs, plain, steps, n, 1);
+
+  // A source on another file system.
+  struct stat st_dir, st_shm;
+  if (stat(dir, &st_dir) == 0 && stat("/dev/shm", &st_shm) == 0 && st_dir.st_dev != st_shm.st_dev) {
+    char shm_path[128];
+    snprintf(shm_path, sizeof shm_path, "/dev/shm/sluice-test-%ld-deferred.bin", (long)getpid());
+    uint8_t* shm_data = make_source(shm_path, 9 * mib, 99);
+    int shm_fds[2] = {open(shm_path, O_RDONLY | O_CLOEXEC), -1};
+    assert_true(shm_fds[0] >= 0);
+    uint8_t* shm_srcs[1] = {shm_data};
+    struct sink_step shm_steps[] = {
+        {-1, 0, 10}, {0, 5, (int64_t)(4 * mib)}, {-1, 0, 3}, {0, 0, (int64_t)(9 * mib)}};
+    check_sink_script(path, shm_fds, shm_srcs, plain, shm_steps, 4, 0);
+    close(shm_fds[0]);
+    unlink(shm_path);
+    free(shm_data);
+  }
+
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error error;
+  struct sl_sink* sink = NULL;
+
+  // Abort with copies pending: the old file stays, no temporary is left, the
+  // sink's descriptors are closed.
+  assert_int_equal(test_write_file(path, "old", 3), 0);
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  assert_int_equal(sl_sink_write(sink, "abc", 3, &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, fds[0], 0, srcs[0], (int64_t)(8 * mib), &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, fds[1], 0, srcs[1], (int64_t)mib, &error), 0);
+  sl_sink_abort(sink);
+  size_t len = 0;
+  uint8_t* back = test_read_file(path, &len);
+  assert_non_null(back);
+  assert_int_equal(len, 3);
+  assert_memory_equal(back, "old", 3);
+  free(back);
+  assert_int_equal(count_entries(dir, ".tmp-"), 0);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+
+  // A copy that cannot be done: the source is cut short before commit. The
+  // commit fails naming the location, the old file stays, nothing is left.
+  char cut_path[512];
+  test_temp_path("deferred-cut.bin", cut_path, sizeof cut_path);
+  uint8_t* cut_data = make_source(cut_path, 4 * mib, 7);
+  int cut_fd = open(cut_path, O_RDONLY | O_CLOEXEC);
+  assert_true(cut_fd >= 0);
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  assert_int_equal(sl_sink_write(sink, "abc", 3, &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, cut_fd, 0, cut_data, (int64_t)(4 * mib), &error),
+                   0);
+  assert_int_equal(sl_sink_write(sink, "xyz", 3, &error), 0);
+  assert_int_equal(truncate(cut_path, (off_t)mib), 0);
+  assert_int_not_equal(sl_sink_commit(sink, &error), 0);
+  assert_non_null(strstr(error.message, path));
+  back = test_read_file(path, &len);
+  assert_non_null(back);
+  assert_int_equal(len, 3);
+  assert_memory_equal(back, "old", 3);
+  free(back);
+  assert_int_equal(count_entries(dir, ".tmp-"), 0);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  close(cut_fd);
+  unlink(cut_path);
+  free(cut_data);
+
+  // A range past the end of the file is not deferred (it could never be
+  // copied): what the file lacks comes from memory, as before.
+  int short_fd = open(src_paths[1], O_RDONLY | O_CLOEXEC);
+  assert_true(short_fd >= 0);
+  uint8_t* mem = malloc(2 * mib);
+  assert_non_null(mem);
+  memset(mem, 0x5a, 2 * mib);
+  memcpy(mem, srcs[1], mib + 8);
+  assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
+  assert_int_equal(sl_sink_write_from_file(sink, short_fd, 0, mem, (int64_t)(2 * mib), &error), 0);
+  assert_int_equal(sl_sink_commit(sink, &error), 0);
+  back = test_read_file(path, &len);
+  assert_non_null(back);
+  assert_int_equal(len, 2 * mib);
+  assert_memory_equal(back, mem, 2 * mib);
+  free(back);
+  free(mem);
+  close(short_fd);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+
+  for (int i = 0; i < N_SOURCES; i++) {
+    close(fds[i]);
+    unlink(src_paths[i]);
+    free(srcs[i]);
+  }
+  free(plain);
+  assert_int_equal(count_fds(), fds_before);
+  unlink(path);
+  rmdir(dir);
+}
+
 struct pipe_drain {
   int fd;
   uint8_t* data;
@@ -789,6 +1017,7 @@ int main(void) {
       cmocka_unit_test(test_sink_commit_and_abort),
       cmocka_unit_test(test_stdout_sink_pipe),
       cmocka_unit_test(test_sink_write_from_file),
+      cmocka_unit_test(test_sink_deferred_copies),
       cmocka_unit_test(test_registry),
       cmocka_unit_test(test_write_errors),
       cmocka_unit_test(test_write_end_to_end),
