@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "avro/avro_reader.h"
+#include "avro/avro_writer.h"
 #include "csv/csv_reader.h"
 #include "ipc/ipc_reader.h"
 #include "ipc/ipc_writer.h"
@@ -36,6 +37,7 @@ static const sl_writer_accessor sl_writer_table[] = {
     sl_ipc_stream_writer,
     sl_csv_writer,
     sl_jsonl_writer,
+    sl_avro_writer,
     NULL,
 };
 static const char* const sl_writer_name_table[] = {
@@ -43,6 +45,7 @@ static const char* const sl_writer_name_table[] = {
     "arrows",
     "csv",
     "jsonl",
+    "avro",
     NULL,
 };
 

@@ -172,11 +172,11 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   const char* base = path + dir_len;
   if (base[0] == '\0') return sl_error_set(error, EINVAL, "%s: not a file name", sink->name);
   size_t n = dir_len + 1 + strlen(base) + strlen(".tmp-XXXXXX") + 1;
-  sink->tmp_path = sl_alloc(alloc, n);
   sink->target = sl_strdup(alloc, path);
-  if (sink->tmp_path == NULL || sink->target == NULL) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
-  }
+  if (sink->target == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
+  // Filled at once: sink_free sizes the string with strlen.
+  sink->tmp_path = sl_alloc(alloc, n);
+  if (sink->tmp_path == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
   snprintf(sink->tmp_path, n, "%.*s.%s.tmp-XXXXXX", (int)dir_len, path, base);
   sink->fd = mkstemp(sink->tmp_path);
   if (sink->fd < 0) {

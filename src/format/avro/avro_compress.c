@@ -1,0 +1,153 @@
+// Block compression for the Avro writer: the inverse of avro_codec.c.
+// deflate is raw RFC 1951 (libdeflate); snappy blocks are followed by the
+// big-endian CRC32 of the uncompressed bytes; zstandard is one zstd frame;
+// bzip2 and xz are whole streams. zstd, bzip2 and xz allocate through the
+// sluice allocator; libdeflate's compressor comes from malloc (libdeflate 1.14
+// has no allocator hook with a context).
+#include "avro_compress.h"
+
+#include <bzlib.h>
+#include <libdeflate.h>
+#include <limits.h>
+#include <lzma.h>
+#include <snappy-c.h>
+#include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
+#include <zstd.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+static void* cx_alloc(const struct sluice_allocator* alloc, size_t size) {
+  size_t total;
+  if (sl_add_size(size, 16, &total) != 0) return NULL;
+  uint8_t* p = sl_alloc(alloc, total);
+  if (p == NULL) return NULL;
+  memcpy(p, &total, sizeof total);
+  return p + 16;
+}
+
+static void cx_free(const struct sluice_allocator* alloc, void* ptr) {
+  if (ptr == NULL) return;
+  uint8_t* p = (uint8_t*)ptr - 16;
+  size_t total;
+  memcpy(&total, p, sizeof total);
+  sl_free(alloc, p, total);
+}
+
+static void* cx_bz_alloc(void* opaque, int items, int size) {
+  size_t n;
+  if (items < 0 || size < 0 || sl_mul_size((size_t)items, (size_t)size, &n) != 0) return NULL;
+  return cx_alloc(opaque, n);
+}
+static void cx_bz_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
+static void* cx_xz_alloc(void* opaque, size_t items, size_t size) {
+  size_t n;
+  if (sl_mul_size(items, size, &n) != 0) return NULL;
+  return cx_alloc(opaque, n);
+}
+static void cx_xz_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
+static void* cx_zstd_alloc(void* opaque, size_t size) { return cx_alloc(opaque, size); }
+static void cx_zstd_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
+
+static int reserve(struct avro_buf* out, size_t want, const struct sluice_allocator* alloc,
+                   struct sluice_error* error) {
+  if (want <= out->cap) return 0;
+  size_t cap = out->cap ? out->cap : 64 << 10;
+  while (cap < want) {
+    if (cap > SIZE_MAX / 2) return sl_error_set(error, EFBIG, "avro: block too large");
+    cap *= 2;
+  }
+  uint8_t* p = out->data ? sl_realloc_buffer(alloc, out->data, out->cap, cap)
+                         : sl_alloc_buffer(alloc, cap);
+  if (p == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory (%zu bytes) compressing a block", cap);
+  out->data = p;
+  out->cap = cap;
+  return 0;
+}
+
+int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
+                  struct avro_buf* out, const struct sluice_allocator* alloc,
+                  struct sluice_error* error) {
+  out->size = 0;
+  switch (codec) {
+    case AVRO_CODEC_NULL:
+      SL_RETURN_NOT_OK(reserve(out, n, alloc, error));
+      if (n > 0) memcpy(out->data, in, n);
+      out->size = n;
+      return 0;
+    case AVRO_CODEC_DEFLATE: {
+      struct libdeflate_compressor* c = libdeflate_alloc_compressor(level < 0 ? 6 : level);
+      if (c == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for deflate (level %d)", level);
+      size_t bound = libdeflate_deflate_compress_bound(c, n);
+      int rc = reserve(out, bound, alloc, error);
+      if (rc == 0) {
+        size_t got = libdeflate_deflate_compress(c, in, n, out->data, out->cap);
+        if (got == 0) rc = sl_error_set(error, EIO, "avro: deflate failed");
+        out->size = got;
+      }
+      libdeflate_free_compressor(c);
+      return rc;
+    }
+    case AVRO_CODEC_SNAPPY: {
+      size_t bound = snappy_max_compressed_length(n);
+      SL_RETURN_NOT_OK(reserve(out, bound + 4, alloc, error));
+      size_t got = out->cap - 4;
+      if (snappy_compress((const char*)in, n, (char*)out->data, &got) != SNAPPY_OK) {
+        return sl_error_set(error, EIO, "avro: snappy compression failed");
+      }
+      uint32_t crc = (uint32_t)libdeflate_crc32(0, in, n);
+      out->data[got] = (uint8_t)(crc >> 24);
+      out->data[got + 1] = (uint8_t)(crc >> 16);
+      out->data[got + 2] = (uint8_t)(crc >> 8);
+      out->data[got + 3] = (uint8_t)crc;
+      out->size = got + 4;
+      return 0;
+    }
+    case AVRO_CODEC_ZSTD: {
+      ZSTD_customMem mem = {cx_zstd_alloc, cx_zstd_free, (void*)(uintptr_t)alloc};
+      ZSTD_CCtx* cctx = ZSTD_createCCtx_advanced(mem);
+      if (cctx == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for zstd");
+      int rc = reserve(out, ZSTD_compressBound(n), alloc, error);
+      if (rc == 0) {
+        size_t got = ZSTD_compressCCtx(cctx, out->data, out->cap, in, n, level < 0 ? 3 : level);
+        if (ZSTD_isError(got)) rc = sl_error_set(error, EIO, "avro: zstd: %s", ZSTD_getErrorName(got));
+        else out->size = got;
+      }
+      ZSTD_freeCCtx(cctx);
+      return rc;
+    }
+    case AVRO_CODEC_BZIP2: {
+      if (n > UINT_MAX / 2) return sl_error_set(error, EFBIG, "avro: block too large for bzip2");
+      SL_RETURN_NOT_OK(reserve(out, n + n / 100 + 600, alloc, error));
+      bz_stream s;
+      memset(&s, 0, sizeof s);
+      s.bzalloc = cx_bz_alloc;
+      s.bzfree = cx_bz_free;
+      s.opaque = (void*)(uintptr_t)alloc;
+      int lv = level < 1 || level > 9 ? 9 : level;
+      if (BZ2_bzCompressInit(&s, lv, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "avro: bzip2 init failed");
+      s.next_in = (char*)(uintptr_t)in;
+      s.avail_in = (unsigned)n;
+      s.next_out = (char*)out->data;
+      s.avail_out = (unsigned)(out->cap > UINT_MAX ? UINT_MAX : out->cap);
+      int r = BZ2_bzCompress(&s, BZ_FINISH);
+      int rc = 0;
+      if (r != BZ_STREAM_END) rc = sl_error_set(error, EIO, "avro: bzip2 compression failed (%d)", r);
+      else out->size = (size_t)((char*)s.next_out - (char*)out->data);
+      BZ2_bzCompressEnd(&s);
+      return rc;
+    }
+    case AVRO_CODEC_XZ: {
+      lzma_allocator la = {cx_xz_alloc, cx_xz_free, (void*)(uintptr_t)alloc};
+      SL_RETURN_NOT_OK(reserve(out, lzma_stream_buffer_bound(n), alloc, error));
+      size_t pos = 0;
+      lzma_ret r = lzma_easy_buffer_encode((uint32_t)(level < 0 || level > 9 ? 6 : level),
+                                           LZMA_CHECK_CRC64, &la, in, n, out->data, &pos, out->cap);
+      if (r != LZMA_OK) return sl_error_set(error, EIO, "avro: xz compression failed (%d)", (int)r);
+      out->size = pos;
+      return 0;
+    }
+  }
+  return sl_error_set(error, ENOTSUP, "avro: unknown codec");
+}

@@ -1,0 +1,1072 @@
+// The Avro object container file writer: Arrow record batches → one Avro
+// record per row. The type mapping is the inverse of the reader's
+// (avro_reader.h), so that a round trip keeps types where Avro can say them:
+//
+//   null → null; bool → boolean; int8/16/32, uint8/16 → int; int64, uint32 →
+//   long; uint64 → long (a value above INT64_MAX is an error); float16/float32
+//   → float; float64 → double; utf8/large_utf8 → string; binary/large_binary
+//   → bytes; fixed_size_binary[N] → fixed N; decimal128/256 → bytes with
+//   logicalType decimal (big-endian two's complement, minimal length; the
+//   reader gives decimal256 back only above precision 38); date32 → int date;
+//   date64 → int date (an error unless a whole day); time32[s|ms] → int
+//   time-millis (s × 1000); time64[us] → long time-micros; time64[ns] → long
+//   time-micros (an error unless whole microseconds); timestamp[s|ms] → long
+//   timestamp-millis (s × 1000), [us] → timestamp-micros, [ns] →
+//   timestamp-nanos, with a time zone, local-timestamp-* without (the zone's
+//   name is not kept: the reader says UTC); interval[month_day_nano] → fixed
+//   12 duration (months, days, milliseconds; an error for negative parts or
+//   nanoseconds that are not whole milliseconds); dictionary<int, utf8> →
+//   enum when the first batch's dictionary values are distinct Avro names
+//   (its symbols, in dictionary order; a later batch's value that is not one
+//   of them is an error), else string; list/large_list/fixed_size_list →
+//   array; struct → record (nested names: see below); map<utf8, T> → map;
+//   dense/sparse union → a union of the members' types ("null" in front when
+//   a member is nullable and none is of type null; two members of one Avro
+//   type are ENOTSUP). A field whose Arrow schema says nullable becomes
+//   ["null", T] with default null (list items and map values too); a null in
+//   a field that is not nullable is an error, named by column and row.
+//   Durations and other intervals are ENOTSUP, naming the column.
+//
+// The writer only writes into the sink; committing (atomicity) is the
+// caller's. Blocks are encoded straight from the Arrow buffers (offsets at
+// every level, validity bitmaps); arrays and maps are one block of items
+// then 0; zero rows give a header-only file.
+//
+// Names: the top-level record is "Root", or, when the stream came from an
+// Avro file with the same top-level fields (schema metadata "avro.schema"),
+// that file's record name and namespace; nested named types (records, fixed)
+// are called after their path ("Root_a_b", "Root_l_item"), made unique. Field
+// names that are not Avro names ([A-Za-z_][A-Za-z0-9_]*) are sanitized:
+// other characters become '_', a leading digit gets a '_' in front, and two
+// fields sanitized to the same name are an error.
+//
+// Options (sl_write_args.format_options, "key=value,key=value"):
+//   codec=null|deflate|snappy|zstandard|bzip2|xz  (default: from
+//        sl_write_args.compression — zstd → zstandard, or the codec's name —
+//        else null)
+//   level=N          compression level (codec default if absent)
+//   block_size=N     uncompressed bytes per block before a new one starts
+//                    (alias sync_interval; default 256 KiB)
+//   sync=<32 hex>    the 16-byte sync marker (default: random)
+#include "avro_writer.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "avro_compress.h"
+#include "avro_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "core/sl_type.h"
+#include "io/sl_sink.h"
+
+#define AW_DEFAULT_BLOCK ((size_t)256 << 10)
+#define AW_MAX_DEPTH 64
+
+/// An enum from a dictionary: the symbols are the first batch's dictionary
+/// values; each batch's dictionary indexes are mapped onto them.
+struct aw_enum {
+  json_t* index;      ///< symbol → its position (json integer)
+  int32_t* map;       ///< this batch's dictionary index → symbol position, -1 = none
+  int64_t map_len;
+  int64_t gen;        ///< the batch `map` was built for
+};
+
+struct aw_node {
+  struct sl_type type;
+  int nullable;
+  int64_t n_children;
+  struct aw_node* children;  ///< struct fields; list item; map key, value
+  struct aw_node* dict;      ///< dictionary value node
+  struct aw_enum* en;        ///< dictionary written as an enum (else as strings)
+  char* field_name;          ///< sanitized (owned)
+  int null_branch;           ///< unions: the branch nulls take, -1 = none
+  int branch_shift;          ///< unions: 1 when "null" was put in front
+};
+
+struct aw_buf {
+  uint8_t* data;
+  size_t size, cap;
+};
+
+struct aw_ctx {
+  const struct sluice_allocator* alloc;
+  struct aw_buf data;
+  struct avro_buf packed;
+  json_t* names;  ///< named types used so far (as an object = a set)
+  const char* column;
+  int64_t row;
+  int64_t gen;  ///< batch counter (enum index maps are rebuilt per batch)
+  enum avro_codec codec;
+  int level;
+  size_t block_size;
+  uint8_t sync[16];
+  int have_sync;
+};
+
+/* ---- Output buffer ----------------------------------------------------------- */
+
+static int buf_reserve(struct aw_ctx* ctx, size_t more, struct sluice_error* error) {
+  struct aw_buf* b = &ctx->data;
+  if (b->size + more <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 64 << 10;
+  while (cap < b->size + more) {
+    if (cap > SIZE_MAX / 2) return sl_error_set(error, EFBIG, "avro: block too large");
+    cap *= 2;
+  }
+  uint8_t* p = b->data ? sl_realloc_buffer(ctx->alloc, b->data, b->cap, cap)
+                       : sl_alloc_buffer(ctx->alloc, cap);
+  if (p == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory (%zu bytes)", cap);
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+static int put_bytes(struct aw_ctx* ctx, const void* p, size_t n, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(buf_reserve(ctx, n, error));
+  if (n > 0) memcpy(ctx->data.data + ctx->data.size, p, n);
+  ctx->data.size += n;
+  return 0;
+}
+
+static size_t zigzag(int64_t v, uint8_t* out) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  size_t n = 0;
+  while (z >= 0x80) {
+    out[n++] = (uint8_t)(z | 0x80);
+    z >>= 7;
+  }
+  out[n++] = (uint8_t)z;
+  return n;
+}
+
+static int put_long(struct aw_ctx* ctx, int64_t v, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(buf_reserve(ctx, 10, error));
+  ctx->data.size += zigzag(v, ctx->data.data + ctx->data.size);
+  return 0;
+}
+
+static int put_counted(struct aw_ctx* ctx, const void* p, int64_t n, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(put_long(ctx, n, error));
+  return put_bytes(ctx, p, (size_t)n, error);
+}
+
+/* ---- Schema ------------------------------------------------------------------ */
+
+static void node_reset(const struct sluice_allocator* alloc, struct aw_node* n) {
+  if (n->children != NULL) {
+    for (int64_t i = 0; i < n->n_children; ++i) node_reset(alloc, &n->children[i]);
+    sl_free(alloc, n->children, (size_t)n->n_children * sizeof *n->children);
+  }
+  if (n->dict != NULL) {
+    node_reset(alloc, n->dict);
+    sl_free(alloc, n->dict, sizeof *n->dict);
+  }
+  if (n->field_name != NULL) sl_free(alloc, n->field_name, strlen(n->field_name) + 1);
+  if (n->en != NULL) {
+    json_decref(n->en->index);
+    if (n->en->map != NULL) sl_free(alloc, n->en->map, (size_t)n->en->map_len * sizeof(int32_t));
+    sl_free(alloc, n->en, sizeof *n->en);
+  }
+  memset(n, 0, sizeof *n);
+}
+
+static char* sanitize(const struct sluice_allocator* alloc, const char* name) {
+  size_t len = name != NULL ? strlen(name) : 0;
+  int lead = len == 0 || (name[0] >= '0' && name[0] <= '9');
+  char* out = sl_alloc(alloc, len + (size_t)lead + 1);
+  if (out == NULL) return NULL;
+  size_t k = 0;
+  if (lead) out[k++] = '_';
+  for (size_t i = 0; i < len; ++i) {
+    char c = name[i];
+    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    out[k++] = ok ? c : '_';
+  }
+  out[k] = '\0';
+  // The allocation was len + lead + 1 bytes and k == len + lead: sizes match.
+  return out;
+}
+
+/// A unique named-type name from `path`.
+static json_t* unique_name(struct aw_ctx* ctx, const char* path) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (int i = 2; json_object_get(ctx->names, buf) != NULL; ++i) {
+    snprintf(buf, sizeof buf, "%.480s_%d", path, i);
+  }
+  json_object_set_new(ctx->names, buf, json_true());
+  return json_string(buf);
+}
+
+static json_t* with_logical(const char* base, const char* logical) {
+  return json_pack("{s:s, s:s}", "type", base, "logicalType", logical);
+}
+
+static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
+                 struct aw_node* node, const char* path, const char* column, int depth,
+                 json_t** out, struct sluice_error* error);
+
+/// Child `i` of the first batch's array `a` (NULL if there is none).
+static const struct ArrowArray* child_of(const struct ArrowArray* a, int64_t i) {
+  return a != NULL && i < a->n_children ? a->children[i] : NULL;
+}
+
+static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
+                        const struct ArrowArray* a, struct aw_node* node, const char* path, int depth, json_t** out, struct sluice_error* error) {
+  node->n_children = s->n_children;
+  node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
+                             sizeof *node->children);
+  if (node->children == NULL) {
+    node->n_children = 0;
+    return sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  json_t* fields = json_array();
+  json_t* rec = json_pack("{s:s, s:o, s:o}", "type", "record", "name", unique_name(ctx, path),
+                          "fields", fields);
+  if (rec == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    const struct ArrowSchema* c = s->children[i];
+    struct aw_node* child = &node->children[i];
+    child->field_name = sanitize(ctx->alloc, c->name);
+    if (child->field_name == NULL) {
+      json_decref(rec);
+      return sl_error_set(error, ENOMEM, "avro: out of memory");
+    }
+    for (int64_t j = 0; j < i; ++j) {
+      if (strcmp(node->children[j].field_name, child->field_name) == 0) {
+        json_decref(rec);
+        return sl_error_set(error, EINVAL,
+                            "avro: columns '%s' and '%s' both become the Avro name '%s'",
+                            s->children[j]->name ? s->children[j]->name : "",
+                            c->name ? c->name : "", child->field_name);
+      }
+    }
+    char sub[512];
+    snprintf(sub, sizeof sub, "%.200s_%.200s", path, child->field_name);
+    json_t* t = NULL;
+    int rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1, &t, error);
+    if (rc != 0) {
+      json_decref(rec);
+      return rc;
+    }
+    if (child->nullable) t = json_pack("[s, o]", "null", t);
+    json_t* f = t == NULL ? NULL
+                : child->nullable
+                    ? json_pack("{s:s, s:o, s:n}", "name", child->field_name, "type", t, "default")
+                    : json_pack("{s:s, s:o}", "name", child->field_name, "type", t);
+    if (f == NULL || json_array_append_new(fields, f) != 0) {
+      json_decref(rec);
+      return sl_error_set(error, ENOMEM, "avro: out of memory");
+    }
+  }
+  *out = rec;
+  return 0;
+}
+
+/// The key under which Avro forbids two branches of one union: the type
+/// name, or the full name of a named type. NULL if `t` is malformed.
+static const char* union_key(const json_t* t) {
+  if (json_is_string(t)) return json_string_value(t);
+  const char* type = json_string_value(json_object_get(t, "type"));
+  if (type != NULL && (strcmp(type, "record") == 0 || strcmp(type, "fixed") == 0 ||
+                       strcmp(type, "enum") == 0)) {
+    return json_string_value(json_object_get(t, "name"));
+  }
+  return type;
+}
+
+static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
+                       const struct ArrowArray* a, struct aw_node* node, const char* path, const char* column, int depth, json_t** out,
+                       struct sluice_error* error) {
+  node->n_children = s->n_children;
+  node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
+                             sizeof *node->children);
+  if (node->children == NULL) {
+    node->n_children = 0;
+    return sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  json_t* branches = json_array();
+  if (branches == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+  int any_nullable = 0;
+  node->null_branch = -1;
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    char sub[512];
+    snprintf(sub, sizeof sub, "%.400s_%" PRId64, path, i);
+    json_t* t = NULL;
+    int rc = build(ctx, s->children[i], child_of(a, i), &node->children[i], sub, column, depth + 1, &t, error);
+    if (rc != 0) {
+      json_decref(branches);
+      return rc;
+    }
+    if (node->children[i].nullable) any_nullable = 1;
+    node->children[i].nullable = 0;
+    if (node->children[i].type.id == SL_TYPE_NA && node->null_branch < 0) node->null_branch = (int)i;
+    json_array_append_new(branches, t);
+  }
+  node->branch_shift = 0;
+  if (any_nullable && node->null_branch < 0) {
+    json_array_insert_new(branches, 0, json_string("null"));
+    node->branch_shift = 1;
+    node->null_branch = 0;
+  }
+  size_t n = json_array_size(branches);
+  for (size_t i = 0; i < n; ++i) {
+    const char* ki = union_key(json_array_get(branches, i));
+    for (size_t j = 0; j < i; ++j) {
+      const char* kj = union_key(json_array_get(branches, j));
+      if (ki == NULL || kj == NULL || strcmp(ki, kj) == 0) {
+        sl_error_set(error, ENOTSUP,
+                     "avro: column '%s': union has two '%s' members (Avro allows one "
+                     "branch per type)", column, ki != NULL ? ki : "?");
+        json_decref(branches);  // after the message: ki points into it
+        return ENOTSUP;
+      }
+    }
+  }
+  *out = branches;
+  return 0;
+}
+
+static int is_avro_name(const uint8_t* p, int64_t n) {
+  if (n <= 0 || n > 255) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t c = p[i];
+    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+             (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+static void string_at(enum sl_type_id id, const struct ArrowArray* a, int64_t p,
+                      const uint8_t** data, int64_t* n) {
+  int64_t start, end;
+  if (id == SL_TYPE_LARGE_STRING || id == SL_TYPE_LARGE_BINARY) {
+    start = ((const int64_t*)a->buffers[1])[p];
+    end = ((const int64_t*)a->buffers[1])[p + 1];
+  } else {
+    start = ((const int32_t*)a->buffers[1])[p];
+    end = ((const int32_t*)a->buffers[1])[p + 1];
+  }
+  *data = (const uint8_t*)a->buffers[2] + start;
+  *n = end - start;
+}
+
+static int is_null(const struct ArrowArray* a, int64_t p);
+
+/// An enum schema from the first batch's dictionary `d` when every value is
+/// a distinct Avro name; else NULL (the column is written as strings).
+static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct ArrowArray* d,
+                        const char* path, struct sluice_error* error, int* rc) {
+  *rc = 0;
+  if (d == NULL || d->length <= 0 || d->length > 100000) return NULL;
+  json_t* index = json_object();
+  json_t* symbols = json_array();
+  if (index == NULL || symbols == NULL) goto fail;
+  for (int64_t k = 0; k < d->length; ++k) {
+    const uint8_t* p;
+    int64_t n;
+    if (is_null(d, d->offset + k)) goto fail;
+    string_at(node->dict->type.id, d, d->offset + k, &p, &n);
+    if (!is_avro_name(p, n) || json_object_getn(index, (const char*)p, (size_t)n) != NULL) goto fail;
+    if (json_object_setn_new(index, (const char*)p, (size_t)n, json_integer(k)) != 0 ||
+        json_array_append_new(symbols, json_stringn((const char*)p, (size_t)n)) != 0) {
+      goto fail;
+    }
+  }
+  node->en = sl_calloc(ctx->alloc, 1, sizeof *node->en);
+  if (node->en == NULL) {
+    *rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+    goto fail;
+  }
+  node->en->index = index;
+  node->en->gen = -1;
+  return json_pack("{s:s, s:o, s:o}", "type", "enum", "name", unique_name(ctx, path), "symbols",
+                   symbols);
+fail:
+  json_decref(index);
+  json_decref(symbols);
+  return NULL;
+}
+
+static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
+                 struct aw_node* node, const char* path, const char* column, int depth,
+                 json_t** out, struct sluice_error* error) {
+  if (depth > AW_MAX_DEPTH) return sl_error_set(error, ENOTSUP, "avro: column '%s' nested too deeply", column);
+  SL_RETURN_NOT_OK(sl_type_parse(s->format, &node->type, error));
+  node->nullable = (s->flags & ARROW_FLAG_NULLABLE) != 0;
+  json_t* t = NULL;
+  if (s->dictionary != NULL) {
+    node->dict = sl_calloc(ctx->alloc, 1, sizeof *node->dict);
+    if (node->dict == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+    SL_RETURN_NOT_OK(sl_type_parse(s->dictionary->format, &node->dict->type, error));
+    enum sl_type_id v = node->dict->type.id, k = node->type.id;
+    if ((v != SL_TYPE_STRING && v != SL_TYPE_LARGE_STRING) ||
+        !(k == SL_TYPE_INT8 || k == SL_TYPE_UINT8 || k == SL_TYPE_INT16 || k == SL_TYPE_UINT16 ||
+          k == SL_TYPE_INT32 || k == SL_TYPE_UINT32 || k == SL_TYPE_INT64 || k == SL_TYPE_UINT64)) {
+      return sl_error_set(error, ENOTSUP,
+                          "avro: column '%s': dictionary<%s, %s> has no Avro type (only "
+                          "dictionaries of strings)", column, s->format, s->dictionary->format);
+    }
+    int rc = 0;
+    t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path, error, &rc);
+    if (rc != 0) return rc;
+    if (t == NULL && node->en != NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+    if (t == NULL) t = json_string("string");
+  } else {
+    char name[64];
+    switch (node->type.id) {
+      case SL_TYPE_NA:
+        node->nullable = 0;
+        t = json_string("null");
+        break;
+      case SL_TYPE_BOOL: t = json_string("boolean"); break;
+      case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
+      case SL_TYPE_INT32:
+        t = json_string("int");
+        break;
+      case SL_TYPE_UINT32: case SL_TYPE_INT64: case SL_TYPE_UINT64: t = json_string("long"); break;
+      case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: t = json_string("float"); break;
+      case SL_TYPE_DOUBLE: t = json_string("double"); break;
+      case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: t = json_string("string"); break;
+      case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: t = json_string("bytes"); break;
+      case SL_TYPE_FIXED_SIZE_BINARY:
+        t = json_pack("{s:s, s:o, s:I}", "type", "fixed", "name", unique_name(ctx, path), "size",
+                      (json_int_t)node->type.byte_width);
+        break;
+      case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
+        t = json_pack("{s:s, s:s, s:I, s:I}", "type", "bytes", "logicalType", "decimal",
+                      "precision", (json_int_t)node->type.precision, "scale",
+                      (json_int_t)node->type.scale);
+        break;
+      case SL_TYPE_DATE32: case SL_TYPE_DATE64: t = with_logical("int", "date"); break;
+      case SL_TYPE_TIME32: t = with_logical("int", "time-millis"); break;
+      case SL_TYPE_TIME64: t = with_logical("long", "time-micros"); break;
+      case SL_TYPE_TIMESTAMP: {
+        const char* unit = node->type.unit == SL_NANO ? "nanos"
+                           : node->type.unit == SL_MICRO ? "micros" : "millis";
+        snprintf(name, sizeof name, "%stimestamp-%s",
+                 node->type.timezone != NULL && node->type.timezone[0] != '\0' ? "" : "local-",
+                 unit);
+        t = with_logical("long", name);
+        break;
+      }
+      case SL_TYPE_INTERVAL_MONTH_DAY_NANO:
+        t = json_pack("{s:s, s:o, s:I, s:s}", "type", "fixed", "name", unique_name(ctx, path),
+                      "size", (json_int_t)12, "logicalType", "duration");
+        break;
+      case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: {
+        if (s->n_children != 1) return sl_error_set(error, EINVAL, "avro: column '%s': list without an item type", column);
+        node->n_children = 1;
+        node->children = sl_calloc(ctx->alloc, 1, sizeof *node->children);
+        if (node->children == NULL) {
+          node->n_children = 0;
+          return sl_error_set(error, ENOMEM, "avro: out of memory");
+        }
+        char sub[512];
+        snprintf(sub, sizeof sub, "%.400s_item", path);
+        json_t* item = NULL;
+        SL_RETURN_NOT_OK(build(ctx, s->children[0], child_of(a, 0), &node->children[0], sub, column, depth + 1, &item, error));
+        if (node->children[0].nullable) item = json_pack("[s, o]", "null", item);
+        t = json_pack("{s:s, s:o}", "type", "array", "items", item);
+        break;
+      }
+      case SL_TYPE_MAP: {
+        const struct ArrowSchema* e = s->n_children == 1 ? s->children[0] : NULL;
+        if (e == NULL || e->n_children != 2) return sl_error_set(error, EINVAL, "avro: column '%s': malformed map", column);
+        struct sl_type kt;
+        SL_RETURN_NOT_OK(sl_type_parse(e->children[0]->format, &kt, error));
+        if ((kt.id != SL_TYPE_STRING && kt.id != SL_TYPE_LARGE_STRING) || e->children[0]->dictionary != NULL) {
+          return sl_error_set(error, ENOTSUP, "avro: column '%s': map keys must be strings (are '%s')",
+                              column, e->children[0]->format);
+        }
+        node->n_children = 2;
+        node->children = sl_calloc(ctx->alloc, 2, sizeof *node->children);
+        if (node->children == NULL) {
+          node->n_children = 0;
+          return sl_error_set(error, ENOMEM, "avro: out of memory");
+        }
+        json_t* kj = NULL;
+        SL_RETURN_NOT_OK(build(ctx, e->children[0], child_of(child_of(a, 0), 0), &node->children[0], path, column, depth + 1, &kj, error));
+        json_decref(kj);
+        node->children[0].nullable = 0;
+        char sub[512];
+        snprintf(sub, sizeof sub, "%.400s_value", path);
+        json_t* vj = NULL;
+        SL_RETURN_NOT_OK(build(ctx, e->children[1], child_of(child_of(a, 0), 1), &node->children[1], sub, column, depth + 1, &vj, error));
+        if (node->children[1].nullable) vj = json_pack("[s, o]", "null", vj);
+        t = json_pack("{s:s, s:o}", "type", "map", "values", vj);
+        break;
+      }
+      case SL_TYPE_STRUCT:
+        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, &t, error));
+        break;
+      case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+        // No validity bitmap: nulls are the members'.
+        node->nullable = 0;
+        SL_RETURN_NOT_OK(build_union(ctx, s, a, node, path, column, depth, &t, error));
+        break;
+      default: {
+        char tn[64];
+        sl_type_name(&node->type, tn, sizeof tn);
+        return sl_error_set(error, ENOTSUP, "avro: column '%s': type %s has no Avro mapping",
+                            column, tn);
+      }
+    }
+  }
+  if (t == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+  *out = t;
+  return 0;
+}
+
+/* ---- Values ------------------------------------------------------------------ */
+
+static int is_null(const struct ArrowArray* a, int64_t p) {
+  if (a->null_count == 0 || a->n_buffers == 0 || a->buffers[0] == NULL) return 0;
+  const uint8_t* v = a->buffers[0];
+  return !((v[p >> 3] >> (p & 7)) & 1);
+}
+
+static int64_t read_int(enum sl_type_id id, const void* buf, int64_t p, uint64_t* u) {
+  *u = 0;
+  switch (id) {
+    case SL_TYPE_INT8: return ((const int8_t*)buf)[p];
+    case SL_TYPE_UINT8: return ((const uint8_t*)buf)[p];
+    case SL_TYPE_INT16: return ((const int16_t*)buf)[p];
+    case SL_TYPE_UINT16: return ((const uint16_t*)buf)[p];
+    case SL_TYPE_INT32: return ((const int32_t*)buf)[p];
+    case SL_TYPE_UINT32: return ((const uint32_t*)buf)[p];
+    case SL_TYPE_UINT64: *u = ((const uint64_t*)buf)[p]; return (int64_t)*u;
+    default: return ((const int64_t*)buf)[p];
+  }
+}
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        exp--;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static int value_error(struct aw_ctx* ctx, int code, const char* what, struct sluice_error* error) {
+  return sl_error_set(error, code, "avro: column '%s' row %" PRId64 ": %s", ctx->column, ctx->row, what);
+}
+
+static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct ArrowArray* a,
+                  int64_t j, struct sluice_error* error);
+
+static int encode_string_at(struct aw_ctx* ctx, enum sl_type_id id, const struct ArrowArray* a,
+                            int64_t p, struct sluice_error* error) {
+  const uint8_t* data = a->buffers[2];
+  int64_t start, end;
+  if (id == SL_TYPE_LARGE_STRING || id == SL_TYPE_LARGE_BINARY) {
+    start = ((const int64_t*)a->buffers[1])[p];
+    end = ((const int64_t*)a->buffers[1])[p + 1];
+  } else {
+    start = ((const int32_t*)a->buffers[1])[p];
+    end = ((const int32_t*)a->buffers[1])[p + 1];
+  }
+  return put_counted(ctx, data + start, end - start, error);
+}
+
+static int encode_items(struct aw_ctx* ctx, const struct aw_node* item, const struct ArrowArray* child,
+                        int64_t start, int64_t end, struct sluice_error* error) {
+  if (end > start) {
+    SL_RETURN_NOT_OK(put_long(ctx, end - start, error));
+    for (int64_t k = start; k < end; ++k) SL_RETURN_NOT_OK(encode(ctx, item, child, k, error));
+  }
+  return put_long(ctx, 0, error);
+}
+
+static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct ArrowArray* a,
+                  int64_t j, struct sluice_error* error) {
+  if (node->type.id == SL_TYPE_NA && node->dict == NULL) return 0;
+  const int64_t p = a->offset + j;
+  // Unions have no validity bitmap (buffers[0] is the type ids).
+  int null = node->type.id == SL_TYPE_DENSE_UNION || node->type.id == SL_TYPE_SPARSE_UNION
+                 ? 0 : is_null(a, p);
+  if (node->nullable) {
+    SL_RETURN_NOT_OK(put_long(ctx, null ? 0 : 1, error));
+    if (null) return 0;
+  } else if (null) {
+    return value_error(ctx, EINVAL, "null in a field that is not nullable", error);
+  }
+  uint8_t tmp[32];
+  uint64_t u;
+  if (node->dict != NULL) {
+    int64_t k = read_int(node->type.id, a->buffers[1], p, &u);
+    const struct ArrowArray* d = a->dictionary;
+    if (d == NULL || k < 0 || k >= d->length || (node->type.id == SL_TYPE_UINT64 && u > INT64_MAX)) {
+      return value_error(ctx, EINVAL, "dictionary index out of range", error);
+    }
+    if (is_null(d, d->offset + k)) return value_error(ctx, EINVAL, "null dictionary value in a field that is not nullable", error);
+    if (node->en != NULL) {
+      struct aw_enum* en = node->en;
+      if (en->gen != ctx->gen) {
+        if (en->map != NULL) sl_free(ctx->alloc, en->map, (size_t)en->map_len * sizeof(int32_t));
+        en->map_len = 0;
+        en->map = sl_alloc(ctx->alloc, (size_t)d->length * sizeof(int32_t));
+        if (en->map == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+        en->map_len = d->length;
+        for (int64_t i = 0; i < d->length; ++i) {
+          const uint8_t* sp;
+          int64_t sn;
+          en->map[i] = -1;
+          if (is_null(d, d->offset + i)) continue;
+          string_at(node->dict->type.id, d, d->offset + i, &sp, &sn);
+          json_t* pos = json_object_getn(en->index, (const char*)sp, (size_t)sn);
+          if (pos != NULL) en->map[i] = (int32_t)json_integer_value(pos);
+        }
+        en->gen = ctx->gen;
+      }
+      if (en->map[k] < 0) {
+        return value_error(ctx, EINVAL, "value is not one of the enum's symbols (the first "
+                           "batch's dictionary values)", error);
+      }
+      return put_long(ctx, en->map[k], error);
+    }
+    return encode_string_at(ctx, node->dict->type.id, d, d->offset + k, error);
+  }
+  switch (node->type.id) {
+    case SL_TYPE_BOOL: {
+      const uint8_t* v = a->buffers[1];
+      tmp[0] = (uint8_t)((v[p >> 3] >> (p & 7)) & 1);
+      return put_bytes(ctx, tmp, 1, error);
+    }
+    case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
+    case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_INT64: case SL_TYPE_UINT64: {
+      int64_t v = read_int(node->type.id, a->buffers[1], p, &u);
+      if (node->type.id == SL_TYPE_UINT64 && u > INT64_MAX) {
+        return value_error(ctx, ERANGE, "uint64 value above INT64_MAX does not fit an Avro long", error);
+      }
+      return put_long(ctx, v, error);
+    }
+    case SL_TYPE_HALF_FLOAT: {
+      float f = half_to_float(((const uint16_t*)a->buffers[1])[p]);
+      uint32_t bits;
+      memcpy(&bits, &f, 4);
+      for (int i = 0; i < 4; ++i) tmp[i] = (uint8_t)(bits >> (8 * i));
+      return put_bytes(ctx, tmp, 4, error);
+    }
+    case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: {
+      size_t w = node->type.id == SL_TYPE_FLOAT ? 4 : 8;
+      uint64_t bits = 0;
+      if (w == 4) {
+        uint32_t b32;
+        memcpy(&b32, (const uint8_t*)a->buffers[1] + (size_t)p * 4, 4);
+        bits = b32;
+      } else {
+        memcpy(&bits, (const uint8_t*)a->buffers[1] + (size_t)p * 8, 8);
+      }
+      for (size_t i = 0; i < w; ++i) tmp[i] = (uint8_t)(bits >> (8 * i));
+      return put_bytes(ctx, tmp, w, error);
+    }
+    case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY:
+      return encode_string_at(ctx, node->type.id, a, p, error);
+    case SL_TYPE_FIXED_SIZE_BINARY: {
+      size_t w = (size_t)node->type.byte_width;
+      return put_bytes(ctx, (const uint8_t*)a->buffers[1] + (size_t)p * w, w, error);
+    }
+    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
+      size_t w = node->type.id == SL_TYPE_DECIMAL128 ? 16 : 32;
+      const uint8_t* le = (const uint8_t*)a->buffers[1] + (size_t)p * w;
+      // Big-endian, then drop leading bytes that only repeat the sign.
+      for (size_t i = 0; i < w; ++i) tmp[i] = le[w - 1 - i];
+      size_t s = 0;
+      while (s + 1 < w && ((tmp[s] == 0x00 && !(tmp[s + 1] & 0x80)) ||
+                           (tmp[s] == 0xff && (tmp[s + 1] & 0x80)))) {
+        s++;
+      }
+      return put_counted(ctx, tmp + s, (int64_t)(w - s), error);
+    }
+    case SL_TYPE_DATE32: return put_long(ctx, ((const int32_t*)a->buffers[1])[p], error);
+    case SL_TYPE_DATE64: {
+      int64_t ms = ((const int64_t*)a->buffers[1])[p];
+      if (ms % 86400000 != 0) return value_error(ctx, EINVAL, "date64 value is not a whole day", error);
+      int64_t d = ms / 86400000;
+      if (d < INT32_MIN || d > INT32_MAX) return value_error(ctx, ERANGE, "date out of Avro int range", error);
+      return put_long(ctx, d, error);
+    }
+    case SL_TYPE_TIME32: {
+      int64_t v = ((const int32_t*)a->buffers[1])[p];
+      if (node->type.unit == SL_SECOND) v *= 1000;
+      if (v < INT32_MIN || v > INT32_MAX) return value_error(ctx, ERANGE, "time out of Avro int range", error);
+      return put_long(ctx, v, error);
+    }
+    case SL_TYPE_TIME64: {
+      int64_t v = ((const int64_t*)a->buffers[1])[p];
+      if (node->type.unit == SL_NANO) {
+        if (v % 1000 != 0) return value_error(ctx, EINVAL, "time64[ns] value is not whole microseconds (Avro has time-micros)", error);
+        v /= 1000;
+      }
+      return put_long(ctx, v, error);
+    }
+    case SL_TYPE_TIMESTAMP: {
+      int64_t v = ((const int64_t*)a->buffers[1])[p];
+      if (node->type.unit == SL_SECOND) {
+        if (v > INT64_MAX / 1000 || v < INT64_MIN / 1000) return value_error(ctx, ERANGE, "timestamp[s] overflows milliseconds", error);
+        v *= 1000;
+      }
+      return put_long(ctx, v, error);
+    }
+    case SL_TYPE_INTERVAL_MONTH_DAY_NANO: {
+      const uint8_t* e = (const uint8_t*)a->buffers[1] + (size_t)p * 16;
+      int32_t months, days;
+      int64_t nanos;
+      memcpy(&months, e, 4);
+      memcpy(&days, e + 4, 4);
+      memcpy(&nanos, e + 8, 8);
+      if (months < 0 || days < 0 || nanos < 0) return value_error(ctx, ERANGE, "negative interval has no Avro duration", error);
+      if (nanos % 1000000 != 0) return value_error(ctx, EINVAL, "interval nanoseconds are not whole milliseconds (Avro duration)", error);
+      int64_t ms = nanos / 1000000;
+      if (ms > UINT32_MAX) return value_error(ctx, ERANGE, "interval milliseconds do not fit 32 bits", error);
+      uint32_t parts[3] = {(uint32_t)months, (uint32_t)days, (uint32_t)ms};
+      for (int k = 0; k < 3; ++k)
+        for (int i = 0; i < 4; ++i) tmp[k * 4 + i] = (uint8_t)(parts[k] >> (8 * i));
+      return put_bytes(ctx, tmp, 12, error);
+    }
+    case SL_TYPE_LIST:
+      return encode_items(ctx, &node->children[0], a->children[0], ((const int32_t*)a->buffers[1])[p],
+                          ((const int32_t*)a->buffers[1])[p + 1], error);
+    case SL_TYPE_LARGE_LIST:
+      return encode_items(ctx, &node->children[0], a->children[0], ((const int64_t*)a->buffers[1])[p],
+                          ((const int64_t*)a->buffers[1])[p + 1], error);
+    case SL_TYPE_FIXED_SIZE_LIST: {
+      int64_t n = node->type.list_size;
+      return encode_items(ctx, &node->children[0], a->children[0], p * n, p * n + n, error);
+    }
+    case SL_TYPE_MAP: {
+      const int32_t* off = a->buffers[1];
+      int64_t start = off[p], end = off[p + 1];
+      const struct ArrowArray* e = a->children[0];
+      if (end > start) {
+        SL_RETURN_NOT_OK(put_long(ctx, end - start, error));
+        for (int64_t k = start; k < end; ++k) {
+          int64_t ep = e->offset + k;
+          SL_RETURN_NOT_OK(encode(ctx, &node->children[0], e->children[0], ep, error));
+          SL_RETURN_NOT_OK(encode(ctx, &node->children[1], e->children[1], ep, error));
+        }
+      }
+      return put_long(ctx, 0, error);
+    }
+    case SL_TYPE_STRUCT:
+      for (int64_t c = 0; c < node->n_children; ++c) {
+        SL_RETURN_NOT_OK(encode(ctx, &node->children[c], a->children[c], p, error));
+      }
+      return 0;
+    case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION: {
+      int8_t id = ((const int8_t*)a->buffers[0])[p];
+      int64_t c = 0;
+      while (c < node->type.n_type_codes && node->type.type_codes[c] != id) c++;
+      if (c >= node->type.n_type_codes || c >= node->n_children) {
+        return value_error(ctx, EINVAL, "union type id not in the union's type codes", error);
+      }
+      int64_t k = node->type.id == SL_TYPE_DENSE_UNION ? ((const int32_t*)a->buffers[1])[p] : p;
+      const struct ArrowArray* child = a->children[c];
+      const struct aw_node* member = &node->children[c];
+      if (member->type.id == SL_TYPE_NA || is_null(child, child->offset + k)) {
+        if (node->null_branch < 0) return value_error(ctx, EINVAL, "null union member and no null branch", error);
+        return put_long(ctx, node->null_branch, error);
+      }
+      SL_RETURN_NOT_OK(put_long(ctx, c + node->branch_shift, error));
+      return encode(ctx, member, child, k, error);
+    }
+    default:
+      return value_error(ctx, ENOTSUP, "type has no Avro encoding", error);
+  }
+}
+
+/* ---- Container ------------------------------------------------------------- */
+
+static int flush_block(struct aw_ctx* ctx, int64_t count, struct sl_sink* sink,
+                       struct sluice_error* error) {
+  if (count == 0) return 0;
+  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, ctx->data.data, ctx->data.size,
+                                 &ctx->packed, ctx->alloc, error));
+  uint8_t head[20];
+  size_t n = zigzag(count, head);
+  n += zigzag((int64_t)ctx->packed.size, head + n);
+  SL_RETURN_NOT_OK(sl_sink_write(sink, head, (int64_t)n, error));
+  SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->packed.data, (int64_t)ctx->packed.size, error));
+  SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->sync, 16, error));
+  ctx->data.size = 0;
+  return 0;
+}
+
+static int key_is(const char* k, size_t n, const char* lit) { return strlen(lit) == n && memcmp(k, lit, n) == 0; }
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, struct sluice_error* error) {
+  ctx->codec = AVRO_CODEC_NULL;
+  ctx->level = -1;
+  ctx->block_size = AW_DEFAULT_BLOCK;
+  int have_codec = 0;
+  const char* s = args->format_options != NULL ? args->format_options : "";
+  while (*s != '\0') {
+    const char* end = strchr(s, ',');
+    if (end == NULL) end = s + strlen(s);
+    const char* eq = memchr(s, '=', (size_t)(end - s));
+    if (eq == NULL) {
+      return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (keys: codec, level, block_size, sync)",
+                          (int)(end - s), s);
+    }
+    size_t kn = (size_t)(eq - s), vn = (size_t)(end - eq - 1);
+    const char* v = eq + 1;
+    char num[32];
+    snprintf(num, sizeof num, "%.*s", (int)(vn < 31 ? vn : 31), v);
+    char* stop = NULL;
+    if (key_is(s, kn, "codec")) {
+      SL_RETURN_NOT_OK(avro_codec_from_name(v, vn, &ctx->codec, error));
+      have_codec = 1;
+    } else if (key_is(s, kn, "level")) {
+      long lv = strtol(num, &stop, 10);
+      if (vn == 0 || vn > 30 || *stop != '\0' || lv < 0 || lv > 22) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
+      ctx->level = (int)lv;
+    } else if (key_is(s, kn, "block_size") || key_is(s, kn, "sync_interval")) {
+      long long bs = strtoll(num, &stop, 10);
+      if (vn == 0 || vn > 30 || *stop != '\0' || bs < 1 || bs > ((long long)1 << 30)) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1..2^30 bytes", (int)vn, v);
+      ctx->block_size = (size_t)bs;
+    } else if (key_is(s, kn, "sync")) {
+      if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
+      for (int i = 0; i < 16; ++i) {
+        int h = hexval(v[2 * i]), l = hexval(v[2 * i + 1]);
+        if (h < 0 || l < 0) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
+        ctx->sync[i] = (uint8_t)(h * 16 + l);
+      }
+      ctx->have_sync = 1;
+    } else {
+      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (keys: codec, level, block_size, sync)", (int)kn, s);
+    }
+    s = *end ? end + 1 : end;
+  }
+  if (!have_codec && args->compression != NULL && strcmp(args->compression, "none") != 0) {
+    const char* c = strcmp(args->compression, "zstd") == 0 ? "zstandard" : args->compression;
+    SL_RETURN_NOT_OK(avro_codec_from_name(c, strlen(c), &ctx->codec, error));
+  }
+  return 0;
+}
+
+static int random_sync(uint8_t* out, struct sluice_error* error) {
+  FILE* f = fopen("/dev/urandom", "rb");
+  if (f == NULL) return sl_error_set(error, errno ? errno : EIO, "avro: cannot open /dev/urandom for the sync marker");
+  size_t got = fread(out, 1, 16, f);
+  fclose(f);
+  if (got != 16) return sl_error_set(error, EIO, "avro: short read from /dev/urandom");
+  return 0;
+}
+
+static int write_header(struct aw_ctx* ctx, const char* schema_json, struct sl_sink* sink,
+                        struct sluice_error* error) {
+  static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz"};
+  const char* codec = k_codec_names[ctx->codec];
+  SL_RETURN_NOT_OK(put_bytes(ctx, "Obj\x01", 4, error));
+  SL_RETURN_NOT_OK(put_long(ctx, 2, error));
+  SL_RETURN_NOT_OK(put_counted(ctx, "avro.schema", 11, error));
+  SL_RETURN_NOT_OK(put_counted(ctx, schema_json, (int64_t)strlen(schema_json), error));
+  SL_RETURN_NOT_OK(put_counted(ctx, "avro.codec", 10, error));
+  SL_RETURN_NOT_OK(put_counted(ctx, codec, (int64_t)strlen(codec), error));
+  SL_RETURN_NOT_OK(put_long(ctx, 0, error));
+  SL_RETURN_NOT_OK(put_bytes(ctx, ctx->sync, 16, error));
+  SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->data.data, (int64_t)ctx->data.size, error));
+  ctx->data.size = 0;
+  return 0;
+}
+
+static int is_avro_namespace(const char* s) {
+  // Dotted names; the empty namespace is allowed.
+  const char* p = s;
+  while (*p != '\0') {
+    const char* dot = strchr(p, '.');
+    size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
+    if (!is_avro_name((const uint8_t*)p, (int64_t)n)) return 0;
+    p += n;
+    if (*p == '.') p++;
+  }
+  return 1;
+}
+
+/// When the stream came from an Avro file (its schema metadata has
+/// "avro.schema") whose top-level record has the same fields in the same
+/// order, keeps that record's name and namespace; else leaves "Root".
+static void source_record_name(const struct ArrowSchema* s, char* name, size_t cap, char* ns,
+                               size_t ns_cap) {
+  snprintf(name, cap, "Root");
+  ns[0] = '\0';
+  const char* m = s->metadata;
+  if (m == NULL) return;
+  int32_t n;
+  memcpy(&n, m, 4);
+  const char* p = m + 4;
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t kn, vn;
+    memcpy(&kn, p, 4);
+    const char* k = p + 4;
+    memcpy(&vn, k + kn, 4);
+    const char* v = k + kn + 4;
+    p = v + vn;
+    if (kn != 11 || memcmp(k, "avro.schema", 11) != 0 || vn <= 0) continue;
+    json_t* j = json_loadb(v, (size_t)vn, 0, NULL);
+    const json_t* fields = json_object_get(j, "fields");
+    const char* rn = json_string_value(json_object_get(j, "name"));
+    const char* rns = json_string_value(json_object_get(j, "namespace"));
+    int ok = json_is_object(j) && rn != NULL && json_is_array(fields) &&
+             json_array_size(fields) == (size_t)s->n_children &&
+             is_avro_name((const uint8_t*)rn, (int64_t)strlen(rn)) && strlen(rn) < cap &&
+             (rns == NULL || (is_avro_namespace(rns) && strlen(rns) < ns_cap));
+    // A dotted name carries its namespace.
+    if (ok && strchr(rn, '.') != NULL) ok = 0;
+    for (int64_t c = 0; ok && c < s->n_children; ++c) {
+      const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)c), "name"));
+      ok = fn != NULL && s->children[c]->name != NULL && strcmp(fn, s->children[c]->name) == 0;
+    }
+    if (ok) {
+      snprintf(name, cap, "%s", rn);
+      if (rns != NULL) snprintf(ns, ns_cap, "%s", rns);
+    }
+    json_decref(j);
+    return;
+  }
+}
+
+static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
+                        struct sluice_error* error) {
+  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+  return sl_error_set(error, rc, "avro: %s: %s", what, msg != NULL ? msg : strerror(rc));
+}
+
+/// Writes `first` (taken: released here; release == NULL = end of stream)
+/// and the rest of the stream.
+static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
+                         struct ArrowArray* first, const struct aw_node* root,
+                         const struct ArrowSchema* schema, struct sl_sink* sink,
+                         struct sluice_error* error) {
+  int64_t in_block = 0;
+  int rc = 0;
+  int have_first = 1;
+  while (rc == 0) {
+    struct ArrowArray batch;
+    if (have_first) {
+      batch = *first;
+      first->release = NULL;
+      have_first = 0;
+    } else {
+      memset(&batch, 0, sizeof batch);
+      rc = stream->get_next(stream, &batch);
+      if (rc != 0) return stream_error(stream, rc, "reading a batch", error);
+    }
+    if (batch.release == NULL) break;
+    ctx->gen++;
+    if (batch.n_children != root->n_children) {
+      rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",
+                        (long long)batch.n_children, (long long)root->n_children);
+    }
+    for (int64_t r = 0; rc == 0 && r < batch.length; ++r) {
+      if (is_null(&batch, batch.offset + r)) {
+        rc = sl_error_set(error, EINVAL, "avro: row %" PRId64 " is null (a null struct row)", ctx->row);
+        break;
+      }
+      for (int64_t c = 0; rc == 0 && c < root->n_children; ++c) {
+        ctx->column = schema->children[c]->name ? schema->children[c]->name : "";
+        rc = encode(ctx, &root->children[c], batch.children[c], batch.offset + r, error);
+      }
+      ctx->row++;
+      in_block++;
+      if (rc == 0 && ctx->data.size >= ctx->block_size) {
+        rc = flush_block(ctx, in_block, sink, error);
+        in_block = 0;
+      }
+    }
+    batch.release(&batch);
+  }
+  if (rc == 0) rc = flush_block(ctx, in_block, sink, error);
+  return rc;
+}
+
+static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                      const struct sl_write_args* args, struct sluice_error* error) {
+  struct aw_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.alloc = args->alloc;
+  SL_RETURN_NOT_OK(parse_options(&ctx, args, error));
+  if (!ctx.have_sync) SL_RETURN_NOT_OK(random_sync(ctx.sync, error));
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  int rc = stream->get_schema(stream, &schema);
+  if (rc != 0) return stream_error(stream, rc, "reading the schema", error);
+  struct aw_node root;
+  memset(&root, 0, sizeof root);
+  json_t* js = NULL;
+  char* text = NULL;
+  ctx.names = json_object();
+  if (ctx.names == NULL) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  if (rc == 0 && strcmp(schema.format, "+s") != 0) {
+    rc = sl_error_set(error, EINVAL, "avro: stream of '%s' arrays, expected a struct", schema.format);
+  }
+  // The first batch comes before the header: its dictionaries give the
+  // symbols of enums.
+  struct ArrowArray first;
+  memset(&first, 0, sizeof first);
+  if (rc == 0) {
+    rc = stream->get_next(stream, &first);
+    if (rc != 0) rc = stream_error(stream, rc, "reading a batch", error);
+  }
+  if (rc == 0 && first.release != NULL && first.n_children != schema.n_children) {
+    rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",
+                      (long long)first.n_children, (long long)schema.n_children);
+  }
+  char top[256], ns[256];
+  source_record_name(&schema, top, sizeof top, ns, sizeof ns);
+  if (rc == 0) {
+    rc = build_record(&ctx, &schema, first.release != NULL ? &first : NULL, &root, top, 0,
+                      &js, error);
+  }
+  if (rc == 0 && ns[0] != '\0' && json_object_set_new(js, "namespace", json_string(ns)) != 0) {
+    rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  if (rc == 0) {
+    text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  if (rc == 0) rc = write_header(&ctx, text, sink, error);
+  if (rc == 0) rc = write_batches(&ctx, stream, &first, &root, &schema, sink, error);
+  if (first.release != NULL) first.release(&first);
+  free(text);
+  json_decref(js);
+  json_decref(ctx.names);
+  node_reset(ctx.alloc, &root);
+  if (ctx.data.data != NULL) sl_free_buffer(ctx.alloc, ctx.data.data, ctx.data.cap);
+  avro_buf_release(&ctx.packed, ctx.alloc);
+  schema.release(&schema);
+  return rc;
+}
+
+static const char* const k_avro_extensions[] = {".avro", NULL};
+static const struct sl_format_writer k_avro_writer = {"avro", k_avro_extensions, avro_write};
+
+const struct sl_format_writer* sl_avro_writer(void) { return &k_avro_writer; }
