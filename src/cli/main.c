@@ -27,14 +27,15 @@
   "                      delimiter=comma|semicolon|tab|pipe|<char>,\n"       \
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
-  "                      timestamp_format=space|iso)\n"
+  "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
+  "                      snappy|zstandard|bzip2|xz, level=N, block_size=BYTES)\n"
 
 static const struct cli_command k_commands[] = {
     {"cat", "print a table, or write it in a machine format",
      "Usage: sluice cat SRC [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
      "\n"
      "Prints SRC as an aligned table (first and last rows of large tables), or\n"
-     "writes it as OUTFMT (arrow, arrows, csv, jsonl) to OUT or standard output.\n"
+     "writes it as OUTFMT (arrow, arrows, avro, csv, jsonl) to OUT or standard output.\n"
      "\n"
      "Options:\n"
      "  -c, --columns COLS  comma-separated columns to read, in this order\n"
@@ -42,7 +43,7 @@ static const struct cli_command k_commands[] = {
      "  -f, --format FMT    input format (default: detected)\n"
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
      "  -o, --output OUT    write to OUT (format from its extension)\n"
-     "      --compression C IPC body compression: lz4 or zstd\n"
+     "      --compression C lz4 or zstd (IPC bodies; zstd also for Avro)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
          CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
@@ -60,8 +61,8 @@ static const struct cli_command k_commands[] = {
      "The output format comes from DST's extension unless -t is given.\n"
      "\n"
      "Options:\n"
-     "  -t, --to FMT        output format (arrow, arrows, csv, jsonl)\n"
-     "      --compression C IPC body compression: lz4 or zstd\n"
+     "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl)\n"
+     "      --compression C lz4 or zstd (IPC bodies; zstd also for Avro)\n"
      "  -c, --columns COLS  comma-separated columns to write\n"
      "  -n, --limit N       write at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"
