@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "avro_internal.h"
+#include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
@@ -55,42 +56,6 @@ int avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_alloca
   b->cap = cap;
   return 0;
 }
-
-/* ---- allocator adapters ------------------------------------------------------ */
-
-// bzip2 and xz ask for count*size; zstd for size. A small header in
-// front of each block remembers the size sl_free needs.
-static void* hook_alloc(const struct sluice_allocator* alloc, size_t size) {
-  size_t total;
-  if (sl_add_size(size, 16, &total) != 0) return NULL;
-  uint8_t* p = sl_alloc(alloc, total);
-  if (p == NULL) return NULL;
-  memcpy(p, &total, sizeof total);
-  return p + 16;
-}
-
-static void hook_free(const struct sluice_allocator* alloc, void* ptr) {
-  if (ptr == NULL) return;
-  uint8_t* p = (uint8_t*)ptr - 16;
-  size_t total;
-  memcpy(&total, p, sizeof total);
-  sl_free(alloc, p, total);
-}
-
-static void* bz_alloc(void* opaque, int items, int size) {
-  size_t n;
-  if (items < 0 || size < 0 || sl_mul_size((size_t)items, (size_t)size, &n) != 0) return NULL;
-  return hook_alloc(opaque, n);
-}
-static void bz_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
-static void* xz_alloc(void* opaque, size_t items, size_t size) {
-  size_t n;
-  if (sl_mul_size(items, size, &n) != 0) return NULL;
-  return hook_alloc(opaque, n);
-}
-static void xz_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
-static void* zstd_alloc(void* opaque, size_t size) { return hook_alloc(opaque, size); }
-static void zstd_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
 
 /* ---- codecs ------------------------------------------------------------------ */
 
@@ -150,7 +115,7 @@ static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
 
 static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
                       const struct sluice_allocator* alloc, struct sluice_error* error) {
-  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)alloc};
+  ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
   ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(mem);
   if (dctx == NULL) return sl_error_set(error, ENOMEM, "out of memory for zstd");
   unsigned long long fcs = ZSTD_getFrameContentSize(in, n);
@@ -194,8 +159,8 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
                        const struct sluice_allocator* alloc, struct sluice_error* error) {
   bz_stream bz;
   memset(&bz, 0, sizeof bz);
-  bz.bzalloc = bz_alloc;
-  bz.bzfree = bz_free;
+  bz.bzalloc = sl_codec_bzip2_alloc;
+  bz.bzfree = sl_codec_free;
   bz.opaque = (void*)alloc;
   if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
   int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
@@ -227,7 +192,7 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
 
 static int xz_block(const uint8_t* in, size_t n, struct avro_buf* out,
                     const struct sluice_allocator* alloc, struct sluice_error* error) {
-  lzma_allocator la = {xz_alloc, xz_free, (void*)alloc};
+  lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
   lzma_stream xs = LZMA_STREAM_INIT;
   xs.allocator = &la;
   if (lzma_stream_decoder(&xs, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)

@@ -15,40 +15,9 @@
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
 #include <zstd.h>
 
+#include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
-
-static void* cx_alloc(const struct sluice_allocator* alloc, size_t size) {
-  size_t total;
-  if (sl_add_size(size, 16, &total) != 0) return NULL;
-  uint8_t* p = sl_alloc(alloc, total);
-  if (p == NULL) return NULL;
-  memcpy(p, &total, sizeof total);
-  return p + 16;
-}
-
-static void cx_free(const struct sluice_allocator* alloc, void* ptr) {
-  if (ptr == NULL) return;
-  uint8_t* p = (uint8_t*)ptr - 16;
-  size_t total;
-  memcpy(&total, p, sizeof total);
-  sl_free(alloc, p, total);
-}
-
-static void* cx_bz_alloc(void* opaque, int items, int size) {
-  size_t n;
-  if (items < 0 || size < 0 || sl_mul_size((size_t)items, (size_t)size, &n) != 0) return NULL;
-  return cx_alloc(opaque, n);
-}
-static void cx_bz_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
-static void* cx_xz_alloc(void* opaque, size_t items, size_t size) {
-  size_t n;
-  if (sl_mul_size(items, size, &n) != 0) return NULL;
-  return cx_alloc(opaque, n);
-}
-static void cx_xz_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
-static void* cx_zstd_alloc(void* opaque, size_t size) { return cx_alloc(opaque, size); }
-static void cx_zstd_free(void* opaque, void* ptr) { cx_free(opaque, ptr); }
 
 static int reserve(struct avro_buf* out, size_t want, const struct sluice_allocator* alloc,
                    struct sluice_error* error) {
@@ -105,7 +74,7 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       return 0;
     }
     case AVRO_CODEC_ZSTD: {
-      ZSTD_customMem mem = {cx_zstd_alloc, cx_zstd_free, (void*)(uintptr_t)alloc};
+      ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
       ZSTD_CCtx* cctx = ZSTD_createCCtx_advanced(mem);
       if (cctx == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for zstd");
       int rc = reserve(out, ZSTD_compressBound(n), alloc, error);
@@ -122,8 +91,8 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       SL_RETURN_NOT_OK(reserve(out, n + n / 100 + 600, alloc, error));
       bz_stream s;
       memset(&s, 0, sizeof s);
-      s.bzalloc = cx_bz_alloc;
-      s.bzfree = cx_bz_free;
+      s.bzalloc = sl_codec_bzip2_alloc;
+      s.bzfree = sl_codec_free;
       s.opaque = (void*)(uintptr_t)alloc;
       int lv = level < 1 || level > 9 ? 9 : level;
       if (BZ2_bzCompressInit(&s, lv, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "avro: bzip2 init failed");
@@ -139,7 +108,7 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       return rc;
     }
     case AVRO_CODEC_XZ: {
-      lzma_allocator la = {cx_xz_alloc, cx_xz_free, (void*)(uintptr_t)alloc};
+      lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
       SL_RETURN_NOT_OK(reserve(out, lzma_stream_buffer_bound(n), alloc, error));
       size_t pos = 0;
       lzma_ret r = lzma_easy_buffer_encode((uint32_t)(level < 0 || level > 9 ? 6 : level),

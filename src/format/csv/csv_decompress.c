@@ -8,36 +8,10 @@
 #include <zstd.h>
 
 #include "csv_decompress.h"
+#include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
-// The libraries free without a size; a header in front of each block keeps
-// the size sl_free needs.
-static void* hook_alloc(const struct sluice_allocator* alloc, size_t size) {
-  size_t total;
-  if (sl_add_size(size, 16, &total) != 0) return NULL;
-  uint8_t* p = sl_alloc(alloc, total);
-  if (p == NULL) return NULL;
-  memcpy(p, &total, sizeof total);
-  return p + 16;
-}
-
-static void hook_free(const struct sluice_allocator* alloc, void* ptr) {
-  if (ptr == NULL) return;
-  uint8_t* p = (uint8_t*)ptr - 16;
-  size_t total;
-  memcpy(&total, p, sizeof total);
-  sl_free(alloc, p, total);
-}
-
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
-  size_t n;
-  if (sl_mul_size(items, size, &n) != 0) return NULL;
-  return hook_alloc(opaque, n);
-}
-static void z_free(voidpf opaque, voidpf ptr) { hook_free(opaque, ptr); }
-static void* zstd_alloc(void* opaque, size_t size) { return hook_alloc(opaque, size); }
-static void zstd_free(void* opaque, void* ptr) { hook_free(opaque, ptr); }
 
 static int grow(struct csv_inflated* out, const struct sluice_allocator* alloc) {
   int64_t cap = out->cap < (1 << 20) ? (1 << 20) : out->cap * 2;
@@ -55,8 +29,8 @@ static int gunzip(const uint8_t* in, int64_t n, const struct sluice_allocator* a
                   struct csv_inflated* out, const char* name, struct sluice_error* error) {
   z_stream z;
   memset(&z, 0, sizeof z);
-  z.zalloc = z_alloc;
-  z.zfree = z_free;
+  z.zalloc = sl_codec_zlib_alloc;
+  z.zfree = sl_codec_free;
   z.opaque = (voidpf)alloc;
   if (inflateInit2(&z, 15 + 16) != Z_OK) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   int rc = 0;
@@ -93,7 +67,7 @@ static int gunzip(const uint8_t* in, int64_t n, const struct sluice_allocator* a
 
 static int unzstd(const uint8_t* in, int64_t n, const struct sluice_allocator* alloc,
                   struct csv_inflated* out, const char* name, struct sluice_error* error) {
-  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)alloc};
+  ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
   ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(mem);
   if (dctx == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   ZSTD_inBuffer ib = {in, (size_t)n, 0};

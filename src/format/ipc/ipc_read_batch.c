@@ -15,6 +15,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -108,33 +109,11 @@ static void dec_reset(struct decoder* d) {
   d->zstd = NULL;
 }
 
-/// Codec allocations: the codecs free without a size, so each block carries
-/// its size in a 16-byte header (keeping 16-byte alignment).
-#define CODEC_HEADER 16
-
-static void* codec_alloc(void* opaque, size_t size) {
-  const struct decoder* d = opaque;
-  if (size > SIZE_MAX - CODEC_HEADER) return NULL;
-  uint8_t* p = sl_alloc(d->alloc, size + CODEC_HEADER);
-  if (p == NULL) return NULL;
-  memcpy(p, &size, sizeof size);
-  return p + CODEC_HEADER;
-}
-
-static void codec_free(void* opaque, void* address) {
-  const struct decoder* d = opaque;
-  if (address == NULL) return;
-  uint8_t* p = (uint8_t*)address - CODEC_HEADER;
-  size_t size;
-  memcpy(&size, p, sizeof size);
-  sl_free(d->alloc, p, size + CODEC_HEADER);
-}
-
 static int decompress(struct decoder* d, int64_t index, const uint8_t* src, size_t clen,
                       uint8_t* dst, size_t ulen) {
   if (d->codec == IPC_COMPRESSION_ZSTD) {
     if (d->zstd == NULL) {
-      ZSTD_customMem mem = {codec_alloc, codec_free, d};
+      ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(d->alloc)};
       d->zstd = ZSTD_createDCtx_advanced(mem);
       if (d->zstd == NULL)
         return sl_error_set(d->error, ENOMEM, "%s: out of memory (zstd context)", d->where->name);
@@ -150,7 +129,7 @@ static int decompress(struct decoder* d, int64_t index, const uint8_t* src, size
     return 0;
   }
   if (d->lz4 == NULL) {
-    LZ4F_CustomMem mem = {codec_alloc, NULL, codec_free, d};
+    LZ4F_CustomMem mem = {sl_codec_alloc, NULL, sl_codec_free, sl_codec_opaque(d->alloc)};
     d->lz4 = LZ4F_createDecompressionContext_advanced(mem, LZ4F_VERSION);
     if (d->lz4 == NULL)
       return sl_error_set(d->error, ENOMEM, "%s: out of memory (lz4 context)", d->where->name);

@@ -7,6 +7,7 @@
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
 #include <zstd.h>
 
+#include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 #include "format/ipc/ipc_fbs.h"
@@ -44,27 +45,6 @@ static int add_block(struct ipc_writer* w, struct ipc_blocks* blocks,
   }
   blocks->items[blocks->n++] = *block;
   return 0;
-}
-
-/// zstd's free hook gets no size, and sl_free needs one: keep it in front
-/// (16 bytes, so the block stays as aligned as malloc's).
-#define ZSTD_HEADER 16
-
-static void* zstd_alloc(void* opaque, size_t size) {
-  size_t total;
-  if (sl_add_size(size, ZSTD_HEADER, &total) != 0) return NULL;
-  uint8_t* p = sl_alloc(opaque, total);
-  if (p == NULL) return NULL;
-  memcpy(p, &total, sizeof total);
-  return p + ZSTD_HEADER;
-}
-
-static void zstd_free(void* opaque, void* address) {
-  if (address == NULL) return;
-  uint8_t* p = (uint8_t*)address - ZSTD_HEADER;
-  size_t total;
-  memcpy(&total, p, sizeof total);
-  sl_free(opaque, p, total);
 }
 
 static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_error* error) {
@@ -255,7 +235,7 @@ static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   fb_init(&w.fb, w.alloc);
   ipc_body_init(&w.body, w.alloc);
   // The hooks take a non-const context; sl_alloc only reads the allocator.
-  ZSTD_customMem mem = {zstd_alloc, zstd_free, (void*)(uintptr_t)w.alloc};
+  ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w.alloc)};
   if (w.codec == IPC_CODEC_ZSTD && (w.zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
     rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
   if (rc == 0) rc = ipc_dicts_collect(&w.dicts, w.alloc, &w.schema, error);
