@@ -22,21 +22,8 @@
 #include "core/sl_ref.h"
 #include "format/csv/csv_reader.h"
 #include "io/sl_source.h"
+#include "fuzz_alloc.h"
 
-#define FUZZ_MAX_ALLOC (64u << 20)
-
-static void* fuzz_allocate(void* ctx, size_t size, size_t alignment) {
-  (void)ctx;
-  if (size > FUZZ_MAX_ALLOC) return NULL;
-  if (alignment < sizeof(void*)) alignment = sizeof(void*);
-  return aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
-}
-
-static void fuzz_deallocate(void* ctx, void* ptr, size_t size) {
-  (void)ctx;
-  (void)size;
-  free(ptr);
-}
 
 struct fuzz_source {
   struct sl_source base;
