@@ -9,6 +9,7 @@
 #include "sluice.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "api/sluice_dataset_internal.h"
 #include "scan/sl_scan.h"
@@ -48,22 +49,6 @@ struct stats_state {
   const struct sluice_allocator* alloc;
 };
 
-static int bit_is_set(const void* bitmap, int64_t i) {
-  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
-}
-
-static int64_t dictionary_index(const struct sl_type* type, const void* data, int64_t p) {
-  switch (type->id) {
-    case SL_TYPE_INT8: return ((const int8_t*)data)[p];
-    case SL_TYPE_UINT8: return ((const uint8_t*)data)[p];
-    case SL_TYPE_INT16: return ((const int16_t*)data)[p];
-    case SL_TYPE_UINT16: return ((const uint16_t*)data)[p];
-    case SL_TYPE_INT32: return ((const int32_t*)data)[p];
-    case SL_TYPE_UINT32: return ((const uint32_t*)data)[p];
-    default: return ((const int64_t*)data)[p];
-  }
-}
-
 /// The key of row `i` (not null); KEY_NONE for types without an order.
 static void stats_key_of(const struct sl_text_field* field, const struct ArrowArray* array,
                          int64_t i, struct stats_key* key) {
@@ -71,7 +56,7 @@ static void stats_key_of(const struct sl_text_field* field, const struct ArrowAr
   const void* data = array->n_buffers > 1 ? array->buffers[1] : NULL;
   key->kind = KEY_NONE;
   if (field->dictionary != NULL) {
-    int64_t index = dictionary_index(&field->type, data, p);
+    int64_t index = sl_int_value(field->type.id, data, p);
     if (array->dictionary != NULL && index >= 0 && index < array->dictionary->length) {
       stats_key_of(field->dictionary, array->dictionary, index, key);
     }
@@ -80,12 +65,12 @@ static void stats_key_of(const struct sl_text_field* field, const struct ArrowAr
   switch (field->type.id) {
     case SL_TYPE_BOOL:
       key->kind = KEY_I64;
-      key->i = bit_is_set(data, p);
+      key->i = sl_bit_get(data, p);
       break;
     case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
     case SL_TYPE_INT32: case SL_TYPE_UINT32:
       key->kind = KEY_I64;
-      key->i = dictionary_index(&field->type, data, p);
+      key->i = sl_int_value(field->type.id, data, p);
       break;
     case SL_TYPE_DATE32: case SL_TYPE_TIME32: case SL_TYPE_INTERVAL_MONTHS:
       key->kind = field->type.id == SL_TYPE_INTERVAL_MONTHS ? KEY_NONE : KEY_I64;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sl_error.h"
+#include "sl_read.h"
 #include "sl_type.h"
 
 // Deeper trees than this come from hostile input, not real data; refusing them
@@ -58,10 +59,6 @@ static inline int64_t load_offset(const void* buf, int64_t i, int large) {
   int32_t x;
   memcpy(&x, (const uint8_t*)buf + i * 4, 4);
   return x;
-}
-
-static inline int bit_is_set(const uint8_t* bits, int64_t i) {
-  return (bits[i >> 3] >> (i & 7)) & 1;
 }
 
 // Checks that buffer `i` holds at least `need` bytes when its size is known.
@@ -265,7 +262,7 @@ static int validate_union(struct vctx* v, const struct sl_type* t, const struct 
     memcpy(&x, data + i * (int64_t)sizeof x, sizeof x);                   \
     /* negative signed indexes wrap to huge unsigned ones */             \
     if ((uint64_t)(int64_t)x >= (uint64_t)dict_length &&                  \
-        (valid == NULL || bit_is_set(valid, i))) {                        \
+        (valid == NULL || sl_bit_get(valid, i))) {                        \
       bad = i;                                                            \
       bad_value = (long long)x;                                            \
       break;                                                              \

@@ -8,6 +8,7 @@
 
 #include "sl_alloc.h"
 #include "sl_error.h"
+#include "sl_read.h"
 #include "sl_value_tz.h"
 
 /* ---- Text buffer ------------------------------------------------------------ */
@@ -170,10 +171,6 @@ static void format_half(uint16_t h, char* buf, size_t cap) {
     snprintf(buf, cap, "%.*g", precision, v);
     if (fabs(strtod(buf, NULL) - v) < ulp / 2) return;
   }
-}
-
-static int bit_is_set(const void* bitmap, int64_t i) {
-  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
@@ -409,19 +406,6 @@ int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {
 
 /* ---- Values ------------------------------------------------------------------- */
 
-static int64_t read_int(const void* data, int64_t i, enum sl_type_id id) {
-  switch (id) {
-    case SL_TYPE_INT8: return ((const int8_t*)data)[i];
-    case SL_TYPE_UINT8: return ((const uint8_t*)data)[i];
-    case SL_TYPE_INT16: return ((const int16_t*)data)[i];
-    case SL_TYPE_UINT16: return ((const uint16_t*)data)[i];
-    case SL_TYPE_INT32: return ((const int32_t*)data)[i];
-    case SL_TYPE_UINT32: return ((const uint32_t*)data)[i];
-    case SL_TYPE_UINT64: return (int64_t)((const uint64_t*)data)[i];
-    default: return ((const int64_t*)data)[i];
-  }
-}
-
 /// For unions: the child holding row `p` (physical) and its row in that child.
 static int union_child(const struct sl_text_field* field, const struct ArrowArray* array,
                        int64_t p, int64_t* child, int64_t* child_row) {
@@ -452,11 +436,11 @@ int sl_value_is_null(const struct sl_text_field* field, const struct ArrowArray*
     return sl_value_is_null(&field->children[child], array->children[child], row);
   }
   if (array->null_count != 0 && array->n_buffers > 0 && array->buffers[0] != NULL &&
-      !bit_is_set(array->buffers[0], p)) {
+      !sl_bit_get(array->buffers[0], p)) {
     return 1;
   }
   if (field->dictionary != NULL && array->dictionary != NULL) {
-    int64_t index = read_int(array->buffers[1], p, id);
+    int64_t index = sl_int_value(id, array->buffers[1], p);
     if (index < 0 || index >= array->dictionary->length) return 0;  // render reports it
     return sl_value_is_null(field->dictionary, array->dictionary, index);
   }
@@ -564,7 +548,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     if (array->dictionary == NULL) {
       return sl_error_set(error, EINVAL, "column '%s': dictionary missing", field->name);
     }
-    int64_t index = read_int(data, p, type->id);
+    int64_t index = sl_int_value(type->id, data, p);
     if (index < 0 || index >= array->dictionary->length) {
       return sl_error_set(error, EINVAL, "column '%s': dictionary index %lld out of range",
                           field->name, (long long)index);
@@ -577,11 +561,11 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
       rc = sl_text_append(out, "null", 4);
       break;
     case SL_TYPE_BOOL:
-      rc = sl_text_append_str(out, bit_is_set(data, p) ? "true" : "false");
+      rc = sl_text_append_str(out, sl_bit_get(data, p) ? "true" : "false");
       break;
     case SL_TYPE_INT8: case SL_TYPE_INT16: case SL_TYPE_INT32: case SL_TYPE_INT64:
     case SL_TYPE_UINT8: case SL_TYPE_UINT16: case SL_TYPE_UINT32:
-      rc = sl_text_append(out, buf, sl_format_int64(read_int(data, p, type->id), buf));
+      rc = sl_text_append(out, buf, sl_format_int64(sl_int_value(type->id, data, p), buf));
       break;
     case SL_TYPE_UINT64:
       rc = sl_text_append(out, buf, sl_format_uint64(((const uint64_t*)data)[p], buf));

@@ -60,6 +60,7 @@
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "core/sl_type.h"
 #include "io/sl_sink.h"
 
@@ -531,20 +532,6 @@ static int is_null(const struct ArrowArray* a, int64_t p) {
   return !((v[p >> 3] >> (p & 7)) & 1);
 }
 
-static int64_t read_int(enum sl_type_id id, const void* buf, int64_t p, uint64_t* u) {
-  *u = 0;
-  switch (id) {
-    case SL_TYPE_INT8: return ((const int8_t*)buf)[p];
-    case SL_TYPE_UINT8: return ((const uint8_t*)buf)[p];
-    case SL_TYPE_INT16: return ((const int16_t*)buf)[p];
-    case SL_TYPE_UINT16: return ((const uint16_t*)buf)[p];
-    case SL_TYPE_INT32: return ((const int32_t*)buf)[p];
-    case SL_TYPE_UINT32: return ((const uint32_t*)buf)[p];
-    case SL_TYPE_UINT64: *u = ((const uint64_t*)buf)[p]; return (int64_t)*u;
-    default: return ((const int64_t*)buf)[p];
-  }
-}
-
 static float half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
   if (exp == 0) {
@@ -612,11 +599,11 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
     return value_error(ctx, EINVAL, "null in a field that is not nullable", error);
   }
   uint8_t tmp[32];
-  uint64_t u;
   if (node->dict != NULL) {
-    int64_t k = read_int(node->type.id, a->buffers[1], p, &u);
+    // A uint64 index above INT64_MAX reads as negative.
+    int64_t k = sl_int_value(node->type.id, a->buffers[1], p);
     const struct ArrowArray* d = a->dictionary;
-    if (d == NULL || k < 0 || k >= d->length || (node->type.id == SL_TYPE_UINT64 && u > INT64_MAX)) {
+    if (d == NULL || k < 0 || k >= d->length) {
       return value_error(ctx, EINVAL, "dictionary index out of range", error);
     }
     if (is_null(d, d->offset + k)) return value_error(ctx, EINVAL, "null dictionary value in a field that is not nullable", error);
@@ -655,8 +642,8 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
     }
     case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
     case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_INT64: case SL_TYPE_UINT64: {
-      int64_t v = read_int(node->type.id, a->buffers[1], p, &u);
-      if (node->type.id == SL_TYPE_UINT64 && u > INT64_MAX) {
+      int64_t v = sl_int_value(node->type.id, a->buffers[1], p);
+      if (node->type.id == SL_TYPE_UINT64 && v < 0) {  // above INT64_MAX
         return value_error(ctx, ERANGE, "uint64 value above INT64_MAX does not fit an Avro long", error);
       }
       return put_long(ctx, v, error);

@@ -7,6 +7,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
 
@@ -72,7 +73,6 @@ static int concat_oom(struct concat* c) {
                       "dictionary delta", c->where->name, c->where->offset);
 }
 
-static int get_bit(const uint8_t* bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 
 /// Bits [a_start, a_start+a_len) of `a` then [b_start, ...) of `b` into a
 /// new bitmap; a NULL source bitmap reads as all ones. *zeros (if not NULL)
@@ -86,10 +86,10 @@ static int concat_bits(struct concat* c, const uint8_t* a, int64_t a_start, int6
   if (dst == NULL) return concat_oom(c);
   memset(dst, 0, bytes ? bytes : 1);
   for (int64_t i = 0; i < a_len; ++i)
-    if (a == NULL || get_bit(a, a_start + i)) dst[i >> 3] |= (uint8_t)(1u << (i & 7)), ones++;
+    if (a == NULL || sl_bit_get(a, a_start + i)) dst[i >> 3] |= (uint8_t)(1u << (i & 7)), ones++;
   for (int64_t i = 0; i < b_len; ++i) {
     int64_t j = a_len + i;
-    if (b == NULL || get_bit(b, b_start + i)) dst[j >> 3] |= (uint8_t)(1u << (j & 7)), ones++;
+    if (b == NULL || sl_bit_get(b, b_start + i)) dst[j >> 3] |= (uint8_t)(1u << (j & 7)), ones++;
   }
   if (zeros != NULL) *zeros = a_len + b_len - ones;
   sl_array_set_buffer_owned(out, slot, dst, (int64_t)(bytes ? bytes : 1));

@@ -42,6 +42,7 @@
 
 #include "text_writers.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "io/sl_sink.h"
 
@@ -280,20 +281,6 @@ static int float_suffix(struct sl_text* cell) {
   return sl_text_append(cell, ".0", 2);
 }
 
-static int64_t read_index(const struct ArrowArray* array, int64_t p, enum sl_type_id id) {
-  const void* data = array->buffers[1];
-  switch (id) {
-    case SL_TYPE_INT8: return ((const int8_t*)data)[p];
-    case SL_TYPE_UINT8: return ((const uint8_t*)data)[p];
-    case SL_TYPE_INT16: return ((const int16_t*)data)[p];
-    case SL_TYPE_UINT16: return ((const uint16_t*)data)[p];
-    case SL_TYPE_INT32: return ((const int32_t*)data)[p];
-    case SL_TYPE_UINT32: return ((const uint32_t*)data)[p];
-    case SL_TYPE_UINT64: return (int64_t)((const uint64_t*)data)[p];
-    default: return ((const int64_t*)data)[p];
-  }
-}
-
 /// Renders a non-null value into `cell`: sl_value_render, but for timestamps
 /// and float_format=point.
 static int csv_render(const struct csv_write_options* o, const struct sl_text_field* field,
@@ -301,7 +288,7 @@ static int csv_render(const struct csv_write_options* o, const struct sl_text_fi
                       struct sluice_error* error) {
   // Look through dictionaries to the value (sl_value_render checks indexes).
   while (field->dictionary != NULL && array->dictionary != NULL) {
-    int64_t index = read_index(array, array->offset + row, field->type.id);
+    int64_t index = sl_int_value(field->type.id, array->buffers[1], array->offset + row);
     if (index < 0 || index >= array->dictionary->length) break;
     field = field->dictionary;
     array = array->dictionary;
