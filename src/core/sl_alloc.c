@@ -105,3 +105,24 @@ int sl_add_size(size_t a, size_t b, size_t* out) {
   *out = a + b;
   return 0;
 }
+
+int sl_grow_array(const struct sluice_allocator* alloc, void** items, int64_t* cap, int64_t need,
+                  size_t elem) {
+  if (need <= *cap) return 0;
+  int64_t n = *cap > 0 ? *cap : 16;
+  while (n < need) {
+    if (n > INT64_MAX / 2) return ERANGE_CODE;
+    n *= 2;
+  }
+  size_t bytes;
+  if (sl_mul_size((size_t)n, elem, &bytes) != 0) return ERANGE_CODE;
+  void* fresh = sl_alloc(alloc, bytes);
+  if (fresh == NULL) return ENOMEM;
+  if (*items != NULL) {
+    memcpy(fresh, *items, (size_t)*cap * elem);
+    sl_free(alloc, *items, (size_t)*cap * elem);
+  }
+  *items = fresh;
+  *cap = n;
+  return 0;
+}

@@ -31,6 +31,13 @@ void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t 
 char* sl_strdup(const struct sluice_allocator* alloc, const char* s);
 char* sl_strndup(const struct sluice_allocator* alloc, const char* s, size_t n);
 
+/// Grows a heap array of `elem`-byte items (from sl_alloc, `*cap` items; NULL
+/// with cap 0 to start) so it holds at least `need` items, doubling from 16.
+/// Existing items are kept. 0, ENOMEM or ERANGE (size overflow); on failure
+/// the array is untouched.
+int sl_grow_array(const struct sluice_allocator* alloc, void** items, int64_t* cap, int64_t need,
+                  size_t elem);
+
 /// Overflow-checked size arithmetic: return 0 on success, ERANGE on overflow.
 int sl_mul_size(size_t a, size_t b, size_t* out);
 int sl_add_size(size_t a, size_t b, size_t* out);

@@ -11,22 +11,6 @@
 // an exponential tree, so the expansion is capped.
 #define AVRO_MAX_OPS (1 << 18)
 
-static int grow(const struct sluice_allocator* alloc, void** p, int64_t* cap, int64_t need,
-                size_t elem) {
-  if (need <= *cap) return 0;
-  int64_t n = *cap > 0 ? *cap * 2 : 64;
-  while (n < need) n *= 2;
-  void* q = sl_alloc(alloc, (size_t)n * elem);
-  if (q == NULL) return ENOMEM;
-  if (*p != NULL) {
-    memcpy(q, *p, (size_t)*cap * elem);
-    sl_free(alloc, *p, (size_t)*cap * elem);
-  }
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
 void avro_program_release(struct avro_program* p) {
   if (p == NULL) return;
   if (p->ops) sl_free(p->alloc, p->ops, (size_t)p->cap_ops * sizeof *p->ops);
@@ -43,7 +27,7 @@ void avro_program_release(struct avro_program* p) {
 
 int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t n) {
   void* pool = p->pool;
-  if (grow(p->alloc, &pool, &p->cap_pool, p->n_pool + n + 1, 1) != 0) return -1;
+  if (sl_grow_array(p->alloc, &pool, &p->cap_pool, p->n_pool + n + 1, 1) != 0) return -1;
   p->pool = pool;
   if (n > 0) memcpy(p->pool + p->n_pool, data, (size_t)n);
   p->n_pool += n;
@@ -56,7 +40,7 @@ int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids
                             const struct avro_node* node) {
   if (p->n_ops >= AVRO_MAX_OPS || p->n_kids + n_kids > AVRO_MAX_OPS) return -1;
   void* ops = p->ops;
-  if (grow(p->alloc, &ops, &p->cap_ops, p->n_ops + 1, sizeof *p->ops) != 0) return -1;
+  if (sl_grow_array(p->alloc, &ops, &p->cap_ops, p->n_ops + 1, sizeof *p->ops) != 0) return -1;
   p->ops = ops;
   if (p->n_kids + n_kids > p->cap_kids) {
     // kids and targets share one capacity.

@@ -26,26 +26,11 @@ struct parse_ctx {
   struct sluice_error* error;
 };
 
-static int grow(const struct sluice_allocator* alloc, void** p, int64_t* cap, int64_t need,
-                size_t elem) {
-  if (need <= *cap) return 0;
-  int64_t n = *cap > 0 ? *cap * 2 : 16;
-  while (n < need) n *= 2;
-  void* q = sl_alloc(alloc, (size_t)n * elem);
-  if (q == NULL) return ENOMEM;
-  if (*p != NULL) {
-    memcpy(q, *p, (size_t)*cap * elem);
-    sl_free(alloc, *p, (size_t)*cap * elem);
-  }
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
 static struct avro_node* new_node(struct parse_ctx* c, enum avro_kind kind) {
   struct avro_schema* s = c->s;
   void* nodes = s->nodes;
-  if (grow(s->alloc, &nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) != 0) return NULL;
+  if (sl_grow_array(s->alloc,
+                    &nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) != 0) return NULL;
   s->nodes = nodes;
   struct avro_node* n = sl_calloc(s->alloc, 1, sizeof *n);
   if (n == NULL) return NULL;
@@ -186,7 +171,8 @@ static int define_named(struct parse_ctx* c, json_t* j, const char* ns, struct a
   if (n->name == NULL) return oom(c);
   if (full[0] == '\0') return 0;
   void* named = c->named;
-  if (grow(c->s->alloc, &named, &c->cap_named, c->n_named + 1, sizeof *c->named) != 0) return oom(c);
+  if (sl_grow_array(c->s->alloc,
+                    &named, &c->cap_named, c->n_named + 1, sizeof *c->named) != 0) return oom(c);
   c->named = named;
   c->named[c->n_named].fullname = n->name;
   c->named[c->n_named].node = n;

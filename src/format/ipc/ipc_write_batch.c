@@ -54,20 +54,6 @@ void ipc_body_free(struct ipc_body* body) {
   ipc_body_init(body, body->alloc);
 }
 
-/// Grows a body array of `elem` bytes per item to hold one more.
-static int grow(const struct sluice_allocator* alloc, void** items, int64_t n, int64_t* cap,
-                size_t elem) {
-  if (n < *cap) return 0;
-  int64_t new_cap = *cap ? *cap * 2 : 16;
-  void* p = sl_alloc(alloc, (size_t)new_cap * elem);
-  if (p == NULL) return ENOMEM;
-  if (n) memcpy(p, *items, (size_t)n * elem);
-  sl_free(alloc, *items, (size_t)*cap * elem);
-  *items = p;
-  *cap = new_cap;
-  return 0;
-}
-
 static int oom(struct sluice_error* error) {
   return sl_error_set(error, ENOMEM, "arrow ipc writer: out of memory");
 }
@@ -75,7 +61,8 @@ static int oom(struct sluice_error* error) {
 /// Appends a FieldNode; returns its index (or -1 on failure).
 static int64_t add_node(struct ipc_body* body, int64_t length, int64_t null_count) {
   void* items = body->nodes;
-  if (grow(body->alloc, &items, body->n_nodes, &body->cap_nodes, 2 * sizeof(int64_t)) != 0)
+  if (sl_grow_array(body->alloc, &items,
+                    &body->cap_nodes, body->n_nodes + 1, 2 * sizeof(int64_t)) != 0)
     return -1;
   body->nodes = items;
   body->nodes[2 * body->n_nodes] = length;
@@ -85,7 +72,8 @@ static int64_t add_node(struct ipc_body* body, int64_t length, int64_t null_coun
 
 static int add_seg(struct ipc_body* body, const void* data, int64_t length) {
   void* items = body->segs;
-  if (grow(body->alloc, &items, body->n_segs, &body->cap_segs, sizeof *body->segs) != 0)
+  if (sl_grow_array(body->alloc, &items,
+                    &body->cap_segs, body->n_segs + 1, sizeof *body->segs) != 0)
     return ENOMEM;
   body->segs = items;
   struct ipc_segment* s = &body->segs[body->n_segs++];
@@ -107,7 +95,8 @@ static int add_bitmap_seg(struct ipc_body* body, const void* data, int64_t bits)
 
 static void* add_scratch(struct ipc_body* body, size_t size) {
   void* items = body->scratch;
-  if (grow(body->alloc, &items, body->n_scratch, &body->cap_scratch, sizeof *body->scratch) != 0)
+  if (sl_grow_array(body->alloc, &items,
+                    &body->cap_scratch, body->n_scratch + 1, sizeof *body->scratch) != 0)
     return NULL;
   body->scratch = items;
   void* p = sl_alloc(body->alloc, size);
@@ -243,7 +232,8 @@ static void seg_from_buffer(struct plan* p, const struct ArrowArray* a, int64_t 
 static int add_pending(struct plan* p, int64_t id, const struct ArrowArray* dict) {
   struct ipc_body* body = p->body;
   void* items = body->pending;
-  if (grow(body->alloc, &items, body->n_pending, &body->cap_pending, sizeof *body->pending))
+  if (sl_grow_array(body->alloc, &items,
+                    &body->cap_pending, body->n_pending + 1, sizeof *body->pending))
     return oom(p->error);
   body->pending = items;
   body->pending[body->n_pending].id = id;
