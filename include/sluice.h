@@ -214,6 +214,10 @@ SLUICE_EXPORT void sluice_dataset_close(struct sluice_dataset* dataset);
 struct sluice_batch_tag {
   int64_t split;
   int64_t batch;
+  /// Custom metadata the source attached to the batch (an Arrow IPC record
+  /// batch message's custom_metadata), in the C Data Interface metadata
+  /// layout, or NULL. Valid until the next sluice_scanner_next or close.
+  const char* metadata;
 };
 
 /// A scan with positions: like sluice_dataset_scan, but each batch comes with
@@ -271,6 +275,13 @@ struct sluice_write_options {
   /// unknown key or a bad value is EINVAL; formats without options ignore
   /// them.
   const char* format_options;
+  /// Optional: custom metadata for each record batch's message (Arrow IPC
+  /// outputs; other formats ignore it). Called once per batch, right after
+  /// the writer took it from the stream; sets *metadata to a blob in the C
+  /// Data Interface metadata layout that stays valid until the next call, or
+  /// to NULL. A non-zero return fails the write with that code.
+  int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
+  void* batch_metadata_user;
 };
 
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);

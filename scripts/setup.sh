@@ -24,7 +24,7 @@ JOBS="${JOBS:-2}"
 APT_PACKAGES=(
   cmake ninja-build gcc clang libclang-rt-14-dev llvm pkg-config
   libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
-  libsnappy-dev libjansson-dev libcmocka-dev
+  libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
 )
 
 log() { printf '== setup: %s\n' "$*"; }

@@ -422,7 +422,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
       options->allocator != NULL ? options->allocator : sluice_default_allocator();
   struct sl_sink* sink = NULL;
   SL_RETURN_NOT_OK(sl_sink_open(location, alloc, &sink, error));
-  struct sl_write_args args = {alloc, options->compression, options->format_options};
+  struct sl_write_args args = {alloc, options->compression, options->format_options,
+                               options->batch_metadata, options->batch_metadata_user};
   int rc = writer->write(stream, sink, &args, error);
   if (rc != 0) {
     sl_sink_abort(sink);

@@ -99,11 +99,19 @@ void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap);
 int cli_print_table(struct ArrowArrayStream* stream, FILE* out, int width,
                     struct sluice_error* error);
 
-/// Writes the stream with sluice_write to `location` ("-" = standard output)
-/// with the writer options `format_options` ("k=v,k=v" or NULL); prints the
-/// error and returns CLI_ERROR on failure.
-int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
-                     const char* compression, const char* format_options);
+/// For a stream from cli_progress_stream: sluice_write_options.batch_metadata
+/// that tags each record batch message with the position of the batch in plan
+/// order, as custom metadata "sluice:split" and "sluice:batch" (decimal), so
+/// that a consumer of an --unordered IPC stream can restore the order.
+int cli_progress_position_metadata(void* progress_stream, const struct ArrowArray* batch,
+                                   const char** metadata);
+
+/// Writes a stream from cli_progress_stream with sluice_write to `location`
+/// ("-" = standard output) as -t, -c/--compression and -W say; with
+/// --unordered, batches carry their positions (cli_progress_position_metadata).
+/// Prints the error and returns CLI_ERROR on failure.
+int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
+                     const struct cli_options* options);
 
 int cli_cmd_cat(const struct cli_options* options);
 int cli_cmd_schema(const struct cli_options* options);

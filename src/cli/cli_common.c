@@ -100,6 +100,8 @@ struct progress_stream {
   int64_t max_split;    ///< highest split seen so far
   int64_t rows;
   double start, last_draw;
+  struct sluice_batch_tag last_tag;  ///< of the batch get_next returned last
+  char position_metadata[96];        ///< cli_progress_position_metadata's blob
 };
 
 static double now_seconds(void) {
@@ -140,15 +142,42 @@ static int progress_get_schema(struct ArrowArrayStream* stream, struct ArrowSche
 
 static int progress_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
   struct progress_stream* p = stream->private_data;
-  struct sluice_batch_tag tag = {0, 0};
+  struct sluice_batch_tag tag = {0, 0, NULL};
   int rc = sluice_scanner_next(p->scanner, out, &tag, &p->error);
   if (rc != 0 || out->release == NULL) {
     progress_clear(p);
     return rc;
   }
   p->rows += out->length;
+  p->last_tag = tag;
   if (tag.split > p->max_split) p->max_split = tag.split;
   if (p->enabled) progress_draw(p);
+  return 0;
+}
+
+/// Appends an int32 length and the bytes of `s` (the metadata layout).
+static size_t put_metadata_string(char* out, size_t at, const char* s) {
+  int32_t n = (int32_t)strlen(s);
+  memcpy(out + at, &n, 4);
+  memcpy(out + at + 4, s, (size_t)n);
+  return at + 4 + (size_t)n;
+}
+
+int cli_progress_position_metadata(void* progress_stream, const struct ArrowArray* batch,
+                                   const char** metadata) {
+  (void)batch;
+  struct progress_stream* p = progress_stream;
+  char split[24], index[24];
+  snprintf(split, sizeof split, "%lld", (long long)p->last_tag.split);
+  snprintf(index, sizeof index, "%lld", (long long)p->last_tag.batch);
+  // 4 + 2 * (4 + 12 + 4 + 20) bytes at most: fits position_metadata.
+  int32_t count = 2;
+  memcpy(p->position_metadata, &count, 4);
+  size_t at = put_metadata_string(p->position_metadata, 4, "sluice:split");
+  at = put_metadata_string(p->position_metadata, at, split);
+  at = put_metadata_string(p->position_metadata, at, "sluice:batch");
+  put_metadata_string(p->position_metadata, at, index);
+  *metadata = p->position_metadata;
   return 0;
 }
 

@@ -52,13 +52,17 @@ static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* 
   return status;
 }
 
-int cli_write_stream(struct ArrowArrayStream* stream, const char* location, const char* format,
-                     const char* compression, const char* format_options) {
+int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
+                     const struct cli_options* options) {
   struct sluice_write_options write_options;
   sluice_write_options_init(&write_options);
-  write_options.format = format;
-  write_options.compression = compression;
-  write_options.format_options = format_options;
+  write_options.format = options->to;
+  write_options.compression = options->compression;
+  write_options.format_options = options->write_options;
+  if (!options->ordered) {
+    write_options.batch_metadata = cli_progress_position_metadata;
+    write_options.batch_metadata_user = stream->private_data;
+  }
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = sluice_write(stream, location, &write_options, &error);
@@ -85,8 +89,7 @@ int cli_cmd_cat(const struct cli_options* options) {
   if (wants_table(options)) {
     status = cat_table(&stream, options);
   } else {
-    status = cli_write_stream(&stream, options->output != NULL ? options->output : "-",
-                              options->to, options->compression, options->write_options);
+    status = cli_write_stream(&stream, options->output != NULL ? options->output : "-", options);
   }
   stream.release(&stream);
   sluice_dataset_close(dataset);

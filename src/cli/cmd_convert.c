@@ -31,8 +31,7 @@ int cli_cmd_convert(const struct cli_options* options) {
     sluice_dataset_close(dataset);
     return CLI_ERROR;
   }
-  status = cli_write_stream(&stream, destination, options->to, options->compression,
-                            options->write_options);
+  status = cli_write_stream(&stream, destination, options);
   stream.release(&stream);
   sluice_dataset_close(dataset);
   return status;

@@ -11,7 +11,8 @@
   "Global options:\n"                                                         \
   "  --threads N        decoding threads (default: one per core)\n"           \
   "  --ordered          deliver batches in file order (default)\n"            \
-  "  --unordered        deliver batches as they are decoded\n"                \
+  "  --unordered        deliver batches as they are decoded (Arrow IPC output\n" \
+  "                     tags each batch with sluice:split / sluice:batch)\n"  \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
   "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
   "                     header, ...; see the README)\n"                       \

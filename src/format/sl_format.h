@@ -29,6 +29,16 @@ struct sl_reader_args {
   const char* format_options;
 };
 
+/// Stored statistics of one column over the whole object (see stored_stats).
+struct sl_stored_column_stats {
+  int64_t null_count;  ///< -1 = unknown
+  /// 1 when min_max holds bounds for this column that cover every row group
+  /// (0 for nested columns, or when some row group has none).
+  int has_min_max;
+  /// The bounds are the actual extremes, not truncated or widened.
+  int min_exact, max_exact;
+};
+
 struct sl_format_reader {
   const char* name;                 ///< "arrow", "arrows", "csv", ...
   const char* const* extensions;    ///< NULL-terminated, with the dot: ".arrow"
@@ -55,6 +65,20 @@ struct sl_format_reader {
   int (*split_next)(void* state, struct ArrowArray* out, struct sluice_error* error);
   void (*split_close)(void* state);
   void (*close)(void* reader);
+  /// Optional (NULL = the format stores no statistics). What the object's
+  /// metadata says about its values (a Parquet footer), so that `sluice stats`
+  /// can answer count(*) and min/max without decoding. For `columns`
+  /// (indexes into the full schema, in the order wanted; NULL = all) fills
+  /// *row_count (-1 = unknown), stats[i] for each column, and `min_max`: a
+  /// struct array of 2 rows (row 0 = min, row 1 = max) with one child per
+  /// column in that column's Arrow type (null where a bound is unknown).
+  int (*stored_stats)(void* reader, const int64_t* columns, int64_t n_columns,
+                      int64_t* row_count, struct sl_stored_column_stats* stats,
+                      struct ArrowArray* min_max, struct sluice_error* error);
+  /// Optional (NULL = none): custom metadata of the batch split_next returned
+  /// last (an IPC message's custom_metadata) in the C Data Interface metadata
+  /// layout, or NULL. Valid until the next split_next / split_close.
+  const char* (*split_batch_metadata)(void* state);
 };
 
 struct sl_write_args {
@@ -63,6 +87,10 @@ struct sl_write_args {
   /// Writer options as "key=value,key=value" (NULL = none); see
   /// sluice_write_options.format_options.
   const char* format_options;
+  /// Per-batch message metadata (see sluice_write_options.batch_metadata);
+  /// NULL = none.
+  int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
+  void* batch_metadata_user;
 };
 
 struct sl_sink;

@@ -34,6 +34,9 @@ struct sl_scan_item {
   int64_t split;
   int64_t batch;
   int64_t bytes;
+  /// Custom metadata the reader gave the batch (a copy), or NULL.
+  char* metadata;
+  size_t metadata_size;
   struct sl_scan_item* next;
 };
 
@@ -54,6 +57,8 @@ struct sl_scan {
   int64_t* columns;
   int64_t n_columns;
   struct ArrowSchema schema;  // projected schema, for byte accounting (may be released)
+  char* tag_metadata;         // metadata of the batch sl_scan_next returned last
+  size_t tag_metadata_size;
   int ordered;
   int64_t limit;
   int64_t budget;
@@ -88,6 +93,7 @@ struct sl_scan {
 
 static void release_item(const struct sluice_allocator* alloc, struct sl_scan_item* item) {
   if (item->array.release != NULL) item->array.release(&item->array);
+  sl_free(alloc, item->metadata, item->metadata_size);
   sl_free(alloc, item, sizeof *item);
 }
 
@@ -206,6 +212,19 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
   }
   it->split = s;
   it->batch = b;
+  const char* metadata =
+      scan->format->split_batch_metadata != NULL ? scan->format->split_batch_metadata(state) : NULL;
+  if (metadata != NULL) {
+    it->metadata_size = (size_t)sl_metadata_size(metadata);
+    it->metadata = sl_alloc(scan->alloc, it->metadata_size);
+    if (it->metadata == NULL) {
+      it->metadata_size = 0;
+      release_item(scan->alloc, it);
+      return sl_error_set(error, ENOMEM, "scan: out of memory copying the metadata of batch %lld "
+                          "of split %lld", (long long)b, (long long)s);
+    }
+    memcpy(it->metadata, metadata, it->metadata_size);
+  }
   it->bytes = scan->schema.release != NULL ? sl_array_byte_size(&scan->schema, &it->array) : 0;
   if (it->bytes < 0) it->bytes = 0;
   if (scan->on_batch != NULL) {
@@ -314,6 +333,7 @@ static void* worker_main(void* arg) {
 }
 
 static void scan_free(struct sl_scan* scan) {
+  sl_free(scan->alloc, scan->tag_metadata, scan->tag_metadata_size);
   const struct sluice_allocator* alloc = scan->alloc;
   if (scan->slots != NULL) {
     for (int64_t s = 0; s < scan->n_splits; ++s) {
@@ -513,9 +533,14 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
   scan->rows_delivered += item->array.length;
   pthread_mutex_unlock(&scan->mutex);
   sl_array_move(&item->array, out);
+  // The tag's metadata stays valid until the next call: the scan keeps it.
+  sl_free(scan->alloc, scan->tag_metadata, scan->tag_metadata_size);
+  scan->tag_metadata = item->metadata;
+  scan->tag_metadata_size = item->metadata_size;
   if (tag != NULL) {
     tag->split = item->split;
     tag->batch = item->batch;
+    tag->metadata = item->metadata;
   }
   sl_free(scan->alloc, item, sizeof *item);
   return 0;

@@ -626,7 +626,7 @@ static char* write_with(const struct sl_format_writer* writer, struct ArrowSchem
   struct sl_sink* sink = NULL;
   struct sluice_error error = {0, ""};
   assert_int_equal(sl_sink_open(path, NULL, &sink, &error), 0);
-  struct sl_write_args args = {NULL, NULL, NULL};
+  struct sl_write_args args = {.alloc = NULL};
   int rc = writer->write(&stream, sink, &args, &error);
   if (rc != 0) fail_msg("write: %s", error.message);
   assert_int_equal(sl_sink_commit(sink, &error), 0);

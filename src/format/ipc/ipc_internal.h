@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "core/sl_buffer.h"
 #include "core/sl_ref.h"
 #include "fb_read.h"
 
@@ -96,6 +97,14 @@ struct ipc_message {
 /// removed).
 int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
                       struct ipc_message* out, struct sluice_error* error);
+
+/// Encodes the [KeyValue] vector at `slot` of `t` into `out` in the C Data
+/// Interface metadata layout (out->size = 0 when absent or empty). 0, -1 if
+/// malformed, ENOMEM.
+int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out);
+/// The Message's custom_metadata into `out` (size 0 when it has none).
+int ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
+                         const struct ipc_where* where, struct sluice_error* error);
 
 /// Reads the framing prefix at `p` (n bytes available, n >= 8 preferred):
 /// sets *prefix (4 or 8 bytes) and *meta_len (flatbuffer bytes incl. padding;

@@ -52,6 +52,40 @@ int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* w
     return sl_error_set(error, ENOTSUP,
                         "%s: offset %" PRId64 ": unsupported IPC metadata version %d",
                         where->name, where->offset, (int)out->version);
-  // Custom metadata on messages carries nothing we need; it is not read.
+  return 0;
+}
+
+static int append_i32(struct sl_buffer* b, int32_t v) { return sl_buffer_append(b, &v, 4); }
+
+int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out) {
+  out->size = 0;
+  struct fb_vec kvs;
+  int rc = fb_read_vec(t, slot, 4, &kvs);
+  if (rc < 0) return -1;
+  if (rc == 0 || kvs.count == 0) return 0;
+  if (kvs.count > INT32_MAX / 8) return -1;
+  if (append_i32(out, (int32_t)kvs.count) != 0) return ENOMEM;
+  for (uint32_t i = 0; i < kvs.count; ++i) {
+    struct fb_table kv;
+    const char *k, *v;
+    uint32_t klen, vlen;
+    if (fb_vec_table(&kvs, i, &kv) != 0 || fb_read_string(&kv, IPC_KEY_VALUE_KEY, &k, &klen) < 0 ||
+        fb_read_string(&kv, IPC_KEY_VALUE_VALUE, &v, &vlen) < 0)
+      return -1;
+    if (klen > INT32_MAX || vlen > INT32_MAX) return -1;
+    if (append_i32(out, (int32_t)klen) != 0 || sl_buffer_append(out, k, klen) != 0 ||
+        append_i32(out, (int32_t)vlen) != 0 || sl_buffer_append(out, v, vlen) != 0)
+      return ENOMEM;
+  }
+  return 0;
+}
+
+int ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
+                         const struct ipc_where* where, struct sluice_error* error) {
+  int rc = ipc_read_kv_metadata(&msg->message, IPC_MESSAGE_CUSTOM_METADATA, out);
+  if (rc < 0) return ipc_fb_error(&msg->fb, where, "Message custom_metadata", error);
+  if (rc == ENOMEM)
+    return sl_error_set(error, ENOMEM, "%s: offset %" PRId64 ": out of memory reading message "
+                        "metadata", where->name, where->offset);
   return 0;
 }

@@ -79,35 +79,17 @@ static const char* scratch_str(struct schema_parser* p, const char* s, uint32_t 
   return (const char*)p->text.data;
 }
 
-static int append_i32(struct sl_buffer* b, int32_t v) { return sl_buffer_append(b, &v, 4); }
-
-/// Encodes a [KeyValue] vector in the C Data Interface metadata layout and
-/// sets it on `s`. An absent or empty vector leaves metadata NULL.
+/// Sets the [KeyValue] vector at `slot` of `t` as the metadata of `s`. An
+/// absent or empty vector leaves metadata NULL.
 static int set_metadata(struct schema_parser* p, const struct fb_table* t, int slot,
                         struct ArrowSchema* s) {
-  struct fb_vec kvs;
-  int rc = fb_read_vec(t, slot, 4, &kvs);
+  int rc = ipc_read_kv_metadata(t, slot, &p->meta);
   if (rc < 0) return bad(p, "custom_metadata");
-  if (rc == 0 || kvs.count == 0) return 0;
-  if (kvs.count > INT32_MAX / 8) return bad(p, "custom_metadata");
-  p->meta.size = 0;
-  if (append_i32(&p->meta, (int32_t)kvs.count) != 0) goto oom;
-  for (uint32_t i = 0; i < kvs.count; ++i) {
-    struct fb_table kv;
-    const char *k, *v;
-    uint32_t klen, vlen;
-    if (fb_vec_table(&kvs, i, &kv) != 0 || fb_read_string(&kv, IPC_KEY_VALUE_KEY, &k, &klen) < 0 ||
-        fb_read_string(&kv, IPC_KEY_VALUE_VALUE, &v, &vlen) < 0)
-      return bad(p, "custom_metadata");
-    if (klen > INT32_MAX || vlen > INT32_MAX) return bad(p, "custom_metadata");
-    if (append_i32(&p->meta, (int32_t)klen) != 0 || sl_buffer_append(&p->meta, k, klen) != 0 ||
-        append_i32(&p->meta, (int32_t)vlen) != 0 || sl_buffer_append(&p->meta, v, vlen) != 0)
-      goto oom;
-  }
+  if (rc == ENOMEM)
+    return sl_error_set(p->error, ENOMEM, "%s: out of memory reading schema metadata",
+                        p->where->name);
+  if (p->meta.size == 0) return 0;
   return sl_schema_set_metadata(s, (const char*)p->meta.data, p->error);
-oom:
-  return sl_error_set(p->error, ENOMEM, "%s: out of memory reading schema metadata",
-                      p->where->name);
 }
 
 static const char* const k_time_unit_chars = "smun";

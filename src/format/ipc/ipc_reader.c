@@ -264,6 +264,7 @@ struct ipc_file_split {
   int64_t* columns;
   int64_t n_columns;
   int done;
+  struct sl_buffer batch_meta;  ///< the batch message's custom_metadata
 };
 
 static int file_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -275,6 +276,7 @@ static int file_split_open(void* reader, const struct sl_split* split, const int
     return sl_error_set(error, EINVAL, "%s: split %" PRId64 " out of range", f->source->name, split->index);
   SL_RETURN_NOT_OK(check_columns(&f->schema, f->source->name, columns, n_columns, error));
   struct ipc_file_split* s = sl_calloc(f->alloc, 1, sizeof *s);
+  if (s != NULL) sl_buffer_init(&s->batch_meta, f->alloc);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", f->source->name);
   s->f = f;
   s->block = split->index;
@@ -308,6 +310,8 @@ static int file_split_next(void* state, struct ArrowArray* out, struct sluice_er
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch block holds message "
                       "type %d", where.name, where.offset, msg.header_type);
   else
+    rc = ipc_message_metadata(&msg, &s->batch_meta, &where, error);
+  if (rc == 0)
     rc = ipc_decode_record_batch(&f->schema, &f->memo, &msg, &body, s->columns, s->n_columns,
                                  &where, out, error);
   sl_ref_release(body.owner);
@@ -319,6 +323,7 @@ static void file_split_close(void* state) {
   struct ipc_file_split* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->f->alloc;
+  sl_buffer_reset(&s->batch_meta);
   if (s->columns) sl_free(alloc, s->columns, (size_t)(s->n_columns > 0 ? s->n_columns : 1) * sizeof *s->columns);
   sl_free(alloc, s, sizeof *s);
 }
@@ -339,6 +344,7 @@ struct ipc_stream {
   int finished;     ///< end of stream seen
   int64_t* columns;
   int64_t n_columns;
+  struct sl_buffer batch_meta;  ///< the last batch message's custom_metadata
 };
 
 /// Reads exactly `len` bytes forward. *eof = 1 (and 0 returned) when the
@@ -430,6 +436,7 @@ static void stream_close(void* reader) {
   if (st == NULL) return;
   ipc_dict_memo_reset(&st->memo, st->alloc);
   ipc_schema_reset(&st->schema);
+  sl_buffer_reset(&st->batch_meta);
   if (st->columns) sl_free(st->alloc, st->columns, (size_t)(st->n_columns > 0 ? st->n_columns : 1) * sizeof *st->columns);
   sl_free(st->alloc, st, sizeof *st);
 }
@@ -441,6 +448,7 @@ static int stream_open(const struct sl_reader_args* args, void** reader, struct 
   st->source = args->source;
   st->alloc = args->alloc;
   st->schema.alloc = args->alloc;
+  sl_buffer_init(&st->batch_meta, args->alloc);
   struct sl_view meta;
   struct ipc_message msg;
   struct ipc_body body;
@@ -530,8 +538,10 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
     int got = 0;
     switch (msg.header_type) {
       case IPC_MESSAGE_RECORD_BATCH:
-        rc = ipc_decode_record_batch(&st->schema, &st->memo, &msg, &body,
-                                     st->columns, st->columns ? st->n_columns : 0, &where, out, error);
+        rc = ipc_message_metadata(&msg, &st->batch_meta, &where, error);
+        if (rc == 0)
+          rc = ipc_decode_record_batch(&st->schema, &st->memo, &msg, &body, st->columns,
+                                       st->columns ? st->n_columns : 0, &where, out, error);
         got = rc == 0;
         break;
       case IPC_MESSAGE_DICTIONARY_BATCH:
@@ -554,6 +564,17 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
 }
 
 static void stream_split_close(void* state) { (void)state; }
+
+/// The custom metadata of the last batch, or NULL.
+static const char* file_batch_metadata(void* state) {
+  struct ipc_file_split* s = state;
+  return s->batch_meta.size > 0 ? (const char*)s->batch_meta.data : NULL;
+}
+
+static const char* stream_batch_metadata(void* state) {
+  struct ipc_stream* st = state;
+  return st->batch_meta.size > 0 ? (const char*)st->batch_meta.data : NULL;
+}
 
 static int stream_probe(const uint8_t* head, int64_t n) {
   struct ipc_where where = {"", 0};
@@ -581,6 +602,7 @@ static const struct sl_format_reader k_file_reader = {
   .plan_splits = file_plan,
   .split_open = file_split_open,
   .split_next = file_split_next,
+  .split_batch_metadata = file_batch_metadata,
   .split_close = file_split_close,
   .close = file_close,
 };
@@ -594,6 +616,7 @@ static const struct sl_format_reader k_stream_reader = {
   .plan_splits = stream_plan,
   .split_open = stream_split_open,
   .split_next = stream_split_next,
+  .split_batch_metadata = stream_batch_metadata,
   .split_close = stream_split_close,
   .close = stream_close,
 };

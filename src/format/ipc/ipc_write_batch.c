@@ -533,8 +533,11 @@ int ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t m
 
 int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
                            const struct ipc_body* body, int64_t dict_id, int is_delta,
-                           struct ipc_block* block, struct sluice_error* error) {
+                           const char* metadata, struct ipc_block* block,
+                           struct sluice_error* error) {
   fb_reset(b);
+  fb_ref custom_metadata = 0;
+  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, metadata, "record batch", &custom_metadata, error));
   fb_ref nodes, buffers;
   uint8_t* p = fb_vector_reserve(b, (size_t)body->n_nodes, IPC_FIELD_NODE_STRUCT_SIZE, 8, &nodes);
   for (int64_t i = 0; p != NULL && i < body->n_nodes; i++) {
@@ -581,6 +584,7 @@ int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
   fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, header_type);
   fb_add_ref(b, IPC_MESSAGE_HEADER, header);
   fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, body_length);
+  fb_add_ref(b, IPC_MESSAGE_CUSTOM_METADATA, custom_metadata);
   fb_ref message = fb_table_end(b);
   const uint8_t* meta = NULL;
   size_t meta_size = 0;

@@ -99,7 +99,7 @@ static int32_t read_i32(const char* p) {
 
 /// Decodes the C Data Interface metadata blob into a [KeyValue] vector
 /// (*out = 0 when there is none).
-static int build_metadata(struct fb_builder* b, const char* meta, const char* what,
+int ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what,
                           fb_ref* out, struct sluice_error* error) {
   *out = 0;
   if (meta == NULL) return 0;
@@ -300,7 +300,7 @@ static int build_field(struct fb_builder* b, const struct ArrowSchema* f,
   }
 
   fb_ref metadata = 0;
-  SL_RETURN_NOT_OK(build_metadata(b, f->metadata, column, &metadata, error));
+  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, f->metadata, column, &metadata, error));
   fb_ref name = fb_string(b, field_name(f), strlen(field_name(f)));
 
   fb_table_start(b);
@@ -330,7 +330,7 @@ int ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
   }
   fb_ref fields = fb_vector_from_stack(b, base);
   fb_ref metadata = 0;
-  SL_RETURN_NOT_OK(build_metadata(b, root->metadata, "schema", &metadata, error));
+  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, root->metadata, "schema", &metadata, error));
   fb_table_start(b);
   fb_add_i16(b, IPC_SCHEMA_ENDIANNESS, IPC_ENDIAN_LITTLE);
   fb_add_ref(b, IPC_SCHEMA_FIELDS, fields);

@@ -29,20 +29,17 @@ struct ipc_writer {
   struct fb_builder fb;
   struct ipc_body body;
   struct ipc_blocks dict_blocks, batch_blocks;
+  /// sl_write_args.batch_metadata: custom metadata per record batch message.
+  int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
+  void* batch_metadata_user;
 };
 
 static int add_block(struct ipc_writer* w, struct ipc_blocks* blocks,
                      const struct ipc_block* block, struct sluice_error* error) {
   if (!w->file) return 0;
-  if (blocks->n == blocks->cap) {
-    int64_t cap = blocks->cap ? blocks->cap * 2 : 64;
-    struct ipc_block* items = sl_alloc(w->alloc, (size_t)cap * sizeof *items);
-    if (items == NULL) return sl_error_set(error, ENOMEM, "arrow ipc writer: out of memory");
-    if (blocks->n) memcpy(items, blocks->items, (size_t)blocks->n * sizeof *items);
-    sl_free(w->alloc, blocks->items, (size_t)blocks->cap * sizeof *items);
-    blocks->items = items;
-    blocks->cap = cap;
-  }
+  if (sl_grow_array(w->alloc, (void**)&blocks->items, &blocks->cap, blocks->n + 1,
+                    sizeof *blocks->items) != 0)
+    return sl_error_set(error, ENOMEM, "arrow ipc writer: out of memory");
   blocks->items[blocks->n++] = *block;
   return 0;
 }
@@ -138,7 +135,8 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   e->last_length = array->length;
   rc = ipc_body_compress(out, w->codec, w->zstd, error);
   struct ipc_block block;
-  if (rc == 0) rc = ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, &block, error);
+  if (rc == 0) rc = ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, NULL, &block,
+                                          error);
   if (rc == 0) rc = add_block(w, &w->dict_blocks, &block, error);
   if (rc == 0) e->written = 1;
 done:
@@ -148,13 +146,14 @@ done:
 }
 
 static int write_batch(struct ipc_writer* w, const struct ArrowArray* batch,
-                       struct sluice_error* error) {
+                       const char* metadata, struct sluice_error* error) {
   SL_RETURN_NOT_OK(ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
   for (int64_t i = 0; i < w->body.n_pending; i++)
     SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, error));
   SL_RETURN_NOT_OK(ipc_body_compress(&w->body, w->codec, w->zstd, error));
   struct ipc_block block;
-  SL_RETURN_NOT_OK(ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, &block, error));
+  SL_RETURN_NOT_OK(ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, metadata, &block,
+                                          error));
   SL_RETURN_NOT_OK(add_block(w, &w->batch_blocks, &block, error));
   ipc_body_reset(&w->body);  // drop scratch (compressed copies) now, not next batch
   return 0;
@@ -210,7 +209,14 @@ static int write_all(struct ipc_writer* w, struct ArrowArrayStream* stream,
     int rc = stream->get_next(stream, &batch);
     if (rc != 0) return stream_error(stream, rc, "get_next", error);
     if (batch.release == NULL) break;
-    rc = write_batch(w, &batch, error);
+    const char* metadata = NULL;
+    if (w->batch_metadata != NULL &&
+        (rc = w->batch_metadata(w->batch_metadata_user, &batch, &metadata)) != 0) {
+      batch.release(&batch);
+      return sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
+                          strerror(rc));
+    }
+    rc = write_batch(w, &batch, metadata, error);
     batch.release(&batch);
     if (rc != 0) return rc;
   }
@@ -227,6 +233,10 @@ static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   w.alloc = args != NULL ? args->alloc : NULL;
   w.sink = sink;
   w.file = file;
+  if (args != NULL) {
+    w.batch_metadata = args->batch_metadata;
+    w.batch_metadata_user = args->batch_metadata_user;
+  }
   SL_RETURN_NOT_OK(parse_codec(args != NULL ? args->compression : NULL, &w.codec, error));
   if (stream == NULL || stream->release == NULL)
     return sl_error_set(error, EINVAL, "arrow ipc writer: input stream is released");

@@ -51,6 +51,11 @@ int64_t ipc_dicts_find(const struct ipc_dicts* dicts, const struct ArrowSchema* 
 int ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
                      const struct ipc_dicts* dicts, fb_ref* out, struct sluice_error* error);
 
+/// Builds a [KeyValue] vector from a C Data Interface metadata blob (`meta`,
+/// may be NULL: *out = 0). `what` names the owner in errors.
+int ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what, fb_ref* out,
+                          struct sluice_error* error);
+
 /// Compression of message bodies.
 enum ipc_codec { IPC_CODEC_NONE = 0, IPC_CODEC_LZ4, IPC_CODEC_ZSTD };
 
@@ -130,10 +135,12 @@ struct ipc_block {
 };
 
 /// Writes a RecordBatch message (dict_id < 0) or a DictionaryBatch message
-/// with the planned body.
+/// with the planned body; `metadata` (a C Data Interface metadata blob, or
+/// NULL) becomes the message's custom_metadata.
 int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
                            const struct ipc_body* body, int64_t dict_id, int is_delta,
-                           struct ipc_block* block, struct sluice_error* error);
+                           const char* metadata, struct ipc_block* block,
+                           struct sluice_error* error);
 
 /// Writes one encapsulated message with the finished flatbuffer `meta`
 /// (continuation marker, length, metadata, padding); the body follows it.
