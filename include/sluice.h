@@ -200,6 +200,13 @@ SLUICE_EXPORT int sluice_dataset_schema(struct sluice_dataset* dataset, struct A
 /// Number of independent splits the dataset plans to read (>= 0).
 SLUICE_EXPORT int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset);
 
+/// Rows the reader dropped so far because the format options asked it to
+/// skip bad rows (CSV bad_rows=skip), over every scan of the dataset; the
+/// first one's position and reason go to `first_reason` (up to `cap` bytes,
+/// may be NULL). 0 for formats that never drop rows.
+SLUICE_EXPORT int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset,
+                                                  char* first_reason, size_t cap);
+
 /// Starts a scan as an Arrow C stream of struct arrays (one child per column).
 /// Several scans of one dataset may run at once. The stream may outlive the
 /// dataset handle.

@@ -264,6 +264,13 @@ int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset) {
   return dataset != NULL ? dataset->n_splits : 0;
 }
 
+int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset, char* first_reason,
+                                    size_t cap) {
+  if (first_reason != NULL && cap > 0) first_reason[0] = '\0';
+  if (dataset == NULL || dataset->format->rows_skipped == NULL) return 0;
+  return dataset->format->rows_skipped(dataset->reader, first_reason, cap);
+}
+
 void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) {
   memset(args, 0, sizeof *args);
   args->format = ds->format;

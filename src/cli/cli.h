@@ -78,6 +78,10 @@ int cli_parse_count(const char* text, int64_t* out);
 int cli_open(const struct cli_options* options, const char* location,
              struct sluice_dataset** out);
 
+/// After a successful read: a warning on stderr (unless --quiet) when the
+/// reader dropped bad rows because -O bad_rows=skip asked it to.
+void cli_report_skipped(struct sluice_dataset* dataset, const struct cli_options* options);
+
 /// Whether `name` is among the formats sluice writes (or reads).
 int cli_writer_known(const char* name);
 int cli_reader_known(const char* name);

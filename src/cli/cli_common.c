@@ -181,6 +181,14 @@ int cli_progress_position_metadata(void* progress_stream, const struct ArrowArra
   return 0;
 }
 
+void cli_report_skipped(struct sluice_dataset* dataset, const struct cli_options* options) {
+  char first[256];
+  int64_t n = sluice_dataset_rows_skipped(dataset, first, sizeof first);
+  if (n > 0 && !options->quiet)
+    fprintf(stderr, "sluice: warning: skipped %lld bad row%s (first: %s)\n", (long long)n,
+            n == 1 ? "" : "s", first);
+}
+
 static const char* progress_last_error(struct ArrowArrayStream* stream) {
   struct progress_stream* p = stream->private_data;
   return p->error.message;

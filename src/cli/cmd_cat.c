@@ -91,6 +91,7 @@ int cli_cmd_cat(const struct cli_options* options) {
   } else {
     status = cli_write_stream(&stream, options->output != NULL ? options->output : "-", options);
   }
+  if (status == CLI_OK) cli_report_skipped(dataset, options);
   stream.release(&stream);
   sluice_dataset_close(dataset);
   return status;

@@ -32,6 +32,7 @@ int cli_cmd_convert(const struct cli_options* options) {
     return CLI_ERROR;
   }
   status = cli_write_stream(&stream, destination, options);
+  if (status == CLI_OK) cli_report_skipped(dataset, options);
   stream.release(&stream);
   sluice_dataset_close(dataset);
   return status;

@@ -199,6 +199,7 @@ int cli_cmd_stats(const struct cli_options* options) {
   status = options->json ? print_json(stats, n, &schema) : (print_text(stats, n, &schema), CLI_OK);
   if (schema.release != NULL) schema.release(&schema);
   sluice_stats_free(stats, n);
+  if (status == CLI_OK) cli_report_skipped(dataset, options);
   sluice_dataset_close(dataset);
   return status;
 }

@@ -79,6 +79,10 @@ struct sl_format_reader {
   /// last (an IPC message's custom_metadata) in the C Data Interface metadata
   /// layout, or NULL. Valid until the next split_next / split_close.
   const char* (*split_batch_metadata)(void* state);
+  /// Optional (NULL = the format never drops rows): rows dropped so far
+  /// because the user asked to skip bad ones (CSV bad_rows=skip), and the
+  /// reason for the first (line, byte, why) into `first_reason` (cap bytes).
+  int64_t (*rows_skipped)(void* reader, char* first_reason, size_t cap);
 };
 
 struct sl_write_args {

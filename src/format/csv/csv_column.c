@@ -94,6 +94,82 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
                       n > 40 ? "..." : "", tname, hint);
 }
 
+static int64_t ts_scale(enum sl_time_unit u) {
+  return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;
+}
+
+int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+                       char* why, size_t why_cap, int* ok) {
+  const struct csv_column* col = &s->r->cols[c];
+  const uint8_t* p;
+  int64_t n;
+  if (token(s, f, &p, &n) != 0) return ENOMEM;
+  *ok = 1;
+  const char* problem = "cannot convert";
+  if (csv_is_null(p, n)) return 0;  // null (or "" in a string column): always fits
+  switch (col->conv) {
+    case CV_F64:
+    case CV_F32: {
+      double v;
+      *ok = csv_parse_double(p, n, &v);
+      break;
+    }
+    case CV_INT: {
+      int64_t v;
+      *ok = csv_parse_int64(p, n, &v);
+      if (*ok && col->width < 8) {
+        int64_t lim = INT64_C(1) << (col->width * 8 - 1);
+        if (v < -lim || v >= lim) *ok = 0, problem = "out of range:";
+      }
+      break;
+    }
+    case CV_UINT: {
+      uint64_t v;
+      *ok = csv_parse_uint64(p, n, &v);
+      if (*ok && col->width < 8 && v >> (col->width * 8) != 0) *ok = 0, problem = "out of range:";
+      break;
+    }
+    case CV_BOOL: {
+      int v;
+      *ok = (n == 1 && (p[0] == '0' || p[0] == '1')) || csv_parse_bool(p, n, &v);
+      break;
+    }
+    case CV_DATE32: {
+      int32_t v;
+      *ok = csv_parse_date32(p, n, &v);
+      break;
+    }
+    case CV_TIMESTAMP: {
+      int64_t sec, v;
+      int32_t ns;
+      int zone;
+      const int64_t scale = ts_scale(col->type.unit);
+      *ok = csv_parse_timestamp(p, n, &sec, &ns, &zone);
+      if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
+                  __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v)))
+        *ok = 0, problem = "out of range:";
+      break;
+    }
+    case CV_UTF8:
+      *ok = csv_valid_utf8(p, n);
+      problem = "invalid UTF-8 in";
+      break;
+    case CV_BINARY:
+      break;
+  }
+  if (!*ok) {
+    char shown[48];
+    int64_t k = 0;
+    for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
+    shown[k] = '\0';
+    char tname[64];
+    sl_type_name(&col->type, tname, sizeof tname);
+    snprintf(why, why_cap, "column '%s': %s '%s%s' as %s", s->r->layout.names[c], problem, shown,
+             n > 40 ? "..." : "", tname);
+  }
+  return 0;
+}
+
 #define CSV_FOR_EACH_VALUE(BODY)                                                     \
   for (int64_t row = 0; row < n_rows; ++row) {                                      \
     const struct csv_field* f = &rows->fields[rows->row_first[row] + c];            \
@@ -106,10 +182,6 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
     }                                                                               \
     BODY                                                                            \
   }
-
-static int64_t ts_scale(enum sl_time_unit u) {
-  return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;
-}
 
 int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
                        struct sluice_error* error) {

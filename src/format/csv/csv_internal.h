@@ -27,6 +27,8 @@ struct csv_options {
   int64_t batch_bytes;///< cut a batch once its rows span this many bytes
   int impl;           ///< CSV_IMPL_* ("simd=scalar|sse2|auto")
   int no_fastpath;    ///< "fastpath=false": always tokenize (tests compare both)
+  int missing_null;   ///< "missing_fields=null": short rows end with nulls
+  int skip_bad_rows;  ///< "bad_rows=skip": drop (and count) rows that do not fit
   int64_t n_schema;
   struct csv_schema_entry* schema;
 };

@@ -181,6 +181,14 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       if (vlen == 4 && memcmp(v, "true", 4) == 0) o->no_fastpath = 0;
       else if (vlen == 5 && memcmp(v, "false", 5) == 0) o->no_fastpath = 1;
       else ok = 0;
+    } else if (KEY("missing_fields")) {
+      if (vlen == 4 && memcmp(v, "null", 4) == 0) o->missing_null = 1;
+      else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->missing_null = 0;
+      else ok = 0;
+    } else if (KEY("bad_rows")) {
+      if (vlen == 4 && memcmp(v, "skip", 4) == 0) o->skip_bad_rows = 1;
+      else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->skip_bad_rows = 0;
+      else ok = 0;
     } else if (KEY("schema")) {
       if (o->n_schema > 0) csv_options_free(o, alloc);
       rc = parse_schema(v, vlen, alloc, o, error);
@@ -188,7 +196,7 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL,
                           "unknown CSV option '%.*s' (known: delimiter, quote, escape, header, "
-                          "schema, split_size, infer_bytes, batch_bytes)",
+                          "schema, missing_fields, bad_rows, split_size, infer_bytes, batch_bytes)",
                           (int)klen, s);
     }
 #undef KEY

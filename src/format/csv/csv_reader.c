@@ -390,6 +390,7 @@ static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_byt
     // general path takes a few rows, then the fused path tries again.
     if (want > 64) want = 64;
   }
+again:
   while (s->rows.n_rows == 0 && s->pos < s->stop && s->pos < s->limit) {
     int64_t err_pos = 0;
     enum csv_tok_status st = csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
@@ -410,7 +411,15 @@ static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_byt
     }
   }
   if (s->rows.n_rows == 0) return 0;
-  SL_RETURN_NOT_OK(csv_check_field_counts(s, error));
+  if (r->opts.missing_null || r->opts.skip_bad_rows) {
+    SL_RETURN_NOT_OK(csv_fix_rows(s, error));
+    if (s->rows.n_rows == 0) {  // every row was dropped: read on
+      s->rows.n_fields = 0;
+      goto again;
+    }
+  } else {
+    SL_RETURN_NOT_OK(csv_check_field_counts(s, error));
+  }
   for (int64_t j = 0; j < s->n_cols; ++j) {
     int rc = csv_convert_column(s, s->cols[j], sl_builder_child(&s->batch, j), error);
     if (rc != 0) {
@@ -465,6 +474,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .split_next = csv_split_next,
     .split_close = csv_split_close,
     .close = csv_close,
+    .rows_skipped = csv_rows_skipped,
 };
 
 const struct sl_format_reader* sl_csv_reader(void) { return &csv_reader_vtable; }

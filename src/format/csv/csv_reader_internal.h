@@ -42,6 +42,11 @@ struct csv_reader {
   /// Quote bytes in [b_j, b_j+1) where b_0 = data_start, b_j = plan_start[j] - 1:
   /// counted lazily by split_open (-1 = not yet), see csv_reader.c.
   atomic_llong* plan_quotes;
+  /// bad_rows=skip: rows dropped so far (all splits) and why the first one
+  /// was (written once, by whichever split claims `first_skip_claimed`).
+  atomic_llong rows_skipped;
+  atomic_int first_skip_claimed;
+  char first_skip[256];
 };
 
 struct csv_split_state {
@@ -82,6 +87,20 @@ void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line
 
 /// Every row has n_cols fields (or one more, empty: a trailing delimiter).
 int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
+/// Whether field `f` of file column `c` converts to the column's type (or is
+/// null), exactly as csv_convert_column would take it. 0 = it would fail;
+/// ENOMEM; *why receives a description when it fails.
+int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+                       char* why, size_t why_cap, int* ok);
+/// The bad-row options (csv_bad_rows.c) applied to the tokenized rows of a
+/// chunk, in place of csv_check_field_counts: missing_fields=null pads short
+/// rows with null fields; bad_rows=skip drops rows with the wrong number of
+/// fields or a value that does not convert, counting them in the reader.
+/// After it, only row_first[r] (not the difference to the next row) is
+/// meaningful: dropped rows leave their fields in place.
+int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error);
+/// The reader's rows_skipped hook (see sl_format.h).
+int64_t csv_rows_skipped(void* reader, char* first_reason, size_t cap);
 /// Converts column `c` of the tokenized rows into builder `b`.
 int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
                        struct sluice_error* error);

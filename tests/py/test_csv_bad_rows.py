@@ -1,0 +1,122 @@
+"""CSV bad-row options against DuckDB: `-O bad_rows=skip` drops rows with the
+wrong number of fields or values that do not convert (DuckDB's
+ignore_errors=true), `-O missing_fields=null` ends short rows with nulls
+(DuckDB's null_padding=true). Both read with one and with several threads
+and splits, and the skipped rows are counted on stderr."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+
+SCHEMA = "a:int64|b:float64|c:string|d:int32"
+DUCK_COLUMNS = {"a": "BIGINT", "b": "DOUBLE", "c": "VARCHAR", "d": "INTEGER"}
+
+
+def _generate(path, rows: int, seed: int, bad: bool, short: bool):
+    """Writes a CSV; returns the number of bad rows written."""
+    rnd = random.Random(seed)
+    n_bad = 0
+    with open(path, "w", newline="") as f:
+        f.write("a,b,c,d\n")
+        for i in range(rows):
+            fields = [str(i), repr(rnd.random()), f"s{rnd.randrange(1000)}",
+                      str(rnd.randrange(-2**31, 2**31))]
+            roll = rnd.random()
+            if short and roll < 0.05:
+                fields = fields[:rnd.randrange(1, 4)]
+                n_bad += 1
+            elif bad and roll < 0.08:
+                kind = rnd.randrange(4)
+                if kind == 0:
+                    fields.append("extra")
+                elif kind == 1:
+                    fields[0] = "not-a-number"
+                elif kind == 2:
+                    fields[3] = str(2**40)  # out of int32 range
+                else:
+                    fields = fields[:2]
+                n_bad += 1
+            f.write(",".join(fields) + "\n")
+    return n_bad
+
+
+def _sluice(sluice, path, *options, threads=1):
+    args = ["cat", "-t", "arrows", "--threads", threads, "--schema", SCHEMA, path]
+    for o in options:
+        args[1:1] = ["-O", o]
+    proc = sluice.run(*args)
+    return ipc.open_stream(pa.BufferReader(proc.stdout)).read_all(), proc.stderr.decode()
+
+
+def _duckdb(path, option):
+    types = ", ".join(f"'{k}': '{v}'" for k, v in DUCK_COLUMNS.items())
+    rel = duckdb.sql(f"select * from read_csv('{path}', header=true, sep=',', {option}=true, "
+                     f"types={{{types}}})")
+    return rel.to_arrow_table()
+
+
+def _rows(table):
+    return sorted(zip(*(table.column(c).to_pylist() for c in ("a", "b", "c", "d"))),
+                  key=lambda r: r[0])
+
+
+@pytest.mark.parametrize("threads,split", [(1, None), (4, "split_size=4096")])
+def test_skip_bad_rows_matches_duckdb(sluice, tmp_path, threads, split):
+    path = tmp_path / "bad.csv"
+    n_bad = _generate(path, 20_000, seed=3, bad=True, short=False)
+    assert n_bad > 100
+    opts = ["bad_rows=skip"] + ([split] if split else [])
+    table, err = _sluice(sluice, path, *opts, threads=threads)
+    expected = _duckdb(path, "ignore_errors")
+    assert table.num_rows == expected.num_rows == 20_000 - n_bad
+    assert _rows(table) == _rows(expected)
+    m = re.search(r"skipped (\d+) bad rows \(first: line (\d+)", err)
+    assert m, err
+    assert int(m.group(1)) == n_bad
+    # Plan order is kept: the surviving rows are in file order.
+    assert table.column("a").to_pylist() == sorted(table.column("a").to_pylist())
+
+
+def test_missing_fields_null_matches_duckdb(sluice, tmp_path):
+    path = tmp_path / "short.csv"
+    n_short = _generate(path, 5_000, seed=5, bad=False, short=True)
+    assert n_short > 50
+    table, err = _sluice(sluice, path, "missing_fields=null", threads=2)
+    expected = _duckdb(path, "null_padding")
+    assert table.num_rows == 5_000
+    assert _rows(table) == _rows(expected)
+    assert "skipped" not in err
+
+
+def test_both_options_pad_then_skip(sluice, tmp_path):
+    path = tmp_path / "both.csv"
+    path.write_text("a,b,c,d\n1,0.5,x,7\n2,0.25\n3,oops,y,8\n4,1.5,z,9,extra\n5,2.5,w,10\n")
+    table, err = _sluice(sluice, path, "missing_fields=null", "bad_rows=skip")
+    assert table.column("a").to_pylist() == [1, 2, 5]
+    assert table.column("c").to_pylist() == ["x", None, "w"]
+    assert "skipped 2 bad rows (first: line 4 (byte 25): column 'b'" in err
+
+
+def test_default_is_an_error_naming_the_line(sluice, tmp_path):
+    path = tmp_path / "err.csv"
+    path.write_text("a,b,c,d\n1,0.5,x,7\n2,0.25\n")
+    proc = sluice.expect_error("cat", "--schema", SCHEMA, path)
+    assert "line 3" in proc.stderr.decode()
+    # missing_fields=null alone still rejects rows with too many fields.
+    path.write_text("a,b,c,d\n1,0.5,x,7,8\n")
+    proc = sluice.expect_error("cat", "-O", "missing_fields=null", "--schema", SCHEMA, path)
+    assert "expected 4 fields, found 5" in proc.stderr.decode()
+
+
+def test_bad_option_value(sluice, tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a\n1\n")
+    proc = sluice.expect_error("cat", "-O", "bad_rows=sometimes", path)
+    assert "bad_rows" in proc.stderr.decode()
