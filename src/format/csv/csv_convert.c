@@ -338,8 +338,11 @@ const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) 
   }
   if (w == 0) {
     *out = neg ? -0.0 : 0.0;
-  } else if (w <= (UINT64_C(1) << 53) && q >= 0 && q <= 22) {  // Clinger: exact operands
-    double v = (double)w * csv_exact_pow10[q];
+  } else if (w <= (UINT64_C(1) << 53) && q >= -22 && q <= 22) {
+    // Clinger: both operands are exact doubles, so one IEEE multiplication or
+    // division rounds correctly. Most decimals written in shortest form
+    // (16 digits or fewer) take this path.
+    double v = q >= 0 ? (double)w * csv_exact_pow10[q] : (double)w / csv_exact_pow10[-q];
     *out = neg ? -v : v;
   } else if (!eisel_lemire(w, q, neg, out) && !parse_double_slow(p, s - p, out)) {
     return NULL;
