@@ -25,7 +25,12 @@ APT_PACKAGES=(
   cmake ninja-build gcc clang libclang-rt-14-dev llvm pkg-config
   libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
   libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
+  avro-bin libavro-dev maven openjdk-17-jdk-headless
 )
+
+# Java Avro's avro-tools (Maven Central) for the Avro interop tests and bench
+# W2, cached in .cache/avro-tools/ (git-ignored).
+AVRO_TOOLS_VERSION=1.12.2
 
 log() { printf '== setup: %s\n' "$*"; }
 
@@ -54,6 +59,21 @@ install_deps() {
   fi
   log "pip install -r requirements-dev.txt ($("$PYTHON" --version 2>&1))"
   "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$ROOT/requirements-dev.txt"
+  fetch_avro_tools
+}
+
+fetch_avro_tools() {
+  local dir="$ROOT/.cache/avro-tools"
+  local jar="$dir/avro-tools-$AVRO_TOOLS_VERSION.jar"
+  if [ -s "$jar" ]; then
+    log "avro-tools $AVRO_TOOLS_VERSION already in $dir"
+    return
+  fi
+  log "mvn dependency:copy org.apache.avro:avro-tools:$AVRO_TOOLS_VERSION"
+  mkdir -p "$dir"
+  mvn -q -B dependency:copy -Dartifact="org.apache.avro:avro-tools:$AVRO_TOOLS_VERSION" \
+      -DoutputDirectory="$dir"
+  [ -s "$jar" ] || { echo "setup: $jar was not fetched" >&2; exit 1; }
 }
 
 build_release() {

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 #include <libdeflate.h>
+#include <lzma.h>
 #include <snappy-c.h>
 #include <zstd.h>
 
@@ -436,6 +437,12 @@ static size_t codec_file(struct enc* e, const char* codec, int64_t rows, int cor
       uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
       memcpy(z + zn, be, 4);
       zn += 4;
+    } else if (strcmp(codec, "lzma") == 0) {
+      // avro-c's codec: one raw LZMA2 stream, preset 6, as avro-c writes it.
+      lzma_options_lzma opt;
+      assert_false(lzma_lzma_preset(&opt, 6));
+      lzma_filter filters[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+      assert_int_equal(lzma_raw_buffer_encode(filters, NULL, raw, n, z, &zn, 1 << 17), LZMA_OK);
     } else {
       zn = ZSTD_compress(z, 1 << 17, raw, n, 3);
     }
@@ -450,9 +457,9 @@ static size_t codec_file(struct enc* e, const char* codec, int64_t rows, int cor
 
 static void test_codecs_crafted(void** state) {
   (void)state;
-  static const char* const k_codecs[] = {"deflate", "snappy", "zstandard"};
+  static const char* const k_codecs[] = {"deflate", "snappy", "zstandard", "lzma"};
   struct enc* e = calloc(1, sizeof *e);
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     size_t n = codec_file(e, k_codecs[i], 40, 0);
     char path[512];
     test_temp_path("codec.avro", path, sizeof path);

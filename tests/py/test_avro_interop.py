@@ -510,3 +510,60 @@ def test_reader_schema_unions(tmp_path):
     proc = subprocess.run([*driver, str(path), str(out), f"reader_schema={rs}"], capture_output=True,
                           timeout=300)
     assert proc.returncode != 0 and b"has no match" in proc.stderr
+
+
+def test_reader_schema_enum_default(tmp_path, sluice):
+    """A writer enum symbol the reader's enum lacks reads as the reader's
+    "default" symbol (`--reader-schema`), as fastavro resolves it; without a
+    default it is an error, but only if the data uses that symbol."""
+    import json
+    color = {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN", "BLUE", "PINK", "TEAL"]}
+    writer = {"type": "record", "name": "r", "fields": [
+        {"name": "e", "type": color},
+        {"name": "ne", "type": ["null", "Color"]},
+        {"name": "ae", "type": {"type": "array", "items": "Color"}},
+        {"name": "other", "type": {"type": "enum", "name": "Other", "symbols": ["A", "B"]}},
+    ]}
+    symbols = color["symbols"]
+    rows = [{"e": symbols[k % 5], "ne": None if k % 4 == 0 else symbols[(k * 3) % 5],
+             "ae": [symbols[(k + j) % 5] for j in range(k % 4)], "other": "A"} for k in range(60)]
+    path = tmp_path / "enums.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, writer, rows, codec="deflate")
+    # The reader lacks PINK and TEAL, has a new symbol, and orders them differently.
+    rcolor = {"type": "enum", "name": "Color", "symbols": ["UNKNOWN", "BLUE", "RED", "GREEN"],
+              "default": "UNKNOWN"}
+    reader = {"type": "record", "name": "r", "fields": [
+        {"name": "e", "type": rcolor},
+        {"name": "ne", "type": ["null", "Color"]},
+        {"name": "ae", "type": {"type": "array", "items": "Color"}},
+        {"name": "other", "type": {"type": "enum", "name": "Other", "symbols": ["A"]}},
+    ]}
+    rs = tmp_path / "reader.avsc"
+    rs.write_text(json.dumps(reader))
+    out = tmp_path / "out.arrows"
+    sluice.run("convert", "--reader-schema", rs, path, out)
+    with open(out, "rb") as f:
+        table = ipc.open_stream(f).read_all()
+    with open(path, "rb") as f:
+        want_rows = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    assert table.num_rows == len(want_rows) == len(rows)
+    assert any(r["e"] == "UNKNOWN" for r in want_rows)  # the default was really used
+    for name in table.column_names:
+        col = table.column(name)
+        assert col.to_pylist() == [r[name] for r in want_rows], name
+    assert table.schema.field("e").type == pa.dictionary(pa.int32(), pa.utf8())
+    assert table.column("e").chunk(0).dictionary.to_pylist() == rcolor["symbols"]
+
+    # Without a default, a writer symbol the reader lacks fails when met.
+    nodef = json.loads(json.dumps(reader))
+    del nodef["fields"][0]["type"]["default"]
+    rs.write_text(json.dumps(nodef))
+    proc = sluice.expect_error("convert", "--reader-schema", rs, path, out)
+    assert b"no match" in proc.stderr
+    # A default that is not one of the symbols is an invalid schema.
+    bad = json.loads(json.dumps(reader))
+    bad["fields"][0]["type"]["default"] = "PURPLE"
+    rs.write_text(json.dumps(bad))
+    proc = sluice.expect_error("convert", "--reader-schema", rs, path, out)
+    assert b"PURPLE" in proc.stderr

@@ -1,8 +1,8 @@
 """The Avro writer: Arrow IPC → `sluice convert` → .avro, read with fastavro
 and read back with sluice, for every codec, every mapped type, nulls at every
 level, sliced and multi-batch input, empty tables, the arrow-testing corpus
-files rewritten, and the errors. (Java avro-tools and avro-c are not
-installed here: no tests against them.)"""
+files rewritten, and the errors. avro-c and Java Avro read sluice's files in
+test_avro_avroc.py and test_avro_java.py."""
 import datetime
 import decimal
 import uuid

@@ -28,7 +28,8 @@ int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
     enum avro_codec codec;
   } k_codecs[] = {{"null", AVRO_CODEC_NULL},      {"deflate", AVRO_CODEC_DEFLATE},
                   {"snappy", AVRO_CODEC_SNAPPY},  {"zstandard", AVRO_CODEC_ZSTD},
-                  {"bzip2", AVRO_CODEC_BZIP2},    {"xz", AVRO_CODEC_XZ}};
+                  {"bzip2", AVRO_CODEC_BZIP2},    {"xz", AVRO_CODEC_XZ},
+                  {"lzma", AVRO_CODEC_LZMA}};
   for (size_t i = 0; i < sizeof k_codecs / sizeof k_codecs[0]; ++i)
     if (strlen(k_codecs[i].name) == n && memcmp(k_codecs[i].name, name, n) == 0) {
       *out = k_codecs[i].codec;
@@ -190,13 +191,30 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
   return rc;
 }
 
-static int xz_block(const uint8_t* in, size_t n, struct avro_buf* out,
+int avro_lzma_options(int level, void* lzma_options_lzma_out) {
+  lzma_options_lzma* opt = lzma_options_lzma_out;
+  if (lzma_lzma_preset(opt, (uint32_t)(level < 0 || level > 9 ? 6 : level))) return EINVAL;
+  if (opt->dict_size > (UINT32_C(8) << 20)) opt->dict_size = UINT32_C(8) << 20;
+  return 0;
+}
+
+/// An xz container (codec "xz"), or avro-c's raw LZMA2 stream (`raw`, codec
+/// "lzma").
+static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
                     const struct sluice_allocator* alloc, struct sluice_error* error) {
   lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
   lzma_stream xs = LZMA_STREAM_INIT;
   xs.allocator = &la;
-  if (lzma_stream_decoder(&xs, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
-    return sl_error_set(error, ENOMEM, "out of memory for xz");
+  lzma_options_lzma opt;
+  lzma_filter filters[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+  lzma_ret init = raw ? (avro_lzma_options(6, &opt) != 0 ? LZMA_OPTIONS_ERROR
+                                                         : lzma_raw_decoder(&xs, filters))
+                      : lzma_stream_decoder(&xs, UINT64_MAX, LZMA_CONCATENATED);
+  if (init != LZMA_OK) {
+    lzma_end(&xs);
+    return sl_error_set(error, init == LZMA_MEM_ERROR ? ENOMEM : EINVAL, "%s: decoder setup failed (%d)",
+                        raw ? "lzma" : "xz", (int)init);
+  }
   int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
   xs.next_in = in;
   xs.avail_in = n;
@@ -208,9 +226,10 @@ static int xz_block(const uint8_t* in, size_t n, struct avro_buf* out,
     lzma_ret r = lzma_code(&xs, xs.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
     out->size += before - xs.avail_out;
     if (r == LZMA_STREAM_END) break;
-    if (r == LZMA_MEM_ERROR) rc = sl_error_set(error, ENOMEM, "xz: out of memory");
-    else if (r == LZMA_BUF_ERROR && xs.avail_out != 0) rc = sl_error_set(error, EILSEQ, "xz: truncated data");
-    else if (r != LZMA_OK && r != LZMA_BUF_ERROR) rc = sl_error_set(error, EILSEQ, "xz: corrupt data (%d)", (int)r);
+    const char* what = raw ? "lzma" : "xz";
+    if (r == LZMA_MEM_ERROR) rc = sl_error_set(error, ENOMEM, "%s: out of memory", what);
+    else if (r == LZMA_BUF_ERROR && xs.avail_out != 0) rc = sl_error_set(error, EILSEQ, "%s: truncated data", what);
+    else if (r != LZMA_OK && r != LZMA_BUF_ERROR) rc = sl_error_set(error, EILSEQ, "%s: corrupt data (%d)", what, (int)r);
   }
   lzma_end(&xs);
   return rc;
@@ -226,7 +245,8 @@ int avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct a
     case AVRO_CODEC_SNAPPY: return snappy_block(in, n, out, alloc, error);
     case AVRO_CODEC_ZSTD: return zstd_block(in, n, out, alloc, error);
     case AVRO_CODEC_BZIP2: return bzip2_block(in, n, out, alloc, error);
-    case AVRO_CODEC_XZ: return xz_block(in, n, out, alloc, error);
+    case AVRO_CODEC_XZ: return xz_block(in, n, 0, out, alloc, error);
+    case AVRO_CODEC_LZMA: return xz_block(in, n, 1, out, alloc, error);
     default: return sl_error_set(error, EINVAL, "codec %d needs no decompression", (int)codec);
   }
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
@@ -80,7 +81,9 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       int rc = reserve(out, ZSTD_compressBound(n), alloc, error);
       if (rc == 0) {
         size_t got = ZSTD_compressCCtx(cctx, out->data, out->cap, in, n, level < 0 ? 3 : level);
-        if (ZSTD_isError(got)) rc = sl_error_set(error, EIO, "avro: zstd: %s", ZSTD_getErrorName(got));
+        if (ZSTD_isError(got))
+          rc = sl_error_set(error, ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ? ENOMEM : EIO,
+                            "avro: zstd: %s", ZSTD_getErrorName(got));
         else out->size = got;
       }
       ZSTD_freeCCtx(cctx);
@@ -113,7 +116,21 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       size_t pos = 0;
       lzma_ret r = lzma_easy_buffer_encode((uint32_t)(level < 0 || level > 9 ? 6 : level),
                                            LZMA_CHECK_CRC64, &la, in, n, out->data, &pos, out->cap);
-      if (r != LZMA_OK) return sl_error_set(error, EIO, "avro: xz compression failed (%d)", (int)r);
+      if (r != LZMA_OK)
+        return sl_error_set(error, r == LZMA_MEM_ERROR ? ENOMEM : EIO, "avro: xz compression failed (%d)", (int)r);
+      out->size = pos;
+      return 0;
+    }
+    case AVRO_CODEC_LZMA: {  // avro-c's codec: a raw LZMA2 stream (see avro_internal.h)
+      lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
+      lzma_options_lzma opt;
+      if (avro_lzma_options(level, &opt) != 0) return sl_error_set(error, EINVAL, "avro: bad lzma level %d", level);
+      lzma_filter filters[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+      SL_RETURN_NOT_OK(reserve(out, lzma_stream_buffer_bound(n), alloc, error));
+      size_t pos = 0;
+      lzma_ret r = lzma_raw_buffer_encode(filters, &la, in, n, out->data, &pos, out->cap);
+      if (r != LZMA_OK)
+        return sl_error_set(error, r == LZMA_MEM_ERROR ? ENOMEM : EIO, "avro: lzma compression failed (%d)", (int)r);
       out->size = pos;
       return 0;
     }

@@ -32,6 +32,7 @@ struct avro_node {
   enum avro_logical logical;
   int32_t precision, scale;   ///< decimal
   int64_t size;               ///< fixed
+  int64_t enum_default;       ///< enum: index of its "default" symbol + 1 (0: none)
   char* name;                 ///< full name of a named type (record/enum/fixed), else NULL
   int64_t n;                  ///< fields / symbols / union branches; 1 for array, map
   struct avro_node** items;   ///< field types / branches / the item or value type
@@ -163,8 +164,14 @@ int avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
 
 /* ---- Codecs ---------------------------------------------------------------- */
 
+/// AVRO_CODEC_LZMA is avro-c's codec "lzma" (not in the spec): one raw LZMA2
+/// stream per block, no container, with the dictionary of xz preset 6 (8 MiB).
 enum avro_codec { AVRO_CODEC_NULL, AVRO_CODEC_DEFLATE, AVRO_CODEC_SNAPPY, AVRO_CODEC_ZSTD,
-                  AVRO_CODEC_BZIP2, AVRO_CODEC_XZ };
+                  AVRO_CODEC_BZIP2, AVRO_CODEC_XZ, AVRO_CODEC_LZMA };
+
+/// The LZMA2 options avro-c's "lzma" codec uses (preset 6, so an 8 MiB
+/// dictionary; a larger one could fail in avro-c's decoder). 0 or EINVAL.
+int avro_lzma_options(int level, void* lzma_options_lzma_out);
 
 /// EINVAL with a message for an unknown codec name (`n` bytes, not NUL-terminated).
 int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,

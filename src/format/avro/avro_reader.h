@@ -27,8 +27,8 @@
 // defaults, promotions (int → long/float/double, long → float/double, float →
 // double, string ↔ bytes), enum symbols remapped, unions on either side
 // resolved branch by branch (a writer branch the reader cannot take fails
-// only when the data uses it). Not supported: enum defaults for unknown
-// symbols (an unknown symbol is an error when met).
+// only when the data uses it). A writer enum symbol the reader lacks reads
+// as the reader enum's "default" symbol; without one it is an error when met.
 #ifndef SL_AVRO_READER_H
 #define SL_AVRO_READER_H
 

@@ -7,7 +7,8 @@
 //
 // Unions resolve branch by branch (the first reader branch that matches
 // exactly, else by promotion); a writer branch with no match is an error only
-// if the data uses it. Not supported: enum defaults for unknown symbols.
+// if the data uses it. A writer enum symbol the reader lacks maps to the
+// reader enum's "default" symbol; without one it is an error when met.
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -258,6 +259,7 @@ static int resolve_enum(struct rctx* c, const struct avro_node* w, const struct 
     int32_t m = -1;
     for (int64_t j = 0; j < r->n && m < 0; ++j)
       if (strcmp(w->names[k], r->names[j]) == 0) m = (int32_t)j;
+    if (m < 0) m = (int32_t)(r->enum_default - 1);  // the reader's default, or still -1
     int64_t at = avro_program_pool_add(p, &m, 4);
     if (at < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
     if (off < 0) off = at;

@@ -281,6 +281,15 @@ static int parse_enum(struct parse_ctx* c, json_t* j, const char* ns, struct avr
     n->names[i] = sl_strdup(c->s->alloc, json_string_value(s));
     if (n->names[i] == NULL) return oom(c);
   }
+  // The symbol a reader uses for writer symbols it lacks (schema resolution).
+  json_t* def = json_object_get(j, "default");
+  if (def != NULL) {
+    if (!json_is_string(def)) return bad(c, "enum default is not a string", n->name);
+    for (int64_t i = 0; i < n->n && n->enum_default == 0; ++i)
+      if (strcmp(n->names[i], json_string_value(def)) == 0) n->enum_default = i + 1;
+    if (n->enum_default == 0)
+      return bad(c, "enum default is not one of its symbols", json_string_value(def));
+  }
   return 0;
 }
 

@@ -41,9 +41,11 @@
 // fields sanitized to the same name are an error.
 //
 // Options (sl_write_args.format_options, "key=value,key=value"):
-//   codec=null|deflate|snappy|zstandard|bzip2|xz  (default: from
+//   codec=null|deflate|snappy|zstandard|bzip2|xz|lzma  (default: from
 //        sl_write_args.compression — zstd → zstandard, or the codec's name —
 //        else null)
+//        lzma is avro-c's own codec (raw LZMA2, not in the spec): only avro-c
+//        and sluice read it.
 //   level=N          compression level (codec default if absent)
 //   block_size=N     uncompressed bytes per block before a new one starts
 //                    (alias sync_interval; default 256 KiB)
@@ -870,7 +872,8 @@ static int random_sync(uint8_t* out, struct sluice_error* error) {
 
 static int write_header(struct aw_ctx* ctx, const char* schema_json, struct sl_sink* sink,
                         struct sluice_error* error) {
-  static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz"};
+  static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz",
+                                              "lzma"};
   const char* codec = k_codec_names[ctx->codec];
   SL_RETURN_NOT_OK(put_bytes(ctx, "Obj\x01", 4, error));
   SL_RETURN_NOT_OK(put_long(ctx, 2, error));

@@ -1,0 +1,219 @@
+"""Avro interop with Java Avro (`org.apache.avro:avro-tools` from Maven
+Central; scripts/setup.sh fetches it into .cache/avro-tools/).
+
+- Files sluice writes (the fastavro schema zoo read back through sluice, and
+  an Arrow table of every type the writer maps), with every codec Java has
+  (null, deflate, snappy, zstandard, bzip2, xz), are read by `avro-tools
+  tojson` with the values fastavro reads from the same file.
+- Files `avro-tools fromjson --codec X --schema-file S` writes from the zoo's
+  rows are read by sluice with the values fastavro reads from them, which are
+  the rows fed in.
+
+tojson prints values in their underlying Avro types (no logical types), so
+fastavro's values are taken the same way. Without java or the jar the tests
+skip, except under CI=true, where they fail (CI installs both).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+fastavro = pytest.importorskip("fastavro")
+
+from conftest import REPO  # noqa: E402
+from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
+from test_avro_interop import compare, sluice_read  # noqa: E402
+from test_avro_writer import all_types_table, write_arrow  # noqa: E402
+
+JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
+ROWS = 120
+
+
+def _unavailable(msg: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg + " (CI installs it through scripts/setup.sh)")
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def avro_tools() -> list[str]:
+    java = shutil.which("java")
+    if java is None:
+        _unavailable("java not found")
+    jar = os.environ.get("SLUICE_AVRO_TOOLS")
+    if not jar:
+        jars = sorted((REPO / ".cache" / "avro-tools").glob("avro-tools-*.jar"))
+        jar = str(jars[-1]) if jars else None
+    if not jar or not Path(jar).is_file():
+        _unavailable("avro-tools jar not found in .cache/avro-tools/ (run scripts/setup.sh --deps) "
+                     "or $SLUICE_AVRO_TOOLS")
+    # C1 only and the serial collector: these runs are short, JVM start-up dominates.
+    return [java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dfile.encoding=UTF-8",
+            "-Dsun.stdout.encoding=UTF-8", "-jar", jar]
+
+
+def run_tool(cmd: list[str], stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, timeout=300,
+                          env={**os.environ, "LC_ALL": "C.UTF-8"})
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0, f"{' '.join(cmd[-4:])} failed: {err[-3000:]}"
+    return proc
+
+
+# ---- Java's JSON encoding -> Python values ------------------------------------------
+
+
+def float32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def from_java_json(schema, v, names: dict):
+    """One value of Avro's JSON encoding as Java writes it (unions as
+    {"full.name": value}, bytes and fixed as strings of code points 0-255,
+    NaN as a string) -> the Python value fastavro gives (no logical types)."""
+    if isinstance(schema, str):
+        schema = {"type": schema} if schema in PRIMITIVES else names[schema]
+    if isinstance(schema, list):
+        if v is None:
+            return None
+        assert isinstance(v, dict) and len(v) == 1, f"union value {v!r}"
+        (key, x), = v.items()
+        for branch in schema:
+            name = branch if isinstance(branch, str) else branch.get("name", branch["type"])
+            if not isinstance(name, str):
+                continue
+            if key in (name, name.rsplit(".", 1)[-1]):
+                return from_java_json(branch, x, names)
+        raise AssertionError(f"no union branch {key!r} in {schema}")
+    t = schema["type"]
+    if isinstance(t, (dict, list)):
+        return from_java_json(t, v, names)
+    if t in ("record", "enum", "fixed") and "name" in schema:
+        names.setdefault(schema["name"], schema)
+    if t == "record":
+        return {f["name"]: from_java_json(f["type"], v[f["name"]], names) for f in schema["fields"]}
+    if t == "array":
+        return [from_java_json(schema["items"], x, names) for x in v]
+    if t == "map":
+        return {k: from_java_json(schema["values"], x, names) for k, x in v.items()}
+    if t in ("bytes", "fixed"):
+        return v.encode("latin-1")
+    if t in ("float", "double"):
+        x = SPECIAL_FLOATS[v] if isinstance(v, str) else float(v)
+        return float32(x) if t == "float" else x
+    if t in PRIMITIVES or t == "enum":
+        return v
+    return from_java_json(names[t], v, names)
+
+
+def java_rows(avro_tools: list[str], path: Path, schema) -> list:
+    proc = run_tool([*avro_tools, "tojson", str(path)])
+    names: dict = {}
+    return [from_java_json(schema, json.loads(line), names)
+            for line in proc.stdout.decode("utf-8").split("\n") if line]
+
+
+def check_java_reads(avro_tools, path: Path) -> list:
+    schema, want = fastavro_raw(path)
+    got = java_rows(avro_tools, path, schema)
+    assert len(got) == len(want), f"{path.name}: Java read {len(got)} rows, fastavro {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not same(g, w):
+            diff = {k: (g.get(k), w.get(k)) for k in w if not same(g.get(k), w.get(k))}
+            raise AssertionError(f"{path.name} row {i}: Java vs fastavro differ: {diff}")
+    return want
+
+
+# ---- sluice writes, Java reads ------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", JAVA_CODECS)
+def test_java_reads_sluice_zoo(tmp_path, sluice, avro_tools, codec):
+    src, out = tmp_path / "zoo.avro", tmp_path / f"sluice_{codec}.avro"
+    write_zoo(src, ROWS)
+    sluice.run("convert", src, out, "-W", f"codec={codec},block_size=4096")
+    want = check_java_reads(avro_tools, out)
+    assert len(want) == ROWS
+
+
+@pytest.mark.parametrize("codec", ["null", "zstandard"])  # the zoo covers every codec
+def test_java_reads_sluice_all_types(tmp_path, sluice, avro_tools, codec):
+    src, out = tmp_path / "in.arrow", tmp_path / f"types_{codec}.avro"
+    table = pa.concat_tables([all_types_table()[0]] * 5)
+    write_arrow(src, table, max_chunksize=7)
+    sluice.run("convert", src, out, "-W", f"codec={codec},block_size=300")
+    want = check_java_reads(avro_tools, out)
+    assert len(want) == table.num_rows
+    assert [r["i64"] for r in want] == table.column("i64").to_pylist()
+
+
+def test_java_reads_sluice_empty(tmp_path, sluice, avro_tools):
+    src, out = tmp_path / "in.arrow", tmp_path / "empty.avro"
+    write_arrow(src, all_types_table()[0].slice(0, 0))
+    sluice.run("convert", src, out, "-W", "codec=deflate")
+    assert check_java_reads(avro_tools, out) == []
+
+
+# ---- Java writes, sluice reads ------------------------------------------------------
+
+
+def to_java_json(v):
+    """fastavro's JSON lines carry NaN as a bare token; Java wants a string."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: to_java_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [to_java_json(x) for x in v]
+    return v
+
+
+@pytest.fixture(scope="module")
+def zoo_json(tmp_path_factory):
+    """The zoo (fastavro-written), its schema file, and its rows as Avro JSON."""
+    d = tmp_path_factory.mktemp("java_zoo")
+    src = d / "zoo.avro"
+    write_zoo(src, ROWS)
+    with open(src, "rb") as f:
+        r = fastavro.reader(f)
+        schema, rows = r.writer_schema, list(r)
+    buf = io.StringIO()
+    fastavro.json_writer(buf, schema, rows)
+    data = d / "zoo.json"
+    data.write_text("".join(json.dumps(to_java_json(json.loads(line))) + "\n"
+                            for line in buf.getvalue().splitlines()))
+    avsc = d / "zoo.avsc"
+    avsc.write_text(json.dumps(schema))
+    return src, avsc, data
+
+
+@pytest.mark.parametrize("codec", JAVA_CODECS)
+def test_sluice_reads_java_written(tmp_path, avro_tools, zoo_json, codec):
+    src, avsc, data = zoo_json
+    out = tmp_path / f"java_{codec}.avro"
+    level = ["--level", "6"] if codec == "xz" else []  # xz has no default level in 1.12
+    with open(out, "wb") as f:
+        run_tool([*avro_tools, "fromjson", "--codec", codec, *level, "--schema-file", str(avsc),
+                  str(data)], stdout=f)
+    with open(out, "rb") as f:
+        r = fastavro.reader(f)
+        assert r.metadata.get("avro.codec", "null") == codec
+        got = list(r)
+    with open(src, "rb") as f:
+        fed = list(fastavro.reader(f))
+    assert same(got, fed)  # Java wrote the rows it was given
+    table = sluice_read(out, tmp_path)
+    compare(out, table)  # sluice reads them as fastavro does, logical types on
+    assert table.num_rows == ROWS
+    assert table.schema.field("dec").type == pa.decimal128(20, 4)
+    assert pa.types.is_union(table.schema.field("u").type)
