@@ -175,6 +175,12 @@ struct sluice_open_options {
   /// for CSV "delimiter=;,header=false,schema=a:int32|b:string"; for Avro
   /// "reader_schema=FILE". Each format documents its keys in the README.
   const char* format_options;
+  /// https:// and s3:// locations: non-zero skips TLS certificate and host
+  /// name verification (default 0: verified).
+  int tls_insecure;
+  /// A PEM file of CA certificates to trust instead of the system's
+  /// (NULL = the system store).
+  const char* ca_bundle;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,

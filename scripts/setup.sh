@@ -26,7 +26,13 @@ APT_PACKAGES=(
   libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
   libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
   avro-bin libavro-dev maven openjdk-17-jdk-headless
+  libcurl4-openssl-dev libssl-dev nginx-light
 )
+
+# s3s-fs (crates.io), an S3 server that verifies SigV4, for tests/py/test_s3.py,
+# built into .cache/s3s-fs/ (git-ignored). 0.14.1 is the newest release that
+# builds with rustc 1.95.
+S3S_FS_VERSION=0.14.1
 
 # Java Avro's avro-tools (Maven Central) for the Avro interop tests and bench
 # W2, cached in .cache/avro-tools/ (git-ignored).
@@ -60,6 +66,35 @@ install_deps() {
   log "pip install -r requirements-dev.txt ($("$PYTHON" --version 2>&1))"
   "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$ROOT/requirements-dev.txt"
   fetch_avro_tools
+  build_s3s_fs
+}
+
+build_s3s_fs() {
+  local root="$ROOT/.cache/s3s-fs"
+  local stamp="$root/version"
+  # A machine-wide copy outside the work tree spares fresh clones (CI) the build.
+  local shared="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/s3s-fs-$S3S_FS_VERSION"
+  if [ -x "$root/bin/s3s-fs" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$S3S_FS_VERSION" ]; then
+    log "s3s-fs $S3S_FS_VERSION already in $root"
+    return
+  fi
+  if [ -x "$shared/s3s-fs" ]; then
+    log "s3s-fs $S3S_FS_VERSION from $shared"
+    mkdir -p "$root/bin"
+    cp "$shared/s3s-fs" "$root/bin/s3s-fs"
+    echo "$S3S_FS_VERSION" > "$stamp"
+    return
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    log "cargo not found: tests/py/test_s3.py will be skipped"
+    return
+  fi
+  log "cargo install s3s-fs $S3S_FS_VERSION into $root"
+  CARGO_TARGET_DIR="$ROOT/.cache/s3s-fs-target" cargo install -q s3s-fs \
+      --version "$S3S_FS_VERSION" --features binary --locked --root "$root" -j "$JOBS"
+  echo "$S3S_FS_VERSION" > "$stamp"
+  rm -rf "$ROOT/.cache/s3s-fs-target"
+  mkdir -p "$shared" && cp "$root/bin/s3s-fs" "$shared/s3s-fs" || true
 }
 
 fetch_avro_tools() {

@@ -201,7 +201,8 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
   ds->limit = options->limit < 0 ? -1 : options->limit;
   ds->location = sl_strdup(alloc, location);
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
-  if (rc == 0) rc = sl_source_open(location, alloc, &ds->source, error);
+  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle};
+  if (rc == 0) rc = sl_source_open_remote(location, &remote, alloc, &ds->source, error);
   if (rc == 0) rc = choose_reader(ds, options->format, error);
   if (rc == 0) {
     struct sl_reader_args args = {

@@ -47,6 +47,8 @@ struct cli_options {
   int json;
   int threads;
   int ordered;
+  int insecure;           ///< --insecure: skip TLS certificate checks
+  const char* ca_bundle;  ///< --ca-bundle FILE
   int64_t budget;
   int quiet;
   int help;

@@ -13,6 +13,10 @@
   "  --ordered          deliver batches in file order (default)\n"            \
   "  --unordered        deliver batches as they are decoded (Arrow IPC output\n" \
   "                     tags each batch with sluice:split / sluice:batch)\n"  \
+  "  --length-prefix K  lenprefix framing: varint (default), u8, u16le,\n"    \
+  "                     u16be, u32le, u32be, u64le, u64be\n"                \
+  "  --insecure         https/s3: do not verify TLS certificates\n"         \
+  "  --ca-bundle FILE   https/s3: trust the CA certificates in FILE\n"      \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
   "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
   "                     header, ...; see the README)\n"                       \
@@ -29,7 +33,7 @@
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
   "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
-  "                      snappy|zstandard|bzip2|xz, level=N, block_size=BYTES)\n"
+  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES)\n"
 
 static const struct cli_command k_commands[] = {
     {"cat", "print a table, or write it in a machine format",
@@ -86,7 +90,7 @@ static const struct cli_command k_commands[] = {
 
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
-  OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA,
+  OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
 };
 
 static const struct option k_long_options[] = {
@@ -100,6 +104,9 @@ static const struct option k_long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"ordered", no_argument, NULL, OPT_ORDERED},
     {"unordered", no_argument, NULL, OPT_UNORDERED},
+    {"length-prefix", required_argument, NULL, OPT_LENGTH_PREFIX},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
     {"budget", required_argument, NULL, OPT_BUDGET},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -254,6 +261,14 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       return CLI_OK;
     case OPT_ORDERED: options->ordered = 1; return CLI_OK;
     case OPT_UNORDERED: options->ordered = 0; return CLI_OK;
+    case OPT_LENGTH_PREFIX:
+      if (add_format_option(options, "length_prefix", optarg, 0) != 0) {
+        cli_error("out of memory");
+        return CLI_ERROR;
+      }
+      return CLI_OK;
+    case OPT_INSECURE: options->insecure = 1; return CLI_OK;
+    case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case OPT_BUDGET:
       if (cli_parse_bytes(optarg, &value) != 0) {
         return usage_error(where, "bad --budget '%s'", optarg);

@@ -10,6 +10,7 @@
 #include "csv/csv_reader.h"
 #include "ipc/ipc_reader.h"
 #include "ipc/ipc_writer.h"
+#include "lenprefix/lenprefix_reader.h"
 #include "text/text_writers.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
@@ -22,6 +23,7 @@ static const sl_reader_accessor sl_reader_table[] = {
     sl_ipc_stream_reader,
     sl_csv_reader,
     sl_avro_reader,
+    sl_lenprefix_reader,
     NULL,
 };
 static const char* const sl_reader_name_table[] = {
@@ -29,6 +31,7 @@ static const char* const sl_reader_name_table[] = {
     "arrows",
     "csv",
     "avro",
+    "lenprefix",
     NULL,
 };
 

@@ -19,6 +19,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_s3.h"
 #include "sl_source_file.h"
 
 /// Writes smaller than this are gathered; larger ones go straight to write(2).
@@ -75,6 +76,7 @@ struct sl_sink {
   size_t used;
   int64_t position;
   int is_pipe;     // fd is a pipe: file bytes go by splice(2)
+  int is_s3;       // s3://: staged in a temporary file, uploaded on commit
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -205,8 +207,11 @@ int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
   }
   const char* colon = strstr(location, "://");
   const char* path = location;
+  int is_s3 = 0;
   if (strncmp(location, "file://", 7) == 0) {
     path = location + 7;
+  } else if (strncmp(location, "s3://", 5) == 0) {
+    is_s3 = 1;
   } else if (colon != NULL) {
     return sl_error_set(error, ENOTSUP, "%s: writing to '%.*s' locations is not supported yet",
                         location, (int)(colon - location), location);
@@ -227,6 +232,18 @@ int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
     grow_pipe(sink->fd);
     struct stat st;
     sink->is_pipe = fstat(sink->fd, &st) == 0 && S_ISFIFO(st.st_mode);
+  } else if (is_s3) {
+    // Staged locally, so that a failed write never reaches the bucket.
+    const char* dir = getenv("TMPDIR");
+    char staging[4096];
+    snprintf(staging, sizeof staging, "%s/sluice-s3-upload",
+             dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    sink->is_s3 = 1;
+    int rc = open_file_sink(sink, staging, error);
+    if (rc != 0) {
+      sink_free(sink);
+      return rc;
+    }
   } else {
     int rc = open_file_sink(sink, path, error);
     if (rc != 0) {
@@ -556,13 +573,16 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     sink_free(sink);
     return rc;
   }
+  if (rc == 0 && sink->is_s3) {
+    rc = sl_s3_upload_file(sink->name, sink->fd, sink->position, sink->alloc, error);
+  }
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);
   sink->fd = -1;
-  if (rc == 0 && rename(sink->tmp_path, sink->target) != 0) {
+  if (rc == 0 && !sink->is_s3 && rename(sink->tmp_path, sink->target) != 0) {
     rc = errno_error(error, sink->name, "cannot rename the temporary file into place", errno);
   }
-  if (rc != 0) unlink(sink->tmp_path);
+  if (rc != 0 || sink->is_s3) unlink(sink->tmp_path);
   sink_free(sink);
   return rc;
 }

@@ -10,7 +10,9 @@
 
 struct sl_sink;
 
-/// Opens a sink for `location` (a path or "-" for standard output).
+/// Opens a sink for `location` (a path, "-" for standard output, or
+/// s3://bucket/key: staged in a temporary file in $TMPDIR and uploaded on
+/// commit, see sl_s3_upload_file).
 int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
                  struct sl_sink** out, struct sluice_error* error);
 /// Appends bytes (buffered).

@@ -7,6 +7,8 @@
 
 #include "../core/sl_error.h"
 #include "sl_source_file.h"
+#include "sl_s3.h"
+#include "sl_source_http.h"
 
 void sl_view_release(struct sl_view* view) {
   if (view == NULL) return;
@@ -22,6 +24,12 @@ static int has_prefix(const char* s, const char* prefix) {
 
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,
                    struct sl_source** out, struct sluice_error* error) {
+  return sl_source_open_remote(location, NULL, alloc, out, error);
+}
+
+int sl_source_open_remote(const char* location, const struct sl_remote_options* remote,
+                          const struct sluice_allocator* alloc, struct sl_source** out,
+                          struct sluice_error* error) {
   *out = NULL;
   if (location == NULL || location[0] == '\0') {
     return sl_error_set(error, EINVAL, "no location given (a path, \"-\" or a URL)");
@@ -34,12 +42,14 @@ int sl_source_open(const char* location, const struct sluice_allocator* alloc,
     if (path[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
     return sl_file_source_open(path, location, alloc, out, error);
   }
-  static const char* const remote_schemes[] = {"http://", "https://", "s3://"};
-  for (size_t i = 0; i < sizeof remote_schemes / sizeof remote_schemes[0]; ++i) {
-    if (has_prefix(location, remote_schemes[i])) {
-      return sl_error_set(error, ENOTSUP, "%s: %.*s sources are not supported yet", location,
-                          (int)(strlen(remote_schemes[i]) - 3), remote_schemes[i]);
-    }
+  if (has_prefix(location, "http://") || has_prefix(location, "https://")) {
+    struct sl_remote_options defaults = {0, NULL};
+    return sl_http_source_open(location, remote != NULL ? remote : &defaults, alloc, out,
+                               error);
+  }
+  if (has_prefix(location, "s3://")) {
+    struct sl_remote_options defaults = {0, NULL};
+    return sl_s3_source_open(location, remote != NULL ? remote : &defaults, alloc, out, error);
   }
   const char* colon = strstr(location, "://");
   if (colon != NULL) {

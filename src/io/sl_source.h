@@ -55,10 +55,21 @@ struct sl_source {
   struct sl_ref* owner;
 };
 
-/// Opens a location: a path, "file://path", or "-" (standard input).
-/// Remote schemes return ENOTSUP until their sources exist.
+/// Settings for remote locations (http://, https://).
+struct sl_remote_options {
+  int tls_insecure;       ///< non-zero: skip certificate and host name checks
+  const char* ca_bundle;  ///< PEM file of trusted CAs, NULL = system store
+};
+
+/// Opens a location: a path, "file://path", "-" (standard input), or an
+/// http:// / https:// URL, or s3://bucket/key.
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,
                    struct sl_source** out, struct sluice_error* error);
+/// sl_source_open with settings for remote locations (`remote` may be NULL:
+/// defaults).
+int sl_source_open_remote(const char* location, const struct sl_remote_options* remote,
+                          const struct sluice_allocator* alloc, struct sl_source** out,
+                          struct sluice_error* error);
 
 /// Convenience wrappers over ops (read_at returns ENOTSUP when forward-only).
 int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,

@@ -15,6 +15,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_source_http.h"
 
 /// Forward reads of a pipe are done in blocks of at least this size, so that
 /// small reads share one allocation and one syscall.
@@ -394,7 +395,8 @@ int sl_file_source_open(const char* path, const char* name,
 /* ---- Spooling a stream to a temporary file -------------------------------- */
 
 int sl_source_untouched(const struct sl_source* source) {
-  if (source->ops != &sl_fd_source_ops) return 0;
+  // An HTTP server without Range support is a forward stream too.
+  if (source->ops != &sl_fd_source_ops) return sl_http_source_untouched(source);
   return ((const struct sl_fd_source*)source)->consumed == 0;
 }
 

@@ -1,0 +1,354 @@
+// Length-prefixed message streams: see lenprefix_reader.h. The reader pulls
+// the stream through sl_source_read_next in chunks and copies each message
+// into the batch's binary column (a binary column needs its bytes contiguous,
+// and the prefixes sit between them).
+#include "lenprefix_reader.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_builder.h"
+#include "core/sl_error.h"
+#include "io/sl_source.h"
+
+/// Bytes asked of the source per forward read.
+#define LP_CHUNK ((int64_t)1 << 20)
+/// Rows per batch unless the caller asks otherwise.
+#define LP_DEFAULT_BATCH_ROWS 65536
+/// Message bytes per batch before it is handed over.
+#define LP_BATCH_BYTES ((int64_t)8 << 20)
+/// Largest message a binary (32-bit offsets) column can hold on its own.
+#define LP_MAX_MESSAGE ((int64_t)INT32_MAX)
+
+enum lp_kind { LP_VARINT, LP_U8, LP_U16LE, LP_U16BE, LP_U32LE, LP_U32BE, LP_U64LE, LP_U64BE };
+
+struct lp_kind_name {
+  const char* name;
+  enum lp_kind kind;
+  int width;  ///< bytes of a fixed-width prefix (0 for varint)
+  int big_endian;
+};
+
+static const struct lp_kind_name k_kinds[] = {
+    {"varint", LP_VARINT, 0, 0}, {"u8", LP_U8, 1, 0},       {"u16le", LP_U16LE, 2, 0},
+    {"u16be", LP_U16BE, 2, 1},   {"u32le", LP_U32LE, 4, 0}, {"u32be", LP_U32BE, 4, 1},
+    {"u64le", LP_U64LE, 8, 0},   {"u64be", LP_U64BE, 8, 1},
+};
+
+struct lp_reader {
+  struct sl_source* source;
+  const struct sluice_allocator* alloc;
+  struct lp_kind_name prefix;
+  int64_t batch_rows;
+  struct ArrowSchema schema;
+  struct sl_builder batch;
+  struct sl_view chunk;  ///< the current forward read
+  int64_t chunk_pos;     ///< next unread byte in chunk
+  int64_t pos;           ///< stream offset of the next unread byte
+  int eof;               ///< the source has no more bytes
+  int scanned;           ///< the one split was opened
+  int finished;          ///< end of stream or error seen
+};
+
+/* ---- Options --------------------------------------------------------------- */
+
+static int parse_options(struct lp_reader* r, const char* options, struct sluice_error* error) {
+  static const char k_key[] = "length_prefix";
+  r->prefix = k_kinds[0];
+  for (const char* o = options; o != NULL && *o != '\0';) {
+    const char* end = strchr(o, ',');
+    size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
+    const char* eq = memchr(o, '=', n);
+    if (n > 0) {
+      if (eq == NULL) {
+        return sl_error_set(error, EINVAL, "lenprefix option '%.*s': expected key=value",
+                            (int)n, o);
+      }
+      size_t key_len = (size_t)(eq - o);
+      if (key_len != sizeof k_key - 1 || strncmp(o, k_key, key_len) != 0) {
+        return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s)",
+                            (int)key_len, o, k_key);
+      }
+      const char* value = eq + 1;
+      size_t value_len = n - key_len - 1;
+      int found = 0;
+      for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; ++i) {
+        if (strlen(k_kinds[i].name) == value_len &&
+            strncmp(k_kinds[i].name, value, value_len) == 0) {
+          r->prefix = k_kinds[i];
+          found = 1;
+        }
+      }
+      if (!found) {
+        return sl_error_set(error, EINVAL,
+                            "lenprefix option length_prefix='%.*s': expected one of varint, "
+                            "u8, u16le, u16be, u32le, u32be, u64le, u64be",
+                            (int)value_len, value);
+      }
+    }
+    o = end != NULL ? end + 1 : o + n;
+  }
+  return 0;
+}
+
+/* ---- Forward byte access ---------------------------------------------------- */
+
+/// Makes sure the current chunk has an unread byte unless the stream ended.
+static int lp_fill(struct lp_reader* r, struct sluice_error* error) {
+  while (!r->eof && r->chunk_pos >= r->chunk.size) {
+    sl_view_release(&r->chunk);
+    r->chunk_pos = 0;
+    SL_RETURN_NOT_OK(sl_source_read_next(r->source, LP_CHUNK, &r->chunk, error));
+    if (r->chunk.size == 0) r->eof = 1;
+  }
+  return 0;
+}
+
+/// Copies up to `n` bytes of the stream into `dst` (NULL = skip them);
+/// *got < n only at the end of the stream.
+static int lp_take(struct lp_reader* r, uint8_t* dst, int64_t n, int64_t* got,
+                   struct sluice_error* error) {
+  *got = 0;
+  while (*got < n) {
+    SL_RETURN_NOT_OK(lp_fill(r, error));
+    if (r->eof) break;
+    int64_t avail = r->chunk.size - r->chunk_pos;
+    int64_t k = n - *got < avail ? n - *got : avail;
+    if (dst != NULL) memcpy(dst + *got, r->chunk.data + r->chunk_pos, (size_t)k);
+    r->chunk_pos += k;
+    r->pos += k;
+    *got += k;
+  }
+  return 0;
+}
+
+/// Reads the next length prefix. *end = 1 when the stream ends cleanly
+/// before it.
+static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
+                          struct sluice_error* error) {
+  int64_t at = r->pos;
+  *end = 0;
+  *length = 0;
+  SL_RETURN_NOT_OK(lp_fill(r, error));
+  if (r->eof) {
+    *end = 1;
+    return 0;
+  }
+  if (r->prefix.kind == LP_VARINT) {
+    uint64_t value = 0;
+    for (int i = 0;; ++i) {
+      uint8_t byte;
+      int64_t got;
+      SL_RETURN_NOT_OK(lp_take(r, &byte, 1, &got, error));
+      if (got == 0) {
+        return sl_error_set(error, EILSEQ,
+                            "%s: offset %" PRId64 ": truncated varint length prefix",
+                            r->source->name, at);
+      }
+      // The 10th byte may only carry the top bit of a 64-bit value.
+      if (i == 9 && byte > 1) {
+        return sl_error_set(error, EILSEQ,
+                            "%s: offset %" PRId64 ": varint length prefix overflows 64 bits",
+                            r->source->name, at);
+      }
+      value |= (uint64_t)(byte & 0x7f) << (7 * i);
+      if ((byte & 0x80) == 0) break;
+    }
+    *length = value;
+    return 0;
+  }
+  uint8_t bytes[8];
+  int64_t got;
+  int width = r->prefix.width;
+  SL_RETURN_NOT_OK(lp_take(r, bytes, width, &got, error));
+  if (got < width) {
+    return sl_error_set(error, EILSEQ,
+                        "%s: offset %" PRId64 ": truncated %s length prefix (%" PRId64
+                        " of %d bytes)",
+                        r->source->name, at, r->prefix.name, got, width);
+  }
+  uint64_t value = 0;
+  for (int i = 0; i < width; ++i) {
+    int shift = r->prefix.big_endian ? 8 * (width - 1 - i) : 8 * i;
+    value |= (uint64_t)bytes[i] << shift;
+  }
+  *length = value;
+  return 0;
+}
+
+/// Appends the next message to the batch. *end = 1 at a clean end of stream.
+static int lp_read_message(struct lp_reader* r, int* end, struct sluice_error* error) {
+  int64_t at = r->pos;
+  uint64_t length;
+  SL_RETURN_NOT_OK(lp_read_prefix(r, &length, end, error));
+  if (*end) return 0;
+  int64_t size = r->source->size;
+  if (size >= 0 && length > (uint64_t)(size - r->pos)) {
+    return sl_error_set(error, EILSEQ,
+                        "%s: offset %" PRId64 ": truncated message (length %" PRIu64
+                        ", only %" PRId64 " bytes left)",
+                        r->source->name, at, length, size - r->pos);
+  }
+  if (length > (uint64_t)LP_MAX_MESSAGE) {
+    return sl_error_set(error, EFBIG,
+                        "%s: offset %" PRId64 ": message of %" PRIu64
+                        " bytes is larger than a binary value can be (2 GiB)",
+                        r->source->name, at, length);
+  }
+  struct sl_builder* column = sl_builder_child(&r->batch, 0);
+  if (sl_builder_reserve(column, 1) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  }
+  // Room grows with the bytes that actually arrive, so a bogus length on a
+  // pipe fails as truncated rather than as a huge allocation.
+  int64_t left = (int64_t)length;
+  while (left > 0) {
+    int64_t piece = left < LP_CHUNK ? left : LP_CHUNK;
+    int rc = sl_builder_reserve_bytes(column, piece);
+    if (rc != 0) {
+      return sl_error_set(error, rc, "%s: offset %" PRId64 ": no room for a %" PRIu64
+                          "-byte message", r->source->name, at, length);
+    }
+    int64_t got;
+    SL_RETURN_NOT_OK(lp_take(r, column->extra.data + column->extra.size, piece, &got, error));
+    column->extra.size += got;
+    left -= got;
+    if (got < piece) {
+      return sl_error_set(error, EILSEQ,
+                          "%s: offset %" PRId64 ": truncated message (length %" PRIu64
+                          ", only %" PRId64 " bytes left)",
+                          r->source->name, at, length, (int64_t)length - left);
+    }
+  }
+  // The bytes are in place: record the row's end offset.
+  sl_builder_append_binary_unsafe(column, NULL, 0);
+  return 0;
+}
+
+/* ---- Reader table ------------------------------------------------------------ */
+
+static void lp_close(void* reader) {
+  struct lp_reader* r = reader;
+  if (r == NULL) return;
+  sl_view_release(&r->chunk);
+  sl_builder_release(&r->batch);
+  if (r->schema.release != NULL) r->schema.release(&r->schema);
+  sl_free(r->alloc, r, sizeof *r);
+}
+
+static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
+  *reader = NULL;
+  struct lp_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
+  if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", args->source->name);
+  r->source = args->source;
+  r->alloc = args->alloc;
+  r->batch_rows = args->batch_size > 0 ? args->batch_size : LP_DEFAULT_BATCH_ROWS;
+  int rc = parse_options(r, args->format_options, error);
+  if (rc == 0) rc = sl_schema_init(&r->schema, r->alloc, "+s", "", 0, 1, error);
+  if (rc == 0) rc = sl_schema_init(r->schema.children[0], r->alloc, "z", "message", 0, 0, error);
+  if (rc == 0) rc = sl_builder_init_from_schema(&r->batch, &r->schema, r->alloc, error);
+  if (rc != 0) {
+    lp_close(r);
+    return rc == ENOMEM || rc == EINVAL ? sl_error_prefix(error, "%s", args->source->name) : rc;
+  }
+  *reader = r;
+  return 0;
+}
+
+static int lp_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
+  struct lp_reader* r = reader;
+  return sl_schema_copy(&r->schema, r->alloc, out, error);
+}
+
+static int lp_plan(void* reader, struct sl_split** splits, int64_t* n,
+                   struct sluice_error* error) {
+  struct lp_reader* r = reader;
+  *splits = NULL;
+  *n = 0;
+  struct sl_split* s = sl_alloc(r->alloc, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  s->index = 0;
+  s->offset = 0;
+  s->length = r->source->size;
+  s->est_bytes = LP_BATCH_BYTES;
+  s->est_rows = -1;
+  *splits = s;
+  *n = 1;
+  return 0;
+}
+
+static int lp_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
+                         int64_t n_columns, void** state, int* projected,
+                         struct sluice_error* error) {
+  struct lp_reader* r = reader;
+  (void)columns;
+  (void)n_columns;
+  *state = NULL;
+  if (split->index != 0 || r->scanned) {
+    return sl_error_set(error, EINVAL, "%s: a length-prefixed stream can be scanned only once",
+                        r->source->name);
+  }
+  r->scanned = 1;
+  *projected = 0;  // one column: the engine projects when asked for none
+  *state = r;
+  return 0;
+}
+
+static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
+  struct lp_reader* r = state;
+  out->release = NULL;
+  if (r->finished) return 0;
+  struct sl_builder* column = sl_builder_child(&r->batch, 0);
+  int64_t rows = 0;
+  int rc = 0;
+  while (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) {
+    int end = 0;
+    rc = lp_read_message(r, &end, error);
+    if (rc != 0 || end) break;
+    ++rows;
+  }
+  if (rc != 0) {
+    r->finished = 1;  // no resynchronising after a framing error
+    sl_builder_reset(&r->batch);
+    return rc;
+  }
+  if (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) r->finished = 1;
+  if (rows == 0) return 0;
+  rc = sl_builder_struct_finish_rows(&r->batch, rows);
+  if (rc != 0) {
+    r->finished = 1;
+    sl_builder_reset(&r->batch);
+    return sl_error_set(error, rc, "%s: out of memory", r->source->name);
+  }
+  return sl_builder_finish(&r->batch, out, error);
+}
+
+static void lp_split_close(void* state) { (void)state; }
+
+/// No magic bytes: picked by name or extension only.
+static int lp_probe(const uint8_t* head, int64_t n) {
+  (void)head;
+  (void)n;
+  return 0;
+}
+
+static const char* const k_extensions[] = {".lenprefix", ".ldr", NULL};
+
+static const struct sl_format_reader k_reader = {
+    .name = "lenprefix",
+    .extensions = k_extensions,
+    .probe = lp_probe,
+    .open = lp_open,
+    .schema = lp_schema,
+    .plan_splits = lp_plan,
+    .split_open = lp_split_open,
+    .split_next = lp_split_next,
+    .split_close = lp_split_close,
+    .close = lp_close,
+    .stored_stats = NULL,
+};
+
+const struct sl_format_reader* sl_lenprefix_reader(void) { return &k_reader; }

@@ -1,0 +1,307 @@
+// s3:// locations: settings resolution (environment, shared config files),
+// addressing, and a SigV4 signer plugged into the HTTP source. See sl_s3.h.
+#include "sl_s3.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+#include "sl_s3_internal.h"
+#include "sl_sigv4.h"
+#include "sl_source_http.h"
+
+static void copy_field(char* dst, size_t cap, const char* src, size_t n) {
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+static const char* env(const char* name) {
+  const char* v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* ---- Shared config files ------------------------------------------------------- */
+
+/// Looks `key` up in section `section` of an INI-style AWS file. Returns 1
+/// and fills `out` when found.
+static int ini_lookup(const char* path, const char* section, const char* key, char* out,
+                      size_t cap) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 0;
+  char line[4096];
+  int in_section = 0, found = 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    char* s = line;
+    while (isspace((unsigned char)*s)) ++s;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    if (n == 0 || s[0] == '#' || s[0] == ';') continue;
+    if (s[0] == '[') {
+      char* end = strchr(s, ']');
+      if (end == NULL) continue;
+      *end = '\0';
+      char* name = s + 1;
+      while (isspace((unsigned char)*name)) ++name;
+      size_t k = strlen(name);
+      while (k > 0 && isspace((unsigned char)name[k - 1])) name[--k] = '\0';
+      in_section = strcmp(name, section) == 0;
+      continue;
+    }
+    // Indented lines belong to a nested block ("s3 =\n  key = v"): skip them.
+    if (!in_section || line[0] == ' ' || line[0] == '\t') continue;
+    char* eq = strchr(s, '=');
+    if (eq == NULL) continue;
+    char* kend = eq;
+    while (kend > s && isspace((unsigned char)kend[-1])) --kend;
+    if ((size_t)(kend - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0) continue;
+    char* v = eq + 1;
+    while (isspace((unsigned char)*v)) ++v;
+    copy_field(out, cap, v, strlen(v));
+    found = 1;
+  }
+  fclose(f);
+  return found;
+}
+
+/// A key from the profile: the credentials file first, then the config file.
+static int profile_lookup(const char* profile, const char* key, int credentials_too, char* out,
+                          size_t cap) {
+  const char* home = env("HOME");
+  char path[1024];
+  if (credentials_too) {
+    const char* creds = env("AWS_SHARED_CREDENTIALS_FILE");
+    if (creds == NULL && home != NULL) {
+      snprintf(path, sizeof path, "%s/.aws/credentials", home);
+      creds = path;
+    }
+    if (creds != NULL && ini_lookup(creds, profile, key, out, cap)) return 1;
+  }
+  const char* config = env("AWS_CONFIG_FILE");
+  if (config == NULL && home != NULL) {
+    snprintf(path, sizeof path, "%s/.aws/config", home);
+    config = path;
+  }
+  if (config == NULL) return 0;
+  char section[160];
+  if (strcmp(profile, "default") == 0) {
+    snprintf(section, sizeof section, "default");
+  } else {
+    snprintf(section, sizeof section, "profile %s", profile);
+  }
+  return ini_lookup(config, section, key, out, cap);
+}
+
+static void resolve_settings(struct s3_settings* s) {
+  memset(s, 0, sizeof *s);
+  const char* v = env("AWS_PROFILE");
+  copy_field(s->profile, sizeof s->profile, v != NULL ? v : "default",
+             strlen(v != NULL ? v : "default"));
+  const char* key = env("AWS_ACCESS_KEY_ID");
+  const char* secret = env("AWS_SECRET_ACCESS_KEY");
+  if (key != NULL && secret != NULL) {
+    copy_field(s->access_key, sizeof s->access_key, key, strlen(key));
+    copy_field(s->secret_key, sizeof s->secret_key, secret, strlen(secret));
+    if ((v = env("AWS_SESSION_TOKEN")) != NULL) {
+      copy_field(s->session_token, sizeof s->session_token, v, strlen(v));
+    }
+  } else if (profile_lookup(s->profile, "aws_access_key_id", 1, s->access_key,
+                            sizeof s->access_key) &&
+             profile_lookup(s->profile, "aws_secret_access_key", 1, s->secret_key,
+                            sizeof s->secret_key)) {
+    profile_lookup(s->profile, "aws_session_token", 1, s->session_token,
+                   sizeof s->session_token);
+  } else {
+    s->access_key[0] = '\0';  // anonymous
+    s->secret_key[0] = '\0';
+  }
+  if ((v = env("AWS_REGION")) != NULL || (v = env("AWS_DEFAULT_REGION")) != NULL) {
+    copy_field(s->region, sizeof s->region, v, strlen(v));
+  } else if (!profile_lookup(s->profile, "region", 0, s->region, sizeof s->region)) {
+    snprintf(s->region, sizeof s->region, "us-east-1");
+  }
+  if ((v = env("AWS_ENDPOINT_URL_S3")) != NULL || (v = env("AWS_ENDPOINT_URL")) != NULL) {
+    copy_field(s->endpoint, sizeof s->endpoint, v, strlen(v));
+  } else {
+    profile_lookup(s->profile, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
+  }
+  size_t n = strlen(s->endpoint);
+  while (n > 0 && s->endpoint[n - 1] == '/') s->endpoint[--n] = '\0';
+}
+
+/* ---- Signing ----------------------------------------------------------------- */
+
+int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
+                    const char* payload_hash, struct curl_slist** headers,
+                    struct sluice_error* error) {
+  if (g->settings.access_key[0] == '\0') return 0;  // anonymous
+  char date[17];
+  sl_sigv4_amz_date((long long)time(NULL), date);
+  struct sl_sigv4_header signed_headers[4] = {{"host", g->host},
+                                              {"x-amz-content-sha256", payload_hash},
+                                              {"x-amz-date", date},
+                                              {"x-amz-security-token", g->settings.session_token}};
+  size_t n = g->settings.session_token[0] != '\0' ? 4 : 3;
+  struct sl_sigv4_request r = {method, g->path, query, signed_headers, n, payload_hash, date,
+                               g->settings.region, "s3", g->settings.access_key,
+                               g->settings.secret_key};
+  char auth[1024];
+  int rc = sl_sigv4_authorization(&r, auth, sizeof auth);
+  if (rc != 0) return sl_error_set(error, rc, "cannot sign the S3 request (error %d)", rc);
+  char line[4200];
+  const char* lines[4];
+  char l0[128], l1[64], l2[1100];
+  snprintf(l0, sizeof l0, "x-amz-content-sha256: %s", payload_hash);
+  snprintf(l1, sizeof l1, "x-amz-date: %s", date);
+  snprintf(l2, sizeof l2, "Authorization: %s", auth);
+  lines[0] = l0;
+  lines[1] = l1;
+  lines[2] = l2;
+  size_t n_lines = 3;
+  if (g->settings.session_token[0] != '\0') {
+    snprintf(line, sizeof line, "x-amz-security-token: %s", g->settings.session_token);
+    lines[n_lines++] = line;
+  }
+  for (size_t i = 0; i < n_lines; ++i) {
+    struct curl_slist* more = curl_slist_append(*headers, lines[i]);
+    if (more == NULL) return sl_error_set(error, ENOMEM, "out of memory signing a request");
+    *headers = more;
+  }
+  return 0;
+}
+
+static int s3_sign(void* ctx, const char* method, const char* url, struct curl_slist** headers,
+                   struct sluice_error* error) {
+  (void)url;
+  return s3_sign_request(ctx, method, "", S3_EMPTY_SHA256, headers, error);
+}
+
+void s3_signer_destroy(void* ctx) {
+  struct s3_signer* g = ctx;
+  if (g == NULL) return;
+  const struct sluice_allocator* alloc = g->alloc;
+  // The secret does not outlive the source in freed memory.
+  memset(&g->settings, 0, sizeof g->settings);
+  sl_free(alloc, g, sizeof *g);
+}
+
+/* ---- Open ------------------------------------------------------------------------ */
+
+/// A bucket name that can be a DNS label of a virtual-hosted URL.
+static int dns_safe_bucket(const char* bucket, size_t n) {
+  if (n < 3 || n > 63) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = bucket[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return 0;
+  }
+  return 1;
+}
+
+int s3_prepare(const char* location, const struct sluice_allocator* alloc,
+               struct s3_signer** out, char* url, size_t url_cap, struct sluice_error* error) {
+  *out = NULL;
+  const char* rest = location + strlen("s3://");
+  const char* slash = strchr(rest, '/');
+  if (slash == NULL || slash == rest || slash[1] == '\0') {
+    return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY", location);
+  }
+  size_t bucket_len = (size_t)(slash - rest);
+  const char* key = slash + 1;
+  struct s3_signer* g = sl_calloc(alloc, 1, sizeof *g);
+  if (g == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  g->alloc = alloc;
+  resolve_settings(&g->settings);
+  int custom = g->settings.endpoint[0] != '\0';
+  if (!custom) {
+    snprintf(g->settings.endpoint, sizeof g->settings.endpoint, "https://s3.%s.amazonaws.com",
+             g->settings.region);
+  }
+  const char* style = env("SLUICE_S3_ADDRESSING_STYLE");
+  int virtual_hosted = !custom && dns_safe_bucket(rest, bucket_len);
+  if (style != NULL && strcmp(style, "path") == 0) virtual_hosted = 0;
+  if (style != NULL && strcmp(style, "virtual") == 0) virtual_hosted = 1;
+
+  const char* endpoint = g->settings.endpoint;
+  const char* scheme_end = strstr(endpoint, "://");
+  if (scheme_end == NULL) {
+    s3_signer_destroy(g);
+    return sl_error_set(error, EINVAL, "%s: endpoint '%s' is not a URL (scheme://host[:port])",
+                        location, endpoint);
+  }
+  const char* authority = scheme_end + 3;
+  size_t authority_len = strcspn(authority, "/");
+  const char* base_path = authority + authority_len;  // e.g. "" or "/prefix"
+  char encoded_key[3072];
+  if (sl_sigv4_uri_encode(key, 0, encoded_key, sizeof encoded_key) == (size_t)-1) {
+    s3_signer_destroy(g);
+    return sl_error_set(error, ENAMETOOLONG, "%s: key too long", location);
+  }
+  char bucket[256];
+  if (bucket_len >= sizeof bucket) {
+    s3_signer_destroy(g);
+    return sl_error_set(error, ENAMETOOLONG, "%s: bucket name too long", location);
+  }
+  memcpy(bucket, rest, bucket_len);
+  bucket[bucket_len] = '\0';
+  int w;
+  if (virtual_hosted) {
+    w = snprintf(g->host, sizeof g->host, "%s.%.*s", bucket, (int)authority_len, authority);
+    if (w >= 0 && (size_t)w < sizeof g->host) {
+      w = snprintf(g->path, sizeof g->path, "%s/%s", base_path, encoded_key);
+    }
+  } else {
+    w = snprintf(g->host, sizeof g->host, "%.*s", (int)authority_len, authority);
+    if (w >= 0 && (size_t)w < sizeof g->host) {
+      w = snprintf(g->path, sizeof g->path, "%s/%s/%s", base_path, bucket, encoded_key);
+    }
+  }
+  int u = snprintf(url, url_cap, "%.*s://%s%s", (int)(scheme_end - endpoint), endpoint,
+                   g->host, g->path);
+  if (w < 0 || (size_t)w >= sizeof g->path || u < 0 || (size_t)u >= url_cap) {
+    s3_signer_destroy(g);
+    return sl_error_set(error, ENAMETOOLONG, "%s: request URL too long", location);
+  }
+  *out = g;
+  return 0;
+}
+
+void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
+  if (rc == EACCES && error != NULL &&
+      (strstr(error->message, "HTTP 403") != NULL || strstr(error->message, "HTTP 401") != NULL)) {
+    char message[sizeof error->message];
+    memcpy(message, error->message, sizeof message);
+    sl_error_set(error, rc, "%s (%s)", message,
+                 g->settings.access_key[0] == '\0'
+                     ? "no AWS credentials were found: set AWS_ACCESS_KEY_ID and "
+                       "AWS_SECRET_ACCESS_KEY or AWS_PROFILE"
+                     : "check the AWS credentials, region and endpoint");
+  }
+}
+
+int sl_s3_source_open(const char* location, const struct sl_remote_options* remote,
+                      const struct sluice_allocator* alloc, struct sl_source** out,
+                      struct sluice_error* error) {
+  *out = NULL;
+  char url[8192];
+  struct s3_signer* g;
+  SL_RETURN_NOT_OK(s3_prepare(location, alloc, &g, url, sizeof url, error));
+  struct sl_http_signer signer = {s3_sign, g, s3_signer_destroy};
+  struct sl_http_config config;
+  memset(&config, 0, sizeof config);
+  config.url = url;
+  config.name = location;
+  if (remote != NULL) config.remote = *remote;
+  config.signer = &signer;
+  // The hint needs the settings, which the source owns (and frees on error).
+  struct s3_signer hint_copy;
+  memcpy(hint_copy.settings.access_key, g->settings.access_key, sizeof hint_copy.settings.access_key);
+  int rc = sl_http_source_open_config(&config, alloc, out, error);  // owns g from here
+  s3_auth_hint(&hint_copy, rc, error);
+  memset(&hint_copy.settings.access_key, 0, sizeof hint_copy.settings.access_key);
+  return rc;
+}

@@ -1,0 +1,37 @@
+// s3://bucket/key sources: ranged and forward reads of an S3 object through
+// the HTTP source (sl_source_http.h), every request signed with SigV4
+// (sl_sigv4.h).
+//
+// Settings are found the way AWS tools find them:
+// - credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
+//   AWS_SESSION_TOKEN); else the profile (AWS_PROFILE, default "default") in
+//   the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default
+//   ~/.aws/credentials) or the config file (AWS_CONFIG_FILE, default
+//   ~/.aws/config, section "[profile NAME]" or "[default]"):
+//   aws_access_key_id, aws_secret_access_key, aws_session_token. None found:
+//   anonymous (unsigned) requests, for public buckets.
+// - region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else
+//   us-east-1.
+// - endpoint: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+//   `endpoint_url`, else https://s3.REGION.amazonaws.com.
+// - addressing: path-style (ENDPOINT/bucket/key) for custom endpoints and for
+//   bucket names that are not DNS-safe; virtual-hosted
+//   (bucket.s3.REGION.amazonaws.com/key) on AWS otherwise.
+//   SLUICE_S3_ADDRESSING_STYLE=path|virtual forces one.
+#ifndef SL_S3_H
+#define SL_S3_H
+
+#include "sl_source.h"
+
+int sl_s3_source_open(const char* location, const struct sl_remote_options* remote,
+                      const struct sluice_allocator* alloc, struct sl_source** out,
+                      struct sluice_error* error);
+
+/// Uploads bytes [0, size) of the open file `fd` as the object at `location`
+/// (s3://bucket/key): one PUT up to the part size (SLUICE_S3_PART_SIZE,
+/// default 8 MiB, at least 5 MiB), else a multipart upload with parts sent
+/// in parallel, aborted on any error so that no partial object appears.
+int sl_s3_upload_file(const char* location, int fd, int64_t size,
+                      const struct sluice_allocator* alloc, struct sluice_error* error);
+
+#endif

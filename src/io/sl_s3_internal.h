@@ -1,0 +1,46 @@
+// What the S3 reader (sl_s3.c) and writer (sl_s3_write.c) share: resolved
+// settings, the object's addressing, and request signing.
+#ifndef SL_S3_INTERNAL_H
+#define SL_S3_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "sluice.h"
+
+#define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/// Everything a request needs; fixed-size fields keep it one allocation.
+struct s3_settings {
+  char access_key[256];
+  char secret_key[256];
+  char session_token[4096];
+  char region[64];
+  char endpoint[512];  ///< scheme://authority, no trailing '/'
+  char profile[128];
+};
+
+/// One object's signing context: settings plus the request's host and path.
+struct s3_signer {
+  const struct sluice_allocator* alloc;
+  struct s3_settings settings;
+  char host[512];
+  char path[4096];  ///< URI-encoded canonical path
+};
+
+/// Parses s3://bucket/key, resolves the settings, and writes the object's URL
+/// (no query) into `url`. *out is freed with s3_signer_destroy.
+int s3_prepare(const char* location, const struct sluice_allocator* alloc,
+               struct s3_signer** out, char* url, size_t url_cap, struct sluice_error* error);
+void s3_signer_destroy(void* ctx);
+
+/// Appends the SigV4 headers for one request on the object (query already
+/// encoded and sorted or not: it is canonicalised for signing). Anonymous
+/// settings add nothing.
+int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
+                    const char* payload_hash, struct curl_slist** headers,
+                    struct sluice_error* error);
+
+/// Adds a hint about credentials to an HTTP 401/403 error.
+void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);
+
+#endif

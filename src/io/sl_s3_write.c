@@ -1,0 +1,362 @@
+// Writing an S3 object from a finished local file (the sink stages output in
+// a temporary file, so a failed write never reaches S3): one PUT for small
+// objects, a multipart upload with parts sent in parallel for large ones.
+// On any error the multipart upload is aborted, so no partial object is ever
+// visible.
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+#include "sl_s3.h"
+#include "sl_s3_internal.h"
+#include "sl_sigv4.h"
+
+#define S3_MIN_PART ((int64_t)5 << 20)
+#define S3_DEFAULT_PART ((int64_t)8 << 20)
+#define S3_MAX_PARTS 10000
+#define S3_UPLOAD_THREADS 4
+#define S3_ATTEMPTS 5
+
+struct s3_response {
+  long status;
+  char etag[128];
+  char body[8192];  ///< the start of the response body (XML)
+  size_t body_len;
+};
+
+static size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
+  struct s3_response* r = user;
+  size_t n = size * nmemb;
+  size_t room = sizeof r->body - 1 - r->body_len;
+  size_t k = n < room ? n : room;
+  memcpy(r->body + r->body_len, data, k);
+  r->body_len += k;
+  r->body[r->body_len] = '\0';
+  return n;
+}
+
+static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
+  struct s3_response* r = user;
+  size_t n = size * nitems;
+  if (n > 5 && strncasecmp(line, "etag:", 5) == 0) {
+    const char* v = line + 5;
+    size_t k = n - 5;
+    while (k > 0 && (*v == ' ' || *v == '\t')) ++v, --k;
+    while (k > 0 && (v[k - 1] == '\r' || v[k - 1] == '\n' || v[k - 1] == ' ')) --k;
+    if (k < sizeof r->etag) {
+      memcpy(r->etag, v, k);
+      r->etag[k] = '\0';
+    }
+  }
+  return n;
+}
+
+/// One signed request with a body (NULL/0 for none), retried on 5xx, 429 and
+/// transient transport errors. The answer's status is in resp->status.
+static int s3_request(struct s3_signer* g, CURL* h, const char* object_url, const char* method,
+                      const char* query, const uint8_t* body, size_t n, struct s3_response* resp,
+                      const char* location, struct sluice_error* error) {
+  char url[8448];
+  int w = snprintf(url, sizeof url, "%s%s%s", object_url, query[0] != '\0' ? "?" : "", query);
+  if (w < 0 || (size_t)w >= sizeof url) {
+    return sl_error_set(error, ENAMETOOLONG, "%s: request URL too long", location);
+  }
+  char payload_hash[65];
+  if (sl_sigv4_sha256_hex(body != NULL ? body : (const uint8_t*)"", n, payload_hash) != 0) {
+    return sl_error_set(error, EIO, "%s: cannot hash the request body", location);
+  }
+  char errbuf[CURL_ERROR_SIZE];
+  unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)resp;
+  for (int attempt = 0;; ++attempt) {
+    struct curl_slist* headers = NULL;
+    headers = curl_slist_append(headers, "Expect:");
+    if (headers != NULL && body != NULL) {
+      struct curl_slist* more = curl_slist_append(headers, "Content-Type: application/octet-stream");
+      if (more != NULL) headers = more;
+    }
+    if (headers == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    int rc = s3_sign_request(g, method, query, payload_hash, &headers, error);
+    if (rc != 0) {
+      curl_slist_free_all(headers);
+      return rc;
+    }
+    memset(resp, 0, sizeof *resp);
+    errbuf[0] = '\0';
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    if (body != NULL) {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char*)body);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+    }
+    CURLcode c = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_slist_free_all(headers);
+    int retry = 0;
+    if (c != CURLE_OK) {
+      retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
+              c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
+              c == CURLE_PARTIAL_FILE;
+      sl_error_set(error, EIO, "%s: %s: %s", location, method,
+                   errbuf[0] != '\0' ? errbuf : curl_easy_strerror(c));
+      if (!retry) return EIO;
+    } else if (resp->status >= 500 || resp->status == 429) {
+      retry = 1;
+      sl_error_set(error, EIO, "%s: %s: HTTP %ld: %.300s", location, method, resp->status,
+                   resp->body);
+    } else if (resp->status >= 300) {
+      int code = resp->status == 403 || resp->status == 401 ? EACCES
+                 : resp->status == 404                      ? ENOENT
+                                                            : EIO;
+      for (char* p = resp->body; *p != '\0'; ++p) {
+        if (*p == '\n' || *p == '\r') *p = ' ';
+      }
+      sl_error_set(error, code, "%s: %s: HTTP %ld: %.300s", location, method, resp->status,
+                   resp->body);
+      s3_auth_hint(g, code, error);
+      return code;
+    } else {
+      return 0;
+    }
+    if (attempt + 1 >= S3_ATTEMPTS) return error != NULL && error->code != 0 ? error->code : EIO;
+    long delay = 200L << attempt;
+    delay = delay / 2 + (long)(rand_r(&seed) % (unsigned)(delay / 2 + 1));
+    struct timespec ts = {delay / 1000, (delay % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/// The text between <tag> and </tag> in `xml`, or 0 when absent.
+static int xml_value(const char* xml, const char* tag, char* out, size_t cap) {
+  char open[64], close[64];
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  const char* a = strstr(xml, open);
+  if (a == NULL) return 0;
+  a += strlen(open);
+  const char* b = strstr(a, close);
+  if (b == NULL || (size_t)(b - a) >= cap) return 0;
+  memcpy(out, a, (size_t)(b - a));
+  out[b - a] = '\0';
+  return 1;
+}
+
+/* ---- Multipart ---------------------------------------------------------------- */
+
+struct upload {
+  struct s3_signer* g;
+  const char* location;
+  const char* url;
+  const uint8_t* data;
+  int64_t size;
+  int64_t part_size;
+  int64_t n_parts;
+  char upload_id_query[1024];  ///< "uploadId=..." (encoded)
+  char (*etags)[128];
+  pthread_mutex_t lock;
+  int64_t next;
+  int failed;
+  struct sluice_error error;
+};
+
+static void* upload_worker(void* arg) {
+  struct upload* u = arg;
+  CURL* h = curl_easy_init();
+  struct s3_response* resp = sl_alloc(u->g->alloc, sizeof *resp);
+  for (;;) {
+    pthread_mutex_lock(&u->lock);
+    int64_t k = u->failed ? u->n_parts : u->next++;
+    if ((h == NULL || resp == NULL) && !u->failed) {
+      u->failed = 1;
+      sl_error_set(&u->error, ENOMEM, "%s: out of memory for an upload", u->location);
+      k = u->n_parts;
+    }
+    pthread_mutex_unlock(&u->lock);
+    if (k >= u->n_parts) break;
+    int64_t offset = k * u->part_size;
+    int64_t len = u->size - offset < u->part_size ? u->size - offset : u->part_size;
+    char query[1200];
+    // Parameters in canonical (sorted) order: partNumber before uploadId.
+    snprintf(query, sizeof query, "partNumber=%" PRId64 "&%s", k + 1, u->upload_id_query);
+    struct sluice_error err;
+    memset(&err, 0, sizeof err);
+    int rc = s3_request(u->g, h, u->url, "PUT", query, u->data + offset, (size_t)len, resp,
+                        u->location, &err);
+    if (rc == 0 && resp->etag[0] == '\0') {
+      rc = sl_error_set(&err, EIO, "%s: part %" PRId64 " was stored without an ETag",
+                        u->location, k + 1);
+    }
+    pthread_mutex_lock(&u->lock);
+    if (rc != 0 && !u->failed) {
+      u->failed = 1;
+      u->error = err;
+    } else if (rc == 0) {
+      memcpy(u->etags[k], resp->etag, sizeof u->etags[k]);
+    }
+    pthread_mutex_unlock(&u->lock);
+  }
+  if (resp != NULL) sl_free(u->g->alloc, resp, sizeof *resp);
+  if (h != NULL) curl_easy_cleanup(h);
+  return NULL;
+}
+
+static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
+                     struct sluice_error* error) {
+  const struct sluice_allocator* alloc = u->g->alloc;
+  int rc = s3_request(u->g, h, u->url, "POST", "uploads=", (const uint8_t*)"", 0, resp,
+                      u->location, error);
+  char upload_id[512];
+  if (rc == 0 && !xml_value(resp->body, "UploadId", upload_id, sizeof upload_id)) {
+    rc = sl_error_set(error, EIO, "%s: CreateMultipartUpload answered without an UploadId",
+                      u->location);
+  }
+  if (rc != 0) return rc;
+  char encoded[900];
+  if (sl_sigv4_uri_encode(upload_id, 1, encoded, sizeof encoded) == (size_t)-1) {
+    rc = sl_error_set(error, ENAMETOOLONG, "%s: UploadId too long", u->location);
+  } else {
+    snprintf(u->upload_id_query, sizeof u->upload_id_query, "uploadId=%s", encoded);
+  }
+  size_t etags_size = (size_t)u->n_parts * sizeof *u->etags;
+  if (rc == 0) {
+    u->etags = sl_calloc(alloc, (size_t)u->n_parts, sizeof *u->etags);
+    if (u->etags == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", u->location);
+  }
+  if (rc == 0) {
+    pthread_t threads[S3_UPLOAD_THREADS];
+    int started = 0;
+    pthread_mutex_init(&u->lock, NULL);
+    for (int i = 0; i < S3_UPLOAD_THREADS && i < u->n_parts; ++i) {
+      if (pthread_create(&threads[i], NULL, upload_worker, u) != 0) break;
+      ++started;
+    }
+    if (started == 0) upload_worker(u);
+    for (int i = 0; i < started; ++i) pthread_join(threads[i], NULL);
+    pthread_mutex_destroy(&u->lock);
+    if (u->failed) {
+      rc = u->error.code != 0 ? u->error.code : EIO;
+      if (error != NULL) *error = u->error;
+    }
+  }
+  if (rc == 0) {
+    // CompleteMultipartUpload: the parts in order with their ETags.
+    size_t cap = 128 + (size_t)u->n_parts * 200;
+    char* xml = sl_alloc(alloc, cap);
+    if (xml == NULL) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", u->location);
+    } else {
+      size_t len = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+      for (int64_t k = 0; k < u->n_parts; ++k) {
+        len += (size_t)snprintf(xml + len, cap - len,
+                                "<Part><PartNumber>%" PRId64 "</PartNumber><ETag>%s</ETag></Part>",
+                                k + 1, u->etags[k]);
+      }
+      len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
+      rc = s3_request(u->g, h, u->url, "POST", u->upload_id_query, (const uint8_t*)xml, len,
+                      resp, u->location, error);
+      // S3 may answer 200 and still report an error in the body.
+      if (rc == 0 && strstr(resp->body, "<Error>") != NULL) {
+        rc = sl_error_set(error, EIO, "%s: CompleteMultipartUpload failed: %.300s", u->location,
+                          resp->body);
+      }
+      sl_free(alloc, xml, cap);
+    }
+  }
+  if (u->etags != NULL) sl_free(alloc, u->etags, etags_size);
+  if (rc != 0) {
+    // No partial object: drop the parts (best effort; the error stays the first one).
+    struct sluice_error ignored;
+    s3_request(u->g, h, u->url, "DELETE", u->upload_id_query, NULL, 0, resp, u->location,
+               &ignored);
+  }
+  return rc;
+}
+
+static int64_t part_size_setting(int64_t size) {
+  int64_t part = S3_DEFAULT_PART;
+  const char* text = getenv("SLUICE_S3_PART_SIZE");
+  if (text != NULL && *text != '\0') {
+    char* end = NULL;
+    long long v = strtoll(text, &end, 10);
+    if (end != NULL && *end == '\0' && v > 0) part = v;
+  }
+  if (part < S3_MIN_PART) part = S3_MIN_PART;
+  // At most 10000 parts: larger objects get larger parts.
+  while ((size + part - 1) / part > S3_MAX_PARTS) part *= 2;
+  return part;
+}
+
+int sl_s3_upload_file(const char* location, int fd, int64_t size,
+                      const struct sluice_allocator* alloc, struct sluice_error* error) {
+  char url[8192];
+  struct s3_signer* g;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", location);
+  }
+  int rc = s3_prepare(location, alloc, &g, url, sizeof url, error);
+  if (rc != 0) {
+    curl_global_cleanup();
+    return rc;
+  }
+  const uint8_t* data = (const uint8_t*)"";
+  void* map = NULL;
+  if (size > 0) {
+    map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      map = NULL;
+      rc = sl_error_set(error, EIO, "%s: cannot map the staged output", location);
+    } else {
+      data = map;
+    }
+  }
+  CURL* h = rc == 0 ? curl_easy_init() : NULL;
+  struct s3_response* resp = rc == 0 ? sl_alloc(alloc, sizeof *resp) : NULL;
+  if (rc == 0 && (h == NULL || resp == NULL)) {
+    rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  }
+  if (rc == 0) {
+    int64_t part = part_size_setting(size);
+    if (size <= part) {
+      rc = s3_request(g, h, url, "PUT", "", data, (size_t)size, resp, location, error);
+    } else {
+      struct upload* u = sl_calloc(alloc, 1, sizeof *u);
+      if (u == NULL) {
+        rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+      } else {
+        u->g = g;
+        u->location = location;
+        u->url = url;
+        u->data = data;
+        u->size = size;
+        u->part_size = part;
+        u->n_parts = (size + part - 1) / part;
+        rc = multipart(u, h, resp, error);
+        sl_free(alloc, u, sizeof *u);
+      }
+    }
+  }
+  if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
+  if (h != NULL) curl_easy_cleanup(h);
+  if (map != NULL) munmap(map, (size_t)size);
+  s3_signer_destroy(g);
+  curl_global_cleanup();
+  return rc;
+}

@@ -1,0 +1,1021 @@
+// HTTP(S) sources: see sl_source_http.h for the behaviour. This file holds
+// the request machinery (one easy handle per request, taken from a pool so
+// connections are reused), the retry policy, ranged reads, and the readahead
+// of parts behind forward reads.
+#include "sl_source_http.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+
+#define HTTP_DEFAULT_PART ((int64_t)8 << 20)
+#define HTTP_DEFAULT_PARALLEL 4
+#define HTTP_MAX_PARALLEL 16
+/// Easy handles kept for reuse (each keeps its live connections).
+#define HTTP_POOL_MAX (HTTP_MAX_PARALLEL + 4)
+/// Attempts per transfer before giving up (the first one included).
+#define HTTP_MAX_ATTEMPTS 6
+#define HTTP_BACKOFF_BASE_MS 200
+#define HTTP_BACKOFF_CAP_MS 5000
+
+static const uint8_t http_empty_bytes[1] = {0};
+
+enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
+
+/// One readahead part. `ref` owns `data`; views retain it, so a part's bytes
+/// outlive the slot that fetched them.
+struct http_part {
+  int64_t index;
+  enum part_state state;
+  uint8_t* data;
+  int64_t size;  ///< bytes in the part (filled so far while streaming)
+  struct sl_ref* ref;
+  int rc;
+  struct sluice_error error;
+};
+
+struct sl_http_source {
+  struct sl_source base;  // first
+  char* url;
+  char* ca_bundle;
+  int insecure;
+  struct sl_http_signer signer;
+  int has_signer;
+  char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
+  int ranges;      ///< the server honours Range requests
+
+  pthread_mutex_t pool_lock;
+  CURL* pool[HTTP_POOL_MAX];
+  int n_pool;
+
+  // Readahead (forward reads). Part k covers [k * part_size, ...) and lives in
+  // slot k % depth; a worker fetches part k only when k < cur + depth, i.e.
+  // when the previous occupant of that slot was left by the consumer.
+  int64_t part_size;
+  int depth;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int started;
+  atomic_int stopping;
+  pthread_t threads[HTTP_MAX_PARALLEL];
+  int n_threads;
+  struct http_part* slots;
+  int64_t next_fetch;  ///< ranged mode: the next part a worker takes
+  int64_t cur;         ///< parts below cur are left by the consumer
+  int64_t pos;         ///< consumer stream position
+  int64_t stream_end;  ///< end of data, -1 while unknown (streaming)
+  int failed;          ///< streaming mode: the producer gave up
+  struct sluice_error fail_error;
+};
+
+/* ---- Request machinery ------------------------------------------------------ */
+
+/// One transfer's state, shared by the header and write callbacks.
+struct xfer {
+  struct sl_http_source* s;
+  uint8_t* buf;        ///< destination (ranged: the caller's buffer)
+  int64_t need;        ///< bytes wanted in buf
+  int64_t got;         ///< bytes stored so far (kept across attempts)
+  int64_t skip;        ///< bytes of the body to drop first (server ignored Range)
+  int64_t range_from;  ///< the Range start asked for this attempt (-1 = none)
+  int body_started;
+  long status;
+  char etag[256];
+  int accept_ranges;
+  int64_t range_start;  ///< from Content-Range, -1 if absent
+  int64_t range_total;  ///< from Content-Range, -1 if absent or "*"
+  int etag_changed;
+  int bad_range;
+  char snippet[256];  ///< the start of an error response body
+  size_t snippet_len;
+  /// Streaming mode: bytes handed to the parts go through this instead of buf.
+  int (*sink)(struct xfer* x, const uint8_t* data, int64_t n);
+  int64_t stream_received;  ///< streaming: bytes of the object delivered so far
+  int stream_rc;
+};
+
+static void trim_value(const char** v, size_t* n) {
+  while (*n > 0 && ((*v)[0] == ' ' || (*v)[0] == '\t')) {
+    ++*v;
+    --*n;
+  }
+  while (*n > 0 && ((*v)[*n - 1] == '\r' || (*v)[*n - 1] == '\n' || (*v)[*n - 1] == ' ')) --*n;
+}
+
+static int header_is(const char* line, size_t n, const char* name, const char** value,
+                     size_t* value_len) {
+  size_t k = strlen(name);
+  if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':') return 0;
+  *value = line + k + 1;
+  *value_len = n - k - 1;
+  trim_value(value, value_len);
+  return 1;
+}
+
+static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
+  struct xfer* x = user;
+  size_t n = size * nitems;
+  const char* v;
+  size_t vn;
+  if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+    // A new response (after a redirect or a 100 Continue): forget the last.
+    x->etag[0] = '\0';
+    x->accept_ranges = 0;
+    x->range_start = -1;
+    x->range_total = -1;
+  } else if (header_is(line, n, "etag", &v, &vn)) {
+    if (vn < sizeof x->etag) {
+      memcpy(x->etag, v, vn);
+      x->etag[vn] = '\0';
+    }
+  } else if (header_is(line, n, "accept-ranges", &v, &vn)) {
+    x->accept_ranges = vn >= 5 && strncasecmp(v, "bytes", 5) == 0;
+  } else if (header_is(line, n, "content-range", &v, &vn)) {
+    char text[128];
+    if (vn < sizeof text) {
+      memcpy(text, v, vn);
+      text[vn] = '\0';
+      long long a, b, total;
+      if (sscanf(text, "bytes %lld-%lld/%lld", &a, &b, &total) == 3) {
+        x->range_start = a;
+        x->range_total = total;
+      } else if (sscanf(text, "bytes %lld-%lld/*", &a, &b) == 2) {
+        x->range_start = a;
+      }
+    }
+  }
+  return n;
+}
+
+/// Checks the response once its body starts: status, ETag, range.
+static void on_body_start(struct xfer* x, CURL* h) {
+  x->body_started = 1;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  if (x->status < 200 || x->status > 299) return;
+  if (x->s->etag[0] != '\0' && x->etag[0] != '\0' && strcmp(x->s->etag, x->etag) != 0) {
+    x->etag_changed = 1;
+    return;
+  }
+  if (x->sink != NULL) {
+    // Streaming: every response starts at byte 0; a retry skips what the
+    // parts already hold.
+    x->skip = x->stream_received;
+  } else if (x->status == 206) {
+    if (x->range_from < 0 || x->range_start != x->range_from) x->bad_range = 1;
+  } else if (x->range_from > 0) {
+    x->skip = x->range_from;  // the server sent the whole object: skip to our bytes
+  }
+}
+
+/// The real write callback: CURLOPT_WRITEDATA is this wrapper so that the
+/// callback can reach the handle for the response code.
+struct xfer_call {
+  struct xfer* x;
+  CURL* h;
+};
+
+static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
+  struct xfer_call* call = user;
+  struct xfer* x = call->x;
+  size_t n = size * nmemb;
+  if (!x->body_started) on_body_start(x, call->h);
+  if (x->status < 200 || x->status > 299) {
+    size_t room = sizeof x->snippet - 1 - x->snippet_len;
+    size_t k = n < room ? n : room;
+    memcpy(x->snippet + x->snippet_len, data, k);
+    x->snippet_len += k;
+    x->snippet[x->snippet_len] = '\0';
+    return n;
+  }
+  if (x->etag_changed || x->bad_range) return 0;  // abort: reported by the caller
+  const uint8_t* p = (const uint8_t*)data;
+  int64_t left = (int64_t)n;
+  if (x->skip > 0) {
+    int64_t k = x->skip < left ? x->skip : left;
+    x->skip -= k;
+    p += k;
+    left -= k;
+  }
+  if (left == 0) return n;
+  if (x->sink != NULL) {
+    x->stream_rc = x->sink(x, p, left);
+    return x->stream_rc == 0 ? n : 0;
+  }
+  int64_t room = x->need - x->got;
+  int64_t k = left < room ? left : room;
+  memcpy(x->buf + x->got, p, (size_t)k);
+  x->got += k;
+  // More than asked for: we have our bytes, stop the transfer here.
+  return k == left ? n : 0;
+}
+
+static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+  struct sl_http_source* s = user;
+  (void)dltotal;
+  (void)dlnow;
+  (void)ultotal;
+  (void)ulnow;
+  return atomic_load(&s->stopping) ? 1 : 0;
+}
+
+static CURL* pool_get(struct sl_http_source* s) {
+  CURL* h = NULL;
+  pthread_mutex_lock(&s->pool_lock);
+  if (s->n_pool > 0) h = s->pool[--s->n_pool];
+  pthread_mutex_unlock(&s->pool_lock);
+  return h != NULL ? h : curl_easy_init();
+}
+
+static void pool_put(struct sl_http_source* s, CURL* h) {
+  if (h == NULL) return;
+  pthread_mutex_lock(&s->pool_lock);
+  if (s->n_pool < HTTP_POOL_MAX) {
+    s->pool[s->n_pool++] = h;
+    h = NULL;
+  }
+  pthread_mutex_unlock(&s->pool_lock);
+  if (h != NULL) curl_easy_cleanup(h);
+}
+
+static int is_tls_error(CURLcode c) {
+  return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
+         c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CERTPROBLEM ||
+         c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_CRL_BADFILE ||
+         c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
+
+static int is_retryable_curl(CURLcode c) {
+  return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
+         c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_PARTIAL_FILE ||
+         c == CURLE_GOT_NOTHING || c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM ||
+         c == CURLE_COULDNT_RESOLVE_HOST;
+}
+
+/// Performs one request attempt. `range_from` / `range_to` (inclusive; -1 =
+/// open end) ask for a Range when range_from >= 0.
+static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* method,
+                             int64_t range_from, int64_t range_to, struct xfer* x,
+                             char* errbuf, int* sign_rc, struct sluice_error* error) {
+  struct curl_slist* headers = NULL;
+  struct xfer_call call = {x, h};
+  // Only the write callback reads `call`, and only during curl_easy_perform.
+  char line[320];
+  *sign_rc = 0;
+  x->body_started = 0;
+  x->status = 0;
+  x->skip = 0;
+  x->etag[0] = '\0';
+  x->etag_changed = 0;
+  x->bad_range = 0;
+  x->snippet_len = 0;
+  x->snippet[0] = '\0';
+  x->range_from = range_from;
+  x->range_start = -1;
+  x->range_total = -1;
+  errbuf[0] = '\0';
+  curl_easy_reset(h);
+  curl_easy_setopt(h, CURLOPT_URL, s->url);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  // A stalled transfer (under 1 byte/s for 60 s) is a timeout, retried.
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write_call);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &call);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+  if (s->insecure) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (s->ca_bundle != NULL) curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
+  if (strcmp(method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  if (range_from >= 0) {
+    if (range_to >= 0) {
+      snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-%" PRId64, range_from, range_to);
+    } else {
+      snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-", range_from);
+    }
+    headers = curl_slist_append(headers, line);
+  }
+  // If-Match only with a strong ETag (weak ones never match strongly).
+  if (s->etag[0] != '\0' && strncmp(s->etag, "W/", 2) != 0 && range_from >= 0) {
+    snprintf(line, sizeof line, "If-Match: %s", s->etag);
+    struct curl_slist* more = curl_slist_append(headers, line);
+    if (more != NULL) headers = more;
+  }
+  if (s->has_signer) {
+    *sign_rc = s->signer.sign(s->signer.ctx, method, s->url, &headers, error);
+    if (*sign_rc != 0) {
+      curl_slist_free_all(headers);
+      return CURLE_ABORTED_BY_CALLBACK;
+    }
+  }
+  if (headers != NULL) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  CURLcode c = curl_easy_perform(h);
+  if (!x->body_started) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  curl_slist_free_all(headers);
+  return c;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/// Exponential backoff with jitter: a random delay in [d/2, d], d doubling
+/// from the base up to the cap.
+static void backoff(int attempt, unsigned* seed) {
+  long d = HTTP_BACKOFF_BASE_MS;
+  for (int i = 0; i < attempt && d < HTTP_BACKOFF_CAP_MS; ++i) d *= 2;
+  if (d > HTTP_BACKOFF_CAP_MS) d = HTTP_BACKOFF_CAP_MS;
+  long jitter = (long)(rand_r(seed) % (unsigned)(d / 2 + 1));
+  sleep_ms(d / 2 + jitter);
+}
+
+static unsigned make_seed(const void* p, int64_t salt) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned)((uintptr_t)p ^ (uint64_t)salt ^ (uint64_t)ts.tv_nsec);
+}
+
+static const char* status_reason(long status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 401: return "unauthorized";
+    case 403: return "access denied";
+    case 404: return "not found";
+    case 412: return "precondition failed";
+    case 416: return "range not satisfiable";
+    default: return status >= 500 ? "server error" : "request failed";
+  }
+}
+
+/// Turns an HTTP error status into an error (with the start of the response
+/// body, e.g. an S3 XML error code, when there is one).
+static int status_error(struct sl_http_source* s, const struct xfer* x, const char* what,
+                        struct sluice_error* error) {
+  int code = x->status == 404 ? ENOENT : (x->status == 401 || x->status == 403) ? EACCES : EIO;
+  char body[200];
+  size_t k = 0;
+  for (size_t i = 0; i < x->snippet_len && k + 1 < sizeof body; ++i) {
+    char ch = x->snippet[i];
+    body[k++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
+  }
+  body[k] = '\0';
+  return sl_error_set(error, code, "%s: %s: HTTP %ld (%s)%s%s", s->base.name, what, x->status,
+                      status_reason(x->status), k > 0 ? ": " : "", body);
+}
+
+static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, const char* what,
+                      struct sluice_error* error) {
+  const char* detail = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(c);
+  if (is_tls_error(c)) {
+    return sl_error_set(error, EACCES,
+                        "%s: %s: TLS error: %s (give a CA bundle with --ca-bundle FILE, or "
+                        "--insecure to skip verification)",
+                        s->base.name, what, detail);
+  }
+  if (c == CURLE_OPERATION_TIMEDOUT) {
+    return sl_error_set(error, ETIMEDOUT, "%s: %s: timed out: %s", s->base.name, what, detail);
+  }
+  return sl_error_set(error, EIO, "%s: %s: %s", s->base.name, what, detail);
+}
+
+/// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
+/// resumed from the last byte received).
+static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, uint8_t* buf,
+                      struct sluice_error* error) {
+  struct xfer x;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  x.buf = buf;
+  x.need = length;
+  char errbuf[CURL_ERROR_SIZE];
+  char what[96];
+  unsigned seed = make_seed(buf, offset);
+  CURL* h = pool_get(s);
+  if (h == NULL) return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
+  int rc = 0;
+  for (int attempt = 0;; ++attempt) {
+    snprintf(what, sizeof what, "GET of %" PRId64 " bytes at offset %" PRId64, length, offset);
+    int sign_rc;
+    int64_t from = offset + x.got;
+    CURLcode c = http_perform(s, h, "GET", from, offset + length - 1, &x, errbuf, &sign_rc, error);
+    if (sign_rc != 0) {
+      rc = sign_rc;
+      break;
+    }
+    if (x.got == length) break;  // done (possibly aborted by us after the last byte)
+    if (atomic_load(&s->stopping)) {
+      rc = sl_error_set(error, ECANCELED, "%s: %s: cancelled", s->base.name, what);
+      break;
+    }
+    if (x.etag_changed || x.status == 412) {
+      rc = sl_error_set(error, ESTALE,
+                        "%s: %s: the object changed while being read (ETag %s no longer "
+                        "matches)",
+                        s->base.name, what, s->etag);
+      break;
+    }
+    if (x.bad_range) {
+      rc = sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
+                        s->base.name, what);
+      break;
+    }
+    int retry = 0;
+    if (x.status >= 200 && x.status <= 299) {
+      // A short body: the connection broke; resume from the last byte.
+      retry = c == CURLE_OK || is_retryable_curl(c);
+      if (!retry) rc = curl_error(s, c, errbuf, what, error);
+      else if (c == CURLE_OK) curl_error(s, CURLE_PARTIAL_FILE, "transfer ended early", what, error);
+      else curl_error(s, c, errbuf, what, error);
+    } else if (x.status >= 500 || x.status == 429) {
+      retry = 1;
+      status_error(s, &x, what, error);
+    } else if (x.status >= 300) {
+      rc = status_error(s, &x, what, error);
+    } else {
+      retry = is_retryable_curl(c);
+      int e = curl_error(s, c, errbuf, what, error);
+      if (!retry) rc = e;
+    }
+    if (!retry) break;
+    if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
+      rc = error != NULL && error->code != 0 ? error->code : EIO;
+      break;
+    }
+    backoff(attempt, &seed);
+  }
+  pool_put(s, h);
+  return rc;
+}
+
+/// Whether a server that did not announce Accept-Ranges still honours Range:
+/// a GET of byte 0 answered with 206. Any failure counts as "no".
+static int probe_ranges(struct sl_http_source* s, CURL* h) {
+  struct xfer x;
+  uint8_t byte;
+  char errbuf[CURL_ERROR_SIZE];
+  struct sluice_error ignored;
+  int sign_rc;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  x.buf = &byte;
+  x.need = 1;
+  CURLcode c = http_perform(s, h, "GET", 0, 0, &x, errbuf, &sign_rc, &ignored);
+  return sign_rc == 0 && (c == CURLE_OK || c == CURLE_WRITE_ERROR) && x.status == 206 &&
+         x.got == 1;
+}
+
+/// HEAD at open: size, ETag, Accept-Ranges (retried like a GET).
+static int http_head(struct sl_http_source* s, struct sluice_error* error) {
+  struct xfer x;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  char errbuf[CURL_ERROR_SIZE];
+  unsigned seed = make_seed(s, 0);
+  CURL* h = pool_get(s);
+  if (h == NULL) return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
+  int rc = 0;
+  for (int attempt = 0;; ++attempt) {
+    int sign_rc;
+    CURLcode c = http_perform(s, h, "HEAD", -1, -1, &x, errbuf, &sign_rc, error);
+    if (sign_rc != 0) {
+      rc = sign_rc;
+      break;
+    }
+    int retry = 0;
+    if (c == CURLE_OK && x.status >= 200 && x.status <= 299) {
+      curl_off_t length = -1;
+      curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      s->base.size = length >= 0 ? (int64_t)length : -1;
+      memcpy(s->etag, x.etag, sizeof s->etag);
+      s->ranges = x.accept_ranges && s->base.size >= 0;
+      if (!s->ranges && s->base.size > 0) s->ranges = probe_ranges(s, h);
+      break;
+    }
+    if (c == CURLE_OK && (x.status >= 500 || x.status == 429)) {
+      retry = 1;
+      status_error(s, &x, "HEAD", error);
+    } else if (c == CURLE_OK) {
+      rc = status_error(s, &x, "HEAD", error);
+    } else {
+      retry = is_retryable_curl(c);
+      int e = curl_error(s, c, errbuf, "HEAD", error);
+      if (!retry) rc = e;
+    }
+    if (!retry) break;
+    if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
+      rc = error != NULL && error->code != 0 ? error->code : EIO;
+      break;
+    }
+    backoff(attempt, &seed);
+  }
+  pool_put(s, h);
+  return rc;
+}
+
+/* ---- Ranged reads ------------------------------------------------------------ */
+
+/// A fresh buffer of `size` bytes owned by a new ref.
+static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, struct sl_ref** ref,
+                     struct sluice_error* error) {
+  size_t n = size > 0 ? (size_t)size : 1;
+  *data = sl_alloc_buffer(s->base.alloc, n);
+  *ref = *data != NULL ? sl_ref_wrap_buffer(s->base.alloc, *data, n) : NULL;
+  if (*ref == NULL) {
+    if (*data != NULL) sl_free_buffer(s->base.alloc, *data, n);
+    *data = NULL;
+    return sl_error_set(error, ENOMEM, "%s: out of memory for a %" PRId64 "-byte read buffer",
+                        s->base.name, size);
+  }
+  return 0;
+}
+
+static int http_read_at(struct sl_source* source, int64_t offset, int64_t length,
+                        struct sl_view* out, struct sluice_error* error) {
+  struct sl_http_source* s = (struct sl_http_source*)source;
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset) {
+    return sl_error_set(error, EIO,
+                        "%s: read of %" PRId64 " bytes at offset %" PRId64
+                        " is past the end (size %" PRId64 ")",
+                        source->name, length, offset, source->size);
+  }
+  if (length == 0) {
+    out->data = http_empty_bytes;
+    return 0;
+  }
+  uint8_t* data;
+  struct sl_ref* ref;
+  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
+  int rc = http_fetch(s, offset, length, data, error);
+  if (rc != 0) {
+    sl_ref_release(ref);
+    return rc;
+  }
+  out->data = data;
+  out->size = length;
+  out->owner = ref;
+  return 0;
+}
+
+/* ---- Readahead ---------------------------------------------------------------- */
+
+static int64_t part_length(const struct sl_http_source* s, int64_t k) {
+  int64_t start = k * s->part_size;
+  int64_t left = s->stream_end - start;
+  return left < s->part_size ? left : s->part_size;
+}
+
+/// Ranged mode: each worker fetches the next part whose slot is free.
+static void* ranged_worker(void* arg) {
+  struct sl_http_source* s = arg;
+  int64_t n_parts = (s->stream_end + s->part_size - 1) / s->part_size;
+  pthread_mutex_lock(&s->lock);
+  while (!atomic_load(&s->stopping)) {
+    if (s->next_fetch >= n_parts || s->next_fetch >= s->cur + s->depth) {
+      if (s->next_fetch >= n_parts) break;
+      pthread_cond_wait(&s->cond, &s->lock);
+      continue;
+    }
+    int64_t k = s->next_fetch++;
+    struct http_part* slot = &s->slots[k % s->depth];
+    slot->index = k;
+    slot->state = PART_FETCHING;
+    int64_t len = part_length(s, k);
+    pthread_mutex_unlock(&s->lock);
+    struct sluice_error err;
+    memset(&err, 0, sizeof err);
+    uint8_t* data = NULL;
+    struct sl_ref* ref = NULL;
+    int rc = new_block(s, len, &data, &ref, &err);
+    if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, &err);
+    pthread_mutex_lock(&s->lock);
+    if (rc != 0) {
+      sl_ref_release(ref);
+      slot->state = PART_FAILED;
+      slot->rc = rc;
+      slot->error = err;
+    } else {
+      slot->state = PART_READY;
+      slot->data = data;
+      slot->ref = ref;
+      slot->size = len;
+    }
+    pthread_cond_broadcast(&s->cond);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/// Streaming mode: the bytes of the one GET, cut into parts as they come.
+static int stream_sink(struct xfer* x, const uint8_t* data, int64_t n) {
+  struct sl_http_source* s = x->s;
+  // A resumed transfer starts from byte 0 again: drop what we already have.
+  while (n > 0) {
+    int64_t k = x->stream_received / s->part_size;
+    int64_t within = x->stream_received % s->part_size;
+    struct http_part* slot = &s->slots[k % s->depth];
+    if (within == 0) {
+      pthread_mutex_lock(&s->lock);
+      while (!atomic_load(&s->stopping) && k >= s->cur + s->depth) {
+        pthread_cond_wait(&s->cond, &s->lock);
+      }
+      pthread_mutex_unlock(&s->lock);
+      if (atomic_load(&s->stopping)) return ECANCELED;
+      uint8_t* block;
+      struct sl_ref* ref;
+      struct sluice_error err;
+      if (new_block(s, s->part_size, &block, &ref, &err) != 0) return ENOMEM;
+      pthread_mutex_lock(&s->lock);
+      slot->index = k;
+      slot->state = PART_FETCHING;
+      slot->data = block;
+      slot->ref = ref;
+      slot->size = 0;
+      pthread_mutex_unlock(&s->lock);
+    }
+    int64_t room = s->part_size - within;
+    int64_t take = n < room ? n : room;
+    memcpy(slot->data + within, data, (size_t)take);
+    data += take;
+    n -= take;
+    x->stream_received += take;
+    if (take == room) {
+      pthread_mutex_lock(&s->lock);
+      slot->size = s->part_size;
+      slot->state = PART_READY;
+      pthread_cond_broadcast(&s->cond);
+      pthread_mutex_unlock(&s->lock);
+    }
+  }
+  return 0;
+}
+
+static void* stream_worker(void* arg) {
+  struct sl_http_source* s = arg;
+  struct xfer x;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  x.sink = stream_sink;
+  char errbuf[CURL_ERROR_SIZE];
+  struct sluice_error err;
+  memset(&err, 0, sizeof err);
+  unsigned seed = make_seed(s, 1);
+  int rc = 0;
+  CURL* h = pool_get(s);
+  if (h == NULL) rc = sl_error_set(&err, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
+  for (int attempt = 0; rc == 0; ++attempt) {
+    int sign_rc;
+    x.stream_rc = 0;
+    CURLcode c = http_perform(s, h, "GET", -1, -1, &x, errbuf, &sign_rc, &err);
+    if (sign_rc != 0) {
+      rc = sign_rc;
+      break;
+    }
+    if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.etag_changed) {
+      if (s->base.size >= 0 && x.stream_received != s->base.size) {
+        rc = sl_error_set(&err, EIO, "%s: got %" PRId64 " bytes, Content-Length said %" PRId64,
+                          s->base.name, x.stream_received, s->base.size);
+      }
+      break;
+    }
+    if (x.stream_rc != 0) {
+      rc = x.stream_rc == ECANCELED
+               ? sl_error_set(&err, ECANCELED, "%s: cancelled", s->base.name)
+               : sl_error_set(&err, x.stream_rc, "%s: out of memory for a read buffer",
+                              s->base.name);
+      break;
+    }
+    if (x.etag_changed) {
+      rc = sl_error_set(&err, ESTALE, "%s: the object changed while being read (ETag %s)",
+                        s->base.name, s->etag);
+      break;
+    }
+    int retry;
+    if (x.status >= 500 || x.status == 429) {
+      retry = 1;
+      status_error(s, &x, "GET", &err);
+    } else if (x.status >= 300) {
+      retry = 0;
+      rc = status_error(s, &x, "GET", &err);
+    } else {
+      retry = is_retryable_curl(c) || c == CURLE_OK;
+      int e = curl_error(s, c == CURLE_OK ? CURLE_PARTIAL_FILE : c, errbuf, "GET", &err);
+      if (!retry) rc = e;
+    }
+    if (!retry) break;
+    if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
+      rc = err.code != 0 ? err.code : EIO;
+      break;
+    }
+    backoff(attempt, &seed);
+  }
+  pool_put(s, h);
+  pthread_mutex_lock(&s->lock);
+  if (rc != 0) {
+    s->failed = 1;
+    s->fail_error = err;
+    if (s->fail_error.code == 0) s->fail_error.code = rc;
+  } else {
+    int64_t k = x.stream_received / s->part_size;
+    int64_t within = x.stream_received % s->part_size;
+    if (within > 0) {
+      struct http_part* slot = &s->slots[k % s->depth];
+      slot->size = within;
+      slot->state = PART_READY;
+    }
+    s->stream_end = x.stream_received;
+  }
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+static int start_readahead(struct sl_http_source* s, struct sluice_error* error) {
+  if (s->started) return 0;
+  s->slots = sl_calloc(s->base.alloc, (size_t)s->depth, sizeof *s->slots);
+  if (s->slots == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", s->base.name);
+  s->started = 1;
+  int want = s->ranges ? s->depth : 1;
+  for (int i = 0; i < want; ++i) {
+    if (pthread_create(&s->threads[i], NULL, s->ranges ? ranged_worker : stream_worker, s) != 0) {
+      if (i == 0) return sl_error_set(error, EAGAIN, "%s: cannot start a download thread",
+                                      s->base.name);
+      break;  // fewer workers still make progress
+    }
+    s->n_threads = i + 1;
+  }
+  return 0;
+}
+
+/// Waits (lock held) until part k is fetched; returns its slot, or NULL with
+/// *rc set on failure, or NULL with *rc 0 when the data ends before part k.
+static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int* rc,
+                                   struct sluice_error* error) {
+  *rc = 0;
+  for (;;) {
+    struct http_part* slot = &s->slots[k % s->depth];
+    if (slot->index == k && slot->state == PART_READY) return slot;
+    if (slot->index == k && slot->state == PART_FAILED) {
+      *rc = slot->rc;
+      if (error != NULL) *error = slot->error;
+      return NULL;
+    }
+    if (s->stream_end >= 0 && k * s->part_size >= s->stream_end) return NULL;
+    if (s->failed) {
+      *rc = s->fail_error.code != 0 ? s->fail_error.code : EIO;
+      if (error != NULL) *error = s->fail_error;
+      return NULL;
+    }
+    pthread_cond_wait(&s->cond, &s->lock);
+  }
+}
+
+/// Leaves the parts below `k` (lock held): their slots are free to refill.
+static void leave_parts(struct sl_http_source* s, int64_t k) {
+  while (s->cur < k) {
+    struct http_part* slot = &s->slots[s->cur % s->depth];
+    if (slot->index == s->cur && (slot->state == PART_READY || slot->state == PART_FAILED)) {
+      sl_ref_release(slot->ref);
+      slot->ref = NULL;
+      slot->data = NULL;
+      slot->state = PART_EMPTY;
+    }
+    ++s->cur;
+  }
+  pthread_cond_broadcast(&s->cond);
+}
+
+/// A view of up to `length` bytes from the stream position; consumes them
+/// unless peeking. Views into one part share it; a read across parts copies.
+static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
+                          struct sl_view* out, struct sluice_error* error) {
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  if (length < 0) {
+    return sl_error_set(error, EINVAL, "%s: negative read length %" PRId64, s->base.name, length);
+  }
+  SL_RETURN_NOT_OK(start_readahead(s, error));
+  int rc = 0;
+  pthread_mutex_lock(&s->lock);
+  int64_t k = s->pos / s->part_size;
+  int64_t within = s->pos % s->part_size;
+  struct http_part* slot = length > 0 ? wait_part(s, k, &rc, error) : NULL;
+  if (slot == NULL || within >= slot->size) {
+    pthread_mutex_unlock(&s->lock);
+    if (rc == 0) out->data = http_empty_bytes;  // end of data
+    return rc;
+  }
+  int64_t avail = slot->size - within;
+  if (length <= avail) {
+    // The common case: a view into the part, no copy.
+    out->data = slot->data + within;
+    out->size = length;
+    out->owner = sl_ref_retain(slot->ref);
+    if (consume) {
+      s->pos += length;
+      if (length == avail && slot->size == s->part_size) leave_parts(s, k + 1);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+  }
+  // Across a part boundary: copy exactly these bytes (or up to the end).
+  pthread_mutex_unlock(&s->lock);
+  uint8_t* data;
+  struct sl_ref* ref;
+  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
+  int64_t copied = 0;
+  pthread_mutex_lock(&s->lock);
+  int64_t at = s->pos;
+  while (copied < length) {
+    int64_t pk = at / s->part_size;
+    int64_t pw = at % s->part_size;
+    struct http_part* p = wait_part(s, pk, &rc, error);
+    if (p == NULL || pw >= p->size) break;
+    int64_t take = p->size - pw < length - copied ? p->size - pw : length - copied;
+    memcpy(data + copied, p->data + pw, (size_t)take);
+    copied += take;
+    at += take;
+    if (consume && pw + take == p->size && p->size == s->part_size) {
+      s->pos = at;
+      leave_parts(s, pk + 1);
+    }
+    if (!consume && pk + 1 >= s->cur + s->depth) break;  // a peek cannot wait past the ring
+  }
+  if (consume && rc == 0) s->pos = at;
+  pthread_mutex_unlock(&s->lock);
+  if (rc != 0) {
+    sl_ref_release(ref);
+    return rc;
+  }
+  out->data = data;
+  out->size = copied;
+  out->owner = ref;
+  return 0;
+}
+
+static int http_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                          struct sluice_error* error) {
+  return readahead_view((struct sl_http_source*)source, length, 1, out, error);
+}
+
+static int http_peek(struct sl_source* source, int64_t length, struct sl_view* out,
+                     struct sluice_error* error) {
+  return readahead_view((struct sl_http_source*)source, length, 0, out, error);
+}
+
+/* ---- Open / close --------------------------------------------------------------- */
+
+static void http_destroy(struct sl_http_source* s) {
+  const struct sluice_allocator* alloc = s->base.alloc;
+  if (s->started) {
+    pthread_mutex_lock(&s->lock);
+    atomic_store(&s->stopping, 1);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    for (int i = 0; i < s->n_threads; ++i) pthread_join(s->threads[i], NULL);
+  }
+  if (s->slots != NULL) {
+    for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
+    sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
+  }
+  for (int i = 0; i < s->n_pool; ++i) curl_easy_cleanup(s->pool[i]);
+  pthread_mutex_destroy(&s->pool_lock);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cond);
+  if (s->has_signer && s->signer.destroy != NULL) s->signer.destroy(s->signer.ctx);
+  if (s->url != NULL) sl_free(alloc, s->url, strlen(s->url) + 1);
+  if (s->ca_bundle != NULL) sl_free(alloc, s->ca_bundle, strlen(s->ca_bundle) + 1);
+  if (s->base.name != NULL) sl_free(alloc, s->base.name, strlen(s->base.name) + 1);
+  sl_free(alloc, s, sizeof *s);
+  curl_global_cleanup();
+}
+
+static void http_close(struct sl_source* source) {
+  http_destroy((struct sl_http_source*)source);
+}
+
+static const struct sl_source_ops sl_http_ranged_ops = {
+    .read_at = http_read_at,
+    .read_next = http_read_next,
+    .close = http_close,
+    .peek = NULL,
+    .drop = NULL,
+};
+
+static const struct sl_source_ops sl_http_stream_ops = {
+    .read_at = NULL,
+    .read_next = http_read_next,
+    .close = http_close,
+    .peek = http_peek,
+    .drop = NULL,
+};
+
+int sl_http_source_untouched(const struct sl_source* source) {
+  if (source == NULL || source->ops != &sl_http_stream_ops) return 0;
+  const struct sl_http_source* s = (const struct sl_http_source*)source;
+  return s->pos == 0;
+}
+
+/// SLUICE_HTTP_PART_SIZE, or `fallback`.
+static int64_t part_size_from_env(int64_t fallback) {
+  const char* text = getenv("SLUICE_HTTP_PART_SIZE");
+  if (text == NULL || *text == '\0') return fallback;
+  char* end = NULL;
+  long long v = strtoll(text, &end, 10);
+  return end != NULL && *end == '\0' && v >= 1 && v <= ((long long)1 << 32) ? (int64_t)v
+                                                                            : fallback;
+}
+
+int sl_http_source_open_config(const struct sl_http_config* config,
+                               const struct sluice_allocator* alloc, struct sl_source** out,
+                               struct sluice_error* error) {
+  *out = NULL;
+  const char* name = config->name != NULL ? config->name : config->url;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (config->signer != NULL && config->signer->destroy != NULL) {
+      config->signer->destroy(config->signer->ctx);
+    }
+    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", name);
+  }
+  struct sl_http_source* s = sl_calloc(alloc, 1, sizeof *s);
+  if (s == NULL) {
+    if (config->signer != NULL && config->signer->destroy != NULL) {
+      config->signer->destroy(config->signer->ctx);
+    }
+    curl_global_cleanup();
+    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  }
+  s->base.alloc = alloc;
+  s->base.size = -1;
+  s->base.owner = NULL;
+  s->base.ops = &sl_http_stream_ops;
+  pthread_mutex_init(&s->pool_lock, NULL);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  atomic_init(&s->stopping, 0);
+  if (config->signer != NULL) {
+    s->signer = *config->signer;
+    s->has_signer = 1;
+  }
+  s->insecure = config->remote.tls_insecure;
+  s->part_size = part_size_from_env(config->part_size > 0 ? config->part_size
+                                                           : HTTP_DEFAULT_PART);
+  s->depth = config->parallel > 0 ? config->parallel : HTTP_DEFAULT_PARALLEL;
+  if (s->depth > HTTP_MAX_PARALLEL) s->depth = HTTP_MAX_PARALLEL;
+  if (s->depth < 2) s->depth = 2;  // the part being read and one ahead
+  s->stream_end = -1;
+  s->base.name = sl_strdup(alloc, name);
+  s->url = sl_strdup(alloc, config->url);
+  if (config->remote.ca_bundle != NULL) s->ca_bundle = sl_strdup(alloc, config->remote.ca_bundle);
+  if (s->base.name == NULL || s->url == NULL ||
+      (config->remote.ca_bundle != NULL && s->ca_bundle == NULL)) {
+    http_destroy(s);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  }
+  int rc = http_head(s, error);
+  if (rc != 0) {
+    http_destroy(s);
+    return rc;
+  }
+  if (s->ranges) {
+    s->base.ops = &sl_http_ranged_ops;
+    s->stream_end = s->base.size;
+  }
+  *out = &s->base;
+  return 0;
+}
+
+int sl_http_source_open(const char* url, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sl_source** out,
+                        struct sluice_error* error) {
+  struct sl_http_config config;
+  memset(&config, 0, sizeof config);
+  config.url = url;
+  if (remote != NULL) config.remote = *remote;
+  return sl_http_source_open_config(&config, alloc, out, error);
+}

@@ -1,0 +1,60 @@
+// HTTP(S) sources through libcurl.
+//
+// Opening sends a HEAD request for the size, the ETag and Accept-Ranges.
+// - Ranged reads (read_at, for formats with footers) are ranged GETs with
+//   If-Match on the first ETag, so an object replaced mid-read is an error,
+//   never a mix of two versions.
+// - Forward reads (read_next, for row formats) are served from a readahead
+//   of large parts (8 MiB by default, several fetched in parallel by worker
+//   threads, each with its own connection kept alive). A read of n bytes
+//   returns a view into a fetched part; only a read that crosses a part
+//   boundary copies, and only those n bytes.
+// - Servers that do not announce "Accept-Ranges: bytes" are read as one
+//   forward stream (read_at is then unavailable), cut into the same parts.
+// - Transfers are retried with exponential backoff and jitter on 5xx, 429,
+//   timeouts and connection resets, resuming from the last byte received.
+// - TLS is verified by default (sl_remote_options: insecure, CA bundle).
+//
+// The environment variable SLUICE_HTTP_PART_SIZE (bytes, >= 1) overrides the
+// part size; tests use it to exercise reads across part boundaries.
+#ifndef SL_SOURCE_HTTP_H
+#define SL_SOURCE_HTTP_H
+
+#include <curl/curl.h>
+
+#include "sl_source.h"
+
+/// Adds per-request headers (e.g. an S3 SigV4 Authorization) for one request
+/// attempt. `url` is the full request URL. Returns 0 or an errno code.
+struct sl_http_signer {
+  int (*sign)(void* ctx, const char* method, const char* url, struct curl_slist** headers,
+              struct sluice_error* error);
+  void* ctx;
+  /// Frees ctx (NULL = nothing to free).
+  void (*destroy)(void* ctx);
+};
+
+struct sl_http_config {
+  const char* url;   ///< the http:// or https:// URL requested
+  const char* name;  ///< what error messages call the object (NULL = url)
+  struct sl_remote_options remote;
+  int64_t part_size;   ///< readahead part size (0 = 8 MiB)
+  int parallel;        ///< parts fetched at once (0 = 4)
+  /// NULL = unsigned requests. Copied; the source owns signer->ctx from the
+  /// call on (destroyed on close, or at once if opening fails).
+  const struct sl_http_signer* signer;
+};
+
+int sl_http_source_open(const char* url, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sl_source** out,
+                        struct sluice_error* error);
+
+/// Whether `source` is an HTTP forward stream (a server without Range
+/// support) from which nothing was consumed yet (see sl_source_untouched).
+int sl_http_source_untouched(const struct sl_source* source);
+
+int sl_http_source_open_config(const struct sl_http_config* config,
+                               const struct sluice_allocator* alloc, struct sl_source** out,
+                               struct sluice_error* error);
+
+#endif

@@ -1,0 +1,354 @@
+"""HTTP(S) sources against real servers started by the tests on loopback.
+
+- nginx (Debian's) over TLS with a self-signed certificate made with openssl
+  at test time: every format is read through https:// with --ca-bundle and
+  compared with sluice's read of the same local file; small readahead parts
+  (SLUICE_HTTP_PART_SIZE) force reads across part boundaries; --insecure
+  works; no CA, a wrong CA and a missing object give clear errors.
+- A small Python HTTP server with Range support and injected faults: 503s
+  (retried), connections cut mid-body (resumed from the last byte), an
+  object replaced mid-read (If-Match -> 412 -> error), a server without
+  Range support (read as one forward stream).
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+import pytest
+
+from conftest import check_clean_failure, corpora_dir
+
+CORPORA = corpora_dir()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_cert(directory: Path, name: str) -> tuple[Path, Path]:
+    key, cert = directory / f"{name}.key", directory / f"{name}.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "2", "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return key, cert
+
+
+def write_lenprefix(path: Path, count: int, seed: int) -> None:
+    rng = random.Random(seed)
+    with open(path, "wb") as f:
+        for _ in range(count):
+            m = rng.randbytes(rng.randrange(0, 48))
+            f.write(bytes([len(m)]) + m)
+
+
+def make_files(www: Path, n: int = 200_000) -> dict[str, list[str]]:
+    """Files in `www` -> extra sluice arguments to read them."""
+    table = pa.table({"id": pa.array(range(n), pa.int64()),
+                      "name": [f"row-{i}" for i in range(n)],
+                      "x": [i * 0.5 for i in range(n)]})
+    pacsv.write_csv(table, www / "t.csv")
+    with ipc.new_file(www / "t.arrow", table.schema) as w:
+        w.write_table(table, max_chunksize=30_000)
+    with ipc.new_stream(www / "t.arrows", table.schema) as w:
+        w.write_table(table, max_chunksize=30_000)
+    write_lenprefix(www / "m.lenprefix", n + n // 2, 7)
+    files = {"t.csv": [], "t.arrow": [], "t.arrows": [], "m.lenprefix": ["-O", "length_prefix=u8"]}
+    for rel, fmt in [
+        ("arrow-testing/data/avro/alltypes_plain.avro", None),
+        ("arrow-testing/data/avro/alltypes_plain.zstandard.avro", None),
+        ("arrow-testing/data/arrow-ipc-stream/integration/1.0.0-littleendian/"
+         "generated_primitive.arrow_file", "arrow"),
+        ("arrow-testing/data/arrow-ipc-stream/integration/1.0.0-littleendian/"
+         "generated_primitive.stream", "arrows"),
+        ("arrow-testing/data/csv/aggregate_test_100.csv", None),
+        ("parquet-testing/data/alltypes_plain.parquet", None),
+    ]:
+        src = CORPORA / rel
+        if src.exists():
+            shutil.copy(src, www / src.name)
+            files[src.name] = ["-f", fmt] if fmt else []
+    return files
+
+
+def read_table(sluice, location: str, out: Path, extra, env=None) -> pa.Table:
+    proc = subprocess.run([sluice.binary, "convert", location, str(out), "-t", "arrows", "-q",
+                           *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, f"{location}: {proc.stderr.decode()}"
+    return ipc.open_stream(out.read_bytes()).read_all()
+
+
+def local_table(sluice, path: Path, out: Path, extra) -> pa.Table | None:
+    """sluice's read of the local file; None when sluice cannot read it
+    locally (a format not linked in yet): then there is nothing to compare."""
+    proc = subprocess.run([sluice.binary, "convert", str(path), str(out), "-t", "arrows", "-q",
+                           *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if proc.returncode != 0:
+        return None
+    return ipc.open_stream(out.read_bytes()).read_all()
+
+
+# ---- nginx over TLS ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory):
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    root = tmp_path_factory.mktemp("nginx")
+    www = root / "www"
+    www.mkdir()
+    for d in ("logs", "tmp"):
+        (root / d).mkdir()
+    key, cert = make_cert(root, "server")
+    _, other_cert = make_cert(root, "other")
+    files = make_files(www)
+    port = free_port()
+    conf = root / "nginx.conf"
+    user = "user root;" if os.geteuid() == 0 else ""
+    conf.write_text(f"""
+daemon off;
+master_process off;
+{user}
+pid {root}/nginx.pid;
+error_log {root}/logs/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {root}/tmp/body;
+  proxy_temp_path {root}/tmp/proxy;
+  fastcgi_temp_path {root}/tmp/fastcgi;
+  uwsgi_temp_path {root}/tmp/uwsgi;
+  scgi_temp_path {root}/tmp/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    root {www};
+  }}
+}}
+""")
+    proc = subprocess.Popen([nginx_bin, "-c", str(conf), "-p", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"nginx did not start: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    yield {"url": f"https://localhost:{port}", "cert": cert, "other_cert": other_cert,
+           "www": www, "files": files}
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_every_format_over_https(sluice, nginx, tmp_path):
+    compared = set()
+    for name, extra in nginx["files"].items():
+        local = local_table(sluice, nginx["www"] / name, tmp_path / "l.arrows", extra)
+        if local is None:
+            continue
+        compared.add(name)
+        remote = read_table(sluice, f"{nginx['url']}/{name}", tmp_path / "r.arrows",
+                            [*extra, "--ca-bundle", str(nginx["cert"])])
+        assert remote.equals(local), name
+    assert {"t.csv", "t.arrow", "t.arrows", "m.lenprefix"} <= compared
+
+
+@pytest.mark.parametrize("part_size", [1000, 4093, 65536])
+def test_reads_across_part_boundaries(sluice, nginx, tmp_path, part_size):
+    env = dict(os.environ, SLUICE_HTTP_PART_SIZE=str(part_size))
+    for name in ("m.lenprefix", "t.arrows", "t.csv"):
+        extra = nginx["files"][name]
+        local = local_table(sluice, nginx["www"] / name, tmp_path / "l.arrows", extra)
+        remote = read_table(sluice, f"{nginx['url']}/{name}", tmp_path / "r.arrows",
+                            [*extra, "--ca-bundle", str(nginx["cert"])], env=env)
+        assert remote.equals(local), (name, part_size)
+
+
+def test_insecure_skips_verification(sluice, nginx, tmp_path):
+    local = local_table(sluice, nginx["www"] / "t.arrows", tmp_path / "l.arrows", [])
+    remote = read_table(sluice, f"{nginx['url']}/t.arrows", tmp_path / "r.arrows", ["--insecure"])
+    assert remote.equals(local)
+
+
+def test_untrusted_certificate_is_a_clear_tls_error(sluice, nginx, tmp_path):
+    for extra in ([], ["--ca-bundle", str(nginx["other_cert"])]):
+        proc = sluice.run_raw("schema", f"{nginx['url']}/t.csv", *extra)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert "TLS" in err and "certificate" in err and "--ca-bundle" in err, err
+
+
+def test_missing_ca_bundle_file(sluice, nginx, tmp_path):
+    proc = sluice.run_raw("schema", f"{nginx['url']}/t.csv", "--ca-bundle",
+                          str(tmp_path / "absent.pem"))
+    check_clean_failure(proc)
+    assert "TLS" in proc.stderr.decode()
+
+
+def test_missing_object_is_not_found(sluice, nginx):
+    proc = sluice.run_raw("schema", f"{nginx['url']}/absent.csv", "--ca-bundle",
+                          str(nginx["cert"]))
+    check_clean_failure(proc)
+    assert "404" in proc.stderr.decode() and "not found" in proc.stderr.decode()
+
+
+# ---- A Range server with injected faults ------------------------------------------
+
+
+class FaultServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, www: Path):
+        super().__init__(("127.0.0.1", 0), FaultHandler)
+        self.www = www
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.generation = 0
+
+
+class FaultHandler(http.server.BaseHTTPRequestHandler):
+    """Paths are /MODE/FILE. Modes: ok, flaky (every other request is a 503),
+    cut (every third body stops halfway and the connection closes), norange (Range and
+    Accept-Ranges unsupported), changing (the ETag changes after 3 requests;
+    If-Match is honoured), down (always 503)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _serve(self, body: bool):
+        srv: FaultServer = self.server
+        parts = self.path.lstrip("/").split("/", 1)
+        if len(parts) != 2 or not (srv.www / parts[1]).is_file():
+            self.send_error(404)
+            return
+        mode, name = parts
+        data = (srv.www / name).read_bytes()
+        with srv.lock:
+            srv.requests += 1
+            n = srv.requests
+            if mode == "changing" and n > 3:
+                srv.generation = 1
+            etag = f'"{name}-{srv.generation}"'
+        if mode == "down" or (mode == "flaky" and n % 2 == 0):
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if_match = self.headers.get("If-Match")
+        if mode == "changing" and if_match is not None and if_match != etag:
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        start, end, status = 0, len(data) - 1, 200
+        rng = self.headers.get("Range")
+        if rng and mode != "norange":
+            a, b = rng.split("=", 1)[1].split("-")
+            start = int(a)
+            end = min(int(b), len(data) - 1) if b else len(data) - 1
+            status = 206
+        chunk = data[start:end + 1]
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(chunk)))
+        if mode != "norange":
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag)
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.end_headers()
+        if not body:
+            return
+        if mode == "cut" and len(chunk) > 1 and n % 3 == 0:
+            self.wfile.write(chunk[:len(chunk) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(chunk)
+
+    def do_HEAD(self):
+        self._serve(False)
+
+    def do_GET(self):
+        self._serve(True)
+
+
+@pytest.fixture
+def fault_server(tmp_path):
+    www = tmp_path / "www"
+    www.mkdir()
+    files = make_files(www, 40_000)
+    srv = FaultServer(www)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield {"url": f"http://127.0.0.1:{srv.server_address[1]}", "www": www, "files": files,
+           "server": srv}
+    srv.shutdown()
+    srv.server_close()
+
+
+SMALL_PARTS = dict(os.environ, SLUICE_HTTP_PART_SIZE="65536")
+
+
+@pytest.mark.parametrize("mode", ["ok", "flaky", "cut"])
+def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode):
+    for name in ("t.arrows", "t.arrow", "m.lenprefix", "t.csv"):
+        extra = fault_server["files"][name]
+        local = local_table(sluice, fault_server["www"] / name, tmp_path / "l.arrows", extra)
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/{name}", tmp_path / "r.arrows",
+                            extra, env=SMALL_PARTS)
+        assert remote.equals(local), (mode, name)
+
+
+def test_server_without_range_support_is_streamed(sluice, fault_server, tmp_path):
+    # t.arrow has a footer: the stream is spooled to a temporary file first.
+    for name in ("t.arrows", "m.lenprefix", "t.csv", "t.arrow"):
+        extra = fault_server["files"][name]
+        local = local_table(sluice, fault_server["www"] / name, tmp_path / "l.arrows", extra)
+        remote = read_table(sluice, f"{fault_server['url']}/norange/{name}",
+                            tmp_path / "r.arrows", extra, env=SMALL_PARTS)
+        assert remote.equals(local), name
+
+
+def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path):
+    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/changing/t.arrows",
+                           str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                          env=SMALL_PARTS)
+    check_clean_failure(proc)
+    assert "changed" in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_server_down_fails_after_retries(sluice, fault_server):
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/down/t.csv", timeout=120)
+    check_clean_failure(proc)
+    assert "503" in proc.stderr.decode()

@@ -1,0 +1,226 @@
+"""lenprefix reader: streams of length-prefixed messages, generated here for
+every prefix kind, are read by sluice (into Arrow IPC) and compared message by
+message with an independent Python reference parser of the same bytes.
+Truncated streams must fail naming the offset of the broken message; reading
+from a pipe must give the same rows as reading the file.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+from conftest import check_clean_failure
+
+FIXED = {  # kind -> (struct format, max length)
+    "u8": ("<B", 0xFF),
+    "u16le": ("<H", 0xFFFF),
+    "u16be": (">H", 0xFFFF),
+    "u32le": ("<I", 0xFFFFFFFF),
+    "u32be": (">I", 0xFFFFFFFF),
+    "u64le": ("<Q", 2**64 - 1),
+    "u64be": (">Q", 2**64 - 1),
+}
+KINDS = ["varint", *FIXED]
+
+
+def encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def encode(kind: str, messages: list[bytes]) -> bytes:
+    parts = []
+    for m in messages:
+        if kind == "varint":
+            parts.append(encode_varint(len(m)))
+        else:
+            parts.append(struct.pack(FIXED[kind][0], len(m)))
+        parts.append(m)
+    return b"".join(parts)
+
+
+def reference_parse(kind: str, data: bytes) -> list[bytes]:
+    """The reference reader: independent of the encoder above (it decodes
+    byte by byte rather than with struct)."""
+    out, pos = [], 0
+    while pos < len(data):
+        if kind == "varint":
+            n, shift = 0, 0
+            while True:
+                b = data[pos]
+                pos += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+        else:
+            width = int(kind[1:].rstrip("lebe")) // 8
+            raw = data[pos:pos + width]
+            pos += width
+            n = int.from_bytes(raw, "big" if kind.endswith("be") else "little")
+        out.append(data[pos:pos + n])
+        pos += n
+    return out
+
+
+def messages_for(kind: str, rng: random.Random, count: int) -> list[bytes]:
+    limit = 200 if kind == "u8" else 3000
+    msgs = [rng.randbytes(rng.choice([0, 1, 5, 20, 40, limit // 2, limit])) for _ in range(count)]
+    msgs[0] = b""  # an empty message first
+    return msgs
+
+
+def read_messages(sluice, path: Path, kind: str | None, tmp: Path, via_flag=False,
+                  extra=()) -> list[bytes]:
+    out = tmp / "out.arrows"
+    args = ["convert", path, out, "-t", "arrows", *extra]
+    if kind is not None:
+        args += ["--length-prefix", kind] if via_flag else ["-O", f"length_prefix={kind}"]
+    if path.suffix != ".lenprefix":
+        args += ["-f", "lenprefix"]
+    sluice.run(*args)
+    table = ipc.open_stream(out.read_bytes()).read_all()
+    assert table.schema.names == ["message"]
+    assert table.schema.field("message").type in (pa.binary(), pa.large_binary())
+    return [v.as_py() for v in table.column("message")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_prefix_kind(sluice, tmp_path, kind):
+    rng = random.Random(hash(kind) & 0xFFFF)
+    msgs = messages_for(kind, rng, 3000)
+    data = encode(kind, msgs)
+    path = tmp_path / "data.lenprefix"
+    path.write_bytes(data)
+    expected = reference_parse(kind, data)
+    assert expected == msgs
+    got = read_messages(sluice, path, kind, tmp_path)
+    assert got == expected
+
+
+def test_default_is_varint_and_cli_flag(sluice, tmp_path):
+    msgs = [b"a" * n for n in range(0, 300, 7)]  # lengths above 127 need 2 varint bytes
+    path = tmp_path / "data.lenprefix"
+    path.write_bytes(encode("varint", msgs))
+    assert read_messages(sluice, path, None, tmp_path) == msgs
+    assert read_messages(sluice, path, "varint", tmp_path, via_flag=True) == msgs
+
+
+def test_w3_like_many_tiny_messages_batches(sluice, tmp_path):
+    """~700k messages with 1-byte lengths (like W3): several batches, every
+    message in order, also when batches are small."""
+    rng = random.Random(3)
+    msgs = [rng.randbytes(rng.randrange(0, 48)) for _ in range(700_000)]
+    data = encode("u8", msgs)
+    path = tmp_path / "w3.bin"
+    path.write_bytes(data)
+    expected = reference_parse("u8", data)
+    assert read_messages(sluice, path, "u8", tmp_path) == expected
+    out = tmp_path / "small.arrows"
+    sluice.run("convert", path, out, "-t", "arrows", "-f", "lenprefix", "-O", "length_prefix=u8")
+    reader = ipc.open_stream(out.read_bytes())
+    batches = list(reader)
+    assert len(batches) > 1
+    assert sum(b.num_rows for b in batches) == len(msgs)
+
+
+def test_large_message_own_batch(sluice, tmp_path):
+    msgs = [b"x", bytes(range(256)) * (40 * 1024), b"", b"tail"]  # a 10 MiB message
+    path = tmp_path / "big.lenprefix"
+    path.write_bytes(encode("u32le", msgs))
+    assert read_messages(sluice, path, "u32le", tmp_path) == msgs
+
+
+def test_pipe_matches_file(sluice, tmp_path):
+    rng = random.Random(5)
+    msgs = [rng.randbytes(rng.randrange(0, 5000)) for _ in range(2000)]
+    data = encode("u16be", msgs)
+    out = tmp_path / "pipe.arrows"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-t", "arrows", "-f",
+                           "lenprefix", "-O", "length_prefix=u16be"], input=data,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    table = ipc.open_stream(out.read_bytes()).read_all()
+    assert [v.as_py() for v in table.column("message")] == reference_parse("u16be", data)
+
+
+def truncation_cases():
+    msgs = [b"hello", b"", b"world!!"]
+    for kind in KINDS:
+        data = encode(kind, msgs)
+        last = len(data) - len(encode(kind, msgs[-1:]))  # offset of the last message
+        # Cut inside the last message's body, and (when it has >1 byte) its prefix.
+        yield kind, data[:-3], last
+        width = 1 if kind in ("varint", "u8") else int(kind[1:3]) // 8
+        if width > 1:
+            yield kind, data[:last + 1], last
+
+
+@pytest.mark.parametrize("kind,data,offset", list(truncation_cases()))
+@pytest.mark.parametrize("via_pipe", [False, True])
+def test_truncated_final_message_names_offset(sluice, tmp_path, kind, data, offset, via_pipe):
+    path = tmp_path / "cut.lenprefix"
+    path.write_bytes(data)
+    args = ["convert", "-" if via_pipe else str(path), str(tmp_path / "o.arrows"), "-t", "arrows",
+            "-f", "lenprefix", "-O", f"length_prefix={kind}"]
+    proc = subprocess.run([sluice.binary, *args], input=data if via_pipe else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert f"offset {offset}" in err and "truncated" in err, err
+
+
+def test_truncated_varint_prefix(sluice, tmp_path):
+    path = tmp_path / "v.lenprefix"
+    path.write_bytes(encode("varint", [b"ab"]) + b"\x80\x80")
+    proc = sluice.expect_error("convert", path, tmp_path / "o.arrows", "-t", "arrows")
+    assert "offset 3" in proc.stderr.decode() and "varint" in proc.stderr.decode()
+
+
+def test_oversized_varint_prefix(sluice, tmp_path):
+    path = tmp_path / "v.lenprefix"
+    path.write_bytes(b"\xff" * 10 + b"\x01")
+    proc = sluice.expect_error("convert", path, tmp_path / "o.arrows", "-t", "arrows")
+    assert "offset 0" in proc.stderr.decode()
+
+
+def test_huge_length_on_pipe_fails_cleanly(sluice, tmp_path):
+    """A bogus 2^40 length read from a pipe (size unknown) is an error, not
+    an attempt to allocate a terabyte."""
+    data = struct.pack("<Q", 1 << 40) + b"abc"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(tmp_path / "o.arrows"), "-t",
+                           "arrows", "-f", "lenprefix", "-O", "length_prefix=u64le"], input=data,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    check_clean_failure(proc)
+    assert "offset 0" in proc.stderr.decode()
+
+
+def test_bad_option(sluice, tmp_path):
+    path = tmp_path / "x.lenprefix"
+    path.write_bytes(b"\x01a")
+    proc = sluice.expect_error("convert", path, tmp_path / "o.arrows", "-t", "arrows", "-O",
+                               "length_prefix=u24")
+    assert "length_prefix" in proc.stderr.decode()
+    proc = sluice.expect_error("convert", path, tmp_path / "o.arrows", "-t", "arrows", "-O",
+                               "prefix=u8")
+    assert "unknown lenprefix option" in proc.stderr.decode()
+
+
+def test_empty_stream(sluice, tmp_path):
+    path = tmp_path / "empty.lenprefix"
+    path.write_bytes(b"")
+    assert read_messages(sluice, path, "u32le", tmp_path) == []
