@@ -7,7 +7,8 @@
 #      and the Python interop tests against this build's CLI); the sample job
 #      (scripts/setup.sh --sample) with that CLI; the install check:
 #      `cmake --install` into a temporary prefix, then tests/install/check.sh
-#      builds and runs a consumer with find_package(sluice) and with pkg-config
+#      builds and runs a consumer with find_package(sluice) and with pkg-config;
+#      the Python package: `pip install .` into a venv, then pytest tests/pkg
 #   3. clang, Debug, -Werror, ASan + UBSan (LeakSanitizer on): build, then the
 #      whole CTest suite again. interop_python runs here too: pytest only
 #      starts the sanitized `sluice` CLI as a subprocess, so no sanitizer
@@ -173,6 +174,20 @@ install_check() {
     CC=gcc "$ROOT/tests/install/check.sh" "$TMP/prefix" "$TMP/consumer"
 }
 
+# The Python package (pyproject.toml, scikit-build-core from requirements-dev)
+# installed into a venv that sees the system's peers (pyarrow, polars, DuckDB,
+# pandas), built with -Werror, then tests/pkg (SLUICE_BIN for the CLI's IPC).
+python_package() {
+  local venv="$TMP/pkg-venv"
+  "$PYTHON" -m venv --system-site-packages "$venv" &&
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+      "$(grep '^scikit-build-core==' "$ROOT/requirements-dev.txt")" &&
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+      -C build-dir="$TMP/pkg-build" -C cmake.define.SLUICE_WERROR=ON "$ROOT" &&
+    (cd "$TMP" && SLUICE_BIN="$GCC_DIR/sluice" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+      "$ROOT/tests/pkg")
+}
+
 # ---------------------------------------------------------------------------
 
 if ! step "dependencies" "$ROOT/scripts/setup.sh" --deps; then
@@ -185,10 +200,12 @@ if step "gcc Release -Werror: build" gcc_build; then
   step "gcc Release: ctest" run_ctest "$GCC_DIR" "$CTEST_TIMEOUT"
   step "sample job (gcc build)" sample_job
   step "install check (cmake find_package + pkg-config)" install_check
+  step "Python package: pip install + pytest tests/pkg" python_package
 else
   skip_failed "gcc Release: ctest" "build failed"
   skip_failed "sample job (gcc build)" "build failed"
   skip_failed "install check (cmake find_package + pkg-config)" "build failed"
+  skip_failed "Python package: pip install + pytest tests/pkg" "build failed"
 fi
 
 if step "clang Debug ASan+UBSan -Werror: build" asan_build; then

@@ -1,0 +1,253 @@
+"""sluice: read and write tables (Arrow IPC, CSV, Avro, Parquet, ...) into Arrow
+memory, pandas and Dask at memory speed.
+
+    import sluice
+    t = sluice.read("data.parquet", columns=["a", "b"])   # a sluice.Table
+    df = t.to_pandas()                                     # no pyarrow needed
+    pa_table = pyarrow.table(t)                            # zero copy
+    for batch in sluice.scan("big.csv", ordered=False):    # as splits finish
+        ...
+    sluice.write(df, "out.arrow")
+    df = sluice.read_pandas("big.csv")        # batches freed as they are copied
+    t = sluice.Table.from_arrow(polars_df)   # any Arrow producer, zero copy
+
+Tables, batches and schemas speak the Arrow PyCapsule protocol, so pyarrow,
+polars and DuckDB take them without copies. Errors are sluice.Error
+subclasses carrying the C library's message.
+"""
+import os as _os
+
+from . import _sluice
+from ._arrow import DataType, Field
+from ._errors import (Error, FormatError, InvalidArgumentError, NotFoundError, OutOfMemoryError,
+                      SourceError, UnsupportedError)
+from ._table import Batch, Column, Schema, Table
+
+__version__ = _sluice.version
+__all__ = [
+    "read", "read_pandas", "scan", "schema", "write", "read_ipc", "stats", "reader_formats", "writer_formats",
+    "Table", "Batch", "Column", "Schema", "Field", "DataType",
+    "Error", "FormatError", "InvalidArgumentError", "NotFoundError", "OutOfMemoryError",
+    "SourceError", "UnsupportedError",
+]
+
+
+def _options_string(options):
+    """{key: value} -> "key=value,key=value" (booleans as true/false)."""
+    parts = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        parts.append("%s=%s" % (key, value))
+    return ",".join(parts) if parts else None
+
+
+def _location(src):
+    if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
+        return _os.fsdecode(_os.fspath(src))
+    fileno = getattr(src, "fileno", None)
+    if fileno is not None and _os.path.isdir("/dev/fd"):
+        # A pipe or socket (e.g. a subprocess's stdout): read through its
+        # descriptor. A regular file is read from its start.
+        try:
+            return "/dev/fd/%d" % fileno()
+        except (OSError, ValueError):
+            pass
+    raise TypeError("sluice reads a path or URL (str or os.PathLike) or a file object with a "
+                    "file descriptor, not %s" % type(src).__name__)
+
+
+def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
+    if isinstance(columns, str):
+        columns = [columns]
+    return _sluice.open(
+        _location(src), format=format, columns=list(columns) if columns is not None else None,
+        threads=int(threads or 0), ordered=bool(ordered),
+        limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
+        memory=int(memory or 0), format_options=_options_string(format_options))
+
+
+class Scanner:
+    """Batches of a running scan, as they are ready (see sluice.scan).
+
+    Iterating yields sluice.Batch objects; ``close()`` (or leaving a ``with``
+    block, or dropping the scanner) stops the workers and frees what is in
+    flight. Ctrl-C while waiting stops the scan and raises KeyboardInterrupt.
+    """
+
+    __slots__ = ("_scanner", "_dataset", "schema")
+
+    def __init__(self, dataset, **scan_options):
+        self._dataset = dataset
+        self.schema = Schema(dataset.schema())
+        # scan_options (first_split, num_splits, slow_split, ...) are for
+        # sluice.dask and tests.
+        self._scanner = dataset.scan(**scan_options)
+
+    @property
+    def format(self):
+        return self._dataset.format
+
+    @property
+    def num_splits(self):
+        return self._dataset.num_splits
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return Batch(next(self._scanner), self.schema)
+
+    def close(self):
+        self._scanner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def scan(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
+         batch_rows=None, memory=None, _scan=None, **format_options):
+    """Start reading `src` and return a Scanner yielding sluice.Batch objects
+    as they are decoded. With ordered=False batches come as splits finish;
+    each carries its (split, index) position. Arguments as for sluice.read."""
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    return Scanner(ds, **(_scan or {}))
+
+
+def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
+         batch_rows=None, memory=None, _scan=None, **format_options):
+    """Read a whole table.
+
+    src: a path, ``"-"`` (standard input) or a URL.
+    format: "arrow", "arrows", "csv", "avro", "parquet", ... (default: detected
+        from the first bytes, then the name).
+    columns: names of the columns to read, in the order wanted (default all).
+    threads: decoding threads (default one per core).
+    ordered: False lets splits finish in any order; the table is still put
+        back into plan order (by each batch's (split, index)), without waiting
+        for earlier splits while decoding.
+    limit: stop after this many rows.
+    batch_rows: preferred rows per batch for formats that choose it.
+    memory: bytes of decoded batches allowed in flight (default 256 MiB).
+    **format_options: format-specific options, e.g. for CSV
+        ``delimiter=";", header=False``.
+    Returns a sluice.Table.
+    """
+    with scan(src, format=format, columns=columns, threads=threads, ordered=ordered,
+              limit=limit, batch_rows=batch_rows, memory=memory, _scan=_scan,
+              **format_options) as s:
+        batches = list(s)
+        if not ordered:
+            batches.sort(key=lambda b: b.tag)
+        return Table(s.schema, batches)
+
+
+def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, batch_rows=None,
+                memory=None, _scan=None, **format_options):
+    """``read(...).to_pandas()`` in bounded memory: the scan's batches are
+    copied into the DataFrame's columns as they arrive (in plan order) and
+    freed at once, so the peak is about the DataFrame's size plus the batches
+    in flight (``memory``), not twice the data. Arguments as for sluice.read.
+    """
+    from ._pandas import batches_to_pandas
+    with scan(src, format=format, columns=columns, threads=threads, ordered=True, limit=limit,
+              batch_rows=batch_rows, memory=memory, _scan=_scan, **format_options) as s:
+        return batches_to_pandas(s.schema, s)
+
+
+def schema(src, *, format=None, columns=None, **format_options):
+    """The schema of `src` (a sluice.Schema), without reading its data."""
+    ds = _open(src, format, columns, None, True, None, None, None, format_options)
+    try:
+        return Schema(ds.schema())
+    finally:
+        ds.close()
+
+
+def stats(src, *, format=None, columns=None, threads=None, **format_options):
+    """Per-column statistics ({name, type, count, null_count, min, max} dicts),
+    computed in parallel over all splits, as ``sluice stats`` prints them."""
+    ds = _open(src, format, columns, threads, True, None, None, None, format_options)
+    try:
+        return ds.stats()
+    finally:
+        ds.close()
+
+
+def read_ipc(src, *, restore_order=True, columns=None, threads=None):
+    """Read an Arrow IPC stream (a path, ``"-"`` or a file object with a
+    descriptor such as a subprocess's stdout), e.g. the output of
+    ``sluice cat ... -t arrows --unordered``, whose batches carry their plan
+    position in their custom metadata (``sluice:split``, ``sluice:batch``).
+    With restore_order, batches are put back into plan order; batches without
+    the tags keep their place in the stream (after the tagged ones' order)."""
+    t = read(src, format="arrows", columns=columns, threads=threads)
+    if not restore_order:
+        return t
+    keyed = []
+    for pos, b in enumerate(t._batches):
+        meta = b.metadata
+        try:
+            key = (0, int(meta["sluice:split"]), int(meta["sluice:batch"]), pos)
+        except (KeyError, ValueError, TypeError):
+            key = (1, 0, 0, pos)
+        keyed.append((key, b))
+    keyed.sort(key=lambda kb: kb[0])
+    return Table(t.schema, [b for _, b in keyed])
+
+
+def _stream_capsule(data):
+    # pandas DataFrames have __arrow_c_stream__ too, but only through pyarrow.
+    if hasattr(data, "__arrow_c_stream__") and not _is_pandas_frame(data):
+        return data.__arrow_c_stream__()
+    if _is_pandas_frame(data):
+        try:
+            import pyarrow
+        except ImportError:
+            pyarrow = None
+        if pyarrow is not None:
+            return pyarrow.Table.from_pandas(data, preserve_index=False).__arrow_c_stream__()
+        from ._pandas import dataframe_to_batch
+        raw = dataframe_to_batch(data, _sluice.make_batch)
+        return Batch(raw).__arrow_c_stream__()
+    if hasattr(data, "__arrow_c_array__"):
+        return Table.from_arrow(data).__arrow_c_stream__()
+    raise TypeError("sluice.write takes an object with __arrow_c_stream__ (pyarrow, polars, "
+                    "DuckDB, sluice tables) or a pandas DataFrame, not %s" % type(data).__name__)
+
+
+def _is_pandas_frame(data):
+    cls = type(data)
+    return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
+
+
+def write(data, dst, *, format=None, compression=None, **options):
+    """Write `data` to `dst` (a path or ``"-"``) atomically.
+
+    data: anything with ``__arrow_c_stream__`` (pyarrow Table/RecordBatchReader,
+        polars DataFrame, DuckDB relation, sluice Table) or a pandas DataFrame
+        (through pyarrow if installed, else sluice's own conversion of
+        numeric, bool, datetime, string and nullable columns).
+    format: output format (default from the extension of dst).
+    compression: body compression where the format has it ("zstd", "lz4", ...).
+    **options: writer options, e.g. for CSV ``delimiter=";", header=False``.
+    """
+    capsule = _stream_capsule(data)
+    _sluice.write(capsule, _location(dst), format=format, compression=compression,
+                  format_options=_options_string(options))
+
+
+def reader_formats():
+    """Names of the formats sluice reads."""
+    return _sluice.formats(False)
+
+
+def writer_formats():
+    """Names of the formats sluice writes."""
+    return _sluice.formats(True)

@@ -1,0 +1,402 @@
+"""Arrow types and buffers without pyarrow: the C Data Interface format strings
+parsed into readable types, and read access to one column of one batch (its
+validity bitmap, values and offsets) through zero-copy buffer views.
+"""
+import datetime as _dt
+import decimal as _decimal
+import struct as _struct
+
+# format string -> (name, struct code for memoryview.cast, byte width)
+_PRIMITIVES = {
+    "c": ("int8", "b", 1), "C": ("uint8", "B", 1),
+    "s": ("int16", "h", 2), "S": ("uint16", "H", 2),
+    "i": ("int32", "i", 4), "I": ("uint32", "I", 4),
+    "l": ("int64", "q", 8), "L": ("uint64", "Q", 8),
+    "e": ("halffloat", "e", 2), "f": ("float", "f", 4), "g": ("double", "d", 8),
+}
+_SIMPLE = {"n": "null", "b": "bool", "u": "string", "U": "large_string", "z": "binary",
+           "Z": "large_binary", "vu": "string_view", "vz": "binary_view",
+           "tdD": "date32", "tdm": "date64", "tiM": "month_interval",
+           "tiD": "day_time_interval", "tin": "month_day_nano_interval"}
+_UNITS = {"s": "s", "m": "ms", "u": "us", "n": "ns"}
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1000000, "ns": 1000000000}
+
+
+class DataType:
+    """An Arrow data type, described by its C Data Interface format string.
+
+    ``str(t)`` spells it the way pyarrow does (``int64``, ``string``,
+    ``timestamp[us, tz=UTC]``, ``list<item: int32>``).
+    """
+
+    __slots__ = ("format", "kind", "unit", "tz", "width", "precision", "scale", "children",
+                 "dictionary", "ordered", "_name")
+
+    def __init__(self, format, children=(), dictionary=None, ordered=False):
+        self.format = format
+        self.children = tuple(children)  # Field objects
+        self.dictionary = dictionary     # DataType of the values, when dictionary-encoded
+        self.ordered = ordered
+        self.unit = self.tz = None
+        self.width = self.precision = self.scale = None
+        self._name = None
+        f = format
+        if f in _PRIMITIVES:
+            self.kind = _PRIMITIVES[f][0]
+        elif f in _SIMPLE:
+            self.kind = _SIMPLE[f]
+        elif f.startswith("ts") and len(f) >= 4 and f[3] == ":":
+            self.kind, self.unit, self.tz = "timestamp", _UNITS.get(f[2]), f[4:] or None
+        elif f.startswith("tt") and len(f) == 3:
+            self.kind, self.unit = ("time32" if f[2] in "sm" else "time64"), _UNITS.get(f[2])
+        elif f.startswith("tD") and len(f) == 3:
+            self.kind, self.unit = "duration", _UNITS.get(f[2])
+        elif f.startswith("d:"):
+            parts = f[2:].split(",")
+            self.kind = "decimal"
+            self.precision, self.scale = int(parts[0]), int(parts[1])
+            self.width = int(parts[2]) if len(parts) > 2 else 128
+        elif f.startswith("w:"):
+            self.kind, self.width = "fixed_size_binary", int(f[2:])
+        elif f == "+l":
+            self.kind = "list"
+        elif f == "+L":
+            self.kind = "large_list"
+        elif f.startswith("+w:"):
+            self.kind, self.width = "fixed_size_list", int(f[3:])
+        elif f == "+s":
+            self.kind = "struct"
+        elif f == "+m":
+            self.kind = "map"
+        elif f.startswith("+u"):
+            self.kind = "union"
+        elif f == "+r":
+            self.kind = "run_end_encoded"
+        elif f in ("+vl", "+vL"):
+            self.kind = "list_view"
+        else:
+            self.kind = "unknown"
+
+    @property
+    def is_dictionary(self):
+        return self.dictionary is not None
+
+    def __str__(self):
+        if self._name is None:
+            self._name = self._spell()
+        return self._name
+
+    def _spell(self):
+        if self.dictionary is not None:
+            index = DataType(self.format)
+            return "dictionary<values=%s, indices=%s, ordered=%d>" % (
+                self.dictionary, index, int(self.ordered))
+        k = self.kind
+        if k in ("date32", "date64"):
+            return "date32[day]" if k == "date32" else "date64[ms]"
+        if k == "timestamp":
+            return "timestamp[%s%s]" % (self.unit, ", tz=" + self.tz if self.tz else "")
+        if k in ("time32", "time64", "duration"):
+            return "%s[%s]" % (k, self.unit)
+        if k == "decimal":
+            return "decimal%d(%d, %d)" % (self.width, self.precision, self.scale)
+        if k == "fixed_size_binary":
+            return "fixed_size_binary[%d]" % self.width
+        if k in ("list", "large_list"):
+            return "%s<%s>" % (k, self.children[0] if self.children else "?")
+        if k == "fixed_size_list":
+            return "fixed_size_list<%s>[%d]" % (self.children[0] if self.children else "?",
+                                                self.width)
+        if k in ("struct", "map"):
+            return "%s<%s>" % (k, ", ".join(str(c) for c in self.children))
+        if k == "unknown":
+            return "unknown[%s]" % self.format
+        return k
+
+    def __repr__(self):
+        return "DataType(%s)" % self
+
+    def __eq__(self, other):
+        return isinstance(other, DataType) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+class Field:
+    """A named column type: ``name``, ``type`` (DataType), ``nullable``, ``metadata``."""
+
+    __slots__ = ("name", "type", "nullable", "metadata")
+
+    def __init__(self, name, type, nullable=True, metadata=None):
+        self.name = name
+        self.type = type
+        self.nullable = nullable
+        self.metadata = metadata or {}
+
+    def __str__(self):
+        return "%s: %s%s" % (self.name, self.type, "" if self.nullable else " not null")
+
+    def __repr__(self):
+        return "Field(%s)" % self
+
+    def __eq__(self, other):
+        return (isinstance(other, Field) and self.name == other.name and self.type == other.type
+                and self.nullable == other.nullable)
+
+    def __hash__(self):
+        return hash((self.name, str(self.type), self.nullable))
+
+
+def parse_metadata(raw):
+    """Arrow C metadata bytes (int32 count, then (int32 len, bytes) pairs) -> dict.
+
+    Keys and values are decoded as UTF-8 where they are valid UTF-8, else kept
+    as bytes.
+    """
+    if not raw:
+        return {}
+    out = {}
+    (count,) = _struct.unpack_from("<i", raw, 0)
+    at = 4
+    for _ in range(count):
+        pair = []
+        for _ in range(2):
+            (n,) = _struct.unpack_from("<i", raw, at)
+            b = bytes(raw[at + 4:at + 4 + n])
+            at += 4 + n
+            try:
+                pair.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                pair.append(b)
+        out[pair[0]] = pair[1]
+    return out
+
+
+def field_from_schema(schema, path):
+    """The Field at `path` of a _Schema (children and dictionary resolved)."""
+    node = schema._node(path)
+    children = [field_from_schema(schema, path + (i,)) for i in range(node["n_children"])]
+    dictionary = None
+    if node["has_dictionary"]:
+        dictionary = field_from_schema(schema, path + (-1,)).type
+    dtype = DataType(node["format"], children, dictionary, bool(node["flags"] & 1))
+    return Field(node["name"] or "", dtype, bool(node["flags"] & 2),
+                 parse_metadata(node["metadata"]))
+
+
+class Node:
+    """One array node of one batch (a column, a child, a dictionary), read
+    through zero-copy views of its buffers."""
+
+    __slots__ = ("batch", "path", "type", "length", "offset", "null_count", "_info")
+
+    def __init__(self, batch, path, dtype):
+        self.batch = batch  # the _Batch
+        self.path = path
+        self.type = dtype
+        info = batch._node(path)
+        self._info = info
+        self.length = info["length"]
+        self.offset = info["offset"]
+        self.null_count = info["null_count"]
+
+    def buffer(self, i, nbytes):
+        """Buffer i as a _BufferView of nbytes bytes, or None if absent."""
+        return self.batch._buffer(self.path, i, nbytes)
+
+    def child(self, i):
+        return Node(self.batch, self.path + (i,), self.type.children[i].type)
+
+    def dictionary_node(self):
+        return Node(self.batch, self.path + (-1,), self.type.dictionary)
+
+    def has_validity(self):
+        k = self.type.kind
+        return k not in ("null", "union", "run_end_encoded") and self.null_count != 0
+
+    def validity(self):
+        """The validity bitmap view (bits offset..offset+length), or None."""
+        if not self.has_validity():
+            return None
+        return self.buffer(0, (self.offset + self.length + 7) // 8)
+
+    def valid_list(self):
+        """[True/False] per value, or None when there are no nulls."""
+        k = self.type.kind
+        if k == "null":
+            return [False] * self.length
+        bits = self.validity()
+        if bits is None:
+            return None
+        b = bytes(bits)
+        o = self.offset
+        return [bool((b[j >> 3] >> (j & 7)) & 1) for j in range(o, o + self.length)]
+
+    def count_nulls(self):
+        """Nulls in the node's window (from the bitmap when the count is -1)."""
+        if self.type.kind == "null":
+            return self.length
+        if self.null_count >= 0 and not self.has_validity():
+            return 0
+        bits = self.validity()
+        if bits is None:
+            return 0
+        if self.null_count >= 0:
+            return self.null_count
+        o, n = self.offset, self.length
+        word = int.from_bytes(bytes(bits), "little") >> o
+        return n - bin(word & ((1 << n) - 1)).count("1")
+
+    def offsets(self, large):
+        """The offsets as a memoryview of int32/int64 (offset..offset+length+1)."""
+        width = 8 if large else 4
+        view = self.buffer(1, (self.offset + self.length + 1) * width)
+        return memoryview(view).cast("q" if large else "i")
+
+
+def _decimal_values(raw, width, scale, start, count):
+    size = width // 8
+    ctx = _decimal.Context(prec=80)
+    out = []
+    for j in range(start, start + count):
+        n = int.from_bytes(raw[j * size:(j + 1) * size], "little", signed=True)
+        out.append(_decimal.Decimal(n).scaleb(-scale, ctx))
+    return out
+
+
+def _epoch_values(ints, kind, unit, tz):
+    if kind == "date32":
+        base = _dt.date(1970, 1, 1)
+        return [base + _dt.timedelta(days=v) for v in ints]
+    if kind == "date64":
+        base = _dt.date(1970, 1, 1)
+        return [base + _dt.timedelta(days=v // 86400000) for v in ints]
+    per = _PER_SECOND[unit]
+    if kind == "duration":
+        return [_dt.timedelta(microseconds=v * 1000000 // per) if per > 1000000 else
+                _dt.timedelta(seconds=v // per, microseconds=(v % per) * (1000000 // per))
+                for v in ints]
+    if kind in ("time32", "time64"):
+        out = []
+        for v in ints:
+            us = v * 1000000 // per
+            out.append((_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=us)).time())
+        return out
+    # timestamp
+    zone = _zone(tz) if tz else None
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    out = []
+    for v in ints:
+        d = epoch + _dt.timedelta(seconds=v // per, microseconds=(v % per) * 1000000 // per)
+        out.append(d.astimezone(zone) if zone is not None else d.replace(tzinfo=None))
+    return out
+
+
+def _zone(tz):
+    if tz in ("UTC", "Z", "+00:00", "utc"):
+        return _dt.timezone.utc
+    if tz[:1] in "+-" and len(tz) >= 5:
+        sign = -1 if tz[0] == "-" else 1
+        hours, _, minutes = tz[1:].partition(":")
+        return _dt.timezone(sign * _dt.timedelta(hours=int(hours), minutes=int(minutes or 0)))
+    try:
+        import zoneinfo
+        return zoneinfo.ZoneInfo(tz)
+    except Exception:  # Python 3.8 or an unknown zone: keep UTC
+        return _dt.timezone.utc
+
+
+def node_to_pylist(node):
+    """The values of a node as Python objects (None for nulls)."""
+    t = node.type
+    k = t.kind
+    n, o = node.length, node.offset
+    if t.dictionary is not None:
+        indices = _ints(node, _PRIMITIVES[t.format])
+        values = node_to_pylist(node.dictionary_node())
+        out = [values[i] for i in indices]
+    elif k == "null":
+        return [None] * n
+    elif t.format in _PRIMITIVES:
+        out = _ints(node, _PRIMITIVES[t.format])
+    elif k == "bool":
+        raw = bytes(node.buffer(1, (o + n + 7) // 8))
+        out = [bool((raw[j >> 3] >> (j & 7)) & 1) for j in range(o, o + n)]
+    elif k in ("string", "large_string", "binary", "large_binary"):
+        large = k.startswith("large")
+        offs = node.offsets(large)
+        data = bytes(node.buffer(2, offs[o + n]) or b"") if n else b""
+        if k.endswith("string"):
+            out = [data[offs[j]:offs[j + 1]].decode("utf-8") for j in range(o, o + n)]
+        else:
+            out = [data[offs[j]:offs[j + 1]] for j in range(o, o + n)]
+    elif k in ("string_view", "binary_view"):
+        out = _views(node, k == "string_view")
+    elif k == "fixed_size_binary":
+        w = t.width
+        raw = bytes(node.buffer(1, (o + n) * w))
+        out = [raw[j * w:(j + 1) * w] for j in range(o, o + n)]
+    elif k == "decimal":
+        raw = bytes(node.buffer(1, (o + n) * t.width // 8))
+        out = _decimal_values(raw, t.width, t.scale, o, n)
+    elif k in ("date32", "time32"):
+        out = _epoch_values(_ints(node, ("", "i", 4)), k, t.unit, None)
+    elif k in ("date64", "time64", "timestamp", "duration"):
+        out = _epoch_values(_ints(node, ("", "q", 8)), k, t.unit, t.tz)
+    elif k in ("list", "large_list", "map"):
+        offs = node.offsets(k == "large_list")
+        child = node_to_pylist(node.child(0))
+        out = [child[offs[j]:offs[j + 1]] for j in range(o, o + n)]
+        if k == "map":
+            out = [[(e["key"], e["value"]) if isinstance(e, dict) else e for e in v]
+                   for v in out]
+    elif k == "fixed_size_list":
+        w = t.width
+        child = node_to_pylist(node.child(0))
+        out = [child[j * w:(j + 1) * w] for j in range(o, o + n)]
+    elif k == "struct":
+        cols = [node_to_pylist(node.child(i)) for i in range(len(t.children))]
+        names = [c.name for c in t.children]
+        # A child is read over its own window; the struct's window selects rows.
+        out = [{names[c]: cols[c][j] for c in range(len(cols))} for j in range(o, o + n)]
+    else:
+        raise NotImplementedError("sluice: no Python conversion for Arrow type %s" % t)
+    valid = node.valid_list()
+    if valid is not None:
+        out = [v if ok else None for v, ok in zip(out, valid)]
+    return out
+
+
+def _views(node, text):
+    """Values of a string/binary view array (16-byte views: length, then the
+    bytes inline up to 12, else prefix, buffer index, offset)."""
+    o, n = node.offset, node.length
+    if n == 0:
+        return []
+    n_buffers = node._info["n_buffers"]
+    n_data = n_buffers - 3
+    raw = bytes(node.buffer(1, (o + n) * 16))
+    sizes = []
+    if n_data > 0:
+        sizes = memoryview(node.buffer(n_buffers - 1, n_data * 8)).cast("q").tolist()
+    data = [bytes(node.buffer(2 + i, sizes[i]) or b"") for i in range(n_data)]
+    out = []
+    for j in range(o, o + n):
+        length, = _struct.unpack_from("<i", raw, j * 16)
+        if length <= 12:
+            b = raw[j * 16 + 4:j * 16 + 4 + length]
+        else:
+            index, at = _struct.unpack_from("<ii", raw, j * 16 + 8)
+            b = data[index][at:at + length]
+        out.append(b.decode("utf-8") if text else b)
+    return out
+
+
+def _ints(node, spec):
+    _, code, width = spec
+    o, n = node.offset, node.length
+    if n == 0:
+        return []
+    view = memoryview(node.buffer(1, (o + n) * width)).cast(code)
+    return view[o:o + n].tolist()

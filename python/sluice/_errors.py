@@ -1,0 +1,67 @@
+"""The exceptions sluice raises, one per kind of failure of the C library.
+
+Every exception carries the C library's one-line message (``.message``, also
+``str(exc)``) and its errno-style code (``.code``). Each also derives from the
+built-in exception that fits, so ``except FileNotFoundError`` or
+``except ValueError`` keep working.
+"""
+import errno as _errno
+
+
+class Error(Exception):
+    """Base class of every sluice error."""
+
+    def __init__(self, code=0, message=""):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.message))
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad argument or option (EINVAL): unknown format, column, option."""
+
+
+class FormatError(Error, ValueError):
+    """The input is not valid in its format (EILSEQ)."""
+
+
+class UnsupportedError(Error, NotImplementedError):
+    """Valid input that sluice does not handle (ENOTSUP)."""
+
+
+class SourceError(Error, OSError):
+    """The source or destination could not be read or written (EIO, ...)."""
+
+
+class NotFoundError(SourceError, FileNotFoundError):
+    """The location does not exist (ENOENT)."""
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """An allocation failed or the memory budget cannot hold a batch (ENOMEM)."""
+
+
+_BY_CODE = {
+    _errno.EINVAL: InvalidArgumentError,
+    _errno.EILSEQ: FormatError,
+    _errno.ENOTSUP: UnsupportedError,
+    _errno.ENOENT: NotFoundError,
+    _errno.ENOMEM: OutOfMemoryError,
+}
+if hasattr(_errno, "EOPNOTSUPP"):
+    _BY_CODE.setdefault(_errno.EOPNOTSUPP, UnsupportedError)
+
+
+def from_code(code, message):
+    """The exception for a C error code and message (used by the extension)."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = SourceError if code in (_errno.EIO, _errno.EACCES, _errno.EISDIR, _errno.EPIPE,
+                                      _errno.ENOSPC, _errno.EROFS, _errno.ENOTDIR) else Error
+    return cls(code, message)

@@ -1,0 +1,562 @@
+"""sluice tables to pandas DataFrames (and pandas DataFrames to Arrow batches)
+without pyarrow. numpy and pandas are imported here only, when first used.
+
+Numeric, timestamp and duration columns without nulls become numpy arrays
+over the decoded Arrow buffers when the table is one batch (no copy; the
+array's base keeps the batch alive), and one concatenation (each value written
+once) when it has several. Columns with nulls become pandas' nullable arrays
+(Int64, Float64, boolean) from values + mask; strings pandas' string dtype;
+timestamps keep their zone; dictionaries become Categoricals.
+"""
+from ._arrow import Node, node_to_pylist, _PRIMITIVES, _zone
+
+_NUMPY_CODES = {"c": "i1", "C": "u1", "s": "i2", "S": "u2", "i": "i4", "I": "u4", "l": "i8",
+                "L": "u8", "e": "f2", "f": "f4", "g": "f8"}
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _pd():
+    import pandas
+    return pandas
+
+
+def _values(node, dtype, width):
+    """The node's values as a numpy view over its buffer (no copy)."""
+    np = _np()
+    o, n = node.offset, node.length
+    if n == 0:
+        return np.empty(0, dtype=dtype)
+    buf = node.buffer(1, (o + n) * width)
+    return np.frombuffer(buf, dtype=dtype, count=n, offset=o * width)
+
+
+def _mask(node):
+    """A bool array, True where the value is null, or None without nulls."""
+    np = _np()
+    if node.type.kind == "null":
+        return np.ones(node.length, dtype=bool)
+    bits = node.validity()
+    if bits is None or node.length == 0:
+        return None
+    valid = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")
+    mask = ~valid[node.offset:node.offset + node.length].astype(bool)
+    return mask if mask.any() else None
+
+
+def _join(parts, dtype):
+    np = _np()
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    return np.concatenate(parts)
+
+
+def _joined_mask(nodes, masks):
+    np = _np()
+    if all(m is None for m in masks):
+        return None
+    return _join([m if m is not None else np.zeros(nd.length, dtype=bool)
+                  for nd, m in zip(nodes, masks)], bool)
+
+
+def _numeric(nodes, fmt):
+    dtype = _NUMPY_CODES[fmt]
+    width = _PRIMITIVES[fmt][2]
+    values = _join([_values(nd, dtype, width) for nd in nodes], dtype)
+    return _numeric_finish(values, _joined_mask(nodes, [_mask(nd) for nd in nodes]), fmt)
+
+
+def _numeric_finish(values, mask, fmt):
+    pd = _pd()
+    if mask is None:
+        return values
+    if fmt == "e":  # pandas has no nullable float16
+        out = values.astype("f4")
+        out[mask] = float("nan")
+        return out
+    if fmt in "fg":
+        return pd.arrays.FloatingArray(values, mask)
+    return pd.arrays.IntegerArray(values, mask)
+
+
+def _bool_values(nd):
+    np = _np()
+    o, n = nd.offset, nd.length
+    if n == 0:
+        return np.empty(0, dtype=bool)
+    bits = np.frombuffer(nd.buffer(1, (o + n + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[o:o + n].astype(bool)
+
+
+def _bools(nodes):
+    values = _join([_bool_values(nd) for nd in nodes], bool)
+    return _bool_finish(values, _joined_mask(nodes, [_mask(nd) for nd in nodes]))
+
+
+def _bool_finish(values, mask):
+    if mask is None:
+        return values
+    return _pd().arrays.BooleanArray(values, mask)
+
+
+def _temporal(nodes, t):
+    """timestamp / duration: datetime64 or timedelta64 over the int64s."""
+    raw = _join([_values(nd, "i8", 8) for nd in nodes], "i8")
+    mask = _joined_mask(nodes, [_mask(nd) for nd in nodes])
+    if mask is not None:
+        raw = raw.copy()
+    return _temporal_finish(raw, mask, t)
+
+
+def _temporal_finish(raw, mask, t):
+    """raw: int64 values (writable when there is a mask)."""
+    np, pd = _np(), _pd()
+    if mask is not None:
+        raw[mask] = np.iinfo(np.int64).min  # NaT
+    unit = t.unit
+    values = raw.view(("datetime64[%s]" if t.kind == "timestamp" else "timedelta64[%s]") % unit)
+    if t.kind == "timestamp" and t.tz:
+        index = pd.DatetimeIndex(values).tz_localize("UTC")
+        try:
+            index = index.tz_convert(t.tz)
+        except Exception:
+            index = index.tz_convert(_zone(t.tz))
+        return index.array
+    return values
+
+
+def _strings(nodes, t, pd_dtype):
+    """string / binary columns: an object array of str (or bytes) and None."""
+    np = _np()
+    large = t.kind.startswith("large")
+    text = t.kind.endswith("string")
+    out = np.empty(sum(nd.length for nd in nodes), dtype=object)
+    at = 0
+    for nd in nodes:
+        o, n = nd.offset, nd.length
+        if n == 0:
+            continue
+        offs = np.frombuffer(nd.buffer(1, (o + n + 1) * (8 if large else 4)),
+                             dtype="i8" if large else "i4")[o:o + n + 1]
+        end = int(offs[-1])
+        data = bytes(nd.buffer(2, end) or b"") if end > 0 else b""
+        starts, ends = offs[:-1].tolist(), offs[1:].tolist()
+        if text and data.isascii():
+            # One decode for the batch: byte offsets equal character offsets.
+            s = data.decode("ascii")
+            vals = [s[a:b] for a, b in zip(starts, ends)]
+        elif text:
+            vals = [data[a:b].decode("utf-8") for a, b in zip(starts, ends)]
+        else:
+            vals = [data[a:b] for a, b in zip(starts, ends)]
+        out[at:at + n] = vals
+        mask = _mask(nd)
+        if mask is not None:
+            out[at:at + n][mask] = None
+        at += n
+    if text and pd_dtype is not None:
+        return _pd().array(out, dtype=pd_dtype)
+    return out
+
+
+def _arrow_for_strings():
+    """pyarrow when pandas' own string dtype is stored in it (pandas 3 with
+    pyarrow installed: pandas has imported it already), else None. Strings
+    then stay Arrow buffers, as pyarrow's to_pandas gives them, instead of
+    one Python object per value."""
+    pd = _pd()
+    try:
+        if pd.StringDtype(na_value=float("nan")).storage != "pyarrow":
+            return None
+    except (TypeError, ImportError):
+        return None
+    try:
+        import pyarrow
+    except ImportError:
+        return None
+    return pyarrow
+
+
+def _arrow_string_chunk(pa, nd, t, copy):
+    """One batch's string column as a pyarrow array over the same buffers
+    (copy=False: a view that keeps the batch alive) or over copies of them
+    (copy=True: the batch can be freed)."""
+    large = t.kind.startswith("large")
+    o, n = nd.offset, nd.length
+    arrow_type = pa.large_string() if large else pa.string()
+    if n == 0:
+        return pa.array([], type=arrow_type)
+    width = 8 if large else 4
+    offsets = nd.buffer(1, (o + n + 1) * width)
+    end = memoryview(offsets).cast("q" if large else "i")[o + n]
+    data = nd.buffer(2, end) if end > 0 else None
+    validity = nd.validity()
+
+    def wrap(view):
+        if view is None:
+            return None
+        return pa.py_buffer(bytes(view)) if copy else pa.py_buffer(view)
+
+    buffers = [wrap(validity), wrap(offsets), wrap(data) if data is not None else pa.py_buffer(b"")]
+    nulls = nd.null_count if validity is not None else 0
+    return pa.Array.from_buffers(arrow_type, n, buffers, null_count=nulls, offset=o)
+
+
+def _arrow_strings_finish(pa, chunks, t):
+    arrow_type = pa.large_string() if t.kind.startswith("large") else pa.string()
+    return pa.chunked_array(chunks, type=arrow_type).to_pandas().array
+
+
+def _string_dtype():
+    """pandas' own string dtype without pyarrow: "str" (pandas 3) backed by
+    Python objects, else object."""
+    pd = _pd()
+    try:
+        return pd.StringDtype("python", na_value=float("nan"))
+    except TypeError:  # pandas < 2.3: no na_value; keep object like pandas did
+        return None
+
+
+def _categorical(nodes, t):
+    return _categorical_finish([_categorical_part(nd, t) for nd in nodes], t)
+
+
+def _categorical_part(nd, t):
+    pd = _pd()
+    idx = _values(nd, _NUMPY_CODES[t.format], _PRIMITIVES[t.format][2]).astype("i8")
+    mask = _mask(nd)
+    if mask is not None:
+        idx[mask] = -1
+    categories = _column([nd.dictionary_node()], t.dictionary)
+    return pd.Categorical.from_codes(idx, categories=pd.Index(categories), ordered=t.ordered)
+
+
+def _categorical_finish(parts, t):
+    pd, np = _pd(), _np()
+    if not parts:
+        empty = _column([], t.dictionary)
+        return pd.Categorical([], categories=pd.Index(empty), ordered=t.ordered)
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].categories
+    if all(p.categories.equals(first) for p in parts[1:]):
+        codes = np.concatenate([p.codes for p in parts])
+        return pd.Categorical.from_codes(codes, categories=first, ordered=t.ordered)
+    from pandas.api.types import union_categoricals
+    return union_categoricals(parts)
+
+
+def _objects(nodes):
+    np = _np()
+    out = np.empty(sum(nd.length for nd in nodes), dtype=object)
+    at = 0
+    for nd in nodes:
+        vals = node_to_pylist(nd)
+        out[at:at + len(vals)] = vals
+        at += len(vals)
+    return out
+
+
+def _column(nodes, t):
+    """One column (its nodes, one per batch) as a numpy array or pandas array."""
+    np = _np()
+    if t.dictionary is not None:
+        return _categorical(nodes, t)
+    k = t.kind
+    if t.format in _NUMPY_CODES:
+        return _numeric(nodes, t.format)
+    if k == "bool":
+        return _bools(nodes)
+    if k in ("timestamp", "duration"):
+        return _temporal(nodes, t)
+    if k in ("string", "large_string"):
+        pa = _arrow_for_strings()
+        if pa is not None:
+            chunks = [_arrow_string_chunk(pa, nd, t, copy=False) for nd in nodes]
+            return _arrow_strings_finish(pa, chunks, t)
+        return _strings(nodes, t, _string_dtype())
+    if k in ("binary", "large_binary"):
+        return _strings(nodes, t, None)
+    if k == "string_view":
+        dtype = _string_dtype()
+        objects = _objects(nodes)
+        return _pd().array(objects, dtype=dtype) if dtype is not None else objects
+    if k == "null":
+        return np.full(sum(nd.length for nd in nodes), None, dtype=object)
+    # dates and times as datetime.date / datetime.time, decimals as Decimal,
+    # nested types as lists and dicts: what pyarrow's to_pandas gives.
+    return _objects(nodes)
+
+
+class _Assembler:
+    """One column of a many-batch table, assembled batch by batch into its
+    final array, so that each batch can be released as soon as it is copied.
+
+    Fixed-width columns are written once into an array of the final length
+    (np.empty: pages become resident as they are written, while the released
+    batches give theirs back); other columns convert each batch on its own and
+    are joined at the end."""
+
+    def __init__(self, t, total):
+        """total: the final length, or None to grow as batches come (the
+        arrays are resized in place: realloc moves pages, not bytes)."""
+        np = _np()
+        self.t = t
+        self.total = total
+        self.capacity = total if total is not None else 0
+        self.mask = None
+        self.parts = None
+        if t.dictionary is None and t.format in _NUMPY_CODES:
+            self.kind = "numeric"
+            self.out = np.empty(self.capacity, dtype=_NUMPY_CODES[t.format])
+        elif t.dictionary is None and t.kind == "bool":
+            self.kind = "bool"
+            self.out = np.empty(self.capacity, dtype=bool)
+        elif t.dictionary is None and t.kind in ("timestamp", "duration"):
+            self.kind = "temporal"
+            self.out = np.empty(self.capacity, dtype="i8")
+        else:
+            self.kind = "other"
+            self.parts = []
+        self.arrow = None
+        if t.dictionary is None and t.kind in ("string", "large_string"):
+            self.arrow = _arrow_for_strings()
+
+    def _reserve(self, end):
+        if end <= self.capacity:
+            return
+        # numpy zero-fills what it adds: grow by a quarter to waste little.
+        self.capacity = max(end, self.capacity + self.capacity // 4, 1 << 16)
+        self.out.resize(self.capacity, refcheck=False)
+        if self.mask is not None:
+            self.mask.resize(self.capacity, refcheck=False)
+
+    def add(self, nd, at):
+        n = nd.length
+        if self.kind != "other":
+            self._reserve(at + n)
+        if self.kind == "other":
+            t = self.t
+            if t.dictionary is not None:
+                self.parts.append(_categorical_part(nd, t))
+            elif t.kind in ("string", "large_string"):
+                if self.arrow is not None:
+                    self.parts.append(_arrow_string_chunk(self.arrow, nd, t, copy=True))
+                else:
+                    self.parts.append(_strings([nd], t, None))  # one conversion at the end
+            elif t.kind == "string_view":
+                self.parts.append(_objects([nd]))
+            else:
+                self.parts.append(_column([nd], t))
+            return
+        if self.kind == "numeric":
+            fmt = self.t.format
+            self.out[at:at + n] = _values(nd, _NUMPY_CODES[fmt], _PRIMITIVES[fmt][2])
+        elif self.kind == "bool":
+            self.out[at:at + n] = _bool_values(nd)
+        else:
+            self.out[at:at + n] = _values(nd, "i8", 8)
+        mask = _mask(nd)
+        if mask is not None:
+            if self.mask is None:
+                self.mask = _np().zeros(self.capacity, dtype=bool)
+            self.mask[at:at + n] = mask
+
+    def finish(self, length):
+        t = self.t
+        if self.kind != "other" and self.capacity != length:
+            self.out.resize(length, refcheck=False)
+            if self.mask is not None:
+                self.mask.resize(length, refcheck=False)
+        if self.kind == "numeric":
+            return _numeric_finish(self.out, self.mask, t.format)
+        if self.kind == "bool":
+            return _bool_finish(self.out, self.mask)
+        if self.kind == "temporal":
+            return _temporal_finish(self.out, self.mask, t)
+        if t.dictionary is not None:
+            return _categorical_finish(self.parts, t)
+        if self.arrow is not None:
+            return _arrow_strings_finish(self.arrow, self.parts, t)
+        np = _np()
+        joined = np.concatenate(self.parts) if self.parts else _column([], t)
+        if t.kind in ("string", "large_string", "string_view") and self.parts:
+            dtype = _string_dtype()
+            return _pd().array(joined, dtype=dtype) if dtype is not None else joined
+        return joined
+
+
+def table_to_pandas(schema, batches, consume=False):
+    """A pandas DataFrame of the batches' columns.
+
+    One batch: numpy views over its buffers where the column allows (no copy).
+    Several: each value written once into its final place, batch by batch;
+    with consume=True, `batches` (a list) is emptied as it goes so that each
+    batch is freed once copied."""
+    pd = _pd()
+    fields = schema.fields
+    if len(batches) > 1:
+        total = sum(b.num_rows for b in batches)
+        if consume:
+            def drain():
+                while batches:
+                    yield batches.pop(0)
+            return batches_to_pandas(schema, drain(), total)
+        return batches_to_pandas(schema, iter(list(batches)), total)
+    data = {}
+    for i, field in enumerate(fields):
+        nodes = [Node(b._batch, (i,), field.type) for b in batches]
+        data[i] = _column(nodes, field.type)
+    if consume:
+        del batches[:]
+    return _frame(pd, fields, data, sum(b.num_rows for b in batches))
+
+
+def batches_to_pandas(schema, batches, total=None):
+    """A DataFrame from an iterator of Batches in plan order, each dropped as
+    soon as it is copied: with a scan as the iterator, decoding and copying
+    interleave and the decoded batches' memory is reused by the next ones, so
+    the peak is about the DataFrame plus the batches in flight."""
+    pd = _pd()
+    fields = schema.fields
+    columns = [_Assembler(f.type, total) for f in fields]
+    at = 0
+    for batch in batches:
+        for i, (field, column) in enumerate(zip(fields, columns)):
+            column.add(Node(batch._batch, (i,), field.type), at)
+        at += batch.num_rows
+        del batch
+    data = {}
+    for i, column in enumerate(columns):
+        data[i] = column.finish(at)
+        columns[i] = None
+    return _frame(pd, fields, data, at)
+
+
+def column_to_pandas(nodes, t, name):
+    """One column (a node per batch) as a pandas Series."""
+    pd = _pd()
+    if len(nodes) > 1:
+        assembler = _Assembler(t, sum(nd.length for nd in nodes))
+        at = 0
+        for nd in nodes:
+            assembler.add(nd, at)
+            at += nd.length
+        values = assembler.finish(at)
+    else:
+        values = _column(nodes, t)
+    return pd.Series(values, name=name, copy=False)
+
+
+def _frame(pd, fields, data, rows):
+    if not fields:
+        return pd.DataFrame(index=pd.RangeIndex(rows))
+    df = pd.DataFrame(data, copy=False)
+    df.columns = [f.name for f in fields]
+    return df
+
+
+# ---- pandas -> Arrow buffers (write without pyarrow) -----------------------------
+
+_UNIT_CODES = {"s": "s", "ms": "m", "us": "u", "ns": "n"}
+
+def _bitmap(np, valid):
+    return np.packbits(valid.astype(bool), bitorder="little").tobytes()
+
+
+def dataframe_to_batch(df, make_batch):
+    """A pandas DataFrame as one _Batch (buffers copied), for sluice.write
+    without pyarrow. Numeric, bool, datetime (with zone), timedelta, string and
+    pandas nullable columns; anything else raises TypeError."""
+    np, pd = _np(), _pd()
+    fields, columns = [], []
+    n = len(df)
+    for name in df.columns:
+        s = df[name]
+        fmt, null_count, bufs = _series_buffers(np, pd, s)
+        fields.append((str(name), fmt, True))
+        columns.append((null_count, bufs))
+    return make_batch(fields, n, columns)
+
+
+def _series_buffers(np, pd, s):
+    dtype = s.dtype
+    n = len(s)
+    if isinstance(dtype, pd.CategoricalDtype):
+        s = s.astype(dtype.categories.dtype if dtype.categories.dtype != object else object)
+        dtype = s.dtype
+    if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
+        values = s.array._data
+        mask = s.array._mask
+        fmt, data = _numpy_values(np, values)
+        valid = ~mask
+        return fmt, int(mask.sum()), [_bitmap(np, valid) if mask.any() else None, data]
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        unit = dtype.unit
+        raw = s.array.asi8 if hasattr(s.array, "asi8") else s.values.view("i8")
+        mask = s.isna().to_numpy()
+        fmt = "ts%s:%s" % (_UNIT_CODES[unit], str(dtype.tz))
+        return _fixed(np, fmt, np.asarray(raw, dtype="i8"), mask)
+    if dtype.kind in "iuf":
+        values = s.to_numpy()
+        fmt, data = _numpy_values(np, values)
+        if dtype.kind == "f":
+            # NaN is null, as in pyarrow.Table.from_pandas.
+            mask = np.isnan(values)
+            if mask.any():
+                return fmt, int(mask.sum()), [_bitmap(np, ~mask), data]
+        return fmt, 0, [None, data]
+    if dtype.kind == "b":
+        return "b", 0, [None, _bitmap(np, s.to_numpy())]
+    if dtype.kind in "mM":
+        unit = np.datetime_data(dtype)[0]
+        code = _UNIT_CODES[unit]
+        fmt = "ts%s:" % code if dtype.kind == "M" else "tD%s" % code
+        raw = s.to_numpy().view("i8")
+        return _fixed(np, fmt, raw, s.isna().to_numpy())
+    if dtype == object or isinstance(dtype, pd.StringDtype):
+        values = s.to_numpy(dtype=object)
+        mask = np.array([v is None or (isinstance(v, float) and v != v) or v is pd.NA
+                         for v in values], dtype=bool)
+        present = [v for v, m in zip(values, mask) if not m]
+        if all(isinstance(v, str) for v in present):
+            encoded = [v.encode("utf-8") if not m else b"" for v, m in zip(values, mask)]
+            fmt = "u"
+        elif all(isinstance(v, (bytes, bytearray)) for v in present):
+            encoded = [bytes(v) if not m else b"" for v, m in zip(values, mask)]
+            fmt = "z"
+        else:
+            raise TypeError("sluice.write: column %r holds Python objects sluice cannot "
+                            "convert without pyarrow" % (s.name,))
+        lengths = np.fromiter((len(b) for b in encoded), dtype="i8", count=n)
+        offsets = np.zeros(n + 1, dtype="i8")
+        np.cumsum(lengths, out=offsets[1:])
+        if offsets[-1] > 2**31 - 1:
+            fmt = fmt.upper()
+            off = offsets.tobytes()
+        else:
+            off = offsets.astype("i4").tobytes()
+        data = b"".join(encoded)
+        nulls = int(mask.sum())
+        return fmt, nulls, [_bitmap(np, ~mask) if nulls else None, off, data]
+    raise TypeError("sluice.write: cannot convert column %r of dtype %s without pyarrow"
+                    % (s.name, dtype))
+
+
+def _fixed(np, fmt, raw, mask):
+    nulls = int(mask.sum())
+    return fmt, nulls, [_bitmap(np, ~mask) if nulls else None, np.ascontiguousarray(raw).tobytes()]
+
+
+def _numpy_values(np, values):
+    values = np.ascontiguousarray(values)
+    code = values.dtype.str[1:]
+    for fmt, c in _NUMPY_CODES.items():
+        if c == code:
+            return fmt, values.astype(values.dtype.newbyteorder("<")).tobytes()
+    raise TypeError("sluice.write: numpy dtype %s has no Arrow type" % values.dtype)

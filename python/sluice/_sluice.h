@@ -1,0 +1,173 @@
+// Internal declarations shared by the C files of the extension sluice._sluice.
+//
+// Layout, one concern per file:
+//   _sluice_arrow.c    C Data Interface plumbing without Python: refcounted
+//                      shared arrays, zero-copy export of (parts of) them,
+//                      deep copies of schemas, a stream over shared arrays
+//   _sluice_errors.c   C error code + message -> sluice.Error subclass
+//   _sluice_schema.c   the _Schema type (owns one struct ArrowSchema)
+//   _sluice_batch.c    the _Batch type (one shared struct array) and the
+//                      _BufferView type (numpy's zero-copy window on a buffer)
+//   _sluice_dataset.c  the _Dataset and _Scanner types (open, scan, stats)
+//   _sluice_pump.c     a scanner driven from its own thread, so that waits
+//                      for a batch can be cut short by Ctrl-C
+//   _sluice_splits.c   a scan of a range of splits (Dask partitions) through
+//                      the library's internal scan engine
+//   _sluice_views.c    string/binary views -> large string/binary for writers
+//   _sluice_write.c    write(stream capsule) and make_batch (arrays from
+//                      Python buffers, for pandas without pyarrow)
+//   _sluice_import.c   other producers' streams and arrays into _Batch objects
+//   _sluice_module.c   the module: functions, types, capsule helpers
+#ifndef SLUICE_PY_H
+#define SLUICE_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/* ---- _sluice_arrow.c: no Python objects, callable without the GIL --------- */
+
+/// One decoded batch (a struct array), shared by every export of it. The
+/// consumer-side release callbacks of exports may run on any thread, so the
+/// count is atomic and nothing here touches Python objects.
+struct sp_shared_array {
+  atomic_long refs;
+  struct ArrowArray array;
+};
+
+/// Moves `array` into a new shared holder with one reference (NULL on ENOMEM,
+/// in which case `array` is left untouched for the caller to release).
+struct sp_shared_array* sp_shared_new(struct ArrowArray* array);
+void sp_shared_retain(struct sp_shared_array* shared);
+void sp_shared_release(struct sp_shared_array* shared);
+
+/// Exports the whole batch as a struct array whose children are cut to the
+/// batch's offset and length (a limit may shorten the top level only).
+int sp_export_batch(struct sp_shared_array* shared, struct ArrowArray* out);
+/// Exports column `i` of the batch, cut to the batch's offset and length.
+int sp_export_column(struct sp_shared_array* shared, int64_t i, struct ArrowArray* out);
+
+/// Deep copy of a schema (format, name, metadata, children, dictionary).
+int sp_schema_copy(const struct ArrowSchema* src, struct ArrowSchema* out);
+/// A schema node with our release callback: copies of the strings, room for
+/// `n_children` children (each zeroed, to be filled by the caller).
+int sp_schema_new(struct ArrowSchema* out, const char* format, const char* name,
+                  const char* metadata, int64_t flags, int64_t n_children);
+
+/// A stream over `n` shared batches (retained) with schema `schema` (copied).
+/// column < 0: whole batches; else that column of each batch.
+int sp_stream_new(const struct ArrowSchema* schema, struct sp_shared_array* const* batches,
+                  int64_t n, int64_t column, struct ArrowArrayStream* out);
+
+/// Bytes of Arrow metadata ("int32 n, then n (key, value)" pairs), 0 for NULL.
+int64_t sp_metadata_size(const char* metadata);
+
+/// If `input`'s schema has string or binary views, moves `input` into `out`,
+/// a stream that delivers them as large strings / binaries, and sets
+/// *wrapped; else leaves `input` alone. Returns 0 or ENOMEM.
+int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowArrayStream* out, int* wrapped);
+
+/// Something that yields tagged batches: a public sluice_scanner, or a scan
+/// of a range of splits (_sluice_splits.c).
+struct sp_scan_source {
+  void* handle;
+  int (*next)(void* handle, struct ArrowArray* out, struct sluice_batch_tag* tag,
+              struct sluice_error* error);
+  void (*close)(void* handle);
+};
+/// The source of a public scanner.
+struct sp_scan_source sp_scanner_source(struct sluice_scanner* scanner);
+/// Starts a scan of splits [first, first + count) of `dataset` (count < 0:
+/// to the end) with the library's scan engine; tags keep the dataset's split
+/// numbers. slow_split >= 0 delays that split by slow_delay_us (a test hook).
+int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
+                        int64_t slow_split, int64_t slow_delay_us, struct sp_scan_source* out,
+                        struct sluice_error* error);
+
+/// A scan on its own thread (takes `source`; on failure the caller closes it).
+struct sp_pump;
+int sp_pump_start(const struct sp_scan_source* source, struct sp_pump** out);
+/// The next batch as sluice_scanner_next gives it, or ETIMEDOUT when none came
+/// within timeout_ms (call again to keep waiting for the same batch), or
+/// ECANCELED when the pump was cancelled meanwhile (by another thread).
+int sp_pump_next(struct sp_pump* pump, struct ArrowArray* out, struct sluice_batch_tag* tag,
+                 struct sluice_error* error, int timeout_ms);
+/// Gives the pump up without waiting: its thread closes the scanner when its
+/// current call returns, releasing everything.
+void sp_pump_cancel(struct sp_pump* pump);
+
+/* ---- _sluice_errors.c ----------------------------------------------------- */
+
+/// Raises the sluice.Error subclass for `code` with `message`; returns NULL.
+PyObject* sp_raise(int code, const char* message);
+/// Raises from a filled struct sluice_error.
+PyObject* sp_raise_error(const struct sluice_error* error);
+
+/* ---- types ---------------------------------------------------------------- */
+
+typedef struct {
+  PyObject_HEAD
+  struct ArrowSchema schema;
+} SchemaObject;
+
+typedef struct {
+  PyObject_HEAD
+  struct sp_shared_array* shared;
+  SchemaObject* schema;  // the batch's struct schema
+  int64_t split;
+  int64_t index;
+  PyObject* metadata;    // bytes (Arrow metadata layout) the source attached, or None
+} BatchObject;
+
+typedef struct {
+  PyObject_HEAD
+  struct sp_shared_array* shared;  // keeps the bytes alive
+  const void* data;
+  Py_ssize_t size;
+} BufferViewObject;
+
+typedef struct {
+  PyObject_HEAD
+  struct sluice_dataset* dataset;
+  SchemaObject* schema;
+} DatasetObject;
+
+typedef struct {
+  PyObject_HEAD
+  struct sp_pump* pump;  // the scan, driven from its own thread
+  DatasetObject* dataset;
+  SchemaObject* schema;
+} ScannerObject;
+
+extern PyTypeObject SpSchemaType;
+extern PyTypeObject SpBatchType;
+extern PyTypeObject SpBufferViewType;
+extern PyTypeObject SpDatasetType;
+extern PyTypeObject SpScannerType;
+
+/// A new _Schema taking ownership of `schema` (moved; released on failure).
+SchemaObject* sp_schema_wrap(struct ArrowSchema* schema);
+/// A new _Batch holding one reference to `shared` (its own, taken), with a
+/// copy of the batch's custom metadata (NULL = none).
+BatchObject* sp_batch_wrap(struct sp_shared_array* shared, SchemaObject* schema, int64_t split,
+                           int64_t index, const char* metadata);
+
+/// Capsules of the PyCapsule protocol; each owns a heap struct whose release
+/// (if not NULL) the capsule's destructor calls.
+PyObject* sp_schema_capsule(const struct ArrowSchema* schema_to_copy);
+PyObject* sp_array_capsule_from(struct ArrowArray* moved);
+PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved);
+
+/* ---- module functions defined outside _sluice_module.c -------------------- */
+
+PyObject* sp_open(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* sp_write(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* sp_make_batch(PyObject* self, PyObject* args);
+PyObject* sp_batches_stream(PyObject* self, PyObject* args);
+PyObject* sp_import_stream(PyObject* self, PyObject* capsule);
+PyObject* sp_import_array(PyObject* self, PyObject* args);
+
+#endif

@@ -1,0 +1,342 @@
+// The _Dataset and _Scanner types: sluice_dataset_open with the options of
+// sluice.read / sluice.scan, and a scan that yields tagged batches. The GIL
+// is released while the library opens, plans and waits for batches; a wait
+// for a batch is cut into short slices between which signals are checked, so
+// Ctrl-C stops a scan at once (its thread then closes the scanner, which
+// stops the workers and frees the batches in flight).
+#include <errno.h>
+#include <string.h>
+
+#include "_sluice.h"
+
+static void dataset_dealloc(DatasetObject* self) {
+  if (self->dataset != NULL) {
+    struct sluice_dataset* ds = self->dataset;
+    self->dataset = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    sluice_dataset_close(ds);
+    Py_END_ALLOW_THREADS
+  }
+  Py_XDECREF(self->schema);
+  PyObject_Free(self);
+}
+
+static int dataset_check_open(DatasetObject* self) {
+  if (self->dataset != NULL) return 0;
+  PyErr_SetString(PyExc_ValueError, "the dataset is closed");
+  return -1;
+}
+
+PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
+                             "batch_rows", "memory", "format_options", NULL};
+  const char* location;
+  const char* format = NULL;
+  PyObject* columns = Py_None;
+  int threads = 0, ordered = 1;
+  long long limit = -1, batch_rows = 0, memory = 0;
+  const char* format_options = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zOipLLLz", keywords, &location, &format,
+                                   &columns, &threads, &ordered, &limit, &batch_rows, &memory,
+                                   &format_options)) {
+    return NULL;
+  }
+  if (threads < 0 || batch_rows < 0 || memory < 0 || limit < -1) {
+    PyErr_SetString(PyExc_ValueError,
+                    "threads, batch_rows and memory must be >= 0 and limit >= 0 or None");
+    return NULL;
+  }
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.format = format;
+  options.threads = threads;
+  options.ordered = ordered;
+  options.limit = limit;
+  options.batch_size = batch_rows;
+  if (memory > 0) options.memory_budget = memory;
+  options.format_options = format_options;
+
+  PyObject* names = NULL;  // keeps the UTF-8 of each column name alive
+  const char** column_names = NULL;
+  if (columns != Py_None) {
+    names = PySequence_Fast(columns, "columns must be a sequence of str");
+    if (names == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    column_names = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *column_names);
+    if (column_names == NULL) {
+      Py_DECREF(names);
+      return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(names, i);
+      column_names[i] = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+      if (column_names[i] == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "column names must be str");
+        PyMem_Free(column_names);
+        Py_DECREF(names);
+        return NULL;
+      }
+    }
+    options.columns = column_names;
+    options.n_columns = (size_t)n;
+  }
+
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_dataset_open(location, &options, &ds, &error);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(column_names);
+  Py_XDECREF(names);
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  struct ArrowSchema schema;
+  rc = sluice_dataset_schema(ds, &schema, &error);
+  if (rc != 0) {
+    sluice_dataset_close(ds);
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  DatasetObject* self = PyObject_New(DatasetObject, &SpDatasetType);
+  if (self == NULL) {
+    schema.release(&schema);
+    sluice_dataset_close(ds);
+    return NULL;
+  }
+  self->dataset = ds;
+  self->schema = sp_schema_wrap(&schema);
+  if (self->schema == NULL) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return (PyObject*)self;
+}
+
+static PyObject* dataset_schema(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  Py_INCREF(self->schema);
+  return (PyObject*)self->schema;
+}
+
+static PyObject* dataset_get_format(DatasetObject* self, void* Py_UNUSED(closure)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  return PyUnicode_FromString(sluice_dataset_format(self->dataset));
+}
+
+static PyObject* dataset_get_num_splits(DatasetObject* self, void* Py_UNUSED(closure)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  return PyLong_FromLongLong(sluice_dataset_num_splits(self->dataset));
+}
+
+static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"first_split", "num_splits", "slow_split", "slow_split_delay_us",
+                             NULL};
+  long long first = 0, count = -1, slow_split = -1, slow_us = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLL", keywords, &first, &count, &slow_split,
+                                   &slow_us)) {
+    return NULL;
+  }
+  if (dataset_check_open(self) != 0) return NULL;
+  struct sp_scan_source source;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  int whole = first == 0 && count < 0 && slow_split < 0;
+  Py_BEGIN_ALLOW_THREADS
+  if (whole) {
+    struct sluice_scanner* scanner = NULL;
+    rc = sluice_scanner_open(self->dataset, &scanner, &error);
+    if (rc == 0) source = sp_scanner_source(scanner);
+  } else {
+    rc = sp_split_scan_start(self->dataset, first, count, slow_split, slow_us, &source, &error);
+  }
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  struct sp_pump* pump = NULL;
+  rc = sp_pump_start(&source, &pump);
+  if (rc != 0) {
+    source.close(source.handle);
+    return sp_raise(rc, "sluice: cannot start the scan's thread");
+  }
+  ScannerObject* scan = PyObject_New(ScannerObject, &SpScannerType);
+  if (scan == NULL) {
+    sp_pump_cancel(pump);
+    return NULL;
+  }
+  scan->pump = pump;
+  Py_INCREF(self);
+  scan->dataset = self;
+  Py_INCREF(self->schema);
+  scan->schema = self->schema;
+  return (PyObject*)scan;
+}
+
+static PyObject* dataset_stats(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  struct sluice_column_stats* stats = NULL;
+  int64_t n = 0;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_dataset_stats(self->dataset, &stats, &n, &error);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  PyObject* list = PyList_New((Py_ssize_t)n);
+  for (int64_t i = 0; list != NULL && i < n; ++i) {
+    const struct sluice_column_stats* s = &stats[i];
+    PyObject* item = Py_BuildValue(
+        "{s:s,s:s,s:L,s:L,s:z,s:z}", "name", s->name != NULL ? s->name : "", "type",
+        s->type != NULL ? s->type : "", "count", (long long)s->count, "null_count",
+        (long long)s->null_count, "min", s->has_min_max ? s->min : NULL, "max",
+        s->has_min_max ? s->max : NULL);
+    if (item == NULL) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+  }
+  sluice_stats_free(stats, n);
+  return list;
+}
+
+static PyObject* dataset_close(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (self->dataset != NULL) {
+    struct sluice_dataset* ds = self->dataset;
+    self->dataset = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    sluice_dataset_close(ds);
+    Py_END_ALLOW_THREADS
+  }
+  Py_RETURN_NONE;
+}
+
+static PyGetSetDef dataset_getset[] = {
+    {"format", (getter)dataset_get_format, NULL, "The format the dataset is read as.", NULL},
+    {"num_splits", (getter)dataset_get_num_splits, NULL, "Splits the scan plans to read.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef dataset_methods[] = {
+    {"schema", (PyCFunction)dataset_schema, METH_NOARGS, "The (projected) _Schema."},
+    {"scan", (PyCFunction)(void (*)(void))dataset_scan, METH_VARARGS | METH_KEYWORDS,
+     "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0) -> _Scanner "
+     "over all splits or splits [first, first + num); slow_split delays one (a test hook)."},
+    {"stats", (PyCFunction)dataset_stats, METH_NOARGS, "Per-column statistics (list of dict)."},
+    {"close", (PyCFunction)dataset_close, METH_NOARGS, "Close the dataset (scans stay valid)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject SpDatasetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sluice._sluice._Dataset",
+    .tp_basicsize = sizeof(DatasetObject),
+    .tp_dealloc = (destructor)dataset_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An opened dataset (see sluice.read / sluice.scan).",
+    .tp_methods = dataset_methods,
+    .tp_getset = dataset_getset,
+};
+
+/* ---- _Scanner --------------------------------------------------------------- */
+
+static void scanner_stop(ScannerObject* self) {
+  struct sp_pump* pump = self->pump;
+  self->pump = NULL;
+  sp_pump_cancel(pump);
+}
+
+/// How long one wait for a batch lasts before signals are checked again.
+#define SCANNER_WAIT_SLICE_MS 50
+
+static void scanner_dealloc(ScannerObject* self) {
+  scanner_stop(self);
+  Py_XDECREF(self->schema);
+  Py_XDECREF(self->dataset);
+  PyObject_Free(self);
+}
+
+static PyObject* scanner_next(ScannerObject* self) {
+  struct ArrowArray out;
+  struct sluice_batch_tag tag;
+  struct sluice_error error;
+  memset(&tag, 0, sizeof tag);
+  memset(&error, 0, sizeof error);
+  out.release = NULL;
+  int rc;
+  for (;;) {
+    // Another Python thread may have closed the scan while we waited.
+    struct sp_pump* pump = self->pump;
+    if (pump == NULL) return NULL;  // StopIteration
+    Py_BEGIN_ALLOW_THREADS
+    rc = sp_pump_next(pump, &out, &tag, &error, SCANNER_WAIT_SLICE_MS);
+    Py_END_ALLOW_THREADS
+    if (rc == ECANCELED) return NULL;
+    if (rc != ETIMEDOUT) break;
+    // Ctrl-C while waiting: give the scan up; its thread frees it.
+    if (PyErr_CheckSignals() != 0) {
+      scanner_stop(self);
+      return NULL;
+    }
+  }
+  if (rc != 0) {
+    scanner_stop(self);
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  if (out.release == NULL) {
+    scanner_stop(self);
+    return NULL;
+  }
+  if (PyErr_CheckSignals() != 0) {
+    out.release(&out);
+    scanner_stop(self);
+    return NULL;
+  }
+  // The tag's metadata stays valid until the pump's next call, which waits
+  // for our next request: the batch copies it now.
+  struct sp_shared_array* shared = sp_shared_new(&out);
+  if (shared == NULL) {
+    out.release(&out);
+    scanner_stop(self);
+    return PyErr_NoMemory();
+  }
+  return (PyObject*)sp_batch_wrap(shared, self->schema, tag.split, tag.batch, tag.metadata);
+}
+
+static PyObject* scanner_close(ScannerObject* self, PyObject* Py_UNUSED(ignored)) {
+  scanner_stop(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject* scanner_iter(PyObject* self) {
+  Py_INCREF(self);
+  return self;
+}
+
+static PyMethodDef scanner_methods[] = {
+    {"close", (PyCFunction)scanner_close, METH_NOARGS,
+     "Stop the workers and free batches in flight (batches returned stay valid)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject SpScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sluice._sluice._Scanner",
+    .tp_basicsize = sizeof(ScannerObject),
+    .tp_dealloc = (destructor)scanner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A running scan: iterate for _Batch objects as they are ready.",
+    .tp_iter = scanner_iter,
+    .tp_iternext = (iternextfunc)scanner_next,
+    .tp_methods = scanner_methods,
+};

@@ -1,0 +1,121 @@
+// Arrow data from other producers into sluice objects, without copies:
+// import_stream drains an 'arrow_array_stream' capsule into _Batch objects,
+// import_array takes one ('arrow_schema', 'arrow_array') pair. The imported
+// arrays stay owned by their producer's release callbacks; each _Batch holds
+// one, so sluice.Table.from_arrow(polars_df).to_pandas() works without
+// pyarrow. Both must be struct arrays (one child per column), as record
+// batches are exported.
+#include <errno.h>
+#include <string.h>
+
+#include "_sluice.h"
+
+static int check_struct(const struct ArrowSchema* schema) {
+  if (strcmp(schema->format, "+s") == 0) return 0;
+  PyErr_Format(PyExc_TypeError,
+               "sluice imports record batches (struct arrays), not Arrow type '%s'",
+               schema->format);
+  return -1;
+}
+
+PyObject* sp_import_stream(PyObject* Py_UNUSED(module), PyObject* capsule) {
+  struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (stream == NULL) return NULL;
+  if (stream->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
+    return NULL;
+  }
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = stream->get_schema(stream, &schema);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    if (PyErr_Occurred()) return NULL;
+    const char* message = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+    return sp_raise(rc, message != NULL ? message : "the stream failed to give its schema");
+  }
+  if (check_struct(&schema) != 0) {
+    schema.release(&schema);
+    return NULL;
+  }
+  SchemaObject* schema_object = sp_schema_wrap(&schema);
+  if (schema_object == NULL) return NULL;
+  PyObject* batches = PyList_New(0);
+  while (batches != NULL) {
+    struct ArrowArray array;
+    memset(&array, 0, sizeof array);
+    Py_BEGIN_ALLOW_THREADS
+    rc = stream->get_next(stream, &array);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+      Py_CLEAR(batches);
+      if (!PyErr_Occurred()) {
+        const char* message =
+            stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+        sp_raise(rc, message != NULL ? message : "the stream failed to give a batch");
+      }
+      break;
+    }
+    if (array.release == NULL) break;
+    if (array.n_children != schema_object->schema.n_children) {
+      array.release(&array);
+      Py_CLEAR(batches);
+      PyErr_SetString(PyExc_ValueError, "a batch of the stream does not match its schema");
+      break;
+    }
+    struct sp_shared_array* shared = sp_shared_new(&array);
+    if (shared == NULL) {
+      array.release(&array);
+      Py_CLEAR(batches);
+      PyErr_NoMemory();
+      break;
+    }
+    PyObject* batch = (PyObject*)sp_batch_wrap(shared, schema_object, 0, PyList_GET_SIZE(batches),
+                                               NULL);
+    if (batch == NULL || PyList_Append(batches, batch) != 0) {
+      Py_XDECREF(batch);
+      Py_CLEAR(batches);
+      break;
+    }
+    Py_DECREF(batch);
+  }
+  if (batches == NULL) {
+    Py_DECREF(schema_object);
+    return NULL;
+  }
+  return Py_BuildValue("(NN)", (PyObject*)schema_object, batches);
+}
+
+PyObject* sp_import_array(PyObject* Py_UNUSED(module), PyObject* args) {
+  PyObject* schema_capsule;
+  PyObject* array_capsule;
+  if (!PyArg_ParseTuple(args, "OO", &schema_capsule, &array_capsule)) return NULL;
+  struct ArrowSchema* schema = PyCapsule_GetPointer(schema_capsule, "arrow_schema");
+  if (schema == NULL) return NULL;
+  struct ArrowArray* array = PyCapsule_GetPointer(array_capsule, "arrow_array");
+  if (array == NULL) return NULL;
+  if (schema->release == NULL || array->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the capsules were already consumed");
+    return NULL;
+  }
+  if (check_struct(schema) != 0) return NULL;
+  if (array->n_children != schema->n_children) {
+    PyErr_SetString(PyExc_ValueError, "the array does not match its schema");
+    return NULL;
+  }
+  struct ArrowSchema copy;
+  if (sp_schema_copy(schema, &copy) != 0) return PyErr_NoMemory();
+  SchemaObject* schema_object = sp_schema_wrap(&copy);
+  if (schema_object == NULL) return NULL;
+  // Moved out of the capsule, whose destructor then sees release == NULL.
+  struct sp_shared_array* shared = sp_shared_new(array);
+  if (shared == NULL) {
+    Py_DECREF(schema_object);
+    return PyErr_NoMemory();
+  }
+  PyObject* batch = (PyObject*)sp_batch_wrap(shared, schema_object, 0, 0, NULL);
+  Py_DECREF(schema_object);
+  return batch;
+}

@@ -1,0 +1,157 @@
+// The module sluice._sluice: its functions and types, and the PyCapsules of
+// the Arrow PyCapsule protocol. The public API lives in sluice/__init__.py;
+// this module is the thin layer over libsluice it is built on.
+#include <errno.h>
+#include <string.h>
+
+#include "_sluice.h"
+
+/* ---- Capsules ---------------------------------------------------------------- */
+
+static void schema_capsule_free(PyObject* capsule) {
+  struct ArrowSchema* schema = PyCapsule_GetPointer(capsule, "arrow_schema");
+  if (schema == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  if (schema->release != NULL) schema->release(schema);
+  PyMem_RawFree(schema);
+}
+
+static void array_capsule_free(PyObject* capsule) {
+  struct ArrowArray* array = PyCapsule_GetPointer(capsule, "arrow_array");
+  if (array == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  if (array->release != NULL) array->release(array);
+  PyMem_RawFree(array);
+}
+
+static void stream_capsule_free(PyObject* capsule) {
+  struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (stream == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  if (stream->release != NULL) stream->release(stream);
+  PyMem_RawFree(stream);
+}
+
+PyObject* sp_schema_capsule(const struct ArrowSchema* schema_to_copy) {
+  struct ArrowSchema* copy = PyMem_RawMalloc(sizeof *copy);
+  if (copy == NULL) return PyErr_NoMemory();
+  if (sp_schema_copy(schema_to_copy, copy) != 0) {
+    PyMem_RawFree(copy);
+    return PyErr_NoMemory();
+  }
+  PyObject* capsule = PyCapsule_New(copy, "arrow_schema", schema_capsule_free);
+  if (capsule == NULL) {
+    copy->release(copy);
+    PyMem_RawFree(copy);
+  }
+  return capsule;
+}
+
+PyObject* sp_array_capsule_from(struct ArrowArray* moved) {
+  struct ArrowArray* heap = PyMem_RawMalloc(sizeof *heap);
+  if (heap == NULL) {
+    moved->release(moved);
+    return PyErr_NoMemory();
+  }
+  *heap = *moved;
+  moved->release = NULL;
+  PyObject* capsule = PyCapsule_New(heap, "arrow_array", array_capsule_free);
+  if (capsule == NULL) {
+    heap->release(heap);
+    PyMem_RawFree(heap);
+  }
+  return capsule;
+}
+
+PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved) {
+  struct ArrowArrayStream* heap = PyMem_RawMalloc(sizeof *heap);
+  if (heap == NULL) {
+    moved->release(moved);
+    return PyErr_NoMemory();
+  }
+  *heap = *moved;
+  moved->release = NULL;
+  PyObject* capsule = PyCapsule_New(heap, "arrow_array_stream", stream_capsule_free);
+  if (capsule == NULL) {
+    heap->release(heap);
+    PyMem_RawFree(heap);
+  }
+  return capsule;
+}
+
+/* ---- Module ------------------------------------------------------------------ */
+
+static PyObject* sp_formats(PyObject* Py_UNUSED(module), PyObject* args) {
+  int writers = 0;
+  if (!PyArg_ParseTuple(args, "|p", &writers)) return NULL;
+  const char* const* names = writers ? sluice_writer_formats() : sluice_reader_formats();
+  PyObject* list = PyList_New(0);
+  for (; list != NULL && names != NULL && *names != NULL; ++names) {
+    PyObject* name = PyUnicode_FromString(*names);
+    if (name == NULL || PyList_Append(list, name) != 0) {
+      Py_XDECREF(name);
+      Py_CLEAR(list);
+      break;
+    }
+    Py_DECREF(name);
+  }
+  return list;
+}
+
+static PyMethodDef module_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))sp_open, METH_VARARGS | METH_KEYWORDS,
+     "open(location, format=None, columns=None, threads=0, ordered=True, limit=-1, "
+     "batch_rows=0, memory=0, format_options=None) -> _Dataset"},
+    {"write", (PyCFunction)(void (*)(void))sp_write, METH_VARARGS | METH_KEYWORDS,
+     "write(stream_capsule, location, format=None, compression=None, format_options=None)"},
+    {"make_batch", (PyCFunction)sp_make_batch, METH_VARARGS,
+     "make_batch(fields, length, columns) -> _Batch: fields [(name, format, nullable)], "
+     "columns [(null_count, [buffers])] (copied)."},
+    {"batches_stream", (PyCFunction)sp_batches_stream, METH_VARARGS,
+     "batches_stream(schema, batches, column=-1) -> 'arrow_array_stream' capsule (zero copy)."},
+    {"import_stream", (PyCFunction)sp_import_stream, METH_O,
+     "import_stream(capsule) -> (_Schema, [_Batch]): drains an 'arrow_array_stream' (zero copy)."},
+    {"import_array", (PyCFunction)sp_import_array, METH_VARARGS,
+     "import_array(schema_capsule, array_capsule) -> _Batch (zero copy; the array is moved)."},
+    {"formats", (PyCFunction)sp_formats, METH_VARARGS,
+     "formats(writers=False) -> names of the formats sluice reads (or writes)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "sluice._sluice",
+    .m_doc = "The C layer of sluice over libsluice (use the sluice package).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__sluice(void) {
+  PyTypeObject* types[] = {&SpSchemaType, &SpBatchType, &SpBufferViewType, &SpDatasetType,
+                           &SpScannerType};
+  const char* names[] = {"_Schema", "_Batch", "_BufferView", "_Dataset", "_Scanner"};
+  for (size_t i = 0; i < sizeof types / sizeof *types; ++i) {
+    if (PyType_Ready(types[i]) != 0) return NULL;
+  }
+  PyObject* module = PyModule_Create(&module_def);
+  if (module == NULL) return NULL;
+  for (size_t i = 0; i < sizeof types / sizeof *types; ++i) {
+    Py_INCREF(types[i]);
+    if (PyModule_AddObject(module, names[i], (PyObject*)types[i]) != 0) {
+      Py_DECREF(types[i]);
+      Py_DECREF(module);
+      return NULL;
+    }
+  }
+  if (PyModule_AddStringConstant(module, "version", SLUICE_VERSION_STRING) != 0) {
+    Py_DECREF(module);
+    return NULL;
+  }
+  return module;
+}

@@ -1,0 +1,177 @@
+// A scan driven from its own thread, so that Python can wait for the next
+// batch in short slices and notice Ctrl-C even while a split takes long to
+// decode (sluice_scanner_next has no timeout). The thread calls
+// sluice_scanner_next only when the consumer asks for a batch, so nothing is
+// decoded ahead beyond what the scan engine itself does. Cancelling never
+// waits: the thread closes the scanner (stopping the workers and freeing what
+// is in flight) as soon as its current call returns, then frees the pump.
+// No Python objects here: the thread runs without the GIL.
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "_sluice.h"
+
+struct sp_pump {
+  pthread_mutex_t mutex;
+  pthread_cond_t cv;          // signalled on every state change
+  struct sp_scan_source source;
+  int refs;                   // consumer + thread
+  int wanted;                 // the consumer asked for a batch
+  int ready;                  // a result is waiting in the fields below
+  int cancelled;
+  int finished;               // the thread delivered the end or an error
+  int rc;
+  struct ArrowArray array;
+  struct sluice_batch_tag tag;
+  struct sluice_error error;
+};
+
+static void pump_unref_locked(struct sp_pump* pump, int* free_it) {
+  *free_it = --pump->refs == 0;
+}
+
+static void pump_free(struct sp_pump* pump) {
+  if (pump->ready && pump->array.release != NULL) pump->array.release(&pump->array);
+  pthread_cond_destroy(&pump->cv);
+  pthread_mutex_destroy(&pump->mutex);
+  PyMem_RawFree(pump);
+}
+
+static void* pump_main(void* arg) {
+  struct sp_pump* pump = arg;
+  pthread_mutex_lock(&pump->mutex);
+  for (;;) {
+    while (!pump->wanted && !pump->cancelled) pthread_cond_wait(&pump->cv, &pump->mutex);
+    if (pump->cancelled) break;
+    pthread_mutex_unlock(&pump->mutex);
+    struct ArrowArray array;
+    struct sluice_batch_tag tag;
+    struct sluice_error error;
+    memset(&array, 0, sizeof array);
+    memset(&tag, 0, sizeof tag);
+    memset(&error, 0, sizeof error);
+    int rc = pump->source.next(pump->source.handle, &array, &tag, &error);
+    pthread_mutex_lock(&pump->mutex);
+    if (pump->cancelled) {
+      if (rc == 0 && array.release != NULL) array.release(&array);
+      break;
+    }
+    pump->array = array;
+    pump->tag = tag;
+    pump->error = error;
+    pump->rc = rc;
+    pump->ready = 1;
+    pump->wanted = 0;
+    pthread_cond_broadcast(&pump->cv);
+    if (rc != 0 || array.release == NULL) {
+      pump->finished = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&pump->mutex);
+  pump->source.close(pump->source.handle);
+  pthread_mutex_lock(&pump->mutex);
+  int free_it;
+  pump_unref_locked(pump, &free_it);
+  pthread_mutex_unlock(&pump->mutex);
+  if (free_it) pump_free(pump);
+  return NULL;
+}
+
+int sp_pump_start(const struct sp_scan_source* source, struct sp_pump** out) {
+  *out = NULL;
+  struct sp_pump* pump = PyMem_RawCalloc(1, sizeof *pump);
+  if (pump == NULL) return ENOMEM;
+  pthread_condattr_t attr;
+  int rc = pthread_condattr_init(&attr);
+  if (rc == 0) {
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0) rc = pthread_cond_init(&pump->cv, &attr);
+    pthread_condattr_destroy(&attr);
+  }
+  if (rc != 0) {
+    PyMem_RawFree(pump);
+    return rc;
+  }
+  rc = pthread_mutex_init(&pump->mutex, NULL);
+  if (rc != 0) {
+    pthread_cond_destroy(&pump->cv);
+    PyMem_RawFree(pump);
+    return rc;
+  }
+  pump->source = *source;
+  pump->refs = 2;
+  pthread_attr_t thread_attr;
+  pthread_t thread;
+  rc = pthread_attr_init(&thread_attr);
+  if (rc == 0) {
+    pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&thread, &thread_attr, pump_main, pump);
+    pthread_attr_destroy(&thread_attr);
+  }
+  if (rc != 0) {
+    pthread_mutex_destroy(&pump->mutex);
+    pthread_cond_destroy(&pump->cv);
+    PyMem_RawFree(pump);
+    return rc;
+  }
+  *out = pump;
+  return 0;
+}
+
+int sp_pump_next(struct sp_pump* pump, struct ArrowArray* out, struct sluice_batch_tag* tag,
+                 struct sluice_error* error, int timeout_ms) {
+  out->release = NULL;
+  pthread_mutex_lock(&pump->mutex);
+  // The call holds a reference: another Python thread may cancel the pump
+  // while this one waits with the GIL released.
+  pump->refs++;
+  int rc = 0;
+  if (!pump->ready && !pump->finished && !pump->cancelled) {
+    if (!pump->wanted) {
+      pump->wanted = 1;
+      pthread_cond_broadcast(&pump->cv);
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+      deadline.tv_sec += 1;
+      deadline.tv_nsec -= 1000000000L;
+    }
+    while (!pump->ready && !pump->cancelled) {
+      if (pthread_cond_timedwait(&pump->cv, &pump->mutex, &deadline) == ETIMEDOUT) break;
+    }
+    if (!pump->ready && !pump->cancelled) rc = ETIMEDOUT;
+  }
+  if (pump->cancelled) {
+    rc = ECANCELED;
+  } else if (pump->ready) {
+    rc = pump->rc;
+    *out = pump->array;
+    *tag = pump->tag;
+    *error = pump->error;
+    pump->array.release = NULL;
+    pump->ready = 0;
+  }
+  // else: finished and already delivered (rc 0, out->release NULL: the end)
+  int free_it;
+  pump_unref_locked(pump, &free_it);
+  pthread_mutex_unlock(&pump->mutex);
+  if (free_it) pump_free(pump);
+  return rc;
+}
+
+void sp_pump_cancel(struct sp_pump* pump) {
+  if (pump == NULL) return;
+  pthread_mutex_lock(&pump->mutex);
+  pump->cancelled = 1;
+  pthread_cond_broadcast(&pump->cv);
+  int free_it;
+  pump_unref_locked(pump, &free_it);
+  pthread_mutex_unlock(&pump->mutex);
+  if (free_it) pump_free(pump);
+}

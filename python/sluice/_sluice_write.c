@@ -1,0 +1,248 @@
+// Writing: sluice_write over any 'arrow_array_stream' capsule (pyarrow,
+// polars, DuckDB, sluice's own tables), and make_batch, which builds one
+// struct array from Python buffers (numpy columns of a pandas DataFrame when
+// pyarrow is not installed). make_batch copies the buffers: the array must
+// stay valid after the Python objects are gone, and its release callback may
+// run without the GIL.
+#include <errno.h>
+#include <string.h>
+
+#include "_sluice.h"
+
+PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
+                             NULL};
+  PyObject* capsule;
+  const char* location;
+  const char* format = NULL;
+  const char* compression = NULL;
+  const char* format_options = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzz", keywords, &capsule, &location, &format,
+                                   &compression, &format_options)) {
+    return NULL;
+  }
+  struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (stream == NULL) return NULL;
+  if (stream->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
+    return NULL;
+  }
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.format = format;
+  options.compression = compression;
+  options.format_options = format_options;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  // Writers take offsets + data: views (polars' strings) are rewritten.
+  struct ArrowArrayStream plain;
+  int wrapped = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sp_plain_stream(stream, &plain, &wrapped);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) return PyErr_NoMemory();
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_write(wrapped ? &plain : stream, location, &options, &error);
+  if (wrapped) plain.release(&plain);
+  Py_END_ALLOW_THREADS
+  // A producer may have raised (e.g. a Python generator behind pyarrow).
+  if (rc != 0) {
+    if (PyErr_Occurred()) return NULL;
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  Py_RETURN_NONE;
+}
+
+/* ---- make_batch ------------------------------------------------------------ */
+
+struct built_node {
+  void** buffers;
+  int64_t n_buffers;
+  struct ArrowArray* children;
+  struct ArrowArray** child_ptrs;
+};
+
+static void built_release(struct ArrowArray* array) {
+  struct built_node* node = array->private_data;
+  for (int64_t i = 0; i < array->n_children; ++i) {
+    if (node->children[i].release != NULL) node->children[i].release(&node->children[i]);
+  }
+  for (int64_t i = 0; i < node->n_buffers; ++i) PyMem_RawFree(node->buffers[i]);
+  PyMem_RawFree(node->buffers);
+  PyMem_RawFree(node->children);
+  PyMem_RawFree(node->child_ptrs);
+  PyMem_RawFree(node);
+  array->release = NULL;
+}
+
+static int built_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                      int64_t n_buffers, int64_t n_children) {
+  struct built_node* node = PyMem_RawCalloc(1, sizeof *node);
+  if (node == NULL) return ENOMEM;
+  node->buffers = PyMem_RawCalloc(n_buffers > 0 ? (size_t)n_buffers : 1, sizeof(void*));
+  if (n_children > 0) {
+    node->children = PyMem_RawCalloc((size_t)n_children, sizeof *node->children);
+    node->child_ptrs = PyMem_RawCalloc((size_t)n_children, sizeof *node->child_ptrs);
+  }
+  if (node->buffers == NULL ||
+      (n_children > 0 && (node->children == NULL || node->child_ptrs == NULL))) {
+    PyMem_RawFree(node->buffers);
+    PyMem_RawFree(node->children);
+    PyMem_RawFree(node->child_ptrs);
+    PyMem_RawFree(node);
+    return ENOMEM;
+  }
+  node->n_buffers = n_buffers;
+  for (int64_t i = 0; i < n_children; ++i) node->child_ptrs[i] = &node->children[i];
+  memset(out, 0, sizeof *out);
+  out->length = length;
+  out->null_count = null_count;
+  out->n_buffers = n_buffers;
+  out->n_children = n_children;
+  out->buffers = (const void**)node->buffers;
+  out->children = node->child_ptrs;
+  out->release = built_release;
+  out->private_data = node;
+  return 0;
+}
+
+/// Buffers a flat column of this format has (validity first).
+static int64_t buffers_for_format(const char* format) {
+  if (strcmp(format, "n") == 0) return 0;
+  if (strcmp(format, "u") == 0 || strcmp(format, "z") == 0 || strcmp(format, "U") == 0 ||
+      strcmp(format, "Z") == 0) {
+    return 3;
+  }
+  return 2;
+}
+
+/// Fills column `out` from (null_count, [buffer or None, ...]).
+static int build_column(struct ArrowArray* out, const char* format, int64_t length,
+                        PyObject* spec) {
+  long long null_count;
+  PyObject* buffers;
+  if (!PyArg_ParseTuple(spec, "LO!", &null_count, &PyList_Type, &buffers)) return -1;
+  int64_t n = buffers_for_format(format);
+  if (PyList_GET_SIZE(buffers) != n) {
+    PyErr_Format(PyExc_ValueError, "a column of format '%s' needs %lld buffers, got %zd", format,
+                 (long long)n, PyList_GET_SIZE(buffers));
+    return -1;
+  }
+  if (built_init(out, length, null_count, n, 0) != 0) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  struct built_node* node = out->private_data;
+  for (int64_t i = 0; i < n; ++i) {
+    PyObject* item = PyList_GET_ITEM(buffers, i);
+    if (item == Py_None) {
+      if (i > 0) {
+        PyErr_SetString(PyExc_ValueError, "only the validity buffer may be None");
+        return -1;
+      }
+      continue;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) != 0) return -1;
+    // Never a NULL data buffer, even when empty: some consumers dereference it.
+    node->buffers[i] = PyMem_RawMalloc(view.len > 0 ? (size_t)view.len : 8);
+    if (node->buffers[i] == NULL) {
+      PyBuffer_Release(&view);
+      PyErr_NoMemory();
+      return -1;
+    }
+    if (view.len > 0) memcpy(node->buffers[i], view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+  }
+  return 0;
+}
+
+PyObject* sp_make_batch(PyObject* Py_UNUSED(module), PyObject* args) {
+  PyObject* fields;
+  long long length;
+  PyObject* columns;
+  if (!PyArg_ParseTuple(args, "O!LO!", &PyList_Type, &fields, &length, &PyList_Type, &columns)) {
+    return NULL;
+  }
+  Py_ssize_t n = PyList_GET_SIZE(fields);
+  if (PyList_GET_SIZE(columns) != n || length < 0) {
+    PyErr_SetString(PyExc_ValueError, "make_batch: one column per field and length >= 0");
+    return NULL;
+  }
+  struct ArrowSchema schema;
+  if (sp_schema_new(&schema, "+s", "", NULL, 0, n) != 0) return PyErr_NoMemory();
+  struct ArrowArray array;
+  if (built_init(&array, length, 0, 1, n) != 0) {
+    schema.release(&schema);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const char* name;
+    const char* format;
+    int nullable;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(fields, i), "ssp", &name, &format, &nullable) ||
+        sp_schema_new(schema.children[i], format, name, NULL, nullable ? ARROW_FLAG_NULLABLE : 0,
+                      0) != 0 ||
+        build_column(array.children[i], format, length, PyList_GET_ITEM(columns, i)) != 0) {
+      if (!PyErr_Occurred()) PyErr_NoMemory();
+      schema.release(&schema);
+      array.release(&array);
+      return NULL;
+    }
+  }
+  SchemaObject* schema_object = sp_schema_wrap(&schema);
+  if (schema_object == NULL) {
+    array.release(&array);
+    return NULL;
+  }
+  struct sp_shared_array* shared = sp_shared_new(&array);
+  if (shared == NULL) {
+    array.release(&array);
+    Py_DECREF(schema_object);
+    return PyErr_NoMemory();
+  }
+  PyObject* batch = (PyObject*)sp_batch_wrap(shared, schema_object, 0, 0, NULL);
+  Py_DECREF(schema_object);
+  return batch;
+}
+
+/* ---- A stream over batches ------------------------------------------------- */
+
+PyObject* sp_batches_stream(PyObject* Py_UNUSED(module), PyObject* args) {
+  SchemaObject* schema;
+  PyObject* batches;
+  long long column = -1;
+  if (!PyArg_ParseTuple(args, "O!O|L", &SpSchemaType, &schema, &batches, &column)) return NULL;
+  PyObject* seq = PySequence_Fast(batches, "batches must be a sequence of _Batch");
+  if (seq == NULL) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  struct sp_shared_array** shared = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *shared);
+  if (shared == NULL) {
+    Py_DECREF(seq);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+    if (!PyObject_TypeCheck(item, &SpBatchType)) {
+      PyMem_Free(shared);
+      Py_DECREF(seq);
+      PyErr_SetString(PyExc_TypeError, "batches must be a sequence of _Batch");
+      return NULL;
+    }
+    shared[i] = ((BatchObject*)item)->shared;
+  }
+  if (column >= schema->schema.n_children) {
+    PyMem_Free(shared);
+    Py_DECREF(seq);
+    PyErr_SetString(PyExc_IndexError, "column out of range");
+    return NULL;
+  }
+  struct ArrowArrayStream stream;
+  int rc = sp_stream_new(&schema->schema, shared, (int64_t)n, column, &stream);
+  PyMem_Free(shared);
+  Py_DECREF(seq);
+  if (rc != 0) return PyErr_NoMemory();
+  return sp_stream_capsule_from(&stream);
+}

@@ -1,0 +1,352 @@
+"""Schema, Batch, Column and Table: sluice's decoded data, shared with pyarrow,
+polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
+"""
+from . import _sluice
+from ._arrow import Node, field_from_schema, node_to_pylist, parse_metadata
+
+
+class Schema:
+    """The columns of a table: names, types (DataType), nullability, metadata.
+
+    Implements ``__arrow_c_schema__``: ``pyarrow.schema(s)`` takes it.
+    """
+
+    __slots__ = ("_schema", "_fields", "_metadata")
+
+    def __init__(self, raw):
+        self._schema = raw  # _sluice._Schema (a struct type)
+        self._fields = None
+        self._metadata = None
+
+    @property
+    def fields(self):
+        if self._fields is None:
+            n = self._schema._node(())["n_children"]
+            self._fields = [field_from_schema(self._schema, (i,)) for i in range(n)]
+        return self._fields
+
+    @property
+    def names(self):
+        return [f.name for f in self.fields]
+
+    @property
+    def types(self):
+        return [f.type for f in self.fields]
+
+    @property
+    def metadata(self):
+        """The schema's custom metadata as a dict."""
+        if self._metadata is None:
+            self._metadata = parse_metadata(self._schema._node(())["metadata"])
+        return self._metadata
+
+    def field(self, name):
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError("no column %r; columns are: %s" % (name, ", ".join(self.names)))
+
+    def index(self, name):
+        for i, f in enumerate(self.fields):
+            if f.name == name:
+                return i
+        raise KeyError("no column %r; columns are: %s" % (name, ", ".join(self.names)))
+
+    def __len__(self):
+        return len(self.fields)
+
+    def __iter__(self):
+        return iter(self.fields)
+
+    def __eq__(self, other):
+        return isinstance(other, Schema) and self.fields == other.fields
+
+    def __hash__(self):
+        return hash(tuple(self.fields))
+
+    def __arrow_c_schema__(self):
+        return self._schema.__arrow_c_schema__()
+
+    def __repr__(self):
+        lines = ["sluice.Schema"] + ["  " + str(f) for f in self.fields]
+        return "\n".join(lines)
+
+
+class Batch:
+    """One decoded record batch, tagged with where it came from: ``split``
+    (the split that produced it, in plan order) and ``index`` (its position
+    within that split). Implements ``__arrow_c_array__``: ``pyarrow.record_batch(b)``
+    takes it without copying."""
+
+    __slots__ = ("_batch", "_schema")
+
+    def __init__(self, raw, schema=None):
+        self._batch = raw  # _sluice._Batch
+        self._schema = schema if schema is not None else Schema(raw.schema)
+
+    @property
+    def num_rows(self):
+        return self._batch.num_rows
+
+    @property
+    def num_columns(self):
+        return self._batch.num_columns
+
+    @property
+    def schema(self):
+        return self._schema
+
+    @property
+    def split(self):
+        return self._batch.split
+
+    @property
+    def index(self):
+        return self._batch.index
+
+    @property
+    def tag(self):
+        """(split, index): sorting by it restores plan order."""
+        return (self._batch.split, self._batch.index)
+
+    @property
+    def metadata(self):
+        """Custom metadata the source attached to the batch (e.g. an Arrow IPC
+        message's), as a dict."""
+        return parse_metadata(self._batch.metadata)
+
+    def __len__(self):
+        return self._batch.num_rows
+
+    def column(self, name_or_index):
+        return Column(self._schema, [self], _index(self._schema, name_or_index))
+
+    def to_pydict(self):
+        return Table(self._schema, [self]).to_pydict()
+
+    def to_pandas(self):
+        return Table(self._schema, [self]).to_pandas()
+
+    def __arrow_c_schema__(self):
+        return self._batch.__arrow_c_schema__()
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self._batch.__arrow_c_array__(requested_schema)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return _sluice.batches_stream(self._schema._schema, [self._batch])
+
+    def __repr__(self):
+        return "sluice.Batch(split=%d, index=%d, %d rows x %d columns: %s)" % (
+            self.split, self.index, self.num_rows, self.num_columns,
+            ", ".join(str(f) for f in self._schema.fields))
+
+
+def _index(schema, name_or_index):
+    if isinstance(name_or_index, int):
+        n = len(schema)
+        if not -n <= name_or_index < n:
+            raise IndexError("column %d out of range (%d columns)" % (name_or_index, n))
+        return name_or_index % n
+    return schema.index(name_or_index)
+
+
+class Column:
+    """One column of a table: a chunk per batch, shared without copies.
+
+    Implements ``__arrow_c_stream__`` (``pyarrow.chunked_array(c)``)."""
+
+    __slots__ = ("_schema", "_batches", "_i")
+
+    def __init__(self, schema, batches, i):
+        self._schema = schema
+        self._batches = batches
+        self._i = i
+
+    @property
+    def name(self):
+        return self._schema.fields[self._i].name
+
+    @property
+    def type(self):
+        return self._schema.fields[self._i].type
+
+    @property
+    def num_chunks(self):
+        return len(self._batches)
+
+    def __len__(self):
+        return sum(b.num_rows for b in self._batches)
+
+    def _nodes(self):
+        t = self.type
+        return [Node(b._batch, (self._i,), t) for b in self._batches]
+
+    @property
+    def null_count(self):
+        total = 0
+        for node in self._nodes():
+            total += node.count_nulls()
+        return total
+
+    def to_pylist(self):
+        out = []
+        for node in self._nodes():
+            out.extend(node_to_pylist(node))
+        return out
+
+    def to_pandas(self):
+        """The column as a pandas Series (see Table.to_pandas)."""
+        from ._pandas import column_to_pandas
+        return column_to_pandas(self._nodes(), self.type, self.name)
+
+    def to_numpy(self):
+        """The column as a numpy array (a view over the Arrow buffer when the
+        column is one chunk of a fixed-width type without nulls)."""
+        series = self.to_pandas()
+        return series.to_numpy()
+
+    def __arrow_c_schema__(self):
+        return self._schema._schema._child_capsule(self._i)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches],
+                                      self._i)
+
+    def __repr__(self):
+        head = self.to_pylist()[:10] if len(self) <= 10_000 else _head(self, 10)
+        more = ", ..." if len(self) > 10 else ""
+        return "sluice.Column %r: %s, %d rows\n[%s%s]" % (
+            self.name, self.type, len(self), ", ".join(repr(v) for v in head), more)
+
+
+def _head(column, n):
+    out = []
+    for node in column._nodes():
+        out.extend(node_to_pylist(node))
+        if len(out) >= n:
+            break
+    return out[:n]
+
+
+class Table:
+    """Decoded batches with one schema, in plan order.
+
+    Implements ``__arrow_c_stream__`` and ``__arrow_c_schema__``:
+    ``pyarrow.table(t)``, ``polars.from_arrow(t)`` and DuckDB's
+    ``duckdb.sql("select * from t")`` take it without copying.
+    """
+
+    __slots__ = ("_schema", "_batches")
+
+    def __init__(self, schema, batches):
+        self._schema = schema
+        self._batches = list(batches)
+
+    @classmethod
+    def from_arrow(cls, data):
+        """A Table sharing the batches of any Arrow producer: an object with
+        ``__arrow_c_stream__`` (pyarrow, polars, DuckDB) or
+        ``__arrow_c_array__`` (a record batch). No copies, no pyarrow needed."""
+        if hasattr(data, "__arrow_c_stream__"):
+            raw_schema, raw_batches = _sluice.import_stream(data.__arrow_c_stream__())
+        elif hasattr(data, "__arrow_c_array__"):
+            batch = _sluice.import_array(*data.__arrow_c_array__())
+            raw_schema, raw_batches = batch.schema, [batch]
+        else:
+            raise TypeError("Table.from_arrow takes an object with __arrow_c_stream__ or "
+                            "__arrow_c_array__, not %s" % type(data).__name__)
+        schema = Schema(raw_schema)
+        return cls(schema, [Batch(b, schema) for b in raw_batches])
+
+    @property
+    def schema(self):
+        return self._schema
+
+    @property
+    def batches(self):
+        """The batches, in plan order."""
+        return list(self._batches)
+
+    @property
+    def num_rows(self):
+        return sum(b.num_rows for b in self._batches)
+
+    @property
+    def num_columns(self):
+        return len(self._schema)
+
+    @property
+    def column_names(self):
+        return self._schema.names
+
+    @property
+    def shape(self):
+        return (self.num_rows, self.num_columns)
+
+    def __len__(self):
+        return self.num_rows
+
+    def column(self, name_or_index):
+        return Column(self._schema, self._batches, _index(self._schema, name_or_index))
+
+    def __getitem__(self, name_or_index):
+        return self.column(name_or_index)
+
+    @property
+    def columns(self):
+        return [Column(self._schema, self._batches, i) for i in range(self.num_columns)]
+
+    def to_pydict(self):
+        """{name: [values]} with Python objects (None for nulls)."""
+        return {c.name: c.to_pylist() for c in self.columns}
+
+    def to_pylist(self):
+        """[{name: value}] per row."""
+        d = self.to_pydict()
+        names = list(d)
+        return [dict(zip(names, row)) for row in zip(*d.values())] if names else []
+
+    def to_pandas(self, *, self_destruct=False):
+        """A pandas DataFrame, without pyarrow.
+
+        self_destruct=True frees each batch as soon as it is converted and
+        leaves the table empty: peak memory is about the DataFrame's size
+        instead of twice the data (as pyarrow's option of the same name).
+
+        Numeric, timestamp and duration columns without nulls are numpy views
+        over the decoded buffers when the table is one batch (no copy), else
+        one concatenation. Columns with nulls become pandas nullable arrays
+        (Int64, Float64, boolean); strings pandas' string dtype; timestamps
+        keep their zone; dictionaries become Categoricals; dates, times,
+        decimals and nested values Python objects, as pyarrow gives them.
+        """
+        from ._pandas import table_to_pandas
+        if self_destruct:
+            return table_to_pandas(self._schema, self._batches, consume=True)
+        return table_to_pandas(self._schema, self._batches)
+
+    def __arrow_c_schema__(self):
+        return self._schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches])
+
+    def __repr__(self):
+        lines = ["sluice.Table: %d rows x %d columns in %d batches" % (
+            self.num_rows, self.num_columns, len(self._batches))]
+        lines += ["  " + str(f) for f in self._schema.fields]
+        if self._batches and self.num_columns:
+            preview = [_head(c, 5) for c in self.columns]
+            rows = min(5, self.num_rows)
+            lines.append("first rows:")
+            for r in range(rows):
+                lines.append("  " + " | ".join(_short(col[r]) for col in preview))
+            if self.num_rows > rows:
+                lines.append("  ...")
+        return "\n".join(lines)
+
+
+def _short(value):
+    s = repr(value)
+    return s if len(s) <= 24 else s[:21] + "..."

@@ -1,0 +1,89 @@
+"""Data and helpers shared by the tests of the Python package (tests/pkg).
+A module of its own (not conftest) so that tests import it by a name no
+other test directory uses."""
+import datetime as dt
+import decimal
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+import sluice
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def corpora_dir():
+    env = os.environ.get("SLUICE_CORPORA")
+    return Path(env) if env else REPO.parent / "shared" / "corpora"
+
+
+def typed_table(rows=1000, seed=0):
+    """Every Arrow type the formats produce, with nulls in every nullable column."""
+    import random
+    rnd = random.Random(seed)
+
+    def maybe(v, i):
+        return None if i % 7 == 3 else v
+
+    ints = [maybe(rnd.randint(-2**40, 2**40), i) for i in range(rows)]
+    cols = {
+        "i8": pa.array([maybe(rnd.randint(-128, 127), i) for i in range(rows)], pa.int8()),
+        "i16": pa.array([maybe(rnd.randint(-2**15, 2**15 - 1), i) for i in range(rows)], pa.int16()),
+        "i32": pa.array([maybe(rnd.randint(-2**31, 2**31 - 1), i) for i in range(rows)], pa.int32()),
+        "i64": pa.array(ints, pa.int64()),
+        "i64_nonnull": pa.array(list(range(rows)), pa.int64()),
+        "u8": pa.array([maybe(rnd.randint(0, 255), i) for i in range(rows)], pa.uint8()),
+        "u16": pa.array([maybe(rnd.randint(0, 2**16 - 1), i) for i in range(rows)], pa.uint16()),
+        "u32": pa.array([maybe(rnd.randint(0, 2**32 - 1), i) for i in range(rows)], pa.uint32()),
+        "u64": pa.array([maybe(rnd.randint(0, 2**64 - 1), i) for i in range(rows)], pa.uint64()),
+        "f32": pa.array([maybe(rnd.random() * 100, i) for i in range(rows)], pa.float32()),
+        "f64": pa.array([maybe(rnd.gauss(0, 1e6), i) for i in range(rows)], pa.float64()),
+        "f64_nonnull": pa.array([rnd.random() for _ in range(rows)], pa.float64()),
+        "bool": pa.array([maybe(rnd.random() < 0.5, i) for i in range(rows)], pa.bool_()),
+        "bool_nonnull": pa.array([rnd.random() < 0.5 for _ in range(rows)], pa.bool_()),
+        "str": pa.array([maybe("s%d-%s" % (i, "é" * (i % 3)), i) for i in range(rows)]),
+        "ascii": pa.array([maybe("row %d" % i, i) for i in range(rows)]),
+        "large_str": pa.array([maybe("L%d" % i, i) for i in range(rows)], pa.large_string()),
+        "bin": pa.array([maybe(bytes([i % 256]) * (i % 5), i) for i in range(rows)], pa.binary()),
+        "fsb": pa.array([maybe(bytes([i % 256] * 4), i) for i in range(rows)], pa.binary(4)),
+        "date32": pa.array([maybe(dt.date(2000, 1, 1) + dt.timedelta(days=i), i)
+                            for i in range(rows)], pa.date32()),
+        "time64": pa.array([maybe(i * 1_000_003, i) for i in range(rows)], pa.time64("us")),
+        "time32": pa.array([maybe(i * 1003 % 86_400_000, i) for i in range(rows)], pa.time32("ms")),
+        "ts_us": pa.array([maybe(1_600_000_000_000_000 + i * 997_000_001, i) for i in range(rows)],
+                          pa.timestamp("us")),
+        "ts_ns_nonnull": pa.array([1_600_000_000_000_000_000 + i * 13 for i in range(rows)],
+                                  pa.timestamp("ns")),
+        "ts_ms_utc": pa.array([maybe(1_600_000_000_000 + i * 61_001, i) for i in range(rows)],
+                              pa.timestamp("ms", "UTC")),
+        "ts_s_paris": pa.array([maybe(1_600_000_000 + i * 3_601, i) for i in range(rows)],
+                               pa.timestamp("s", "Europe/Paris")),
+        "dur": pa.array([maybe(i * 1_000, i) for i in range(rows)], pa.duration("ms")),
+        "dec": pa.array([maybe(decimal.Decimal(i * 37 - 5000).scaleb(-3), i)
+                         for i in range(rows)], pa.decimal128(12, 3)),
+        "dict": pa.array([maybe(["red", "green", "blue"][i % 3], i) for i in range(rows)])
+                  .dictionary_encode(),
+        "list": pa.array([maybe(list(range(i % 4)), i) for i in range(rows)], pa.list_(pa.int32())),
+        "struct": pa.array([maybe({"a": i, "b": str(i)}, i) for i in range(rows)],
+                           pa.struct([("a", pa.int64()), ("b", pa.string())])),
+        "null": pa.nulls(rows),
+    }
+    return pa.table(cols)
+
+
+def write_ipc_file(table, path, max_chunksize=None):
+    with pa.ipc.new_file(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=max_chunksize)
+    return path
+
+
+def write_ipc_stream(table, path, max_chunksize=None):
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=max_chunksize)
+    return path
+
+
+def has_format(name):
+    return name in sluice.reader_formats()

@@ -1,0 +1,177 @@
+"""Tables, batches, columns and schemas through the Arrow PyCapsule protocol:
+pyarrow, polars and DuckDB take them without copies, and the values are the
+ones pyarrow reads from the same file."""
+import gc
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import sluice
+from pkg_helpers import write_ipc_file, write_ipc_stream
+
+
+def test_pyarrow_table_equals_pyarrow_read(typed):
+    expected, path = typed
+    t = sluice.read(path)
+    got = pa.table(t)
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert t.num_rows == expected.num_rows and t.num_columns == expected.num_columns
+    assert t.schema.names == expected.column_names
+
+
+def test_batches_and_schema_capsules(typed):
+    expected, path = typed
+    t = sluice.read(path)
+    assert pa.schema(t.schema) == expected.schema
+    assert pa.schema(t) == expected.schema
+    batches = [pa.record_batch(b) for b in t.batches]
+    assert [b.num_rows for b in batches] == [b.num_rows for b in t.batches]
+    assert pa.Table.from_batches(batches).equals(expected)
+    # A stream of one batch, too.
+    assert pa.table(t.batches[0]).equals(pa.Table.from_batches(batches[:1]))
+
+
+def test_column_capsules(typed):
+    expected, path = typed
+    t = sluice.read(path)
+    for name in ["i64", "str", "dict", "list", "struct", "ts_s_paris"]:
+        col = pa.chunked_array(t.column(name))
+        assert col.equals(expected.column(name)), name
+        assert pa.field(t.column(name)).type == expected.schema.field(name).type
+
+
+def test_limit_cuts_children(typed):
+    expected, path = typed
+    t = sluice.read(path, limit=450)
+    assert t.num_rows == 450
+    assert pa.table(t).equals(expected.slice(0, 450))
+    got, want = t.to_pydict(), expected.slice(0, 450).to_pydict()
+    # pyarrow gives pandas Timestamps for nanoseconds; Python's datetime stops at us.
+    del got["ts_ns_nonnull"], want["ts_ns_nonnull"]
+    assert got == want
+
+
+def test_polars(typed):
+    expected, path = typed
+    t = sluice.read(path, columns=["i64", "f64", "str", "ts_ms_utc", "bool", "dict", "list"])
+    df = pl.DataFrame(t)
+    peer = pl.DataFrame(pa.table(expected.select(t.schema.names)))
+    assert df.equals(peer)
+    # from_arrow gives a struct Series for any PyCapsule stream producer.
+    assert pl.from_arrow(t).struct.unnest().equals(peer)
+
+
+def test_duckdb(typed):
+    expected, path = typed
+    t = sluice.read(path, columns=["i64", "f64", "str", "date32", "ts_us", "dec"])
+    got = duckdb.sql("select * from t").arrow()
+    got = got.read_all() if hasattr(got, "read_all") else got
+    peer_t = expected.select(t.schema.names)
+    want = duckdb.sql("select * from peer_t").arrow()
+    want = want.read_all() if hasattr(want, "read_all") else want
+    assert got.equals(want)
+    assert duckdb.sql("select count(*), sum(i64) from t").fetchall() == \
+        duckdb.sql("select count(*), sum(i64) from peer_t").fetchall()
+
+
+def _buffer_address(chunked, index):
+    return chunked.chunk(0).buffers()[index].address
+
+
+def test_zero_copy_shared_with_pyarrow(numbers):
+    _, one, _ = numbers
+    t = sluice.read(one)
+    a1 = pa.table(t).column("a")
+    a2 = pa.table(t).column("a")
+    # Two exports of the same batch point at the same decoded bytes.
+    assert _buffer_address(a1, 1) == _buffer_address(a2, 1)
+    series = t.to_pandas()["a"]
+    assert series.to_numpy().__array_interface__["data"][0] == _buffer_address(a1, 1)
+
+
+def test_exports_outlive_the_table(numbers):
+    expected, one, many = numbers
+    for path in (one, many):
+        t = sluice.read(path)
+        pt = pa.table(t)
+        df = t.to_pandas()
+        batch = pa.record_batch(t.batches[0])
+        del t
+        gc.collect()
+        assert pt.equals(expected)
+        assert df["a"].tolist()[:5] == [0, 1, 2, 3, 4]
+        assert batch.num_rows > 0
+
+
+def test_stream_consumed_partially_then_dropped(numbers):
+    _, _, many = numbers
+    t = sluice.read(many)
+    reader = pa.RecordBatchReader.from_stream(t)
+    first = reader.read_next_batch()
+    del reader
+    gc.collect()
+    assert first.num_rows == 1000
+
+
+def test_ipc_stream_format(typed, data_dir):
+    expected, _ = typed
+    path = write_ipc_stream(expected, data_dir / "typed.arrows", max_chunksize=250)
+    t = sluice.read(path)
+    assert pa.table(t).equals(expected)
+    assert sluice.schema(path).names == expected.column_names
+
+
+def test_empty_input_gives_empty_table_with_schema(data_dir):
+    schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("t", pa.timestamp("us", "UTC"))])
+    empty = schema.empty_table()
+    for path in (write_ipc_file(empty, data_dir / "empty.arrow"),
+                 write_ipc_stream(empty, data_dir / "empty.arrows")):
+        for ordered in (True, False):
+            t = sluice.read(path, ordered=ordered)
+            assert t.num_rows == 0
+            assert pa.schema(t) == schema
+            got = pa.table(t)
+            assert got.num_rows == 0 and got.schema == schema
+            df = t.to_pandas()
+            assert list(df.columns) == ["a", "s", "t"] and len(df) == 0
+            assert str(df["t"].dtype) == "datetime64[us, UTC]"
+            assert t.to_pydict() == {"a": [], "s": [], "t": []}
+
+
+def test_repr_is_readable(typed):
+    _, path = typed
+    t = sluice.read(path, columns=["i64", "str"])
+    text = repr(t)
+    assert "1000 rows x 2 columns" in text and "i64: int64" in text and "str: string" in text
+    assert "sluice.Schema" in repr(t.schema)
+    assert "split=0, index=0" in repr(t.batches[0])
+
+
+def test_from_arrow_shares_other_producers_batches(typed):
+    expected, _ = typed
+    small = expected.select(["i64", "f64", "str", "dict", "ts_s_paris", "list", "bool"])
+    t = sluice.Table.from_arrow(small)
+    assert pa.table(t).equals(small)
+    assert t.to_pydict() == small.to_pydict()
+    # The imported buffers are pyarrow's own: no copy.
+    assert pa.table(t).column("i64").chunk(0).buffers()[1].address == \
+        small.column("i64").chunk(0).buffers()[1].address
+    # polars exports strings as views (inline up to 12 bytes, else in buffers).
+    df = pl.DataFrame({"s": ["short", None, "a string longer than twelve bytes"] * 1000,
+                       "i": list(range(3000))})
+    p = sluice.Table.from_arrow(df)
+    assert str(p.schema.field("s").type) == "string_view"
+    assert p.to_pydict() == df.to_dict(as_series=False)
+    pdf = p.to_pandas()
+    assert str(pdf["s"].dtype) == "str"
+    assert pdf["s"].tolist()[:3] == ["short", pdf["s"][1], "a string longer than twelve bytes"]
+    two = sluice.Table.from_arrow(pl.concat([df, df], rechunk=False))
+    assert two.to_pandas()["s"].tolist() == pdf["s"].tolist() * 2
+    # One record batch through __arrow_c_array__.
+    batch = small.to_batches()[0]
+    assert pa.table(sluice.Table.from_arrow(batch)).equals(pa.Table.from_batches([batch]))
+    with pytest.raises(TypeError):
+        sluice.Table.from_arrow(pa.array([1, 2]))

@@ -1,0 +1,71 @@
+"""Failures raise the sluice.Error subclass for the C library's error code,
+with its message, and also the built-in exception that fits."""
+import pyarrow as pa
+import pytest
+
+import sluice
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "missing.arrow"
+    with pytest.raises(sluice.NotFoundError) as e:
+        sluice.read(path)
+    assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, sluice.SourceError)
+    assert str(path) in str(e.value) and e.value.code == 2 and e.value.message == str(e.value)
+
+
+def test_truncated_and_malformed(tmp_path, typed):
+    _, path = typed
+    data = path.read_bytes()
+    truncated = tmp_path / "truncated.arrow"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(sluice.FormatError) as e:
+        sluice.read(truncated)
+    assert str(truncated) in str(e.value) and isinstance(e.value, ValueError)
+    garbage = tmp_path / "garbage.arrow"
+    garbage.write_bytes(b"ARROW1\0\0" + b"\xff" * 100 + b"ARROW1")
+    with pytest.raises(sluice.FormatError):
+        sluice.read(garbage)
+
+
+def test_undetectable_format(tmp_path):
+    path = tmp_path / "noise.bin"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(sluice.InvalidArgumentError, match="cannot tell the format"):
+        sluice.schema(path)
+
+
+def test_bad_arguments(typed):
+    _, path = typed
+    with pytest.raises(sluice.InvalidArgumentError, match="unknown format 'nope'"):
+        sluice.read(path, format="nope")
+    with pytest.raises(sluice.InvalidArgumentError, match="no column 'zzz'"):
+        sluice.read(path, columns=["zzz"])
+    with pytest.raises(ValueError):
+        sluice.read(path, threads=-1)
+    with pytest.raises(TypeError):
+        sluice.read(12)
+
+
+def test_a_directory_is_a_source_error(tmp_path):
+    with pytest.raises(sluice.SourceError):
+        sluice.read(tmp_path)
+
+
+def test_write_errors(tmp_path):
+    t = pa.table({"a": [1, 2]})
+    with pytest.raises(sluice.NotFoundError):
+        sluice.write(t, tmp_path / "no" / "such" / "dir.arrow")
+    with pytest.raises(sluice.InvalidArgumentError, match="output format"):
+        sluice.write(t, tmp_path / "x.unknownext")
+    with pytest.raises(sluice.InvalidArgumentError, match="delimiter"):
+        sluice.write(t, tmp_path / "x.csv", delimiter="toolong")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TypeError):
+        sluice.write(object(), tmp_path / "x.arrow")
+
+
+def test_errors_pickle():
+    import pickle
+    e = pickle.loads(pickle.dumps(sluice.FormatError(84, "f: offset 3: bad")))
+    assert type(e) is sluice.FormatError and e.code == 84 and str(e) == "f: offset 3: bad"

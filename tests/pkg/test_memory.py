@@ -1,0 +1,181 @@
+"""Memory held and released: 1,000 reads of a small file (each also exported
+to pyarrow and pandas) do not grow the process (RSS) or Python's traced
+allocations beyond a small bound; an interrupted scan stops and frees."""
+import gc
+import os
+import signal
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import sluice
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "scripts" / "sample" / "sample.arrow"
+
+
+def read_round(path):
+    t = sluice.read(path)
+    assert pa.table(t).num_rows == t.num_rows
+    list(sluice.scan(path, ordered=False))
+    sluice.schema(path)
+    return t
+
+
+def pandas_round(path):
+    df = sluice.read(path).to_pandas()
+    assert len(df) > 0
+
+
+def grows(fn, path, rounds, traced):
+    for _ in range(30):  # warm up caches, imports, allocator arenas
+        fn(path)
+    gc.collect()
+    if traced:
+        tracemalloc.start()
+    rss0 = rss_bytes()
+    traced0 = tracemalloc.get_traced_memory()[0] if traced else 0
+    for _ in range(rounds):
+        fn(path)
+    gc.collect()
+    traced1 = tracemalloc.get_traced_memory()[0] if traced else 0
+    rss1 = rss_bytes()
+    if traced:
+        tracemalloc.stop()
+    return rss1 - rss0, traced1 - traced0
+
+
+# One round holds hundreds of KB of decoded data and Python objects: a leak
+# of one table (or of its exports) per round would exceed these bounds many
+# times over.
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_thousand_reads_do_not_grow():
+    rss, traced = grows(read_round, SAMPLE, 1000, traced=True)
+    assert traced < 256 << 10, "traced Python memory grew by %d bytes" % traced
+    assert rss < 16 << 20, "RSS grew by %d bytes" % rss
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_thousand_to_pandas_do_not_grow():
+    rss, _ = grows(pandas_round, SAMPLE, 1000, traced=False)
+    assert rss < 16 << 20, "RSS grew by %d bytes" % rss
+
+
+def test_interrupted_scan_stops_and_closes(data_dir):
+    n = 300_000
+    path = data_dir / "interrupt.csv"
+    pacsv.write_csv(pa.table({"a": pa.array(range(n), pa.int64())}), str(path))
+    seen = 0
+    with pytest.raises(KeyboardInterrupt):
+        with sluice.scan(path, batch_rows=1000, threads=1) as s:
+            for batch in s:
+                seen += 1
+                if seen == 1:
+                    # From another thread, as a terminal's Ctrl-C arrives.
+                    t = threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT))
+                    t.start()
+                    t.join()
+    assert 1 <= seen < n // 1000
+    with pytest.raises(StopIteration):
+        next(s)
+
+
+def test_ctrl_c_while_waiting_for_a_stalled_source(tmp_path):
+    # A producer that writes one batch into a pipe and then stalls: the scan
+    # waits inside the library for the next batch, and Ctrl-C must still get
+    # through (the wait is sliced), before the producer goes on.
+    fifo = tmp_path / "stalled.arrows"
+    os.mkfifo(fifo)
+    table = pa.table({"a": pa.array(range(1000), pa.int64())})
+    release = threading.Event()
+
+    def producer():
+        with open(fifo, "wb") as f:
+            w = pa.ipc.new_stream(f, table.schema)
+            w.write_table(table)
+            f.flush()
+            release.wait(60)
+            w.close()
+
+    writer = threading.Thread(target=producer)
+    writer.start()
+    try:
+        s = sluice.scan(fifo, format="arrows")
+        assert next(s).num_rows == 1000
+        killer = threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT))
+        killer.start()
+        with pytest.raises(KeyboardInterrupt):
+            next(s)
+        killer.join()
+        assert not release.is_set()  # the producer was still stalled
+        with pytest.raises(StopIteration):
+            next(s)
+    finally:
+        release.set()
+        writer.join()
+
+
+def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
+    n = 200_000
+    path = tmp_path / "threads.csv"
+    pacsv.write_csv(pa.table({"a": pa.array(range(n), pa.int64())}), str(path))
+    s = sluice.scan(path, batch_rows=1000, ordered=False)
+    seen = []
+
+    def consume():
+        for b in s:
+            seen.append(b.num_rows)
+
+    workers = [threading.Thread(target=consume) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sum(seen) == n
+
+    # A thread waiting inside next() on a stalled source while another closes
+    # the scanner: the waiter ends with StopIteration.
+    fifo = tmp_path / "stall.arrows"
+    os.mkfifo(fifo)
+    release = threading.Event()
+    table = pa.table({"a": pa.array(range(10), pa.int64())})
+
+    def producer():
+        with open(fifo, "wb") as f:
+            w = pa.ipc.new_stream(f, table.schema)
+            w.write_table(table)
+            f.flush()
+            release.wait(60)
+            w.close()
+
+    writer = threading.Thread(target=producer)
+    writer.start()
+    try:
+        s = sluice.scan(fifo, format="arrows")
+        next(s)
+        outcome = []
+
+        def waiter():
+            try:
+                next(s)
+                outcome.append("batch")
+            except StopIteration:
+                outcome.append("stopped")
+
+        w = threading.Thread(target=waiter)
+        w.start()
+        threading.Timer(0.2, s.close).start()
+        w.join(30)
+        assert outcome == ["stopped"]
+    finally:
+        release.set()
+        writer.join()

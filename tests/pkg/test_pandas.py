@@ -1,0 +1,169 @@
+"""to_pandas without pyarrow: dtypes and values for every Arrow type the
+formats produce, compared with pyarrow's to_pandas of the same file; numpy
+views over the decoded buffers (no copy) where the column allows it."""
+import gc
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import sluice
+
+# Where sluice's dtype differs from pyarrow's on purpose: nulls in numeric and
+# bool columns become pandas' nullable dtypes instead of float64 / object.
+NULLABLE = {"i8": "Int8", "i16": "Int16", "i32": "Int32", "i64": "Int64", "u8": "UInt8",
+            "u16": "UInt16", "u32": "UInt32", "u64": "UInt64", "f32": "Float32",
+            "f64": "Float64", "bool": "boolean"}
+
+
+def norm(v):
+    """A value as plain Python, missing values as None."""
+    if isinstance(v, np.ndarray):
+        return [norm(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)):
+        return [norm(x) for x in v]
+    if isinstance(v, dict):
+        return {k: norm(x) for k, x in v.items()}
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+@pytest.fixture(scope="module")
+def frames(typed):
+    expected, path = typed
+    return sluice.read(path).to_pandas(), expected.to_pandas(), expected
+
+
+def test_columns_and_length(frames):
+    got, want, _ = frames
+    assert list(got.columns) == list(want.columns)
+    assert len(got) == len(want)
+    assert isinstance(got.index, pd.RangeIndex)
+
+
+@pytest.mark.parametrize("name", [f.name for f in __import__("pkg_helpers").typed_table(1).schema])
+def test_dtype_and_values(frames, name):
+    got, want, expected = frames
+    g, w = got[name], want[name]
+    assert str(g.dtype) == NULLABLE.get(name, str(w.dtype)), name
+    if name in NULLABLE and name.startswith(("i", "u")):
+        # pyarrow turns nullable ints into float64; compare with exact values.
+        assert [norm(v) for v in g.tolist()] == expected.column(name).to_pylist()
+    elif name == "dict":
+        assert list(g.cat.categories) == list(w.cat.categories)
+        assert [norm(v) for v in g.astype(object).tolist()] == \
+               [norm(v) for v in w.astype(object).tolist()]
+    else:
+        assert [norm(v) for v in g.tolist()] == [norm(v) for v in w.tolist()], name
+
+
+def test_one_batch_numeric_is_a_view(numbers):
+    expected, one, _ = numbers
+    t = sluice.read(one)
+    assert len(t.batches) == 1
+    df = t.to_pandas()
+    pt = pa.table(t)
+    for name in ("a", "b", "c"):
+        arr = df[name].to_numpy()
+        assert arr.__array_interface__["data"][0] == pt.column(name).chunk(0).buffers()[1].address
+        assert not arr.flags.owndata
+    a = df["a"].to_numpy()
+    del t, df, pt
+    gc.collect()
+    # The view keeps the decoded batch alive.
+    assert a[:3].tolist() == [0, 1, 2] and a[-1] == len(expected) - 1
+
+
+def test_many_batches_concatenated_once(numbers):
+    expected, _, many = numbers
+    t = sluice.read(many)
+    assert len(t.batches) == 50
+    df = t.to_pandas()
+    want = expected.to_pandas()
+    for name in ("a", "b", "c"):
+        assert df[name].dtype == want[name].dtype
+        assert np.array_equal(df[name].to_numpy(), want[name].to_numpy())
+
+
+def test_multi_batch_with_nulls_and_dictionaries(typed):
+    expected, path = typed
+    t = sluice.read(path, columns=["i32", "str", "dict", "ts_s_paris"])
+    assert len(t.batches) > 1
+    df = t.to_pandas()
+    assert df["dict"].dtype == "category"
+    assert [norm(v) for v in df["i32"].tolist()] == expected.column("i32").to_pylist()
+    assert df["ts_s_paris"].dt.tz is not None
+    assert str(df["ts_s_paris"].dt.tz) == "Europe/Paris"
+
+
+def test_to_pandas_without_pyarrow(typed):
+    _, path = typed
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None  # any import of pyarrow fails
+import sluice
+df = sluice.read({str(path)!r}).to_pandas()
+assert "pyarrow" not in [m for m in sys.modules if sys.modules[m] is not None], "pyarrow imported"
+print(df.dtypes.astype(str).to_dict())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    dtypes = eval(out.stdout)
+    assert dtypes["i64"] == "Int64" and dtypes["i64_nonnull"] == "int64"
+    assert dtypes["ts_ms_utc"] == "datetime64[ms, UTC]"
+    assert dtypes["dict"] == "category"
+    assert dtypes["str"] == "str"
+
+
+def test_column_to_numpy(numbers):
+    expected, one, _ = numbers
+    t = sluice.read(one)
+    assert np.array_equal(t.column("b").to_numpy(), expected.column("b").to_numpy())
+
+
+def test_self_destruct_and_read_pandas(typed, numbers):
+    expected, path = typed
+    want = sluice.read(path).to_pandas()
+    t = sluice.read(path)
+    got = t.to_pandas(self_destruct=True)
+    assert t.num_rows == 0 and t.batches == []
+    pd.testing.assert_frame_equal(got, want)
+    pd.testing.assert_frame_equal(sluice.read_pandas(path), want)
+    _, _, many = numbers
+    pd.testing.assert_frame_equal(sluice.read_pandas(many, columns=["b", "a"]),
+                                  sluice.read(many, columns=["b", "a"]).to_pandas())
+
+
+def test_column_to_pandas_and_null_count(typed):
+    expected, path = typed
+    t = sluice.read(path, limit=777)
+    df = t.to_pandas()
+    want = expected.slice(0, 777)
+    for name in ("i32", "str", "dict", "ts_ms_utc", "bool", "list"):
+        pd.testing.assert_series_equal(t.column(name).to_pandas(), df[name])
+        assert t.column(name).null_count == want.column(name).null_count, name
+
+
+def test_strings_stay_arrow_buffers_with_pyarrow(data_dir):
+    # With pyarrow installed pandas' str dtype is Arrow-backed: one batch's
+    # strings are shared, not turned into Python objects.
+    t = pa.table({"s": pa.array(["a", None, "ccc"] * 1000)})
+    path = data_dir / "strings_one.arrow"
+    with pa.ipc.new_file(str(path), t.schema) as w:
+        w.write_table(t)
+    st = sluice.read(path)
+    df = st.to_pandas()
+    assert df["s"].dtype == t.to_pandas()["s"].dtype
+    shared = pa.array(df["s"].array)  # the Arrow data behind the pandas array
+    shared = shared.chunk(0) if isinstance(shared, pa.ChunkedArray) else shared
+    assert shared.buffers()[2].address == pa.table(st).column("s").chunk(0).buffers()[2].address
+    assert df["s"].equals(t.to_pandas()["s"])

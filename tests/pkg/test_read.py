@@ -1,0 +1,128 @@
+"""sluice.read / scan / schema over each format, against what pyarrow (or
+fastavro) reads from the same file; options: columns, limit, batch_rows,
+threads, format options."""
+import fastavro
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+from pkg_helpers import corpora_dir, has_format
+
+
+@pytest.fixture(scope="module")
+def csv_file(data_dir):
+    t = pa.table({"id": pa.array(range(20_000), pa.int64()),
+                  "x": pa.array([i * 0.25 for i in range(20_000)], pa.float64()),
+                  "name": pa.array(["n%d" % (i % 97) for i in range(20_000)])})
+    path = data_dir / "plain.csv"
+    pacsv.write_csv(t, str(path))
+    return t, path
+
+
+def test_csv_matches_pyarrow(csv_file):
+    _, path = csv_file
+    got = pa.table(sluice.read(path))
+    want = pacsv.read_csv(str(path))
+    assert got.equals(want)
+
+
+def test_csv_format_options(data_dir):
+    path = data_dir / "semi.txt"
+    path.write_text("1;a\n2;b\n3;\n")
+    t = sluice.read(path, format="csv", delimiter=";", header=False)
+    want = pacsv.read_csv(str(path), read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                          parse_options=pacsv.ParseOptions(delimiter=";"))
+    assert t.num_rows == 3 and t.num_columns == 2
+    assert pa.table(t).column(0).to_pylist() == want.column(0).to_pylist()
+
+
+def test_avro_matches_fastavro(data_dir):
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "long"}, {"name": "s", "type": ["null", "string"]},
+        {"name": "d", "type": "double"}]}
+    records = [{"a": i, "s": None if i % 5 == 0 else "v%d" % i, "d": i / 3} for i in range(5000)]
+    path = data_dir / "r.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, records, codec="deflate", sync_interval=4000)
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f))
+    t = sluice.read(path)
+    assert t.to_pylist() == want
+    assert t.to_pandas()["s"].tolist()[:3] == [want[0]["s"] or t.to_pandas()["s"][0], "v1", "v2"]
+
+
+@pytest.mark.skipif(not has_format("parquet"), reason="this build reads no parquet")
+def test_parquet_matches_pyarrow(data_dir):
+    t = pa.table({"a": pa.array(range(10_000), pa.int64()),
+                  "s": pa.array([None if i % 3 == 0 else "s%d" % i for i in range(10_000)])})
+    path = data_dir / "t.parquet"
+    pq.write_table(t, str(path), row_group_size=3000)
+    assert pa.table(sluice.read(path)).equals(pq.read_table(str(path)))
+
+
+def test_columns_projection_in_order(typed):
+    expected, path = typed
+    t = sluice.read(path, columns=["str", "i8"])
+    assert t.schema.names == ["str", "i8"]
+    assert pa.table(t).equals(expected.select(["str", "i8"]))
+    assert sluice.schema(path, columns=["f64"]).names == ["f64"]
+
+
+def test_schema_without_reading(typed):
+    expected, path = typed
+    s = sluice.schema(path)
+    assert pa.schema(s) == expected.schema
+    assert s.names == expected.column_names
+    assert [str(f.type) for f in s] == [str(f.type) for f in expected.schema]
+    assert s.field("i64").nullable and not sluice.schema(path).field("i64").type.is_dictionary
+
+
+def test_scan_yields_tagged_batches(typed):
+    expected, path = typed
+    batches = list(sluice.scan(path))
+    assert [b.num_rows for b in batches] == [300, 300, 300, 100]
+    assert all(b.num_columns == expected.num_columns for b in batches)
+    assert sorted(b.tag for b in batches) == [b.tag for b in batches]
+    assert pa.Table.from_batches([pa.record_batch(b) for b in batches]).equals(expected)
+
+
+def test_scan_close_early(csv_file):
+    _, path = csv_file
+    with sluice.scan(path, batch_rows=1000) as s:
+        first = next(s)
+    assert first.num_rows > 0
+    with pytest.raises(StopIteration):
+        next(s)
+
+
+def test_threads_and_batch_rows(csv_file):
+    expected, path = csv_file
+    t = sluice.read(path, threads=1, batch_rows=1000)
+    assert pa.table(t).column("id").to_pylist() == expected.column("id").to_pylist()
+    assert max(b.num_rows for b in t.batches) <= 1000
+
+
+def test_limit(csv_file):
+    _, path = csv_file
+    for ordered in (True, False):
+        t = sluice.read(path, limit=12_345, ordered=ordered)
+        assert t.num_rows == 12_345
+        assert t.column("id").to_pylist() == list(range(12_345))
+
+
+def test_pathlike_and_str(typed):
+    _, path = typed
+    assert sluice.read(str(path)).num_rows == sluice.read(path).num_rows
+
+
+def test_ipc_corpus_files_match_pyarrow():
+    root = corpora_dir() / "arrow-testing" / "data" / "arrow-ipc-stream" / "integration"
+    files = sorted(root.glob("*/generated_primitive*.arrow_file")) if root.is_dir() else []
+    if not files:
+        pytest.skip("no IPC corpus files")
+    for path in files[:6]:
+        want = pa.ipc.open_file(str(path)).read_all()
+        got = pa.table(sluice.read(path))
+        assert got.equals(want), path

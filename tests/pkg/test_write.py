@@ -1,0 +1,143 @@
+"""sluice.write from pyarrow, polars, DuckDB, sluice tables and pandas (with
+and without pyarrow), read back by the peers."""
+import subprocess
+import sys
+
+import duckdb
+import numpy as np
+import fastavro
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import sluice
+
+
+@pytest.fixture(scope="module")
+def simple():
+    n = 5000
+    return pa.table({"i": pa.array(range(n), pa.int64()),
+                     "f": pa.array([i / 7 for i in range(n)]),
+                     "s": pa.array([None if i % 11 == 0 else "s%d" % i for i in range(n)]),
+                     "b": pa.array([i % 3 == 0 for i in range(n)]),
+                     "t": pa.array([i * 1_000_000 for i in range(n)], pa.timestamp("us", "UTC"))})
+
+
+def test_pyarrow_to_each_format(simple, tmp_path):
+    sluice.write(simple, tmp_path / "x.arrow")
+    assert pa.ipc.open_file(str(tmp_path / "x.arrow")).read_all().equals(simple)
+    sluice.write(simple, tmp_path / "x.arrows")
+    assert pa.ipc.open_stream(str(tmp_path / "x.arrows")).read_all().equals(simple)
+    sluice.write(simple, tmp_path / "x.arrow.zst", format="arrow", compression="zstd")
+    assert pa.ipc.open_file(str(tmp_path / "x.arrow.zst")).read_all().equals(simple)
+    sluice.write(simple.drop(["t"]), tmp_path / "x.csv")
+    back = pacsv.read_csv(str(tmp_path / "x.csv"),
+                          convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+    assert back.column("i").to_pylist() == simple.column("i").to_pylist()
+    assert back.column("s").to_pylist() == simple.column("s").to_pylist()
+    sluice.write(simple, tmp_path / "x.avro")
+    with open(tmp_path / "x.avro", "rb") as f:
+        records = list(fastavro.reader(f))
+    assert [r["i"] for r in records] == simple.column("i").to_pylist()
+    assert [r["s"] for r in records] == simple.column("s").to_pylist()
+
+
+def test_csv_writer_options(simple, tmp_path):
+    sluice.write(simple.select(["i", "s"]), tmp_path / "x.csv", delimiter=";", header=False)
+    first = (tmp_path / "x.csv").read_text().splitlines()[0]
+    assert first == "0;"
+
+
+def test_sluice_table_round_trip(typed, tmp_path):
+    expected, path = typed
+    t = sluice.read(path)
+    sluice.write(t, tmp_path / "copy.arrows")
+    assert pa.ipc.open_stream(str(tmp_path / "copy.arrows")).read_all().equals(expected)
+    assert pa.table(sluice.read(tmp_path / "copy.arrows")).equals(expected)
+
+
+def test_polars(simple, tmp_path):
+    # polars exports strings as views: short ones inline, long ones in data
+    # buffers; sluice rewrites them as large strings for the writers.
+    df = pl.DataFrame(simple).with_columns(
+        long=pl.col("s") + pl.lit(" and a tail longer than twelve bytes"),
+        words=pl.col("s").str.split("1"),
+        raw=pl.col("s").cast(pl.Binary))
+    sluice.write(df, tmp_path / "p.arrow")
+    back = pl.read_ipc(str(tmp_path / "p.arrow"))
+    assert back.equals(df)
+    schema = pa.ipc.open_file(str(tmp_path / "p.arrow")).schema
+    assert schema.field("long").type == pa.large_string()
+    assert schema.field("raw").type == pa.large_binary()
+    sliced = df.slice(777, 1000)
+    sluice.write(sliced, tmp_path / "slice.arrows")
+    assert pl.read_ipc_stream(str(tmp_path / "slice.arrows")).equals(sliced)
+
+
+def test_duckdb_relation(simple, tmp_path):
+    con = duckdb.connect()
+    rel = con.sql("select i, f, s, b from simple")
+    sluice.write(rel, tmp_path / "d.arrow")
+    back = pa.ipc.open_file(str(tmp_path / "d.arrow")).read_all()
+    assert back.column("i").to_pylist() == simple.column("i").to_pylist()
+    assert back.column("s").to_pylist() == simple.column("s").to_pylist()
+
+
+def test_pandas_with_pyarrow(simple, tmp_path):
+    df = simple.to_pandas()
+    sluice.write(df, tmp_path / "pd.arrow")
+    back = pa.ipc.open_file(str(tmp_path / "pd.arrow")).read_all()
+    assert back.equals(pa.Table.from_pandas(df, preserve_index=False))
+
+
+def test_pandas_without_pyarrow(tmp_path):
+    out = tmp_path / "nopa.arrow"
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+df = pd.DataFrame({{
+    "i": np.arange(1000, dtype="i8"), "u8": np.arange(1000, dtype="u1"),
+    "f": np.linspace(0, 1, 1000), "nan": [None if i % 5 == 0 else i / 2 for i in range(1000)],
+    "b": np.arange(1000) % 2 == 0,
+    "s": pd.array(["x%d" % i if i % 4 else None for i in range(1000)], dtype=object),
+    "n": pd.array([i if i % 3 else None for i in range(1000)], dtype="Int32"),
+    "t": pd.date_range("2024-01-01", periods=1000, freq="s", tz="UTC"),
+    "naive": pd.date_range("2024-01-01", periods=1000, freq="ms").astype("datetime64[ms]"),
+    "d": pd.to_timedelta(np.arange(1000), unit="s"),
+}})
+sluice.write(df, {str(out)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    back = pa.ipc.open_file(str(out)).read_all()
+    assert back.column("i").to_pylist() == list(range(1000))
+    assert back.schema.field("u8").type == pa.uint8()
+    assert back.column("nan").to_pylist() == [None if i % 5 == 0 else i / 2 for i in range(1000)]
+    assert back.column("b").to_pylist() == [i % 2 == 0 for i in range(1000)]
+    assert back.column("s").to_pylist() == ["x%d" % i if i % 4 else None for i in range(1000)]
+    assert back.schema.field("n").type == pa.int32()
+    assert back.column("n").to_pylist() == [i if i % 3 else None for i in range(1000)]
+    want_t = pd.date_range("2024-01-01", periods=1000, freq="s", tz="UTC")
+    assert back.schema.field("t").type.tz == "UTC"
+    assert back.column("t").to_pandas().tolist() == list(want_t)
+    assert back.schema.field("naive").type == pa.timestamp("ms")
+    assert back.schema.field("d").type == pa.duration(
+        str(pd.to_timedelta(np.arange(1), unit="s").dtype).split("[")[1][:-1])
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2])], schema=schema)
+        raise RuntimeError("producer failed")
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    dst = tmp_path / "never.arrow"
+    with pytest.raises((sluice.Error, RuntimeError)):
+        sluice.write(reader, dst)
+    assert not dst.exists()
+    assert list(tmp_path.iterdir()) == []
