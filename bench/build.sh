@@ -13,6 +13,24 @@ WARN="-std=c11 -Wall -Wextra -Wpedantic"
 mkdir -p bench/bin
 $CC $CFLAGS $WARN -o bench/bin/memcpy_floor bench/memcpy_floor.c -lpthread
 echo "built bench/bin/memcpy_floor"
+# W2 peers: avro-c's generic reader (libavro-dev) and Java Avro's (the avro-tools
+# jar that scripts/setup.sh fetches into .cache/avro-tools/, compiled with javac).
+if [ -f /usr/include/avro.h ]; then
+  $CC $CFLAGS $WARN -o bench/bin/avroc_read bench/avroc_read.c -lavro
+  echo "built bench/bin/avroc_read"
+else
+  echo "skipped bench/bin/avroc_read: libavro-dev not installed" >&2
+fi
+AVRO_TOOLS_JAR=${AVRO_TOOLS_JAR:-$(ls .cache/avro-tools/avro-tools-*.jar 2>/dev/null | tail -n 1)}
+if [ -n "$AVRO_TOOLS_JAR" ] && command -v javac >/dev/null 2>&1; then
+  mkdir -p bench/bin/java
+  javac -cp "$AVRO_TOOLS_JAR" -d bench/bin/java bench/java/AvroRead.java
+  (cd "$(dirname "$AVRO_TOOLS_JAR")" && pwd | tr -d '\n' && echo "/$(basename "$AVRO_TOOLS_JAR")") \
+    > bench/bin/java/avro-tools.path
+  echo "built bench/bin/java/AvroRead.class (against $AVRO_TOOLS_JAR)"
+else
+  echo "skipped bench/bin/java: no avro-tools jar (scripts/setup.sh --deps) or no javac" >&2
+fi
 # libsluice.a's own dependencies (codecs, ...): from the sluice.pc the build
 # generates, else the original set.
 DEPS="-lzstd -llz4 -lpthread -lm"

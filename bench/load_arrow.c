@@ -5,7 +5,8 @@
 /// keeps every batch alive (as a program that loads a table would), then
 /// computes the checksums bench/run.py compares against every peer:
 /// rows, sum(id) (exact, int64 wrap-around like numpy), and sum of each float64
-/// column. Only the load is inside `load_s`; the checksum pass (which touches
+/// column and of the items of each list<float64> column (W2). Only the load
+/// is inside `load_s`; the checksum pass (which touches
 /// every byte of every column, so lazily mapped data is paid for somewhere)
 /// is `verify_s`. Prints one JSON line on stdout.
 ///
@@ -110,6 +111,10 @@ static double sum_double(const struct ArrowArray* column, int64_t offset, int64_
     }
   }
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+static int is_double_list(const struct ArrowSchema* s) {
+  return strcmp(s->format, "+l") == 0 && s->n_children == 1 && strcmp(s->children[0]->format, "g") == 0;
 }
 
 /// Bytes of `path` mapped into this process (from /proc/self/maps), -1 if
@@ -225,6 +230,10 @@ int main(int argc, char** argv) {
         sum_id += sum_int64(column, batch->offset, batch->length);
       } else if (strcmp(format, "g") == 0) {
         sum_x[c] += sum_double(column, batch->offset, batch->length);
+      } else if (is_double_list(schema.children[c])) {
+        // list<float64> (W2's features): the sum of every item in the rows' range.
+        const int32_t* offsets = (const int32_t*)column->buffers[1] + column->offset + batch->offset;
+        sum_x[c] += sum_double(column->children[0], offsets[0], offsets[batch->length] - offsets[0]);
       }
     }
   }
@@ -235,7 +244,7 @@ int main(int argc, char** argv) {
          rows, batches.n, (int64_t)sum_id);
   int first = 1;
   for (int64_t c = 0; c < n_columns; c++) {
-    if (strcmp(schema.children[c]->format, "g") != 0) continue;
+    if (strcmp(schema.children[c]->format, "g") != 0 && !is_double_list(schema.children[c])) continue;
     printf("%s\"%s\": %.17g", first ? "" : ", ", schema.children[c]->name, sum_x[c]);
     first = 0;
   }

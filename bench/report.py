@@ -24,9 +24,22 @@ TASK_TITLES = {
         "a_duckdb_parquet": "(a) load w1_duckdb.parquet (DuckDB-written) into Arrow memory",
         "a_csv": "(a) load w1.csv into Arrow memory",
         "a_avro": "(a) load w1.avro into Arrow memory",
+        "w_parquet": "write w1.arrow as Parquet (snappy)",
+    },
+    "w4": {
+        "q1": "count(*), max(greatest(val2, val3)) over s1.parquet (snappy)",
+        "q3": "count(*), max(data) over s3.parquet (snappy)",
+    },
+    "w2": {
+        **{f"r_{c}": f"read w2_{c}.avro (fastavro-written, codec {c}) into memory" for c in
+           ("null", "deflate", "snappy", "zstandard")},
+        **{f"w_{c}": f"write w2.arrow as Avro, codec {c}" for c in
+           ("null", "deflate", "snappy", "zstandard")},
     },
 }
-THROUGHPUT_TASKS = {"b"}  # tasks whose bars also say GB/s
+THROUGHPUT_TASKS = {"b", "w_parquet", "q1", "q3",
+                    "r_null", "r_deflate", "r_snappy", "r_zstandard",
+                    "w_null", "w_deflate", "w_snappy", "w_zstandard"}  # bars also say GB/s
 COLORS = {"sluice": "#e8710a", "peer": "#1a73e8"}
 
 

@@ -38,11 +38,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import w1  # noqa: E402
+import w2  # noqa: E402
+import w4  # noqa: E402
 from harness import (HERE, ROOT, Context, build_tool_count, fs_of, loadavg, log,  # noqa: E402
                      machine_info, measure, sluice_info, summarize, warm_cache)
 
 # A workload: its cells, its data, its default tasks and sizes.
-WORKLOADS = {"w1": w1}
+WORKLOADS = {"w1": w1, "w2": w2, "w4": w4}
 
 
 def main(argv=None) -> int:
@@ -111,9 +113,10 @@ def main(argv=None) -> int:
         "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "data": {"dir": os.path.relpath(data, ROOT), "filesystem": fs_of(data),
-                 "rows": meta["rows"], "table_bytes": meta["table_bytes"],
+                 "rows": meta["rows"], "table_bytes": meta.get("table_bytes"),
                  "files": {k: v["bytes"] for k, v in meta.get("files", {}).items()},
-                 "reference": {"sum_id": meta["sum_id"], "sum_x": meta.get("sum_x")}},
+                 "reference": meta.get("answers") or {"sum_id": meta.get("sum_id"),
+                                                      "sum_x": meta.get("sum_x")}},
         "method": {
             "page_cache": "warm: every input read once before timing, and every cell ran "
                           f"{args.warmup} warm-up round(s) not counted",
@@ -128,7 +131,8 @@ def main(argv=None) -> int:
                       "the checksum pass and teardown",
             "load_s": "the timed work as the tool reports it (imports and checksum excluded); "
                       "for memcpy the in-process median",
-            "checks": "rows, sum(id) exact, sum of each float64 column within 1e-8 relative, "
+            "checks": getattr(wl, "CHECKS", None) or
+                      "rows, sum(id) exact, sum of each float64 column within 1e-8 relative, "
                       "against the generator's reference; convert outputs re-read with pyarrow",
             "convert_output": f"files in {os.path.relpath(tmp, ROOT)} ({fs_of(tmp)}), "
                               "page cache only: no fsync, deleted after each run",

@@ -1,7 +1,7 @@
 """W1 (table to memory / to a pipe): the cells bench/run.py measures.
 
-Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro on
-request. See bench/README.md for what every cell does exactly.
+Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro and
+w_parquet (write w1.arrow as Parquet, snappy) on request. See bench/README.md for what every cell does exactly.
 """
 from __future__ import annotations
 
@@ -37,6 +37,31 @@ def arrow_stream_file_check(path: str, meta: dict) -> Optional[str]:
             del table, col
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return f"{os.path.basename(path)} is not a readable IPC stream: {e}"
+    return check_result(result, meta)
+
+
+def parquet_file_check(path: str, meta: dict) -> Optional[str]:
+    """A Parquet file written by a tool under test: every column chunk
+    snappy-compressed, values (read back with pyarrow) equal to the reference."""
+    try:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    name = os.path.basename(path)
+    try:
+        md = pq.ParquetFile(path).metadata
+        codecs = {md.row_group(i).column(j).compression
+                  for i in range(md.num_row_groups) for j in range(md.num_columns)}
+        if md.num_rows and codecs != {"SNAPPY"}:
+            return f"{name}: column chunks compressed with {sorted(codecs)}, not SNAPPY"
+        table = pq.read_table(path)
+        result = {"rows": table.num_rows, "sum_id": pc.sum(table["id"]).as_py() or 0,
+                  "sum_x": {c: pc.sum(table[c]).as_py() or 0.0
+                            for c in table.schema.names if c != "id"}}
+        del table
+    except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+        return f"{name} is not a Parquet file pyarrow reads: {e}"
     return check_result(result, meta)
 
 
@@ -209,8 +234,39 @@ def cells(ctx: Context) -> list:
         cells.append(Cell(t, f"cat {name} > /dev/null", "cat", "floor", [["cat", path]],
                           how="read the (cached) input once", parse_json=False, check=False,
                           stdout_devnull=True, skip=missing))
-    sizes = {"a": ctx.meta["table_bytes"], "b": os.path.getsize(arrow) if os.path.exists(arrow)
-             else None, "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
+    # Opt-in (--tasks w_parquet): write w1.arrow as Parquet with snappy.
+    t = "w_parquet"
+    outs = {k: os.path.join(ctx.tmp, f"{k}.parquet") for k in ("sluice", "pyarrow", "duckdb",
+                                                               "polars")}
+    # No Parquet writer yet: the warm-up run fails and the cell is skipped with its message.
+    no_pq_writer = no_convert
+    cells.append(Cell(t, "sluice convert -> .parquet", "sluice", "sluice",
+                      [[ctx.sluice, "-q", "convert", arrow, outs["sluice"],
+                        "-W", "compression=snappy"]],
+                      how="`sluice convert w1.arrow out.parquet -W compression=snappy` (reads "
+                          "the IPC file, writes Parquet), output in the page cache, no fsync",
+                      parse_json=False, check=False,
+                      post=lambda: parquet_file_check(outs["sluice"], meta),
+                      cleanup=[outs["sluice"]], skip=no_pq_writer))
+    for tool, how in (("pyarrow", "pq.write_table(table, dst, compression='snappy') of a table "
+                                  "read (untimed in load_s) from w1.arrow into memory"),
+                      ("duckdb", "COPY (SELECT * FROM registered Arrow table) TO dst "
+                                 "(FORMAT parquet, COMPRESSION snappy)"),
+                      ("polars", "pl.read_ipc(src).rechunk().write_parquet(dst, "
+                                 "compression='snappy')")):
+        cells.append(Cell(t, f"{tool} write Parquet", tool, "peer",
+                          [[PY, peers, "write-parquet", tool, arrow, outs[tool]]],
+                          how=how, check=False,
+                          post=lambda p=outs[tool]: parquet_file_check(p, meta),
+                          cleanup=[outs[tool]]))
+    cells.append(Cell(t, "cp w1.arrow out", "cp", "floor",
+                      [["cp", arrow, os.path.join(ctx.tmp, "cp-pq.arrow")]],
+                      how="cp of the input to the output directory (read + write floor)",
+                      parse_json=False, check=False,
+                      cleanup=[os.path.join(ctx.tmp, "cp-pq.arrow")]))
+    sizes = {"a": ctx.meta["table_bytes"], "w_parquet": ctx.meta["table_bytes"],
+             "b": os.path.getsize(arrow) if os.path.exists(arrow) else None,
+             "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
     for t, (name, _) in others.items():
         path = os.path.join(ctx.data, name)
         sizes[t] = os.path.getsize(path) if os.path.exists(path) else None  # input bytes

@@ -260,12 +260,33 @@ struct sluice_column_stats {
   int has_min_max;     ///< 0 when the type has no order or all values are null
   char* min;
   char* max;
+  /// min / max are the actual extremes (always 1 when computed; stored
+  /// statistics may hold truncated or widened bounds).
+  int min_exact;
+  int max_exact;
+  /// 1 when count, null_count, min and max came from statistics stored in the
+  /// data's metadata (e.g. a Parquet footer) without decoding any values.
+  int from_metadata;
 };
 
 /// Computes statistics for the (projected) columns in parallel over all splits.
+/// When the data's stored statistics answer every column exactly (known null
+/// counts, exact bounds; no row limit), they are used instead of decoding and
+/// from_metadata is set.
 /// `*out` is an array of `*n_out` entries; free it with sluice_stats_free.
 SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset, struct sluice_column_stats** out,
                          int64_t* n_out, struct sluice_error* error);
+
+/// What the data's stored metadata says about the (projected) columns,
+/// without decoding anything: count = the row count (-1 if unknown),
+/// null_count (-1 if unknown), has_min_max with min/max rendered as
+/// sluice_dataset_stats renders them, and min_exact/max_exact. Formats that
+/// store no statistics (CSV, Avro, ...) give count = null_count = -1 and no
+/// bounds. The figures cover the whole data: a row limit is not applied.
+/// Free the result with sluice_stats_free.
+SLUICE_EXPORT int sluice_dataset_stored_stats(struct sluice_dataset* dataset,
+                                              struct sluice_column_stats** out, int64_t* n_out,
+                                              struct sluice_error* error);
 
 SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n);
 

@@ -123,7 +123,7 @@ fuzz_build() {
 }
 
 # Seeds for a fuzz target: its own fuzz/corpus/<target>/ if present, and the
-# corpus files of its format (by the target's name: ipc, avro, csv).
+# corpus files of its format (by the target's name: ipc, avro, csv, parquet).
 fuzz_seeds() {
   local target="$1" seeds="$TMP/seeds-$1"
   mkdir -p "$seeds"
@@ -142,6 +142,11 @@ fuzz_seeds() {
       ;;
     *csv*)
       find "$SLUICE_CORPORA/arrow-testing/data/csv" -maxdepth 1 -type f -name '*.csv' -size -1024k \
+        -exec cp {} "$seeds/" \;
+      ;;
+    *parquet*)
+      find "$SLUICE_CORPORA/parquet-testing/data" "$SLUICE_CORPORA/parquet-testing/bad_data" \
+        -type f \( -name '*.parquet' -o -name '*.parquet.encrypted' \) -size -1024k \
         -exec cp {} "$seeds/" \;
       ;;
   esac

@@ -25,6 +25,13 @@ the input file is memory-mapped into this process after the load (read from
   convert pyarrow SRC DST  memory-mapped read_all + RecordBatchStreamWriter
                            to DST (IPC stream, uncompressed), batch by batch
   convert polars SRC DST   pl.read_ipc(SRC).write_ipc_stream(DST)
+  write-parquet TOOL SRC DST
+                           reads SRC (IPC file) into memory, then writes it
+                           as Parquet with snappy; load_s times the write
+                           only: pyarrow (pq.write_table), duckdb (COPY of
+                           the registered Arrow table ... (FORMAT parquet,
+                           COMPRESSION snappy)), polars (read_ipc +
+                           write_parquet(compression="snappy"))
   produce pyarrow SRC      IPC stream of SRC on stdout (memory-mapped file,
                            RecordBatchStreamWriter, one batch at a time)
   consume                  reads an IPC stream on stdin with
@@ -178,6 +185,38 @@ def convert_polars(src: str, dst: str) -> None:
     emit(tool="polars", load_s=t1 - t0, version=pl.__version__)
 
 
+def write_parquet(tool: str, src: str, dst: str) -> None:
+    """An in-memory table (read from the IPC file, untimed) written as
+    Parquet with snappy; load_s is the write alone."""
+    if tool == "polars":
+        import polars as pl
+
+        df = pl.read_ipc(src).rechunk()  # rechunk: one owned copy in memory
+        t0 = time.perf_counter()
+        df.write_parquet(dst, compression="snappy")
+        emit(tool="polars", load_s=time.perf_counter() - t0, version=pl.__version__)
+        return
+    import pyarrow as pa
+    import pyarrow.ipc  # noqa: F401
+
+    table = pa.ipc.open_file(pa.OSFile(src, "rb")).read_all()  # in memory, not mapped
+    t0 = time.perf_counter()
+    if tool == "pyarrow":
+        import pyarrow.parquet as pq
+        pq.write_table(table, dst, compression="snappy")
+        version = pa.__version__
+    elif tool == "duckdb":
+        import duckdb
+        con = duckdb.connect()
+        con.register("w1", table)
+        con.execute(f"COPY (SELECT * FROM w1) TO '{dst}' (FORMAT parquet, COMPRESSION snappy)")
+        con.close()
+        version = duckdb.__version__
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    emit(tool=tool, load_s=time.perf_counter() - t0, version=version)
+
+
 def produce_pyarrow(src: str) -> None:
     import pyarrow as pa
     import pyarrow.ipc  # noqa: F401
@@ -215,7 +254,7 @@ def consume() -> None:
 
 
 def main(argv) -> int:
-    usage = "usage: w1_peers.py load|convert|produce|consume TOOL [PATH...]"
+    usage = "usage: w1_peers.py load|convert|write-parquet|produce|consume TOOL [PATH...]"
     if not argv:
         print(usage, file=sys.stderr)
         return 2
@@ -232,6 +271,8 @@ def main(argv) -> int:
             load_other(tool, path)
     elif cmd == "convert" and len(rest) == 3:
         {"pyarrow": convert_pyarrow, "polars": convert_polars}[rest[0]](rest[1], rest[2])
+    elif cmd == "write-parquet" and len(rest) == 3:
+        write_parquet(*rest)
     elif cmd == "produce" and len(rest) == 2 and rest[0] == "pyarrow":
         produce_pyarrow(rest[1])
     elif cmd == "consume" and not rest:

@@ -12,6 +12,7 @@
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "api/sluice_dataset_internal.h"
+#include "api/sluice_stats_internal.h"
 #include "scan/sl_scan.h"
 
 enum stats_key_kind { KEY_NONE = 0, KEY_I64, KEY_U64, KEY_F64, KEY_BYTES, KEY_DECIMAL };
@@ -45,6 +46,10 @@ struct stats_state {
   struct sl_text_field row;  ///< parsed projected schema
   struct stats_column* columns;
   int64_t n_columns;
+  /// When only some columns are scanned (the others came from stored
+  /// statistics): batch child k is column scan_map[k]. NULL = all, in order.
+  const int64_t* scan_map;
+  int64_t n_scan;
   pthread_mutex_t mutex;
   const struct sluice_allocator* alloc;
 };
@@ -136,6 +141,22 @@ static void stats_key_of(const struct sl_text_field* field, const struct ArrowAr
     }
     default:
       break;
+  }
+}
+
+int sl_stats_type_has_order(const struct sl_text_field* field) {
+  if (field->dictionary != NULL) return sl_stats_type_has_order(field->dictionary);
+  switch (field->type.id) {
+    case SL_TYPE_BOOL: case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16:
+    case SL_TYPE_UINT16: case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32:
+    case SL_TYPE_TIME32: case SL_TYPE_INT64: case SL_TYPE_DATE64: case SL_TYPE_TIME64:
+    case SL_TYPE_TIMESTAMP: case SL_TYPE_DURATION: case SL_TYPE_UINT64: case SL_TYPE_FLOAT:
+    case SL_TYPE_DOUBLE: case SL_TYPE_HALF_FLOAT: case SL_TYPE_STRING: case SL_TYPE_BINARY:
+    case SL_TYPE_LARGE_STRING: case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
+    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -291,12 +312,14 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
 /// The per-batch callback (sl_scan_args.on_batch shape): runs on any thread.
 static int stats_on_batch(void* ctx, const struct ArrowArray* batch, struct sluice_error* error) {
   struct stats_state* state = ctx;
-  if (batch->n_children != state->n_columns) {
+  int64_t expected = state->scan_map != NULL ? state->n_scan : state->n_columns;
+  if (batch->n_children != expected) {
     return sl_error_set(error, EINVAL, "stats: batch has %lld columns, expected %lld",
-                        (long long)batch->n_children, (long long)state->n_columns);
+                        (long long)batch->n_children, (long long)expected);
   }
-  for (int64_t c = 0; c < state->n_columns; ++c) {
-    SL_RETURN_NOT_OK(stats_column_batch(state, c, batch->children[c], batch->offset,
+  for (int64_t k = 0; k < expected; ++k) {
+    int64_t c = state->scan_map != NULL ? state->scan_map[k] : k;
+    SL_RETURN_NOT_OK(stats_column_batch(state, c, batch->children[k], batch->offset,
                                         batch->length, error));
   }
   return 0;
@@ -337,13 +360,18 @@ static int stats_run_scanner(struct sluice_dataset* dataset, struct stats_state*
 }
 
 /// Reduces every batch on the scan's worker threads (on_batch); this thread
-/// only drains and drops the batches.
+/// only drains and drops the batches. `subset` (n_subset full-schema column
+/// indexes, matching state->scan_map) narrows the projection, or is NULL.
 static int stats_run_scan(struct sluice_dataset* dataset, struct stats_state* state,
-                          struct sluice_error* error) {
+                          const int64_t* subset, int64_t n_subset, struct sluice_error* error) {
   struct sl_scan_args args;
   memset(&args, 0, sizeof args);
   sl_dataset_scan_args(dataset, &args);
   if (args.limit >= 0) return stats_run_scanner(dataset, state, error);
+  if (subset != NULL) {
+    args.columns = subset;
+    args.n_columns = n_subset;
+  }
   args.on_batch = stats_on_batch;
   args.on_batch_ctx = state;
   args.ordered = 0;  // order does not matter to a reduction
@@ -363,6 +391,50 @@ static int stats_run_scan(struct sluice_dataset* dataset, struct stats_state* st
 
 static char* stats_strdup(const char* s) { return sl_strdup(NULL, s); }
 
+/// The stored statistics (Parquet footer) of the columns they answer exactly:
+/// known row and null counts, exact bounds wherever the column has values of
+/// an ordered type, and no row limit. Those columns get from_metadata = 1;
+/// the others must be scanned. *stored stays NULL when no column qualifies
+/// (also when the reader fails to give them: the scan then decides).
+static int stats_from_metadata(struct sluice_dataset* dataset, const struct stats_state* state,
+                               struct sluice_column_stats** stored, struct sluice_error* error) {
+  *stored = NULL;
+  struct sl_scan_args args;
+  memset(&args, 0, sizeof args);
+  sl_dataset_scan_args(dataset, &args);
+  int64_t n = state->n_columns;
+  if (args.limit >= 0 || args.format == NULL || args.format->stored_stats == NULL || n == 0) {
+    return 0;
+  }
+  struct sluice_column_stats* s = sl_calloc(NULL, (size_t)n, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "stats: out of memory");
+  int available = 0;
+  int any = sl_stats_stored(dataset, &state->row, s, &available, error) == 0 && available;
+  int64_t usable_columns = 0;
+  for (int64_t c = 0; any && c < n; ++c) {
+    struct sluice_column_stats* x = &s[c];
+    int ordered = sl_stats_type_has_order(&state->row.children[c]);
+    int all_null = x->null_count == x->count;
+    int usable = x->count >= 0 && x->null_count >= 0 && x->null_count <= x->count &&
+                 (all_null || !ordered || (x->has_min_max && x->min_exact && x->max_exact));
+    if (!usable || all_null || !ordered) {  // drop bounds a scan would not give
+      if (x->min != NULL) sl_free(NULL, x->min, strlen(x->min) + 1);
+      if (x->max != NULL) sl_free(NULL, x->max, strlen(x->max) + 1);
+      x->min = x->max = NULL;
+      x->has_min_max = x->min_exact = x->max_exact = 0;
+    }
+    x->from_metadata = usable;
+    usable_columns += usable;
+  }
+  if (usable_columns == 0) {
+    sluice_stats_free(s, n);
+    sl_error_clear(error);
+    return 0;
+  }
+  *stored = s;
+  return 0;
+}
+
 SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n) {
   if (stats == NULL) return;
   for (int64_t c = 0; c < n; ++c) {
@@ -372,6 +444,32 @@ SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t 
     }
   }
   sl_free(NULL, stats, (size_t)n * sizeof *stats);
+}
+
+/// Scans only the columns the stored statistics did not answer.
+static int stats_scan_rest(struct sluice_dataset* dataset, struct stats_state* state,
+                           const struct sluice_column_stats* stored, struct sluice_error* error) {
+  int64_t n = state->n_columns, m = 0;
+  for (int64_t c = 0; c < n; ++c) m += !stored[c].from_metadata;
+  if (m == 0) return 0;
+  struct sl_scan_args args;
+  memset(&args, 0, sizeof args);
+  sl_dataset_scan_args(dataset, &args);
+  int64_t* map = sl_calloc(NULL, (size_t)m * 2, sizeof *map);  // scan_map, then subset
+  if (map == NULL) return sl_error_set(error, ENOMEM, "stats: out of memory");
+  int64_t k = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    if (stored[c].from_metadata) continue;
+    map[k] = c;
+    map[m + k] = args.columns != NULL ? args.columns[c] : c;
+    ++k;
+  }
+  state->scan_map = map;
+  state->n_scan = m;
+  int rc = stats_run_scan(dataset, state, map + m, m, error);
+  state->scan_map = NULL;
+  sl_free(NULL, map, (size_t)m * 2 * sizeof *map);
+  return rc;
 }
 
 SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
@@ -410,7 +508,10 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
     sl_text_init(&state.columns[c].min_text, state.alloc);
     sl_text_init(&state.columns[c].max_text, state.alloc);
   }
-  if (rc == 0) rc = stats_run_scan(dataset, &state, error);
+  struct sluice_column_stats* stored = NULL;
+  if (rc == 0) rc = stats_from_metadata(dataset, &state, &stored, error);
+  if (rc == 0 && stored == NULL) rc = stats_run_scan(dataset, &state, NULL, 0, error);
+  if (rc == 0 && stored != NULL) rc = stats_scan_rest(dataset, &state, stored, error);
   struct sluice_column_stats* result = NULL;
   if (rc == 0 && state.n_columns > 0) {
     result = sl_calloc(NULL, (size_t)state.n_columns, sizeof *result);
@@ -421,9 +522,25 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
     struct sluice_column_stats* r = &result[c];
     r->name = stats_strdup(state.row.children[c].name);
     r->type = stats_strdup(schema.children[c]->format);
+    if (stored != NULL && stored[c].from_metadata) {  // hand over the stored figures
+      struct sluice_column_stats* from = &stored[c];
+      r->count = from->count;
+      r->null_count = from->null_count;
+      r->has_min_max = from->has_min_max;
+      r->min = from->min;
+      r->max = from->max;
+      from->min = from->max = NULL;
+      r->min_exact = r->max_exact = r->has_min_max;
+      r->from_metadata = 1;
+      if (r->name == NULL || r->type == NULL) {
+        rc = sl_error_set(error, ENOMEM, "stats: out of memory");
+      }
+      continue;
+    }
     r->count = col->count;
     r->null_count = col->null_count;
     r->has_min_max = col->has_min_max;
+    r->min_exact = r->max_exact = col->has_min_max;
     if (col->has_min_max) {
       r->min = stats_strdup(sl_text_cstr(&col->min_text));
       r->max = stats_strdup(sl_text_cstr(&col->max_text));
@@ -438,6 +555,7 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
   } else {
     sluice_stats_free(result, state.n_columns);
   }
+  sluice_stats_free(stored, state.n_columns);
   stats_state_reset(&state);
   schema.release(&schema);
   return rc;

@@ -21,6 +21,7 @@ enum cli_option_bit {
   CLI_OPT_COMPRESSION = 1 << 5,
   CLI_OPT_JSON = 1 << 6,
   CLI_OPT_WRITE_OPTION = 1 << 7,  ///< -W KEY=VALUE
+  CLI_OPT_METADATA = 1 << 8,      ///< stats --metadata
 };
 
 /// Everything parsed from the command line. Strings point into argv, except
@@ -45,13 +46,14 @@ struct cli_options {
   /// (malloc'd; NULL = none).
   char* write_options;
   int json;
+  int metadata;           ///< stats --metadata: stored statistics only
   int threads;
   int ordered;
-  int insecure;           ///< --insecure: skip TLS certificate checks
-  const char* ca_bundle;  ///< --ca-bundle FILE
   int64_t budget;
   int quiet;
   int help;
+  int insecure;           ///< --insecure: skip TLS certificate checks
+  const char* ca_bundle;  ///< --ca-bundle FILE
 };
 
 struct cli_command {

@@ -66,10 +66,10 @@ int cli_open(const struct cli_options* options, const char* location,
   open_options.threads = options->threads;
   open_options.memory_budget = options->budget;
   open_options.ordered = options->ordered;
-  open_options.tls_insecure = options->insecure;
-  open_options.ca_bundle = options->ca_bundle;
   open_options.limit = options->limit;
   open_options.format_options = options->format_options;
+  open_options.tls_insecure = options->insecure;
+  open_options.ca_bundle = options->ca_bundle;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = sluice_dataset_open(location, &open_options, out, &error);

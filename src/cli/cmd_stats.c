@@ -1,5 +1,6 @@
 // sluice stats: count, nulls, min and max per column (sluice_dataset_stats
-// computes them in parallel over the splits).
+// computes them in parallel over the splits, or takes them from stored
+// metadata when that is exact); --metadata prints only what the metadata says.
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -17,8 +18,9 @@ static const char* type_of(const struct ArrowSchema* schema, const struct sluice
   return buf;
 }
 
+/// `stored_only`: --metadata, where figures not from metadata are unknown.
 static int print_json(const struct sluice_column_stats* stats, int64_t n,
-                      const struct ArrowSchema* schema) {
+                      const struct ArrowSchema* schema, int stored_only) {
   struct sl_text out;
   sl_text_init(&out, NULL);
   int rc = sl_text_append_char(&out, '[');
@@ -45,6 +47,16 @@ static int print_json(const struct sluice_column_stats* stats, int64_t n,
         rc = s->has_min_max ? sl_text_append_json_string(&out, values[k], strlen(values[k]))
                             : sl_text_append_str(&out, "null");
       }
+    }
+    if (rc == 0) {
+      rc = sl_text_append_str(&out, s->from_metadata ? ",\"source\":\"metadata\""
+                                    : stored_only  ? ",\"source\":\"none\""
+                                                   : ",\"source\":\"computed\"");
+    }
+    if (rc == 0 && s->has_min_max) {
+      snprintf(numbers, sizeof numbers, ",\"min_exact\":%s,\"max_exact\":%s",
+               s->min_exact ? "true" : "false", s->max_exact ? "true" : "false");
+      rc = sl_text_append_str(&out, numbers);
     }
     if (rc == 0) rc = sl_text_append_char(&out, '}');
   }
@@ -86,18 +98,31 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
   for (int64_t i = 0; i < n; ++i) {
     w_name = width_of(stats[i].name, w_name);
     w_type = width_of(type_of(schema, &stats[i], i, type, sizeof type), w_type);
-    if (stats[i].has_min_max) w_min = width_of(one_line(stats[i].min, cell, sizeof cell), w_min);
+    if (stats[i].has_min_max) {
+      w_min = width_of(one_line(stats[i].min, cell, sizeof cell), w_min - !stats[i].min_exact) +
+              !stats[i].min_exact;
+    }
   }
   printf("%-*s  %-*s  %12s  %12s  %-*s  %s\n", w_name, "column", w_type, "type", "count",
          "nulls", w_min, "min", "max");
+  int any_metadata = 0, any_inexact = 0;
   for (int64_t i = 0; i < n; ++i) {
     const struct sluice_column_stats* s = &stats[i];
-    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s\n", w_name, s->name, w_type,
+    // ~ marks a bound that is not the actual extreme (truncated or widened).
+    char min_cell[520], max_cell[520];
+    snprintf(min_cell, sizeof min_cell, "%s%s", s->has_min_max && !s->min_exact ? "~" : "",
+             s->has_min_max ? one_line(s->min, cell, sizeof cell) : "");
+    snprintf(max_cell, sizeof max_cell, "%s%s", s->has_min_max && !s->max_exact ? "~" : "",
+             s->has_min_max ? one_line(s->max, cell2, sizeof cell2) : "");
+    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s%s\n", w_name, s->name, w_type,
            type_of(schema, s, i, type, sizeof type),
-           (long long)s->count, (long long)s->null_count, w_min,
-           s->has_min_max ? one_line(s->min, cell, sizeof cell) : "",
-           s->has_min_max ? one_line(s->max, cell2, sizeof cell2) : "");
+           (long long)s->count, (long long)s->null_count, w_min, min_cell, max_cell,
+           s->from_metadata ? "  *" : "");
+    any_metadata |= s->from_metadata;
+    any_inexact |= s->has_min_max && (!s->min_exact || !s->max_exact);
   }
+  if (any_metadata) puts("* from stored metadata (no values decoded)");
+  if (any_inexact) puts("~ bound from stored metadata, possibly truncated or widened");
 }
 
 /// sluice_dataset_stats on a helper thread, so that this one can show that
@@ -183,7 +208,11 @@ int cli_cmd_stats(const struct cli_options* options) {
   struct stats_job job;
   memset(&job, 0, sizeof job);
   job.dataset = dataset;
-  run_stats(&job, !options->quiet && isatty(STDERR_FILENO));
+  if (options->metadata) {  // reads a footer at most: no progress to show
+    job.rc = sluice_dataset_stored_stats(dataset, &job.stats, &job.n, &job.error);
+  } else {
+    run_stats(&job, !options->quiet && isatty(STDERR_FILENO));
+  }
   struct sluice_column_stats* stats = job.stats;
   int64_t n = job.n;
   struct sluice_error error;
@@ -196,7 +225,13 @@ int cli_cmd_stats(const struct cli_options* options) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   if (sluice_dataset_schema(dataset, &schema, &error) != 0) schema.release = NULL;
-  status = options->json ? print_json(stats, n, &schema) : (print_text(stats, n, &schema), CLI_OK);
+  int any_metadata = 0;
+  for (int64_t i = 0; i < n; ++i) any_metadata |= stats[i].from_metadata;
+  if (options->metadata && !any_metadata && n > 0 && !options->quiet) {
+    fputs("sluice: note: this format stores no statistics (-1 = unknown)\n", stderr);
+  }
+  status = options->json ? print_json(stats, n, &schema, options->metadata)
+                         : (print_text(stats, n, &schema), CLI_OK);
   if (schema.release != NULL) schema.release(&schema);
   sluice_stats_free(stats, n);
   if (status == CLI_OK) cli_report_skipped(dataset, options);

@@ -10,7 +10,9 @@
 #include "csv/csv_reader.h"
 #include "ipc/ipc_reader.h"
 #include "ipc/ipc_writer.h"
+#include "parquet/parquet_reader.h"
 #include "lenprefix/lenprefix_reader.h"
+#include "parquet/parquet_writer.h"
 #include "text/text_writers.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
@@ -23,6 +25,7 @@ static const sl_reader_accessor sl_reader_table[] = {
     sl_ipc_stream_reader,
     sl_csv_reader,
     sl_avro_reader,
+    sl_parquet_reader,
     sl_lenprefix_reader,
     NULL,
 };
@@ -31,6 +34,7 @@ static const char* const sl_reader_name_table[] = {
     "arrows",
     "csv",
     "avro",
+    "parquet",
     "lenprefix",
     NULL,
 };
@@ -41,6 +45,7 @@ static const sl_writer_accessor sl_writer_table[] = {
     sl_csv_writer,
     sl_jsonl_writer,
     sl_avro_writer,
+    sl_parquet_writer,
     NULL,
 };
 static const char* const sl_writer_name_table[] = {
@@ -49,6 +54,7 @@ static const char* const sl_writer_name_table[] = {
     "csv",
     "jsonl",
     "avro",
+    "parquet",
     NULL,
 };
 

@@ -103,7 +103,7 @@ def test_version(sluice_bin):
     [], ["frobnicate"], ["cat"], ["cat", "--limit", "x", "f.arrow"], ["cat", "--bogus", "f"],
     ["cat", "f.arrow", "-t", "nosuchformat"], ["convert", "a.arrow"],
     ["convert", "a.arrow", "b.arrow", "c.arrow"], ["cat", "f", "--budget", "12Q"],
-    ["schema", "f", "--limit", "3"], ["cat", "f", "--compression", "gzip9"],
+    ["schema", "f", "--limit", "3"],
     ["cat", "f", "-c"], ["stats", "f", "--threads", "-1"],
 ])
 def test_usage_errors(sluice_bin, args):
@@ -111,6 +111,20 @@ def test_usage_errors(sluice_bin, args):
     assert proc.returncode == 2, proc
     err = proc.stderr.decode()
     assert err.startswith("sluice: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("dst", ["o.arrows", "o.parquet"])
+def test_unknown_compression_is_the_writers_error(sluice_bin, tmp_path, dst):
+    """Codecs differ by format, so the output's writer judges --compression."""
+    src = tmp_path / "in.arrow"
+    table = pa.table({"a": [1, 2, 3]})
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    proc = run(sluice_bin, "convert", src, tmp_path / dst, "--compression", "gzip9")
+    assert proc.returncode == 1, proc
+    err = proc.stderr.decode()
+    assert "gzip9" in err and err.count("\n") == 1, err
+    assert not (tmp_path / dst).exists()
 
 
 @pytest.mark.parametrize("command", [["cat"], ["schema"], ["stats"], ["convert", "_OUT_"]])

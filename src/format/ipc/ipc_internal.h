@@ -66,9 +66,15 @@ struct ipc_where {
   int64_t offset;    ///< byte offset of the message in the object
 };
 
+/// ipc_schema_parse flag: the schema only describes types (Parquet's
+/// ARROW:schema), no IPC bodies follow, so types the IPC decoder cannot read
+/// (binary/utf8 views, 32/64-bit decimals) are described by their format
+/// strings instead of rejected.
+#define IPC_SCHEMA_TYPES_ONLY 1u
+
 /// Parses a Schema table. `fb` is the flatbuffer it lives in (for reporting).
 /// On error `out` is left reset. EILSEQ / ENOTSUP / ENOMEM.
-int ipc_schema_parse(const struct fb_table* schema_table, int16_t version,
+int ipc_schema_parse(const struct fb_table* schema_table, int16_t version, unsigned flags,
                      const struct sluice_allocator* alloc, const struct ipc_where* where,
                      struct ipc_schema* out, struct sluice_error* error);
 void ipc_schema_reset(struct ipc_schema* schema);

@@ -21,6 +21,7 @@ struct schema_parser {
   int64_t dicts_cap;
   struct sl_buffer text;   ///< scratch for NUL-terminated names / formats
   struct sl_buffer meta;   ///< scratch for encoded metadata
+  int types_only;          ///< IPC_SCHEMA_TYPES_ONLY
 };
 
 int ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
@@ -150,11 +151,11 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       if (fb_read_i32(tt, IPC_DECIMAL_PRECISION, 0, &i32a) || fb_read_i32(tt, IPC_DECIMAL_SCALE, 0, &i32b) ||
           fb_read_i32(tt, IPC_DECIMAL_BIT_WIDTH, 128, &i32c))
         return bad(p, "Decimal type");
-      if (i32c != 128 && i32c != 256)
+      if (i32c != 128 && i32c != 256 && !(p->types_only && (i32c == 32 || i32c == 64)))
         return invalid(p, ENOTSUP, "decimal bit width %" PRId64 " is not supported", fname, i32c);
       f->bit_width = i32c;
       if (i32c == 128) snprintf(fmt, fmt_cap, "d:%d,%d", (int)i32a, (int)i32b);
-      else snprintf(fmt, fmt_cap, "d:%d,%d,256", (int)i32a, (int)i32b);
+      else snprintf(fmt, fmt_cap, "d:%d,%d,%d", (int)i32a, (int)i32b, (int)i32c);
       break;
     case IPC_TYPE_DATE:
       if (fb_read_i16(tt, IPC_DATE_UNIT, IPC_DATE_MILLISECOND, &i16)) return bad(p, "Date type");
@@ -248,9 +249,15 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
     }
     case IPC_TYPE_NONE:
       return invalid(p, EILSEQ, "missing type (Type union tag %" PRId64 ")", fname, type_type);
-    case IPC_TYPE_RUN_END_ENCODED:
     case IPC_TYPE_BINARY_VIEW:
     case IPC_TYPE_UTF8_VIEW:
+      if (p->types_only) {
+        f->kind = IPC_KIND_VARBIN;  // never decoded from a body: a description only
+        snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "vz" : "vu");
+        break;
+      }
+      return invalid(p, ENOTSUP, "type %" PRId64 " (view types) is not supported", fname, type_type);
+    case IPC_TYPE_RUN_END_ENCODED:
     case IPC_TYPE_LIST_VIEW:
     case IPC_TYPE_LARGE_LIST_VIEW:
       return invalid(p, ENOTSUP, "type %" PRId64 " (run-end encoded / view types) is not supported", fname, type_type);
@@ -428,7 +435,7 @@ static int parse_children(struct schema_parser* p, const struct fb_vec* kids, in
   return 0;
 }
 
-int ipc_schema_parse(const struct fb_table* st, int16_t version,
+int ipc_schema_parse(const struct fb_table* st, int16_t version, unsigned flags,
                      const struct sluice_allocator* alloc, const struct ipc_where* where,
                      struct ipc_schema* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
@@ -436,7 +443,7 @@ int ipc_schema_parse(const struct fb_table* st, int16_t version,
   out->version = version;
   out->root.dict_id = -1;
   struct schema_parser p = {.alloc = alloc, .where = where, .fb = st->buf, .out = out,
-                            .error = error};
+                            .error = error, .types_only = (flags & IPC_SCHEMA_TYPES_ONLY) != 0};
   // Every Field needs at least a 4-byte offset in its parent's vector and a
   // 4-byte soffset of its own, so this bounds work by the input size even
   // when hostile offsets make subtrees share (or loop through) tables.

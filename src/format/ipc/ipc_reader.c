@@ -192,7 +192,7 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
     else if (has_schema == 0)
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": footer has no schema", src->name, footer_at);
   }
-  if (rc == 0) rc = ipc_schema_parse(&st, version, alloc, &where, &f->schema, error);
+  if (rc == 0) rc = ipc_schema_parse(&st, version, 0, alloc, &where, &f->schema, error);
   if (rc == 0) rc = ipc_dict_memo_init(&f->memo, &f->schema, error);
   struct ipc_block* dict_blocks = NULL;
   if (rc == 0) {
@@ -462,7 +462,7 @@ static int stream_open(const struct sl_reader_args* args, void** reader, struct 
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": stream starts with message type %d, "
                         "not a Schema", where.name, where.offset, msg.header_type);
     else
-      rc = ipc_schema_parse(&msg.header, msg.version, st->alloc, &where, &st->schema, error);
+      rc = ipc_schema_parse(&msg.header, msg.version, 0, st->alloc, &where, &st->schema, error);
     if (rc == 0) rc = ipc_dict_memo_init(&st->memo, &st->schema, error);
     sl_ref_release(body.owner);
     sl_view_release(&meta);

@@ -1,0 +1,138 @@
+"""W4 (bulk read for analytics, BENCHMARKS.md): the cells bench/run.py measures.
+
+Tasks (both by default):
+  q1  count(*) and max(greatest(val2, val3)) over s1.parquet (schema1)
+  q3  count(*) and max(data) over s3.parquet (schema3)
+reading only the columns the query needs. sluice answers with
+`sluice stats -c val2,val3 --json` (the two maxes combined) and
+`sluice stats -c data --json`: once as the CLI does by default (figures from
+the Parquet footer where they are exact, which pyarrow's are for these
+columns), once with `--limit <rows>`, which turns the footer shortcut off so
+every value is decoded. Peers: DuckDB (SQL over read_parquet), polars
+(scan_parquet, lazy), pyarrow.dataset (to_table of the needed columns +
+pyarrow.compute). Every answer is checked against the generator's
+(bench/gen_w4.py, w4.meta.json).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Optional
+
+from harness import HERE, PY, ROOT, Cell, Context, log
+
+FULL_ROWS = 15_000_000
+QUICK_ROWS = 1_000_000
+DEFAULT_TASKS = "q1,q3"
+META = "w4.meta.json"
+CHECKS = ("count(*) and the max of each query equal the generator's answers (w4.meta.json), "
+          "exactly")
+
+QUERIES = {
+    # task: (file, answer key, sluice -c columns)
+    "q1": ("s1", "max_greatest_val2_val3", "val2,val3"),
+    "q3": ("s3", "max_data", "data"),
+}
+
+
+def sluice_answer(result: dict, which: str) -> tuple:
+    """(rows, max, sources) from `sluice stats --json` (one entry per column)."""
+    stats = result["list"]
+    rows = stats[0]["count"]
+    sources = sorted({s.get("source", "computed") for s in stats})
+    if which == "s1":
+        return rows, max(int(s["max"]) for s in stats), sources
+    return rows, stats[0]["max"], sources
+
+
+def checker(meta: dict, which: str, key: str):
+    want = meta["answers"][which]
+
+    def check(result: dict) -> Optional[str]:
+        try:
+            if "list" in result:
+                rows, mx, sources = sluice_answer(result, which)
+                result["rows"], result["max"], result["sources"] = rows, mx, sources
+            else:
+                rows, mx = result.get("rows"), result.get("max")
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            return f"cannot read the answer from {json.dumps(result)[:300]}: {e}"
+        if rows != want["count"]:
+            return f"count(*) {rows} != {want['count']}"
+        if mx != want[key]:
+            return f"max {mx!r} != {want[key]!r}"
+        return None
+
+    return check
+
+
+def sluice_reads_parquet(sluice: str, path: str) -> Optional[str]:
+    """None when the CLI reads Parquet, else why not (its own message)."""
+    if not os.access(sluice, os.X_OK):
+        return f"sluice CLI not found or not runnable at {sluice}"
+    try:
+        p = subprocess.run([sluice, "-q", "schema", path], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"sluice schema {os.path.basename(path)}: {e}"
+    if p.returncode != 0:
+        return "sluice cannot read Parquet yet: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+def cells(ctx: Context) -> list:
+    peers = os.path.join(HERE, "peers", "w4_peers.py")
+    rows = ctx.meta["rows"]
+    out = []
+    for task, (which, key, cols) in QUERIES.items():
+        path = os.path.join(ctx.data, f"{which}.parquet")
+        check = checker(ctx.meta, which, key)
+        no_sluice = sluice_reads_parquet(ctx.sluice, path)
+        # The decoding cell first: the report's headline ratio is the first sluice
+        # cell's, and decoding every value is what the peers do.
+        out.append(Cell(task, f"sluice stats -c {cols} --limit N (decode)", "sluice", "sluice",
+                        [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json",
+                          "--limit", str(rows)]],
+                        how=f"`sluice stats {which}.parquet -c {cols} --json --limit <row "
+                            "count>`: the limit turns the footer shortcut off, so every value of "
+                            "the columns is decoded; count, nulls, min, max computed in parallel",
+                        checker=check, skip=no_sluice))
+        out.append(Cell(task, f"sluice stats -c {cols} (footer stats)", "sluice", "sluice",
+                        [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json"]],
+                        how=f"`sluice stats {which}.parquet -c {cols} --json` as it runs by "
+                            "default: the Parquet footer statistics where they are exact "
+                            "(no page decoded), else computed",
+                        checker=check, skip=no_sluice))
+        for tool, how in (("duckdb", "DuckDB SQL over read_parquet(path), fetchone"),
+                          ("polars", "pl.scan_parquet(path).select(len, max).collect()"),
+                          ("pyarrow", "pyarrow.dataset(path).to_table(columns) + "
+                                      "pyarrow.compute max")):
+            out.append(Cell(task, tool, tool, "peer", [[PY, peers, "query", tool, which, path]],
+                            how=how, checker=check))
+        out.append(Cell(task, f"cat {which}.parquet > /dev/null", "cat", "floor", [["cat", path]],
+                        how="read the (cached) file once", parse_json=False, check=False,
+                        stdout_devnull=True))
+        size = os.path.getsize(path) if os.path.exists(path) else None
+        for c in out:
+            if c.task == task:
+                c.nbytes = c.nbytes or size
+    return out
+
+
+def ensure_data(rows: int, data_dir: Optional[str]) -> str:
+    """The data directory for `rows`, generating s1/s3.parquet there if missing."""
+    if data_dir is None:
+        data_dir = os.path.join(HERE, "data") if rows == FULL_ROWS else \
+            os.path.join(HERE, "data", f"w4rows{rows}")
+    meta = os.path.join(data_dir, META)
+    need = not os.path.exists(meta) or not all(
+        os.path.exists(os.path.join(data_dir, f)) for f in ("s1.parquet", "s3.parquet"))
+    if not need:
+        with open(meta) as f:
+            need = json.load(f)["rows"] != rows
+    if need:
+        log(f"generating W4 data ({rows:,} rows) in {data_dir}")
+        subprocess.run([PY, os.path.join(HERE, "gen_w4.py"), "--rows", str(rows),
+                        "--out", data_dir, "--force"], check=True, cwd=ROOT)
+    return data_dir

@@ -1,0 +1,425 @@
+// The Parquet reader: footer -> schema, one split per row group, the
+// projected column chunks decoded (pq_column) and assembled (pq_assemble)
+// into one batch per row group (sliced into views when a row group is
+// larger than a batch should be).
+#include "parquet_reader.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "pq_assemble.h"
+#include "pq_column.h"
+#include "pq_meta.h"
+#include "pq_schema.h"
+#include "pq_stats.h"
+
+#define PQ_MAGIC "PAR1"
+#define PQ_MAGIC_ENCRYPTED "PARE"
+/// Row groups up to this many rows come out as one batch.
+#define PQ_ONE_BATCH_ROWS ((int64_t)1 << 20)
+
+struct pq_reader {
+  struct sl_source* source;
+  const struct sluice_allocator* alloc;
+  int64_t batch_size;
+  int verify_checksums;
+  int dictionary;
+  struct sl_view footer;  ///< the footer bytes: the metadata's views point here
+  struct pq_file_meta meta;
+  int has_meta;
+  struct pq_schema schema;
+  int has_schema;
+};
+
+static int parse_bool_option(const char* v, size_t n, int* out) {
+  if ((n == 4 && strncmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) *out = 1;
+  else if ((n == 5 && strncmp(v, "false", 5) == 0) || (n == 1 && v[0] == '0')) *out = 0;
+  else return EINVAL;
+  return 0;
+}
+
+static int parse_options(struct pq_reader* r, const char* options, struct sluice_error* error) {
+  for (const char* o = options; o != NULL && *o != '\0';) {
+    const char* end = strchr(o, ',');
+    size_t n = end ? (size_t)(end - o) : strlen(o);
+    const char* eq = memchr(o, '=', n);
+    size_t kn = eq ? (size_t)(eq - o) : n;
+    const char* v = eq ? eq + 1 : o + n;
+    size_t vn = eq ? n - kn - 1 : 0;
+    int* target = NULL;
+    if (kn == 16 && strncmp(o, "verify_checksums", 16) == 0) target = &r->verify_checksums;
+    else if (kn == 10 && strncmp(o, "dictionary", 10) == 0) target = &r->dictionary;
+    if (n > 0) {
+      if (target == NULL)
+        return sl_error_set(error, EINVAL, "parquet: unknown format option '%.*s' (known: "
+                            "verify_checksums, dictionary)", (int)n, o);
+      if (parse_bool_option(v, vn, target) != 0)
+        return sl_error_set(error, EINVAL, "parquet: option '%.*s' wants true or false", (int)kn, o);
+    }
+    o = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+/* ---- open ------------------------------------------------------------------- */
+
+static int probe(const uint8_t* head, int64_t n) {
+  // "PARE" (encrypted footer) is Parquet too: open then says it is unsupported.
+  return n >= 4 && (memcmp(head, PQ_MAGIC, 4) == 0 || memcmp(head, PQ_MAGIC_ENCRYPTED, 4) == 0) ? 100 : 0;
+}
+
+static void reader_close(void* reader) {
+  struct pq_reader* r = reader;
+  if (r == NULL) return;
+  if (r->has_schema) pq_schema_release(&r->schema);
+  if (r->has_meta) pq_file_meta_free(&r->meta);
+  sl_view_release(&r->footer);
+  sl_free(r->alloc, r, sizeof *r);
+}
+
+static int read_footer(struct pq_reader* r, struct sluice_error* error) {
+  struct sl_source* src = r->source;
+  const char* name = src->name;
+  if (src->ops->read_at == NULL || src->size < 0)
+    return sl_error_set(error, ENOTSUP, "%s: Parquet needs a seekable source (not a pipe)", name);
+  if (src->size < 12)
+    return sl_error_set(error, EINVAL, "%s: not a Parquet file (%" PRId64 " bytes, too short)",
+                        name, src->size);
+  struct sl_view v;
+  SL_RETURN_NOT_OK(sl_source_read_at(src, 0, 4, &v, error));
+  int head_ok = memcmp(v.data, PQ_MAGIC, 4) == 0, head_enc = memcmp(v.data, PQ_MAGIC_ENCRYPTED, 4) == 0;
+  sl_view_release(&v);
+  SL_RETURN_NOT_OK(sl_source_read_at(src, src->size - 8, 8, &v, error));
+  uint32_t len;
+  memcpy(&len, v.data, 4);
+  int tail_ok = memcmp(v.data + 4, PQ_MAGIC, 4) == 0;
+  int tail_enc = memcmp(v.data + 4, PQ_MAGIC_ENCRYPTED, 4) == 0;
+  sl_view_release(&v);
+  if (tail_enc || head_enc)
+    return sl_error_set(error, ENOTSUP, "%s: encrypted Parquet is not supported", name);
+  if (!head_ok || !tail_ok)
+    return sl_error_set(error, EINVAL, "%s: not a Parquet file (no PAR1 magic at the %s)", name,
+                        head_ok ? "end" : "start");
+  if ((int64_t)len > src->size - 12)
+    return sl_error_set(error, EINVAL, "%s: footer length %" PRIu32 " exceeds the file (%" PRId64
+                        " bytes)", name, len, src->size);
+  int64_t at = src->size - 8 - (int64_t)len;
+  SL_RETURN_NOT_OK(sl_source_read_at(src, at, len, &r->footer, error));
+  int rc = pq_file_meta_parse(r->footer.data, r->footer.size, r->alloc, &r->meta, error);
+  if (rc != 0) return sl_error_prefix(error, "%s: footer at byte %" PRId64, name, at);
+  r->has_meta = 1;
+  if (r->meta.encrypted)
+    return sl_error_set(error, ENOTSUP, "%s: encrypted Parquet is not supported", name);
+  return 0;
+}
+
+static int check_row_groups(struct pq_reader* r, struct sluice_error* error) {
+  for (int64_t i = 0; i < r->meta.n_row_groups; ++i) {
+    const struct pq_row_group* g = &r->meta.row_groups[i];
+    if (g->n_columns != r->schema.n_leaves)
+      return sl_error_set(error, EINVAL, "%s: row group %" PRId64 " has %" PRId64 " column chunks, "
+                          "the schema %" PRId64 " leaves", r->source->name, i, g->n_columns,
+                          r->schema.n_leaves);
+    if (g->num_rows < 0)
+      return sl_error_set(error, EINVAL, "%s: row group %" PRId64 ": negative row count",
+                          r->source->name, i);
+    for (int64_t c = 0; c < g->n_columns; ++c) {
+      const struct pq_column_chunk* cc = &g->columns[c];
+      if (cc->encrypted)
+        return sl_error_set(error, ENOTSUP, "%s: encrypted Parquet is not supported (row group %"
+                            PRId64 ", column %s)", r->source->name, i, r->schema.leaves[c]->path);
+      if (cc->file_path.present && cc->file_path.size > 0)
+        return sl_error_set(error, ENOTSUP, "%s: row group %" PRId64 ", column %s: column chunks "
+                            "in other files ('%.*s') are not supported", r->source->name, i,
+                            r->schema.leaves[c]->path,
+                            (int)(cc->file_path.size > 200 ? 200 : cc->file_path.size),
+                            (const char*)cc->file_path.data);
+    }
+  }
+  return 0;
+}
+
+/// dictionary=true: string columns whose first chunk is dictionary-encoded
+/// come out as dictionary<int32, utf8>.
+static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
+  if (r->meta.n_row_groups == 0) return 0;
+  int changed = 0;
+  for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
+    struct pq_field* f = r->schema.leaves[l];
+    if (f->conv != PQ_CONV_BINARY || !f->is_string || f->view || f->large || f->dict) continue;
+    const struct pq_column_chunk* cc = &r->meta.row_groups[0].columns[l];
+    if (!cc->has_meta_data) continue;
+    int has_dict = 0;
+    for (int64_t e = 0; e < cc->meta_data.n_encodings; ++e)
+      has_dict |= cc->meta_data.encodings[e] == PQ_ENC_PLAIN_DICTIONARY ||
+                  cc->meta_data.encodings[e] == PQ_ENC_RLE_DICTIONARY;
+    if (!has_dict) continue;
+    f->dict = 1;
+    strcpy(f->dict_index_format, "i");
+    changed = 1;
+  }
+  return changed ? pq_schema_rebuild_arrow(&r->schema, error) : 0;
+}
+
+/// The footer's key/value metadata (but ARROW:schema, which became the
+/// types) as the Arrow schema's metadata, as pyarrow shows it.
+static int set_file_metadata(struct pq_reader* r, struct sluice_error* error) {
+  int64_t n = 0, bytes = 4;
+  for (int64_t i = 0; i < r->meta.n_key_value_metadata; ++i) {
+    const struct pq_key_value* kv = &r->meta.key_value_metadata[i];
+    if (kv->key.size == 12 && memcmp(kv->key.data, "ARROW:schema", 12) == 0) continue;
+    if (kv->key.size > INT32_MAX || kv->value.size > INT32_MAX) continue;
+    ++n;
+    bytes += 8 + kv->key.size + kv->value.size;
+  }
+  if (n == 0 || n > INT32_MAX || bytes > ((int64_t)256 << 20)) return 0;
+  char* blob = sl_alloc(r->alloc, (size_t)bytes);
+  if (blob == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  int32_t v = (int32_t)n;
+  memcpy(blob, &v, 4);
+  int64_t at = 4;
+  for (int64_t i = 0; i < r->meta.n_key_value_metadata; ++i) {
+    const struct pq_key_value* kv = &r->meta.key_value_metadata[i];
+    if (kv->key.size == 12 && memcmp(kv->key.data, "ARROW:schema", 12) == 0) continue;
+    if (kv->key.size > INT32_MAX || kv->value.size > INT32_MAX) continue;
+    const struct pq_bytes* parts[2] = {&kv->key, &kv->value};
+    for (int k = 0; k < 2; ++k) {
+      v = (int32_t)parts[k]->size;
+      memcpy(blob + at, &v, 4);
+      if (v > 0) memcpy(blob + at + 4, parts[k]->data, (size_t)v);
+      at += 4 + v;
+    }
+  }
+  int rc = sl_schema_set_metadata(&r->schema.arrow, blob, error);
+  sl_free(r->alloc, blob, (size_t)bytes);
+  return rc;
+}
+
+static int reader_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
+  *reader = NULL;
+  struct pq_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
+  if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", args->source->name);
+  r->source = args->source;
+  r->alloc = args->alloc;
+  r->batch_size = args->batch_size;
+  r->verify_checksums = 1;
+  int rc = parse_options(r, args->format_options, error);
+  if (rc == 0) rc = read_footer(r, error);
+  if (rc == 0) {
+    rc = pq_schema_build(&r->meta, r->alloc, r->source->name, &r->schema, error);
+    r->has_schema = rc == 0;
+  }
+  if (rc == 0) rc = pq_schema_apply_arrow(&r->schema, &r->meta, r->source->name, error);
+  if (rc == 0) rc = check_row_groups(r, error);
+  if (rc == 0 && r->dictionary) rc = use_dictionaries(r, error);
+  if (rc == 0) rc = set_file_metadata(r, error);
+  if (rc != 0) {
+    reader_close(r);
+    return rc;
+  }
+  *reader = r;
+  return 0;
+}
+
+static int reader_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
+  struct pq_reader* r = reader;
+  return sl_schema_copy(&r->schema.arrow, r->alloc, out, error);
+}
+
+static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
+                       struct sluice_error* error) {
+  struct pq_reader* r = reader;
+  *splits = NULL;
+  *n = 0;
+  if (r->meta.n_row_groups == 0) return 0;
+  struct sl_split* s = sl_calloc(r->alloc, (size_t)r->meta.n_row_groups, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  for (int64_t i = 0; i < r->meta.n_row_groups; ++i) {
+    const struct pq_row_group* g = &r->meta.row_groups[i];
+    int64_t bytes = 0;
+    for (int64_t c = 0; c < g->n_columns; ++c)
+      if (g->columns[c].has_meta_data && g->columns[c].meta_data.total_uncompressed_size > 0)
+        bytes += g->columns[c].meta_data.total_uncompressed_size;
+    int64_t batches = g->num_rows > PQ_ONE_BATCH_ROWS ? g->num_rows / PQ_ONE_BATCH_ROWS + 1 : 1;
+    s[i] = (struct sl_split){.index = i, .offset = i, .length = 1, .est_bytes = bytes / batches,
+                             .est_rows = g->num_rows};
+  }
+  *splits = s;
+  *n = r->meta.n_row_groups;
+  return 0;
+}
+
+/* ---- splits ----------------------------------------------------------------- */
+
+struct pq_split {
+  struct pq_reader* r;
+  int64_t rg;
+  int64_t* columns;  ///< top-level field indexes
+  int64_t n_columns;
+  struct pq_column_reader cr;
+  int has_cr;
+  struct pq_leaf_data* leaves;  ///< one per leaf of the file
+  int decoded;
+  /// A decoded row group larger than one batch, handed out in slices.
+  struct sl_ref* shared_ref;
+  const struct ArrowArray* shared;
+  int64_t next_row, rows, batch_rows;
+};
+
+static void split_close(void* state) {
+  struct pq_split* s = state;
+  if (s == NULL) return;
+  const struct sluice_allocator* alloc = s->r->alloc;
+  if (s->has_cr) pq_column_reader_release(&s->cr);
+  if (s->leaves) {
+    for (int64_t i = 0; i < s->r->schema.n_leaves; ++i) pq_leaf_data_reset(&s->leaves[i]);
+    sl_free(alloc, s->leaves, (size_t)s->r->schema.n_leaves * sizeof *s->leaves);
+  }
+  if (s->columns) sl_free(alloc, s->columns, (size_t)s->n_columns * sizeof *s->columns);
+  sl_ref_release(s->shared_ref);
+  sl_free(alloc, s, sizeof *s);
+}
+
+static int split_open(void* reader, const struct sl_split* split, const int64_t* columns,
+                      int64_t n_columns, void** state, int* projected, struct sluice_error* error) {
+  struct pq_reader* r = reader;
+  const char* name = r->source->name;
+  *state = NULL;
+  *projected = 1;
+  int64_t n_fields = r->schema.root.n_children;
+  if (split->index < 0 || split->index >= r->meta.n_row_groups)
+    return sl_error_set(error, EINVAL, "%s: no row group %" PRId64, name, split->index);
+  if (columns == NULL) n_columns = n_fields;
+  for (int64_t i = 0; columns && i < n_columns; ++i)
+    if (columns[i] < 0 || columns[i] >= n_fields)
+      return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64
+                          " columns)", name, columns[i], n_fields);
+  struct pq_split* s = sl_calloc(r->alloc, 1, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  s->r = r;
+  s->rg = split->index;
+  s->n_columns = n_columns;
+  int rc = 0;
+  if (n_columns > 0) {
+    s->columns = sl_alloc(r->alloc, (size_t)n_columns * sizeof *s->columns);
+    if (s->columns == NULL) rc = ENOMEM;
+    for (int64_t i = 0; rc == 0 && i < n_columns; ++i) s->columns[i] = columns ? columns[i] : i;
+  }
+  if (rc == 0 && r->schema.n_leaves > 0) {
+    s->leaves = sl_alloc(r->alloc, (size_t)r->schema.n_leaves * sizeof *s->leaves);
+    if (s->leaves == NULL) rc = ENOMEM;
+    for (int64_t i = 0; rc == 0 && i < r->schema.n_leaves; ++i) pq_leaf_data_init(&s->leaves[i], r->alloc);
+  }
+  if (rc != 0) {
+    split_close(s);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  }
+  rc = pq_column_reader_init(&s->cr, r->alloc, r->source, &r->meta, r->verify_checksums, error);
+  if (rc != 0) {
+    split_close(s);
+    return rc;
+  }
+  s->has_cr = 1;
+  *state = s;
+  return 0;
+}
+
+/// Decodes the projected columns of the row group into one struct array.
+static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct sluice_error* error) {
+  struct pq_reader* r = s->r;
+  const struct pq_field* root = &r->schema.root;
+  int64_t rows = r->meta.row_groups[s->rg].num_rows;
+  int rc = sl_array_init(out, r->alloc, 1, s->n_columns, error);
+  if (rc != 0) return rc;
+  out->length = rows;
+  for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+    const struct pq_field* f = &root->children[s->columns[i]];
+    for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l)
+      rc = pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
+    if (rc == 0)
+      rc = pq_assemble_field(f, s->leaves, rows, r->alloc, r->source->name, s->rg,
+                             out->children[i], error);
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
+      pq_leaf_data_reset(&s->leaves[l]);
+  }
+  // The chunks are decoded into owned buffers: their file pages can go.
+  for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+    const struct pq_field* f = &root->children[s->columns[i]];
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
+      const struct pq_column_meta* m = &r->meta.row_groups[s->rg].columns[l].meta_data;
+      int64_t start = m->data_page_offset;
+      if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start) start = m->dictionary_page_offset;
+      if (start >= 0 && m->total_compressed_size > 0) sl_source_drop(r->source, start, m->total_compressed_size);
+    }
+  }
+  if (rc != 0) out->release(out);
+  return rc;
+}
+
+static int split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
+  struct pq_split* s = state;
+  struct pq_reader* r = s->r;
+  out->release = NULL;
+  if (!s->decoded) {
+    s->decoded = 1;
+    s->rows = r->meta.row_groups[s->rg].num_rows;
+    if (s->rows == 0) return 0;
+    struct ArrowArray whole;
+    SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
+    s->batch_rows = r->batch_size > 0 ? r->batch_size : PQ_ONE_BATCH_ROWS;
+    if (s->rows <= PQ_ONE_BATCH_ROWS || s->rows <= s->batch_rows) {
+      s->next_row = s->rows;
+      sl_array_move(&whole, out);
+      return 0;
+    }
+    s->shared_ref = sl_array_share(&whole, r->alloc, &s->shared);
+    if (s->shared_ref == NULL) {
+      whole.release(&whole);
+      return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+    }
+  }
+  if (s->next_row >= s->rows || s->shared == NULL) return 0;
+  int64_t k = s->rows - s->next_row < s->batch_rows ? s->rows - s->next_row : s->batch_rows;
+  SL_RETURN_NOT_OK(sl_array_view(s->shared, s->shared_ref, r->alloc, out, error));
+  out->length = k;
+  out->offset = 0;
+  for (int64_t i = 0; i < out->n_children; ++i) {
+    struct ArrowArray* c = out->children[i];
+    c->offset += s->next_row;
+    c->length = k;
+    c->null_count = c->null_count == 0 ? 0 : -1;
+  }
+  s->next_row += k;
+  return 0;
+}
+
+/* ---- stored statistics -------------------------------------------------------- */
+
+static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_columns,
+                               int64_t* row_count, struct sl_stored_column_stats* stats,
+                               struct ArrowArray* min_max, struct sluice_error* error) {
+  struct pq_reader* r = reader;
+  return pq_stored_stats(&r->meta, &r->schema, r->alloc, r->source->name, columns, n_columns,
+                         row_count, stats, min_max, error);
+}
+
+static const char* const k_extensions[] = {".parquet", ".pq", NULL};
+
+static const struct sl_format_reader k_parquet_reader = {
+    .name = "parquet",
+    .extensions = k_extensions,
+    .probe = probe,
+    .open = reader_open,
+    .schema = reader_schema,
+    .plan_splits = reader_plan,
+    .split_open = split_open,
+    .split_next = split_next,
+    .split_close = split_close,
+    .close = reader_close,
+    .stored_stats = reader_stored_stats,
+};
+
+const struct sl_format_reader* sl_parquet_reader(void) { return &k_parquet_reader; }

@@ -1,0 +1,592 @@
+// The Parquet writer: Arrow record batches -> "PAR1", row groups of column
+// chunks, footer (FileMetaData), footer length, "PAR1".
+//
+// Batches are held (not copied) until a row group's worth of rows arrived;
+// then every leaf column's chunk is encoded in memory (levels, dictionary or
+// PLAIN pages, compression, statistics: pq_write_column.c), on several
+// threads when there are several leaves, while this thread writes each
+// finished chunk in schema order (so that writing overlaps encoding). The
+// output does not depend on the number of threads. The type mapping follows Arrow C++ (pq_write_schema.c); the
+// Arrow schema is stored under "ARROW:schema" (base64 of the IPC schema
+// message, as Arrow C++ does) so that Arrow readers restore the exact types.
+//
+// Options (sl_write_args.format_options, "key=value,key=value"):
+//   compression=snappy|zstd|gzip|lz4|lz4_raw|brotli|none   (default: the
+//        args->compression codec, else snappy, like pyarrow)
+//   compression_level=N      codec level (codec default if absent)
+//   row_group_size=ROWS      rows per row group (default 1Mi, like pyarrow)
+//   page_size=BYTES          data page size target before compression (1 MiB)
+//   dictionary_page_size_limit=BYTES  dictionary size before falling back to
+//        PLAIN (1 MiB, as Arrow C++)
+//   data_page_version=1|2    (default 1, like pyarrow)
+//   dictionary=true|false    (default true)
+//   write_statistics=true|false  (default true)
+//   threads=N                encoding threads (default: online CPUs, max 8)
+#include "format/parquet/parquet_writer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "format/ipc/ipc_fbs.h"
+#include "format/ipc/ipc_writer.h"
+#include "format/parquet/pq_write_internal.h"
+#include "io/sl_sink.h"
+
+#define PQW_MAX_THREADS 8
+
+/// A batch of the stream, held while row groups refer to it.
+struct held_batch {
+  struct ArrowArray array;
+  int64_t refs;
+};
+
+struct rg_out {
+  struct pqw_chunk* chunks;  ///< one per leaf
+  int64_t num_rows;
+  int64_t file_offset;
+  int64_t total_byte_size;
+  int64_t total_compressed_size;
+};
+
+struct pq_writer {
+  const struct sluice_allocator* alloc;
+  struct pqw_options opt;
+  struct sl_sink* sink;
+  struct ArrowSchema schema;
+  struct pqw_schema ps;
+  struct pqw_slice* slices;
+  int64_t n_slices, cap_slices;
+  int64_t pending_rows;
+  struct rg_out* rgs;
+  int64_t n_rgs, cap_rgs;
+  struct sl_buffer* spare;   ///< per leaf: chunk byte buffers reused across row groups
+  uint8_t* done;             ///< per leaf: chunk encoded (flush_row_group's)
+  struct pqw_scratch scratch[PQW_MAX_THREADS];
+  int n_scratch;
+  int64_t num_rows;
+};
+
+/* ---- Options --------------------------------------------------------------------- */
+
+static int parse_int(const char* key, const char* v, size_t n, int64_t lo, int64_t hi,
+                     int64_t* out, struct sluice_error* error) {
+  char buf[32];
+  if (n == 0 || n >= sizeof buf) goto bad;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  char* end = NULL;
+  errno = 0;
+  long long x = strtoll(buf, &end, 10);
+  if (errno != 0 || *end != '\0' || x < lo || x > hi) goto bad;
+  *out = x;
+  return 0;
+bad:
+  return sl_error_set(error, EINVAL, "parquet writer: option %s wants an integer in [%lld, %lld], "
+                      "not '%.*s'", key, (long long)lo, (long long)hi, (int)n, v);
+}
+
+static int parse_bool(const char* key, const char* v, size_t n, int* out,
+                      struct sluice_error* error) {
+  if ((n == 4 && memcmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) *out = 1;
+  else if ((n == 5 && memcmp(v, "false", 5) == 0) || (n == 1 && v[0] == '0')) *out = 0;
+  else return sl_error_set(error, EINVAL, "parquet writer: option %s wants true or false, not '%.*s'",
+                           key, (int)n, v);
+  return 0;
+}
+
+static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
+                         struct sluice_error* error) {
+  struct pqw_options* o = &w->opt;
+  o->codec = PQ_CODEC_SNAPPY;
+  o->level = -1;
+  o->row_group_size = 1024 * 1024;
+  o->page_size = 1024 * 1024;
+  o->dict_limit = 1024 * 1024;
+  o->data_page_version = 1;
+  o->dictionary = 1;
+  o->statistics = 1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  o->threads = cpus < 1 ? 1 : cpus > PQW_MAX_THREADS ? PQW_MAX_THREADS : (int)cpus;
+  if (args->compression != NULL)
+    SL_RETURN_NOT_OK(pq_codec_from_name(args->compression, &o->codec, error));
+  const char* s = args->format_options;
+  while (s != NULL && *s != '\0') {
+    const char* end = strchr(s, ',');
+    if (end == NULL) end = s + strlen(s);
+    const char* eq = memchr(s, '=', (size_t)(end - s));
+    size_t kn = eq != NULL ? (size_t)(eq - s) : (size_t)(end - s);
+    const char* v = eq != NULL ? eq + 1 : end;
+    size_t vn = (size_t)(end - v);
+    int64_t x = 0;
+#define KEY_IS(k) (kn == strlen(k) && memcmp(s, k, kn) == 0)
+    if (kn == 0 && end == s) {
+      // empty item
+    } else if (eq == NULL) {
+      return sl_error_set(error, EINVAL, "parquet writer: option '%.*s' wants KEY=VALUE",
+                          (int)kn, s);
+    } else if (KEY_IS("compression") || KEY_IS("codec")) {
+      char name[32];
+      if (vn >= sizeof name)
+        return sl_error_set(error, EINVAL, "parquet writer: unknown compression '%.*s'", (int)vn, v);
+      memcpy(name, v, vn);
+      name[vn] = '\0';
+      SL_RETURN_NOT_OK(pq_codec_from_name(name, &o->codec, error));
+    } else if (KEY_IS("compression_level") || KEY_IS("level")) {
+      SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, -1000, 1000, &x, error));
+      o->level = (int)x;
+    } else if (KEY_IS("row_group_size")) {
+      SL_RETURN_NOT_OK(parse_int("row_group_size", v, vn, 1, INT64_C(1) << 40, &x, error));
+      o->row_group_size = x;
+    } else if (KEY_IS("page_size")) {
+      SL_RETURN_NOT_OK(parse_int("page_size", v, vn, 1, INT64_C(1) << 30, &x, error));
+      o->page_size = x;
+    } else if (KEY_IS("dictionary_page_size_limit")) {
+      SL_RETURN_NOT_OK(parse_int("dictionary_page_size_limit", v, vn, 0, INT64_C(1) << 30, &x, error));
+      o->dict_limit = x;
+    } else if (KEY_IS("data_page_version")) {
+      if (vn == 3 && memcmp(v, "1.0", 3) == 0) x = 1;
+      else if (vn == 3 && memcmp(v, "2.0", 3) == 0) x = 2;
+      else SL_RETURN_NOT_OK(parse_int("data_page_version", v, vn, 1, 2, &x, error));
+      o->data_page_version = (int)x;
+    } else if (KEY_IS("dictionary") || KEY_IS("use_dictionary")) {
+      SL_RETURN_NOT_OK(parse_bool("dictionary", v, vn, &o->dictionary, error));
+    } else if (KEY_IS("write_statistics") || KEY_IS("statistics")) {
+      SL_RETURN_NOT_OK(parse_bool("write_statistics", v, vn, &o->statistics, error));
+    } else if (KEY_IS("threads")) {
+      SL_RETURN_NOT_OK(parse_int("threads", v, vn, 1, PQW_MAX_THREADS, &x, error));
+      o->threads = (int)x;
+    } else {
+      return sl_error_set(error, EINVAL, "unknown Parquet write option '%.*s' (keys: compression, "
+                          "compression_level, row_group_size, page_size, "
+                          "dictionary_page_size_limit, data_page_version, dictionary, "
+                          "write_statistics, threads)", (int)kn, s);
+    }
+#undef KEY_IS
+    s = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* ---- Row groups --------------------------------------------------------------------- */
+
+/// The encoding of one row group's chunks by worker threads, while the
+/// calling thread writes each finished chunk in order (so that writing
+/// overlaps encoding).
+struct rg_job {
+  struct pq_writer* w;
+  struct pqw_chunk* chunks;
+  atomic_llong next;
+  atomic_int failed;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint8_t* done;  ///< per leaf, under mu
+};
+
+struct worker {
+  struct rg_job* job;
+  struct pqw_scratch* scratch;
+  struct sluice_error error;
+  int rc;
+  pthread_t thread;
+  int started;
+};
+
+static void* worker_run(void* arg) {
+  struct worker* k = arg;
+  struct rg_job* job = k->job;
+  struct pq_writer* w = job->w;
+  for (;;) {
+    long long i = atomic_fetch_add(&job->next, 1);
+    if (i >= w->ps.n_leaves || atomic_load(&job->failed)) break;
+    int rc = pqw_chunk_encode(&w->ps.leaves[i], &w->opt, w->slices, w->n_slices, k->scratch,
+                              &job->chunks[i], &k->error);
+    pthread_mutex_lock(&job->mu);
+    job->done[i] = 1;
+    if (rc != 0) {
+      k->rc = rc;
+      atomic_store(&job->failed, 1);
+    }
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    if (rc != 0) break;
+  }
+  return NULL;
+}
+
+static void release_slices(struct pq_writer* w) {
+  for (int64_t i = 0; i < w->n_slices; ++i) {
+    struct held_batch* hb = (struct held_batch*)(void*)w->slices[i].batch;
+    if (--hb->refs == 0) {
+      if (hb->array.release != NULL) hb->array.release(&hb->array);
+      sl_free(w->alloc, hb, sizeof *hb);
+    }
+  }
+  w->n_slices = 0;
+  w->pending_rows = 0;
+}
+
+static int flush_row_group(struct pq_writer* w, struct sluice_error* error) {
+  int64_t n_leaves = w->ps.n_leaves;
+  if (sl_grow_array(w->alloc, (void**)&w->rgs, &w->cap_rgs, w->n_rgs + 1, sizeof *w->rgs) != 0)
+    return sl_error_set(error, ENOMEM, "parquet writer: out of memory (row groups)");
+  struct rg_out* rg = &w->rgs[w->n_rgs];
+  memset(rg, 0, sizeof *rg);
+  rg->chunks = sl_calloc(w->alloc, (size_t)n_leaves, sizeof *rg->chunks);
+  if (rg->chunks == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+  w->n_rgs++;
+  for (int64_t i = 0; i < n_leaves; ++i) {
+    pqw_chunk_init(&rg->chunks[i], w->alloc);
+    rg->chunks[i].bytes = w->spare[i];
+    sl_buffer_init(&w->spare[i], w->alloc);
+  }
+  rg->num_rows = w->pending_rows;
+
+  struct rg_job job;
+  job.w = w;
+  job.chunks = rg->chunks;
+  job.done = w->done;
+  memset(job.done, 0, (size_t)n_leaves);
+  atomic_init(&job.next, 0);
+  atomic_init(&job.failed, 0);
+  if (pthread_mutex_init(&job.mu, NULL) != 0)
+    return sl_error_set(error, EAGAIN, "parquet writer: cannot create a mutex");
+  if (pthread_cond_init(&job.cv, NULL) != 0) {
+    pthread_mutex_destroy(&job.mu);
+    return sl_error_set(error, EAGAIN, "parquet writer: cannot create a condition variable");
+  }
+  struct worker workers[PQW_MAX_THREADS];
+  int n_workers = w->n_scratch < n_leaves ? w->n_scratch : (int)n_leaves;
+  int n_started = 0;
+  for (int t = 0; t < n_workers; ++t) {
+    memset(&workers[t], 0, sizeof workers[t]);
+    workers[t].job = &job;
+    workers[t].scratch = &w->scratch[t];
+  }
+  // With one encoding thread this thread encodes everything first; with
+  // more, they all run beside it and it writes.
+  for (int t = 0; n_workers > 1 && t < n_workers; ++t) {
+    workers[t].started = pthread_create(&workers[t].thread, NULL, worker_run, &workers[t]) == 0;
+    n_started += workers[t].started;
+  }
+  if (n_started == 0) worker_run(&workers[0]);
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < n_leaves; ++i) {
+    pthread_mutex_lock(&job.mu);
+    while (!job.done[i] && !atomic_load(&job.failed)) pthread_cond_wait(&job.cv, &job.mu);
+    pthread_mutex_unlock(&job.mu);
+    if (atomic_load(&job.failed)) break;
+    {
+      struct pqw_chunk* c = &rg->chunks[i];
+      int64_t pos = sl_sink_position(w->sink);
+      if (i == 0) rg->file_offset = pos;
+      rc = sl_sink_write(w->sink, c->bytes.data, c->bytes.size, error);
+      c->meta.data_page_offset += pos;
+      if (c->meta.dictionary_page_offset >= 0) c->meta.dictionary_page_offset += pos;
+      rg->total_byte_size += c->meta.total_uncompressed_size;
+      rg->total_compressed_size += c->meta.total_compressed_size;
+      // Keep the memory for the next row group's chunk of this leaf.
+      c->bytes.size = 0;
+      w->spare[i] = c->bytes;
+      sl_buffer_init(&c->bytes, w->alloc);
+    }
+  }
+  // A write error stops the encoders early.
+  if (rc != 0) atomic_store(&job.failed, 1);
+  for (int t = 0; t < n_workers; ++t) {
+    if (workers[t].started) pthread_join(workers[t].thread, NULL);
+    if (rc == 0 && workers[t].rc != 0) {
+      rc = workers[t].rc;
+      if (error != NULL) *error = workers[t].error;
+    }
+  }
+  pthread_cond_destroy(&job.cv);
+  pthread_mutex_destroy(&job.mu);
+  w->num_rows += rg->num_rows;
+  release_slices(w);
+  return rc;
+}
+
+/// Adds a batch: slices of it go to row groups, flushed when full.
+static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluice_error* error) {
+  if (batch->n_children != w->schema.n_children) {
+    int rc = sl_error_set(error, EINVAL, "parquet writer: batch has %lld columns, schema %lld",
+                          (long long)batch->n_children, (long long)w->schema.n_children);
+    batch->release(batch);
+    return rc;
+  }
+  struct held_batch* hb = sl_alloc(w->alloc, sizeof *hb);
+  if (hb == NULL) {
+    batch->release(batch);
+    return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+  }
+  hb->array = *batch;
+  batch->release = NULL;
+  hb->refs = 1;  // ours while slicing
+  int rc = 0;
+  int64_t off = 0;
+  while (rc == 0 && off < hb->array.length) {
+    int64_t take = hb->array.length - off;
+    if (take > w->opt.row_group_size - w->pending_rows) take = w->opt.row_group_size - w->pending_rows;
+    if (sl_grow_array(w->alloc, (void**)&w->slices, &w->cap_slices, w->n_slices + 1,
+                      sizeof *w->slices) != 0) {
+      rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+      break;
+    }
+    w->slices[w->n_slices].batch = &hb->array;
+    w->slices[w->n_slices].row = off;
+    w->slices[w->n_slices].n_rows = take;
+    w->n_slices++;
+    hb->refs++;
+    w->pending_rows += take;
+    off += take;
+    if (w->pending_rows >= w->opt.row_group_size) rc = flush_row_group(w, error);
+  }
+  if (--hb->refs == 0) {
+    hb->array.release(&hb->array);
+    sl_free(w->alloc, hb, sizeof *hb);
+  }
+  return rc;
+}
+
+/* ---- Footer --------------------------------------------------------------------- */
+
+static const char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int base64_append(const uint8_t* p, int64_t n, struct sl_buffer* out) {
+  SL_RETURN_NOT_OK(sl_buffer_reserve(out, (n + 2) / 3 * 4));
+  char* o = (char*)out->data + out->size;
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+    if (i + 2 < n) v |= p[i + 2];
+    o[k++] = k_b64[(v >> 18) & 63];
+    o[k++] = k_b64[(v >> 12) & 63];
+    o[k++] = i + 1 < n ? k_b64[(v >> 6) & 63] : '=';
+    o[k++] = i + 2 < n ? k_b64[v & 63] : '=';
+  }
+  out->size += k;
+  return 0;
+}
+
+/// base64 of the encapsulated IPC Schema message, as Arrow C++ stores it.
+static int arrow_schema_b64(struct pq_writer* w, struct sl_buffer* out,
+                            struct sluice_error* error) {
+  struct ipc_dicts dicts;
+  memset(&dicts, 0, sizeof dicts);
+  struct fb_builder b;
+  fb_init(&b, w->alloc);
+  int rc = ipc_dicts_collect(&dicts, w->alloc, &w->schema, error);
+  fb_ref schema = 0;
+  if (rc == 0) rc = ipc_build_schema(&b, &w->schema, &dicts, &schema, error);
+  const uint8_t* meta = NULL;
+  size_t size = 0;
+  if (rc == 0) {
+    fb_table_start(&b);
+    fb_add_i16(&b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+    fb_add_u8(&b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
+    fb_add_ref(&b, IPC_MESSAGE_HEADER, schema);
+    fb_add_i64(&b, IPC_MESSAGE_BODY_LENGTH, 0);
+    fb_ref message = fb_table_end(&b);
+    rc = fb_finish(&b, message, &meta, &size, error);
+  }
+  struct sl_buffer framed;
+  sl_buffer_init(&framed, w->alloc);
+  if (rc == 0) {
+    uint8_t prefix[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+    uint32_t len = (uint32_t)size;
+    memcpy(prefix + 4, &len, 4);
+    if (sl_buffer_append(&framed, prefix, 8) != 0 || sl_buffer_append(&framed, meta, (int64_t)size) != 0 ||
+        base64_append(framed.data, framed.size, out) != 0)
+      rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory (ARROW:schema)");
+  }
+  sl_buffer_reset(&framed);
+  fb_free(&b);
+  ipc_dicts_free(&dicts);
+  return rc;
+}
+
+static int write_footer(struct pq_writer* w, struct sluice_error* error) {
+  struct pq_file_meta fm;
+  memset(&fm, 0, sizeof fm);
+  fm.version = 2;
+  fm.schema = w->ps.elements;
+  fm.n_schema = w->ps.n_elements;
+  fm.num_rows = w->num_rows;
+  fm.alloc = w->alloc;
+  static const char created_by[] = "sluice version " SLUICE_VERSION_STRING;
+  fm.created_by = (struct pq_bytes){(const uint8_t*)created_by, (int64_t)strlen(created_by), 1};
+  int rc = 0;
+  struct sl_buffer b64, out;
+  sl_buffer_init(&b64, w->alloc);
+  sl_buffer_init(&out, w->alloc);
+  struct pq_row_group* rgs = NULL;
+  struct pq_key_value* kv = NULL;
+  int64_t n_kv = 0, cap_kv = 0;
+  int64_t n_leaves = w->ps.n_leaves;
+  if (w->n_rgs > 0) {
+    rgs = sl_calloc(w->alloc, (size_t)w->n_rgs, sizeof *rgs);
+    if (rgs == NULL) rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory (footer)");
+  }
+  for (int64_t r = 0; rc == 0 && r < w->n_rgs; ++r) {
+    struct rg_out* src = &w->rgs[r];
+    struct pq_row_group* g = &rgs[r];
+    g->columns = sl_calloc(w->alloc, (size_t)n_leaves, sizeof *g->columns);
+    if (g->columns == NULL) {
+      rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory (footer)");
+      break;
+    }
+    g->n_columns = n_leaves;
+    g->num_rows = src->num_rows;
+    g->total_byte_size = src->total_byte_size;
+    g->total_compressed_size = src->total_compressed_size;
+    g->file_offset = src->file_offset;
+    g->ordinal = (int32_t)(r < 32767 ? r : -1);
+    for (int64_t i = 0; i < n_leaves; ++i) {
+      struct pq_column_chunk* cc = &g->columns[i];
+      cc->meta_data = src->chunks[i].meta;
+      cc->has_meta_data = 1;
+      cc->file_offset = cc->meta_data.dictionary_page_offset >= 0
+                            ? cc->meta_data.dictionary_page_offset : cc->meta_data.data_page_offset;
+    }
+  }
+  fm.row_groups = rgs;
+  fm.n_row_groups = w->n_rgs;
+  // Key/value metadata: the schema's own, then ARROW:schema.
+  const char* m = w->schema.metadata;
+  int32_t n_meta = 0;
+  if (m != NULL) memcpy(&n_meta, m, 4);
+  const char* p = m != NULL ? m + 4 : NULL;
+  for (int32_t i = 0; rc == 0 && i < n_meta + 1; ++i) {
+    struct pq_key_value e;
+    memset(&e, 0, sizeof e);
+    if (i < n_meta) {
+      int32_t kn, vn;
+      memcpy(&kn, p, 4);
+      const char* k = p + 4;
+      memcpy(&vn, k + kn, 4);
+      const char* v = k + kn + 4;
+      p = v + vn;
+      if (kn == 12 && memcmp(k, "ARROW:schema", 12) == 0) continue;
+      e.key = (struct pq_bytes){(const uint8_t*)k, kn, 1};
+      e.value = (struct pq_bytes){(const uint8_t*)v, vn, 1};
+    } else {
+      rc = arrow_schema_b64(w, &b64, error);
+      if (rc != 0) break;
+      e.key = (struct pq_bytes){(const uint8_t*)"ARROW:schema", 12, 1};
+      e.value = (struct pq_bytes){b64.data, b64.size, 1};
+    }
+    if (sl_grow_array(w->alloc, (void**)&kv, &cap_kv, n_kv + 1, sizeof *kv) != 0) {
+      rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory (footer)");
+      break;
+    }
+    kv[n_kv++] = e;
+  }
+  fm.key_value_metadata = kv;
+  fm.n_key_value_metadata = n_kv;
+  if (rc == 0) rc = pq_file_meta_write(&fm, &out, error);
+  if (rc == 0 && out.size > INT32_MAX)
+    rc = sl_error_set(error, EFBIG, "parquet writer: footer of %lld bytes", (long long)out.size);
+  if (rc == 0) {
+    uint8_t tail[8];
+    uint32_t len = (uint32_t)out.size;
+    memcpy(tail, &len, 4);
+    memcpy(tail + 4, "PAR1", 4);
+    rc = sl_sink_write(w->sink, out.data, out.size, error);
+    if (rc == 0) rc = sl_sink_write(w->sink, tail, 8, error);
+  }
+  for (int64_t r = 0; rgs != NULL && r < w->n_rgs; ++r) {
+    if (rgs[r].columns != NULL) sl_free(w->alloc, rgs[r].columns, (size_t)n_leaves * sizeof *rgs[r].columns);
+  }
+  if (rgs != NULL) sl_free(w->alloc, rgs, (size_t)w->n_rgs * sizeof *rgs);
+  sl_free(w->alloc, kv, (size_t)cap_kv * sizeof *kv);
+  sl_buffer_reset(&b64);
+  sl_buffer_reset(&out);
+  return rc;
+}
+
+/* ---- Driver --------------------------------------------------------------------- */
+
+static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
+                        struct sluice_error* error) {
+  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+  return sl_error_set(error, rc, "parquet writer: input stream: %s failed: %s", what,
+                      msg != NULL ? msg : strerror(rc));
+}
+
+static void writer_free(struct pq_writer* w) {
+  release_slices(w);
+  sl_free(w->alloc, w->slices, (size_t)w->cap_slices * sizeof *w->slices);
+  for (int64_t r = 0; r < w->n_rgs; ++r) {
+    for (int64_t i = 0; i < w->ps.n_leaves; ++i) pqw_chunk_free(&w->rgs[r].chunks[i]);
+    sl_free(w->alloc, w->rgs[r].chunks, (size_t)w->ps.n_leaves * sizeof *w->rgs[r].chunks);
+  }
+  sl_free(w->alloc, w->rgs, (size_t)w->cap_rgs * sizeof *w->rgs);
+  if (w->spare != NULL) {
+    for (int64_t i = 0; i < w->ps.n_leaves; ++i) sl_buffer_reset(&w->spare[i]);
+    sl_free(w->alloc, w->spare, (size_t)w->ps.n_leaves * sizeof *w->spare);
+  }
+  if (w->done != NULL) sl_free(w->alloc, w->done, (size_t)w->ps.n_leaves);
+  for (int t = 0; t < w->n_scratch; ++t) pqw_scratch_free(&w->scratch[t]);
+  pqw_schema_free(&w->ps);
+  if (w->schema.release != NULL) w->schema.release(&w->schema);
+}
+
+static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                         const struct sl_write_args* args, struct sluice_error* error) {
+  struct pq_writer* w = sl_calloc(args->alloc, 1, sizeof *w);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+  w->alloc = args->alloc;
+  w->sink = sink;
+  int rc = parse_options(w, args, error);
+  if (rc == 0) {
+    rc = stream->get_schema(stream, &w->schema);
+    if (rc != 0) rc = stream_error(stream, rc, "get_schema", error);
+  }
+  if (rc == 0) rc = pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
+  if (rc == 0) {
+    w->spare = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, sizeof *w->spare);
+    w->done = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, 1);
+    if (w->spare == NULL || w->done == NULL)
+      rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+    for (int64_t i = 0; rc == 0 && i < w->ps.n_leaves; ++i) sl_buffer_init(&w->spare[i], w->alloc);
+  }
+  int want = w->opt.threads < w->ps.n_leaves ? w->opt.threads : (int)w->ps.n_leaves;
+  for (int t = 0; rc == 0 && t < want; ++t) {
+    rc = pqw_scratch_init(&w->scratch[t], w->alloc, error);
+    w->n_scratch = t + 1;
+  }
+  if (rc == 0) rc = sl_sink_write(sink, "PAR1", 4, error);
+  while (rc == 0) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    rc = stream->get_next(stream, &batch);
+    if (rc != 0) {
+      rc = stream_error(stream, rc, "get_next", error);
+      break;
+    }
+    if (batch.release == NULL) break;
+    if (batch.length == 0) {
+      batch.release(&batch);
+      continue;
+    }
+    rc = add_batch(w, &batch, error);
+  }
+  if (rc == 0 && w->pending_rows > 0) rc = flush_row_group(w, error);
+  if (rc == 0) rc = write_footer(w, error);
+  writer_free(w);
+  sl_free(args->alloc, w, sizeof *w);
+  return rc;
+}
+
+static const char* const k_parquet_extensions[] = {".parquet", NULL};
+static const struct sl_format_writer k_parquet_writer = {"parquet", k_parquet_extensions,
+                                                         parquet_write};
+
+const struct sl_format_writer* sl_parquet_writer(void) { return &k_parquet_writer; }

@@ -1,0 +1,412 @@
+// Record assembly over levels. Every node knows (pq_schema.h) at which level
+// entries it has a slot (rep <= node.rep and def >= node.anc_def) and when
+// that slot is non-null (def >= node.def); a list additionally counts an
+// element at every entry with rep <= node.rep + 1 and def >= node.elem_def.
+// Each node walks the levels of its first leaf once; the counts are checked
+// against the children so that inconsistent files give an error.
+#include "pq_assemble.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+
+struct asm_ctx {
+  struct pq_leaf_data* leaves;
+  const struct sluice_allocator* alloc;
+  const char* file;
+  int64_t rg;
+  struct sluice_error* error;
+};
+
+static int asm_error(struct asm_ctx* c, const struct pq_field* f, const char* why) {
+  return sl_error_set(c->error, EINVAL, "%s: row group %" PRId64 ", column %s: %s", c->file,
+                      c->rg, f->name, why);
+}
+
+/// Moves an sl_buffer into buffer i of the array (a non-NULL buffer even when
+/// empty, since some consumers insist on one).
+static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struct sl_buffer* b) {
+  if (b->data == NULL && sl_buffer_reserve(b, 1) != 0)
+    return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file);
+  memset(b->data + b->size, 0, (size_t)(b->capacity - b->size));  // defined padding
+  int64_t cap;
+  uint8_t* data = sl_buffer_detach(b, &cap);
+  sl_array_set_buffer_owned(a, i, data, cap);
+  return 0;
+}
+
+static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
+                 struct ArrowArray* out);
+
+static int oom(struct asm_ctx* c) { return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file); }
+
+/// int32 offsets -> int64 (large_string / large_binary).
+static int widen_offsets(struct asm_ctx* c, struct pq_leaf_data* d) {
+  int64_t n = d->n_slots + 1;
+  struct sl_buffer wide;
+  sl_buffer_init(&wide, c->alloc);
+  if (sl_buffer_reserve(&wide, n * 8) != 0) return oom(c);
+  const int32_t* from = (const int32_t*)(const void*)d->offsets.data;
+  int64_t* to = (int64_t*)(void*)wide.data;
+  for (int64_t i = 0; i < n; ++i) to[i] = from[i];
+  wide.size = n * 8;
+  sl_buffer_reset(&d->offsets);
+  d->offsets = wide;
+  return 0;
+}
+
+/// string_view / binary_view: 16-byte views over the one data buffer.
+static int build_view(struct asm_ctx* c, struct pq_leaf_data* d, struct ArrowArray* out) {
+  int64_t n = d->n_slots;
+  struct sl_buffer views, sizes;
+  sl_buffer_init(&views, c->alloc);
+  sl_buffer_init(&sizes, c->alloc);
+  if (sl_buffer_reserve(&views, n * 16) != 0 || sl_buffer_reserve(&sizes, 8) != 0) {
+    sl_buffer_reset(&views);
+    return oom(c);
+  }
+  const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
+  const uint8_t* data = d->values.data;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t* v = views.data + 16 * i;
+    int32_t len = offs[i + 1] - offs[i];
+    memset(v, 0, 16);
+    memcpy(v, &len, 4);
+    if (len <= 12) {
+      if (len > 0) memcpy(v + 4, data + offs[i], (size_t)len);
+    } else {
+      int32_t buf = 0;
+      memcpy(v + 4, data + offs[i], 4);
+      memcpy(v + 8, &buf, 4);
+      memcpy(v + 12, &offs[i], 4);
+    }
+  }
+  views.size = n * 16;
+  int64_t total = d->values.size;
+  memcpy(sizes.data, &total, 8);
+  sizes.size = 8;
+  int rc = sl_array_init(out, c->alloc, 4, 0, c->error);
+  if (rc == 0) {
+    out->length = n;
+    out->null_count = d->null_count;
+    if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
+    if (rc == 0) rc = give_buffer(c, out, 1, &views);
+    if (rc == 0) rc = give_buffer(c, out, 2, &d->values);
+    if (rc == 0) rc = give_buffer(c, out, 3, &sizes);
+    if (rc != 0) out->release(out);
+  }
+  sl_buffer_reset(&views);
+  sl_buffer_reset(&sizes);
+  return rc;
+}
+
+static uint64_t hash_bytes(const uint8_t* p, int32_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)n;
+  for (int32_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3u;
+  return h ^ (h >> 29);
+}
+
+/// dictionary<index, string|binary>: the decoded values, dictionary-encoded
+/// in order of first appearance (what Arrow C++ gives for a chunk).
+static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct pq_leaf_data* d,
+                            struct ArrowArray* out) {
+  int64_t n = d->n_slots;
+  const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
+  const uint8_t* data = d->values.data;
+  const uint8_t* bits = d->null_count > 0 ? d->validity.data : NULL;
+  int iw = (f->dict_index_format[0] == 'c' || f->dict_index_format[0] == 'C') ? 1
+           : (f->dict_index_format[0] == 's' || f->dict_index_format[0] == 'S') ? 2
+           : (f->dict_index_format[0] == 'i' || f->dict_index_format[0] == 'I') ? 4 : 8;
+  int64_t max_index = iw == 1 ? 127 : iw == 2 ? 32767 : iw == 4 ? INT32_MAX : INT64_MAX;
+  int64_t slots = 64;
+  while (slots < 2 * n) slots *= 2;
+  struct sl_buffer table, idx, doffs, ddata;
+  sl_buffer_init(&table, c->alloc);
+  sl_buffer_init(&idx, c->alloc);
+  sl_buffer_init(&doffs, c->alloc);
+  sl_buffer_init(&ddata, c->alloc);
+  int rc = 0;
+  if (sl_buffer_reserve(&table, slots * 8) != 0 || sl_buffer_reserve(&idx, n * iw + 8) != 0 ||
+      sl_buffer_reserve(&doffs, (n + 1) * 4) != 0 || sl_buffer_reserve(&ddata, d->values.size + 1) != 0)
+    rc = oom(c);
+  int64_t* tab = (int64_t*)(void*)table.data;  // slot -> value index + 1 (0 = empty)
+  int32_t* dofs = (int32_t*)(void*)doffs.data;
+  int64_t nd = 0;
+  if (rc == 0) {
+    memset(tab, 0, (size_t)(slots * 8));
+    dofs[0] = 0;
+  }
+  for (int64_t i = 0; rc == 0 && i < n; ++i) {
+    int64_t k = 0;
+    if (!bits || (bits[i >> 3] >> (i & 7)) & 1) {
+      const uint8_t* p = data + offs[i];
+      int32_t len = offs[i + 1] - offs[i];
+      uint64_t h = hash_bytes(p, len) & (uint64_t)(slots - 1);
+      for (;;) {
+        int64_t e = tab[h];
+        if (e == 0) {
+          if (nd > max_index) {
+            rc = sl_error_set(c->error, EOVERFLOW, "%s: column %s: too many distinct values for "
+                              "the dictionary index type", c->file, f->path);
+            break;
+          }
+          memcpy(ddata.data + ddata.size, p, (size_t)len);
+          ddata.size += len;
+          dofs[nd + 1] = (int32_t)ddata.size;
+          tab[h] = ++nd;
+          k = nd - 1;
+          break;
+        }
+        int32_t el = dofs[e] - dofs[e - 1];
+        if (el == len && memcmp(ddata.data + dofs[e - 1], p, (size_t)len) == 0) {
+          k = e - 1;
+          break;
+        }
+        h = (h + 1) & (uint64_t)(slots - 1);
+      }
+    }
+    if (iw == 1) { int8_t v = (int8_t)k; memcpy(idx.data + i, &v, 1); }
+    else if (iw == 2) { int16_t v = (int16_t)k; memcpy(idx.data + 2 * i, &v, 2); }
+    else if (iw == 4) { int32_t v = (int32_t)k; memcpy(idx.data + 4 * i, &v, 4); }
+    else memcpy(idx.data + 8 * i, &k, 8);
+  }
+  idx.size = n * iw;
+  doffs.size = (nd + 1) * 4;
+  if (rc == 0) rc = sl_array_init(out, c->alloc, 2, 0, c->error);
+  if (rc == 0) {
+    out->length = n;
+    out->null_count = d->null_count;
+    if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
+    if (rc == 0) rc = give_buffer(c, out, 1, &idx);
+    if (rc == 0) rc = sl_array_alloc_dictionary(out, c->error);
+    if (rc == 0) rc = sl_array_init(out->dictionary, c->alloc, 3, 0, c->error);
+    if (rc == 0) {
+      out->dictionary->length = nd;
+      rc = give_buffer(c, out->dictionary, 1, &doffs);
+      if (rc == 0) rc = give_buffer(c, out->dictionary, 2, &ddata);
+    }
+    if (rc != 0) out->release(out);
+  }
+  sl_buffer_reset(&table);
+  sl_buffer_reset(&idx);
+  sl_buffer_reset(&doffs);
+  sl_buffer_reset(&ddata);
+  return rc;
+}
+
+static int build_leaf(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
+                      struct ArrowArray* out) {
+  struct pq_leaf_data* d = &c->leaves[f->leaf];
+  if (d->n_slots != expected) return asm_error(c, f, "leaf value count does not match its parent");
+  if (f->conv == PQ_CONV_BINARY && f->view) return build_view(c, d, out);
+  if (f->conv == PQ_CONV_BINARY && f->dict) return build_dictionary(c, f, d, out);
+  int nb = f->conv == PQ_CONV_NULL ? 0 : f->conv == PQ_CONV_BINARY ? 3 : 2;
+  SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, nb, 0, c->error));
+  out->length = d->n_slots;
+  if (f->conv == PQ_CONV_NULL) {
+    out->null_count = d->n_slots;
+    return 0;
+  }
+  out->null_count = d->null_count;
+  int rc = 0;
+  if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
+  if (rc == 0 && f->conv == PQ_CONV_BINARY) {
+    if (f->large) rc = widen_offsets(c, d);
+    if (rc == 0) rc = give_buffer(c, out, 1, &d->offsets);
+    if (rc == 0) rc = give_buffer(c, out, 2, &d->values);
+  } else if (rc == 0) {
+    rc = give_buffer(c, out, 1, &d->values);
+  }
+  if (rc != 0) out->release(out);
+  return rc;
+}
+
+/// fixed_size_list<N> over a leaf: every non-null list must hold N values;
+/// null lists (0 values in Parquet) get N filler entries in the child so
+/// that slot k's values sit at k * N.
+static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t* offs,
+                      const uint8_t* bits, int64_t slots) {
+  int64_t n = f->fixed_size;
+  const struct pq_field* leaf = &f->children[0];
+  struct pq_leaf_data* d = &c->leaves[leaf->leaf];
+  for (int64_t k = 0; k < slots; ++k) {
+    int64_t len = offs[k + 1] - offs[k];
+    int valid = bits == NULL || ((bits[k >> 3] >> (k & 7)) & 1);
+    if (len != n && !(len == 0 && !valid))
+      return asm_error(c, f, "a fixed_size_list value of the wrong length");
+  }
+  if (d->n_slots == slots * n) return 0;
+  int64_t total = slots * n;
+  struct sl_buffer vals, offsets, validity;
+  sl_buffer_init(&vals, c->alloc);
+  sl_buffer_init(&offsets, c->alloc);
+  sl_buffer_init(&validity, c->alloc);
+  int binary = leaf->conv == PQ_CONV_BINARY, boolean = leaf->conv == PQ_CONV_BOOL;
+  int64_t ow = leaf->out_width;
+  int64_t vbytes = binary ? 0 : boolean ? (total + 7) / 8 : total * ow;
+  int fail = sl_buffer_reserve(&validity, (total + 7) / 8 + 1) != 0;
+  if (!fail && !binary && leaf->conv != PQ_CONV_NULL) fail = sl_buffer_reserve(&vals, vbytes + 1) != 0;
+  if (!fail && binary) fail = sl_buffer_reserve(&offsets, (total + 1) * 4) != 0;
+  if (fail) {
+    sl_buffer_reset(&vals);
+    sl_buffer_reset(&offsets);
+    sl_buffer_reset(&validity);
+    return oom(c);
+  }
+  memset(validity.data, 0, (size_t)validity.capacity);
+  if (vals.data) memset(vals.data, 0, (size_t)vals.capacity);
+  const uint8_t* old_bits = d->null_count > 0 ? d->validity.data : NULL;
+  const int32_t* old_offs = (const int32_t*)(const void*)d->offsets.data;
+  int32_t* new_offs = (int32_t*)(void*)offsets.data;
+  if (new_offs) new_offs[0] = 0;
+  int64_t nulls = 0;
+  for (int64_t k = 0; k < slots; ++k) {
+    int64_t src = offs[k], len = offs[k + 1] - offs[k];
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t dst = k * n + j;
+      int ok = len > 0 && (old_bits == NULL || ((old_bits[(src + j) >> 3] >> ((src + j) & 7)) & 1));
+      if (ok) validity.data[dst >> 3] |= (uint8_t)(1u << (dst & 7));
+      else ++nulls;
+      if (binary) {
+        continue;  // offsets below
+      } else if (len > 0 && boolean) {
+        if ((d->values.data[(src + j) >> 3] >> ((src + j) & 7)) & 1)
+          vals.data[dst >> 3] |= (uint8_t)(1u << (dst & 7));
+      } else if (len > 0 && ow > 0) {
+        memcpy(vals.data + dst * ow, d->values.data + (src + j) * ow, (size_t)ow);
+      }
+    }
+  }
+  // binary: the data bytes stay as they are (fillers are empty); offsets
+  // are rebuilt relative to the old first offset of each kept value
+  if (binary) {
+    int64_t at = 0;
+    for (int64_t k = 0; k < slots; ++k) {
+      int64_t len = offs[k + 1] - offs[k];
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t dst = k * n + j;
+        if (len > 0) at = old_offs[offs[k] + j + 1];
+        new_offs[dst + 1] = (int32_t)at;
+      }
+    }
+    offsets.size = (total + 1) * 4;
+    sl_buffer_reset(&d->offsets);
+    d->offsets = offsets;
+  } else {
+    vals.size = vbytes;
+    sl_buffer_reset(&d->values);
+    d->values = vals;
+  }
+  validity.size = (total + 7) / 8;
+  sl_buffer_reset(&d->validity);
+  if (leaf->nullable) {
+    d->validity = validity;
+    d->null_count = nulls;
+  } else {
+    sl_buffer_reset(&validity);
+    d->null_count = 0;
+  }
+  d->n_slots = total;
+  return 0;
+}
+
+/// Slots, validity and (lists) offsets of a group node.
+static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
+                       struct ArrowArray* out) {
+  struct pq_leaf_data* d = &c->leaves[f->first_leaf];
+  const struct pq_field* leaf_first = f;
+  while (leaf_first->kind != PQ_FIELD_LEAF) leaf_first = &leaf_first->children[0];
+  int64_t n = d->n_levels;
+  const int16_t* def = leaf_first->def > 0 ? (const int16_t*)(const void*)d->def.data : NULL;
+  const int16_t* rep = leaf_first->rep > 0 ? (const int16_t*)(const void*)d->rep.data : NULL;
+  int is_list = f->kind != PQ_FIELD_STRUCT;
+  int16_t frep = f->rep, anc = f->anc_def, fdef = f->def, edef = f->elem_def;
+  struct sl_buffer validity, offsets;
+  sl_buffer_init(&validity, c->alloc);
+  sl_buffer_init(&offsets, c->alloc);
+  int rc = 0;
+  int64_t cap = expected;
+  if (f->nullable && fdef > 0 && sl_buffer_reserve(&validity, (cap + 7) / 8) != 0) rc = ENOMEM;
+  int large = is_list && f->large;
+  if (rc == 0 && is_list && sl_buffer_reserve(&offsets, (cap + 1) * (large ? 8 : 4)) != 0) rc = ENOMEM;
+  if (rc != 0) {
+    sl_buffer_reset(&validity);
+    return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file);
+  }
+  if (validity.data) memset(validity.data, 0, (size_t)validity.capacity);
+  uint8_t* bits = validity.data;
+  int32_t* offs = large ? NULL : (int32_t*)(void*)offsets.data;
+  int64_t* offs64 = large ? (int64_t*)(void*)offsets.data : NULL;
+  int64_t slots = 0, nulls = 0, elems = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int16_t dl = def ? def[i] : 0, rl = rep ? rep[i] : 0;
+    if (rl <= frep && dl >= anc) {
+      if (slots >= expected) {
+        rc = asm_error(c, f, "more slots than the parent has values");
+        break;
+      }
+      if (dl >= fdef) {
+        if (bits) bits[slots >> 3] |= (uint8_t)(1u << (slots & 7));
+      } else {
+        ++nulls;
+      }
+      if (offs) {
+        if (elems > INT32_MAX) {
+          rc = asm_error(c, f, "more than 2^31 list elements in one row group");
+          break;
+        }
+        offs[slots] = (int32_t)elems;
+      } else if (offs64) {
+        offs64[slots] = elems;
+      }
+      ++slots;
+    }
+    if (is_list && rl <= frep + 1 && dl >= edef) ++elems;
+  }
+  if (rc == 0 && slots != expected) rc = asm_error(c, f, "fewer slots than the parent has values");
+  if (rc == 0 && offs) {
+    if (elems > INT32_MAX) rc = asm_error(c, f, "more than 2^31 list elements in one row group");
+    else offs[slots] = (int32_t)elems;
+    offsets.size = (slots + 1) * 4;
+  } else if (rc == 0 && offs64) {
+    offs64[slots] = elems;
+    offsets.size = (slots + 1) * 8;
+  }
+  validity.size = (slots + 7) / 8;
+  if (!f->nullable) nulls = 0;
+  int fixed = is_list && f->fixed_size > 0;
+  if (rc == 0 && fixed) {
+    rc = fsl_expand(c, f, offs, bits, slots);
+    elems = slots * f->fixed_size;
+  }
+  int64_t nchild = f->kind == PQ_FIELD_STRUCT ? f->n_children : 1;
+  if (rc == 0) rc = sl_array_init(out, c->alloc, is_list && !fixed ? 2 : 1, nchild, c->error);
+  if (rc == 0) {
+    out->length = slots;
+    out->null_count = nulls;
+    if (nulls > 0 && bits) rc = give_buffer(c, out, 0, &validity);
+    if (rc == 0 && is_list && !fixed) rc = give_buffer(c, out, 1, &offsets);
+    for (int64_t i = 0; rc == 0 && i < nchild; ++i)
+      rc = build(c, &f->children[i], is_list ? elems : slots, out->children[i]);
+    if (rc != 0) out->release(out);
+  }
+  sl_buffer_reset(&validity);
+  sl_buffer_reset(&offsets);
+  return rc;
+}
+
+static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
+                 struct ArrowArray* out) {
+  if (f->kind == PQ_FIELD_LEAF) return build_leaf(c, f, expected, out);
+  return build_group(c, f, expected, out);
+}
+
+int pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
+                      const struct sluice_allocator* alloc, const char* file, int64_t rg,
+                      struct ArrowArray* out, struct sluice_error* error) {
+  struct asm_ctx c = {.leaves = leaves, .alloc = alloc, .file = file, .rg = rg, .error = error};
+  return build(&c, f, rows, out);
+}

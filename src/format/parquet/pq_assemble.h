@@ -1,0 +1,20 @@
+// Definition / repetition levels -> the nested Arrow arrays (Dremel record
+// assembly): validity bitmaps and list offsets for structs, lists and maps at
+// any depth, over the leaves decoded by pq_column.
+#ifndef PQ_ASSEMBLE_H
+#define PQ_ASSEMBLE_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "pq_column.h"
+#include "pq_schema.h"
+
+/// Builds the array of top-level field `f` (`rows` slots) from `leaves`
+/// (indexed by leaf number; the leaves under `f` must have been read). The
+/// leaves' buffers are moved into the array. `file` / `rg` name errors.
+int pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
+                      const struct sluice_allocator* alloc, const char* file, int64_t rg,
+                      struct ArrowArray* out, struct sluice_error* error);
+
+#endif

@@ -1,0 +1,45 @@
+// Parquet page compression codecs over Debian's libraries: snappy (C API),
+// zlib (gzip, several concatenated members allowed), brotli, zstd, lz4 (the
+// Hadoop framing of codec LZ4, with a fallback to raw LZ4 blocks, and
+// LZ4_RAW). LZO is not supported (a clear error).
+//
+// A pq_codec_ctx holds the per-thread library contexts (zstd, zlib, brotli
+// state) created on first use, all through the sluice allocator
+// (src/codec/sl_codec_alloc.h). One per split / writer thread; not
+// thread-safe.
+#ifndef PQ_CODEC_H
+#define PQ_CODEC_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "pq_meta.h"
+#include "../../core/sl_buffer.h"
+
+struct pq_codec_ctx;
+
+int pq_codec_ctx_new(const struct sluice_allocator* alloc, struct pq_codec_ctx** out,
+                     struct sluice_error* error);
+void pq_codec_ctx_free(struct pq_codec_ctx* ctx);
+
+/// Decompresses `src` (n bytes) into exactly `dst_size` bytes at `dst` (the
+/// page header's uncompressed size). EINVAL, naming the codec, when the data
+/// is corrupt or decompresses to a different size; ENOTSUP for LZO and
+/// unknown codec numbers. PQ_CODEC_UNCOMPRESSED copies (callers avoid it).
+int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src,
+                  int64_t n, uint8_t* dst, int64_t dst_size, struct sluice_error* error);
+
+/// Compresses `src` and appends the result to `out`. `level` < 0 means the
+/// codec's default. Writers support UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD,
+/// LZ4_RAW (ENOTSUP for the others).
+int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const uint8_t* src,
+                int64_t n, struct sl_buffer* out, struct sluice_error* error);
+
+/// "snappy" -> PQ_CODEC_SNAPPY, ..., "none"/"uncompressed" -> UNCOMPRESSED,
+/// "lz4" / "lz4_raw" -> LZ4_RAW (what pyarrow writes for "lz4"). EINVAL if
+/// unknown.
+int pq_codec_from_name(const char* name, enum pq_codec* out, struct sluice_error* error);
+/// "SNAPPY", "GZIP", ... for messages.
+const char* pq_codec_name(enum pq_codec codec);
+
+#endif

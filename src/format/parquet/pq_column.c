@@ -1,0 +1,585 @@
+// One column chunk -> one leaf's Arrow buffers. Values are decoded dense
+// (nulls are not in the page data) straight into the output buffer at the
+// page's first slot, converted in place where the widths allow, then spread
+// backwards over the null slots; so required / null-free PLAIN pages cost one
+// copy (or none: the decompressor writes into the output).
+#include "pq_column.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "pq_column_internal.h"
+#include "pq_encoding.h"
+
+void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc) {
+  memset(d, 0, sizeof *d);
+  sl_buffer_init(&d->def, alloc);
+  sl_buffer_init(&d->rep, alloc);
+  sl_buffer_init(&d->validity, alloc);
+  sl_buffer_init(&d->values, alloc);
+  sl_buffer_init(&d->offsets, alloc);
+}
+
+void pq_leaf_data_reset(struct pq_leaf_data* d) {
+  sl_buffer_reset(&d->def);
+  sl_buffer_reset(&d->rep);
+  sl_buffer_reset(&d->validity);
+  sl_buffer_reset(&d->values);
+  sl_buffer_reset(&d->offsets);
+  d->n_levels = d->n_slots = d->null_count = 0;
+}
+
+int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
+                          struct sl_source* source, const struct pq_file_meta* meta,
+                          int verify_checksums, struct sluice_error* error) {
+  memset(cr, 0, sizeof *cr);
+  cr->alloc = alloc;
+  cr->source = source;
+  cr->meta = meta;
+  cr->verify_checksums = verify_checksums;
+  struct sl_buffer* bufs[] = {&cr->page, &cr->dict, &cr->dict_out, &cr->dict_ptrs, &cr->dict_lens,
+                              &cr->scratch, &cr->ptrs, &cr->lens, &cr->idx, &cr->delta,
+                              &cr->saved};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_init(bufs[i], alloc);
+  return pq_codec_ctx_new(alloc, &cr->codec, error);
+}
+
+void pq_column_reader_release(struct pq_column_reader* cr) {
+  struct sl_buffer* bufs[] = {&cr->page, &cr->dict, &cr->dict_out, &cr->dict_ptrs, &cr->dict_lens,
+                              &cr->scratch, &cr->ptrs, &cr->lens, &cr->idx, &cr->delta,
+                              &cr->saved};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
+  if (cr->codec) pq_codec_ctx_free(cr->codec);
+  cr->codec = NULL;
+}
+
+/// Makes room for `bytes` in a scratch buffer (contents not kept).
+static int ensure_total(struct sl_buffer* b, int64_t total) {
+  // Never leave data NULL: callers index it (+ 0) even for empty pages.
+  if (total < 1) total = 1;
+  if (total <= b->capacity) return 0;
+  int64_t size = b->size;
+  SL_RETURN_NOT_OK(sl_buffer_reserve(b, total - size));
+  return 0;
+}
+
+/* ---- levels ---------------------------------------------------------------- */
+
+static int decode_levels(enum pq_encoding enc, int v2, const uint8_t* data, int64_t size,
+                         int64_t n, int max_level, int16_t* out, int64_t* consumed,
+                         const struct chunk_where* w, struct sluice_error* error) {
+  int bw = pq_bit_width((uint64_t)max_level);
+  if (v2) {
+    struct pq_rle_decoder d;
+    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data, size, bw, error)));
+    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_i16(&d, out, n, error)));
+    *consumed = size;
+    return 0;
+  }
+  if (enc == PQ_ENC_RLE) {
+    if (size < 4) return pq_chunk_error(w, error, EINVAL, "truncated level length");
+    uint32_t len;
+    memcpy(&len, data, 4);
+    if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EINVAL, "level length past the page end");
+    struct pq_rle_decoder d;
+    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data + 4, len, bw, error)));
+    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_i16(&d, out, n, error)));
+    *consumed = 4 + (int64_t)len;
+    return 0;
+  }
+  if (enc == PQ_ENC_BIT_PACKED)
+    return pq_chunk_prefix(w, error, pq_bit_packed_levels_decode(data, size, bw, n, out, consumed, error));
+  return pq_chunk_error(w, error, EINVAL, "unsupported level encoding");
+}
+
+/* ---- scatter dense values over slots --------------------------------------- */
+
+static void set_bits(uint8_t* bits, int64_t from, int64_t to) {
+  for (int64_t i = from; i < to && (i & 7); ++i) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+  int64_t a = (from + 7) & ~(int64_t)7;
+  if (a >= to) return;
+  int64_t b = to & ~(int64_t)7;
+  if (b > a) memset(bits + (a >> 3), 0xff, (size_t)((b - a) >> 3));
+  for (int64_t i = b > a ? b : a; i < to; ++i) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+/// The validity bitmap exists from the first null on; before that every slot
+/// was valid. Sized for `cap_slots`.
+static int ensure_validity(struct pq_leaf_data* d, int64_t cap_slots, int64_t valid_before) {
+  int64_t need = (cap_slots + 7) / 8;
+  if (d->validity.data == NULL) {
+    SL_RETURN_NOT_OK(sl_buffer_reserve(&d->validity, need));
+    memset(d->validity.data, 0, (size_t)d->validity.capacity);
+    set_bits(d->validity.data, 0, valid_before);
+  } else if (need > d->validity.capacity) {
+    int64_t old = d->validity.capacity;
+    d->validity.size = old;
+    SL_RETURN_NOT_OK(sl_buffer_reserve(&d->validity, need - old));
+    memset(d->validity.data + old, 0, (size_t)(d->validity.capacity - old));
+  }
+  d->validity.size = need;
+  return 0;
+}
+
+/// Spreads nv dense values at slot s0 over the page's slots (backwards, in
+/// place), zero-filling null slots, and marks validity.
+static void spread_fixed(uint8_t* base, int32_t width, int64_t s0, int64_t nv, const int16_t* def,
+                         int64_t n, int16_t maxd, int16_t anc, int64_t slots) {
+  int64_t j = nv, s = slots;
+  for (int64_t i = n - 1; i >= 0 && s > j; --i) {
+    int16_t dl = def[i];
+    if (dl < anc) continue;
+    --s;
+    uint8_t* to = base + (s0 + s) * width;
+    if (dl == maxd)
+      memcpy(to, base + (s0 + --j) * width, (size_t)width);
+    else
+      memset(to, 0, (size_t)width);
+  }
+}
+
+static void mark_validity(uint8_t* bits, int64_t s0, const int16_t* def, int64_t n, int16_t maxd,
+                          int16_t anc) {
+  int64_t s = s0;
+  for (int64_t i = 0; i < n; ++i) {
+    int16_t dl = def[i];
+    if (dl < anc) continue;
+    if (dl == maxd) bits[s >> 3] |= (uint8_t)(1u << (s & 7));
+    ++s;
+  }
+}
+
+/* ---- pages ----------------------------------------------------------------- */
+
+struct page_ctx {
+  const struct pq_field* f;
+  struct pq_leaf_data* out;
+  int64_t cap_slots;  ///< slots the fixed buffers are sized for
+  int64_t rows;       ///< row group rows (max_rep 0: slots must equal this)
+  int all_defined;    ///< the current page's def levels are all the maximum
+};
+
+static int varint_len(uint64_t v) {
+  int n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+/// Whether RLE level bytes (no length prefix) are one run of `n` copies of
+/// `level` (bit width <= 8): what writers emit for a page without nulls.
+static int is_single_run(const uint8_t* data, int64_t size, int64_t n, int level) {
+  uint64_t header = (uint64_t)n << 1;
+  int hl = varint_len(header);
+  if (size != hl + 1) return 0;
+  for (int i = 0; i < hl; ++i) {
+    uint8_t want = (uint8_t)((header >> (7 * i)) & 0x7f) | (i + 1 < hl ? 0x80 : 0);
+    if (data[i] != want) return 0;
+  }
+  return data[hl] == level;
+}
+
+static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where* w,
+                      struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  if (need <= p->cap_slots) return 0;
+  int64_t cap = p->cap_slots * 2 > need ? p->cap_slots * 2 : need;
+  int rc = 0;
+  if (f->conv == PQ_CONV_BOOL) rc = ensure_total(&d->values, (cap + 7) / 8);
+  else if (f->conv == PQ_CONV_BINARY) rc = ensure_total(&d->offsets, (cap + 1) * 4);
+  else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
+  if (rc == 0 && d->validity.data) rc = ensure_validity(d, cap, 0);
+  if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
+  if (f->conv == PQ_CONV_BOOL && d->values.capacity > d->values.size)  // bits are OR-ed in
+    memset(d->values.data + d->values.size, 0, (size_t)(d->values.capacity - d->values.size));
+  p->cap_slots = cap;
+  return 0;
+}
+
+/// Decodes the values of one data page whose levels are in out->def/rep at
+/// entries [e0, e0 + n).
+static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_encoding enc,
+                       const uint8_t* data, int64_t size, int64_t e0, int64_t n,
+                       const struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  int16_t maxd = f->def, anc = f->anc_def;
+  const int16_t* def = maxd > 0 ? (const int16_t*)(const void*)d->def.data + e0 : NULL;
+  int64_t nv = n, slots = n;
+  if (def && !p->all_defined) {
+    nv = slots = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      nv += def[i] == maxd;
+      slots += def[i] >= anc;
+    }
+  }
+  if (slots == 0) return 0;  // only entries under null / empty ancestors
+  if (f->rep == 0 && d->n_slots + slots > p->rows)
+    return pq_chunk_error(w, error, EINVAL, "more values than the row group has rows");
+  SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + slots, w, error));
+  int64_t s0 = d->n_slots;
+  int has_nulls = slots > nv;
+  if (has_nulls && f->nullable) {
+    if (ensure_validity(d, p->cap_slots, s0) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    mark_validity(d->validity.data, s0, def, n, maxd, anc);
+  } else if (d->validity.data) {
+    set_bits(d->validity.data, s0, s0 + slots);
+  }
+  if (f->nullable) d->null_count += slots - nv;
+  if (f->conv == PQ_CONV_NULL) {
+    if (nv > 0) return pq_chunk_error(w, error, EINVAL, "values in a column of the NULL type");
+  } else if (f->conv == PQ_CONV_BINARY) {
+    SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
+    const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
+    const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
+    int64_t bytes = 0;
+    for (int64_t i = 0; i < nv; ++i) bytes += lens[i];
+    if (d->values.size + bytes > INT32_MAX)
+      return pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column chunk");
+    if (sl_buffer_reserve(&d->values, bytes) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    int32_t* offs = (int32_t*)(void*)d->offsets.data;
+    int32_t at = (int32_t)d->values.size;
+    uint8_t* vd = d->values.data;
+    int64_t s = s0, j = 0;
+    if (!has_nulls) {
+      for (int64_t i = 0; i < nv; ++i) {
+        memcpy(vd + at, ptrs[i], (size_t)lens[i]);
+        at += lens[i];
+        offs[++s] = at;
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        if (def[i] < anc) continue;
+        if (def[i] == maxd) {
+          memcpy(vd + at, ptrs[j], (size_t)lens[j]);
+          at += lens[j];
+          ++j;
+        }
+        offs[++s] = at;
+      }
+    }
+    d->values.size = at;
+  } else if (f->conv == PQ_CONV_BOOL) {
+    if (pq_scratch_size(&cr->scratch, nv) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    uint8_t* b = cr->scratch.data;
+    SL_RETURN_NOT_OK(pq_dense_fixed(cr, f, enc, data, size, nv, b, w, error));
+    uint8_t* bits = d->values.data;
+    int64_t s = s0, j = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (def && def[i] < anc) continue;
+      if (!def || def[i] == maxd) {
+        if (b[j++]) bits[s >> 3] |= (uint8_t)(1u << (s & 7));
+      }
+      ++s;
+    }
+    d->values.size = (s0 + slots + 7) / 8;
+  } else {
+    int32_t ow = f->out_width;
+    uint8_t* dst = d->values.data + s0 * ow;
+    SL_RETURN_NOT_OK(pq_dense_fixed(cr, f, enc, data, size, nv, dst, w, error));
+    if (has_nulls) spread_fixed(d->values.data, ow, s0, nv, def, n, maxd, anc, slots);
+    d->values.size = (s0 + slots) * ow;
+  }
+  d->n_slots += slots;
+  return 0;
+}
+
+/// Levels of a page into out->def / out->rep at entry e0; validates them.
+static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
+                       enum pq_encoding def_enc, const uint8_t* rdata, int64_t rsize,
+                       const uint8_t* ddata, int64_t dsize, int64_t n, int64_t* used,
+                       const struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  int64_t e0 = d->n_levels, consumed = 0;
+  *used = 0;
+  if (f->rep > 0) {
+    if (ensure_total(&d->rep, (e0 + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    int16_t* r = (int16_t*)(void*)d->rep.data + e0;
+    SL_RETURN_NOT_OK(decode_levels(rep_enc, v2, rdata, rsize, n, f->rep, r, &consumed, w, error));
+    for (int64_t i = 0; i < n; ++i)
+      if (r[i] < 0 || r[i] > f->rep) return pq_chunk_error(w, error, EINVAL, "repetition level above the maximum");
+    if (e0 == 0 && n > 0 && r[0] != 0)
+      return pq_chunk_error(w, error, EINVAL, "the first repetition level is not 0");
+    d->rep.size = (e0 + n) * 2;
+    if (!v2) {
+      *used += consumed;
+      ddata += consumed;
+      dsize -= consumed;
+    }
+  }
+  p->all_defined = 0;
+  if (f->def > 0) {
+    if (ensure_total(&d->def, (e0 + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    int16_t* dl = (int16_t*)(void*)d->def.data + e0;
+    // Fast path: a page without nulls is one RLE run of the maximum level.
+    const uint8_t* run = ddata;
+    int64_t run_size = dsize;
+    uint32_t len = 0;
+    if (!v2 && def_enc == PQ_ENC_RLE && dsize >= 4) {
+      memcpy(&len, ddata, 4);
+      run = ddata + 4;
+      run_size = (int64_t)len <= dsize - 4 ? (int64_t)len : -1;
+    }
+    if (f->def < 256 && (v2 || def_enc == PQ_ENC_RLE) && run_size > 0 &&
+        is_single_run(run, run_size, n, f->def)) {
+      int16_t maxd = f->def;
+      for (int64_t i = 0; i < n; ++i) dl[i] = maxd;
+      d->def.size = (e0 + n) * 2;
+      p->all_defined = f->rep == 0;
+      if (!v2) *used += 4 + run_size;
+      return 0;
+    }
+    SL_RETURN_NOT_OK(decode_levels(def_enc, v2, ddata, dsize, n, f->def, dl, &consumed, w, error));
+    for (int64_t i = 0; i < n; ++i)
+      if (dl[i] < 0 || dl[i] > f->def) return pq_chunk_error(w, error, EINVAL, "definition level above the maximum");
+    d->def.size = (e0 + n) * 2;
+    if (!v2) *used += consumed;
+  }
+  return 0;
+}
+
+/// STRING values must be UTF-8 (Arrow's utf8 type promises it): the bytes
+/// as a whole, and no value starting inside a character.
+static int check_utf8(const struct pq_leaf_data* d, const struct chunk_where* w,
+                      struct sluice_error* error) {
+  const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
+  const uint8_t* data = d->values.data;
+  int64_t bad = pq_utf8_invalid_at(data, d->values.size);
+  for (int64_t i = 0; bad < 0 && i < d->n_slots; ++i)
+    if (offs[i + 1] > offs[i] && (data[offs[i]] & 0xC0) == 0x80) bad = offs[i];
+  if (bad < 0) return 0;
+  int64_t slot = 0;
+  while (slot < d->n_slots && offs[slot + 1] <= bad) ++slot;
+  return sl_error_set(error, EINVAL, "%s: row group %" PRId64 ", column %s: value %" PRId64
+                      " of the chunk is not valid UTF-8 (a STRING column)", w->file, w->rg,
+                      w->path, slot);
+}
+
+static uint32_t crc_of(const uint8_t* data, int64_t n) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    uInt k = n > (int64_t)1 << 30 ? (uInt)1 << 30 : (uInt)n;
+    c = crc32(c, data, k);
+    data += k;
+    n -= k;
+  }
+  return (uint32_t)c;
+}
+
+/// v1 data page of a flat column with PLAIN fixed-width values and no
+/// nulls: the page decompresses straight into the output buffer, placed so
+/// that its values land at the page's first slot. The level bytes in front of
+/// them (predicted: one RLE run, or none for required columns) overwrite the
+/// tail of the previous page's values, which is saved and restored. Returns 1
+/// when it took the page (then *rc is the status, `levels` holds the level
+/// bytes and *values points at the values in place), 0 to use the normal path.
+static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const struct pq_page_header* h,
+                       enum pq_codec codec, const uint8_t* body, int64_t bsize, uint8_t* levels,
+                       const uint8_t** values, int* rc, const struct chunk_where* w,
+                       struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  (void)cr;
+  if (h->encoding != PQ_ENC_PLAIN || f->conv != PQ_CONV_COPY || f->rep != 0 || f->def > 1 ||
+      f->out_width <= 0)
+    return 0;
+  int64_t n = h->num_values, ow = f->out_width;
+  int64_t lsize = f->def == 0 ? 0 : 4 + varint_len((uint64_t)n << 1) + 1;
+  if (f->def > 0 && h->definition_level_encoding != PQ_ENC_RLE) return 0;
+  if (h->uncompressed_page_size != lsize + n * ow) return 0;
+  if (d->n_slots + n > p->rows) return 0;
+  if (grow_slots(p, d->n_slots + n, w, error) != 0) return 0;
+  int64_t at = d->n_slots * ow - lsize;
+  if (at < 0 || at + h->uncompressed_page_size > d->values.capacity) return 0;
+  uint8_t saved[24];
+  memcpy(saved, d->values.data + at, (size_t)lsize);
+  *rc = pq_chunk_prefix(w, error, pq_decompress(cr->codec, codec, body, bsize, d->values.data + at,
+                                             h->uncompressed_page_size, error));
+  memcpy(levels, d->values.data + at, (size_t)lsize);
+  memcpy(d->values.data + at, saved, (size_t)lsize);
+  if (*rc == 0 && lsize > 0) {
+    uint32_t len;
+    memcpy(&len, levels, 4);
+    if (len != (uint32_t)(lsize - 4) || !is_single_run(levels + 4, lsize - 4, n, 1))
+      return 0;  // nulls after all (sizes matched by chance): the normal path redoes it
+  }
+  *values = d->values.data + d->n_slots * ow;
+  return 1;
+}
+
+int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
+                   struct pq_leaf_data* out, struct sluice_error* error) {
+  const struct pq_file_meta* meta = cr->meta;
+  struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
+  pq_leaf_data_reset(out);
+  cr->has_dict = 0;
+  cr->dict_n = 0;
+  const struct pq_row_group* g = &meta->row_groups[rg];
+  if (f->leaf >= g->n_columns) return pq_chunk_error(&w, error, EINVAL, "the row group has no chunk for this column");
+  const struct pq_column_chunk* cc = &g->columns[f->leaf];
+  if (cc->file_path.present && cc->file_path.size > 0)
+    return pq_chunk_error(&w, error, ENOTSUP, "column chunks in other files are not supported");
+  if (cc->encrypted) return pq_chunk_error(&w, error, ENOTSUP, "encrypted Parquet is not supported");
+  if (!cc->has_meta_data) return pq_chunk_error(&w, error, EINVAL, "column chunk without metadata");
+  const struct pq_column_meta* m = &cc->meta_data;
+  if (m->type != f->element->type)
+    return pq_chunk_error(&w, error, EINVAL, "chunk physical type differs from the schema");
+  int64_t rows = g->num_rows;
+  if (rows < 0) return pq_chunk_error(&w, error, EINVAL, "negative row count");
+  int64_t start = m->data_page_offset;
+  if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start) start = m->dictionary_page_offset;
+  int64_t len = m->total_compressed_size;
+  int64_t fsize = cr->source->size;
+  if (start < 0 || len < 0 || start > fsize || len > fsize - start)
+    return pq_chunk_error(&w, error, EINVAL, "column chunk byte range outside the file");
+  // Old parquet-mr wrote total_compressed_size without the dictionary page
+  // header (PARQUET-816): allow a little slack, as Arrow C++ does.
+  len += fsize - start - len < 100 ? fsize - start - len : 100;
+  if (m->num_values < 0) return pq_chunk_error(&w, error, EINVAL, "negative value count");
+  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
+  // Flat and struct-only leaves have exactly one slot per row: size once.
+  if (f->rep == 0) {
+    if (m->num_values != rows)
+      return pq_chunk_error(&w, error, EINVAL, "value count differs from the row count");
+    SL_RETURN_NOT_OK(grow_slots(&p, rows, &w, error));
+  }
+  if (f->conv == PQ_CONV_BINARY) {
+    if (ensure_total(&out->offsets, 4) != 0) return pq_chunk_prefix(&w, error, ENOMEM);
+    memset(out->offsets.data, 0, 4);
+  }
+  struct sl_view view = {0};
+  SL_RETURN_NOT_OK(pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
+  int rc = 0;
+  int64_t pos = 0;
+  int saw_data = 0;
+  while (rc == 0 && pos < len && out->n_levels < m->num_values) {
+    w.page = start + pos;
+    struct pq_page_header h;
+    int64_t hsize;
+    rc = pq_chunk_prefix(&w, error, pq_page_header_parse(view.data + pos, len - pos, &h, &hsize, error));
+    if (rc != 0) break;
+    if (h.compressed_page_size > len - pos - hsize) {
+      rc = pq_chunk_error(&w, error, EINVAL, "page extends past the column chunk");
+      break;
+    }
+    const uint8_t* body = view.data + pos + hsize;
+    int64_t bsize = h.compressed_page_size;
+    pos += hsize + bsize;
+    if (h.has_crc && cr->verify_checksums && crc_of(body, bsize) != h.crc) {
+      rc = pq_chunk_error(&w, error, EINVAL, "page CRC mismatch (the page is corrupt)");
+      break;
+    }
+    int64_t usize = h.uncompressed_page_size;
+    if (h.type == PQ_PAGE_DICTIONARY) {
+      if (cr->has_dict || saw_data) {
+        rc = pq_chunk_error(&w, error, EINVAL, "a second or late dictionary page");
+        break;
+      }
+      const uint8_t* dd = body;
+      int64_t dsize = bsize;
+      if (m->codec != PQ_CODEC_UNCOMPRESSED) {
+        if (pq_scratch_size(&cr->dict, usize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
+        if (rc != 0) break;
+        dd = cr->dict.data;
+        dsize = usize;
+      }
+      rc = pq_read_dictionary(cr, f, dd, dsize, h.num_values, &w, error);
+      continue;
+    }
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2) continue;  // index pages etc.
+    saw_data = 1;
+    int64_t n = h.num_values;
+    if (n < 0 || n > m->num_values - out->n_levels) {
+      rc = pq_chunk_error(&w, error, EINVAL, "page value count exceeds the column chunk's");
+      break;
+    }
+    int v2 = h.type == PQ_PAGE_DATA_V2;
+    const uint8_t *rdata = NULL, *ddata = NULL, *vdata;
+    int64_t rsize = 0, dsize = 0, vsize;
+    int64_t used = 0;
+    if (v2) {
+      int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
+      if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize) {
+        rc = pq_chunk_error(&w, error, EINVAL, "level byte lengths exceed the page");
+        break;
+      }
+      rdata = body;
+      rsize = rl;
+      ddata = body + rl;
+      dsize = dl;
+      vdata = body + rl + dl;
+      vsize = bsize - rl - dl;
+      int64_t vusize = usize - rl - dl;
+      rc = page_levels(&p, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, &w, error);
+      if (rc != 0) break;
+      int ow = f->out_width;
+      if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0 &&
+          h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
+          vusize / ow <= n && grow_slots(&p, out->n_slots + n, &w, error) == 0) {
+        // PLAIN values decompress straight into the output (dense at the
+        // page's first slot; page_values spreads them over nulls).
+        uint8_t* dst = out->values.data + out->n_slots * ow;
+        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, vdata, vsize, dst, vusize, error));
+        if (rc != 0) break;
+        vdata = dst;
+        vsize = vusize;
+      } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
+        if (pq_scratch_size(&cr->page, vusize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
+        if (rc != 0) break;
+        vdata = cr->page.data;
+        vsize = vusize;
+      } else if (vusize <= 0) {
+        vsize = 0;
+      }
+    } else {
+      const uint8_t* pd = body;
+      int64_t psize = bsize;
+      uint8_t levels[24];
+      if (m->codec != PQ_CODEC_UNCOMPRESSED &&
+          in_place_v1(cr, &p, &h, m->codec, body, bsize, levels, &vdata, &rc, &w, error)) {
+        if (rc != 0) break;
+        int64_t lsize = usize - n * f->out_width;
+        rc = page_levels(&p, 0, h.repetition_level_encoding, h.definition_level_encoding, levels,
+                         lsize, levels, lsize, n, &used, &w, error);
+        if (rc != 0) break;
+        int64_t e0 = out->n_levels;
+        out->n_levels += n;
+        rc = page_values(cr, &p, h.encoding, vdata, n * f->out_width, e0, n, &w, error);
+        continue;
+      }
+      if (m->codec != PQ_CODEC_UNCOMPRESSED) {
+        if (pq_scratch_size(&cr->page, usize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
+        if (rc != 0) break;
+        pd = cr->page.data;
+        psize = usize;
+      }
+      rc = page_levels(&p, 0, h.repetition_level_encoding, h.definition_level_encoding, pd, psize,
+                       pd, psize, n, &used, &w, error);
+      if (rc != 0) break;
+      vdata = pd + used;
+      vsize = psize - used;
+    }
+    int64_t e0 = out->n_levels;
+    out->n_levels += n;
+    rc = page_values(cr, &p, h.encoding, vdata, vsize, e0, n, &w, error);
+  }
+  w.page = -1;
+  if (rc == 0 && out->n_levels != m->num_values)
+    rc = pq_chunk_error(&w, error, EINVAL, "the pages hold fewer values than the column chunk claims");
+  if (rc == 0 && f->conv == PQ_CONV_BINARY) {
+    out->offsets.size = (out->n_slots + 1) * 4;
+    if (f->is_string) rc = check_utf8(out, &w, error);
+  }
+  sl_view_release(&view);
+  return rc;
+}

@@ -1,0 +1,69 @@
+// Reading one column chunk of one row group: page headers, CRCs,
+// decompression, levels, every value encoding, and the scatter of the dense
+// values into the leaf's Arrow buffers (one slot per level entry at which the
+// leaf has a slot, see pq_schema.h).
+#ifndef PQ_COLUMN_H
+#define PQ_COLUMN_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "core/sl_buffer.h"
+#include "io/sl_source.h"
+#include "pq_codec.h"
+#include "pq_meta.h"
+#include "pq_schema.h"
+
+/// What one column chunk decodes to.
+struct pq_leaf_data {
+  int64_t n_levels;          ///< level entries (== rows for max_rep 0)
+  struct sl_buffer def;      ///< int16 per entry (when the leaf's def > 0)
+  struct sl_buffer rep;      ///< int16 per entry (when the leaf's rep > 0)
+  int64_t n_slots;           ///< the leaf array's length
+  int64_t null_count;
+  struct sl_buffer validity; ///< empty when no slot is null (or not nullable)
+  struct sl_buffer values;   ///< fixed: n_slots * out_width; bool: bitmap; binary: bytes
+  struct sl_buffer offsets;  ///< binary: (n_slots + 1) int32
+};
+
+void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);
+void pq_leaf_data_reset(struct pq_leaf_data* d);
+
+/// Per-split scratch state, reused for every chunk of the split.
+struct pq_column_reader {
+  const struct sluice_allocator* alloc;
+  struct sl_source* source;
+  const struct pq_file_meta* meta;
+  struct pq_codec_ctx* codec;
+  int verify_checksums;
+  struct sl_buffer page;     ///< decompressed page
+  struct sl_buffer dict;     ///< decompressed dictionary page (kept for the chunk)
+  struct sl_buffer dict_out; ///< dictionary values in the output representation
+  struct sl_buffer dict_ptrs, dict_lens;  ///< BYTE_ARRAY dictionary values
+  int64_t dict_n;
+  int has_dict;
+  struct sl_buffer scratch;  ///< dense physical values
+  struct sl_buffer ptrs, lens;
+  struct sl_buffer idx;      ///< dictionary indices
+  struct sl_buffer delta;    ///< DELTA_BYTE_ARRAY rebuilt values
+  struct sl_buffer saved;    ///< bytes saved around in-place decompression
+};
+
+int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
+                          struct sl_source* source, const struct pq_file_meta* meta,
+                          int verify_checksums, struct sluice_error* error);
+void pq_column_reader_release(struct pq_column_reader* cr);
+
+/// Decodes the chunk of `leaf` in row group `rg` into `out` (reset first).
+/// Errors name the file, row group, column path and page offset.
+int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
+                   struct pq_leaf_data* out, struct sluice_error* error);
+
+/// Converts `n` PLAIN-encoded physical values (a statistics bound: BYTE_ARRAY
+/// without its length prefix, n = 1) into the leaf's output representation.
+/// For fixed-width outputs writes out_width bytes to `out`; BOOL writes one
+/// byte 0/1. Used by stored statistics so that bounds match the page decoder.
+int pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
+                           uint8_t* out, struct sluice_error* error);
+
+#endif

@@ -1,0 +1,278 @@
+// Writing FileMetaData and PageHeader in the Thrift compact protocol. Only
+// fields that are present are written. Like Arrow C++, a LogicalType is
+// accompanied by the equivalent ConvertedType (when one exists) so that old
+// readers still see the annotation, and every leaf gets a ColumnOrder
+// (TypeDefinedOrder unless told otherwise), without which readers ignore
+// min_value/max_value.
+#include <errno.h>
+#include <string.h>
+
+#include "pq_meta.h"
+#include "pq_thrift.h"
+#include "../../core/sl_error.h"
+
+static void write_bytes_field(struct pq_thrift_writer* w, int16_t id, const struct pq_bytes* b) {
+  if (b->present) pq_thrift_write_binary_field(w, id, b->data, b->size);
+}
+
+static void write_statistics(struct pq_thrift_writer* w, int16_t id,
+                             const struct pq_statistics* s) {
+  if (!s->present) return;
+  pq_thrift_write_field(w, id, PQ_TT_STRUCT);
+  pq_thrift_write_struct_begin(w);
+  write_bytes_field(w, 1, &s->max);
+  write_bytes_field(w, 2, &s->min);
+  if (s->null_count >= 0) pq_thrift_write_i64_field(w, 3, s->null_count);
+  if (s->distinct_count >= 0) pq_thrift_write_i64_field(w, 4, s->distinct_count);
+  write_bytes_field(w, 5, &s->max_value);
+  write_bytes_field(w, 6, &s->min_value);
+  if (s->is_max_value_exact >= 0) pq_thrift_write_bool_field(w, 7, s->is_max_value_exact);
+  if (s->is_min_value_exact >= 0) pq_thrift_write_bool_field(w, 8, s->is_min_value_exact);
+  pq_thrift_write_struct_end(w);
+}
+
+static void write_key_values(struct pq_thrift_writer* w, int16_t id, const struct pq_key_value* kv,
+                             int64_t n) {
+  if (n <= 0) return;
+  pq_thrift_write_field(w, id, PQ_TT_LIST);
+  pq_thrift_write_list_begin(w, PQ_TT_STRUCT, n);
+  for (int64_t i = 0; i < n; ++i) {
+    pq_thrift_write_struct_begin(w);
+    pq_thrift_write_binary_field(w, 1, kv[i].key.data, kv[i].key.size);
+    write_bytes_field(w, 2, &kv[i].value);
+    pq_thrift_write_struct_end(w);
+  }
+}
+
+static void write_logical_type(struct pq_thrift_writer* w, const struct pq_logical_type* lt) {
+  if (lt->kind == PQ_LOGICAL_NONE || lt->kind == PQ_LOGICAL_UNKNOWN_MEMBER) return;
+  pq_thrift_write_field(w, 10, PQ_TT_STRUCT);
+  pq_thrift_write_struct_begin(w);
+  pq_thrift_write_field(w, (int16_t)lt->kind, PQ_TT_STRUCT);
+  pq_thrift_write_struct_begin(w);
+  switch (lt->kind) {
+    case PQ_LOGICAL_DECIMAL:
+      pq_thrift_write_i32_field(w, 1, lt->decimal_scale);
+      pq_thrift_write_i32_field(w, 2, lt->decimal_precision);
+      break;
+    case PQ_LOGICAL_TIME: case PQ_LOGICAL_TIMESTAMP:
+      pq_thrift_write_bool_field(w, 1, lt->is_adjusted_to_utc);
+      pq_thrift_write_field(w, 2, PQ_TT_STRUCT);
+      pq_thrift_write_struct_begin(w);  // TimeUnit union
+      pq_thrift_write_empty_struct_field(w, (int16_t)lt->unit);
+      pq_thrift_write_struct_end(w);
+      break;
+    case PQ_LOGICAL_INTEGER: {
+      pq_thrift_write_field(w, 1, PQ_TT_BYTE);
+      uint8_t bits = (uint8_t)lt->bit_width;
+      if (w->status == 0) w->status = sl_buffer_append(w->out, &bits, 1);
+      pq_thrift_write_bool_field(w, 2, lt->is_signed);
+      break;
+    }
+    default:
+      break;  // the other members are empty structs
+  }
+  pq_thrift_write_struct_end(w);
+  pq_thrift_write_struct_end(w);
+}
+
+/// The ConvertedType Arrow C++ writes beside a LogicalType (NONE if none).
+static enum pq_converted_type converted_for(const struct pq_logical_type* lt) {
+  switch (lt->kind) {
+    case PQ_LOGICAL_STRING: return PQ_CT_UTF8;
+    case PQ_LOGICAL_MAP: return PQ_CT_MAP;
+    case PQ_LOGICAL_LIST: return PQ_CT_LIST;
+    case PQ_LOGICAL_ENUM: return PQ_CT_ENUM;
+    case PQ_LOGICAL_DECIMAL: return PQ_CT_DECIMAL;
+    case PQ_LOGICAL_DATE: return PQ_CT_DATE;
+    case PQ_LOGICAL_JSON: return PQ_CT_JSON;
+    case PQ_LOGICAL_BSON: return PQ_CT_BSON;
+    // The legacy time annotations mean "adjusted to UTC" (LogicalTypes.md).
+    case PQ_LOGICAL_TIME:
+      if (!lt->is_adjusted_to_utc) return PQ_CONVERTED_NONE;
+      return lt->unit == PQ_MILLIS ? PQ_CT_TIME_MILLIS
+             : lt->unit == PQ_MICROS ? PQ_CT_TIME_MICROS : PQ_CONVERTED_NONE;
+    case PQ_LOGICAL_TIMESTAMP:
+      if (!lt->is_adjusted_to_utc) return PQ_CONVERTED_NONE;
+      return lt->unit == PQ_MILLIS ? PQ_CT_TIMESTAMP_MILLIS
+             : lt->unit == PQ_MICROS ? PQ_CT_TIMESTAMP_MICROS : PQ_CONVERTED_NONE;
+    case PQ_LOGICAL_INTEGER:
+      switch (lt->bit_width) {
+        case 8: return lt->is_signed ? PQ_CT_INT_8 : PQ_CT_UINT_8;
+        case 16: return lt->is_signed ? PQ_CT_INT_16 : PQ_CT_UINT_16;
+        case 32: return lt->is_signed ? PQ_CT_INT_32 : PQ_CT_UINT_32;
+        case 64: return lt->is_signed ? PQ_CT_INT_64 : PQ_CT_UINT_64;
+        default: return PQ_CONVERTED_NONE;
+      }
+    default: return PQ_CONVERTED_NONE;
+  }
+}
+
+static void write_schema_element(struct pq_thrift_writer* w, const struct pq_schema_element* e) {
+  pq_thrift_write_struct_begin(w);
+  if (e->has_type) pq_thrift_write_i32_field(w, 1, (int32_t)e->type);
+  if (e->has_type && e->type == PQ_FIXED_LEN_BYTE_ARRAY) {
+    pq_thrift_write_i32_field(w, 2, e->type_length);
+  }
+  if (e->has_repetition) pq_thrift_write_i32_field(w, 3, (int32_t)e->repetition);
+  pq_thrift_write_binary_field(w, 4, e->name.data, e->name.size);
+  if (!e->has_type) pq_thrift_write_i32_field(w, 5, e->num_children);
+  enum pq_converted_type ct = e->converted_type != PQ_CONVERTED_NONE ? e->converted_type
+                                                                     : converted_for(&e->logical);
+  if (ct != PQ_CONVERTED_NONE) pq_thrift_write_i32_field(w, 6, (int32_t)ct);
+  if (ct == PQ_CT_DECIMAL) {
+    int from_logical = e->precision == 0 && e->logical.kind == PQ_LOGICAL_DECIMAL;
+    pq_thrift_write_i32_field(w, 7, from_logical ? e->logical.decimal_scale : e->scale);
+    pq_thrift_write_i32_field(w, 8, from_logical ? e->logical.decimal_precision : e->precision);
+  }
+  if (e->has_field_id) pq_thrift_write_i32_field(w, 9, e->field_id);
+  write_logical_type(w, &e->logical);
+  pq_thrift_write_struct_end(w);
+}
+
+static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column_meta* m) {
+  pq_thrift_write_field(w, 3, PQ_TT_STRUCT);
+  pq_thrift_write_struct_begin(w);
+  pq_thrift_write_i32_field(w, 1, (int32_t)m->type);
+  pq_thrift_write_field(w, 2, PQ_TT_LIST);
+  pq_thrift_write_list_begin(w, PQ_TT_I32, m->n_encodings);
+  for (int64_t i = 0; i < m->n_encodings; ++i) pq_thrift_write_zigzag(w, m->encodings[i]);
+  pq_thrift_write_field(w, 3, PQ_TT_LIST);
+  pq_thrift_write_list_begin(w, PQ_TT_BINARY, m->n_path);
+  for (int64_t i = 0; i < m->n_path; ++i) {
+    pq_thrift_write_binary(w, m->path_in_schema[i].data, m->path_in_schema[i].size);
+  }
+  pq_thrift_write_i32_field(w, 4, (int32_t)m->codec);
+  pq_thrift_write_i64_field(w, 5, m->num_values);
+  pq_thrift_write_i64_field(w, 6, m->total_uncompressed_size);
+  pq_thrift_write_i64_field(w, 7, m->total_compressed_size);
+  write_key_values(w, 8, m->key_value_metadata, m->n_key_value_metadata);
+  pq_thrift_write_i64_field(w, 9, m->data_page_offset);
+  if (m->index_page_offset >= 0) pq_thrift_write_i64_field(w, 10, m->index_page_offset);
+  if (m->dictionary_page_offset >= 0) pq_thrift_write_i64_field(w, 11, m->dictionary_page_offset);
+  write_statistics(w, 12, &m->statistics);
+  pq_thrift_write_struct_end(w);
+}
+
+static int write_status(const struct pq_thrift_writer* w, const char* what,
+                        struct sluice_error* error) {
+  if (w->status == 0) return 0;
+  return sl_error_set(error, w->status, "%s: %s", what,
+                      w->status == ENOMEM ? "out of memory"
+                      : w->status == ERANGE ? "a length or count does not fit in i32"
+                                            : "nested too deeply");
+}
+
+int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
+                       struct sluice_error* error) {
+  if (meta->encrypted) {
+    return sl_error_set(error, ENOTSUP, "writing FileMetaData: encryption is not supported");
+  }
+  struct pq_thrift_writer w;
+  pq_thrift_writer_init(&w, out);
+  int64_t leaves = 0;
+  for (int64_t i = 1; i < meta->n_schema; ++i) leaves += meta->schema[i].has_type != 0;
+  pq_thrift_write_struct_begin(&w);
+  pq_thrift_write_i32_field(&w, 1, meta->version);
+  pq_thrift_write_field(&w, 2, PQ_TT_LIST);
+  pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_schema);
+  for (int64_t i = 0; i < meta->n_schema; ++i) write_schema_element(&w, &meta->schema[i]);
+  pq_thrift_write_i64_field(&w, 3, meta->num_rows);
+  pq_thrift_write_field(&w, 4, PQ_TT_LIST);
+  pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_row_groups);
+  for (int64_t g = 0; g < meta->n_row_groups; ++g) {
+    const struct pq_row_group* rg = &meta->row_groups[g];
+    pq_thrift_write_struct_begin(&w);
+    pq_thrift_write_field(&w, 1, PQ_TT_LIST);
+    pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, rg->n_columns);
+    for (int64_t c = 0; c < rg->n_columns; ++c) {
+      const struct pq_column_chunk* cc = &rg->columns[c];
+      if (cc->encrypted || !cc->has_meta_data) {
+        return sl_error_set(error, ENOTSUP,
+                            "writing FileMetaData: column chunk %lld of row group %lld has no "
+                            "plaintext metadata", (long long)c, (long long)g);
+      }
+      pq_thrift_write_struct_begin(&w);
+      write_bytes_field(&w, 1, &cc->file_path);
+      pq_thrift_write_i64_field(&w, 2, cc->file_offset);
+      write_column_meta(&w, &cc->meta_data);
+      pq_thrift_write_struct_end(&w);
+    }
+    pq_thrift_write_i64_field(&w, 2, rg->total_byte_size);
+    pq_thrift_write_i64_field(&w, 3, rg->num_rows);
+    if (rg->file_offset >= 0) pq_thrift_write_i64_field(&w, 5, rg->file_offset);
+    if (rg->total_compressed_size >= 0) pq_thrift_write_i64_field(&w, 6, rg->total_compressed_size);
+    if (rg->ordinal >= 0) {
+      pq_thrift_write_field(&w, 7, PQ_TT_I16);
+      pq_thrift_write_zigzag(&w, rg->ordinal);
+    }
+    pq_thrift_write_struct_end(&w);
+  }
+  write_key_values(&w, 5, meta->key_value_metadata, meta->n_key_value_metadata);
+  write_bytes_field(&w, 6, &meta->created_by);
+  if (leaves > 0 && !meta->no_column_orders) {
+    if (meta->column_orders != NULL && meta->n_column_orders != leaves) {
+      return sl_error_set(error, EINVAL, "writing FileMetaData: %lld column orders for %lld leaves",
+                          (long long)meta->n_column_orders, (long long)leaves);
+    }
+    pq_thrift_write_field(&w, 7, PQ_TT_LIST);
+    pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, leaves);
+    for (int64_t i = 0; i < leaves; ++i) {
+      int32_t order = meta->column_orders != NULL ? meta->column_orders[i] : PQ_ORDER_TYPE_DEFINED;
+      pq_thrift_write_struct_begin(&w);
+      if (order > 0 && order <= INT16_MAX) pq_thrift_write_empty_struct_field(&w, (int16_t)order);
+      pq_thrift_write_struct_end(&w);
+    }
+  }
+  pq_thrift_write_struct_end(&w);
+  return write_status(&w, "writing FileMetaData", error);
+}
+
+int pq_page_header_write(const struct pq_page_header* h, struct sl_buffer* out,
+                         struct sluice_error* error) {
+  struct pq_thrift_writer w;
+  pq_thrift_writer_init(&w, out);
+  pq_thrift_write_struct_begin(&w);
+  pq_thrift_write_i32_field(&w, 1, (int32_t)h->type);
+  pq_thrift_write_i32_field(&w, 2, h->uncompressed_page_size);
+  pq_thrift_write_i32_field(&w, 3, h->compressed_page_size);
+  if (h->has_crc) pq_thrift_write_i32_field(&w, 4, (int32_t)h->crc);
+  switch (h->type) {
+    case PQ_PAGE_DATA:
+      pq_thrift_write_field(&w, 5, PQ_TT_STRUCT);
+      pq_thrift_write_struct_begin(&w);
+      pq_thrift_write_i32_field(&w, 1, h->num_values);
+      pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
+      pq_thrift_write_i32_field(&w, 3, (int32_t)h->definition_level_encoding);
+      pq_thrift_write_i32_field(&w, 4, (int32_t)h->repetition_level_encoding);
+      write_statistics(&w, 5, &h->statistics);
+      pq_thrift_write_struct_end(&w);
+      break;
+    case PQ_PAGE_DICTIONARY:
+      pq_thrift_write_field(&w, 7, PQ_TT_STRUCT);
+      pq_thrift_write_struct_begin(&w);
+      pq_thrift_write_i32_field(&w, 1, h->num_values);
+      pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
+      if (h->is_sorted) pq_thrift_write_bool_field(&w, 3, 1);
+      pq_thrift_write_struct_end(&w);
+      break;
+    case PQ_PAGE_DATA_V2:
+      pq_thrift_write_field(&w, 8, PQ_TT_STRUCT);
+      pq_thrift_write_struct_begin(&w);
+      pq_thrift_write_i32_field(&w, 1, h->num_values);
+      pq_thrift_write_i32_field(&w, 2, h->num_nulls);
+      pq_thrift_write_i32_field(&w, 3, h->num_rows);
+      pq_thrift_write_i32_field(&w, 4, (int32_t)h->encoding);
+      pq_thrift_write_i32_field(&w, 5, h->definition_levels_byte_length);
+      pq_thrift_write_i32_field(&w, 6, h->repetition_levels_byte_length);
+      if (!h->is_compressed) pq_thrift_write_bool_field(&w, 7, 0);
+      write_statistics(&w, 8, &h->statistics);
+      pq_thrift_write_struct_end(&w);
+      break;
+    default:
+      return sl_error_set(error, EINVAL, "writing PageHeader: page type %d is not writable",
+                          (int)h->type);
+  }
+  pq_thrift_write_struct_end(&w);
+  return write_status(&w, "writing PageHeader", error);
+}

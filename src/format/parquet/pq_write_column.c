@@ -1,0 +1,441 @@
+// One column chunk: dictionary attempt, data pages (v1 or v2), compression,
+// statistics. The whole chunk is encoded into memory (the caller writes it
+// and rebases its offsets), so that chunks of a row group can be encoded on
+// several threads.
+//
+// Dictionary: every value goes through a hash table; when the PLAIN
+// dictionary would outgrow opt->dict_limit (1 MiB by default, as in Arrow
+// C++), the whole chunk is written PLAIN instead. Arrow C++ keeps the pages it
+// already wrote dictionary-encoded; deciding per chunk gives the same kind of
+// file with one encoding per chunk. To not waste time on columns that cannot
+// benefit (random doubles, ids), the attempt is also abandoned early when,
+// after the first 16384 values, more than half were distinct.
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "format/parquet/pq_encoding.h"
+#include "format/parquet/pq_write_internal.h"
+
+#define PQW_PROBE_VALUES 16384
+
+int pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
+                     struct sluice_error* error) {
+  memset(s, 0, sizeof *s);
+  s->alloc = alloc;
+  pqw_column_data_init(&s->data, alloc);
+  sl_buffer_init(&s->page, alloc);
+  sl_buffer_init(&s->compressed, alloc);
+  sl_buffer_init(&s->header, alloc);
+  sl_buffer_init(&s->dict_values, alloc);
+  sl_buffer_init(&s->dict_table, alloc);
+  sl_buffer_init(&s->indices, alloc);
+  sl_buffer_init(&s->dict_plain, alloc);
+  return pq_codec_ctx_new(alloc, &s->codec, error);
+}
+
+void pqw_scratch_free(struct pqw_scratch* s) {
+  if (s->alloc == NULL && s->codec == NULL) return;
+  pqw_column_data_free(&s->data);
+  sl_buffer_reset(&s->page);
+  sl_buffer_reset(&s->compressed);
+  sl_buffer_reset(&s->header);
+  sl_buffer_reset(&s->dict_values);
+  sl_buffer_reset(&s->dict_table);
+  sl_buffer_reset(&s->indices);
+  sl_buffer_reset(&s->dict_plain);
+  if (s->codec != NULL) pq_codec_ctx_free(s->codec);
+  memset(s, 0, sizeof *s);
+}
+
+void pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc) {
+  memset(c, 0, sizeof *c);
+  sl_buffer_init(&c->bytes, alloc);
+  pq_column_meta_init(&c->meta);
+}
+
+void pqw_chunk_free(struct pqw_chunk* c) {
+  if (c->stat_bytes != NULL) sl_free(c->bytes.alloc, c->stat_bytes, (size_t)c->stat_size);
+  c->stat_bytes = NULL;
+  sl_buffer_reset(&c->bytes);
+}
+
+static int oom(struct sluice_error* error) {
+  return sl_error_set(error, ENOMEM, "parquet writer: out of memory (column chunk)");
+}
+
+/* ---- Dictionary ------------------------------------------------------------ */
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static uint64_t hash_bytes(const uint8_t* p, int64_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+  while (n >= 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    h = mix64(h ^ x);
+    p += 8;
+    n -= 8;
+  }
+  uint64_t x = 0;
+  if (n > 0) memcpy(&x, p, (size_t)n);
+  return mix64(h ^ x);
+}
+
+struct dict_build {
+  const struct pqw_leaf* leaf;
+  struct pqw_scratch* s;
+  int64_t width;    ///< fixed width in bytes, 0 for byte arrays
+  uint32_t* table;  ///< slots: entry + 1, 0 = empty
+  uint64_t mask;
+  int64_t n_entries;
+  int64_t plain_bytes;
+};
+
+static inline struct pqw_ba value_at(const struct dict_build* b, const uint8_t* values, int64_t i) {
+  if (b->width == 0) return ((const struct pqw_ba*)(const void*)values)[i];
+  struct pqw_ba v = {values + i * b->width, b->width};
+  return v;
+}
+
+static inline uint64_t value_hash(const struct dict_build* b, struct pqw_ba v) {
+  if (b->width == 8) {
+    uint64_t x;
+    memcpy(&x, v.ptr, 8);
+    return mix64(x);
+  }
+  if (b->width == 4) {
+    uint32_t x;
+    memcpy(&x, v.ptr, 4);
+    return mix64(x);
+  }
+  return hash_bytes(v.ptr, v.len);
+}
+
+static int table_resize(struct dict_build* b, uint64_t cap, struct sluice_error* error) {
+  struct sl_buffer* t = &b->s->dict_table;
+  t->size = 0;
+  if (sl_buffer_reserve(t, (int64_t)(cap * 4)) != 0) return oom(error);
+  b->table = (uint32_t*)(void*)t->data;
+  memset(b->table, 0, (size_t)cap * 4);
+  t->size = (int64_t)(cap * 4);
+  b->mask = cap - 1;
+  const struct pqw_ba* entries = (const struct pqw_ba*)(const void*)b->s->dict_values.data;
+  for (int64_t e = 0; e < b->n_entries; ++e) {
+    uint64_t slot = value_hash(b, entries[e]) & b->mask;
+    while (b->table[slot] != 0) slot = (slot + 1) & b->mask;
+    b->table[slot] = (uint32_t)(e + 1);
+  }
+  return 0;
+}
+
+/// Dictionary-encodes the values into s->indices and s->dict_values. *used =
+/// 0 when the dictionary is abandoned (too large or too many distinct values).
+static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+                    struct pqw_scratch* s, int* used, struct sluice_error* error) {
+  struct pqw_column_data* d = &s->data;
+  struct dict_build b;
+  memset(&b, 0, sizeof b);
+  b.leaf = leaf;
+  b.s = s;
+  b.width = leaf->type == PQ_BYTE_ARRAY ? 0
+            : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
+            : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+  *used = 0;
+  s->dict_values.size = 0;
+  s->indices.size = 0;
+  if (sl_buffer_reserve(&s->indices, d->n_values * 4) != 0) return oom(error);
+  uint32_t* idx = (uint32_t*)(void*)s->indices.data;
+  SL_RETURN_NOT_OK(table_resize(&b, 1024, error));
+  const uint8_t* values = d->vdata;
+  for (int64_t i = 0; i < d->n_values; ++i) {
+    struct pqw_ba v = value_at(&b, values, i);
+    uint64_t slot = value_hash(&b, v) & b.mask;
+    const struct pqw_ba* entries = (const struct pqw_ba*)(const void*)s->dict_values.data;
+    uint32_t found = 0;
+    for (;;) {
+      uint32_t e = b.table[slot];
+      if (e == 0) break;
+      const struct pqw_ba* x = &entries[e - 1];
+      if (x->len == v.len && (v.len == 0 || memcmp(x->ptr, v.ptr, (size_t)v.len) == 0)) {
+        found = e;
+        break;
+      }
+      slot = (slot + 1) & b.mask;
+    }
+    if (found == 0) {
+      b.plain_bytes += b.width == 0 ? 4 + v.len : b.width;
+      if (b.plain_bytes > opt->dict_limit) return 0;
+      if (sl_buffer_append(&s->dict_values, &v, sizeof v) != 0) return oom(error);
+      found = (uint32_t)(++b.n_entries);
+      b.table[slot] = found;
+      if ((uint64_t)b.n_entries * 2 > b.mask) {
+        SL_RETURN_NOT_OK(table_resize(&b, (b.mask + 1) * 2, error));
+      }
+    }
+    idx[i] = found - 1;
+    if (i + 1 == PQW_PROBE_VALUES && d->n_values > 4 * PQW_PROBE_VALUES &&
+        b.n_entries * 2 > PQW_PROBE_VALUES)
+      return 0;
+  }
+  s->indices.size = d->n_values * 4;
+  // The PLAIN dictionary page body.
+  s->dict_plain.size = 0;
+  if (sl_buffer_reserve(&s->dict_plain, b.plain_bytes) != 0) return oom(error);
+  const struct pqw_ba* entries = (const struct pqw_ba*)(const void*)s->dict_values.data;
+  for (int64_t e = 0; e < b.n_entries; ++e) {
+    if (b.width == 0) {
+      uint32_t len = (uint32_t)entries[e].len;
+      sl_buffer_append_unsafe(&s->dict_plain, &len, 4);
+    }
+    if (entries[e].len > 0) sl_buffer_append_unsafe(&s->dict_plain, entries[e].ptr, entries[e].len);
+  }
+  *used = 1;
+  return 0;
+}
+
+/* ---- Pages --------------------------------------------------------------------- */
+
+static int append_plain(const struct pqw_leaf* leaf, const uint8_t* values, int64_t v0,
+                        int64_t n, struct sl_buffer* out, struct sluice_error* error) {
+  if (n == 0) return 0;
+  switch (leaf->type) {
+    case PQ_BOOLEAN: {
+      int64_t nb = (n + 7) / 8;
+      if (sl_buffer_reserve(out, nb) != 0) return oom(error);
+      uint8_t* p = out->data + out->size;
+      memset(p, 0, (size_t)nb);
+      for (int64_t i = 0; i < n; ++i) p[i >> 3] |= (uint8_t)((values[v0 + i] & 1) << (i & 7));
+      out->size += nb;
+      return 0;
+    }
+    case PQ_BYTE_ARRAY: {
+      const struct pqw_ba* v = (const struct pqw_ba*)(const void*)values + v0;
+      int64_t total = 0;
+      for (int64_t i = 0; i < n; ++i) total += 4 + v[i].len;
+      if (sl_buffer_reserve(out, total) != 0) return oom(error);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t len = (uint32_t)v[i].len;
+        sl_buffer_append_unsafe(out, &len, 4);
+        if (len > 0) sl_buffer_append_unsafe(out, v[i].ptr, v[i].len);
+      }
+      return 0;
+    }
+    default: {
+      int64_t w = leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
+                  : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+      if (sl_buffer_append(out, values + v0 * w, n * w) != 0) return oom(error);
+      return 0;
+    }
+  }
+}
+
+/// Appends levels as an RLE/bit-packed hybrid; with a 4-byte length prefix for v1.
+static int append_levels(const struct sl_buffer* levels, int64_t l0, int64_t n, int max_level,
+                         int prefixed, struct sl_buffer* out, int32_t* length,
+                         struct sluice_error* error) {
+  int64_t start = out->size;
+  if (prefixed && sl_buffer_append_zeros(out, 4) != 0) return oom(error);
+  const int16_t* lv = (const int16_t*)(const void*)levels->data + l0;
+  int rc = pq_rle_encode_i16(lv, n, pq_bit_width((uint64_t)max_level), out);
+  if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
+                                                                 "level encoding failed");
+  int64_t len = out->size - start - (prefixed ? 4 : 0);
+  if (len > INT32_MAX)
+    return sl_error_set(error, EFBIG, "parquet writer: levels of a page too large");
+  if (prefixed) {
+    uint32_t l = (uint32_t)len;
+    memcpy(out->data + start, &l, 4);
+  }
+  *length = (int32_t)len;
+  return 0;
+}
+
+struct page_writer {
+  const struct pqw_leaf* leaf;
+  const struct pqw_options* opt;
+  struct pqw_scratch* s;
+  struct pqw_chunk* out;
+  int64_t uncompressed_total;
+};
+
+/// Compresses the page body held in s->page (levels_len bytes of v2 levels
+/// first, kept uncompressed) and appends header + body to the chunk.
+static int emit_page(struct page_writer* w, struct pq_page_header* h, int64_t levels_len,
+                     struct sluice_error* error) {
+  struct pqw_scratch* s = w->s;
+  const uint8_t* body = s->page.data;
+  int64_t body_size = s->page.size;
+  if (s->page.size > INT32_MAX)
+    return sl_error_set(error, EFBIG, "parquet writer: column '%s': a page of %lld bytes is "
+                        "too large", w->leaf->name, (long long)s->page.size);
+  if (w->opt->codec != PQ_CODEC_UNCOMPRESSED) {
+    s->compressed.size = 0;
+    if (levels_len > 0 && sl_buffer_append(&s->compressed, s->page.data, levels_len) != 0)
+      return oom(error);
+    static const uint8_t k_empty[1] = {0};
+    const uint8_t* values = s->page.size > levels_len ? s->page.data + levels_len : k_empty;
+    SL_RETURN_NOT_OK(pq_compress(s->codec, w->opt->codec, w->opt->level, values,
+                                 s->page.size - levels_len, &s->compressed, error));
+    body = s->compressed.data;
+    body_size = s->compressed.size;
+    if (body_size > INT32_MAX)
+      return sl_error_set(error, EFBIG, "parquet writer: column '%s': a compressed page is too "
+                          "large", w->leaf->name);
+  }
+  h->uncompressed_page_size = (int32_t)s->page.size;
+  h->compressed_page_size = (int32_t)body_size;
+  s->header.size = 0;
+  SL_RETURN_NOT_OK(pq_page_header_write(h, &s->header, error));
+  if (sl_buffer_append(&w->out->bytes, s->header.data, s->header.size) != 0 ||
+      sl_buffer_append(&w->out->bytes, body, body_size) != 0)
+    return oom(error);
+  w->uncompressed_total += s->header.size + s->page.size;
+  return 0;
+}
+
+int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+                     const struct pqw_slice* slices, int64_t n_slices,
+                     struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
+  struct pqw_column_data* d = &s->data;
+  SL_RETURN_NOT_OK(pqw_column_data_fill(d, leaf, slices, n_slices, error));
+  out->bytes.size = 0;
+  if (out->stat_bytes != NULL) sl_free(out->bytes.alloc, out->stat_bytes, (size_t)out->stat_size);
+  out->stat_bytes = NULL;
+  out->stat_size = 0;
+  struct pq_column_meta* m = &out->meta;
+  pq_column_meta_init(m);
+  m->type = leaf->type;
+  m->path_in_schema = leaf->path;
+  m->n_path = leaf->n_path;
+  m->codec = opt->codec;
+  m->num_values = d->n_levels;
+
+  int use_dict = 0;
+  if (opt->dictionary && leaf->type != PQ_BOOLEAN && d->n_values > 0)
+    SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, error));
+  int64_t n_dict = use_dict ? s->dict_values.size / (int64_t)sizeof(struct pqw_ba) : 0;
+
+  // Arrow C++ writes no statistics for columns of the null type.
+  if (opt->statistics && leaf->conv != PQW_CV_NULL) {
+    const uint8_t* sv = d->vdata;
+    int64_t sn = d->n_values;
+    if (use_dict) {
+      sv = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
+      sn = n_dict;
+    }
+    SL_RETURN_NOT_OK(pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
+  }
+
+  struct page_writer w = {leaf, opt, s, out, 0};
+  int n_enc = 0;
+  if (use_dict) {
+    struct pq_page_header h;
+    pq_page_header_init(&h);
+    h.type = PQ_PAGE_DICTIONARY;
+    h.num_values = (int32_t)n_dict;
+    h.encoding = PQ_ENC_PLAIN;
+    s->page.size = 0;
+    if (sl_buffer_append(&s->page, s->dict_plain.data, s->dict_plain.size) != 0) return oom(error);
+    m->dictionary_page_offset = 0;
+    SL_RETURN_NOT_OK(emit_page(&w, &h, 0, error));
+    out->encodings[n_enc++] = PQ_ENC_PLAIN;
+  }
+  out->encodings[n_enc++] = PQ_ENC_RLE;
+  out->encodings[n_enc++] = use_dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN;
+  m->encodings = out->encodings;
+  m->n_encodings = n_enc;
+  m->data_page_offset = out->bytes.size;
+
+  // Bytes per value, to cut pages near opt->page_size before compression.
+  int idx_width = use_dict ? pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
+  int64_t fixed_cost = leaf->type == PQ_BOOLEAN ? 1
+                       : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
+                       : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 32 : 64;  // bits
+  if (leaf->type == PQ_FIXED_LEN_BYTE_ARRAY) fixed_cost *= 8;
+  int64_t page_bits = opt->page_size * 8;
+  const struct pqw_ba* ba = (const struct pqw_ba*)(const void*)d->vdata;
+  const int16_t* def = (const int16_t*)(const void*)d->def.data;
+  const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
+  int has_levels = leaf->max_def > 0 || leaf->max_rep > 0;
+  int v2 = opt->data_page_version == 2;
+  int64_t lv = 0, vv = 0;
+  while (lv < d->n_levels) {
+    int64_t l_end = lv, v_end = vv, bits = 0;
+    int sized = 0;
+    if (d->n_values == d->n_levels && leaf->max_rep == 0 && leaf->type != PQ_BYTE_ARRAY) {
+      // Every level is a value of fixed cost: the page's end is arithmetic.
+      int64_t per = (use_dict ? idx_width : fixed_cost) + 2;
+      int64_t n_page = (page_bits + per - 1) / per;
+      l_end = d->n_levels - lv < n_page ? d->n_levels : lv + n_page;
+      v_end = l_end;
+      sized = 1;
+    }
+    while (!sized && l_end < d->n_levels) {
+      int present = !has_levels || leaf->max_def == 0 || def[l_end] == leaf->max_def;
+      if (present) {
+        if (use_dict) bits += idx_width;
+        else if (leaf->type == PQ_BYTE_ARRAY) bits += (4 + ba[v_end].len) * 8;
+        else bits += fixed_cost;
+        v_end++;
+      }
+      bits += 2;  // levels, roughly
+      l_end++;
+      if (bits >= page_bits && (leaf->max_rep == 0 || l_end == d->n_levels || rep[l_end] == 0))
+        break;
+    }
+    int64_t n_lv = l_end - lv, n_v = v_end - vv;
+    if (n_lv > INT32_MAX)
+      return sl_error_set(error, EFBIG, "parquet writer: column '%s': too many values in a page",
+                          leaf->name);
+    struct pq_page_header h;
+    pq_page_header_init(&h);
+    h.type = v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA;
+    h.num_values = (int32_t)n_lv;
+    h.encoding = use_dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN;
+    h.definition_level_encoding = PQ_ENC_RLE;
+    h.repetition_level_encoding = PQ_ENC_RLE;
+    s->page.size = 0;
+    int32_t rep_len = 0, def_len = 0;
+    if (leaf->max_rep > 0)
+      SL_RETURN_NOT_OK(append_levels(&d->rep, lv, n_lv, leaf->max_rep, !v2, &s->page, &rep_len, error));
+    if (leaf->max_def > 0)
+      SL_RETURN_NOT_OK(append_levels(&d->def, lv, n_lv, leaf->max_def, !v2, &s->page, &def_len, error));
+    int64_t levels_len = s->page.size;
+    if (use_dict) {
+      uint8_t bw = (uint8_t)idx_width;
+      if (sl_buffer_append(&s->page, &bw, 1) != 0) return oom(error);
+      const uint32_t* idx = (const uint32_t*)(void*)s->indices.data + vv;
+      int rc = pq_rle_encode_u32(idx, n_v, idx_width, &s->page);
+      if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
+                                                                     "index encoding failed");
+    } else if (leaf->conv != PQW_CV_NULL) {
+      SL_RETURN_NOT_OK(append_plain(leaf, d->vdata, vv, n_v, &s->page, error));
+    }
+    if (v2) {
+      int64_t rows = n_lv;
+      if (leaf->max_rep > 0) {
+        rows = 0;
+        for (int64_t k = lv; k < l_end; ++k) rows += rep[k] == 0;
+      }
+      h.num_nulls = (int32_t)(n_lv - n_v);
+      h.num_rows = (int32_t)rows;
+      h.definition_levels_byte_length = def_len;
+      h.repetition_levels_byte_length = rep_len;
+      h.is_compressed = opt->codec != PQ_CODEC_UNCOMPRESSED;
+    }
+    SL_RETURN_NOT_OK(emit_page(&w, &h, v2 ? levels_len : 0, error));
+    lv = l_end;
+    vv = v_end;
+  }
+  m->total_uncompressed_size = w.uncompressed_total;
+  m->total_compressed_size = out->bytes.size;
+  return 0;
+}

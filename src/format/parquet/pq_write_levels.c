@@ -1,0 +1,376 @@
+// Definition / repetition levels and dense physical values of one leaf over
+// the rows of a row group, computed from the Arrow validity bitmaps and list
+// offsets along the leaf's path (the Dremel encoding). A flat column takes a
+// fast path straight from its validity bitmap; nested ones are walked row by
+// row. Values are gathered as runs of positions in the leaf array, then
+// converted to their Parquet physical form in bulk.
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "core/sl_read.h"
+#include "format/parquet/pq_write_internal.h"
+
+struct walk_ctx {
+  const struct pqw_leaf* leaf;
+  struct pqw_column_data* d;
+  int64_t row;  ///< for messages
+};
+
+void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc) {
+  memset(d, 0, sizeof *d);
+  sl_buffer_init(&d->def, alloc);
+  sl_buffer_init(&d->rep, alloc);
+  sl_buffer_init(&d->values, alloc);
+  sl_buffer_init(&d->runs, alloc);
+}
+
+void pqw_column_data_free(struct pqw_column_data* d) {
+  sl_buffer_reset(&d->def);
+  sl_buffer_reset(&d->rep);
+  sl_buffer_reset(&d->values);
+  sl_buffer_reset(&d->runs);
+}
+
+static int oom(struct sluice_error* error) {
+  return sl_error_set(error, ENOMEM, "parquet writer: out of memory (column data)");
+}
+
+static inline int array_null(const struct ArrowArray* a, int64_t p) {
+  return a->null_count != 0 && a->n_buffers > 0 && a->buffers[0] != NULL &&
+         !sl_bit_get(a->buffers[0], p);
+}
+
+static int emit_level(struct walk_ctx* c, int16_t def, int16_t rep, struct sluice_error* error) {
+  struct pqw_column_data* d = c->d;
+  if (c->leaf->max_def > 0) {
+    if (d->def.size + 2 > d->def.capacity && sl_buffer_reserve(&d->def, 2) != 0) return oom(error);
+    memcpy(d->def.data + d->def.size, &def, 2);
+    d->def.size += 2;
+  }
+  if (c->leaf->max_rep > 0) {
+    if (d->rep.size + 2 > d->rep.capacity && sl_buffer_reserve(&d->rep, 2) != 0) return oom(error);
+    memcpy(d->rep.data + d->rep.size, &rep, 2);
+    d->rep.size += 2;
+  }
+  d->n_levels++;
+  return 0;
+}
+
+static int add_position(struct walk_ctx* c, int64_t p, int64_t n, struct sluice_error* error) {
+  struct sl_buffer* r = &c->d->runs;
+  if (r->size >= 16) {
+    int64_t* last = (int64_t*)(r->data + r->size - 16);
+    if (last[0] + last[1] == p) {
+      last[1] += n;
+      return 0;
+    }
+  }
+  int64_t run[2] = {p, n};
+  if (sl_buffer_append(r, run, 16) != 0) return oom(error);
+  return 0;
+}
+
+static int dict_value_null(const struct ArrowArray* a, const struct pqw_leaf* leaf, int64_t p) {
+  const struct ArrowArray* dict = a->dictionary;
+  int64_t idx = sl_int_value(leaf->index_type.id, a->buffers[1], p);
+  if (dict == NULL || idx < 0 || idx >= dict->length) return 0;  // reported on conversion
+  return array_null(dict, dict->offset + idx);
+}
+
+static int null_error(struct walk_ctx* c, struct sluice_error* error) {
+  return sl_error_set(error, EINVAL, "parquet writer: column '%s': a null in a non-nullable "
+                      "field (row %lld of the row group)", c->leaf->name, (long long)c->row);
+}
+
+/// Visits element `i` (logical, before a->offset) of the node at step `s`.
+static int walk(struct walk_ctx* c, int s, const struct ArrowArray* a, int64_t i, int16_t def,
+                int16_t rep, struct sluice_error* error) {
+  const struct pqw_step* st = &c->leaf->steps[s];
+  int64_t p = a->offset + i;
+  int is_null = c->leaf->conv == PQW_CV_NULL && st->kind == PQW_LEAF;
+  if (!is_null) is_null = array_null(a, p);
+  if (!is_null && st->kind == PQW_LEAF && c->leaf->is_dict) is_null = dict_value_null(a, c->leaf, p);
+  if (is_null) {
+    if (!st->nullable) return null_error(c, error);
+    return emit_level(c, def, rep, error);
+  }
+  if (st->nullable) def++;
+  switch (st->kind) {
+    case PQW_LEAF:
+      SL_RETURN_NOT_OK(emit_level(c, def, rep, error));
+      return add_position(c, p, 1, error);
+    case PQW_STRUCT:
+      if (st->child >= a->n_children)
+        return sl_error_set(error, EINVAL, "parquet writer: column '%s': struct array has %lld "
+                            "children", c->leaf->name, (long long)a->n_children);
+      return walk(c, s + 1, a->children[st->child], p, def, rep, error);
+    default: break;
+  }
+  int64_t b, e;
+  if (st->kind == PQW_LIST || st->kind == PQW_MAP) {
+    const int32_t* off = a->buffers[1];
+    b = off[p];
+    e = off[p + 1];
+  } else if (st->kind == PQW_LARGE_LIST) {
+    const int64_t* off = a->buffers[1];
+    b = off[p];
+    e = off[p + 1];
+  } else {
+    b = p * st->list_size;
+    e = b + st->list_size;
+  }
+  if (e < b || a->n_children != 1)
+    return sl_error_set(error, EINVAL, "parquet writer: column '%s': bad list offsets",
+                        c->leaf->name);
+  if (b == e) return emit_level(c, def, rep, error);
+  const struct ArrowArray* child = a->children[0];
+  int64_t base = 0;
+  if (st->kind == PQW_MAP) {
+    if (child->n_children != 2)
+      return sl_error_set(error, EINVAL, "parquet writer: column '%s': map entries without "
+                          "key and value", c->leaf->name);
+    base = child->offset;
+    child = child->children[st->child];
+  }
+  for (int64_t j = b; j < e; ++j) {
+    SL_RETURN_NOT_OK(walk(c, s + 1, child, base + j, (int16_t)(def + 1),
+                          j == b ? rep : st->rep_level, error));
+  }
+  return 0;
+}
+
+/// The leaf array under a top-level column array.
+static const struct ArrowArray* leaf_array(const struct pqw_leaf* leaf,
+                                           const struct ArrowArray* a) {
+  for (int s = 0; s + 1 < leaf->n_steps && a != NULL; ++s) {
+    const struct pqw_step* st = &leaf->steps[s];
+    if (st->kind == PQW_STRUCT) {
+      a = st->child < a->n_children ? a->children[st->child] : NULL;
+    } else if (st->kind == PQW_MAP) {
+      a = a->n_children == 1 && a->children[0]->n_children == 2
+              ? a->children[0]->children[st->child] : NULL;
+    } else {
+      a = a->n_children == 1 ? a->children[0] : NULL;
+    }
+  }
+  return a;
+}
+
+static int grow_values(struct pqw_column_data* d, int64_t bytes, struct sluice_error* error) {
+  if (sl_buffer_reserve(&d->values, bytes) != 0) return oom(error);
+  return 0;
+}
+
+/// Appends values [p, p + n) of array `a` (physical positions) in physical form.
+static int convert_run(const struct pqw_leaf* leaf, const struct ArrowArray* a, int64_t p,
+                       int64_t n, struct pqw_column_data* d, struct sluice_error* error) {
+  const void* data = a->n_buffers > 1 ? a->buffers[1] : NULL;
+  switch (leaf->conv) {
+    case PQW_CV_NULL: return 0;
+    case PQW_CV_BOOL: {
+      SL_RETURN_NOT_OK(grow_values(d, n, error));
+      uint8_t* out = d->values.data + d->values.size;
+      for (int64_t k = 0; k < n; ++k) out[k] = (uint8_t)sl_bit_get(data, p + k);
+      d->values.size += n;
+      break;
+    }
+    case PQW_CV_I32_FROM_INT: case PQW_CV_I32_DATE64: case PQW_CV_I32_TIME_S: {
+      SL_RETURN_NOT_OK(grow_values(d, n * 4, error));
+      int32_t* out = (int32_t*)(void*)(d->values.data + d->values.size);
+      if (leaf->conv == PQW_CV_I32_FROM_INT) {
+        for (int64_t k = 0; k < n; ++k) out[k] = (int32_t)sl_int_value(leaf->value_type.id, data, p + k);
+      } else if (leaf->conv == PQW_CV_I32_DATE64) {
+        const int64_t* in = (const int64_t*)data + p;
+        // Truncating division, as Arrow C++'s date64 -> date32 cast.
+        for (int64_t k = 0; k < n; ++k) out[k] = (int32_t)(in[k] / 86400000);
+      } else {
+        const int32_t* in = (const int32_t*)data + p;
+        for (int64_t k = 0; k < n; ++k) out[k] = (int32_t)((int64_t)in[k] * 1000);
+      }
+      d->values.size += n * 4;
+      break;
+    }
+    case PQW_CV_I32: case PQW_CV_F32:
+      if (sl_buffer_append(&d->values, (const uint8_t*)data + p * 4, n * 4) != 0) return oom(error);
+      break;
+    case PQW_CV_I64: case PQW_CV_F64:
+      if (sl_buffer_append(&d->values, (const uint8_t*)data + p * 8, n * 8) != 0) return oom(error);
+      break;
+    case PQW_CV_I64_MUL1000: {
+      SL_RETURN_NOT_OK(grow_values(d, n * 8, error));
+      int64_t* out = (int64_t*)(void*)(d->values.data + d->values.size);
+      const int64_t* in = (const int64_t*)data + p;
+      for (int64_t k = 0; k < n; ++k) {
+        if (__builtin_mul_overflow(in[k], (int64_t)1000, &out[k]))
+          return sl_error_set(error, ERANGE, "parquet writer: column '%s': timestamp %lld s "
+                              "does not fit in milliseconds", leaf->name, (long long)in[k]);
+      }
+      d->values.size += n * 8;
+      break;
+    }
+    case PQW_CV_FLBA: {
+      int64_t w = leaf->type_length;
+      if (sl_buffer_append(&d->values, (const uint8_t*)data + p * w, n * w) != 0) return oom(error);
+      break;
+    }
+    case PQW_CV_DECIMAL: {
+      int64_t w = leaf->value_type.byte_width > 0 ? leaf->value_type.byte_width
+                  : (leaf->value_type.id == SL_TYPE_DECIMAL256 ? 32 : 16);
+      int64_t l = leaf->type_length;
+      SL_RETURN_NOT_OK(grow_values(d, n * l, error));
+      uint8_t* out = d->values.data + d->values.size;
+      const uint8_t* in = (const uint8_t*)data + p * w;
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t b = 0; b < l; ++b) out[k * l + b] = in[k * w + l - 1 - b];
+      }
+      d->values.size += n * l;
+      break;
+    }
+    case PQW_CV_BYTES32: case PQW_CV_BYTES64: {
+      SL_RETURN_NOT_OK(grow_values(d, n * (int64_t)sizeof(struct pqw_ba), error));
+      struct pqw_ba* out = (struct pqw_ba*)(void*)(d->values.data + d->values.size);
+      const uint8_t* bytes = a->buffers[2];
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t b, e;
+        if (leaf->conv == PQW_CV_BYTES32) {
+          b = ((const int32_t*)data)[p + k];
+          e = ((const int32_t*)data)[p + k + 1];
+        } else {
+          b = ((const int64_t*)data)[p + k];
+          e = ((const int64_t*)data)[p + k + 1];
+        }
+        if (e < b || e - b > INT32_MAX)
+          return sl_error_set(error, EINVAL, "parquet writer: column '%s': value of %lld bytes "
+                              "(Parquet byte arrays hold at most 2 GiB)", leaf->name,
+                              (long long)(e - b));
+        out[k].ptr = bytes + b;
+        out[k].len = e - b;
+      }
+      d->values.size += n * (int64_t)sizeof(struct pqw_ba);
+      break;
+    }
+  }
+  return 0;
+}
+
+static int convert_runs(const struct pqw_leaf* leaf, const struct ArrowArray* a,
+                        struct pqw_column_data* d, struct sluice_error* error) {
+  const int64_t* runs = (const int64_t*)(void*)d->runs.data;
+  int64_t n_runs = d->runs.size / 16;
+  for (int64_t r = 0; r < n_runs; ++r) {
+    int64_t p = runs[2 * r], n = runs[2 * r + 1];
+    d->n_values += n;
+    if (!leaf->is_dict) {
+      SL_RETURN_NOT_OK(convert_run(leaf, a, p, n, d, error));
+      continue;
+    }
+    const struct ArrowArray* dict = a->dictionary;
+    if (dict == NULL)
+      return sl_error_set(error, EINVAL, "parquet writer: column '%s': dictionary array "
+                          "without a dictionary", leaf->name);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t idx = sl_int_value(leaf->index_type.id, a->buffers[1], p + k);
+      if (idx < 0 || idx >= dict->length)
+        return sl_error_set(error, EINVAL, "parquet writer: column '%s': dictionary index %lld "
+                            "out of range (dictionary of %lld)", leaf->name, (long long)idx,
+                            (long long)dict->length);
+      SL_RETURN_NOT_OK(convert_run(leaf, dict, dict->offset + idx, 1, d, error));
+    }
+  }
+  d->runs.size = 0;
+  return 0;
+}
+
+/// A top-level column without nesting: levels from the validity bitmap.
+static int fill_flat(struct walk_ctx* c, const struct ArrowArray* a, int64_t start, int64_t n,
+                     int allow_view, struct sluice_error* error) {
+  const struct pqw_leaf* leaf = c->leaf;
+  struct pqw_column_data* d = c->d;
+  int64_t p0 = a->offset + start;
+  int has_nulls = leaf->conv == PQW_CV_NULL || (a->null_count != 0 && a->buffers[0] != NULL);
+  if (has_nulls && !leaf->steps[0].nullable) {
+    for (int64_t k = 0; k < n; ++k) {
+      if (leaf->conv == PQW_CV_NULL || !sl_bit_get(a->buffers[0], p0 + k)) {
+        c->row += k;
+        return null_error(c, error);
+      }
+    }
+    has_nulls = 0;
+  }
+  if (leaf->max_def > 0) {
+    if (sl_buffer_reserve(&d->def, n * 2) != 0) return oom(error);
+    int16_t* def = (int16_t*)(void*)(d->def.data + d->def.size);
+    if (!has_nulls) {
+      for (int64_t k = 0; k < n; ++k) def[k] = 1;
+    } else if (leaf->conv == PQW_CV_NULL) {
+      memset(def, 0, (size_t)n * 2);
+    } else {
+      const uint8_t* bits = a->buffers[0];
+      for (int64_t k = 0; k < n; ++k) def[k] = (int16_t)sl_bit_get(bits, p0 + k);
+    }
+    d->def.size += n * 2;
+  }
+  d->n_levels += n;
+  if (leaf->conv == PQW_CV_NULL) return 0;
+  if (!has_nulls && allow_view) {
+    // The Arrow buffer already holds the physical values: no copy.
+    int64_t w = 0;
+    switch (leaf->conv) {
+      case PQW_CV_I32: case PQW_CV_F32: w = 4; break;
+      case PQW_CV_I64: case PQW_CV_F64: w = 8; break;
+      case PQW_CV_FLBA: w = leaf->type_length; break;
+      default: break;
+    }
+    if (w > 0 && a->n_buffers > 1 && a->buffers[1] != NULL) {
+      d->vdata = (const uint8_t*)a->buffers[1] + p0 * w;
+      d->n_values += n;
+      return 0;
+    }
+  }
+  if (!has_nulls) return add_position(c, p0, n, error);
+  const uint8_t* bits = a->buffers[0];
+  int64_t k = 0;
+  while (k < n) {
+    while (k < n && !sl_bit_get(bits, p0 + k)) k++;
+    int64_t s = k;
+    while (k < n && sl_bit_get(bits, p0 + k)) k++;
+    if (k > s) SL_RETURN_NOT_OK(add_position(c, p0 + s, k - s, error));
+  }
+  return 0;
+}
+
+int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+                         const struct pqw_slice* slices, int64_t n_slices,
+                         struct sluice_error* error) {
+  d->def.size = d->rep.size = d->values.size = d->runs.size = 0;
+  d->n_levels = d->n_values = d->null_count = d->n_rows = 0;
+  d->vdata = NULL;
+  struct walk_ctx c = {leaf, d, 0};
+  for (int64_t i = 0; i < n_slices; ++i) {
+    const struct pqw_slice* sl = &slices[i];
+    if (leaf->column >= sl->batch->n_children)
+      return sl_error_set(error, EINVAL, "parquet writer: batch has %lld columns, schema more",
+                          (long long)sl->batch->n_children);
+    const struct ArrowArray* col = sl->batch->children[leaf->column];
+    const struct ArrowArray* la = leaf_array(leaf, col);
+    if (la == NULL)
+      return sl_error_set(error, EINVAL, "parquet writer: column '%s': array does not match "
+                          "the schema", leaf->name);
+    int64_t start = sl->batch->offset + sl->row;
+    if (leaf->n_steps == 1 && !leaf->is_dict) {
+      SL_RETURN_NOT_OK(fill_flat(&c, col, start, sl->n_rows, n_slices == 1, error));
+    } else {
+      for (int64_t r = 0; r < sl->n_rows; ++r) {
+        c.row = d->n_rows + r;
+        SL_RETURN_NOT_OK(walk(&c, 0, col, start + r, 0, 0, error));
+      }
+    }
+    SL_RETURN_NOT_OK(convert_runs(leaf, la, d, error));
+    d->n_rows += sl->n_rows;
+    c.row = d->n_rows;
+  }
+  d->null_count = d->n_levels - d->n_values;
+  if (d->vdata == NULL) d->vdata = d->values.data;
+  return 0;
+}
