@@ -60,6 +60,7 @@ class Context:
     tmp: str
     threads: int
     heavy: bool = False
+    python: str = PY               # interpreter with the sluice package (run.py --python)
 
 
 def check_result(result: dict, meta: dict, tol: float = 1e-8) -> Optional[str]:
@@ -367,7 +368,19 @@ def summarize(cells: list, measured: dict) -> list:
             entry["result"] = {k: res[k] for k in ("rows", "batches", "sum_id", "sum_x",
                                                     "mapped_bytes", "version", "format",
                                                     "bytes", "threads", "gbps", "max",
-                                                    "list") if k in res}
+                                                    "list", "df_bytes", "dtypes") if k in res}
+            # pandas tasks: peak RSS over the DataFrame's own size (deep memory_usage),
+            # whole process, and net of the interpreter + imports measured before the
+            # read (what the read itself added at its peak; the worst run).
+            if res.get("df_bytes") and entry.get("peak_rss_kb_per_stage"):
+                entry["df_mb"] = round(res["df_bytes"] / 2**20, 1)
+                entry["rss_over_df"] = round(entry["peak_rss_kb_per_stage"][0] * 1024
+                                             / res["df_bytes"], 3)
+                net = [r["stages"][0]["max_rss_kb"] - r["result"]["rss_before_kb"] for r in rs
+                       if r.get("result", {}).get("rss_before_kb")]
+                if net:
+                    entry["rss_before_read_mb"] = round(rs[0]["result"]["rss_before_kb"] / 1024, 1)
+                    entry["read_rss_over_df"] = round(max(net) * 1024 / res["df_bytes"], 3)
         entry["value_s"] = entry.get("median_load_s") if c.metric == "load_s" \
             else entry["median_wall_s"]
         if c.nbytes and entry["value_s"]:
@@ -434,7 +447,7 @@ def machine_info() -> dict:
 
 def sluice_info(ctx: Context) -> dict:
     """Which sluice the numbers come from: the CLI and the library load_arrow links."""
-    info = {"cli": ctx.sluice}
+    info = {"cli": ctx.sluice, "python": ctx.python}
     try:
         info["cli_version"] = subprocess.run([ctx.sluice, "--version"], capture_output=True,
                                              text=True, timeout=10).stdout.strip()

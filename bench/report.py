@@ -25,6 +25,16 @@ TASK_TITLES = {
         "a_csv": "(a) load w1.csv into Arrow memory",
         "a_avro": "(a) load w1.avro into Arrow memory",
         "w_parquet": "write w1.arrow as Parquet (snappy)",
+        # × df = peak RSS / DataFrame size; read: + what the read added over the imports
+        **{f"pd_{k}": f"(b) w1.{k} into a pandas DataFrame (× df = peak RSS / df size)"
+           for k in ("parquet", "avro", "csv", "arrow")},
+        "c_parquet": "(c) w1.parquet as IPC stream through a pipe; RSS = producer's",
+    },
+    "w3": {
+        "w3": "W3: w3.bin (16.5 MiB, u8-length-prefixed messages) from s3://, every message counted",
+        "w3_16": "W3 variant: w3_16.bin (1 MiB of 16-byte messages) from s3://",
+        "parquet_s3": "W1 w1.parquet from s3://, columns x1, x2 projected and decoded",
+        "csv_s3": "W1 w1.csv from s3:// vs the local file (sluice stats, all columns)",
     },
     "w4": {
         "q1": "count(*), max(greatest(val2, val3)) over s1.parquet (snappy)",
@@ -39,7 +49,8 @@ TASK_TITLES = {
 }
 THROUGHPUT_TASKS = {"b", "w_parquet", "q1", "q3",
                     "r_null", "r_deflate", "r_snappy", "r_zstandard",
-                    "w_null", "w_deflate", "w_snappy", "w_zstandard"}  # bars also say GB/s
+                    "w_null", "w_deflate", "w_snappy", "w_zstandard",
+                    "w3", "w3_16", "csv_s3"}  # bars also say GB/s
 COLORS = {"sluice": "#e8710a", "peer": "#1a73e8"}
 
 
@@ -129,6 +140,10 @@ def chart(doc: dict, png: str) -> None:
                 text += " · RSS " + _fmt_mib(rss)
                 if c.get("peak_rss_anon_mb") is not None:
                     text += f" [anon {_fmt_mib(c['peak_rss_anon_mb'])}]"
+                if c.get("rss_over_df") is not None:
+                    text += f" = {c['rss_over_df']:.2f}× df"
+                    if c.get("read_rss_over_df") is not None:
+                        text += f" (read: +{c['read_rss_over_df']:.2f}× df)"
                 stages = c.get("peak_rss_kb_per_stage") or []
                 if len(stages) > 1:
                     text += " (consumer " + _fmt_mib(stages[-1] / 1024) + ")"
@@ -136,6 +151,10 @@ def chart(doc: dict, png: str) -> None:
                 r = _headline_ratio(doc, task, c["name"])
                 if r is not None:
                     text += f" · sluice/this ×{r:.2f}"
+            res = (c.get("runs") or [{}])[0].get("result") or {}
+            if "fetch_ratio" in res:  # bench/w3.py's bytes-fetched cell
+                text += (f" · fetched {res['fetched_bytes'] / 2**20:.1f} MiB / needed "
+                         f"{res['needed_bytes'] / 2**20:.1f} MiB = ×{res['fetch_ratio']:.3f}")
             if c.get("error"):
                 text += "  ✗ " + c["error"][:60]
             ax.text(wall + 0.01 * xmax, y, text, va="center", fontsize=8)
@@ -216,13 +235,29 @@ def table(doc: dict) -> str:
                      f"{'-' if rss is None else f'{rss:.0f}':>8} "
                      f"{anon:>8} "
                      f"{'-' if r is None else f'{r:.2f}':>11}"
+                     + (f"  RSS/df {c['rss_over_df']:.2f}" if c.get("rss_over_df") else "")
+                     + (f" (read +{c['read_rss_over_df']:.2f})"
+                        if c.get("read_rss_over_df") is not None else "")
                      + (f"  ERROR {c['error'][:80]}" if c.get("error") else ""))
     lines.append("")
+    for c in doc["cells"]:  # W3 bytes-fetched cells (bench/w3.py): the proxy's count
+        res = (c.get("runs") or [{}])[0].get("result") or {}
+        if "fetch_ratio" in res:
+            lines.append(f"{c['task']}: bytes fetched {res['fetched_bytes']:,} in "
+                         f"{res['requests']} requests / needed {res['needed_bytes']:,} (column "
+                         f"chunks {res['column_chunk_bytes']:,} + footer {res['footer_bytes']:,})"
+                         f" = {res['fetch_ratio']:.3f}")
     for task in dict.fromkeys(c["task"] for c in doc["cells"]):
         head = best_peer_ratio(doc, task)
         if head:
             lines.append(f"{task}: {head[0]['name']} / fastest peer ({head[1]['name']}) = "
                          f"{head[2]:.2f} on wall time")
+            loads = [c for c in doc["cells"] if c["task"] == task and c["role"] == "peer"
+                     and c.get("median_load_s") and c.get("group", "") == head[0].get("group", "")]
+            if head[0].get("median_load_s") and loads:
+                best = min(loads, key=lambda c: c["median_load_s"])
+                lines.append(f"{' ' * len(task)}  on work (imports excluded): / {best['name']} = "
+                             f"{head[0]['median_load_s'] / best['median_load_s']:.2f}")
     return "\n".join(lines)
 
 

@@ -39,12 +39,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import w1  # noqa: E402
 import w2  # noqa: E402
+import w3  # noqa: E402
 import w4  # noqa: E402
 from harness import (HERE, ROOT, Context, build_tool_count, fs_of, loadavg, log,  # noqa: E402
                      machine_info, measure, sluice_info, summarize, warm_cache)
 
 # A workload: its cells, its data, its default tasks and sizes.
-WORKLOADS = {"w1": w1, "w2": w2, "w4": w4}
+WORKLOADS = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
 
 
 def main(argv=None) -> int:
@@ -55,11 +56,15 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="warm-up rounds, not counted (default 1)")
     ap.add_argument("--tasks", default=None,
                     help="comma list of task ids (default a,b,c; also a_parquet, "
-                         "a_duckdb_parquet, a_csv, a_avro)")
+                         "a_duckdb_parquet, a_csv, a_avro, w_parquet, pd_parquet, pd_avro, "
+                         "pd_csv, pd_arrow, c_parquet)")
     ap.add_argument("--quick", action="store_true", help="2^20 rows, repeat 3, scratch output")
     ap.add_argument("--data", default=None, help="data directory (default bench/data[/rowsN])")
     ap.add_argument("--sluice", default=os.path.join(ROOT, "build", "sluice"), help="sluice CLI")
     ap.add_argument("--bin", default=os.path.join(HERE, "bin"), help="built bench/ C programs")
+    ap.add_argument("--python", default=os.environ.get("SLUICE_BENCH_PYTHON", sys.executable),
+                    help="interpreter with the sluice package installed, for the sluice Python "
+                         "cells (default $SLUICE_BENCH_PYTHON, else this one)")
     ap.add_argument("--tmp", default=None, help="output dir for convert (default <data>/tmp)")
     ap.add_argument("--out", default=None, help="result JSON path (default bench/results/...)")
     ap.add_argument("--note", action="append", default=[], help="free-text note for the JSON")
@@ -77,7 +82,7 @@ def main(argv=None) -> int:
     tmp = args.tmp or os.path.join(data, "tmp")
     os.makedirs(tmp, exist_ok=True)
     ctx = Context(args.workload, data, meta, args.bin, args.sluice, tmp, os.cpu_count() or 1,
-                  heavy=args.heavy)
+                  heavy=args.heavy, python=args.python)
     tasks = set((args.tasks or wl.DEFAULT_TASKS).split(","))
     cells = [c for c in wl.cells(ctx) if c.task in tasks]
 

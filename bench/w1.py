@@ -1,7 +1,9 @@
 """W1 (table to memory / to a pipe): the cells bench/run.py measures.
 
-Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro and
-w_parquet (write w1.arrow as Parquet, snappy) on request. See bench/README.md for what every cell does exactly.
+Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro,
+w_parquet (write w1.arrow as Parquet, snappy), pd_parquet, pd_avro, pd_csv,
+pd_arrow (task (b): into a pandas DataFrame) and c_parquet (task (c) from
+w1.parquet) on request. See bench/README.md for what every cell does exactly.
 """
 from __future__ import annotations
 
@@ -75,6 +77,122 @@ def sluice_help(sluice: str) -> str:
         except (OSError, subprocess.TimeoutExpired):
             pass
     return text
+
+
+# Task (b): a W1 file into a pandas DataFrame (opt-in: --tasks pd_parquet,...).
+PANDAS_FILES = {"pd_parquet": "w1.parquet", "pd_avro": "w1.avro", "pd_csv": "w1.csv",
+                "pd_arrow": "w1.arrow", "c_parquet": "w1.parquet"}
+# The peers of each file, as `bench/peers/w1_pandas.py pandas TOOL PATH` tools.
+PANDAS_PEERS = {
+    "pd_parquet": [("pyarrow", "pq.read_table(path).to_pandas()"),
+                   ("polars", "pl.read_parquet(path).to_pandas()")],
+    "pd_avro": [("fastavro", "pd.DataFrame.from_records(list(fastavro.reader(f)))"),
+                ("polars", "pl.read_avro(path).to_pandas()")],
+    "pd_csv": [("pandas-pyarrow", 'pd.read_csv(path, engine="pyarrow")'),
+               ("pandas-c", "pd.read_csv(path) (C engine)"),
+               ("polars", "pl.read_csv(path).to_pandas()")],
+    "pd_arrow": [("pyarrow", "pa.ipc.open_file(path).read_all().to_pandas()"),
+                 ("polars", "pl.read_ipc(path).to_pandas()")],
+}
+
+
+def sluice_module_missing(python: str) -> Optional[str]:
+    """None if `python` imports the sluice package, else why the cells are skipped."""
+    try:
+        p = subprocess.run([python, "-c", "import sluice"], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot run {python}: {e}"
+    if p.returncode != 0:
+        return (f"no sluice Python package in {python} (`pip install .` from the repository "
+                "root, then --python or $SLUICE_BENCH_PYTHON; see bench/README.md)")
+    return None
+
+
+def pandas_and_pipe_cells(ctx: Context, no_cat: Optional[str],
+                          no_unordered: Optional[str]) -> list:
+    """pd_* (W1 (b): file -> pandas DataFrame) and c_parquet (W1 (c) from the
+    Parquet file: ordered vs unordered, with consumers that check or restore
+    the order)."""
+    script = os.path.join(HERE, "peers", "w1_pandas.py")
+    no_module = sluice_module_missing(ctx.python)
+    out = []
+    for t in ("pd_parquet", "pd_avro", "pd_csv", "pd_arrow"):
+        name = PANDAS_FILES[t]
+        path = os.path.join(ctx.data, name)
+        missing = None if os.path.exists(path) else \
+            f"no {name} in the data dir (bench/gen_w1.py --avro --csv writes it)"
+        for tool, how in (("sluice-read", "sluice.read(path).to_pandas()"),
+                          ("sluice-read_pandas", "sluice.read_pandas(path)")):
+            out.append(Cell(t, how, "sluice", "sluice",
+                            [[ctx.python, script, "pandas", tool, path]],
+                            how=f"{how}: {name} into a pandas DataFrame (default threads)",
+                            skip=missing or no_module))
+        for tool, how in PANDAS_PEERS[t]:
+            heavy = None
+            if tool == "fastavro" and ctx.meta["rows"] > (1 << 22) and not ctx.heavy:
+                heavy = ("fastavro builds one Python dict per record (~15 GB at 2^25 rows); "
+                         "pass --heavy to run it")
+            out.append(Cell(t, how, tool.split("-")[0], "peer",
+                            [[PY, script, "pandas", tool, path]],
+                            how=f"{how}: {name} into a pandas DataFrame", skip=missing or heavy))
+        out.append(Cell(t, f"cat {name} > /dev/null", "cat", "floor", [["cat", path]],
+                        how="read the (cached) input once", parse_json=False, check=False,
+                        stdout_devnull=True, skip=missing))
+
+    # c_parquet: `sluice cat w1.parquet -t arrows [--unordered]` through a pipe.
+    t = "c_parquet"
+    pq_path = os.path.join(ctx.data, "w1.parquet")
+    arrows = os.path.join(ctx.data, "w1.arrows")
+    no_pq = None if os.path.exists(pq_path) else "no w1.parquet in the data dir"
+    no_arrows = None if os.path.exists(arrows) else "no w1.arrows in the data dir"
+    cat_o = [ctx.sluice, "cat", pq_path, "-t", "arrows"]
+    cat_u = cat_o + ["--unordered"]
+    check_order = [PY, script, "consume-check-order"]
+    plain = [PY, os.path.join(HERE, "peers", "w1_peers.py"), "consume"]
+    restore = [PY, script, "consume-restore"]
+    restore_sluice = [ctx.python, script, "consume-restore", "--sluice"]
+    producer = [PY, script, "produce-parquet", pq_path]
+    out += [
+        Cell(t, "sluice cat -t arrows | consumer (checks order)", "sluice", "sluice",
+             [cat_o, check_order],
+             how="`sluice cat w1.parquet -t arrows` (ordered) piped to a pyarrow open_stream "
+                 "consumer that checksums and drops each batch and checks they come in order",
+             skip=no_pq or no_cat),
+        Cell(t, "sluice cat -t arrows --unordered | consumer", "sluice", "sluice",
+             [cat_u, plain],
+             how="unordered, to the plain pyarrow consumer (any order accepted)",
+             skip=no_pq or no_unordered),
+        Cell(t, "sluice cat --unordered | consumer restoring order", "sluice", "sluice",
+             [cat_u, restore],
+             how="unordered; the consumer reads each batch with "
+                 "read_next_batch_with_custom_metadata, keeps all, sorts them by "
+                 "(sluice:split, sluice:batch) and checks id runs 0..n-1",
+             skip=no_pq or no_unordered),
+        Cell(t, "sluice cat --unordered | sluice.read_ipc(restore_order=True)", "sluice",
+             "sluice", [cat_u, restore_sluice],
+             how="unordered; the consumer is sluice.read_ipc(stdin, restore_order=True), "
+                 "order checked the same way",
+             skip=no_pq or no_unordered or no_module),
+        Cell(t, "pyarrow Parquet producer | consumer (checks order)", "pyarrow", "peer",
+             [producer, check_order],
+             how="python: pq.ParquetFile.iter_batches (one batch per row group) -> "
+                 "RecordBatchStreamWriter on stdout; same consumer", skip=no_pq),
+        Cell(t, "cat w1.arrows | consumer", "cat", "floor", [["cat", arrows], plain],
+             how="a zero-work producer: the stream file pyarrow wrote, plain consumer",
+             skip=no_arrows),
+    ]
+    sink = ["cat"]
+    for name, argv, role, tool, skip in (
+            ("sluice cat -t arrows | cat > /dev/null", cat_o, "sluice", "sluice", no_cat),
+            ("sluice cat -t arrows --unordered | cat > /dev/null", cat_u, "sluice", "sluice",
+             no_unordered),
+            ("pyarrow Parquet producer | cat > /dev/null", producer, "peer", "pyarrow", None),
+            ("cat w1.arrows | cat > /dev/null", ["cat", arrows], "floor", "cat", no_arrows)):
+        out.append(Cell(t, name, tool, role, [argv, sink], how="producer alone",
+                        parse_json=False, check=False, stdout_devnull=True, group="alone",
+                        skip=no_pq or skip))
+    return out
 
 
 def cells(ctx: Context) -> list:
@@ -264,10 +382,14 @@ def cells(ctx: Context) -> list:
                       how="cp of the input to the output directory (read + write floor)",
                       parse_json=False, check=False,
                       cleanup=[os.path.join(ctx.tmp, "cp-pq.arrow")]))
+    cells += pandas_and_pipe_cells(ctx, no_cat, no_unordered)
     sizes = {"a": ctx.meta["table_bytes"], "w_parquet": ctx.meta["table_bytes"],
              "b": os.path.getsize(arrow) if os.path.exists(arrow) else None,
              "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
     for t, (name, _) in others.items():
+        path = os.path.join(ctx.data, name)
+        sizes[t] = os.path.getsize(path) if os.path.exists(path) else None  # input bytes
+    for t, name in PANDAS_FILES.items():
         path = os.path.join(ctx.data, name)
         sizes[t] = os.path.getsize(path) if os.path.exists(path) else None  # input bytes
     for c in cells:

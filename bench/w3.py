@@ -1,0 +1,228 @@
+"""Reading from S3 (issue 6, "Performance goal"): the cells bench/run.py
+measures with `--workload w3`, all against one local S3 server (s3s-fs on
+loopback, bench/s3server.py) started by this module for the run.
+
+Tasks (all by default):
+  w3          W3: w3.bin (16.5 MiB, ~692k messages of a 1-byte length L in 8..40
+              + L bytes) read from s3://, every message counted.
+              sluice `stats -f lenprefix --length-prefix u8` and `cat -t arrows
+              | consumer`; smart_open + boto3 (buffer_size 4 MiB, read(1) then
+              read(L)); floor: one `curl` GET of the object to /dev/null.
+  w3_16       the same over w3_16.bin (1 MiB of 16-byte messages).
+  parquet_s3  W1 w1.parquet from s3:// with two columns (x1, x2) projected and
+              decoded (`sluice stats -c x1,x2 --limit <rows>`); a second cell
+              runs the same through a counting proxy and reports the bytes
+              fetched against the column chunks of x1, x2 + the footer
+              (pyarrow's metadata): `fetch_ratio` in the result.
+  csv_s3      W1 w1.csv: `sluice stats` via s3:// against the same command on the
+              local file (the floor the issue compares with) and a curl GET.
+Every message count and payload byte total is checked against the generator's
+(w3.meta.json); the W1 tasks check the row count of every column (and the
+parquet cell's stats against the local read).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+from typing import Optional
+
+import s3server
+from harness import HERE, PY, ROOT, Cell, Context, log
+
+FULL_ROWS = 1 << 25           # the W1 files of the parquet_s3 / csv_s3 tasks
+QUICK_ROWS = 1 << 20
+DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3"
+META = "w3.meta.json"
+CHECKS = ("W3: message count and payload bytes equal the generator's (w3.meta.json); the curl "
+          "floor: bytes downloaded = object size; W1 over S3: row count of every column "
+          "(w1.meta.json), and the bytes-fetched cell reports the proxy's count")
+PROJECTED = "x1,x2"
+
+
+def _count_checker(want_rows: int, want_payload: Optional[int]):
+    def check(result: dict) -> Optional[str]:
+        if "list" in result:  # sluice stats --json: one entry per column
+            counts = {s["name"]: s.get("count") for s in result["list"]}
+            if any(c != want_rows for c in counts.values()):
+                return f"counts {counts} != {want_rows}"
+            result["rows"] = want_rows
+            return None
+        if result.get("rows") != want_rows:
+            return f"messages {result.get('rows')} != {want_rows}"
+        if want_payload is not None and result.get("payload_bytes") != want_payload:
+            return f"payload bytes {result.get('payload_bytes')} != {want_payload}"
+        return None
+    return check
+
+
+def _curl_checker(want_bytes: int):
+    def check(result: dict) -> Optional[str]:
+        if result.get("status") != 200 or result.get("bytes") != want_bytes:
+            return f"curl got HTTP {result.get('status')}, {result.get('bytes')} bytes, " \
+                   f"want 200 and {want_bytes}"
+        return None
+    return check
+
+
+def _sluice_payload_check(sluice: str, url: str, fmt_args: list, want_rows: int,
+                          want_payload: int):
+    """post() for `sluice stats` (which reports the count, not the payload
+    bytes): reads the object once with `sluice cat -t arrows`, untimed, and
+    sums the message lengths with pyarrow. Checked once per run of the runner."""
+    done = {}
+
+    def post() -> Optional[str]:
+        if "ok" in done:
+            return done["ok"]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        p = subprocess.run([sluice, "-q", "cat", *fmt_args, url, "-t", "arrows"],
+                           capture_output=True)
+        if p.returncode != 0:
+            done["ok"] = f"sluice cat {url}: {p.stderr.decode(errors='replace')[-300:]}"
+            return done["ok"]
+        t = pa.ipc.open_stream(p.stdout).read_all()
+        payload = pc.sum(pc.binary_length(t.column(0))).as_py() or 0
+        done["ok"] = None if (t.num_rows, payload) == (want_rows, want_payload) else \
+            f"sluice cat: {t.num_rows} messages, {payload} payload bytes; want " \
+            f"{want_rows}, {want_payload}"
+        return done["ok"]
+    return post
+
+
+def _start_server(ctx: Context, files: list) -> s3server.S3Server:
+    root = os.path.join(ctx.tmp, "s3root")
+    server = s3server.S3Server(root)
+    for f in files:
+        server.put(f)
+    server.start()
+    atexit.register(server.stop)
+    # Every cell runs with these (the harness's children inherit the environment):
+    # sluice, boto3 and curl all find the server and the credentials here.
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            del os.environ[k]
+    os.environ.update(s3server.env(server.endpoint))
+    # No ~/.aws files: a path that does not exist (botocore cannot parse /dev/null).
+    os.environ["AWS_CONFIG_FILE"] = os.path.join(root, "no-aws-config")
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(root, "no-aws-credentials")
+    log(f"s3s-fs on {server.endpoint}, objects in {os.path.join(root, s3server.BUCKET)}")
+    return server
+
+
+def _curl(server: s3server.S3Server, key: str) -> list:
+    return ["curl", "-sS", "-o", "/dev/null", "-w", '{"bytes": %{size_download}, '
+            '"status": %{http_code}}\n', "--aws-sigv4", f"aws:amz:{s3server.REGION}:s3",
+            "--user", f"{s3server.ACCESS_KEY}:{s3server.SECRET_KEY}",
+            "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", server.http_url(key)]
+
+
+def cells(ctx: Context) -> list:
+    peers = os.path.join(HERE, "peers", "w3_peers.py")
+    w1_meta_path = os.path.join(ctx.data, "w1.meta.json")
+    with open(w1_meta_path) as f:
+        w1_meta = json.load(f)
+    rows = w1_meta["rows"]
+    parquet = os.path.join(ctx.data, "w1.parquet")
+    csv = os.path.join(ctx.data, "w1.csv")
+    objects = [os.path.join(ctx.data, n) for n in ctx.meta["files"]]
+    server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)])
+    lp = ["-f", "lenprefix", "--length-prefix", "u8"]
+    out = []
+
+    for task, name in (("w3", "w3.bin"), ("w3_16", "w3_16.bin")):
+        ref = ctx.meta["files"][name]
+        url = server.url(name)
+        check = _count_checker(ref["messages"], ref["payload_bytes"])
+        size = ref["bytes"]
+        out.append(Cell(task, "sluice stats -f lenprefix (s3://)", "sluice", "sluice",
+                        [[ctx.sluice, "-q", "stats", *lp, url, "--json"]],
+                        how=f"`sluice stats {url} -f lenprefix --length-prefix u8 --json`: every "
+                            "message read (parallel readahead of 8 MiB ranged GETs) and counted; "
+                            "payload bytes checked once with `sluice cat -t arrows`, untimed",
+                        checker=_count_checker(ref["messages"], None), nbytes=size,
+                        post=_sluice_payload_check(ctx.sluice, url, lp, ref["messages"],
+                                                   ref["payload_bytes"])))
+        out.append(Cell(task, "sluice cat -t arrows | consumer (s3://)", "sluice", "sluice",
+                        [[ctx.sluice, "-q", "cat", *lp, url, "-t", "arrows"],
+                         [PY, peers, "consume"]], group="pipe",
+                        how="`sluice cat ... -t arrows` piped to a pyarrow process that counts "
+                            "rows and sums the binary lengths (payload bytes)",
+                        checker=check, nbytes=size))
+        out.append(Cell(task, "smart_open + boto3, read(1) + read(L)", "smart_open", "peer",
+                        [[PY, peers, "smart_open", url]],
+                        how="smart_open.open(url, 'rb', transport_params={'client': boto3 client,"
+                            " 'buffer_size': 4 MiB}); read(1) for the length, read(L) for the "
+                            "message, to the end", checker=check, nbytes=size))
+        out.append(Cell(task, "curl GET whole object > /dev/null", "curl", "floor",
+                        [_curl(server, name)],
+                        how="one SigV4-signed GET of the whole object, body to /dev/null "
+                            "(bytes downloaded checked, messages not parsed)",
+                        checker=_curl_checker(size), nbytes=size))
+
+    # W1 Parquet from S3, two columns projected.
+    no_parquet = None if os.path.exists(parquet) else f"no {parquet} (gen_w1.py --only parquet)"
+    stats_pq = ["-q", "stats", server.url("w1.parquet"), "-c", PROJECTED, "--json",
+                "--limit", str(rows)]
+    pq_check = _count_checker(rows, None)
+    out.append(Cell("parquet_s3", f"sluice stats -c {PROJECTED} --limit N (s3://)", "sluice",
+                    "sluice", [[ctx.sluice, *stats_pq]],
+                    how="`sluice stats s3://.../w1.parquet -c x1,x2 --json --limit <rows>`: "
+                        "footer, then the two columns' chunks, every value decoded",
+                    checker=pq_check, skip=no_parquet))
+    out.append(Cell("parquet_s3", f"sluice stats -c {PROJECTED} (local file)", "sluice", "floor",
+                    [[ctx.sluice, *stats_pq[:2], parquet, *stats_pq[3:]]],
+                    how="the same command on the local file", checker=pq_check,
+                    skip=no_parquet))
+    out.append(Cell("parquet_s3", "bytes fetched: same, through a counting proxy", "sluice",
+                    "sluice", [[PY, peers, "fetched", parquet, PROJECTED, "--",
+                                ctx.sluice, *stats_pq]], group="proxy",
+                    how="the s3:// cell run with AWS_ENDPOINT_URL at a loopback proxy that "
+                        "counts response body bytes; needed = x1, x2 column chunks of every "
+                        "row group + footer from pyarrow's metadata; result fetch_ratio",
+                    checker=pq_check, skip=no_parquet))
+
+    # W1 CSV from S3 against local.
+    no_csv = None if os.path.exists(csv) else f"no {csv} (gen_w1.py --csv --only csv)"
+    csv_size = os.path.getsize(csv) if os.path.exists(csv) else None
+    csv_check = _count_checker(rows, None)
+    out.append(Cell("csv_s3", "sluice stats w1.csv (s3://)", "sluice", "sluice",
+                    [[ctx.sluice, "-q", "stats", server.url("w1.csv"), "--json"]],
+                    how="`sluice stats s3://.../w1.csv --json`: every row parsed, all columns",
+                    checker=csv_check, skip=no_csv, nbytes=csv_size))
+    out.append(Cell("csv_s3", "sluice stats w1.csv (local file)", "sluice", "floor",
+                    [[ctx.sluice, "-q", "stats", csv, "--json"]],
+                    how="the same command on the local file (page cache warm)",
+                    checker=csv_check, skip=no_csv, nbytes=csv_size))
+    out.append(Cell("csv_s3", "curl GET w1.csv > /dev/null", "curl", "floor",
+                    [_curl(server, "w1.csv")], how="one GET of the whole object",
+                    checker=_curl_checker(csv_size or 0), skip=no_csv, nbytes=csv_size))
+    return out
+
+
+def ensure_data(rows: int, data_dir: Optional[str]) -> str:
+    """The data directory: W3's files (gen_w3.py) and W1's w1.parquet, w1.csv
+    for `rows` (gen_w1.py), generated when missing. Shares W1's directories
+    (bench/data at full size, bench/data/rowsN otherwise)."""
+    if data_dir is None:
+        data_dir = os.path.join(HERE, "data") if rows == FULL_ROWS else \
+            os.path.join(HERE, "data", f"rows{rows}")
+    if not os.path.exists(os.path.join(data_dir, META)):
+        log(f"generating W3 data in {data_dir}")
+        subprocess.run([PY, os.path.join(HERE, "gen_w3.py"), "--out", data_dir], check=True,
+                       cwd=ROOT)
+    w1_meta = os.path.join(data_dir, "w1.meta.json")
+    missing = [k for k, n in (("parquet", "w1.parquet"), ("csv", "w1.csv"))
+               if not os.path.exists(os.path.join(data_dir, n))]
+    if os.path.exists(w1_meta):
+        with open(w1_meta) as f:
+            if json.load(f)["rows"] != rows:
+                raise SystemExit(f"{w1_meta} is not for {rows} rows; pass --data")
+    if missing or not os.path.exists(w1_meta):
+        log(f"generating W1 {','.join(missing) or 'meta'} ({rows:,} rows) in {data_dir}")
+        subprocess.run([PY, os.path.join(HERE, "gen_w1.py"), "--rows", str(rows), "--out",
+                        data_dir, "--csv", "--only", ",".join(missing) or "meta"],
+                       check=True, cwd=ROOT)
+    return data_dir
