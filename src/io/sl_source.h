@@ -53,6 +53,11 @@ struct sl_source {
   const struct sluice_allocator* alloc;
   /// The ref that owns the source's memory (e.g. the mapping), or NULL.
   struct sl_ref* owner;
+  /// read_at hands out views of memory that is already there (a mapped local
+  /// file): a view of the whole object costs nothing and holds no memory of
+  /// its own. 0 for sources whose read_at fetches (HTTP, S3): a reader that
+  /// would view the whole object reads it forward instead, in bounded memory.
+  int mapped;
 };
 
 /// Settings for remote locations (http://, https://).

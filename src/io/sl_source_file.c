@@ -209,6 +209,7 @@ static int map_regular_file(int fd, int64_t size, const char* name,
   f->base.name = name_copy;
   f->base.size = size;
   f->base.alloc = alloc;
+  f->base.mapped = 1;
   f->cursor = 0;
   *out = &f->base;
   return 0;

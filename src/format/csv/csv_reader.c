@@ -2,9 +2,11 @@
 //
 // Design:
 // - Local files are one contiguous byte range, mmap'd whole by the source
-//   (read_at hands out a pointer into the mapping). Forward-only sources
-//   (pipes) are read through a bounded window as one split (csv_stream.c),
-//   or into memory when small, compressed or escape-character dialects.
+//   (read_at hands out a pointer into the mapping). Other sources (pipes,
+//   and HTTP / S3, whose ranged reads would fetch the whole object into
+//   memory) are read forward through a bounded window as one split
+//   (csv_stream.c), or into memory when small, compressed or
+//   escape-character dialects.
 // - open() sniffs the dialect and header and infers column types from a sample
 //   (csv_dialect.c). The schema is fixed there. A later value that does not fit
 //   its inferred type is an error naming the line, byte offset and column, and
@@ -161,7 +163,9 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     return rc;
   }
   if (r->opts.delimiter < 0 && ends_with(r->name, ".tsv")) r->opts.delimiter = '\t';
-  if (r->source->ops->read_at != NULL && r->source->size >= 0) {
+  // A mapped file is viewed whole (split by byte ranges on all cores); other
+  // sources (pipes, HTTP, S3) are read forward through a bounded window.
+  if (r->source->ops->read_at != NULL && r->source->size >= 0 && r->source->mapped) {
     r->size = r->source->size;
     if (r->size > 0) rc = sl_source_read_at(r->source, 0, r->size, &r->view, error);
     r->data = r->view.data;
