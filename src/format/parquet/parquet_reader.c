@@ -149,7 +149,7 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
   int changed = 0;
   for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
     struct pq_field* f = r->schema.leaves[l];
-    if (f->conv != PQ_CONV_BINARY || !f->is_string || f->view || f->large || f->dict) continue;
+    if (f->conv != PQ_CONV_BINARY || !f->is_string || f->large || f->dict) continue;
     const struct pq_column_chunk* cc = &r->meta.row_groups[0].columns[l];
     if (!cc->has_meta_data) continue;
     int has_dict = 0;

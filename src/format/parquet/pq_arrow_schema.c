@@ -1,7 +1,7 @@
 // The footer's "ARROW:schema" entry (base64 of an Arrow IPC Schema message,
 // written by Arrow C++ writers) restores the Arrow types Parquet cannot
 // express, following Arrow C++'s ApplyOriginalMetadata: a timestamp's time
-// zone, large / view binary and lists, durations, decimal32/64/256,
+// zone, large binary and lists, durations, decimal32/64/256,
 // dictionaries, and field metadata (extension types).
 #include <inttypes.h>
 #include <stdio.h>
@@ -136,7 +136,7 @@ static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct s
         SL_RETURN_NOT_OK(apply(&f->children[0], o->children[0], alloc, depth + 1));
         const struct pq_field* e = &f->children[0];
         long n = strtol(of + 3, NULL, 10);
-        if (e->kind == PQ_FIELD_LEAF && !e->view && !e->dict && !e->large && n > 0 && n <= (1 << 20))
+        if (e->kind == PQ_FIELD_LEAF && !e->dict && !e->large && n > 0 && n <= (1 << 20))
           f->fixed_size = (int32_t)n;
         return 0;
       }

@@ -58,51 +58,6 @@ static int widen_offsets(struct asm_ctx* c, struct pq_leaf_data* d) {
   return 0;
 }
 
-/// string_view / binary_view: 16-byte views over the one data buffer.
-static int build_view(struct asm_ctx* c, struct pq_leaf_data* d, struct ArrowArray* out) {
-  int64_t n = d->n_slots;
-  struct sl_buffer views, sizes;
-  sl_buffer_init(&views, c->alloc);
-  sl_buffer_init(&sizes, c->alloc);
-  if (sl_buffer_reserve(&views, n * 16) != 0 || sl_buffer_reserve(&sizes, 8) != 0) {
-    sl_buffer_reset(&views);
-    return oom(c);
-  }
-  const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
-  const uint8_t* data = d->values.data;
-  for (int64_t i = 0; i < n; ++i) {
-    uint8_t* v = views.data + 16 * i;
-    int32_t len = offs[i + 1] - offs[i];
-    memset(v, 0, 16);
-    memcpy(v, &len, 4);
-    if (len <= 12) {
-      if (len > 0) memcpy(v + 4, data + offs[i], (size_t)len);
-    } else {
-      int32_t buf = 0;
-      memcpy(v + 4, data + offs[i], 4);
-      memcpy(v + 8, &buf, 4);
-      memcpy(v + 12, &offs[i], 4);
-    }
-  }
-  views.size = n * 16;
-  int64_t total = d->values.size;
-  memcpy(sizes.data, &total, 8);
-  sizes.size = 8;
-  int rc = sl_array_init(out, c->alloc, 4, 0, c->error);
-  if (rc == 0) {
-    out->length = n;
-    out->null_count = d->null_count;
-    if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
-    if (rc == 0) rc = give_buffer(c, out, 1, &views);
-    if (rc == 0) rc = give_buffer(c, out, 2, &d->values);
-    if (rc == 0) rc = give_buffer(c, out, 3, &sizes);
-    if (rc != 0) out->release(out);
-  }
-  sl_buffer_reset(&views);
-  sl_buffer_reset(&sizes);
-  return rc;
-}
-
 static uint64_t hash_bytes(const uint8_t* p, int32_t n) {
   uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)n;
   for (int32_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3u;
@@ -201,7 +156,6 @@ static int build_leaf(struct asm_ctx* c, const struct pq_field* f, int64_t expec
                       struct ArrowArray* out) {
   struct pq_leaf_data* d = &c->leaves[f->leaf];
   if (d->n_slots != expected) return asm_error(c, f, "leaf value count does not match its parent");
-  if (f->conv == PQ_CONV_BINARY && f->view) return build_view(c, d, out);
   if (f->conv == PQ_CONV_BINARY && f->dict) return build_dictionary(c, f, d, out);
   int nb = f->conv == PQ_CONV_NULL ? 0 : f->conv == PQ_CONV_BINARY ? 3 : 2;
   SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, nb, 0, c->error));

@@ -242,7 +242,10 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
     for (int64_t i = 0; i < nv; ++i) bytes += lens[i];
     if (d->values.size + bytes > INT32_MAX)
       return pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column chunk");
-    if (sl_buffer_reserve(&d->values, bytes) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    // At least one byte, so that values.data is never NULL (+ 0 on NULL is UB
+    // even for pages of empty strings).
+    if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
+      return pq_chunk_prefix(w, error, ENOMEM);
     int32_t* offs = (int32_t*)(void*)d->offsets.data;
     int32_t at = (int32_t)d->values.size;
     uint8_t* vd = d->values.data;

@@ -58,7 +58,6 @@ struct pq_field {
   int64_t metadata_size;
   const char* extension;             ///< Arrow extension name implied by the logical type
   int large;                         ///< 64-bit offsets (large_list / large_string / large_binary)
-  int view;                          ///< string_view / binary_view
   int dict;                          ///< dictionary<index_format, format> output
   int32_t fixed_size;                ///< LIST read as fixed_size_list<N> (leaf child only)
   char dict_index_format[4];
@@ -80,7 +79,7 @@ void pq_schema_release(struct pq_schema* schema);
 
 /// Restores what Parquet cannot say from the footer's "ARROW:schema" entry
 /// (written by Arrow C++), the way Arrow C++ does: timestamp time zones,
-/// large / view strings and lists, durations, narrow decimals, dictionaries,
+/// large strings and lists, durations, narrow decimals, dictionaries,
 /// extension metadata. A malformed entry is ignored (ENOMEM is returned).
 /// Also rebuilds schema->arrow.
 int pq_schema_apply_arrow(struct pq_schema* schema, const struct pq_file_meta* meta,

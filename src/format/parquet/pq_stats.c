@@ -42,7 +42,6 @@ static int null_array(const struct pq_field* f, int64_t length, int top,
   if (f->kind == PQ_FIELD_LEAF) {
     if (f->conv == PQ_CONV_NULL) nb = 0;
     else if (f->dict) nb = 2, sizes[1] = (length + 1) * 8;
-    else if (f->conv == PQ_CONV_BINARY && f->view) nb = 3, sizes[1] = length * 16 + 16, sizes[2] = 8;
     else if (f->conv == PQ_CONV_BINARY) nb = 3, sizes[1] = (length + 1) * (f->large ? 8 : 4), sizes[2] = 1;
     else if (f->conv == PQ_CONV_BOOL) nb = 2, sizes[1] = bits;
     else nb = 2, sizes[1] = (length + 1) * f->out_width;
@@ -143,7 +142,7 @@ int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* sch
       if (rc != 0) break;
       stats[i].null_count = m.null_count;
       usable = m.has_min_max && f->conv != PQ_CONV_NULL && f->conv != PQ_CONV_INT96_NS &&
-               m.min.data != NULL && m.max.data != NULL && !f->view && !f->dict;
+               m.min.data != NULL && m.max.data != NULL && !f->dict;
       if (usable && f->is_string) {
         // A truncated bound may end inside a character: cut the min back to
         // whole characters (still a lower bound); a max like that is unusable.
