@@ -1,18 +1,10 @@
 #include "sl_alloc.h"
 
-#include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define ERANGE_CODE ERANGE
-
-/// Blocks this large are column buffers that decoders fill at once: asking
-/// for transparent huge pages there turns ~512 page faults per 2 MiB into one
-/// (the kernel's default THP mode on Debian is "madvise"). Below it, normal
-/// pages: no memory is wasted on small blocks.
-#define SL_HUGE_PAGE_MIN ((size_t)8 << 20)
 
 static void* default_allocate(void* ctx, size_t size, size_t alignment) {
   (void)ctx;
@@ -20,18 +12,7 @@ static void* default_allocate(void* ctx, size_t size, size_t alignment) {
   // aligned_alloc wants a size that is a multiple of the alignment.
   size_t rounded = (size + alignment - 1) & ~(alignment - 1);
   if (rounded < size) return NULL;
-  void* p = aligned_alloc(alignment, rounded);
-#if defined(MADV_HUGEPAGE)
-  if (p != NULL && rounded >= SL_HUGE_PAGE_MIN) {
-    // madvise wants whole pages: advise the page-aligned interior (a hint;
-    // failure changes nothing).
-    const uintptr_t page = 4096;
-    uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)p + rounded) & ~(page - 1);
-    if (end > start) (void)madvise((void*)start, end - start, MADV_HUGEPAGE);
-  }
-#endif
-  return p;
+  return aligned_alloc(alignment, rounded);
 }
 
 static void default_deallocate(void* ctx, void* ptr, size_t size) {
