@@ -7,6 +7,7 @@
 #include "sl_error.h"
 #include "sl_read.h"
 #include "sl_type.h"
+#include "sl_utf8.h"
 
 // Deeper trees than this come from hostile input, not real data; refusing them
 // keeps the recursion's stack use bounded.
@@ -70,46 +71,6 @@ static int check_size(struct vctx* v, const struct ArrowArray* a, int64_t i, int
     return fail(v, "%s buffer holds %lld bytes, needs %lld", what, (long long)have,
                 (long long)need);
   }
-  return 0;
-}
-
-static int is_valid_utf8(const uint8_t* s, int64_t n, int64_t* bad_at) {
-  int64_t i = 0;
-  while (i < n) {
-    // ASCII runs dominate real data: skip them eight bytes at a time.
-    while (i + 8 <= n) {
-      uint64_t w;
-      memcpy(&w, s + i, 8);
-      if (w & UINT64_C(0x8080808080808080)) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else goto bad;
-    if (i + len > n) goto bad;
-    for (int k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) goto bad;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates, and code points past U+10FFFF.
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      goto bad;
-    }
-    i += len;
-  }
-  return 1;
-bad:
-  *bad_at = i;
   return 0;
 }
 
@@ -185,8 +146,8 @@ static int validate_binary(struct vctx* v, const struct sl_type* t, const struct
   int is_string = t->id == SL_TYPE_STRING || t->id == SL_TYPE_LARGE_STRING;
   if (is_string && v->level >= SL_VALIDATE_FULL_UTF8 && last > first) {
     const uint8_t* data = a->buffers[2];
-    int64_t bad_at;
-    if (!is_valid_utf8(data + first, last - first, &bad_at)) {
+    int64_t bad_at = sl_utf8_invalid_at(data + first, last - first);
+    if (bad_at >= 0) {
       // Report the value holding the bad byte.
       int64_t row = 0;
       for (int64_t i = 0; i < a->length; ++i) {

@@ -12,6 +12,7 @@
 #include "csv_reader_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 
 void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte) {
   *line = s->lines_before + csv_line_of(s->data, pos);
@@ -151,7 +152,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       break;
     }
     case CV_UTF8:
-      *ok = csv_valid_utf8(p, n);
+      *ok = sl_utf8_invalid_at(p, n) < 0;
       problem = "invalid UTF-8 in";
       break;
     case CV_BINARY:
@@ -300,7 +301,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
-        if (check && !csv_valid_utf8(p, n)) {
+        if (check && sl_utf8_invalid_at(p, n) >= 0) {
           return value_error(s, c, f, p, n, "invalid UTF-8 in", error);
         }
         sl_builder_append_binary_unsafe(b, p, n);

@@ -498,50 +498,6 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
   return 1;
 }
 
-int csv_valid_utf8(const uint8_t* p, int64_t n) {
-  int64_t i = 0;
-  while (i < n) {
-    if (i + 8 <= n) {  // ASCII fast path, 8 bytes at a time
-      uint64_t w;
-      memcpy(&w, p + i, 8);
-      if ((w & UINT64_C(0x8080808080808080)) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    uint8_t c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return 0;
-    }
-    if (i + len > n) return 0;
-    for (int k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return 0;
-    }
-    i += len;
-  }
-  return 1;
-}
-
 /* ---- inference ------------------------------------------------------------ */
 
 #define CAN(k) (1u << (k))

@@ -137,8 +137,6 @@ int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
 /// says whether one was.
 int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* has_zone);
-/// 1 if valid UTF-8.
-int csv_valid_utf8(const uint8_t* p, int64_t n);
 
 /* ---- inference ------------------------------------------------------------ */
 

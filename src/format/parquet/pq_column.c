@@ -11,6 +11,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 #include "pq_column_internal.h"
 #include "pq_encoding.h"
 
@@ -354,7 +355,7 @@ static int check_utf8(const struct pq_leaf_data* d, const struct chunk_where* w,
                       struct sluice_error* error) {
   const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
   const uint8_t* data = d->values.data;
-  int64_t bad = pq_utf8_invalid_at(data, d->values.size);
+  int64_t bad = sl_utf8_invalid_at(data, d->values.size);
   for (int64_t i = 0; bad < 0 && i < d->n_slots; ++i)
     if (offs[i + 1] > offs[i] && (data[offs[i]] & 0xC0) == 0x80) bad = offs[i];
   if (bad < 0) return 0;

@@ -39,7 +39,5 @@ int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f, co
                        int64_t size, int64_t n, const struct chunk_where* w,
                        struct sluice_error* error);
 
-/// Index of the first byte of the first invalid UTF-8 sequence in s, or -1.
-int64_t pq_utf8_invalid_at(const uint8_t* s, int64_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 #include "pq_column.h"
 #include "pq_column_internal.h"
 
@@ -146,12 +147,12 @@ int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* sch
       if (usable && f->is_string) {
         // A truncated bound may end inside a character: cut the min back to
         // whole characters (still a lower bound); a max like that is unusable.
-        int64_t bad = pq_utf8_invalid_at(m.min.data, m.min.size);
+        int64_t bad = sl_utf8_invalid_at(m.min.data, m.min.size);
         if (bad >= 0) {
           m.min.size = bad;
           m.min_exact = 0;
         }
-        if (pq_utf8_invalid_at(m.max.data, m.max.size) >= 0) usable = 0;
+        if (sl_utf8_invalid_at(m.max.data, m.max.size) >= 0) usable = 0;
       }
     }
     if (usable) {

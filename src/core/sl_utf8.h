@@ -1,0 +1,13 @@
+// UTF-8 validation shared by the Arrow validator and the readers that check
+// string columns (CSV, Parquet).
+#ifndef SL_UTF8_H
+#define SL_UTF8_H
+
+#include <stdint.h>
+
+/// Index of the first byte of the first invalid UTF-8 sequence in s[0, n)
+/// (bad lead byte, truncated or broken continuation, overlong form,
+/// surrogate, code point past U+10FFFF), or -1 when all of it is valid.
+int64_t sl_utf8_invalid_at(const uint8_t* s, int64_t n);
+
+#endif
