@@ -187,11 +187,16 @@ struct sluice_open_options {
 /// no limit, all cores, 256 MiB budget, default allocator.
 SLUICE_EXPORT void sluice_open_options_init(struct sluice_open_options* options);
 
-/// An opened dataset: one object (file, URL) in one format.
+/// An opened dataset: one object (file, URL), or several read as one table
+/// (a directory, a glob, an S3 prefix), in one format.
 struct sluice_dataset;
 
 /// Opens `location` (a path, "-" for standard input, or a URL) and reads its
-/// schema. On success `*out` must be closed with sluice_dataset_close.
+/// schema. A directory, a glob (`data/*.csv`, `logs/**/*.parquet`), an S3
+/// prefix (`s3://bucket/dir/`) or an S3 glob names many objects: they are
+/// read in name order as one table (names starting with '.' or '_' are
+/// skipped) and must all have the same columns. On success `*out` must be
+/// closed with sluice_dataset_close.
 SLUICE_EXPORT int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error);
 

@@ -11,10 +11,12 @@
 #include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
+#include "io/sl_location.h"
 #include "io/sl_sink.h"
 #include "io/sl_source.h"
 #include "io/sl_source_file.h"
 #include "scan/sl_scan.h"
+#include "sluice_dataset_files.h"
 #include "sluice_dataset_internal.h"
 
 #define SL_DEFAULT_MEMORY_BUDGET ((int64_t)256 << 20)
@@ -113,7 +115,9 @@ static void format_list_of(const char* const* names, char* out, size_t cap) {
   format_name_list(names, n, out, cap);
 }
 
-static int choose_reader(struct sluice_dataset* ds, const char* format_name,
+/// Chooses the reader from `format_name`, else from the first bytes of
+/// ds->source and the object's name `object`.
+static int choose_reader(struct sluice_dataset* ds, const char* format_name, const char* object,
                          struct sluice_error* error) {
   char known[512];
   if (format_name != NULL) {
@@ -128,7 +132,7 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name,
   struct sl_view head = {NULL, 0, NULL};
   int rc = sl_source_peek(ds->source, SL_DETECT_BYTES, &head, error);
   if (rc != 0) return rc;
-  ds->format = sl_format_reader_detect(ds->location, head.data, head.size);
+  ds->format = sl_format_reader_detect(object, head.data, head.size);
   sl_view_release(&head);
   if (ds->format == NULL) {
     format_list_of(sl_format_reader_names(), known, sizeof known);
@@ -166,7 +170,7 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
         used += (size_t)w;
       }
       return sl_error_set(error, EINVAL, "no column '%s' in %s; columns are: %s",
-                          names[i] != NULL ? names[i] : "(null)", ds->source->name, list);
+                          names[i] != NULL ? names[i] : "(null)", ds->location, list);
     }
     ds->columns[i] = found;
   }
@@ -201,13 +205,28 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
   ds->limit = options->limit < 0 ? -1 : options->limit;
   ds->location = sl_strdup(alloc, location);
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
-  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle};
-  if (rc == 0) rc = sl_source_open_remote(location, &remote, alloc, &ds->source, error);
-  if (rc == 0) rc = choose_reader(ds, options->format, error);
-  if (rc == 0) {
-    struct sl_reader_args args = {
-        .source = ds->source, .alloc = alloc, .batch_size = options->batch_size,
-        .format_options = options->format_options};
+  // Remote readahead gets an eighth of the budget (the default 256 MiB gives
+  // 4 parts of 8 MiB); decoded batches get the rest.
+  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle,
+                                     ds->memory_budget / 8};
+  // A directory, glob or prefix names many objects; read as one table.
+  struct sl_location_list objects = {NULL, 0, 0};
+  if (rc == 0 && sl_location_is_many(location)) {
+    rc = sl_location_expand(location, &remote, alloc, &objects, error);
+  }
+  const char* first = objects.n > 0 ? objects.names[0] : location;
+  if (rc == 0) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
+  if (rc == 0) rc = choose_reader(ds, options->format, first, error);
+  struct sl_reader_args args = {.source = ds->source, .alloc = alloc,
+                                .batch_size = options->batch_size,
+                                .format_options = options->format_options};
+  if (rc == 0 && objects.n > 1) {
+    struct sl_source* source = ds->source;
+    ds->source = NULL;  // the files reader owns it from here, also on error
+    rc = sl_files_reader_open(ds->format, &objects, source, &remote, &args, &ds->format,
+                              &ds->reader, error);
+    if (rc != 0) ds->reader = NULL;
+  } else if (rc == 0) {
     rc = ds->format->open(&args, &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
     if (rc == ENOTSUP && sl_source_untouched(ds->source)) {
@@ -224,6 +243,7 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
       }
     }
   }
+  sl_location_list_free(&objects, alloc);
   if (rc == 0) rc = ds->format->schema(ds->reader, &ds->full_schema, error);
   if (rc == 0 && options->columns != NULL) {
     rc = resolve_columns(ds, options->columns, options->n_columns, error);

@@ -23,7 +23,11 @@
   "  --insecure         https/s3: do not verify TLS certificates\n"         \
   "  --ca-bundle FILE   https/s3: trust the CA certificates in FILE\n"      \
   "  -q, --quiet        no progress bar\n"                                    \
-  "  -h, --help         show help\n"
+  "  -h, --help         show help\n"                                          \
+  "\n"                                                                        \
+  "SRC: a path, '-' (standard input), http(s)://..., s3://bucket/key; or many\n" \
+  "objects read as one table: a directory, a glob ('data/*.csv',\n"          \
+  "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet\n"
 
 /// The writer options of cat and convert (-O is for the reader).
 #define WRITE_OPTION_HELP                                                     \

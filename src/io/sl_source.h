@@ -64,6 +64,10 @@ struct sl_source {
 struct sl_remote_options {
   int tls_insecure;       ///< non-zero: skip certificate and host name checks
   const char* ca_bundle;  ///< PEM file of trusted CAs, NULL = system store
+  /// Bytes a forward read's readahead may hold at once (parts fetched and not
+  /// yet consumed); 0 = the default, 4 parts of 8 MiB. A small budget means
+  /// fewer and smaller parts.
+  int64_t readahead_bytes;
 };
 
 /// Opens a location: a path, "file://path", "-" (standard input), or an

@@ -19,6 +19,7 @@
 
 #define HTTP_DEFAULT_PART ((int64_t)8 << 20)
 #define HTTP_DEFAULT_PARALLEL 4
+#define HTTP_MIN_PART ((int64_t)64 << 10)
 #define HTTP_MAX_PARALLEL 16
 /// Easy handles kept for reuse (each keeps its live connections).
 #define HTTP_POOL_MAX (HTTP_MAX_PARALLEL + 4)
@@ -986,6 +987,16 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   s->part_size = part_size_from_env(config->part_size > 0 ? config->part_size
                                                            : HTTP_DEFAULT_PART);
   s->depth = config->parallel > 0 ? config->parallel : HTTP_DEFAULT_PARALLEL;
+  int64_t budget = config->remote.readahead_bytes;
+  if (budget > 0) {
+    // Within the budget: at least two parts (the one being read and one
+    // ahead), smaller ones if the budget is small, never below 64 KiB.
+    if (budget / 2 < s->part_size) {
+      s->part_size = budget / 2 > HTTP_MIN_PART ? budget / 2 : HTTP_MIN_PART;
+    }
+    int64_t parts = budget / s->part_size;
+    if (parts < s->depth) s->depth = (int)parts;
+  }
   if (s->depth > HTTP_MAX_PARALLEL) s->depth = HTTP_MAX_PARALLEL;
   if (s->depth < 2) s->depth = 2;  // the part being read and one ahead
   s->stream_end = -1;

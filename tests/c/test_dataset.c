@@ -380,6 +380,167 @@ static void test_ipc_allocation_failures(void** unused) {
   }
 }
 
+/* ---- Many objects: a directory read as one table ------------------------------ */
+
+/// Writes into `dir` (created) the IPC files p0.arrow, p1.arrow (empty),
+/// p2.arrow, sub/p3.arrow holding column a = 0.. in that order across the
+/// files, three batches of IPC_ROWS each (none in p1), plus a _SUCCESS marker
+/// and a .hidden file that must be skipped; and, when `mismatch`, a file
+/// whose a is a double. 0 on success.
+static int pyarrow_write_dir(const char* dir, int mismatch) {
+  char cmd[3072];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, sys, os\n"
+           "d=sys.argv[1]; n=%d\n"
+           "os.makedirs(d+'/sub', exist_ok=True)\n"
+           "sch=pa.schema([('a',pa.int64()),('b',pa.string())])\n"
+           "def w(name, start, k):\n"
+           "  with pa.ipc.new_file(d+'/'+name, sch) as f:\n"
+           "    for j in range(k):\n"
+           "      a=list(range(start+j*n,start+(j+1)*n))\n"
+           "      f.write_batch(pa.record_batch([pa.array(a),pa.array([str(x) for x in a])],"
+           "schema=sch))\n"
+           "w('p0.arrow', 0, 3); w('p1.arrow', 0, 0); w('p2.arrow', 3*n, 3)\n"
+           "w('sub/p3.arrow', 6*n, 3)\n"
+           "open(d+'/_SUCCESS','w').close(); open(d+'/.hidden','w').write('x')\n"
+           "if %d:\n"
+           "  pa.ipc.new_file(d+'/p4.arrow', pa.schema([('a',pa.float64()),('b',pa.string())]))"
+           ".close()\n"
+           "\" '%s' 2>/dev/null",
+           IPC_ROWS, mismatch, dir);
+  return system(cmd);
+}
+
+static void remove_tree(const char* dir) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void test_directory_as_one_table(void** unused) {
+  (void)unused;
+  if (sl_format_reader_find("arrow") == NULL) skip();
+  char dir[512];
+  test_temp_path("dataset_dir", dir, sizeof dir);
+  remove_tree(dir);
+  if (pyarrow_write_dir(dir, 0) != 0) skip();
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.threads = 4;
+  options.allocator = &ta.base;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  // Ordered: a runs 0.. across the files in name order (sub/p3 last).
+  assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), 0);
+  assert_string_equal(sluice_dataset_format(ds), "arrow");
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  assert_int_equal(drain_stream_in_order(&stream, 0), 9 * IPC_ROWS);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+
+  // A glob, projected, unordered: the tags restore the same order.
+  char glob[600];
+  snprintf(glob, sizeof glob, "%s/**/p*.arrow", dir);
+  const char* cols[] = {"b", "a"};
+  options.columns = cols;
+  options.n_columns = 2;
+  options.ordered = 0;
+  assert_int_equal(sluice_dataset_open(glob, &options, &ds, &error), 0);
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open(ds, &scanner, &error), 0);
+  struct sluice_batch_tag tags[64];
+  int64_t first[64];
+  int n = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    struct sluice_batch_tag tag;
+    assert_int_equal(sluice_scanner_next(scanner, &batch, &tag, &error), 0);
+    if (batch.release == NULL) break;
+    assert_true(n < 64);
+    assert_int_equal(batch.n_children, 2);
+    assert_int_equal(batch.length, IPC_ROWS);
+    const struct ArrowArray* a = batch.children[1];
+    tags[n] = tag;
+    first[n++] = ((const int64_t*)a->buffers[1])[a->offset + batch.offset];
+    batch.release(&batch);
+  }
+  assert_int_equal(n, 9);
+  for (int i = 0; i < n; ++i) {
+    int rank = 0;  // how many tags sort before tags[i]
+    for (int j = 0; j < n; ++j) rank += compare_tags(&tags[j], &tags[i]) < 0;
+    assert_int_equal(first[i], (int64_t)rank * IPC_ROWS);
+  }
+  sluice_scanner_close(scanner);
+  sluice_dataset_close(ds);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  remove_tree(dir);
+}
+
+static void test_directory_errors(void** unused) {
+  (void)unused;
+  if (sl_format_reader_find("arrow") == NULL) skip();
+  char dir[512];
+  test_temp_path("dataset_dir_bad", dir, sizeof dir);
+  remove_tree(dir);
+  if (pyarrow_write_dir(dir, 1) != 0) skip();
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  // Columns that differ: the error names the odd file and the column.
+  assert_int_equal(sluice_dataset_open(dir, NULL, &ds, &error), EINVAL);
+  assert_null(ds);
+  assert_non_null(strstr(error.message, "p4.arrow"));
+  assert_non_null(strstr(error.message, "'a'"));
+  // A glob that matches nothing.
+  char glob[600];
+  snprintf(glob, sizeof glob, "%s/*.parquet", dir);
+  assert_int_not_equal(sluice_dataset_open(glob, NULL, &ds, &error), 0);
+  assert_non_null(strstr(error.message, "*.parquet"));
+  // Allocation failures anywhere while opening and scanning many files:
+  // a clean error and nothing leaked.
+  snprintf(glob, sizeof glob, "%s/p[0-2].arrow", dir);
+  int completed = 0;
+  for (long long fail_at = 1; fail_at < 600 && completed < 2; ++fail_at) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, fail_at);
+    struct sluice_open_options options;
+    sluice_open_options_init(&options);
+    options.allocator = &ta.base;
+    options.threads = 2;
+    int rc = sluice_dataset_open(glob, &options, &ds, &error);
+    if (rc == 0) {
+      struct ArrowArrayStream stream;
+      rc = sluice_dataset_scan(ds, &stream, &error);
+      sluice_dataset_close(ds);
+      if (rc == 0) {
+        int64_t rows = 0;
+        for (;;) {
+          struct ArrowArray batch;
+          rc = stream.get_next(&stream, &batch);
+          if (rc != 0 || batch.release == NULL) break;
+          rows += batch.length;
+          batch.release(&batch);
+        }
+        if (rc == 0) {
+          assert_int_equal(rows, 6 * IPC_ROWS);
+          ++completed;
+        }
+        stream.release(&stream);
+      }
+    } else {
+      assert_true(error.message[0] != '\0');
+    }
+    if (atomic_load(&ta.live_bytes) != 0) {
+      fail_msg("fail_at %lld: %lld bytes leaked (rc %d)", fail_at, atomic_load(&ta.live_bytes), rc);
+    }
+  }
+  assert_int_equal(completed, 2);
+  remove_tree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -388,6 +549,8 @@ int main(void) {
       cmocka_unit_test(test_ipc_detection_and_empty),
       cmocka_unit_test(test_ipc_through_pipe),
       cmocka_unit_test(test_ipc_allocation_failures),
+      cmocka_unit_test(test_directory_as_one_table),
+      cmocka_unit_test(test_directory_errors),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }

@@ -1,0 +1,295 @@
+// Many objects read as one table (see sluice_dataset_files.h).
+#include "sluice_dataset_files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_array.h"
+#include "../core/sl_error.h"
+
+/// One object: its source, the real format's reader over it, and where its
+/// splits start in the dataset's plan.
+struct files_part {
+  char* name;
+  struct sl_source* source;
+  void* reader;
+  int64_t first_split;  // index in the dataset's plan of this part's split 0
+  struct sl_split* splits;
+  int64_t n_splits;
+};
+
+struct sl_files_reader {
+  struct sl_format_reader vtable;  // the real format's name, our functions
+  const struct sl_format_reader* format;
+  const struct sluice_allocator* alloc;
+  struct files_part* parts;
+  int64_t n_parts;
+  int64_t n_splits;  // all parts' splits
+};
+
+/// A split being decoded: which part's reader it belongs to.
+struct files_split_state {
+  const struct files_part* part;
+  const struct sl_format_reader* format;
+  void* state;
+  const struct sluice_allocator* alloc;
+};
+
+static void files_close(void* reader) {
+  struct sl_files_reader* f = reader;
+  if (f == NULL) return;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    struct files_part* p = &f->parts[i];
+    sl_free(f->alloc, p->splits, (size_t)p->n_splits * sizeof *p->splits);
+    if (p->reader != NULL) f->format->close(p->reader);
+    sl_source_close(p->source);
+    if (p->name != NULL) sl_free(f->alloc, p->name, strlen(p->name) + 1);
+  }
+  sl_free(f->alloc, f->parts, (size_t)f->n_parts * sizeof *f->parts);
+  sl_free(f->alloc, f, sizeof *f);
+}
+
+/// 0 when `a` and `b` have the same type tree (formats, names, children,
+/// dictionaries; nullability and metadata aside); otherwise writes the first
+/// difference, at `path`, into `why`.
+static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema* b,
+                          const char* path, char* why, size_t cap) {
+  const char* an = a->name != NULL ? a->name : "";
+  const char* bn = b->name != NULL ? b->name : "";
+  if (strcmp(an, bn) != 0) {
+    snprintf(why, cap, "%s: column '%s' here, '%s' in the first", path, bn, an);
+    return 1;
+  }
+  if (strcmp(a->format, b->format) != 0) {
+    snprintf(why, cap, "column '%s%s' is of type '%s' here, '%s' in the first", path, an,
+             b->format, a->format);
+    return 1;
+  }
+  if (a->n_children != b->n_children) {
+    if (path[0] == '\0' && an[0] == '\0') {
+      snprintf(why, cap, "%lld columns here, %lld in the first", (long long)b->n_children,
+               (long long)a->n_children);
+    } else {
+      snprintf(why, cap, "'%s%s' has %lld fields here, %lld in the first", path, an,
+               (long long)b->n_children, (long long)a->n_children);
+    }
+    return 1;
+  }
+  if ((a->dictionary == NULL) != (b->dictionary == NULL)) {
+    snprintf(why, cap, "column '%s%s' is dictionary-encoded in only one of them", path, an);
+    return 1;
+  }
+  char sub[256];
+  snprintf(sub, sizeof sub, "%s%s%s", path, an, an[0] != '\0' ? "." : "");
+  for (int64_t i = 0; i < a->n_children; ++i) {
+    if (schema_differs(a->children[i], b->children[i], sub, why, cap)) return 1;
+  }
+  if (a->dictionary != NULL) return schema_differs(a->dictionary, b->dictionary, sub, why, cap);
+  return 0;
+}
+
+/// Makes `into` nullable wherever `other` (of the same shape) is.
+static void merge_nullable(struct ArrowSchema* into, const struct ArrowSchema* other) {
+  into->flags |= other->flags & ARROW_FLAG_NULLABLE;
+  for (int64_t i = 0; i < into->n_children; ++i) {
+    merge_nullable(into->children[i], other->children[i]);
+  }
+  if (into->dictionary != NULL) merge_nullable(into->dictionary, other->dictionary);
+}
+
+static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
+  struct sl_files_reader* f = reader;
+  out->release = NULL;
+  SL_RETURN_NOT_OK(f->format->schema(f->parts[0].reader, out, error));
+  for (int64_t i = 1; i < f->n_parts; ++i) {
+    struct ArrowSchema other = {0};
+    int rc = f->format->schema(f->parts[i].reader, &other, error);
+    char why[512];
+    if (rc == 0 && schema_differs(out, &other, "", why, sizeof why)) {
+      rc = sl_error_set(error, EINVAL,
+                        "%s: its columns differ from those of %s, the first object: %s; "
+                        "read the objects separately%s",
+                        f->parts[i].name, f->parts[0].name, why,
+                        strcmp(f->format->name, "csv") == 0
+                            ? ", or give every column's type (CSV option schema=...)"
+                            : "");
+    }
+    if (rc == 0) merge_nullable(out, &other);
+    if (other.release != NULL) other.release(&other);
+    if (rc != 0) {
+      out->release(out);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static int files_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
+                             struct sluice_error* error) {
+  struct sl_files_reader* f = reader;
+  *splits = NULL;
+  *n = 0;
+  if (f->n_splits == 0) return 0;
+  struct sl_split* all = sl_alloc(f->alloc, (size_t)f->n_splits * sizeof *all);
+  if (all == NULL) return sl_error_set(error, ENOMEM, "out of memory planning splits");
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    const struct files_part* p = &f->parts[i];
+    for (int64_t s = 0; s < p->n_splits; ++s) {
+      all[p->first_split + s] = p->splits[s];
+      all[p->first_split + s].index = p->first_split + s;
+    }
+  }
+  *splits = all;
+  *n = f->n_splits;
+  return 0;
+}
+
+/// The part whose splits include the dataset's split `index`.
+static const struct files_part* part_of(const struct sl_files_reader* f, int64_t index) {
+  int64_t lo = 0, hi = f->n_parts - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (f->parts[mid].first_split <= index) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return &f->parts[lo];
+}
+
+static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
+                            int64_t n_columns, void** state, int* projected,
+                            struct sluice_error* error) {
+  struct sl_files_reader* f = reader;
+  *state = NULL;
+  if (split->index < 0 || split->index >= f->n_splits) {
+    return sl_error_set(error, EINVAL, "split %lld is not in the plan", (long long)split->index);
+  }
+  const struct files_part* part = part_of(f, split->index);
+  struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
+  *s = (struct files_split_state){part, f->format, NULL, f->alloc};
+  int rc = f->format->split_open(part->reader, &part->splits[split->index - part->first_split],
+                                 columns, n_columns, &s->state, projected, error);
+  if (rc != 0) {
+    sl_free(f->alloc, s, sizeof *s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+static int files_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
+  struct files_split_state* s = state;
+  return s->format->split_next(s->state, out, error);
+}
+
+static void files_split_close(void* state) {
+  struct files_split_state* s = state;
+  if (s == NULL) return;
+  s->format->split_close(s->state);
+  sl_free(s->alloc, s, sizeof *s);
+}
+
+static const char* files_split_batch_metadata(void* state) {
+  struct files_split_state* s = state;
+  return s->format->split_batch_metadata(s->state);
+}
+
+static int64_t files_rows_skipped(void* reader, char* first_reason, size_t cap) {
+  struct sl_files_reader* f = reader;
+  int64_t total = 0;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    int64_t n = f->format->rows_skipped(f->parts[i].reader, total == 0 ? first_reason : NULL,
+                                        total == 0 ? cap : 0);
+    if (n > 0 && total == 0 && first_reason != NULL && cap > 0) {
+      // Say which object the first skipped row is in.
+      char reason[512];
+      snprintf(reason, sizeof reason, "%s: %s", f->parts[i].name, first_reason);
+      snprintf(first_reason, cap, "%s", reason);
+    }
+    total += n;
+  }
+  return total;
+}
+
+static int open_part(struct sl_files_reader* f, struct files_part* p,
+                     const struct sl_reader_args* args, struct sluice_error* error) {
+  struct sl_reader_args part_args = *args;
+  part_args.source = p->source;
+  int rc = f->format->open(&part_args, &p->reader, error);
+  if (rc != 0) {
+    p->reader = NULL;
+    return rc;
+  }
+  rc = f->format->plan_splits(p->reader, &p->splits, &p->n_splits, error);
+  if (rc != 0) {
+    p->splits = NULL;
+    p->n_splits = 0;
+  }
+  return rc;
+}
+
+int sl_files_reader_open(const struct sl_format_reader* format,
+                         const struct sl_location_list* names, struct sl_source* first,
+                         const struct sl_remote_options* remote,
+                         const struct sl_reader_args* args,
+                         const struct sl_format_reader** vtable, void** out,
+                         struct sluice_error* error) {
+  const struct sluice_allocator* alloc = args->alloc;
+  *out = NULL;
+  *vtable = NULL;
+  struct sl_files_reader* f = sl_calloc(alloc, 1, sizeof *f);
+  if (f != NULL) f->parts = sl_calloc(alloc, names->n, sizeof *f->parts);
+  if (f == NULL || f->parts == NULL) {
+    if (f != NULL) sl_free(alloc, f, sizeof *f);
+    sl_source_close(first);
+    return sl_error_set(error, ENOMEM, "out of memory opening %zu objects", names->n);
+  }
+  f->format = format;
+  f->alloc = alloc;
+  f->n_parts = (int64_t)names->n;
+  f->parts[0].source = first;
+  f->vtable = (struct sl_format_reader){
+      .name = format->name,
+      .extensions = format->extensions,
+      .probe = format->probe,
+      .open = NULL,  // opened only through sl_files_reader_open
+      .schema = files_schema,
+      .plan_splits = files_plan_splits,
+      .split_open = files_split_open,
+      .split_next = files_split_next,
+      .split_close = files_split_close,
+      .close = files_close,
+      // Stored statistics are per object; `sluice stats` computes instead.
+      .stored_stats = NULL,
+      .split_batch_metadata =
+          format->split_batch_metadata != NULL ? files_split_batch_metadata : NULL,
+      .rows_skipped = format->rows_skipped != NULL ? files_rows_skipped : NULL,
+  };
+  int rc = 0;
+  for (size_t i = 0; i < names->n && rc == 0; ++i) {
+    struct files_part* p = &f->parts[i];
+    p->name = sl_strdup(alloc, names->names[i]);
+    if (p->name == NULL) {
+      rc = sl_error_set(error, ENOMEM, "out of memory opening %s", names->names[i]);
+      break;
+    }
+    if (i > 0) rc = sl_source_open_remote(names->names[i], remote, alloc, &p->source, error);
+    if (rc == 0) rc = open_part(f, p, args, error);
+    if (rc == 0) {
+      p->first_split = f->n_splits;
+      f->n_splits += p->n_splits;
+    }
+  }
+  if (rc != 0) {
+    files_close(f);
+    return rc;
+  }
+  *vtable = &f->vtable;
+  *out = f;
+  return 0;
+}

@@ -1,0 +1,29 @@
+// A dataset of many objects (a directory, a glob, an S3 prefix) read as one
+// table: a reader of the sl_format_reader kind that wraps one reader of the
+// real format per object, plans the objects' splits end to end, and routes
+// each split to its object's reader. The scan engine sees one reader and
+// never knows there are several objects.
+#ifndef SLUICE_DATASET_FILES_H
+#define SLUICE_DATASET_FILES_H
+
+#include "sluice.h"
+#include "../format/sl_format.h"
+#include "../io/sl_location.h"
+
+struct sl_files_reader;
+
+/// Opens every object of `names` (n >= 1) with `format`. `first` is the open
+/// source of names->names[0] (ownership passes to the reader, also on error);
+/// the others are opened here with `remote`. `args` gives the allocator,
+/// batch size and format options (its `source` is ignored). All objects must
+/// have the same columns (names and types); a column that is nullable in any
+/// object is nullable in the dataset's schema. On success *out is the reader
+/// and *vtable its function table, both valid until vtable->close(*out).
+int sl_files_reader_open(const struct sl_format_reader* format,
+                         const struct sl_location_list* names, struct sl_source* first,
+                         const struct sl_remote_options* remote,
+                         const struct sl_reader_args* args,
+                         const struct sl_format_reader** vtable, void** out,
+                         struct sluice_error* error);
+
+#endif

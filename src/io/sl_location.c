@@ -1,0 +1,446 @@
+// Locations that name many objects (sl_location.h): the dispatch between
+// S3 listing, the local directory walk and single objects, and the list the
+// names are gathered in.
+//
+// The local walk uses opendir/readdir/stat. It follows symbolic links (to
+// files and to directories, as `find -L` does) but never enters a directory
+// that is already on the path from the walk's root to where it stands, so a
+// link back to an ancestor ends that branch instead of looping. Two links to
+// one directory from different places list its files under both names.
+// Only regular files are listed: FIFOs, sockets and devices are left out, and
+// so are dangling links (they name no object). Backslash escapes only have a
+// meaning inside a glob: a location without an unescaped * ? [ is taken
+// literally, backslashes included.
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+#include "sl_location.h"
+
+static int has_prefix(const char* s, const char* prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static const char* strip_file_scheme(const char* location) {
+  return has_prefix(location, "file://") ? location + strlen("file://") : location;
+}
+
+static int is_glob_char(char c) { return c == '*' || c == '?' || c == '['; }
+
+/// 1 when [s, end) has a glob character that is not escaped with '\'.
+static int has_glob(const char* s, const char* end) {
+  for (; s < end; ++s) {
+    if (*s == '\\' && s + 1 < end) {
+      ++s;
+    } else if (is_glob_char(*s)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/// End of the path segment starting at `p`: the next '/' that is not escaped.
+static const char* segment_end(const char* p) {
+  while (*p != '\0' && *p != '/') {
+    if (*p == '\\' && p[1] != '\0') ++p;
+    ++p;
+  }
+  return p;
+}
+
+int sl_location_is_many(const char* location) {
+  if (location == NULL || location[0] == '\0') return 0;
+  if (has_prefix(location, "http://") || has_prefix(location, "https://")) return 0;
+  size_t n = strlen(location);
+  if (has_prefix(location, "s3://")) {
+    return has_glob(location, location + n) || location[n - 1] == '/';
+  }
+  const char* path = strip_file_scheme(location);
+  if (path[0] == '\0' || strstr(path, "://") != NULL || strcmp(path, "-") == 0) return 0;
+  if (has_glob(path, path + strlen(path))) return 1;
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc) {
+  if (list == NULL) return;
+  for (size_t i = 0; i < list->n; ++i) sl_free(alloc, list->names[i], strlen(list->names[i]) + 1);
+  if (list->names != NULL) sl_free(alloc, list->names, list->cap * sizeof(char*));
+  list->names = NULL;
+  list->n = 0;
+  list->cap = 0;
+}
+
+int sl_location_list_add(struct sl_location_list* list, const char* name, size_t n,
+                         const struct sluice_allocator* alloc) {
+  if (list->n == list->cap) {
+    size_t cap = list->cap > 0 ? list->cap : 8;
+    size_t bytes;
+    if (sl_mul_size(cap, 2, &cap) != 0 || sl_mul_size(cap, sizeof(char*), &bytes) != 0) {
+      return ENOMEM;
+    }
+    char** names = sl_alloc(alloc, bytes);
+    if (names == NULL) return ENOMEM;
+    if (list->n > 0) memcpy(names, list->names, list->n * sizeof(char*));
+    if (list->names != NULL) sl_free(alloc, list->names, list->cap * sizeof(char*));
+    list->names = names;
+    list->cap = cap;
+  }
+  char* copy = sl_strndup(alloc, name, n);
+  if (copy == NULL) return ENOMEM;
+  list->names[list->n++] = copy;
+  return 0;
+}
+
+static int compare_names(const void* a, const void* b) {
+  // strcmp compares as unsigned char: bytewise order.
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+void sl_location_list_sort(struct sl_location_list* list) {
+  if (list->n > 1) qsort(list->names, list->n, sizeof(char*), compare_names);
+}
+
+// ---------------------------------------------------------------------------
+// The local walk.
+
+/// A directory on the path from the walk's root to the current one.
+struct dir_frame {
+  dev_t dev;
+  ino_t ino;
+  const struct dir_frame* parent;
+};
+
+struct walk {
+  const struct sluice_allocator* alloc;
+  struct sl_location_list* out;
+  struct sluice_error* error;
+  /// The current path: `prefix` (empty or ending with '/') then the path
+  /// relative to the root; what open(2) is given.
+  char* path;
+  size_t len;
+  size_t cap;
+  size_t prefix_len;
+  /// The glob for paths relative to the root; NULL keeps every file.
+  const char* pattern;
+  /// The pattern's segments, each a C string, for pruning directories that
+  /// cannot lead to a match; `first_globstar` is the index of the first `**`
+  /// (n_segments when there is none).
+  char** segments;
+  size_t n_segments;
+  size_t first_globstar;
+};
+
+/// Makes room for `need` bytes in w->path.
+static int path_reserve(struct walk* w, size_t need) {
+  if (need <= w->cap) return 0;
+  size_t cap = w->cap > 0 ? w->cap : 256;
+  while (cap < need) {
+    if (sl_mul_size(cap, 2, &cap) != 0) return ENOMEM;
+  }
+  char* fresh = sl_alloc(w->alloc, cap);
+  if (fresh == NULL) return ENOMEM;
+  if (w->path != NULL) {
+    memcpy(fresh, w->path, w->len + 1);
+    sl_free(w->alloc, w->path, w->cap);
+  }
+  w->path = fresh;
+  w->cap = cap;
+  return 0;
+}
+
+/// path := path (a directory) + '/' + name; no '/' right after the prefix.
+static int path_push(struct walk* w, const char* name) {
+  size_t n = strlen(name);
+  int slash = w->len > w->prefix_len;
+  size_t need;
+  if (sl_add_size(w->len, n, &need) != 0 || sl_add_size(need, 2, &need) != 0) return ENOMEM;
+  if (path_reserve(w, need) != 0) return ENOMEM;
+  if (slash) w->path[w->len++] = '/';
+  memcpy(w->path + w->len, name, n + 1);
+  w->len += n;
+  return 0;
+}
+
+static void path_truncate(struct walk* w, size_t len) {
+  w->len = len;
+  w->path[len] = '\0';
+}
+
+static int out_of_memory(struct walk* w) {
+  return sl_error_set(w->error, ENOMEM, "out of memory listing '%s'", w->path);
+}
+
+/// Whether a directory at `depth` (0 = a child of the root) named `name` can
+/// contain a file the pattern matches.
+static int may_descend(const struct walk* w, size_t depth, const char* name) {
+  if (w->pattern == NULL || depth >= w->first_globstar) return 1;
+  return depth + 1 < w->n_segments && sl_glob_match(w->segments[depth], name);
+}
+
+static int walk_dir(struct walk* w, const char* root_name, size_t depth,
+                    const struct dir_frame* frame);
+
+/// Visits the entry whose path is in w->path.
+static int visit_entry(struct walk* w, const struct dirent* entry, size_t depth,
+                       const struct dir_frame* frame) {
+  int is_file = 0;
+#ifdef DT_REG
+  if (entry->d_type == DT_REG) is_file = 1;
+#else
+  (void)entry;
+#endif
+  if (!is_file) {
+    struct stat st;
+    if (stat(w->path, &st) != 0) {
+      int e = errno;
+      // A dangling link, or an entry removed while we walk: no object.
+      if (e == ENOENT) return 0;
+      return sl_error_set(w->error, e, "cannot stat '%s': %s", w->path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      for (const struct dir_frame* f = frame; f != NULL; f = f->parent) {
+        if (f->dev == st.st_dev && f->ino == st.st_ino) return 0;  // a cycle
+      }
+      if (!may_descend(w, depth, entry->d_name)) return 0;
+      struct dir_frame child = {st.st_dev, st.st_ino, frame};
+      return walk_dir(w, NULL, depth + 1, &child);
+    }
+    if (!S_ISREG(st.st_mode)) return 0;
+  }
+  const char* relative = w->path + w->prefix_len;
+  if (w->pattern != NULL && !sl_glob_match(w->pattern, relative)) return 0;
+  // A file named "-" in the current directory would read as standard input.
+  if (w->prefix_len == 0 && strcmp(relative, "-") == 0) {
+    if (sl_location_list_add(w->out, "./-", 3, w->alloc) != 0) return out_of_memory(w);
+    return 0;
+  }
+  if (sl_location_list_add(w->out, w->path, w->len, w->alloc) != 0) return out_of_memory(w);
+  return 0;
+}
+
+/// Lists the directory whose path is in w->path; the root is opened by its
+/// own name `root_name` (the prefix without its '/', or "."), subdirectories
+/// (root_name NULL) by w->path, which moves when it grows.
+static int walk_dir(struct walk* w, const char* root_name, size_t depth,
+                    const struct dir_frame* frame) {
+  DIR* dir = opendir(root_name != NULL ? root_name : w->path);
+  if (dir == NULL) {
+    int e = errno;
+    return sl_error_set(w->error, e, "cannot read directory '%s': %s",
+                        root_name != NULL ? root_name : w->path, strerror(e));
+  }
+  size_t base = w->len;
+  int rc = 0;
+  for (;;) {
+    errno = 0;
+    struct dirent* entry = readdir(dir);
+    if (entry == NULL) {
+      int e = errno;
+      if (e != 0) {
+        rc = sl_error_set(w->error, e, "cannot read directory '%s': %s",
+                          root_name != NULL ? root_name : w->path, strerror(e));
+      }
+      break;
+    }
+    // Hidden files, '.', '..', _SUCCESS and _temporary: not data.
+    if (entry->d_name[0] == '.' || entry->d_name[0] == '_') continue;
+    if (path_push(w, entry->d_name) != 0) {
+      rc = out_of_memory(w);
+      break;
+    }
+    rc = visit_entry(w, entry, depth, frame);
+    path_truncate(w, base);
+    if (rc != 0) break;
+  }
+  closedir(dir);
+  return rc;
+}
+
+/// Copies `n` bytes of `s` into the path as the walk's prefix: escapes
+/// removed (when `unescape`), runs of '/' made one, and a '/' appended
+/// unless it is empty.
+static int set_prefix(struct walk* w, const char* s, size_t n, int unescape) {
+  size_t need;
+  if (sl_add_size(n, 2, &need) != 0 || path_reserve(w, need) != 0) return ENOMEM;
+  size_t len = 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = s[i];
+    if (unescape && c == '\\' && i + 1 < n) c = s[++i];
+    if (c == '/' && len > 0 && w->path[len - 1] == '/') continue;
+    w->path[len++] = c;
+  }
+  if (len > 0 && w->path[len - 1] != '/') w->path[len++] = '/';
+  w->path[len] = '\0';
+  w->len = len;
+  w->prefix_len = len;
+  return 0;
+}
+
+/// Copies the glob for relative paths, runs of '/' made one (a trailing '/'
+/// becomes "/**": every file under the directories it matches), and splits
+/// a second copy into segments for may_descend.
+static int set_pattern(struct walk* w, const char* s, char** pattern, size_t* pattern_cap,
+                       char** split, size_t* split_cap) {
+  size_t n = strlen(s);
+  size_t cap;
+  if (sl_add_size(n, 3, &cap) != 0) return ENOMEM;
+  char* p = sl_alloc(w->alloc, cap);
+  if (p == NULL) return ENOMEM;
+  *pattern = p;
+  *pattern_cap = cap;
+  size_t len = 0;
+  int after_separator = 0;  // the last byte copied is an unescaped '/'
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] == '\\' && i + 1 < n) {
+      p[len++] = s[i++];
+      p[len++] = s[i];
+      after_separator = 0;
+      continue;
+    }
+    if (s[i] == '/' && after_separator) continue;
+    after_separator = s[i] == '/';
+    p[len++] = s[i];
+  }
+  if (after_separator) {
+    p[len++] = '*';
+    p[len++] = '*';
+  }
+  p[len] = '\0';
+
+  char* copy = sl_strndup(w->alloc, p, len);
+  if (copy == NULL) return ENOMEM;
+  *split = copy;
+  *split_cap = len + 1;
+  size_t count = 1;
+  for (const char* q = copy; *(q = segment_end(q)) != '\0'; ++q) ++count;
+  size_t bytes;
+  if (sl_mul_size(count, sizeof(char*), &bytes) != 0) return ENOMEM;
+  w->segments = sl_alloc(w->alloc, bytes);
+  if (w->segments == NULL) return ENOMEM;
+  w->n_segments = count;
+  w->first_globstar = count;
+  char* q = copy;
+  for (size_t i = 0; i < count; ++i) {
+    char* end = (char*)segment_end(q);
+    int last = *end == '\0';
+    *end = '\0';
+    w->segments[i] = q;
+    if (w->first_globstar == count && strcmp(q, "**") == 0) w->first_globstar = i;
+    q = last ? end : end + 1;
+  }
+  w->pattern = p;
+  return 0;
+}
+
+/// Walks `path` (a directory when `glob_start` is NULL; else a glob whose
+/// first segment with a glob character starts at `glob_start`).
+static int expand_local(const char* path, const char* glob_start,
+                        const struct sluice_allocator* alloc, struct sl_location_list* out,
+                        struct sluice_error* error) {
+  struct walk w;
+  memset(&w, 0, sizeof w);
+  w.alloc = alloc;
+  w.out = out;
+  w.error = error;
+  char* pattern = NULL;
+  char* split = NULL;
+  size_t pattern_cap = 0;
+  size_t split_cap = 0;
+  char* root = NULL;
+  int rc = 0;
+  if (glob_start == NULL) {
+    rc = set_prefix(&w, path, strlen(path), 0);
+  } else {
+    rc = set_prefix(&w, path, (size_t)(glob_start - path), 1);
+    if (rc == 0) rc = set_pattern(&w, glob_start, &pattern, &pattern_cap, &split, &split_cap);
+  }
+  if (rc != 0) {
+    rc = sl_error_set(error, ENOMEM, "out of memory listing '%s'", path);
+    goto done;
+  }
+
+  // The root's name for opendir: the prefix without its trailing '/'.
+  if (w.len == 0) {
+    root = sl_strdup(alloc, ".");
+  } else {
+    root = sl_strndup(alloc, w.path, w.len > 1 ? w.len - 1 : w.len);
+  }
+  if (root == NULL) {
+    rc = out_of_memory(&w);
+    goto done;
+  }
+  struct stat st;
+  int e = stat(root, &st) != 0 ? errno : (S_ISDIR(st.st_mode) ? 0 : ENOTDIR);
+  if (e != 0) {
+    // A glob under a directory that does not exist matches nothing.
+    if (glob_start != NULL && (e == ENOENT || e == ENOTDIR)) goto done;
+    rc = sl_error_set(error, e, "cannot read directory '%s': %s", root, strerror(e));
+    goto done;
+  }
+  struct dir_frame top = {st.st_dev, st.st_ino, NULL};
+  rc = walk_dir(&w, root, 0, &top);
+
+done:
+  if (root != NULL) sl_free(alloc, root, strlen(root) + 1);
+  if (w.path != NULL) sl_free(alloc, w.path, w.cap);
+  if (pattern != NULL) sl_free(alloc, pattern, pattern_cap);
+  if (split != NULL) sl_free(alloc, split, split_cap);
+  if (w.segments != NULL) sl_free(alloc, w.segments, w.n_segments * sizeof(char*));
+  return rc;
+}
+
+/// The start of the first '/'-segment of `path` with a glob character, NULL
+/// when there is none.
+static const char* first_glob_segment(const char* path) {
+  const char* p = path;
+  for (;;) {
+    const char* end = segment_end(p);
+    if (has_glob(p, end)) return p;
+    if (*end == '\0') return NULL;
+    p = end + 1;
+  }
+}
+
+static int list_of_one(const char* location, const struct sluice_allocator* alloc,
+                       struct sl_location_list* out, struct sluice_error* error) {
+  if (sl_location_list_add(out, location, strlen(location), alloc) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  }
+  return 0;
+}
+
+int sl_location_expand(const char* location, const struct sl_remote_options* remote,
+                       const struct sluice_allocator* alloc, struct sl_location_list* out,
+                       struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  if (location == NULL || location[0] == '\0') {
+    return sl_error_set(error, EINVAL, "no location given (a path, a directory, a glob or a URL)");
+  }
+  if (!sl_location_is_many(location)) return list_of_one(location, alloc, out, error);
+  int rc;
+  int is_directory = 0;
+  if (has_prefix(location, "s3://")) {
+    rc = sl_s3_expand(location, remote, alloc, out, error);
+  } else {
+    const char* path = strip_file_scheme(location);
+    const char* glob = first_glob_segment(path);
+    is_directory = glob == NULL;
+    rc = expand_local(path, glob, alloc, out, error);
+  }
+  if (rc == 0 && out->n == 0) {
+    rc = sl_error_set(error, ENOENT, "no files match '%s'%s", location,
+                      is_directory ? " (names starting with '.' or '_' are skipped)" : "");
+  }
+  if (rc != 0) {
+    sl_location_list_free(out, alloc);
+    return rc;
+  }
+  sl_location_list_sort(out);
+  return 0;
+}

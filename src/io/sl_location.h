@@ -1,0 +1,65 @@
+// Locations that name many objects: a directory, a glob (`data/*.csv`,
+// `logs/**/*.parquet`), an S3 prefix (`s3://bucket/prefix/`) or an S3 glob
+// (`s3://bucket/prefix/*.parquet`). Expanding one gives the objects it names,
+// sorted by name, which the dataset then reads as one table.
+#ifndef SL_LOCATION_H
+#define SL_LOCATION_H
+
+#include <stddef.h>
+
+#include "sluice.h"
+#include "sl_source.h"
+
+/// Names of the objects a location expanded to, each an sl_alloc'd string
+/// that sl_source_open_remote accepts (a local path, or s3://bucket/key).
+struct sl_location_list {
+  char** names;  ///< sl_alloc'd array of `cap` pointers, `n` used
+  size_t n;
+  size_t cap;
+};
+
+/// 1 when `location` names a set of objects rather than one: a local
+/// directory, a path or s3:// URL with a glob character (* ? [) in it, or an
+/// s3:// URL that ends with '/'. http(s):// locations are always single
+/// objects (HTTP has no listing). `file://` prefixes are looked through.
+int sl_location_is_many(const char* location);
+
+/// Expands `location` into the objects it names, sorted by name (bytewise).
+/// A single-object location (sl_location_is_many() == 0) gives a list of one,
+/// the location itself, without touching the storage. Directories are walked
+/// recursively; files and directories whose names start with '.' or '_'
+/// (.crc files, _SUCCESS markers, hidden files) are left out, as Spark, Hive
+/// and pyarrow do. Nothing matching is an error (ENOENT) that names the
+/// location. `out` is zeroed first and must be freed with
+/// sl_location_list_free, also after an error.
+int sl_location_expand(const char* location, const struct sl_remote_options* remote,
+                       const struct sluice_allocator* alloc, struct sl_location_list* out,
+                       struct sluice_error* error);
+
+void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc);
+
+/// Appends a copy of `name` (n bytes) to the list. 0 or ENOMEM.
+int sl_location_list_add(struct sl_location_list* list, const char* name, size_t n,
+                         const struct sluice_allocator* alloc);
+
+/// Sorts the list bytewise.
+void sl_location_list_sort(struct sl_location_list* list);
+
+/// 1 when `name` matches the glob `pattern`: `*` any run of characters but
+/// '/', `?` one character but '/', `[abc]` / `[a-z]` / `[!a-z]` one of a set,
+/// `**` as a whole path segment any number of segments (zero included),
+/// `\` escapes the next character. Both are '/'-separated relative paths.
+int sl_glob_match(const char* pattern, const char* name);
+
+/// The S3 part of sl_location_expand (src/io/sl_s3_list.c): `location` is an
+/// s3:// URL with a glob or a trailing '/'. Lists the keys under the literal
+/// prefix before the first glob character with ListObjectsV2 (paginated with
+/// continuation tokens, signed like every S3 request), keeps those that
+/// sl_glob_match the pattern (a trailing '/' matches every key under it,
+/// recursively, skipping path segments starting with '.' or '_') and appends
+/// them to `out` as s3://bucket/key.
+int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
+                 const struct sluice_allocator* alloc, struct sl_location_list* out,
+                 struct sluice_error* error);
+
+#endif
