@@ -43,4 +43,21 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
 /// Adds a hint about credentials to an HTTP 401/403 error.
 void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);
 
+/// S3's XML answers are flat and attribute-free below the root, so a small
+/// tag finder does (no XML library is needed for them).
+/// The first element <tag>...</tag> (or <tag/>) in xml[0, n): its raw content
+/// (entities still encoded) and the first byte after it. 1 = found, 0 = absent.
+struct s3_xml_element {
+  const char* inner;
+  size_t inner_len;
+  const char* end;
+};
+int s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_element* out);
+
+/// Decodes XML character data into `out` (room for n + 1 bytes: decoding
+/// never grows the text; NUL-terminated): the five predefined entities and
+/// numeric character references as UTF-8. 0, or EILSEQ for an unknown
+/// entity, a bad or NUL reference, or a raw '<' / NUL.
+int s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len);
+
 #endif

@@ -144,19 +144,12 @@ static int s3_request(struct s3_signer* g, CURL* h, const char* object_url, cons
   }
 }
 
-/// The text between <tag> and </tag> in `xml`, or 0 when absent.
+/// The text of <tag>...</tag> in `xml`, entities decoded, or 0 when absent.
 static int xml_value(const char* xml, const char* tag, char* out, size_t cap) {
-  char open[64], close[64];
-  snprintf(open, sizeof open, "<%s>", tag);
-  snprintf(close, sizeof close, "</%s>", tag);
-  const char* a = strstr(xml, open);
-  if (a == NULL) return 0;
-  a += strlen(open);
-  const char* b = strstr(a, close);
-  if (b == NULL || (size_t)(b - a) >= cap) return 0;
-  memcpy(out, a, (size_t)(b - a));
-  out[b - a] = '\0';
-  return 1;
+  struct s3_xml_element e;
+  size_t n;
+  return s3_xml_find(xml, strlen(xml), tag, &e) && e.inner_len < cap &&
+         s3_xml_decode(e.inner, e.inner_len, out, &n) == 0;
 }
 
 /* ---- Multipart ---------------------------------------------------------------- */

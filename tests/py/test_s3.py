@@ -15,7 +15,10 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow.ipc as ipc
@@ -249,3 +252,308 @@ def test_failed_write_leaves_no_object(sluice, s3, tmp_path):
     check_clean_failure(proc)
     assert "403" in proc.stderr.decode() and "credentials" in proc.stderr.decode()
     assert not (s3["data"] / BUCKET / "out" / "denied.arrows").exists()
+
+
+# ---- Listing prefixes and globs (ListObjectsV2) ------------------------------------
+#
+# Objects laid under ls/ in the bucket are read through a prefix or a glob,
+# and compared with pyarrow's read of the same local files, concatenated in
+# key order. s3s-fs answers ListObjectsV2 with the last key as continuation
+# token, so small pages also send keys with special characters back as
+# tokens. The answers s3s-fs never gives (entities as numeric references,
+# directory markers, broken pages) come from a scripted server further down.
+
+SPECIAL_KEYS = ["a b.csv", "c+d.csv", "e%20f.csv", "g&h.csv", "\u00fc \u00f1.csv",
+                "q'u\"o<t>.csv", "x=y?z#w.csv", "\u65e5\u672c.csv"]
+
+
+@pytest.fixture(scope="module")
+def listing(s3):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    root = s3["data"] / BUCKET / "ls"
+    pq_dir = root / "pq"
+    (pq_dir / "sub").mkdir(parents=True)
+    (pq_dir / "_tmp").mkdir()
+    for i in range(8):
+        n = 3 + i
+        table = pa.table({"id": pa.array(range(100 * i, 100 * i + n), pa.int64()),
+                          "name": [f"p{i}-r{j}-\u00e9" for j in range(n)],
+                          "score": [None if j % 3 == 0 else j * 0.5 + i for j in range(n)]})
+        pq.write_table(table, pq_dir / ("sub/part-7.parquet" if i == 7 else f"part-{i}.parquet"))
+    pq.write_table(pa.table({"id": [1]}), pq_dir / "_tmp" / "part-9.parquet")  # not data
+    (pq_dir / "_SUCCESS").write_bytes(b"")
+    (pq_dir / ".part-0.parquet.crc").write_bytes(b"\x00garbage")
+    csv_dir = root / "csv"
+    for rel in ("z.csv", "a/x.csv", "b/c/y.csv", "_hidden/h.csv", "a/.h.csv"):
+        (csv_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (csv_dir / rel).write_text("id,name\n" + "".join(f"{k},{rel}#{k}\n" for k in range(4)))
+    (csv_dir / "notes.txt").write_text("not,csv\n")
+    special = root / "special"
+    special.mkdir()
+    for i, key in enumerate(SPECIAL_KEYS):
+        (special / key).write_text(f"id,name\n{i},{key.replace(chr(34), '')}\n")
+    return root
+
+
+def read_location(sluice, env, location, out: Path):
+    proc = run(sluice, env, "convert", location, out, "-t", "arrows", "-q")
+    assert proc.returncode == 0, f"{location}: {proc.stderr.decode()}"
+    return ipc.open_stream(out.read_bytes()).read_all()
+
+
+def peer_concat(paths, reader):
+    """pyarrow's read of `paths`, concatenated in key (bytewise) order."""
+    import pyarrow as pa
+    ordered = sorted(paths, key=lambda p: p[0].encode())
+    return pa.concat_tables([reader(path) for _, path in ordered])
+
+
+def same_table(got, expected):
+    assert got.column_names == expected.column_names
+    assert got.num_rows == expected.num_rows
+    assert got.to_pylist() == expected.to_pylist()
+
+
+def pq_reader(path):
+    import pyarrow.parquet as pq
+    return pq.read_table(path)
+
+
+def csv_reader(path):
+    import pyarrow.csv as pacsv
+    return pacsv.read_csv(path)
+
+
+def keys_under(root: Path, pattern: str):
+    return [(str(p.relative_to(root)), p) for p in root.glob(pattern) if p.is_file()]
+
+
+@pytest.mark.parametrize("page", [None, "2"])
+def test_list_prefix_reads_every_object_under_it(sluice, s3, listing, tmp_path, page):
+    root = listing / "pq"
+    files = [("part-%d.parquet" % i, root / f"part-{i}.parquet") for i in range(7)]
+    files.append(("sub/part-7.parquet", root / "sub" / "part-7.parquet"))
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page), f"s3://{BUCKET}/ls/pq/",
+                        tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, pq_reader))
+
+
+@pytest.mark.parametrize("page", [None, "2"])
+def test_list_glob(sluice, s3, listing, tmp_path, page):
+    root = listing / "pq"
+    files = [(f"part-{i}.parquet", root / f"part-{i}.parquet") for i in range(7)]
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
+                        f"s3://{BUCKET}/ls/pq/*.parquet", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, pq_reader))
+    # A glob inside the name: only part-1 .. part-3.
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
+                        f"s3://{BUCKET}/ls/pq/part-[1-3].parq*", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files[1:4], pq_reader))
+
+
+@pytest.mark.parametrize("page", [None, "2"])
+def test_list_globstar(sluice, s3, listing, tmp_path, page):
+    root = listing / "csv"
+    files = [(rel, root / rel) for rel in ("z.csv", "a/x.csv", "b/c/y.csv")]
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
+                        f"s3://{BUCKET}/ls/csv/**/*.csv", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, csv_reader))
+
+
+@pytest.mark.parametrize("page", [None, "1", "3"])
+def test_list_special_keys(sluice, s3, listing, tmp_path, page):
+    root = listing / "special"
+    files = [(key, root / key) for key in SPECIAL_KEYS]
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
+                        f"s3://{BUCKET}/ls/special/", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, csv_reader))
+    # A glob whose literal prefix has characters to encode, and an escaped '?'.
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
+                        f"s3://{BUCKET}/ls/special/x=y\\?z#*", tmp_path / "r.arrows")
+    same_table(got, peer_concat([f for f in files if f[0] == "x=y?z#w.csv"], csv_reader))
+
+
+def test_list_nothing_there_is_an_error(sluice, s3, listing):
+    for location, named in ((f"s3://{BUCKET}/ls/nothing/", "ls/nothing/"),
+                            (f"s3://{BUCKET}/ls/pq/*.csv", "ls/pq/*.csv"),
+                            (f"s3://{BUCKET}/ls/pq/*.crc", "ls/pq/*.crc")):  # hidden only
+        proc = run(sluice, creds(s3), "convert", location, "-", "-t", "arrows", "-q")
+        check_clean_failure(proc)
+        assert named in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_list_missing_bucket(sluice, s3):
+    proc = run(sluice, creds(s3), "convert", "s3://nosuchbucket/x/", "-", "-t", "arrows", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "NoSuchBucket" in err and "nosuchbucket" in err, err
+
+
+def test_list_anonymous_and_wrong_secret_are_refused(sluice, s3, listing):
+    proc = run(sluice, env_with(s3), "convert", f"s3://{BUCKET}/ls/pq/", "-", "-t", "arrows", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "403" in err and "ls/pq/" in err and "no AWS credentials" in err, err
+    env = env_with(s3, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY="wrong-secret")
+    proc = run(sluice, env, "convert", f"s3://{BUCKET}/ls/pq/", "-", "-t", "arrows", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "403" in err and "SignatureDoesNotMatch" in err, err
+
+
+# ---- A scripted ListObjectsV2 server ------------------------------------------------
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, body: bool):
+        srv = self.server
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        srv.requests.append({"method": self.command, "path": url.path, "query": query,
+                             "headers": dict(self.headers)})
+        if "list-type" in query:
+            status, text = srv.pages[min(len(srv.list_requests()), len(srv.pages)) - 1]
+            data = text.encode()
+        else:
+            virtual = self.headers["Host"].startswith(BUCKET + ".")
+            key = urllib.parse.unquote(url.path[1:] if virtual else url.path[len(BUCKET) + 2:])
+            status, data = (200, srv.objects[key]) if key in srv.objects else (404, b"")
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def do_GET(self):
+        self._answer(True)
+
+    def do_HEAD(self):
+        self._answer(False)
+
+
+class ScriptedS3(ThreadingHTTPServer):
+    """Answers ListObjectsV2 with the scripted (status, body) pages in turn
+    (the last one repeats) and serves `objects` (key -> bytes) by GET / HEAD.
+    Records every request. Signatures are not checked."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), ScriptedHandler)
+        self.pages: list[tuple[int, str]] = []
+        self.objects: dict[str, bytes] = {}
+        self.requests: list[dict] = []
+
+    def list_requests(self) -> list[dict]:
+        return [r for r in self.requests if "list-type" in r["query"]]
+
+
+def list_page(keys, token=None, truncated=None):
+    """A ListBucketResult with the keys given as raw XML text."""
+    truncated = token is not None if truncated is None else truncated
+    contents = "".join(f"<Contents><Key>{k}</Key><Size>1</Size></Contents>" for k in keys)
+    next_token = f"<NextContinuationToken>{token}</NextContinuationToken>" if token else ""
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            f"<Name>{BUCKET}</Name><Prefix>p/</Prefix><KeyCount>{len(keys)}</KeyCount>"
+            f"<MaxKeys>2</MaxKeys><IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
+            f"{contents}{next_token}</ListBucketResult>")
+
+
+@pytest.fixture
+def scripted():
+    srv = ScriptedS3()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def scripted_env(srv, host="127.0.0.1", **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_ENDPOINT_URL": f"http://{host}:{srv.server_address[1]}",
+                "AWS_REGION": "us-east-1", "HOME": "/nonexistent"})
+    env.update({k: v for k, v in extra.items() if v is not None})
+    return env
+
+
+@pytest.mark.parametrize("style", ["path", "virtual"])
+def test_list_pages_entities_and_markers(sluice, scripted, tmp_path, style):
+    """Three pages; keys spelled with entities and character references;
+    directory markers and hidden keys left out; tokens sent back exactly."""
+    tokens = ["tok+1/=&x", "\u00e9t\u00e9 2"]
+    scripted.pages = [
+        (200, list_page(["p/", "p/a&amp;b.csv", "p/&#x20;lead.csv"],
+                        tokens[0].replace("&", "&amp;"))),
+        (200, list_page(["p/_SUCCESS", "p/sub/", "p/sub/&#252;&lt;&#x1F600;&gt;.csv"], tokens[1])),
+        (200, list_page(["p/sub/.x.csv", "p/z&quot;&apos;.csv"])),
+    ]
+    decoded = ["p/a&b.csv", "p/ lead.csv", "p/sub/\u00fc<\U0001F600>.csv", "p/z\"'.csv"]
+    for i, key in enumerate(decoded):
+        scripted.objects[key] = f"id,name\n{i},{key.replace(chr(34), '')}\n".encode()
+    local = tmp_path / "local"
+    local.mkdir()
+    files = []
+    for i, key in enumerate(decoded):
+        path = local / f"{i}.csv"
+        path.write_bytes(scripted.objects[key])
+        files.append((key, path))
+    host = "localhost" if style == "virtual" else "127.0.0.1"
+    env = scripted_env(scripted, host, SLUICE_S3_LIST_PAGE="2", SLUICE_S3_ADDRESSING_STYLE=style)
+    got = read_location(sluice, env, f"s3://{BUCKET}/p/", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, csv_reader))
+    lists = scripted.list_requests()
+    assert len(lists) == 3
+    for r, token in zip(lists, [None] + tokens):
+        assert r["path"] == ("/" if style == "virtual" else f"/{BUCKET}")
+        assert r["query"]["list-type"] == ["2"] and r["query"]["max-keys"] == ["2"]
+        assert r["query"]["prefix"] == ["p/"]
+        assert r["query"].get("continuation-token") == ([token] if token else None)
+        assert "Authorization" not in r["headers"]  # anonymous: no credentials set
+        if style == "virtual":
+            assert r["headers"]["Host"].startswith(f"{BUCKET}.localhost:")
+    fetched = {urllib.parse.unquote(r["path"]) for r in scripted.requests
+               if "list-type" not in r["query"]}
+    prefix = "/" if style == "virtual" else f"/{BUCKET}/"
+    assert fetched == {prefix + k for k in decoded}
+
+
+@pytest.mark.parametrize("pages,message", [
+    ([(200, "<html>not S3</html>")], "malformed"),
+    ([(200, list_page(["p/a.csv"], truncated=True))], "NextContinuationToken"),
+    ([(200, list_page(["p/a.csv"], "t1")), (200, list_page(["p/b.csv"], "t1"))], "repeated"),
+    ([(200, list_page(["p/a&nbsp;.csv"]))], "bad Key"),
+    ([(200, list_page(["p/a&#0;.csv"]))], "bad Key"),
+    ([(200, list_page(["p/a.csv"]).replace("<IsTruncated>false</IsTruncated>", ""))],
+     "IsTruncated"),
+    ([(403, "<Error><Code>AccessDenied</Code><Message>go &amp; away</Message></Error>")],
+     "AccessDenied: go & away"),
+    ([(404, "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist"
+            "</Message></Error>")], "NoSuchBucket: The specified bucket does not exist"),
+    ([(500, "<Error><Code>InternalError</Code></Error>")], "InternalError"),
+])
+def test_list_bad_answers_are_clear_errors(sluice, scripted, pages, message):
+    scripted.pages = pages
+    proc = run(sluice, scripted_env(scripted), "convert", f"s3://{BUCKET}/p/", "-", "-t",
+               "arrows", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert message in err and f"'{BUCKET}'" in err and "'p/'" in err, err
+    if pages[0][0] == 500:
+        assert len(scripted.list_requests()) == 5  # retried
+
+
+def test_list_retries_a_server_error(sluice, scripted, tmp_path):
+    scripted.pages = [(503, "<Error><Code>SlowDown</Code></Error>"),
+                      (200, list_page(["p/a.csv"]))]
+    scripted.objects["p/a.csv"] = b"id\n7\n"
+    (tmp_path / "a.csv").write_bytes(b"id\n7\n")
+    got = read_location(sluice, scripted_env(scripted), f"s3://{BUCKET}/p/*.csv",
+                        tmp_path / "r.arrows")
+    same_table(got, peer_concat([("p/a.csv", tmp_path / "a.csv")], csv_reader))
+    assert len(scripted.list_requests()) == 2
