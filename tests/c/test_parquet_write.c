@@ -7,7 +7,6 @@
 // last run wrote is read back through the Parquet reader when it is linked
 // in (rows, columns, full validation); value-level comparisons with pyarrow,
 // DuckDB and polars are in tests/py/test_parquet_write.py.
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,99 +30,11 @@
 #include "io/sl_source.h"
 #include "test_util.h"
 
-#define MAX_BATCHES 64
-
-struct batches {
-  struct ArrowSchema schema;
-  struct ArrowArray arrays[MAX_BATCHES];
-  int64_t n, next;
-  int64_t rows;
-  struct sluice_error error;
-};
-
-static void batches_release(struct batches* b) {
-  if (b->schema.release) b->schema.release(&b->schema);
-  for (int64_t i = 0; i < b->n; ++i)
-    if (b->arrays[i].release) b->arrays[i].release(&b->arrays[i]);
-  b->n = b->next = 0;
-}
-
 /// Reads every batch of `path` with reader `fmt` (default allocator),
 /// validating each.
-static int read_file(const struct sl_format_reader* fmt, const char* path, struct batches* out,
+static int read_file(const struct sl_format_reader* fmt, const char* path, struct test_batches* out,
                      struct sluice_error* error) {
-  memset(out, 0, sizeof *out);
-  struct sl_source* src = NULL;
-  int rc = sl_source_open(path, NULL, &src, error);
-  if (rc != 0) return rc;
-  struct sl_reader_args args = {.source = src, .batch_size = 5};
-  void* reader = NULL;
-  struct sl_split* splits = NULL;
-  int64_t n = 0;
-  rc = fmt->open(&args, &reader, error);
-  if (rc == 0) rc = fmt->schema(reader, &out->schema, error);
-  if (rc == 0) rc = fmt->plan_splits(reader, &splits, &n, error);
-  for (int64_t i = 0; rc == 0 && i < n; ++i) {
-    void* st = NULL;
-    int projected;
-    rc = fmt->split_open(reader, &splits[i], NULL, 0, &st, &projected, error);
-    while (rc == 0) {
-      struct ArrowArray a;
-      rc = fmt->split_next(st, &a, error);
-      if (rc != 0 || a.release == NULL) break;
-      rc = sl_array_validate(&out->schema, &a, SL_VALIDATE_FULL, NULL, error);
-      out->rows += a.length;
-      if (out->n < MAX_BATCHES) sl_array_move(&a, &out->arrays[out->n++]);
-      else a.release(&a);
-    }
-    if (st) fmt->split_close(st);
-  }
-  if (splits) sl_free(NULL, splits, (size_t)n * sizeof *splits);
-  if (reader) fmt->close(reader);
-  sl_source_close(src);
-  if (rc != 0) batches_release(out);
-  return rc;
-}
-
-static int bs_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
-  struct batches* b = s->private_data;
-  return sl_schema_copy(&b->schema, NULL, out, &b->error);
-}
-static int bs_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
-  struct batches* b = s->private_data;
-  if (b->next < b->n) sl_array_move(&b->arrays[b->next++], out);
-  else out->release = NULL;
-  return 0;
-}
-static const char* bs_error(struct ArrowArrayStream* s) {
-  return ((struct batches*)s->private_data)->error.message;
-}
-static void bs_release(struct ArrowArrayStream* s) { s->release = NULL; }
-
-static int dir_entries(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == NULL) return -1;
-  int n = 0;
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL)
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) ++n;
-  closedir(d);
-  return n;
-}
-
-static int write_parquet(struct batches* b, const char* path, const char* options,
-                         const struct sluice_allocator* alloc, struct sluice_error* error) {
-  struct sl_sink* sink = NULL;
-  int rc = sl_sink_open(path, alloc, &sink, error);
-  if (rc != 0) return rc;
-  struct ArrowArrayStream stream = {bs_schema, bs_next, bs_error, bs_release, b};
-  struct sl_write_args args = {.alloc = alloc, .format_options = options};
-  rc = sl_parquet_writer()->write(&stream, sink, &args, error);
-  if (rc != 0) {
-    sl_sink_abort(sink);
-    return rc;
-  }
-  return sl_sink_commit(sink, error);
+  return test_batches_read(fmt, path, 5, 1, out, error);
 }
 
 static void corpus_file(const char* file, char* out, size_t cap) {
@@ -138,7 +49,7 @@ static void corpus_file(const char* file, char* out, size_t cap) {
 }
 
 /// Keeps only `columns` of every batch.
-static void project(struct batches* b, const int64_t* columns, int64_t n) {
+static void project(struct test_batches* b, const int64_t* columns, int64_t n) {
   struct sluice_error error = {0, {0}};
   struct ArrowSchema s;
   assert_int_equal(sl_schema_project(&b->schema, columns, n, NULL, &s, &error), 0);
@@ -152,11 +63,12 @@ static void project(struct batches* b, const int64_t* columns, int64_t n) {
 }
 
 /// Writes the batches as JSON Lines (a text form to compare tables by).
-static void write_jsonl(struct batches* b, const char* path) {
+static void write_jsonl(struct test_batches* b, const char* path) {
   struct sluice_error error = {0, {0}};
   struct sl_sink* sink = NULL;
   assert_int_equal(sl_sink_open(path, NULL, &sink, &error), 0);
-  struct ArrowArrayStream stream = {bs_schema, bs_next, bs_error, bs_release, b};
+  struct ArrowArrayStream stream;
+  test_batches_stream(b, &stream);
   struct sl_write_args args = {.alloc = NULL};
   int rc = sl_format_writer_find("jsonl")->write(&stream, sink, &args, &error);
   if (rc != 0) fprintf(stderr, "jsonl: %s\n", error.message);
@@ -185,14 +97,14 @@ static void read_back(const char* src, const char* dst, int64_t rows, int64_t co
     fprintf(stderr, "no Parquet reader registered: read-back skipped\n");
     return;
   }
-  struct batches back;
+  struct test_batches back;
   struct sluice_error error = {0, {0}};
   int rc = read_file(reader, dst, &back, &error);
   if (rc != 0) fprintf(stderr, "reading %s back: %s\n", dst, error.message);
   assert_int_equal(rc, 0);
   assert_int_equal(back.rows, rows);
   assert_int_equal(back.schema.n_children, columns);
-  struct batches orig;
+  struct test_batches orig;
   assert_int_equal(read_file(sl_ipc_file_reader(), src, &orig, &error), 0);
   // Columns that came back with their type are compared; the others are
   // the reader's business (tests/py compares them through pyarrow).
@@ -217,8 +129,29 @@ static void read_back(const char* src, const char* dst, int64_t rows, int64_t co
     unlink(a);
     unlink(b);
   }
-  batches_release(&orig);
-  batches_release(&back);
+  test_batches_release(&orig);
+  test_batches_release(&back);
+}
+
+/// One write of the sweep: the file read afresh, written to `dst`.
+struct write_run {
+  const char *src, *dst, *dir, *options;
+  int64_t rows, columns;
+};
+
+static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct write_run* w = ctx;
+  struct test_batches b;
+  assert_int_equal(read_file(sl_ipc_file_reader(), w->src, &b, error), 0);
+  w->rows = b.rows;
+  w->columns = b.schema.n_children;
+  int rc = test_batches_write(sl_parquet_writer(), &b, w->dst, w->options, alloc, error);
+  test_batches_release(&b);
+  if (rc != 0) {
+    assert_int_equal(access(w->dst, F_OK), -1);
+    assert_int_equal(test_dir_entries(w->dir), 0);
+  }
+  return rc;
 }
 
 static void sweep(const char* file, const char* options) {
@@ -228,35 +161,11 @@ static void sweep(const char* file, const char* options) {
   assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
   snprintf(dst, sizeof dst, "%s/out.parquet", dir);
   unlink(dst);
-  assert_int_equal(dir_entries(dir), 0);
+  assert_int_equal(test_dir_entries(dir), 0);
 
-  int failures = 0, succeeded = 0;
-  int64_t rows = -1, columns = -1;
-  for (long long n = 1; n < 200000 && !succeeded; ++n) {
-    struct batches b;
-    struct sluice_error error = {0, {0}};
-    assert_int_equal(read_file(sl_ipc_file_reader(), src, &b, &error), 0);
-    rows = b.rows;
-    columns = b.schema.n_children;
-    struct test_allocator ta;
-    test_allocator_init(&ta);
-    ta.fail_at = n;
-    int rc = write_parquet(&b, dst, options, &ta.base, &error);
-    batches_release(&b);
-    assert_int_equal(ta.live_bytes, 0);
-    succeeded = rc == 0;
-    if (!succeeded) {
-      if (rc != ENOMEM) fprintf(stderr, "fail_at %lld: rc %d: %s\n", n, rc, error.message);
-      assert_int_equal(rc, ENOMEM);
-      assert_true(error.message[0] != '\0');
-      assert_int_equal(access(dst, F_OK), -1);
-      assert_int_equal(dir_entries(dir), 0);
-      failures++;
-    }
-  }
-  assert_true(succeeded);
-  assert_true(failures > 5);
-  read_back(src, dst, rows, columns);
+  struct write_run run = {src, dst, dir, options, -1, -1};
+  assert_true(test_alloc_sweep(write_once, &run, 199999) > 5);
+  read_back(src, dst, run.rows, run.columns);
   unlink(dst);
   rmdir(dir);
 }
@@ -293,21 +202,22 @@ static void test_errors(void** state) {
   test_temp_path("pq_errors", dir, sizeof dir);
   assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
   snprintf(dst, sizeof dst, "%s/out.parquet", dir);
-  struct batches b;
+  struct test_batches b;
   struct sluice_error error = {0, {0}};
   assert_int_equal(read_file(sl_ipc_file_reader(), src, &b, &error), 0);
-  assert_int_equal(write_parquet(&b, dst, "no_such_option=1", NULL, &error), EINVAL);
+  assert_int_equal(
+      test_batches_write(sl_parquet_writer(), &b, dst, "no_such_option=1", NULL, &error), EINVAL);
   assert_non_null(strstr(error.message, "no_such_option"));
-  batches_release(&b);
-  assert_int_equal(dir_entries(dir), 0);
+  test_batches_release(&b);
+  assert_int_equal(test_dir_entries(dir), 0);
 
   corpus_file("generated_union.arrow_file", src, sizeof src);
   assert_int_equal(read_file(sl_ipc_file_reader(), src, &b, &error), 0);
-  int rc = write_parquet(&b, dst, NULL, NULL, &error);
-  batches_release(&b);
+  int rc = test_batches_write(sl_parquet_writer(), &b, dst, NULL, NULL, &error);
+  test_batches_release(&b);
   assert_int_equal(rc, ENOTSUP);
   assert_non_null(strstr(error.message, "union"));
-  assert_int_equal(dir_entries(dir), 0);
+  assert_int_equal(test_dir_entries(dir), 0);
   rmdir(dir);
 }
 

@@ -3,12 +3,12 @@
 // read exactly like a plain file (and can be split for parallel decoding).
 // Bounded-memory streaming of huge compressed inputs is not done yet.
 #include <string.h>
-#include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
 #include <zstd.h>
 
 #include "csv_decompress.h"
 #include "codec/sl_codec_alloc.h"
+#include "codec/sl_gzip.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
@@ -27,41 +27,33 @@ static int grow(struct csv_inflated* out, const struct sluice_allocator* alloc) 
 
 static int gunzip(const uint8_t* in, int64_t n, const struct sluice_allocator* alloc,
                   struct csv_inflated* out, const char* name, struct sluice_error* error) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  z.zalloc = sl_codec_zlib_alloc;
-  z.zfree = sl_codec_free;
-  z.opaque = (voidpf)alloc;
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  struct sl_gzip g = {0};
+  if (sl_gzip_start(&g, alloc, SL_GZIP_ONLY, NULL) != 0)
+    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   int rc = 0;
-  int64_t pos = 0;
-  while (rc == 0 && pos < n) {
+  size_t pos = 0;
+  for (;;) {
     if (out->size == out->cap && grow(out, alloc) != 0) {
       rc = sl_error_set(error, ENOMEM, "%s: out of memory inflating", name);
       break;
     }
-    uInt in_chunk = n - pos > (1 << 30) ? (1u << 30) : (uInt)(n - pos);
-    uInt out_chunk = out->cap - out->size > (1 << 30) ? (1u << 30) : (uInt)(out->cap - out->size);
-    z.next_in = (Bytef*)(in + pos);
-    z.avail_in = in_chunk;
-    z.next_out = out->data + out->size;
-    z.avail_out = out_chunk;
-    int zr = inflate(&z, Z_NO_FLUSH);
-    pos += in_chunk - z.avail_in;
-    out->size += out_chunk - z.avail_out;
-    if (zr == Z_STREAM_END) {
-      // Another gzip member may follow (concatenated .gz files).
-      if (pos < n && inflateReset(&z) != Z_OK) rc = sl_error_set(error, EILSEQ, "%s: gzip", name);
-    } else if (zr == Z_BUF_ERROR && z.avail_out == 0) {
-      continue;
-    } else if (zr != Z_OK) {
+    size_t used, made;
+    uint8_t* dst = out->data + out->size;
+    enum sl_gzip_status st = sl_gzip_inflate(&g, in + pos, (size_t)n - pos, &used, dst,
+                                             (size_t)(out->cap - out->size), &made);
+    pos += used;
+    out->size += (int64_t)made;
+    if (st == SL_GZIP_OUT_FULL) continue;
+    if (st == SL_GZIP_CORRUPT)
       rc = sl_error_set(error, EILSEQ, "%s: corrupt gzip data near compressed byte %lld: %s", name,
-                        (long long)pos, z.msg != NULL ? z.msg : "inflate failed");
-    } else if (pos == n && z.avail_out != 0) {
+                        (long long)pos, sl_gzip_message(&g));
+    else if (st == SL_GZIP_TRUNCATED)
       rc = sl_error_set(error, EILSEQ, "%s: truncated gzip data", name);
-    }
+    else if (st == SL_GZIP_NOMEM)
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory inflating", name);
+    break;
   }
-  inflateEnd(&z);
+  sl_gzip_end(&g);
   return rc;
 }
 

@@ -3,8 +3,9 @@
 // buffer and must produce exactly that many bytes.
 //
 // Allocation: zstd, zlib and the brotli decoder allocate through the sluice
-// allocator (src/codec/sl_codec_alloc.h); the zstd contexts and the zlib
-// inflate state live in the pq_codec_ctx and are reused from page to page.
+// allocator (src/codec/sl_codec_alloc.h); the zstd contexts and the gzip
+// inflate state (src/codec/sl_gzip.h) live in the pq_codec_ctx and are reused
+// from page to page.
 // Two exceptions use malloc: libdeflate's compressor (gzip writing; 1.14 has
 // no allocator hook with a context) and the brotli encoder (libbrotlienc
 // exits the process when its allocator fails). snappy and LZ4 block calls
@@ -21,12 +22,12 @@
 #include <snappy-c.h>
 #include <stdbool.h>
 #include <string.h>
-#include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
 #include <zstd.h>
 #include <zstd_errors.h>
 
 #include "../../codec/sl_codec_alloc.h"
+#include "../../codec/sl_gzip.h"
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_error.h"
 
@@ -49,8 +50,7 @@ struct pq_codec_ctx {
   ZSTD_DCtx* zstd_d;
   ZSTD_CCtx* zstd_c;
   LZ4F_dctx* lz4_frame;
-  z_stream inflate;
-  bool inflate_ready;
+  struct sl_gzip inflate;
   struct libdeflate_compressor* gzip_c;
   int gzip_level;
 };
@@ -69,7 +69,7 @@ void pq_codec_ctx_free(struct pq_codec_ctx* ctx) {
   ZSTD_freeDCtx(ctx->zstd_d);
   ZSTD_freeCCtx(ctx->zstd_c);
   if (ctx->lz4_frame) LZ4F_freeDecompressionContext(ctx->lz4_frame);
-  if (ctx->inflate_ready) inflateEnd(&ctx->inflate);
+  sl_gzip_end(&ctx->inflate);
   if (ctx->gzip_c) libdeflate_free_compressor(ctx->gzip_c);
   sl_free(ctx->alloc, ctx, sizeof *ctx);
 }
@@ -140,60 +140,35 @@ static int snappy_page(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_
   return 0;
 }
 
-/// gzip (or zlib: windowBits 15 + 32 detects the header), several members
-/// allowed back to back.
+/// gzip (or zlib), several members allowed back to back.
 static int gzip_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, uint8_t* dst,
                      int64_t dst_size, struct sluice_error* error) {
-  z_stream* zs = &ctx->inflate;
-  if (!ctx->inflate_ready) {
-    memset(zs, 0, sizeof *zs);
-    zs->zalloc = sl_codec_zlib_alloc;
-    zs->zfree = sl_codec_free;
-    zs->opaque = sl_codec_opaque(ctx->alloc);
-    int zr = inflateInit2(zs, 15 + 32);
-    if (zr != Z_OK)
-      return sl_error_set(error, zr == Z_MEM_ERROR ? ENOMEM : EINVAL, "GZIP: cannot start inflate (%d)", zr);
-    ctx->inflate_ready = true;
-  } else if (inflateReset(zs) != Z_OK) {
-    return sl_error_set(error, EINVAL, "GZIP: cannot reset inflate");
+  int zr;
+  int rc = sl_gzip_start(&ctx->inflate, ctx->alloc, SL_GZIP_OR_ZLIB, &zr);
+  if (rc != 0) return sl_error_set(error, rc, "GZIP: cannot start inflate (%d)", zr);
+  size_t used, made;
+  enum sl_gzip_status st =
+      sl_gzip_inflate(&ctx->inflate, src, (size_t)n, &used, dst, (size_t)dst_size, &made);
+  if (st == SL_GZIP_OUT_FULL) {
+    // The page is full: one spare byte shows whether more would follow.
+    uint8_t probe;
+    size_t more_used, more;
+    st = sl_gzip_inflate(&ctx->inflate, src + used, (size_t)n - used, &more_used, &probe, 1, &more);
+    if (more != 0) return size_mismatch(error, "GZIP", "decompresses to more bytes", dst_size);
   }
-  zs->next_in = (Bytef*)(uintptr_t)src;
-  zs->avail_in = (uInt)n;
-  zs->next_out = dst;
-  zs->avail_out = (uInt)dst_size;
-  // When the output is full, one spare byte shows whether more would follow.
-  uint8_t probe;
-  bool probing = false;
-  for (;;) {
-    int zr = inflate(zs, Z_NO_FLUSH);
-    if (probing && zs->avail_out == 0)
-      return size_mismatch(error, "GZIP", "decompresses to more bytes", dst_size);
-    if (zr == Z_STREAM_END) {
-      if (zs->avail_in == 0) break;
-      // Another gzip member follows.
-      if (inflateReset(zs) != Z_OK) return sl_error_set(error, EINVAL, "GZIP: cannot reset inflate");
-      continue;
-    }
-    if (zr == Z_OK || zr == Z_BUF_ERROR) {
-      if (zs->avail_out == 0 && !probing) {
-        zs->next_out = &probe;
-        zs->avail_out = 1;
-        probing = true;
-        continue;
-      }
-      if (zs->avail_in == 0)
-        return sl_error_set(error, EINVAL, "GZIP: truncated data (header says %lld uncompressed bytes)",
-                            (long long)dst_size);
-      if (zr == Z_OK) continue;  // progress was made
-    }
-    if (zr == Z_MEM_ERROR) return sl_error_set(error, ENOMEM, "GZIP: out of memory");
-    return sl_error_set(error, EINVAL, "GZIP: corrupt data (%s)", zs->msg ? zs->msg : "inflate failed");
+  switch (st) {
+    case SL_GZIP_END:
+      if ((int64_t)made != dst_size)
+        return sl_error_set(error, EINVAL, "GZIP: page decompresses to %lld bytes, header says %lld",
+                            (long long)made, (long long)dst_size);
+      return 0;
+    case SL_GZIP_TRUNCATED:
+      return sl_error_set(error, EINVAL, "GZIP: truncated data (header says %lld uncompressed bytes)",
+                          (long long)dst_size);
+    case SL_GZIP_NOMEM: return sl_error_set(error, ENOMEM, "GZIP: out of memory");
+    default:
+      return sl_error_set(error, EINVAL, "GZIP: corrupt data (%s)", sl_gzip_message(&ctx->inflate));
   }
-  int64_t produced = probing ? dst_size : (int64_t)(zs->next_out - dst);
-  if (produced != dst_size)
-    return sl_error_set(error, EINVAL, "GZIP: page decompresses to %lld bytes, header says %lld",
-                        (long long)produced, (long long)dst_size);
-  return 0;
 }
 
 static int brotli_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, uint8_t* dst,
