@@ -592,17 +592,22 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
       int64_t n;
       if (type->id == SL_TYPE_FIXED_SIZE_BINARY) {
         n = type->byte_width;
-        bytes = (const uint8_t*)data + p * n;
-      } else if (type->id == SL_TYPE_LARGE_STRING || type->id == SL_TYPE_LARGE_BINARY) {
-        const int64_t* offsets = data;
-        bytes = (const uint8_t*)array->buffers[2] + offsets[p];
-        n = offsets[p + 1] - offsets[p];
+        bytes = n == 0 ? (const uint8_t*)"" : (const uint8_t*)data + p * n;
       } else {
-        const int32_t* offsets = data;
-        bytes = (const uint8_t*)array->buffers[2] + offsets[p];
-        n = (int64_t)offsets[p + 1] - offsets[p];
+        int64_t start;
+        if (type->id == SL_TYPE_LARGE_STRING || type->id == SL_TYPE_LARGE_BINARY) {
+          const int64_t* offsets = data;
+          start = offsets[p];
+          n = offsets[p + 1] - offsets[p];
+        } else {
+          const int32_t* offsets = data;
+          start = offsets[p];
+          n = (int64_t)offsets[p + 1] - offsets[p];
+        }
+        // buffers[2] may be NULL when every value is empty: no pointer
+        // arithmetic on it then.
+        bytes = n == 0 ? (const uint8_t*)"" : (const uint8_t*)array->buffers[2] + start;
       }
-      if (n == 0) bytes = (const uint8_t*)"";  // buffers[2] may be NULL when empty
       if (type->id == SL_TYPE_STRING || type->id == SL_TYPE_LARGE_STRING) {
         rc = append_quoted_if_json(out, (const char*)bytes, (size_t)n, style);
       } else {
