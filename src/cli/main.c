@@ -15,7 +15,7 @@
   "                     tags each batch with sluice:split / sluice:batch)\n"  \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
   "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
-  "                     header, ...; see the README)\n"                       \
+  "                     header, comment, null_values, ...; see the README)\n" \
   "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV)\n"       \
   "  --reader-schema F  Avro reader schema file for schema resolution\n"     \
   "  --length-prefix K  lenprefix framing: varint (default), u8, u16le,\n"    \

@@ -107,7 +107,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
   if (token(s, f, &p, &n) != 0) return ENOMEM;
   *ok = 1;
   const char* problem = "cannot convert";
-  if (csv_is_null(p, n)) return 0;  // null (or "" in a string column): always fits
+  if (csv_is_null(&s->r->opts.nulls, p, n)) return 0;  // null (or "" in a string column): always fits
   switch (col->conv) {
     case CV_F64:
     case CV_F32: {
@@ -177,7 +177,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     const uint8_t* p;                                                               \
     int64_t n;                                                                      \
     if (token(s, f, &p, &n) != 0) return ENOMEM;                                    \
-    if (csv_is_null(p, n)) {                                                        \
+    if (csv_is_null(nulls, p, n)) {                                                 \
       if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
       continue;                                                                     \
     }                                                                               \
@@ -189,6 +189,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
   const struct csv_rows* rows = &s->rows;
   const struct csv_column* col = &s->r->cols[c];
   const int64_t n_rows = rows->n_rows;
+  const struct csv_nulls* nulls = &s->r->opts.nulls;
   if (sl_builder_reserve(b, n_rows) != 0) return ENOMEM;
   switch (col->conv) {
     case CV_F64:
@@ -297,7 +298,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         const uint8_t* p;
         int64_t n;
         if (token(s, f, &p, &n) != 0) return ENOMEM;
-        if (csv_is_null(p, n) && !(n == 0 && f->flags != 0)) {
+        if (csv_is_null(nulls, p, n) && !(n == 0 && f->flags != 0)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
@@ -321,6 +322,7 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
   const uint8_t* data = s->data;
   const uint8_t* end = data + s->limit;
   const uint8_t delim = r->layout.dialect.delimiter, quote = r->layout.dialect.quote;
+  const uint8_t comment = r->layout.dialect.comment;
   const int64_t start = s->pos;
   union {
     int64_t i;
@@ -329,6 +331,7 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
   const uint8_t* p = data + s->pos;
   int64_t rows = 0;
   while (rows < want && p < end && p - data < s->stop && (p - data) - start < max_bytes) {
+    if (comment != 0 && *p == comment) break;  // the general path skips comment lines
     const uint8_t* q = p;
     for (int64_t c = 0; c < nc; ++c) {
       const uint8_t* t;

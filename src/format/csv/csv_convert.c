@@ -502,7 +502,8 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
 
 #define CAN(k) (1u << (k))
 
-void csv_infer_init(struct csv_infer_state* s) {
+void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
+  s->nulls = nulls;
   s->can = CAN(CSV_KIND_BOOL) | CAN(CSV_KIND_INT64) | CAN(CSV_KIND_DOUBLE) |
            CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP);
   s->any_value = 0;
@@ -510,7 +511,7 @@ void csv_infer_init(struct csv_infer_state* s) {
 }
 
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
-  if (csv_is_null(p, n)) return;
+  if (csv_is_null(s->nulls, p, n)) return;
   s->any_value = 1;
   if (s->can == 0) return;
   int b;

@@ -51,7 +51,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   for (size_t i = 0; i < sizeof candidates; ++i) {
     struct csv_dialect d = *base;
     d.delimiter = candidates[i];
-    if (d.delimiter == d.quote || d.delimiter == d.escape) continue;
+    if (d.delimiter == d.quote || d.delimiter == d.escape || d.delimiter == d.comment) continue;
     rows.n_rows = rows.n_fields = 0;
     int64_t pos = start, err = 0;
     enum csv_tok_status st =
@@ -100,11 +100,12 @@ static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
   return 0;
 }
 
-static int fits(const char* format, const uint8_t* p, int64_t n) {
+static int fits(const char* format, const struct csv_nulls* nulls, const uint8_t* p,
+                int64_t n) {
   struct csv_infer_state s;
-  csv_infer_init(&s);
+  csv_infer_init(&s, nulls);
   csv_infer_add(&s, p, n);
-  if (csv_is_null(p, n)) return 1;
+  if (csv_is_null(nulls, p, n)) return 1;
   const char* got = csv_infer_format(&s);
   if (strcmp(format, "u") == 0) return 1;
   if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
@@ -208,12 +209,17 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   const struct csv_options* o = a->opts;
   l->dialect.quote = (uint8_t)o->quote;
   l->dialect.escape = (uint8_t)o->escape;
+  l->dialect.comment = (uint8_t)o->comment;
   l->dialect.impl = (uint8_t)o->impl;
   if (o->delimiter > 0) {
     l->dialect.delimiter = (uint8_t)o->delimiter;
   } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
                              &l->dialect.delimiter) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
+    return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "
+                        "delimiter=", a->name, l->dialect.comment);
   }
   // First chunk: enough rows to decide the header.
   const int64_t chunk = INT64_C(1) << 20;
@@ -245,7 +251,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   if (l->names == NULL || l->formats == NULL || a->states == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   }
-  for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c]);
+  for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c], &o->nulls);
   if (add_rows(a, 1) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   if (o->header >= 0) {
     l->header = o->header;
@@ -260,10 +266,10 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
                       &p, &len) != 0) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
       }
-      if (a->rows.n_rows > 1 && !fits(f, p, len)) all_fit = 0;
+      if (a->rows.n_rows > 1 && !fits(f, &o->nulls, p, len)) all_fit = 0;
       if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
         struct csv_infer_state s;
-        csv_infer_init(&s);
+        csv_infer_init(&s, &o->nulls);
         csv_infer_add(&s, p, len);
         if (strcmp(csv_infer_format(&s), "u") != 0) any_typed = 1;
       }

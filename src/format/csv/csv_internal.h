@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/sl_type.h"
 #include "sluice.h"
@@ -17,8 +18,20 @@ struct csv_schema_entry {
   char* format;  ///< owned Arrow format string
 };
 
+/// The spellings that read as null. The default set ("", NA, NULL, null) is
+/// tested inline; a configured set (null_values=A|B|) is searched.
+struct csv_nulls {
+  int custom;              ///< 0: the default set
+  int64_t n;
+  const uint8_t** text;    ///< n spellings, pointing into `storage`
+  int64_t* len;
+  char* storage;           ///< owned copy of the option value (storage_len + 1 bytes)
+  size_t storage_len;
+};
+
 struct csv_options {
   int delimiter;      ///< -1 = sniff
+  int comment;        ///< 0 = none, else lines starting with it are skipped
   int quote;          ///< 0 = quoting off
   int escape;         ///< 0 = none (doubled quotes only), else e.g. '\\'
   int header;         ///< -1 = sniff, 0, 1
@@ -31,6 +44,7 @@ struct csv_options {
   int skip_bad_rows;  ///< "bad_rows=skip": drop (and count) rows that do not fit
   int64_t n_schema;
   struct csv_schema_entry* schema;
+  struct csv_nulls nulls;
 };
 
 /// Parses "key=value,key=value". Unknown keys are an error (typos should not
@@ -45,6 +59,7 @@ struct csv_dialect {
   uint8_t delimiter;
   uint8_t quote;   ///< 0 = none
   uint8_t escape;  ///< 0 = none
+  uint8_t comment; ///< 0 = none; a row starting with it is skipped up to its line feed
   uint8_t impl;    ///< CSV_IMPL_*: tests force the scalar path to compare
 };
 
@@ -84,7 +99,8 @@ enum csv_tok_status {
 /// Tokenizes rows from data[*pos] (a row start, outside quotes) up to `end`
 /// (end of input). Stops after max_rows rows, once the rows span max_bytes, or
 /// when the next row would start at or past `stop` (the split's nominal end).
-/// Blank lines are skipped. A trailing CR is stripped from each line's last
+/// Blank lines are skipped, and so are comment lines (a row whose first byte
+/// is d->comment, up to and including its line feed). A trailing CR is stripped from each line's last
 /// field. *pos is advanced to the next row start. Rows are appended to `out`.
 enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
                                  int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
@@ -93,11 +109,29 @@ enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* dat
 /// Number of `quote` bytes in data[0, n) (SIMD-counted).
 int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c);
 
+/// Scanner states at a byte position (the state before that byte is read).
+/// Without a comment character only OUT / QUOTE matter (quote parity); with
+/// one, a row start (LINE) decides whether the row is a comment.
+enum csv_scan_state {
+  CSV_ST_OUT = 0,    ///< outside quotes, within a row
+  CSV_ST_QUOTE = 1,  ///< inside a quoted field
+  CSV_ST_LINE = 2,   ///< at a row start (outside quotes, after a line feed)
+  CSV_ST_COMMENT = 3 ///< within a comment line
+};
+
 /// The first row start at or after `from`: the position after the first line
-/// feed at or after from - 1 that lies outside quotes, given whether position
-/// from - 1 is inside quotes. Returns `end` if there is none.
+/// feed at or after from - 1 that ends a row or a comment line, given the
+/// scanner state at from - 1 (0/1 = quote parity works for dialects without
+/// comments). Looks no further than `end`; returns `end` if there is none.
 int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
-                           int64_t end, int in_quote);
+                           int64_t end, int state);
+
+/// Comment dialects: the state after data[from, to) for each state before it,
+/// packed 2 bits per start state (bits 2s..2s+1 = end state from state s).
+/// Quote parity alone cannot place split starts when comment lines may hold
+/// quote characters; composing these maps chunk by chunk can.
+unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                                 int64_t to);
 
 /// Unescapes a field with CSV_FIELD_ESCAPED into out (capacity >= len).
 /// Returns the unescaped length.
@@ -106,15 +140,22 @@ int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len
 
 /* ---- converters ----------------------------------------------------------- */
 
-/// 1 if the token is a null spelling ("", NA, NULL, null).
-static inline int csv_is_null(const uint8_t* p, int64_t n) {
-  switch (n) {
-    case 0: return 1;
-    case 2: return p[0] == 'N' && p[1] == 'A';
-    case 4: return (p[0] == 'N' && p[1] == 'U' && p[2] == 'L' && p[3] == 'L') ||
-                   (p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l');
-    default: return 0;
+/// 1 if the token is a null spelling: one of nulls' (NULL or default: "", NA,
+/// NULL, null).
+static inline int csv_is_null(const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
+  if (nulls == NULL || !nulls->custom) {
+    switch (n) {
+      case 0: return 1;
+      case 2: return p[0] == 'N' && p[1] == 'A';
+      case 4: return (p[0] == 'N' && p[1] == 'U' && p[2] == 'L' && p[3] == 'L') ||
+                     (p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l');
+      default: return 0;
+    }
   }
+  for (int64_t i = 0; i < nulls->n; ++i) {
+    if (nulls->len[i] == n && (n == 0 || memcmp(nulls->text[i], p, (size_t)n) == 0)) return 1;
+  }
+  return 0;
 }
 
 /// Each returns 1 on success, 0 if the token is not of that type.
@@ -152,12 +193,13 @@ enum csv_kind {
 };
 
 struct csv_infer_state {
+  const struct csv_nulls* nulls;  ///< the null spellings (NULL: the default set)
   unsigned can;       ///< bit per kind still possible
   int any_value;
   int any_zone;
 };
 
-void csv_infer_init(struct csv_infer_state* s);
+void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
 /// "tsu:", "u"). All-null columns become strings.

@@ -2,6 +2,10 @@
 // format_options). Keys:
 //   delimiter=comma|semicolon|tab|pipe|<one char>   (default: sniffed)
 //   quote=<char>|none          escape=backslash|<char>|none
+//   comment=<char>|none        (a line starting with it is skipped; default none)
+//   null_values=A|B|...        the null spellings, replacing the default set
+//                              ("", NA, NULL, null); an empty item is the empty
+//                              field, so "null_values=" means only empty fields
 //   header=true|false|auto     schema=name:type|name:type (type: int64, float64,
 //   string, bool, date32, timestamp, timestamp[us,UTC], ... or an Arrow format)
 //   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
@@ -30,7 +34,7 @@ static const struct type_alias csv_type_aliases[] = {
     {"timestamp[s,UTC]", "tss:UTC"},
 };
 
-void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc) {
+static void free_schema(struct csv_options* o, const struct sluice_allocator* alloc) {
   for (int64_t i = 0; i < o->n_schema; ++i) {
     sl_free(alloc, o->schema[i].name, strlen(o->schema[i].name) + 1);
     sl_free(alloc, o->schema[i].format, strlen(o->schema[i].format) + 1);
@@ -38,6 +42,45 @@ void csv_options_free(struct csv_options* o, const struct sluice_allocator* allo
   sl_free(alloc, o->schema, (size_t)o->n_schema * sizeof *o->schema);
   o->schema = NULL;
   o->n_schema = 0;
+}
+
+static void free_nulls(struct csv_nulls* nl, const struct sluice_allocator* alloc) {
+  sl_free(alloc, nl->text, (size_t)nl->n * sizeof *nl->text);
+  sl_free(alloc, nl->len, (size_t)nl->n * sizeof *nl->len);
+  if (nl->storage != NULL) sl_free(alloc, nl->storage, nl->storage_len + 1);
+  memset(nl, 0, sizeof *nl);
+}
+
+void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc) {
+  free_schema(o, alloc);
+  free_nulls(&o->nulls, alloc);
+}
+
+// "A|B|" -> {"A", "B", ""}: '|' separates spellings (',' separates options).
+static int parse_nulls(const char* v, size_t n, const struct sluice_allocator* alloc,
+                       struct csv_nulls* nl, struct sluice_error* error) {
+  free_nulls(nl, alloc);
+  int64_t count = 1;
+  for (size_t i = 0; i < n; ++i) count += v[i] == '|';
+  nl->storage = sl_strndup(alloc, v, n);
+  nl->text = sl_calloc(alloc, (size_t)count, sizeof *nl->text);
+  nl->len = sl_calloc(alloc, (size_t)count, sizeof *nl->len);
+  nl->n = count;
+  nl->storage_len = n;
+  if (nl->storage == NULL || nl->text == NULL || nl->len == NULL) {
+    free_nulls(nl, alloc);
+    return sl_error_set(error, ENOMEM, "out of memory parsing null_values");
+  }
+  nl->custom = 1;
+  size_t i = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    size_t j = i;
+    while (j < n && v[j] != '|') ++j;
+    nl->text[k] = (const uint8_t*)nl->storage + i;
+    nl->len[k] = (int64_t)(j - i);
+    i = j + 1;
+  }
+  return 0;
 }
 
 static int parse_size(const char* v, size_t n, int64_t* out) {
@@ -144,8 +187,11 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
   while (*s != '\0') {
     const char* end = strchr(s, ',');
     // A comma right after '=' is the value (delimiter=, quote=,), not a separator.
+    // (Only a lone one: "null_values=,header=true" has an empty value.)
     const char* eq = memchr(s, '=', end != NULL ? (size_t)(end - s) : strlen(s));
-    if (eq != NULL && end == eq + 1) end = strchr(end + 1, ',');
+    if (eq != NULL && end == eq + 1 && (end[1] == ',' || end[1] == '\0')) {
+      end = strchr(end + 1, ',');
+    }
     if (end == NULL) end = s + strlen(s);
     if (eq == NULL || eq >= end) {
       csv_options_free(o, alloc);
@@ -161,6 +207,10 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       ok = parse_char(v, vlen, 1, &o->quote);
     } else if (KEY("escape")) {
       ok = parse_char(v, vlen, 1, &o->escape);
+    } else if (KEY("comment")) {
+      ok = parse_char(v, vlen, 1, &o->comment);
+    } else if (KEY("null_values")) {
+      rc = parse_nulls(v, vlen, alloc, &o->nulls, error);
     } else if (KEY("header")) {
       if (vlen == 4 && memcmp(v, "true", 4) == 0) o->header = 1;
       else if (vlen == 5 && memcmp(v, "false", 5) == 0) o->header = 0;
@@ -190,13 +240,13 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->skip_bad_rows = 0;
       else ok = 0;
     } else if (KEY("schema")) {
-      if (o->n_schema > 0) csv_options_free(o, alloc);
+      if (o->n_schema > 0) free_schema(o, alloc);
       rc = parse_schema(v, vlen, alloc, o, error);
     } else {
       csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL,
-                          "unknown CSV option '%.*s' (known: delimiter, quote, escape, header, "
-                          "schema, missing_fields, bad_rows, split_size, infer_bytes, batch_bytes)",
+                          "unknown CSV option '%.*s' (known: delimiter, quote, escape, comment, "
+                          "header, schema, null_values, missing_fields, bad_rows, split_size, infer_bytes, batch_bytes)",
                           (int)klen, s);
     }
 #undef KEY
@@ -214,6 +264,12 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
   if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {
     csv_options_free(o, alloc);
     return sl_error_set(error, EINVAL, "CSV options: delimiter equals the quote/escape character");
+  }
+  if (o->comment != 0 && (o->comment == o->delimiter || o->comment == o->quote ||
+                          o->comment == o->escape)) {
+    csv_options_free(o, alloc);
+    return sl_error_set(error, EINVAL,
+                        "CSV options: comment equals the delimiter/quote/escape character");
   }
   return 0;
 }

@@ -23,7 +23,12 @@
 //   row belongs to exactly one split, for any input. Line numbers in messages
 //   are computed only when an error happens (by counting line feeds before the
 //   offset), so the counting pass counts only quotes. Dialects with an escape
-//   character break parity, so they get a single split.
+//   character break parity, so they get a single split. With comment=C, a
+//   comment line's quotes do not toggle anything, so the pass records per
+//   chunk the scanner state it ends in for each state it may start in
+//   (csv_comment_transitions) and composes those instead: still exact, still
+//   one pass. A split's search for its first row stops at its own end, so a
+//   quoted field spanning many splits is not rescanned by each of them.
 // - split_next() fills a batch of batch_size rows (or batch_bytes of input) in
 //   chunks of a few thousand rows: when every wanted column is int64/float64,
 //   a fused path parses numbers straight from the bytes (csv_fast_numeric),
@@ -126,6 +131,12 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   r->fast_numeric = !r->opts.no_fastpath && r->layout.dialect.escape == 0 &&
                     l->n_cols > 0 && l->n_cols <= 64 &&
                     (d == ',' || d == ';' || d == '\t' || d == '|' || d == ' ');
+  // The fused path reads every number as a value: a null spelling that is a
+  // number ("-999", "NaN") must go through the general path.
+  for (int64_t k = 0; r->fast_numeric && k < r->opts.nulls.n; ++k) {
+    double v;
+    if (csv_parse_double(r->opts.nulls.text[k], r->opts.nulls.len[k], &v)) r->fast_numeric = 0;
+  }
   return 0;
 }
 
@@ -138,6 +149,7 @@ static void csv_close(void* reader) {
   csv_options_free(&r->opts, r->alloc);
   sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
   sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
+  sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
   if (r->owned != NULL) sl_free_buffer(r->alloc, r->owned, (size_t)r->owned_cap);
   sl_view_release(&r->view);
   sl_free(r->alloc, r, sizeof *r);
@@ -219,8 +231,10 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   *n = 0;
   sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
   sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
+  sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
   r->plan_start = NULL;
   r->plan_quotes = NULL;
+  r->plan_state = NULL;
   r->n_plan = 0;
   int64_t ds = r->layout.data_start, total = r->stream ? 1 : r->size - ds;
   if (total <= 0 || r->layout.n_cols == 0) return 0;
@@ -234,20 +248,25 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   if (count == 1) chunk = total;
   r->plan_start = sl_alloc(r->alloc, (size_t)(count + 1) * sizeof *r->plan_start);
   r->plan_quotes = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_quotes);
+  r->plan_state = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_state);
   struct sl_split* out = sl_calloc(r->alloc, (size_t)count, sizeof *out);
-  if (r->plan_start == NULL || r->plan_quotes == NULL || out == NULL) {
+  if (r->plan_start == NULL || r->plan_quotes == NULL || r->plan_state == NULL || out == NULL) {
     sl_free(r->alloc, out, (size_t)count * sizeof *out);
     sl_free(r->alloc, r->plan_start, (size_t)(count + 1) * sizeof *r->plan_start);
     sl_free(r->alloc, r->plan_quotes, (size_t)count * sizeof *r->plan_quotes);
+    sl_free(r->alloc, r->plan_state, (size_t)count * sizeof *r->plan_state);
     r->plan_start = NULL;
     r->plan_quotes = NULL;
+    r->plan_state = NULL;
     return sl_error_set(error, ENOMEM, "%s: out of memory planning splits", r->name);
   }
   r->n_plan = count;
   for (int64_t i = 0; i < count; ++i) {
     int64_t a = ds + i * chunk;
     r->plan_start[i] = a;
-    atomic_init(&r->plan_quotes[i], r->layout.dialect.quote != 0 ? -1 : 0);
+    atomic_init(&r->plan_quotes[i],
+                r->layout.dialect.quote != 0 || r->layout.dialect.comment != 0 ? -1 : 0);
+    atomic_init(&r->plan_state[i], i == 0 ? CSV_ST_LINE : -1);
     out[i].index = i;
     out[i].offset = a;
     out[i].length = (i + 1 == count ? r->size : a + chunk) - a;
@@ -263,25 +282,49 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
 
 /* ---- decoding ------------------------------------------------------------- */
 
-// Quoting state before byte plan_start[i] - 1: the parity of the quote bytes
-// from data_start (a row start, so outside quotes) up to there. Chunk counts
-// are computed on first need and shared: the engine opens splits roughly in
-// plan order on several threads, so each open counts about one chunk (at
-// memchr speed) instead of plan_splits scanning the whole input serially.
-// Threads racing on a chunk store the same number, so relaxed atomics do.
-static int quote_parity_before(struct csv_reader* r, int64_t i) {
-  int64_t quotes = 0;
-  for (int64_t j = 0; j < i; ++j) {
-    long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
-    if (c < 0) {
-      int64_t from = j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
-      int64_t to = r->plan_start[j + 1] - 1;
-      c = csv_count_byte(r->data + from, to - from, r->layout.dialect.quote);
-      atomic_store_explicit(&r->plan_quotes[j], c, memory_order_relaxed);
-    }
-    quotes += c;
+// Scanner state at byte plan_start[i] - 1 (csv_next_row_start's `state`).
+// Without comments it is the parity of the quote bytes from data_start (a row
+// start, so outside quotes) up to there. With comments a comment line's
+// quotes do not count, so each chunk records the state it ends in for each
+// state it may start in (csv_comment_transitions), and the maps compose from
+// CSV_ST_LINE at data_start. Chunk results are computed on first need and
+// shared: the engine opens splits roughly in plan order on several threads,
+// so each open scans about one chunk instead of plan_splits scanning the
+// whole input serially. Threads racing on a chunk store the same number, so
+// relaxed atomics do.
+static long long chunk_result(struct csv_reader* r, int64_t j) {
+  const struct csv_dialect* d = &r->layout.dialect;
+  long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
+  if (c < 0) {
+    int64_t from = j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
+    int64_t to = r->plan_start[j + 1] - 1;
+    c = d->comment != 0 ? (long long)csv_comment_transitions(d, r->data, from, to)
+                        : csv_count_byte(r->data + from, to - from, d->quote);
+    atomic_store_explicit(&r->plan_quotes[j], c, memory_order_relaxed);
   }
-  return (int)(quotes & 1);
+  return c;
+}
+
+// The states are recorded as they are found: a split extends the nearest
+// known state before it, so opening all n splits (in any order) costs O(n)
+// chunk steps, not O(n^2).
+static int split_start_state(struct csv_reader* r, int64_t i) {
+  const int comment = r->layout.dialect.comment != 0;
+  int64_t k = i;
+  int state = -1;
+  while (k > 0 && (state = atomic_load_explicit(&r->plan_state[k], memory_order_relaxed)) < 0) --k;
+  if (k == 0) state = CSV_ST_LINE;  // data_start is a row start
+  for (; k < i; ++k) {
+    long long c = chunk_result(r, k);
+    if (comment) {
+      state = (int)((unsigned long long)c >> (2 * state)) & 3;
+    } else {
+      int q = state == CSV_ST_QUOTE;
+      state = (q ^ (int)(c & 1)) ? CSV_ST_QUOTE : CSV_ST_OUT;
+    }
+    atomic_store_explicit(&r->plan_state[k + 1], state, memory_order_relaxed);
+  }
+  return state;
 }
 
 static void csv_split_close(void* state) {
@@ -342,10 +385,14 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     return rc;
   }
   int64_t i = split->index, a = r->plan_start[i];
-  s->pos = i == 0 ? a
-                  : csv_next_row_start(&r->layout.dialect, r->data, a, r->size,
-                                       quote_parity_before(r, i));
   s->stop = i + 1 == r->n_plan ? INT64_MAX : r->plan_start[i + 1];
+  // A row starting at or past stop belongs to the next split, so the search
+  // ends there: inside one huge quoted field each split looks at its own
+  // range only (not on to the field's end), keeping the total work linear.
+  s->pos = i == 0 ? a
+                  : csv_next_row_start(&r->layout.dialect, r->data, a,
+                                       s->stop < r->size ? s->stop : r->size,
+                                       split_start_state(r, i));
   s->data = r->data;
   s->limit = r->size;
   if (r->stream) {

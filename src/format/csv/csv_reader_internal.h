@@ -42,6 +42,9 @@ struct csv_reader {
   /// Quote bytes in [b_j, b_j+1) where b_0 = data_start, b_j = plan_start[j] - 1:
   /// counted lazily by split_open (-1 = not yet), see csv_reader.c.
   atomic_llong* plan_quotes;
+  /// Scanner state at b_j (split_start_state's result for split j; -1 = not
+  /// yet), so that each split's state extends a known one.
+  atomic_int* plan_state;
   /// bad_rows=skip: rows dropped so far (all splits) and why the first one
   /// was (written once, by whichever split claims `first_skip_claimed`).
   atomic_llong rows_skipped;

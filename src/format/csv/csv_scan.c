@@ -167,7 +167,7 @@ static inline int end_row(struct csv_rows* out, int64_t row_start) {
 // mask code inlines into each copy (an AVX2 function cannot inline into a
 // non-AVX2 caller and vice versa).
 #define CSV_TOKENIZE_BODY(MASKS)                                                           \
-  const uint8_t quote = d->quote, delim = d->delimiter;                                    \
+  const uint8_t quote = d->quote, delim = d->delimiter, comment = d->comment;              \
   int64_t start = *pos, row_start = start, field_start = start, p = start;                 \
   int64_t rows_done = 0;                                                                   \
   uint64_t in_q = 0;                                                                        \
@@ -213,8 +213,9 @@ static inline int end_row(struct csv_rows* out, int64_t row_start) {
         if (f->len > 0 && data[at - 1] == '\r') f->len--;                                   \
         rows_done += end_row(out, row_start);                                               \
         row_start = at + 1;                                                                 \
-        if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes) { \
-          *pos = row_start;                                                                 \
+        if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes || \
+            (comment != 0 && row_start < end && data[row_start] == comment)) {              \
+          *pos = row_start; /* a comment line: csv_tokenize skips it */                     \
           return CSV_TOK_OK;                                                                \
         }                                                                                   \
         if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;   \
@@ -277,7 +278,7 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
                                            int64_t* pos, int64_t end, int64_t stop,
                                            int64_t max_rows, int64_t max_bytes,
                                            struct csv_rows* out, int64_t* err_pos) {
-  const uint8_t quote = d->quote, delim = d->delimiter, esc = d->escape;
+  const uint8_t quote = d->quote, delim = d->delimiter, esc = d->escape, comment = d->comment;
   int64_t start = *pos, row_start = start, field_start = start;
   int64_t rows_done = 0;
   int in_q = 0;
@@ -310,7 +311,8 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
       if (f->len > 0 && data[p - 1] == '\r') f->len--;
       rows_done += end_row(out, row_start);
       row_start = p + 1;
-      if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes) {
+      if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes ||
+          (comment != 0 && row_start < end && data[row_start] == comment)) {
         *pos = row_start;
         return CSV_TOK_OK;
       }
@@ -325,12 +327,10 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
   return finish_tail(out, data, row_start, field_start, end, field_q, pos, err_pos);
 }
 
-enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
-                                 int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
-                                 int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
-  if (max_rows <= 0) max_rows = INT64_MAX;
-  if (max_bytes <= 0) max_bytes = INT64_MAX;
-  if (grow_rows(out, 1) != 0) return CSV_TOK_ENOMEM;
+static enum csv_tok_status tokenize_rows(const struct csv_dialect* d, const uint8_t* data,
+                                         int64_t* pos, int64_t end, int64_t stop,
+                                         int64_t max_rows, int64_t max_bytes,
+                                         struct csv_rows* out, int64_t* err_pos) {
   if (d->escape != 0) {
     return tokenize_escape(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
   }
@@ -343,6 +343,34 @@ enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* dat
   }
 #endif
   return tokenize_scalar_masks(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+}
+
+enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
+                                 int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
+                                 int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
+  if (max_rows <= 0) max_rows = INT64_MAX;
+  if (max_bytes <= 0) max_bytes = INT64_MAX;
+  if (grow_rows(out, 1) != 0) return CSV_TOK_ENOMEM;
+  if (d->comment == 0) {
+    return tokenize_rows(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
+  }
+  // The tokenizers return at a row start holding the comment character; the
+  // comment line is skipped here (quotes in it mean nothing, as in
+  // csv_comment_transitions) and tokenizing resumes outside quotes.
+  const int64_t start = *pos, rows_before = out->n_rows;
+  for (;;) {
+    while (*pos < end && data[*pos] == d->comment) {
+      const uint8_t* nl = memchr(data + *pos, '\n', (size_t)(end - *pos));
+      *pos = nl != NULL ? (nl - data) + 1 : end;
+    }
+    int64_t rows_done = out->n_rows - rows_before, used = *pos - start;
+    if (*pos >= end || *pos >= stop || rows_done >= max_rows || used >= max_bytes) {
+      return CSV_TOK_OK;
+    }
+    enum csv_tok_status st = tokenize_rows(d, data, pos, end, stop, max_rows - rows_done,
+                                           max_bytes - used, out, err_pos);
+    if (st != CSV_TOK_OK || *pos >= end || data[*pos] != d->comment) return st;
+  }
 }
 
 // Without -mpopcnt the builtin becomes a library call; SWAR is as fast.
@@ -374,18 +402,101 @@ int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
   return count;
 }
 
+// One step of the scanner (see enum csv_scan_state). Every quote byte
+// toggles quoting (as in the tokenizers); a comment character matters only
+// at a row start; a comment line ends at its line feed, whatever it holds.
+static inline int scan_step(int state, uint8_t c, uint8_t quote, uint8_t comment) {
+  switch (state) {
+    case CSV_ST_COMMENT: return c == '\n' ? CSV_ST_LINE : CSV_ST_COMMENT;
+    case CSV_ST_QUOTE: return quote != 0 && c == quote ? CSV_ST_OUT : CSV_ST_QUOTE;
+    case CSV_ST_LINE:
+      if (comment != 0 && c == comment) return CSV_ST_COMMENT;
+      /* fall through */
+    default:
+      if (quote != 0 && c == quote) return CSV_ST_QUOTE;
+      return c == '\n' ? CSV_ST_LINE : CSV_ST_OUT;
+  }
+}
+
 int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
-                           int64_t end, int in_quote) {
+                           int64_t end, int state) {
   if (from <= 0) return 0;
-  for (int64_t p = from - 1; p < end; ++p) {
-    uint8_t c = data[p];
-    if (d->quote != 0 && c == d->quote) {
-      in_quote ^= 1;
-    } else if (c == '\n' && !in_quote) {
-      return p + 1;
+  if (d->comment == 0) {  // quote parity alone
+    int in_quote = state == CSV_ST_QUOTE;
+    for (int64_t p = from - 1; p < end; ++p) {
+      uint8_t c = data[p];
+      if (d->quote != 0 && c == d->quote) {
+        in_quote ^= 1;
+      } else if (c == '\n' && !in_quote) {
+        return p + 1;
+      }
     }
+    return end;
+  }
+  for (int64_t p = from - 1; p < end; ++p) {
+    state = scan_step(state, data[p], d->quote, d->comment);
+    if (state == CSV_ST_LINE) return p + 1;
   }
   return end;
+}
+
+unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                                 int64_t to) {
+  // The four start states run in lockstep, packed into one byte (2 bits per
+  // start state), through a table indexed by the byte's class: other, quote,
+  // line feed, comment. Only quote, line feed and comment bytes are visited
+  // (found 64 at a time with the tokenizer's masks); a run of other bytes
+  // counts as one step, since that step is idempotent (LINE -> OUT, the
+  // others stay). One pass over the chunk, no rescans.
+  uint8_t other = 'a';
+  while (other == d->quote || other == d->comment) ++other;
+  const uint8_t rep[4] = {other, d->quote != 0 ? d->quote : other, '\n', d->comment};
+  uint8_t next[256][4];
+  for (int packed = 0; packed < 256; ++packed) {
+    for (int k = 0; k < 4; ++k) {
+      int out = 0;
+      for (int st = 0; st < 4; ++st) {
+        out |= scan_step((packed >> (2 * st)) & 3, rep[k], d->quote, d->comment) << (2 * st);
+      }
+      next[packed][k] = (uint8_t)out;
+    }
+  }
+  uint8_t packed = CSV_ST_OUT | CSV_ST_QUOTE << 2 | CSV_ST_LINE << 4 | CSV_ST_COMMENT << 6;
+  int pending_other = 0;  // other bytes since the last visited byte
+  uint8_t tail[64];
+  for (int64_t p = from; p < to; p += 64) {
+    struct csv_masks m;
+    int64_t avail = to - p;
+    uint64_t valid = ~UINT64_C(0);
+    const uint8_t* block = data + p;
+    if (avail < 64) {
+      memset(tail, 0, sizeof tail);
+      memcpy(tail, data + p, (size_t)avail);
+      block = tail;
+      valid = (UINT64_C(1) << avail) - 1;
+    }
+#ifdef CSV_HAVE_X86
+    masks_sse2(block, d->quote, d->comment, &m);  // "delim" = the comment character
+#else
+    masks_scalar(block, d->quote, d->comment, &m);
+#endif
+    uint64_t hits = (m.quote | m.delim | m.nl) & valid;
+    int last = -1;
+    while (hits != 0) {
+      int b = __builtin_ctzll(hits);
+      hits &= hits - 1;
+      if (b > last + 1) pending_other = 1;
+      if (pending_other) packed = next[packed][0];
+      pending_other = 0;
+      int k = ((m.quote >> b) & 1) ? 1 : ((m.nl >> b) & 1) ? 2 : 3;
+      packed = next[packed][k];
+      last = b;
+    }
+    int64_t end_bit = avail < 64 ? avail : 64;
+    if (last + 1 < end_bit) pending_other = 1;
+  }
+  if (pending_other) packed = next[packed][0];
+  return packed;
 }
 
 int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,

@@ -1,0 +1,274 @@
+"""CSV reader options against peers, and Parquet -> CSV -> Parquet round trips.
+
+- comment=#: generated files with comment lines (before the header, between
+  rows, holding quotes and delimiters) and quoted fields holding '#' at line
+  starts, read by sluice with small splits on several threads and by DuckDB's
+  read_csv(comment='#'): the same rows.
+- null_values=A|B|: generated files read by sluice and by pyarrow.csv with
+  ConvertOptions(null_values=[...], strings_can_be_null=True): the same
+  values and types.
+- `sluice convert x.parquet y.csv` and back gives what pyarrow reads from
+  x.parquet.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pcsv = pytest.importorskip("pyarrow.csv")
+ipc = pytest.importorskip("pyarrow.ipc")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def sluice_read(sluice, path: Path, *options: str, threads: int | None = None) -> pa.Table:
+    out = path.with_suffix(".out.arrow")
+    args = ["convert", path, out, "-q"]
+    for o in options:
+        args += ["-O", o]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    sluice.run(*args)
+    with ipc.open_file(out) as f:
+        return f.read_all()
+
+
+# ---- comment lines ---------------------------------------------------------------
+
+def _quoted(rng: random.Random) -> str:
+    # '#' right after a line feed inside quotes is data, not a comment
+    parts = ["a", "#x", "\n#y", ",", '""', "\n", " # ", "b"]
+    return '"' + "".join(rng.choice(parts) for _ in range(rng.randint(0, 6))) + '"'
+
+
+def _comment(rng: random.Random) -> str:
+    parts = ["note", '"', ",", "'", "#", "x y", '""']
+    return "#" + "".join(rng.choice(parts) for _ in range(rng.randint(0, 5)))
+
+
+def comment_file(rng: random.Random, rows: int, crlf: bool) -> str:
+    eol = "\r\n" if crlf else "\n"
+    lines = [_comment(rng) for _ in range(rng.randint(0, 2))]
+    lines.append("id,s,v")
+    for i in range(rows):
+        while rng.random() < 0.3:
+            lines.append(_comment(rng))
+        s = _quoted(rng) if rng.random() < 0.6 else rng.choice(["plain", "x y", "z"])
+        lines.append(f"{i},{s},{rng.randint(-1000, 1000)}")
+    if rng.random() < 0.5:
+        lines.append(_comment(rng))
+    return eol.join(lines) + (eol if rng.random() < 0.7 else "")
+
+
+def duckdb_comment_read(path: Path) -> list[dict]:
+    duckdb = pytest.importorskip("duckdb")
+    # (DuckDB's sniffer, which fails when columns= is given with comments)
+    rel = duckdb.sql(f"SELECT * FROM read_csv('{path}', comment='#', header=true, "
+                     "allow_quoted_nulls=false)")
+    return rel.to_arrow_table().to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_comments_match_duckdb(sluice, tmp_path, seed):
+    rng = random.Random(seed)
+    path = tmp_path / f"c{seed}.csv"
+    path.write_bytes(comment_file(rng, rows=200, crlf=seed % 3 == 2).encode())
+    want = duckdb_comment_read(path)
+    assert len(want) == 200
+    # splits small enough to start on, inside and next to comment lines
+    for opts in ([], ["split_size=17"], ["split_size=64"], ["split_size=1k"]):
+        got = sluice_read(sluice, path, "comment=#", "schema=s:string", *opts, threads=4)
+        assert got.schema.field("id").type == pa.int64()
+        assert got.schema.field("v").type == pa.int64()
+        assert got.to_pylist() == want, opts
+
+
+def test_comment_with_fused_numeric_path(sluice, tmp_path):
+    # all-numeric rows take the fused path; comment lines must still be skipped
+    rng = random.Random(9)
+    lines = ["a,b"]
+    for i in range(5000):
+        if rng.random() < 0.1:
+            lines.append("# 1,2 \"")
+        lines.append(f"{i},{rng.uniform(-1, 1)!r}")
+    path = tmp_path / "n.csv"
+    path.write_text("\n".join(lines) + "\n")
+    want = duckdb_comment_read(path)
+    for opts in ([], ["split_size=4k"], ["fastpath=false", "split_size=333"]):
+        got = sluice_read(sluice, path, "comment=#", *opts, threads=3)
+        assert got.to_pylist() == want, opts
+
+
+def test_hash_is_data_without_the_option(sluice, tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("a,b\n#x,1\ny,2\n")
+    got = sluice_read(sluice, path)
+    want = pcsv.read_csv(path).to_pylist()
+    assert got.to_pylist() == want
+
+
+# ---- null spellings -----------------------------------------------------------------
+
+NULL_SETS = [
+    ["missing", "-999"],
+    [""],
+    ["NA"],
+    ["", "NA", "N/A", "nan"],
+]
+
+
+def null_file(rng: random.Random, spellings: list[str], rows: int) -> str:
+    lines = ["i,f,s"]
+    pool = spellings + ["NA", "NULL", ""]
+    for _ in range(rows):
+        i = rng.choice(pool) if rng.random() < 0.2 else str(rng.randint(-50, 50))
+        f = rng.choice(pool) if rng.random() < 0.2 else repr(rng.uniform(-10, 10))
+        s = rng.choice(pool) if rng.random() < 0.3 else rng.choice(["x", "y z", "none"])
+        lines.append(f"{i},{f},{s}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("k", range(len(NULL_SETS)))
+def test_null_values_match_pyarrow(sluice, tmp_path, k):
+    spellings = NULL_SETS[k]
+    rng = random.Random(100 + k)
+    path = tmp_path / f"n{k}.csv"
+    path.write_text(null_file(rng, spellings, 300))
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        null_values=spellings, strings_can_be_null=True))
+    option = "null_values=" + "|".join(spellings)
+    for extra in ([], ["split_size=100"], ["fastpath=false"]):
+        got = sluice_read(sluice, path, option, *extra, threads=2)
+        assert got.schema.names == want.schema.names
+        for name in want.schema.names:
+            g, w = got.column(name), want.column(name)
+            if pa.types.is_large_string(w.type) or pa.types.is_string(w.type):
+                assert pa.types.is_string(g.type), name
+                g = g.cast(w.type)
+            else:
+                assert g.type == w.type, (name, g.type, w.type)
+            assert g.to_pylist() == w.to_pylist(), (k, name, extra)
+
+
+def test_default_nulls_unchanged(sluice, tmp_path):
+    # no option: "", NA, NULL, null are null; NaN in a float column is a NaN
+    path = tmp_path / "d.csv"
+    path.write_text("i,f,s\n1,NaN,NA\nNULL,2.5,null\n,,x\n")
+    got = sluice_read(sluice, path)
+    assert got.column("i").to_pylist() == [1, None, None]
+    f = got.column("f").to_pylist()
+    assert math.isnan(f[0]) and f[1:] == [2.5, None]
+    assert got.column("s").to_pylist() == [None, None, "x"]
+
+
+# ---- Parquet -> CSV -> Parquet ------------------------------------------------------
+
+def float_bits(values):
+    return [None if v is None else struct.pack("<d", v) for v in values]
+
+
+def round_trip_table() -> pa.Table:
+    rng = random.Random(5)
+    n = 64
+    hard = [0.1, 1 / 3, 2 ** -1074, 1.7976931348623157e308, -0.0, 0.0, 5e-324,
+            123456789.12345679, 9007199254740993.0, float("inf"), float("-inf"), float("nan"),
+            2.2250738585072014e-308, 0.30000000000000004]
+    floats = [hard[i] if i < len(hard) else
+              struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for i in range(n)]
+    floats = [None if (i % 9 == 8) else (1.5 if math.isnan(v) and i >= len(hard) else v)
+              for i, v in enumerate(floats)]
+    strings = ['say "hi"', "a,b", "line1\nline2", "", "NA", "  spaced  ", "crlf\r\nx",
+               "ünï", '"', ",", "null", "#hash"]
+    base = datetime.datetime(2001, 2, 3, 4, 5, 6, 789012)
+    return pa.table({
+        "i64": pa.array([None if i % 7 == 3 else rng.randint(-2 ** 63, 2 ** 63 - 1)
+                         for i in range(n)], pa.int64()),
+        "i32": pa.array([None if i % 5 == 1 else rng.randint(-2 ** 31, 2 ** 31 - 1)
+                         for i in range(n)], pa.int32()),
+        "f64": pa.array(floats, pa.float64()),
+        "whole": pa.array([float(i) for i in range(n)], pa.float64()),
+        "s": pa.array([None if i % 6 == 5 else strings[i % len(strings)] for i in range(n)],
+                      pa.string()),
+        "d": pa.array([None if i % 8 == 2 else datetime.date(1969, 12, 25) +
+                       datetime.timedelta(days=37 * i) for i in range(n)], pa.date32()),
+        "ts": pa.array([None if i % 10 == 4 else base + datetime.timedelta(seconds=99991 * i,
+                                                                           microseconds=i)
+                        for i in range(n)], pa.timestamp("us")),
+        "tsz": pa.array([None if i % 11 == 6 else base - datetime.timedelta(days=400 * i)
+                         for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "b": pa.array([None if i % 4 == 0 else i % 3 == 0 for i in range(n)], pa.bool_()),
+    })
+
+
+SCHEMA = "i64:int64,i32:int32,f64:float64,whole:float64,s:string,d:date32,ts:timestamp[us]," \
+         "tsz:tsu:UTC,b:bool"
+
+
+def test_parquet_csv_parquet_round_trip(sluice, tmp_path):
+    table = round_trip_table()
+    src = tmp_path / "x.parquet"
+    pq.write_table(table, src)
+    want = pq.read_table(src)
+    csv_path = tmp_path / "y.csv"
+    sluice.run("convert", src, csv_path, "-q")
+    back = tmp_path / "z.parquet"
+    # null_values= : only empty fields are null, so the strings "NA" and
+    # "null" stay strings (the writer quotes the empty string)
+    sluice.run("convert", csv_path, back, "-q", "--schema", SCHEMA, "-O", "null_values=")
+    got = pq.read_table(back)
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        g, w = got.column(name), want.column(name)
+        assert g.type == w.type, (name, g.type, w.type)
+        if name == "f64" or name == "whole":
+            assert float_bits(g.to_pylist()) == float_bits(w.to_pylist()), name
+        else:
+            assert g.to_pylist() == w.to_pylist(), name
+    # pyarrow reads the intermediate CSV as the same values too
+    peer = pcsv.read_csv(csv_path, convert_options=pcsv.ConvertOptions(
+        column_types=want.schema, null_values=[""], strings_can_be_null=True,
+        quoted_strings_can_be_null=False))
+    for name in ("i64", "i32", "s", "d", "b"):
+        assert peer.column(name).to_pylist() == want.column(name).to_pylist(), name
+
+
+def test_comments_from_a_pipe(sluice, tmp_path):
+    # standard input above the sample size is read through a window (stream mode)
+    import subprocess
+    rng = random.Random(3)
+    data = comment_file(rng, rows=60000, crlf=False).encode()
+    assert len(data) > (1 << 20) + (64 << 10)
+    path = tmp_path / "big.csv"
+    path.write_bytes(data)
+    want = duckdb_comment_read(path)
+    out = tmp_path / "pipe.arrow"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-f", "csv", "-q",
+                           "-O", "comment=#", "-O", "schema=s:string", "-O", "batch_bytes=64k"],
+                          input=data, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    with ipc.open_file(out) as f:
+        assert f.read_all().to_pylist() == want
+
+
+def test_writer_null_spelling_with_reader_null_values(sluice, tmp_path):
+    # -W null=\N and -O null_values=\N: nulls, "", "NA" and "null" all survive;
+    # pyarrow told the same spelling reads the same values
+    table = pa.table({"s": pa.array(["", "NA", None, "null", "x", None], pa.string()),
+                      "i": pa.array([1, None, 3, None, 5, 6], pa.int64())})
+    src = tmp_path / "x.parquet"
+    pq.write_table(table, src)
+    csv_path = tmp_path / "y.csv"
+    sluice.run("convert", src, csv_path, "-q", "-W", "null=\\N", "-W", "delimiter=;")
+    got = sluice_read(sluice, csv_path, "null_values=\\N", "delimiter=;")
+    assert got.to_pylist() == table.to_pylist()
+    peer = pcsv.read_csv(csv_path, parse_options=pcsv.ParseOptions(delimiter=";"),
+                         convert_options=pcsv.ConvertOptions(
+                             null_values=["\\N"], strings_can_be_null=True,
+                             quoted_strings_can_be_null=False))
+    assert peer.to_pylist() == table.to_pylist()
