@@ -321,6 +321,12 @@ struct sluice_write_options {
   /// to NULL. A non-zero return fails the write with that code.
   int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
   void* batch_metadata_user;
+  /// s3:// outputs over https: non-zero skips TLS certificate and host name
+  /// verification (default 0: verified).
+  int tls_insecure;
+  /// A PEM file of CA certificates to trust instead of the system's
+  /// (NULL = the system store).
+  const char* ca_bundle;
 };
 
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);

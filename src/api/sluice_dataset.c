@@ -449,7 +449,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   const struct sluice_allocator* alloc =
       options->allocator != NULL ? options->allocator : sluice_default_allocator();
   struct sl_sink* sink = NULL;
-  SL_RETURN_NOT_OK(sl_sink_open(location, alloc, &sink, error));
+  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0};
+  SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   struct sl_write_args args = {alloc, options->compression, options->format_options,
                                options->batch_metadata, options->batch_metadata_user};
   int rc = writer->write(stream, sink, &args, error);

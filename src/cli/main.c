@@ -20,8 +20,10 @@
   "  --reader-schema F  Avro reader schema file for schema resolution\n"     \
   "  --length-prefix K  lenprefix framing: varint (default), u8, u16le,\n"    \
   "                     u16be, u32le, u32be, u64le, u64be\n"                \
-  "  --insecure         https/s3: do not verify TLS certificates\n"         \
-  "  --ca-bundle FILE   https/s3: trust the CA certificates in FILE\n"      \
+  "  --insecure         https/s3 (reads and writes): do not verify TLS\n"   \
+  "                     certificates\n"                                     \
+  "  --ca-bundle FILE   https/s3 (reads and writes): trust the CA\n"        \
+  "                     certificates in FILE\n"                             \
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"                                          \
   "\n"                                                                        \

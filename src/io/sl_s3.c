@@ -283,6 +283,15 @@ void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
   }
 }
 
+void s3_apply_tls(CURL* h, const struct sl_remote_options* remote) {
+  if (remote == NULL) return;
+  if (remote->tls_insecure) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (remote->ca_bundle != NULL) curl_easy_setopt(h, CURLOPT_CAINFO, remote->ca_bundle);
+}
+
 int sl_s3_source_open(const char* location, const struct sl_remote_options* remote,
                       const struct sluice_allocator* alloc, struct sl_source** out,
                       struct sluice_error* error) {

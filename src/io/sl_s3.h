@@ -31,7 +31,9 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
 /// (s3://bucket/key): one PUT up to the part size (SLUICE_S3_PART_SIZE,
 /// default 8 MiB, at least 5 MiB), else a multipart upload with parts sent
 /// in parallel, aborted on any error so that no partial object appears.
-int sl_s3_upload_file(const char* location, int fd, int64_t size,
-                      const struct sluice_allocator* alloc, struct sluice_error* error);
+/// `remote` (NULL = defaults) gives the TLS settings.
+int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
+                      int64_t size, const struct sluice_allocator* alloc,
+                      struct sluice_error* error);
 
 #endif

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include "sluice.h"
+#include "sl_source.h"
 
 #define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -39,6 +40,10 @@ void s3_signer_destroy(void* ctx);
 int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
                     const char* payload_hash, struct curl_slist** headers,
                     struct sluice_error* error);
+
+/// Applies the TLS settings of `remote` (NULL = defaults: verified against
+/// the system store) to a curl handle, after every curl_easy_reset.
+void s3_apply_tls(CURL* h, const struct sl_remote_options* remote);
 
 /// Adds a hint about credentials to an HTTP 401/403 error.
 void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);

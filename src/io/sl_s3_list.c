@@ -224,13 +224,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, l);
     if (headers != NULL) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    if (l->remote != NULL && l->remote->tls_insecure) {
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (l->remote != NULL && l->remote->ca_bundle != NULL) {
-      curl_easy_setopt(h, CURLOPT_CAINFO, l->remote->ca_bundle);
-    }
+    s3_apply_tls(h, l->remote);
     CURLcode c = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &l->status);
     curl_slist_free_all(headers);

@@ -61,8 +61,9 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
 
 /// One signed request with a body (NULL/0 for none), retried on 5xx, 429 and
 /// transient transport errors. The answer's status is in resp->status.
-static int s3_request(struct s3_signer* g, CURL* h, const char* object_url, const char* method,
-                      const char* query, const uint8_t* body, size_t n, struct s3_response* resp,
+static int s3_request(struct s3_signer* g, const struct sl_remote_options* remote, CURL* h,
+                      const char* object_url, const char* method, const char* query,
+                      const uint8_t* body, size_t n, struct s3_response* resp,
                       const char* location, struct sluice_error* error) {
   char url[8448];
   int w = snprintf(url, sizeof url, "%s%s%s", object_url, query[0] != '\0' ? "?" : "", query);
@@ -92,6 +93,7 @@ static int s3_request(struct s3_signer* g, CURL* h, const char* object_url, cons
     errbuf[0] = '\0';
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    s3_apply_tls(h, remote);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -156,6 +158,7 @@ static int xml_value(const char* xml, const char* tag, char* out, size_t cap) {
 
 struct upload {
   struct s3_signer* g;
+  const struct sl_remote_options* remote;
   const char* location;
   const char* url;
   const uint8_t* data;
@@ -191,7 +194,7 @@ static void* upload_worker(void* arg) {
     snprintf(query, sizeof query, "partNumber=%" PRId64 "&%s", k + 1, u->upload_id_query);
     struct sluice_error err;
     memset(&err, 0, sizeof err);
-    int rc = s3_request(u->g, h, u->url, "PUT", query, u->data + offset, (size_t)len, resp,
+    int rc = s3_request(u->g, u->remote, h, u->url, "PUT", query, u->data + offset, (size_t)len, resp,
                         u->location, &err);
     if (rc == 0 && resp->etag[0] == '\0') {
       rc = sl_error_set(&err, EIO, "%s: part %" PRId64 " was stored without an ETag",
@@ -214,7 +217,7 @@ static void* upload_worker(void* arg) {
 static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                      struct sluice_error* error) {
   const struct sluice_allocator* alloc = u->g->alloc;
-  int rc = s3_request(u->g, h, u->url, "POST", "uploads=", (const uint8_t*)"", 0, resp,
+  int rc = s3_request(u->g, u->remote, h, u->url, "POST", "uploads=", (const uint8_t*)"", 0, resp,
                       u->location, error);
   char upload_id[512];
   if (rc == 0 && !xml_value(resp->body, "UploadId", upload_id, sizeof upload_id)) {
@@ -263,7 +266,7 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                                 k + 1, u->etags[k]);
       }
       len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
-      rc = s3_request(u->g, h, u->url, "POST", u->upload_id_query, (const uint8_t*)xml, len,
+      rc = s3_request(u->g, u->remote, h, u->url, "POST", u->upload_id_query, (const uint8_t*)xml, len,
                       resp, u->location, error);
       // S3 may answer 200 and still report an error in the body.
       if (rc == 0 && strstr(resp->body, "<Error>") != NULL) {
@@ -277,7 +280,7 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
   if (rc != 0) {
     // No partial object: drop the parts (best effort; the error stays the first one).
     struct sluice_error ignored;
-    s3_request(u->g, h, u->url, "DELETE", u->upload_id_query, NULL, 0, resp, u->location,
+    s3_request(u->g, u->remote, h, u->url, "DELETE", u->upload_id_query, NULL, 0, resp, u->location,
                &ignored);
   }
   return rc;
@@ -297,8 +300,9 @@ static int64_t part_size_setting(int64_t size) {
   return part;
 }
 
-int sl_s3_upload_file(const char* location, int fd, int64_t size,
-                      const struct sluice_allocator* alloc, struct sluice_error* error) {
+int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
+                      int64_t size, const struct sluice_allocator* alloc,
+                      struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -328,13 +332,14 @@ int sl_s3_upload_file(const char* location, int fd, int64_t size,
   if (rc == 0) {
     int64_t part = part_size_setting(size);
     if (size <= part) {
-      rc = s3_request(g, h, url, "PUT", "", data, (size_t)size, resp, location, error);
+      rc = s3_request(g, remote, h, url, "PUT", "", data, (size_t)size, resp, location, error);
     } else {
       struct upload* u = sl_calloc(alloc, 1, sizeof *u);
       if (u == NULL) {
         rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
       } else {
         u->g = g;
+        u->remote = remote;
         u->location = location;
         u->url = url;
         u->data = data;

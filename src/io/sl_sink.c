@@ -67,6 +67,7 @@ struct sl_sink_copy {
 
 struct sl_sink {
   const struct sluice_allocator* alloc;
+  const struct sl_remote_options* remote;  // s3:// outputs' TLS settings (NULL = defaults)
   int fd;
   int is_stdout;
   char* target;    // the final path (NULL for stdout)
@@ -201,6 +202,12 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
 
 int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
                  struct sl_sink** out, struct sluice_error* error) {
+  return sl_sink_open_remote(location, NULL, alloc, out, error);
+}
+
+int sl_sink_open_remote(const char* location, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sl_sink** out,
+                        struct sluice_error* error) {
   *out = NULL;
   if (location == NULL || location[0] == '\0') {
     return sl_error_set(error, EINVAL, "no output location given (a path or \"-\")");
@@ -219,6 +226,7 @@ int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
   struct sl_sink* sink = sl_calloc(alloc, 1, sizeof *sink);
   if (sink == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
   sink->alloc = alloc;
+  sink->remote = remote;
   sink->fd = -1;
   sink->name = sl_strdup(alloc, location);
   sink->buf = sl_alloc(alloc, SL_SINK_BUFFER);
@@ -574,7 +582,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     return rc;
   }
   if (rc == 0 && sink->is_s3) {
-    rc = sl_s3_upload_file(sink->name, sink->fd, sink->position, sink->alloc, error);
+    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, sink->position, sink->alloc, error);
   }
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);

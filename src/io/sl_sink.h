@@ -8,6 +8,8 @@
 
 #include "sluice.h"
 
+struct sl_remote_options;
+
 struct sl_sink;
 
 /// Opens a sink for `location` (a path, "-" for standard output, or
@@ -15,6 +17,11 @@ struct sl_sink;
 /// commit, see sl_s3_upload_file).
 int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
                  struct sl_sink** out, struct sluice_error* error);
+/// sl_sink_open with settings for remote outputs (s3://); `remote` (may be
+/// NULL) must outlive the sink.
+int sl_sink_open_remote(const char* location, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sl_sink** out,
+                        struct sluice_error* error);
 /// Appends bytes (buffered).
 int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct sluice_error* error);
 /// Appends `n` bytes that are both `data` in memory and bytes [offset,

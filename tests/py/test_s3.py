@@ -254,6 +254,121 @@ def test_failed_write_leaves_no_object(sluice, s3, tmp_path):
     assert not (s3["data"] / BUCKET / "out" / "denied.arrows").exists()
 
 
+# ---- S3 over TLS: nginx (TLS, self-signed) in front of s3s-fs --------------------
+#
+# The proxy passes the Host header through, so the signatures sluice makes for
+# https://localhost:PORT are the ones s3s-fs checks. Reads, listings, single
+# PUTs and multipart uploads all go through it; without the CA (or
+# --insecure) each is a clear TLS error, and a refused write leaves nothing.
+
+
+@pytest.fixture(scope="module")
+def s3_tls(s3, tmp_path_factory):
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+    from test_http import make_cert
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    root = tmp_path_factory.mktemp("s3tls")
+    for d in ("logs", "tmp"):
+        (root / d).mkdir()
+    key, cert = make_cert(root, "server")
+    port = free_port()
+    user = "user root;" if os.geteuid() == 0 else ""
+    upstream = s3["endpoint"].split("://", 1)[1]
+    (root / "nginx.conf").write_text(f"""
+daemon off;
+master_process off;
+{user}
+pid {root}/nginx.pid;
+error_log {root}/logs/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {root}/tmp/body;
+  proxy_temp_path {root}/tmp/proxy;
+  fastcgi_temp_path {root}/tmp/fastcgi;
+  uwsgi_temp_path {root}/tmp/uwsgi;
+  scgi_temp_path {root}/tmp/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    client_max_body_size 0;
+    location / {{
+      proxy_pass http://{upstream};
+      proxy_set_header Host $http_host;
+      proxy_request_buffering off;
+      proxy_buffering off;
+      proxy_http_version 1.1;
+    }}
+  }}
+}}
+""")
+    proc = subprocess.Popen([nginx_bin, "-c", str(root / "nginx.conf"), "-p", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"nginx did not start: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    yield {"endpoint": f"https://localhost:{port}", "cert": cert}
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def tls_creds(s3, s3_tls, **extra) -> dict:
+    return creds(s3, AWS_ENDPOINT_URL=s3_tls["endpoint"], **extra)
+
+
+@pytest.mark.parametrize("part_size", [None, 5 << 20])
+def test_tls_write_read_and_list(sluice, s3, s3_tls, tmp_path, part_size):
+    """A write over https with the CA given (one PUT, or a multipart upload)
+    stores the same bytes as a local write, and reads and listings over
+    https give them back."""
+    src = tmp_path / "big.lenprefix"
+    from test_http import write_lenprefix
+    write_lenprefix(src, 700_000, 5)
+    local_out = tmp_path / "big.arrows"
+    subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q", "-O",
+                    "length_prefix=u8"], check=True)
+    env = tls_creds(s3, s3_tls, SLUICE_S3_PART_SIZE=str(part_size or (64 << 20)))
+    key = f"tls/{part_size}/big.arrows"
+    ca = ["--ca-bundle", str(s3_tls["cert"])]
+    proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/{key}", "-q", "-O",
+               "length_prefix=u8", *ca)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (s3["data"] / BUCKET / key).read_bytes() == local_out.read_bytes()
+    expected = ipc.open_stream(local_out.read_bytes()).read_all()
+    assert read_s3(sluice, env, key, tmp_path / "r.arrows", ca).equals(expected)
+    listed = read_s3(sluice, env, f"tls/{part_size}/", tmp_path / "l.arrows", ca)
+    assert listed.equals(expected)
+
+
+def test_tls_untrusted_write_is_refused(sluice, s3, s3_tls, tmp_path):
+    src = s3["local"] / "t.arrows"
+    env = tls_creds(s3, s3_tls)
+    key = "tls/refused.arrows"
+    proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/{key}", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode().lower()
+    assert "certificate" in err or "ssl" in err or "tls" in err, err
+    assert not (s3["data"] / BUCKET / key).exists()
+    # --insecure skips the check, for writes as for reads.
+    proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/{key}", "-q", "--insecure")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (s3["data"] / BUCKET / key).is_file()
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}/tls/", "-q")
+    check_clean_failure(proc)
+
+
 # ---- Listing prefixes and globs (ListObjectsV2) ------------------------------------
 #
 # Objects laid under ls/ in the bucket are read through a prefix or a glob,
