@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """W4 generator (BENCHMARKS.md, "W4: bulk read for analytics"): two Parquet
-files written by pyarrow (snappy), never by sluice.
+files written by pyarrow (snappy), never by sluice, and the same rows as CSV
+without a header (s1.csv, s3.csv, written by pyarrow.csv).
 
 15,000,000 rows by default (--rows):
   s1.parquet  schema1: `id` string (25 alphanumerics; 100 consecutive rows
@@ -31,6 +32,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,7 +95,9 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     meta_path = os.path.join(args.out, "w4.meta.json")
     paths = {k: os.path.join(args.out, f"{k}.parquet") for k in ("s1", "s3")}
-    if not args.force and os.path.exists(meta_path) and all(map(os.path.exists, paths.values())):
+    csv_paths = {k: os.path.join(args.out, f"{k}.csv") for k in ("s1", "s3")}
+    if not args.force and os.path.exists(meta_path) and all(
+            map(os.path.exists, list(paths.values()) + list(csv_paths.values()))):
         with open(meta_path) as f:
             old = json.load(f)
         if old.get("rows") == args.rows and old.get("seed") == args.seed:
@@ -102,8 +106,13 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     tmp = {k: p + ".tmp" for k, p in paths.items()}
+    csv_tmp = {k: p + ".tmp" for k, p in csv_paths.items()}
     w1 = pq.ParquetWriter(tmp["s1"], SCHEMA1, compression="snappy")
     w3 = pq.ParquetWriter(tmp["s3"], SCHEMA3, compression="snappy")
+    # The CSV copies have no header (BENCHMARKS.md): readers are told the columns.
+    no_header = pacsv.WriteOptions(include_header=False)
+    c1 = pacsv.CSVWriter(csv_tmp["s1"], SCHEMA1, write_options=no_header)
+    c3 = pacsv.CSVWriter(csv_tmp["s3"], SCHEMA3, write_options=no_header)
     max_val23 = None
     max_data = None
     table_bytes = {"s1": 0, "s3": 0}
@@ -115,6 +124,8 @@ def main(argv=None) -> int:
         t3 = pa.Table.from_arrays([id_col, ts, data], schema=SCHEMA3)
         w1.write_table(t1)
         w3.write_table(t3)
+        c1.write_table(t1)
+        c3.write_table(t3)
         table_bytes["s1"] += t1.nbytes
         table_bytes["s3"] += t3.nbytes
         m = max(int(np.max(vals[1].to_numpy())), int(np.max(vals[2].to_numpy())))
@@ -123,10 +134,11 @@ def main(argv=None) -> int:
         max_data = d if max_data is None else max(max_data, d)  # str order = byte order for ASCII
         if index % 4 == 0:
             log(f"{start + n:,} rows ({time.perf_counter() - t0:.0f}s)")
-    w1.close()
-    w3.close()
+    for w in (w1, w3, c1, c3):
+        w.close()
     for k in paths:
         os.replace(tmp[k], paths[k])
+        os.replace(csv_tmp[k], csv_paths[k])
     meta = {
         "workload": "w4", "rows": args.rows, "seed": args.seed, "chunk_rows": CHUNK,
         "rows_per_id": ROWS_PER_ID,
@@ -135,7 +147,9 @@ def main(argv=None) -> int:
         "table_bytes": sum(table_bytes.values()),  # both tables in Arrow memory
         "table_bytes_per_file": table_bytes,
         "files": {f"{k}.parquet": {"bytes": os.path.getsize(p), "writer": "pyarrow",
-                                   "compression": "snappy"} for k, p in paths.items()},
+                                   "compression": "snappy"} for k, p in paths.items()}
+        | {f"{k}.csv": {"bytes": os.path.getsize(p), "writer": "pyarrow", "header": False}
+           for k, p in csv_paths.items()},
         "versions": {"pyarrow": pa.__version__, "numpy": np.__version__},
         "seconds": round(time.perf_counter() - t0, 1),
     }

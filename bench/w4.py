@@ -3,6 +3,8 @@
 Tasks (both by default):
   q1  count(*) and max(greatest(val2, val3)) over s1.parquet (schema1)
   q3  count(*) and max(data) over s3.parquet (schema3)
+  q1_csv, q3_csv  the same over s1.csv / s3.csv (no header; every tool is
+      given the column names and types)
 reading only the columns the query needs. sluice answers with
 `sluice stats -c val2,val3 --json` (the two maxes combined) and
 `sluice stats -c data --json`: once as the CLI does by default (figures from
@@ -24,15 +26,22 @@ from harness import HERE, PY, ROOT, Cell, Context, log
 
 FULL_ROWS = 15_000_000
 QUICK_ROWS = 1_000_000
-DEFAULT_TASKS = "q1,q3"
+DEFAULT_TASKS = "q1,q3,q1_csv,q3_csv"
 META = "w4.meta.json"
 CHECKS = ("count(*) and the max of each query equal the generator's answers (w4.meta.json), "
           "exactly")
 
 QUERIES = {
-    # task: (file, answer key, sluice -c columns)
-    "q1": ("s1", "max_greatest_val2_val3", "val2,val3"),
-    "q3": ("s3", "max_data", "data"),
+    # task: (file, answer key, sluice -c columns, extension)
+    "q1": ("s1", "max_greatest_val2_val3", "val2,val3", "parquet"),
+    "q3": ("s3", "max_data", "data", "parquet"),
+    "q1_csv": ("s1", "max_greatest_val2_val3", "val2,val3", "csv"),
+    "q3_csv": ("s3", "max_data", "data", "csv"),
+}
+# The header-less CSV copies' columns, as `--schema` gives them to sluice.
+CSV_SCHEMA = {
+    "s1": "id:string,timestamp:int64," + ",".join(f"val{i}:int32" for i in range(1, 11)),
+    "s3": "id:string,timestamp:int64,data:string",
 }
 
 
@@ -81,13 +90,40 @@ def sluice_reads_parquet(sluice: str, path: str) -> Optional[str]:
     return None
 
 
+def csv_cells(ctx: Context, task: str, which: str, cols: str, path: str, check) -> list:
+    """The query over the header-less CSV copy: every row parsed by every tool."""
+    peers = os.path.join(HERE, "peers", "w4_peers.py")
+    out = [Cell(task, f"sluice stats -c {cols} (CSV)", "sluice", "sluice",
+                [[ctx.sluice, "-q", "stats", path, "-O", "header=false", "--schema",
+                  CSV_SCHEMA[which], "-c", cols, "--json"]],
+                how=f"`sluice stats {which}.csv -O header=false --schema ... -c {cols} --json`: "
+                    "every row split and the needed columns converted, in parallel",
+                checker=check)]
+    for tool, how in (("duckdb", "DuckDB SQL over read_csv(path, header=false, columns={...})"),
+                      ("polars", "pl.scan_csv(path, has_header=False, schema=...) lazy query"),
+                      ("pyarrow", "pyarrow.dataset(path, CsvFileFormat(column names and types))"
+                                  ".to_table(columns) + pyarrow.compute max")):
+        out.append(Cell(task, tool, tool, "peer", [[PY, peers, "query", tool, which, path]],
+                        how=how, checker=check))
+    out.append(Cell(task, f"cat {which}.csv > /dev/null", "cat", "floor", [["cat", path]],
+                    how="read the (cached) file once", parse_json=False, check=False,
+                    stdout_devnull=True))
+    size = os.path.getsize(path) if os.path.exists(path) else None
+    for c in out:
+        c.nbytes = c.nbytes or size
+    return out
+
+
 def cells(ctx: Context) -> list:
     peers = os.path.join(HERE, "peers", "w4_peers.py")
     rows = ctx.meta["rows"]
     out = []
-    for task, (which, key, cols) in QUERIES.items():
-        path = os.path.join(ctx.data, f"{which}.parquet")
+    for task, (which, key, cols, ext) in QUERIES.items():
+        path = os.path.join(ctx.data, f"{which}.{ext}")
         check = checker(ctx.meta, which, key)
+        if ext == "csv":
+            out += csv_cells(ctx, task, which, cols, path, check)
+            continue
         no_sluice = sluice_reads_parquet(ctx.sluice, path)
         # The decoding cell first: the report's headline ratio is the first sluice
         # cell's, and decoding every value is what the peers do.
@@ -127,7 +163,8 @@ def ensure_data(rows: int, data_dir: Optional[str]) -> str:
             os.path.join(HERE, "data", f"w4rows{rows}")
     meta = os.path.join(data_dir, META)
     need = not os.path.exists(meta) or not all(
-        os.path.exists(os.path.join(data_dir, f)) for f in ("s1.parquet", "s3.parquet"))
+        os.path.exists(os.path.join(data_dir, f))
+        for f in ("s1.parquet", "s3.parquet", "s1.csv", "s3.csv"))
     if not need:
         with open(meta) as f:
             need = json.load(f)["rows"] != rows

@@ -3,6 +3,7 @@
 
   query TOOL s1 PATH   SELECT count(*), max(greatest(val2, val3)) over s1.parquet
   query TOOL s3 PATH   SELECT count(*), max(data) over s3.parquet
+(PATH ending in .csv: the header-less CSV copy, with the columns given.)
 
 TOOL: duckdb (SQL over read_parquet), polars (scan_parquet, lazy: reads only
 the columns the query needs), pyarrow (pyarrow.dataset to_table of the needed
@@ -17,29 +18,59 @@ import sys
 import time
 
 
+# The columns of the header-less CSV copies, as each reader is told them.
+COLUMNS = {
+    "s1": [("id", "string"), ("timestamp", "int64")] + [(f"val{i}", "int32")
+                                                        for i in range(1, 11)],
+    "s3": [("id", "string"), ("timestamp", "int64"), ("data", "string")],
+}
+DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "int32": "INTEGER"}
+
+
 def query(tool: str, which: str, path: str) -> dict:
     t0 = time.perf_counter()
+    csv = path.endswith(".csv")
+    columns = COLUMNS[which]
     if tool == "duckdb":
         import duckdb
 
         con = duckdb.connect()
         agg = "max(greatest(val2, val3))" if which == "s1" else "max(data)"
-        rows, mx = con.execute(f"SELECT count(*), {agg} FROM read_parquet(?)", [path]).fetchone()
+        if csv:
+            spec = ", ".join(f"'{n}': '{DUCKDB_TYPES[t]}'" for n, t in columns)
+            source = f"read_csv(?, header=false, columns={{{spec}}})"
+        else:
+            source = "read_parquet(?)"
+        rows, mx = con.execute(f"SELECT count(*), {agg} FROM {source}", [path]).fetchone()
         version = duckdb.__version__
     elif tool == "polars":
         import polars as pl
 
         agg = pl.max_horizontal("val2", "val3").max() if which == "s1" else pl.col("data").max()
-        df = pl.scan_parquet(path).select(pl.len().alias("n"), agg.alias("m")).collect()
+        if csv:
+            types = {"string": pl.String, "int64": pl.Int64, "int32": pl.Int32}
+            lazy = pl.scan_csv(path, has_header=False,
+                               schema={n: types[t] for n, t in columns})
+        else:
+            lazy = pl.scan_parquet(path)
+        df = lazy.select(pl.len().alias("n"), agg.alias("m")).collect()
         rows, mx = int(df["n"][0]), df["m"][0]
         version = pl.__version__
     elif tool == "pyarrow":
         import pyarrow as pa
         import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
         import pyarrow.dataset as ds
 
         cols = ["val2", "val3"] if which == "s1" else ["data"]
-        table = ds.dataset(path, format="parquet").to_table(columns=cols)
+        if csv:
+            fmt = ds.CsvFileFormat(
+                read_options=pacsv.ReadOptions(column_names=[n for n, _ in columns]),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.type_for_alias(t) for n, t in columns}))
+        else:
+            fmt = "parquet"
+        table = ds.dataset(path, format=fmt).to_table(columns=cols)
         rows = table.num_rows
         if which == "s1":
             mx = pc.max(pc.max_element_wise(table["val2"], table["val3"])).as_py()
