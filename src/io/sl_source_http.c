@@ -20,6 +20,11 @@
 #define HTTP_DEFAULT_PART ((int64_t)8 << 20)
 #define HTTP_DEFAULT_PARALLEL 4
 #define HTTP_MIN_PART ((int64_t)64 << 10)
+/// Ranged reads within the first or the last this many bytes of the object
+/// are served from one cached fetch of that edge: opening a file reads magic
+/// numbers, a detection peek, a footer length and a footer there, which would
+/// otherwise be four round trips.
+#define HTTP_EDGE_CACHE ((int64_t)64 << 10)
 #define HTTP_MAX_PARALLEL 16
 /// Easy handles kept for reuse (each keeps its live connections).
 #define HTTP_POOL_MAX (HTTP_MAX_PARALLEL + 4)
@@ -57,6 +62,13 @@ struct sl_http_source {
   pthread_mutex_t pool_lock;
   CURL* pool[HTTP_POOL_MAX];
   int n_pool;
+
+  // The object's first and last HTTP_EDGE_CACHE bytes, fetched on first use.
+  pthread_mutex_t edge_lock;
+  struct http_edge {
+    uint8_t* data;
+    struct sl_ref* ref;  // NULL until fetched
+  } edges[2];            // [0] = head, [1] = tail
 
   // Readahead (forward reads). Part k covers [k * part_size, ...) and lives in
   // slot k % depth; a worker fetches part k only when k < cur + depth, i.e.
@@ -552,6 +564,35 @@ static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, str
   return 0;
 }
 
+/// A view of [offset, offset + length) inside the head (which = 0) or tail
+/// (1) edge of `edge` bytes, fetching the edge on first use.
+static int edge_read(struct sl_http_source* s, int which, int64_t edge, int64_t offset,
+                     int64_t length, struct sl_view* out, struct sluice_error* error) {
+  int64_t edge_at = which == 0 ? 0 : s->base.size - edge;
+  struct http_edge* e = &s->edges[which];
+  int rc = 0;
+  pthread_mutex_lock(&s->edge_lock);
+  if (e->ref == NULL) {
+    uint8_t* data = NULL;
+    struct sl_ref* ref = NULL;
+    rc = new_block(s, edge, &data, &ref, error);
+    if (rc == 0) rc = http_fetch(s, edge_at, edge, data, error);
+    if (rc == 0) {
+      e->data = data;
+      e->ref = ref;
+    } else if (ref != NULL) {
+      sl_ref_release(ref);
+    }
+  }
+  if (rc == 0) {
+    out->data = e->data + (offset - edge_at);
+    out->size = length;
+    out->owner = sl_ref_retain(e->ref);
+  }
+  pthread_mutex_unlock(&s->edge_lock);
+  return rc;
+}
+
 static int http_read_at(struct sl_source* source, int64_t offset, int64_t length,
                         struct sl_view* out, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
@@ -568,6 +609,9 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
     out->data = http_empty_bytes;
     return 0;
   }
+  int64_t edge = source->size < HTTP_EDGE_CACHE ? source->size : HTTP_EDGE_CACHE;
+  int which = offset + length <= edge ? 0 : offset >= source->size - edge ? 1 : -1;
+  if (which >= 0) return edge_read(s, which, edge, offset, length, out, error);
   uint8_t* data;
   struct sl_ref* ref;
   SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
@@ -905,6 +949,8 @@ static void http_destroy(struct sl_http_source* s) {
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
   }
   for (int i = 0; i < s->n_pool; ++i) curl_easy_cleanup(s->pool[i]);
+  for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
+  pthread_mutex_destroy(&s->edge_lock);
   pthread_mutex_destroy(&s->pool_lock);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
@@ -976,6 +1022,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   s->base.owner = NULL;
   s->base.ops = &sl_http_stream_ops;
   pthread_mutex_init(&s->pool_lock, NULL);
+  pthread_mutex_init(&s->edge_lock, NULL);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   atomic_init(&s->stopping, 0);
