@@ -216,6 +216,15 @@ static int64_t files_rows_skipped(void* reader, char* first_reason, size_t cap) 
   return total;
 }
 
+static int64_t files_column_bytes(void* reader, int64_t column) {
+  struct sl_files_reader* f = reader;
+  int64_t total = 0;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    total += f->format->column_bytes(f->parts[i].reader, column);
+  }
+  return total;
+}
+
 static int open_part(struct sl_files_reader* f, struct files_part* p,
                      const struct sl_reader_args* args, struct sluice_error* error) {
   struct sl_reader_args part_args = *args;
@@ -269,6 +278,9 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .split_batch_metadata =
           format->split_batch_metadata != NULL ? files_split_batch_metadata : NULL,
       .rows_skipped = format->rows_skipped != NULL ? files_rows_skipped : NULL,
+      // Every object has the real format's reader, so its promise holds.
+      .split_by_columns = format->split_by_columns,
+      .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
   };
   int rc = 0;
   for (size_t i = 0; i < names->n && rc == 0; ++i) {

@@ -83,6 +83,16 @@ struct sl_format_reader {
   /// because the user asked to skip bad ones (CSV bad_rows=skip), and the
   /// reason for the first (line, byte, why) into `first_reason` (cap bytes).
   int64_t (*rows_skipped)(void* reader, char* first_reason, size_t cap);
+  /// 1 = a split may be decoded as several column subsets at once, which the
+  /// scan engine zips back (so that one big split uses several cores). The
+  /// reader promises: split_open honours `columns` exactly (*projected = 1),
+  /// and the row counts of a split's batches depend only on the split and
+  /// the batch size, never on which columns are decoded.
+  int split_by_columns;
+  /// Optional (NULL = unknown): the estimated cost, in bytes, of decoding
+  /// column `column` (index into the full schema) over the whole object, so
+  /// that the engine can balance column parts by size rather than by count.
+  int64_t (*column_bytes)(void* reader, int64_t column);
 };
 
 struct sl_write_args {

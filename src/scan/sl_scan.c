@@ -12,6 +12,17 @@
 // head split, so if later splits filled the budget the head could never run.
 // Hence the head may always decode when nothing of it is queued, and other
 // splits leave the head's estimate free.
+//
+// Column parts: when there are fewer splits than threads and the reader can
+// decode a split by column subsets (split_by_columns), each split runs as
+// n_parts tasks, one per group of columns, and batch b of every part is zipped
+// into one batch (sl_scan_zip.c) before it is queued. The first part to
+// reach a batch reserves the whole batch and, once decoded, keeps its
+// siblings' shares promised in the budget, so a part cannot run ahead of its
+// siblings further than the budget allows. Parked halves leave the budget
+// only with the missing part's batch, so that part may always decode, and a
+// part that is ahead gets no head-of-order exemption. There are never more
+// tasks than threads, so every part that parked batches wait for is running.
 #include "sl_scan.h"
 
 #include <errno.h>
@@ -24,6 +35,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "sl_scan_zip.h"
 
 #define SL_DEFAULT_BUDGET ((int64_t)256 << 20)
 /// More threads than this buys nothing but stacks.
@@ -46,6 +58,8 @@ struct sl_split_slot {
   int64_t last_bytes;         // size of its latest batch (the next estimate)
   int64_t queued_rows;        // ordered mode: rows of its queued batches
   int finished;               // its worker saw the end of the split (or was cut)
+  int parts_left;             // its tasks (column parts) not yet done
+  struct sl_zip* zip;         // column parts: batches waiting for their siblings
 };
 
 struct sl_scan {
@@ -72,9 +86,16 @@ struct sl_scan {
   pthread_cond_t ready_cv;  // the consumer waits here: batch queued, split done, error
   pthread_t* threads;
   int n_threads;
+  /// Tasks: n_parts per split (1 = splits are not divided by columns); task t
+  /// is part t % n_parts of split t / n_parts.
+  int n_parts;
+  int64_t n_tasks;
+  struct sl_zip_layout layout;  // when n_parts > 1
+  int64_t* part_last_bytes;     // n_splits * n_parts: size of each part's latest batch
+  int64_t* part_estimates;      // n_parts, scratch for sl_zip_put's promises
 
   // Everything below is guarded by `mutex`.
-  int64_t next_split;
+  int64_t next_task;
   int64_t head;  // ordered: lowest split not yet fully delivered
   struct sl_split_slot* slots;
   struct sl_scan_item* done_head;  // unordered: completion queue
@@ -127,18 +148,60 @@ static int64_t estimate_locked(const struct sl_scan* scan, int64_t split) {
   return est > 0 ? est : scan->slots[split].last_bytes;
 }
 
+/// The estimate of column part `part`'s share of a batch of `split`.
+static int64_t part_share_locked(const struct sl_scan* scan, int64_t split, int part) {
+  const int64_t* weight = scan->layout.part_weights;
+  int64_t est = scan->splits[split].est_bytes;
+  if (est > 0) {
+    double share = (double)est * (double)scan->layout.part_weights[part] /
+                   (double)scan->layout.total_weight;
+    return share >= 1 ? (int64_t)share : 1;
+  }
+  const int64_t* last = scan->part_last_bytes + split * scan->n_parts;
+  if (last[part] > 0) return last[part];
+  // Not measured yet: guess from the parts that were, by weight (else a
+  // part running ahead promises nothing for its siblings).
+  double known_bytes = 0, known_weight = 0;
+  for (int q = 0; q < scan->n_parts; ++q) {
+    if (last[q] <= 0) continue;
+    known_bytes += (double)last[q];
+    known_weight += (double)weight[q];
+  }
+  return known_weight > 0 ? (int64_t)(known_bytes / known_weight * (double)weight[part]) : 0;
+}
+
+/// What task `part` of `split` (-1 = the whole split) reserves for its batch
+/// `b`: the whole batch when it is the first part there (its siblings'
+/// halves will be promised), nothing when a sibling has already promised it.
+static int64_t task_estimate_locked(const struct sl_scan* scan, int64_t split, int part,
+                                    int64_t b) {
+  if (part < 0) return estimate_locked(scan, split);
+  if (sl_zip_parked(scan->slots[split].zip, b)) return 0;
+  int64_t est = 0;
+  for (int q = 0; q < scan->n_parts; ++q) est += part_share_locked(scan, split, q);
+  return est;
+}
+
 static void note_peak_locked(struct sl_scan* scan) {
   if (scan->in_flight > scan->peak_in_flight) scan->peak_in_flight = scan->in_flight;
 }
 
-/// Whether split `s` may reserve `est` bytes now. Caller holds the mutex.
-static int may_reserve_locked(const struct sl_scan* scan, int64_t s, int64_t est) {
+/// Whether split `s` may reserve `est` bytes for its batch `b` now. Caller
+/// holds the mutex.
+static int may_reserve_locked(const struct sl_scan* scan, int64_t s, int64_t b, int64_t est) {
   // Nothing in flight: waiting could only wait forever (a batch bigger than
   // the whole budget still has to pass).
   if (scan->in_flight == 0) return 1;
+  const struct sl_split_slot* slot = &scan->slots[s];
+  // Parked column parts leave the budget only once this part's batch joins
+  // them: it must not wait for them.
+  if (slot->zip != NULL && sl_zip_holds_back(slot->zip, b)) return 1;
   if (!scan->ordered) return scan->in_flight + est <= scan->budget;
   if (s == scan->head) {
-    return scan->slots[s].head == NULL || scan->in_flight + est <= scan->budget;
+    // A part ahead of its siblings gets no exemption: it could run ahead
+    // without bound.
+    int behind = slot->zip == NULL || b == sl_zip_next_batch(slot->zip);
+    return (slot->head == NULL && behind) || scan->in_flight + est <= scan->budget;
   }
   int64_t head_room = scan->head < scan->n_splits ? estimate_locked(scan, scan->head) : 0;
   return scan->in_flight + est + head_room <= scan->budget;
@@ -160,15 +223,29 @@ static int limit_covered_locked(const struct sl_scan* scan, int64_t s) {
   return rows >= scan->limit;
 }
 
-/// Stops decoding for good once the limit is covered: the splits nobody took
-/// yet count as finished, so that the end is still detected. Caller holds the
+/// One task of split `s` is done (its end, or cut by the limit); the last one
+/// finishes the split. Caller holds the mutex.
+static void task_done_locked(struct sl_scan* scan, int64_t s) {
+  struct sl_split_slot* slot = &scan->slots[s];
+  if (--slot->parts_left > 0) return;
+  slot->finished = 1;
+  scan->splits_finished++;
+  // Parts cut short by the limit may leave halves of batches parked.
+  if (slot->zip != NULL) scan->in_flight -= sl_zip_drop(slot->zip);
+  pthread_cond_broadcast(&scan->work_cv);
+  pthread_cond_broadcast(&scan->ready_cv);
+}
+
+/// Stops decoding for good once the limit is covered: the tasks nobody took
+/// yet count as done, so that the end is still detected. Caller holds the
 /// mutex.
 static void cover_limit_locked(struct sl_scan* scan) {
   if (scan->limit_covered) return;
   scan->limit_covered = 1;
-  for (int64_t j = scan->next_split; j < scan->n_splits; ++j) scan->slots[j].finished = 1;
-  scan->splits_finished += scan->n_splits - scan->next_split;
-  scan->next_split = scan->n_splits;
+  for (int64_t t = scan->next_task; t < scan->n_tasks; ++t) {
+    task_done_locked(scan, t / scan->n_parts);
+  }
+  scan->next_task = scan->n_tasks;
   pthread_cond_broadcast(&scan->work_cv);
   pthread_cond_broadcast(&scan->ready_cv);
 }
@@ -179,11 +256,26 @@ static void sleep_us(int64_t us) {
   }
 }
 
+/// Bytes of a column part's batch: its children measured against their
+/// projected columns' schemas.
+static int64_t part_byte_size(const struct sl_scan* scan, int part, const struct ArrowArray* a) {
+  const struct sl_zip_layout* layout = &scan->layout;
+  int64_t n = layout->first[part + 1] - layout->first[part], bytes = 0;
+  if (a->n_children < n) n = a->n_children;  // the zip reports the mismatch
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t pos = layout->positions[layout->first[part] + j];
+    int64_t size = sl_array_byte_size(scan->schema.children[pos], a->children[j]);
+    if (size > 0) bytes += size;
+  }
+  return bytes;
+}
+
 /// Decodes one batch (already reserved): reads, projects, measures, runs the
-/// hook. On success `*item` holds the batch; at the end of the split 0 with
-/// *item == NULL.
+/// hook (but for column parts, whose hook runs once they are zipped). On
+/// success `*item` holds the batch; at the end of the split 0 with *item ==
+/// NULL.
 static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_t s, int64_t b,
-                        struct sl_scan_item** item, struct sluice_error* error) {
+                        int part, struct sl_scan_item** item, struct sluice_error* error) {
   *item = NULL;
   struct ArrowArray raw;
   memset(&raw, 0, sizeof raw);
@@ -225,6 +317,11 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
     }
     memcpy(it->metadata, metadata, it->metadata_size);
   }
+  if (part >= 0) {
+    it->bytes = part_byte_size(scan, part, &it->array);
+    *item = it;
+    return 0;
+  }
   it->bytes = scan->schema.release != NULL ? sl_array_byte_size(&scan->schema, &it->array) : 0;
   if (it->bytes < 0) it->bytes = 0;
   if (scan->on_batch != NULL) {
@@ -238,32 +335,79 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
   return 0;
 }
 
-static void run_split(struct sl_scan* scan, int64_t s) {
+/// Parks a column part's batch and counts it (and the promises it makes for
+/// its siblings) in flight. When it completes its batch, `*item` becomes the
+/// zipped batch, else *item is freed and NULL. Caller holds the mutex.
+static int zip_part_locked(struct sl_scan* scan, int64_t s, int part, struct sl_scan_item** item,
+                           struct sluice_error* error) {
+  struct sl_scan_item* it = *item;
+  struct sl_zip_batch in = {.bytes = it->bytes, .metadata = it->metadata,
+                            .metadata_size = it->metadata_size};
+  sl_array_move(&it->array, &in.array);
+  it->metadata = NULL;
+  it->metadata_size = 0;
+  scan->part_last_bytes[s * scan->n_parts + part] = it->bytes;
+  for (int q = 0; q < scan->n_parts; ++q) scan->part_estimates[q] = part_share_locked(scan, s, q);
+  struct sl_zip_batch out;
+  int64_t added = 0;
+  int rc = sl_zip_put(scan->slots[s].zip, part, it->batch, &in, scan->part_estimates, &added,
+                      &out, error);
+  // On error the parked halves stay counted until the scan is freed: it has
+  // failed, the budget no longer matters.
+  scan->in_flight += added;
+  note_peak_locked(scan);
+  if (rc != 0 || out.array.release == NULL) {
+    sl_free(scan->alloc, it, sizeof *it);
+    *item = NULL;
+    return rc;
+  }
+  sl_array_move(&out.array, &it->array);
+  it->bytes = out.bytes;
+  it->metadata = out.metadata;
+  it->metadata_size = out.metadata_size;
+  return 0;
+}
+
+/// Runs one task: a whole split (part -1) or one column part of it.
+static void run_task(struct sl_scan* scan, int64_t task) {
+  int64_t s = task / scan->n_parts;
+  int part = scan->n_parts > 1 ? (int)(task % scan->n_parts) : -1;
+  const int64_t* columns = scan->columns;
+  int64_t n_columns = scan->n_columns;
+  if (part >= 0) {
+    columns = scan->layout.columns + scan->layout.first[part];
+    n_columns = scan->layout.first[part + 1] - scan->layout.first[part];
+  }
   struct sluice_error error;
   sl_error_clear(&error);
   if (s == scan->slow_split && scan->slow_split_delay_us > 0) sleep_us(scan->slow_split_delay_us);
   void* state = NULL;
   int projected = 0;
-  int rc = scan->format->split_open(scan->reader, &scan->splits[s], scan->columns,
-                                    scan->n_columns, &state, &projected, &error);
+  int rc = scan->format->split_open(scan->reader, &scan->splits[s], columns, n_columns, &state,
+                                    &projected, &error);
+  if (rc == 0 && part >= 0 && !projected) {
+    scan->format->split_close(state);
+    rc = sl_error_set(&error, EINVAL, "scan: reader %s splits by columns but did not project "
+                      "split %lld", scan->format->name != NULL ? scan->format->name : "?",
+                      (long long)s);
+  }
   if (rc != 0) {
     fail(scan, rc, &error, s);
     return;
   }
+  struct sl_split_slot* slot = &scan->slots[s];
   for (int64_t b = 0;; ++b) {
     pthread_mutex_lock(&scan->mutex);
-    int64_t est = estimate_locked(scan, s);
+    int64_t est = task_estimate_locked(scan, s, part, b);
     int covered = 0;
     while (!scan->stop && !(covered = limit_covered_locked(scan, s)) &&
-           !may_reserve_locked(scan, s, est)) {
+           !may_reserve_locked(scan, s, b, est)) {
       pthread_cond_wait(&scan->work_cv, &scan->mutex);
-      est = estimate_locked(scan, s);
+      est = task_estimate_locked(scan, s, part, b);
     }
     if (covered && !scan->stop) {
       // The rest of this split (and every later one) would be cut anyway.
-      struct sl_split_slot* slot = &scan->slots[s];
-      slot->finished = 1;
-      scan->splits_finished++;
+      task_done_locked(scan, s);
       cover_limit_locked(scan);
     }
     if (scan->stop || covered) {
@@ -275,23 +419,22 @@ static void run_split(struct sl_scan* scan, int64_t s) {
     pthread_mutex_unlock(&scan->mutex);
 
     struct sl_scan_item* item = NULL;
-    rc = decode_batch(scan, state, projected, s, b, &item, &error);
+    rc = decode_batch(scan, state, projected, s, b, part, &item, &error);
 
     pthread_mutex_lock(&scan->mutex);
     scan->in_flight -= est;
     // Whatever comes next (a batch of another size, the end of the split), the
     // reservation is gone: workers waiting for room must look again.
     if (est > 0) pthread_cond_broadcast(&scan->work_cv);
+    if (rc == 0 && item == NULL && part >= 0) rc = sl_zip_end(slot->zip, part, b, &error);
     if (rc != 0) {
       fail_locked(scan, rc, &error, s);
       pthread_mutex_unlock(&scan->mutex);
+      if (item != NULL) release_item(scan->alloc, item);
       break;
     }
-    struct sl_split_slot* slot = &scan->slots[s];
     if (item == NULL) {
-      slot->finished = 1;
-      scan->splits_finished++;
-      pthread_cond_broadcast(&scan->ready_cv);
+      task_done_locked(scan, s);
       pthread_mutex_unlock(&scan->mutex);
       break;
     }
@@ -300,8 +443,37 @@ static void run_split(struct sl_scan* scan, int64_t s) {
       release_item(scan->alloc, item);
       break;
     }
-    scan->in_flight += item->bytes;
-    note_peak_locked(scan);
+    if (part >= 0) {
+      rc = zip_part_locked(scan, s, part, &item, &error);
+      if (rc == 0 && item != NULL && scan->on_batch != NULL) {
+        // The hook sees whole batches, outside the lock. The sibling parts
+        // cannot complete a later batch meanwhile: this part has not parked it.
+        pthread_mutex_unlock(&scan->mutex);
+        rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
+        pthread_mutex_lock(&scan->mutex);
+        if (rc != 0 || scan->stop) {
+          scan->in_flight -= item->bytes;
+          release_item(scan->alloc, item);
+          item = NULL;
+          if (rc == 0) {  // stopped meanwhile
+            pthread_mutex_unlock(&scan->mutex);
+            break;
+          }
+        }
+      }
+      if (rc != 0) {
+        fail_locked(scan, rc, &error, s);
+        pthread_mutex_unlock(&scan->mutex);
+        break;
+      }
+      if (item == NULL) {  // parked: its siblings complete it
+        pthread_mutex_unlock(&scan->mutex);
+        continue;
+      }
+    } else {
+      scan->in_flight += item->bytes;
+      note_peak_locked(scan);
+    }
     slot->last_bytes = item->bytes;
     slot->queued_rows += item->array.length;
     scan->queued_rows += item->array.length;
@@ -322,10 +494,10 @@ static void run_split(struct sl_scan* scan, int64_t s) {
 static void* worker_main(void* arg) {
   struct sl_scan* scan = arg;
   pthread_mutex_lock(&scan->mutex);
-  while (!scan->stop && scan->next_split < scan->n_splits) {
-    int64_t s = scan->next_split++;
+  while (!scan->stop && scan->next_task < scan->n_tasks) {
+    int64_t t = scan->next_task++;
     pthread_mutex_unlock(&scan->mutex);
-    run_split(scan, s);
+    run_task(scan, t);
     pthread_mutex_lock(&scan->mutex);
   }
   pthread_mutex_unlock(&scan->mutex);
@@ -341,6 +513,7 @@ static void scan_free(struct sl_scan* scan) {
         next = it->next;
         release_item(alloc, it);
       }
+      sl_zip_free(scan->slots[s].zip);
     }
   }
   for (struct sl_scan_item *it = scan->done_head, *next; it != NULL; it = next) {
@@ -348,6 +521,15 @@ static void scan_free(struct sl_scan* scan) {
     release_item(alloc, it);
   }
   if (scan->schema.release != NULL) scan->schema.release(&scan->schema);
+  if (scan->part_last_bytes != NULL) {
+    sl_free(alloc, scan->part_last_bytes,
+            (size_t)scan->n_splits * (size_t)scan->layout.n_parts * sizeof *scan->part_last_bytes);
+  }
+  if (scan->part_estimates != NULL) {
+    sl_free(alloc, scan->part_estimates,
+            (size_t)scan->layout.n_parts * sizeof *scan->part_estimates);
+  }
+  sl_zip_layout_free(&scan->layout, alloc);
   sl_free(alloc, scan->slots, (size_t)scan->n_splits * sizeof *scan->slots);
   sl_free(alloc, scan->splits, (size_t)scan->n_splits * sizeof *scan->splits);
   sl_free(alloc, scan->columns, (size_t)scan->n_columns * sizeof *scan->columns);
@@ -358,12 +540,71 @@ static void scan_free(struct sl_scan* scan) {
   sl_free(alloc, scan, sizeof *scan);
 }
 
-static int thread_count(int wanted, int64_t n_splits) {
+static int thread_count(int wanted) {
   long n = wanted > 0 ? wanted : sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
   if (n > SL_MAX_THREADS) n = SL_MAX_THREADS;
-  if (n > n_splits) n = (long)n_splits;
   return (int)n;
+}
+
+/// Fewer splits than threads, and a reader that can decode a split by
+/// columns: each split runs as threads / n_splits column parts (never more
+/// parts than columns, never more tasks than threads).
+static int column_parts(const struct sl_scan_args* args, int threads) {
+  if (!args->format->split_by_columns || args->schema == NULL || args->n_splits <= 0 ||
+      args->n_splits >= threads) {
+    return 1;
+  }
+  int64_t n_columns = args->columns != NULL ? args->n_columns : args->schema->n_children;
+  int64_t k = threads / args->n_splits;
+  if (k > n_columns) k = n_columns;
+  return k > 1 ? (int)k : 1;
+}
+
+/// Sets up column parts: the layout, a zip per split, per-part estimates.
+static int setup_parts(struct sl_scan* scan, int n_parts, struct sluice_error* error) {
+  for (int64_t s = 0; s < scan->n_splits; ++s) scan->slots[s].parts_left = 1;
+  scan->n_parts = 1;
+  scan->n_tasks = scan->n_splits;
+  if (n_parts <= 1) return 0;
+  int64_t n_columns = scan->columns != NULL ? scan->n_columns : scan->schema.n_children;
+  // Parts balanced by the columns' sizes when the reader knows them.
+  int64_t* weights = NULL;
+  if (scan->format->column_bytes != NULL) {
+    weights = sl_alloc(scan->alloc, (size_t)n_columns * sizeof *weights);
+    for (int64_t i = 0; weights != NULL && i < n_columns; ++i) {
+      int64_t column = scan->columns != NULL ? scan->columns[i] : i;
+      weights[i] = scan->format->column_bytes(scan->reader, column);
+    }
+  }
+  int rc = sl_zip_layout_init(&scan->layout, scan->alloc, scan->columns, n_columns, weights,
+                              n_parts, error);
+  sl_free(scan->alloc, weights, (size_t)n_columns * sizeof *weights);
+  if (rc != 0) return rc;
+  scan->part_last_bytes = sl_calloc(scan->alloc, (size_t)scan->n_splits * (size_t)n_parts,
+                                    sizeof *scan->part_last_bytes);
+  scan->part_estimates = sl_calloc(scan->alloc, (size_t)n_parts, sizeof *scan->part_estimates);
+  if (scan->part_last_bytes == NULL || scan->part_estimates == NULL)
+    return sl_error_set(error, ENOMEM, "scan: out of memory planning column parts");
+  for (int64_t s = 0; s < scan->n_splits; ++s) {
+    SL_RETURN_NOT_OK(sl_zip_create(scan->alloc, &scan->layout, s, &scan->slots[s].zip, error));
+    scan->slots[s].parts_left = n_parts;
+  }
+  scan->n_parts = n_parts;
+  scan->n_tasks = scan->n_splits * n_parts;
+  return 0;
+}
+
+/// Back to whole splits (before any worker took a task). Caller holds the
+/// mutex.
+static void drop_parts_locked(struct sl_scan* scan) {
+  for (int64_t s = 0; s < scan->n_splits; ++s) {
+    sl_zip_free(scan->slots[s].zip);
+    scan->slots[s].zip = NULL;
+    scan->slots[s].parts_left = 1;
+  }
+  scan->n_parts = 1;
+  scan->n_tasks = scan->n_splits;
 }
 
 /// Starts the workers with every signal blocked, so that signals (SIGINT,
@@ -453,12 +694,23 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
     }
   }
 
+  int threads = thread_count(args->threads);
+  int rc = setup_parts(scan, column_parts(args, threads), error);
+  if (rc != 0) {
+    scan_free(scan);
+    return rc;
+  }
   if (scan->n_splits == 0 || scan->limit == 0) {
     scan->ended = 1;
     *out = scan;
     return 0;
   }
-  int rc = start_threads(scan, thread_count(args->threads, scan->n_splits), error);
+  // The workers wait on the mutex until it is known how many started.
+  pthread_mutex_lock(&scan->mutex);
+  rc = start_threads(scan, scan->n_tasks < threads ? (int)scan->n_tasks : threads, error);
+  // Parked column parts need all their siblings running.
+  if (rc == 0 && scan->n_threads < scan->n_tasks && scan->n_parts > 1) drop_parts_locked(scan);
+  pthread_mutex_unlock(&scan->mutex);
   if (rc != 0) {
     scan_free(scan);
     return rc;

@@ -32,7 +32,13 @@ struct synth {
   int64_t fail_split;  // -1 = none; fails its second batch
   int can_project;
   int64_t est_bytes;
+  /// Column parts test: a split opened without column 0 has one batch more
+  /// (a reader breaking the split_by_columns promise).
+  int batches_depend_on_columns;
+  const int64_t* column_weights;  // column_bytes' answers (NULL = 0)
   atomic_llong batches_made;
+  atomic_llong opens;
+  atomic_llong widest_open;  // most columns asked for in one split_open
 };
 
 struct synth_state {
@@ -57,6 +63,11 @@ static int synth_split_open(void* reader, const struct sl_split* split, const in
   if (st == NULL) return sl_error_set(error, ENOMEM, "synth: out of memory");
   st->synth = s;
   st->split = split->index;
+  atomic_fetch_add(&s->opens, 1);
+  int64_t asked = columns != NULL ? n_columns : s->n_cols;
+  for (long long w = atomic_load(&s->widest_open);
+       asked > w && !atomic_compare_exchange_weak(&s->widest_open, &w, asked);) {
+  }
   if (s->can_project && columns != NULL) {
     st->n_cols = n_columns;
     memcpy(st->cols, columns, (size_t)n_columns * sizeof *columns);
@@ -74,7 +85,9 @@ static int synth_split_next(void* state, struct ArrowArray* out, struct sluice_e
   struct synth_state* st = state;
   struct synth* s = st->synth;
   out->release = NULL;
-  if (st->batch == s->batches) return 0;
+  int64_t batches = s->batches;
+  if (s->batches_depend_on_columns && st->n_cols > 0 && st->cols[0] != 0) batches++;
+  if (st->batch == batches) return 0;
   if (st->split == s->fail_split && st->batch == 1) {
     return sl_error_set(error, EILSEQ, "synth: split %lld is broken at batch 1",
                         (long long)st->split);
@@ -115,6 +128,22 @@ static const struct sl_format_reader synth_format = {
     .split_close = synth_split_close,
 };
 
+static int64_t synth_column_bytes(void* reader, int64_t column) {
+  const struct synth* s = reader;
+  return s->column_weights != NULL ? s->column_weights[column] : 0;
+}
+
+/// The same format, declaring that its splits decode by column subsets (and
+/// how big its columns are).
+static const struct sl_format_reader synth_columns_format = {
+    .name = "synth-columns",
+    .split_open = synth_split_open,
+    .split_next = synth_split_next,
+    .split_close = synth_split_close,
+    .split_by_columns = 1,
+    .column_bytes = synth_column_bytes,
+};
+
 /// Fixture: the synthetic reader, its splits and schema, and scan arguments
 /// pointing at them.
 struct fixture {
@@ -137,6 +166,8 @@ static void fixture_init(struct fixture* f, int64_t n_splits, int64_t batches, i
   f->synth.fail_split = -1;
   f->synth.est_bytes = rows * 8 * n_cols;
   atomic_init(&f->synth.batches_made, 0);
+  atomic_init(&f->synth.opens, 0);
+  atomic_init(&f->synth.widest_open, 0);
   f->splits = calloc((size_t)(n_splits > 0 ? n_splits : 1), sizeof *f->splits);
   assert_non_null(f->splits);
   for (int64_t i = 0; i < n_splits; ++i) {
@@ -637,6 +668,7 @@ static void test_allocation_failures(void** unused) {
 static void test_randomized(void** unused) {
   (void)unused;
   unsigned seed = 12345;
+  unsigned parts_seed = 777;  // its own, so that the shapes above stay as they were
   for (int iter = 0; iter < 300; ++iter) {
     int64_t n_splits = rand_r(&seed) % 40;
     int64_t batches = rand_r(&seed) % 5;
@@ -644,6 +676,12 @@ static void test_randomized(void** unused) {
     struct fixture f;
     fixture_init(&f, n_splits, batches, rows, 1 + rand_r(&seed) % 2);
     f.args.threads = 1 + rand_r(&seed) % 6;
+    if (rand_r(&parts_seed) % 2) {
+      // A reader that splits by columns: with fewer splits than threads and
+      // two columns, each split runs as two column parts.
+      f.args.format = &synth_columns_format;
+      f.synth.can_project = 1;
+    }
     f.args.ordered = rand_r(&seed) % 2;
     f.args.memory_budget = 1 + rand_r(&seed) % 4096;
     if (rand_r(&seed) % 2) {
@@ -668,10 +706,13 @@ static void test_randomized(void** unused) {
       struct sluice_batch_tag tag;
       rc = sl_scan_next(scan, &batch, &tag, NULL);
       if (rc != 0 || batch.release == NULL) break;
-      const int64_t* data = batch.children[0]->buffers[1];
-      for (int64_t i = 0; i < batch.length; ++i) {
-        assert_int_equal(data[i], synth_value(&f.synth, tag.split, tag.batch, i, 0));
+      for (int64_t c = 0; c < batch.n_children; ++c) {
+        const int64_t* values = batch.children[c]->buffers[1];
+        for (int64_t i = 0; i < batch.length; ++i) {
+          assert_int_equal(values[i], synth_value(&f.synth, tag.split, tag.batch, i, c));
+        }
       }
+      const int64_t* data = batch.children[0]->buffers[1];
       if (f.args.ordered && batch.length > 0 && !fails) assert_int_equal(data[0], got * 10);
       got += batch.length;
       batch.release(&batch);
@@ -686,6 +727,263 @@ static void test_randomized(void** unused) {
         // A failing split may be skipped only when the limit was covered first.
         assert_int_equal(got, want);
       }
+    }
+    sl_scan_stop(scan);
+    fixture_done(&f);
+  }
+}
+
+/* ---- Column parts ------------------------------------------------------------- */
+
+/// A fixture whose reader splits by columns: `n_splits` splits of `batches`
+/// batches of `rows` rows and `n_cols` columns, on 2 threads.
+static void fixture_columns(struct fixture* f, int64_t n_splits, int64_t batches, int64_t rows,
+                            int64_t n_cols) {
+  fixture_init(f, n_splits, batches, rows, n_cols);
+  f->synth.can_project = 1;
+  f->args.format = &synth_columns_format;
+  f->args.threads = 2;
+}
+
+/// Scans to the end, checking every batch against the synthetic values of
+/// its tag (and, ordered, that tags come in plan order). Returns the rows.
+static int64_t scan_and_check(struct fixture* f, const int64_t* cols, int64_t n_cols,
+                              int64_t batches_per_split, int64_t* n_batches) {
+  struct sl_scan* scan = NULL;
+  assert_int_equal(sl_scan_start(&f->args, &scan, NULL), 0);
+  int64_t rows = 0, n = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    struct sluice_batch_tag tag;
+    assert_int_equal(sl_scan_next(scan, &batch, &tag, NULL), 0);
+    if (batch.release == NULL) break;
+    if (f->args.ordered) {
+      assert_int_equal(tag.split, n / batches_per_split);
+      assert_int_equal(tag.batch, n % batches_per_split);
+    }
+    int64_t want = f->synth.rows;
+    if (f->args.limit >= 0 && f->args.limit - rows < want) want = f->args.limit - rows;
+    check_batch(&f->synth, &batch, tag.split, tag.batch, cols, n_cols, want);
+    rows += batch.length;
+    batch.release(&batch);
+    ++n;
+  }
+  if (n_batches != NULL) *n_batches = n;
+  sl_scan_stop(scan);
+  return rows;
+}
+
+/// One split, many columns, two threads: the split runs as two column parts
+/// (two opens, none with every column) and the zipped batches equal the
+/// unsplit scan's, in order or not, projected or not.
+static void test_column_parts(void** unused) {
+  (void)unused;
+  const int64_t projection[] = {5, 0, 3, 2, 4};
+  for (int ordered = 0; ordered <= 1; ++ordered) {
+    for (int projected = 0; projected <= 1; ++projected) {
+      struct fixture f;
+      fixture_columns(&f, 1, 5, 100, 6);
+      f.args.ordered = ordered;
+      const int64_t* cols = projected ? projection : NULL;
+      int64_t n_cols = projected ? 5 : 6;
+      if (projected) {
+        f.args.columns = projection;
+        f.args.n_columns = 5;
+      }
+      int64_t n = 0;
+      assert_int_equal(scan_and_check(&f, cols, n_cols, 5, &n), 500);
+      assert_int_equal(n, 5);
+      assert_int_equal(atomic_load(&f.synth.opens), 2);
+      assert_true(atomic_load(&f.synth.widest_open) <= (n_cols + 1) / 2);
+      fixture_done(&f);
+
+      // The same scan without column parts, for comparison.
+      fixture_init(&f, 1, 5, 100, 6);
+      f.synth.can_project = 1;
+      f.args.threads = 2;
+      f.args.ordered = ordered;
+      f.args.columns = projected ? projection : NULL;
+      f.args.n_columns = projected ? 5 : 0;
+      assert_int_equal(scan_and_check(&f, cols, n_cols, 5, &n), 500);
+      assert_int_equal(atomic_load(&f.synth.opens), 1);
+      fixture_done(&f);
+    }
+  }
+  // Two splits on four threads: two parts each. One column: no parts.
+  struct fixture f;
+  fixture_columns(&f, 2, 3, 10, 4);
+  f.args.threads = 4;
+  assert_int_equal(scan_and_check(&f, NULL, 4, 3, NULL), 60);
+  assert_int_equal(atomic_load(&f.synth.opens), 4);
+  fixture_done(&f);
+  fixture_columns(&f, 1, 3, 10, 1);
+  assert_int_equal(scan_and_check(&f, NULL, 1, 3, NULL), 30);
+  assert_int_equal(atomic_load(&f.synth.opens), 1);
+  fixture_done(&f);
+}
+
+/// Parts balanced by the reader's column sizes: the two big columns go to
+/// different parts, the small ones fill in (parts that are not runs of
+/// neighbouring columns, which the zip must put back in place).
+static void test_column_parts_weighted(void** unused) {
+  (void)unused;
+  const int64_t weights[] = {1, 100, 1, 100, 1, 1};
+  for (int ordered = 0; ordered <= 1; ++ordered) {
+    struct fixture f;
+    fixture_columns(&f, 1, 4, 50, 6);
+    f.synth.column_weights = weights;
+    f.args.ordered = ordered;
+    assert_int_equal(scan_and_check(&f, NULL, 6, 4, NULL), 200);
+    assert_int_equal(atomic_load(&f.synth.opens), 2);
+    assert_int_equal(atomic_load(&f.synth.widest_open), 3);
+    fixture_done(&f);
+    // One heavy column against five light ones.
+    const int64_t skewed[] = {0, 0, 0, 0, 0, 500};
+    const int64_t projection[] = {5, 3, 0, 1};
+    fixture_columns(&f, 1, 4, 50, 6);
+    f.synth.column_weights = skewed;
+    f.args.ordered = ordered;
+    f.args.columns = projection;
+    f.args.n_columns = 4;
+    assert_int_equal(scan_and_check(&f, projection, 4, 4, NULL), 200);
+    assert_int_equal(atomic_load(&f.synth.widest_open), 3);
+    fixture_done(&f);
+  }
+}
+
+static void test_column_parts_limit(void** unused) {
+  (void)unused;
+  const int64_t limits[] = {0, 1, 99, 100, 250, 499, 500, 10000};
+  for (int ordered = 0; ordered <= 1; ++ordered) {
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; ++i) {
+      struct fixture f;
+      fixture_columns(&f, 1, 5, 100, 6);
+      f.args.ordered = ordered;
+      f.args.limit = limits[i];
+      int64_t want = limits[i] < 500 ? limits[i] : 500;
+      assert_int_equal(scan_and_check(&f, NULL, 6, 5, NULL), want);
+      fixture_done(&f);
+    }
+  }
+}
+
+/// Under a small budget (a batch and a half, or less than one batch) parked
+/// parts neither deadlock nor run far past the budget.
+static void test_column_parts_budget(void** unused) {
+  (void)unused;
+  const int64_t rows = 1024, batch_bytes = rows * 8 * 6;
+  const int64_t budgets[] = {100, batch_bytes + batch_bytes / 2, 3 * batch_bytes};
+  for (int ordered = 0; ordered <= 1; ++ordered) {
+    for (int known = 0; known <= 1; ++known) {
+      for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; ++i) {
+        struct fixture f;
+        fixture_columns(&f, 1, 12, rows, 6);
+        f.args.ordered = ordered;
+        f.args.memory_budget = budgets[i];
+        if (!known) f.splits[0].est_bytes = 0;
+        struct sl_scan* scan = NULL;
+        assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+        int64_t n = 0;
+        for (;;) {
+          struct ArrowArray batch;
+          struct sluice_batch_tag tag;
+          assert_int_equal(sl_scan_next(scan, &batch, &tag, NULL), 0);
+          if (batch.release == NULL) break;
+          check_batch(&f.synth, &batch, 0, tag.batch, NULL, 6, rows);
+          if (ordered) assert_int_equal(tag.batch, n);
+          struct timespec ts = {0, 200 * 1000};  // a slow consumer
+          nanosleep(&ts, NULL);
+          batch.release(&batch);
+          ++n;
+        }
+        assert_int_equal(n, 12);
+        int64_t peak = sl_scan_peak_in_flight(scan);
+        // Promised halves hold a part that runs ahead; the part they wait
+        // for, or the head, may pass the budget by at most a batch.
+        if (budgets[i] > batch_bytes) assert_true(peak <= budgets[i] + batch_bytes);
+        sl_scan_stop(scan);
+        fixture_done(&f);
+      }
+    }
+  }
+}
+
+/// Parts that disagree on their batches fail the scan with a clear error.
+static void test_column_parts_disagree(void** unused) {
+  (void)unused;
+  for (int ordered = 0; ordered <= 1; ++ordered) {
+    struct fixture f;
+    fixture_columns(&f, 1, 3, 10, 4);
+    f.synth.batches_depend_on_columns = 1;
+    f.args.ordered = ordered;
+    struct sl_scan* scan = NULL;
+    assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+    struct sluice_error error;
+    int rc = 0;
+    for (;;) {
+      struct ArrowArray batch;
+      rc = sl_scan_next(scan, &batch, NULL, &error);
+      if (rc != 0 || batch.release == NULL) break;
+      batch.release(&batch);
+    }
+    assert_int_equal(rc, EINVAL);
+    assert_non_null(strstr(error.message, "disagree on the number of batches"));
+    sl_scan_stop(scan);
+    fixture_done(&f);
+  }
+}
+
+static void test_column_parts_hook_and_stop(void** unused) {
+  (void)unused;
+  struct fixture f;
+  fixture_columns(&f, 1, 4, 7, 3);
+  atomic_llong rows;
+  atomic_init(&rows, 0);
+  f.args.on_batch = count_rows;
+  f.args.on_batch_ctx = &rows;
+  assert_int_equal(scan_and_check(&f, NULL, 3, 4, NULL), 28);
+  assert_int_equal(atomic_load(&rows), 28);  // once per zipped batch
+  f.args.on_batch = fail_on_batch;
+  struct sl_scan* scan = NULL;
+  assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+  struct sluice_error error;
+  struct ArrowArray batch;
+  assert_int_equal(sl_scan_next(scan, &batch, NULL, &error), ERANGE);
+  sl_scan_stop(scan);
+  // Stopping with parts parked and workers waiting on the budget.
+  f.args.on_batch = NULL;
+  f.args.memory_budget = 10;
+  assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+  assert_int_equal(sl_scan_next(scan, &batch, NULL, NULL), 0);
+  sl_scan_stop(scan);
+  batch.release(&batch);
+  assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+  sl_scan_stop(scan);
+  fixture_done(&f);
+}
+
+static void test_column_parts_allocation_failures(void** unused) {
+  (void)unused;
+  for (long long fail_at = 1; fail_at < 120; ++fail_at) {
+    struct fixture f;
+    fixture_columns(&f, 1, 3, 8, 4);
+    atomic_store(&f.ta.fail_at, fail_at);
+    struct sl_scan* scan = NULL;
+    struct sluice_error error;
+    if (sl_scan_start(&f.args, &scan, &error) != 0) {
+      assert_int_equal(error.code, ENOMEM);
+      fixture_done(&f);
+      continue;
+    }
+    for (;;) {
+      struct ArrowArray batch;
+      int rc = sl_scan_next(scan, &batch, NULL, &error);
+      if (rc != 0) {
+        assert_int_equal(rc, ENOMEM);
+        break;
+      }
+      if (batch.release == NULL) break;
+      batch.release(&batch);
     }
     sl_scan_stop(scan);
     fixture_done(&f);
@@ -708,6 +1006,13 @@ int main(void) {
       cmocka_unit_test(test_on_batch_hook),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_randomized),
+      cmocka_unit_test(test_column_parts),
+      cmocka_unit_test(test_column_parts_weighted),
+      cmocka_unit_test(test_column_parts_limit),
+      cmocka_unit_test(test_column_parts_budget),
+      cmocka_unit_test(test_column_parts_disagree),
+      cmocka_unit_test(test_column_parts_hook_and_stop),
+      cmocka_unit_test(test_column_parts_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

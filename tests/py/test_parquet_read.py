@@ -901,3 +901,97 @@ def test_dictionary_option(sluice_bin, tmp_path):
     assert_same(got, want, "dictionary=true")
     plain = sluice_read(sluice_bin, path, options=["dictionary=false"])
     assert_same(plain, pq.read_table(path), "dictionary=false")
+
+
+# ---- one big row group on several threads (column parts) --------------------------
+
+BIG_ROWS = 1_500_000  # two batches (sluice cuts row groups at 2**20 rows)
+
+
+def big_row_group_table(n: int = BIG_ROWS, seed: int = 5) -> pa.Table:
+    """Flat and nested columns with nulls, strings among them."""
+    rng = np.random.default_rng(seed)
+
+    def mask(p):
+        return rng.random(n) < p
+
+    lengths = rng.integers(0, 4, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    items = pa.array(rng.integers(-1000, 1000, int(offsets[-1])), pa.int32(),
+                     mask=rng.random(int(offsets[-1])) < 0.05)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(mask(0.1)))
+    words = np.array(["", "alpha", "beta", "gamma", "δέλτα", "epsilon" * 5])
+    strings = pa.array(words[rng.integers(0, len(words), n)], pa.string(), mask=mask(0.1))
+    struct = pa.StructArray.from_arrays(
+        [pa.array(rng.integers(0, 1 << 30, n), pa.int32()),
+         pa.array(np.char.add("k", rng.integers(0, 50000, n).astype(str)), pa.string())],
+        names=["id", "key"], mask=pa.array(mask(0.05)))
+    return pa.table({
+        "i64": pa.array(rng.integers(-(1 << 40), 1 << 40, n), pa.int64(), mask=mask(0.1)),
+        "f64": pa.array(rng.standard_normal(n), mask=mask(0.05)),
+        "s": strings,
+        "l": lists,
+        "st": struct,
+        "b": pa.array(rng.random(n) < 0.5, mask=mask(0.2)),
+        "d": pa.array(rng.integers(0, 20000, n), pa.int32()).cast(pa.date32()),
+    })
+
+
+@pytest.fixture(scope="module")
+def big_row_group_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big_rg") / "one_row_group.parquet"
+    pq.write_table(big_row_group_table(), path, row_group_size=10**7)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    return path
+
+
+def sluice_read_batches(sluice_bin: str, path: Path, global_args=(), cat_args=()) -> pa.Table:
+    """sluice's reading as a Table, its batches put back in (split, batch)
+    order when they came unordered."""
+    proc = _run(sluice_bin, [*global_args, "cat", path, "-t", "arrows", *cat_args])
+    err = proc.stderr.decode(errors="replace").strip()
+    assert not any(m in err for m in SANITIZER_MARKERS), f"sanitizer report:\n{err}"
+    assert proc.returncode == 0, f"sluice cat exited {proc.returncode}: {err[-1500:]}"
+    reader = ipc.open_stream(pa.BufferReader(proc.stdout))
+    tagged = []
+    while True:
+        try:
+            batch, meta = reader.read_next_batch_with_custom_metadata()
+        except StopIteration:
+            break
+        key = (0, len(tagged))
+        if meta is not None and b"sluice:split" in meta:
+            key = (int(meta[b"sluice:split"]), int(meta[b"sluice:batch"]))
+        tagged.append((key, batch))
+    tagged.sort(key=lambda kb: kb[0])
+    return pa.Table.from_batches([b for _, b in tagged], schema=reader.schema)
+
+
+@pytest.mark.parametrize("order", ["--ordered", "--unordered"])
+@pytest.mark.parametrize("columns,limit", [
+    (None, None),
+    (["st", "i64", "l", "s"], None),
+    (["s", "f64", "b"], 1_100_000),
+    (None, 12345),
+], ids=["all", "projection", "projection-limit", "limit"])
+def test_one_row_group_two_threads(sluice_bin, big_row_group_file, order, columns, limit):
+    """A file of one row group read on 2 threads (the row group decoded as
+    column parts on both, then zipped) equals pyarrow's reading."""
+    cat_args = []
+    if columns is not None:
+        cat_args += ["-c", ",".join(columns)]
+    if limit is not None:
+        cat_args += ["--limit", str(limit)]
+    got = sluice_read_batches(sluice_bin, big_row_group_file, ["--threads", "2", order], cat_args)
+    want = pq.read_table(big_row_group_file, columns=columns)
+    if limit is not None:
+        want = want.slice(0, limit)
+    assert_same(got, want, f"one row group, --threads 2 {order} {cat_args}")
+
+
+def test_one_row_group_small_budget(sluice_bin, big_row_group_file):
+    """A budget far below one batch still reads everything, in order."""
+    got = sluice_read_batches(sluice_bin, big_row_group_file,
+                              ["--threads", "2", "--budget", "1M"], ["-c", "l,s,i64"])
+    assert_same(got, pq.read_table(big_row_group_file, columns=["l", "s", "i64"]),
+                "one row group, --threads 2 --budget 1M")

@@ -1,7 +1,8 @@
 // The Parquet reader: footer -> schema, one split per row group, the
 // projected column chunks decoded (pq_column) and assembled (pq_assemble)
 // into one batch per row group (sliced into views when a row group is
-// larger than a batch should be).
+// larger than a batch should be). A row group can be decoded by column
+// subsets at once (split_by_columns): the scan engine zips them back.
 #include "parquet_reader.h"
 
 #include <inttypes.h>
@@ -406,6 +407,29 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
                          row_count, stats, min_max, error);
 }
 
+/// What the engine balances column parts by: the column's chunks'
+/// uncompressed bytes in every row group, plus 8 bytes a value, since every
+/// value costs its levels and a slot in the output however few bits encode
+/// it (dictionary indices of strings).
+static int64_t reader_column_bytes(void* reader, int64_t column) {
+  struct pq_reader* r = reader;
+  if (column < 0 || column >= r->schema.root.n_children) return 0;
+  const struct pq_field* f = &r->schema.root.children[column];
+  int64_t bytes = 0;
+  for (int64_t g = 0; g < r->meta.n_row_groups; ++g) {
+    const struct pq_row_group* rg = &r->meta.row_groups[g];
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves && l < rg->n_columns; ++l) {
+      const struct pq_column_chunk* cc = &rg->columns[l];
+      if (!cc->has_meta_data) continue;
+      int64_t size = cc->meta_data.total_uncompressed_size, values = cc->meta_data.num_values;
+      if (size > 0 && bytes <= INT64_MAX - size) bytes += size;
+      if (values > 0 && values <= INT64_MAX / 8 && bytes <= INT64_MAX - values * 8)
+        bytes += values * 8;
+    }
+  }
+  return bytes;
+}
+
 static const char* const k_extensions[] = {".parquet", ".pq", NULL};
 
 static const struct sl_format_reader k_parquet_reader = {
@@ -420,6 +444,10 @@ static const struct sl_format_reader k_parquet_reader = {
     .split_close = split_close,
     .close = reader_close,
     .stored_stats = reader_stored_stats,
+    // Batches are slices of the decoded row group at fixed row counts
+    // (split_next), whatever the columns: parts of a row group line up.
+    .split_by_columns = 1,
+    .column_bytes = reader_column_bytes,
 };
 
 const struct sl_format_reader* sl_parquet_reader(void) { return &k_parquet_reader; }
