@@ -121,7 +121,7 @@ def scan(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
 
 
 def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
-         batch_rows=None, memory=None, _scan=None, **format_options):
+         batch_rows=None, memory=None, _scan=None, _gather=True, **format_options):
     """Read a whole table.
 
     src: a path, ``"-"`` (standard input) or a URL.
@@ -134,30 +134,76 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         for earlier splits while decoding.
     limit: stop after this many rows.
     batch_rows: preferred rows per batch for formats that choose it.
-    memory: bytes of decoded batches allowed in flight (default 256 MiB).
+    memory: bytes of decoded batches allowed in flight (default 256 MiB;
+        128 MiB when batches are placed by known split row counts, below).
     **format_options: format-specific options, e.g. for CSV
         ``delimiter=";", header=False``.
-    Returns a sluice.Table.
+    Returns a sluice.Table, in plan order whatever ``ordered`` says.
+
+    When every column is flat fixed-width (numbers, bools, dates, times,
+    timestamps, durations, decimals), the batches are copied into one column
+    each as they arrive and freed at once: the table is a single batch, and
+    ``to_pandas()`` wraps its columns without another copy. When the format
+    knows each split's rows ahead (Parquet, Avro), splits are decoded in any
+    order and each batch goes straight to its place. Other tables keep the
+    decoded batches as they are.
     """
-    with scan(src, format=format, columns=columns, threads=threads, ordered=ordered,
-              limit=limit, batch_rows=batch_rows, memory=memory, _scan=_scan,
-              **format_options) as s:
-        batches = list(s)
-        if not ordered:
-            batches.sort(key=lambda b: b.tag)
-        return Table(s.schema, batches)
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    return _read(ds, ordered, limit, memory, _scan, _gather)
+
+
+# Bytes in flight for a gathered read placed by split row counts when
+# `memory` is not given: each batch is copied and freed as soon as it
+# arrives, whatever split it is from, so half the scan's default (256 MiB)
+# keeps two workers busy and the peak lower. (In plan order, batches of later
+# splits wait for the head's: those reads keep the default.)
+_GATHER_MEMORY = 128 << 20
+
+
+def _read(ds, ordered, limit, memory, scan_options, gather_ok):
+    from . import _gather as gather
+    scan_options = dict(scan_options or {})
+    raw_schema = ds.schema()
+    if not gather_ok or gather.gatherable(raw_schema) is None:
+        with Scanner(ds, **scan_options) as s:
+            batches = list(s)
+            if not ordered:
+                batches.sort(key=lambda b: b.tag)
+            return Table(s.schema, batches)
+    planned = gather.placement_plan(ds, scan_options, limit)
+    columns = gather.placed_columns(raw_schema, planned) if planned is not None else None
+    if columns is None:
+        planned = None
+    scan_options["ordered"] = planned is None
+    if not memory and planned is not None:
+        scan_options.setdefault("memory", _GATHER_MEMORY)
+    with Scanner(ds, **scan_options) as s:
+        if planned is not None:
+            raw, _ = gather.gather_placed(raw_schema, s._scanner, planned, columns)
+            del columns
+        else:
+            known = [r for r in ds.split_rows() if r >= 0]
+            hint = sum(known) if len(known) == ds.num_splits else 0
+            if limit is not None:
+                hint = min(hint, int(limit))
+            raw, _ = gather.gather_in_order(raw_schema, s._scanner, hint)
+        return Table(s.schema, [Batch(raw, s.schema)] if raw is not None else [])
 
 
 def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, batch_rows=None,
                 memory=None, _scan=None, **format_options):
     """``read(...).to_pandas()`` in bounded memory: the scan's batches are
-    copied into the DataFrame's columns as they arrive (in plan order) and
-    freed at once, so the peak is about the DataFrame's size plus the batches
-    in flight (``memory``), not twice the data. Arguments as for sluice.read.
+    copied into the DataFrame's columns as they arrive and freed at once, so
+    the peak is about the DataFrame's size plus the batches in flight
+    (``memory``), not twice the data. Arguments as for sluice.read.
     """
+    from ._gather import gatherable
     from ._pandas import batches_to_pandas
-    with scan(src, format=format, columns=columns, threads=threads, ordered=True, limit=limit,
-              batch_rows=batch_rows, memory=memory, _scan=_scan, **format_options) as s:
+    ds = _open(src, format, columns, threads, True, limit, batch_rows, memory, format_options)
+    if gatherable(ds.schema()) is not None:
+        # Fixed-width columns: gathered in place, then wrapped without a copy.
+        return _read(ds, True, limit, memory, _scan, True).to_pandas()
+    with Scanner(ds, **(_scan or {})) as s:
         return batches_to_pandas(s.schema, s)
 
 
@@ -187,7 +233,7 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
     position in their custom metadata (``sluice:split``, ``sluice:batch``).
     With restore_order, batches are put back into plan order; batches without
     the tags keep their place in the stream (after the tagged ones' order)."""
-    t = read(src, format="arrows", columns=columns, threads=threads)
+    t = read(src, format="arrows", columns=columns, threads=threads, _gather=False)
     if not restore_order:
         return t
     keyed = []

@@ -17,6 +17,8 @@
 //   _sluice_write.c    write(stream capsule) and make_batch (arrays from
 //                      Python buffers, for pandas without pyarrow)
 //   _sluice_import.c   other producers' streams and arrays into _Batch objects
+//   _sluice_gather.c   the _Gather type: batches copied into one preallocated
+//                      batch at their row offsets, in any order
 //   _sluice_module.c   the module: functions, types, capsule helpers
 #ifndef SLUICE_PY_H
 #define SLUICE_PY_H
@@ -43,6 +45,21 @@ struct sp_shared_array {
 struct sp_shared_array* sp_shared_new(struct ArrowArray* array);
 void sp_shared_retain(struct sp_shared_array* shared);
 void sp_shared_release(struct sp_shared_array* shared);
+
+/// A node of an array tree exported (or converted, _sluice_views.c) from a
+/// shared batch: what its release frees. Buffers not listed here belong to
+/// `shared`.
+struct sp_export_node {
+  struct sp_shared_array* shared;
+  struct ArrowArray* children;    // n_children nodes
+  struct ArrowArray** child_ptrs;
+  struct ArrowArray* dictionary;  // NULL when none
+  const void* buffers[3];         // the node's own buffer list, when it needs one
+  int64_t* offsets;               // a converted view's offsets and data (else NULL)
+  char* data;
+};
+/// The release callback of arrays whose private_data is an sp_export_node.
+void sp_export_release(struct ArrowArray* array);
 
 /// Exports the whole batch as a struct array whose children are cut to the
 /// batch's offset and length (a limit may shorten the top level only).
@@ -80,12 +97,17 @@ struct sp_scan_source {
 };
 /// The source of a public scanner.
 struct sp_scan_source sp_scanner_source(struct sluice_scanner* scanner);
+/// The rows each split of `dataset` is planned to hold (-1 = not known ahead),
+/// as a new list of ints.
+PyObject* sp_split_rows(struct sluice_dataset* dataset);
 /// Starts a scan of splits [first, first + count) of `dataset` (count < 0:
 /// to the end) with the library's scan engine; tags keep the dataset's split
 /// numbers. slow_split >= 0 delays that split by slow_delay_us (a test hook).
+/// ordered >= 0 overrides the order the dataset was opened with, memory > 0
+/// its budget of bytes in flight.
 int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
-                        int64_t slow_split, int64_t slow_delay_us, struct sp_scan_source* out,
-                        struct sluice_error* error);
+                        int64_t slow_split, int64_t slow_delay_us, int ordered, int64_t memory,
+                        struct sp_scan_source* out, struct sluice_error* error);
 
 /// A scan on its own thread (takes `source`; on failure the caller closes it).
 struct sp_pump;
@@ -147,6 +169,7 @@ extern PyTypeObject SpBatchType;
 extern PyTypeObject SpBufferViewType;
 extern PyTypeObject SpDatasetType;
 extern PyTypeObject SpScannerType;
+extern PyTypeObject SpGatherType;
 
 /// A new _Schema taking ownership of `schema` (moved; released on failure).
 SchemaObject* sp_schema_wrap(struct ArrowSchema* schema);

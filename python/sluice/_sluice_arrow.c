@@ -36,16 +36,8 @@ void sp_shared_release(struct sp_shared_array* shared) {
 
 /* ---- Exported nodes ------------------------------------------------------------ */
 
-struct export_node {
-  struct sp_shared_array* shared;
-  struct ArrowArray* children;      // n_children nodes
-  struct ArrowArray** child_ptrs;
-  struct ArrowArray* dictionary;    // NULL when none
-  const void* struct_buffers[1];    // the top-level struct's (absent) validity
-};
-
-static void export_release(struct ArrowArray* array) {
-  struct export_node* node = array->private_data;
+void sp_export_release(struct ArrowArray* array) {
+  struct sp_export_node* node = array->private_data;
   // Children the consumer moved out have release == NULL already.
   for (int64_t i = 0; i < array->n_children; ++i) {
     if (node->children[i].release != NULL) node->children[i].release(&node->children[i]);
@@ -56,6 +48,8 @@ static void export_release(struct ArrowArray* array) {
   PyMem_RawFree(node->children);
   PyMem_RawFree(node->child_ptrs);
   PyMem_RawFree(node->dictionary);
+  PyMem_RawFree(node->offsets);
+  PyMem_RawFree(node->data);
   sp_shared_release(node->shared);
   PyMem_RawFree(node);
   array->release = NULL;
@@ -66,7 +60,7 @@ static void export_release(struct ArrowArray* array) {
 static int export_node(struct sp_shared_array* shared, const struct ArrowArray* src,
                        int64_t offset, int64_t length, int64_t null_count,
                        struct ArrowArray* out) {
-  struct export_node* node = PyMem_RawCalloc(1, sizeof *node);
+  struct sp_export_node* node = PyMem_RawCalloc(1, sizeof *node);
   if (node == NULL) return ENOMEM;
   int64_t n = src->n_children;
   if (n > 0) {
@@ -119,7 +113,7 @@ static int export_node(struct sp_shared_array* shared, const struct ArrowArray* 
   out->buffers = src->buffers;
   out->children = node->child_ptrs;
   out->dictionary = node->dictionary;
-  out->release = export_release;
+  out->release = sp_export_release;
   out->private_data = node;
   return 0;
 }
@@ -142,7 +136,7 @@ int sp_export_column(struct sp_shared_array* shared, int64_t i, struct ArrowArra
 
 int sp_export_batch(struct sp_shared_array* shared, struct ArrowArray* out) {
   const struct ArrowArray* top = &shared->array;
-  struct export_node* node = PyMem_RawCalloc(1, sizeof *node);
+  struct sp_export_node* node = PyMem_RawCalloc(1, sizeof *node);
   if (node == NULL) return ENOMEM;
   int64_t n = top->n_children;
   if (n > 0) {
@@ -169,16 +163,16 @@ int sp_export_batch(struct sp_shared_array* shared, struct ArrowArray* out) {
   sp_shared_retain(shared);
   node->shared = shared;
   // A record batch has no top-level nulls; the window moved into the children.
-  node->struct_buffers[0] = NULL;
+  node->buffers[0] = NULL;  // the top-level struct's (absent) validity
   out->length = top->length;
   out->null_count = 0;
   out->offset = 0;
   out->n_buffers = 1;
   out->n_children = n;
-  out->buffers = node->struct_buffers;
+  out->buffers = node->buffers;
   out->children = node->child_ptrs;
   out->dictionary = NULL;
-  out->release = export_release;
+  out->release = sp_export_release;
   out->private_data = node;
   return 0;
 }

@@ -131,12 +131,18 @@ static PyObject* dataset_get_num_splits(DatasetObject* self, void* Py_UNUSED(clo
   return PyLong_FromLongLong(sluice_dataset_num_splits(self->dataset));
 }
 
+static PyObject* dataset_split_rows(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  return sp_split_rows(self->dataset);
+}
+
 static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"first_split", "num_splits", "slow_split", "slow_split_delay_us",
-                             NULL};
-  long long first = 0, count = -1, slow_split = -1, slow_us = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLL", keywords, &first, &count, &slow_split,
-                                   &slow_us)) {
+                             "ordered", "memory", NULL};
+  long long first = 0, count = -1, slow_split = -1, slow_us = 0, memory = 0;
+  int ordered = -1;  // -1: as the dataset was opened
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLiL", keywords, &first, &count,
+                                   &slow_split, &slow_us, &ordered, &memory)) {
     return NULL;
   }
   if (dataset_check_open(self) != 0) return NULL;
@@ -144,14 +150,15 @@ static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwa
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc;
-  int whole = first == 0 && count < 0 && slow_split < 0;
+  int whole = first == 0 && count < 0 && slow_split < 0 && ordered < 0 && memory <= 0;
   Py_BEGIN_ALLOW_THREADS
   if (whole) {
     struct sluice_scanner* scanner = NULL;
     rc = sluice_scanner_open(self->dataset, &scanner, &error);
     if (rc == 0) source = sp_scanner_source(scanner);
   } else {
-    rc = sp_split_scan_start(self->dataset, first, count, slow_split, slow_us, &source, &error);
+    rc = sp_split_scan_start(self->dataset, first, count, slow_split, slow_us, ordered, memory,
+                             &source, &error);
   }
   Py_END_ALLOW_THREADS
   if (rc != 0) {
@@ -232,6 +239,8 @@ static PyMethodDef dataset_methods[] = {
      "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0) -> _Scanner "
      "over all splits or splits [first, first + num); slow_split delays one (a test hook)."},
     {"stats", (PyCFunction)dataset_stats, METH_NOARGS, "Per-column statistics (list of dict)."},
+    {"split_rows", (PyCFunction)dataset_split_rows, METH_NOARGS,
+     "Rows each split is planned to hold (-1 = not known ahead), in plan order."},
     {"close", (PyCFunction)dataset_close, METH_NOARGS, "Close the dataset (scans stay valid)."},
     {NULL, NULL, 0, NULL},
 };

@@ -45,9 +45,25 @@ static void split_scan_close(void* handle) {
   PyMem_RawFree(s);
 }
 
+PyObject* sp_split_rows(struct sluice_dataset* dataset) {
+  struct sl_scan_args args;
+  sl_dataset_scan_args(dataset, &args);
+  PyObject* list = PyList_New((Py_ssize_t)args.n_splits);
+  for (int64_t i = 0; list != NULL && i < args.n_splits; ++i) {
+    int64_t rows = args.splits[i].est_rows;
+    PyObject* item = PyLong_FromLongLong(rows >= 0 ? (long long)rows : -1);
+    if (item == NULL) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+  }
+  return list;
+}
+
 int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
-                        int64_t slow_split, int64_t slow_delay_us, struct sp_scan_source* out,
-                        struct sluice_error* error) {
+                        int64_t slow_split, int64_t slow_delay_us, int ordered, int64_t memory,
+                        struct sp_scan_source* out, struct sluice_error* error) {
   int64_t n = sluice_dataset_num_splits(dataset);
   if (first < 0 || first > n || (count >= 0 && count > n - first)) {
     return sl_error_set(error, EINVAL, "splits %lld..%lld out of range: the dataset has %lld",
@@ -63,6 +79,8 @@ int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t c
   int in_range = slow_split >= first && slow_split < first + args.n_splits;
   args.slow_split = in_range ? slow_split - first : -1;
   args.slow_split_delay_us = slow_delay_us;
+  if (ordered >= 0) args.ordered = ordered != 0;
+  if (memory > 0) args.memory_budget = memory;
   int rc = sl_scan_start(&args, &s->scan, error);
   if (rc != 0) {
     PyMem_RawFree(s);

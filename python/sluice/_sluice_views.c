@@ -37,38 +37,10 @@ static void rename_views(struct ArrowSchema* schema) {
 
 /* ---- Converted nodes ---------------------------------------------------------- */
 
-struct plain_node {
-  struct sp_shared_array* shared;  // the input batch, for buffers passed through
-  struct ArrowArray* children;
-  struct ArrowArray** child_ptrs;
-  struct ArrowArray* dictionary;
-  const void* buffers[3];          // a converted view: validity, offsets, data
-  int64_t* offsets;
-  char* data;
-};
-
-static void plain_release(struct ArrowArray* array) {
-  struct plain_node* node = array->private_data;
-  for (int64_t i = 0; i < array->n_children; ++i) {
-    if (node->children[i].release != NULL) node->children[i].release(&node->children[i]);
-  }
-  if (node->dictionary != NULL && node->dictionary->release != NULL) {
-    node->dictionary->release(node->dictionary);
-  }
-  PyMem_RawFree(node->children);
-  PyMem_RawFree(node->child_ptrs);
-  PyMem_RawFree(node->dictionary);
-  PyMem_RawFree(node->offsets);
-  PyMem_RawFree(node->data);
-  sp_shared_release(node->shared);
-  PyMem_RawFree(node);
-  array->release = NULL;
-}
-
 /// Offsets + data for elements [offset, offset + length) of a view array;
 /// earlier offsets stay 0 so that the node keeps the source's offset (and
 /// validity bitmap).
-static int views_to_plain(const struct ArrowArray* src, struct plain_node* node, char* message,
+static int views_to_plain(const struct ArrowArray* src, struct sp_export_node* node, char* message,
                           size_t cap) {
   int64_t n_variadic = src->n_buffers - 3;
   if (n_variadic < 0 || src->buffers[1] == NULL) {
@@ -127,7 +99,7 @@ static int plain_node_of(struct sp_shared_array* shared, const struct ArrowArray
     snprintf(message, cap, "a batch does not match the stream's schema");
     return EINVAL;
   }
-  struct plain_node* node = PyMem_RawCalloc(1, sizeof *node);
+  struct sp_export_node* node = PyMem_RawCalloc(1, sizeof *node);
   if (node == NULL) return ENOMEM;
   int64_t n = src->n_children;
   int rc = 0;
@@ -149,7 +121,7 @@ static int plain_node_of(struct sp_shared_array* shared, const struct ArrowArray
   out->n_children = n;
   out->children = node->child_ptrs;
   out->dictionary = node->dictionary;
-  out->release = plain_release;
+  out->release = sp_export_release;
   out->private_data = node;
   if (rc == 0 && is_view(schema->format)) {
     rc = views_to_plain(src, node, message, cap);
@@ -176,7 +148,7 @@ static int plain_node_of(struct sp_shared_array* shared, const struct ArrowArray
     int have_children = node->children != NULL && node->child_ptrs != NULL;
     out->n_children = have_children ? n : 0;
     for (int64_t i = 0; have_children && i < n; ++i) node->child_ptrs[i] = &node->children[i];
-    plain_release(out);
+    sp_export_release(out);
   }
   return rc;
 }

@@ -85,7 +85,8 @@ def test_one_batch_numeric_is_a_view(numbers):
 
 def test_many_batches_concatenated_once(numbers):
     expected, _, many = numbers
-    t = sluice.read(many)
+    with sluice.scan(many) as s:
+        t = sluice.Table(s.schema, list(s))
     assert len(t.batches) == 50
     df = t.to_pandas()
     want = expected.to_pandas()
