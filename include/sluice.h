@@ -253,6 +253,42 @@ SLUICE_EXPORT int sluice_scanner_next(struct sluice_scanner* scanner, struct Arr
 /// Stops the workers and frees the scanner. Arrays already returned stay valid.
 SLUICE_EXPORT void sluice_scanner_close(struct sluice_scanner* scanner);
 
+/// Rows split `split` (0..sluice_dataset_num_splits - 1) is planned to hold,
+/// before any row limit, when the format knows it ahead (e.g. a Parquet row
+/// group's count); -1 when it does not, or when `split` is out of range. Lets a caller place each split's rows in preallocated columns.
+SLUICE_EXPORT int64_t sluice_dataset_split_rows(struct sluice_dataset* dataset, int64_t split);
+
+/// Options for sluice_scanner_open_with: which splits to scan, and overrides of
+/// what the dataset was opened with. Always start from sluice_scan_options_init.
+struct sluice_scan_options {
+  /// The first split to scan, in the dataset's plan numbering (default 0).
+  int64_t first_split;
+  /// Splits to scan from first_split (-1 = to the last one, the default; 0 =
+  /// none: the scan ends at once).
+  int64_t n_splits;
+  /// -1 (default): as the dataset was opened; 1: batches in plan order; 0: as
+  /// they finish.
+  int ordered;
+  /// Bytes of decoded batches allowed in flight (0 = as the dataset was opened).
+  int64_t memory_budget;
+  /// Worker threads (0 = as the dataset was opened).
+  int threads;
+};
+
+/// Fills `options` with the defaults: every split, everything else as the
+/// dataset was opened.
+SLUICE_EXPORT void sluice_scan_options_init(struct sluice_scan_options* options);
+
+/// Like sluice_scanner_open, over splits [first_split, first_split + n_splits)
+/// only (e.g. one Dask partition's group of splits). Tags keep the dataset's
+/// split numbers. The dataset's row limit applies to each scan. A range
+/// outside 0..sluice_dataset_num_splits or a bad override is EINVAL.
+/// `options` NULL = sluice_scan_options_init's defaults.
+SLUICE_EXPORT int sluice_scanner_open_with(struct sluice_dataset* dataset,
+                                           const struct sluice_scan_options* options,
+                                           struct sluice_scanner** out,
+                                           struct sluice_error* error);
+
 /* ---- Statistics ----------------------------------------------------------- */
 
 /// Per-column statistics as `sluice stats` prints them. min/max are rendered as

@@ -12,7 +12,7 @@
 //   _sluice_pump.c     a scanner driven from its own thread, so that waits
 //                      for a batch can be cut short by Ctrl-C
 //   _sluice_splits.c   a scan of a range of splits (Dask partitions) through
-//                      the library's internal scan engine
+//                      sluice_scanner_open_with; planned rows per split
 //   _sluice_views.c    string/binary views -> large string/binary for writers
 //   _sluice_write.c    write(stream capsule) and make_batch (arrays from
 //                      Python buffers, for pandas without pyarrow)
@@ -87,8 +87,8 @@ int64_t sp_metadata_size(const char* metadata);
 /// *wrapped; else leaves `input` alone. Returns 0 or ENOMEM.
 int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowArrayStream* out, int* wrapped);
 
-/// Something that yields tagged batches: a public sluice_scanner, or a scan
-/// of a range of splits (_sluice_splits.c).
+/// Something that yields tagged batches (a sluice_scanner, of all splits or a
+/// range of them: _sluice_splits.c).
 struct sp_scan_source {
   void* handle;
   int (*next)(void* handle, struct ArrowArray* out, struct sluice_batch_tag* tag,
@@ -101,7 +101,7 @@ struct sp_scan_source sp_scanner_source(struct sluice_scanner* scanner);
 /// as a new list of ints.
 PyObject* sp_split_rows(struct sluice_dataset* dataset);
 /// Starts a scan of splits [first, first + count) of `dataset` (count < 0:
-/// to the end) with the library's scan engine; tags keep the dataset's split
+/// to the end) with sluice_scanner_open_with; tags keep the dataset's split
 /// numbers. slow_split >= 0 delays that split by slow_delay_us (a test hook).
 /// ordered >= 0 overrides the order the dataset was opened with, memory > 0
 /// its budget of bytes in flight.

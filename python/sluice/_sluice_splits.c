@@ -1,15 +1,22 @@
 // Scans of part of a dataset: splits [first, first + count), for Dask
-// partitions that each read a group of splits inside a worker, and the scan
-// engine's test hook that delays one split (unordered-delivery tests). The
-// public API scans all splits only, so this drives the library's internal
-// scan engine (src/scan/sl_scan.h, src/api/sluice_dataset_internal.h); the
-// extension links the static library, where those symbols are visible.
+// partitions that each read a group of splits inside a worker, and the
+// per-split planned row counts sluice.read's gather path places rows by. All
+// through the public API (sluice_scanner_open_with, sluice_dataset_split_rows),
+// except the engine's slow-split test hook below.
 #include <errno.h>
 #include <string.h>
 
 #include "_sluice.h"
-#include "api/sluice_dataset_internal.h"
-#include "core/sl_error.h"
+
+/// The scan engine's test hook that delays one split (unordered-delivery
+/// tests): a library-internal function (src/api/sluice_dataset_internal.h),
+/// kept out of the public header on purpose. Declared here rather than included
+/// so that the extension builds against include/sluice.h alone; it links the
+/// static library, where the symbol is visible.
+int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
+                               const struct sluice_scan_options* options, int64_t slow_split,
+                               int64_t slow_delay_us, struct sluice_scanner** out,
+                               struct sluice_error* error);
 
 static int scanner_next(void* handle, struct ArrowArray* out, struct sluice_batch_tag* tag,
                         struct sluice_error* error) {
@@ -23,35 +30,11 @@ struct sp_scan_source sp_scanner_source(struct sluice_scanner* scanner) {
   return source;
 }
 
-struct split_scan {
-  struct sluice_dataset* dataset;  // a reference of our own
-  struct sl_scan* scan;
-  int64_t first;
-};
-
-static int split_scan_next(void* handle, struct ArrowArray* out, struct sluice_batch_tag* tag,
-                           struct sluice_error* error) {
-  struct split_scan* s = handle;
-  int rc = sl_scan_next(s->scan, out, tag, error);
-  // The engine numbers the splits it was given from 0.
-  if (rc == 0 && tag != NULL) tag->split += s->first;
-  return rc;
-}
-
-static void split_scan_close(void* handle) {
-  struct split_scan* s = handle;
-  sl_scan_stop(s->scan);
-  sl_dataset_release(s->dataset);
-  PyMem_RawFree(s);
-}
-
 PyObject* sp_split_rows(struct sluice_dataset* dataset) {
-  struct sl_scan_args args;
-  sl_dataset_scan_args(dataset, &args);
-  PyObject* list = PyList_New((Py_ssize_t)args.n_splits);
-  for (int64_t i = 0; list != NULL && i < args.n_splits; ++i) {
-    int64_t rows = args.splits[i].est_rows;
-    PyObject* item = PyLong_FromLongLong(rows >= 0 ? (long long)rows : -1);
+  int64_t n = sluice_dataset_num_splits(dataset);
+  PyObject* list = PyList_New((Py_ssize_t)n);
+  for (int64_t i = 0; list != NULL && i < n; ++i) {
+    PyObject* item = PyLong_FromLongLong((long long)sluice_dataset_split_rows(dataset, i));
     if (item == NULL) {
       Py_CLEAR(list);
       break;
@@ -64,34 +47,17 @@ PyObject* sp_split_rows(struct sluice_dataset* dataset) {
 int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
                         int64_t slow_split, int64_t slow_delay_us, int ordered, int64_t memory,
                         struct sp_scan_source* out, struct sluice_error* error) {
-  int64_t n = sluice_dataset_num_splits(dataset);
-  if (first < 0 || first > n || (count >= 0 && count > n - first)) {
-    return sl_error_set(error, EINVAL, "splits %lld..%lld out of range: the dataset has %lld",
-                        (long long)first, (long long)(count >= 0 ? first + count : n),
-                        (long long)n);
-  }
-  struct split_scan* s = PyMem_RawCalloc(1, sizeof *s);
-  if (s == NULL) return sl_error_set(error, ENOMEM, "out of memory starting a scan");
-  struct sl_scan_args args;
-  sl_dataset_scan_args(dataset, &args);
-  args.splits += first;
-  args.n_splits = count >= 0 ? count : n - first;
-  int in_range = slow_split >= first && slow_split < first + args.n_splits;
-  args.slow_split = in_range ? slow_split - first : -1;
-  args.slow_split_delay_us = slow_delay_us;
-  if (ordered >= 0) args.ordered = ordered != 0;
-  if (memory > 0) args.memory_budget = memory;
-  int rc = sl_scan_start(&args, &s->scan, error);
-  if (rc != 0) {
-    PyMem_RawFree(s);
-    return rc;
-  }
-  // The engine borrows the reader and splits: keep the dataset alive.
-  sl_dataset_retain(dataset);
-  s->dataset = dataset;
-  s->first = first;
-  out->handle = s;
-  out->next = split_scan_next;
-  out->close = split_scan_close;
+  struct sluice_scan_options options;
+  sluice_scan_options_init(&options);
+  options.first_split = first;
+  options.n_splits = count >= 0 ? count : -1;
+  options.ordered = ordered >= 0 ? ordered != 0 : -1;
+  options.memory_budget = memory > 0 ? memory : 0;
+  struct sluice_scanner* scanner = NULL;
+  int rc = slow_split >= 0 ? sl_scanner_open_slow_split(dataset, &options, slow_split,
+                                                        slow_delay_us, &scanner, error)
+                           : sluice_scanner_open_with(dataset, &options, &scanner, error);
+  if (rc != 0) return rc;
+  *out = sp_scanner_source(scanner);
   return 0;
 }

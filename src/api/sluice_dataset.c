@@ -91,6 +91,8 @@ const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset*
   return ds->alloc;
 }
 
+const char* sl_dataset_location(const struct sluice_dataset* ds) { return ds->location; }
+
 void sluice_dataset_close(struct sluice_dataset* dataset) { sl_dataset_release(dataset); }
 
 /* ---- Opening ---------------------------------------------------------------- */
@@ -314,32 +316,11 @@ void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) 
 
 /* ---- Scanning --------------------------------------------------------------- */
 
-struct sluice_scanner {
-  struct sluice_dataset* dataset;  // a reference of our own
-  struct sl_scan* scan;
-};
-
+// struct sluice_scanner is in sluice_dataset_internal.h; scanners of all or
+// some splits are opened in sluice_scan_range.c.
 int sluice_scanner_open(struct sluice_dataset* dataset, struct sluice_scanner** out,
                         struct sluice_error* error) {
-  if (out != NULL) *out = NULL;
-  if (dataset == NULL || out == NULL) {
-    return sl_error_set(error, EINVAL, "sluice_scanner_open: NULL argument");
-  }
-  struct sluice_scanner* scanner = sl_alloc(dataset->alloc, sizeof *scanner);
-  if (scanner == NULL) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", dataset->location);
-  }
-  struct sl_scan_args args;
-  sl_dataset_scan_args(dataset, &args);
-  int rc = sl_scan_start(&args, &scanner->scan, error);
-  if (rc != 0) {
-    sl_free(dataset->alloc, scanner, sizeof *scanner);
-    return rc;
-  }
-  sl_dataset_retain(dataset);
-  scanner->dataset = dataset;
-  *out = scanner;
-  return 0;
+  return sluice_scanner_open_with(dataset, NULL, out, error);
 }
 
 int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
@@ -348,7 +329,9 @@ int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
     if (out != NULL) out->release = NULL;
     return sl_error_set(error, EINVAL, "sluice_scanner_next: NULL argument");
   }
-  return sl_scan_next(scanner->scan, out, tag, error);
+  int rc = sl_scan_next(scanner->scan, out, tag, error);
+  if (rc == 0 && tag != NULL && out->release != NULL) tag->split += scanner->first_split;
+  return rc;
 }
 
 void sluice_scanner_close(struct sluice_scanner* scanner) {

@@ -20,5 +20,24 @@ void sl_dataset_release(struct sluice_dataset* dataset);
 
 /// The allocator the dataset was opened with (never NULL).
 const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset* dataset);
+/// The location the dataset was opened from, for error messages.
+const char* sl_dataset_location(const struct sluice_dataset* dataset);
+
+/// A scanner (opened in sluice_scan_range.c): the engine numbers the splits it
+/// was given from 0, so tags get first_split added back.
+struct sluice_scanner {
+  struct sluice_dataset* dataset;  // a reference of our own
+  struct sl_scan* scan;
+  int64_t first_split;
+};
+
+/// sluice_scanner_open_with plus the scan engine's test hook: split
+/// `slow_split` (dataset numbering, -1 = none) waits `slow_delay_us` before it
+/// is decoded. Not public: only the unordered-delivery tests use it, through
+/// python/sluice/_sluice_splits.c, which repeats this prototype (keep in step).
+int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
+                               const struct sluice_scan_options* options, int64_t slow_split,
+                               int64_t slow_delay_us, struct sluice_scanner** out,
+                               struct sluice_error* error);
 
 #endif

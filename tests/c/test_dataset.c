@@ -541,6 +541,298 @@ static void test_directory_errors(void** unused) {
   remove_tree(dir);
 }
 
+/* ---- Scans of a range of splits (sluice_scanner_open_with) ------------------ */
+
+#define RANGE_MAX_SPLITS 256
+
+/// Per split: batches, rows and the sum of column a (column 0) seen by a scan.
+struct split_totals {
+  int64_t batches[RANGE_MAX_SPLITS];
+  int64_t rows[RANGE_MAX_SPLITS];
+  int64_t sum[RANGE_MAX_SPLITS];
+  int64_t total_batches;
+};
+
+/// Drains a scan of `options` (NULL = all splits) into `totals`; every tag
+/// must fall inside the range, and with `ordered` tags must rise in plan order.
+static void scan_split_totals(struct sluice_dataset* ds, const struct sluice_scan_options* options,
+                              int ordered, struct split_totals* totals) {
+  memset(totals, 0, sizeof *totals);
+  int64_t n = sluice_dataset_num_splits(ds);
+  assert_true(n <= RANGE_MAX_SPLITS);
+  int64_t first = options != NULL ? options->first_split : 0;
+  int64_t end = options != NULL && options->n_splits >= 0 ? first + options->n_splits : n;
+  struct sluice_scanner* scanner = NULL;
+  struct sluice_error error;
+  int rc = sluice_scanner_open_with(ds, options, &scanner, &error);
+  if (rc != 0) fail_msg("sluice_scanner_open_with: %s", error.message);
+  struct sluice_batch_tag last = {-1, -1, NULL};
+  for (;;) {
+    struct ArrowArray batch;
+    struct sluice_batch_tag tag;
+    rc = sluice_scanner_next(scanner, &batch, &tag, &error);
+    if (rc != 0) fail_msg("sluice_scanner_next: %s", error.message);
+    if (batch.release == NULL) break;
+    if (tag.split < first || tag.split >= end) {
+      fail_msg("batch of split %lld outside [%lld, %lld)", (long long)tag.split,
+               (long long)first, (long long)end);
+    }
+    if (ordered) assert_true(compare_tags(&last, &tag) < 0);
+    last = tag;
+    const struct ArrowArray* a = batch.children[0];
+    const int64_t* data = a->buffers[1];
+    for (int64_t i = 0; i < batch.length; ++i) {
+      totals->sum[tag.split] += data[a->offset + batch.offset + i];
+    }
+    totals->rows[tag.split] += batch.length;
+    totals->batches[tag.split]++;
+    totals->total_batches++;
+    batch.release(&batch);
+  }
+  sluice_scanner_close(scanner);
+}
+
+static void test_scan_range_ordered_and_unordered(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.threads = 4;
+  options.allocator = &ta.base;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  int64_t n = sluice_dataset_num_splits(ds);
+  assert_true(n >= 4);
+  // The whole scan is the reference: a = 0..rows-1 over every split.
+  struct split_totals all, part;
+  scan_split_totals(ds, NULL, 1, &all);
+  int64_t rows = 0, sum = 0;
+  for (int64_t i = 0; i < n; ++i) rows += all.rows[i], sum += all.sum[i];
+  assert_int_equal(rows, IPC_BATCHES * IPC_ROWS);
+  assert_int_equal(sum, rows * (rows - 1) / 2);
+  // Middle, head and tail ranges, in order and as they finish, with overrides
+  // of threads and budget: the same batches under the dataset's split numbers.
+  const int64_t ranges[][2] = {{1, n / 2}, {0, 1}, {n - 3, -1}, {0, -1}};
+  for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; ++r) {
+    for (int ordered = 0; ordered <= 1; ++ordered) {
+      struct sluice_scan_options scan;
+      sluice_scan_options_init(&scan);
+      scan.first_split = ranges[r][0];
+      scan.n_splits = ranges[r][1];
+      scan.ordered = ordered;
+      scan.threads = ordered ? 3 : 0;
+      scan.memory_budget = ordered ? 0 : 1 << 20;
+      scan_split_totals(ds, &scan, ordered, &part);
+      int64_t end = scan.n_splits >= 0 ? scan.first_split + scan.n_splits : n;
+      for (int64_t i = 0; i < n; ++i) {
+        int inside = i >= scan.first_split && i < end;
+        assert_int_equal(part.batches[i], inside ? all.batches[i] : 0);
+        assert_int_equal(part.rows[i], inside ? all.rows[i] : 0);
+        assert_int_equal(part.sum[i], inside ? all.sum[i] : 0);
+      }
+    }
+  }
+  // The scanner outlives the dataset handle.
+  struct sluice_scan_options scan;
+  sluice_scan_options_init(&scan);
+  scan.first_split = n - 1;
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open_with(ds, &scan, &scanner, &error), 0);
+  sluice_dataset_close(ds);
+  struct ArrowArray batch;
+  struct sluice_batch_tag tag;
+  assert_int_equal(sluice_scanner_next(scanner, &batch, &tag, &error), 0);
+  assert_non_null(batch.release);
+  assert_int_equal(tag.split, n - 1);
+  batch.release(&batch);
+  sluice_scanner_close(scanner);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+static void test_scan_range_empty_and_errors(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = &ta.base;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  int64_t n = sluice_dataset_num_splits(ds);
+  // Empty ranges end at once, wherever they start.
+  const int64_t empty[][2] = {{0, 0}, {2, 0}, {n, 0}, {n, -1}};
+  for (size_t r = 0; r < sizeof empty / sizeof empty[0]; ++r) {
+    struct sluice_scan_options scan;
+    sluice_scan_options_init(&scan);
+    scan.first_split = empty[r][0];
+    scan.n_splits = empty[r][1];
+    struct split_totals totals;
+    scan_split_totals(ds, &scan, 1, &totals);
+    assert_int_equal(totals.total_batches, 0);
+  }
+  // Out of range or bad overrides: EINVAL naming the file, and no scanner.
+  struct { int64_t first, count; int ordered; int64_t memory; int threads; } bad[] = {
+      {-1, -1, -1, 0, 0}, {n + 1, -1, -1, 0, 0}, {0, n + 1, -1, 0, 0}, {n - 1, 2, -1, 0, 0},
+      {0, -2, -1, 0, 0},  {0, -1, 2, 0, 0},     {0, -1, -2, 0, 0},    {0, -1, -1, -5, 0},
+      {0, -1, -1, 0, -1}, {INT64_MAX, 1, -1, 0, 0}, {1, INT64_MAX, -1, 0, 0}};
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
+    struct sluice_scan_options scan;
+    sluice_scan_options_init(&scan);
+    scan.first_split = bad[b].first;
+    scan.n_splits = bad[b].count;
+    scan.ordered = bad[b].ordered;
+    scan.memory_budget = bad[b].memory;
+    scan.threads = bad[b].threads;
+    struct sluice_scanner* scanner = (struct sluice_scanner*)&scan;  // must be reset
+    memset(&error, 0, sizeof error);
+    assert_int_equal(sluice_scanner_open_with(ds, &scan, &scanner, &error), EINVAL);
+    assert_null(scanner);
+    assert_int_equal(error.code, EINVAL);
+    assert_non_null(strstr(error.message, path));
+  }
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open_with(NULL, NULL, &scanner, &error), EINVAL);
+  assert_true(error.message[0] != '\0');
+  assert_int_equal(sluice_scanner_open_with(ds, NULL, NULL, &error), EINVAL);
+  // Planned rows of a split out of range (or of no dataset) are unknown.
+  assert_int_equal(sluice_dataset_split_rows(ds, -1), -1);
+  assert_int_equal(sluice_dataset_split_rows(ds, n), -1);
+  assert_int_equal(sluice_dataset_split_rows(NULL, 0), -1);
+  sluice_dataset_close(ds);
+
+  // A dataset without splits: the default range is empty, not an error.
+  ipc_path_or_skip("empty.arrow", path, sizeof path);
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  assert_int_equal(sluice_dataset_num_splits(ds), 0);
+  struct split_totals totals;
+  scan_split_totals(ds, NULL, 1, &totals);
+  assert_int_equal(totals.total_batches, 0);
+  struct sluice_scan_options scan;
+  sluice_scan_options_init(&scan);
+  scan.first_split = 1;
+  assert_int_equal(sluice_scanner_open_with(ds, &scan, &scanner, &error), EINVAL);
+  sluice_dataset_close(ds);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+/// Planned rows agree with the rows each split delivers (when known) and, for
+/// Parquet, with the row groups pyarrow wrote.
+static void check_planned_rows(struct sluice_dataset* ds, int must_know) {
+  struct split_totals totals;
+  scan_split_totals(ds, NULL, 1, &totals);
+  for (int64_t i = 0; i < sluice_dataset_num_splits(ds); ++i) {
+    int64_t planned = sluice_dataset_split_rows(ds, i);
+    if (must_know) assert_true(planned >= 0);
+    if (planned >= 0) assert_int_equal(planned, totals.rows[i]);
+  }
+}
+
+static void test_scan_range_planned_rows(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, NULL, &ds, &error), 0);
+  check_planned_rows(ds, 0);
+  sluice_dataset_close(ds);
+
+  if (sl_format_reader_find("parquet") == NULL) skip();
+  // pyarrow writes row groups of 700 rows (the last shorter) and lists their
+  // row counts from its own metadata, one per line.
+  char counts_path[512], cmd[2048];
+  test_temp_path("groups.parquet", path, sizeof path);
+  test_temp_path("groups.txt", counts_path, sizeof counts_path);
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys\n"
+           "t=pa.table({'a':pa.array(range(5000),pa.int64()),'b':[str(x) for x in range(5000)]})\n"
+           "pq.write_table(t, sys.argv[1], row_group_size=700)\n"
+           "m=pq.ParquetFile(sys.argv[1]).metadata\n"
+           "open(sys.argv[2],'w').write(''.join('%%d\\n' %% m.row_group(i).num_rows "
+           "for i in range(m.num_row_groups)))\" '%s' '%s' 2>/dev/null",
+           path, counts_path);
+  if (system(cmd) != 0) skip();
+  assert_int_equal(sluice_dataset_open(path, NULL, &ds, &error), 0);
+  check_planned_rows(ds, 1);
+  FILE* f = fopen(counts_path, "r");
+  assert_non_null(f);
+  int64_t groups = 0;
+  long long rows;
+  while (fscanf(f, "%lld", &rows) == 1) {
+    assert_int_equal(sluice_dataset_split_rows(ds, groups), rows);
+    ++groups;
+  }
+  fclose(f);
+  assert_int_equal(groups, sluice_dataset_num_splits(ds));
+  assert_true(groups >= 7);
+  // A range of row groups: their rows, under their own numbers.
+  struct sluice_scan_options scan;
+  sluice_scan_options_init(&scan);
+  scan.first_split = 2;
+  scan.n_splits = 3;
+  scan.ordered = 0;
+  struct split_totals totals;
+  scan_split_totals(ds, &scan, 0, &totals);
+  for (int64_t i = 0; i < groups; ++i) {
+    assert_int_equal(totals.rows[i], i >= 2 && i < 5 ? sluice_dataset_split_rows(ds, i) : 0);
+  }
+  sluice_dataset_close(ds);
+  unlink(path);
+  unlink(counts_path);
+}
+
+struct range_run {
+  const char* path;
+};
+
+/// Opens, scans splits [2, 5) as they finish and counts the rows.
+static int scan_range_once(void* ctx, const struct sluice_allocator* alloc,
+                           struct sluice_error* error) {
+  const struct range_run* run = ctx;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.threads = 1;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(run->path, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct sluice_scan_options scan;
+  sluice_scan_options_init(&scan);
+  scan.first_split = 2;
+  scan.n_splits = 3;
+  scan.ordered = 0;
+  struct sluice_scanner* scanner = NULL;
+  rc = sluice_scanner_open_with(ds, &scan, &scanner, error);
+  sluice_dataset_close(ds);
+  if (rc != 0) return rc;
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    rc = sluice_scanner_next(scanner, &batch, NULL, error);
+    if (rc != 0 || batch.release == NULL) break;
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  sluice_scanner_close(scanner);
+  if (rc == 0) assert_int_equal(rows, 3 * IPC_ROWS);
+  return rc;
+}
+
+static void test_scan_range_allocation_failures(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct range_run run = {path};
+  assert_true(test_alloc_sweep(scan_range_once, &run, 2000) > 5);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -551,6 +843,10 @@ int main(void) {
       cmocka_unit_test(test_ipc_allocation_failures),
       cmocka_unit_test(test_directory_as_one_table),
       cmocka_unit_test(test_directory_errors),
+      cmocka_unit_test(test_scan_range_ordered_and_unordered),
+      cmocka_unit_test(test_scan_range_empty_and_errors),
+      cmocka_unit_test(test_scan_range_planned_rows),
+      cmocka_unit_test(test_scan_range_allocation_failures),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }
