@@ -594,10 +594,18 @@ static void test_merge_stats(void** state) {
   assert_ptr_equal(s.max.data, e_acute);
   assert_int_equal(s.min_exact, 1);
   assert_int_equal(s.max_exact, 0);
-  // A decimal in BYTE_ARRAY: 0xe9 is negative, so it is the min.
+  // A decimal in BYTE_ARRAY: 0xe9 is negative, so it is the min; but only
+  // under a TypeDefinedOrder (before column_orders, writers compared the
+  // bytes unsigned: PARQUET-1065).
   fx.schema[1].logical.kind = PQ_LOGICAL_DECIMAL;
   fx.schema[1].logical.decimal_precision = 4;
   assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(s.has_min_max, 0);
+  int32_t type_defined = PQ_ORDER_TYPE_DEFINED;
+  fx.meta.column_orders = &type_defined;
+  fx.meta.n_column_orders = 1;
+  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(s.has_min_max, 1);
   assert_ptr_equal(s.min.data, e_acute);
   assert_ptr_equal(s.max.data, z);
   // A row group that is all null needs no bounds; one without stats spoils both.

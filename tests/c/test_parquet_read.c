@@ -270,6 +270,58 @@ static void test_dictionary_option(void** state) {
   assert_string_equal(s->dictionary->format, "u");
   assert_int_equal(r->rows, 7300);
   result_release(r);
+  // A row group cut into several batches (max_binary_batch_bytes): its
+  // dictionary is built once per column chunk and every batch of the chunk
+  // shares that one array (the same buffers), never a copy per batch.
+  rc = read_file(path, NULL, NULL, 0, "dictionary=true,max_binary_batch_bytes=20000", 0, r, &err);
+  if (rc != 0) fail_msg("%s", err.message);
+  assert_int_equal(r->rows, 7300);
+  assert_true(r->n_batches > 2);
+  const struct ArrowArray* d0 = r->batches[0].children[9]->dictionary;
+  assert_non_null(d0);
+  for (int64_t i = 1; i < r->n_batches; ++i) {
+    const struct ArrowArray* d = r->batches[i].children[9]->dictionary;
+    assert_non_null(d);
+    assert_ptr_equal(d->buffers[1], d0->buffers[1]);
+    assert_ptr_equal(d->buffers[2], d0->buffers[2]);
+    assert_int_equal(d->length, d0->length);
+  }
+  result_release(r);
+  free(r);
+}
+
+/// max_binary_batch_bytes: a dictionary column whose values expand past the
+/// limit (the chunk sizes said less, so the row group is not cut) switches
+/// to 64-bit offsets mid-chunk; batches of batch_rows rows then come out as
+/// binary arrays within the limit, and one batch for the whole row group is
+/// refused with EOVERFLOW, never overflowing.
+static void test_binary_limit(void** state) {
+  (void)state;
+  if (!corpus_available()) skip();
+  char path[512];
+  data_path("plain-dict-uncompressed-checksum.parquet", path, sizeof path);
+  struct result* r = malloc(sizeof *r);
+  struct sluice_error err;
+  int rc = read_file(path, NULL, NULL, 0, "max_binary_batch_bytes=10000,batch_rows=200", 0, r,
+                     &err);
+  if (rc != 0) fail_msg("%s", err.message);
+  assert_int_equal(r->rows, 1000);
+  assert_int_equal(r->n_batches, 5);
+  int64_t col = -1;
+  for (int64_t i = 0; i < r->schema.n_children; ++i)
+    if (strcmp(r->schema.children[i]->name, "binary_field") == 0) col = i;
+  assert_true(col >= 0);
+  assert_string_equal(r->schema.children[col]->format, "z");
+  for (int64_t b = 0; b < r->n_batches; ++b) {
+    const struct ArrowArray* c = r->batches[b].children[col];
+    const int32_t* o = c->buffers[1];
+    assert_int_equal(c->length, 200);
+    assert_true(o[c->offset + c->length] - o[c->offset] <= 10000);
+  }
+  result_release(r);
+  rc = read_file(path, NULL, NULL, 0, "max_binary_batch_bytes=10000", 0, r, &err);
+  assert_int_equal(rc, EOVERFLOW);
+  assert_non_null(strstr(err.message, "binary_field"));
   free(r);
 }
 
@@ -385,8 +437,10 @@ static void test_allocation_failures(void** state) {
   // list_columns carries an ARROW:schema; the last case builds dictionaries
   static const char* const k_names[] = {"alltypes_plain.snappy.parquet", "nullable.impala.parquet",
                                         "list_columns.parquet", "datapage_v2.snappy.parquet",
+                                        "alltypes_tiny_pages.parquet",
                                         "alltypes_tiny_pages.parquet"};
-  static const char* const k_options[] = {NULL, NULL, NULL, NULL, "dictionary=true"};
+  static const char* const k_options[] = {NULL, NULL, NULL, NULL, "dictionary=true",
+                                          "max_binary_batch_bytes=20000"};
   for (size_t f = 0; f < sizeof k_names / sizeof *k_names; ++f) {
     char path[512];
     data_path(k_names[f], path, sizeof path);
@@ -418,6 +472,7 @@ int main(void) {
       cmocka_unit_test(test_small_batches),
       cmocka_unit_test(test_checksums),
       cmocka_unit_test(test_dictionary_option),
+      cmocka_unit_test(test_binary_limit),
       cmocka_unit_test(test_stored_stats),
       cmocka_unit_test(test_encrypted),
       cmocka_unit_test(test_bad_data),

@@ -995,3 +995,258 @@ def test_one_row_group_small_budget(sluice_bin, big_row_group_file):
                               ["--threads", "2", "--budget", "1M"], ["-c", "l,s,i64"])
     assert_same(got, pq.read_table(big_row_group_file, columns=["l", "s", "i64"]),
                 "one row group, --threads 2 --budget 1M")
+
+
+# ---- -O max_binary_batch_bytes (utf8 / binary columns over 2 GiB) -----------------
+
+
+import pyarrow.compute as pc  # noqa: E402
+
+
+def _batches(sluice_bin: str, path: Path, global_args=(), cat_args=(), timeout=TIMEOUT):
+    proc = _run(sluice_bin, [*global_args, "cat", path, "-t", "arrows", *cat_args], timeout)
+    err = proc.stderr.decode(errors="replace").strip()
+    assert not any(m in err for m in SANITIZER_MARKERS), f"sanitizer report:\n{err}"
+    assert proc.returncode == 0, f"sluice cat exited {proc.returncode}: {err[-1500:]}"
+    reader = ipc.open_stream(pa.BufferReader(proc.stdout))
+    return reader.schema, list(reader)
+
+
+def binary_cut_table(n: int = 30000, seed: int = 3) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 60, n)
+    strings = [None if i % 11 == 0 else "é" * int(lengths[i] // 2) + str(i) for i in range(n)]
+    return pa.table({
+        "i": pa.array(range(n), pa.int64()),
+        "s": pa.array(strings, pa.string()),
+        "b": pa.array([bytes([i % 251]) * int(lengths[i]) for i in range(n)], pa.binary()),
+        "ls": pa.array([f"L{i}" * 3 for i in range(n)], pa.large_string()),
+        "nested": pa.array([[f"n{i}"] if i % 5 else None for i in range(n)],
+                           pa.list_(pa.string())),
+    })
+
+
+@pytest.mark.parametrize("dictionary", [False, True], ids=["plain", "dict"])
+@pytest.mark.parametrize("args", [
+    [],
+    ["--threads", "2", "--unordered"],
+    ["--threads", "2", "--unordered", "-c", "s,i"],
+], ids=["all", "threads", "threads-projection"])
+def test_max_binary_batch_bytes(sluice_bin, tmp_path, dictionary, args):
+    """A row group whose utf8 / binary chunks pass max_binary_batch_bytes
+    (the 2 GiB int32-offset limit, made small) comes out in several batches
+    of utf8 / binary (as pyarrow, which chunks), none holding more value
+    bytes than the limit; all equal pyarrow's reading, also when the row
+    group is decoded as column parts on two threads."""
+    limit = 150_000
+    path = tmp_path / "cut.parquet"
+    table = binary_cut_table()
+    pq.write_table(table, path, row_group_size=20000, use_dictionary=dictionary)
+    global_args = ["-O", f"max_binary_batch_bytes={limit}"]
+    cat_args = [a for a in args if a not in ("--threads", "2", "--unordered")]
+    global_args += [a for a in args if a not in cat_args]
+    schema, batches = _batches(sluice_bin, path, global_args, cat_args)
+    md = pq.ParquetFile(path).metadata
+    assert len(batches) > 2 * md.num_row_groups, "row groups were not cut"
+    for b in batches:
+        for name in b.schema.names:
+            col = b.column(name)
+            if pa.types.is_string(col.type) or pa.types.is_binary(col.type):
+                nbytes = pc.sum(pc.binary_length(col)).as_py() or 0
+                assert nbytes <= limit, f"batch column {name}: {nbytes} value bytes > {limit}"
+    got = pa.Table.from_batches(batches, schema=schema).sort_by("i")
+    want = pq.read_table(path, columns=cat_args[1].split(",") if cat_args else None)
+    assert_same(got, want.sort_by("i"), f"max_binary_batch_bytes={limit} {args}")
+
+
+def test_max_binary_batch_bytes_dictionary_expansion(sluice_bin, tmp_path):
+    """Dictionary pages can expand past what the chunk sizes say (one long
+    value repeated): the batch cut points (fixed from the metadata) cannot
+    follow, and sluice says so instead of overflowing."""
+    path = tmp_path / "expand.parquet"
+    n = 20000
+    pq.write_table(pa.table({"i": pa.array(range(n)), "s": pa.array(["z" * 1000] * n)}), path)
+    expect_clean_error(sluice_bin, path, ["max_binary_batch_bytes=1000000"],
+                       must_say="smaller batch size")
+    # With batches that fit (or under the real limit) it reads.
+    schema, batches = _batches(sluice_bin, path,
+                               _opts(["max_binary_batch_bytes=1000000", "batch_rows=900"]))
+    assert len(batches) == 23 and all(b.column("s").type == pa.string() for b in batches)
+    assert_same(pa.Table.from_batches(batches, schema=schema), pq.read_table(path),
+                "dictionary expansion, batch_rows=900")
+    assert_same(sluice_read(sluice_bin, path), pq.read_table(path), "dictionary expansion")
+
+
+def test_max_binary_batch_bytes_bad_value(sluice_bin, tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"s": ["a"]}), path)
+    for v in ["0", "-5", "x", "3000000000", ""]:
+        expect_clean_error(sluice_bin, path, [f"max_binary_batch_bytes={v}"],
+                           must_say="max_binary_batch_bytes")
+    for v in ["0", "-1", "1e3", ""]:
+        expect_clean_error(sluice_bin, path, [f"batch_rows={v}"], must_say="batch_rows")
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("SLUICE_SLOW_TESTS"),
+                    reason="writes and reads a 2.2 GiB string column (SLUICE_SLOW_TESTS=1)")
+def test_string_column_over_2gib(sluice_bin, tmp_path):
+    """A real row group with 2.2 GiB of string values in one column chunk
+    (PLAIN): sluice cuts it into utf8 batches under 2 GiB each, equal to
+    pyarrow's reading."""
+    n_chunks, rows, width = 4, 550_000, 1000
+    base = np.char.add(np.arange(rows).astype(str), "|")
+    chunk = pa.array(np.char.ljust(base, width, "x"), pa.string())
+    chunks = [chunk] * n_chunks  # 2.2 GB of values; "i" tells the rows apart
+    col = pa.chunked_array(chunks)
+    table = pa.table({"i": pa.array(range(n_chunks * rows), pa.int64()), "s": col})
+    path = tmp_path / "big_strings.parquet"
+    pq.write_table(table, path, row_group_size=n_chunks * rows, use_dictionary=False,
+                   compression="snappy")
+    del table, chunks, chunk, col
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    schema, batches = _batches(sluice_bin, path, ["--threads", "2"], [], timeout=300)
+    assert len(batches) >= 2
+    for b in batches:
+        s = b.column("s")
+        assert s.type == pa.string()
+        assert (pc.sum(pc.binary_length(s)).as_py() or 0) <= 2**31 - 1
+    got = pa.Table.from_batches(batches, schema=schema)
+    del batches
+    assert got.equals(pq.read_table(path))
+
+
+def test_dictionary_option_cut_row_groups(sluice_bin, tmp_path):
+    """-O dictionary=true on row groups cut into several batches: values and
+    types equal pyarrow's read_dictionary, and each column chunk's
+    dictionary is sent once, not once per batch (the batches share it)."""
+    n = 24000
+    table = pa.table({
+        "i": pa.array(range(n), pa.int64()),
+        "d": pa.array([None if i % 10 == 0 else f"value-{i % 97}" for i in range(n)]),
+        "p": pa.array([f"plain-{i}-" + "x" * (i % 40) for i in range(n)]),
+    })
+    path = tmp_path / "dict_cut.parquet"
+    pq.write_table(table, path, use_dictionary=["d"], row_group_size=8000)
+    opts = ["-O", "dictionary=true", "-O", "max_binary_batch_bytes=60000"]
+    proc = _run(sluice_bin, [*opts, "cat", path, "-t", "arrows"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    reader = ipc.open_stream(pa.BufferReader(proc.stdout))
+    batches = list(reader)
+    n_rg = pq.ParquetFile(path).metadata.num_row_groups
+    assert len(batches) > 2 * n_rg
+    assert reader.stats.num_dictionary_batches <= n_rg
+    got = pa.Table.from_batches(batches, schema=reader.schema)
+    want = pq.read_table(path, read_dictionary=["d"])
+    assert got.schema.field("d").type == pa.dictionary(pa.int32(), pa.string())
+    assert_same(got, want, "dictionary=true, cut row groups")
+
+
+# ---- decimal statistics (legacy min/max vs min_value/max_value) ------------------
+
+
+def _stats_json(sluice_bin: str, path: Path) -> dict:
+    import json
+
+    proc = _run(sluice_bin, ["stats", path, "--json"])
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return {s["name"]: s for s in json.loads(proc.stdout)}
+
+
+def _check_decimal_stats(stats: dict, table: pa.Table, names) -> list:
+    problems = []
+    for c in names:
+        mm = pc.min_max(table.column(c)).as_py()
+        s = stats[c]
+        for k in ("min", "max"):
+            have = s.get(k)
+            if mm[k] is None:
+                ok = have in (None, "", "null")
+            else:
+                ok = have is not None and decimal.Decimal(have) == mm[k]
+            if not ok:
+                problems.append(f"{c}: {k} {have!r} != pyarrow.compute {mm[k]!r} "
+                                f"(source {s.get('source')})")
+    return problems
+
+
+def test_decimal_stats_pyarrow_duckdb(sluice_bin, tmp_path):
+    """Decimals stored as FIXED_LEN_BYTE_ARRAY by pyarrow and DuckDB (with
+    column_orders and min_value / max_value, signed): `sluice stats` takes
+    min/max from the footer, equal to pyarrow.compute over the data."""
+    import duckdb
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    unscaled = rng.integers(-10**12, 10**12, n)
+    mask = rng.random(n) < 0.1
+    d20 = [None if m else decimal.Decimal(int(u)).scaleb(-2) for u, m in zip(unscaled, mask)]
+    d40 = [None if m else decimal.Decimal(int(u) * 10**20 + 7).scaleb(-5)
+           for u, m in zip(unscaled[::-1], mask)]
+    table = pa.table({"d20": pa.array(d20, pa.decimal128(20, 2)),
+                      "d40": pa.array(d40, pa.decimal256(40, 5)),
+                      "d9": pa.array([decimal.Decimal(int(u) % 10**7 - 5 * 10**6).scaleb(-3)
+                                      for u in unscaled], pa.decimal128(9, 3))})
+    path = tmp_path / "dec_pa.parquet"
+    pq.write_table(table, path, row_group_size=700)
+    stats = _stats_json(sluice_bin, path)
+    problems = _check_decimal_stats(stats, pq.read_table(path), table.column_names)
+    assert not problems, "\n".join(problems)
+    assert stats["d20"]["source"] == "metadata" and stats["d40"]["source"] == "metadata"
+
+    duck = tmp_path / "dec_duck.parquet"
+    duckdb.sql(f"COPY (SELECT (i * 7919 - 400000)::DECIMAL(30, 3) AS d30, "
+               f"(i - 500)::DECIMAL(18, 2) AS d18 FROM range(1000) t(i)) "
+               f"TO '{duck}' (FORMAT parquet, ROW_GROUP_SIZE 300)")
+    stats = _stats_json(sluice_bin, duck)
+    problems = _check_decimal_stats(stats, pq.read_table(duck), ["d30", "d18"])
+    assert not problems, "\n".join(problems)
+    assert stats["d30"]["source"] == "metadata"
+
+
+@pytest.mark.parametrize("name", ["fixed_length_decimal.parquet",
+                                  "fixed_length_decimal_legacy.parquet",
+                                  "byte_array_decimal.parquet"])
+def test_decimal_stats_legacy_corpus(sluice_bin, name):
+    """parquet-mr 1.8 wrote FIXED_LEN_BYTE_ARRAY decimal statistics in the
+    legacy min/max fields compared as unsigned bytes (PARQUET-1065): the
+    stored min of fixed_length_decimal.parquet is 2.00 over data whose min is
+    1.00. sluice does not trust them and computes: equal to pyarrow.compute."""
+    path = DATA / name
+    if not path.exists():
+        pytest.skip(f"{name} not in the corpus")
+    table = pq.read_table(path)
+    stats = _stats_json(sluice_bin, path)
+    problems = _check_decimal_stats(stats, table, table.column_names)
+    assert not problems, "\n".join(problems)
+    md = pq.ParquetFile(path).metadata
+    if md.row_group(0).column(0).physical_type != "BYTE_ARRAY":
+        assert all(s["source"] == "computed" for s in stats.values())
+
+
+def test_decimal_stats_need_column_orders(sluice_bin, tmp_path):
+    """min_value / max_value of a FIXED_LEN_BYTE_ARRAY decimal are trusted
+    only under a TypeDefinedOrder in column_orders: the same pyarrow file
+    with its footer's column_orders cut off has its bounds computed (equal
+    values either way)."""
+    import struct
+
+    table = pa.table({"d": pa.array([decimal.Decimal("1.5"), decimal.Decimal("-2.25"), None,
+                                     decimal.Decimal("-0.01")], pa.decimal128(20, 2))})
+    path = tmp_path / "orders.parquet"
+    pq.write_table(table, path)
+    raw = path.read_bytes()
+    n = struct.unpack("<I", raw[-8:-4])[0]
+    footer = raw[-8 - n:-8]
+    # FileMetaData ends with field 7 column_orders = [ColumnOrder{TYPE_ORDER{}}]
+    # (compact protocol: 19 1c 1c 00 00) and the struct's stop byte.
+    tail = bytes.fromhex("191c1c000000")
+    assert footer.endswith(tail), footer[-12:].hex()
+    cut = footer[:-len(tail)] + b"\x00"
+    stripped = tmp_path / "no_orders.parquet"
+    stripped.write_bytes(raw[:-8 - n] + cut + struct.pack("<I", len(cut)) + b"PAR1")
+    assert pq.read_table(stripped).equals(table)
+    for p, source in [(path, "metadata"), (stripped, "computed")]:
+        stats = _stats_json(sluice_bin, p)
+        problems = _check_decimal_stats(stats, table, ["d"])
+        assert not problems, f"{p.name}: " + "\n".join(problems)
+        assert stats["d"]["source"] == source, f"{p.name}: {stats['d']}"

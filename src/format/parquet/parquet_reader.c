@@ -1,11 +1,15 @@
 // The Parquet reader: footer -> schema, one split per row group, the
 // projected column chunks decoded (pq_column) and assembled (pq_assemble)
 // into one batch per row group (sliced into views when a row group is
-// larger than a batch should be). A row group can be decoded by column
+// larger than a batch should be, or when its utf8 / binary values pass what
+// int32 offsets hold: those columns decode with int64 offsets and each
+// batch gets int32 offsets of its own). A row group can be decoded by column
 // subsets at once (split_by_columns): the scan engine zips them back.
 #include "parquet_reader.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -28,6 +32,12 @@ struct pq_reader {
   int64_t batch_size;
   int verify_checksums;
   int dictionary;
+  /// No batch's utf8 / binary column holds more value bytes than this
+  /// (int32 offsets: INT32_MAX; smaller for tests and tuning).
+  int64_t max_binary_batch_bytes;
+  /// -O batch_rows=N: every row group cut into batches of N rows (0 = the
+  /// default: row groups up to PQ_ONE_BATCH_ROWS rows come out whole).
+  int64_t batch_rows;
   struct sl_view footer;  ///< the footer bytes: the metadata's views point here
   struct pq_file_meta meta;
   int has_meta;
@@ -42,6 +52,20 @@ static int parse_bool_option(const char* v, size_t n, int* out) {
   return 0;
 }
 
+/// A decimal integer option value in [lo, hi] into *out; EINVAL otherwise.
+static int parse_int_option(const char* v, size_t n, int64_t lo, int64_t hi, int64_t* out) {
+  char num[24];
+  if (n == 0 || n >= sizeof num) return EINVAL;
+  memcpy(num, v, n);
+  num[n] = '\0';
+  char* end = NULL;
+  errno = 0;
+  long long x = strtoll(num, &end, 10);
+  if (errno != 0 || *end != '\0' || x < lo || x > hi) return EINVAL;
+  *out = x;
+  return 0;
+}
+
 static int parse_options(struct pq_reader* r, const char* options, struct sluice_error* error) {
   for (const char* o = options; o != NULL && *o != '\0';) {
     const char* end = strchr(o, ',');
@@ -51,12 +75,27 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
     const char* v = eq ? eq + 1 : o + n;
     size_t vn = eq ? n - kn - 1 : 0;
     int* target = NULL;
+    if (kn == 22 && strncmp(o, "max_binary_batch_bytes", 22) == 0) {
+      if (parse_int_option(v, vn, 1, INT32_MAX, &r->max_binary_batch_bytes) != 0)
+        return sl_error_set(error, EINVAL, "parquet: option max_binary_batch_bytes wants a "
+                            "number of bytes from 1 to %d", (int)INT32_MAX);
+      o = end ? end + 1 : NULL;
+      continue;
+    }
+    if (kn == 10 && strncmp(o, "batch_rows", 10) == 0) {
+      if (parse_int_option(v, vn, 1, INT64_MAX, &r->batch_rows) != 0)
+        return sl_error_set(error, EINVAL, "parquet: option batch_rows wants a number of rows "
+                            "of at least 1");
+      o = end ? end + 1 : NULL;
+      continue;
+    }
     if (kn == 16 && strncmp(o, "verify_checksums", 16) == 0) target = &r->verify_checksums;
     else if (kn == 10 && strncmp(o, "dictionary", 10) == 0) target = &r->dictionary;
     if (n > 0) {
       if (target == NULL)
         return sl_error_set(error, EINVAL, "parquet: unknown format option '%.*s' (known: "
-                            "verify_checksums, dictionary)", (int)n, o);
+                            "verify_checksums, dictionary, max_binary_batch_bytes, batch_rows)",
+                            (int)n, o);
       if (parse_bool_option(v, vn, target) != 0)
         return sl_error_set(error, EINVAL, "parquet: option '%.*s' wants true or false", (int)kn, o);
     }
@@ -207,6 +246,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   r->alloc = args->alloc;
   r->batch_size = args->batch_size;
   r->verify_checksums = 1;
+  r->max_binary_batch_bytes = INT32_MAX;
   int rc = parse_options(r, args->format_options, error);
   if (rc == 0) rc = read_footer(r, error);
   if (rc == 0) {
@@ -268,7 +308,46 @@ struct pq_split {
   struct sl_ref* shared_ref;
   const struct ArrowArray* shared;
   int64_t next_row, rows, batch_rows;
+  /// Rows per batch so that no batch's binary column should pass
+  /// max_binary_batch_bytes (0 = no cut needed), from the metadata alone.
+  int64_t cut_rows;
 };
+
+/// Whether top-level field `f` is a utf8 / binary leaf whose batches are
+/// cut from one decoded row group.
+static int binary_leaf(const struct pq_field* f) {
+  return f->kind == PQ_FIELD_LEAF && f->conv == PQ_CONV_BINARY && !f->dict;
+}
+
+/// Whether top-level field `f` was decoded with int64 offsets but is utf8 /
+/// binary: each batch gets int32 offsets of its own (narrow_binary).
+static int needs_narrowing(const struct pq_split* s, const struct pq_field* f) {
+  return binary_leaf(f) && !f->large && s->leaves[f->first_leaf].wide;
+}
+
+/// Rows per batch for row group `rg` so that each batch's binary values stay
+/// under the limit, or 0 when the whole row group fits. Derived from the
+/// chunks' total_uncompressed_size of every BYTE_ARRAY leaf (projected or
+/// not), so that every column part of a split cuts at the same rows (the
+/// split_by_columns promise). PLAIN / DELTA_LENGTH values take no more bytes
+/// decoded than encoded; a margin of 2 absorbs uneven rows. Dictionary and
+/// DELTA_BYTE_ARRAY pages can expand beyond it: split_next then fails
+/// clearly rather than overflow.
+static int64_t binary_cut_rows(const struct pq_reader* r, int64_t rg) {
+  const struct pq_row_group* g = &r->meta.row_groups[rg];
+  int64_t bound = 0;
+  for (int64_t l = 0; l < r->schema.n_leaves && l < g->n_columns; ++l) {
+    const struct pq_field* f = r->schema.leaves[l];
+    const struct pq_column_chunk* cc = &g->columns[l];
+    if (f->conv != PQ_CONV_BINARY || !cc->has_meta_data) continue;
+    int64_t size = cc->meta_data.total_uncompressed_size;
+    if (size > bound) bound = size;
+  }
+  int64_t budget = r->max_binary_batch_bytes / 2;
+  if (bound <= budget || g->num_rows <= 1) return 0;
+  double rows = (double)g->num_rows * ((double)budget / (double)bound);
+  return rows < 1 ? 1 : (int64_t)rows;
+}
 
 static void split_close(void* state) {
   struct pq_split* s = state;
@@ -303,6 +382,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->r = r;
   s->rg = split->index;
   s->n_columns = n_columns;
+  s->cut_rows = binary_cut_rows(r, s->rg);
   int rc = 0;
   if (n_columns > 0) {
     s->columns = sl_alloc(r->alloc, (size_t)n_columns * sizeof *s->columns);
@@ -338,6 +418,13 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
   out->length = rows;
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     const struct pq_field* f = &root->children[s->columns[i]];
+    if (binary_leaf(f)) {
+      // Large types and cut row groups decode into int64 offsets from the
+      // start; others switch to them should the values pass the limit (a
+      // dictionary that expands beyond what the chunk sizes said).
+      s->leaves[f->first_leaf].wide = f->large || s->cut_rows > 0;
+      s->leaves[f->first_leaf].widen_above = r->max_binary_batch_bytes;
+    }
     for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l)
       rc = pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
     if (rc == 0)
@@ -360,6 +447,66 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
   return rc;
 }
 
+/// Rows [row0, row0 + k) of a wide (int64 offsets) utf8 / binary column of
+/// the decoded row group as a utf8 / binary array: fresh int32 offsets and
+/// validity, the value bytes a view of the row group's.
+static int narrow_binary(struct pq_split* s, const struct pq_field* f, const struct ArrowArray* src,
+                         int64_t row0, int64_t k, struct ArrowArray* out,
+                         struct sluice_error* error) {
+  struct pq_reader* r = s->r;
+  int64_t first = src->offset + row0;
+  const int64_t* o64 = (const int64_t*)src->buffers[1] + first;
+  int64_t base = o64[0], bytes = o64[k] - base;
+  if (bytes > r->max_binary_batch_bytes)
+    return sl_error_set(error, EOVERFLOW, "%s: row group %" PRId64 ", column %s: rows %" PRId64
+                        "..%" PRId64 " hold %" PRId64 " bytes of values, more than a batch may "
+                        "(%" PRId64 "; the column chunk sizes suggested fewer, e.g. dictionary "
+                        "values repeated): read with a smaller batch size (-O batch_rows=N)",
+                        r->source->name, s->rg, f->path, row0, row0 + k - 1, bytes,
+                        r->max_binary_batch_bytes);
+  struct sl_buffer offs, bits;
+  sl_buffer_init(&offs, r->alloc);
+  sl_buffer_init(&bits, r->alloc);
+  const uint8_t* src_bits = src->null_count != 0 ? src->buffers[0] : NULL;
+  int rc = sl_buffer_reserve(&offs, (k + 1) * 4);
+  if (rc == 0 && src_bits) rc = sl_buffer_reserve(&bits, (k + 7) / 8 + 1);
+  if (rc != 0) {
+    sl_buffer_reset(&offs);
+    sl_buffer_reset(&bits);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  }
+  int32_t* o32 = (int32_t*)(void*)offs.data;
+  for (int64_t i = 0; i <= k; ++i) o32[i] = (int32_t)(o64[i] - base);  // <= bytes <= INT32_MAX
+  offs.size = (k + 1) * 4;
+  int64_t nulls = 0;
+  if (src_bits) {
+    memset(bits.data, 0, (size_t)bits.capacity);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t b = first + i;
+      if ((src_bits[b >> 3] >> (b & 7)) & 1) bits.data[i >> 3] |= (uint8_t)(1u << (i & 7));
+      else ++nulls;
+    }
+    bits.size = (k + 7) / 8;
+  }
+  rc = sl_array_init(out, r->alloc, 3, 0, error);
+  if (rc != 0) {
+    sl_buffer_reset(&offs);
+    sl_buffer_reset(&bits);
+    return rc;
+  }
+  int64_t cap;
+  out->length = k;
+  out->null_count = nulls;
+  if (src_bits) {
+    uint8_t* d = sl_buffer_detach(&bits, &cap);
+    sl_array_set_buffer_owned(out, 0, d, cap);
+  }
+  uint8_t* d = sl_buffer_detach(&offs, &cap);
+  sl_array_set_buffer_owned(out, 1, d, cap);
+  sl_array_set_buffer_view(out, 2, (const uint8_t*)src->buffers[2] + base, s->shared_ref);
+  return 0;
+}
+
 static int split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
   struct pq_split* s = state;
   struct pq_reader* r = s->r;
@@ -370,8 +517,19 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
     if (s->rows == 0) return 0;
     struct ArrowArray whole;
     SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
-    s->batch_rows = r->batch_size > 0 ? r->batch_size : PQ_ONE_BATCH_ROWS;
-    if (s->rows <= PQ_ONE_BATCH_ROWS || s->rows <= s->batch_rows) {
+    // The batch boundaries depend on the metadata and the options only,
+    // never on the columns decoded or their values (split_by_columns).
+    s->batch_rows = r->batch_rows > 0   ? r->batch_rows
+                    : r->batch_size > 0 ? r->batch_size
+                                        : PQ_ONE_BATCH_ROWS;
+    if (s->cut_rows > 0 && s->cut_rows < s->batch_rows) s->batch_rows = s->cut_rows;
+    if (s->cut_rows == 0 && r->batch_rows == 0 &&
+        (s->rows <= PQ_ONE_BATCH_ROWS || s->rows <= s->batch_rows))
+      s->batch_rows = s->rows;  // one batch
+    int narrow = 0;
+    for (int64_t i = 0; i < s->n_columns; ++i)
+      narrow |= needs_narrowing(s, &r->schema.root.children[s->columns[i]]);
+    if (!narrow && s->batch_rows >= s->rows) {
       s->next_row = s->rows;
       sl_array_move(&whole, out);
       return 0;
@@ -389,6 +547,16 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
   out->offset = 0;
   for (int64_t i = 0; i < out->n_children; ++i) {
     struct ArrowArray* c = out->children[i];
+    const struct pq_field* f = &r->schema.root.children[s->columns[i]];
+    if (needs_narrowing(s, f)) {
+      c->release(c);
+      int rc = narrow_binary(s, f, s->shared->children[i], s->next_row, k, c, error);
+      if (rc != 0) {
+        out->release(out);
+        return rc;
+      }
+      continue;
+    }
     c->offset += s->next_row;
     c->length = k;
     c->null_count = c->null_count == 0 ? 0 : -1;

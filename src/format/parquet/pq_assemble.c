@@ -168,7 +168,9 @@ static int build_leaf(struct asm_ctx* c, const struct pq_field* f, int64_t expec
   int rc = 0;
   if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
   if (rc == 0 && f->conv == PQ_CONV_BINARY) {
-    if (f->large) rc = widen_offsets(c, d);
+    // Wide leaves already have int64 offsets: large types as they are, and
+    // the reader cuts the others into int32 batches.
+    if (f->large && !d->wide) rc = widen_offsets(c, d);
     if (rc == 0) rc = give_buffer(c, out, 1, &d->offsets);
     if (rc == 0) rc = give_buffer(c, out, 2, &d->values);
   } else if (rc == 0) {

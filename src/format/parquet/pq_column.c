@@ -193,13 +193,30 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
   int64_t cap = p->cap_slots * 2 > need ? p->cap_slots * 2 : need;
   int rc = 0;
   if (f->conv == PQ_CONV_BOOL) rc = ensure_total(&d->values, (cap + 7) / 8);
-  else if (f->conv == PQ_CONV_BINARY) rc = ensure_total(&d->offsets, (cap + 1) * 4);
+  else if (f->conv == PQ_CONV_BINARY) rc = ensure_total(&d->offsets, (cap + 1) * (d->wide ? 8 : 4));
   else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
   if (rc == 0 && d->validity.data) rc = ensure_validity(d, cap, 0);
   if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
   if (f->conv == PQ_CONV_BOOL && d->values.capacity > d->values.size)  // bits are OR-ed in
     memset(d->values.data + d->values.size, 0, (size_t)(d->values.capacity - d->values.size));
   p->cap_slots = cap;
+  return 0;
+}
+
+/// Switches a binary leaf to int64 offsets when its values are about to
+/// pass what int32 offsets (or the caller's limit) allow; slots [0, s0] hold
+/// offsets so far.
+static int widen_offsets(struct page_ctx* p, int64_t s0, const struct chunk_where* w,
+                         struct sluice_error* error) {
+  struct pq_leaf_data* d = p->out;
+  if (ensure_total(&d->offsets, (p->cap_slots + 1) * 8) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+  const int32_t* from = (const int32_t*)(const void*)d->offsets.data;
+  int64_t* to = (int64_t*)(void*)d->offsets.data;
+  for (int64_t i = s0; i >= 0; --i) {  // backwards: the int64s overlap the int32s below them
+    int64_t v = from[i];
+    to[i] = v;
+  }
+  d->wide = 1;
   return 0;
 }
 
@@ -240,22 +257,31 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
     int64_t bytes = 0;
-    for (int64_t i = 0; i < nv; ++i) bytes += lens[i];
-    if (d->values.size + bytes > INT32_MAX)
-      return pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column chunk");
+    for (int64_t i = 0; i < nv; ++i) bytes += lens[i];  // lens are >= 0 (checked by the decoders)
+    if (!d->wide && d->widen_above > 0 &&
+        d->values.size + bytes > (d->widen_above < INT32_MAX ? d->widen_above : INT32_MAX))
+      SL_RETURN_NOT_OK(widen_offsets(p, s0, w, error));
+    if (!d->wide && d->values.size + bytes > INT32_MAX)
+      return pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column "
+                            "chunk of a nested column or a dictionary=true column (not supported)");
+    if (bytes > INT64_MAX / 2 - d->values.size)
+      return pq_chunk_error(w, error, EOVERFLOW, "binary data size overflows");
     // At least one byte, so that values.data is never NULL (+ 0 on NULL is UB
     // even for pages of empty strings).
     if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
       return pq_chunk_prefix(w, error, ENOMEM);
-    int32_t* offs = (int32_t*)(void*)d->offsets.data;
-    int32_t at = (int32_t)d->values.size;
+    int64_t at = d->values.size;
     uint8_t* vd = d->values.data;
     int64_t s = s0, j = 0;
+    // The offsets stay within int32 (checked above) unless they are int64.
+    int32_t* offs = d->wide ? NULL : (int32_t*)(void*)d->offsets.data;
+    int64_t* offs64 = d->wide ? (int64_t*)(void*)d->offsets.data : NULL;
     if (!has_nulls) {
       for (int64_t i = 0; i < nv; ++i) {
         memcpy(vd + at, ptrs[i], (size_t)lens[i]);
         at += lens[i];
-        offs[++s] = at;
+        if (offs) offs[++s] = (int32_t)at;
+        else offs64[++s] = at;
       }
     } else {
       for (int64_t i = 0; i < n; ++i) {
@@ -265,7 +291,8 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
           at += lens[j];
           ++j;
         }
-        offs[++s] = at;
+        if (offs) offs[++s] = (int32_t)at;
+        else offs64[++s] = at;
       }
     }
     d->values.size = at;
@@ -353,14 +380,17 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
 /// as a whole, and no value starting inside a character.
 static int check_utf8(const struct pq_leaf_data* d, const struct chunk_where* w,
                       struct sluice_error* error) {
-  const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
+  const int32_t* offs = d->wide ? NULL : (const int32_t*)(const void*)d->offsets.data;
+  const int64_t* offs64 = d->wide ? (const int64_t*)(const void*)d->offsets.data : NULL;
+#define PQ_OFF(i) (offs ? (int64_t)offs[i] : offs64[i])
   const uint8_t* data = d->values.data;
   int64_t bad = sl_utf8_invalid_at(data, d->values.size);
   for (int64_t i = 0; bad < 0 && i < d->n_slots; ++i)
-    if (offs[i + 1] > offs[i] && (data[offs[i]] & 0xC0) == 0x80) bad = offs[i];
+    if (PQ_OFF(i + 1) > PQ_OFF(i) && (data[PQ_OFF(i)] & 0xC0) == 0x80) bad = PQ_OFF(i);
   if (bad < 0) return 0;
   int64_t slot = 0;
-  while (slot < d->n_slots && offs[slot + 1] <= bad) ++slot;
+  while (slot < d->n_slots && PQ_OFF(slot + 1) <= bad) ++slot;
+#undef PQ_OFF
   return sl_error_set(error, EINVAL, "%s: row group %" PRId64 ", column %s: value %" PRId64
                       " of the chunk is not valid UTF-8 (a STRING column)", w->file, w->rg,
                       w->path, slot);
@@ -455,8 +485,8 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     SL_RETURN_NOT_OK(grow_slots(&p, rows, &w, error));
   }
   if (f->conv == PQ_CONV_BINARY) {
-    if (ensure_total(&out->offsets, 4) != 0) return pq_chunk_prefix(&w, error, ENOMEM);
-    memset(out->offsets.data, 0, 4);
+    if (ensure_total(&out->offsets, 8) != 0) return pq_chunk_prefix(&w, error, ENOMEM);
+    memset(out->offsets.data, 0, 8);
   }
   struct sl_view view = {0};
   SL_RETURN_NOT_OK(pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
@@ -581,7 +611,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   if (rc == 0 && out->n_levels != m->num_values)
     rc = pq_chunk_error(&w, error, EINVAL, "the pages hold fewer values than the column chunk claims");
   if (rc == 0 && f->conv == PQ_CONV_BINARY) {
-    out->offsets.size = (out->n_slots + 1) * 4;
+    out->offsets.size = (out->n_slots + 1) * (out->wide ? 8 : 4);
     if (f->is_string) rc = check_utf8(out, &w, error);
   }
   sl_view_release(&view);

@@ -23,7 +23,15 @@ struct pq_leaf_data {
   int64_t null_count;
   struct sl_buffer validity; ///< empty when no slot is null (or not nullable)
   struct sl_buffer values;   ///< fixed: n_slots * out_width; bool: bitmap; binary: bytes
-  struct sl_buffer offsets;  ///< binary: (n_slots + 1) int32
+  struct sl_buffer offsets;  ///< binary: (n_slots + 1) int32, or int64 when `wide`
+  /// Set by the caller before pq_column_read (kept by reset): binary offsets
+  /// are int64, so that a chunk may hold more than 2 GiB of values (cut into
+  /// int32 batches later, or output as large_string / large_binary).
+  int wide;
+  /// Set by the caller (kept by reset): when int32 offsets would pass this
+  /// many value bytes, switch to int64 offsets (`wide`) mid-chunk; 0 = never
+  /// (then more than INT32_MAX bytes is an error).
+  int64_t widen_above;
 };
 
 void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);

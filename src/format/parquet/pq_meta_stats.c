@@ -201,6 +201,16 @@ int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
       meta->column_orders[leaf] != PQ_ORDER_IEEE754_TOTAL) {
     order = ORDER_NONE;
   }
+  // Decimals in byte arrays compare as signed big-endian numbers only since
+  // column_orders (TypeDefinedOrder) exist; writers before them compared the
+  // bytes unsigned (PARQUET-1065: parquet-mr 1.8 stored min 2.00 over a 1.00
+  // in fixed_length_decimal.parquet). Without the order the bounds are not
+  // trusted: `sluice stats` computes them.
+  if (order == ORDER_DECIMAL && e->type != PQ_INT32 && e->type != PQ_INT64 &&
+      (meta->column_orders == NULL || leaf >= meta->n_column_orders ||
+       meta->column_orders[leaf] != PQ_ORDER_TYPE_DEFINED)) {
+    order = ORDER_NONE;
+  }
   int width = e->type == PQ_INT32 ? 4 : 8;
   // Legacy min/max were compared as signed numbers: right only for these.
   int legacy_ok = order == ORDER_SIGNED || order == ORDER_FLOAT || order == ORDER_DOUBLE ||
