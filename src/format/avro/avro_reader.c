@@ -390,12 +390,29 @@ struct avro_split {
   int64_t blocks_seen;  ///< forward-only: blocks read so far
   int64_t rows_left;    ///< objects left in the current block
   int loaded, finished;
+  int64_t drop_from;    ///< mapped input: start of the decoded bytes not yet dropped (-1 = none)
+  int64_t drop_end;     ///< mapped input: end of the last block loaded
 };
+
+/// Mapped input: the blocks decoded so far are not read again, so their pages
+/// leave the resident set (as the Parquet reader does per column chunk),
+/// once per AVRO_DROP_BYTES or at the end of the split (`all`), not per
+/// block: a madvise per 64 KiB block would cost more than it saves.
+#define AVRO_DROP_BYTES ((int64_t)8 << 20)
+static void drop_decoded(struct avro_split* s, int all) {
+  if (s->r->forward || s->drop_from < 0) return;
+  int64_t end = s->drop_end;
+  if (end - s->drop_from >= AVRO_DROP_BYTES || (all && end > s->drop_from)) {
+    sl_source_drop(s->r->source, s->drop_from, end - s->drop_from);
+    s->drop_from = end;
+  }
+}
 
 static void split_close(void* state) {
   struct avro_split* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->r->alloc;
+  drop_decoded(s, 1);
   sl_view_release(&s->view);
   avro_buf_release(&s->buf, alloc);
   avro_buf_release(&s->raw, alloc);
@@ -417,6 +434,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   struct avro_split* s = sl_calloc(r->alloc, 1, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   s->r = r;
+  s->drop_from = -1;
   int rc = 0;
   if (r->forward) {
     if (split->index != 0 || r->scanned)
@@ -464,6 +482,7 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
   struct avro_reader* r = s->r;
   const char* name = r->source->name;
   *done = 0;
+  drop_decoded(s, !r->forward && s->next_block >= s->end_block);
   sl_view_release(&s->view);
   s->loaded = 0;
   int64_t data_len;
@@ -511,6 +530,8 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
     }
     s->block_index = s->next_block++;
     s->block = r->blocks[s->block_index];
+    if (s->drop_from < 0) s->drop_from = s->block.header;
+    s->drop_end = s->block.data + s->block.size;
     SL_RETURN_NOT_OK(sl_source_read_at(r->source, s->block.data, s->block.size, &s->view, error));
     data_len = s->view.size;
     s->base = s->view.data;
