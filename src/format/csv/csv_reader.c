@@ -331,6 +331,13 @@ static void csv_split_close(void* state) {
   struct csv_split_state* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->r->alloc;
+  if (s->drop_from >= 0) {
+    // Parsed bytes are not read again (as the Parquet reader does per column
+    // chunk): a scan of a file larger than memory keeps RSS bounded. The
+    // pages come back from the file if touched again.
+    int64_t end = s->pos < s->r->size ? s->pos : s->r->size;
+    if (end > s->drop_from) sl_source_drop(s->r->source, s->drop_from, end - s->drop_from);
+  }
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
   csv_rows_free(&s->rows);
@@ -360,6 +367,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   struct csv_split_state* s = sl_calloc(r->alloc, 1, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   s->r = r;
+  s->drop_from = -1;
   csv_rows_init(&s->rows, r->alloc);
   s->n_cols = nc;
   s->cols = sl_alloc(r->alloc, (size_t)(nc > 0 ? nc : 1) * sizeof *s->cols);
@@ -395,6 +403,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
                                        split_start_state(r, i));
   s->data = r->data;
   s->limit = r->size;
+  if (!r->stream && r->size > 0 && r->data == r->view.data) s->drop_from = a;
   if (r->stream) {
     s->stop = INT64_MAX;
     rc = csv_stream_start(s, error);

@@ -74,6 +74,9 @@ struct csv_split_state {
   struct csv_rows rows;
   uint8_t* scratch;
   int64_t scratch_cap;
+  /// A mapped file read whole: where this split's bytes start (-1 = not
+  /// mapped). On close the bytes it parsed leave the resident set.
+  int64_t drop_from;
 };
 
 /// Stream mode (csv_stream.c): at open, peeks and analyses the head (sets
