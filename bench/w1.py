@@ -349,6 +349,15 @@ def cells(ctx: Context) -> list:
                               [[PY, peers, "load", tool, path]],
                               how=f"{tool} loading {name} (see bench/peers/w1_peers.py)",
                               skip=missing or heavy))
+        if t == "a_avro":
+            # The Avro goal is set against avro-c's generic reader.
+            avroc = os.path.join(ctx.bin, "avroc_read")
+            cells.append(Cell(t, "avro-c generic reader", "avro-c", "peer", [[avroc, path]],
+                              how="bench/avroc_read: libavro's avro_file_reader_read_value "
+                                  "into one reused generic value, every field walked and "
+                                  "summed (no Arrow)",
+                              skip=missing or (None if os.access(avroc, os.X_OK) else
+                                               "bench/bin/avroc_read not built (libavro-dev)")))
         cells.append(Cell(t, f"cat {name} > /dev/null", "cat", "floor", [["cat", path]],
                           how="read the (cached) input once", parse_json=False, check=False,
                           stdout_devnull=True, skip=missing))
