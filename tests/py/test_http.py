@@ -105,25 +105,30 @@ def local_table(sluice, path: Path, out: Path, extra) -> pa.Table | None:
     return ipc.open_stream(out.read_bytes()).read_all()
 
 
-# ---- nginx over TLS ------------------------------------------------------------
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, log=None) -> None:
+    """Waits until something listens on 127.0.0.1:port; fails the test if
+    `proc` exits first or nothing listens within 20 s."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                detail = log() if log is not None else proc.stderr.read().decode()
+                pytest.fail(f"{what} did not start: {detail}")
+            time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def nginx(tmp_path_factory):
-    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
-        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+def start_nginx_tls(root: Path, port: int, cert: Path, key: Path, server_body: str):
+    """Debian's nginx on 127.0.0.1:port over TLS (cert/key), one server whose
+    directives are `server_body`, all its files under `root`."""
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
-    root = tmp_path_factory.mktemp("nginx")
-    www = root / "www"
-    www.mkdir()
     for d in ("logs", "tmp"):
-        (root / d).mkdir()
-    key, cert = make_cert(root, "server")
-    _, other_cert = make_cert(root, "other")
-    files = make_files(www)
-    port = free_port()
-    conf = root / "nginx.conf"
+        (root / d).mkdir(exist_ok=True)
     user = "user root;" if os.geteuid() == 0 else ""
+    conf = root / "nginx.conf"
     conf.write_text(f"""
 daemon off;
 master_process off;
@@ -142,22 +147,31 @@ http {{
     listen 127.0.0.1:{port} ssl;
     ssl_certificate {cert};
     ssl_certificate_key {key};
-    root {www};
+    {server_body}
   }}
 }}
 """)
     proc = subprocess.Popen([nginx_bin, "-c", str(conf), "-p", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"nginx did not start: {proc.stderr.read().decode()}")
-            time.sleep(0.05)
+    wait_for_port(port, proc, "nginx")
+    return proc
+
+
+# ---- nginx over TLS ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory):
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+    root = tmp_path_factory.mktemp("nginx")
+    www = root / "www"
+    www.mkdir()
+    key, cert = make_cert(root, "server")
+    _, other_cert = make_cert(root, "other")
+    files = make_files(www)
+    port = free_port()
+    proc = start_nginx_tls(root, port, cert, key, f"root {www};")
     yield {"url": f"https://localhost:{port}", "cert": cert, "other_cert": other_cert,
            "www": www, "files": files}
     proc.send_signal(signal.SIGTERM)

@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +24,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from conftest import REPO, check_clean_failure
-from test_http import local_table, make_files
+from test_http import local_table, make_files, wait_for_port
 
 ACCESS_KEY = "sluicetestkey"
 SECRET_KEY = "sluice-test-secret-0123456789"
@@ -65,16 +64,7 @@ def s3(tmp_path_factory):
     proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", str(port),
                              "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, str(data)],
                             stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"s3s-fs did not start: {(root / 'server.log').read_text()}")
-            time.sleep(0.05)
+    wait_for_port(port, proc, "s3s-fs", log=lambda: (root / "server.log").read_text())
     home = root / "home"
     home.mkdir()
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -266,33 +256,12 @@ def test_failed_write_leaves_no_object(sluice, s3, tmp_path):
 def s3_tls(s3, tmp_path_factory):
     if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
-    from test_http import make_cert
-    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    from test_http import make_cert, start_nginx_tls
     root = tmp_path_factory.mktemp("s3tls")
-    for d in ("logs", "tmp"):
-        (root / d).mkdir()
     key, cert = make_cert(root, "server")
     port = free_port()
-    user = "user root;" if os.geteuid() == 0 else ""
     upstream = s3["endpoint"].split("://", 1)[1]
-    (root / "nginx.conf").write_text(f"""
-daemon off;
-master_process off;
-{user}
-pid {root}/nginx.pid;
-error_log {root}/logs/error.log;
-events {{ worker_connections 256; }}
-http {{
-  access_log off;
-  client_body_temp_path {root}/tmp/body;
-  proxy_temp_path {root}/tmp/proxy;
-  fastcgi_temp_path {root}/tmp/fastcgi;
-  uwsgi_temp_path {root}/tmp/uwsgi;
-  scgi_temp_path {root}/tmp/scgi;
-  server {{
-    listen 127.0.0.1:{port} ssl;
-    ssl_certificate {cert};
-    ssl_certificate_key {key};
+    proc = start_nginx_tls(root, port, cert, key, f"""
     client_max_body_size 0;
     location / {{
       proxy_pass http://{upstream};
@@ -300,22 +269,7 @@ http {{
       proxy_request_buffering off;
       proxy_buffering off;
       proxy_http_version 1.1;
-    }}
-  }}
-}}
-""")
-    proc = subprocess.Popen([nginx_bin, "-c", str(root / "nginx.conf"), "-p", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"nginx did not start: {proc.stderr.read().decode()}")
-            time.sleep(0.05)
+    }}""")
     yield {"endpoint": f"https://localhost:{port}", "cert": cert}
     proc.terminate()
     try:
