@@ -1,5 +1,5 @@
 // UTF-8 validation shared by the Arrow validator and the readers that check
-// string columns (CSV, Parquet).
+// string columns (CSV, Parquet, Avro).
 #ifndef SL_UTF8_H
 #define SL_UTF8_H
 

@@ -7,6 +7,7 @@
 
 #include "avro_internal.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define AVRO_LITTLE_ENDIAN 1
@@ -77,37 +78,6 @@ static int read_count(struct avro_decoder* d, const struct avro_op* item, int64_
                         "(%" PRId64 " bytes left)", *count, left);
   }
   return 0;
-}
-
-/// UTF-8 as Unicode defines it: no overlong forms, no surrogates, nothing past
-/// U+10FFFF. ASCII runs go eight bytes at a time.
-static int utf8_valid(const uint8_t* s, int64_t n) {
-  int64_t i = 0;
-  while (i < n) {
-    if (n - i >= 8) {
-      uint64_t w;
-      memcpy(&w, s + i, 8);
-      if ((w & UINT64_C(0x8080808080808080)) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (len == 0 || c > 0xF4 || n - i < len) return 0;
-    for (int k = 1; k < len; ++k)
-      if ((s[i + k] & 0xC0) != 0x80) return 0;
-    uint8_t c1 = s[i + 1];
-    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
-        (c == 0xF4 && c1 > 0x8F))
-      return 0;
-    i += len;
-  }
-  return 1;
 }
 
 static int builder_error(int rc, struct sluice_error* error) {
@@ -239,7 +209,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       return 0;
     case OP_STRING:
       SL_RETURN_NOT_OK(read_len(d, &n, "string", error));
-      if (!utf8_valid(d->p, n)) return sl_error_set(error, EILSEQ, "string is not valid UTF-8");
+      if (sl_utf8_invalid_at(d->p, n) >= 0) return sl_error_set(error, EILSEQ, "string is not valid UTF-8");
       APPEND(sl_builder_append_binary(b, d->p, n));
       d->p += n;
       return 0;
@@ -346,7 +316,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         if (n == 0) break;
         for (int64_t k = 0; k < n; ++k) {
           SL_RETURN_NOT_OK(read_len(d, &v, "map key", error));
-          if (!utf8_valid(d->p, v)) return sl_error_set(error, EILSEQ, "map key is not valid UTF-8");
+          if (sl_utf8_invalid_at(d->p, v) >= 0) return sl_error_set(error, EILSEQ, "map key is not valid UTF-8");
           APPEND(sl_builder_append_binary(keys, d->p, v));
           d->p += v;
           SL_RETURN_NOT_OK(decode(d, kids[0], error));
