@@ -283,7 +283,16 @@ void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
   }
 }
 
-void s3_apply_tls(CURL* h, const struct sl_remote_options* remote) {
+void s3_curl_reset(CURL* h, const char* url, const struct sl_remote_options* remote,
+                   char* errbuf) {
+  errbuf[0] = '\0';
+  curl_easy_reset(h);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   if (remote == NULL) return;
   if (remote->tls_insecure) {
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);

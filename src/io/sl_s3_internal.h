@@ -41,9 +41,12 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
                     const char* payload_hash, struct curl_slist** headers,
                     struct sluice_error* error);
 
-/// Applies the TLS settings of `remote` (NULL = defaults: verified against
-/// the system store) to a curl handle, after every curl_easy_reset.
-void s3_apply_tls(CURL* h, const struct sl_remote_options* remote);
+/// Resets `h` for one S3 request to `url`: the options every S3 request
+/// shares (no signals, connect timeout, a stall under 1 byte/s for 60 s is a
+/// timeout, errors into `errbuf`) and the TLS settings of `remote` (NULL =
+/// verified against the system store).
+void s3_curl_reset(CURL* h, const char* url, const struct sl_remote_options* remote,
+                   char* errbuf);
 
 /// Adds a hint about credentials to an HTTP 401/403 error.
 void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);

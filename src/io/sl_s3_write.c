@@ -90,15 +90,7 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       return rc;
     }
     memset(resp, 0, sizeof *resp);
-    errbuf[0] = '\0';
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    s3_apply_tls(h, remote);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    s3_curl_reset(h, url, remote, errbuf);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
