@@ -1,9 +1,11 @@
 """Data and helpers shared by the tests of the Python package (tests/pkg).
 A module of its own (not conftest) so that tests import it by a name no
 other test directory uses."""
+import contextlib
 import datetime as dt
 import decimal
 import os
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -87,3 +89,31 @@ def write_ipc_stream(table, path, max_chunksize=None):
 
 def has_format(name):
     return name in sluice.reader_formats()
+
+
+@contextlib.contextmanager
+def stalled_stream(fifo, table):
+    """A named pipe at `fifo` that a thread feeds with `table` as an Arrow IPC
+    stream and then stalls on (no end of stream) until the event this yields
+    is set, or the block ends; the thread is joined on the way out."""
+    os.mkfifo(fifo)
+    release = threading.Event()
+
+    def producer():
+        with open(fifo, "wb") as f:
+            w = pa.ipc.new_stream(f, table.schema)
+            w.write_table(table)
+            f.flush()
+            release.wait(60)
+            try:
+                w.close()
+            except OSError:  # the reader is gone
+                pass
+
+    writer = threading.Thread(target=producer)
+    writer.start()
+    try:
+        yield release
+    finally:
+        release.set()
+        writer.join()

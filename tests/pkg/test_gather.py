@@ -21,7 +21,7 @@ import pytest
 
 import sluice
 from sluice import _gather
-from pkg_helpers import write_ipc_file
+from pkg_helpers import stalled_stream, write_ipc_file
 
 
 def fixed_table(n=20_000, seed=3):
@@ -254,30 +254,11 @@ def test_ctrl_c_stops_a_gathered_read(tmp_path):
     import signal
     import threading
     fifo = tmp_path / "stalled_numbers.arrows"
-    os.mkfifo(fifo)
     table = pa.table({"a": pa.array(range(1000), pa.int64())})
-    release = threading.Event()
-
-    def producer():
-        with open(fifo, "wb") as f:
-            w = pa.ipc.new_stream(f, table.schema)
-            w.write_table(table)
-            f.flush()
-            release.wait(60)
-            try:
-                w.close()
-            except OSError:  # the reader is gone
-                pass
-
-    writer = threading.Thread(target=producer)
-    writer.start()
-    try:
+    with stalled_stream(fifo, table) as release:
         killer = threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT))
         killer.start()
         with pytest.raises(KeyboardInterrupt):
             sluice.read(fifo, format="arrows")
         killer.join()
         assert not release.is_set()  # stopped while the producer still stalled
-    finally:
-        release.set()
-        writer.join()

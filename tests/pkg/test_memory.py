@@ -13,6 +13,7 @@ import pyarrow.csv as pacsv
 import pytest
 
 import sluice
+from pkg_helpers import stalled_stream
 
 
 def rss_bytes():
@@ -94,21 +95,8 @@ def test_ctrl_c_while_waiting_for_a_stalled_source(tmp_path):
     # waits inside the library for the next batch, and Ctrl-C must still get
     # through (the wait is sliced), before the producer goes on.
     fifo = tmp_path / "stalled.arrows"
-    os.mkfifo(fifo)
     table = pa.table({"a": pa.array(range(1000), pa.int64())})
-    release = threading.Event()
-
-    def producer():
-        with open(fifo, "wb") as f:
-            w = pa.ipc.new_stream(f, table.schema)
-            w.write_table(table)
-            f.flush()
-            release.wait(60)
-            w.close()
-
-    writer = threading.Thread(target=producer)
-    writer.start()
-    try:
+    with stalled_stream(fifo, table) as release:
         s = sluice.scan(fifo, format="arrows")
         assert next(s).num_rows == 1000
         killer = threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT))
@@ -119,9 +107,6 @@ def test_ctrl_c_while_waiting_for_a_stalled_source(tmp_path):
         assert not release.is_set()  # the producer was still stalled
         with pytest.raises(StopIteration):
             next(s)
-    finally:
-        release.set()
-        writer.join()
 
 
 def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
@@ -145,21 +130,8 @@ def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
     # A thread waiting inside next() on a stalled source while another closes
     # the scanner: the waiter ends with StopIteration.
     fifo = tmp_path / "stall.arrows"
-    os.mkfifo(fifo)
-    release = threading.Event()
     table = pa.table({"a": pa.array(range(10), pa.int64())})
-
-    def producer():
-        with open(fifo, "wb") as f:
-            w = pa.ipc.new_stream(f, table.schema)
-            w.write_table(table)
-            f.flush()
-            release.wait(60)
-            w.close()
-
-    writer = threading.Thread(target=producer)
-    writer.start()
-    try:
+    with stalled_stream(fifo, table):
         s = sluice.scan(fifo, format="arrows")
         next(s)
         outcome = []
@@ -176,6 +148,3 @@ def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
         threading.Timer(0.2, s.close).start()
         w.join(30)
         assert outcome == ["stopped"]
-    finally:
-        release.set()
-        writer.join()
