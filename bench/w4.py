@@ -90,69 +90,65 @@ def sluice_reads_parquet(sluice: str, path: str) -> Optional[str]:
     return None
 
 
-def csv_cells(ctx: Context, task: str, which: str, cols: str, path: str, check) -> list:
-    """The query over the header-less CSV copy: every row parsed by every tool."""
-    peers = os.path.join(HERE, "peers", "w4_peers.py")
-    out = [Cell(task, f"sluice stats -c {cols} (CSV)", "sluice", "sluice",
-                [[ctx.sluice, "-q", "stats", path, "-O", "header=false", "--schema",
-                  CSV_SCHEMA[which], "-c", cols, "--json"]],
-                how=f"`sluice stats {which}.csv -O header=false --schema ... -c {cols} --json`: "
-                    "every row split and the needed columns converted, in parallel",
-                checker=check)]
-    for tool, how in (("duckdb", "DuckDB SQL over read_csv(path, header=false, columns={...})"),
-                      ("polars", "pl.scan_csv(path, has_header=False, schema=...) lazy query"),
-                      ("pyarrow", "pyarrow.dataset(path, CsvFileFormat(column names and types))"
-                                  ".to_table(columns) + pyarrow.compute max")):
-        out.append(Cell(task, tool, tool, "peer", [[PY, peers, "query", tool, which, path]],
-                        how=how, checker=check))
-    out.append(Cell(task, f"cat {which}.csv > /dev/null", "cat", "floor", [["cat", path]],
-                    how="read the (cached) file once", parse_json=False, check=False,
-                    stdout_devnull=True))
-    size = os.path.getsize(path) if os.path.exists(path) else None
-    for c in out:
-        c.nbytes = c.nbytes or size
-    return out
+# How each peer runs the query, by input format.
+PEER_HOW = {
+    "parquet": (("duckdb", "DuckDB SQL over read_parquet(path), fetchone"),
+                ("polars", "pl.scan_parquet(path).select(len, max).collect()"),
+                ("pyarrow", "pyarrow.dataset(path).to_table(columns) + pyarrow.compute max")),
+    "csv": (("duckdb", "DuckDB SQL over read_csv(path, header=false, columns={...})"),
+            ("polars", "pl.scan_csv(path, has_header=False, schema=...) lazy query"),
+            ("pyarrow", "pyarrow.dataset(path, CsvFileFormat(column names and types))"
+                        ".to_table(columns) + pyarrow.compute max")),
+}
+
+
+def sluice_cells(ctx: Context, task: str, which: str, cols: str, ext: str, path: str,
+                 check) -> list:
+    """sluice's cells of a query. CSV: every row split and the needed columns
+    converted. Parquet: the decoding cell first (the report's headline ratio is
+    the first sluice cell's, and decoding every value is what the peers do),
+    then the default run that takes exact footer statistics."""
+    if ext == "csv":
+        return [Cell(task, f"sluice stats -c {cols} (CSV)", "sluice", "sluice",
+                     [[ctx.sluice, "-q", "stats", path, "-O", "header=false", "--schema",
+                       CSV_SCHEMA[which], "-c", cols, "--json"]],
+                     how=f"`sluice stats {which}.csv -O header=false --schema ... -c {cols} "
+                         "--json`: every row split and the needed columns converted, in parallel",
+                     checker=check)]
+    no_sluice = sluice_reads_parquet(ctx.sluice, path)
+    return [Cell(task, f"sluice stats -c {cols} --limit N (decode)", "sluice", "sluice",
+                 [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json",
+                   "--limit", str(ctx.meta["rows"])]],
+                 how=f"`sluice stats {which}.parquet -c {cols} --json --limit <row "
+                     "count>`: the limit turns the footer shortcut off, so every value of "
+                     "the columns is decoded; count, nulls, min, max computed in parallel",
+                 checker=check, skip=no_sluice),
+            Cell(task, f"sluice stats -c {cols} (footer stats)", "sluice", "sluice",
+                 [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json"]],
+                 how=f"`sluice stats {which}.parquet -c {cols} --json` as it runs by "
+                     "default: the Parquet footer statistics where they are exact "
+                     "(no page decoded), else computed",
+                 checker=check, skip=no_sluice)]
 
 
 def cells(ctx: Context) -> list:
     peers = os.path.join(HERE, "peers", "w4_peers.py")
-    rows = ctx.meta["rows"]
     out = []
     for task, (which, key, cols, ext) in QUERIES.items():
         path = os.path.join(ctx.data, f"{which}.{ext}")
         check = checker(ctx.meta, which, key)
-        if ext == "csv":
-            out += csv_cells(ctx, task, which, cols, path, check)
-            continue
-        no_sluice = sluice_reads_parquet(ctx.sluice, path)
-        # The decoding cell first: the report's headline ratio is the first sluice
-        # cell's, and decoding every value is what the peers do.
-        out.append(Cell(task, f"sluice stats -c {cols} --limit N (decode)", "sluice", "sluice",
-                        [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json",
-                          "--limit", str(rows)]],
-                        how=f"`sluice stats {which}.parquet -c {cols} --json --limit <row "
-                            "count>`: the limit turns the footer shortcut off, so every value of "
-                            "the columns is decoded; count, nulls, min, max computed in parallel",
-                        checker=check, skip=no_sluice))
-        out.append(Cell(task, f"sluice stats -c {cols} (footer stats)", "sluice", "sluice",
-                        [[ctx.sluice, "-q", "stats", path, "-c", cols, "--json"]],
-                        how=f"`sluice stats {which}.parquet -c {cols} --json` as it runs by "
-                            "default: the Parquet footer statistics where they are exact "
-                            "(no page decoded), else computed",
-                        checker=check, skip=no_sluice))
-        for tool, how in (("duckdb", "DuckDB SQL over read_parquet(path), fetchone"),
-                          ("polars", "pl.scan_parquet(path).select(len, max).collect()"),
-                          ("pyarrow", "pyarrow.dataset(path).to_table(columns) + "
-                                      "pyarrow.compute max")):
-            out.append(Cell(task, tool, tool, "peer", [[PY, peers, "query", tool, which, path]],
-                            how=how, checker=check))
-        out.append(Cell(task, f"cat {which}.parquet > /dev/null", "cat", "floor", [["cat", path]],
-                        how="read the (cached) file once", parse_json=False, check=False,
-                        stdout_devnull=True))
+        task_cells = sluice_cells(ctx, task, which, cols, ext, path, check)
+        for tool, how in PEER_HOW[ext]:
+            task_cells.append(Cell(task, tool, tool, "peer",
+                                   [[PY, peers, "query", tool, which, path]],
+                                   how=how, checker=check))
+        task_cells.append(Cell(task, f"cat {which}.{ext} > /dev/null", "cat", "floor",
+                               [["cat", path]], how="read the (cached) file once",
+                               parse_json=False, check=False, stdout_devnull=True))
         size = os.path.getsize(path) if os.path.exists(path) else None
-        for c in out:
-            if c.task == task:
-                c.nbytes = c.nbytes or size
+        for c in task_cells:
+            c.nbytes = c.nbytes or size
+        out += task_cells
     return out
 
 
