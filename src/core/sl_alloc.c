@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <stdint.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define ERANGE_CODE ERANGE
 
@@ -69,6 +73,28 @@ void sl_free_buffer(const struct sluice_allocator* alloc, void* ptr, size_t size
   if (ptr == NULL) return;
   alloc = resolve(alloc);
   alloc->deallocate(alloc->ctx, ptr, padded(size));
+}
+
+// Fresh memory costs one page fault per 4 KiB on first write; asking the
+// kernel to map a range that is about to be written in one call costs about
+// 40% less (measured on W1 loads, where output page faults were a third of
+// the CPU time). The value is Linux's, for C libraries older than 5.14.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+void sl_prefault(void* ptr, size_t size) {
+#if defined(__linux__)
+  if (ptr == NULL || size < ((size_t)128 << 10)) return;
+  uintptr_t page = 4096;
+  uintptr_t start = ((uintptr_t)ptr + page - 1) & ~(page - 1);
+  uintptr_t end = ((uintptr_t)ptr + size) & ~(page - 1);
+  // Failure (an old kernel, memory that is not plain anonymous memory) only
+  // means the pages fault in one by one as before.
+  if (end > start) (void)madvise((void*)start, end - start, MADV_POPULATE_WRITE);
+#else
+  (void)ptr;
+  (void)size;
+#endif
 }
 
 void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t old_size,

@@ -25,6 +25,10 @@ void sl_free(const struct sluice_allocator* alloc, void* ptr, size_t size);
 void sl_free_buffer(const struct sluice_allocator* alloc, void* ptr, size_t size);
 /// Grows (or shrinks) a block from sl_alloc_buffer, copying min(old,new) bytes.
 /// On failure returns NULL and leaves `ptr` untouched.
+/// A hint that the caller is about to write all of [ptr, ptr + size): maps
+/// those pages in one call instead of one page fault each. A no-op for small
+/// ranges and where the kernel lacks MADV_POPULATE_WRITE.
+void sl_prefault(void* ptr, size_t size);
 void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t old_size,
                         size_t new_size);
 /// strdup through the allocator; free with sl_free(alloc, p, strlen(p) + 1).

@@ -11,9 +11,7 @@ void sl_buffer_init(struct sl_buffer* buf, const struct sluice_allocator* alloc)
   buf->alloc = alloc;
 }
 
-int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional) {
-  if (additional < 0 || buf->size > INT64_MAX - additional) return ERANGE;
-  int64_t need = buf->size + additional;
+int sl_buffer_grow_to(struct sl_buffer* buf, int64_t need) {
   if (need <= buf->capacity) return 0;
   int64_t cap = buf->capacity < 64 ? 64 : buf->capacity;
   while (cap < need) cap = cap > INT64_MAX / 2 ? need : cap * 2;
@@ -23,6 +21,13 @@ int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional) {
   buf->data = fresh;
   buf->capacity = cap;
   return 0;
+}
+
+int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional) {
+  if (additional < 0 || buf->size > INT64_MAX - additional) return ERANGE;
+  int rc = sl_buffer_grow_to(buf, buf->size + additional);
+  if (rc == 0) sl_prefault(buf->data + buf->size, (size_t)additional);
+  return rc;
 }
 
 int sl_buffer_append(struct sl_buffer* buf, const void* data, int64_t n) {

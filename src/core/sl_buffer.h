@@ -16,8 +16,12 @@ struct sl_buffer {
 };
 
 void sl_buffer_init(struct sl_buffer* buf, const struct sluice_allocator* alloc);
-/// Ensures room for `additional` more bytes (geometric growth). ENOMEM/ERANGE.
+/// Ensures room for `additional` more bytes (geometric growth), which the
+/// caller is about to write: those pages are mapped at once. ENOMEM/ERANGE.
 int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional);
+/// Ensures a capacity of `total` bytes (geometric growth) without touching
+/// the new memory: for capacity hints and buffers written by index.
+int sl_buffer_grow_to(struct sl_buffer* buf, int64_t total);
 int sl_buffer_append(struct sl_buffer* buf, const void* data, int64_t n);
 /// Appends `n` zero bytes.
 int sl_buffer_append_zeros(struct sl_buffer* buf, int64_t n);

@@ -31,12 +31,7 @@ static int is_binary(enum sl_type_id id) {
 // Grows `buf` to hold at least `bytes` in total, whatever its `size` says
 // (offsets and bitmaps are written by index, not appended).
 static int ensure_bytes(struct sl_buffer* buf, int64_t bytes) {
-  if (bytes <= buf->capacity) return 0;
-  int64_t saved = buf->size;
-  buf->size = 0;
-  int rc = sl_buffer_reserve(buf, bytes);
-  buf->size = saved;
-  return rc;
+  return sl_buffer_grow_to(buf, bytes);
 }
 
 // Bitmaps keep `size` = bytes already zero-filled, so appends only set bits.
@@ -178,11 +173,21 @@ void sl_builder_reset(struct sl_builder* b) {
 
 /* ---- reserve ------------------------------------------------------------------ */
 
+// The caller is about to write `n` fixed-width values: map their pages at
+// once (the geometric spare capacity stays untouched until used).
+static void prefault_values(struct sl_builder* b, int64_t n) {
+  if (b->value_width > 0 && b->values.data != NULL)
+    sl_prefault(b->values.data + b->length * b->value_width, (size_t)(n * b->value_width));
+}
+
 int sl_builder_reserve(struct sl_builder* b, int64_t n) {
   if (n <= 0) return 0;
   if (b->length > (INT64_C(1) << 48) - n) return EOVERFLOW;
   int64_t target = b->length + n;
-  if (target <= b->capacity) return 0;
+  if (target <= b->capacity) {
+    prefault_values(b, n);
+    return 0;
+  }
   // Geometric growth so that one-at-a-time checked appends stay amortised O(1).
   if (target < b->capacity * 2) target = b->capacity * 2;
   if (target < 64) target = 64;
@@ -208,6 +213,7 @@ int sl_builder_reserve(struct sl_builder* b, int64_t n) {
     if (id == SL_TYPE_DENSE_UNION) SL_RETURN_NOT_OK(ensure_bytes(&b->extra, target * 4));
   }
   b->capacity = target;
+  prefault_values(b, n);
   return 0;
 }
 
@@ -216,7 +222,10 @@ int sl_builder_reserve_bytes(struct sl_builder* b, int64_t n) {
   if (b->offset_width == 4 && n > INT32_MAX - b->extra.size) return EOVERFLOW;
   if (b->extra.capacity == 0 && n < b->hint_bytes) {
     int64_t hint = b->offset_width == 4 && b->hint_bytes > INT32_MAX ? INT32_MAX : b->hint_bytes;
-    if (n < hint) n = hint;
+    if (n < hint) {
+      // The hint is capacity, not bytes about to be written: map only `n`.
+      SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->extra, b->extra.size + hint));
+    }
   }
   return sl_buffer_reserve(&b->extra, n);
 }

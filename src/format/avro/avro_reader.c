@@ -573,9 +573,28 @@ static int decode_error(struct avro_split* s, int64_t row, struct sluice_error* 
                          s->block.header, off, row);
 }
 
+/// Sizes the top-level fixed-width columns for the batch about to be decoded
+/// (the rows its blocks claim, at most batch_rows, so a forged count costs
+/// nothing more): no doubling copies, and their pages are mapped in one call.
+static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
+  struct avro_reader* r = s->r;
+  if (r->forward) return 0;
+  int64_t expect = s->loaded ? s->rows_left : 0;
+  for (int64_t i = s->next_block; i < s->end_block && expect < r->batch_rows; ++i)
+    expect += r->blocks[i].count;
+  if (expect > r->batch_rows) expect = r->batch_rows;
+  for (int64_t i = 0; i < s->root.n_children; ++i) {
+    struct sl_builder* c = &s->root.children[i];
+    if (c->value_width > 0 && sl_builder_reserve(c, expect) != 0)
+      return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  }
+  return 0;
+}
+
 static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   int64_t rows = 0;
+  SL_RETURN_NOT_OK(reserve_batch(s, error));
   while (rows < r->batch_rows) {
     if (!s->loaded || s->rows_left == 0) {
       if (s->loaded && s->dec.p != s->dec.end)

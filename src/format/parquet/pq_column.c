@@ -496,7 +496,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     int64_t hint = m->total_uncompressed_size;
     if (hint > (int64_t)64 * len) hint = (int64_t)64 * len;
     if (hint > INT32_MAX) hint = INT32_MAX;
-    if (hint > 0 && sl_buffer_reserve(&out->values, hint) != 0)
+    if (hint > 0 && sl_buffer_grow_to(&out->values, out->values.size + hint) != 0)
       return pq_chunk_prefix(&w, error, ENOMEM);
   }
   struct sl_view view = {0};
