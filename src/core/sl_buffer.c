@@ -26,7 +26,7 @@ int sl_buffer_grow_to(struct sl_buffer* buf, int64_t need) {
 int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional) {
   if (additional < 0 || buf->size > INT64_MAX - additional) return ERANGE;
   int rc = sl_buffer_grow_to(buf, buf->size + additional);
-  if (rc == 0) sl_prefault(buf->data + buf->size, (size_t)additional);
+  if (rc == 0 && additional > 0) sl_prefault(buf->data + buf->size, (size_t)additional);
   return rc;
 }
 

@@ -739,6 +739,251 @@ static void test_allocation_failures(void** state) {
   }
 }
 
+
+static const char k_schema_flat[] =
+    "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"i\",\"type\":\"int\"},"
+    "{\"name\":\"l\",\"type\":\"long\"},{\"name\":\"f\",\"type\":\"float\"},"
+    "{\"name\":\"d\",\"type\":\"double\"}]}";
+
+static void put_flat_row(struct enc* e, int32_t i, int64_t l, float f, double d) {
+  put_long(e, i);
+  put_long(e, l);
+  put(e, &f, 4);
+  put(e, &d, 8);
+}
+
+/// Records of numbers only take a faster path (avro_decode_flat_rows): the
+/// same values, including extreme varints at the end of a block where fewer
+/// than ten bytes are left, and the same errors with the object's index.
+static void test_flat_rows(void** state) {
+  (void)state;
+  struct enc* e = calloc(1, sizeof *e);
+  struct enc* blk = calloc(1, sizeof *blk);
+  const int64_t n = 300;
+  for (int64_t k = 0; k < n; ++k) {
+    int32_t i = k == 1 ? INT32_MIN : k == 2 ? INT32_MAX : (int32_t)(k * 7 - 1000);
+    int64_t l = k == n - 1 ? INT64_MIN : k == n - 2 ? INT64_MAX : k * k * 1000003;
+    put_flat_row(blk, i, l, (float)k / 4, (double)k / 3);
+  }
+  put_header(e, k_schema_flat, NULL);
+  put_block(e, n, blk->buf, blk->n);
+  char path[512];
+  test_temp_path("flat.avro", path, sizeof path);
+  assert_int_equal(test_write_file(path, e->buf, e->n), 0);
+  struct result* r = malloc(sizeof *r);
+  struct sluice_error err = {0};
+  if (read_path(path, NULL, NULL, 0, r, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(r->rows, n);
+  int64_t k = 0;
+  for (int64_t b = 0; b < r->n_batches; ++b) {
+    struct ArrowArray** c = r->batches[b].children;
+    for (int64_t j = 0; j < r->batches[b].length; ++j, ++k) {
+      int32_t i = k == 1 ? INT32_MIN : k == 2 ? INT32_MAX : (int32_t)(k * 7 - 1000);
+      int64_t l = k == n - 1 ? INT64_MIN : k == n - 2 ? INT64_MAX : k * k * 1000003;
+      assert_int_equal(((const int32_t*)c[0]->buffers[1])[j], i);
+      assert_true(((const int64_t*)c[1]->buffers[1])[j] == l);
+      assert_true(((const float*)c[2]->buffers[1])[j] == (float)k / 4);
+      assert_true(((const double*)c[3]->buffers[1])[j] == (double)k / 3);
+    }
+  }
+  result_release(r);
+  free(r);
+  unlink(path);
+  // An int past 32 bits in object 5; a double cut by the block's end.
+  blk->n = 0;
+  for (int64_t k2 = 0; k2 < 10; ++k2) {
+    put_flat_row(blk, 1, 2, 3, 4);
+    if (k2 == 5) {
+      blk->n -= 1 + 1 + 4 + 8;
+      put_long(blk, INT64_C(1) << 40);
+      put_long(blk, 2);
+      float f = 3;
+      double d = 4;
+      put(blk, &f, 4);
+      put(blk, &d, 8);
+    }
+  }
+  e->n = 0;
+  put_header(e, k_schema_flat, NULL);
+  put_block(e, 10, blk->buf, blk->n);
+  expect_error(e->buf, e->n, "out of the 32-bit range");
+  expect_error(e->buf, e->n, "object 5");
+  blk->n = 0;
+  // Wide varints, so the rows still look as if they fit the block.
+  for (int64_t k2 = 0; k2 < 10; ++k2) put_flat_row(blk, 1, INT64_C(1) << 60, 3, 4);
+  e->n = 0;
+  put_header(e, k_schema_flat, NULL);
+  put_block(e, 10, blk->buf, blk->n - 3);
+  expect_error(e->buf, e->n, "truncated double");
+  expect_error(e->buf, e->n, "object 9");
+  free(blk);
+  free(e);
+}
+
+/* ---- byte-range splits ------------------------------------------------------- */
+
+/// A growable byte buffer for files larger than struct enc holds.
+struct big {
+  uint8_t* buf;
+  size_t n, cap;
+};
+
+static void big_put(struct big* b, const void* p, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2;
+    b->buf = realloc(b->buf, b->cap);
+    assert_non_null(b->buf);
+  }
+  memcpy(b->buf + b->n, p, n);
+  b->n += n;
+}
+
+static void big_put_long(struct big* b, int64_t v) {
+  struct enc* e = calloc(1, sizeof *e);
+  put_long(e, v);
+  big_put(b, e->buf, e->n);
+  free(e);
+}
+
+static const char k_schema_as[] =
+    "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"long\"},"
+    "{\"name\":\"s\",\"type\":\"string\"}]}";
+
+/// Appends a block of rows first..first+count-1: a = i, s = `len(i)` bytes
+/// of 'a' + i % 26 (a longer string for the row `long_row`, of `long_len`).
+/// Returns the offset of the block's string bytes of `long_row` (or 0).
+static size_t big_block(struct big* f, int64_t first, int64_t count, int64_t long_row,
+                        size_t long_len) {
+  struct big data = {0};
+  size_t long_at = 0;
+  for (int64_t i = first; i < first + count; ++i) {
+    size_t len = i == long_row ? long_len : (size_t)(i % 97);
+    big_put_long(&data, i);
+    big_put_long(&data, (int64_t)len);
+    if (i == long_row) long_at = data.n;
+    char* text = malloc(len + 1);
+    memset(text, 'a' + (int)(i % 26), len);
+    big_put(&data, text, len);
+    free(text);
+  }
+  big_put_long(f, count);
+  big_put_long(f, (int64_t)data.n);
+  size_t base = f->n;
+  big_put(f, data.buf, data.n);
+  big_put(f, k_sync, 16);
+  free(data.buf);
+  return long_row >= first && long_row < first + count ? base + long_at : 0;
+}
+
+static int64_t count_splits(const char* path) {
+  const struct sl_format_reader* fmt = sl_avro_reader();
+  struct sl_source* src;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
+  struct sl_reader_args args = {.source = src};
+  void* reader;
+  assert_int_equal(fmt->open(&args, &reader, &err), 0);
+  struct sl_split* splits = NULL;
+  int64_t n = 0;
+  assert_int_equal(fmt->plan_splits(reader, &splits, &n, &err), 0);
+  sl_free(NULL, splits, (size_t)n * sizeof *splits);
+  fmt->close(reader);
+  sl_source_close(src);
+  return n;
+}
+
+/// A file of ~4.5 MiB (1 MiB splits): small blocks, a 2.5 MiB block that
+/// covers whole splits (which then own no block), and small blocks again.
+/// Every row comes back once, in order, whichever split finds it.
+static void test_byte_range_splits(void** state) {
+  (void)state;
+  struct big f = {0};
+  struct enc* h = calloc(1, sizeof *h);
+  put_header(h, k_schema_as, NULL);
+  big_put(&f, h->buf, h->n);
+  free(h);
+  int64_t rows = 0;
+  for (int k = 0; k < 40; ++k, rows += 700) big_block(&f, rows, 700, -1, 0);
+  big_block(&f, rows, 3, rows + 1, (size_t)5 << 19);  // 2.5 MiB string
+  rows += 3;
+  for (int k = 0; k < 30; ++k, rows += 1 + k * 37) big_block(&f, rows, 1 + (k + 1) * 37, -1, 0);
+  char path[512];
+  test_temp_path("splits.avro", path, sizeof path);
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  assert_true(count_splits(path) >= 4);
+  struct result* r = malloc(sizeof *r);
+  struct sluice_error err = {0};
+  int rc = read_path(path, NULL, NULL, 0, r, &err);
+  if (rc != 0) fail_msg("%s", err.message);
+  assert_int_equal(r->rows, rows);
+  int64_t want = 0;
+  for (int64_t b = 0; b < r->n_batches; ++b) {
+    const struct ArrowArray* a = r->batches[b].children[0];
+    const struct ArrowArray* s = r->batches[b].children[1];
+    const int32_t* offs = s->buffers[1];
+    const char* chars = s->buffers[2];
+    for (int64_t i = 0; i < a->length; ++i, ++want) {
+      assert_int_equal(((const int64_t*)a->buffers[1])[a->offset + i], want);
+      int64_t len = offs[s->offset + i + 1] - offs[s->offset + i];
+      int64_t expect_len = want == 40 * 700 + 1 ? (int64_t)5 << 19 : want % 97;
+      assert_int_equal(len, expect_len);
+      if (len > 0) assert_int_equal(chars[offs[s->offset + i]], 'a' + want % 26);
+    }
+  }
+  assert_int_equal(want, rows);
+  result_release(r);
+  free(r);
+  unlink(path);
+  free(f.buf);
+}
+
+/// A sync marker inside the data of a block that crosses a split boundary
+/// would start the next split in the middle of that block: an error naming
+/// the offset, not rows read twice or lost.
+static void test_sync_marker_in_data(void** state) {
+  (void)state;
+  struct big f = {0};
+  struct enc* h = calloc(1, sizeof *h);
+  put_header(h, k_schema_as, NULL);
+  big_put(&f, h->buf, h->n);
+  size_t data_start = h->n;
+  free(h);
+  int64_t rows = 0;
+  const size_t boundary = data_start + ((size_t)1 << 20);
+  while (f.n + 40000 < boundary) {
+    big_block(&f, rows, 500, -1, 0);
+    rows += 500;
+  }
+  // One row whose 128 KiB string starts before the boundary and ends after.
+  size_t at = big_block(&f, rows, 1, rows, (size_t)128 << 10);
+  assert_true(at < boundary && at + ((size_t)128 << 10) > boundary + 100);
+  for (int k = 0; k < 60; ++k, rows += 500) big_block(&f, rows + 1, 500, -1, 0);
+  // Bigger than 2 MiB in all, so there are at least two splits.
+  while (f.n < data_start + ((size_t)5 << 19)) {
+    big_block(&f, rows, 500, -1, 0);
+    rows += 500;
+  }
+  char path[512];
+  test_temp_path("marker.avro", path, sizeof path);
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  struct result* r = malloc(sizeof *r);
+  struct sluice_error err = {0};
+  int rc = read_path(path, NULL, NULL, 0, r, &err);  // clean: reads
+  if (rc != 0) fail_msg("%s", err.message);
+  result_release(r);
+  memcpy(f.buf + boundary + 100, k_sync, 16);
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  rc = read_path(path, NULL, NULL, 0, r, &err);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(err.message, "cannot be read in byte-range splits"));
+  char where[64];
+  snprintf(where, sizeof where, "byte %zu", boundary + 100);
+  if (strstr(err.message, where) == NULL) fail_msg("%s (wanted %s)", err.message, where);
+  free(r);
+  unlink(path);
+  free(f.buf);
+}
+
 #include "avro_driver.h"
 
 int main(int argc, char** argv) {
@@ -752,6 +997,9 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_projection_skips),
       cmocka_unit_test(test_bad_input_messages),
       cmocka_unit_test(test_big_block),
+      cmocka_unit_test(test_byte_range_splits),
+      cmocka_unit_test(test_flat_rows),
+      cmocka_unit_test(test_sync_marker_in_data),
       cmocka_unit_test(test_codecs_crafted),
       cmocka_unit_test(test_reader_schema),
       cmocka_unit_test(test_mutations),

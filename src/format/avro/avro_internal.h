@@ -161,6 +161,19 @@ struct avro_decoder {
 /// finishes the root struct row(s). Errors carry only the reason; the caller
 /// prefixes the file, block and offset.
 int avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
+/// avro_decode_row `n` times; *done: the rows decoded whole.
+int avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error);
+
+/// The most fields avro_decode_flat_rows takes.
+#define AVRO_FLAT_MAX 64
+/// 1 when every top-level field is a bound int, long, float or double (no
+/// unions, nothing skipped): avro_decode_flat_rows may decode the rows.
+int avro_flat_row(const struct avro_decoder* d);
+/// Decodes `n` rows of a flat record (avro_flat_row) straight into the
+/// columns; the general path when a column is nullable or lacks room for `n`.
+/// *done: the rows decoded whole (on error, the failing row's index).
+int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
+                          struct sluice_error* error);
 
 /* ---- Codecs ---------------------------------------------------------------- */
 

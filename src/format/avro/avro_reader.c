@@ -1,11 +1,12 @@
-// The Avro container reader: header (magic, metadata, sync), a walk of the
-// block headers at open (ranged sources: every sync marker checked, blocks
-// grouped into splits), and split decoding. After open the reader is
-// read-only, so splits decode concurrently; each split owns its builders and
-// decompression buffer.
+// The Avro container reader: header (magic, metadata, sync) at open, then
+// splits by byte range that find their first block by its sync marker (as
+// Hadoop and Spark split Avro), so opening reads the header only, however
+// large or remote the file. After open the reader is read-only, so splits
+// decode concurrently; each split owns its builders and decompression buffer.
 #include "avro_reader.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "avro_internal.h"
@@ -46,8 +47,6 @@ struct avro_reader {
   int64_t pos;  ///< after the header
   int forward;
   int scanned;  ///< forward-only: the one split was opened
-  struct avro_block* blocks;
-  int64_t n_blocks, cap_blocks;
 };
 
 /* ---- byte input over either kind of source ------------------------------------ */
@@ -119,7 +118,6 @@ static void reader_close(void* reader) {
   avro_schema_release(&r->reader_schema);
   if (r->reader_json) sl_free(alloc, r->reader_json, r->reader_json_len + 1);
   if (r->arrow.release) r->arrow.release(&r->arrow);
-  if (r->blocks) sl_free(alloc, r->blocks, (size_t)r->cap_blocks * sizeof *r->blocks);
   sl_free(alloc, r, sizeof *r);
 }
 
@@ -191,7 +189,7 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
 }
 
 /// Reads one block header at *pos: *eof at a clean end of data.
-static int read_block_header(struct avro_reader* r, int64_t* pos, int64_t index,
+static int read_block_header(struct avro_reader* r, int64_t* pos, const char* label,
                              struct avro_block* b, int* eof, struct sluice_error* error) {
   b->header = *pos;
   SL_RETURN_NOT_OK(input_long(r, pos, &b->count, eof, "block header", error));
@@ -199,48 +197,48 @@ static int read_block_header(struct avro_reader* r, int64_t* pos, int64_t index,
   SL_RETURN_NOT_OK(input_long(r, pos, &b->size, NULL, "block header", error));
   b->data = *pos;
   if (b->count < 0 || b->size < 0)
-    return sl_error_set(error, EILSEQ, "%s: block %" PRId64 " at byte %" PRId64 ": negative "
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative "
                         "object count (%" PRId64 ") or size (%" PRId64 ")", r->source->name,
-                        index, b->header, b->count, b->size);
+                        label, b->header, b->count, b->size);
   if (!r->forward && b->size > r->source->size - *pos - AVRO_SYNC_LEN)
-    return sl_error_set(error, EILSEQ, "%s: block %" PRId64 " at byte %" PRId64 ": truncated "
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated "
                         "block (%" PRId64 " bytes declared, %" PRId64 " left)", r->source->name,
-                        index, b->header, b->size, r->source->size - *pos);
+                        label, b->header, b->size, r->source->size - *pos);
   return 0;
 }
 
-static int bad_sync(struct avro_reader* r, int64_t index, int64_t at, struct sluice_error* error) {
-  return sl_error_set(error, EILSEQ, "%s: bad sync marker after block %" PRId64 " at byte %" PRId64,
-                      r->source->name, index, at);
+static int bad_sync(struct avro_reader* r, const char* label, int64_t at,
+                    struct sluice_error* error) {
+  return sl_error_set(error, EILSEQ, "%s: bad sync marker after %s at byte %" PRId64,
+                      r->source->name, label, at);
 }
 
-static int walk_blocks(struct avro_reader* r, struct sluice_error* error) {
-  int64_t pos = r->pos;
-  for (int64_t i = 0;; ++i) {
-    struct avro_block b;
-    int eof;
-    SL_RETURN_NOT_OK(read_block_header(r, &pos, i, &b, &eof, error));
-    if (eof) return 0;
+/// The first position p in [from, limit) where the sync marker starts
+/// (*at = -1 if none), read in chunks so a remote source fetches ranges.
+static int find_sync(struct avro_reader* r, int64_t from, int64_t limit, int64_t* at,
+                     struct sluice_error* error) {
+  enum { CHUNK = 1 << 20 };
+  *at = -1;
+  if (limit > r->source->size - AVRO_SYNC_LEN + 1) limit = r->source->size - AVRO_SYNC_LEN + 1;
+  while (from < limit) {
+    int64_t starts = limit - from < CHUNK ? limit - from : CHUNK;
     struct sl_view v;
-    int64_t at = b.data + b.size;
-    SL_RETURN_NOT_OK(sl_source_read_at(r->source, at, AVRO_SYNC_LEN, &v, error));
-    int ok = v.size == AVRO_SYNC_LEN && memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
-    sl_view_release(&v);
-    if (!ok) return bad_sync(r, i, at, error);
-    pos = at + AVRO_SYNC_LEN;
-    if (r->n_blocks == r->cap_blocks) {
-      int64_t cap = r->cap_blocks ? r->cap_blocks * 2 : 64;
-      struct avro_block* nb = sl_alloc(r->alloc, (size_t)cap * sizeof *nb);
-      if (nb == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
-      if (r->blocks) {
-        memcpy(nb, r->blocks, (size_t)r->n_blocks * sizeof *nb);
-        sl_free(r->alloc, r->blocks, (size_t)r->cap_blocks * sizeof *nb);
+    SL_RETURN_NOT_OK(sl_source_read_at(r->source, from, starts + AVRO_SYNC_LEN - 1, &v, error));
+    int64_t n = (int64_t)v.size - AVRO_SYNC_LEN + 1;  // positions a whole marker fits at
+    for (int64_t i = 0; i < n && i < starts; ++i) {
+      const uint8_t* hit = memchr(v.data + i, r->sync[0], (size_t)(n - i));
+      if (hit == NULL) break;
+      i = hit - v.data;
+      if (memcmp(hit, r->sync, AVRO_SYNC_LEN) == 0 && i < starts) {
+        *at = from + i;
+        break;
       }
-      r->blocks = nb;
-      r->cap_blocks = cap;
     }
-    r->blocks[r->n_blocks++] = b;
+    sl_view_release(&v);
+    if (*at >= 0 || n < starts) return 0;
+    from += starts;
   }
+  return 0;
 }
 
 /// The format option reader_schema=PATH (a .avsc file): its text, or NULL.
@@ -304,7 +302,6 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   }
   if (rc != 0 && strncmp(error->message, src->name, strlen(src->name)) != 0)
     sl_error_prefix(error, "%s", src->name);
-  if (rc == 0 && !r->forward) rc = walk_blocks(r, error);
   if (rc != 0) {
     reader_close(r);
     return rc;
@@ -331,41 +328,23 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
     *n = 1;
     return 0;
   }
-  if (r->n_blocks == 0) return 0;
-  int64_t total = 0;
-  for (int64_t i = 0; i < r->n_blocks; ++i) total += r->blocks[i].size;
+  int64_t total = r->source->size - r->pos;
+  if (total <= 0) return 0;
   // Enough splits to keep every core busy on mid-sized files, few enough that
-  // per-split set-up stays negligible.
+  // per-split set-up (one sync search) stays negligible.
   int64_t target = total / 32;
   if (target < ((int64_t)1 << 20)) target = (int64_t)1 << 20;
   if (target > ((int64_t)8 << 20)) target = (int64_t)8 << 20;
-  int64_t count = 0;
-  for (int64_t i = 0, acc = 0; i < r->n_blocks; ++i) {
-    acc += r->blocks[i].size;
-    if (acc >= target || i == r->n_blocks - 1) {
-      ++count;
-      acc = 0;
-    }
-  }
+  int64_t count = (total + target - 1) / target;
   struct sl_split* s = sl_calloc(r->alloc, (size_t)count, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
-  int64_t k = 0, first = 0, acc = 0, rows = 0;
   int64_t ratio = r->codec == AVRO_CODEC_NULL ? 1 : 3;
-  for (int64_t i = 0; i < r->n_blocks; ++i) {
-    acc += r->blocks[i].size;
-    // Counts are only checked against the data when a block is decoded.
-    int64_t c = r->blocks[i].count;
-    rows = rows > INT64_MAX - c ? INT64_MAX : rows + c;
-    if (acc >= target || i == r->n_blocks - 1) {
-      const struct avro_block* last = &r->blocks[i];
-      int64_t batches = rows / r->batch_rows + 1;
-      s[k] = (struct sl_split){.index = k, .offset = r->blocks[first].header,
-                               .length = last->data + last->size + AVRO_SYNC_LEN - r->blocks[first].header,
-                               .est_bytes = acc * ratio / batches, .est_rows = rows};
-      ++k;
-      first = i + 1;
-      acc = rows = 0;
-    }
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t off = r->pos + k * target;
+    int64_t len = k == count - 1 ? r->source->size - off : target;
+    int64_t est = len * ratio < AVRO_BATCH_BYTES ? len * ratio : AVRO_BATCH_BYTES;
+    s[k] = (struct sl_split){.index = k, .offset = off, .length = len, .est_bytes = est,
+                             .est_rows = -1};
   }
   *splits = s;
   *n = count;
@@ -376,7 +355,10 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
 
 struct avro_split {
   struct avro_reader* r;
-  int64_t next_block, end_block;  ///< ranged: blocks still to decode
+  int64_t pos;  ///< ranged: the next block's start (-1 until the first is found)
+  int64_t end;  ///< ranged: the split decodes the blocks that start before this
+  int64_t begin;  ///< ranged: the split's first byte
+  int numbered;   ///< block numbers are known (the split starts at the first block)
   int64_t fpos;                   ///< forward: stream position
   struct sl_builder root;
   struct sl_builder** bld;
@@ -386,10 +368,11 @@ struct avro_split {
   struct avro_buf raw;  ///< forward-only: a large block's bytes, gathered in chunks
   const uint8_t* base;  ///< the block's (compressed) bytes, for error offsets
   struct avro_block block;
-  int64_t block_index;
-  int64_t blocks_seen;  ///< forward-only: blocks read so far
+  int64_t blocks_seen;  ///< blocks read so far
+  char label[48];       ///< "block N" (or "block" where N is unknown), for errors
   int64_t rows_left;    ///< objects left in the current block
   int loaded, finished;
+  int flat;  ///< rows are narrow records of numbers (avro_decode_flat_rows)
   int64_t drop_from;    ///< mapped input: start of the decoded bytes not yet dropped (-1 = none)
   int64_t drop_end;     ///< mapped input: end of the last block loaded
 };
@@ -442,16 +425,12 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
     r->scanned = 1;
     s->fpos = r->pos;
   } else {
-    // Splits name their blocks by byte range: find the first by its offset.
-    int64_t lo = 0, hi = r->n_blocks;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (r->blocks[mid].header < split->offset) lo = mid + 1;
-      else hi = mid;
-    }
-    s->next_block = s->end_block = lo;
-    while (s->end_block < r->n_blocks && r->blocks[s->end_block].header < split->offset + split->length)
-      s->end_block++;
+    // A split owns the blocks that start in [offset, end); the first split
+    // starts at the first block, the others find theirs after a sync marker.
+    s->numbered = split->offset <= r->pos;
+    s->pos = s->numbered ? r->pos : -1;
+    s->end = split->offset + split->length;
+    s->begin = split->offset;
   }
   struct ArrowSchema proj = {0};
   if (rc == 0) {
@@ -473,8 +452,34 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->dec.prog = &r->prog;
   s->dec.bld = s->bld;
   s->dec.empty_left = AVRO_MAX_EMPTY_VALUES;
+  s->flat = avro_flat_row(&s->dec);
   *state = s;
   return 0;
+}
+
+/// The split's first block: right after the first sync marker that ends at
+/// or after its first byte and starts before its end (none: no blocks).
+static int find_first_block(struct avro_split* s, struct sluice_error* error) {
+  int64_t at;
+  SL_RETURN_NOT_OK(find_sync(s->r, s->begin - AVRO_SYNC_LEN, s->end - AVRO_SYNC_LEN, &at, error));
+  s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
+  return 0;
+}
+
+/// After the split's last block (which ends at s->pos, at or past its end):
+/// the next split starts at the first sync marker ending at or after that
+/// end, so none may occur inside the data decoded here past it. Random
+/// 16-byte markers make that practically impossible, but a file that has one
+/// there cannot be split, and it is an error rather than a wrong answer.
+static int check_next_split_start(struct avro_split* s, struct sluice_error* error) {
+  struct avro_reader* r = s->r;
+  if (s->pos == INT64_MAX || s->pos - AVRO_SYNC_LEN <= s->end - AVRO_SYNC_LEN) return 0;
+  int64_t at;
+  SL_RETURN_NOT_OK(find_sync(r, s->end - AVRO_SYNC_LEN, s->pos - AVRO_SYNC_LEN, &at, error));
+  if (at < 0) return 0;
+  return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs inside "
+                      "the data of %s at byte %" PRId64 ", so the file cannot be read in byte-"
+                      "range splits", r->source->name, at, s->label, s->block.header);
 }
 
 /// Makes the next block current; *done when the split has no more.
@@ -482,22 +487,22 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
   struct avro_reader* r = s->r;
   const char* name = r->source->name;
   *done = 0;
-  drop_decoded(s, !r->forward && s->next_block >= s->end_block);
+  drop_decoded(s, !r->forward && s->pos >= s->end);
   sl_view_release(&s->view);
   s->loaded = 0;
+  if (s->numbered) snprintf(s->label, sizeof s->label, "block %" PRId64, s->blocks_seen);
+  else snprintf(s->label, sizeof s->label, "block");
   int64_t data_len;
   if (r->forward) {
     int eof;
-    int64_t index = s->blocks_seen;
-    SL_RETURN_NOT_OK(read_block_header(r, &s->fpos, index, &s->block, &eof, error));
+    SL_RETURN_NOT_OK(read_block_header(r, &s->fpos, s->label, &s->block, &eof, error));
     if (eof) {
       *done = 1;
       return 0;
     }
-    s->block_index = index;
     s->blocks_seen++;
     if (s->block.size > INT64_MAX - AVRO_SYNC_LEN)
-      return sl_error_set(error, EILSEQ, "%s: block %" PRId64 ": bad size", name, index);
+      return sl_error_set(error, EILSEQ, "%s: %s: bad size", name, s->label);
     int64_t total = s->block.size + AVRO_SYNC_LEN;
     if (total <= AVRO_FORWARD_CHUNK) {
       // Data and sync in one read: a source may recycle a view's bytes on the next.
@@ -514,43 +519,48 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
         int rc = avro_buf_reserve(&s->raw, s->raw.size + (size_t)chunk, r->alloc, error);
         if (rc == 0) memcpy(s->raw.data + s->raw.size, v.data, (size_t)chunk);
         sl_view_release(&v);
-        if (rc != 0) return sl_error_prefix(error, "%s: block %" PRId64, name, index);
+        if (rc != 0) return sl_error_prefix(error, "%s: %s", name, s->label);
         s->raw.size += (size_t)chunk;
         left -= chunk;
       }
       s->base = s->raw.data;
     }
-    if (memcmp(s->base + s->block.size, r->sync, AVRO_SYNC_LEN) != 0)
-      return bad_sync(r, index, s->block.data + s->block.size, error);
-    data_len = s->block.size;
   } else {
-    if (s->next_block >= s->end_block) {
+    if (s->pos < 0) SL_RETURN_NOT_OK(find_first_block(s, error));
+    if (s->pos >= s->end || s->pos >= r->source->size) {
       *done = 1;
-      return 0;
+      return check_next_split_start(s, error);
     }
-    s->block_index = s->next_block++;
-    s->block = r->blocks[s->block_index];
-    if (s->drop_from < 0) s->drop_from = s->block.header;
-    s->drop_end = s->block.data + s->block.size;
-    SL_RETURN_NOT_OK(sl_source_read_at(r->source, s->block.data, s->block.size, &s->view, error));
-    data_len = s->view.size;
+    int64_t at = s->pos;
+    int eof;
+    SL_RETURN_NOT_OK(read_block_header(r, &at, s->label, &s->block, &eof, error));
+    s->blocks_seen++;
+    // read_block_header checked that the data and the sync fit in the file.
+    SL_RETURN_NOT_OK(sl_source_read_at(r->source, s->block.data, s->block.size + AVRO_SYNC_LEN,
+                                       &s->view, error));
     s->base = s->view.data;
+    s->pos = s->block.data + s->block.size + AVRO_SYNC_LEN;
+    if (s->drop_from < 0) s->drop_from = s->block.header;
+    s->drop_end = s->pos;
   }
+  if (memcmp(s->base + s->block.size, r->sync, AVRO_SYNC_LEN) != 0)
+    return bad_sync(r, s->label, s->block.data + s->block.size, error);
+  data_len = s->block.size;
   const uint8_t* data = s->base;
   if (s->block.count == 0) {
     data_len = 0;  // writers may leave an empty block's data empty, even when compressing
   } else if (r->codec != AVRO_CODEC_NULL) {
     int rc = avro_decompress(r->codec, data, (size_t)data_len, &s->buf, r->alloc, error);
     if (rc != 0)
-      return sl_error_prefix(error, "%s: block %" PRId64 " at byte %" PRId64, name,
-                             s->block_index, s->block.header);
+      return sl_error_prefix(error, "%s: %s at byte %" PRId64, name, s->label,
+                             s->block.header);
     data = s->buf.data;
     data_len = (int64_t)s->buf.size;
   }
   int64_t min = r->prog.ops[0].min_size;
   if (min > 0 ? s->block.count > data_len / min : s->block.count > s->dec.empty_left)
-    return sl_error_set(error, EILSEQ, "%s: block %" PRId64 " at byte %" PRId64 ": %" PRId64
-                        " objects cannot fit in %" PRId64 " bytes", name, s->block_index,
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": %" PRId64
+                        " objects cannot fit in %" PRId64 " bytes", name, s->label,
                         s->block.header, s->block.count, data_len);
   if (min == 0) s->dec.empty_left -= s->block.count;
   s->dec.p = data;
@@ -566,23 +576,26 @@ static int decode_error(struct avro_split* s, int64_t row, struct sluice_error* 
   const uint8_t* base = r->codec == AVRO_CODEC_NULL ? s->base : s->buf.data;
   int64_t off = (int64_t)(s->dec.p - base);
   if (r->codec == AVRO_CODEC_NULL)
-    return sl_error_prefix(error, "%s: block %" PRId64 " at byte %" PRId64 ": object %" PRId64,
-                           r->source->name, s->block_index, s->block.data + off, row);
-  return sl_error_prefix(error, "%s: block %" PRId64 " at byte %" PRId64 " (decompressed offset %"
-                         PRId64 "): object %" PRId64, r->source->name, s->block_index,
-                         s->block.header, off, row);
+    return sl_error_prefix(error, "%s: %s at byte %" PRId64 ": object %" PRId64,
+                           r->source->name, s->label, s->block.data + off, row);
+  return sl_error_prefix(error, "%s: %s at byte %" PRId64 " (decompressed offset %" PRId64
+                         "): object %" PRId64, r->source->name, s->label, s->block.header, off,
+                         row);
 }
 
 /// Sizes the top-level fixed-width columns for the batch about to be decoded
-/// (the rows its blocks claim, at most batch_rows, so a forged count costs
-/// nothing more): no doubling copies, and their pages are mapped in one call.
+/// from the current block's rows per byte over the split's bytes left, plus
+/// one block for the block that crosses the split's end; at most batch_rows,
+/// so a forged count costs nothing more. Spares the columns their doubling
+/// copies, and their pages are mapped in one call.
 static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
-  if (r->forward) return 0;
-  int64_t expect = s->loaded ? s->rows_left : 0;
-  for (int64_t i = s->next_block; i < s->end_block && expect < r->batch_rows; ++i)
-    expect += r->blocks[i].count;
-  if (expect > r->batch_rows) expect = r->batch_rows;
+  if (r->forward || !s->loaded) return 0;
+  int64_t left = s->end > s->pos ? s->end - s->pos : 0;
+  int64_t block_bytes = s->pos - s->block.header;  // > 0: header, data and sync
+  double per_byte = (double)s->block.count / (double)block_bytes;
+  double guess = (double)s->rows_left + (double)s->block.count + per_byte * (double)left;
+  int64_t expect = guess < (double)r->batch_rows ? (int64_t)guess : r->batch_rows;
   for (int64_t i = 0; i < s->root.n_children; ++i) {
     struct sl_builder* c = &s->root.children[i];
     if (c->value_width > 0 && sl_builder_reserve(c, expect) != 0)
@@ -594,13 +607,13 @@ static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
 static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   int64_t rows = 0;
-  SL_RETURN_NOT_OK(reserve_batch(s, error));
+  int reserved = 0;
   while (rows < r->batch_rows) {
     if (!s->loaded || s->rows_left == 0) {
       if (s->loaded && s->dec.p != s->dec.end)
-        return sl_error_set(error, EILSEQ, "%s: block %" PRId64 " at byte %" PRId64 ": %td bytes "
-                            "left over after its %" PRId64 " objects", r->source->name,
-                            s->block_index, s->block.header, s->dec.end - s->dec.p, s->block.count);
+        return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": %td bytes left over "
+                            "after its %" PRId64 " objects", r->source->name, s->label,
+                            s->block.header, s->dec.end - s->dec.p, s->block.count);
       int done;
       SL_RETURN_NOT_OK(load_block(s, &done, error));
       if (done) {
@@ -609,11 +622,18 @@ static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct
       }
       continue;
     }
+    if (!reserved) {
+      SL_RETURN_NOT_OK(reserve_batch(s, error));
+      reserved = 1;
+    }
     int64_t n = s->rows_left < r->batch_rows - rows ? s->rows_left : r->batch_rows - rows;
-    if (n > 64) n = 64;  // check the batch's memory every few rows
-    for (int64_t k = 0; k < n; ++k)
-      if (avro_decode_row(&s->dec, error) != 0)
-        return decode_error(s, s->block.count - s->rows_left + k, error);
+    // Check the batch's memory every few rows, unless rows are narrow numbers
+    // (at most AVRO_FLAT_MAX * 8 bytes each, so batch_rows of them stay small).
+    if (n > 64 && !s->flat) n = 64;
+    int64_t done = 0;
+    int rc = s->flat ? avro_decode_flat_rows(&s->dec, n, &done, error)
+                     : avro_decode_rows(&s->dec, n, &done, error);
+    if (rc != 0) return decode_error(s, s->block.count - s->rows_left + done, error);
     rows += n;
     s->rows_left -= n;
     if (sl_builder_byte_size(&s->root) >= AVRO_BATCH_BYTES) break;
