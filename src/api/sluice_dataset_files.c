@@ -273,7 +273,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .split_next = files_split_next,
       .split_close = files_split_close,
       .close = files_close,
-      // Stored statistics are per object; `sluice stats` computes instead.
+      // Stored statistics are per object: the stats layer merges them
+      // (sl_files_reader_objects).
       .stored_stats = NULL,
       .split_batch_metadata =
           format->split_batch_metadata != NULL ? files_split_batch_metadata : NULL,
@@ -304,4 +305,17 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   *vtable = &f->vtable;
   *out = f;
   return 0;
+}
+
+int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
+                                const struct sl_format_reader** format) {
+  if (vtable == NULL || vtable->split_open != files_split_open) return 0;
+  const struct sl_files_reader* f = reader;
+  *format = f->format;
+  return f->n_parts;
+}
+
+void* sl_files_reader_object(void* reader, int64_t i) {
+  const struct sl_files_reader* f = reader;
+  return i >= 0 && i < f->n_parts ? f->parts[i].reader : NULL;
 }

@@ -26,4 +26,13 @@ int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error);
 
+/// When `vtable` is a files reader's (from sl_files_reader_open): sets
+/// *format to the real format and returns the number of objects, whose
+/// readers sl_files_reader_object gives (for per-object hooks such as
+/// stored_stats). Otherwise 0.
+int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
+                                const struct sl_format_reader** format);
+/// Object i's reader of the real format (NULL when out of range).
+void* sl_files_reader_object(void* reader, int64_t i);
+
 #endif

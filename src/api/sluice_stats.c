@@ -15,26 +15,11 @@
 #include "api/sluice_stats_internal.h"
 #include "scan/sl_scan.h"
 
-enum stats_key_kind { KEY_NONE = 0, KEY_I64, KEY_U64, KEY_F64, KEY_BYTES, KEY_DECIMAL };
-
-/// A comparable form of one value. `bytes` is borrowed from the batch (or
-/// owned by a column's merged state, see stats_column).
-struct stats_key {
-  enum stats_key_kind kind;
-  int64_t i;
-  uint64_t u;
-  double d;
-  const uint8_t* bytes;
-  int64_t n;
-  /// Decimals as big-endian with the sign bit flipped: memcmp orders them.
-  uint8_t decimal[32];
-};
-
 struct stats_column {
   int64_t count;
   int64_t null_count;
   int has_min_max;
-  struct stats_key min, max;
+  struct sl_stats_key min, max;
   uint8_t* min_bytes;  ///< owned copies behind min.bytes / max.bytes
   size_t min_cap;
   uint8_t* max_bytes;
@@ -54,149 +39,11 @@ struct stats_state {
   const struct sluice_allocator* alloc;
 };
 
-/// The key of row `i` (not null); KEY_NONE for types without an order.
-static void stats_key_of(const struct sl_text_field* field, const struct ArrowArray* array,
-                         int64_t i, struct stats_key* key) {
-  int64_t p = array->offset + i;
-  const void* data = array->n_buffers > 1 ? array->buffers[1] : NULL;
-  key->kind = KEY_NONE;
-  if (field->dictionary != NULL) {
-    int64_t index = sl_int_value(field->type.id, data, p);
-    if (array->dictionary != NULL && index >= 0 && index < array->dictionary->length) {
-      stats_key_of(field->dictionary, array->dictionary, index, key);
-    }
-    return;
-  }
-  switch (field->type.id) {
-    case SL_TYPE_BOOL:
-      key->kind = KEY_I64;
-      key->i = sl_bit_get(data, p);
-      break;
-    case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
-    case SL_TYPE_INT32: case SL_TYPE_UINT32:
-      key->kind = KEY_I64;
-      key->i = sl_int_value(field->type.id, data, p);
-      break;
-    case SL_TYPE_DATE32: case SL_TYPE_TIME32: case SL_TYPE_INTERVAL_MONTHS:
-      key->kind = field->type.id == SL_TYPE_INTERVAL_MONTHS ? KEY_NONE : KEY_I64;
-      key->i = ((const int32_t*)data)[p];
-      break;
-    case SL_TYPE_INT64: case SL_TYPE_DATE64: case SL_TYPE_TIME64: case SL_TYPE_TIMESTAMP:
-    case SL_TYPE_DURATION:
-      key->kind = KEY_I64;
-      key->i = ((const int64_t*)data)[p];
-      break;
-    case SL_TYPE_UINT64:
-      key->kind = KEY_U64;
-      key->u = ((const uint64_t*)data)[p];
-      break;
-    case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: case SL_TYPE_HALF_FLOAT: {
-      double v;
-      if (field->type.id == SL_TYPE_DOUBLE) {
-        v = ((const double*)data)[p];
-      } else if (field->type.id == SL_TYPE_FLOAT) {
-        v = ((const float*)data)[p];
-      } else {  // order of half floats = order of their magnitudes with sign
-        uint16_t h = ((const uint16_t*)data)[p];
-        int exponent = (h >> 10) & 0x1f;
-        if (exponent == 31 && (h & 0x3ff) != 0) return;  // NaN
-        v = exponent == 31 ? INFINITY : (exponent == 0 ? ldexp(h & 0x3ff, -24)
-                                                       : ldexp((h & 0x3ff) + 1024, exponent - 25));
-        if (h & 0x8000) v = -v;
-      }
-      // NaN has no place in an order; min/max skip it, as pyarrow does.
-      if (!isnan(v)) {
-        key->kind = KEY_F64;
-        key->d = v;
-      }
-      break;
-    }
-    case SL_TYPE_STRING: case SL_TYPE_BINARY: {
-      const int32_t* offsets = data;
-      key->kind = KEY_BYTES;
-      key->n = (int64_t)offsets[p + 1] - offsets[p];
-      key->bytes = key->n == 0 ? NULL : (const uint8_t*)array->buffers[2] + offsets[p];
-      break;
-    }
-    case SL_TYPE_LARGE_STRING: case SL_TYPE_LARGE_BINARY: {
-      const int64_t* offsets = data;
-      key->kind = KEY_BYTES;
-      key->n = offsets[p + 1] - offsets[p];
-      key->bytes = key->n == 0 ? NULL : (const uint8_t*)array->buffers[2] + offsets[p];
-      break;
-    }
-    case SL_TYPE_FIXED_SIZE_BINARY:
-      key->kind = KEY_BYTES;
-      key->n = field->type.byte_width;
-      key->bytes = key->n == 0 ? NULL : (const uint8_t*)data + p * key->n;
-      break;
-    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
-      int width = field->type.id == SL_TYPE_DECIMAL128 ? 16 : 32;
-      const uint8_t* le = (const uint8_t*)data + p * width;
-      key->kind = KEY_DECIMAL;
-      key->n = width;
-      for (int b = 0; b < width; ++b) key->decimal[b] = le[width - 1 - b];
-      key->decimal[0] ^= 0x80;
-      break;
-    }
-    default:
-      break;
-  }
-}
-
-int sl_stats_type_has_order(const struct sl_text_field* field) {
-  if (field->dictionary != NULL) return sl_stats_type_has_order(field->dictionary);
-  switch (field->type.id) {
-    case SL_TYPE_BOOL: case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16:
-    case SL_TYPE_UINT16: case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32:
-    case SL_TYPE_TIME32: case SL_TYPE_INT64: case SL_TYPE_DATE64: case SL_TYPE_TIME64:
-    case SL_TYPE_TIMESTAMP: case SL_TYPE_DURATION: case SL_TYPE_UINT64: case SL_TYPE_FLOAT:
-    case SL_TYPE_DOUBLE: case SL_TYPE_HALF_FLOAT: case SL_TYPE_STRING: case SL_TYPE_BINARY:
-    case SL_TYPE_LARGE_STRING: case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
-    case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-static int stats_key_compare(const struct stats_key* a, const struct stats_key* b) {
-  switch (a->kind) {
-    case KEY_I64: return (a->i > b->i) - (a->i < b->i);
-    case KEY_U64: return (a->u > b->u) - (a->u < b->u);
-    case KEY_F64: return (a->d > b->d) - (a->d < b->d);
-    case KEY_DECIMAL: return memcmp(a->decimal, b->decimal, (size_t)a->n);
-    case KEY_BYTES: {
-      int64_t n = a->n < b->n ? a->n : b->n;
-      int c = n > 0 ? memcmp(a->bytes, b->bytes, (size_t)n) : 0;
-      return c != 0 ? c : (a->n > b->n) - (a->n < b->n);
-    }
-    default: return 0;
-  }
-}
-
-/// Makes `dst` (a merged key) a copy of `src` whose bytes live in *storage.
-static int stats_key_store(struct stats_key* dst, const struct stats_key* src,
-                           uint8_t** storage, size_t* cap, const struct sluice_allocator* alloc) {
-  *dst = *src;
-  if (src->kind != KEY_BYTES || src->n == 0) return 0;
-  if ((size_t)src->n > *cap) {
-    uint8_t* bigger = sl_alloc(alloc, (size_t)src->n);
-    if (bigger == NULL) return ENOMEM;
-    sl_free(alloc, *storage, *cap);
-    *storage = bigger;
-    *cap = (size_t)src->n;
-  }
-  memcpy(*storage, src->bytes, (size_t)src->n);
-  dst->bytes = *storage;
-  return 0;
-}
-
 /// The common case (fixed-width numbers without nulls) in tight loops; the
 /// rows of the min and max go to *min_row / *max_row. 0 if not applicable.
 static int stats_fast_path(const struct sl_text_field* field, const struct ArrowArray* column,
                            int64_t first, int64_t length, int64_t* min_row, int64_t* max_row,
-                           struct stats_key* min, struct stats_key* max) {
+                           struct sl_stats_key* min, struct sl_stats_key* max) {
   if (field->dictionary != NULL || length <= 0 || column->n_buffers < 2 ||
       (column->null_count != 0 && column->buffers[0] != NULL)) {
     return 0;
@@ -209,7 +56,7 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
         if (v[r] < v[lo]) lo = r;
         if (v[r] > v[hi]) hi = r;
       }
-      min->kind = max->kind = KEY_I64;
+      min->kind = max->kind = SL_KEY_I64;
       min->i = v[lo];
       max->i = v[hi];
       break;
@@ -221,7 +68,7 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
         if (v[r] < v[lo]) lo = r;
         if (v[r] > v[hi]) hi = r;
       }
-      min->kind = max->kind = KEY_I64;
+      min->kind = max->kind = SL_KEY_I64;
       min->i = v[lo];
       max->i = v[hi];
       break;
@@ -236,7 +83,7 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
         if (v[r] < v[lo]) lo = r;
         if (v[r] > v[hi]) hi = r;
       }
-      min->kind = max->kind = KEY_F64;
+      min->kind = max->kind = SL_KEY_F64;
       min->d = v[lo];
       max->d = v[hi];
       break;
@@ -255,7 +102,7 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
                               struct sluice_error* error) {
   const struct sl_text_field* field = &state->row.children[c];
   int64_t nulls = 0, min_row = -1, max_row = -1;
-  struct stats_key min, max, key;
+  struct sl_stats_key min, max, key;
   memset(&min, 0, sizeof min);
   memset(&max, 0, sizeof max);
   memset(&key, 0, sizeof key);
@@ -265,10 +112,10 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
       ++nulls;
       continue;
     }
-    stats_key_of(field, column, r, &key);
-    if (key.kind == KEY_NONE) continue;
-    if (min_row < 0 || stats_key_compare(&key, &min) < 0) min = key, min_row = r;
-    if (max_row < 0 || stats_key_compare(&key, &max) > 0) max = key, max_row = r;
+    sl_stats_key_of(field, column, r, &key);
+    if (key.kind == SL_KEY_NONE) continue;
+    if (min_row < 0 || sl_stats_key_compare(&key, &min) < 0) min = key, min_row = r;
+    if (max_row < 0 || sl_stats_key_compare(&key, &max) > 0) max = key, max_row = r;
   }
   struct sl_text min_text, max_text;
   sl_text_init(&min_text, state->alloc);
@@ -284,16 +131,16 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
   merged->null_count += nulls;
   if (rc == 0 && min_row >= 0) {
     int first_values = !merged->has_min_max;
-    if (first_values || stats_key_compare(&min, &merged->min) < 0) {
-      rc = stats_key_store(&merged->min, &min, &merged->min_bytes, &merged->min_cap,
+    if (first_values || sl_stats_key_compare(&min, &merged->min) < 0) {
+      rc = sl_stats_key_store(&merged->min, &min, &merged->min_bytes, &merged->min_cap,
                            state->alloc);
       if (rc == 0) {
         sl_text_clear(&merged->min_text);
         rc = sl_text_append(&merged->min_text, sl_text_cstr(&min_text), min_text.len);
       }
     }
-    if (rc == 0 && (first_values || stats_key_compare(&max, &merged->max) > 0)) {
-      rc = stats_key_store(&merged->max, &max, &merged->max_bytes, &merged->max_cap,
+    if (rc == 0 && (first_values || sl_stats_key_compare(&max, &merged->max) > 0)) {
+      rc = sl_stats_key_store(&merged->max, &max, &merged->max_bytes, &merged->max_cap,
                            state->alloc);
       if (rc == 0) {
         sl_text_clear(&merged->max_text);
@@ -403,7 +250,7 @@ static int stats_from_metadata(struct sluice_dataset* dataset, const struct stat
   memset(&args, 0, sizeof args);
   sl_dataset_scan_args(dataset, &args);
   int64_t n = state->n_columns;
-  if (args.limit >= 0 || args.format == NULL || args.format->stored_stats == NULL || n == 0) {
+  if (args.limit >= 0 || args.format == NULL || n == 0) {  // no hook: sl_stats_stored says so
     return 0;
   }
   struct sluice_column_stats* s = sl_calloc(NULL, (size_t)n, sizeof *s);

@@ -8,6 +8,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 #include "api/sluice_dataset_internal.h"
+#include "api/sluice_dataset_files.h"
 #include "api/sluice_stats_internal.h"
 #include "scan/sl_scan.h"
 
@@ -25,6 +26,112 @@ static int stored_render(const struct sl_text_field* field, const struct ArrowAr
   return rc;
 }
 
+/// One column's statistics merged over the objects of a dataset.
+struct stored_merge {
+  int64_t count, null_count;  ///< -1 once an object does not know
+  int bounds;                 ///< 0 once an object with values has no bounds
+  int any_values;             ///< some object has a non-null value
+  struct sl_stats_key min, max;
+  uint8_t* min_bytes;  ///< owned copies behind min.bytes / max.bytes
+  uint8_t* max_bytes;
+  size_t min_cap, max_cap;
+  char* min_text;
+  char* max_text;
+  int min_exact, max_exact;
+};
+
+static void merge_release(struct stored_merge* m, const struct sluice_allocator* alloc) {
+  sl_free(alloc, m->min_bytes, m->min_cap);
+  sl_free(alloc, m->max_bytes, m->max_cap);
+  if (m->min_text) sl_free(NULL, m->min_text, strlen(m->min_text) + 1);
+  if (m->max_text) sl_free(NULL, m->max_text, strlen(m->max_text) + 1);
+}
+
+/// Replaces a bound (key and text) with row `at` of `bounds`.
+static int take_bound(const struct sl_text_field* field, const struct ArrowArray* bounds,
+                      int64_t at, const struct sl_stats_key* key, struct sl_stats_key* dst,
+                      uint8_t** storage, size_t* cap, char** text,
+                      const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (sl_stats_key_store(dst, key, storage, cap, alloc) != 0)
+    return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+  char* fresh;
+  SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, error));
+  if (*text) sl_free(NULL, *text, strlen(*text) + 1);
+  *text = fresh;
+  return 0;
+}
+
+/// Folds one object's stored statistics of column c into `m`. An object's
+/// bounds widen the merged ones; a merged bound is exact when an object whose
+/// bound it is says so (a truncated bound that ties an exact one is not the
+/// extreme). `many`: more than one object (then bounds need an order).
+static int merge_object(struct stored_merge* m, const struct sl_text_field* field,
+                        int64_t row_count, const struct sl_stored_column_stats* s,
+                        const struct ArrowArray* bounds, int many,
+                        const struct sluice_allocator* alloc, struct sluice_error* error) {
+  m->count = m->count < 0 || row_count < 0 ? -1 : m->count + row_count;
+  m->null_count = m->null_count < 0 || s->null_count < 0 ? -1 : m->null_count + s->null_count;
+  if (row_count >= 0 && s->null_count == row_count) return 0;  // no values: no bounds needed
+  int64_t at = bounds->offset;
+  if (!s->has_min_max || sl_value_is_null(field, bounds, at) ||
+      sl_value_is_null(field, bounds, at + 1)) {
+    m->bounds = 0;
+    return 0;
+  }
+  struct sl_stats_key lo, hi;
+  sl_stats_key_of(field, bounds, at, &lo);
+  sl_stats_key_of(field, bounds, at + 1, &hi);
+  if (many && (lo.kind == SL_KEY_NONE || hi.kind == SL_KEY_NONE)) {
+    m->bounds = 0;  // no order to merge by
+    return 0;
+  }
+  int first = !m->any_values;
+  m->any_values = 1;
+  int c = first ? -1 : sl_stats_key_compare(&lo, &m->min);
+  if (c < 0) {
+    SL_RETURN_NOT_OK(take_bound(field, bounds, at, &lo, &m->min, &m->min_bytes, &m->min_cap,
+                                &m->min_text, alloc, error));
+    m->min_exact = s->min_exact != 0;
+  } else if (c == 0 && s->min_exact) {
+    m->min_exact = 1;
+  }
+  c = first ? 1 : sl_stats_key_compare(&hi, &m->max);
+  if (c > 0) {
+    SL_RETURN_NOT_OK(take_bound(field, bounds, at + 1, &hi, &m->max, &m->max_bytes, &m->max_cap,
+                                &m->max_text, alloc, error));
+    m->max_exact = s->max_exact != 0;
+  } else if (c == 0 && s->max_exact) {
+    m->max_exact = 1;
+  }
+  return 0;
+}
+
+/// Asks one object's reader and folds its answer into merged[0..n).
+static int stored_object(const struct sl_format_reader* format, void* reader,
+                         const struct sl_scan_args* args, const struct sl_text_field* row,
+                         struct stored_merge* merged, int many,
+                         const struct sluice_allocator* alloc, struct sluice_error* error) {
+  int64_t n = row->n_children;
+  struct sl_stored_column_stats* stats = sl_calloc(alloc, (size_t)n, sizeof *stats);
+  if (stats == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+  int64_t row_count = -1;
+  struct ArrowArray min_max;
+  memset(&min_max, 0, sizeof min_max);
+  int rc = format->stored_stats(reader, args->columns, args->columns ? args->n_columns : n,
+                                &row_count, stats, &min_max, error);
+  if (rc == 0 && (min_max.release == NULL || min_max.n_children != n || min_max.length < 2)) {
+    rc = sl_error_set(error, EINVAL,
+                      "stored statistics: the %s reader returned bounds of a wrong shape",
+                      format->name);
+  }
+  for (int64_t c = 0; rc == 0 && c < n; ++c)
+    rc = merge_object(&merged[c], &row->children[c], row_count, &stats[c], min_max.children[c],
+                      many, alloc, error);
+  if (min_max.release != NULL) min_max.release(&min_max);
+  sl_free(alloc, stats, (size_t)n * sizeof *stats);
+  return rc;
+}
+
 int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* row,
                     struct sluice_column_stats* result, int* available,
                     struct sluice_error* error) {
@@ -34,42 +141,38 @@ int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* 
   struct sl_scan_args args;
   memset(&args, 0, sizeof args);
   sl_dataset_scan_args(dataset, &args);
-  if (args.format == NULL || args.format->stored_stats == NULL || n == 0) return 0;
+  // A dataset of many objects: each object's footer, merged.
+  const struct sl_format_reader* format = args.format;
+  int64_t objects = sl_files_reader_objects(args.format, args.reader, &format);
+  int many = objects > 0;
+  if (!many) objects = 1;
+  if (format == NULL || format->stored_stats == NULL || n == 0) return 0;
   const struct sluice_allocator* alloc = sl_dataset_allocator(dataset);
-  struct sl_stored_column_stats* stats = sl_calloc(alloc, (size_t)n, sizeof *stats);
-  if (stats == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
-  int64_t row_count = -1;
-  struct ArrowArray min_max;
-  memset(&min_max, 0, sizeof min_max);
-  int rc = args.format->stored_stats(args.reader, args.columns, args.columns ? args.n_columns : n,
-                                     &row_count, stats, &min_max, error);
-  if (rc == 0 && (min_max.release == NULL || min_max.n_children != n || min_max.length < 2)) {
-    rc = sl_error_set(error, EINVAL,
-                      "stored statistics: the %s reader returned bounds of a wrong shape",
-                      args.format->name);
+  struct stored_merge* merged = sl_calloc(alloc, (size_t)n, sizeof *merged);
+  if (merged == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+  for (int64_t c = 0; c < n; ++c) merged[c].bounds = 1;
+  int rc = 0;
+  for (int64_t o = 0; rc == 0 && o < objects; ++o) {
+    void* reader = many ? sl_files_reader_object(args.reader, o) : args.reader;
+    rc = stored_object(format, reader, &args, row, merged, many, alloc, error);
   }
   for (int64_t c = 0; rc == 0 && c < n; ++c) {
     struct sluice_column_stats* r = &result[c];
-    const struct sl_stored_column_stats* s = &stats[c];
-    const struct ArrowArray* bounds = min_max.children[c];
-    r->count = row_count < 0 ? -1 : row_count;
-    r->null_count = s->null_count < 0 ? -1 : s->null_count;
+    struct stored_merge* m = &merged[c];
+    r->count = m->count;
+    r->null_count = m->null_count;
     r->from_metadata = 1;
-    int64_t at = min_max.offset;
-    if (!s->has_min_max || sl_value_is_null(&row->children[c], bounds, at) ||
-        sl_value_is_null(&row->children[c], bounds, at + 1)) {
-      continue;
-    }
-    rc = stored_render(&row->children[c], bounds, at, &r->min, error);
-    if (rc == 0) rc = stored_render(&row->children[c], bounds, at + 1, &r->max, error);
-    if (rc == 0) {
+    if (m->bounds && m->any_values) {
       r->has_min_max = 1;
-      r->min_exact = s->min_exact != 0;
-      r->max_exact = s->max_exact != 0;
+      r->min = m->min_text;
+      r->max = m->max_text;
+      m->min_text = m->max_text = NULL;  // now the result's
+      r->min_exact = m->min_exact;
+      r->max_exact = m->max_exact;
     }
   }
-  if (min_max.release != NULL) min_max.release(&min_max);
-  sl_free(alloc, stats, (size_t)n * sizeof *stats);
+  for (int64_t c = 0; c < n; ++c) merge_release(&merged[c], alloc);
+  sl_free(alloc, merged, (size_t)n * sizeof *merged);
   if (rc == 0) *available = 1;
   return rc;
 }

@@ -812,6 +812,57 @@ static void test_directory_allocation_failures(void** unused) {
   remove_tree(dir);
 }
 
+/// Stored statistics merged over a directory of Parquet files, under failing
+/// allocations: every failure a clean ENOMEM, the success the whole count
+/// and the extremes of different files.
+static int stored_stats_once(void* ctx, const struct sluice_allocator* alloc,
+                             struct sluice_error* error) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(ctx, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct sluice_column_stats* stats = NULL;
+  int64_t n = 0;
+  rc = sluice_dataset_stored_stats(ds, &stats, &n, error);
+  if (rc == 0) {
+    assert_int_equal(n, 1);
+    assert_int_equal(stats[0].count, 300);
+    assert_true(stats[0].has_min_max);
+    assert_string_equal(stats[0].min, "-100");
+    assert_string_equal(stats[0].max, "299");
+    sluice_stats_free(stats, n);
+    // From the footers, or (when an allocation there failed) from a scan.
+    rc = sluice_dataset_stats(ds, &stats, &n, error);
+    if (rc == 0) {
+      assert_string_equal(stats[0].min, "-100");
+      assert_string_equal(stats[0].max, "299");
+      sluice_stats_free(stats, n);
+    }
+  }
+  sluice_dataset_close(ds);
+  return rc;
+}
+
+static void test_directory_stored_stats_allocation_failures(void** unused) {
+  (void)unused;
+  if (sl_format_reader_find("parquet") == NULL) skip();
+  char dir[512];
+  test_temp_path("dataset_dir_stats", dir, sizeof dir);
+  remove_tree(dir);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys, os\n"
+           "d=sys.argv[1]; os.makedirs(d)\n"
+           "for k, (lo, hi) in enumerate([(0, 100), (-100, 0), (200, 300)]):\n"
+           "  pq.write_table(pa.table({'a': list(range(lo, hi))}), d + f'/p{k}.parquet')\n"
+           "\" '%s' 2>/dev/null", dir);
+  if (system(cmd) != 0) skip();
+  assert_true(test_alloc_sweep(stored_stats_once, dir, 2000) > 5);
+  remove_tree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -823,6 +874,7 @@ int main(void) {
       cmocka_unit_test(test_directory_as_one_table),
       cmocka_unit_test(test_directory_errors),
       cmocka_unit_test(test_directory_allocation_failures),
+      cmocka_unit_test(test_directory_stored_stats_allocation_failures),
       cmocka_unit_test(test_scan_range_ordered_and_unordered),
       cmocka_unit_test(test_scan_range_empty_and_errors),
       cmocka_unit_test(test_scan_range_planned_rows),

@@ -191,6 +191,66 @@ def test_stats_nested_column_is_scanned(parquet_cli, tmp_path):
     assert all(c["source"] == "metadata" and c["count"] == 3000 for c in stored)
 
 
+def _write_parts(directory):
+    """Four files whose extremes sit in different files: one all-null in "n",
+    one without rows, one written without statistics when `bare`."""
+    directory.mkdir()
+    tables = []
+    for k in range(4):
+        n = 0 if k == 2 else 500 + 100 * k
+        t = pa.table({
+            "i": pa.array([None if j % 7 == 0 else (j * 37 + k * 5000) % 1001 - 500 - 100 * k
+                           for j in range(n)], pa.int64()),
+            "s": pa.array([f"v{k}{(j * 13) % 97:03d}" for j in range(n)], pa.string()),
+            "d": pa.array([math.cos(j + k) * (k + 1) for j in range(n)], pa.float64()),
+            "n": pa.array([None if k != 3 or j % 2 else j for j in range(n)], pa.int32()),
+        })
+        pq.write_table(t, directory / f"part{k}.parquet", row_group_size=170)
+        tables.append(t)
+    return pa.concat_tables(tables)
+
+
+def test_stats_of_many_files_merge_their_footers(parquet_cli, tmp_path):
+    """`sluice stats DIR/` answers from every file's footer, merged (extremes
+    from different files, an empty file, an all-null file), and says what a
+    scan says and what DuckDB computes over the same files."""
+    table = _write_parts(tmp_path / "parts")
+    duckdb = pytest.importorskip("duckdb")
+    cols = "i,s,d,n"
+    fast = json.loads(_ok(parquet_cli, "stats", tmp_path / "parts", "--json", "-c", cols))
+    slow = json.loads(_ok(parquet_cli, "stats", tmp_path / "parts", "--json", "-c", cols,
+                          "--limit", str(table.num_rows)))
+    assert [c["source"] for c in fast] == ["metadata"] * 4, fast
+    assert [c["source"] for c in slow] == ["computed"] * 4
+    for a, b in zip(fast, slow):
+        for key in ("name", "count", "nulls", "min", "max"):
+            assert a[key] == b[key], (key, a, b)
+    glob = str(tmp_path / "parts" / "*.parquet")
+    for c in fast:
+        count, nulls, lo, hi = duckdb.sql(
+            f"SELECT count(*), count(*) - count({c['name']}), min({c['name']}), "
+            f"max({c['name']}) FROM read_parquet('{glob}')").fetchall()[0]
+        assert (c["count"], c["nulls"]) == (count, nulls), c
+        assert _same_value(c["min"], lo) and _same_value(c["max"], hi), (c, lo, hi)
+
+
+def test_stats_of_many_files_one_without_statistics(parquet_cli, tmp_path):
+    """A file without stored statistics leaves the merged bounds unknown: the
+    columns are scanned, and the answer is the same."""
+    table = _write_parts(tmp_path / "parts")
+    pq.write_table(table.slice(0, 50), tmp_path / "parts" / "part9.parquet",
+                   write_statistics=False)
+    whole = pa.concat_tables([table, table.slice(0, 50)])
+    meta = json.loads(_ok(parquet_cli, "stats", tmp_path / "parts", "--json", "--metadata"))
+    assert all(c["min"] is None for c in meta), meta
+    got = json.loads(_ok(parquet_cli, "stats", tmp_path / "parts", "--json", "-c", "i,s"))
+    for c in got:
+        column = whole.column(c["name"])
+        mm = pc.min_max(column).as_py()
+        assert c["count"] == whole.num_rows and c["nulls"] == column.null_count, c
+        assert _same_value(c["min"], mm["min"]) and _same_value(c["max"], mm["max"]), c
+
+
 def test_text_output_marks_metadata(parquet_cli, tmp_path):
     path = tmp_path / "sample.parquet"
     _write_sample(path)
