@@ -78,6 +78,7 @@ struct sl_sink {
   int64_t position;
   int is_pipe;     // fd is a pipe: file bytes go by splice(2)
   int is_s3;       // s3://: staged in a temporary file, uploaded on commit
+  int in_place;    // an existing device, FIFO or socket: written directly, no rename
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -170,6 +171,21 @@ static void grow_pipe(int fd) {
 
 static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_error* error) {
   const struct sluice_allocator* alloc = sink->alloc;
+  struct stat existing;
+  int exists = stat(path, &existing) == 0;
+  if (exists && S_ISDIR(existing.st_mode))
+    return sl_error_set(error, EISDIR, "%s: is a directory", sink->name);
+  if (exists && !S_ISREG(existing.st_mode)) {
+    // A device, FIFO or socket (/dev/null, a named pipe): written in place,
+    // as cp does. Renaming a temporary file over it would replace the device
+    // with a plain file; there is nothing to commit atomically anyway.
+    sink->fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (sink->fd < 0) return errno_error(error, sink->name, "cannot open for writing", errno);
+    grow_pipe(sink->fd);
+    sink->is_pipe = S_ISFIFO(existing.st_mode);
+    sink->in_place = 1;
+    return 0;
+  }
   const char* slash = strrchr(path, '/');
   size_t dir_len = slash == NULL ? 0 : (size_t)(slash - path) + 1;  // keeps the '/'
   const char* base = path + dir_len;
@@ -587,6 +603,10 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);
   sink->fd = -1;
+  if (sink->in_place) {
+    sink_free(sink);
+    return rc;
+  }
   if (rc == 0 && !sink->is_s3 && rename(sink->tmp_path, sink->target) != 0) {
     rc = errno_error(error, sink->name, "cannot rename the temporary file into place", errno);
   }

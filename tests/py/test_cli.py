@@ -14,8 +14,11 @@ import decimal
 import io
 import json
 import math
+import os
+import stat
 import struct
 import subprocess
+import threading
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -218,6 +221,35 @@ def test_cat_output_file(sluice_bin, data, tmp_path):
     out = tmp_path / "x.arrows"
     assert ok(sluice_bin, "cat", d / "t.arrow", "-o", out, "--quiet") == b""
     assert ipc.open_stream(out).read_all().equals(table)
+
+
+def test_output_to_a_device_or_fifo_writes_in_place(sluice_bin, data, tmp_path):
+    """An existing device or named pipe is written directly, as cp does: not
+    replaced by a renamed temporary file (which would turn /dev/null into a
+    plain file)."""
+    d, table = data
+    before = os.stat("/dev/null")
+    ok(sluice_bin, "convert", d / "t.arrow", "/dev/null", "-t", "arrows")
+    ok(sluice_bin, "cat", d / "t.arrow", "-o", "/dev/null", "-t", "csv", "--quiet")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+    assert not [p for p in os.listdir("/dev") if p.startswith(".null")]
+    fifo = tmp_path / "pipe.arrows"
+    os.mkfifo(fifo)
+    got = {}
+
+    def read_pipe():
+        with open(fifo, "rb") as f:
+            got["table"] = ipc.open_stream(f).read_all()
+    reader = threading.Thread(target=read_pipe)
+    reader.start()
+    ok(sluice_bin, "convert", d / "t.arrow", fifo, "-t", "arrows")
+    reader.join(timeout=60)
+    assert got["table"].equals(table)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    # A directory is refused by name.
+    proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path, "-t", "arrows")
+    assert proc.returncode != 0 and b"is a directory" in proc.stderr
 
 
 def test_cat_forced_format(sluice_bin, data, tmp_path):
