@@ -258,6 +258,15 @@ SLUICE_EXPORT void sluice_scanner_close(struct sluice_scanner* scanner);
 /// group's count); -1 when it does not, or when `split` is out of range. Lets a caller place each split's rows in preallocated columns.
 SLUICE_EXPORT int64_t sluice_dataset_split_rows(struct sluice_dataset* dataset, int64_t split);
 
+/// Reads what it takes for sluice_dataset_split_rows to know more splits'
+/// rows: the block headers of a local Avro file (every 16 KiB or so, so it
+/// reads a little of the whole file; remote objects are left unknown). Other
+/// formats already know theirs or cannot tell: 0 and nothing changes. Call
+/// it before scanning the dataset, never while a scan of it runs. Errors (a
+/// bad block header) are those a scan would meet.
+SLUICE_EXPORT int sluice_dataset_count_split_rows(struct sluice_dataset* dataset,
+                                                  struct sluice_error* error);
+
 /// Options for sluice_scanner_open_with: which splits to scan, and overrides of
 /// what the dataset was opened with. Always start from sluice_scan_options_init.
 struct sluice_scan_options {

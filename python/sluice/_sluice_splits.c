@@ -31,6 +31,13 @@ struct sp_scan_source sp_scanner_source(struct sluice_scanner* scanner) {
 }
 
 PyObject* sp_split_rows(struct sluice_dataset* dataset) {
+  // Where reading a little tells more rows ahead (a local Avro file's block
+  // headers), read it: placing splits by their rows is worth that. A failure
+  // leaves the counts unknown; the scan then meets and reports it.
+  struct sluice_error error;
+  Py_BEGIN_ALLOW_THREADS
+  (void)sluice_dataset_count_split_rows(dataset, &error);
+  Py_END_ALLOW_THREADS
   int64_t n = sluice_dataset_num_splits(dataset);
   PyObject* list = PyList_New((Py_ssize_t)n);
   for (int64_t i = 0; list != NULL && i < n; ++i) {

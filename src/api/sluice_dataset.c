@@ -443,3 +443,11 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   return sl_sink_commit(sink, error);
 }
+
+int sluice_dataset_count_split_rows(struct sluice_dataset* dataset, struct sluice_error* error) {
+  if (dataset == NULL) return sl_error_set(error, EINVAL, "sluice_dataset_count_split_rows: NULL");
+  if (dataset->format->count_split_rows == NULL || dataset->n_splits == 0) return 0;
+  // Into the plan itself: scans started afterwards copy the counts with it.
+  return dataset->format->count_split_rows(dataset->reader, dataset->splits, dataset->n_splits,
+                                           error);
+}

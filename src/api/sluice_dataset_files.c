@@ -146,6 +146,20 @@ static int files_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   return 0;
 }
 
+/// Each object's reader counts its own splits' rows (their place in `splits`
+/// is the object's first_split).
+static int files_count_split_rows(void* reader, struct sl_split* splits, int64_t n,
+                                  struct sluice_error* error) {
+  struct sl_files_reader* f = reader;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    const struct files_part* p = &f->parts[i];
+    if (p->first_split + p->n_splits > n) break;
+    SL_RETURN_NOT_OK(f->format->count_split_rows(p->reader, splits + p->first_split, p->n_splits,
+                                                 error));
+  }
+  return 0;
+}
+
 /// The part whose splits include the dataset's split `index`.
 static const struct files_part* part_of(const struct sl_files_reader* f, int64_t index) {
   int64_t lo = 0, hi = f->n_parts - 1;
@@ -282,6 +296,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       // Every object has the real format's reader, so its promise holds.
       .split_by_columns = format->split_by_columns,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
+      .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
   };
   int rc = 0;
   for (size_t i = 0; i < names->n && rc == 0; ++i) {

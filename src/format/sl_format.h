@@ -93,6 +93,13 @@ struct sl_format_reader {
   /// column `column` (index into the full schema) over the whole object, so
   /// that the engine can balance column parts by size rather than by count.
   int64_t (*column_bytes)(void* reader, int64_t column);
+  /// Optional (NULL = est_rows is all the reader knows): fills est_rows of
+  /// splits[0..n) (the plan, unchanged otherwise) with the exact rows of each
+  /// split where reading a little of the object tells them (Avro block
+  /// headers of a mapped file); leaves -1 where it cannot. Not called while
+  /// splits of this reader are being decoded.
+  int (*count_split_rows)(void* reader, struct sl_split* splits, int64_t n,
+                          struct sluice_error* error);
 };
 
 struct sl_write_args {

@@ -875,6 +875,43 @@ static size_t big_block(struct big* f, int64_t first, int64_t count, int64_t lon
   return long_row >= first && long_row < first + count ? base + long_at : 0;
 }
 
+/// count_split_rows gives each split the rows that decoding it yields.
+static void check_counted_split_rows(const char* path) {
+  const struct sl_format_reader* fmt = sl_avro_reader();
+  struct sl_source* src;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
+  struct sl_reader_args args = {.source = src};
+  void* reader;
+  assert_int_equal(fmt->open(&args, &reader, &err), 0);
+  struct sl_split* splits = NULL;
+  int64_t n = 0;
+  assert_int_equal(fmt->plan_splits(reader, &splits, &n, &err), 0);
+  for (int64_t i = 0; i < n; ++i) assert_int_equal(splits[i].est_rows, -1);
+  assert_int_equal(fmt->count_split_rows(reader, splits, n, &err), 0);
+  int64_t empty = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    void* st;
+    int projected;
+    assert_int_equal(fmt->split_open(reader, &splits[i], NULL, 0, &st, &projected, &err), 0);
+    int64_t rows = 0;
+    for (;;) {
+      struct ArrowArray b;
+      if (fmt->split_next(st, &b, &err) != 0) fail_msg("%s", err.message);
+      if (b.release == NULL) break;
+      rows += b.length;
+      b.release(&b);
+    }
+    fmt->split_close(st);
+    assert_int_equal(splits[i].est_rows, rows);
+    empty += rows == 0;
+  }
+  assert_true(empty >= 1);  // the 2.5 MiB block covers a split
+  sl_free(NULL, splits, (size_t)n * sizeof *splits);
+  fmt->close(reader);
+  sl_source_close(src);
+}
+
 static int64_t count_splits(const char* path) {
   const struct sl_format_reader* fmt = sl_avro_reader();
   struct sl_source* src;
@@ -911,6 +948,7 @@ static void test_byte_range_splits(void** state) {
   test_temp_path("splits.avro", path, sizeof path);
   assert_int_equal(test_write_file(path, f.buf, f.n), 0);
   assert_true(count_splits(path) >= 4);
+  check_counted_split_rows(path);
   struct result* r = malloc(sizeof *r);
   struct sluice_error err = {0};
   int rc = read_path(path, NULL, NULL, 0, r, &err);

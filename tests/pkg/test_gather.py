@@ -141,6 +141,26 @@ def test_avro_csv_arrow_gathered(data_dir):
                                       want.to_pandas())
 
 
+def test_avro_split_rows_from_block_headers(data_dir):
+    """A local Avro file's splits (byte ranges) learn their rows from the
+    block headers, so its splits are placed like Parquet's row groups."""
+    fastavro = pytest.importorskip("fastavro")
+    n = 200_000  # about 3.6 MB: several 1 MiB splits
+    t = pa.table({"id": pa.array(np.arange(n, dtype="i8")),
+                  "x": pa.array(np.sin(np.arange(n, dtype="f8")))})
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long"}, {"name": "x", "type": "double"}]}
+    path = data_dir / "counted.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, t.to_pylist())
+    rows = sluice._sluice.open(str(path), threads=2).split_rows()
+    assert len(rows) >= 3 and min(rows) >= 0 and sum(rows) == n, rows
+    assert _gather.placement_plan(sluice._sluice.open(str(path)), {}, None) is not None
+    got = sluice.read(path, threads=2, ordered=False)
+    assert len(got.batches) == 1 and pa.table(got).cast(t.schema).equals(t)  # Avro's: not null
+    pd.testing.assert_frame_equal(sluice.read_pandas(path, threads=2), t.to_pandas())
+
+
 def test_safety_net_for_other_row_counts(fixed, fixed_parquet):
     # Splits that deliver more or fewer rows than planned still land in plan
     # order (the planned counts are exact for Parquet; this fakes wrong ones).

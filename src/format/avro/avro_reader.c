@@ -351,6 +351,44 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   return 0;
 }
 
+/// The block headers of a mapped file, walked from the first block (every
+/// sync marker checked): each block's count goes to the split its header is
+/// in. Remote objects would have to be read whole for it: left unknown.
+static int reader_count_split_rows(void* reader, struct sl_split* splits, int64_t n,
+                                   struct sluice_error* error) {
+  struct avro_reader* r = reader;
+  if (r->forward || !r->source->mapped || n == 0) return 0;
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) splits[i].est_rows = 0;
+  int64_t pos = r->pos;
+  char label[48];
+  for (int64_t i = 0;; ++i) {
+    struct avro_block b;
+    int eof;
+    snprintf(label, sizeof label, "block %" PRId64, i);
+    int rc = read_block_header(r, &pos, label, &b, &eof, error);
+    if (rc == 0 && !eof) {
+      struct sl_view v;
+      int64_t at = b.data + b.size;
+      rc = sl_source_read_at(r->source, at, AVRO_SYNC_LEN, &v, error);
+      if (rc == 0) {
+        int ok = v.size == AVRO_SYNC_LEN && memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
+        sl_view_release(&v);
+        if (!ok) rc = bad_sync(r, label, at, error);
+      }
+      pos = at + AVRO_SYNC_LEN;
+    }
+    if (rc != 0) {
+      for (int64_t j = 0; j < n; ++j) splits[j].est_rows = -1;
+      return rc;
+    }
+    if (eof) return 0;
+    while (k + 1 < n && b.header >= splits[k + 1].offset) ++k;
+    splits[k].est_rows = b.count > INT64_MAX - splits[k].est_rows ? INT64_MAX
+                                                                   : splits[k].est_rows + b.count;
+  }
+}
+
 /* ---- splits ------------------------------------------------------------------ */
 
 struct avro_split {
@@ -676,6 +714,7 @@ static const struct sl_format_reader k_avro_reader = {
     .split_next = split_next,
     .split_close = split_close,
     .close = reader_close,
+    .count_split_rows = reader_count_split_rows,
 };
 
 const struct sl_format_reader* sl_avro_reader(void) { return &k_avro_reader; }
