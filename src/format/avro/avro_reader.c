@@ -12,6 +12,7 @@
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_buffer.h"
 #include "core/sl_error.h"
 
 #define AVRO_MAGIC "Obj\x01"
@@ -637,6 +638,24 @@ static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
   for (int64_t i = 0; i < s->root.n_children; ++i) {
     struct sl_builder* c = &s->root.children[i];
     if (c->value_width > 0 && sl_builder_reserve(c, expect) != 0)
+      return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  }
+  // Arrays of doubles or floats (W2's rows) take exactly their width per item
+  // in the file, so the split's bytes left bound the items: capacity for
+  // them spares the item buffer its doubling copies (memory is touched only
+  // as items arrive).
+  const struct avro_op* top = &r->prog.ops[0];
+  const int32_t* kids = top->n_kids > 0 ? r->prog.kids + top->kids : NULL;
+  for (int32_t k = 0; k < top->n_kids; ++k) {
+    const struct avro_op* op = &r->prog.ops[kids[k]];
+    if (op->kind != OP_ARRAY || op->n_kids != 1) continue;
+    const struct avro_op* item = &r->prog.ops[r->prog.kids[op->kids]];
+    struct sl_builder* values = s->bld[r->prog.kids[op->kids]];
+    int64_t width = item->kind == OP_DOUBLE ? 8 : item->kind == OP_FLOAT ? 4 : 0;
+    if (values == NULL || width == 0 || values->value_width != width) continue;
+    int64_t bytes = left + block_bytes;
+    if (bytes > AVRO_BATCH_BYTES) bytes = AVRO_BATCH_BYTES;
+    if (sl_buffer_grow_to(&values->values, values->values.size + bytes) != 0)
       return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   }
   return 0;
