@@ -173,6 +173,29 @@ def test_sliced_and_multibatch(tmp_path, sluice):
         assert got.column(name).to_pylist() == sliced.column(name).to_pylist(), name
 
 
+def test_float_arrays_fast_paths(tmp_path, sluice):
+    """Arrays of doubles/floats are written in bulk where they have no nulls
+    (nullable items or not), item by item where they have some; fastavro
+    reads the same values either way, from sliced batches too."""
+    n = 400
+    ragged = [[float(i * 31 + k) / 7 for k in range(i % 23)] for i in range(n)]
+    table = pa.table({
+        "d": pa.array(ragged, pa.list_(pa.float64())),  # nullable items, no nulls
+        "f": pa.array([[None if (i + k) % 5 == 0 else float(k) / 4 for k in range(i % 9)]
+                       for i in range(n)], pa.list_(pa.float32())),  # some null items
+        "r": pa.array(ragged, pa.list_(pa.field("item", pa.float64(), nullable=False))),
+        "fr": pa.array([[float(k) / 8 for k in range(i % 7)] for i in range(n)],
+                       pa.list_(pa.field("item", pa.float32(), nullable=False))),
+    })
+    sliced = table.slice(13, 350)
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    write_arrow(src, sliced, max_chunksize=33)
+    sluice.run("convert", src, dst)
+    _, _, rows = fastavro_rows(dst)
+    for name in sliced.column_names:
+        assert [r[name] for r in rows] == sliced.column(name).to_pylist(), name
+
+
 def test_pyarrow_slices_in_memory(tmp_path, sluice):
     # An IPC file keeps offsets 0; the reader's batches of an Avro file are
     # another path through the writer (avro → avro) with offsets.
