@@ -156,15 +156,35 @@ def test_null_values_match_pyarrow(sluice, tmp_path, k):
             assert g.to_pylist() == w.to_pylist(), (k, name, extra)
 
 
-def test_default_nulls_unchanged(sluice, tmp_path):
-    # no option: "", NA, NULL, null are null; NaN in a float column is a NaN
+def test_default_nulls(sluice, tmp_path):
+    # no option: "", NA, NULL, null are null; "NaN" too in float columns only
+    # (as pandas and pyarrow read it), while "nan", which sluice writes for a
+    # NaN, stays a NaN
     path = tmp_path / "d.csv"
-    path.write_text("i,f,s\n1,NaN,NA\nNULL,2.5,null\n,,x\n")
+    path.write_text("i,f,s,g\n1,NaN,NA,1\nNULL,2.5,null,NaN\n,,x,nan\n3,nan,NaN,4\n")
     got = sluice_read(sluice, path)
-    assert got.column("i").to_pylist() == [1, None, None]
+    assert got.column("i").to_pylist() == [1, None, None, 3]
     f = got.column("f").to_pylist()
-    assert math.isnan(f[0]) and f[1:] == [2.5, None]
-    assert got.column("s").to_pylist() == [None, None, "x"]
+    assert f[:3] == [None, 2.5, None] and math.isnan(f[3])
+    assert got.column("s").to_pylist() == [None, None, "x", "NaN"]
+    g = got.column("g").to_pylist()
+    assert got.column("g").type == pa.float64() and g[:2] == [1.0, None] and math.isnan(g[2])
+    # a custom set replaces the defaults, "NaN" included
+    got = sluice_read(sluice, path, "null_values=NA|NULL|null|")
+    assert math.isnan(got.column("f").to_pylist()[0])
+
+
+def test_nan_null_in_long_numeric_file_matches_pyarrow(sluice, tmp_path):
+    """Numeric rows take a fused fast path; rows holding "NaN" leave it for
+    the general one: nulls land on the right rows, as pyarrow reads them."""
+    path = tmp_path / "n.csv"
+    rows = ["a,x,y"] + [f"{i},{'NaN' if i % 97 == 5 else i / 8},{i * 0.25}"
+                        for i in range(50_000)]
+    path.write_text("\n".join(rows) + "\n")
+    got = sluice_read(sluice, path, threads=2)
+    want = pcsv.read_csv(path)
+    for name in ("a", "x", "y"):
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
 
 
 # ---- Parquet -> CSV -> Parquet ------------------------------------------------------

@@ -195,6 +195,10 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_F64:
       CSV_FOR_EACH_VALUE({
         double v;
+        if (csv_is_float_null(nulls, p, n)) {
+          if (sl_builder_append_null(b) != 0) return ENOMEM;
+          continue;
+        }
         if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_double_unsafe(b, v);
       })
@@ -202,6 +206,10 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_F32:
       CSV_FOR_EACH_VALUE({
         double v;
+        if (csv_is_float_null(nulls, p, n)) {
+          if (sl_builder_append_null(b) != 0) return ENOMEM;
+          continue;
+        }
         if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_float_unsafe(b, (float)v);
       })

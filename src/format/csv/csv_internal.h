@@ -142,6 +142,13 @@ int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len
 
 /// 1 if the token is a null spelling: one of nulls' (NULL or default: "", NA,
 /// NULL, null).
+/// The default spelling that is null in float columns only: "NaN" (as in
+/// pandas' and pyarrow's defaults). The writer spells a float NaN "nan",
+/// which stays a NaN, so a file sluice writes reads back the same.
+static inline int csv_is_float_null(const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
+  return (nulls == NULL || !nulls->custom) && n == 3 && p[0] == 'N' && p[1] == 'a' && p[2] == 'N';
+}
+
 static inline int csv_is_null(const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
   if (nulls == NULL || !nulls->custom) {
     switch (n) {
