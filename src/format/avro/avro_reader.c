@@ -189,14 +189,11 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
   return 0;
 }
 
-/// Reads one block header at *pos: *eof at a clean end of data.
-static int read_block_header(struct avro_reader* r, int64_t* pos, const char* label,
-                             struct avro_block* b, int* eof, struct sluice_error* error) {
-  b->header = *pos;
-  SL_RETURN_NOT_OK(input_long(r, pos, &b->count, eof, "block header", error));
-  if (*eof) return 0;
-  SL_RETURN_NOT_OK(input_long(r, pos, &b->size, NULL, "block header", error));
-  b->data = *pos;
+/// Checks a block header just read (b->data set): counts and sizes that the
+/// file cannot hold are errors.
+static int check_block_header(struct avro_reader* r, const char* label,
+                              const struct avro_block* b, struct sluice_error* error) {
+  const int64_t* pos = &b->data;
   if (b->count < 0 || b->size < 0)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative "
                         "object count (%" PRId64 ") or size (%" PRId64 ")", r->source->name,
@@ -208,23 +205,63 @@ static int read_block_header(struct avro_reader* r, int64_t* pos, const char* la
   return 0;
 }
 
+/// Reads one block header at *pos: *eof at a clean end of data.
+static int read_block_header(struct avro_reader* r, int64_t* pos, const char* label,
+                             struct avro_block* b, int* eof, struct sluice_error* error) {
+  b->header = *pos;
+  SL_RETURN_NOT_OK(input_long(r, pos, &b->count, eof, "block header", error));
+  if (*eof) return 0;
+  SL_RETURN_NOT_OK(input_long(r, pos, &b->size, NULL, "block header", error));
+  b->data = *pos;
+  return check_block_header(r, label, b, error);
+}
+
+/// A zigzag varint from p[0..n): 1 and *used, 0 when cut short or too long.
+static int parse_long(const uint8_t* p, int64_t n, int64_t* used, int64_t* out) {
+  uint64_t v = 0;
+  for (int64_t i = 0; i < n && i < 10; ++i) {
+    v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+    if ((p[i] & 0x80) == 0) {
+      *used = i + 1;
+      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int bad_sync(struct avro_reader* r, const char* label, int64_t at,
                     struct sluice_error* error) {
   return sl_error_set(error, EILSEQ, "%s: bad sync marker after %s at byte %" PRId64,
                       r->source->name, label, at);
 }
 
+/// A split's bytes: a view of [off, off + len) inside `range` (which holds
+/// the file's bytes from `range_off`) when it covers them, else read.
+static int range_bytes(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
+                       int64_t off, int64_t len, struct sl_view* v, struct sluice_error* error) {
+  if (range->data != NULL && off >= range_off && off - range_off <= (int64_t)range->size &&
+      len <= (int64_t)range->size - (off - range_off)) {
+    v->data = range->data + (off - range_off);
+    v->size = len;
+    v->owner = NULL;  // borrowed from the range, which outlives it
+    return 0;
+  }
+  return sl_source_read_at(r->source, off, len, v, error);
+}
+
 /// The first position p in [from, limit) where the sync marker starts
-/// (*at = -1 if none), read in chunks so a remote source fetches ranges.
-static int find_sync(struct avro_reader* r, int64_t from, int64_t limit, int64_t* at,
-                     struct sluice_error* error) {
+/// (*at = -1 if none), from `range` where it covers them, else read in
+/// chunks so a remote source fetches ranges.
+static int find_sync(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
+                     int64_t from, int64_t limit, int64_t* at, struct sluice_error* error) {
   enum { CHUNK = 1 << 20 };
   *at = -1;
   if (limit > r->source->size - AVRO_SYNC_LEN + 1) limit = r->source->size - AVRO_SYNC_LEN + 1;
   while (from < limit) {
     int64_t starts = limit - from < CHUNK ? limit - from : CHUNK;
     struct sl_view v;
-    SL_RETURN_NOT_OK(sl_source_read_at(r->source, from, starts + AVRO_SYNC_LEN - 1, &v, error));
+    SL_RETURN_NOT_OK(range_bytes(r, range, range_off, from, starts + AVRO_SYNC_LEN - 1, &v, error));
     int64_t n = (int64_t)v.size - AVRO_SYNC_LEN + 1;  // positions a whole marker fits at
     for (int64_t i = 0; i < n && i < starts; ++i) {
       const uint8_t* hit = memchr(v.data + i, r->sync[0], (size_t)(n - i));
@@ -397,6 +434,8 @@ struct avro_split {
   int64_t pos;  ///< ranged: the next block's start (-1 until the first is found)
   int64_t end;  ///< ranged: the split decodes the blocks that start before this
   int64_t begin;  ///< ranged: the split's first byte
+  struct sl_view range;  ///< ranged: the split's bytes, fetched once (see fetch_range)
+  int64_t range_off;     ///< the file offset of range.data[0]
   int numbered;   ///< block numbers are known (the split starts at the first block)
   int64_t fpos;                   ///< forward: stream position
   struct sl_builder root;
@@ -436,6 +475,7 @@ static void split_close(void* state) {
   const struct sluice_allocator* alloc = s->r->alloc;
   drop_decoded(s, 1);
   sl_view_release(&s->view);
+  sl_view_release(&s->range);
   avro_buf_release(&s->buf, alloc);
   avro_buf_release(&s->raw, alloc);
   sl_builder_release(&s->root);
@@ -496,11 +536,30 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   return 0;
 }
 
+/// Ranged splits read their bytes in one request: from the sync marker
+/// before their first byte to a little past their end, where the last
+/// block usually ends. Blocks outside it are read on their own. For a
+/// mapped file this is a view that costs nothing; for HTTP and S3 it is one
+/// GET instead of one per block.
+#define AVRO_RANGE_TAIL ((int64_t)1 << 20)
+static int fetch_range(struct avro_split* s, struct sluice_error* error) {
+  struct avro_reader* r = s->r;
+  if (s->range.data != NULL) return 0;
+  int64_t lo = s->begin - AVRO_SYNC_LEN > r->pos ? s->begin - AVRO_SYNC_LEN : r->pos;
+  int64_t hi = s->end > r->source->size - AVRO_RANGE_TAIL ? r->source->size
+                                                          : s->end + AVRO_RANGE_TAIL;
+  if (hi <= lo) return 0;
+  s->range_off = lo;
+  return sl_source_read_at(r->source, lo, hi - lo, &s->range, error);
+}
+
 /// The split's first block: right after the first sync marker that ends at
 /// or after its first byte and starts before its end (none: no blocks).
 static int find_first_block(struct avro_split* s, struct sluice_error* error) {
   int64_t at;
-  SL_RETURN_NOT_OK(find_sync(s->r, s->begin - AVRO_SYNC_LEN, s->end - AVRO_SYNC_LEN, &at, error));
+  SL_RETURN_NOT_OK(fetch_range(s, error));
+  SL_RETURN_NOT_OK(find_sync(s->r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
+                             s->end - AVRO_SYNC_LEN, &at, error));
   s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
   return 0;
 }
@@ -514,7 +573,8 @@ static int check_next_split_start(struct avro_split* s, struct sluice_error* err
   struct avro_reader* r = s->r;
   if (s->pos == INT64_MAX || s->pos - AVRO_SYNC_LEN <= s->end - AVRO_SYNC_LEN) return 0;
   int64_t at;
-  SL_RETURN_NOT_OK(find_sync(r, s->end - AVRO_SYNC_LEN, s->pos - AVRO_SYNC_LEN, &at, error));
+  SL_RETURN_NOT_OK(find_sync(r, &s->range, s->range_off, s->end - AVRO_SYNC_LEN,
+                             s->pos - AVRO_SYNC_LEN, &at, error));
   if (at < 0) return 0;
   return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs inside "
                       "the data of %s at byte %" PRId64 ", so the file cannot be read in byte-"
@@ -570,13 +630,25 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
       *done = 1;
       return check_next_split_start(s, error);
     }
-    int64_t at = s->pos;
-    int eof;
-    SL_RETURN_NOT_OK(read_block_header(r, &at, s->label, &s->block, &eof, error));
+    SL_RETURN_NOT_OK(fetch_range(s, error));
+    // The header's two varints, from the split's range when it holds them.
+    struct sl_view h;
+    int64_t hn = r->source->size - s->pos < 20 ? r->source->size - s->pos : 20;
+    SL_RETURN_NOT_OK(range_bytes(r, &s->range, s->range_off, s->pos, hn, &h, error));
+    int64_t used1 = 0, used2 = 0;
+    int ok = parse_long(h.data, hn, &used1, &s->block.count) &&
+             parse_long(h.data + used1, hn - used1, &used2, &s->block.size);
+    sl_view_release(&h);
+    if (!ok)
+      return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated or overlong "
+                          "block header", name, s->label, s->pos);
+    s->block.header = s->pos;
+    s->block.data = s->pos + used1 + used2;
+    SL_RETURN_NOT_OK(check_block_header(r, s->label, &s->block, error));
     s->blocks_seen++;
-    // read_block_header checked that the data and the sync fit in the file.
-    SL_RETURN_NOT_OK(sl_source_read_at(r->source, s->block.data, s->block.size + AVRO_SYNC_LEN,
-                                       &s->view, error));
+    // check_block_header made sure that the data and the sync fit in the file.
+    SL_RETURN_NOT_OK(range_bytes(r, &s->range, s->range_off, s->block.data,
+                                 s->block.size + AVRO_SYNC_LEN, &s->view, error));
     s->base = s->view.data;
     s->pos = s->block.data + s->block.size + AVRO_SYNC_LEN;
     if (s->drop_from < 0) s->drop_from = s->block.header;
