@@ -150,6 +150,11 @@ static void csv_close(void* reader) {
   sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
   sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
   sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
+  sl_free(r->alloc, r->plan_lines, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_lines);
+  if (r->chunk_sync) {
+    pthread_cond_destroy(&r->chunk_done);
+    pthread_mutex_destroy(&r->chunk_lock);
+  }
   if (r->owned != NULL) sl_free_buffer(r->alloc, r->owned, (size_t)r->owned_cap);
   sl_view_release(&r->view);
   sl_free(r->alloc, r, sizeof *r);
@@ -187,8 +192,23 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
       rc = slurp(r, error);
       r->data = r->owned;
     }
+    // A remote object with ranged reads splits by byte range like a local
+    // file, each split fetching its own range (csv_ranged.c).
+    if (rc == 0 && r->stream && r->source->ops->read_at != NULL && r->source->size >= 0 &&
+        r->layout.dialect.escape == 0) {
+      if (pthread_mutex_init(&r->chunk_lock, NULL) != 0) {
+        rc = sl_error_set(error, EAGAIN, "%s: cannot create a lock", r->name);
+      } else if (pthread_cond_init(&r->chunk_done, NULL) != 0) {
+        pthread_mutex_destroy(&r->chunk_lock);
+        rc = sl_error_set(error, EAGAIN, "%s: cannot create a condition variable", r->name);
+      } else {
+        r->chunk_sync = 1;
+        r->ranged = 1;
+        r->size = r->source->size;
+      }
+    }
   }
-  if (rc == 0 && r->data == NULL) r->size = 0;
+  if (rc == 0 && r->data == NULL && !r->ranged) r->size = 0;
   if (rc == 0 && !r->stream) {
     struct csv_inflated z;
     rc = csv_maybe_decompress(r->data, r->size, r->alloc, &z, r->name, error);
@@ -204,7 +224,9 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     }
   }
   int64_t start = 0;
-  if (r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB && r->data[2] == 0xBF) start = 3;
+  if (r->data != NULL && r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB &&
+      r->data[2] == 0xBF)
+    start = 3;
   if (rc == 0 && !r->stream) {
     rc = csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
   }
@@ -232,11 +254,14 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
   sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
   sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
+  sl_free(r->alloc, r->plan_lines, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_lines);
   r->plan_start = NULL;
   r->plan_quotes = NULL;
   r->plan_state = NULL;
+  r->plan_lines = NULL;
   r->n_plan = 0;
-  int64_t ds = r->layout.data_start, total = r->stream ? 1 : r->size - ds;
+  const int one_stream = r->stream && !r->ranged;  // forward-only: one split
+  int64_t ds = r->layout.data_start, total = one_stream ? 1 : r->size - ds;
   if (total <= 0 || r->layout.n_cols == 0) return 0;
   int64_t chunk = r->opts.split_size;
   if (chunk <= 0) {
@@ -244,28 +269,34 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
     if (chunk < (INT64_C(1) << 20)) chunk = INT64_C(1) << 20;
     if (chunk > (INT64_C(32) << 20)) chunk = INT64_C(32) << 20;
   }
-  int64_t count = r->layout.dialect.escape != 0 || r->stream ? 1 : (total + chunk - 1) / chunk;
+  int64_t count = r->layout.dialect.escape != 0 || one_stream ? 1 : (total + chunk - 1) / chunk;
   if (count == 1) chunk = total;
   r->plan_start = sl_alloc(r->alloc, (size_t)(count + 1) * sizeof *r->plan_start);
   r->plan_quotes = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_quotes);
   r->plan_state = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_state);
+  r->plan_lines = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_lines);
   struct sl_split* out = sl_calloc(r->alloc, (size_t)count, sizeof *out);
-  if (r->plan_start == NULL || r->plan_quotes == NULL || r->plan_state == NULL || out == NULL) {
+  if (r->plan_start == NULL || r->plan_quotes == NULL || r->plan_state == NULL ||
+      r->plan_lines == NULL || out == NULL) {
     sl_free(r->alloc, out, (size_t)count * sizeof *out);
     sl_free(r->alloc, r->plan_start, (size_t)(count + 1) * sizeof *r->plan_start);
     sl_free(r->alloc, r->plan_quotes, (size_t)count * sizeof *r->plan_quotes);
     sl_free(r->alloc, r->plan_state, (size_t)count * sizeof *r->plan_state);
+    sl_free(r->alloc, r->plan_lines, (size_t)count * sizeof *r->plan_lines);
     r->plan_start = NULL;
     r->plan_quotes = NULL;
     r->plan_state = NULL;
+    r->plan_lines = NULL;
     return sl_error_set(error, ENOMEM, "%s: out of memory planning splits", r->name);
   }
   r->n_plan = count;
   for (int64_t i = 0; i < count; ++i) {
     int64_t a = ds + i * chunk;
     r->plan_start[i] = a;
-    atomic_init(&r->plan_quotes[i],
-                r->layout.dialect.quote != 0 || r->layout.dialect.comment != 0 ? -1 : 0);
+    // Ranged splits count every chunk (its line feeds too, for messages).
+    atomic_init(&r->plan_quotes[i], r->ranged || r->layout.dialect.quote != 0 ||
+                                            r->layout.dialect.comment != 0 ? -1 : 0);
+    atomic_init(&r->plan_lines[i], -1);
     atomic_init(&r->plan_state[i], i == 0 ? CSV_ST_LINE : -1);
     out[i].index = i;
     out[i].offset = a;
@@ -273,8 +304,8 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
     out[i].est_bytes = out[i].length < r->opts.batch_bytes ? out[i].length : r->opts.batch_bytes;
     out[i].est_rows = -1;
   }
-  r->plan_start[count] = r->stream ? INT64_MAX : r->size;
-  if (r->stream) out[0].length = out[0].est_bytes = r->opts.batch_bytes;
+  r->plan_start[count] = one_stream ? INT64_MAX : r->size;
+  if (one_stream) out[0].length = out[0].est_bytes = r->opts.batch_bytes;
   *splits = out;
   *n = count;
   return 0;
@@ -340,6 +371,7 @@ static void csv_split_close(void* state) {
   }
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
+  sl_view_release(&s->range);
   csv_rows_free(&s->rows);
   sl_free(alloc, s->scratch, (size_t)s->scratch_cap);
   sl_free(alloc, s->cols, (size_t)(s->n_cols > 0 ? s->n_cols : 1) * sizeof *s->cols);
@@ -393,24 +425,28 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     return rc;
   }
   int64_t i = split->index, a = r->plan_start[i];
-  s->stop = i + 1 == r->n_plan ? INT64_MAX : r->plan_start[i + 1];
-  // A row starting at or past stop belongs to the next split, so the search
-  // ends there: inside one huge quoted field each split looks at its own
-  // range only (not on to the field's end), keeping the total work linear.
-  s->pos = i == 0 ? a
-                  : csv_next_row_start(&r->layout.dialect, r->data, a,
-                                       s->stop < r->size ? s->stop : r->size,
-                                       split_start_state(r, i));
-  s->data = r->data;
-  s->limit = r->size;
-  if (!r->stream && r->size > 0 && r->data == r->view.data) s->drop_from = a;
-  if (r->stream) {
-    s->stop = INT64_MAX;
-    rc = csv_stream_start(s, error);
-    if (rc != 0) {
-      csv_split_close(s);
-      return rc;
+  if (r->ranged) {
+    rc = csv_ranged_start(s, i, error);
+  } else {
+    s->stop = i + 1 == r->n_plan ? INT64_MAX : r->plan_start[i + 1];
+    // A row starting at or past stop belongs to the next split, so the search
+    // ends there: inside one huge quoted field each split looks at its own
+    // range only (not on to the field's end), keeping the total work linear.
+    s->pos = i == 0 ? a
+                    : csv_next_row_start(&r->layout.dialect, r->data, a,
+                                         s->stop < r->size ? s->stop : r->size,
+                                         split_start_state(r, i));
+    s->data = r->data;
+    s->limit = r->size;
+    if (!r->stream && r->size > 0 && r->data == r->view.data) s->drop_from = a;
+    if (r->stream) {
+      s->stop = INT64_MAX;
+      rc = csv_stream_start(s, error);
     }
+  }
+  if (rc != 0) {
+    csv_split_close(s);
+    return rc;
   }
   // The fused path fills each builder once per file column, so a column
   // asked for twice must take the general path.
@@ -500,7 +536,7 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t want = r->batch_size - total, got = 0;
     if (want > CSV_CHUNK_ROWS) want = CSV_CHUNK_ROWS;
     int rc = decode_chunk(s, want, r->opts.batch_bytes - (s->pos - start), &got, error);
-    if (rc == 0 && got == 0 && r->stream && !s->eof) {
+    if (rc == 0 && got == 0 && r->stream && !s->eof && s->pos < s->stop) {
       int64_t shift = 0;
       rc = csv_stream_fill(s, s->need_more, &shift, error);
       s->need_more = 0;

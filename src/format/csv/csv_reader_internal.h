@@ -3,6 +3,7 @@
 #ifndef SL_CSV_READER_INTERNAL_H
 #define SL_CSV_READER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "csv_internal.h"
@@ -37,6 +38,16 @@ struct csv_reader {
   int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
+  /// Stream mode over a remote source with ranged reads: byte-range splits,
+  /// each reading its own range into its window (csv_ranged.c).
+  int ranged;
+  int64_t header_lines;    ///< ranged: line feeds before data_start
+  /// ranged: line feeds per chunk (-1 = not yet), counted with plan_quotes,
+  /// which there also takes -2 = being counted; both under chunk_lock.
+  atomic_llong* plan_lines;
+  pthread_mutex_t chunk_lock;
+  pthread_cond_t chunk_done;
+  int chunk_sync;          ///< chunk_lock and chunk_done were initialised
   int64_t n_plan;
   int64_t* plan_start;     ///< n_plan + 1 nominal offsets
   /// Quote bytes in [b_j, b_j+1) where b_0 = data_start, b_j = plan_start[j] - 1:
@@ -67,6 +78,9 @@ struct csv_split_state {
   int64_t* builder_of;     ///< per file column: output builder index, or -1
   int fast_ok;             ///< output columns: distinct file columns, all int64/float64
   uint8_t* window;         ///< stream mode: the window (sl_alloc_buffer, win_cap)
+  /// Ranged mode: the split's bytes as fetched, decoded in place (window
+  /// NULL) until a row crosses their end; then copied into a window.
+  struct sl_view range;
   int64_t win_cap, win_len;
   int eof;                 ///< stream mode: the source is exhausted
   int need_more;           ///< stream mode: the rows up to limit were not complete
@@ -87,6 +101,15 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error);
 int csv_stream_start(struct csv_split_state* s, struct sluice_error* error);
 int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
                     struct sluice_error* error);
+
+/// Ranged mode (csv_ranged.c): sets up split i's window over its byte range
+/// (its first row, quote state and line count from the chunks before it);
+/// reads more of the input into the window.
+int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error);
+int csv_ranged_read(struct csv_split_state* s, struct sluice_error* error);
+/// Moves the undecoded bytes [keep, win_len) of the fetched range into a
+/// new window (room to read more), releasing the range.
+int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error);
 
 /// Line (1-based) and input byte offset of position `pos` in s->data.
 void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte);

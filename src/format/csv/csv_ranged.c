@@ -1,0 +1,148 @@
+// Remote sources with ranged reads (HTTP, S3): byte-range splits as for a
+// local file, on all cores, each split fetching its own range (one request)
+// plus the row that crosses its end into a window, where a local file would
+// view its mapping. A split's first row depends on the quote state at its
+// start, which needs every earlier chunk's quote count: a split counts its
+// own chunk as soon as its bytes arrive and publishes it; a split that needs
+// a chunk nobody has counted yet fetches and counts that chunk itself (a
+// range scanned alone, e.g. one Dask partition, never waits for others).
+// Line feeds are counted with the quotes, so errors name the true line.
+#include <string.h>
+
+#include "csv_reader_internal.h"
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+/// Room in a split's window past its end, for the row that crosses it.
+#define CSV_RANGED_TAIL ((int64_t)1 << 20)
+
+/// Chunk j is [chunk_from, chunk_to) of the input (as chunk_result counts it).
+static int64_t chunk_from(const struct csv_reader* r, int64_t j) {
+  return j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
+}
+static int64_t chunk_to(const struct csv_reader* r, int64_t j) {
+  int64_t to = r->plan_start[j + 1] - 1;
+  return to > r->size ? r->size : to;
+}
+
+/// Stores chunk j's value (quote count, or comment transitions) and line
+/// feeds from its n bytes. Two splits may both count a chunk: same numbers.
+static void publish(struct csv_reader* r, int64_t j, const uint8_t* bytes, int64_t n) {
+  const struct csv_dialect* d = &r->layout.dialect;
+  long long value = d->comment != 0 ? (long long)csv_comment_transitions(d, bytes, 0, n)
+                    : d->quote != 0 ? (long long)csv_count_byte(bytes, n, d->quote)
+                                    : 0;
+  long long lines = (long long)csv_count_byte(bytes, n, '\n');
+  pthread_mutex_lock(&r->chunk_lock);
+  atomic_store(&r->plan_lines[j], lines);
+  atomic_store(&r->plan_quotes[j], value);
+  pthread_cond_broadcast(&r->chunk_done);
+  pthread_mutex_unlock(&r->chunk_lock);
+}
+
+/// Chunk j's value and line feeds: waits while another split counts it,
+/// fetches and counts it when nobody has.
+static int chunk_counts(struct csv_reader* r, int64_t j, long long* value, long long* lines,
+                        struct sluice_error* error) {
+  for (;;) {
+    pthread_mutex_lock(&r->chunk_lock);
+    long long c;
+    while ((c = atomic_load(&r->plan_quotes[j])) == -2)
+      pthread_cond_wait(&r->chunk_done, &r->chunk_lock);
+    if (c >= 0) {
+      *value = c;
+      *lines = atomic_load(&r->plan_lines[j]);
+      pthread_mutex_unlock(&r->chunk_lock);
+      return 0;
+    }
+    atomic_store(&r->plan_quotes[j], -2);  // ours to count
+    pthread_mutex_unlock(&r->chunk_lock);
+    int64_t from = chunk_from(r, j), to = chunk_to(r, j);
+    struct sl_view v;
+    int rc = sl_source_read_at(r->source, from, to - from, &v, error);
+    if (rc != 0) {
+      pthread_mutex_lock(&r->chunk_lock);
+      atomic_store(&r->plan_quotes[j], -1);  // another split may try again
+      pthread_cond_broadcast(&r->chunk_done);
+      pthread_mutex_unlock(&r->chunk_lock);
+      return rc;
+    }
+    publish(r, j, v.data, to - from);
+    sl_view_release(&v);
+  }
+}
+
+int csv_ranged_read(struct csv_split_state* s, struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  int64_t at = s->base + s->win_len;
+  int64_t n = s->win_cap - s->win_len;
+  if (n > r->size - at) n = r->size - at;
+  if (n > 0) {
+    struct sl_view v;
+    SL_RETURN_NOT_OK(sl_source_read_at(r->source, at, n, &v, error));
+    memcpy(s->window + s->win_len, v.data, (size_t)n);
+    sl_view_release(&v);
+    s->win_len += n;
+  }
+  s->eof = s->base + s->win_len >= r->size;
+  return 0;
+}
+
+int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  int64_t left = s->win_len - keep;
+  int64_t cap = 2 * left > CSV_RANGED_TAIL ? 2 * left : CSV_RANGED_TAIL;
+  uint8_t* w = sl_alloc_buffer(r->alloc, (size_t)cap);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  if (left > 0) memcpy(w, s->data + keep, (size_t)left);
+  sl_view_release(&s->range);
+  s->window = w;
+  s->win_cap = cap;
+  s->data = w;
+  return 0;
+}
+
+int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error) {
+  struct csv_reader* r = s->r;
+  int64_t lo = chunk_from(r, i);
+  int64_t stop = i + 1 == r->n_plan ? r->size : r->plan_start[i + 1];
+  int64_t hi = stop > r->size - CSV_RANGED_TAIL ? r->size : stop + CSV_RANGED_TAIL;
+  // The split's range and the row that crosses its end, in one request,
+  // decoded where it lands (a window only if that row is longer still).
+  s->base = lo;
+  if (hi > lo) SL_RETURN_NOT_OK(sl_source_read_at(r->source, lo, hi - lo, &s->range, error));
+  s->window = NULL;
+  s->win_len = s->win_cap = hi > lo ? hi - lo : 0;
+  s->eof = hi >= r->size;
+  const uint8_t* bytes = s->range.data;
+  // The range holds the whole chunk: count it for the splits after this one.
+  if (atomic_load(&r->plan_quotes[i]) < 0) {
+    int64_t to = chunk_to(r, i) - lo;
+    publish(r, i, bytes, to < s->win_len ? to : s->win_len);
+  }
+  int state = CSV_ST_LINE;  // data_start is a row start
+  long long lines = r->header_lines;
+  for (int64_t j = 0; j < i; ++j) {
+    long long value, lf;
+    SL_RETURN_NOT_OK(chunk_counts(r, j, &value, &lf, error));
+    if (r->layout.dialect.comment != 0) {
+      state = (int)((unsigned long long)value >> (2 * state)) & 3;
+    } else {
+      int q = state == CSV_ST_QUOTE;
+      state = (q ^ (int)(value & 1)) ? CSV_ST_QUOTE : CSV_ST_OUT;
+    }
+    lines += lf;
+  }
+  s->lines_before = lines;
+  // Positions are window-relative from here on (csv_stream_fill shifts them).
+  int64_t end = stop - lo < s->win_len ? stop - lo : s->win_len;
+  s->stop = i + 1 == r->n_plan ? INT64_MAX : stop - lo;
+  s->pos = i == 0 ? 0 : csv_next_row_start(&r->layout.dialect, bytes, 1, end, state);
+  int64_t limit = s->win_len;
+  if (!s->eof) {
+    while (limit > s->pos && bytes[limit - 1] != '\n') --limit;
+  }
+  s->data = bytes;
+  s->limit = limit;
+  return 0;
+}
