@@ -163,6 +163,82 @@ class S3Server:
             self.log = None
 
 
+def minio_binary() -> Optional[str]:
+    """MinIO's server, built by bench/install_minio.sh (SLUICE_MINIO overrides)."""
+    env = os.environ.get("SLUICE_MINIO")
+    if env:
+        return env
+    for cand in (os.path.join(ROOT, ".cache", "minio", "bin", "minio"),
+                 os.path.expanduser("~/.cache/sluice/minio-bin/minio")):
+        if os.path.exists(cand):
+            return cand
+    return None
+
+
+class MinioServer(S3Server):
+    """MinIO on 127.0.0.1:<free port> over `root` (opt-in for the benchmarks:
+    SLUICE_BENCH_S3=minio). s3s-fs serves ~200 MB/s per connection here, so
+    large objects measure the server; MinIO serves GB/s. Its objects cannot
+    be laid into a directory: put() queues files and start() uploads them
+    with boto3, skipping objects already there with the same size."""
+
+    def __init__(self, root: str):
+        super().__init__(root)
+        self.queued: list = []
+
+    def put(self, path: str, key: Optional[str] = None) -> str:
+        key = key or os.path.basename(path)
+        self.queued.append((path, key))
+        return self.url(key)
+
+    def start(self) -> "MinioServer":
+        exe = minio_binary()
+        if exe is None:
+            raise RuntimeError("MinIO not built (bench/install_minio.sh builds it)")
+        self.port = free_port()
+        data = os.path.join(self.root, "minio-data")
+        os.makedirs(data, exist_ok=True)
+        self.log = open(os.path.join(self.root, "server.log"), "wb")
+        env = dict(os.environ, MINIO_ROOT_USER=ACCESS_KEY, MINIO_ROOT_PASSWORD=SECRET_KEY,
+                   MINIO_BROWSER="off")
+        self.proc = subprocess.Popen([exe, "server", data, "--address", f"127.0.0.1:{self.port}",
+                                      "--console-address", f"127.0.0.1:{free_port()}"],
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env)
+        if not wait_port(self.port, self.proc):
+            self.stop()
+            raise RuntimeError("MinIO did not start; see " + os.path.join(self.root, "server.log"))
+        import boto3  # the smart_open peer's dependency
+        client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
+                              aws_secret_access_key=SECRET_KEY, region_name=REGION)
+        for attempt in range(50):  # MinIO answers on its port before it serves requests
+            try:
+                client.list_buckets()
+                break
+            except Exception:
+                time.sleep(0.2)
+        try:
+            client.create_bucket(Bucket=BUCKET)
+        except client.exceptions.BucketAlreadyOwnedByYou:
+            pass
+        for path, key in self.queued:
+            try:
+                if client.head_object(Bucket=BUCKET, Key=key)["ContentLength"] == \
+                        os.path.getsize(path):
+                    continue
+            except Exception:
+                pass
+            client.upload_file(path, BUCKET, key)
+        return self
+
+
+def server_for(root: str) -> S3Server:
+    """The benchmark's S3 server: s3s-fs, or MinIO with SLUICE_BENCH_S3=minio."""
+    if os.environ.get("SLUICE_BENCH_S3", "s3s-fs") == "minio":
+        return MinioServer(root)
+    return S3Server(root)
+
+
 class CountingProxy:
     """HTTP/1.1 reverse proxy on 127.0.0.1:<free port> to `upstream_port`.
     Counts requests and response body bytes (what the client fetched)."""

@@ -94,7 +94,7 @@ def _sluice_payload_check(sluice: str, url: str, fmt_args: list, want_rows: int,
 
 def _start_server(ctx: Context, files: list) -> s3server.S3Server:
     root = os.path.join(ctx.tmp, "s3root")
-    server = s3server.S3Server(root)
+    server = s3server.server_for(root)
     for f in files:
         server.put(f)
     server.start()
@@ -108,7 +108,7 @@ def _start_server(ctx: Context, files: list) -> s3server.S3Server:
     # No ~/.aws files: a path that does not exist (botocore cannot parse /dev/null).
     os.environ["AWS_CONFIG_FILE"] = os.path.join(root, "no-aws-config")
     os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(root, "no-aws-credentials")
-    log(f"s3s-fs on {server.endpoint}, objects in {os.path.join(root, s3server.BUCKET)}")
+    log(f"{type(server).__name__} on {server.endpoint}, objects under {root}")
     return server
 
 
