@@ -4,6 +4,7 @@ level, sliced and multi-batch input, empty tables, the arrow-testing corpus
 files rewritten, and the errors. avro-c and Java Avro read sluice's files in
 test_avro_avroc.py and test_avro_java.py."""
 import datetime
+import os
 import decimal
 import uuid
 import warnings
@@ -262,6 +263,28 @@ def test_errors(tmp_path, sluice, table, needle):
     proc = sluice.expect_error("convert", src, dst)
     assert needle in proc.stderr.decode()
     assert not dst.exists()
+
+
+@pytest.mark.parametrize("codec", ["deflate", "zstandard", "snappy"])
+def test_compressed_blocks_in_order_and_write_errors(tmp_path, sluice, codec):
+    """Compressed blocks are compressed on several threads and written in
+    order: many small blocks read back in order; a write that fails (the
+    device is full) fails the command with the reason."""
+    n = 20_000
+    table = pa.table({"i": pa.array(range(n), pa.int64()),
+                      "s": pa.array([f"row {k} " * (k % 5) for k in range(n)])})
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    write_arrow(src, table, max_chunksize=999)
+    sluice.run("convert", src, dst, "-W", f"codec={codec},block_size=4096")
+    _, _, rows = fastavro_rows(dst)
+    assert [r["i"] for r in rows] == list(range(n))
+    assert [r["s"] for r in rows] == table.column("s").to_pylist()
+    with open(dst, "rb") as f:
+        assert len(list(fastavro.block_reader(f))) > 20
+    if os.path.exists("/dev/full"):
+        proc = sluice.run_raw("convert", src, "/dev/full", "-t", "avro", "-W",
+                              f"codec={codec},block_size=4096")
+        assert proc.returncode != 0 and b"No space left" in proc.stderr, proc.stderr
 
 
 def test_unknown_option(tmp_path, sluice):

@@ -54,9 +54,11 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "avro_compress.h"
 #include "avro_internal.h"
@@ -816,17 +818,183 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
 
 /* ---- Container ------------------------------------------------------------- */
 
-static int flush_block(struct aw_ctx* ctx, int64_t count, struct sl_sink* sink,
-                       struct sluice_error* error) {
-  if (count == 0) return 0;
-  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, ctx->data.data, ctx->data.size,
-                                 &ctx->packed, ctx->alloc, error));
+/// Compresses one block's bytes into `packed` and writes the block.
+static int write_block(const struct aw_ctx* ctx, const struct aw_buf* data, int64_t count,
+                       struct avro_buf* packed, struct sl_sink* sink, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, data->data, data->size, packed,
+                                 ctx->alloc, error));
   uint8_t head[20];
   size_t n = zigzag(count, head);
-  n += zigzag((int64_t)ctx->packed.size, head + n);
+  n += zigzag((int64_t)packed->size, head + n);
   SL_RETURN_NOT_OK(sl_sink_write(sink, head, (int64_t)n, error));
-  SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->packed.data, (int64_t)ctx->packed.size, error));
-  SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->sync, 16, error));
+  SL_RETURN_NOT_OK(sl_sink_write(sink, packed->data, (int64_t)packed->size, error));
+  return sl_sink_write(sink, ctx->sync, 16, error);
+}
+
+/// With a codec, worker threads compress blocks while the caller encodes the
+/// next ones (compressing is most of a compressed write), each block written
+/// in turn, so the file is the one a single thread would write. A block's
+/// buffer is swapped with a free slot's, never copied.
+#define AW_MAX_WORKERS 8
+enum aw_slot_state { AW_SLOT_FREE, AW_SLOT_FULL, AW_SLOT_WORKING };
+struct aw_slot {
+  struct aw_buf data;
+  int64_t count, seq;
+  enum aw_slot_state state;
+};
+struct aw_pipe {
+  const struct aw_ctx* ctx;
+  struct sl_sink* sink;
+  pthread_t threads[AW_MAX_WORKERS];
+  int n_threads;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  struct aw_slot slots[AW_MAX_WORKERS];
+  struct avro_buf packed[AW_MAX_WORKERS];  ///< one per worker
+  int64_t next_seq;    ///< given to the next block handed over
+  int64_t next_write;  ///< the block whose turn it is to be written
+  int done;
+  int rc;              ///< the first error (then blocks are only drained)
+  struct sluice_error error;
+  int started;         ///< workers started so far (each takes its packed index)
+};
+
+static void* pipe_worker(void* arg) {
+  struct aw_pipe* p = arg;
+  pthread_mutex_lock(&p->lock);
+  int me = p->started++;
+  for (;;) {
+    struct aw_slot* slot = NULL;
+    for (;;) {
+      for (int i = 0; i < p->n_threads; ++i) {
+        struct aw_slot* s = &p->slots[i];
+        if (s->state == AW_SLOT_FULL && (slot == NULL || s->seq < slot->seq)) slot = s;
+      }
+      if (slot != NULL || p->done) break;
+      pthread_cond_wait(&p->cond, &p->lock);
+    }
+    if (slot == NULL) break;
+    slot->state = AW_SLOT_WORKING;
+    int failed = p->rc != 0;
+    pthread_mutex_unlock(&p->lock);
+    struct sluice_error err;
+    memset(&err, 0, sizeof err);
+    int rc = 0;
+    if (!failed) {
+      rc = avro_compress(p->ctx->codec, p->ctx->level, slot->data.data, slot->data.size,
+                         &p->packed[me], p->ctx->alloc, &err);
+    }
+    pthread_mutex_lock(&p->lock);
+    while (p->next_write != slot->seq) pthread_cond_wait(&p->cond, &p->lock);
+    if (rc == 0 && p->rc == 0) {
+      // Its turn: only this worker writes now, the others wait for next_write.
+      pthread_mutex_unlock(&p->lock);
+      uint8_t head[20];
+      size_t n = zigzag(slot->count, head);
+      n += zigzag((int64_t)p->packed[me].size, head + n);
+      rc = sl_sink_write(p->sink, head, (int64_t)n, &err);
+      if (rc == 0) rc = sl_sink_write(p->sink, p->packed[me].data, (int64_t)p->packed[me].size, &err);
+      if (rc == 0) rc = sl_sink_write(p->sink, p->ctx->sync, 16, &err);
+      pthread_mutex_lock(&p->lock);
+    }
+    if (rc != 0 && p->rc == 0) {
+      p->rc = rc;
+      p->error = err;
+    }
+    p->next_write++;
+    slot->data.size = 0;
+    slot->state = AW_SLOT_FREE;
+    pthread_cond_broadcast(&p->cond);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+/// Starts the workers (one per core, at most AW_MAX_WORKERS); 0 when none
+/// could start (the caller then writes blocks itself).
+static int pipe_start(struct aw_pipe* p, const struct aw_ctx* ctx, struct sl_sink* sink) {
+  memset(p, 0, sizeof *p);
+  p->ctx = ctx;
+  p->sink = sink;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = cores < 1 ? 1 : cores > AW_MAX_WORKERS ? AW_MAX_WORKERS : (int)cores;
+  if (pthread_mutex_init(&p->lock, NULL) != 0) return 0;
+  if (pthread_cond_init(&p->cond, NULL) != 0) {
+    pthread_mutex_destroy(&p->lock);
+    return 0;
+  }
+  p->n_threads = want;  // workers read it under the lock
+  pthread_mutex_lock(&p->lock);
+  int started = 0;
+  for (int i = 0; i < want; ++i) {
+    if (pthread_create(&p->threads[i], NULL, pipe_worker, p) != 0) break;
+    started++;
+  }
+  p->n_threads = started;
+  pthread_mutex_unlock(&p->lock);
+  if (started == 0) {
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    return 0;
+  }
+  return 1;
+}
+
+/// Hands the encoder's full block to a free slot and takes the slot's empty
+/// buffer in exchange.
+static int pipe_hand(struct aw_pipe* p, struct aw_buf* data, int64_t count,
+                     struct sluice_error* error) {
+  pthread_mutex_lock(&p->lock);
+  struct aw_slot* slot = NULL;
+  while (p->rc == 0) {
+    for (int i = 0; i < p->n_threads && slot == NULL; ++i)
+      if (p->slots[i].state == AW_SLOT_FREE) slot = &p->slots[i];
+    if (slot != NULL) break;
+    pthread_cond_wait(&p->cond, &p->lock);
+  }
+  int rc = p->rc;
+  if (rc == 0) {
+    struct aw_buf t = slot->data;
+    slot->data = *data;
+    *data = t;
+    data->size = 0;
+    slot->count = count;
+    slot->seq = p->next_seq++;
+    slot->state = AW_SLOT_FULL;
+    pthread_cond_broadcast(&p->cond);
+  } else if (error != NULL) {
+    *error = p->error;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+/// Waits for the workers to write what they were given; frees their buffers.
+static int pipe_finish(struct aw_pipe* p, const struct sluice_allocator* alloc, int rc,
+                       struct sluice_error* error) {
+  pthread_mutex_lock(&p->lock);
+  p->done = 1;
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  for (int i = 0; i < p->n_threads; ++i) pthread_join(p->threads[i], NULL);
+  if (rc == 0 && p->rc != 0) {
+    rc = p->rc;
+    if (error != NULL) *error = p->error;
+  }
+  pthread_cond_destroy(&p->cond);
+  pthread_mutex_destroy(&p->lock);
+  for (int i = 0; i < AW_MAX_WORKERS; ++i) {
+    if (p->slots[i].data.data != NULL) sl_free_buffer(alloc, p->slots[i].data.data, p->slots[i].data.cap);
+    avro_buf_release(&p->packed[i], alloc);
+  }
+  return rc;
+}
+
+static int flush_block(struct aw_ctx* ctx, struct aw_pipe* pipe, int64_t count,
+                       struct sl_sink* sink, struct sluice_error* error) {
+  if (count == 0) return 0;
+  if (pipe != NULL) return pipe_hand(pipe, &ctx->data, count, error);
+  SL_RETURN_NOT_OK(write_block(ctx, &ctx->data, count, &ctx->packed, sink, error));
   ctx->data.size = 0;
   return 0;
 }
@@ -987,6 +1155,9 @@ static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
                          struct sluice_error* error) {
   int64_t in_block = 0;
   int rc = 0;
+  struct aw_pipe pipe_state;
+  struct aw_pipe* pipe =
+      ctx->codec != AVRO_CODEC_NULL && pipe_start(&pipe_state, ctx, sink) ? &pipe_state : NULL;
   int have_first = 1;
   while (rc == 0) {
     struct ArrowArray batch;
@@ -1017,13 +1188,14 @@ static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
       ctx->row++;
       in_block++;
       if (rc == 0 && ctx->data.size >= ctx->block_size) {
-        rc = flush_block(ctx, in_block, sink, error);
+        rc = flush_block(ctx, pipe, in_block, sink, error);
         in_block = 0;
       }
     }
     batch.release(&batch);
   }
-  if (rc == 0) rc = flush_block(ctx, in_block, sink, error);
+  if (rc == 0) rc = flush_block(ctx, pipe, in_block, sink, error);
+  if (pipe != NULL) rc = pipe_finish(pipe, ctx->alloc, rc, error);
   return rc;
 }
 
