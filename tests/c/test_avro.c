@@ -875,57 +875,61 @@ static size_t big_block(struct big* f, int64_t first, int64_t count, int64_t lon
   return long_row >= first && long_row < first + count ? base + long_at : 0;
 }
 
-/// count_split_rows gives each split the rows that decoding it yields.
-static void check_counted_split_rows(const char* path) {
-  const struct sl_format_reader* fmt = sl_avro_reader();
+/// An Avro file opened and planned through the reader table.
+struct planned {
+  const struct sl_format_reader* fmt;
   struct sl_source* src;
-  struct sluice_error err = {0};
-  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
-  struct sl_reader_args args = {.source = src};
   void* reader;
-  assert_int_equal(fmt->open(&args, &reader, &err), 0);
-  struct sl_split* splits = NULL;
-  int64_t n = 0;
-  assert_int_equal(fmt->plan_splits(reader, &splits, &n, &err), 0);
-  for (int64_t i = 0; i < n; ++i) assert_int_equal(splits[i].est_rows, -1);
-  assert_int_equal(fmt->count_split_rows(reader, splits, n, &err), 0);
+  struct sl_split* splits;
+  int64_t n;
+};
+
+static void plan_file(const char* path, struct planned* p) {
+  struct sluice_error err = {0};
+  p->fmt = sl_avro_reader();
+  assert_int_equal(sl_source_open(path, NULL, &p->src, &err), 0);
+  struct sl_reader_args args = {.source = p->src};
+  assert_int_equal(p->fmt->open(&args, &p->reader, &err), 0);
+  p->splits = NULL;
+  p->n = 0;
+  assert_int_equal(p->fmt->plan_splits(p->reader, &p->splits, &p->n, &err), 0);
+}
+
+static void planned_close(struct planned* p) {
+  sl_free(NULL, p->splits, (size_t)p->n * sizeof *p->splits);
+  p->fmt->close(p->reader);
+  sl_source_close(p->src);
+}
+
+/// count_split_rows gives each split the rows that decoding it yields.
+/// Returns the number of splits.
+static int64_t check_counted_split_rows(const char* path) {
+  struct planned p;
+  plan_file(path, &p);
+  struct sluice_error err = {0};
+  for (int64_t i = 0; i < p.n; ++i) assert_int_equal(p.splits[i].est_rows, -1);
+  assert_int_equal(p.fmt->count_split_rows(p.reader, p.splits, p.n, &err), 0);
   int64_t empty = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < p.n; ++i) {
     void* st;
     int projected;
-    assert_int_equal(fmt->split_open(reader, &splits[i], NULL, 0, &st, &projected, &err), 0);
+    assert_int_equal(p.fmt->split_open(p.reader, &p.splits[i], NULL, 0, &st, &projected, &err),
+                     0);
     int64_t rows = 0;
     for (;;) {
       struct ArrowArray b;
-      if (fmt->split_next(st, &b, &err) != 0) fail_msg("%s", err.message);
+      if (p.fmt->split_next(st, &b, &err) != 0) fail_msg("%s", err.message);
       if (b.release == NULL) break;
       rows += b.length;
       b.release(&b);
     }
-    fmt->split_close(st);
-    assert_int_equal(splits[i].est_rows, rows);
+    p.fmt->split_close(st);
+    assert_int_equal(p.splits[i].est_rows, rows);
     empty += rows == 0;
   }
   assert_true(empty >= 1);  // the 2.5 MiB block covers a split
-  sl_free(NULL, splits, (size_t)n * sizeof *splits);
-  fmt->close(reader);
-  sl_source_close(src);
-}
-
-static int64_t count_splits(const char* path) {
-  const struct sl_format_reader* fmt = sl_avro_reader();
-  struct sl_source* src;
-  struct sluice_error err = {0};
-  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
-  struct sl_reader_args args = {.source = src};
-  void* reader;
-  assert_int_equal(fmt->open(&args, &reader, &err), 0);
-  struct sl_split* splits = NULL;
-  int64_t n = 0;
-  assert_int_equal(fmt->plan_splits(reader, &splits, &n, &err), 0);
-  sl_free(NULL, splits, (size_t)n * sizeof *splits);
-  fmt->close(reader);
-  sl_source_close(src);
+  int64_t n = p.n;
+  planned_close(&p);
   return n;
 }
 
@@ -947,10 +951,22 @@ static void test_byte_range_splits(void** state) {
   char path[512];
   test_temp_path("splits.avro", path, sizeof path);
   assert_int_equal(test_write_file(path, f.buf, f.n), 0);
-  assert_true(count_splits(path) >= 4);
-  check_counted_split_rows(path);
-  struct result* r = malloc(sizeof *r);
+  assert_true(check_counted_split_rows(path) >= 4);
+  // A bad sync marker found while counting: an error, and no counts.
+  uint8_t saved = f.buf[f.n - 1];
+  f.buf[f.n - 1] ^= 0xFF;
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  struct planned p;
+  plan_file(path, &p);
   struct sluice_error err = {0};
+  assert_int_equal(p.fmt->count_split_rows(p.reader, p.splits, p.n, &err), EILSEQ);
+  assert_non_null(strstr(err.message, "bad sync marker after block"));
+  for (int64_t i = 0; i < p.n; ++i) assert_int_equal(p.splits[i].est_rows, -1);
+  planned_close(&p);
+  f.buf[f.n - 1] = saved;
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  struct result* r = malloc(sizeof *r);
+  memset(&err, 0, sizeof err);
   int rc = read_path(path, NULL, NULL, 0, r, &err);
   if (rc != 0) fail_msg("%s", err.message);
   assert_int_equal(r->rows, rows);

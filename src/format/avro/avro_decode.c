@@ -19,21 +19,15 @@ static int truncated(struct sluice_error* error, const char* what) {
   return sl_error_set(error, EILSEQ, "truncated %s (block ends)", what);
 }
 
+/// The error for avro_zigzag's status `rc` (1 or 2).
+static int varint_error(int rc, struct sluice_error* error) {
+  return rc == 1 ? truncated(error, "varint")
+                 : sl_error_set(error, EILSEQ, "varint longer than 10 bytes");
+}
+
 static inline int read_long(struct avro_decoder* d, int64_t* out, struct sluice_error* error) {
-  const uint8_t* p = d->p;
-  const uint8_t* end = d->end;
-  uint64_t v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (p >= end) return truncated(error, "varint");
-    uint8_t b = *p++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) {
-      d->p = p;
-      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-      return 0;
-    }
-  }
-  return sl_error_set(error, EILSEQ, "varint longer than 10 bytes");
+  int rc = avro_zigzag(&d->p, d->end, out);
+  return rc == 0 ? 0 : varint_error(rc, error);
 }
 
 static inline int read_int(struct avro_decoder* d, int32_t* out, struct sluice_error* error) {
@@ -455,8 +449,7 @@ int avro_flat_row(const struct avro_decoder* d) {
 
 // Narrow records of numbers (W1's rows) spend most of their time per field:
 // this loop keeps each column's write pointer in a register-friendly array
-// instead of going through the builder per value, and reads varints without
-// a bounds check where ten bytes are left.
+// instead of going through the builder per value.
 int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
                           struct sluice_error* error) {
   const struct avro_op* top = &d->prog->ops[0];
@@ -498,27 +491,12 @@ int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
         p += 4;
         continue;
       }
-      uint64_t v = 0;
-      if (end - p >= 10) {
-        int shift = 0;
-        uint8_t byte;
-        do {
-          byte = *p++;
-          v |= (uint64_t)(byte & 0x7f) << shift;
-          shift += 7;
-        } while ((byte & 0x80) != 0 && shift < 70);
-        if (byte & 0x80) {
-          rc = sl_error_set(error, EILSEQ, "varint longer than 10 bytes");
-          break;
-        }
-      } else {
-        d->p = p;
-        int64_t x = 0;
-        if ((rc = read_long(d, &x, error)) != 0) break;
-        p = d->p;
-        v = ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);  // back to zigzag, undone below
+      int64_t x = 0;
+      int zr = avro_zigzag(&p, end, &x);
+      if (zr != 0) {
+        rc = varint_error(zr, error);
+        break;
       }
-      int64_t x = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
       if (kind[k] == OP_INT64) {
         memcpy(dst[k], &x, 8);
         dst[k] += 8;

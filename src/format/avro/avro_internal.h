@@ -154,6 +154,25 @@ struct avro_decoder {
   int64_t empty_left;
 };
 
+/// A zigzag varint (an Avro int or long) at *p, before `end`: 0 with *p
+/// moved past it; 1 when the bytes end first; 2 when it is longer than 10
+/// bytes. The one varint decoder over memory (block data and headers).
+static inline int avro_zigzag(const uint8_t** p, const uint8_t* end, int64_t* out) {
+  const uint8_t* q = *p;
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    if (q >= end) return 1;
+    uint8_t b = *q++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *p = q;
+      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+      return 0;
+    }
+  }
+  return 2;
+}
+
 /// The budget of byte-less values per split.
 #define AVRO_MAX_EMPTY_VALUES (INT64_C(1) << 26)
 

@@ -193,15 +193,14 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
 /// file cannot hold are errors.
 static int check_block_header(struct avro_reader* r, const char* label,
                               const struct avro_block* b, struct sluice_error* error) {
-  const int64_t* pos = &b->data;
   if (b->count < 0 || b->size < 0)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative "
                         "object count (%" PRId64 ") or size (%" PRId64 ")", r->source->name,
                         label, b->header, b->count, b->size);
-  if (!r->forward && b->size > r->source->size - *pos - AVRO_SYNC_LEN)
+  if (!r->forward && b->size > r->source->size - b->data - AVRO_SYNC_LEN)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated "
                         "block (%" PRId64 " bytes declared, %" PRId64 " left)", r->source->name,
-                        label, b->header, b->size, r->source->size - *pos);
+                        label, b->header, b->size, r->source->size - b->data);
   return 0;
 }
 
@@ -216,18 +215,18 @@ static int read_block_header(struct avro_reader* r, int64_t* pos, const char* la
   return check_block_header(r, label, b, error);
 }
 
-/// A zigzag varint from p[0..n): 1 and *used, 0 when cut short or too long.
-static int parse_long(const uint8_t* p, int64_t n, int64_t* used, int64_t* out) {
-  uint64_t v = 0;
-  for (int64_t i = 0; i < n && i < 10; ++i) {
-    v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-    if ((p[i] & 0x80) == 0) {
-      *used = i + 1;
-      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-      return 1;
-    }
-  }
-  return 0;
+/// The block header at file offset `at` from its bytes p[0..n) (ranged
+/// reads, where the bytes are in memory): count and size, checked.
+static int parse_block_header(struct avro_reader* r, const uint8_t* p, int64_t n, int64_t at,
+                              const char* label, struct avro_block* b,
+                              struct sluice_error* error) {
+  const uint8_t* q = p;
+  if (avro_zigzag(&q, p + n, &b->count) != 0 || avro_zigzag(&q, p + n, &b->size) != 0)
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated or overlong "
+                        "block header", r->source->name, label, at);
+  b->header = at;
+  b->data = at + (q - p);
+  return check_block_header(r, label, b, error);
 }
 
 static int bad_sync(struct avro_reader* r, const char* label, int64_t at,
@@ -395,36 +394,35 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
 static int reader_count_split_rows(void* reader, struct sl_split* splits, int64_t n,
                                    struct sluice_error* error) {
   struct avro_reader* r = reader;
-  if (r->forward || !r->source->mapped || n == 0) return 0;
-  int64_t k = 0;
+  if (r->forward || !r->source->mapped || n == 0 || r->source->size <= r->pos) return 0;
+  // A mapped file: a view of all its blocks costs nothing.
+  struct sl_view all;
+  SL_RETURN_NOT_OK(sl_source_read_at(r->source, r->pos, r->source->size - r->pos, &all, error));
   for (int64_t i = 0; i < n; ++i) splits[i].est_rows = 0;
-  int64_t pos = r->pos;
+  int rc = 0;
+  int64_t k = 0;
   char label[48];
-  for (int64_t i = 0;; ++i) {
+  for (int64_t i = 0, pos = r->pos; rc == 0 && pos < r->source->size; ++i) {
     struct avro_block b;
-    int eof;
     snprintf(label, sizeof label, "block %" PRId64, i);
-    int rc = read_block_header(r, &pos, label, &b, &eof, error);
-    if (rc == 0 && !eof) {
-      struct sl_view v;
-      int64_t at = b.data + b.size;
-      rc = sl_source_read_at(r->source, at, AVRO_SYNC_LEN, &v, error);
-      if (rc == 0) {
-        int ok = v.size == AVRO_SYNC_LEN && memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
-        sl_view_release(&v);
-        if (!ok) rc = bad_sync(r, label, at, error);
-      }
-      pos = at + AVRO_SYNC_LEN;
+    int64_t left = r->source->size - pos;
+    rc = parse_block_header(r, all.data + (pos - r->pos), left < 20 ? left : 20, pos, label, &b,
+                            error);
+    if (rc != 0) break;
+    // parse_block_header made sure that the data and the sync fit in the file.
+    pos = b.data + b.size + AVRO_SYNC_LEN;
+    if (memcmp(all.data + (b.data + b.size - r->pos), r->sync, AVRO_SYNC_LEN) != 0) {
+      rc = bad_sync(r, label, b.data + b.size, error);
+      break;
     }
-    if (rc != 0) {
-      for (int64_t j = 0; j < n; ++j) splits[j].est_rows = -1;
-      return rc;
-    }
-    if (eof) return 0;
     while (k + 1 < n && b.header >= splits[k + 1].offset) ++k;
     splits[k].est_rows = b.count > INT64_MAX - splits[k].est_rows ? INT64_MAX
                                                                    : splits[k].est_rows + b.count;
   }
+  sl_view_release(&all);
+  if (rc != 0)
+    for (int64_t j = 0; j < n; ++j) splits[j].est_rows = -1;
+  return rc;
 }
 
 /* ---- splits ------------------------------------------------------------------ */
@@ -635,16 +633,9 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
     struct sl_view h;
     int64_t hn = r->source->size - s->pos < 20 ? r->source->size - s->pos : 20;
     SL_RETURN_NOT_OK(range_bytes(r, &s->range, s->range_off, s->pos, hn, &h, error));
-    int64_t used1 = 0, used2 = 0;
-    int ok = parse_long(h.data, hn, &used1, &s->block.count) &&
-             parse_long(h.data + used1, hn - used1, &used2, &s->block.size);
+    int rc = parse_block_header(r, h.data, hn, s->pos, s->label, &s->block, error);
     sl_view_release(&h);
-    if (!ok)
-      return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated or overlong "
-                          "block header", name, s->label, s->pos);
-    s->block.header = s->pos;
-    s->block.data = s->pos + used1 + used2;
-    SL_RETURN_NOT_OK(check_block_header(r, s->label, &s->block, error));
+    SL_RETURN_NOT_OK(rc);
     s->blocks_seen++;
     // check_block_header made sure that the data and the sync fit in the file.
     SL_RETURN_NOT_OK(range_bytes(r, &s->range, s->range_off, s->block.data,
