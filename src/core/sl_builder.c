@@ -28,17 +28,11 @@ static int is_binary(enum sl_type_id id) {
          id == SL_TYPE_LARGE_STRING;
 }
 
-// Grows `buf` to hold at least `bytes` in total, whatever its `size` says
-// (offsets and bitmaps are written by index, not appended).
-static int ensure_bytes(struct sl_buffer* buf, int64_t bytes) {
-  return sl_buffer_grow_to(buf, bytes);
-}
-
 // Bitmaps keep `size` = bytes already zero-filled, so appends only set bits.
 static int ensure_bitmap(struct sl_buffer* buf, int64_t bits) {
   int64_t bytes = (bits + 7) / 8;
   if (bytes <= buf->size) return 0;
-  int rc = ensure_bytes(buf, bytes);
+  int rc = sl_buffer_grow_to(buf, bytes);
   if (rc != 0) return rc;
   memset(buf->data + buf->size, 0, (size_t)(bytes - buf->size));
   buf->size = bytes;
@@ -198,19 +192,19 @@ int sl_builder_reserve(struct sl_builder* b, int64_t n) {
     SL_RETURN_NOT_OK(ensure_bitmap(&b->values, target));
   } else if (b->offset_width > 0) {
     if (b->values.size == 0) {
-      SL_RETURN_NOT_OK(ensure_bytes(&b->values, (target + 1) * b->offset_width));
+      SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->values, (target + 1) * b->offset_width));
       memset(b->values.data, 0, (size_t)b->offset_width);
       b->values.size = b->offset_width;  // the leading 0 offset
     } else {
-      SL_RETURN_NOT_OK(ensure_bytes(&b->values, (target + 1) * b->offset_width));
+      SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->values, (target + 1) * b->offset_width));
     }
   } else if (b->value_width > 0 || id == SL_TYPE_FIXED_SIZE_BINARY) {
     // Width 0 (w:0) still gets a block, so appends never offset a NULL pointer.
     int64_t bytes = target * b->value_width;
-    SL_RETURN_NOT_OK(ensure_bytes(&b->values, bytes > 0 ? bytes : 1));
+    SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->values, bytes > 0 ? bytes : 1));
   } else if (id == SL_TYPE_DENSE_UNION || id == SL_TYPE_SPARSE_UNION) {
-    SL_RETURN_NOT_OK(ensure_bytes(&b->values, target));
-    if (id == SL_TYPE_DENSE_UNION) SL_RETURN_NOT_OK(ensure_bytes(&b->extra, target * 4));
+    SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->values, target));
+    if (id == SL_TYPE_DENSE_UNION) SL_RETURN_NOT_OK(sl_buffer_grow_to(&b->extra, target * 4));
   }
   b->capacity = target;
   prefault_values(b, n);
@@ -499,7 +493,7 @@ static int finish_node(struct sl_builder* b, struct ArrowArray* out, struct slui
   SL_RETURN_NOT_OK(check_shape(b, error));
   // Offsets always hold a leading 0, even for an empty column.
   if (b->offset_width > 0 && b->values.data == NULL) {
-    if (ensure_bytes(&b->values, b->offset_width) != 0) {
+    if (sl_buffer_grow_to(&b->values, b->offset_width) != 0) {
       return sl_error_set(error, ENOMEM, "out of memory finishing a batch");
     }
     memset(b->values.data, 0, (size_t)b->offset_width);

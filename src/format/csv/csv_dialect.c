@@ -16,16 +16,7 @@
 #include "core/sl_error.h"
 
 int64_t csv_line_of(const uint8_t* data, int64_t offset) {
-  int64_t line = 1;
-  const uint8_t* p = data;
-  const uint8_t* e = data + offset;
-  while (p < e) {
-    const uint8_t* nl = memchr(p, '\n', (size_t)(e - p));
-    if (nl == NULL) break;
-    ++line;
-    p = nl + 1;
-  }
-  return line;
+  return 1 + csv_count_byte(data, offset, '\n');
 }
 
 void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc) {

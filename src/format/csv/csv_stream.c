@@ -13,18 +13,6 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
-static int64_t count_lf(const uint8_t* p, int64_t n) {
-  int64_t lines = 0;
-  const uint8_t* e = p + n;
-  while (p < e) {
-    const uint8_t* nl = memchr(p, '\n', (size_t)(e - p));
-    if (nl == NULL) break;
-    ++lines;
-    p = nl + 1;
-  }
-  return lines;
-}
-
 int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   int64_t sample = r->opts.infer_bytes < 0 ? (INT64_C(64) << 20) : r->opts.infer_bytes;
   if (sample < (INT64_C(1) << 20)) sample = INT64_C(1) << 20;
@@ -45,7 +33,7 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
     rc = csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
     if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
       r->stream = 1;
-      r->header_lines = count_lf(d, r->layout.data_start);
+      r->header_lines = csv_count_byte(d, r->layout.data_start, '\n');
       r->stream_window = n * 2 > (INT64_C(4) << 20) ? n * 2 : (INT64_C(4) << 20);
     } else if (rc == 0) {
       csv_layout_free(&r->layout, r->alloc);  // no complete row seen: read it all
@@ -62,7 +50,7 @@ int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
   // Drop what was decoded; keep the unfinished tail at the front.
   int64_t keep = s->pos;
   if (keep > s->win_len) keep = s->win_len;
-  s->lines_before += count_lf(s->window != NULL ? s->window : s->data, keep);
+  s->lines_before += csv_count_byte(s->window != NULL ? s->window : s->data, keep, '\n');
   if (s->window == NULL) {
     SL_RETURN_NOT_OK(csv_ranged_window(s, keep, error));
   } else if (keep > 0 && s->win_len > keep) {
