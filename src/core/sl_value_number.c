@@ -1,6 +1,7 @@
 // Numbers as text, fast: integers digit pairs at a time, doubles by Grisu2
 // (a printf of a double costs ~250 ns; CSV and JSON output of float columns
 // spend most of their time here).
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,4 +383,17 @@ void sl_format_float(float v, char* buf, size_t cap) {
   int maybe_shorter;
   int n = grisu2(w, fraction == 0 && biased > 1, digits, &exp10, &maybe_shorter);
   shorten_and_spell(v < 0, digits, n, exp10, 6, v, 1, maybe_shorter, buf, cap);
+}
+
+int sl_parse_int64(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out) {
+  char num[32];
+  if (n == 0 || n >= sizeof num) return EINVAL;
+  memcpy(num, text, n);
+  num[n] = '\0';
+  char* end = NULL;
+  errno = 0;
+  long long x = strtoll(num, &end, 10);
+  if (errno != 0 || *end != '\0' || x < lo || x > hi) return EINVAL;
+  *out = x;
+  return 0;
 }

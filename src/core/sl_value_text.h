@@ -91,6 +91,9 @@ void sl_format_float(float v, char* buf, size_t cap);
 /// Decimal text of an integer into `buf` (24 bytes), NUL-terminated; returns
 /// its length.
 size_t sl_format_int64(int64_t v, char* buf);
+/// The decimal integer spelled by text[0..n) (not NUL-terminated; an option
+/// value) when it lies in [lo, hi]: 0 and *out, else EINVAL.
+int sl_parse_int64(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out);
 size_t sl_format_uint64(uint64_t v, char* buf);
 
 #endif

@@ -15,6 +15,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 #include "pq_assemble.h"
 #include "pq_column.h"
 #include "pq_meta.h"
@@ -52,20 +53,6 @@ static int parse_bool_option(const char* v, size_t n, int* out) {
   return 0;
 }
 
-/// A decimal integer option value in [lo, hi] into *out; EINVAL otherwise.
-static int parse_int_option(const char* v, size_t n, int64_t lo, int64_t hi, int64_t* out) {
-  char num[24];
-  if (n == 0 || n >= sizeof num) return EINVAL;
-  memcpy(num, v, n);
-  num[n] = '\0';
-  char* end = NULL;
-  errno = 0;
-  long long x = strtoll(num, &end, 10);
-  if (errno != 0 || *end != '\0' || x < lo || x > hi) return EINVAL;
-  *out = x;
-  return 0;
-}
-
 static int parse_options(struct pq_reader* r, const char* options, struct sluice_error* error) {
   for (const char* o = options; o != NULL && *o != '\0';) {
     const char* end = strchr(o, ',');
@@ -76,14 +63,14 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
     size_t vn = eq ? n - kn - 1 : 0;
     int* target = NULL;
     if (kn == 22 && strncmp(o, "max_binary_batch_bytes", 22) == 0) {
-      if (parse_int_option(v, vn, 1, INT32_MAX, &r->max_binary_batch_bytes) != 0)
+      if (sl_parse_int64(v, vn, 1, INT32_MAX, &r->max_binary_batch_bytes) != 0)
         return sl_error_set(error, EINVAL, "parquet: option max_binary_batch_bytes wants a "
                             "number of bytes from 1 to %d", (int)INT32_MAX);
       o = end ? end + 1 : NULL;
       continue;
     }
     if (kn == 10 && strncmp(o, "batch_rows", 10) == 0) {
-      if (parse_int_option(v, vn, 1, INT64_MAX, &r->batch_rows) != 0)
+      if (sl_parse_int64(v, vn, 1, INT64_MAX, &r->batch_rows) != 0)
         return sl_error_set(error, EINVAL, "parquet: option batch_rows wants a number of rows "
                             "of at least 1");
       o = end ? end + 1 : NULL;

@@ -33,6 +33,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 #include "format/ipc/ipc_fbs.h"
 #include "format/ipc/ipc_writer.h"
 #include "format/parquet/pq_write_internal.h"
@@ -76,17 +77,7 @@ struct pq_writer {
 
 static int parse_int(const char* key, const char* v, size_t n, int64_t lo, int64_t hi,
                      int64_t* out, struct sluice_error* error) {
-  char buf[32];
-  if (n == 0 || n >= sizeof buf) goto bad;
-  memcpy(buf, v, n);
-  buf[n] = '\0';
-  char* end = NULL;
-  errno = 0;
-  long long x = strtoll(buf, &end, 10);
-  if (errno != 0 || *end != '\0' || x < lo || x > hi) goto bad;
-  *out = x;
-  return 0;
-bad:
+  if (sl_parse_int64(v, n, lo, hi, out) == 0) return 0;
   return sl_error_set(error, EINVAL, "parquet writer: option %s wants an integer in [%lld, %lld], "
                       "not '%.*s'", key, (long long)lo, (long long)hi, (int)n, v);
 }
