@@ -16,22 +16,10 @@
 /// Room in a split's window past its end, for the row that crosses it.
 #define CSV_RANGED_TAIL ((int64_t)1 << 20)
 
-/// Chunk j is [chunk_from, chunk_to) of the input (as chunk_result counts it).
-static int64_t chunk_from(const struct csv_reader* r, int64_t j) {
-  return j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
-}
-static int64_t chunk_to(const struct csv_reader* r, int64_t j) {
-  int64_t to = r->plan_start[j + 1] - 1;
-  return to > r->size ? r->size : to;
-}
-
 /// Stores chunk j's value (quote count, or comment transitions) and line
 /// feeds from its n bytes. Two splits may both count a chunk: same numbers.
 static void publish(struct csv_reader* r, int64_t j, const uint8_t* bytes, int64_t n) {
-  const struct csv_dialect* d = &r->layout.dialect;
-  long long value = d->comment != 0 ? (long long)csv_comment_transitions(d, bytes, 0, n)
-                    : d->quote != 0 ? (long long)csv_count_byte(bytes, n, d->quote)
-                                    : 0;
+  long long value = csv_chunk_value(&r->layout.dialect, bytes, n);
   long long lines = (long long)csv_count_byte(bytes, n, '\n');
   pthread_mutex_lock(&r->chunk_lock);
   atomic_store(&r->plan_lines[j], lines);
@@ -57,7 +45,7 @@ static int chunk_counts(struct csv_reader* r, int64_t j, long long* value, long 
     }
     atomic_store(&r->plan_quotes[j], -2);  // ours to count
     pthread_mutex_unlock(&r->chunk_lock);
-    int64_t from = chunk_from(r, j), to = chunk_to(r, j);
+    int64_t from = csv_chunk_from(r, j), to = csv_chunk_to(r, j);
     struct sl_view v;
     int rc = sl_source_read_at(r->source, from, to - from, &v, error);
     if (rc != 0) {
@@ -104,7 +92,7 @@ int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_err
 
 int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error) {
   struct csv_reader* r = s->r;
-  int64_t lo = chunk_from(r, i);
+  int64_t lo = csv_chunk_from(r, i);
   int64_t stop = i + 1 == r->n_plan ? r->size : r->plan_start[i + 1];
   int64_t hi = stop > r->size - CSV_RANGED_TAIL ? r->size : stop + CSV_RANGED_TAIL;
   // The split's range and the row that crosses its end, in one request,
@@ -117,7 +105,7 @@ int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* 
   const uint8_t* bytes = s->range.data;
   // The range holds the whole chunk: count it for the splits after this one.
   if (atomic_load(&r->plan_quotes[i]) < 0) {
-    int64_t to = chunk_to(r, i) - lo;
+    int64_t to = csv_chunk_to(r, i) - lo;
     publish(r, i, bytes, to < s->win_len ? to : s->win_len);
   }
   int state = CSV_ST_LINE;  // data_start is a row start
@@ -125,12 +113,7 @@ int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* 
   for (int64_t j = 0; j < i; ++j) {
     long long value, lf;
     SL_RETURN_NOT_OK(chunk_counts(r, j, &value, &lf, error));
-    if (r->layout.dialect.comment != 0) {
-      state = (int)((unsigned long long)value >> (2 * state)) & 3;
-    } else {
-      int q = state == CSV_ST_QUOTE;
-      state = (q ^ (int)(value & 1)) ? CSV_ST_QUOTE : CSV_ST_OUT;
-    }
+    state = csv_state_after(&r->layout.dialect, state, value);
     lines += lf;
   }
   s->lines_before = lines;

@@ -327,10 +327,8 @@ static long long chunk_result(struct csv_reader* r, int64_t j) {
   const struct csv_dialect* d = &r->layout.dialect;
   long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
   if (c < 0) {
-    int64_t from = j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
-    int64_t to = r->plan_start[j + 1] - 1;
-    c = d->comment != 0 ? (long long)csv_comment_transitions(d, r->data, from, to)
-                        : csv_count_byte(r->data + from, to - from, d->quote);
+    int64_t from = csv_chunk_from(r, j);
+    c = csv_chunk_value(d, r->data + from, csv_chunk_to(r, j) - from);
     atomic_store_explicit(&r->plan_quotes[j], c, memory_order_relaxed);
   }
   return c;
@@ -340,19 +338,12 @@ static long long chunk_result(struct csv_reader* r, int64_t j) {
 // known state before it, so opening all n splits (in any order) costs O(n)
 // chunk steps, not O(n^2).
 static int split_start_state(struct csv_reader* r, int64_t i) {
-  const int comment = r->layout.dialect.comment != 0;
   int64_t k = i;
   int state = -1;
   while (k > 0 && (state = atomic_load_explicit(&r->plan_state[k], memory_order_relaxed)) < 0) --k;
   if (k == 0) state = CSV_ST_LINE;  // data_start is a row start
   for (; k < i; ++k) {
-    long long c = chunk_result(r, k);
-    if (comment) {
-      state = (int)((unsigned long long)c >> (2 * state)) & 3;
-    } else {
-      int q = state == CSV_ST_QUOTE;
-      state = (q ^ (int)(c & 1)) ? CSV_ST_QUOTE : CSV_ST_OUT;
-    }
+    state = csv_state_after(&r->layout.dialect, state, chunk_result(r, k));
     atomic_store_explicit(&r->plan_state[k + 1], state, memory_order_relaxed);
   }
   return state;

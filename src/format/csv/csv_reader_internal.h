@@ -93,6 +93,29 @@ struct csv_split_state {
   int64_t drop_from;
 };
 
+/// Chunk j of the plan is [csv_chunk_from, csv_chunk_to): split j's first row
+/// depends on the scanner state after chunks 0..j-1.
+static inline int64_t csv_chunk_from(const struct csv_reader* r, int64_t j) {
+  return j == 0 ? r->layout.data_start : r->plan_start[j] - 1;
+}
+static inline int64_t csv_chunk_to(const struct csv_reader* r, int64_t j) {
+  return r->plan_start[j + 1] - 1;
+}
+
+/// What chunk bytes data[0..n) tell the split-start scan: their quote count
+/// (its parity matters), or for comment dialects their state transitions;
+/// 0 without quoting. csv_state_after applies it to the state before them.
+static inline long long csv_chunk_value(const struct csv_dialect* d, const uint8_t* data,
+                                        int64_t n) {
+  if (d->comment != 0) return (long long)csv_comment_transitions(d, data, 0, n);
+  return d->quote != 0 ? (long long)csv_count_byte(data, n, d->quote) : 0;
+}
+static inline int csv_state_after(const struct csv_dialect* d, int state, long long value) {
+  if (d->comment != 0) return (int)((unsigned long long)value >> (2 * state)) & 3;
+  int q = state == CSV_ST_QUOTE;
+  return (q ^ (int)(value & 1)) ? CSV_ST_QUOTE : CSV_ST_OUT;
+}
+
 /// Stream mode (csv_stream.c): at open, peeks and analyses the head (sets
 /// r->stream, or leaves it 0 to read the input whole); per split, sets up the
 /// window; refills it (moving the undecoded tail to the front; *shift = bytes
