@@ -818,11 +818,9 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
 
 /* ---- Container ------------------------------------------------------------- */
 
-/// Compresses one block's bytes into `packed` and writes the block.
-static int write_block(const struct aw_ctx* ctx, const struct aw_buf* data, int64_t count,
-                       struct avro_buf* packed, struct sl_sink* sink, struct sluice_error* error) {
-  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, data->data, data->size, packed,
-                                 ctx->alloc, error));
+/// Writes one block: its object count, its (compressed) bytes, the sync marker.
+static int emit_block(const struct aw_ctx* ctx, int64_t count, const struct avro_buf* packed,
+                      struct sl_sink* sink, struct sluice_error* error) {
   uint8_t head[20];
   size_t n = zigzag(count, head);
   n += zigzag((int64_t)packed->size, head + n);
@@ -889,12 +887,7 @@ static void* pipe_worker(void* arg) {
     if (rc == 0 && p->rc == 0) {
       // Its turn: only this worker writes now, the others wait for next_write.
       pthread_mutex_unlock(&p->lock);
-      uint8_t head[20];
-      size_t n = zigzag(slot->count, head);
-      n += zigzag((int64_t)p->packed[me].size, head + n);
-      rc = sl_sink_write(p->sink, head, (int64_t)n, &err);
-      if (rc == 0) rc = sl_sink_write(p->sink, p->packed[me].data, (int64_t)p->packed[me].size, &err);
-      if (rc == 0) rc = sl_sink_write(p->sink, p->ctx->sync, 16, &err);
+      rc = emit_block(p->ctx, slot->count, &p->packed[me], p->sink, &err);
       pthread_mutex_lock(&p->lock);
     }
     if (rc != 0 && p->rc == 0) {
@@ -994,7 +987,9 @@ static int flush_block(struct aw_ctx* ctx, struct aw_pipe* pipe, int64_t count,
                        struct sl_sink* sink, struct sluice_error* error) {
   if (count == 0) return 0;
   if (pipe != NULL) return pipe_hand(pipe, &ctx->data, count, error);
-  SL_RETURN_NOT_OK(write_block(ctx, &ctx->data, count, &ctx->packed, sink, error));
+  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, ctx->data.data, ctx->data.size,
+                                 &ctx->packed, ctx->alloc, error));
+  SL_RETURN_NOT_OK(emit_block(ctx, count, &ctx->packed, sink, error));
   ctx->data.size = 0;
   return 0;
 }
