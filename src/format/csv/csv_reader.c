@@ -140,6 +140,22 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   return 0;
 }
 
+/// Frees the per-split arrays of a plan of `n` splits (any may be NULL).
+static void free_plan(struct csv_reader* r, int64_t n) {
+  size_t each = (size_t)(n > 0 ? n : 1);
+  sl_free(r->alloc, r->plan_start, (size_t)(n + 1) * sizeof *r->plan_start);
+  sl_free(r->alloc, r->plan_quotes, each * sizeof *r->plan_quotes);
+  sl_free(r->alloc, r->plan_state, each * sizeof *r->plan_state);
+  sl_free(r->alloc, r->plan_lines, each * sizeof *r->plan_lines);
+  sl_free(r->alloc, r->plan_closed, each * sizeof *r->plan_closed);
+  r->plan_start = NULL;
+  r->plan_quotes = NULL;
+  r->plan_state = NULL;
+  r->plan_lines = NULL;
+  r->plan_closed = NULL;
+  r->n_plan = 0;
+}
+
 static void csv_close(void* reader) {
   struct csv_reader* r = reader;
   if (r == NULL) return;
@@ -147,10 +163,7 @@ static void csv_close(void* reader) {
   sl_free(r->alloc, r->cols, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->cols);
   csv_layout_free(&r->layout, r->alloc);
   csv_options_free(&r->opts, r->alloc);
-  sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
-  sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
-  sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
-  sl_free(r->alloc, r->plan_lines, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_lines);
+  free_plan(r, r->n_plan);
   if (r->chunk_sync) {
     pthread_cond_destroy(&r->chunk_done);
     pthread_mutex_destroy(&r->chunk_lock);
@@ -251,15 +264,7 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   struct csv_reader* r = reader;
   *splits = NULL;
   *n = 0;
-  sl_free(r->alloc, r->plan_start, (size_t)(r->n_plan + 1) * sizeof *r->plan_start);
-  sl_free(r->alloc, r->plan_quotes, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_quotes);
-  sl_free(r->alloc, r->plan_state, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_state);
-  sl_free(r->alloc, r->plan_lines, (size_t)(r->n_plan > 0 ? r->n_plan : 1) * sizeof *r->plan_lines);
-  r->plan_start = NULL;
-  r->plan_quotes = NULL;
-  r->plan_state = NULL;
-  r->plan_lines = NULL;
-  r->n_plan = 0;
+  free_plan(r, r->n_plan);
   const int one_stream = r->stream && !r->ranged;  // forward-only: one split
   int64_t ds = r->layout.data_start, total = one_stream ? 1 : r->size - ds;
   if (total <= 0 || r->layout.n_cols == 0) return 0;
@@ -275,18 +280,12 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
   r->plan_quotes = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_quotes);
   r->plan_state = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_state);
   r->plan_lines = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_lines);
+  r->plan_closed = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_closed);
   struct sl_split* out = sl_calloc(r->alloc, (size_t)count, sizeof *out);
   if (r->plan_start == NULL || r->plan_quotes == NULL || r->plan_state == NULL ||
-      r->plan_lines == NULL || out == NULL) {
+      r->plan_lines == NULL || r->plan_closed == NULL || out == NULL) {
     sl_free(r->alloc, out, (size_t)count * sizeof *out);
-    sl_free(r->alloc, r->plan_start, (size_t)(count + 1) * sizeof *r->plan_start);
-    sl_free(r->alloc, r->plan_quotes, (size_t)count * sizeof *r->plan_quotes);
-    sl_free(r->alloc, r->plan_state, (size_t)count * sizeof *r->plan_state);
-    sl_free(r->alloc, r->plan_lines, (size_t)count * sizeof *r->plan_lines);
-    r->plan_start = NULL;
-    r->plan_quotes = NULL;
-    r->plan_state = NULL;
-    r->plan_lines = NULL;
+    free_plan(r, count);
     return sl_error_set(error, ENOMEM, "%s: out of memory planning splits", r->name);
   }
   r->n_plan = count;
@@ -297,6 +296,7 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
     atomic_init(&r->plan_quotes[i], r->ranged || r->layout.dialect.quote != 0 ||
                                             r->layout.dialect.comment != 0 ? -1 : 0);
     atomic_init(&r->plan_lines[i], -1);
+    atomic_init(&r->plan_closed[i], 0);
     atomic_init(&r->plan_state[i], i == 0 ? CSV_ST_LINE : -1);
     out[i].index = i;
     out[i].offset = a;
@@ -323,13 +323,26 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
 // so each open scans about one chunk instead of plan_splits scanning the
 // whole input serially. Threads racing on a chunk store the same number, so
 // relaxed atomics do.
+/// A mapped file read whole, whose parsed pages may leave the resident set
+/// (see csv_split_close).
+static int mapped_whole(const struct csv_reader* r) {
+  return !r->stream && r->size > 0 && r->data == r->view.data;
+}
+
 static long long chunk_result(struct csv_reader* r, int64_t j) {
   const struct csv_dialect* d = &r->layout.dialect;
   long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
   if (c < 0) {
-    int64_t from = csv_chunk_from(r, j);
-    c = csv_chunk_value(d, r->data + from, csv_chunk_to(r, j) - from);
+    int64_t from = csv_chunk_from(r, j), to = csv_chunk_to(r, j);
+    c = csv_chunk_value(d, r->data + from, to - from);
     atomic_store_explicit(&r->plan_quotes[j], c, memory_order_relaxed);
+    // The chunk's split often finished (and dropped these pages) before the
+    // next split asked for the count: without this, about a third of a big
+    // file stayed resident until the end. A chunk whose split is still to
+    // run or running keeps its pages for it (that split drops them).
+    if (mapped_whole(r) && atomic_load(&r->plan_closed[j])) {
+      sl_source_drop(r->source, from, to - from);
+    }
   }
   return c;
 }
@@ -353,12 +366,17 @@ static void csv_split_close(void* state) {
   struct csv_split_state* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->r->alloc;
-  if (s->drop_from >= 0) {
-    // Parsed bytes are not read again (as the Parquet reader does per column
-    // chunk): a scan of a file larger than memory keeps RSS bounded. The
-    // pages come back from the file if touched again.
+  if (s->mapped) {
+    // Parsed bytes are not read again (values were copied into batches), so
+    // the split's pages leave the resident set, as the Parquet reader does
+    // per column chunk: a scan keeps RSS near the decoded data even for a
+    // file larger than memory. The pages come back from the file if touched
+    // again. Flag first: a chunk count (chunk_result) that touches these
+    // pages after the drop then sees the flag and drops them itself.
+    atomic_store(&s->r->plan_closed[s->index], 1);
+    int64_t from = s->r->plan_start[s->index];
     int64_t end = s->pos < s->r->size ? s->pos : s->r->size;
-    if (end > s->drop_from) sl_source_drop(s->r->source, s->drop_from, end - s->drop_from);
+    if (end > from) sl_source_drop(s->r->source, from, end - from);
   }
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
@@ -390,7 +408,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   struct csv_split_state* s = sl_calloc(r->alloc, 1, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   s->r = r;
-  s->drop_from = -1;
+  s->index = split->index;
   csv_rows_init(&s->rows, r->alloc);
   s->n_cols = nc;
   s->cols = sl_alloc(r->alloc, (size_t)(nc > 0 ? nc : 1) * sizeof *s->cols);
@@ -429,7 +447,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
                                          split_start_state(r, i));
     s->data = r->data;
     s->limit = r->size;
-    if (!r->stream && r->size > 0 && r->data == r->view.data) s->drop_from = a;
+    s->mapped = mapped_whole(r);
     if (r->stream) {
       s->stop = INT64_MAX;
       rc = csv_stream_start(s, error);

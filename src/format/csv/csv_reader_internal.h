@@ -45,6 +45,9 @@ struct csv_reader {
   /// ranged: line feeds per chunk (-1 = not yet), counted with plan_quotes,
   /// which there also takes -2 = being counted; both under chunk_lock.
   atomic_llong* plan_lines;
+  /// Mapped file: split j has closed, so its chunk's pages may be dropped by
+  /// whoever touches them later (chunk_result).
+  atomic_int* plan_closed;
   pthread_mutex_t chunk_lock;
   pthread_cond_t chunk_done;
   int chunk_sync;          ///< chunk_lock and chunk_done were initialised
@@ -88,9 +91,10 @@ struct csv_split_state {
   struct csv_rows rows;
   uint8_t* scratch;
   int64_t scratch_cap;
-  /// A mapped file read whole: where this split's bytes start (-1 = not
-  /// mapped). On close the bytes it parsed leave the resident set.
-  int64_t drop_from;
+  int64_t index;           ///< the split's index in the plan
+  /// A mapped file read whole: on close the split's pages leave the
+  /// resident set.
+  int mapped;
 };
 
 /// Chunk j of the plan is [csv_chunk_from, csv_chunk_to): split j's first row
