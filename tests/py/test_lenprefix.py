@@ -99,6 +99,18 @@ def read_messages(sluice, path: Path, kind: str | None, tmp: Path, via_flag=Fals
     return [v.as_py() for v in table.column("message")]
 
 
+def read_pipe(sluice, data: bytes, kind: str, tmp: Path) -> list[bytes]:
+    """The messages of `data` fed through a pipe: reads then end anywhere,
+    so prefixes and messages cross them."""
+    out = tmp / "pipe.arrows"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-t", "arrows", "-f",
+                           "lenprefix", "-O", f"length_prefix={kind}"], input=data,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    table = ipc.open_stream(out.read_bytes()).read_all()
+    return [v.as_py() for v in table.column("message")]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_prefix_kind(sluice, tmp_path, kind):
     rng = random.Random(hash(kind) & 0xFFFF)
@@ -110,6 +122,7 @@ def test_every_prefix_kind(sluice, tmp_path, kind):
     assert expected == msgs
     got = read_messages(sluice, path, kind, tmp_path)
     assert got == expected
+    assert read_pipe(sluice, data, kind, tmp_path) == expected
 
 
 def test_default_is_varint_and_cli_flag(sluice, tmp_path):
@@ -149,13 +162,7 @@ def test_pipe_matches_file(sluice, tmp_path):
     rng = random.Random(5)
     msgs = [rng.randbytes(rng.randrange(0, 5000)) for _ in range(2000)]
     data = encode("u16be", msgs)
-    out = tmp_path / "pipe.arrows"
-    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-t", "arrows", "-f",
-                           "lenprefix", "-O", "length_prefix=u16be"], input=data,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()
-    table = ipc.open_stream(out.read_bytes()).read_all()
-    assert [v.as_py() for v in table.column("message")] == reference_parse("u16be", data)
+    assert read_pipe(sluice, data, "u16be", tmp_path) == reference_parse("u16be", data)
 
 
 def truncation_cases():

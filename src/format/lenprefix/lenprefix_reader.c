@@ -228,6 +228,75 @@ static int lp_read_message(struct lp_reader* r, int* end, struct sluice_error* e
   return 0;
 }
 
+/// Decodes a length prefix that lies wholly in p[0, avail): returns its
+/// width in bytes, or 0 when it does not (or is malformed), leaving it to
+/// lp_read_prefix to read across chunks or report.
+static inline int lp_prefix_at(const struct lp_kind_name* k, const uint8_t* p, int64_t avail,
+                               uint64_t* length) {
+  if (k->kind == LP_VARINT) {
+    uint64_t value = 0;
+    for (int i = 0; i < 10 && i < avail; ++i) {
+      if (i == 9 && p[i] > 1) return 0;
+      value |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if ((p[i] & 0x80) == 0) {
+        *length = value;
+        return i + 1;
+      }
+    }
+    return 0;
+  }
+  if (avail < k->width) return 0;
+  uint64_t value = 0;
+  for (int i = 0; i < k->width; ++i) {
+    int shift = k->big_endian ? 8 * (k->width - 1 - i) : 8 * i;
+    value |= (uint64_t)p[i] << shift;
+  }
+  *length = value;
+  return k->width;
+}
+
+/// Small messages are copied as this many bytes when both ends have room, so
+/// the copy is a fixed-size one the compiler inlines instead of a call.
+#define LP_SHORT_COPY 64
+
+/// The fast path: appends the messages (up to `max_rows`, and while the batch
+/// is under LP_BATCH_BYTES) that lie wholly in the current chunk, straight
+/// from it; returns how many. The caller goes on with lp_read_message.
+static int64_t lp_read_run(struct lp_reader* r, struct sl_builder* column, int64_t max_rows) {
+  int64_t avail = r->chunk.size - r->chunk_pos;
+  if (avail <= 0 || max_rows <= 0) return 0;
+  const uint8_t* p = r->chunk.data + r->chunk_pos;
+  // Every message takes at least one byte of the chunk and gives at most
+  // the chunk's bytes.
+  int64_t most = max_rows < avail ? max_rows : avail;
+  if (sl_builder_reserve(column, most) != 0 ||
+      sl_builder_reserve_bytes(column, avail + LP_SHORT_COPY) != 0) {
+    return 0;  // lp_read_message reserves one at a time and reports
+  }
+  uint8_t* data = column->extra.data;
+  int64_t size = column->extra.size, pos = 0, n = 0;
+  int32_t* ends = (int32_t*)column->values.data + column->length + 1;
+  while (n < most && size < LP_BATCH_BYTES) {
+    uint64_t length;
+    int w = lp_prefix_at(&r->prefix, p + pos, avail - pos, &length);
+    if (w == 0 || length > (uint64_t)(avail - pos - w)) break;
+    const uint8_t* src = p + pos + w;
+    if (length <= LP_SHORT_COPY && avail - pos - w >= LP_SHORT_COPY) {
+      memcpy(data + size, src, LP_SHORT_COPY);
+    } else {
+      memcpy(data + size, src, (size_t)length);
+    }
+    size += (int64_t)length;
+    pos += w + (int64_t)length;
+    ends[n++] = (int32_t)size;  // < LP_BATCH_BYTES + a chunk
+  }
+  column->extra.size = size;
+  column->length += n;
+  r->chunk_pos += pos;
+  r->pos += pos;
+  return n;
+}
+
 /* ---- Reader table ------------------------------------------------------------ */
 
 static void lp_close(void* reader) {
@@ -305,6 +374,8 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
   int64_t rows = 0;
   int rc = 0;
   while (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) {
+    rows += lp_read_run(r, column, r->batch_rows - rows);
+    if (rows == r->batch_rows || column->extra.size >= LP_BATCH_BYTES) break;
     int end = 0;
     rc = lp_read_message(r, &end, error);
     if (rc != 0 || end) break;
