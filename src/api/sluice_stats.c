@@ -39,8 +39,51 @@ struct stats_state {
   const struct sluice_allocator* alloc;
 };
 
-/// The common case (fixed-width numbers without nulls) in tight loops; the
-/// rows of the min and max go to *min_row / *max_row. 0 if not applicable.
+/// The first 8 bytes of a value as a big-endian number (zero-padded), so
+/// that most byte-wise comparisons are one integer comparison.
+static inline uint64_t bytes_prefix(const uint8_t* p, int64_t n) {
+  uint8_t b[8] = {0};
+  if (n > 0) memcpy(b, p, (size_t)(n < 8 ? n : 8));
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | b[i];
+  return v;
+}
+
+/// Byte-wise order of values a and b of a binary column with 32- or 64-bit
+/// offsets, given their prefixes: the prefix decides unless equal.
+static int bytes_order(const uint8_t* data, int64_t a0, int64_t a1, uint64_t pa, int64_t b0,
+                       int64_t b1, uint64_t pb) {
+  if (pa != pb) return pa < pb ? -1 : 1;
+  int64_t na = a1 - a0, nb = b1 - b0, n = na < nb ? na : nb;
+  int c = n > 0 ? memcmp(data + a0, data + b0, (size_t)n) : 0;
+  return c != 0 ? c : (na > nb) - (na < nb);
+}
+
+/// Min and max rows of a binary/string column without nulls (offsets of
+/// `width` bytes), comparing 8-byte prefixes first.
+static void bytes_min_max(const void* offsets, int width, const uint8_t* data, int64_t base,
+                          int64_t length, int64_t* lo, int64_t* hi) {
+#define SL_OFFSET(i) (width == 4 ? (int64_t)((const int32_t*)offsets)[base + (i)] \
+                                 : ((const int64_t*)offsets)[base + (i)])
+  int64_t lo0 = SL_OFFSET(0), lo1 = SL_OFFSET(1), hi0 = lo0, hi1 = lo1;
+  uint64_t plo = bytes_prefix(data + lo0, lo1 - lo0), phi = plo;
+  *lo = *hi = 0;
+  for (int64_t r = 1; r < length; ++r) {
+    int64_t v0 = SL_OFFSET(r), v1 = SL_OFFSET(r + 1);
+    uint64_t pv = bytes_prefix(data + v0, v1 - v0);
+    if (pv <= plo && bytes_order(data, v0, v1, pv, lo0, lo1, plo) < 0) {
+      *lo = r, lo0 = v0, lo1 = v1, plo = pv;
+    }
+    if (pv >= phi && bytes_order(data, v0, v1, pv, hi0, hi1, phi) > 0) {
+      *hi = r, hi0 = v0, hi1 = v1, phi = pv;
+    }
+  }
+#undef SL_OFFSET
+}
+
+/// The common case (fixed-width numbers, binary and strings, without nulls)
+/// in tight loops; the rows of the min and max go to *min_row / *max_row. 0
+/// if not applicable.
 static int stats_fast_path(const struct sl_text_field* field, const struct ArrowArray* column,
                            int64_t first, int64_t length, int64_t* min_row, int64_t* max_row,
                            struct sl_stats_key* min, struct sl_stats_key* max) {
@@ -86,6 +129,15 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
       min->kind = max->kind = SL_KEY_F64;
       min->d = v[lo];
       max->d = v[hi];
+      break;
+    }
+    case SL_TYPE_STRING: case SL_TYPE_BINARY: case SL_TYPE_LARGE_STRING:
+    case SL_TYPE_LARGE_BINARY: {
+      if (column->n_buffers < 3 || column->buffers[2] == NULL) return 0;
+      int width = field->type.id == SL_TYPE_STRING || field->type.id == SL_TYPE_BINARY ? 4 : 8;
+      bytes_min_max(column->buffers[1], width, column->buffers[2], base, length, &lo, &hi);
+      sl_stats_key_of(field, column, first + lo, min);
+      sl_stats_key_of(field, column, first + hi, max);
       break;
     }
     default:

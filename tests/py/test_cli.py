@@ -432,6 +432,43 @@ def test_stats_nan_and_all_null(sluice_bin, tmp_path):
     assert (n["min"], n["max"], n["nulls"], n["count"]) == (None, None, 4, 4)
 
 
+def test_stats_bytes_order_vs_pyarrow(sluice_bin, tmp_path):
+    """Strings and binaries without nulls take a path that compares 8-byte
+    prefixes first: values equal in their first 8 bytes or more, zero bytes
+    and a shorter value that is a prefix of a longer one, bytes >= 0x80 (the
+    order is unsigned), empty values; every type with 32- and 64-bit
+    offsets. Min and max must equal pyarrow's."""
+    import random
+    rng = random.Random(11)
+    alphabet = [b"\x00", b"\x01", b"a", b"b", b"\x7f", b"\x80", b"\xff"]
+    common = b"prefix12"  # 8 bytes: only the bytes after it decide
+    for trial in range(20):
+        values = []
+        for _ in range(rng.randrange(1, 400)):
+            head = common if rng.random() < 0.7 else b""
+            values.append(head + b"".join(rng.choice(alphabet)
+                                          for _ in range(rng.randrange(0, 12))))
+        if trial % 4 == 0:
+            values += [b"", common, common + b"\x00"]
+        rng.shuffle(values)
+        # Non-ASCII becomes 2 UTF-8 bytes; no NUL (stats text is a C string).
+        text = [v.replace(b"\x00", b"\x01").decode("latin-1") for v in values]
+        t = pa.table({"b": pa.array(values, pa.binary()),
+                      "lb": pa.array(values, pa.large_binary()),
+                      "s": pa.array(text, pa.string()),
+                      "ls": pa.array(text, pa.large_string())})
+        path = tmp_path / "bytes.arrow"
+        with ipc.new_file(path, t.schema) as w:
+            w.write_table(t)
+        got = {c["name"]: c for c in json.loads(ok(sluice_bin, "stats", path, "--json"))}
+        for name in t.column_names:
+            mm = pc.min_max(t.column(name)).as_py()
+            want = [mm["min"], mm["max"]]
+            if name in ("b", "lb"):
+                want = [v.hex() for v in want]
+            assert [got[name]["min"], got[name]["max"]] == want, (trial, name)
+
+
 # ---- standard input and terminals --------------------------------------------
 
 def test_cat_from_stdin(sluice_bin, data):
