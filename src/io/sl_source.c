@@ -78,6 +78,12 @@ int sl_source_read_next(struct sl_source* source, int64_t length, struct sl_view
   return source->ops->read_next(source, length, out, error);
 }
 
+int sl_source_read_some(struct sl_source* source, int64_t length, struct sl_view* out,
+                        struct sluice_error* error) {
+  if (source->ops->read_some != NULL) return source->ops->read_some(source, length, out, error);
+  return sl_source_read_next(source, length, out, error);
+}
+
 int sl_source_peek(struct sl_source* source, int64_t length, struct sl_view* out,
                    struct sluice_error* error) {
   if (source->ops->read_at != NULL) {

@@ -34,6 +34,9 @@ struct sl_source_ops {
   /// time.
   int (*read_next)(struct sl_source* source, int64_t length, struct sl_view* out,
                    struct sluice_error* error);
+  /// Optional (NULL = read_next): see sl_source_read_some.
+  int (*read_some)(struct sl_source* source, int64_t length, struct sl_view* out,
+                   struct sluice_error* error);
   void (*close)(struct sl_source* source);
   /// Forward-only sources: a view of up to `length` bytes from the stream
   /// position WITHOUT consuming them (format detection reads the head, then
@@ -84,6 +87,11 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
 int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,
                       struct sl_view* out, struct sluice_error* error);
 int sl_source_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
+                        struct sluice_error* error);
+/// read_next for readers that take any amount: up to `length` bytes, at
+/// least one unless the data ended (size 0 = end). A remote source returns
+/// what has arrived, so the reader decodes while the rest downloads.
+int sl_source_read_some(struct sl_source* source, int64_t length, struct sl_view* out,
                         struct sluice_error* error);
 /// The first bytes of the object (up to `length`; fewer when it is shorter)
 /// without moving the stream position: read_at when the source has it, else

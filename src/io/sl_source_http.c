@@ -44,8 +44,11 @@ enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
 struct http_part {
   int64_t index;
   enum part_state state;
-  uint8_t* data;
-  int64_t size;  ///< bytes in the part (filled so far while streaming)
+  uint8_t* data;  ///< set when the fetch starts
+  int64_t size;    ///< bytes the part holds when complete (READY)
+  /// Bytes arrived so far (== size once READY): read_some hands them out
+  /// while the rest downloads.
+  int64_t filled;
   struct sl_ref* ref;
   int rc;
   struct sluice_error error;
@@ -114,6 +117,9 @@ struct xfer {
   size_t snippet_len;
   /// Streaming mode: bytes handed to the parts go through this instead of buf.
   int (*sink)(struct xfer* x, const uint8_t* data, int64_t n);
+  /// Ranged readahead: the part whose `filled` follows `got` (under s->lock).
+  struct http_part* part;
+  int64_t faulted;  ///< bytes of buf mapped ahead of the copies (fault_ahead)
   int64_t stream_received;  ///< streaming: bytes of the object delivered so far
   int stream_rc;
 };
@@ -198,6 +204,26 @@ struct xfer_call {
   CURL* h;
 };
 
+/// Maps the pages of buf[0, size) ahead of the copy that reaches `upto`, a
+/// MiB at a time (cheaper than a fault per page), instead of all before the
+/// request is sent: the first bytes are then usable sooner.
+#define HTTP_FAULT_STEP ((int64_t)1 << 20)
+static void fault_ahead(uint8_t* buf, int64_t size, int64_t upto, int64_t* faulted) {
+  while (*faulted < upto && *faulted < size) {
+    int64_t n = size - *faulted < HTTP_FAULT_STEP ? size - *faulted : HTTP_FAULT_STEP;
+    sl_prefault(buf + *faulted, (size_t)n);
+    *faulted += n;
+  }
+}
+
+/// Makes part bytes [0, filled) visible to the consumer.
+static void publish_filled(struct sl_http_source* s, struct http_part* part, int64_t filled) {
+  pthread_mutex_lock(&s->lock);
+  part->filled = filled;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+}
+
 static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   struct xfer_call* call = user;
   struct xfer* x = call->x;
@@ -227,8 +253,10 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   }
   int64_t room = x->need - x->got;
   int64_t k = left < room ? left : room;
+  fault_ahead(x->buf, x->need, x->got + k, &x->faulted);
   memcpy(x->buf + x->got, p, (size_t)k);
   x->got += k;
+  if (x->part != NULL) publish_filled(x->s, x->part, x->got);
   // More than asked for: we have our bytes, stop the transfer here.
   return k == left ? n : 0;
 }
@@ -420,13 +448,16 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
 
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
 /// resumed from the last byte received).
+/// GETs [offset, offset + length) into buf, with retries; `part` (or NULL)
+/// follows the bytes as they arrive.
 static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, uint8_t* buf,
-                      struct sluice_error* error) {
+                      struct http_part* part, struct sluice_error* error) {
   struct xfer x;
   memset(&x, 0, sizeof x);
   x.s = s;
   x.buf = buf;
   x.need = length;
+  x.part = part;
   char errbuf[CURL_ERROR_SIZE];
   char what[96];
   unsigned seed = make_seed(buf, offset);
@@ -558,8 +589,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
 static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, struct sl_ref** ref,
                      struct sluice_error* error) {
   size_t n = size > 0 ? (size_t)size : 1;
-  *data = sl_alloc_buffer(s->base.alloc, n);
-  sl_prefault(*data, n);  // the fetch fills all of it
+  *data = sl_alloc_buffer(s->base.alloc, n);  // its pages: fault_ahead
   *ref = *data != NULL ? sl_ref_wrap_buffer(s->base.alloc, *data, n) : NULL;
   if (*ref == NULL) {
     if (*data != NULL) sl_free_buffer(s->base.alloc, *data, n);
@@ -582,7 +612,7 @@ static int edge_read(struct sl_http_source* s, int which, int64_t edge, int64_t 
     uint8_t* data = NULL;
     struct sl_ref* ref = NULL;
     rc = new_block(s, edge, &data, &ref, error);
-    if (rc == 0) rc = http_fetch(s, edge_at, edge, data, error);
+    if (rc == 0) rc = http_fetch(s, edge_at, edge, data, NULL, error);
     if (rc == 0) {
       e->data = data;
       e->ref = ref;
@@ -621,7 +651,7 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
   uint8_t* data;
   struct sl_ref* ref;
   SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
-  int rc = http_fetch(s, offset, length, data, error);
+  int rc = http_fetch(s, offset, length, data, NULL, error);
   if (rc != 0) {
     sl_ref_release(ref);
     return rc;
@@ -653,27 +683,30 @@ static void* ranged_worker(void* arg) {
     }
     int64_t k = s->next_fetch++;
     struct http_part* slot = &s->slots[k % s->depth];
-    slot->index = k;
-    slot->state = PART_FETCHING;
     int64_t len = part_length(s, k);
-    pthread_mutex_unlock(&s->lock);
     struct sluice_error err;
     memset(&err, 0, sizeof err);
     uint8_t* data = NULL;
     struct sl_ref* ref = NULL;
     int rc = new_block(s, len, &data, &ref, &err);
-    if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, &err);
+    slot->index = k;
+    slot->state = PART_FETCHING;
+    slot->data = data;
+    slot->ref = ref;
+    slot->size = len;
+    slot->filled = 0;
+    pthread_mutex_unlock(&s->lock);
+    if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, slot, &err);
     pthread_mutex_lock(&s->lock);
     if (rc != 0) {
-      sl_ref_release(ref);
+      sl_ref_release(slot->ref);  // views handed out keep their own references
+      slot->ref = NULL;
+      slot->data = NULL;
       slot->state = PART_FAILED;
       slot->rc = rc;
       slot->error = err;
     } else {
       slot->state = PART_READY;
-      slot->data = data;
-      slot->ref = ref;
-      slot->size = len;
     }
     pthread_cond_broadcast(&s->cond);
   }
@@ -705,22 +738,23 @@ static int stream_sink(struct xfer* x, const uint8_t* data, int64_t n) {
       slot->state = PART_FETCHING;
       slot->data = block;
       slot->ref = ref;
-      slot->size = 0;
+      slot->size = s->part_size;  // unless the data ends inside it (stream_worker)
+      slot->filled = 0;
       pthread_mutex_unlock(&s->lock);
+      x->faulted = 0;
     }
     int64_t room = s->part_size - within;
     int64_t take = n < room ? n : room;
+    fault_ahead(slot->data, s->part_size, within + take, &x->faulted);
     memcpy(slot->data + within, data, (size_t)take);
     data += take;
     n -= take;
     x->stream_received += take;
-    if (take == room) {
-      pthread_mutex_lock(&s->lock);
-      slot->size = s->part_size;
-      slot->state = PART_READY;
-      pthread_cond_broadcast(&s->cond);
-      pthread_mutex_unlock(&s->lock);
-    }
+    pthread_mutex_lock(&s->lock);
+    slot->filled = within + take;
+    if (take == room) slot->state = PART_READY;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
   }
   return 0;
 }
@@ -795,7 +829,7 @@ static void* stream_worker(void* arg) {
     int64_t within = x.stream_received % s->part_size;
     if (within > 0) {
       struct http_part* slot = &s->slots[k % s->depth];
-      slot->size = within;
+      slot->size = slot->filled = within;
       slot->state = PART_READY;
     }
     s->stream_end = x.stream_received;
@@ -822,14 +856,38 @@ static int start_readahead(struct sl_http_source* s, struct sluice_error* error)
   return 0;
 }
 
-/// Waits (lock held) until part k is fetched; returns its slot, or NULL with
-/// *rc set on failure, or NULL with *rc 0 when the data ends before part k.
-static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int* rc,
+/// Leaves the parts below `k` (lock held): their slots are free to refill.
+/// Stops at a part still being fetched (all its bytes may have been read,
+/// but its worker still owns the slot); a later call leaves it.
+static void leave_parts(struct sl_http_source* s, int64_t k) {
+  int64_t was = s->cur;
+  while (s->cur < k) {
+    struct http_part* slot = &s->slots[s->cur % s->depth];
+    if (slot->index == s->cur && slot->state == PART_FETCHING) break;
+    if (slot->index == s->cur && (slot->state == PART_READY || slot->state == PART_FAILED)) {
+      sl_ref_release(slot->ref);
+      slot->ref = NULL;
+      slot->data = NULL;
+      slot->state = PART_EMPTY;
+    }
+    ++s->cur;
+  }
+  if (s->cur != was) pthread_cond_broadcast(&s->cond);
+}
+
+/// Waits (lock held) until part k is fetched, or has its first `want` bytes;
+/// returns its slot, or NULL with *rc set on failure, or NULL with *rc 0 when
+/// the data ends before part k.
+static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t want, int* rc,
                                    struct sluice_error* error) {
   *rc = 0;
   for (;;) {
+    leave_parts(s, s->pos / s->part_size);  // parts read while still being fetched
     struct http_part* slot = &s->slots[k % s->depth];
-    if (slot->index == k && slot->state == PART_READY) return slot;
+    if (slot->index == k && (slot->state == PART_READY ||
+                             (slot->state == PART_FETCHING && slot->filled >= want))) {
+      return slot;
+    }
     if (slot->index == k && slot->state == PART_FAILED) {
       *rc = slot->rc;
       if (error != NULL) *error = slot->error;
@@ -845,24 +903,11 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int* rc,
   }
 }
 
-/// Leaves the parts below `k` (lock held): their slots are free to refill.
-static void leave_parts(struct sl_http_source* s, int64_t k) {
-  while (s->cur < k) {
-    struct http_part* slot = &s->slots[s->cur % s->depth];
-    if (slot->index == s->cur && (slot->state == PART_READY || slot->state == PART_FAILED)) {
-      sl_ref_release(slot->ref);
-      slot->ref = NULL;
-      slot->data = NULL;
-      slot->state = PART_EMPTY;
-    }
-    ++s->cur;
-  }
-  pthread_cond_broadcast(&s->cond);
-}
-
 /// A view of up to `length` bytes from the stream position; consumes them
 /// unless peeking. Views into one part share it; a read across parts copies.
-static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
+/// `some`: fewer bytes will do (at least one unless the data ended), so the
+/// view may end where the download has got to.
+static int readahead_view(struct sl_http_source* s, int64_t length, int consume, int some,
                           struct sl_view* out, struct sluice_error* error) {
   out->data = NULL;
   out->size = 0;
@@ -875,13 +920,15 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   pthread_mutex_lock(&s->lock);
   int64_t k = s->pos / s->part_size;
   int64_t within = s->pos % s->part_size;
-  struct http_part* slot = length > 0 ? wait_part(s, k, &rc, error) : NULL;
+  struct http_part* slot =
+      length > 0 ? wait_part(s, k, some ? within + 1 : within + length, &rc, error) : NULL;
   if (slot == NULL || within >= slot->size) {
     pthread_mutex_unlock(&s->lock);
     if (rc == 0) out->data = http_empty_bytes;  // end of data
     return rc;
   }
-  int64_t avail = slot->size - within;
+  int64_t avail = slot->filled - within;
+  if (some && length > avail) length = avail;
   if (length <= avail) {
     // The common case: a view into the part, no copy.
     out->data = slot->data + within;
@@ -889,7 +936,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
     out->owner = sl_ref_retain(slot->ref);
     if (consume) {
       s->pos += length;
-      if (length == avail && slot->size == s->part_size) leave_parts(s, k + 1);
+      if (within + length == s->part_size) leave_parts(s, k + 1);
     }
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -905,7 +952,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   while (copied < length) {
     int64_t pk = at / s->part_size;
     int64_t pw = at % s->part_size;
-    struct http_part* p = wait_part(s, pk, &rc, error);
+    struct http_part* p = wait_part(s, pk, INT64_MAX, &rc, error);
     if (p == NULL || pw >= p->size) break;
     int64_t take = p->size - pw < length - copied ? p->size - pw : length - copied;
     memcpy(data + copied, p->data + pw, (size_t)take);
@@ -931,12 +978,17 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
 
 static int http_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
                           struct sluice_error* error) {
-  return readahead_view((struct sl_http_source*)source, length, 1, out, error);
+  return readahead_view((struct sl_http_source*)source, length, 1, 0, out, error);
+}
+
+static int http_read_some(struct sl_source* source, int64_t length, struct sl_view* out,
+                          struct sluice_error* error) {
+  return readahead_view((struct sl_http_source*)source, length, 1, 1, out, error);
 }
 
 static int http_peek(struct sl_source* source, int64_t length, struct sl_view* out,
                      struct sluice_error* error) {
-  return readahead_view((struct sl_http_source*)source, length, 0, out, error);
+  return readahead_view((struct sl_http_source*)source, length, 0, 0, out, error);
 }
 
 /* ---- Open / close --------------------------------------------------------------- */
@@ -975,6 +1027,7 @@ static void http_close(struct sl_source* source) {
 static const struct sl_source_ops sl_http_ranged_ops = {
     .read_at = http_read_at,
     .read_next = http_read_next,
+    .read_some = http_read_some,
     .close = http_close,
     .peek = NULL,
     .drop = NULL,
@@ -983,6 +1036,7 @@ static const struct sl_source_ops sl_http_ranged_ops = {
 static const struct sl_source_ops sl_http_stream_ops = {
     .read_at = NULL,
     .read_next = http_read_next,
+    .read_some = http_read_some,
     .close = http_close,
     .peek = http_peek,
     .drop = NULL,

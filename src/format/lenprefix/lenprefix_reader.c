@@ -1,7 +1,7 @@
 // Length-prefixed message streams: see lenprefix_reader.h. The reader pulls
-// the stream through sl_source_read_next in chunks and copies each message
-// into the batch's binary column (a binary column needs its bytes contiguous,
-// and the prefixes sit between them).
+// the stream through sl_source_read_some in chunks (of what has arrived) and
+// copies each message into the batch's binary column (a binary column needs
+// its bytes contiguous, and the prefixes sit between them).
 #include "lenprefix_reader.h"
 
 #include <errno.h>
@@ -101,7 +101,7 @@ static int lp_fill(struct lp_reader* r, struct sluice_error* error) {
   while (!r->eof && r->chunk_pos >= r->chunk.size) {
     sl_view_release(&r->chunk);
     r->chunk_pos = 0;
-    SL_RETURN_NOT_OK(sl_source_read_next(r->source, LP_CHUNK, &r->chunk, error));
+    SL_RETURN_NOT_OK(sl_source_read_some(r->source, LP_CHUNK, &r->chunk, error));
     if (r->chunk.size == 0) r->eof = 1;
   }
   return 0;
