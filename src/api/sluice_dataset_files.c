@@ -2,6 +2,7 @@
 #include "sluice_dataset_files.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -256,6 +257,82 @@ static int open_part(struct sl_files_reader* f, struct files_part* p,
   return rc;
 }
 
+/// Opening an object is a round trip or two (HEAD, then the head or footer
+/// the format reads) when it is remote: many objects open this many at a
+/// time instead of one after the other.
+#define FILES_OPEN_THREADS 8
+
+/// The objects being opened by several threads: each takes the next index.
+struct open_job {
+  struct sl_files_reader* f;
+  const struct sl_location_list* names;
+  const struct sl_remote_options* remote;
+  const struct sl_reader_args* args;
+  pthread_mutex_t mutex;
+  size_t next;
+  int64_t failed_at;  ///< the lowest index that failed (names->n = none)
+  int rc;
+  struct sluice_error error;  ///< that object's error
+};
+
+/// Opens object i (its source too, except the first one's, which the caller
+/// opened to pick the format).
+static int open_object(struct open_job* job, size_t i, struct sluice_error* error) {
+  struct sl_files_reader* f = job->f;
+  struct files_part* p = &f->parts[i];
+  const char* name = job->names->names[i];
+  p->name = sl_strdup(f->alloc, name);
+  if (p->name == NULL) return sl_error_set(error, ENOMEM, "out of memory opening %s", name);
+  if (i > 0) SL_RETURN_NOT_OK(sl_source_open_remote(name, job->remote, f->alloc, &p->source, error));
+  return open_part(f, p, job->args, error);
+}
+
+static void* open_worker(void* arg) {
+  struct open_job* job = arg;
+  for (;;) {
+    pthread_mutex_lock(&job->mutex);
+    size_t i = job->next++;
+    // Objects past a failed one are not opened (the error is that one's).
+    int stop = i >= job->names->n || (int64_t)i > job->failed_at;
+    pthread_mutex_unlock(&job->mutex);
+    if (stop) return NULL;
+    struct sluice_error error;
+    memset(&error, 0, sizeof error);
+    int rc = open_object(job, i, &error);
+    if (rc != 0) {
+      pthread_mutex_lock(&job->mutex);
+      if ((int64_t)i < job->failed_at) {  // the first object in order that fails
+        job->failed_at = (int64_t)i;
+        job->rc = rc;
+        job->error = error;
+      }
+      pthread_mutex_unlock(&job->mutex);
+    }
+  }
+}
+
+/// Opens every object, on up to FILES_OPEN_THREADS threads (this one
+/// included); the error reported is that of the first object, in the given
+/// order, that fails, as a serial open would report.
+static int open_parts(struct open_job* job, struct sluice_error* error) {
+  pthread_t threads[FILES_OPEN_THREADS - 1];
+  int started = 0;
+  if (pthread_mutex_init(&job->mutex, NULL) != 0) {
+    return sl_error_set(error, EAGAIN, "cannot create a mutex to open %zu objects",
+                        job->names->n);
+  }
+  size_t want = job->names->n < FILES_OPEN_THREADS ? job->names->n : FILES_OPEN_THREADS;
+  for (size_t t = 1; t < want; ++t) {
+    if (pthread_create(&threads[started], NULL, open_worker, job) != 0) break;  // fewer do
+    ++started;
+  }
+  open_worker(job);
+  for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
+  pthread_mutex_destroy(&job->mutex);
+  if (job->rc != 0) *error = job->error;
+  return job->rc;
+}
+
 int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_location_list* names, struct sl_source* first,
                          const struct sl_remote_options* remote,
@@ -298,20 +375,12 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
       .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
   };
-  int rc = 0;
-  for (size_t i = 0; i < names->n && rc == 0; ++i) {
-    struct files_part* p = &f->parts[i];
-    p->name = sl_strdup(alloc, names->names[i]);
-    if (p->name == NULL) {
-      rc = sl_error_set(error, ENOMEM, "out of memory opening %s", names->names[i]);
-      break;
-    }
-    if (i > 0) rc = sl_source_open_remote(names->names[i], remote, alloc, &p->source, error);
-    if (rc == 0) rc = open_part(f, p, args, error);
-    if (rc == 0) {
-      p->first_split = f->n_splits;
-      f->n_splits += p->n_splits;
-    }
+  struct open_job job = {.f = f, .names = names, .remote = remote, .args = args,
+                         .failed_at = (int64_t)names->n};
+  int rc = open_parts(&job, error);
+  for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+    f->parts[i].first_split = f->n_splits;
+    f->n_splits += f->parts[i].n_splits;
   }
   if (rc != 0) {
     files_close(f);

@@ -125,3 +125,27 @@ def test_nothing_matches(sluice_bin, tree, tmp_path):
     check_clean_failure(proc)
     assert f"no files match '{location}'" in proc.stderr.decode()
     assert not (tmp_path / "o.arrows").exists()
+
+
+def test_many_objects_opened_together_report_the_first_bad_one(sluice_bin, tmp_path):
+    """Objects open several at a time: 40 files read as pyarrow.dataset reads
+    them, and with three broken ones the error always names the first broken
+    one in path order, as a serial open would."""
+    root = tmp_path / "many"
+    root.mkdir()
+    files = []
+    for k in range(40):
+        path = root / f"part-{k:03d}.parquet"
+        pq.write_table(make_table(k, 20 + k), path)
+        files.append(path)
+    assert_same(convert(sluice_bin, str(root), tmp_path / "o.arrows"), peer_table(files, "parquet"))
+    for k in (30, 12, 25):
+        (root / f"part-{k:03d}.parquet").write_bytes(b"PAR1 this is not a parquet file PAR1")
+    for attempt in range(5):
+        proc = subprocess.run([sluice_bin, "convert", str(root), str(tmp_path / "bad.arrows"),
+                               "-t", "arrows", "-q"], capture_output=True, timeout=120)
+        check_clean_failure(proc)
+        err = proc.stderr.decode(errors="replace")
+        assert "part-012.parquet" in err, (attempt, err)
+        assert "part-025" not in err and "part-030" not in err, (attempt, err)
+        assert not (tmp_path / "bad.arrows").exists()
