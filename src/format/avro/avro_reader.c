@@ -278,6 +278,42 @@ static int find_sync(struct avro_reader* r, const struct sl_view* range, int64_t
   return 0;
 }
 
+/// Whether the sync marker at `at` is a real block boundary: it ends the
+/// file, or a sane block header follows whose data ends in the marker again.
+/// Data may contain the marker's 16 bytes (a file copied into a bytes
+/// field, say); a split must not start there. Read errors count as "no".
+static int block_follows(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
+                         int64_t at) {
+  int64_t h = at + AVRO_SYNC_LEN;
+  if (h == r->source->size) return 1;
+  struct sluice_error scratch;
+  memset(&scratch, 0, sizeof scratch);
+  struct avro_block b;
+  struct sl_view v;
+  int64_t hn = r->source->size - h < 20 ? r->source->size - h : 20;
+  if (range_bytes(r, range, range_off, h, hn, &v, &scratch) != 0) return 0;
+  int ok = parse_block_header(r, v.data, hn, h, "block", &b, &scratch) == 0;
+  sl_view_release(&v);
+  // parse_block_header checked that the data and a marker fit in the file.
+  if (!ok || range_bytes(r, range, range_off, b.data + b.size, AVRO_SYNC_LEN, &v, &scratch) != 0)
+    return 0;
+  ok = memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
+  sl_view_release(&v);
+  return ok;
+}
+
+/// The first sync marker in [from, limit) that is a real block boundary
+/// (block_follows); *at = -1 if none.
+static int find_block_start(struct avro_reader* r, const struct sl_view* range,
+                            int64_t range_off, int64_t from, int64_t limit, int64_t* at,
+                            struct sluice_error* error) {
+  for (;;) {
+    SL_RETURN_NOT_OK(find_sync(r, range, range_off, from, limit, at, error));
+    if (*at < 0 || block_follows(r, range, range_off, *at)) return 0;
+    from = *at + 1;
+  }
+}
+
 /// The format option reader_schema=PATH (a .avsc file): its text, or NULL.
 static int load_reader_schema(struct avro_reader* r, const char* options, struct sluice_error* error) {
   static const char k_key[] = "reader_schema=";
@@ -552,27 +588,29 @@ static int fetch_range(struct avro_split* s, struct sluice_error* error) {
 }
 
 /// The split's first block: right after the first sync marker that ends at
-/// or after its first byte and starts before its end (none: no blocks).
+/// or after its first byte, starts before its end and is followed by a block
+/// (none: no blocks).
 static int find_first_block(struct avro_split* s, struct sluice_error* error) {
   int64_t at;
   SL_RETURN_NOT_OK(fetch_range(s, error));
-  SL_RETURN_NOT_OK(find_sync(s->r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
-                             s->end - AVRO_SYNC_LEN, &at, error));
+  SL_RETURN_NOT_OK(find_block_start(s->r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
+                                    s->end - AVRO_SYNC_LEN, &at, error));
   s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
   return 0;
 }
 
 /// After the split's last block (which ends at s->pos, at or past its end):
-/// the next split starts at the first sync marker ending at or after that
-/// end, so none may occur inside the data decoded here past it. Random
-/// 16-byte markers make that practically impossible, but a file that has one
-/// there cannot be split, and it is an error rather than a wrong answer.
+/// the next split starts at the first marker ending at or after that end
+/// that a block follows, so none may occur inside the data decoded here past
+/// it. Markers in data are skipped by that test; one that passes it (a
+/// forged block after a copy of the marker) would make the file unsplittable,
+/// and it is an error rather than a wrong answer.
 static int check_next_split_start(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   if (s->pos == INT64_MAX || s->pos - AVRO_SYNC_LEN <= s->end - AVRO_SYNC_LEN) return 0;
   int64_t at;
-  SL_RETURN_NOT_OK(find_sync(r, &s->range, s->range_off, s->end - AVRO_SYNC_LEN,
-                             s->pos - AVRO_SYNC_LEN, &at, error));
+  SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, s->end - AVRO_SYNC_LEN,
+                                    s->pos - AVRO_SYNC_LEN, &at, error));
   if (at < 0) return 0;
   return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs inside "
                       "the data of %s at byte %" PRId64 ", so the file cannot be read in byte-"
