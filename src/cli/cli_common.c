@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "core/sl_type.h"
+#include "core/sl_value_text.h"
 
 void cli_error(const char* fmt, ...) {
   char message[2048];
@@ -24,12 +25,7 @@ void cli_error(const char* fmt, ...) {
 
 int cli_parse_count(const char* text, int64_t* out) {
   if (text == NULL || *text < '0' || *text > '9') return EINVAL;
-  char* end = NULL;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v < 0) return EINVAL;
-  *out = v;
-  return 0;
+  return sl_parse_int64(text, strlen(text), 0, INT64_MAX, out);
 }
 
 int cli_parse_bytes(const char* text, int64_t* out) {

@@ -15,6 +15,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
 #include "sl_location.h"
 #include "sl_s3_internal.h"
 #include "sl_sigv4.h"
@@ -77,10 +78,9 @@ static size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
 
 static int keys_per_page(void) {
   const char* text = getenv("SLUICE_S3_LIST_PAGE");
-  if (text != NULL && *text != '\0') {
-    char* end = NULL;
-    long v = strtol(text, &end, 10);
-    if (end != NULL && *end == '\0' && v >= 1) return v < LIST_MAX_PAGE ? (int)v : LIST_MAX_PAGE;
+  int64_t v;
+  if (text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_MAX, &v) == 0) {
+    return v < LIST_MAX_PAGE ? (int)v : LIST_MAX_PAGE;
   }
   return LIST_MAX_PAGE;
 }

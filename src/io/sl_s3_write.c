@@ -15,6 +15,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
 #include "sl_s3.h"
 #include "sl_s3_internal.h"
 #include "sl_sigv4.h"
@@ -281,11 +282,8 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
 static int64_t part_size_setting(int64_t size) {
   int64_t part = S3_DEFAULT_PART;
   const char* text = getenv("SLUICE_S3_PART_SIZE");
-  if (text != NULL && *text != '\0') {
-    char* end = NULL;
-    long long v = strtoll(text, &end, 10);
-    if (end != NULL && *end == '\0' && v > 0) part = v;
-  }
+  int64_t v;
+  if (text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_MAX, &v) == 0) part = v;
   if (part < S3_MIN_PART) part = S3_MIN_PART;
   // At most 10000 parts: larger objects get larger parts.
   while ((size + part - 1) / part > S3_MAX_PARTS) part *= 2;

@@ -16,6 +16,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
 
 #define HTTP_DEFAULT_PART ((int64_t)8 << 20)
 #define HTTP_DEFAULT_PARALLEL 4
@@ -1051,11 +1052,10 @@ int sl_http_source_untouched(const struct sl_source* source) {
 /// SLUICE_HTTP_PART_SIZE, or `fallback`.
 static int64_t part_size_from_env(int64_t fallback) {
   const char* text = getenv("SLUICE_HTTP_PART_SIZE");
-  if (text == NULL || *text == '\0') return fallback;
-  char* end = NULL;
-  long long v = strtoll(text, &end, 10);
-  return end != NULL && *end == '\0' && v >= 1 && v <= ((long long)1 << 32) ? (int64_t)v
-                                                                            : fallback;
+  int64_t v;
+  return text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_C(1) << 32, &v) == 0
+             ? v
+             : fallback;
 }
 
 int sl_http_source_open_config(const struct sl_http_config* config,

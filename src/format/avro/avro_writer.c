@@ -65,6 +65,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 #include "core/sl_read.h"
+#include "core/sl_value_text.h"
 #include "core/sl_type.h"
 #include "io/sl_sink.h"
 
@@ -1019,20 +1020,16 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
     }
     size_t kn = (size_t)(eq - s), vn = (size_t)(end - eq - 1);
     const char* v = eq + 1;
-    char num[32];
-    snprintf(num, sizeof num, "%.*s", (int)(vn < 31 ? vn : 31), v);
-    char* stop = NULL;
+    int64_t number;
     if (key_is(s, kn, "codec")) {
       SL_RETURN_NOT_OK(avro_codec_from_name(v, vn, &ctx->codec, error));
       have_codec = 1;
     } else if (key_is(s, kn, "level")) {
-      long lv = strtol(num, &stop, 10);
-      if (vn == 0 || vn > 30 || *stop != '\0' || lv < 0 || lv > 22) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
-      ctx->level = (int)lv;
+      if (sl_parse_int64(v, vn, 0, 22, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
+      ctx->level = (int)number;
     } else if (key_is(s, kn, "block_size") || key_is(s, kn, "sync_interval")) {
-      long long bs = strtoll(num, &stop, 10);
-      if (vn == 0 || vn > 30 || *stop != '\0' || bs < 1 || bs > ((long long)1 << 30)) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1..2^30 bytes", (int)vn, v);
-      ctx->block_size = (size_t)bs;
+      if (sl_parse_int64(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1..2^30 bytes", (int)vn, v);
+      ctx->block_size = (size_t)number;
     } else if (key_is(s, kn, "sync")) {
       if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
       for (int i = 0; i < 16; ++i) {
