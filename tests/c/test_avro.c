@@ -816,6 +816,26 @@ static void test_flat_rows(void** state) {
   put_block(e, 10, blk->buf, blk->n - 3);
   expect_error(e->buf, e->n, "truncated double");
   expect_error(e->buf, e->n, "object 9");
+  // An 11-byte varint in object 3, with whole rows' worth of bytes after it
+  // (the unchecked path).
+  blk->n = 0;
+  for (int64_t k2 = 0; k2 < 10; ++k2) {
+    if (k2 == 3) {
+      put_long(blk, 1);
+      put(blk, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11);
+      float f = 3;
+      double d = 4;
+      put(blk, &f, 4);
+      put(blk, &d, 8);
+    } else {
+      put_flat_row(blk, 1, 2, 3, 4);
+    }
+  }
+  e->n = 0;
+  put_header(e, k_schema_flat, NULL);
+  put_block(e, 10, blk->buf, blk->n);
+  expect_error(e->buf, e->n, "varint longer than 10 bytes");
+  expect_error(e->buf, e->n, "object 3");
   free(blk);
   free(e);
 }
