@@ -267,6 +267,33 @@ SLUICE_EXPORT int64_t sluice_dataset_split_rows(struct sluice_dataset* dataset, 
 SLUICE_EXPORT int sluice_dataset_count_split_rows(struct sluice_dataset* dataset,
                                                   struct sluice_error* error);
 
+/// Memory for the final columns of a whole scan, for callers that gather a
+/// read into one column per field (a DataFrame): where a split's rows are
+/// known ahead and its reader can (Parquet), values are decoded straight
+/// into their place instead of into a batch the caller copies from. The
+/// batches are delivered as usual; those decoded in place have buffers that
+/// point into this memory, so the caller can tell and skip the copy.
+struct sluice_placement {
+  /// Entries in `values` and `widths`: the scan's (projected) columns.
+  int64_t n_columns;
+  /// Per column: room for every row of the scan (sum of split_rows), or
+  /// NULL to leave the column alone. Must not move while the scan runs.
+  void* const* values;
+  /// Per placed column: bytes per value, that of its Arrow type (e.g. 8 for
+  /// int64, float64, timestamps); a reader places only a matching column.
+  const int32_t* widths;
+  /// Rows planned for each split of the scan, in order (the scan's
+  /// n_splits entries, e.g. from sluice_dataset_split_rows); split k's rows
+  /// start at the sum of those before it. A split whose count turns out
+  /// different is decoded into its own memory.
+  const int64_t* split_rows;
+  /// Called exactly once, also when opening the scan fails: when the scan
+  /// and every array that points into the memory are done with it (NULL:
+  /// the caller keeps the memory alive long enough on its own).
+  void (*release)(void* ctx);
+  void* ctx;
+};
+
 /// Options for sluice_scanner_open_with: which splits to scan, and overrides of
 /// what the dataset was opened with. Always start from sluice_scan_options_init.
 struct sluice_scan_options {
@@ -282,6 +309,8 @@ struct sluice_scan_options {
   int64_t memory_budget;
   /// Worker threads (0 = as the dataset was opened).
   int threads;
+  /// Optional (NULL = none): final columns to decode straight into.
+  const struct sluice_placement* placement;
 };
 
 /// Fills `options` with the defaults: every split, everything else as the

@@ -145,7 +145,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     each as they arrive and freed at once: the table is a single batch, and
     ``to_pandas()`` wraps its columns without another copy. When the format
     knows each split's rows ahead (Parquet, Avro), splits are decoded in any
-    order and each batch goes straight to its place. Other tables keep the
+    order and each batch goes to its place; Parquet decodes its values
+    straight into the final columns (no copy at all). Other tables keep the
     decoded batches as they are.
     """
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
@@ -177,6 +178,11 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
     scan_options["ordered"] = planned is None
     if not memory and planned is not None:
         scan_options.setdefault("memory", _GATHER_MEMORY)
+    if planned is not None:
+        # Readers that can (Parquet) decode straight into the columns; the
+        # gather then finds those rows in place and does not copy them.
+        scan_options["placement"] = columns
+        scan_options["split_rows"] = [planned[split] for split in sorted(planned)]
     with Scanner(ds, **scan_options) as s:
         if planned is not None:
             raw, _ = gather.gather_placed(raw_schema, s._scanner, planned, columns)

@@ -107,7 +107,8 @@ PyObject* sp_split_rows(struct sluice_dataset* dataset);
 /// its budget of bytes in flight.
 int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
                         int64_t slow_split, int64_t slow_delay_us, int ordered, int64_t memory,
-                        struct sp_scan_source* out, struct sluice_error* error);
+                        const struct sluice_placement* placement, struct sp_scan_source* out,
+                        struct sluice_error* error);
 
 /// A scan on its own thread (takes `source`; on failure the caller closes it).
 struct sp_pump;
@@ -170,6 +171,20 @@ extern PyTypeObject SpBufferViewType;
 extern PyTypeObject SpDatasetType;
 extern PyTypeObject SpScannerType;
 extern PyTypeObject SpGatherType;
+
+/// A sluice_placement over a _Gather's columns for a scan of splits whose
+/// planned rows are `split_rows` (a sequence); the arrays it points to are
+/// the caller's until sp_placement_free (after sluice_scanner_open_with,
+/// which copies them). The library releases the gather's memory hold.
+/// -1 with a Python error set.
+struct sp_placement {
+  struct sluice_placement placement;
+  void** values;
+  int32_t* widths;
+  int64_t* split_rows;
+};
+int sp_gather_placement(PyObject* gather, PyObject* split_rows, struct sp_placement* out);
+void sp_placement_free(struct sp_placement* p);
 
 /// A new _Schema taking ownership of `schema` (moved; released on failure).
 SchemaObject* sp_schema_wrap(struct ArrowSchema* schema);

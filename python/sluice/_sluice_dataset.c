@@ -138,19 +138,30 @@ static PyObject* dataset_split_rows(DatasetObject* self, PyObject* Py_UNUSED(ign
 
 static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"first_split", "num_splits", "slow_split", "slow_split_delay_us",
-                             "ordered", "memory", NULL};
+                             "ordered", "memory", "placement", "split_rows", NULL};
   long long first = 0, count = -1, slow_split = -1, slow_us = 0, memory = 0;
   int ordered = -1;  // -1: as the dataset was opened
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLiL", keywords, &first, &count,
-                                   &slow_split, &slow_us, &ordered, &memory)) {
+  PyObject* gather = NULL;
+  PyObject* split_rows = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLiLOO", keywords, &first, &count,
+                                   &slow_split, &slow_us, &ordered, &memory, &gather,
+                                   &split_rows)) {
     return NULL;
   }
   if (dataset_check_open(self) != 0) return NULL;
+  // A placed scan decodes into the _Gather's columns (rows per split given).
+  struct sp_placement placement;
+  memset(&placement, 0, sizeof placement);
+  int placed = gather != NULL && gather != Py_None;
+  if (placed && (split_rows == NULL || sp_gather_placement(gather, split_rows, &placement) != 0)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "placement needs split_rows");
+    return NULL;
+  }
   struct sp_scan_source source;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc;
-  int whole = first == 0 && count < 0 && slow_split < 0 && ordered < 0 && memory <= 0;
+  int whole = first == 0 && count < 0 && slow_split < 0 && ordered < 0 && memory <= 0 && !placed;
   Py_BEGIN_ALLOW_THREADS
   if (whole) {
     struct sluice_scanner* scanner = NULL;
@@ -158,9 +169,10 @@ static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwa
     if (rc == 0) source = sp_scanner_source(scanner);
   } else {
     rc = sp_split_scan_start(self->dataset, first, count, slow_split, slow_us, ordered, memory,
-                             &source, &error);
+                             placed ? &placement.placement : NULL, &source, &error);
   }
   Py_END_ALLOW_THREADS
+  sp_placement_free(&placement);  // the library copied it (and releases the hold)
   if (rc != 0) {
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);
@@ -236,8 +248,10 @@ static PyGetSetDef dataset_getset[] = {
 static PyMethodDef dataset_methods[] = {
     {"schema", (PyCFunction)dataset_schema, METH_NOARGS, "The (projected) _Schema."},
     {"scan", (PyCFunction)(void (*)(void))dataset_scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0) -> _Scanner "
-     "over all splits or splits [first, first + num); slow_split delays one (a test hook)."},
+     "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0, ordered=-1, "
+     "memory=0, placement=None, split_rows=None) -> _Scanner over all splits or splits "
+     "[first, first + num); slow_split delays one (a test hook); placement, a _Gather with "
+     "room for sum(split_rows), lets readers decode straight into its columns."},
     {"stats", (PyCFunction)dataset_stats, METH_NOARGS, "Per-column statistics (list of dict)."},
     {"split_rows", (PyCFunction)dataset_split_rows, METH_NOARGS,
      "Rows each split is planned to hold (-1 = not known ahead), in plan order."},

@@ -18,6 +18,7 @@
 #endif
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -178,9 +179,28 @@ static int64_t fixed_width(const struct ArrowSchema* s) {
 
 struct gather_column {
   int64_t width;             // bytes per value; 0 = bits (bool)
-  struct big_buffer values;
+  struct big_buffer values;  // owned by the hold once there is one
   struct big_buffer validity;  // mapped once a null arrives; all ones before
 };
+
+/// The columns' value memory once a scan decodes into it (a placed scan):
+/// the scan's workers write there and its arrays point there, and a
+/// cancelled scan stops on its own thread, possibly after the _Gather (or
+/// its finished batch) is gone. So the memory is unmapped when the last of
+/// them lets go, and never moves meanwhile.
+struct gather_hold {
+  atomic_int refs;
+  int64_t n;
+  struct big_buffer* values;  // n
+};
+
+static void hold_release(void* ctx) {
+  struct gather_hold* h = ctx;
+  if (h == NULL || atomic_fetch_sub(&h->refs, 1) != 1) return;
+  for (int64_t i = 0; i < h->n; ++i) big_free(&h->values[i]);
+  PyMem_RawFree(h->values);
+  PyMem_RawFree(h);
+}
 
 typedef struct {
   PyObject_HEAD
@@ -189,6 +209,8 @@ typedef struct {
   struct gather_column* columns;
   int64_t capacity;  // rows every buffer has room for
   int busy;          // a copy runs without the GIL
+  struct gather_hold* hold;  // set by a placed scan (sp_gather_placement)
+  int64_t copied_bytes;      // value bytes add() copied (not already in place)
 } GatherObject;
 
 static size_t column_bytes(const struct gather_column* c, int64_t rows) {
@@ -211,6 +233,7 @@ static int column_reserve(struct gather_column* c, int64_t rows) {
 
 static int gather_reserve(GatherObject* self, int64_t rows) {
   if (rows <= self->capacity) return 0;
+  if (self->hold != NULL) return ENOMEM;  // a scan writes there: it cannot move
   int64_t want = rows;
   if (self->capacity > 0 && self->capacity < INT64_MAX / 2 &&
       want < self->capacity + self->capacity / 4) {
@@ -226,9 +249,11 @@ static int gather_reserve(GatherObject* self, int64_t rows) {
 
 static void gather_free_columns(GatherObject* self) {
   for (int64_t i = 0; self->columns != NULL && i < self->n_columns; ++i) {
-    big_free(&self->columns[i].values);
+    if (self->hold == NULL) big_free(&self->columns[i].values);
     big_free(&self->columns[i].validity);
   }
+  hold_release(self->hold);
+  self->hold = NULL;
   PyMem_RawFree(self->columns);
   self->columns = NULL;
   self->n_columns = 0;
@@ -282,17 +307,21 @@ static void gather_dealloc(GatherObject* self) {
 }
 
 /// Copies rows [start, start + count) of column `src` (a child of a batch
-/// whose window starts at `top_offset`) to row `at`. Returns 0 or ENOMEM.
+/// whose window starts at `top_offset`) to row `at`, unless a placed scan
+/// decoded them there already. Adds the bytes copied to *copied. Returns 0
+/// or ENOMEM.
 static int copy_column(struct gather_column* c, const struct ArrowArray* src, int64_t top_offset,
-                       int64_t start, int64_t count, int64_t at, int64_t capacity) {
+                       int64_t start, int64_t count, int64_t at, int64_t capacity,
+                       int64_t* copied) {
   int64_t from = src->offset + top_offset + start;
   const uint8_t* values = src->buffers[1];
   if (c->width == 0) {
     copy_bits(c->values.data, at, values, from, count);
-  } else {
+  } else if (values + from * c->width != c->values.data + at * c->width) {
     size_t bytes = (size_t)(count * c->width);
     big_populate(&c->values, (size_t)(at * c->width), bytes);
     memcpy(c->values.data + at * c->width, values + from * c->width, bytes);
+    *copied += (int64_t)bytes;
   }
   const uint8_t* bits = src->buffers[0];
   if (bits == NULL || src->null_count == 0) return 0;
@@ -351,7 +380,7 @@ static PyObject* gather_add(GatherObject* self, PyObject* args, PyObject* kwargs
   rc = gather_reserve(self, at + count);
   for (int64_t i = 0; rc == 0 && i < self->n_columns; ++i) {
     rc = copy_column(&self->columns[i], top->children[i], top->offset, start, count, at,
-                     self->capacity);
+                     self->capacity, &self->copied_bytes);
   }
   Py_END_ALLOW_THREADS
   self->busy = 0;
@@ -368,12 +397,16 @@ struct gathered {
   struct ArrowArray* children;
   struct ArrowArray** child_ptrs;
   const void** buffers;      // 2 per child, then 1 for the struct
-  struct big_buffer* maps;   // 2 per child
+  struct big_buffer* maps;   // 2 per child (values: the hold's when there is one)
+  struct gather_hold* hold;  // the value memory of a placed scan, or NULL
 };
 
 static void gathered_free(struct gathered* g) {
   if (g == NULL) return;
-  for (int64_t i = 0; g->maps != NULL && i < 2 * g->n; ++i) big_free(&g->maps[i]);
+  for (int64_t i = 0; g->maps != NULL && i < 2 * g->n; ++i) {
+    if (g->hold == NULL || i % 2 == 0) big_free(&g->maps[i]);
+  }
+  hold_release(g->hold);
   PyMem_RawFree(g->children);
   PyMem_RawFree(g->child_ptrs);
   PyMem_RawFree(g->buffers);
@@ -429,7 +462,8 @@ static PyObject* gather_finish(GatherObject* self, PyObject* arg) {
     g->maps[2 * i + 1] = c->values;
     c->validity.size = 0;
     c->values.size = 0;
-    big_shrink(&g->maps[2 * i + 1], column_bytes(c, length));
+    // A hold's memory stays whole: the hold unmaps what it mapped.
+    if (self->hold == NULL) big_shrink(&g->maps[2 * i + 1], column_bytes(c, length));
     int64_t nulls = 0;
     if (g->maps[2 * i].size != 0) {
       big_shrink(&g->maps[2 * i], (size_t)(length + 7) / 8);
@@ -459,6 +493,8 @@ static PyObject* gather_finish(GatherObject* self, PyObject* arg) {
   top.release = gathered_release;
   top.private_data = g;
   SchemaObject* schema = self->schema;
+  g->hold = self->hold;  // the batch holds the value memory now
+  self->hold = NULL;
   gather_free_columns(self);
   self->schema = NULL;
   shared = sp_shared_new(&top);
@@ -476,6 +512,85 @@ static PyObject* gather_get_capacity(GatherObject* self, void* Py_UNUSED(closure
   return PyLong_FromLongLong(self->capacity);
 }
 
+static PyObject* gather_get_copied_bytes(GatherObject* self, void* Py_UNUSED(closure)) {
+  return PyLong_FromLongLong(self->copied_bytes);
+}
+
+int sp_gather_placement(PyObject* obj, PyObject* split_rows, struct sp_placement* out) {
+  memset(out, 0, sizeof *out);
+  if (!PyObject_TypeCheck(obj, &SpGatherType)) {
+    PyErr_SetString(PyExc_TypeError, "placement: expected a _Gather");
+    return -1;
+  }
+  GatherObject* self = (GatherObject*)obj;
+  if (self->schema == NULL || self->busy) {
+    PyErr_SetString(PyExc_RuntimeError, "placement: the _Gather is finished or busy");
+    return -1;
+  }
+  PyObject* rows = PySequence_Fast(split_rows, "placement: split rows must be a sequence");
+  if (rows == NULL) return -1;
+  Py_ssize_t n_splits = PySequence_Fast_GET_SIZE(rows);
+  int64_t n = self->n_columns, total = 0;
+  out->values = PyMem_RawCalloc(n > 0 ? (size_t)n : 1, sizeof *out->values);
+  out->widths = PyMem_RawCalloc(n > 0 ? (size_t)n : 1, sizeof *out->widths);
+  out->split_rows = PyMem_RawCalloc(n_splits > 0 ? (size_t)n_splits : 1, sizeof *out->split_rows);
+  if (out->values == NULL || out->widths == NULL || out->split_rows == NULL) {
+    Py_DECREF(rows);
+    sp_placement_free(out);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < n_splits; ++k) {
+    long long r = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(rows, k));
+    if (r == -1 && PyErr_Occurred()) {
+      Py_DECREF(rows);
+      sp_placement_free(out);
+      return -1;
+    }
+    out->split_rows[k] = r;
+    total += r >= 0 ? r : 0;
+  }
+  Py_DECREF(rows);
+  if (total > self->capacity) {
+    sp_placement_free(out);
+    PyErr_Format(PyExc_ValueError, "placement: %lld rows planned, room for %lld",
+                 (long long)total, (long long)self->capacity);
+    return -1;
+  }
+  if (self->hold == NULL) {  // the value memory moves to a hold (see gather_hold)
+    struct gather_hold* h = PyMem_RawCalloc(1, sizeof *h);
+    struct big_buffer* values = PyMem_RawCalloc(n > 0 ? (size_t)n : 1, sizeof *values);
+    if (h == NULL || values == NULL) {
+      PyMem_RawFree(h);
+      PyMem_RawFree(values);
+      sp_placement_free(out);
+      PyErr_NoMemory();
+      return -1;
+    }
+    for (int64_t i = 0; i < n; ++i) values[i] = self->columns[i].values;
+    atomic_init(&h->refs, 1);
+    h->n = n;
+    h->values = values;
+    self->hold = h;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const struct gather_column* c = &self->columns[i];
+    out->values[i] = c->width > 0 ? c->values.data : NULL;  // bools are bits: not placed
+    out->widths[i] = (int32_t)c->width;
+  }
+  atomic_fetch_add(&self->hold->refs, 1);  // the scan's, released by the library
+  out->placement = (struct sluice_placement){n, out->values, out->widths, out->split_rows,
+                                             hold_release, self->hold};
+  return 0;
+}
+
+void sp_placement_free(struct sp_placement* p) {
+  PyMem_RawFree(p->values);
+  PyMem_RawFree(p->widths);
+  PyMem_RawFree(p->split_rows);
+  memset(p, 0, sizeof *p);
+}
+
 static PyMethodDef gather_methods[] = {
     {"add", (PyCFunction)(void (*)(void))gather_add, METH_VARARGS | METH_KEYWORDS,
      "add(batch, at, start=0, count=-1): copy rows [start, start + count) of the _Batch to "
@@ -487,6 +602,8 @@ static PyMethodDef gather_methods[] = {
 
 static PyGetSetDef gather_getset[] = {
     {"capacity", (getter)gather_get_capacity, NULL, "Rows the columns have room for.", NULL},
+    {"copied_bytes", (getter)gather_get_copied_bytes, NULL,
+     "Value bytes add() copied; bytes a placed scan decoded in place are not copied.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

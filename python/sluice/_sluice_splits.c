@@ -53,9 +53,11 @@ PyObject* sp_split_rows(struct sluice_dataset* dataset) {
 
 int sp_split_scan_start(struct sluice_dataset* dataset, int64_t first, int64_t count,
                         int64_t slow_split, int64_t slow_delay_us, int ordered, int64_t memory,
-                        struct sp_scan_source* out, struct sluice_error* error) {
+                        const struct sluice_placement* placement, struct sp_scan_source* out,
+                        struct sluice_error* error) {
   struct sluice_scan_options options;
   sluice_scan_options_init(&options);
+  options.placement = placement;
   options.first_split = first;
   options.n_splits = count >= 0 ? count : -1;
   options.ordered = ordered >= 0 ? ordered != 0 : -1;

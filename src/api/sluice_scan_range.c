@@ -51,12 +51,67 @@ static int check_options(const char* location, const struct sluice_scan_options*
   return 0;
 }
 
+/// The reference that calls the caller's release when the scan and the last
+/// array over its memory are done.
+struct placement_owner {
+  struct sl_ref ref;  // first
+  void (*release)(void* ctx);
+  void* ctx;
+  const struct sluice_allocator* alloc;
+};
+
+static void placement_owner_destroy(struct sl_ref* ref) {
+  struct placement_owner* o = (struct placement_owner*)ref;
+  if (o->release != NULL) o->release(o->ctx);
+  sl_free(o->alloc, o, sizeof *o);
+}
+
+/// The engine's form of a sluice_placement: per file column (the scan reads
+/// the projection `args->columns`). The arrays are the caller's to free
+/// (*base, *width; *owner released) once the scan has started or failed.
+static int make_placement(const char* location, const struct sluice_placement* p,
+                          const struct sl_scan_args* args, const struct sluice_allocator* alloc, struct sl_scan_placement* out,
+                          struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  int64_t fields = args->schema != NULL ? args->schema->n_children : 0;
+  int64_t projected = args->columns != NULL ? args->n_columns : fields;
+  if (p->n_columns != projected || (projected > 0 && (p->values == NULL || p->widths == NULL)) ||
+      (args->n_splits > 0 && p->split_rows == NULL)) {
+    return sl_error_set(error, EINVAL, "%s: a placement of %lld columns for a scan of %lld",
+                        location, (long long)p->n_columns, (long long)projected);
+  }
+  uint8_t** base = sl_calloc(alloc, (size_t)(fields > 0 ? fields : 1), sizeof *base);
+  int32_t* width = sl_calloc(alloc, (size_t)(fields > 0 ? fields : 1), sizeof *width);
+  struct placement_owner* owner = sl_calloc(alloc, 1, sizeof *owner);
+  if (base == NULL || width == NULL || owner == NULL) {
+    sl_free(alloc, base, (size_t)(fields > 0 ? fields : 1) * sizeof *base);
+    sl_free(alloc, width, (size_t)(fields > 0 ? fields : 1) * sizeof *width);
+    sl_free(alloc, owner, sizeof *owner);
+    return sl_error_set(error, ENOMEM, "%s: out of memory placing a scan", location);
+  }
+  for (int64_t k = 0; k < projected; ++k) {
+    int64_t c = args->columns != NULL ? args->columns[k] : k;
+    if (c < 0 || c >= fields || p->values[k] == NULL || p->widths[k] <= 0) continue;
+    base[c] = p->values[k];
+    width[c] = p->widths[k];
+  }
+  sl_ref_init(&owner->ref, placement_owner_destroy);
+  owner->release = p->release;
+  owner->ctx = p->ctx;
+  owner->alloc = alloc;
+  *out = (struct sl_scan_placement){fields > 0 ? fields : 1, base, width, p->split_rows,
+                                    &owner->ref};
+  return 0;
+}
+
 int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
                                const struct sluice_scan_options* options, int64_t slow_split,
                                int64_t slow_delay_us, struct sluice_scanner** out,
                                struct sluice_error* error) {
   if (out != NULL) *out = NULL;
   if (dataset == NULL || out == NULL) {
+    if (options != NULL && options->placement != NULL && options->placement->release != NULL)
+      options->placement->release(options->placement->ctx);
     return sl_error_set(error, EINVAL, "sluice_scanner_open_with: NULL argument");
   }
   struct sluice_scan_options defaults;
@@ -67,7 +122,13 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
   const char* location = sl_dataset_location(dataset);
   struct sl_scan_args args;
   sl_dataset_scan_args(dataset, &args);
-  SL_RETURN_NOT_OK(check_options(location, options, args.n_splits, error));
+  int rc = check_options(location, options, args.n_splits, error);
+  if (rc != 0) {
+    // The placement's release is the library's to call, whatever happens.
+    if (options->placement != NULL && options->placement->release != NULL)
+      options->placement->release(options->placement->ctx);
+    return rc;
+  }
   int64_t first = options->first_split;
   int64_t count = options->n_splits >= 0 ? options->n_splits : args.n_splits - first;
   // No offset on an empty plan: its split array may be NULL.
@@ -81,11 +142,25 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
     args.slow_split_delay_us = slow_delay_us;
   }
   const struct sluice_allocator* alloc = sl_dataset_allocator(dataset);
-  struct sluice_scanner* scanner = sl_alloc(alloc, sizeof *scanner);
-  if (scanner == NULL) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", location);
+  struct sl_scan_placement placement;
+  memset(&placement, 0, sizeof placement);
+  if (options->placement != NULL) {
+    rc = make_placement(location, options->placement, &args, alloc, &placement, error);
+    if (rc != 0) {
+      if (options->placement->release != NULL) options->placement->release(options->placement->ctx);
+      return rc;
+    }
+    args.placement = &placement;
   }
-  int rc = sl_scan_start(&args, &scanner->scan, error);
+  struct sluice_scanner* scanner = sl_alloc(alloc, sizeof *scanner);
+  rc = scanner == NULL
+               ? sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", location)
+               : sl_scan_start(&args, &scanner->scan, error);
+  if (args.placement != NULL) {  // the scan copied what it needs and holds the owner
+    sl_free(alloc, (void*)placement.base, (size_t)placement.n_fields * sizeof *placement.base);
+    sl_free(alloc, (void*)placement.width, (size_t)placement.n_fields * sizeof *placement.width);
+    sl_ref_release(placement.owner);
+  }
   if (rc != 0) {
     sl_free(alloc, scanner, sizeof *scanner);
     return rc;

@@ -127,6 +127,17 @@ void sl_array_set_buffer_view(struct ArrowArray* array, int64_t i, const void* d
   p->buffers[i] = data;
 }
 
+void sl_array_take_buffer(struct ArrowArray* array, int64_t i, struct sl_buffer* buf) {
+  if (buf->borrowed != NULL) {
+    sl_array_set_buffer_view(array, i, buf->data, buf->borrowed);
+    sl_buffer_reset(buf);  // forgets the borrowed bytes
+    return;
+  }
+  int64_t capacity;
+  uint8_t* data = sl_buffer_detach(buf, &capacity);
+  sl_array_set_buffer_owned(array, i, data, capacity);
+}
+
 int sl_array_alloc_dictionary(struct ArrowArray* array, struct sluice_error* error) {
   struct sl_array_private* p = array->private_data;
   if (p->dictionary != NULL) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "sl_buffer.h"
 #include "sl_ref.h"
 
 /// Makes `out` a valid node with `n_buffers` NULL buffers and `n_children`
@@ -25,6 +26,10 @@ void sl_array_set_buffer_owned(struct ArrowArray* array, int64_t i, void* data,
 /// released with the node). `owner` may be NULL when the memory is static.
 void sl_array_set_buffer_view(struct ArrowArray* array, int64_t i, const void* data,
                               struct sl_ref* owner);
+
+/// Buffer `i` becomes the bytes of `buf`, which is left empty: owned by the
+/// node, or a view retaining the owner of a borrowed buffer.
+void sl_array_take_buffer(struct ArrowArray* array, int64_t i, struct sl_buffer* buf);
 
 /// Gives the node a dictionary node, allocated empty for the caller to fill.
 int sl_array_alloc_dictionary(struct ArrowArray* array, struct sluice_error* error);

@@ -9,6 +9,15 @@ void sl_buffer_init(struct sl_buffer* buf, const struct sluice_allocator* alloc)
   buf->size = 0;
   buf->capacity = 0;
   buf->alloc = alloc;
+  buf->borrowed = NULL;
+}
+
+void sl_buffer_borrow(struct sl_buffer* buf, uint8_t* data, int64_t capacity,
+                      struct sl_ref* owner) {
+  sl_buffer_reset(buf);
+  buf->data = data;
+  buf->capacity = capacity;
+  buf->borrowed = owner;
 }
 
 int sl_buffer_grow_to(struct sl_buffer* buf, int64_t need) {
@@ -16,8 +25,16 @@ int sl_buffer_grow_to(struct sl_buffer* buf, int64_t need) {
   int64_t cap = buf->capacity < 64 ? 64 : buf->capacity;
   while (cap < need) cap = cap > INT64_MAX / 2 ? need : cap * 2;
   cap = (cap + 63) & ~(int64_t)63;
-  uint8_t* fresh = sl_realloc_buffer(buf->alloc, buf->data, (size_t)buf->capacity, (size_t)cap);
-  if (fresh == NULL) return ENOMEM;
+  uint8_t* fresh;
+  if (buf->borrowed != NULL) {  // outgrew the caller's memory: move to owned
+    fresh = sl_alloc_buffer(buf->alloc, (size_t)cap);
+    if (fresh == NULL) return ENOMEM;
+    if (buf->size > 0) memcpy(fresh, buf->data, (size_t)buf->size);
+    buf->borrowed = NULL;
+  } else {
+    fresh = sl_realloc_buffer(buf->alloc, buf->data, (size_t)buf->capacity, (size_t)cap);
+    if (fresh == NULL) return ENOMEM;
+  }
   buf->data = fresh;
   buf->capacity = cap;
   return 0;
@@ -46,7 +63,8 @@ int sl_buffer_append_zeros(struct sl_buffer* buf, int64_t n) {
 }
 
 void sl_buffer_reset(struct sl_buffer* buf) {
-  sl_free_buffer(buf->alloc, buf->data, (size_t)buf->capacity);
+  if (buf->borrowed == NULL) sl_free_buffer(buf->alloc, buf->data, (size_t)buf->capacity);
+  buf->borrowed = NULL;
   buf->data = NULL;
   buf->size = 0;
   buf->capacity = 0;

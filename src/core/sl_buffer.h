@@ -7,12 +7,18 @@
 #include <string.h>
 
 #include "sluice.h"
+#include "sl_ref.h"
 
 struct sl_buffer {
   uint8_t* data;        ///< NULL until the first reserve
   int64_t size;         ///< bytes in use
-  int64_t capacity;     ///< bytes allocated (a multiple of 64)
+  int64_t capacity;     ///< bytes allocated (a multiple of 64, unless borrowed)
   const struct sluice_allocator* alloc;
+  /// Non-NULL: `data` is memory this reference owns (a caller's final
+  /// columns, see sl_split_place), written in place. It is never freed here;
+  /// growing past its capacity moves the bytes to owned memory. Not counted:
+  /// the array the bytes end in retains it (sl_array_take_buffer).
+  struct sl_ref* borrowed;
 };
 
 void sl_buffer_init(struct sl_buffer* buf, const struct sluice_allocator* alloc);
@@ -25,11 +31,15 @@ int sl_buffer_grow_to(struct sl_buffer* buf, int64_t total);
 int sl_buffer_append(struct sl_buffer* buf, const void* data, int64_t n);
 /// Appends `n` zero bytes.
 int sl_buffer_append_zeros(struct sl_buffer* buf, int64_t n);
-/// Frees the memory and resets to empty.
+/// Makes an empty buffer write into `capacity` bytes at `data`, owned by
+/// `owner` (see sl_buffer.borrowed).
+void sl_buffer_borrow(struct sl_buffer* buf, uint8_t* data, int64_t capacity,
+                      struct sl_ref* owner);
+/// Frees the memory (unless borrowed) and resets to empty.
 void sl_buffer_reset(struct sl_buffer* buf);
 /// Hands the memory to the caller (who frees it with sl_free_buffer(alloc,
 /// data, capacity)) and resets the buffer to empty. `*capacity` receives the
-/// allocated size.
+/// allocated size. Not for borrowed buffers: see sl_array_take_buffer.
 uint8_t* sl_buffer_detach(struct sl_buffer* buf, int64_t* capacity);
 
 /// Unchecked fast append; the caller reserved room before.

@@ -483,9 +483,7 @@ static int check_shape(const struct sl_builder* b, struct sluice_error* error) {
 }
 
 static void hand_over(struct ArrowArray* out, int64_t i, struct sl_buffer* buf) {
-  int64_t capacity;
-  uint8_t* data = sl_buffer_detach(buf, &capacity);
-  sl_array_set_buffer_owned(out, i, data, capacity);
+  sl_array_take_buffer(out, i, buf);
 }
 
 static int finish_node(struct sl_builder* b, struct ArrowArray* out, struct sluice_error* error) {

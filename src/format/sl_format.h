@@ -8,16 +8,34 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "../core/sl_ref.h"
 #include "../io/sl_source.h"
 
 /// An independent unit of work: a file, a byte range, a record batch, a row
 /// group. Fields other than `index` are the format's to interpret.
+/// The caller's final columns, which a split whose rows the caller planned
+/// may decode straight into (sluice_scan_options.placement): row r of the
+/// split, column `c` of the file (not of the projection, so that a reader
+/// opened on a subset of the columns finds its own), goes to
+/// base[c] + (first_row + r) * width[c]. Only when the split turns out to
+/// have exactly `rows` rows; other columns and splits decode as usual.
+struct sl_split_place {
+  uint8_t* const* base;  ///< per file column: NULL = not placed
+  const int32_t* width;  ///< per file column: bytes per value
+  int64_t first_row;
+  int64_t rows;
+  struct sl_ref* owner;  ///< arrays over the memory retain it
+};
+
 struct sl_split {
   int64_t index;      ///< position in plan order (0..n-1)
   int64_t offset;     ///< e.g. byte offset of the block / range
   int64_t length;     ///< e.g. bytes in the range
   int64_t est_bytes;  ///< decoded bytes expected per batch (budget), 0 = unknown
   int64_t est_rows;   ///< rows expected, -1 = unknown
+  /// Set by the scan for placed scans (NULL = none); readers that can
+  /// decode in place use it, the others ignore it.
+  const struct sl_split_place* place;
 };
 
 struct sl_reader_args {

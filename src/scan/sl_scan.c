@@ -68,6 +68,13 @@ struct sl_scan {
   void* reader;
   struct sl_split* splits;
   int64_t n_splits;
+  /// A placed scan: where each placed split's rows go (splits[s].place points
+  /// here), over copies of the caller's per-column arrays.
+  struct sl_split_place* places;
+  uint8_t** place_base;
+  int32_t* place_width;
+  int64_t place_fields;
+  struct sl_ref* place_owner;
   int64_t* columns;
   int64_t n_columns;
   struct ArrowSchema schema;  // projected schema, for byte accounting (may be released)
@@ -532,6 +539,10 @@ static void scan_free(struct sl_scan* scan) {
   sl_zip_layout_free(&scan->layout, alloc);
   sl_free(alloc, scan->slots, (size_t)scan->n_splits * sizeof *scan->slots);
   sl_free(alloc, scan->splits, (size_t)scan->n_splits * sizeof *scan->splits);
+  sl_free(alloc, scan->places, (size_t)scan->n_splits * sizeof *scan->places);
+  sl_free(alloc, scan->place_base, (size_t)scan->place_fields * sizeof *scan->place_base);
+  sl_free(alloc, scan->place_width, (size_t)scan->place_fields * sizeof *scan->place_width);
+  sl_ref_release(scan->place_owner);
   sl_free(alloc, scan->columns, (size_t)scan->n_columns * sizeof *scan->columns);
   sl_free(alloc, scan->threads, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
   pthread_cond_destroy(&scan->ready_cv);
@@ -628,6 +639,35 @@ static int start_threads(struct sl_scan* scan, int n, struct sluice_error* error
   return 0;
 }
 
+/// A placed scan: each split whose rows are planned gets its place, from the
+/// rows planned before it. After a split of unknown rows, nothing is placed
+/// (the offsets after it are unknown). ENOMEM.
+static int set_places(struct sl_scan* scan, const struct sl_scan_placement* p) {
+  const struct sluice_allocator* alloc = scan->alloc;
+  size_t fields = (size_t)(p->n_fields > 0 ? p->n_fields : 0);
+  scan->places = sl_calloc(alloc, (size_t)(scan->n_splits > 0 ? scan->n_splits : 1),
+                           sizeof *scan->places);
+  scan->place_base = sl_calloc(alloc, fields > 0 ? fields : 1, sizeof *scan->place_base);
+  scan->place_width = sl_calloc(alloc, fields > 0 ? fields : 1, sizeof *scan->place_width);
+  scan->place_fields = (int64_t)(fields > 0 ? fields : 1);
+  if (scan->places == NULL || scan->place_base == NULL || scan->place_width == NULL) return ENOMEM;
+  for (size_t c = 0; c < fields; ++c) {
+    scan->place_base[c] = p->base[c];
+    scan->place_width[c] = p->width[c];
+  }
+  scan->place_owner = sl_ref_retain(p->owner);
+  int64_t first_row = 0;
+  for (int64_t s = 0; s < scan->n_splits; ++s) {
+    int64_t rows = p->split_rows[s];
+    if (rows < 0 || first_row > INT64_MAX - rows) break;
+    scan->places[s] = (struct sl_split_place){scan->place_base, scan->place_width, first_row,
+                                              rows, scan->place_owner};
+    scan->splits[s].place = &scan->places[s];
+    first_row += rows;
+  }
+  return 0;
+}
+
 int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
                   struct sluice_error* error) {
   *out = NULL;
@@ -680,6 +720,12 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
                         (long long)args->n_splits);
   }
   if (n > 0) memcpy(scan->splits, args->splits, n * sizeof *scan->splits);
+  for (size_t s = 0; s < n; ++s) scan->splits[s].place = NULL;
+  if (args->placement != NULL && set_places(scan, args->placement) != 0) {
+    scan_free(scan);
+    return sl_error_set(error, ENOMEM, "scan: out of memory placing %lld splits",
+                        (long long)args->n_splits);
+  }
   if (scan->columns != NULL && scan->n_columns > 0) {
     memcpy(scan->columns, args->columns, (size_t)scan->n_columns * sizeof *scan->columns);
   }

@@ -10,6 +10,16 @@
 #include "sluice.h"
 #include "../format/sl_format.h"
 
+/// A placed scan's memory (sluice_placement, per file column): see
+/// struct sl_split_place.
+struct sl_scan_placement {
+  int64_t n_fields;           ///< entries in base / width: the file's columns
+  uint8_t* const* base;       ///< per file column, NULL = not placed
+  const int32_t* width;       ///< per file column: bytes per value
+  const int64_t* split_rows;  ///< per split of the scan (-1 = unknown)
+  struct sl_ref* owner;       ///< retained by the scan and by arrays over it
+};
+
 struct sl_scan_args {
   const struct sl_format_reader* format;
   void* reader;                    ///< borrowed; must outlive the scan
@@ -30,6 +40,8 @@ struct sl_scan_args {
   /// parallel aggregates (stats).
   int (*on_batch)(void* ctx, const struct ArrowArray* batch, struct sluice_error* error);
   void* on_batch_ctx;
+  /// Optional: decode straight into the caller's columns (NULL = none).
+  const struct sl_scan_placement* placement;
   /// Test hook: delay in microseconds before decoding split `slow_split`.
   int64_t slow_split;              ///< -1 = none
   int64_t slow_split_delay_us;

@@ -748,6 +748,106 @@ static void test_scan_range_planned_rows(void** unused) {
   unlink(counts_path);
 }
 
+/// A placed scan's release callback: counts its calls.
+static void count_release(void* ctx) { ++*(int*)ctx; }
+
+/// Parquet decodes flat fixed-width columns straight into the caller's
+/// memory: each column's values land at its split's rows (and batches point
+/// there); a column of another width, a string column and a range of splits
+/// work as usual; release runs once, after the last array over the memory.
+static void test_placed_scan(void** unused) {
+  (void)unused;
+  if (sl_format_reader_find("parquet") == NULL) skip();
+  char path[512], cmd[2048];
+  test_temp_path("placed.parquet", path, sizeof path);
+  // a: int64 = i; b: float64 = i / 4 with every 7th null; s: strings; c: int32.
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys\n"
+           "n=5000\n"
+           "t=pa.table({'a':pa.array(range(n),pa.int64()),"
+           "'b':pa.array([None if i%%7==0 else i/4 for i in range(n)],pa.float64()),"
+           "'s':[str(x) for x in range(n)],'c':pa.array(range(n),pa.int32())})\n"
+           "pq.write_table(t, sys.argv[1], row_group_size=700)\" '%s' 2>/dev/null",
+           path);
+  if (system(cmd) != 0) skip();
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open(path, NULL, &ds, &error), 0);
+  int64_t n_splits = sluice_dataset_num_splits(ds);
+  assert_true(n_splits >= 7);
+  for (int ranged = 0; ranged < 2; ++ranged) {
+    int64_t first = ranged ? 2 : 0, count = ranged ? 3 : n_splits, total = 0;
+    int64_t planned[64];
+    for (int64_t k = 0; k < count; ++k) {
+      planned[k] = sluice_dataset_split_rows(ds, first + k);
+      total += planned[k];
+    }
+    int64_t* a = calloc((size_t)total, 8);
+    double* b = calloc((size_t)total, 8);
+    int64_t* wrong = calloc((size_t)total, 8);  // c is int32: a width-8 place is refused
+    assert_non_null(a);
+    void* values[4] = {a, b, NULL, wrong};
+    int32_t widths[4] = {8, 8, 0, 8};
+    int released = 0;
+    struct sluice_placement place = {4, values, widths, planned, count_release, &released};
+    struct sluice_scan_options scan;
+    sluice_scan_options_init(&scan);
+    scan.first_split = first;
+    scan.n_splits = ranged ? count : -1;
+    scan.ordered = 0;
+    scan.placement = &place;
+    struct sluice_scanner* scanner = NULL;
+    assert_int_equal(sluice_scanner_open_with(ds, &scan, &scanner, &error), 0);
+    struct ArrowArray kept[64];
+    int64_t n_kept = 0, rows = 0;
+    for (;;) {
+      struct ArrowArray batch;
+      struct sluice_batch_tag tag;
+      assert_int_equal(sluice_scanner_next(scanner, &batch, &tag, &error), 0);
+      if (batch.release == NULL) break;
+      int64_t at = batch.offset;
+      for (int64_t k = 0; k < tag.split - first; ++k) at += planned[k];
+      at += batch.children[0]->offset;
+      // The placed columns' values are where the caller wanted them.
+      assert_ptr_equal(batch.children[0]->buffers[1], a + (at - batch.children[0]->offset));
+      assert_ptr_equal(batch.children[1]->buffers[1], b + (at - batch.children[1]->offset));
+      assert_true((const void*)batch.children[3]->buffers[1] < (const void*)wrong ||
+                  (const void*)batch.children[3]->buffers[1] >= (const void*)(wrong + total));
+      rows += batch.length;
+      kept[n_kept++] = batch;  // held past the scan: the memory must stay theirs
+    }
+    sluice_scanner_close(scanner);
+    assert_int_equal(rows, total);
+    assert_int_equal(released, 0);
+    int64_t row0 = 0;
+    for (int64_t k = 0; k < first; ++k) row0 += sluice_dataset_split_rows(ds, k);
+    for (int64_t i = 0; i < total; ++i) {
+      assert_int_equal(a[i], row0 + i);
+      if ((row0 + i) % 7 != 0) assert_true(b[i] == (double)(row0 + i) / 4);
+    }
+    for (int64_t k = 0; k < n_kept; ++k) kept[k].release(&kept[k]);
+    assert_int_equal(released, 1);
+    free(a);
+    free(b);
+    free(wrong);
+  }
+  // A placement of the wrong shape: EINVAL, and release still runs once.
+  int released = 0;
+  int64_t rows1[64] = {0};
+  void* values[1] = {NULL};
+  int32_t widths[1] = {8};
+  struct sluice_placement bad = {1, values, widths, rows1, count_release, &released};
+  struct sluice_scan_options scan;
+  sluice_scan_options_init(&scan);
+  scan.placement = &bad;
+  struct sluice_scanner* scanner = NULL;
+  assert_int_equal(sluice_scanner_open_with(ds, &scan, &scanner, &error), EINVAL);
+  assert_null(scanner);
+  assert_int_equal(released, 1);
+  sluice_dataset_close(ds);
+  unlink(path);
+}
+
 struct range_run {
   const char* path;
   int64_t first_split, n_splits;  ///< the range scanned
@@ -878,6 +978,7 @@ int main(void) {
       cmocka_unit_test(test_scan_range_ordered_and_unordered),
       cmocka_unit_test(test_scan_range_empty_and_errors),
       cmocka_unit_test(test_scan_range_planned_rows),
+      cmocka_unit_test(test_placed_scan),
       cmocka_unit_test(test_scan_range_allocation_failures),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);

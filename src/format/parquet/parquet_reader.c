@@ -298,7 +298,22 @@ struct pq_split {
   /// Rows per batch so that no batch's binary column should pass
   /// max_binary_batch_bytes (0 = no cut needed), from the metadata alone.
   int64_t cut_rows;
+  const struct sl_split_place* place;  ///< the caller's columns, or NULL
 };
+
+/// Where top-level field `c` (file numbering) of the split's row group may
+/// decode in place: its values' spot in the caller's column, or NULL. Only
+/// flat fixed-width columns stored as their Arrow bytes (PQ_CONV_COPY), of
+/// the width the caller expects, in a row group of the planned rows.
+static uint8_t* placed_values(const struct pq_split* s, const struct pq_field* f, int64_t c,
+                              int64_t rows) {
+  const struct sl_split_place* p = s->place;
+  if (p == NULL || p->base[c] == NULL || rows != p->rows || f->kind != PQ_FIELD_LEAF ||
+      f->conv != PQ_CONV_COPY || f->dict || f->rep != 0 || f->out_width != p->width[c]) {
+    return NULL;
+  }
+  return p->base[c] + (p->first_row * p->width[c]);
+}
 
 /// Whether top-level field `f` is a utf8 / binary leaf whose batches are
 /// cut from one decoded row group.
@@ -368,6 +383,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   s->r = r;
   s->rg = split->index;
+  s->place = split->place;
   s->n_columns = n_columns;
   s->cut_rows = binary_cut_rows(r, s->rg);
   int rc = 0;
@@ -412,8 +428,13 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
       s->leaves[f->first_leaf].wide = f->large || s->cut_rows > 0;
       s->leaves[f->first_leaf].widen_above = r->max_binary_batch_bytes;
     }
+    struct pq_leaf_data* first = &s->leaves[f->first_leaf];
+    first->place = placed_values(s, f, s->columns[i], rows);
+    first->place_owner = first->place != NULL ? s->place->owner : NULL;
     for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l)
       rc = pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
+    first->place = NULL;
+    first->place_owner = NULL;
     if (rc == 0)
       rc = pq_assemble_field(f, s->leaves, rows, r->alloc, r->source->name, s->rg,
                              out->children[i], error);

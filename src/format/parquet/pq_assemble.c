@@ -32,9 +32,7 @@ static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struc
   if (b->data == NULL && sl_buffer_reserve(b, 1) != 0)
     return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file);
   memset(b->data + b->size, 0, (size_t)(b->capacity - b->size));  // defined padding
-  int64_t cap;
-  uint8_t* data = sl_buffer_detach(b, &cap);
-  sl_array_set_buffer_owned(a, i, data, cap);
+  sl_array_take_buffer(a, i, b);
   return 0;
 }
 

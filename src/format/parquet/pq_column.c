@@ -467,6 +467,8 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     return pq_chunk_error(&w, error, EINVAL, "chunk physical type differs from the schema");
   int64_t rows = g->num_rows;
   if (rows < 0) return pq_chunk_error(&w, error, EINVAL, "negative row count");
+  if (out->place != NULL && f->out_width > 0 && f->rep == 0)
+    sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
   int64_t start = m->data_page_offset;
   if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start) start = m->dictionary_page_offset;
   int64_t len = m->total_compressed_size;

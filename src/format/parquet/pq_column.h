@@ -32,6 +32,11 @@ struct pq_leaf_data {
   /// many value bytes, switch to int64 offsets (`wide`) mid-chunk; 0 = never
   /// (then more than INT32_MAX bytes is an error).
   int64_t widen_above;
+  /// Set by the caller (kept by reset): a flat fixed-width chunk's values
+  /// go to this memory (room for the row group's values), owned by
+  /// place_owner: a placed scan (sl_split_place). NULL = own memory.
+  uint8_t* place;
+  struct sl_ref* place_owner;
 };
 
 void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);
