@@ -211,6 +211,18 @@ int sl_builder_reserve(struct sl_builder* b, int64_t n) {
   return 0;
 }
 
+int sl_builder_borrow_values(struct sl_builder* b, uint8_t* data, int64_t rows,
+                             struct sl_ref* owner) {
+  if (b->value_width <= 0 || b->offset_width != 0 || b->n_children != 0 || b->length != 0 ||
+      b->type.id == SL_TYPE_BOOL || b->dictionary != NULL || rows <= 0 || data == NULL) {
+    return EINVAL;
+  }
+  if (b->validity.data != NULL) SL_RETURN_NOT_OK(ensure_bitmap(&b->validity, rows));
+  sl_buffer_borrow(&b->values, data, rows * b->value_width, owner);
+  b->capacity = rows;
+  return 0;
+}
+
 int sl_builder_reserve_bytes(struct sl_builder* b, int64_t n) {
   if (n < 0) return EINVAL;
   if (b->offset_width == 4 && n > INT32_MAX - b->extra.size) return EOVERFLOW;
@@ -245,8 +257,14 @@ int sl_builder_reserve_tree(struct sl_builder* b, int64_t n) {
   return 0;
 }
 
+/// Bytes a buffer holds: its capacity, or what it wrote of a borrowed one
+/// (that room is the caller's for the whole split, not this batch's).
+static int64_t held_bytes(const struct sl_buffer* buf) {
+  return buf->borrowed != NULL ? buf->size : buf->capacity;
+}
+
 int64_t sl_builder_byte_size(const struct sl_builder* b) {
-  int64_t total = b->validity.capacity + b->values.capacity + b->extra.capacity;
+  int64_t total = held_bytes(&b->validity) + held_bytes(&b->values) + held_bytes(&b->extra);
   for (int64_t i = 0; i < b->n_children; ++i) total += sl_builder_byte_size(&b->children[i]);
   if (b->dictionary != NULL) total += sl_builder_byte_size(b->dictionary);
   return total;

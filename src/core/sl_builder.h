@@ -120,6 +120,13 @@ int sl_builder_reserve(struct sl_builder* b, int64_t n);
 /// Binary bytes are not reserved.
 int sl_builder_reserve_tree(struct sl_builder* b, int64_t n);
 
+/// A fixed-width builder with no values yet (not bool, not nested) writes
+/// its next `rows` values into `data` (a placed scan's memory, owned by
+/// `owner`) instead of memory of its own; more rows than that move them to
+/// its own memory. 0, or EINVAL when the builder is not such a builder.
+int sl_builder_borrow_values(struct sl_builder* b, uint8_t* data, int64_t rows,
+                             struct sl_ref* owner);
+
 /// Ensures room for `n` more bytes of binary/utf8 data. EOVERFLOW when a
 /// 32-bit-offset column would pass 2 GiB (use large_utf8/large_binary).
 int sl_builder_reserve_bytes(struct sl_builder* b, int64_t n);

@@ -159,6 +159,17 @@ def test_avro_split_rows_from_block_headers(data_dir):
     got = sluice.read(path, threads=2, ordered=False)
     assert len(got.batches) == 1 and pa.table(got).cast(t.schema).equals(t)  # Avro's: not null
     pd.testing.assert_frame_equal(sluice.read_pandas(path, threads=2), t.to_pandas())
+    # Placed: the splits decode straight into the columns, nothing is copied;
+    # small batches too (each continues where the split's last one ended).
+    for batch_rows in (0, 5000):
+        ds = sluice._sluice.open(str(path), threads=2, ordered=False, batch_rows=batch_rows)
+        rows = ds.split_rows()
+        g = sluice._sluice._Gather(ds.schema(), sum(rows))
+        scanner = ds.scan(ordered=False, placement=g, split_rows=rows)
+        raw, got_n = _gather.gather_placed(ds.schema(), scanner, dict(enumerate(rows)), g)
+        assert got_n == n and g.copied_bytes == 0
+        schema = sluice.Schema(ds.schema())
+        assert pa.table(sluice.Table(schema, [sluice.Batch(raw, schema)])).cast(t.schema).equals(t)
 
 
 def test_safety_net_for_other_row_counts(fixed, fixed_parquet):

@@ -487,6 +487,11 @@ struct avro_split {
   int flat;  ///< rows are narrow records of numbers (avro_decode_flat_rows)
   int64_t drop_from;    ///< mapped input: start of the decoded bytes not yet dropped (-1 = none)
   int64_t drop_end;     ///< mapped input: end of the last block loaded
+  /// A placed scan (sl_split_place): per output column, where this split's
+  /// values go (NULL = not placed), and the rows delivered so far.
+  uint8_t** place_at;
+  const struct sl_split_place* place;
+  int64_t rows_out;
 };
 
 /// Mapped input: the blocks decoded so far are not read again, so their pages
@@ -514,7 +519,41 @@ static void split_close(void* state) {
   avro_buf_release(&s->raw, alloc);
   sl_builder_release(&s->root);
   if (s->bld) sl_free(alloc, s->bld, (size_t)s->r->prog.n_ops * sizeof *s->bld);
+  if (s->place_at) {
+    sl_free(alloc, s->place_at,
+            (size_t)(s->root.n_children > 0 ? s->root.n_children : 1) * sizeof *s->place_at);
+  }
   sl_free(alloc, s, sizeof *s);
+}
+
+/// A placed scan: the output columns whose values may go to the caller's
+/// memory (a fixed-width column of the width it expects). ENOMEM.
+static int set_place(struct avro_split* s, const struct sl_split_place* p,
+                     const int64_t* columns) {
+  int64_t n = s->root.n_children;
+  s->place_at = sl_calloc(s->r->alloc, (size_t)(n > 0 ? n : 1), sizeof *s->place_at);
+  if (s->place_at == NULL) return ENOMEM;
+  s->place = p;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t c = columns != NULL ? columns[i] : i;
+    const struct sl_builder* b = &s->root.children[i];
+    if (p->base[c] == NULL || p->width[c] != b->value_width) continue;
+    s->place_at[i] = p->base[c] + p->first_row * p->width[c];
+  }
+  return 0;
+}
+
+/// Before a batch: its placed columns write at the split's next rows in the
+/// caller's memory, room for the rows the split has left. A split with more
+/// rows than planned goes on in its own memory.
+static void place_batch(struct avro_split* s) {
+  int64_t room = s->place->rows - s->rows_out;
+  for (int64_t i = 0; room > 0 && i < s->root.n_children; ++i) {
+    struct sl_builder* b = &s->root.children[i];
+    if (s->place_at[i] == NULL || b->length != 0) continue;
+    (void)sl_builder_borrow_values(b, s->place_at[i] + s->rows_out * b->value_width, room,
+                                   s->place->owner);  // EINVAL: not placeable, decoded as usual
+  }
 }
 
 static int split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -566,6 +605,10 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->dec.bld = s->bld;
   s->dec.empty_left = AVRO_MAX_EMPTY_VALUES;
   s->flat = avro_flat_row(&s->dec);
+  if (split->place != NULL && !r->forward && set_place(s, split->place, columns) != 0) {
+    split_close(s);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  }
   *state = s;
   return 0;
 }
@@ -731,6 +774,7 @@ static int decode_error(struct avro_split* s, int64_t row, struct sluice_error* 
 static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   if (r->forward || !s->loaded) return 0;
+  if (s->place_at != NULL) place_batch(s);
   int64_t left = s->end > s->pos ? s->end - s->pos : 0;
   int64_t block_bytes = s->pos - s->block.header;  // > 0: header, data and sync
   double per_byte = (double)s->block.count / (double)block_bytes;
@@ -738,7 +782,12 @@ static int reserve_batch(struct avro_split* s, struct sluice_error* error) {
   int64_t expect = guess < (double)r->batch_rows ? (int64_t)guess : r->batch_rows;
   for (int64_t i = 0; i < s->root.n_children; ++i) {
     struct sl_builder* c = &s->root.children[i];
-    if (c->value_width > 0 && sl_builder_reserve(c, expect) != 0)
+    // A placed column has room for the split's rows: more is a bad guess
+    // (the block past the split's end is counted), not a reason to move.
+    int64_t want = c->values.borrowed != NULL && expect > c->capacity - c->length
+                       ? c->capacity - c->length
+                       : expect;
+    if (c->value_width > 0 && sl_builder_reserve(c, want) != 0)
       return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   }
   // Arrays of doubles or floats (W2's rows) take exactly their width per item
@@ -799,6 +848,7 @@ static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct
   if (rows == 0) return 0;
   if (sl_builder_struct_finish_rows(&s->root, rows) != 0)
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  s->rows_out += rows;
   int rc = sl_builder_finish(&s->root, out, error);
   if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
   return rc;
