@@ -187,8 +187,12 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
   *s = (struct files_split_state){part, f->format, NULL, f->alloc};
-  int rc = f->format->split_open(part->reader, &part->splits[split->index - part->first_split],
-                                 columns, n_columns, &s->state, projected, error);
+  // The object's own split, with the scan's placement (its rows are the
+  // dataset's: the place's first row counts the objects before).
+  struct sl_split one = part->splits[split->index - part->first_split];
+  one.place = split->place;
+  int rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
+                                 error);
   if (rc != 0) {
     sl_free(f->alloc, s, sizeof *s);
     return rc;

@@ -209,6 +209,26 @@ def test_parquet_decodes_straight_into_the_columns(fixed, fixed_parquet):
     assert pa.table(t).equals(fixed)
 
 
+def test_many_files_decode_in_place(fixed, data_dir):
+    """A directory of Parquet files is one plan: each file's row groups land
+    after the rows of the files before it."""
+    root = data_dir / "placed_dir"
+    root.mkdir(exist_ok=True)
+    cols = ["i64", "f64", "ts_ns", "date32"]
+    parts = [fixed.select(cols).slice(0, 7000), fixed.select(cols).slice(7000, 5000),
+             fixed.select(cols).slice(12000)]
+    for k, part in enumerate(parts):
+        pq.write_table(part, str(root / f"part-{k}.parquet"), row_group_size=2000)
+    ds = sluice._sluice.open(str(root), threads=2, ordered=False)
+    rows = ds.split_rows()
+    g = sluice._sluice._Gather(ds.schema(), sum(rows))
+    scanner = ds.scan(ordered=False, placement=g, split_rows=rows)
+    raw, n = _gather.gather_placed(ds.schema(), scanner, dict(enumerate(rows)), g)
+    assert n == len(fixed) and g.copied_bytes == 0
+    schema = sluice.Schema(ds.schema())
+    assert pa.table(sluice.Table(schema, [sluice.Batch(raw, schema)])).equals(fixed.select(cols))
+
+
 def test_cancelled_placed_scan_keeps_its_memory(fixed, fixed_parquet):
     """The workers of a cancelled placed scan may still be decoding into the
     columns after the _Gather is gone: the memory stays mapped until the

@@ -394,7 +394,7 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   *splits = NULL;
   *n = 0;
   if (r->forward) {
-    struct sl_split* s = sl_alloc(r->alloc, sizeof *s);
+    struct sl_split* s = sl_calloc(r->alloc, 1, sizeof *s);
     if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
     *s = (struct sl_split){.index = 0, .offset = r->pos, .length = -1, .est_bytes = 0, .est_rows = -1};
     *splits = s;

@@ -244,7 +244,7 @@ static int file_plan(void* reader, struct sl_split** splits, int64_t* n,
   *splits = NULL;
   *n = 0;
   if (f->n_batches == 0) return 0;
-  struct sl_split* s = sl_alloc(f->alloc, (size_t)f->n_batches * sizeof *s);
+  struct sl_split* s = sl_calloc(f->alloc, (size_t)f->n_batches, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", f->source->name);
   for (int64_t i = 0; i < f->n_batches; ++i) {
     s[i].index = i;
@@ -483,7 +483,7 @@ static int stream_schema(void* reader, struct ArrowSchema* out, struct sluice_er
 static int stream_plan(void* reader, struct sl_split** splits, int64_t* n,
                        struct sluice_error* error) {
   struct ipc_stream* st = reader;
-  struct sl_split* s = sl_alloc(st->alloc, sizeof *s);
+  struct sl_split* s = sl_calloc(st->alloc, 1, sizeof *s);
   *splits = NULL;
   *n = 0;
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", st->source->name);

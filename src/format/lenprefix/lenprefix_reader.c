@@ -337,7 +337,7 @@ static int lp_plan(void* reader, struct sl_split** splits, int64_t* n,
   struct lp_reader* r = reader;
   *splits = NULL;
   *n = 0;
-  struct sl_split* s = sl_alloc(r->alloc, sizeof *s);
+  struct sl_split* s = sl_calloc(r->alloc, 1, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   s->index = 0;
   s->offset = 0;
