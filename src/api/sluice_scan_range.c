@@ -66,13 +66,18 @@ static void placement_owner_destroy(struct sl_ref* ref) {
   sl_free(o->alloc, o, sizeof *o);
 }
 
-/// The engine's form of a sluice_placement: per file column (the scan reads
-/// the projection `args->columns`). The arrays are the caller's to free
-/// (*base, *width; *owner released) once the scan has started or failed.
+/// Calls the placement's release on a path where no owner took it over
+/// (the library calls it exactly once, also when opening fails).
+static void release_placement(const struct sluice_scan_options* options) {
+  if (options != NULL && options->placement != NULL && options->placement->release != NULL)
+    options->placement->release(options->placement->ctx);
+}
+
+/// Checks a sluice_placement against the scan (one entry per projected
+/// column, rows for its splits) and makes the owner that calls its release.
 static int make_placement(const char* location, const struct sluice_placement* p,
-                          const struct sl_scan_args* args, const struct sluice_allocator* alloc, struct sl_scan_placement* out,
-                          struct sluice_error* error) {
-  memset(out, 0, sizeof *out);
+                          const struct sl_scan_args* args, const struct sluice_allocator* alloc,
+                          struct sl_scan_placement* out, struct sluice_error* error) {
   int64_t fields = args->schema != NULL ? args->schema->n_children : 0;
   int64_t projected = args->columns != NULL ? args->n_columns : fields;
   if (p->n_columns != projected || (projected > 0 && (p->values == NULL || p->widths == NULL)) ||
@@ -80,27 +85,14 @@ static int make_placement(const char* location, const struct sluice_placement* p
     return sl_error_set(error, EINVAL, "%s: a placement of %lld columns for a scan of %lld",
                         location, (long long)p->n_columns, (long long)projected);
   }
-  uint8_t** base = sl_calloc(alloc, (size_t)(fields > 0 ? fields : 1), sizeof *base);
-  int32_t* width = sl_calloc(alloc, (size_t)(fields > 0 ? fields : 1), sizeof *width);
   struct placement_owner* owner = sl_calloc(alloc, 1, sizeof *owner);
-  if (base == NULL || width == NULL || owner == NULL) {
-    sl_free(alloc, base, (size_t)(fields > 0 ? fields : 1) * sizeof *base);
-    sl_free(alloc, width, (size_t)(fields > 0 ? fields : 1) * sizeof *width);
-    sl_free(alloc, owner, sizeof *owner);
+  if (owner == NULL)
     return sl_error_set(error, ENOMEM, "%s: out of memory placing a scan", location);
-  }
-  for (int64_t k = 0; k < projected; ++k) {
-    int64_t c = args->columns != NULL ? args->columns[k] : k;
-    if (c < 0 || c >= fields || p->values[k] == NULL || p->widths[k] <= 0) continue;
-    base[c] = p->values[k];
-    width[c] = p->widths[k];
-  }
   sl_ref_init(&owner->ref, placement_owner_destroy);
   owner->release = p->release;
   owner->ctx = p->ctx;
   owner->alloc = alloc;
-  *out = (struct sl_scan_placement){fields > 0 ? fields : 1, base, width, p->split_rows,
-                                    &owner->ref};
+  *out = (struct sl_scan_placement){p, &owner->ref};
   return 0;
 }
 
@@ -110,8 +102,7 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
                                struct sluice_error* error) {
   if (out != NULL) *out = NULL;
   if (dataset == NULL || out == NULL) {
-    if (options != NULL && options->placement != NULL && options->placement->release != NULL)
-      options->placement->release(options->placement->ctx);
+    release_placement(options);
     return sl_error_set(error, EINVAL, "sluice_scanner_open_with: NULL argument");
   }
   struct sluice_scan_options defaults;
@@ -124,9 +115,7 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
   sl_dataset_scan_args(dataset, &args);
   int rc = check_options(location, options, args.n_splits, error);
   if (rc != 0) {
-    // The placement's release is the library's to call, whatever happens.
-    if (options->placement != NULL && options->placement->release != NULL)
-      options->placement->release(options->placement->ctx);
+    release_placement(options);
     return rc;
   }
   int64_t first = options->first_split;
@@ -147,7 +136,7 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
   if (options->placement != NULL) {
     rc = make_placement(location, options->placement, &args, alloc, &placement, error);
     if (rc != 0) {
-      if (options->placement->release != NULL) options->placement->release(options->placement->ctx);
+      release_placement(options);
       return rc;
     }
     args.placement = &placement;
@@ -156,11 +145,8 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
   rc = scanner == NULL
                ? sl_error_set(error, ENOMEM, "%s: out of memory starting a scan", location)
                : sl_scan_start(&args, &scanner->scan, error);
-  if (args.placement != NULL) {  // the scan copied what it needs and holds the owner
-    sl_free(alloc, (void*)placement.base, (size_t)placement.n_fields * sizeof *placement.base);
-    sl_free(alloc, (void*)placement.width, (size_t)placement.n_fields * sizeof *placement.width);
-    sl_ref_release(placement.owner);
-  }
+  // The scan copied what it needs and holds the owner (or failed and let go).
+  sl_ref_release(placement.owner);
   if (rc != 0) {
     sl_free(alloc, scanner, sizeof *scanner);
     return rc;

@@ -639,23 +639,27 @@ static int start_threads(struct sl_scan* scan, int n, struct sluice_error* error
   return 0;
 }
 
-/// A placed scan: each split whose rows are planned gets its place, from the
-/// rows planned before it. After a split of unknown rows, nothing is placed
-/// (the offsets after it are unknown). ENOMEM.
-static int set_places(struct sl_scan* scan, const struct sl_scan_placement* p) {
+/// A placed scan: the caller's columns by file column (readers may be
+/// opened on a subset), and each split whose rows are planned gets its
+/// place, from the rows planned before it. After a split of unknown rows,
+/// nothing is placed (the offsets after it are unknown). ENOMEM.
+static int set_places(struct sl_scan* scan, const struct sl_scan_args* args) {
   const struct sluice_allocator* alloc = scan->alloc;
-  size_t fields = (size_t)(p->n_fields > 0 ? p->n_fields : 0);
+  const struct sluice_placement* p = args->placement->user;
+  int64_t fields = args->schema != NULL ? args->schema->n_children : 0;
+  scan->place_fields = fields > 0 ? fields : 1;
   scan->places = sl_calloc(alloc, (size_t)(scan->n_splits > 0 ? scan->n_splits : 1),
                            sizeof *scan->places);
-  scan->place_base = sl_calloc(alloc, fields > 0 ? fields : 1, sizeof *scan->place_base);
-  scan->place_width = sl_calloc(alloc, fields > 0 ? fields : 1, sizeof *scan->place_width);
-  scan->place_fields = (int64_t)(fields > 0 ? fields : 1);
+  scan->place_base = sl_calloc(alloc, (size_t)scan->place_fields, sizeof *scan->place_base);
+  scan->place_width = sl_calloc(alloc, (size_t)scan->place_fields, sizeof *scan->place_width);
   if (scan->places == NULL || scan->place_base == NULL || scan->place_width == NULL) return ENOMEM;
-  for (size_t c = 0; c < fields; ++c) {
-    scan->place_base[c] = p->base[c];
-    scan->place_width[c] = p->width[c];
+  for (int64_t k = 0; k < p->n_columns; ++k) {
+    int64_t c = args->columns != NULL ? args->columns[k] : k;
+    if (c < 0 || c >= fields || p->values[k] == NULL || p->widths[k] <= 0) continue;
+    scan->place_base[c] = p->values[k];
+    scan->place_width[c] = p->widths[k];
   }
-  scan->place_owner = sl_ref_retain(p->owner);
+  scan->place_owner = sl_ref_retain(args->placement->owner);
   int64_t first_row = 0;
   for (int64_t s = 0; s < scan->n_splits; ++s) {
     int64_t rows = p->split_rows[s];
@@ -721,7 +725,7 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   }
   if (n > 0) memcpy(scan->splits, args->splits, n * sizeof *scan->splits);
   for (size_t s = 0; s < n; ++s) scan->splits[s].place = NULL;
-  if (args->placement != NULL && set_places(scan, args->placement) != 0) {
+  if (args->placement != NULL && set_places(scan, args) != 0) {
     scan_free(scan);
     return sl_error_set(error, ENOMEM, "scan: out of memory placing %lld splits",
                         (long long)args->n_splits);

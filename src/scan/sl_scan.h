@@ -10,14 +10,11 @@
 #include "sluice.h"
 #include "../format/sl_format.h"
 
-/// A placed scan's memory (sluice_placement, per file column): see
-/// struct sl_split_place.
+/// A placed scan's memory (a checked sluice_placement): see struct
+/// sl_split_place, which the scan derives from it per file column.
 struct sl_scan_placement {
-  int64_t n_fields;           ///< entries in base / width: the file's columns
-  uint8_t* const* base;       ///< per file column, NULL = not placed
-  const int32_t* width;       ///< per file column: bytes per value
-  const int64_t* split_rows;  ///< per split of the scan (-1 = unknown)
-  struct sl_ref* owner;       ///< retained by the scan and by arrays over it
+  const struct sluice_placement* user;  ///< per projected column (args.columns)
+  struct sl_ref* owner;  ///< calls user->release; retained by the scan and by arrays over it
 };
 
 struct sl_scan_args {
