@@ -172,8 +172,9 @@ extern PyTypeObject SpDatasetType;
 extern PyTypeObject SpScannerType;
 extern PyTypeObject SpGatherType;
 
-/// A sluice_placement over a _Gather's columns for a scan of splits whose
-/// planned rows are `split_rows` (a sequence); the arrays it points to are
+/// A sluice_placement over a _Gather's columns for a scan of n_scan_splits
+/// splits whose planned rows are `split_rows` (a sequence of that many, whose
+/// sum fits the gather's room); the arrays it points to are
 /// the caller's until sp_placement_free (after sluice_scanner_open_with,
 /// which copies them). The library releases the gather's memory hold.
 /// -1 with a Python error set.
@@ -183,7 +184,8 @@ struct sp_placement {
   int32_t* widths;
   int64_t* split_rows;
 };
-int sp_gather_placement(PyObject* gather, PyObject* split_rows, struct sp_placement* out);
+int sp_gather_placement(PyObject* gather, PyObject* split_rows, int64_t n_scan_splits,
+                        struct sp_placement* out);
 void sp_placement_free(struct sp_placement* p);
 
 /// A new _Schema taking ownership of `schema` (moved; released on failure).

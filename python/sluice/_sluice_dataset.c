@@ -153,7 +153,10 @@ static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwa
   struct sp_placement placement;
   memset(&placement, 0, sizeof placement);
   int placed = gather != NULL && gather != Py_None;
-  if (placed && (split_rows == NULL || sp_gather_placement(gather, split_rows, &placement) != 0)) {
+  int64_t n_all = sluice_dataset_num_splits(self->dataset);
+  int64_t n_scan = count >= 0 ? count : n_all - first;  // a bad range: the library says so
+  if (placed && (split_rows == NULL ||
+                 sp_gather_placement(gather, split_rows, n_scan, &placement) != 0)) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "placement needs split_rows");
     return NULL;
   }

@@ -528,7 +528,8 @@ static PyObject* gather_get_copied_bytes(GatherObject* self, void* Py_UNUSED(clo
   return PyLong_FromLongLong(self->copied_bytes);
 }
 
-int sp_gather_placement(PyObject* obj, PyObject* split_rows, struct sp_placement* out) {
+int sp_gather_placement(PyObject* obj, PyObject* split_rows, int64_t n_scan_splits,
+                        struct sp_placement* out) {
   memset(out, 0, sizeof *out);
   if (!PyObject_TypeCheck(obj, &SpGatherType)) {
     PyErr_SetString(PyExc_TypeError, "placement: expected a _Gather");
@@ -542,6 +543,12 @@ int sp_gather_placement(PyObject* obj, PyObject* split_rows, struct sp_placement
   PyObject* rows = PySequence_Fast(split_rows, "placement: split rows must be a sequence");
   if (rows == NULL) return -1;
   Py_ssize_t n_splits = PySequence_Fast_GET_SIZE(rows);
+  if ((int64_t)n_splits != n_scan_splits) {  // the library reads one entry per split
+    Py_DECREF(rows);
+    PyErr_Format(PyExc_ValueError, "placement: %lld split row counts for a scan of %lld splits",
+                 (long long)n_splits, (long long)n_scan_splits);
+    return -1;
+  }
   int64_t n = self->n_columns, total = 0;
   out->values = PyMem_RawCalloc(n > 0 ? (size_t)n : 1, sizeof *out->values);
   out->widths = PyMem_RawCalloc(n > 0 ? (size_t)n : 1, sizeof *out->widths);
@@ -560,7 +567,8 @@ int sp_gather_placement(PyObject* obj, PyObject* split_rows, struct sp_placement
       return -1;
     }
     out->split_rows[k] = r;
-    total += r >= 0 ? r : 0;
+    // Counts come from the caller: a sum past the room stays past it (no wrap).
+    if (r > 0) total = r > self->capacity - total ? self->capacity + 1 : total + r;
   }
   Py_DECREF(rows);
   if (total > self->capacity) {

@@ -287,6 +287,21 @@ def test_gather_argument_errors(fixed_parquet):
         g.add(batch, 0)
     schema = sluice.Schema(ds.schema())
     assert pa.table(sluice.Table(schema, [sluice.Batch(out, schema)])).num_rows == 5
+    # Placements whose counts do not fit the scan or the room: refused.
+    rows = ds.split_rows()
+    g = sluice._sluice._Gather(ds.schema(), sum(rows))
+    with pytest.raises(ValueError):
+        ds.scan(placement=g, split_rows=rows[:-1])  # one count short
+    with pytest.raises(ValueError):
+        ds.scan(placement=g, split_rows=[1 << 62, 1 << 62] + rows[2:])  # a sum that wraps
+    with pytest.raises(ValueError):
+        ds.scan(placement=g, split_rows=[rows[0] + 1] + rows[1:])  # past the room
+    with pytest.raises(TypeError):
+        ds.scan(placement=g)  # no counts
+    # The gather is still usable for a good placement.
+    raw, n = _gather.gather_placed(ds.schema(), ds.scan(placement=g, split_rows=rows),
+                                   dict(enumerate(rows)), g)
+    assert n == sum(rows) and g.copied_bytes == n * (1 + 2 + 16)  # u8, i16, dec
 
 
 def rss_bytes():
