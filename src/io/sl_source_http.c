@@ -217,10 +217,13 @@ static void fault_ahead(uint8_t* buf, int64_t size, int64_t upto, int64_t* fault
   }
 }
 
-/// Makes part bytes [0, filled) visible to the consumer.
-static void publish_filled(struct sl_http_source* s, struct http_part* part, int64_t filled) {
+/// Makes part bytes [0, filled) visible to the consumer, and the part READY
+/// with them when `ready` (a streamed part is complete when full).
+static void publish_filled(struct sl_http_source* s, struct http_part* part, int64_t filled,
+                           int ready) {
   pthread_mutex_lock(&s->lock);
   part->filled = filled;
+  if (ready) part->state = PART_READY;
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
 }
@@ -257,7 +260,8 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   fault_ahead(x->buf, x->need, x->got + k, &x->faulted);
   memcpy(x->buf + x->got, p, (size_t)k);
   x->got += k;
-  if (x->part != NULL) publish_filled(x->s, x->part, x->got);
+  // READY comes from ranged_worker once the transfer is over.
+  if (x->part != NULL) publish_filled(x->s, x->part, x->got, 0);
   // More than asked for: we have our bytes, stop the transfer here.
   return k == left ? n : 0;
 }
@@ -448,9 +452,8 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
 }
 
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
-/// resumed from the last byte received).
-/// GETs [offset, offset + length) into buf, with retries; `part` (or NULL)
-/// follows the bytes as they arrive.
+/// resumed from the last byte received); `part` (or NULL) follows the bytes
+/// as they arrive.
 static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, uint8_t* buf,
                       struct http_part* part, struct sluice_error* error) {
   struct xfer x;
@@ -751,11 +754,7 @@ static int stream_sink(struct xfer* x, const uint8_t* data, int64_t n) {
     data += take;
     n -= take;
     x->stream_received += take;
-    pthread_mutex_lock(&s->lock);
-    slot->filled = within + take;
-    if (take == room) slot->state = PART_READY;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    publish_filled(s, slot, within + take, take == room);
   }
   return 0;
 }
