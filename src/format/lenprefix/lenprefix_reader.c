@@ -125,6 +125,33 @@ static int lp_take(struct lp_reader* r, uint8_t* dst, int64_t n, int64_t* got,
   return 0;
 }
 
+/// Decodes a length prefix that lies wholly in p[0, avail): returns its
+/// width in bytes, or 0 when it does not (or is malformed), leaving it to
+/// lp_read_prefix to read across chunks or report.
+static inline int lp_prefix_at(const struct lp_kind_name* k, const uint8_t* p, int64_t avail,
+                               uint64_t* length) {
+  if (k->kind == LP_VARINT) {
+    uint64_t value = 0;
+    for (int i = 0; i < 10 && i < avail; ++i) {
+      if (i == 9 && p[i] > 1) return 0;
+      value |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if ((p[i] & 0x80) == 0) {
+        *length = value;
+        return i + 1;
+      }
+    }
+    return 0;
+  }
+  if (avail < k->width) return 0;
+  uint64_t value = 0;
+  for (int i = 0; i < k->width; ++i) {
+    int shift = k->big_endian ? 8 * (k->width - 1 - i) : 8 * i;
+    value |= (uint64_t)p[i] << shift;
+  }
+  *length = value;
+  return k->width;
+}
+
 /// Reads the next length prefix. *end = 1 when the stream ends cleanly
 /// before it.
 static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
@@ -137,45 +164,39 @@ static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
     *end = 1;
     return 0;
   }
+  // Gather the prefix's bytes (they may cross chunks), then decode them as
+  // the fast path does.
+  uint8_t bytes[10];
+  int n = 0;
   if (r->prefix.kind == LP_VARINT) {
-    uint64_t value = 0;
-    for (int i = 0;; ++i) {
-      uint8_t byte;
+    for (;;) {
       int64_t got;
-      SL_RETURN_NOT_OK(lp_take(r, &byte, 1, &got, error));
+      SL_RETURN_NOT_OK(lp_take(r, &bytes[n], 1, &got, error));
       if (got == 0) {
         return sl_error_set(error, EILSEQ,
                             "%s: offset %" PRId64 ": truncated varint length prefix",
                             r->source->name, at);
       }
-      // The 10th byte may only carry the top bit of a 64-bit value.
-      if (i == 9 && byte > 1) {
-        return sl_error_set(error, EILSEQ,
-                            "%s: offset %" PRId64 ": varint length prefix overflows 64 bits",
-                            r->source->name, at);
-      }
-      value |= (uint64_t)(byte & 0x7f) << (7 * i);
-      if ((byte & 0x80) == 0) break;
+      if ((bytes[n++] & 0x80) == 0 || n == 10) break;
     }
-    *length = value;
-    return 0;
+  } else {
+    int64_t got;
+    n = r->prefix.width;
+    SL_RETURN_NOT_OK(lp_take(r, bytes, n, &got, error));
+    if (got < n) {
+      return sl_error_set(error, EILSEQ,
+                          "%s: offset %" PRId64 ": truncated %s length prefix (%" PRId64
+                          " of %d bytes)",
+                          r->source->name, at, r->prefix.name, got, n);
+    }
   }
-  uint8_t bytes[8];
-  int64_t got;
-  int width = r->prefix.width;
-  SL_RETURN_NOT_OK(lp_take(r, bytes, width, &got, error));
-  if (got < width) {
+  // All n bytes are there: only a varint whose 10th byte carries more than
+  // the top bit of a 64-bit value (or continues) fails.
+  if (lp_prefix_at(&r->prefix, bytes, n, length) == 0) {
     return sl_error_set(error, EILSEQ,
-                        "%s: offset %" PRId64 ": truncated %s length prefix (%" PRId64
-                        " of %d bytes)",
-                        r->source->name, at, r->prefix.name, got, width);
+                        "%s: offset %" PRId64 ": varint length prefix overflows 64 bits",
+                        r->source->name, at);
   }
-  uint64_t value = 0;
-  for (int i = 0; i < width; ++i) {
-    int shift = r->prefix.big_endian ? 8 * (width - 1 - i) : 8 * i;
-    value |= (uint64_t)bytes[i] << shift;
-  }
-  *length = value;
   return 0;
 }
 
@@ -226,33 +247,6 @@ static int lp_read_message(struct lp_reader* r, int* end, struct sluice_error* e
   // The bytes are in place: record the row's end offset.
   sl_builder_append_binary_unsafe(column, NULL, 0);
   return 0;
-}
-
-/// Decodes a length prefix that lies wholly in p[0, avail): returns its
-/// width in bytes, or 0 when it does not (or is malformed), leaving it to
-/// lp_read_prefix to read across chunks or report.
-static inline int lp_prefix_at(const struct lp_kind_name* k, const uint8_t* p, int64_t avail,
-                               uint64_t* length) {
-  if (k->kind == LP_VARINT) {
-    uint64_t value = 0;
-    for (int i = 0; i < 10 && i < avail; ++i) {
-      if (i == 9 && p[i] > 1) return 0;
-      value |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-      if ((p[i] & 0x80) == 0) {
-        *length = value;
-        return i + 1;
-      }
-    }
-    return 0;
-  }
-  if (avail < k->width) return 0;
-  uint64_t value = 0;
-  for (int i = 0; i < k->width; ++i) {
-    int shift = k->big_endian ? 8 * (k->width - 1 - i) : 8 * i;
-    value |= (uint64_t)p[i] << shift;
-  }
-  *length = value;
-  return k->width;
 }
 
 /// Small messages are copied as this many bytes when both ends have room, so
