@@ -869,6 +869,17 @@ static const char k_schema_as[] =
     "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"long\"},"
     "{\"name\":\"s\",\"type\":\"string\"}]}";
 
+/// Starts `f` with a container header for k_schema_as; returns its size.
+static size_t big_header(struct big* f) {
+  struct enc* h = calloc(1, sizeof *h);
+  assert_non_null(h);
+  put_header(h, k_schema_as, NULL);
+  big_put(f, h->buf, h->n);
+  size_t n = h->n;
+  free(h);
+  return n;
+}
+
 /// Appends a block of rows first..first+count-1: a = i, s = `len(i)` bytes
 /// of 'a' + i % 26 (a longer string for the row `long_row`, of `long_len`).
 /// Returns the offset of the block's string bytes of `long_row` (or 0).
@@ -959,10 +970,7 @@ static int64_t check_counted_split_rows(const char* path) {
 static void test_byte_range_splits(void** state) {
   (void)state;
   struct big f = {0};
-  struct enc* h = calloc(1, sizeof *h);
-  put_header(h, k_schema_as, NULL);
-  big_put(&f, h->buf, h->n);
-  free(h);
+  big_header(&f);
   int64_t rows = 0;
   for (int k = 0; k < 40; ++k, rows += 700) big_block(&f, rows, 700, -1, 0);
   big_block(&f, rows, 3, rows + 1, (size_t)5 << 19);  // 2.5 MiB string
@@ -1069,11 +1077,7 @@ static int read_both_ways(const char* path, int64_t* rows, struct sluice_error* 
 static void test_sync_marker_in_data(void** state) {
   (void)state;
   struct big f = {0};
-  struct enc* h = calloc(1, sizeof *h);
-  put_header(h, k_schema_as, NULL);
-  big_put(&f, h->buf, h->n);
-  size_t data_start = h->n;
-  free(h);
+  size_t data_start = big_header(&f);
   int64_t rows = 0;
   const size_t boundary = data_start + ((size_t)1 << 20);
   while (f.n + 40000 < boundary) {

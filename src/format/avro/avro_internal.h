@@ -173,23 +173,6 @@ static inline int avro_zigzag(const uint8_t** p, const uint8_t* end, int64_t* ou
   return 2;
 }
 
-/// avro_zigzag where the caller knows 10 bytes are readable: no bound check
-/// per byte. 0, or 2 for a varint longer than 10 bytes.
-static inline int avro_zigzag_unchecked(const uint8_t** p, int64_t* out) {
-  const uint8_t* q = *p;
-  uint64_t v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    uint8_t b = *q++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) {
-      *p = q;
-      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-      return 0;
-    }
-  }
-  return 2;
-}
-
 /// The budget of byte-less values per split.
 #define AVRO_MAX_EMPTY_VALUES (INT64_C(1) << 26)
 
