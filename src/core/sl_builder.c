@@ -500,10 +500,6 @@ static int check_shape(const struct sl_builder* b, struct sluice_error* error) {
   return 0;
 }
 
-static void hand_over(struct ArrowArray* out, int64_t i, struct sl_buffer* buf) {
-  sl_array_take_buffer(out, i, buf);
-}
-
 static int finish_node(struct sl_builder* b, struct ArrowArray* out, struct sluice_error* error) {
   enum sl_type_id id = b->type.id;
   SL_RETURN_NOT_OK(check_shape(b, error));
@@ -522,22 +518,22 @@ static int finish_node(struct sl_builder* b, struct ArrowArray* out, struct slui
   out->length = b->length;
   out->null_count = id == SL_TYPE_NA ? b->length : has_validity(id) ? b->null_count : 0;
   if (has_validity(id)) {
-    if (b->null_count > 0) hand_over(out, 0, &b->validity);
+    if (b->null_count > 0) sl_array_take_buffer(out, 0, &b->validity);
     else sl_buffer_reset(&b->validity);
   }
   switch (id) {
     case SL_TYPE_NA: case SL_TYPE_STRUCT: case SL_TYPE_FIXED_SIZE_LIST:
       break;
     case SL_TYPE_SPARSE_UNION:
-      hand_over(out, 0, &b->values);
+      sl_array_take_buffer(out, 0, &b->values);
       break;
     case SL_TYPE_DENSE_UNION:
-      hand_over(out, 0, &b->values);
-      hand_over(out, 1, &b->extra);
+      sl_array_take_buffer(out, 0, &b->values);
+      sl_array_take_buffer(out, 1, &b->extra);
       break;
     default:
-      hand_over(out, 1, &b->values);
-      if (is_binary(id)) hand_over(out, 2, &b->extra);
+      sl_array_take_buffer(out, 1, &b->values);
+      if (is_binary(id)) sl_array_take_buffer(out, 2, &b->extra);
       break;
   }
   b->length = b->null_count = b->capacity = 0;

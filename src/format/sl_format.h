@@ -11,8 +11,6 @@
 #include "../core/sl_ref.h"
 #include "../io/sl_source.h"
 
-/// An independent unit of work: a file, a byte range, a record batch, a row
-/// group. Fields other than `index` are the format's to interpret.
 /// The caller's final columns, which a split whose rows the caller planned
 /// may decode straight into (sluice_scan_options.placement): row r of the
 /// split, column `c` of the file (not of the projection, so that a reader
@@ -27,6 +25,8 @@ struct sl_split_place {
   struct sl_ref* owner;  ///< arrays over the memory retain it
 };
 
+/// An independent unit of work: a file, a byte range, a record batch, a row
+/// group. Fields other than `index` and `place` are the format's to interpret.
 struct sl_split {
   int64_t index;      ///< position in plan order (0..n-1)
   int64_t offset;     ///< e.g. byte offset of the block / range

@@ -313,6 +313,12 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
 
 /* ---- decoding ------------------------------------------------------------- */
 
+/// A mapped file read whole, whose parsed pages may leave the resident set
+/// (see csv_split_close).
+static int mapped_whole(const struct csv_reader* r) {
+  return !r->stream && r->size > 0 && r->data == r->view.data;
+}
+
 // Scanner state at byte plan_start[i] - 1 (csv_next_row_start's `state`).
 // Without comments it is the parity of the quote bytes from data_start (a row
 // start, so outside quotes) up to there. With comments a comment line's
@@ -323,12 +329,6 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
 // so each open scans about one chunk instead of plan_splits scanning the
 // whole input serially. Threads racing on a chunk store the same number, so
 // relaxed atomics do.
-/// A mapped file read whole, whose parsed pages may leave the resident set
-/// (see csv_split_close).
-static int mapped_whole(const struct csv_reader* r) {
-  return !r->stream && r->size > 0 && r->data == r->view.data;
-}
-
 static long long chunk_result(struct csv_reader* r, int64_t j) {
   const struct csv_dialect* d = &r->layout.dialect;
   long long c = atomic_load_explicit(&r->plan_quotes[j], memory_order_relaxed);
