@@ -194,6 +194,8 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
   int rc = 0;
   if (f->conv == PQ_CONV_BOOL) rc = ensure_total(&d->values, (cap + 7) / 8);
   else if (f->conv == PQ_CONV_BINARY) rc = ensure_total(&d->offsets, (cap + 1) * (d->wide ? 8 : 4));
+  // Flat values are mapped page by page as pages arrive (pq_column_read).
+  else if (f->out_width > 0 && f->rep == 0) rc = sl_buffer_grow_to(&d->values, cap * f->out_width);
   else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
   if (rc == 0 && d->validity.data) rc = ensure_validity(d, cap, 0);
   if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
@@ -548,6 +550,13 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
       rc = pq_chunk_error(&w, error, EINVAL, "page value count exceeds the column chunk's");
       break;
     }
+    // Map the memory of the page's slots in one call (fresh or the caller's,
+    // in a placed scan), not page fault by page fault: that was a fifth of a
+    // Parquet -> pandas load. Per page, not per chunk, so that what the
+    // kernel zeroes is still in cache when the values land (W1 load: 0.65 ->
+    // 0.62 s). Flat slots were sized to the rows above.
+    if (f->rep == 0 && f->out_width > 0)
+      sl_prefault(out->values.data + out->n_slots * f->out_width, (size_t)(n * f->out_width));
     int v2 = h.type == PQ_PAGE_DATA_V2;
     const uint8_t *rdata = NULL, *ddata = NULL, *vdata;
     int64_t rsize = 0, dsize = 0, vsize;
