@@ -15,6 +15,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pkg_helpers import typed_table, write_ipc_file  # noqa: E402,F401
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sigint_raises():
+    """The Ctrl-C tests send SIGINT to this process and expect
+    KeyboardInterrupt. A process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and Python then installs no
+    handler: put Python's default one in place for the session."""
+    import signal
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pkg")
