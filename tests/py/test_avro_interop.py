@@ -359,6 +359,26 @@ def test_w2_shape(tmp_path):
     assert t.column("uid").to_pylist() == list(range(1, 61))
 
 
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+def test_double_arrays_over_many_splits(codec, tmp_path):
+    # 3.5 MB of arrays: several splits, blocks crossing split ends, and rows
+    # whose lengths vary tenfold, so that the room a split reserves for its
+    # items (its bytes, plus one block guessed as large as the current one)
+    # is sometimes short and sometimes not; values must not depend on it.
+    path = tmp_path / "arrays.avro"
+    sch = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "xs", "type": {"type": "array", "items": "double"}}]}
+    rnd = random.Random(11)
+    rows = [{"id": k, "xs": [rnd.random() for _ in range(rnd.choice((300, 3000)))]}
+            for k in range(260)]
+    with open(path, "wb") as f:
+        fastavro.writer(f, sch, rows, codec=codec, sync_interval=16000)
+    t = sluice_read(path, tmp_path)
+    assert t.column("id").to_pylist() == list(range(260))
+    assert t.column("xs").to_pylist() == [r["xs"] for r in rows]
+
+
 # ---- bad input ----------------------------------------------------------------
 
 
