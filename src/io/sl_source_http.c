@@ -674,6 +674,18 @@ static int64_t part_length(const struct sl_http_source* s, int64_t k) {
   return left < s->part_size ? left : s->part_size;
 }
 
+/// Gives `slot` to part k (lock held): its block, the size it will hold,
+/// nothing arrived yet.
+static void start_part(struct http_part* slot, int64_t k, uint8_t* data, struct sl_ref* ref,
+                       int64_t size) {
+  slot->index = k;
+  slot->state = PART_FETCHING;
+  slot->data = data;
+  slot->ref = ref;
+  slot->size = size;
+  slot->filled = 0;
+}
+
 /// Ranged mode: each worker fetches the next part whose slot is free.
 static void* ranged_worker(void* arg) {
   struct sl_http_source* s = arg;
@@ -693,12 +705,7 @@ static void* ranged_worker(void* arg) {
     uint8_t* data = NULL;
     struct sl_ref* ref = NULL;
     int rc = new_block(s, len, &data, &ref, &err);
-    slot->index = k;
-    slot->state = PART_FETCHING;
-    slot->data = data;
-    slot->ref = ref;
-    slot->size = len;
-    slot->filled = 0;
+    start_part(slot, k, data, ref, len);
     pthread_mutex_unlock(&s->lock);
     if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, slot, &err);
     pthread_mutex_lock(&s->lock);
@@ -738,12 +745,7 @@ static int stream_sink(struct xfer* x, const uint8_t* data, int64_t n) {
       struct sluice_error err;
       if (new_block(s, s->part_size, &block, &ref, &err) != 0) return ENOMEM;
       pthread_mutex_lock(&s->lock);
-      slot->index = k;
-      slot->state = PART_FETCHING;
-      slot->data = block;
-      slot->ref = ref;
-      slot->size = s->part_size;  // unless the data ends inside it (stream_worker)
-      slot->filled = 0;
+      start_part(slot, k, block, ref, s->part_size);  // stream_worker trims the last one
       pthread_mutex_unlock(&s->lock);
       x->faulted = 0;
     }
