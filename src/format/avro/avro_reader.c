@@ -17,7 +17,15 @@
 
 #define AVRO_MAGIC "Obj\x01"
 #define AVRO_SYNC_LEN 16
-#define AVRO_DEFAULT_BATCH_ROWS 65536
+/// Without a batch size from the caller, a batch holds about this many bytes
+/// at eight per top-level field, between the two row counts below; a split
+/// (at most 8 MiB of file) usually ends it first. W1's rows (a long and four
+/// doubles) loaded 7% faster in one batch per split than in batches of 64K
+/// rows: each batch's columns are fresh memory, set up and mapped per column,
+/// and a batch cut short of the split's end leaves a small one behind.
+#define AVRO_BATCH_TARGET_BYTES ((int64_t)32 << 20)
+#define AVRO_MIN_BATCH_ROWS ((int64_t)65536)
+#define AVRO_MAX_BATCH_ROWS ((int64_t)1 << 20)
 /// A batch also ends once its builders hold this much (W2 rows are 128 KiB).
 #define AVRO_BATCH_BYTES ((int64_t)128 << 20)
 /// Forward-only sources: blocks larger than this are read in chunks of it.
@@ -349,6 +357,14 @@ static int load_reader_schema(struct avro_reader* r, const char* options, struct
   return 0;
 }
 
+static int64_t default_batch_rows(const struct avro_program* prog) {
+  int64_t fields = prog->ops[0].n_kids > 0 ? prog->ops[0].n_kids : 1;
+  int64_t rows = AVRO_BATCH_TARGET_BYTES / (8 * fields);
+  return rows < AVRO_MIN_BATCH_ROWS   ? AVRO_MIN_BATCH_ROWS
+         : rows > AVRO_MAX_BATCH_ROWS ? AVRO_MAX_BATCH_ROWS
+                                      : rows;
+}
+
 static int reader_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
   *reader = NULL;
   struct sl_source* src = args->source;
@@ -356,7 +372,6 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", src->name);
   r->source = src;
   r->alloc = args->alloc;
-  r->batch_rows = args->batch_size > 0 ? args->batch_size : AVRO_DEFAULT_BATCH_ROWS;
   r->forward = src->ops->read_at == NULL || src->size < 0;
   int rc = read_header(r, error);
   if (rc == 0) {
@@ -379,6 +394,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
     reader_close(r);
     return rc;
   }
+  r->batch_rows = args->batch_size > 0 ? args->batch_size : default_batch_rows(&r->prog);
   *reader = r;
   return 0;
 }
