@@ -172,6 +172,8 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
         x->range_total = total;
       } else if (sscanf(text, "bytes %lld-%lld/*", &a, &b) == 2) {
         x->range_start = a;
+      } else if (sscanf(text, "bytes */%lld", &total) == 1) {
+        x->range_total = total;  // a 416's answer: the object's size
       }
     }
   }
@@ -539,7 +541,8 @@ static int probe_ranges(struct sl_http_source* s, CURL* h) {
          x.got == 1;
 }
 
-/// HEAD at open: size, ETag, Accept-Ranges (retried like a GET).
+/// HEAD at open when the ranged GET did not settle it: size, ETag,
+/// Accept-Ranges (retried like a GET).
 static int http_head(struct sl_http_source* s, struct sluice_error* error) {
   struct xfer x;
   memset(&x, 0, sizeof x);
@@ -601,6 +604,58 @@ static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, str
     return sl_error_set(error, ENOMEM, "%s: out of memory for a %" PRId64 "-byte read buffer",
                         s->base.name, size);
   }
+  return 0;
+}
+
+/// Opening by a ranged GET of the object's first HTTP_EDGE_CACHE bytes
+/// instead of a HEAD: a 206's Content-Range gives the size, its ETag the
+/// version, and the bytes become the head edge (what format detection and
+/// most headers read first). One round trip fewer per remote open (2.5 ms
+/// of W3's 37 on loopback; far more against a real object store). 1 when
+/// that settled the object's size and ranges; 0 to ask by HEAD instead (the
+/// server ignored the range, gave no total, or failed in a way HEAD will
+/// retry and report); an error only for a failed request signature.
+static int http_open_by_get(struct sl_http_source* s, int* settled, struct sluice_error* error) {
+  *settled = 0;
+  uint8_t* data = NULL;
+  struct sl_ref* ref = NULL;
+  SL_RETURN_NOT_OK(new_block(s, HTTP_EDGE_CACHE, &data, &ref, error));
+  struct xfer x;
+  memset(&x, 0, sizeof x);
+  x.s = s;
+  x.buf = data;
+  x.need = HTTP_EDGE_CACHE;
+  char errbuf[CURL_ERROR_SIZE];
+  CURL* h = pool_get(s);
+  if (h == NULL) {
+    sl_ref_release(ref);
+    return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
+  }
+  int sign_rc;
+  CURLcode c = http_perform(s, h, "GET", 0, HTTP_EDGE_CACHE - 1, &x, errbuf, &sign_rc, error);
+  pool_put(s, h);
+  if (sign_rc != 0) {
+    sl_ref_release(ref);
+    return sign_rc;
+  }
+  int64_t total = x.range_total;
+  int whole_edge = total >= 0 && x.got == (total < HTTP_EDGE_CACHE ? total : HTTP_EDGE_CACHE);
+  if (x.status == 206 && x.range_start == 0 && whole_edge && (c == CURLE_OK || c == CURLE_WRITE_ERROR)) {
+    s->base.size = total;
+    memcpy(s->etag, x.etag, sizeof s->etag);
+    s->ranges = 1;
+    s->edges[0].data = data;  // read_at's head edge: min(size, HTTP_EDGE_CACHE) bytes
+    s->edges[0].ref = ref;
+    *settled = 1;
+    return 0;
+  }
+  if (x.status == 416 && total == 0) {  // an empty object has no byte 0
+    s->base.size = 0;
+    memcpy(s->etag, x.etag, sizeof s->etag);
+    s->ranges = 1;
+    *settled = 1;
+  }
+  sl_ref_release(ref);
   return 0;
 }
 
@@ -1116,7 +1171,9 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     http_destroy(s);
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
-  int rc = http_head(s, error);
+  int settled = 0;
+  int rc = http_open_by_get(s, &settled, error);
+  if (rc == 0 && !settled) rc = http_head(s, error);
   if (rc != 0) {
     http_destroy(s);
     return rc;

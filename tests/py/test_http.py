@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import random
 import shutil
@@ -245,6 +246,7 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests = 0
         self.generation = 0
+        self.log: list[tuple[str, str | None]] = []  # (method, Range header) per request
 
 
 class FaultHandler(http.server.BaseHTTPRequestHandler):
@@ -268,6 +270,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         data = (srv.www / name).read_bytes()
         with srv.lock:
             srv.requests += 1
+            srv.log.append((self.command, self.headers.get("Range")))
             n = srv.requests
             if mode == "changing" and n > 3:
                 srv.generation = 1
@@ -422,6 +425,34 @@ def test_csv_byte_range_splits_over_http(sluice, fault_server, tmp_path):
     assert want.returncode != 0 and got.returncode != 0
     local_msg = want.stderr.decode().split("bad.csv: ", 1)[1]
     assert local_msg.startswith("line ") and local_msg in got.stderr.decode(), (want.stderr, got.stderr)
+
+
+def test_open_is_one_ranged_get(sluice, fault_server, tmp_path):
+    """Opening a remote object is one GET of its first 64 KiB (the size from
+    Content-Range, the bytes kept for format detection), not a HEAD and then
+    a GET; a server that ignores Range is asked by HEAD and streamed, and an
+    empty object reads as empty either way."""
+    srv, url = fault_server["server"], fault_server["url"]
+    alltypes = fault_server["www"] / "alltypes_plain.avro"
+    if not alltypes.exists():
+        pytest.skip("corpora not found")
+    want = sluice.run_raw("schema", str(alltypes), timeout=60)
+    assert want.returncode == 0, want.stderr.decode()
+    srv.log.clear()
+    got = sluice.run_raw("schema", f"{url}/ok/alltypes_plain.avro", timeout=60)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout == want.stdout
+    assert srv.log == [("GET", "bytes=0-65535")], srv.log
+    srv.log.clear()
+    got = sluice.run_raw("schema", f"{url}/norange/alltypes_plain.avro", timeout=60)
+    assert got.returncode == 0 and got.stdout == want.stdout, got.stderr.decode()
+    assert [m for m, _ in srv.log][:2] == ["GET", "HEAD"], srv.log
+    (fault_server["www"] / "empty.lenprefix").write_bytes(b"")
+    for mode in ("ok", "norange"):
+        proc = sluice.run_raw("stats", "-f", "lenprefix", f"{url}/{mode}/empty.lenprefix", "--json",
+                              timeout=60)
+        assert proc.returncode == 0, (mode, proc.stderr.decode())
+        assert json.loads(proc.stdout)[0]["count"] == 0, (mode, proc.stdout)
 
 
 def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path):
