@@ -151,6 +151,20 @@ def test_w3_like_many_tiny_messages_batches(sluice, tmp_path):
     assert sum(b.num_rows for b in batches) == len(msgs)
 
 
+def test_batches_outgrowing_the_last_one(sluice, tmp_path):
+    """A batch's data buffer is sized from the previous batch: messages that
+    grow from batch to batch (and shrink again) still arrive whole and in
+    order, from a file and through a pipe."""
+    rng = random.Random(5)
+    msgs = [rng.randbytes(rng.randrange(0, 4 + i // 2000)) for i in range(400_000)]
+    msgs += [rng.randbytes(rng.randrange(0, 8)) for _ in range(100_000)]
+    data = encode("u8", msgs)
+    path = tmp_path / "growing.bin"
+    path.write_bytes(data)
+    assert read_messages(sluice, path, "u8", tmp_path) == msgs
+    assert read_pipe(sluice, data, "u8", tmp_path) == msgs
+
+
 def test_large_message_own_batch(sluice, tmp_path):
     msgs = [b"x", bytes(range(256)) * (40 * 1024), b"", b"tail"]  # a 10 MiB message
     path = tmp_path / "big.lenprefix"

@@ -263,17 +263,24 @@ static int64_t lp_read_run(struct lp_reader* r, struct sl_builder* column, int64
   // Every message takes at least one byte of the chunk and gives at most
   // the chunk's bytes.
   int64_t most = max_rows < avail ? max_rows : avail;
+  // Room for the whole chunk, unless the batch has room already (sized
+  // from the previous batch by lp_split_next): then the run ends where that
+  // room does, instead of doubling the buffer (a copy of the batch) for the
+  // chunk's bytes beyond the batch's last row.
+  int64_t room = column->extra.capacity - column->extra.size;
   if (sl_builder_reserve(column, most) != 0 ||
-      sl_builder_reserve_bytes(column, avail + LP_SHORT_COPY) != 0) {
+      (room < 2 * LP_SHORT_COPY &&
+       sl_builder_reserve_bytes(column, avail + LP_SHORT_COPY) != 0)) {
     return 0;  // lp_read_message reserves one at a time and reports
   }
   uint8_t* data = column->extra.data;
   int64_t size = column->extra.size, pos = 0, n = 0;
+  int64_t limit = column->extra.capacity - LP_SHORT_COPY;  // a short copy's 64 bytes fit
   int32_t* ends = (int32_t*)column->values.data + column->length + 1;
   while (n < most && size < LP_BATCH_BYTES) {
     uint64_t length;
     int w = lp_prefix_at(&r->prefix, p + pos, avail - pos, &length);
-    if (w == 0 || length > (uint64_t)(avail - pos - w)) break;
+    if (w == 0 || length > (uint64_t)(avail - pos - w) || length > (uint64_t)(limit - size)) break;
     const uint8_t* src = p + pos + w;
     if (length <= LP_SHORT_COPY && avail - pos - w >= LP_SHORT_COPY) {
       memcpy(data + size, src, LP_SHORT_COPY);
@@ -367,6 +374,14 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
   struct sl_builder* column = sl_builder_child(&r->batch, 0);
   int64_t rows = 0;
   int rc = 0;
+  // Batches after the first: room for the last one's bytes and an eighth
+  // more, so that a batch rarely outgrows its buffer (W3: 11 batches, each
+  // used to end with a doubling copy of its data).
+  int64_t hint = column->hint_bytes;
+  if (column->extra.capacity == 0 && hint > 0 && hint < LP_BATCH_BYTES &&
+      sl_builder_reserve_bytes(column, hint + hint / 8 + 2 * LP_SHORT_COPY) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  }
   while (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) {
     rows += lp_read_run(r, column, r->batch_rows - rows);
     if (rows == r->batch_rows || column->extra.size >= LP_BATCH_BYTES) break;
