@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "../core/sl_alloc.h"
+#include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
 #include "../core/sl_value_text.h"
 
@@ -27,6 +28,9 @@
 /// otherwise be four round trips.
 #define HTTP_EDGE_CACHE ((int64_t)64 << 10)
 #define HTTP_MAX_PARALLEL 16
+/// Read buffers kept for reuse per object (sl_block_pool.h): a CSV read
+/// holds a few 32 MiB split ranges at a time, a readahead its parts.
+#define HTTP_POOL_BYTES ((int64_t)128 << 20)
 /// libcurl's receive buffer (its default is 16 KiB; 7.88 allows up to 10 MiB).
 #define SL_HTTP_RECV_BUFFER (512L << 10)
 /// Easy handles kept for reuse (each keeps its live connections).
@@ -64,6 +68,7 @@ struct sl_http_source {
   int has_signer;
   char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
   int ranges;      ///< the server honours Range requests
+  struct sl_block_pool* blocks;  ///< where read buffers come from and return to
 
   pthread_mutex_t pool_lock;
   CURL* pool[HTTP_POOL_MAX];
@@ -455,15 +460,16 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
 
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
 /// resumed from the last byte received); `part` (or NULL) follows the bytes
-/// as they arrive.
+/// as they arrive. `recycled`: buf came from the block pool used.
 static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, uint8_t* buf,
-                      struct http_part* part, struct sluice_error* error) {
+                      int recycled, struct http_part* part, struct sluice_error* error) {
   struct xfer x;
   memset(&x, 0, sizeof x);
   x.s = s;
   x.buf = buf;
   x.need = length;
   x.part = part;
+  x.faulted = recycled ? length : 0;  // a recycled buffer's pages are mapped
   char errbuf[CURL_ERROR_SIZE];
   char what[96];
   unsigned seed = make_seed(buf, offset);
@@ -592,15 +598,12 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
 
 /* ---- Ranged reads ------------------------------------------------------------ */
 
-/// A fresh buffer of `size` bytes owned by a new ref.
+/// A buffer of `size` bytes owned by a new ref, from the source's block pool
+/// (*recycled = 1: used before, its pages mapped).
 static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, struct sl_ref** ref,
-                     struct sluice_error* error) {
-  size_t n = size > 0 ? (size_t)size : 1;
-  *data = sl_alloc_buffer(s->base.alloc, n);  // its pages: fault_ahead
-  *ref = *data != NULL ? sl_ref_wrap_buffer(s->base.alloc, *data, n) : NULL;
+                     int* recycled, struct sluice_error* error) {
+  *ref = sl_block_pool_get(s->blocks, size > 0 ? (size_t)size : 1, data, recycled);
   if (*ref == NULL) {
-    if (*data != NULL) sl_free_buffer(s->base.alloc, *data, n);
-    *data = NULL;
     return sl_error_set(error, ENOMEM, "%s: out of memory for a %" PRId64 "-byte read buffer",
                         s->base.name, size);
   }
@@ -619,7 +622,8 @@ static int http_open_by_get(struct sl_http_source* s, int* settled, struct sluic
   *settled = 0;
   uint8_t* data = NULL;
   struct sl_ref* ref = NULL;
-  SL_RETURN_NOT_OK(new_block(s, HTTP_EDGE_CACHE, &data, &ref, error));
+  int recycled;
+  SL_RETURN_NOT_OK(new_block(s, HTTP_EDGE_CACHE, &data, &ref, &recycled, error));
   struct xfer x;
   memset(&x, 0, sizeof x);
   x.s = s;
@@ -670,8 +674,9 @@ static int edge_read(struct sl_http_source* s, int which, int64_t edge, int64_t 
   if (e->ref == NULL) {
     uint8_t* data = NULL;
     struct sl_ref* ref = NULL;
-    rc = new_block(s, edge, &data, &ref, error);
-    if (rc == 0) rc = http_fetch(s, edge_at, edge, data, NULL, error);
+    int recycled = 0;
+    rc = new_block(s, edge, &data, &ref, &recycled, error);
+    if (rc == 0) rc = http_fetch(s, edge_at, edge, data, recycled, NULL, error);
     if (rc == 0) {
       e->data = data;
       e->ref = ref;
@@ -709,8 +714,9 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
   if (which >= 0) return edge_read(s, which, edge, offset, length, out, error);
   uint8_t* data;
   struct sl_ref* ref;
-  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
-  int rc = http_fetch(s, offset, length, data, NULL, error);
+  int recycled;
+  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, &recycled, error));
+  int rc = http_fetch(s, offset, length, data, recycled, NULL, error);
   if (rc != 0) {
     sl_ref_release(ref);
     return rc;
@@ -759,10 +765,11 @@ static void* ranged_worker(void* arg) {
     memset(&err, 0, sizeof err);
     uint8_t* data = NULL;
     struct sl_ref* ref = NULL;
-    int rc = new_block(s, len, &data, &ref, &err);
+    int recycled = 0;
+    int rc = new_block(s, len, &data, &ref, &recycled, &err);
     start_part(slot, k, data, ref, len);
     pthread_mutex_unlock(&s->lock);
-    if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, slot, &err);
+    if (rc == 0) rc = http_fetch(s, k * s->part_size, len, data, recycled, slot, &err);
     pthread_mutex_lock(&s->lock);
     if (rc != 0) {
       sl_ref_release(slot->ref);  // views handed out keep their own references
@@ -798,11 +805,12 @@ static int stream_sink(struct xfer* x, const uint8_t* data, int64_t n) {
       uint8_t* block;
       struct sl_ref* ref;
       struct sluice_error err;
-      if (new_block(s, s->part_size, &block, &ref, &err) != 0) return ENOMEM;
+      int recycled;
+      if (new_block(s, s->part_size, &block, &ref, &recycled, &err) != 0) return ENOMEM;
       pthread_mutex_lock(&s->lock);
       start_part(slot, k, block, ref, s->part_size);  // stream_worker trims the last one
       pthread_mutex_unlock(&s->lock);
-      x->faulted = 0;
+      x->faulted = recycled ? s->part_size : 0;
     }
     int64_t room = s->part_size - within;
     int64_t take = n < room ? n : room;
@@ -1002,7 +1010,8 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   pthread_mutex_unlock(&s->lock);
   uint8_t* data;
   struct sl_ref* ref;
-  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, error));
+  int recycled;
+  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, &recycled, error));
   int64_t copied = 0;
   pthread_mutex_lock(&s->lock);
   int64_t at = s->pos;
@@ -1065,6 +1074,7 @@ static void http_destroy(struct sl_http_source* s) {
   }
   for (int i = 0; i < s->n_pool; ++i) curl_easy_cleanup(s->pool[i]);
   for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
+  sl_block_pool_close(s->blocks);  // blocks still viewed go when their views do
   pthread_mutex_destroy(&s->edge_lock);
   pthread_mutex_destroy(&s->pool_lock);
   pthread_mutex_destroy(&s->lock);
@@ -1163,10 +1173,11 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   if (s->depth > HTTP_MAX_PARALLEL) s->depth = HTTP_MAX_PARALLEL;
   if (s->depth < 2) s->depth = 2;  // the part being read and one ahead
   s->stream_end = -1;
+  s->blocks = sl_block_pool_create(alloc, HTTP_POOL_BYTES);
   s->base.name = sl_strdup(alloc, name);
   s->url = sl_strdup(alloc, config->url);
   if (config->remote.ca_bundle != NULL) s->ca_bundle = sl_strdup(alloc, config->remote.ca_bundle);
-  if (s->base.name == NULL || s->url == NULL ||
+  if (s->blocks == NULL || s->base.name == NULL || s->url == NULL ||
       (config->remote.ca_bundle != NULL && s->ca_bundle == NULL)) {
     http_destroy(s);
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);

@@ -11,6 +11,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_block_pool.h"
 #include "core/sl_builder.h"
 #include "core/sl_error.h"
 #include "core/sl_ref.h"
@@ -496,6 +497,63 @@ static void test_array_init_failure(void** state) {
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
 }
 
+/* ---- block pool ------------------------------------------------------------------- */
+
+static void test_block_pool_recycles(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sl_block_pool* pool = sl_block_pool_create(&ta.base, 3000);
+  assert_non_null(pool);
+  uint8_t *a, *b, *c;
+  int recycled;
+  struct sl_ref* ra = sl_block_pool_get(pool, 1000, &a, &recycled);
+  assert_non_null(ra);
+  assert_int_equal(recycled, 0);
+  memset(a, 7, 1000);
+  struct sl_ref* rb = sl_block_pool_get(pool, 1000, &b, &recycled);
+  assert_ptr_not_equal(a, b);
+  // A view's reference keeps the block out of the pool.
+  sl_ref_retain(ra);
+  sl_ref_release(ra);
+  struct sl_ref* rc = sl_block_pool_get(pool, 1000, &c, &recycled);
+  assert_int_equal(recycled, 0);
+  assert_ptr_not_equal(c, a);
+  sl_ref_release(rc);  // back to the pool
+  sl_ref_release(ra);
+  // Reused: the same memory, its bytes as left; only blocks between the size
+  // and twice it are reused.
+  uint8_t* freed_c = c;
+  struct sl_ref* r2 = sl_block_pool_get(pool, 900, &c, &recycled);
+  assert_int_equal(recycled, 1);
+  assert_true(c == a || c == freed_c);
+  if (c == a) assert_int_equal(c[999], 7);
+  struct sl_ref* r3 = sl_block_pool_get(pool, 400, &b, &recycled);
+  assert_int_equal(recycled, 0);  // the free 1000-byte block is more than twice 400
+  sl_ref_release(r3);
+  struct sl_ref* r4 = sl_block_pool_get(pool, 2000, &b, &recycled);
+  assert_int_equal(recycled, 0);  // too small
+  // Over max_bytes (3000) of free blocks, released ones are freed.
+  sl_ref_release(r4);
+  sl_ref_release(r2);
+  sl_ref_release(rb);
+  // Closing with a block out: the pool stays until that block goes.
+  struct sl_ref* r5 = sl_block_pool_get(pool, 1000, &a, &recycled);
+  assert_int_equal(recycled, 1);
+  sl_block_pool_close(pool);
+  a[999] = 1;
+  sl_ref_release(r5);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  // Out of memory: NULL, nothing leaked.
+  pool = sl_block_pool_create(&ta.base, 1 << 20);
+  assert_non_null(pool);
+  atomic_store(&ta.fail_at, atomic_load(&ta.allocations) + 2);  // the block's memory
+  assert_null(sl_block_pool_get(pool, 100, &a, &recycled));
+  assert_null(a);
+  sl_block_pool_close(pool);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -509,6 +567,7 @@ int main(void) {
       cmocka_unit_test(test_schema_copy_foreign),
       cmocka_unit_test(test_array_project_and_views),
       cmocka_unit_test(test_array_init_failure),
+      cmocka_unit_test(test_block_pool_recycles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
