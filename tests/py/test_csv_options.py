@@ -292,3 +292,27 @@ def test_writer_null_spelling_with_reader_null_values(sluice, tmp_path):
                              null_values=["\\N"], strings_can_be_null=True,
                              quoted_strings_can_be_null=False))
     assert peer.to_pylist() == table.to_pylist()
+
+
+# ---- empty files ----------------------------------------------------------------------
+
+def test_empty_file_takes_the_given_schema(sluice, tmp_path):
+    """An empty file (no header, no rows) read with schema= has the schema's
+    columns and no rows, so it can sit in a glob next to files with data
+    (without a schema it has no columns, and the glob is an error naming it)."""
+    (tmp_path / "a.csv").write_bytes(b"")
+    empty = sluice_read(sluice, tmp_path / "a.csv", "schema=id:int64|name:string")
+    assert empty.schema == pa.schema([("id", pa.int64()), ("name", pa.string())])
+    assert empty.num_rows == 0
+    rows = "id,name\n" + "".join(f"{i},n{i}\n" for i in range(1000))
+    (tmp_path / "b.csv").write_text(rows)
+    want = pcsv.read_csv(tmp_path / "b.csv",
+                         convert_options=pcsv.ConvertOptions(column_types={"id": pa.int64(),
+                                                                            "name": pa.string()}))
+    out = tmp_path / "glob.arrows"
+    sluice.run("convert", str(tmp_path / "*.csv"), out, "-t", "arrows", "-q",
+               "-O", "schema=id:int64|name:string")
+    got = ipc.open_stream(out.read_bytes()).read_all()
+    assert got.equals(want)
+    proc = sluice.run_raw("convert", str(tmp_path / "*.csv"), str(out), "-t", "arrows", "-q")
+    assert proc.returncode != 0 and b"a.csv" in proc.stderr

@@ -224,9 +224,21 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     return tok_error(a, st, err_pos, error);
   }
   l->data_start = start;
-  if (a->rows.n_rows == 0) {  // no rows at all: no columns
+  if (a->rows.n_rows == 0) {  // no rows at all: the given schema's columns, or none
     l->header = o->header != 0;
     l->data_start = a->size;
+    if (o->n_schema == 0) return 0;
+    l->n_cols = o->n_schema;
+    l->names = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->names);
+    l->formats = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->formats);
+    if (l->names == NULL || l->formats == NULL)
+      return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    for (int64_t c = 0; c < l->n_cols; ++c) {
+      l->names[c] = sl_strdup(a->alloc, o->schema[c].name);
+      l->formats[c] = sl_strdup(a->alloc, o->schema[c].format);
+      if (l->names[c] == NULL || l->formats[c] == NULL)
+        return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    }
     return 0;
   }
   int64_t n0 = a->rows.row_first[1];
