@@ -1,6 +1,9 @@
 // HTTP(S) sources through libcurl.
 //
-// Opening sends a HEAD request for the size, the ETag and Accept-Ranges.
+// Opening sends one ranged GET of the first 64 KiB: the 206's Content-Range
+// gives the size, its ETag the version, and the bytes serve later reads
+// there. A server that ignores Range (or answers oddly) is then asked by
+// HEAD for the size, the ETag and Accept-Ranges.
 // - Ranged reads (read_at, for formats with footers) are ranged GETs with
 //   If-Match on the first ETag, so an object replaced mid-read is an error,
 //   never a mix of two versions.
@@ -11,6 +14,8 @@
 //   boundary copies, and only those n bytes.
 // - Servers that do not announce "Accept-Ranges: bytes" are read as one
 //   forward stream (read_at is then unavailable), cut into the same parts.
+// - Read buffers come from a per-object pool (core/sl_block_pool.h) and
+//   return to it when their last view goes.
 // - Transfers are retried with exponential backoff and jitter on 5xx, 429,
 //   timeouts and connection resets, resuming from the last byte received.
 // - TLS is verified by default (sl_remote_options: insecure, CA bundle).
