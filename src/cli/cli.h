@@ -96,6 +96,17 @@ int cli_reader_known(const char* name);
 int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options* options,
                         struct ArrowArrayStream* out, struct sluice_error* error);
 
+/// cli_open, then cli_progress_stream over the dataset: what cat and convert
+/// read. Prints the error and returns CLI_ERROR (nothing left open) on failure.
+int cli_open_stream(const struct cli_options* options, const char* location,
+                    struct sluice_dataset** dataset, struct ArrowArrayStream* stream);
+
+/// Ends a read from cli_open_stream whose consumer returned `status`: the
+/// skipped-rows warning when it succeeded, then the stream and the dataset
+/// released. Returns `status`.
+int cli_close_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
+                     const struct cli_options* options, int status);
+
 /// A short human spelling of a field's type: "int64", "list<string>",
 /// "struct<a: int32, b: string>", "dictionary<string, int32>".
 /// Writes at most `cap` bytes (truncated with "…").

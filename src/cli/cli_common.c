@@ -301,3 +301,27 @@ void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap) {
   out[0] = '\0';
   type_name_rec(schema, &o, 0);
 }
+
+int cli_open_stream(const struct cli_options* options, const char* location,
+                    struct sluice_dataset** dataset, struct ArrowArrayStream* stream) {
+  memset(stream, 0, sizeof *stream);
+  int status = cli_open(options, location, dataset);
+  if (status != CLI_OK) return status;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  if (cli_progress_stream(*dataset, options, stream, &error) != 0) {
+    cli_error("%s", error.message);
+    sluice_dataset_close(*dataset);
+    *dataset = NULL;
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
+int cli_close_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
+                     const struct cli_options* options, int status) {
+  if (status == CLI_OK) cli_report_skipped(dataset, options);
+  stream->release(stream);
+  sluice_dataset_close(dataset);
+  return status;
+}

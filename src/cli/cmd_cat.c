@@ -77,24 +77,13 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
 
 int cli_cmd_cat(const struct cli_options* options) {
   struct sluice_dataset* dataset = NULL;
-  int status = cli_open(options, options->positional[0], &dataset);
-  if (status != CLI_OK) return status;
   struct ArrowArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  struct sluice_error error;
-  memset(&error, 0, sizeof error);
-  if (cli_progress_stream(dataset, options, &stream, &error) != 0) {
-    cli_error("%s", error.message);
-    sluice_dataset_close(dataset);
-    return CLI_ERROR;
-  }
+  int status = cli_open_stream(options, options->positional[0], &dataset, &stream);
+  if (status != CLI_OK) return status;
   if (wants_table(options)) {
     status = cat_table(&stream, options);
   } else {
     status = cli_write_stream(&stream, options->output != NULL ? options->output : "-", options);
   }
-  if (status == CLI_OK) cli_report_skipped(dataset, options);
-  stream.release(&stream);
-  sluice_dataset_close(dataset);
-  return status;
+  return cli_close_stream(dataset, &stream, options, status);
 }

@@ -20,20 +20,9 @@ int cli_cmd_convert(const struct cli_options* options) {
     return CLI_USAGE;
   }
   struct sluice_dataset* dataset = NULL;
-  int status = cli_open(options, options->positional[0], &dataset);
-  if (status != CLI_OK) return status;
   struct ArrowArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  struct sluice_error error;
-  memset(&error, 0, sizeof error);
-  if (cli_progress_stream(dataset, options, &stream, &error) != 0) {
-    cli_error("%s", error.message);
-    sluice_dataset_close(dataset);
-    return CLI_ERROR;
-  }
+  int status = cli_open_stream(options, options->positional[0], &dataset, &stream);
+  if (status != CLI_OK) return status;
   status = cli_write_stream(&stream, destination, options);
-  if (status == CLI_OK) cli_report_skipped(dataset, options);
-  stream.release(&stream);
-  sluice_dataset_close(dataset);
-  return status;
+  return cli_close_stream(dataset, &stream, options, status);
 }
