@@ -339,6 +339,10 @@ struct sluice_column_stats {
   int has_min_max;     ///< 0 when the type has no order or all values are null
   char* min;
   char* max;
+  /// Bytes of min / max before their terminating NUL: a string value may
+  /// hold U+0000, which a C string would cut short.
+  int64_t min_len;
+  int64_t max_len;
   /// min / max are the actual extremes (always 1 when computed; stored
   /// statistics may hold truncated or widened bounds).
   int min_exact;

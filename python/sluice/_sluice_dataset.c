@@ -216,11 +216,13 @@ static PyObject* dataset_stats(DatasetObject* self, PyObject* Py_UNUSED(ignored)
   PyObject* list = PyList_New((Py_ssize_t)n);
   for (int64_t i = 0; list != NULL && i < n; ++i) {
     const struct sluice_column_stats* s = &stats[i];
+    // min / max may hold U+0000: built from their lengths, not as C strings.
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:L,s:L,s:z,s:z}", "name", s->name != NULL ? s->name : "", "type",
+        "{s:s,s:s,s:L,s:L,s:z#,s:z#}", "name", s->name != NULL ? s->name : "", "type",
         s->type != NULL ? s->type : "", "count", (long long)s->count, "null_count",
-        (long long)s->null_count, "min", s->has_min_max ? s->min : NULL, "max",
-        s->has_min_max ? s->max : NULL);
+        (long long)s->null_count, "min", s->has_min_max ? s->min : NULL,
+        (Py_ssize_t)(s->has_min_max ? s->min_len : 0), "max", s->has_min_max ? s->max : NULL,
+        (Py_ssize_t)(s->has_min_max ? s->max_len : 0));
     if (item == NULL) {
       Py_CLEAR(list);
       break;

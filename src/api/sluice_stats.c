@@ -317,9 +317,10 @@ static int stats_from_metadata(struct sluice_dataset* dataset, const struct stat
     int usable = x->count >= 0 && x->null_count >= 0 && x->null_count <= x->count &&
                  (all_null || !ordered || (x->has_min_max && x->min_exact && x->max_exact));
     if (!usable || all_null || !ordered) {  // drop bounds a scan would not give
-      if (x->min != NULL) sl_free(NULL, x->min, strlen(x->min) + 1);
-      if (x->max != NULL) sl_free(NULL, x->max, strlen(x->max) + 1);
+      if (x->min != NULL) sl_free(NULL, x->min, (size_t)x->min_len + 1);
+      if (x->max != NULL) sl_free(NULL, x->max, (size_t)x->max_len + 1);
       x->min = x->max = NULL;
+      x->min_len = x->max_len = 0;
       x->has_min_max = x->min_exact = x->max_exact = 0;
     }
     x->from_metadata = usable;
@@ -337,10 +338,12 @@ static int stats_from_metadata(struct sluice_dataset* dataset, const struct stat
 SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n) {
   if (stats == NULL) return;
   for (int64_t c = 0; c < n; ++c) {
-    char* strings[] = {stats[c].name, stats[c].type, stats[c].min, stats[c].max};
-    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; ++k) {
-      if (strings[k] != NULL) sl_free(NULL, strings[k], strlen(strings[k]) + 1);
+    char* names[] = {stats[c].name, stats[c].type};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+      if (names[k] != NULL) sl_free(NULL, names[k], strlen(names[k]) + 1);
     }
+    if (stats[c].min != NULL) sl_free(NULL, stats[c].min, (size_t)stats[c].min_len + 1);
+    if (stats[c].max != NULL) sl_free(NULL, stats[c].max, (size_t)stats[c].max_len + 1);
   }
   sl_free(NULL, stats, (size_t)n * sizeof *stats);
 }
@@ -428,6 +431,8 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
       r->has_min_max = from->has_min_max;
       r->min = from->min;
       r->max = from->max;
+      r->min_len = from->min_len;
+      r->max_len = from->max_len;
       from->min = from->max = NULL;
       r->min_exact = r->max_exact = r->has_min_max;
       r->from_metadata = 1;
@@ -441,8 +446,10 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
     r->has_min_max = col->has_min_max;
     r->min_exact = r->max_exact = col->has_min_max;
     if (col->has_min_max) {
-      r->min = stats_strdup(sl_text_cstr(&col->min_text));
-      r->max = stats_strdup(sl_text_cstr(&col->max_text));
+      r->min = sl_strndup(NULL, sl_text_cstr(&col->min_text), col->min_text.len);
+      r->max = sl_strndup(NULL, sl_text_cstr(&col->max_text), col->max_text.len);
+      r->min_len = (int64_t)col->min_text.len;
+      r->max_len = (int64_t)col->max_text.len;
     }
     if (r->name == NULL || r->type == NULL || (col->has_min_max && (!r->min || !r->max))) {
       rc = sl_error_set(error, ENOMEM, "stats: out of memory");

@@ -14,12 +14,13 @@
 
 /// Renders row `i` of `column` into a new string (default allocator).
 static int stored_render(const struct sl_text_field* field, const struct ArrowArray* column,
-                         int64_t i, char** out, struct sluice_error* error) {
+                         int64_t i, char** out, int64_t* len, struct sluice_error* error) {
   struct sl_text text;
   sl_text_init(&text, NULL);
   int rc = sl_value_render(field, column, i, SL_TEXT_PLAIN, &text, error);
   if (rc == 0) {
-    *out = sl_strdup(NULL, sl_text_cstr(&text));
+    *out = sl_strndup(NULL, sl_text_cstr(&text), text.len);
+    *len = (int64_t)text.len;
     if (*out == NULL) rc = sl_error_set(error, ENOMEM, "stored statistics: out of memory");
   }
   sl_text_reset(&text);
@@ -35,29 +36,32 @@ struct stored_merge {
   uint8_t* min_bytes;  ///< owned copies behind min.bytes / max.bytes
   uint8_t* max_bytes;
   size_t min_cap, max_cap;
-  char* min_text;
+  char* min_text;  ///< rendered; may hold NUL bytes (min_len, max_len)
   char* max_text;
+  int64_t min_len, max_len;
   int min_exact, max_exact;
 };
 
 static void merge_release(struct stored_merge* m, const struct sluice_allocator* alloc) {
   sl_free(alloc, m->min_bytes, m->min_cap);
   sl_free(alloc, m->max_bytes, m->max_cap);
-  if (m->min_text) sl_free(NULL, m->min_text, strlen(m->min_text) + 1);
-  if (m->max_text) sl_free(NULL, m->max_text, strlen(m->max_text) + 1);
+  if (m->min_text) sl_free(NULL, m->min_text, (size_t)m->min_len + 1);
+  if (m->max_text) sl_free(NULL, m->max_text, (size_t)m->max_len + 1);
 }
 
 /// Replaces a bound (key and text) with row `at` of `bounds`.
 static int take_bound(const struct sl_text_field* field, const struct ArrowArray* bounds,
                       int64_t at, const struct sl_stats_key* key, struct sl_stats_key* dst,
-                      uint8_t** storage, size_t* cap, char** text,
+                      uint8_t** storage, size_t* cap, char** text, int64_t* text_len,
                       const struct sluice_allocator* alloc, struct sluice_error* error) {
   if (sl_stats_key_store(dst, key, storage, cap, alloc) != 0)
     return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
   char* fresh;
-  SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, error));
-  if (*text) sl_free(NULL, *text, strlen(*text) + 1);
+  int64_t fresh_len;
+  SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, &fresh_len, error));
+  if (*text) sl_free(NULL, *text, (size_t)*text_len + 1);
   *text = fresh;
+  *text_len = fresh_len;
   return 0;
 }
 
@@ -90,7 +94,7 @@ static int merge_object(struct stored_merge* m, const struct sl_text_field* fiel
   int c = first ? -1 : sl_stats_key_compare(&lo, &m->min);
   if (c < 0) {
     SL_RETURN_NOT_OK(take_bound(field, bounds, at, &lo, &m->min, &m->min_bytes, &m->min_cap,
-                                &m->min_text, alloc, error));
+                                &m->min_text, &m->min_len, alloc, error));
     m->min_exact = s->min_exact != 0;
   } else if (c == 0 && s->min_exact) {
     m->min_exact = 1;
@@ -98,7 +102,7 @@ static int merge_object(struct stored_merge* m, const struct sl_text_field* fiel
   c = first ? 1 : sl_stats_key_compare(&hi, &m->max);
   if (c > 0) {
     SL_RETURN_NOT_OK(take_bound(field, bounds, at + 1, &hi, &m->max, &m->max_bytes, &m->max_cap,
-                                &m->max_text, alloc, error));
+                                &m->max_text, &m->max_len, alloc, error));
     m->max_exact = s->max_exact != 0;
   } else if (c == 0 && s->max_exact) {
     m->max_exact = 1;
@@ -166,6 +170,8 @@ int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* 
       r->has_min_max = 1;
       r->min = m->min_text;
       r->max = m->max_text;
+      r->min_len = m->min_len;
+      r->max_len = m->max_len;
       m->min_text = m->max_text = NULL;  // now the result's
       r->min_exact = m->min_exact;
       r->max_exact = m->max_exact;

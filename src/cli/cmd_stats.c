@@ -41,10 +41,11 @@ static int print_json(const struct sluice_column_stats* stats, int64_t n,
     if (rc == 0) rc = sl_text_append_str(&out, numbers);
     const char* names[2] = {",\"min\":", ",\"max\":"};
     const char* values[2] = {s->min, s->max};
+    const int64_t lens[2] = {s->min_len, s->max_len};
     for (int k = 0; k < 2 && rc == 0; ++k) {
       rc = sl_text_append_str(&out, names[k]);
       if (rc == 0) {
-        rc = s->has_min_max ? sl_text_append_json_string(&out, values[k], strlen(values[k]))
+        rc = s->has_min_max ? sl_text_append_json_string(&out, values[k], (size_t)lens[k])
                             : sl_text_append_str(&out, "null");
       }
     }
@@ -71,13 +72,13 @@ static int print_json(const struct sluice_column_stats* stats, int64_t n,
 }
 
 /// min/max made safe for one line: control characters escaped.
-static const char* one_line(const char* s, char* buf, size_t cap) {
+static const char* one_line(const char* s, int64_t len, char* buf, size_t cap) {
   size_t n = 0;
-  for (; *s != '\0' && n + 3 < cap; ++s) {
+  for (const char* end = s + len; s < end && n + 3 < cap; ++s) {
     unsigned char c = (unsigned char)*s;
     if (c < 0x20 || c == 0x7f) {
       buf[n++] = '\\';
-      buf[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '?';
+      buf[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : c == 0 ? '0' : '?';
     } else {
       buf[n++] = (char)c;
     }
@@ -99,7 +100,7 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
     w_name = width_of(stats[i].name, w_name);
     w_type = width_of(type_of(schema, &stats[i], i, type, sizeof type), w_type);
     if (stats[i].has_min_max) {
-      w_min = width_of(one_line(stats[i].min, cell, sizeof cell), w_min - !stats[i].min_exact) +
+      w_min = width_of(one_line(stats[i].min, stats[i].min_len, cell, sizeof cell), w_min - !stats[i].min_exact) +
               !stats[i].min_exact;
     }
   }
@@ -111,9 +112,9 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
     // ~ marks a bound that is not the actual extreme (truncated or widened).
     char min_cell[520], max_cell[520];
     snprintf(min_cell, sizeof min_cell, "%s%s", s->has_min_max && !s->min_exact ? "~" : "",
-             s->has_min_max ? one_line(s->min, cell, sizeof cell) : "");
+             s->has_min_max ? one_line(s->min, s->min_len, cell, sizeof cell) : "");
     snprintf(max_cell, sizeof max_cell, "%s%s", s->has_min_max && !s->max_exact ? "~" : "",
-             s->has_min_max ? one_line(s->max, cell2, sizeof cell2) : "");
+             s->has_min_max ? one_line(s->max, s->max_len, cell2, sizeof cell2) : "");
     printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s%s\n", w_name, s->name, w_type,
            type_of(schema, s, i, type, sizeof type),
            (long long)s->count, (long long)s->null_count, w_min, min_cell, max_cell,

@@ -184,3 +184,27 @@ def test_remote_csv_split_ranges(tmp_path):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_stats_match_pyarrow(tmp_path):
+    """sluice.stats: count, null_count, min and max per column equal pyarrow's
+    figures, from a scan (CSV) and from a Parquet footer; a string holding
+    U+0000 keeps its whole value."""
+    import pyarrow.compute as pc
+    t = pa.table({"i": pa.array([None if k % 9 == 0 else k * 7 % 1000 - 300 for k in range(5000)],
+                                pa.int64()),
+                  "s": pa.array(["a\x00%d" % (k % 31) for k in range(5000)]),
+                  "d": pa.array([k / 8 for k in range(5000)])})
+    pq.write_table(t, tmp_path / "t.parquet", row_group_size=900)
+    pacsv.write_csv(t.select(["i", "d"]), str(tmp_path / "t.csv"))
+    for path, table in ((tmp_path / "t.parquet", t), (tmp_path / "t.csv", t.select(["i", "d"]))):
+        got = sluice.stats(path)
+        assert [c["name"] for c in got] == table.column_names
+        for c in got:
+            column = table.column(c["name"])
+            mm = pc.min_max(column).as_py()
+            assert (c["count"], c["null_count"]) == (len(column), column.null_count), c
+            if pa.types.is_string(column.type):
+                assert (c["min"], c["max"]) == (mm["min"], mm["max"]), c
+            else:
+                assert (float(c["min"]), float(c["max"])) == (mm["min"], mm["max"]), c

@@ -178,6 +178,21 @@ def test_stats_from_metadata_equal_computed(parquet_cli, tmp_path):
             assert _same_value(c["min"], mm["min"]) and _same_value(c["max"], mm["max"]), c
 
 
+def test_stats_of_strings_holding_nul(parquet_cli, tmp_path):
+    """Strings holding U+0000 keep their whole value as min and max (a C
+    string would end at the NUL), from the footer and from a scan alike, in
+    JSON and in the table view."""
+    path = tmp_path / "nul.parquet"
+    table = pa.table({"s": ["a\x00z", "a\x00c", "a\x00c\x00", "b\x00"]})
+    pq.write_table(table, path)
+    mm = pc.min_max(table.column("s")).as_py()
+    for extra in ([], ["--limit", "4"]):
+        got = json.loads(_ok(parquet_cli, "stats", path, "--json", *extra))[0]
+        assert (got["min"], got["max"]) == (mm["min"], mm["max"]), (extra, got)
+    text = _ok(parquet_cli, "stats", path).decode()
+    assert "a\\0c" in text and "b\\0" in text, text
+
+
 def test_stats_nested_column_is_scanned(parquet_cli, tmp_path):
     """A list column has no usable footer statistics: it alone is scanned, and
     its figures match pyarrow's; the flat column still comes from the footer."""
