@@ -168,7 +168,7 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
     lines[n_lines++] = line;
   }
   for (size_t i = 0; i < n_lines; ++i) {
-    struct curl_slist* more = curl_slist_append(*headers, lines[i]);
+    struct curl_slist* more = g->curl.slist_append(*headers, lines[i]);
     if (more == NULL) return sl_error_set(error, ENOMEM, "out of memory signing a request");
     *headers = more;
   }
@@ -187,6 +187,7 @@ void s3_signer_destroy(void* ctx) {
   const struct sluice_allocator* alloc = g->alloc;
   // The secret does not outlive the source in freed memory.
   memset(&g->settings, 0, sizeof g->settings);
+  sl_curl_close(&g->curl);
   sl_free(alloc, g, sizeof *g);
 }
 
@@ -215,6 +216,11 @@ int s3_prepare(const char* location, const struct sluice_allocator* alloc,
   struct s3_signer* g = sl_calloc(alloc, 1, sizeof *g);
   if (g == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
   g->alloc = alloc;
+  int loaded = sl_curl_open(&g->curl, location, error);
+  if (loaded != 0) {
+    sl_free(alloc, g, sizeof *g);
+    return loaded;
+  }
   resolve_settings(&g->settings);
   int custom = g->settings.endpoint[0] != '\0';
   if (!custom) {
@@ -283,22 +289,22 @@ void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
   }
 }
 
-void s3_curl_reset(CURL* h, const char* url, const struct sl_remote_options* remote,
-                   char* errbuf) {
+void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
+                   const struct sl_remote_options* remote, char* errbuf) {
   errbuf[0] = '\0';
-  curl_easy_reset(h);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl->easy_reset(h);
+  curl->easy_setopt(h, CURLOPT_URL, url);
+  curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   if (remote == NULL) return;
   if (remote->tls_insecure) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (remote->ca_bundle != NULL) curl_easy_setopt(h, CURLOPT_CAINFO, remote->ca_bundle);
+  if (remote->ca_bundle != NULL) curl->easy_setopt(h, CURLOPT_CAINFO, remote->ca_bundle);
 }
 
 int sl_s3_source_open(const char* location, const struct sl_remote_options* remote,

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include "sluice.h"
+#include "sl_curl.h"
 #include "sl_source.h"
 
 #define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -23,6 +24,7 @@ struct s3_settings {
 /// One object's signing context: settings plus the request's host and path.
 struct s3_signer {
   const struct sluice_allocator* alloc;
+  struct sl_curl curl;  ///< libcurl for the object's requests (loaded by s3_prepare)
   struct s3_settings settings;
   char host[512];
   char path[4096];  ///< URI-encoded canonical path
@@ -45,8 +47,8 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
 /// shares (no signals, connect timeout, a stall under 1 byte/s for 60 s is a
 /// timeout, errors into `errbuf`) and the TLS settings of `remote` (NULL =
 /// verified against the system store).
-void s3_curl_reset(CURL* h, const char* url, const struct sl_remote_options* remote,
-                   char* errbuf);
+void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
+                   const struct sl_remote_options* remote, char* errbuf);
 
 /// Adds a hint about credentials to an HTTP 401/403 error.
 void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);

@@ -206,20 +206,20 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
     struct curl_slist* headers = NULL;
     int rc = s3_sign_request(l->g, "GET", l->query, S3_EMPTY_SHA256, &headers, error);
     if (rc != 0) {
-      curl_slist_free_all(headers);
+      l->g->curl.slist_free_all(headers);
       return sl_error_prefix(error, WHAT, WHAT_ARGS);
     }
     l->body_len = 0;
     l->body_too_large = 0;
     l->status = 0;
     if (l->body != NULL) l->body[0] = '\0';
-    s3_curl_reset(h, l->url, l->remote, errbuf);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, l);
-    if (headers != NULL) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    CURLcode c = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &l->status);
-    curl_slist_free_all(headers);
+    s3_curl_reset(&l->g->curl, h, l->url, l->remote, errbuf);
+    l->g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    l->g->curl.easy_setopt(h, CURLOPT_WRITEDATA, l);
+    if (headers != NULL) l->g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    CURLcode c = l->g->curl.easy_perform(h);
+    l->g->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &l->status);
+    l->g->curl.slist_free_all(headers);
     int retry = 0;
     if (c != CURLE_OK) {
       if (l->body_too_large) {
@@ -233,7 +233,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
               c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
               c == CURLE_PARTIAL_FILE || c == CURLE_COULDNT_RESOLVE_HOST;
       sl_error_set(error, EIO, WHAT ": %s", WHAT_ARGS,
-                   errbuf[0] != '\0' ? errbuf : curl_easy_strerror(c));
+                   errbuf[0] != '\0' ? errbuf : l->g->curl.easy_strerror(c));
       if (!retry) return EIO;
     } else if (l->status >= 500 || l->status == 429) {
       retry = 1;
@@ -365,14 +365,10 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
   l->alloc = alloc;
   l->remote = remote;
   l->location = location;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    sl_free(alloc, l, sizeof *l);
-    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", location);
-  }
   int rc = parse_location(l, error);
   if (rc == 0) rc = prepare_bucket(l, error);
   CURL* h = NULL;
-  if (rc == 0 && (h = curl_easy_init()) == NULL) {
+  if (rc == 0 && (h = l->g->curl.easy_init()) == NULL) {
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
   int page_size = keys_per_page();
@@ -388,10 +384,9 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
                       l->recursive ? "under this prefix" : "match this pattern", l->bucket,
                       l->prefix);
   }
-  if (h != NULL) curl_easy_cleanup(h);
+  if (h != NULL) l->g->curl.easy_cleanup(h);
   if (l->body != NULL) sl_free(alloc, l->body, (size_t)l->body_cap);
   s3_signer_destroy(l->g);
   sl_free(alloc, l, sizeof *l);
-  curl_global_cleanup();
   return rc;
 }

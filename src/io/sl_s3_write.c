@@ -79,39 +79,39 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
   unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)resp;
   for (int attempt = 0;; ++attempt) {
     struct curl_slist* headers = NULL;
-    headers = curl_slist_append(headers, "Expect:");
+    headers = g->curl.slist_append(headers, "Expect:");
     if (headers != NULL && body != NULL) {
-      struct curl_slist* more = curl_slist_append(headers, "Content-Type: application/octet-stream");
+      struct curl_slist* more = g->curl.slist_append(headers, "Content-Type: application/octet-stream");
       if (more != NULL) headers = more;
     }
     if (headers == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
     int rc = s3_sign_request(g, method, query, payload_hash, &headers, error);
     if (rc != 0) {
-      curl_slist_free_all(headers);
+      g->curl.slist_free_all(headers);
       return rc;
     }
     memset(resp, 0, sizeof *resp);
-    s3_curl_reset(h, url, remote, errbuf);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    s3_curl_reset(&g->curl, h, url, remote, errbuf);
+    g->curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    g->curl.easy_setopt(h, CURLOPT_WRITEDATA, resp);
+    g->curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    g->curl.easy_setopt(h, CURLOPT_HEADERDATA, resp);
     if (body != NULL) {
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char*)body);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+      g->curl.easy_setopt(h, CURLOPT_POSTFIELDS, (const char*)body);
+      g->curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
     }
-    CURLcode c = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    curl_slist_free_all(headers);
+    CURLcode c = g->curl.easy_perform(h);
+    g->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    g->curl.slist_free_all(headers);
     int retry = 0;
     if (c != CURLE_OK) {
       retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
               c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
               c == CURLE_PARTIAL_FILE;
       sl_error_set(error, EIO, "%s: %s: %s", location, method,
-                   errbuf[0] != '\0' ? errbuf : curl_easy_strerror(c));
+                   errbuf[0] != '\0' ? errbuf : g->curl.easy_strerror(c));
       if (!retry) return EIO;
     } else if (resp->status >= 500 || resp->status == 429) {
       retry = 1;
@@ -168,7 +168,7 @@ struct upload {
 
 static void* upload_worker(void* arg) {
   struct upload* u = arg;
-  CURL* h = curl_easy_init();
+  CURL* h = u->g->curl.easy_init();
   struct s3_response* resp = sl_alloc(u->g->alloc, sizeof *resp);
   for (;;) {
     pthread_mutex_lock(&u->lock);
@@ -203,7 +203,7 @@ static void* upload_worker(void* arg) {
     pthread_mutex_unlock(&u->lock);
   }
   if (resp != NULL) sl_free(u->g->alloc, resp, sizeof *resp);
-  if (h != NULL) curl_easy_cleanup(h);
+  if (h != NULL) u->g->curl.easy_cleanup(h);
   return NULL;
 }
 
@@ -295,14 +295,8 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
                       struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", location);
-  }
   int rc = s3_prepare(location, alloc, &g, url, sizeof url, error);
-  if (rc != 0) {
-    curl_global_cleanup();
-    return rc;
-  }
+  if (rc != 0) return rc;
   const uint8_t* data = (const uint8_t*)"";
   void* map = NULL;
   if (size > 0) {
@@ -314,7 +308,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
       data = map;
     }
   }
-  CURL* h = rc == 0 ? curl_easy_init() : NULL;
+  CURL* h = rc == 0 ? g->curl.easy_init() : NULL;
   struct s3_response* resp = rc == 0 ? sl_alloc(alloc, sizeof *resp) : NULL;
   if (rc == 0 && (h == NULL || resp == NULL)) {
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
@@ -342,9 +336,8 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
     }
   }
   if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
-  if (h != NULL) curl_easy_cleanup(h);
+  if (h != NULL) g->curl.easy_cleanup(h);
   if (map != NULL) munmap(map, (size_t)size);
   s3_signer_destroy(g);
-  curl_global_cleanup();
   return rc;
 }

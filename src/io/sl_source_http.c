@@ -18,6 +18,7 @@
 #include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
 #include "../core/sl_value_text.h"
+#include "sl_curl.h"
 
 #define HTTP_DEFAULT_PART ((int64_t)8 << 20)
 #define HTTP_DEFAULT_PARALLEL 4
@@ -69,6 +70,7 @@ struct sl_http_source {
   char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
+  struct sl_curl curl;           ///< libcurl, loaded at open
 
   pthread_mutex_t pool_lock;
   CURL* pool[HTTP_POOL_MAX];
@@ -188,7 +190,7 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
 /// Checks the response once its body starts: status, ETag, range.
 static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  x->s->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   if (x->status < 200 || x->status > 299) return;
   if (x->s->etag[0] != '\0' && x->etag[0] != '\0' && strcmp(x->s->etag, x->etag) != 0) {
     x->etag_changed = 1;
@@ -288,7 +290,7 @@ static CURL* pool_get(struct sl_http_source* s) {
   pthread_mutex_lock(&s->pool_lock);
   if (s->n_pool > 0) h = s->pool[--s->n_pool];
   pthread_mutex_unlock(&s->pool_lock);
-  return h != NULL ? h : curl_easy_init();
+  return h != NULL ? h : s->curl.easy_init();
 }
 
 static void pool_put(struct sl_http_source* s, CURL* h) {
@@ -299,7 +301,7 @@ static void pool_put(struct sl_http_source* s, CURL* h) {
     h = NULL;
   }
   pthread_mutex_unlock(&s->pool_lock);
-  if (h != NULL) curl_easy_cleanup(h);
+  if (h != NULL) s->curl.easy_cleanup(h);
 }
 
 static int is_tls_error(CURLcode c) {
@@ -338,58 +340,58 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   x->range_start = -1;
   x->range_total = -1;
   errbuf[0] = '\0';
-  curl_easy_reset(h);
-  curl_easy_setopt(h, CURLOPT_URL, s->url);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  s->curl.easy_reset(h);
+  s->curl.easy_setopt(h, CURLOPT_URL, s->url);
+  s->curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  s->curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  s->curl.easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  s->curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
   // A stalled transfer (under 1 byte/s for 60 s) is a timeout, retried.
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  s->curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  s->curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  s->curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   // Large reads: a 16 KiB default buffer means one recv and one callback per
   // 16 KiB, a CPU cost that shows at loopback speeds (GB/s).
-  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, SL_HTTP_RECV_BUFFER);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write_call);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &call);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+  s->curl.easy_setopt(h, CURLOPT_BUFFERSIZE, SL_HTTP_RECV_BUFFER);
+  s->curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  s->curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  s->curl.easy_setopt(h, CURLOPT_HEADERDATA, x);
+  s->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write_call);
+  s->curl.easy_setopt(h, CURLOPT_WRITEDATA, &call);
+  s->curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  s->curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  s->curl.easy_setopt(h, CURLOPT_XFERINFODATA, s);
   if (s->insecure) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    s->curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    s->curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (s->ca_bundle != NULL) curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
-  if (strcmp(method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  if (s->ca_bundle != NULL) s->curl.easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
+  if (strcmp(method, "HEAD") == 0) s->curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
   if (range_from >= 0) {
     if (range_to >= 0) {
       snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-%" PRId64, range_from, range_to);
     } else {
       snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-", range_from);
     }
-    headers = curl_slist_append(headers, line);
+    headers = s->curl.slist_append(headers, line);
   }
   // If-Match only with a strong ETag (weak ones never match strongly).
   if (s->etag[0] != '\0' && strncmp(s->etag, "W/", 2) != 0 && range_from >= 0) {
     snprintf(line, sizeof line, "If-Match: %s", s->etag);
-    struct curl_slist* more = curl_slist_append(headers, line);
+    struct curl_slist* more = s->curl.slist_append(headers, line);
     if (more != NULL) headers = more;
   }
   if (s->has_signer) {
     *sign_rc = s->signer.sign(s->signer.ctx, method, s->url, &headers, error);
     if (*sign_rc != 0) {
-      curl_slist_free_all(headers);
+      s->curl.slist_free_all(headers);
       return CURLE_ABORTED_BY_CALLBACK;
     }
   }
-  if (headers != NULL) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  CURLcode c = curl_easy_perform(h);
-  if (!x->body_started) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
-  curl_slist_free_all(headers);
+  if (headers != NULL) s->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  CURLcode c = s->curl.easy_perform(h);
+  if (!x->body_started) s->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  s->curl.slist_free_all(headers);
   return c;
 }
 
@@ -445,7 +447,7 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
 
 static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, const char* what,
                       struct sluice_error* error) {
-  const char* detail = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(c);
+  const char* detail = errbuf[0] != '\0' ? errbuf : s->curl.easy_strerror(c);
   if (is_tls_error(c)) {
     return sl_error_set(error, EACCES,
                         "%s: %s: TLS error: %s (give a CA bundle with --ca-bundle FILE, or "
@@ -568,7 +570,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
     int retry = 0;
     if (c == CURLE_OK && x.status >= 200 && x.status <= 299) {
       curl_off_t length = -1;
-      curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      s->curl.easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
       s->base.size = length >= 0 ? (int64_t)length : -1;
       memcpy(s->etag, x.etag, sizeof s->etag);
       s->ranges = x.accept_ranges && s->base.size >= 0;
@@ -1072,7 +1074,7 @@ static void http_destroy(struct sl_http_source* s) {
     for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
   }
-  for (int i = 0; i < s->n_pool; ++i) curl_easy_cleanup(s->pool[i]);
+  for (int i = 0; i < s->n_pool; ++i) s->curl.easy_cleanup(s->pool[i]);
   for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
   sl_block_pool_close(s->blocks);  // blocks still viewed go when their views do
   pthread_mutex_destroy(&s->edge_lock);
@@ -1083,8 +1085,8 @@ static void http_destroy(struct sl_http_source* s) {
   if (s->url != NULL) sl_free(alloc, s->url, strlen(s->url) + 1);
   if (s->ca_bundle != NULL) sl_free(alloc, s->ca_bundle, strlen(s->ca_bundle) + 1);
   if (s->base.name != NULL) sl_free(alloc, s->base.name, strlen(s->base.name) + 1);
+  sl_curl_close(&s->curl);
   sl_free(alloc, s, sizeof *s);
-  curl_global_cleanup();
 }
 
 static void http_close(struct sl_source* source) {
@@ -1129,19 +1131,15 @@ int sl_http_source_open_config(const struct sl_http_config* config,
                                struct sluice_error* error) {
   *out = NULL;
   const char* name = config->name != NULL ? config->name : config->url;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    if (config->signer != NULL && config->signer->destroy != NULL) {
-      config->signer->destroy(config->signer->ctx);
-    }
-    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", name);
-  }
   struct sl_http_source* s = sl_calloc(alloc, 1, sizeof *s);
-  if (s == NULL) {
+  int rc = s == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", name)
+                     : sl_curl_open(&s->curl, name, error);
+  if (rc != 0) {
     if (config->signer != NULL && config->signer->destroy != NULL) {
       config->signer->destroy(config->signer->ctx);
     }
-    curl_global_cleanup();
-    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+    if (s != NULL) sl_free(alloc, s, sizeof *s);
+    return rc;
   }
   s->base.alloc = alloc;
   s->base.size = -1;
@@ -1183,7 +1181,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
   int settled = 0;
-  int rc = http_open_by_get(s, &settled, error);
+  rc = http_open_by_get(s, &settled, error);
   if (rc == 0 && !settled) rc = http_head(s, error);
   if (rc != 0) {
     http_destroy(s);

@@ -1,0 +1,59 @@
+// RTLD_NODELETE: libcurl (and the TLS library it starts) stays loaded once
+// loaded, so closing the last object never unloads code that registered
+// exit handlers.
+#define _GNU_SOURCE
+#include "sl_curl.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "../core/sl_error.h"
+
+/// Copies a dlsym result into a function pointer (ISO C has no conversion
+/// between object and function pointers; POSIX guarantees the layout).
+static int resolve(void* lib, const char* name, void* fn, size_t size) {
+  void* sym = dlsym(lib, name);
+  if (sym == NULL) return 0;
+  memcpy(fn, &sym, size);
+  return 1;
+}
+
+#define RESOLVE(field, name) resolve(curl->lib, name, &curl->field, sizeof curl->field)
+
+int sl_curl_open(struct sl_curl* curl, const char* what, struct sluice_error* error) {
+  memset(curl, 0, sizeof *curl);
+  curl->lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (curl->lib == NULL) {
+    const char* why = dlerror();
+    return sl_error_set(error, EIO, "%s: remote reads need libcurl (libcurl.so.4): %s", what,
+                        why != NULL ? why : "not found");
+  }
+  int ok = RESOLVE(global_init, "curl_global_init") &&
+           RESOLVE(global_cleanup, "curl_global_cleanup") &&
+           RESOLVE(easy_init, "curl_easy_init") && RESOLVE(easy_cleanup, "curl_easy_cleanup") &&
+           RESOLVE(easy_reset, "curl_easy_reset") && RESOLVE(easy_setopt, "curl_easy_setopt") &&
+           RESOLVE(easy_getinfo, "curl_easy_getinfo") &&
+           RESOLVE(easy_perform, "curl_easy_perform") &&
+           RESOLVE(easy_strerror, "curl_easy_strerror") &&
+           RESOLVE(slist_append, "curl_slist_append") &&
+           RESOLVE(slist_free_all, "curl_slist_free_all");
+  if (!ok) {
+    dlclose(curl->lib);
+    memset(curl, 0, sizeof *curl);
+    return sl_error_set(error, EIO, "%s: libcurl.so.4 lacks a function sluice needs", what);
+  }
+  if (curl->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    dlclose(curl->lib);
+    memset(curl, 0, sizeof *curl);
+    return sl_error_set(error, EIO, "%s: cannot initialise libcurl", what);
+  }
+  return 0;
+}
+
+void sl_curl_close(struct sl_curl* curl) {
+  if (curl->lib == NULL) return;
+  curl->global_cleanup();
+  dlclose(curl->lib);
+  memset(curl, 0, sizeof *curl);
+}
