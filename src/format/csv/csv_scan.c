@@ -503,6 +503,29 @@ int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len
                      uint8_t* out) {
   int64_t o = 0;
   int in_q = 0;
+  if (d->escape == 0 && d->quote != 0) {
+    // Quotes only: the runs between them are copied whole (memchr finds the
+    // next quote); a doubled quote inside quotes is one quote, any other
+    // quote toggles quoting. The same result as the byte loop below.
+    const uint8_t q = d->quote;
+    int64_t i = 0;
+    while (i < len) {
+      const uint8_t* hit = memchr(in + i, q, (size_t)(len - i));
+      int64_t run = hit != NULL ? (int64_t)(hit - (in + i)) : len - i;
+      memcpy(out + o, in + i, (size_t)run);
+      o += run;
+      i += run;
+      if (hit == NULL) break;
+      if (in_q && i + 1 < len && in[i + 1] == q) {
+        out[o++] = q;
+        i += 2;
+      } else {
+        in_q ^= 1;
+        ++i;
+      }
+    }
+    return o;
+  }
   for (int64_t i = 0; i < len; ++i) {
     uint8_t c = in[i];
     if (d->escape != 0 && c == d->escape && i + 1 < len) {
