@@ -100,8 +100,8 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
     w_name = width_of(stats[i].name, w_name);
     w_type = width_of(type_of(schema, &stats[i], i, type, sizeof type), w_type);
     if (stats[i].has_min_max) {
-      w_min = width_of(one_line(stats[i].min, stats[i].min_len, cell, sizeof cell), w_min - !stats[i].min_exact) +
-              !stats[i].min_exact;
+      const char* shown = one_line(stats[i].min, stats[i].min_len, cell, sizeof cell);
+      w_min = width_of(shown, w_min - !stats[i].min_exact) + !stats[i].min_exact;
     }
   }
   printf("%-*s  %-*s  %12s  %12s  %-*s  %s\n", w_name, "column", w_type, "type", "count",

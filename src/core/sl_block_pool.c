@@ -33,9 +33,10 @@ struct pooled_block {
   size_t cap;
 };
 
+/// The last reference goes only after sl_block_pool_close, which emptied the
+/// free list and made released blocks bypass it: nothing is left to free.
 static void pool_release(struct sl_block_pool* pool) {
   if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1) return;
-  for (int i = 0; i < pool->n_free; ++i) sl_free_buffer(pool->alloc, pool->free[i].data, pool->free[i].cap);
   pthread_mutex_destroy(&pool->lock);
   sl_free(pool->alloc, pool, sizeof *pool);
 }
@@ -58,7 +59,8 @@ void sl_block_pool_close(struct sl_block_pool* pool) {
   if (pool == NULL) return;
   pthread_mutex_lock(&pool->lock);
   pool->closed = 1;
-  for (int i = 0; i < pool->n_free; ++i) sl_free_buffer(pool->alloc, pool->free[i].data, pool->free[i].cap);
+  for (int i = 0; i < pool->n_free; ++i)
+    sl_free_buffer(pool->alloc, pool->free[i].data, pool->free[i].cap);
   pool->n_free = 0;
   pool->free_bytes = 0;
   pthread_mutex_unlock(&pool->lock);

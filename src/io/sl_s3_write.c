@@ -81,7 +81,8 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
     struct curl_slist* headers = NULL;
     headers = g->curl.slist_append(headers, "Expect:");
     if (headers != NULL && body != NULL) {
-      struct curl_slist* more = g->curl.slist_append(headers, "Content-Type: application/octet-stream");
+      struct curl_slist* more =
+          g->curl.slist_append(headers, "Content-Type: application/octet-stream");
       if (more != NULL) headers = more;
     }
     if (headers == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);

@@ -646,7 +646,8 @@ static int http_open_by_get(struct sl_http_source* s, int* settled, struct sluic
   }
   int64_t total = x.range_total;
   int whole_edge = total >= 0 && x.got == (total < HTTP_EDGE_CACHE ? total : HTTP_EDGE_CACHE);
-  if (x.status == 206 && x.range_start == 0 && whole_edge && (c == CURLE_OK || c == CURLE_WRITE_ERROR)) {
+  int transferred = c == CURLE_OK || c == CURLE_WRITE_ERROR;  // (we stop it past the edge)
+  if (x.status == 206 && x.range_start == 0 && whole_edge && transferred) {
     s->base.size = total;
     memcpy(s->etag, x.etag, sizeof s->etag);
     s->ranges = 1;
