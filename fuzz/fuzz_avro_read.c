@@ -18,55 +18,8 @@
 #include "format/avro/avro_reader.h"
 #include "io/sl_source.h"
 #include "fuzz_alloc.h"
+#include "fuzz_source.h"
 
-
-struct fuzz_source {
-  struct sl_source base;
-  struct sl_ref ref;  // static lifetime: the input outlives every array here
-  const uint8_t* data;
-  int64_t cursor;
-};
-
-static int fuzz_read_at(struct sl_source* source, int64_t offset, int64_t length,
-                        struct sl_view* out, struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  (void)error;
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  int64_t size = source->size;
-  if (offset < 0 || length < 0 || offset > size || length > size - offset) return EIO;
-  out->data = f->data + offset;
-  out->size = length;
-  out->owner = sl_ref_retain(&f->ref);
-  return 0;
-}
-
-struct fuzz_forward {
-  struct fuzz_source src;
-  int64_t total;
-};
-
-static int fuzz_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
-                          struct sluice_error* error) {
-  struct fuzz_forward* fw = (struct fuzz_forward*)source;
-  struct fuzz_source* f = &fw->src;
-  (void)error;
-  int64_t n = fw->total - f->cursor;
-  if (length < n) n = length;
-  if (n < 0) n = 0;
-  out->data = f->data + f->cursor;
-  out->size = n;
-  out->owner = sl_ref_retain(&f->ref);
-  f->cursor += n;
-  return 0;
-}
-
-static void fuzz_close(struct sl_source* source) { (void)source; }
-static void fuzz_ref_destroy(struct sl_ref* ref) { (void)ref; }
-
-static const struct sl_source_ops k_ranged_ops = {.read_at = fuzz_read_at, .close = fuzz_close};
-static const struct sl_source_ops k_forward_ops = {.read_next = fuzz_read_next, .close = fuzz_close};
 
 /// Writes the schema's "avro.schema" metadata value to `path`: 1 on success.
 static int save_writer_schema(const struct ArrowSchema* schema, const char* path) {
@@ -153,20 +106,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct sluice_allocator alloc = {fuzz_allocate, fuzz_deallocate, NULL};
   (void)sl_avro_reader()->probe(data, (int64_t)size);
-  for (int every_other = 0; every_other < 2; ++every_other) {
-    struct fuzz_source src = {.base = {.ops = &k_ranged_ops, .name = "fuzz", .size = (int64_t)size},
-                              .data = data};
-    sl_ref_init(&src.ref, fuzz_ref_destroy);
+  char name[] = "fuzz";
+  struct fuzz_source src;
+  for (int every_other = 0; every_other < 3; ++every_other) {
+    fuzz_source_init(&src, data, size, 0, 0, name);
     run(&src.base, &alloc, every_other, NULL);
   }
-  struct fuzz_source src = {.base = {.ops = &k_ranged_ops, .name = "fuzz", .size = (int64_t)size},
-                            .data = data};
-  sl_ref_init(&src.ref, fuzz_ref_destroy);
-  run(&src.base, &alloc, 2, NULL);
-  struct fuzz_forward fw = {.src = {.base = {.ops = &k_forward_ops, .name = "fuzz", .size = -1},
-                                    .data = data},
-                            .total = (int64_t)size};
-  sl_ref_init(&fw.src.ref, fuzz_ref_destroy);
-  run(&fw.src.base, &alloc, 0, NULL);
+  fuzz_source_init(&src, data, size, 1, 0, name);  // a pipe: forward reads only
+  run(&src.base, &alloc, 0, NULL);
   return 0;
 }

@@ -23,60 +23,8 @@
 #include "format/csv/csv_reader.h"
 #include "io/sl_source.h"
 #include "fuzz_alloc.h"
+#include "fuzz_source.h"
 
-
-struct fuzz_source {
-  struct sl_source base;
-  struct sl_ref ref;  // static lifetime: the input outlives every array here
-  const uint8_t* data;
-  int64_t length;
-  int64_t cursor;
-};
-
-static int fuzz_view(struct fuzz_source* f, int64_t offset, int64_t length, struct sl_view* out) {
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  if (offset < 0 || length < 0 || offset > f->length || length > f->length - offset) return EIO;
-  out->data = f->data + offset;
-  out->size = length;
-  out->owner = sl_ref_retain(&f->ref);
-  return 0;
-}
-
-static int fuzz_read_at(struct sl_source* source, int64_t offset, int64_t length,
-                        struct sl_view* out, struct sluice_error* error) {
-  (void)error;
-  return fuzz_view((struct fuzz_source*)source, offset, length, out);
-}
-
-static int fuzz_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
-                          struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  (void)error;
-  int64_t n = f->length - f->cursor;
-  if (length < n) n = length;
-  int rc = fuzz_view(f, f->cursor, n, out);
-  if (rc == 0) f->cursor += n;
-  return rc;
-}
-
-static int fuzz_peek(struct sl_source* source, int64_t length, struct sl_view* out,
-                     struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  (void)error;
-  int64_t n = f->length - f->cursor;
-  if (length < n) n = length;
-  return fuzz_view(f, f->cursor, n, out);
-}
-
-static void fuzz_close(struct sl_source* source) { (void)source; }
-static void fuzz_ref_destroy(struct sl_ref* ref) { (void)ref; }
-
-static const struct sl_source_ops k_ranged_ops = {
-    .read_at = fuzz_read_at, .read_next = fuzz_read_next, .close = fuzz_close};
-static const struct sl_source_ops k_forward_ops = {
-    .read_next = fuzz_read_next, .close = fuzz_close, .peek = fuzz_peek};
 
 static void decode_split(const struct sl_format_reader* fmt, void* reader,
                          const struct sl_split* split, const int64_t* columns, int64_t n_columns) {
@@ -122,14 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct sluice_allocator alloc = {fuzz_allocate, fuzz_deallocate, NULL};
   char name[] = "fuzz.csv";
   struct fuzz_source src;
-  memset(&src, 0, sizeof src);
-  src.base.ops = forward_only ? &k_forward_ops : &k_ranged_ops;
-  src.base.name = name;
-  src.base.size = forward_only ? -1 : (int64_t)(size - 1);
+  fuzz_source_init(&src, data + 1, size - 1, forward_only, 0, name);
   src.base.alloc = &alloc;
-  src.data = data + 1;
-  src.length = (int64_t)(size - 1);
-  sl_ref_init(&src.ref, fuzz_ref_destroy);
 
   const struct sl_format_reader* fmt = sl_csv_reader();
   (void)fmt->probe(src.data, src.length);

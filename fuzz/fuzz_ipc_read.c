@@ -1,5 +1,5 @@
-// libFuzzer target: bytes -> Arrow IPC file reader and stream reader, every
-// split decoded (which validates it), everything released. Allocations are
+// libFuzzer target: bytes -> Arrow IPC file reader and stream reader (the
+// stream reader over a ranged and a forward-only source), every split decoded (which validates it), everything released. Allocations are
 // capped so that a forged length reports ENOMEM instead of tripping the
 // fuzzer's malloc limit.
 #include <errno.h>
@@ -13,51 +13,14 @@
 #include "format/ipc/ipc_reader.h"
 #include "io/sl_source.h"
 #include "fuzz_alloc.h"
+#include "fuzz_source.h"
 
-
-struct fuzz_source {
-  struct sl_source base;
-  struct sl_ref ref;  // static lifetime: the input outlives every array here
-  const uint8_t* data;
-  int64_t cursor;
-};
-
-static int fuzz_read_at(struct sl_source* source, int64_t offset, int64_t length,
-                        struct sl_view* out, struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  (void)error;
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset)
-    return EIO;
-  out->data = f->data + offset;
-  out->size = length;
-  out->owner = sl_ref_retain(&f->ref);
-  return 0;
-}
-
-static int fuzz_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
-                          struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  int64_t n = source->size - f->cursor;
-  if (length < n) n = length;
-  int rc = fuzz_read_at(source, f->cursor, n, out, error);
-  if (rc == 0) f->cursor += n;
-  return rc;
-}
-
-static void fuzz_close(struct sl_source* source) { (void)source; }
-static void fuzz_ref_destroy(struct sl_ref* ref) { (void)ref; }
-
-static const struct sl_source_ops k_fuzz_ops = {
-    .read_at = fuzz_read_at, .read_next = fuzz_read_next, .close = fuzz_close};
 
 static void run(const struct sl_format_reader* fmt, const uint8_t* data, size_t size,
-                const struct sluice_allocator* alloc) {
-  struct fuzz_source src = {.base = {.ops = &k_fuzz_ops, .name = "fuzz", .size = (int64_t)size},
-                            .data = data};
-  sl_ref_init(&src.ref, fuzz_ref_destroy);
+                int forward, const struct sluice_allocator* alloc) {
+  char name[] = "fuzz";
+  struct fuzz_source src;
+  fuzz_source_init(&src, data, size, forward, forward ? 13 : 0, name);
   struct sl_reader_args args = {.source = &src.base, .alloc = alloc};
   struct sluice_error err;
   void* reader;
@@ -85,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct sluice_allocator alloc = {fuzz_allocate, fuzz_deallocate, NULL};
-  run(sl_ipc_file_reader(), data, size, &alloc);
-  run(sl_ipc_stream_reader(), data, size, &alloc);
+  run(sl_ipc_file_reader(), data, size, 0, &alloc);
+  run(sl_ipc_stream_reader(), data, size, 0, &alloc);
+  run(sl_ipc_stream_reader(), data, size, 1, &alloc);  // a pipe: forward reads only
   return 0;
 }

@@ -18,34 +18,9 @@
 #include "format/parquet/parquet_reader.h"
 #include "io/sl_source.h"
 #include "fuzz_alloc.h"
+#include "fuzz_source.h"
 
 #define FUZZ_MAX_COLUMNS 64
-
-struct fuzz_source {
-  struct sl_source base;
-  struct sl_ref ref;  // static lifetime: the input outlives every array here
-  const uint8_t* data;
-};
-
-static int fuzz_read_at(struct sl_source* source, int64_t offset, int64_t length,
-                        struct sl_view* out, struct sluice_error* error) {
-  struct fuzz_source* f = (struct fuzz_source*)source;
-  (void)error;
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  int64_t size = source->size;
-  if (offset < 0 || length < 0 || offset > size || length > size - offset) return EIO;
-  out->data = f->data + offset;
-  out->size = length;
-  out->owner = sl_ref_retain(&f->ref);
-  return 0;
-}
-
-static void fuzz_close(struct sl_source* source) { (void)source; }
-static void fuzz_ref_destroy(struct sl_ref* ref) { (void)ref; }
-
-static const struct sl_source_ops k_ranged_ops = {.read_at = fuzz_read_at, .close = fuzz_close};
 
 /// Reads every split; `projected_pass` asks for every other column in reverse
 /// order (the reader must then emit exactly those, or say it did not).
@@ -102,9 +77,9 @@ static void read_stats(const struct sl_format_reader* fmt, void* reader,
 
 static void run(const uint8_t* data, size_t size, const struct sluice_allocator* alloc,
                 int pass) {
-  struct fuzz_source src = {.base = {.ops = &k_ranged_ops, .name = "fuzz", .size = (int64_t)size},
-                            .data = data};
-  sl_ref_init(&src.ref, fuzz_ref_destroy);
+  char name[] = "fuzz";
+  struct fuzz_source src;
+  fuzz_source_init(&src, data, size, 0, 0, name);
   const struct sl_format_reader* fmt = sl_parquet_reader();
   struct sl_reader_args args = {
       .source = &src.base, .alloc = alloc, .batch_size = pass == 1 ? 3 : 0,
