@@ -451,6 +451,13 @@ int sl_builder_append_values(struct sl_builder* b, const void* values, int64_t n
   return 0;
 }
 
+void sl_builder_commit_values(struct sl_builder* b, int64_t n) {
+  assert(b->value_width > 0 && b->offset_width == 0 && n >= 0 && b->length + n <= b->capacity);
+  b->values.size += n * b->value_width;
+  if (b->validity.data != NULL) set_bits(b->validity.data, b->length, n);
+  b->length += n;
+}
+
 int sl_builder_append_values_valid(struct sl_builder* b, const void* values,
                                    const uint8_t* valid, int64_t n) {
   if (valid == NULL) return sl_builder_append_values(b, values, n);

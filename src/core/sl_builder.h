@@ -174,6 +174,16 @@ int sl_builder_append_decimal_int64(struct sl_builder* b, int64_t unscaled);
 /// included). For PLAIN-encoded pages and the like.
 int sl_builder_append_values(struct sl_builder* b, const void* values, int64_t n);
 
+/// Writing fixed-width values in place: after sl_builder_reserve(b, n), a
+/// caller may store up to n values from sl_builder_values_end(b) on, then
+/// commit the first `n` of them as valid in one call (a parser filling
+/// several columns per row keeps its write positions in registers instead
+/// of updating each builder per value).
+static inline uint8_t* sl_builder_values_end(struct sl_builder* b) {
+  return b->values.data + b->values.size;
+}
+void sl_builder_commit_values(struct sl_builder* b, int64_t n);
+
 /// Appends `n` fixed-width slots from `values` (n * value_width bytes, as for
 /// sl_builder_append_values) where slot i is null if `valid[i]` is 0 (one byte
 /// per slot; NULL means all valid). Null slots' bytes are copied too.

@@ -365,6 +365,10 @@ const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) 
   }
   const uint8_t* d = s;
   uint64_t v = 0;
+  if (e - s >= 8 && is_eight_digits(load64(s))) {  // W4's int32s have 9-10 digits
+    v = parse_eight_digits(load64(s));
+    s += 8;
+  }
   while (s < e && (unsigned)(*s - '0') <= 9 && s - d < 18) v = v * 10 + (unsigned)(*s++ - '0');
   if (s == d) return NULL;
   if (s < e && (unsigned)(*s - '0') <= 9) {  // 19+ digits: the checked parser decides

@@ -466,7 +466,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     if (s->builder_of[c] < 0) continue;
     mapped++;
     const struct csv_column* col = &r->cols[c];
-    numeric &= col->conv == CV_F64 || (col->conv == CV_INT && col->width == 8);
+    numeric &= col->conv == CV_F64 || (col->conv == CV_INT && (col->width == 8 || col->width == 4));
   }
   s->fast_ok = mapped == nc && numeric;
   *projected = 1;
