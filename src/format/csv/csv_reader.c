@@ -30,8 +30,9 @@
 //   one pass. A split's search for its first row stops at its own end, so a
 //   quoted field spanning many splits is not rescanned by each of them.
 // - split_next() fills a batch of batch_size rows (or batch_bytes of input) in
-//   chunks of a few thousand rows: when every wanted column is int64/float64,
-//   a fused path parses numbers straight from the bytes (csv_fast_numeric),
+//   chunks of a few thousand rows: when every wanted column is int32, int64
+//   or float64, a fused path parses numbers straight from the bytes into the
+//   columns, crossing the fields of other columns (csv_fast_numeric),
 //   handing over to the general path (tokenize into field offsets, then convert
 //   column by column into Arrow builders) for rows it cannot take. Columns not
 //   asked for are never converted.
