@@ -2,19 +2,29 @@
 
 #include <string.h>
 
-// Written by hand: a tight loop with an 8-byte ASCII fast path, run over every
+// Written by hand: a tight loop with 32- and 8-byte ASCII fast paths, run over every
 // string column a reader checks.
+static inline uint64_t load8(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+#define SL_HIGH_BITS UINT64_C(0x8080808080808080)
+
 int64_t sl_utf8_invalid_at(const uint8_t* s, int64_t n) {
   int64_t i = 0;
   while (i < n) {
-    if (i + 8 <= n) {  // ASCII runs dominate real data: eight bytes at a time
-      uint64_t v;
-      memcpy(&v, s + i, 8);
-      if ((v & UINT64_C(0x8080808080808080)) == 0) {
-        i += 8;
-        continue;
-      }
+    // ASCII runs dominate real data: 32 bytes a step, then 8. A tail shorter
+    // than 8 bytes is checked by the last 8 bytes of the text (the bytes
+    // before i in them are valid already), not byte by byte.
+    while (i + 32 <= n &&
+           ((load8(s + i) | load8(s + i + 8) | load8(s + i + 16) | load8(s + i + 24)) &
+            SL_HIGH_BITS) == 0) {
+      i += 32;
     }
+    while (i + 8 <= n && (load8(s + i) & SL_HIGH_BITS) == 0) i += 8;
+    if (i >= n || (n - i < 8 && n >= 8 && (load8(s + n - 8) & SL_HIGH_BITS) == 0)) break;
     uint8_t c = s[i];
     if (c < 0x80) {
       ++i;

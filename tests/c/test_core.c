@@ -16,6 +16,7 @@
 #include "core/sl_error.h"
 #include "core/sl_ref.h"
 #include "core/sl_type.h"
+#include "core/sl_utf8.h"
 #include "core/sl_validate.h"
 #include "test_core_batch.h"
 #include "test_util.h"
@@ -554,6 +555,66 @@ static void test_block_pool_recycles(void** state) {
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
 }
 
+/* ---- UTF-8 ----------------------------------------------------------------------- */
+
+/// The definition, one byte at a time: the index of the first byte of the
+/// first sequence that is not well-formed UTF-8 (RFC 3629), or -1.
+static int64_t utf8_reference(const uint8_t* s, int64_t n) {
+  for (int64_t i = 0; i < n;) {
+    uint8_t c = s[i];
+    int len;
+    uint32_t lo = 0x80, hi = 0xBF;  // bounds of the second byte
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else return i;
+    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (int k = 2; k < len; ++k) if ((s[i + k] & 0xC0) != 0x80) return i;
+    i += len;
+  }
+  return -1;
+}
+
+static void test_utf8_against_reference(void** state) {
+  (void)state;
+  // Texts of every length up to 100 (the ASCII fast paths take 32 and 8
+  // bytes a step and re-read the last 8 for a short tail), mostly ASCII with
+  // pieces that are valid, overlong, surrogates, truncated or stray bytes at
+  // random places, the end included.
+  static const char* const pieces[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                       "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                       "\xe2\x82",  "\x80",         "\xff", "\xc3"};
+  uint8_t text[160];
+  unsigned seed = 12345;
+  int invalid_seen = 0, valid_seen = 0;
+  for (int round = 0; round < 20000; ++round) {
+    seed = seed * 1103515245u + 12345u;
+    int64_t n = (int64_t)((seed >> 8) % 101);
+    for (int64_t i = 0; i < n; ++i) text[i] = (uint8_t)(' ' + (i * 7 + round) % 90);
+    seed = seed * 1103515245u + 12345u;
+    int n_pieces = (int)((seed >> 8) % 3);
+    for (int k = 0; k < n_pieces && n > 0; ++k) {
+      seed = seed * 1103515245u + 12345u;
+      const char* piece = pieces[(seed >> 8) % 10];
+      size_t len = strlen(piece);
+      int64_t at = (int64_t)((seed >> 16) % (uint64_t)n);
+      if (at + (int64_t)len > n) at = n - (int64_t)len;
+      if (at < 0) continue;
+      memcpy(text + at, piece, len);
+    }
+    int64_t want = utf8_reference(text, n);
+    assert_int_equal(sl_utf8_invalid_at(text, n), want);
+    if (want >= 0) invalid_seen++;
+    else valid_seen++;
+  }
+  assert_true(invalid_seen > 1000 && valid_seen > 1000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -568,6 +629,7 @@ int main(void) {
       cmocka_unit_test(test_array_project_and_views),
       cmocka_unit_test(test_array_init_failure),
       cmocka_unit_test(test_block_pool_recycles),
+      cmocka_unit_test(test_utf8_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
