@@ -730,6 +730,44 @@ fail:
   return 1;
 }
 
+/// csv_count_byte's SIMD paths (AVX2 where the CPU has it, SSE2) against the
+/// scalar count: every length up to 300 at every alignment of the first
+/// byte, and long buffers that cross the 255-step lane limit, dense and
+/// sparse, with a 255-valued byte (a lane that reads -1 must not count).
+static void test_count_byte_paths(void** state) {
+  (void)state;
+  enum { CAP = 40000 };
+  uint8_t* buf = malloc(CAP + 64);
+  assert_non_null(buf);
+  unsigned seed = 7;
+  for (int density = 1; density <= 64; density *= 8) {
+    for (int64_t i = 0; i < CAP + 64; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      buf[i] = (seed >> 16) % (unsigned)density == 0 ? '"' : (uint8_t)((seed >> 8) | 0x80);
+    }
+    for (int64_t off = 0; off < 32; ++off) {
+      for (int64_t n = 0; n <= 300; n += off % 3 == 0 ? 1 : 7) {
+        int64_t want = csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SCALAR);
+        assert_int_equal(csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SSE2), want);
+        assert_int_equal(csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_AUTO), want);
+      }
+    }
+    for (int64_t n = CAP - 100; n <= CAP; n += 33) {
+      int64_t want = 0;
+      for (int64_t i = 0; i < n; ++i) want += buf[3 + i] == '"';
+      assert_int_equal(csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SCALAR), want);
+      assert_int_equal(csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SSE2), want);
+      assert_int_equal(csv_count_byte(buf + 3, n, '"'), want);
+      assert_int_equal(csv_count_byte(buf + 3, n, 0xFF),
+                       csv_count_byte_impl(buf + 3, n, 0xFF, CSV_IMPL_SCALAR));
+    }
+  }
+  memset(buf, '"', CAP);  // every byte: each lane reaches 255 in one round
+  assert_int_equal(csv_count_byte(buf, CAP, '"'), CAP);
+  assert_int_equal(csv_count_byte_impl(buf, CAP, '"', CSV_IMPL_SSE2), CAP);
+  free(buf);
+}
+
 int main(int argc, char** argv) {
   if (argc > 2 && strcmp(argv[1], "--bench") == 0) return bench(argc, argv);
   if (argc > 2 && strcmp(argv[1], "--dump") == 0) return dump(argc, argv);
@@ -742,6 +780,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_long_quoted_field), cmocka_unit_test(test_comment_transitions),
       cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
+      cmocka_unit_test(test_count_byte_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,7 +438,9 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
   }
 done:
   for (int64_t c = 0; c < nc; ++c) {
-    if (kind[c] != SKIP) sl_builder_commit_values(sl_builder_child(&s->batch, s->builder_of[c]), rows);
+    if (kind[c] != SKIP) {
+      sl_builder_commit_values(sl_builder_child(&s->batch, s->builder_of[c]), rows);
+    }
   }
   s->pos = p - data;
   return rows;

@@ -106,8 +106,10 @@ enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* dat
                                  int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
                                  int64_t max_bytes, struct csv_rows* out, int64_t* err_pos);
 
-/// Number of `quote` bytes in data[0, n) (SIMD-counted).
+/// Number of `c` bytes in data[0, n) (SIMD-counted).
 int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c);
+/// The same with the implementation forced (CSV_IMPL_*; tests compare them).
+int64_t csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl);
 
 /// Scanner states at a byte position (the state before that byte is read).
 /// Without a comment character only OUT / QUOTE matter (quote parity); with

@@ -373,15 +373,53 @@ enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* dat
   }
 }
 
-// Without -mpopcnt the builtin becomes a library call; SWAR is as fast.
-static inline int64_t popcount64(uint64_t x) {
-  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
-  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
-  x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
-  return (int64_t)((x * UINT64_C(0x0101010101010101)) >> 56);
+#ifdef CSV_HAVE_X86
+// Counting by byte lanes: each compare gives -1 where the byte matches, so
+// subtracting it adds one per lane; at most 255 steps fit a lane before the
+// lanes are summed (psadbw against zero). About three instructions per 32
+// bytes, against a movemask and a population count per 16 before (the
+// quote count over each split was a tenth of W4's CSV queries).
+__attribute__((target("avx2"))) static int64_t count_byte_avx2(const uint8_t* data, int64_t* at,
+                                                              int64_t n, uint8_t c) {
+  const __m256i v = _mm256_set1_epi8((char)c), zero = _mm256_setzero_si256();
+  int64_t i = *at, count = 0;
+  while (n - i >= 32) {
+    int64_t steps = (n - i) / 32;
+    if (steps > 255) steps = 255;
+    __m256i lanes = zero;
+    for (int64_t k = 0; k < steps; ++k, i += 32) {
+      __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)(data + i));
+      lanes = _mm256_sub_epi8(lanes, _mm256_cmpeq_epi8(x, v));
+    }
+    uint64_t sums[4];
+    _mm256_storeu_si256((__m256i*)(void*)sums, _mm256_sad_epu8(lanes, zero));
+    count += (int64_t)(sums[0] + sums[1] + sums[2] + sums[3]);
+  }
+  *at = i;
+  return count;
 }
 
-int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
+static int64_t count_byte_sse2(const uint8_t* data, int64_t* at, int64_t n, uint8_t c) {
+  const __m128i v = _mm_set1_epi8((char)c), zero = _mm_setzero_si128();
+  int64_t i = *at, count = 0;
+  while (n - i >= 16) {
+    int64_t steps = (n - i) / 16;
+    if (steps > 255) steps = 255;
+    __m128i lanes = zero;
+    for (int64_t k = 0; k < steps; ++k, i += 16) {
+      __m128i x = _mm_loadu_si128((const __m128i*)(const void*)(data + i));
+      lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(x, v));
+    }
+    uint64_t sums[2];
+    _mm_storeu_si128((__m128i*)(void*)sums, _mm_sad_epu8(lanes, zero));
+    count += (int64_t)(sums[0] + sums[1]);
+  }
+  *at = i;
+  return count;
+}
+#endif
+
+int64_t csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl) {
   // Most inputs have no quotes at all, or none in long stretches: libc's
   // memchr skips those fastest; counting starts at the first hit.
   if (n <= 0) return 0;
@@ -389,17 +427,20 @@ int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
   if (first == NULL) return 0;
   int64_t count = 0, i = first - data;
 #ifdef CSV_HAVE_X86
-  __m128i v = _mm_set1_epi8((char)c);
-  for (; i + 64 <= n; i += 64) {
-    __m128i a = _mm_loadu_si128((const __m128i*)(data + i));
-    __m128i b = _mm_loadu_si128((const __m128i*)(data + i + 16));
-    __m128i x = _mm_loadu_si128((const __m128i*)(data + i + 32));
-    __m128i e = _mm_loadu_si128((const __m128i*)(data + i + 48));
-    count += popcount64(eq16x4(a, b, x, e, v));
+  if (impl != CSV_IMPL_SCALAR) {
+    count += impl != CSV_IMPL_SSE2 && __builtin_cpu_supports("avx2")
+                 ? count_byte_avx2(data, &i, n, c)
+                 : count_byte_sse2(data, &i, n, c);
   }
+#else
+  (void)impl;
 #endif
   for (; i < n; ++i) count += data[i] == c;
   return count;
+}
+
+int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
+  return csv_count_byte_impl(data, n, c, CSV_IMPL_AUTO);
 }
 
 // One step of the scanner (see enum csv_scan_state). Every quote byte
