@@ -17,7 +17,8 @@
 #      out.)
 #   4. libFuzzer targets (clang, -DSLUICE_FUZZ=ON: fuzz/CMakeLists.txt builds
 #      them with ASan + UBSan and a coverage-instrumented copy of the library),
-#      each run for FUZZ_SECONDS seeded from the corpora; reproducers of any
+#      each run for FUZZ_SECONDS seeded from the corpora and fuzz/corpus/<target>/;
+#      reproducers of any
 #      failure are kept in build-fuzz/artifacts/
 #
 # Environment:
