@@ -18,8 +18,7 @@
 #   4. libFuzzer targets (clang, -DSLUICE_FUZZ=ON: fuzz/CMakeLists.txt builds
 #      them with ASan + UBSan and a coverage-instrumented copy of the library),
 #      each run for FUZZ_SECONDS seeded from the corpora and fuzz/corpus/<target>/;
-#      reproducers of any
-#      failure are kept in build-fuzz/artifacts/
+#      reproducers of any failure are kept in build-fuzz/artifacts/
 #
 # Environment:
 #   BUILD_ROOT     where build directories go (default: the repository root;
