@@ -45,11 +45,14 @@ static int token_slow(struct csv_split_state* s, const struct csv_field* f, cons
                       int64_t* n) {
   // The usual quoted field, "text" with no quote inside, is its text: a view
   // of the input, not an unescaped copy (W4's s3.csv quotes every string:
-  // the copy was half of the read's time).
+  // the copy was half of the read's time). The block tokenizers count each
+  // field's quotes, so two at the ends need no search for more inside.
   const uint8_t* raw = s->data + f->pos;
   const struct csv_dialect* d = &s->r->layout.dialect;
   if (d->escape == 0 && d->quote != 0 && f->len >= 2 && raw[0] == d->quote &&
-      raw[f->len - 1] == d->quote && memchr(raw + 1, d->quote, (size_t)f->len - 2) == NULL) {
+      raw[f->len - 1] == d->quote &&
+      ((f->flags & CSV_FIELD_TWO_QUOTES) ||
+       memchr(raw + 1, d->quote, (size_t)f->len - 2) == NULL)) {
     *p = raw + 1;
     *n = f->len - 2;
     return 0;

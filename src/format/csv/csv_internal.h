@@ -68,6 +68,10 @@ enum { CSV_IMPL_AUTO = 0, CSV_IMPL_SCALAR, CSV_IMPL_SSE2 };
 /// Field flag: the raw bytes contain quote or escape characters and must be
 /// unescaped (csv_unescape) before use.
 #define CSV_FIELD_ESCAPED 1u
+/// Field flag, with CSV_FIELD_ESCAPED, from the block tokenizers: the field
+/// holds exactly two quote bytes (at its ends, when it is "text": then the
+/// text is a view, with no search for quotes inside).
+#define CSV_FIELD_TWO_QUOTES 2u
 
 struct csv_field {
   int64_t pos;     ///< byte offset in the input

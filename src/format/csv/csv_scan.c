@@ -163,15 +163,24 @@ static inline int end_row(struct csv_rows* out, int64_t row_start) {
   return 1;
 }
 
+// Without -mpopcnt the builtin is a library call; SWAR is as fast.
+static inline int popcount_swar(uint64_t x) {
+  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+  return (int)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
 // The loop body is written once and instantiated per mask function, so the
 // mask code inlines into each copy (an AVX2 function cannot inline into a
 // non-AVX2 caller and vice versa).
-#define CSV_TOKENIZE_BODY(MASKS)                                                           \
+#define CSV_TOKENIZE_BODY(MASKS, POPCOUNT)                                                \
   const uint8_t quote = d->quote, delim = d->delimiter, comment = d->comment;              \
   int64_t start = *pos, row_start = start, field_start = start, p = start;                 \
   int64_t rows_done = 0;                                                                   \
   uint64_t in_q = 0;                                                                        \
   uint32_t field_q = 0;                                                                    \
+  uint64_t field_qn = 0; /* quote bytes of the open field in earlier blocks */              \
   uint8_t tail[64];                                                                         \
   while (p < end) {                                                                         \
     if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;       \
@@ -197,9 +206,12 @@ static inline int end_row(struct csv_rows* out, int64_t row_start) {
       structural &= structural - 1;                                                         \
       int64_t at = p + b;                                                                   \
       uint64_t below = b == 0 ? 0 : (~UINT64_C(0) >> (64 - b));                             \
-      uint32_t fq = field_q | ((qrem & below) != 0 ? CSV_FIELD_ESCAPED : 0u);               \
+      uint64_t fbits = qrem & below;                                                        \
+      uint32_t fq = field_q | (fbits != 0 ? CSV_FIELD_ESCAPED : 0u);                        \
+      if (fq != 0 && field_qn + (uint64_t)POPCOUNT(fbits) == 2) fq |= CSV_FIELD_TWO_QUOTES; \
       qrem &= ~below;                                                                       \
       field_q = 0;                                                                          \
+      field_qn = 0;                                                                         \
       if (at - field_start > INT32_MAX) {                                                   \
         *err_pos = row_start;                                                               \
         return CSV_TOK_TOO_LONG;                                                            \
@@ -221,7 +233,10 @@ static inline int end_row(struct csv_rows* out, int64_t row_start) {
         if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;   \
       }                                                                                     \
     }                                                                                       \
-    if (qrem != 0) field_q = CSV_FIELD_ESCAPED;                                             \
+    if (qrem != 0) {                                                                        \
+      field_q = CSV_FIELD_ESCAPED;                                                          \
+      field_qn += (uint64_t)POPCOUNT(qrem);                                                 \
+    }                                                                                       \
     p += 64;                                                                                \
   }                                                                                         \
   if (in_q != 0) {                                                                          \
@@ -254,7 +269,7 @@ static enum csv_tok_status tokenize_scalar_masks(const struct csv_dialect* d,
                                                  int64_t end, int64_t stop, int64_t max_rows,
                                                  int64_t max_bytes, struct csv_rows* out,
                                                  int64_t* err_pos) {
-  CSV_TOKENIZE_BODY(masks_scalar)
+  CSV_TOKENIZE_BODY(masks_scalar, popcount_swar)
 }
 
 #ifdef CSV_HAVE_X86
@@ -262,13 +277,13 @@ static enum csv_tok_status tokenize_sse2(const struct csv_dialect* d, const uint
                                          int64_t* pos, int64_t end, int64_t stop,
                                          int64_t max_rows, int64_t max_bytes,
                                          struct csv_rows* out, int64_t* err_pos) {
-  CSV_TOKENIZE_BODY(masks_sse2)
+  CSV_TOKENIZE_BODY(masks_sse2, popcount_swar)
 }
 
-__attribute__((target("avx2"))) static enum csv_tok_status tokenize_avx2(
+__attribute__((target("avx2,popcnt"))) static enum csv_tok_status tokenize_avx2(
     const struct csv_dialect* d, const uint8_t* data, int64_t* pos, int64_t end, int64_t stop,
     int64_t max_rows, int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
-  CSV_TOKENIZE_BODY(masks_avx2)
+  CSV_TOKENIZE_BODY(masks_avx2, __builtin_popcountll)
 }
 #endif
 
