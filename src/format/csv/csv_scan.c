@@ -351,7 +351,8 @@ static enum csv_tok_status tokenize_rows(const struct csv_dialect* d, const uint
   }
 #ifdef CSV_HAVE_X86
   if (d->impl != CSV_IMPL_SCALAR) {
-    if (d->impl != CSV_IMPL_SSE2 && __builtin_cpu_supports("avx2")) {
+    if (d->impl != CSV_IMPL_SSE2 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("popcnt")) {
       return tokenize_avx2(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
     }
     return tokenize_sse2(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
