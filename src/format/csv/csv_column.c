@@ -364,14 +364,14 @@ static inline const uint8_t* field_end(const uint8_t* t, const uint8_t* end, uin
 int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes) {
   const struct csv_reader* r = s->r;
   const int64_t nc = r->layout.n_cols;
-  // Per file column: where its values go (NULL = not read), written in place
-  // at row `rows` and committed once at the end; a row that fails halfway
-  // leaves values past the committed ones, which the next append overwrites.
+  // Per file column: how it is read (SKIP = not asked for) and where its
+  // values go, written in place at row `rows` and committed once at the end;
+  // a row that fails halfway leaves values past the committed ones, which the
+  // next append overwrites.
   enum { SKIP, F64, I64, I32 } kind[64];
   uint8_t* out[64];
   for (int64_t c = 0; c < nc; ++c) {
     kind[c] = SKIP;
-    out[c] = NULL;
     if (s->builder_of[c] < 0) continue;
     struct sl_builder* b = sl_builder_child(&s->batch, s->builder_of[c]);
     if (sl_builder_reserve(b, want) != 0) return -1;
