@@ -31,6 +31,9 @@ struct ipc_field {
   enum ipc_kind kind;
   int32_t bit_width;     ///< FIXED: bits per value (1 = bool)
   int32_t offset_width;  ///< VARBIN / LIST: 4 or 8 bytes
+  /// VARBIN read from a BinaryView / Utf8View field: the body holds validity,
+  /// 16-byte views and variadic data buffers, decoded into offsets + data.
+  int is_view;
   /// Dictionary id when the field is dictionary-encoded (then kind/bit_width
   /// describe the indexes and dict_value the values), else -1.
   int64_t dict_id;
@@ -42,6 +45,9 @@ struct ipc_field {
   /// siblings': what projection needs to skip columns.
   int64_t n_nodes, n_buffers, n_unions;
   int64_t node_start, buffer_start, union_start;
+  /// View fields in this subtree and before it among its siblings': each has
+  /// an entry in a record batch's variadicBufferCounts, in this order.
+  int64_t n_views, view_start;
 };
 
 /// A dictionary the schema refers to: its id and its value type.

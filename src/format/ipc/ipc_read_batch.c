@@ -42,7 +42,9 @@ struct decoder {
   int codec;  ///< -1 = uncompressed, else enum ipc_compression_type
   int v4;     ///< metadata before V5: unions carry a validity buffer
   struct fb_vec nodes, buffers;
+  struct fb_vec variadic;  ///< variadicBufferCounts (count 0 when absent)
   int64_t node_i, buffer_i;
+  int64_t view_i;          ///< the next view field's entry in `variadic`
   struct size_entry* sizes;
   int64_t n_sizes, cap_sizes, cursor;
   LZ4F_dctx* lz4;
@@ -80,6 +82,7 @@ static int dec_init(struct decoder* d, const struct fb_table* rb, int16_t versio
   int rc;
   if (fb_read_vec(rb, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE, &d->nodes) < 0 ||
       fb_read_vec(rb, IPC_RECORD_BATCH_BUFFERS, IPC_BUFFER_STRUCT_SIZE, &d->buffers) < 0 ||
+      fb_read_vec(rb, IPC_RECORD_BATCH_VARIADIC_BUFFER_COUNTS, 8, &d->variadic) < 0 ||
       (rc = fb_read_table(rb, IPC_RECORD_BATCH_COMPRESSION, &comp)) < 0)
     return ipc_fb_error(rb->buf, d->where, "RecordBatch", d->error);
   d->codec = -1;
@@ -157,12 +160,20 @@ static int decompress(struct decoder* d, int64_t index, const uint8_t* src, size
   return 0;
 }
 
-/// Takes the next buffer of the message and makes it buffer `slot` of `out`
-/// (slot < 0: consume and drop it). `keep` = 0 drops it too (validity of a
-/// node without nulls). Records its size for validation.
-static int take_buffer(struct decoder* d, struct ArrowArray* out, int64_t slot, int keep,
-                       int64_t* size_out) {
+/// A buffer of the message body, decompressed if need be: `owned` (of
+/// `capacity` bytes) when it had to be, else `data` points into the body.
+struct body_buffer {
+  const uint8_t* data;
+  int64_t size;
+  void* owned;
+  size_t capacity;
+};
+
+/// Reads the next buffer of the message. `want` = 0 only measures it (a
+/// compressed buffer is then not decompressed).
+static int next_buffer(struct decoder* d, int want, struct body_buffer* out) {
   int64_t index = d->buffer_i++;
+  *out = (struct body_buffer){0};
   if (index >= d->buffers.count)
     return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " buffers, the schema needs more",
                     (int64_t)d->buffers.count);
@@ -173,8 +184,6 @@ static int take_buffer(struct decoder* d, struct ArrowArray* out, int64_t slot, 
                     "(offset %" PRId64 " + length %" PRId64 " > %" PRId64 ")",
                     index, off, len, d->body->size);
   const uint8_t* src = d->body->data + off;
-  void* owned = NULL;
-  size_t capacity = 0;
   int64_t size = len;
   if (len == 0) {
     src = (const uint8_t*)k_empty;
@@ -197,39 +206,138 @@ static int take_buffer(struct decoder* d, struct ArrowArray* out, int64_t slot, 
     } else if (ulen == 0) {
       src = (const uint8_t*)k_empty;
       size = 0;
-    } else if (!keep || slot < 0) {
+    } else if (!want) {
       size = ulen;  // not needed: skip the work
     } else {
-      capacity = (size_t)ulen;
-      owned = sl_alloc_buffer(d->alloc, capacity);
-      if (owned == NULL)
+      out->capacity = (size_t)ulen;
+      out->owned = sl_alloc_buffer(d->alloc, out->capacity);
+      if (out->owned == NULL)
         return sl_error_set(d->error, ENOMEM, "%s: offset %" PRId64 ": out of memory "
                             "decompressing buffer %" PRId64 " (%" PRId64 " bytes)",
                             d->where->name, d->where->offset, index, ulen);
-      int rc = decompress(d, index, src + 8, (size_t)len - 8, owned, capacity);
+      int rc = decompress(d, index, src + 8, (size_t)len - 8, out->owned, out->capacity);
       if (rc != 0) {
-        sl_free_buffer(d->alloc, owned, capacity);
+        sl_free_buffer(d->alloc, out->owned, out->capacity);
+        out->owned = NULL;
         return rc;
       }
+      src = out->owned;
       size = ulen;
     }
   }
-  *size_out = size;
+  out->data = src;
+  out->size = size;
+  return 0;
+}
+
+/// Takes the next buffer of the message and makes it buffer `slot` of `out`
+/// (slot < 0: consume and drop it). `keep` = 0 drops it too (validity of a
+/// node without nulls). Records its size for validation.
+static int take_buffer(struct decoder* d, struct ArrowArray* out, int64_t slot, int keep,
+                       int64_t* size_out) {
+  struct body_buffer b;
+  SL_RETURN_NOT_OK(next_buffer(d, keep && slot >= 0, &b));
+  *size_out = b.size;
   if (slot < 0 || !keep) return 0;
-  if (owned != NULL) {
-    sl_array_set_buffer_owned(out, slot, owned, (int64_t)capacity);
-  } else if (size > 0 && ((uintptr_t)src & 7u) != 0) {
+  if (b.owned != NULL) {
+    sl_array_set_buffer_owned(out, slot, b.owned, (int64_t)b.capacity);
+  } else if (b.size > 0 && ((uintptr_t)b.data & 7u) != 0) {
     // A hostile or odd writer can misalign a buffer; consumers load values
     // with aligned accesses, so such buffers are copied.
-    owned = sl_alloc_buffer(d->alloc, (size_t)size);
+    void* owned = sl_alloc_buffer(d->alloc, (size_t)b.size);
     if (owned == NULL)
       return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
-    memcpy(owned, src, (size_t)size);
-    sl_array_set_buffer_owned(out, slot, owned, size);
+    memcpy(owned, b.data, (size_t)b.size);
+    sl_array_set_buffer_owned(out, slot, owned, b.size);
   } else {
-    sl_array_set_buffer_view(out, slot, src, src == (const uint8_t*)k_empty ? NULL : d->body->owner);
+    sl_array_set_buffer_view(out, slot, b.data,
+                             b.data == (const uint8_t*)k_empty ? NULL : d->body->owner);
   }
   return 0;
+}
+
+static void release_buffers(struct decoder* d, struct body_buffer* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (b[i].owned != NULL) sl_free_buffer(d->alloc, b[i].owned, b[i].capacity);
+  }
+}
+
+/// Copies the strings of `length` views into offsets + data (slots 1 and 2
+/// of `out`, whose validity is set). Views of null slots are not read: the
+/// format leaves them undefined.
+static int views_to_offsets(struct decoder* d, int64_t node, const struct body_buffer* views,
+                            const struct body_buffer* data, int64_t n_data, int64_t length,
+                            struct ArrowArray* out, struct size_entry* se) {
+  const uint8_t* valid = out->buffers[0];
+  int64_t total = 0;
+  for (int64_t i = 0; i < length; ++i) {
+    if (valid != NULL && !((valid[i >> 3] >> (i & 7)) & 1)) continue;
+    const uint8_t* v = views->data + i * 16;
+    int32_t len = fb_load_i32(v);
+    if (len < 0)
+      return dec_fail(d, EILSEQ, "field node %" PRId64 ": view %" PRId64 " has negative length %"
+                      PRId64, node, i, (int64_t)len);
+    if (len > 12) {
+      int32_t which = fb_load_i32(v + 8), at = fb_load_i32(v + 12);
+      if (which < 0 || which >= n_data || at < 0 || len > data[which].size - at)
+        return dec_fail(d, EILSEQ, "field node %" PRId64 ": view %" PRId64 " (%" PRId64
+                        " bytes at %" PRId64 " of data buffer %" PRId64 ") is outside the %"
+                        PRId64 " data buffers", node, i, (int64_t)len, (int64_t)at,
+                        (int64_t)which, n_data);
+    }
+    total += len;  // at most 2^31 per view: no overflow
+  }
+  size_t offsets_size = (size_t)(length + 1) * sizeof(int64_t);
+  int64_t* offsets = sl_alloc_buffer(d->alloc, offsets_size);
+  uint8_t* bytes = sl_alloc_buffer(d->alloc, total > 0 ? (size_t)total : 1);
+  if (offsets == NULL || bytes == NULL) {
+    sl_free_buffer(d->alloc, offsets, offsets_size);
+    sl_free_buffer(d->alloc, bytes, total > 0 ? (size_t)total : 1);
+    return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
+  }
+  int64_t end = 0;
+  offsets[0] = 0;
+  for (int64_t i = 0; i < length; ++i) {
+    if (valid == NULL || ((valid[i >> 3] >> (i & 7)) & 1)) {
+      const uint8_t* v = views->data + i * 16;
+      int32_t len = fb_load_i32(v);
+      const uint8_t* src = len <= 12 ? v + 4 : data[fb_load_i32(v + 8)].data + fb_load_i32(v + 12);
+      memcpy(bytes + end, src, (size_t)len);
+      end += len;
+    }
+    offsets[i + 1] = end;
+  }
+  sl_array_set_buffer_owned(out, 1, offsets, (int64_t)offsets_size);
+  sl_array_set_buffer_owned(out, 2, bytes, total > 0 ? total : 1);
+  se->size[1] = (int64_t)offsets_size;
+  se->size[2] = total;
+  return 0;
+}
+
+/// A BinaryView / Utf8View node (polars writes strings so by default) is
+/// read as large_binary / large_utf8: every consumer in sluice reads offsets
+/// + data, and a view's data can sit anywhere in any of its buffers. The
+/// cost is one copy of the strings.
+static int decode_views(struct decoder* d, int64_t node, int64_t length, struct ArrowArray* out,
+                        struct size_entry* se) {
+  SL_RETURN_NOT_OK(take_buffer(d, out, 0, out->null_count > 0, &se->size[0]));
+  int64_t which = d->view_i++;
+  int64_t n_data = which < d->variadic.count ? fb_load_i64(fb_vec_elem(&d->variadic, (uint32_t)which)) : 0;
+  if (n_data < 0 || n_data > d->buffers.count - d->buffer_i - 1)
+    return dec_fail(d, EILSEQ, "field node %" PRId64 ": %" PRId64 " variadic data buffers, the "
+                    "record batch has %" PRId64 " buffers", node, n_data, (int64_t)d->buffers.count);
+  struct body_buffer* b = sl_calloc(d->alloc, (size_t)n_data + 1, sizeof *b);
+  if (b == NULL) return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
+  int rc = 0;
+  int64_t got = 0;
+  for (; rc == 0 && got < n_data + 1; ++got) rc = next_buffer(d, 1, &b[got]);
+  if (rc == 0 && b[0].size / 16 < length)
+    rc = dec_fail(d, EILSEQ, "field node %" PRId64 ": views buffer of %" PRId64 " bytes is too "
+                  "short for %" PRId64 " views", node, b[0].size, length);
+  if (rc == 0) rc = views_to_offsets(d, node, &b[0], b + 1, n_data, length, out, se);
+  release_buffers(d, b, got);
+  sl_free(d->alloc, b, ((size_t)n_data + 1) * sizeof *b);
+  return rc;
 }
 
 static int decode_field(struct decoder* d, const struct ipc_field* f,
@@ -276,6 +384,10 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
     }
     case IPC_KIND_VARBIN:
     case IPC_KIND_LIST:
+      if (f->is_view) {
+        SL_RETURN_NOT_OK(decode_views(d, node, length, out, se));
+        break;
+      }
       SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
       if (se->size[1] == 0 && length == 0) se->size[1] = (int64_t)sizeof k_empty;
@@ -350,6 +462,12 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
     const struct ipc_field* f = &root->children[col];
     d.node_i = f->node_start;
     d.buffer_i = f->buffer_start + (d.v4 ? f->union_start : 0);
+    // The data buffers of the view fields before this column come first.
+    d.view_i = f->view_start;
+    for (int64_t k = 0; k < f->view_start && k < d.variadic.count; ++k) {
+      int64_t extra = fb_load_i64(fb_vec_elem(&d.variadic, (uint32_t)k));
+      d.buffer_i = extra < 0 || extra > d.buffers.count ? d.buffers.count : d.buffer_i + extra;
+    }
     rc = decode_field(&d, f, schema->schema.children[col], out->children[i]);
     if (rc == 0 && out->children[i]->length < length)
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": column '%s' has %" PRId64

@@ -251,16 +251,20 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       return invalid(p, EILSEQ, "missing type (Type union tag %" PRId64 ")", fname, type_type);
     case IPC_TYPE_BINARY_VIEW:
     case IPC_TYPE_UTF8_VIEW:
-      if (p->types_only) {
-        f->kind = IPC_KIND_VARBIN;  // never decoded from a body: a description only
+      f->kind = IPC_KIND_VARBIN;
+      f->offset_width = 8;
+      if (p->types_only) {  // never decoded from a body: a description only
         snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "vz" : "vu");
         break;
       }
-      return invalid(p, ENOTSUP, "type %" PRId64 " (view types) is not supported", fname, type_type);
+      // Read as large_binary / large_utf8 (see decode_views).
+      f->is_view = 1;
+      snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "Z" : "U");
+      break;
     case IPC_TYPE_RUN_END_ENCODED:
     case IPC_TYPE_LIST_VIEW:
     case IPC_TYPE_LARGE_LIST_VIEW:
-      return invalid(p, ENOTSUP, "type %" PRId64 " (run-end encoded / view types) is not supported", fname, type_type);
+      return invalid(p, ENOTSUP, "type %" PRId64 " (run-end encoded / list view) is not supported", fname, type_type);
     default:
       return invalid(p, ENOTSUP, "unknown type tag %" PRId64, fname, type_type);
   }
@@ -276,17 +280,23 @@ static void count_subtree(struct ipc_field* f) {
     [IPC_KIND_FIXED_LIST] = 1, [IPC_KIND_STRUCT] = 1, [IPC_KIND_SPARSE_UNION] = 1,
     [IPC_KIND_DENSE_UNION] = 2,
   };
+  // A view field has validity and views, then a per-batch number of data
+  // buffers (the batch's variadicBufferCounts), counted when decoding.
+  int own_buffers = f->is_view ? 2 : k_buffers[f->kind];
   f->n_nodes = 1;
-  f->n_buffers = k_buffers[f->kind];
+  f->n_buffers = own_buffers;
   f->n_unions = (f->kind == IPC_KIND_SPARSE_UNION || f->kind == IPC_KIND_DENSE_UNION) ? 1 : 0;
+  f->n_views = f->is_view;
   for (int64_t i = 0; i < f->n_children; ++i) {
     struct ipc_field* c = &f->children[i];
     c->node_start = f->n_nodes - 1;
-    c->buffer_start = f->n_buffers - k_buffers[f->kind];
+    c->buffer_start = f->n_buffers - own_buffers;
     c->union_start = f->n_unions - (f->kind >= IPC_KIND_SPARSE_UNION ? 1 : 0);
+    c->view_start = f->n_views;  // a view field has no children
     f->n_nodes += c->n_nodes;
     f->n_buffers += c->n_buffers;
     f->n_unions += c->n_unions;
+    f->n_views += c->n_views;
   }
 }
 
