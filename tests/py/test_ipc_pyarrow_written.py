@@ -183,3 +183,35 @@ def test_truncated_input_fails_cleanly(sluice, tmp_path, cut):
     out = tmp_path / "out.arrows"
     sluice.expect_error("convert", src, out)
     assert not out.exists(), "a failed convert left an output file"
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+@pytest.mark.parametrize("flavour", ["stream", "file"])
+def test_decimal32_and_decimal64_read_as_decimal128(sluice, tmp_path, flavour, compression):
+    """pyarrow's narrow decimals: sluice widens them to decimal128 (sign
+    extended), the values unchanged; also inside a list and after projection."""
+    from decimal import Decimal
+    d32 = [Decimal("12345.67"), Decimal("-99999.99"), None, Decimal("0.01"), Decimal("-0.01")]
+    d64 = [Decimal("-999999999999999.999"), Decimal("123.456"), Decimal("-1"), None, Decimal("0")]
+    schema = pa.schema([("d32", pa.decimal32(7, 2)), ("d64", pa.decimal64(18, 3)),
+                        ("ld", pa.list_(pa.decimal64(10, 0))), ("tail", pa.int32())])
+    batch = pa.record_batch([pa.array(d32, schema.field("d32").type),
+                             pa.array(d64, schema.field("d64").type),
+                             pa.array([[1, -2], None, [], [Decimal("-9999999999")], [0]],
+                                      schema.field("ld").type),
+                             pa.array(range(5), pa.int32())], schema=schema)
+    src = tmp_path / ("in.arrow" if flavour == "file" else "in.arrows")
+    options = ipc.IpcWriteOptions(compression=compression)
+    writer = ipc.new_file(src, schema, options=options) if flavour == "file" \
+        else ipc.new_stream(src, schema, options=options)
+    with writer:
+        writer.write_batch(batch)
+        writer.write_batch(batch.slice(1, 3))
+    table = pa.Table.from_batches([batch, batch.slice(1, 3)])
+    want_schema = pa.schema([("d32", pa.decimal128(7, 2)), ("d64", pa.decimal128(18, 3)),
+                             ("ld", pa.list_(pa.decimal128(10, 0))), ("tail", pa.int32())])
+    got = ipc.open_stream(io.BytesIO(sluice.run("cat", src, "-t", "arrows").stdout)).read_all()
+    assert got.schema == want_schema, got.schema
+    assert got.to_pylist() == table.to_pylist()
+    got = ipc.open_stream(io.BytesIO(sluice.run("cat", src, "-c", "d64,tail", "-t", "arrows").stdout)).read_all()
+    assert got.to_pylist() == table.select(["d64", "tail"]).to_pylist()

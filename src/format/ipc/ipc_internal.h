@@ -30,6 +30,9 @@ enum ipc_kind {
 struct ipc_field {
   enum ipc_kind kind;
   int32_t bit_width;     ///< FIXED: bits per value (1 = bool)
+  /// FIXED: bits per value in the body when they differ from bit_width
+  /// (decimal32 / decimal64 read as decimal128), else 0.
+  int32_t stored_width;
   int32_t offset_width;  ///< VARBIN / LIST: 4 or 8 bytes
   /// VARBIN read from a BinaryView / Utf8View field: the body holds validity,
   /// 16-byte views and variadic data buffers, decoded into offsets + data.

@@ -340,6 +340,38 @@ static int decode_views(struct decoder* d, int64_t node, int64_t length, struct 
   return rc;
 }
 
+/// decimal32 / decimal64 values (4 or 8 bytes each) become decimal128 ones,
+/// sign-extended: sluice's decimals are 128 or 256 bits wide, as pyarrow's
+/// were until these narrower types arrived.
+static int widen_decimals(struct decoder* d, int32_t bits, int64_t node, int64_t length,
+                          struct ArrowArray* out, struct size_entry* se) {
+  struct body_buffer b;
+  SL_RETURN_NOT_OK(next_buffer(d, 1, &b));
+  int64_t width = bits / 8;
+  int rc = 0;
+  if (b.size / width < length) {
+    rc = dec_fail(d, EILSEQ, "field node %" PRId64 ": values buffer of %" PRId64 " bytes is too "
+                  "short for %" PRId64 " values of %d bits", node, b.size, length, (int)bits);
+  } else {
+    size_t size = length > 0 ? (size_t)length * 16 : 1;
+    uint8_t* wide = sl_alloc_buffer(d->alloc, size);
+    if (wide == NULL) {
+      rc = sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
+    } else {
+      for (int64_t i = 0; i < length; ++i) {
+        int64_t v = width == 4 ? (int64_t)fb_load_i32(b.data + i * 4) : fb_load_i64(b.data + i * 8);
+        int64_t high = v < 0 ? -1 : 0;
+        memcpy(wide + i * 16, &v, 8);  // little-endian: low half first
+        memcpy(wide + i * 16 + 8, &high, 8);
+      }
+      sl_array_set_buffer_owned(out, 1, wide, (int64_t)size);
+      se->size[1] = length * 16;
+    }
+  }
+  if (b.owned != NULL) sl_free_buffer(d->alloc, b.owned, b.capacity);
+  return rc;
+}
+
 static int decode_field(struct decoder* d, const struct ipc_field* f,
                         const struct ArrowSchema* s, struct ArrowArray* out) {
   static const int8_t k_c_buffers[] = {
@@ -369,6 +401,11 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
       out->null_count = length;
       break;
     case IPC_KIND_FIXED: {
+      if (f->stored_width != 0) {
+        SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
+        SL_RETURN_NOT_OK(widen_decimals(d, f->stored_width, node, length, out, se));
+        break;
+      }
       SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
       // Checked here by division too: length * width may not fit in 64 bits.

@@ -151,10 +151,15 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       if (fb_read_i32(tt, IPC_DECIMAL_PRECISION, 0, &i32a) || fb_read_i32(tt, IPC_DECIMAL_SCALE, 0, &i32b) ||
           fb_read_i32(tt, IPC_DECIMAL_BIT_WIDTH, 128, &i32c))
         return bad(p, "Decimal type");
-      if (i32c != 128 && i32c != 256 && !(p->types_only && (i32c == 32 || i32c == 64)))
+      if (i32c != 32 && i32c != 64 && i32c != 128 && i32c != 256)
         return invalid(p, ENOTSUP, "decimal bit width %" PRId64 " is not supported", fname, i32c);
       f->bit_width = i32c;
-      if (i32c == 128) snprintf(fmt, fmt_cap, "d:%d,%d", (int)i32a, (int)i32b);
+      if (i32c < 128 && !p->types_only) {
+        // decimal32 / decimal64 are read as decimal128 (see widen_decimals).
+        f->stored_width = i32c;
+        f->bit_width = 128;
+      }
+      if (f->bit_width == 128) snprintf(fmt, fmt_cap, "d:%d,%d", (int)i32a, (int)i32b);
       else snprintf(fmt, fmt_cap, "d:%d,%d,%d", (int)i32a, (int)i32b, (int)i32c);
       break;
     case IPC_TYPE_DATE:
