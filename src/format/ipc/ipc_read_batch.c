@@ -285,7 +285,10 @@ static int views_to_offsets(struct decoder* d, int64_t node, const struct body_b
                         PRId64 " data buffers", node, i, (int64_t)len, (int64_t)at,
                         (int64_t)which, n_data);
     }
-    total += len;  // at most 2^31 per view: no overflow
+    if (len > INT64_MAX - total)  // views may share bytes: bound the sum
+      return dec_fail(d, EILSEQ, "field node %" PRId64 ": views add up to more than 2^63 bytes",
+                      node);
+    total += len;
   }
   size_t offsets_size = (size_t)(length + 1) * sizeof(int64_t);
   int64_t* offsets = sl_alloc_buffer(d->alloc, offsets_size);
@@ -321,6 +324,10 @@ static int views_to_offsets(struct decoder* d, int64_t node, const struct body_b
 static int decode_views(struct decoder* d, int64_t node, int64_t length, struct ArrowArray* out,
                         struct size_entry* se) {
   SL_RETURN_NOT_OK(take_buffer(d, out, 0, out->null_count > 0, &se->size[0]));
+  // The copy reads the validity before validation would: check it here.
+  if (out->buffers[0] != NULL && se->size[0] < length / 8 + (length % 8 != 0))
+    return dec_fail(d, EILSEQ, "field node %" PRId64 ": validity buffer of %" PRId64 " bytes is "
+                    "too short for %" PRId64 " rows", node, se->size[0], length);
   int64_t which = d->view_i++;
   int64_t n_data = which < d->variadic.count ? fb_load_i64(fb_vec_elem(&d->variadic, (uint32_t)which)) : 0;
   if (n_data < 0 || n_data > d->buffers.count - d->buffer_i - 1)
