@@ -172,3 +172,22 @@ def test_unsupported_type_is_reported(sluice, tmp_path, flavour):
     assert b"list view" in proc.stderr, proc.stderr
     assert not out.exists(), "a failed convert left an output file"
     check_clean_failure(proc)
+
+
+def test_dictionary_of_views_with_delta(sluice, tmp_path):
+    """Dictionary values that are views, extended by a delta batch."""
+    t = pa.dictionary(pa.int32(), pa.string_view())
+    schema = pa.schema([("d", t)])
+    batches = [pa.record_batch([pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()),
+                                                               pa.array(dic, pa.string_view()))],
+                               schema=schema)
+               for dic, idx in [(["a", "a value longer than twelve"], [0, 1, None]),
+                                (["a", "a value longer than twelve", "another long value, delta"], [2, 0])]]
+    src = tmp_path / "dict.arrows"
+    options = ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with ipc.new_stream(src, schema, options=options) as w:
+        for b in batches:
+            w.write_batch(b)
+    got = read_stream(sluice.run("cat", src, "-t", "arrows").stdout)
+    assert got.schema.field("d").type == pa.dictionary(pa.int32(), pa.large_string())
+    assert got.to_pylist() == pa.Table.from_batches(batches).to_pylist()
