@@ -414,7 +414,7 @@ def table_to_pandas(schema, batches, consume=False):
         data[i] = _column(nodes, field.type)
     if consume:
         del batches[:]
-    return _frame(pd, fields, data, sum(b.num_rows for b in batches))
+    return _frame(pd, schema, data, sum(b.num_rows for b in batches))
 
 
 def batches_to_pandas(schema, batches, total=None):
@@ -435,7 +435,7 @@ def batches_to_pandas(schema, batches, total=None):
     for i, column in enumerate(columns):
         data[i] = column.finish(at)
         columns[i] = None
-    return _frame(pd, fields, data, at)
+    return _frame(pd, schema, data, at)
 
 
 def column_to_pandas(nodes, t, name):
@@ -453,12 +453,58 @@ def column_to_pandas(nodes, t, name):
     return pd.Series(values, name=name, copy=False)
 
 
-def _frame(pd, fields, data, rows):
+def _frame(pd, schema, data, rows):
+    fields = schema.fields
     if not fields:
         return pd.DataFrame(index=pd.RangeIndex(rows))
-    df = pd.DataFrame(data, copy=False)
-    df.columns = [f.name for f in fields]
+    names = [f.name for f in fields]
+    index, index_at = _pandas_index(pd, schema.metadata.get("pandas"), names, data, rows)
+    if index_at:
+        keep = [i for i in range(len(names)) if i not in index_at]
+        data = {k: data[i] for k, i in enumerate(keep)}
+        names = [names[i] for i in keep]
+    df = pd.DataFrame(data, index=index, copy=False)
+    df.columns = names
     return df
+
+
+def _pandas_index(pd, pandas_metadata, names, data, rows):
+    """The index that pandas recorded when it wrote the file (the "pandas"
+    schema metadata of DataFrame.to_parquet / to_feather), as pyarrow's
+    to_pandas and pd.read_parquet restore it: (index, positions of the
+    columns it was made of). Index columns leave the columns, with their
+    names; a RangeIndex gets back its start and step. Anything missing (a
+    projection without the index columns, a limit that shortened a range) or
+    malformed gives (None, ()): the default index."""
+    if not isinstance(pandas_metadata, str):
+        return None, ()
+    import json
+    try:
+        meta = json.loads(pandas_metadata)
+        specs = list(meta.get("index_columns") or [])
+        labels = {c.get("field_name"): c.get("name") for c in meta.get("columns") or []
+                  if isinstance(c, dict)}
+    except (ValueError, TypeError, AttributeError):
+        return None, ()
+    if specs and all(isinstance(s, str) for s in specs):
+        if len(set(names)) != len(names) or not set(names).issuperset(specs):
+            return None, ()
+        at = [names.index(s) for s in specs]
+        arrays = [data[i] for i in at]
+        index_names = [labels.get(s, s) for s in specs]
+        if len(at) == 1:
+            return pd.Index(arrays[0], name=index_names[0], copy=False), at
+        return pd.MultiIndex.from_arrays(arrays, names=index_names), at
+    if len(specs) == 1 and isinstance(specs[0], dict) and specs[0].get("kind") == "range":
+        spec = specs[0]
+        try:
+            index = pd.RangeIndex(spec.get("start", 0), spec["stop"], spec.get("step", 1),
+                                  name=spec.get("name"))
+        except (KeyError, TypeError, ValueError):
+            return None, ()
+        if len(index) == rows:
+            return index, ()
+    return None, ()
 
 
 # ---- pandas -> Arrow buffers (write without pyarrow) -----------------------------

@@ -320,6 +320,8 @@ class Table:
         (Int64, Float64, boolean); strings pandas' string dtype; timestamps
         keep their zone; dictionaries become Categoricals; dates, times,
         decimals and nested values Python objects, as pyarrow gives them.
+        The index pandas recorded in the schema's "pandas" metadata (files
+        written by DataFrame.to_parquet) is restored, as pyarrow does.
         """
         from ._pandas import table_to_pandas
         if self_destruct:

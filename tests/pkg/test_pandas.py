@@ -168,3 +168,53 @@ def test_strings_stay_arrow_buffers_with_pyarrow(data_dir):
     shared = shared.chunk(0) if isinstance(shared, pa.ChunkedArray) else shared
     assert shared.buffers()[2].address == pa.table(st).column("s").chunk(0).buffers()[2].address
     assert df["s"].equals(t.to_pandas()["s"])
+
+
+def _indexed_frame(index):
+    df = pd.DataFrame({"a": np.arange(6, dtype=np.int64), "s": list("uvwxyz")})
+    if index == "named":
+        df.index = pd.Index(list("abcdef"), name="key")
+    elif index == "unnamed":
+        df.index = pd.Index([10, 20, 30, 40, 50, 60])
+    elif index == "multi":
+        df.index = pd.MultiIndex.from_arrays([list("aabbcc"), [1, 2, 1, 2, 1, 2]], names=["k1", "k2"])
+    else:
+        df.index = pd.RangeIndex(100, 112, 2, name="r")
+    return df
+
+
+@pytest.mark.parametrize("index", ["named", "unnamed", "multi", "range"])
+@pytest.mark.parametrize("kind", ["parquet", "arrow"])
+def test_pandas_index_restored(tmp_path, kind, index):
+    """A DataFrame pandas wrote (its index in the "pandas" schema metadata)
+    comes back with that index, as pd.read_parquet / pyarrow give it."""
+    df = _indexed_frame(index)
+    path = tmp_path / f"frame.{kind}"
+    if kind == "parquet":
+        df.to_parquet(path)
+        want = pd.read_parquet(path)
+    else:
+        table = pa.Table.from_pandas(df)
+        with pa.ipc.new_file(path, table.schema) as w:
+            w.write_table(table)
+        want = pa.ipc.open_file(path).read_all().to_pandas()
+    for got in (sluice.read(path).to_pandas(), sluice.read_pandas(path),
+                sluice.read(path, batch_rows=4).to_pandas()):
+        assert list(got.index.names) == list(want.index.names)
+        assert [norm(v) for v in got.index.tolist()] == [norm(v) for v in want.index.tolist()]
+        assert isinstance(got.index, type(want.index)), (type(got.index), type(want.index))
+        assert list(got.columns) == list(want.columns) == ["a", "s"]
+        assert got["a"].tolist() == df["a"].tolist() and got["s"].tolist() == df["s"].tolist()
+
+
+def test_pandas_index_left_out_when_not_read(tmp_path):
+    """A projection without the index column, or a limit that shortens a
+    range index, keeps the default index instead of failing."""
+    path = tmp_path / "named.parquet"
+    _indexed_frame("named").to_parquet(path)
+    got = sluice.read(path, columns=["a"]).to_pandas()
+    assert list(got.columns) == ["a"] and isinstance(got.index, pd.RangeIndex)
+    path = tmp_path / "range.parquet"
+    _indexed_frame("range").to_parquet(path)
+    got = sluice.read(path, limit=3).to_pandas()
+    assert got["a"].tolist() == [0, 1, 2] and list(got.index) == [0, 1, 2]
