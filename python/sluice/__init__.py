@@ -254,7 +254,7 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
     return Table(t.schema, [b for _, b in keyed])
 
 
-def _stream_capsule(data):
+def _stream_capsule(data, index=None):
     # pandas DataFrames have __arrow_c_stream__ too, but only through pyarrow.
     if hasattr(data, "__arrow_c_stream__") and not _is_pandas_frame(data):
         return data.__arrow_c_stream__()
@@ -264,9 +264,9 @@ def _stream_capsule(data):
         except ImportError:
             pyarrow = None
         if pyarrow is not None:
-            return pyarrow.Table.from_pandas(data, preserve_index=False).__arrow_c_stream__()
-        from ._pandas import dataframe_to_batch
-        raw = dataframe_to_batch(data, _sluice.make_batch)
+            return pyarrow.Table.from_pandas(data, preserve_index=index).__arrow_c_stream__()
+        from ._pandas import dataframe_to_batch, index_as_columns
+        raw = dataframe_to_batch(index_as_columns(data, index), _sluice.make_batch)
         return Batch(raw).__arrow_c_stream__()
     if hasattr(data, "__arrow_c_array__"):
         return Table.from_arrow(data).__arrow_c_stream__()
@@ -279,7 +279,7 @@ def _is_pandas_frame(data):
     return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
 
 
-def write(data, dst, *, format=None, compression=None, **options):
+def write(data, dst, *, format=None, compression=None, index=None, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically.
 
     data: anything with ``__arrow_c_stream__`` (pyarrow Table/RecordBatchReader,
@@ -288,9 +288,14 @@ def write(data, dst, *, format=None, compression=None, **options):
         numeric, bool, datetime, string and nullable columns).
     format: output format (default from the extension of dst).
     compression: body compression where the format has it ("zstd", "lz4", ...).
+    index: for a pandas DataFrame, as DataFrame.to_parquet's: None (default)
+        keeps an index other than a plain RangeIndex as columns (and, through
+        pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,
+        pyarrow and sluice restore it); True always keeps it; False drops it.
+        Without pyarrow the index columns are written, not the metadata.
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``.
     """
-    capsule = _stream_capsule(data)
+    capsule = _stream_capsule(data, index)
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
                   format_options=_options_string(options))
 

@@ -515,6 +515,20 @@ def _bitmap(np, valid):
     return np.packbits(valid.astype(bool), bitorder="little").tobytes()
 
 
+def index_as_columns(df, index):
+    """`df` with its index levels as leading columns where sluice.write's
+    `index` asks to keep it (None: unless it is a plain RangeIndex 0..n-1),
+    named as pandas names them (the level name, else "__index_level_i__")."""
+    pd = _pd()
+    plain = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and \
+        df.index.step == 1 and df.index.name is None
+    if index is False or (index is None and plain):
+        return df
+    names = [n if n is not None else "__index_level_%d__" % i
+             for i, n in enumerate(df.index.names)]
+    return df.reset_index(names=names)
+
+
 def dataframe_to_batch(df, make_batch):
     """A pandas DataFrame as one _Batch (buffers copied), for sluice.write
     without pyarrow. Numeric, bool, datetime (with zone), timedelta, string and

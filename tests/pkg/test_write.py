@@ -10,6 +10,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 import pytest
 
 import sluice
@@ -141,3 +142,53 @@ def test_failed_write_leaves_nothing(tmp_path):
         sluice.write(reader, dst)
     assert not dst.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("index", ["named", "multi", "range", "default"])
+def test_pandas_index_like_to_parquet(tmp_path, index):
+    """sluice.write(df) keeps the index as df.to_parquet does: pandas and
+    sluice read it back; index=False drops it."""
+    df = pd.DataFrame({"a": np.arange(6, dtype=np.int64), "s": list("uvwxyz")})
+    if index == "named":
+        df.index = pd.Index(list("abcdef"), name="key")
+    elif index == "multi":
+        df.index = pd.MultiIndex.from_arrays([list("aabbcc"), [1, 2, 1, 2, 1, 2]], names=["k1", "k2"])
+    elif index == "range":
+        df.index = pd.RangeIndex(100, 112, 2, name="r")
+    path = tmp_path / "kept.parquet"
+    sluice.write(df, path)
+    want = tmp_path / "pandas.parquet"
+    df.to_parquet(want)
+    assert pq.read_table(path).column_names == pq.read_table(want).column_names
+    back = pd.read_parquet(path)
+    assert list(back.index.names) == list(df.index.names)
+    assert back.index.tolist() == df.index.tolist()
+    mine = sluice.read(path).to_pandas()
+    assert list(mine.index.names) == list(df.index.names)
+    assert mine.index.tolist() == df.index.tolist()
+    assert mine["a"].tolist() == df["a"].tolist()
+
+    dropped = tmp_path / "dropped.parquet"
+    sluice.write(df, dropped, index=False)
+    assert pq.read_table(dropped).column_names == ["a", "s"]
+
+
+def test_pandas_index_without_pyarrow(tmp_path):
+    out, dropped = tmp_path / "nopa.arrow", tmp_path / "nopa-dropped.arrow"
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+df = pd.DataFrame({{"a": np.arange(4, dtype="i8")}}, index=pd.Index([10, 20, 30, 40], name="key"))
+sluice.write(df, {str(out)!r})
+sluice.write(df, {str(dropped)!r}, index=False)
+plain = pd.DataFrame({{"a": np.arange(4, dtype="i8")}})
+sluice.write(plain, {str(tmp_path / "plain.arrow")!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    back = pa.ipc.open_file(str(out)).read_all()
+    assert back.column_names == ["key", "a"]
+    assert back.column("key").to_pylist() == [10, 20, 30, 40]
+    assert pa.ipc.open_file(str(dropped)).read_all().column_names == ["a"]
+    assert pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all().column_names == ["a"]
