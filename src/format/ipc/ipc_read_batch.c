@@ -323,8 +323,8 @@ static int views_to_offsets(struct decoder* d, int64_t node, const struct body_b
 /// cost is one copy of the strings.
 static int decode_views(struct decoder* d, int64_t node, int64_t length, struct ArrowArray* out,
                         struct size_entry* se) {
-  SL_RETURN_NOT_OK(take_buffer(d, out, 0, out->null_count > 0, &se->size[0]));
-  // The copy reads the validity before validation would: check it here.
+  // The validity (buffer 0, taken) is read by the copy before validation
+  // would check it: check its length here.
   if (out->buffers[0] != NULL && se->size[0] < length / 8 + (length % 8 != 0))
     return dec_fail(d, EILSEQ, "field node %" PRId64 ": validity buffer of %" PRId64 " bytes is "
                     "too short for %" PRId64 " rows", node, se->size[0], length);
@@ -408,12 +408,11 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
       out->null_count = length;
       break;
     case IPC_KIND_FIXED: {
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       if (f->stored_width != 0) {
-        SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
         SL_RETURN_NOT_OK(widen_decimals(d, f->stored_width, node, length, out, se));
         break;
       }
-      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
       // Checked here by division too: length * width may not fit in 64 bits.
       int64_t width = f->bit_width / 8;
@@ -428,11 +427,11 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
     }
     case IPC_KIND_VARBIN:
     case IPC_KIND_LIST:
+      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       if (f->is_view) {
         SL_RETURN_NOT_OK(decode_views(d, node, length, out, se));
         break;
       }
-      SL_RETURN_NOT_OK(take_buffer(d, out, 0, has_nulls, &se->size[0]));
       SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
       if (se->size[1] == 0 && length == 0) se->size[1] = (int64_t)sizeof k_empty;
       if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(take_buffer(d, out, 2, 1, &se->size[2]));
