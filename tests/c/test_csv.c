@@ -199,6 +199,13 @@ static void test_inference(void** unused) {
             "null,null,1000,null,null,\"\"\n");
   check_csv("t\n2020-01-02T03:04:05+01:00\n2020-01-02T03:04:05Z\n", NULL,
             "t:tsu:UTC\n\"2020-01-02 02:04:05.000000Z\"\n\"2020-01-02 03:04:05.000000Z\"\n");
+  // times of day: microseconds, or nanoseconds when a value needs them
+  check_csv("t,n\n12:34,00:00:00.000000001\n23:59:59.5,\n", NULL,
+            "t:ttu|n:ttn\n\"12:34:00.000000\",\"00:00:00.000000001\"\n"
+            "\"23:59:59.500000\",null\n");
+  check_csv("t\n12:34\n24:00\n", NULL, "t:u\n\"12:34\"\n\"24:00\"\n");
+  check_csv("t\n2020-01-02T03:04:05.1234567\n", NULL,
+            "t:tsn:\n\"2020-01-02 03:04:05.123456700\"\n");
   check_csv("a\n1\n2.5\nx\n", NULL, "a:u\n\"1\"\n\"2.5\"\n\"x\"\n");
   check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1\n9.223372036854776e+18\n");
 }

@@ -113,6 +113,10 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
                       n > 40 ? "..." : "", tname, hint);
 }
 
+/// A time or timestamp with digits the column's unit cannot hold: an error,
+/// not a value cut short (as pyarrow.csv).
+#define TOO_FINE "more fraction digits than the unit holds in"
+
 static int64_t ts_scale(enum sl_time_unit u) {
   return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;
 }
@@ -164,9 +168,18 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       int zone;
       const int64_t scale = ts_scale(col->type.unit);
       *ok = csv_parse_timestamp(p, n, &sec, &ns, &zone);
-      if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
-                  __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v)))
+      if (*ok && ns % (1000000000 / scale) != 0) {
+        *ok = 0, problem = TOO_FINE;
+      } else if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
+                         __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v))) {
         *ok = 0, problem = "out of range:";
+      }
+      break;
+    }
+    case CV_TIME: {
+      int64_t ns;
+      *ok = csv_parse_time(p, n, &ns);
+      if (*ok && ns % (1000000000 / ts_scale(col->type.unit)) != 0) *ok = 0, problem = TOO_FINE;
       break;
     }
     case CV_UTF8:
@@ -298,12 +311,27 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
           return value_error(s, c, f, p, n, "cannot parse", error);
         }
+        if (ns % (1000000000 / scale) != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
         int64_t v;
         if (__builtin_mul_overflow(sec, scale, &v) ||
             __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v)) {
           return value_error(s, c, f, p, n, "out of range:", error);
         }
         sl_builder_append_int64_unsafe(b, v);
+      })
+      return 0;
+    }
+    case CV_TIME: {
+      const int64_t per_unit = 1000000000 / ts_scale(col->type.unit);
+      CSV_FOR_EACH_VALUE({
+        int64_t ns;
+        if (!csv_parse_time(p, n, &ns)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (ns % per_unit != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
+        if (col->width == 4) {
+          sl_builder_append_int32_unsafe(b, (int32_t)(ns / per_unit));
+        } else {
+          sl_builder_append_int64_unsafe(b, ns / per_unit);
+        }
       })
       return 0;
     }

@@ -462,6 +462,7 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
         int k = 0;
         for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
           if (k < 9) ns = ns * 10 + (p[i] - '0');
+          else if (p[i] != '0') return 0;  // finer than a nanosecond: no Arrow unit holds it
         }
         if (k == 0) return 0;
         for (; k < 9; ++k) ns *= 10;
@@ -502,6 +503,31 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
   return 1;
 }
 
+int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
+  int hh, mm, ss = 0;
+  int32_t ns = 0;
+  if (n < 5 || !digits_at(p, 2, &hh) || p[2] != ':' || !digits_at(p + 3, 2, &mm)) return 0;
+  int64_t i = 5;
+  if (i < n) {
+    if (p[i] != ':' || n < i + 3 || !digits_at(p + i + 1, 2, &ss)) return 0;
+    i += 3;
+    if (i < n) {
+      if (p[i] != '.') return 0;
+      ++i;
+      int k = 0;
+      for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
+        if (k < 9) ns = ns * 10 + (p[i] - '0');
+        else if (p[i] != '0') return 0;  // finer than a nanosecond
+      }
+      if (k == 0 || i != n) return 0;
+      for (; k < 9; ++k) ns *= 10;
+    }
+  }
+  if (hh > 23 || mm > 59 || ss > 59) return 0;
+  *nanos = ((int64_t)hh * 3600 + mm * 60 + ss) * 1000000000 + ns;
+  return 1;
+}
+
 /* ---- inference ------------------------------------------------------------ */
 
 #define CAN(k) (1u << (k))
@@ -509,9 +535,10 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
 void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
   s->nulls = nulls;
   s->can = CAN(CSV_KIND_BOOL) | CAN(CSV_KIND_INT64) | CAN(CSV_KIND_DOUBLE) |
-           CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP);
+           CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP) | CAN(CSV_KIND_TIME);
   s->any_value = 0;
   s->any_zone = 0;
+  s->any_nanos = 0;
 }
 
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
@@ -535,11 +562,20 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   if ((s->can & CAN(CSV_KIND_DATE32)) && !csv_parse_date32(p, n, &day)) {
     s->can &= ~CAN(CSV_KIND_DATE32);
   }
+  if (s->can & CAN(CSV_KIND_TIME)) {
+    int64_t t;
+    if (!csv_parse_time(p, n, &t)) {
+      s->can &= ~CAN(CSV_KIND_TIME);
+    } else {
+      s->any_nanos |= t % 1000 != 0;
+    }
+  }
   if (s->can & CAN(CSV_KIND_TIMESTAMP)) {
     if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
       s->can &= ~CAN(CSV_KIND_TIMESTAMP);
     } else {
       s->any_zone |= zone;
+      s->any_nanos |= ns % 1000 != 0;
     }
   }
 }
@@ -550,6 +586,13 @@ const char* csv_infer_format(const struct csv_infer_state* s) {
   if (s->can & CAN(CSV_KIND_INT64)) return "l";
   if (s->can & CAN(CSV_KIND_DOUBLE)) return "g";
   if (s->can & CAN(CSV_KIND_DATE32)) return "tdD";
-  if (s->can & CAN(CSV_KIND_TIMESTAMP)) return s->any_zone ? "tsu:UTC" : "tsu:";
+  // Microseconds (as DuckDB's TIMESTAMP and TIME), or nanoseconds when a
+  // value has digits past the microsecond, so that no digit is lost. Times:
+  // whole seconds and fractions alike (pyarrow infers whole seconds only).
+  if (s->can & CAN(CSV_KIND_TIMESTAMP)) {
+    if (s->any_nanos) return s->any_zone ? "tsn:UTC" : "tsn:";
+    return s->any_zone ? "tsu:UTC" : "tsu:";
+  }
+  if (s->can & CAN(CSV_KIND_TIME)) return s->any_nanos ? "ttn" : "ttu";
   return "u";
 }

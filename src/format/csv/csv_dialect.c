@@ -101,6 +101,7 @@ static int fits(const char* format, const struct csv_nulls* nulls, const uint8_t
   if (strcmp(format, "u") == 0) return 1;
   if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
   if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
+  if (strncmp(format, "tt", 2) == 0) return strncmp(got, "tt", 2) == 0;
   return strcmp(format, got) == 0;
 }
 

@@ -191,6 +191,10 @@ int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
 /// says whether one was.
 int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* has_zone);
+/// Time of day `HH:MM`, `HH:MM:SS` or `HH:MM:SS.f` (fraction digits past the
+/// ninth must be zeros), 00:00 to 23:59:59.999999999, as nanoseconds since
+/// midnight.
+int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
 
 /* ---- inference ------------------------------------------------------------ */
 
@@ -202,6 +206,7 @@ enum csv_kind {
   CSV_KIND_DOUBLE,
   CSV_KIND_DATE32,
   CSV_KIND_TIMESTAMP,
+  CSV_KIND_TIME,
   CSV_KIND_STRING,
 };
 
@@ -210,12 +215,13 @@ struct csv_infer_state {
   unsigned can;       ///< bit per kind still possible
   int any_value;
   int any_zone;
+  int any_nanos;      ///< a time or timestamp with digits past the microsecond
 };
 
 void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
-/// "tsu:", "u"). All-null columns become strings.
+/// "tsu:", "tsn:", "ttu", "ttn", "u"). All-null columns become strings.
 const char* csv_infer_format(const struct csv_infer_state* s);
 
 /* ---- open-time analysis (csv_dialect.c) ---------------------------------- */

@@ -32,6 +32,8 @@ static const struct type_alias csv_type_aliases[] = {
     {"timestamp[s]", "tss:"}, {"timestamp[ms]", "tsm:"}, {"timestamp[ns]", "tsn:"},
     {"timestamp[ns,UTC]", "tsn:UTC"}, {"timestamp[ms,UTC]", "tsm:UTC"},
     {"timestamp[s,UTC]", "tss:UTC"},
+    {"time", "ttu"},       {"time64[us]", "ttu"},  {"time64[ns]", "ttn"},
+    {"time32[s]", "tts"},  {"time32[ms]", "ttm"},
 };
 
 static void free_schema(struct csv_options* o, const struct sluice_allocator* alloc) {

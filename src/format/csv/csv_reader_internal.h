@@ -12,12 +12,13 @@
 
 enum csv_conv {
   CV_BOOL, CV_INT, CV_UINT, CV_F32, CV_F64, CV_UTF8, CV_BINARY, CV_DATE32, CV_TIMESTAMP,
+  CV_TIME,
 };
 
 struct csv_column {
   struct sl_type type;
   enum csv_conv conv;
-  int width;          ///< bytes, for CV_INT / CV_UINT
+  int width;          ///< bytes, for CV_INT / CV_UINT / CV_TIME
   int user_type;      ///< the type came from the schema option
 };
 
