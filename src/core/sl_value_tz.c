@@ -118,6 +118,24 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
 
 static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
+int sl_parse_ymd(const char* text, int64_t* days) {
+  static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int v[3] = {0, 0, 0};
+  static const int at[3] = {0, 5, 8}, len[3] = {4, 2, 2};
+  if (text[4] != '-' || text[7] != '-') return 0;
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i < len[k]; ++i) {
+      unsigned dgt = (unsigned)text[at[k] + i] - '0';
+      if (dgt > 9) return 0;
+      v[k] = v[k] * 10 + (int)dgt;
+    }
+  }
+  int y = v[0], m = v[1], d = v[2];
+  if (m < 1 || m > 12 || d < 1 || d > dim[m - 1] + (m == 2 && is_leap(y))) return 0;
+  *days = days_from_civil(y, m, d);
+  return 1;
+}
+
 static int64_t year_of_days(int64_t days) {
   int64_t y = floor_div(days * 400, 146097) + 1970;  // close; then fix up
   while (days_from_civil(y, 1, 1) > days) --y;

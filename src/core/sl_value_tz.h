@@ -20,4 +20,8 @@ void sl_tz_free(struct sl_tz* tz);
 /// epoch, UTC).
 int32_t sl_tz_offset(const struct sl_tz* tz, int64_t utc_seconds);
 
+/// The date `YYYY-MM-DD` in text[0, 10) (a real day of the proleptic
+/// Gregorian calendar) as days since 1970-01-01: 1 and *days, else 0.
+int sl_parse_ymd(const char* text, int64_t* days);
+
 #endif

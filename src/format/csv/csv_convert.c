@@ -9,6 +9,7 @@
 
 #include "csv_internal.h"
 #include "csv_pow5.h"
+#include "core/sl_value_tz.h"
 
 static inline int is_eight_digits(uint64_t v) {
   return ((v + UINT64_C(0x4646464646464646)) | (v - UINT64_C(0x3030303030303030))) &
@@ -407,29 +408,8 @@ static inline int digits_at(const uint8_t* p, int k, int* out) {
   return 1;
 }
 
-// Days from civil (Howard Hinnant's algorithm), proleptic Gregorian.
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m) {
-  static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
-  return dim[m - 1];
-}
-
 static int parse_ymd(const uint8_t* p, int64_t n, int64_t* days) {
-  int y, m, d;
-  if (n < 10 || p[4] != '-' || p[7] != '-') return 0;
-  if (!digits_at(p, 4, &y) || !digits_at(p + 5, 2, &m) || !digits_at(p + 8, 2, &d)) return 0;
-  if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, m)) return 0;
-  *days = days_from_civil(y, m, d);
-  return 1;
+  return n >= 10 && sl_parse_ymd((const char*)p, days);
 }
 
 int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
