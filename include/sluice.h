@@ -181,6 +181,15 @@ struct sluice_open_options {
   /// A PEM file of CA certificates to trust instead of the system's
   /// (NULL = the system store).
   const char* ca_bundle;
+  /// Non-zero (default): when the location names many objects, `key=value`
+  /// directories below it (`sales/year=2024/month=1/part-0.parquet`) add a
+  /// column per key after the objects' own, as Hive, Spark, pyarrow, polars
+  /// and DuckDB lay out and read partitioned data. Values are int64 when
+  /// every one is an integer, date32 when every one is a YYYY-MM-DD date,
+  /// else utf8; `__HIVE_DEFAULT_PARTITION__` is null; %XX escapes are
+  /// decoded. Objects with different keys, and keys that name a column of
+  /// the objects, add nothing. Zero: never.
+  int hive_partitioning;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,

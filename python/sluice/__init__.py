@@ -62,11 +62,15 @@ def _location(src):
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
     if isinstance(columns, str):
         columns = [columns]
+    # Not a format's option: whether key=value directories become columns.
+    format_options = dict(format_options)
+    hive = bool(format_options.pop("hive_partitioning", True))
     return _sluice.open(
         _location(src), format=format, columns=list(columns) if columns is not None else None,
         threads=int(threads or 0), ordered=bool(ordered),
         limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
-        memory=int(memory or 0), format_options=_options_string(format_options))
+        memory=int(memory or 0), format_options=_options_string(format_options),
+        hive_partitioning=hive)
 
 
 class Scanner:
@@ -137,7 +141,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     memory: bytes of decoded batches allowed in flight (default 256 MiB;
         128 MiB when batches are placed by known split row counts, below).
     **format_options: format-specific options, e.g. for CSV
-        ``delimiter=";", header=False``.
+        ``delimiter=";", header=False``; and ``hive_partitioning=False`` to
+        keep ``key=value`` directories of a dataset (``sales/year=2024/``)
+        from becoming columns, as they do by default.
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     When every column is flat fixed-width (numbers, bools, dates, times,

@@ -29,16 +29,17 @@ static int dataset_check_open(DatasetObject* self) {
 
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
-                             "batch_rows", "memory", "format_options", NULL};
+                             "batch_rows", "memory", "format_options", "hive_partitioning",
+                             NULL};
   const char* location;
   const char* format = NULL;
   PyObject* columns = Py_None;
-  int threads = 0, ordered = 1;
+  int threads = 0, ordered = 1, hive = 1;
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zOipLLLz", keywords, &location, &format,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zOipLLLzp", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
-                                   &format_options)) {
+                                   &format_options, &hive)) {
     return NULL;
   }
   if (threads < 0 || batch_rows < 0 || memory < 0 || limit < -1) {
@@ -55,6 +56,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   options.batch_size = batch_rows;
   if (memory > 0) options.memory_budget = memory;
   options.format_options = format_options;
+  options.hive_partitioning = hive;
 
   PyObject* names = NULL;  // keeps the UTF-8 of each column name alive
   const char** column_names = NULL;

@@ -17,6 +17,7 @@
 #include "io/sl_source_file.h"
 #include "scan/sl_scan.h"
 #include "sluice_dataset_files.h"
+#include "sluice_dataset_hive.h"
 #include "sluice_dataset_internal.h"
 
 #define SL_DEFAULT_MEMORY_BUDGET ((int64_t)256 << 20)
@@ -55,6 +56,7 @@ void sluice_open_options_init(struct sluice_open_options* options) {
   options->ordered = 1;
   options->limit = -1;
   options->allocator = NULL;
+  options->hive_partitioning = 1;
 }
 
 void sluice_write_options_init(struct sluice_write_options* options) {
@@ -222,10 +224,18 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
   struct sl_reader_args args = {.source = ds->source, .alloc = alloc,
                                 .batch_size = options->batch_size,
                                 .format_options = options->format_options};
-  if (rc == 0 && objects.n > 1) {
+  // key=value directories below the location (a single object in one
+  // counts too: its partition values are still columns).
+  struct sl_hive hive;
+  memset(&hive, 0, sizeof hive);
+  if (rc == 0 && objects.n > 0 && options->hive_partitioning) {
+    rc = sl_hive_detect(location, &objects, alloc, &hive, error);
+    if (rc != 0) sl_hive_free(&hive, alloc);
+  }
+  if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error
-    rc = sl_files_reader_open(ds->format, &objects, source, &remote, &args, &ds->format,
+    rc = sl_files_reader_open(ds->format, &objects, source, &remote, &args, &hive, &ds->format,
                               &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
   } else if (rc == 0) {

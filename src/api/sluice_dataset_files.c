@@ -9,6 +9,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "sluice_dataset_hive.h"
 
 /// One object: its source, the real format's reader over it, and where its
 /// splits start in the dataset's plan.
@@ -28,14 +29,33 @@ struct sl_files_reader {
   struct files_part* parts;
   int64_t n_parts;
   int64_t n_splits;  // all parts' splits
+  /// Partition columns, after the objects' own `n_file_cols` columns: the
+  /// hive keys hive_keys[0..n_hive_cols) (keys that name a column of the
+  /// objects are not added: the objects' values win, as in polars).
+  struct sl_hive hive;
+  int64_t n_file_cols;
+  int64_t* hive_keys;
+  int64_t n_hive_cols;
 };
 
-/// A split being decoded: which part's reader it belongs to.
+/// Where an output column of a split with partition columns comes from.
+struct files_out_column {
+  int64_t from_batch;  ///< child of the object reader's batch, or -1
+  int64_t hive_key;    ///< the partition key, when from_batch is -1
+};
+
+/// A split being decoded: which part's reader it belongs to and, when the
+/// dataset has partition columns, how its batches are widened (out == NULL:
+/// the object reader's batches pass through).
 struct files_split_state {
   const struct files_part* part;
   const struct sl_format_reader* format;
   void* state;
   const struct sluice_allocator* alloc;
+  const struct sl_hive* hive;
+  int64_t object;
+  struct files_out_column* out;
+  int64_t n_out;
 };
 
 static void files_close(void* reader) {
@@ -49,6 +69,10 @@ static void files_close(void* reader) {
     if (p->name != NULL) sl_free(f->alloc, p->name, strlen(p->name) + 1);
   }
   sl_free(f->alloc, f->parts, (size_t)f->n_parts * sizeof *f->parts);
+  if (f->hive_keys != NULL) {
+    sl_free(f->alloc, f->hive_keys, (size_t)f->hive.n_keys * sizeof *f->hive_keys);
+  }
+  sl_hive_free(&f->hive, f->alloc);
   sl_free(f->alloc, f, sizeof *f);
 }
 
@@ -100,6 +124,36 @@ static void merge_nullable(struct ArrowSchema* into, const struct ArrowSchema* o
   if (into->dictionary != NULL) merge_nullable(into->dictionary, other->dictionary);
 }
 
+/// Widens the objects' schema `*out` with the partition columns (nullable,
+/// after the objects' columns); its fields move, its metadata is copied.
+static int add_partition_fields(const struct sl_files_reader* f, struct ArrowSchema* out,
+                                struct sluice_error* error) {
+  struct ArrowSchema wide;
+  int64_t n = out->n_children;
+  int rc = sl_schema_init(&wide, f->alloc, out->format, out->name, out->flags,
+                          n + f->n_hive_cols, error);
+  if (rc == 0 && out->metadata != NULL) {
+    rc = sl_schema_set_metadata(&wide, out->metadata, error);
+  }
+  for (int64_t j = 0; rc == 0 && j < f->n_hive_cols; ++j) {
+    int64_t k = f->hive_keys[j];
+    rc = sl_schema_init(wide.children[n + j], f->alloc, f->hive.formats[k], f->hive.keys[k],
+                        ARROW_FLAG_NULLABLE, 0, error);
+  }
+  if (rc != 0) {
+    if (wide.release != NULL) wide.release(&wide);
+    out->release(out);
+    return rc;
+  }
+  for (int64_t i = 0; i < n; ++i) {  // moved: the old parent no longer releases them
+    *wide.children[i] = *out->children[i];
+    out->children[i]->release = NULL;
+  }
+  out->release(out);
+  *out = wide;
+  return 0;
+}
+
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
   struct sl_files_reader* f = reader;
   out->release = NULL;
@@ -124,7 +178,7 @@ static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_err
       return rc;
     }
   }
-  return 0;
+  return f->n_hive_cols > 0 ? add_partition_fields(f, out, error) : 0;
 }
 
 static int files_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
@@ -175,6 +229,51 @@ static const struct files_part* part_of(const struct sl_files_reader* f, int64_t
   return &f->parts[lo];
 }
 
+/// For a dataset with partition columns: the output columns of a split
+/// asked for `columns` (NULL = all) into s->out, and the file columns to ask
+/// the object's reader for (at least one: a reader asked for none may emit
+/// all; a batch with none would have no length). s->out stays NULL when
+/// only file columns are asked for (the batches pass through).
+static int plan_partition_columns(const struct sl_files_reader* f, struct files_split_state* s,
+                                  const int64_t* columns, int64_t n_columns,
+                                  int64_t** file_columns, int64_t* n_file,
+                                  struct sluice_error* error) {
+  int64_t n_out = columns != NULL ? n_columns : f->n_file_cols + f->n_hive_cols;
+  int any_hive = 0;
+  for (int64_t k = 0; k < n_out; ++k) {
+    int64_t c = columns != NULL ? columns[k] : k;
+    if (c < 0 || c >= f->n_file_cols + f->n_hive_cols) {
+      return sl_error_set(error, EINVAL, "column %lld is not in the dataset", (long long)c);
+    }
+    any_hive |= c >= f->n_file_cols;
+  }
+  *file_columns = NULL;
+  *n_file = 0;
+  if (!any_hive) return 0;
+  s->out = sl_calloc(f->alloc, (size_t)(n_out > 0 ? n_out : 1), sizeof *s->out);
+  *file_columns = sl_alloc(f->alloc, (size_t)(n_out + 1) * sizeof **file_columns);
+  if (s->out == NULL || *file_columns == NULL) {
+    if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)(n_out > 0 ? n_out : 1) * sizeof *s->out);
+    if (*file_columns != NULL) sl_free(f->alloc, *file_columns, (size_t)(n_out + 1) * sizeof **file_columns);
+    s->out = NULL;
+    *file_columns = NULL;
+    return sl_error_set(error, ENOMEM, "%s: out of memory", s->part->name);
+  }
+  s->n_out = n_out;
+  for (int64_t k = 0; k < n_out; ++k) {
+    int64_t c = columns != NULL ? columns[k] : k;
+    if (c < f->n_file_cols) {
+      s->out[k] = (struct files_out_column){*n_file, -1};
+      (*file_columns)[(*n_file)++] = c;
+    } else {
+      s->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols]};
+    }
+  }
+  if (*n_file == 0) (*file_columns)[0] = 0;  // read for the row counts only
+  *n_file = *n_file > 0 ? *n_file : 1;
+  return 0;
+}
+
 static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                             int64_t n_columns, void** state, int* projected,
                             struct sluice_error* error) {
@@ -186,14 +285,35 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   const struct files_part* part = part_of(f, split->index);
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
-  *s = (struct files_split_state){part, f->format, NULL, f->alloc};
+  *s = (struct files_split_state){part, f->format, NULL, f->alloc, &f->hive, part - f->parts,
+                                  NULL, 0};
   // The object's own split, with the scan's placement (its rows are the
   // dataset's: the place's first row counts the objects before).
   struct sl_split one = part->splits[split->index - part->first_split];
   one.place = split->place;
-  int rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
-                                 error);
+  int64_t* file_columns = NULL;
+  int64_t n_file = 0;
+  int rc = f->n_hive_cols > 0
+               ? plan_partition_columns(f, s, columns, n_columns, &file_columns, &n_file, error)
+               : 0;
+  if (rc == 0 && s->out != NULL) {
+    int file_projected = 0;
+    rc = f->format->split_open(part->reader, &one, file_columns, n_file, &s->state,
+                               &file_projected, error);
+    // Batch children are the file columns asked for, or all of them.
+    for (int64_t k = 0; rc == 0 && !file_projected && k < s->n_out; ++k) {
+      if (s->out[k].from_batch >= 0) s->out[k].from_batch = file_columns[s->out[k].from_batch];
+    }
+    *projected = 1;
+  } else if (rc == 0) {
+    rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
+                               error);
+  }
+  if (file_columns != NULL) {
+    sl_free(f->alloc, file_columns, (size_t)(s->n_out + 1) * sizeof *file_columns);
+  }
   if (rc != 0) {
+    if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
     sl_free(f->alloc, s, sizeof *s);
     return rc;
   }
@@ -203,13 +323,43 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
 
 static int files_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
   struct files_split_state* s = state;
-  return s->format->split_next(s->state, out, error);
+  if (s->out == NULL) return s->format->split_next(s->state, out, error);
+  struct ArrowArray batch;
+  batch.release = NULL;
+  out->release = NULL;
+  SL_RETURN_NOT_OK(s->format->split_next(s->state, &batch, error));
+  if (batch.release == NULL) return 0;
+  // The batch's columns move into a wider batch; partition columns are
+  // made for its rows (offset included: the children keep their windows).
+  int64_t rows = batch.offset + batch.length;
+  int rc = sl_array_init(out, s->alloc, 1, s->n_out, error);
+  for (int64_t k = 0; rc == 0 && k < s->n_out; ++k) {
+    const struct files_out_column* c = &s->out[k];
+    if (c->from_batch < 0) {
+      rc = sl_hive_column(s->hive, c->hive_key, s->object, rows, s->alloc, out->children[k],
+                          error);
+    } else if (c->from_batch < batch.n_children && batch.children[c->from_batch]->release) {
+      sl_array_move(batch.children[c->from_batch], out->children[k]);
+    } else {
+      rc = sl_error_set(error, EINVAL, "%s: a batch without its column %lld", s->part->name,
+                        (long long)c->from_batch);
+    }
+  }
+  if (rc == 0) {
+    out->length = batch.length;
+    out->offset = batch.offset;
+  } else if (out->release != NULL) {
+    out->release(out);
+  }
+  batch.release(&batch);
+  return rc;
 }
 
 static void files_split_close(void* state) {
   struct files_split_state* s = state;
   if (s == NULL) return;
   s->format->split_close(s->state);
+  if (s->out != NULL) sl_free(s->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
   sl_free(s->alloc, s, sizeof *s);
 }
 
@@ -238,6 +388,7 @@ static int64_t files_rows_skipped(void* reader, char* first_reason, size_t cap) 
 static int64_t files_column_bytes(void* reader, int64_t column) {
   struct sl_files_reader* f = reader;
   int64_t total = 0;
+  if (column >= f->n_file_cols) return 0;  // a partition column costs next to nothing
   for (int64_t i = 0; i < f->n_parts; ++i) {
     total += f->format->column_bytes(f->parts[i].reader, column);
   }
@@ -337,10 +488,30 @@ static int open_parts(struct open_job* job, struct sluice_error* error) {
   return job->rc;
 }
 
+/// The partition keys that become columns: those that name no column of the
+/// objects (whose schema is object 0's).
+static int choose_partition_columns(struct sl_files_reader* f, struct sluice_error* error) {
+  struct ArrowSchema schema = {0};
+  SL_RETURN_NOT_OK(f->format->schema(f->parts[0].reader, &schema, error));
+  f->n_file_cols = schema.n_children;
+  f->hive_keys = sl_calloc(f->alloc, (size_t)f->hive.n_keys, sizeof *f->hive_keys);
+  int rc = f->hive_keys == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
+  for (int64_t k = 0; rc == 0 && k < f->hive.n_keys; ++k) {
+    int taken = 0;
+    for (int64_t c = 0; c < schema.n_children && !taken; ++c) {
+      const char* name = schema.children[c]->name;
+      taken = name != NULL && strcmp(name, f->hive.keys[k]) == 0;
+    }
+    if (!taken) f->hive_keys[f->n_hive_cols++] = k;
+  }
+  schema.release(&schema);
+  return rc;
+}
+
 int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_location_list* names, struct sl_source* first,
                          const struct sl_remote_options* remote,
-                         const struct sl_reader_args* args,
+                         const struct sl_reader_args* args, struct sl_hive* hive,
                          const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error) {
   const struct sluice_allocator* alloc = args->alloc;
@@ -351,8 +522,11 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   if (f == NULL || f->parts == NULL) {
     if (f != NULL) sl_free(alloc, f, sizeof *f);
     sl_source_close(first);
+    sl_hive_free(hive, alloc);
     return sl_error_set(error, ENOMEM, "out of memory opening %zu objects", names->n);
   }
+  f->hive = *hive;  // moved
+  memset(hive, 0, sizeof *hive);
   f->format = format;
   f->alloc = alloc;
   f->n_parts = (int64_t)names->n;
@@ -386,6 +560,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
     f->parts[i].first_split = f->n_splits;
     f->n_splits += f->parts[i].n_splits;
   }
+  if (rc == 0 && f->hive.n_keys > 0) rc = choose_partition_columns(f, error);
   if (rc != 0) {
     files_close(f);
     return rc;
@@ -399,6 +574,8 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;
   const struct sl_files_reader* f = reader;
+  // The objects know nothing of partition columns: no per-object answers.
+  if (f->n_hive_cols > 0) return 0;
   *format = f->format;
   return f->n_parts;
 }

@@ -9,6 +9,7 @@
 #include "sluice.h"
 #include "../format/sl_format.h"
 #include "../io/sl_location.h"
+#include "sluice_dataset_hive.h"
 
 struct sl_files_reader;
 
@@ -17,19 +18,23 @@ struct sl_files_reader;
 /// the others are opened here with `remote`. `args` gives the allocator,
 /// batch size and format options (its `source` is ignored). All objects must
 /// have the same columns (names and types); a column that is nullable in any
-/// object is nullable in the dataset's schema. On success *out is the reader
-/// and *vtable its function table, both valid until vtable->close(*out).
+/// object is nullable in the dataset's schema. `hive` (the partitions of
+/// `names`, moved into the reader and zeroed, also on error) adds a column
+/// per key that names no column of the objects, after theirs. On success
+/// *out is the reader and *vtable its function table, both valid until
+/// vtable->close(*out).
 int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_location_list* names, struct sl_source* first,
                          const struct sl_remote_options* remote,
-                         const struct sl_reader_args* args,
+                         const struct sl_reader_args* args, struct sl_hive* hive,
                          const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error);
 
 /// When `vtable` is a files reader's (from sl_files_reader_open): sets
 /// *format to the real format and returns the number of objects, whose
 /// readers sl_files_reader_object gives (for per-object hooks such as
-/// stored_stats). Otherwise 0.
+/// stored_stats). Otherwise, and when the dataset has partition columns
+/// (which the objects' readers do not know), 0.
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format);
 /// Object i's reader of the real format (NULL when out of range).

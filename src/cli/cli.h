@@ -53,6 +53,7 @@ struct cli_options {
   int quiet;
   int help;
   int insecure;           ///< --insecure: skip TLS certificate checks
+  int no_hive;            ///< --no-hive: no partition columns
   const char* ca_bundle;  ///< --ca-bundle FILE
 };
 

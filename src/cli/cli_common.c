@@ -66,6 +66,7 @@ int cli_open(const struct cli_options* options, const char* location,
   open_options.format_options = options->format_options;
   open_options.tls_insecure = options->insecure;
   open_options.ca_bundle = options->ca_bundle;
+  open_options.hive_partitioning = !options->no_hive;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = sluice_dataset_open(location, &open_options, out, &error);

@@ -24,6 +24,8 @@
   "                     certificates\n"                                     \
   "  --ca-bundle FILE   https/s3 (reads and writes): trust the CA\n"        \
   "                     certificates in FILE\n"                             \
+  "  --no-hive          many objects: no columns from key=value directories\n" \
+  "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"                                          \
   "\n"                                                                        \
@@ -105,7 +107,7 @@ static const struct cli_command k_commands[] = {
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
-  OPT_METADATA,
+  OPT_METADATA, OPT_NO_HIVE,
 };
 
 static const struct option k_long_options[] = {
@@ -131,6 +133,7 @@ static const struct option k_long_options[] = {
     {"length-prefix", required_argument, NULL, OPT_LENGTH_PREFIX},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
+    {"no-hive", no_argument, NULL, OPT_NO_HIVE},
     {NULL, 0, NULL, 0},
 };
 
@@ -319,6 +322,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       }
       return CLI_OK;
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
+    case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);
     default: return usage_error(where, "unknown option '%s'", argv[optind - 1]);

@@ -69,3 +69,23 @@ def test_ipc_file_and_empty_input(cluster, tmp_path):
         pass
     got = sluice.dask.read(empty).compute()
     assert len(got) == 0 and list(got.columns) == ["a", "b"]
+
+
+def test_hive_partitioned_directory(cluster, tmp_path):
+    """A partitioned dataset: the partition columns come through the workers
+    too, with the values written (pd.read_parquet cannot read this one back:
+    pyarrow refuses null partitions in its categoricals)."""
+    import pyarrow.parquet as pq
+    n = 5000
+    t = pa.table({"id": pa.array(range(n), pa.int64()),
+                  "year": pa.array([2020 + i % 4 for i in range(n)], pa.int64()),
+                  "kind": pa.array([["a b", "c", None][i % 3] for i in range(n)])})
+    root = tmp_path / "ds"
+    pq.write_to_dataset(t, root, partition_cols=["year", "kind"])
+    want = t.to_pandas()
+    local = sluice.read(root).to_pandas().sort_values("id").reset_index(drop=True)
+    assert local["year"].dtype == "int64"
+    same(local, want)
+    remote = sluice.dask.read(root, splits_per_partition=2).compute()
+    same(remote.sort_values("id"), want)
+    assert list(sluice.read(root, hive_partitioning=False).to_pandas().columns) == ["id"]

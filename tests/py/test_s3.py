@@ -626,3 +626,29 @@ def test_list_retries_a_server_error(sluice, scripted, tmp_path):
                         tmp_path / "r.arrows")
     same_table(got, peer_concat([("p/a.csv", tmp_path / "a.csv")], csv_reader))
     assert len(scripted.list_requests()) == 2
+
+
+@pytest.mark.parametrize("page", [None, "2"])
+def test_hive_partitions_under_a_prefix(sluice, s3, tmp_path, page):
+    """key=value prefixes under an S3 prefix are columns, as in a local
+    directory (tests/py/test_hive.py checks those against DuckDB and polars)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    local = tmp_path / "hive"
+    table = pa.table({"id": list(range(30)), "region": [["eu", "us", None][i % 3] for i in range(30)],
+                      "day": [f"2024-03-0{1 + i % 2}" for i in range(30)]})
+    pq.write_to_dataset(table, local, partition_cols=["region", "day"])
+    remote = s3["data"] / BUCKET / "hive"
+    if remote.exists():
+        shutil.rmtree(remote)
+    shutil.copytree(local, remote)
+    got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page), f"s3://{BUCKET}/hive/",
+                        tmp_path / "r.arrows")
+    want = read_location(sluice, creds(s3), local, tmp_path / "l.arrows")
+    assert got.column_names == ["id", "region", "day"]
+    assert got.schema.field("day").type == pa.date32()
+    same_table(got, want)
+    assert sorted(got.column("id").to_pylist()) == list(range(30))
+    glob = read_location(sluice, creds(s3), f"s3://{BUCKET}/hive/region=eu/*/*.parquet",
+                         tmp_path / "g.arrows")
+    assert glob.column_names == ["id", "day"]  # region is above the glob's root

@@ -1,0 +1,261 @@
+// Hive-style partition columns (see sluice_dataset_hive.h).
+#include "sluice_dataset_hive.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_array.h"
+#include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
+#include "../core/sl_value_tz.h"
+
+/// What Hive, Spark, pyarrow, polars and DuckDB write (and read) for a null.
+#define HIVE_NULL "__HIVE_DEFAULT_PARTITION__"
+
+void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
+  for (int64_t k = 0; k < hive->n_keys; ++k) {
+    if (hive->keys[k] != NULL) sl_free(alloc, hive->keys[k], strlen(hive->keys[k]) + 1);
+  }
+  for (int64_t i = 0; i < hive->n_keys * hive->n_objects; ++i) {
+    if (hive->values[i] != NULL) sl_free(alloc, hive->values[i], strlen(hive->values[i]) + 1);
+  }
+  if (hive->keys != NULL) sl_free(alloc, hive->keys, (size_t)hive->n_keys * sizeof *hive->keys);
+  if (hive->formats != NULL) {
+    sl_free(alloc, (void*)hive->formats, (size_t)hive->n_keys * sizeof *hive->formats);
+  }
+  if (hive->values != NULL) {
+    sl_free(alloc, hive->values, (size_t)(hive->n_keys * hive->n_objects) * sizeof *hive->values);
+  }
+  memset(hive, 0, sizeof *hive);
+}
+
+/// The part of `location` that every object name starts with, as
+/// sl_location_expand spells names: no `file://`, runs of '/' made one, up
+/// to the last '/' before the first glob character (a glob), or all of it
+/// with a '/' added (a directory or prefix). Written into root (cap bytes);
+/// 0 if it does not fit.
+static int literal_root(const char* location, char* root, size_t cap) {
+  if (strncmp(location, "file://", 7) == 0) location += 7;
+  const char* scheme = strstr(location, "://");
+  size_t keep = scheme != NULL ? (size_t)(scheme - location) + 3 : 0;  // "s3://" stays
+  size_t end = strcspn(location, "*?[");
+  size_t n = 0;
+  for (size_t i = 0; i < end; ++i) {
+    if (i >= keep && location[i] == '/' && n > keep && root[n - 1] == '/') continue;
+    if (n + 2 >= cap) return 0;
+    root[n++] = location[i];
+  }
+  if (location[end] != '\0') {  // a glob: its directory part
+    while (n > keep && root[n - 1] != '/') --n;
+  } else if (n > 0 && root[n - 1] != '/') {
+    root[n++] = '/';
+  }
+  root[n] = '\0';
+  return 1;
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// The byte a %XX escape at s[i] (within s[0, n)) stands for, or -1 when
+/// there is none there (%00 stays as written: names are C strings).
+static int escaped_byte(const char* s, size_t n, size_t i) {
+  if (s[i] != '%' || i + 2 >= n) return -1;
+  int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+  return hi < 0 || lo < 0 || hi + lo == 0 ? -1 : hi * 16 + lo;
+}
+
+/// A copy of s[0, n) with %XX escapes decoded (Hive escapes '/', '=', '%'
+/// and other special characters in names and values that way).
+static char* percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; ++i, ++len) i += escaped_byte(s, n, i) >= 0 ? 2 : 0;
+  char* out = sl_alloc(alloc, len + 1);
+  if (out == NULL) return NULL;
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int b = escaped_byte(s, n, i);
+    out[w++] = b >= 0 ? (char)b : s[i];
+    i += b >= 0 ? 2 : 0;
+  }
+  out[w] = '\0';
+  return out;
+}
+
+/// The `key=value` directory segments of `rel` (a name below the root; its
+/// last segment is the object itself), in order: calls visit for each.
+/// Returns how many there are, or -1 when visit failed.
+static int64_t for_each_pair(const char* rel,
+                             int (*visit)(void* ctx, const char* key, size_t key_len,
+                                          const char* value, size_t value_len),
+                             void* ctx) {
+  int64_t count = 0;
+  for (;;) {
+    const char* slash = strchr(rel, '/');
+    if (slash == NULL) return count;  // the object's own name
+    const char* eq = memchr(rel, '=', (size_t)(slash - rel));
+    if (eq != NULL && eq > rel) {
+      if (visit != NULL && visit(ctx, rel, (size_t)(eq - rel), eq + 1,
+                                 (size_t)(slash - eq - 1)) != 0) {
+        return -1;
+      }
+      ++count;
+    }
+    rel = slash + 1;
+  }
+}
+
+struct detect_ctx {
+  struct sl_hive* hive;
+  const struct sluice_allocator* alloc;
+  int64_t object;
+  int64_t key;
+  int mismatch;
+};
+
+/// Object 0 names the keys; every later object must have the same ones.
+static int take_pair(void* arg, const char* key, size_t key_len, const char* value,
+                     size_t value_len) {
+  struct detect_ctx* c = arg;
+  struct sl_hive* h = c->hive;
+  int64_t k = c->key++;
+  char* name = percent_decoded(key, key_len, c->alloc);
+  if (name == NULL) return ENOMEM;
+  if (c->object == 0) {
+    h->keys[k] = name;
+  } else {
+    int same = strcmp(name, h->keys[k]) == 0;
+    sl_free(c->alloc, name, strlen(name) + 1);
+    if (!same) {
+      c->mismatch = 1;
+      return EINVAL;
+    }
+  }
+  if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
+  char* text = percent_decoded(value, value_len, c->alloc);
+  if (text == NULL) return ENOMEM;
+  h->values[c->object * h->n_keys + k] = text;
+  return 0;
+}
+
+static int is_integer(const char* s) {
+  int64_t v;
+  return sl_parse_int64(s, strlen(s), INT64_MIN, INT64_MAX, &v) == 0;
+}
+
+static int is_date(const char* s) {
+  int64_t days;
+  return strlen(s) == 10 && sl_parse_ymd(s, &days) && days >= INT32_MIN && days <= INT32_MAX;
+}
+
+/// Each key's type: the narrowest that all its values (nulls aside) spell.
+static void infer_formats(struct sl_hive* h) {
+  for (int64_t k = 0; k < h->n_keys; ++k) {
+    int ints = 1, dates = 1;
+    for (int64_t o = 0; o < h->n_objects; ++o) {
+      const char* v = h->values[o * h->n_keys + k];
+      if (v == NULL) continue;
+      ints = ints && is_integer(v);
+      dates = dates && is_date(v);
+    }
+    h->formats[k] = ints ? "l" : dates ? "tdD" : "u";
+  }
+}
+
+int sl_hive_detect(const char* location, const struct sl_location_list* names,
+                   const struct sluice_allocator* alloc, struct sl_hive* out,
+                   struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  char root[4096];
+  if (names->n == 0 || !literal_root(location, root, sizeof root)) return 0;
+  size_t root_len = strlen(root);
+  int64_t n_keys = -1;
+  for (size_t i = 0; i < names->n; ++i) {
+    if (strncmp(names->names[i], root, root_len) != 0) return 0;
+    int64_t n = for_each_pair(names->names[i] + root_len, NULL, NULL);
+    if (n_keys >= 0 && n != n_keys) return 0;
+    n_keys = n;
+  }
+  if (n_keys <= 0) return 0;
+  out->n_keys = n_keys;
+  out->n_objects = (int64_t)names->n;
+  out->keys = sl_calloc(alloc, (size_t)n_keys, sizeof *out->keys);
+  out->formats = sl_calloc(alloc, (size_t)n_keys, sizeof *out->formats);
+  out->values = sl_calloc(alloc, (size_t)(n_keys * out->n_objects), sizeof *out->values);
+  if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+  }
+  struct detect_ctx ctx = {out, alloc, 0, 0, 0};
+  for (size_t i = 0; i < names->n; ++i) {
+    ctx.object = (int64_t)i;
+    ctx.key = 0;
+    if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
+      if (!ctx.mismatch) {
+        return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+      }
+      sl_hive_free(out, alloc);  // different keys: not partitioned
+      return 0;
+    }
+  }
+  infer_formats(out);
+  return 0;
+}
+
+int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int64_t length,
+                   const struct sluice_allocator* alloc, struct ArrowArray* out,
+                   struct sluice_error* error) {
+  const char* format = hive->formats[key];
+  const char* value = hive->values[object * hive->n_keys + key];
+  int utf8 = strcmp(format, "u") == 0;
+  SL_RETURN_NOT_OK(sl_array_init(out, alloc, utf8 ? 3 : 2, 0, error));
+  out->length = length;
+  size_t n = length > 0 ? (size_t)length : 0;
+  size_t vlen = value != NULL && utf8 ? strlen(value) : 0;
+  // Sizes: offsets and data of a string column, values of the others (a
+  // null's are zeros), a validity bitmap of zeros for a null.
+  size_t width = utf8 ? 4 : strcmp(format, "l") == 0 ? 8 : 4;
+  size_t bytes[3] = {value == NULL ? (n + 7) / 8 : 0, (n + (utf8 ? 1 : 0)) * width,
+                     utf8 ? n * vlen : 0};
+  if (utf8 && vlen > 0 && n > (size_t)INT32_MAX / vlen) {
+    out->release(out);
+    return sl_error_set(error, EOVERFLOW, "partition column '%s': %lld values of %zu bytes "
+                        "pass 2 GiB", hive->keys[key], (long long)length, vlen);
+  }
+  for (int b = 0; b < (utf8 ? 3 : 2); ++b) {
+    if (bytes[b] == 0) continue;
+    uint8_t* data = sl_alloc_buffer(alloc, bytes[b]);
+    if (data == NULL) {
+      out->release(out);
+      return sl_error_set(error, ENOMEM, "out of memory for partition column '%s'",
+                          hive->keys[key]);
+    }
+    memset(data, 0, bytes[b]);
+    sl_array_set_buffer_owned(out, b, data, (int64_t)bytes[b]);
+  }
+  uint8_t* values = (uint8_t*)out->buffers[1];
+  if (value == NULL) {
+    out->null_count = length;
+  } else if (utf8) {
+    int32_t* offsets = (int32_t*)(void*)values;
+    uint8_t* data = (uint8_t*)out->buffers[2];
+    for (size_t i = 0; i < n; ++i) {
+      memcpy(data + i * vlen, value, vlen);
+      offsets[i + 1] = (int32_t)((i + 1) * vlen);
+    }
+  } else if (width == 8) {
+    int64_t v = 0;
+    sl_parse_int64(value, strlen(value), INT64_MIN, INT64_MAX, &v);
+    for (size_t i = 0; i < n; ++i) memcpy(values + i * 8, &v, 8);
+  } else {
+    int64_t days = 0;
+    sl_parse_ymd(value, &days);
+    int32_t d = (int32_t)days;
+    for (size_t i = 0; i < n; ++i) memcpy(values + i * 4, &d, 4);
+  }
+  return 0;
+}

@@ -1,0 +1,43 @@
+// Hive-style partitions: the `key=value` directory segments of a dataset's
+// objects below the location's root (sales/year=2024/month=1/part-0.parquet)
+// become columns, as pyarrow.dataset, polars and DuckDB read them. Every
+// object must have the same keys in the same order, or there are none.
+#ifndef SLUICE_DATASET_HIVE_H
+#define SLUICE_DATASET_HIVE_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+#include "../io/sl_location.h"
+
+/// The partition columns of a dataset and each object's values.
+struct sl_hive {
+  int64_t n_keys;     ///< 0 = not partitioned
+  char** keys;        ///< column names (percent-decoded)
+  /// Arrow format per key: "l" (int64) when every value is a decimal
+  /// integer, "tdD" (date32) when every value is a YYYY-MM-DD date, else
+  /// "u" (utf8).
+  const char** formats;
+  int64_t n_objects;
+  /// [object * n_keys + key]: the value's text (percent-decoded), or NULL
+  /// for a null (`__HIVE_DEFAULT_PARTITION__`).
+  char** values;
+};
+
+/// Reads the partitions of `names`, the objects `location` expanded to.
+/// Names not under the location's literal root, or whose keys differ, give
+/// an unpartitioned result (n_keys 0). ENOMEM only. `out` is zeroed first;
+/// free it with sl_hive_free, also after an error.
+int sl_hive_detect(const char* location, const struct sl_location_list* names,
+                   const struct sluice_allocator* alloc, struct sl_hive* out,
+                   struct sluice_error* error);
+
+void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc);
+
+/// Partition column `key` of object `object` for `length` rows: every row
+/// holds the object's value (or is null).
+int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int64_t length,
+                   const struct sluice_allocator* alloc, struct ArrowArray* out,
+                   struct sluice_error* error);
+
+#endif

@@ -1,0 +1,137 @@
+"""Hive-style partitioned datasets (`root/key=value/.../file`), against the
+peers reading the same directory:
+
+- Parquet written by pyarrow's write_to_dataset (ints, strings with
+  characters it escapes as %XX, nulls as __HIVE_DEFAULT_PARTITION__), read by
+  sluice, by DuckDB (read_parquet(..., hive_partitioning=true)) and by
+  polars (read_parquet(dir)): the same rows, partition columns after the
+  files' own, with the same types (int64, utf8) and values.
+- CSV and dates written by DuckDB's COPY ... PARTITION_BY, read back by
+  DuckDB: the same rows and a date32 column.
+- Projection of partition columns alone, mixed with file columns, in any
+  order; a key that is also a file column adds nothing (the file's values);
+  objects with different keys add nothing; --no-hive adds nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+ipc = pytest.importorskip("pyarrow.ipc")
+duckdb = pytest.importorskip("duckdb")
+pl = pytest.importorskip("polars")
+
+
+def sluice_read(sluice, location, *args) -> pa.Table:
+    res = sluice.run("cat", location, "-t", "arrows", "-q", *args)
+    return ipc.open_stream(res.stdout).read_all()
+
+
+def by_id(table: pa.Table) -> dict:
+    """Column name -> values, rows sorted by `id`."""
+    order = pa.compute.sort_indices(table, [("id", "ascending")])
+    return table.take(order).to_pydict()
+
+
+CITIES = ["Paris", "New York", "S\u00e3o Paulo", "a/b=c%d", None]
+
+
+@pytest.fixture(scope="module")
+def pq_dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hive") / "sales"
+    n = 400
+    table = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "amount": pa.array([i * 0.25 for i in range(n)], pa.float64()),
+        "note": pa.array([None if i % 7 == 0 else f"n{i}" for i in range(n)], pa.string()),
+        "year": pa.array([2020 + i % 3 for i in range(n)], pa.int64()),
+        "city": pa.array([CITIES[i % len(CITIES)] for i in range(n)], pa.string()),
+    })
+    pq.write_to_dataset(table, root, partition_cols=["year", "city"])
+    return root
+
+
+def test_parquet_dataset_matches_duckdb_and_polars(sluice, pq_dataset):
+    got = sluice_read(sluice, pq_dataset)
+    assert got.column_names == ["id", "amount", "note", "year", "city"]
+    assert got.schema.field("year").type == pa.int64()
+    assert got.schema.field("city").type == pa.string()
+    mine = by_id(got)
+    duck = duckdb.sql(f"select id, amount, note, year, city from read_parquet("
+                      f"'{pq_dataset}/**/*.parquet', hive_partitioning=true) order by id")
+    assert [str(t) for t in duck.types] == ["BIGINT", "DOUBLE", "VARCHAR", "BIGINT", "VARCHAR"]
+    want = dict(zip(duck.columns, map(list, zip(*duck.fetchall()))))
+    assert mine == want
+    polars = pl.read_parquet(str(pq_dataset)).sort("id").to_dict(as_series=False)
+    assert mine == {k: polars[k] for k in mine}
+    assert set(mine["city"]) == set(CITIES)  # decoded: spaces, '/', '=', '%', and null
+
+
+def test_projection(sluice, pq_dataset):
+    full = by_id(sluice_read(sluice, pq_dataset))
+    for columns in (["city"], ["year", "id"], ["city", "amount", "year"], ["note"]):
+        got = sluice_read(sluice, pq_dataset, "-c", ",".join(columns))
+        assert got.column_names == columns
+        if "id" in columns:
+            assert by_id(got) == {c: full[c] for c in columns}
+        else:  # same rows in the same (file) order as the full read
+            ordered = sluice_read(sluice, pq_dataset).to_pydict()
+            assert got.to_pydict() == {c: ordered[c] for c in columns}
+
+
+def test_stats_and_limit(sluice, pq_dataset):
+    res = sluice.run("stats", pq_dataset, "-c", "year,city", "--json")
+    import json
+    stats = {c["name"]: c for c in json.loads(res.stdout)}
+    assert stats["year"]["count"] == 400 and stats["year"]["min"] in (2020, "2020")
+    assert stats["city"]["nulls"] == 80
+    got = sluice_read(sluice, pq_dataset, "--limit", "5")
+    assert got.num_rows == 5 and got.column_names[-2:] == ["year", "city"]
+
+
+def test_csv_and_dates_written_by_duckdb(sluice, tmp_path):
+    root = tmp_path / "events"
+    duckdb.sql(f"""copy (select i as id, 'e' || i as name,
+                          date '2024-02-27' + (i % 4)::int as day, i % 2 as part
+                   from range(50) t(i))
+                   to '{root}' (format csv, header true, partition_by (day, part))""")
+    got = sluice_read(sluice, root)
+    assert got.column_names == ["id", "name", "day", "part"]
+    assert got.schema.field("day").type == pa.date32()
+    assert got.schema.field("part").type == pa.int64()
+    duck = duckdb.sql(f"select id, name, day, part from read_csv('{root}/**/*.csv', "
+                      f"hive_partitioning=true) order by id")
+    want = dict(zip(duck.columns, map(list, zip(*duck.fetchall()))))
+    assert by_id(got) == want
+    assert datetime.date(2024, 2, 29) in want["day"]
+
+
+def test_key_that_is_a_file_column_adds_nothing(sluice, tmp_path):
+    root = tmp_path / "dup"
+    for k in (1, 2):
+        (root / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [k], "k": ["from the file"]}), root / f"k={k}" / "p.parquet")
+    got = sluice_read(sluice, root)
+    assert got.column_names == ["id", "k"]
+    assert got.column("k").to_pylist() == ["from the file"] * 2
+
+
+def test_different_keys_or_no_hive_add_nothing(sluice, tmp_path):
+    root = tmp_path / "mixed"
+    for rel in ("a=1/p.parquet", "b=2/p.parquet"):
+        (root / rel).parent.mkdir(parents=True)
+        pq.write_table(pa.table({"id": [len(rel)]}), root / rel)
+    assert sluice_read(sluice, root).column_names == ["id"]
+    pq_root = tmp_path / "one"
+    (pq_root / "a=1").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [7]}), pq_root / "a=1" / "p.parquet")
+    assert sluice_read(sluice, pq_root).to_pydict() == {"id": [7], "a": [1]}  # one object too
+    assert sluice_read(sluice, pq_root, "--no-hive").column_names == ["id"]
+    # only segments below the location count
+    assert sluice_read(sluice, pq_root / "a=1").column_names == ["id"]
+    assert sluice_read(sluice, f"{pq_root}/a=*/*.parquet").column_names == ["id", "a"]
