@@ -128,6 +128,12 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   if (name == NULL) return ENOMEM;
   if (c->object == 0) {
     h->keys[k] = name;
+    for (int64_t j = 0; j < k; ++j) {
+      if (strcmp(h->keys[j], name) == 0) {  // year=1/year=2: not columns
+        c->mismatch = 1;
+        return EINVAL;
+      }
+    }
   } else {
     int same = strcmp(name, h->keys[k]) == 0;
     sl_free(c->alloc, name, strlen(name) + 1);
@@ -226,6 +232,7 @@ int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int6
     return sl_error_set(error, EOVERFLOW, "partition column '%s': %lld values of %zu bytes "
                         "pass 2 GiB", hive->keys[key], (long long)length, vlen);
   }
+  if (bytes[1] == 0) bytes[1] = 8;  // no rows: still a values buffer
   for (int b = 0; b < (utf8 ? 3 : 2); ++b) {
     if (bytes[b] == 0) continue;
     uint8_t* data = sl_alloc_buffer(alloc, bytes[b]);

@@ -135,3 +135,20 @@ def test_different_keys_or_no_hive_add_nothing(sluice, tmp_path):
     # only segments below the location count
     assert sluice_read(sluice, pq_root / "a=1").column_names == ["id"]
     assert sluice_read(sluice, f"{pq_root}/a=*/*.parquet").column_names == ["id", "a"]
+
+
+def test_repeated_key_and_empty_object(sluice, tmp_path):
+    root = tmp_path / "rep"
+    (root / "y=1" / "y=2").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1]}), root / "y=1" / "y=2" / "p.parquet")
+    assert sluice_read(sluice, root).column_names == ["id"]  # which y? none
+    root = tmp_path / "empty"
+    for k, rows in (("a", 0), ("b", 2)):
+        (root / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array(range(rows), pa.int64())}),
+                       root / f"k={k}" / "p.parquet")
+    got = sluice_read(sluice, root)
+    assert got.to_pydict() == {"id": [0, 1], "k": ["b", "b"]}
+    duck = duckdb.sql(f"select id, k from read_parquet('{root}/**/*.parquet', "
+                      f"hive_partitioning=true) order by id").fetchall()
+    assert list(zip(*got.to_pydict().values())) == duck
