@@ -209,6 +209,17 @@ struct sluice_dataset;
 SLUICE_EXPORT int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error);
 
+/// Opens several locations as one table: the objects of locations[0], then
+/// those of locations[1], ... (each a path or URL as for sluice_dataset_open;
+/// one naming many objects gives them in name order), like a list of files
+/// given to pyarrow.dataset, polars or DuckDB. All must be in one format and
+/// have the same columns. No partition columns (there is no one root to read
+/// them below). "-" is refused (standard input is one object).
+SLUICE_EXPORT int sluice_dataset_open_many(const char* const* locations, size_t n,
+                                           const struct sluice_open_options* options,
+                                           struct sluice_dataset** out,
+                                           struct sluice_error* error);
+
 /// The name of the format the dataset is read as ("arrow", "arrows", ...).
 SLUICE_EXPORT const char* sluice_dataset_format(const struct sluice_dataset* dataset);
 

@@ -47,6 +47,10 @@ def _options_string(options):
 def _location(src):
     if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
         return _os.fsdecode(_os.fspath(src))
+    if isinstance(src, (list, tuple)):  # several locations read as one table
+        if not src:
+            raise ValueError("an empty list of locations")
+        return [_location(s) for s in src]
     fileno = getattr(src, "fileno", None)
     if fileno is not None and _os.path.isdir("/dev/fd"):
         # A pipe or socket (e.g. a subprocess's stdout): read through its
@@ -128,7 +132,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
          batch_rows=None, memory=None, _scan=None, _gather=True, **format_options):
     """Read a whole table.
 
-    src: a path, ``"-"`` (standard input) or a URL.
+    src: a path, ``"-"`` (standard input) or a URL; or a list of them, read
+        as one table in that order (each may be a directory or a glob).
     format: "arrow", "arrows", "csv", "avro", "parquet", ... (default: detected
         from the first bytes, then the name).
     columns: names of the columns to read, in the order wanted (default all).

@@ -5,6 +5,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 __version__: str
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
+# One location, or several read as one table in that order.
+Sources = Union[PathLike, Sequence[PathLike]]
 
 class Error(Exception):
     code: int
@@ -131,22 +133,22 @@ class Scanner:
     def __enter__(self) -> "Scanner": ...
     def __exit__(self, *exc: object) -> bool: ...
 
-def read(src: PathLike, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
+def read(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
          threads: Optional[int] = ..., ordered: bool = ..., limit: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,
          hive_partitioning: bool = ..., **format_options: Any) -> Table: ...
-def scan(src: PathLike, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
+def scan(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
          threads: Optional[int] = ..., ordered: bool = ..., limit: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,
          hive_partitioning: bool = ..., **format_options: Any) -> Scanner: ...
-def read_pandas(src: PathLike, *, format: Optional[str] = ...,
+def read_pandas(src: Sources, *, format: Optional[str] = ...,
                 columns: Optional[Sequence[str]] = ..., threads: Optional[int] = ...,
                 limit: Optional[int] = ..., batch_rows: Optional[int] = ...,
                 memory: Optional[int] = ..., hive_partitioning: bool = ...,
                 **format_options: Any) -> Any: ...
-def schema(src: PathLike, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
+def schema(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
            hive_partitioning: bool = ..., **format_options: Any) -> Schema: ...
-def stats(src: PathLike, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
+def stats(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
           threads: Optional[int] = ..., hive_partitioning: bool = ...,
           **format_options: Any) -> List[Dict[str, Any]]: ...
 def read_ipc(src: Union[PathLike, Any], *, restore_order: bool = ..., columns: Optional[Sequence[str]] = ...,

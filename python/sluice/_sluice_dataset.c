@@ -31,13 +31,13 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
                              NULL};
-  const char* location;
+  PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
   int threads = 0, ordered = 1, hive = 1;
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|zOipLLLzp", keywords, &location, &format,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzp", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
                                    &format_options, &hive)) {
     return NULL;
@@ -83,13 +83,40 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     options.n_columns = (size_t)n;
   }
 
+  // The location(s) as UTF-8, kept alive by `where`.
+  PyObject* where = PyUnicode_Check(location) ? PyTuple_Pack(1, location)
+                                              : PySequence_Tuple(location);
+  Py_ssize_t n_where = where != NULL ? PyTuple_GET_SIZE(where) : 0;
+  const char** paths = where != NULL && n_where > 0 ? PyMem_Calloc((size_t)n_where, sizeof *paths)
+                                                    : NULL;
+  for (Py_ssize_t i = 0; paths != NULL && i < n_where; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(where, i);
+    paths[i] = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+    if (paths[i] == NULL) {
+      PyMem_Free(paths);
+      paths = NULL;
+    }
+  }
+  if (paths == NULL) {
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_TypeError, "location must be a str or a non-empty list of str");
+    }
+    Py_XDECREF(where);
+    PyMem_Free(column_names);
+    Py_XDECREF(names);
+    return NULL;
+  }
   struct sluice_dataset* ds = NULL;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc;
+  int many = !PyUnicode_Check(location);
   Py_BEGIN_ALLOW_THREADS
-  rc = sluice_dataset_open(location, &options, &ds, &error);
+  rc = many ? sluice_dataset_open_many(paths, (size_t)n_where, &options, &ds, &error)
+            : sluice_dataset_open(paths[0], &options, &ds, &error);
   Py_END_ALLOW_THREADS
+  PyMem_Free(paths);
+  Py_DECREF(where);
   PyMem_Free(column_names);
   Py_XDECREF(names);
   if (rc != 0) {

@@ -181,12 +181,59 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
   return 0;
 }
 
+/// The objects of `locations` (n >= 1) in that order, each expanded when it
+/// names many (sorted within it). 0 or an error naming the location.
+static int expand_locations(const char* const* locations, size_t n,
+                            const struct sl_remote_options* remote,
+                            const struct sluice_allocator* alloc, struct sl_location_list* out,
+                            struct sluice_error* error) {
+  for (size_t i = 0; i < n; ++i) {
+    struct sl_location_list one = {NULL, 0, 0};
+    int rc = sl_location_expand(locations[i], remote, alloc, &one, error);
+    for (size_t k = 0; rc == 0 && k < one.n; ++k) {
+      if (sl_location_list_add(out, one.names[k], strlen(one.names[k]), alloc) != 0) {
+        rc = sl_error_set(error, ENOMEM, "out of memory listing %s", locations[i]);
+      }
+    }
+    sl_location_list_free(&one, alloc);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static int open_dataset(const char* const* locations, size_t n_locations,
+                        const struct sluice_open_options* options, struct sluice_dataset** out,
+                        struct sluice_error* error);
+
 int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error) {
   if (out != NULL) *out = NULL;
   if (location == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_open: NULL location or output");
   }
+  return open_dataset(&location, 1, options, out, error);
+}
+
+int sluice_dataset_open_many(const char* const* locations, size_t n,
+                             const struct sluice_open_options* options,
+                             struct sluice_dataset** out, struct sluice_error* error) {
+  if (out != NULL) *out = NULL;
+  if (locations == NULL || n == 0 || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_open_many: no locations or no output");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (locations[i] == NULL || strcmp(locations[i], "-") == 0) {
+      return sl_error_set(error, EINVAL, "sluice_dataset_open_many: location %zu is %s", i,
+                          locations[i] == NULL ? "NULL" : "'-' (standard input is one object)");
+    }
+  }
+  return open_dataset(locations, n, options, out, error);
+}
+
+static int open_dataset(const char* const* locations, size_t n_locations,
+                        const struct sluice_open_options* options, struct sluice_dataset** out,
+                        struct sluice_error* error) {
+  const char* location = locations[0];
   struct sluice_open_options defaults;
   if (options == NULL) {
     sluice_open_options_init(&defaults);
@@ -207,7 +254,14 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
                                                   : SL_DEFAULT_MEMORY_BUDGET;
   ds->ordered = options->ordered;
   ds->limit = options->limit < 0 ? -1 : options->limit;
-  ds->location = sl_strdup(alloc, location);
+  // How messages name the dataset: its location, or the first of several.
+  char label[512];
+  if (n_locations > 1) {
+    snprintf(label, sizeof label, "%s (and %zu more locations)", location, n_locations - 1);
+  } else {
+    snprintf(label, sizeof label, "%s", location);
+  }
+  ds->location = sl_strdup(alloc, label);
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
   // 4 parts of 8 MiB); decoded batches get the rest.
@@ -215,8 +269,8 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
                                      ds->memory_budget / 8};
   // A directory, glob or prefix names many objects; read as one table.
   struct sl_location_list objects = {NULL, 0, 0};
-  if (rc == 0 && sl_location_is_many(location)) {
-    rc = sl_location_expand(location, &remote, alloc, &objects, error);
+  if (rc == 0 && (n_locations > 1 || sl_location_is_many(location))) {
+    rc = expand_locations(locations, n_locations, &remote, alloc, &objects, error);
   }
   const char* first = objects.n > 0 ? objects.names[0] : location;
   if (rc == 0) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
@@ -225,10 +279,11 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
                                 .batch_size = options->batch_size,
                                 .format_options = options->format_options};
   // key=value directories below the location (a single object in one
-  // counts too: its partition values are still columns).
+  // counts too: its partition values are still columns). Not for a list of
+  // locations: they have no one root to count segments from.
   struct sl_hive hive;
   memset(&hive, 0, sizeof hive);
-  if (rc == 0 && objects.n > 0 && options->hive_partitioning) {
+  if (rc == 0 && objects.n > 0 && n_locations == 1 && options->hive_partitioning) {
     rc = sl_hive_detect(location, &objects, alloc, &hive, error);
     if (rc != 0) sl_hive_free(&hive, alloc);
   }

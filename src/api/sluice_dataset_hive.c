@@ -14,10 +14,10 @@
 #define HIVE_NULL "__HIVE_DEFAULT_PARTITION__"
 
 void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
-  for (int64_t k = 0; k < hive->n_keys; ++k) {
+  for (int64_t k = 0; hive->keys != NULL && k < hive->n_keys; ++k) {
     if (hive->keys[k] != NULL) sl_free(alloc, hive->keys[k], strlen(hive->keys[k]) + 1);
   }
-  for (int64_t i = 0; i < hive->n_keys * hive->n_objects; ++i) {
+  for (int64_t i = 0; hive->values != NULL && i < hive->n_keys * hive->n_objects; ++i) {
     if (hive->values[i] != NULL) sl_free(alloc, hive->values[i], strlen(hive->values[i]) + 1);
   }
   if (hive->keys != NULL) sl_free(alloc, hive->keys, (size_t)hive->n_keys * sizeof *hive->keys);

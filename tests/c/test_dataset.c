@@ -912,6 +912,118 @@ static void test_directory_allocation_failures(void** unused) {
   remove_tree(dir);
 }
 
+/* ---- Hive partitions and lists of locations ------------------------------------ */
+
+/// Writes dir/k=K/city=C/p.arrow (column a, `rows` values from K * 100) for
+/// K = 1, 2, 3 and cities "x y" (as x%20y) and null (the Hive spelling).
+static int write_hive_dir(const char* dir) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, sys, os\n"
+           "d=sys.argv[1]\n"
+           "for k in (1, 2, 3):\n"
+           "  c='x%%20y' if k != 2 else '__HIVE_DEFAULT_PARTITION__'\n"
+           "  p=d+'/k=%%d/city=%%s' %% (k, c); os.makedirs(p)\n"
+           "  t=pa.table({'a': pa.array(range(k*100, k*100+k), pa.int64())})\n"
+           "  with pa.ipc.new_file(p+'/p.arrow', t.schema) as f: f.write_table(t)\n"
+           "\" '%s' 2>/dev/null",
+           dir);
+  return system(cmd);
+}
+
+struct hive_run {
+  const char* const* locations;
+  size_t n;
+};
+
+/// Opens the run's locations (one: with its partitions; several: as a list),
+/// reads columns city, a, k and checks every row. Returns the status.
+static int hive_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
+  const struct hive_run* run = ctx;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.threads = 2;
+  const char* cols[] = {"city", "a", "k"};
+  int partitioned = run->n == 1;
+  options.columns = partitioned ? cols : cols + 1;
+  options.n_columns = partitioned ? 3 : 1;
+  struct sluice_dataset* ds = NULL;
+  int rc = run->n == 1 ? sluice_dataset_open(run->locations[0], &options, &ds, error)
+                       : sluice_dataset_open_many(run->locations, run->n, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct ArrowArrayStream stream;
+  rc = sluice_dataset_scan(ds, &stream, error);
+  sluice_dataset_close(ds);
+  if (rc != 0) return rc;
+  int64_t rows = 0, sum = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    rc = stream.get_next(&stream, &batch);
+    if (rc != 0) {
+      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
+      error->code = rc;
+      break;
+    }
+    if (batch.release == NULL) break;
+    assert_int_equal(batch.n_children, partitioned ? 3 : 1);
+    const struct ArrowArray* a = batch.children[partitioned ? 1 : 0];
+    for (int64_t r = 0; r < batch.length; ++r) {
+      int64_t v = ((const int64_t*)a->buffers[1])[a->offset + batch.offset + r];
+      sum += v;
+      if (!partitioned) continue;
+      const struct ArrowArray* k = batch.children[2];
+      const struct ArrowArray* city = batch.children[0];
+      assert_int_equal(((const int64_t*)k->buffers[1])[k->offset + batch.offset + r], v / 100);
+      int64_t at = city->offset + batch.offset + r;
+      if (v / 100 == 2) {
+        assert_int_equal(city->null_count, city->length);
+      } else {
+        const int32_t* off = city->buffers[1];
+        assert_int_equal(off[at + 1] - off[at], 3);
+        assert_memory_equal((const char*)city->buffers[2] + off[at], "x y", 3);
+      }
+    }
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  if (rc == 0) {
+    assert_int_equal(rows, partitioned ? 6 : 7);
+    int64_t all = 100 + (200 + 201) + (300 + 301 + 302);
+    assert_int_equal(sum, partitioned ? all : all + 100);
+  }
+  return rc;
+}
+
+static void test_hive_partitions_and_lists(void** unused) {
+  (void)unused;
+  if (sl_format_reader_find("arrow") == NULL) skip();
+  char dir[512];
+  test_temp_path("dataset_hive", dir, sizeof dir);
+  remove_tree(dir);
+  if (write_hive_dir(dir) != 0) skip();
+  const char* one[] = {dir};
+  struct hive_run run = {one, 1};
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  assert_int_equal(hive_once(&run, sluice_default_allocator(), &error), 0);
+  assert_true(test_alloc_sweep(hive_once, &run, 3000) > 5);
+  // A list: k=1's file again after the whole directory (a glob), no partitions.
+  char glob[600], first[640];
+  snprintf(glob, sizeof glob, "%s/*/*/p.arrow", dir);
+  snprintf(first, sizeof first, "%s/k=1/city=x%%20y/p.arrow", dir);
+  const char* many[] = {glob, first};
+  run = (struct hive_run){many, 2};
+  assert_int_equal(hive_once(&run, sluice_default_allocator(), &error), 0);
+  assert_true(test_alloc_sweep(hive_once, &run, 3000) > 5);
+  const char* bad[] = {first, "-"};
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open_many(bad, 2, NULL, &ds, &error), EINVAL);
+  assert_non_null(strstr(error.message, "standard input"));
+  remove_tree(dir);
+}
+
 /// Stored statistics merged over a directory of Parquet files, under failing
 /// allocations: every failure a clean ENOMEM, the success the whole count
 /// and the extremes of different files.
@@ -975,6 +1087,7 @@ int main(void) {
       cmocka_unit_test(test_directory_errors),
       cmocka_unit_test(test_directory_allocation_failures),
       cmocka_unit_test(test_directory_stored_stats_allocation_failures),
+      cmocka_unit_test(test_hive_partitions_and_lists),
       cmocka_unit_test(test_scan_range_ordered_and_unordered),
       cmocka_unit_test(test_scan_range_empty_and_errors),
       cmocka_unit_test(test_scan_range_planned_rows),

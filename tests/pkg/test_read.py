@@ -208,3 +208,34 @@ def test_stats_match_pyarrow(tmp_path):
                 assert (c["min"], c["max"]) == (mm["min"], mm["max"]), c
             else:
                 assert (float(c["min"]), float(c["max"])) == (mm["min"], mm["max"]), c
+
+
+def test_list_of_locations(tmp_path):
+    """A list reads as one table, in the order given (each item may name many
+    objects), as polars.read_parquet([...]) and DuckDB read_parquet([...])."""
+    import duckdb
+    import polars as pl
+    parts = []
+    for i in range(4):
+        t = pa.table({"id": pa.array(range(10 * i, 10 * i + 3 + i), pa.int64()),
+                      "s": pa.array([f"r{i}-{j}" for j in range(3 + i)])})
+        sub = tmp_path / ("dir" if i >= 2 else ".") / f"p{i}.parquet"
+        sub.parent.mkdir(exist_ok=True)
+        pq.write_table(t, sub)
+        parts.append(sub)
+    order = [parts[1], tmp_path / "dir", str(parts[0])]
+    got = pa.table(sluice.read(order))
+    want = pl.read_parquet([str(parts[1]), str(parts[2]), str(parts[3]), str(parts[0])])
+    assert got.to_pydict() == want.to_dict(as_series=False)
+    duck = duckdb.sql(f"select * from read_parquet({[str(p) for p in (parts[1], parts[2], parts[3], parts[0])]})")
+    assert sorted(zip(*got.to_pydict().values())) == sorted(duck.fetchall())
+    assert list(sluice.schema(order).names) == ["id", "s"]
+    assert sluice.read(order, columns=["s"], limit=4).to_pydict() == {"s": want["s"][:4].to_list()}
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32())}), other)
+    with pytest.raises(sluice.Error, match="other.parquet"):
+        sluice.read([parts[0], other])
+    with pytest.raises(ValueError):
+        sluice.read([])
+    with pytest.raises(sluice.Error, match="standard input"):
+        sluice.read([parts[0], "-"])
