@@ -229,15 +229,29 @@ static const struct files_part* part_of(const struct sl_files_reader* f, int64_t
   return &f->parts[lo];
 }
 
-/// For a dataset with partition columns: the output columns of a split
-/// asked for `columns` (NULL = all) into s->out, and the file columns to ask
-/// the object's reader for (at least one: a reader asked for none may emit
-/// all; a batch with none would have no length). s->out stays NULL when
-/// only file columns are asked for (the batches pass through).
-static int plan_partition_columns(const struct sl_files_reader* f, struct files_split_state* s,
-                                  const int64_t* columns, int64_t n_columns,
-                                  int64_t** file_columns, int64_t* n_file,
-                                  struct sluice_error* error) {
+/// How the columns asked of a dataset with partition columns are made: out
+/// column k comes from the object reader's answer (child from_batch of it)
+/// or from a partition key. `file` are the columns to ask the object's
+/// reader for: at least one (a reader asked for none may answer all; an
+/// answer with none would have no row count).
+struct column_plan {
+  struct files_out_column* out;  ///< NULL: only file columns are asked for
+  int64_t n_out;
+  int64_t* file;  ///< n_out + 1 allocated
+  int64_t n_file;
+};
+
+static void column_plan_free(const struct sl_files_reader* f, struct column_plan* p) {
+  if (p->out != NULL) sl_free(f->alloc, p->out, (size_t)p->n_out * sizeof *p->out);
+  if (p->file != NULL) sl_free(f->alloc, p->file, (size_t)(p->n_out + 1) * sizeof *p->file);
+  memset(p, 0, sizeof *p);
+}
+
+/// The plan for `columns` (NULL = all); p->out stays NULL when none is a
+/// partition column.
+static int plan_columns(const struct sl_files_reader* f, const int64_t* columns,
+                        int64_t n_columns, struct column_plan* p, struct sluice_error* error) {
+  memset(p, 0, sizeof *p);
   int64_t n_out = columns != NULL ? n_columns : f->n_file_cols + f->n_hive_cols;
   int any_hive = 0;
   for (int64_t k = 0; k < n_out; ++k) {
@@ -247,30 +261,24 @@ static int plan_partition_columns(const struct sl_files_reader* f, struct files_
     }
     any_hive |= c >= f->n_file_cols;
   }
-  *file_columns = NULL;
-  *n_file = 0;
   if (!any_hive) return 0;
-  s->out = sl_calloc(f->alloc, (size_t)(n_out > 0 ? n_out : 1), sizeof *s->out);
-  *file_columns = sl_alloc(f->alloc, (size_t)(n_out + 1) * sizeof **file_columns);
-  if (s->out == NULL || *file_columns == NULL) {
-    if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)(n_out > 0 ? n_out : 1) * sizeof *s->out);
-    if (*file_columns != NULL) sl_free(f->alloc, *file_columns, (size_t)(n_out + 1) * sizeof **file_columns);
-    s->out = NULL;
-    *file_columns = NULL;
-    return sl_error_set(error, ENOMEM, "%s: out of memory", s->part->name);
+  p->n_out = n_out;  // >= 1: a partition column is asked for
+  p->out = sl_calloc(f->alloc, (size_t)n_out, sizeof *p->out);
+  p->file = sl_alloc(f->alloc, (size_t)(n_out + 1) * sizeof *p->file);
+  if (p->out == NULL || p->file == NULL) {
+    column_plan_free(f, p);
+    return sl_error_set(error, ENOMEM, "out of memory");
   }
-  s->n_out = n_out;
   for (int64_t k = 0; k < n_out; ++k) {
     int64_t c = columns != NULL ? columns[k] : k;
     if (c < f->n_file_cols) {
-      s->out[k] = (struct files_out_column){*n_file, -1};
-      (*file_columns)[(*n_file)++] = c;
+      p->out[k] = (struct files_out_column){p->n_file, -1};
+      p->file[p->n_file++] = c;
     } else {
-      s->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols]};
+      p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols]};
     }
   }
-  if (*n_file == 0) (*file_columns)[0] = 0;  // read for the row counts only
-  *n_file = *n_file > 0 ? *n_file : 1;
+  if (p->n_file == 0) p->file[p->n_file++] = 0;  // read for the row counts only
   return 0;
 }
 
@@ -291,27 +299,26 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   // dataset's: the place's first row counts the objects before).
   struct sl_split one = part->splits[split->index - part->first_split];
   one.place = split->place;
-  int64_t* file_columns = NULL;
-  int64_t n_file = 0;
-  int rc = f->n_hive_cols > 0
-               ? plan_partition_columns(f, s, columns, n_columns, &file_columns, &n_file, error)
-               : 0;
-  if (rc == 0 && s->out != NULL) {
+  struct column_plan plan;
+  memset(&plan, 0, sizeof plan);
+  int rc = f->n_hive_cols > 0 ? plan_columns(f, columns, n_columns, &plan, error) : 0;
+  if (rc == 0 && plan.out != NULL) {
     int file_projected = 0;
-    rc = f->format->split_open(part->reader, &one, file_columns, n_file, &s->state,
+    rc = f->format->split_open(part->reader, &one, plan.file, plan.n_file, &s->state,
                                &file_projected, error);
     // Batch children are the file columns asked for, or all of them.
-    for (int64_t k = 0; rc == 0 && !file_projected && k < s->n_out; ++k) {
-      if (s->out[k].from_batch >= 0) s->out[k].from_batch = file_columns[s->out[k].from_batch];
+    for (int64_t k = 0; rc == 0 && !file_projected && k < plan.n_out; ++k) {
+      if (plan.out[k].from_batch >= 0) plan.out[k].from_batch = plan.file[plan.out[k].from_batch];
     }
     *projected = 1;
+    s->out = plan.out;  // the state's now
+    s->n_out = plan.n_out;
+    plan.out = NULL;
   } else if (rc == 0) {
     rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
                                error);
   }
-  if (file_columns != NULL) {
-    sl_free(f->alloc, file_columns, (size_t)(s->n_out + 1) * sizeof *file_columns);
-  }
+  if (plan.file != NULL) sl_free(f->alloc, plan.file, (size_t)(plan.n_out + 1) * sizeof *plan.file);
   if (rc != 0) {
     if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
     sl_free(f->alloc, s, sizeof *s);
@@ -574,13 +581,59 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;
   const struct sl_files_reader* f = reader;
-  // The objects know nothing of partition columns: no per-object answers.
-  if (f->n_hive_cols > 0) return 0;
   *format = f->format;
   return f->n_parts;
 }
 
-void* sl_files_reader_object(void* reader, int64_t i) {
+int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* columns,
+                                 int64_t n_columns, int64_t* row_count,
+                                 struct sl_stored_column_stats* stats,
+                                 struct ArrowArray* min_max, struct sluice_error* error) {
   const struct sl_files_reader* f = reader;
-  return i >= 0 && i < f->n_parts ? f->parts[i].reader : NULL;
+  if (object < 0 || object >= f->n_parts || f->format->stored_stats == NULL) {
+    return sl_error_set(error, EINVAL, "no stored statistics for object %lld",
+                        (long long)object);
+  }
+  void* object_reader = f->parts[object].reader;
+  struct column_plan plan;
+  memset(&plan, 0, sizeof plan);
+  if (f->n_hive_cols > 0) SL_RETURN_NOT_OK(plan_columns(f, columns, n_columns, &plan, error));
+  if (plan.out == NULL) {
+    return f->format->stored_stats(object_reader, columns, n_columns, row_count, stats, min_max,
+                                   error);
+  }
+  // The object's answer for its own columns, then the partition columns'
+  // (a constant: both bounds are the value, exact; all null for a null).
+  struct sl_stored_column_stats* file_stats =
+      sl_calloc(f->alloc, (size_t)plan.n_file, sizeof *file_stats);
+  struct ArrowArray file_bounds;
+  memset(&file_bounds, 0, sizeof file_bounds);
+  int rc = file_stats == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
+  if (rc == 0) {
+    rc = f->format->stored_stats(object_reader, plan.file, plan.n_file, row_count, file_stats,
+                                 &file_bounds, error);
+  }
+  if (rc == 0 && (file_bounds.release == NULL || file_bounds.n_children != plan.n_file)) {
+    rc = sl_error_set(error, EINVAL, "%s: stored statistics of a wrong shape",
+                      f->parts[object].name);
+  }
+  if (rc == 0) rc = sl_array_init(min_max, f->alloc, 1, plan.n_out, error);
+  if (rc == 0) min_max->length = file_bounds.length;
+  for (int64_t k = 0; rc == 0 && k < plan.n_out; ++k) {
+    const struct files_out_column* c = &plan.out[k];
+    if (c->from_batch >= 0) {
+      stats[k] = file_stats[c->from_batch];
+      sl_array_move(file_bounds.children[c->from_batch], min_max->children[k]);
+      continue;
+    }
+    int is_null = f->hive.values[object * f->hive.n_keys + c->hive_key] == NULL;
+    stats[k] = (struct sl_stored_column_stats){is_null ? *row_count : 0, !is_null, 1, 1};
+    rc = sl_hive_column(&f->hive, c->hive_key, object, file_bounds.length, f->alloc,
+                        min_max->children[k], error);
+  }
+  if (rc != 0 && min_max->release != NULL) min_max->release(min_max);
+  if (file_bounds.release != NULL) file_bounds.release(&file_bounds);
+  if (file_stats != NULL) sl_free(f->alloc, file_stats, (size_t)plan.n_file * sizeof *file_stats);
+  column_plan_free(f, &plan);
+  return rc;
 }

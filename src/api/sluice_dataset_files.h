@@ -32,12 +32,15 @@ int sl_files_reader_open(const struct sl_format_reader* format,
 
 /// When `vtable` is a files reader's (from sl_files_reader_open): sets
 /// *format to the real format and returns the number of objects, whose
-/// readers sl_files_reader_object gives (for per-object hooks such as
-/// stored_stats). Otherwise, and when the dataset has partition columns
-/// (which the objects' readers do not know), 0.
+/// statistics sl_files_reader_object_stats gives. Otherwise 0.
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format);
-/// Object i's reader of the real format (NULL when out of range).
-void* sl_files_reader_object(void* reader, int64_t i);
+/// Object `object`'s stored statistics, as the real format's stored_stats
+/// hook gives them, `columns` being the dataset's: the object answers for
+/// its own columns, the partition columns are its constant values.
+int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* columns,
+                                 int64_t n_columns, int64_t* row_count,
+                                 struct sl_stored_column_stats* stats,
+                                 struct ArrowArray* min_max, struct sluice_error* error);
 
 #endif

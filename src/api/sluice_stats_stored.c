@@ -110,8 +110,9 @@ static int merge_object(struct stored_merge* m, const struct sl_text_field* fiel
   return 0;
 }
 
-/// Asks one object's reader and folds its answer into merged[0..n).
-static int stored_object(const struct sl_format_reader* format, void* reader,
+/// Asks one object (of a dataset of many: `object` of the files reader; else
+/// the dataset's one reader) and folds its answer into merged[0..n).
+static int stored_object(const struct sl_format_reader* format, void* reader, int64_t object,
                          const struct sl_scan_args* args, const struct sl_text_field* row,
                          struct stored_merge* merged, int many,
                          const struct sluice_allocator* alloc, struct sluice_error* error) {
@@ -121,8 +122,12 @@ static int stored_object(const struct sl_format_reader* format, void* reader,
   int64_t row_count = -1;
   struct ArrowArray min_max;
   memset(&min_max, 0, sizeof min_max);
-  int rc = format->stored_stats(reader, args->columns, args->columns ? args->n_columns : n,
-                                &row_count, stats, &min_max, error);
+  const int64_t* columns = args->columns;
+  int64_t n_columns = columns ? args->n_columns : n;
+  int rc = many ? sl_files_reader_object_stats(reader, object, columns, n_columns, &row_count,
+                                               stats, &min_max, error)
+                : format->stored_stats(reader, columns, n_columns, &row_count, stats, &min_max,
+                                       error);
   if (rc == 0 && (min_max.release == NULL || min_max.n_children != n || min_max.length < 2)) {
     rc = sl_error_set(error, EINVAL,
                       "stored statistics: the %s reader returned bounds of a wrong shape",
@@ -157,8 +162,7 @@ int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* 
   for (int64_t c = 0; c < n; ++c) merged[c].bounds = 1;
   int rc = 0;
   for (int64_t o = 0; rc == 0 && o < objects; ++o) {
-    void* reader = many ? sl_files_reader_object(args.reader, o) : args.reader;
-    rc = stored_object(format, reader, &args, row, merged, many, alloc, error);
+    rc = stored_object(format, args.reader, o, &args, row, merged, many, alloc, error);
   }
   for (int64_t c = 0; rc == 0 && c < n; ++c) {
     struct sluice_column_stats* r = &result[c];

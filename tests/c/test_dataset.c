@@ -912,22 +912,32 @@ static void test_directory_allocation_failures(void** unused) {
   remove_tree(dir);
 }
 
+/// Opens `path` with `alloc` and asks for its stored statistics. On success
+/// the caller closes *ds (also after an error past the open) and frees
+/// *stats; on an open failure *ds is NULL.
+static int open_stored_stats(const char* path, const struct sluice_allocator* alloc,
+                             struct sluice_dataset** ds, struct sluice_column_stats** stats,
+                             int64_t* n, struct sluice_error* error) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  *ds = NULL;
+  int rc = sluice_dataset_open(path, &options, ds, error);
+  return rc != 0 ? rc : sluice_dataset_stored_stats(*ds, stats, n, error);
+}
+
 /* ---- Hive partitions and lists of locations ------------------------------------ */
 
-/// Writes dir/k=K/city=C/p.arrow (column a, `rows` values from K * 100) for
-/// K = 1, 2, 3 and cities "x y" (as x%20y) and null (the Hive spelling).
-static int write_hive_dir(const char* dir) {
+/// A fresh temporary directory `name` (path into dir) filled by `script`,
+/// Python run with pyarrow, pyarrow.parquet, os and d = the directory.
+/// 0 on success (else the caller skips: no pyarrow).
+static int pyarrow_tree(const char* name, const char* script, char* dir, size_t cap) {
+  test_temp_path(name, dir, cap);
+  remove_tree(dir);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "python3 -c \"import pyarrow as pa, sys, os\n"
-           "d=sys.argv[1]\n"
-           "for k in (1, 2, 3):\n"
-           "  c='x%%20y' if k != 2 else '__HIVE_DEFAULT_PARTITION__'\n"
-           "  p=d+'/k=%%d/city=%%s' %% (k, c); os.makedirs(p)\n"
-           "  t=pa.table({'a': pa.array(range(k*100, k*100+k), pa.int64())})\n"
-           "  with pa.ipc.new_file(p+'/p.arrow', t.schema) as f: f.write_table(t)\n"
-           "\" '%s' 2>/dev/null",
-           dir);
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys, os\n"
+           "d=sys.argv[1]\n%s\" '%s' 2>/dev/null", script, dir);
   return system(cmd);
 }
 
@@ -996,13 +1006,65 @@ static int hive_once(void* ctx, const struct sluice_allocator* alloc, struct slu
   return rc;
 }
 
+/// Stored statistics of a partitioned Parquet directory (dir/k=K/p.parquet,
+/// a = K * 100 .. + K - 1): a from the footers, k from the paths.
+static int hive_stats_once(void* ctx, const struct sluice_allocator* alloc,
+                           struct sluice_error* error) {
+  struct sluice_dataset* ds = NULL;
+  struct sluice_column_stats* stats = NULL;
+  int64_t n = 0;
+  int rc = open_stored_stats(ctx, alloc, &ds, &stats, &n, error);
+  if (rc == 0) {
+    assert_int_equal(n, 2);
+    assert_string_equal(stats[1].name, "k");
+    for (int c = 0; c < 2; ++c) {
+      assert_int_equal(stats[c].count, 6);
+      assert_true(stats[c].has_min_max);
+    }
+    assert_string_equal(stats[0].min, "100");
+    assert_string_equal(stats[0].max, "302");
+    assert_string_equal(stats[1].min, "1");
+    assert_string_equal(stats[1].max, "3");
+    sluice_stats_free(stats, n);
+  }
+  sluice_dataset_close(ds);
+  return rc;
+}
+
+static void test_hive_stored_stats(void** unused) {
+  (void)unused;
+  char dir[512];
+  if (sl_format_reader_find("parquet") == NULL ||
+      pyarrow_tree("dataset_hive_pq",
+                   "for k in (1, 2, 3):\n"
+                   "  p=d+'/k=%d' % k; os.makedirs(p)\n"
+                   "  pq.write_table(pa.table({'a': pa.array(range(k*100, k*100+k), "
+                   "pa.int64())}), p+'/p.parquet')\n",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  assert_int_equal(hive_stats_once(dir, sluice_default_allocator(), &error), 0);
+  assert_true(test_alloc_sweep(hive_stats_once, dir, 3000) > 5);
+  remove_tree(dir);
+}
+
+/// dir/k=K/city=C/p.arrow (column a, K values from K * 100) for K = 1, 2, 3
+/// and cities "x y" (as x%20y) and null (the Hive spelling).
 static void test_hive_partitions_and_lists(void** unused) {
   (void)unused;
-  if (sl_format_reader_find("arrow") == NULL) skip();
   char dir[512];
-  test_temp_path("dataset_hive", dir, sizeof dir);
-  remove_tree(dir);
-  if (write_hive_dir(dir) != 0) skip();
+  if (sl_format_reader_find("arrow") == NULL ||
+      pyarrow_tree("dataset_hive",
+                   "for k in (1, 2, 3):\n"
+                   "  c='x%20y' if k != 2 else '__HIVE_DEFAULT_PARTITION__'\n"
+                   "  p=d+'/k=%d/city=%s' % (k, c); os.makedirs(p)\n"
+                   "  t=pa.table({'a': pa.array(range(k*100, k*100+k), pa.int64())})\n"
+                   "  with pa.ipc.new_file(p+'/p.arrow', t.schema) as f: f.write_table(t)\n",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
   const char* one[] = {dir};
   struct hive_run run = {one, 1};
   struct sluice_error error;
@@ -1029,15 +1091,10 @@ static void test_hive_partitions_and_lists(void** unused) {
 /// and the extremes of different files.
 static int stored_stats_once(void* ctx, const struct sluice_allocator* alloc,
                              struct sluice_error* error) {
-  struct sluice_open_options options;
-  sluice_open_options_init(&options);
-  options.allocator = alloc;
   struct sluice_dataset* ds = NULL;
-  int rc = sluice_dataset_open(ctx, &options, &ds, error);
-  if (rc != 0) return rc;
   struct sluice_column_stats* stats = NULL;
   int64_t n = 0;
-  rc = sluice_dataset_stored_stats(ds, &stats, &n, error);
+  int rc = open_stored_stats(ctx, alloc, &ds, &stats, &n, error);
   if (rc == 0) {
     assert_int_equal(n, 1);
     assert_int_equal(stats[0].count, 300);
@@ -1059,18 +1116,15 @@ static int stored_stats_once(void* ctx, const struct sluice_allocator* alloc,
 
 static void test_directory_stored_stats_allocation_failures(void** unused) {
   (void)unused;
-  if (sl_format_reader_find("parquet") == NULL) skip();
   char dir[512];
-  test_temp_path("dataset_dir_stats", dir, sizeof dir);
-  remove_tree(dir);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys, os\n"
-           "d=sys.argv[1]; os.makedirs(d)\n"
-           "for k, (lo, hi) in enumerate([(0, 100), (-100, 0), (200, 300)]):\n"
-           "  pq.write_table(pa.table({'a': list(range(lo, hi))}), d + f'/p{k}.parquet')\n"
-           "\" '%s' 2>/dev/null", dir);
-  if (system(cmd) != 0) skip();
+  if (sl_format_reader_find("parquet") == NULL ||
+      pyarrow_tree("dataset_dir_stats",
+                   "os.makedirs(d)\n"
+                   "for k, (lo, hi) in enumerate([(0, 100), (-100, 0), (200, 300)]):\n"
+                   "  pq.write_table(pa.table({'a': list(range(lo, hi))}), d + f'/p{k}.parquet')\n",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
   assert_true(test_alloc_sweep(stored_stats_once, dir, 2000) > 5);
   remove_tree(dir);
 }
@@ -1088,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(test_directory_allocation_failures),
       cmocka_unit_test(test_directory_stored_stats_allocation_failures),
       cmocka_unit_test(test_hive_partitions_and_lists),
+      cmocka_unit_test(test_hive_stored_stats),
       cmocka_unit_test(test_scan_range_ordered_and_unordered),
       cmocka_unit_test(test_scan_range_empty_and_errors),
       cmocka_unit_test(test_scan_range_planned_rows),
