@@ -223,8 +223,10 @@ int sluice_dataset_open_many(const char* const* locations, size_t n,
   }
   for (size_t i = 0; i < n; ++i) {
     if (locations[i] == NULL || strcmp(locations[i], "-") == 0) {
-      return sl_error_set(error, EINVAL, "sluice_dataset_open_many: location %zu is %s", i,
-                          locations[i] == NULL ? "NULL" : "'-' (standard input is one object)");
+      return sl_error_set(error, EINVAL, "location %zu of %zu is %s", i + 1, n,
+                          locations[i] == NULL ? "NULL"
+                                               : "'-': standard input cannot be read with "
+                                                 "other locations");
     }
   }
   return open_dataset(locations, n, options, out, error);

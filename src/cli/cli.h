@@ -24,11 +24,14 @@ enum cli_option_bit {
   CLI_OPT_METADATA = 1 << 8,      ///< stats --metadata
 };
 
+/// Sources (and a destination) a command takes at most.
+#define CLI_MAX_POSITIONAL 64
+
 /// Everything parsed from the command line. Strings point into argv, except
 /// `columns`, a malloc'd array of pointers into `columns_storage`.
 struct cli_options {
   const char* command;
-  const char* positional[2];
+  const char* positional[CLI_MAX_POSITIONAL];
   int n_positional;
   char** columns;
   size_t n_columns;
@@ -78,10 +81,11 @@ int cli_parse_bytes(const char* text, int64_t* out);
 /// Parses a non-negative integer. 0 or EINVAL.
 int cli_parse_count(const char* text, int64_t* out);
 
-/// Opens `location` with the options (-f, -c, --limit, --threads, --budget,
-/// --ordered). Prints the error and returns CLI_ERROR on failure.
-int cli_open(const struct cli_options* options, const char* location,
-             struct sluice_dataset** out);
+/// Opens the first `n_sources` positional arguments (one location, or
+/// several read as one table in that order) with the options (-f, -c,
+/// --limit, --threads, --budget, --ordered, --no-hive). Prints the error and
+/// returns CLI_ERROR on failure.
+int cli_open(const struct cli_options* options, int n_sources, struct sluice_dataset** out);
 
 /// After a successful read: a warning on stderr (unless --quiet) when the
 /// reader dropped bad rows because -O bad_rows=skip asked it to.
@@ -99,7 +103,7 @@ int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options
 
 /// cli_open, then cli_progress_stream over the dataset: what cat and convert
 /// read. Prints the error and returns CLI_ERROR (nothing left open) on failure.
-int cli_open_stream(const struct cli_options* options, const char* location,
+int cli_open_stream(const struct cli_options* options, int n_sources,
                     struct sluice_dataset** dataset, struct ArrowArrayStream* stream);
 
 /// Ends a read from cli_open_stream whose consumer returned `status`: the

@@ -52,8 +52,7 @@ int cli_parse_bytes(const char* text, int64_t* out) {
   return 0;
 }
 
-int cli_open(const struct cli_options* options, const char* location,
-             struct sluice_dataset** out) {
+int cli_open(const struct cli_options* options, int n_sources, struct sluice_dataset** out) {
   struct sluice_open_options open_options;
   sluice_open_options_init(&open_options);
   open_options.format = options->format;
@@ -69,7 +68,10 @@ int cli_open(const struct cli_options* options, const char* location,
   open_options.hive_partitioning = !options->no_hive;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
-  int rc = sluice_dataset_open(location, &open_options, out, &error);
+  int rc = n_sources == 1
+               ? sluice_dataset_open(options->positional[0], &open_options, out, &error)
+               : sluice_dataset_open_many(options->positional, (size_t)n_sources, &open_options,
+                                          out, &error);
   if (rc != 0) {
     cli_error("%s", error.message[0] != '\0' ? error.message : strerror(rc));
     return CLI_ERROR;
@@ -303,10 +305,10 @@ void cli_type_name(const struct ArrowSchema* schema, char* out, size_t cap) {
   type_name_rec(schema, &o, 0);
 }
 
-int cli_open_stream(const struct cli_options* options, const char* location,
+int cli_open_stream(const struct cli_options* options, int n_sources,
                     struct sluice_dataset** dataset, struct ArrowArrayStream* stream) {
   memset(stream, 0, sizeof *stream);
-  int status = cli_open(options, location, dataset);
+  int status = cli_open(options, n_sources, dataset);
   if (status != CLI_OK) return status;
   struct sluice_error error;
   memset(&error, 0, sizeof error);

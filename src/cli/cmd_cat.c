@@ -78,7 +78,7 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
 int cli_cmd_cat(const struct cli_options* options) {
   struct sluice_dataset* dataset = NULL;
   struct ArrowArrayStream stream;
-  int status = cli_open_stream(options, options->positional[0], &dataset, &stream);
+  int status = cli_open_stream(options, options->n_positional, &dataset, &stream);
   if (status != CLI_OK) return status;
   if (wants_table(options)) {
     status = cat_table(&stream, options);

@@ -1,11 +1,11 @@
-// sluice convert SRC DST: the output format from -t or DST's extension.
+// sluice convert SRC... DST: the output format from -t or DST's extension.
 #include <string.h>
 
 #include "cli.h"
 #include "format/sl_format.h"
 
 int cli_cmd_convert(const struct cli_options* options) {
-  const char* destination = options->positional[1];
+  const char* destination = options->positional[options->n_positional - 1];
   // Usage problems are found before reading anything.
   if (options->to == NULL && strcmp(destination, "-") == 0) {
     cli_error("convert: writing to standard output needs -t FORMAT");
@@ -21,7 +21,7 @@ int cli_cmd_convert(const struct cli_options* options) {
   }
   struct sluice_dataset* dataset = NULL;
   struct ArrowArrayStream stream;
-  int status = cli_open_stream(options, options->positional[0], &dataset, &stream);
+  int status = cli_open_stream(options, options->n_positional - 1, &dataset, &stream);
   if (status != CLI_OK) return status;
   status = cli_write_stream(&stream, destination, options);
   return cli_close_stream(dataset, &stream, options, status);

@@ -127,7 +127,7 @@ static void print_text(const struct ArrowSchema* schema) {
 
 int cli_cmd_schema(const struct cli_options* options) {
   struct sluice_dataset* dataset = NULL;
-  int status = cli_open(options, options->positional[0], &dataset);
+  int status = cli_open(options, options->n_positional, &dataset);
   if (status != CLI_OK) return status;
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);

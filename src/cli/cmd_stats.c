@@ -204,7 +204,7 @@ static void run_stats(struct stats_job* job, int show) {
 
 int cli_cmd_stats(const struct cli_options* options) {
   struct sluice_dataset* dataset = NULL;
-  int status = cli_open(options, options->positional[0], &dataset);
+  int status = cli_open(options, options->n_positional, &dataset);
   if (status != CLI_OK) return status;
   struct stats_job job;
   memset(&job, 0, sizeof job);

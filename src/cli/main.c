@@ -31,7 +31,8 @@
   "\n"                                                                        \
   "SRC: a path, '-' (standard input), http(s)://..., s3://bucket/key; or many\n" \
   "objects read as one table: a directory, a glob ('data/*.csv',\n"          \
-  "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet\n"
+  "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet.\n" \
+  "Several SRC are read as one table, in the order given.\n"
 
 /// The writer options of cat and convert (-O is for the reader).
 #define WRITE_OPTION_HELP                                                     \
@@ -45,7 +46,7 @@
 
 static const struct cli_command k_commands[] = {
     {"cat", "print a table, or write it in a machine format",
-     "Usage: sluice cat SRC [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
+     "Usage: sluice cat SRC... [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
      "\n"
      "Prints SRC as an aligned table (first and last rows of large tables), or\n"
      "writes it as OUTFMT (arrow, arrows, avro, csv, jsonl) to OUT or standard output.\n"
@@ -61,16 +62,16 @@ static const struct cli_command k_commands[] = {
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
          CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
-     1, 1, cli_cmd_cat},
+     1, CLI_MAX_POSITIONAL, cli_cmd_cat},
     {"schema", "print the fields, types, nullability and metadata",
-     "Usage: sluice schema SRC [-f FMT] [--json]\n"
+     "Usage: sluice schema SRC... [-f FMT] [--json]\n"
      "\n"
      "Options:\n"
      "  -f, --format FMT    input format (default: detected)\n"
      "      --json          print the schema as JSON\n",
-     CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, 1, cli_cmd_schema},
+     CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
-     "Usage: sluice convert SRC DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
+     "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
      "\n"
      "The output format comes from DST's extension unless -t is given.\n"
      "\n"
@@ -84,10 +85,10 @@ static const struct cli_command k_commands[] = {
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
          CLI_OPT_WRITE_OPTION,
-     2, 2,
+     2, CLI_MAX_POSITIONAL,
      cli_cmd_convert},
     {"stats", "per column: count, nulls, min, max (computed in parallel)",
-     "Usage: sluice stats SRC [-c COLS] [-f FMT] [--json] [--metadata]\n"
+     "Usage: sluice stats SRC... [-c COLS] [-f FMT] [--json] [--metadata]\n"
      "\n"
      "Options:\n"
      "  -c, --columns COLS  comma-separated columns\n"
@@ -99,7 +100,8 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Figures taken from stored metadata instead of computed are marked with *\n"
      "(\"source\": \"metadata\" in JSON); bounds marked ~ may be truncated.\n",
-     CLI_OPT_COLUMNS | CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_LIMIT | CLI_OPT_METADATA, 1, 1,
+     CLI_OPT_COLUMNS | CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_LIMIT | CLI_OPT_METADATA, 1,
+     CLI_MAX_POSITIONAL,
      cli_cmd_stats},
 };
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
@@ -245,7 +247,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
   int64_t value = 0;
   switch (c) {
     case 1:  // a positional argument, in order
-      if (options->n_positional == 2) {
+      if (options->n_positional == CLI_MAX_POSITIONAL) {
         return usage_error(where, "unexpected argument '%s'", optarg);
       }
       options->positional[options->n_positional++] = optarg;
@@ -360,7 +362,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
     }
     // After "--" everything is positional ("sluice cat -- -odd-name.arrow").
     for (int i = optind; i < sub_argc; ++i) {
-      if (options->n_positional == 2) {
+      if (options->n_positional == CLI_MAX_POSITIONAL) {
         return usage_error(options->command, "unexpected argument '%s'", sub_argv[i]);
       }
       options->positional[options->n_positional++] = sub_argv[i];

@@ -105,7 +105,7 @@ def test_version(sluice_bin):
 @pytest.mark.parametrize("args", [
     [], ["frobnicate"], ["cat"], ["cat", "--limit", "x", "f.arrow"], ["cat", "--bogus", "f"],
     ["cat", "f.arrow", "-t", "nosuchformat"], ["convert", "a.arrow"],
-    ["convert", "a.arrow", "b.arrow", "c.arrow"], ["cat", "f", "--budget", "12Q"],
+    ["cat"] + ["f.arrow"] * 65, ["cat", "f", "--budget", "12Q"],
     ["schema", "f", "--limit", "3"],
     ["cat", "f", "-c"], ["stats", "f", "--threads", "-1"],
 ])
@@ -620,3 +620,30 @@ def test_every_corpus_type_renders(sluice_bin, path):
     assert [s["nulls"] for s in stats if not s["format"].startswith("+u")] == [
         logical_nulls(c) for c in table.columns if not pa.types.is_union(c.type)]
     json.loads(ok(sluice_bin, "schema", path, "--json"))
+
+
+def test_several_sources_are_one_table(sluice, tmp_path):
+    """cat / convert / schema / stats take several SRC: one table in the
+    order given (each may be a glob), as polars.read_csv([...]) reads them."""
+    import polars as pl
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"s{i}.csv"
+        p.write_text("id,name\n" + "".join(f"{10 * i + k},n{i}-{k}\n" for k in range(2 + i)))
+        paths.append(p)
+    order = [paths[2], paths[0], paths[1]]
+    want = pl.concat([pl.read_csv(str(p)) for p in order])
+    out = tmp_path / "all.parquet"
+    sluice.run("convert", *order, out, "-q")
+    got = pl.read_parquet(str(out))
+    assert got.to_dict(as_series=False) == want.to_dict(as_series=False)
+    shown = sluice.run("cat", paths[2], tmp_path / "s[01].csv", "-t", "csv").stdout.decode()
+    assert shown.splitlines()[1:] == [f"{r[0]},{r[1]}" for r in
+                                       pl.concat([pl.read_csv(str(p)) for p in
+                                                  (paths[2], paths[0], paths[1])]).rows()]
+    assert "id" in sluice.run("schema", *order).stdout.decode()
+    (tmp_path / "other.csv").write_text("x\n1\n")
+    err = sluice.expect_error("cat", paths[0], tmp_path / "other.csv").stderr.decode()
+    assert "other.csv" in err
+    err = sluice.expect_error("cat", paths[0], "-").stderr.decode()
+    assert "standard input" in err
