@@ -190,6 +190,12 @@ struct sluice_open_options {
   /// decoded. Objects with different keys, and keys that name a column of
   /// the objects, add nothing. Zero: never.
   int hive_partitioning;
+  /// Only the objects whose partition values pass (NULL = all): conditions
+  /// `key OP value` joined by ',' (all must hold), OP one of = != < <= > >=,
+  /// `key=a|b` either value; values compare as the key's type, a null
+  /// passes none; %XX escapes in keys and values (a ',' as %2C). The other
+  /// objects are never opened. E.g. "year>=2023,city=Paris|Rome".
+  const char* partition_filter;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,

@@ -66,15 +66,54 @@ def _location(src):
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
     if isinstance(columns, str):
         columns = [columns]
-    # Not a format's option: whether key=value directories become columns.
+    # Not a format's options: whether key=value directories become columns,
+    # and which of them to read.
     format_options = dict(format_options)
     hive = bool(format_options.pop("hive_partitioning", True))
+    filters = format_options.pop("filters", None)
     return _sluice.open(
         _location(src), format=format, columns=list(columns) if columns is not None else None,
         threads=int(threads or 0), ordered=bool(ordered),
         limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
         memory=int(memory or 0), format_options=_options_string(format_options),
-        hive_partitioning=hive)
+        hive_partitioning=hive, partition_filter=_partition_filter(filters))
+
+
+_FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _partition_filter(filters):
+    """pyarrow-style filters on partition keys, [("year", ">=", 2023),
+    ("city", "in", ["Paris", "Rome"])] (all must hold), as the library's
+    "year>=2023,city=Paris|Rome"; or such a string as it is."""
+    if filters is None or isinstance(filters, str):
+        return filters
+    from urllib.parse import quote
+
+    def text(v):
+        if isinstance(v, bool) or v is None:
+            raise ValueError("partition filters compare with numbers, dates or text, not %r" % (v,))
+        return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
+
+    parts = []
+    for item in filters:
+        if not (isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], str)):
+            raise ValueError("filters: a list of (key, op, value) tuples, all of which must hold "
+                             "(nested lists, as pyarrow's OR of ANDs, are not supported): %r"
+                             % (item,))
+        key, op, value = item
+        if op in ("in", "not in"):
+            values = list(value)
+            if not values:
+                raise ValueError("filters: %r with no values" % (item,))
+            parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
+                                     "|".join(text(v) for v in values)))
+        elif op in _FILTER_OPS:
+            parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value)))
+        else:
+            raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"
+                             % (op,))
+    return ",".join(parts)
 
 
 class Scanner:
@@ -148,7 +187,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     **format_options: format-specific options, e.g. for CSV
         ``delimiter=";", header=False``; and ``hive_partitioning=False`` to
         keep ``key=value`` directories of a dataset (``sales/year=2024/``)
-        from becoming columns, as they do by default.
+        from becoming columns, as they do by default; ``filters=[("year",
+        ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's, on
+        partition keys only, all must hold) to read only the objects whose
+        partition values pass: the others are never opened.
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     When every column is flat fixed-width (numbers, bools, dates, times,

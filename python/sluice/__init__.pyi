@@ -7,6 +7,8 @@ __version__: str
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 # One location, or several read as one table in that order.
 Sources = Union[PathLike, Sequence[PathLike]]
+# Partition filters: [(key, op, value)], all must hold, or "year>=2023,city=a|b".
+PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
 
 class Error(Exception):
     code: int
@@ -136,20 +138,20 @@ class Scanner:
 def read(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
          threads: Optional[int] = ..., ordered: bool = ..., limit: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,
-         hive_partitioning: bool = ..., **format_options: Any) -> Table: ...
+         hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ..., **format_options: Any) -> Table: ...
 def scan(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
          threads: Optional[int] = ..., ordered: bool = ..., limit: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,
-         hive_partitioning: bool = ..., **format_options: Any) -> Scanner: ...
+         hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ..., **format_options: Any) -> Scanner: ...
 def read_pandas(src: Sources, *, format: Optional[str] = ...,
                 columns: Optional[Sequence[str]] = ..., threads: Optional[int] = ...,
                 limit: Optional[int] = ..., batch_rows: Optional[int] = ...,
-                memory: Optional[int] = ..., hive_partitioning: bool = ...,
+                memory: Optional[int] = ..., hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ...,
                 **format_options: Any) -> Any: ...
 def schema(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
-           hive_partitioning: bool = ..., **format_options: Any) -> Schema: ...
+           hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ..., **format_options: Any) -> Schema: ...
 def stats(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
-          threads: Optional[int] = ..., hive_partitioning: bool = ...,
+          threads: Optional[int] = ..., hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ...,
           **format_options: Any) -> List[Dict[str, Any]]: ...
 def read_ipc(src: Union[PathLike, Any], *, restore_order: bool = ..., columns: Optional[Sequence[str]] = ...,
              threads: Optional[int] = ...) -> Table: ...

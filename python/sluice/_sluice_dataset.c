@@ -30,16 +30,17 @@ static int dataset_check_open(DatasetObject* self) {
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
-                             NULL};
+                             "partition_filter", NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
   int threads = 0, ordered = 1, hive = 1;
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzp", keywords, &location, &format,
+  const char* partition_filter = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpz", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
-                                   &format_options, &hive)) {
+                                   &format_options, &hive, &partition_filter)) {
     return NULL;
   }
   if (threads < 0 || batch_rows < 0 || memory < 0 || limit < -1) {
@@ -57,6 +58,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   if (memory > 0) options.memory_budget = memory;
   options.format_options = format_options;
   options.hive_partitioning = hive;
+  options.partition_filter = partition_filter;
 
   PyObject* names = NULL;  // keeps the UTF-8 of each column name alive
   const char** column_names = NULL;

@@ -1,8 +1,10 @@
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 import os
+# Partition filters: [(key, op, value)], all must hold, or "year>=2023,city=a|b".
+PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
 
 def read(src: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]], *, format: Optional[str] = ...,
          columns: Optional[Sequence[str]] = ..., splits_per_partition: Optional[int] = ...,
          npartitions: Optional[int] = ..., threads: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,
-         hive_partitioning: bool = ..., **format_options: Any) -> Any: ...
+         hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ..., **format_options: Any) -> Any: ...

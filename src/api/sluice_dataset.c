@@ -274,12 +274,6 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && (n_locations > 1 || sl_location_is_many(location))) {
     rc = expand_locations(locations, n_locations, &remote, alloc, &objects, error);
   }
-  const char* first = objects.n > 0 ? objects.names[0] : location;
-  if (rc == 0) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
-  if (rc == 0) rc = choose_reader(ds, options->format, first, error);
-  struct sl_reader_args args = {.source = ds->source, .alloc = alloc,
-                                .batch_size = options->batch_size,
-                                .format_options = options->format_options};
   // key=value directories below the location (a single object in one
   // counts too: its partition values are still columns). Not for a list of
   // locations: they have no one root to count segments from.
@@ -287,8 +281,18 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   memset(&hive, 0, sizeof hive);
   if (rc == 0 && objects.n > 0 && n_locations == 1 && options->hive_partitioning) {
     rc = sl_hive_detect(location, &objects, alloc, &hive, error);
-    if (rc != 0) sl_hive_free(&hive, alloc);
   }
+  if (rc == 0 && options->partition_filter != NULL) {
+    rc = hive.n_keys > 0 ? sl_hive_filter(&hive, &objects, options->partition_filter, alloc, error)
+                         : sl_error_set(error, EINVAL, "%s: a partition filter, but no key=value "
+                                        "directories below the location", location);
+  }
+  const char* first = objects.n > 0 ? objects.names[0] : location;
+  if (rc == 0) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
+  if (rc == 0) rc = choose_reader(ds, options->format, first, error);
+  struct sl_reader_args args = {.source = ds->source, .alloc = alloc,
+                                .batch_size = options->batch_size,
+                                .format_options = options->format_options};
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error
@@ -312,6 +316,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
       }
     }
   }
+  sl_hive_free(&hive, alloc);  // (empty when the files reader took it)
   sl_location_list_free(&objects, alloc);
   if (rc == 0) rc = ds->format->schema(ds->reader, &ds->full_schema, error);
   if (rc == 0 && options->columns != NULL) {

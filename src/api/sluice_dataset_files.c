@@ -564,8 +564,14 @@ int sl_files_reader_open(const struct sl_format_reader* format,
                          .failed_at = (int64_t)names->n};
   int rc = open_parts(&job, error);
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
-    f->parts[i].first_split = f->n_splits;
-    f->n_splits += f->parts[i].n_splits;
+    struct files_part* p = &f->parts[i];
+    if (f->hive.none_match && p->n_splits > 0) {  // kept for its schema only: no rows
+      sl_free(f->alloc, p->splits, (size_t)p->n_splits * sizeof *p->splits);
+      p->splits = NULL;
+      p->n_splits = 0;
+    }
+    p->first_split = f->n_splits;
+    f->n_splits += p->n_splits;
   }
   if (rc == 0 && f->hive.n_keys > 0) rc = choose_partition_columns(f, error);
   if (rc != 0) {

@@ -2,6 +2,7 @@
 #include "sluice_dataset_hive.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/sl_alloc.h"
@@ -25,7 +26,7 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
     sl_free(alloc, (void*)hive->formats, (size_t)hive->n_keys * sizeof *hive->formats);
   }
   if (hive->values != NULL) {
-    sl_free(alloc, hive->values, (size_t)(hive->n_keys * hive->n_objects) * sizeof *hive->values);
+    sl_free(alloc, hive->values, (size_t)(hive->n_keys * hive->values_cap) * sizeof *hive->values);
   }
   memset(hive, 0, sizeof *hive);
 }
@@ -189,7 +190,7 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   }
   if (n_keys <= 0) return 0;
   out->n_keys = n_keys;
-  out->n_objects = (int64_t)names->n;
+  out->n_objects = out->values_cap = (int64_t)names->n;
   out->keys = sl_calloc(alloc, (size_t)n_keys, sizeof *out->keys);
   out->formats = sl_calloc(alloc, (size_t)n_keys, sizeof *out->formats);
   out->values = sl_calloc(alloc, (size_t)(n_keys * out->n_objects), sizeof *out->values);
@@ -265,4 +266,163 @@ int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int6
     for (size_t i = 0; i < n; ++i) memcpy(values + i * 4, &d, 4);
   }
   return 0;
+}
+
+/* ---- Filters ----------------------------------------------------------------- */
+
+enum filter_op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
+
+/// One parsed condition: key index, operator, values (decoded).
+struct condition {
+  int64_t key;
+  enum filter_op op;
+  char* values[64];
+  int n_values;
+};
+
+static void condition_free(struct condition* c, const struct sluice_allocator* alloc) {
+  for (int i = 0; i < c->n_values; ++i) sl_free(alloc, c->values[i], strlen(c->values[i]) + 1);
+  c->n_values = 0;
+}
+
+/// Sign of a - b for a key of `format` (both already checked to parse).
+static int compare_as(const char* format, const char* a, const char* b) {
+  if (strcmp(format, "l") == 0) {
+    int64_t x = 0, y = 0;
+    sl_parse_int64(a, strlen(a), INT64_MIN, INT64_MAX, &x);
+    sl_parse_int64(b, strlen(b), INT64_MIN, INT64_MAX, &y);
+    return (x > y) - (x < y);
+  }
+  int c = strcmp(a, b);  // dates YYYY-MM-DD order as text; text bytewise
+  return (c > 0) - (c < 0);
+}
+
+static int passes(const struct sl_hive* h, const struct condition* c, int64_t object) {
+  const char* v = h->values[object * h->n_keys + c->key];
+  if (v == NULL) return 0;  // null passes no condition, as in SQL
+  const char* format = h->formats[c->key];
+  if (c->op == OP_EQ || c->op == OP_NE) {
+    int any = 0;
+    for (int i = 0; i < c->n_values && !any; ++i) any = compare_as(format, v, c->values[i]) == 0;
+    return c->op == OP_EQ ? any : !any;
+  }
+  int s = compare_as(format, v, c->values[0]);
+  return c->op == OP_LT ? s < 0 : c->op == OP_LE ? s <= 0 : c->op == OP_GT ? s > 0 : s >= 0;
+}
+
+/// Parses filter[0, n) (one condition) into *c.
+static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
+                           const struct sluice_allocator* alloc, struct condition* c,
+                           struct sluice_error* error) {
+  memset(c, 0, sizeof *c);
+  size_t k = strcspn(text, "=!<>");
+  if (k == 0 || k >= n) {
+    return sl_error_set(error, EINVAL, "partition filter '%.*s': expected KEY=VALUE, KEY!=VALUE, "
+                        "KEY<VALUE, ...", (int)n, text);
+  }
+  char* key = percent_decoded(text, k, alloc);
+  if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  c->key = -1;
+  for (int64_t i = 0; i < h->n_keys && c->key < 0; ++i) c->key = strcmp(key, h->keys[i]) == 0 ? i : -1;
+  if (c->key < 0) {
+    char list[256] = "";
+    size_t used = 0;
+    for (int64_t i = 0; i < h->n_keys && used < sizeof list; ++i) {
+      int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", h->keys[i]);
+      if (w > 0) used += (size_t)w;
+    }
+    int rc = sl_error_set(error, EINVAL, "partition filter: '%s' is not a partition key (the "
+                          "keys are: %s)", key, list);
+    sl_free(alloc, key, strlen(key) + 1);
+    return rc;
+  }
+  sl_free(alloc, key, strlen(key) + 1);
+  const char* p = text + k;
+  size_t left = n - k;
+  static const struct { const char* s; enum filter_op op; } ops[] = {
+      {"!=", OP_NE}, {"<=", OP_LE}, {">=", OP_GE}, {"=", OP_EQ}, {"<", OP_LT}, {">", OP_GT}};
+  size_t op_len = 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0] && op_len == 0; ++i) {
+    size_t m = strlen(ops[i].s);
+    if (left >= m && memcmp(p, ops[i].s, m) == 0) {
+      c->op = ops[i].op;
+      op_len = m;
+    }
+  }
+  if (op_len == 0) {
+    return sl_error_set(error, EINVAL, "partition filter '%.*s': unknown operator", (int)n, text);
+  }
+  p += op_len;
+  left -= op_len;
+  const char* format = h->formats[c->key];
+  for (;;) {
+    size_t m = 0;
+    while (m < left && p[m] != '|') ++m;
+    if (c->n_values == (int)(sizeof c->values / sizeof c->values[0])) {
+      return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
+                          text);
+    }
+    char* v = percent_decoded(p, m, alloc);
+    if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    c->values[c->n_values++] = v;
+    if ((strcmp(format, "l") == 0 && !is_integer(v)) || (strcmp(format, "tdD") == 0 && !is_date(v))) {
+      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not %s, as the "
+                          "values of '%s' are", (int)n, text, v,
+                          strcmp(format, "l") == 0 ? "an integer" : "a YYYY-MM-DD date",
+                          h->keys[c->key]);
+    }
+    if (m == left) break;
+    p += m + 1;
+    left -= m + 1;
+  }
+  if (c->n_values > 1 && c->op != OP_EQ && c->op != OP_NE) {
+    return sl_error_set(error, EINVAL, "partition filter '%.*s': several values ('|') go with = "
+                        "and != only", (int)n, text);
+  }
+  return 0;
+}
+
+int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const char* filter,
+                   const struct sluice_allocator* alloc, struct sluice_error* error) {
+  int64_t n = hive->n_objects;
+  uint8_t* keep = sl_alloc(alloc, (size_t)(n > 0 ? n : 1));
+  if (keep == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  memset(keep, 1, (size_t)(n > 0 ? n : 1));
+  int rc = 0;
+  for (const char* at = filter; rc == 0 && *at != '\0';) {
+    size_t len = strcspn(at, ",");
+    struct condition c;
+    rc = parse_condition(hive, at, len, alloc, &c, error);
+    for (int64_t o = 0; rc == 0 && o < n; ++o) keep[o] = keep[o] && passes(hive, &c, o);
+    condition_free(&c, alloc);
+    at += len + (at[len] == ',');
+  }
+  int64_t kept = 0;
+  for (int64_t o = 0; o < n; ++o) kept += keep[o];
+  if (rc == 0 && kept == 0 && n > 0) {  // the first object still gives the schema
+    keep[0] = 1;
+    hive->none_match = 1;
+  }
+  // Compact the names and the values rows of the objects kept.
+  for (int64_t o = 0, w = 0; rc == 0 && o < n; ++o) {
+    char** row = hive->values + o * hive->n_keys;
+    if (!keep[o]) {
+      sl_free(alloc, names->names[o], strlen(names->names[o]) + 1);
+      for (int64_t k = 0; k < hive->n_keys; ++k) {
+        if (row[k] != NULL) sl_free(alloc, row[k], strlen(row[k]) + 1);
+      }
+      continue;
+    }
+    names->names[w] = names->names[o];
+    memmove(hive->values + w * hive->n_keys, row, (size_t)hive->n_keys * sizeof *row);
+    ++w;
+  }
+  if (rc == 0) {
+    int64_t w = kept > 0 ? kept : 1;
+    for (int64_t i = w * hive->n_keys; i < n * hive->n_keys; ++i) hive->values[i] = NULL;
+    names->n = (size_t)w;
+    hive->n_objects = w;
+  }
+  sl_free(alloc, keep, (size_t)(n > 0 ? n : 1));
+  return rc;
 }

@@ -20,8 +20,12 @@ struct sl_hive {
   const char** formats;
   int64_t n_objects;
   /// [object * n_keys + key]: the value's text (percent-decoded), or NULL
-  /// for a null (`__HIVE_DEFAULT_PARTITION__`).
+  /// for a null (`__HIVE_DEFAULT_PARTITION__`). Room for values_cap objects.
   char** values;
+  int64_t values_cap;
+  /// A partition filter kept no object: the objects left (one, for the
+  /// schema) give no rows.
+  int none_match;
 };
 
 /// Reads the partitions of `names`, the objects `location` expanded to.
@@ -33,6 +37,17 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
                    struct sluice_error* error);
 
 void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc);
+
+/// Drops from `names` (and `hive`) the objects whose partition values do not
+/// pass `filter`: conditions `key OP value` joined by ',', all of which must
+/// hold; OP is =, !=, <, <=, >, >=; `key=a|b` is either value, `key!=a|b`
+/// neither. Values compare as the key's type (integers as numbers, dates as
+/// dates, text bytewise); a null value passes no condition. Keys and values
+/// may be %XX-escaped (`city=S%C3%A3o%20Paulo`, a ',' as %2C). When nothing
+/// passes, the first object stays (for the schema) with hive->none_match
+/// set. EINVAL names a malformed condition or an unknown key.
+int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const char* filter,
+                   const struct sluice_allocator* alloc, struct sluice_error* error);
 
 /// Partition column `key` of object `object` for `length` rows: every row
 /// holds the object's value (or is null).

@@ -26,6 +26,9 @@
   "                     certificates in FILE\n"                             \
   "  --no-hive          many objects: no columns from key=value directories\n" \
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
+  "  --partitions F     only the objects whose key=value directories pass F,\n" \
+  "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
+  "                     >=; ',' and; '|' or; %XX escapes)\n"                  \
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"                                          \
   "\n"                                                                        \
@@ -109,7 +112,7 @@ static const struct cli_command k_commands[] = {
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
-  OPT_METADATA, OPT_NO_HIVE,
+  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS,
 };
 
 static const struct option k_long_options[] = {
@@ -136,6 +139,7 @@ static const struct option k_long_options[] = {
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
+    {"partitions", required_argument, NULL, OPT_PARTITIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -325,6 +329,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       return CLI_OK;
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
+    case OPT_PARTITIONS: options->partitions = optarg; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);
     default: return usage_error(where, "unknown option '%s'", argv[optind - 1]);
