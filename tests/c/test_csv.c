@@ -210,6 +210,53 @@ static void test_inference(void** unused) {
   check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1\n9.223372036854776e+18\n");
 }
 
+/// The schema inferred for `text` (the first line read_to_text gives),
+/// without scanning (rows the scan would refuse may be in it).
+static void check_inferred(const char* text, const char* options, const char* header) {
+  char* path = write_temp("inferred.csv", text);
+  const struct sl_format_reader* fr = sl_csv_reader();
+  struct sl_source* src = NULL;
+  void* reader = NULL;
+  struct ArrowSchema schema = {0};
+  struct sluice_error err = {0};
+  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
+  struct sl_reader_args args = {.source = src, .format_options = options};
+  assert_int_equal(fr->open(&args, &reader, &err), 0);
+  assert_int_equal(fr->schema(reader, &schema, &err), 0);
+  char got[256] = "";
+  size_t used = 0;
+  for (int64_t c = 0; c < schema.n_children; ++c) {
+    used += (size_t)snprintf(got + used, sizeof got - used, "%s%s:%s", c ? "|" : "",
+                             schema.children[c]->name, schema.children[c]->format);
+  }
+  assert_string_equal(got, header);
+  schema.release(&schema);
+  fr->close(reader);
+  sl_source_close(src);
+  remove(path);
+}
+
+/// Past the head sample, stretches spread to the end of a whole file widen
+/// types; rows with another field count, CRLF ends, a last line without a
+/// line feed and stretches holding quotes are handled; a small infer_bytes
+/// turns the stretches off.
+static void test_inference_stretches(void** unused) {
+  (void)unused;
+  size_t rows = 150000, cap = rows * 24 + 256, n = 0;
+  char* text = malloc(cap);
+  assert_non_null(text);
+  n += (size_t)snprintf(text + n, cap - n, "a,b,c\n");
+  for (size_t i = 0; i < rows; ++i) n += (size_t)snprintf(text + n, cap - n, "%zu,%zu,x\n", i, i);
+  size_t tail = n;
+  n += (size_t)snprintf(text + n, cap - n, "1,2,3,4,5\n5.5,1,q\r\n7,8,9");
+  check_inferred(text, NULL, "a:g|b:l|c:u");
+  check_inferred(text, "infer_bytes=64k", "a:l|b:l|c:u");
+  // The same tail after a quote in the last stretch: not sampled.
+  text[tail - 2] = '"';  // ...,"\n  (an unterminated quote the scan would report)
+  check_inferred(text, NULL, "a:l|b:l|c:u");
+  free(text);
+}
+
 // Random bytes from a CSV-hostile alphabet: any split size must give exactly
 // the serial result (rows, or the same error).
 static void test_random_splits(void** unused) {
@@ -781,6 +828,7 @@ int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),          cmocka_unit_test(test_quotes),
       cmocka_unit_test(test_dialects),       cmocka_unit_test(test_inference),
+      cmocka_unit_test(test_inference_stretches),
       cmocka_unit_test(test_projection),     cmocka_unit_test(test_errors),
       cmocka_unit_test(test_random_splits),  cmocka_unit_test(test_comments),
       cmocka_unit_test(test_comment_random_splits), cmocka_unit_test(test_null_values),

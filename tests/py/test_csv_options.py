@@ -397,3 +397,34 @@ def test_empty_file_takes_the_given_schema(sluice, tmp_path):
     assert got.equals(want)
     proc = sluice.run_raw("convert", str(tmp_path / "*.csv"), str(out), "-t", "arrows", "-q")
     assert proc.returncode != 0 and b"a.csv" in proc.stderr
+
+
+# ---- types of values past the head sample ------------------------------------
+
+def test_late_values_widen_types_from_stretches_further_on(sluice, tmp_path):
+    """A whole, unquoted file is also sampled in stretches spread to its end:
+    ints that turn into floats (or text) near the end widen the column at
+    open instead of failing the scan there (pyarrow and polars fail; DuckDB's
+    sniffer keeps BIGINT)."""
+    rows = 200_000
+    lines = ["id,v,w"] + [f"{i},{i % 1000},{i}" for i in range(rows)]
+    lines += [f"{rows},2.5,x", f"{rows + 1},7,8"]
+    path = tmp_path / "late.csv"
+    path.write_text("\n".join(lines) + "\n")
+    got = sluice_read(sluice, path)
+    assert got.schema.field("id").type == pa.int64()
+    assert got.schema.field("v").type == pa.float64()
+    assert got.schema.field("w").type == pa.string()
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={"id": pa.int64(), "v": pa.float64(), "w": pa.string()}))
+    assert got.equals(want)
+    # A head sample the user made small is all there is: the late value fails.
+    err = sluice.expect_error("cat", path, "-O", "infer_bytes=64k").stderr.decode()
+    assert "cannot parse '2.5' as int64" in err and "infer_bytes=all" in err
+    # Quotes anywhere in a stretch: its line feeds may sit inside a field, so
+    # it is not sampled; the late value fails with the same hint.
+    quoted = tmp_path / "late_quoted.csv"
+    quoted.write_text("\n".join(["id,s"] + [f'{i},"a,{i}"' for i in range(rows)]
+                                + [f"{rows}.5,z"]) + "\n")
+    err = sluice.expect_error("cat", quoted).stderr.decode()
+    assert f"cannot parse '{rows}.5' as int64" in err

@@ -101,7 +101,8 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
     snprintf(hint, sizeof hint, "the type was given in the schema option");
   } else {
     snprintf(hint, sizeof hint,
-             "the type was inferred from the first %" PRId64 " bytes; pass schema=%s:string "
+             "the type was inferred from a sample (the first %" PRId64 " bytes, and in a "
+             "whole file a few stretches further on); pass schema=%s:string "
              "(CLI: --schema %s:string) or infer_bytes=all",
              r->opts.infer_bytes, name, name);
   }

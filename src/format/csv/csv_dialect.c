@@ -119,10 +119,15 @@ struct analysis {
   int final;  ///< the bytes end the input (0: a stream's sample, cut at a line feed)
 };
 
-static int add_rows(struct analysis* a, int64_t first_row) {
+/// Rows from first_row into the type inference: their first n_cols fields,
+/// or (`whole_only`, for rows that may be cut or misread) only rows with
+/// exactly the file's field count (a trailing delimiter allowed).
+static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
   const struct csv_dialect* d = &a->out->dialect;
   for (int64_t r = first_row; r < a->rows.n_rows; ++r) {
     int64_t n = a->rows.row_first[r + 1] - a->rows.row_first[r];
+    int whole = n == a->out->n_cols || (a->out->trailing_delim && n == a->out->n_cols + 1);
+    if (whole_only && !whole) continue;
     if (n > a->out->n_cols) n = a->out->n_cols;
     for (int64_t c = 0; c < n; ++c) {
       const uint8_t* p;
@@ -196,6 +201,48 @@ static int make_formats(struct analysis* a, struct sluice_error* error) {
   return 0;
 }
 
+/// Stretches sampled past the head of a whole file, spread evenly up to its
+/// end: a type that the head fits but a later stretch does not is widened at
+/// open (int64 -> float64 -> string), where it would otherwise fail the scan
+/// there. A sample is never the last word: a lone misfit between stretches
+/// still fails, with the same message.
+#define CSV_SPREAD_SAMPLES 8
+#define CSV_SPREAD_BYTES ((int64_t)64 << 10)
+/// Spreading only when the head sample is the default size or larger (a
+/// user who asked for a few bytes of inference gets just those).
+#define CSV_SPREAD_FROM ((int64_t)1 << 20)
+
+/// Samples the file past `from` (where the head sample ended). Each stretch
+/// starts after a line feed; only stretches without a quote character are
+/// taken, since a line feed there cannot be inside a quoted field that
+/// began before it (unless that field is longer than the stretch).
+static int sample_further_on(struct analysis* a, int64_t from, struct sluice_error* error) {
+  const struct csv_dialect* d = &a->out->dialect;
+  int64_t span = a->size - from;
+  if (span <= 2 * CSV_SPREAD_BYTES || a->out->n_cols == 0) return 0;
+  for (int k = 1; k <= CSV_SPREAD_SAMPLES; ++k) {
+    // The last stretch ends at the end of the file: late values are where
+    // appended data differs most.
+    int64_t at = from + (span - CSV_SPREAD_BYTES) * k / CSV_SPREAD_SAMPLES;
+    int64_t end = at + CSV_SPREAD_BYTES < a->size ? at + CSV_SPREAD_BYTES : a->size;
+    const uint8_t* nl = memchr(a->data + at, '\n', (size_t)(end - at));
+    if (nl == NULL) continue;
+    int64_t row = nl + 1 - a->data;
+    if (d->quote != 0 && memchr(a->data + at, d->quote, (size_t)(end - at)) != NULL) continue;
+    if (d->escape != 0 && memchr(a->data + at, d->escape, (size_t)(end - at)) != NULL) continue;
+    a->rows.n_rows = a->rows.n_fields = 0;
+    int64_t pos = row, err_pos = 0;
+    // Up to `end`, whole rows only: a row cut by the stretch's end is left out.
+    enum csv_tok_status st = csv_tokenize(d, a->data, &pos, end, INT64_MAX, 0, end - row,
+                                          &a->rows, &err_pos);
+    if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    if (st != CSV_TOK_OK) continue;
+    if (end < a->size && a->rows.n_rows > 0 && a->data[end - 1] != '\n') --a->rows.n_rows;
+    if (add_rows(a, 0, 1) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  return 0;
+}
+
 static int analyze(struct analysis* a, int64_t start, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
@@ -256,7 +303,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   }
   for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c], &o->nulls);
-  if (add_rows(a, 1) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  if (add_rows(a, 1, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   if (o->header >= 0) {
     l->header = o->header;
   } else {
@@ -281,7 +328,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     l->header = !(all_fit && any_typed);
   }
   if (!l->header) {  // (a trailing empty field in row 0 then means rows end in a delimiter)
-    if (add_rows(a, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    if (add_rows(a, 0, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   } else {
     l->data_start = a->rows.n_rows > 1 ? a->rows.row_pos[1] : pos;
   }
@@ -300,9 +347,12 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     } else if (st != CSV_TOK_OK) {
       return tok_error(a, st, err_pos, error);
     }
-    if (add_rows(a, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    if (add_rows(a, 0, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
     if (stop || pos == before) break;
     used += pos - before;
+  }
+  if (a->final && pos < a->size && o->infer_bytes >= CSV_SPREAD_FROM) {
+    SL_RETURN_NOT_OK(sample_further_on(a, pos, error));
   }
   return make_formats(a, error);
 }
