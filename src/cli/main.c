@@ -30,7 +30,10 @@
   "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
   "                     >=; ',' and; '|' or; %XX escapes)\n"                  \
   "  -q, --quiet        no progress bar\n"                                    \
-  "  -h, --help         show help\n"                                          \
+  "  -h, --help         show help\n"
+
+/// What SRC can be (after the options in every help).
+#define SOURCES_HELP                                                          \
   "\n"                                                                        \
   "SRC: a path, '-' (standard input), http(s)://..., s3://bucket/key; or many\n" \
   "objects read as one table: a directory, a glob ('data/*.csv',\n"          \
@@ -151,13 +154,13 @@ static void print_main_help(FILE* out) {
   for (size_t i = 0; i < N_COMMANDS; ++i) {
     fprintf(out, "  %-8s %s\n", k_commands[i].name, k_commands[i].summary);
   }
-  fprintf(out, "  %-8s %s\n\n%s  --version          print the version\n\n"
+  fprintf(out, "  %-8s %s\n\n%s  --version          print the version\n%s\n"
                "Run 'sluice COMMAND --help' for a command's options.\n",
-          "help", "show help for a command", GLOBAL_OPTIONS_HELP);
+          "help", "show help for a command", GLOBAL_OPTIONS_HELP, SOURCES_HELP);
 }
 
 static void print_command_help(const struct cli_command* command, FILE* out) {
-  fprintf(out, "%s\n%s", command->usage, GLOBAL_OPTIONS_HELP);
+  fprintf(out, "%s\n%s%s", command->usage, GLOBAL_OPTIONS_HELP, SOURCES_HELP);
 }
 
 static const struct cli_command* find_command(const char* name) {
