@@ -282,6 +282,37 @@ static int plan_columns(const struct sl_files_reader* f, const int64_t* columns,
   return 0;
 }
 
+/// `*out` becomes the struct `from` widened by plan `cols` (n_cols): its
+/// children move across, each partition column is object's constant for
+/// from's rows (its offset included: moved children keep their windows).
+/// `from` is consumed either way.
+static int widen_struct(const struct sl_hive* hive, int64_t object,
+                        const struct files_out_column* cols, int64_t n_cols,
+                        const struct sluice_allocator* alloc, struct ArrowArray* from,
+                        struct ArrowArray* out, const char* name, struct sluice_error* error) {
+  int rc = sl_array_init(out, alloc, 1, n_cols, error);
+  for (int64_t k = 0; rc == 0 && k < n_cols; ++k) {
+    const struct files_out_column* c = &cols[k];
+    if (c->from_batch < 0) {
+      rc = sl_hive_column(hive, c->hive_key, object, from->offset + from->length, alloc,
+                          out->children[k], error);
+    } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release) {
+      sl_array_move(from->children[c->from_batch], out->children[k]);
+    } else {
+      rc = sl_error_set(error, EINVAL, "%s: a batch without its column %lld", name,
+                        (long long)c->from_batch);
+    }
+  }
+  if (rc == 0) {
+    out->length = from->length;
+    out->offset = from->offset;
+  } else if (out->release != NULL) {
+    out->release(out);
+  }
+  from->release(from);
+  return rc;
+}
+
 static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                             int64_t n_columns, void** state, int* projected,
                             struct sluice_error* error) {
@@ -318,7 +349,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
     rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
                                error);
   }
-  if (plan.file != NULL) sl_free(f->alloc, plan.file, (size_t)(plan.n_out + 1) * sizeof *plan.file);
+  column_plan_free(f, &plan);
   if (rc != 0) {
     if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
     sl_free(f->alloc, s, sizeof *s);
@@ -336,30 +367,8 @@ static int files_split_next(void* state, struct ArrowArray* out, struct sluice_e
   out->release = NULL;
   SL_RETURN_NOT_OK(s->format->split_next(s->state, &batch, error));
   if (batch.release == NULL) return 0;
-  // The batch's columns move into a wider batch; partition columns are
-  // made for its rows (offset included: the children keep their windows).
-  int64_t rows = batch.offset + batch.length;
-  int rc = sl_array_init(out, s->alloc, 1, s->n_out, error);
-  for (int64_t k = 0; rc == 0 && k < s->n_out; ++k) {
-    const struct files_out_column* c = &s->out[k];
-    if (c->from_batch < 0) {
-      rc = sl_hive_column(s->hive, c->hive_key, s->object, rows, s->alloc, out->children[k],
-                          error);
-    } else if (c->from_batch < batch.n_children && batch.children[c->from_batch]->release) {
-      sl_array_move(batch.children[c->from_batch], out->children[k]);
-    } else {
-      rc = sl_error_set(error, EINVAL, "%s: a batch without its column %lld", s->part->name,
-                        (long long)c->from_batch);
-    }
-  }
-  if (rc == 0) {
-    out->length = batch.length;
-    out->offset = batch.offset;
-  } else if (out->release != NULL) {
-    out->release(out);
-  }
-  batch.release(&batch);
-  return rc;
+  return widen_struct(s->hive, s->object, s->out, s->n_out, s->alloc, &batch, out, s->part->name,
+                      error);
 }
 
 static void files_split_close(void* state) {
@@ -623,22 +632,21 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
     rc = sl_error_set(error, EINVAL, "%s: stored statistics of a wrong shape",
                       f->parts[object].name);
   }
-  if (rc == 0) rc = sl_array_init(min_max, f->alloc, 1, plan.n_out, error);
-  if (rc == 0) min_max->length = file_bounds.length;
   for (int64_t k = 0; rc == 0 && k < plan.n_out; ++k) {
     const struct files_out_column* c = &plan.out[k];
     if (c->from_batch >= 0) {
       stats[k] = file_stats[c->from_batch];
-      sl_array_move(file_bounds.children[c->from_batch], min_max->children[k]);
-      continue;
+    } else {
+      int is_null = f->hive.values[object * f->hive.n_keys + c->hive_key] == NULL;
+      stats[k] = (struct sl_stored_column_stats){is_null ? *row_count : 0, !is_null, 1, 1};
     }
-    int is_null = f->hive.values[object * f->hive.n_keys + c->hive_key] == NULL;
-    stats[k] = (struct sl_stored_column_stats){is_null ? *row_count : 0, !is_null, 1, 1};
-    rc = sl_hive_column(&f->hive, c->hive_key, object, file_bounds.length, f->alloc,
-                        min_max->children[k], error);
   }
-  if (rc != 0 && min_max->release != NULL) min_max->release(min_max);
-  if (file_bounds.release != NULL) file_bounds.release(&file_bounds);
+  if (rc == 0) {
+    rc = widen_struct(&f->hive, object, plan.out, plan.n_out, f->alloc, &file_bounds, min_max,
+                      f->parts[object].name, error);
+  } else if (file_bounds.release != NULL) {
+    file_bounds.release(&file_bounds);
+  }
   if (file_stats != NULL) sl_free(f->alloc, file_stats, (size_t)plan.n_file * sizeof *file_stats);
   column_plan_free(f, &plan);
   return rc;
