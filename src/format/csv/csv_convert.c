@@ -419,6 +419,30 @@ int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
   return 1;
 }
 
+/// `HH:MM[:SS[.F]]` at p[i, n) (F: 1 or more digits; ',' also separates F
+/// when `comma`; digits past the ninth must be zeros, as no Arrow unit holds
+/// them): the fields (ranges unchecked), and the index after them, or -1.
+static int64_t clock_at(const uint8_t* p, int64_t i, int64_t n, int comma, int* hh, int* mm,
+                        int* ss, int32_t* ns) {
+  if (n < i + 5 || !digits_at(p + i, 2, hh) || p[i + 2] != ':' || !digits_at(p + i + 3, 2, mm)) {
+    return -1;
+  }
+  i += 5;
+  if (i >= n || p[i] != ':') return i;
+  if (n < i + 3 || !digits_at(p + i + 1, 2, ss)) return -1;
+  i += 3;
+  if (i >= n || !(p[i] == '.' || (comma && p[i] == ','))) return i;
+  ++i;
+  int k = 0;
+  for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
+    if (k < 9) *ns = *ns * 10 + (p[i] - '0');
+    else if (p[i] != '0') return -1;
+  }
+  if (k == 0) return -1;
+  for (; k < 9; ++k) *ns *= 10;
+  return i;
+}
+
 int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* has_zone) {
   int64_t days;
@@ -429,26 +453,8 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
   *has_zone = 0;
   if (i < n) {
     if (p[i] != 'T' && p[i] != ' ') return 0;
-    if (n < i + 6 || !digits_at(p + i + 1, 2, &hh) || p[i + 3] != ':' ||
-        !digits_at(p + i + 4, 2, &mm)) {
-      return 0;
-    }
-    i += 6;
-    if (i < n && p[i] == ':') {
-      if (n < i + 3 || !digits_at(p + i + 1, 2, &ss)) return 0;
-      i += 3;
-      if (i < n && (p[i] == '.' || p[i] == ',')) {
-        ++i;
-        int k = 0;
-        for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
-          if (k < 9) ns = ns * 10 + (p[i] - '0');
-          else if (p[i] != '0') return 0;  // finer than a nanosecond: no Arrow unit holds it
-        }
-        if (k == 0) return 0;
-        for (; k < 9; ++k) ns *= 10;
-      }
-    }
-    if (hh > 23 || mm > 59 || ss > 60) return 0;
+    i = clock_at(p, i + 1, n, 1, &hh, &mm, &ss, &ns);
+    if (i < 0 || hh > 23 || mm > 59 || ss > 60) return 0;
     if (i < n) {
       int zh = 0, zm = 0;
       if (p[i] == 'Z' && i + 1 == n) {
@@ -484,25 +490,9 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
 }
 
 int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
-  int hh, mm, ss = 0;
+  int hh = 0, mm = 0, ss = 0;
   int32_t ns = 0;
-  if (n < 5 || !digits_at(p, 2, &hh) || p[2] != ':' || !digits_at(p + 3, 2, &mm)) return 0;
-  int64_t i = 5;
-  if (i < n) {
-    if (p[i] != ':' || n < i + 3 || !digits_at(p + i + 1, 2, &ss)) return 0;
-    i += 3;
-    if (i < n) {
-      if (p[i] != '.') return 0;
-      ++i;
-      int k = 0;
-      for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i, ++k) {
-        if (k < 9) ns = ns * 10 + (p[i] - '0');
-        else if (p[i] != '0') return 0;  // finer than a nanosecond
-      }
-      if (k == 0 || i != n) return 0;
-      for (; k < 9; ++k) ns *= 10;
-    }
-  }
+  if (clock_at(p, 0, n, 0, &hh, &mm, &ss, &ns) != n) return 0;
   if (hh > 23 || mm > 59 || ss > 59) return 0;
   *nanos = ((int64_t)hh * 3600 + mm * 60 + ss) * 1000000000 + ns;
   return 1;
