@@ -56,38 +56,6 @@ static int literal_root(const char* location, char* root, size_t cap) {
   return 1;
 }
 
-static int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/// The byte a %XX escape at s[i] (within s[0, n)) stands for, or -1 when
-/// there is none there (%00 stays as written: names are C strings).
-static int escaped_byte(const char* s, size_t n, size_t i) {
-  if (s[i] != '%' || i + 2 >= n) return -1;
-  int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-  return hi < 0 || lo < 0 || hi + lo == 0 ? -1 : hi * 16 + lo;
-}
-
-/// A copy of s[0, n) with %XX escapes decoded (Hive escapes '/', '=', '%'
-/// and other special characters in names and values that way).
-static char* percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc) {
-  size_t len = 0;
-  for (size_t i = 0; i < n; ++i, ++len) i += escaped_byte(s, n, i) >= 0 ? 2 : 0;
-  char* out = sl_alloc(alloc, len + 1);
-  if (out == NULL) return NULL;
-  size_t w = 0;
-  for (size_t i = 0; i < n; ++i) {
-    int b = escaped_byte(s, n, i);
-    out[w++] = b >= 0 ? (char)b : s[i];
-    i += b >= 0 ? 2 : 0;
-  }
-  out[w] = '\0';
-  return out;
-}
-
 /// The `key=value` directory segments of `rel` (a name below the root; its
 /// last segment is the object itself), in order: calls visit for each.
 /// Returns how many there are, or -1 when visit failed.
@@ -125,7 +93,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   struct detect_ctx* c = arg;
   struct sl_hive* h = c->hive;
   int64_t k = c->key++;
-  char* name = percent_decoded(key, key_len, c->alloc);
+  char* name = sl_percent_decoded(key, key_len, c->alloc);
   if (name == NULL) return ENOMEM;
   if (c->object == 0) {
     h->keys[k] = name;
@@ -144,7 +112,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
     }
   }
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
-  char* text = percent_decoded(value, value_len, c->alloc);
+  char* text = sl_percent_decoded(value, value_len, c->alloc);
   if (text == NULL) return ENOMEM;
   h->values[c->object * h->n_keys + k] = text;
   return 0;
@@ -320,7 +288,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
     return sl_error_set(error, EINVAL, "partition filter '%.*s': expected KEY=VALUE, KEY!=VALUE, "
                         "KEY<VALUE, ...", (int)n, text);
   }
-  char* key = percent_decoded(text, k, alloc);
+  char* key = sl_percent_decoded(text, k, alloc);
   if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   c->key = -1;
   for (int64_t i = 0; i < h->n_keys && c->key < 0; ++i) c->key = strcmp(key, h->keys[i]) == 0 ? i : -1;
@@ -362,7 +330,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
                           text);
     }
-    char* v = percent_decoded(p, m, alloc);
+    char* v = sl_percent_decoded(p, m, alloc);
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
     c->values[c->n_values++] = v;
     if ((strcmp(format, "l") == 0 && !is_integer(v)) || (strcmp(format, "tdD") == 0 && !is_date(v))) {

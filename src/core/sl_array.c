@@ -441,6 +441,30 @@ int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
   return 0;
 }
 
+int sl_schema_set_extension(struct ArrowSchema* schema, const char* name,
+                            struct sluice_error* error) {
+  // {"ARROW:extension:name": name, "ARROW:extension:metadata": ""}
+  static const char k_name[] = "ARROW:extension:name", k_meta[] = "ARROW:extension:metadata";
+  size_t name_len = strlen(name);
+  if (name_len > 64) return sl_error_set(error, EINVAL, "extension name '%s' is too long", name);
+  char blob[160];
+  size_t at = 0;
+  int32_t v = 2;
+  memcpy(blob + at, &v, 4), at += 4;
+  v = (int32_t)(sizeof k_name - 1);
+  memcpy(blob + at, &v, 4), at += 4;
+  memcpy(blob + at, k_name, sizeof k_name - 1), at += sizeof k_name - 1;
+  v = (int32_t)name_len;
+  memcpy(blob + at, &v, 4), at += 4;
+  memcpy(blob + at, name, name_len), at += name_len;
+  v = (int32_t)(sizeof k_meta - 1);
+  memcpy(blob + at, &v, 4), at += 4;
+  memcpy(blob + at, k_meta, sizeof k_meta - 1), at += sizeof k_meta - 1;
+  v = 0;
+  memcpy(blob + at, &v, 4);
+  return sl_schema_set_metadata(schema, blob, error);
+}
+
 int sl_schema_alloc_dictionary(struct ArrowSchema* schema, struct sluice_error* error) {
   struct sl_schema_private* p = schema->private_data;
   if (p->dictionary != NULL) {

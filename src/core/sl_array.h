@@ -85,6 +85,11 @@ int sl_schema_init(struct ArrowSchema* out, const struct sluice_allocator* alloc
 int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
                            struct sluice_error* error);
 
+/// Marks the node as the Arrow extension type `name` ("arrow.uuid", ...):
+/// its metadata becomes the extension name and an empty extension metadata.
+int sl_schema_set_extension(struct ArrowSchema* schema, const char* name,
+                            struct sluice_error* error);
+
 /// Size in bytes of an encoded metadata blob (0 for NULL).
 int64_t sl_metadata_size(const char* metadata);
 

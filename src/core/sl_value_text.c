@@ -709,3 +709,35 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
   if (rc != 0) return sl_error_set(error, rc, "out of memory rendering a value");
   return rc;
 }
+
+/* ---- Percent escapes -------------------------------------------------------- */
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// The byte a %XX escape at s[i] (within s[0, n)) stands for, or -1 when
+/// there is none there (%00 stays as written: names are C strings).
+static int escaped_byte(const char* s, size_t n, size_t i) {
+  if (s[i] != '%' || i + 2 >= n) return -1;
+  int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+  return hi < 0 || lo < 0 || hi + lo == 0 ? -1 : hi * 16 + lo;
+}
+
+char* sl_percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; ++i, ++len) i += escaped_byte(s, n, i) >= 0 ? 2 : 0;
+  char* out = sl_alloc(alloc, len + 1);
+  if (out == NULL) return NULL;
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int b = escaped_byte(s, n, i);
+    out[w++] = b >= 0 ? (char)b : s[i];
+    i += b >= 0 ? 2 : 0;
+  }
+  out[w] = '\0';
+  return out;
+}

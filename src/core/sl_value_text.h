@@ -96,4 +96,9 @@ size_t sl_format_int64(int64_t v, char* buf);
 int sl_parse_int64(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out);
 size_t sl_format_uint64(uint64_t v, char* buf);
 
+/// A NUL-terminated copy of s[0, n) with %XX escapes decoded (Hive escapes
+/// '/', '=', '%' in partition names and values that way; URLs escape user
+/// names and passwords). %00 stays as written. NULL when out of memory.
+char* sl_percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc);
+
 #endif

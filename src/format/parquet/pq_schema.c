@@ -399,20 +399,7 @@ int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocato
   if (f->metadata) {
     rc = sl_schema_set_metadata(out, f->metadata, error);
   } else if (f->extension) {
-    // {"ARROW:extension:name": extension, "ARROW:extension:metadata": ""}
-    char blob[128];
-    static const char k_name[] = "ARROW:extension:name", k_meta[] = "ARROW:extension:metadata";
-    int32_t v, en = (int32_t)strlen(f->extension);
-    size_t at = 0;
-    v = 2; memcpy(blob + at, &v, 4); at += 4;
-    v = (int32_t)strlen(k_name); memcpy(blob + at, &v, 4); at += 4;
-    memcpy(blob + at, k_name, (size_t)v); at += (size_t)v;
-    memcpy(blob + at, &en, 4); at += 4;
-    memcpy(blob + at, f->extension, (size_t)en); at += (size_t)en;
-    v = (int32_t)strlen(k_meta); memcpy(blob + at, &v, 4); at += 4;
-    memcpy(blob + at, k_meta, (size_t)v); at += (size_t)v;
-    v = 0; memcpy(blob + at, &v, 4);
-    rc = sl_schema_set_metadata(out, blob, error);
+    rc = sl_schema_set_extension(out, f->extension, error);
   }
   if (rc == 0 && f->kind == PQ_FIELD_LEAF && f->dict) {
     rc = sl_schema_alloc_dictionary(out, error);
