@@ -38,6 +38,11 @@ S3S_FS_VERSION=0.14.1
 # W2, cached in .cache/avro-tools/ (git-ignored).
 AVRO_TOOLS_VERSION=1.12.2
 
+# Apache Cassandra's server jars (Maven Central; version pinned in
+# tests/cassandra/pom.xml) for the cql:// tests, which start a node on loopback
+# (tests/py/cassandra_node.py); cached in .cache/cassandra/lib (git-ignored).
+CASSANDRA_POM="$ROOT/tests/cassandra/pom.xml"
+
 log() { printf '== setup: %s\n' "$*"; }
 
 as_root() {
@@ -66,6 +71,7 @@ install_deps() {
   log "pip install -r requirements-dev.txt ($("$PYTHON" --version 2>&1))"
   "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$ROOT/requirements-dev.txt"
   fetch_avro_tools
+  fetch_cassandra
   build_s3s_fs
 }
 
@@ -109,6 +115,22 @@ fetch_avro_tools() {
   mvn -q -B dependency:copy -Dartifact="org.apache.avro:avro-tools:$AVRO_TOOLS_VERSION" \
       -DoutputDirectory="$dir"
   [ -s "$jar" ] || { echo "setup: $jar was not fetched" >&2; exit 1; }
+}
+
+fetch_cassandra() {
+  local dir="$ROOT/.cache/cassandra/lib"
+  local version
+  version="$(sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' "$CASSANDRA_POM")"
+  [ -n "$version" ] || { echo "setup: no <cassandra.version> in $CASSANDRA_POM" >&2; exit 1; }
+  if [ -s "$dir/cassandra-all-$version.jar" ]; then
+    log "Cassandra $version jars already in $dir"
+    return
+  fi
+  log "mvn dependency:copy-dependencies org.apache.cassandra:cassandra-all:$version"
+  rm -rf "$dir"  # no jars of another version on the node's classpath
+  mkdir -p "$dir"
+  mvn -q -B -f "$CASSANDRA_POM" dependency:copy-dependencies -DoutputDirectory="$dir"
+  [ -s "$dir/cassandra-all-$version.jar" ] || { echo "setup: Cassandra jars were not fetched into $dir" >&2; exit 1; }
 }
 
 build_release() {

@@ -11,6 +11,7 @@
 #include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
+#include "io/sl_cql.h"
 #include "io/sl_location.h"
 #include "io/sl_sink.h"
 #include "io/sl_source.h"
@@ -148,6 +149,22 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
   return 0;
 }
 
+/// The reader of a database location (cql://): the format is implied, and
+/// such a location stands alone.
+static int choose_database_reader(struct sluice_dataset* ds, const char* format_name,
+                                  size_t n_locations, struct sluice_error* error) {
+  if (format_name != NULL && strcmp(format_name, "cql") != 0) {
+    return sl_error_set(error, EINVAL, "%s: a cql:// location is a Cassandra table, not '%s'",
+                        ds->location, format_name);
+  }
+  if (n_locations > 1) {
+    return sl_error_set(error, EINVAL, "%s: a cql:// location cannot be read with others",
+                        ds->location);
+  }
+  ds->format = sl_format_reader_find("cql");
+  return ds->format != NULL ? 0 : sl_error_set(error, ENOTSUP, "%s: built without cql://", ds->location);
+}
+
 static int resolve_columns(struct sluice_dataset* ds, const char* const* names, size_t n,
                            struct sluice_error* error) {
   const struct ArrowSchema* schema = &ds->full_schema;
@@ -260,6 +277,8 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   char label[512];
   if (n_locations > 1) {
     snprintf(label, sizeof label, "%s (and %zu more locations)", location, n_locations - 1);
+  } else if (strncmp(location, "cql://", 6) == 0) {
+    sl_cql_redacted(location, label, sizeof label);  // no password in messages
   } else {
     snprintf(label, sizeof label, "%s", location);
   }
@@ -288,9 +307,12 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                         "directories below the location", location);
   }
   const char* first = objects.n > 0 ? objects.names[0] : location;
-  if (rc == 0) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
-  if (rc == 0) rc = choose_reader(ds, options->format, first, error);
-  struct sl_reader_args args = {.source = ds->source, .alloc = alloc,
+  // A database table (cql://) is read by its reader, not through bytes.
+  int database = strncmp(location, "cql://", 6) == 0;
+  if (rc == 0 && database) rc = choose_database_reader(ds, options->format, n_locations, error);
+  if (rc == 0 && !database) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
+  if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
+  struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
                                 .batch_size = options->batch_size,
                                 .format_options = options->format_options};
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
@@ -302,7 +324,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   } else if (rc == 0) {
     rc = ds->format->open(&args, &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
-    if (rc == ENOTSUP && sl_source_untouched(ds->source)) {
+    if (rc == ENOTSUP && ds->source != NULL && sl_source_untouched(ds->source)) {
       // A format with a footer read from a pipe: keep the bytes in a
       // temporary file and read that instead.
       struct sl_source* spooled = NULL;

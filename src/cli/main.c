@@ -38,7 +38,9 @@
   "SRC: a path, '-' (standard input), http(s)://..., s3://bucket/key; or many\n" \
   "objects read as one table: a directory, a glob ('data/*.csv',\n"          \
   "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet.\n" \
-  "Several SRC are read as one table, in the order given.\n"
+  "Several SRC are read as one table, in the order given. A Cassandra table:\n"  \
+  "cql://[user[:password]@]host[:port]/keyspace.table (or SLUICE_CQL_USER and\n" \
+  "SLUICE_CQL_PASSWORD; -O consistency=..,page_rows=N,splits=N).\n"
 
 /// The writer options of cat and convert (-O is for the reader).
 #define WRITE_OPTION_HELP                                                     \

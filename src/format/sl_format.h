@@ -39,7 +39,10 @@ struct sl_split {
 };
 
 struct sl_reader_args {
-  struct sl_source* source;  ///< borrowed; outlives the reader
+  struct sl_source* source;  ///< borrowed; outlives the reader (NULL for cql://)
+  /// The location as the user wrote it: what a reader that talks to a
+  /// database rather than reading bytes (cql://) connects to.
+  const char* location;
   const struct sluice_allocator* alloc;
   int64_t batch_size;        ///< rows per batch wanted (0 = format default)
   /// Format-specific options as "key=value,key=value" (NULL = none), e.g.

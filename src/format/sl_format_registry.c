@@ -7,6 +7,7 @@
 
 #include "avro/avro_reader.h"
 #include "avro/avro_writer.h"
+#include "cql/cql_reader.h"
 #include "csv/csv_reader.h"
 #include "ipc/ipc_reader.h"
 #include "ipc/ipc_writer.h"
@@ -27,6 +28,7 @@ static const sl_reader_accessor sl_reader_table[] = {
     sl_avro_reader,
     sl_parquet_reader,
     sl_lenprefix_reader,
+    sl_cql_reader,
     NULL,
 };
 static const char* const sl_reader_name_table[] = {
@@ -36,6 +38,7 @@ static const char* const sl_reader_name_table[] = {
     "avro",
     "parquet",
     "lenprefix",
+    "cql",
     NULL,
 };
 

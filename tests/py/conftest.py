@@ -90,3 +90,22 @@ def check_clean_failure(proc: subprocess.CompletedProcess) -> None:
 @pytest.fixture(scope="session")
 def sluice(sluice_bin) -> Sluice:
     return Sluice(sluice_bin)
+
+
+@pytest.fixture(scope="session")
+def cassandra_node():
+    """One real Cassandra 5.0 node on loopback for the whole session
+    (tests/py/cassandra_node.py): .host, .port, .username, .password,
+    .session(keyspace=None). Skipped when the jars (scripts/setup.sh), java or
+    cassandra-driver are missing."""
+    from cassandra_node import CassandraNode, cassandra_available
+
+    reason = cassandra_available()
+    if reason:
+        pytest.skip(reason)
+    node = CassandraNode()
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()

@@ -1,0 +1,674 @@
+// Cassandra tables: see cql_reader.h.
+#include "cql_reader.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/sl_alloc.h"
+#include "../../core/sl_array.h"
+#include "../../core/sl_builder.h"
+#include "../../core/sl_error.h"
+#include "../../core/sl_value_text.h"
+#include "../../io/sl_cql.h"
+#include "cql_type.h"
+
+#define CQL_DEFAULT_PAGE_ROWS 10000
+#define CQL_DEFAULT_SPLITS 16
+#define CQL_MAX_SPLITS 65536
+/// Idle connections kept for later splits.
+#define CQL_POOL 16
+
+struct cql_reader {
+  const struct sluice_allocator* alloc;
+  char* name;  ///< the location
+  struct sl_cql_address address;
+  int consistency;
+  int32_t page_rows;
+  int64_t n_splits;  ///< token ranges asked for
+  int murmur3;       ///< the cluster's partitioner splits by token
+  char* table_ref;   ///< "ks"."t"
+  char* token_expr;  ///< token("pk1", "pk2")
+  struct cql_type* columns;
+  int64_t n_columns;
+  struct ArrowSchema schema;
+  pthread_mutex_t lock;
+  struct sl_cql_conn* idle[CQL_POOL];
+  int n_idle;
+};
+
+/* ---- Options ------------------------------------------------------------------ */
+
+static int parse_count(const char* v, size_t n, int64_t lo, int64_t hi, int64_t* out) {
+  return sl_parse_int64(v, n, lo, hi, out) == 0 ? 0 : -1;
+}
+
+static int parse_options(struct cql_reader* r, const char* options, int64_t batch_size,
+                         struct sluice_error* error) {
+  static const struct {
+    const char* name;
+    int level;
+  } levels[] = {{"one", SL_CQL_ONE},       {"local_one", SL_CQL_LOCAL_ONE},
+                {"quorum", SL_CQL_QUORUM}, {"local_quorum", SL_CQL_LOCAL_QUORUM},
+                {"all", SL_CQL_ALL}};
+  r->consistency = SL_CQL_LOCAL_ONE;
+  r->page_rows = batch_size > 0 && batch_size <= INT32_MAX ? (int32_t)batch_size
+                                                            : CQL_DEFAULT_PAGE_ROWS;
+  r->n_splits = CQL_DEFAULT_SPLITS;
+  for (const char* o = options; o != NULL && *o != '\0';) {
+    const char* end = strchr(o, ',');
+    size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
+    const char* eq = memchr(o, '=', n);
+    if (n > 0 && eq == NULL) {
+      return sl_error_set(error, EINVAL, "cql option '%.*s': expected key=value", (int)n, o);
+    }
+    if (n > 0) {
+      size_t key = (size_t)(eq - o);
+      const char* v = eq + 1;
+      size_t vn = n - key - 1;
+      int64_t count;
+      if (key == 11 && strncmp(o, "consistency", key) == 0) {
+        int found = 0;
+        for (size_t i = 0; i < sizeof levels / sizeof levels[0]; ++i) {
+          if (strlen(levels[i].name) == vn && strncmp(levels[i].name, v, vn) == 0) {
+            r->consistency = levels[i].level;
+            found = 1;
+          }
+        }
+        if (!found) {
+          return sl_error_set(error, EINVAL,
+                              "cql option consistency='%.*s': expected one, local_one, quorum, "
+                              "local_quorum or all",
+                              (int)vn, v);
+        }
+      } else if (key == 9 && strncmp(o, "page_rows", key) == 0) {
+        if (parse_count(v, vn, 1, INT32_MAX, &count) != 0) {
+          return sl_error_set(error, EINVAL, "cql option page_rows='%.*s': expected 1 or more",
+                              (int)vn, v);
+        }
+        r->page_rows = (int32_t)count;
+      } else if (key == 6 && strncmp(o, "splits", key) == 0) {
+        if (parse_count(v, vn, 1, CQL_MAX_SPLITS, &count) != 0) {
+          return sl_error_set(error, EINVAL, "cql option splits='%.*s': expected 1 to %d",
+                              (int)vn, v, CQL_MAX_SPLITS);
+        }
+        r->n_splits = count;
+      } else {
+        return sl_error_set(error, EINVAL,
+                            "unknown cql option '%.*s' (known: consistency, page_rows, splits)",
+                            (int)key, o);
+      }
+    }
+    o = end != NULL ? end + 1 : o + n;
+  }
+  return 0;
+}
+
+/* ---- Connections -------------------------------------------------------------- */
+
+static int conn_get(struct cql_reader* r, struct sl_cql_conn** out, struct sluice_error* error) {
+  pthread_mutex_lock(&r->lock);
+  *out = r->n_idle > 0 ? r->idle[--r->n_idle] : NULL;
+  pthread_mutex_unlock(&r->lock);
+  if (*out != NULL) return 0;
+  return sl_cql_connect(&r->address, r->name, r->alloc, out, error);
+}
+
+/// Back to the pool; a connection with an answer still unread is closed.
+static void conn_put(struct cql_reader* r, struct sl_cql_conn* c, int clean) {
+  if (c == NULL) return;
+  pthread_mutex_lock(&r->lock);
+  if (clean && r->n_idle < CQL_POOL) {
+    r->idle[r->n_idle++] = c;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&r->lock);
+  sl_cql_close(c);
+}
+
+/* ---- Query text ----------------------------------------------------------------- */
+
+/// Appends `name` as a quoted CQL identifier ("a""b").
+static int append_ident(struct sl_text* t, const char* name) {
+  int rc = sl_text_append_char(t, '"');
+  for (const char* p = name; rc == 0 && *p != '\0'; ++p) {
+    rc = *p == '"' ? sl_text_append(t, "\"\"", 2) : sl_text_append_char(t, *p);
+  }
+  return rc == 0 ? sl_text_append_char(t, '"') : rc;
+}
+
+/// Appends `s` as a CQL string literal ('it''s').
+static int append_literal(struct sl_text* t, const char* s) {
+  int rc = sl_text_append_char(t, '\'');
+  for (const char* p = s; rc == 0 && *p != '\0'; ++p) {
+    rc = *p == '\'' ? sl_text_append(t, "''", 2) : sl_text_append_char(t, *p);
+  }
+  return rc == 0 ? sl_text_append_char(t, '\'') : rc;
+}
+
+static char* text_copy(struct sl_text* t, const struct sluice_allocator* alloc) {
+  return sl_strndup(alloc, sl_text_cstr(t), t->len);
+}
+
+/* ---- RESULT rows ----------------------------------------------------------------- */
+
+struct cql_rows {
+  int32_t n_columns;
+  const uint8_t* paging_state;  ///< NULL on the last page
+  int32_t paging_len;
+  struct sl_cql_cursor specs;  ///< column specs (empty with No_metadata)
+  int global_spec;
+  int32_t n_rows;
+  struct sl_cql_cursor rows;  ///< rows_count * n_columns [bytes]
+};
+
+/// Skips or reads the column specs of a Rows result; with `types`, the
+/// types (n_columns of them, named) go there.
+static int read_specs(struct cql_rows* rows, const struct sluice_allocator* alloc,
+                      struct cql_type* types) {
+  struct sl_cql_cursor* c = &rows->specs;
+  const uint8_t* s;
+  size_t n;
+  if (rows->global_spec &&
+      (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) {
+    return -1;
+  }
+  for (int32_t i = 0; i < rows->n_columns; ++i) {
+    if (!rows->global_spec &&
+        (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) {
+      return -1;
+    }
+    if (sl_cql_read_string(c, &s, &n) != 0) return -1;
+    struct cql_type scratch;
+    struct cql_type* t = types != NULL ? &types[i] : &scratch;
+    int rc = cql_type_read(c, (const char*)s, n, alloc, t);
+    if (rc != 0) return rc;
+    if (types == NULL) cql_type_free(t, alloc);
+  }
+  return 0;
+}
+
+/// Parses a RESULT body as Rows: metadata, then the cursor at the rows.
+static int parse_rows(struct cql_reader* r, const char* what, const uint8_t* body, int64_t len,
+                      struct cql_rows* rows, struct cql_type* types, struct sluice_error* error) {
+  memset(rows, 0, sizeof *rows);
+  struct sl_cql_cursor c = {body, body + len};
+  int32_t kind, flags;
+  if (sl_cql_read_int(&c, &kind) != 0 || kind != 2) {
+    return sl_error_set(error, EPROTO, "%s: %s: the answer is not rows (result kind %d)", r->name,
+                        what, kind);
+  }
+  int bad = sl_cql_read_int(&c, &flags) != 0 || sl_cql_read_int(&c, &rows->n_columns) != 0 ||
+            rows->n_columns < 0;
+  if (!bad && (flags & 0x0002)) {
+    bad = sl_cql_read_bytes(&c, &rows->paging_state, &rows->paging_len) != 0;
+  }
+  rows->global_spec = (flags & 0x0001) != 0;
+  rows->specs = c;
+  if (!bad && !(flags & 0x0004)) {
+    int rc = read_specs(rows, r->alloc, types);
+    if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    bad = rc != 0;
+    c = rows->specs;
+  } else if (!bad && types != NULL) {
+    bad = 1;  // asked for the types, got none
+  }
+  if (!bad) bad = sl_cql_read_int(&c, &rows->n_rows) != 0 || rows->n_rows < 0;
+  // Every value takes 4 bytes at least: a count beyond that is a lie.
+  if (!bad && rows->n_columns > 0 &&
+      (int64_t)rows->n_rows * rows->n_columns > (c.end - c.p) / 4) {
+    bad = 1;
+  }
+  if (bad) {
+    return sl_error_set(error, EPROTO, "%s: %s: malformed rows metadata (at byte %lld of %lld)",
+                        r->name, what, (long long)(c.p - body), (long long)len);
+  }
+  rows->rows = c;
+  return 0;
+}
+
+/// Runs a small unpaged query and returns its Rows (valid until the next
+/// use of `conn`).
+static int small_query(struct cql_reader* r, struct sl_cql_conn* conn, const char* cql,
+                       const char* what, struct cql_rows* rows, struct cql_type* types,
+                       struct sluice_error* error) {
+  const uint8_t* body;
+  int64_t len;
+  SL_RETURN_NOT_OK(sl_cql_send_query(conn, cql, r->consistency, 0, NULL, 0, 0, error));
+  SL_RETURN_NOT_OK(sl_cql_receive_result(conn, what, &body, &len, error));
+  return parse_rows(r, what, body, len, rows, types, error);
+}
+
+/// The next value of a row of text/int cells, bounds-checked.
+static int next_cell(struct cql_reader* r, const char* what, struct cql_rows* rows,
+                     const uint8_t** v, int32_t* n, struct sluice_error* error) {
+  if (sl_cql_read_bytes(&rows->rows, v, n) != 0) {
+    return sl_error_set(error, EPROTO, "%s: %s: a row runs past the end of the answer", r->name,
+                        what);
+  }
+  return 0;
+}
+
+/* ---- Open ----------------------------------------------------------------------- */
+
+static void cql_close(void* reader) {
+  struct cql_reader* r = reader;
+  if (r == NULL) return;
+  for (int i = 0; i < r->n_idle; ++i) sl_cql_close(r->idle[i]);
+  for (int64_t i = 0; i < r->n_columns; ++i) cql_type_free(&r->columns[i], r->alloc);
+  if (r->columns != NULL) {
+    sl_free(r->alloc, r->columns, (size_t)(r->n_columns > 0 ? r->n_columns : 1) * sizeof *r->columns);
+  }
+  if (r->schema.release != NULL) r->schema.release(&r->schema);
+  if (r->name != NULL) sl_free(r->alloc, r->name, strlen(r->name) + 1);
+  if (r->table_ref != NULL) sl_free(r->alloc, r->table_ref, strlen(r->table_ref) + 1);
+  if (r->token_expr != NULL) sl_free(r->alloc, r->token_expr, strlen(r->token_expr) + 1);
+  pthread_mutex_destroy(&r->lock);
+  sl_free(r->alloc, r, sizeof *r);
+}
+
+/// The partitioner (token splits only for Murmur3), the partition key
+/// columns in order (token(...)), the table's existence.
+static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
+                            struct sluice_error* error) {
+  struct cql_rows rows;
+  const uint8_t* v;
+  int32_t n;
+  const char* what = "reading system.local";
+  SL_RETURN_NOT_OK(small_query(r, conn, "SELECT partitioner FROM system.local", what, &rows,
+                               NULL, error));
+  if (rows.n_rows >= 1 && rows.n_columns == 1) {
+    SL_RETURN_NOT_OK(next_cell(r, what, &rows, &v, &n, error));
+    static const char murmur3[] = "org.apache.cassandra.dht.Murmur3Partitioner";
+    r->murmur3 = n == (int32_t)sizeof murmur3 - 1 && memcmp(v, murmur3, (size_t)n) == 0;
+  }
+  struct sl_text q, key;
+  sl_text_init(&q, r->alloc);
+  sl_text_init(&key, r->alloc);
+  int rc = sl_text_append_str(&q, "SELECT column_name, kind, position FROM system_schema.columns "
+                                  "WHERE keyspace_name = ");
+  if (rc == 0) rc = append_literal(&q, r->address.keyspace);
+  if (rc == 0) rc = sl_text_append_str(&q, " AND table_name = ");
+  if (rc == 0) rc = append_literal(&q, r->address.table);
+  if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  what = "reading system_schema.columns";
+  if (rc == 0) rc = small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, error);
+  if (rc == 0 && rows.n_columns != 3) {
+    rc = sl_error_set(error, EPROTO, "%s: %s: expected 3 columns, got %d", r->name, what,
+                      (int)rows.n_columns);
+  }
+  if (rc == 0 && rows.n_rows == 0) {
+    rc = sl_error_set(error, ENOENT,
+                      "%s: no table '%s' in keyspace '%s' (names are case-sensitive, as "
+                      "system_schema.tables lists them)",
+                      r->name, r->address.table, r->address.keyspace);
+  }
+  // Partition key columns by position (at most a few: an O(n^2) pick).
+  const uint8_t* names[64];
+  int32_t name_len[64];
+  int positions[64];
+  int n_keys = 0;
+  for (int32_t i = 0; rc == 0 && i < rows.n_rows; ++i) {
+    const uint8_t *name, *kind, *pos;
+    int32_t nn, kn, pn;
+    rc = next_cell(r, what, &rows, &name, &nn, error);
+    if (rc == 0) rc = next_cell(r, what, &rows, &kind, &kn, error);
+    if (rc == 0) rc = next_cell(r, what, &rows, &pos, &pn, error);
+    if (rc == 0 && kn == 13 && memcmp(kind, "partition_key", 13) == 0 && nn > 0 && pn == 4) {
+      if (n_keys == 64) {
+        rc = sl_error_set(error, ENOTSUP, "%s: more than 64 partition key columns", r->name);
+        break;
+      }
+      names[n_keys] = name;
+      name_len[n_keys] = nn;
+      positions[n_keys] = (int)((uint32_t)pos[0] << 24 | (uint32_t)pos[1] << 16 |
+                                (uint32_t)pos[2] << 8 | pos[3]);
+      ++n_keys;
+    }
+  }
+  if (rc == 0 && n_keys == 0) {
+    rc = sl_error_set(error, EPROTO, "%s: system_schema.columns lists no partition key", r->name);
+  }
+  if (rc == 0) rc = sl_text_append_str(&key, "token(") != 0 ? ENOMEM : 0;
+  for (int k = 0; rc == 0 && k < n_keys; ++k) {
+    int best = -1;
+    for (int i = 0; i < n_keys; ++i) {
+      if (positions[i] == k) best = i;
+    }
+    if (best < 0) {
+      rc = sl_error_set(error, EPROTO, "%s: partition key position %d is missing", r->name, k);
+      break;
+    }
+    char* col = sl_strndup(r->alloc, (const char*)names[best], (size_t)name_len[best]);
+    rc = col == NULL || (k > 0 && sl_text_append(&key, ", ", 2) != 0) ||
+                 append_ident(&key, col) != 0
+             ? ENOMEM
+             : 0;
+    if (col != NULL) sl_free(r->alloc, col, strlen(col) + 1);
+  }
+  if (rc == 0 && sl_text_append_char(&key, ')') != 0) rc = ENOMEM;
+  if (rc == 0) {
+    r->token_expr = text_copy(&key, r->alloc);
+    if (r->token_expr == NULL) rc = ENOMEM;
+  }
+  if (rc == ENOMEM) sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  sl_text_reset(&q);
+  sl_text_reset(&key);
+  return rc;
+}
+
+/// The columns and their types: the metadata of SELECT * ... LIMIT 1.
+static int read_columns(struct cql_reader* r, struct sl_cql_conn* conn,
+                        struct sluice_error* error) {
+  struct sl_text q;
+  sl_text_init(&q, r->alloc);
+  int rc = sl_text_append_str(&q, "SELECT * FROM ");
+  if (rc == 0) rc = sl_text_append_str(&q, r->table_ref);
+  if (rc == 0) rc = sl_text_append_str(&q, " LIMIT 1");
+  if (rc != 0) {
+    sl_text_reset(&q);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  }
+  // First without types, for the count; then with room for them.
+  struct cql_rows rows;
+  const char* what = "reading the table's columns";
+  const uint8_t* body;
+  int64_t len;
+  rc = sl_cql_send_query(conn, sl_text_cstr(&q), r->consistency, 0, NULL, 0, 0, error);
+  sl_text_reset(&q);
+  if (rc == 0) rc = sl_cql_receive_result(conn, what, &body, &len, error);
+  if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
+  if (rc != 0) return rc;
+  r->columns = sl_calloc(r->alloc, (size_t)(rows.n_columns > 0 ? rows.n_columns : 1),
+                         sizeof *r->columns);
+  if (r->columns == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  r->n_columns = rows.n_columns;
+  rc = parse_rows(r, what, body, len, &rows, r->columns, error);
+  if (rc != 0) {
+    // read_specs filled some: free them all (the rest are zeroed).
+    for (int64_t i = 0; i < r->n_columns; ++i) cql_type_free(&r->columns[i], r->alloc);
+    return rc;
+  }
+  rc = sl_schema_init(&r->schema, r->alloc, "+s", "", 0, r->n_columns, error);
+  for (int64_t i = 0; rc == 0 && i < r->n_columns; ++i) {
+    rc = cql_type_arrow_schema(&r->columns[i], r->alloc, r->schema.children[i], error);
+  }
+  return rc;
+}
+
+static int cql_open(const struct sl_reader_args* args, void** reader,
+                    struct sluice_error* error) {
+  *reader = NULL;
+  const char* location = args->location != NULL ? args->location : "cql://";
+  struct cql_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
+  if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  r->alloc = args->alloc;
+  pthread_mutex_init(&r->lock, NULL);
+  char shown[1024];
+  sl_cql_redacted(location, shown, sizeof shown);
+  r->name = sl_strdup(r->alloc, shown);
+  int rc = r->name == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
+  if (rc == 0) rc = parse_options(r, args->format_options, args->batch_size, error);
+  if (rc == 0) rc = sl_cql_parse_location(location, &r->address, r->alloc, error);
+  if (rc == 0) {
+    struct sl_text t;
+    sl_text_init(&t, r->alloc);
+    rc = append_ident(&t, r->address.keyspace);
+    if (rc == 0) rc = sl_text_append_char(&t, '.');
+    if (rc == 0) rc = append_ident(&t, r->address.table);
+    if (rc == 0) r->table_ref = text_copy(&t, r->alloc);
+    if (rc != 0 || r->table_ref == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    sl_text_reset(&t);
+  }
+  struct sl_cql_conn* conn = NULL;
+  if (rc == 0) rc = conn_get(r, &conn, error);
+  if (rc == 0) rc = read_table_facts(r, conn, error);
+  if (rc == 0) rc = read_columns(r, conn, error);
+  conn_put(r, conn, rc == 0);
+  if (rc != 0) {
+    cql_close(r);
+    return rc;
+  }
+  *reader = r;
+  return 0;
+}
+
+static int cql_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
+  struct cql_reader* r = reader;
+  return sl_schema_copy(&r->schema, r->alloc, out, error);
+}
+
+/* ---- Plan ------------------------------------------------------------------------- */
+
+/// Token i of n equal steps over the Murmur3 ring [-2^63, 2^63 - 1].
+static int64_t ring_bound(int64_t i, int64_t n) {
+  if (i >= n) return INT64_MAX;
+  uint64_t step = UINT64_MAX / (uint64_t)n;
+  uint64_t u = (uint64_t)1 << 63;  // INT64_MIN's bits
+  u += (uint64_t)i * step;
+  int64_t v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+static int cql_plan(void* reader, struct sl_split** splits, int64_t* n,
+                    struct sluice_error* error) {
+  struct cql_reader* r = reader;
+  int64_t count = r->murmur3 ? r->n_splits : 1;
+  *splits = sl_calloc(r->alloc, (size_t)count, sizeof **splits);
+  if (*splits == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  for (int64_t i = 0; i < count; ++i) {
+    struct sl_split* s = &(*splits)[i];
+    s->index = i;
+    // A token range (offset, length]: the whole ring when there is one split.
+    s->offset = ring_bound(i, count);
+    s->length = ring_bound(i + 1, count);
+    s->est_bytes = 0;
+    s->est_rows = -1;
+  }
+  *n = count;
+  return 0;
+}
+
+/* ---- Splits ------------------------------------------------------------------------- */
+
+struct cql_split {
+  struct cql_reader* r;
+  int64_t index, token_lo, token_hi;
+  struct sl_cql_conn* conn;
+  char* query;
+  int64_t n_columns;
+  const struct cql_type** types;
+  struct ArrowSchema schema;
+  struct sl_builder batch;
+  int pending;  ///< a query was sent whose answer is not yet read
+  int done;
+  int64_t rows_read;
+};
+
+static void cql_split_close(void* state) {
+  struct cql_split* s = state;
+  if (s == NULL) return;
+  conn_put(s->r, s->conn, !s->pending);
+  sl_builder_release(&s->batch);
+  if (s->schema.release != NULL) s->schema.release(&s->schema);
+  if (s->types != NULL) {
+    sl_free(s->r->alloc, s->types, (size_t)(s->n_columns > 0 ? s->n_columns : 1) * sizeof *s->types);
+  }
+  if (s->query != NULL) sl_free(s->r->alloc, s->query, strlen(s->query) + 1);
+  sl_free(s->r->alloc, s, sizeof *s);
+}
+
+static int build_query(struct cql_split* s, const int64_t* columns, int one_split) {
+  struct cql_reader* r = s->r;
+  struct sl_text q;
+  sl_text_init(&q, r->alloc);
+  int rc = sl_text_append_str(&q, "SELECT ");
+  for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+    if (i > 0) rc = sl_text_append(&q, ", ", 2);
+    if (rc == 0) rc = append_ident(&q, r->columns[columns != NULL ? columns[i] : i].name);
+  }
+  if (rc == 0) rc = sl_text_append_str(&q, " FROM ");
+  if (rc == 0) rc = sl_text_append_str(&q, r->table_ref);
+  if (rc == 0 && !one_split) {
+    char bounds[96];
+    snprintf(bounds, sizeof bounds, " > %" PRId64 " AND ", s->token_lo);
+    rc = sl_text_append_str(&q, " WHERE ");
+    if (rc == 0) rc = sl_text_append_str(&q, r->token_expr);
+    if (rc == 0) rc = sl_text_append_str(&q, bounds);
+    snprintf(bounds, sizeof bounds, " <= %" PRId64, s->token_hi);
+    if (rc == 0) rc = sl_text_append_str(&q, r->token_expr);
+    if (rc == 0) rc = sl_text_append_str(&q, bounds);
+  }
+  if (rc == 0) s->query = text_copy(&q, r->alloc);
+  sl_text_reset(&q);
+  return rc != 0 || s->query == NULL ? ENOMEM : 0;
+}
+
+static int cql_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
+                          int64_t n_columns, void** state, int* projected,
+                          struct sluice_error* error) {
+  struct cql_reader* r = reader;
+  *state = NULL;
+  // No columns asked for (a row count): read them all, the engine projects.
+  if (columns != NULL && n_columns == 0) columns = NULL;
+  *projected = columns != NULL;
+  struct cql_split* s = sl_calloc(r->alloc, 1, sizeof *s);
+  if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  s->r = r;
+  s->index = split->index;
+  s->token_lo = split->offset;
+  s->token_hi = split->length;
+  s->n_columns = columns != NULL ? n_columns : r->n_columns;
+  s->types = sl_calloc(r->alloc, (size_t)(s->n_columns > 0 ? s->n_columns : 1), sizeof *s->types);
+  int rc = s->types == NULL ? ENOMEM : 0;
+  for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+    int64_t c = columns != NULL ? columns[i] : i;
+    if (c < 0 || c >= r->n_columns) {
+      cql_split_close(s);
+      return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range", r->name, c);
+    }
+    s->types[i] = &r->columns[c];
+  }
+  if (rc == 0) rc = build_query(s, columns, !r->murmur3 || r->n_splits == 1);
+  if (rc != 0) {
+    cql_split_close(s);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  }
+  rc = columns != NULL ? sl_schema_project(&r->schema, columns, n_columns, r->alloc, &s->schema,
+                                           error)
+                       : sl_schema_copy(&r->schema, r->alloc, &s->schema, error);
+  if (rc == 0) rc = sl_builder_init_from_schema(&s->batch, &s->schema, r->alloc, error);
+  if (rc == 0) rc = conn_get(r, &s->conn, error);
+  if (rc == 0) {
+    rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, NULL, 0, 1, error);
+    s->pending = rc == 0;
+  }
+  if (rc != 0) {
+    cql_split_close(s);
+    return rc;
+  }
+  *state = s;
+  return 0;
+}
+
+/// Decodes the rows of one page into the batch builder.
+static int decode_page(struct cql_split* s, struct cql_rows* rows, struct sluice_error* error) {
+  struct cql_reader* r = s->r;
+  if (rows->n_columns != s->n_columns) {
+    return sl_error_set(error, EPROTO, "%s: split %" PRId64 ": a page has %d columns, not %" PRId64,
+                        r->name, s->index, (int)rows->n_columns, s->n_columns);
+  }
+  if (sl_builder_reserve_tree(&s->batch, rows->n_rows) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  }
+  for (int32_t row = 0; row < rows->n_rows; ++row) {
+    for (int64_t c = 0; c < s->n_columns; ++c) {
+      const uint8_t* v;
+      int32_t n;
+      const char* why = "a value runs past the end of the page";
+      int rc = sl_cql_read_bytes(&rows->rows, &v, &n) != 0
+                   ? EILSEQ
+                   : cql_value_append(s->types[c], sl_builder_child(&s->batch, c), v, n, &why);
+      if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+      if (rc != 0) {
+        return sl_error_set(error, EILSEQ,
+                            "%s: split %" PRId64 " (tokens %" PRId64 " to %" PRId64
+                            "), row %" PRId64 " of the split, column '%s': %s",
+                            r->name, s->index, s->token_lo, s->token_hi,
+                            s->rows_read + row, s->types[c]->name, why);
+      }
+    }
+  }
+  s->rows_read += rows->n_rows;
+  return sl_builder_struct_finish_rows(&s->batch, rows->n_rows) == 0
+             ? 0
+             : sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+}
+
+static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
+  struct cql_split* s = state;
+  struct cql_reader* r = s->r;
+  out->release = NULL;
+  while (!s->done) {
+    char what[64];
+    snprintf(what, sizeof what, "split %" PRId64, s->index);
+    const uint8_t* body;
+    int64_t len;
+    struct cql_rows rows;
+    int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
+    s->pending = 0;
+    if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
+    if (rc != 0) {
+      s->done = 1;
+      return rc;
+    }
+    // Ask for the next page before decoding this one: the node reads it
+    // while we decode (the answer waits in the socket).
+    if (rows.paging_state != NULL) {
+      rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, rows.paging_state,
+                             rows.paging_len, 1, error);
+      s->pending = rc == 0;
+    } else {
+      s->done = 1;
+    }
+    if (rc == 0) rc = decode_page(s, &rows, error);
+    if (rc != 0) {
+      s->done = 1;
+      sl_builder_reset(&s->batch);
+      return rc;
+    }
+    if (rows.n_rows > 0) return sl_builder_finish(&s->batch, out, error);
+  }
+  return 0;
+}
+
+/* ---- Table ------------------------------------------------------------------------ */
+
+/// Never detected from bytes: a cql:// location picks it.
+static int cql_probe(const uint8_t* head, int64_t n) {
+  (void)head;
+  (void)n;
+  return 0;
+}
+
+static const char* const k_extensions[] = {NULL};
+
+static const struct sl_format_reader k_reader = {
+    .name = "cql",
+    .extensions = k_extensions,
+    .probe = cql_probe,
+    .open = cql_open,
+    .schema = cql_schema,
+    .plan_splits = cql_plan,
+    .split_open = cql_split_open,
+    .split_next = cql_split_next,
+    .split_close = cql_split_close,
+    .close = cql_close,
+    .stored_stats = NULL,
+};
+
+const struct sl_format_reader* sl_cql_reader(void) { return &k_reader; }

@@ -1,0 +1,589 @@
+// Cassandra's native protocol v4 over plain TCP: see sl_cql.h. Written by
+// hand: Debian packages no C driver for Cassandra (the DataStax C++ driver is
+// not in Debian), and a bulk reader needs only a handful of the protocol's
+// messages: STARTUP, AUTH_RESPONSE and paged QUERYs.
+#include "sl_cql.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
+
+#define CQL_VERSION_REQUEST 0x04
+#define CQL_VERSION_RESPONSE 0x84
+#define CQL_HEADER 9
+/// The protocol's limit on a frame body.
+#define CQL_MAX_BODY ((int64_t)256 << 20)
+/// A node that says nothing for this long is gone (its own read timeout,
+/// 5 s by default, answers long before).
+#define CQL_SOCKET_TIMEOUT_S 120
+
+enum {
+  OP_ERROR = 0x00,
+  OP_STARTUP = 0x01,
+  OP_READY = 0x02,
+  OP_AUTHENTICATE = 0x03,
+  OP_QUERY = 0x07,
+  OP_RESULT = 0x08,
+  OP_EVENT = 0x0C,
+  OP_AUTH_CHALLENGE = 0x0E,
+  OP_AUTH_RESPONSE = 0x0F,
+  OP_AUTH_SUCCESS = 0x10,
+};
+
+enum {
+  FLAG_COMPRESSION = 0x01,
+  FLAG_TRACING = 0x02,
+  FLAG_CUSTOM_PAYLOAD = 0x04,
+  FLAG_WARNING = 0x08,
+};
+
+struct sl_cql_conn {
+  const struct sluice_allocator* alloc;
+  char name[512];  ///< the location, for messages
+  char peer[300];  ///< host:port
+  int fd;
+  uint8_t* out;  ///< the request being written
+  size_t out_cap;
+  size_t out_len;
+  uint8_t* in;  ///< the body of the last frame received
+  size_t in_cap;
+};
+
+/* ---- Location ------------------------------------------------------------- */
+
+static int copy_part(char* dst, size_t cap, const char* s, size_t n) {
+  if (n >= cap) return -1;
+  memcpy(dst, s, n);
+  dst[n] = '\0';
+  return 0;
+}
+
+static int copy_decoded(char* dst, size_t cap, const char* s, size_t n,
+                        const struct sluice_allocator* alloc) {
+  char* text = sl_percent_decoded(s, n, alloc);
+  if (text == NULL) return -2;
+  int rc = copy_part(dst, cap, text, strlen(text));
+  sl_free(alloc, text, strlen(text) + 1);
+  return rc;
+}
+
+void sl_cql_redacted(const char* location, char* out, size_t cap) {
+  if (cap == 0) return;
+  const char* rest = strstr(location, "://");
+  rest = rest != NULL ? rest + 3 : location;
+  const char* slash = strchr(rest, '/');
+  const char* end = slash != NULL ? slash : rest + strlen(rest);
+  const char* at = NULL;
+  for (const char* p = rest; p < end; ++p) {
+    if (*p == '@') at = p;
+  }
+  const char* colon = at != NULL ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
+  if (colon == NULL) {
+    snprintf(out, cap, "%s", location);
+  } else {
+    snprintf(out, cap, "%.*s:***%s", (int)(colon - location), location, at);
+  }
+}
+
+int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
+                          const struct sluice_allocator* alloc, struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  char shown[1024];  // the location in messages, without its password
+  sl_cql_redacted(location, shown, sizeof shown);
+  static const char scheme[] = "cql://";
+  if (strncmp(location, scheme, sizeof scheme - 1) != 0) {
+    return sl_error_set(error, EINVAL, "%s: not a cql:// location", shown);
+  }
+  const char* rest = location + sizeof scheme - 1;
+  const char* slash = strchr(rest, '/');
+  if (slash == NULL || slash[1] == '\0') {
+    return sl_error_set(error, EINVAL,
+                        "%s: no table: write cql://[user[:password]@]host[:port]/keyspace.table",
+                        shown);
+  }
+  // user[:password]@ before the host (the last '@' before the path).
+  const char* at = NULL;
+  for (const char* p = rest; p < slash; ++p) {
+    if (*p == '@') at = p;
+  }
+  int rc = 0;
+  const char* host = rest;
+  if (at != NULL) {
+    const char* colon = memchr(rest, ':', (size_t)(at - rest));
+    size_t user_len = (size_t)((colon != NULL ? colon : at) - rest);
+    rc = copy_decoded(out->user, sizeof out->user, rest, user_len, alloc);
+    if (rc == 0 && colon != NULL) {
+      rc = copy_decoded(out->password, sizeof out->password, colon + 1,
+                        (size_t)(at - colon - 1), alloc);
+    }
+    host = at + 1;
+  }
+  if (rc == -2) return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
+  if (rc != 0) return sl_error_set(error, EINVAL, "%s: the user or password is too long", shown);
+  // host, [v6 address], either with :port.
+  const char* host_end = slash;
+  const char* port = NULL;
+  if (host[0] == '[') {
+    const char* close = memchr(host, ']', (size_t)(slash - host));
+    if (close == NULL) return sl_error_set(error, EINVAL, "%s: unclosed '[' in the host", shown);
+    if (close + 1 < slash && close[1] != ':') {
+      return sl_error_set(error, EINVAL, "%s: unexpected text after ']'", shown);
+    }
+    port = close + 1 < slash ? close + 2 : NULL;
+    ++host;
+    host_end = close;
+  } else {
+    const char* colon = memchr(host, ':', (size_t)(slash - host));
+    if (colon != NULL) {
+      port = colon + 1;
+      host_end = colon;
+    }
+  }
+  if (host_end == host) return sl_error_set(error, EINVAL, "%s: no host", shown);
+  if (copy_part(out->host, sizeof out->host, host, (size_t)(host_end - host)) != 0) {
+    return sl_error_set(error, EINVAL, "%s: the host name is too long", shown);
+  }
+  if (port != NULL) {
+    size_t n = (size_t)(slash - port);
+    int digits = n > 0 && n < 6;
+    for (size_t i = 0; digits && i < n; ++i) digits = port[i] >= '0' && port[i] <= '9';
+    if (!digits || atoi(port) < 1 || atoi(port) > 65535) {
+      return sl_error_set(error, EINVAL, "%s: the port '%.*s' is not a number from 1 to 65535",
+                          shown, (int)n, port);
+    }
+    copy_part(out->port, sizeof out->port, port, n);
+  } else {
+    strcpy(out->port, "9042");
+  }
+  // keyspace.table (names as Cassandra stores them: case matters).
+  const char* path = slash + 1;
+  const char* dot = strchr(path, '.');
+  if (dot == NULL || dot == path || dot[1] == '\0' || strchr(dot + 1, '.') != NULL ||
+      strchr(path, '/') != NULL) {
+    return sl_error_set(error, EINVAL, "%s: the path must be keyspace.table, not '%s'", shown,
+                        path);
+  }
+  if (copy_part(out->keyspace, sizeof out->keyspace, path, (size_t)(dot - path)) != 0 ||
+      copy_part(out->table, sizeof out->table, dot + 1, strlen(dot + 1)) != 0) {
+    return sl_error_set(error, EINVAL, "%s: the keyspace or table name is too long", shown);
+  }
+  if (out->user[0] == '\0') {
+    const char* user = getenv("SLUICE_CQL_USER");
+    const char* password = getenv("SLUICE_CQL_PASSWORD");
+    if (user != NULL && copy_part(out->user, sizeof out->user, user, strlen(user)) != 0) {
+      return sl_error_set(error, EINVAL, "SLUICE_CQL_USER is too long");
+    }
+    if (user != NULL && password != NULL &&
+        copy_part(out->password, sizeof out->password, password, strlen(password)) != 0) {
+      return sl_error_set(error, EINVAL, "SLUICE_CQL_PASSWORD is too long");
+    }
+  }
+  return 0;
+}
+
+/* ---- Cursor ------------------------------------------------------------------ */
+
+static uint32_t be32(const uint8_t* p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int sl_cql_read_int(struct sl_cql_cursor* c, int32_t* out) {
+  if (c->end - c->p < 4) return -1;
+  *out = (int32_t)be32(c->p);
+  c->p += 4;
+  return 0;
+}
+
+int sl_cql_read_short(struct sl_cql_cursor* c, uint16_t* out) {
+  if (c->end - c->p < 2) return -1;
+  *out = (uint16_t)(c->p[0] << 8 | c->p[1]);
+  c->p += 2;
+  return 0;
+}
+
+int sl_cql_read_string(struct sl_cql_cursor* c, const uint8_t** s, size_t* n) {
+  struct sl_cql_cursor at = *c;
+  uint16_t len;
+  if (sl_cql_read_short(&at, &len) != 0 || at.end - at.p < (ptrdiff_t)len) return -1;
+  *s = at.p;
+  *n = len;
+  c->p = at.p + len;
+  return 0;
+}
+
+int sl_cql_read_bytes(struct sl_cql_cursor* c, const uint8_t** data, int32_t* n) {
+  struct sl_cql_cursor at = *c;
+  int32_t len;
+  if (sl_cql_read_int(&at, &len) != 0) return -1;
+  if (len < 0) {
+    *data = NULL;
+    *n = -1;
+    c->p = at.p;
+    return 0;
+  }
+  if (at.end - at.p < (ptrdiff_t)len) return -1;
+  *data = at.p;
+  *n = len;
+  c->p = at.p + len;
+  return 0;
+}
+
+/* ---- Frames ------------------------------------------------------------------ */
+
+static int out_reserve(struct sl_cql_conn* c, size_t more) {
+  if (c->out_len + more <= c->out_cap) return 0;
+  size_t cap = c->out_cap > 0 ? c->out_cap : 256;
+  while (cap < c->out_len + more) cap *= 2;
+  uint8_t* grown = sl_alloc(c->alloc, cap);
+  if (grown == NULL) return ENOMEM;
+  if (c->out_len > 0) memcpy(grown, c->out, c->out_len);
+  sl_free(c->alloc, c->out, c->out_cap);
+  c->out = grown;
+  c->out_cap = cap;
+  return 0;
+}
+
+static int put_bytes(struct sl_cql_conn* c, const void* p, size_t n) {
+  if (out_reserve(c, n) != 0) return ENOMEM;
+  if (n > 0) memcpy(c->out + c->out_len, p, n);
+  c->out_len += n;
+  return 0;
+}
+
+static int put_u16(struct sl_cql_conn* c, unsigned v) {
+  uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+  return put_bytes(c, b, 2);
+}
+
+static int put_u32(struct sl_cql_conn* c, uint32_t v) {
+  uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+  return put_bytes(c, b, 4);
+}
+
+static int put_string(struct sl_cql_conn* c, const char* s) {
+  size_t n = strlen(s);
+  if (n > 0xFFFF) return EINVAL;
+  int rc = put_u16(c, (unsigned)n);
+  return rc != 0 ? rc : put_bytes(c, s, n);
+}
+
+/// Starts a request frame (its length is filled in by send_frame).
+static int begin_frame(struct sl_cql_conn* c, int opcode) {
+  c->out_len = 0;
+  uint8_t header[CQL_HEADER] = {CQL_VERSION_REQUEST, 0, 0, 0, (uint8_t)opcode, 0, 0, 0, 0};
+  return put_bytes(c, header, sizeof header);
+}
+
+static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
+  size_t body = c->out_len - CQL_HEADER;
+  if ((int64_t)body > CQL_MAX_BODY) {
+    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, body);
+  }
+  c->out[5] = (uint8_t)(body >> 24);
+  c->out[6] = (uint8_t)(body >> 16);
+  c->out[7] = (uint8_t)(body >> 8);
+  c->out[8] = (uint8_t)body;
+  for (size_t done = 0; done < c->out_len;) {
+    ssize_t k = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      int e = k < 0 ? errno : EIO;
+      return sl_error_set(error, e == EAGAIN || e == EWOULDBLOCK ? ETIMEDOUT : EIO,
+                          "%s: cannot send to %s: %s", c->name, c->peer,
+                          e == EAGAIN || e == EWOULDBLOCK ? "timed out" : strerror(e));
+    }
+    done += (size_t)k;
+  }
+  return 0;
+}
+
+static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice_error* error) {
+  for (size_t got = 0; got < n;) {
+    ssize_t k = recv(c->fd, dst + got, n - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) {
+      return sl_error_set(error, EIO, "%s: %s closed the connection in the middle of an answer",
+                          c->name, c->peer);
+    }
+    if (k < 0) {
+      int timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
+      return sl_error_set(error, timed_out ? ETIMEDOUT : EIO, "%s: cannot read from %s: %s",
+                          c->name, c->peer,
+                          timed_out ? "no answer within the socket timeout" : strerror(errno));
+    }
+    got += (size_t)k;
+  }
+  return 0;
+}
+
+static const char* error_code_name(int32_t code) {
+  switch (code) {
+    case 0x0000: return "server error";
+    case 0x000A: return "protocol error";
+    case 0x0100: return "authentication error";
+    case 0x1000: return "unavailable";
+    case 0x1001: return "overloaded";
+    case 0x1002: return "is bootstrapping";
+    case 0x1200: return "read timeout";
+    case 0x1300: return "read failure";
+    case 0x2000: return "syntax error";
+    case 0x2100: return "unauthorized";
+    case 0x2200: return "invalid query";
+    case 0x2300: return "config error";
+    default: return "error";
+  }
+}
+
+static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_cursor* body,
+                        struct sluice_error* error) {
+  int32_t code;
+  const uint8_t* msg = (const uint8_t*)"";
+  size_t msg_len = 0;
+  if (sl_cql_read_int(body, &code) != 0) {
+    return sl_error_set(error, EIO, "%s: %s: %s sent an ERROR without a code", c->name, what,
+                        c->peer);
+  }
+  (void)sl_cql_read_string(body, &msg, &msg_len);
+  int e = code == 0x0100 || code == 0x2100          ? EACCES
+          : code == 0x1200 || code == 0x1100        ? ETIMEDOUT
+          : code == 0x1000 || code == 0x1001 || code == 0x1002 ? EAGAIN
+          : code == 0x2000 || code == 0x2200 || code == 0x2300 ? EINVAL
+                                                     : EIO;
+  return sl_error_set(error, e, "%s: %s: %s (0x%04x): %.*s", c->name, what,
+                      error_code_name(code), (unsigned)code, (int)(msg_len > 400 ? 400 : msg_len),
+                      (const char*)msg);
+}
+
+/// Receives the next frame for stream 0 (server events, on stream -1, are
+/// skipped): its opcode and its body past tracing id, warnings and custom
+/// payload. ERROR frames become errors.
+static int receive_frame(struct sl_cql_conn* c, const char* what, int* opcode,
+                         struct sl_cql_cursor* body, struct sluice_error* error) {
+  for (;;) {
+    uint8_t h[CQL_HEADER];
+    SL_RETURN_NOT_OK(recv_all(c, h, sizeof h, error));
+    if (h[0] != CQL_VERSION_RESPONSE) {
+      return sl_error_set(error, EPROTO,
+                          "%s: %s answered with protocol version byte 0x%02x, not 0x%02x (is "
+                          "this a Cassandra native-protocol port speaking protocol v4?)",
+                          c->name, c->peer, h[0], CQL_VERSION_RESPONSE);
+    }
+    int64_t length = (int32_t)be32(h + 5);
+    if (length < 0 || length > CQL_MAX_BODY) {
+      return sl_error_set(error, EPROTO, "%s: %s: a frame claims a body of %lld bytes", c->name,
+                          c->peer, (long long)length);
+    }
+    if ((size_t)length > c->in_cap) {
+      size_t cap = c->in_cap > 0 ? c->in_cap : 4096;
+      while (cap < (size_t)length) cap *= 2;
+      uint8_t* grown = sl_alloc(c->alloc, cap);
+      if (grown == NULL) {
+        return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte answer", c->name,
+                            (long long)length);
+      }
+      sl_free(c->alloc, c->in, c->in_cap);
+      c->in = grown;
+      c->in_cap = cap;
+    }
+    SL_RETURN_NOT_OK(recv_all(c, c->in, (size_t)length, error));
+    int16_t stream = (int16_t)(h[2] << 8 | h[3]);
+    if (h[4] == OP_EVENT || stream < 0) continue;
+    if (h[1] & FLAG_COMPRESSION) {
+      return sl_error_set(error, EPROTO, "%s: %s sent a compressed frame without being asked",
+                          c->name, c->peer);
+    }
+    struct sl_cql_cursor cur = {c->in, c->in + length};
+    int bad = 0;
+    if (h[1] & FLAG_TRACING) {
+      bad = cur.end - cur.p < 16;
+      if (!bad) cur.p += 16;
+    }
+    if (!bad && (h[1] & FLAG_WARNING)) {  // [string list]
+      uint16_t n;
+      bad = sl_cql_read_short(&cur, &n) != 0;
+      for (uint16_t i = 0; !bad && i < n; ++i) {
+        const uint8_t* s;
+        size_t len;
+        bad = sl_cql_read_string(&cur, &s, &len) != 0;
+      }
+    }
+    if (!bad && (h[1] & FLAG_CUSTOM_PAYLOAD)) {  // [bytes map]
+      uint16_t n;
+      bad = sl_cql_read_short(&cur, &n) != 0;
+      for (uint16_t i = 0; !bad && i < n; ++i) {
+        const uint8_t* s;
+        size_t len;
+        int32_t vlen;
+        bad = sl_cql_read_string(&cur, &s, &len) != 0 || sl_cql_read_bytes(&cur, &s, &vlen) != 0;
+      }
+    }
+    if (bad) {
+      return sl_error_set(error, EPROTO, "%s: %s: a frame's header fields overrun its body",
+                          c->name, c->peer);
+    }
+    if (h[4] == OP_ERROR) return server_error(c, what, &cur, error);
+    *opcode = h[4];
+    *body = cur;
+    return 0;
+  }
+}
+
+/* ---- Connection ---------------------------------------------------------------- */
+
+static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
+                       struct sluice_error* error) {
+  struct addrinfo hints, *found = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int g = getaddrinfo(a->host, a->port, &hints, &found);
+  if (g != 0) {
+    return sl_error_set(error, EHOSTUNREACH, "%s: cannot resolve %s: %s", c->name, a->host,
+                        gai_strerror(g));
+  }
+  int last = ECONNREFUSED;
+  for (struct addrinfo* ai = found; ai != NULL; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0) {
+      last = errno;
+      continue;
+    }
+    struct timeval tv = {CQL_SOCKET_TIMEOUT_S, 0};
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      c->fd = fd;
+      freeaddrinfo(found);
+      return 0;
+    }
+    last = errno;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return sl_error_set(error, last == ECONNREFUSED ? ECONNREFUSED : EHOSTUNREACH,
+                      "%s: cannot connect to %s: %s", c->name, c->peer, strerror(last));
+}
+
+/// PasswordAuthenticator's SASL PLAIN: "\0user\0password".
+static int log_in(struct sl_cql_conn* c, const struct sl_cql_address* a,
+                  struct sl_cql_cursor* authenticate, struct sluice_error* error) {
+  const uint8_t* cls = (const uint8_t*)"";
+  size_t cls_len = 0;
+  (void)sl_cql_read_string(authenticate, &cls, &cls_len);
+  if (a->user[0] == '\0') {
+    return sl_error_set(error, EACCES,
+                        "%s: the node asks for a login (%.*s); give user:password@ in the "
+                        "location, or SLUICE_CQL_USER and SLUICE_CQL_PASSWORD",
+                        c->name, (int)(cls_len > 200 ? 200 : cls_len), (const char*)cls);
+  }
+  size_t user = strlen(a->user), password = strlen(a->password);
+  int rc = begin_frame(c, OP_AUTH_RESPONSE);
+  if (rc == 0) rc = put_u32(c, (uint32_t)(user + password + 2));
+  if (rc == 0) rc = put_bytes(c, "", 1);
+  if (rc == 0) rc = put_bytes(c, a->user, user);
+  if (rc == 0) rc = put_bytes(c, "", 1);
+  if (rc == 0) rc = put_bytes(c, a->password, password);
+  if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", c->name);
+  SL_RETURN_NOT_OK(send_frame(c, error));
+  int opcode;
+  struct sl_cql_cursor body;
+  SL_RETURN_NOT_OK(receive_frame(c, "login", &opcode, &body, error));
+  if (opcode == OP_AUTH_SUCCESS) return 0;
+  return sl_error_set(error, EACCES,
+                      "%s: login as '%s': the node answered with opcode 0x%02x, not "
+                      "AUTH_SUCCESS (only PasswordAuthenticator's login is supported)",
+                      c->name, a->user, opcode);
+}
+
+int sl_cql_connect(const struct sl_cql_address* address, const char* name,
+                   const struct sluice_allocator* alloc, struct sl_cql_conn** out,
+                   struct sluice_error* error) {
+  *out = NULL;
+  struct sl_cql_conn* c = sl_calloc(alloc, 1, sizeof *c);
+  if (c == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  c->alloc = alloc;
+  c->fd = -1;
+  snprintf(c->name, sizeof c->name, "%s", name);
+  snprintf(c->peer, sizeof c->peer, strchr(address->host, ':') ? "[%s]:%s" : "%s:%s",
+           address->host, address->port);
+  int rc = open_socket(c, address, error);
+  if (rc == 0) {
+    rc = begin_frame(c, OP_STARTUP);
+    if (rc == 0) rc = put_u16(c, 1);  // [string map] of one entry
+    if (rc == 0) rc = put_string(c, "CQL_VERSION");
+    if (rc == 0) rc = put_string(c, "3.0.0");
+    rc = rc != 0 ? sl_error_set(error, ENOMEM, "%s: out of memory", name) : send_frame(c, error);
+  }
+  int opcode = 0;
+  struct sl_cql_cursor body;
+  if (rc == 0) rc = receive_frame(c, "start-up", &opcode, &body, error);
+  if (rc == 0 && opcode == OP_AUTHENTICATE) {
+    rc = log_in(c, address, &body, error);
+  } else if (rc == 0 && opcode != OP_READY) {
+    rc = sl_error_set(error, EPROTO, "%s: %s answered STARTUP with opcode 0x%02x", name, c->peer,
+                      opcode);
+  }
+  if (rc != 0) {
+    sl_cql_close(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void sl_cql_close(struct sl_cql_conn* c) {
+  if (c == NULL) return;
+  if (c->fd >= 0) close(c->fd);
+  sl_free(c->alloc, c->out, c->out_cap);
+  sl_free(c->alloc, c->in, c->in_cap);
+  sl_free(c->alloc, c, sizeof *c);
+}
+
+/* ---- Queries ------------------------------------------------------------------- */
+
+int sl_cql_send_query(struct sl_cql_conn* c, const char* cql, int consistency,
+                      int32_t page_rows, const uint8_t* paging_state, int32_t paging_state_len,
+                      int skip_metadata, struct sluice_error* error) {
+  size_t n = strlen(cql);
+  uint8_t flags = (uint8_t)((skip_metadata ? 0x02 : 0) | (page_rows > 0 ? 0x04 : 0) |
+                            (paging_state != NULL ? 0x08 : 0));
+  int rc = begin_frame(c, OP_QUERY);
+  if (rc == 0) rc = put_u32(c, (uint32_t)n);  // [long string]
+  if (rc == 0) rc = put_bytes(c, cql, n);
+  if (rc == 0) rc = put_u16(c, (unsigned)consistency);
+  if (rc == 0) rc = put_bytes(c, &flags, 1);
+  if (rc == 0 && page_rows > 0) rc = put_u32(c, (uint32_t)page_rows);
+  if (rc == 0 && paging_state != NULL) {
+    rc = put_u32(c, (uint32_t)paging_state_len);
+    if (rc == 0) rc = put_bytes(c, paging_state, (size_t)paging_state_len);
+  }
+  if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", c->name);
+  return send_frame(c, error);
+}
+
+int sl_cql_receive_result(struct sl_cql_conn* c, const char* what, const uint8_t** body,
+                          int64_t* length, struct sluice_error* error) {
+  int opcode;
+  struct sl_cql_cursor cur;
+  SL_RETURN_NOT_OK(receive_frame(c, what, &opcode, &cur, error));
+  if (opcode != OP_RESULT) {
+    return sl_error_set(error, EPROTO, "%s: %s: %s answered with opcode 0x%02x, not RESULT",
+                        c->name, what, c->peer, opcode);
+  }
+  *body = cur.p;
+  *length = cur.end - cur.p;
+  return 0;
+}

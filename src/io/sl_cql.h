@@ -1,0 +1,86 @@
+// Apache Cassandra's native protocol (CQL binary protocol v4, plain TCP): a
+// location's parts, one connection (STARTUP, PasswordAuthenticator's SASL
+// PLAIN, QUERY with paging), and a bounds-checked cursor over the answers.
+// What a RESULT's rows mean is the cql format reader's business
+// (src/format/cql/); this file only moves frames.
+#ifndef SL_CQL_H
+#define SL_CQL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/// What `cql://[user[:password]@]host[:port]/keyspace.table` names. The
+/// user and password may also come from SLUICE_CQL_USER / SLUICE_CQL_PASSWORD
+/// (so that a password need not appear in a command line); the URL wins.
+struct sl_cql_address {
+  char host[256];
+  char port[8];
+  char user[256];
+  char password[256];
+  char keyspace[256];
+  char table[256];
+};
+
+/// Parses a cql:// location (%XX escapes in the user and password are
+/// decoded). EINVAL with a message naming what is wrong.
+int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
+                          const struct sluice_allocator* alloc, struct sluice_error* error);
+
+/// `location` for messages: a password in it becomes "***" (NUL-terminated,
+/// cut to `cap` bytes).
+void sl_cql_redacted(const char* location, char* out, size_t cap);
+
+/// Consistency levels ([consistency] in the protocol).
+enum {
+  SL_CQL_ONE = 0x0001,
+  SL_CQL_QUORUM = 0x0004,
+  SL_CQL_ALL = 0x0005,
+  SL_CQL_LOCAL_QUORUM = 0x0006,
+  SL_CQL_LOCAL_ONE = 0x000A,
+};
+
+/// One connection to one node, used by one thread at a time. Requests go
+/// one at a time on stream 0, except that a query may be sent before the
+/// previous answer has been decoded (the answer waits in the socket).
+struct sl_cql_conn;
+
+/// Connects, starts protocol v4 and logs in when the node asks for it.
+/// `name` (the location) prefixes error messages.
+int sl_cql_connect(const struct sl_cql_address* address, const char* name,
+                   const struct sluice_allocator* alloc, struct sl_cql_conn** out,
+                   struct sluice_error* error);
+void sl_cql_close(struct sl_cql_conn* conn);
+
+/// Sends a QUERY of `cql` at `consistency`, `page_rows` rows per page
+/// (0 = no paging), continuing from `paging_state` (NULL = the first page);
+/// `skip_metadata` asks for rows without the column specs (the caller
+/// knows them). Does not wait for the answer.
+int sl_cql_send_query(struct sl_cql_conn* conn, const char* cql, int consistency,
+                      int32_t page_rows, const uint8_t* paging_state, int32_t paging_state_len,
+                      int skip_metadata, struct sluice_error* error);
+
+/// Waits for the answer to the request sent last: the body of a RESULT
+/// (past any tracing id, warnings or custom payload), valid until the next
+/// call on this connection. An ERROR answer becomes an error naming the
+/// server's code and message; `what` says what was asked (for messages).
+int sl_cql_receive_result(struct sl_cql_conn* conn, const char* what, const uint8_t** body,
+                          int64_t* length, struct sluice_error* error);
+
+/// Bounds-checked reading of protocol notations from an answer. Each read
+/// returns 0, or -1 (and reads nothing) when the bytes run out or a length
+/// is invalid: the caller reports where.
+struct sl_cql_cursor {
+  const uint8_t* p;
+  const uint8_t* end;
+};
+
+int sl_cql_read_int(struct sl_cql_cursor* c, int32_t* out);
+int sl_cql_read_short(struct sl_cql_cursor* c, uint16_t* out);
+/// [string]: a [short] length and that many bytes (not NUL-terminated).
+int sl_cql_read_string(struct sl_cql_cursor* c, const uint8_t** s, size_t* n);
+/// [bytes]: an [int] length and that many bytes; *n = -1 for null.
+int sl_cql_read_bytes(struct sl_cql_cursor* c, const uint8_t** data, int32_t* n);
+
+#endif
