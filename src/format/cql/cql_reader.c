@@ -484,7 +484,9 @@ struct cql_split {
   const struct cql_type** types;
   struct ArrowSchema schema;
   struct sl_builder batch;
-  int pending;  ///< a query was sent whose answer is not yet read
+  /// The connection may serve another split: no answer left unread, no
+  /// I/O or protocol error part-way through a frame.
+  int reusable;
   int done;
   int64_t rows_read;
 };
@@ -492,7 +494,7 @@ struct cql_split {
 static void cql_split_close(void* state) {
   struct cql_split* s = state;
   if (s == NULL) return;
-  conn_put(s->r, s->conn, !s->pending);
+  conn_put(s->r, s->conn, s->reusable);
   sl_builder_release(&s->batch);
   if (s->schema.release != NULL) s->schema.release(&s->schema);
   if (s->types != NULL) {
@@ -565,7 +567,6 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
   if (rc == 0) rc = conn_get(r, &s->conn, error);
   if (rc == 0) {
     rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, NULL, 0, 1, error);
-    s->pending = rc == 0;
   }
   if (rc != 0) {
     cql_split_close(s);
@@ -620,7 +621,6 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t len;
     struct cql_rows rows;
     int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
-    s->pending = 0;
     if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
     if (rc != 0) {
       s->done = 1;
@@ -631,9 +631,9 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     if (rows.paging_state != NULL) {
       rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, rows.paging_state,
                              rows.paging_len, 1, error);
-      s->pending = rc == 0;
     } else {
       s->done = 1;
+      s->reusable = 1;  // every answer read
     }
     if (rc == 0) rc = decode_page(s, &rows, error);
     if (rc != 0) {

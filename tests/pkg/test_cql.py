@@ -1,0 +1,67 @@
+"""The Python package over cql:// (a real Cassandra 5.0 node, as in
+tests/py/test_cql.py): sluice.read into pandas with the values the
+cassandra-driver reads, projection, unordered scans, and errors as
+sluice.Error subclasses without the password."""
+import sys
+from pathlib import Path
+
+import pytest
+
+import sluice
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+from cassandra_node import CassandraNode, cassandra_available  # noqa: E402
+
+ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def node():
+    reason = cassandra_available()
+    if reason:
+        pytest.skip(reason)
+    n = CassandraNode().start()
+    try:
+        s = n.session()
+        s.execute("CREATE KEYSPACE pkg WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE pkg.m (k int, c int, v double, s text, PRIMARY KEY (k, c))")
+        ins = s.prepare("INSERT INTO pkg.m (k, c, v, s) VALUES (?, ?, ?, ?)")
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        execute_concurrent_with_args(
+            s, ins, [(i % 50, i, i / 8, None if i % 5 == 0 else f"s{i}") for i in range(ROWS)],
+            concurrency=64, raise_on_first_error=True)
+        yield n
+    finally:
+        n.stop()
+
+
+def url(n, password=None):
+    return f"cql://{n.username}:{password or n.password}@{n.host}:{n.port}/pkg.m"
+
+
+def test_read_to_pandas_matches_driver(node):
+    df = sluice.read(url(node)).to_pandas()
+    result = node.session().execute("SELECT * FROM pkg.m")
+    want = sorted((r.k, r.c, r.v, r.s) for r in result)
+    assert list(df.columns) == result.column_names  # Cassandra's order: keys, then by name
+    got = sorted((int(k), int(c), float(v), None if s is None or s != s else s)
+                 for k, c, v, s in df[["k", "c", "v", "s"]].itertuples(index=False))
+    assert got == want
+
+
+def test_projection_and_unordered(node):
+    t = sluice.read(url(node), columns=["s", "c"], ordered=False, batch_rows=128)
+    assert t.schema.names == ["s", "c"]
+    assert t.num_rows == ROWS
+    assert sorted(t.to_pydict()["c"]) == list(range(ROWS))
+
+
+def test_errors(node):
+    with pytest.raises(sluice.Error) as e:
+        sluice.read(url(node, password="not-it"))
+    assert "authentication error" in str(e.value)
+    assert "not-it" not in str(e.value)
+    with pytest.raises(sluice.Error, match="no table"):
+        sluice.read(url(node).replace("pkg.m", "pkg.nothing"))
