@@ -61,6 +61,8 @@ class Context:
     threads: int
     heavy: bool = False
     python: str = PY               # interpreter with the sluice package (run.py --python)
+    tasks: frozenset = frozenset()  # the tasks asked for (run.py --tasks)
+    notes: list = dataclasses.field(default_factory=list)  # set-up facts for the result's notes
 
 
 def check_result(result: dict, meta: dict, tol: float = 1e-8) -> Optional[str]:

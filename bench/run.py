@@ -57,7 +57,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", default=None,
                     help="comma list of task ids (default a,b,c; also a_parquet, "
                          "a_duckdb_parquet, a_csv, a_avro, w_parquet, pd_parquet, pd_avro, "
-                         "pd_csv, pd_arrow, c_parquet)")
+                         "pd_csv, pd_arrow, c_parquet; w4: q1, q3, q1_csv, q3_csv, q1_cql, "
+                         "q3_cql)")
     ap.add_argument("--quick", action="store_true", help="2^20 rows, repeat 3, scratch output")
     ap.add_argument("--data", default=None, help="data directory (default bench/data[/rowsN])")
     ap.add_argument("--sluice", default=os.path.join(ROOT, "build", "sluice"), help="sluice CLI")
@@ -81,9 +82,9 @@ def main(argv=None) -> int:
         meta = json.load(f)
     tmp = args.tmp or os.path.join(data, "tmp")
     os.makedirs(tmp, exist_ok=True)
-    ctx = Context(args.workload, data, meta, args.bin, args.sluice, tmp, os.cpu_count() or 1,
-                  heavy=args.heavy, python=args.python)
     tasks = set((args.tasks or wl.DEFAULT_TASKS).split(","))
+    ctx = Context(args.workload, data, meta, args.bin, args.sluice, tmp, os.cpu_count() or 1,
+                  heavy=args.heavy, python=args.python, tasks=frozenset(tasks))
     cells = [c for c in wl.cells(ctx) if c.task in tasks]
 
     for c in cells:
@@ -111,6 +112,7 @@ def main(argv=None) -> int:
                      "less so; rerun on a quiet machine for the record")
     if rows != wl.FULL_ROWS:
         notes.append(f"reduced size: {rows:,} rows instead of {wl.FULL_ROWS:,}")
+    notes += ctx.notes  # what the workload's set-up found (a server's start and load)
     doc = {
         "workload": args.workload,
         "date": started.strftime("%Y-%m-%d"),

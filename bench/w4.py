@@ -5,6 +5,9 @@ Tasks (both by default):
   q3  count(*) and max(data) over s3.parquet (schema3)
   q1_csv, q3_csv  the same over s1.csv / s3.csv (no header; every tool is
       given the column names and types)
+  q1_cql, q3_cql  (opt-in) the same over a Cassandra table, on a node started
+      and loaded for the run: sluice over cql:// against the Python
+      cassandra-driver
 reading only the columns the query needs. sluice answers with
 `sluice stats -c val2,val3 --json` (the two maxes combined) and
 `sluice stats -c data --json`: once as the CLI does by default (figures from
@@ -131,9 +134,68 @@ def sluice_cells(ctx: Context, task: str, which: str, cols: str, ext: str, path:
                  checker=check, skip=no_sluice)]
 
 
+# Opt-in (--tasks q1_cql,q3_cql): the same queries over a Cassandra table,
+# on a node bench/w4.py starts and loads for the run (minutes at full size).
+CQL_TASKS = {
+    "q1_cql": ("s1", "max_greatest_val2_val3", "val2,val3"),
+    "q3_cql": ("s3", "max_data", "data"),
+}
+
+
+def cassandra_cells(ctx: Context) -> list:
+    """A node on loopback (tests/py/cassandra_node.py), loaded from the
+    Parquet files by the driver, then sluice's `stats` over cql:// and the
+    driver's paged scan."""
+    import atexit
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
+    from cassandra_node import CassandraNode, cassandra_available
+
+    reason = cassandra_available()
+    if reason:
+        return [Cell(t, "sluice stats (cql://)", "sluice", "sluice", [["true"]], skip=reason)
+                for t in CQL_TASKS if t in ctx.tasks]
+    node = CassandraNode(start_timeout=180).start()
+    atexit.register(node.stop)
+    log(f"Cassandra node on {node.contact} (started in {node.start_seconds:.1f} s)")
+    peer = os.path.join(HERE, "peers", "w4_cql.py")
+    loaded = subprocess.run([PY, peer, "load", node.host, str(node.port), ctx.data],
+                            check=True, capture_output=True, text=True)
+    log(f"loaded: {loaded.stdout.strip()}")
+    facts = json.loads(loaded.stdout)
+    ctx.notes.append(f"Cassandra 5.0 node on loopback (heap 1 GiB), started in "
+                     f"{node.start_seconds:.0f} s; loaded by the Python driver in "
+                     f"{facts['load_s']:.0f} s ({facts['rows']})")
+    out = []
+    for task, (which, key, cols) in CQL_TASKS.items():
+        if task not in ctx.tasks:
+            continue
+        check = checker(ctx.meta, which, key)
+        url = f"cql://{node.username}:{node.password}@{node.host}:{node.port}/w4.{which}"
+        shown = f"cql://.../w4.{which}"
+        out.append(Cell(task, f"sluice stats -c {cols} (cql://)", "sluice", "sluice",
+                        [[ctx.sluice, "-q", "stats", url, "-c", cols, "--json"]],
+                        how=f"`sluice stats {shown} -c {cols} --json`: 16 token ranges, each a "
+                            "paged query of the columns on its own connection, values decoded "
+                            "and reduced on all cores",
+                        checker=check))
+        out.append(Cell(task, f"sluice stats -c {cols} -O splits=1 (cql://)", "sluice",
+                        "sluice",
+                        [[ctx.sluice, "-q", "stats", url, "-c", cols, "--json", "-O", "splits=1"]],
+                        how="the same as one paged query (no token ranges)", checker=check))
+        out.append(Cell(task, "cassandra-driver paged scan", "cassandra-driver", "peer",
+                        [[PY, peer, "query", node.host, str(node.port), which]],
+                        how="Python cassandra-driver: SELECT of the columns, fetch_size 5000, "
+                            "tuple rows, count and max in Python", checker=check))
+    return out
+
+
 def cells(ctx: Context) -> list:
     peers = os.path.join(HERE, "peers", "w4_peers.py")
     out = []
+    if ctx.tasks & set(CQL_TASKS):
+        out += cassandra_cells(ctx)
     for task, (which, key, cols, ext) in QUERIES.items():
         path = os.path.join(ctx.data, f"{which}.{ext}")
         check = checker(ctx.meta, which, key)
