@@ -58,6 +58,9 @@ struct sl_cql_conn {
   size_t out_len;
   uint8_t* in;  ///< the body of the last frame received
   size_t in_cap;
+  /// The code of the ERROR frame the last receive got (the connection is
+  /// still in step), or -1 (none, or an I/O or protocol error).
+  int32_t server_error;
 };
 
 /* ---- Location ------------------------------------------------------------- */
@@ -354,6 +357,7 @@ static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_c
     return sl_error_set(error, EIO, "%s: %s: %s sent an ERROR without a code", c->name, what,
                         c->peer);
   }
+  c->server_error = code;
   (void)sl_cql_read_string(body, &msg, &msg_len);
   int e = code == 0x0100 || code == 0x2100          ? EACCES
           : code == 0x1200 || code == 0x1100        ? ETIMEDOUT
@@ -370,6 +374,7 @@ static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_c
 /// payload. ERROR frames become errors.
 static int receive_frame(struct sl_cql_conn* c, const char* what, int* opcode,
                          struct sl_cql_cursor* body, struct sluice_error* error) {
+  c->server_error = -1;
   for (;;) {
     uint8_t h[CQL_HEADER];
     SL_RETURN_NOT_OK(recv_all(c, h, sizeof h, error));
@@ -573,6 +578,8 @@ int sl_cql_send_query(struct sl_cql_conn* c, const char* cql, int consistency,
   if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", c->name);
   return send_frame(c, error);
 }
+
+int sl_cql_server_error(const struct sl_cql_conn* c) { return c->server_error; }
 
 int sl_cql_receive_result(struct sl_cql_conn* c, const char* what, const uint8_t** body,
                           int64_t* length, struct sluice_error* error) {

@@ -68,6 +68,12 @@ int sl_cql_send_query(struct sl_cql_conn* conn, const char* cql, int consistency
 int sl_cql_receive_result(struct sl_cql_conn* conn, const char* what, const uint8_t** body,
                           int64_t* length, struct sluice_error* error);
 
+/// After a failed sl_cql_receive_result: the server's error code when the
+/// answer was an ERROR frame (the connection is still usable: e.g. 0x1200
+/// read timeout, 0x1000 unavailable, 0x1001 overloaded), else -1 (the
+/// connection broke or went out of step, and must be closed).
+int sl_cql_server_error(const struct sl_cql_conn* conn);
+
 /// Bounds-checked reading of protocol notations from an answer. Each read
 /// returns 0, or -1 (and reads nothing) when the bytes run out or a length
 /// is invalid: the caller reports where.

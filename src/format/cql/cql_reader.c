@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_array.h"
@@ -17,6 +18,11 @@
 #include "cql_type.h"
 
 #define CQL_DEFAULT_PAGE_ROWS 10000
+/// Tries of one page when the node answers that it timed out, is
+/// overloaded or lacks replicas (the page is asked for again, from the same
+/// paging state, after 100, 200, 400, 800 ms).
+#define CQL_PAGE_ATTEMPTS 5
+#define CQL_RETRY_BASE_MS 100
 #define CQL_DEFAULT_SPLITS 16
 #define CQL_MAX_SPLITS 65536
 /// Idle connections kept for later splits.
@@ -488,6 +494,13 @@ struct cql_split {
   /// I/O or protocol error part-way through a frame.
   int reusable;
   int done;
+  /// The paging state of the page asked for last (has_paging 0: the first
+  /// page), kept to ask for it again.
+  uint8_t* paging;
+  int32_t paging_len;
+  size_t paging_cap;
+  int has_paging;
+  int attempts;  ///< tries of the page asked for last
   int64_t rows_read;
 };
 
@@ -501,6 +514,7 @@ static void cql_split_close(void* state) {
     sl_free(s->r->alloc, s->types, (size_t)(s->n_columns > 0 ? s->n_columns : 1) * sizeof *s->types);
   }
   if (s->query != NULL) sl_free(s->r->alloc, s->query, strlen(s->query) + 1);
+  sl_free(s->r->alloc, s->paging, s->paging_cap);
   sl_free(s->r->alloc, s, sizeof *s);
 }
 
@@ -528,6 +542,39 @@ static int build_query(struct cql_split* s, const int64_t* columns, int one_spli
   if (rc == 0) s->query = text_copy(&q, r->alloc);
   sl_text_reset(&q);
   return rc != 0 || s->query == NULL ? ENOMEM : 0;
+}
+
+/// Asks for the page after `state` (NULL: the first page), keeping a copy
+/// of the state to ask again.
+static int ask_page(struct cql_split* s, const uint8_t* state, int32_t len,
+                    struct sluice_error* error) {
+  struct cql_reader* r = s->r;
+  if (state != NULL && state != s->paging) {
+    if ((size_t)len > s->paging_cap) {
+      uint8_t* grown = sl_alloc(r->alloc, (size_t)len);
+      if (grown == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+      sl_free(r->alloc, s->paging, s->paging_cap);
+      s->paging = grown;
+      s->paging_cap = (size_t)len;
+    }
+    memcpy(s->paging, state, (size_t)len);
+    s->paging_len = len;
+    s->has_paging = 1;
+  }
+  return sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows,
+                           s->has_paging ? s->paging : NULL, s->paging_len, 1, error);
+}
+
+/// Errors after which the same page may be asked for again: read timeout,
+/// unavailable, overloaded, bootstrapping.
+static int retryable(int32_t code) {
+  return code == 0x1200 || code == 0x1000 || code == 0x1001 || code == 0x1002;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 static int cql_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -565,9 +612,7 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
                        : sl_schema_copy(&r->schema, r->alloc, &s->schema, error);
   if (rc == 0) rc = sl_builder_init_from_schema(&s->batch, &s->schema, r->alloc, error);
   if (rc == 0) rc = conn_get(r, &s->conn, error);
-  if (rc == 0) {
-    rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, NULL, 0, 1, error);
-  }
+  if (rc == 0) rc = ask_page(s, NULL, 0, error);
   if (rc != 0) {
     cql_split_close(s);
     return rc;
@@ -621,6 +666,21 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t len;
     struct cql_rows rows;
     int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
+    if (rc != 0 && retryable(sl_cql_server_error(s->conn)) &&
+        s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
+      sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
+      ++s->attempts;
+      rc = ask_page(s, s->paging, s->paging_len, error);
+      if (rc != 0) s->done = 1;
+      if (rc != 0) return rc;
+      continue;
+    }
+    if (rc != 0 && s->attempts > 0) {
+      char message[sizeof error->message];
+      snprintf(message, sizeof message, "%s", error->message);
+      rc = sl_error_set(error, rc, "%s (asked %d times)", message, s->attempts + 1);
+    }
+    s->attempts = 0;
     if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
     if (rc != 0) {
       s->done = 1;
@@ -629,8 +689,7 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     // Ask for the next page before decoding this one: the node reads it
     // while we decode (the answer waits in the socket).
     if (rows.paging_state != NULL) {
-      rc = sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows, rows.paging_state,
-                             rows.paging_len, 1, error);
+      rc = ask_page(s, rows.paging_state, rows.paging_len, error);
     } else {
       s->done = 1;
       s->reusable = 1;  // every answer read
