@@ -210,7 +210,10 @@ struct sluice_dataset;
 /// schema. A directory, a glob (`data/*.csv`, `logs/**/*.parquet`), an S3
 /// prefix (`s3://bucket/dir/`) or an S3 glob names many objects: they are
 /// read in name order as one table (names starting with '.' or '_' are
-/// skipped) and must all have the same columns. On success `*out` must be
+/// skipped) and must all have the same columns.
+/// `cql://[user[:password]@]host[:port]/keyspace.table` names an Apache
+/// Cassandra table, read by token ranges (format "cql", implied; format
+/// options consistency=, page_rows=, splits=). On success `*out` must be
 /// closed with sluice_dataset_close.
 SLUICE_EXPORT int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error);

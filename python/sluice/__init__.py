@@ -171,8 +171,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
          batch_rows=None, memory=None, _scan=None, _gather=True, **format_options):
     """Read a whole table.
 
-    src: a path, ``"-"`` (standard input) or a URL; or a list of them, read
-        as one table in that order (each may be a directory or a glob).
+    src: a path, ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
+        ``cql://user:password@host/keyspace.table`` for a Cassandra table);
+        or a list of them, read as one table in that order (each may be a
+        directory or a glob).
     format: "arrow", "arrows", "csv", "avro", "parquet", ... (default: detected
         from the first bytes, then the name).
     columns: names of the columns to read, in the order wanted (default all).
