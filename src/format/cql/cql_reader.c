@@ -675,7 +675,7 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
       if (rc != 0) return rc;
       continue;
     }
-    if (rc != 0 && s->attempts > 0) {
+    if (rc != 0 && s->attempts > 0 && error != NULL) {
       char message[sizeof error->message];
       snprintf(message, sizeof message, "%s", error->message);
       rc = sl_error_set(error, rc, "%s (asked %d times)", message, s->attempts + 1);
