@@ -81,16 +81,22 @@ static int copy_decoded(char* dst, size_t cap, const char* s, size_t n,
   return rc;
 }
 
+/// The '@' that ends user[:password] in the authority [rest, end), or NULL
+/// (the last one: a password may hold '@' unescaped).
+static const char* userinfo_end(const char* rest, const char* end) {
+  const char* at = NULL;
+  for (const char* p = rest; p < end; ++p) {
+    if (*p == '@') at = p;
+  }
+  return at;
+}
+
 void sl_cql_redacted(const char* location, char* out, size_t cap) {
   if (cap == 0) return;
   const char* rest = strstr(location, "://");
   rest = rest != NULL ? rest + 3 : location;
   const char* slash = strchr(rest, '/');
-  const char* end = slash != NULL ? slash : rest + strlen(rest);
-  const char* at = NULL;
-  for (const char* p = rest; p < end; ++p) {
-    if (*p == '@') at = p;
-  }
+  const char* at = userinfo_end(rest, slash != NULL ? slash : rest + strlen(rest));
   const char* colon = at != NULL ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
   if (colon == NULL) {
     snprintf(out, cap, "%s", location);
@@ -115,11 +121,7 @@ int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
                         "%s: no table: write cql://[user[:password]@]host[:port]/keyspace.table",
                         shown);
   }
-  // user[:password]@ before the host (the last '@' before the path).
-  const char* at = NULL;
-  for (const char* p = rest; p < slash; ++p) {
-    if (*p == '@') at = p;
-  }
+  const char* at = userinfo_end(rest, slash);
   int rc = 0;
   const char* host = rest;
   if (at != NULL) {

@@ -48,10 +48,6 @@ struct cql_reader {
 
 /* ---- Options ------------------------------------------------------------------ */
 
-static int parse_count(const char* v, size_t n, int64_t lo, int64_t hi, int64_t* out) {
-  return sl_parse_int64(v, n, lo, hi, out) == 0 ? 0 : -1;
-}
-
 static int parse_options(struct cql_reader* r, const char* options, int64_t batch_size,
                          struct sluice_error* error) {
   static const struct {
@@ -91,13 +87,13 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
                               (int)vn, v);
         }
       } else if (key == 9 && strncmp(o, "page_rows", key) == 0) {
-        if (parse_count(v, vn, 1, INT32_MAX, &count) != 0) {
+        if (sl_parse_int64(v, vn, 1, INT32_MAX, &count) != 0) {
           return sl_error_set(error, EINVAL, "cql option page_rows='%.*s': expected 1 or more",
                               (int)vn, v);
         }
         r->page_rows = (int32_t)count;
       } else if (key == 6 && strncmp(o, "splits", key) == 0) {
-        if (parse_count(v, vn, 1, CQL_MAX_SPLITS, &count) != 0) {
+        if (sl_parse_int64(v, vn, 1, CQL_MAX_SPLITS, &count) != 0) {
           return sl_error_set(error, EINVAL, "cql option splits='%.*s': expected 1 to %d",
                               (int)vn, v, CQL_MAX_SPLITS);
         }
@@ -171,10 +167,16 @@ struct cql_rows {
   struct sl_cql_cursor rows;  ///< rows_count * n_columns [bytes]
 };
 
-/// Skips or reads the column specs of a Rows result; with `types`, the
-/// types (n_columns of them, named) go there.
+static void free_types(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc) {
+  if (types == NULL) return;
+  for (int64_t i = 0; i < n; ++i) cql_type_free(&types[i], alloc);
+  sl_free(alloc, types, (size_t)(n > 0 ? n : 1) * sizeof *types);
+}
+
+/// Skips or reads the column specs of a Rows result; with `types`, a new
+/// array of the n_columns types (named) goes there.
 static int read_specs(struct cql_rows* rows, const struct sluice_allocator* alloc,
-                      struct cql_type* types) {
+                      struct cql_type** types) {
   struct sl_cql_cursor* c = &rows->specs;
   const uint8_t* s;
   size_t n;
@@ -182,24 +184,35 @@ static int read_specs(struct cql_rows* rows, const struct sluice_allocator* allo
       (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) {
     return -1;
   }
-  for (int32_t i = 0; i < rows->n_columns; ++i) {
-    if (!rows->global_spec &&
-        (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) {
-      return -1;
-    }
-    if (sl_cql_read_string(c, &s, &n) != 0) return -1;
-    struct cql_type scratch;
-    struct cql_type* t = types != NULL ? &types[i] : &scratch;
-    int rc = cql_type_read(c, (const char*)s, n, alloc, t);
-    if (rc != 0) return rc;
-    if (types == NULL) cql_type_free(t, alloc);
+  struct cql_type* all = NULL;
+  if (types != NULL) {
+    all = sl_calloc(alloc, (size_t)(rows->n_columns > 0 ? rows->n_columns : 1), sizeof *all);
+    if (all == NULL) return ENOMEM;
   }
+  int rc = 0;
+  for (int32_t i = 0; rc == 0 && i < rows->n_columns; ++i) {
+    if ((!rows->global_spec &&
+         (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) ||
+        sl_cql_read_string(c, &s, &n) != 0) {
+      rc = -1;
+      break;
+    }
+    struct cql_type scratch;
+    struct cql_type* t = all != NULL ? &all[i] : &scratch;
+    rc = cql_type_read(c, (const char*)s, n, alloc, t);
+    if (rc == 0 && all == NULL) cql_type_free(t, alloc);
+  }
+  if (rc != 0) {
+    free_types(all, rows->n_columns, alloc);  // (the ones not read are zeroed)
+    return rc;
+  }
+  if (types != NULL) *types = all;
   return 0;
 }
 
 /// Parses a RESULT body as Rows: metadata, then the cursor at the rows.
 static int parse_rows(struct cql_reader* r, const char* what, const uint8_t* body, int64_t len,
-                      struct cql_rows* rows, struct cql_type* types, struct sluice_error* error) {
+                      struct cql_rows* rows, struct cql_type** types, struct sluice_error* error) {
   memset(rows, 0, sizeof *rows);
   struct sl_cql_cursor c = {body, body + len};
   int32_t kind, flags;
@@ -229,6 +242,10 @@ static int parse_rows(struct cql_reader* r, const char* what, const uint8_t* bod
     bad = 1;
   }
   if (bad) {
+    if (types != NULL) {
+      free_types(*types, rows->n_columns, r->alloc);
+      *types = NULL;
+    }
     return sl_error_set(error, EPROTO, "%s: %s: malformed rows metadata (at byte %lld of %lld)",
                         r->name, what, (long long)(c.p - body), (long long)len);
   }
@@ -239,7 +256,7 @@ static int parse_rows(struct cql_reader* r, const char* what, const uint8_t* bod
 /// Runs a small unpaged query and returns its Rows (valid until the next
 /// use of `conn`).
 static int small_query(struct cql_reader* r, struct sl_cql_conn* conn, const char* cql,
-                       const char* what, struct cql_rows* rows, struct cql_type* types,
+                       const char* what, struct cql_rows* rows, struct cql_type** types,
                        struct sluice_error* error) {
   const uint8_t* body;
   int64_t len;
@@ -264,10 +281,7 @@ static void cql_close(void* reader) {
   struct cql_reader* r = reader;
   if (r == NULL) return;
   for (int i = 0; i < r->n_idle; ++i) sl_cql_close(r->idle[i]);
-  for (int64_t i = 0; i < r->n_columns; ++i) cql_type_free(&r->columns[i], r->alloc);
-  if (r->columns != NULL) {
-    sl_free(r->alloc, r->columns, (size_t)(r->n_columns > 0 ? r->n_columns : 1) * sizeof *r->columns);
-  }
+  free_types(r->columns, r->n_columns, r->alloc);
   if (r->schema.release != NULL) r->schema.release(&r->schema);
   if (r->name != NULL) sl_free(r->alloc, r->name, strlen(r->name) + 1);
   if (r->table_ref != NULL) sl_free(r->alloc, r->table_ref, strlen(r->table_ref) + 1);
@@ -315,7 +329,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   // Partition key columns by position (at most a few: an O(n^2) pick).
   const uint8_t* names[64];
   int32_t name_len[64];
-  int positions[64];
+  int32_t positions[64];
   int n_keys = 0;
   for (int32_t i = 0; rc == 0 && i < rows.n_rows; ++i) {
     const uint8_t *name, *kind, *pos;
@@ -328,10 +342,10 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
         rc = sl_error_set(error, ENOTSUP, "%s: more than 64 partition key columns", r->name);
         break;
       }
+      struct sl_cql_cursor at = {pos, pos + 4};
+      (void)sl_cql_read_int(&at, &positions[n_keys]);  // 4 bytes: cannot fail
       names[n_keys] = name;
       name_len[n_keys] = nn;
-      positions[n_keys] = (int)((uint32_t)pos[0] << 24 | (uint32_t)pos[1] << 16 |
-                                (uint32_t)pos[2] << 8 | pos[3]);
       ++n_keys;
     }
   }
@@ -378,26 +392,12 @@ static int read_columns(struct cql_reader* r, struct sl_cql_conn* conn,
     sl_text_reset(&q);
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   }
-  // First without types, for the count; then with room for them.
   struct cql_rows rows;
-  const char* what = "reading the table's columns";
-  const uint8_t* body;
-  int64_t len;
-  rc = sl_cql_send_query(conn, sl_text_cstr(&q), r->consistency, 0, NULL, 0, 0, error);
+  rc = small_query(r, conn, sl_text_cstr(&q), "reading the table's columns", &rows, &r->columns,
+                   error);
   sl_text_reset(&q);
-  if (rc == 0) rc = sl_cql_receive_result(conn, what, &body, &len, error);
-  if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
   if (rc != 0) return rc;
-  r->columns = sl_calloc(r->alloc, (size_t)(rows.n_columns > 0 ? rows.n_columns : 1),
-                         sizeof *r->columns);
-  if (r->columns == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   r->n_columns = rows.n_columns;
-  rc = parse_rows(r, what, body, len, &rows, r->columns, error);
-  if (rc != 0) {
-    // read_specs filled some: free them all (the rest are zeroed).
-    for (int64_t i = 0; i < r->n_columns; ++i) cql_type_free(&r->columns[i], r->alloc);
-    return rc;
-  }
   rc = sl_schema_init(&r->schema, r->alloc, "+s", "", 0, r->n_columns, error);
   for (int64_t i = 0; rc == 0 && i < r->n_columns; ++i) {
     rc = cql_type_arrow_schema(&r->columns[i], r->alloc, r->schema.children[i], error);
@@ -409,14 +409,14 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
                     struct sluice_error* error) {
   *reader = NULL;
   const char* location = args->location != NULL ? args->location : "cql://";
+  char shown[1024];  // the location in messages: no password
+  sl_cql_redacted(location, shown, sizeof shown);
   struct cql_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
-  if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
   r->alloc = args->alloc;
   pthread_mutex_init(&r->lock, NULL);
-  char shown[1024];
-  sl_cql_redacted(location, shown, sizeof shown);
   r->name = sl_strdup(r->alloc, shown);
-  int rc = r->name == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
+  int rc = r->name == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", shown) : 0;
   if (rc == 0) rc = parse_options(r, args->format_options, args->batch_size, error);
   if (rc == 0) rc = sl_cql_parse_location(location, &r->address, r->alloc, error);
   if (rc == 0) {
@@ -426,7 +426,7 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
     if (rc == 0) rc = sl_text_append_char(&t, '.');
     if (rc == 0) rc = append_ident(&t, r->address.table);
     if (rc == 0) r->table_ref = text_copy(&t, r->alloc);
-    if (rc != 0 || r->table_ref == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    if (rc != 0 || r->table_ref == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", shown);
     sl_text_reset(&t);
   }
   struct sl_cql_conn* conn = NULL;
@@ -671,9 +671,9 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
       sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
       ++s->attempts;
       rc = ask_page(s, s->paging, s->paging_len, error);
-      if (rc != 0) s->done = 1;
-      if (rc != 0) return rc;
-      continue;
+      if (rc == 0) continue;
+      s->done = 1;
+      return rc;
     }
     if (rc != 0 && s->attempts > 0 && error != NULL) {
       char message[sizeof error->message];
