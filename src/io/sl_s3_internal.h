@@ -10,6 +10,9 @@
 #include "sl_source.h"
 
 #define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+/// The first retry of a listing page or a multipart request waits 100-200
+/// ms, each later one twice as long (sl_backoff).
+#define S3_BACKOFF_BASE_MS 200L
 
 /// Everything a request needs; fixed-size fields keep it one allocation.
 struct s3_settings {

@@ -7,6 +7,7 @@
 // SLUICE_S3_LIST_PAGE (1..1000) sets max-keys, the keys per page (default
 // 1000, the S3 maximum); tests lower it to go through many pages.
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 #include "sl_location.h"
 #include "sl_s3_internal.h"
@@ -190,13 +192,6 @@ static const char* error_text(struct lister* l) {
   return l->text;
 }
 
-static void pause_before_retry(int attempt, unsigned* seed) {
-  long delay = 200L << attempt;
-  delay = delay / 2 + (long)(rand_r(seed) % (unsigned)(delay / 2 + 1));
-  struct timespec ts = {delay / 1000, (delay % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /// GETs one page into l->body (a 2xx answer), retried on 5xx, 429 and
 /// transient transport errors. Other HTTP errors name S3's Code and Message.
 static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
@@ -249,7 +244,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
       return 0;
     }
     if (attempt + 1 >= LIST_ATTEMPTS) return error != NULL && error->code != 0 ? error->code : EIO;
-    pause_before_retry(attempt, &seed);
+    sl_backoff(attempt, S3_BACKOFF_BASE_MS, LONG_MAX, &seed);
   }
 }
 

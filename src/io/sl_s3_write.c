@@ -4,6 +4,7 @@
 // On any error the multipart upload is aborted, so no partial object is ever
 // visible.
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 #include "sl_s3.h"
 #include "sl_s3_internal.h"
@@ -133,10 +135,7 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       return 0;
     }
     if (attempt + 1 >= S3_ATTEMPTS) return error != NULL && error->code != 0 ? error->code : EIO;
-    long delay = 200L << attempt;
-    delay = delay / 2 + (long)(rand_r(&seed) % (unsigned)(delay / 2 + 1));
-    struct timespec ts = {delay / 1000, (delay % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    sl_backoff(attempt, S3_BACKOFF_BASE_MS, LONG_MAX, &seed);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
+#include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 #include "sl_curl.h"
 
@@ -395,20 +396,9 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   return c;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-/// Exponential backoff with jitter: a random delay in [d/2, d], d doubling
-/// from the base up to the cap.
+/// Before retry `attempt` of a request.
 static void backoff(int attempt, unsigned* seed) {
-  long d = HTTP_BACKOFF_BASE_MS;
-  for (int i = 0; i < attempt && d < HTTP_BACKOFF_CAP_MS; ++i) d *= 2;
-  if (d > HTTP_BACKOFF_CAP_MS) d = HTTP_BACKOFF_CAP_MS;
-  long jitter = (long)(rand_r(seed) % (unsigned)(d / 2 + 1));
-  sleep_ms(d / 2 + jitter);
+  sl_backoff(attempt, HTTP_BACKOFF_BASE_MS, HTTP_BACKOFF_CAP_MS, seed);
 }
 
 static unsigned make_seed(const void* p, int64_t salt) {

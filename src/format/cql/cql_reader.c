@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_array.h"
 #include "../../core/sl_builder.h"
 #include "../../core/sl_error.h"
+#include "../../core/sl_sleep.h"
 #include "../../core/sl_value_text.h"
 #include "../../io/sl_cql.h"
 #include "cql_type.h"
@@ -571,12 +571,6 @@ static int retryable(int32_t code) {
   return code == 0x1200 || code == 0x1000 || code == 0x1001 || code == 0x1002;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static int cql_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                           int64_t n_columns, void** state, int* projected,
                           struct sluice_error* error) {
@@ -668,7 +662,7 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
     if (rc != 0 && retryable(sl_cql_server_error(s->conn)) &&
         s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
-      sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
+      sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
       ++s->attempts;
       rc = ask_page(s, s->paging, s->paging_len, error);
       if (rc == 0) continue;
