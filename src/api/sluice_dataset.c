@@ -273,12 +273,14 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                                   : SL_DEFAULT_MEMORY_BUDGET;
   ds->ordered = options->ordered;
   ds->limit = options->limit < 0 ? -1 : options->limit;
+  // A database table (cql://) is read by its reader, not through bytes.
+  int database = strncmp(location, "cql://", 6) == 0;
   // How messages name the dataset: its location, or the first of several.
   char label[512];
-  if (n_locations > 1) {
-    snprintf(label, sizeof label, "%s (and %zu more locations)", location, n_locations - 1);
-  } else if (strncmp(location, "cql://", 6) == 0) {
+  if (database) {
     sl_cql_redacted(location, label, sizeof label);  // no password in messages
+  } else if (n_locations > 1) {
+    snprintf(label, sizeof label, "%s (and %zu more locations)", location, n_locations - 1);
   } else {
     snprintf(label, sizeof label, "%s", location);
   }
@@ -307,8 +309,6 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                         "directories below the location", location);
   }
   const char* first = objects.n > 0 ? objects.names[0] : location;
-  // A database table (cql://) is read by its reader, not through bytes.
-  int database = strncmp(location, "cql://", 6) == 0;
   if (rc == 0 && database) rc = choose_database_reader(ds, options->format, n_locations, error);
   if (rc == 0 && !database) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);

@@ -351,6 +351,8 @@ def test_bad_options_and_locations(sluice, node):
         "cat", f"cql://{node.host}:{node.port}/justone").stderr.decode()
     assert "not 'csv'" in sluice.expect_error(
         "cat", url(node, "events"), "-f", "csv").stderr.decode()
+    err = sluice.expect_error("cat", url(node, "events"), url(node, "types")).stderr.decode()
+    assert "cannot be read with others" in err and f":{node.password}@" not in err
     # A port that speaks something else (the node's storage port is not CQL).
     closed = f"cql://{node.host}:1/{KS}.events"
     assert "cannot connect" in sluice.expect_error("cat", closed).stderr.decode()
