@@ -7,7 +7,7 @@ Tasks (both by default):
       given the column names and types)
   q1_cql, q3_cql  (opt-in) the same over a Cassandra table, on a node started
       and loaded for the run: sluice over cql:// against the Python
-      cassandra-driver
+      cassandra-driver and DSBulk's unload
 reading only the columns the query needs. sluice answers with
 `sluice stats -c val2,val3 --json` (the two maxes combined) and
 `sluice stats -c data --json`: once as the CLI does by default (figures from
@@ -188,7 +188,27 @@ def cassandra_cells(ctx: Context) -> list:
                         [[PY, peer, "query", node.host, str(node.port), which]],
                         how="Python cassandra-driver: SELECT of the columns, fetch_size 5000, "
                             "tuple rows, count and max in Python", checker=check))
+        out.append(Cell(task, "dsbulk unload", "dsbulk", "peer",
+                        [[PY, peer, "dsbulk", node.host, str(node.port), which,
+                          os.path.join(ctx.tmp, f"dsbulk-{which}")]],
+                        how="DSBulk 1.10 `dsbulk unload -query 'SELECT <columns> ...'` to CSV "
+                            "files (its default token-range parallelism), timed as the whole "
+                            "command, JVM start included; count and max computed from the "
+                            "files afterwards, untimed",
+                        metric="load_s", checker=check, skip=dsbulk_missing()))
     return out
+
+
+def dsbulk_missing() -> Optional[str]:
+    """None when DSBulk's jars and a java are there, else why the cell is skipped."""
+    import glob
+    import shutil
+
+    if not shutil.which("java"):
+        return "no java on PATH"
+    if not glob.glob(os.path.join(ROOT, ".cache", "dsbulk", "lib", "dsbulk-runner-*.jar")):
+        return "DSBulk's jars are not in .cache/dsbulk/lib (bench/install_peers.sh fetches them)"
+    return None
 
 
 def cells(ctx: Context) -> list:

@@ -12,17 +12,33 @@ and runs these, one process per measurement.
                               as tuples, the cheapest row factory), count(*)
                               and max(greatest(val2, val3)) or max(data) in
                               Python; one JSON line: rows, max, load_s, version
+  dsbulk HOST PORT s1|s3 DIR  DSBulk (bench/dsbulk/pom.xml, jars in
+                              .cache/dsbulk/lib) unloads the same columns to CSV
+                              files in DIR; load_s is that whole command, JVM
+                              start included, as a user running `dsbulk
+                              unload` waits for it. Count and max are then
+                              computed from the files, untimed, to check the
+                              unload is complete and exact.
 
 Login: cassandra/cassandra (the test node's superuser).
 """
 from __future__ import annotations
 
+import csv
+import glob
 import json
+import os
+import shutil
+import subprocess
 import sys
 import time
 
 USER = PASSWORD = "cassandra"
 KEYSPACE = "w4"
+COLUMNS = {"s1": ("val2", "val3"), "s3": ("data",)}
+DSBULK_LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".cache",
+                          "dsbulk", "lib")
+DSBULK_MAIN = "com.datastax.oss.dsbulk.runner.DataStaxBulkLoader"
 DDL = {
     "s1": "CREATE TABLE IF NOT EXISTS w4.s1 (id text, timestamp bigint, "
           + ", ".join(f"val{i} int" for i in range(1, 11)) + ", PRIMARY KEY (id, timestamp))",
@@ -92,21 +108,59 @@ def query(host: str, port: int, which: str) -> dict:
     t0 = time.perf_counter()
     rows = 0
     best = None
-    if which == "s1":
-        for v2, v3 in session.execute("SELECT val2, val3 FROM w4.s1"):
-            rows += 1
-            m = v2 if v3 is None or (v2 is not None and v2 > v3) else v3
-            if m is not None and (best is None or m > best):
-                best = m
-    else:
-        for (data,) in session.execute("SELECT data FROM w4.s3"):
-            rows += 1
-            if data is not None and (best is None or data > best):
-                best = data
+    rows, best = reduce(which, session.execute(select(which)))
     out = {"rows": rows, "max": best, "load_s": time.perf_counter() - t0,
            "version": cassandra.__version__}
     cluster.shutdown()
     return out
+
+
+def select(which: str) -> str:
+    return f"SELECT {', '.join(COLUMNS[which])} FROM {KEYSPACE}.{which}"
+
+
+def reduce(which: str, rows) -> tuple:
+    """(count(*), max(greatest(val2, val3)) or max(data)) over rows of the
+    query's columns (ints for s1, strings for s3; None for null)."""
+    count, best = 0, None
+    for row in rows:
+        count += 1
+        present = [v for v in row if v is not None]
+        m = max(present) if present else None
+        if m is not None and (best is None or m > best):
+            best = m
+    return count, best
+
+
+def dsbulk_version() -> str:
+    jars = glob.glob(os.path.join(DSBULK_LIB, "dsbulk-runner-*.jar"))
+    return os.path.basename(jars[0])[len("dsbulk-runner-"):-len(".jar")] if jars else "?"
+
+
+def dsbulk(host: str, port: int, which: str, out_dir: str) -> dict:
+    shutil.rmtree(out_dir, ignore_errors=True)
+    argv = ["java", "-cp", os.path.join(DSBULK_LIB, "*"), DSBULK_MAIN, "unload",
+            "-h", host, "-port", str(port), "-u", USER, "-p", PASSWORD,
+            "-query", select(which), "-url", out_dir, "--connector.csv.header", "false",
+            "--dsbulk.log.directory", out_dir + ".logs"]
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"dsbulk unload failed ({done.returncode}): "
+                         + (done.stdout + done.stderr).strip()[-2000:])
+    parse = int if which == "s1" else str
+
+    def rows():
+        for path in sorted(glob.glob(os.path.join(out_dir, "*.csv"))):
+            with open(path, newline="") as f:
+                for rec in csv.reader(f):
+                    yield [parse(v) if v != "" else None for v in rec]
+
+    count, best = reduce(which, rows())
+    shutil.rmtree(out_dir, ignore_errors=True)
+    shutil.rmtree(out_dir + ".logs", ignore_errors=True)
+    return {"rows": count, "max": best, "load_s": elapsed, "version": dsbulk_version()}
 
 
 def main(argv: list) -> int:
@@ -114,6 +168,8 @@ def main(argv: list) -> int:
         print(json.dumps(load(argv[1], int(argv[2]), argv[3])))
     elif len(argv) == 4 and argv[0] == "query":
         print(json.dumps(query(argv[1], int(argv[2]), argv[3])))
+    elif len(argv) == 5 and argv[0] == "dsbulk":
+        print(json.dumps(dsbulk(argv[1], int(argv[2]), argv[3], argv[4])))
     else:
         print(__doc__, file=sys.stderr)
         return 2
