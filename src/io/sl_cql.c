@@ -1,7 +1,8 @@
 // Cassandra's native protocol v4 over plain TCP: see sl_cql.h. Written by
 // hand: Debian packages no C driver for Cassandra (the DataStax C++ driver is
 // not in Debian), and a bulk reader needs only a handful of the protocol's
-// messages: STARTUP, AUTH_RESPONSE and paged QUERYs.
+// messages: STARTUP, AUTH_RESPONSE, paged QUERYs, and for writing PREPARE,
+// EXECUTE and BATCH, whose bodies the cql writer builds.
 #include "sl_cql.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
@@ -290,17 +292,21 @@ static int begin_frame(struct sl_cql_conn* c, int opcode) {
   return put_bytes(c, header, sizeof header);
 }
 
-static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
-  size_t body = c->out_len - CQL_HEADER;
-  if ((int64_t)body > CQL_MAX_BODY) {
-    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, body);
-  }
-  c->out[5] = (uint8_t)(body >> 24);
-  c->out[6] = (uint8_t)(body >> 16);
-  c->out[7] = (uint8_t)(body >> 8);
-  c->out[8] = (uint8_t)body;
-  for (size_t done = 0; done < c->out_len;) {
-    ssize_t k = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL);
+static void put_length(uint8_t* header, size_t body) {
+  header[5] = (uint8_t)(body >> 24);
+  header[6] = (uint8_t)(body >> 16);
+  header[7] = (uint8_t)(body >> 8);
+  header[8] = (uint8_t)body;
+}
+
+/// Sends the `n` pieces in full (sendmsg may take part of them).
+static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct sluice_error* error) {
+  while (n > 0) {
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)n;
+    ssize_t k = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
       int e = k < 0 ? errno : EIO;
@@ -308,9 +314,28 @@ static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
                           "%s: cannot send to %s: %s", c->name, c->peer,
                           e == EAGAIN || e == EWOULDBLOCK ? "timed out" : strerror(e));
     }
-    done += (size_t)k;
+    size_t sent = (size_t)k;
+    while (n > 0 && sent >= iov->iov_len) {
+      sent -= iov->iov_len;
+      ++iov;
+      --n;
+    }
+    if (n > 0) {
+      iov->iov_base = (uint8_t*)iov->iov_base + sent;
+      iov->iov_len -= sent;
+    }
   }
   return 0;
+}
+
+static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
+  size_t body = c->out_len - CQL_HEADER;
+  if ((int64_t)body > CQL_MAX_BODY) {
+    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, body);
+  }
+  put_length(c->out, body);
+  struct iovec iov = {c->out, c->out_len};
+  return send_all(c, &iov, 1, error);
 }
 
 static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice_error* error) {
@@ -340,6 +365,7 @@ static const char* error_code_name(int32_t code) {
     case 0x1000: return "unavailable";
     case 0x1001: return "overloaded";
     case 0x1002: return "is bootstrapping";
+    case 0x1100: return "write timeout";
     case 0x1200: return "read timeout";
     case 0x1300: return "read failure";
     case 0x2000: return "syntax error";
@@ -371,12 +397,13 @@ static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_c
                       (const char*)msg);
 }
 
-/// Receives the next frame for stream 0 (server events, on stream -1, are
-/// skipped): its opcode and its body past tracing id, warnings and custom
-/// payload. ERROR frames become errors.
-static int receive_frame(struct sl_cql_conn* c, const char* what, int* opcode,
+/// Receives the next answer (server events, on stream -1, are skipped): the
+/// stream it answers (NULL: not wanted), its opcode and its body past
+/// tracing id, warnings and custom payload. ERROR frames become errors.
+static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answers, int* opcode,
                          struct sl_cql_cursor* body, struct sluice_error* error) {
   c->server_error = -1;
+  if (answers != NULL) *answers = -1;
   for (;;) {
     uint8_t h[CQL_HEADER];
     SL_RETURN_NOT_OK(recv_all(c, h, sizeof h, error));
@@ -406,6 +433,7 @@ static int receive_frame(struct sl_cql_conn* c, const char* what, int* opcode,
     SL_RETURN_NOT_OK(recv_all(c, c->in, (size_t)length, error));
     int16_t stream = (int16_t)(h[2] << 8 | h[3]);
     if (h[4] == OP_EVENT || stream < 0) continue;
+    if (answers != NULL) *answers = stream;
     if (h[1] & FLAG_COMPRESSION) {
       return sl_error_set(error, EPROTO, "%s: %s sent a compressed frame without being asked",
                           c->name, c->peer);
@@ -507,7 +535,7 @@ static int log_in(struct sl_cql_conn* c, const struct sl_cql_address* a,
   SL_RETURN_NOT_OK(send_frame(c, error));
   int opcode;
   struct sl_cql_cursor body;
-  SL_RETURN_NOT_OK(receive_frame(c, "login", &opcode, &body, error));
+  SL_RETURN_NOT_OK(receive_frame(c, "login", NULL, &opcode, &body, error));
   if (opcode == OP_AUTH_SUCCESS) return 0;
   return sl_error_set(error, EACCES,
                       "%s: login as '%s': the node answered with opcode 0x%02x, not "
@@ -536,7 +564,7 @@ int sl_cql_connect(const struct sl_cql_address* address, const char* name,
   }
   int opcode = 0;
   struct sl_cql_cursor body;
-  if (rc == 0) rc = receive_frame(c, "start-up", &opcode, &body, error);
+  if (rc == 0) rc = receive_frame(c, "start-up", NULL, &opcode, &body, error);
   if (rc == 0 && opcode == OP_AUTHENTICATE) {
     rc = log_in(c, address, &body, error);
   } else if (rc == 0 && opcode != OP_READY) {
@@ -583,11 +611,33 @@ int sl_cql_send_query(struct sl_cql_conn* c, const char* cql, int consistency,
 
 int sl_cql_server_error(const struct sl_cql_conn* c) { return c->server_error; }
 
+int sl_cql_transient(int code) {
+  return code == 0x1200 || code == 0x1100 || code == 0x1000 || code == 0x1001 || code == 0x1002;
+}
+
 int sl_cql_receive_result(struct sl_cql_conn* c, const char* what, const uint8_t** body,
                           int64_t* length, struct sluice_error* error) {
+  return sl_cql_receive(c, what, NULL, body, length, error);
+}
+
+int sl_cql_send(struct sl_cql_conn* c, int opcode, int16_t stream, const uint8_t* body,
+                size_t length, struct sluice_error* error) {
+  if (stream < 0 || (int64_t)length > CQL_MAX_BODY) {
+    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes on stream %d cannot be sent",
+                        c->name, length, (int)stream);
+  }
+  uint8_t header[CQL_HEADER] = {CQL_VERSION_REQUEST, 0, (uint8_t)((uint16_t)stream >> 8),
+                                (uint8_t)stream, (uint8_t)opcode, 0, 0, 0, 0};
+  put_length(header, length);
+  struct iovec iov[2] = {{header, sizeof header}, {(void*)body, length}};
+  return send_all(c, iov, length > 0 ? 2 : 1, error);
+}
+
+int sl_cql_receive(struct sl_cql_conn* c, const char* what, int16_t* stream,
+                   const uint8_t** body, int64_t* length, struct sluice_error* error) {
   int opcode;
   struct sl_cql_cursor cur;
-  SL_RETURN_NOT_OK(receive_frame(c, what, &opcode, &cur, error));
+  SL_RETURN_NOT_OK(receive_frame(c, what, stream, &opcode, &cur, error));
   if (opcode != OP_RESULT) {
     return sl_error_set(error, EPROTO, "%s: %s: %s answered with opcode 0x%02x, not RESULT",
                         c->name, what, c->peer, opcode);

@@ -41,9 +41,11 @@ enum {
   SL_CQL_LOCAL_ONE = 0x000A,
 };
 
-/// One connection to one node, used by one thread at a time. Requests go
-/// one at a time on stream 0, except that a query may be sent before the
-/// previous answer has been decoded (the answer waits in the socket).
+/// One connection to one node, used by one thread at a time. Queries go on
+/// stream 0, one at a time, except that a query may be sent before the
+/// previous answer has been decoded (the answer waits in the socket);
+/// sl_cql_send / sl_cql_receive keep many requests in flight on streams of
+/// the caller's choosing.
 struct sl_cql_conn;
 
 /// Connects, starts protocol v4 and logs in when the node asks for it.
@@ -68,11 +70,35 @@ int sl_cql_send_query(struct sl_cql_conn* conn, const char* cql, int consistency
 int sl_cql_receive_result(struct sl_cql_conn* conn, const char* what, const uint8_t** body,
                           int64_t* length, struct sluice_error* error);
 
-/// After a failed sl_cql_receive_result: the server's error code when the
+/// Request opcodes whose bodies the caller builds (sl_cql_send).
+enum {
+  SL_CQL_OP_PREPARE = 0x09,
+  SL_CQL_OP_EXECUTE = 0x0A,
+  SL_CQL_OP_BATCH = 0x0D,
+};
+
+/// Sends a request of `opcode` with `body` (the bytes after the frame
+/// header) on `stream` (0..32767) without waiting for the answer.
+int sl_cql_send(struct sl_cql_conn* conn, int opcode, int16_t stream, const uint8_t* body,
+                size_t length, struct sluice_error* error);
+
+/// Waits for the next answer, whichever request it answers: *stream (when
+/// not NULL) is that request's stream, also when the answer is an ERROR
+/// (then -1 only if the connection broke). Otherwise as
+/// sl_cql_receive_result.
+int sl_cql_receive(struct sl_cql_conn* conn, const char* what, int16_t* stream,
+                   const uint8_t** body, int64_t* length, struct sluice_error* error);
+
+/// After a failed sl_cql_receive_result or sl_cql_receive: the server's error code when the
 /// answer was an ERROR frame (the connection is still usable: e.g. 0x1200
 /// read timeout, 0x1000 unavailable, 0x1001 overloaded), else -1 (the
 /// connection broke or went out of step, and must be closed).
 int sl_cql_server_error(const struct sl_cql_conn* conn);
+
+/// Whether a server error code says "not now" rather than "never": read or
+/// write timeout, unavailable, overloaded, bootstrapping. The same request
+/// may succeed when sent again a little later.
+int sl_cql_transient(int code);
 
 /// Bounds-checked reading of protocol notations from an answer. Each read
 /// returns 0, or -1 (and reads nothing) when the bytes run out or a length

@@ -14,6 +14,7 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from cql_fault_proxy import OVERLOADED, READ_TIMEOUT, FaultProxy
 
 KS = "sluice_cql"
 
@@ -360,114 +361,10 @@ def test_bad_options_and_locations(sluice, node):
 
 # ---- retries: a proxy that answers some pages with a node's ERROR ---------------
 
-class FaultProxy:
-    """A TCP proxy in front of the node that replaces the answers to some
-    token-range queries (those whose text has "token(") with ERROR frames of
-    `code`, as a node that timed out would send: every `every`-th such answer,
-    or all of them with every=1. Frames are parsed both ways (requests to know
-    what each answer answers; the driver side is sequential on stream 0)."""
-
-    def __init__(self, node, code: int, every: int):
-        import socket
-        import threading
-
-        self.node, self.code, self.every = node, code, every
-        self.injected = 0
-        self._seen = 0
-        self._lock = threading.Lock()
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @staticmethod
-    def _read_frame(sock):
-        try:
-            return FaultProxy._read_frame_or_raise(sock)
-        except OSError:  # either side went away
-            return None
-
-    @staticmethod
-    def _read_frame_or_raise(sock):
-        head = b""
-        while len(head) < 9:
-            chunk = sock.recv(9 - len(head))
-            if not chunk:
-                return None
-            head += chunk
-        length = int.from_bytes(head[5:9], "big")
-        body = b""
-        while len(body) < length:
-            chunk = sock.recv(min(1 << 20, length - len(body)))
-            if not chunk:
-                return None
-            body += chunk
-        return head, body
-
-    def _accept(self):
-        import collections
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection((self.node.host, self.node.port))
-            asked = collections.deque()  # per request: is it a token-range query?
-            threading.Thread(target=self._up, args=(client, upstream, asked), daemon=True).start()
-            threading.Thread(target=self._down, args=(upstream, client, asked),
-                             daemon=True).start()
-
-    def _up(self, client, upstream, asked):
-        while (frame := self._read_frame(client)) is not None:
-            head, body = frame
-            asked.append(head[4] == 0x07 and b"token(" in body)
-            try:
-                upstream.sendall(head + body)
-            except OSError:
-                break
-        upstream.close()
-
-    def _down(self, upstream, client, asked):
-        import struct
-
-        while (frame := self._read_frame(upstream)) is not None:
-            head, body = frame
-            data_query = asked.popleft() if asked else False
-            if data_query and head[4] == 0x08:
-                with self._lock:
-                    self._seen += 1
-                    inject = self._seen % self.every == 0
-                    self.injected += inject
-                if inject:
-                    msg = b"injected by the test proxy"
-                    # read timeout: <cl><received><blockfor><data_present>
-                    body = (struct.pack(">iH", self.code, len(msg)) + msg
-                            + struct.pack(">Hiib", 1, 0, 1, 0))
-                    # version, no flags (no warnings or tracing id), stream, ERROR
-                    head = (bytes([head[0], 0]) + head[2:4] + bytes([0x00])
-                            + struct.pack(">i", len(body)))
-            try:
-                client.sendall(head + body)
-            except OSError:
-                break
-        client.close()
-
-    def url(self, table: str) -> str:
-        return (f"cql://{self.node.username}:{self.node.password}@127.0.0.1:{self.port}/"
-                f"{KS}.{table}")
-
-    def close(self):
-        self.listener.close()
-
-
 def test_pages_that_time_out_are_asked_again(sluice, node, events):
-    proxy = FaultProxy(node, 0x1200, every=3)  # every third page: "read timeout"
+    proxy = FaultProxy(node, READ_TIMEOUT, every=3)  # every third page
     try:
-        out = sluice.run("cat", proxy.url("events"), "-t", "arrows", "-O",
+        out = sluice.run("cat", proxy.url(f"{KS}.events"), "-t", "arrows", "-O",
                          "splits=8,page_rows=1000").stdout
     finally:
         proxy.close()
@@ -476,9 +373,9 @@ def test_pages_that_time_out_are_asked_again(sluice, node, events):
 
 
 def test_a_node_that_keeps_timing_out_is_an_error(sluice, node, events):
-    proxy = FaultProxy(node, 0x1001, every=1)  # "overloaded", every time
+    proxy = FaultProxy(node, OVERLOADED, every=1)  # every time
     try:
-        err = sluice.expect_error("cat", proxy.url("events"), "-O", "splits=2").stderr.decode()
+        err = sluice.expect_error("cat", proxy.url(f"{KS}.events"), "-O", "splits=2").stderr.decode()
     finally:
         proxy.close()
     assert "overloaded (0x1001)" in err and "asked 5 times" in err

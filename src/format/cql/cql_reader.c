@@ -12,9 +12,11 @@
 #include "../../core/sl_array.h"
 #include "../../core/sl_builder.h"
 #include "../../core/sl_error.h"
+#include "../../core/sl_options.h"
 #include "../../core/sl_sleep.h"
 #include "../../core/sl_value_text.h"
 #include "../../io/sl_cql.h"
+#include "cql_text.h"
 #include "cql_type.h"
 
 #define CQL_DEFAULT_PAGE_ROWS 10000
@@ -50,61 +52,37 @@ struct cql_reader {
 
 static int parse_options(struct cql_reader* r, const char* options, int64_t batch_size,
                          struct sluice_error* error) {
-  static const struct {
-    const char* name;
-    int level;
-  } levels[] = {{"one", SL_CQL_ONE},       {"local_one", SL_CQL_LOCAL_ONE},
-                {"quorum", SL_CQL_QUORUM}, {"local_quorum", SL_CQL_LOCAL_QUORUM},
-                {"all", SL_CQL_ALL}};
   r->consistency = SL_CQL_LOCAL_ONE;
   r->page_rows = batch_size > 0 && batch_size <= INT32_MAX ? (int32_t)batch_size
                                                             : CQL_DEFAULT_PAGE_ROWS;
   r->n_splits = CQL_DEFAULT_SPLITS;
-  for (const char* o = options; o != NULL && *o != '\0';) {
-    const char* end = strchr(o, ',');
-    size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
-    const char* eq = memchr(o, '=', n);
-    if (n > 0 && eq == NULL) {
-      return sl_error_set(error, EINVAL, "cql option '%.*s': expected key=value", (int)n, o);
+  struct sl_option o;
+  int more;
+  while ((more = sl_option_next(&options, &o)) != 0) {
+    if (more < 0) {
+      return sl_error_set(error, EINVAL, "cql option '%.*s': expected key=value", (int)o.key_len,
+                          o.key);
     }
-    if (n > 0) {
-      size_t key = (size_t)(eq - o);
-      const char* v = eq + 1;
-      size_t vn = n - key - 1;
-      int64_t count;
-      if (key == 11 && strncmp(o, "consistency", key) == 0) {
-        int found = 0;
-        for (size_t i = 0; i < sizeof levels / sizeof levels[0]; ++i) {
-          if (strlen(levels[i].name) == vn && strncmp(levels[i].name, v, vn) == 0) {
-            r->consistency = levels[i].level;
-            found = 1;
-          }
-        }
-        if (!found) {
-          return sl_error_set(error, EINVAL,
-                              "cql option consistency='%.*s': expected one, local_one, quorum, "
-                              "local_quorum or all",
-                              (int)vn, v);
-        }
-      } else if (key == 9 && strncmp(o, "page_rows", key) == 0) {
-        if (sl_parse_int64(v, vn, 1, INT32_MAX, &count) != 0) {
-          return sl_error_set(error, EINVAL, "cql option page_rows='%.*s': expected 1 or more",
-                              (int)vn, v);
-        }
-        r->page_rows = (int32_t)count;
-      } else if (key == 6 && strncmp(o, "splits", key) == 0) {
-        if (sl_parse_int64(v, vn, 1, CQL_MAX_SPLITS, &count) != 0) {
-          return sl_error_set(error, EINVAL, "cql option splits='%.*s': expected 1 to %d",
-                              (int)vn, v, CQL_MAX_SPLITS);
-        }
-        r->n_splits = count;
-      } else {
-        return sl_error_set(error, EINVAL,
-                            "unknown cql option '%.*s' (known: consistency, page_rows, splits)",
-                            (int)key, o);
+    int64_t count;
+    if (sl_option_is(&o, "consistency")) {
+      SL_RETURN_NOT_OK(cql_parse_consistency(o.value, o.value_len, "cql", &r->consistency, error));
+    } else if (sl_option_is(&o, "page_rows")) {
+      if (sl_parse_int64(o.value, o.value_len, 1, INT32_MAX, &count) != 0) {
+        return sl_error_set(error, EINVAL, "cql option page_rows='%.*s': expected 1 or more",
+                            (int)o.value_len, o.value);
       }
+      r->page_rows = (int32_t)count;
+    } else if (sl_option_is(&o, "splits")) {
+      if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_SPLITS, &count) != 0) {
+        return sl_error_set(error, EINVAL, "cql option splits='%.*s': expected 1 to %d",
+                            (int)o.value_len, o.value, CQL_MAX_SPLITS);
+      }
+      r->n_splits = count;
+    } else {
+      return sl_error_set(error, EINVAL,
+                          "unknown cql option '%.*s' (known: consistency, page_rows, splits)",
+                          (int)o.key_len, o.key);
     }
-    o = end != NULL ? end + 1 : o + n;
   }
   return 0;
 }
@@ -132,15 +110,6 @@ static void conn_put(struct cql_reader* r, struct sl_cql_conn* c, int clean) {
 }
 
 /* ---- Query text ----------------------------------------------------------------- */
-
-/// Appends `name` as a quoted CQL identifier ("a""b").
-static int append_ident(struct sl_text* t, const char* name) {
-  int rc = sl_text_append_char(t, '"');
-  for (const char* p = name; rc == 0 && *p != '\0'; ++p) {
-    rc = *p == '"' ? sl_text_append(t, "\"\"", 2) : sl_text_append_char(t, *p);
-  }
-  return rc == 0 ? sl_text_append_char(t, '"') : rc;
-}
 
 /// Appends `s` as a CQL string literal ('it''s').
 static int append_literal(struct sl_text* t, const char* s) {
@@ -364,7 +333,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
     }
     char* col = sl_strndup(r->alloc, (const char*)names[best], (size_t)name_len[best]);
     rc = col == NULL || (k > 0 && sl_text_append(&key, ", ", 2) != 0) ||
-                 append_ident(&key, col) != 0
+                 cql_append_ident(&key, col) != 0
              ? ENOMEM
              : 0;
     if (col != NULL) sl_free(r->alloc, col, strlen(col) + 1);
@@ -422,9 +391,9 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
   if (rc == 0) {
     struct sl_text t;
     sl_text_init(&t, r->alloc);
-    rc = append_ident(&t, r->address.keyspace);
+    rc = cql_append_ident(&t, r->address.keyspace);
     if (rc == 0) rc = sl_text_append_char(&t, '.');
-    if (rc == 0) rc = append_ident(&t, r->address.table);
+    if (rc == 0) rc = cql_append_ident(&t, r->address.table);
     if (rc == 0) r->table_ref = text_copy(&t, r->alloc);
     if (rc != 0 || r->table_ref == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", shown);
     sl_text_reset(&t);
@@ -525,7 +494,7 @@ static int build_query(struct cql_split* s, const int64_t* columns, int one_spli
   int rc = sl_text_append_str(&q, "SELECT ");
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     if (i > 0) rc = sl_text_append(&q, ", ", 2);
-    if (rc == 0) rc = append_ident(&q, r->columns[columns != NULL ? columns[i] : i].name);
+    if (rc == 0) rc = cql_append_ident(&q, r->columns[columns != NULL ? columns[i] : i].name);
   }
   if (rc == 0) rc = sl_text_append_str(&q, " FROM ");
   if (rc == 0) rc = sl_text_append_str(&q, r->table_ref);
@@ -563,12 +532,6 @@ static int ask_page(struct cql_split* s, const uint8_t* state, int32_t len,
   }
   return sl_cql_send_query(s->conn, s->query, r->consistency, r->page_rows,
                            s->has_paging ? s->paging : NULL, s->paging_len, 1, error);
-}
-
-/// Errors after which the same page may be asked for again: read timeout,
-/// unavailable, overloaded, bootstrapping.
-static int retryable(int32_t code) {
-  return code == 0x1200 || code == 0x1000 || code == 0x1001 || code == 0x1002;
 }
 
 static int cql_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -660,7 +623,7 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t len;
     struct cql_rows rows;
     int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
-    if (rc != 0 && retryable(sl_cql_server_error(s->conn)) &&
+    if (rc != 0 && sl_cql_transient(sl_cql_server_error(s->conn)) &&
         s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
       sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
       ++s->attempts;

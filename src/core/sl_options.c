@@ -1,0 +1,32 @@
+// Format options: see sl_options.h.
+#include "sl_options.h"
+
+#include <string.h>
+
+int sl_option_next(const char** cursor, struct sl_option* out) {
+  const char* o = *cursor;
+  while (o != NULL && *o == ',') ++o;
+  if (o == NULL || *o == '\0') {
+    *cursor = o;
+    return 0;
+  }
+  const char* end = strchr(o, ',');
+  size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
+  *cursor = o + n;
+  const char* eq = memchr(o, '=', n);
+  out->key = o;
+  if (eq == NULL) {
+    out->key_len = n;
+    out->value = o + n;
+    out->value_len = 0;
+    return -1;
+  }
+  out->key_len = (size_t)(eq - o);
+  out->value = eq + 1;
+  out->value_len = n - out->key_len - 1;
+  return 1;
+}
+
+int sl_option_is(const struct sl_option* option, const char* key) {
+  return strlen(key) == option->key_len && memcmp(option->key, key, option->key_len) == 0;
+}

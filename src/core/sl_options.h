@@ -1,0 +1,22 @@
+// Format options as the API takes them: "key=value,key=value".
+#ifndef SL_OPTIONS_H
+#define SL_OPTIONS_H
+
+#include <stddef.h>
+
+struct sl_option {
+  const char* key;  ///< not NUL-terminated
+  size_t key_len;
+  const char* value;  ///< not NUL-terminated
+  size_t value_len;
+};
+
+/// The next option of the list at *cursor (advanced past it): 1 and *out;
+/// 0 at the end of the list; -1 when an item has no '=' (*out->key, key_len
+/// is the whole item, for the message). Empty items (",,") are skipped.
+int sl_option_next(const char** cursor, struct sl_option* out);
+
+/// Whether the option's key is `key`.
+int sl_option_is(const struct sl_option* option, const char* key);
+
+#endif

@@ -1,0 +1,36 @@
+// CQL text shared by the reader and the writer: see cql_text.h.
+#include "cql_text.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../../core/sl_error.h"
+#include "../../io/sl_cql.h"
+
+int cql_append_ident(struct sl_text* t, const char* name) {
+  int rc = sl_text_append_char(t, '"');
+  for (const char* p = name; rc == 0 && *p != '\0'; ++p) {
+    rc = *p == '"' ? sl_text_append(t, "\"\"", 2) : sl_text_append_char(t, *p);
+  }
+  return rc == 0 ? sl_text_append_char(t, '"') : rc;
+}
+
+int cql_parse_consistency(const char* v, size_t n, const char* format, int* level,
+                          struct sluice_error* error) {
+  static const struct {
+    const char* name;
+    int level;
+  } levels[] = {{"one", SL_CQL_ONE},       {"local_one", SL_CQL_LOCAL_ONE},
+                {"quorum", SL_CQL_QUORUM}, {"local_quorum", SL_CQL_LOCAL_QUORUM},
+                {"all", SL_CQL_ALL}};
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; ++i) {
+    if (strlen(levels[i].name) == n && strncmp(levels[i].name, v, n) == 0) {
+      *level = levels[i].level;
+      return 0;
+    }
+  }
+  return sl_error_set(error, EINVAL,
+                      "%s option consistency='%.*s': expected one, local_one, quorum, "
+                      "local_quorum or all",
+                      format, (int)n, v);
+}

@@ -1,0 +1,122 @@
+"""A TCP proxy in front of a Cassandra node that replaces the answers to some
+requests with ERROR frames, as a node that timed out or is overloaded sends
+them: the cql:// reader's and writer's retries are tested through it.
+
+Which requests: by default token-range queries (QUERY frames whose text has
+"token("), as the reader sends; with `writes=True`, EXECUTE and BATCH frames,
+as the writer sends. Every `every`-th such answer is replaced (every=1: all
+of them); with `once=True`, a request is failed at most once (its second
+sending goes through), so that a client that retries always finishes. Frames are parsed both ways, and answers matched to requests by
+stream id, so that clients with many requests in flight work too."""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+READ_TIMEOUT = 0x1200
+WRITE_TIMEOUT = 0x1100
+OVERLOADED = 0x1001
+
+OP_QUERY, OP_RESULT, OP_EXECUTE, OP_BATCH, OP_ERROR = 0x07, 0x08, 0x0A, 0x0D, 0x00
+
+
+class FaultProxy:
+    def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False):
+        self.node, self.code, self.every, self.writes = node, code, every, writes
+        self.once = once
+        self._failed = set()  # requests failed already (once=True)
+        self.injected = 0
+        self._seen = 0
+        self._lock = threading.Lock()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, table: str) -> str:
+        """cql:// of `table` ("ks.t") through the proxy."""
+        return f"cql://{self.node.username}:{self.node.password}@127.0.0.1:{self.port}/{table}"
+
+    def close(self):
+        self.listener.close()
+
+    def _targeted(self, head: bytes, body: bytes) -> bool:
+        if self.writes:
+            return head[4] in (OP_EXECUTE, OP_BATCH)
+        return head[4] == OP_QUERY and b"token(" in body
+
+    def _error_body(self) -> bytes:
+        msg = b"injected by the test proxy"
+        body = struct.pack(">iH", self.code, len(msg)) + msg
+        if self.code == READ_TIMEOUT:  # <cl><received><blockfor><data_present>
+            body += struct.pack(">Hiib", 1, 0, 1, 0)
+        elif self.code == WRITE_TIMEOUT:  # <cl><received><blockfor><writeType>
+            body += struct.pack(">HiiH", 1, 0, 1, 6) + b"SIMPLE"
+        return body
+
+    @staticmethod
+    def _read_frame(sock):
+        try:
+            head = b""
+            while len(head) < 9:
+                chunk = sock.recv(9 - len(head))
+                if not chunk:
+                    return None
+                head += chunk
+            length = int.from_bytes(head[5:9], "big")
+            body = b""
+            while len(body) < length:
+                chunk = sock.recv(min(1 << 20, length - len(body)))
+                if not chunk:
+                    return None
+                body += chunk
+            return head, body
+        except OSError:  # either side went away
+            return None
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection((self.node.host, self.node.port))
+            asked = {}  # stream id -> is the request targeted
+            threading.Thread(target=self._up, args=(client, upstream, asked), daemon=True).start()
+            threading.Thread(target=self._down, args=(upstream, client, asked),
+                             daemon=True).start()
+
+    def _up(self, client, upstream, asked):
+        while (frame := self._read_frame(client)) is not None:
+            head, body = frame
+            asked[head[2:4]] = self._targeted(head, body) and body
+            try:
+                upstream.sendall(head + body)
+            except OSError:
+                break
+        upstream.close()
+
+    def _down(self, upstream, client, asked):
+        while (frame := self._read_frame(upstream)) is not None:
+            head, body = frame
+            request = asked.pop(head[2:4], False)
+            if request and head[4] == OP_RESULT:
+                with self._lock:
+                    self._seen += 1
+                    inject = self._seen % self.every == 0
+                    if self.once:
+                        inject = inject and request not in self._failed
+                        self._failed.add(request) if inject else None
+                    self.injected += inject
+                if inject:
+                    body = self._error_body()
+                    # version, no flags (no warnings or tracing id), stream, ERROR
+                    head = (bytes([head[0], 0]) + head[2:4] + bytes([OP_ERROR])
+                            + struct.pack(">i", len(body)))
+            try:
+                client.sendall(head + body)
+            except OSError:
+                break
+        client.close()
