@@ -442,6 +442,16 @@ SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* option
 /// standard output). The file appears atomically: on error nothing is left at
 /// `location` and an existing file there is untouched. The stream is consumed
 /// but not released.
+///
+/// A `cql://[user[:password]@]host[:port]/keyspace.table` location loads the
+/// rows into that existing Cassandra table (format "cql", implied): INSERTs
+/// by column name, each value encoded as the table's type for it. Not
+/// atomic: rows written before an error stay (Cassandra has no transaction
+/// across partitions). format_options keys: consistency
+/// (one|local_one|quorum|local_quorum|all), batch_rows (rows of one partition
+/// per UNLOGGED BATCH, default 32), in_flight (requests awaiting answers,
+/// default 128), nulls (unset|null: a null leaves the cell as it was, the
+/// default, or deletes it).
 SLUICE_EXPORT int sluice_write(struct ArrowArrayStream* stream, const char* location,
                  const struct sluice_write_options* options, struct sluice_error* error);
 

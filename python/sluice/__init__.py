@@ -335,7 +335,10 @@ def _is_pandas_frame(data):
 
 
 def write(data, dst, *, format=None, compression=None, index=None, **options):
-    """Write `data` to `dst` (a path or ``"-"``) atomically.
+    """Write `data` to `dst` (a path or ``"-"``) atomically, or into an
+    existing Cassandra table (``"cql://[user[:password]@]host[:port]/ks.table"``:
+    rows INSERTed by column name, not atomically; options ``consistency``,
+    ``batch_rows``, ``in_flight``, ``nulls="unset"|"null"``).
 
     data: anything with ``__arrow_c_stream__`` (pyarrow Table/RecordBatchReader,
         polars DataFrame, DuckDB relation, sluice Table) or a pandas DataFrame

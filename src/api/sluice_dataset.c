@@ -506,6 +506,13 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   const struct sl_format_writer* writer = NULL;
   char known[512];
+  int table = strncmp(location, "cql://", 6) == 0;
+  if (table && options->format != NULL && strcmp(options->format, "cql") != 0) {
+    char shown[1024];  // no password in messages
+    sl_cql_redacted(location, shown, sizeof shown);
+    return sl_error_set(error, EINVAL, "%s: a cql:// location is a Cassandra table, not '%s'",
+                        shown, options->format);
+  }
   if (options->format != NULL) {
     writer = sl_format_writer_find(options->format);
     if (writer == NULL) {
@@ -525,11 +532,16 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   const struct sluice_allocator* alloc =
       options->allocator != NULL ? options->allocator : sluice_default_allocator();
+  struct sl_write_args args = {alloc, options->compression, options->format_options,
+                               options->batch_metadata, options->batch_metadata_user, location};
+  if (writer->table != table) {
+    return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
+                        location, writer->name);
+  }
+  if (table) return writer->write(stream, NULL, &args, error);  // no file to commit
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
-  struct sl_write_args args = {alloc, options->compression, options->format_options,
-                               options->batch_metadata, options->batch_metadata_user};
   int rc = writer->write(stream, sink, &args, error);
   if (rc != 0) {
     sl_sink_abort(sink);

@@ -81,7 +81,10 @@ static const struct cli_command k_commands[] = {
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
      "\n"
-     "The output format comes from DST's extension unless -t is given.\n"
+     "The output format comes from DST's extension unless -t is given. DST may\n"
+     "be an existing Cassandra table, cql://[user[:password]@]host[:port]/ks.table:\n"
+     "rows are INSERTed by column name (-W consistency=..,batch_rows=N,\n"
+     "in_flight=N,nulls=unset|null); not atomic, as Cassandra has no transactions.\n"
      "\n"
      "Options:\n"
      "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl, parquet)\n"

@@ -133,6 +133,8 @@ struct sl_write_args {
   /// NULL = none.
   int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
   void* batch_metadata_user;
+  /// Where the data goes; table writers (cql) connect to it themselves.
+  const char* location;
 };
 
 struct sl_sink;
@@ -144,6 +146,9 @@ struct sl_format_writer {
   /// on success, aborts on error).
   int (*write)(struct ArrowArrayStream* stream, struct sl_sink* sink,
                const struct sl_write_args* args, struct sluice_error* error);
+  /// 1: a database table writer (cql): `write` gets no sink and writes to
+  /// args->location itself; there is no file to commit or abort.
+  int table;
 };
 
 /// The registry (src/format/sl_format_registry.c): static tables of the
@@ -162,6 +167,7 @@ const struct sl_format_writer* sl_format_writer_find(const char* name);
 /// (compression suffixes such as .gz/.zst are looked through).
 const struct sl_format_reader* sl_format_reader_detect(const char* location,
                                                        const uint8_t* head, int64_t n);
+/// The writer for a location: a cql:// table's, else by extension.
 const struct sl_format_writer* sl_format_writer_for_path(const char* location);
 
 #endif

@@ -8,6 +8,7 @@
 #include "avro/avro_reader.h"
 #include "avro/avro_writer.h"
 #include "cql/cql_reader.h"
+#include "cql/cql_writer.h"
 #include "csv/csv_reader.h"
 #include "ipc/ipc_reader.h"
 #include "ipc/ipc_writer.h"
@@ -49,6 +50,7 @@ static const sl_writer_accessor sl_writer_table[] = {
     sl_jsonl_writer,
     sl_avro_writer,
     sl_parquet_writer,
+    sl_cql_writer,
     NULL,
 };
 static const char* const sl_writer_name_table[] = {
@@ -58,6 +60,7 @@ static const char* const sl_writer_name_table[] = {
     "jsonl",
     "avro",
     "parquet",
+    "cql",
     NULL,
 };
 
@@ -161,6 +164,7 @@ const struct sl_format_reader* sl_format_reader_detect(const char* location,
 
 const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
   if (location == NULL) return NULL;
+  if (strncmp(location, "cql://", 6) == 0) return sl_format_writer_find("cql");
   // No looking through ".gz" here: writers do not compress whole files, and
   // writing plain CSV under a ".csv.gz" name would mislead every reader.
   size_t len = strcspn(location, "?#");

@@ -1,7 +1,8 @@
 """The Python package over cql:// (a real Cassandra 5.0 node, as in
 tests/py/test_cql.py): sluice.read into pandas with the values the
-cassandra-driver reads, projection, unordered scans, and errors as
-sluice.Error subclasses without the password."""
+cassandra-driver reads, projection, unordered scans, sluice.write of a pandas
+DataFrame and of a pyarrow table into a table, and errors as sluice.Error
+subclasses without the password."""
 import sys
 from pathlib import Path
 
@@ -65,3 +66,23 @@ def test_errors(node):
     assert "not-it" not in str(e.value)
     with pytest.raises(sluice.Error, match="no table"):
         sluice.read(url(node).replace("pkg.m", "pkg.nothing"))
+
+
+def test_write_pandas_and_pyarrow(node):
+    import pandas as pd
+
+    s = node.session()
+    s.execute("CREATE TABLE IF NOT EXISTS pkg.w (k int, c int, v double, s text, "
+              "PRIMARY KEY (k, c))")
+    target = url(node).replace("/pkg.m", "/pkg.w")
+    df = pd.DataFrame({"k": [1, 1, 2], "c": [1, 2, 3], "v": [0.5, None, -1.0],
+                       "s": ["a", None, "c"]})
+    sluice.write(df, target)  # int64 columns into int, NaN into an unset cell
+    pa = pytest.importorskip("pyarrow")
+    sluice.write(pa.table({"k": pa.array([3], pa.int32()), "c": pa.array([4], pa.int32()),
+                           "v": [2.5], "s": ["d"]}), target)
+    got = sorted((r.k, r.c, r.v, r.s) for r in s.execute("SELECT * FROM pkg.w"))
+    assert got == [(1, 1, 0.5, "a"), (1, 2, None, None), (2, 3, -1.0, "c"), (3, 4, 2.5, "d")]
+    with pytest.raises(sluice.Error) as e:
+        sluice.write(pd.DataFrame({"k": [1], "c": [2**40]}), target)
+    assert "out of the range" in str(e.value) and f":{node.password}@" not in str(e.value)

@@ -1,0 +1,456 @@
+// Cassandra tables, written: see cql_writer.h.
+#include "cql_writer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../core/sl_alloc.h"
+#include "../../core/sl_buffer.h"
+#include "../../core/sl_error.h"
+#include "../../core/sl_options.h"
+#include "../../core/sl_sleep.h"
+#include "../../core/sl_value_text.h"
+#include "../../io/sl_cql.h"
+#include "../text/text_writers.h"  // sl_text_write_stream: the stream walk every row writer shares
+#include "cql_encode.h"
+#include "cql_text.h"
+
+#define CQL_DEFAULT_BATCH_ROWS 32
+#define CQL_MAX_BATCH_ROWS 65535
+/// A batch stops growing here, far below Cassandra's default
+/// batch_size_fail_threshold (50 KiB) so that wide rows cannot trip it.
+#define CQL_BATCH_BYTES (16 << 10)
+#define CQL_DEFAULT_IN_FLIGHT 128
+#define CQL_MAX_IN_FLIGHT 4096
+/// Tries of one request the node answers with a transient error (write
+/// timeout, overloaded, unavailable: sent again after 100, 200, 400, 800 ms).
+#define CQL_WRITE_ATTEMPTS 5
+#define CQL_RETRY_BASE_MS 100
+
+enum { RESULT_PREPARED = 0x0004 };
+
+/// One request in flight (or being filled): its stream id is its index.
+struct cql_slot {
+  struct sl_buffer body;
+  int opcode;
+  int64_t first_row, n_rows;
+  int attempts;
+};
+
+struct cql_write {
+  const struct sluice_allocator* alloc;
+  char name[1024];  ///< the location, without its password
+  struct sl_cql_address address;
+  int consistency;
+  int batch_rows;
+  int in_flight;
+  enum cql_null_mode nulls;
+  struct sl_cql_conn* conn;
+  uint8_t id[256];  ///< the prepared statement's id
+  uint16_t id_len;
+  int n_vars;
+  struct cql_type* vars;  ///< the bound variables' types, in column order
+  struct cql_encoder* encoders;
+  int n_pk;
+  uint16_t pk[64];  ///< bound variables that make the partition key
+  struct cql_slot* slots;
+  int* free_slots;
+  int n_free;
+  /// The group of rows being gathered: slot `filling` (-1: none), its
+  /// partition key bytes, its rows.
+  int filling;
+  struct sl_buffer group_key;
+  int group_rows;
+  struct sl_buffer row;  ///< one row's values, then its key
+  struct sl_buffer key;
+  int64_t rows_seen;
+};
+
+/* ---- Options --------------------------------------------------------------------- */
+
+static int parse_options(struct cql_write* w, const char* options, struct sluice_error* error) {
+  w->consistency = SL_CQL_LOCAL_ONE;
+  w->batch_rows = CQL_DEFAULT_BATCH_ROWS;
+  w->in_flight = CQL_DEFAULT_IN_FLIGHT;
+  w->nulls = CQL_NULL_UNSET;
+  struct sl_option o;
+  int more;
+  while ((more = sl_option_next(&options, &o)) != 0) {
+    if (more < 0) {
+      return sl_error_set(error, EINVAL, "cql write option '%.*s': expected key=value",
+                          (int)o.key_len, o.key);
+    }
+    int64_t n;
+    if (sl_option_is(&o, "consistency")) {
+      SL_RETURN_NOT_OK(
+          cql_parse_consistency(o.value, o.value_len, "cql write", &w->consistency, error));
+    } else if (sl_option_is(&o, "batch_rows")) {
+      if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_BATCH_ROWS, &n) != 0) {
+        return sl_error_set(error, EINVAL, "cql write option batch_rows='%.*s': expected 1 to %d",
+                            (int)o.value_len, o.value, CQL_MAX_BATCH_ROWS);
+      }
+      w->batch_rows = (int)n;
+    } else if (sl_option_is(&o, "in_flight")) {
+      if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_IN_FLIGHT, &n) != 0) {
+        return sl_error_set(error, EINVAL, "cql write option in_flight='%.*s': expected 1 to %d",
+                            (int)o.value_len, o.value, CQL_MAX_IN_FLIGHT);
+      }
+      w->in_flight = (int)n;
+    } else if (sl_option_is(&o, "nulls")) {
+      if (o.value_len == 5 && memcmp(o.value, "unset", 5) == 0) {
+        w->nulls = CQL_NULL_UNSET;
+      } else if (o.value_len == 4 && memcmp(o.value, "null", 4) == 0) {
+        w->nulls = CQL_NULL_NULL;
+      } else {
+        return sl_error_set(error, EINVAL, "cql write option nulls='%.*s': expected unset or null",
+                            (int)o.value_len, o.value);
+      }
+    } else {
+      return sl_error_set(error, EINVAL,
+                          "unknown cql write option '%.*s' (known: consistency, batch_rows, "
+                          "in_flight, nulls)",
+                          (int)o.key_len, o.key);
+    }
+  }
+  return 0;
+}
+
+/* ---- Preparing ----------------------------------------------------------------------- */
+
+/// INSERT INTO "ks"."t" ("c1", ...) VALUES (?, ...)
+static int insert_text(const struct cql_write* w, const struct sl_text_field* row,
+                       struct sl_text* t) {
+  int rc = sl_text_append_str(t, "INSERT INTO ");
+  if (rc == 0) rc = cql_append_ident(t, w->address.keyspace);
+  if (rc == 0) rc = sl_text_append_char(t, '.');
+  if (rc == 0) rc = cql_append_ident(t, w->address.table);
+  if (rc == 0) rc = sl_text_append_str(t, " (");
+  for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
+    if (i > 0) rc = sl_text_append_str(t, ", ");
+    if (rc == 0) rc = cql_append_ident(t, row->children[i].name);
+  }
+  if (rc == 0) rc = sl_text_append_str(t, ") VALUES (");
+  for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
+    rc = sl_text_append_str(t, i > 0 ? ", ?" : "?");
+  }
+  return rc == 0 ? sl_text_append_char(t, ')') : rc;
+}
+
+/// Reads a Prepared result: the statement id, the partition key's bound
+/// variables and every bound variable's type.
+static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t length,
+                         struct sluice_error* error) {
+  struct sl_cql_cursor c = {body, body + length};
+  int32_t kind, flags, n_vars, n_pk;
+  const uint8_t* id;
+  int32_t id_len;
+  int bad = sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED;
+  if (!bad) {  // [short bytes]
+    uint16_t n;
+    bad = sl_cql_read_short(&c, &n) != 0 || c.end - c.p < n || n > sizeof w->id;
+    id = c.p, id_len = n;
+    if (!bad) c.p += n;
+  }
+  bad = bad || sl_cql_read_int(&c, &flags) != 0 || sl_cql_read_int(&c, &n_vars) != 0 ||
+        sl_cql_read_int(&c, &n_pk) != 0 || n_vars < 0 || n_vars > 0xFFFF || n_pk < 0 ||
+        n_pk > 64;
+  if (bad) {
+    return sl_error_set(error, EPROTO, "%s: the answer to PREPARE is not a Prepared result",
+                        w->name);
+  }
+  memcpy(w->id, id, (size_t)id_len);
+  w->id_len = (uint16_t)id_len;
+  w->n_pk = n_pk;
+  for (int32_t i = 0; i < n_pk; ++i) {
+    if (sl_cql_read_short(&c, &w->pk[i]) != 0 || w->pk[i] >= n_vars) {
+      return sl_error_set(error, EPROTO, "%s: a Prepared result with a bad partition key index",
+                          w->name);
+    }
+  }
+  const uint8_t* s;
+  size_t n;
+  if (flags & 0x0001) {  // Global_tables_spec: keyspace and table once
+    if (sl_cql_read_string(&c, &s, &n) != 0 || sl_cql_read_string(&c, &s, &n) != 0) {
+      return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
+    }
+  }
+  w->vars = sl_calloc(w->alloc, (size_t)(n_vars > 0 ? n_vars : 1), sizeof *w->vars);
+  if (w->vars == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  for (int32_t i = 0; i < n_vars; ++i) {
+    if (!(flags & 0x0001) &&
+        (sl_cql_read_string(&c, &s, &n) != 0 || sl_cql_read_string(&c, &s, &n) != 0)) {
+      return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
+    }
+    if (sl_cql_read_string(&c, &s, &n) != 0) {
+      return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
+    }
+    int rc = cql_type_read(&c, (const char*)s, n, w->alloc, &w->vars[i]);
+    if (rc == 0) w->n_vars = i + 1;
+    if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+    if (rc != 0) {
+      return sl_error_set(error, EPROTO, "%s: bound variable %d of the Prepared result has a "
+                          "malformed type", w->name, (int)i);
+    }
+  }
+  return 0;
+}
+
+/// Prepares the INSERT of the stream's columns and pairs every column with
+/// its bound variable's encoder (sl_text_write_stream's header step).
+static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
+                   struct sluice_error* error) {
+  (void)sink;
+  struct cql_write* w = ctx;
+  if (row->n_children == 0) {
+    return sl_error_set(error, EINVAL, "%s: the data has no columns to insert", w->name);
+  }
+  struct sl_text t;
+  sl_text_init(&t, w->alloc);
+  int rc = insert_text(w, row, &t);
+  if (rc != 0) {
+    sl_text_reset(&t);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  }
+  size_t n = t.len;
+  struct sl_buffer body;
+  sl_buffer_init(&body, w->alloc);
+  uint8_t len[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+  rc = sl_buffer_append(&body, len, 4);  // [long string]
+  if (rc == 0) rc = sl_buffer_append(&body, t.data, (int64_t)n);
+  sl_text_reset(&t);
+  if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  if (rc == 0) rc = sl_cql_send(w->conn, SL_CQL_OP_PREPARE, 0, body.data, (size_t)body.size, error);
+  sl_buffer_reset(&body);
+  const uint8_t* answer;
+  int64_t answer_len;
+  if (rc == 0) rc = sl_cql_receive(w->conn, "preparing the INSERT", NULL, &answer, &answer_len, error);
+  if (rc == 0) rc = read_prepared(w, answer, answer_len, error);
+  if (rc == 0 && w->n_vars != row->n_children) {
+    rc = sl_error_set(error, EPROTO, "%s: the INSERT of %lld columns has %d bound variables",
+                      w->name, (long long)row->n_children, w->n_vars);
+  }
+  if (rc != 0) return rc;
+  w->encoders = sl_calloc(w->alloc, (size_t)w->n_vars, sizeof *w->encoders);
+  if (w->encoders == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  for (int i = 0; i < w->n_vars; ++i) {
+    rc = cql_encoder_init(&w->encoders[i], &w->vars[i], &row->children[i], row->children[i].name,
+                          w->alloc, error);
+    if (rc != 0) return sl_error_prefix(error, "%s", w->name);
+  }
+  return 0;
+}
+
+/* ---- Requests in flight ----------------------------------------------------------------- */
+
+static int put_u16(struct sl_buffer* b, unsigned v) {
+  uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+  return sl_buffer_append(b, x, 2);
+}
+
+/// Waits for one answer and frees its slot; a request the node could not
+/// take now is sent again after a pause (its slot stays busy).
+static int receive_one(struct cql_write* w, struct sluice_error* error) {
+  int16_t stream;
+  const uint8_t* body;
+  int64_t length;
+  int rc = sl_cql_receive(w->conn, "inserting", &stream, &body, &length, error);
+  struct cql_slot* s = stream >= 0 && stream < w->in_flight ? &w->slots[stream] : NULL;
+  int code = sl_cql_server_error(w->conn);
+  if (rc != 0 && s != NULL && sl_cql_transient(code) && s->attempts + 1 < CQL_WRITE_ATTEMPTS) {
+    sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
+    ++s->attempts;
+    return sl_cql_send(w->conn, s->opcode, stream, s->body.data, (size_t)s->body.size, error);
+  }
+  if (rc != 0 && s != NULL && code >= 0 && error != NULL) {
+    char message[sizeof error->message];
+    snprintf(message, sizeof message, "%s", error->message);
+    return sl_error_set(error, rc, "%s (rows %lld to %lld, sent %d times)", message,
+                        (long long)s->first_row + 1, (long long)(s->first_row + s->n_rows),
+                        s->attempts + 1);
+  }
+  if (rc != 0) return rc;
+  if (s == NULL) {
+    return sl_error_set(error, EPROTO, "%s: an answer on stream %d, which no request used",
+                        w->name, (int)stream);
+  }
+  w->free_slots[w->n_free++] = stream;
+  return 0;
+}
+
+/// Sends the gathered group: one EXECUTE, or an UNLOGGED BATCH of its rows.
+static int send_group(struct cql_write* w, struct sluice_error* error) {
+  if (w->filling < 0) return 0;
+  struct cql_slot* s = &w->slots[w->filling];
+  int rc = 0;
+  if (w->group_rows == 1) {
+    // The body holds the BATCH layout of one row: <type><n><kind><id><values>.
+    // An EXECUTE is <id><consistency><flags = values><values>.
+    int64_t values = 1 + 2 + 1 + 2 + w->id_len;
+    struct sl_buffer exec;
+    sl_buffer_init(&exec, w->alloc);
+    rc = put_u16(&exec, w->id_len);
+    if (rc == 0) rc = sl_buffer_append(&exec, w->id, w->id_len);
+    if (rc == 0) rc = put_u16(&exec, (unsigned)w->consistency);
+    uint8_t flags = 0x01;
+    if (rc == 0) rc = sl_buffer_append(&exec, &flags, 1);
+    if (rc == 0) rc = sl_buffer_append(&exec, s->body.data + values, s->body.size - values);
+    sl_buffer_reset(&s->body);
+    s->body = exec;
+    s->opcode = SL_CQL_OP_EXECUTE;
+  } else {
+    s->body.data[1] = (uint8_t)(w->group_rows >> 8);
+    s->body.data[2] = (uint8_t)w->group_rows;
+    rc = put_u16(&s->body, (unsigned)w->consistency);
+    uint8_t flags = 0;
+    if (rc == 0) rc = sl_buffer_append(&s->body, &flags, 1);
+    s->opcode = SL_CQL_OP_BATCH;
+  }
+  if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  s->n_rows = w->group_rows;
+  s->attempts = 0;
+  int16_t stream = (int16_t)w->filling;
+  w->filling = -1;
+  w->group_rows = 0;
+  return sl_cql_send(w->conn, s->opcode, stream, s->body.data, (size_t)s->body.size, error);
+}
+
+/// Starts a group in a free slot (waiting for an answer when none is free).
+static int start_group(struct cql_write* w, int64_t first_row, struct sluice_error* error) {
+  while (w->n_free == 0) SL_RETURN_NOT_OK(receive_one(w, error));
+  w->filling = w->free_slots[--w->n_free];
+  struct cql_slot* s = &w->slots[w->filling];
+  s->body.size = 0;
+  s->first_row = first_row;
+  uint8_t head[3] = {1, 0, 0};  // UNLOGGED, statement count filled in by send_group
+  int rc = sl_buffer_append(&s->body, head, 3);
+  if (rc == 0) rc = sl_buffer_append(&w->group_key, w->key.data, w->key.size);
+  return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+}
+
+/* ---- Rows ---------------------------------------------------------------------------- */
+
+/// Encodes row i into w->row (<n><values>) and its partition key into w->key.
+static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64_t i,
+                      struct sluice_error* error) {
+  int64_t starts[64] = {0};
+  w->row.size = 0;
+  w->key.size = 0;
+  int rc = put_u16(&w->row, (unsigned)w->n_vars);
+  for (int v = 0; rc == 0 && v < w->n_vars; ++v) {
+    const char* why = NULL;
+    int64_t at = w->row.size;
+    rc = cql_encode_value(&w->encoders[v], batch->children[v], i, w->nulls, &w->row, &why);
+    if (rc == EINVAL) {
+      return sl_error_set(error, EINVAL, "%s: row %lld, column '%s': %s", w->name,
+                          (long long)(w->rows_seen + i + 1), w->encoders[v].arrow->name, why);
+    }
+    for (int k = 0; k < w->n_pk; ++k) {
+      if (w->pk[k] == v) starts[k] = at;
+    }
+  }
+  for (int k = 0; rc == 0 && k < w->n_pk; ++k) {
+    const uint8_t* p = w->row.data + starts[k];
+    int32_t n = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+    rc = sl_buffer_append(&w->key, p, 4 + (n > 0 ? n : 0));
+  }
+  return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+}
+
+static int write_rows(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
+                      struct sl_sink* sink, struct sluice_error* error) {
+  (void)row, (void)sink;
+  struct cql_write* w = ctx;
+  for (int64_t i = 0; i < batch->length; ++i) {
+    SL_RETURN_NOT_OK(encode_row(w, batch, i, error));
+    if (w->filling >= 0) {
+      // Another partition, a full batch or a large one: send what is gathered.
+      struct cql_slot* s = &w->slots[w->filling];
+      int same = w->n_pk > 0 && w->key.size == w->group_key.size &&
+                 memcmp(w->key.data, w->group_key.data, (size_t)w->key.size) == 0;
+      if (!same || w->group_rows >= w->batch_rows ||
+          s->body.size + w->row.size > CQL_BATCH_BYTES) {
+        SL_RETURN_NOT_OK(send_group(w, error));
+      }
+    }
+    if (w->filling < 0) {
+      w->group_key.size = 0;
+      SL_RETURN_NOT_OK(start_group(w, w->rows_seen + i, error));
+    }
+    struct cql_slot* s = &w->slots[w->filling];
+    uint8_t kind = 1;  // a prepared statement
+    int rc = sl_buffer_append(&s->body, &kind, 1);
+    if (rc == 0) rc = put_u16(&s->body, w->id_len);
+    if (rc == 0) rc = sl_buffer_append(&s->body, w->id, w->id_len);
+    if (rc == 0) rc = sl_buffer_append(&s->body, w->row.data, w->row.size);
+    if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+    ++w->group_rows;
+  }
+  w->rows_seen += batch->length;
+  return 0;
+}
+
+/* ---- The writer ---------------------------------------------------------------------- */
+
+static void write_free(struct cql_write* w) {
+  sl_cql_close(w->conn);
+  if (w->encoders != NULL) {
+    for (int i = 0; i < w->n_vars; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
+    sl_free(w->alloc, w->encoders, (size_t)w->n_vars * sizeof *w->encoders);
+  }
+  if (w->vars != NULL) {
+    for (int i = 0; i < w->n_vars; ++i) cql_type_free(&w->vars[i], w->alloc);
+    sl_free(w->alloc, w->vars, (size_t)(w->n_vars > 0 ? w->n_vars : 1) * sizeof *w->vars);
+  }
+  if (w->slots != NULL) {
+    for (int i = 0; i < w->in_flight; ++i) sl_buffer_reset(&w->slots[i].body);
+    sl_free(w->alloc, w->slots, (size_t)w->in_flight * sizeof *w->slots);
+  }
+  sl_free(w->alloc, w->free_slots, (size_t)w->in_flight * sizeof *w->free_slots);
+  sl_buffer_reset(&w->group_key);
+  sl_buffer_reset(&w->row);
+  sl_buffer_reset(&w->key);
+}
+
+static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                     const struct sl_write_args* args, struct sluice_error* error) {
+  (void)sink;
+  struct cql_write w;
+  memset(&w, 0, sizeof w);
+  w.alloc = args->alloc;
+  w.filling = -1;
+  sl_buffer_init(&w.group_key, w.alloc);
+  sl_buffer_init(&w.row, w.alloc);
+  sl_buffer_init(&w.key, w.alloc);
+  const char* location = args->location != NULL ? args->location : "cql://";
+  sl_cql_redacted(location, w.name, sizeof w.name);
+  int rc = parse_options(&w, args->format_options, error);
+  if (rc == 0) rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
+  if (rc == 0) {
+    w.slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.slots);
+    w.free_slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.free_slots);
+    if (w.slots == NULL || w.free_slots == NULL) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", w.name);
+    } else {
+      for (int i = 0; i < w.in_flight; ++i) {
+        sl_buffer_init(&w.slots[i].body, w.alloc);
+        w.free_slots[w.n_free++] = w.in_flight - 1 - i;  // stream 0 first
+      }
+    }
+  }
+  if (rc == 0) rc = sl_cql_connect(&w.address, w.name, w.alloc, &w.conn, error);
+  if (rc == 0) {
+    struct sl_text_batch_writer rows = {prepare, write_rows, &w};
+    rc = sl_text_write_stream(stream, NULL, args, &rows, error);
+  }
+  if (rc == 0) rc = send_group(&w, error);
+  while (rc == 0 && w.n_free < w.in_flight) rc = receive_one(&w, error);
+  write_free(&w);
+  return rc;
+}
+
+const struct sl_format_writer* sl_cql_writer(void) {
+  static const char* const extensions[] = {NULL};
+  static const struct sl_format_writer writer = {"cql", extensions, cql_write, 1};
+  return &writer;
+}

@@ -1,0 +1,294 @@
+"""Writing to Cassandra (`sluice convert SRC cql://...`) against a real
+Cassandra 5.0 node: every CQL type written back from what sluice read and
+compared, through the Python cassandra-driver, with the rows the driver wrote;
+files as pyarrow and pandas make them (int64 into int, microsecond
+timestamps, UUID text, ...) compared with the driver's reading of the table;
+partition batches, nulls left unset or written, retries of writes that time
+out, and the errors a user meets."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import ipaddress
+import uuid
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cql_fault_proxy import OVERLOADED, WRITE_TIMEOUT, FaultProxy
+from test_cql import KS, TYPES_DDL, insert_types, same_float, url
+
+TYPES_COLUMNS = ("t_text t_ascii t_bigint t_int t_smallint t_tinyint t_boolean t_float t_double "
+                 "t_timestamp t_date t_time t_uuid t_timeuuid t_blob t_inet t_varint t_decimal "
+                 "t_duration t_list t_set t_map t_nested t_tuple t_udt t_vector").split()
+
+
+@pytest.fixture(scope="module")
+def session(cassandra_node):
+    s = cassandra_node.session()
+    s.execute(f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
+              "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    return cassandra_node.session(KS)
+
+
+@pytest.fixture(scope="module")
+def node(cassandra_node, session):
+    return cassandra_node
+
+
+def same(a, b) -> bool:
+    """Driver values equal, NaN equal to NaN and -0.0 apart from 0.0."""
+    if isinstance(a, float) or isinstance(b, float):
+        return same_float(a, b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return sorted(a) == sorted(b) and all(same(a[k], b[k]) for k in a)
+    if hasattr(a, "_fields") and hasattr(b, "_fields"):  # UDT values
+        return a._fields == b._fields and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def table_rows(session, table: str, key: str = "id") -> dict:
+    return {getattr(r, key): r for r in session.execute(f"SELECT * FROM {KS}.{table}")}
+
+
+def test_every_type_round_trips(sluice, node, session, tmp_path):
+    """sluice reads the driver-written table, writes it to an empty copy of it;
+    the driver reads both the same."""
+    insert_types(session)
+    session.execute(TYPES_DDL.replace(f"{KS}.types", f"{KS}.types_copy"))
+    session.execute(f"TRUNCATE {KS}.types_copy")
+    arrows = tmp_path / "types.arrows"
+    sluice.run("convert", url(node, "types"), arrows)
+    sluice.run("convert", arrows, url(node, "types_copy"))
+    want, got = table_rows(session, "types"), table_rows(session, "types_copy")
+    assert sorted(got) == sorted(want)  # an INSERT makes the row even when every cell is unset
+    for rid, row in got.items():
+        for column in TYPES_COLUMNS:
+            assert same(getattr(want[rid], column), getattr(row, column)), (rid, column)
+
+
+def test_row_of_empty_values(sluice, node, session, tmp_path):
+    """nulls=null writes nulls, so a row whose cells are all null still exists."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.nullable (id int PRIMARY KEY, a int, b text)")
+    src = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "a": [None, 5],
+                             "b": [None, None]}), src)
+    sluice.run("convert", src, url(node, "nullable"), "-W", "nulls=null")
+    got = table_rows(session, "nullable")
+    assert sorted(got) == [1, 2]
+    assert (got[1].a, got[1].b, got[2].a, got[2].b) == (None, None, 5, None)
+
+
+def test_nulls_unset_keep_what_is_there(sluice, node, session, tmp_path):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.patch (id int PRIMARY KEY, a int, b text)")
+    session.execute(f"INSERT INTO {KS}.patch (id, a, b) VALUES (1, 10, 'keep')")
+    src = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": pa.array([11], pa.int32()),
+                             "b": pa.array([None], pa.string())}), src)
+    sluice.run("convert", src, url(node, "patch"))  # default nulls=unset
+    row = table_rows(session, "patch")[1]
+    assert (row.a, row.b) == (11, "keep")
+    sluice.run("convert", src, url(node, "patch"), "-W", "nulls=null")
+    row = table_rows(session, "patch")[1]
+    assert (row.a, row.b) == (11, None)
+
+
+PANDAS_DDL = f"""CREATE TABLE IF NOT EXISTS {KS}.loaded (
+  id bigint PRIMARY KEY, small int, tiny tinyint, ratio float, score double, wide varint,
+  amount decimal, at timestamp, day date, tod time, uid uuid, ip inet, tags list<text>,
+  attrs map<text, int>, flags set<int>, emb vector<float, 2>, raw blob)"""
+
+
+def test_file_types_convert_to_the_columns(sluice, node, session, tmp_path):
+    """A Parquet file as pyarrow writes it from pandas-like data: int64
+    everywhere, microsecond timestamps, float64, UUIDs and addresses as text,
+    decimals as decimal128 or text."""
+    session.execute(PANDAS_DDL)
+    n = 300
+    ids = list(range(n))
+    t0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    uuids = [uuid.UUID(int=i * 7919 + 1) for i in ids]
+    data = pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "small": pa.array([i - 150 for i in ids], pa.int64()),
+        "tiny": pa.array([i % 100 for i in ids], pa.uint8()),
+        "ratio": pa.array([i / 3 for i in ids], pa.float64()),
+        "score": pa.array([None if i % 5 == 0 else i * 1.5 for i in ids], pa.float32()),
+        "wide": pa.array([i * 10**20 for i in ids], pa.decimal128(38, 0)),
+        "amount": pa.array([decimal.Decimal(i) / 100 - 1 for i in ids], pa.decimal128(12, 2)),
+        "at": pa.array([t0 + datetime.timedelta(seconds=i, milliseconds=i) for i in ids],
+                       pa.timestamp("us", tz="UTC")),
+        "day": pa.array([datetime.date(2000, 1, 1) + datetime.timedelta(days=i) for i in ids],
+                        pa.date32()),
+        "tod": pa.array([i * 1_000_000 for i in ids], pa.time64("us")),
+        "uid": pa.array([str(u) for u in uuids]),
+        "ip": pa.array([f"10.0.{i // 256}.{i % 256}" if i % 2 else f"fe80::{i:x}" for i in ids]),
+        "tags": pa.array([[f"t{j}" for j in range(i % 4)] for i in ids]),
+        "attrs": pa.array([[(f"k{j}", j * i) for j in range(i % 3)] for i in ids],
+                          pa.map_(pa.string(), pa.int64())),
+        "flags": pa.array([[i % 2, i % 3, 7] for i in ids], pa.list_(pa.int64())),
+        "emb": pa.array([[i * 0.5, -i * 0.25] for i in ids], pa.list_(pa.float64(), 2)),
+        "raw": pa.array([bytes([i % 256]) * (i % 5) for i in ids], pa.binary()),
+    })
+    src = tmp_path / "loaded.parquet"
+    pq.write_table(data, src)
+    sluice.run("convert", src, url(node, "loaded"))
+    got = table_rows(session, "loaded")
+    assert sorted(got) == ids
+    for i in ids:
+        r = got[i]
+        assert r.small == i - 150 and r.tiny == i % 100
+        assert r.ratio == pytest.approx(i / 3, rel=1e-7)
+        assert r.score == (None if i % 5 == 0 else i * 1.5)
+        assert r.wide == i * 10**20
+        assert r.amount == decimal.Decimal(i) / 100 - 1
+        assert r.at == (t0 + datetime.timedelta(seconds=i, milliseconds=i)).replace(tzinfo=None)
+        assert r.day.date() == datetime.date(2000, 1, 1) + datetime.timedelta(days=i)
+        assert r.tod.nanosecond_time == i * 1_000_000_000
+        assert r.uid == uuids[i]
+        assert ipaddress.ip_address(r.ip) == ipaddress.ip_address(
+            f"10.0.{i // 256}.{i % 256}" if i % 2 else f"fe80::{i:x}")
+        assert (r.tags or []) == [f"t{j}" for j in range(i % 4)]
+        assert dict(r.attrs or {}) == {f"k{j}": j * i for j in range(i % 3)}
+        assert r.flags == {i % 2, i % 3, 7}
+        assert list(r.emb) == [i * 0.5, -i * 0.25]
+        assert (r.raw or b"") == bytes([i % 256]) * (i % 5)
+
+
+def test_decimal_text_and_csv_input(sluice, node, session, tmp_path):
+    """A CSV's text into decimal, uuid and inet columns, and its inferred
+    int64 into int."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.fromcsv (k int PRIMARY KEY, d decimal, "
+                    "u uuid, a inet)")
+    values = ["0", "-1.5", "123456789012345678901234567890.000000001", "1e3", "-2.5E-7",
+              "+.25", "99999999999999999999999999999999999999999999"]
+    csv = tmp_path / "in.csv"
+    csv.write_text("k,d,u,a\n" + "".join(
+        f"{i},{v},{uuid.UUID(int=i)},192.168.0.{i}\n" for i, v in enumerate(values)))
+    sluice.run("convert", csv, url(node, "fromcsv"), "--schema", "k:int64,d:string")
+    got = table_rows(session, "fromcsv", "k")
+    for i, v in enumerate(values):
+        assert got[i].d == decimal.Decimal(v), (i, v, got[i].d)
+        assert got[i].u == uuid.UUID(int=i) and got[i].a == f"192.168.0.{i}"
+
+
+ROWS = 12_000
+
+
+@pytest.fixture(scope="module")
+def readings():
+    """Rows of 40 partitions, in runs (as a sorted file has them) and mixed."""
+    n = ROWS
+    return pa.table({
+        "sensor": [f"s{(i // 300) % 40}" for i in range(n)],
+        "day": pa.array([(i // 300) % 3 for i in range(n)], pa.int32()),
+        "seq": pa.array(range(n), pa.int32()),
+        "reading": [None if i % 11 == 0 else i * 0.5 for i in range(n)],
+    })
+
+
+def readings_table(session, name: str) -> None:
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.{name} (sensor text, day int, seq int, "
+                    "reading double, PRIMARY KEY ((sensor, day), seq))")
+    session.execute(f"TRUNCATE {KS}.{name}")
+
+
+def read_back(session, name: str) -> list:
+    return sorted((r.sensor, r.day, r.seq, r.reading)
+                  for r in session.execute(f"SELECT * FROM {KS}.{name}"))
+
+
+def want_rows(t: pa.Table) -> list:
+    return sorted(zip(*(t.column(c).to_pylist() for c in ("sensor", "day", "seq", "reading"))))
+
+
+@pytest.mark.parametrize("options", [
+    None,                                   # batches of up to 32 rows of one partition
+    "batch_rows=1",                         # one EXECUTE per row
+    "batch_rows=500,in_flight=3",           # big batches, few requests in flight
+    "consistency=quorum,in_flight=1",       # strictly one request at a time
+])
+def test_partitions_batched_all_rows_once(sluice, node, session, readings, tmp_path, options):
+    src = tmp_path / "r.arrows"
+    with pa.ipc.new_stream(src, readings.schema) as w:
+        for b in readings.to_batches(max_chunksize=1000):  # rows of a run cross batches
+            w.write_batch(b)
+    readings_table(session, "readings")
+    extra = ["-W", options] if options else []
+    sluice.run("convert", src, url(node, "readings"), *extra)
+    assert read_back(session, "readings") == want_rows(readings)
+
+
+def test_writes_that_time_out_are_sent_again(sluice, node, session, readings, tmp_path):
+    src = tmp_path / "r.parquet"
+    pq.write_table(readings, src)
+    readings_table(session, "retried")
+    proxy = FaultProxy(node, WRITE_TIMEOUT, every=4, writes=True, once=True)
+    try:
+        sluice.run("convert", src, proxy.url(f"{KS}.retried"), "-W", "in_flight=16")
+    finally:
+        proxy.close()
+    assert proxy.injected >= 10
+    assert read_back(session, "retried") == want_rows(readings)
+
+
+def test_a_node_that_keeps_refusing_is_an_error(sluice, node, session, readings, tmp_path):
+    src = tmp_path / "r.parquet"
+    pq.write_table(readings.slice(0, 100), src)
+    readings_table(session, "refused")
+    proxy = FaultProxy(node, OVERLOADED, every=1, writes=True)
+    try:
+        err = sluice.expect_error("convert", src, proxy.url(f"{KS}.refused")).stderr.decode()
+    finally:
+        proxy.close()
+    assert "overloaded (0x1001)" in err and "sent 5 times" in err and "rows 1 to " in err
+    assert f":{node.password}@" not in err
+
+
+# ---- errors ------------------------------------------------------------------------
+
+def test_errors(sluice, node, session, tmp_path):
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.strict (id int PRIMARY KEY, v int, "
+                    "at timestamp)")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.hits (page text PRIMARY KEY, n counter)")
+
+    def src(name, **columns):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table(columns), path)
+        return path
+
+    ok = src("ok", id=pa.array([1], pa.int32()), v=pa.array([1], pa.int32()))
+    err = sluice.expect_error("convert", ok, url(node, "nosuch")).stderr.decode()
+    assert "nosuch" in err and "invalid query (0x2200)" in err
+    err = sluice.expect_error("convert", src("extra", id=[1], zz=[2]),
+                              url(node, "strict")).stderr.decode()
+    assert "zz" in err and "(0x2200)" in err  # the node names the unknown column
+    err = sluice.expect_error("convert", src("type", id=[1], v=["x"]),
+                              url(node, "strict")).stderr.decode()
+    assert "column 'v': Arrow string cannot be written as CQL int" in err
+    err = sluice.expect_error("convert", src("range", id=[1, 2, 3], v=[1, 2**31, 3]),
+                              url(node, "strict")).stderr.decode()
+    assert "row 2, column 'v'" in err and "out of the range" in err
+    stamps = pa.array([0, 1500], pa.timestamp("us"))
+    err = sluice.expect_error("convert", src("us", id=[1, 2], at=stamps),
+                              url(node, "strict")).stderr.decode()
+    assert "row 2, column 'at'" in err and "sub-millisecond" in err
+    err = sluice.expect_error("convert", src("count", page=["a"], n=[1]),
+                              url(node, "hits")).stderr.decode()
+    assert "not allowed on counter tables" in err  # the node says so at PREPARE
+    err = sluice.expect_error("convert", ok, url(node, "strict"), "-W",
+                              "batch_rows=0").stderr.decode()
+    assert "batch_rows" in err
+    err = sluice.expect_error("convert", ok, url(node, "strict"), "-W", "speed=max").stderr.decode()
+    assert "unknown cql write option 'speed'" in err
+    err = sluice.expect_error("convert", ok, url(node, "strict"), "-t", "csv").stderr.decode()
+    assert "Cassandra table, not 'csv'" in err and f":{node.password}@" not in err
+    err = sluice.expect_error("convert", ok, tmp_path / "x.out", "-t", "cql").stderr.decode()
+    assert "cql:// tables only" in err
+    bad = f"cql://{node.username}:wrong@{node.host}:{node.port}/{KS}.strict"
+    err = sluice.expect_error("convert", ok, bad).stderr.decode()
+    assert "wrong" not in err and "authentication" in err.lower()
+    assert not list(session.execute(f"SELECT * FROM {KS}.strict WHERE id = 3"))
