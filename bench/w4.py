@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from typing import Optional
 
 from harness import HERE, PY, ROOT, Cell, Context, log
@@ -136,10 +137,11 @@ def sluice_cells(ctx: Context, task: str, which: str, cols: str, ext: str, path:
 
 # Opt-in (--tasks q1_cql,q3_cql): the same queries over a Cassandra table,
 # on a node bench/w4.py starts and loads for the run (minutes at full size).
-CQL_TASKS = {
+CQL_QUERY_TASKS = {
     "q1_cql": ("s1", "max_greatest_val2_val3", "val2,val3"),
     "q3_cql": ("s3", "max_data", "data"),
 }
+CQL_TASKS = set(CQL_QUERY_TASKS) | {"load_cql"}
 
 
 def cassandra_cells(ctx: Context) -> list:
@@ -160,15 +162,31 @@ def cassandra_cells(ctx: Context) -> list:
     atexit.register(node.stop)
     log(f"Cassandra node on {node.contact} (started in {node.start_seconds:.1f} s)")
     peer = os.path.join(HERE, "peers", "w4_cql.py")
-    loaded = subprocess.run([PY, peer, "load", node.host, str(node.port), ctx.data],
-                            check=True, capture_output=True, text=True)
-    log(f"loaded: {loaded.stdout.strip()}")
-    facts = json.loads(loaded.stdout)
-    ctx.notes.append(f"Cassandra 5.0 node on loopback (heap 1 GiB), started in "
-                     f"{node.start_seconds:.0f} s; loaded by the Python driver in "
-                     f"{facts['load_s']:.0f} s ({facts['rows']})")
-    out = []
-    for task, (which, key, cols) in CQL_TASKS.items():
+    base = f"cql://{node.username}:{node.password}@{node.host}:{node.port}/w4."
+
+    def peer_run(*args) -> dict:
+        done = subprocess.run([PY, peer, *map(str, args)], check=True, capture_output=True,
+                              text=True)
+        return json.loads(done.stdout)
+
+    # The query tables, loaded by sluice itself (the load_cql task measures
+    # the loaders; every query below checks count and max against the
+    # generator's answers, so a wrong load cannot go unnoticed).
+    if ctx.tasks & set(CQL_QUERY_TASKS):
+        took = {}
+        for which in ("s1", "s3"):
+            peer_run("create", node.host, node.port, which, which)
+            t0 = time.perf_counter()
+            subprocess.run([ctx.sluice, "-q", "convert", os.path.join(ctx.data, f"{which}.parquet"),
+                            base + which], check=True)
+            took[which] = time.perf_counter() - t0
+        log(f"loaded by sluice: {took}")
+        ctx.notes.append(f"Cassandra 5.0 node on loopback (heap 1 GiB), started in "
+                         f"{node.start_seconds:.0f} s; tables w4.s1 and w4.s3 loaded by "
+                         f"`sluice convert sN.parquet cql://...` in {took['s1']:.0f} s and "
+                         f"{took['s3']:.0f} s ({ctx.meta['rows']:,} rows each)")
+    out = load_cells(ctx, node, peer, peer_run, base) if "load_cql" in ctx.tasks else []
+    for task, (which, key, cols) in CQL_QUERY_TASKS.items():
         if task not in ctx.tasks:
             continue
         check = checker(ctx.meta, which, key)
@@ -197,6 +215,53 @@ def cassandra_cells(ctx: Context) -> list:
                             "files afterwards, untimed",
                         metric="load_s", checker=check, skip=dsbulk_missing()))
     return out
+
+
+def load_cells(ctx: Context, node, peer: str, peer_run, base: str) -> list:
+    """load_cql: s1 (schema1) loaded into an empty table w4.load_s1 by
+    sluice, the driver and DSBulk. After each run (untimed) `sluice stats`
+    over the table checks count(*) and max(greatest(val2, val3)) against the
+    generator's answers, and the table is emptied for the next run."""
+    want = ctx.meta["answers"]["s1"]
+    table = "load_s1"
+    peer_run("create", node.host, node.port, "s1", table)
+    parquet = os.path.join(ctx.data, "s1.parquet")
+
+    def verify_and_empty() -> Optional[str]:
+        done = subprocess.run([ctx.sluice, "-q", "stats", base + table, "-c", "val2,val3",
+                               "--json"], capture_output=True, text=True)
+        peer_run("create", node.host, node.port, "s1", table)  # TRUNCATE
+        if done.returncode != 0:
+            return f"reading the loaded table back: {done.stderr.strip()[-300:]}"
+        rows, mx, _ = sluice_answer({"list": json.loads(done.stdout)}, "s1")
+        if rows != want["count"] or mx != want["max_greatest_val2_val3"]:
+            return f"loaded table: count {rows}, max {mx}; want {want}"
+        return None
+
+    return [
+        Cell("load_cql", "sluice convert s1.parquet cql://", "sluice", "sluice",
+             [[ctx.sluice, "-q", "convert", parquet, base + table]],
+             how="`sluice convert s1.parquet cql://.../w4.load_s1`: one prepared INSERT, "
+                 "rows of a partition in UNLOGGED batches of up to 32, 128 requests in "
+                 "flight on one connection (the defaults)",
+             parse_json=False, check=False, post=verify_and_empty),
+        Cell("load_cql", "sluice convert -W batch_rows=100", "sluice", "sluice",
+             [[ctx.sluice, "-q", "convert", parquet, base + table, "-W", "batch_rows=100"]],
+             how="the same with a whole partition (100 rows) per batch, as the driver "
+                 "peer batches",
+             parse_json=False, check=False, post=verify_and_empty),
+        Cell("load_cql", "cassandra-driver batches", "cassandra-driver", "peer",
+             [[PY, peer, "load", node.host, str(node.port), parquet, table]],
+             how="Python cassandra-driver: pyarrow reads the file, prepared INSERTs in one "
+                 "UNLOGGED batch per partition, execute_concurrent with 32 in flight",
+             metric="load_s", check=False, post=verify_and_empty),
+        Cell("load_cql", "dsbulk load (CSV)", "dsbulk", "peer",
+             [[PY, peer, "dsbulk-load", node.host, str(node.port),
+               os.path.join(ctx.data, "s1.csv"), "s1", table]],
+             how="DSBulk 1.10 `dsbulk load` of the header-less s1.csv (DSBulk reads no "
+                 "Parquet) with its defaults, timed as the whole command, JVM start included",
+             metric="load_s", check=False, post=verify_and_empty, skip=dsbulk_missing()),
+    ]
 
 
 def dsbulk_missing() -> Optional[str]:
