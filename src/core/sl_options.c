@@ -12,8 +12,11 @@ int sl_option_next(const char** cursor, struct sl_option* out) {
   }
   const char* end = strchr(o, ',');
   size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
-  *cursor = o + n;
   const char* eq = memchr(o, '=', n);
+  // A lone comma right after '=' is the value (delimiter=,), not a separator;
+  // "null_values=,header=true" has an empty value.
+  if (eq != NULL && end == eq + 1 && (end[1] == ',' || end[1] == '\0')) ++n;
+  *cursor = o + n;
   out->key = o;
   if (eq == NULL) {
     out->key_len = n;

@@ -13,7 +13,9 @@ struct sl_option {
 
 /// The next option of the list at *cursor (advanced past it): 1 and *out;
 /// 0 at the end of the list; -1 when an item has no '=' (*out->key, key_len
-/// is the whole item, for the message). Empty items (",,") are skipped.
+/// is the whole item, for the message). Empty items (",,") are skipped. A
+/// lone comma right after '=' is the value: "delimiter=,,header=false" is
+/// delimiter "," and header "false"; "null=,header=false" has an empty null.
 int sl_option_next(const char** cursor, struct sl_option* out);
 
 /// Whether the option's key is `key`.

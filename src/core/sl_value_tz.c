@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sl_alloc.h"
+#include "sl_endian.h"
 
 /// A POSIX TZ rule date: Mm.w.d, Jn (1..365, no Feb 29) or n (0..365).
 struct tz_rule_date {
@@ -27,11 +28,10 @@ struct sl_tz {
   struct tz_rule_date start, end;
 };
 
+/// A signed big-endian number of 4 or 8 bytes (TZif's sizes).
 static int64_t read_be(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
-  if (bytes == 4) return (int32_t)(uint32_t)v;
-  return (int64_t)v;
+  uint64_t v = sl_load_be(p, bytes);
+  return bytes == 4 ? (int32_t)(uint32_t)v : (int64_t)v;
 }
 
 /* ---- POSIX TZ strings ("CET-1CEST,M3.5.0,M10.5.0/3") --------------------- */

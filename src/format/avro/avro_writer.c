@@ -64,6 +64,7 @@
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "core/sl_type.h"
@@ -995,7 +996,6 @@ static int flush_block(struct aw_ctx* ctx, struct aw_pipe* pipe, int64_t count,
   return 0;
 }
 
-static int key_is(const char* k, size_t n, const char* lit) { return strlen(lit) == n && memcmp(k, lit, n) == 0; }
 
 static int hexval(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -1009,28 +1009,27 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
   ctx->level = -1;
   ctx->block_size = AW_DEFAULT_BLOCK;
   int have_codec = 0;
-  const char* s = args->format_options != NULL ? args->format_options : "";
-  while (*s != '\0') {
-    const char* end = strchr(s, ',');
-    if (end == NULL) end = s + strlen(s);
-    const char* eq = memchr(s, '=', (size_t)(end - s));
-    if (eq == NULL) {
+  const char* options = args->format_options;
+  struct sl_option o;
+  int more;
+  while ((more = sl_option_next(&options, &o)) != 0) {
+    if (more < 0) {
       return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (keys: codec, level, block_size, sync)",
-                          (int)(end - s), s);
+                          (int)o.key_len, o.key);
     }
-    size_t kn = (size_t)(eq - s), vn = (size_t)(end - eq - 1);
-    const char* v = eq + 1;
+    size_t vn = o.value_len;
+    const char* v = o.value;
     int64_t number;
-    if (key_is(s, kn, "codec")) {
+    if (sl_option_is(&o, "codec")) {
       SL_RETURN_NOT_OK(avro_codec_from_name(v, vn, &ctx->codec, error));
       have_codec = 1;
-    } else if (key_is(s, kn, "level")) {
+    } else if (sl_option_is(&o, "level")) {
       if (sl_parse_int64(v, vn, 0, 22, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
       ctx->level = (int)number;
-    } else if (key_is(s, kn, "block_size") || key_is(s, kn, "sync_interval")) {
+    } else if (sl_option_is(&o, "block_size") || sl_option_is(&o, "sync_interval")) {
       if (sl_parse_int64(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1..2^30 bytes", (int)vn, v);
       ctx->block_size = (size_t)number;
-    } else if (key_is(s, kn, "sync")) {
+    } else if (sl_option_is(&o, "sync")) {
       if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
       for (int i = 0; i < 16; ++i) {
         int h = hexval(v[2 * i]), l = hexval(v[2 * i + 1]);
@@ -1039,9 +1038,8 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       }
       ctx->have_sync = 1;
     } else {
-      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (keys: codec, level, block_size, sync)", (int)kn, s);
+      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (keys: codec, level, block_size, sync)", (int)o.key_len, o.key);
     }
-    s = *end ? end + 1 : end;
   }
   if (!have_codec && args->compression != NULL && strcmp(args->compression, "none") != 0) {
     const char* c = strcmp(args->compression, "zstd") == 0 ? "zstandard" : args->compression;

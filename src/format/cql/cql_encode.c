@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../core/sl_alloc.h"
+#include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
 #include "../../core/sl_read.h"
 
@@ -154,14 +155,20 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
       // the type lacks is an error rather than silently dropped.
       for (int64_t i = 0; i < values->n_children; ++i) {
         int found = 0;
-        for (int j = 0; j < cql->n_children; ++j) found |= strcmp(cql->children[j].name, values->children[i].name) == 0;
+        for (int j = 0; j < cql->n_children; ++j) {
+          const char* name = cql->children[j].name;
+          found |= name != NULL && strcmp(name, values->children[i].name) == 0;
+        }
         if (!found) {
           return sl_error_set(error, EINVAL, "column '%s': the user-defined type has no field '%s'",
                               column, values->children[i].name);
         }
       }
       n = cql->n_children;
-      for (int i = 0; i < n && i < 64; ++i) kids[i] = child_named(values, cql->children[i].name);
+      for (int i = 0; i < n && i < 64; ++i) {
+        const char* name = cql->children[i].name;
+        kids[i] = name != NULL ? child_named(values, name) : NULL;
+      }
       break;
     default: break;
   }
@@ -197,7 +204,7 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
 
 static int put_be(struct sl_buffer* out, uint64_t v, int n) {
   uint8_t b[8];
-  for (int i = 0; i < n; ++i) b[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+  sl_store_be(b, v, n);
   return sl_buffer_append(out, b, n);
 }
 
@@ -214,7 +221,7 @@ static int put_twos_complement(struct sl_buffer* out, const uint8_t* be, int n) 
 
 static int put_varint64(struct sl_buffer* out, int64_t v) {
   uint8_t be[8];
-  for (int i = 0; i < 8; ++i) be[i] = (uint8_t)((uint64_t)v >> (56 - 8 * i));
+  sl_store_be(be, (uint64_t)v, 8);
   return put_twos_complement(out, be, 8);
 }
 
@@ -227,9 +234,9 @@ static int put_vint(struct sl_buffer* out, uint64_t v) {
   uint8_t b[9];
   if (size == 9) {
     b[0] = 0xFF;
-    for (int i = 0; i < 8; ++i) b[1 + i] = (uint8_t)(v >> (56 - 8 * i));
+    sl_store_be(b + 1, v, 8);
   } else {
-    for (int i = 0; i < size; ++i) b[i] = (uint8_t)(v >> (8 * (size - 1 - i)));
+    sl_store_be(b, v, size);
     b[0] |= (uint8_t)(0xFF00u >> (size - 1));  // size - 1 leading ones
   }
   return sl_buffer_append(out, b, size);
@@ -459,7 +466,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
         int64_t v = int_at(t, a, p, &huge);
         if (!huge) return put_varint64(out, v);
         uint8_t be[9] = {0};
-        for (int k = 0; k < 8; ++k) be[1 + k] = (uint8_t)((uint64_t)v >> (56 - 8 * k));
+        sl_store_be(be + 1, (uint64_t)v, 8);
         return put_twos_complement(out, be, 9);
       }
     case CQL_FLOAT: {
@@ -655,7 +662,7 @@ static int encode_at(const struct cql_encoder* e, const struct ArrowArray* a, in
     *why = "a value of 2 GiB or more";
     return EINVAL;
   }
-  for (int k = 0; k < 4; ++k) out->data[at + k] = (uint8_t)((uint64_t)n >> (24 - 8 * k));
+  sl_store_be(out->data + at, (uint64_t)n, 4);
   return 0;
 }
 

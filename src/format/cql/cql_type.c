@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "../../core/sl_endian.h"
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_array.h"
 #include "../../core/sl_error.h"
@@ -214,12 +215,6 @@ int cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocato
 
 /* ---- Values ---------------------------------------------------------------------- */
 
-static uint64_t be_uint(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v = v << 8 | p[i];
-  return v;
-}
-
 /// Cassandra's unsigned vint (VIntCoding): the first byte's leading ones
 /// count the bytes that follow. -1 when it runs past `end`.
 static int read_vint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
@@ -332,7 +327,7 @@ int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8
       *why = "a value of the wrong width for its type";
       return EILSEQ;
     }
-    uint64_t u = width <= 8 ? be_uint(v, width) : 0;
+    uint64_t u = width <= 8 ? sl_load_be(v, width) : 0;
     switch (t->id) {
       case CQL_BIGINT: case CQL_COUNTER: case CQL_TIMESTAMP: return sl_builder_append_int64(b, (int64_t)u);
       case CQL_TIME:

@@ -16,6 +16,7 @@
 #include "csv_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 
 struct type_alias {
   const char* name;
@@ -185,22 +186,17 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
   o->infer_bytes = INT64_C(1) << 20;
   o->batch_bytes = INT64_C(64) << 20;
   if (text == NULL) return 0;
-  const char* s = text;
-  while (*s != '\0') {
-    const char* end = strchr(s, ',');
-    // A comma right after '=' is the value (delimiter=, quote=,), not a separator.
-    // (Only a lone one: "null_values=,header=true" has an empty value.)
-    const char* eq = memchr(s, '=', end != NULL ? (size_t)(end - s) : strlen(s));
-    if (eq != NULL && end == eq + 1 && (end[1] == ',' || end[1] == '\0')) {
-      end = strchr(end + 1, ',');
-    }
-    if (end == NULL) end = s + strlen(s);
-    if (eq == NULL || eq >= end) {
+  struct sl_option item;
+  int more;
+  while ((more = sl_option_next(&text, &item)) != 0) {
+    if (more < 0) {
       csv_options_free(o, alloc);
-      return sl_error_set(error, EINVAL, "CSV option '%.*s': expected key=value", (int)(end - s), s);
+      return sl_error_set(error, EINVAL, "CSV option '%.*s': expected key=value",
+                          (int)item.key_len, item.key);
     }
-    size_t klen = (size_t)(eq - s), vlen = (size_t)(end - eq - 1);
-    const char* v = eq + 1;
+    const char* s = item.key;
+    size_t klen = item.key_len, vlen = item.value_len;
+    const char* v = item.value;
     int ok = 1, rc = 0;
 #define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(s, lit, klen) == 0)
     if (KEY("delimiter") || KEY("delim") || KEY("sep")) {
@@ -261,7 +257,6 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%.*s'", (int)klen, s,
                           (int)vlen, v);
     }
-    s = *end == ',' ? end + 1 : end;
   }
   if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {
     csv_options_free(o, alloc);

@@ -12,6 +12,7 @@
 #include "core/sl_array.h"
 #include "core/sl_builder.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "io/sl_source.h"
 
 /// Bytes asked of the source per forward read.
@@ -58,38 +59,31 @@ struct lp_reader {
 static int parse_options(struct lp_reader* r, const char* options, struct sluice_error* error) {
   static const char k_key[] = "length_prefix";
   r->prefix = k_kinds[0];
-  for (const char* o = options; o != NULL && *o != '\0';) {
-    const char* end = strchr(o, ',');
-    size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
-    const char* eq = memchr(o, '=', n);
-    if (n > 0) {
-      if (eq == NULL) {
-        return sl_error_set(error, EINVAL, "lenprefix option '%.*s': expected key=value",
-                            (int)n, o);
-      }
-      size_t key_len = (size_t)(eq - o);
-      if (key_len != sizeof k_key - 1 || strncmp(o, k_key, key_len) != 0) {
-        return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s)",
-                            (int)key_len, o, k_key);
-      }
-      const char* value = eq + 1;
-      size_t value_len = n - key_len - 1;
-      int found = 0;
-      for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; ++i) {
-        if (strlen(k_kinds[i].name) == value_len &&
-            strncmp(k_kinds[i].name, value, value_len) == 0) {
-          r->prefix = k_kinds[i];
-          found = 1;
-        }
-      }
-      if (!found) {
-        return sl_error_set(error, EINVAL,
-                            "lenprefix option length_prefix='%.*s': expected one of varint, "
-                            "u8, u16le, u16be, u32le, u32be, u64le, u64be",
-                            (int)value_len, value);
+  struct sl_option o;
+  int more;
+  while ((more = sl_option_next(&options, &o)) != 0) {
+    if (more < 0) {
+      return sl_error_set(error, EINVAL, "lenprefix option '%.*s': expected key=value",
+                          (int)o.key_len, o.key);
+    }
+    if (!sl_option_is(&o, k_key)) {
+      return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s)",
+                          (int)o.key_len, o.key, k_key);
+    }
+    int found = 0;
+    for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; ++i) {
+      if (strlen(k_kinds[i].name) == o.value_len &&
+          strncmp(k_kinds[i].name, o.value, o.value_len) == 0) {
+        r->prefix = k_kinds[i];
+        found = 1;
       }
     }
-    o = end != NULL ? end + 1 : o + n;
+    if (!found) {
+      return sl_error_set(error, EINVAL,
+                          "lenprefix option length_prefix='%.*s': expected one of varint, "
+                          "u8, u16le, u16be, u32le, u32be, u64le, u64be",
+                          (int)o.value_len, o.value);
+    }
   }
   return 0;
 }

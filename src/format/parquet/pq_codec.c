@@ -29,6 +29,7 @@
 #include "../../codec/sl_codec_alloc.h"
 #include "../../codec/sl_gzip.h"
 #include "../../core/sl_alloc.h"
+#include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
 
 // Page sizes are Thrift i32 fields, and LZ4 / zlib take int / uInt lengths.
@@ -225,17 +226,13 @@ static int zstd_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, ui
   return 0;
 }
 
-static uint32_t load_be32(const uint8_t* p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /// The Hadoop framing of codec LZ4: repeated (big-endian u32 uncompressed
 /// size, u32 compressed size, LZ4 block). Returns false when the input is
 /// not exactly that (the caller then tries a raw block), as Arrow does.
 static bool lz4_hadoop(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_size) {
   int64_t in = 0, out = 0;
   while (n - in >= 8) {
-    uint32_t raw = load_be32(src + in), packed = load_be32(src + in + 4);
+    uint32_t raw = sl_load_be32(src + in), packed = sl_load_be32(src + in + 4);
     in += 8;
     if (packed > n - in || raw > dst_size - out || packed > INT_MAX || raw > INT_MAX) return false;
     int got = LZ4_decompress_safe((const char*)src + in, (char*)dst + out, (int)packed, (int)raw);

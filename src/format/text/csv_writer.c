@@ -42,6 +42,7 @@
 
 #include "text_writers.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "io/sl_sink.h"
@@ -109,19 +110,16 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
   o->eol_len = 1;
   o->float_point = 0;
   o->timestamp_iso = 0;
-  const char* s = text != NULL ? text : "";
-  while (*s != '\0') {
-    const char* end = strchr(s, ',');
-    // A comma right after '=' is the value (delimiter=,), not a separator.
-    const char* eq = memchr(s, '=', end != NULL ? (size_t)(end - s) : strlen(s));
-    if (eq != NULL && end == eq + 1) end = strchr(end + 1, ',');
-    if (end == NULL) end = s + strlen(s);
-    if (eq == NULL || eq >= end) {
+  struct sl_option item;
+  int more;
+  while ((more = sl_option_next(&text, &item)) != 0) {
+    if (more < 0) {
       return sl_error_set(error, EINVAL, "CSV write option '%.*s': expected key=value (keys: "
-                          CSV_KNOWN_KEYS ")", (int)(end - s), s);
+                          CSV_KNOWN_KEYS ")", (int)item.key_len, item.key);
     }
-    size_t klen = (size_t)(eq - s), vlen = (size_t)(end - eq - 1);
-    const char* v = eq + 1;
+    const char* s = item.key;
+    size_t klen = item.key_len, vlen = item.value_len;
+    const char* v = item.value;
     int ok = 1;
     if (value_is(s, klen, "delimiter") || value_is(s, klen, "delim") ||
         value_is(s, klen, "sep")) {
@@ -163,7 +161,6 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
       return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%.*s'", (int)klen,
                           s, (int)vlen, v);
     }
-    s = *end == ',' ? end + 1 : end;
   }
   if (o->delimiter == o->quote) {
     return sl_error_set(error, EINVAL, "CSV write options: the delimiter equals the quote");
