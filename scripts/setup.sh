@@ -26,7 +26,7 @@ APT_PACKAGES=(
   libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
   libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
   avro-bin libavro-dev maven openjdk-17-jdk-headless
-  libcurl4-openssl-dev libssl-dev nginx-light
+  libcurl4-openssl-dev libssl-dev openssl nginx-light
 )
 
 # s3s-fs (crates.io), an S3 server that verifies SigV4, for tests/py/test_s3.py,

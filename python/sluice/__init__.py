@@ -71,12 +71,23 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     format_options = dict(format_options)
     hive = bool(format_options.pop("hive_partitioning", True))
     filters = format_options.pop("filters", None)
+    ca_bundle, insecure = _tls_settings(format_options)
     return _sluice.open(
         _location(src), format=format, columns=list(columns) if columns is not None else None,
         threads=int(threads or 0), ordered=bool(ordered),
         limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
         memory=int(memory or 0), format_options=_options_string(format_options),
-        hive_partitioning=hive, partition_filter=_partition_filter(filters))
+        hive_partitioning=hive, partition_filter=_partition_filter(filters),
+        ca_bundle=ca_bundle, insecure=insecure)
+
+
+def _tls_settings(options):
+    """Takes ca_bundle= and insecure= out of the keyword options: not a
+    format's, but how https://, s3:// and cql:// (tls=True) check certificates,
+    as the CLI's --ca-bundle and --insecure."""
+    ca_bundle = options.pop("ca_bundle", None)
+    insecure = bool(options.pop("insecure", False))
+    return (_os.fsdecode(_os.fspath(ca_bundle)) if ca_bundle is not None else None), insecure
 
 
 _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -192,7 +203,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         from becoming columns, as they do by default; ``filters=[("year",
         ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's, on
         partition keys only, all must hold) to read only the objects whose
-        partition values pass: the others are never opened.
+        partition values pass: the others are never opened; ``ca_bundle=``
+        (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
+        checks) for https://, s3:// and cql:// with ``tls=True``, as the
+        CLI's --ca-bundle and --insecure.
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     When every column is flat fixed-width (numbers, bools, dates, times,
@@ -351,11 +365,17 @@ def write(data, dst, *, format=None, compression=None, index=None, **options):
         pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,
         pyarrow and sluice restore it); True always keeps it; False drops it.
         Without pyarrow the index columns are written, not the metadata.
-    **options: writer options, e.g. for CSV ``delimiter=";", header=False``.
+    **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
+        and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
+        (no certificate checks) for s3:// over https and cql:// with
+        ``tls=True``, as the CLI's --ca-bundle and --insecure.
     """
+    options = dict(options)
+    ca_bundle, insecure = _tls_settings(options)
     capsule = _stream_capsule(data, index)
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
-                  format_options=_options_string(options))
+                  format_options=_options_string(options), ca_bundle=ca_bundle,
+                  insecure=insecure)
 
 
 def reader_formats():

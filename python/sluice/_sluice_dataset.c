@@ -30,7 +30,7 @@ static int dataset_check_open(DatasetObject* self) {
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
-                             "partition_filter", NULL};
+                             "partition_filter", "ca_bundle", "insecure", NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
@@ -38,9 +38,12 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
   const char* partition_filter = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpz", keywords, &location, &format,
+  const char* ca_bundle = NULL;
+  int insecure = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzp", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
-                                   &format_options, &hive, &partition_filter)) {
+                                   &format_options, &hive, &partition_filter, &ca_bundle,
+                                   &insecure)) {
     return NULL;
   }
   if (threads < 0 || batch_rows < 0 || memory < 0 || limit < -1) {
@@ -59,6 +62,8 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   options.format_options = format_options;
   options.hive_partitioning = hive;
   options.partition_filter = partition_filter;
+  options.ca_bundle = ca_bundle;
+  options.tls_insecure = insecure;
 
   PyObject* names = NULL;  // keeps the UTF-8 of each column name alive
   const char** column_names = NULL;

@@ -11,14 +11,17 @@
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
-                             NULL};
+                             "ca_bundle", "insecure", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
   const char* compression = NULL;
   const char* format_options = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzz", keywords, &capsule, &location, &format,
-                                   &compression, &format_options)) {
+  const char* ca_bundle = NULL;
+  int insecure = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzp", keywords, &capsule, &location,
+                                   &format, &compression, &format_options, &ca_bundle,
+                                   &insecure)) {
     return NULL;
   }
   struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
@@ -32,6 +35,8 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.format = format;
   options.compression = compression;
   options.format_options = format_options;
+  options.ca_bundle = ca_bundle;
+  options.tls_insecure = insecure;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

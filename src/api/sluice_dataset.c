@@ -314,7 +314,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
                                 .batch_size = options->batch_size,
-                                .format_options = options->format_options};
+                                .format_options = options->format_options,
+                                .tls_insecure = options->tls_insecure,
+                                .ca_bundle = options->ca_bundle};
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error
@@ -533,7 +535,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   const struct sluice_allocator* alloc =
       options->allocator != NULL ? options->allocator : sluice_default_allocator();
   struct sl_write_args args = {alloc, options->compression, options->format_options,
-                               options->batch_metadata, options->batch_metadata_user, location};
+                               options->batch_metadata, options->batch_metadata_user, location,
+                               options->tls_insecure, options->ca_bundle};
   if (writer->table != table) {
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);

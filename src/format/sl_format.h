@@ -48,6 +48,10 @@ struct sl_reader_args {
   /// Format-specific options as "key=value,key=value" (NULL = none), e.g.
   /// CSV: "delimiter=;,header=false,schema=a:int32|b:string".
   const char* format_options;
+  /// For readers that connect themselves (cql:// with tls=true): skip the
+  /// certificate checks; a PEM file of trusted CAs (NULL = the system's).
+  int tls_insecure;
+  const char* ca_bundle;
 };
 
 /// Stored statistics of one column over the whole object (see stored_stats).
@@ -133,8 +137,11 @@ struct sl_write_args {
   /// NULL = none.
   int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
   void* batch_metadata_user;
-  /// Where the data goes; table writers (cql) connect to it themselves.
+  /// Where the data goes; table writers (cql) connect to it themselves,
+  /// with these TLS settings (see sl_reader_args).
   const char* location;
+  int tls_insecure;
+  const char* ca_bundle;
 };
 
 struct sl_sink;

@@ -1,23 +1,31 @@
-// Cassandra's native protocol v4 over plain TCP: see sl_cql.h. Written by
-// hand: Debian packages no C driver for Cassandra (the DataStax C++ driver is
-// not in Debian), and a bulk reader needs only a handful of the protocol's
-// messages: STARTUP, AUTH_RESPONSE, paged QUERYs, and for writing PREPARE,
-// EXECUTE and BATCH, whose bodies the cql writer builds.
+// Cassandra's native protocol v4 over TCP or TLS (OpenSSL): see sl_cql.h.
+// Written by hand: Debian packages no C driver for Cassandra (the DataStax
+// C++ driver is not in Debian), and a bulk reader needs only a handful of the
+// protocol's messages: STARTUP, AUTH_RESPONSE, paged QUERYs, and for
+// writing PREPARE, EXECUTE and BATCH, whose bodies the cql writer builds.
 #include "sl_cql.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
+#include "../core/sl_endian.h"
 #include "../core/sl_error.h"
 #include "../core/sl_value_text.h"
 
@@ -60,6 +68,8 @@ struct sl_cql_conn {
   size_t out_len;
   uint8_t* in;  ///< the body of the last frame received
   size_t in_cap;
+  SSL_CTX* tls_ctx;  ///< TLS connections: OpenSSL's context and session
+  SSL* tls;
   /// The code of the ERROR frame the last receive got (the connection is
   /// still in step), or -1 (none, or an I/O or protocol error).
   int32_t server_error;
@@ -201,13 +211,9 @@ int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
 
 /* ---- Cursor ------------------------------------------------------------------ */
 
-static uint32_t be32(const uint8_t* p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 int sl_cql_read_int(struct sl_cql_cursor* c, int32_t* out) {
   if (c->end - c->p < 4) return -1;
-  *out = (int32_t)be32(c->p);
+  *out = (int32_t)sl_load_be32(c->p);
   c->p += 4;
   return 0;
 }
@@ -269,12 +275,14 @@ static int put_bytes(struct sl_cql_conn* c, const void* p, size_t n) {
 }
 
 static int put_u16(struct sl_cql_conn* c, unsigned v) {
-  uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+  uint8_t b[2];
+  sl_store_be(b, v, 2);
   return put_bytes(c, b, 2);
 }
 
 static int put_u32(struct sl_cql_conn* c, uint32_t v) {
-  uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+  uint8_t b[4];
+  sl_store_be(b, v, 4);
   return put_bytes(c, b, 4);
 }
 
@@ -292,15 +300,44 @@ static int begin_frame(struct sl_cql_conn* c, int opcode) {
   return put_bytes(c, header, sizeof header);
 }
 
-static void put_length(uint8_t* header, size_t body) {
-  header[5] = (uint8_t)(body >> 24);
-  header[6] = (uint8_t)(body >> 16);
-  header[7] = (uint8_t)(body >> 8);
-  header[8] = (uint8_t)body;
+static void put_length(uint8_t* header, size_t body) { sl_store_be(header + 5, body, 4); }
+
+static int send_failed(struct sl_cql_conn* c, int e, struct sluice_error* error) {
+  int timed_out = e == EAGAIN || e == EWOULDBLOCK;
+  return sl_error_set(error, timed_out ? ETIMEDOUT : EIO, "%s: cannot send to %s: %s", c->name,
+                      c->peer, timed_out ? "timed out" : strerror(e));
 }
 
-/// Sends the `n` pieces in full (sendmsg may take part of them).
+/// Sends the `n` pieces in full (sendmsg may take part of them; over TLS,
+/// one SSL_write each).
 static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct sluice_error* error) {
+  if (c->tls != NULL) {
+    // OpenSSL writes with write(2), which raises SIGPIPE when the node has
+    // gone: held back in this thread and taken away, as libcurl does, so
+    // that a library never kills its process.
+    sigset_t pipe_only, before, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; ++i) {
+      size_t done = 0;
+      errno = 0;
+      if (iov[i].iov_len > 0 && SSL_write_ex(c->tls, iov[i].iov_base, iov[i].iov_len, &done) != 1) {
+        ERR_clear_error();
+        rc = send_failed(c, errno != 0 ? errno : EIO, error);
+      }
+    }
+    sigpending(&pending);
+    if (!was_pending && sigismember(&pending, SIGPIPE)) {
+      struct timespec now = {0, 0};
+      (void)sigtimedwait(&pipe_only, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    return rc;
+  }
   while (n > 0) {
     struct msghdr msg;
     memset(&msg, 0, sizeof msg);
@@ -308,12 +345,7 @@ static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct slui
     msg.msg_iovlen = (size_t)n;
     ssize_t k = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      int e = k < 0 ? errno : EIO;
-      return sl_error_set(error, e == EAGAIN || e == EWOULDBLOCK ? ETIMEDOUT : EIO,
-                          "%s: cannot send to %s: %s", c->name, c->peer,
-                          e == EAGAIN || e == EWOULDBLOCK ? "timed out" : strerror(e));
-    }
+    if (k <= 0) return send_failed(c, k < 0 ? errno : EIO, error);
     size_t sent = (size_t)k;
     while (n > 0 && sent >= iov->iov_len) {
       sent -= iov->iov_len;
@@ -338,9 +370,22 @@ static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
   return send_all(c, &iov, 1, error);
 }
 
+/// Some bytes into dst: their count, 0 when the peer closed, -1 (errno set).
+static ssize_t recv_some(struct sl_cql_conn* c, uint8_t* dst, size_t n) {
+  if (c->tls == NULL) return recv(c->fd, dst, n, 0);
+  size_t got = 0;
+  errno = 0;
+  if (SSL_read_ex(c->tls, dst, n, &got) == 1) return (ssize_t)got;
+  int why = SSL_get_error(c->tls, 0);
+  ERR_clear_error();
+  if (why == SSL_ERROR_ZERO_RETURN) return 0;
+  if (errno == 0) errno = why == SSL_ERROR_SYSCALL ? ECONNRESET : EPROTO;
+  return -1;
+}
+
 static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice_error* error) {
   for (size_t got = 0; got < n;) {
-    ssize_t k = recv(c->fd, dst + got, n - got, 0);
+    ssize_t k = recv_some(c, dst + got, n - got);
     if (k < 0 && errno == EINTR) continue;
     if (k == 0) {
       return sl_error_set(error, EIO, "%s: %s closed the connection in the middle of an answer",
@@ -413,7 +458,7 @@ static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answe
                           "this a Cassandra native-protocol port speaking protocol v4?)",
                           c->name, c->peer, h[0], CQL_VERSION_RESPONSE);
     }
-    int64_t length = (int32_t)be32(h + 5);
+    int64_t length = (int32_t)sl_load_be32(h + 5);
     if (length < 0 || length > CQL_MAX_BODY) {
       return sl_error_set(error, EPROTO, "%s: %s: a frame claims a body of %lld bytes", c->name,
                           c->peer, (long long)length);
@@ -512,6 +557,75 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
                       "%s: cannot connect to %s: %s", c->name, c->peer, strerror(last));
 }
 
+int sl_cql_set_tls(struct sl_cql_address* a, int tls, int insecure, const char* ca_bundle,
+                   struct sluice_error* error) {
+  a->tls = tls;
+  a->tls_insecure = insecure;
+  a->ca_bundle[0] = '\0';
+  if (ca_bundle == NULL) return 0;
+  if (strlen(ca_bundle) >= sizeof a->ca_bundle) {
+    return sl_error_set(error, EINVAL, "CA bundle path of %zu bytes is too long",
+                        strlen(ca_bundle));
+  }
+  snprintf(a->ca_bundle, sizeof a->ca_bundle, "%s", ca_bundle);
+  return 0;
+}
+
+/// The TLS handshake on the connected socket: TLS 1.2 or later, the node's
+/// certificate checked against the CAs and the host name (or IP address) of
+/// the location, unless the address says insecure.
+static int start_tls(struct sl_cql_conn* c, const struct sl_cql_address* a,
+                     struct sluice_error* error) {
+  c->tls_ctx = SSL_CTX_new(TLS_client_method());
+  if (c->tls_ctx == NULL) return sl_error_set(error, ENOMEM, "%s: cannot set up TLS", c->name);
+  SSL_CTX_set_min_proto_version(c->tls_ctx, TLS1_2_VERSION);
+  if (!a->tls_insecure) {
+    SSL_CTX_set_verify(c->tls_ctx, SSL_VERIFY_PEER, NULL);
+    int ok = a->ca_bundle[0] != '\0'
+                 ? SSL_CTX_load_verify_locations(c->tls_ctx, a->ca_bundle, NULL)
+                 : SSL_CTX_set_default_verify_paths(c->tls_ctx);
+    if (ok != 1) {
+      ERR_clear_error();
+      return sl_error_set(error, EINVAL, "%s: cannot load the CA certificates from %s", c->name,
+                          a->ca_bundle[0] != '\0' ? a->ca_bundle : "the system store");
+    }
+  }
+  c->tls = SSL_new(c->tls_ctx);
+  if (c->tls == NULL || SSL_set_fd(c->tls, c->fd) != 1) {
+    ERR_clear_error();
+    return sl_error_set(error, ENOMEM, "%s: cannot set up TLS", c->name);
+  }
+  uint8_t ip[16];
+  int is_ip = inet_pton(AF_INET, a->host, ip) == 1 || inet_pton(AF_INET6, a->host, ip) == 1;
+  if (!is_ip) (void)SSL_set_tlsext_host_name(c->tls, a->host);  // SNI takes names only
+  if (!a->tls_insecure) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(c->tls);
+    int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, a->host)
+                   : X509_VERIFY_PARAM_set1_host(param, a->host, 0);
+    if (ok != 1) {
+      ERR_clear_error();
+      return sl_error_set(error, EINVAL, "%s: cannot check certificates for '%s'", c->name,
+                          a->host);
+    }
+  }
+  if (SSL_connect(c->tls) == 1) return 0;
+  long verify = SSL_get_verify_result(c->tls);
+  char why[256];
+  if (verify != X509_V_OK) {
+    snprintf(why, sizeof why, "the node's certificate: %s (--insecure skips the check, "
+             "--ca-bundle names the CA)", X509_verify_cert_error_string(verify));
+  } else {
+    char detail[160] = "no answer";
+    unsigned long e = ERR_peek_last_error();
+    if (e != 0) ERR_error_string_n(e, detail, sizeof detail);
+    snprintf(why, sizeof why, "the handshake failed: %s (does the port speak TLS? the node's "
+             "client_encryption_options)", detail);
+  }
+  ERR_clear_error();
+  return sl_error_set(error, verify != X509_V_OK ? EACCES : EPROTO, "%s: TLS with %s: %s",
+                      c->name, c->peer, why);
+}
+
 /// PasswordAuthenticator's SASL PLAIN: "\0user\0password".
 static int log_in(struct sl_cql_conn* c, const struct sl_cql_address* a,
                   struct sl_cql_cursor* authenticate, struct sluice_error* error) {
@@ -555,6 +669,7 @@ int sl_cql_connect(const struct sl_cql_address* address, const char* name,
   snprintf(c->peer, sizeof c->peer, strchr(address->host, ':') ? "[%s]:%s" : "%s:%s",
            address->host, address->port);
   int rc = open_socket(c, address, error);
+  if (rc == 0 && address->tls) rc = start_tls(c, address, error);
   if (rc == 0) {
     rc = begin_frame(c, OP_STARTUP);
     if (rc == 0) rc = put_u16(c, 1);  // [string map] of one entry
@@ -581,6 +696,8 @@ int sl_cql_connect(const struct sl_cql_address* address, const char* name,
 
 void sl_cql_close(struct sl_cql_conn* c) {
   if (c == NULL) return;
+  SSL_free(c->tls);  // no close_notify: the socket goes away with it
+  SSL_CTX_free(c->tls_ctx);
   if (c->fd >= 0) close(c->fd);
   sl_free(c->alloc, c->out, c->out_cap);
   sl_free(c->alloc, c->in, c->in_cap);

@@ -1,4 +1,4 @@
-// Apache Cassandra's native protocol (CQL binary protocol v4, plain TCP): a
+// Apache Cassandra's native protocol (CQL binary protocol v4, over TCP or TLS): a
 // location's parts, one connection (STARTUP, PasswordAuthenticator's SASL
 // PLAIN, QUERY with paging), and a bounds-checked cursor over the answers.
 // What a RESULT's rows mean is the cql format reader's business
@@ -21,7 +21,18 @@ struct sl_cql_address {
   char password[256];
   char keyspace[256];
   char table[256];
+  /// Not from the location, set by the caller from options: TLS (OpenSSL)
+  /// on the connection; tls_insecure skips the certificate and host name
+  /// checks; ca_bundle is a PEM file of trusted CAs ("" = the system's).
+  int tls;
+  int tls_insecure;
+  char ca_bundle[4096];
 };
+
+/// Sets the TLS fields of `address` (ca_bundle NULL = the system store).
+/// EINVAL when the CA file name is too long.
+int sl_cql_set_tls(struct sl_cql_address* address, int tls, int insecure, const char* ca_bundle,
+                   struct sluice_error* error);
 
 /// Parses a cql:// location (%XX escapes in the user and password are
 /// decoded). EINVAL with a message naming what is wrong.
@@ -48,7 +59,8 @@ enum {
 /// the caller's choosing.
 struct sl_cql_conn;
 
-/// Connects, starts protocol v4 and logs in when the node asks for it.
+/// Connects (and starts TLS when the address says so), starts protocol v4
+/// and logs in when the node asks for it.
 /// `name` (the location) prefixes error messages.
 int sl_cql_connect(const struct sl_cql_address* address, const char* name,
                    const struct sluice_allocator* alloc, struct sl_cql_conn** out,

@@ -86,3 +86,12 @@ def test_write_pandas_and_pyarrow(node):
     with pytest.raises(sluice.Error) as e:
         sluice.write(pd.DataFrame({"k": [1], "c": [2**40]}), target)
     assert "out of the range" in str(e.value) and f":{node.password}@" not in str(e.value)
+
+
+def test_tls_with_the_test_ca(node):
+    t = sluice.read(url(node), tls=True, ca_bundle=node.ca_file, columns=["c"])
+    assert sorted(t.to_pydict()["c"]) == list(range(ROWS))
+    with pytest.raises(sluice.Error) as e:  # the system's CAs do not know it
+        sluice.read(url(node), tls=True)
+    assert "certificate" in str(e.value)
+    assert sluice.read(url(node), tls=True, insecure=True, columns=["c"]).num_rows == ROWS

@@ -8,7 +8,9 @@ org.apache.cassandra.service.CassandraDaemon from them in the foreground. Each
 node lives in its own temporary directory (yaml, logback.xml, data,
 commitlog, ...) which stop() removes. Authentication is on
 (PasswordAuthenticator + CassandraAuthorizer); start() returns once the
-default superuser cassandra/cassandra can log in.
+default superuser cassandra/cassandra can log in. The native port also
+speaks TLS (optional, so plain clients work too) with a certificate for
+localhost / 127.0.0.1 signed by a CA made for the node (`node.ca_file`).
 
     node = CassandraNode()
     node.start()
@@ -122,7 +124,39 @@ concurrent_compactors: 1
 key_cache_size: 8MiB
 disk_failure_policy: stop
 commit_failure_policy: stop
+# TLS on the native port, optional: the driver connects in plain text, and
+# sluice's tls=true connects through the same port (certificates made by
+# make_certificates below).
+client_encryption_options:
+  enabled: true
+  optional: true
+  keystore: {root}/tls/node.p12
+  keystore_password: {tls_password}
+  store_type: PKCS12
 """
+
+TLS_PASSWORD = "sluice-test"
+
+
+def make_certificates(directory: Path) -> Path:
+    """A test CA (ca.pem) and the node's key and certificate signed by it,
+    for localhost and 127.0.0.1, as a PKCS12 keystore (node.p12), made with
+    the openssl command. Returns the CA file, what clients trust."""
+    directory.mkdir()
+
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=sluice test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr",
+        "-subj", "/CN=localhost")
+    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "node.pem", "-days", "2", "-extfile", "san.ext")
+    run("pkcs12", "-export", "-in", "node.pem", "-inkey", "node.key", "-certfile", "ca.pem",
+        "-out", "node.p12", "-passout", f"pass:{TLS_PASSWORD}")
+    return directory / "ca.pem"
 
 LOGBACK = """\
 <configuration scan="false">
@@ -193,6 +227,7 @@ class CassandraNode:
         self.username = USERNAME
         self.password = PASSWORD
         self.root: Path | None = None         # the node's temporary directory
+        self.ca_file: Path | None = None      # the CA that signed the node's TLS certificate
         self.log_path: Path | None = None     # logback file (system.log)
         self.start_seconds: float | None = None  # spawn to first login
         self.proc: subprocess.Popen | None = None
@@ -223,9 +258,10 @@ class CassandraNode:
         self.storage_port = free_port()
         while self.storage_port == self.port:
             self.storage_port = free_port()
+        self.ca_file = make_certificates(self.root / "tls")
         yaml_path = self.root / "cassandra.yaml"
         yaml_path.write_text(YAML.format(root=self.root, storage_port=self.storage_port,
-                                         native_port=self.port))
+                                         native_port=self.port, tls_password=TLS_PASSWORD))
         self.log_path = self.root / "logs" / "system.log"
         logback = self.root / "logback.xml"
         logback.write_text(LOGBACK.format(log=self.log_path))

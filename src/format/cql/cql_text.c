@@ -34,3 +34,17 @@ int cql_parse_consistency(const char* v, size_t n, const char* format, int* leve
                       "local_quorum or all",
                       format, (int)n, v);
 }
+
+int cql_parse_bool(const char* v, size_t n, const char* format, const char* key, int* out,
+                   struct sluice_error* error) {
+  if ((n == 4 && memcmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) {
+    *out = 1;
+    return 0;
+  }
+  if ((n == 5 && memcmp(v, "false", 5) == 0) || (n == 1 && v[0] == '0')) {
+    *out = 0;
+    return 0;
+  }
+  return sl_error_set(error, EINVAL, "%s option %s='%.*s': expected true or false", format, key,
+                      (int)n, v);
+}

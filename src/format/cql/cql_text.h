@@ -1,5 +1,5 @@
 // CQL text the table reader and writer both need: quoted identifiers and the
-// consistency level option.
+// options they share (consistency level, tls).
 #ifndef CQL_TEXT_H
 #define CQL_TEXT_H
 
@@ -16,5 +16,9 @@ int cql_append_ident(struct sl_text* text, const char* name);
 /// ("cql" / "cql write").
 int cql_parse_consistency(const char* value, size_t n, const char* format, int* level,
                           struct sluice_error* error);
+
+/// true|false (also 1|0) for option `key`, else EINVAL naming `format`.
+int cql_parse_bool(const char* value, size_t n, const char* format, const char* key, int* out,
+                   struct sluice_error* error);
 
 #endif

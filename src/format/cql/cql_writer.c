@@ -7,6 +7,7 @@
 
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_buffer.h"
+#include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
 #include "../../core/sl_options.h"
 #include "../../core/sl_sleep.h"
@@ -33,6 +34,7 @@ enum { RESULT_PREPARED = 0x0004 };
 /// One request in flight (or being filled): its stream id is its index.
 struct cql_slot {
   struct sl_buffer body;
+  int64_t start;  ///< where the request begins in `body`
   int opcode;
   int64_t first_row, n_rows;
   int attempts;
@@ -43,6 +45,7 @@ struct cql_write {
   char name[1024];  ///< the location, without its password
   struct sl_cql_address address;
   int consistency;
+  int tls;  ///< option tls=true
   int batch_rows;
   int in_flight;
   enum cql_null_mode nulls;
@@ -91,6 +94,8 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
                             (int)o.value_len, o.value, CQL_MAX_BATCH_ROWS);
       }
       w->batch_rows = (int)n;
+    } else if (sl_option_is(&o, "tls")) {
+      SL_RETURN_NOT_OK(cql_parse_bool(o.value, o.value_len, "cql write", "tls", &w->tls, error));
     } else if (sl_option_is(&o, "in_flight")) {
       if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_IN_FLIGHT, &n) != 0) {
         return sl_error_set(error, EINVAL, "cql write option in_flight='%.*s': expected 1 to %d",
@@ -109,7 +114,7 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql write option '%.*s' (known: consistency, batch_rows, "
-                          "in_flight, nulls)",
+                          "in_flight, nulls, tls)",
                           (int)o.key_len, o.key);
     }
   }
@@ -143,14 +148,13 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
                          struct sluice_error* error) {
   struct sl_cql_cursor c = {body, body + length};
   int32_t kind, flags, n_vars, n_pk;
-  const uint8_t* id;
-  int32_t id_len;
+  const uint8_t* id = NULL;
+  uint16_t id_len = 0;
   int bad = sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED;
   if (!bad) {  // [short bytes]
-    uint16_t n;
-    bad = sl_cql_read_short(&c, &n) != 0 || c.end - c.p < n || n > sizeof w->id;
-    id = c.p, id_len = n;
-    if (!bad) c.p += n;
+    bad = sl_cql_read_short(&c, &id_len) != 0 || c.end - c.p < id_len || id_len > sizeof w->id;
+    id = c.p;
+    if (!bad) c.p += id_len;
   }
   bad = bad || sl_cql_read_int(&c, &flags) != 0 || sl_cql_read_int(&c, &n_vars) != 0 ||
         sl_cql_read_int(&c, &n_pk) != 0 || n_vars < 0 || n_vars > 0xFFFF || n_pk < 0 ||
@@ -159,8 +163,8 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
     return sl_error_set(error, EPROTO, "%s: the answer to PREPARE is not a Prepared result",
                         w->name);
   }
-  memcpy(w->id, id, (size_t)id_len);
-  w->id_len = (uint16_t)id_len;
+  memcpy(w->id, id, id_len);
+  w->id_len = id_len;
   w->n_pk = n_pk;
   for (int32_t i = 0; i < n_pk; ++i) {
     if (sl_cql_read_short(&c, &w->pk[i]) != 0 || w->pk[i] >= n_vars) {
@@ -215,7 +219,8 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
   size_t n = t.len;
   struct sl_buffer body;
   sl_buffer_init(&body, w->alloc);
-  uint8_t len[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+  uint8_t len[4];
+  sl_store_be(len, n, 4);
   rc = sl_buffer_append(&body, len, 4);  // [long string]
   if (rc == 0) rc = sl_buffer_append(&body, t.data, (int64_t)n);
   sl_text_reset(&t);
@@ -244,8 +249,15 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
 /* ---- Requests in flight ----------------------------------------------------------------- */
 
 static int put_u16(struct sl_buffer* b, unsigned v) {
-  uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+  uint8_t x[2];
+  sl_store_be(x, v, 2);
   return sl_buffer_append(b, x, 2);
+}
+
+static int send_slot(struct cql_write* w, int16_t stream, struct sluice_error* error) {
+  const struct cql_slot* s = &w->slots[stream];
+  return sl_cql_send(w->conn, s->opcode, stream, s->body.data + s->start,
+                     (size_t)(s->body.size - s->start), error);
 }
 
 /// Waits for one answer and frees its slot; a request the node could not
@@ -260,7 +272,7 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
   if (rc != 0 && s != NULL && sl_cql_transient(code) && s->attempts + 1 < CQL_WRITE_ATTEMPTS) {
     sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
     ++s->attempts;
-    return sl_cql_send(w->conn, s->opcode, stream, s->body.data, (size_t)s->body.size, error);
+    return send_slot(w, stream, error);
   }
   if (rc != 0 && s != NULL && code >= 0 && error != NULL) {
     char message[sizeof error->message];
@@ -284,26 +296,23 @@ static int send_group(struct cql_write* w, struct sluice_error* error) {
   struct cql_slot* s = &w->slots[w->filling];
   int rc = 0;
   if (w->group_rows == 1) {
-    // The body holds the BATCH layout of one row: <type><n><kind><id><values>.
-    // An EXECUTE is <id><consistency><flags = values><values>.
-    int64_t values = 1 + 2 + 1 + 2 + w->id_len;
-    struct sl_buffer exec;
-    sl_buffer_init(&exec, w->alloc);
-    rc = put_u16(&exec, w->id_len);
-    if (rc == 0) rc = sl_buffer_append(&exec, w->id, w->id_len);
-    if (rc == 0) rc = put_u16(&exec, (unsigned)w->consistency);
-    uint8_t flags = 0x01;
-    if (rc == 0) rc = sl_buffer_append(&exec, &flags, 1);
-    if (rc == 0) rc = sl_buffer_append(&exec, s->body.data + values, s->body.size - values);
-    sl_buffer_reset(&s->body);
-    s->body = exec;
+    // The body holds a BATCH of one: <type><n:2><kind><id_len:2><id><values>.
+    // An EXECUTE is <id_len:2><id><consistency:2><flags = values><values>:
+    // one byte shorter before the values, so it is written over the batch's
+    // head from byte 1 on and sent from there.
+    uint8_t* p = s->body.data + 1;
+    sl_store_be(p, w->id_len, 2);
+    memcpy(p + 2, w->id, w->id_len);
+    sl_store_be(p + 2 + w->id_len, (uint64_t)w->consistency, 2);
+    p[4 + w->id_len] = 0x01;
+    s->start = 1;
     s->opcode = SL_CQL_OP_EXECUTE;
   } else {
-    s->body.data[1] = (uint8_t)(w->group_rows >> 8);
-    s->body.data[2] = (uint8_t)w->group_rows;
+    sl_store_be(s->body.data + 1, (uint64_t)w->group_rows, 2);
     rc = put_u16(&s->body, (unsigned)w->consistency);
     uint8_t flags = 0;
     if (rc == 0) rc = sl_buffer_append(&s->body, &flags, 1);
+    s->start = 0;
     s->opcode = SL_CQL_OP_BATCH;
   }
   if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
@@ -312,7 +321,7 @@ static int send_group(struct cql_write* w, struct sluice_error* error) {
   int16_t stream = (int16_t)w->filling;
   w->filling = -1;
   w->group_rows = 0;
-  return sl_cql_send(w->conn, s->opcode, stream, s->body.data, (size_t)s->body.size, error);
+  return send_slot(w, stream, error);
 }
 
 /// Starts a group in a free slot (waiting for an answer when none is free).
@@ -351,7 +360,7 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
   }
   for (int k = 0; rc == 0 && k < w->n_pk; ++k) {
     const uint8_t* p = w->row.data + starts[k];
-    int32_t n = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+    int32_t n = (int32_t)sl_load_be32(p);
     rc = sl_buffer_append(&w->key, p, 4 + (n > 0 ? n : 0));
   }
   return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
@@ -426,6 +435,7 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   sl_cql_redacted(location, w.name, sizeof w.name);
   int rc = parse_options(&w, args->format_options, error);
   if (rc == 0) rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
+  if (rc == 0) rc = sl_cql_set_tls(&w.address, w.tls, args->tls_insecure, args->ca_bundle, error);
   if (rc == 0) {
     w.slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.slots);
     w.free_slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.free_slots);
