@@ -6,7 +6,10 @@ Which requests: by default token-range queries (QUERY frames whose text has
 "token("), as the reader sends; with `writes=True`, EXECUTE and BATCH frames,
 as the writer sends. Every `every`-th such answer is replaced (every=1: all
 of them); with `once=True`, a request is failed at most once (its second
-sending goes through), so that a client that retries always finishes. Frames are parsed both ways, and answers matched to requests by
+sending goes through), so that a client that retries always finishes. With
+`drop=True` the connection is closed instead of the answer being replaced,
+as when a node restarts or a connection is reset (the request may well have
+been executed). Frames are parsed both ways, and answers matched to requests by
 stream id, so that clients with many requests in flight work too."""
 from __future__ import annotations
 
@@ -22,9 +25,10 @@ OP_QUERY, OP_RESULT, OP_EXECUTE, OP_BATCH, OP_ERROR = 0x07, 0x08, 0x0A, 0x0D, 0x
 
 
 class FaultProxy:
-    def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False):
+    def __init__(self, node, code: int, every: int, writes: bool = False, once: bool = False,
+                 drop: bool = False):
         self.node, self.code, self.every, self.writes = node, code, every, writes
-        self.once = once
+        self.once, self.drop = once, drop
         self._failed = set()  # requests failed already (once=True)
         self.injected = 0
         self._seen = 0
@@ -110,6 +114,14 @@ class FaultProxy:
                         inject = inject and request not in self._failed
                         self._failed.add(request) if inject else None
                     self.injected += inject
+                if inject and self.drop:
+                    for sock in (client, upstream):
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        sock.close()
+                    return
                 if inject:
                     body = self._error_body()
                     # version, no flags (no warnings or tracing id), stream, ERROR

@@ -379,3 +379,17 @@ def test_a_node_that_keeps_timing_out_is_an_error(sluice, node, events):
     finally:
         proxy.close()
     assert "overloaded (0x1001)" in err and "asked 5 times" in err
+
+
+def test_broken_connections_are_replaced(sluice, node, events):
+    # Every fifth page's connection is closed before its answer arrives, as
+    # when a node restarts: the page is asked for again on a new connection,
+    # from the same paging state; no row is lost or read twice.
+    proxy = FaultProxy(node, READ_TIMEOUT, every=5, drop=True)
+    try:
+        out = sluice.run("cat", proxy.url(f"{KS}.events"), "-t", "arrows", "-O",
+                         "splits=4,page_rows=1000").stdout
+    finally:
+        proxy.close()
+    assert proxy.injected >= 3
+    assert as_rows(pa.ipc.open_stream(io.BytesIO(out)).read_all()) == events

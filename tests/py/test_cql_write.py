@@ -235,6 +235,21 @@ def test_writes_that_time_out_are_sent_again(sluice, node, session, readings, tm
     assert read_back(session, "retried") == want_rows(readings)
 
 
+def test_broken_connections_are_replaced(sluice, node, session, readings, tmp_path):
+    # The connection is closed before an answer arrives, twice: the writer
+    # connects again, prepares again and sends what was in flight again.
+    src = tmp_path / "r.parquet"
+    pq.write_table(readings, src)
+    readings_table(session, "reconnected")
+    proxy = FaultProxy(node, WRITE_TIMEOUT, every=60, writes=True, drop=True)
+    try:
+        sluice.run("convert", src, proxy.url(f"{KS}.reconnected"), "-W", "in_flight=8")
+    finally:
+        proxy.close()
+    assert proxy.injected >= 2
+    assert read_back(session, "reconnected") == want_rows(readings)
+
+
 def test_a_node_that_keeps_refusing_is_an_error(sluice, node, session, readings, tmp_path):
     src = tmp_path / "r.parquet"
     pq.write_table(readings.slice(0, 100), src)

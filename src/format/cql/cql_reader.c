@@ -539,6 +539,17 @@ static int ask_page(struct cql_split* s, const uint8_t* state, int32_t len,
                            s->has_paging ? s->paging : NULL, s->paging_len, 1, error);
 }
 
+/// After the connection broke (rather than the node answering with an
+/// error): a new connection, and the page asked for again from the paging
+/// state it was asked with, so that no row is read twice or lost.
+static int ask_on_new_connection(struct cql_split* s, struct sluice_error* error) {
+  struct cql_reader* r = s->r;
+  sl_cql_close(s->conn);
+  s->conn = NULL;
+  SL_RETURN_NOT_OK(sl_cql_connect(&r->address, r->name, r->alloc, &s->conn, error));
+  return ask_page(s, s->has_paging ? s->paging : NULL, s->paging_len, error);
+}
+
 static int cql_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                           int64_t n_columns, void** state, int* projected,
                           struct sluice_error* error) {
@@ -575,6 +586,11 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
   if (rc == 0) rc = sl_builder_init_from_schema(&s->batch, &s->schema, r->alloc, error);
   if (rc == 0) rc = conn_get(r, &s->conn, error);
   if (rc == 0) rc = ask_page(s, NULL, 0, error);
+  if (rc != 0 && rc != ENOMEM && s->conn != NULL) {
+    // A pooled connection the node has closed since: one new try.
+    sl_error_clear(error);
+    rc = ask_on_new_connection(s, error);
+  }
   if (rc != 0) {
     cql_split_close(s);
     return rc;
@@ -628,15 +644,22 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int64_t len;
     struct cql_rows rows;
     int rc = sl_cql_receive_result(s->conn, what, &body, &len, error);
-    if (rc != 0 && sl_cql_transient(sl_cql_server_error(s->conn)) &&
-        s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
+    // Asked again after a pause: a page the node could not serve now, or one
+    // whose connection broke (node restarted, connection reset), on a new one.
+    int code = sl_cql_server_error(s->conn);
+    int broken = rc != 0 && code < 0 && rc != ENOMEM;
+    int asked_again = 0;
+    while (rc != 0 && (broken || sl_cql_transient(code)) && s->attempts + 1 < CQL_PAGE_ATTEMPTS) {
       sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
       ++s->attempts;
-      rc = ask_page(s, s->paging, s->paging_len, error);
-      if (rc == 0) continue;
-      s->done = 1;
-      return rc;
+      sl_error_clear(error);
+      rc = broken ? ask_on_new_connection(s, error)
+                  : ask_page(s, s->has_paging ? s->paging : NULL, s->paging_len, error);
+      asked_again = rc == 0;
+      broken = rc != 0 && rc != ENOMEM;  // could not even ask: the connection is gone
+      code = -1;
     }
+    if (asked_again) continue;
     if (rc != 0 && s->attempts > 0 && error != NULL) {
       char message[sizeof error->message];
       snprintf(message, sizeof message, "%s", error->message);
@@ -652,6 +675,12 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     // while we decode (the answer waits in the socket).
     if (rows.paging_state != NULL) {
       rc = ask_page(s, rows.paging_state, rows.paging_len, error);
+      // A connection that broke under the request fails the next receive,
+      // which asks again on a new one: decode this page first.
+      if (rc != 0 && rc != ENOMEM) {
+        sl_error_clear(error);
+        rc = 0;
+      }
     } else {
       s->done = 1;
       s->reusable = 1;  // every answer read

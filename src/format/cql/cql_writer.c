@@ -35,6 +35,7 @@ enum { RESULT_PREPARED = 0x0004 };
 struct cql_slot {
   struct sl_buffer body;
   int64_t start;  ///< where the request begins in `body`
+  int busy;       ///< sent, not answered yet
   int opcode;
   int64_t first_row, n_rows;
   int attempts;
@@ -50,6 +51,8 @@ struct cql_write {
   int in_flight;
   enum cql_null_mode nulls;
   struct sl_cql_conn* conn;
+  int reconnects;  ///< new connections since the last answer
+  struct sl_buffer prepare_body;  ///< the PREPARE request, kept to prepare again
   uint8_t id[256];  ///< the prepared statement's id
   uint16_t id_len;
   int n_vars;
@@ -200,6 +203,14 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
   return 0;
 }
 
+/// Sends the PREPARE (w->prepare_body) and waits for the answer.
+static int ask_prepare(struct cql_write* w, const uint8_t** answer, int64_t* length,
+                       struct sluice_error* error) {
+  SL_RETURN_NOT_OK(sl_cql_send(w->conn, SL_CQL_OP_PREPARE, 0, w->prepare_body.data,
+                               (size_t)w->prepare_body.size, error));
+  return sl_cql_receive(w->conn, "preparing the INSERT", NULL, answer, length, error);
+}
+
 /// Prepares the INSERT of the stream's columns and pairs every column with
 /// its bound variable's encoder (sl_text_write_stream's header step).
 static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
@@ -217,19 +228,15 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
     return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
   }
   size_t n = t.len;
-  struct sl_buffer body;
-  sl_buffer_init(&body, w->alloc);
   uint8_t len[4];
   sl_store_be(len, n, 4);
-  rc = sl_buffer_append(&body, len, 4);  // [long string]
-  if (rc == 0) rc = sl_buffer_append(&body, t.data, (int64_t)n);
+  rc = sl_buffer_append(&w->prepare_body, len, 4);  // [long string]
+  if (rc == 0) rc = sl_buffer_append(&w->prepare_body, t.data, (int64_t)n);
   sl_text_reset(&t);
   if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
-  if (rc == 0) rc = sl_cql_send(w->conn, SL_CQL_OP_PREPARE, 0, body.data, (size_t)body.size, error);
-  sl_buffer_reset(&body);
   const uint8_t* answer;
   int64_t answer_len;
-  if (rc == 0) rc = sl_cql_receive(w->conn, "preparing the INSERT", NULL, &answer, &answer_len, error);
+  if (rc == 0) rc = ask_prepare(w, &answer, &answer_len, error);
   if (rc == 0) rc = read_prepared(w, answer, answer_len, error);
   if (rc == 0 && w->n_vars != row->n_children) {
     rc = sl_error_set(error, EPROTO, "%s: the INSERT of %lld columns has %d bound variables",
@@ -260,8 +267,37 @@ static int send_slot(struct cql_write* w, int16_t stream, struct sluice_error* e
                      (size_t)(s->body.size - s->start), error);
 }
 
+/// The connection broke with requests in flight (node restarted, connection
+/// reset): after a pause, a new connection, the INSERT prepared again (the
+/// node gives it the same id, a hash of its text) and every request in
+/// flight sent again (INSERTs are idempotent).
+static int resume(struct cql_write* w, struct sluice_error* error) {
+  sl_cql_close(w->conn);
+  w->conn = NULL;
+  sl_sleep_ms((long)CQL_RETRY_BASE_MS << w->reconnects);
+  ++w->reconnects;
+  SL_RETURN_NOT_OK(sl_cql_connect(&w->address, w->name, w->alloc, &w->conn, error));
+  const uint8_t* answer;
+  int64_t length;
+  SL_RETURN_NOT_OK(ask_prepare(w, &answer, &length, error));
+  struct sl_cql_cursor c = {answer, answer + length};
+  int32_t kind;
+  uint16_t n;
+  if (sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED ||
+      sl_cql_read_short(&c, &n) != 0 || n != w->id_len || c.end - c.p < n ||
+      memcmp(c.p, w->id, n) != 0) {
+    return sl_error_set(error, EPROTO, "%s: on a new connection the node prepared the INSERT "
+                        "under another id", w->name);
+  }
+  for (int i = 0; i < w->in_flight; ++i) {
+    if (w->slots[i].busy) SL_RETURN_NOT_OK(send_slot(w, (int16_t)i, error));
+  }
+  return 0;
+}
+
 /// Waits for one answer and frees its slot; a request the node could not
-/// take now is sent again after a pause (its slot stays busy).
+/// take now is sent again after a pause (its slot stays busy), and a broken
+/// connection is replaced (resume).
 static int receive_one(struct cql_write* w, struct sluice_error* error) {
   int16_t stream;
   const uint8_t* body;
@@ -269,10 +305,27 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
   int rc = sl_cql_receive(w->conn, "inserting", &stream, &body, &length, error);
   struct cql_slot* s = stream >= 0 && stream < w->in_flight ? &w->slots[stream] : NULL;
   int code = sl_cql_server_error(w->conn);
+  if (rc != 0 && code < 0 && rc != ENOMEM) {
+    while (rc != 0 && rc != ENOMEM && w->reconnects + 1 < CQL_WRITE_ATTEMPTS) {
+      sl_error_clear(error);
+      rc = resume(w, error);
+    }
+    if (rc != 0 && error != NULL) {
+      char message[sizeof error->message];
+      snprintf(message, sizeof message, "%s", error->message);
+      return sl_error_set(error, rc, "%s (connected %d times)", message, w->reconnects + 1);
+    }
+    return rc;
+  }
   if (rc != 0 && s != NULL && sl_cql_transient(code) && s->attempts + 1 < CQL_WRITE_ATTEMPTS) {
     sl_sleep_ms((long)CQL_RETRY_BASE_MS << s->attempts);
     ++s->attempts;
-    return send_slot(w, stream, error);
+    rc = send_slot(w, stream, error);
+    if (rc != 0 && rc != ENOMEM) {  // broken: the next receive resumes
+      sl_error_clear(error);
+      rc = 0;
+    }
+    return rc;
   }
   if (rc != 0 && s != NULL && code >= 0 && error != NULL) {
     char message[sizeof error->message];
@@ -282,10 +335,12 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
                         s->attempts + 1);
   }
   if (rc != 0) return rc;
-  if (s == NULL) {
+  if (s == NULL || !s->busy) {
     return sl_error_set(error, EPROTO, "%s: an answer on stream %d, which no request used",
                         w->name, (int)stream);
   }
+  s->busy = 0;
+  w->reconnects = 0;
   w->free_slots[w->n_free++] = stream;
   return 0;
 }
@@ -321,7 +376,15 @@ static int send_group(struct cql_write* w, struct sluice_error* error) {
   int16_t stream = (int16_t)w->filling;
   w->filling = -1;
   w->group_rows = 0;
-  return send_slot(w, stream, error);
+  s->busy = 1;
+  rc = send_slot(w, stream, error);
+  // A connection that broke under the request fails the next receive, which
+  // sends every request in flight again on a new one.
+  if (rc != 0 && rc != ENOMEM) {
+    sl_error_clear(error);
+    rc = 0;
+  }
+  return rc;
 }
 
 /// Starts a group in a free slot (waiting for an answer when none is free).
@@ -419,6 +482,7 @@ static void write_free(struct cql_write* w) {
   sl_buffer_reset(&w->group_key);
   sl_buffer_reset(&w->row);
   sl_buffer_reset(&w->key);
+  sl_buffer_reset(&w->prepare_body);
 }
 
 static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
@@ -431,6 +495,7 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   sl_buffer_init(&w.group_key, w.alloc);
   sl_buffer_init(&w.row, w.alloc);
   sl_buffer_init(&w.key, w.alloc);
+  sl_buffer_init(&w.prepare_body, w.alloc);
   const char* location = args->location != NULL ? args->location : "cql://";
   sl_cql_redacted(location, w.name, sizeof w.name);
   int rc = parse_options(&w, args->format_options, error);
