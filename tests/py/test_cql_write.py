@@ -222,32 +222,26 @@ def test_partitions_batched_all_rows_once(sluice, node, session, readings, tmp_p
     assert read_back(session, "readings") == want_rows(readings)
 
 
-def test_writes_that_time_out_are_sent_again(sluice, node, session, readings, tmp_path):
+@pytest.mark.parametrize("fault", [
+    # Every fourth request answered "write timeout" (once each): sent again.
+    dict(every=4, once=True, in_flight=16, least=10),
+    # The connection closed before an answer, a few times: the writer connects
+    # again, prepares again and sends what was in flight again.
+    dict(every=60, drop=True, in_flight=8, least=2),
+], ids=["timeouts", "dropped"])
+def test_writes_that_fail_are_sent_again(sluice, node, session, readings, tmp_path, fault):
+    fault = dict(fault)
+    in_flight, least = fault.pop("in_flight"), fault.pop("least")
     src = tmp_path / "r.parquet"
     pq.write_table(readings, src)
     readings_table(session, "retried")
-    proxy = FaultProxy(node, WRITE_TIMEOUT, every=4, writes=True, once=True)
+    proxy = FaultProxy(node, WRITE_TIMEOUT, writes=True, **fault)
     try:
-        sluice.run("convert", src, proxy.url(f"{KS}.retried"), "-W", "in_flight=16")
+        sluice.run("convert", src, proxy.url(f"{KS}.retried"), "-W", f"in_flight={in_flight}")
     finally:
         proxy.close()
-    assert proxy.injected >= 10
+    assert proxy.injected >= least
     assert read_back(session, "retried") == want_rows(readings)
-
-
-def test_broken_connections_are_replaced(sluice, node, session, readings, tmp_path):
-    # The connection is closed before an answer arrives, twice: the writer
-    # connects again, prepares again and sends what was in flight again.
-    src = tmp_path / "r.parquet"
-    pq.write_table(readings, src)
-    readings_table(session, "reconnected")
-    proxy = FaultProxy(node, WRITE_TIMEOUT, every=60, writes=True, drop=True)
-    try:
-        sluice.run("convert", src, proxy.url(f"{KS}.reconnected"), "-W", "in_flight=8")
-    finally:
-        proxy.close()
-    assert proxy.injected >= 2
-    assert read_back(session, "reconnected") == want_rows(readings)
 
 
 def test_a_node_that_keeps_refusing_is_an_error(sluice, node, session, readings, tmp_path):
