@@ -222,6 +222,28 @@ def test_partitions_batched_all_rows_once(sluice, node, session, readings, tmp_p
     assert read_back(session, "readings") == want_rows(readings)
 
 
+def test_the_last_row_of_a_key_wins(sluice, node, session, tmp_path):
+    """A key given several times keeps its last row, whether the rows share a
+    batch (where the node would let the larger value win at one write time)
+    or travel in different requests in flight at once."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.dups (k int, c int, v int, "
+                    "PRIMARY KEY (k, c))")
+    session.execute(f"TRUNCATE {KS}.dups")
+    rows = [(100, 1, 5), (100, 1, 9), (100, 1, 0)]  # one batch: 0 must win over 9
+    for rnd in range(4):                    # each key again in later requests
+        rows += [(k, c, rnd * 1000 + k * 20 + c) for k in range(10) for c in range(20)]
+    rows += [(3, 3, -1)]
+    src = tmp_path / "dups.parquet"
+    pq.write_table(pa.table({n: pa.array([r[i] for r in rows], pa.int32())
+                             for i, n in enumerate("kcv")}), src)
+    sluice.run("convert", src, url(node, "dups"), "-W", "in_flight=64,batch_rows=7")
+    want = {}
+    for k, c, v in rows:
+        want[(k, c)] = v
+    got = {(r.k, r.c): r.v for r in session.execute(f"SELECT * FROM {KS}.dups")}
+    assert got == want
+
+
 @pytest.mark.parametrize("fault", [
     # Every fourth request answered "write timeout" (once each): sent again.
     dict(every=4, once=True, in_flight=16, least=10),

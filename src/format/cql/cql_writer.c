@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_buffer.h"
@@ -55,8 +56,13 @@ struct cql_write {
   struct sl_buffer prepare_body;  ///< the PREPARE request, kept to prepare again
   uint8_t id[256];  ///< the prepared statement's id
   uint16_t id_len;
-  int n_vars;
+  int n_vars;             ///< the columns', then the timestamp's
+  int n_columns;
   struct cql_type* vars;  ///< the bound variables' types, in column order
+  /// The write time of the last row (microseconds since 1970): each row
+  /// gets a later one, so that a key given twice keeps its last row
+  /// whatever order the node applies requests in (see next_timestamp).
+  int64_t last_timestamp;
   struct cql_encoder* encoders;
   int n_pk;
   uint16_t pk[64];  ///< bound variables that make the partition key
@@ -126,7 +132,7 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
 
 /* ---- Preparing ----------------------------------------------------------------------- */
 
-/// INSERT INTO "ks"."t" ("c1", ...) VALUES (?, ...)
+/// INSERT INTO "ks"."t" ("c1", ...) VALUES (?, ...) USING TIMESTAMP ?
 static int insert_text(const struct cql_write* w, const struct sl_text_field* row,
                        struct sl_text* t) {
   int rc = sl_text_append_str(t, "INSERT INTO ");
@@ -142,7 +148,7 @@ static int insert_text(const struct cql_write* w, const struct sl_text_field* ro
   for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
     rc = sl_text_append_str(t, i > 0 ? ", ?" : "?");
   }
-  return rc == 0 ? sl_text_append_char(t, ')') : rc;
+  return rc == 0 ? sl_text_append_str(t, ") USING TIMESTAMP ?") : rc;
 }
 
 /// Reads a Prepared result: the statement id, the partition key's bound
@@ -238,14 +244,18 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
   int64_t answer_len;
   if (rc == 0) rc = ask_prepare(w, &answer, &answer_len, error);
   if (rc == 0) rc = read_prepared(w, answer, answer_len, error);
-  if (rc == 0 && w->n_vars != row->n_children) {
-    rc = sl_error_set(error, EPROTO, "%s: the INSERT of %lld columns has %d bound variables",
+  if (rc == 0 &&
+      (w->n_vars != row->n_children + 1 || w->vars[w->n_vars - 1].id != CQL_BIGINT)) {
+    rc = sl_error_set(error, EPROTO,
+                      "%s: the INSERT of %lld columns has %d bound variables, not the columns "
+                      "and a timestamp",
                       w->name, (long long)row->n_children, w->n_vars);
   }
   if (rc != 0) return rc;
-  w->encoders = sl_calloc(w->alloc, (size_t)w->n_vars, sizeof *w->encoders);
+  w->n_columns = (int)row->n_children;
+  w->encoders = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->encoders);
   if (w->encoders == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
-  for (int i = 0; i < w->n_vars; ++i) {
+  for (int i = 0; i < w->n_columns; ++i) {
     rc = cql_encoder_init(&w->encoders[i], &w->vars[i], &row->children[i], row->children[i].name,
                           w->alloc, error);
     if (rc != 0) return sl_error_prefix(error, "%s", w->name);
@@ -402,14 +412,28 @@ static int start_group(struct cql_write* w, int64_t first_row, struct sluice_err
 
 /* ---- Rows ---------------------------------------------------------------------------- */
 
-/// Encodes row i into w->row (<n><values>) and its partition key into w->key.
+/// The write time of the next row: now, or a microsecond after the last row
+/// when rows come faster than the clock ticks (the drivers' monotonic
+/// timestamp generators do the same). With the node's own write times, two
+/// requests for one key in flight at once could land in either order, and
+/// within one batch (one write time) the larger value would win.
+static int64_t next_timestamp(struct cql_write* w) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+  w->last_timestamp = us > w->last_timestamp ? us : w->last_timestamp + 1;
+  return w->last_timestamp;
+}
+
+/// Encodes row i into w->row (<n><values><timestamp>) and its partition key
+/// into w->key.
 static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64_t i,
                       struct sluice_error* error) {
   int64_t starts[64] = {0};
   w->row.size = 0;
   w->key.size = 0;
   int rc = put_u16(&w->row, (unsigned)w->n_vars);
-  for (int v = 0; rc == 0 && v < w->n_vars; ++v) {
+  for (int v = 0; rc == 0 && v < w->n_columns; ++v) {
     const char* why = NULL;
     int64_t at = w->row.size;
     rc = cql_encode_value(&w->encoders[v], batch->children[v], i, w->nulls, &w->row, &why);
@@ -421,6 +445,10 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
       if (w->pk[k] == v) starts[k] = at;
     }
   }
+  uint8_t stamp[12];  // [bytes] of 8: USING TIMESTAMP's value
+  sl_store_be(stamp, 8, 4);
+  sl_store_be(stamp + 4, (uint64_t)next_timestamp(w), 8);
+  if (rc == 0) rc = sl_buffer_append(&w->row, stamp, sizeof stamp);
   for (int k = 0; rc == 0 && k < w->n_pk; ++k) {
     const uint8_t* p = w->row.data + starts[k];
     int32_t n = (int32_t)sl_load_be32(p);
@@ -467,8 +495,8 @@ static int write_rows(void* ctx, const struct sl_text_field* row, const struct A
 static void write_free(struct cql_write* w) {
   sl_cql_close(w->conn);
   if (w->encoders != NULL) {
-    for (int i = 0; i < w->n_vars; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
-    sl_free(w->alloc, w->encoders, (size_t)w->n_vars * sizeof *w->encoders);
+    for (int i = 0; i < w->n_columns; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
+    sl_free(w->alloc, w->encoders, (size_t)w->n_columns * sizeof *w->encoders);
   }
   if (w->vars != NULL) {
     for (int i = 0; i < w->n_vars; ++i) cql_type_free(&w->vars[i], w->alloc);
