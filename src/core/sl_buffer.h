@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sluice.h"
+#include "sl_endian.h"
 #include "sl_ref.h"
 
 struct sl_buffer {
@@ -29,6 +30,12 @@ int sl_buffer_reserve(struct sl_buffer* buf, int64_t additional);
 /// the new memory: for capacity hints and buffers written by index.
 int sl_buffer_grow_to(struct sl_buffer* buf, int64_t total);
 int sl_buffer_append(struct sl_buffer* buf, const void* data, int64_t n);
+/// Appends the low `n` bytes of `v`, most significant first (1 <= n <= 8).
+static inline int sl_buffer_append_be(struct sl_buffer* buf, uint64_t v, int n) {
+  uint8_t b[8];
+  sl_store_be(b, v, n);
+  return sl_buffer_append(buf, b, n);
+}
 /// Appends `n` zero bytes.
 int sl_buffer_append_zeros(struct sl_buffer* buf, int64_t n);
 /// Makes an empty buffer write into `capacity` bytes at `data`, owned by

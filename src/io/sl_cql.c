@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
+#include "../core/sl_buffer.h"
 #include "../core/sl_endian.h"
 #include "../core/sl_error.h"
 #include "../core/sl_value_text.h"
@@ -63,9 +64,7 @@ struct sl_cql_conn {
   char name[512];  ///< the location, for messages
   char peer[300];  ///< host:port
   int fd;
-  uint8_t* out;  ///< the request being written
-  size_t out_cap;
-  size_t out_len;
+  struct sl_buffer out;  ///< the request being written
   uint8_t* in;  ///< the body of the last frame received
   size_t in_cap;
   SSL_CTX* tls_ctx;  ///< TLS connections: OpenSSL's context and session
@@ -254,37 +253,13 @@ int sl_cql_read_bytes(struct sl_cql_cursor* c, const uint8_t** data, int32_t* n)
 
 /* ---- Frames ------------------------------------------------------------------ */
 
-static int out_reserve(struct sl_cql_conn* c, size_t more) {
-  if (c->out_len + more <= c->out_cap) return 0;
-  size_t cap = c->out_cap > 0 ? c->out_cap : 256;
-  while (cap < c->out_len + more) cap *= 2;
-  uint8_t* grown = sl_alloc(c->alloc, cap);
-  if (grown == NULL) return ENOMEM;
-  if (c->out_len > 0) memcpy(grown, c->out, c->out_len);
-  sl_free(c->alloc, c->out, c->out_cap);
-  c->out = grown;
-  c->out_cap = cap;
-  return 0;
-}
-
 static int put_bytes(struct sl_cql_conn* c, const void* p, size_t n) {
-  if (out_reserve(c, n) != 0) return ENOMEM;
-  if (n > 0) memcpy(c->out + c->out_len, p, n);
-  c->out_len += n;
-  return 0;
+  return sl_buffer_append(&c->out, p, (int64_t)n);
 }
 
-static int put_u16(struct sl_cql_conn* c, unsigned v) {
-  uint8_t b[2];
-  sl_store_be(b, v, 2);
-  return put_bytes(c, b, 2);
-}
+static int put_u16(struct sl_cql_conn* c, unsigned v) { return sl_buffer_append_be(&c->out, v, 2); }
 
-static int put_u32(struct sl_cql_conn* c, uint32_t v) {
-  uint8_t b[4];
-  sl_store_be(b, v, 4);
-  return put_bytes(c, b, 4);
-}
+static int put_u32(struct sl_cql_conn* c, uint32_t v) { return sl_buffer_append_be(&c->out, v, 4); }
 
 static int put_string(struct sl_cql_conn* c, const char* s) {
   size_t n = strlen(s);
@@ -295,7 +270,7 @@ static int put_string(struct sl_cql_conn* c, const char* s) {
 
 /// Starts a request frame (its length is filled in by send_frame).
 static int begin_frame(struct sl_cql_conn* c, int opcode) {
-  c->out_len = 0;
+  c->out.size = 0;
   uint8_t header[CQL_HEADER] = {CQL_VERSION_REQUEST, 0, 0, 0, (uint8_t)opcode, 0, 0, 0, 0};
   return put_bytes(c, header, sizeof header);
 }
@@ -361,12 +336,12 @@ static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct slui
 }
 
 static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
-  size_t body = c->out_len - CQL_HEADER;
+  size_t body = (size_t)c->out.size - CQL_HEADER;
   if ((int64_t)body > CQL_MAX_BODY) {
     return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, body);
   }
-  put_length(c->out, body);
-  struct iovec iov = {c->out, c->out_len};
+  put_length(c->out.data, body);
+  struct iovec iov = {c->out.data, (size_t)c->out.size};
   return send_all(c, &iov, 1, error);
 }
 
@@ -664,6 +639,7 @@ int sl_cql_connect(const struct sl_cql_address* address, const char* name,
   struct sl_cql_conn* c = sl_calloc(alloc, 1, sizeof *c);
   if (c == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   c->alloc = alloc;
+  sl_buffer_init(&c->out, alloc);
   c->fd = -1;
   snprintf(c->name, sizeof c->name, "%s", name);
   snprintf(c->peer, sizeof c->peer, strchr(address->host, ':') ? "[%s]:%s" : "%s:%s",
@@ -699,7 +675,7 @@ void sl_cql_close(struct sl_cql_conn* c) {
   SSL_free(c->tls);  // no close_notify: the socket goes away with it
   SSL_CTX_free(c->tls_ctx);
   if (c->fd >= 0) close(c->fd);
-  sl_free(c->alloc, c->out, c->out_cap);
+  sl_buffer_reset(&c->out);
   sl_free(c->alloc, c->in, c->in_cap);
   sl_free(c->alloc, c, sizeof *c);
 }

@@ -186,6 +186,7 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
       cql_encoder_free(e, alloc);
       return rc;
     }
+    e->children[i].struct_child = kids[i] != NULL ? kids[i] - values->children : -1;
   }
   if (cql->id == CQL_VECTOR) {
     int id = cql->children[0].id;
@@ -201,12 +202,6 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
 }
 
 /* ---- Bytes ------------------------------------------------------------------------- */
-
-static int put_be(struct sl_buffer* out, uint64_t v, int n) {
-  uint8_t b[8];
-  sl_store_be(b, v, n);
-  return sl_buffer_append(out, b, n);
-}
 
 /// A big-endian two's complement number of n bytes, without the leading
 /// bytes that only repeat the sign (CQL varints are minimal).
@@ -390,7 +385,7 @@ static int put_decimal_text(struct sl_buffer* out, const uint8_t* s, int64_t n, 
       carry = v >> 8;
     }
   }
-  int rc = put_be(out, (uint32_t)(int32_t)scale, 4);
+  int rc = sl_buffer_append_be(out, (uint32_t)(int32_t)scale, 4);
   return rc != 0 ? rc : put_twos_complement(out, be, len);
 }
 
@@ -407,7 +402,7 @@ static int encode_elements(const struct cql_encoder* e, const struct ArrowArray*
     *why = "a collection of more than 2^31 elements";
     return EINVAL;
   }
-  SL_RETURN_NOT_OK(put_be(out, (uint32_t)(end - begin), 4));
+  SL_RETURN_NOT_OK(sl_buffer_append_be(out, (uint32_t)(end - begin), 4));
   for (int64_t j = begin; j < end; ++j) {
     if (e->cql->id == CQL_MAP) {
       for (int k = 0; k < 2; ++k) {
@@ -452,7 +447,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
           *why = "an integer out of the range of its CQL type";
           return EINVAL;
         }
-        return put_be(out, (uint64_t)v, ranges[k].width);
+        return sl_buffer_append_be(out, (uint64_t)v, ranges[k].width);
       }
       return EINVAL;
     }
@@ -473,13 +468,13 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       float v = (float)float_at(t, a, p);
       uint32_t bits;
       memcpy(&bits, &v, 4);
-      return put_be(out, bits, 4);
+      return sl_buffer_append_be(out, bits, 4);
     }
     case CQL_DOUBLE: {
       double v = float_at(t, a, p);
       uint64_t bits;
       memcpy(&bits, &v, 8);
-      return put_be(out, bits, 8);
+      return sl_buffer_append_be(out, bits, 8);
     }
     case CQL_ASCII: case CQL_VARCHAR: case CQL_BLOB: case CQL_CUSTOM: {
       const uint8_t* data;
@@ -528,7 +523,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       int64_t ms = v;
       if (t->id == SL_TYPE_DATE32) ms = v * MS_PER_DAY;  // |v| < 2^31: no overflow
       else if (t->id == SL_TYPE_TIMESTAMP) SL_RETURN_NOT_OK(to_millis(v, t->unit, &ms, why));
-      return put_be(out, (uint64_t)ms, 8);
+      return sl_buffer_append_be(out, (uint64_t)ms, 8);
     }
     case CQL_DATE: {
       int64_t days;
@@ -546,7 +541,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
           return EINVAL;
         }
       }
-      return put_be(out, (uint32_t)((uint32_t)(int32_t)days + 0x80000000u), 4);
+      return sl_buffer_append_be(out, (uint32_t)((uint32_t)(int32_t)days + 0x80000000u), 4);
     }
     case CQL_TIME: {
       static const int64_t ns_per[] = {1000000000, 1000000, 1000, 1};
@@ -557,14 +552,14 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
         *why = "a time of day outside 00:00 to 24:00";
         return EINVAL;
       }
-      return put_be(out, (uint64_t)(v * per), 8);
+      return sl_buffer_append_be(out, (uint64_t)(v * per), 8);
     }
     case CQL_DECIMAL:
       if (t->id == SL_TYPE_DECIMAL128) {
         const uint8_t* le = (const uint8_t*)a->buffers[1] + p * 16;
         uint8_t be[16];
         for (int k = 0; k < 16; ++k) be[k] = le[15 - k];
-        SL_RETURN_NOT_OK(put_be(out, (uint32_t)t->scale, 4));
+        SL_RETURN_NOT_OK(sl_buffer_append_be(out, (uint32_t)t->scale, 4));
         return put_twos_complement(out, be, 16);
       } else {
         const uint8_t* data;
@@ -608,13 +603,12 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
     case CQL_UDT: case CQL_TUPLE:
       for (int k = 0; k < e->n_children; ++k) {
         const struct cql_encoder* field = &e->children[k];
-        if (field->arrow == NULL) {
-          SL_RETURN_NOT_OK(put_be(out, (uint32_t)-1, 4));
+        if (field->struct_child < 0) {
+          SL_RETURN_NOT_OK(sl_buffer_append_be(out, (uint32_t)-1, 4));
           continue;
         }
-        int64_t index = 0;
-        for (int64_t c = 0; c < f->n_children; ++c) index = &f->children[c] == field->arrow ? c : index;
-        SL_RETURN_NOT_OK(encode_at(field, a->children[index], p, CQL_NULL_NULL, out, why));
+        const struct ArrowArray* child = a->children[field->struct_child];
+        SL_RETURN_NOT_OK(encode_at(field, child, p, CQL_NULL_NULL, out, why));
       }
       return 0;
     case CQL_VECTOR: {
@@ -640,7 +634,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
 static int encode_at(const struct cql_encoder* e, const struct ArrowArray* a, int64_t i,
                      int null_length, struct sl_buffer* out, const char** why) {
   if (e->arrow == NULL || sl_value_is_null(e->arrow, a, i)) {
-    return put_be(out, (uint32_t)null_length, 4);
+    return sl_buffer_append_be(out, (uint32_t)null_length, 4);
   }
   const struct sl_text_field* f = e->arrow;
   int64_t p = a->offset + i;
@@ -655,7 +649,7 @@ static int encode_at(const struct cql_encoder* e, const struct ArrowArray* a, in
     p = a->offset + index;
   }
   int64_t at = out->size;
-  SL_RETURN_NOT_OK(put_be(out, 0, 4));
+  SL_RETURN_NOT_OK(sl_buffer_append_be(out, 0, 4));
   SL_RETURN_NOT_OK(encode_body(e, f, a, p, out, why));
   int64_t n = out->size - at - 4;
   if (n > INT32_MAX) {

@@ -18,6 +18,9 @@ struct cql_encoder {
   /// index is looked up in the array's dictionary first).
   const struct sl_text_field* arrow;
   int dictionary;  ///< the column is dictionary-encoded
+  /// For a field of a UDT or tuple: which child of the parent struct array
+  /// holds it (-1 for a UDT field the struct lacks, written as null).
+  int64_t struct_child;
   int n_children;
   struct cql_encoder* children;
 };

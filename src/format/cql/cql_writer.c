@@ -234,9 +234,7 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
     return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
   }
   size_t n = t.len;
-  uint8_t len[4];
-  sl_store_be(len, n, 4);
-  rc = sl_buffer_append(&w->prepare_body, len, 4);  // [long string]
+  rc = sl_buffer_append_be(&w->prepare_body, n, 4);  // [long string]
   if (rc == 0) rc = sl_buffer_append(&w->prepare_body, t.data, (int64_t)n);
   sl_text_reset(&t);
   if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
@@ -264,12 +262,6 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
 }
 
 /* ---- Requests in flight ----------------------------------------------------------------- */
-
-static int put_u16(struct sl_buffer* b, unsigned v) {
-  uint8_t x[2];
-  sl_store_be(x, v, 2);
-  return sl_buffer_append(b, x, 2);
-}
 
 static int send_slot(struct cql_write* w, int16_t stream, struct sluice_error* error) {
   const struct cql_slot* s = &w->slots[stream];
@@ -374,7 +366,7 @@ static int send_group(struct cql_write* w, struct sluice_error* error) {
     s->opcode = SL_CQL_OP_EXECUTE;
   } else {
     sl_store_be(s->body.data + 1, (uint64_t)w->group_rows, 2);
-    rc = put_u16(&s->body, (unsigned)w->consistency);
+    rc = sl_buffer_append_be(&s->body, (unsigned)w->consistency, 2);
     uint8_t flags = 0;
     if (rc == 0) rc = sl_buffer_append(&s->body, &flags, 1);
     s->start = 0;
@@ -432,7 +424,7 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
   int64_t starts[64] = {0};
   w->row.size = 0;
   w->key.size = 0;
-  int rc = put_u16(&w->row, (unsigned)w->n_vars);
+  int rc = sl_buffer_append_be(&w->row, (unsigned)w->n_vars, 2);
   for (int v = 0; rc == 0 && v < w->n_columns; ++v) {
     const char* why = NULL;
     int64_t at = w->row.size;
@@ -480,7 +472,7 @@ static int write_rows(void* ctx, const struct sl_text_field* row, const struct A
     struct cql_slot* s = &w->slots[w->filling];
     uint8_t kind = 1;  // a prepared statement
     int rc = sl_buffer_append(&s->body, &kind, 1);
-    if (rc == 0) rc = put_u16(&s->body, w->id_len);
+    if (rc == 0) rc = sl_buffer_append_be(&s->body, w->id_len, 2);
     if (rc == 0) rc = sl_buffer_append(&s->body, w->id, w->id_len);
     if (rc == 0) rc = sl_buffer_append(&s->body, w->row.data, w->row.size);
     if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
