@@ -247,6 +247,19 @@ SLUICE_EXPORT int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset);
 SLUICE_EXPORT int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset,
                                                   char* first_reason, size_t cap);
 
+/// Applies what failed scans found out about column types that were inferred
+/// from a sample: a CSV value that did not fit its column's inferred type
+/// ends the scan with an error and asks for a wider type (int64 -> float64
+/// -> string; a time or timestamp with finer digits -> nanoseconds). After
+/// such a failure, call this: *changed = 1 means the schema is now wider and
+/// scanning again reads the whole input with it (the CLI's convert and stats
+/// and Python's sluice.read do this by themselves); 0 means the error
+/// stands. EBUSY while a scan of the dataset is still open (close its stream
+/// first). A source that can be read only once (a pipe) cannot be scanned
+/// again.
+SLUICE_EXPORT int sluice_dataset_refine(struct sluice_dataset* dataset, int* changed,
+                                        struct sluice_error* error);
+
 /// Starts a scan as an Arrow C stream of struct arrays (one child per column).
 /// Several scans of one dataset may run at once. The stream may outlive the
 /// dataset handle.

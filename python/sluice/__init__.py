@@ -209,6 +209,12 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         CLI's --ca-bundle and --insecure.
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
+    CSV column types are inferred from a sample; a value past it that does
+    not fit its column's type widens the column (int64 -> float64 -> string,
+    microseconds -> nanoseconds) and the input is read again, so the table
+    has the types of the whole file (``infer_bytes="all"`` or ``schema=``
+    avoid the second pass).
+
     When every column is flat fixed-width (numbers, bools, dates, times,
     timestamps, durations, decimals), the batches are copied into one column
     each as they arrive and freed at once: the table is a single batch, and
@@ -219,7 +225,20 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     decoded batches as they are.
     """
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
-    return _read(ds, ordered, limit, memory, _scan, _gather)
+    return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather))
+
+
+def _refining(ds, read_once):
+    """read_once(), again for as long as each failure widened a column type
+    inferred from a sample (a later CSV value that did not fit it: int64 ->
+    float64 -> string), so that the table has the types of the whole input.
+    Each round widens at least one column, so this ends."""
+    while True:
+        try:
+            return read_once()
+        except Error:
+            if not ds.refine():
+                raise
 
 
 # Bytes in flight for a gathered read placed by split row counts when
@@ -266,7 +285,7 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
 
 
 def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, batch_rows=None,
-                memory=None, _scan=None, **format_options):
+                memory=None, _scan=None, _refine=True, **format_options):
     """``read(...).to_pandas()`` in bounded memory: the scan's batches are
     copied into the DataFrame's columns as they arrive and freed at once, so
     the peak is about the DataFrame's size plus the batches in flight
@@ -275,11 +294,15 @@ def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, bat
     from ._gather import gatherable
     from ._pandas import batches_to_pandas
     ds = _open(src, format, columns, threads, True, limit, batch_rows, memory, format_options)
-    if gatherable(ds.schema()) is not None:
-        # Fixed-width columns: gathered in place, then wrapped without a copy.
-        return _read(ds, True, limit, memory, _scan, True).to_pandas()
-    with Scanner(ds, **(_scan or {})) as s:
-        return batches_to_pandas(s.schema, s)
+
+    def read_once():
+        if gatherable(ds.schema()) is not None:
+            # Fixed-width columns: gathered in place, then wrapped without a copy.
+            return _read(ds, True, limit, memory, _scan, True).to_pandas()
+        with Scanner(ds, **(_scan or {})) as s:
+            return batches_to_pandas(s.schema, s)
+    # A dask partition keeps the types the graph was built with.
+    return _refining(ds, read_once) if _refine else read_once()
 
 
 def schema(src, *, format=None, columns=None, **format_options):

@@ -235,6 +235,28 @@ static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwa
   return (PyObject*)scan;
 }
 
+static PyObject* dataset_refine(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int changed = 0;
+  int rc = sluice_dataset_refine(self->dataset, &changed, &error);
+  struct ArrowSchema schema;
+  if (rc == 0 && changed) rc = sluice_dataset_schema(self->dataset, &schema, &error);
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  if (changed) {  // scans from here on have the wider schema
+    SchemaObject* wider = sp_schema_wrap(&schema);
+    if (wider == NULL) return NULL;
+    SchemaObject* old = self->schema;
+    self->schema = wider;
+    Py_DECREF(old);
+  }
+  return PyBool_FromLong(changed);
+}
+
 static PyObject* dataset_stats(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
   if (dataset_check_open(self) != 0) return NULL;
   struct sluice_column_stats* stats = NULL;
@@ -294,6 +316,9 @@ static PyMethodDef dataset_methods[] = {
      "[first, first + num); slow_split delays one (a test hook); placement, a _Gather with "
      "room for sum(split_rows), lets readers decode straight into its columns."},
     {"stats", (PyCFunction)dataset_stats, METH_NOARGS, "Per-column statistics (list of dict)."},
+    {"refine", (PyCFunction)dataset_refine, METH_NOARGS,
+     "After a failed scan: True when a value that did not fit a column's inferred type "
+     "widened it (scan again), False when the error stands."},
     {"split_rows", (PyCFunction)dataset_split_rows, METH_NOARGS,
      "Rows each split is planned to hold (-1 = not known ahead), in plan order."},
     {"close", (PyCFunction)dataset_close, METH_NOARGS, "Close the dataset (scans stay valid)."},

@@ -41,6 +41,7 @@ static void pump_free(struct sp_pump* pump) {
 
 static void* pump_main(void* arg) {
   struct sp_pump* pump = arg;
+  int closed = 0;
   pthread_mutex_lock(&pump->mutex);
   for (;;) {
     while (!pump->wanted && !pump->cancelled) pthread_cond_wait(&pump->cv, &pump->mutex);
@@ -53,6 +54,12 @@ static void* pump_main(void* arg) {
     memset(&tag, 0, sizeof tag);
     memset(&error, 0, sizeof error);
     int rc = pump->source.next(pump->source.handle, &array, &tag, &error);
+    if (rc != 0 || array.release == NULL) {
+      // Closed before the consumer hears of the end: it may then act on the
+      // dataset as one no scan holds (sluice_dataset_refine after an error).
+      pump->source.close(pump->source.handle);
+      closed = 1;
+    }
     pthread_mutex_lock(&pump->mutex);
     if (pump->cancelled) {
       if (rc == 0 && array.release != NULL) array.release(&array);
@@ -71,7 +78,7 @@ static void* pump_main(void* arg) {
     }
   }
   pthread_mutex_unlock(&pump->mutex);
-  pump->source.close(pump->source.handle);
+  if (!closed) pump->source.close(pump->source.handle);
   pthread_mutex_lock(&pump->mutex);
   int free_it;
   pump_unref_locked(pump, &free_it);

@@ -26,7 +26,7 @@ class _ReadSplits:
     def __call__(self, split_range):
         first, count = split_range
         return read_pandas(self.src, _scan={"first_split": first, "num_splits": count},
-                           **self.options)
+                           _refine=False, **self.options)
 
 
 def _split_ranges(n, splits_per_partition, npartitions):

@@ -379,6 +379,38 @@ int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* ou
   return sl_schema_copy(&dataset->schema, dataset->alloc, out, error);
 }
 
+int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice_error* error) {
+  if (ds == NULL || changed == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_refine: NULL argument");
+  }
+  *changed = 0;
+  if (ds->format->refine == NULL) return 0;
+  // Open scans hold references, and their splits read the reader's types.
+  if (atomic_load(&ds->refs) > 1) {
+    return sl_error_set(error, EBUSY, "%s: a scan of the dataset is still open", ds->location);
+  }
+  SL_RETURN_NOT_OK(ds->format->refine(ds->reader, changed, error));
+  if (!*changed) return 0;
+  struct ArrowSchema full, projected;
+  memset(&full, 0, sizeof full);
+  memset(&projected, 0, sizeof projected);
+  int rc = ds->format->schema(ds->reader, &full, error);
+  if (rc == 0) {
+    rc = ds->columns != NULL
+             ? sl_schema_project(&full, ds->columns, ds->n_columns, ds->alloc, &projected, error)
+             : sl_schema_copy(&full, ds->alloc, &projected, error);
+  }
+  if (rc != 0) {
+    if (full.release != NULL) full.release(&full);
+    return rc;
+  }
+  ds->full_schema.release(&ds->full_schema);
+  ds->schema.release(&ds->schema);
+  ds->full_schema = full;
+  ds->schema = projected;
+  return 0;
+}
+
 int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset) {
   return dataset != NULL ? dataset->n_splits : 0;
 }

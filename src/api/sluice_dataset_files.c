@@ -215,6 +215,19 @@ static int files_count_split_rows(void* reader, struct sl_split* splits, int64_t
   return 0;
 }
 
+/// Each object's reader refines its own types; objects that end up
+/// disagreeing make files_schema fail, as they would have at open.
+static int files_refine(void* reader, int* changed, struct sluice_error* error) {
+  struct sl_files_reader* f = reader;
+  *changed = 0;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    int part_changed = 0;
+    SL_RETURN_NOT_OK(f->format->refine(f->parts[i].reader, &part_changed, error));
+    *changed |= part_changed;
+  }
+  return 0;
+}
+
 /// The part whose splits include the dataset's split `index`.
 static const struct files_part* part_of(const struct sl_files_reader* f, int64_t index) {
   int64_t lo = 0, hi = f->n_parts - 1;
@@ -568,6 +581,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .split_by_columns = format->split_by_columns,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
       .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
+      .refine = format->refine != NULL ? files_refine : NULL,
   };
   struct open_job job = {.f = f, .names = names, .remote = remote, .args = args,
                          .failed_at = (int64_t)names->n};

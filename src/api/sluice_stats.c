@@ -374,12 +374,8 @@ static int stats_scan_rest(struct sluice_dataset* dataset, struct stats_state* s
   return rc;
 }
 
-SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
-                                       struct sluice_column_stats** out, int64_t* n_out,
-                                       struct sluice_error* error) {
-  if (dataset == NULL || out == NULL || n_out == NULL) {
-    return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
-  }
+static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats** out,
+                      int64_t* n_out, struct sluice_error* error) {
   *out = NULL;
   *n_out = 0;
   struct ArrowSchema schema;
@@ -465,4 +461,22 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
   stats_state_reset(&state);
   schema.release(&schema);
   return rc;
+}
+
+SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
+                                       struct sluice_column_stats** out, int64_t* n_out,
+                                       struct sluice_error* error) {
+  if (dataset == NULL || out == NULL || n_out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
+  }
+  for (;;) {
+    int rc = stats_once(dataset, out, n_out, error);
+    if (rc == 0) return 0;
+    // A value that did not fit a type inferred from a sample widens it:
+    // then count again with the wider types (each round widens a column).
+    struct sluice_error ignored;
+    int changed = 0;
+    if (sluice_dataset_refine(dataset, &changed, &ignored) != 0 || !changed) return rc;
+    sl_error_clear(error);
+  }
 }

@@ -107,6 +107,14 @@ int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options
 int cli_open_stream(const struct cli_options* options, int n_sources,
                     struct sluice_dataset** dataset, struct ArrowArrayStream* stream);
 
+/// cli_write_stream of a stream from cli_open_stream, written again from the
+/// start (with a note on stderr) each time it fails on a CSV value that did
+/// not fit the type inferred for its column and widened it, unless writing
+/// to standard output. Prints the error and returns CLI_ERROR on failure;
+/// *stream may be a new scan, or released.
+int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
+                          const char* location, const struct cli_options* options);
+
 /// Ends a read from cli_open_stream whose consumer returned `status`: the
 /// skipped-rows warning when it succeeded, then the stream and the dataset
 /// released. Returns `status`.
@@ -134,9 +142,9 @@ int cli_progress_position_metadata(void* progress_stream, const struct ArrowArra
 /// Writes a stream from cli_progress_stream with sluice_write to `location`
 /// ("-" = standard output) as -t, -c/--compression and -W say; with
 /// --unordered, batches carry their positions (cli_progress_position_metadata).
-/// Prints the error and returns CLI_ERROR on failure.
+/// CLI_ERROR with the reason in `error` on failure.
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
-                     const struct cli_options* options);
+                     const struct cli_options* options, struct sluice_error* error);
 
 int cli_cmd_cat(const struct cli_options* options);
 int cli_cmd_schema(const struct cli_options* options);

@@ -322,10 +322,43 @@ int cli_open_stream(const struct cli_options* options, int n_sources,
   return CLI_OK;
 }
 
+/// After a failed write: 1 when it failed on a CSV value that did not fit
+/// the type inferred for its column and that column is now wider, with
+/// *stream a new scan from the start; 0 (and *stream released) otherwise.
+static int read_again(struct sluice_dataset* dataset, const struct cli_options* options,
+                      struct ArrowArrayStream* stream, const struct sluice_error* why) {
+  stream->release(stream);  // the dataset refines only with no scan open
+  struct sluice_error ignored;
+  memset(&ignored, 0, sizeof ignored);
+  int changed = 0;
+  if (sluice_dataset_refine(dataset, &changed, &ignored) != 0 || !changed ||
+      cli_progress_stream(dataset, options, stream, &ignored) != 0) {
+    return 0;
+  }
+  if (!options->quiet) fprintf(stderr, "sluice: note: %s; reading again\n", why->message);
+  return 1;
+}
+
+int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
+                          const char* location, const struct cli_options* options) {
+  for (;;) {
+    struct sluice_error error;
+    memset(&error, 0, sizeof error);
+    int status = cli_write_stream(stream, location, options, &error);
+    // Standard output cannot be taken back; files and tables can be written
+    // again (a failed write leaves nothing behind).
+    if (status == CLI_OK || strcmp(location, "-") == 0 ||
+        !read_again(dataset, options, stream, &error)) {
+      if (status != CLI_OK) cli_error("%s", error.message);
+      return status;
+    }
+  }
+}
+
 int cli_close_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
                      const struct cli_options* options, int status) {
   if (status == CLI_OK) cli_report_skipped(dataset, options);
-  stream->release(stream);
+  if (stream->release != NULL) stream->release(stream);
   sluice_dataset_close(dataset);
   return status;
 }

@@ -53,7 +53,7 @@ static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* 
 }
 
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
-                     const struct cli_options* options) {
+                     const struct cli_options* options, struct sluice_error* error) {
   struct sluice_write_options write_options;
   sluice_write_options_init(&write_options);
   write_options.format = options->to;
@@ -65,14 +65,9 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
     write_options.batch_metadata = cli_progress_position_metadata;
     write_options.batch_metadata_user = stream->private_data;
   }
-  struct sluice_error error;
-  memset(&error, 0, sizeof error);
-  int rc = sluice_write(stream, location, &write_options, &error);
-  if (rc != 0) {
-    cli_error("%s", error.message[0] != '\0' ? error.message : strerror(rc));
-    return CLI_ERROR;
-  }
-  return CLI_OK;
+  int rc = sluice_write(stream, location, &write_options, error);
+  if (rc != 0 && error->message[0] == '\0') snprintf(error->message, sizeof error->message, "%s", strerror(rc));
+  return rc != 0 ? CLI_ERROR : CLI_OK;
 }
 
 int cli_cmd_cat(const struct cli_options* options) {
@@ -83,7 +78,8 @@ int cli_cmd_cat(const struct cli_options* options) {
   if (wants_table(options)) {
     status = cat_table(&stream, options);
   } else {
-    status = cli_write_stream(&stream, options->output != NULL ? options->output : "-", options);
+    const char* to = options->output != NULL ? options->output : "-";
+    status = cli_write_read_stream(dataset, &stream, to, options);
   }
   return cli_close_stream(dataset, &stream, options, status);
 }

@@ -23,6 +23,6 @@ int cli_cmd_convert(const struct cli_options* options) {
   struct ArrowArrayStream stream;
   int status = cli_open_stream(options, options->n_positional - 1, &dataset, &stream);
   if (status != CLI_OK) return status;
-  status = cli_write_stream(&stream, destination, options);
+  status = cli_write_read_stream(dataset, &stream, destination, options);
   return cli_close_stream(dataset, &stream, options, status);
 }

@@ -125,6 +125,12 @@ struct sl_format_reader {
   /// splits of this reader are being decoded.
   int (*count_split_rows)(void* reader, struct sl_split* splits, int64_t n,
                           struct sluice_error* error);
+  /// Optional (NULL = the schema never changes): applies what scans found
+  /// since the last call about types inferred from a sample (a later CSV
+  /// value that did not fit its column, see csv_widening): *changed = 1 when
+  /// the schema is now wider. Not called while splits of this reader are
+  /// being decoded.
+  int (*refine)(void* reader, int* changed, struct sluice_error* error);
 };
 
 struct sl_write_args {

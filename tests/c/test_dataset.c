@@ -1111,6 +1111,109 @@ static void test_directory_stored_stats_allocation_failures(void** unused) {
   }
 }
 
+/* ---- Refining types inferred from a sample --------------------------------- */
+
+/// Drains a scan of `ds`: rows and the sum of double column 0 (or of int64
+/// column 0 when `ints`), or the first error.
+static int drain_sum(struct sluice_dataset* ds, int ints, int64_t* rows, double* sum,
+                     struct ArrowArrayStream* stream) {
+  *rows = 0;
+  *sum = 0;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  assert_int_equal(sluice_dataset_scan(ds, stream, &error), 0);
+  for (;;) {
+    struct ArrowArray batch;
+    int rc = stream->get_next(stream, &batch);
+    if (rc != 0) return rc;
+    if (batch.release == NULL) return 0;
+    const struct ArrowArray* a = batch.children[0];
+    for (int64_t i = 0; i < a->length; ++i) {
+      *sum += ints ? (double)((const int64_t*)a->buffers[1])[a->offset + i]
+                   : ((const double*)a->buffers[1])[a->offset + i];
+    }
+    *rows += batch.length;
+    batch.release(&batch);
+  }
+}
+
+static void test_csv_refine_after_a_late_value(void** unused) {
+  (void)unused;
+  // Quoted fields keep the stretches further on out of the sample, so only
+  // the first 1 KiB is sampled: column a is inferred int64, then row 3000
+  // holds 0.5.
+  enum { ROWS = 4000, LATE = 3000 };
+  char* text = malloc((size_t)ROWS * 24 + 16);
+  assert_non_null(text);
+  size_t at = (size_t)sprintf(text, "a,s\n");
+  double want = 0;
+  for (int i = 0; i < ROWS; ++i) {
+    if (i == LATE) {
+      at += (size_t)sprintf(text + at, "0.5,\"x\"\n");
+      want += 0.5;
+    } else {
+      at += (size_t)sprintf(text + at, "%d,\"x\"\n", i);
+      want += i;
+    }
+  }
+  char path[512];
+  test_temp_path("late.csv", path, sizeof path);
+  assert_int_equal(test_write_file(path, text, at), 0);
+  free(text);
+
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.format_options = "infer_bytes=1k";
+  options.threads = 2;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  struct ArrowSchema schema;
+  assert_int_equal(sluice_dataset_schema(ds, &schema, &error), 0);
+  assert_string_equal(schema.children[0]->format, "l");
+  schema.release(&schema);
+  int changed = -1;
+  assert_int_equal(sluice_dataset_refine(ds, &changed, &error), 0);
+  assert_int_equal(changed, 0);  // nothing found yet
+
+  int64_t rows;
+  double sum;
+  struct ArrowArrayStream stream;
+  assert_int_equal(drain_sum(ds, 1, &rows, &sum, &stream), EILSEQ);
+  assert_non_null(strstr(stream.get_last_error(&stream), "'0.5' as int64"));
+  // The failed scan is still open: its splits read the reader's types.
+  assert_int_equal(sluice_dataset_refine(ds, &changed, &error), EBUSY);
+  stream.release(&stream);
+  assert_int_equal(sluice_dataset_refine(ds, &changed, &error), 0);
+  assert_int_equal(changed, 1);
+  assert_int_equal(sluice_dataset_schema(ds, &schema, &error), 0);
+  assert_string_equal(schema.children[0]->format, "g");
+  assert_string_equal(schema.children[1]->format, "u");
+  schema.release(&schema);
+
+  assert_int_equal(drain_sum(ds, 0, &rows, &sum, &stream), 0);
+  assert_int_equal(stream.get_schema(&stream, &schema), 0);
+  assert_string_equal(schema.children[0]->format, "g");
+  schema.release(&schema);
+  stream.release(&stream);
+  assert_int_equal(rows, ROWS);
+  assert_true(sum == want);
+  assert_int_equal(sluice_dataset_refine(ds, &changed, &error), 0);
+  assert_int_equal(changed, 0);
+
+  // A type the caller gave is not refined: the error stands.
+  sluice_dataset_close(ds);
+  options.format_options = "infer_bytes=1k,schema=a:int64";
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  assert_int_equal(drain_sum(ds, 1, &rows, &sum, &stream), EILSEQ);
+  stream.release(&stream);
+  assert_int_equal(sluice_dataset_refine(ds, &changed, &error), 0);
+  assert_int_equal(changed, 0);
+  sluice_dataset_close(ds);
+  remove(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -1129,6 +1232,7 @@ int main(void) {
       cmocka_unit_test(test_scan_range_planned_rows),
       cmocka_unit_test(test_placed_scan),
       cmocka_unit_test(test_scan_range_allocation_failures),
+      cmocka_unit_test(test_csv_refine_after_a_late_value),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }

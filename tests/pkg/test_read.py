@@ -38,6 +38,43 @@ def test_csv_format_options(data_dir):
     assert pa.table(t).column(0).to_pylist() == want.column(0).to_pylist()
 
 
+def _late_value_csv(path, rows=50_000):
+    """Column a looks int64 in the sampled head (quotes keep the stretches
+    further on out of the sample); row rows // 2 holds 0.5, row 3 * rows // 4
+    of column b text."""
+    lines = ["a,b,s"]
+    for i in range(rows):
+        a = "0.5" if i == rows // 2 else str(i)
+        b = "n/a" if i == 3 * rows // 4 else str(i % 10)
+        lines.append(f'{a},{b},"s{i % 5}"')
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_csv_late_values_widen_inferred_types(tmp_path):
+    """read, read_pandas and stats read the input again when a value past
+    the sample does not fit the inferred type, with the wider types: what
+    pyarrow reads when told them. A scan that already yielded batches
+    cannot: it fails naming the value."""
+    path = tmp_path / "late.csv"
+    _late_value_csv(path)
+    options = {"infer_bytes": "1k"}
+    assert pa.schema(sluice.schema(path, **options)).types == [pa.int64(), pa.int64(), pa.string()]
+    want = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
+        column_types={"a": pa.float64(), "b": pa.string()}))
+    got = pa.table(sluice.read(path, **options))
+    assert got.schema == want.schema
+    assert got.equals(want)
+    assert pa.table(sluice.read(path, threads=1, ordered=False, **options)).equals(want)
+    frame = sluice.read_pandas(path, **options)
+    assert frame["a"].tolist() == want.column("a").to_pylist()
+    assert frame["b"].tolist() == want.column("b").to_pylist()
+    stats = {c["name"]: c for c in sluice.stats(path, **options)}
+    assert stats["b"]["max"] == "n/a" and stats["a"]["count"] == 50_000
+    with pytest.raises(sluice.FormatError, match="'0.5' as int64"):
+        for _ in sluice.scan(path, **options):
+            pass
+
+
 def test_avro_matches_fastavro(data_dir):
     schema = {"type": "record", "name": "r", "fields": [
         {"name": "a", "type": "long"}, {"name": "s", "type": ["null", "string"]},

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import random
 import struct
@@ -428,3 +429,75 @@ def test_late_values_widen_types_from_stretches_further_on(sluice, tmp_path):
                                 + [f"{rows}.5,z"]) + "\n")
     err = sluice.expect_error("cat", quoted).stderr.decode()
     assert f"cannot parse '{rows}.5' as int64" in err
+
+
+def _late_values_file(path: Path, rows: int) -> None:
+    """Columns whose sample (the head; quotes keep the stretches further on
+    out of it) says int64, int64, timestamp[us], bool, int64 until values
+    past it say float64, string, timestamp[ns], string; `keep` stays int64."""
+    late = {rows // 3: ("2.5", "7", "2020-01-01T00:00:00.5", "true"),
+            rows // 2: ("8", "x7", "2020-01-01T00:00:00.123456789", "false"),
+            2 * rows // 3: ("-1e300", "9", "2021-06-30T12:00:00", "maybe")}
+    lines = ["a,b,ts,flag,keep,q"]
+    for i in range(rows):
+        a, b, ts, flag = late.get(i, (str(i), str(-i), f"2020-01-01T00:00:{i % 60:02d}",
+                                      "true" if i % 3 else "false"))
+        lines.append(f'{a},{b},{ts},{flag},{i},"q{i % 7}"')
+    path.write_text("\n".join(lines) + "\n")
+
+
+WIDENED = {"a": pa.float64(), "b": pa.string(), "ts": pa.timestamp("ns"), "flag": pa.string(),
+           "keep": pa.int64(), "q": pa.string()}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_late_values_past_the_sample_widen_the_type_on_a_second_read(sluice, tmp_path,
+                                                                      threads):
+    """A value past the sample that does not fit the inferred type fails the
+    scan and widens the column (int64 -> float64 -> string, microseconds ->
+    nanoseconds); convert and cat -o then write the whole input again with
+    the wider types: the table pyarrow reads when given those types."""
+    rows = 120_000
+    path = tmp_path / "late.csv"
+    _late_values_file(path, rows)
+    header = sluice.run("schema", path).stdout.decode()
+    assert [line.split()[1] for line in header.splitlines()] == \
+        ["int64", "int64", "timestamp[us]", "bool", "int64", "string"]
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=WIDENED))
+    got = sluice_read(sluice, path, threads=threads)
+    assert got.schema == want.schema
+    assert got.equals(want)
+    out = tmp_path / "cat.arrow"
+    proc = sluice.run("cat", path, "-t", "arrow", "-o", out, "--threads", str(threads))
+    assert "reading again" in proc.stderr.decode()
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+    # stats count and bound the widened columns
+    stats = json.loads(sluice.run("stats", path, "--json").stdout)
+    by_name = {c["name"]: c for c in stats["columns"]} if isinstance(stats, dict) else \
+        {c["name"]: c for c in stats}
+    assert by_name["b"]["max"] == max(want.column("b").to_pylist())
+    assert by_name["a"]["count"] == rows
+    # DuckDB sniffing the whole file agrees on the types it has
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.sql(f"SELECT * FROM read_csv('{path}', sample_size=-1)")
+    assert dict(zip(rel.columns, map(str, rel.types)))["a"] == "DOUBLE"
+    assert dict(zip(rel.columns, map(str, rel.types)))["b"] == "VARCHAR"
+
+
+def test_late_values_stay_errors_where_a_second_read_cannot_help(sluice, tmp_path):
+    rows = 120_000
+    path = tmp_path / "late.csv"
+    _late_values_file(path, rows)
+    # standard output cannot be taken back: the error says what to do
+    err = sluice.expect_error("cat", path, "-t", "csv").stderr.decode()
+    assert "cannot parse" in err and "read again" in err and "infer_bytes=all" in err, err
+    # a type the user gave is never widened
+    err = sluice.expect_error("convert", path, tmp_path / "x.arrow",
+                              "--schema", "a:int64").stderr.decode()
+    assert "cannot parse '2.5' as int64" in err and "given in the schema" in err, err
+    assert not (tmp_path / "x.arrow").exists()
+    # bad_rows=skip drops the rows instead of widening
+    got = sluice_read(sluice, path, "bad_rows=skip")
+    assert got.schema.field("a").type == pa.int64()
+    assert got.num_rows == rows - 3

@@ -80,10 +80,38 @@ static inline int token(struct csv_split_state* s, const struct csv_field* f, co
   return token_slow(s, f, p, n);
 }
 
+/// A time or timestamp with digits the column's unit cannot hold: an error,
+/// not a value cut short (as pyarrow.csv).
+#define TOO_FINE "more fraction digits than the unit holds in"
+
+/// The step an inferred column must take to hold value p[0, n) that did not
+/// fit it (`too_fine`: only its fraction was too long), or CSV_WIDEN_NONE.
+static enum csv_widening widening_for(const struct csv_column* col, const uint8_t* p, int64_t n,
+                                      int too_fine) {
+  double v;
+  switch (col->conv) {
+    case CV_INT: return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
+    case CV_TIMESTAMP: case CV_TIME:
+      return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
+    case CV_F64: case CV_BOOL: case CV_DATE32: return CSV_WIDEN_STRING;
+    default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error
+  }
+}
+
+/// The widened type as the schema option spells it.
+static const char* widening_name(const struct csv_column* col, enum csv_widening w) {
+  if (w == CSV_WIDEN_NANOS) {
+    if (col->conv == CV_TIME) return "time64[ns]";
+    int zoned = col->type.timezone != NULL && col->type.timezone[0] != '\0';
+    return zoned ? "timestamp[ns,UTC]" : "timestamp[ns]";
+  }
+  return w == CSV_WIDEN_DOUBLE ? "float64" : "string";
+}
+
 static int value_error(struct csv_split_state* s, int64_t c, const struct csv_field* f,
                        const uint8_t* p, int64_t n, const char* why,
                        struct sluice_error* error) {
-  const struct csv_reader* r = s->r;
+  struct csv_reader* r = s->r;
   char shown[48];
   int64_t k = 0;
   for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
@@ -96,9 +124,24 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
     name[m++] = (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x7F ? *q : '?';
   }
   name[m] = '\0';
-  char hint[320];
+  char hint[400];
+  enum csv_widening w = CSV_WIDEN_NONE;
+  if (!r->cols[c].user_type && !r->opts.skip_bad_rows) {
+    w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
+  }
   if (r->cols[c].user_type) {
     snprintf(hint, sizeof hint, "the type was given in the schema option");
+  } else if (w != CSV_WIDEN_NONE) {
+    // Refinement: the next scan reads the column as the wider type. Raised
+    // as a maximum, since splits may disagree on how far.
+    int seen = atomic_load(&r->widen[c]);
+    while (seen < (int)w && !atomic_compare_exchange_weak(&r->widen[c], &seen, (int)w)) {
+    }
+    snprintf(hint, sizeof hint,
+             "the type was inferred from a sample; the column becomes %s when the input is "
+             "read again, as sluice convert, cat -o, stats and sluice.read do by themselves "
+             "(sluice_dataset_refine in C); or pass schema=%s:%s or infer_bytes=all",
+             widening_name(&r->cols[c], w), name, widening_name(&r->cols[c], w));
   } else {
     snprintf(hint, sizeof hint,
              "the type was inferred from a sample (the first %" PRId64 " bytes, and in a "
@@ -114,9 +157,6 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
                       n > 40 ? "..." : "", tname, hint);
 }
 
-/// A time or timestamp with digits the column's unit cannot hold: an error,
-/// not a value cut short (as pyarrow.csv).
-#define TOO_FINE "more fraction digits than the unit holds in"
 
 static int64_t ts_scale(enum sl_time_unit u) {
   return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;

@@ -8,10 +8,14 @@
 //   (csv_stream.c), or into memory when small, compressed or
 //   escape-character dialects.
 // - open() sniffs the dialect and header and infers column types from a sample
-//   (csv_dialect.c). The schema is fixed there. A later value that does not fit
-//   its inferred type is an error naming the line, byte offset and column, and
-//   suggesting schema=col:type or infer_bytes=all (which infers from the whole
-//   input); it is never silently converted.
+//   (csv_dialect.c). The schema is fixed for a scan. A later value that does
+//   not fit its inferred type ends the scan with an error naming the line,
+//   byte offset and column (never a silent conversion) and records how far
+//   the column must widen (int64 -> float64 -> string, microseconds ->
+//   nanoseconds); csv_refine applies that before the next scan, and the
+//   consumers that can (convert, stats, sluice.read) scan again. Streaming
+//   every batch at once leaves no other exact way: batches of the narrower
+//   type may already be with the consumer.
 // - plan_splits() cuts [data_start, size) into byte ranges of split_size
 //   (automatic: size/8 clamped to 1..32 MiB). A range may begin inside a quoted
 //   field, so quote bytes are counted per range (memchr/SIMD, memory speed; the
@@ -41,6 +45,7 @@
 #include "csv_reader.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "csv_decompress.h"
@@ -94,10 +99,17 @@ static int slurp(struct csv_reader* r, struct sluice_error* error) {
   }
 }
 
+/// Columns and schema from the layout's formats (again after a refinement).
 static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   const struct csv_layout* l = &r->layout;
-  r->cols = sl_calloc(r->alloc, (size_t)(l->n_cols > 0 ? l->n_cols : 1), sizeof *r->cols);
+  size_t n = (size_t)(l->n_cols > 0 ? l->n_cols : 1);
+  r->cols = sl_calloc(r->alloc, n, sizeof *r->cols);
   if (r->cols == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  if (r->widen == NULL) {
+    r->widen = sl_calloc(r->alloc, n, sizeof *r->widen);
+    if (r->widen == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    for (size_t c = 0; c < n; ++c) atomic_init(&r->widen[c], CSV_WIDEN_NONE);
+  }
   SL_RETURN_NOT_OK(sl_schema_init(&r->schema, r->alloc, "+s", "", 0, l->n_cols, error));
   for (int64_t c = 0; c < l->n_cols; ++c) {
     struct csv_column* col = &r->cols[c];
@@ -159,11 +171,18 @@ static void free_plan(struct csv_reader* r, int64_t n) {
   r->n_plan = 0;
 }
 
+static void free_columns(struct csv_reader* r) {
+  if (r->schema.release != NULL) r->schema.release(&r->schema);
+  sl_free(r->alloc, r->cols, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->cols);
+  r->cols = NULL;
+}
+
 static void csv_close(void* reader) {
   struct csv_reader* r = reader;
   if (r == NULL) return;
-  if (r->schema.release != NULL) r->schema.release(&r->schema);
-  sl_free(r->alloc, r->cols, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->cols);
+  free_columns(r);
+  sl_free(r->alloc, r->widen,
+          (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->widen);
   csv_layout_free(&r->layout, r->alloc);
   csv_options_free(&r->opts, r->alloc);
   free_plan(r, r->n_plan);
@@ -253,6 +272,39 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   }
   *out = r;
   return 0;
+}
+
+/// The Arrow format of column type `format` widened by `w` (into buf), or
+/// NULL when it is already that wide.
+static const char* widened_format(const char* format, enum csv_widening w, char* buf, size_t cap) {
+  switch (w) {
+    case CSV_WIDEN_NANOS:  // tsu:zone -> tsn:zone, ttu -> ttn
+      if (strlen(format) < 3 || format[0] != 't' || format[2] == 'n') return NULL;
+      snprintf(buf, cap, "%.2sn%s", format, format + 3);
+      return buf;
+    case CSV_WIDEN_DOUBLE: return strcmp(format, "g") == 0 || strcmp(format, "u") == 0 ? NULL : "g";
+    case CSV_WIDEN_STRING: return strcmp(format, "u") == 0 ? NULL : "u";
+    default: return NULL;
+  }
+}
+
+static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
+  struct csv_reader* r = reader;
+  *changed = 0;
+  for (int64_t c = 0; c < r->layout.n_cols; ++c) {
+    enum csv_widening w = (enum csv_widening)atomic_exchange(&r->widen[c], CSV_WIDEN_NONE);
+    char buf[64];
+    const char* to = widened_format(r->layout.formats[c], w, buf, sizeof buf);
+    if (to == NULL) continue;
+    char* copy = sl_strdup(r->alloc, to);
+    if (copy == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    sl_free(r->alloc, r->layout.formats[c], strlen(r->layout.formats[c]) + 1);
+    r->layout.formats[c] = copy;
+    *changed = 1;
+  }
+  if (!*changed) return 0;
+  free_columns(r);
+  return setup_columns(r, error);
 }
 
 static int csv_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
@@ -583,6 +635,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .split_close = csv_split_close,
     .close = csv_close,
     .rows_skipped = csv_rows_skipped,
+    .refine = csv_refine,
 };
 
 const struct sl_format_reader* sl_csv_reader(void) { return &csv_reader_vtable; }

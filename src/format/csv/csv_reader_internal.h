@@ -15,6 +15,11 @@ enum csv_conv {
   CV_TIME,
 };
 
+/// Steps an inferred column type may take when a later value does not fit
+/// it, in the order they are taken (int64 -> float64 -> string; a time or
+/// timestamp with digits past the microsecond -> nanoseconds).
+enum csv_widening { CSV_WIDEN_NONE, CSV_WIDEN_NANOS, CSV_WIDEN_DOUBLE, CSV_WIDEN_STRING };
+
 struct csv_column {
   struct sl_type type;
   enum csv_conv conv;
@@ -63,6 +68,10 @@ struct csv_reader {
   /// bad_rows=skip: rows dropped so far (all splits) and why the first one
   /// was (written once, by whichever split claims `first_skip_claimed`).
   atomic_llong rows_skipped;
+  /// Per column, how far a value that did not fit the inferred type asks it
+  /// to widen (enum csv_widening, raised atomically by any split); applied by
+  /// csv_refine before the next scan.
+  atomic_int* widen;
   atomic_int first_skip_claimed;
   char first_skip[256];
 };
