@@ -18,9 +18,11 @@ import json
 import math
 import random
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import check_clean_failure
 
 pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")
@@ -497,6 +499,12 @@ def test_late_values_stay_errors_where_a_second_read_cannot_help(sluice, tmp_pat
                               "--schema", "a:int64").stderr.decode()
     assert "cannot parse '2.5' as int64" in err and "given in the schema" in err, err
     assert not (tmp_path / "x.arrow").exists()
+    # a pipe is read once: the error stands, suggesting the wider type
+    proc = subprocess.run([sluice.binary, "stats", "-"], input=path.read_bytes(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "cannot parse '2.5' as int64" in err and "schema=a:float64" in err, err
     # bad_rows=skip drops the rows instead of widening
     got = sluice_read(sluice, path, "bad_rows=skip")
     assert got.schema.field("a").type == pa.int64()

@@ -129,9 +129,10 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   if (!r->cols[c].user_type && !r->opts.skip_bad_rows) {
     w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
   }
+  const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w) : "string";
   if (r->cols[c].user_type) {
     snprintf(hint, sizeof hint, "the type was given in the schema option");
-  } else if (w != CSV_WIDEN_NONE) {
+  } else if (w != CSV_WIDEN_NONE && csv_rereadable(r)) {
     // Refinement: the next scan reads the column as the wider type. Raised
     // as a maximum, since splits may disagree on how far.
     int seen = atomic_load(&r->widen[c]);
@@ -141,13 +142,13 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
              "the type was inferred from a sample; the column becomes %s when the input is "
              "read again, as sluice convert, cat -o, stats and sluice.read do by themselves "
              "(sluice_dataset_refine in C); or pass schema=%s:%s or infer_bytes=all",
-             widening_name(&r->cols[c], w), name, widening_name(&r->cols[c], w));
+             wider, name, wider);
   } else {
     snprintf(hint, sizeof hint,
              "the type was inferred from a sample (the first %" PRId64 " bytes, and in a "
-             "whole file a few stretches further on); pass schema=%s:string "
-             "(CLI: --schema %s:string) or infer_bytes=all",
-             r->opts.infer_bytes, name, name);
+             "whole file a few stretches further on); pass schema=%s:%s "
+             "(CLI: --schema %s:%s) or infer_bytes=all",
+             r->opts.infer_bytes, name, wider, name, wider);
   }
   int64_t line, at;
   csv_split_where(s, f->pos, &line, &at);

@@ -291,6 +291,7 @@ static const char* widened_format(const char* format, enum csv_widening w, char*
 static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
   struct csv_reader* r = reader;
   *changed = 0;
+  if (!csv_rereadable(r)) return 0;  // a forward-only stream: the error stands
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
     enum csv_widening w = (enum csv_widening)atomic_exchange(&r->widen[c], CSV_WIDEN_NONE);
     char buf[64];

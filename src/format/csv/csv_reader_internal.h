@@ -44,6 +44,9 @@ struct csv_reader {
   int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
+  /// Stream mode, forward-only: a scan has started reading the source, so
+  /// another cannot (its bytes are gone).
+  atomic_int stream_read;
   /// Stream mode over a remote source with ranged reads: byte-range splits,
   /// each reading its own range into its window (csv_ranged.c).
   int ranged;
@@ -75,6 +78,10 @@ struct csv_reader {
   atomic_int first_skip_claimed;
   char first_skip[256];
 };
+
+/// Whether a second scan can read the input again (not a forward-only
+/// stream), so that refining a type is worth it.
+static inline int csv_rereadable(const struct csv_reader* r) { return !r->stream || r->ranged; }
 
 struct csv_split_state {
   struct csv_reader* r;

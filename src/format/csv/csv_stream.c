@@ -102,6 +102,10 @@ int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
 
 int csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
+  if (atomic_exchange(&r->stream_read, 1)) {
+    return sl_error_set(error, EINVAL, "%s: a stream is read once: it cannot be scanned again",
+                        r->name);
+  }
   s->win_cap = r->stream_window;
   s->window = sl_alloc_buffer(r->alloc, (size_t)s->win_cap);
   if (s->window == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
