@@ -15,11 +15,8 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_source_block.h"
 #include "sl_source_http.h"
-
-/// Forward reads of a pipe are done in blocks of at least this size, so that
-/// small reads share one allocation and one syscall.
-#define SL_STREAM_CHUNK ((int64_t)1 << 20)
 
 /// Views of zero bytes point here rather than at NULL, so that callers may
 /// memcmp/memcpy them without special cases.
@@ -240,42 +237,18 @@ struct sl_fd_source {
   int fd;
   int owns_fd;
   int eof;
-  struct sl_ref* block_ref;  // our reference on the current block (views add theirs)
-  uint8_t* block;
-  int64_t block_cap;
-  int64_t start;  // first unconsumed byte in block
-  int64_t end;    // bytes of block filled from the descriptor
+  struct sl_source_block block;
   int64_t consumed;  // bytes handed out by read_next so far
 };
 
-/// Makes at least `need` unconsumed bytes contiguous in the current block,
-/// unless the data ends first. Consumed bytes stay in old blocks for as long as
-/// views retain them.
+/// Makes at least `need` unconsumed bytes contiguous in the block, unless
+/// the data ends first.
 static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* error) {
-  if (s->end - s->start >= need || s->eof) return 0;
-  if (s->block_cap - s->start < need) {
-    int64_t cap = need > SL_STREAM_CHUNK ? need : SL_STREAM_CHUNK;
-    uint8_t* block = sl_alloc_buffer(s->base.alloc, (size_t)cap);
-    if (block == NULL) {
-      return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte read buffer",
-                          s->base.name, (long long)cap);
-    }
-    struct sl_ref* ref = sl_ref_wrap_buffer(s->base.alloc, block, (size_t)cap);
-    if (ref == NULL) {
-      sl_free_buffer(s->base.alloc, block, (size_t)cap);
-      return sl_error_set(error, ENOMEM, "%s: out of memory for a read buffer", s->base.name);
-    }
-    int64_t kept = s->end - s->start;
-    if (kept > 0) memcpy(block, s->block + s->start, (size_t)kept);
-    sl_ref_release(s->block_ref);
-    s->block_ref = ref;
-    s->block = block;
-    s->block_cap = cap;
-    s->start = 0;
-    s->end = kept;
-  }
-  while (s->end - s->start < need) {
-    ssize_t r = read(s->fd, s->block + s->end, (size_t)(s->block_cap - s->end));
+  struct sl_source_block* b = &s->block;
+  if (b->end - b->start >= need || s->eof) return 0;
+  SL_RETURN_NOT_OK(sl_source_block_room(b, need, s->base.alloc, s->base.name, error));
+  while (b->end - b->start < need) {
+    ssize_t r = read(s->fd, b->data + b->end, (size_t)(b->cap - b->end));
     if (r < 0) {
       if (errno == EINTR) continue;
       return errno_error(error, EIO, s->base.name, "read failed", errno);
@@ -284,35 +257,21 @@ static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* er
       s->eof = 1;
       break;
     }
-    s->end += r;
+    b->end += r;
   }
   return 0;
 }
 
 static int fd_view(struct sl_fd_source* s, int64_t length, int consume, struct sl_view* out,
                    struct sluice_error* error) {
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
+  memset(out, 0, sizeof *out);
   if (length < 0) {
     return sl_error_set(error, EINVAL, "%s: negative read length %lld", s->base.name,
                         (long long)length);
   }
-  int rc = fd_fill(s, length, error);
-  if (rc != 0) return rc;
-  int64_t avail = s->end - s->start;
-  int64_t n = length < avail ? length : avail;
-  if (n == 0) {
-    out->data = sl_empty_bytes;
-    return 0;
-  }
-  out->data = s->block + s->start;
-  out->size = n;
-  out->owner = sl_ref_retain(s->block_ref);
-  if (consume) {
-    s->start += n;
-    s->consumed += n;
-  }
+  SL_RETURN_NOT_OK(fd_fill(s, length, error));
+  int64_t n = sl_source_block_view(&s->block, length, consume, out);
+  if (consume) s->consumed += n;
   return 0;
 }
 
@@ -329,7 +288,7 @@ static int fd_peek(struct sl_source* source, int64_t length, struct sl_view* out
 static void fd_close(struct sl_source* source) {
   struct sl_fd_source* s = (struct sl_fd_source*)source;
   const struct sluice_allocator* alloc = source->alloc;
-  sl_ref_release(s->block_ref);
+  sl_source_block_free(&s->block);
   if (s->owns_fd) close(s->fd);
   sl_free(alloc, source->name, strlen(source->name) + 1);
   sl_free(alloc, s, sizeof *s);
