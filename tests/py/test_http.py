@@ -427,6 +427,21 @@ def test_csv_byte_range_splits_over_http(sluice, fault_server, tmp_path):
     assert local_msg.startswith("line ") and local_msg in got.stderr.decode(), (want.stderr, got.stderr)
 
 
+def test_compressed_csv_streams_over_http(sluice, fault_server, tmp_path):
+    """A .csv.gz object is inflated as it downloads (servers with and
+    without ranges, through faults): the same rows as the plain local file."""
+    import gzip
+    www = fault_server["www"]
+    text = _quoted_csv(60_000).encode()
+    (www / "q.csv").write_bytes(text)
+    (www / "q.csv.gz").write_bytes(gzip.compress(text[:777_777], 1) + gzip.compress(text[777_777:], 1))
+    local = local_table(sluice, www / "q.csv", tmp_path / "l.arrows", [])
+    for mode in ("ok", "flaky", "cut", "norange"):
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/q.csv.gz", tmp_path / "r.arrows",
+                            [], env=SMALL_PARTS)
+        assert remote.equals(local), mode
+
+
 def test_open_is_one_ranged_get(sluice, fault_server, tmp_path):
     """Opening a remote object is one GET of its first 64 KiB (the size from
     Content-Range, the bytes kept for format detection), not a HEAD and then

@@ -40,15 +40,16 @@
 //   handing over to the general path (tokenize into field offsets, then convert
 //   column by column into Arrow builders) for rows it cannot take. Columns not
 //   asked for are never converted.
-// - .gz (multi-member) and .zst inputs are inflated into memory at open
-//   (csv_decompress.c) and then read like plain text.
+// - .gz (multi-member) and .zst inputs are inflated as they are read
+//   (sl_source_inflate.c) and then read like a pipe: in bounded memory, as
+//   one split (inflating cannot start mid-stream); a small one is read whole
+//   and split like a file. A second scan starts the inflation over.
 #include "csv_reader.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "csv_decompress.h"
 #include "csv_reader_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
@@ -186,6 +187,7 @@ static void csv_close(void* reader) {
   csv_layout_free(&r->layout, r->alloc);
   csv_options_free(&r->opts, r->alloc);
   free_plan(r, r->n_plan);
+  sl_source_close(r->inflated);
   if (r->chunk_sync) {
     pthread_cond_destroy(&r->chunk_done);
     pthread_mutex_destroy(&r->chunk_lock);
@@ -215,9 +217,21 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     return rc;
   }
   if (r->opts.delimiter < 0 && ends_with(r->name, ".tsv")) r->opts.delimiter = '\t';
+  // Compressed input (.csv.gz, .csv.zst) is inflated as it is read: from
+  // here on the reader sees a forward-only source of plain text.
+  struct sl_view head;
+  rc = sl_source_peek(r->source, 4, &head, error);
+  if (rc == 0) {
+    int compressed = sl_source_compressed(head.data, head.size);
+    sl_view_release(&head);
+    if (compressed) rc = sl_source_inflate_open(r->source, &r->inflated, error);
+    if (rc == 0 && compressed) r->source = r->inflated;
+  }
   // A mapped file is viewed whole (split by byte ranges on all cores); other
   // sources (pipes, HTTP, S3) are read forward through a bounded window.
-  if (r->source->ops->read_at != NULL && r->source->size >= 0 && r->source->mapped) {
+  if (rc != 0) {
+    // cleaned up below
+  } else if (r->source->ops->read_at != NULL && r->source->size >= 0 && r->source->mapped) {
     r->size = r->source->size;
     if (r->size > 0) rc = sl_source_read_at(r->source, 0, r->size, &r->view, error);
     r->data = r->view.data;
@@ -244,20 +258,6 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     }
   }
   if (rc == 0 && r->data == NULL && !r->ranged) r->size = 0;
-  if (rc == 0 && !r->stream) {
-    struct csv_inflated z;
-    rc = csv_maybe_decompress(r->data, r->size, r->alloc, &z, r->name, error);
-    if (rc == 0 && z.decoded) {
-      // The plain text replaces the compressed bytes (a read buffer is freed,
-      // a mapping released).
-      if (r->owned != NULL) sl_free_buffer(r->alloc, r->owned, (size_t)r->owned_cap);
-      sl_view_release(&r->view);
-      r->owned = z.data;
-      r->owned_cap = z.cap;
-      r->data = z.data;
-      r->size = z.size;
-    }
-  }
   int64_t start = 0;
   if (r->data != NULL && r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB &&
       r->data[2] == 0xBF)
@@ -434,6 +434,7 @@ static void csv_split_close(void* state) {
     int64_t end = s->pos < s->r->size ? s->pos : s->r->size;
     if (end > from) sl_source_drop(s->r->source, from, end - from);
   }
+  if (s->holds_stream) atomic_store(&s->r->stream_busy, 0);
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
   sl_view_release(&s->range);

@@ -9,6 +9,7 @@
 #include "csv_internal.h"
 #include "core/sl_builder.h"
 #include "io/sl_source.h"
+#include "io/sl_source_inflate.h"
 
 enum csv_conv {
   CV_BOOL, CV_INT, CV_UINT, CV_F32, CV_F64, CV_UTF8, CV_BINARY, CV_DATE32, CV_TIMESTAMP,
@@ -44,9 +45,14 @@ struct csv_reader {
   int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
-  /// Stream mode, forward-only: a scan has started reading the source, so
-  /// another cannot (its bytes are gone).
+  /// Stream mode, forward-only: a scan has started reading the source (a
+  /// second must rewind it, which only an inflated file can), and one is
+  /// reading it now (no other may until it closes).
   atomic_int stream_read;
+  atomic_int stream_busy;
+  /// Compressed input: the source of its inflated bytes (`source` then
+  /// points here; the compressed one stays the dataset's).
+  struct sl_source* inflated;
   /// Stream mode over a remote source with ranged reads: byte-range splits,
   /// each reading its own range into its window (csv_ranged.c).
   int ranged;
@@ -81,7 +87,10 @@ struct csv_reader {
 
 /// Whether a second scan can read the input again (not a forward-only
 /// stream), so that refining a type is worth it.
-static inline int csv_rereadable(const struct csv_reader* r) { return !r->stream || r->ranged; }
+static inline int csv_rereadable(const struct csv_reader* r) {
+  return !r->stream || r->ranged ||
+         (r->inflated != NULL && sl_source_inflate_rewindable(r->inflated));
+}
 
 struct csv_split_state {
   struct csv_reader* r;
@@ -98,6 +107,7 @@ struct csv_split_state {
   int64_t* builder_of;     ///< per file column: output builder index, or -1
   int fast_ok;             ///< output columns: distinct file columns, all int64/float64
   uint8_t* window;         ///< stream mode: the window (sl_alloc_buffer, win_cap)
+  int holds_stream;        ///< stream mode: this split claimed stream_busy
   /// Ranged mode: the split's bytes as fetched, decoded in place (window
   /// NULL) until a row crosses their end; then copied into a window.
   struct sl_view range;

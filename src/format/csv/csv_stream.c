@@ -1,12 +1,13 @@
-// Forward-only sources (pipes, standard input) in bounded memory.
+// Forward-only sources (pipes, standard input, compressed input as it is
+// inflated) in bounded memory.
 //
 // open() peeks at the head of the stream (without consuming it) and analyses
 // it cut after its last line feed; the schema comes from that sample. The one
 // split then reads the stream through a window: rows are decoded from the
 // window up to its last line feed (`limit`); the unfinished tail is moved to
 // the front and more is read. A row longer than the window doubles it. When
-// the whole input fits in the sample, it is compressed, or the dialect has an
-// escape character, the reader falls back to reading everything into memory.
+// the whole input fits in the sample or the dialect has an escape character,
+// the reader falls back to reading everything into memory.
 #include <string.h>
 
 #include "csv_reader_internal.h"
@@ -22,13 +23,11 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   int rc = 0;
   const uint8_t* d = v.data;
   int64_t n = v.size;
-  int compressed = (n >= 2 && d[0] == 0x1F && d[1] == 0x8B) ||
-                   (n >= 4 && d[0] == 0x28 && d[1] == 0xB5 && d[2] == 0x2F && d[3] == 0xFD);
   int64_t cut = n;
   while (cut > 0 && d[cut - 1] != '\n') --cut;
   // With an escape character a line feed at the window's end may be escaped
   // (inside a row yet outside quotes): such dialects read the input whole.
-  if (n >= sample && !compressed && cut > 0 && r->opts.escape == 0) {
+  if (n >= sample && cut > 0 && r->opts.escape == 0) {
     int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
     rc = csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
     if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
@@ -102,9 +101,16 @@ int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
 
 int csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
+  if (atomic_exchange(&r->stream_busy, 1)) {
+    return sl_error_set(error, EBUSY, "%s: a stream is read by one scan at a time", r->name);
+  }
+  s->holds_stream = 1;
   if (atomic_exchange(&r->stream_read, 1)) {
-    return sl_error_set(error, EINVAL, "%s: a stream is read once: it cannot be scanned again",
-                        r->name);
+    if (r->inflated == NULL || !sl_source_inflate_rewindable(r->inflated)) {
+      return sl_error_set(error, EINVAL, "%s: a stream is read once: it cannot be scanned again",
+                          r->name);
+    }
+    SL_RETURN_NOT_OK(sl_source_inflate_rewind(r->inflated, error));
   }
   s->win_cap = r->stream_window;
   s->window = sl_alloc_buffer(r->alloc, (size_t)s->win_cap);

@@ -1,0 +1,30 @@
+// Compressed input read as a stream: a forward-only source of the inflated
+// bytes of a gzip (any number of members back to back) or zstd (any number
+// of frames) object, over any other source, in bounded memory: one view of
+// the compressed bytes and one block of inflated ones at a time.
+#ifndef SL_SOURCE_INFLATE_H
+#define SL_SOURCE_INFLATE_H
+
+#include <stdint.h>
+
+#include "sl_source.h"
+
+/// Whether the first `n` bytes of an object start gzip or zstd data.
+int sl_source_compressed(const uint8_t* head, int64_t n);
+
+/// A forward-only source (read_next, peek) of the inflated bytes of
+/// `compressed`, which starts with gzip or zstd magic. `compressed` is
+/// borrowed: it must outlive the new source, which does not close it.
+/// Errors in the data name the object and the compressed byte offset.
+int sl_source_inflate_open(struct sl_source* compressed, struct sl_source** out,
+                           struct sluice_error* error);
+
+/// Whether the inflated stream can start again from its first byte (the
+/// compressed object has ranged reads of memory already there: a file).
+int sl_source_inflate_rewindable(const struct sl_source* inflated);
+
+/// Starts the inflated stream again from its first byte, for a second scan.
+/// ENOTSUP unless rewindable. Views handed out before stay valid.
+int sl_source_inflate_rewind(struct sl_source* inflated, struct sluice_error* error);
+
+#endif
