@@ -143,6 +143,13 @@ fuzz_seeds() {
     *csv*)
       find "$SLUICE_CORPORA/arrow-testing/data/csv" -maxdepth 1 -type f -name '*.csv' -size -1024k \
         -exec cp {} "$seeds/" \;
+      # Compressed input takes its own path (inflated as it is read).
+      local f
+      for f in "$seeds"/*.csv; do
+        [ -f "$f" ] || continue
+        gzip -c "$f" > "$f.gz"
+        if command -v zstd > /dev/null; then zstd -q -c "$f" > "$f.zst"; fi
+      done
       ;;
     *parquet*)
       find "$SLUICE_CORPORA/parquet-testing/data" "$SLUICE_CORPORA/parquet-testing/bad_data" \
