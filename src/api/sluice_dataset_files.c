@@ -215,8 +215,30 @@ static int files_count_split_rows(void* reader, struct sl_split* splits, int64_t
   return 0;
 }
 
-/// Each object's reader refines its own types; objects that end up
-/// disagreeing make files_schema fail, as they would have at open.
+/// Widens the types each object's reader inferred from its own sample until
+/// all read with one schema (as DuckDB and polars read a glob of CSV files):
+/// object 0 widens to fit every other, then every other to fit object 0.
+static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_error* error) {
+  if (f->format->widen_to == NULL) return 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t i = 1; i < f->n_parts; ++i) {
+      void* from = pass == 0 ? f->parts[i].reader : f->parts[0].reader;
+      void* to = pass == 0 ? f->parts[0].reader : f->parts[i].reader;
+      struct ArrowSchema other;
+      memset(&other, 0, sizeof other);
+      SL_RETURN_NOT_OK(f->format->schema(from, &other, error));
+      int widened = 0;
+      int rc = f->format->widen_to(to, &other, &widened, error);
+      other.release(&other);
+      SL_RETURN_NOT_OK(rc);
+      *changed |= widened;
+    }
+  }
+  return 0;
+}
+
+/// Each object's reader refines its own types, and then all are unified
+/// again.
 static int files_refine(void* reader, int* changed, struct sluice_error* error) {
   struct sl_files_reader* f = reader;
   *changed = 0;
@@ -225,7 +247,7 @@ static int files_refine(void* reader, int* changed, struct sluice_error* error) 
     SL_RETURN_NOT_OK(f->format->refine(f->parts[i].reader, &part_changed, error));
     *changed |= part_changed;
   }
-  return 0;
+  return *changed ? unify_parts(f, changed, error) : 0;
 }
 
 /// The part whose splits include the dataset's split `index`.
@@ -596,6 +618,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
     p->first_split = f->n_splits;
     f->n_splits += p->n_splits;
   }
+  int unified = 0;
+  if (rc == 0) rc = unify_parts(f, &unified, error);
   if (rc == 0 && f->hive.n_keys > 0) rc = choose_partition_columns(f, error);
   if (rc != 0) {
     files_close(f);

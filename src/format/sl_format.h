@@ -131,6 +131,14 @@ struct sl_format_reader {
   /// the schema is now wider. Not called while splits of this reader are
   /// being decoded.
   int (*refine)(void* reader, int* changed, struct sluice_error* error);
+  /// Optional (NULL = the data alone decides the types): widens the column
+  /// types inferred from a sample so that values of `other`'s column types
+  /// (by position) fit too, so that the objects of one dataset read with one
+  /// schema (CSV: int64 and float64 as float64, a date and a timestamp as
+  /// the timestamp, other mixes as string). *changed = 1 when this reader's
+  /// schema changed. Not called while splits of this reader are decoded.
+  int (*widen_to)(void* reader, const struct ArrowSchema* other, int* changed,
+                  struct sluice_error* error);
 };
 
 struct sl_write_args {

@@ -822,6 +822,24 @@ static void test_count_byte_paths(void** state) {
   free(buf);
 }
 
+/// The join of two inferred formats: what a column inferred as each in two
+/// files of one dataset reads as (symmetric).
+static void test_join_formats(void** unused) {
+  (void)unused;
+  const char* cases[][3] = {
+      {"l", "l", "l"},           {"l", "g", "g"},           {"g", "l", "g"},
+      {"l", "u", "u"},           {"b", "l", "u"},           {"tdD", "tsu:", "tsu:"},
+      {"tsu:UTC", "tdD", "tsu:UTC"}, {"tsu:", "tsn:", "tsn:"}, {"tsn:UTC", "tsu:UTC", "tsn:UTC"},
+      {"tsu:", "tsu:UTC", "u"},  {"ttu", "ttn", "ttn"},     {"ttu", "tdD", "u"},
+      {"b", "b", "b"},           {"tdD", "l", "u"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    char buf[32];
+    assert_string_equal(csv_join_formats(cases[i][0], cases[i][1], buf, sizeof buf), cases[i][2]);
+    assert_string_equal(csv_join_formats(cases[i][1], cases[i][0], buf, sizeof buf), cases[i][2]);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 2 && strcmp(argv[1], "--bench") == 0) return bench(argc, argv);
   if (argc > 2 && strcmp(argv[1], "--dump") == 0) return dump(argc, argv);
@@ -835,7 +853,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_long_quoted_field), cmocka_unit_test(test_comment_transitions),
       cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
-      cmocka_unit_test(test_count_byte_paths),
+      cmocka_unit_test(test_count_byte_paths), cmocka_unit_test(test_join_formats),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -512,6 +512,32 @@ def test_late_values_stay_errors_where_a_second_read_cannot_help(sluice, tmp_pat
     assert got.num_rows == rows - 3
 
 
+def test_files_inferred_differently_read_with_one_schema(sluice, tmp_path):
+    """Objects of one dataset whose samples say different types read with
+    the narrowest type that holds all (int64 + float64 -> float64, date +
+    timestamp -> timestamp, other mixes -> string), as DuckDB and polars read
+    a glob: the values are pyarrow's for each file given those types. A
+    type given in the schema option is kept, and a mix that does not fit
+    it stays an error naming the odd file."""
+    d = tmp_path / "parts"
+    d.mkdir()
+    (d / "a.csv").write_text("x,y,t,z\n1,a,2020-01-01,1\n2,b,2020-01-02,2\n")
+    (d / "b.csv").write_text("x,y,t,z\n1.5,c,2020-01-01T10:00:00,x\n2,d,2020-01-01T00:00:00.5,3\n")
+    (d / "c.csv").write_text("x,y,t,z\n3,7,2021-01-01,4\n")
+    types = {"x": pa.float64(), "y": pa.string(), "t": pa.timestamp("us"), "z": pa.string()}
+    want = pa.concat_tables(
+        pcsv.read_csv(d / n, convert_options=pcsv.ConvertOptions(column_types=types))
+        for n in ("a.csv", "b.csv", "c.csv"))
+    got = sluice_read(sluice, d)
+    assert got.schema == want.schema
+    assert got.equals(want)
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.sql(f"SELECT x, y, z FROM read_csv('{d}/*.csv')")
+    assert [str(t) for t in rel.types] == ["DOUBLE", "VARCHAR", "VARCHAR"]
+    err = sluice.expect_error("convert", d, tmp_path / "o.arrow", "--schema", "z:int64")
+    assert "b.csv" in err.stderr.decode() and "'z'" in err.stderr.decode(), err.stderr
+
+
 # ---- compressed input, read as a stream ------------------------------------------
 
 def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):

@@ -4,6 +4,7 @@
 // strtod's (correct rounding) while strtod itself runs only for the rare
 // inputs the first two cannot decide.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -564,5 +565,20 @@ const char* csv_infer_format(const struct csv_infer_state* s) {
     return s->any_zone ? "tsu:UTC" : "tsu:";
   }
   if (s->can & CAN(CSV_KIND_TIME)) return s->any_nanos ? "ttn" : "ttu";
+  return "u";
+}
+
+const char* csv_join_formats(const char* a, const char* b, char* buf, size_t cap) {
+  if (strcmp(a, b) == 0) return a;
+  int a_ts = strncmp(a, "ts", 2) == 0, b_ts = strncmp(b, "ts", 2) == 0;
+  if ((strcmp(a, "l") == 0 || strcmp(a, "g") == 0) && (strcmp(b, "l") == 0 || strcmp(b, "g") == 0))
+    return "g";
+  if ((a_ts && strcmp(b, "tdD") == 0) || (b_ts && strcmp(a, "tdD") == 0)) return a_ts ? a : b;
+  // Timestamps of one zone (or none): the finer unit; times likewise.
+  if (a_ts && b_ts && strlen(a) >= 4 && strlen(b) >= 4 && strcmp(a + 3, b + 3) == 0) {
+    snprintf(buf, cap, "ts%c%s", a[2] == 'n' || b[2] == 'n' ? 'n' : a[2], a + 3);
+    return buf;
+  }
+  if (strncmp(a, "tt", 2) == 0 && strncmp(b, "tt", 2) == 0) return "ttn";
   return "u";
 }

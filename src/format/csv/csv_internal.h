@@ -223,6 +223,10 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
 /// "tsu:", "tsn:", "ttu", "ttn", "u"). All-null columns become strings.
 const char* csv_infer_format(const struct csv_infer_state* s);
+/// The narrowest of the formats csv_infer_format gives whose values include
+/// the values of both `a` and `b` (into buf, cap >= 16): a column inferred
+/// as `a` in one object and `b` in another reads as this in both.
+const char* csv_join_formats(const char* a, const char* b, char* buf, size_t cap);
 
 /* ---- open-time analysis (csv_dialect.c) ---------------------------------- */
 

@@ -288,6 +288,16 @@ static const char* widened_format(const char* format, enum csv_widening w, char*
   }
 }
 
+/// Column c's format becomes `to` (columns and schema are rebuilt by the
+/// caller). ENOMEM.
+static int set_format(struct csv_reader* r, int64_t c, const char* to, struct sluice_error* error) {
+  char* copy = sl_strdup(r->alloc, to);
+  if (copy == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  sl_free(r->alloc, r->layout.formats[c], strlen(r->layout.formats[c]) + 1);
+  r->layout.formats[c] = copy;
+  return 0;
+}
+
 static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
   struct csv_reader* r = reader;
   *changed = 0;
@@ -297,10 +307,26 @@ static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
     char buf[64];
     const char* to = widened_format(r->layout.formats[c], w, buf, sizeof buf);
     if (to == NULL) continue;
-    char* copy = sl_strdup(r->alloc, to);
-    if (copy == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-    sl_free(r->alloc, r->layout.formats[c], strlen(r->layout.formats[c]) + 1);
-    r->layout.formats[c] = copy;
+    SL_RETURN_NOT_OK(set_format(r, c, to, error));
+    *changed = 1;
+  }
+  if (!*changed) return 0;
+  free_columns(r);
+  return setup_columns(r, error);
+}
+
+static int csv_widen_to(void* reader, const struct ArrowSchema* other, int* changed,
+                        struct sluice_error* error) {
+  struct csv_reader* r = reader;
+  *changed = 0;
+  if (other->n_children != r->layout.n_cols) return 0;  // the dataset reports the difference
+  for (int64_t c = 0; c < r->layout.n_cols; ++c) {
+    if (r->cols[c].user_type) continue;
+    char buf[32];
+    const char* to = csv_join_formats(r->layout.formats[c], other->children[c]->format, buf,
+                                      sizeof buf);
+    if (strcmp(to, r->layout.formats[c]) == 0) continue;
+    SL_RETURN_NOT_OK(set_format(r, c, to, error));
     *changed = 1;
   }
   if (!*changed) return 0;
@@ -638,6 +664,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .close = csv_close,
     .rows_skipped = csv_rows_skipped,
     .refine = csv_refine,
+    .widen_to = csv_widen_to,
 };
 
 const struct sl_format_reader* sl_csv_reader(void) { return &csv_reader_vtable; }
