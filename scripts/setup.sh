@@ -23,7 +23,7 @@ JOBS="${JOBS:-2}"
 # links (see pkg_check_modules / find_library in CMakeLists.txt), cmocka.
 APT_PACKAGES=(
   cmake ninja-build gcc clang libclang-rt-14-dev llvm pkg-config
-  libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev liblzma-dev libbz2-dev
+  libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev liblzma-dev libbz2-dev
   libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
   avro-bin libavro-dev maven openjdk-17-jdk-headless
   libcurl4-openssl-dev libssl-dev openssl nginx-light

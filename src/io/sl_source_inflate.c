@@ -2,11 +2,11 @@
 
 #include <errno.h>
 #include <string.h>
+#include <isa-l/igzip_lib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
 #include <zstd.h>
 
 #include "../codec/sl_codec_alloc.h"
-#include "../codec/sl_gzip.h"
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
 #include "sl_source_block.h"
@@ -18,7 +18,10 @@ struct inflate_source {
   struct sl_source base;  // first
   struct sl_source* compressed;  ///< borrowed
   int zstd;                      ///< else gzip
-  struct sl_gzip gzip;
+  /// gzip through ISA-L, which inflates twice as fast as zlib (1.19 s
+  /// against 2.50 s for 600 MB of CSV); its CRC and length checks included.
+  struct inflate_state* gzip;
+  int member_done;     ///< gzip: the last member ended; another may follow
   ZSTD_DCtx* zstd_ctx;
   size_t zstd_last;    ///< ZSTD_decompressStream's last answer: 0 = frame complete
   struct sl_view in;   ///< the compressed bytes being inflated
@@ -59,6 +62,18 @@ static int next_input(struct inflate_source* s, struct sluice_error* error) {
   return 0;
 }
 
+static const char* gzip_message(int rc) {
+  switch (rc) {
+    case ISAL_INVALID_BLOCK: return "invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
+    case ISAL_INVALID_WRAPPER: return "invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD: return "unsupported compression method";
+    case ISAL_INCORRECT_CHECKSUM: return "incorrect data check (CRC or length)";
+    default: return "inflate failed";
+  }
+}
+
 static int corrupt(struct inflate_source* s, const char* format, const char* why,
                    struct sluice_error* error) {
   int64_t at = s->in_offset - s->in.size + s->in_used;
@@ -92,22 +107,40 @@ static int inflate_some(struct inflate_source* s, struct sluice_error* error) {
     }
     return 0;
   }
-  enum sl_gzip_status st = sl_gzip_inflate(&s->gzip, in, in_left, &used, b->data + b->end,
-                                           (size_t)(b->cap - b->end), &made);
+  struct inflate_state* g = s->gzip;
+  if (s->member_done && in_left > 0) {  // the next member of `cat a.gz b.gz`
+    isal_inflate_reset(g);
+    g->crc_flag = ISAL_GZIP;
+    s->member_done = 0;
+  }
+  if (s->member_done || (s->in_end && in_left == 0 && g->block_state == ISAL_BLOCK_FINISH)) {
+    s->end = s->in_end;  // nothing follows the last member
+    return 0;
+  }
+  g->next_in = (uint8_t*)(uintptr_t)in;
+  g->avail_in = (uint32_t)(in_left < UINT32_MAX ? in_left : UINT32_MAX);
+  g->next_out = b->data + b->end;
+  g->avail_out = (uint32_t)(b->cap - b->end < UINT32_MAX ? b->cap - b->end : UINT32_MAX);
+  uint32_t in_before = g->avail_in, out_before = g->avail_out;
+  int rc = isal_inflate(g);
+  used = in_before - g->avail_in;
+  made = out_before - g->avail_out;
   s->in_used += (int64_t)used;
   b->end += (int64_t)made;
-  switch (st) {
-    case SL_GZIP_END:  // at a member's end: more members may follow
-      if (s->in_end) s->end = 1;
-      return 0;
-    case SL_GZIP_OUT_FULL: return 0;
-    case SL_GZIP_TRUNCATED:  // needs more input
-      if (s->in_end && made == 0) return corrupt(s, "truncated gzip data", "the data ends", error);
-      return 0;
-    case SL_GZIP_NOMEM: return sl_error_set(error, ENOMEM, "%s: out of memory inflating", s->base.name);
-    case SL_GZIP_CORRUPT: break;
+  if (rc < 0) return corrupt(s, "corrupt gzip data", gzip_message(rc), error);
+  if (g->block_state == ISAL_BLOCK_FINISH) {
+    s->member_done = 1;
+    if (s->in_end) s->end = 1;
+    return 0;
   }
-  return corrupt(s, "corrupt gzip data", sl_gzip_message(&s->gzip), error);
+  if (used == 0 && made == 0) {
+    // ISA-L takes all input while it has room to write: no progress means
+    // the data ended inside a member (or, never expected, a stall: an error
+    // rather than a loop).
+    return corrupt(s, s->in_end ? "truncated gzip data" : "gzip data that does not inflate",
+                   s->in_end ? "the data ends" : "no progress", error);
+  }
+  return 0;
 }
 
 /// Makes at least `need` inflated bytes contiguous in the block, unless the
@@ -150,7 +183,7 @@ static void inflate_close(struct sl_source* source) {
   const struct sluice_allocator* alloc = source->alloc;
   sl_view_release(&s->in);
   sl_source_block_free(&s->block);
-  sl_gzip_end(&s->gzip);
+  sl_free(alloc, s->gzip, sizeof *s->gzip);
   ZSTD_freeDCtx(s->zstd_ctx);
   if (source->name != NULL) sl_free(alloc, source->name, strlen(source->name) + 1);
   sl_free(alloc, s, sizeof *s);
@@ -170,7 +203,10 @@ static int start(struct inflate_source* s, struct sluice_error* error) {
   if (s->zstd) {
     rc = ZSTD_isError(ZSTD_DCtx_reset(s->zstd_ctx, ZSTD_reset_session_only)) ? EINVAL : 0;
   } else {
-    rc = sl_gzip_start(&s->gzip, s->base.alloc, SL_GZIP_ONLY, NULL);
+    isal_inflate_init(s->gzip);
+    s->gzip->crc_flag = ISAL_GZIP;
+    s->member_done = 0;
+    rc = 0;
   }
   if (rc != 0) return sl_error_set(error, rc, "%s: cannot start decompressing", s->base.name);
   s->zstd_last = 0;
@@ -201,8 +237,10 @@ int sl_source_inflate_open(struct sl_source* compressed, struct sl_source** out,
   if (zstd) {
     ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
     s->zstd_ctx = ZSTD_createDCtx_advanced(mem);
+  } else {
+    s->gzip = sl_alloc(alloc, sizeof *s->gzip);
   }
-  int rc = s->base.name == NULL || (zstd && s->zstd_ctx == NULL)
+  int rc = s->base.name == NULL || (zstd ? s->zstd_ctx == NULL : s->gzip == NULL)
                ? sl_error_set(error, ENOMEM, "%s: out of memory", compressed->name)
                : start(s, error);
   if (rc != 0) {
