@@ -3,7 +3,8 @@
 
   query TOOL s1 PATH   SELECT count(*), max(greatest(val2, val3)) over s1.parquet
   query TOOL s3 PATH   SELECT count(*), max(data) over s3.parquet
-(PATH ending in .csv: the header-less CSV copy, with the columns given.)
+(PATH ending in .csv: the header-less CSV copy, with the columns given;
+.csv.gz: the same, gzip'd.)
 
 TOOL: duckdb (SQL over read_parquet), polars (scan_parquet, lazy: reads only
 the columns the query needs), pyarrow (pyarrow.dataset to_table of the needed
@@ -29,7 +30,8 @@ DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "int32": "INTEGER"}
 
 def query(tool: str, which: str, path: str) -> dict:
     t0 = time.perf_counter()
-    csv = path.endswith(".csv")
+    csv = path.endswith(".csv") or path.endswith(".csv.gz")
+    gz = path.endswith(".gz")
     columns = COLUMNS[which]
     if tool == "duckdb":
         import duckdb
@@ -47,10 +49,13 @@ def query(tool: str, which: str, path: str) -> dict:
         import polars as pl
 
         agg = pl.max_horizontal("val2", "val3").max() if which == "s1" else pl.col("data").max()
-        if csv:
-            types = {"string": pl.String, "int64": pl.Int64, "int32": pl.Int32}
-            lazy = pl.scan_csv(path, has_header=False,
-                               schema={n: types[t] for n, t in columns})
+        types = {"string": pl.String, "int64": pl.Int64, "int32": pl.Int32}
+        schema = {n: types[t] for n, t in columns}
+        if gz:  # scan_csv reads no compressed files
+            need = [i for i, (n, _) in enumerate(columns) if n in ("val2", "val3", "data")]
+            lazy = pl.read_csv(path, has_header=False, schema=schema, columns=need).lazy()
+        elif csv:
+            lazy = pl.scan_csv(path, has_header=False, schema=schema)
         else:
             lazy = pl.scan_parquet(path)
         df = lazy.select(pl.len().alias("n"), agg.alias("m")).collect()
@@ -63,14 +68,20 @@ def query(tool: str, which: str, path: str) -> dict:
         import pyarrow.dataset as ds
 
         cols = ["val2", "val3"] if which == "s1" else ["data"]
-        if csv:
+        if gz:
+            table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(
+                column_names=[n for n, _ in columns]), convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.type_for_alias(t) for n, t in columns},
+                include_columns=cols))
+        elif csv:
             fmt = ds.CsvFileFormat(
                 read_options=pacsv.ReadOptions(column_names=[n for n, _ in columns]),
                 convert_options=pacsv.ConvertOptions(
                     column_types={n: pa.type_for_alias(t) for n, t in columns}))
         else:
             fmt = "parquet"
-        table = ds.dataset(path, format=fmt).to_table(columns=cols)
+        if not gz:
+            table = ds.dataset(path, format=fmt).to_table(columns=cols)
         rows = table.num_rows
         if which == "s1":
             mx = pc.max(pc.max_element_wise(table["val2"], table["val3"])).as_py()
