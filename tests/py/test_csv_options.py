@@ -568,6 +568,13 @@ def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):
         zst = tmp_path / "frames.csv.zst"
         zst.write_bytes(halves[0].read_bytes() + halves[1].read_bytes())
         assert sluice_read(sluice, zst).equals(want)
+    # A late value past the sample: the second read starts the inflation over.
+    late = tmp_path / "late.csv"
+    _late_values_file(late, 120_000)
+    late_gz = tmp_path / "late.csv.gz"
+    late_gz.write_bytes(gzip.compress(late.read_bytes(), 1))
+    assert sluice_read(sluice, late_gz).equals(sluice_read(sluice, late))
+    assert sluice_read(sluice, late_gz).schema.field("a").type == pa.float64()
     # A truncated member names the compressed offset; nothing is written.
     bad = tmp_path / "bad.csv.gz"
     bad.write_bytes(gz.read_bytes()[:-1000])
