@@ -574,10 +574,18 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
                         location, writer->name);
   }
   if (table) return writer->write(stream, NULL, &args, error);  // no file to commit
+  enum sl_compression compression = sl_compression_for_name(location);
+  if (compression != SL_COMPRESS_NONE && !writer->compressible) {
+    return sl_error_set(error, EINVAL,
+                        "%s: the %s writer does not compress whole files; name the output "
+                        "without the compression suffix",
+                        location, writer->name);
+  }
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
-  int rc = writer->write(stream, sink, &args, error);
+  int rc = sl_sink_compress(sink, compression, error);
+  if (rc == 0) rc = writer->write(stream, sink, &args, error);
   if (rc != 0) {
     sl_sink_abort(sink);
     return rc;

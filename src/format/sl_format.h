@@ -170,6 +170,9 @@ struct sl_format_writer {
   /// 1: a database table writer (cql): `write` gets no sink and writes to
   /// args->location itself; there is no file to commit or abort.
   int table;
+  /// 1: a name ending in .gz or .zst compresses the whole file (x.csv.gz),
+  /// as the format's reader reads such files back.
+  int compressible;
 };
 
 /// The registry (src/format/sl_format_registry.c): static tables of the

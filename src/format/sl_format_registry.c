@@ -16,6 +16,7 @@
 #include "lenprefix/lenprefix_reader.h"
 #include "parquet/parquet_writer.h"
 #include "text/text_writers.h"
+#include "../io/sl_sink_compress.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
 typedef const struct sl_format_writer* (*sl_writer_accessor)(void);
@@ -165,12 +166,18 @@ const struct sl_format_reader* sl_format_reader_detect(const char* location,
 const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
   if (location == NULL) return NULL;
   if (strncmp(location, "cql://", 6) == 0) return sl_format_writer_find("cql");
-  // No looking through ".gz" here: writers do not compress whole files, and
-  // writing plain CSV under a ".csv.gz" name would mislead every reader.
+  // ".gz" / ".zst" are looked through only for writers that compress the
+  // whole file (x.csv.gz): plain bytes under such a name would mislead
+  // every reader.
   size_t len = strcspn(location, "?#");
+  size_t logical = logical_length(location);
+  int compressed = sl_compression_for_name(location) != SL_COMPRESS_NONE;
   const struct sl_format_writer* w;
   for (size_t i = 0; (w = sl_format_writer_at(i)) != NULL; ++i) {
     if (matches_extension(w->extensions, location, len)) return w;
+    if (compressed && w->compressible && matches_extension(w->extensions, location, logical)) {
+      return w;
+    }
   }
   return NULL;
 }

@@ -80,6 +80,7 @@ struct sl_sink {
   int is_s3;       // s3://: staged in a temporary file, uploaded on commit
   int in_place;    // an existing device, FIFO or socket: written directly, no rename
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
+  struct sl_compressor* compressor;  // the file is compressed (.csv.gz): bytes go through it
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
   struct sl_sink_source* sources;   // SL_SINK_MAX_SOURCES
@@ -100,6 +101,7 @@ static void free_string(const struct sluice_allocator* alloc, char* s) {
 
 static void sink_free(struct sl_sink* sink) {
   const struct sluice_allocator* alloc = sink->alloc;
+  sl_compressor_free(sink->compressor);
   free_string(alloc, sink->target);
   free_string(alloc, sink->tmp_path);
   free_string(alloc, sink->name);
@@ -117,8 +119,8 @@ static int errno_error(struct sluice_error* error, const char* name, const char*
                       "%s: %s: %s", name, what, sl_errno_text(errnum, text, sizeof text));
 }
 
-static int write_all(struct sl_sink* sink, const uint8_t* data, size_t n,
-                     struct sluice_error* error) {
+static int write_fd(struct sl_sink* sink, const uint8_t* data, size_t n,
+                    struct sluice_error* error) {
   while (n > 0) {
     ssize_t w = write(sink->fd, data, n);
     if (w < 0) {
@@ -129,6 +131,17 @@ static int write_all(struct sl_sink* sink, const uint8_t* data, size_t n,
     n -= (size_t)w;
   }
   return 0;
+}
+
+static int write_compressed(void* ctx, const uint8_t* data, size_t n,
+                            struct sluice_error* error) {
+  return write_fd(ctx, data, n, error);
+}
+
+static int write_all(struct sl_sink* sink, const uint8_t* data, size_t n,
+                     struct sluice_error* error) {
+  if (sink->compressor != NULL) return sl_compressor_write(sink->compressor, data, n, error);
+  return write_fd(sink, data, n, error);
 }
 
 static int flush(struct sl_sink* sink, struct sluice_error* error) {
@@ -549,7 +562,8 @@ static int defer_copy(struct sl_sink* sink, int fd, int64_t offset, int64_t n, i
 
 int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
                             int64_t n, struct sluice_error* error) {
-  if (!sink->is_stdout && n >= SL_SINK_DEFER_MIN && fd >= 0 && offset >= 0) {
+  if (!sink->is_stdout && !sink->no_kernel_copy && n >= SL_SINK_DEFER_MIN && fd >= 0 &&
+      offset >= 0) {
     int taken = 0;
     int rc = defer_copy(sink, fd, offset, n, &taken, error);
     if (rc != 0) return rc;
@@ -590,15 +604,30 @@ int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const 
 
 int64_t sl_sink_position(const struct sl_sink* sink) { return sink->position; }
 
+int sl_sink_compress(struct sl_sink* sink, enum sl_compression kind,
+                     struct sluice_error* error) {
+  if (kind == SL_COMPRESS_NONE || sink->compressor != NULL) return 0;
+  if (sink->position > 0) {
+    return sl_error_set(error, EINVAL, "%s: compression must start before the first byte",
+                        sink->name);
+  }
+  sink->no_kernel_copy = 1;  // every byte goes through the compressor
+  return sl_compressor_open(kind, sink->name, sink->alloc, write_compressed, sink,
+                            &sink->compressor, error);
+}
+
 int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   int rc = flush(sink, error);
   if (rc == 0) rc = run_copies(sink, error);
+  if (rc == 0 && sink->compressor != NULL) rc = sl_compressor_finish(sink->compressor, error);
   if (sink->is_stdout) {
     sink_free(sink);
     return rc;
   }
   if (rc == 0 && sink->is_s3) {
-    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, sink->position, sink->alloc, error);
+    int64_t size = sink->compressor != NULL ? sl_compressor_output_bytes(sink->compressor)
+                                            : sink->position;
+    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, size, sink->alloc, error);
   }
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "sl_sink_compress.h"
 
 struct sl_remote_options;
 
@@ -36,6 +37,10 @@ int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct slui
 /// unchanged until commit).
 int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
                             int64_t n, struct sluice_error* error);
+/// Compresses the whole file as `kind` (a .csv.gz output), before anything
+/// is written; NONE is a no-op. Positions stay those of the bytes written
+/// (uncompressed). EINVAL once bytes were written.
+int sl_sink_compress(struct sl_sink* sink, enum sl_compression kind, struct sluice_error* error);
 /// Bytes written so far (the current offset; IPC file footers need it).
 int64_t sl_sink_position(const struct sl_sink* sink);
 /// Flushes, runs the pending copies, fsyncs nothing, renames into place,

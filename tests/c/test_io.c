@@ -850,9 +850,14 @@ static void test_registry(void** unused) {
   if (csv != NULL) {
     assert_ptr_equal(sl_format_writer_for_path("out.csv"), csv);
     assert_ptr_equal(sl_format_writer_for_path("/a/b/OUT.CSV"), csv);
-    // Writers do not compress, so a compressed name picks nothing.
-    assert_null(sl_format_writer_for_path("out.csv.gz"));
+    // The CSV writer compresses whole files (.gz, .zst); other writers do
+    // not, so a compressed name picks nothing for them.
+    assert_ptr_equal(sl_format_writer_for_path("out.csv.gz"), csv);
+    assert_ptr_equal(sl_format_writer_for_path("out.CSV.ZST"), csv);
+    assert_null(sl_format_writer_for_path("out.csv.bz2"));
   }
+  assert_null(sl_format_writer_for_path("out.parquet.gz"));
+  assert_null(sl_format_writer_for_path("out.arrows.zst"));
   assert_null(sl_format_writer_for_path("-"));
   assert_null(sl_format_writer_for_path("noextension"));
 

@@ -601,3 +601,45 @@ def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):
                                                          "c": 8_000_000}
     if "ASAN_OPTIONS" not in os.environ:  # ASan's shadow and quarantine are no measure
         assert peak_kb / 1024 < 100, peak_kb  # the inflated text is 160 MB
+
+
+def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
+    """x.csv.gz and x.csv.zst outputs are compressed whole (gzip by ISA-L,
+    zstd): pyarrow, DuckDB and polars read them back to the table sluice
+    wrote; a name with .gz for a writer that does not compress is refused,
+    and a write that fails leaves nothing behind."""
+    import shutil
+    rows = 50_000
+    src = tmp_path / "src.parquet"
+    table = pa.table({"i": pa.array(range(rows), pa.int64()),
+                      "s": pa.array([f"v{i}, \"q\"\n{i % 7}" if i % 5 else None
+                                     for i in range(rows)]),
+                      "x": pa.array([i / 8 for i in range(rows)])})
+    pq.write_table(table, src)
+    plain = tmp_path / "plain.csv"
+    sluice.run("convert", src, plain, "-q")
+    want = pcsv.read_csv(plain, parse_options=pcsv.ParseOptions(newlines_in_values=True))
+    polars = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    for name in ("out.csv.gz", "out.csv.zst"):
+        out = tmp_path / name
+        sluice.run("convert", src, out, "-q")
+        assert out.read_bytes()[:2] in (b"\x1f\x8b", b"\x28\xb5"), name
+        got = pcsv.read_csv(out, parse_options=pcsv.ParseOptions(newlines_in_values=True))
+        assert got.equals(want), name
+        assert duckdb.sql(f"SELECT count(*), sum(i) FROM read_csv('{out}')").fetchall() == \
+            [(rows, rows * (rows - 1) // 2)], name
+        frame = polars.read_csv(out)
+        assert frame["s"].fill_null("").to_list() == want.column("s").to_pylist(), name
+        assert sluice_read(sluice, out).equals(sluice_read(sluice, plain)), name
+    if shutil.which("gzip"):
+        unzipped = subprocess.run(["gzip", "-dc", str(tmp_path / "out.csv.gz")], check=True,
+                                  stdout=subprocess.PIPE).stdout
+        assert unzipped == plain.read_bytes()
+    err = sluice.expect_error("convert", src, tmp_path / "x.parquet.gz", "-t", "parquet")
+    assert "does not compress" in err.stderr.decode(), err.stderr
+    assert not (tmp_path / "x.parquet.gz").exists()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a\n" + "".join(f"{i}\n" for i in range(100_000)) + "oops,1\n")
+    sluice.expect_error("convert", bad, tmp_path / "bad.csv.gz")
+    assert not (tmp_path / "bad.csv.gz").exists()

@@ -198,7 +198,7 @@ def read_local(sluice, path, out: Path, extra=()):
     return ipc.open_stream(out.read_bytes()).read_all()
 
 
-@pytest.mark.parametrize("ext", ["arrow", "arrows", "csv", "avro"])
+@pytest.mark.parametrize("ext", ["arrow", "arrows", "csv", "avro", "csv.gz", "csv.zst"])
 def test_write_every_format(sluice, s3, tmp_path, ext):
     src = s3["local"] / "t.arrows"
     key = f"out/w.{ext}"

@@ -546,6 +546,6 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 
 const struct sl_format_writer* sl_cql_writer(void) {
   static const char* const extensions[] = {NULL};
-  static const struct sl_format_writer writer = {"cql", extensions, cql_write, 1};
+  static const struct sl_format_writer writer = {"cql", extensions, cql_write, 1, 0};
   return &writer;
 }

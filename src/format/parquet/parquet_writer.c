@@ -578,6 +578,6 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 
 static const char* const k_parquet_extensions[] = {".parquet", NULL};
 static const struct sl_format_writer k_parquet_writer = {"parquet", k_parquet_extensions,
-                                                         parquet_write, 0};
+                                                         parquet_write, 0, 0};
 
 const struct sl_format_writer* sl_parquet_writer(void) { return &k_parquet_writer; }

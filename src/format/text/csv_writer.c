@@ -416,6 +416,6 @@ static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 }
 
 static const char* const k_csv_extensions[] = {".csv", NULL};
-static const struct sl_format_writer k_csv_writer = {"csv", k_csv_extensions, csv_write, 0};
+static const struct sl_format_writer k_csv_writer = {"csv", k_csv_extensions, csv_write, 0, 1};
 
 const struct sl_format_writer* sl_csv_writer(void) { return &k_csv_writer; }
