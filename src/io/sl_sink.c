@@ -122,7 +122,11 @@ static int errno_error(struct sluice_error* error, const char* name, const char*
 static int write_fd(struct sl_sink* sink, const uint8_t* data, size_t n,
                     struct sluice_error* error) {
   while (n > 0) {
-    ssize_t w = write(sink->fd, data, n);
+    // At most a buffer's worth per write(2): one call of many megabytes into
+    // an ext4 file spent seconds in the kernel's copy into the page cache
+    // (a 450 MB CSV: 1.7-3.0 s of system time against 0.5 s in 1 MiB calls;
+    // W1 to Parquet: 1.9-4.3 s against 0.9 s).
+    ssize_t w = write(sink->fd, data, n > SL_SINK_BUFFER ? SL_SINK_BUFFER : n);
     if (w < 0) {
       if (errno == EINTR) continue;
       return errno_error(error, sink->name, "write failed", errno);

@@ -358,6 +358,35 @@ def test_bad_write_options(sluice, tmp_path, small_arrow, opt, message):
     assert not out.exists(), "a failed write leaves no file"
 
 
+def test_big_batches_spelled_in_parallel_match_pyarrow(sluice, tmp_path):
+    """Batches of many rows are spelled in parts on all cores: the file is
+    byte for byte the one a batch of one part gives (written row by row in
+    small batches), pyarrow reads it back, and an unwritable value deep in a
+    later part is reported at its own row."""
+    rows = 100_000
+    table = pa.table({"i": pa.array(range(rows), pa.int64()),
+                      "s": pa.array([f"v{i}" if i % 3 else f"q,{i}" for i in range(rows)]),
+                      "x": pa.array([i / 3 for i in range(rows)])})
+    src = tmp_path / "big.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)  # one batch: cut into parts
+    out = tmp_path / "big.csv"
+    sluice.run("convert", src, out, "-q")
+    small = tmp_path / "small.csv"  # batches of 5 rows: one part each
+    sluice.run("convert", write_arrow(table, tmp_path / "small.arrow"), small, "-q")
+    assert out.read_bytes() == small.read_bytes()
+    back = pcsv.read_csv(out)
+    assert back.column("i").to_pylist() == table.column("i").to_pylist()
+    assert back.column("s").to_pylist() == table.column("s").to_pylist()
+    assert back.column("x").to_pylist() == table.column("x").to_pylist()
+    late = pa.table({"s": pa.array(["plain"] * 90_000 + ["a,b"] + ["plain"] * 9_999)})
+    src = tmp_path / "late.arrow"
+    with ipc.new_file(src, late.schema) as w:
+        w.write_table(late)
+    err = sluice.expect_error("convert", src, tmp_path / "late.csv", "-W", "quote=none")
+    assert "row 90000" in err.stderr.decode(), err.stderr
+
+
 def test_write_option_usage(sluice, small_arrow):
     proc = sluice.run_raw("convert", small_arrow, "-t", "csv", "-", "-W", "novalue")
     assert proc.returncode == 2 and b"-W wants KEY=VALUE" in proc.stderr

@@ -46,10 +46,7 @@
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "io/sl_sink.h"
-
-/// Flush the line buffer to the sink past this size, so that memory stays
-/// bounded whatever the batch size.
-#define CSV_FLUSH_BYTES (1 << 16)
+#include "text_rows_parallel.h"
 
 #define CSV_KNOWN_KEYS \
   "delimiter, header, null, quote, line_terminator, float_format, timestamp_format"
@@ -66,11 +63,21 @@ struct csv_write_options {
   int timestamp_iso;  ///< timestamp_format=iso
 };
 
+#define CSV_MAX_PARTS 16
+
+/// One value being spelled, on its own cache line: threads writing their
+/// cells side by side would otherwise take the line from each other on
+/// every byte.
+struct csv_cell {
+  _Alignas(64) struct sl_text text;
+};
+
 struct csv_state {
-  struct sl_text line;
-  struct sl_text cell;
+  struct sl_text line;                  ///< the header
+  struct csv_cell cell[CSV_MAX_PARTS];  ///< per spelling thread
   struct csv_write_options options;
   int64_t rows;  ///< data rows written so far
+  struct sl_text_rows_pool* pool;
 };
 
 /* ---- Options ---------------------------------------------------------------- */
@@ -360,58 +367,72 @@ static int csv_write_header(void* ctx, const struct sl_text_field* row, struct s
   return csv_flush(state, sink, error);
 }
 
-static int csv_write_batch(void* ctx, const struct sl_text_field* row,
-                           const struct ArrowArray* batch, struct sl_sink* sink,
-                           struct sluice_error* error) {
+/// Spells rows [begin, end) of a batch (sl_text_spell_rows).
+static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
+                          const struct ArrowArray* batch, int64_t begin, int64_t end,
+                          struct sl_text* out, struct sluice_error* error) {
   struct csv_state* state = ctx;
   const struct csv_write_options* o = &state->options;
+  struct sl_text* cell = &state->cell[part].text;
   // With one column and an empty null spelling a null row would be an empty
   // line, which readers skip: write "" instead.
   const int lone_null_quoted = row->n_children == 1 && o->null_len == 0 && o->quote != 0;
-  for (int64_t r = 0; r < batch->length; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     // Struct offsets apply to the children: child row = offset + r.
     int64_t child_row = batch->offset + r;
     for (int64_t c = 0; c < row->n_children; ++c) {
       const struct sl_text_field* field = &row->children[c];
       const struct ArrowArray* column = batch->children[c];
-      if (c > 0 && sl_text_append_char(&state->line, o->delimiter) != 0) goto oom;
+      if (c > 0 && sl_text_append_char(out, o->delimiter) != 0) goto oom;
       if (sl_value_is_null(field, column, child_row)) {
         if (lone_null_quoted) {
-          if (sl_text_append_char(&state->line, o->quote) != 0 ||
-              sl_text_append_char(&state->line, o->quote) != 0) {
+          if (sl_text_append_char(out, o->quote) != 0 || sl_text_append_char(out, o->quote) != 0) {
             goto oom;
           }
-        } else if (sl_text_append(&state->line, o->null_text, o->null_len) != 0) {
+        } else if (sl_text_append(out, o->null_text, o->null_len) != 0) {
           goto oom;
         }
         continue;
       }
-      sl_text_clear(&state->cell);
-      SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, &state->cell, error));
-      int rc = csv_append_cell(o, &state->line, sl_text_cstr(&state->cell), state->cell.len);
-      if (rc != 0) return cell_error(rc, field->name, state->rows, error);
+      sl_text_clear(cell);
+      SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, cell, error));
+      int rc = csv_append_cell(o, out, sl_text_cstr(cell), cell->len);
+      if (rc != 0) return cell_error(rc, field->name, state->rows + r, error);
     }
-    if (sl_text_append(&state->line, o->eol, o->eol_len) != 0) goto oom;
-    state->rows++;
-    if (state->line.len >= CSV_FLUSH_BYTES) SL_RETURN_NOT_OK(csv_flush(state, sink, error));
+    if (sl_text_append(out, o->eol, o->eol_len) != 0) goto oom;
   }
-  return csv_flush(state, sink, error);
+  return 0;
 oom:
   return sl_error_set(error, ENOMEM, "csv: out of memory");
+}
+
+static int csv_write_batch(void* ctx, const struct sl_text_field* row,
+                           const struct ArrowArray* batch, struct sl_sink* sink,
+                           struct sluice_error* error) {
+  struct csv_state* state = ctx;
+  SL_RETURN_NOT_OK(sl_text_rows_pool_write(state->pool, row, batch, sink, error));
+  state->rows += batch->length;
+  return 0;
 }
 
 static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                      const struct sl_write_args* args, struct sluice_error* error) {
   struct csv_state state;
-  state.rows = 0;
+  memset(&state, 0, sizeof state);
   SL_RETURN_NOT_OK(csv_write_options_parse(args->format_options, &state.options, error));
   sl_text_init(&state.line, args->alloc);
-  sl_text_init(&state.cell, args->alloc);
-  struct sl_text_batch_writer writer = {state.options.header ? csv_write_header : NULL,
-                                        csv_write_batch, &state};
-  int rc = sl_text_write_stream(stream, sink, args, &writer, error);
+  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_init(&state.cell[i].text, args->alloc);
+  int parts;
+  int rc = sl_text_rows_pool_start(args->alloc, CSV_MAX_PARTS, csv_spell_rows, &state,
+                                   &state.pool, &parts, error);
+  if (rc == 0) {
+    struct sl_text_batch_writer writer = {state.options.header ? csv_write_header : NULL,
+                                          csv_write_batch, &state};
+    rc = sl_text_write_stream(stream, sink, args, &writer, error);
+  }
+  sl_text_rows_pool_stop(state.pool);
   sl_text_reset(&state.line);
-  sl_text_reset(&state.cell);
+  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_reset(&state.cell[i].text);
   return rc;
 }
 

@@ -1,0 +1,162 @@
+#include "text_rows_parallel.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+
+#define MAX_PARTS 16
+/// Batches smaller than this are spelled by the caller alone: handing them
+/// out would cost more than it saves.
+#define MIN_ROWS_TO_SHARE 4096
+
+struct rows_part {
+  _Alignas(64) struct sl_text out;  // (a cache line of its own: see csv_cell)
+  int64_t begin, end;
+  int rc;
+  struct sluice_error error;
+};
+
+struct sl_text_rows_pool;
+
+struct helper_arg {
+  struct sl_text_rows_pool* pool;
+  int index;  ///< the part it spells (the caller spells part 0)
+};
+
+struct sl_text_rows_pool {
+  const struct sluice_allocator* alloc;
+  sl_text_spell_rows spell;
+  void* ctx;
+  int parts;  ///< threads + 1 (the caller)
+  pthread_t threads[MAX_PARTS];
+  struct helper_arg args[MAX_PARTS];
+  int n_threads;
+  int sync_ok;  ///< lock and cond were created
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  uint64_t generation;  ///< a new batch to spell
+  int busy;             ///< helpers still spelling the current batch
+  int stop;
+  const struct sl_text_field* row;
+  const struct ArrowArray* batch;
+  struct rows_part part[MAX_PARTS];
+};
+
+static void spell_part(struct sl_text_rows_pool* p, int i) {
+  struct rows_part* part = &p->part[i];
+  sl_text_clear(&part->out);
+  memset(&part->error, 0, sizeof part->error);
+  part->rc = part->begin < part->end
+                 ? p->spell(p->ctx, i, p->row, p->batch, part->begin, part->end, &part->out,
+                            &part->error)
+                 : 0;
+}
+
+static void* helper_main(void* arg) {
+  struct sl_text_rows_pool* p = ((struct helper_arg*)arg)->pool;
+  int i = ((struct helper_arg*)arg)->index;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->generation == seen && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
+    if (p->stop) break;
+    seen = p->generation;
+    pthread_mutex_unlock(&p->lock);
+    spell_part(p, i);
+    pthread_mutex_lock(&p->lock);
+    if (--p->busy == 0) pthread_cond_broadcast(&p->cond);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
+                            sl_text_spell_rows spell, void* ctx,
+                            struct sl_text_rows_pool** pool, int* parts,
+                            struct sluice_error* error) {
+  *pool = NULL;
+  *parts = 1;
+  struct sl_text_rows_pool* p = sl_calloc(alloc, 1, sizeof *p);
+  if (p == NULL) return sl_error_set(error, ENOMEM, "out of memory starting a writer");
+  p->alloc = alloc;
+  p->spell = spell;
+  p->ctx = ctx;
+  for (int i = 0; i < MAX_PARTS; ++i) sl_text_init(&p->part[i].out, alloc);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = cores < 1 ? 1 : cores > MAX_PARTS ? MAX_PARTS : (int)cores;
+  if (want > max_parts) want = max_parts < 1 ? 1 : max_parts;
+  if (want > 1 && pthread_mutex_init(&p->lock, NULL) == 0) {
+    if (pthread_cond_init(&p->cond, NULL) == 0) {
+      p->sync_ok = 1;
+    } else {
+      pthread_mutex_destroy(&p->lock);
+    }
+  }
+  for (int k = 0; p->sync_ok && k + 1 < want; ++k) {
+    p->args[k].pool = p;
+    p->args[k].index = k + 1;
+    if (pthread_create(&p->threads[k], NULL, helper_main, &p->args[k]) != 0) break;
+    p->n_threads++;
+  }
+  p->parts = p->n_threads + 1;
+  *parts = p->parts;
+  *pool = p;
+  return 0;
+}
+
+int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_field* row,
+                            const struct ArrowArray* batch, struct sl_sink* sink,
+                            struct sluice_error* error) {
+  int parts = batch->length >= MIN_ROWS_TO_SHARE ? p->parts : 1;
+  int64_t per = (batch->length + parts - 1) / parts;
+  for (int i = 0; i < p->parts; ++i) {
+    int64_t begin = (int64_t)i * per, end = begin + per;
+    p->part[i].begin = i < parts && begin < batch->length ? begin : batch->length;
+    p->part[i].end = i < parts && end < batch->length ? end : batch->length;
+  }
+  p->row = row;
+  p->batch = batch;
+  if (parts > 1) {
+    pthread_mutex_lock(&p->lock);
+    p->busy = p->n_threads;
+    p->generation++;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+  }
+  spell_part(p, 0);
+  if (parts > 1) {
+    pthread_mutex_lock(&p->lock);
+    while (p->busy > 0) pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+  }
+  for (int i = 0; i < parts; ++i) {
+    struct rows_part* part = &p->part[i];
+    if (part->rc != 0) {
+      *error = part->error;
+      return part->rc;
+    }
+    SL_RETURN_NOT_OK(sl_sink_write(sink, part->out.data, (int64_t)part->out.len, error));
+  }
+  return 0;
+}
+
+void sl_text_rows_pool_stop(struct sl_text_rows_pool* p) {
+  if (p == NULL) return;
+  if (p->n_threads > 0) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < p->n_threads; ++k) pthread_join(p->threads[k], NULL);
+  }
+  if (p->sync_ok) {
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+  }
+  for (int i = 0; i < MAX_PARTS; ++i) sl_text_reset(&p->part[i].out);
+  sl_free(p->alloc, p, sizeof *p);
+}
