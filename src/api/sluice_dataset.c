@@ -574,13 +574,10 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
                         location, writer->name);
   }
   if (table) return writer->write(stream, NULL, &args, error);  // no file to commit
-  enum sl_compression compression = sl_compression_for_name(location);
-  if (compression != SL_COMPRESS_NONE && !writer->compressible) {
-    return sl_error_set(error, EINVAL,
-                        "%s: the %s writer does not compress whole files; name the output "
-                        "without the compression suffix",
-                        location, writer->name);
-  }
+  // x.csv.gz: the CSV compressed whole. A format asked for by name keeps its
+  // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
+  enum sl_compression compression =
+      writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
