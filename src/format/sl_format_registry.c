@@ -2,7 +2,6 @@
 // location picks one (magic bytes first, then the extension).
 #include "sl_format.h"
 
-#include <ctype.h>
 #include <string.h>
 
 #include "avro/avro_reader.h"
@@ -16,7 +15,7 @@
 #include "lenprefix/lenprefix_reader.h"
 #include "parquet/parquet_writer.h"
 #include "text/text_writers.h"
-#include "../io/sl_sink_compress.h"
+#include "../io/sl_compression.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
 typedef const struct sl_format_writer* (*sl_writer_accessor)(void);
@@ -106,15 +105,6 @@ const struct sl_format_writer* sl_format_writer_find(const char* name) {
   return NULL;
 }
 
-static int ends_with_ci(const char* s, size_t len, const char* suffix) {
-  size_t n = strlen(suffix);
-  if (n == 0 || n > len) return 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (tolower((unsigned char)s[len - n + i]) != tolower((unsigned char)suffix[i])) return 0;
-  }
-  return 1;
-}
-
 /// Length of `location` once a compression suffix is looked through
 /// ("x.csv.gz" is a CSV file), and any URL query/fragment dropped.
 static size_t logical_length(const char* location) {
@@ -122,7 +112,7 @@ static size_t logical_length(const char* location) {
   static const char* const compression_suffixes[] = {".gz", ".gzip", ".zst", ".zstd",
                                                      ".lz4", ".bz2", ".xz", ".snappy"};
   for (size_t i = 0; i < sizeof compression_suffixes / sizeof compression_suffixes[0]; ++i) {
-    if (ends_with_ci(location, len, compression_suffixes[i])) {
+    if (sl_name_ends_with(location, len, compression_suffixes[i])) {
       return len - strlen(compression_suffixes[i]);
     }
   }
@@ -132,7 +122,7 @@ static size_t logical_length(const char* location) {
 static int matches_extension(const char* const* extensions, const char* location, size_t len) {
   if (extensions == NULL) return 0;
   for (const char* const* e = extensions; *e != NULL; ++e) {
-    if (ends_with_ci(location, len, *e)) return 1;
+    if (sl_name_ends_with(location, len, *e)) return 1;
   }
   return 0;
 }

@@ -26,29 +26,6 @@ struct sl_compressor {
   ZSTD_CCtx* zstd;
 };
 
-static int ends_with_ci(const char* s, size_t len, const char* suffix) {
-  size_t n = strlen(suffix);
-  if (n > len) return 0;
-  for (size_t i = 0; i < n; ++i) {
-    char a = s[len - n + i], b = suffix[i];
-    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
-    if (a != b) return 0;
-  }
-  return 1;
-}
-
-enum sl_compression sl_compression_for_name(const char* location) {
-  if (location == NULL) return SL_COMPRESS_NONE;
-  size_t len = strcspn(location, "?#");
-  if (ends_with_ci(location, len, ".gz") || ends_with_ci(location, len, ".gzip")) {
-    return SL_COMPRESS_GZIP;
-  }
-  if (ends_with_ci(location, len, ".zst") || ends_with_ci(location, len, ".zstd")) {
-    return SL_COMPRESS_ZSTD;
-  }
-  return SL_COMPRESS_NONE;
-}
-
 static int emit(struct sl_compressor* c, size_t n, struct sluice_error* error) {
   if (n == 0) return 0;
   c->output_bytes += (int64_t)n;

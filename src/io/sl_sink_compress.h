@@ -9,12 +9,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
-
-enum sl_compression { SL_COMPRESS_NONE, SL_COMPRESS_GZIP, SL_COMPRESS_ZSTD };
-
-/// The compression a file name asks for by its suffix (.gz, .gzip, .zst,
-/// .zstd; any URL query ignored).
-enum sl_compression sl_compression_for_name(const char* location);
+#include "sl_compression.h"
 
 struct sl_compressor;
 

@@ -67,11 +67,6 @@ struct inflate_source {
   struct sl_source_block block;
 };
 
-int sl_source_compressed(const uint8_t* head, int64_t n) {
-  return (n >= 2 && head[0] == 0x1F && head[1] == 0x8B) ||
-         (n >= 4 && head[0] == 0x28 && head[1] == 0xB5 && head[2] == 0x2F && head[3] == 0xFD);
-}
-
 /// Ranged reads of a file's mapping cost nothing and can start over; other
 /// sources (pipes, HTTP and S3 with their readahead) are read forward.
 static int ranged(const struct sl_source* s) {
@@ -192,7 +187,9 @@ static int inflate_chunk(struct inflate_source* s, struct inflate_chunk* c,
                          struct sluice_error* error) {
   int recycled;
   c->ref = sl_block_pool_get(s->pool, (size_t)INFLATE_CHUNK, &c->data, &recycled);
-  if (c->ref == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory inflating", s->base.name);
+  if (c->ref == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory inflating", s->base.name);
+  }
   c->size = 0;
   while (c->size < INFLATE_CHUNK && !s->end) {
     if (s->in_used == s->in.size && !s->in_end) SL_RETURN_NOT_OK(next_input(s, error));
@@ -401,16 +398,14 @@ static int start(struct inflate_source* s, struct sluice_error* error) {
   return 0;
 }
 
-int sl_source_inflate_open(struct sl_source* compressed, struct sl_source** out,
-                           struct sluice_error* error) {
+int sl_source_inflate_open(struct sl_source* compressed, enum sl_compression kind,
+                           struct sl_source** out, struct sluice_error* error) {
   *out = NULL;
   const struct sluice_allocator* alloc = compressed->alloc;
-  struct sl_view head;
-  SL_RETURN_NOT_OK(sl_source_peek(compressed, 4, &head, error));
-  int zstd = head.size >= 4 && head.data[0] == 0x28;
-  int known = sl_source_compressed(head.data, head.size);
-  sl_view_release(&head);
-  if (!known) return sl_error_set(error, EINVAL, "%s: not gzip or zstd data", compressed->name);
+  if (kind == SL_COMPRESS_NONE) {
+    return sl_error_set(error, EINVAL, "%s: not gzip or zstd data", compressed->name);
+  }
+  int zstd = kind == SL_COMPRESS_ZSTD;
   struct inflate_source* s = sl_calloc(alloc, 1, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", compressed->name);
   if (pthread_mutex_init(&s->lock, NULL) != 0) {

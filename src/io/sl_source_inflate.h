@@ -7,17 +7,16 @@
 
 #include <stdint.h>
 
+#include "sl_compression.h"
 #include "sl_source.h"
 
-/// Whether the first `n` bytes of an object start gzip or zstd data.
-int sl_source_compressed(const uint8_t* head, int64_t n);
-
-/// A forward-only source (read_next, peek) of the inflated bytes of
-/// `compressed`, which starts with gzip or zstd magic. `compressed` is
+/// A forward-only source (read_next, read_some, peek) of the inflated bytes
+/// of `compressed`, which is `kind` (GZIP or ZSTD: what
+/// sl_compression_of_bytes said of its first bytes). `compressed` is
 /// borrowed: it must outlive the new source, which does not close it.
 /// Errors in the data name the object and the compressed byte offset.
-int sl_source_inflate_open(struct sl_source* compressed, struct sl_source** out,
-                           struct sluice_error* error);
+int sl_source_inflate_open(struct sl_source* compressed, enum sl_compression kind,
+                           struct sl_source** out, struct sluice_error* error);
 
 /// Whether the inflated stream can start again from its first byte (the
 /// compressed object has ranged reads of memory already there: a file).

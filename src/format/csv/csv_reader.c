@@ -5,8 +5,8 @@
 //   (read_at hands out a pointer into the mapping). Other sources (pipes,
 //   and HTTP / S3, whose ranged reads would fetch the whole object into
 //   memory) are read forward through a bounded window as one split
-//   (csv_stream.c), or into memory when small, compressed or
-//   escape-character dialects.
+//   (csv_stream.c), or into memory when small or of an escape-character
+//   dialect.
 // - open() sniffs the dialect and header and infers column types from a sample
 //   (csv_dialect.c). The schema is fixed for a scan. A later value that does
 //   not fit its inferred type ends the scan with an error naming the line,
@@ -222,10 +222,12 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   struct sl_view head;
   rc = sl_source_peek(r->source, 4, &head, error);
   if (rc == 0) {
-    int compressed = sl_source_compressed(head.data, head.size);
+    enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
     sl_view_release(&head);
-    if (compressed) rc = sl_source_inflate_open(r->source, &r->inflated, error);
-    if (rc == 0 && compressed) r->source = r->inflated;
+    if (kind != SL_COMPRESS_NONE) {
+      rc = sl_source_inflate_open(r->source, kind, &r->inflated, error);
+      if (rc == 0) r->source = r->inflated;
+    }
   }
   // A mapped file is viewed whole (split by byte ranges on all cores); other
   // sources (pipes, HTTP, S3) are read forward through a bounded window.
