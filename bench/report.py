@@ -25,6 +25,7 @@ TASK_TITLES = {
         "a_csv": "(a) load w1.csv into Arrow memory",
         "a_avro": "(a) load w1.avro into Arrow memory",
         "w_parquet": "write w1.arrow as Parquet (snappy)",
+        "w_csv": "write w1.arrow as CSV",
         # × df = peak RSS / DataFrame size; read: + what the read added over the imports
         **{f"pd_{k}": f"(b) w1.{k} into a pandas DataFrame (× df = peak RSS / df size)"
            for k in ("parquet", "avro", "csv", "arrow")},
@@ -47,7 +48,7 @@ TASK_TITLES = {
            ("null", "deflate", "snappy", "zstandard")},
     },
 }
-THROUGHPUT_TASKS = {"b", "w_parquet", "q1", "q3",
+THROUGHPUT_TASKS = {"b", "w_parquet", "w_csv", "q1", "q3",
                     "r_null", "r_deflate", "r_snappy", "r_zstandard",
                     "w_null", "w_deflate", "w_snappy", "w_zstandard",
                     "w3", "w3_16", "csv_s3"}  # bars also say GB/s

@@ -1,7 +1,7 @@
 """W1 (table to memory / to a pipe): the cells bench/run.py measures.
 
 Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro,
-w_parquet (write w1.arrow as Parquet, snappy), pd_parquet, pd_avro, pd_csv,
+w_parquet (write w1.arrow as Parquet, snappy), w_csv (as CSV), pd_parquet, pd_avro, pd_csv,
 pd_arrow (task (b): into a pandas DataFrame) and c_parquet (task (c) from
 w1.parquet) on request. See bench/README.md for what every cell does exactly.
 """
@@ -64,6 +64,28 @@ def parquet_file_check(path: str, meta: dict) -> Optional[str]:
         del table
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return f"{name} is not a Parquet file pyarrow reads: {e}"
+    return check_result(result, meta)
+
+
+def csv_file_check(path: str, meta: dict) -> Optional[str]:
+    """A CSV file written by a tool under test: a header line naming W1's
+    columns, values (read back with pyarrow.csv) equal to the reference."""
+    try:
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return None
+    name = os.path.basename(path)
+    try:
+        table = pacsv.read_csv(path)
+        if table.schema.names != ["id", "x1", "x2", "x3", "x4"]:
+            return f"{name}: header names {table.schema.names}"
+        result = {"rows": table.num_rows, "sum_id": pc.sum(table["id"]).as_py() or 0,
+                  "sum_x": {c: pc.sum(table[c]).as_py() or 0.0
+                            for c in table.schema.names if c != "id"}}
+        del table
+    except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+        return f"{name} is not a CSV file pyarrow reads: {e}"
     return check_result(result, meta)
 
 
@@ -361,38 +383,44 @@ def cells(ctx: Context) -> list:
         cells.append(Cell(t, f"cat {name} > /dev/null", "cat", "floor", [["cat", path]],
                           how="read the (cached) input once", parse_json=False, check=False,
                           stdout_devnull=True, skip=missing))
-    # Opt-in (--tasks w_parquet): write w1.arrow as Parquet with snappy.
-    t = "w_parquet"
-    outs = {k: os.path.join(ctx.tmp, f"{k}.parquet") for k in ("sluice", "pyarrow", "duckdb",
-                                                               "polars")}
-    # No Parquet writer yet: the warm-up run fails and the cell is skipped with its message.
-    no_pq_writer = no_convert
-    cells.append(Cell(t, "sluice convert -> .parquet", "sluice", "sluice",
-                      [[ctx.sluice, "-q", "convert", arrow, outs["sluice"],
-                        "-W", "compression=snappy"]],
-                      how="`sluice convert w1.arrow out.parquet -W compression=snappy` (reads "
-                          "the IPC file, writes Parquet), output in the page cache, no fsync",
-                      parse_json=False, check=False,
-                      post=lambda: parquet_file_check(outs["sluice"], meta),
-                      cleanup=[outs["sluice"]], skip=no_pq_writer))
-    for tool, how in (("pyarrow", "pq.write_table(table, dst, compression='snappy') of a table "
-                                  "read (untimed in load_s) from w1.arrow into memory"),
-                      ("duckdb", "COPY (SELECT * FROM registered Arrow table) TO dst "
-                                 "(FORMAT parquet, COMPRESSION snappy)"),
-                      ("polars", "pl.read_ipc(src).rechunk().write_parquet(dst, "
-                                 "compression='snappy')")):
-        cells.append(Cell(t, f"{tool} write Parquet", tool, "peer",
-                          [[PY, peers, "write-parquet", tool, arrow, outs[tool]]],
-                          how=how, check=False,
-                          post=lambda p=outs[tool]: parquet_file_check(p, meta),
-                          cleanup=[outs[tool]]))
-    cells.append(Cell(t, "cp w1.arrow out", "cp", "floor",
-                      [["cp", arrow, os.path.join(ctx.tmp, "cp-pq.arrow")]],
-                      how="cp of the input to the output directory (read + write floor)",
-                      parse_json=False, check=False,
-                      cleanup=[os.path.join(ctx.tmp, "cp-pq.arrow")]))
+    # Opt-in (--tasks w_parquet,w_csv): write w1.arrow as Parquet with snappy,
+    # or as CSV with a header line.
+    for t, ext, check, sluice_args, hows in (
+            ("w_parquet", "parquet", parquet_file_check, ["-W", "compression=snappy"],
+             (("pyarrow", "pq.write_table(table, dst, compression='snappy') of a table read "
+                          "(untimed in load_s) from w1.arrow into memory"),
+              ("duckdb", "COPY (SELECT * FROM registered Arrow table) TO dst "
+                         "(FORMAT parquet, COMPRESSION snappy)"),
+              ("polars", "pl.read_ipc(src).rechunk().write_parquet(dst, compression='snappy')"))),
+            ("w_csv", "csv", csv_file_check, [],
+             (("pyarrow", "pyarrow.csv.write_csv(table, dst) of a table read (untimed in "
+                          "load_s) from w1.arrow into memory"),
+              ("duckdb", "COPY (SELECT * FROM registered Arrow table) TO dst "
+                         "(FORMAT csv, HEADER)"),
+              ("polars", "pl.read_ipc(src).rechunk().write_csv(dst)")))):
+        outs = {k: os.path.join(ctx.tmp, f"{k}.{ext}") for k in ("sluice", "pyarrow", "duckdb",
+                                                                 "polars")}
+        cells.append(Cell(t, f"sluice convert -> .{ext}", "sluice", "sluice",
+                          [[ctx.sluice, "-q", "convert", arrow, outs["sluice"]] + sluice_args],
+                          how=f"`sluice convert w1.arrow out.{ext} {' '.join(sluice_args)}` "
+                              f"(reads the IPC file, writes {ext}), output in the page cache, "
+                              "no fsync",
+                          parse_json=False, check=False,
+                          post=lambda p=outs["sluice"], c=check: c(p, meta),
+                          cleanup=[outs["sluice"]], skip=no_convert))
+        for tool, how in hows:
+            cells.append(Cell(t, f"{tool} write {ext}", tool, "peer",
+                              [[PY, peers, f"write-{ext}", tool, arrow, outs[tool]]],
+                              how=how, check=False,
+                              post=lambda p=outs[tool], c=check: c(p, meta),
+                              cleanup=[outs[tool]]))
+        cp_out = os.path.join(ctx.tmp, f"cp-{ext}.arrow")
+        cells.append(Cell(t, "cp w1.arrow out", "cp", "floor", [["cp", arrow, cp_out]],
+                          how="cp of the input to the output directory (read + write floor)",
+                          parse_json=False, check=False, cleanup=[cp_out]))
     cells += pandas_and_pipe_cells(ctx, no_cat, no_unordered)
     sizes = {"a": ctx.meta["table_bytes"], "w_parquet": ctx.meta["table_bytes"],
+             "w_csv": ctx.meta["table_bytes"],
              "b": os.path.getsize(arrow) if os.path.exists(arrow) else None,
              "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
     for t, (name, _) in others.items():

@@ -32,6 +32,9 @@ the input file is memory-mapped into this process after the load (read from
                            the registered Arrow table ... (FORMAT parquet,
                            COMPRESSION snappy)), polars (read_ipc +
                            write_parquet(compression="snappy"))
+  write-csv TOOL SRC DST   the same for CSV (header line, comma): pyarrow
+                           (pyarrow.csv.write_csv), duckdb (COPY ... (FORMAT
+                           csv, HEADER)), polars (write_csv)
   produce pyarrow SRC      IPC stream of SRC on stdout (memory-mapped file,
                            RecordBatchStreamWriter, one batch at a time)
   consume                  reads an IPC stream on stdin with
@@ -185,15 +188,19 @@ def convert_polars(src: str, dst: str) -> None:
     emit(tool="polars", load_s=t1 - t0, version=pl.__version__)
 
 
-def write_parquet(tool: str, src: str, dst: str) -> None:
+def write_table(kind: str, tool: str, src: str, dst: str) -> None:
     """An in-memory table (read from the IPC file, untimed) written as
-    Parquet with snappy; load_s is the write alone."""
+    Parquet with snappy (kind "parquet") or as CSV with a header line (kind
+    "csv"); load_s is the write alone."""
     if tool == "polars":
         import polars as pl
 
         df = pl.read_ipc(src).rechunk()  # rechunk: one owned copy in memory
         t0 = time.perf_counter()
-        df.write_parquet(dst, compression="snappy")
+        if kind == "parquet":
+            df.write_parquet(dst, compression="snappy")
+        else:
+            df.write_csv(dst)
         emit(tool="polars", load_s=time.perf_counter() - t0, version=pl.__version__)
         return
     import pyarrow as pa
@@ -202,14 +209,19 @@ def write_parquet(tool: str, src: str, dst: str) -> None:
     table = pa.ipc.open_file(pa.OSFile(src, "rb")).read_all()  # in memory, not mapped
     t0 = time.perf_counter()
     if tool == "pyarrow":
-        import pyarrow.parquet as pq
-        pq.write_table(table, dst, compression="snappy")
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+            pq.write_table(table, dst, compression="snappy")
+        else:
+            import pyarrow.csv as pacsv
+            pacsv.write_csv(table, dst)
         version = pa.__version__
     elif tool == "duckdb":
         import duckdb
         con = duckdb.connect()
         con.register("w1", table)
-        con.execute(f"COPY (SELECT * FROM w1) TO '{dst}' (FORMAT parquet, COMPRESSION snappy)")
+        how = "FORMAT parquet, COMPRESSION snappy" if kind == "parquet" else "FORMAT csv, HEADER"
+        con.execute(f"COPY (SELECT * FROM w1) TO '{dst}' ({how})")
         con.close()
         version = duckdb.__version__
     else:
@@ -254,7 +266,8 @@ def consume() -> None:
 
 
 def main(argv) -> int:
-    usage = "usage: w1_peers.py load|convert|write-parquet|produce|consume TOOL [PATH...]"
+    usage = ("usage: w1_peers.py load|convert|write-parquet|write-csv|produce|consume TOOL "
+             "[PATH...]")
     if not argv:
         print(usage, file=sys.stderr)
         return 2
@@ -271,8 +284,8 @@ def main(argv) -> int:
             load_other(tool, path)
     elif cmd == "convert" and len(rest) == 3:
         {"pyarrow": convert_pyarrow, "polars": convert_polars}[rest[0]](rest[1], rest[2])
-    elif cmd == "write-parquet" and len(rest) == 3:
-        write_parquet(*rest)
+    elif cmd in ("write-parquet", "write-csv") and len(rest) == 3:
+        write_table(cmd[len("write-"):], *rest)
     elif cmd == "produce" and len(rest) == 2 and rest[0] == "pyarrow":
         produce_pyarrow(rest[1])
     elif cmd == "consume" and not rest:
