@@ -3,12 +3,16 @@
 //   bits 0-1  delimiter: sniffed, ',', ';', tab
 //   bits 2-3  header=auto, header=true, header=false, escape=backslash
 //   bits 4-5  split_size: default, 7, 64, 1 (split boundaries everywhere),
+//             the last three with infer_bytes=64,
 //             but at least size/64: a split's quote parity is found by
 //             scanning from the start, so thousands of splits opened last to
 //             first cost O(n^2) and starve the fuzzer
 //   bit  6    splits decoded last to first, two-row batches, columns
 //             projected in reverse order
 //   bit  7    a forward-only source (no ranged reads: the pipe path)
+// The file may be gzip or zstd (inflated as it is read). When a value past
+// the type-inference sample did not fit, the reader's refine hook widens the
+// types and every split is decoded once more.
 // Allocations are capped so that a huge claimed size reports ENOMEM instead
 // of tripping the fuzzer's malloc limit.
 #include <errno.h>
@@ -56,8 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options[0] = '\0';
   int64_t split_size = split_sizes[(mode >> 4) & 3];
   if (split_size > 0 && split_size < (int64_t)size / 64) split_size = (int64_t)size / 64;
-  char split[40] = "";
-  if (split_size > 0) snprintf(split, sizeof split, ",split_size=%lld", (long long)split_size);
+  char split[64] = "";
+  // Small splits come with a small type-inference sample, so that values
+  // past it can fail their inferred types (the refine path below).
+  if (split_size > 0) {
+    snprintf(split, sizeof split, ",split_size=%lld,infer_bytes=64", (long long)split_size);
+  }
   const char* parts[] = {delimiters[mode & 3], headers[(mode >> 2) & 3], split};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
     size_t n = strlen(parts[i]);
@@ -95,14 +103,23 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int64_t i = 0; i < n_columns; ++i) columns[i] = n_columns - 1 - i;
     }
   }
-  struct sl_split* plan;
-  int64_t n;
-  if (fmt->plan_splits(reader, &plan, &n, &err) == 0) {
-    for (int64_t i = 0; i < n; ++i) {
-      decode_split(fmt, reader, &plan[reverse ? n - 1 - i : i], columns,
-                   columns != NULL ? n_columns : 0);
+  // A second pass when the first found values its inferred types do not
+  // fit (the widening that sluice_dataset_refine applies); a forward-only
+  // source cannot be read twice and must say so.
+  for (int pass = 0; pass < 2; ++pass) {
+    struct sl_split* plan;
+    int64_t n;
+    if (fmt->plan_splits(reader, &plan, &n, &err) == 0) {
+      for (int64_t i = 0; i < n; ++i) {
+        decode_split(fmt, reader, &plan[reverse ? n - 1 - i : i], columns,
+                     columns != NULL ? n_columns : 0);
+      }
+      sl_free(&alloc, plan, (size_t)n * sizeof *plan);
     }
-    sl_free(&alloc, plan, (size_t)n * sizeof *plan);
+    int changed = 0;
+    if (pass > 0 || fmt->refine == NULL || fmt->refine(reader, &changed, &err) != 0 || !changed) {
+      break;
+    }
   }
   free(columns);
   fmt->close(reader);
