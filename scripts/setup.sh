@@ -22,8 +22,8 @@ JOBS="${JOBS:-2}"
 # Build tools, sanitizer/libFuzzer runtimes, the codec libraries libsluice
 # links (see pkg_check_modules / find_library in CMakeLists.txt), cmocka.
 APT_PACKAGES=(
-  cmake ninja-build gcc clang libclang-rt-14-dev llvm pkg-config
-  libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev liblzma-dev libbz2-dev
+  cmake ninja-build gcc g++ clang libclang-rt-14-dev llvm pkg-config
+  libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libdragonbox-dev liblzma-dev libbz2-dev
   libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
   avro-bin libavro-dev maven openjdk-17-jdk-headless
   libcurl4-openssl-dev libssl-dev openssl nginx-light

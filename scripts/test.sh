@@ -78,7 +78,12 @@ configure() {  # configure DIR CC BUILD_TYPE [extra cmake args...]
   local dir="$1" cc="$2" type="$3"; shift 3
   local gen=(-G Ninja)
   [ -f "$dir/CMakeCache.txt" ] && gen=()  # keep the generator it was made with
-  cmake -S "$ROOT" -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" \
+  # The one C++ file is built by the same compiler family (sanitizer and
+  # fuzzer runtimes must match).
+  local cxx=g++
+  [ "$cc" = clang ] && cxx=clang++
+  cmake -S "$ROOT" -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+        -DCMAKE_BUILD_TYPE="$type" \
         -DSLUICE_WERROR=ON -DSLUICE_CORPORA="$SLUICE_CORPORA" \
         -DPython3_EXECUTABLE="$("$PYTHON" -c 'import sys; print(sys.executable)')" "$@"
 }

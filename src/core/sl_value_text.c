@@ -30,7 +30,7 @@ void sl_text_reset(struct sl_text* text) {
   sl_text_init(text, text->alloc);
 }
 
-static int text_reserve(struct sl_text* text, size_t extra) {
+int sl_text_reserve(struct sl_text* text, size_t extra) {
   size_t need;
   // +1 keeps room for the terminating NUL.
   if (sl_add_size(text->len, extra, &need) != 0 || sl_add_size(need, 1, &need) != 0) {
@@ -50,7 +50,7 @@ static int text_reserve(struct sl_text* text, size_t extra) {
 }
 
 int sl_text_append(struct sl_text* text, const char* s, size_t n) {
-  SL_RETURN_NOT_OK(text_reserve(text, n));
+  SL_RETURN_NOT_OK(sl_text_reserve(text, n));
   if (n > 0) memcpy(text->data + text->len, s, n);
   text->len += n;
   text->data[text->len] = '\0';
@@ -338,7 +338,7 @@ static int append_decimal(struct sl_text* out, const uint8_t* bytes, int width, 
 
 static int append_hex(struct sl_text* out, const uint8_t* data, int64_t n) {
   static const char hex[] = "0123456789abcdef";
-  SL_RETURN_NOT_OK(text_reserve(out, (size_t)n * 2));
+  SL_RETURN_NOT_OK(sl_text_reserve(out, (size_t)n * 2));
   for (int64_t i = 0; i < n; ++i) {
     out->data[out->len++] = hex[data[i] >> 4];
     out->data[out->len++] = hex[data[i] & 15];
@@ -369,7 +369,7 @@ static int utf8_sequence_length(const uint8_t* s, size_t n) {
 
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {
   const uint8_t* p = (const uint8_t*)s;
-  SL_RETURN_NOT_OK(text_reserve(out, n + 2));
+  SL_RETURN_NOT_OK(sl_text_reserve(out, n + 2));
   SL_RETURN_NOT_OK(sl_text_append_char(out, '"'));
   size_t run = 0;  // start of the pending run of bytes copied verbatim
   for (size_t i = 0; i < n;) {

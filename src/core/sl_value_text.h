@@ -30,6 +30,13 @@ void sl_text_reset(struct sl_text* text);
 int sl_text_append(struct sl_text* text, const char* s, size_t n);
 int sl_text_append_str(struct sl_text* text, const char* s);
 int sl_text_append_char(struct sl_text* text, char c);
+/// Room for `extra` more bytes and the NUL, for callers that spell into
+/// data + len themselves (then add to len and keep the NUL). 0, ENOMEM, ERANGE.
+int sl_text_reserve(struct sl_text* text, size_t extra);
+/// sl_text_reserve without a call when the room is there (per-value loops).
+static inline int sl_text_room(struct sl_text* text, size_t extra) {
+  return text->cap - text->len > extra ? 0 : sl_text_reserve(text, extra);
+}
 /// The contents ("" when empty), valid until the next append.
 const char* sl_text_cstr(const struct sl_text* text);
 
@@ -84,10 +91,11 @@ int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 
 /// Shortest text of 15, 16 or 17 significant digits that reads back as the
 /// same double, spelled as `%.Ng` would; "nan", "inf", "-inf" for the
-/// non-finite. `buf` needs 32 bytes. (src/core/sl_value_number.c)
-void sl_format_double(double v, char* buf, size_t cap);
+/// non-finite. `buf` needs 32 bytes. Returns the length stored (without the
+/// NUL). (src/core/sl_value_number.c)
+size_t sl_format_double(double v, char* buf, size_t cap);
 /// Same for float32 (`%.6g`..`%.9g`).
-void sl_format_float(float v, char* buf, size_t cap);
+size_t sl_format_float(float v, char* buf, size_t cap);
 /// Decimal text of an integer into `buf` (24 bytes), NUL-terminated; returns
 /// its length.
 size_t sl_format_int64(int64_t v, char* buf);

@@ -262,6 +262,42 @@ def test_million_random_doubles_bit_exact(sluice, tmp_path):
     assert np.array_equal(theirs, bits)
 
 
+def significant_digits(text: str) -> str:
+    """The significant digits of a decimal spelling ("-1.250e-05" -> "125")."""
+    mantissa = text.lstrip("-").lower().split("e")[0].replace(".", "")
+    return mantissa.lstrip("0").rstrip("0") or "0"
+
+
+def test_floats_written_with_the_shortest_closest_digits(sluice, tmp_path):
+    """Each float64 is written with the digits Python's repr gives (the fewest
+    that read back, and of those the closest), each float32 with numpy's
+    (shortest for float32, ties to even): what pyarrow and polars write too."""
+    rng = np.random.default_rng(20261201)
+    bits = rng.integers(0, 2**64, size=200_000, dtype=np.uint64)
+    bits = bits[((bits >> np.uint64(52)) & np.uint64(0x7FF)) != 0x7FF]
+    doubles = np.concatenate([bits.view(np.float64), rng.random(50_000),
+                              np.round(rng.random(50_000) * 1e6, 2)])
+    fbits = rng.integers(0, 2**32, size=len(doubles), dtype=np.uint64).astype(np.uint32)
+    fbits[((fbits >> np.uint32(23)) & np.uint32(0xFF)) == 0xFF] = 0x3DCCCCCD  # 0.1f
+    floats = fbits.view(np.float32)
+    floats[: len(floats) // 2] = (rng.random(len(floats) // 2) * 1000).astype(np.float32)
+    path = sluice_write_csv(sluice, tmp_path, pa.table({"d": pa.array(doubles),
+                                                        "f": pa.array(floats)}))
+    lines = path.read_text().splitlines()
+    assert lines[0] == "d,f" and len(lines) == len(doubles) + 1
+    wrong = []
+    for line, d, f in zip(lines[1:], doubles.tolist(), floats):
+        d_text, f_text = line.split(",")
+        if (float(d_text) != d or
+                significant_digits(d_text) != significant_digits(repr(d))):
+            wrong.append((repr(d), d_text))
+        want_f = np.format_float_scientific(f, unique=True)
+        if (np.float32(f_text) != f or
+                significant_digits(f_text) != significant_digits(want_f)):
+            wrong.append((want_f, f_text))
+    assert not wrong, f"{len(wrong)} values spelled differently, first {wrong[:5]}"
+
+
 # ---- other readers ------------------------------------------------------------
 
 def sluice_write_csv(sluice, tmp_path: Path, table: pa.Table, opts=()) -> Path:

@@ -43,17 +43,74 @@ struct sl_text_rows_pool {
   int stop;
   const struct sl_text_field* row;
   const struct ArrowArray* batch;
-  struct rows_part part[MAX_PARTS];
+  /// Two sets of part buffers: one batch is spelled into `set[cur]` while
+  /// the flusher writes the previous batch's set to the sink.
+  struct rows_part part[2][MAX_PARTS];
+  int cur;
+  // The flusher (a thread when helpers run): writes set `flush_set`'s first
+  // `flush_parts` parts to `flush_sink` while `flush_pending`.
+  int has_flusher;
+  pthread_t flusher;
+  int flush_pending;
+  int flush_set;
+  int flush_parts;
+  struct sl_sink* flush_sink;
+  int flush_rc;  ///< the first write error (then nothing more is written)
+  struct sluice_error flush_error;
 };
 
 static void spell_part(struct sl_text_rows_pool* p, int i) {
-  struct rows_part* part = &p->part[i];
+  struct rows_part* part = &p->part[p->cur][i];
   sl_text_clear(&part->out);
   memset(&part->error, 0, sizeof part->error);
   part->rc = part->begin < part->end
                  ? p->spell(p->ctx, i, p->row, p->batch, part->begin, part->end, &part->out,
                             &part->error)
                  : 0;
+}
+
+/// Writes one set's parts in order (lock not held). The first error stops it.
+static int write_parts(struct rows_part* parts, int n, struct sl_sink* sink,
+                       struct sluice_error* error) {
+  for (int i = 0; i < n; ++i) {
+    SL_RETURN_NOT_OK(sl_sink_write(sink, parts[i].out.data, (int64_t)parts[i].out.len, error));
+  }
+  return 0;
+}
+
+/// The flusher: text goes to the sink (a copy into page cache, the kernel's
+/// share of a text writer's time) while the next batch is being spelled.
+static void* flusher_main(void* arg) {
+  struct sl_text_rows_pool* p = arg;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (!p->flush_pending && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
+    if (!p->flush_pending) break;  // stopped with nothing to write
+    int set = p->flush_set, n = p->flush_parts;
+    struct sl_sink* sink = p->flush_sink;
+    int failed = p->flush_rc != 0 || p->stop;
+    pthread_mutex_unlock(&p->lock);
+    struct sluice_error error;
+    memset(&error, 0, sizeof error);
+    int rc = failed ? 0 : write_parts(p->part[set], n, sink, &error);
+    pthread_mutex_lock(&p->lock);
+    if (rc != 0 && p->flush_rc == 0) {
+      p->flush_rc = rc;
+      p->flush_error = error;
+    }
+    p->flush_pending = 0;
+    pthread_cond_broadcast(&p->cond);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+/// Waits until the flusher has written what it was given (lock held);
+/// returns its first error.
+static int wait_flushed_locked(struct sl_text_rows_pool* p, struct sluice_error* error) {
+  while (p->flush_pending) pthread_cond_wait(&p->cond, &p->lock);
+  if (p->flush_rc != 0) *error = p->flush_error;
+  return p->flush_rc;
 }
 
 static void* helper_main(void* arg) {
@@ -85,7 +142,9 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
   p->alloc = alloc;
   p->spell = spell;
   p->ctx = ctx;
-  for (int i = 0; i < MAX_PARTS; ++i) sl_text_init(&p->part[i].out, alloc);
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < MAX_PARTS; ++i) sl_text_init(&p->part[k][i].out, alloc);
+  }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int want = cores < 1 ? 1 : cores > MAX_PARTS ? MAX_PARTS : (int)cores;
   if (want > max_parts) want = max_parts < 1 ? 1 : max_parts;
@@ -103,6 +162,9 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
     p->n_threads++;
   }
   p->parts = p->n_threads + 1;
+  if (p->n_threads > 0 && pthread_create(&p->flusher, NULL, flusher_main, p) == 0) {
+    p->has_flusher = 1;
+  }
   *parts = p->parts;
   *pool = p;
   return 0;
@@ -115,8 +177,8 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
   int64_t per = (batch->length + parts - 1) / parts;
   for (int i = 0; i < p->parts; ++i) {
     int64_t begin = (int64_t)i * per, end = begin + per;
-    p->part[i].begin = i < parts && begin < batch->length ? begin : batch->length;
-    p->part[i].end = i < parts && end < batch->length ? end : batch->length;
+    p->part[p->cur][i].begin = i < parts && begin < batch->length ? begin : batch->length;
+    p->part[p->cur][i].end = i < parts && end < batch->length ? end : batch->length;
   }
   p->row = row;
   p->batch = batch;
@@ -133,15 +195,36 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
     while (p->busy > 0) pthread_cond_wait(&p->cond, &p->lock);
     pthread_mutex_unlock(&p->lock);
   }
+  struct rows_part* set = p->part[p->cur];
   for (int i = 0; i < parts; ++i) {
-    struct rows_part* part = &p->part[i];
-    if (part->rc != 0) {
-      *error = part->error;
-      return part->rc;
+    if (set[i].rc != 0) {
+      *error = set[i].error;
+      return set[i].rc;
     }
-    SL_RETURN_NOT_OK(sl_sink_write(sink, part->out.data, (int64_t)part->out.len, error));
   }
-  return 0;
+  if (!p->has_flusher) return write_parts(set, parts, sink, error);
+  // Hand this set to the flusher once it is done with the previous one; the
+  // next batch is spelled into the other set meanwhile.
+  pthread_mutex_lock(&p->lock);
+  int rc = wait_flushed_locked(p, error);
+  if (rc == 0) {
+    p->flush_set = p->cur;
+    p->flush_parts = parts;
+    p->flush_sink = sink;
+    p->flush_pending = 1;
+    pthread_cond_broadcast(&p->cond);
+    p->cur ^= 1;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int sl_text_rows_pool_finish(struct sl_text_rows_pool* p, struct sluice_error* error) {
+  if (p == NULL || !p->has_flusher) return 0;
+  pthread_mutex_lock(&p->lock);
+  int rc = wait_flushed_locked(p, error);
+  pthread_mutex_unlock(&p->lock);
+  return rc;
 }
 
 void sl_text_rows_pool_stop(struct sl_text_rows_pool* p) {
@@ -152,11 +235,14 @@ void sl_text_rows_pool_stop(struct sl_text_rows_pool* p) {
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     for (int k = 0; k < p->n_threads; ++k) pthread_join(p->threads[k], NULL);
+    if (p->has_flusher) pthread_join(p->flusher, NULL);
   }
   if (p->sync_ok) {
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
   }
-  for (int i = 0; i < MAX_PARTS; ++i) sl_text_reset(&p->part[i].out);
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < MAX_PARTS; ++i) sl_text_reset(&p->part[k][i].out);
+  }
   sl_free(p->alloc, p, sizeof *p);
 }

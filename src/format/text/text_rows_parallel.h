@@ -3,7 +3,8 @@
 // caller's thread takes one), and the buffers go to the sink in row order,
 // so the output is the one a single thread would write. Spelling values as
 // text is most of a text writer's work, and the scan that feeds it is
-// already parallel.
+// already parallel. With helpers, a flusher thread writes one batch's text
+// to the sink while the next batch is spelled (two sets of buffers).
 #ifndef SL_TEXT_ROWS_PARALLEL_H
 #define SL_TEXT_ROWS_PARALLEL_H
 
@@ -29,13 +30,20 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
                             struct sl_text_rows_pool** pool, int* parts,
                             struct sluice_error* error);
 
-/// Spells all rows of `batch` and writes them to `sink` in order. The first
-/// error of any part (in row order) is returned.
+/// Spells all rows of `batch` and writes them to `sink` in order (maybe
+/// after it returns: the batch is no longer needed then, but the sink must
+/// not be written by anyone else until sl_text_rows_pool_finish). The first
+/// error of any part (in row order), or of an earlier batch's write, is
+/// returned.
 int sl_text_rows_pool_write(struct sl_text_rows_pool* pool, const struct sl_text_field* row,
                             const struct ArrowArray* batch, struct sl_sink* sink,
                             struct sluice_error* error);
 
-/// Joins the threads and frees the pool. NULL-safe.
+/// Waits until every batch's text is in the sink; the first write error.
+int sl_text_rows_pool_finish(struct sl_text_rows_pool* pool, struct sluice_error* error);
+
+/// Joins the threads and frees the pool (text not yet written is dropped:
+/// call sl_text_rows_pool_finish first to keep it). NULL-safe.
 void sl_text_rows_pool_stop(struct sl_text_rows_pool* pool);
 
 #endif
