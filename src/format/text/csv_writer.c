@@ -332,7 +332,7 @@ static int in_number(char c) {
          c == 'n' || c == 'f' || c == 'a';
 }
 
-/// Whether numbers may be spelled straight into the line (csv_spell_direct):
+/// Whether numbers may be spelled straight into the line (sl_text_spell_number):
 /// their text then never holds the delimiter or the quote (so it is never
 /// quoted) and can never be taken for the null spelling.
 static int csv_direct_allowed(const struct csv_write_options* o) {
@@ -342,39 +342,6 @@ static int csv_direct_allowed(const struct csv_write_options* o) {
     if (!in_number(o->null_text[i])) return 1;
   }
   return 0;
-}
-
-/// The common cells without the general path (render into a cell, scan it
-/// for characters to quote, copy it into the line): a null, an integer, a
-/// float32 or float64 value of a plain column, spelled into `out` where it
-/// goes. 1 when done, 0 when the cell needs the general path, -1 on ENOMEM.
-/// Only when csv_direct_allowed.
-static int csv_spell_direct(const struct csv_write_options* o, const struct sl_text_field* field,
-                            const struct ArrowArray* column, int64_t row,
-                            struct sl_text* out) {
-  enum sl_type_id id = field->type.id;
-  if (field->dictionary != NULL || column->dictionary != NULL || id > SL_TYPE_DOUBLE ||
-      id < SL_TYPE_INT8 || id == SL_TYPE_HALF_FLOAT ||
-      ((id == SL_TYPE_FLOAT || id == SL_TYPE_DOUBLE) && o->float_point)) {
-    return 0;
-  }
-  int64_t p = column->offset + row;
-  if (column->null_count != 0 && column->buffers[0] != NULL && !sl_bit_get(column->buffers[0], p)) {
-    return 0;  // the null spelling: the general path knows its cases
-  }
-  if (sl_text_room(out, 40) != 0) return -1;
-  char* at = out->data + out->len;
-  size_t room = out->cap - out->len;
-  const void* values = column->buffers[1];
-  size_t n;
-  switch (id) {
-    case SL_TYPE_DOUBLE: n = sl_format_double(((const double*)values)[p], at, room); break;
-    case SL_TYPE_FLOAT: n = sl_format_float(((const float*)values)[p], at, room); break;
-    case SL_TYPE_UINT64: n = sl_format_uint64(((const uint64_t*)values)[p], at); break;
-    default: n = sl_format_int64(sl_int_value(id, values, p), at); break;
-  }
-  out->len += n;
-  return 1;
 }
 
 static int csv_flush(struct csv_state* state, struct sl_sink* sink, struct sluice_error* error) {
@@ -442,7 +409,11 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
         out->data[out->len] = '\0';
       }
       if (direct_ok) {
-        int done = csv_spell_direct(o, field, column, child_row, out);
+        // float_point wants "1.0" for whole floats: the general path adds it.
+        int floating = field->type.id == SL_TYPE_FLOAT || field->type.id == SL_TYPE_DOUBLE;
+        int done = o->float_point && floating
+                       ? 0
+                       : sl_text_spell_number(field, column, child_row, 0, out);
         if (done < 0) goto oom;
         if (done) continue;
       }
@@ -491,13 +462,7 @@ static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     struct sl_text_batch_writer writer = {state.options.header ? csv_write_header : NULL,
                                           csv_write_batch, &state};
     rc = sl_text_write_stream(stream, sink, args, &writer, error);
-    // The last batch's text may still be on its way to the sink.
-    struct sluice_error flush_error;
-    int flushed = sl_text_rows_pool_finish(state.pool, &flush_error);
-    if (rc == 0 && flushed != 0) {
-      *error = flush_error;
-      rc = flushed;
-    }
+    rc = sl_text_rows_pool_finish(state.pool, rc, error);
   }
   sl_text_rows_pool_stop(state.pool);
   sl_text_reset(&state.line);

@@ -1,6 +1,7 @@
 // JSON Lines: one object per row. Values are JSON values of their type
 // (numbers, strings, nested arrays/objects); binary is a hex string, dates and
-// times are ISO 8601 strings, non-finite floats are null.
+// times are ISO 8601 strings, non-finite floats are null. Rows are spelled on
+// all cores (text_rows_parallel.h).
 #include <string.h>
 
 #include "text_writers.h"
@@ -8,42 +9,51 @@
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
 #include "io/sl_sink.h"
+#include "text_rows_parallel.h"
 
-#define JSONL_FLUSH_BYTES (1 << 16)
+#define JSONL_MAX_PARTS 16
 
 struct jsonl_state {
-  struct sl_text line;
+  struct sl_text line;  ///< scratch for the header's keys
   /// The quoted, escaped keys ("name":) rendered once.
   struct sl_text keys;
   size_t* key_ends;
   int64_t n_keys;
+  struct sl_text_rows_pool* pool;
 };
+
+static int jsonl_spell_rows(void* ctx, int part, const struct sl_text_field* row,
+                            const struct ArrowArray* batch, int64_t begin, int64_t end,
+                            struct sl_text* out, struct sluice_error* error) {
+  (void)part;
+  const struct jsonl_state* state = ctx;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t child_row = batch->offset + r;
+    if (sl_text_append_char(out, '{') != 0) goto oom;
+    for (int64_t c = 0; c < row->n_children; ++c) {
+      size_t from = c == 0 ? 0 : state->key_ends[c - 1];
+      if (c > 0 && sl_text_append_char(out, ',') != 0) goto oom;
+      if (sl_text_append(out, state->keys.data + from, state->key_ends[c] - from) != 0) {
+        goto oom;
+      }
+      int done = sl_text_spell_number(&row->children[c], batch->children[c], child_row, 1, out);
+      if (done < 0) goto oom;
+      if (done) continue;
+      SL_RETURN_NOT_OK(sl_value_render(&row->children[c], batch->children[c], child_row,
+                                       SL_TEXT_JSON, out, error));
+    }
+    if (sl_text_append(out, "}\n", 2) != 0) goto oom;
+  }
+  return 0;
+oom:
+  return sl_error_set(error, ENOMEM, "jsonl: out of memory");
+}
 
 static int jsonl_write_batch(void* ctx, const struct sl_text_field* row,
                              const struct ArrowArray* batch, struct sl_sink* sink,
                              struct sluice_error* error) {
   struct jsonl_state* state = ctx;
-  for (int64_t r = 0; r < batch->length; ++r) {
-    int64_t child_row = batch->offset + r;
-    if (sl_text_append_char(&state->line, '{') != 0) goto oom;
-    for (int64_t c = 0; c < row->n_children; ++c) {
-      size_t begin = c == 0 ? 0 : state->key_ends[c - 1];
-      if (c > 0 && sl_text_append_char(&state->line, ',') != 0) goto oom;
-      if (sl_text_append(&state->line, state->keys.data + begin, state->key_ends[c] - begin) != 0) {
-        goto oom;
-      }
-      SL_RETURN_NOT_OK(sl_value_render(&row->children[c], batch->children[c], child_row,
-                                       SL_TEXT_JSON, &state->line, error));
-    }
-    if (sl_text_append(&state->line, "}\n", 2) != 0) goto oom;
-    if (state->line.len >= JSONL_FLUSH_BYTES || r + 1 == batch->length) {
-      SL_RETURN_NOT_OK(sl_sink_write(sink, state->line.data, (int64_t)state->line.len, error));
-      sl_text_clear(&state->line);
-    }
-  }
-  return 0;
-oom:
-  return sl_error_set(error, ENOMEM, "jsonl: out of memory");
+  return sl_text_rows_pool_write(state->pool, row, batch, sink, error);
 }
 
 static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
@@ -71,8 +81,15 @@ static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   memset(&state, 0, sizeof state);
   sl_text_init(&state.line, args->alloc);
   sl_text_init(&state.keys, args->alloc);
-  struct sl_text_batch_writer writer = {jsonl_write_header, jsonl_write_batch, &state};
-  int rc = sl_text_write_stream(stream, sink, args, &writer, error);
+  int parts;
+  int rc = sl_text_rows_pool_start(args->alloc, JSONL_MAX_PARTS, jsonl_spell_rows, &state,
+                                   &state.pool, &parts, error);
+  if (rc == 0) {
+    struct sl_text_batch_writer writer = {jsonl_write_header, jsonl_write_batch, &state};
+    rc = sl_text_write_stream(stream, sink, args, &writer, error);
+    rc = sl_text_rows_pool_finish(state.pool, rc, error);
+  }
+  sl_text_rows_pool_stop(state.pool);
   sl_text_reset(&state.line);
   sl_text_reset(&state.keys);
   sl_free(args->alloc, state.key_ends, (size_t)state.n_keys * sizeof(size_t));

@@ -219,12 +219,15 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
   return rc;
 }
 
-int sl_text_rows_pool_finish(struct sl_text_rows_pool* p, struct sluice_error* error) {
-  if (p == NULL || !p->has_flusher) return 0;
+int sl_text_rows_pool_finish(struct sl_text_rows_pool* p, int rc, struct sluice_error* error) {
+  if (p == NULL || !p->has_flusher) return rc;
+  struct sluice_error flush_error;
   pthread_mutex_lock(&p->lock);
-  int rc = wait_flushed_locked(p, error);
+  int flushed = wait_flushed_locked(p, &flush_error);
   pthread_mutex_unlock(&p->lock);
-  return rc;
+  if (rc != 0 || flushed == 0) return rc;
+  *error = flush_error;
+  return flushed;
 }
 
 void sl_text_rows_pool_stop(struct sl_text_rows_pool* p) {

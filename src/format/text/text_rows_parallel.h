@@ -39,8 +39,10 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* pool, const struct sl_text
                             const struct ArrowArray* batch, struct sl_sink* sink,
                             struct sluice_error* error);
 
-/// Waits until every batch's text is in the sink; the first write error.
-int sl_text_rows_pool_finish(struct sl_text_rows_pool* pool, struct sluice_error* error);
+/// After the last sl_text_rows_pool_write, whose outcome was `rc`: waits
+/// until every batch's text is in the sink. Returns `rc` when it is an error
+/// (leaving `error` as it is), else the first write error, else 0.
+int sl_text_rows_pool_finish(struct sl_text_rows_pool* pool, int rc, struct sluice_error* error);
 
 /// Joins the threads and frees the pool (text not yet written is dropped:
 /// call sl_text_rows_pool_finish first to keep it). NULL-safe.

@@ -29,4 +29,14 @@ int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
                          const struct sl_write_args* args,
                          const struct sl_text_batch_writer* writer, struct sluice_error* error);
 
+/// Both writers' common cells without the general path (sl_value_render into
+/// a scratch text, then copied): row `row` (before column->offset) of a plain
+/// integer, float32 or float64 column, spelled straight into `out`. 1 when
+/// done; 0 when the cell needs the general path (another type, a dictionary,
+/// or a null unless `json`); -1 on ENOMEM. With `json`, a null or a
+/// non-finite float is `null`.
+struct sl_text;
+int sl_text_spell_number(const struct sl_text_field* field, const struct ArrowArray* column,
+                         int64_t row, int json, struct sl_text* out);
+
 #endif
