@@ -12,6 +12,8 @@
 /// Batches smaller than this are spelled by the caller alone: handing them
 /// out would cost more than it saves.
 #define MIN_ROWS_TO_SHARE 4096
+/// Rows each part spells per round (see sl_text_rows_pool_write).
+#define ROWS_PER_PART_ROUND 65536
 
 struct rows_part {
   _Alignas(64) struct sl_text out;  // (a cache line of its own: see csv_cell)
@@ -170,15 +172,17 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
   return 0;
 }
 
-int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_field* row,
-                            const struct ArrowArray* batch, struct sl_sink* sink,
-                            struct sluice_error* error) {
-  int parts = batch->length >= MIN_ROWS_TO_SHARE ? p->parts : 1;
-  int64_t per = (batch->length + parts - 1) / parts;
+/// Spells rows [from, to) of the batch on all parts and hands them on.
+static int write_rows(struct sl_text_rows_pool* p, const struct sl_text_field* row,
+                      const struct ArrowArray* batch, int64_t from, int64_t to,
+                      struct sl_sink* sink, struct sluice_error* error) {
+  int64_t n = to - from;
+  int parts = n >= MIN_ROWS_TO_SHARE ? p->parts : 1;
+  int64_t per = (n + parts - 1) / parts;
   for (int i = 0; i < p->parts; ++i) {
-    int64_t begin = (int64_t)i * per, end = begin + per;
-    p->part[p->cur][i].begin = i < parts && begin < batch->length ? begin : batch->length;
-    p->part[p->cur][i].end = i < parts && end < batch->length ? end : batch->length;
+    int64_t begin = from + (int64_t)i * per, end = begin + per;
+    p->part[p->cur][i].begin = i < parts && begin < to ? begin : to;
+    p->part[p->cur][i].end = i < parts && end < to ? end : to;
   }
   p->row = row;
   p->batch = batch;
@@ -217,6 +221,19 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
   }
   pthread_mutex_unlock(&p->lock);
   return rc;
+}
+
+int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_field* row,
+                            const struct ArrowArray* batch, struct sl_sink* sink,
+                            struct sluice_error* error) {
+  // A big batch goes in slices, so that the text in memory (two sets of
+  // buffers) stays a few MiB per part however large the batches are.
+  const int64_t slice = ROWS_PER_PART_ROUND * p->parts;
+  for (int64_t from = 0; from < batch->length; from += slice) {
+    int64_t to = batch->length - from > slice ? from + slice : batch->length;
+    SL_RETURN_NOT_OK(write_rows(p, row, batch, from, to, sink, error));
+  }
+  return 0;
 }
 
 int sl_text_rows_pool_finish(struct sl_text_rows_pool* p, int rc, struct sluice_error* error) {
