@@ -42,11 +42,19 @@ def arrow_stream_file_check(path: str, meta: dict) -> Optional[str]:
     return check_result(result, meta)
 
 
+def table_sums(table) -> dict:
+    """A pyarrow table's rows, sum(id) and float column sums, as
+    check_result compares them with the reference."""
+    import pyarrow.compute as pc
+    return {"rows": table.num_rows, "sum_id": pc.sum(table["id"]).as_py() or 0,
+            "sum_x": {c: pc.sum(table[c]).as_py() or 0.0
+                      for c in table.schema.names if c != "id"}}
+
+
 def parquet_file_check(path: str, meta: dict) -> Optional[str]:
     """A Parquet file written by a tool under test: every column chunk
     snappy-compressed, values (read back with pyarrow) equal to the reference."""
     try:
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
         return None
@@ -58,9 +66,7 @@ def parquet_file_check(path: str, meta: dict) -> Optional[str]:
         if md.num_rows and codecs != {"SNAPPY"}:
             return f"{name}: column chunks compressed with {sorted(codecs)}, not SNAPPY"
         table = pq.read_table(path)
-        result = {"rows": table.num_rows, "sum_id": pc.sum(table["id"]).as_py() or 0,
-                  "sum_x": {c: pc.sum(table[c]).as_py() or 0.0
-                            for c in table.schema.names if c != "id"}}
+        result = table_sums(table)
         del table
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return f"{name} is not a Parquet file pyarrow reads: {e}"
@@ -71,7 +77,6 @@ def csv_file_check(path: str, meta: dict) -> Optional[str]:
     """A CSV file written by a tool under test: a header line naming W1's
     columns, values (read back with pyarrow.csv) equal to the reference."""
     try:
-        import pyarrow.compute as pc
         import pyarrow.csv as pacsv
     except ImportError:
         return None
@@ -80,9 +85,7 @@ def csv_file_check(path: str, meta: dict) -> Optional[str]:
         table = pacsv.read_csv(path)
         if table.schema.names != ["id", "x1", "x2", "x3", "x4"]:
             return f"{name}: header names {table.schema.names}"
-        result = {"rows": table.num_rows, "sum_id": pc.sum(table["id"]).as_py() or 0,
-                  "sum_x": {c: pc.sum(table[c]).as_py() or 0.0
-                            for c in table.schema.names if c != "id"}}
+        result = table_sums(table)
         del table
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return f"{name} is not a CSV file pyarrow reads: {e}"
