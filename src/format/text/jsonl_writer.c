@@ -14,7 +14,7 @@
 #define JSONL_MAX_PARTS 16
 
 struct jsonl_state {
-  struct sl_text line;  ///< scratch for the header's keys
+  const struct sluice_allocator* alloc;
   /// The quoted, escaped keys ("name":) rendered once.
   struct sl_text keys;
   size_t* key_ends;
@@ -61,7 +61,7 @@ static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct
   (void)sink;
   struct jsonl_state* state = ctx;
   if (row->n_children == 0) return 0;
-  state->key_ends = sl_calloc(state->line.alloc, (size_t)row->n_children, sizeof(size_t));
+  state->key_ends = sl_calloc(state->alloc, (size_t)row->n_children, sizeof(size_t));
   if (state->key_ends == NULL) return sl_error_set(error, ENOMEM, "jsonl: out of memory");
   state->n_keys = row->n_children;
   for (int64_t c = 0; c < row->n_children; ++c) {
@@ -79,7 +79,7 @@ static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                        const struct sl_write_args* args, struct sluice_error* error) {
   struct jsonl_state state;
   memset(&state, 0, sizeof state);
-  sl_text_init(&state.line, args->alloc);
+  state.alloc = args->alloc;
   sl_text_init(&state.keys, args->alloc);
   int parts;
   int rc = sl_text_rows_pool_start(args->alloc, JSONL_MAX_PARTS, jsonl_spell_rows, &state,
@@ -90,7 +90,6 @@ static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     rc = sl_text_rows_pool_finish(state.pool, rc, error);
   }
   sl_text_rows_pool_stop(state.pool);
-  sl_text_reset(&state.line);
   sl_text_reset(&state.keys);
   sl_free(args->alloc, state.key_ends, (size_t)state.n_keys * sizeof(size_t));
   return rc;
