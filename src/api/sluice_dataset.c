@@ -12,6 +12,7 @@
 #include "core/sl_error.h"
 #include "format/sl_format.h"
 #include "io/sl_cql.h"
+#include "io/sl_http_pool.h"
 #include "io/sl_location.h"
 #include "io/sl_sink.h"
 #include "io/sl_source.h"
@@ -289,7 +290,14 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
   // 4 parts of 8 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle,
-                                     ds->memory_budget / 8};
+                                     ds->memory_budget / 8, NULL};
+  // The objects share request handles, so a connection opened for one
+  // object serves the next (sl_http_pool.h). The sources hold it from here.
+  int remote_objects = 0;
+  for (size_t i = 0; i < n_locations; ++i) remote_objects |= sl_location_is_remote(locations[i]);
+  if (rc == 0 && !database && remote_objects) {
+    rc = sl_http_pool_create(alloc, location, &remote.http_pool, error);
+  }
   // A directory, glob or prefix names many objects; read as one table.
   struct sl_location_list objects = {NULL, 0, 0};
   if (rc == 0 && (n_locations > 1 || sl_location_is_many(location))) {
@@ -359,6 +367,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
       ds->n_splits = 0;
     }
   }
+  sl_http_pool_release(remote.http_pool);
   if (rc != 0) {
     dataset_destroy(ds);
     return rc;
@@ -579,7 +588,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   struct sl_sink* sink = NULL;
-  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0};
+  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0, NULL};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   int rc = sl_sink_compress(sink, compression, error);
   if (rc == 0) rc = writer->write(stream, sink, &args, error);

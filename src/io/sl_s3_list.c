@@ -18,6 +18,7 @@
 #include "../core/sl_error.h"
 #include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
+#include "sl_http_pool.h"
 #include "sl_location.h"
 #include "sl_s3_internal.h"
 #include "sl_sigv4.h"
@@ -362,8 +363,11 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
   l->location = location;
   int rc = parse_location(l, error);
   if (rc == 0) rc = prepare_bucket(l, error);
+  // The dataset's handles when it has them: the listing's connection then
+  // serves the first objects' reads.
+  struct sl_http_pool* pool = remote != NULL ? remote->http_pool : NULL;
   CURL* h = NULL;
-  if (rc == 0 && (h = l->g->curl.easy_init()) == NULL) {
+  if (rc == 0 && (h = pool != NULL ? sl_http_pool_get(pool) : l->g->curl.easy_init()) == NULL) {
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
   int page_size = keys_per_page();
@@ -379,7 +383,11 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
                       l->recursive ? "under this prefix" : "match this pattern", l->bucket,
                       l->prefix);
   }
-  if (h != NULL) l->g->curl.easy_cleanup(h);
+  if (pool != NULL) {
+    sl_http_pool_put(pool, h);
+  } else if (h != NULL) {
+    l->g->curl.easy_cleanup(h);
+  }
   if (l->body != NULL) sl_free(alloc, l->body, (size_t)l->body_cap);
   s3_signer_destroy(l->g);
   sl_free(alloc, l, sizeof *l);

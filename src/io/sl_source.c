@@ -22,6 +22,11 @@ static int has_prefix(const char* s, const char* prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+int sl_location_is_remote(const char* location) {
+  return location != NULL && (has_prefix(location, "http://") || has_prefix(location, "https://") ||
+                              has_prefix(location, "s3://"));
+}
+
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,
                    struct sl_source** out, struct sluice_error* error) {
   return sl_source_open_remote(location, NULL, alloc, out, error);
@@ -43,12 +48,12 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
     return sl_file_source_open(path, location, alloc, out, error);
   }
   if (has_prefix(location, "http://") || has_prefix(location, "https://")) {
-    struct sl_remote_options defaults = {0, NULL, 0};
+    struct sl_remote_options defaults = {0, NULL, 0, NULL};
     return sl_http_source_open(location, remote != NULL ? remote : &defaults, alloc, out,
                                error);
   }
   if (has_prefix(location, "s3://")) {
-    struct sl_remote_options defaults = {0, NULL, 0};
+    struct sl_remote_options defaults = {0, NULL, 0, NULL};
     return sl_s3_source_open(location, remote != NULL ? remote : &defaults, alloc, out, error);
   }
   const char* colon = strstr(location, "://");

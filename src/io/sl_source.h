@@ -63,6 +63,8 @@ struct sl_source {
   int mapped;
 };
 
+struct sl_http_pool;
+
 /// Settings for remote locations (http://, https://).
 struct sl_remote_options {
   int tls_insecure;       ///< non-zero: skip certificate and host name checks
@@ -71,7 +73,13 @@ struct sl_remote_options {
   /// yet consumed); 0 = the default, 4 parts of 8 MiB. A small budget means
   /// fewer and smaller parts.
   int64_t readahead_bytes;
+  /// Easy handles (and so connections) shared with the other objects of the
+  /// same dataset (sl_http_pool.h); NULL = the source keeps its own.
+  struct sl_http_pool* http_pool;
 };
+
+/// 1 for http://, https:// and s3:// locations (read through libcurl).
+int sl_location_is_remote(const char* location);
 
 /// Opens a location: a path, "file://path", "-" (standard input), or an
 /// http:// / https:// URL, or s3://bucket/key.

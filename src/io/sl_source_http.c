@@ -20,6 +20,7 @@
 #include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 #include "sl_curl.h"
+#include "sl_http_pool.h"
 
 #define HTTP_DEFAULT_PART ((int64_t)8 << 20)
 #define HTTP_DEFAULT_PARALLEL 4
@@ -35,8 +36,6 @@
 #define HTTP_POOL_BYTES ((int64_t)128 << 20)
 /// libcurl's receive buffer (its default is 16 KiB; 7.88 allows up to 10 MiB).
 #define SL_HTTP_RECV_BUFFER (512L << 10)
-/// Easy handles kept for reuse (each keeps its live connections).
-#define HTTP_POOL_MAX (HTTP_MAX_PARALLEL + 4)
 /// Attempts per transfer before giving up (the first one included).
 #define HTTP_MAX_ATTEMPTS 6
 #define HTTP_BACKOFF_BASE_MS 200
@@ -72,10 +71,9 @@ struct sl_http_source {
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
   struct sl_curl curl;           ///< libcurl, loaded at open
-
-  pthread_mutex_t pool_lock;
-  CURL* pool[HTTP_POOL_MAX];
-  int n_pool;
+  /// Where request handles come from and return to (the dataset's, or this
+  /// source's own): each keeps its live connections.
+  struct sl_http_pool* handles;
 
   // The object's first and last HTTP_EDGE_CACHE bytes, fetched on first use.
   pthread_mutex_t edge_lock;
@@ -286,24 +284,9 @@ static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_of
   return atomic_load(&s->stopping) ? 1 : 0;
 }
 
-static CURL* pool_get(struct sl_http_source* s) {
-  CURL* h = NULL;
-  pthread_mutex_lock(&s->pool_lock);
-  if (s->n_pool > 0) h = s->pool[--s->n_pool];
-  pthread_mutex_unlock(&s->pool_lock);
-  return h != NULL ? h : s->curl.easy_init();
-}
+static CURL* pool_get(struct sl_http_source* s) { return sl_http_pool_get(s->handles); }
 
-static void pool_put(struct sl_http_source* s, CURL* h) {
-  if (h == NULL) return;
-  pthread_mutex_lock(&s->pool_lock);
-  if (s->n_pool < HTTP_POOL_MAX) {
-    s->pool[s->n_pool++] = h;
-    h = NULL;
-  }
-  pthread_mutex_unlock(&s->pool_lock);
-  if (h != NULL) s->curl.easy_cleanup(h);
-}
+static void pool_put(struct sl_http_source* s, CURL* h) { sl_http_pool_put(s->handles, h); }
 
 static int is_tls_error(CURLcode c) {
   return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
@@ -1065,11 +1048,10 @@ static void http_destroy(struct sl_http_source* s) {
     for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
   }
-  for (int i = 0; i < s->n_pool; ++i) s->curl.easy_cleanup(s->pool[i]);
+  sl_http_pool_release(s->handles);  // after the workers: they return handles
   for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
   sl_block_pool_close(s->blocks);  // blocks still viewed go when their views do
   pthread_mutex_destroy(&s->edge_lock);
-  pthread_mutex_destroy(&s->pool_lock);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
   if (s->has_signer && s->signer.destroy != NULL) s->signer.destroy(s->signer.ctx);
@@ -1125,6 +1107,13 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   struct sl_http_source* s = sl_calloc(alloc, 1, sizeof *s);
   int rc = s == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", name)
                      : sl_curl_open(&s->curl, name, error);
+  if (rc == 0 && config->remote.http_pool != NULL) {
+    s->handles = config->remote.http_pool;
+    sl_http_pool_retain(s->handles);
+  } else if (rc == 0) {
+    rc = sl_http_pool_create(alloc, name, &s->handles, error);
+    if (rc != 0) sl_curl_close(&s->curl);
+  }
   if (rc != 0) {
     if (config->signer != NULL && config->signer->destroy != NULL) {
       config->signer->destroy(config->signer->ctx);
@@ -1136,7 +1125,6 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   s->base.size = -1;
   s->base.owner = NULL;
   s->base.ops = &sl_http_stream_ops;
-  pthread_mutex_init(&s->pool_lock, NULL);
   pthread_mutex_init(&s->edge_lock, NULL);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);

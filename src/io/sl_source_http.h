@@ -9,11 +9,14 @@
 //   never a mix of two versions.
 // - Forward reads (read_next, for row formats) are served from a readahead
 //   of large parts (8 MiB by default, several fetched in parallel by worker
-//   threads, each with its own connection kept alive). A read of n bytes
+//   threads, each on a connection kept alive). A read of n bytes
 //   returns a view into a fetched part; only a read that crosses a part
 //   boundary copies, and only those n bytes.
 // - Servers that do not announce "Accept-Ranges: bytes" are read as one
 //   forward stream (read_at is then unavailable), cut into the same parts.
+// - Requests take libcurl handles from a pool (sl_http_pool.h), shared by
+//   the objects of one dataset when it passes one: connections outlive the
+//   request, and the object, that opened them.
 // - Read buffers come from a per-object pool (core/sl_block_pool.h) and
 //   return to it when their last view goes.
 // - Transfers are retried with exponential backoff and jitter on 5xx, 429,
