@@ -30,6 +30,13 @@
 /// numbers, a detection peek, a footer length and a footer there, which would
 /// otherwise be four round trips.
 #define HTTP_EDGE_CACHE ((int64_t)64 << 10)
+/// Objects up to this size are fetched whole at open (the open GET's 64 KiB,
+/// then the rest in one request), and every read is served from memory: a
+/// round trip costs as much as a transfer of several hundred KiB, and a small
+/// Parquet object's footer and column chunks were three more GETs (256 small
+/// objects over S3: 4 requests each, now 2). Four edges' worth, so an open
+/// object holds at most twice the two edges it would hold otherwise.
+#define HTTP_WHOLE_OBJECT (4 * HTTP_EDGE_CACHE)
 #define HTTP_MAX_PARALLEL 16
 /// Read buffers kept for reuse per object (sl_block_pool.h): a CSV read
 /// holds a few 32 MiB split ranges at a time, a readahead its parts.
@@ -81,6 +88,7 @@ struct sl_http_source {
     uint8_t* data;
     struct sl_ref* ref;  // NULL until fetched
   } edges[2];            // [0] = head, [1] = tail
+  int whole;             ///< edges[0] holds the whole object (HTTP_WHOLE_OBJECT)
 
   // Readahead (forward reads). Part k covers [k * part_size, ...) and lives in
   // slot k % depth; a worker fetches part k only when k < cur + depth, i.e.
@@ -585,6 +593,31 @@ static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, str
   return 0;
 }
 
+/// After the open GET of a small object: the rest of it in one request,
+/// joined to its first HTTP_EDGE_CACHE bytes (`head`, owned by `head_ref`,
+/// released) as edges[0].
+static int fetch_whole(struct sl_http_source* s, const uint8_t* head, struct sl_ref* head_ref,
+                       struct sluice_error* error) {
+  uint8_t* data = NULL;
+  struct sl_ref* ref = NULL;
+  int recycled = 0;
+  int rc = new_block(s, s->base.size, &data, &ref, &recycled, error);
+  if (rc == 0) {
+    memcpy(data, head, HTTP_EDGE_CACHE);
+    rc = http_fetch(s, HTTP_EDGE_CACHE, s->base.size - HTTP_EDGE_CACHE, data + HTTP_EDGE_CACHE,
+                    recycled, NULL, error);
+  }
+  sl_ref_release(head_ref);
+  if (rc != 0) {
+    sl_ref_release(ref);
+    return rc;
+  }
+  s->edges[0].data = data;
+  s->edges[0].ref = ref;
+  s->whole = 1;
+  return 0;
+}
+
 /// Opening by a ranged GET of the object's first HTTP_EDGE_CACHE bytes
 /// instead of a HEAD: a 206's Content-Range gives the size, its ETag the
 /// version, and the bytes become the head edge (what format detection and
@@ -624,9 +657,10 @@ static int http_open_by_get(struct sl_http_source* s, int* settled, struct sluic
     s->base.size = total;
     memcpy(s->etag, x.etag, sizeof s->etag);
     s->ranges = 1;
+    *settled = 1;
+    if (total > HTTP_EDGE_CACHE && total <= HTTP_WHOLE_OBJECT) return fetch_whole(s, data, ref, error);
     s->edges[0].data = data;  // read_at's head edge: min(size, HTTP_EDGE_CACHE) bytes
     s->edges[0].ref = ref;
-    *settled = 1;
     return 0;
   }
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
@@ -685,7 +719,7 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
     out->data = http_empty_bytes;
     return 0;
   }
-  int64_t edge = source->size < HTTP_EDGE_CACHE ? source->size : HTTP_EDGE_CACHE;
+  int64_t edge = source->size < HTTP_EDGE_CACHE || s->whole ? source->size : HTTP_EDGE_CACHE;
   int which = offset + length <= edge ? 0 : offset >= source->size - edge ? 1 : -1;
   if (which >= 0) return edge_read(s, which, edge, offset, length, out, error);
   uint8_t* data;
@@ -955,6 +989,17 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   out->owner = NULL;
   if (length < 0) {
     return sl_error_set(error, EINVAL, "%s: negative read length %" PRId64, s->base.name, length);
+  }
+  if (s->whole) {  // in memory already: a view from the stream position
+    pthread_mutex_lock(&s->lock);
+    int64_t at = s->pos;
+    int64_t n = length < s->base.size - at ? length : s->base.size - at;
+    if (consume) s->pos += n;
+    pthread_mutex_unlock(&s->lock);
+    out->data = n > 0 ? s->edges[0].data + at : http_empty_bytes;
+    out->size = n;
+    out->owner = n > 0 ? sl_ref_retain(s->edges[0].ref) : NULL;
+    return 0;
   }
   SL_RETURN_NOT_OK(start_readahead(s, error));
   int rc = 0;

@@ -470,6 +470,35 @@ def test_open_is_one_ranged_get(sluice, fault_server, tmp_path):
         assert json.loads(proc.stdout)[0]["count"] == 0, (mode, proc.stdout)
 
 
+def test_small_objects_are_fetched_whole(sluice, fault_server, tmp_path):
+    """An object of at most 256 KiB is read in two requests, the opening GET of
+    its first 64 KiB and one for the rest, and every later read (a Parquet
+    footer and column chunks, an IPC footer, CSV ranges) comes from memory;
+    values equal pyarrow's, also when requests fail or break off."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    srv, url, www = fault_server["server"], fault_server["url"], fault_server["www"]
+    n = 5000
+    table = pa.table({"id": pa.array(range(n), pa.int64()),
+                      "x": [i * 0.5 + 0.25 for i in range(n)],
+                      "s": [f"row-{i}" for i in range(n)]})
+    pq.write_table(table, www / "small.parquet", compression="none")
+    pacsv.write_csv(table, www / "small.csv")
+    with pa.ipc.new_file(www / "small.arrow", table.schema) as writer:
+        writer.write_table(table)
+    for name in ("small.parquet", "small.csv", "small.arrow"):
+        size = (www / name).stat().st_size
+        assert 65536 < size <= 262144, (name, size)
+        for mode in ("ok", "flaky", "cut"):
+            srv.log.clear()
+            got = read_table(sluice, f"{url}/{mode}/{name}", tmp_path / "r.arrows", [])
+            assert got.column_names == table.column_names, (name, mode)
+            assert got.to_pylist() == table.to_pylist(), (name, mode)
+            if mode == "ok":
+                assert srv.log == [("GET", "bytes=0-65535"), ("GET", f"bytes=65536-{size - 1}")], \
+                    (name, srv.log)
+
+
 def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path):
     proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/changing/t.arrows",
                            str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
