@@ -89,6 +89,7 @@ class S3Server:
         copy) with the metadata a PUT through the server would have stored."""
         key = key or os.path.basename(path)
         dst = os.path.join(self.root, BUCKET, key)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
         if not (os.path.exists(dst) and os.path.samefile(dst, path)):
             if os.path.exists(dst):
                 os.unlink(dst)

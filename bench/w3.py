@@ -16,6 +16,12 @@ Tasks (all by default):
               (pyarrow's metadata): `fetch_ratio` in the result.
   csv_s3      W1 w1.csv: `sluice stats` via s3:// against the same command on the
               local file (the floor the issue compares with) and a curl GET.
+  many_s3     the small-files case: W1's first 2^20 rows as 256 Parquet objects
+              of 4,096 rows under one prefix (w3_many/, cut from w1.parquet),
+              read into one Arrow table by sluice.read(s3://bench/many/),
+              pyarrow.dataset over an S3FileSystem and polars read_parquet;
+              rows and sum(id) checked. Per-object costs (a listing, opening
+              GETs, footers, connections) dominate.
 Every message count and payload byte total is checked against the generator's
 (w3.meta.json); the W1 tasks check the row count of every column (and the
 parquet cell's stats against the local read).
@@ -33,7 +39,9 @@ from harness import HERE, PY, ROOT, Cell, Context, log
 
 FULL_ROWS = 1 << 25           # the W1 files of the parquet_s3 / csv_s3 tasks
 QUICK_ROWS = 1 << 20
-DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3"
+DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3"
+MANY_OBJECTS = 256
+MANY_ROWS = 4096  # per object
 META = "w3.meta.json"
 CHECKS = ("W3: message count and payload bytes equal the generator's (w3.meta.json); the curl "
           "floor: bytes downloaded = object size; W1 over S3: row count of every column "
@@ -92,11 +100,34 @@ def _sluice_payload_check(sluice: str, url: str, fmt_args: list, want_rows: int,
     return post
 
 
-def _start_server(ctx: Context, files: list) -> s3server.S3Server:
+def _many_objects(data: str, parquet: str) -> list:
+    """The many_s3 task's objects: w3_many/part-NNN.parquet, cut from the
+    first MANY_OBJECTS * MANY_ROWS rows of w1.parquet (once); [] without it."""
+    out = os.path.join(data, "w3_many")
+    names = [os.path.join(out, f"part-{i:03d}.parquet") for i in range(MANY_OBJECTS)]
+    if all(os.path.exists(n) for n in names):
+        return names
+    if not os.path.exists(parquet):
+        return []
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    os.makedirs(out, exist_ok=True)
+    batches = pq.ParquetFile(parquet).iter_batches(batch_size=MANY_ROWS)
+    for name, batch in zip(names, batches):
+        pq.write_table(pa.Table.from_batches([batch]), name + ".tmp")
+        os.replace(name + ".tmp", name)
+    return names
+
+
+def _start_server(ctx: Context, files: list, keyed: dict) -> s3server.S3Server:
+    """The server with `files` as objects named by their base names, and
+    `keyed` (key -> path) under their keys."""
     root = os.path.join(ctx.tmp, "s3root")
     server = s3server.server_for(root)
     for f in files:
         server.put(f)
+    for key, path in keyed.items():
+        server.put(path, key)
     server.start()
     atexit.register(server.stop)
     # Every cell runs with these (the harness's children inherit the environment):
@@ -128,7 +159,9 @@ def cells(ctx: Context) -> list:
     parquet = os.path.join(ctx.data, "w1.parquet")
     csv = os.path.join(ctx.data, "w1.csv")
     objects = [os.path.join(ctx.data, n) for n in ctx.meta["files"]]
-    server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)])
+    many = _many_objects(ctx.data, parquet)
+    server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)],
+                           {f"many/{os.path.basename(p)}": p for p in many})
     lp = ["-f", "lenprefix", "--length-prefix", "u8"]
     out = []
 
@@ -199,7 +232,36 @@ def cells(ctx: Context) -> list:
     out.append(Cell("csv_s3", "curl GET w1.csv > /dev/null", "curl", "floor",
                     [_curl(server, "w1.csv")], how="one GET of the whole object",
                     checker=_curl_checker(csv_size or 0), skip=no_csv, nbytes=csv_size))
+
+    # Many small objects under one prefix.
+    no_many = None if many else f"no {parquet} to cut the many_s3 objects from"
+    n_many = MANY_OBJECTS * MANY_ROWS
+    many_check = _many_checker(n_many, n_many * (n_many - 1) // 2)
+    many_url = server.url("many/")
+    for tool, name, python, how in (
+            ("sluice", "sluice.read(s3://.../many/)", ctx.python,
+             "sluice.read(url) of the prefix (listing, objects opened 8 at a time, "
+             "requests on shared kept-alive connections), as a pyarrow table"),
+            ("pyarrow", "pyarrow.dataset (S3FileSystem)", PY,
+             "pyarrow.dataset.dataset(bucket/many/, format='parquet', "
+             "filesystem=S3FileSystem(endpoint_override=...)).to_table()"),
+            ("polars", "polars read_parquet(s3://.../many/*.parquet)", PY,
+             "pl.read_parquet(url + '*.parquet', storage_options={endpoint, keys, "
+             "aws_allow_http}).to_arrow()")):
+        out.append(Cell("many_s3", name, tool, "sluice" if tool == "sluice" else "peer",
+                        [[python, peers, "many", tool, many_url]],
+                        how=how + f"; {MANY_OBJECTS} objects of {MANY_ROWS:,} rows",
+                        checker=many_check, skip=no_many))
     return out
+
+
+def _many_checker(want_rows: int, want_sum_id: int):
+    def check(result: dict) -> Optional[str]:
+        if (result.get("rows"), result.get("sum_id")) != (want_rows, want_sum_id):
+            return f"rows {result.get('rows')}, sum(id) {result.get('sum_id')}; want " \
+                   f"{want_rows}, {want_sum_id}"
+        return None
+    return check
 
 
 def ensure_data(rows: int, data_dir: Optional[str]) -> str:

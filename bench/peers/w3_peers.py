@@ -13,6 +13,11 @@
       "list" when it is a list) plus the bytes fetched and the bytes needed:
       the column chunks of COLS in every row group plus the footer (pyarrow's
       metadata of the same file, read locally).
+  w3_peers.py many TOOL s3://bucket/prefix/
+      every Parquet object under the prefix into one Arrow table: TOOL is
+      sluice (sluice.read(url)), pyarrow (pyarrow.dataset over an
+      S3FileSystem) or polars (pl.read_parquet of prefix*.parquet with
+      storage_options); rows and sum(id).
 Credentials and endpoint come from the AWS_* environment (bench/s3server.py).
 """
 from __future__ import annotations
@@ -52,6 +57,43 @@ def smart_open_read(url: str) -> None:
     t1 = time.perf_counter()
     emit(tool="smart_open", rows=n, payload_bytes=payload, load_s=t1 - t0,
          import_s=t0 - t_imp, version=smart_open.__version__, boto3=boto3.__version__)
+
+
+def many(tool: str, url: str) -> None:
+    t_imp = time.perf_counter()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    loc = urlparse(url)
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    if tool == "sluice":
+        import sluice
+        version = sluice.__version__
+        t0 = time.perf_counter()
+        table = pa.table(sluice.read(url))
+    elif tool == "pyarrow":
+        import pyarrow.dataset as ds
+        import pyarrow.fs as pafs
+        version = pa.__version__
+        ep = urlparse(endpoint)
+        t0 = time.perf_counter()
+        fs = pafs.S3FileSystem(access_key=key, secret_key=secret, region=region,
+                               endpoint_override=ep.netloc, scheme=ep.scheme)
+        table = ds.dataset(loc.netloc + loc.path, format="parquet", filesystem=fs).to_table()
+    elif tool == "polars":
+        import polars as pl
+        version = pl.__version__
+        opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key,
+                "aws_secret_access_key": secret, "aws_region": region,
+                "aws_allow_http": "true"}
+        t0 = time.perf_counter()
+        table = pl.read_parquet(url + "*.parquet", storage_options=opts).to_arrow()
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    t1 = time.perf_counter()
+    emit(tool=tool, rows=table.num_rows, sum_id=pc.sum(table.column("id")).as_py(),
+         load_s=t1 - t0, import_s=t0 - t_imp, version=version)
 
 
 def consume() -> None:
@@ -119,6 +161,8 @@ def fetched(local: str, cols: str, cmd: list) -> int:
 def main(argv) -> int:
     if len(argv) == 2 and argv[0] == "smart_open":
         smart_open_read(argv[1])
+    elif len(argv) == 3 and argv[0] == "many":
+        many(argv[1], argv[2])
     elif argv == ["consume"]:
         consume()
     elif len(argv) >= 4 and argv[0] == "fetched" and argv[3] == "--":
