@@ -206,10 +206,10 @@ static int expand_locations(const char* const* locations, size_t n,
                             const struct sluice_allocator* alloc, struct sl_location_list* out,
                             struct sluice_error* error) {
   for (size_t i = 0; i < n; ++i) {
-    struct sl_location_list one = {NULL, 0, 0};
+    struct sl_location_list one = {NULL, NULL, 0, 0};
     int rc = sl_location_expand(locations[i], remote, alloc, &one, error);
     for (size_t k = 0; rc == 0 && k < one.n; ++k) {
-      if (sl_location_list_add(out, one.names[k], strlen(one.names[k]), alloc) != 0) {
+      if (sl_location_list_add(out, one.names[k], strlen(one.names[k]), one.sizes[k], alloc) != 0) {
         rc = sl_error_set(error, ENOMEM, "out of memory listing %s", locations[i]);
       }
     }
@@ -290,7 +290,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
   // 4 parts of 8 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle,
-                                     ds->memory_budget / 8, NULL};
+                                     ds->memory_budget / 8, NULL, 0};
   // The objects share request handles, so a connection opened for one
   // object serves the next (sl_http_pool.h). The sources hold it from here.
   int remote_objects = 0;
@@ -299,7 +299,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     rc = sl_http_pool_create(alloc, location, &remote.http_pool, error);
   }
   // A directory, glob or prefix names many objects; read as one table.
-  struct sl_location_list objects = {NULL, 0, 0};
+  struct sl_location_list objects = {NULL, NULL, 0, 0};
   if (rc == 0 && (n_locations > 1 || sl_location_is_many(location))) {
     rc = expand_locations(locations, n_locations, &remote, alloc, &objects, error);
   }
@@ -318,7 +318,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   }
   const char* first = objects.n > 0 ? objects.names[0] : location;
   if (rc == 0 && database) rc = choose_database_reader(ds, options->format, n_locations, error);
-  if (rc == 0 && !database) rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
+  if (rc == 0 && !database) {
+    remote.size_hint = objects.n > 0 ? objects.sizes[0] : 0;
+    rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
+    remote.size_hint = 0;  // that object's only
+  }
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
                                 .batch_size = options->batch_size,
@@ -588,7 +592,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   struct sl_sink* sink = NULL;
-  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0, NULL};
+  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0, NULL, 0};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   int rc = sl_sink_compress(sink, compression, error);
   if (rc == 0) rc = writer->write(stream, sink, &args, error);

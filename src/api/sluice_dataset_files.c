@@ -489,7 +489,11 @@ static int open_object(struct open_job* job, size_t i, struct sluice_error* erro
   const char* name = job->names->names[i];
   p->name = sl_strdup(f->alloc, name);
   if (p->name == NULL) return sl_error_set(error, ENOMEM, "out of memory opening %s", name);
-  if (i > 0) SL_RETURN_NOT_OK(sl_source_open_remote(name, job->remote, f->alloc, &p->source, error));
+  if (i > 0) {
+    struct sl_remote_options remote = *job->remote;
+    remote.size_hint = job->names->sizes[i];
+    SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
+  }
   return open_part(f, p, job->args, error);
 }
 

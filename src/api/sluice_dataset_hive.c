@@ -382,6 +382,7 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
       continue;
     }
     names->names[w] = names->names[o];
+    names->sizes[w] = names->sizes[o];
     memmove(hive->values + w * hive->n_keys, row, (size_t)hive->n_keys * sizeof *row);
     ++w;
   }

@@ -71,39 +71,68 @@ void sl_location_list_free(struct sl_location_list* list, const struct sluice_al
   if (list == NULL) return;
   for (size_t i = 0; i < list->n; ++i) sl_free(alloc, list->names[i], strlen(list->names[i]) + 1);
   if (list->names != NULL) sl_free(alloc, list->names, list->cap * sizeof(char*));
+  if (list->sizes != NULL) sl_free(alloc, list->sizes, list->cap * sizeof(int64_t));
   list->names = NULL;
+  list->sizes = NULL;
   list->n = 0;
   list->cap = 0;
 }
 
 int sl_location_list_add(struct sl_location_list* list, const char* name, size_t n,
-                         const struct sluice_allocator* alloc) {
+                         int64_t size, const struct sluice_allocator* alloc) {
   if (list->n == list->cap) {
     size_t cap = list->cap > 0 ? list->cap : 8;
-    size_t bytes;
-    if (sl_mul_size(cap, 2, &cap) != 0 || sl_mul_size(cap, sizeof(char*), &bytes) != 0) {
+    size_t name_bytes, size_bytes;
+    if (sl_mul_size(cap, 2, &cap) != 0 || sl_mul_size(cap, sizeof(char*), &name_bytes) != 0 ||
+        sl_mul_size(cap, sizeof(int64_t), &size_bytes) != 0) {
       return ENOMEM;
     }
-    char** names = sl_alloc(alloc, bytes);
-    if (names == NULL) return ENOMEM;
-    if (list->n > 0) memcpy(names, list->names, list->n * sizeof(char*));
+    char** names = sl_alloc(alloc, name_bytes);
+    int64_t* sizes = sl_alloc(alloc, size_bytes);
+    if (names == NULL || sizes == NULL) {
+      if (names != NULL) sl_free(alloc, names, name_bytes);
+      if (sizes != NULL) sl_free(alloc, sizes, size_bytes);
+      return ENOMEM;
+    }
+    if (list->n > 0) {
+      memcpy(names, list->names, list->n * sizeof(char*));
+      memcpy(sizes, list->sizes, list->n * sizeof(int64_t));
+    }
     if (list->names != NULL) sl_free(alloc, list->names, list->cap * sizeof(char*));
+    if (list->sizes != NULL) sl_free(alloc, list->sizes, list->cap * sizeof(int64_t));
     list->names = names;
+    list->sizes = sizes;
     list->cap = cap;
   }
   char* copy = sl_strndup(alloc, name, n);
   if (copy == NULL) return ENOMEM;
+  list->sizes[list->n] = size > 0 ? size : 0;
   list->names[list->n++] = copy;
   return 0;
 }
 
+struct named_size {
+  char* name;
+  int64_t size;
+};
+
 static int compare_names(const void* a, const void* b) {
   // strcmp compares as unsigned char: bytewise order.
-  return strcmp(*(char* const*)a, *(char* const*)b);
+  return strcmp(((const struct named_size*)a)->name, ((const struct named_size*)b)->name);
 }
 
-void sl_location_list_sort(struct sl_location_list* list) {
-  if (list->n > 1) qsort(list->names, list->n, sizeof(char*), compare_names);
+int sl_location_list_sort(struct sl_location_list* list, const struct sluice_allocator* alloc) {
+  if (list->n < 2) return 0;
+  struct named_size* pairs = sl_alloc(alloc, list->n * sizeof *pairs);  // n <= cap: no overflow
+  if (pairs == NULL) return ENOMEM;
+  for (size_t i = 0; i < list->n; ++i) pairs[i] = (struct named_size){list->names[i], list->sizes[i]};
+  qsort(pairs, list->n, sizeof *pairs, compare_names);
+  for (size_t i = 0; i < list->n; ++i) {
+    list->names[i] = pairs[i].name;
+    list->sizes[i] = pairs[i].size;
+  }
+  sl_free(alloc, pairs, list->n * sizeof *pairs);
+  return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -217,10 +246,10 @@ static int visit_entry(struct walk* w, const struct dirent* entry, size_t depth,
   if (w->pattern != NULL && !sl_glob_match(w->pattern, relative)) return 0;
   // A file named "-" in the current directory would read as standard input.
   if (w->prefix_len == 0 && strcmp(relative, "-") == 0) {
-    if (sl_location_list_add(w->out, "./-", 3, w->alloc) != 0) return out_of_memory(w);
+    if (sl_location_list_add(w->out, "./-", 3, 0, w->alloc) != 0) return out_of_memory(w);
     return 0;
   }
-  if (sl_location_list_add(w->out, w->path, w->len, w->alloc) != 0) return out_of_memory(w);
+  if (sl_location_list_add(w->out, w->path, w->len, 0, w->alloc) != 0) return out_of_memory(w);
   return 0;
 }
 
@@ -409,7 +438,7 @@ static const char* first_glob_segment(const char* path) {
 
 static int list_of_one(const char* location, const struct sluice_allocator* alloc,
                        struct sl_location_list* out, struct sluice_error* error) {
-  if (sl_location_list_add(out, location, strlen(location), alloc) != 0) {
+  if (sl_location_list_add(out, location, strlen(location), 0, alloc) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
   return 0;
@@ -437,10 +466,9 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
     rc = sl_error_set(error, ENOENT, "no files match '%s'%s", location,
                       is_directory ? " (names starting with '.' or '_' are skipped)" : "");
   }
-  if (rc != 0) {
-    sl_location_list_free(out, alloc);
-    return rc;
+  if (rc == 0 && sl_location_list_sort(out, alloc) != 0) {
+    rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
-  sl_location_list_sort(out);
-  return 0;
+  if (rc != 0) sl_location_list_free(out, alloc);
+  return rc;
 }

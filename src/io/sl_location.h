@@ -11,9 +11,11 @@
 #include "sl_source.h"
 
 /// Names of the objects a location expanded to, each an sl_alloc'd string
-/// that sl_source_open_remote accepts (a local path, or s3://bucket/key).
+/// that sl_source_open_remote accepts (a local path, or s3://bucket/key),
+/// with their sizes when a listing gave them.
 struct sl_location_list {
-  char** names;  ///< sl_alloc'd array of `cap` pointers, `n` used
+  char** names;    ///< sl_alloc'd array of `cap` pointers, `n` used
+  int64_t* sizes;  ///< sl_alloc'd, `cap` entries: bytes as listed, 0 = not known
   size_t n;
   size_t cap;
 };
@@ -38,12 +40,13 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
 
 void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc);
 
-/// Appends a copy of `name` (n bytes) to the list. 0 or ENOMEM.
+/// Appends a copy of `name` (n bytes) to the list, with the object's size
+/// (0 = not known). 0 or ENOMEM.
 int sl_location_list_add(struct sl_location_list* list, const char* name, size_t n,
-                         const struct sluice_allocator* alloc);
+                         int64_t size, const struct sluice_allocator* alloc);
 
-/// Sorts the list bytewise.
-void sl_location_list_sort(struct sl_location_list* list);
+/// Sorts the list bytewise (sizes follow their names). 0 or ENOMEM.
+int sl_location_list_sort(struct sl_location_list* list, const struct sluice_allocator* alloc);
 
 /// 1 when `name` matches the glob `pattern`: `*` any run of characters but
 /// '/', `?` one character but '/', `[abc]` / `[a-z]` / `[!a-z]` one of a set,

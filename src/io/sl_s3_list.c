@@ -311,7 +311,15 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
       if (w < 0 || (size_t)w >= sizeof l->name) {
         return sl_error_set(error, ENAMETOOLONG, WHAT ": key too long", WHAT_ARGS);
       }
-      if (sl_location_list_add(out, l->name, (size_t)w, l->alloc) != 0) {
+      // The size lets a small object be fetched whole by its opening GET
+      // (a hint only: a missing or odd <Size> is just not known).
+      struct s3_xml_element size_text;
+      int64_t size = 0;
+      if (!s3_xml_find(e.inner, e.inner_len, "Size", &size_text) ||
+          sl_parse_int64(size_text.inner, size_text.inner_len, 0, INT64_MAX, &size) != 0) {
+        size = 0;
+      }
+      if (sl_location_list_add(out, l->name, (size_t)w, size, l->alloc) != 0) {
         return sl_error_set(error, ENOMEM, WHAT ": out of memory", WHAT_ARGS);
       }
     }

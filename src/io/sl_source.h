@@ -76,6 +76,9 @@ struct sl_remote_options {
   /// Easy handles (and so connections) shared with the other objects of the
   /// same dataset (sl_http_pool.h); NULL = the source keeps its own.
   struct sl_http_pool* http_pool;
+  /// The object's size as a listing gave it (0 = not known): a small object
+  /// is then fetched whole by its opening GET instead of in two requests.
+  int64_t size_hint;
 };
 
 /// 1 for http://, https:// and s3:// locations (read through libcurl).

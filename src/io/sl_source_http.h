@@ -3,7 +3,8 @@
 // Opening sends one ranged GET of the first 64 KiB: the 206's Content-Range
 // gives the size, its ETag the version, and the bytes serve later reads
 // there. An object of at most 256 KiB is then fetched whole by one more GET
-// and read from memory. A server that ignores Range (or answers oddly) is
+// (by the opening GET itself when a listing gave its size) and read from
+// memory. A server that ignores Range (or answers oddly) is
 // then asked by HEAD for the size, the ETag and Accept-Ranges.
 // - Ranged reads (read_at, for formats with footers) are ranged GETs with
 //   If-Match on the first ETag, so an object replaced mid-read is an error,

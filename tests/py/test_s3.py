@@ -432,14 +432,16 @@ def test_list_globstar(sluice, s3, listing, tmp_path, page):
 
 class ConnectionCounter:
     """A TCP forwarder on loopback in front of the S3 server that counts the
-    connections clients open through it (bytes pass unchanged, so SigV4
-    signatures over the Host header still verify)."""
+    connections clients open through it and the GET requests they send
+    (bytes pass unchanged, so SigV4 signatures over the Host header still
+    verify)."""
 
     def __init__(self, upstream_port: int):
         self.upstream = upstream_port
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
+        self.gets = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -450,13 +452,14 @@ class ConnectionCounter:
                 return
             self.accepted += 1
             server = socket.create_connection(("127.0.0.1", self.upstream))
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, up in ((client, server, True), (server, client, False)):
+                threading.Thread(target=self._pipe, args=(a, b, up), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src, dst):
+    def _pipe(self, src, dst, up):
         try:
             while data := src.recv(1 << 16):
+                if up:  # a GET has no body: every request line starts a chunk or follows \n
+                    self.gets += data.startswith(b"GET ") + data.count(b"\nGET ")
                 dst.sendall(data)
         except OSError:
             pass
@@ -468,6 +471,16 @@ class ConnectionCounter:
 
     def close(self):
         self.listener.close()
+
+
+def read_counted(sluice, s3, location, out: Path):
+    """read_location of `location` through a ConnectionCounter: (table, counter)."""
+    counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
+    try:
+        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}")
+        return read_location(sluice, env, location, out), counter
+    finally:
+        counter.close()
 
 
 @pytest.mark.parametrize("ext", ["csv", "parquet"])
@@ -487,17 +500,33 @@ def test_objects_of_a_prefix_share_connections(sluice, s3, tmp_path, ext):
         path = root / f"part-{i:02d}.{ext}"
         (pq.write_table if ext == "parquet" else pacsv.write_csv)(table, path)
         files.append((path.name, path))
-    port = int(s3["endpoint"].rsplit(":", 1)[1])
-    counter = ConnectionCounter(port)
-    try:
-        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}")
-        got = read_location(sluice, env, f"s3://{BUCKET}/conn/{ext}/", tmp_path / "r.arrows")
-    finally:
-        counter.close()
+    got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/conn/{ext}/", tmp_path / "r.arrows")
     same_table(got, peer_concat(files, pq_reader if ext == "parquet" else csv_reader))
     # One listing and 40 objects took 41 connections before; now the handles
     # in flight at once (8 objects opened together, a few readahead parts).
     assert counter.accepted <= 12, counter.accepted
+
+
+def test_small_listed_objects_take_one_request_each(sluice, s3, tmp_path):
+    """Objects of 64 to 256 KiB under a prefix: the listing gives their
+    sizes, so each is fetched whole by its opening GET (one request per
+    object, plus the listing) and read from memory; values are pyarrow's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    root = s3["data"] / BUCKET / "whole"
+    root.mkdir(parents=True)
+    files = []
+    for i, n in enumerate((3000, 4000, 5000, 6000)):
+        table = pa.table({"id": pa.array(range(n), pa.int64()),
+                          "x": [j * 0.5 + 0.25 + i for j in range(n)],
+                          "s": [f"row-{i}-{j}" for j in range(n)]})
+        path = root / f"part-{i}.parquet"
+        pq.write_table(table, path, compression="none")
+        assert 65536 < path.stat().st_size <= 262144, path.stat().st_size
+        files.append((path.name, path))
+    got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/whole/", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, pq_reader))
+    assert counter.gets == 1 + len(files), counter.gets
 
 
 @pytest.mark.parametrize("page", [None, "1", "3"])
