@@ -292,11 +292,13 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle,
                                      ds->memory_budget / 8, NULL, 0};
   // The objects share request handles, so a connection opened for one
-  // object serves the next (sl_http_pool.h). The sources hold it from here.
+  // object serves the next (sl_http_pool.h), and a quarter of the budget for
+  // small objects held whole (all objects are opened before the scan; the
+  // rest are read by ranges). The sources hold it from here.
   int remote_objects = 0;
   for (size_t i = 0; i < n_locations; ++i) remote_objects |= sl_location_is_remote(locations[i]);
   if (rc == 0 && !database && remote_objects) {
-    rc = sl_http_pool_create(alloc, location, &remote.http_pool, error);
+    rc = sl_http_pool_create(alloc, location, ds->memory_budget / 4, &remote.http_pool, error);
   }
   // A directory, glob or prefix names many objects; read as one table.
   struct sl_location_list objects = {NULL, NULL, 0, 0};

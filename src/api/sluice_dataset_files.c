@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +21,13 @@ struct files_part {
   int64_t first_split;  // index in the dataset's plan of this part's split 0
   struct sl_split* splits;
   int64_t n_splits;
+  /// Split closes in this scan and splits open now (a split decoded by
+  /// column parts is open more than once): when every split has closed and
+  /// none is open, the source is told the reader is done with the object
+  /// (sl_source_drop), so that a remote object's cached bytes go and a scan
+  /// over many objects holds only those being read. Then it counts again.
+  atomic_llong closed;
+  atomic_llong open;
 };
 
 struct sl_files_reader {
@@ -48,7 +56,7 @@ struct files_out_column {
 /// dataset has partition columns, how its batches are widened (out == NULL:
 /// the object reader's batches pass through).
 struct files_split_state {
-  const struct files_part* part;
+  struct files_part* part;
   const struct sl_format_reader* format;
   void* state;
   const struct sluice_allocator* alloc;
@@ -356,7 +364,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   if (split->index < 0 || split->index >= f->n_splits) {
     return sl_error_set(error, EINVAL, "split %lld is not in the plan", (long long)split->index);
   }
-  const struct files_part* part = part_of(f, split->index);
+  struct files_part* part = &f->parts[part_of(f, split->index) - f->parts];
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
   *s = (struct files_split_state){part, f->format, NULL, f->alloc, &f->hive, part - f->parts,
@@ -390,6 +398,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
     sl_free(f->alloc, s, sizeof *s);
     return rc;
   }
+  atomic_fetch_add(&part->open, 1);
   *state = s;
   return 0;
 }
@@ -410,6 +419,12 @@ static void files_split_close(void* state) {
   struct files_split_state* s = state;
   if (s == NULL) return;
   s->format->split_close(s->state);
+  struct files_part* part = s->part;
+  long long closed = atomic_fetch_add(&part->closed, 1) + 1;
+  if (atomic_fetch_sub(&part->open, 1) == 1 && closed >= part->n_splits &&
+      atomic_compare_exchange_strong(&part->closed, &closed, 0)) {
+    sl_source_drop(part->source, 0, part->source->size);
+  }
   if (s->out != NULL) sl_free(s->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
   sl_free(s->alloc, s, sizeof *s);
 }
@@ -621,6 +636,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
     }
     p->first_split = f->n_splits;
     f->n_splits += p->n_splits;
+    atomic_init(&p->closed, 0);
+    atomic_init(&p->open, 0);
   }
   int unified = 0;
   if (rc == 0) rc = unify_parts(f, &unified, error);

@@ -20,6 +20,7 @@ struct sl_block_pool {
   atomic_long refs;
   pthread_mutex_t lock;
   int closed;
+  int idle;  ///< sl_block_pool_idle until the next get: blocks coming back are freed
   int n_free;
   int64_t free_bytes;
   int64_t max_bytes;
@@ -55,16 +56,28 @@ struct sl_block_pool* sl_block_pool_create(const struct sluice_allocator* alloc,
   return pool;
 }
 
-void sl_block_pool_close(struct sl_block_pool* pool) {
-  if (pool == NULL) return;
-  pthread_mutex_lock(&pool->lock);
-  pool->closed = 1;
+/// Frees the free blocks (lock held).
+static void free_kept(struct sl_block_pool* pool) {
   for (int i = 0; i < pool->n_free; ++i)
     sl_free_buffer(pool->alloc, pool->free[i].data, pool->free[i].cap);
   pool->n_free = 0;
   pool->free_bytes = 0;
+}
+
+void sl_block_pool_close(struct sl_block_pool* pool) {
+  if (pool == NULL) return;
+  pthread_mutex_lock(&pool->lock);
+  pool->closed = 1;
+  free_kept(pool);
   pthread_mutex_unlock(&pool->lock);
   pool_release(pool);
+}
+
+void sl_block_pool_idle(struct sl_block_pool* pool) {
+  pthread_mutex_lock(&pool->lock);
+  pool->idle = 1;
+  free_kept(pool);
+  pthread_mutex_unlock(&pool->lock);
 }
 
 /// The last reference to a block went: back to the pool while it is open
@@ -73,7 +86,7 @@ static void pooled_block_destroy(struct sl_ref* ref) {
   struct pooled_block* b = (struct pooled_block*)ref;
   struct sl_block_pool* pool = b->pool;
   pthread_mutex_lock(&pool->lock);
-  int keep = !pool->closed && pool->n_free < POOL_SLOTS &&
+  int keep = !pool->closed && !pool->idle && pool->n_free < POOL_SLOTS &&
              pool->free_bytes + (int64_t)b->cap <= pool->max_bytes;
   if (keep) {
     pool->free[pool->n_free++] = (struct pool_entry){b->data, b->cap};
@@ -94,6 +107,7 @@ struct sl_ref* sl_block_pool_get(struct sl_block_pool* pool, size_t size, uint8_
   if (b == NULL) return NULL;
   b->data = NULL;
   pthread_mutex_lock(&pool->lock);
+  pool->idle = 0;
   int best = -1;
   for (int i = 0; i < pool->n_free; ++i) {
     size_t cap = pool->free[i].cap;

@@ -26,6 +26,11 @@ struct sl_block_pool* sl_block_pool_create(const struct sluice_allocator* alloc,
 /// (not kept) when released. NULL-safe.
 void sl_block_pool_close(struct sl_block_pool* pool);
 
+/// The owner will not read for a while (a dataset's object that was read
+/// to the end): the free blocks are freed, and so are blocks coming back,
+/// until the next sl_block_pool_get.
+void sl_block_pool_idle(struct sl_block_pool* pool);
+
 /// A block of at least `size` bytes, owned by the returned ref (one
 /// reference), its memory at *data. A free block is reused when one is large
 /// enough and at most twice the size (a small read does not pin a large

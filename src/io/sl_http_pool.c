@@ -19,10 +19,12 @@ struct sl_http_pool {
   pthread_mutex_t lock;
   CURL* idle[HTTP_POOL_KEEP];
   int n_idle;
+  atomic_llong cache_left;  ///< whole-object bytes that may still be held
 };
 
 int sl_http_pool_create(const struct sluice_allocator* alloc, const char* what,
-                        struct sl_http_pool** out, struct sluice_error* error) {
+                        int64_t cache_bytes, struct sl_http_pool** out,
+                        struct sluice_error* error) {
   *out = NULL;
   struct sl_http_pool* pool = sl_calloc(alloc, 1, sizeof *pool);
   if (pool == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", what);
@@ -33,6 +35,7 @@ int sl_http_pool_create(const struct sluice_allocator* alloc, const char* what,
   }
   pool->alloc = alloc;
   atomic_init(&pool->refs, 1);
+  atomic_init(&pool->cache_left, cache_bytes > 0 ? cache_bytes : 0);
   pthread_mutex_init(&pool->lock, NULL);
   *out = pool;
   return 0;
@@ -67,4 +70,16 @@ void sl_http_pool_put(struct sl_http_pool* pool, CURL* h) {
   }
   pthread_mutex_unlock(&pool->lock);
   if (h != NULL) pool->curl.easy_cleanup(h);
+}
+
+int sl_http_pool_cache_take(struct sl_http_pool* pool, int64_t bytes) {
+  long long left = atomic_load(&pool->cache_left);
+  while (left >= bytes) {
+    if (atomic_compare_exchange_weak(&pool->cache_left, &left, left - bytes)) return 1;
+  }
+  return 0;
+}
+
+void sl_http_pool_cache_give(struct sl_http_pool* pool, int64_t bytes) {
+  atomic_fetch_add(&pool->cache_left, bytes);
 }

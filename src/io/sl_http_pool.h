@@ -11,6 +11,11 @@
 // The pool is reference counted: the dataset creates it for its open, each
 // source holds a reference while it lives, and the last release closes the
 // handles and their connections.
+//
+// It also keeps the byte budget for small objects held whole in memory
+// (sl_source_http.c): a dataset opens all its objects before it scans them,
+// so without a bound a prefix of many small objects would be held whole at
+// once.
 #ifndef SL_HTTP_POOL_H
 #define SL_HTTP_POOL_H
 
@@ -21,10 +26,12 @@
 
 struct sl_http_pool;
 
-/// A pool with no handles yet (libcurl is loaded now). `what` names the
-/// location for the error when libcurl is missing.
+/// A pool with no handles yet (libcurl is loaded now) and `cache_bytes` for
+/// whole small objects. `what` names the location for the error when
+/// libcurl is missing.
 int sl_http_pool_create(const struct sluice_allocator* alloc, const char* what,
-                        struct sl_http_pool** out, struct sluice_error* error);
+                        int64_t cache_bytes, struct sl_http_pool** out,
+                        struct sluice_error* error);
 void sl_http_pool_retain(struct sl_http_pool* pool);
 /// Drops a reference; NULL is fine.
 void sl_http_pool_release(struct sl_http_pool* pool);
@@ -34,5 +41,10 @@ void sl_http_pool_release(struct sl_http_pool* pool);
 CURL* sl_http_pool_get(struct sl_http_pool* pool);
 /// Returns `h` to the pool (or closes it when the pool is full); NULL is fine.
 void sl_http_pool_put(struct sl_http_pool* pool, CURL* h);
+
+/// Reserves `bytes` of the whole-object budget: 1, or 0 when they do not fit.
+int sl_http_pool_cache_take(struct sl_http_pool* pool, int64_t bytes);
+/// Gives back a reservation.
+void sl_http_pool_cache_give(struct sl_http_pool* pool, int64_t bytes);
 
 #endif

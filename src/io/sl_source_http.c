@@ -88,7 +88,8 @@ struct sl_http_source {
     uint8_t* data;
     struct sl_ref* ref;  // NULL until fetched
   } edges[2];            // [0] = head, [1] = tail
-  int whole;             ///< edges[0] holds the whole object (HTTP_WHOLE_OBJECT)
+  atomic_int whole;      ///< edges[0] holds the whole object (HTTP_WHOLE_OBJECT)
+  int64_t whole_reserved;  ///< bytes of the pool's whole-object budget held
 
   // Readahead (forward reads). Part k covers [k * part_size, ...) and lives in
   // slot k % depth; a worker fetches part k only when k < cur + depth, i.e.
@@ -593,6 +594,12 @@ static int new_block(struct sl_http_source* s, int64_t size, uint8_t** data, str
   return 0;
 }
 
+/// Returns the whole-object budget this source holds to the pool.
+static void give_back(struct sl_http_source* s) {
+  if (s->whole_reserved > 0) sl_http_pool_cache_give(s->handles, s->whole_reserved);
+  s->whole_reserved = 0;
+}
+
 /// After the open GET of a small object: the rest of it in one request,
 /// joined to the `have` bytes that GET brought (`head`, owned by `head_ref`,
 /// released) as edges[0].
@@ -609,11 +616,12 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
   sl_ref_release(head_ref);
   if (rc != 0) {
     sl_ref_release(ref);
+    give_back(s);
     return rc;
   }
   s->edges[0].data = data;
   s->edges[0].ref = ref;
-  s->whole = 1;
+  atomic_store(&s->whole, 1);
   return 0;
 }
 
@@ -629,8 +637,11 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
 static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* settled,
                             struct sluice_error* error) {
   *settled = 0;
-  int64_t want = size_hint > HTTP_EDGE_CACHE && size_hint <= HTTP_WHOLE_OBJECT ? size_hint
-                                                                              : HTTP_EDGE_CACHE;
+  int64_t want = HTTP_EDGE_CACHE;
+  if (size_hint > HTTP_EDGE_CACHE && size_hint <= HTTP_WHOLE_OBJECT &&
+      sl_http_pool_cache_take(s->handles, size_hint)) {
+    want = s->whole_reserved = size_hint;
+  }
   uint8_t* data = NULL;
   struct sl_ref* ref = NULL;
   int recycled;
@@ -662,14 +673,21 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* se
     s->ranges = 1;
     *settled = 1;
     // (The listed size may be out of date: what matters is what came.)
-    if (total > HTTP_EDGE_CACHE && total <= HTTP_WHOLE_OBJECT) {
-      if (x.got < total) return fetch_whole(s, data, x.got, ref, error);
-      s->whole = 1;
+    int small = total > HTTP_EDGE_CACHE && total <= HTTP_WHOLE_OBJECT;
+    if (small && x.got == total && s->whole_reserved >= total) {
+      atomic_store(&s->whole, 1);
+    } else {
+      give_back(s);
+      if (small && sl_http_pool_cache_take(s->handles, total)) {
+        s->whole_reserved = total;
+        return fetch_whole(s, data, x.got, ref, error);
+      }
     }
     s->edges[0].data = data;  // read_at's head edge: min(size, HTTP_EDGE_CACHE) bytes, or all
     s->edges[0].ref = ref;
     return 0;
   }
+  give_back(s);
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
     s->base.size = 0;
     memcpy(s->etag, x.etag, sizeof s->etag);
@@ -726,7 +744,8 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
     out->data = http_empty_bytes;
     return 0;
   }
-  int64_t edge = source->size < HTTP_EDGE_CACHE || s->whole ? source->size : HTTP_EDGE_CACHE;
+  int64_t edge =
+      source->size < HTTP_EDGE_CACHE || atomic_load(&s->whole) ? source->size : HTTP_EDGE_CACHE;
   int which = offset + length <= edge ? 0 : offset >= source->size - edge ? 1 : -1;
   if (which >= 0) return edge_read(s, which, edge, offset, length, out, error);
   uint8_t* data;
@@ -997,16 +1016,19 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   if (length < 0) {
     return sl_error_set(error, EINVAL, "%s: negative read length %" PRId64, s->base.name, length);
   }
-  if (s->whole) {  // in memory already: a view from the stream position
+  if (atomic_load(&s->whole)) {  // in memory: a view from the stream position
+    pthread_mutex_lock(&s->edge_lock);
     pthread_mutex_lock(&s->lock);
+    int kept = s->edges[0].ref != NULL;  // (not dropped meanwhile)
     int64_t at = s->pos;
-    int64_t n = length < s->base.size - at ? length : s->base.size - at;
+    int64_t n = !kept ? 0 : length < s->base.size - at ? length : s->base.size - at;
     if (consume) s->pos += n;
     pthread_mutex_unlock(&s->lock);
     out->data = n > 0 ? s->edges[0].data + at : http_empty_bytes;
     out->size = n;
     out->owner = n > 0 ? sl_ref_retain(s->edges[0].ref) : NULL;
-    return 0;
+    pthread_mutex_unlock(&s->edge_lock);
+    if (kept) return 0;
   }
   SL_RETURN_NOT_OK(start_readahead(s, error));
   int rc = 0;
@@ -1100,6 +1122,7 @@ static void http_destroy(struct sl_http_source* s) {
     for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
   }
+  if (s->handles != NULL) give_back(s);
   sl_http_pool_release(s->handles);  // after the workers: they return handles
   for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
   sl_block_pool_close(s->blocks);  // blocks still viewed go when their views do
@@ -1114,6 +1137,25 @@ static void http_destroy(struct sl_http_source* s) {
   sl_free(alloc, s, sizeof *s);
 }
 
+/// A reader is done with the whole object (the last split of it closed):
+/// the cached edges, or the whole small object, go (views keep their bytes);
+/// a later read fetches them again. A scan over many objects then holds
+/// only those being read.
+static void http_drop(struct sl_source* source, int64_t offset, int64_t length) {
+  struct sl_http_source* s = (struct sl_http_source*)source;
+  if (offset > 0 || length < source->size) return;
+  pthread_mutex_lock(&s->edge_lock);
+  for (int i = 0; i < 2; ++i) {
+    sl_ref_release(s->edges[i].ref);
+    s->edges[i].ref = NULL;
+    s->edges[i].data = NULL;
+  }
+  atomic_store(&s->whole, 0);
+  give_back(s);
+  pthread_mutex_unlock(&s->edge_lock);
+  sl_block_pool_idle(s->blocks);
+}
+
 static void http_close(struct sl_source* source) {
   http_destroy((struct sl_http_source*)source);
 }
@@ -1124,7 +1166,7 @@ static const struct sl_source_ops sl_http_ranged_ops = {
     .read_some = http_read_some,
     .close = http_close,
     .peek = NULL,
-    .drop = NULL,
+    .drop = http_drop,
 };
 
 static const struct sl_source_ops sl_http_stream_ops = {
@@ -1133,7 +1175,7 @@ static const struct sl_source_ops sl_http_stream_ops = {
     .read_some = http_read_some,
     .close = http_close,
     .peek = http_peek,
-    .drop = NULL,
+    .drop = http_drop,
 };
 
 int sl_http_source_untouched(const struct sl_source* source) {
@@ -1163,7 +1205,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     s->handles = config->remote.http_pool;
     sl_http_pool_retain(s->handles);
   } else if (rc == 0) {
-    rc = sl_http_pool_create(alloc, name, &s->handles, error);
+    rc = sl_http_pool_create(alloc, name, HTTP_WHOLE_OBJECT, &s->handles, error);
     if (rc != 0) sl_curl_close(&s->curl);
   }
   if (rc != 0) {
@@ -1181,6 +1223,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   atomic_init(&s->stopping, 0);
+  atomic_init(&s->whole, 0);
   if (config->signer != NULL) {
     s->signer = *config->signer;
     s->has_signer = 1;

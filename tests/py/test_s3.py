@@ -365,8 +365,8 @@ def listing(s3):
     return root
 
 
-def read_location(sluice, env, location, out: Path):
-    proc = run(sluice, env, "convert", location, out, "-t", "arrows", "-q")
+def read_location(sluice, env, location, out: Path, *extra):
+    proc = run(sluice, env, "convert", location, out, "-t", "arrows", "-q", *extra)
     assert proc.returncode == 0, f"{location}: {proc.stderr.decode()}"
     return ipc.open_stream(out.read_bytes()).read_all()
 
@@ -473,12 +473,12 @@ class ConnectionCounter:
         self.listener.close()
 
 
-def read_counted(sluice, s3, location, out: Path):
+def read_counted(sluice, s3, location, out: Path, *extra):
     """read_location of `location` through a ConnectionCounter: (table, counter)."""
     counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
     try:
         env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}")
-        return read_location(sluice, env, location, out), counter
+        return read_location(sluice, env, location, out, *extra), counter
     finally:
         counter.close()
 
@@ -510,7 +510,9 @@ def test_objects_of_a_prefix_share_connections(sluice, s3, tmp_path, ext):
 def test_small_listed_objects_take_one_request_each(sluice, s3, tmp_path):
     """Objects of 64 to 256 KiB under a prefix: the listing gives their
     sizes, so each is fetched whole by its opening GET (one request per
-    object, plus the listing) and read from memory; values are pyarrow's."""
+    object, plus the listing) and read from memory; values are pyarrow's.
+    Objects held whole take at most a quarter of the memory budget: with
+    --budget 1M only one fits, the others are read by ranges."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     root = s3["data"] / BUCKET / "whole"
@@ -527,6 +529,10 @@ def test_small_listed_objects_take_one_request_each(sluice, s3, tmp_path):
     got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/whole/", tmp_path / "r.arrows")
     same_table(got, peer_concat(files, pq_reader))
     assert counter.gets == 1 + len(files), counter.gets
+    got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/whole/", tmp_path / "r.arrows",
+                                "--budget", "1M")
+    same_table(got, peer_concat(files, pq_reader))
+    assert counter.gets >= 1 + len(files) + 2 * (len(files) - 1), counter.gets
 
 
 @pytest.mark.parametrize("page", [None, "1", "3"])
