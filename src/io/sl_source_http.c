@@ -30,12 +30,13 @@
 /// numbers, a detection peek, a footer length and a footer there, which would
 /// otherwise be four round trips.
 #define HTTP_EDGE_CACHE ((int64_t)64 << 10)
-/// Objects up to this size are fetched whole at open (the open GET's 64 KiB,
-/// then the rest in one request), and every read is served from memory: a
-/// round trip costs as much as a transfer of several hundred KiB, and a small
-/// Parquet object's footer and column chunks were three more GETs (256 small
-/// objects over S3: 4 requests each, now 2). Four edges' worth, so an open
-/// object holds at most twice the two edges it would hold otherwise.
+/// Objects up to this size are fetched whole at open (by the opening GET
+/// when a listing gave the size, else by one more after its 64 KiB), and
+/// every read is served from memory: a round trip costs as much as a
+/// transfer of several hundred KiB, and a small Parquet object's footer and
+/// column chunks were three more GETs (256 small objects under an S3 prefix:
+/// 4 requests each, now 1). Within the dataset's budget for them
+/// (sl_http_pool.h); an object read to its end lets go (http_drop).
 #define HTTP_WHOLE_OBJECT (4 * HTTP_EDGE_CACHE)
 #define HTTP_MAX_PARALLEL 16
 /// Read buffers kept for reuse per object (sl_block_pool.h): a CSV read
