@@ -123,7 +123,9 @@ static int compare_names(const void* a, const void* b) {
 
 int sl_location_list_sort(struct sl_location_list* list, const struct sluice_allocator* alloc) {
   if (list->n < 2) return 0;
-  struct named_size* pairs = sl_alloc(alloc, list->n * sizeof *pairs);  // n <= cap: no overflow
+  size_t bytes;
+  if (sl_mul_size(list->n, sizeof(struct named_size), &bytes) != 0) return ENOMEM;
+  struct named_size* pairs = sl_alloc(alloc, bytes);
   if (pairs == NULL) return ENOMEM;
   for (size_t i = 0; i < list->n; ++i) pairs[i] = (struct named_size){list->names[i], list->sizes[i]};
   qsort(pairs, list->n, sizeof *pairs, compare_names);
@@ -131,7 +133,7 @@ int sl_location_list_sort(struct sl_location_list* list, const struct sluice_all
     list->names[i] = pairs[i].name;
     list->sizes[i] = pairs[i].size;
   }
-  sl_free(alloc, pairs, list->n * sizeof *pairs);
+  sl_free(alloc, pairs, bytes);
   return 0;
 }
 
