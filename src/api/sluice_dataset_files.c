@@ -259,7 +259,7 @@ static int files_refine(void* reader, int* changed, struct sluice_error* error) 
 }
 
 /// The part whose splits include the dataset's split `index`.
-static const struct files_part* part_of(const struct sl_files_reader* f, int64_t index) {
+static struct files_part* part_of(struct sl_files_reader* f, int64_t index) {
   int64_t lo = 0, hi = f->n_parts - 1;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
@@ -364,7 +364,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   if (split->index < 0 || split->index >= f->n_splits) {
     return sl_error_set(error, EINVAL, "split %lld is not in the plan", (long long)split->index);
   }
-  struct files_part* part = &f->parts[part_of(f, split->index) - f->parts];
+  struct files_part* part = part_of(f, split->index);
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
   *s = (struct files_split_state){part, f->format, NULL, f->alloc, &f->hive, part - f->parts,

@@ -91,8 +91,9 @@ int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 
 /// The fewest significant digits that read back as the same double (of
 /// those, the closest: sl_shortest.h), spelled as `%.Ng` would with N the
-/// larger of 15 and their count; "nan", "inf", "-inf" for the non-finite. `buf` needs 32 bytes. Returns the length stored (without the
-/// NUL). (src/core/sl_value_number.c)
+/// larger of 15 and their count; "nan", "inf", "-inf" for the non-finite.
+/// `buf` needs 32 bytes. Returns the length stored (without the NUL).
+/// (src/core/sl_value_number.c)
 size_t sl_format_double(double v, char* buf, size_t cap);
 /// Same for float32 (N at least 6).
 size_t sl_format_float(float v, char* buf, size_t cap);

@@ -1,8 +1,9 @@
 // libcurl, loaded when a remote location is first opened instead of linked:
 // loading it (and the TLS, LDAP and SSH libraries it pulls in) took 5.5 ms
 // of the CLI's 7 ms start and of `import sluice`, which local reads never
-// need. Each object that talks HTTP holds its own table (the loader counts
-// the opens), so sluice keeps no process-wide state of its own.
+// need. Each holder of a table (an HTTP handle pool, sl_http_pool.h; an S3
+// signer or writer) opens its own (the loader counts the opens), so sluice
+// keeps no process-wide state of its own.
 #ifndef SL_CURL_H
 #define SL_CURL_H
 

@@ -72,6 +72,8 @@ void sl_http_pool_put(struct sl_http_pool* pool, CURL* h) {
   if (h != NULL) pool->curl.easy_cleanup(h);
 }
 
+const struct sl_curl* sl_http_pool_curl(const struct sl_http_pool* pool) { return &pool->curl; }
+
 int sl_http_pool_cache_take(struct sl_http_pool* pool, int64_t bytes) {
   long long left = atomic_load(&pool->cache_left);
   while (left >= bytes) {

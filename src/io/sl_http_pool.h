@@ -42,6 +42,9 @@ CURL* sl_http_pool_get(struct sl_http_pool* pool);
 /// Returns `h` to the pool (or closes it when the pool is full); NULL is fine.
 void sl_http_pool_put(struct sl_http_pool* pool, CURL* h);
 
+/// The libcurl functions, loaded by the pool, for its handles' users.
+const struct sl_curl* sl_http_pool_curl(const struct sl_http_pool* pool);
+
 /// Reserves `bytes` of the whole-object budget: 1, or 0 when they do not fit.
 int sl_http_pool_cache_take(struct sl_http_pool* pool, int64_t bytes);
 /// Gives back a reservation.

@@ -47,15 +47,12 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
     if (path[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
     return sl_file_source_open(path, location, alloc, out, error);
   }
+  struct sl_remote_options defaults = {0, NULL, 0, NULL, 0};
+  if (remote == NULL) remote = &defaults;
   if (has_prefix(location, "http://") || has_prefix(location, "https://")) {
-    struct sl_remote_options defaults = {0, NULL, 0, NULL, 0};
-    return sl_http_source_open(location, remote != NULL ? remote : &defaults, alloc, out,
-                               error);
+    return sl_http_source_open(location, remote, alloc, out, error);
   }
-  if (has_prefix(location, "s3://")) {
-    struct sl_remote_options defaults = {0, NULL, 0, NULL, 0};
-    return sl_s3_source_open(location, remote != NULL ? remote : &defaults, alloc, out, error);
-  }
+  if (has_prefix(location, "s3://")) return sl_s3_source_open(location, remote, alloc, out, error);
   const char* colon = strstr(location, "://");
   if (colon != NULL) {
     return sl_error_set(error, ENOTSUP, "%s: unknown scheme '%.*s'", location,

@@ -78,10 +78,10 @@ struct sl_http_source {
   char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
-  struct sl_curl curl;           ///< libcurl, loaded at open
   /// Where request handles come from and return to (the dataset's, or this
   /// source's own): each keeps its live connections.
   struct sl_http_pool* handles;
+  const struct sl_curl* curl;  ///< the pool's libcurl table
 
   // The object's first and last HTTP_EDGE_CACHE bytes, fetched on first use.
   pthread_mutex_t edge_lock;
@@ -199,7 +199,7 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
 /// Checks the response once its body starts: status, ETag, range.
 static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
-  x->s->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  x->s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   if (x->status < 200 || x->status > 299) return;
   if (x->s->etag[0] != '\0' && x->etag[0] != '\0' && strcmp(x->s->etag, x->etag) != 0) {
     x->etag_changed = 1;
@@ -294,10 +294,6 @@ static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_of
   return atomic_load(&s->stopping) ? 1 : 0;
 }
 
-static CURL* pool_get(struct sl_http_source* s) { return sl_http_pool_get(s->handles); }
-
-static void pool_put(struct sl_http_source* s, CURL* h) { sl_http_pool_put(s->handles, h); }
-
 static int is_tls_error(CURLcode c) {
   return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
          c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CERTPROBLEM ||
@@ -334,58 +330,58 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   x->range_start = -1;
   x->range_total = -1;
   errbuf[0] = '\0';
-  s->curl.easy_reset(h);
-  s->curl.easy_setopt(h, CURLOPT_URL, s->url);
-  s->curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  s->curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  s->curl.easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  s->curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  s->curl->easy_reset(h);
+  s->curl->easy_setopt(h, CURLOPT_URL, s->url);
+  s->curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  s->curl->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  s->curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
   // A stalled transfer (under 1 byte/s for 60 s) is a timeout, retried.
-  s->curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  s->curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-  s->curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  s->curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  s->curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  s->curl->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   // Large reads: a 16 KiB default buffer means one recv and one callback per
   // 16 KiB, a CPU cost that shows at loopback speeds (GB/s).
-  s->curl.easy_setopt(h, CURLOPT_BUFFERSIZE, SL_HTTP_RECV_BUFFER);
-  s->curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  s->curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  s->curl.easy_setopt(h, CURLOPT_HEADERDATA, x);
-  s->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write_call);
-  s->curl.easy_setopt(h, CURLOPT_WRITEDATA, &call);
-  s->curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  s->curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  s->curl.easy_setopt(h, CURLOPT_XFERINFODATA, s);
+  s->curl->easy_setopt(h, CURLOPT_BUFFERSIZE, SL_HTTP_RECV_BUFFER);
+  s->curl->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  s->curl->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  s->curl->easy_setopt(h, CURLOPT_HEADERDATA, x);
+  s->curl->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write_call);
+  s->curl->easy_setopt(h, CURLOPT_WRITEDATA, &call);
+  s->curl->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  s->curl->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  s->curl->easy_setopt(h, CURLOPT_XFERINFODATA, s);
   if (s->insecure) {
-    s->curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    s->curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    s->curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    s->curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (s->ca_bundle != NULL) s->curl.easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
-  if (strcmp(method, "HEAD") == 0) s->curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
+  if (s->ca_bundle != NULL) s->curl->easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
+  if (strcmp(method, "HEAD") == 0) s->curl->easy_setopt(h, CURLOPT_NOBODY, 1L);
   if (range_from >= 0) {
     if (range_to >= 0) {
       snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-%" PRId64, range_from, range_to);
     } else {
       snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-", range_from);
     }
-    headers = s->curl.slist_append(headers, line);
+    headers = s->curl->slist_append(headers, line);
   }
   // If-Match only with a strong ETag (weak ones never match strongly).
   if (s->etag[0] != '\0' && strncmp(s->etag, "W/", 2) != 0 && range_from >= 0) {
     snprintf(line, sizeof line, "If-Match: %s", s->etag);
-    struct curl_slist* more = s->curl.slist_append(headers, line);
+    struct curl_slist* more = s->curl->slist_append(headers, line);
     if (more != NULL) headers = more;
   }
   if (s->has_signer) {
     *sign_rc = s->signer.sign(s->signer.ctx, method, s->url, &headers, error);
     if (*sign_rc != 0) {
-      s->curl.slist_free_all(headers);
+      s->curl->slist_free_all(headers);
       return CURLE_ABORTED_BY_CALLBACK;
     }
   }
-  if (headers != NULL) s->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  CURLcode c = s->curl.easy_perform(h);
-  if (!x->body_started) s->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
-  s->curl.slist_free_all(headers);
+  if (headers != NULL) s->curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  CURLcode c = s->curl->easy_perform(h);
+  if (!x->body_started) s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  s->curl->slist_free_all(headers);
   return c;
 }
 
@@ -430,7 +426,7 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
 
 static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, const char* what,
                       struct sluice_error* error) {
-  const char* detail = errbuf[0] != '\0' ? errbuf : s->curl.easy_strerror(c);
+  const char* detail = errbuf[0] != '\0' ? errbuf : s->curl->easy_strerror(c);
   if (is_tls_error(c)) {
     return sl_error_set(error, EACCES,
                         "%s: %s: TLS error: %s (give a CA bundle with --ca-bundle FILE, or "
@@ -458,7 +454,7 @@ static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, 
   char errbuf[CURL_ERROR_SIZE];
   char what[96];
   unsigned seed = make_seed(buf, offset);
-  CURL* h = pool_get(s);
+  CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   int rc = 0;
   for (int attempt = 0;; ++attempt) {
@@ -511,7 +507,7 @@ static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, 
     }
     backoff(attempt, &seed);
   }
-  pool_put(s, h);
+  sl_http_pool_put(s->handles, h);
   return rc;
 }
 
@@ -540,7 +536,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
   x.s = s;
   char errbuf[CURL_ERROR_SIZE];
   unsigned seed = make_seed(s, 0);
-  CURL* h = pool_get(s);
+  CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   int rc = 0;
   for (int attempt = 0;; ++attempt) {
@@ -553,7 +549,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
     int retry = 0;
     if (c == CURLE_OK && x.status >= 200 && x.status <= 299) {
       curl_off_t length = -1;
-      s->curl.easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
       s->base.size = length >= 0 ? (int64_t)length : -1;
       memcpy(s->etag, x.etag, sizeof s->etag);
       s->ranges = x.accept_ranges && s->base.size >= 0;
@@ -577,7 +573,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
     }
     backoff(attempt, &seed);
   }
-  pool_put(s, h);
+  sl_http_pool_put(s->handles, h);
   return rc;
 }
 
@@ -653,14 +649,14 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* se
   x.buf = data;
   x.need = want;
   char errbuf[CURL_ERROR_SIZE];
-  CURL* h = pool_get(s);
+  CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) {
     sl_ref_release(ref);
     return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   }
   int sign_rc;
   CURLcode c = http_perform(s, h, "GET", 0, want - 1, &x, errbuf, &sign_rc, error);
-  pool_put(s, h);
+  sl_http_pool_put(s->handles, h);
   if (sign_rc != 0) {
     sl_ref_release(ref);
     return sign_rc;
@@ -872,7 +868,7 @@ static void* stream_worker(void* arg) {
   memset(&err, 0, sizeof err);
   unsigned seed = make_seed(s, 1);
   int rc = 0;
-  CURL* h = pool_get(s);
+  CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) rc = sl_error_set(&err, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   for (int attempt = 0; rc == 0; ++attempt) {
     int sign_rc;
@@ -920,7 +916,7 @@ static void* stream_worker(void* arg) {
     }
     backoff(attempt, &seed);
   }
-  pool_put(s, h);
+  sl_http_pool_put(s->handles, h);
   pthread_mutex_lock(&s->lock);
   if (rc != 0) {
     s->failed = 1;
@@ -1134,7 +1130,6 @@ static void http_destroy(struct sl_http_source* s) {
   if (s->url != NULL) sl_free(alloc, s->url, strlen(s->url) + 1);
   if (s->ca_bundle != NULL) sl_free(alloc, s->ca_bundle, strlen(s->ca_bundle) + 1);
   if (s->base.name != NULL) sl_free(alloc, s->base.name, strlen(s->base.name) + 1);
-  sl_curl_close(&s->curl);
   sl_free(alloc, s, sizeof *s);
 }
 
@@ -1200,14 +1195,12 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   *out = NULL;
   const char* name = config->name != NULL ? config->name : config->url;
   struct sl_http_source* s = sl_calloc(alloc, 1, sizeof *s);
-  int rc = s == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", name)
-                     : sl_curl_open(&s->curl, name, error);
+  int rc = s == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", name) : 0;
   if (rc == 0 && config->remote.http_pool != NULL) {
     s->handles = config->remote.http_pool;
     sl_http_pool_retain(s->handles);
   } else if (rc == 0) {
     rc = sl_http_pool_create(alloc, name, HTTP_WHOLE_OBJECT, &s->handles, error);
-    if (rc != 0) sl_curl_close(&s->curl);
   }
   if (rc != 0) {
     if (config->signer != NULL && config->signer->destroy != NULL) {
@@ -1216,6 +1209,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     if (s != NULL) sl_free(alloc, s, sizeof *s);
     return rc;
   }
+  s->curl = sl_http_pool_curl(s->handles);
   s->base.alloc = alloc;
   s->base.size = -1;
   s->base.owner = NULL;

@@ -442,6 +442,7 @@ class ConnectionCounter:
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
         self.gets = 0
+        self.lock = threading.Lock()  # connections' threads count at once
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -459,7 +460,8 @@ class ConnectionCounter:
         try:
             while data := src.recv(1 << 16):
                 if up:  # a GET has no body: every request line starts a chunk or follows \n
-                    self.gets += data.startswith(b"GET ") + data.count(b"\nGET ")
+                    with self.lock:
+                        self.gets += data.startswith(b"GET ") + data.count(b"\nGET ")
                 dst.sendall(data)
         except OSError:
             pass
