@@ -30,6 +30,14 @@ struct files_part {
   atomic_llong open;
 };
 
+/// Objects ahead of the one a split opens that fetch ahead meanwhile: up to
+/// this many, while the bytes they may hold (each its size or its
+/// readahead's bound, 4 parts of 8 MiB) stay under FILES_PREFETCH_BYTES.
+/// Small objects are latency-bound: several in flight hide the round trips.
+#define FILES_PREFETCH_OBJECTS 8
+#define FILES_PREFETCH_BYTES ((int64_t)64 << 20)
+#define FILES_READAHEAD_BYTES ((int64_t)32 << 20)
+
 struct sl_files_reader {
   struct sl_format_reader vtable;  // the real format's name, our functions
   const struct sl_format_reader* format;
@@ -365,6 +373,17 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
     return sl_error_set(error, EINVAL, "split %lld is not in the plan", (long long)split->index);
   }
   struct files_part* part = part_of(f, split->index);
+  // The next objects start downloading while this one decodes (those read
+  // forward: streams, compressed CSV); opening them all before the scan
+  // fetched nothing past their heads.
+  int64_t ahead = 0;
+  for (int64_t k = 1; k <= FILES_PREFETCH_OBJECTS && part - f->parts + k < f->n_parts &&
+                      ahead < FILES_PREFETCH_BYTES;
+       ++k) {
+    sl_source_prefetch(part[k].source);
+    int64_t size = part[k].source->size;
+    ahead += size >= 0 && size < FILES_READAHEAD_BYTES ? size : FILES_READAHEAD_BYTES;
+  }
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
   *s = (struct files_split_state){part, f->format, NULL, f->alloc, &f->hive, part - f->parts,
@@ -474,8 +493,13 @@ static int open_part(struct sl_files_reader* f, struct files_part* p,
   if (rc != 0) {
     p->splits = NULL;
     p->n_splits = 0;
+    return rc;
   }
-  return rc;
+  // Every object is open before the scan starts: what its source cached
+  // for the open goes now, so that memory grows with the objects being
+  // read, not with all of them.
+  sl_source_trim(p->source);
+  return 0;
 }
 
 /// Opening an object is a round trip or two (HEAD, then the head or footer

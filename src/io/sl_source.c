@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
 #include "sl_source_file.h"
 #include "sl_s3.h"
@@ -16,6 +17,25 @@ void sl_view_release(struct sl_view* view) {
   view->owner = NULL;
   view->data = NULL;
   view->size = 0;
+}
+
+int sl_view_detach(struct sl_view* view, const struct sluice_allocator* alloc,
+                   struct sluice_error* error) {
+  if (view->size == 0) return 0;
+  void* copy = sl_alloc_buffer(alloc, (size_t)view->size);
+  struct sl_ref* ref = copy != NULL ? sl_ref_wrap_buffer(alloc, copy, (size_t)view->size) : NULL;
+  if (ref == NULL) {
+    if (copy != NULL) sl_free_buffer(alloc, copy, (size_t)view->size);
+    return sl_error_set(error, ENOMEM, "out of memory copying %lld bytes",
+                        (long long)view->size);
+  }
+  memcpy(copy, view->data, (size_t)view->size);
+  int64_t size = view->size;
+  sl_view_release(view);
+  view->data = copy;
+  view->size = size;
+  view->owner = ref;
+  return 0;
 }
 
 static int has_prefix(const char* s, const char* prefix) {
@@ -102,6 +122,14 @@ int sl_source_peek(struct sl_source* source, int64_t length, struct sl_view* out
 
 void sl_source_drop(struct sl_source* source, int64_t offset, int64_t length) {
   if (source != NULL && source->ops->drop != NULL) source->ops->drop(source, offset, length);
+}
+
+void sl_source_trim(struct sl_source* source) {
+  if (source != NULL && source->ops->trim != NULL) source->ops->trim(source);
+}
+
+void sl_source_prefetch(struct sl_source* source) {
+  if (source != NULL && source->ops->prefetch != NULL) source->ops->prefetch(source);
 }
 
 void sl_source_close(struct sl_source* source) {

@@ -20,6 +20,12 @@ struct sl_view {
 };
 
 void sl_view_release(struct sl_view* view);
+/// Replaces *view with a copy of its bytes in a block of its own, for bytes
+/// kept as long as the reader (a footer) that would otherwise keep a larger
+/// fetched block alive (a remote object's cached edge). On failure *view is
+/// unchanged.
+int sl_view_detach(struct sl_view* view, const struct sluice_allocator* alloc,
+                   struct sluice_error* error);
 
 struct sl_source;
 
@@ -45,6 +51,10 @@ struct sl_source_ops {
               struct sluice_error* error);
   /// Optional (NULL = no-op): see sl_source_drop.
   void (*drop)(struct sl_source* source, int64_t offset, int64_t length);
+  /// Optional (NULL = no-op): see sl_source_trim.
+  void (*trim)(struct sl_source* source);
+  /// Optional (NULL = no-op): see sl_source_prefetch.
+  void (*prefetch)(struct sl_source* source);
 };
 
 struct sl_source {
@@ -115,6 +125,16 @@ int sl_source_peek(struct sl_source* source, int64_t length, struct sl_view* out
 /// memory keeps RSS bounded. Always safe, even while views of the range are
 /// alive: the bytes are read back from the file if touched again.
 void sl_source_drop(struct sl_source* source, int64_t offset, int64_t length);
+/// A hint that the reader has opened the object and planned its splits:
+/// bytes the source cached only to serve that (a remote object's first and
+/// last 64 KiB) may go, so that a dataset of many objects, all opened before
+/// its scan, holds little per object until each is read. Bytes cached for
+/// the scan itself (a small object fetched whole) stay.
+void sl_source_trim(struct sl_source* source);
+/// A hint that the object will be read soon (a dataset's next objects while
+/// one is scanned): a remote source that its reader reads forward starts
+/// fetching ahead of the stream position now. Thread-safe.
+void sl_source_prefetch(struct sl_source* source);
 void sl_source_close(struct sl_source* source);
 
 #endif

@@ -101,6 +101,9 @@ struct sl_http_source {
   pthread_cond_t cond;
   int started;
   atomic_int stopping;
+  /// Read forward at least once (a reader that streams the object, not one
+  /// that reads ranges): what sl_source_prefetch starts the readahead for.
+  atomic_int forward;
   pthread_t threads[HTTP_MAX_PARALLEL];
   int n_threads;
   struct http_part* slots;
@@ -937,21 +940,32 @@ static void* stream_worker(void* arg) {
   return NULL;
 }
 
+/// Starts the download threads, once (under the lock: a dataset may ask
+/// from another thread, sl_source_prefetch, while this object's split reads).
 static int start_readahead(struct sl_http_source* s, struct sluice_error* error) {
-  if (s->started) return 0;
-  s->slots = sl_calloc(s->base.alloc, (size_t)s->depth, sizeof *s->slots);
-  if (s->slots == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", s->base.name);
-  s->started = 1;
-  int want = s->ranges ? s->depth : 1;
-  for (int i = 0; i < want; ++i) {
-    if (pthread_create(&s->threads[i], NULL, s->ranges ? ranged_worker : stream_worker, s) != 0) {
-      if (i == 0) return sl_error_set(error, EAGAIN, "%s: cannot start a download thread",
-                                      s->base.name);
-      break;  // fewer workers still make progress
-    }
-    s->n_threads = i + 1;
+  int rc = 0;
+  pthread_mutex_lock(&s->lock);
+  if (!s->started && s->slots == NULL) {
+    s->slots = sl_calloc(s->base.alloc, (size_t)s->depth, sizeof *s->slots);
+    if (s->slots == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", s->base.name);
   }
-  return 0;
+  if (rc == 0 && !s->started) {
+    s->started = 1;
+    int want = s->ranges ? s->depth : 1;
+    for (int i = 0; i < want; ++i) {
+      if (pthread_create(&s->threads[i], NULL, s->ranges ? ranged_worker : stream_worker, s) !=
+          0) {
+        if (i == 0) {  // (fewer workers still make progress)
+          s->started = 0;
+          rc = sl_error_set(error, EAGAIN, "%s: cannot start a download thread", s->base.name);
+        }
+        break;
+      }
+      s->n_threads = i + 1;
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
 }
 
 /// Leaves the parts below `k` (lock held): their slots are free to refill.
@@ -1001,6 +1015,32 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
   }
 }
 
+/// Before the readahead starts: a forward read that lies within the head
+/// edge the opening GET brought (an IPC stream's schema, an Avro header:
+/// what opening a reader reads) is a view of it. Opening the objects of a
+/// dataset, all before its scan, then starts no readahead: each object
+/// fetched and held up to 4 parts of 8 MiB until its turn (20 objects of
+/// 40 MB: 600 MB). 1 when it served the read.
+static int head_edge_view(struct sl_http_source* s, int64_t length, int consume,
+                          struct sl_view* out) {
+  if (!s->ranges || length <= 0) return 0;
+  int64_t edge = s->base.size < HTTP_EDGE_CACHE ? s->base.size : HTTP_EDGE_CACHE;
+  int served = 0;
+  pthread_mutex_lock(&s->edge_lock);
+  pthread_mutex_lock(&s->lock);
+  int64_t at = s->pos;
+  if (!s->started && s->edges[0].ref != NULL && at + length <= edge) {
+    out->data = s->edges[0].data + at;
+    out->size = length;
+    out->owner = sl_ref_retain(s->edges[0].ref);
+    if (consume) s->pos += length;
+    served = 1;
+  }
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_unlock(&s->edge_lock);
+  return served;
+}
+
 /// A view of up to `length` bytes from the stream position; consumes them
 /// unless peeking. Views into one part share it; a read across parts copies.
 /// `some`: fewer bytes will do (at least one unless the data ended), so the
@@ -1027,6 +1067,8 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
     pthread_mutex_unlock(&s->edge_lock);
     if (kept) return 0;
   }
+  atomic_store(&s->forward, 1);
+  if (head_edge_view(s, length, consume, out)) return 0;
   SL_RETURN_NOT_OK(start_readahead(s, error));
   int rc = 0;
   pthread_mutex_lock(&s->lock);
@@ -1152,6 +1194,32 @@ static void http_drop(struct sl_source* source, int64_t offset, int64_t length) 
   sl_block_pool_idle(s->blocks);
 }
 
+/// The reader has opened and planned: the edges that served that go (a
+/// Parquet footer is a copy of its own by now), unless edges[0] is the whole
+/// small object, which the scan reads from memory.
+static void http_trim(struct sl_source* source) {
+  struct sl_http_source* s = (struct sl_http_source*)source;
+  pthread_mutex_lock(&s->edge_lock);
+  int whole = atomic_load(&s->whole);
+  for (int i = whole ? 1 : 0; i < 2; ++i) {
+    sl_ref_release(s->edges[i].ref);
+    s->edges[i].ref = NULL;
+    s->edges[i].data = NULL;
+  }
+  pthread_mutex_unlock(&s->edge_lock);
+  sl_block_pool_idle(s->blocks);
+}
+
+/// The dataset reads this object soon: a source its reader reads forward
+/// starts fetching from the stream position (the readahead's own bound).
+static void http_prefetch(struct sl_source* source) {
+  struct sl_http_source* s = (struct sl_http_source*)source;
+  if (!s->ranges || !atomic_load(&s->forward) || atomic_load(&s->whole)) return;
+  struct sluice_error ignored;  // the read itself starts it again and reports
+  memset(&ignored, 0, sizeof ignored);
+  (void)start_readahead(s, &ignored);
+}
+
 static void http_close(struct sl_source* source) {
   http_destroy((struct sl_http_source*)source);
 }
@@ -1163,6 +1231,8 @@ static const struct sl_source_ops sl_http_ranged_ops = {
     .close = http_close,
     .peek = NULL,
     .drop = http_drop,
+    .trim = http_trim,
+    .prefetch = http_prefetch,
 };
 
 static const struct sl_source_ops sl_http_stream_ops = {
@@ -1172,6 +1242,8 @@ static const struct sl_source_ops sl_http_stream_ops = {
     .close = http_close,
     .peek = http_peek,
     .drop = http_drop,
+    .trim = http_trim,
+    .prefetch = http_prefetch,
 };
 
 int sl_http_source_untouched(const struct sl_source* source) {

@@ -78,6 +78,27 @@ class Sluice:
 
 SANITIZER_MARKERS = ("Sanitizer", "runtime error:", "Segmentation fault")
 
+# ASan's shadow memory and quarantine are no measure of what a build holds.
+MEASURES_RSS = "ASAN_OPTIONS" not in os.environ
+
+
+def peak_rss_kib(cmd, env=None, timeout=300) -> tuple:
+    """Runs `cmd`, which must succeed: (its peak RSS in KiB, its stdout). A
+    child forked from pytest would count pytest's RSS as its own (Linux keeps
+    the largest across exec): a fresh Python runs it and reports its only
+    child's peak."""
+    probe = ("import json, resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
+             "print(json.dumps([p.returncode, p.stderr.decode(errors='replace'),\n"
+             "                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,\n"
+             "                  p.stdout.decode(errors='replace')]))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, *map(str, cmd)], stdout=subprocess.PIPE,
+                          check=True, timeout=timeout, env=env)
+    import json
+    rc, err, peak, out = json.loads(proc.stdout)
+    assert rc == 0, f"{' '.join(map(str, cmd))}: exit {rc}:\n{err}"
+    return peak, out
+
 
 def check_clean_failure(proc: subprocess.CompletedProcess) -> None:
     err = proc.stderr.decode(errors="replace")

@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow.ipc as ipc
 import pytest
 
-from conftest import REPO, check_clean_failure
+from conftest import MEASURES_RSS, REPO, check_clean_failure, peak_rss_kib
 from test_http import local_table, make_files, wait_for_port
 
 ACCESS_KEY = "sluicetestkey"
@@ -535,6 +535,74 @@ def test_small_listed_objects_take_one_request_each(sluice, s3, tmp_path):
                                 "--budget", "1M")
     same_table(got, peer_concat(files, pq_reader))
     assert counter.gets >= 1 + len(files) + 2 * (len(files) - 1), counter.gets
+
+
+def test_opening_streamed_objects_fetches_only_their_heads(sluice, s3, tmp_path):
+    """Every object of a prefix is opened before the scan. Objects a reader
+    streams (Arrow IPC streams here) read their schema from the 64 KiB
+    their opening GET brought, and start no download of the rest (each
+    once fetched up to 32 MiB at open and held it until its turn: 20
+    objects of 40 MB took 600 MB). The scan fetches each once, the next
+    ones ahead of the one being decoded; values are pyarrow's."""
+    import pyarrow as pa
+    import pyarrow.ipc as paipc
+    root = s3["data"] / BUCKET / "streams"
+    root.mkdir(parents=True)
+    files = []
+    for i in range(5):
+        n = 30_000 + 1000 * i
+        table = pa.table({"id": pa.array(range(n), pa.int64()),
+                          "x": [j * 0.5 + i for j in range(n)]})
+        path = root / f"part-{i}.arrows"
+        with paipc.new_stream(path, table.schema) as writer:
+            writer.write_table(table, max_chunksize=8192)
+        assert path.stat().st_size > 4 * 65536, path.stat().st_size
+        files.append((path.name, path))
+    location = f"s3://{BUCKET}/streams/"
+    counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
+    try:
+        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}")
+        proc = run(sluice, env, "schema", location)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert proc.stdout.decode().split() == ["id", "int64", "x", "double"], proc.stdout
+        assert counter.gets == 1 + len(files), counter.gets  # the listing, one GET each
+    finally:
+        counter.close()
+    got, counter = read_counted(sluice, s3, location, tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, lambda path: paipc.open_stream(path.read_bytes()).read_all()))
+    assert counter.gets == 1 + 2 * len(files), counter.gets  # open, then the rest in one part
+
+
+def test_memory_per_object_stays_small(sluice, s3, tmp_path):
+    """Every object of a prefix is opened (footer read, splits planned)
+    before the scan; what an object keeps until its turn is its metadata,
+    not the 64 KiB edges fetched to open it (they once cost ~125 KiB of RSS
+    per object: 10,000 objects, 1.2 GB). Objects over 256 KiB, so none is
+    held whole; the values are pyarrow's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    one = tmp_path / "one.parquet"
+    n = 20_000
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()),
+                             "x": [i * 0.5 + 0.125 for i in range(n)],
+                             "y": [(i * 7919) % 1000003 * 1.5 for i in range(n)]}),
+                   one, compression="none")
+    assert one.stat().st_size > 262144, one.stat().st_size
+    counts = {"few": 20, "many": 220}
+    for prefix, count in counts.items():
+        root = s3["data"] / BUCKET / "mem" / prefix
+        root.mkdir(parents=True)
+        for i in range(count):
+            os.link(one, root / f"part-{i:03d}.parquet")
+    env = creds(s3)
+    rss = {prefix: peak_rss_kib([sluice.binary, "-q", "schema", f"s3://{BUCKET}/mem/{prefix}/"],
+                                env)[0]
+           for prefix in counts}
+    per_object = (rss["many"] - rss["few"]) / (counts["many"] - counts["few"])
+    if MEASURES_RSS:
+        assert per_object < 48, (rss, per_object)
+    got = read_location(sluice, env, f"s3://{BUCKET}/mem/few/", tmp_path / "r.arrows")
+    same_table(got, pa.concat_tables([pq.read_table(one)] * counts["few"]))
 
 
 @pytest.mark.parametrize("page", [None, "1", "3"])

@@ -135,6 +135,10 @@ static int read_footer(struct pq_reader* r, struct sluice_error* error) {
                         " bytes)", name, len, src->size);
   int64_t at = src->size - 8 - (int64_t)len;
   SL_RETURN_NOT_OK(sl_source_read_at(src, at, len, &r->footer, error));
+  // Fetched bytes are usually a view into a cached 64 KiB edge of the
+  // object: the metadata's own copy lets the source drop that edge
+  // (sl_source_trim) while the reader stays open for the scan.
+  if (!src->mapped) SL_RETURN_NOT_OK(sl_view_detach(&r->footer, r->alloc, error));
   int rc = pq_file_meta_parse(r->footer.data, r->footer.size, r->alloc, &r->meta, error);
   if (rc != 0) return sl_error_prefix(error, "%s: footer at byte %" PRId64, name, at);
   r->has_meta = 1;
