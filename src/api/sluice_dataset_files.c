@@ -32,11 +32,10 @@ struct files_part {
 
 /// Objects ahead of the one a split opens that fetch ahead meanwhile: up to
 /// this many, while the bytes they may hold (each its size or its
-/// readahead's bound, 4 parts of 8 MiB) stay under FILES_PREFETCH_BYTES.
+/// readahead's bound, an eighth of the budget) stay under two readaheads'.
 /// Small objects are latency-bound: several in flight hide the round trips.
 #define FILES_PREFETCH_OBJECTS 8
-#define FILES_PREFETCH_BYTES ((int64_t)64 << 20)
-#define FILES_READAHEAD_BYTES ((int64_t)32 << 20)
+#define FILES_DEFAULT_READAHEAD ((int64_t)32 << 20)
 
 struct sl_files_reader {
   struct sl_format_reader vtable;  // the real format's name, our functions
@@ -52,6 +51,7 @@ struct sl_files_reader {
   int64_t n_file_cols;
   int64_t* hive_keys;
   int64_t n_hive_cols;
+  int64_t readahead;  ///< bytes a remote object's readahead may hold
 };
 
 /// Where an output column of a split with partition columns comes from.
@@ -378,11 +378,11 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   // fetched nothing past their heads.
   int64_t ahead = 0;
   for (int64_t k = 1; k <= FILES_PREFETCH_OBJECTS && part - f->parts + k < f->n_parts &&
-                      ahead < FILES_PREFETCH_BYTES;
+                      ahead < 2 * f->readahead;
        ++k) {
     sl_source_prefetch(part[k].source);
     int64_t size = part[k].source->size;
-    ahead += size >= 0 && size < FILES_READAHEAD_BYTES ? size : FILES_READAHEAD_BYTES;
+    ahead += size >= 0 && size < f->readahead ? size : f->readahead;
   }
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
@@ -624,6 +624,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   f->format = format;
   f->alloc = alloc;
   f->n_parts = (int64_t)names->n;
+  f->readahead = remote != NULL && remote->readahead_bytes > 0 ? remote->readahead_bytes
+                                                               : FILES_DEFAULT_READAHEAD;
   f->parts[0].source = first;
   f->vtable = (struct sl_format_reader){
       .name = format->name,
