@@ -22,6 +22,10 @@ Tasks (all by default):
               pyarrow.dataset over an S3FileSystem and polars read_parquet;
               rows and sum(id) checked. Per-object costs (a listing, opening
               GETs, footers, connections) dominate.
+  big_s3      the same over larger objects: W1's first 2^24 rows as 64 Parquet
+              objects of 2^18 rows (~9.4 MB each, w3_big/, under big/): every
+              object is opened before the scan, so what each keeps until its
+              turn shows in the peak RSS beside the table's 671 MB.
 Every message count and payload byte total is checked against the generator's
 (w3.meta.json); the W1 tasks check the row count of every column (and the
 parquet cell's stats against the local read).
@@ -39,9 +43,10 @@ from harness import HERE, PY, ROOT, Cell, Context, log
 
 FULL_ROWS = 1 << 25           # the W1 files of the parquet_s3 / csv_s3 tasks
 QUICK_ROWS = 1 << 20
-DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3"
-MANY_OBJECTS = 256
-MANY_ROWS = 4096  # per object
+DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3,big_s3"
+# The objects of the many-objects tasks: (directory, prefix, objects, rows each).
+MANY_SETS = {"many_s3": ("w3_many", "many", 256, 4096),
+             "big_s3": ("w3_big", "big", 64, 1 << 18)}
 META = "w3.meta.json"
 CHECKS = ("W3: message count and payload bytes equal the generator's (w3.meta.json); the curl "
           "floor: bytes downloaded = object size; W1 over S3: row count of every column "
@@ -100,11 +105,12 @@ def _sluice_payload_check(sluice: str, url: str, fmt_args: list, want_rows: int,
     return post
 
 
-def _many_objects(data: str, parquet: str) -> list:
-    """The many_s3 task's objects: w3_many/part-NNN.parquet, cut from the
-    first MANY_OBJECTS * MANY_ROWS rows of w1.parquet (once); [] without it."""
-    out = os.path.join(data, "w3_many")
-    names = [os.path.join(out, f"part-{i:03d}.parquet") for i in range(MANY_OBJECTS)]
+def _many_objects(data: str, parquet: str, task: str) -> list:
+    """A many-objects task's objects: <dir>/part-NNN.parquet, cut from the
+    first objects * rows rows of w1.parquet (once); [] without it."""
+    directory, _, count, rows = MANY_SETS[task]
+    out = os.path.join(data, directory)
+    names = [os.path.join(out, f"part-{i:03d}.parquet") for i in range(count)]
     if all(os.path.exists(n) for n in names):
         return names
     if not os.path.exists(parquet):
@@ -112,7 +118,7 @@ def _many_objects(data: str, parquet: str) -> list:
     import pyarrow as pa
     import pyarrow.parquet as pq
     os.makedirs(out, exist_ok=True)
-    batches = pq.ParquetFile(parquet).iter_batches(batch_size=MANY_ROWS)
+    batches = pq.ParquetFile(parquet).iter_batches(batch_size=rows)
     for name, batch in zip(names, batches):
         pq.write_table(pa.Table.from_batches([batch]), name + ".tmp")
         os.replace(name + ".tmp", name)
@@ -159,9 +165,11 @@ def cells(ctx: Context) -> list:
     parquet = os.path.join(ctx.data, "w1.parquet")
     csv = os.path.join(ctx.data, "w1.csv")
     objects = [os.path.join(ctx.data, n) for n in ctx.meta["files"]]
-    many = _many_objects(ctx.data, parquet)
+    sets = {task: _many_objects(ctx.data, parquet, task)
+            for task in MANY_SETS if task in ctx.tasks}
     server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)],
-                           {f"many/{os.path.basename(p)}": p for p in many})
+                           {f"{MANY_SETS[task][1]}/{os.path.basename(p)}": p
+                            for task, paths in sets.items() for p in paths})
     lp = ["-f", "lenprefix", "--length-prefix", "u8"]
     out = []
 
@@ -233,25 +241,27 @@ def cells(ctx: Context) -> list:
                     [_curl(server, "w1.csv")], how="one GET of the whole object",
                     checker=_curl_checker(csv_size or 0), skip=no_csv, nbytes=csv_size))
 
-    # Many small objects under one prefix.
-    no_many = None if many else f"no {parquet} to cut the many_s3 objects from"
-    n_many = MANY_OBJECTS * MANY_ROWS
-    many_check = _many_checker(n_many, n_many * (n_many - 1) // 2)
-    many_url = server.url("many/")
-    for tool, name, python, how in (
-            ("sluice", "sluice.read(s3://.../many/)", ctx.python,
-             "sluice.read(url) of the prefix (listing, objects opened 8 at a time, "
-             "requests on shared kept-alive connections), as a pyarrow table"),
-            ("pyarrow", "pyarrow.dataset (S3FileSystem)", PY,
-             "pyarrow.dataset.dataset(bucket/many/, format='parquet', "
-             "filesystem=S3FileSystem(endpoint_override=...)).to_table()"),
-            ("polars", "polars read_parquet(s3://.../many/*.parquet)", PY,
-             "pl.read_parquet(url + '*.parquet', storage_options={endpoint, keys, "
-             "aws_allow_http}).to_arrow()")):
-        out.append(Cell("many_s3", name, tool, "sluice" if tool == "sluice" else "peer",
-                        [[python, peers, "many", tool, many_url]],
-                        how=how + f"; {MANY_OBJECTS} objects of {MANY_ROWS:,} rows",
-                        checker=many_check, skip=no_many))
+    # Many objects under one prefix: small ones, then larger ones.
+    for task, paths in sets.items():
+        _, prefix, count, rows_each = MANY_SETS[task]
+        no_many = None if paths else f"no {parquet} to cut the {task} objects from"
+        n_many = count * rows_each
+        many_check = _many_checker(n_many, n_many * (n_many - 1) // 2)
+        many_url = server.url(f"{prefix}/")
+        for tool, name, python, how in (
+                ("sluice", f"sluice.read(s3://.../{prefix}/)", ctx.python,
+                 "sluice.read(url) of the prefix (listing, objects opened 8 at a time, "
+                 "requests on shared kept-alive connections), as a pyarrow table"),
+                ("pyarrow", "pyarrow.dataset (S3FileSystem)", PY,
+                 f"pyarrow.dataset.dataset(bucket/{prefix}/, format='parquet', "
+                 "filesystem=S3FileSystem(endpoint_override=...)).to_table()"),
+                ("polars", f"polars read_parquet(s3://.../{prefix}/*.parquet)", PY,
+                 "pl.read_parquet(url + '*.parquet', storage_options={endpoint, keys, "
+                 "aws_allow_http}).to_arrow()")):
+            out.append(Cell(task, name, tool, "sluice" if tool == "sluice" else "peer",
+                            [[python, peers, "many", tool, many_url]],
+                            how=how + f"; {count} objects of {rows_each:,} rows",
+                            checker=many_check, skip=no_many))
     return out
 
 
