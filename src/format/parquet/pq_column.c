@@ -55,6 +55,7 @@ void pq_column_reader_release(struct pq_column_reader* cr) {
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
   if (cr->codec) pq_codec_ctx_free(cr->codec);
   cr->codec = NULL;
+  sl_view_release(&cr->span);
 }
 
 /// Makes room for `bytes` in a scratch buffer (contents not kept).
@@ -450,6 +451,25 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
   return 1;
 }
 
+int pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
+                   int64_t* length) {
+  int64_t at = m->data_page_offset;
+  if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < at) at = m->dictionary_page_offset;
+  int64_t len = m->total_compressed_size;
+  if (at < 0 || len < 0 || at > file_size || len > file_size - at) return -1;
+  len += file_size - at - len < 100 ? file_size - at - len : 100;
+  *start = at;
+  *length = len;
+  return 0;
+}
+
+int pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
+                          struct sluice_error* error) {
+  sl_view_release(&cr->span);
+  cr->span_at = start;
+  return length > 0 ? sl_source_read_at(cr->source, start, length, &cr->span, error) : 0;
+}
+
 int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
                    struct pq_leaf_data* out, struct sluice_error* error) {
   const struct pq_file_meta* meta = cr->meta;
@@ -471,15 +491,9 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   if (rows < 0) return pq_chunk_error(&w, error, EINVAL, "negative row count");
   if (out->place != NULL && f->out_width > 0 && f->rep == 0)
     sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
-  int64_t start = m->data_page_offset;
-  if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start) start = m->dictionary_page_offset;
-  int64_t len = m->total_compressed_size;
-  int64_t fsize = cr->source->size;
-  if (start < 0 || len < 0 || start > fsize || len > fsize - start)
+  int64_t start, len;
+  if (pq_chunk_range(m, cr->source->size, &start, &len) != 0)
     return pq_chunk_error(&w, error, EINVAL, "column chunk byte range outside the file");
-  // Old parquet-mr wrote total_compressed_size without the dictionary page
-  // header (PARQUET-816): allow a little slack, as Arrow C++ does.
-  len += fsize - start - len < 100 ? fsize - start - len : 100;
   if (m->num_values < 0) return pq_chunk_error(&w, error, EINVAL, "negative value count");
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
   // Flat and struct-only leaves have exactly one slot per row: size once.
@@ -504,7 +518,13 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
       return pq_chunk_prefix(&w, error, ENOMEM);
   }
   struct sl_view view = {0};
-  SL_RETURN_NOT_OK(pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
+  if (cr->span.data != NULL && start >= cr->span_at && start - cr->span_at <= cr->span.size - len) {
+    view.data = cr->span.data + (start - cr->span_at);
+    view.size = len;
+    view.owner = sl_ref_retain(cr->span.owner);
+  } else {
+    SL_RETURN_NOT_OK(pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
+  }
   int rc = 0;
   int64_t pos = 0;
   int saw_data = 0;

@@ -60,7 +60,24 @@ struct pq_column_reader {
   struct sl_buffer idx;      ///< dictionary indices
   struct sl_buffer delta;    ///< DELTA_BYTE_ARRAY rebuilt values
   struct sl_buffer saved;    ///< bytes saved around in-place decompression
+  /// Several chunks fetched at once (pq_column_reader_span); a chunk inside
+  /// it is a view of it instead of a read of its own.
+  struct sl_view span;
+  int64_t span_at;  ///< file offset of span.data[0]
 };
+
+/// The file bytes of a column chunk: from its dictionary or first data page,
+/// total_compressed_size long and a little more (old parquet-mr left the
+/// dictionary page header out of it: PARQUET-816, as Arrow C++ allows).
+/// 0, or -1 when the range lies outside a file of `file_size` bytes.
+int pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
+                   int64_t* length);
+
+/// Fetches [start, start + length) in one read for the chunks about to be
+/// read from it (replacing an earlier span); released by the next call with
+/// length 0 or by pq_column_reader_release.
+int pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
+                          struct sluice_error* error);
 
 int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
                           struct sl_source* source, const struct pq_file_meta* meta,
