@@ -289,8 +289,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
   // 4 parts of 8 MiB); decoded batches get the rest.
-  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle,
-                                     ds->memory_budget / 8, NULL, 0};
+  struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
+                                     .ca_bundle = options->ca_bundle,
+                                     .readahead_bytes = ds->memory_budget / 8};
   // The objects share request handles, so a connection opened for one
   // object serves the next (sl_http_pool.h), and a quarter of the budget for
   // small objects held whole (all objects are opened before the scan; the
@@ -322,8 +323,14 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && database) rc = choose_database_reader(ds, options->format, n_locations, error);
   if (rc == 0 && !database) {
     remote.size_hint = objects.n > 0 ? objects.sizes[0] : 0;
+    // A named footer format opens by the object's end (the files reader
+    // does the same for the objects after the first).
+    const struct sl_format_reader* named =
+        options->format != NULL ? sl_format_reader_find(options->format) : NULL;
+    remote.tail_first = named != NULL && named->tail_first;
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
     remote.size_hint = 0;  // that object's only
+    remote.tail_first = 0;
   }
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
@@ -594,7 +601,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   struct sl_sink* sink = NULL;
-  struct sl_remote_options remote = {options->tls_insecure, options->ca_bundle, 0, NULL, 0};
+  struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
+                                     .ca_bundle = options->ca_bundle};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   int rc = sl_sink_compress(sink, compression, error);
   if (rc == 0) rc = writer->write(stream, sink, &args, error);

@@ -531,6 +531,7 @@ static int open_object(struct open_job* job, size_t i, struct sluice_error* erro
   if (i > 0) {
     struct sl_remote_options remote = *job->remote;
     remote.size_hint = job->names->sizes[i];
+    remote.tail_first = f->format->tail_first;
     SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
   }
   return open_part(f, p, job->args, error);

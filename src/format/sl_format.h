@@ -114,6 +114,10 @@ struct sl_format_reader {
   /// and the row counts of a split's batches depend only on the split and
   /// the batch size, never on which columns are decoded.
   int split_by_columns;
+  /// 1 = opening reads the object's end first (a footer format): a remote
+  /// object of a known format is then opened by a GET of its last 64 KiB,
+  /// and the reader does not read its head to open.
+  int tail_first;
   /// Optional (NULL = unknown): the estimated cost, in bytes, of decoding
   /// column `column` (index into the full schema) over the whole object, so
   /// that the engine can balance column parts by size rather than by count.

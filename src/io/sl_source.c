@@ -67,7 +67,7 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
     if (path[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
     return sl_file_source_open(path, location, alloc, out, error);
   }
-  struct sl_remote_options defaults = {0, NULL, 0, NULL, 0};
+  struct sl_remote_options defaults = {0};
   if (remote == NULL) remote = &defaults;
   if (has_prefix(location, "http://") || has_prefix(location, "https://")) {
     return sl_http_source_open(location, remote, alloc, out, error);

@@ -89,6 +89,9 @@ struct sl_remote_options {
   /// The object's size as a listing gave it (0 = not known): a small object
   /// is then fetched whole by its opening GET instead of in two requests.
   int64_t size_hint;
+  /// The reader reads the object's end first (a Parquet footer): the opening
+  /// GET asks for the last 64 KiB instead of the first.
+  int tail_first;
 };
 
 /// 1 for http://, https:// and s3:// locations (read through libcurl).

@@ -125,6 +125,7 @@ struct xfer {
   int64_t got;         ///< bytes stored so far (kept across attempts)
   int64_t skip;        ///< bytes of the body to drop first (server ignored Range)
   int64_t range_from;  ///< the Range start asked for this attempt (-1 = none)
+  int64_t suffix;      ///< > 0: the Range asked for is the last `suffix` bytes
   int body_started;
   long status;
   char etag[256];
@@ -213,7 +214,7 @@ static void on_body_start(struct xfer* x, CURL* h) {
     // parts already hold.
     x->skip = x->stream_received;
   } else if (x->status == 206) {
-    if (x->range_from < 0 || x->range_start != x->range_from) x->bad_range = 1;
+    if (x->suffix == 0 && (x->range_from < 0 || x->range_start != x->range_from)) x->bad_range = 1;
   } else if (x->range_from > 0) {
     x->skip = x->range_from;  // the server sent the whole object: skip to our bytes
   }
@@ -360,7 +361,10 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   }
   if (s->ca_bundle != NULL) s->curl->easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
   if (strcmp(method, "HEAD") == 0) s->curl->easy_setopt(h, CURLOPT_NOBODY, 1L);
-  if (range_from >= 0) {
+  if (x->suffix > 0) {
+    snprintf(line, sizeof line, "Range: bytes=-%" PRId64, x->suffix);
+    headers = s->curl->slist_append(headers, line);
+  } else if (range_from >= 0) {
     if (range_to >= 0) {
       snprintf(line, sizeof line, "Range: bytes=%" PRId64 "-%" PRId64, range_from, range_to);
     } else {
@@ -634,14 +638,18 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
 /// that settled the object's size and ranges; 0 to ask by HEAD instead (the
 /// server ignored the range, gave no total, or failed in a way HEAD will
 /// retry and report); an error only for a failed request signature.
-static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* settled,
-                            struct sluice_error* error) {
+static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tail_first,
+                            int* settled, struct sluice_error* error) {
   *settled = 0;
   int64_t want = HTTP_EDGE_CACHE;
   if (size_hint > HTTP_EDGE_CACHE && size_hint <= HTTP_WHOLE_OBJECT &&
       sl_http_pool_cache_take(s->handles, size_hint)) {
     want = s->whole_reserved = size_hint;
   }
+  // A footer format's opening GET is for the tail edge (a suffix range: its
+  // Content-Range gives the size all the same): the head is not read to
+  // open it, so the footer comes one request sooner.
+  int tail = tail_first && s->whole_reserved == 0;
   uint8_t* data = NULL;
   struct sl_ref* ref = NULL;
   int recycled;
@@ -651,6 +659,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* se
   x.s = s;
   x.buf = data;
   x.need = want;
+  x.suffix = tail ? want : 0;
   char errbuf[CURL_ERROR_SIZE];
   CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) {
@@ -658,7 +667,8 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* se
     return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   }
   int sign_rc;
-  CURLcode c = http_perform(s, h, "GET", 0, want - 1, &x, errbuf, &sign_rc, error);
+  CURLcode c = http_perform(s, h, "GET", tail ? -1 : 0, tail ? -1 : want - 1, &x, errbuf,
+                            &sign_rc, error);
   sl_http_pool_put(s->handles, h);
   if (sign_rc != 0) {
     sl_ref_release(ref);
@@ -667,11 +677,18 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int* se
   int64_t total = x.range_total;
   int whole_edge = total >= 0 && x.got == (total < want ? total : want);
   int transferred = c == CURLE_OK || c == CURLE_WRITE_ERROR;  // (we stop it past the edge)
-  if (x.status == 206 && x.range_start == 0 && whole_edge && transferred) {
+  if (x.status == 206 && x.range_start == (tail ? total - x.got : 0) && whole_edge &&
+      transferred) {
     s->base.size = total;
     memcpy(s->etag, x.etag, sizeof s->etag);
     s->ranges = 1;
     *settled = 1;
+    if (tail) {  // the tail edge; the whole object when it is that small
+      struct http_edge* e = &s->edges[total <= HTTP_EDGE_CACHE ? 0 : 1];
+      e->data = data;
+      e->ref = ref;
+      return 0;
+    }
     // (The listed size may be out of date: what matters is what came.)
     int small = total > HTTP_EDGE_CACHE && total <= HTTP_WHOLE_OBJECT;
     if (small && x.got == total && s->whole_reserved >= total) {
@@ -1322,7 +1339,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
   int settled = 0;
-  rc = http_open_by_get(s, config->remote.size_hint, &settled, error);
+  rc = http_open_by_get(s, config->remote.size_hint, config->remote.tail_first, &settled, error);
   if (rc == 0 && !settled) rc = http_head(s, error);
   if (rc != 0) {
     http_destroy(s);
