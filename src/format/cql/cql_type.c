@@ -416,8 +416,14 @@ int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8
       }
       struct sl_builder* child = sl_builder_child(b, 0);
       if (t->id == CQL_MAP) {
+        struct sl_builder* keys = sl_builder_child(child, 0);
         for (int32_t i = 0; i < count; ++i) {
-          SL_RETURN_NOT_OK(append_items(&t->children[0], sl_builder_child(child, 0), &c, 1, why));
+          int64_t nulls = keys->null_count;
+          SL_RETURN_NOT_OK(append_items(&t->children[0], keys, &c, 1, why));
+          if (keys->null_count != nulls) {  // (an Arrow map's keys are never null)
+            *why = "a map key that is null";
+            return EILSEQ;
+          }
           SL_RETURN_NOT_OK(append_items(&t->children[1], sl_builder_child(child, 1), &c, 1, why));
           SL_RETURN_NOT_OK(sl_builder_struct_finish(child));
         }
