@@ -1032,25 +1032,26 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
   }
 }
 
-/// Before the readahead starts: a forward read that lies within the head
-/// edge the opening GET brought (an IPC stream's schema, an Avro header:
-/// what opening a reader reads) is a view of it. Opening the objects of a
-/// dataset, all before its scan, then starts no readahead: each object
-/// fetched and held up to 4 parts of 8 MiB until its turn (20 objects of
-/// 40 MB: 600 MB). 1 when it served the read.
-static int head_edge_view(struct sl_http_source* s, int64_t length, int consume,
-                          struct sl_view* out) {
-  if (!s->ranges || length <= 0) return 0;
-  int64_t edge = s->base.size < HTTP_EDGE_CACHE ? s->base.size : HTTP_EDGE_CACHE;
+/// A forward read that edges[0] holds, as a view of it: a small object held
+/// whole (up to its end), or, before the readahead starts, a read within the
+/// head edge the opening GET brought (an IPC stream's schema, an Avro
+/// header: what opening a reader reads). Opening the objects of a dataset,
+/// all before its scan, then starts no readahead: each object fetched and
+/// held up to 4 parts of 8 MiB until its turn (20 objects of 40 MB: 600 MB).
+/// 1 when it served the read (edges[0] may have been dropped meanwhile).
+static int edge_view(struct sl_http_source* s, int64_t length, int consume, struct sl_view* out) {
+  int whole = atomic_load(&s->whole);
+  int64_t end = whole || s->base.size < HTTP_EDGE_CACHE ? s->base.size : HTTP_EDGE_CACHE;
   int served = 0;
   pthread_mutex_lock(&s->edge_lock);
   pthread_mutex_lock(&s->lock);
   int64_t at = s->pos;
-  if (!s->started && s->edges[0].ref != NULL && at + length <= edge) {
-    out->data = s->edges[0].data + at;
-    out->size = length;
-    out->owner = sl_ref_retain(s->edges[0].ref);
-    if (consume) s->pos += length;
+  if (s->edges[0].ref != NULL && (whole || (s->ranges && !s->started && at + length <= end))) {
+    int64_t n = length < end - at ? length : end - at;
+    if (consume) s->pos += n;
+    out->data = n > 0 ? s->edges[0].data + at : http_empty_bytes;
+    out->size = n;
+    out->owner = n > 0 ? sl_ref_retain(s->edges[0].ref) : NULL;
     served = 1;
   }
   pthread_mutex_unlock(&s->lock);
@@ -1070,22 +1071,8 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   if (length < 0) {
     return sl_error_set(error, EINVAL, "%s: negative read length %" PRId64, s->base.name, length);
   }
-  if (atomic_load(&s->whole)) {  // in memory: a view from the stream position
-    pthread_mutex_lock(&s->edge_lock);
-    pthread_mutex_lock(&s->lock);
-    int kept = s->edges[0].ref != NULL;  // (not dropped meanwhile)
-    int64_t at = s->pos;
-    int64_t n = !kept ? 0 : length < s->base.size - at ? length : s->base.size - at;
-    if (consume) s->pos += n;
-    pthread_mutex_unlock(&s->lock);
-    out->data = n > 0 ? s->edges[0].data + at : http_empty_bytes;
-    out->size = n;
-    out->owner = n > 0 ? sl_ref_retain(s->edges[0].ref) : NULL;
-    pthread_mutex_unlock(&s->edge_lock);
-    if (kept) return 0;
-  }
   atomic_store(&s->forward, 1);
-  if (head_edge_view(s, length, consume, out)) return 0;
+  if (edge_view(s, length, consume, out)) return 0;
   SL_RETURN_NOT_OK(start_readahead(s, error));
   int rc = 0;
   pthread_mutex_lock(&s->lock);
@@ -1192,6 +1179,15 @@ static void http_destroy(struct sl_http_source* s) {
   sl_free(alloc, s, sizeof *s);
 }
 
+/// Lets go of edges[from..1] (edge_lock held); views keep their bytes.
+static void release_edges(struct sl_http_source* s, int from) {
+  for (int i = from; i < 2; ++i) {
+    sl_ref_release(s->edges[i].ref);
+    s->edges[i].ref = NULL;
+    s->edges[i].data = NULL;
+  }
+}
+
 /// A reader is done with the whole object (the last split of it closed):
 /// the cached edges, or the whole small object, go (views keep their bytes);
 /// a later read fetches them again. A scan over many objects then holds
@@ -1200,11 +1196,7 @@ static void http_drop(struct sl_source* source, int64_t offset, int64_t length) 
   struct sl_http_source* s = (struct sl_http_source*)source;
   if (offset > 0 || length < source->size) return;
   pthread_mutex_lock(&s->edge_lock);
-  for (int i = 0; i < 2; ++i) {
-    sl_ref_release(s->edges[i].ref);
-    s->edges[i].ref = NULL;
-    s->edges[i].data = NULL;
-  }
+  release_edges(s, 0);
   atomic_store(&s->whole, 0);
   give_back(s);
   pthread_mutex_unlock(&s->edge_lock);
@@ -1217,12 +1209,7 @@ static void http_drop(struct sl_source* source, int64_t offset, int64_t length) 
 static void http_trim(struct sl_source* source) {
   struct sl_http_source* s = (struct sl_http_source*)source;
   pthread_mutex_lock(&s->edge_lock);
-  int whole = atomic_load(&s->whole);
-  for (int i = whole ? 1 : 0; i < 2; ++i) {
-    sl_ref_release(s->edges[i].ref);
-    s->edges[i].ref = NULL;
-    s->edges[i].data = NULL;
-  }
+  release_edges(s, atomic_load(&s->whole) ? 1 : 0);
   pthread_mutex_unlock(&s->edge_lock);
   sl_block_pool_idle(s->blocks);
 }

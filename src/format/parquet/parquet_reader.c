@@ -437,11 +437,11 @@ static int coalesce_chunks(struct pq_split* s, struct sluice_error* error) {
   struct pq_reader* r = s->r;
   if (r->source->mapped) return 0;
   const struct pq_field* root = &r->schema.root;
+  const struct pq_row_group* g = &r->meta.row_groups[s->rg];
   int64_t lo = INT64_MAX, hi = 0, bytes = 0, n = 0;
   for (int64_t i = 0; i < s->n_columns; ++i) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
-      const struct pq_row_group* g = &r->meta.row_groups[s->rg];
       int64_t start, len;
       if (l >= g->n_columns || pq_chunk_range(&g->columns[l].meta_data, r->source->size, &start,
                                               &len) != 0) {
@@ -498,9 +498,9 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
       const struct pq_column_meta* m = &r->meta.row_groups[s->rg].columns[l].meta_data;
-      int64_t start = m->data_page_offset;
-      if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start) start = m->dictionary_page_offset;
-      if (start >= 0 && m->total_compressed_size > 0) sl_source_drop(r->source, start, m->total_compressed_size);
+      int64_t start, len;
+      if (pq_chunk_range(m, r->source->size, &start, &len) == 0 && m->total_compressed_size > 0)
+        sl_source_drop(r->source, start, m->total_compressed_size);
     }
   }
   if (rc != 0) out->release(out);
