@@ -23,7 +23,7 @@ static int resolve(void* lib, const char* name, void* fn, size_t size) {
 
 int sl_curl_open(struct sl_curl* curl, const char* what, struct sluice_error* error) {
   memset(curl, 0, sizeof *curl);
-  curl->lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  curl->lib = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
   if (curl->lib == NULL) {
     const char* why = dlerror();
     return sl_error_set(error, EIO, "%s: remote reads need libcurl (libcurl.so.4): %s", what,
