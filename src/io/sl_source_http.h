@@ -10,8 +10,10 @@
 //   If-Match on the first ETag, so an object replaced mid-read is an error,
 //   never a mix of two versions.
 // - Forward reads (read_next, for row formats) are served from a readahead
-//   of large parts (8 MiB by default, several fetched in parallel by worker
-//   threads, each on a connection kept alive). A read of n bytes
+//   of parts (1 MiB by default). One GET streams the rest of the object
+//   into them, as curl would; when that connection brings less than 128
+//   MiB/s, helper threads fetch runs of parts ahead of it by ranged GETs
+//   in parallel (each on a connection kept alive). A read of n bytes
 //   returns a view into a fetched part; only a read that crosses a part
 //   boundary copies, and only those n bytes.
 // - Servers that do not announce "Accept-Ranges: bytes" are read as one
@@ -27,6 +29,8 @@
 //
 // The environment variable SLUICE_HTTP_PART_SIZE (bytes, >= 1) overrides the
 // part size; tests use it to exercise reads across part boundaries.
+// SLUICE_HTTP_FAST_LINK (bytes/s, >= 1) overrides the rate under which the
+// readahead calls helpers; tests use it to force either way.
 #ifndef SL_SOURCE_HTTP_H
 #define SL_SOURCE_HTTP_H
 

@@ -252,8 +252,8 @@ class FaultServer(http.server.ThreadingHTTPServer):
 class FaultHandler(http.server.BaseHTTPRequestHandler):
     """Paths are /MODE/FILE. Modes: ok, flaky (every other request is a 503),
     cut (every third body stops halfway and the connection closes), norange (Range and
-    Accept-Ranges unsupported), changing (the ETag changes after 3 requests;
-    If-Match is honoured), down (always 503)."""
+    Accept-Ranges unsupported), changing / changed (the ETag changes after 3
+    requests / after 1; If-Match is honoured; changing serves slowly), down (always 503)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -272,7 +272,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             srv.requests += 1
             srv.log.append((self.command, self.headers.get("Range")))
             n = srv.requests
-            if mode == "changing" and n > 3:
+            if (mode == "changing" and n > 3) or (mode == "changed" and n > 1):
                 srv.generation = 1
             etag = f'"{name}-{srv.generation}"'
         if mode == "down" or (mode == "flaky" and n % 2 == 0):
@@ -281,7 +281,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if_match = self.headers.get("If-Match")
-        if mode == "changing" and if_match is not None and if_match != etag:
+        if mode in ("changing", "changed") and if_match is not None and if_match != etag:
             self.send_response(412)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -310,6 +310,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if mode == "changing":  # slowly (6.5 MB/s), so that parallel GETs join in
+            for at in range(0, len(chunk), 65536):
+                self.wfile.write(chunk[at:at + 65536])
+                time.sleep(0.01)
+            return
         self.wfile.write(chunk)
 
     def do_HEAD(self):
@@ -336,13 +341,18 @@ def fault_server(tmp_path):
 SMALL_PARTS = dict(os.environ, SLUICE_HTTP_PART_SIZE="65536")
 
 
+# Every link "slow": the readahead's one streaming GET gets helpers at once.
+SLOW_LINK = dict(SMALL_PARTS, SLUICE_HTTP_FAST_LINK=str(1 << 40))
+
+
+@pytest.mark.parametrize("link", ["fast", "slow"])
 @pytest.mark.parametrize("mode", ["ok", "flaky", "cut"])
-def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode):
+def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode, link):
     for name in ("t.arrows", "t.arrow", "m.lenprefix", "t.csv"):
         extra = fault_server["files"][name]
         local = local_table(sluice, fault_server["www"] / name, tmp_path / "l.arrows", extra)
         remote = read_table(sluice, f"{fault_server['url']}/{mode}/{name}", tmp_path / "r.arrows",
-                            extra, env=SMALL_PARTS)
+                            extra, env=SMALL_PARTS if link == "fast" else SLOW_LINK)
         assert remote.equals(local), (mode, name)
 
 
@@ -499,13 +509,20 @@ def test_small_objects_are_fetched_whole(sluice, fault_server, tmp_path):
                     (name, srv.log)
 
 
-def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path):
-    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/changing/t.arrows",
+@pytest.mark.parametrize("mode,env", [
+    # after the open: the one GET that streams the rest is refused (If-Match)
+    ("changed", SMALL_PARTS),
+    # mid-read, while parallel GETs fetch parts: every link is "slow"
+    ("changing", SLOW_LINK)])
+def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path, mode, env):
+    srv = fault_server["server"]
+    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/{mode}/t.arrows",
                            str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
-                          env=SMALL_PARTS)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=env)
     check_clean_failure(proc)
     assert "changed" in proc.stderr.decode(), proc.stderr.decode()
+    assert not (tmp_path / "o.arrows").exists()
+    assert srv.requests > (1 if mode == "changed" else 3), srv.log
 
 
 def test_server_down_fails_after_retries(sluice, fault_server):

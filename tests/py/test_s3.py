@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -434,10 +435,12 @@ class ConnectionCounter:
     """A TCP forwarder on loopback in front of the S3 server that counts the
     connections clients open through it and the GET requests they send
     (bytes pass unchanged, so SigV4 signatures over the Host header still
-    verify)."""
+    verify). `bytes_per_s` throttles what each connection brings back, as
+    a link to a distant object store would."""
 
-    def __init__(self, upstream_port: int):
+    def __init__(self, upstream_port: int, bytes_per_s: float | None = None):
         self.upstream = upstream_port
+        self.bytes_per_s = bytes_per_s
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
@@ -462,6 +465,8 @@ class ConnectionCounter:
                 if up:  # a GET has no body: every request line starts a chunk or follows \n
                     with self.lock:
                         self.gets += data.startswith(b"GET ") + data.count(b"\nGET ")
+                elif self.bytes_per_s:
+                    time.sleep(len(data) / self.bytes_per_s)
                 dst.sendall(data)
         except OSError:
             pass
@@ -475,14 +480,54 @@ class ConnectionCounter:
         self.listener.close()
 
 
-def read_counted(sluice, s3, location, out: Path, *extra):
+def read_counted(sluice, s3, location, out: Path, *extra, bytes_per_s=None, **env_extra):
     """read_location of `location` through a ConnectionCounter: (table, counter)."""
-    counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
+    counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]), bytes_per_s)
     try:
-        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}")
+        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}", **env_extra)
         return read_location(sluice, env, location, out, *extra), counter
     finally:
         counter.close()
+
+
+def _stream_object(s3, key: str, rows: int):
+    """An Arrow IPC stream of about 20 bytes a row under `key`; pyarrow's table."""
+    import pyarrow as pa
+    path = s3["data"] / BUCKET / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"id": pa.array(range(rows), pa.int64()),
+                      "x": [i * 0.25 for i in range(rows)], "k": pa.array([i % 7 for i in
+                                                                             range(rows)],
+                                                                            pa.int32())})
+    with ipc.new_stream(path, table.schema) as writer:
+        writer.write_table(table, max_chunksize=10_000)
+    return path, table
+
+
+def test_fast_link_streams_an_object_in_one_get(sluice, s3, tmp_path):
+    """A forward read over a link at least as fast as SLUICE_HTTP_FAST_LINK
+    takes the rest of the object after the open in one GET, however many
+    readahead parts it spans (it was one GET per 8 MiB part, in parallel:
+    on a server sharing the machine, more CPU and no more bandwidth)."""
+    path, table = _stream_object(s3, "fast/s.arrows", 150_000)
+    parts = path.stat().st_size // 65536
+    assert parts > 40, parts
+    got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/fast/s.arrows", tmp_path / "r.arrows",
+                                SLUICE_HTTP_PART_SIZE="65536", SLUICE_HTTP_FAST_LINK="1")
+    same_table(got, table)
+    assert counter.gets == 2, counter.gets  # the open, then the rest
+
+
+def test_slow_link_fetches_ranges_in_parallel(sluice, s3, tmp_path):
+    """Over a slow link (here 8 MB/s per connection) the one streaming GET
+    gets helpers: more connections fetch the parts ahead of it by ranged
+    GETs, and the values are the same as pyarrow's."""
+    path, table = _stream_object(s3, "slow/s.arrows", 150_000)
+    got, counter = read_counted(sluice, s3, f"s3://{BUCKET}/slow/s.arrows", tmp_path / "r.arrows",
+                                bytes_per_s=8e6, SLUICE_HTTP_PART_SIZE="65536")
+    same_table(got, table)
+    assert counter.accepted >= 3, counter.accepted  # the open's and the lead's, and helpers'
+    assert counter.gets >= 5, counter.gets
 
 
 @pytest.mark.parametrize("ext", ["csv", "parquet"])
