@@ -485,6 +485,41 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
   return sl_error_set(error, EIO, "%s: %s: %s", s->base.name, what, detail);
 }
 
+/// Judges a ranged GET attempt that did not bring all its bytes: the error
+/// to report now, or 0 with *retry = 1 when it may be retried (resuming from
+/// the last byte received; *error then says why, for the last attempt).
+static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, CURLcode c,
+                                const char* errbuf, const char* what, int* retry,
+                                struct sluice_error* error) {
+  *retry = 0;
+  if (atomic_load(&s->stopping)) {
+    return sl_error_set(error, ECANCELED, "%s: %s: cancelled", s->base.name, what);
+  }
+  if (x->etag_changed || x->status == 412) {
+    return sl_error_set(error, ESTALE,
+                        "%s: %s: the object changed while being read (ETag %s no longer "
+                        "matches)",
+                        s->base.name, what, s->etag);
+  }
+  if (x->bad_range) {
+    return sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
+                        s->base.name, what);
+  }
+  if (x->status >= 500 || x->status == 429) {
+    *retry = 1;
+    status_error(s, x, what, error);
+    return 0;
+  }
+  if (x->status >= 300) return status_error(s, x, what, error);
+  // A 2xx with a short body: the connection broke. Or no response at all.
+  int answered = x->status >= 200;
+  *retry = (answered && c == CURLE_OK) || is_retryable_curl(c);
+  int e = answered && c == CURLE_OK
+              ? curl_error(s, CURLE_PARTIAL_FILE, "transfer ended early", what, error)
+              : curl_error(s, c, errbuf, what, error);
+  return *retry ? 0 : e;
+}
+
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
 /// resumed from the last byte received). `recycled`: buf came from the block
 /// pool used.
@@ -512,39 +547,8 @@ static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, 
       break;
     }
     if (x.got == length) break;  // done (possibly aborted by us after the last byte)
-    if (atomic_load(&s->stopping)) {
-      rc = sl_error_set(error, ECANCELED, "%s: %s: cancelled", s->base.name, what);
-      break;
-    }
-    if (x.etag_changed || x.status == 412) {
-      rc = sl_error_set(error, ESTALE,
-                        "%s: %s: the object changed while being read (ETag %s no longer "
-                        "matches)",
-                        s->base.name, what, s->etag);
-      break;
-    }
-    if (x.bad_range) {
-      rc = sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
-                        s->base.name, what);
-      break;
-    }
-    int retry = 0;
-    if (x.status >= 200 && x.status <= 299) {
-      // A short body: the connection broke; resume from the last byte.
-      retry = c == CURLE_OK || is_retryable_curl(c);
-      if (!retry) rc = curl_error(s, c, errbuf, what, error);
-      else if (c == CURLE_OK) curl_error(s, CURLE_PARTIAL_FILE, "transfer ended early", what, error);
-      else curl_error(s, c, errbuf, what, error);
-    } else if (x.status >= 500 || x.status == 429) {
-      retry = 1;
-      status_error(s, &x, what, error);
-    } else if (x.status >= 300) {
-      rc = status_error(s, &x, what, error);
-    } else {
-      retry = is_retryable_curl(c);
-      int e = curl_error(s, c, errbuf, what, error);
-      if (!retry) rc = e;
-    }
+    int retry;
+    rc = ranged_attempt_error(s, &x, c, errbuf, what, &retry, error);
     if (!retry) break;
     if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
       rc = error != NULL && error->code != 0 ? error->code : EIO;
@@ -995,43 +999,12 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
       break;
     }
     if (x.run_stopped || x.run_part >= (lead ? s->n_parts : x.run_end)) break;  // done
-    if (atomic_load(&s->stopping) || x.stream_rc == ECANCELED) {
-      rc = sl_error_set(&err, ECANCELED, "%s: %s: cancelled", s->base.name, what);
-      break;
-    }
     if (x.stream_rc == ENOMEM) {
       rc = sl_error_set(&err, ENOMEM, "%s: out of memory for a read buffer", s->base.name);
       break;
     }
-    if (x.etag_changed || x.status == 412) {
-      rc = sl_error_set(&err, ESTALE,
-                        "%s: %s: the object changed while being read (ETag %s no longer "
-                        "matches)",
-                        s->base.name, what, s->etag);
-      break;
-    }
-    if (x.bad_range) {
-      rc = sl_error_set(&err, EIO, "%s: %s: the server answered with a different range",
-                        s->base.name, what);
-      break;
-    }
-    int retry = 0;
-    if (x.status >= 200 && x.status <= 299) {
-      // A short body: the connection broke; resume from the last byte.
-      retry = c == CURLE_OK || is_retryable_curl(c);
-      int e = curl_error(s, c == CURLE_OK ? CURLE_PARTIAL_FILE : c,
-                         c == CURLE_OK ? "transfer ended early" : errbuf, what, &err);
-      if (!retry) rc = e;
-    } else if (x.status >= 500 || x.status == 429) {
-      retry = 1;
-      status_error(s, &x, what, &err);
-    } else if (x.status >= 300) {
-      rc = status_error(s, &x, what, &err);
-    } else {
-      retry = is_retryable_curl(c);
-      int e = curl_error(s, c, errbuf, what, &err);
-      if (!retry) rc = e;
-    }
+    int retry;  // (a sink cancelled by closing is `stopping`)
+    rc = ranged_attempt_error(s, &x, c, errbuf, what, &retry, &err);
     if (!retry) break;
     if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
       rc = err.code != 0 ? err.code : EIO;
