@@ -462,7 +462,12 @@ static void csv_split_close(void* state) {
     int64_t end = s->pos < s->r->size ? s->pos : s->r->size;
     if (end > from) sl_source_drop(s->r->source, from, end - from);
   }
-  if (s->holds_stream) atomic_store(&s->r->stream_busy, 0);
+  if (s->holds_stream) {
+    // Done with a compressed object: its inflated bytes go now, not when
+    // the reader closes (a dataset closes all its objects at its end).
+    if (s->r->inflated != NULL) sl_source_drop(s->r->inflated, 0, -1);
+    atomic_store(&s->r->stream_busy, 0);
+  }
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
   sl_view_release(&s->range);
