@@ -128,6 +128,7 @@ struct sl_http_source {
   int64_t fast_link;   ///< ranged: bytes/s at which the lead needs no helpers
   int64_t n_parts;     ///< ranged: parts in the object
   atomic_int helping;  ///< ranged: the helpers were started
+  int64_t starved;     ///< ranged: the reader's waits for bytes since the lead last judged
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int started;
@@ -860,15 +861,19 @@ static void start_helpers(struct sl_http_source* s) {
 }
 
 /// The lead after each of its parts: helpers when its stream, not counting
-/// its waits for a free slot, has been slower than fast_link and enough of
-/// the object is left for them.
+/// its waits for a free slot, has been slower than fast_link, the reader
+/// waited for bytes since the lead's last part (not only for its first
+/// one: an object opened but not read yet needs no more speed; a dataset
+/// opens them all, and on a busy machine their leads seemed slow) and
+/// enough of the object is left for them.
 static void judge_lead_rate(struct sl_http_source* s, struct xfer* x) {
   double busy = now_seconds() - x->run_t0 - x->run_waited;
-  if (x->run_bytes < HTTP_RATE_SAMPLE && x->run_bytes < 2 * s->part_size) return;
-  if (busy <= 0) return;
-  if ((double)x->run_bytes / busy >= (double)s->fast_link) return;
   pthread_mutex_lock(&s->lock);
-  if (!atomic_load(&s->helping) && !atomic_load(&s->stopping) && s->n_parts - x->run_end >= 2) {
+  int starved = s->starved > 0 && x->run_bytes > s->part_size;
+  s->starved = 0;
+  if ((x->run_bytes >= HTTP_RATE_SAMPLE || x->run_bytes >= 2 * s->part_size) && busy > 0 &&
+      (double)x->run_bytes / busy < (double)s->fast_link && starved &&
+      !atomic_load(&s->helping) && !atomic_load(&s->stopping) && s->n_parts - x->run_end >= 2) {
     start_helpers(s);
   }
   pthread_mutex_unlock(&s->lock);
@@ -1240,6 +1245,7 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
       if (error != NULL) *error = s->fail_error;
       return NULL;
     }
+    s->starved++;
     pthread_cond_wait(&s->cond, &s->lock);
   }
 }
