@@ -181,7 +181,8 @@ def cells(ctx: Context) -> list:
         out.append(Cell(task, "sluice stats -f lenprefix (s3://)", "sluice", "sluice",
                         [[ctx.sluice, "-q", "stats", *lp, url, "--json"]],
                         how=f"`sluice stats {url} -f lenprefix --length-prefix u8 --json`: every "
-                            "message read (parallel readahead of 8 MiB ranged GETs) and counted; "
+                            "message read (readahead: one GET streams the object; ranged GETs "
+                            "in parallel join it on a slow link) and counted; "
                             "payload bytes checked once with `sluice cat -t arrows`, untimed",
                         checker=_count_checker(ref["messages"], None), nbytes=size,
                         post=_sluice_payload_check(ctx.sluice, url, lp, ref["messages"],
