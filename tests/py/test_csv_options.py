@@ -621,8 +621,9 @@ def test_many_compressed_objects_in_bounded_memory(sluice, tmp_path):
     assert {c["name"]: c["count"] for c in columns} == {"id": n_files * rows, "x": n_files * rows,
                                                          "s": n_files * rows}
     if MEASURES_RSS:
-        # 24 files of 6.5 MB of text: 20 MB a file held was 480 MB
-        assert peak_kb / 1024 < 150, peak_kb
+        # 24 files of 6.5 MB of text: 125-135 MB here; holding each file's
+        # chunks until the end peaked at 290 MB
+        assert peak_kb / 1024 < 200, peak_kb
 
 
 def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
