@@ -47,6 +47,12 @@
 /// window of 32 MiB mapped all of W3's 16.5 MiB afresh). Helpers get the
 /// whole readahead for their runs.
 #define HTTP_LEAD_WINDOW ((int64_t)4 << 20)
+/// A download waits at most this long inside its transfer for the reader to
+/// free a slot; then it ends the GET there and waits outside it, to resume
+/// with a new one. A reader that pauses (a consumer busy with each batch)
+/// would otherwise hold the connection silent until libcurl's stall timeout
+/// (60 s) failed it, six times over, or the server dropped it.
+#define HTTP_PARK_AFTER_MS 5000
 /// The lead's rate is judged once this many bytes of its stream arrived (or
 /// two parts, if parts are smaller).
 #define HTTP_RATE_SAMPLE ((int64_t)1 << 20)
@@ -126,6 +132,7 @@ struct sl_http_source {
   int64_t run_parts;   ///< ranged: parts a helper asks for in one GET
   int64_t lead_window; ///< parts one stream alone (the lead, streaming mode) holds ahead
   int64_t fast_link;   ///< ranged: bytes/s at which the lead needs no helpers
+  int64_t park_ms;     ///< ranged: HTTP_PARK_AFTER_MS, or SLUICE_HTTP_PARK_MS
   int64_t n_parts;     ///< ranged: parts in the object
   atomic_int helping;  ///< ranged: the helpers were started
   int64_t starved;     ///< ranged: the reader's waits for bytes since the lead last judged
@@ -182,6 +189,7 @@ struct xfer {
   int64_t run_end;
   int run_lead;        ///< takes part after part (run_end grows) and may call helpers
   int run_stopped;     ///< the lead met a part a helper took: the GET ends there
+  int run_parked;      ///< no free slot for a while: the GET ends, resumed later
   double run_t0;       ///< the lead: when its stream's first byte came
   double run_waited;   ///< the lead: seconds spent waiting for a free slot
   int64_t run_bytes;   ///< the lead: bytes its stream brought
@@ -883,6 +891,34 @@ static void judge_lead_rate(struct sl_http_source* s, struct xfer* x) {
 /// free, extends the lead's claim to it (or stops the lead, when a helper
 /// has it), and gives the slot a buffer. 0, ECANCELED when closing, ENOMEM,
 /// or -1 when the run ends here.
+/// Whether part k has no free slot yet (lock held): the lead alone keeps
+/// lead_window parts ahead of the reader, with helpers all of them.
+static int no_room_for(const struct sl_http_source* s, int64_t k) {
+  return !atomic_load(&s->stopping) &&
+         k >= s->cur + (atomic_load(&s->helping) ? s->depth : s->lead_window);
+}
+
+/// Waits (lock held) until part k has a slot, or `park_ms` passed (when
+/// > 0): 0 when it has one (or the source is closing).
+static int wait_for_room(struct sl_http_source* s, int64_t k, int64_t park_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += (time_t)(park_ms / 1000);
+  until.tv_nsec += (long)(park_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1000000000L;
+  }
+  while (no_room_for(s, k)) {
+    if (park_ms <= 0) {
+      pthread_cond_wait(&s->cond, &s->lock);
+    } else if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0 && no_room_for(s, k)) {
+      return ETIMEDOUT;
+    }
+  }
+  return 0;
+}
+
 static int begin_run_part(struct sl_http_source* s, struct xfer* x) {
   int64_t k = x->run_part;
   double t = x->run_lead ? now_seconds() : 0;
@@ -896,12 +932,13 @@ static int begin_run_part(struct sl_http_source* s, struct xfer* x) {
       return -1;
     }
   }
-  while (!atomic_load(&s->stopping) &&
-         k >= s->cur + (atomic_load(&s->helping) ? s->depth : s->lead_window)) {
-    pthread_cond_wait(&s->cond, &s->lock);
-  }
+  int parked = wait_for_room(s, k, s->park_ms) != 0;
   pthread_mutex_unlock(&s->lock);
   if (x->run_lead) x->run_waited += now_seconds() - t;
+  if (parked) {
+    x->run_parked = 1;
+    return -1;
+  }
   if (atomic_load(&s->stopping)) return ECANCELED;
   uint8_t* data;
   struct sl_ref* ref;
@@ -923,7 +960,7 @@ static int run_sink(struct xfer* x, const uint8_t* data, int64_t n) {
   while (n > 0) {
     if (x->run_within == 0) {
       int rc = begin_run_part(s, x);
-      if (rc != 0) return rc;  // -1 stops the transfer (run_stopped tells)
+      if (rc != 0) return rc;  // -1 stops the transfer (run_stopped / run_parked tell)
     }
     struct http_part* slot = &s->slots[x->run_part % s->depth];
     int64_t len = slot->size;
@@ -991,7 +1028,7 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
   int rc = 0;
   CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) rc = sl_error_set(&err, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
-  for (int attempt = 0; rc == 0; ++attempt) {
+  for (int attempt = 0; rc == 0;) {
     int64_t from = x.run_part * s->part_size + x.run_within;
     int64_t to = (lead ? s->base.size : x.run_end * s->part_size) - 1;
     if (to > s->base.size - 1) to = s->base.size - 1;
@@ -1004,6 +1041,15 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
       break;
     }
     if (x.run_stopped || x.run_part >= (lead ? s->n_parts : x.run_end)) break;  // done
+    if (x.run_parked) {  // (run_within is 0: parked before a part's first byte)
+      double t = lead ? now_seconds() : 0;
+      pthread_mutex_lock(&s->lock);
+      wait_for_room(s, x.run_part, 0);
+      pthread_mutex_unlock(&s->lock);
+      if (lead) x.run_waited += now_seconds() - t;
+      x.run_parked = 0;
+      if (!atomic_load(&s->stopping)) continue;  // a new GET from that part
+    }
     if (x.stream_rc == ENOMEM) {
       rc = sl_error_set(&err, ENOMEM, "%s: out of memory for a read buffer", s->base.name);
       break;
@@ -1011,11 +1057,11 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
     int retry;  // (a sink cancelled by closing is `stopping`)
     rc = ranged_attempt_error(s, &x, c, errbuf, what, &retry, &err);
     if (!retry) break;
-    if (attempt + 1 >= HTTP_MAX_ATTEMPTS) {
+    if (++attempt >= HTTP_MAX_ATTEMPTS) {
       rc = err.code != 0 ? err.code : EIO;
       break;
     }
-    backoff(attempt, &seed);
+    backoff(attempt - 1, &seed);
   }
   if (h != NULL) sl_http_pool_put(s->handles, h);
   if (rc != 0) fail_run(s, &x, rc, &err);
@@ -1522,6 +1568,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   s->part_size = size_from_env("SLUICE_HTTP_PART_SIZE",
                                config->part_size > 0 ? config->part_size : HTTP_DEFAULT_PART);
   s->fast_link = size_from_env("SLUICE_HTTP_FAST_LINK", HTTP_FAST_LINK);
+  s->park_ms = size_from_env("SLUICE_HTTP_PARK_MS", HTTP_PARK_AFTER_MS);
   s->parallel = config->parallel > 0 ? config->parallel : HTTP_DEFAULT_PARALLEL;
   if (s->parallel > HTTP_MAX_PARALLEL) s->parallel = HTTP_MAX_PARALLEL;
   // Within the budget: at least two parts (the one being read and one

@@ -30,7 +30,9 @@
 // The environment variable SLUICE_HTTP_PART_SIZE (bytes, >= 1) overrides the
 // part size; tests use it to exercise reads across part boundaries.
 // SLUICE_HTTP_FAST_LINK (bytes/s, >= 1) overrides the rate under which the
-// readahead calls helpers; tests use it to force either way.
+// readahead calls helpers; tests use it to force either way. A download
+// that finds no free part for 5 s (a reader that paused) ends its GET and
+// resumes with a new one later; SLUICE_HTTP_PARK_MS overrides the 5 s.
 #ifndef SL_SOURCE_HTTP_H
 #define SL_SOURCE_HTTP_H
 

@@ -518,6 +518,34 @@ def test_fast_link_streams_an_object_in_one_get(sluice, s3, tmp_path):
     assert counter.gets == 2, counter.gets  # the open, then the rest
 
 
+def test_paused_reader_parks_the_download_and_resumes(sluice, s3, tmp_path):
+    """A reader that stops for longer than SLUICE_HTTP_PARK_MS (here the
+    consumer of `sluice cat` on a pipe pauses, with a small budget) ends the GET
+    that streams the object where it stands and resumes with a new one,
+    rather than holding a silent connection until a timeout: more GETs, the
+    same values."""
+    path, table = _stream_object(s3, "park/s.arrows", 1_000_000)  # 20 MB
+    counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]))
+    try:
+        # (a fast link: no helpers, the one GET parks)
+        env = creds(s3, AWS_ENDPOINT_URL=f"http://127.0.0.1:{counter.port}",
+                    SLUICE_HTTP_PART_SIZE="65536", SLUICE_HTTP_PARK_MS="100",
+                    SLUICE_HTTP_FAST_LINK="1")
+        proc = subprocess.Popen([sluice.binary, "-q", "--budget", "1M", "cat",
+                                 f"s3://{BUCKET}/park/s.arrows", "-t", "arrows"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        chunks = [proc.stdout.read(65536)]
+        time.sleep(1.0)  # the pipe, the budget and then the readahead fill up
+        while chunk := proc.stdout.read(65536):
+            chunks.append(chunk)
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, err
+    finally:
+        counter.close()
+    same_table(ipc.open_stream(b"".join(chunks)).read_all(), table)
+    assert counter.gets > 2, counter.gets  # the open, then GETs resumed after parking
+
+
 def test_slow_link_fetches_ranges_in_parallel(sluice, s3, tmp_path):
     """Over a slow link (here 8 MB/s per connection) the one streaming GET
     gets helpers: more connections fetch the parts ahead of it by ranged
