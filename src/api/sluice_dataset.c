@@ -288,7 +288,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   ds->location = sl_strdup(alloc, label);
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
-  // 4 parts of 8 MiB); decoded batches get the rest.
+  // 32 parts of 1 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
                                      .ca_bundle = options->ca_bundle,
                                      .readahead_bytes = ds->memory_budget / 8};

@@ -887,10 +887,6 @@ static void judge_lead_rate(struct sl_http_source* s, struct xfer* x) {
   pthread_mutex_unlock(&s->lock);
 }
 
-/// Readies part x->run_part for the bytes of a run: waits until its slot is
-/// free, extends the lead's claim to it (or stops the lead, when a helper
-/// has it), and gives the slot a buffer. 0, ECANCELED when closing, ENOMEM,
-/// or -1 when the run ends here.
 /// Whether part k has no free slot yet (lock held): the lead alone keeps
 /// lead_window parts ahead of the reader, with helpers all of them.
 static int no_room_for(const struct sl_http_source* s, int64_t k) {
@@ -919,6 +915,11 @@ static int wait_for_room(struct sl_http_source* s, int64_t k, int64_t park_ms) {
   return 0;
 }
 
+/// Readies part x->run_part for the bytes of a run: waits until its slot is
+/// free (parking after park_ms), extends the lead's claim to it (or stops
+/// the lead, when a helper has it), and gives the slot a buffer. 0,
+/// ECANCELED when closing, ENOMEM, or -1 when the GET ends here
+/// (run_stopped or run_parked says why).
 static int begin_run_part(struct sl_http_source* s, struct xfer* x) {
   int64_t k = x->run_part;
   double t = x->run_lead ? now_seconds() : 0;
@@ -1300,8 +1301,8 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
 /// whole (up to its end), or, before the readahead starts, a read within the
 /// head edge the opening GET brought (an IPC stream's schema, an Avro
 /// header: what opening a reader reads). Opening the objects of a dataset,
-/// all before its scan, then starts no readahead: each object fetched and
-/// held up to 4 parts of 8 MiB until its turn (20 objects of 40 MB: 600 MB).
+/// all before its scan, then starts no readahead (each object used to fetch
+/// and hold a full readahead until its turn: 20 objects of 40 MB, 600 MB).
 /// 1 when it served the read (edges[0] may have been dropped meanwhile).
 static int edge_view(struct sl_http_source* s, int64_t length, int consume, struct sl_view* out) {
   int whole = atomic_load(&s->whole);

@@ -340,7 +340,7 @@ static int view_contiguous(struct inflate_source* s, int64_t length, int consume
       }
       int64_t n = s->cur.size - s->cur_used;
       if (n == 0) break;  // the end
-      if (n > length - (b->end - b->start)) n = length - (b->end - b->start);
+      if (n > missing) n = missing;
       memcpy(b->data + b->end, s->cur.data + s->cur_used, (size_t)n);
       b->end += n;
       s->cur_used += n;
