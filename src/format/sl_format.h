@@ -143,6 +143,11 @@ struct sl_format_reader {
   /// schema changed. Not called while splits of this reader are decoded.
   int (*widen_to)(void* reader, const struct ArrowSchema* other, int* changed,
                   struct sluice_error* error);
+  /// Optional (NULL = the open holds nothing worth letting go): the dataset
+  /// opened this object with the others and reads it later, from its start;
+  /// what opening it read ahead may go (a compressed CSV object's sample and
+  /// the download it started). Not called while its splits are decoded.
+  void (*trim)(void* reader);
 };
 
 struct sl_write_args {

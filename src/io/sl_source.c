@@ -132,6 +132,12 @@ void sl_source_prefetch(struct sl_source* source) {
   if (source != NULL && source->ops->prefetch != NULL) source->ops->prefetch(source);
 }
 
+int sl_source_rewind(struct sl_source* source, struct sluice_error* error) {
+  if (source->ops->rewind != NULL) return source->ops->rewind(source, error);
+  return sl_error_set(error, ENOTSUP, "%s: a stream is read once: it cannot start again",
+                      source->name != NULL ? source->name : "source");
+}
+
 void sl_source_close(struct sl_source* source) {
   if (source != NULL) source->ops->close(source);
 }

@@ -1338,6 +1338,14 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   }
   atomic_store(&s->forward, 1);
   if (edge_view(s, length, consume, out)) return 0;
+  pthread_mutex_lock(&s->lock);
+  // At the end: the last part may be gone (left once read, below).
+  int at_end = s->stream_end >= 0 && s->pos >= s->stream_end;
+  pthread_mutex_unlock(&s->lock);
+  if (at_end) {
+    out->data = http_empty_bytes;
+    return 0;
+  }
   SL_RETURN_NOT_OK(start_readahead(s, error));
   int rc = 0;
   pthread_mutex_lock(&s->lock);
@@ -1359,7 +1367,9 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
     out->owner = sl_ref_retain(slot->ref);
     if (consume) {
       s->pos += length;
-      if (within + length == s->part_size) leave_parts(s, k + 1);
+      // Read to its end (the last part is shorter): it goes. A dataset's
+      // objects each kept their last part until the dataset closed.
+      if (within + length == slot->size) leave_parts(s, k + 1);
     }
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -1374,6 +1384,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   pthread_mutex_lock(&s->lock);
   int64_t at = s->pos;
   while (copied < length) {
+    if (s->stream_end >= 0 && at >= s->stream_end) break;  // the last part may be gone
     int64_t pk = at / s->part_size;
     int64_t pw = at % s->part_size;
     struct http_part* p = wait_part(s, pk, INT64_MAX, &rc, error);
@@ -1382,7 +1393,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
     memcpy(data + copied, p->data + pw, (size_t)take);
     copied += take;
     at += take;
-    if (consume && pw + take == p->size && p->size == s->part_size) {
+    if (consume && pw + take == p->size) {
       s->pos = at;
       leave_parts(s, pk + 1);
     }
@@ -1417,16 +1428,20 @@ static int http_peek(struct sl_source* source, int64_t length, struct sl_view* o
 
 /* ---- Open / close --------------------------------------------------------------- */
 
+/// Ends the readahead's downloads and joins their threads (the reader's
+/// thread, not reading meanwhile).
+static void stop_downloads(struct sl_http_source* s) {
+  pthread_mutex_lock(&s->lock);
+  int n_threads = s->started ? s->n_threads : 0;
+  atomic_store(&s->stopping, 1);
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);  // no helper starts once stopping is set
+  for (int i = 0; i < n_threads; ++i) pthread_join(s->threads[i], NULL);
+}
+
 static void http_destroy(struct sl_http_source* s) {
   const struct sluice_allocator* alloc = s->base.alloc;
-  if (s->started) {
-    pthread_mutex_lock(&s->lock);
-    atomic_store(&s->stopping, 1);
-    pthread_cond_broadcast(&s->cond);
-    int n_threads = s->n_threads;  // no helper starts once stopping is set
-    pthread_mutex_unlock(&s->lock);
-    for (int i = 0; i < n_threads; ++i) pthread_join(s->threads[i], NULL);
-  }
+  stop_downloads(s);
   if (s->slots != NULL) {
     for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
@@ -1490,6 +1505,32 @@ static void http_prefetch(struct sl_source* source) {
   (void)start_readahead(s, &ignored);
 }
 
+/// Forward reads start over at byte 0 (sl_source_rewind): the downloads
+/// stop and their parts go; the next read starts a GET from the start
+/// again. Ranged objects only: a stream without ranges cannot start over
+/// without another GET of everything, which the caller must choose.
+static int http_rewind(struct sl_source* source, struct sluice_error* error) {
+  struct sl_http_source* s = (struct sl_http_source*)source;
+  (void)error;
+  stop_downloads(s);
+  pthread_mutex_lock(&s->lock);
+  if (s->slots != NULL) {
+    for (int i = 0; i < s->depth; ++i) {
+      sl_ref_release(s->slots[i].ref);
+      memset(&s->slots[i], 0, sizeof s->slots[i]);  // as start_readahead made it
+    }
+  }
+  s->started = 0;
+  s->n_threads = 0;
+  atomic_store(&s->helping, 0);
+  s->starved = 0;
+  s->pos = s->cur = s->next_fetch = 0;
+  atomic_store(&s->stopping, 0);
+  pthread_mutex_unlock(&s->lock);
+  sl_block_pool_idle(s->blocks);
+  return 0;
+}
+
 static void http_close(struct sl_source* source) {
   http_destroy((struct sl_http_source*)source);
 }
@@ -1503,6 +1544,7 @@ static const struct sl_source_ops sl_http_ranged_ops = {
     .drop = http_drop,
     .trim = http_trim,
     .prefetch = http_prefetch,
+    .rewind = http_rewind,
 };
 
 static const struct sl_source_ops sl_http_stream_ops = {

@@ -658,6 +658,15 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
   return sl_builder_finish(&s->batch, out, error);
 }
 
+/// A compressed object sampled to open (its inflated head, the download
+/// that brought it) is read from byte 0 by its scan: both go until then.
+static void csv_trim(void* reader) {
+  struct csv_reader* r = reader;
+  if (r->inflated != NULL && r->stream && !atomic_load(&r->stream_read)) {
+    sl_source_trim(r->inflated);
+  }
+}
+
 static const struct sl_format_reader csv_reader_vtable = {
     .name = "csv",
     .extensions = csv_extensions,
@@ -672,6 +681,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .rows_skipped = csv_rows_skipped,
     .refine = csv_refine,
     .widen_to = csv_widen_to,
+    .trim = csv_trim,
 };
 
 const struct sl_format_reader* sl_csv_reader(void) { return &csv_reader_vtable; }
