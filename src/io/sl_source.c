@@ -132,10 +132,16 @@ void sl_source_prefetch(struct sl_source* source) {
   if (source != NULL && source->ops->prefetch != NULL) source->ops->prefetch(source);
 }
 
-int sl_source_rewind(struct sl_source* source, struct sluice_error* error) {
-  if (source->ops->rewind != NULL) return source->ops->rewind(source, error);
-  return sl_error_set(error, ENOTSUP, "%s: a stream is read once: it cannot start again",
-                      source->name != NULL ? source->name : "source");
+int sl_source_seek(struct sl_source* source, int64_t offset, struct sluice_error* error) {
+  const char* name = source->name != NULL ? source->name : "source";
+  if (source->ops->seek == NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: a stream is read once: it cannot start again", name);
+  }
+  if (offset < 0 || (source->size >= 0 && offset > source->size)) {
+    return sl_error_set(error, EINVAL, "%s: cannot read on from offset %lld (size %lld)", name,
+                        (long long)offset, (long long)source->size);
+  }
+  return source->ops->seek(source, offset, error);
 }
 
 void sl_source_close(struct sl_source* source) {

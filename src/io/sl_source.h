@@ -55,8 +55,8 @@ struct sl_source_ops {
   void (*trim)(struct sl_source* source);
   /// Optional (NULL = no-op): see sl_source_prefetch.
   void (*prefetch)(struct sl_source* source);
-  /// Optional (NULL = ENOTSUP): see sl_source_rewind.
-  int (*rewind)(struct sl_source* source, struct sluice_error* error);
+  /// Optional (NULL = ENOTSUP): see sl_source_seek.
+  int (*seek)(struct sl_source* source, int64_t offset, struct sluice_error* error);
 };
 
 struct sl_source {
@@ -140,13 +140,14 @@ void sl_source_trim(struct sl_source* source);
 /// one is scanned): a remote source that its reader reads forward starts
 /// fetching ahead of the stream position now. Thread-safe.
 void sl_source_prefetch(struct sl_source* source);
-/// Forward reads start again at byte 0, and what was fetched ahead of the
-/// stream position goes (views keep their bytes). For a reader that sampled
-/// a remote object's head to open it and reads it later from the start (a
-/// compressed CSV object of a dataset), or reads it again. ENOTSUP when the
-/// source cannot (pipes, servers without ranges). Not while another thread
-/// reads the source forward.
-int sl_source_rewind(struct sl_source* source, struct sluice_error* error);
+/// Forward reads go on from byte `offset` (0 <= offset <= size), and what
+/// was fetched ahead of the old stream position goes (views keep their
+/// bytes). For a reader that sampled a remote object's head by ranged reads
+/// and reads it forward from there, or from its start again (a compressed
+/// CSV object of a dataset, read after all are opened; a second scan).
+/// ENOTSUP when the source cannot (pipes, servers without ranges). Not while
+/// another thread reads the source forward.
+int sl_source_seek(struct sl_source* source, int64_t offset, struct sluice_error* error);
 void sl_source_close(struct sl_source* source);
 
 #endif

@@ -1505,11 +1505,11 @@ static void http_prefetch(struct sl_source* source) {
   (void)start_readahead(s, &ignored);
 }
 
-/// Forward reads start over at byte 0 (sl_source_rewind): the downloads
-/// stop and their parts go; the next read starts a GET from the start
-/// again. Ranged objects only: a stream without ranges cannot start over
-/// without another GET of everything, which the caller must choose.
-static int http_rewind(struct sl_source* source, struct sluice_error* error) {
+/// Forward reads go on from `offset` (sl_source_seek): the downloads stop
+/// and their parts go; the next read (or a prefetch) starts a GET from the
+/// part holding `offset`. Ranged objects only: a stream without ranges
+/// cannot start over without another GET of everything.
+static int http_seek(struct sl_source* source, int64_t offset, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
   (void)error;
   stop_downloads(s);
@@ -1524,8 +1524,10 @@ static int http_rewind(struct sl_source* source, struct sluice_error* error) {
   s->n_threads = 0;
   atomic_store(&s->helping, 0);
   s->starved = 0;
-  s->pos = s->cur = s->next_fetch = 0;
+  s->pos = offset;
+  s->cur = s->next_fetch = 0;  // start_readahead takes them from pos
   atomic_store(&s->stopping, 0);
+  atomic_store(&s->forward, 1);  // a reader that seeks reads forward: prefetch may start it
   pthread_mutex_unlock(&s->lock);
   sl_block_pool_idle(s->blocks);
   return 0;
@@ -1544,7 +1546,7 @@ static const struct sl_source_ops sl_http_ranged_ops = {
     .drop = http_drop,
     .trim = http_trim,
     .prefetch = http_prefetch,
-    .rewind = http_rewind,
+    .seek = http_seek,
 };
 
 static const struct sl_source_ops sl_http_stream_ops = {
