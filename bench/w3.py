@@ -26,6 +26,12 @@ Tasks (all by default):
               objects of 2^18 rows (~9.4 MB each, w3_big/, under big/): every
               object is opened before the scan, so what each keeps until its
               turn shows in the peak RSS beside the table's 671 MB.
+  gz_s3       compressed CSV objects: W1's first 96 * 2^16 rows as 96 .csv.gz
+              objects (gzip -1, ~2.5 MB each, w3_gz/ cut from w1.csv, under
+              gz/): sluice.read against pyarrow.dataset(format='csv'); each
+              object is sampled to open it, so the peak RSS shows what the
+              samples cost (polars and DuckDB read no compressed CSV from S3
+              here).
 Every message count and payload byte total is checked against the generator's
 (w3.meta.json); the W1 tasks check the row count of every column (and the
 parquet cell's stats against the local read).
@@ -43,10 +49,12 @@ from harness import HERE, PY, ROOT, Cell, Context, log
 
 FULL_ROWS = 1 << 25           # the W1 files of the parquet_s3 / csv_s3 tasks
 QUICK_ROWS = 1 << 20
-DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3,big_s3"
+DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3,big_s3,gz_s3"
 # The objects of the many-objects tasks: (directory, prefix, objects, rows each).
 MANY_SETS = {"many_s3": ("w3_many", "many", 256, 4096),
              "big_s3": ("w3_big", "big", 64, 1 << 18)}
+# ... and of the compressed-CSV one, cut from w1.csv.
+GZ_SET = ("w3_gz", "gz", 96, 1 << 16)
 META = "w3.meta.json"
 CHECKS = ("W3: message count and payload bytes equal the generator's (w3.meta.json); the curl "
           "floor: bytes downloaded = object size; W1 over S3: row count of every column "
@@ -105,24 +113,51 @@ def _sluice_payload_check(sluice: str, url: str, fmt_args: list, want_rows: int,
     return post
 
 
-def _many_objects(data: str, parquet: str, task: str) -> list:
-    """A many-objects task's objects: <dir>/part-NNN.parquet, cut from the
-    first objects * rows rows of w1.parquet (once); [] without it."""
-    directory, _, count, rows = MANY_SETS[task]
+def _cut_objects(data: str, directory: str, count: int, ext: str, source: str,
+                 write) -> list:
+    """<data>/<directory>/part-NNN<ext> (NNN < count), made once by
+    write(source, names) (each through a .tmp); [] without `source`."""
     out = os.path.join(data, directory)
-    names = [os.path.join(out, f"part-{i:03d}.parquet") for i in range(count)]
+    names = [os.path.join(out, f"part-{i:03d}{ext}") for i in range(count)]
     if all(os.path.exists(n) for n in names):
         return names
-    if not os.path.exists(parquet):
+    if not os.path.exists(source):
         return []
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     os.makedirs(out, exist_ok=True)
-    batches = pq.ParquetFile(parquet).iter_batches(batch_size=rows)
-    for name, batch in zip(names, batches):
-        pq.write_table(pa.Table.from_batches([batch]), name + ".tmp")
-        os.replace(name + ".tmp", name)
+    write(source, names)
     return names
+
+
+def _many_objects(data: str, parquet: str, task: str) -> list:
+    """A many-objects task's objects: Parquet, cut from the first objects *
+    rows rows of w1.parquet."""
+    directory, _, count, rows = MANY_SETS[task]
+
+    def write(source, names):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        batches = pq.ParquetFile(source).iter_batches(batch_size=rows)
+        for name, batch in zip(names, batches):
+            pq.write_table(pa.Table.from_batches([batch]), name + ".tmp")
+            os.replace(name + ".tmp", name)
+    return _cut_objects(data, directory, count, ".parquet", parquet, write)
+
+
+def _gz_objects(data: str, csv: str) -> list:
+    """gz_s3's objects: W1's first objects * rows rows of w1.csv, each
+    with the header, gzip level 1."""
+    import gzip
+    directory, _, count, rows = GZ_SET
+
+    def write(source, names):
+        with open(source, "rb") as f:
+            header = f.readline()
+            for name in names:
+                lines = [f.readline() for _ in range(rows)]
+                with open(name + ".tmp", "wb") as g:
+                    g.write(gzip.compress(header + b"".join(lines), 1))
+                os.replace(name + ".tmp", name)
+    return _cut_objects(data, directory, count, ".csv.gz", csv, write)
 
 
 def _start_server(ctx: Context, files: list, keyed: dict) -> s3server.S3Server:
@@ -167,9 +202,12 @@ def cells(ctx: Context) -> list:
     objects = [os.path.join(ctx.data, n) for n in ctx.meta["files"]]
     sets = {task: _many_objects(ctx.data, parquet, task)
             for task in MANY_SETS if task in ctx.tasks}
+    gz = _gz_objects(ctx.data, csv) if "gz_s3" in ctx.tasks else []
+    keyed = {f"{MANY_SETS[task][1]}/{os.path.basename(p)}": p
+             for task, paths in sets.items() for p in paths}
+    keyed.update({f"{GZ_SET[1]}/{os.path.basename(p)}": p for p in gz})
     server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)],
-                           {f"{MANY_SETS[task][1]}/{os.path.basename(p)}": p
-                            for task, paths in sets.items() for p in paths})
+                           keyed)
     lp = ["-f", "lenprefix", "--length-prefix", "u8"]
     out = []
 
@@ -263,6 +301,27 @@ def cells(ctx: Context) -> list:
                             [[python, peers, "many", tool, many_url]],
                             how=how + f"; {count} objects of {rows_each:,} rows",
                             checker=many_check, skip=no_many))
+
+    # Many compressed CSV objects under one prefix: each opened (its head
+    # sampled for the schema) before the scan, read in bounded memory.
+    if "gz_s3" in ctx.tasks:
+        _, prefix, count, rows_each = GZ_SET
+        n_gz = count * rows_each
+        gz_check = _many_checker(n_gz, n_gz * (n_gz - 1) // 2)
+        gz_url = server.url(f"{prefix}/")
+        no_gz = None if gz else f"no {csv} to cut the gz_s3 objects from"
+        for tool, name, python, how in (
+                ("sluice", f"sluice.read(s3://.../{prefix}/)", ctx.python,
+                 "sluice.read(url) of the prefix: each .csv.gz object's head sampled by a "
+                 "ranged GET to open it, then read from its start in its turn, inflated "
+                 "on a thread of its own"),
+                ("pyarrow", "pyarrow.dataset csv (S3FileSystem)", PY,
+                 f"pyarrow.dataset.dataset(bucket/{prefix}/, format='csv', "
+                 "filesystem=S3FileSystem(...)).to_table() (gzip by extension)")):
+            out.append(Cell("gz_s3", name, tool, "sluice" if tool == "sluice" else "peer",
+                            [[python, peers, "many", tool, gz_url, "csv"]],
+                            how=how + f"; {count} objects of {rows_each:,} rows (gzip -1)",
+                            checker=gz_check, skip=no_gz))
     return out
 
 

@@ -13,11 +13,11 @@
       "list" when it is a list) plus the bytes fetched and the bytes needed:
       the column chunks of COLS in every row group plus the footer (pyarrow's
       metadata of the same file, read locally).
-  w3_peers.py many TOOL s3://bucket/prefix/
-      every Parquet object under the prefix into one Arrow table: TOOL is
-      sluice (sluice.read(url)), pyarrow (pyarrow.dataset over an
-      S3FileSystem) or polars (pl.read_parquet of prefix*.parquet with
-      storage_options); rows and sum(id).
+  w3_peers.py many TOOL s3://bucket/prefix/ [FORMAT]
+      every Parquet (or FORMAT: csv, .csv.gz objects) object under the prefix
+      into one Arrow table: TOOL is sluice (sluice.read(url)), pyarrow
+      (pyarrow.dataset over an S3FileSystem) or polars (pl.read_parquet of
+      prefix*.parquet with storage_options; Parquet only); rows and sum(id).
 Credentials and endpoint come from the AWS_* environment (bench/s3server.py).
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def smart_open_read(url: str) -> None:
          import_s=t0 - t_imp, version=smart_open.__version__, boto3=boto3.__version__)
 
 
-def many(tool: str, url: str) -> None:
+def many(tool: str, url: str, fmt: str = "parquet") -> None:
     t_imp = time.perf_counter()
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -81,8 +81,8 @@ def many(tool: str, url: str) -> None:
         t0 = time.perf_counter()
         fs = pafs.S3FileSystem(access_key=key, secret_key=secret, region=region,
                                endpoint_override=ep.netloc, scheme=ep.scheme)
-        table = ds.dataset(loc.netloc + loc.path, format="parquet", filesystem=fs).to_table()
-    elif tool == "polars":
+        table = ds.dataset(loc.netloc + loc.path, format=fmt, filesystem=fs).to_table()
+    elif tool == "polars" and fmt == "parquet":
         import polars as pl
         version = pl.__version__
         opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key,
@@ -162,8 +162,8 @@ def fetched(local: str, cols: str, cmd: list) -> int:
 def main(argv) -> int:
     if len(argv) == 2 and argv[0] == "smart_open":
         smart_open_read(argv[1])
-    elif len(argv) == 3 and argv[0] == "many":
-        many(argv[1], argv[2])
+    elif len(argv) in (3, 4) and argv[0] == "many":
+        many(*argv[1:])
     elif argv == ["consume"]:
         consume()
     elif len(argv) >= 4 and argv[0] == "fetched" and argv[3] == "--":

@@ -723,20 +723,28 @@ def test_memory_per_object_stays_small(sluice, s3, tmp_path):
                    one, compression="none")
     assert one.stat().st_size > 262144, one.stat().st_size
     counts = {"few": 20, "many": 220}
-    for prefix, count in counts.items():
-        root = s3["data"] / BUCKET / "mem" / prefix
-        root.mkdir(parents=True)
-        for i in range(count):
-            os.link(one, root / f"part-{i:03d}.parquet")
-    env = creds(s3)
-    rss = {prefix: peak_rss_kib([sluice.binary, "-q", "schema", f"s3://{BUCKET}/mem/{prefix}/"],
-                                env)[0]
-           for prefix in counts}
-    per_object = (rss["many"] - rss["few"]) / (counts["many"] - counts["few"])
+    rss, per_object = _rss_per_object(sluice, s3, one, "mem", counts, "schema")
     if MEASURES_RSS:
         assert per_object < 48, (rss, per_object)
-    got = read_location(sluice, env, f"s3://{BUCKET}/mem/few/", tmp_path / "r.arrows")
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/mem/few/", tmp_path / "r.arrows")
     same_table(got, pa.concat_tables([pq.read_table(one)] * counts["few"]))
+
+
+def _rss_per_object(sluice, s3, one: Path, top: str, counts: dict, *command):
+    """Links `one` counts[prefix] times under s3://BUCKET/top/prefix/ (as
+    part-NNN<suffixes>) and runs `sluice -q COMMAND s3://.../prefix/` on each:
+    (peak RSS in KiB by prefix, KiB more per object from the fewest to the
+    most)."""
+    for prefix, count in counts.items():
+        root = s3["data"] / BUCKET / top / prefix
+        root.mkdir(parents=True)
+        for i in range(count):
+            os.link(one, root / f"part-{i:03d}{''.join(one.suffixes)}")
+    rss = {prefix: peak_rss_kib([sluice.binary, "-q", command[0],
+                                 f"s3://{BUCKET}/{top}/{prefix}/", *command[1:]], creds(s3))[0]
+           for prefix in counts}
+    low, high = min(counts, key=counts.get), max(counts, key=counts.get)
+    return rss, (rss[high] - rss[low]) / (counts[high] - counts[low])
 
 
 def test_compressed_objects_hold_little_until_their_turn(sluice, s3, tmp_path):
@@ -754,16 +762,7 @@ def test_compressed_objects_hold_little_until_their_turn(sluice, s3, tmp_path):
     one.write_bytes(gzip.compress(text.encode(), 1))
     assert one.stat().st_size > 1 << 20, one.stat().st_size
     counts = {"few": 8, "many": 72}
-    for prefix, count in counts.items():
-        root = s3["data"] / BUCKET / "gzmem" / prefix
-        root.mkdir(parents=True)
-        for i in range(count):
-            os.link(one, root / f"part-{i:03d}.csv.gz")
-    env = creds(s3)
-    rss = {prefix: peak_rss_kib([sluice.binary, "-q", "stats", f"s3://{BUCKET}/gzmem/{prefix}/",
-                                 "--threads", "2"], env)[0]
-           for prefix in counts}
-    per_object = (rss["many"] - rss["few"]) / (counts["many"] - counts["few"])
+    rss, per_object = _rss_per_object(sluice, s3, one, "gzmem", counts, "stats", "--threads", "2")
     if MEASURES_RSS:
         # ~70 KiB here (peaks vary by ~20 MB between runs); 3.5 MiB before
         assert per_object < 1024, (rss, per_object)
