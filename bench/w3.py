@@ -200,9 +200,16 @@ def cells(ctx: Context) -> list:
     parquet = os.path.join(ctx.data, "w1.parquet")
     csv = os.path.join(ctx.data, "w1.csv")
     objects = [os.path.join(ctx.data, n) for n in ctx.meta["files"]]
-    sets = {task: _many_objects(ctx.data, parquet, task)
+    # A set is cut only from a W1 with enough rows (--rows below it: skipped).
+    def cut_skip(task: str, count: int, rows_each: int, source: str) -> Optional[str]:
+        if rows < count * rows_each:
+            return f"W1 has {rows:,} rows, fewer than the {count * rows_each:,} {task} needs"
+        return None if os.path.exists(source) else f"no {source} to cut the {task} objects from"
+    skips = {task: cut_skip(task, *MANY_SETS[task][2:], parquet) for task in MANY_SETS}
+    skips["gz_s3"] = cut_skip("gz_s3", *GZ_SET[2:], csv)
+    sets = {task: _many_objects(ctx.data, parquet, task) if skips[task] is None else []
             for task in MANY_SETS if task in ctx.tasks}
-    gz = _gz_objects(ctx.data, csv) if "gz_s3" in ctx.tasks else []
+    gz = _gz_objects(ctx.data, csv) if "gz_s3" in ctx.tasks and skips["gz_s3"] is None else []
     keyed = {f"{MANY_SETS[task][1]}/{os.path.basename(p)}": p
              for task, paths in sets.items() for p in paths}
     keyed.update({f"{GZ_SET[1]}/{os.path.basename(p)}": p for p in gz})
@@ -283,7 +290,7 @@ def cells(ctx: Context) -> list:
     # Many objects under one prefix: small ones, then larger ones.
     for task, paths in sets.items():
         _, prefix, count, rows_each = MANY_SETS[task]
-        no_many = None if paths else f"no {parquet} to cut the {task} objects from"
+        no_many = skips[task]
         n_many = count * rows_each
         many_check = _many_checker(n_many, n_many * (n_many - 1) // 2)
         many_url = server.url(f"{prefix}/")
@@ -309,7 +316,7 @@ def cells(ctx: Context) -> list:
         n_gz = count * rows_each
         gz_check = _many_checker(n_gz, n_gz * (n_gz - 1) // 2)
         gz_url = server.url(f"{prefix}/")
-        no_gz = None if gz else f"no {csv} to cut the gz_s3 objects from"
+        no_gz = skips["gz_s3"]
         for tool, name, python, how in (
                 ("sluice", f"sluice.read(s3://.../{prefix}/)", ctx.python,
                  "sluice.read(url) of the prefix: each .csv.gz object's head sampled by a "
