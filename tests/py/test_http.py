@@ -419,13 +419,14 @@ def test_csv_byte_range_splits_over_http(sluice, fault_server, tmp_path):
     for mode in ("ok", "flaky", "cut"):
         before = srv.requests
         remote = read_table(sluice, f"{fault_server['url']}/{mode}/q.csv", tmp_path / "r.arrows",
-                            [*opts, "--threads", "2"], env=SMALL_PARTS)
+                            [*opts, "--threads", "6"], env=SMALL_PARTS)
         assert remote.equals(local), mode
         if mode == "ok":
             splits = (www / "q.csv").stat().st_size // (256 << 10) + 1
-            # the open's sample, then one GET per split (a few spare for
-            # chunks counted by a split that got there first)
-            assert srv.requests - before <= 2 * splits + 40, (srv.requests - before, splits)
+            # the open's edge and sample, then one GET per split: a split
+            # that needs an earlier chunk's counts waits for the split
+            # fetching it (6 threads fetched 8-11 of the 17 chunks twice)
+            assert srv.requests - before <= splits + 4, (srv.requests - before, splits)
     (www / "bad.csv").write_text(_quoted_csv(120_000, bad_row=100_000))
     want = subprocess.run([sluice.binary, "convert", str(www / "bad.csv"), str(tmp_path / "x.arrows"),
                            "-q", *opts], capture_output=True, timeout=120)

@@ -4,8 +4,8 @@
 // view its mapping. A split's first row depends on the quote state at its
 // start, which needs every earlier chunk's quote count: a split counts its
 // own chunk as soon as its bytes arrive and publishes it; a split that needs
-// a chunk nobody has counted yet fetches and counts that chunk itself (a
-// range scanned alone, e.g. one Dask partition, never waits for others).
+// a chunk nobody is counting fetches and counts that chunk itself (a range
+// scanned alone, e.g. one Dask partition, never waits for others).
 // Line feeds are counted with the quotes, so errors name the true line.
 #include <string.h>
 
@@ -28,8 +28,27 @@ static void publish(struct csv_reader* r, int64_t j, const uint8_t* bytes, int64
   pthread_mutex_unlock(&r->chunk_lock);
 }
 
+/// Marks chunk j as being counted (its value -2) unless it is counted or
+/// claimed already: 1 when this caller claimed it, and must publish it or
+/// give it up (unclaim).
+static int claim(struct csv_reader* r, int64_t j) {
+  pthread_mutex_lock(&r->chunk_lock);
+  int claimed = atomic_load(&r->plan_quotes[j]) == -1;
+  if (claimed) atomic_store(&r->plan_quotes[j], -2);
+  pthread_mutex_unlock(&r->chunk_lock);
+  return claimed;
+}
+
+/// Gives up a claim whose fetch failed: another split may try again.
+static void unclaim(struct csv_reader* r, int64_t j) {
+  pthread_mutex_lock(&r->chunk_lock);
+  atomic_store(&r->plan_quotes[j], -1);
+  pthread_cond_broadcast(&r->chunk_done);
+  pthread_mutex_unlock(&r->chunk_lock);
+}
+
 /// Chunk j's value and line feeds: waits while another split counts it,
-/// fetches and counts it when nobody has.
+/// fetches and counts it when nobody does.
 static int chunk_counts(struct csv_reader* r, int64_t j, long long* value, long long* lines,
                         struct sluice_error* error) {
   for (;;) {
@@ -49,10 +68,7 @@ static int chunk_counts(struct csv_reader* r, int64_t j, long long* value, long 
     struct sl_view v;
     int rc = sl_source_read_at(r->source, from, to - from, &v, error);
     if (rc != 0) {
-      pthread_mutex_lock(&r->chunk_lock);
-      atomic_store(&r->plan_quotes[j], -1);  // another split may try again
-      pthread_cond_broadcast(&r->chunk_done);
-      pthread_mutex_unlock(&r->chunk_lock);
+      unclaim(r, j);
       return rc;
     }
     publish(r, j, v.data, to - from);
@@ -97,14 +113,23 @@ int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* 
   int64_t hi = stop > r->size - CSV_RANGED_TAIL ? r->size : stop + CSV_RANGED_TAIL;
   // The split's range and the row that crosses its end, in one request,
   // decoded where it lands (a window only if that row is longer still).
+  // Its chunk is claimed first: a split after it that needs the chunk's
+  // counts waits for them instead of fetching the chunk a second time.
   s->base = lo;
-  if (hi > lo) SL_RETURN_NOT_OK(sl_source_read_at(r->source, lo, hi - lo, &s->range, error));
+  int claimed = claim(r, i);
+  if (hi > lo) {
+    int rc = sl_source_read_at(r->source, lo, hi - lo, &s->range, error);
+    if (rc != 0) {
+      if (claimed) unclaim(r, i);
+      return rc;
+    }
+  }
   s->window = NULL;
   s->win_len = s->win_cap = hi > lo ? hi - lo : 0;
   s->eof = hi >= r->size;
   const uint8_t* bytes = s->range.data;
   // The range holds the whole chunk: count it for the splits after this one.
-  if (atomic_load(&r->plan_quotes[i]) < 0) {
+  if (claimed || atomic_load(&r->plan_quotes[i]) < 0) {
     int64_t to = csv_chunk_to(r, i) - lo;
     publish(r, i, bytes, to < s->win_len ? to : s->win_len);
   }
