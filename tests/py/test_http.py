@@ -438,6 +438,29 @@ def test_csv_byte_range_splits_over_http(sluice, fault_server, tmp_path):
     assert local_msg.startswith("line ") and local_msg in got.stderr.decode(), (want.stderr, got.stderr)
 
 
+def test_csv_rows_longer_than_a_splits_tail_over_http(sluice, fault_server, tmp_path):
+    """A split fetches its range and 64 KiB past it for the row that crosses
+    its end: rows of up to 1.5 MB cross split ends by more than that (and
+    quoted line feeds sit inside them), read on through further GETs. The
+    values are pyarrow's, from the local file."""
+    www, srv = fault_server["www"], fault_server["server"]
+    rng = random.Random(7)
+    lines = ["id,text,n"]
+    for i in range(40):
+        size = rng.choice([10, 3000, 90_000, 300_000, 1_500_000])
+        text = "".join(rng.choice("abc ,\n") for _ in range(64)) * (size // 64 + 1)
+        lines.append(f'{i},"{text[:size]}",{i * 3}')
+    (www / "long.csv").write_text("\n".join(lines) + "\n")
+    want = pacsv.read_csv(www / "long.csv", read_options=pacsv.ReadOptions(block_size=4 << 20),
+                          parse_options=pacsv.ParseOptions(newlines_in_values=True))
+    for mode in ("ok", "flaky"):
+        got = read_table(sluice, f"{fault_server['url']}/{mode}/long.csv", tmp_path / "r.arrows",
+                         ["-O", "split_size=256k", "--threads", "4"], env=SMALL_PARTS)
+        assert got.column("id").to_pylist() == list(range(40)), mode
+        for name in ("text", "n"):
+            assert got.column(name).to_pylist() == want.column(name).to_pylist(), (mode, name)
+
+
 def test_compressed_csv_streams_over_http(sluice, fault_server, tmp_path):
     """A .csv.gz object is inflated as it downloads (servers with and
     without ranges, through faults): the same rows as the plain local file."""

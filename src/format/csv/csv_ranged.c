@@ -13,8 +13,10 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
-/// Room in a split's window past its end, for the row that crosses it.
-#define CSV_RANGED_TAIL ((int64_t)1 << 20)
+/// Bytes a split fetches past its end, for the row that crosses it (a
+/// longer row is read on by further GETs): 1 MiB fetched 3% more than the
+/// object (W1's w1.csv in 85 splits), 64 KiB 0.2%.
+#define CSV_RANGED_TAIL ((int64_t)64 << 10)
 
 /// Stores chunk j's value (quote count, or comment transitions) and line
 /// feeds from its n bytes. Two splits may both count a chunk: same numbers.
