@@ -11,6 +11,7 @@
 #include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
+#include "io/sl_compression.h"
 #include "io/sl_cql.h"
 #include "io/sl_http_pool.h"
 #include "io/sl_location.h"
@@ -328,9 +329,16 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     const struct sl_format_reader* named =
         options->format != NULL ? sl_format_reader_find(options->format) : NULL;
     remote.tail_first = named != NULL && named->tail_first;
+    // A stream format (named, or by the object's name) is opened by its
+    // download, unless compressed: an inflated object samples by ranges.
+    const struct sl_format_reader* guess =
+        named != NULL || options->format != NULL ? named : sl_format_reader_detect(first, NULL, 0);
+    remote.stream_first = guess != NULL && guess->streams &&
+                          sl_compression_for_name(first) == SL_COMPRESS_NONE;
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
     remote.size_hint = 0;  // that object's only
     remote.tail_first = 0;
+    remote.stream_first = 0;
   }
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,

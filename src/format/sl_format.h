@@ -118,6 +118,10 @@ struct sl_format_reader {
   /// object of a known format is then opened by a GET of its last 64 KiB,
   /// and the reader does not read its head to open.
   int tail_first;
+  /// 1 = the reader reads an object forward from its first byte to its last
+  /// and nothing else (length-delimited records): a remote object of a
+  /// named such format is opened by its download itself, one request fewer.
+  int streams;
   /// Optional (NULL = unknown): the estimated cost, in bytes, of decoding
   /// column `column` (index into the full schema) over the whole object, so
   /// that the engine can balance column parts by size rather than by count.

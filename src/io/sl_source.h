@@ -94,6 +94,11 @@ struct sl_remote_options {
   /// The reader reads the object's end first (a Parquet footer): the opening
   /// GET asks for the last 64 KiB instead of the first.
   int tail_first;
+  /// The reader reads the object forward from byte 0, now (a named stream
+  /// format, the one object or a dataset's first): the opening GET is the
+  /// download (bytes=0-), which goes on in the background into the
+  /// readahead, instead of a GET of the first 64 KiB and then the download.
+  int stream_first;
 };
 
 /// 1 for http://, https:// and s3:// locations (read through libcurl).

@@ -148,6 +148,9 @@ struct sl_http_source {
   struct http_part* slots;
   int64_t next_fetch;  ///< ranged mode: the first part no worker has taken
   int64_t cur;         ///< parts below cur are left by the consumer
+  /// An open by download (http_open_by_stream): OPEN_WAITING until the
+  /// lead's response settles the object or does not.
+  enum { OPEN_NONE, OPEN_WAITING, OPEN_SETTLED, OPEN_REFUSED } open_state;
   int64_t pos;         ///< consumer stream position
   int64_t stream_end;  ///< end of data, -1 while unknown (streaming)
   int failed;          ///< streaming mode: the producer gave up
@@ -173,6 +176,7 @@ struct xfer {
   int64_t range_total;  ///< from Content-Range, -1 if absent or "*"
   int etag_changed;
   int bad_range;
+  int open_refused;  ///< an open by download got no 206 from byte 0: it ends
   char snippet[256];  ///< the start of an error response body
   size_t snippet_len;
   /// Readahead: bytes handed to the parts go through this instead of buf.
@@ -250,6 +254,27 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
   return n;
 }
 
+/// The response to an open by download (a 2xx one): a 206 from byte 0
+/// gives the object's size and ETag, and the parts can take its bytes; any
+/// other ends the transfer, and the opener opens the usual way.
+static void settle_open_by_stream(struct xfer* x) {
+  struct sl_http_source* s = x->s;
+  int ok = x->status == 206 && x->range_start == 0 && x->range_total > 0;
+  pthread_mutex_lock(&s->lock);
+  if (ok) {
+    s->base.size = s->stream_end = x->range_total;
+    s->n_parts = (x->range_total + s->part_size - 1) / s->part_size;
+    memcpy(s->etag, x->etag, sizeof s->etag);
+    s->ranges = 1;
+    s->open_state = OPEN_SETTLED;
+  } else {
+    x->open_refused = 1;
+    s->open_state = OPEN_REFUSED;
+  }
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+}
+
 /// Checks the response once its body starts: status, ETag, range.
 static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
@@ -259,7 +284,9 @@ static void on_body_start(struct xfer* x, CURL* h) {
     x->etag_changed = 1;
     return;
   }
-  if (x->from_start) {
+  if (x->run_lead && x->s->base.size < 0) {
+    settle_open_by_stream(x);
+  } else if (x->from_start) {
     // Streaming: every response starts at byte 0; a retry skips what the
     // parts already hold.
     x->skip = x->stream_received;
@@ -313,7 +340,7 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
     x->snippet[x->snippet_len] = '\0';
     return n;
   }
-  if (x->etag_changed || x->bad_range) return 0;  // abort: reported by the caller
+  if (x->etag_changed || x->bad_range || x->open_refused) return 0;  // abort: the caller says
   const uint8_t* p = (const uint8_t*)data;
   int64_t left = (int64_t)n;
   if (x->skip > 0) {
@@ -796,6 +823,9 @@ static int edge_read(struct sl_http_source* s, int which, int64_t edge, int64_t 
   return rc;
 }
 
+static int readahead_view(struct sl_http_source* s, int64_t length, int consume, int some,
+                          struct sl_view* out, struct sluice_error* error);
+
 static int http_read_at(struct sl_source* source, int64_t offset, int64_t length,
                         struct sl_view* out, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
@@ -812,6 +842,12 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
     out->data = http_empty_bytes;
     return 0;
   }
+  // An object opened by its download: a look at its first bytes before the
+  // stream moves (format detection) is a peek at the download, not a GET.
+  pthread_mutex_lock(&s->lock);
+  int at_start = offset == 0 && s->open_state == OPEN_SETTLED && s->pos == 0;
+  pthread_mutex_unlock(&s->lock);
+  if (at_start) return readahead_view(s, length, 0, 0, out, error);
   int64_t edge =
       source->size < HTTP_EDGE_CACHE || atomic_load(&s->whole) ? source->size : HTTP_EDGE_CACHE;
   int which = offset + length <= edge ? 0 : offset >= source->size - edge ? 1 : -1;
@@ -1033,6 +1069,7 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
     int64_t from = x.run_part * s->part_size + x.run_within;
     int64_t to = (lead ? s->base.size : x.run_end * s->part_size) - 1;
     if (to > s->base.size - 1) to = s->base.size - 1;
+    if (s->base.size < 0) to = -1;  // an open by download: bytes=0- (the size comes with it)
     snprintf(what, sizeof what, "GET of bytes %" PRId64 "-%" PRId64, from, to);
     int sign_rc;
     x.stream_rc = 0;
@@ -1041,6 +1078,9 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
       rc = sign_rc;
       break;
     }
+    // An open by download that did not settle: the opener opens the usual
+    // way, which reports what went wrong.
+    if (s->base.size < 0) break;
     if (x.run_stopped || x.run_part >= (lead ? s->n_parts : x.run_end)) break;  // done
     if (x.run_parked) {  // (run_within is 0: parked before a part's first byte)
       double t = lead ? now_seconds() : 0;
@@ -1102,6 +1142,59 @@ static void* lead_worker(void* arg) {
   pthread_mutex_unlock(&s->lock);
   if (go && fetch_run(s, first, first + 1, 1) != 0) return NULL;
   return helper_worker(s);
+}
+
+static void stop_downloads(struct sl_http_source* s);
+
+/// An open by download's lead: any lead once its response settled the
+/// object; else it ends, and tells the opener.
+static void* open_lead_worker(void* arg) {
+  struct sl_http_source* s = arg;
+  lead_worker(s);
+  pthread_mutex_lock(&s->lock);
+  if (s->open_state == OPEN_WAITING) s->open_state = OPEN_REFUSED;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/// Opens an object its reader streams from byte 0 (remote.stream_first) by
+/// its download: a lead GETs bytes=0-; its response's Content-Range and
+/// ETag settle the object, and the lead goes on into the readahead's parts
+/// while the reader opens (W3 over MinIO: one request instead of an edge's
+/// 64 KiB and then the stream). *settled = 0, with nothing of it left, when
+/// no 206 from byte 0 came (an empty object, a server without ranges, an
+/// error): the caller then opens the usual way, which reports errors.
+static int http_open_by_stream(struct sl_http_source* s, int* settled,
+                               struct sluice_error* error) {
+  *settled = 0;
+  s->slots = sl_calloc(s->base.alloc, (size_t)s->depth, sizeof *s->slots);
+  if (s->slots == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", s->base.name);
+  pthread_mutex_lock(&s->lock);
+  s->open_state = OPEN_WAITING;
+  s->n_parts = 1;  // the lead's first part; its response gives the rest
+  if (pthread_create(&s->threads[0], NULL, open_lead_worker, s) == 0) {
+    s->started = 1;
+    s->n_threads = 1;
+    while (s->open_state == OPEN_WAITING) pthread_cond_wait(&s->cond, &s->lock);
+  } else {
+    s->open_state = OPEN_REFUSED;
+  }
+  *settled = s->open_state == OPEN_SETTLED;
+  pthread_mutex_unlock(&s->lock);
+  if (!*settled) {  // as if it had not run
+    stop_downloads(s);
+    for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
+    memset(s->slots, 0, (size_t)s->depth * sizeof *s->slots);
+    s->started = 0;
+    s->n_threads = 0;
+    s->n_parts = s->next_fetch = s->cur = 0;
+    s->starved = 0;
+    s->open_state = OPEN_NONE;
+    atomic_store(&s->helping, 0);
+    atomic_store(&s->stopping, 0);
+  }
+  return 0;
 }
 
 /// Streaming mode: the bytes of the one GET, cut into parts as they come.
@@ -1643,7 +1736,13 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
   int settled = 0;
-  rc = http_open_by_get(s, config->remote.size_hint, config->remote.tail_first, &settled, error);
+  int64_t hint = config->remote.size_hint;
+  if (config->remote.stream_first && (hint == 0 || hint > HTTP_WHOLE_OBJECT)) {
+    rc = http_open_by_stream(s, &settled, error);
+  }
+  if (rc == 0 && !settled) {
+    rc = http_open_by_get(s, hint, config->remote.tail_first, &settled, error);
+  }
   if (rc == 0 && !settled) rc = http_head(s, error);
   if (rc != 0) {
     http_destroy(s);
@@ -1651,7 +1750,8 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   }
   if (s->ranges) {
     s->base.ops = &sl_http_ranged_ops;
-    s->stream_end = s->base.size;
+    // (an open by download set it, and its lead reads it now)
+    if (s->open_state != OPEN_SETTLED) s->stream_end = s->base.size;
   }
   *out = &s->base;
   return 0;

@@ -356,6 +356,23 @@ def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode, li
         assert remote.equals(local), (mode, name)
 
 
+def test_stream_format_opens_by_its_download(sluice, fault_server, tmp_path):
+    """A length-delimited object (by its name, or named with -f) is opened by
+    its download: one GET of bytes=0-, which goes on while the reader opens,
+    where a GET of its first 64 KiB came first. The values are the local
+    file's; faults and servers without ranges are read the usual way
+    (test_faults_are_retried_and_resumed, ..._without_range_support_...)."""
+    srv = fault_server["server"]
+    extra = fault_server["files"]["m.lenprefix"]
+    local = local_table(sluice, fault_server["www"] / "m.lenprefix", tmp_path / "l.arrows", extra)
+    for args in (["-f", "lenprefix", *extra], extra):
+        before = len(srv.log)
+        remote = read_table(sluice, f"{fault_server['url']}/ok/m.lenprefix", tmp_path / "r.arrows",
+                            args)
+        assert remote.equals(local), args
+        assert srv.log[before:] == [("GET", "bytes=0-")], (args, srv.log[before:])
+
+
 def test_server_without_range_support_is_streamed(sluice, fault_server, tmp_path):
     # t.arrow has a footer: the stream is spooled to a temporary file first.
     for name in ("t.arrows", "m.lenprefix", "t.csv", "t.arrow"):

@@ -414,6 +414,7 @@ static const char* const k_extensions[] = {".lenprefix", ".ldr", NULL};
 static const struct sl_format_reader k_reader = {
     .name = "lenprefix",
     .extensions = k_extensions,
+    .streams = 1,
     .probe = lp_probe,
     .open = lp_open,
     .schema = lp_schema,
