@@ -119,8 +119,9 @@ struct sl_format_reader {
   /// and the reader does not read its head to open.
   int tail_first;
   /// 1 = the reader reads an object forward from its first byte to its last
-  /// and nothing else (length-delimited records): a remote object of a
-  /// named such format is opened by its download itself, one request fewer.
+  /// and nothing else (length-delimited records, Arrow IPC streams): a remote
+  /// object of such a format (named, or by its name) is opened by its
+  /// download itself, one request fewer.
   int streams;
   /// Optional (NULL = unknown): the estimated cost, in bytes, of decoding
   /// column `column` (index into the full schema) over the whole object, so

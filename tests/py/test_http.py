@@ -357,20 +357,22 @@ def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode, li
 
 
 def test_stream_format_opens_by_its_download(sluice, fault_server, tmp_path):
-    """A length-delimited object (by its name, or named with -f) is opened by
-    its download: one GET of bytes=0-, which goes on while the reader opens,
-    where a GET of its first 64 KiB came first. The values are the local
-    file's; faults and servers without ranges are read the usual way
-    (test_faults_are_retried_and_resumed, ..._without_range_support_...)."""
+    """A length-delimited object or an Arrow IPC stream (by its name, or
+    named with -f) is opened by its download: one GET of bytes=0-, which
+    goes on while the reader opens, where a GET of its first 64 KiB came
+    first. The values are the local file's; faults and servers without
+    ranges are read the usual way (test_faults_are_retried_and_resumed,
+    ..._without_range_support_...)."""
     srv = fault_server["server"]
-    extra = fault_server["files"]["m.lenprefix"]
-    local = local_table(sluice, fault_server["www"] / "m.lenprefix", tmp_path / "l.arrows", extra)
-    for args in (["-f", "lenprefix", *extra], extra):
-        before = len(srv.log)
-        remote = read_table(sluice, f"{fault_server['url']}/ok/m.lenprefix", tmp_path / "r.arrows",
-                            args)
-        assert remote.equals(local), args
-        assert srv.log[before:] == [("GET", "bytes=0-")], (args, srv.log[before:])
+    for name, fmt in (("m.lenprefix", "lenprefix"), ("t.arrows", "arrows")):
+        extra = fault_server["files"][name]
+        local = local_table(sluice, fault_server["www"] / name, tmp_path / "l.arrows", extra)
+        for args in (["-f", fmt, *extra], extra):
+            before = len(srv.log)
+            remote = read_table(sluice, f"{fault_server['url']}/ok/{name}", tmp_path / "r.arrows",
+                                args)
+            assert remote.equals(local), args
+            assert srv.log[before:] == [("GET", "bytes=0-")], (args, srv.log[before:])
 
 
 def test_server_without_range_support_is_streamed(sluice, fault_server, tmp_path):
@@ -550,14 +552,15 @@ def test_small_objects_are_fetched_whole(sluice, fault_server, tmp_path):
                     (name, srv.log)
 
 
-@pytest.mark.parametrize("mode,env", [
-    # after the open: the one GET that streams the rest is refused (If-Match)
-    ("changed", SMALL_PARTS),
+@pytest.mark.parametrize("mode,env,name", [
+    # after the open: the GET of the IPC file's footer is refused (If-Match);
+    # a stream is read in the one GET that opens it, all of one version
+    ("changed", SMALL_PARTS, "t.arrow"),
     # mid-read, while parallel GETs fetch parts: every link is "slow"
-    ("changing", SLOW_LINK)])
-def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path, mode, env):
+    ("changing", SLOW_LINK, "t.arrows")])
+def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path, mode, env, name):
     srv = fault_server["server"]
-    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/{mode}/t.arrows",
+    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/{mode}/{name}",
                            str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=env)
     check_clean_failure(proc)

@@ -610,6 +610,7 @@ static const struct sl_format_reader k_file_reader = {
 static const struct sl_format_reader k_stream_reader = {
   .name = "arrows",
   .extensions = k_stream_extensions,
+  .streams = 1,
   .probe = stream_probe,
   .open = stream_open,
   .schema = stream_schema,
