@@ -1144,7 +1144,7 @@ static void* lead_worker(void* arg) {
   return helper_worker(s);
 }
 
-static void stop_downloads(struct sl_http_source* s);
+static void clear_readahead(struct sl_http_source* s);
 
 /// An open by download's lead: any lead once its response settled the
 /// object; else it ends, and tells the opener.
@@ -1183,16 +1183,9 @@ static int http_open_by_stream(struct sl_http_source* s, int* settled,
   *settled = s->open_state == OPEN_SETTLED;
   pthread_mutex_unlock(&s->lock);
   if (!*settled) {  // as if it had not run
-    stop_downloads(s);
-    for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
-    memset(s->slots, 0, (size_t)s->depth * sizeof *s->slots);
-    s->started = 0;
-    s->n_threads = 0;
-    s->n_parts = s->next_fetch = s->cur = 0;
-    s->starved = 0;
+    clear_readahead(s);
+    s->n_parts = 0;
     s->open_state = OPEN_NONE;
-    atomic_store(&s->helping, 0);
-    atomic_store(&s->stopping, 0);
   }
   return 0;
 }
@@ -1532,6 +1525,27 @@ static void stop_downloads(struct sl_http_source* s) {
   for (int i = 0; i < n_threads; ++i) pthread_join(s->threads[i], NULL);
 }
 
+/// Stops the downloads and leaves the readahead as start_readahead found
+/// it (empty slots, no threads, nothing taken); views keep their parts'
+/// bytes.
+static void clear_readahead(struct sl_http_source* s) {
+  stop_downloads(s);
+  pthread_mutex_lock(&s->lock);
+  if (s->slots != NULL) {
+    for (int i = 0; i < s->depth; ++i) {
+      sl_ref_release(s->slots[i].ref);
+      memset(&s->slots[i], 0, sizeof s->slots[i]);
+    }
+  }
+  s->started = 0;
+  s->n_threads = 0;
+  atomic_store(&s->helping, 0);
+  s->starved = 0;
+  s->cur = s->next_fetch = 0;
+  atomic_store(&s->stopping, 0);
+  pthread_mutex_unlock(&s->lock);
+}
+
 static void http_destroy(struct sl_http_source* s) {
   const struct sluice_allocator* alloc = s->base.alloc;
   stop_downloads(s);
@@ -1605,21 +1619,9 @@ static void http_prefetch(struct sl_source* source) {
 static int http_seek(struct sl_source* source, int64_t offset, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
   (void)error;
-  stop_downloads(s);
+  clear_readahead(s);
   pthread_mutex_lock(&s->lock);
-  if (s->slots != NULL) {
-    for (int i = 0; i < s->depth; ++i) {
-      sl_ref_release(s->slots[i].ref);
-      memset(&s->slots[i], 0, sizeof s->slots[i]);  // as start_readahead made it
-    }
-  }
-  s->started = 0;
-  s->n_threads = 0;
-  atomic_store(&s->helping, 0);
-  s->starved = 0;
-  s->pos = offset;
-  s->cur = s->next_fetch = 0;  // start_readahead takes them from pos
-  atomic_store(&s->stopping, 0);
+  s->pos = offset;  // start_readahead takes cur and next_fetch from it
   atomic_store(&s->forward, 1);  // a reader that seeks reads forward: prefetch may start it
   pthread_mutex_unlock(&s->lock);
   sl_block_pool_idle(s->blocks);
