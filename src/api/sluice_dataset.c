@@ -332,7 +332,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     // A stream format (named, or by the object's name) is opened by its
     // download, unless compressed: an inflated object samples by ranges.
     const struct sl_format_reader* guess =
-        named != NULL || options->format != NULL ? named : sl_format_reader_detect(first, NULL, 0);
+        options->format != NULL ? named : sl_format_reader_detect(first, NULL, 0);
     remote.stream_first = guess != NULL && guess->streams &&
                           sl_compression_for_name(first) == SL_COMPRESS_NONE;
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
