@@ -651,6 +651,94 @@ static void test_parse_double(void** unused) {
   assert_false(csv_parse_int64((const uint8_t*)"9223372036854775808", 19, &v));
 }
 
+// One number of the kinds the fused paths meet: W1's shortest forms, any
+// double to 17 digits or fewer, exponents, signs, leading zeros, a point
+// at either end, 19 and 20 digits, fields of 32 bytes and more.
+static void random_number(uint64_t* seed, int as_int, char* buf, size_t cap) {
+  uint64_t r = rng_next(seed);
+  if (as_int) {
+    int digits = (int)(r % 19) + 1;
+    uint64_t v = rng_next(seed) % 1000000000000000000ull;
+    for (int k = digits; k < 18; ++k) v /= 10;
+    snprintf(buf, cap, "%s%llu", r & 64 ? "-" : "", (unsigned long long)v);
+    if (digits == 19) snprintf(buf, cap, "%s922337203685477580%d", r & 64 ? "-" : "", (int)((r >> 8) % 8));
+    return;
+  }
+  uint64_t bits = rng_next(seed);
+  double d;
+  memcpy(&d, &bits, 8);
+  if (!isfinite(d)) d = 1.5;
+  double u = (double)(rng_next(seed) >> 11) / 9007199254740992.0;
+  switch (r % 12) {
+    case 0: snprintf(buf, cap, "%.17g", d); break;
+    case 1: snprintf(buf, cap, "%.*g", (int)(rng_next(seed) % 17) + 1, d); break;
+    case 2: case 3: case 4: snprintf(buf, cap, "%.17g", u); break;
+    case 5: snprintf(buf, cap, "%.16g", u * 1e-3); break;
+    case 6: snprintf(buf, cap, "-%.*f", (int)(rng_next(seed) % 20), u * 1e6); break;
+    case 7: snprintf(buf, cap, "%.0f.", u * 1e9); break;
+    case 8: snprintf(buf, cap, ".%llu", (unsigned long long)(rng_next(seed) % 1000000000000ull)); break;
+    case 9: snprintf(buf, cap, "+%.19f", u); break;
+    case 10: snprintf(buf, cap, "0.000000000000000000000000%llu", (unsigned long long)(rng_next(seed) >> 20)); break;
+    default: snprintf(buf, cap, "%llu.%llu", (unsigned long long)(rng_next(seed) % 100000000000ull),
+                      (unsigned long long)(rng_next(seed) % 100000000ull)); break;
+  }
+}
+
+// The fused numeric rows (AVX-512 where the CPU has it, scalar with
+// simd=sse2) and the tokenizing path (fastpath=false) read every value as
+// strtod and strtoll do.
+static void test_fused_numbers_match_strtod(void** unused) {
+  (void)unused;
+  struct sl_text csv, want;
+  sl_text_init(&csv, NULL);
+  sl_text_init(&want, NULL);
+  sl_text_append_str(&csv, "i,a,b,c\n");
+  sl_text_append_str(&want, "i:l|a:g|b:g|c:g\n");
+  uint64_t seed = 0x2545F4914F6CDD1Du;
+  char text[128], out[64];
+  for (int row = 0; row < 30000; ++row) {
+    for (int c = 0; c < 4; ++c) {
+      random_number(&seed, c == 0, text, sizeof text);
+      if (row == 0 && c > 0) snprintf(text, sizeof text, "0.5");  // inferred as doubles
+      if (c > 0) {
+        sl_text_append_char(&csv, ',');
+        sl_text_append_char(&want, ',');
+        sl_format_double(strtod(text, NULL), out, sizeof out);
+      } else {
+        snprintf(out, sizeof out, "%lld", strtoll(text, NULL, 10));
+      }
+      sl_text_append_str(&csv, text);
+      sl_text_append_str(&want, out);
+    }
+    sl_text_append_char(&csv, '\n');
+    sl_text_append_char(&want, '\n');
+  }
+  char path[512];
+  test_temp_path("fused.csv", path, sizeof path);
+  assert_int_equal(test_write_file(path, sl_text_cstr(&csv), strlen(sl_text_cstr(&csv))), 0);
+  static const char* const opts[] = {NULL, "simd=sse2", "fastpath=false", "split_size=4k"};
+  for (size_t k = 0; k < sizeof opts / sizeof opts[0]; ++k) {
+    struct sl_text got;
+    sl_text_init(&got, NULL);
+    struct sluice_error err = {0};
+    assert_int_equal(read_to_text(path, opts[k], NULL, 0, NULL, &got, &err), 0);
+    const char* a = sl_text_cstr(&got);
+    const char* b = sl_text_cstr(&want);
+    if (strcmp(a, b) != 0) {
+      size_t at = 0;
+      while (a[at] == b[at]) ++at;
+      while (at > 0 && b[at - 1] != '\n') --at;
+      fprintf(stderr, "options %s: from byte %zu got\n%.80s\nwant\n%.80s\n",
+              opts[k] != NULL ? opts[k] : "(none)", at, a + at, b + at);
+      fail();
+    }
+    sl_text_reset(&got);
+  }
+  sl_text_reset(&csv);
+  sl_text_reset(&want);
+  remove(path);
+}
+
 static void test_corpus(void** unused) {
   (void)unused;
   char path[1024];
@@ -852,6 +940,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_comment_random_splits), cmocka_unit_test(test_null_values),
       cmocka_unit_test(test_long_quoted_field), cmocka_unit_test(test_comment_transitions),
       cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
+      cmocka_unit_test(test_fused_numbers_match_strtod),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
       cmocka_unit_test(test_count_byte_paths), cmocka_unit_test(test_join_formats),
   };

@@ -433,64 +433,69 @@ static inline const uint8_t* field_end(const uint8_t* t, const uint8_t* end, uin
 
 int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes) {
   const struct csv_reader* r = s->r;
-  const int64_t nc = r->layout.n_cols;
   // Per file column: how it is read (SKIP = not asked for) and where its
   // values go, written in place at row `rows` and committed once at the end;
   // a row that fails halfway leaves values past the committed ones, which the
   // next append overwrites.
-  enum { SKIP, F64, I64, I32 } kind[64];
-  uint8_t* out[64];
+  struct csv_fused_plan f;
+  f.n_cols = r->layout.n_cols;
+  f.delim = r->layout.dialect.delimiter;
+  f.quote = r->layout.dialect.quote;
+  f.comment = r->layout.dialect.comment;
+  const int64_t nc = f.n_cols;
   for (int64_t c = 0; c < nc; ++c) {
-    kind[c] = SKIP;
+    f.kind[c] = CSV_FUSED_SKIP;
     if (s->builder_of[c] < 0) continue;
     struct sl_builder* b = sl_builder_child(&s->batch, s->builder_of[c]);
     if (sl_builder_reserve(b, want) != 0) return -1;
-    out[c] = sl_builder_values_end(b);
-    kind[c] = r->cols[c].conv == CV_F64 ? F64 : r->cols[c].width == 8 ? I64 : I32;
+    f.out[c] = sl_builder_values_end(b);
+    f.kind[c] = r->cols[c].conv == CV_F64 ? CSV_FUSED_F64
+                : r->cols[c].width == 8   ? CSV_FUSED_I64
+                                          : CSV_FUSED_I32;
   }
   const uint8_t* data = s->data;
   const uint8_t* end = data + s->limit;
-  const uint8_t delim = r->layout.dialect.delimiter, quote = r->layout.dialect.quote;
-  const uint8_t comment = r->layout.dialect.comment;
+  const uint8_t delim = f.delim, quote = f.quote;
   const int64_t start = s->pos;
+  // rows start before min(end, stop, start + max_bytes)
+  int64_t limit_at = s->limit;
+  if (s->stop < limit_at) limit_at = s->stop;
+  if (max_bytes < limit_at - start) limit_at = start + max_bytes;
+  const uint8_t* limit = data + limit_at;
   const uint8_t* p = data + s->pos;
   int64_t rows = 0;
-  while (rows < want && p < end && p - data < s->stop && (p - data) - start < max_bytes) {
-    if (comment != 0 && *p == comment) break;  // the general path skips comment lines
+  while (rows < want && p < limit) {
+    if (r->fused_avx512) {
+      rows = csv_fused_rows_avx512(&f, &p, end, limit, rows, want);
+      if (rows == want || p >= limit) break;
+    }
+    // One row by the scalar loop: the AVX-512 one stopped at it, or is not
+    // there.
+    if (f.comment != 0 && *p == f.comment) break;  // the general path skips comment lines
     const uint8_t* q = p;
     for (int64_t c = 0; c < nc; ++c) {
       const uint8_t* t;
-      if (kind[c] == F64) {
+      if (f.kind[c] == CSV_FUSED_F64) {
         double d = 0;
         t = csv_scan_double(q, end, &d);
-        memcpy(out[c] + rows * 8, &d, 8);
+        memcpy(f.out[c] + rows * 8, &d, 8);
         if (t == NULL) goto done;
-      } else if (kind[c] != SKIP) {
+      } else if (f.kind[c] != CSV_FUSED_SKIP) {
         int64_t i = 0;
         t = csv_scan_int64(q, end, &i);
         if (t == NULL) goto done;
-        if (kind[c] == I64) {
-          memcpy(out[c] + rows * 8, &i, 8);
+        if (f.kind[c] == CSV_FUSED_I64) {
+          memcpy(f.out[c] + rows * 8, &i, 8);
         } else {
           if (i < INT32_MIN || i > INT32_MAX) goto done;  // the general path reports it
           int32_t v = (int32_t)i;
-          memcpy(out[c] + rows * 4, &v, 4);
+          memcpy(f.out[c] + rows * 4, &v, 4);
         }
       } else if (q < end && *q == quote && quote != 0) {
         // A quoted field of a column not read (W4's ids): crossed to its
-        // closing quote, "" being a quote inside; what follows is checked
-        // below as for any field.
-        const uint8_t* z = q + 1;
-        for (;;) {
-          z = memchr(z, quote, (size_t)(end - z));
-          if (z == NULL) goto done;
-          if (z + 1 < end && z[1] == quote) {
-            z += 2;
-            continue;
-          }
-          break;
-        }
-        t = z + 1;
+        // closing quote; what follows is checked below as for any field.
+        t = csv_skip_quoted(q, end, quote);
+        if (t == NULL) goto done;
       } else {
         t = field_end(q, end, delim, quote);
         if (t < end && (*t == quote || *t == '\r')) goto done;
@@ -511,7 +516,7 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
   }
 done:
   for (int64_t c = 0; c < nc; ++c) {
-    if (kind[c] != SKIP) {
+    if (f.kind[c] != CSV_FUSED_SKIP) {
       sl_builder_commit_values(sl_builder_child(&s->batch, s->builder_of[c]), rows);
     }
   }

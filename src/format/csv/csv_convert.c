@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "csv_internal.h"
-#include "csv_pow5.h"
+#include "csv_float.h"
 #include "core/sl_value_tz.h"
 
 static inline int is_eight_digits(uint64_t v) {
@@ -94,76 +94,6 @@ int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
 static const double csv_exact_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                          1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                          1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-__extension__ typedef unsigned __int128 csv_u128;
-
-static inline void mul128(uint64_t a, uint64_t b, uint64_t* hi, uint64_t* lo) {
-  csv_u128 r = (csv_u128)a * b;
-  *hi = (uint64_t)(r >> 64);
-  *lo = (uint64_t)r;
-}
-
-// Eisel-Lemire (Lemire, "Number Parsing at a Gigabyte per Second", 2021):
-// w * 10^q for w != 0. Returns 1 with the double's bits, 0 when the
-// approximation cannot decide (the caller then uses strtod).
-static inline __attribute__((always_inline)) int eisel_lemire(uint64_t w, int64_t q, int neg,
-                                                            double* out) {
-  if (q < CSV_POW5_MIN_Q) {
-    *out = neg ? -0.0 : 0.0;
-    return 1;
-  }
-  if (q > CSV_POW5_MAX_Q) {
-    *out = neg ? -HUGE_VAL : HUGE_VAL;
-    return 1;
-  }
-  int lz = __builtin_clzll(w);
-  w <<= lz;
-  const uint64_t* pw = csv_pow5_128[q - CSV_POW5_MIN_Q];
-  uint64_t hi, lo;
-  mul128(w, pw[0], &hi, &lo);
-  if ((hi & 0x1FF) == 0x1FF) {  // 55 bits of precision wanted: refine
-    uint64_t hi2, lo2;
-    mul128(w, pw[1], &hi2, &lo2);
-    lo += hi2;
-    if (hi2 > lo) hi++;
-    if (lo == UINT64_MAX && (q < -27 || q > 55)) return 0;
-  }
-  int upperbit = (int)(hi >> 63);
-  int shift = upperbit + 64 - 52 - 3;
-  uint64_t mant = hi >> shift;
-  int64_t power2 = (((152170 + 65536) * q) >> 16) + 63 + upperbit - lz + 1023;
-  if (power2 <= 0) {
-    if (-power2 + 1 >= 64) {
-      *out = neg ? -0.0 : 0.0;
-      return 1;
-    }
-    mant >>= -power2 + 1;
-    mant += mant & 1;
-    mant >>= 1;
-    power2 = mant < (UINT64_C(1) << 52) ? 0 : 1;
-    uint64_t bits = (mant & ((UINT64_C(1) << 52) - 1)) | ((uint64_t)power2 << 52) |
-                    ((uint64_t)neg << 63);
-    memcpy(out, &bits, 8);
-    return 1;
-  }
-  if (lo <= 1 && q >= -4 && q <= 23 && (mant & 3) == 1 && (mant << shift) == hi) {
-    mant &= ~UINT64_C(1);  // exactly halfway: round to even
-  }
-  mant += mant & 1;
-  mant >>= 1;
-  if (mant >= (UINT64_C(2) << 52)) {
-    mant = UINT64_C(1) << 52;
-    power2++;
-  }
-  mant &= ~(UINT64_C(1) << 52);
-  if (power2 >= 0x7FF) {
-    *out = neg ? -HUGE_VAL : HUGE_VAL;
-    return 1;
-  }
-  uint64_t bits = mant | ((uint64_t)power2 << 52) | ((uint64_t)neg << 63);
-  memcpy(out, &bits, 8);
-  return 1;
-}
 
 static int ieq(const uint8_t* p, int64_t n, const char* lit) {
   size_t m = strlen(lit);
@@ -272,7 +202,7 @@ static int parse_double_general(const uint8_t* p, int64_t n, double* out) {
     *out = neg ? -v : v;
     return 1;
   }
-  if (eisel_lemire(w, q, neg, out)) return 1;
+  if (csv_eisel_lemire(w, q, neg, out)) return 1;
   return parse_double_slow(p, n, out);
 }
 
@@ -346,7 +276,7 @@ const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) 
     // (16 digits or fewer) take this path.
     double v = q >= 0 ? (double)w * csv_exact_pow10[q] : (double)w / csv_exact_pow10[-q];
     *out = neg ? -v : v;
-  } else if (!eisel_lemire(w, q, neg, out) && !parse_double_slow(p, s - p, out)) {
+  } else if (!csv_eisel_lemire(w, q, neg, out) && !parse_double_slow(p, s - p, out)) {
     return NULL;
   }
   return s;

@@ -147,6 +147,7 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   r->fast_numeric = !r->opts.no_fastpath && r->layout.dialect.escape == 0 &&
                     l->n_cols > 0 && l->n_cols <= 64 &&
                     (d == ',' || d == ';' || d == '\t' || d == '|' || d == ' ');
+  r->fused_avx512 = r->layout.dialect.impl == CSV_IMPL_AUTO && csv_fused_avx512_supported();
   // The fused path reads every number as a value: a null spelling that is a
   // number ("-999", "NaN") must go through the general path.
   for (int64_t k = 0; r->fast_numeric && k < r->opts.nulls.n; ++k) {

@@ -43,6 +43,7 @@ struct csv_reader {
   struct ArrowSchema schema;
   int64_t batch_size;
   int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
+  int fused_avx512;        ///< ... and it runs csv_fused_rows_avx512 (simd=auto, a CPU with it)
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
   /// Stream mode, forward-only: a scan has started reading the source (a
@@ -194,5 +195,41 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
 /// the tokenizing path then takes over for a chunk. Returns rows decoded
 /// (0: the first row was not plain), -1 on ENOMEM.
 int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes);
+
+/// What the fused path does with each file column, and where its values go:
+/// written in place at index `rows`, committed by csv_fast_numeric.
+enum csv_fused_kind { CSV_FUSED_SKIP, CSV_FUSED_F64, CSV_FUSED_I64, CSV_FUSED_I32 };
+struct csv_fused_plan {
+  int64_t n_cols;  ///< at most 64 (see fast_numeric)
+  uint8_t kind[64];
+  uint8_t* out[64];
+  uint8_t delim, quote, comment;
+};
+
+/// Whether this CPU runs csv_fused_rows_avx512 (AVX-512 BW, VL, VBMI2).
+int csv_fused_avx512_supported(void);
+/// The fused rows from *pos on while rows < want and a row starts before
+/// `limit`, each field read in one 32-byte load (csv_fused_avx512.c). Stops
+/// at the first row it cannot take whole, or within 32 bytes of `end`
+/// (the scalar loop of csv_fast_numeric decides those); returns the new row
+/// count and leaves *pos at the first row not taken.
+int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
+                              const uint8_t* end, const uint8_t* limit, int64_t rows,
+                              int64_t want);
+
+/// The byte after the closing quote of the quoted field at q ("" being a
+/// quote inside), or NULL when it does not close before end.
+static inline const uint8_t* csv_skip_quoted(const uint8_t* q, const uint8_t* end, uint8_t quote) {
+  const uint8_t* z = q + 1;
+  for (;;) {
+    z = memchr(z, quote, (size_t)(end - z));
+    if (z == NULL) return NULL;
+    if (z + 1 < end && z[1] == quote) {
+      z += 2;
+      continue;
+    }
+    return z + 1;
+  }
+}
 
 #endif
