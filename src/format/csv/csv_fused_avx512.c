@@ -86,26 +86,45 @@ CSV_AVX512 static inline int field_int(__m256i x, unsigned L, int64_t* out) {
   return 1;
 }
 
+// Where fields end is read from a 64-byte window of masks that slides
+// forward only when a field starts past its middle, so crossing a field
+// costs a shift and a count, not a load and compares (W4's rows are twelve
+// short fields, ten of them skipped). The loads of the fields' bytes for
+// parsing are off that chain.
 CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                                          const uint8_t* end, const uint8_t* limit, int64_t rows,
                                          int64_t want) {
-  const __m256i delim = _mm256_set1_epi8((char)f->delim), lf = _mm256_set1_epi8('\n');
-  const __m256i quote = _mm256_set1_epi8((char)f->quote), cr = _mm256_set1_epi8('\r');
+  const __m512i delim = _mm512_set1_epi8((char)f->delim), lf = _mm512_set1_epi8('\n');
+  const __m512i quote = _mm512_set1_epi8((char)f->quote), cr = _mm512_set1_epi8('\r');
   const int64_t nc = f->n_cols;
   const uint8_t* p = *pos;
+  // The window [w, w + 64): stops (delimiter, line feed, quote, CR) and
+  // quotes; loaded by the first field.
+  const uint8_t* w = p;
+  int have_window = 0;
+  uint64_t stops = 0, quotes = 0;
   while (rows < want && p < limit) {
     if (f->comment != 0 && *p == f->comment) break;
     const uint8_t* q = p;
     for (int64_t c = 0; c < nc; ++c) {
-      if (end - q < 32) goto done;
-      __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)q);
-      uint32_t stops = _mm256_cmpeq_epi8_mask(x, delim) | _mm256_cmpeq_epi8_mask(x, lf) |
-                       _mm256_cmpeq_epi8_mask(x, quote) | _mm256_cmpeq_epi8_mask(x, cr);
-      if (stops == 0) goto done;  // a field of 32 bytes or more
-      unsigned L = (unsigned)__builtin_ctz(stops);
+      uint64_t off = (uint64_t)(q - w);
+      if (!have_window || off > 32) {
+        if (end - q < 64) goto done;
+        w = q;
+        have_window = 1;
+        off = 0;
+        __m512i y = _mm512_loadu_si512((const void*)w);
+        quotes = _mm512_cmpeq_epi8_mask(y, quote);
+        stops = _mm512_cmpeq_epi8_mask(y, delim) | _mm512_cmpeq_epi8_mask(y, lf) | quotes |
+                _mm512_cmpeq_epi8_mask(y, cr);
+      }
+      uint64_t ahead = stops >> off;  // off <= 32: at least 32 bytes of q in the window
+      unsigned L = ahead != 0 ? (unsigned)__builtin_ctzll(ahead) : 64;
       const uint8_t* t = q + L;
       switch (f->kind[c]) {
         case CSV_FUSED_F64: {
+          if (L >= 32) goto done;
+          __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)q);
           double v;
           if (!field_double(x, L, &v) && csv_scan_double(q, t, &v) != t) goto done;
           memcpy(f->out[c] + rows * 8, &v, 8);
@@ -113,6 +132,8 @@ CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const u
         }
         case CSV_FUSED_I64:
         case CSV_FUSED_I32: {
+          if (L >= 32) goto done;
+          __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)q);
           int64_t v;
           if (!field_int(x, L, &v) && csv_scan_int64(q, t, &v) != t) goto done;
           if (f->kind[c] == CSV_FUSED_I64) {
@@ -126,9 +147,19 @@ CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const u
         }
         default:
           if (L == 0 && f->quote != 0 && *q == f->quote) {
-            t = csv_skip_quoted(q, end, f->quote);
-            if (t == NULL) goto done;
+            // Quoted (W4's ids): the closing quote is the next one in the
+            // window, unless a quote follows it ("" inside) or the window
+            // ends first; then the search goes on in the bytes.
+            uint64_t after = quotes >> off >> 1;  // bit k: a quote at q + 1 + k
+            unsigned close = after != 0 ? (unsigned)__builtin_ctzll(after) + 1 : 64;
+            if (off + close + 1 < 64 && (after >> close & 1) == 0) {
+              t = q + close + 1;
+            } else {
+              t = csv_skip_quoted(q, end, f->quote);
+              if (t == NULL) goto done;
+            }
           } else {
+            if (L + off >= 64) goto done;  // a long field: the scalar loop crosses it
             if (*t == f->quote || *t == '\r') goto done;
             if (c == 0 && L == 0 && *t != f->delim) goto done;  // an empty line
           }

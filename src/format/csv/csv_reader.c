@@ -36,8 +36,9 @@
 // - split_next() fills a batch of batch_size rows (or batch_bytes of input) in
 //   chunks of a few thousand rows: when every wanted column is int32, int64
 //   or float64, a fused path parses numbers straight from the bytes into the
-//   columns, crossing the fields of other columns (csv_fast_numeric),
-//   handing over to the general path (tokenize into field offsets, then convert
+//   columns, crossing the fields of other columns (csv_fast_numeric; on
+//   CPUs with AVX-512 VBMI2, csv_fused_avx512.c takes its rows), handing
+//   over to the general path (tokenize into field offsets, then convert
 //   column by column into Arrow builders) for rows it cannot take. Columns not
 //   asked for are never converted.
 // - .gz (multi-member) and .zst inputs are inflated as they are read
