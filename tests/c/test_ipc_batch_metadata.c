@@ -119,6 +119,7 @@ static void test_stream_round_trip(void** state) {
   char path[512];
   test_temp_path("tagged.arrows", path, sizeof path);
   check_tags(path, write_tagged("arrows", path, tag_batch, 0));
+  remove(path);
 }
 
 static void test_file_round_trip(void** state) {
@@ -126,6 +127,7 @@ static void test_file_round_trip(void** state) {
   char path[512];
   test_temp_path("tagged.arrow", path, sizeof path);
   check_tags(path, write_tagged("arrow", path, tag_batch, 0));
+  remove(path);
 }
 
 static void test_callback_error_fails_write(void** state) {
