@@ -118,19 +118,20 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
 
 static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
+// Straight-line: CSV date and timestamp columns call this once per value
+// (a loop over the three parts, kept in memory, was a sixth of a mixed
+// CSV's load).
 int sl_parse_ymd(const char* text, int64_t* days) {
   static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  int v[3] = {0, 0, 0};
-  static const int at[3] = {0, 5, 8}, len[3] = {4, 2, 2};
-  if (text[4] != '-' || text[7] != '-') return 0;
-  for (int k = 0; k < 3; ++k) {
-    for (int i = 0; i < len[k]; ++i) {
-      unsigned dgt = (unsigned)text[at[k] + i] - '0';
-      if (dgt > 9) return 0;
-      v[k] = v[k] * 10 + (int)dgt;
-    }
+  const unsigned char* t = (const unsigned char*)text;
+  unsigned y0 = t[0] - '0', y1 = t[1] - '0', y2 = t[2] - '0', y3 = t[3] - '0';
+  unsigned m0 = t[5] - '0', m1 = t[6] - '0', d0 = t[8] - '0', d1 = t[9] - '0';
+  if ((y0 > 9) | (y1 > 9) | (y2 > 9) | (y3 > 9) | (m0 > 9) | (m1 > 9) | (d0 > 9) | (d1 > 9) |
+      (t[4] != '-') | (t[7] != '-')) {
+    return 0;
   }
-  int y = v[0], m = v[1], d = v[2];
+  int y = (int)(y0 * 1000 + y1 * 100 + y2 * 10 + y3);
+  int m = (int)(m0 * 10 + m1), d = (int)(d0 * 10 + d1);
   if (m < 1 || m > 12 || d < 1 || d > dim[m - 1] + (m == 2 && is_leap(y))) return 0;
   *days = days_from_civil(y, m, d);
   return 1;

@@ -793,6 +793,39 @@ static void test_fused_crosses_quoted_columns(void** unused) {
   remove(path);
 }
 
+// Dates as glibc's calendar has them: every day of years 0 to 9999 in
+// steps, and the days that do not exist (month 0 or 13, day 0, 29..32 of
+// short months) rejected; also text that is not a date.
+static void test_parse_date_like_timegm(void** unused) {
+  (void)unused;
+  char text[16];
+  for (int y = 0; y <= 9999; y += (y > 1800 && y < 2200) ? 1 : 7) {
+    for (int m = 0; m <= 13; ++m) {
+      for (int d = 0; d <= 32; ++d) {
+        snprintf(text, sizeof text, "%04d-%02d-%02d", y, m, d);
+        struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d, .tm_hour = 12};
+        time_t t = timegm(&tm);
+        struct tm back;
+        int exists = gmtime_r(&t, &back) != NULL && back.tm_year == y - 1900 &&
+                     back.tm_mon == m - 1 && back.tm_mday == d;
+        int32_t got = 0;
+        int ok = csv_parse_date32((const uint8_t*)text, 10, &got);
+        if (ok != exists || (ok && got != (int32_t)((t - 12 * 3600) / 86400))) {
+          fprintf(stderr, "%s: parsed %d (%d), want %d (%lld)\n", text, ok, got, exists,
+                  (long long)((t - 12 * 3600) / 86400));
+          fail();
+        }
+      }
+    }
+  }
+  static const char* const bad[] = {"2020-1-01x", "2020/01/01", "20200-1-01", "2020-01-0a",
+                                    "a020-01-01", "2020-01-01 ", " 2020-01-01", "2020--1-01"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    int32_t got;
+    assert_false(csv_parse_date32((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), &got));
+  }
+}
+
 static void test_corpus(void** unused) {
   (void)unused;
   char path[1024];
@@ -995,6 +1028,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_long_quoted_field), cmocka_unit_test(test_comment_transitions),
       cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
       cmocka_unit_test(test_fused_numbers_match_strtod),
+      cmocka_unit_test(test_parse_date_like_timegm),
       cmocka_unit_test(test_fused_crosses_quoted_columns),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
       cmocka_unit_test(test_count_byte_paths), cmocka_unit_test(test_join_formats),
