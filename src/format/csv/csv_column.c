@@ -502,14 +502,8 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
         // an empty line is skipped by the general path, not a row
         if (c == 0 && t == q && (t == end || *t != delim)) goto done;
       }
-      if (c + 1 < nc) {
-        if (t >= end || *t != delim) goto done;
-        q = t + 1;
-      } else {
-        if (t < end && *t == '\r') ++t;
-        if (t < end && *t != '\n') goto done;
-        q = t < end ? t + 1 : t;
-      }
+      q = csv_fused_next(t, end, c + 1 == nc, delim);
+      if (q == NULL) goto done;
     }
     rows++;
     p = q;

@@ -164,14 +164,8 @@ CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const u
             if (c == 0 && L == 0 && *t != f->delim) goto done;  // an empty line
           }
       }
-      if (c + 1 < nc) {
-        if (t >= end || *t != f->delim) goto done;
-        q = t + 1;
-      } else {
-        if (t < end && *t == '\r') ++t;
-        if (t < end && *t != '\n') goto done;
-        q = t < end ? t + 1 : t;
-      }
+      q = csv_fused_next(t, end, c + 1 == nc, f->delim);
+      if (q == NULL) goto done;
     }
     rows++;
     p = q;

@@ -217,6 +217,17 @@ int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** po
                               const uint8_t* end, const uint8_t* limit, int64_t rows,
                               int64_t want);
 
+/// Where the fused loops go on after a field that ends at t: the next field
+/// (t must be the delimiter) or, after the last field, the next row (t must
+/// end the line: LF, CRLF, or the end of the input). NULL when t does neither.
+static inline const uint8_t* csv_fused_next(const uint8_t* t, const uint8_t* end, int last,
+                                            uint8_t delim) {
+  if (!last) return t < end && *t == delim ? t + 1 : NULL;
+  if (t < end && *t == '\r') ++t;
+  if (t < end && *t != '\n') return NULL;
+  return t < end ? t + 1 : t;
+}
+
 /// The byte after the closing quote of the quoted field at q ("" being a
 /// quote inside), or NULL when it does not close before end.
 static inline const uint8_t* csv_skip_quoted(const uint8_t* q, const uint8_t* end, uint8_t quote) {
