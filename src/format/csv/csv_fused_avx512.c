@@ -14,6 +14,10 @@
 
 #include "csv_float.h"
 
+// Bytes ahead of a window to prefetch (256 to 2048 measured alike; a
+// prefetch past the input's end is harmless).
+#define CSV_PREFETCH_AHEAD 512
+
 #define CSV_AVX512 \
   __attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512vbmi2")))
 
@@ -113,6 +117,9 @@ CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const u
         w = q;
         have_window = 1;
         off = 0;
+        // Each window's address depends on the fields before it, so a
+        // miss here stalls the whole row: fetch well ahead of it.
+        _mm_prefetch((const char*)w + CSV_PREFETCH_AHEAD, _MM_HINT_T0);
         __m512i y = _mm512_loadu_si512((const void*)w);
         quotes = _mm512_cmpeq_epi8_mask(y, quote);
         stops = _mm512_cmpeq_epi8_mask(y, delim) | _mm512_cmpeq_epi8_mask(y, lf) | quotes |
