@@ -1,12 +1,13 @@
 // The fused numeric rows (see csv_fast_numeric) on CPUs with AVX-512 VBMI2:
-// each field is one 32-byte load, one mask of its delimiters and one of its
-// digits, and its digits are compacted into lanes (vpcompressb) and summed
-// eight at a time. It exists because the scalar loop spends most of a W1
-// load finding where each number ends digit by digit (branches that mispredict
-// on numbers of 15 to 18 digits); here the length comes from the mask and the
-// value from a fixed sequence of vector operations. Anything not of the
-// plain shape (exponents, 20+ digits, long fields, quotes inside numbers)
-// goes to the scalar parsers, so both loops give the same values.
+// where each field ends comes from a 64-byte window of delimiter masks; a
+// numeric field is then one 32-byte load whose digits are compacted into
+// lanes (vpcompressb) and summed eight at a time. It exists because the
+// scalar loop spends most of a W1 load finding where each number ends digit
+// by digit (branches that mispredict on numbers of 15 to 18 digits); here
+// the length comes from a mask and the value from a fixed sequence of
+// vector operations. Anything not of the plain shape (exponents, 20+
+// digits, long fields, quotes inside numbers) goes to the scalar parsers,
+// so both loops give the same values.
 #include "csv_reader_internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
