@@ -96,35 +96,40 @@ CSV_AVX512 static inline int field_int(__m256i x, unsigned L, int64_t* out) {
 // costs a shift and a count, not a load and compares (W4's rows are twelve
 // short fields, ten of them skipped). The loads of the fields' bytes for
 // parsing are off that chain.
+// The window of 64 bytes at w: its stop bytes (delimiter, line feed,
+// quote, CR) and its quotes, as bit masks.
+CSV_AVX512 static inline void load_window(const uint8_t* w, const struct csv_fused_plan* f,
+                                          uint64_t* stops, uint64_t* quotes) {
+  // Each window's address depends on the fields before it, so a miss here
+  // stalls the whole row: fetch well ahead of it.
+  _mm_prefetch((const char*)w + CSV_PREFETCH_AHEAD, _MM_HINT_T0);
+  __m512i y = _mm512_loadu_si512((const void*)w);
+  *quotes = _mm512_cmpeq_epi8_mask(y, _mm512_set1_epi8((char)f->quote));
+  *stops = _mm512_cmpeq_epi8_mask(y, _mm512_set1_epi8((char)f->delim)) |
+           _mm512_cmpeq_epi8_mask(y, _mm512_set1_epi8('\n')) | *quotes |
+           _mm512_cmpeq_epi8_mask(y, _mm512_set1_epi8('\r'));
+}
+
 CSV_AVX512 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                                          const uint8_t* end, const uint8_t* limit, int64_t rows,
                                          int64_t want) {
-  const __m512i delim = _mm512_set1_epi8((char)f->delim), lf = _mm512_set1_epi8('\n');
-  const __m512i quote = _mm512_set1_epi8((char)f->quote), cr = _mm512_set1_epi8('\r');
   const int64_t nc = f->n_cols;
   const uint8_t* p = *pos;
-  // The window [w, w + 64): stops (delimiter, line feed, quote, CR) and
-  // quotes; loaded by the first field.
+  // The window [w, w + 64) and its masks.
   const uint8_t* w = p;
-  int have_window = 0;
-  uint64_t stops = 0, quotes = 0;
+  uint64_t stops, quotes;
+  if (end - p < 64) goto done;
+  load_window(w, f, &stops, &quotes);
   while (rows < want && p < limit) {
     if (f->comment != 0 && *p == f->comment) break;
     const uint8_t* q = p;
     for (int64_t c = 0; c < nc; ++c) {
       uint64_t off = (uint64_t)(q - w);
-      if (!have_window || off > 32) {
+      if (off > 32) {
         if (end - q < 64) goto done;
         w = q;
-        have_window = 1;
         off = 0;
-        // Each window's address depends on the fields before it, so a
-        // miss here stalls the whole row: fetch well ahead of it.
-        _mm_prefetch((const char*)w + CSV_PREFETCH_AHEAD, _MM_HINT_T0);
-        __m512i y = _mm512_loadu_si512((const void*)w);
-        quotes = _mm512_cmpeq_epi8_mask(y, quote);
-        stops = _mm512_cmpeq_epi8_mask(y, delim) | _mm512_cmpeq_epi8_mask(y, lf) | quotes |
-                _mm512_cmpeq_epi8_mask(y, cr);
+        load_window(w, f, &stops, &quotes);
       }
       uint64_t ahead = stops >> off;  // off <= 32: at least 32 bytes of q in the window
       unsigned L = ahead != 0 ? (unsigned)__builtin_ctzll(ahead) : 64;

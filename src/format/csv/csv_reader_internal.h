@@ -209,10 +209,11 @@ struct csv_fused_plan {
 /// Whether this CPU runs csv_fused_rows_avx512 (AVX-512 BW, VL, VBMI2).
 int csv_fused_avx512_supported(void);
 /// The fused rows from *pos on while rows < want and a row starts before
-/// `limit`, each field read in one 32-byte load (csv_fused_avx512.c). Stops
-/// at the first row it cannot take whole, or within 32 bytes of `end`
-/// (the scalar loop of csv_fast_numeric decides those); returns the new row
-/// count and leaves *pos at the first row not taken.
+/// `limit`, field ends read from 64-byte windows of masks
+/// (csv_fused_avx512.c). Stops at the first row it cannot take whole, or
+/// where a window would pass `end` (the scalar loop of csv_fast_numeric
+/// decides those); returns the new row count and leaves *pos at the first
+/// row not taken.
 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                               const uint8_t* end, const uint8_t* limit, int64_t rows,
                               int64_t want);
