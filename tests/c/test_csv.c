@@ -660,8 +660,11 @@ static void random_number(uint64_t* seed, int as_int, char* buf, size_t cap) {
     int digits = (int)(r % 19) + 1;
     uint64_t v = rng_next(seed) % 1000000000000000000ull;
     for (int k = digits; k < 18; ++k) v /= 10;
-    snprintf(buf, cap, "%s%llu", r & 64 ? "-" : "", (unsigned long long)v);
-    if (digits == 19) snprintf(buf, cap, "%s922337203685477580%d", r & 64 ? "-" : "", (int)((r >> 8) % 8));
+    if (digits == 19) {  // up to INT64_MAX: the scalar parsers' checked path
+      snprintf(buf, cap, "%s922337203685477580%d", r & 64 ? "-" : "", (int)((r >> 8) % 8));
+    } else {
+      snprintf(buf, cap, "%s%llu", r & 64 ? "-" : "", (unsigned long long)v);
+    }
     return;
   }
   uint64_t bits = rng_next(seed);
@@ -676,9 +679,14 @@ static void random_number(uint64_t* seed, int as_int, char* buf, size_t cap) {
     case 5: snprintf(buf, cap, "%.16g", u * 1e-3); break;
     case 6: snprintf(buf, cap, "-%.*f", (int)(rng_next(seed) % 20), u * 1e6); break;
     case 7: snprintf(buf, cap, "%.0f.", u * 1e9); break;
-    case 8: snprintf(buf, cap, ".%llu", (unsigned long long)(rng_next(seed) % 1000000000000ull)); break;
+    case 8:
+      snprintf(buf, cap, ".%llu", (unsigned long long)(rng_next(seed) % 1000000000000ull));
+      break;
     case 9: snprintf(buf, cap, "+%.19f", u); break;
-    case 10: snprintf(buf, cap, "0.000000000000000000000000%llu", (unsigned long long)(rng_next(seed) >> 20)); break;
+    case 10:
+      snprintf(buf, cap, "0.000000000000000000000000%llu",
+               (unsigned long long)(rng_next(seed) >> 20));
+      break;
     default: snprintf(buf, cap, "%llu.%llu", (unsigned long long)(rng_next(seed) % 100000000000ull),
                       (unsigned long long)(rng_next(seed) % 100000000ull)); break;
   }
