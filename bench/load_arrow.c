@@ -10,7 +10,11 @@
 /// every byte of every column, so lazily mapped data is paid for somewhere)
 /// is `verify_s`. Prints one JSON line on stdout.
 ///
-/// usage: load_arrow [--threads N] [--unordered] [--budget BYTES]
+/// With --stream it keeps nothing: each batch is checksummed as it arrives
+/// and released, the way the avro-c and Java Avro cells read (one reused
+/// record, every field summed); the checksums are then inside `load_s`.
+///
+/// usage: load_arrow [--threads N] [--unordered] [--budget BYTES] [--stream]
 ///                   [--format NAME] [--batch-size ROWS] [--columns a,b,...] PATH
 #define _DEFAULT_SOURCE  // realpath beside strict C11
 #define _POSIX_C_SOURCE 200809L
@@ -34,8 +38,8 @@ static double now_seconds(void) {
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: load_arrow [--threads N] [--unordered] [--budget BYTES] [--format NAME]\n"
-          "                  [--batch-size ROWS] [--columns a,b,...] PATH\n");
+          "usage: load_arrow [--threads N] [--unordered] [--budget BYTES] [--stream]\n"
+          "                  [--format NAME] [--batch-size ROWS] [--columns a,b,...] PATH\n");
   return 2;
 }
 
@@ -117,6 +121,25 @@ static int is_double_list(const struct ArrowSchema* s) {
   return strcmp(s->format, "+l") == 0 && s->n_children == 1 && strcmp(s->children[0]->format, "g") == 0;
 }
 
+/// The checksums of a batch, added to *sum_id and sum_x. Columns are matched
+/// by type: int64 ("l") columns add into sum_id, float64 ("g") columns and
+/// list<float64> columns (the items of the batch's rows) each get a sum.
+static void checksum_batch(const struct ArrowSchema* schema, const struct ArrowArray* batch,
+                           int64_t n_columns, uint64_t* sum_id, double* sum_x) {
+  for (int64_t c = 0; c < n_columns && c < batch->n_children; c++) {
+    const struct ArrowArray* column = batch->children[c];
+    const char* format = schema->children[c]->format;
+    if (strcmp(format, "l") == 0) {
+      *sum_id += sum_int64(column, batch->offset, batch->length);
+    } else if (strcmp(format, "g") == 0) {
+      sum_x[c] += sum_double(column, batch->offset, batch->length);
+    } else if (is_double_list(schema->children[c])) {
+      const int32_t* offsets = (const int32_t*)column->buffers[1] + column->offset + batch->offset;
+      sum_x[c] += sum_double(column->children[0], offsets[0], offsets[batch->length] - offsets[0]);
+    }
+  }
+}
+
 /// Bytes of `path` mapped into this process (from /proc/self/maps), -1 if
 /// that cannot be read: tells the report whether the reader copied or mapped.
 static int64_t mapped_bytes(const char* path) {
@@ -144,12 +167,15 @@ int main(int argc, char** argv) {
   const char* path = NULL;
   const char* column_names[MAX_COLUMNS];
   char* columns_arg = NULL;
+  int stream_only = 0;
 
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
     int has_value = i + 1 < argc;
     if (strcmp(arg, "--threads") == 0 && has_value) {
       options.threads = atoi(argv[++i]);
+    } else if (strcmp(arg, "--stream") == 0) {
+      stream_only = 1;
     } else if (strcmp(arg, "--unordered") == 0) {
       options.ordered = 0;
     } else if (strcmp(arg, "--budget") == 0 && has_value) {
@@ -196,7 +222,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "load_arrow: get_schema: %s (code %d)\n", msg ? msg : "?", rc);
     return 1;
   }
-  int64_t rows = 0;
+  int64_t n_columns = schema.n_children;
+  if (n_columns > MAX_COLUMNS) n_columns = MAX_COLUMNS;
+  uint64_t sum_id = 0;  // unsigned: wraps like numpy's int64 sum, no UB
+  double sum_x[MAX_COLUMNS] = {0};
+  int64_t rows = 0, n_batches = 0;
   for (;;) {
     struct ArrowArray array;
     memset(&array, 0, sizeof(array));
@@ -208,40 +238,26 @@ int main(int argc, char** argv) {
     }
     if (array.release == NULL) break;
     rows += array.length;
-    if (batch_list_push(&batches, &array) != 0) {
+    ++n_batches;
+    if (stream_only) {
+      checksum_batch(&schema, &array, n_columns, &sum_id, sum_x);
+      array.release(&array);
+    } else if (batch_list_push(&batches, &array) != 0) {
       fprintf(stderr, "load_arrow: out of memory holding batches\n");
       return 1;
     }
   }
   double t1 = now_seconds();
 
-  // Checksums, outside the timed load. Columns are matched by type: int64
-  // ("l") columns add into sum_id, float64 ("g") columns each get a sum.
-  int64_t n_columns = schema.n_children;
-  if (n_columns > MAX_COLUMNS) n_columns = MAX_COLUMNS;
-  uint64_t sum_id = 0;  // unsigned: wraps like numpy's int64 sum, no UB
-  double sum_x[MAX_COLUMNS] = {0};
+  // Checksums, outside the timed load (--stream: done above, inside it).
   for (size_t b = 0; b < batches.n; b++) {
-    const struct ArrowArray* batch = &batches.items[b];
-    for (int64_t c = 0; c < n_columns && c < batch->n_children; c++) {
-      const struct ArrowArray* column = batch->children[c];
-      const char* format = schema.children[c]->format;
-      if (strcmp(format, "l") == 0) {
-        sum_id += sum_int64(column, batch->offset, batch->length);
-      } else if (strcmp(format, "g") == 0) {
-        sum_x[c] += sum_double(column, batch->offset, batch->length);
-      } else if (is_double_list(schema.children[c])) {
-        // list<float64> (W2's features): the sum of every item in the rows' range.
-        const int32_t* offsets = (const int32_t*)column->buffers[1] + column->offset + batch->offset;
-        sum_x[c] += sum_double(column->children[0], offsets[0], offsets[batch->length] - offsets[0]);
-      }
-    }
+    checksum_batch(&schema, &batches.items[b], n_columns, &sum_id, sum_x);
   }
   double t2 = now_seconds();
 
-  printf("{\"tool\": \"sluice\", \"rows\": %" PRId64 ", \"batches\": %zu, \"sum_id\": %" PRId64
+  printf("{\"tool\": \"sluice\", \"rows\": %" PRId64 ", \"batches\": %" PRId64 ", \"sum_id\": %" PRId64
          ", \"sum_x\": {",
-         rows, batches.n, (int64_t)sum_id);
+         rows, n_batches, (int64_t)sum_id);
   int first = 1;
   for (int64_t c = 0; c < n_columns; c++) {
     if (strcmp(schema.children[c]->format, "g") != 0 && !is_double_list(schema.children[c])) continue;

@@ -375,7 +375,13 @@ def cells(ctx: Context) -> list:
                               how=f"{tool} loading {name} (see bench/peers/w1_peers.py)",
                               skip=missing or heavy))
         if t == "a_avro":
-            # The Avro goal is set against avro-c's generic reader.
+            # The Avro goal is set against avro-c's generic reader,
+            # which keeps no table: sluice doing the same task beside it.
+            cells.append(Cell(t, "sluice load_arrow --stream", "sluice", "sluice",
+                              [[load_arrow, "--stream", path]],
+                              how=f"bench/load_arrow --stream {name}: each batch checksummed "
+                                  "as it arrives and released, no table kept (the avro-c "
+                                  "cell's task)", skip=no_load_arrow or missing))
             avroc = os.path.join(ctx.bin, "avroc_read")
             cells.append(Cell(t, "avro-c generic reader", "avro-c", "peer", [[avroc, path]],
                               how="bench/avroc_read: libavro's avro_file_reader_read_value "

@@ -106,6 +106,12 @@ def cells(ctx: Context) -> list:
         cells.append(Cell(t, "sluice load_arrow --threads 1", "sluice", "sluice",
                           [[load_arrow, "--threads", "1", path]],
                           how="same, one decoding thread", skip=no_load_arrow or missing))
+        cells.append(Cell(t, "sluice load_arrow --stream", "sluice", "sluice",
+                          [[load_arrow, "--stream", path]],
+                          how="bench/load_arrow --stream: every batch checksummed as it "
+                              "arrives and released, no table kept (as the avro-c and Java "
+                              "cells read: one reused record, every field summed); the "
+                              "checksums are inside load_s", skip=no_load_arrow or missing))
         cells.append(Cell(t, "fastavro + Arrow", "fastavro", "peer",
                           [[PY, peers, "read", "fastavro", path]],
                           how="list(fastavro.reader(f)), then pa.table from the records "
