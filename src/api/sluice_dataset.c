@@ -9,6 +9,7 @@
 #include "sluice.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_buffer_cache.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
 #include "io/sl_compression.h"
@@ -31,7 +32,8 @@
 /// The dataset's internals, shared by the handle and every scan of it.
 struct sluice_dataset {
   atomic_long refs;
-  const struct sluice_allocator* alloc;
+  const struct sluice_allocator* alloc;  ///< the cache's, or the caller's allocator
+  struct sl_buffer_cache* cache;         ///< freed batch buffers (NULL: caller's allocator)
   char* location;
   struct sl_source* source;
   const struct sl_format_reader* format;
@@ -80,7 +82,9 @@ static void dataset_destroy(struct sluice_dataset* ds) {
   if (ds->reader != NULL) ds->format->close(ds->reader);
   sl_source_close(ds->source);
   if (ds->location != NULL) sl_free(alloc, ds->location, strlen(ds->location) + 1);
+  struct sl_buffer_cache* cache = ds->cache;
   sl_free(alloc, ds, sizeof *ds);
+  sl_buffer_cache_close(cache);  // gone once the last batch is freed too
 }
 
 void sl_dataset_retain(struct sluice_dataset* ds) {
@@ -97,6 +101,10 @@ const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset*
 }
 
 const char* sl_dataset_location(const struct sluice_dataset* ds) { return ds->location; }
+
+struct sl_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* ds) {
+  return ds->cache;
+}
 
 void sluice_dataset_close(struct sluice_dataset* dataset) { sl_dataset_release(dataset); }
 
@@ -264,15 +272,26 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", location,
                         options->n_columns);
   }
+  int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
+  // With the default allocator, freed batch buffers are kept for the next
+  // batches, up to a quarter of the budget (sl_buffer_cache.h).
+  struct sl_buffer_cache* cache =
+      options->allocator == NULL ? sl_buffer_cache_create(NULL, budget / 4) : NULL;
+  if (options->allocator == NULL && cache == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  }
   const struct sluice_allocator* alloc =
-      options->allocator != NULL ? options->allocator : sluice_default_allocator();
+      cache != NULL ? sl_buffer_cache_allocator(cache) : options->allocator;
   struct sluice_dataset* ds = sl_calloc(alloc, 1, sizeof *ds);
-  if (ds == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  if (ds == NULL) {
+    sl_buffer_cache_close(cache);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  }
   atomic_init(&ds->refs, 1);
   ds->alloc = alloc;
+  ds->cache = cache;
   ds->threads = options->threads;
-  ds->memory_budget = options->memory_budget > 0 ? options->memory_budget
-                                                  : SL_DEFAULT_MEMORY_BUDGET;
+  ds->memory_budget = budget;
   ds->ordered = options->ordered;
   ds->limit = options->limit < 0 ? -1 : options->limit;
   // A database table (cql://) is read by its reader, not through bytes.

@@ -7,6 +7,7 @@
 #endif
 
 #include "sl_alloc.h"
+#include "sl_buffer_cache.h"
 
 /// Free blocks kept at most (a handful are in flight at a time: the parts of
 /// a readahead, the ranges of the splits being decoded).
@@ -47,8 +48,7 @@ struct pooled_block {
 
 static int maps_blocks(const struct sl_block_pool* pool, size_t size) {
 #if defined(__linux__)
-  return size >= POOL_MAP_FROM &&
-         (pool->alloc == NULL || pool->alloc == sluice_default_allocator());
+  return size >= POOL_MAP_FROM && sl_alloc_is_default(pool->alloc);
 #else
   (void)pool;
   (void)size;

@@ -12,6 +12,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_block_pool.h"
+#include "core/sl_buffer_cache.h"
 #include "core/sl_builder.h"
 #include "core/sl_error.h"
 #include "core/sl_ref.h"
@@ -555,6 +556,70 @@ static void test_block_pool_recycles(void** state) {
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
 }
 
+/* ---- buffer cache ----------------------------------------------------------------- */
+
+static void test_buffer_cache_recycles(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  const size_t big = (size_t)100 << 10;  // over the 64 KiB from which blocks are kept
+  struct sl_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 3 * (int64_t)big);
+  assert_non_null(cache);
+  const struct sluice_allocator* alloc = sl_buffer_cache_allocator(cache);
+  assert_true(sl_alloc_is_default(sluice_default_allocator()));
+  assert_false(sl_alloc_is_default(&ta.base));
+  assert_false(sl_alloc_is_default(alloc));  // over the test's allocator
+  // A freed block comes back for the same size and for up to a quarter less,
+  // 64-byte aligned, its bytes as left.
+  uint8_t* a = sl_alloc_buffer(alloc, big);
+  assert_non_null(a);
+  assert_int_equal((uintptr_t)a % 64, 0);
+  memset(a, 7, big);
+  sl_free_buffer(alloc, a, big);
+  uint8_t* b = sl_alloc_buffer(alloc, big - big / 8);
+  assert_ptr_equal(b, a);
+  assert_int_equal(b[big - big / 8 - 1], 7);
+  // Freed with a smaller size than its block holds: still kept by what it
+  // holds, and handed out for the full size again.
+  sl_free_buffer(alloc, b, big - big / 8);
+  uint8_t* c = sl_alloc_buffer(alloc, big);
+  assert_ptr_equal(c, a);
+  sl_free_buffer(alloc, c, big);
+  // A request much smaller than the free block gets a block of its own.
+  uint8_t* d = sl_alloc_buffer(alloc, big / 2);
+  assert_ptr_not_equal(d, a);
+  // Small blocks are the base allocator's, never kept.
+  char* small = sl_alloc(alloc, 100);
+  assert_non_null(small);
+  sl_free(alloc, small, 100);
+  // Over max_bytes of free blocks, the rest go back to the base allocator.
+  uint8_t* e[5];
+  for (int i = 0; i < 5; ++i) assert_non_null(e[i] = sl_alloc_buffer(alloc, big));
+  long long live_out = atomic_load(&ta.live_bytes);
+  for (int i = 0; i < 5; ++i) sl_free_buffer(alloc, e[i], big);
+  long long kept = atomic_load(&ta.live_bytes) - (live_out - 5 * (long long)(big + 64));
+  assert_true(kept > 0 && kept <= 3 * (long long)(big + 64));
+  // Closing with a block out: the cache lives until that block is freed,
+  // which goes to the base allocator, and then every byte is back.
+  sl_buffer_cache_close(cache);
+  d[big / 2 - 1] = 1;
+  sl_free_buffer(alloc, d, big / 2);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  // Out of memory: NULL, nothing held.
+  cache = sl_buffer_cache_create(&ta.base, 1 << 20);
+  assert_non_null(cache);
+  alloc = sl_buffer_cache_allocator(cache);
+  atomic_store(&ta.fail_at, atomic_load(&ta.allocations) + 1);
+  assert_null(sl_alloc_buffer(alloc, big));
+  sl_buffer_cache_close(cache);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  // Over the default allocator, the block pool maps its blocks itself.
+  cache = sl_buffer_cache_create(NULL, 1 << 20);
+  assert_non_null(cache);
+  assert_true(sl_alloc_is_default(sl_buffer_cache_allocator(cache)));
+  sl_buffer_cache_close(cache);
+}
+
 /* ---- UTF-8 ----------------------------------------------------------------------- */
 
 /// The definition, one byte at a time: the index of the first byte of the
@@ -629,6 +694,7 @@ int main(void) {
       cmocka_unit_test(test_array_project_and_views),
       cmocka_unit_test(test_array_init_failure),
       cmocka_unit_test(test_block_pool_recycles),
+      cmocka_unit_test(test_buffer_cache_recycles),
       cmocka_unit_test(test_utf8_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "api/sluice_dataset_internal.h"
+#include "core/sl_buffer_cache.h"
 #include "format/sl_format.h"
 #include "test_util.h"
 
@@ -1214,6 +1216,75 @@ static void test_csv_refine_after_a_late_value(void** unused) {
   remove(path);
 }
 
+/* ---- Freed batch buffers are reused ------------------------------------------ */
+
+/// A streaming consumer frees each batch before taking the next: with the
+/// default allocator the next batches are decoded into those buffers (the
+/// dataset's sl_buffer_cache), and every value is still right. A batch kept
+/// past sluice_dataset_close stays valid and is freed after it.
+static void test_freed_batches_are_reused(void** unused) {
+  (void)unused;
+  enum { ROWS = 400000 };
+  size_t cap = (size_t)ROWS * 24 + 16;
+  char* text = malloc(cap);
+  assert_non_null(text);
+  size_t at = (size_t)sprintf(text, "a,b\n");
+  for (int i = 0; i < ROWS; ++i) at += (size_t)sprintf(text + at, "%d,%d.5\n", i, i % 1000);
+  char path[512];
+  test_temp_path("reuse.csv", path, sizeof path);
+  assert_int_equal(test_write_file(path, text, at), 0);
+  free(text);
+
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.batch_size = 16384;  // 128 KiB per column: above the cache's floor
+  options.format_options = "split_size=1m";
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  struct sl_buffer_cache* cache = sl_dataset_buffer_cache(ds);
+  assert_non_null(cache);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  int64_t rows = 0;
+  struct ArrowArray last;
+  memset(&last, 0, sizeof last);
+  for (;;) {
+    struct ArrowArray batch;
+    int rc = stream.get_next(&stream, &batch);
+    if (rc != 0) fail_msg("get_next: %s", stream.get_last_error(&stream));
+    if (batch.release == NULL) break;
+    const int64_t* a = (const int64_t*)batch.children[0]->buffers[1] + batch.children[0]->offset;
+    const double* b = (const double*)batch.children[1]->buffers[1] + batch.children[1]->offset;
+    for (int64_t i = 0; i < batch.length; ++i) {
+      if (a[i] != rows + i || b[i] != (double)((rows + i) % 1000) + 0.5) {
+        fail_msg("row %lld: %lld, %g", (long long)(rows + i), (long long)a[i], b[i]);
+      }
+    }
+    rows += batch.length;
+    if (last.release != NULL) last.release(&last);
+    last = batch;  // kept: the last one outlives the dataset
+  }
+  assert_int_equal(rows, ROWS);
+  assert_true(sl_buffer_cache_reuses(cache) > 0);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  const int64_t* a = (const int64_t*)last.children[0]->buffers[1] + last.children[0]->offset;
+  assert_int_equal(a[last.length - 1], ROWS - 1);
+  last.release(&last);
+
+  // A caller's allocator is used as given: no cache.
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  options.allocator = &ta.base;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  assert_null(sl_dataset_buffer_cache(ds));
+  sluice_dataset_close(ds);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  remove(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -1233,6 +1304,7 @@ int main(void) {
       cmocka_unit_test(test_placed_scan),
       cmocka_unit_test(test_scan_range_allocation_failures),
       cmocka_unit_test(test_csv_refine_after_a_late_value),
+      cmocka_unit_test(test_freed_batches_are_reused),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }

@@ -1,0 +1,152 @@
+#include "sl_buffer_cache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "sl_alloc.h"
+
+/// Blocks from this size up are cached; smaller ones go straight to the
+/// base allocator (malloc keeps those mapped itself).
+#define CACHE_MIN ((size_t)64 << 10)
+/// Free blocks kept at most: a few batches' columns (a batch of W1 is five
+/// buffers, a wide table's many more; those beyond are freed as before).
+#define CACHE_SLOTS 64
+/// Each cached-size block starts with a header holding its capacity, so the
+/// block is reused by what it really holds, whatever size its free names.
+/// One alignment unit keeps the data 64-byte aligned.
+#define CACHE_HEADER ((size_t)SL_BUFFER_ALIGNMENT)
+
+struct sl_buffer_cache {
+  struct sluice_allocator self;  ///< what the dataset allocates with
+  const struct sluice_allocator* base;
+  /// One for the owner until sl_buffer_cache_close, one per block out.
+  atomic_long refs;
+  pthread_mutex_t lock;
+  int closed;
+  int n_free;
+  int64_t free_bytes;
+  int64_t max_bytes;
+  atomic_llong reuses;
+  struct {
+    uint8_t* block;  ///< the header's address
+    size_t cap;      ///< bytes after the header
+  } free[CACHE_SLOTS];
+};
+
+static void cache_release(struct sl_buffer_cache* c) {
+  if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_mutex_destroy(&c->lock);
+  c->base->deallocate(c->base->ctx, c, sizeof *c);
+}
+
+/// A kept block of at least `size` bytes and at most a quarter more (a small
+/// request does not pin a large block), most recently freed first; NULL if
+/// none.
+static uint8_t* take_free(struct sl_buffer_cache* c, size_t size) {
+  uint8_t* block = NULL;
+  pthread_mutex_lock(&c->lock);
+  for (int i = c->n_free - 1; i >= 0; --i) {
+    size_t cap = c->free[i].cap;
+    if (cap >= size && cap - size <= size / 4) {
+      block = c->free[i].block;
+      c->free_bytes -= (int64_t)cap;
+      atomic_fetch_add_explicit(&c->reuses, 1, memory_order_relaxed);
+      c->free[i] = c->free[--c->n_free];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  return block;
+}
+
+static void* cache_allocate(void* ctx, size_t size, size_t alignment) {
+  struct sl_buffer_cache* c = ctx;
+  void* out;
+  if (size < CACHE_MIN || size > SIZE_MAX - CACHE_HEADER) {
+    out = c->base->allocate(c->base->ctx, size, alignment);
+  } else {
+    uint8_t* block = take_free(c, size);
+    if (block == NULL) {
+      block = c->base->allocate(c->base->ctx, CACHE_HEADER + size, SL_BUFFER_ALIGNMENT);
+      if (block != NULL) *(size_t*)block = size;
+    }
+    out = block == NULL ? NULL : block + CACHE_HEADER;
+  }
+  if (out != NULL) atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+  return out;
+}
+
+static void cache_deallocate(void* ctx, void* ptr, size_t size) {
+  struct sl_buffer_cache* c = ctx;
+  if (ptr == NULL) return;
+  if (size < CACHE_MIN || size > SIZE_MAX - CACHE_HEADER) {
+    c->base->deallocate(c->base->ctx, ptr, size);
+  } else {
+    uint8_t* block = (uint8_t*)ptr - CACHE_HEADER;
+    size_t cap = *(const size_t*)block;
+    pthread_mutex_lock(&c->lock);
+    int keep = !c->closed && c->n_free < CACHE_SLOTS &&
+               c->free_bytes + (int64_t)cap <= c->max_bytes;
+    if (keep) {
+      c->free[c->n_free].block = block;
+      c->free[c->n_free].cap = cap;
+      c->n_free++;
+      c->free_bytes += (int64_t)cap;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!keep) c->base->deallocate(c->base->ctx, block, CACHE_HEADER + cap);
+  }
+  cache_release(c);
+}
+
+struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
+                                               int64_t max_bytes) {
+  if (base == NULL) base = sluice_default_allocator();
+  struct sl_buffer_cache* c = base->allocate(base->ctx, sizeof *c, _Alignof(max_align_t));
+  if (c == NULL) return NULL;
+  if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    base->deallocate(base->ctx, c, sizeof *c);
+    return NULL;
+  }
+  c->self = (struct sluice_allocator){cache_allocate, cache_deallocate, c};
+  c->base = base;
+  atomic_init(&c->refs, 1);
+  c->closed = 0;
+  c->n_free = 0;
+  c->free_bytes = 0;
+  c->max_bytes = max_bytes;
+  atomic_init(&c->reuses, 0);
+  return c;
+}
+
+const struct sluice_allocator* sl_buffer_cache_allocator(struct sl_buffer_cache* cache) {
+  return &cache->self;
+}
+
+void sl_buffer_cache_close(struct sl_buffer_cache* cache) {
+  if (cache == NULL) return;
+  pthread_mutex_lock(&cache->lock);
+  cache->closed = 1;
+  int n = cache->n_free;
+  cache->n_free = 0;
+  cache->free_bytes = 0;
+  pthread_mutex_unlock(&cache->lock);
+  // Blocks coming back now see `closed` and go to the base allocator.
+  for (int i = 0; i < n; ++i) {
+    cache->base->deallocate(cache->base->ctx, cache->free[i].block,
+                            CACHE_HEADER + cache->free[i].cap);
+  }
+  cache_release(cache);
+}
+
+int64_t sl_buffer_cache_reuses(struct sl_buffer_cache* cache) {
+  return (int64_t)atomic_load_explicit(&cache->reuses, memory_order_relaxed);
+}
+
+int sl_alloc_is_default(const struct sluice_allocator* alloc) {
+  if (alloc == NULL || alloc == sluice_default_allocator()) return 1;
+  if (alloc->allocate != cache_allocate) return 0;
+  const struct sl_buffer_cache* c = alloc->ctx;
+  return c->base == sluice_default_allocator();
+}
