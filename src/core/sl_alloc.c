@@ -91,9 +91,19 @@ void sl_prefault(void* ptr, size_t size) {
   uintptr_t page = 4096;
   uintptr_t start = ((uintptr_t)ptr + page - 1) & ~(page - 1);
   uintptr_t end = ((uintptr_t)ptr + size) & ~(page - 1);
+  if (end <= start) return;
+  // Recycled memory (a dataset's buffer cache, malloc's free lists) is mapped
+  // already, and populating it again walks every page for nothing (7% of a
+  // streamed Avro read). A range whose first and last pages are resident is
+  // taken as mapped: at worst some pages then fault one by one.
+  unsigned char first = 0, last = 0;
+  if (mincore((void*)start, page, &first) == 0 && (first & 1) &&
+      mincore((void*)(end - page), page, &last) == 0 && (last & 1)) {
+    return;
+  }
   // Failure (an old kernel, memory that is not plain anonymous memory) only
   // means the pages fault in one by one as before.
-  if (end > start) (void)madvise((void*)start, end - start, MADV_POPULATE_WRITE);
+  (void)madvise((void*)start, end - start, MADV_POPULATE_WRITE);
 #else
   (void)ptr;
   (void)size;
