@@ -158,7 +158,15 @@ def main(argv=None) -> int:
     stem = f"{doc['date']}-{args.workload}" + ("" if full else f"-{rows}rows")
     if tasks != set(wl.DEFAULT_TASKS.split(",")):
         stem += "-" + "+".join(sorted(tasks))  # a subset or extra tasks: its own file
-    out = args.out or os.path.join(results_dir, stem + ".json")
+    out = args.out
+    if out is None:
+        # A second run of the same tasks on the same day gets its own name
+        # (-b, -c, ...): results that the README cites are never overwritten.
+        out = os.path.join(results_dir, stem + ".json")
+        for suffix in "bcdefghijklmnopqrstuvwxyz":
+            if not os.path.exists(out):
+                break
+            out = os.path.join(results_dir, f"{stem}-{suffix}.json")
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     log(f"wrote {out}")
