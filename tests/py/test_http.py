@@ -247,11 +247,17 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.requests = 0
         self.generation = 0
         self.log: list[tuple[str, str | None]] = []  # (method, Range header) per request
+        # Faults are dealt per request, not by the server's request count: with
+        # concurrent clients a global "every other request fails" can land all of
+        # one request's retries on failing turns.
+        self.tries: dict[tuple, int] = {}
 
 
 class FaultHandler(http.server.BaseHTTPRequestHandler):
-    """Paths are /MODE/FILE. Modes: ok, flaky (every other request is a 503),
-    cut (every third body stops halfway and the connection closes), norange (Range and
+    """Paths are /MODE/FILE. Modes: ok, flaky (the first try of every request,
+    by method and Range, is a 503; the retry succeeds), cut (the first body sent
+    for every range end stops halfway and the connection closes; the resumed
+    request succeeds), norange (Range and
     Accept-Ranges unsupported), changing / changed (the ETag changes after 3
     requests / after 1; If-Match is honoured; changing serves slowly), down (always 503)."""
 
@@ -270,12 +276,18 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         data = (srv.www / name).read_bytes()
         with srv.lock:
             srv.requests += 1
-            srv.log.append((self.command, self.headers.get("Range")))
+            rng = self.headers.get("Range")
+            srv.log.append((self.command, rng))
             n = srv.requests
+            flaky_try = srv.tries[("flaky", self.command, name, rng)] = \
+                srv.tries.get(("flaky", self.command, name, rng), 0) + 1
+            range_end = rng.split("-", 1)[1] if rng else ""  # a resumed GET keeps its end
+            cut_try = srv.tries[("cut", self.command, name, range_end)] = \
+                srv.tries.get(("cut", self.command, name, range_end), 0) + 1
             if (mode == "changing" and n > 3) or (mode == "changed" and n > 1):
                 srv.generation = 1
             etag = f'"{name}-{srv.generation}"'
-        if mode == "down" or (mode == "flaky" and n % 2 == 0):
+        if mode == "down" or (mode == "flaky" and flaky_try % 2 == 1):
             self.send_response(503)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -287,7 +299,6 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         start, end, status = 0, len(data) - 1, 200
-        rng = self.headers.get("Range")
         if rng and mode != "norange":
             a, b = rng.split("=", 1)[1].split("-")
             start = int(a)
@@ -304,7 +315,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if not body:
             return
-        if mode == "cut" and len(chunk) > 1 and n % 3 == 0:
+        if mode == "cut" and len(chunk) > 1 and cut_try % 2 == 1:
             self.wfile.write(chunk[:len(chunk) // 2])
             self.wfile.flush()
             self.close_connection = True
