@@ -737,6 +737,44 @@ def test_duckdb_written(sluice_bin, tmp_path, codec, rgs, version):
     assert_same(got, want, f"DuckDB {codec} rg={rgs} {version}")
 
 
+def test_snappy_pages_decompress_in_place(sluice_bin, tmp_path):
+    """v1 snappy pages of fixed-width values without nulls decompress straight
+    into the output column: a later page borrows the bytes in front of its
+    slots for its level bytes; the first page of a chunk (DuckDB writes one
+    page per chunk) has them scattered aside by snappy. Covered: values that
+    repeat the level bytes (snappy copies reaching back across the seam),
+    compressible and random values, a required column, a row group whose
+    nulls come late (the predicted level bytes do not match), many small
+    pages. Values equal pyarrow's."""
+    duckdb = pytest.importorskip("duckdb")
+    n = 3000
+    rng = np.random.default_rng(5)
+    table = pa.table({
+        # 1000 ones as levels are 03 00 00 00 d0 0f 01; the value 3 is 03 00 00 00
+        "seam": pa.array([3] * n, pa.int32()),
+        "id": pa.array(range(n), pa.int64()),
+        "x": rng.random(n),
+        "f": pa.array(rng.random(n).astype(np.float32)),
+        "late_nulls": pa.array([None if i > 2500 and i % 3 == 0 else i for i in range(n)], pa.int64()),
+        "req": pa.array(rng.integers(-2**62, 2**62, n), pa.int64()),
+    }, schema=pa.schema([("seam", pa.int32()), ("id", pa.int64()), ("x", pa.float64()),
+                         ("f", pa.float32()), ("late_nulls", pa.int64()),
+                         pa.field("req", pa.int64(), nullable=False)]))
+    for i, kw in enumerate((dict(row_group_size=1000), dict(row_group_size=n, data_page_size=2048))):
+        path = tmp_path / f"pa{i}.parquet"
+        pq.write_table(table, path, compression="snappy", use_dictionary=False, **kw)
+        assert_same(sluice_read(sluice_bin, path), pyarrow_read(path), f"pyarrow-written {kw}")
+    path = tmp_path / "duck.parquet"
+    duckdb.connect().execute(
+        f"COPY (SELECT i::BIGINT AS id, (i * 0.37 % 1)::DOUBLE AS x, 3::INTEGER AS seam, "
+        f"CASE WHEN i > 250000 AND i % 3 = 0 THEN NULL ELSE i END AS late_nulls "
+        f"FROM range(0, 300000) t(i)) TO '{path}' (FORMAT parquet, COMPRESSION snappy, "
+        f"PARQUET_VERSION V1)")
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups > 1 and meta.row_group(0).column(0).encodings == ("PLAIN",)
+    assert_same(sluice_read(sluice_bin, path), pyarrow_read(path), "DuckDB-written")
+
+
 # ---- polars-written files -------------------------------------------------------
 
 POLARS_CODECS = ["uncompressed", "snappy", "gzip", "lz4", "zstd", "brotli"]

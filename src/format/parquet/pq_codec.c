@@ -28,6 +28,7 @@
 
 #include "../../codec/sl_codec_alloc.h"
 #include "../../codec/sl_gzip.h"
+#include "../../codec/sl_snappy_split.h"
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
@@ -128,8 +129,9 @@ static int size_mismatch(struct sluice_error* error, const char* codec, const ch
 
 /* ---- decompression ------------------------------------------------------------ */
 
-static int snappy_page(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_size,
-                       struct sluice_error* error) {
+/// The snappy length header must say `dst_size`.
+static int snappy_check_length(const uint8_t* src, int64_t n, int64_t dst_size,
+                               struct sluice_error* error) {
   size_t len;
   if (snappy_uncompressed_length((const char*)src, (size_t)n, &len) != SNAPPY_OK)
     return sl_error_set(error, EINVAL, "SNAPPY: corrupt length header");
@@ -137,6 +139,14 @@ static int snappy_page(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_
     return sl_error_set(error, EINVAL, "SNAPPY: page decompresses to %zu bytes, header says %lld",
                         len, (long long)dst_size);
   }
+  return 0;
+}
+
+static int snappy_page(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_size,
+                       struct sluice_error* error) {
+  int rc = snappy_check_length(src, n, dst_size, error);
+  if (rc != 0) return rc;
+  size_t len = (size_t)dst_size;
   if (snappy_uncompress((const char*)src, (size_t)n, (char*)dst, &len) != SNAPPY_OK ||
       len != (size_t)dst_size)
     return sl_error_set(error, EINVAL, "SNAPPY: corrupt data");
@@ -359,6 +369,19 @@ int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* 
     case PQ_CODEC_LZO: return sl_error_set(error, ENOTSUP, "LZO-compressed Parquet pages are not supported");
   }
   return sl_error_set(error, ENOTSUP, "unknown Parquet compression codec %d", (int)codec);
+}
+
+int pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,
+                               uint8_t* tail, int64_t tail_size, struct sluice_error* error) {
+  if (src == NULL || n <= 0 || n > PQ_MAX_PAGE || head_size < 0 || tail_size < 0 ||
+      head_size > PQ_MAX_PAGE - tail_size)
+    return sl_error_set(error, EINVAL, "SNAPPY: invalid page sizes (%lld compressed, %lld uncompressed)",
+                        (long long)n, (long long)(head_size + tail_size));
+  int rc = snappy_check_length(src, n, head_size + tail_size, error);
+  if (rc != 0) return rc;
+  if (!sl_snappy_uncompress_split(src, (size_t)n, head, (size_t)head_size, tail, (size_t)tail_size))
+    return sl_error_set(error, EINVAL, "SNAPPY: corrupt data");
+  return 0;
 }
 
 /* ---- compression -------------------------------------------------------------- */

@@ -29,6 +29,11 @@ void pq_codec_ctx_free(struct pq_codec_ctx* ctx);
 int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src,
                   int64_t n, uint8_t* dst, int64_t dst_size, struct sluice_error* error);
 
+/// SNAPPY into two places: the first `head_size` bytes of the page to
+/// `head`, the other `tail_size` to `tail` (errors as pq_decompress).
+int pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,
+                               uint8_t* tail, int64_t tail_size, struct sluice_error* error);
+
 /// Compresses `src` and appends the result to `out`. `level` < 0 means the
 /// codec's default. Writers support UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD,
 /// LZ4_RAW (ENOTSUP for the others).

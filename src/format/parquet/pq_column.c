@@ -414,7 +414,9 @@ static uint32_t crc_of(const uint8_t* data, int64_t n) {
 /// nulls: the page decompresses straight into the output buffer, placed so
 /// that its values land at the page's first slot. The level bytes in front of
 /// them (predicted: one RLE run, or none for required columns) overwrite the
-/// tail of the previous page's values, which is saved and restored. Returns 1
+/// tail of the previous page's values, which is saved and restored (the
+/// first page of a chunk: only for snappy, which decompresses the level bytes
+/// to `levels` and the values in place). Returns 1
 /// when it took the page (then *rc is the status, `levels` holds the level
 /// bytes and *values points at the values in place), 0 to use the normal path.
 static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const struct pq_page_header* h,
@@ -434,13 +436,23 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
   if (d->n_slots + n > p->rows) return 0;
   if (grow_slots(p, d->n_slots + n, w, error) != 0) return 0;
   int64_t at = d->n_slots * ow - lsize;
-  if (at < 0 || at + h->uncompressed_page_size > d->values.capacity) return 0;
-  uint8_t saved[24];
-  memcpy(saved, d->values.data + at, (size_t)lsize);
-  *rc = pq_chunk_prefix(w, error, pq_decompress(cr->codec, codec, body, bsize, d->values.data + at,
-                                             h->uncompressed_page_size, error));
-  memcpy(levels, d->values.data + at, (size_t)lsize);
-  memcpy(d->values.data + at, saved, (size_t)lsize);
+  if (at + h->uncompressed_page_size > d->values.capacity) return 0;
+  if (at >= 0) {
+    uint8_t saved[24];
+    memcpy(saved, d->values.data + at, (size_t)lsize);
+    *rc = pq_chunk_prefix(w, error, pq_decompress(cr->codec, codec, body, bsize, d->values.data + at,
+                                               h->uncompressed_page_size, error));
+    memcpy(levels, d->values.data + at, (size_t)lsize);
+    memcpy(d->values.data + at, saved, (size_t)lsize);
+  } else if (codec == PQ_CODEC_SNAPPY) {
+    // The chunk's first page has no earlier values to lend their bytes
+    // (DuckDB writes one page per chunk): snappy scatters instead.
+    *rc = pq_chunk_prefix(w, error, pq_decompress_snappy_split(body, bsize, levels, lsize,
+                                                               d->values.data + d->n_slots * ow, n * ow,
+                                                               error));
+  } else {
+    return 0;
+  }
   if (*rc == 0 && lsize > 0) {
     uint32_t len;
     memcpy(&len, levels, 4);
