@@ -111,7 +111,7 @@ static void check_csv(const char* text, const char* options, const char* expecte
   // Every split size and both tokenizers must agree with the serial read.
   static const char* const extra[] = {"split_size=1", "split_size=7", "split_size=64",
                                       "simd=scalar,fastpath=false", "simd=sse2,split_size=3",
-                                      "fastpath=false,split_size=5"};
+                                      "simd=avx2,split_size=9", "fastpath=false,split_size=5"};
   for (size_t i = 0; i < sizeof extra / sizeof extra[0]; ++i) {
     char opts[512];
     snprintf(opts, sizeof opts, "%s%s%s", options != NULL ? options : "",
@@ -692,9 +692,9 @@ static void random_number(uint64_t* seed, int as_int, char* buf, size_t cap) {
   }
 }
 
-// The fused numeric rows (AVX-512 where the CPU has it, scalar with
-// simd=sse2) and the tokenizing path (fastpath=false) read every value as
-// strtod and strtoll do.
+// The fused numeric rows (AVX-512 or AVX2 where the CPU has them, AVX2
+// with simd=avx2, scalar with simd=sse2) and the tokenizing path
+// (fastpath=false) read every value as strtod and strtoll do.
 static void test_fused_numbers_match_strtod(void** unused) {
   (void)unused;
   struct sl_text csv, want;
@@ -724,7 +724,8 @@ static void test_fused_numbers_match_strtod(void** unused) {
   char path[512];
   test_temp_path("fused.csv", path, sizeof path);
   assert_int_equal(test_write_file(path, sl_text_cstr(&csv), strlen(sl_text_cstr(&csv))), 0);
-  static const char* const opts[] = {NULL, "simd=sse2", "fastpath=false", "split_size=4k"};
+  static const char* const opts[] = {NULL, "simd=sse2", "simd=avx2", "fastpath=false",
+                                     "split_size=4k"};
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; ++k) {
     struct sl_text got;
     sl_text_init(&got, NULL);
@@ -787,7 +788,7 @@ static void test_fused_crosses_quoted_columns(void** unused) {
   sl_text_init(&want, NULL);
   struct sluice_error err = {0};
   assert_int_equal(read_to_text(path, "fastpath=false", cols, 2, NULL, &want, &err), 0);
-  static const char* const opts[] = {NULL, "simd=sse2", "split_size=4k"};
+  static const char* const opts[] = {NULL, "simd=sse2", "simd=avx2", "split_size=4k"};
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; ++k) {
     struct sl_text got;
     sl_text_init(&got, NULL);

@@ -465,11 +465,11 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
   const uint8_t* p = data + s->pos;
   int64_t rows = 0;
   while (rows < want && p < limit) {
-    if (r->fused_avx512) {
-      rows = csv_fused_rows_avx512(&f, &p, end, limit, rows, want);
+    if (r->fused_rows != NULL) {
+      rows = r->fused_rows(&f, &p, end, limit, rows, want);
       if (rows == want || p >= limit) break;
     }
-    // One row by the scalar loop: the AVX-512 one stopped at it, or is not
+    // One row by the scalar loop: the vector one stopped at it, or is not
     // there.
     if (f.comment != 0 && *p == f.comment) break;  // the general path skips comment lines
     const uint8_t* q = p;

@@ -9,7 +9,7 @@
 //   header=true|false|auto     schema=name:type|name:type (type: int64, float64,
 //   string, bool, date32, timestamp, timestamp[us,UTC], ... or an Arrow format)
 //   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
-//   simd=auto|scalar|sse2, fastpath=true|false (tests)
+//   simd=auto|scalar|sse2|avx2, fastpath=true|false (tests)
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,6 +223,7 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
     } else if (KEY("simd")) {
       if (vlen == 6 && memcmp(v, "scalar", 6) == 0) o->impl = CSV_IMPL_SCALAR;
       else if (vlen == 4 && memcmp(v, "sse2", 4) == 0) o->impl = CSV_IMPL_SSE2;
+      else if (vlen == 4 && memcmp(v, "avx2", 4) == 0) o->impl = CSV_IMPL_AVX2;
       else if (vlen == 4 && memcmp(v, "auto", 4) == 0) o->impl = CSV_IMPL_AUTO;
       else ok = 0;
     } else if (KEY("fastpath")) {

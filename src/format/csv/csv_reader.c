@@ -37,7 +37,8 @@
 //   chunks of a few thousand rows: when every wanted column is int32, int64
 //   or float64, a fused path parses numbers straight from the bytes into the
 //   columns, crossing the fields of other columns (csv_fast_numeric; on
-//   CPUs with AVX-512 VBMI2, csv_fused_avx512.c takes its rows), handing
+//   CPUs with AVX-512 VBMI2 or AVX2, the vector loop of csv_fused_rows.h
+//   takes its rows), handing
 //   over to the general path (tokenize into field offsets, then convert
 //   column by column into Arrow builders) for rows it cannot take. Columns not
 //   asked for are never converted.
@@ -148,7 +149,12 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   r->fast_numeric = !r->opts.no_fastpath && r->layout.dialect.escape == 0 &&
                     l->n_cols > 0 && l->n_cols <= 64 &&
                     (d == ',' || d == ';' || d == '\t' || d == '|' || d == ' ');
-  r->fused_avx512 = r->layout.dialect.impl == CSV_IMPL_AUTO && csv_fused_avx512_supported();
+  r->fused_rows = NULL;
+  if (r->layout.dialect.impl == CSV_IMPL_AUTO && csv_fused_avx512_supported())
+    r->fused_rows = csv_fused_rows_avx512;
+  else if ((r->layout.dialect.impl == CSV_IMPL_AUTO || r->layout.dialect.impl == CSV_IMPL_AVX2) &&
+           csv_fused_avx2_supported())
+    r->fused_rows = csv_fused_rows_avx2;
   // The fused path reads every number as a value: a null spelling that is a
   // number ("-999", "NaN") must go through the general path.
   for (int64_t k = 0; r->fast_numeric && k < r->opts.nulls.n; ++k) {

@@ -28,6 +28,12 @@ struct csv_column {
   int user_type;      ///< the type came from the schema option
 };
 
+struct csv_fused_plan;
+/// A vector loop of the fused numeric rows (csv_fused_rows_avx512 or _avx2).
+typedef int64_t (*csv_fused_rows_fn)(const struct csv_fused_plan* f, const uint8_t** pos,
+                                     const uint8_t* end, const uint8_t* limit, int64_t rows,
+                                     int64_t want);
+
 struct csv_reader {
   const struct sluice_allocator* alloc;
   struct sl_source* source;
@@ -43,7 +49,7 @@ struct csv_reader {
   struct ArrowSchema schema;
   int64_t batch_size;
   int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
-  int fused_avx512;        ///< ... and it runs csv_fused_rows_avx512 (simd=auto, a CPU with it)
+  csv_fused_rows_fn fused_rows;  ///< ... and its vector loop (simd=auto, a CPU with one), or NULL
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
   /// Stream mode, forward-only: a scan has started reading the source (a
@@ -208,15 +214,18 @@ struct csv_fused_plan {
 
 /// Whether this CPU runs csv_fused_rows_avx512 (AVX-512 BW, VL, VBMI2).
 int csv_fused_avx512_supported(void);
+/// Whether this CPU runs csv_fused_rows_avx2 (AVX2, BMI2).
+int csv_fused_avx2_supported(void);
 /// The fused rows from *pos on while rows < want and a row starts before
-/// `limit`, field ends read from 64-byte windows of masks
-/// (csv_fused_avx512.c). Stops at the first row it cannot take whole, or
-/// where a window would pass `end` (the scalar loop of csv_fast_numeric
-/// decides those); returns the new row count and leaves *pos at the first
-/// row not taken.
+/// `limit`, field ends read from 64-byte windows of masks (csv_fused_rows.h).
+/// Stops at the first row it cannot take whole, or where a window would
+/// pass `end` (the scalar loop of csv_fast_numeric decides those); returns
+/// the new row count and leaves *pos at the first row not taken.
 int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                               const uint8_t* end, const uint8_t* limit, int64_t rows,
                               int64_t want);
+int64_t csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
+                            const uint8_t* end, const uint8_t* limit, int64_t rows, int64_t want);
 
 /// Where the fused loops go on after a field that ends at t: the next field
 /// (t must be the delimiter) or, after the last field, the next row (t must

@@ -1,0 +1,138 @@
+// The fused numeric rows (csv_fused_rows.h) on CPUs with AVX2 but without
+// AVX-512 VBMI2 (AMD before Zen 4, many laptops): with no byte compaction,
+// a decimal's sign and point are removed by two one-lane shifts, each
+// blended in from its position on, which leaves the digits in lanes 0..n-1.
+#include "csv_reader_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "csv_float.h"
+
+#define CSV_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
+
+int csv_fused_avx2_supported(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+         __builtin_cpu_supports("popcnt");
+}
+
+#define CSV_FUSED_TARGET CSV_AVX2
+#define CSV_FUSED_ROWS csv_fused_rows_avx2
+#include "csv_fused_rows.h"
+
+// Lane i of the result is lane i + 1 of v (lane 31 zero).
+CSV_AVX2 static inline __m256i down_one_lane(__m256i v) {
+  return _mm256_alignr_epi8(_mm256_permute2x128_si256(v, v, 0x81), v, 1);
+}
+
+// The digits of the field of L bytes (L < 32) at q in lanes 0..n-1 as
+// values 0..9, every other lane zero: an optional sign, then digits with at
+// most one point (`point`: whether there may be one), at most 19 digits.
+// Returns n (0 when the field is not of that shape); *int_digits receives
+// the number of digits before the point and *neg the sign.
+CSV_AVX2 static inline unsigned digit_lanes(const uint8_t* q, unsigned L, int point, __m256i* out,
+                                            unsigned* int_digits, int* neg) {
+  __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)q);
+  __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8('0'));
+  uint32_t is_digit =
+      (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d));
+  uint32_t is_point =
+      point ? (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('.'))) : 0;
+  unsigned first = q[0];
+  unsigned sign = first == '-' || first == '+';
+  uint32_t body = _bzhi_u32(~0u, L) & ~sign;
+  uint32_t digits = body & is_digit, other = body & ~is_digit;
+  if ((other & ~is_point) != 0 || (other & (other - 1)) != 0) return 0;
+  unsigned n = (unsigned)__builtin_popcount(digits);
+  if (n - 1 > 18) return 0;  // no digits, or more than 19
+  unsigned before = other != 0 ? (unsigned)__builtin_ctz(other) - sign : n;
+  const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                        17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  // The sign out (every lane down one), then the point (lanes from it on).
+  d = _mm256_blendv_epi8(d, down_one_lane(d), _mm256_set1_epi8(sign ? -1 : 0));
+  __m256i from_point =
+      _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)((other != 0 ? before : 32) - 1)));
+  d = _mm256_blendv_epi8(d, down_one_lane(d), from_point);
+  *out = _mm256_and_si256(d, _mm256_cmpgt_epi8(_mm256_set1_epi8((char)n), lane));
+  *int_digits = before;
+  *neg = first == '-';
+  return n;
+}
+
+CSV_AVX2 static inline int field_double(const uint8_t* q, unsigned L, double* out) {
+  __m256i v;
+  unsigned int_digits;
+  int neg;
+  if (digit_lanes(q, L, 1, &v, &int_digits, &neg) == 0) return 0;
+  // The digits left-aligned in 19 lanes: the value is w * 10^(int_digits - 19),
+  // whatever the number of trailing zeros that puts in w.
+  uint64_t w = digits19(v);
+  if (w == 0) {
+    *out = neg ? -0.0 : 0.0;
+    return 1;
+  }
+  return csv_eisel_lemire(w, (int64_t)int_digits - 19, neg, out);
+}
+
+CSV_AVX2 static inline int field_int(const uint8_t* q, unsigned L, int64_t* out) {
+  static const uint64_t pow10[19] = {1,
+                                     10,
+                                     100,
+                                     1000,
+                                     10000,
+                                     100000,
+                                     1000000,
+                                     10000000,
+                                     100000000,
+                                     1000000000,
+                                     10000000000,
+                                     100000000000,
+                                     1000000000000,
+                                     10000000000000,
+                                     100000000000000,
+                                     1000000000000000,
+                                     10000000000000000,
+                                     100000000000000000,
+                                     1000000000000000000};
+  __m256i v;
+  unsigned int_digits;
+  int neg;
+  unsigned n = digit_lanes(q, L, 0, &v, &int_digits, &neg);
+  if (n == 0 || n > 18) return 0;  // 19 digits may overflow: the scalar parser checks
+  // Left-aligned, the lanes read as the value times 10^(19 - n).
+  int64_t w = (int64_t)(digits19(v) / pow10[19 - n]);
+  *out = neg ? -w : w;
+  return 1;
+}
+
+CSV_AVX2 static inline void load_window(const uint8_t* w, const struct csv_fused_plan* f,
+                                        uint64_t* stops, uint64_t* quotes) {
+  _mm_prefetch((const char*)w + CSV_PREFETCH_AHEAD, _MM_HINT_T0);
+  const __m256i delim = _mm256_set1_epi8((char)f->delim), quote = _mm256_set1_epi8((char)f->quote);
+  const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
+  uint64_t s[2], qs[2];
+  for (int h = 0; h < 2; ++h) {
+    __m256i y = _mm256_loadu_si256((const __m256i*)(const void*)(w + 32 * h));
+    __m256i is_quote = _mm256_cmpeq_epi8(y, quote);
+    __m256i is_stop = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(y, delim), _mm256_cmpeq_epi8(y, lf)),
+        _mm256_or_si256(is_quote, _mm256_cmpeq_epi8(y, cr)));
+    qs[h] = (uint32_t)_mm256_movemask_epi8(is_quote);
+    s[h] = (uint32_t)_mm256_movemask_epi8(is_stop);
+  }
+  *quotes = qs[0] | qs[1] << 32;
+  *stops = s[0] | s[1] << 32;
+}
+
+#else
+
+int csv_fused_avx2_supported(void) { return 0; }
+
+int64_t csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
+                            const uint8_t* end, const uint8_t* limit, int64_t rows, int64_t want) {
+  (void)f, (void)pos, (void)end, (void)limit, (void)want;
+  return rows;
+}
+
+#endif
