@@ -40,19 +40,15 @@ CSV_AVX2 static inline unsigned digit_lanes(const uint8_t* q, unsigned L, int po
   uint32_t is_point =
       point ? (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('.'))) : 0;
   unsigned first = q[0];
-  unsigned sign = first == '-' || first == '+';
-  uint32_t body = _bzhi_u32(~0u, L) & ~sign;
-  uint32_t digits = body & is_digit, other = body & ~is_digit;
-  if ((other & ~is_point) != 0 || (other & (other - 1)) != 0) return 0;
-  unsigned n = (unsigned)__builtin_popcount(digits);
-  if (n - 1 > 18) return 0;  // no digits, or more than 19
-  unsigned before = other != 0 ? (unsigned)__builtin_ctz(other) - sign : n;
+  struct csv_decimal_shape sh;
+  if (!decimal_shape(is_digit, is_point, first, L, &sh)) return 0;
+  unsigned n = sh.n, before = sh.int_digits;
   const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                         17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-  // The sign out (every lane down one), then the point (lanes from it on).
-  d = _mm256_blendv_epi8(d, down_one_lane(d), _mm256_set1_epi8(sign ? -1 : 0));
-  __m256i from_point =
-      _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)((other != 0 ? before : 32) - 1)));
+  // The sign out (every lane down one), then the point (lanes from it on;
+  // without one, lanes from n on, which are cleared anyway).
+  d = _mm256_blendv_epi8(d, down_one_lane(d), _mm256_set1_epi8(sh.sign ? -1 : 0));
+  __m256i from_point = _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)((int)before - 1)));
   d = _mm256_blendv_epi8(d, down_one_lane(d), from_point);
   *out = _mm256_and_si256(d, _mm256_cmpgt_epi8(_mm256_set1_epi8((char)n), lane));
   *int_digits = before;

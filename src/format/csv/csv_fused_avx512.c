@@ -31,22 +31,17 @@ CSV_AVX512 static inline int field_double(const uint8_t* q, unsigned L, double* 
   uint32_t is_digit = _mm256_cmple_epu8_mask(d, _mm256_set1_epi8(9));
   uint32_t is_point = _mm256_cmpeq_epi8_mask(x, _mm256_set1_epi8('.'));
   unsigned first = (unsigned)_mm_cvtsi128_si32(_mm256_castsi256_si128(x)) & 0xFF;
-  unsigned sign = first == '-' || first == '+';
-  uint32_t body = _bzhi_u32(~0u, L) & ~sign;
-  uint32_t digits = body & is_digit, other = body & ~is_digit;
-  if ((other & ~is_point) != 0 || (other & (other - 1)) != 0) return 0;
-  unsigned n = (unsigned)__builtin_popcount(digits);
-  if (n - 1 > 18) return 0;  // no digits, or more than 19
-  unsigned int_digits = other != 0 ? (unsigned)__builtin_ctz(other) - sign : n;
+  struct csv_decimal_shape sh;
+  if (!decimal_shape(is_digit, is_point, first, L, &sh)) return 0;
   // The digits left-aligned in 19 lanes: the value is w * 10^(int_digits - 19),
   // whatever the number of trailing zeros that puts in w.
-  uint64_t w = digits19(_mm256_maskz_compress_epi8(digits, d));
+  uint64_t w = digits19(_mm256_maskz_compress_epi8(sh.digits, d));
   int neg = first == '-';
   if (w == 0) {
     *out = neg ? -0.0 : 0.0;
     return 1;
   }
-  return csv_eisel_lemire(w, (int64_t)int_digits - 19, neg, out);
+  return csv_eisel_lemire(w, (int64_t)sh.int_digits - 19, neg, out);
 }
 
 // The field of L bytes (L < 32) at q as an integer: an optional sign and 1

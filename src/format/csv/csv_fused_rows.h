@@ -29,6 +29,34 @@ CSV_FUSED_TARGET static inline uint64_t digits19(__m256i v) {
   return ((lo & 0xFFFFFFFFu) * 100000000 + (lo >> 32)) * 1000 + hi / 100000;
 }
 
+/// A numeric field's shape, from its masks.
+struct csv_decimal_shape {
+  uint32_t digits;      ///< bit i: byte i is a digit
+  unsigned n;           ///< digits, 1 to 19
+  unsigned int_digits;  ///< digits before the point (n when there is none)
+  unsigned sign;        ///< 1 when the first byte is '-' or '+'
+};
+
+/// Whether the field of L bytes (L < 32) whose bytes are digits at the bits
+/// of is_digit and points at those of is_point, first byte `first`, is an
+/// optional sign then digits with at most one point, 1 to 19 digits; if so
+/// its shape goes to *out.
+CSV_FUSED_TARGET static inline int decimal_shape(uint32_t is_digit, uint32_t is_point,
+                                                 unsigned first, unsigned L,
+                                                 struct csv_decimal_shape* out) {
+  unsigned sign = first == '-' || first == '+';
+  uint32_t body = _bzhi_u32(~0u, L) & ~sign;
+  uint32_t digits = body & is_digit, other = body & ~is_digit;
+  if ((other & ~is_point) != 0 || (other & (other - 1)) != 0) return 0;
+  unsigned n = (unsigned)__builtin_popcount(digits);
+  if (n - 1 > 18) return 0;  // no digits, or more than 19
+  out->digits = digits;
+  out->n = n;
+  out->int_digits = other != 0 ? (unsigned)__builtin_ctz(other) - sign : n;
+  out->sign = sign;
+  return 1;
+}
+
 // Bytes ahead of a window for load_window to prefetch (256 to 2048 measured
 // alike; a prefetch past the input's end is harmless).
 #define CSV_PREFETCH_AHEAD 512
