@@ -425,7 +425,6 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
                        struct sluice_error* error) {
   const struct pq_field* f = p->f;
   struct pq_leaf_data* d = p->out;
-  (void)cr;
   if (h->encoding != PQ_ENC_PLAIN || f->conv != PQ_CONV_COPY || f->rep != 0 || f->def > 1 ||
       f->out_width <= 0)
     return 0;
