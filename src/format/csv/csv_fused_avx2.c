@@ -26,49 +26,43 @@ CSV_AVX2 static inline __m256i down_one_lane(__m256i v) {
   return _mm256_alignr_epi8(_mm256_permute2x128_si256(v, v, 0x81), v, 1);
 }
 
-// The digits of the field of L bytes (L < 32) at q in lanes 0..n-1 as
-// values 0..9, every other lane zero: an optional sign, then digits with at
-// most one point (`point`: whether there may be one), at most 19 digits.
-// Returns n (0 when the field is not of that shape); *int_digits receives
-// the number of digits before the point and *neg the sign.
-CSV_AVX2 static inline unsigned digit_lanes(const uint8_t* q, unsigned L, int point, __m256i* out,
-                                            unsigned* int_digits, int* neg) {
+// The field of L bytes (L < 32) at q, if it is an optional sign then
+// digits with at most one point (`point`: whether there may be one), 1 to
+// 19 digits: 1 with its shape in *sh and its digits in lanes 0..n-1 of *out
+// as values 0..9, every other lane zero. 0 for any other field.
+CSV_AVX2 static inline int digit_lanes(const uint8_t* q, unsigned L, int point,
+                                       struct csv_decimal_shape* sh, __m256i* out) {
   __m256i x = _mm256_loadu_si256((const __m256i*)(const void*)q);
   __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8('0'));
   uint32_t is_digit =
       (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d));
   uint32_t is_point =
       point ? (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('.'))) : 0;
-  unsigned first = q[0];
-  struct csv_decimal_shape sh;
-  if (!decimal_shape(is_digit, is_point, first, L, &sh)) return 0;
-  unsigned n = sh.n, before = sh.int_digits;
+  if (!decimal_shape(is_digit, is_point, q[0], L, sh)) return 0;
   const __m256i lane = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                         17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
   // The sign out (every lane down one), then the point (lanes from it on;
   // without one, lanes from n on, which are cleared anyway).
-  d = _mm256_blendv_epi8(d, down_one_lane(d), _mm256_set1_epi8(sh.sign ? -1 : 0));
-  __m256i from_point = _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)((int)before - 1)));
+  d = _mm256_blendv_epi8(d, down_one_lane(d), _mm256_set1_epi8(sh->sign ? -1 : 0));
+  __m256i from_point = _mm256_cmpgt_epi8(lane, _mm256_set1_epi8((char)((int)sh->int_digits - 1)));
   d = _mm256_blendv_epi8(d, down_one_lane(d), from_point);
-  *out = _mm256_and_si256(d, _mm256_cmpgt_epi8(_mm256_set1_epi8((char)n), lane));
-  *int_digits = before;
-  *neg = first == '-';
-  return n;
+  *out = _mm256_and_si256(d, _mm256_cmpgt_epi8(_mm256_set1_epi8((char)sh->n), lane));
+  return 1;
 }
 
 CSV_AVX2 static inline int field_double(const uint8_t* q, unsigned L, double* out) {
+  struct csv_decimal_shape sh;
   __m256i v;
-  unsigned int_digits;
-  int neg;
-  if (digit_lanes(q, L, 1, &v, &int_digits, &neg) == 0) return 0;
+  if (!digit_lanes(q, L, 1, &sh, &v)) return 0;
   // The digits left-aligned in 19 lanes: the value is w * 10^(int_digits - 19),
   // whatever the number of trailing zeros that puts in w.
   uint64_t w = digits19(v);
+  int neg = q[0] == '-';
   if (w == 0) {
     *out = neg ? -0.0 : 0.0;
     return 1;
   }
-  return csv_eisel_lemire(w, (int64_t)int_digits - 19, neg, out);
+  return csv_eisel_lemire(w, (int64_t)sh.int_digits - 19, neg, out);
 }
 
 CSV_AVX2 static inline int field_int(const uint8_t* q, unsigned L, int64_t* out) {
@@ -91,14 +85,13 @@ CSV_AVX2 static inline int field_int(const uint8_t* q, unsigned L, int64_t* out)
                                      10000000000000000,
                                      100000000000000000,
                                      1000000000000000000};
+  struct csv_decimal_shape sh;
   __m256i v;
-  unsigned int_digits;
-  int neg;
-  unsigned n = digit_lanes(q, L, 0, &v, &int_digits, &neg);
-  if (n == 0 || n > 18) return 0;  // 19 digits may overflow: the scalar parser checks
+  if (!digit_lanes(q, L, 0, &sh, &v)) return 0;
+  if (sh.n > 18) return 0;  // 19 digits may overflow: the scalar parser checks
   // Left-aligned, the lanes read as the value times 10^(19 - n).
-  int64_t w = (int64_t)(digits19(v) / pow10[19 - n]);
-  *out = neg ? -w : w;
+  int64_t w = (int64_t)(digits19(v) / pow10[19 - sh.n]);
+  *out = q[0] == '-' ? -w : w;
   return 1;
 }
 
