@@ -294,9 +294,10 @@ def cells(ctx: Context) -> list:
     out_cp = os.path.join(ctx.tmp, "cp.arrow")
     meta = ctx.meta
     cells.append(Cell(t, "sluice convert", "sluice", "sluice",
-                      [[ctx.sluice, "convert", arrow, out_s]],
-                      how="`sluice convert w1.arrow out.arrows` (IPC file -> IPC stream), "
-                          "output to a file on the same disk (page cache, no fsync)",
+                      [[ctx.sluice, "convert", "--no-fsync", arrow, out_s]],
+                      how="`sluice convert --no-fsync w1.arrow out.arrows` (IPC file -> IPC "
+                          "stream), output to a file on the same disk (page cache, no fsync, "
+                          "as the peers)",
                       parse_json=False, check=False,
                       post=lambda: arrow_stream_file_check(out_s, meta),
                       cleanup=[out_s], skip=no_convert))
@@ -410,10 +411,11 @@ def cells(ctx: Context) -> list:
         outs = {k: os.path.join(ctx.tmp, f"{k}.{ext}") for k in ("sluice", "pyarrow", "duckdb",
                                                                  "polars")}
         cells.append(Cell(t, f"sluice convert -> .{ext}", "sluice", "sluice",
-                          [[ctx.sluice, "-q", "convert", arrow, outs["sluice"]] + sluice_args],
-                          how=f"`sluice convert w1.arrow out.{ext} {' '.join(sluice_args)}` "
-                              f"(reads the IPC file, writes {ext}), output in the page cache, "
-                              "no fsync",
+                          [[ctx.sluice, "-q", "convert", "--no-fsync", arrow, outs["sluice"]]
+                           + sluice_args],
+                          how=f"`sluice convert --no-fsync w1.arrow out.{ext} "
+                              f"{' '.join(sluice_args)}` (reads the IPC file, writes {ext}), "
+                              "output in the page cache, no fsync (as the peers)",
                           parse_json=False, check=False,
                           post=lambda p=outs["sluice"], c=check: c(p, meta),
                           cleanup=[outs["sluice"]], skip=no_convert))

@@ -146,9 +146,11 @@ def cells(ctx: Context) -> list:
         out_f = os.path.join(ctx.tmp, f"fastavro_{codec}.avro")
         out_cp = os.path.join(ctx.tmp, "cp_w2.arrow")
         cells.append(Cell(t, "sluice convert", "sluice", "sluice",
-                          [[ctx.sluice, "convert", arrow, out_s, "-W", f"codec={codec}"]],
-                          how=f"`sluice convert w2.arrow out.avro -W codec={codec}` (default "
-                              "block size 256 KiB), output in the page cache",
+                          [[ctx.sluice, "convert", "--no-fsync", arrow, out_s, "-W",
+                            f"codec={codec}"]],
+                          how=f"`sluice convert --no-fsync w2.arrow out.avro -W codec={codec}` "
+                              "(default block size 256 KiB), output in the page cache, no fsync "
+                              "(as the peers)",
                           parse_json=False, check=False,
                           post=lambda p=out_s, c=codec: avro_output_check(p, c, meta, java_argv),
                           cleanup=[out_s], skip=no_cli or no_arrow))

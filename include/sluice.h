@@ -447,13 +447,20 @@ struct sluice_write_options {
   /// A PEM file of CA certificates to trust instead of the system's
   /// (NULL = the system store).
   const char* ca_bundle;
+  /// Local file outputs: non-zero renames the finished file into place
+  /// without the fsync before (default 0: the file's bytes, then the
+  /// directory entry, are on disk when sluice_write returns, so a crash
+  /// leaves the old file or the whole new one). Faster when durability does
+  /// not matter (scratch files): the bytes then wait in the page cache.
+  int no_fsync;
 };
 
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);
 
 /// Writes every batch of `stream` (struct arrays) to `location` ("-" =
 /// standard output). The file appears atomically: on error nothing is left at
-/// `location` and an existing file there is untouched. The stream is consumed
+/// `location` and an existing file there is untouched; a local file is
+/// fsynced before it appears (see no_fsync). The stream is consumed
 /// but not released.
 ///
 /// A `cql://[user[:password]@]host[:port]/keyspace.table` location loads the

@@ -371,7 +371,7 @@ def _is_pandas_frame(data):
     return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
 
 
-def write(data, dst, *, format=None, compression=None, index=None, **options):
+def write(data, dst, *, format=None, compression=None, index=None, fsync=True, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into an
     existing Cassandra table (``"cql://[user[:password]@]host[:port]/ks.table"``:
     rows INSERTed by column name, not atomically; options ``consistency``,
@@ -388,6 +388,9 @@ def write(data, dst, *, format=None, compression=None, index=None, **options):
         pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,
         pyarrow and sluice restore it); True always keeps it; False drops it.
         Without pyarrow the index columns are written, not the metadata.
+    fsync: a local file is synced to disk before it is renamed into place
+        (default), so that a crash leaves the old file or the whole new one;
+        False skips that for scratch outputs (faster, not crash-safe).
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -398,7 +401,7 @@ def write(data, dst, *, format=None, compression=None, index=None, **options):
     capsule = _stream_capsule(data, index)
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
                   format_options=_options_string(options), ca_bundle=ca_bundle,
-                  insecure=insecure)
+                  insecure=insecure, fsync=bool(fsync))
 
 
 def reader_formats():

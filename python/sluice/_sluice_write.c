@@ -11,7 +11,7 @@
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
-                             "ca_bundle", "insecure", NULL};
+                             "ca_bundle", "insecure", "fsync", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
@@ -19,9 +19,10 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   const char* format_options = NULL;
   const char* ca_bundle = NULL;
   int insecure = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzp", keywords, &capsule, &location,
+  int fsync = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzpp", keywords, &capsule, &location,
                                    &format, &compression, &format_options, &ca_bundle,
-                                   &insecure)) {
+                                   &insecure, &fsync)) {
     return NULL;
   }
   struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
@@ -37,6 +38,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.format_options = format_options;
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
+  options.no_fsync = !fsync;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

@@ -631,6 +631,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
                                      .ca_bundle = options->ca_bundle};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
+  if (options->no_fsync) sl_sink_skip_fsync(sink);
   int rc = sl_sink_compress(sink, compression, error);
   if (rc == 0) rc = writer->write(stream, sink, &args, error);
   if (rc != 0) {

@@ -57,6 +57,7 @@ struct cli_options {
   int help;
   int insecure;           ///< --insecure: skip TLS certificate checks
   int no_hive;            ///< --no-hive: no partition columns
+  int no_fsync;           ///< --no-fsync: commit outputs without fsync
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* ca_bundle;  ///< --ca-bundle FILE
 };

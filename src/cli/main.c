@@ -53,7 +53,9 @@
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
   "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
-  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES)\n"
+  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES)\n" \
+  "      --no-fsync      a local output file is renamed into place without\n" \
+  "                      syncing it to disk first (faster; not crash-safe)\n"
 
 static const struct cli_command k_commands[] = {
     {"cat", "print a table, or write it in a machine format",
@@ -123,7 +125,7 @@ static const struct cli_command k_commands[] = {
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
-  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS,
+  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_NO_FSYNC,
 };
 
 static const struct option k_long_options[] = {
@@ -151,6 +153,7 @@ static const struct option k_long_options[] = {
     {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
     {"partitions", required_argument, NULL, OPT_PARTITIONS},
+    {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
     {NULL, 0, NULL, 0},
 };
 
@@ -340,6 +343,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       return CLI_OK;
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
+    case OPT_NO_FSYNC: options->no_fsync = 1; return CLI_OK;
     case OPT_PARTITIONS: options->partitions = optarg; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);

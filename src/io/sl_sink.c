@@ -80,6 +80,7 @@ struct sl_sink {
   int is_s3;       // s3://: staged in a temporary file, uploaded on commit
   int in_place;    // an existing device, FIFO or socket: written directly, no rename
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
+  int no_fsync;    // sl_sink_skip_fsync: commit renames without syncing first
   struct sl_compressor* compressor;  // the file is compressed (.csv.gz): bytes go through it
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -620,6 +621,26 @@ int sl_sink_compress(struct sl_sink* sink, enum sl_compression kind,
                             &sink->compressor, error);
 }
 
+void sl_sink_skip_fsync(struct sl_sink* sink) { sink->no_fsync = 1; }
+
+/// fsyncs the directory that holds `path`, so that the rename that made the
+/// file visible survives a crash too. Best effort: the file is in place by
+/// now, and some file systems refuse to sync a directory.
+static void sync_directory(const struct sluice_allocator* alloc, const char* path) {
+  const char* slash = strrchr(path, '/');
+  size_t n = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  char* dir = sl_alloc(alloc, n + 1);
+  if (dir == NULL) return;
+  memcpy(dir, slash == NULL ? "." : path, n);
+  dir[n] = '\0';
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  sl_free(alloc, dir, n + 1);
+}
+
 int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   int rc = flush(sink, error);
   if (rc == 0) rc = run_copies(sink, error);
@@ -633,6 +654,14 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
                                             : sink->position;
     rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, size, sink->alloc, error);
   }
+  // A local file reaches the disk before the rename makes it visible: after
+  // a crash the target holds the old file or the whole new one, never a
+  // renamed file whose blocks were not written yet. (S3's staging file is
+  // uploaded and deleted; devices and FIFOs have nothing to commit.)
+  int durable = !sink->is_s3 && !sink->in_place && !sink->no_fsync;
+  if (rc == 0 && durable && fsync(sink->fd) != 0) {
+    rc = errno_error(error, sink->name, "cannot sync the file to disk", errno);
+  }
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);
   sink->fd = -1;
@@ -643,6 +672,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   if (rc == 0 && !sink->is_s3 && rename(sink->tmp_path, sink->target) != 0) {
     rc = errno_error(error, sink->name, "cannot rename the temporary file into place", errno);
   }
+  if (rc == 0 && durable) sync_directory(sink->alloc, sink->target);
   if (rc != 0 || sink->is_s3) unlink(sink->tmp_path);
   sink_free(sink);
   return rc;

@@ -43,7 +43,11 @@ int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const 
 int sl_sink_compress(struct sl_sink* sink, enum sl_compression kind, struct sluice_error* error);
 /// Bytes written so far (the current offset; IPC file footers need it).
 int64_t sl_sink_position(const struct sl_sink* sink);
-/// Flushes, runs the pending copies, fsyncs nothing, renames into place,
+/// Commit without fsync: faster, but a crash soon after may leave the
+/// renamed file without its bytes.
+void sl_sink_skip_fsync(struct sl_sink* sink);
+/// Flushes, runs the pending copies, fsyncs a local file (unless
+/// sl_sink_skip_fsync), renames it into place and fsyncs its directory,
 /// frees the sink. On failure the temporary file is removed.
 int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error);
 /// Removes the temporary file, frees the sink. NULL-safe.

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -972,6 +974,85 @@ static void counting_stream_init(struct ArrowArrayStream* s, struct counting_str
   s->private_data = c;
 }
 
+/// Dirty or under-writeback pages of the file at `path` by cachestat(2)
+/// (Linux 6.5); -1 where that cannot be told (an older kernel, tmpfs, whose
+/// pages never reach a disk).
+static int64_t unsynced_pages(const char* path) {
+#if defined(__linux__) && defined(__x86_64__)
+  struct statfs fs;
+  if (statfs(path, &fs) != 0 || fs.f_type == 0x01021994 /* TMPFS_MAGIC */) return -1;
+  struct { uint64_t off, len; } range = {0, 0};  // 0: to the end of the file
+  struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  assert_true(fd >= 0);
+  long rc = syscall(451 /* cachestat */, fd, &range, &cs, 0);
+  close(fd);
+  return rc == 0 ? (int64_t)(cs.dirty + cs.writeback) : -1;
+#else
+  (void)path;
+  return -1;
+#endif
+}
+
+/// Commit syncs a local file before the rename (issue 6: "temp file in the
+/// same directory, fsync, rename"); sl_sink_skip_fsync and the API's
+/// no_fsync leave its pages in the page cache. The dirty count of a file
+/// written without sync shows the check can tell the two apart.
+static void test_sink_commit_syncs(void** unused) {
+  (void)unused;
+  char path[512];
+  test_temp_path("synced.bin", path, sizeof path);
+  size_t big = (size_t)4 << 20;
+  uint8_t* data = malloc(big);
+  assert_non_null(data);
+  for (size_t i = 0; i < big; ++i) data[i] = (uint8_t)(i * 29 + 1);
+  struct sluice_error error;
+  for (int skip = 0; skip <= 1; ++skip) {
+    // A new file each time: ext4 starts writeback itself when a rename
+    // replaces a file (auto_da_alloc).
+    unlink(path);
+    struct sl_sink* sink = NULL;
+    assert_int_equal(sl_sink_open(path, sluice_default_allocator(), &sink, &error), 0);
+    if (skip) sl_sink_skip_fsync(sink);
+    assert_int_equal(sl_sink_write(sink, data, (int64_t)big, &error), 0);
+    assert_int_equal(sl_sink_commit(sink, &error), 0);
+    int64_t unsynced = unsynced_pages(path);
+    if (unsynced < 0) {
+      free(data);
+      unlink(path);
+      skip();  // no cachestat here, or a file system without a disk
+    }
+    if (skip) {
+      assert_true(unsynced > 0);
+    } else {
+      assert_int_equal(unsynced, 0);
+    }
+  }
+  // Through the public API, CSV: the default syncs, no_fsync does not.
+  if (sl_format_writer_find("csv") != NULL) {
+    for (int no_fsync = 0; no_fsync <= 1; ++no_fsync) {
+      unlink(path);
+      struct ArrowArrayStream stream;
+      struct counting_stream c;
+      counting_stream_init(&stream, &c, 64, 4096, -1);
+      struct sluice_write_options options;
+      sluice_write_options_init(&options);
+      options.format = "csv";
+      options.no_fsync = no_fsync;
+      assert_int_equal(sluice_write(&stream, path, &options, &error), 0);
+      stream.release(&stream);
+      int64_t unsynced = unsynced_pages(path);
+      if (no_fsync) {
+        assert_true(unsynced > 0);
+      } else {
+        assert_int_equal(unsynced, 0);
+      }
+    }
+  }
+  free(data);
+  unlink(path);
+}
+
 static void test_write_end_to_end(void** unused) {
   (void)unused;
   struct ArrowArrayStream stream;
@@ -1023,6 +1104,7 @@ int main(void) {
       cmocka_unit_test(test_pipe_source),
       cmocka_unit_test(test_spool_pipe),
       cmocka_unit_test(test_sink_commit_and_abort),
+      cmocka_unit_test(test_sink_commit_syncs),
       cmocka_unit_test(test_stdout_sink_pipe),
       cmocka_unit_test(test_sink_write_from_file),
       cmocka_unit_test(test_sink_deferred_copies),

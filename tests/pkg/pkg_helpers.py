@@ -117,3 +117,29 @@ def stalled_stream(fifo, table):
     finally:
         release.set()
         writer.join()
+
+
+def unsynced_pages(path):
+    """Dirty plus under-writeback page-cache pages of the file at `path`, by
+    cachestat(2) (Linux 6.5+, x86-64); None where that cannot be told (an
+    older kernel, or tmpfs, whose pages never reach a disk)."""
+    import ctypes
+    import platform
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return None
+    with open("/proc/self/mounts") as f:  # the file system of the longest mount prefix
+        mounts = [line.split()[1:3] for line in f]
+    real = os.path.realpath(path)
+    best = max((m for m in mounts if real == m[0] or real.startswith(m[0].rstrip("/") + "/")),
+               key=lambda m: len(m[0]), default=None)
+    if best is None or best[1] == "tmpfs":
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    rng = (ctypes.c_uint64 * 2)(0, 0)      # offset 0, length 0: the whole file
+    stat = (ctypes.c_uint64 * 5)()        # cache, dirty, writeback, evicted, recently evicted
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        rc = libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(stat), 0)
+    finally:
+        os.close(fd)
+    return int(stat[1] + stat[2]) if rc == 0 else None

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
+from pkg_helpers import unsynced_pages
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +143,29 @@ def test_failed_write_leaves_nothing(tmp_path):
         sluice.write(reader, dst)
     assert not dst.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_are_synced_unless_asked(simple, tmp_path, sluice_bin):
+    """A local output reaches the disk before it is renamed into place
+    (fsync=True, the default); fsync=False and the CLI's --no-fsync leave it
+    in the page cache, which shows that the check tells the two apart. New
+    names each time: ext4 starts writeback itself when a rename replaces a
+    file."""
+    big = pa.table({"i": pa.array(range(500_000), pa.int64())})
+    sluice.write(big, tmp_path / "synced.arrow")
+    count = unsynced_pages(tmp_path / "synced.arrow")
+    if count is None:
+        pytest.skip("no cachestat(2) here, or a file system without a disk")
+    assert count == 0
+    sluice.write(big, tmp_path / "cached.arrow", fsync=False)
+    assert unsynced_pages(tmp_path / "cached.arrow") > 0
+    assert pa.ipc.open_file(str(tmp_path / "cached.arrow")).read_all().equals(big)
+    for flag, name in (([], "cli_synced.arrow"), (["--no-fsync"], "cli_cached.arrow")):
+        subprocess.run([sluice_bin, "-q", "convert", *flag, str(tmp_path / "synced.arrow"),
+                        str(tmp_path / name)], check=True)
+        count = unsynced_pages(tmp_path / name)
+        assert count > 0 if flag else count == 0
+        assert pa.ipc.open_file(str(tmp_path / name)).read_all().equals(big)
 
 
 @pytest.mark.parametrize("index", ["named", "multi", "range", "default"])
