@@ -22,6 +22,7 @@
 #include "core/sl_ref.h"
 #include "core/sl_validate.h"
 #include "format/ipc/ipc_reader.h"
+#include "format/sl_format.h"
 #include "io/sl_source.h"
 #include "ipc_read_helpers.h"
 #include "test_util.h"
@@ -416,6 +417,12 @@ static void test_bad_magic_and_empty(void** state) {
   if (data != NULL) {
     assert_true(sl_ipc_stream_reader()->probe(data, (int64_t)size) >= 80);
     assert_true(sl_ipc_stream_reader()->probe(data, 16) > 0);
+    // A whole Schema message behind the continuation marker is proof: a
+    // stream named like a file (or like anything) is read as a stream.
+    assert_ptr_equal(sl_format_reader_detect("misnamed.arrow", data, (int64_t)size),
+                     sl_ipc_stream_reader());
+    assert_ptr_equal(sl_format_reader_detect("misnamed.csv", data, (int64_t)size),
+                     sl_ipc_stream_reader());
     assert_int_equal(sl_ipc_file_reader()->probe(data, (int64_t)size), 0);
     free(data);
   }

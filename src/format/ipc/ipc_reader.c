@@ -585,7 +585,10 @@ static int stream_probe(const uint8_t* head, int64_t n) {
   if (n - prefix < mlen) return prefix == 8 ? 40 : 0;  // cannot see the whole message
   if (ipc_message_parse(head + prefix, (size_t)mlen, &where, &msg, NULL) != 0) return 0;
   if (msg.header_type != IPC_MESSAGE_SCHEMA) return 0;
-  return prefix == 8 ? 80 : 60;
+  // The continuation marker and a whole Schema message that parses are as
+  // good as a magic number: a stream named x.arrow is still a stream. The
+  // legacy framing (a bare length) is a weaker sign.
+  return prefix == 8 ? 100 : 60;
 }
 
 /* ---- Tables -------------------------------------------------------------- */
