@@ -146,6 +146,35 @@ SLUICE_EXPORT const struct sluice_allocator* sluice_default_allocator(void);
 
 /* ---- Opening and scanning a dataset --------------------------------------- */
 
+/// s3:// settings given by the caller. Each set field overrides what AWS
+/// tools would find (the AWS_* environment variables, then the profile in
+/// ~/.aws/credentials and ~/.aws/config); NULL or 0 keeps what they find.
+/// Zero-initialise it ({0} or memset) and set what you need.
+struct sluice_s3_options {
+  /// Credentials (both, or neither), with an optional session token.
+  const char* access_key_id;
+  const char* secret_access_key;
+  const char* session_token;
+  /// The profile to read from the shared files instead of AWS_PROFILE /
+  /// "default". A profile named here or in AWS_PROFILE must exist.
+  const char* profile;
+  /// Region for signing and for the default endpoint (e.g. "eu-west-1").
+  const char* region;
+  /// Endpoint URL, scheme://host[:port] (MinIO, Ceph, R2, a local server).
+  const char* endpoint_url;
+  /// "path" (ENDPOINT/bucket/key) or "virtual" (bucket.ENDPOINT/key); NULL =
+  /// the profile's `s3 = addressing_style`, else virtual-hosted on AWS for
+  /// DNS-safe bucket names and path-style for custom endpoints.
+  const char* addressing_style;
+  /// Non-zero: unsigned requests (public buckets), whatever credentials
+  /// are configured.
+  int anonymous;
+  /// Writes: bytes per part of a multipart upload (0 = SLUICE_S3_PART_SIZE
+  /// or 8 MiB; at least 5 MiB; doubled as needed to stay within 10,000
+  /// parts). Outputs up to one part go up in one PUT.
+  int64_t part_size;
+};
+
 /// Options for sluice_dataset_open. Always start from sluice_open_options_init.
 struct sluice_open_options {
   /// Format name ("arrow" = IPC file, "arrows" = IPC stream, ...), or NULL to
@@ -196,6 +225,9 @@ struct sluice_open_options {
   /// passes none; %XX escapes in keys and values (a ',' as %2C). The other
   /// objects are never opened. E.g. "year>=2023,city=Paris|Rome".
   const char* partition_filter;
+  /// s3:// settings that override the environment and the AWS files
+  /// (NULL = none); read during sluice_dataset_open only.
+  const struct sluice_s3_options* s3;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,
@@ -453,6 +485,9 @@ struct sluice_write_options {
   /// leaves the old file or the whole new one). Faster when durability does
   /// not matter (scratch files): the bytes then wait in the page cache.
   int no_fsync;
+  /// s3:// outputs: settings that override the environment and the AWS
+  /// files (NULL = none), part_size included.
+  const struct sluice_s3_options* s3;
 };
 
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);

@@ -72,13 +72,56 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     hive = bool(format_options.pop("hive_partitioning", True))
     filters = format_options.pop("filters", None)
     ca_bundle, insecure = _tls_settings(format_options)
+    s3 = _storage_options(format_options.pop("storage_options", None))
     return _sluice.open(
         _location(src), format=format, columns=list(columns) if columns is not None else None,
         threads=int(threads or 0), ordered=bool(ordered),
         limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
         memory=int(memory or 0), format_options=_options_string(format_options),
         hive_partitioning=hive, partition_filter=_partition_filter(filters),
-        ca_bundle=ca_bundle, insecure=insecure)
+        ca_bundle=ca_bundle, insecure=insecure, s3=s3)
+
+
+# storage_options keys, as pandas/s3fs, polars/object_store and pyarrow spell
+# them, to the library's sluice_s3_options fields.
+_S3_KEYS = {
+    "access_key_id": ("aws_access_key_id", "access_key_id", "access_key", "key"),
+    "secret_access_key": ("aws_secret_access_key", "secret_access_key", "secret_key", "secret"),
+    "session_token": ("aws_session_token", "session_token", "token"),
+    "region": ("aws_region", "region", "region_name"),
+    "endpoint_url": ("aws_endpoint_url", "endpoint_url", "endpoint", "endpoint_override"),
+    "profile": ("aws_profile", "profile"),
+    "anonymous": ("anon", "anonymous", "skip_signature", "aws_skip_signature"),
+    "addressing_style": ("addressing_style",),
+    "part_size": ("part_size",),
+}
+_S3_ALIASES = {alias: field for field, aliases in _S3_KEYS.items() for alias in aliases}
+_S3_VIRTUAL = ("virtual_hosted_style_request", "aws_virtual_hosted_style_request",
+               "force_virtual_addressing")
+
+
+def _storage_options(options):
+    """storage_options={...} (s3:// settings over the environment's and the
+    AWS files') as a dict of sluice_s3_options fields, or None."""
+    if not options:
+        return None
+    out = {}
+    for key, value in dict(options).items():
+        if key in _S3_VIRTUAL:
+            out["addressing_style"] = "virtual" if value not in (False, "false", 0) else "path"
+            continue
+        field = _S3_ALIASES.get(key)
+        if field is None:
+            raise ValueError("unknown storage option %r; known: %s" % (
+                key, ", ".join(sorted(list(_S3_ALIASES) + list(_S3_VIRTUAL)))))
+        if field == "anonymous":
+            value = value not in (False, "false", 0, None)
+        elif field == "part_size":
+            value = int(value)
+        elif value is not None:
+            value = str(value)
+        out[field] = value
+    return out
 
 
 def _tls_settings(options):
@@ -206,7 +249,13 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         partition values pass: the others are never opened; ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
-        CLI's --ca-bundle and --insecure.
+        CLI's --ca-bundle and --insecure; ``storage_options={...}`` for
+        s3://, over the AWS_* environment and ~/.aws files, keys as pandas,
+        polars and pyarrow spell them: ``aws_access_key_id`` (``key``),
+        ``aws_secret_access_key`` (``secret``), ``aws_session_token``
+        (``token``), ``aws_region`` (``region``), ``endpoint_url``,
+        ``profile``, ``anon=True`` (unsigned requests), ``addressing_style``
+        (``"path"``/``"virtual"``, or ``force_virtual_addressing=True``).
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     CSV column types are inferred from a sample; a value past it that does
@@ -394,14 +443,17 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
-        ``tls=True``, as the CLI's --ca-bundle and --insecure.
+        ``tls=True``, as the CLI's --ca-bundle and --insecure; and
+        ``storage_options={...}`` for s3:// as for sluice.read (with
+        ``part_size``, the multipart part size in bytes).
     """
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)
+    s3 = _storage_options(options.pop("storage_options", None))
     capsule = _stream_capsule(data, index)
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
                   format_options=_options_string(options), ca_bundle=ca_bundle,
-                  insecure=insecure, fsync=bool(fsync))
+                  insecure=insecure, fsync=bool(fsync), s3=s3)
 
 
 def reader_formats():

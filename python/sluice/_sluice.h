@@ -205,6 +205,9 @@ PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved);
 
 PyObject* sp_open(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* sp_write(PyObject* self, PyObject* args, PyObject* kwargs);
+/// A dict of sluice_s3_options fields (None = none) into *out, whose strings
+/// point into the dict's values. Returns 0, or -1 with an exception set.
+int sp_s3_options(PyObject* dict, struct sluice_s3_options* out);
 PyObject* sp_make_batch(PyObject* self, PyObject* args);
 PyObject* sp_batches_stream(PyObject* self, PyObject* args);
 PyObject* sp_import_stream(PyObject* self, PyObject* capsule);

@@ -30,7 +30,7 @@ static int dataset_check_open(DatasetObject* self) {
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
-                             "partition_filter", "ca_bundle", "insecure", NULL};
+                             "partition_filter", "ca_bundle", "insecure", "s3", NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
@@ -40,12 +40,15 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   const char* partition_filter = NULL;
   const char* ca_bundle = NULL;
   int insecure = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzp", keywords, &location, &format,
+  PyObject* s3_dict = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpO", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
                                    &format_options, &hive, &partition_filter, &ca_bundle,
-                                   &insecure)) {
+                                   &insecure, &s3_dict)) {
     return NULL;
   }
+  struct sluice_s3_options s3;
+  if (sp_s3_options(s3_dict, &s3) != 0) return NULL;
   if (threads < 0 || batch_rows < 0 || memory < 0 || limit < -1) {
     PyErr_SetString(PyExc_ValueError,
                     "threads, batch_rows and memory must be >= 0 and limit >= 0 or None");
@@ -64,6 +67,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   options.partition_filter = partition_filter;
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
+  options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
 
   PyObject* names = NULL;  // keeps the UTF-8 of each column name alive
   const char** column_names = NULL;

@@ -9,9 +9,55 @@
 
 #include "_sluice.h"
 
+int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
+  memset(out, 0, sizeof *out);
+  if (dict == Py_None) return 0;
+  if (!PyDict_Check(dict)) {
+    PyErr_SetString(PyExc_TypeError, "s3 settings must be a dict");
+    return -1;
+  }
+  struct {
+    const char* key;
+    const char** field;
+  } strings[] = {{"access_key_id", &out->access_key_id},
+                 {"secret_access_key", &out->secret_access_key},
+                 {"session_token", &out->session_token},
+                 {"profile", &out->profile},
+                 {"region", &out->region},
+                 {"endpoint_url", &out->endpoint_url},
+                 {"addressing_style", &out->addressing_style}};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; ++i) {
+    PyObject* v = PyDict_GetItemString(dict, strings[i].key);  // borrowed
+    if (v == NULL || v == Py_None) continue;
+    *strings[i].field = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    if (*strings[i].field == NULL) {
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "s3 setting %s must be a str",
+                                          strings[i].key);
+      return -1;
+    }
+  }
+  PyObject* v = PyDict_GetItemString(dict, "anonymous");
+  if (v != NULL) {
+    int truth = PyObject_IsTrue(v);
+    if (truth < 0) return -1;
+    out->anonymous = truth;
+  }
+  v = PyDict_GetItemString(dict, "part_size");
+  if (v != NULL && v != Py_None) {
+    long long n = PyLong_AsLongLong(v);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0) {
+      PyErr_SetString(PyExc_ValueError, "part_size must be >= 0");
+      return -1;
+    }
+    out->part_size = n;
+  }
+  return 0;
+}
+
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
-                             "ca_bundle", "insecure", "fsync", NULL};
+                             "ca_bundle", "insecure", "fsync", "s3", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
@@ -20,11 +66,14 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   const char* ca_bundle = NULL;
   int insecure = 0;
   int fsync = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzpp", keywords, &capsule, &location,
+  PyObject* s3_dict = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppO", keywords, &capsule, &location,
                                    &format, &compression, &format_options, &ca_bundle,
-                                   &insecure, &fsync)) {
+                                   &insecure, &fsync, &s3_dict)) {
     return NULL;
   }
+  struct sluice_s3_options s3;
+  if (sp_s3_options(s3_dict, &s3) != 0) return NULL;
   struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
   if (stream == NULL) return NULL;
   if (stream->release == NULL) {
@@ -39,6 +88,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
   options.no_fsync = !fsync;
+  options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

@@ -311,7 +311,8 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // 32 parts of 1 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
                                      .ca_bundle = options->ca_bundle,
-                                     .readahead_bytes = ds->memory_budget / 8};
+                                     .readahead_bytes = ds->memory_budget / 8,
+                                     .s3 = options->s3};
   // The objects share request handles, so a connection opened for one
   // object serves the next (sl_http_pool.h), and a quarter of the budget for
   // small objects held whole (all objects are opened before the scan; the
@@ -629,7 +630,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
-                                     .ca_bundle = options->ca_bundle};
+                                     .ca_bundle = options->ca_bundle, .s3 = options->s3};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   if (options->no_fsync) sl_sink_skip_fsync(sink);
   int rc = sl_sink_compress(sink, compression, error);

@@ -58,6 +58,7 @@ struct cli_options {
   int insecure;           ///< --insecure: skip TLS certificate checks
   int no_hive;            ///< --no-hive: no partition columns
   int no_fsync;           ///< --no-fsync: commit outputs without fsync
+  struct sluice_s3_options s3;  ///< --profile, --region, --endpoint-url, ...
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* ca_bundle;  ///< --ca-bundle FILE
 };

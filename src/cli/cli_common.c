@@ -67,6 +67,7 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
   open_options.ca_bundle = options->ca_bundle;
   open_options.hive_partitioning = !options->no_hive;
   open_options.partition_filter = options->partitions;
+  open_options.s3 = &options->s3;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   int rc = n_sources == 1

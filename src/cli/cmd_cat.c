@@ -62,6 +62,7 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.tls_insecure = options->insecure;
   write_options.ca_bundle = options->ca_bundle;
   write_options.no_fsync = options->no_fsync;
+  write_options.s3 = &options->s3;
   if (!options->ordered) {
     write_options.batch_metadata = cli_progress_position_metadata;
     write_options.batch_metadata_user = stream->private_data;

@@ -27,6 +27,13 @@
   "                     certificates\n"                                     \
   "  --ca-bundle FILE   https/s3 (reads and writes): trust the CA\n"        \
   "                     certificates in FILE\n"                             \
+  "  --profile NAME     s3: the AWS profile (default: AWS_PROFILE, else\n"   \
+  "                     'default'); credentials come from it or AWS_*\n"   \
+  "  --region R         s3: the region (default: AWS_REGION, the profile)\n" \
+  "  --endpoint-url U   s3: the endpoint, e.g. http://127.0.0.1:9000\n"    \
+  "  --s3-addressing S  s3: path or virtual (default: by endpoint, bucket)\n" \
+  "  --no-sign-request  s3: anonymous requests (public buckets)\n"          \
+  "  --part-size BYTES  s3 outputs: multipart part size (default 8M)\n"     \
   "  --no-hive          many objects: no columns from key=value directories\n" \
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
   "  --partitions F     only the objects whose key=value directories pass F,\n" \
@@ -125,7 +132,8 @@ static const struct cli_command k_commands[] = {
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
-  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_NO_FSYNC,
+  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
+  OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE,
 };
 
 static const struct option k_long_options[] = {
@@ -154,6 +162,12 @@ static const struct option k_long_options[] = {
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
     {"partitions", required_argument, NULL, OPT_PARTITIONS},
     {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"region", required_argument, NULL, OPT_REGION},
+    {"endpoint-url", required_argument, NULL, OPT_ENDPOINT_URL},
+    {"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
+    {"no-sign-request", no_argument, NULL, OPT_NO_SIGN_REQUEST},
+    {"part-size", required_argument, NULL, OPT_PART_SIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -344,6 +358,22 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
     case OPT_NO_FSYNC: options->no_fsync = 1; return CLI_OK;
+    case OPT_PROFILE: options->s3.profile = optarg; return CLI_OK;
+    case OPT_REGION: options->s3.region = optarg; return CLI_OK;
+    case OPT_ENDPOINT_URL: options->s3.endpoint_url = optarg; return CLI_OK;
+    case OPT_S3_ADDRESSING:
+      if (strcmp(optarg, "path") != 0 && strcmp(optarg, "virtual") != 0) {
+        return usage_error(where, "bad --s3-addressing '%s' (path or virtual)", optarg);
+      }
+      options->s3.addressing_style = optarg;
+      return CLI_OK;
+    case OPT_NO_SIGN_REQUEST: options->s3.anonymous = 1; return CLI_OK;
+    case OPT_PART_SIZE:
+      if (cli_parse_bytes(optarg, &value) != 0 || value <= 0) {
+        return usage_error(where, "bad --part-size '%s'", optarg);
+      }
+      options->s3.part_size = value;
+      return CLI_OK;
     case OPT_PARTITIONS: options->partitions = optarg; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);

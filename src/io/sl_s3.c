@@ -28,14 +28,16 @@ static const char* env(const char* name) {
 
 /* ---- Shared config files ------------------------------------------------------- */
 
-/// Looks `key` up in section `section` of an INI-style AWS file. Returns 1
-/// and fills `out` when found.
-static int ini_lookup(const char* path, const char* section, const char* key, char* out,
-                      size_t cap) {
+/// Looks `key` up in section `section` of an INI-style AWS file; with
+/// `parent`, in that key's nested block ("s3 =\n  addressing_style = path").
+/// Returns 1 and fills `out` when found; with key NULL, 1 when the section
+/// is there.
+static int ini_lookup(const char* path, const char* section, const char* parent,
+                      const char* key, char* out, size_t cap) {
   FILE* f = fopen(path, "r");
   if (f == NULL) return 0;
   char line[4096];
-  int in_section = 0, found = 0;
+  int in_section = 0, in_parent = 0, found = 0;
   while (!found && fgets(line, sizeof line, f) != NULL) {
     char* s = line;
     while (isspace((unsigned char)*s)) ++s;
@@ -51,17 +53,25 @@ static int ini_lookup(const char* path, const char* section, const char* key, ch
       size_t k = strlen(name);
       while (k > 0 && isspace((unsigned char)name[k - 1])) name[--k] = '\0';
       in_section = strcmp(name, section) == 0;
+      in_parent = 0;
+      found = in_section && key == NULL;
       continue;
     }
-    // Indented lines belong to a nested block ("s3 =\n  key = v"): skip them.
-    if (!in_section || line[0] == ' ' || line[0] == '\t') continue;
+    if (!in_section) continue;
     char* eq = strchr(s, '=');
     if (eq == NULL) continue;
     char* kend = eq;
     while (kend > s && isspace((unsigned char)kend[-1])) --kend;
-    if ((size_t)(kend - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0) continue;
     char* v = eq + 1;
     while (isspace((unsigned char)*v)) ++v;
+    // Indented lines belong to the nested block of the key above them.
+    int nested = line[0] == ' ' || line[0] == '\t';
+    if (!nested) {
+      in_parent = parent != NULL && *v == '\0' && (size_t)(kend - s) == strlen(parent) &&
+                  strncmp(s, parent, strlen(parent)) == 0;
+    }
+    if (nested != (parent != NULL) || (nested && !in_parent)) continue;
+    if ((size_t)(kend - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0) continue;
     copy_field(out, cap, v, strlen(v));
     found = 1;
   }
@@ -69,47 +79,75 @@ static int ini_lookup(const char* path, const char* section, const char* key, ch
   return found;
 }
 
+/// The shared credentials and config files (AWS_SHARED_CREDENTIALS_FILE,
+/// AWS_CONFIG_FILE, else under ~/.aws).
+static void aws_files(char* creds, char* config, size_t cap) {
+  const char* home = env("HOME");
+  const char* v = env("AWS_SHARED_CREDENTIALS_FILE");
+  snprintf(creds, cap, "%s%s", v != NULL ? v : home != NULL ? home : "",
+           v != NULL ? "" : home != NULL ? "/.aws/credentials" : "");
+  v = env("AWS_CONFIG_FILE");
+  snprintf(config, cap, "%s%s", v != NULL ? v : home != NULL ? home : "",
+           v != NULL ? "" : home != NULL ? "/.aws/config" : "");
+}
+
+/// The config file names a profile's section "profile NAME" ("default"
+/// stays "default"); the credentials file names it "NAME".
+static void config_section(const char* profile, char* out, size_t cap) {
+  snprintf(out, cap, "%s%s", strcmp(profile, "default") == 0 ? "" : "profile ", profile);
+}
+
 /// A key from the profile: the credentials file first, then the config file.
 static int profile_lookup(const char* profile, const char* key, int credentials_too, char* out,
                           size_t cap) {
-  const char* home = env("HOME");
-  char path[1024];
-  if (credentials_too) {
-    const char* creds = env("AWS_SHARED_CREDENTIALS_FILE");
-    if (creds == NULL && home != NULL) {
-      snprintf(path, sizeof path, "%s/.aws/credentials", home);
-      creds = path;
-    }
-    if (creds != NULL && ini_lookup(creds, profile, key, out, cap)) return 1;
+  char creds[1024], config[1024], section[160];
+  aws_files(creds, config, sizeof creds);
+  if (credentials_too && creds[0] != '\0' && ini_lookup(creds, profile, NULL, key, out, cap)) {
+    return 1;
   }
-  const char* config = env("AWS_CONFIG_FILE");
-  if (config == NULL && home != NULL) {
-    snprintf(path, sizeof path, "%s/.aws/config", home);
-    config = path;
-  }
-  if (config == NULL) return 0;
-  char section[160];
-  if (strcmp(profile, "default") == 0) {
-    snprintf(section, sizeof section, "default");
-  } else {
-    snprintf(section, sizeof section, "profile %s", profile);
-  }
-  return ini_lookup(config, section, key, out, cap);
+  config_section(profile, section, sizeof section);
+  return config[0] != '\0' && ini_lookup(config, section, NULL, key, out, cap);
 }
 
-static void resolve_settings(struct s3_settings* s) {
+/// The settings of one request: the caller's (`given`, may be NULL) over the
+/// environment's, over the profile's. A profile named explicitly (option or
+/// AWS_PROFILE) that neither file has is an error, as in AWS tools; the
+/// implicit "default" may be missing (then anonymous unless keys are set).
+static int resolve_settings(struct s3_settings* s, const struct sluice_s3_options* given,
+                            const char* location, struct sluice_error* error) {
   memset(s, 0, sizeof *s);
-  const char* v = env("AWS_PROFILE");
+  const char* v = given != NULL && given->profile != NULL ? given->profile : env("AWS_PROFILE");
   copy_field(s->profile, sizeof s->profile, v != NULL ? v : "default",
              strlen(v != NULL ? v : "default"));
-  const char* key = env("AWS_ACCESS_KEY_ID");
-  const char* secret = env("AWS_SECRET_ACCESS_KEY");
-  if (key != NULL && secret != NULL) {
+  if (v != NULL) {
+    char creds[1024], config[1024], section[160];
+    aws_files(creds, config, sizeof creds);
+    config_section(s->profile, section, sizeof section);
+    if (!(creds[0] != '\0' && ini_lookup(creds, s->profile, NULL, NULL, NULL, 0)) &&
+        !(config[0] != '\0' && ini_lookup(config, section, NULL, NULL, NULL, 0))) {
+      return sl_error_set(error, EINVAL, "%s: AWS profile '%s' not found in %s or %s", location,
+                          s->profile, creds[0] != '\0' ? creds : "~/.aws/credentials",
+                          config[0] != '\0' ? config : "~/.aws/config");
+    }
+  }
+  const char* key = given != NULL ? given->access_key_id : NULL;
+  const char* secret = given != NULL ? given->secret_access_key : NULL;
+  const char* token = given != NULL ? given->session_token : NULL;
+  if ((key == NULL) != (secret == NULL)) {
+    return sl_error_set(error, EINVAL, "%s: an access key id needs its secret access key, and "
+                        "the other way round", location);
+  }
+  if (key == NULL) {
+    key = env("AWS_ACCESS_KEY_ID");
+    secret = env("AWS_SECRET_ACCESS_KEY");
+    token = env("AWS_SESSION_TOKEN");
+  }
+  if (given != NULL && given->anonymous) {
+    s->anonymous = 1;  // unsigned requests: no credentials at all
+  } else if (key != NULL && secret != NULL) {
     copy_field(s->access_key, sizeof s->access_key, key, strlen(key));
     copy_field(s->secret_key, sizeof s->secret_key, secret, strlen(secret));
-    if ((v = env("AWS_SESSION_TOKEN")) != NULL) {
-      copy_field(s->session_token, sizeof s->session_token, v, strlen(v));
-    }
+    if (token != NULL) copy_field(s->session_token, sizeof s->session_token, token, strlen(token));
   } else if (profile_lookup(s->profile, "aws_access_key_id", 1, s->access_key,
                             sizeof s->access_key) &&
              profile_lookup(s->profile, "aws_secret_access_key", 1, s->secret_key,
@@ -120,18 +158,42 @@ static void resolve_settings(struct s3_settings* s) {
     s->access_key[0] = '\0';  // anonymous
     s->secret_key[0] = '\0';
   }
-  if ((v = env("AWS_REGION")) != NULL || (v = env("AWS_DEFAULT_REGION")) != NULL) {
+  if ((v = given != NULL ? given->region : NULL) != NULL || (v = env("AWS_REGION")) != NULL ||
+      (v = env("AWS_DEFAULT_REGION")) != NULL) {
     copy_field(s->region, sizeof s->region, v, strlen(v));
   } else if (!profile_lookup(s->profile, "region", 0, s->region, sizeof s->region)) {
     snprintf(s->region, sizeof s->region, "us-east-1");
   }
-  if ((v = env("AWS_ENDPOINT_URL_S3")) != NULL || (v = env("AWS_ENDPOINT_URL")) != NULL) {
+  if ((v = given != NULL ? given->endpoint_url : NULL) != NULL ||
+      (v = env("AWS_ENDPOINT_URL_S3")) != NULL || (v = env("AWS_ENDPOINT_URL")) != NULL) {
     copy_field(s->endpoint, sizeof s->endpoint, v, strlen(v));
   } else {
     profile_lookup(s->profile, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
   }
   size_t n = strlen(s->endpoint);
   while (n > 0 && s->endpoint[n - 1] == '/') s->endpoint[--n] = '\0';
+  if ((v = given != NULL ? given->addressing_style : NULL) != NULL ||
+      (v = env("SLUICE_S3_ADDRESSING_STYLE")) != NULL) {
+    copy_field(s->addressing_style, sizeof s->addressing_style, v, strlen(v));
+  } else {
+    char creds[1024], config[1024], section[160];
+    aws_files(creds, config, sizeof creds);
+    config_section(s->profile, section, sizeof section);
+    if (config[0] != '\0') {
+      ini_lookup(config, section, "s3", "addressing_style", s->addressing_style,
+                 sizeof s->addressing_style);
+    }
+  }
+  if (s->addressing_style[0] != '\0' && strcmp(s->addressing_style, "path") != 0 &&
+      strcmp(s->addressing_style, "virtual") != 0 && strcmp(s->addressing_style, "auto") != 0) {
+    return sl_error_set(error, EINVAL, "%s: addressing style '%s': expected path, virtual or auto",
+                        location, s->addressing_style);
+  }
+  s->part_size = given != NULL ? given->part_size : 0;
+  if (s->part_size < 0) {
+    return sl_error_set(error, EINVAL, "%s: negative multipart part size", location);
+  }
+  return 0;
 }
 
 /* ---- Signing ----------------------------------------------------------------- */
@@ -203,8 +265,9 @@ static int dns_safe_bucket(const char* bucket, size_t n) {
   return 1;
 }
 
-int s3_prepare(const char* location, const struct sluice_allocator* alloc,
-               struct s3_signer** out, char* url, size_t url_cap, struct sluice_error* error) {
+int s3_prepare(const char* location, const struct sl_remote_options* remote,
+               const struct sluice_allocator* alloc, struct s3_signer** out, char* url,
+               size_t url_cap, struct sluice_error* error) {
   *out = NULL;
   const char* rest = location + strlen("s3://");
   const char* slash = strchr(rest, '/');
@@ -221,16 +284,20 @@ int s3_prepare(const char* location, const struct sluice_allocator* alloc,
     sl_free(alloc, g, sizeof *g);
     return loaded;
   }
-  resolve_settings(&g->settings);
+  int resolved = resolve_settings(&g->settings, remote != NULL ? remote->s3 : NULL, location, error);
+  if (resolved != 0) {
+    s3_signer_destroy(g);
+    return resolved;
+  }
   int custom = g->settings.endpoint[0] != '\0';
   if (!custom) {
     snprintf(g->settings.endpoint, sizeof g->settings.endpoint, "https://s3.%s.amazonaws.com",
              g->settings.region);
   }
-  const char* style = env("SLUICE_S3_ADDRESSING_STYLE");
+  const char* style = g->settings.addressing_style;
   int virtual_hosted = !custom && dns_safe_bucket(rest, bucket_len);
-  if (style != NULL && strcmp(style, "path") == 0) virtual_hosted = 0;
-  if (style != NULL && strcmp(style, "virtual") == 0) virtual_hosted = 1;
+  if (strcmp(style, "path") == 0) virtual_hosted = 0;
+  if (strcmp(style, "virtual") == 0) virtual_hosted = 1;
 
   const char* endpoint = g->settings.endpoint;
   const char* scheme_end = strstr(endpoint, "://");
@@ -282,7 +349,9 @@ void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
     char message[sizeof error->message];
     memcpy(message, error->message, sizeof message);
     sl_error_set(error, rc, "%s (%s)", message,
-                 g->settings.access_key[0] == '\0'
+                 g->settings.anonymous ? "the request was unsigned, as asked (anonymous "
+                                         "access): the bucket is not public"
+                 : g->settings.access_key[0] == '\0'
                      ? "no AWS credentials were found: set AWS_ACCESS_KEY_ID and "
                        "AWS_SECRET_ACCESS_KEY or AWS_PROFILE"
                      : "check the AWS credentials, region and endpoint");
@@ -313,7 +382,7 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   *out = NULL;
   char url[8192];
   struct s3_signer* g;
-  SL_RETURN_NOT_OK(s3_prepare(location, alloc, &g, url, sizeof url, error));
+  SL_RETURN_NOT_OK(s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
   struct sl_http_signer signer = {s3_sign, g, s3_signer_destroy};
   struct sl_http_config config;
   memset(&config, 0, sizeof config);
@@ -324,6 +393,7 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   // The hint needs the settings, which the source owns (and frees on error).
   struct s3_signer hint_copy;
   memcpy(hint_copy.settings.access_key, g->settings.access_key, sizeof hint_copy.settings.access_key);
+  hint_copy.settings.anonymous = g->settings.anonymous;
   int rc = sl_http_source_open_config(&config, alloc, out, error);  // owns g from here
   s3_auth_hint(&hint_copy, rc, error);
   memset(&hint_copy.settings.access_key, 0, sizeof hint_copy.settings.access_key);

@@ -2,7 +2,8 @@
 // the HTTP source (sl_source_http.h), every request signed with SigV4
 // (sl_sigv4.h).
 //
-// Settings are found the way AWS tools find them:
+// Settings are the caller's (sluice_s3_options, through
+// sl_remote_options.s3) where given, else found the way AWS tools find them:
 // - credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
 //   AWS_SESSION_TOKEN); else the profile (AWS_PROFILE, default "default") in
 //   the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, default
@@ -17,7 +18,8 @@
 // - addressing: path-style (ENDPOINT/bucket/key) for custom endpoints and for
 //   bucket names that are not DNS-safe; virtual-hosted
 //   (bucket.s3.REGION.amazonaws.com/key) on AWS otherwise.
-//   SLUICE_S3_ADDRESSING_STYLE=path|virtual forces one.
+//   SLUICE_S3_ADDRESSING_STYLE=path|virtual, or the profile's nested
+//   "s3 =\n  addressing_style = ..." in the config file, forces one.
 #ifndef SL_S3_H
 #define SL_S3_H
 
@@ -28,10 +30,10 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
                       struct sluice_error* error);
 
 /// Uploads bytes [0, size) of the open file `fd` as the object at `location`
-/// (s3://bucket/key): one PUT up to the part size (SLUICE_S3_PART_SIZE,
-/// default 8 MiB, at least 5 MiB), else a multipart upload with parts sent
+/// (s3://bucket/key): one PUT up to the part size (sluice_s3_options'
+/// part_size, else SLUICE_S3_PART_SIZE, else 8 MiB; at least 5 MiB), else a multipart upload with parts sent
 /// in parallel, aborted on any error so that no partial object appears.
-/// `remote` (NULL = defaults) gives the TLS settings.
+/// `remote` (NULL = defaults) gives the TLS and S3 settings.
 int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
                       int64_t size, const struct sluice_allocator* alloc,
                       struct sluice_error* error);

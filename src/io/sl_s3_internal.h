@@ -22,6 +22,9 @@ struct s3_settings {
   char region[64];
   char endpoint[512];  ///< scheme://authority, no trailing '/'
   char profile[128];
+  char addressing_style[16];  ///< "path", "virtual" or "" (by endpoint and bucket)
+  int64_t part_size;          ///< multipart part size for writes (0 = default)
+  int anonymous;              ///< unsigned by request (sluice_s3_options.anonymous)
 };
 
 /// One object's signing context: settings plus the request's host and path.
@@ -33,10 +36,12 @@ struct s3_signer {
   char path[4096];  ///< URI-encoded canonical path
 };
 
-/// Parses s3://bucket/key, resolves the settings, and writes the object's URL
-/// (no query) into `url`. *out is freed with s3_signer_destroy.
-int s3_prepare(const char* location, const struct sluice_allocator* alloc,
-               struct s3_signer** out, char* url, size_t url_cap, struct sluice_error* error);
+/// Parses s3://bucket/key, resolves the settings (the caller's in
+/// remote->s3 over the environment's; `remote` may be NULL), and writes the
+/// object's URL (no query) into `url`. *out is freed with s3_signer_destroy.
+int s3_prepare(const char* location, const struct sl_remote_options* remote,
+               const struct sluice_allocator* alloc, struct s3_signer** out, char* url,
+               size_t url_cap, struct sluice_error* error);
 void s3_signer_destroy(void* ctx);
 
 /// Appends the SigV4 headers for one request on the object (query already

@@ -140,7 +140,8 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
 static int prepare_bucket(struct lister* l, struct sluice_error* error) {
   char object[300];
   snprintf(object, sizeof object, "s3://%s/x", l->bucket);
-  SL_RETURN_NOT_OK(s3_prepare(object, l->alloc, &l->g, l->base_url, sizeof l->base_url, error));
+  SL_RETURN_NOT_OK(
+      s3_prepare(object, l->remote, l->alloc, &l->g, l->base_url, sizeof l->base_url, error));
   size_t u = strlen(l->base_url), p = strlen(l->g->path);
   if (u < 2 || p < 2 || strcmp(l->base_url + u - 2, "/x") != 0 ||
       strcmp(l->g->path + p - 2, "/x") != 0) {

@@ -279,11 +279,17 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
   return rc;
 }
 
-static int64_t part_size_setting(int64_t size) {
+/// The part size: the caller's (sluice_s3_options.part_size), else
+/// SLUICE_S3_PART_SIZE, else 8 MiB; within S3's limits.
+static int64_t part_size_setting(int64_t given, int64_t size) {
   int64_t part = S3_DEFAULT_PART;
   const char* text = getenv("SLUICE_S3_PART_SIZE");
   int64_t v;
-  if (text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_MAX, &v) == 0) part = v;
+  if (given > 0) {
+    part = given;
+  } else if (text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_MAX, &v) == 0) {
+    part = v;
+  }
   if (part < S3_MIN_PART) part = S3_MIN_PART;
   // At most 10000 parts: larger objects get larger parts.
   while ((size + part - 1) / part > S3_MAX_PARTS) part *= 2;
@@ -295,7 +301,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
                       struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
-  int rc = s3_prepare(location, alloc, &g, url, sizeof url, error);
+  int rc = s3_prepare(location, remote, alloc, &g, url, sizeof url, error);
   if (rc != 0) return rc;
   const uint8_t* data = (const uint8_t*)"";
   void* map = NULL;
@@ -314,7 +320,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
   if (rc == 0) {
-    int64_t part = part_size_setting(size);
+    int64_t part = part_size_setting(g->settings.part_size, size);
     if (size <= part) {
       rc = s3_request(g, remote, h, url, "PUT", "", data, (size_t)size, resp, location, error);
     } else {

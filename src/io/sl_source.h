@@ -99,6 +99,8 @@ struct sl_remote_options {
   /// download (bytes=0-), which goes on in the background into the
   /// readahead, instead of a GET of the first 64 KiB and then the download.
   int stream_first;
+  /// s3:// settings from the caller, over the environment's (NULL = none).
+  const struct sluice_s3_options* s3;
 };
 
 /// 1 for http://, https:// and s3:// locations (read through libcurl).

@@ -175,6 +175,62 @@ def test_profile_from_shared_files(sluice, s3, tmp_path):
     check_clean_failure(proc)
 
 
+def test_cli_settings_override_the_environment(sluice, s3, tmp_path):
+    """--profile and --endpoint-url win over AWS_* variables that would fail
+    (no keys, a dead endpoint): the read succeeds only if both overrides are
+    used (s3s-fs checks the signature). --region, which s3s-fs does not
+    check, is seen in the credential scope of a scripted server's requests
+    in test_region_option_signs_for_that_region."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(
+        f"[ci]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    env = dict(s3["base_env"], HOME=str(home), AWS_ENDPOINT_URL="http://127.0.0.1:9",
+               AWS_REGION="eu-west-3")
+    local = local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", [])
+    flags = ["--profile", "ci", "--region", "us-east-1", "--endpoint-url", s3["endpoint"]]
+    assert read_s3(sluice, env, "t.csv", tmp_path / "r.arrows", flags).equals(local)
+    for dropped in (0, 4):  # without the profile or the endpoint, it fails
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv",
+                   *(flags[:dropped] + flags[dropped + 2:]))
+        check_clean_failure(proc)
+    # Writes too, with a part size option: multipart from 5 MiB.
+    src = tmp_path / "big.lenprefix"
+    from test_http import write_lenprefix
+    write_lenprefix(src, 400_000, 11)
+    proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/out/opts.arrows", "-q", "-O",
+               "length_prefix=u8", "--part-size", "5M", *flags)
+    assert proc.returncode == 0, proc.stderr.decode()
+    local_out = tmp_path / "opts.arrows"
+    subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q", "-O",
+                    "length_prefix=u8"], check=True)
+    assert (s3["data"] / BUCKET / "out" / "opts.arrows").read_bytes() == local_out.read_bytes()
+
+
+def test_named_profile_must_exist(sluice, s3, tmp_path):
+    """A profile asked for by name that neither file has is an error naming
+    it (AWS tools say "profile not found"), not a silent anonymous read."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "config").write_text("[default]\nregion = us-east-1\n")
+    for env, extra in ((dict(creds(s3), HOME=str(home), AWS_PROFILE="nosuch"), []),
+                       (dict(creds(s3), HOME=str(home)), ["--profile", "nosuch"])):
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv", *extra)
+        check_clean_failure(proc)
+        assert "profile 'nosuch' not found" in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_no_sign_request_sends_no_credentials(sluice, s3):
+    """--no-sign-request makes unsigned requests even with keys in the
+    environment: s3s-fs, which wants them signed, refuses, and the message
+    says the request was anonymous."""
+    proc = run(sluice, creds(s3), "schema", f"s3://{BUCKET}/t.csv", "--no-sign-request")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "403" in err and "unsigned" in err, err
+    assert run(sluice, creds(s3), "schema", f"s3://{BUCKET}/t.csv").returncode == 0
+
+
 def test_endpoint_url_s3_wins(sluice, s3, tmp_path):
     env = creds(s3, AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ENDPOINT_URL_S3=s3["endpoint"])
     local = local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", [])
@@ -1068,3 +1124,38 @@ def test_hive_partitions_under_a_prefix(sluice, s3, tmp_path, page):
     glob = read_location(sluice, creds(s3), f"s3://{BUCKET}/hive/region=eu/*/*.parquet",
                          tmp_path / "g.arrows")
     assert glob.column_names == ["id", "day"]  # region is above the glob's root
+
+
+@pytest.mark.parametrize("how", ["config", "option", "default"])
+def test_addressing_style_from_config_or_option(sluice, scripted, tmp_path, how):
+    """The profile's nested `s3 = / addressing_style = virtual` block (as the
+    AWS CLI writes it) and --s3-addressing make requests virtual-hosted
+    (Host: bucket.localhost); a custom endpoint is path-style otherwise."""
+    scripted.objects["k.csv"] = b"a\n1\n2\n"
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "config").write_text(
+        "[default]\nregion = us-east-1\ns3 =\n  addressing_style = virtual\n"
+        if how == "config" else "[default]\nregion = us-east-1\n")
+    env = dict(scripted_env(scripted, "localhost"), HOME=str(home))
+    extra = ["--s3-addressing", "virtual"] if how == "option" else []
+    got = read_location(sluice, env, f"s3://{BUCKET}/k.csv", tmp_path / "r.arrows", *extra)
+    assert got.column("a").to_pylist() == [1, 2]
+    gets = [r for r in scripted.requests if "list-type" not in r["query"]]
+    assert gets
+    for r in gets:
+        if how == "default":
+            assert r["path"] == f"/{BUCKET}/k.csv" and r["headers"]["Host"].startswith("localhost:")
+        else:
+            assert r["path"] == "/k.csv" and r["headers"]["Host"].startswith(f"{BUCKET}.localhost:")
+
+
+def test_region_option_signs_for_that_region(sluice, scripted, tmp_path):
+    scripted.objects["k.csv"] = b"a\n1\n"
+    env = scripted_env(scripted, AWS_ACCESS_KEY_ID="AKID", AWS_SECRET_ACCESS_KEY="secret",
+                       AWS_REGION="eu-west-3")
+    got = read_location(sluice, env, f"s3://{BUCKET}/k.csv", tmp_path / "r.arrows",
+                        "--region", "ap-south-1")
+    assert got.column("a").to_pylist() == [1]
+    auths = [r["headers"].get("Authorization", "") for r in scripted.requests]
+    assert auths and all("/ap-south-1/s3/aws4_request" in a for a in auths), auths
