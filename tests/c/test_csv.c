@@ -349,6 +349,8 @@ static void test_errors(void** unused) {
   check_error("a\n1\n2\nx\n", "infer_bytes=4", "line 4 (byte 6): column 'a': cannot parse 'x'");
   check_error("a\n1\n", "nonsense=1", "unknown CSV option");
   check_error("a\n300\n", "schema=a:int8", "out of range");
+  // CR-only line endings would read as one row with made-up columns.
+  check_error("a,b\r1,x\r2,y\r", NULL, "byte 3: lines end with a carriage return alone");
 }
 
 // comment=#: lines starting with it are skipped wherever splits fall.

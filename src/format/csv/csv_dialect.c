@@ -8,6 +8,8 @@
 // inferred for its column from the following rows and at least one column is
 // not a string (all-string tables are assumed to have a header, as pyarrow
 // and polars do).
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -255,6 +257,18 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
                              &l->dialect.delimiter) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  }
+  // Lines ended by CR alone (classic Mac OS) would read as one long row
+  // whose CRs are data: refuse them rather than return made-up columns.
+  // The sign: a CR with more bytes after it, and no LF in the whole sample.
+  int64_t sample_end = a->size - start > (INT64_C(1) << 20) ? start + (INT64_C(1) << 20) : a->size;
+  const uint8_t* cr = memchr(a->data + start, '\r', (size_t)(sample_end - start));
+  if (cr != NULL && cr + 1 < a->data + sample_end &&
+      memchr(a->data + start, '\n', (size_t)(sample_end - start)) == NULL) {
+    return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": lines end with a carriage return "
+                        "alone (classic Mac OS line endings), which sluice does not read; "
+                        "convert them first, e.g. tr '\\r' '\\n'",
+                        a->name, (int64_t)(cr - a->data));
   }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
     return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "
