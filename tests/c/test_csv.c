@@ -157,6 +157,9 @@ static void test_basic(void** unused) {
   // CRLF, BOM, no final newline, blank lines, trailing delimiter
   check_csv("\xEF\xBB\xBF" "a,b\r\n1,2\r\n\r\n3,4", NULL, "a:l|b:l\n1,2\n3,4\n");
   check_csv("a,b,\n1,2,\n3,4,\n", NULL, "a:l|b:l\n1,2\n3,4\n");
+  // ...unless a row has something there: then the header names a column ""
+  // (as pyarrow does).
+  check_csv("a,b,\n1,2,3\n4,5,\n", NULL, "a:l|b:l|:l\n1,2,3\n4,5,null\n");
   check_csv("a,b\n\n\n1,2\n\n", NULL, "a:l|b:l\n1,2\n");
   check_csv("a\n", NULL, "a:u\n");
   check_csv("", NULL, "\n");

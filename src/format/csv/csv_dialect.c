@@ -245,6 +245,18 @@ static int sample_further_on(struct analysis* a, int64_t from, struct sluice_err
   return 0;
 }
 
+/// 1 when a sample row after the first has `n` fields and something in the
+/// last: then a header ending in a delimiter names an (unnamed) column,
+/// rather than marking rows that end in a delimiter.
+static int last_field_used(const struct csv_rows* rows, int64_t n) {
+  for (int64_t r = 1; r < rows->n_rows; ++r) {
+    if (rows->row_first[r + 1] - rows->row_first[r] != n) continue;
+    const struct csv_field* last = &rows->fields[rows->row_first[r] + n - 1];
+    if (last->len != 0 || last->flags != 0) return 1;
+  }
+  return 0;
+}
+
 static int analyze(struct analysis* a, int64_t start, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
@@ -306,7 +318,8 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   int64_t n0 = a->rows.row_first[1];
   const struct csv_field* row0 = a->rows.fields;
   l->n_cols = n0;
-  if (n0 > 1 && row0[n0 - 1].len == 0 && row0[n0 - 1].flags == 0 && o->header != 0) {
+  if (n0 > 1 && row0[n0 - 1].len == 0 && row0[n0 - 1].flags == 0 && o->header != 0 &&
+      !last_field_used(&a->rows, n0)) {
     l->n_cols = n0 - 1;  // "a,b,c," header: rows may end with a delimiter too
     l->trailing_delim = 1;
   }
