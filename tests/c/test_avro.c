@@ -660,6 +660,36 @@ static void test_bad_input_messages(void** state) {
   e->n = 0;
   put_header(e, k_schema_ls, "brotli");
   expect_error(e->buf, e->n, "unsupported Avro codec 'brotli'");
+  // A decimal with more digits than its precision (8388607 in decimal(3, 0))
+  // would make an array Arrow's validation refuses.
+  e->n = 0;
+  blk->n = 0;
+  put_header(e, "{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":3}", NULL);
+  put_long(blk, 3);
+  put(blk, "\x7f\xff\xff", 3);
+  put_block(e, 1, blk->buf, blk->n);
+  expect_error(e->buf, e->n, "more digits than its precision 3");
+  // A fixed too small for its precision (2 bytes hold 4 digits): the
+  // logical type is invalid, so the values stay fixed-size binary.
+  e->n = 0;
+  blk->n = 0;
+  put_header(e, "{\"type\":\"fixed\",\"name\":\"d\",\"size\":2,\"logicalType\":\"decimal\","
+             "\"precision\":10}", NULL);
+  put(blk, "\x01\x00", 2);
+  put_block(e, 1, blk->buf, blk->n);
+  {
+    char path[512];
+    test_temp_path("dec_fixed.avro", path, sizeof path);
+    assert_int_equal(test_write_file(path, e->buf, e->n), 0);
+    struct result* r = calloc(1, sizeof *r);
+    struct sluice_error derr = {0};
+    assert_int_equal(read_path(path, NULL, NULL, 0, r, &derr), 0);
+    assert_int_equal(r->schema.n_children, 1);  // a top-level non-record: one column
+    assert_string_equal(r->schema.children[0]->format, "w:2");
+    result_release(r);
+    free(r);
+    unlink(path);
+  }
   // An empty record name (polars) is accepted, with a note in the metadata.
   e->n = 0;
   put_header(e, "{\"type\":\"record\",\"name\":\"\",\"fields\":[{\"name\":\"x\",\"type\":\"int\"}]}", NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "avro_internal.h"
+#include "core/sl_decimal.h"
 #include "core/sl_error.h"
 #include "core/sl_utf8.h"
 
@@ -80,6 +81,16 @@ static int builder_error(int rc, struct sluice_error* error) {
                         "of range, or a column past 2 GiB)");
   if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "out of memory");
   return sl_error_set(error, rc, "cannot append a value (error %d)", rc);
+}
+
+/// The decimal just appended to `b` has at most its type's precision in
+/// digits: Arrow requires it (pyarrow's full validation refuses the array
+/// otherwise), and neither Avro nor its writers enforce it.
+static int check_decimal_digits(const struct sl_builder* b, struct sluice_error* error) {
+  const uint8_t* v = b->values.data + (b->length - 1) * b->value_width;
+  if (sl_decimal_fits(v, (int)b->value_width, b->type.precision)) return 0;
+  return sl_error_set(error, EOVERFLOW, "decimal value with more digits than its precision %d",
+                      (int)b->type.precision);
 }
 
 #define APPEND(expr)                                      \
@@ -211,13 +222,14 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       SL_RETURN_NOT_OK(read_len(d, &n, "decimal", error));
       APPEND(sl_builder_append_decimal_be(b, d->p, n));
       d->p += n;
-      return 0;
+      return check_decimal_digits(b, error);
     case OP_FIXED: case OP_DEC_FIXED: case OP_DURATION:
       if (d->end - d->p < op->size) return truncated(error, "fixed");
       if (op->kind == OP_FIXED) {
         APPEND(sl_builder_append_fixed(b, d->p));
       } else if (op->kind == OP_DEC_FIXED) {
         APPEND(sl_builder_append_decimal_be(b, d->p, op->size));
+        SL_RETURN_NOT_OK(check_decimal_digits(b, error));
       } else {
         // Avro: three little-endian uint32 (months, days, milliseconds) →
         // Arrow month_day_nano: int32 months, int32 days, int64 nanoseconds.

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "avro_internal.h"
@@ -220,6 +221,10 @@ static void apply_logical(json_t* j, struct avro_node* n) {
     json_t* js = json_object_get(j, "scale");
     if (js != NULL && !json_int(js, 0, p, &s)) return;
     if (n->kind == AVRO_FIXED && (n->size < 1 || n->size > 32)) return;
+    // The spec: a fixed of n bytes holds floor(log10(2^(8n-1) - 1)) digits at
+    // most; a larger precision makes the logical type invalid (then the
+    // fixed is read as fixed, as Java Avro does).
+    if (n->kind == AVRO_FIXED && p > (int64_t)floor((8.0 * (double)n->size - 1) * log10(2.0))) return;
     n->logical = AVRO_LOGICAL_DECIMAL;
     n->precision = (int32_t)p;
     n->scale = (int32_t)s;
