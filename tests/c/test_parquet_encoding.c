@@ -120,7 +120,7 @@ static void test_rle_roundtrip_all_widths(void** state) {
         uint32_t* more = malloc((size_t)(n + 9) * sizeof *more);
         struct pq_rle_decoder d;
         assert_int_equal(pq_rle_init(&d, buf.data, buf.size, w, &err), 0);
-        assert_int_equal(pq_rle_get_u32(&d, more, n + 9, &err), EINVAL);
+        assert_int_equal(pq_rle_get_u32(&d, more, n + 9, &err), EILSEQ);
         free(more);
       }
       sl_buffer_reset(&buf);
@@ -178,7 +178,7 @@ static void test_rle_spec_examples(void** state) {
   assert_int_equal(pq_rle_init(&d, empty_run, sizeof empty_run, 3, &err), 0);
   assert_int_equal(pq_rle_get_u32(&d, many, 8, &err), 0);
   for (int i = 0; i < 8; ++i) assert_int_equal(many[i], 5);
-  assert_int_equal(pq_rle_get_u32(&d, many, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_u32(&d, many, 1, &err), EILSEQ);
 
   // The deprecated BIT_PACKED, MSB first: 00000101 00111001 01110111.
   const uint8_t msb[] = {0x05, 0x39, 0x77};
@@ -187,8 +187,8 @@ static void test_rle_spec_examples(void** state) {
   assert_int_equal(pq_bit_packed_levels_decode(msb, 3, 3, 8, lv, &consumed, &err), 0);
   assert_int_equal(consumed, 3);
   for (int i = 0; i < 8; ++i) assert_int_equal(lv[i], i);
-  assert_int_equal(pq_bit_packed_levels_decode(msb, 2, 3, 8, lv, &consumed, &err), EINVAL);
-  assert_int_equal(pq_bit_packed_levels_decode(msb, 3, 17, 1, lv, &consumed, &err), EINVAL);
+  assert_int_equal(pq_bit_packed_levels_decode(msb, 2, 3, 8, lv, &consumed, &err), EILSEQ);
+  assert_int_equal(pq_bit_packed_levels_decode(msb, 3, 17, 1, lv, &consumed, &err), EILSEQ);
 }
 
 static void test_rle_bad_input(void** state) {
@@ -196,30 +196,30 @@ static void test_rle_bad_input(void** state) {
   struct sluice_error err = {0};
   struct pq_rle_decoder d;
   uint32_t out[16];
-  assert_int_equal(pq_rle_init(&d, NULL, 0, 33, &err), EINVAL);
-  assert_int_equal(pq_rle_init(&d, NULL, 0, -1, &err), EINVAL);
+  assert_int_equal(pq_rle_init(&d, NULL, 0, 33, &err), EILSEQ);
+  assert_int_equal(pq_rle_init(&d, NULL, 0, -1, &err), EILSEQ);
   // Overlong varint header (6 bytes), header beyond 32 bits.
   const uint8_t overlong[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01};
   assert_int_equal(pq_rle_init(&d, overlong, sizeof overlong, 1, &err), 0);
-  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EILSEQ);
   const uint8_t big[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x00};
   assert_int_equal(pq_rle_init(&d, big, sizeof big, 1, &err), 0);
-  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EILSEQ);
   // A huge bit-packed run with few bytes: only what is there.
   const uint8_t huge[] = {0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0xAA};
   assert_int_equal(pq_rle_init(&d, huge, sizeof huge, 1, &err), 0);
   assert_int_equal(pq_rle_get_u32(&d, out, 8, &err), 0);
   assert_int_equal(out[0], 0);
   assert_int_equal(out[1], 1);
-  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EILSEQ);
   // RLE value wider than the bit width.
   const uint8_t wide[] = {0x10, 0x09};
   assert_int_equal(pq_rle_init(&d, wide, sizeof wide, 3, &err), 0);
-  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_u32(&d, out, 1, &err), EILSEQ);
   // Levels wider than 16 bits.
   int16_t lv[1];
   assert_int_equal(pq_rle_init(&d, wide, sizeof wide, 17, &err), 0);
-  assert_int_equal(pq_rle_get_i16(&d, lv, 1, &err), EINVAL);
+  assert_int_equal(pq_rle_get_i16(&d, lv, 1, &err), EILSEQ);
 }
 
 static void test_rle_truncation_every_prefix(void** state) {
@@ -237,7 +237,7 @@ static void test_rle_truncation_every_prefix(void** state) {
       memcpy(copy, buf.data, (size_t)len);
       struct sluice_error err = {0};
       int rc = decode_chunked(copy, len, w, 600, out, &rng, &err);
-      if (rc != EINVAL && !(w == 0 && len == 0))
+      if (rc != EILSEQ && !(w == 0 && len == 0))
         fail_msg("width %d prefix %lld of %lld: rc %d", w, (long long)len, (long long)buf.size, rc);
       free(copy);
     }
@@ -262,12 +262,12 @@ static void test_dict_indices(void** state) {
   values[500] = 999;
   buf.size = 1;
   assert_int_equal(pq_rle_encode_u32(values, 1000, 10, &buf), 0);
-  assert_int_equal(pq_dict_indices_decode(buf.data, buf.size, 1000, 999, out, &err), EINVAL);
+  assert_int_equal(pq_dict_indices_decode(buf.data, buf.size, 1000, 999, out, &err), EILSEQ);
   assert_non_null(strstr(err.message, "999"));
   // Bad bit width byte; missing byte.
   buf.data[0] = 33;
-  assert_int_equal(pq_dict_indices_decode(buf.data, buf.size, 10, 1000, out, &err), EINVAL);
-  assert_int_equal(pq_dict_indices_decode(buf.data, 0, 10, 1000, out, &err), EINVAL);
+  assert_int_equal(pq_dict_indices_decode(buf.data, buf.size, 10, 1000, out, &err), EILSEQ);
+  assert_int_equal(pq_dict_indices_decode(buf.data, 0, 10, 1000, out, &err), EILSEQ);
   // Width 0 with no runs at all: every index is 0.
   const uint8_t zero[] = {0};
   assert_int_equal(pq_dict_indices_decode(zero, 1, 5, 1, out, &err), 0);
@@ -387,11 +387,11 @@ static void test_delta_spec_examples(void** state) {
   assert_int_equal(pq_delta_binary_decode_i64(ex2, sizeof ex2, 8, v64, &consumed, &err), 0);
   assert_memory_equal(v64, want2, sizeof want2);
   assert_int_equal(consumed, sizeof ex2 - 1);  // the trailing 0xEE is not part of it
-  // Fewer values than the header holds: fine; more: EINVAL.
+  // Fewer values than the header holds: fine; more: EILSEQ.
   assert_int_equal(pq_delta_binary_decode_i32(ex2, sizeof ex2, 3, v32, &consumed, &err), 0);
   assert_int_equal(v32[2], 3);
   assert_int_equal(consumed, sizeof ex2 - 1);
-  assert_int_equal(pq_delta_binary_decode_i32(ex2, sizeof ex2, 9, v32, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i32(ex2, sizeof ex2, 9, v32, &consumed, &err), EILSEQ);
   // The same data through the reference encoder.
   struct sl_buffer b;
   sl_buffer_init(&b, NULL);
@@ -401,7 +401,7 @@ static void test_delta_spec_examples(void** state) {
   sl_buffer_reset(&b);
   // The spec's literal bytes (block size 8): rejected.
   const uint8_t spec8[] = {0x08, 0x01, 0x05, 0x02, 0x02, 0x00};
-  assert_int_equal(pq_delta_binary_decode_i32(spec8, sizeof spec8, 5, v32, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i32(spec8, sizeof spec8, 5, v32, &consumed, &err), EILSEQ);
 }
 
 static void test_delta_header_validation(void** state) {
@@ -410,27 +410,27 @@ static void test_delta_header_validation(void** state) {
   int64_t consumed, v[4];
   // miniblocks not dividing the block into multiples of 32 / zero
   const uint8_t bad_minis[] = {0x80, 0x01, 0x03, 0x01, 0x00};
-  assert_int_equal(pq_delta_binary_decode_i64(bad_minis, 5, 1, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(bad_minis, 5, 1, v, &consumed, &err), EILSEQ);
   const uint8_t zero_minis[] = {0x80, 0x01, 0x00, 0x01, 0x00};
-  assert_int_equal(pq_delta_binary_decode_i64(zero_minis, 5, 1, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(zero_minis, 5, 1, v, &consumed, &err), EILSEQ);
   const uint8_t eight_minis[] = {0x80, 0x01, 0x08, 0x01, 0x00};  // 16 values each
-  assert_int_equal(pq_delta_binary_decode_i64(eight_minis, 5, 1, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(eight_minis, 5, 1, v, &consumed, &err), EILSEQ);
   const uint8_t zero_block[] = {0x00, 0x01, 0x01, 0x00};
-  assert_int_equal(pq_delta_binary_decode_i64(zero_block, 4, 1, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(zero_block, 4, 1, v, &consumed, &err), EILSEQ);
   // Overlong / overflowing varints.
   const uint8_t overlong[] = {0x80, 0x01, 0x04, 0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
                               0xFF, 0xFF, 0xFF, 0xFF, 0x7F};
-  assert_int_equal(pq_delta_binary_decode_i64(overlong, sizeof overlong, 1, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(overlong, sizeof overlong, 1, v, &consumed, &err), EILSEQ);
   // Miniblock width 33 for INT32 (65 for INT64).
   const uint8_t w33[] = {0x80, 0x01, 0x04, 0x02, 0x00, 0x00, 33, 0, 0, 0};
   uint8_t padded[sizeof w33 + 33 * 4];
   memset(padded, 0, sizeof padded);
   memcpy(padded, w33, sizeof w33);
   int32_t v32[2];
-  assert_int_equal(pq_delta_binary_decode_i32(padded, sizeof padded, 2, v32, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i32(padded, sizeof padded, 2, v32, &consumed, &err), EILSEQ);
   assert_int_equal(pq_delta_binary_decode_i64(padded, sizeof padded, 2, v, &consumed, &err), 0);
   padded[6] = 65;
-  assert_int_equal(pq_delta_binary_decode_i64(padded, sizeof padded, 2, v, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_binary_decode_i64(padded, sizeof padded, 2, v, &consumed, &err), EILSEQ);
   // Count 1: header only, no blocks.
   const uint8_t one[] = {0x80, 0x01, 0x04, 0x01, 0x03};
   assert_int_equal(pq_delta_binary_decode_i64(one, 5, 1, v, &consumed, &err), 0);
@@ -460,7 +460,7 @@ static void check_delta_roundtrip(const int64_t* v, int64_t n, bool is32, int64_
     free(out);
   }
   assert_int_equal(consumed, b.size);
-  // Every shorter prefix: EINVAL (exact-size copies for ASan).
+  // Every shorter prefix: EILSEQ (exact-size copies for ASan).
   for (int64_t len = 0; len < b.size; len += (b.size > 2000 ? 37 : 1)) {
     uint8_t* copy = malloc(len ? (size_t)len : 1);
     memcpy(copy, b.data, (size_t)len);
@@ -468,7 +468,7 @@ static void check_delta_roundtrip(const int64_t* v, int64_t n, bool is32, int64_
     int64_t k = n < 4096 ? n : 4096;
     int rc = is32 ? pq_delta_binary_decode_i32(copy, len, k, (int32_t*)out, &consumed, &err)
                   : pq_delta_binary_decode_i64(copy, len, k, out, &consumed, &err);
-    if (rc != EINVAL && !(n == 0 && len == 0))
+    if (rc != EILSEQ && !(n == 0 && len == 0))
       fail_msg("n %lld prefix %lld of %lld: rc %d", (long long)n, (long long)len, (long long)b.size, rc);
     free(copy);
   }
@@ -529,13 +529,13 @@ static void test_delta_length_byte_array_spec(void** state) {
     assert_memory_equal(ptrs[i], want[i], strlen(want[i]));
   }
   for (int64_t len = 0; len < b.size; ++len)
-    assert_int_equal(pq_delta_length_byte_array_decode(b.data, len, 4, ptrs, lens, &consumed, &err), EINVAL);
+    assert_int_equal(pq_delta_length_byte_array_decode(b.data, len, 4, ptrs, lens, &consumed, &err), EILSEQ);
   sl_buffer_reset(&b);
   // A negative length.
   const int64_t neg[] = {5, -1};
   delta_encode(neg, 2, true, 128, 4, &b);
   assert_int_equal(sl_buffer_append(&b, "Hello", 5), 0);
-  assert_int_equal(pq_delta_length_byte_array_decode(b.data, b.size, 2, ptrs, lens, &consumed, &err), EINVAL);
+  assert_int_equal(pq_delta_length_byte_array_decode(b.data, b.size, 2, ptrs, lens, &consumed, &err), EILSEQ);
   sl_buffer_reset(&b);
 }
 
@@ -568,7 +568,7 @@ static void test_delta_byte_array_spec(void** state) {
   }
   for (int64_t len = 0; len < b.size; ++len) {
     scratch.size = 0;
-    assert_int_equal(pq_delta_byte_array_decode(b.data, len, 4, &scratch, ptrs, lens, &err), EINVAL);
+    assert_int_equal(pq_delta_byte_array_decode(b.data, len, 4, &scratch, ptrs, lens, &err), EILSEQ);
   }
   sl_buffer_reset(&b);
   // A prefix longer than the previous value.
@@ -576,7 +576,7 @@ static void test_delta_byte_array_spec(void** state) {
   const int64_t bad_suf[] = {4, 1};
   build_dba(bad_pre, bad_suf, "axisx", 2, &b);
   scratch.size = 0;
-  assert_int_equal(pq_delta_byte_array_decode(b.data, b.size, 2, &scratch, ptrs, lens, &err), EINVAL);
+  assert_int_equal(pq_delta_byte_array_decode(b.data, b.size, 2, &scratch, ptrs, lens, &err), EILSEQ);
   assert_non_null(strstr(err.message, "prefix"));
   // Allocation failure of the prefix scratch: ENOMEM, nothing leaked.
   sl_buffer_reset(&scratch);
@@ -603,7 +603,7 @@ static void test_plain(void** state) {
   const uint8_t want[] = {1, 0, 1, 0, 0, 1, 0, 1, 1, 1};
   assert_memory_equal(out, want, 10);
   assert_int_equal(consumed, 2);
-  assert_int_equal(pq_plain_bool_decode(bits, 1, 10, out, &consumed, &err), EINVAL);
+  assert_int_equal(pq_plain_bool_decode(bits, 1, 10, out, &consumed, &err), EILSEQ);
 
   const uint8_t ba[] = {3, 0, 0, 0, 'a', 'b', 'c', 0, 0, 0, 0, 1, 0, 0, 0, 'z'};
   const uint8_t* ptrs[3];
@@ -616,9 +616,9 @@ static void test_plain(void** state) {
   assert_int_equal(lens[2], 1);
   assert_int_equal(ptrs[2][0], 'z');
   for (int64_t len = 0; len < (int64_t)sizeof ba; ++len)
-    assert_int_equal(pq_plain_byte_array_decode(ba, len, 3, ptrs, lens, &consumed, &err), EINVAL);
+    assert_int_equal(pq_plain_byte_array_decode(ba, len, 3, ptrs, lens, &consumed, &err), EILSEQ);
   const uint8_t huge[] = {0xFF, 0xFF, 0xFF, 0xFF, 0};
-  assert_int_equal(pq_plain_byte_array_decode(huge, 5, 1, ptrs, lens, &consumed, &err), EINVAL);
+  assert_int_equal(pq_plain_byte_array_decode(huge, 5, 1, ptrs, lens, &consumed, &err), EILSEQ);
 }
 
 static void test_byte_stream_split(void** state) {
@@ -632,9 +632,9 @@ static void test_byte_stream_split(void** state) {
       for (int k = 0; k < width; ++k) split[k * n + i] = values[i * width + k];
     assert_int_equal(pq_byte_stream_split_decode(split, n * width, n, width, out, &err), 0);
     assert_memory_equal(out, values, (size_t)(n * width));
-    assert_int_equal(pq_byte_stream_split_decode(split, n * width - 1, n, width, out, &err), EINVAL);
+    assert_int_equal(pq_byte_stream_split_decode(split, n * width - 1, n, width, out, &err), EILSEQ);
   }
-  assert_int_equal(pq_byte_stream_split_decode(NULL, 0, 1, 0, NULL, &err), EINVAL);
+  assert_int_equal(pq_byte_stream_split_decode(NULL, 0, 1, 0, NULL, &err), EILSEQ);
 }
 
 /* ---- codecs ---------------------------------------------------------------- */
@@ -672,23 +672,23 @@ static void test_codec_roundtrips(void** state) {
       rc = pq_decompress(ctx, codec, z.data + 2, z.size - 2, back, n, &err);
       if (rc != 0) fail_msg("%s decompress %lld: %s", pq_codec_name(codec), (long long)n, err.message);
       if (n > 0) assert_memory_equal(back, page, (size_t)n);
-      // Wrong uncompressed sizes: EINVAL naming the codec.
+      // Wrong uncompressed sizes: EILSEQ naming the codec.
       rc = pq_decompress(ctx, codec, z.data + 2, z.size - 2, back, n + 1, &err);
-      assert_int_equal(rc, EINVAL);
+      assert_int_equal(rc, EILSEQ);
       assert_non_null(strstr(err.message, pq_codec_name(codec)));
       if (n > 0) {
         rc = pq_decompress(ctx, codec, z.data + 2, z.size - 2, back, n - 1, &err);
-        assert_int_equal(rc, EINVAL);
+        assert_int_equal(rc, EILSEQ);
         assert_non_null(strstr(err.message, pq_codec_name(codec)));
       }
-      // Truncations (exact-size copies): EINVAL, never a crash.
+      // Truncations (exact-size copies): EILSEQ, never a crash.
       if (codec != PQ_CODEC_UNCOMPRESSED && n <= 70000) {
         int64_t zn = z.size - 2;
         for (int64_t len = 0; len < zn; len += (zn > 300 ? zn / 97 + 1 : 1)) {
           uint8_t* copy = malloc(len ? (size_t)len : 1);
           memcpy(copy, z.data + 2, (size_t)len);
           rc = pq_decompress(ctx, codec, copy, len, back, n, &err);
-          if (rc != EINVAL && !(n == 0 && len == 0))  // zero bytes = an empty page
+          if (rc != EILSEQ && !(n == 0 && len == 0))  // zero bytes = an empty page
             fail_msg("%s: prefix %lld of %lld gave %d", pq_codec_name(codec), (long long)len,
                      (long long)zn, rc);
           free(copy);
@@ -715,14 +715,14 @@ static void test_codec_roundtrips(void** state) {
   assert_int_equal(pq_compress(ctx, (enum pq_codec)42, -1, page, 10, &z, &err), ENOTSUP);
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZO, page, 10, back, 10, &err), ENOTSUP);
   assert_int_equal(pq_decompress(ctx, (enum pq_codec)42, page, 10, back, 10, &err), ENOTSUP);
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_ZSTD, page, -1, back, 10, &err), EINVAL);
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_ZSTD, page, 10, back, (int64_t)1 << 40, &err), EINVAL);
-  // Garbage input for every codec: EINVAL.
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_ZSTD, page, -1, back, 10, &err), EILSEQ);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_ZSTD, page, 10, back, (int64_t)1 << 40, &err), EILSEQ);
+  // Garbage input for every codec: EILSEQ.
   make_page(page, 1000, 5);
   const enum pq_codec k_read[] = {PQ_CODEC_SNAPPY, PQ_CODEC_GZIP, PQ_CODEC_BROTLI, PQ_CODEC_ZSTD,
                                   PQ_CODEC_LZ4, PQ_CODEC_LZ4_RAW};
   for (size_t c = 0; c < sizeof k_read / sizeof k_read[0]; ++c)
-    assert_int_equal(pq_decompress(ctx, k_read[c], page, 1000, back, 5000, &err), EINVAL);
+    assert_int_equal(pq_decompress(ctx, k_read[c], page, 1000, back, 5000, &err), EILSEQ);
   sl_buffer_reset(&z);
   free(page);
   free(back);
@@ -744,11 +744,11 @@ static void test_gzip_concatenated_members(void** state) {
   assert_int_equal(pq_codec_ctx_new(NULL, &ctx, &err), 0);
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_GZIP, z, (int64_t)(a + b + e), back, sizeof page, &err), 0);
   assert_memory_equal(back, page, sizeof page);
-  // The first member alone says less than the header: EINVAL.
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_GZIP, z, (int64_t)a, back, sizeof page, &err), EINVAL);
-  // Trailing garbage after the members: EINVAL.
+  // The first member alone says less than the header: EILSEQ.
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_GZIP, z, (int64_t)a, back, sizeof page, &err), EILSEQ);
+  // Trailing garbage after the members: EILSEQ.
   z[a + b] = 0x42;
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_GZIP, z, (int64_t)(a + b + 1), back, sizeof page, &err), EINVAL);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_GZIP, z, (int64_t)(a + b + 1), back, sizeof page, &err), EILSEQ);
   pq_codec_ctx_free(ctx);
 }
 
@@ -780,14 +780,14 @@ static void test_lz4_hadoop_and_raw(void** state) {
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, pos, back, sizeof page, &err), 0);
   assert_memory_equal(back, page, sizeof page);
   // LZ4_RAW does not accept the framing.
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4_RAW, z, pos, back, sizeof page, &err), EINVAL);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4_RAW, z, pos, back, sizeof page, &err), EILSEQ);
   // A raw block under codec LZ4: the fallback.
   int got = LZ4_compress_default((const char*)page, (char*)z, sizeof page, sizeof z);
   assert_true(got > 0);
   memset(back, 0, sizeof back);
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, got, back, sizeof page, &err), 0);
   assert_memory_equal(back, page, sizeof page);
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, got - 1, back, sizeof page, &err), EINVAL);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, got - 1, back, sizeof page, &err), EILSEQ);
   assert_non_null(strstr(err.message, "LZ4"));
   // LZ4 frames (early parquet-rs), two back to back.
   LZ4F_preferences_t prefs;
@@ -802,12 +802,12 @@ static void test_lz4_hadoop_and_raw(void** state) {
   for (size_t len = 0; len < f1 + f2; len += 97) {
     uint8_t* copy = malloc(len ? len : 1);
     memcpy(copy, z, len);
-    assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, copy, (int64_t)len, back, sizeof page, &err), EINVAL);
+    assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, copy, (int64_t)len, back, sizeof page, &err), EILSEQ);
     free(copy);
   }
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)(f1 + f2), back, sizeof page - 1, &err), EINVAL);
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)(f1 + f2), back, 3000, &err), EINVAL);
-  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)f1, back, sizeof page, &err), EINVAL);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)(f1 + f2), back, sizeof page - 1, &err), EILSEQ);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)(f1 + f2), back, 3000, &err), EILSEQ);
+  assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZ4, z, (int64_t)f1, back, sizeof page, &err), EILSEQ);
   pq_codec_ctx_free(ctx);
 }
 
@@ -823,8 +823,8 @@ static void test_codec_names(void** state) {
   assert_int_equal(c, PQ_CODEC_UNCOMPRESSED);
   assert_int_equal(pq_codec_from_name("Snappy", &c, &err), 0);
   assert_int_equal(c, PQ_CODEC_SNAPPY);
-  assert_int_equal(pq_codec_from_name("zst", &c, &err), EINVAL);
-  assert_int_equal(pq_codec_from_name("zstdx", &c, &err), EINVAL);
+  assert_int_equal(pq_codec_from_name("zst", &c, &err), EILSEQ);
+  assert_int_equal(pq_codec_from_name("zstdx", &c, &err), EILSEQ);
   assert_string_equal(pq_codec_name(PQ_CODEC_GZIP), "GZIP");
 }
 
@@ -886,7 +886,7 @@ static void test_codec_allocation_failures(void** state) {
 
 /* ---- garbage ------------------------------------------------------------------ */
 
-/// Random bytes into every decoder: 0 or EINVAL (ENOTSUP for codecs), never a
+/// Random bytes into every decoder: 0 or EILSEQ (ENOTSUP for codecs), never a
 /// crash or an overread (run under ASan), never a hang.
 static void test_garbage_never_crashes(void** state) {
   (void)state;
@@ -917,29 +917,29 @@ static void test_garbage_never_crashes(void** state) {
     int w = (int)(rng_next(&rng) % 33);
     int64_t consumed;
     int rc;
-#define EXPECT_OK_OR_EINVAL(call)                                                   \
+#define EXPECT_OK_OR_EILSEQ(call)                                                   \
   do {                                                                              \
     rc = (call);                                                                    \
-    if (rc != 0 && rc != EINVAL) fail_msg("iter %d: %s gave %d", iter, #call, rc);  \
+    if (rc != 0 && rc != EILSEQ) fail_msg("iter %d: %s gave %d", iter, #call, rc);  \
   } while (0)
     struct pq_rle_decoder d;
-    if (pq_rle_init(&d, data, len, w, &err) == 0) EXPECT_OK_OR_EINVAL(pq_rle_get_u32(&d, u32, n, &err));
-    if (pq_rle_init(&d, data, len, w % 17, &err) == 0) EXPECT_OK_OR_EINVAL(pq_rle_get_i16(&d, i16, n, &err));
-    EXPECT_OK_OR_EINVAL(pq_dict_indices_decode(data, len, n, (uint32_t)(rng_next(&rng) % 100000), u32, &err));
-    EXPECT_OK_OR_EINVAL(pq_bit_packed_levels_decode(data, len, w % 17, n, i16, &consumed, &err));
-    EXPECT_OK_OR_EINVAL(pq_delta_binary_decode_i32(data, len, n, (int32_t*)u32, &consumed, &err));
-    EXPECT_OK_OR_EINVAL(pq_delta_binary_decode_i64(data, len, n, i64, &consumed, &err));
-    EXPECT_OK_OR_EINVAL(pq_delta_length_byte_array_decode(data, len, n, ptrs, lens, &consumed, &err));
+    if (pq_rle_init(&d, data, len, w, &err) == 0) EXPECT_OK_OR_EILSEQ(pq_rle_get_u32(&d, u32, n, &err));
+    if (pq_rle_init(&d, data, len, w % 17, &err) == 0) EXPECT_OK_OR_EILSEQ(pq_rle_get_i16(&d, i16, n, &err));
+    EXPECT_OK_OR_EILSEQ(pq_dict_indices_decode(data, len, n, (uint32_t)(rng_next(&rng) % 100000), u32, &err));
+    EXPECT_OK_OR_EILSEQ(pq_bit_packed_levels_decode(data, len, w % 17, n, i16, &consumed, &err));
+    EXPECT_OK_OR_EILSEQ(pq_delta_binary_decode_i32(data, len, n, (int32_t*)u32, &consumed, &err));
+    EXPECT_OK_OR_EILSEQ(pq_delta_binary_decode_i64(data, len, n, i64, &consumed, &err));
+    EXPECT_OK_OR_EILSEQ(pq_delta_length_byte_array_decode(data, len, n, ptrs, lens, &consumed, &err));
     scratch.size = 0;
-    EXPECT_OK_OR_EINVAL(pq_delta_byte_array_decode(data, len, n, &scratch, ptrs, lens, &err));
-    EXPECT_OK_OR_EINVAL(pq_plain_byte_array_decode(data, len, n, ptrs, lens, &consumed, &err));
-    EXPECT_OK_OR_EINVAL(pq_plain_bool_decode(data, len, n, out, &consumed, &err));
-    EXPECT_OK_OR_EINVAL(pq_byte_stream_split_decode(data, len, n, 1 + w % 8, out, &err));
+    EXPECT_OK_OR_EILSEQ(pq_delta_byte_array_decode(data, len, n, &scratch, ptrs, lens, &err));
+    EXPECT_OK_OR_EILSEQ(pq_plain_byte_array_decode(data, len, n, ptrs, lens, &consumed, &err));
+    EXPECT_OK_OR_EILSEQ(pq_plain_bool_decode(data, len, n, out, &consumed, &err));
+    EXPECT_OK_OR_EILSEQ(pq_byte_stream_split_decode(data, len, n, 1 + w % 8, out, &err));
     static const enum pq_codec k_codecs[] = {PQ_CODEC_SNAPPY, PQ_CODEC_GZIP, PQ_CODEC_BROTLI,
                                              PQ_CODEC_ZSTD, PQ_CODEC_LZ4, PQ_CODEC_LZ4_RAW};
     for (size_t c = 0; c < sizeof k_codecs / sizeof k_codecs[0]; ++c)
-      EXPECT_OK_OR_EINVAL(pq_decompress(ctx, k_codecs[c], data, len, out, n * 4, &err));
-#undef EXPECT_OK_OR_EINVAL
+      EXPECT_OK_OR_EILSEQ(pq_decompress(ctx, k_codecs[c], data, len, out, n * 4, &err));
+#undef EXPECT_OK_OR_EILSEQ
     free(data);
   }
   sl_buffer_reset(&scratch);

@@ -1,7 +1,7 @@
 // Parquet metadata (pq_meta.h, pq_thrift.h): every footer of the
 // parquet-testing corpus parses, writes back and parses again to the same
 // structs; page headers of every column chunk round-trip too; truncated and
-// bit-flipped footers give EINVAL or a parse, never a crash (run under ASan);
+// bit-flipped footers give EILSEQ or a parse, never a crash (run under ASan);
 // allocation failures leak nothing; crafted Thrift (deep nesting, lying
 // counts, overflowing varints) is refused; statistics merge with the right
 // sort order per type.
@@ -338,7 +338,7 @@ static void parse_any(const uint8_t* data, int64_t size) {
   struct sluice_error err;
   int rc = pq_file_meta_parse(data, size, &ta.base, &m, &err);
   if (rc != 0) {
-    assert_int_equal(rc, EINVAL);
+    assert_int_equal(rc, EILSEQ);
     assert_true(strstr(err.message, "byte") != NULL || strstr(err.message, "FileMetaData") != NULL);
   } else {
     struct sl_buffer buf;
@@ -368,13 +368,13 @@ static void test_truncations_and_flips(void** state) {
     }
     uint8_t* copy = malloc((size_t)f.size);
     assert_non_null(copy);
-    // Every strict prefix lacks the final STOP: always EINVAL.
+    // Every strict prefix lacks the final STOP: always EILSEQ.
     for (int64_t n = 0; n < f.size; ++n) {
       memcpy(copy, f.data, (size_t)n);
       struct pq_file_meta m;
       struct sluice_error err;
       int rc = pq_file_meta_parse(copy, n, NULL, &m, &err);
-      if (rc != EINVAL) fail_msg("%s: prefix of %lld bytes gave %d", k_names[k], (long long)n, rc);
+      if (rc != EILSEQ) fail_msg("%s: prefix of %lld bytes gave %d", k_names[k], (long long)n, rc);
     }
     uint64_t seed = 42 + k;
     for (int iter = 0; iter < 3000; ++iter) {
@@ -404,7 +404,7 @@ static void test_truncations_and_flips(void** state) {
       int64_t used;
       int64_t size = (int64_t)(lcg(&seed) % (uint64_t)(len + 1));
       int rc = pq_page_header_parse(page, size, &h, &used, &err);
-      if (rc != 0) assert_int_equal(rc, EINVAL);
+      if (rc != 0) assert_int_equal(rc, EILSEQ);
       else assert_true(used > 0 && used <= len && h.compressed_page_size >= 0);
     }
     pq_file_meta_free(&m);
@@ -417,7 +417,7 @@ static void expect_einval(const uint8_t* data, int64_t size, const char* needle)
   struct pq_file_meta m;
   struct sluice_error err;
   int rc = pq_file_meta_parse(data, size, NULL, &m, &err);
-  assert_int_equal(rc, EINVAL);
+  assert_int_equal(rc, EILSEQ);
   if (strstr(err.message, needle) == NULL) fail_msg("message '%s' lacks '%s'", err.message, needle);
 }
 

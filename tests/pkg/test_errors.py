@@ -28,6 +28,24 @@ def test_truncated_and_malformed(tmp_path, typed):
         sluice.read(garbage)
 
 
+def test_corrupt_parquet_is_a_format_error(tmp_path):
+    """Bad Parquet bytes (footer, pages, checksums) are FormatError, as other
+    formats' are; InvalidArgumentError stays for options."""
+    import pyarrow.parquet as pq
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"a": list(range(1000))}), good, compression="snappy")
+    data = good.read_bytes()
+    cases = {"truncated.parquet": data[: len(data) - 20] + b"PAR1",
+             "no_magic.parquet": data[:-4] + b"XXXX",
+             "bad_page.parquet": data[:4] + b"\xff" * 64 + data[68:]}
+    for name, body in cases.items():
+        (tmp_path / name).write_bytes(body)
+        with pytest.raises(sluice.FormatError):
+            sluice.read(tmp_path / name, format="parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match="verify_checksums"):
+        sluice.read(good, verify_checksums="maybe")
+
+
 def test_undetectable_format(tmp_path):
     path = tmp_path / "noise.bin"
     path.write_bytes(bytes(range(256)))

@@ -113,7 +113,7 @@ static int read_footer(struct pq_reader* r, struct sluice_error* error) {
   if (src->ops->read_at == NULL || src->size < 0)
     return sl_error_set(error, ENOTSUP, "%s: Parquet needs a seekable source (not a pipe)", name);
   if (src->size < 12)
-    return sl_error_set(error, EINVAL, "%s: not a Parquet file (%" PRId64 " bytes, too short)",
+    return sl_error_set(error, EILSEQ, "%s: not a Parquet file (%" PRId64 " bytes, too short)",
                         name, src->size);
   struct sl_view v;
   // The head's magic is checked where reading it is free (a mapped file);
@@ -135,10 +135,10 @@ static int read_footer(struct pq_reader* r, struct sluice_error* error) {
   if (tail_enc || head_enc)
     return sl_error_set(error, ENOTSUP, "%s: encrypted Parquet is not supported", name);
   if (!head_ok || !tail_ok)
-    return sl_error_set(error, EINVAL, "%s: not a Parquet file (no PAR1 magic at the %s)", name,
+    return sl_error_set(error, EILSEQ, "%s: not a Parquet file (no PAR1 magic at the %s)", name,
                         head_ok ? "end" : "start");
   if ((int64_t)len > src->size - 12)
-    return sl_error_set(error, EINVAL, "%s: footer length %" PRIu32 " exceeds the file (%" PRId64
+    return sl_error_set(error, EILSEQ, "%s: footer length %" PRIu32 " exceeds the file (%" PRId64
                         " bytes)", name, len, src->size);
   int64_t at = src->size - 8 - (int64_t)len;
   SL_RETURN_NOT_OK(sl_source_read_at(src, at, len, &r->footer, error));
@@ -158,11 +158,11 @@ static int check_row_groups(struct pq_reader* r, struct sluice_error* error) {
   for (int64_t i = 0; i < r->meta.n_row_groups; ++i) {
     const struct pq_row_group* g = &r->meta.row_groups[i];
     if (g->n_columns != r->schema.n_leaves)
-      return sl_error_set(error, EINVAL, "%s: row group %" PRId64 " has %" PRId64 " column chunks, "
+      return sl_error_set(error, EILSEQ, "%s: row group %" PRId64 " has %" PRId64 " column chunks, "
                           "the schema %" PRId64 " leaves", r->source->name, i, g->n_columns,
                           r->schema.n_leaves);
     if (g->num_rows < 0)
-      return sl_error_set(error, EINVAL, "%s: row group %" PRId64 ": negative row count",
+      return sl_error_set(error, EILSEQ, "%s: row group %" PRId64 ": negative row count",
                           r->source->name, i);
     for (int64_t c = 0; c < g->n_columns; ++c) {
       const struct pq_column_chunk* cc = &g->columns[c];

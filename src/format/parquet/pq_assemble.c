@@ -22,7 +22,7 @@ struct asm_ctx {
 };
 
 static int asm_error(struct asm_ctx* c, const struct pq_field* f, const char* why) {
-  return sl_error_set(c->error, EINVAL, "%s: row group %" PRId64 ", column %s: %s", c->file,
+  return sl_error_set(c->error, EILSEQ, "%s: row group %" PRId64 ", column %s: %s", c->file,
                       c->rg, f->name, why);
 }
 

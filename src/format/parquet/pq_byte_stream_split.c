@@ -14,10 +14,10 @@ static PQ_ALWAYS_INLINE void bss_gather(const uint8_t* data, int64_t n, const in
 int pq_byte_stream_split_decode(const uint8_t* data, int64_t size, int64_t n, int width,
                                 uint8_t* out, struct sluice_error* error) {
   if (width <= 0 || n < 0)
-    return sl_error_set(error, EINVAL, "BYTE_STREAM_SPLIT: invalid width %d or count %lld", width,
+    return sl_error_set(error, EILSEQ, "BYTE_STREAM_SPLIT: invalid width %d or count %lld", width,
                         (long long)n);
   if (n > INT64_MAX / width || size < n * width || (data == NULL && n > 0))
-    return sl_error_set(error, EINVAL,
+    return sl_error_set(error, EILSEQ,
                         "BYTE_STREAM_SPLIT: %lld values of %d bytes do not fit in %lld bytes",
                         (long long)n, width, (long long)size);
   switch (width) {

@@ -116,14 +116,14 @@ int pq_codec_from_name(const char* name, enum pq_codec* out, struct sluice_error
         return 0;
       }
   }
-  return sl_error_set(error, EINVAL,
+  return sl_error_set(error, EILSEQ,
                       "unknown Parquet compression '%.64s' (none, snappy, gzip, brotli, zstd, lz4, lz4_raw)",
                       name ? name : "(null)");
 }
 
 static int size_mismatch(struct sluice_error* error, const char* codec, const char* how,
                          int64_t dst_size) {
-  return sl_error_set(error, EINVAL, "%s: page %s (header says %lld uncompressed bytes)", codec,
+  return sl_error_set(error, EILSEQ, "%s: page %s (header says %lld uncompressed bytes)", codec,
                       how, (long long)dst_size);
 }
 
@@ -134,9 +134,9 @@ static int snappy_check_length(const uint8_t* src, int64_t n, int64_t dst_size,
                                struct sluice_error* error) {
   size_t len;
   if (snappy_uncompressed_length((const char*)src, (size_t)n, &len) != SNAPPY_OK)
-    return sl_error_set(error, EINVAL, "SNAPPY: corrupt length header");
+    return sl_error_set(error, EILSEQ, "SNAPPY: corrupt length header");
   if (len != (size_t)dst_size) {
-    return sl_error_set(error, EINVAL, "SNAPPY: page decompresses to %zu bytes, header says %lld",
+    return sl_error_set(error, EILSEQ, "SNAPPY: page decompresses to %zu bytes, header says %lld",
                         len, (long long)dst_size);
   }
   return 0;
@@ -149,7 +149,7 @@ static int snappy_page(const uint8_t* src, int64_t n, uint8_t* dst, int64_t dst_
   size_t len = (size_t)dst_size;
   if (snappy_uncompress((const char*)src, (size_t)n, (char*)dst, &len) != SNAPPY_OK ||
       len != (size_t)dst_size)
-    return sl_error_set(error, EINVAL, "SNAPPY: corrupt data");
+    return sl_error_set(error, EILSEQ, "SNAPPY: corrupt data");
   return 0;
 }
 
@@ -198,15 +198,15 @@ static int gzip_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, ui
   switch (st) {
     case SL_GZIP_END:
       if ((int64_t)made != dst_size)
-        return sl_error_set(error, EINVAL, "GZIP: page decompresses to %lld bytes, header says %lld",
+        return sl_error_set(error, EILSEQ, "GZIP: page decompresses to %lld bytes, header says %lld",
                             (long long)made, (long long)dst_size);
       return 0;
     case SL_GZIP_TRUNCATED:
-      return sl_error_set(error, EINVAL, "GZIP: truncated data (header says %lld uncompressed bytes)",
+      return sl_error_set(error, EILSEQ, "GZIP: truncated data (header says %lld uncompressed bytes)",
                           (long long)dst_size);
     case SL_GZIP_NOMEM: return sl_error_set(error, ENOMEM, "GZIP: out of memory");
     default:
-      return sl_error_set(error, EINVAL, "GZIP: corrupt data (%s)", sl_gzip_message(&ctx->inflate));
+      return sl_error_set(error, EILSEQ, "GZIP: corrupt data (%s)", sl_gzip_message(&ctx->inflate));
   }
 }
 
@@ -223,20 +223,20 @@ static int brotli_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, 
   int rc = 0;
   if (r == BROTLI_DECODER_RESULT_SUCCESS) {
     if (avail_out != 0)
-      rc = sl_error_set(error, EINVAL, "BROTLI: page decompresses to %lld bytes, header says %lld",
+      rc = sl_error_set(error, EILSEQ, "BROTLI: page decompresses to %lld bytes, header says %lld",
                         (long long)(dst_size - (int64_t)avail_out), (long long)dst_size);
     else if (avail_in != 0)
-      rc = sl_error_set(error, EINVAL, "BROTLI: %zu bytes after the end of the stream", avail_in);
+      rc = sl_error_set(error, EILSEQ, "BROTLI: %zu bytes after the end of the stream", avail_in);
   } else if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT) {
     rc = size_mismatch(error, "BROTLI", "decompresses to more bytes", dst_size);
   } else if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT) {
-    rc = sl_error_set(error, EINVAL, "BROTLI: truncated data");
+    rc = sl_error_set(error, EILSEQ, "BROTLI: truncated data");
   } else {
     BrotliDecoderErrorCode code = BrotliDecoderGetErrorCode(s);
     rc = sl_error_set(error, code <= BROTLI_DECODER_ERROR_ALLOC_CONTEXT_MODES &&
                                   code >= BROTLI_DECODER_ERROR_ALLOC_BLOCK_TYPE_TREES
                               ? ENOMEM
-                              : EINVAL,
+                              : EILSEQ,
                       "BROTLI: %s", BrotliDecoderErrorString(code));
   }
   BrotliDecoderDestroyInstance(s);
@@ -256,10 +256,10 @@ static int zstd_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t n, ui
       return size_mismatch(error, "ZSTD", "decompresses to more bytes", dst_size);
     if (ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation)
       return sl_error_set(error, ENOMEM, "ZSTD: out of memory");
-    return sl_error_set(error, EINVAL, "ZSTD: %s", ZSTD_getErrorName(got));
+    return sl_error_set(error, EILSEQ, "ZSTD: %s", ZSTD_getErrorName(got));
   }
   if (got != (size_t)dst_size)
-    return sl_error_set(error, EINVAL, "ZSTD: page decompresses to %zu bytes, header says %lld", got,
+    return sl_error_set(error, EILSEQ, "ZSTD: page decompresses to %zu bytes, header says %lld", got,
                         (long long)dst_size);
   return 0;
 }
@@ -299,17 +299,17 @@ static int lz4_frame_page(struct pq_codec_ctx* ctx, const uint8_t* src, int64_t 
     if (LZ4F_isError(r)) {
       if (LZ4F_getErrorCode(r) == LZ4F_ERROR_allocation_failed)
         return sl_error_set(error, ENOMEM, "LZ4: out of memory decoding an LZ4 frame");
-      return sl_error_set(error, EINVAL, "LZ4: corrupt LZ4 frame (%s)", LZ4F_getErrorName(r));
+      return sl_error_set(error, EILSEQ, "LZ4: corrupt LZ4 frame (%s)", LZ4F_getErrorName(r));
     }
     in += in_left;
     out += out_room;
     if (r == 0 && in == (size_t)n) break;  // last frame complete
-    if (in == (size_t)n) return sl_error_set(error, EINVAL, "LZ4: truncated LZ4 frame");
+    if (in == (size_t)n) return sl_error_set(error, EILSEQ, "LZ4: truncated LZ4 frame");
     if (in_left == 0 && out_room == 0)  // no progress: the output is full
       return size_mismatch(error, "LZ4", "decompresses to more bytes", dst_size);
   }
   if ((int64_t)out != dst_size)
-    return sl_error_set(error, EINVAL, "LZ4: page decompresses to %zu bytes, header says %lld", out,
+    return sl_error_set(error, EILSEQ, "LZ4: page decompresses to %zu bytes, header says %lld", out,
                         (long long)dst_size);
   return 0;
 }
@@ -324,12 +324,12 @@ static int lz4_page(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t
   const char* name = pq_codec_name(codec);
   int got = LZ4_decompress_safe((const char*)src, (char*)dst, (int)n, (int)dst_size);
   if (got < 0) {
-    return sl_error_set(error, EINVAL, "%s: corrupt data%s (or it decompresses to more than %lld bytes)",
+    return sl_error_set(error, EILSEQ, "%s: corrupt data%s (or it decompresses to more than %lld bytes)",
                         name, codec == PQ_CODEC_LZ4 ? " (neither Hadoop framing nor a raw block)" : "",
                         (long long)dst_size);
   }
   if (got != dst_size)
-    return sl_error_set(error, EINVAL, "%s: page decompresses to %d bytes, header says %lld", name,
+    return sl_error_set(error, EILSEQ, "%s: page decompresses to %d bytes, header says %lld", name,
                         got, (long long)dst_size);
   return 0;
 }
@@ -338,15 +338,15 @@ int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* 
                   uint8_t* dst, int64_t dst_size, struct sluice_error* error) {
   const char* name = pq_codec_name(codec);
   if (n < 0 || n > PQ_MAX_PAGE || dst_size < 0 || dst_size > PQ_MAX_PAGE)
-    return sl_error_set(error, EINVAL, "%s: invalid page sizes (%lld compressed, %lld uncompressed)",
+    return sl_error_set(error, EILSEQ, "%s: invalid page sizes (%lld compressed, %lld uncompressed)",
                         name, (long long)n, (long long)dst_size);
   if ((src == NULL && n > 0) || (dst == NULL && dst_size > 0))
-    return sl_error_set(error, EINVAL, "%s: missing page buffer", name);
+    return sl_error_set(error, EILSEQ, "%s: missing page buffer", name);
   if (n == 0 && codec != PQ_CODEC_LZO && (unsigned)codec <= 7) {
     // Some writers store an empty page as zero bytes whatever the codec;
     // no codec's real output is empty.
     if (dst_size == 0) return 0;
-    return sl_error_set(error, EINVAL, "%s: empty compressed page (header says %lld uncompressed bytes)",
+    return sl_error_set(error, EILSEQ, "%s: empty compressed page (header says %lld uncompressed bytes)",
                         name, (long long)dst_size);
   }
   // Libraries may not take NULL pointers even for empty ranges.
@@ -356,7 +356,7 @@ int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* 
   switch (codec) {
     case PQ_CODEC_UNCOMPRESSED:
       if (n != dst_size)
-        return sl_error_set(error, EINVAL, "UNCOMPRESSED: page has %lld bytes, header says %lld",
+        return sl_error_set(error, EILSEQ, "UNCOMPRESSED: page has %lld bytes, header says %lld",
                             (long long)n, (long long)dst_size);
       if (n > 0) memmove(dst, src, (size_t)n);
       return 0;
@@ -375,12 +375,12 @@ int pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int
                                uint8_t* tail, int64_t tail_size, struct sluice_error* error) {
   if (src == NULL || n <= 0 || n > PQ_MAX_PAGE || head_size < 0 || tail_size < 0 ||
       head_size > PQ_MAX_PAGE - tail_size)
-    return sl_error_set(error, EINVAL, "SNAPPY: invalid page sizes (%lld compressed, %lld uncompressed)",
+    return sl_error_set(error, EILSEQ, "SNAPPY: invalid page sizes (%lld compressed, %lld uncompressed)",
                         (long long)n, (long long)(head_size + tail_size));
   int rc = snappy_check_length(src, n, head_size + tail_size, error);
   if (rc != 0) return rc;
   if (!sl_snappy_uncompress_split(src, (size_t)n, head, (size_t)head_size, tail, (size_t)tail_size))
-    return sl_error_set(error, EINVAL, "SNAPPY: corrupt data");
+    return sl_error_set(error, EILSEQ, "SNAPPY: corrupt data");
   return 0;
 }
 

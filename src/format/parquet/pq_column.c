@@ -82,10 +82,10 @@ static int decode_levels(enum pq_encoding enc, int v2, const uint8_t* data, int6
     return 0;
   }
   if (enc == PQ_ENC_RLE) {
-    if (size < 4) return pq_chunk_error(w, error, EINVAL, "truncated level length");
+    if (size < 4) return pq_chunk_error(w, error, EILSEQ, "truncated level length");
     uint32_t len;
     memcpy(&len, data, 4);
-    if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EINVAL, "level length past the page end");
+    if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EILSEQ, "level length past the page end");
     struct pq_rle_decoder d;
     SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data + 4, len, bw, error)));
     SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_i16(&d, out, n, error)));
@@ -94,7 +94,7 @@ static int decode_levels(enum pq_encoding enc, int v2, const uint8_t* data, int6
   }
   if (enc == PQ_ENC_BIT_PACKED)
     return pq_chunk_prefix(w, error, pq_bit_packed_levels_decode(data, size, bw, n, out, consumed, error));
-  return pq_chunk_error(w, error, EINVAL, "unsupported level encoding");
+  return pq_chunk_error(w, error, EILSEQ, "unsupported level encoding");
 }
 
 /* ---- scatter dense values over slots --------------------------------------- */
@@ -242,7 +242,7 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   }
   if (slots == 0) return 0;  // only entries under null / empty ancestors
   if (f->rep == 0 && d->n_slots + slots > p->rows)
-    return pq_chunk_error(w, error, EINVAL, "more values than the row group has rows");
+    return pq_chunk_error(w, error, EILSEQ, "more values than the row group has rows");
   SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + slots, w, error));
   int64_t s0 = d->n_slots;
   int has_nulls = slots > nv;
@@ -254,7 +254,7 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   }
   if (f->nullable) d->null_count += slots - nv;
   if (f->conv == PQ_CONV_NULL) {
-    if (nv > 0) return pq_chunk_error(w, error, EINVAL, "values in a column of the NULL type");
+    if (nv > 0) return pq_chunk_error(w, error, EILSEQ, "values in a column of the NULL type");
   } else if (f->conv == PQ_CONV_BINARY) {
     SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
@@ -338,9 +338,9 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
     int16_t* r = (int16_t*)(void*)d->rep.data + e0;
     SL_RETURN_NOT_OK(decode_levels(rep_enc, v2, rdata, rsize, n, f->rep, r, &consumed, w, error));
     for (int64_t i = 0; i < n; ++i)
-      if (r[i] < 0 || r[i] > f->rep) return pq_chunk_error(w, error, EINVAL, "repetition level above the maximum");
+      if (r[i] < 0 || r[i] > f->rep) return pq_chunk_error(w, error, EILSEQ, "repetition level above the maximum");
     if (e0 == 0 && n > 0 && r[0] != 0)
-      return pq_chunk_error(w, error, EINVAL, "the first repetition level is not 0");
+      return pq_chunk_error(w, error, EILSEQ, "the first repetition level is not 0");
     d->rep.size = (e0 + n) * 2;
     if (!v2) {
       *used += consumed;
@@ -372,7 +372,7 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
     }
     SL_RETURN_NOT_OK(decode_levels(def_enc, v2, ddata, dsize, n, f->def, dl, &consumed, w, error));
     for (int64_t i = 0; i < n; ++i)
-      if (dl[i] < 0 || dl[i] > f->def) return pq_chunk_error(w, error, EINVAL, "definition level above the maximum");
+      if (dl[i] < 0 || dl[i] > f->def) return pq_chunk_error(w, error, EILSEQ, "definition level above the maximum");
     d->def.size = (e0 + n) * 2;
     if (!v2) *used += consumed;
   }
@@ -394,7 +394,7 @@ static int check_utf8(const struct pq_leaf_data* d, const struct chunk_where* w,
   int64_t slot = 0;
   while (slot < d->n_slots && PQ_OFF(slot + 1) <= bad) ++slot;
 #undef PQ_OFF
-  return sl_error_set(error, EINVAL, "%s: row group %" PRId64 ", column %s: value %" PRId64
+  return sl_error_set(error, EILSEQ, "%s: row group %" PRId64 ", column %s: value %" PRId64
                       " of the chunk is not valid UTF-8 (a STRING column)", w->file, w->rg,
                       w->path, slot);
 }
@@ -489,28 +489,28 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   cr->has_dict = 0;
   cr->dict_n = 0;
   const struct pq_row_group* g = &meta->row_groups[rg];
-  if (f->leaf >= g->n_columns) return pq_chunk_error(&w, error, EINVAL, "the row group has no chunk for this column");
+  if (f->leaf >= g->n_columns) return pq_chunk_error(&w, error, EILSEQ, "the row group has no chunk for this column");
   const struct pq_column_chunk* cc = &g->columns[f->leaf];
   if (cc->file_path.present && cc->file_path.size > 0)
     return pq_chunk_error(&w, error, ENOTSUP, "column chunks in other files are not supported");
   if (cc->encrypted) return pq_chunk_error(&w, error, ENOTSUP, "encrypted Parquet is not supported");
-  if (!cc->has_meta_data) return pq_chunk_error(&w, error, EINVAL, "column chunk without metadata");
+  if (!cc->has_meta_data) return pq_chunk_error(&w, error, EILSEQ, "column chunk without metadata");
   const struct pq_column_meta* m = &cc->meta_data;
   if (m->type != f->element->type)
-    return pq_chunk_error(&w, error, EINVAL, "chunk physical type differs from the schema");
+    return pq_chunk_error(&w, error, EILSEQ, "chunk physical type differs from the schema");
   int64_t rows = g->num_rows;
-  if (rows < 0) return pq_chunk_error(&w, error, EINVAL, "negative row count");
+  if (rows < 0) return pq_chunk_error(&w, error, EILSEQ, "negative row count");
   if (out->place != NULL && f->out_width > 0 && f->rep == 0)
     sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
   int64_t start, len;
   if (pq_chunk_range(m, cr->source->size, &start, &len) != 0)
-    return pq_chunk_error(&w, error, EINVAL, "column chunk byte range outside the file");
-  if (m->num_values < 0) return pq_chunk_error(&w, error, EINVAL, "negative value count");
+    return pq_chunk_error(&w, error, EILSEQ, "column chunk byte range outside the file");
+  if (m->num_values < 0) return pq_chunk_error(&w, error, EILSEQ, "negative value count");
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
   // Flat and struct-only leaves have exactly one slot per row: size once.
   if (f->rep == 0) {
     if (m->num_values != rows)
-      return pq_chunk_error(&w, error, EINVAL, "value count differs from the row count");
+      return pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
     SL_RETURN_NOT_OK(grow_slots(&p, rows, &w, error));
   }
   if (f->conv == PQ_CONV_BINARY) {
@@ -546,20 +546,20 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     rc = pq_chunk_prefix(&w, error, pq_page_header_parse(view.data + pos, len - pos, &h, &hsize, error));
     if (rc != 0) break;
     if (h.compressed_page_size > len - pos - hsize) {
-      rc = pq_chunk_error(&w, error, EINVAL, "page extends past the column chunk");
+      rc = pq_chunk_error(&w, error, EILSEQ, "page extends past the column chunk");
       break;
     }
     const uint8_t* body = view.data + pos + hsize;
     int64_t bsize = h.compressed_page_size;
     pos += hsize + bsize;
     if (h.has_crc && cr->verify_checksums && crc_of(body, bsize) != h.crc) {
-      rc = pq_chunk_error(&w, error, EINVAL, "page CRC mismatch (the page is corrupt)");
+      rc = pq_chunk_error(&w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
       break;
     }
     int64_t usize = h.uncompressed_page_size;
     if (h.type == PQ_PAGE_DICTIONARY) {
       if (cr->has_dict || saw_data) {
-        rc = pq_chunk_error(&w, error, EINVAL, "a second or late dictionary page");
+        rc = pq_chunk_error(&w, error, EILSEQ, "a second or late dictionary page");
         break;
       }
       const uint8_t* dd = body;
@@ -578,7 +578,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     saw_data = 1;
     int64_t n = h.num_values;
     if (n < 0 || n > m->num_values - out->n_levels) {
-      rc = pq_chunk_error(&w, error, EINVAL, "page value count exceeds the column chunk's");
+      rc = pq_chunk_error(&w, error, EILSEQ, "page value count exceeds the column chunk's");
       break;
     }
     // Map the memory of the page's slots in one call (fresh or the caller's,
@@ -595,7 +595,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     if (v2) {
       int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
       if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize) {
-        rc = pq_chunk_error(&w, error, EINVAL, "level byte lengths exceed the page");
+        rc = pq_chunk_error(&w, error, EILSEQ, "level byte lengths exceed the page");
         break;
       }
       rdata = body;
@@ -662,7 +662,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   }
   w.page = -1;
   if (rc == 0 && out->n_levels != m->num_values)
-    rc = pq_chunk_error(&w, error, EINVAL, "the pages hold fewer values than the column chunk claims");
+    rc = pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
   if (rc == 0 && f->conv == PQ_CONV_BINARY) {
     out->offsets.size = (out->n_slots + 1) * (out->wide ? 8 : 4);
     if (f->is_string) rc = check_utf8(out, &w, error);

@@ -28,7 +28,7 @@ struct delta_header {
 };
 
 static int delta_fail(struct sluice_error* error, const char* what, int64_t pos) {
-  return sl_error_set(error, EINVAL, "DELTA_BINARY_PACKED: %s at byte %lld", what, (long long)pos);
+  return sl_error_set(error, EILSEQ, "DELTA_BINARY_PACKED: %s at byte %lld", what, (long long)pos);
 }
 
 static int read_header(const uint8_t* data, int64_t size, struct delta_header* h,
@@ -42,21 +42,21 @@ static int read_header(const uint8_t* data, int64_t size, struct delta_header* h
     int64_t at = pos;
     int vr = pq_read_uvarint(data, size, &pos, 10, &v[i]);
     if (vr != 0) {
-      return sl_error_set(error, EINVAL, "DELTA_BINARY_PACKED: %s %s at byte %lld",
+      return sl_error_set(error, EILSEQ, "DELTA_BINARY_PACKED: %s %s at byte %lld",
                           vr == 1 ? "truncated" : "overlong", k_names[i], (long long)at);
     }
   }
   if (v[0] == 0 || v[0] % 128 != 0 || v[0] > PQ_DELTA_MAX_BLOCK)
-    return sl_error_set(error, EINVAL,
+    return sl_error_set(error, EILSEQ,
                         "DELTA_BINARY_PACKED: block size %" PRIu64 " is not a positive multiple of 128",
                         v[0]);
   if (v[1] == 0 || v[1] > v[0] || v[0] % v[1] != 0 || (v[0] / v[1]) % 32 != 0)
-    return sl_error_set(error, EINVAL,
+    return sl_error_set(error, EILSEQ,
                         "DELTA_BINARY_PACKED: %" PRIu64 " miniblocks do not split a block of %" PRIu64
                         " into multiples of 32 values",
                         v[1], v[0]);
   if (v[2] > PQ_DELTA_MAX_COUNT)
-    return sl_error_set(error, EINVAL, "DELTA_BINARY_PACKED: value count %" PRIu64 " is too large",
+    return sl_error_set(error, EILSEQ, "DELTA_BINARY_PACKED: value count %" PRIu64 " is too large",
                         v[2]);
   h->block_size = (int64_t)v[0];
   h->miniblocks = (int64_t)v[1];
@@ -113,7 +113,7 @@ static int delta_decode(const uint8_t* data, int64_t size, int64_t n, int64_t* o
   struct delta_header h;
   SL_RETURN_NOT_OK(read_header(data, size, &h, error));
   if (h.total < n)
-    return sl_error_set(error, EINVAL, "DELTA_BINARY_PACKED: header holds %lld values, %lld wanted",
+    return sl_error_set(error, EILSEQ, "DELTA_BINARY_PACKED: header holds %lld values, %lld wanted",
                         (long long)h.total, (long long)n);
   const int max_width = out64 ? 64 : 32;
   int64_t pos = h.pos;
@@ -135,7 +135,7 @@ static int delta_decode(const uint8_t* data, int64_t size, int64_t n, int64_t* o
     for (int64_t m = 0; m < h.miniblocks && deltas_left > 0; ++m) {
       int w = widths[m];
       if (w > max_width) {
-        return sl_error_set(error, EINVAL,
+        return sl_error_set(error, EILSEQ,
                             "DELTA_BINARY_PACKED: miniblock bit width %d at byte %lld exceeds %d",
                             w, (long long)(widths + m - data), max_width);
       }
@@ -174,7 +174,7 @@ int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t
   if (rc != 0) return sl_error_prefix(error, "DELTA_LENGTH_BYTE_ARRAY lengths");
   for (int64_t i = 0; i < n; ++i) {
     if (lens[i] < 0 || lens[i] > size - pos)
-      return sl_error_set(error, EINVAL,
+      return sl_error_set(error, EILSEQ,
                           "DELTA_LENGTH_BYTE_ARRAY: value %lld has length %d but %lld bytes remain at byte %lld",
                           (long long)i, lens[i], (long long)(size - pos), (long long)pos);
     ptrs[i] = data + pos;
@@ -187,10 +187,10 @@ int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t
 int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                struct sl_buffer* scratch, const uint8_t** ptrs, int32_t* lens,
                                struct sluice_error* error) {
-  if (n < 0) return sl_error_set(error, EINVAL, "DELTA_BYTE_ARRAY: negative value count");
+  if (n < 0) return sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: negative value count");
   if (n == 0) return 0;
   if ((uint64_t)n > SIZE_MAX / sizeof(int32_t))
-    return sl_error_set(error, EINVAL, "DELTA_BYTE_ARRAY: value count %lld too large", (long long)n);
+    return sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: value count %lld too large", (long long)n);
   size_t prefix_bytes = (size_t)n * sizeof(int32_t);
   int32_t* prefix = sl_alloc(scratch->alloc, prefix_bytes);
   if (prefix == NULL)
@@ -212,19 +212,19 @@ int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
   int64_t total = 0, prev_len = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (prefix[i] < 0 || prefix[i] > prev_len) {
-      rc = sl_error_set(error, EINVAL,
+      rc = sl_error_set(error, EILSEQ,
                         "DELTA_BYTE_ARRAY: value %lld has prefix length %d but the previous value has %lld bytes",
                         (long long)i, prefix[i], (long long)prev_len);
       goto done;
     }
     int64_t len = (int64_t)prefix[i] + lens[i];
     if (len > INT32_MAX) {
-      rc = sl_error_set(error, EINVAL, "DELTA_BYTE_ARRAY: value %lld is longer than 2 GiB", (long long)i);
+      rc = sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: value %lld is longer than 2 GiB", (long long)i);
       goto done;
     }
     total += len;
     if (total > ((int64_t)1 << 40)) {
-      rc = sl_error_set(error, EINVAL, "DELTA_BYTE_ARRAY: values expand to more than 1 TiB");
+      rc = sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: values expand to more than 1 TiB");
       goto done;
     }
     prev_len = len;

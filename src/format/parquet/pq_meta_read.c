@@ -29,12 +29,12 @@ struct meta_ctx {
 static int meta_expect(struct meta_ctx* ctx, int type, int want, const char* where) {
   if (type == want) return 0;
   if (want == PQ_TT_BOOL_TRUE && type == PQ_TT_BOOL_FALSE) return 0;
-  return sl_error_set(ctx->r.error, EINVAL, "%s at byte %lld: unexpected thrift type %d",
+  return sl_error_set(ctx->r.error, EILSEQ, "%s at byte %lld: unexpected thrift type %d",
                       where, (long long)ctx->r.pos, type);
 }
 
 static int meta_fail(struct meta_ctx* ctx, const char* where, const char* why) {
-  return sl_error_set(ctx->r.error, EINVAL, "%s at byte %lld: %s", where,
+  return sl_error_set(ctx->r.error, EILSEQ, "%s at byte %lld: %s", where,
                       (long long)ctx->r.pos, why);
 }
 
@@ -48,7 +48,7 @@ static int meta_int(struct meta_ctx* ctx, int type, int64_t lo, int64_t hi, int6
     return rc;
   }
   if (*out < lo || *out > hi) {
-    return sl_error_set(ctx->r.error, EINVAL, "%s at byte %lld: value %lld out of range",
+    return sl_error_set(ctx->r.error, EILSEQ, "%s at byte %lld: value %lld out of range",
                         where, (long long)start, (long long)*out);
   }
   return 0;
@@ -456,7 +456,7 @@ static int meta_check_schema(struct meta_ctx* ctx, const struct pq_file_meta* m,
     if (i > 0) {
       while (depth > 0 && remaining[depth - 1] == 0) --depth;
       if (depth == 0) {
-        return sl_error_set(ctx->r.error, EINVAL,
+        return sl_error_set(ctx->r.error, EILSEQ,
                             "FileMetaData.schema: element %lld is outside the tree "
                             "(num_children do not add up)", (long long)i);
       }
@@ -465,12 +465,12 @@ static int meta_check_schema(struct meta_ctx* ctx, const struct pq_file_meta* m,
     int is_group = i == 0 || !e->has_type;
     if (!is_group) {
       if (e->num_children != 0) {
-        return sl_error_set(ctx->r.error, EINVAL,
+        return sl_error_set(ctx->r.error, EILSEQ,
                             "FileMetaData.schema[%lld]: a leaf with num_children %d",
                             (long long)i, (int)e->num_children);
       }
       if (e->type == PQ_FIXED_LEN_BYTE_ARRAY && e->type_length <= 0) {
-        return sl_error_set(ctx->r.error, EINVAL,
+        return sl_error_set(ctx->r.error, EILSEQ,
                             "FileMetaData.schema[%lld]: FIXED_LEN_BYTE_ARRAY without type_length",
                             (long long)i);
       }
@@ -478,18 +478,18 @@ static int meta_check_schema(struct meta_ctx* ctx, const struct pq_file_meta* m,
       continue;
     }
     if (i > 0 && e->num_children == 0) {
-      return sl_error_set(ctx->r.error, EINVAL,
+      return sl_error_set(ctx->r.error, EILSEQ,
                           "FileMetaData.schema[%lld]: group without children", (long long)i);
     }
     if (depth >= PQ_THRIFT_MAX_DEPTH) {
-      return sl_error_set(ctx->r.error, EINVAL, "FileMetaData.schema[%lld]: nested too deeply",
+      return sl_error_set(ctx->r.error, EILSEQ, "FileMetaData.schema[%lld]: nested too deeply",
                           (long long)i);
     }
     remaining[depth++] = e->num_children;
   }
   while (depth > 0 && remaining[depth - 1] == 0) --depth;
   if (depth != 0) {
-    return sl_error_set(ctx->r.error, EINVAL,
+    return sl_error_set(ctx->r.error, EILSEQ,
                         "FileMetaData.schema: %lld elements, fewer than num_children announce",
                         (long long)m->n_schema);
   }
@@ -502,12 +502,12 @@ static int meta_check_row_groups(struct meta_ctx* ctx, const struct pq_file_meta
   for (int64_t g = 0; g < m->n_row_groups; ++g) {
     const struct pq_row_group* rg = &m->row_groups[g];
     if (rg->n_columns != leaves) {
-      return sl_error_set(ctx->r.error, EINVAL,
+      return sl_error_set(ctx->r.error, EILSEQ,
                           "FileMetaData.row_groups[%lld]: %lld column chunks for %lld leaf columns",
                           (long long)g, (long long)rg->n_columns, (long long)leaves);
     }
     if (rg->num_rows > INT64_MAX - rows) {
-      return sl_error_set(ctx->r.error, EINVAL, "FileMetaData.row_groups: row count overflows");
+      return sl_error_set(ctx->r.error, EILSEQ, "FileMetaData.row_groups: row count overflows");
     }
     rows += rg->num_rows;
     int64_t leaf = 0;
@@ -515,7 +515,7 @@ static int meta_check_row_groups(struct meta_ctx* ctx, const struct pq_file_meta
       if (!m->schema[i].has_type) continue;
       const struct pq_column_chunk* c = &rg->columns[leaf];
       if (c->has_meta_data && c->meta_data.type != m->schema[i].type) {
-        return sl_error_set(ctx->r.error, EINVAL,
+        return sl_error_set(ctx->r.error, EILSEQ,
                             "FileMetaData.row_groups[%lld].columns[%lld]: physical type %d "
                             "differs from the schema's %d", (long long)g, (long long)leaf,
                             (int)c->meta_data.type, (int)m->schema[i].type);
@@ -610,7 +610,7 @@ static int meta_file(struct meta_ctx* ctx, struct pq_file_meta* m) {
   int64_t leaves;
   SL_RETURN_NOT_OK(meta_check_schema(ctx, m, &leaves));
   if (has_orders && m->n_column_orders != leaves) {
-    return sl_error_set(ctx->r.error, EINVAL,
+    return sl_error_set(ctx->r.error, EILSEQ,
                         "FileMetaData.column_orders: %lld entries for %lld leaf columns",
                         (long long)m->n_column_orders, (long long)leaves);
   }
@@ -622,7 +622,7 @@ int pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_al
   memset(out, 0, sizeof *out);
   out->alloc = alloc;
   if (data == NULL || size <= 0) {
-    return sl_error_set(error, EINVAL, "FileMetaData: empty footer");
+    return sl_error_set(error, EILSEQ, "FileMetaData: empty footer");
   }
   struct meta_ctx ctx;
   pq_thrift_reader_init(&ctx.r, data, size, error);

@@ -103,9 +103,9 @@ int pq_rle_init(struct pq_rle_decoder* d, const uint8_t* data, int64_t size, int
                 struct sluice_error* error) {
   memset(d, 0, sizeof *d);
   if (bit_width < 0 || bit_width > 32)
-    return sl_error_set(error, EINVAL, "RLE: bit width %d is not in 0..32", bit_width);
+    return sl_error_set(error, EILSEQ, "RLE: bit width %d is not in 0..32", bit_width);
   if (size < 0 || (data == NULL && size > 0))
-    return sl_error_set(error, EINVAL, "RLE: invalid buffer (size %lld)", (long long)size);
+    return sl_error_set(error, EILSEQ, "RLE: invalid buffer (size %lld)", (long long)size);
   d->data = data;
   d->size = size;
   d->bit_width = bit_width;
@@ -118,7 +118,7 @@ static int rle_next_run(struct pq_rle_decoder* d, struct sluice_error* error) {
   uint64_t header;
   int vr = pq_read_uvarint(d->data, d->size, &d->pos, 5, &header);
   if (vr != 0 || header > UINT32_MAX)
-    return sl_error_set(error, EINVAL, "RLE: %s run header at byte %lld",
+    return sl_error_set(error, EILSEQ, "RLE: %s run header at byte %lld",
                         vr == 1 ? "truncated" : "overlong", (long long)start);
   const int w = d->bit_width;
   int64_t left = d->size - d->pos;
@@ -136,12 +136,12 @@ static int rle_next_run(struct pq_rle_decoder* d, struct sluice_error* error) {
   } else {
     int nbytes = (w + 7) / 8;
     if (nbytes > left)
-      return sl_error_set(error, EINVAL, "RLE: run value truncated at byte %lld",
+      return sl_error_set(error, EILSEQ, "RLE: run value truncated at byte %lld",
                           (long long)d->pos);
     uint32_t v = 0;
     for (int i = 0; i < nbytes; ++i) v |= (uint32_t)d->data[d->pos + i] << (8 * i);
     if (w < 32 && (v >> w) != 0)
-      return sl_error_set(error, EINVAL, "RLE: run value %" PRIu32 " at byte %lld needs more than %d bits",
+      return sl_error_set(error, EILSEQ, "RLE: run value %" PRIu32 " at byte %lld needs more than %d bits",
                           v, (long long)d->pos, w);
     d->pos += nbytes;
     d->repeat_left = (int64_t)(header >> 1);
@@ -153,7 +153,7 @@ static int rle_next_run(struct pq_rle_decoder* d, struct sluice_error* error) {
 /// Decodes n values into out32 or out16 (exactly one non-NULL).
 static int rle_get(struct pq_rle_decoder* d, uint32_t* out32, int16_t* out16, int64_t n,
                    struct sluice_error* error) {
-  if (n < 0) return sl_error_set(error, EINVAL, "RLE: negative value count %lld", (long long)n);
+  if (n < 0) return sl_error_set(error, EILSEQ, "RLE: negative value count %lld", (long long)n);
   const int w = d->bit_width;
   int64_t done = 0;
   while (done < n) {
@@ -218,7 +218,7 @@ static int rle_get(struct pq_rle_decoder* d, uint32_t* out32, int16_t* out16, in
         else memset(out16 + done, 0, (size_t)want * sizeof *out16);
         return 0;
       }
-      return sl_error_set(error, EINVAL, "RLE: runs end at byte %lld after %lld of %lld values",
+      return sl_error_set(error, EILSEQ, "RLE: runs end at byte %lld after %lld of %lld values",
                           (long long)d->pos, (long long)done, (long long)n);
     }
     SL_RETURN_NOT_OK(rle_next_run(d, error));
@@ -232,21 +232,21 @@ int pq_rle_get_u32(struct pq_rle_decoder* d, uint32_t* out, int64_t n, struct sl
 
 int pq_rle_get_i16(struct pq_rle_decoder* d, int16_t* out, int64_t n, struct sluice_error* error) {
   if (d->bit_width > 16)
-    return sl_error_set(error, EINVAL, "RLE: level bit width %d is more than 16", d->bit_width);
+    return sl_error_set(error, EILSEQ, "RLE: level bit width %d is more than 16", d->bit_width);
   return rle_get(d, NULL, out, n, error);
 }
 
 int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_t dict_size,
                            uint32_t* out, struct sluice_error* error) {
   if (n <= 0) {
-    if (n < 0) return sl_error_set(error, EINVAL, "dictionary indices: negative count %lld", (long long)n);
+    if (n < 0) return sl_error_set(error, EILSEQ, "dictionary indices: negative count %lld", (long long)n);
     return 0;
   }
   if (size < 1 || data == NULL)
-    return sl_error_set(error, EINVAL, "dictionary indices: missing bit-width byte");
+    return sl_error_set(error, EILSEQ, "dictionary indices: missing bit-width byte");
   struct pq_rle_decoder d;
   if (data[0] > 32)
-    return sl_error_set(error, EINVAL, "dictionary indices: bit width %d at byte 0 is not in 0..32",
+    return sl_error_set(error, EILSEQ, "dictionary indices: bit width %d at byte 0 is not in 0..32",
                         data[0]);
   SL_RETURN_NOT_OK(pq_rle_init(&d, data + 1, size - 1, data[0], error));
   // Decode and check in L1-sized chunks: one branch-free pass per chunk
@@ -261,7 +261,7 @@ int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_
     if (bad) {
       for (int64_t i = 0; i < k; ++i)
         if (chunk[i] >= dict_size)
-          return sl_error_set(error, EINVAL,
+          return sl_error_set(error, EILSEQ,
                               "dictionary index %" PRIu32 " of value %lld is out of range (dictionary has %" PRIu32 " entries)",
                               chunk[i], (long long)(start + i), dict_size);
     }
@@ -272,12 +272,12 @@ int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_
 int pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
                                 int16_t* out, int64_t* consumed, struct sluice_error* error) {
   if (bit_width < 0 || bit_width > 16)
-    return sl_error_set(error, EINVAL, "BIT_PACKED: bit width %d is not in 0..16", bit_width);
+    return sl_error_set(error, EILSEQ, "BIT_PACKED: bit width %d is not in 0..16", bit_width);
   if (n < 0 || n > (INT64_MAX - 7) / 16)
-    return sl_error_set(error, EINVAL, "BIT_PACKED: invalid level count %lld", (long long)n);
+    return sl_error_set(error, EILSEQ, "BIT_PACKED: invalid level count %lld", (long long)n);
   int64_t need = (n * bit_width + 7) / 8;
   if (size < need || (data == NULL && need > 0))
-    return sl_error_set(error, EINVAL, "BIT_PACKED: %lld levels of %d bits need %lld bytes, have %lld",
+    return sl_error_set(error, EILSEQ, "BIT_PACKED: %lld levels of %d bits need %lld bytes, have %lld",
                         (long long)n, bit_width, (long long)need, (long long)size);
   // MSB-first: value i occupies bits [i*w, i*w+w) counting from the top bit
   // of byte 0. Deprecated and rare, so a simple bit loop.

@@ -27,7 +27,7 @@ static int oom(struct schema_ctx* c) {
 
 static int bad(struct schema_ctx* c, int64_t el, const char* why) {
   const struct pq_bytes* n = &c->meta->schema[el].name;
-  return sl_error_set(c->error, EINVAL, "%s: schema element %" PRId64 " ('%.*s'): %s", c->name,
+  return sl_error_set(c->error, EILSEQ, "%s: schema element %" PRId64 " ('%.*s'): %s", c->name,
                       el, (int)(n->size > 200 ? 200 : n->size), n->data ? (const char*)n->data : "",
                       why);
 }
@@ -417,7 +417,7 @@ static int collect_leaves(struct pq_schema* s, struct pq_field* f, char* path, s
                           size_t cap, struct schema_ctx* c) {
   size_t n = strlen(f->name);
   size_t at = len ? len + 1 : 0;
-  if (at + n + 1 > cap) return sl_error_set(c->error, EINVAL, "%s: column path too long", c->name);
+  if (at + n + 1 > cap) return sl_error_set(c->error, EILSEQ, "%s: column path too long", c->name);
   if (len) path[len] = '.';
   memcpy(path + at, f->name, n + 1);
   if (f->kind == PQ_FIELD_LEAF) {
@@ -445,10 +445,10 @@ int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocat
   out->alloc = alloc;
   struct schema_ctx c = {.meta = meta, .alloc = alloc, .name = name, .next = 1, .error = error};
   if (meta->n_schema < 1 || meta->schema[0].has_type)
-    return sl_error_set(error, EINVAL, "%s: the schema has no root group", name);
+    return sl_error_set(error, EILSEQ, "%s: the schema has no root group", name);
   const struct pq_schema_element* root = &meta->schema[0];
   if (root->num_children < 0 || root->num_children > meta->n_schema - 1)
-    return sl_error_set(error, EINVAL, "%s: the schema root claims %d children of %" PRId64
+    return sl_error_set(error, EILSEQ, "%s: the schema root claims %d children of %" PRId64
                         " elements", name, (int)root->num_children, meta->n_schema - 1);
   struct pq_field* f = &out->root;
   f->kind = PQ_FIELD_STRUCT;
@@ -457,7 +457,7 @@ int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocat
   for (int64_t i = 0; rc == 0 && i < root->num_children; ++i)
     rc = child_field(&c, &f->children[i], 0, 0, 0, 1);
   if (rc == 0 && c.next != meta->n_schema)
-    rc = sl_error_set(error, EINVAL, "%s: %" PRId64 " schema elements are not part of the tree",
+    rc = sl_error_set(error, EILSEQ, "%s: %" PRId64 " schema elements are not part of the tree",
                       name, meta->n_schema - c.next);
   if (rc == 0) {
     sum_leaves(f);

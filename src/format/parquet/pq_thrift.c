@@ -16,7 +16,7 @@ void pq_thrift_reader_init(struct pq_thrift_reader* r, const uint8_t* data, int6
 }
 
 int pq_thrift_fail(struct pq_thrift_reader* r, const char* what, const char* why) {
-  return sl_error_set(r->error, EINVAL, "%s at byte %lld: %s", what, (long long)r->pos, why);
+  return sl_error_set(r->error, EILSEQ, "%s at byte %lld: %s", what, (long long)r->pos, why);
 }
 
 /// An unsigned varint of at most `max_bits` significant bits.

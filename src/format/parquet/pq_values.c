@@ -124,18 +124,18 @@ static int convert_in_place_ok(const struct pq_field* f) {
 int pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
                            uint8_t* out, struct sluice_error* error) {
   if (leaf->conv == PQ_CONV_BOOL) {
-    if (size < 1) return sl_error_set(error, EINVAL, "empty boolean bound");
+    if (size < 1) return sl_error_set(error, EILSEQ, "empty boolean bound");
     out[0] = data[0] & 1;
     return 0;
   }
   if (leaf->conv == PQ_CONV_DEC_BE) {  // any big-endian length up to the output width
     if (size < 1 || size > leaf->out_width)
-      return sl_error_set(error, EINVAL, "decimal bound of %" PRId64 " bytes", size);
+      return sl_error_set(error, EILSEQ, "decimal bound of %" PRId64 " bytes", size);
     be_to_decimal(data, (int32_t)size, out, leaf->out_width);
     return 0;
   }
   if (leaf->out_width <= 0 || leaf->phys_width <= 0 || size != leaf->phys_width)
-    return sl_error_set(error, EINVAL, "bound of %" PRId64 " bytes for a %d-byte type", size,
+    return sl_error_set(error, EILSEQ, "bound of %" PRId64 " bytes for a %d-byte type", size,
                         (int)leaf->phys_width);
   uint8_t tmp[64];
   memcpy(tmp, data, (size_t)size);
@@ -150,7 +150,7 @@ int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
                              const uint8_t* data, int64_t size, int64_t nv,
                              const struct chunk_where* w, struct sluice_error* error) {
   if (enc == PQ_ENC_PLAIN && nv > size / 4)
-    return pq_chunk_error(w, error, EINVAL, "PLAIN byte arrays past the page end");
+    return pq_chunk_error(w, error, EILSEQ, "PLAIN byte arrays past the page end");
   int rc = pq_scratch_size(&cr->ptrs, nv * (int64_t)sizeof(const uint8_t*));
   if (rc == 0) rc = pq_scratch_size(&cr->lens, nv * (int64_t)sizeof(int32_t));
   if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
@@ -168,7 +168,7 @@ int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
       return pq_chunk_prefix(w, error, pq_delta_byte_array_decode(data, size, nv, &cr->delta, ptrs, lens, error));
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY: {
-      if (!cr->has_dict) return pq_chunk_error(w, error, EINVAL, "dictionary-encoded page without a dictionary page");
+      if (!cr->has_dict) return pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
       if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
       if (nv > 0)
@@ -183,7 +183,7 @@ int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
       return 0;
     }
     default:
-      return pq_chunk_error(w, error, EINVAL, "unsupported encoding for BYTE_ARRAY");
+      return pq_chunk_error(w, error, EILSEQ, "unsupported encoding for BYTE_ARRAY");
   }
 }
 
@@ -214,7 +214,7 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
     for (int64_t i = 0; i < nv; ++i) {
-      if (lens[i] < 1 || lens[i] > ow) return pq_chunk_error(w, error, EINVAL, "decimal value wider than its precision");
+      if (lens[i] < 1 || lens[i] > ow) return pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
       be_to_decimal(ptrs[i], lens[i], dst + (int64_t)ow * i, ow);
     }
     return 0;
@@ -225,7 +225,7 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
         int64_t consumed;
         return pq_chunk_prefix(w, error, pq_plain_bool_decode(data, size, nv, dst, &consumed, error));
       }
-      if (nv > size / pw) return pq_chunk_error(w, error, EINVAL, "PLAIN values past the page end");
+      if (nv > size / pw) return pq_chunk_error(w, error, EILSEQ, "PLAIN values past the page end");
       if (direct) {
         if (dst != data) memcpy(dst, data, (size_t)(nv * pw));
       } else if (convert_in_place_ok(f)) {
@@ -240,7 +240,7 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY:
     dict: {
-      if (!cr->has_dict) return pq_chunk_error(w, error, EINVAL, "dictionary-encoded page without a dictionary page");
+      if (!cr->has_dict) return pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
       if (nv == 0) return 0;
       if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
@@ -249,11 +249,11 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
       return 0;
     }
     case PQ_ENC_RLE: {
-      if (f->conv != PQ_CONV_BOOL) return pq_chunk_error(w, error, EINVAL, "RLE encoding for a non-boolean column");
-      if (size < 4) return pq_chunk_error(w, error, EINVAL, "truncated RLE boolean length");
+      if (f->conv != PQ_CONV_BOOL) return pq_chunk_error(w, error, EILSEQ, "RLE encoding for a non-boolean column");
+      if (size < 4) return pq_chunk_error(w, error, EILSEQ, "truncated RLE boolean length");
       uint32_t len;
       memcpy(&len, data, 4);
-      if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EINVAL, "RLE boolean length past the page end");
+      if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EILSEQ, "RLE boolean length past the page end");
       if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* tmp = (uint32_t*)(void*)cr->idx.data;
       struct pq_rle_decoder d;
@@ -264,7 +264,7 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     }
     case PQ_ENC_DELTA_BINARY_PACKED: {
       if (f->element->type != PQ_INT32 && f->element->type != PQ_INT64)
-        return pq_chunk_error(w, error, EINVAL, "DELTA_BINARY_PACKED for a non-integer column");
+        return pq_chunk_error(w, error, EILSEQ, "DELTA_BINARY_PACKED for a non-integer column");
       int64_t consumed;
       if (f->element->type == PQ_INT32) {
         // Decoded in 64 bits and truncated: some writers (DuckDB) compute
@@ -290,7 +290,7 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     }
     case PQ_ENC_BYTE_STREAM_SPLIT: {
       if (f->conv == PQ_CONV_BOOL || f->element->type == PQ_INT96)
-        return pq_chunk_error(w, error, EINVAL, "BYTE_STREAM_SPLIT for an unsupported type");
+        return pq_chunk_error(w, error, EILSEQ, "BYTE_STREAM_SPLIT for an unsupported type");
       uint8_t* out = dst;
       if (!direct) {
         if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
@@ -302,20 +302,20 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     }
     case PQ_ENC_DELTA_BYTE_ARRAY: {
       if (f->element->type != PQ_FIXED_LEN_BYTE_ARRAY)
-        return pq_chunk_error(w, error, EINVAL, "DELTA_BYTE_ARRAY for a fixed-width column");
+        return pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY for a fixed-width column");
       SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
       const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
       const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
       if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
       for (int64_t i = 0; i < nv; ++i) {
-        if (lens[i] != pw) return pq_chunk_error(w, error, EINVAL, "DELTA_BYTE_ARRAY value of the wrong length");
+        if (lens[i] != pw) return pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY value of the wrong length");
         memcpy(cr->scratch.data + (int64_t)pw * i, ptrs[i], (size_t)pw);
       }
       convert_fixed(f, cr->scratch.data, nv, dst);
       return 0;
     }
     default:
-      return pq_chunk_error(w, error, EINVAL, "unsupported value encoding");
+      return pq_chunk_error(w, error, EILSEQ, "unsupported value encoding");
   }
 }
 
@@ -324,12 +324,12 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
 int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
                            const uint8_t* data, int64_t size, int64_t n,
                            const struct chunk_where* w, struct sluice_error* error) {
-  if (n < 0) return pq_chunk_error(w, error, EINVAL, "negative dictionary size");
+  if (n < 0) return pq_chunk_error(w, error, EILSEQ, "negative dictionary size");
   cr->dict_n = n;
   cr->has_dict = 1;
   if (f->conv == PQ_CONV_NULL) return 0;
   if (f->conv == PQ_CONV_BINARY || f->element->type == PQ_BYTE_ARRAY) {
-    if (n > size / 4) return pq_chunk_error(w, error, EINVAL, "dictionary values past the page end");
+    if (n > size / 4) return pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
     if (pq_scratch_size(&cr->dict_ptrs, n * (int64_t)sizeof(const uint8_t*)) != 0 ||
         pq_scratch_size(&cr->dict_lens, n * 4) != 0)
       return pq_chunk_prefix(w, error, ENOMEM);
@@ -343,7 +343,7 @@ int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->dict_ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->dict_lens.data;
     for (int64_t i = 0; i < n; ++i) {
-      if (lens[i] < 1 || lens[i] > f->out_width) return pq_chunk_error(w, error, EINVAL, "decimal value wider than its precision");
+      if (lens[i] < 1 || lens[i] > f->out_width) return pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
       be_to_decimal(ptrs[i], lens[i], cr->dict_out.data + (int64_t)f->out_width * i, f->out_width);
     }
     return 0;
@@ -352,7 +352,7 @@ int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
   int32_t pw = f->phys_width;
   int64_t room = n * (ow > pw ? ow : pw);
   if ((f->conv != PQ_CONV_BOOL && n > size / pw) || (f->conv == PQ_CONV_BOOL && n > size * 8))
-    return pq_chunk_error(w, error, EINVAL, "dictionary values past the page end");
+    return pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
   if (pq_scratch_size(&cr->dict_out, room) != 0) return pq_chunk_prefix(w, error, ENOMEM);
   return pq_dense_fixed(cr, f, PQ_ENC_PLAIN, data, size, n, cr->dict_out.data, w, error);
 }
