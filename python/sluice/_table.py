@@ -232,9 +232,10 @@ def _head(column, n):
 class Table:
     """Decoded batches with one schema, in plan order.
 
-    Implements ``__arrow_c_stream__`` and ``__arrow_c_schema__``:
-    ``pyarrow.table(t)``, ``polars.from_arrow(t)`` and DuckDB's
-    ``duckdb.sql("select * from t")`` take it without copying.
+    Implements ``__arrow_c_stream__``, ``__arrow_c_schema__`` and
+    ``__arrow_c_array__``: ``pyarrow.table(t)``, ``pl.DataFrame(t)`` and
+    DuckDB's ``duckdb.sql("select * from t")`` take it without copying;
+    ``pyarrow.record_batch(t)`` too when it is one batch.
     """
 
     __slots__ = ("_schema", "_batches")
@@ -333,6 +334,25 @@ class Table:
 
     def __arrow_c_stream__(self, requested_schema=None):
         return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches])
+
+    def __arrow_c_array__(self, requested_schema=None):
+        """The table as one struct array (``pyarrow.record_batch(t)``): its
+        batch when it has one (no copy, the case of every read whose columns
+        are all fixed-width); batches of fixed-width columns gathered into
+        one (a copy); otherwise ValueError: use ``__arrow_c_stream__``."""
+        if len(self._batches) == 1:
+            return self._batches[0].__arrow_c_array__(requested_schema)
+        from . import _gather
+        raw_schema = self._schema._schema
+        if _gather.gatherable(raw_schema) is not None:
+            raw, rows = _gather.gather_in_order(raw_schema, (b._batch for b in self._batches),
+                                                self.num_rows)
+            if raw is None:  # no batches: an empty one
+                raw = _sluice._Gather(raw_schema, 0).finish(0)
+            return raw.__arrow_c_array__(requested_schema)
+        raise ValueError("a Table of %d batches with variable-width columns is a stream, not "
+                         "one array: use __arrow_c_stream__ (pyarrow.table(t))"
+                         % len(self._batches))
 
     def __repr__(self):
         lines = ["sluice.Table: %d rows x %d columns in %d batches" % (

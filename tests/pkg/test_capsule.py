@@ -178,3 +178,25 @@ def test_from_arrow_shares_other_producers_batches(typed):
     assert pa.table(sluice.Table.from_arrow(batch)).equals(pa.Table.from_batches([batch]))
     with pytest.raises(TypeError):
         sluice.Table.from_arrow(pa.array([1, 2]))
+
+
+def test_table_as_one_array(tmp_path):
+    """pyarrow.record_batch(t): a one-batch table is its batch; several
+    batches of fixed-width columns are gathered; variable-width ones are a
+    stream only (a clear ValueError); no batches, an empty batch."""
+    import pyarrow.parquet as pq
+    want = pa.table({"a": list(range(100)), "b": [i / 3 for i in range(100)]})
+    pq.write_table(want, tmp_path / "n.parquet", row_group_size=10)
+    one = sluice.read(tmp_path / "n.parquet")
+    assert len(one.batches) == 1
+    assert pa.Table.from_batches([pa.record_batch(one)]).equals(want)
+    many = sluice.Table(one.schema, list(sluice.scan(tmp_path / "n.parquet")))
+    assert len(many.batches) == 10
+    assert pa.Table.from_batches([pa.record_batch(many)]).equals(want)
+    assert pa.record_batch(sluice.Table(one.schema, [])).num_rows == 0
+    pq.write_table(pa.table({"s": [str(i) for i in range(100)]}), tmp_path / "s.parquet",
+                   row_group_size=10)
+    strings = sluice.read(tmp_path / "s.parquet")
+    assert len(strings.batches) == 10
+    with pytest.raises(ValueError, match="__arrow_c_stream__"):
+        pa.record_batch(strings)
