@@ -235,7 +235,8 @@ class Table:
     Implements ``__arrow_c_stream__``, ``__arrow_c_schema__`` and
     ``__arrow_c_array__``: ``pyarrow.table(t)``, ``pl.DataFrame(t)`` and
     DuckDB's ``duckdb.sql("select * from t")`` take it without copying;
-    ``pyarrow.record_batch(t)`` too when it is one batch.
+    ``pyarrow.record_batch(t)`` too when it is one batch (``__arrow_c_array__``
+    exists only then).
     """
 
     __slots__ = ("_schema", "_batches")
@@ -335,24 +336,17 @@ class Table:
     def __arrow_c_stream__(self, requested_schema=None):
         return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches])
 
-    def __arrow_c_array__(self, requested_schema=None):
-        """The table as one struct array (``pyarrow.record_batch(t)``): its
-        batch when it has one (no copy, the case of every read whose columns
-        are all fixed-width); batches of fixed-width columns gathered into
-        one (a copy); otherwise ValueError: use ``__arrow_c_stream__``."""
-        if len(self._batches) == 1:
-            return self._batches[0].__arrow_c_array__(requested_schema)
-        from . import _gather
-        raw_schema = self._schema._schema
-        if _gather.gatherable(raw_schema) is not None:
-            raw, rows = _gather.gather_in_order(raw_schema, (b._batch for b in self._batches),
-                                                self.num_rows)
-            if raw is None:  # no batches: an empty one
-                raw = _sluice._Gather(raw_schema, 0).finish(0)
-            return raw.__arrow_c_array__(requested_schema)
-        raise ValueError("a Table of %d batches with variable-width columns is a stream, not "
-                         "one array: use __arrow_c_stream__ (pyarrow.table(t))"
-                         % len(self._batches))
+    @property
+    def __arrow_c_array__(self):
+        """The table as one struct array (``pyarrow.record_batch(t)``), when
+        it is one batch (every read whose columns are all fixed-width is):
+        its batch, no copy. A table of several batches is a stream only, and
+        has no such attribute, so that consumers which prefer an array
+        (polars) take the stream rather than a copy or an error."""
+        if len(self._batches) != 1:
+            raise AttributeError("a sluice.Table of %d batches is a stream: use "
+                                 "__arrow_c_stream__" % len(self._batches))
+        return self._batches[0].__arrow_c_array__
 
     def __repr__(self):
         lines = ["sluice.Table: %d rows x %d columns in %d batches" % (
