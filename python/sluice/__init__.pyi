@@ -1,6 +1,6 @@
 """Type hints for the sluice package."""
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -121,6 +121,9 @@ class Table:
     def to_pylist(self) -> List[Dict[str, Any]]: ...
     def to_pandas(self, *, self_destruct: bool = ...) -> Any: ...
     def __arrow_c_schema__(self) -> object: ...
+    # Only on a one-batch table (AttributeError otherwise: a stream).
+    @property
+    def __arrow_c_array__(self) -> Callable[..., Tuple[object, object]]: ...
     def __arrow_c_stream__(self, requested_schema: Optional[object] = ...) -> object: ...
 
 class Scanner:
