@@ -27,7 +27,38 @@ static int has_prefix(const char* s, const char* prefix) {
 }
 
 static const char* strip_file_scheme(const char* location) {
-  return has_prefix(location, "file://") ? location + strlen("file://") : location;
+  if (!has_prefix(location, "file://")) return location;
+  location += strlen("file://");
+  return has_prefix(location, "localhost/") ? location + strlen("localhost") : location;
+}
+
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_error* error) {
+  const char* p = strip_file_scheme(location);
+  if (p[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
+  size_t n = 0;
+  for (; *p != '\0'; ++p) {
+    char c = *p;
+    if (c == '%') {  // RFC 8089 / 3986: %XX is the byte XX
+      int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+      if (lo < 0 || (hi == 0 && lo == 0)) {
+        return sl_error_set(error, EINVAL, "%s: bad %%-escape at character %zu (a %% is %%25)",
+                            location, (size_t)(p - location));
+      }
+      c = (char)(hi * 16 + lo);
+      p += 2;
+    }
+    if (n + 1 >= cap) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
+    out[n++] = c;
+  }
+  out[n] = '\0';
+  return 0;
 }
 
 static int is_glob_char(char c) { return c == '*' || c == '?' || c == '['; }

@@ -20,6 +20,11 @@ struct sl_location_list {
   size_t cap;
 };
 
+/// The local path of a file:// URL: file:///abs, file://localhost/abs or
+/// file://rel (relative, as sluice has always taken it), with %XX escapes
+/// decoded (file:///tmp/a%20b.csv is "/tmp/a b.csv"; %00 is refused).
+int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_error* error);
+
 /// 1 when `location` names a set of objects rather than one: a local
 /// directory, a path or s3:// URL with a glob character (* ? [) in it, or an
 /// s3:// URL that ends with '/'. http(s):// locations are always single

@@ -19,6 +19,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_location.h"
 #include "sl_s3.h"
 #include "sl_source_file.h"
 
@@ -248,9 +249,11 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
   }
   const char* colon = strstr(location, "://");
   const char* path = location;
+  char file_path[4096];
   int is_s3 = 0;
   if (strncmp(location, "file://", 7) == 0) {
-    path = location + 7;
+    SL_RETURN_NOT_OK(sl_file_url_path(location, file_path, sizeof file_path, error));
+    path = file_path;
   } else if (strncmp(location, "s3://", 5) == 0) {
     is_s3 = 1;
   } else if (colon != NULL) {

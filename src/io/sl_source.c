@@ -7,6 +7,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_location.h"
 #include "sl_source_file.h"
 #include "sl_s3.h"
 #include "sl_source_http.h"
@@ -63,8 +64,8 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
     return sl_fd_source_open(STDIN_FILENO, 0, "<stdin>", alloc, out, error);
   }
   if (has_prefix(location, "file://")) {
-    const char* path = location + strlen("file://");
-    if (path[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
+    char path[4096];
+    SL_RETURN_NOT_OK(sl_file_url_path(location, path, sizeof path, error));
     return sl_file_source_open(path, location, alloc, out, error);
   }
   struct sl_remote_options defaults = {0};

@@ -16,6 +16,7 @@
 
 #include "core/sl_alloc.h"
 #include "io/sl_location.h"
+#include "io/sl_source.h"
 #include "test_util.h"
 
 /* ---- sl_glob_match ---------------------------------------------------------- */
@@ -399,6 +400,54 @@ static void test_relative_and_escaped(void** unused) {
 
 /// A directory that cannot be listed is an error naming it. As root, mode
 /// 000 does not stop opendir, so a path longer than PATH_MAX does it.
+/// file:// URLs: localhost and %XX escapes (RFC 8089), relative as before,
+/// bad escapes and %00 refused; and a file opened and written through one.
+static void test_file_urls(void** unused) {
+  (void)unused;
+  char out[64];
+  struct sluice_error error;
+  static const struct {
+    const char* url;
+    const char* path;
+  } k_ok[] = {{"file:///tmp/x.csv", "/tmp/x.csv"},
+              {"file://localhost/tmp/a%20b%2Bc.csv", "/tmp/a b+c.csv"},
+              {"file://data/x%2fy.csv", "data/x/y.csv"},
+              {"file:///%C3%A9t%c3%a9", "/\xC3\xA9t\xC3\xA9"}};
+  for (size_t i = 0; i < sizeof k_ok / sizeof k_ok[0]; ++i) {
+    assert_int_equal(sl_file_url_path(k_ok[i].url, out, sizeof out, &error), 0);
+    assert_string_equal(out, k_ok[i].path);
+  }
+  assert_int_equal(sl_file_url_path("file:///a%2", out, sizeof out, &error), EINVAL);
+  assert_non_null(strstr(error.message, "bad %-escape"));
+  assert_int_equal(sl_file_url_path("file:///a%zz", out, sizeof out, &error), EINVAL);
+  assert_int_equal(sl_file_url_path("file:///a%00b", out, sizeof out, &error), EINVAL);
+  assert_int_equal(sl_file_url_path("file://", out, sizeof out, &error), EINVAL);
+  assert_int_equal(sl_file_url_path("file:///0123456789012345678901234567890123456789"
+                                    "012345678901234567890123456789", out, sizeof out, &error),
+                   ENAMETOOLONG);
+  // Opened through the source: the file with a space in its name.
+  char dir[512], path[700], url[900];
+  test_temp_path("url dir", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/a b.txt", dir);
+  assert_int_equal(test_write_file(path, "hello", 5), 0);
+  size_t k = 0;
+  k += (size_t)snprintf(url + k, sizeof url - k, "file://localhost");
+  for (const char* c = path; *c != '\0'; ++c) {
+    k += (size_t)snprintf(url + k, sizeof url - k, *c == ' ' ? "%%20" : "%c", *c);
+  }
+  struct sl_source* src = NULL;
+  assert_int_equal(sl_source_open(url, sluice_default_allocator(), &src, &error), 0);
+  assert_int_equal(src->size, 5);
+  struct sl_view v;
+  assert_int_equal(sl_source_read_at(src, 0, 5, &v, &error), 0);
+  assert_memory_equal(v.data, "hello", 5);
+  sl_view_release(&v);
+  sl_source_close(src);
+  unlink(path);
+  rmdir(dir);
+}
+
 static void test_unreadable_directory(void** unused) {
   (void)unused;
   make_dir("u");
@@ -485,6 +534,7 @@ int main(void) {
       cmocka_unit_test(test_expand_tree),
       cmocka_unit_test(test_single_objects),
       cmocka_unit_test(test_relative_and_escaped),
+      cmocka_unit_test(test_file_urls),
       cmocka_unit_test(test_unreadable_directory),
       cmocka_unit_test(test_allocation_failures),
   };
