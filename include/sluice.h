@@ -445,6 +445,9 @@ SLUICE_EXPORT int sluice_dataset_stored_stats(struct sluice_dataset* dataset,
                                               struct sluice_column_stats** out, int64_t* n_out,
                                               struct sluice_error* error);
 
+/// Frees an array of `n` statistics from sluice_dataset_stats or
+/// sluice_dataset_stored_stats (names and rendered bounds included).
+/// NULL-safe.
 SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t n);
 
 /* ---- Writing -------------------------------------------------------------- */
@@ -490,6 +493,9 @@ struct sluice_write_options {
   const struct sluice_s3_options* s3;
 };
 
+/// Fills `options` with the defaults: format from the extension, no
+/// compression, no options, default allocator, TLS verified, fsync on
+/// commit, S3 settings from the environment.
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);
 
 /// Writes every batch of `stream` (struct arrays) to `location` ("-" =
