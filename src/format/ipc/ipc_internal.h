@@ -176,6 +176,20 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
                             const struct ipc_where* where, struct ArrowArray* out,
                             struct sluice_error* error);
 
+/// A byte range of a message body.
+struct ipc_span {
+  int64_t start, end;
+};
+
+/// The body bytes the buffers of each of the `columns` lie in, one span per
+/// column (at most n_columns; columns without buffers or whose buffers are
+/// all empty give none), unsorted: what a projected read of a record batch
+/// has to fetch. Buffers outside the body are EILSEQ.
+int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
+                           const int64_t* columns, int64_t n_columns,
+                           const struct ipc_where* where, struct ipc_span* spans,
+                           int64_t* n_spans, struct sluice_error* error);
+
 /// Decodes the single column of a dictionary's RecordBatch (`rb` table) as
 /// `field`/`schema`, attaching nested dictionaries from `memo`, validated.
 int ipc_decode_dictionary_values(const struct ipc_schema* schema,

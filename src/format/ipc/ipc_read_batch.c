@@ -526,6 +526,58 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
   return rc;
 }
 
+/// Index of the first buffer of top-level field `f` in a record batch: its
+/// V5 position, plus the union validity buffers of older metadata and the
+/// variadic data buffers of the view fields before it.
+static int64_t first_buffer(const struct decoder* d, const struct ipc_field* f) {
+  int64_t at = f->buffer_start + (d->v4 ? f->union_start : 0);
+  for (int64_t k = 0; k < f->view_start && k < d->variadic.count; ++k) {
+    int64_t extra = fb_load_i64(fb_vec_elem(&d->variadic, (uint32_t)k));
+    at = extra < 0 || extra > d->buffers.count ? d->buffers.count : at + extra;
+  }
+  return at;
+}
+
+int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
+                           const int64_t* columns, int64_t n_columns,
+                           const struct ipc_where* where, struct ipc_span* spans,
+                           int64_t* n_spans, struct sluice_error* error) {
+  struct decoder d = {.alloc = schema->alloc, .where = where, .schema = schema, .error = error};
+  const struct ipc_field* root = &schema->root;
+  *n_spans = 0;
+  int rc = dec_init(&d, &msg->header, msg->version, 1);
+  for (int64_t i = 0; rc == 0 && i < n_columns; ++i) {
+    int64_t col = columns[i];
+    if (col < 0 || col >= root->n_children) {
+      rc = sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range", where->name,
+                        col);
+      break;
+    }
+    // Buffers are laid out field by field, depth first: a column's run ends
+    // where the next column's starts.
+    int64_t b0 = first_buffer(&d, &root->children[col]);
+    int64_t b1 = col + 1 < root->n_children ? first_buffer(&d, &root->children[col + 1])
+                                            : (int64_t)d.buffers.count;
+    struct ipc_span span = {INT64_MAX, 0};
+    for (int64_t b = b0; b < b1 && b < (int64_t)d.buffers.count; ++b) {
+      const uint8_t* e = fb_vec_elem(&d.buffers, (uint32_t)b);
+      int64_t off = fb_load_i64(e), len = fb_load_i64(e + 8);
+      if (off < 0 || len < 0 || off > msg->body_length || len > msg->body_length - off) {
+        rc = dec_fail(&d, EILSEQ, "record batch buffer %" PRId64 " extends past message body "
+                      "(offset %" PRId64 " + length %" PRId64 " > %" PRId64 ")",
+                      b, off, len, msg->body_length);
+        break;
+      }
+      if (len == 0) continue;
+      if (off < span.start) span.start = off;
+      if (off + len > span.end) span.end = off + len;
+    }
+    if (rc == 0 && span.end > span.start) spans[(*n_spans)++] = span;
+  }
+  dec_reset(&d);
+  return rc;
+}
+
 int ipc_decode_dictionary_values(const struct ipc_schema* schema,
                                  const struct ipc_dict_memo* memo, const struct fb_table* rb,
                                  int16_t version, const struct ipc_body* body,

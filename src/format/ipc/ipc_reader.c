@@ -5,6 +5,7 @@
 #include "ipc_reader.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -140,6 +141,95 @@ static int read_block(struct ipc_file* f, const struct ipc_block* b, struct sl_v
   if (rc == 0) rc = own_body(view, b->meta_len, msg->body_length, f->alloc, &where, body, error);
   if (rc != 0) sl_view_release(view);
   return rc;
+}
+
+/// Gap between two projected spans of a body below which one request fetches
+/// both: a request costs more than that many bytes on most links.
+#define IPC_SPAN_GAP ((int64_t)1 << 20)
+
+static int compare_spans(const void* a, const void* b) {
+  const struct ipc_span *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/// read_block for a projected scan of a source whose read_at fetches (HTTP,
+/// S3): the block's metadata first, then only the body bytes of the columns
+/// asked for (nearby ones in one request), copied to their places in a body
+/// buffer whose other pages are never touched. A message that is not a
+/// record batch is read whole (the caller reports it).
+static int read_block_projected(struct ipc_file* f, const struct ipc_block* b,
+                                const int64_t* columns, int64_t n_columns, struct sl_view* view,
+                                struct ipc_message* msg, struct ipc_body* body,
+                                struct sluice_error* error) {
+  struct ipc_where where = {f->source->name, b->offset};
+  int64_t prefix, mlen;
+  view->owner = NULL;
+  body->owner = NULL;
+  SL_RETURN_NOT_OK(sl_source_read_at(f->source, b->offset, b->meta_len, view, error));
+  int rc = view->size < b->meta_len
+               ? sl_error_set(error, EIO, "%s: offset %" PRId64 ": short read", where.name, where.offset)
+               : ipc_frame_prefix(view->data, b->meta_len, &prefix, &mlen, &where, error);
+  if (rc == 0 && mlen > b->meta_len - prefix)
+    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message metadata (%" PRId64
+                      " bytes) overruns its block (%d bytes)", where.name, where.offset, mlen,
+                      (int)b->meta_len);
+  if (rc == 0) rc = ipc_message_parse(view->data + prefix, (size_t)mlen, &where, msg, error);
+  if (rc == 0 && msg->body_length > b->body_len)
+    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message body (%" PRId64
+                      " bytes) exceeds its block (%" PRId64 " bytes)", where.name, where.offset,
+                      msg->body_length, b->body_len);
+  if (rc == 0 && msg->header_type != IPC_MESSAGE_RECORD_BATCH) {
+    sl_view_release(view);
+    return read_block(f, b, view, msg, body, error);
+  }
+  struct ipc_span* spans = NULL;
+  int64_t n = 0;
+  if (rc == 0) {
+    spans = sl_alloc(f->alloc, (size_t)(n_columns > 0 ? n_columns : 1) * sizeof *spans);
+    if (spans == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", where.name);
+  }
+  if (rc == 0) rc = ipc_record_batch_spans(&f->schema, msg, columns, n_columns, &where, spans, &n, error);
+  int64_t merged = 0;
+  if (rc == 0 && n > 0) {
+    qsort(spans, (size_t)n, sizeof *spans, compare_spans);
+    for (int64_t i = 1; i < n; ++i) {
+      if (spans[i].start - spans[merged].end <= IPC_SPAN_GAP) {
+        if (spans[i].end > spans[merged].end) spans[merged].end = spans[i].end;
+      } else {
+        spans[++merged] = spans[i];
+      }
+    }
+    ++merged;
+  }
+  size_t cap = msg->body_length > 0 ? (size_t)msg->body_length : 1;
+  uint8_t* data = rc == 0 ? sl_alloc_buffer(f->alloc, cap) : NULL;
+  if (rc == 0 && data == NULL)
+    rc = sl_error_set(error, ENOMEM, "%s: offset %" PRId64 ": out of memory (%" PRId64 " bytes)",
+                      where.name, where.offset, msg->body_length);
+  int64_t body_at = b->offset + b->meta_len;
+  for (int64_t i = 0; rc == 0 && i < merged; ++i) {
+    struct sl_view part = {0};
+    int64_t len = spans[i].end - spans[i].start;
+    rc = sl_source_read_at(f->source, body_at + spans[i].start, len, &part, error);
+    if (rc == 0 && part.size < len)
+      rc = sl_error_set(error, EIO, "%s: offset %" PRId64 ": short read", where.name,
+                        body_at + spans[i].start);
+    if (rc == 0) memcpy(data + spans[i].start, part.data, (size_t)len);
+    sl_view_release(&part);
+  }
+  if (spans != NULL) sl_free(f->alloc, spans, (size_t)(n_columns > 0 ? n_columns : 1) * sizeof *spans);
+  if (rc == 0) {
+    body->owner = sl_ref_wrap_buffer(f->alloc, data, cap);
+    if (body->owner == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", where.name);
+  }
+  if (rc != 0) {
+    if (data != NULL && body->owner == NULL) sl_free_buffer(f->alloc, data, cap);
+    sl_view_release(view);
+    return rc;
+  }
+  body->data = data;
+  body->size = msg->body_length;
+  return 0;
 }
 
 static int file_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
@@ -304,7 +394,14 @@ static int file_split_next(void* state, struct ArrowArray* out, struct sluice_er
   struct sl_view view;
   struct ipc_message msg;
   struct ipc_body body;
-  SL_RETURN_NOT_OK(read_block(f, b, &view, &msg, &body, error));
+  // A fetching source with a projection reads only the columns' bytes; a
+  // mapped file hands out the whole block as a view, which costs nothing.
+  if (!f->source->mapped && s->columns != NULL && s->n_columns < f->schema.root.n_children) {
+    SL_RETURN_NOT_OK(read_block_projected(f, b, s->columns, s->n_columns, &view, &msg, &body,
+                                          error));
+  } else {
+    SL_RETURN_NOT_OK(read_block(f, b, &view, &msg, &body, error));
+  }
   int rc;
   if (msg.header_type != IPC_MESSAGE_RECORD_BATCH)
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch block holds message "
