@@ -490,18 +490,46 @@ static const char* status_reason(long status) {
   }
 }
 
-/// Turns an HTTP error status into an error (with the start of the response
-/// body, e.g. an S3 XML error code, when there is one).
+/// The text between <tag> and </tag> in the first n bytes of `xml`, or NULL.
+static const char* xml_text(const char* xml, size_t n, const char* tag, size_t* len) {
+  char open[32], close[32];
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  for (size_t i = 0; i + strlen(open) <= n; ++i) {
+    if (memcmp(xml + i, open, strlen(open)) != 0) continue;
+    const char* start = xml + i + strlen(open);
+    for (const char* e = start; e + strlen(close) <= xml + n; ++e) {
+      if (memcmp(e, close, strlen(close)) == 0) {
+        *len = (size_t)(e - start);
+        return start;
+      }
+    }
+    return NULL;
+  }
+  return NULL;
+}
+
+/// Turns an HTTP error status into an error with what the response body
+/// says: an S3-style XML error as "Code: Message", else its first bytes.
 static int status_error(struct sl_http_source* s, const struct xfer* x, const char* what,
                         struct sluice_error* error) {
   int code = x->status == 404 ? ENOENT : (x->status == 401 || x->status == 403) ? EACCES : EIO;
   char body[200];
-  size_t k = 0;
-  for (size_t i = 0; i < x->snippet_len && k + 1 < sizeof body; ++i) {
-    char ch = x->snippet[i];
-    body[k++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
+  size_t k = 0, code_len = 0, msg_len = 0;
+  const char* xml_code = xml_text(x->snippet, x->snippet_len, "Code", &code_len);
+  const char* xml_msg = xml_code != NULL ? xml_text(x->snippet, x->snippet_len, "Message", &msg_len)
+                                         : NULL;
+  if (xml_code != NULL) {
+    int w = snprintf(body, sizeof body, "%.*s%s%.*s", (int)code_len, xml_code,
+                     xml_msg != NULL ? ": " : "", (int)msg_len, xml_msg != NULL ? xml_msg : "");
+    k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
+  } else {
+    for (size_t i = 0; i < x->snippet_len && k + 1 < sizeof body; ++i) {
+      char ch = x->snippet[i];
+      body[k++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
+    }
+    body[k] = '\0';
   }
-  body[k] = '\0';
   return sl_error_set(error, code, "%s: %s: HTTP %ld (%s)%s%s", s->base.name, what, x->status,
                       status_reason(x->status), k > 0 ? ": " : "", body);
 }
@@ -715,7 +743,8 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
 /// of W3's 37 on loopback; far more against a real object store). 1 when
 /// that settled the object's size and ranges; 0 to ask by HEAD instead (the
 /// server ignored the range, gave no total, or failed in a way HEAD will
-/// retry and report); an error only for a failed request signature.
+/// retry and report); an error for a failed request signature and for a
+/// 401, 403 or 404, with what the response body says.
 static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tail_first,
                             int* settled, struct sluice_error* error) {
   *settled = 0;
@@ -783,6 +812,12 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     return 0;
   }
   give_back(s);
+  // Refused or missing: what the server said (an S3 error code such as
+  // SignatureDoesNotMatch or NoSuchKey is in the body; a HEAD has none).
+  if (x.status == 401 || x.status == 403 || x.status == 404) {
+    sl_ref_release(ref);
+    return status_error(s, &x, "GET", error);
+  }
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
     s->base.size = 0;
     memcpy(s->etag, x.etag, sizeof s->etag);

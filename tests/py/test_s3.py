@@ -130,6 +130,7 @@ def test_wrong_secret_is_a_clear_error(sluice, s3):
     check_clean_failure(proc)
     err = proc.stderr.decode()
     assert "403" in err and "credentials" in err, err
+    assert "SignatureDoesNotMatch" in err, err  # S3's own code, from the GET's body
 
 
 def test_unknown_access_key_is_a_clear_error(sluice, s3):
@@ -148,7 +149,7 @@ def test_anonymous_request_is_refused_with_a_hint(sluice, s3):
 def test_missing_object(sluice, s3):
     proc = run(sluice, creds(s3), "schema", f"s3://{BUCKET}/absent.csv")
     check_clean_failure(proc)
-    assert "404" in proc.stderr.decode()
+    assert "404" in proc.stderr.decode() and "NoSuchKey" in proc.stderr.decode()
 
 
 def test_bad_location(sluice, s3):
