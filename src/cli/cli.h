@@ -135,15 +135,17 @@ int cli_print_table(struct ArrowArrayStream* stream, FILE* out, int width,
                     struct sluice_error* error);
 
 /// For a stream from cli_progress_stream: sluice_write_options.batch_metadata
-/// that tags each record batch message with the position of the batch in plan
-/// order, as custom metadata "sluice:split" and "sluice:batch" (decimal), so
-/// that a consumer of an --unordered IPC stream can restore the order.
-int cli_progress_position_metadata(void* progress_stream, const struct ArrowArray* batch,
-                                   const char** metadata);
+/// that gives each record batch message the custom metadata its source batch
+/// had (an IPC message's), and with --unordered also the batch's position in
+/// plan order, as "sluice:split" and "sluice:batch" (decimal), so that a
+/// consumer of an unordered IPC stream can restore the order.
+int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* batch,
+                                const char** metadata);
 
 /// Writes a stream from cli_progress_stream with sluice_write to `location`
-/// ("-" = standard output) as -t, -c/--compression and -W say; with
-/// --unordered, batches carry their positions (cli_progress_position_metadata).
+/// ("-" = standard output) as -t, -c/--compression and -W say; batches keep
+/// their custom metadata, and with --unordered carry their positions
+/// (cli_progress_batch_metadata).
 /// CLI_ERROR with the reason in `error` on failure.
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
                      const struct cli_options* options, struct sluice_error* error);

@@ -104,7 +104,9 @@ struct progress_stream {
   int64_t rows;
   double start, last_draw;
   struct sluice_batch_tag last_tag;  ///< of the batch get_next returned last
-  char position_metadata[96];        ///< cli_progress_position_metadata's blob
+  int tag_positions;                 ///< cli_progress_batch_metadata adds sluice:split/batch
+  char* metadata;                    ///< cli_progress_batch_metadata's blob (malloc'd)
+  size_t metadata_cap;
 };
 
 static double now_seconds(void) {
@@ -166,21 +168,56 @@ static size_t put_metadata_string(char* out, size_t at, const char* s) {
   return at + 4 + (size_t)n;
 }
 
-int cli_progress_position_metadata(void* progress_stream, const struct ArrowArray* batch,
-                                   const char** metadata) {
+/// Bytes of a C Data Interface metadata blob (0 for NULL or a malformed one).
+static size_t metadata_size(const char* m) {
+  if (m == NULL) return 0;
+  int32_t count;
+  memcpy(&count, m, 4);
+  size_t at = 4;
+  for (int32_t i = 0; i < 2 * count; ++i) {
+    int32_t n;
+    memcpy(&n, m + at, 4);
+    if (n < 0) return 0;
+    at += 4 + (size_t)n;
+  }
+  return count > 0 ? at : 0;
+}
+
+int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* batch,
+                                const char** metadata) {
   (void)batch;
   struct progress_stream* p = progress_stream;
+  const char* in = p->last_tag.metadata;
+  size_t in_size = metadata_size(in);
+  if (!p->tag_positions) {  // the source's own, as it came
+    *metadata = in_size > 0 ? in : NULL;
+    return 0;
+  }
+  // The source's pairs, then the position: 2 * (4 + 12 + 4 + 20) bytes more.
+  size_t need = (in_size > 0 ? in_size : 4) + 80;
+  if (need > p->metadata_cap) {
+    char* grown = realloc(p->metadata, need);
+    if (grown == NULL) return ENOMEM;
+    p->metadata = grown;
+    p->metadata_cap = need;
+  }
+  int32_t count = 0;
+  size_t at = 4;
+  if (in_size > 0) {
+    memcpy(&count, in, 4);
+    memcpy(p->metadata + 4, in + 4, in_size - 4);
+    at = in_size;
+  }
+  count += 2;
+  memcpy(p->metadata, &count, 4);
   char split[24], index[24];
   snprintf(split, sizeof split, "%lld", (long long)p->last_tag.split);
   snprintf(index, sizeof index, "%lld", (long long)p->last_tag.batch);
-  // 4 + 2 * (4 + 12 + 4 + 20) bytes at most: fits position_metadata.
-  int32_t count = 2;
-  memcpy(p->position_metadata, &count, 4);
-  size_t at = put_metadata_string(p->position_metadata, 4, "sluice:split");
-  at = put_metadata_string(p->position_metadata, at, split);
-  at = put_metadata_string(p->position_metadata, at, "sluice:batch");
-  put_metadata_string(p->position_metadata, at, index);
-  *metadata = p->position_metadata;
+  at = put_metadata_string(p->metadata, at, "sluice:split");
+  at = put_metadata_string(p->metadata, at, split);
+  at = put_metadata_string(p->metadata, at, "sluice:batch");
+  put_metadata_string(p->metadata, at, index);
+  *metadata = p->metadata;
   return 0;
 }
 
@@ -202,6 +239,7 @@ static void progress_release(struct ArrowArrayStream* stream) {
   if (p != NULL) {
     progress_clear(p);
     sluice_scanner_close(p->scanner);
+    free(p->metadata);
     free(p);
   }
   stream->release = NULL;
@@ -221,6 +259,7 @@ int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options
     return rc;
   }
   p->dataset = dataset;
+  p->tag_positions = !options->ordered;
   p->enabled = !options->quiet && isatty(STDERR_FILENO);
   p->n_splits = sluice_dataset_num_splits(dataset);
   p->max_split = -1;

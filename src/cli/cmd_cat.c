@@ -63,10 +63,8 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.ca_bundle = options->ca_bundle;
   write_options.no_fsync = options->no_fsync;
   write_options.s3 = &options->s3;
-  if (!options->ordered) {
-    write_options.batch_metadata = cli_progress_position_metadata;
-    write_options.batch_metadata_user = stream->private_data;
-  }
+  write_options.batch_metadata = cli_progress_batch_metadata;
+  write_options.batch_metadata_user = stream->private_data;
   int rc = sluice_write(stream, location, &write_options, error);
   if (rc != 0 && error->message[0] == '\0') snprintf(error->message, sizeof error->message, "%s", strerror(rc));
   return rc != 0 ? CLI_ERROR : CLI_OK;

@@ -62,3 +62,37 @@ def test_ordered_stream_has_no_tags(sluice, tmp_path):
     _, tagged = _read_tagged(proc.stdout)
     assert [m for _, m in tagged] == [None] * 3
     assert pa.Table.from_batches([b for b, _ in tagged]).equals(table)
+
+
+@pytest.mark.parametrize("src_kind", ["file", "stream"])
+def test_convert_keeps_each_batchs_custom_metadata(sluice, tmp_path, src_kind):
+    """A record batch's custom metadata goes through `convert` and `cat -t`
+    to the output IPC file or stream, as pyarrow reads it back; with
+    --unordered the position tags are added to it."""
+    table = _table(9_000)
+    src = tmp_path / f"meta.{'arrow' if src_kind == 'file' else 'arrows'}"
+    opener = ipc.new_file if src_kind == "file" else ipc.new_stream
+    metas = [{"part": str(i), "note": "x" * i} for i in range(3)]
+    with opener(src, table.schema) as w:
+        for batch, meta in zip(table.to_batches(max_chunksize=3_000), metas):
+            w.write_batch(batch, custom_metadata=meta)
+    want = [{k.encode(): v.encode() for k, v in m.items()} for m in metas]
+    for out_name in ("out.arrows", "out.arrow"):
+        out = tmp_path / out_name
+        sluice.run("convert", src, out)
+        if out_name.endswith(".arrows"):
+            _, tagged = _read_tagged(out.read_bytes())
+            got = [dict(m) for _, m in tagged]
+        else:
+            reader = ipc.open_file(out)
+            got = [dict(reader.get_batch_with_custom_metadata(i)[1])
+                   for i in range(reader.num_record_batches)]
+        assert got == want, out_name
+    proc = sluice.run("cat", "--unordered", "-t", "arrows", src)
+    _, tagged = _read_tagged(proc.stdout)
+    placed = []
+    for batch, meta in tagged:
+        meta = dict(meta)
+        position = (int(meta.pop(b"sluice:split")), int(meta.pop(b"sluice:batch")))
+        placed.append((position, meta))
+    assert [m for _, m in sorted(placed, key=lambda pm: pm[0])] == want
