@@ -158,6 +158,28 @@ def test_type_zoo_pyarrow_round_trip(sluice, tmp_path):
     assert pq.ParquetFile(out).schema == pq.ParquetFile(ref).schema
 
 
+def test_uuid_and_json_extensions_get_parquet_annotations(sluice, tmp_path):
+    """arrow.uuid and arrow.json columns are written with Parquet's UUID and
+    JSON logical types, as Arrow C++ writes them, so DuckDB reads UUID and
+    JSON columns (BLOB and VARCHAR before) and pyarrow the extension types."""
+    import uuid
+    rng = random.Random(3)
+    table = pa.table({
+        "u": pa.array([uuid.UUID(int=rng.getrandbits(128)).bytes if i % 4 else None
+                       for i in range(50)], pa.uuid()),
+        "j": pa.array(['{"k": %d}' % i if i % 5 else None for i in range(50)], pa.json_()),
+        "s": pa.array([str(i) for i in range(50)]),
+    })
+    out = convert(sluice, tmp_path, table)
+    ref = reference(tmp_path, table)
+    assert pq.ParquetFile(out).schema == pq.ParquetFile(ref).schema
+    assert pq.read_table(out).equals(table)
+    query = "select typeof(u), typeof(j), typeof(s) from '%s' limit 1"
+    assert duckdb.sql(query % out).fetchall() == duckdb.sql(query % ref).fetchall()
+    assert duckdb.sql(f"select u::varchar, j from '{out}' order by s").fetchall() == \
+        duckdb.sql(f"select u::varchar, j from '{ref}' order by s").fetchall()
+
+
 ZOO_COLUMNS = list(zoo_table().schema.names)
 
 

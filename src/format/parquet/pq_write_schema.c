@@ -26,6 +26,7 @@
 
 struct build_state {
   struct pqw_schema* s;
+  const char* extension;  ///< the leaf field's ARROW:extension:name, or NULL
   struct pqw_step steps[PQW_MAX_DEPTH];
   struct pq_bytes names[PQW_MAX_DEPTH * 2];
   int n_names;
@@ -58,6 +59,28 @@ static int32_t decimal_bytes(int32_t precision) {
     if ((double)precision <= floor((8.0 * n - 1.0) * log10(2.0))) return n;
   }
   return 64;
+}
+
+/// 1 when the field metadata blob names extension type `name`
+/// (ARROW:extension:name), as arrow.uuid and arrow.json columns do.
+static int is_extension(const char* metadata, const char* name) {
+  static const char k_key[] = "ARROW:extension:name";
+  if (metadata == NULL) return 0;
+  int32_t count;
+  memcpy(&count, metadata, 4);
+  const char* p = metadata + 4;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t klen, vlen;
+    memcpy(&klen, p, 4);
+    const char* key = p + 4;
+    memcpy(&vlen, key + klen, 4);
+    const char* value = key + klen + 4;
+    if (klen == (int32_t)sizeof k_key - 1 && memcmp(key, k_key, sizeof k_key - 1) == 0 &&
+        vlen == (int32_t)strlen(name) && memcmp(value, name, (size_t)vlen) == 0)
+      return 1;
+    p = value + vlen;
+  }
+  return 0;
 }
 
 /// Physical type, annotations and conversion of a leaf.
@@ -132,8 +155,11 @@ static int map_leaf(const struct build_state* st, const struct sl_type* t,
     case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY:
       e->type = PQ_BYTE_ARRAY;
       if (t->id == SL_TYPE_STRING || t->id == SL_TYPE_LARGE_STRING) {
-        lg->kind = PQ_LOGICAL_STRING;
-        e->converted_type = PQ_CT_UTF8;
+        // arrow.json is JSON text: Parquet's JSON annotation (DuckDB then
+        // reads a JSON column, pyarrow arrow.json again).
+        int json = st->extension != NULL && is_extension(st->extension, "arrow.json");
+        lg->kind = json ? PQ_LOGICAL_JSON : PQ_LOGICAL_STRING;
+        e->converted_type = json ? PQ_CT_JSON : PQ_CT_UTF8;
       }
       leaf->conv = (t->id == SL_TYPE_STRING || t->id == SL_TYPE_BINARY) ? PQW_CV_BYTES32
                                                                          : PQW_CV_BYTES64;
@@ -145,6 +171,8 @@ static int map_leaf(const struct build_state* st, const struct sl_type* t,
                             "width %d has no Parquet type", st->column_name, (int)t->byte_width);
       e->type = PQ_FIXED_LEN_BYTE_ARRAY;
       e->type_length = t->byte_width;
+      if (t->byte_width == 16 && st->extension != NULL && is_extension(st->extension, "arrow.uuid"))
+        lg->kind = PQ_LOGICAL_UUID;  // as Arrow C++ writes arrow.uuid
       leaf->conv = PQW_CV_FLBA;
       leaf->order = PQW_ORD_BYTES;
       break;
@@ -225,7 +253,9 @@ static int add_leaf(struct build_state* st, int depth, const struct sl_type* val
     leaf->is_dict = 1;
     SL_RETURN_NOT_OK(sl_type_parse(f->format, &leaf->index_type, error));
   }
+  st->extension = f->dictionary == NULL ? f->metadata : NULL;
   int rc = map_leaf(st, value_type, &s->elements[element], leaf, error);
+  st->extension = NULL;
   if (rc != 0) return rc;
   // Count it only once its arrays are allocated, so that free sees them.
   s->n_leaves++;
