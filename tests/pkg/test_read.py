@@ -309,3 +309,15 @@ def test_partitioned_dataset_and_filters(tmp_path):
             sluice.read(root, filters=bad)
     with pytest.raises(sluice.Error, match="not a partition key"):
         sluice.read(root, filters=[("id", "=", 1)])
+
+
+def test_batch_rows_cuts_parquet_row_groups(tmp_path):
+    """batch_rows= bounds the rows of every Parquet batch, row groups of
+    1,000 rows included (it was ignored below 1 Mi rows, though the message
+    for a batch past 2 GiB tells users to lower it)."""
+    want = pa.table({"a": list(range(20_000)), "s": [str(i) for i in range(20_000)]})
+    pq.write_table(want, tmp_path / "rg.parquet", row_group_size=1_000)
+    batches = list(sluice.scan(tmp_path / "rg.parquet", batch_rows=300))
+    assert len(batches) == 20 * 4 and max(b.num_rows for b in batches) == 300
+    assert pa.table(sluice.read(tmp_path / "rg.parquet", batch_rows=300)).equals(want)
+    assert len(list(sluice.scan(tmp_path / "rg.parquet"))) == 20  # whole row groups

@@ -521,7 +521,7 @@ static int narrow_binary(struct pq_split* s, const struct pq_field* f, const str
     return sl_error_set(error, EOVERFLOW, "%s: row group %" PRId64 ", column %s: rows %" PRId64
                         "..%" PRId64 " hold %" PRId64 " bytes of values, more than a batch may "
                         "(%" PRId64 "; the column chunk sizes suggested fewer, e.g. dictionary "
-                        "values repeated): read with a smaller batch size (-O batch_rows=N)",
+                        "values repeated): read with a smaller batch size (-O batch_rows=N; Python: batch_rows=N)",
                         r->source->name, s->rg, f->path, row0, row0 + k - 1, bytes,
                         r->max_binary_batch_bytes);
   struct sl_buffer offs, bits;
@@ -579,12 +579,12 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
     SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
     // The batch boundaries depend on the metadata and the options only,
     // never on the columns decoded or their values (split_by_columns).
-    s->batch_rows = r->batch_rows > 0   ? r->batch_rows
-                    : r->batch_size > 0 ? r->batch_size
-                                        : PQ_ONE_BATCH_ROWS;
+    // Rows per batch asked for (-O batch_rows, or the open options' batch
+    // size: Python's batch_rows=), else whole row groups up to a bound.
+    int64_t asked = r->batch_rows > 0 ? r->batch_rows : r->batch_size;
+    s->batch_rows = asked > 0 ? asked : PQ_ONE_BATCH_ROWS;
     if (s->cut_rows > 0 && s->cut_rows < s->batch_rows) s->batch_rows = s->cut_rows;
-    if (s->cut_rows == 0 && r->batch_rows == 0 &&
-        (s->rows <= PQ_ONE_BATCH_ROWS || s->rows <= s->batch_rows))
+    if (s->cut_rows == 0 && (s->rows <= s->batch_rows || (asked == 0 && s->rows <= PQ_ONE_BATCH_ROWS)))
       s->batch_rows = s->rows;  // one batch
     int narrow = 0;
     for (int64_t i = 0; i < s->n_columns; ++i)
