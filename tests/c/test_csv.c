@@ -188,6 +188,12 @@ static void test_dialects(void** unused) {
   check_csv("1,2\n3,4\n", "header=false,schema=x:int32|y:string", "x:i|y:u\n1,\"2\"\n3,\"4\"\n");
   check_csv("x,y\n1,2\n", "header=true", "x:l|y:l\n1,2\n");
   check_csv("x,y\n1,2\n", "header=false", "f0:u|f1:u\n\"x\",\"y\"\n\"1\",\"2\"\n");
+  // The quote is sniffed: ' when the sample has '...' fields and no ".
+  check_csv("a|b|c\n1|'x|y'|3\n2|'p'|4\n", NULL, "a:l|b:u|c:l\n1,\"x|y\",3\n2,\"p\",4\n");
+  check_csv("a,b\n'x\ny',1\n'z',2\n", "split_size=4", "a:u|b:l\n\"x\\ny\",1\n\"z\",2\n");
+  check_csv("n,m\nO'Brien,1\nD'Arcy,2\n", NULL, "n:u|m:l\n\"O'Brien\",1\n\"D'Arcy\",2\n");
+  check_csv("a,b\n'x',1\n\"q\",2\n", NULL, "a:u|b:l\n\"'x'\",1\n\"q\",2\n");
+  check_csv("a,b\n'x',1\n", "quote=\"", "a:u|b:l\n\"'x'\",1\n");
 }
 
 static void test_inference(void** unused) {

@@ -72,6 +72,25 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   return 0;
 }
 
+/// The quote when none was given: '\'' when the sample has no '"' but has
+/// fields that start and end with '\'' (a '\'' right after a delimiter or a
+/// line start, and one right before a delimiter or a line end), as DuckDB's
+/// sniffer finds; else '"'. Apostrophes inside words (O'Brien) are neither.
+static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end) {
+  static const char k_delims[] = ",;\t|";
+  if (memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
+  int64_t opens = 0, closes = 0;
+  for (const uint8_t* q = memchr(data + start, '\'', (size_t)(end - start)); q != NULL;
+       q = q + 1 < data + end ? memchr(q + 1, '\'', (size_t)(data + end - q - 1)) : NULL) {
+    int64_t i = q - data;
+    if (i == start || data[i - 1] == '\n' || memchr(k_delims, data[i - 1], 4) != NULL) ++opens;
+    if (i + 1 == end || data[i + 1] == '\n' || data[i + 1] == '\r' ||
+        memchr(k_delims, data[i + 1], 4) != NULL)
+      ++closes;
+  }
+  return opens > 0 && closes > 0 ? '\'' : '"';
+}
+
 // The bytes of field f, unescaped into *scratch when needed.
 static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
                        const struct csv_field* f, uint8_t** scratch, int64_t* cap,
@@ -261,6 +280,10 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
   l->dialect.quote = (uint8_t)o->quote;
+  if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
+    int64_t end = a->size - start > (INT64_C(64) << 10) ? start + (INT64_C(64) << 10) : a->size;
+    l->dialect.quote = sniff_quote(a->data, start, end);
+  }
   l->dialect.escape = (uint8_t)o->escape;
   l->dialect.comment = (uint8_t)o->comment;
   l->dialect.impl = (uint8_t)o->impl;

@@ -33,6 +33,7 @@ struct csv_options {
   int delimiter;      ///< -1 = sniff
   int comment;        ///< 0 = none, else lines starting with it are skipped
   int quote;          ///< 0 = quoting off
+  int quote_given;    ///< quote= was set (else '"', or '\'' when sniffed)
   int escape;         ///< 0 = none (doubled quotes only), else e.g. '\\'
   int header;         ///< -1 = sniff, 0, 1
   int64_t split_size; ///< 0 = automatic

@@ -203,6 +203,7 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       ok = parse_char(v, vlen, 0, &o->delimiter);
     } else if (KEY("quote")) {
       ok = parse_char(v, vlen, 1, &o->quote);
+      o->quote_given = 1;
     } else if (KEY("escape")) {
       ok = parse_char(v, vlen, 1, &o->escape);
     } else if (KEY("comment")) {
