@@ -120,3 +120,23 @@ def test_bad_option_value(sluice, tmp_path):
     path.write_text("a\n1\n")
     proc = sluice.expect_error("cat", "-O", "bad_rows=sometimes", path)
     assert "bad_rows" in proc.stderr.decode()
+
+
+def test_skip_widens_inferred_columns_instead(sluice, tmp_path):
+    """With bad_rows=skip, a value past the sample that does not fit its
+    column's inferred type widens the column (int64 -> float64, as without
+    the option, and as pyarrow reads the whole file), rather than dropping
+    a good row; rows with the wrong number of fields are still skipped."""
+    path = tmp_path / "late.csv"
+    with open(path, "w") as f:
+        f.write("a,b\n")
+        for i in range(300_000):
+            f.write(f"{'1.5' if i == 250_000 else i},{i}\n")
+        f.write("1,2,3\n")
+    out = tmp_path / "late.arrow"
+    proc = sluice.run("-O", "bad_rows=skip", "convert", path, out)
+    table = ipc.open_file(out).read_all()
+    assert table.schema.field("a").type == pa.float64()
+    assert table.num_rows == 300_000
+    assert table.column("a")[250_000].as_py() == 1.5
+    assert "skipped 1 bad row" in proc.stderr.decode()

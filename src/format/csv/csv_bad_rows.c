@@ -69,8 +69,12 @@ int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
     if (!ok) {
       snprintf(why, sizeof why, "expected %" PRId64 " fields, found %" PRId64, want, n);
     } else if (r->opts.skip_bad_rows) {
+      // A value that does not fit an inferred type widens its column (the
+      // input is read again) rather than dropping its row; only a given
+      // type, or an input that cannot be read again, makes the row bad.
       for (int64_t j = 0; ok && j < s->n_cols; ++j) {
         int64_t c = s->cols[j];
+        if (!r->cols[c].user_type && csv_rereadable(r)) continue;
         if (csv_field_converts(s, c, &rows->fields[first + c], why, sizeof why, &ok) != 0)
           return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
       }

@@ -126,9 +126,7 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   name[m] = '\0';
   char hint[400];
   enum csv_widening w = CSV_WIDEN_NONE;
-  if (!r->cols[c].user_type && !r->opts.skip_bad_rows) {
-    w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
-  }
+  if (!r->cols[c].user_type) w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
   const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w) : "string";
   if (r->cols[c].user_type) {
     snprintf(hint, sizeof hint, "the type was given in the schema option");
