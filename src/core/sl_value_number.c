@@ -176,6 +176,27 @@ size_t sl_format_float(float v, char* buf, size_t cap) {
   return spell_shortest(v < 0, digits, exponent, 6, buf, cap);
 }
 
+int sl_parse_size(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t x = 0;
+  size_t i = 0;
+  for (; i < n && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (x > (INT64_MAX - 9) / 10) return EINVAL;
+    x = x * 10 + (text[i] - '0');
+  }
+  if (i == 0) return EINVAL;
+  int shift = 0;
+  if (i < n) {
+    char c = text[i++];
+    shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : -1;
+    if (shift < 0 || i != n) return EINVAL;
+  }
+  if (x > (INT64_MAX >> shift)) return EINVAL;
+  x <<= shift;
+  if (x < lo || x > hi) return EINVAL;
+  *out = x;
+  return 0;
+}
+
 int sl_parse_int64(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out) {
   char num[32];
   if (n == 0 || n >= sizeof num) return EINVAL;

@@ -103,6 +103,10 @@ size_t sl_format_int64(int64_t v, char* buf);
 /// The decimal integer spelled by text[0..n) (not NUL-terminated; an option
 /// value) when it lies in [lo, hi]: 0 and *out, else EINVAL.
 int sl_parse_int64(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out);
+/// A byte count spelled by text[0..n): digits and an optional k, m or g
+/// suffix (KiB, MiB, GiB; either case), in [lo, hi]: 0 and *out, else EINVAL.
+/// Size options of every format take this spelling ("block_size=64k").
+int sl_parse_size(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out);
 size_t sl_format_uint64(uint64_t v, char* buf);
 
 /// A NUL-terminated copy of s[0, n) with %XX escapes decoded (Hive escapes

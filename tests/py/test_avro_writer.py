@@ -452,3 +452,21 @@ def test_apache_avro_reads_it(tmp_path, sluice, codec):
     assert len(rows) == table.num_rows
     for name in ["b", "i32", "i64", "s", "bin", "fsb", "lst", "st", "mp", "dict", "lst_st", "dec"]:
         assert [r[name] for r in rows] == [w[name] for w in want], name
+
+
+def test_block_size_takes_size_suffixes(tmp_path, sluice):
+    """block_size=1k is 1,024 bytes, as CSV's and Parquet's size options are
+    spelled: the same blocks as block_size=1024; a bad suffix is an error."""
+    table, _ = all_types_table()
+    big = pa.concat_tables([table] * 50)
+    src = tmp_path / "in.arrow"
+    write_arrow(src, big)
+    counts = []
+    for spelling in ("1k", "1024"):
+        dst = tmp_path / f"b{spelling}.avro"
+        sluice.run("convert", src, dst, "-W", f"block_size={spelling}")
+        with open(dst, "rb") as f:
+            counts.append([b.num_records for b in fastavro.block_reader(f)])
+    assert counts[0] == counts[1] and len(counts[0]) > 3
+    err = sluice.expect_error("convert", src, tmp_path / "bad.avro", "-W", "block_size=1x")
+    assert "block_size" in err.stderr.decode()

@@ -287,6 +287,18 @@ def test_codecs_and_page_versions(sluice, tmp_path, codec, version):
         assert peer_rows(out, peer) == peer_rows(ref, peer), peer
 
 
+def test_page_size_takes_size_suffixes(sluice, tmp_path):
+    """page_size=4k is page_size=4096: the same pages."""
+    table = mixed_table()
+    pages = []
+    for spelling in ("4k", "4096"):
+        out = convert(sluice, tmp_path, table, f"page_size={spelling}", name=f"p{spelling}")
+        md = pq.ParquetFile(out).metadata
+        pages.append([md.row_group(0).column(c).total_compressed_size
+                      for c in range(md.num_columns)])
+    assert pages[0] == pages[1]
+
+
 def test_default_codec_is_snappy(sluice, tmp_path):
     out = convert(sluice, tmp_path, mixed_table(100))
     assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "SNAPPY"

@@ -1027,7 +1027,7 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       if (sl_parse_int64(v, vn, 0, 22, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
       ctx->level = (int)number;
     } else if (sl_option_is(&o, "block_size") || sl_option_is(&o, "sync_interval")) {
-      if (sl_parse_int64(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1..2^30 bytes", (int)vn, v);
+      if (sl_parse_size(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1 byte to 1g (k, m, g suffixes)", (int)vn, v);
       ctx->block_size = (size_t)number;
     } else if (sl_option_is(&o, "sync")) {
       if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");

@@ -16,6 +16,7 @@
 #include "csv_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 #include "core/sl_options.h"
 
 struct type_alias {
@@ -91,22 +92,7 @@ static int parse_size(const char* v, size_t n, int64_t* out) {
     *out = -1;
     return 1;
   }
-  int64_t x = 0;
-  size_t i = 0;
-  for (; i < n && v[i] >= '0' && v[i] <= '9'; ++i) {
-    if (x > (INT64_MAX - 9) / 10) return 0;
-    x = x * 10 + (v[i] - '0');
-  }
-  if (i == 0) return 0;
-  int shift = 0;
-  if (i < n) {
-    char c = v[i++];
-    shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : -1;
-    if (shift < 0 || i != n) return 0;
-  }
-  if (x > (INT64_MAX >> shift)) return 0;
-  *out = x << shift;
-  return 1;
+  return sl_parse_size(v, n, 0, INT64_MAX, out) == 0;
 }
 
 static int parse_char(const char* v, size_t n, int allow_none, int* out) {

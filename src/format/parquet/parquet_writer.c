@@ -82,6 +82,15 @@ static int parse_int(const char* key, const char* v, size_t n, int64_t lo, int64
                       "not '%.*s'", key, (long long)lo, (long long)hi, (int)n, v);
 }
 
+/// A byte count option: digits with an optional k, m or g suffix.
+static int parse_bytes(const char* key, const char* v, size_t n, int64_t lo, int64_t hi,
+                       int64_t* out, struct sluice_error* error) {
+  if (sl_parse_size(v, n, lo, hi, out) == 0) return 0;
+  return sl_error_set(error, EINVAL, "parquet writer: option %s wants a size in [%lld, %lld] "
+                      "bytes (k, m, g suffixes), not '%.*s'", key, (long long)lo, (long long)hi,
+                      (int)n, v);
+}
+
 static int parse_bool(const char* key, const char* v, size_t n, int* out,
                       struct sluice_error* error) {
   if ((n == 4 && memcmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) *out = 1;
@@ -135,10 +144,10 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       SL_RETURN_NOT_OK(parse_int("row_group_size", v, vn, 1, INT64_C(1) << 40, &x, error));
       o->row_group_size = x;
     } else if (KEY_IS("page_size")) {
-      SL_RETURN_NOT_OK(parse_int("page_size", v, vn, 1, INT64_C(1) << 30, &x, error));
+      SL_RETURN_NOT_OK(parse_bytes("page_size", v, vn, 1, INT64_C(1) << 30, &x, error));
       o->page_size = x;
     } else if (KEY_IS("dictionary_page_size_limit")) {
-      SL_RETURN_NOT_OK(parse_int("dictionary_page_size_limit", v, vn, 0, INT64_C(1) << 30, &x, error));
+      SL_RETURN_NOT_OK(parse_bytes("dictionary_page_size_limit", v, vn, 0, INT64_C(1) << 30, &x, error));
       o->dict_limit = x;
     } else if (KEY_IS("data_page_version")) {
       if (vn == 3 && memcmp(v, "1.0", 3) == 0) x = 1;
