@@ -78,7 +78,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
 /// sniffer finds; else '"'. Apostrophes inside words (O'Brien) are neither.
 static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end) {
   static const char k_delims[] = ",;\t|";
-  if (memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
+  if (end <= start || memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
   int64_t opens = 0, closes = 0;
   for (const uint8_t* q = memchr(data + start, '\'', (size_t)(end - start)); q != NULL;
        q = q + 1 < data + end ? memchr(q + 1, '\'', (size_t)(data + end - q - 1)) : NULL) {
@@ -297,7 +297,8 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   // whose CRs are data: refuse them rather than return made-up columns.
   // The sign: a CR with more bytes after it, and no LF in the whole sample.
   int64_t sample_end = a->size - start > (INT64_C(1) << 20) ? start + (INT64_C(1) << 20) : a->size;
-  const uint8_t* cr = memchr(a->data + start, '\r', (size_t)(sample_end - start));
+  const uint8_t* cr =
+      sample_end > start ? memchr(a->data + start, '\r', (size_t)(sample_end - start)) : NULL;
   if (cr != NULL && cr + 1 < a->data + sample_end &&
       memchr(a->data + start, '\n', (size_t)(sample_end - start)) == NULL) {
     return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": lines end with a carriage return "
