@@ -397,17 +397,32 @@ static void test_reader_schema(void** state) {
   sl_free(NULL, splits, (size_t)ns * sizeof *splits);
   fmt->close(reader);
   // Unresolvable: a reader field without default, a type that cannot promote.
+  // ...and a record of another name (the writer's is "r") without that alias.
   static const char* const k_bad[] = {
       "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"zz\",\"type\":\"int\"}]}",
       "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}",
+      "{\"type\":\"record\",\"name\":\"other\",\"fields\":[{\"name\":\"a\",\"type\":\"long\"}]}",
   };
-  static const char* const k_msgs[] = {"no default", "cannot read the writer's long as int"};
-  for (int i = 0; i < 2; ++i) {
+  static const char* const k_msgs[] = {"no default", "cannot read the writer's long as int",
+                                       "named 'r', the reader's 'other'"};
+  for (int i = 0; i < 3; ++i) {
     assert_int_equal(test_write_file(rs, k_bad[i], strlen(k_bad[i])), 0);
     void* r2;
     int rc = fmt->open(&args, &r2, &err);
     assert_int_not_equal(rc, 0);
     if (strstr(err.message, k_msgs[i]) == NULL) fail_msg("%s", err.message);
+  }
+  // The writer's name among the reader record's aliases (plain or with a
+  // namespace) resolves.
+  static const char* const k_aliased[] = {
+      "{\"type\":\"record\",\"name\":\"other\",\"aliases\":[\"r\"],\"fields\":[{\"name\":\"a\",\"type\":\"long\"}]}",
+      "{\"type\":\"record\",\"name\":\"other\",\"aliases\":[\"x.y.r\"],\"fields\":[{\"name\":\"a\",\"type\":\"long\"}]}",
+  };
+  for (int i = 0; i < 2; ++i) {
+    assert_int_equal(test_write_file(rs, k_aliased[i], strlen(k_aliased[i])), 0);
+    void* r2;
+    if (fmt->open(&args, &r2, &err) != 0) fail_msg("%s", err.message);
+    fmt->close(r2);
   }
   sl_source_close(src);
   unlink(path);

@@ -40,6 +40,7 @@ struct avro_node {
   void** fields;              ///< record: each field's JSON object (json_t*, borrowed
                               ///< from avro_schema.json) for defaults and aliases
   int defining;               ///< named type being parsed: a reference to it is recursion
+  void* json;                 ///< named type: its JSON object (json_t*, borrowed), for aliases
 };
 
 /// A parsed writer schema: owns every node.

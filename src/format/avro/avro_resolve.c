@@ -275,13 +275,31 @@ static const char* short_name(const struct avro_node* n) {
   return dot ? dot + 1 : n->name ? n->name : "";
 }
 
+/// Whether two named types of one kind may resolve: the same unqualified
+/// name, or the writer's among the reader type's aliases (the spec's rule).
+/// An empty name (polars writes records so) agrees with any.
+static int names_agree(const struct avro_node* w, const struct avro_node* r) {
+  const char* wn = short_name(w);
+  if (wn[0] == '\0' || short_name(r)[0] == '\0' || strcmp(wn, short_name(r)) == 0) return 1;
+  json_t* aliases = r->json != NULL ? json_object_get((json_t*)r->json, "aliases") : NULL;
+  size_t i;
+  json_t* a;
+  json_array_foreach(aliases, i, a) {
+    const char* alias = json_string_value(a);
+    if (alias == NULL) continue;
+    const char* dot = strrchr(alias, '.');
+    if (strcmp(dot != NULL ? dot + 1 : alias, wn) == 0) return 1;
+  }
+  return 0;
+}
+
 /// Whether a writer type (not a union) matches a reader type (not a union):
 /// exactly (same kind; named types by unqualified name, fixed by size too),
 /// or by promotion when `promote`.
 static int matches(const struct avro_node* w, const struct avro_node* r, int promote) {
   if (w->kind == r->kind) {
     if (w->kind == AVRO_RECORD || w->kind == AVRO_ENUM || w->kind == AVRO_FIXED) {
-      if (strcmp(short_name(w), short_name(r)) != 0) return 0;
+      if (!names_agree(w, r)) return 0;
       return w->kind != AVRO_FIXED || w->size == r->size;
     }
     return 1;
@@ -382,6 +400,12 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
   if (wk == AVRO_FLOAT && rk == AVRO_DOUBLE) return op_for(c, OP_FLOAT_AS_DOUBLE, 0, r, 4, out);
   int text_swap = (wk == AVRO_STRING || wk == AVRO_BYTES) && (rk == AVRO_STRING || rk == AVRO_BYTES);
   if (wk != rk && !text_swap) return cannot(c, w, r, NULL);
+  if ((rk == AVRO_RECORD || rk == AVRO_ENUM || rk == AVRO_FIXED) && !names_agree(w, r)) {
+    char why[300];
+    snprintf(why, sizeof why, "the writer's type is named '%s', the reader's '%s', which has no "
+             "such alias", short_name(w), short_name(r));
+    return cannot(c, w, r, why);
+  }
   switch (rk) {
     case AVRO_RECORD: return resolve_record(c, w, r, out);
     case AVRO_ENUM: return resolve_enum(c, w, r, out);

@@ -137,6 +137,7 @@ static int define_named(struct parse_ctx* c, json_t* j, const char* ns, struct a
                         char* ns_out) {
   json_t* jn = json_object_get(j, "name");
   if (!json_is_string(jn)) return bad(c, "a named type has no \"name\"", NULL);
+  n->json = j;
   const char* name = json_string_value(jn);
   json_t* jns = json_object_get(j, "namespace");
   const char* space = json_is_string(jns) ? json_string_value(jns) : ns;
