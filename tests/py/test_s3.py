@@ -46,6 +46,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_s3s_fs(binary: str, data: Path, port: int, log, log_path: Path) -> subprocess.Popen:
+    """s3s-fs serving `data` on 127.0.0.1:port, checking signatures with the
+    test keys; returns once it listens."""
+    proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", str(port),
+                             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, str(data)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    wait_for_port(port, proc, "s3s-fs", log=lambda: log_path.read_text())
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     binary = s3s_fs_binary()
@@ -62,21 +81,14 @@ def s3(tmp_path_factory):
     shutil.copy(local / "t.csv", data / BUCKET / "dir" / "a b+c.csv")  # a key to encode
     port = free_port()
     log = open(root / "server.log", "wb")
-    proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", str(port),
-                             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, str(data)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    wait_for_port(port, proc, "s3s-fs", log=lambda: (root / "server.log").read_text())
+    proc = start_s3s_fs(binary, data, port, log, root / "server.log")
     home = root / "home"
     home.mkdir()
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     base_env["HOME"] = str(home)
     yield {"endpoint": f"http://127.0.0.1:{port}", "local": local, "files": files,
-           "home": home, "base_env": base_env, "data": data}
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+           "home": home, "base_env": base_env, "data": data, "binary": binary}
+    stop(proc)
     log.close()
 
 
@@ -1160,3 +1172,82 @@ def test_region_option_signs_for_that_region(sluice, scripted, tmp_path):
     assert got.column("a").to_pylist() == [1]
     auths = [r["headers"].get("Authorization", "") for r in scripted.requests]
     assert auths and all("/ap-south-1/s3/aws4_request" in a for a in auths), auths
+
+
+# ---- A server that stops mid-read; a write killed mid-upload ----------------
+
+
+def test_server_restarted_mid_read(sluice, s3, tmp_path):
+    """s3s-fs is stopped while a large object is being read (the reader is
+    held back by its consumer, so most of the object is still to fetch) and
+    started again on the same port: the read resumes from the last byte and
+    gives the object's exact contents; with the server down for good, it
+    fails with a clear error, not short or wrong data."""
+    data = tmp_path / "data"
+    (data / BUCKET).mkdir(parents=True)
+    from test_http import write_lenprefix
+    src = data / BUCKET / "big.lenprefix"
+    write_lenprefix(src, 1_500_000, 5)  # ~36 MB
+    local = read_local(sluice, src, tmp_path / "l.arrows", ["-O", "length_prefix=u8"])
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    env = dict(s3["base_env"], AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_REGION="us-east-1",
+               AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+               SLUICE_HTTP_PART_SIZE=str(1 << 20))
+    args = [sluice.binary, "cat", f"s3://{BUCKET}/big.lenprefix", "-t", "arrows", "-q",
+            "-O", "length_prefix=u8", "--budget", "4M"]
+    for restart in (True, False):
+        with open(log_path, "ab") as log:
+            server = start_s3s_fs(s3["binary"], data, port, log, log_path)
+            # Unbuffered: communicate() reads the pipe's descriptor, not a buffer.
+            reader = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                      bufsize=0)
+            first = b""
+            while len(first) < 1 << 20:  # started; the rest waits on this pipe
+                chunk = reader.stdout.read((1 << 20) - len(first))
+                assert chunk, reader.stderr.read().decode()
+                first += chunk
+            stop(server)
+            if restart:
+                time.sleep(0.5)
+                server = start_s3s_fs(s3["binary"], data, port, log, log_path)
+            rest, err = reader.communicate(timeout=300)
+            if restart:
+                stop(server)
+                assert reader.returncode == 0, err.decode()
+                got = ipc.open_stream(first + rest).read_all()
+                assert got.equals(local)
+            else:
+                assert reader.returncode != 0
+                message = err.decode()
+                assert "s3://data/big.lenprefix" in message and "Traceback" not in message, message
+
+
+def test_write_killed_mid_upload_leaves_no_partial_object(sluice, s3, tmp_path):
+    """A multipart upload cut short by killing the writer at some point
+    leaves either no object or the whole one, never a part of it (S3 shows
+    an object only once CompleteMultipartUpload succeeds)."""
+    from test_http import write_lenprefix
+    src = tmp_path / "big.lenprefix"
+    write_lenprefix(src, 1_200_000, 9)
+    local_out = tmp_path / "whole.arrows"
+    subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q", "-O",
+                    "length_prefix=u8"], check=True)
+    whole = local_out.read_bytes()
+    assert len(whole) > 4 * (5 << 20)
+    outcomes = set()
+    for i, delay in enumerate((0.05, 0.3, 0.6, 1.0, 1.5, 3.0)):
+        key = f"out/killed{i}.arrows"
+        proc = subprocess.Popen([sluice.binary, "convert", str(src), f"s3://{BUCKET}/{key}", "-q",
+                                 "-O", "length_prefix=u8", "--part-size", "5M"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=creds(s3))
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        stored = s3["data"] / BUCKET / key
+        if stored.exists():
+            assert stored.read_bytes() == whole, (delay, stored.stat().st_size)
+            outcomes.add("whole")
+        else:
+            outcomes.add("none")
+    assert "none" in outcomes  # the kills did land before the end
