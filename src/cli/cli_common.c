@@ -52,6 +52,28 @@ int cli_parse_bytes(const char* text, int64_t* out) {
   return 0;
 }
 
+/// Prints what a reader noted in the schema's "sluice.warning" metadata
+/// (e.g. an Avro record with an empty name, accepted), on stderr.
+static void warn_from_schema(struct sluice_dataset* dataset, const char* location) {
+  static const char k_key[] = "sluice.warning";
+  struct ArrowSchema schema;
+  struct sluice_error error;
+  if (sluice_dataset_schema(dataset, &schema, &error) != 0) return;
+  const char* m = schema.metadata;
+  int32_t count = 0;
+  if (m != NULL) memcpy(&count, m, 4);
+  const char* p = m != NULL ? m + 4 : NULL;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t klen, vlen;
+    memcpy(&klen, p, 4);
+    memcpy(&vlen, p + 4 + klen, 4);
+    if (klen == (int32_t)sizeof k_key - 1 && memcmp(p + 4, k_key, sizeof k_key - 1) == 0)
+      fprintf(stderr, "sluice: warning: %s: %.*s\n", location, (int)vlen, p + 8 + klen);
+    p += 8 + klen + vlen;
+  }
+  schema.release(&schema);
+}
+
 int cli_open(const struct cli_options* options, int n_sources, struct sluice_dataset** out) {
   struct sluice_open_options open_options;
   sluice_open_options_init(&open_options);
@@ -78,6 +100,7 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
     cli_error("%s", error.message[0] != '\0' ? error.message : strerror(rc));
     return CLI_ERROR;
   }
+  if (!options->quiet) warn_from_schema(*out, options->positional[0]);
   return CLI_OK;
 }
 

@@ -471,6 +471,12 @@ def test_polars_written_empty_record_name(tmp_path):
     df.write_avro(path)
     table = sluice_read(path, tmp_path)
     assert b"sluice.warning" in table.schema.metadata
+    binary = os.environ.get("SLUICE_BIN")
+    if binary:  # the CLI says it on stderr too, unless -q
+        err = subprocess.run([binary, "cat", str(path)], capture_output=True).stderr.decode()
+        assert "warning" in err and "empty name" in err, err
+        err = subprocess.run([binary, "-q", "cat", str(path)], capture_output=True).stderr
+        assert err == b""
     want = df.to_arrow()
     for name in df.columns:
         assert table.column(name).to_pylist() == want.column(name).to_pylist(), name
