@@ -73,13 +73,38 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     filters = format_options.pop("filters", None)
     ca_bundle, insecure = _tls_settings(format_options)
     s3 = _storage_options(format_options.pop("storage_options", None))
-    return _sluice.open(
-        _location(src), format=format, columns=list(columns) if columns is not None else None,
-        threads=int(threads or 0), ordered=bool(ordered),
-        limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
-        memory=int(memory or 0), format_options=_options_string(format_options),
-        hive_partitioning=hive, partition_filter=_partition_filter(filters),
-        ca_bundle=ca_bundle, insecure=insecure, s3=s3)
+    schema_file = _reader_schema_file(format_options)
+    try:
+        return _sluice.open(
+            _location(src), format=format, columns=list(columns) if columns is not None else None,
+            threads=int(threads or 0), ordered=bool(ordered),
+            limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
+            memory=int(memory or 0), format_options=_options_string(format_options),
+            hive_partitioning=hive, partition_filter=_partition_filter(filters),
+            ca_bundle=ca_bundle, insecure=insecure, s3=s3)
+    finally:
+        if schema_file is not None:
+            _os.unlink(schema_file)
+
+
+def _reader_schema_file(options):
+    """Avro's reader_schema= may be a path, the schema as JSON text, or a
+    dict/list (as fastavro takes it): the last two go through a temporary
+    file (the option is read at open), whose path replaces them in
+    `options`; returns that path to delete after the open, or None."""
+    value = options.get("reader_schema")
+    if value is None or hasattr(value, "__fspath__"):
+        return None
+    if isinstance(value, str) and not value.lstrip().startswith(("{", "[", '"')):
+        return None  # a path
+    import json
+    import tempfile
+    text = value if isinstance(value, str) else json.dumps(value)
+    fd, path = tempfile.mkstemp(suffix=".avsc", prefix="sluice-reader-schema-")
+    with _os.fdopen(fd, "w") as f:
+        f.write(text)
+    options["reader_schema"] = path
+    return path
 
 
 # storage_options keys, as pandas/s3fs, polars/object_store and pyarrow spell
@@ -255,7 +280,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ``aws_secret_access_key`` (``secret``), ``aws_session_token``
         (``token``), ``aws_region`` (``region``), ``endpoint_url``,
         ``profile``, ``anon=True`` (unsigned requests), ``addressing_style``
-        (``"path"``/``"virtual"``, or ``force_virtual_addressing=True``).
+        (``"path"``/``"virtual"``, or ``force_virtual_addressing=True``);
+        for Avro, ``reader_schema=`` as a path, the schema's JSON text or a
+        dict (as fastavro takes it).
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     CSV column types are inferred from a sample; a value past it that does

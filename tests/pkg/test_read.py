@@ -321,3 +321,24 @@ def test_batch_rows_cuts_parquet_row_groups(tmp_path):
     assert len(batches) == 20 * 4 and max(b.num_rows for b in batches) == 300
     assert pa.table(sluice.read(tmp_path / "rg.parquet", batch_rows=300)).equals(want)
     assert len(list(sluice.scan(tmp_path / "rg.parquet"))) == 20  # whole row groups
+
+
+def test_avro_reader_schema_as_dict_text_or_path(tmp_path):
+    """reader_schema= takes a path, the schema's JSON text, or a dict (as
+    fastavro's reader_schema): the same resolved table each way, and no
+    temporary file left behind."""
+    import glob
+    import json
+    import tempfile
+    writer = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]}
+    with open(tmp_path / "w.avro", "wb") as f:
+        fastavro.writer(f, writer, [{"a": 1}, {"a": 2}])
+    reader = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "long"}, {"name": "b", "type": "string", "default": "z"}]}
+    (tmp_path / "r.avsc").write_text(json.dumps(reader))
+    want = {"a": [1, 2], "b": ["z", "z"]}
+    before = set(glob.glob(tempfile.gettempdir() + "/sluice-reader-schema-*"))
+    for given in (reader, json.dumps(reader), str(tmp_path / "r.avsc"), tmp_path / "r.avsc"):
+        t = sluice.read(tmp_path / "w.avro", reader_schema=given)
+        assert t.to_pydict() == want and str(t.schema.field("a").type) == "int64"
+    assert set(glob.glob(tempfile.gettempdir() + "/sluice-reader-schema-*")) == before
