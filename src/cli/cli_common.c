@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/sl_array.h"
 #include "core/sl_type.h"
 #include "core/sl_value_text.h"
 
@@ -55,22 +56,12 @@ int cli_parse_bytes(const char* text, int64_t* out) {
 /// Prints what a reader noted in the schema's "sluice.warning" metadata
 /// (e.g. an Avro record with an empty name, accepted), on stderr.
 static void warn_from_schema(struct sluice_dataset* dataset, const char* location) {
-  static const char k_key[] = "sluice.warning";
   struct ArrowSchema schema;
   struct sluice_error error;
   if (sluice_dataset_schema(dataset, &schema, &error) != 0) return;
-  const char* m = schema.metadata;
-  int32_t count = 0;
-  if (m != NULL) memcpy(&count, m, 4);
-  const char* p = m != NULL ? m + 4 : NULL;
-  for (int32_t i = 0; i < count; ++i) {
-    int32_t klen, vlen;
-    memcpy(&klen, p, 4);
-    memcpy(&vlen, p + 4 + klen, 4);
-    if (klen == (int32_t)sizeof k_key - 1 && memcmp(p + 4, k_key, sizeof k_key - 1) == 0)
-      fprintf(stderr, "sluice: warning: %s: %.*s\n", location, (int)vlen, p + 8 + klen);
-    p += 8 + klen + vlen;
-  }
+  int32_t n = 0;
+  const char* note = sl_metadata_find(schema.metadata, "sluice.warning", &n);
+  if (note != NULL) fprintf(stderr, "sluice: warning: %s: %.*s\n", location, (int)n, note);
   schema.release(&schema);
 }
 
@@ -191,27 +182,15 @@ static size_t put_metadata_string(char* out, size_t at, const char* s) {
   return at + 4 + (size_t)n;
 }
 
-/// Bytes of a C Data Interface metadata blob (0 for NULL or a malformed one).
-static size_t metadata_size(const char* m) {
-  if (m == NULL) return 0;
-  int32_t count;
-  memcpy(&count, m, 4);
-  size_t at = 4;
-  for (int32_t i = 0; i < 2 * count; ++i) {
-    int32_t n;
-    memcpy(&n, m + at, 4);
-    if (n < 0) return 0;
-    at += 4 + (size_t)n;
-  }
-  return count > 0 ? at : 0;
-}
-
 int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* batch,
                                 const char** metadata) {
   (void)batch;
   struct progress_stream* p = progress_stream;
   const char* in = p->last_tag.metadata;
-  size_t in_size = metadata_size(in);
+  size_t in_size = in != NULL ? (size_t)sl_metadata_size(in) : 0;
+  int32_t in_count = 0;
+  if (in != NULL) memcpy(&in_count, in, 4);
+  if (in_count <= 0) in_size = 0;
   if (!p->tag_positions) {  // the source's own, as it came
     *metadata = in_size > 0 ? in : NULL;
     return 0;

@@ -423,6 +423,25 @@ int64_t sl_metadata_size(const char* metadata) {
   return size;
 }
 
+const char* sl_metadata_find(const char* metadata, const char* key, int32_t* value_len) {
+  if (metadata == NULL) return NULL;
+  int32_t count = read_i32(metadata);
+  size_t want = strlen(key);
+  const char* p = metadata + 4;
+  for (int32_t i = 0; i < count; ++i) {
+    int32_t klen = read_i32(p);
+    const char* k = p + 4;
+    int32_t vlen = read_i32(k + (klen > 0 ? klen : 0));
+    const char* v = k + (klen > 0 ? klen : 0) + 4;
+    if (klen >= 0 && (size_t)klen == want && memcmp(k, key, want) == 0) {
+      *value_len = vlen > 0 ? vlen : 0;
+      return v;
+    }
+    p = v + (vlen > 0 ? vlen : 0);
+  }
+  return NULL;
+}
+
 int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
                            struct sluice_error* error) {
   struct sl_schema_private* p = schema->private_data;

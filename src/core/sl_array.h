@@ -92,6 +92,9 @@ int sl_schema_set_extension(struct ArrowSchema* schema, const char* name,
 
 /// Size in bytes of an encoded metadata blob (0 for NULL).
 int64_t sl_metadata_size(const char* metadata);
+/// The value of `key` in a C Data Interface metadata blob (NULL metadata
+/// allowed), with its length in *value_len; NULL when the key is absent.
+const char* sl_metadata_find(const char* metadata, const char* key, int32_t* value_len);
 
 /// Gives the node a dictionary node, allocated empty for the caller to fill.
 int sl_schema_alloc_dictionary(struct ArrowSchema* schema, struct sluice_error* error);

@@ -117,16 +117,17 @@ static int read_blocks(struct ipc_file* f, const struct fb_vec* v, int64_t limit
   return 0;
 }
 
-/// Reads one block into `view` and parses its message; `body` gets the body
-/// (with a reference the caller releases).
-static int read_block(struct ipc_file* f, const struct ipc_block* b, struct sl_view* view,
-                      struct ipc_message* msg, struct ipc_body* body, struct sluice_error* error) {
+/// Reads `length` bytes of a block (its metadata, or all of it) into `view`
+/// and parses its message, checked against the block's sizes. On error
+/// the view is released.
+static int read_block_message(struct ipc_file* f, const struct ipc_block* b, int64_t length,
+                              struct sl_view* view, struct ipc_message* msg,
+                              struct sluice_error* error) {
   struct ipc_where where = {f->source->name, b->offset};
   int64_t prefix, mlen;
   view->owner = NULL;
-  body->owner = NULL;
-  SL_RETURN_NOT_OK(sl_source_read_at(f->source, b->offset, b->meta_len + b->body_len, view, error));
-  int rc = view->size < b->meta_len + b->body_len
+  SL_RETURN_NOT_OK(sl_source_read_at(f->source, b->offset, length, view, error));
+  int rc = view->size < length
                ? sl_error_set(error, EIO, "%s: offset %" PRId64 ": short read", where.name, where.offset)
                : ipc_frame_prefix(view->data, b->meta_len, &prefix, &mlen, &where, error);
   if (rc == 0 && mlen > b->meta_len - prefix)
@@ -138,7 +139,18 @@ static int read_block(struct ipc_file* f, const struct ipc_block* b, struct sl_v
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message body (%" PRId64
                       " bytes) exceeds its block (%" PRId64 " bytes)", where.name, where.offset,
                       msg->body_length, b->body_len);
-  if (rc == 0) rc = own_body(view, b->meta_len, msg->body_length, f->alloc, &where, body, error);
+  if (rc != 0) sl_view_release(view);
+  return rc;
+}
+
+/// Reads one block into `view` and parses its message; `body` gets the body
+/// (with a reference the caller releases).
+static int read_block(struct ipc_file* f, const struct ipc_block* b, struct sl_view* view,
+                      struct ipc_message* msg, struct ipc_body* body, struct sluice_error* error) {
+  struct ipc_where where = {f->source->name, b->offset};
+  body->owner = NULL;
+  SL_RETURN_NOT_OK(read_block_message(f, b, b->meta_len + b->body_len, view, msg, error));
+  int rc = own_body(view, b->meta_len, msg->body_length, f->alloc, &where, body, error);
   if (rc != 0) sl_view_release(view);
   return rc;
 }
@@ -162,32 +174,16 @@ static int read_block_projected(struct ipc_file* f, const struct ipc_block* b,
                                 struct ipc_message* msg, struct ipc_body* body,
                                 struct sluice_error* error) {
   struct ipc_where where = {f->source->name, b->offset};
-  int64_t prefix, mlen;
-  view->owner = NULL;
   body->owner = NULL;
-  SL_RETURN_NOT_OK(sl_source_read_at(f->source, b->offset, b->meta_len, view, error));
-  int rc = view->size < b->meta_len
-               ? sl_error_set(error, EIO, "%s: offset %" PRId64 ": short read", where.name, where.offset)
-               : ipc_frame_prefix(view->data, b->meta_len, &prefix, &mlen, &where, error);
-  if (rc == 0 && mlen > b->meta_len - prefix)
-    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message metadata (%" PRId64
-                      " bytes) overruns its block (%d bytes)", where.name, where.offset, mlen,
-                      (int)b->meta_len);
-  if (rc == 0) rc = ipc_message_parse(view->data + prefix, (size_t)mlen, &where, msg, error);
-  if (rc == 0 && msg->body_length > b->body_len)
-    rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message body (%" PRId64
-                      " bytes) exceeds its block (%" PRId64 " bytes)", where.name, where.offset,
-                      msg->body_length, b->body_len);
-  if (rc == 0 && msg->header_type != IPC_MESSAGE_RECORD_BATCH) {
+  SL_RETURN_NOT_OK(read_block_message(f, b, b->meta_len, view, msg, error));
+  if (msg->header_type != IPC_MESSAGE_RECORD_BATCH) {
     sl_view_release(view);
     return read_block(f, b, view, msg, body, error);
   }
-  struct ipc_span* spans = NULL;
   int64_t n = 0;
-  if (rc == 0) {
-    spans = sl_alloc(f->alloc, (size_t)(n_columns > 0 ? n_columns : 1) * sizeof *spans);
-    if (spans == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", where.name);
-  }
+  struct ipc_span* spans =
+      sl_alloc(f->alloc, (size_t)(n_columns > 0 ? n_columns : 1) * sizeof *spans);
+  int rc = spans == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", where.name) : 0;
   if (rc == 0) rc = ipc_record_batch_spans(&f->schema, msg, columns, n_columns, &where, spans, &n, error);
   int64_t merged = 0;
   if (rc == 0 && n > 0) {

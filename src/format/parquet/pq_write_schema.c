@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "format/parquet/pq_write_internal.h"
 
@@ -64,23 +65,9 @@ static int32_t decimal_bytes(int32_t precision) {
 /// 1 when the field metadata blob names extension type `name`
 /// (ARROW:extension:name), as arrow.uuid and arrow.json columns do.
 static int is_extension(const char* metadata, const char* name) {
-  static const char k_key[] = "ARROW:extension:name";
-  if (metadata == NULL) return 0;
-  int32_t count;
-  memcpy(&count, metadata, 4);
-  const char* p = metadata + 4;
-  for (int32_t i = 0; i < count; ++i) {
-    int32_t klen, vlen;
-    memcpy(&klen, p, 4);
-    const char* key = p + 4;
-    memcpy(&vlen, key + klen, 4);
-    const char* value = key + klen + 4;
-    if (klen == (int32_t)sizeof k_key - 1 && memcmp(key, k_key, sizeof k_key - 1) == 0 &&
-        vlen == (int32_t)strlen(name) && memcmp(value, name, (size_t)vlen) == 0)
-      return 1;
-    p = value + vlen;
-  }
-  return 0;
+  int32_t n = 0;
+  const char* v = sl_metadata_find(metadata, "ARROW:extension:name", &n);
+  return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
 }
 
 /// Physical type, annotations and conversion of a leaf.
