@@ -355,6 +355,9 @@ static void test_errors(void** unused) {
   check_error("a,b\n1,2\n3,4\n", "schema=a:int8|b:bool", "line 2 (byte 6): column 'b'");
   check_error("a,b\n1,2\n3,4\n", "schema=z:int8", "schema names column 'z'");
   check_error("a,b\n1,x\xff\n", NULL, "line 2 (byte 6): column 'b': invalid UTF-8");
+  // ...whose hint is the type that holds such bytes, not the string it is.
+  check_error("a,b\n1,x\xff\n", NULL, "pass schema=b:binary");
+  check_csv("a,b\n1,x\xff\n", "schema=a:int64|b:binary", "a:l|b:z\n1,\"78ff\"\n");
   check_error("a\n1\n2\nx\n", "infer_bytes=4", "line 4 (byte 6): column 'a': cannot parse 'x'");
   check_error("a\n1\n", "nonsense=1", "unknown CSV option");
   check_error("a\n300\n", "schema=a:int8", "out of range");

@@ -127,9 +127,17 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   char hint[400];
   enum csv_widening w = CSV_WIDEN_NONE;
   if (!r->cols[c].user_type) w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
-  const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w) : "string";
+  // Bytes that are not UTF-8 fit no text type: binary holds them.
+  int not_text = strcmp(why, "invalid UTF-8 in") == 0;
+  const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w)
+                      : not_text         ? "binary"
+                                         : "string";
   if (r->cols[c].user_type) {
-    snprintf(hint, sizeof hint, "the type was given in the schema option");
+    snprintf(hint, sizeof hint, "the type was given in the schema option%s",
+             not_text ? "; binary holds bytes that are not text" : "");
+  } else if (not_text) {
+    snprintf(hint, sizeof hint, "the bytes are not text: pass schema=%s:binary (CLI: --schema "
+             "%s:binary) to read them as bytes", name, name);
   } else if (w != CSV_WIDEN_NONE && csv_rereadable(r)) {
     // Refinement: the next scan reads the column as the wider type. Raised
     // as a maximum, since splits may disagree on how far.

@@ -30,6 +30,7 @@ static const struct type_alias csv_type_aliases[] = {
     {"uint32", "I"},       {"uint64", "L"},        {"float32", "f"},    {"float", "f"},
     {"float64", "g"},      {"double", "g"},        {"string", "u"},     {"utf8", "u"},
     {"large_string", "U"}, {"large_utf8", "U"},    {"date32", "tdD"},   {"date", "tdD"},
+    {"binary", "z"},       {"large_binary", "Z"},
     {"timestamp", "tsu:"}, {"timestamp[us]", "tsu:"}, {"timestamp[us,UTC]", "tsu:UTC"},
     {"timestamp[s]", "tss:"}, {"timestamp[ms]", "tsm:"}, {"timestamp[ns]", "tsn:"},
     {"timestamp[ns,UTC]", "tsn:UTC"}, {"timestamp[ms,UTC]", "tsm:UTC"},
