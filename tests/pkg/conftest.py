@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/servers.py
 from pkg_helpers import typed_table, write_ipc_file  # noqa: E402,F401
 
 

@@ -1,110 +1,102 @@
 """storage_options={...} for s3:// in sluice.read / scan / schema / write:
-the keys pandas, polars and pyarrow users spell, seen in the requests a
-recording server gets (it does not check signatures: the CLI's tests in
-tests/py/test_s3.py read and write through s3s-fs, which does)."""
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
+the keys pandas/s3fs, polars and pyarrow users spell, against s3s-fs (a
+real S3 server that verifies SigV4 signatures, so a read succeeds only if
+the given keys signed it), reached through a forwarder that sees each
+request's target and headers. The environment has no AWS_* variables and
+HOME has no ~/.aws files unless a test puts them there."""
 import pytest
 
 import sluice
+from servers import (S3_ACCESS_KEY, S3_SECRET_KEY, ConnectionCounter, free_port, s3s_fs_binary,
+                     start_s3s_fs, stop)
 
-
-class Recorder(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.objects = {"/b/k.csv": b"a,b\n1,x\n2,y\n", "/k.csv": b"a,b\n1,x\n2,y\n"}
-        self.requests = []
-
-
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _answer(self, body):
-        self.server.requests.append({"method": self.command, "path": self.path,
-                                     "headers": {k.lower(): v for k, v in self.headers.items()}})
-        data = self.server.objects.get(self.path)
-        if data is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("ETag", '"e"')
-        self.end_headers()
-        if body:
-            self.wfile.write(data)
-
-    def do_GET(self):
-        self._answer(True)
-
-    def do_HEAD(self):
-        self._answer(False)
+BUCKET = "bkt"
+CSV = b"a,b\n1,x\n2,y\n"
 
 
 @pytest.fixture
-def server(monkeypatch, tmp_path):
+def s3(monkeypatch, tmp_path):
+    """(ConnectionCounter in front of s3s-fs, its host:port)."""
+    binary = s3s_fs_binary()
+    if binary is None:
+        pytest.skip("s3s-fs not built (scripts/setup.sh builds it into .cache/s3s-fs)")
     for k in list(__import__("os").environ):
         if k.startswith("AWS_"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws files
-    srv = Recorder()
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    (tmp_path / "data" / BUCKET).mkdir(parents=True)
+    (tmp_path / "data" / BUCKET / "k.csv").write_bytes(CSV)
+    port = free_port()
+    counter = ConnectionCounter(port)
+    host = "localhost:%d" % counter.port
+    log_path = tmp_path / "s3s-fs.log"
+    with open(log_path, "wb") as log:
+        proc = start_s3s_fs(binary, tmp_path / "data", port, log, log_path, virtual_hosts=[host])
+        yield counter, host
+        stop(proc)
+        counter.close()
 
 
-def endpoint(srv, host="127.0.0.1"):
-    return "http://%s:%d" % (host, srv.server_address[1])
-
-
-def test_keys_region_and_endpoint(server):
-    opts = {"aws_access_key_id": "AKIDX", "aws_secret_access_key": "s",
+def test_keys_region_token_and_endpoint(s3):
+    counter, host = s3
+    opts = {"aws_access_key_id": S3_ACCESS_KEY, "aws_secret_access_key": S3_SECRET_KEY,
             "aws_session_token": "tok", "aws_region": "eu-north-1",
-            "endpoint_url": endpoint(server)}
-    t = sluice.read("s3://b/k.csv", storage_options=opts)
+            "endpoint_url": "http://" + host}
+    t = sluice.read("s3://%s/k.csv" % BUCKET, storage_options=opts)
     assert t.to_pydict() == {"a": [1, 2], "b": ["x", "y"]}
-    heads = [r["headers"] for r in server.requests]
+    heads = [r["headers"] for r in counter.requests]
     assert heads and all(h["authorization"].startswith(
-        "AWS4-HMAC-SHA256 Credential=AKIDX/") and "/eu-north-1/s3/aws4_request" in h["authorization"]
+        "AWS4-HMAC-SHA256 Credential=%s/" % S3_ACCESS_KEY)
+        and "/eu-north-1/s3/aws4_request" in h["authorization"]
         and h["x-amz-security-token"] == "tok" for h in heads), heads
+    # A wrong secret fails: the keys given are the ones that sign.
+    with pytest.raises(sluice.Error, match="403"):
+        sluice.read("s3://%s/k.csv" % BUCKET, storage_options=dict(opts, aws_secret_access_key="no"))
     # The s3fs spellings, in sluice.schema too.
-    server.requests.clear()
-    s = sluice.schema("s3://b/k.csv", storage_options={"key": "K2", "secret": "s",
-                                                       "endpoint_url": endpoint(server)})
+    s = sluice.schema("s3://%s/k.csv" % BUCKET, storage_options={
+        "key": S3_ACCESS_KEY, "secret": S3_SECRET_KEY, "endpoint_url": "http://" + host})
     assert [f.name for f in s] == ["a", "b"]
-    assert all("Credential=K2/" in r["headers"]["authorization"] for r in server.requests)
 
 
-def test_anonymous_and_virtual_addressing(server, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ENVKEY")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
-    t = sluice.read("s3://b/k.csv", storage_options={
-        "anon": True, "endpoint_url": endpoint(server, "localhost"),
-        "force_virtual_addressing": True})
+def test_write_with_storage_options(s3, tmp_path):
+    counter, host = s3
+    opts = {"key": S3_ACCESS_KEY, "secret": S3_SECRET_KEY, "endpoint_url": "http://" + host}
+    table = sluice.read("s3://%s/k.csv" % BUCKET, storage_options=opts)
+    sluice.write(table, "s3://%s/out.parquet" % BUCKET, storage_options=opts)
+    assert (tmp_path / "data" / BUCKET / "out.parquet").exists()
+    back = sluice.read("s3://%s/out.parquet" % BUCKET, storage_options=opts)
+    assert back.to_pydict() == table.to_pydict()
+    assert any(r["method"] == "PUT" for r in counter.requests)
+
+
+def test_anonymous_and_virtual_addressing(s3, monkeypatch):
+    counter, host = s3
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", S3_ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", S3_SECRET_KEY)
+    # anon: unsigned despite the environment's keys, so s3s-fs refuses.
+    with pytest.raises(sluice.Error, match="unsigned"):
+        sluice.read("s3://%s/k.csv" % BUCKET, storage_options={
+            "anon": True, "endpoint_url": "http://" + host})
+    assert counter.requests
+    assert all("authorization" not in r["headers"] for r in counter.requests)
+    # Virtual-hosted addressing, signed with the environment's keys.
+    counter.requests.clear()
+    t = sluice.read("s3://%s/k.csv" % BUCKET, storage_options={
+        "endpoint_url": "http://" + host, "force_virtual_addressing": True})
     assert t.num_rows == 2
-    assert server.requests
-    for r in server.requests:
-        assert "authorization" not in r["headers"]  # unsigned, despite the environment
-        assert r["path"] == "/k.csv" and r["headers"]["host"].startswith("b.localhost:")
-    # Without anon the environment's keys sign the request.
-    server.requests.clear()
-    sluice.read("s3://b/k.csv", storage_options={"endpoint_url": endpoint(server)})
-    assert all("Credential=ENVKEY/" in r["headers"]["authorization"] for r in server.requests)
+    assert counter.requests
+    for r in counter.requests:
+        assert r["target"] == "/k.csv" and r["headers"]["host"] == "%s.%s" % (BUCKET, host), r
+        assert "Credential=%s/" % S3_ACCESS_KEY in r["headers"]["authorization"]
 
 
-def test_bad_storage_options(server):
+def test_bad_storage_options(s3):
+    _, host = s3
     with pytest.raises(ValueError, match="unknown storage option 'bogus'"):
-        sluice.read("s3://b/k.csv", storage_options={"bogus": 1})
+        sluice.read("s3://%s/k.csv" % BUCKET, storage_options={"bogus": 1})
     with pytest.raises(sluice.Error, match="profile 'nope' not found"):
-        sluice.read("s3://b/k.csv", storage_options={"profile": "nope",
-                                                     "endpoint_url": endpoint(server)})
+        sluice.read("s3://%s/k.csv" % BUCKET, storage_options={"profile": "nope",
+                                                              "endpoint_url": "http://" + host})
     with pytest.raises(sluice.Error, match="secret access key"):
-        sluice.read("s3://b/k.csv", storage_options={"key": "only-the-id",
-                                                     "endpoint_url": endpoint(server)})
+        sluice.read("s3://%s/k.csv" % BUCKET, storage_options={"key": "only-the-id",
+                                                              "endpoint_url": "http://" + host})

@@ -20,6 +20,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tests/servers.py
 
 
 def corpora_dir() -> Path:

@@ -32,14 +32,9 @@ import pyarrow.ipc as ipc
 import pytest
 
 from conftest import check_clean_failure, corpora_dir
+from servers import free_port, wait_for_port
 
 CORPORA = corpora_dir()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_cert(directory: Path, name: str) -> tuple[Path, Path]:
@@ -104,22 +99,6 @@ def local_table(sluice, path: Path, out: Path, extra) -> pa.Table | None:
     if proc.returncode != 0:
         return None
     return ipc.open_stream(out.read_bytes()).read_all()
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, what: str, log=None) -> None:
-    """Waits until something listens on 127.0.0.1:port; fails the test if
-    `proc` exits first or nothing listens within 20 s."""
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                detail = log() if log is not None else proc.stderr.read().decode()
-                pytest.fail(f"{what} did not start: {detail}")
-            time.sleep(0.05)
 
 
 def start_nginx_tls(root: Path, port: int, cert: Path, key: Path, server_body: str):

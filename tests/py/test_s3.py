@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -24,45 +23,13 @@ from pathlib import Path
 import pyarrow.ipc as ipc
 import pytest
 
-from conftest import MEASURES_RSS, REPO, check_clean_failure, peak_rss_kib
-from test_http import local_table, make_files, wait_for_port
+from conftest import MEASURES_RSS, check_clean_failure, peak_rss_kib
+from servers import (S3_ACCESS_KEY, S3_SECRET_KEY, ConnectionCounter, free_port, s3s_fs_binary,
+                     start_s3s_fs, stop)
+from test_http import local_table, make_files
 
-ACCESS_KEY = "sluicetestkey"
-SECRET_KEY = "sluice-test-secret-0123456789"
+ACCESS_KEY, SECRET_KEY = S3_ACCESS_KEY, S3_SECRET_KEY
 BUCKET = "data"
-
-
-def s3s_fs_binary() -> str | None:
-    env = os.environ.get("SLUICE_S3S_FS")
-    if env:
-        return env
-    cand = REPO / ".cache" / "s3s-fs" / "bin" / "s3s-fs"
-    return str(cand) if cand.exists() else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_s3s_fs(binary: str, data: Path, port: int, log, log_path: Path) -> subprocess.Popen:
-    """s3s-fs serving `data` on 127.0.0.1:port, checking signatures with the
-    test keys; returns once it listens."""
-    proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", str(port),
-                             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, str(data)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    wait_for_port(port, proc, "s3s-fs", log=lambda: log_path.read_text())
-    return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -191,9 +158,8 @@ def test_profile_from_shared_files(sluice, s3, tmp_path):
 def test_cli_settings_override_the_environment(sluice, s3, tmp_path):
     """--profile and --endpoint-url win over AWS_* variables that would fail
     (no keys, a dead endpoint): the read succeeds only if both overrides are
-    used (s3s-fs checks the signature). --region, which s3s-fs does not
-    check, is seen in the credential scope of a scripted server's requests
-    in test_region_option_signs_for_that_region."""
+    used (s3s-fs checks the signature). --region is seen in the credential
+    scope in test_region_option_signs_for_that_region."""
     home = tmp_path / "home"
     (home / ".aws").mkdir(parents=True)
     (home / ".aws" / "credentials").write_text(
@@ -498,59 +464,6 @@ def test_list_globstar(sluice, s3, listing, tmp_path, page):
     got = read_location(sluice, creds(s3, SLUICE_S3_LIST_PAGE=page),
                         f"s3://{BUCKET}/ls/csv/**/*.csv", tmp_path / "r.arrows")
     same_table(got, peer_concat(files, csv_reader))
-
-
-class ConnectionCounter:
-    """A TCP forwarder on loopback in front of the S3 server that counts the
-    connections clients open through it and the GET requests they send
-    (bytes pass unchanged, so SigV4 signatures over the Host header still
-    verify). `bytes_per_s` throttles what each connection brings back, as
-    a link to a distant object store would."""
-
-    def __init__(self, upstream_port: int, bytes_per_s: float | None = None):
-        self.upstream = upstream_port
-        self.bytes_per_s = bytes_per_s
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.accepted = 0
-        self.gets = 0
-        self.received = 0  # bytes the server sent (headers too)
-        self.lock = threading.Lock()  # connections' threads count at once
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            server = socket.create_connection(("127.0.0.1", self.upstream))
-            for a, b, up in ((client, server, True), (server, client, False)):
-                threading.Thread(target=self._pipe, args=(a, b, up), daemon=True).start()
-
-    def _pipe(self, src, dst, up):
-        try:
-            while data := src.recv(1 << 16):
-                if up:  # a GET has no body: every request line starts a chunk or follows \n
-                    with self.lock:
-                        self.gets += data.startswith(b"GET ") + data.count(b"\nGET ")
-                else:
-                    with self.lock:
-                        self.received += len(data)
-                    if self.bytes_per_s:
-                        time.sleep(len(data) / self.bytes_per_s)
-                dst.sendall(data)
-        except OSError:
-            pass
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self):
-        self.listener.close()
 
 
 def read_counted(sluice, s3, location, out: Path, *extra, bytes_per_s=None, **env_extra):
@@ -1139,38 +1052,57 @@ def test_hive_partitions_under_a_prefix(sluice, s3, tmp_path, page):
     assert glob.column_names == ["id", "day"]  # region is above the glob's root
 
 
+@pytest.fixture
+def observed(s3, tmp_path):
+    """The s3 fixture's objects, served by a second s3s-fs behind a
+    ConnectionCounter (which sees each request's target and headers); it
+    takes virtual-hosted requests sent through the counter
+    (Host: data.localhost:PORT). Yields (counter, endpoint host:port)."""
+    port = free_port()
+    counter = ConnectionCounter(port)
+    host = f"localhost:{counter.port}"
+    log_path = tmp_path / "observed.log"
+    with open(log_path, "wb") as log:
+        proc = start_s3s_fs(s3["binary"], s3["data"], port, log, log_path, virtual_hosts=[host])
+        yield counter, host
+        stop(proc)
+        counter.close()
+
+
 @pytest.mark.parametrize("how", ["config", "option", "default"])
-def test_addressing_style_from_config_or_option(sluice, scripted, tmp_path, how):
+def test_addressing_style_from_config_or_option(sluice, s3, observed, tmp_path, how):
     """The profile's nested `s3 = / addressing_style = virtual` block (as the
     AWS CLI writes it) and --s3-addressing make requests virtual-hosted
-    (Host: bucket.localhost); a custom endpoint is path-style otherwise."""
-    scripted.objects["k.csv"] = b"a\n1\n2\n"
+    (Host: bucket.localhost); a custom endpoint is path-style otherwise.
+    s3s-fs checks the signature over that Host."""
+    counter, host = observed
     home = tmp_path / "home"
     (home / ".aws").mkdir(parents=True)
     (home / ".aws" / "config").write_text(
         "[default]\nregion = us-east-1\ns3 =\n  addressing_style = virtual\n"
         if how == "config" else "[default]\nregion = us-east-1\n")
-    env = dict(scripted_env(scripted, "localhost"), HOME=str(home))
+    env = creds(s3, AWS_ENDPOINT_URL=f"http://{host}", HOME=str(home))
     extra = ["--s3-addressing", "virtual"] if how == "option" else []
-    got = read_location(sluice, env, f"s3://{BUCKET}/k.csv", tmp_path / "r.arrows", *extra)
-    assert got.column("a").to_pylist() == [1, 2]
-    gets = [r for r in scripted.requests if "list-type" not in r["query"]]
-    assert gets
-    for r in gets:
+    got = read_location(sluice, env, f"s3://{BUCKET}/t.csv", tmp_path / "r.arrows", *extra)
+    local = local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", [])
+    assert got.equals(local)
+    assert counter.requests
+    for r in counter.requests:
         if how == "default":
-            assert r["path"] == f"/{BUCKET}/k.csv" and r["headers"]["Host"].startswith("localhost:")
+            assert r["target"] == f"/{BUCKET}/t.csv" and r["headers"]["host"] == host, r
         else:
-            assert r["path"] == "/k.csv" and r["headers"]["Host"].startswith(f"{BUCKET}.localhost:")
+            assert r["target"] == "/t.csv" and r["headers"]["host"] == f"{BUCKET}.{host}", r
 
 
-def test_region_option_signs_for_that_region(sluice, scripted, tmp_path):
-    scripted.objects["k.csv"] = b"a\n1\n"
-    env = scripted_env(scripted, AWS_ACCESS_KEY_ID="AKID", AWS_SECRET_ACCESS_KEY="secret",
-                       AWS_REGION="eu-west-3")
-    got = read_location(sluice, env, f"s3://{BUCKET}/k.csv", tmp_path / "r.arrows",
+def test_region_option_signs_for_that_region(sluice, s3, observed, tmp_path):
+    """--region beats AWS_REGION in the credential scope (s3s-fs verifies
+    the signature for whichever region the scope names)."""
+    counter, host = observed
+    env = creds(s3, AWS_ENDPOINT_URL=f"http://{host}", AWS_REGION="eu-west-3")
+    got = read_location(sluice, env, f"s3://{BUCKET}/t.csv", tmp_path / "r.arrows",
                         "--region", "ap-south-1")
-    assert got.column("a").to_pylist() == [1]
-    auths = [r["headers"].get("Authorization", "") for r in scripted.requests]
+    assert got.equals(local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", []))
+    auths = [r["headers"].get("authorization", "") for r in counter.requests]
     assert auths and all("/ap-south-1/s3/aws4_request" in a for a in auths), auths
 
 
