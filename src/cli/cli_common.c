@@ -187,10 +187,10 @@ int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* 
   (void)batch;
   struct progress_stream* p = progress_stream;
   const char* in = p->last_tag.metadata;
-  size_t in_size = in != NULL ? (size_t)sl_metadata_size(in) : 0;
-  int32_t in_count = 0;
-  if (in != NULL) memcpy(&in_count, in, 4);
-  if (in_count <= 0) in_size = 0;
+  int32_t count = 0;  // the source's pairs
+  if (in != NULL) memcpy(&count, in, 4);
+  if (count < 0) count = 0;
+  size_t in_size = count > 0 ? (size_t)sl_metadata_size(in) : 0;
   if (!p->tag_positions) {  // the source's own, as it came
     *metadata = in_size > 0 ? in : NULL;
     return 0;
@@ -203,10 +203,8 @@ int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* 
     p->metadata = grown;
     p->metadata_cap = need;
   }
-  int32_t count = 0;
   size_t at = 4;
   if (in_size > 0) {
-    memcpy(&count, in, 4);
     memcpy(p->metadata + 4, in + 4, in_size - 4);
     at = in_size;
   }

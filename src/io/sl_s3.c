@@ -79,34 +79,38 @@ static int ini_lookup(const char* path, const char* section, const char* parent,
   return found;
 }
 
-/// The shared credentials and config files (AWS_SHARED_CREDENTIALS_FILE,
-/// AWS_CONFIG_FILE, else under ~/.aws).
-static void aws_files(char* creds, char* config, size_t cap) {
+/// Where one profile's settings live: the shared credentials and config
+/// files (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, else under ~/.aws;
+/// "" when neither is known) and the profile's section in each. The config
+/// file names it "profile NAME" ("default" stays "default"); the credentials
+/// file names it "NAME".
+struct aws_profile {
+  const char* name;
+  char creds[1024], config[1024], config_section[160];
+};
+
+static void aws_profile_locate(struct aws_profile* p, const char* name) {
   const char* home = env("HOME");
   const char* v = env("AWS_SHARED_CREDENTIALS_FILE");
-  snprintf(creds, cap, "%s%s", v != NULL ? v : home != NULL ? home : "",
+  snprintf(p->creds, sizeof p->creds, "%s%s", v != NULL ? v : home != NULL ? home : "",
            v != NULL ? "" : home != NULL ? "/.aws/credentials" : "");
   v = env("AWS_CONFIG_FILE");
-  snprintf(config, cap, "%s%s", v != NULL ? v : home != NULL ? home : "",
+  snprintf(p->config, sizeof p->config, "%s%s", v != NULL ? v : home != NULL ? home : "",
            v != NULL ? "" : home != NULL ? "/.aws/config" : "");
+  snprintf(p->config_section, sizeof p->config_section, "%s%s",
+           strcmp(name, "default") == 0 ? "" : "profile ", name);
+  p->name = name;
 }
 
-/// The config file names a profile's section "profile NAME" ("default"
-/// stays "default"); the credentials file names it "NAME".
-static void config_section(const char* profile, char* out, size_t cap) {
-  snprintf(out, cap, "%s%s", strcmp(profile, "default") == 0 ? "" : "profile ", profile);
-}
-
-/// A key from the profile: the credentials file first, then the config file.
-static int profile_lookup(const char* profile, const char* key, int credentials_too, char* out,
-                          size_t cap) {
-  char creds[1024], config[1024], section[160];
-  aws_files(creds, config, sizeof creds);
-  if (credentials_too && creds[0] != '\0' && ini_lookup(creds, profile, NULL, key, out, cap)) {
+/// A key of the profile (in the `nested` block of the config file when not
+/// NULL): the credentials file first when `credentials_too`, then the config
+/// file. With a NULL key, whether the profile's section exists.
+static int profile_lookup(const struct aws_profile* p, const char* nested, const char* key,
+                          int credentials_too, char* out, size_t cap) {
+  if (credentials_too && p->creds[0] != '\0' && ini_lookup(p->creds, p->name, NULL, key, out, cap)) {
     return 1;
   }
-  config_section(profile, section, sizeof section);
-  return config[0] != '\0' && ini_lookup(config, section, NULL, key, out, cap);
+  return p->config[0] != '\0' && ini_lookup(p->config, p->config_section, nested, key, out, cap);
 }
 
 /// The settings of one request: the caller's (`given`, may be NULL) over the
@@ -119,16 +123,13 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
   const char* v = given != NULL && given->profile != NULL ? given->profile : env("AWS_PROFILE");
   copy_field(s->profile, sizeof s->profile, v != NULL ? v : "default",
              strlen(v != NULL ? v : "default"));
-  if (v != NULL) {
-    char creds[1024], config[1024], section[160];
-    aws_files(creds, config, sizeof creds);
-    config_section(s->profile, section, sizeof section);
-    if (!(creds[0] != '\0' && ini_lookup(creds, s->profile, NULL, NULL, NULL, 0)) &&
-        !(config[0] != '\0' && ini_lookup(config, section, NULL, NULL, NULL, 0))) {
-      return sl_error_set(error, EINVAL, "%s: AWS profile '%s' not found in %s or %s", location,
-                          s->profile, creds[0] != '\0' ? creds : "~/.aws/credentials",
-                          config[0] != '\0' ? config : "~/.aws/config");
-    }
+  struct aws_profile profile;
+  aws_profile_locate(&profile, s->profile);
+  if (v != NULL && !profile_lookup(&profile, NULL, NULL, 1, NULL, 0)) {
+    return sl_error_set(error, EINVAL, "%s: AWS profile '%s' not found in %s or %s", location,
+                        s->profile,
+                        profile.creds[0] != '\0' ? profile.creds : "~/.aws/credentials",
+                        profile.config[0] != '\0' ? profile.config : "~/.aws/config");
   }
   const char* key = given != NULL ? given->access_key_id : NULL;
   const char* secret = given != NULL ? given->secret_access_key : NULL;
@@ -148,11 +149,11 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     copy_field(s->access_key, sizeof s->access_key, key, strlen(key));
     copy_field(s->secret_key, sizeof s->secret_key, secret, strlen(secret));
     if (token != NULL) copy_field(s->session_token, sizeof s->session_token, token, strlen(token));
-  } else if (profile_lookup(s->profile, "aws_access_key_id", 1, s->access_key,
+  } else if (profile_lookup(&profile, NULL, "aws_access_key_id", 1, s->access_key,
                             sizeof s->access_key) &&
-             profile_lookup(s->profile, "aws_secret_access_key", 1, s->secret_key,
+             profile_lookup(&profile, NULL, "aws_secret_access_key", 1, s->secret_key,
                             sizeof s->secret_key)) {
-    profile_lookup(s->profile, "aws_session_token", 1, s->session_token,
+    profile_lookup(&profile, NULL, "aws_session_token", 1, s->session_token,
                    sizeof s->session_token);
   } else {
     s->access_key[0] = '\0';  // anonymous
@@ -161,14 +162,14 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
   if ((v = given != NULL ? given->region : NULL) != NULL || (v = env("AWS_REGION")) != NULL ||
       (v = env("AWS_DEFAULT_REGION")) != NULL) {
     copy_field(s->region, sizeof s->region, v, strlen(v));
-  } else if (!profile_lookup(s->profile, "region", 0, s->region, sizeof s->region)) {
+  } else if (!profile_lookup(&profile, NULL, "region", 0, s->region, sizeof s->region)) {
     snprintf(s->region, sizeof s->region, "us-east-1");
   }
   if ((v = given != NULL ? given->endpoint_url : NULL) != NULL ||
       (v = env("AWS_ENDPOINT_URL_S3")) != NULL || (v = env("AWS_ENDPOINT_URL")) != NULL) {
     copy_field(s->endpoint, sizeof s->endpoint, v, strlen(v));
   } else {
-    profile_lookup(s->profile, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
+    profile_lookup(&profile, NULL, "endpoint_url", 0, s->endpoint, sizeof s->endpoint);
   }
   size_t n = strlen(s->endpoint);
   while (n > 0 && s->endpoint[n - 1] == '/') s->endpoint[--n] = '\0';
@@ -176,13 +177,8 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
       (v = env("SLUICE_S3_ADDRESSING_STYLE")) != NULL) {
     copy_field(s->addressing_style, sizeof s->addressing_style, v, strlen(v));
   } else {
-    char creds[1024], config[1024], section[160];
-    aws_files(creds, config, sizeof creds);
-    config_section(s->profile, section, sizeof section);
-    if (config[0] != '\0') {
-      ini_lookup(config, section, "s3", "addressing_style", s->addressing_style,
-                 sizeof s->addressing_style);
-    }
+    profile_lookup(&profile, "s3", "addressing_style", 0, s->addressing_style,
+                   sizeof s->addressing_style);
   }
   if (s->addressing_style[0] != '\0' && strcmp(s->addressing_style, "path") != 0 &&
       strcmp(s->addressing_style, "virtual") != 0 && strcmp(s->addressing_style, "auto") != 0) {
