@@ -352,6 +352,22 @@ static void test_errors(void** unused) {
   (void)unused;
   check_error("a,b\n1,2\n3\n", NULL, "line 3 (byte 8): expected 2 fields, found 1");
   check_error("a,b\n1,2\n\"3,4\n5,6\n", NULL, "line 3 (byte 8): unterminated quoted field");
+  // A quote inside an unquoted field, or text after a closing quote, is an
+  // error at that quote: every quote toggles quoting, so reading on would
+  // merge rows (two such quotes made "5 screen\n2,7 tv" one field).
+  const char* stray = "quote character inside an unquoted field";
+  check_error("a,b\n1,5\" screen\n2,x\n", NULL, "line 2 (byte 7): quote character");
+  check_error("a,b\n1,5\" screen\n2,7\" tv\n", NULL, "line 2 (byte 7): quote character");
+  check_error("a\n5\" screen\n7\" tv\n", NULL, "line 2 (byte 3): quote character");
+  check_error("a,b\n1,\"ab\"cd\n2,x\n", NULL, "line 2 (byte 9): quote character");
+  check_error("a,b\n\"x\"y\"z\",1\n", NULL, "line 2 (byte 6): quote character");
+  check_error("a,b\n1,x\n2,\"q\" \r\n", NULL, "line 3 (byte 12): quote character");
+  check_error("a,b\n1,x\n2,y\"", NULL, stray);  // the last field, no line feed
+  check_error("a,b\n1,5\" x\n", "escape=backslash", "line 2 (byte 7): quote character");
+  check_error("a,b\n1,5\" x,\"\n", "escape=backslash", stray);
+  // Well-formed quoting next to them still reads.
+  check_csv("a,b\n\"x\"\"y\",\"\"\n\"\"\"\",\"a,\"\"\"\r\n", NULL,
+            "a:u|b:u\n\"x\\\"y\",\"\"\n\"\\\"\",\"a,\\\"\"\n");
   check_error("a,b\n1,2\n3,4\n", "schema=a:int8|b:bool", "line 2 (byte 6): column 'b'");
   check_error("a,b\n1,2\n3,4\n", "schema=z:int8", "schema names column 'z'");
   check_error("a,b\n1,x\xff\n", NULL, "line 2 (byte 6): column 'b': invalid UTF-8");

@@ -675,3 +675,39 @@ def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
     bad.write_text("a\n" + "".join(f"{i}\n" for i in range(100_000)) + "oops,1\n")
     sluice.expect_error("convert", bad, tmp_path / "bad.csv.gz")
     assert not (tmp_path / "bad.csv.gz").exists()
+
+
+# ---- quotes where RFC 4180 has none ------------------------------------------------
+
+
+@pytest.mark.parametrize("strays", [1, 2])
+@pytest.mark.parametrize("how", ["serial", "parallel", "gzip"])
+def test_stray_quotes_are_errors_at_their_byte(sluice, tmp_path, strays, how):
+    """A quote inside an unquoted field (5" screen) is read as text by
+    pyarrow; every quote toggles quoting in sluice's split planning, so it
+    is an error naming the quote's line and byte, wherever splits fall. Two
+    of them rows apart used to merge those rows into one field silently."""
+    import gzip
+    rows = 400_000
+    lines = [f"{i},{i * 0.5},item{i}\n" for i in range(rows)]
+    at = [rows * 3 // 4, rows * 3 // 4 + 1000][:strays]
+    for i in at:
+        lines[i] = f'{i},{i * 0.5},5" screen {i}\n'
+    text = "a,b,c\n" + "".join(lines)
+    path = tmp_path / "stray.csv"
+    path.write_text(text)
+    first = text.index('"')
+    line = text.count("\n", 0, first) + 1
+    want = pcsv.read_csv(path)  # the peer reads the quote as text
+    assert want.column("c")[at[0]].as_py() == f'5" screen {at[0]}'
+    if how == "gzip":
+        path = tmp_path / "stray.csv.gz"
+        path.write_bytes(gzip.compress(text.encode(), compresslevel=1))
+    args = ["convert", path, tmp_path / "out.arrow", "-q", "--threads",
+            "1" if how == "serial" else "2"]
+    proc = subprocess.run([sluice.binary, *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert f"line {line} (byte {first}): quote character inside an unquoted field" in err, err
+    assert not (tmp_path / "out.arrow").exists()

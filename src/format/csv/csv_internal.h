@@ -102,7 +102,31 @@ enum csv_tok_status {
   CSV_TOK_ENOMEM,
   CSV_TOK_UNTERMINATED,  ///< input ended inside quotes; *err_pos = row start
   CSV_TOK_TOO_LONG,      ///< a field longer than 2 GiB; *err_pos = row start
+  CSV_TOK_STRAY_QUOTE,   ///< a quote not where RFC 4180 allows one; *err_pos = it
 };
+
+/// The error text of a tokenizer status other than OK and ENOMEM.
+const char* csv_tok_message(enum csv_tok_status st);
+
+/// The offset in a field's raw bytes p[0, len) of the first quote character
+/// RFC 4180 does not allow there: one that is not the field's first byte
+/// when the field is unquoted, or a closing quote with more text after it.
+/// -1 when the field is well formed. `two_quotes`: the field holds exactly
+/// two quote bytes (CSV_FIELD_TWO_QUOTES), so its ends decide.
+///
+/// Why not read such quotes as text, as pyarrow does: every quote toggles
+/// quoting in the block tokenizers and in the split planner's parity pass,
+/// which is what lets a split start anywhere; a quote that does not toggle
+/// would shift every split boundary after it. So they are an error, found
+/// where the field ends, never a silently merged field.
+int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
+                        int two_quotes);
+
+/// For an input that ends inside quotes: the first quote at or after row
+/// start `from` that reading quotes only at field starts would not take as
+/// quoting (then the error is that quote, not the unterminated field), or -1.
+int64_t csv_find_stray_quote(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                             int64_t end);
 
 /// Tokenizes rows from data[*pos] (a row start, outside quotes) up to `end`
 /// (end of input). Stops after max_rows rows, once the rows span max_bytes, or

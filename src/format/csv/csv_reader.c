@@ -605,12 +605,17 @@ again:
       break;
     }
     if (st != CSV_TOK_OK) {
+      if (st == CSV_TOK_UNTERMINATED) {  // often a stray quote that opened quoting
+        int64_t stray = csv_find_stray_quote(&r->layout.dialect, s->data, err_pos, s->limit);
+        if (stray >= 0) {
+          st = CSV_TOK_STRAY_QUOTE;
+          err_pos = stray;
+        }
+      }
       int64_t line, at;
       csv_split_where(s, err_pos, &line, &at);
       return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s", r->name,
-                          line, at,
-                          st == CSV_TOK_UNTERMINATED ? "unterminated quoted field"
-                                                     : "field longer than 2 GiB");
+                          line, at, csv_tok_message(st));
     }
   }
   if (s->rows.n_rows == 0) return 0;

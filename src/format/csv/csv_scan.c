@@ -221,8 +221,16 @@ static inline int popcount_swar(uint64_t x) {
       f->len = (int32_t)(at - field_start);                                                 \
       f->flags = fq;                                                                        \
       field_start = at + 1;                                                                 \
+      if (((m.nl >> b) & 1) && f->len > 0 && data[at - 1] == '\r') f->len--;                \
+      if (fq != 0) {                                                                        \
+        int64_t bad = csv_stray_quote(d, data + f->pos, f->len,                             \
+                                      (fq & CSV_FIELD_TWO_QUOTES) != 0);                    \
+        if (bad >= 0) {                                                                     \
+          *err_pos = f->pos + bad;                                                          \
+          return CSV_TOK_STRAY_QUOTE;                                                       \
+        }                                                                                   \
+      }                                                                                     \
       if ((m.nl >> b) & 1) {                                                                \
-        if (f->len > 0 && data[at - 1] == '\r') f->len--;                                   \
         rows_done += end_row(out, row_start);                                               \
         row_start = at + 1;                                                                 \
         if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes || \
@@ -243,9 +251,10 @@ static inline int popcount_swar(uint64_t x) {
     *err_pos = row_start;                                                                   \
     return CSV_TOK_UNTERMINATED;                                                            \
   }                                                                                         \
-  return finish_tail(out, data, row_start, field_start, end, field_q, pos, err_pos);
+  return finish_tail(d, out, data, row_start, field_start, end, field_q, pos, err_pos);
 
-static enum csv_tok_status finish_tail(struct csv_rows* out, const uint8_t* data,
+static enum csv_tok_status finish_tail(const struct csv_dialect* d, struct csv_rows* out,
+                                       const uint8_t* data,
                                        int64_t row_start, int64_t field_start, int64_t end,
                                        uint32_t field_q, int64_t* pos, int64_t* err_pos) {
   *pos = end;
@@ -260,6 +269,13 @@ static enum csv_tok_status finish_tail(struct csv_rows* out, const uint8_t* data
   f->len = (int32_t)(end - field_start);
   f->flags = field_q;
   if (f->len > 0 && data[end - 1] == '\r') f->len--;
+  if (field_q != 0) {
+    int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
+    if (bad >= 0) {
+      *err_pos = f->pos + bad;
+      return CSV_TOK_STRAY_QUOTE;
+    }
+  }
   end_row(out, row_start);
   return CSV_TOK_OK;
 }
@@ -322,8 +338,15 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
     f->flags = field_q;
     field_q = 0;
     field_start = p + 1;
+    if (c == '\n' && f->len > 0 && data[p - 1] == '\r') f->len--;
+    if (f->flags != 0) {
+      int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
+      if (bad >= 0) {
+        *err_pos = f->pos + bad;
+        return CSV_TOK_STRAY_QUOTE;
+      }
+    }
     if (c == '\n') {
-      if (f->len > 0 && data[p - 1] == '\r') f->len--;
       rows_done += end_row(out, row_start);
       row_start = p + 1;
       if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes ||
@@ -339,7 +362,7 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
     return CSV_TOK_UNTERMINATED;
   }
   if (field_start > end) field_start = end;
-  return finish_tail(out, data, row_start, field_start, end, field_q, pos, err_pos);
+  return finish_tail(d, out, data, row_start, field_start, end, field_q, pos, err_pos);
 }
 
 static enum csv_tok_status tokenize_rows(const struct csv_dialect* d, const uint8_t* data,
@@ -554,6 +577,82 @@ unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* dat
   }
   if (pending_other) packed = next[packed][0];
   return packed;
+}
+
+const char* csv_tok_message(enum csv_tok_status st) {
+  switch (st) {
+    case CSV_TOK_UNTERMINATED: return "unterminated quoted field";
+    case CSV_TOK_TOO_LONG: return "field longer than 2 GiB";
+    case CSV_TOK_STRAY_QUOTE:
+      return "quote character inside an unquoted field, or text after a closing quote "
+             "(RFC 4180 quotes a whole field and doubles the quotes inside it)";
+    default: return "tokenizer error";
+  }
+}
+
+int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
+                        int two_quotes) {
+  const uint8_t q = d->quote, esc = d->escape;
+  if (q == 0) return -1;
+  if (two_quotes) {  // "text": both quotes at the ends, or the first of them is stray
+    if (len >= 2 && p[0] == q && p[len - 1] == q) return -1;
+    int64_t from = p[0] == q ? 1 : 0;
+    const uint8_t* hit = memchr(p + from, q, (size_t)(len - from));
+    return hit != NULL ? hit - p : 0;
+  }
+  int in_q = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    if (esc != 0 && p[i] == esc) {
+      ++i;  // the next byte is literal
+      continue;
+    }
+    if (p[i] != q) continue;
+    if (!in_q) {
+      if (i != 0) return i;  // a quote inside an unquoted field (or reopening)
+      in_q = 1;
+    } else if (i + 1 < len && p[i + 1] == q) {
+      ++i;  // a doubled quote
+    } else if (i + 1 != len) {
+      return i;  // closes with more text after it
+    } else {
+      in_q = 0;
+    }
+  }
+  return -1;
+}
+
+int64_t csv_find_stray_quote(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                             int64_t end) {
+  const uint8_t q = d->quote, esc = d->escape, delim = d->delimiter;
+  if (q == 0) return -1;
+  enum { FIELD_START, UNQUOTED, QUOTED } st = FIELD_START;
+  for (int64_t i = from; i < end; ++i) {
+    uint8_t c = data[i];
+    if (esc != 0 && c == esc) {
+      ++i;
+      if (st == FIELD_START) st = UNQUOTED;
+      continue;
+    }
+    if (st == QUOTED) {
+      if (c != q) continue;
+      if (i + 1 < end && data[i + 1] == q) {
+        ++i;
+        continue;
+      }
+      int64_t n = i + 1;  // the closing quote: then the field's end
+      if (n < end && data[n] == '\r') ++n;
+      if (n < end && data[n] != delim && data[n] != '\n') return i;
+      st = UNQUOTED;
+    } else if (c == delim || c == '\n') {
+      st = FIELD_START;
+    } else if (c == q) {
+      if (st == UNQUOTED) return i;
+      st = QUOTED;
+    } else {
+      st = UNQUOTED;
+    }
+  }
+  return -1;
 }
 
 int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
