@@ -3,8 +3,8 @@
 // and a parse (no dispatch per value).
 //
 // Nulls: an unquoted empty field, NA, NULL and null are null in every column.
-// A quoted empty field ("") is an empty string in string columns (the only way
-// to write one) and null elsewhere.
+// Quoted, they are strings in string columns ("" is the only way to write an
+// empty one, and "NA" the way to write that text) and null elsewhere.
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -400,7 +400,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         const uint8_t* p;
         int64_t n;
         if (token(s, f, &p, &n) != 0) return ENOMEM;
-        if (csv_is_null(nulls, p, n) && !(n == 0 && f->flags != 0)) {
+        if (f->flags == 0 && csv_is_null(nulls, p, n)) {  // quoted: a string
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }

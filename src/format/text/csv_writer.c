@@ -15,7 +15,8 @@
 // pyarrow.csv, DuckDB (read_csv) and polars (read_csv, try_parse_dates) all
 // read them back as the same values (tests/py/test_csv_roundtrip.py):
 //   - null is the null spelling (empty by default); the empty string is
-//     quoted (""), and so is a string equal to a non-empty null spelling.
+//     quoted (""), and so is a string equal to a non-empty null spelling or
+//     to a default one of the reader (NA, NULL, null).
 //     (pyarrow and DuckDB read "" as null unless told otherwise:
 //     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
 //     table has one column, an empty-spelled null is written as "" since an
@@ -189,6 +190,12 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
 static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n) {
   if (n == 0) return 1;
   if (o->null_len > 0 && n == o->null_len && memcmp(s, o->null_text, n) == 0) return 1;
+  // The spellings readers take as null by default (sluice and pandas: NA,
+  // NULL, null): quoted, they stay strings in sluice's reader.
+  if ((n == 2 && memcmp(s, "NA", 2) == 0) || (n == 4 && memcmp(s, "NULL", 4) == 0) ||
+      (n == 4 && memcmp(s, "null", 4) == 0)) {
+    return 1;
+  }
   for (size_t i = 0; i < n; ++i) {
     char c = s[i];
     if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
