@@ -6,6 +6,7 @@ test_avro_avroc.py and test_avro_java.py."""
 import datetime
 import os
 import decimal
+import subprocess
 import uuid
 import warnings
 from pathlib import Path
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pytest
 
-from conftest import corpora_dir
+from conftest import check_clean_failure, corpora_dir
 
 CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
 AVRO_DIR = corpora_dir() / "arrow-testing" / "data" / "avro"
@@ -44,21 +45,21 @@ def all_types_table() -> tuple[pa.Table, dict]:
         back[name] = back_type if back_type is not None else arr.type
 
     add("b", pa.array([True, None, False, True], pa.bool_()))
-    add("i8", pa.array([-128, None, 127, 0], pa.int8()), pa.int32())
-    add("u8", pa.array([255, None, 0, 1], pa.uint8()), pa.int32())
-    add("i16", pa.array([-32768, None, 32767, 0], pa.int16()), pa.int32())
-    add("u16", pa.array([65535, None, 0, 1], pa.uint16()), pa.int32())
+    add("i8", pa.array([-128, None, 127, 0], pa.int8()))
+    add("u8", pa.array([255, None, 0, 1], pa.uint8()))
+    add("i16", pa.array([-32768, None, 32767, 0], pa.int16()))
+    add("u16", pa.array([65535, None, 0, 1], pa.uint16()))
     add("i32", pa.array([-2**31, None, 2**31 - 1, 0], pa.int32()))
-    add("u32", pa.array([2**32 - 1, None, 0, 1], pa.uint32()), pa.int64())
+    add("u32", pa.array([2**32 - 1, None, 0, 1], pa.uint32()))
     add("i64", pa.array([-2**63, None, 2**63 - 1, 0], pa.int64()))
-    add("u64", pa.array([2**63 - 1, None, 0, 1], pa.uint64()), pa.int64())
+    add("u64", pa.array([2**63 - 1, None, 0, 1], pa.uint64()))
     add("f16", pa.array([1.5, None, -2.0, 0.25], pa.float16()), pa.float32())
     add("f32", pa.array([1.5, None, float("inf"), -0.0], pa.float32()))
     add("f64", pa.array([1e300, None, -1.25, 0.1], pa.float64()))
     add("s", pa.array(["héllo", None, "", "x" * 300], pa.string()))
-    add("ls", pa.array(["a", None, "", "b"], pa.large_string()), pa.string())
+    add("ls", pa.array(["a", None, "", "b"], pa.large_string()))
     add("bin", pa.array([b"\x00\xff", None, b"", b"abc"], pa.binary()))
-    add("lbin", pa.array([b"\x01", None, b"", b"z"], pa.large_binary()), pa.binary())
+    add("lbin", pa.array([b"\x01", None, b"", b"z"], pa.large_binary()))
     add("fsb", pa.array([b"abcd", None, b"\x00\x00\x00\x00", b"wxyz"], pa.binary(4)))
     add("dec", pa.array([decimal.Decimal("123.45"), None, decimal.Decimal("-0.01"),
                          decimal.Decimal("-999.99")], pa.decimal128(5, 2)))
@@ -80,8 +81,9 @@ def all_types_table() -> tuple[pa.Table, dict]:
             pa.timestamp(bu))
         add(f"tsz_{unit}", pa.array([0, None, -1, 1_700_000_000], pa.timestamp(unit, tz="UTC")),
             pa.timestamp(bu, tz="UTC"))
-    add("tsny", pa.array([0, None, 5, 6], pa.timestamp("us", tz="America/New_York")),
-        pa.timestamp("us", tz="UTC"))
+    add("tsny", pa.array([0, None, 5, 6], pa.timestamp("us", tz="America/New_York")))
+    add("tsny_s", pa.array([0, None, 5, 6], pa.timestamp("s", tz="America/New_York")),
+        pa.timestamp("ms", tz="UTC"))  # time-millis: its unit differs, the zone is not noted
     add("ival", pa.array([pa.scalar((1, 2, 3_000_000), pa.month_day_nano_interval()).as_py(), None,
                           pa.scalar((0, 0, 0), pa.month_day_nano_interval()).as_py(),
                           pa.scalar((12, 31, 86_400_000_000_000), pa.month_day_nano_interval()).as_py()],
@@ -98,8 +100,7 @@ def all_types_table() -> tuple[pa.Table, dict]:
         pa.list_(pa.string()))
     add("fsl", pa.array([[1, 2], None, [3, None], [5, 6]], pa.list_(pa.int32(), 2)),
         pa.list_(pa.int32()))
-    add("nested", pa.array([[[1], [2, 3]], None, [[], None], [[None]]], pa.list_(pa.list_(pa.int16()))),
-        pa.list_(pa.list_(pa.int32())))
+    add("nested", pa.array([[[1], [2, 3]], None, [[], None], [[None]]], pa.list_(pa.list_(pa.int16()))))
     st = pa.struct([("x", pa.int32()), ("y", pa.string()),
                     ("z", pa.struct([("q", pa.float64())]))])
     add("st", pa.array([{"x": 1, "y": "a", "z": {"q": 1.0}}, None,
@@ -127,12 +128,15 @@ def test_all_types_every_codec(tmp_path, sluice, codec):
     assert types["dict"][1]["type"] == "enum" and types["dict"][1]["symbols"] == ["red", "green"]
     assert types["dict8"][1]["symbols"] == ["B", "A"]
     assert types["dict_str"] == ["null", "string"]
+    # Where Avro's type is wider, the Arrow type is noted for sluice's reader.
+    assert types["i8"][1] == {"type": "int", "sluice.arrow_type": "c"}
+    assert types["tsny"][1]["sluice.arrow_type"] == "tsu:America/New_York"
     assert len(rows) == table.num_rows
     orig = table.to_pylist()
     # fastavro spells these columns differently (fixed duration as bytes,
     # local timestamps as naive datetimes or ints, float16 widened, ...); the
     # others must be the same Python values.
-    skip = {"ival", "f16", "tsz_ns", "ts_ns", "ts_s", "ts_ms", "ts_us", "tsny", "tsz_s", "t32s",
+    skip = {"ival", "f16", "tsz_ns", "ts_ns", "ts_s", "ts_ms", "ts_us", "tsny", "tsny_s", "tsz_s", "t32s",
             "t64ns", "d64", "nul", "i64", "mp"}
     for name in table.column_names:
         if name in skip:
@@ -470,3 +474,39 @@ def test_block_size_takes_size_suffixes(tmp_path, sluice):
     assert counts[0] == counts[1] and len(counts[0]) > 3
     err = sluice.expect_error("convert", src, tmp_path / "bad.avro", "-W", "block_size=1x")
     assert "block_size" in err.stderr.decode()
+
+
+def test_noted_arrow_types_are_checked_or_ignored(tmp_path, sluice):
+    """A file another writer made with "sluice.arrow_type": a value that does
+    not fit the noted type is an error naming it; a note that does not fit
+    the Avro type (or names no such type) is ignored, as unknown logical
+    types are; with a reader schema the plain mapping applies."""
+    def write(name, field_type, values):
+        schema = {"type": "record", "name": "R", "fields": [{"name": "v", "type": field_type}]}
+        path = tmp_path / name
+        with open(path, "wb") as f:
+            fastavro.writer(f, fastavro.parse_schema(schema), [{"v": v} for v in values])
+        return path
+
+    bad = write("bad.avro", {"type": "int", "sluice.arrow_type": "c"}, [1, 300])
+    proc = subprocess.run([sluice.binary, "convert", str(bad), str(tmp_path / "o.arrow")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check_clean_failure(proc)
+    assert "value 300 does not fit the Arrow type 'c'" in proc.stderr.decode(), proc.stderr.decode()
+    for note, avro_type, want in (("c", "long", pa.int64()), ("q", "int", pa.int32()),
+                                  ("tsu:Bad Zone!", None, pa.timestamp("us", tz="UTC")),
+                                  ("tsm:Europe/Paris", None, pa.timestamp("us", tz="UTC"))):
+        t = ({"type": avro_type, "sluice.arrow_type": note} if avro_type else
+             {"type": "long", "logicalType": "timestamp-micros", "sluice.arrow_type": note})
+        path = write("ignored.avro", t, [1, 2])
+        sluice.run("convert", path, tmp_path / "i.arrow")
+        assert feather.read_table(tmp_path / "i.arrow").schema.field("v").type == want, note
+    good = write("good.avro", {"type": "int", "sluice.arrow_type": "C"}, [0, 255])
+    sluice.run("convert", good, tmp_path / "g.arrow")
+    assert feather.read_table(tmp_path / "g.arrow").column("v").type == pa.uint8()
+    reader = tmp_path / "reader.avsc"
+    reader.write_text('{"type": "record", "name": "R", "fields": [{"name": "v", "type": '
+                      '{"type": "long", "sluice.arrow_type": "c"}}]}')
+    sluice.run("convert", good, tmp_path / "r.arrow", "--reader-schema", reader)
+    got = feather.read_table(tmp_path / "r.arrow")
+    assert got.column("v").type == pa.int64() and got.column("v").to_pylist() == [0, 255]

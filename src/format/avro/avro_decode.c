@@ -117,6 +117,7 @@ static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
     case OP_BOOL: return skip_bytes(d, 1, "boolean", error);
     case OP_INT32: case OP_INT64: case OP_ENUM: case OP_ENUM_MAP: case OP_INT_AS_LONG:
     case OP_INT_AS_FLOAT: case OP_INT_AS_DOUBLE: case OP_LONG_AS_FLOAT: case OP_LONG_AS_DOUBLE:
+    case OP_NARROW:
       return read_long(d, &v, error);
     case OP_DEFAULT: return 0;
     case OP_FLOAT: case OP_FLOAT_AS_DOUBLE: return skip_bytes(d, 4, "float", error);
@@ -191,6 +192,27 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       SL_RETURN_NOT_OK(read_long(d, &v, error));
       APPEND(sl_builder_append_int64(b, v));
       return 0;
+    case OP_NARROW: {
+      SL_RETURN_NOT_OK(read_long(d, &v, error));
+      int64_t lo = 0, hi = INT64_MAX;
+      switch ((char)op->size) {
+        case 'c': lo = INT8_MIN; hi = INT8_MAX; break;
+        case 's': lo = INT16_MIN; hi = INT16_MAX; break;
+        case 'C': hi = UINT8_MAX; break;
+        case 'S': hi = UINT16_MAX; break;
+        case 'I': hi = UINT32_MAX; break;
+        default: break;  // 'L': a uint64 the writer stored as a non-negative long
+      }
+      if (v < lo || v > hi) {
+        return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type '%c' "
+                            "its schema names (sluice.arrow_type)", v, (char)op->size);
+      }
+      // The low bytes of a little-endian int64 are the narrower value.
+      uint8_t le[8];
+      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
+      APPEND(sl_builder_append_fixed(b, le));
+      return 0;
+    }
     case OP_FLOAT: {
       float f;
       if (d->end - d->p < 4) return truncated(error, "float");

@@ -41,6 +41,10 @@ struct avro_node {
                               ///< from avro_schema.json) for defaults and aliases
   int defining;               ///< named type being parsed: a reference to it is recursion
   void* json;                 ///< named type: its JSON object (json_t*, borrowed), for aliases
+  /// The Arrow type sluice's writer noted ("sluice.arrow_type") where Avro's
+  /// type is wider than the column's (int8 → int, large_utf8 → string, a
+  /// zone's name): its format string, read back as that type; "" otherwise.
+  char arrow_type[64];
 };
 
 /// A parsed writer schema: owns every node.
@@ -78,6 +82,9 @@ enum avro_op_kind {
   // Reader schema resolution (avro_resolve.c):
   OP_INT_AS_LONG, OP_INT_AS_FLOAT, OP_INT_AS_DOUBLE, OP_LONG_AS_FLOAT, OP_LONG_AS_DOUBLE,
   OP_FLOAT_AS_DOUBLE,
+  // An int or long read into a narrower or unsigned column (arrow_type; the
+  // format character in op->size), range-checked:
+  OP_NARROW,
   OP_ENUM_MAP,  ///< writer symbol index → reader index via an int32 table in the pool
   OP_DEFAULT,   ///< a reader-only field: kid 0 decodes the default's bytes from the pool
   OP_STRING,    ///< like OP_BINARY, and the bytes must be UTF-8 (Arrow utf8 requires it)

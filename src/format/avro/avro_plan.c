@@ -112,8 +112,12 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
   switch (n->kind) {
     case AVRO_NULL: kind = OP_NULL; min_size = 0; break;
     case AVRO_BOOLEAN: kind = OP_BOOL; break;
-    case AVRO_INT: kind = OP_INT32; break;
-    case AVRO_LONG: kind = OP_INT64; break;
+    case AVRO_INT: case AVRO_LONG:
+      // A zone in arrow_type changes the type only; a width, the values.
+      kind = n->arrow_type[0] != '\0' && n->arrow_type[1] == '\0' ? OP_NARROW
+             : n->kind == AVRO_INT ? OP_INT32 : OP_INT64;
+      size = n->arrow_type[0];
+      break;
     case AVRO_FLOAT: kind = OP_FLOAT; min_size = 4; break;
     case AVRO_DOUBLE: kind = OP_DOUBLE; min_size = 8; break;
     case AVRO_BYTES: kind = n->logical == AVRO_LOGICAL_DECIMAL ? OP_DEC_BYTES : OP_BINARY; break;

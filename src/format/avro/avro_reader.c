@@ -348,6 +348,10 @@ static int load_reader_schema(struct avro_reader* r, const char* options, struct
       if (rc == 0) {
         rc = avro_schema_parse(r->reader_json, r->reader_json_len, r->alloc, &r->reader_schema, error);
         if (rc != 0) sl_error_prefix(error, "reader schema %s", path);
+        // A reader schema's types are the plain mapping: resolution's
+        // promotions write the widths Avro names.
+        for (int64_t i = 0; rc == 0 && i < r->reader_schema.n_nodes; ++i)
+          r->reader_schema.nodes[i]->arrow_type[0] = '\0';
       }
       sl_free(r->alloc, path, strlen(path) + 1);
       return rc;

@@ -2,6 +2,7 @@
 // Named types are shared by reference, so a reference to a type still being
 // defined is recursion, which Arrow cannot represent: refused with a clear
 // message rather than expanded forever.
+#include <ctype.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -232,6 +233,32 @@ static void apply_logical(json_t* j, struct avro_node* n) {
   }
 }
 
+/// Applies "sluice.arrow_type" (see avro_node.arrow_type) when it names a
+/// type this node's values fit as they are read: int → int8/16, uint8/16;
+/// long → uint32/64; string → large_utf8; bytes → large_binary; a timestamp
+/// of the same unit → that timestamp with its zone. Anything else is
+/// ignored (the usual mapping), as unknown logical types are.
+static void apply_arrow_type(json_t* j, struct avro_node* n) {
+  json_t* ja = json_object_get(j, "sluice.arrow_type");
+  if (!json_is_string(ja)) return;
+  const char* f = json_string_value(ja);
+  size_t len = strlen(f);
+  int ok = 0;
+  if (n->logical == AVRO_LOGICAL_NONE && len == 1) {
+    const char* allowed = n->kind == AVRO_INT ? "csCS" : n->kind == AVRO_LONG ? "IL"
+                          : n->kind == AVRO_STRING ? "U" : n->kind == AVRO_BYTES ? "Z" : "";
+    ok = strchr(allowed, f[0]) != NULL && f[0] != '\0';
+  } else if (n->logical == AVRO_LOGICAL_TS_MS || n->logical == AVRO_LOGICAL_TS_US ||
+             n->logical == AVRO_LOGICAL_TS_NS) {
+    char unit = n->logical == AVRO_LOGICAL_TS_MS ? 'm' : n->logical == AVRO_LOGICAL_TS_US ? 'u' : 'n';
+    ok = len > 4 && len < sizeof n->arrow_type && f[0] == 't' && f[1] == 's' && f[2] == unit &&
+         f[3] == ':';
+    for (size_t i = 4; ok && i < len; ++i)  // a zone name or offset
+      ok = isalnum((unsigned char)f[i]) || strchr("/_+-:", f[i]) != NULL;
+  }
+  if (ok) snprintf(n->arrow_type, sizeof n->arrow_type, "%s", f);
+}
+
 static int parse_record(struct parse_ctx* c, json_t* j, const char* ns, int depth,
                         struct avro_node* n) {
   char inner_ns[512];
@@ -351,6 +378,7 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
   if (primitive_kind(t, &kind)) {
     if ((n = new_node(c, kind)) == NULL) return oom(c);
     apply_logical(j, n);
+    apply_arrow_type(j, n);
   } else if (strcmp(t, "record") == 0 || strcmp(t, "error") == 0) {
     if ((n = new_node(c, AVRO_RECORD)) == NULL) return oom(c);
     SL_RETURN_NOT_OK(parse_record(c, j, ns, depth, n));
@@ -428,6 +456,10 @@ static const char* short_name(const struct avro_node* n) {
 }
 
 static void simple_format(const struct avro_node* n, char* f, size_t cap) {
+  if (n->arrow_type[0] != '\0') {
+    snprintf(f, cap, "%s", n->arrow_type);
+    return;
+  }
   switch (n->logical) {
     case AVRO_LOGICAL_DATE: snprintf(f, cap, "tdD"); return;
     case AVRO_LOGICAL_TIME_MS: snprintf(f, cap, "ttm"); return;

@@ -12,8 +12,8 @@
 //   time-millis (s × 1000); time64[us] → long time-micros; time64[ns] → long
 //   time-micros (an error unless whole microseconds); timestamp[s|ms] → long
 //   timestamp-millis (s × 1000), [us] → timestamp-micros, [ns] →
-//   timestamp-nanos, with a time zone, local-timestamp-* without (the zone's
-//   name is not kept: the reader says UTC); interval[month_day_nano] → fixed
+//   timestamp-nanos, with a time zone, local-timestamp-* without;
+//   interval[month_day_nano] → fixed
 //   12 duration (months, days, milliseconds; an error for negative parts or
 //   nanoseconds that are not whole milliseconds); dictionary<int, utf8> →
 //   enum when the first batch's dictionary values are distinct Avro names
@@ -26,6 +26,10 @@
 //   ["null", T] with default null (list items and map values too); a null in
 //   a field that is not nullable is an error, named by column and row.
 //   Durations and other intervals are ENOTSUP, naming the column.
+//   Where the Avro type is wider than the Arrow one (int8/16, uint8/16/32/64,
+//   large utf8/binary, a zone other than UTC at ms/us/ns), the type is an
+//   object carrying "sluice.arrow_type": the Arrow format, which sluice's
+//   reader gives back (avro_schema.c, apply_arrow_type).
 //
 // The writer only writes into the sink; committing (atomicity) is the
 // caller's. Blocks are encoded straight from the Arrow buffers (offsets at
@@ -217,6 +221,18 @@ static json_t* unique_name(struct aw_ctx* ctx, const char* path) {
 
 static json_t* with_logical(const char* base, const char* logical) {
   return json_pack("{s:s, s:s}", "type", base, "logicalType", logical);
+}
+
+/// Notes the Arrow type where Avro's is wider (the reader gives it back; other
+/// readers ignore the attribute, as the spec lets them).
+static json_t* with_arrow_type(json_t* t, const char* format) {
+  if (json_is_string(t)) {
+    json_t* o = json_pack("{s:O}", "type", t);
+    json_decref(t);
+    t = o;
+  }
+  if (t != NULL) json_object_set_new(t, "sluice.arrow_type", json_string(format));
+  return t;
 }
 
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
@@ -439,14 +455,19 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         break;
       case SL_TYPE_BOOL: t = json_string("boolean"); break;
       case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
-      case SL_TYPE_INT32:
-        t = json_string("int");
+        t = with_arrow_type(json_string("int"), s->format);
         break;
-      case SL_TYPE_UINT32: case SL_TYPE_INT64: case SL_TYPE_UINT64: t = json_string("long"); break;
+      case SL_TYPE_INT32: t = json_string("int"); break;
+      case SL_TYPE_UINT32: case SL_TYPE_UINT64:
+        t = with_arrow_type(json_string("long"), s->format);
+        break;
+      case SL_TYPE_INT64: t = json_string("long"); break;
       case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: t = json_string("float"); break;
       case SL_TYPE_DOUBLE: t = json_string("double"); break;
-      case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: t = json_string("string"); break;
-      case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: t = json_string("bytes"); break;
+      case SL_TYPE_STRING: t = json_string("string"); break;
+      case SL_TYPE_LARGE_STRING: t = with_arrow_type(json_string("string"), "U"); break;
+      case SL_TYPE_BINARY: t = json_string("bytes"); break;
+      case SL_TYPE_LARGE_BINARY: t = with_arrow_type(json_string("bytes"), "Z"); break;
       case SL_TYPE_FIXED_SIZE_BINARY:
         t = json_pack("{s:s, s:o, s:I}", "type", "fixed", "name", unique_name(ctx, path), "size",
                       (json_int_t)node->type.byte_width);
@@ -466,6 +487,10 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                  node->type.timezone != NULL && node->type.timezone[0] != '\0' ? "" : "local-",
                  unit);
         t = with_logical("long", name);
+        const char* zone = node->type.timezone;
+        if (zone != NULL && zone[0] != '\0' && strcmp(zone, "UTC") != 0 && node->type.unit != SL_SECOND) {
+          t = with_arrow_type(t, s->format);  // the reader says UTC otherwise
+        }
         break;
       }
       case SL_TYPE_INTERVAL_MONTH_DAY_NANO:
