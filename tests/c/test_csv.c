@@ -365,6 +365,12 @@ static void test_errors(void** unused) {
   check_error("a,b\n1,x\n2,y\"", NULL, stray);  // the last field, no line feed
   check_error("a,b\n1,5\" x\n", "escape=backslash", "line 2 (byte 7): quote character");
   check_error("a,b\n1,5\" x,\"\n", "escape=backslash", stray);
+  // stray_quotes=text reads them as pyarrow does: a quote opens quoting only
+  // at a field's start, and text after a closing quote is kept.
+  check_csv("a,b\n1,5\" screen\n2,\"x\"\"y\"\n3,\"ab\"cd\"e\n4,\"l\nm\"\n", "stray_quotes=text",
+            "a:l|b:u\n1,\"5\\\" screen\"\n2,\"x\\\"y\"\n3,\"abcd\\\"e\"\n4,\"l\\nm\"\n");
+  check_error("a\n\"x\n", "stray_quotes=text", "line 2 (byte 2): unterminated quoted field");
+  check_error("a\n1\n", "stray_quotes=maybe", "stray_quotes");
   // Well-formed quoting next to them still reads.
   check_csv("a,b\n\"x\"\"y\",\"\"\n\"\"\"\",\"a,\"\"\"\r\n", NULL,
             "a:u|b:u\n\"x\\\"y\",\"\"\n\"\\\"\",\"a,\\\"\"\n");

@@ -711,3 +711,36 @@ def test_stray_quotes_are_errors_at_their_byte(sluice, tmp_path, strays, how):
     err = proc.stderr.decode()
     assert f"line {line} (byte {first}): quote character inside an unquoted field" in err, err
     assert not (tmp_path / "out.arrow").exists()
+    # -O stray_quotes=text reads them as text, as pyarrow does.
+    got = sluice_read(sluice, path, "stray_quotes=text", threads=1 if how == "serial" else 2)
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stray_quotes_as_text_match_pyarrow(sluice, tmp_path, seed):
+    """Random fields mixing stray quotes, quoted fields (doubled quotes,
+    delimiters, line feeds, text after the closing quote), CRLF and empty
+    fields: read with stray_quotes=text, the values pyarrow reads."""
+    rng = random.Random(seed)
+    pieces = ["a", "b", "5\"", "x\"y", "", "z\"\"", " ", "1"]
+
+    def field():
+        roll = rng.random()
+        if roll < 0.5:
+            return "".join(rng.choice(pieces) for _ in range(rng.randrange(3))).lstrip('"')
+        inner = "".join(rng.choice(["q", ",", "\n", '""', "w"]) for _ in range(rng.randrange(5)))
+        tail = rng.choice(["", "", "t", 't"u'])
+        return f'"{inner}"{tail}'
+
+    eol = "\r\n" if seed % 2 else "\n"
+    lines = ["c0,c1,c2"] + [",".join(field() for _ in range(3)) for _ in range(3000)]
+    path = tmp_path / "q.csv"
+    path.write_text(eol.join(lines) + eol)
+    schema = "schema=c0:string|c1:string|c2:string"
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={c: pa.string() for c in ("c0", "c1", "c2")}, strings_can_be_null=True,
+        null_values=[""], quoted_strings_can_be_null=False))
+    for threads in (1, 2):
+        got = sluice_read(sluice, path, "stray_quotes=text", schema, "null_values=",
+                          threads=threads)
+        assert got.to_pydict() == want.to_pydict()

@@ -166,7 +166,7 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
 static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos,
                      struct sluice_error* error) {
   if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
-  if (st == CSV_TOK_UNTERMINATED) {  // often a stray quote that opened quoting
+  if (st == CSV_TOK_UNTERMINATED && !a->out->dialect.stray_text) {  // often a stray quote
     int64_t stray = csv_find_stray_quote(&a->out->dialect, a->data, err_pos, a->size);
     if (stray >= 0) {
       st = CSV_TOK_STRAY_QUOTE;
@@ -291,6 +291,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     l->dialect.quote = sniff_quote(a->data, start, end);
   }
   l->dialect.escape = (uint8_t)o->escape;
+  l->dialect.stray_text = (uint8_t)o->stray_text;
   l->dialect.comment = (uint8_t)o->comment;
   l->dialect.impl = (uint8_t)o->impl;
   if (o->delimiter > 0) {

@@ -43,6 +43,7 @@ struct csv_options {
   int no_fastpath;    ///< "fastpath=false": always tokenize (tests compare both)
   int missing_null;   ///< "missing_fields=null": short rows end with nulls
   int skip_bad_rows;  ///< "bad_rows=skip": drop (and count) rows that do not fit
+  int stray_text;     ///< "stray_quotes=text": see csv_dialect.stray_text
   int64_t n_schema;
   struct csv_schema_entry* schema;
   struct csv_nulls nulls;
@@ -62,6 +63,10 @@ struct csv_dialect {
   uint8_t escape;  ///< 0 = none
   uint8_t comment; ///< 0 = none; a row starting with it is skipped up to its line feed
   uint8_t impl;    ///< CSV_IMPL_*: tests force the scalar path to compare
+  /// A quote opens quoting only at a field's start; elsewhere it is text, and
+  /// so is what follows a closing quote (pyarrow's and DuckDB's reading).
+  /// Quote parity then says nothing: the scalar tokenizer, one split.
+  uint8_t stray_text;
 };
 
 /// AUTO: the best the CPU has; SCALAR: no SIMD; SSE2: SSE2 structural scans,

@@ -8,6 +8,8 @@
 //                              field, so "null_values=" means only empty fields
 //   header=true|false|auto     schema=name:type|name:type (type: int64, float64,
 //   string, bool, date32, timestamp, timestamp[us,UTC], ... or an Arrow format)
+//   missing_fields=error|null  bad_rows=error|skip
+//   stray_quotes=error|text    (text: quotes open quoting only at a field's start)
 //   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
 //   simd=auto|scalar|sse2|avx2, fastpath=true|false (tests)
 #include <stdlib.h>
@@ -222,6 +224,10 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       if (vlen == 4 && memcmp(v, "null", 4) == 0) o->missing_null = 1;
       else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->missing_null = 0;
       else ok = 0;
+    } else if (KEY("stray_quotes")) {
+      if (vlen == 4 && memcmp(v, "text", 4) == 0) o->stray_text = 1;
+      else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->stray_text = 0;
+      else ok = 0;
     } else if (KEY("bad_rows")) {
       if (vlen == 4 && memcmp(v, "skip", 4) == 0) o->skip_bad_rows = 1;
       else if (vlen == 5 && memcmp(v, "error", 5) == 0) o->skip_bad_rows = 0;
@@ -233,7 +239,8 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL,
                           "unknown CSV option '%.*s' (known: delimiter, quote, escape, comment, "
-                          "header, schema, null_values, missing_fields, bad_rows, split_size, infer_bytes, batch_bytes)",
+                          "header, schema, null_values, missing_fields, bad_rows, stray_quotes, split_size, infer_bytes, "
+                          "batch_bytes)",
                           (int)klen, s);
     }
 #undef KEY

@@ -254,7 +254,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     // A remote object with ranged reads splits by byte range like a local
     // file, each split fetching its own range (csv_ranged.c).
     if (rc == 0 && r->stream && r->source->ops->read_at != NULL && r->source->size >= 0 &&
-        r->layout.dialect.escape == 0) {
+        r->layout.dialect.escape == 0 && !r->layout.dialect.stray_text) {
       if (pthread_mutex_init(&r->chunk_lock, NULL) != 0) {
         rc = sl_error_set(error, EAGAIN, "%s: cannot create a lock", r->name);
       } else if (pthread_cond_init(&r->chunk_done, NULL) != 0) {
@@ -366,7 +366,8 @@ static int csv_plan_splits(void* reader, struct sl_split** splits, int64_t* n,
     if (chunk < (INT64_C(1) << 20)) chunk = INT64_C(1) << 20;
     if (chunk > (INT64_C(32) << 20)) chunk = INT64_C(32) << 20;
   }
-  int64_t count = r->layout.dialect.escape != 0 || one_stream ? 1 : (total + chunk - 1) / chunk;
+  const int serial = r->layout.dialect.escape != 0 || r->layout.dialect.stray_text || one_stream;
+  int64_t count = serial ? 1 : (total + chunk - 1) / chunk;
   if (count == 1) chunk = total;
   r->plan_start = sl_alloc(r->alloc, (size_t)(count + 1) * sizeof *r->plan_start);
   r->plan_quotes = sl_alloc(r->alloc, (size_t)count * sizeof *r->plan_quotes);
@@ -605,7 +606,7 @@ again:
       break;
     }
     if (st != CSV_TOK_OK) {
-      if (st == CSV_TOK_UNTERMINATED) {  // often a stray quote that opened quoting
+      if (st == CSV_TOK_UNTERMINATED && !r->layout.dialect.stray_text) {  // often a stray quote
         int64_t stray = csv_find_stray_quote(&r->layout.dialect, s->data, err_pos, s->limit);
         if (stray >= 0) {
           st = CSV_TOK_STRAY_QUOTE;

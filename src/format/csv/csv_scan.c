@@ -269,7 +269,7 @@ static enum csv_tok_status finish_tail(const struct csv_dialect* d, struct csv_r
   f->len = (int32_t)(end - field_start);
   f->flags = field_q;
   if (f->len > 0 && data[end - 1] == '\r') f->len--;
-  if (field_q != 0) {
+  if (field_q != 0 && !d->stray_text) {
     int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
     if (bad >= 0) {
       *err_pos = f->pos + bad;
@@ -303,13 +303,15 @@ __attribute__((target("avx2,popcnt"))) static enum csv_tok_status tokenize_avx2(
 }
 #endif
 
-// Escape-character dialects: a byte-at-a-time state machine. Same field and
-// row semantics as the block tokenizer.
+// Escape-character dialects, and stray_text (a quote opens quoting only at
+// a field's start): a byte-at-a-time state machine. Otherwise the same field
+// and row semantics as the block tokenizer.
 static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const uint8_t* data,
                                            int64_t* pos, int64_t end, int64_t stop,
                                            int64_t max_rows, int64_t max_bytes,
                                            struct csv_rows* out, int64_t* err_pos) {
   const uint8_t quote = d->quote, delim = d->delimiter, esc = d->escape, comment = d->comment;
+  const int stray_text = d->stray_text;
   int64_t start = *pos, row_start = start, field_start = start;
   int64_t rows_done = 0;
   int in_q = 0;
@@ -317,12 +319,19 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
   if (grow_fields(out, 2) != 0 || grow_rows(out, 2) != 0) return CSV_TOK_ENOMEM;
   for (int64_t p = start; p < end; ++p) {
     uint8_t c = data[p];
-    if (c == esc) {
+    if (esc != 0 && c == esc) {
       field_q = CSV_FIELD_ESCAPED;
       ++p;  // the next byte is literal (a trailing escape at the end stays)
       continue;
     }
     if (quote != 0 && c == quote) {
+      if (stray_text) {
+        if (!in_q && p != field_start) continue;  // text
+        if (in_q && p + 1 < end && data[p + 1] == quote) {
+          ++p;  // a doubled quote
+          continue;
+        }
+      }
       in_q ^= 1;
       field_q = CSV_FIELD_ESCAPED;
       continue;
@@ -339,7 +348,7 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
     field_q = 0;
     field_start = p + 1;
     if (c == '\n' && f->len > 0 && data[p - 1] == '\r') f->len--;
-    if (f->flags != 0) {
+    if (f->flags != 0 && !stray_text) {
       int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
       if (bad >= 0) {
         *err_pos = f->pos + bad;
@@ -369,7 +378,7 @@ static enum csv_tok_status tokenize_rows(const struct csv_dialect* d, const uint
                                          int64_t* pos, int64_t end, int64_t stop,
                                          int64_t max_rows, int64_t max_bytes,
                                          struct csv_rows* out, int64_t* err_pos) {
-  if (d->escape != 0) {
+  if (d->escape != 0 || d->stray_text) {
     return tokenize_escape(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
   }
 #ifdef CSV_HAVE_X86
@@ -585,7 +594,8 @@ const char* csv_tok_message(enum csv_tok_status st) {
     case CSV_TOK_TOO_LONG: return "field longer than 2 GiB";
     case CSV_TOK_STRAY_QUOTE:
       return "quote character inside an unquoted field, or text after a closing quote "
-             "(RFC 4180 quotes a whole field and doubles the quotes inside it)";
+             "(RFC 4180 quotes a whole field and doubles the quotes inside it); "
+             "the option stray_quotes=text reads such quotes as text, as pyarrow does, on one thread";
     default: return "tokenizer error";
   }
 }
@@ -659,7 +669,7 @@ int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len
                      uint8_t* out) {
   int64_t o = 0;
   int in_q = 0;
-  if (d->escape == 0 && d->quote != 0) {
+  if (d->escape == 0 && d->quote != 0 && !d->stray_text) {
     // Quotes only: the runs between them are copied whole (memchr finds the
     // next quote); a doubled quote inside quotes is one quote, any other
     // quote toggles quoting. The same result as the byte loop below.
@@ -686,7 +696,7 @@ int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len
     uint8_t c = in[i];
     if (d->escape != 0 && c == d->escape && i + 1 < len) {
       out[o++] = in[++i];
-    } else if (d->quote != 0 && c == d->quote) {
+    } else if (d->quote != 0 && c == d->quote && (in_q || i == 0 || !d->stray_text)) {
       if (in_q && i + 1 < len && in[i + 1] == c) {
         out[o++] = c;
         ++i;
