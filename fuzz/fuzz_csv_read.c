@@ -1,7 +1,8 @@
 // libFuzzer target: bytes -> the CSV reader, every split decoded, everything
 // released. The first byte picks the options, the rest is the file:
 //   bits 0-1  delimiter: sniffed, ',', ';', tab
-//   bits 2-3  header=auto, header=true, header=false, escape=backslash
+//   bits 2-3  header=auto, header=true, header=false + stray_quotes=text
+//             (quotes open quoting only at a field's start), escape=backslash
 //   bits 4-5  split_size: default, 7, 64, 1 (split boundaries everywhere),
 //             the last three with infer_bytes=64,
 //             but at least size/64: a split's quote parity is found by
@@ -52,8 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const unsigned mode = data[0];
   static const char* const delimiters[] = {"", "delimiter=comma,", "delimiter=semicolon,",
                                            "delimiter=tab,"};
-  static const char* const headers[] = {"header=auto", "header=true", "header=false",
-                                        "escape=backslash"};
+  static const char* const headers[] = {"header=auto", "header=true",
+                                        "header=false,stray_quotes=text", "escape=backslash"};
   static const int64_t split_sizes[] = {0, 7, 64, 1};
   char options[160];
   size_t len = 0;
