@@ -457,3 +457,11 @@ def test_write_options_for_other_formats_are_ignored(sluice, tmp_path, small_arr
     out = tmp_path / "o.arrow"
     sluice.run("convert", small_arrow, out, "-W", "delimiter=;")
     assert read_arrow(out).equals(read_arrow(small_arrow))
+
+
+def test_null_spelling_strings_go_out_bare_without_quoting(sluice, tmp_path):
+    """With quote=none there is no way to mark them: "NA" and a column named
+    null are written bare, not refused."""
+    table = pa.table({"null": pa.array(["NA", "x"])})
+    csv_path, _ = sluice_csv_round_trip(sluice, tmp_path, table, write_opts=["quote=none"])
+    assert csv_path.read_text() == "null\nNA\nx\n"

@@ -46,6 +46,7 @@
 #include "core/sl_options.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
+#include "format/csv/csv_internal.h"
 #include "io/sl_sink.h"
 #include "text_rows_parallel.h"
 
@@ -190,12 +191,9 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
 static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n) {
   if (n == 0) return 1;
   if (o->null_len > 0 && n == o->null_len && memcmp(s, o->null_text, n) == 0) return 1;
-  // The spellings readers take as null by default (sluice and pandas: NA,
-  // NULL, null): quoted, they stay strings in sluice's reader.
-  if ((n == 2 && memcmp(s, "NA", 2) == 0) || (n == 4 && memcmp(s, "NULL", 4) == 0) ||
-      (n == 4 && memcmp(s, "null", 4) == 0)) {
-    return 1;
-  }
+  // The spellings sluice's reader (and pandas) take as null by default:
+  // quoted, they stay strings there. With quote=none they go out bare.
+  if (o->quote != 0 && csv_is_null(NULL, (const uint8_t*)s, (int64_t)n)) return 1;
   for (size_t i = 0; i < n; ++i) {
     char c = s[i];
     if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
