@@ -166,13 +166,7 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
 static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos,
                      struct sluice_error* error) {
   if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
-  if (st == CSV_TOK_UNTERMINATED && !a->out->dialect.stray_text) {  // often a stray quote
-    int64_t stray = csv_find_stray_quote(&a->out->dialect, a->data, err_pos, a->size);
-    if (stray >= 0) {
-      st = CSV_TOK_STRAY_QUOTE;
-      err_pos = stray;
-    }
-  }
+  st = csv_tok_explain(&a->out->dialect, a->data, a->size, st, &err_pos);
   return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s", a->name,
                       (long long)csv_line_of(a->data, err_pos), (long long)err_pos,
                       csv_tok_message(st));

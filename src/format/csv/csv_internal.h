@@ -127,11 +127,12 @@ const char* csv_tok_message(enum csv_tok_status st);
 int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
                         int two_quotes);
 
-/// For an input that ends inside quotes: the first quote at or after row
-/// start `from` that reading quotes only at field starts would not take as
-/// quoting (then the error is that quote, not the unterminated field), or -1.
-int64_t csv_find_stray_quote(const struct csv_dialect* d, const uint8_t* data, int64_t from,
-                             int64_t end);
+/// The status to report for a tokenizer failure on data[0, end): an input
+/// that ends inside quotes (*err_pos = the row start) is often a quote inside
+/// an unquoted field that opened quoting; then that quote is the error
+/// (CSV_TOK_STRAY_QUOTE, *err_pos = it). Other statuses pass through.
+enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
+                                    enum csv_tok_status st, int64_t* err_pos);
 
 /// Tokenizes rows from data[*pos] (a row start, outside quotes) up to `end`
 /// (end of input). Stops after max_rows rows, once the rows span max_bytes, or

@@ -606,13 +606,7 @@ again:
       break;
     }
     if (st != CSV_TOK_OK) {
-      if (st == CSV_TOK_UNTERMINATED && !r->layout.dialect.stray_text) {  // often a stray quote
-        int64_t stray = csv_find_stray_quote(&r->layout.dialect, s->data, err_pos, s->limit);
-        if (stray >= 0) {
-          st = CSV_TOK_STRAY_QUOTE;
-          err_pos = stray;
-        }
-      }
+      st = csv_tok_explain(&r->layout.dialect, s->data, s->limit, st, &err_pos);
       int64_t line, at;
       csv_split_where(s, err_pos, &line, &at);
       return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s", r->name,

@@ -631,8 +631,10 @@ int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t l
   return -1;
 }
 
-int64_t csv_find_stray_quote(const struct csv_dialect* d, const uint8_t* data, int64_t from,
-                             int64_t end) {
+/// The first quote at or after row start `from` that reading quotes only at
+/// field starts would not take as quoting, or -1.
+static int64_t find_stray_quote(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                                int64_t end) {
   const uint8_t q = d->quote, esc = d->escape, delim = d->delimiter;
   if (q == 0) return -1;
   enum { FIELD_START, UNQUOTED, QUOTED } st = FIELD_START;
@@ -663,6 +665,15 @@ int64_t csv_find_stray_quote(const struct csv_dialect* d, const uint8_t* data, i
     }
   }
   return -1;
+}
+
+enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
+                                    enum csv_tok_status st, int64_t* err_pos) {
+  if (st != CSV_TOK_UNTERMINATED || d->stray_text) return st;
+  int64_t stray = find_stray_quote(d, data, *err_pos, end);
+  if (stray < 0) return st;
+  *err_pos = stray;
+  return CSV_TOK_STRAY_QUOTE;
 }
 
 int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
