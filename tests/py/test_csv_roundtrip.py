@@ -220,6 +220,25 @@ def test_strings_that_look_like_other_types(sluice, tmp_path):
     assert back.column("s").to_pylist() == table.column("s").to_pylist()
 
 
+def test_digits_and_null_spellings_stay_strings_without_a_schema(sluice, tmp_path):
+    """The writer quotes "NA" so that it stays text; inference must count a
+    quoted null spelling as text too, or ['1', 'NA', '2'] reads back as int64
+    with a null (as DuckDB reads it: VARCHAR). A quoted "" is still a null
+    and leaves a number column a number."""
+    table = pa.table({"s": pa.array(["1", "NA", "2"]), "t": pa.array(["3", "null", None])})
+    csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table)
+    assert csv_path.read_text().splitlines()[2] == '"NA","null"'
+    assert back.equals(table)
+    import duckdb
+    assert duckdb.sql(f"select * from '{csv_path}'").types == ["VARCHAR", "VARCHAR"]
+    quoted_empty = tmp_path / "quoted_empty.csv"
+    quoted_empty.write_text('i\n1\n""\n2\n')
+    sluice.run("convert", quoted_empty, tmp_path / "quoted_empty.arrow")
+    back = read_arrow(tmp_path / "quoted_empty.arrow")
+    assert back.schema.field("i").type == pa.int64()
+    assert back.column("i").to_pylist() == [1, None, 2]
+
+
 def test_single_column_nulls_keep_their_rows(sluice, tmp_path):
     # An empty line would be skipped by readers: a lone null is written "".
     table = pa.table({"i": pa.array([1, None, 3, None], pa.int64())})

@@ -442,6 +442,11 @@ void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
   s->any_nanos = 0;
 }
 
+void csv_infer_add_text(struct csv_infer_state* s) {
+  s->any_value = 1;
+  s->can = 0;
+}
+
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   if (csv_is_null(s->nulls, p, n)) return;
   s->any_value = 1;

@@ -254,6 +254,9 @@ struct csv_infer_state {
 
 void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
 void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
+/// Adds a value that only a string column holds: a quoted null spelling
+/// ("NA"), which is how the writer keeps that text from reading as null.
+void csv_infer_add_text(struct csv_infer_state* s);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
 /// "tsu:", "tsn:", "ttu", "ttn", "u"). All-null columns become strings.
 const char* csv_infer_format(const struct csv_infer_state* s);
