@@ -15,7 +15,6 @@ Needs SLUICE_BIN; DuckDB and polars checks are skipped when not installed.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import struct
 from pathlib import Path
 

@@ -101,6 +101,35 @@ static int check_decimal_digits(const struct sl_builder* b, struct sluice_error*
 
 static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error);
 
+/// The float16 bits of f when f is exactly a float16 (a NaN keeps its sign
+/// and top payload bits), else -1: what the writer widened comes back, and
+/// anything else is an error rather than a value rounded.
+static int32_t exact_half(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  const int32_t sign = (int32_t)((b >> 16) & 0x8000u);
+  const uint32_t exp = (b >> 23) & 0xffu, mant = b & 0x7fffffu;
+  if (exp == 0xff) {
+    if (mant == 0) return sign | 0x7c00;  // infinity
+    uint32_t payload = mant >> 13;
+    return sign | 0x7c00 | (int32_t)(payload != 0 ? payload : 0x200);
+  }
+  if (exp == 0) return mant == 0 ? sign : -1;  // float subnormals are below float16's range
+  const int e = (int)exp - 127;
+  if (e > 15) return -1;
+  if (e >= -14) {  // a normal float16
+    if (mant & 0x1fffu) return -1;
+    return sign | (int32_t)((uint32_t)(e + 15) << 10 | mant >> 13);
+  }
+  if (e < -24) return -1;
+  // A float16 subnormal: m × 2^-24 with the float's 24-bit significand
+  // shifted right by -(e + 1) bits, none of them lost.
+  const uint32_t full = mant | 0x800000u;
+  const int shift = -(e + 1);
+  if (full & ((1u << shift) - 1)) return -1;
+  return sign | (int32_t)(full >> shift);
+}
+
 static int skip_bytes(struct avro_decoder* d, int64_t n, const char* what,
                       struct sluice_error* error) {
   if (n > d->end - d->p) return truncated(error, what);
@@ -117,10 +146,10 @@ static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
     case OP_BOOL: return skip_bytes(d, 1, "boolean", error);
     case OP_INT32: case OP_INT64: case OP_ENUM: case OP_ENUM_MAP: case OP_INT_AS_LONG:
     case OP_INT_AS_FLOAT: case OP_INT_AS_DOUBLE: case OP_LONG_AS_FLOAT: case OP_LONG_AS_DOUBLE:
-    case OP_NARROW:
+    case OP_NARROW: case OP_RESCALE:
       return read_long(d, &v, error);
     case OP_DEFAULT: return 0;
-    case OP_FLOAT: case OP_FLOAT_AS_DOUBLE: return skip_bytes(d, 4, "float", error);
+    case OP_FLOAT: case OP_FLOAT_AS_DOUBLE: case OP_HALF: return skip_bytes(d, 4, "float", error);
     case OP_DOUBLE: return skip_bytes(d, 8, "double", error);
     case OP_BINARY: case OP_STRING: case OP_DEC_BYTES:
       SL_RETURN_NOT_OK(read_len(d, &n, "bytes/string", error));
@@ -211,6 +240,38 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       uint8_t le[8];
       for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
       APPEND(sl_builder_append_fixed(b, le));
+      return 0;
+    }
+    case OP_RESCALE: {
+      SL_RETURN_NOT_OK(read_long(d, &v, error));
+      int64_t x = 0;
+      if (op->size < 0 && v % -op->size != 0) {
+        return sl_error_set(error, EILSEQ, "value %" PRId64 " is not a whole number of the "
+                            "unit its schema names (sluice.arrow_type %s)", v,
+                            op->node->arrow_type);
+      }
+      if (op->size < 0) x = v / -op->size;
+      if ((op->size > 0 && __builtin_mul_overflow(v, op->size, &x)) ||
+          (b->value_width == 4 && (x < INT32_MIN || x > INT32_MAX))) {
+        return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type its "
+                            "schema names (sluice.arrow_type %s)", v, op->node->arrow_type);
+      }
+      uint8_t le[8];  // the low bytes of a little-endian int64 are the int32
+      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)x >> (8 * k));
+      APPEND(sl_builder_append_fixed(b, le));
+      return 0;
+    }
+    case OP_HALF: {
+      float f;
+      if (d->end - d->p < 4) return truncated(error, "float");
+      memcpy(&f, d->p, 4);
+      d->p += 4;
+      int32_t h = exact_half(f);
+      if (h < 0) {
+        return sl_error_set(error, EILSEQ, "float %.9g is not a float16, which its schema "
+                            "names (sluice.arrow_type)", (double)f);
+      }
+      APPEND(sl_builder_append_uint16(b, (uint16_t)h));
       return 0;
     }
     case OP_FLOAT: {
@@ -324,6 +385,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
     }
     case OP_ARRAY: {
       const struct avro_op* item = &d->prog->ops[kids[0]];
+      const int64_t items_before = b->children[0].length;
       for (;;) {
         SL_RETURN_NOT_OK(read_count(d, item, &n, &bytes, error));
         if (n == 0) break;
@@ -332,6 +394,12 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         if (bytes >= 0 && d->p - start != bytes)
           return sl_error_set(error, EILSEQ, "array block of %" PRId64 " bytes declared "
                               "%" PRId64, (int64_t)(d->p - start), bytes);
+      }
+      if (b->type.id == SL_TYPE_FIXED_SIZE_LIST &&
+          b->children[0].length - items_before != b->type.list_size) {
+        return sl_error_set(error, EILSEQ, "array of %" PRId64 " items where its schema names "
+                            "fixed_size_list of %" PRId64 " (sluice.arrow_type)",
+                            b->children[0].length - items_before, (int64_t)b->type.list_size);
       }
       APPEND(sl_builder_list_finish(b));
       return 0;

@@ -42,8 +42,9 @@ struct avro_node {
   int defining;               ///< named type being parsed: a reference to it is recursion
   void* json;                 ///< named type: its JSON object (json_t*, borrowed), for aliases
   /// The Arrow type sluice's writer noted ("sluice.arrow_type") where Avro's
-  /// type is wider than the column's (int8 → int, large_utf8 → string, a
-  /// zone's name): its format string, read back as that type; "" otherwise.
+  /// type is wider than the column's (int8 → int, large_utf8 → string,
+  /// date64 → date, a zone's name, large_list → array): its format string,
+  /// read back as that type; "" otherwise.
   char arrow_type[64];
 };
 
@@ -85,6 +86,10 @@ enum avro_op_kind {
   // An int or long read into a narrower or unsigned column (arrow_type; the
   // format character in op->size), range-checked:
   OP_NARROW,
+  // An int or long scaled into its arrow_type's unit (date → date64, millis →
+  // seconds): op->size is the factor, negative to divide (exactly).
+  OP_RESCALE,
+  OP_HALF,  ///< a float read as float16 (arrow_type "e"); an error unless exact
   OP_ENUM_MAP,  ///< writer symbol index → reader index via an int32 table in the pool
   OP_DEFAULT,   ///< a reader-only field: kid 0 decodes the default's bytes from the pool
   OP_STRING,    ///< like OP_BINARY, and the bytes must be UTF-8 (Arrow utf8 requires it)

@@ -112,13 +112,27 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
   switch (n->kind) {
     case AVRO_NULL: kind = OP_NULL; min_size = 0; break;
     case AVRO_BOOLEAN: kind = OP_BOOL; break;
-    case AVRO_INT: case AVRO_LONG:
-      // A zone in arrow_type changes the type only; a width, the values.
-      kind = n->arrow_type[0] != '\0' && n->arrow_type[1] == '\0' ? OP_NARROW
-             : n->kind == AVRO_INT ? OP_INT32 : OP_INT64;
-      size = n->arrow_type[0];
+    case AVRO_INT: case AVRO_LONG: {
+      // A zone in arrow_type changes the type only; a width or a unit, the
+      // values.
+      const char* at = n->arrow_type;
+      kind = n->kind == AVRO_INT ? OP_INT32 : OP_INT64;
+      if (at[0] != '\0' && at[1] == '\0') {
+        kind = OP_NARROW;
+        size = at[0];
+      } else if (strcmp(at, "tdm") == 0) {
+        kind = OP_RESCALE;
+        size = INT64_C(86400000);  // days → milliseconds
+      } else if (strcmp(at, "tts") == 0 || strncmp(at, "tss:", 4) == 0) {
+        kind = OP_RESCALE;
+        size = -1000;  // milliseconds → seconds
+      }
       break;
-    case AVRO_FLOAT: kind = OP_FLOAT; min_size = 4; break;
+    }
+    case AVRO_FLOAT:
+      kind = n->arrow_type[0] == 'e' ? OP_HALF : OP_FLOAT;
+      min_size = 4;
+      break;
     case AVRO_DOUBLE: kind = OP_DOUBLE; min_size = 8; break;
     case AVRO_BYTES: kind = n->logical == AVRO_LOGICAL_DECIMAL ? OP_DEC_BYTES : OP_BINARY; break;
     case AVRO_STRING: kind = OP_STRING; break;

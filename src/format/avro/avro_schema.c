@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_value_tz.h"
 
 #define AVRO_MAX_DEPTH 48  // below the builders' own limit (64), wrappers included
 
@@ -233,28 +235,57 @@ static void apply_logical(json_t* j, struct avro_node* n) {
   }
 }
 
+/// A zone a timestamp's arrow_type may name: an offset ("+01:00") or a
+/// zone of the tz database (a name pyarrow would refuse later is dropped).
+static int known_zone(const char* zone, const struct sluice_allocator* alloc) {
+  size_t len = strlen(zone);
+  if (strcmp(zone, "UTC") == 0) return 1;  // even without a tz database
+  if (len == 6 && (zone[0] == '+' || zone[0] == '-') && isdigit((unsigned char)zone[1]) &&
+      isdigit((unsigned char)zone[2]) && zone[3] == ':' && isdigit((unsigned char)zone[4]) &&
+      isdigit((unsigned char)zone[5]))
+    return 1;
+  struct sl_tz* tz = NULL;
+  if (sl_tz_load(zone, alloc, &tz) != 0) return 0;
+  sl_tz_free(tz);
+  return 1;
+}
+
 /// Applies "sluice.arrow_type" (see avro_node.arrow_type) when it names a
-/// type this node's values fit as they are read: int → int8/16, uint8/16;
-/// long → uint32/64; string → large_utf8; bytes → large_binary; a timestamp
-/// of the same unit → that timestamp with its zone. Anything else is
-/// ignored (the usual mapping), as unknown logical types are.
-static void apply_arrow_type(json_t* j, struct avro_node* n) {
+/// type this node's values convert to exactly: int → int8/16, uint8/16;
+/// long → uint32/64; float → float16; string → large_utf8; bytes →
+/// large_binary; int date → date64; int time-millis → time32[s]; a
+/// timestamp → one of its unit (or seconds, from millis) with a zone;
+/// array → large_list or fixed_size_list. Anything else is ignored (the
+/// usual mapping), as unknown logical types are.
+static void apply_arrow_type(json_t* j, struct avro_node* n, const struct sluice_allocator* alloc) {
   json_t* ja = json_object_get(j, "sluice.arrow_type");
   if (!json_is_string(ja)) return;
   const char* f = json_string_value(ja);
   size_t len = strlen(f);
+  if (len >= sizeof n->arrow_type) return;
   int ok = 0;
-  if (n->logical == AVRO_LOGICAL_NONE && len == 1) {
+  enum avro_logical lt = n->logical;
+  if (lt == AVRO_LOGICAL_NONE && len == 1) {
     const char* allowed = n->kind == AVRO_INT ? "csCS" : n->kind == AVRO_LONG ? "IL"
-                          : n->kind == AVRO_STRING ? "U" : n->kind == AVRO_BYTES ? "Z" : "";
+                          : n->kind == AVRO_FLOAT ? "e" : n->kind == AVRO_STRING ? "U"
+                          : n->kind == AVRO_BYTES ? "Z" : "";
     ok = strchr(allowed, f[0]) != NULL && f[0] != '\0';
-  } else if (n->logical == AVRO_LOGICAL_TS_MS || n->logical == AVRO_LOGICAL_TS_US ||
-             n->logical == AVRO_LOGICAL_TS_NS) {
-    char unit = n->logical == AVRO_LOGICAL_TS_MS ? 'm' : n->logical == AVRO_LOGICAL_TS_US ? 'u' : 'n';
-    ok = len > 4 && len < sizeof n->arrow_type && f[0] == 't' && f[1] == 's' && f[2] == unit &&
-         f[3] == ':';
-    for (size_t i = 4; ok && i < len; ++i)  // a zone name or offset
-      ok = isalnum((unsigned char)f[i]) || strchr("/_+-:", f[i]) != NULL;
+  } else if (n->kind == AVRO_INT && lt == AVRO_LOGICAL_DATE) {
+    ok = strcmp(f, "tdm") == 0;
+  } else if (n->kind == AVRO_INT && lt == AVRO_LOGICAL_TIME_MS) {
+    ok = strcmp(f, "tts") == 0;
+  } else if (n->kind == AVRO_LONG && (lt == AVRO_LOGICAL_LOCAL_TS_MS)) {
+    ok = strcmp(f, "tss:") == 0;
+  } else if (n->kind == AVRO_LONG && (lt == AVRO_LOGICAL_TS_MS || lt == AVRO_LOGICAL_TS_US ||
+                                      lt == AVRO_LOGICAL_TS_NS)) {
+    char unit = lt == AVRO_LOGICAL_TS_MS ? 'm' : lt == AVRO_LOGICAL_TS_US ? 'u' : 'n';
+    ok = len > 4 && f[0] == 't' && f[1] == 's' && (f[2] == unit || (f[2] == 's' && unit == 'm')) &&
+         f[3] == ':' && known_zone(f + 4, alloc);
+  } else if (n->kind == AVRO_ARRAY) {
+    char* end = NULL;
+    ok = strcmp(f, "+L") == 0 ||
+         (strncmp(f, "+w:", 3) == 0 && isdigit((unsigned char)f[3]) &&
+          strtol(f + 3, &end, 10) <= INT32_MAX && *end == '\0');
   }
   if (ok) snprintf(n->arrow_type, sizeof n->arrow_type, "%s", f);
 }
@@ -378,7 +409,7 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
   if (primitive_kind(t, &kind)) {
     if ((n = new_node(c, kind)) == NULL) return oom(c);
     apply_logical(j, n);
-    apply_arrow_type(j, n);
+    apply_arrow_type(j, n, c->s->alloc);
   } else if (strcmp(t, "record") == 0 || strcmp(t, "error") == 0) {
     if ((n = new_node(c, AVRO_RECORD)) == NULL) return oom(c);
     SL_RETURN_NOT_OK(parse_record(c, j, ns, depth, n));
@@ -401,6 +432,7 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
     if (n->items == NULL) return oom(c);
     n->n = 1;
     SL_RETURN_NOT_OK(parse_type(c, it, ns, depth + 1, &n->items[0]));
+    if (!is_map) apply_arrow_type(j, n, c->s->alloc);
   } else {
     struct avro_node* ref = lookup(c, t, ns);
     if (ref == NULL) return bad(c, "unknown type", t);
@@ -495,7 +527,10 @@ static int arrow_node(const struct avro_node* n, const char* name, int64_t flags
   int64_t n_children = 0;
   switch (n->kind) {
     case AVRO_RECORD: snprintf(format, sizeof format, "+s"); n_children = n->n; break;
-    case AVRO_ARRAY: snprintf(format, sizeof format, "+l"); n_children = 1; break;
+    case AVRO_ARRAY:
+      snprintf(format, sizeof format, "%s", n->arrow_type[0] != '\0' ? n->arrow_type : "+l");
+      n_children = 1;
+      break;
     case AVRO_MAP: snprintf(format, sizeof format, "+m"); n_children = 1; break;
     case AVRO_UNION: {
       int len = snprintf(format, sizeof format, "+ud:");

@@ -27,9 +27,10 @@
 //   a field that is not nullable is an error, named by column and row.
 //   Durations and other intervals are ENOTSUP, naming the column.
 //   Where the Avro type is wider than the Arrow one (int8/16, uint8/16/32/64,
-//   large utf8/binary, a zone other than UTC at ms/us/ns), the type is an
-//   object carrying "sluice.arrow_type": the Arrow format, which sluice's
-//   reader gives back (avro_schema.c, apply_arrow_type).
+//   float16, large utf8/binary, date64, time32[s], timestamp[s], a zone
+//   other than UTC, large_list, fixed_size_list), the type is an object
+//   carrying "sluice.arrow_type": the Arrow format, which sluice's reader
+//   gives back (avro_schema.c, apply_arrow_type).
 //
 // The writer only writes into the sink; committing (atomicity) is the
 // caller's. Blocks are encoded straight from the Arrow buffers (offsets at
@@ -462,7 +463,8 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         t = with_arrow_type(json_string("long"), s->format);
         break;
       case SL_TYPE_INT64: t = json_string("long"); break;
-      case SL_TYPE_HALF_FLOAT: case SL_TYPE_FLOAT: t = json_string("float"); break;
+      case SL_TYPE_HALF_FLOAT: t = with_arrow_type(json_string("float"), "e"); break;
+      case SL_TYPE_FLOAT: t = json_string("float"); break;
       case SL_TYPE_DOUBLE: t = json_string("double"); break;
       case SL_TYPE_STRING: t = json_string("string"); break;
       case SL_TYPE_LARGE_STRING: t = with_arrow_type(json_string("string"), "U"); break;
@@ -477,8 +479,12 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                       "precision", (json_int_t)node->type.precision, "scale",
                       (json_int_t)node->type.scale);
         break;
-      case SL_TYPE_DATE32: case SL_TYPE_DATE64: t = with_logical("int", "date"); break;
-      case SL_TYPE_TIME32: t = with_logical("int", "time-millis"); break;
+      case SL_TYPE_DATE32: t = with_logical("int", "date"); break;
+      case SL_TYPE_DATE64: t = with_arrow_type(with_logical("int", "date"), "tdm"); break;
+      case SL_TYPE_TIME32:
+        t = with_logical("int", "time-millis");
+        if (node->type.unit == SL_SECOND) t = with_arrow_type(t, "tts");
+        break;
       case SL_TYPE_TIME64: t = with_logical("long", "time-micros"); break;
       case SL_TYPE_TIMESTAMP: {
         const char* unit = node->type.unit == SL_NANO ? "nanos"
@@ -488,8 +494,10 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                  unit);
         t = with_logical("long", name);
         const char* zone = node->type.timezone;
-        if (zone != NULL && zone[0] != '\0' && strcmp(zone, "UTC") != 0 && node->type.unit != SL_SECOND) {
-          t = with_arrow_type(t, s->format);  // the reader says UTC otherwise
+        // The reader says UTC (or milliseconds) otherwise.
+        if ((zone != NULL && zone[0] != '\0' && strcmp(zone, "UTC") != 0) ||
+            node->type.unit == SL_SECOND) {
+          t = with_arrow_type(t, s->format);
         }
         break;
       }
@@ -511,6 +519,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         SL_RETURN_NOT_OK(build(ctx, s->children[0], child_of(a, 0), &node->children[0], sub, column, depth + 1, &item, error));
         if (node->children[0].nullable) item = json_pack("[s, o]", "null", item);
         t = json_pack("{s:s, s:o}", "type", "array", "items", item);
+        if (node->type.id != SL_TYPE_LIST) t = with_arrow_type(t, s->format);  // +L, +w:N
         break;
       }
       case SL_TYPE_MAP: {
