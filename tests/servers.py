@@ -88,11 +88,28 @@ class ConnectionCounter:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted = 0
-        self.gets = 0
+        self._gets = 0
         self.received = 0  # bytes the server sent (headers too)
-        self.requests: list[dict] = []  # {"method", "target", "headers" (lower-case names)}
+        self._requests: list[dict] = []  # {"method", "target", "headers" (lower-case names)}
+        self.unparsed: list[str] = []  # why a connection's requests could not be followed
         self.lock = threading.Lock()  # connections' threads count at once
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def _counted(self):
+        """Counts are exact only when every connection's requests were
+        followed: a test reading them fails rather than see too few."""
+        with self.lock:
+            assert not self.unparsed, f"requests not followed: {self.unparsed}"
+
+    @property
+    def gets(self) -> int:
+        self._counted()
+        return self._gets
+
+    @property
+    def requests(self) -> list[dict]:
+        self._counted()
+        return self._requests
 
     def _accept(self):
         while True:
@@ -101,7 +118,11 @@ class ConnectionCounter:
             except OSError:
                 return
             self.accepted += 1
-            server = socket.create_connection(("127.0.0.1", self.upstream))
+            try:
+                server = socket.create_connection(("127.0.0.1", self.upstream))
+            except OSError:  # the server is down: the client sees a reset, as it would
+                client.close()
+                continue
             for a, b, up in ((client, server, True), (server, client, False)):
                 threading.Thread(target=self._pipe, args=(a, b, up), daemon=True).start()
 
@@ -121,16 +142,19 @@ class ConnectionCounter:
                 return 0
             lines = pending[:end].decode("latin-1").split("\r\n")
             del pending[:end + 4]
-            method, target = lines[0].split(" ")[:2]
+            parts = lines[0].split(" ")
+            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                raise ValueError(f"not an HTTP/1.x request line: {lines[0][:80]!r}")
+            method, target = parts[:2]
             headers = {}
             for line in lines[1:]:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
             with self.lock:
-                self.requests.append({"method": method, "target": target, "headers": headers})
-                self.gets += method == "GET"
+                self._requests.append({"method": method, "target": target, "headers": headers})
+                self._gets += method == "GET"
             if "transfer-encoding" in headers:
-                raise ValueError("chunked body")
+                raise ValueError("a chunked body")
             body_left = int(headers.get("content-length", "0"))
 
     def _pipe(self, src, dst, up):
@@ -141,8 +165,10 @@ class ConnectionCounter:
                     pending += data
                     try:
                         body_left = self._parse_requests(pending, body_left)
-                    except ValueError:  # not HTTP/1.1 with Content-Length: forward only
+                    except ValueError as e:  # forward only, and say so
                         parsing = False
+                        with self.lock:
+                            self.unparsed.append(str(e))
                 if not up:
                     with self.lock:
                         self.received += len(data)
