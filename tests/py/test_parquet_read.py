@@ -813,6 +813,47 @@ def test_polars_written(sluice_bin, tmp_path, codec):
     assert_same(got, want, f"polars {codec}")
 
 
+FASTPARQUET_CASES = [("SNAPPY", "int64", None), ("GZIP", "int96", 100), ("ZSTD", "int64", [0, 5, 7]),
+                     (None, "int96", 1000)]
+
+
+@pytest.mark.parametrize("codec,times,row_groups", FASTPARQUET_CASES,
+                         ids=[f"{c}-{t}-{r}" for c, t, r in FASTPARQUET_CASES])
+def test_fastparquet_written(sluice_bin, tmp_path, codec, times, row_groups):
+    """fastparquet (the pandas-native writer dask used for years) writes an
+    empty Thrift list as one byte with no element type (0x00): such footers
+    read like pyarrow reads them. Columns: the pandas dtypes it writes, with
+    nulls, int96 or int64 times, a zoned timestamp, a categorical (dictionary
+    pages), and its own index column."""
+    fastparquet = pytest.importorskip("fastparquet")
+    pd = pytest.importorskip("pandas")
+    n = 1500
+    rng = np.random.default_rng(13)
+    df = pd.DataFrame({
+        "i64": rng.integers(-2**62, 2**62, n),
+        "i32": rng.integers(-2**31, 2**31 - 1, n).astype("int32"),
+        "u8": rng.integers(0, 255, n).astype("uint8"),
+        "f64": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+        "b": rng.random(n) < 0.5,
+        "s": pd.Series([None if i % 7 == 0 else f"v{i % 13}é" for i in range(n)], dtype=object),
+        "raw": pd.Series([bytes([i % 256, 0]) for i in range(n)], dtype=object),
+        "t": pd.Series(pd.to_datetime(rng.integers(-2**40, 2**40, n), unit="ms")).where(rng.random(n) > 0.2),
+        "tz": pd.Series(pd.to_datetime(rng.integers(0, 2**40, n), unit="ms")).dt.tz_localize("UTC")
+              .dt.tz_convert("Europe/Paris"),
+        "cat": pd.Categorical([["a", "b", "c", None][i % 4] for i in range(n)]),
+        "ni": pd.array([None if i % 5 == 0 else i for i in range(n)], dtype="Int64"),
+    }, index=pd.Index(range(100, 100 + n), name="idx"))
+    path = tmp_path / "fastparquet.parquet"
+    kw = {"compression": codec, "times": times, "write_index": True,
+          "object_encoding": {"s": "utf8", "raw": "bytes"}}
+    if row_groups is not None:
+        kw["row_group_offsets"] = row_groups
+    fastparquet.write(str(path), df, **kw)
+    want = pyarrow_read(path)
+    got = sluice_read(sluice_bin, path)
+    assert_same(got, want, f"fastparquet {codec} {times} {row_groups}")
+
+
 # ---- projection -----------------------------------------------------------------
 
 PROJECTIONS = [

@@ -79,8 +79,8 @@ static int meta_list(struct meta_ctx* ctx, int type, int want, void** items, int
   int elem_type;
   int64_t count;
   META_TRY(ctx, pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
+  if (count == 0) return 0;  // any element type: see pq_thrift_list_begin
   if (elem_type != want) return meta_fail(ctx, where, "unexpected list element type");
-  if (count == 0) return 0;
   if (count > (ctx->r.size - ctx->r.pos) / min_bytes) {
     return meta_fail(ctx, where, "more elements than the bytes left can hold");
   }

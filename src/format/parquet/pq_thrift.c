@@ -186,7 +186,9 @@ int pq_thrift_list_begin(struct pq_thrift_reader* r, int* elem_type, int64_t* co
     r->pos = start;
     return pq_thrift_fail(r, "list header", "more elements than bytes left");
   }
-  if (*elem_type == PQ_TT_STOP || *elem_type > PQ_TT_STRUCT) {
+  // An empty list's element type is never used, and some writers leave it 0
+  // (fastparquet writes an empty list as the single byte 0x00).
+  if (n > 0 && (*elem_type == PQ_TT_STOP || *elem_type > PQ_TT_STRUCT)) {
     r->pos = start;
     return pq_thrift_fail(r, "list header", "unknown element type");
   }
