@@ -538,6 +538,49 @@ def test_reader_schema_unions(tmp_path):
     assert proc.returncode != 0 and b"has no match" in proc.stderr
 
 
+def test_defaults_with_nul_characters(tmp_path, sluice):
+    """A bytes or fixed default is a JSON string of code points 0-255, so
+    "\\u0000" is a legal byte there (and in a string default): the writer's
+    and the reader's schema load, and the defaults read as fastavro reads
+    them. Elsewhere (a name) a NUL would cut the string short unseen: an
+    error naming the reader schema, not the file's avro.schema."""
+    import json
+    writer = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "int"},
+        {"name": "b", "type": "bytes", "default": "\u0000\u00ff"}]}
+    path = tmp_path / "nul.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(writer), [{"a": k, "b": bytes([k, 0])} for k in range(5)])
+    reader = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "int"},
+        {"name": "b", "type": "bytes"},
+        {"name": "c", "type": "bytes", "default": "\u0000\u00ff"},
+        {"name": "f", "type": {"type": "fixed", "name": "F", "size": 3}, "default": "a\u0000b"},
+        {"name": "d", "type": "string", "default": "x\u0000y"}]}
+    rs = tmp_path / "reader.avsc"
+    rs.write_text(json.dumps(reader))
+    out = tmp_path / "out.arrow"
+    sluice.run("convert", path, out)  # the writer's schema alone
+    with ipc.open_file(out) as f:
+        assert f.read_all().column("b").to_pylist() == [bytes([k, 0]) for k in range(5)]
+    sluice.run("convert", "--reader-schema", rs, path, out)
+    with ipc.open_file(out) as f:
+        table = f.read_all()
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    for name in ("a", "b", "d"):
+        assert table.column(name).to_pylist() == [r[name] for r in want], name
+    # fastavro hands bytes and fixed defaults back as their JSON strings
+    for name in ("c", "f"):
+        assert table.column(name).to_pylist() == [r[name].encode("latin-1") for r in want], name
+    assert table.column("f").to_pylist()[0] == b"a\x00b"
+    bad = json.loads(json.dumps(reader))
+    bad["fields"][0]["name"] = "a\u0000b"
+    rs.write_text(json.dumps(bad))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
+    assert "reader schema" in err and "NUL" in err and "avro.schema" not in err, err
+
+
 def test_reader_schema_enum_default(tmp_path, sluice):
     """A writer enum symbol the reader's enum lacks reads as the reader's
     "default" symbol (`--reader-schema`), as fastavro resolves it; without a

@@ -380,7 +380,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   int rc = read_header(r, error);
   if (rc == 0) {
     rc = avro_schema_parse(r->json, r->json_len, r->alloc, &r->schema, error);
-    if (rc != 0) sl_error_prefix(error, "%s", src->name);
+    if (rc != 0) sl_error_prefix(error, "%s: avro.schema", src->name);
   }
   if (rc == 0) rc = load_reader_schema(r, args->format_options, error);
   if (rc == 0 && r->reader_json != NULL) {

@@ -445,15 +445,48 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
   return 0;
 }
 
+/// The first string outside a "default" or "doc" that holds a NUL (\u0000),
+/// or NULL. Bytes and fixed defaults are strings of code points 0-255, so
+/// the schema is loaded with NULs allowed; everywhere else the parser reads
+/// strings as C strings, and a NUL would cut a name short unseen.
+static const char* string_with_nul(json_t* j) {
+  if (json_is_string(j))
+    return strlen(json_string_value(j)) != json_string_length(j) ? json_string_value(j) : NULL;
+  if (json_is_array(j)) {
+    size_t i;
+    json_t* v;
+    json_array_foreach(j, i, v) {
+      const char* bad = string_with_nul(v);
+      if (bad != NULL) return bad;
+    }
+  } else if (json_is_object(j)) {
+    const char* key;
+    json_t* v;
+    json_object_foreach(j, key, v) {
+      if (strcmp(key, "default") == 0 || strcmp(key, "doc") == 0) continue;
+      const char* bad = string_with_nul(v);
+      if (bad != NULL) return bad;
+    }
+  }
+  return NULL;
+}
+
 int avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
                       struct avro_schema* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = alloc;
   json_error_t jerr;
-  json_t* root = json_loadb(json, n, JSON_DECODE_ANY, &jerr);
+  json_t* root = json_loadb(json, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
   if (root == NULL)
-    return sl_error_set(error, EILSEQ, "avro.schema is not valid JSON (line %d column %d: %s)",
+    return sl_error_set(error, EILSEQ, "the schema is not valid JSON (line %d column %d: %s)",
                         jerr.line, jerr.column, jerr.text);
+  const char* nul = string_with_nul(root);
+  if (nul != NULL) {
+    int rc = sl_error_set(error, EILSEQ, "the schema string \"%s...\" holds a NUL character "
+                          "(\\u0000), allowed only in defaults", nul);
+    json_decref(root);  // after the message: `nul` points into it
+    return rc;
+  }
   struct parse_ctx c = {.s = out, .error = error};
   out->json = root;  // field defaults point into it
   int rc = parse_type(&c, root, "", 0, &out->root);
