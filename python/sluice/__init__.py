@@ -32,6 +32,15 @@ __all__ = [
 ]
 
 
+def _csv_schema(schema):
+    """CSV's schema= as {name: type} or a pyarrow.Schema: "name:type|name:type",
+    a type being its name as pyarrow prints it ("timestamp[us, tz=UTC]")."""
+    if isinstance(schema, str):
+        return schema
+    pairs = schema.items() if hasattr(schema, "items") else [(f.name, f.type) for f in schema]
+    return "|".join("%s:%s" % (name, type_) for name, type_ in pairs)
+
+
 def _options_string(options):
     """{key: value} -> "key=value,key=value" (booleans as true/false)."""
     parts = []
@@ -40,6 +49,8 @@ def _options_string(options):
             continue
         if isinstance(value, bool):
             value = "true" if value else "false"
+        elif key == "schema":
+            value = _csv_schema(value)
         parts.append("%s=%s" % (key, value))
     return ",".join(parts) if parts else None
 

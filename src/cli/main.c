@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/sl_options.h"
 
 #define GLOBAL_OPTIONS_HELP                                                   \
   "Global options:\n"                                                         \
@@ -257,9 +258,10 @@ static int add_option_to(char** list, const char* key, const char* value, int co
   if (joined == NULL) return -1;
   snprintf(joined, len, "%s%s%s%s%s", old_len > 0 ? *list : "",
            old_len > 0 ? "," : "", key != NULL ? key : "", key != NULL ? "=" : "", value);
-  if (commas_to_bars) {
-    for (char* p = joined + old_len + (old_len > 0) + key_len; *p != '\0'; ++p) {
-      if (*p == ',') *p = '|';
+  if (commas_to_bars) {  // but not those inside "timestamp[us, tz=UTC]"
+    for (char* p = joined + old_len + (old_len > 0) + key_len, *comma;
+         (comma = (char*)sl_option_comma(p)) != NULL; p = comma + 1) {
+      *comma = '|';
     }
   }
   free(*list);

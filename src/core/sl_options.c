@@ -3,6 +3,26 @@
 
 #include <string.h>
 
+const char* sl_option_comma(const char* s) {
+  // A bracket right after a letter or digit holds a type's parameters
+  // ("timestamp[us, tz=UTC]", "decimal128(10, 2)"): its commas do not
+  // separate. One after anything else is a plain character ("delimiter=[").
+  int depth = 0;
+  for (const char* p = s; *p != '\0'; ++p) {
+    if ((*p == '[' || *p == '(') && p > s && ((p[-1] >= 'a' && p[-1] <= 'z') ||
+                                              (p[-1] >= 'A' && p[-1] <= 'Z') ||
+                                              (p[-1] >= '0' && p[-1] <= '9'))) {
+      ++depth;
+    } else if ((*p == ']' || *p == ')') && depth > 0) {
+      --depth;
+    } else if (*p == ',' && depth == 0) {
+      return p;
+    }
+  }
+  // A bracket never closed: its commas separate after all.
+  return depth > 0 ? strchr(s, ',') : NULL;
+}
+
 int sl_option_next(const char** cursor, struct sl_option* out) {
   const char* o = *cursor;
   while (o != NULL && *o == ',') ++o;
@@ -10,7 +30,7 @@ int sl_option_next(const char** cursor, struct sl_option* out) {
     *cursor = o;
     return 0;
   }
-  const char* end = strchr(o, ',');
+  const char* end = sl_option_comma(o);
   size_t n = end != NULL ? (size_t)(end - o) : strlen(o);
   const char* eq = memchr(o, '=', n);
   // A lone comma right after '=' is the value (delimiter=,), not a separator;

@@ -18,6 +18,11 @@ struct sl_option {
 /// delimiter "," and header "false"; "null=,header=false" has an empty null.
 int sl_option_next(const char** cursor, struct sl_option* out);
 
+/// The first ',' of `s` that separates items, or NULL: commas inside a
+/// bracket that follows a letter or digit ("timestamp[us, tz=UTC]",
+/// "decimal128(10, 2)") are part of the item.
+const char* sl_option_comma(const char* s);
+
 /// Whether the option's key is `key`.
 int sl_option_is(const struct sl_option* option, const char* key);
 

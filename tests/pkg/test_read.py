@@ -28,6 +28,21 @@ def test_csv_matches_pyarrow(csv_file):
     assert got.equals(want)
 
 
+def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
+    """schema= takes {name: type} (pyarrow types or their names) or a
+    pyarrow.Schema, as pyarrow's column_types does; values equal pyarrow's."""
+    path = data_dir / "typed.csv"
+    path.write_text("id,t,x\n1,2024-01-02T03:04:05Z,1.5\n2,1970-01-01 00:00:01Z,\n")
+    schema = pa.schema([("id", pa.int16()), ("t", pa.timestamp("ms", "UTC")), ("x", pa.float32())])
+    want = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
+        column_types={f.name: f.type for f in schema}))
+    assert want.schema == schema
+    for given in (schema, {f.name: f.type for f in schema},
+                  {"id": "int16", "t": "timestamp[ms, tz=UTC]", "x": "float32"},
+                  "id:int16|t:timestamp[ms,UTC]|x:float32"):
+        assert pa.table(sluice.read(path, schema=given)).equals(want), given
+
+
 def test_csv_format_options(data_dir):
     path = data_dir / "semi.txt"
     path.write_text("1;a\n2;b\n3;\n")

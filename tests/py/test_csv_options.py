@@ -403,6 +403,51 @@ def test_empty_file_takes_the_given_schema(sluice, tmp_path):
     assert proc.returncode != 0 and b"a.csv" in proc.stderr
 
 
+# ---- schema= types spelled as pyarrow prints them ----------------------------------
+
+PYARROW_SPELLED = pa.schema([("t", pa.timestamp("us", "UTC")), ("tm", pa.timestamp("ms", "+02:00")),
+                             ("ts", pa.timestamp("s")), ("d", pa.date32()), ("f", pa.float32()),
+                             ("x", pa.float64()), ("h", pa.time32("ms")), ("s", pa.string())])
+
+
+def test_schema_types_as_pyarrow_prints_them(sluice, tmp_path):
+    """schema= takes a type as str(pyarrow type) spells it, commas and all
+    ("timestamp[us, tz=UTC]"): in -O schema= (the option list splits at
+    commas outside brackets), in --schema (whose commas separate columns),
+    with the Arrow format too ("tsu:UTC"). The values equal pyarrow's read
+    with the same column_types."""
+    path = tmp_path / "typed.csv"
+    path.write_text("t,tm,ts,d,f,x,h,s\n"
+                    "2024-01-02 03:04:05.123456Z,2024-01-02T03:04:05.5+02:00,2024-01-02 03:04:05,"
+                    "2024-01-02,1.5,2.25,12:30:45.250,a\n"
+                    "1970-01-01T00:00:00Z,1999-12-31T23:59:59.999+02:00,2000-02-29 00:00:00,"
+                    "1900-03-01,-0.5,1e300,00:00:00.001,\"b,c\"\n")
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={f.name: f.type for f in PYARROW_SPELLED}))
+    assert want.schema == PYARROW_SPELLED
+    spelled = [f"{f.name}:{f.type}" for f in PYARROW_SPELLED]
+    assert spelled[0] == "t:timestamp[us, tz=UTC]"
+    got = sluice_read(sluice, path, "schema=" + "|".join(spelled), "header=true")
+    assert got.equals(want), got
+    out = tmp_path / "cli.arrow"
+    sluice.run("convert", path, out, "-q", "--schema", ",".join(spelled))
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+    # the Arrow format, and the bracket form without "tz="
+    got = sluice_read(sluice, path, "schema=t:tsu:UTC|tm:timestamp[ms,+02:00]|ts:timestamp[s]|"
+                      "d:date32|f:float|x:double|h:time32[ms]|s:string")
+    assert got.equals(want), got
+    # a bracket after '=' is a plain character: the comma after it separates
+    odd = tmp_path / "bracket.csv"
+    odd.write_text("a[b\n1[x\n2[y\n")
+    got = sluice_read(sluice, odd, "delimiter=[,header=true")
+    assert got.equals(pcsv.read_csv(odd, parse_options=pcsv.ParseOptions(delimiter="[")))
+    for bad, says in (("t:timestamp[xs]", "timestamp[xs]"), ("t:timestamp[us", "timestamp[us"),
+                      ("t:decimal128(10)", "decimal128(10)")):
+        proc = sluice.run_raw("convert", str(path), str(out), "-q", "--schema", bad)
+        assert proc.returncode != 0 and says.encode() in proc.stderr, proc.stderr
+
+
 # ---- types of values past the head sample ------------------------------------
 
 def test_late_values_widen_types_from_stretches_further_on(sluice, tmp_path):

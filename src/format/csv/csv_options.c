@@ -7,11 +7,13 @@
 //                              ("", NA, NULL, null); an empty item is the empty
 //                              field, so "null_values=" means only empty fields
 //   header=true|false|auto     schema=name:type|name:type (type: int64, float64,
-//   string, bool, date32, timestamp, timestamp[us,UTC], ... or an Arrow format)
+//   string, bool, date32, timestamp, timestamp[us, tz=UTC], decimal128(10, 2):
+//   pyarrow's spellings; or an Arrow format)
 //   missing_fields=error|null  bad_rows=error|skip
 //   stray_quotes=error|text    (text: quotes open quoting only at a field's start)
 //   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
 //   simd=auto|scalar|sse2|avx2, fastpath=true|false (tests)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +34,65 @@ static const struct type_alias csv_type_aliases[] = {
     {"uint32", "I"},       {"uint64", "L"},        {"float32", "f"},    {"float", "f"},
     {"float64", "g"},      {"double", "g"},        {"string", "u"},     {"utf8", "u"},
     {"large_string", "U"}, {"large_utf8", "U"},    {"date32", "tdD"},   {"date", "tdD"},
-    {"binary", "z"},       {"large_binary", "Z"},
-    {"timestamp", "tsu:"}, {"timestamp[us]", "tsu:"}, {"timestamp[us,UTC]", "tsu:UTC"},
-    {"timestamp[s]", "tss:"}, {"timestamp[ms]", "tsm:"}, {"timestamp[ns]", "tsn:"},
-    {"timestamp[ns,UTC]", "tsn:UTC"}, {"timestamp[ms,UTC]", "tsm:UTC"},
-    {"timestamp[s,UTC]", "tss:UTC"},
+    {"date32[day]", "tdD"}, {"date64", "tdm"},     {"date64[ms]", "tdm"},
+    {"float16", "e"},      {"halffloat", "e"},     {"null", "n"},
+    {"binary", "z"},       {"large_binary", "Z"},  {"timestamp", "tsu:"},
     {"time", "ttu"},       {"time64[us]", "ttu"},  {"time64[ns]", "ttn"},
     {"time32[s]", "tts"},  {"time32[ms]", "ttm"},
 };
+
+/// The unit letter of "s", "ms", "us" or "ns" (`n` bytes), or 0.
+static char unit_letter(const char* u, size_t n) {
+  if (n == 1 && u[0] == 's') return 's';
+  if (n == 2 && u[1] == 's' && (u[0] == 'm' || u[0] == 'u' || u[0] == 'n')) return u[0];
+  return 0;
+}
+
+/// A parameterised type as pyarrow prints it (so str(pa_type) works), into
+/// the Arrow format `out`: timestamp[us], timestamp[us, tz=UTC] (or
+/// timestamp[us,UTC]), duration[ms], decimal128(10, 2), decimal256(40, 5).
+/// 0 when `t` is none of these.
+static int parameterised_format(const char* t, size_t n, char* out, size_t cap) {
+  const char* end = t + n;
+  if (n > 11 && memcmp(t, "timestamp[", 10) == 0 && end[-1] == ']') {
+    const char* u = t + 10;
+    const char* comma = memchr(u, ',', (size_t)(end - 1 - u));
+    const char* u_end = comma != NULL ? comma : end - 1;
+    char unit = unit_letter(u, (size_t)(u_end - u));
+    if (unit == 0) return 0;
+    const char* zone = u_end;
+    if (comma != NULL) {
+      zone = comma + 1;
+      while (zone < end - 1 && *zone == ' ') ++zone;
+      if (end - 1 - zone > 3 && memcmp(zone, "tz=", 3) == 0) zone += 3;
+      if (zone == end - 1) return 0;
+    }
+    int w = snprintf(out, cap, "ts%c:%.*s", unit, (int)(end - 1 - zone), zone);
+    return w > 0 && (size_t)w < cap;
+  }
+  if (n > 10 && memcmp(t, "duration[", 9) == 0 && end[-1] == ']') {
+    char unit = unit_letter(t + 9, n - 10);
+    return unit != 0 && snprintf(out, cap, "tD%c", unit) > 0;
+  }
+  if (n > 12 && (memcmp(t, "decimal128(", 11) == 0 || memcmp(t, "decimal256(", 11) == 0) &&
+      end[-1] == ')') {
+    char digits[2][8];
+    const char* p = t + 11;
+    for (int k = 0; k < 2; ++k) {  // precision, then scale (may be negative)
+      while (p < end && *p == ' ') ++p;
+      size_t d = 0;
+      if (k == 1 && p < end && *p == '-') digits[k][d++] = *p++;
+      while (p < end && *p >= '0' && *p <= '9' && d < sizeof digits[k] - 1) digits[k][d++] = *p++;
+      digits[k][d] = '\0';
+      if (d == 0 || p >= end || *p != (k == 0 ? ',' : ')')) return 0;
+      ++p;
+    }
+    if (p != end) return 0;
+    int w = snprintf(out, cap, "d:%s,%s%s", digits[0], digits[1], t[7] == '2' ? ",256" : "");
+    return w > 0 && (size_t)w < cap;
+  }
+  return 0;
+}
 
 static void free_schema(struct csv_options* o, const struct sluice_allocator* alloc) {
   for (int64_t i = 0; i < o->n_schema; ++i) {
@@ -147,6 +200,9 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
         format = csv_type_aliases[k].format;
       }
     }
+    char parameterised[128];
+    if (format == NULL && parameterised_format(t, t_len, parameterised, sizeof parameterised))
+      format = parameterised;
     struct csv_schema_entry* e = &o->schema[o->n_schema];
     e->name = sl_strndup(alloc, v + i, name_len);
     e->format = format != NULL ? sl_strdup(alloc, format) : sl_strndup(alloc, t, t_len);
