@@ -33,11 +33,17 @@ APT_PACKAGES=(
 # built into .cache/s3s-fs/ (git-ignored). 0.14.1 is the newest release that
 # builds with rustc 1.95.
 S3S_FS_VERSION=0.14.1
-# Built with one change: GetObject streams the file in 1 MiB reads, not 4 KiB.
-# Each read is a hop through tokio's blocking pool, so the stock server
-# serves about 0.15 GB/s on loopback here (0.8 GB/s with the change): the
-# server, not the client, set W3's figures (bench/README.md).
-S3S_FS_BUILD="$S3S_FS_VERSION+read1m"
+# Built with three changes (patch_s3s_fs), so that the server, not the
+# readers, is what the W3 figures and the peers' cells measure:
+# - GetObject streams the file in 1 MiB reads, not 4 KiB: each read is a hop
+#   through tokio's blocking pool, so the stock server serves ~0.15 GB/s on
+#   loopback here (~1.4 GB/s with the change);
+# - HeadObject of a key that is a directory (a "prefix" such as bench/big)
+#   answers 404 NoSuchKey, as S3 does, not 500: pyarrow's S3FileSystem
+#   HEADs a dataset's prefix first;
+# - a suffix range longer than the object (bytes=-65536 of a 4 KiB object)
+#   returns the whole object, as S3 does, not 500: polars asks for one.
+S3S_FS_BUILD="$S3S_FS_VERSION+read1m.head-dir.suffix"
 
 # Java Avro's avro-tools (Maven Central) for the Avro interop tests and bench
 # W2, cached in .cache/avro-tools/ (git-ignored).
@@ -80,6 +86,21 @@ install_deps() {
   build_s3s_fs
 }
 
+# The three changes of S3S_FS_BUILD's comment, each checked: a change that no
+# longer applies fails the set-up rather than build a server that differs.
+patch_s3s_fs() {
+  local src="$1"
+  perl -0pi -e 's/ReaderStream::with_capacity\(file, 4096\)/ReaderStream::with_capacity(file, 1 << 20)/' "$src"
+  perl -0pi -e 's/(async fn head_object.*?)if !path\.exists\(\) \{/$1if !path.is_file() {/s' "$src"
+  perl -0pi -e 's/Some\(Range::Suffix \{ length \}\) => \{\s*let neg_offset = length\.numeric_cast::<i64>\(\)\.neg\(\);\s*try_!\(file\.seek\(io::SeekFrom::End\(neg_offset\)\)\.await\);/Some(Range::Suffix { .. }) => {\n                try_!(file.seek(io::SeekFrom::Start(file_len - content_length)).await);/' "$src"
+  local want
+  for want in 'ReaderStream::with_capacity(file, 1 << 20)' 'if !path.is_file() {' \
+      'io::SeekFrom::Start(file_len - content_length)'; do
+    grep -qF "$want" "$src" ||
+        { echo "setup: an s3s-fs patch no longer applies to $src (no '$want')" >&2; exit 1; }
+  done
+}
+
 build_s3s_fs() {
   local root="$ROOT/.cache/s3s-fs"
   local stamp="$root/version"
@@ -113,10 +134,7 @@ build_s3s_fs() {
   local crate
   crate="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/s3s-fs-"$S3S_FS_VERSION".crate | head -n 1)"
   tar -xzf "$crate" -C "$work"
-  local src="$work/s3s-fs-$S3S_FS_VERSION/src/s3.rs"
-  grep -q 'ReaderStream::with_capacity(file, 4096)' "$src" ||
-      { echo "setup: the s3s-fs read-size patch no longer applies to $src" >&2; exit 1; }
-  sed -i 's/ReaderStream::with_capacity(file, 4096)/ReaderStream::with_capacity(file, 1 << 20)/' "$src"
+  patch_s3s_fs "$work/s3s-fs-$S3S_FS_VERSION/src/s3.rs"
   CARGO_TARGET_DIR="$ROOT/.cache/s3s-fs-target" cargo install -q --path "$work/s3s-fs-$S3S_FS_VERSION" \
       --features binary --locked --root "$root" -j "$JOBS"
   echo "$S3S_FS_BUILD" > "$stamp"
