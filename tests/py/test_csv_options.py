@@ -448,6 +448,31 @@ def test_schema_types_as_pyarrow_prints_them(sluice, tmp_path):
         assert proc.returncode != 0 and says.encode() in proc.stderr, proc.stderr
 
 
+def test_spaces_around_numbers_are_trimmed(sluice, tmp_path):
+    """" 1" and "2.5 " are numbers, as pyarrow reads them (spaces and tabs
+    around ints and floats are trimmed; strings keep theirs), on the fused
+    numeric path and off it, inferred and given."""
+    rng = random.Random(4)
+    lines = ["a,b,s,u"]
+    for i in range(50_000):
+        pad = [" ", "\t", "", ""][i % 4]
+        lines.append(f"{pad}{i - 25_000}{pad[::-1]},{rng.random()}{pad},{pad}s{i % 9},{i}")
+    path = tmp_path / "spaces.csv"
+    path.write_text("\n".join(lines) + "\n")
+    want = pcsv.read_csv(path)
+    assert want.schema.types == [pa.int64(), pa.float64(), pa.string(), pa.int64()]
+    for options in ([], ["split_size=64k"]):
+        got = sluice_read(sluice, path, *options, threads=2)
+        assert got.equals(want)
+    given = {"a": pa.int32(), "b": pa.float32(), "s": pa.string(), "u": pa.uint32()}
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=given))
+    got = sluice_read(sluice, path, "schema=a:int32|b:float32|s:string|u:uint32")
+    assert got.equals(want)
+    # only blanks is not a number: the column is text
+    (tmp_path / "blank.csv").write_text("a\n1\n \n")
+    assert sluice_read(sluice, tmp_path / "blank.csv").equals(pcsv.read_csv(tmp_path / "blank.csv"))
+
+
 # ---- types of values past the head sample ------------------------------------
 
 def test_late_values_widen_types_from_stretches_further_on(sluice, tmp_path):
@@ -531,6 +556,36 @@ def test_late_values_past_the_sample_widen_the_type_on_a_second_read(sluice, tmp
     rel = duckdb.sql(f"SELECT * FROM read_csv('{path}', sample_size=-1)")
     assert dict(zip(rel.columns, map(str, rel.types)))["a"] == "DOUBLE"
     assert dict(zip(rel.columns, map(str, rel.types)))["b"] == "VARCHAR"
+
+
+def test_late_zone_offset_makes_the_column_utc(sluice, tmp_path):
+    """A zone offset past the sample in a column inferred zone-less is not
+    moved to UTC silently into a zone-less column: the scan fails, the column
+    becomes timestamp[us, tz=UTC] (what a sample holding both infers, as
+    DuckDB's TIMESTAMPTZ) and is read again; the values equal DuckDB's with
+    the session zone UTC. A zone-less type given in the schema refuses the
+    offset, as pyarrow does."""
+    rows = 120_000
+    path = tmp_path / "zones.csv"
+    lines = ["id,ts,q"] + [f'{i},2020-01-01T00:{i // 60 % 60:02d}:{i % 60:02d},"q"' for i in range(rows)]
+    lines[1 + rows // 2] = f'{rows // 2},2020-06-30T23:30:00.25+02:00,"q"'
+    lines[1 + 2 * rows // 3] = f'{2 * rows // 3},2020-07-01 08:00:00Z,"q"'
+    path.write_text("\n".join(lines) + "\n")
+    header = sluice.run("schema", path).stdout.decode()
+    assert header.splitlines()[1].split()[1] == "timestamp[us]", header
+    got = sluice_read(sluice, path)
+    assert got.schema.field("ts").type == pa.timestamp("us", "UTC")
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    want = con.sql(f"SELECT ts FROM read_csv('{path}', types={{'ts': 'TIMESTAMPTZ'}})").fetchall()
+    assert got.column("ts").to_pylist() == [row[0] for row in want]
+    assert got.column("ts")[rows // 2].as_py().isoformat() == "2020-06-30T21:30:00.250000+00:00"
+    with pytest.raises(pa.ArrowInvalid):
+        pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"ts": pa.timestamp("us")}))
+    err = sluice.expect_error("convert", path, tmp_path / "x.arrow", "--schema",
+                              "ts:timestamp[us]").stderr.decode()
+    assert f"line {rows // 2 + 2}" in err and "zone offset" in err and "+02:00" in err, err
 
 
 def test_late_values_stay_errors_where_a_second_read_cannot_help(sluice, tmp_path):

@@ -150,3 +150,19 @@ def test_written_times_read_back(sluice, tmp_path):
     sluice.run("convert", src, csv_path, "-q")
     back = sluice_read(sluice, csv_path, "--schema", "t:time64[us],s:time32[s]")
     assert back.equals(table), (back, csv_path.read_text())
+
+
+def test_leap_second_is_not_a_timestamp(sluice, tmp_path):
+    """23:59:60 (a leap second) has no place on Arrow's timeline: the column
+    is text, as pyarrow and DuckDB infer it, rather than a value rolled over
+    to the next day; a timestamp type given for it is an error naming the
+    line, as pyarrow's."""
+    path = tmp_path / "leap.csv"
+    path.write_text("t\n2016-12-31T23:59:60\n2017-01-01T00:00:00\n")
+    got = sluice_read(sluice, path)
+    assert got.equals(pcsv.read_csv(path))
+    assert got.schema.field("t").type == pa.string()
+    rel = duckdb.sql(f"select t from read_csv('{path}')")
+    assert [str(t) for t in rel.types] == ["VARCHAR"]
+    err = sluice.expect_error("cat", path, "--schema", "t:timestamp[s]").stderr.decode()
+    assert "line 2" in err and "23:59:60" in err, err

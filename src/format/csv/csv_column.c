@@ -83,15 +83,26 @@ static inline int token(struct csv_split_state* s, const struct csv_field* f, co
 /// A time or timestamp with digits the column's unit cannot hold: an error,
 /// not a value cut short (as pyarrow.csv).
 #define TOO_FINE "more fraction digits than the unit holds in"
+/// A zone offset in a timestamp column without a zone: an error (as
+/// pyarrow.csv), not a value silently moved to UTC.
+#define ZONED "a zone offset (the column's type has none) in"
+
+static int zone_less(const struct csv_column* col) {
+  return col->type.timezone == NULL || col->type.timezone[0] == '\0';
+}
 
 /// The step an inferred column must take to hold value p[0, n) that did not
 /// fit it (`too_fine`: only its fraction was too long), or CSV_WIDEN_NONE.
 static enum csv_widening widening_for(const struct csv_column* col, const uint8_t* p, int64_t n,
-                                      int too_fine) {
+                                      const char* why) {
   double v;
+  int too_fine = strcmp(why, TOO_FINE) == 0;
   switch (col->conv) {
     case CV_INT: return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
-    case CV_TIMESTAMP: case CV_TIME:
+    case CV_TIMESTAMP:
+      if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;
+      return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
+    case CV_TIME:
       return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
     case CV_F64: case CV_BOOL: case CV_DATE32: return CSV_WIDEN_STRING;
     default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error
@@ -100,6 +111,12 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
 
 /// The widened type as the schema option spells it.
 static const char* widening_name(const struct csv_column* col, enum csv_widening w) {
+  if (w == CSV_WIDEN_ZONE) {
+    static const char* const zoned[] = {"timestamp[s, tz=UTC]", "timestamp[ms, tz=UTC]",
+                                        "timestamp[us, tz=UTC]", "timestamp[ns, tz=UTC]"};
+    return zoned[col->type.unit == SL_SECOND ? 0 : col->type.unit == SL_MILLI ? 1
+                 : col->type.unit == SL_MICRO ? 2 : 3];
+  }
   if (w == CSV_WIDEN_NANOS) {
     if (col->conv == CV_TIME) return "time64[ns]";
     int zoned = col->type.timezone != NULL && col->type.timezone[0] != '\0';
@@ -126,7 +143,7 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   name[m] = '\0';
   char hint[400];
   enum csv_widening w = CSV_WIDEN_NONE;
-  if (!r->cols[c].user_type) w = widening_for(&r->cols[c], p, n, strcmp(why, TOO_FINE) == 0);
+  if (!r->cols[c].user_type) w = widening_for(&r->cols[c], p, n, why);
   // Bytes that are not UTF-8 fit no text type: binary holds them.
   int not_text = strcmp(why, "invalid UTF-8 in") == 0;
   const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w)
@@ -216,7 +233,9 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       int zone;
       const int64_t scale = ts_scale(col->type.unit);
       *ok = csv_parse_timestamp(p, n, &sec, &ns, &zone);
-      if (*ok && ns % (1000000000 / scale) != 0) {
+      if (*ok && zone && zone_less(col)) {
+        *ok = 0, problem = ZONED;
+      } else if (*ok && ns % (1000000000 / scale) != 0) {
         *ok = 0, problem = TOO_FINE;
       } else if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
                          __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v))) {
@@ -352,6 +371,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       return 0;
     case CV_TIMESTAMP: {
       const int64_t scale = ts_scale(col->type.unit);
+      const int no_zone = zone_less(col);
       CSV_FOR_EACH_VALUE({
         int64_t sec;
         int32_t ns;
@@ -359,6 +379,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
           return value_error(s, c, f, p, n, "cannot parse", error);
         }
+        if (zone && no_zone) return value_error(s, c, f, p, n, ZONED, error);
         if (ns % (1000000000 / scale) != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
         int64_t v;
         if (__builtin_mul_overflow(sec, scale, &v) ||

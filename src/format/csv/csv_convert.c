@@ -35,7 +35,7 @@ static inline uint64_t load64(const uint8_t* p) {
   return v;
 }
 
-int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
+static int parse_uint64_exact(const uint8_t* p, int64_t n, uint64_t* out) {
   if (n <= 0 || n > 20) return 0;
   uint64_t v = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -48,7 +48,7 @@ int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
   return 1;
 }
 
-int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
+static int parse_int64_exact(const uint8_t* p, int64_t n, int64_t* out) {
   int neg = 0;
   if (n > 0 && (p[0] == '-' || p[0] == '+')) {
     neg = p[0] == '-';
@@ -76,7 +76,7 @@ int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
       if (dgt > 9) return 0;
       v = v * 10 + dgt;
     }
-  } else if (!csv_parse_uint64(p, n, &v)) {
+  } else if (!parse_uint64_exact(p, n, &v)) {
     return 0;
   }
   if (neg) {
@@ -282,10 +282,36 @@ const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) 
   return s;
 }
 
-int csv_parse_double(const uint8_t* p, int64_t n, double* out) {
+static int parse_double_exact(const uint8_t* p, int64_t n, double* out) {
   const uint8_t* end = csv_scan_double(p, p + n, out);
   if (end == NULL) return parse_double_general(p, n, out);
   return end == p + n;
+}
+
+/// Strips spaces and tabs around a number that did not parse as it is
+/// (" 1", "2.5 "), as pyarrow does: 1 when there were some to strip.
+static int trim_number(const uint8_t** p, int64_t* n) {
+  const uint8_t* s = *p;
+  const uint8_t* e = s + *n;
+  while (s < e && (*s == ' ' || *s == '\t')) ++s;
+  while (e > s && (e[-1] == ' ' || e[-1] == '\t')) --e;
+  if (e - s == *n || s == e) return 0;
+  *p = s;
+  *n = e - s;
+  return 1;
+}
+
+// The exact forms first, so that the common case pays nothing for the trim.
+int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
+  return parse_uint64_exact(p, n, out) || (trim_number(&p, &n) && parse_uint64_exact(p, n, out));
+}
+
+int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
+  return parse_int64_exact(p, n, out) || (trim_number(&p, &n) && parse_int64_exact(p, n, out));
+}
+
+int csv_parse_double(const uint8_t* p, int64_t n, double* out) {
+  return parse_double_exact(p, n, out) || (trim_number(&p, &n) && parse_double_exact(p, n, out));
 }
 
 const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) {
@@ -385,7 +411,9 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
   if (i < n) {
     if (p[i] != 'T' && p[i] != ' ') return 0;
     i = clock_at(p, i + 1, n, 1, &hh, &mm, &ss, &ns);
-    if (i < 0 || hh > 23 || mm > 59 || ss > 60) return 0;
+    // No leap second (:60): pyarrow and DuckDB read it as text, and Arrow's
+    // UTC timeline has no place for it.
+    if (i < 0 || hh > 23 || mm > 59 || ss > 59) return 0;
     if (i < n) {
       int zh = 0, zm = 0;
       if (p[i] == 'Z' && i + 1 == n) {

@@ -288,6 +288,10 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
 /// NULL when it is already that wide.
 static const char* widened_format(const char* format, enum csv_widening w, char* buf, size_t cap) {
   switch (w) {
+    case CSV_WIDEN_ZONE:  // tsu: -> tsu:UTC
+      if (strncmp(format, "ts", 2) != 0 || strlen(format) != 4) return NULL;
+      snprintf(buf, cap, "%sUTC", format);
+      return buf;
     case CSV_WIDEN_NANOS:  // tsu:zone -> tsn:zone, ttu -> ttn
       if (strlen(format) < 3 || format[0] != 't' || format[2] == 'n') return NULL;
       snprintf(buf, cap, "%.2sn%s", format, format + 3);

@@ -18,8 +18,12 @@ enum csv_conv {
 
 /// Steps an inferred column type may take when a later value does not fit
 /// it, in the order they are taken (int64 -> float64 -> string; a time or
-/// timestamp with digits past the microsecond -> nanoseconds).
-enum csv_widening { CSV_WIDEN_NONE, CSV_WIDEN_NANOS, CSV_WIDEN_DOUBLE, CSV_WIDEN_STRING };
+/// timestamp with digits past the microsecond -> nanoseconds; a zone-less
+/// timestamp column meeting a zone offset -> UTC, as a sample with both
+/// infers it).
+enum csv_widening {
+  CSV_WIDEN_NONE, CSV_WIDEN_ZONE, CSV_WIDEN_NANOS, CSV_WIDEN_DOUBLE, CSV_WIDEN_STRING
+};
 
 struct csv_column {
   struct sl_type type;
