@@ -140,3 +140,29 @@ def test_skip_widens_inferred_columns_instead(sluice, tmp_path):
     assert table.num_rows == 300_000
     assert table.column("a")[250_000].as_py() == 1.5
     assert "skipped 1 bad row" in proc.stderr.decode()
+
+
+def test_skipped_rows_have_no_say_in_inferred_types(sluice, tmp_path):
+    """Rows bad_rows=skip drops (too many fields, or too few without
+    missing_fields=null) are left out of the type inference too: their
+    values do not turn an int column into strings. DuckDB's ignore_errors
+    infers the same types and reads the same rows."""
+    path = tmp_path / "sample_bad.csv"
+    lines = ["a,b,c"] + [f"{i},{i * 0.5},s{i}" for i in range(200)]
+    lines[10] = "oops,x,y,z"      # too many fields
+    lines[20] = "text,here"       # too few
+    lines[30] = "2024-01-01"      # too few, a lone field
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "sample_bad.arrow"
+    proc = sluice.run("-O", "bad_rows=skip", "convert", path, out)
+    table = ipc.open_file(out).read_all()
+    rel = duckdb.sql(f"select * from read_csv('{path}', header=true, ignore_errors=true)")
+    assert [str(t) for t in rel.types] == ["BIGINT", "DOUBLE", "VARCHAR"]
+    assert table.schema.types == [pa.int64(), pa.float64(), pa.string()]
+    assert table.to_pylist() == rel.to_arrow_table().to_pylist()
+    assert "skipped 3 bad rows" in proc.stderr.decode()
+    # With missing_fields=null a short row is a row: its values count (the
+    # long one is still dropped).
+    proc = sluice.run("-O", "bad_rows=skip", "-O", "missing_fields=null", "convert", path, out)
+    table = ipc.open_file(out).read_all()
+    assert table.schema.field("a").type == pa.string() and table.num_rows == 199

@@ -149,6 +149,10 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
     int64_t n = a->rows.row_first[r + 1] - a->rows.row_first[r];
     int whole = n == a->out->n_cols || (a->out->trailing_delim && n == a->out->n_cols + 1);
     if (whole_only && !whole) continue;
+    // A row bad_rows=skip will drop has no say in the types (as in pyarrow
+    // and DuckDB, which skip it before inferring).
+    int bad = !whole && !(a->opts->missing_null && n < a->out->n_cols);
+    if (bad && a->opts->skip_bad_rows) continue;
     if (n > a->out->n_cols) n = a->out->n_cols;
     for (int64_t c = 0; c < n; ++c) {
       const uint8_t* p;
