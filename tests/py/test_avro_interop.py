@@ -581,6 +581,33 @@ def test_defaults_with_nul_characters(tmp_path, sluice):
     assert "reader schema" in err and "NUL" in err and "avro.schema" not in err, err
 
 
+def test_duration_past_int32_is_an_error(tmp_path, sluice):
+    """An Avro duration holds months and days as uint32; Arrow's
+    month_day_nano as int32. Values that fit read as fastavro's raw bytes
+    say; 2^31 months or days is an error naming the object, not a negative
+    duration."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "d", "type": {"type": "fixed", "name": "D", "size": 12, "logicalType": "duration"}}]}
+
+    def dur(months, days, ms):
+        return b"".join(v.to_bytes(4, "little") for v in (months, days, ms))
+    good = [dur(2**31 - 1, 2**31 - 1, 2**32 - 1), dur(0, 1, 2)]
+    path = tmp_path / "dur.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, [{"d": v} for v in good])
+    out = tmp_path / "dur.arrow"
+    sluice.run("convert", path, out)
+    with ipc.open_file(out) as f:
+        got = f.read_all().column("d").to_pylist()
+    assert [(m.months, m.days, m.nanoseconds) for m in got] == \
+        [(2**31 - 1, 2**31 - 1, (2**32 - 1) * 10**6), (0, 1, 2 * 10**6)]
+    for bad in (dur(2**31, 0, 0), dur(0, 2**32 - 1, 0)):
+        with open(path, "wb") as f:
+            fastavro.writer(f, schema, [{"d": v} for v in good + [bad]])
+        err = sluice.expect_error("convert", path, out).stderr.decode()
+        assert "duration" in err and "month_day_nano" in err and "object 2" in err, err
+
+
 def test_reader_schema_enum_default(tmp_path, sluice):
     """A writer enum symbol the reader's enum lacks reads as the reader's
     "default" symbol (`--reader-schema`), as fastavro resolves it; without a

@@ -317,9 +317,15 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         // Avro: three little-endian uint32 (months, days, milliseconds) →
         // Arrow month_day_nano: int32 months, int32 days, int64 nanoseconds.
         uint8_t mdn[16];
-        uint32_t ms;
-        memcpy(mdn, d->p, 8);
+        uint32_t months, days, ms;
+        memcpy(&months, d->p, 4);
+        memcpy(&days, d->p + 4, 4);
         memcpy(&ms, d->p + 8, 4);
+        if (months > INT32_MAX || days > INT32_MAX)
+          return sl_error_set(error, EILSEQ, "duration of %" PRIu32 " months, %" PRIu32 " days: "
+                              "Arrow's month_day_nano holds at most %" PRId32 " of each",
+                              months, days, INT32_MAX);
+        memcpy(mdn, d->p, 8);
         int64_t ns = (int64_t)ms * 1000000;
         memcpy(mdn + 8, &ns, 8);
         APPEND(sl_builder_append_fixed(b, mdn));
