@@ -363,6 +363,10 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
     }
     default: {
       int64_t bits = sl_type_bit_width(&t);
+      if (t.id == SL_TYPE_FIXED_SIZE_BINARY && bits == 0) {  // fixed_size_binary(0): no bytes
+        SL_RETURN_NOT_OK(plan_node(p, a, off, len, 0));
+        return add_seg(p->body, NULL, 0) ? oom(p->error) : 0;
+      }
       if (bits == 0)
         return sl_error_set(error, ENOTSUP, "column '%s': type '%s' cannot be written to Arrow "
                             "IPC", p->column, s->format);
