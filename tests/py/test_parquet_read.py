@@ -813,6 +813,28 @@ def test_polars_written(sluice_bin, tmp_path, codec):
     assert_same(got, want, f"polars {codec}")
 
 
+
+def test_required_fixed_size_list_under_null_struct(sluice_bin, tmp_path):
+    """A required fixed_size_list inside a nullable struct has no values
+    where the struct is null: its slot gets N fillers, not "wrong length".
+    pyarrow 26 fails on the file it wrote itself ("Expected all lists to be
+    of size=1"), so the reference is the table it wrote."""
+    fsl = pa.list_(pa.string(), 1)
+    table = pa.table({
+        "s": pa.array([{"f0": ["a"]}, None, {"f0": ["b"]}, None],
+                      pa.struct([pa.field("f0", fsl, nullable=False)])),
+        "t": pa.array([{"f0": [1, None]}, None, None, {"f0": [3, 4]}],
+                      pa.struct([pa.field("f0", pa.list_(pa.int32(), 2), nullable=False)])),
+        "l": pa.array([[[1, 2]], None, [], [[5, 6], [7, 8]]],
+                      pa.list_(pa.field("x", pa.list_(pa.int32(), 2), nullable=False))),
+    })
+    path = tmp_path / "fsl.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    got = sluice_read(sluice_bin, path)
+    got.validate(full=True)
+    assert got.to_pylist() == table.to_pylist()
+    assert got.schema == table.schema
+
 FASTPARQUET_CASES = [("SNAPPY", "int64", None), ("GZIP", "int96", 100), ("ZSTD", "int64", [0, 5, 7]),
                      (None, "int96", 1000)]
 

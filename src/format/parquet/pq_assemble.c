@@ -179,8 +179,9 @@ static int build_leaf(struct asm_ctx* c, const struct pq_field* f, int64_t expec
 }
 
 /// fixed_size_list<N> over a leaf: every non-null list must hold N values;
-/// null lists (0 values in Parquet) get N filler entries in the child so
-/// that slot k's values sit at k * N.
+/// null lists and those under a null parent (0 values in Parquet; `bits`
+/// marks the present ones) get N filler entries in the child so that slot
+/// k's values sit at k * N.
 static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t* offs,
                       const uint8_t* bits, int64_t slots) {
   int64_t n = f->fixed_size;
@@ -283,7 +284,10 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
   sl_buffer_init(&offsets, c->alloc);
   int rc = 0;
   int64_t cap = expected;
-  if (f->nullable && fdef > 0 && sl_buffer_reserve(&validity, (cap + 7) / 8) != 0) rc = ENOMEM;
+  // A fixed-size list needs to know its absent slots even when it is
+  // required: under a null struct it has no values, and gets fillers.
+  int track = f->nullable || (is_list && f->fixed_size > 0);
+  if (track && fdef > 0 && sl_buffer_reserve(&validity, (cap + 7) / 8) != 0) rc = ENOMEM;
   int large = is_list && f->large;
   if (rc == 0 && is_list && sl_buffer_reserve(&offsets, (cap + 1) * (large ? 8 : 4)) != 0) rc = ENOMEM;
   if (rc != 0) {
