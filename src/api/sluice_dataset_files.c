@@ -100,7 +100,7 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
   const char* an = a->name != NULL ? a->name : "";
   const char* bn = b->name != NULL ? b->name : "";
   if (strcmp(an, bn) != 0) {
-    snprintf(why, cap, "%s: column '%s' here, '%s' in the first", path, bn, an);
+    snprintf(why, cap, "column '%s%s' here, '%s%s' in the first", path, bn, path, an);
     return 1;
   }
   if (strcmp(a->format, b->format) != 0) {

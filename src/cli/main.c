@@ -287,6 +287,9 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       options->positional[options->n_positional++] = optarg;
       return CLI_OK;
     case 'c':
+      if (strspn(optarg, ",") == strlen(optarg)) {  // -c '' is a slip, not "no columns"
+        return usage_error(where, "-c wants column names, e.g. -c a,b, not '%s'", optarg);
+      }
       if (add_columns(options, optarg) != 0) {
         cli_error("out of memory");
         return CLI_ERROR;

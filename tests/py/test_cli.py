@@ -586,6 +586,19 @@ def test_columns_given_twice(sluice_bin, data):
     assert got.equals(table.select(["s", "i64", "dec"]))
 
 
+def test_columns_empty_is_a_usage_error_twice_is_kept(sluice_bin, data):
+    """-c '' (an empty shell variable, say) is a usage error, not a table of
+    no columns; a column named twice comes out twice, as pyarrow's
+    read_table(columns=["s", "s"]) gives it."""
+    d, table = data
+    for empty in ("", ","):
+        proc = run(sluice_bin, "cat", d / "t.arrow", "-c", empty)
+        assert proc.returncode == 2 and b"-c wants column names" in proc.stderr, proc
+    out = ok(sluice_bin, "cat", d / "t.arrow", "-c", "s,s", "-t", "arrows")
+    got = ipc.open_stream(pa.BufferReader(out)).read_all()
+    assert got.equals(table.select(["s", "s"]))
+
+
 def _corpus_files():
     from conftest import corpora_dir
     root = corpora_dir() / "arrow-testing/data/arrow-ipc-stream/integration"

@@ -644,6 +644,10 @@ def test_files_inferred_differently_read_with_one_schema(sluice, tmp_path):
     assert [str(t) for t in rel.types] == ["DOUBLE", "VARCHAR", "VARCHAR"]
     err = sluice.expect_error("convert", d, tmp_path / "o.arrow", "--schema", "z:int64")
     assert "b.csv" in err.stderr.decode() and "'z'" in err.stderr.decode(), err.stderr
+    # a column of another name: the message names both
+    (d / "c.csv").write_text("x,y,t,w\n3,7,2021-01-01,4\n")
+    err = sluice.expect_error("convert", d, tmp_path / "o.arrow").stderr.decode()
+    assert "c.csv: its columns differ" in err and "column 'w' here, 'z' in the first" in err, err
 
 
 # ---- compressed input, read as a stream ------------------------------------------
