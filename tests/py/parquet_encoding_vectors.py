@@ -223,7 +223,7 @@ def corpus_value_pages(corpora, out_dir, cases):
                 pos += header[3]
                 if header[1] == 0:
                     dph = header[5]
-                    nv, enc, compressed = dph[1], dph[2], True
+                    nv, enc = dph[1], dph[2]
                     if codec:
                         body = pa.decompress(body, header[2], codec=CODEC_NAMES[codec]).to_pybytes()
                     for level in (desc.max_repetition_level, desc.max_definition_level):

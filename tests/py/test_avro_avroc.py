@@ -528,7 +528,7 @@ def test_sluice_reads_libavro_writer(tmp_path, avroc_writer, codec, rows):
 
 def test_lzma_codec_roundtrip_sluice_only(tmp_path, sluice):
     """lzma (avro-c's codec) written by sluice reads back in sluice, several blocks."""
-    src, out, back = tmp_path / "zoo.avro", tmp_path / "z.avro", tmp_path / "back.arrows"
+    src, out = tmp_path / "zoo.avro", tmp_path / "z.avro"
     write_zoo(src, rows=500)
     sluice.run("convert", src, out, "-W", "codec=lzma,block_size=1000")
     with open(out, "rb") as f:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
 import random
 import struct
 import subprocess
@@ -659,7 +658,6 @@ def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):
     a reader of 160 MB of text stays far below that in memory."""
     import gzip
     import shutil
-    import sys
     rows = 200_000
     text = "id,name,v\n" + "".join(f'{i},"n{i}\nx, ""q""",{i * 0.5}\n' for i in range(rows))
     plain = tmp_path / "plain.csv"

@@ -16,7 +16,6 @@ peers reading the same directory:
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 
 import pytest
 

@@ -20,7 +20,6 @@ import random
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import threading
 import time
@@ -452,7 +451,7 @@ def test_csv_rows_longer_than_a_splits_tail_over_http(sluice, fault_server, tmp_
     its end: rows of up to 1.5 MB cross split ends by more than that (and
     quoted line feeds sit inside them), read on through further GETs. The
     values are pyarrow's, from the local file."""
-    www, srv = fault_server["www"], fault_server["server"]
+    www = fault_server["www"]
     rng = random.Random(7)
     lines = ["id,text,n"]
     for i in range(40):

@@ -47,7 +47,6 @@ def reference(tmp_path: Path, table: pa.Table, name="ref", **kwargs) -> Path:
 def zoo_table(n=7, seed=1) -> pa.Table:
     """Every Arrow type with a Parquet mapping, nullable and not."""
     rnd = random.Random(seed)
-    utc = datetime.timezone.utc
 
     def maybe(vals, nulls=True):
         return [None if nulls and i % 3 == 1 else v for i, v in enumerate(vals)]
