@@ -608,6 +608,35 @@ def test_duration_past_int32_is_an_error(tmp_path, sluice):
         assert "duration" in err and "month_day_nano" in err and "object 2" in err, err
 
 
+def test_time_of_day_out_of_range_is_an_error(tmp_path, sluice):
+    """time-millis and time-micros count from midnight: the ends of the day
+    read as fastavro reads them; a value outside the day (fastavro cannot
+    make a time of it either) is an error naming the object, not a time32
+    no reader can show."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "ms", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "us", "type": ["null", {"type": "long", "logicalType": "time-micros"}]}]}
+    rows = [{"ms": 0, "us": None}, {"ms": 86_399_999, "us": 86_399_999_999}, {"ms": 1, "us": 0}]
+    path = tmp_path / "times.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), rows)
+    out = tmp_path / "times.arrow"
+    sluice.run("convert", path, out)
+    with ipc.open_file(out) as f:
+        table = f.read_all()
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f))
+    for name in ("ms", "us"):
+        assert table.column(name).to_pylist() == [r[name] for r in want], name
+    for bad, says in (({"ms": 86_400_000, "us": 1}, "time-millis value 86400000"),
+                      ({"ms": -1, "us": 1}, "time-millis value -1"),
+                      ({"ms": 5, "us": 86_400_000_000}, "time-micros value 86400000000")):
+        with open(path, "wb") as f:
+            fastavro.writer(f, fastavro.parse_schema(schema), rows + [bad], validator=False)
+        err = sluice.expect_error("convert", path, out).stderr.decode()
+        assert says in err and "object 3" in err, err
+
+
 def test_reader_schema_enum_default(tmp_path, sluice):
     """A writer enum symbol the reader's enum lacks reads as the reader's
     "default" symbol (`--reader-schema`), as fastavro resolves it; without a

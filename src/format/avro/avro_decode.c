@@ -146,7 +146,7 @@ static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
     case OP_BOOL: return skip_bytes(d, 1, "boolean", error);
     case OP_INT32: case OP_INT64: case OP_ENUM: case OP_ENUM_MAP: case OP_INT_AS_LONG:
     case OP_INT_AS_FLOAT: case OP_INT_AS_DOUBLE: case OP_LONG_AS_FLOAT: case OP_LONG_AS_DOUBLE:
-    case OP_NARROW: case OP_RESCALE:
+    case OP_NARROW: case OP_RESCALE: case OP_TIME:
       return read_long(d, &v, error);
     case OP_DEFAULT: return 0;
     case OP_FLOAT: case OP_FLOAT_AS_DOUBLE: case OP_HALF: return skip_bytes(d, 4, "float", error);
@@ -258,6 +258,18 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       }
       uint8_t le[8];  // the low bytes of a little-endian int64 are the int32
       for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)x >> (8 * k));
+      APPEND(sl_builder_append_fixed(b, le));
+      return 0;
+    }
+    case OP_TIME: {  // Arrow's time32/time64 hold a time of day, as Avro's spec says
+      SL_RETURN_NOT_OK(read_long(d, &v, error));
+      if (v < 0 || v >= op->size) {
+        return sl_error_set(error, EILSEQ, "%s value %" PRId64 " is not a time of day "
+                            "(0 to %" PRId64 ")", op->size == INT64_C(86400000) ? "time-millis"
+                            : "time-micros", v, op->size - 1);
+      }
+      uint8_t le[8];  // the low bytes of a little-endian int64 are the int32
+      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
       APPEND(sl_builder_append_fixed(b, le));
       return 0;
     }

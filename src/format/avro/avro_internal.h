@@ -90,6 +90,7 @@ enum avro_op_kind {
   // seconds): op->size is the factor, negative to divide (exactly).
   OP_RESCALE,
   OP_HALF,  ///< a float read as float16 (arrow_type "e"); an error unless exact
+  OP_TIME,  ///< time-millis / time-micros: an error outside [0, op->size), one day
   OP_ENUM_MAP,  ///< writer symbol index → reader index via an int32 table in the pool
   OP_DEFAULT,   ///< a reader-only field: kid 0 decodes the default's bytes from the pool
   OP_STRING,    ///< like OP_BINARY, and the bytes must be UTF-8 (Arrow utf8 requires it)

@@ -126,6 +126,9 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
       } else if (strcmp(at, "tts") == 0 || strncmp(at, "tss:", 4) == 0) {
         kind = OP_RESCALE;
         size = -1000;  // milliseconds → seconds
+      } else if (n->logical == AVRO_LOGICAL_TIME_MS || n->logical == AVRO_LOGICAL_TIME_US) {
+        kind = OP_TIME;
+        size = n->logical == AVRO_LOGICAL_TIME_MS ? INT64_C(86400000) : INT64_C(86400000000);
       }
       break;
     }
