@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import json
 import math
 import random
@@ -470,6 +471,63 @@ def test_spaces_around_numbers_are_trimmed(sluice, tmp_path):
     # only blanks is not a number: the column is text
     (tmp_path / "blank.csv").write_text("a\n1\n \n")
     assert sluice_read(sluice, tmp_path / "blank.csv").equals(pcsv.read_csv(tmp_path / "blank.csv"))
+
+
+DECIMAL_TEXTS = ["1.5", "-0.25", "3", "7E2", "0.000", "-0", "+5.10", "00012.3", "1e-2", ".5", "5.",
+                 " 3 ", "1.230", "12345678.1", "NA", "-99999999.99"]
+
+
+@pytest.mark.parametrize("spec,pa_type", [("decimal128(10, 2)", pa.decimal128(10, 2)),
+                                          ("decimal256(40,3)", pa.decimal256(40, 3)),
+                                          ("decimal128(38, 0)", pa.decimal128(38, 0))])
+def test_decimal_columns_match_pyarrow(sluice, tmp_path, spec, pa_type):
+    """schema= decimal128(p, s) / decimal256(p, s): the values pyarrow.csv
+    reads with the same column_types (exponents, signs, surrounding spaces,
+    trailing zeros past the scale); digits past the scale that are not
+    zeros, or more digits than the precision, are an error naming the line,
+    as pyarrow refuses to round."""
+    texts = DECIMAL_TEXTS + (["-12345678901234567890123456789012345.678"] if pa_type.precision == 40
+                             else [])
+    if pa_type.scale == 0:
+        texts = [t for t in texts if t not in ("1.5", "-0.25", "1.230", "12345678.1", "1e-2", ".5",
+                                               "-99999999.99", "+5.10", "00012.3")]
+        texts.append("9" * 38)
+    path = tmp_path / "dec.csv"
+    path.write_text("d\n" + "\n".join(texts) + "\n")
+    if pa.types.is_decimal256(pa_type):  # pyarrow.csv reads no decimal256: Python's decimal
+        want = pa.table({"d": pa.array([None if t == "NA" else decimal.Decimal(t.strip())
+                                         for t in texts], pa_type)})
+    else:
+        want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"d": pa_type}))
+    got = sluice_read(sluice, path, "schema=d:" + spec)
+    assert got.schema == want.schema
+    assert got.equals(want), (got.column("d").to_pylist(), want.column("d").to_pylist())
+    for bad, says in (("1.234", "more fraction digits than the scale"),
+                      ("1" * 39, "more digits than the precision"), ("1.2.3", "cannot parse"),
+                      ("e5", "cannot parse"), ("1e", "cannot parse"), ("-", "cannot parse")):
+        if pa_type.scale != 2 and bad == "1.234":
+            continue
+        if pa_type.precision > 38 and bad == "1" * 39:
+            bad = "1" * 41
+        path.write_text("d\n1\n" + bad + "\n")
+        if not pa.types.is_decimal256(pa_type):
+            with pytest.raises(pa.ArrowInvalid):
+                pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"d": pa_type}))
+        err = sluice.expect_error("cat", path, "--schema", "d:" + spec).stderr.decode()
+        assert "line 3" in err and says in err and bad[:40] in err, err
+
+
+def test_decimal_round_trip_through_csv(sluice, tmp_path):
+    """A Parquet decimal column written as CSV by sluice reads back equal
+    when given its type."""
+    table = pa.table({"d": pa.array([decimal.Decimal("-1.05"), None, decimal.Decimal("123456.78")],
+                                    pa.decimal128(12, 2)),
+                      "w": pa.array([decimal.Decimal("1" * 39 + ".5"), decimal.Decimal("-0.5"), None],
+                                    pa.decimal256(45, 1))})
+    pq.write_table(table, tmp_path / "d.parquet")
+    sluice.run("convert", tmp_path / "d.parquet", tmp_path / "d.csv")
+    got = sluice_read(sluice, tmp_path / "d.csv", "schema=d:decimal128(12, 2)|w:decimal256(45, 1)")
+    assert got.equals(table)
 
 
 # ---- types of values past the head sample ------------------------------------

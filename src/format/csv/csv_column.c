@@ -249,6 +249,12 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       if (*ok && ns % (1000000000 / ts_scale(col->type.unit)) != 0) *ok = 0, problem = TOO_FINE;
       break;
     }
+    case CV_DECIMAL: {
+      uint8_t le[32];
+      *ok = csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le,
+                              &problem);
+      break;
+    }
     case CV_UTF8:
       *ok = sl_utf8_invalid_at(p, n) < 0;
       problem = "invalid UTF-8 in";
@@ -390,6 +396,15 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       })
       return 0;
     }
+    case CV_DECIMAL:
+      CSV_FOR_EACH_VALUE({
+        uint8_t le[32];
+        const char* why;
+        if (!csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le, &why))
+          return value_error(s, c, f, p, n, why, error);
+        if (sl_builder_append_fixed(b, le) != 0) return ENOMEM;
+      })
+      return 0;
     case CV_TIME: {
       const int64_t per_unit = 1000000000 / ts_scale(col->type.unit);
       CSV_FOR_EACH_VALUE({

@@ -229,6 +229,13 @@ int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* 
 /// ninth must be zeros), 00:00 to 23:59:59.999999999, as nanoseconds since
 /// midnight.
 int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
+/// A decimal number ("-12.50", "1e3", " 7 ") as decimal128/256(precision,
+/// scale): `width` (16 or 32) little-endian two's complement bytes at `out`.
+/// 0 with *why (for "%s '<value>' as <type>") when it is not a number, has
+/// nonzero digits past the scale, or more digits than the precision holds
+/// (as pyarrow.csv, which refuses to round).
+int csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,
+                      uint8_t* out, const char** why);
 
 /* ---- inference ------------------------------------------------------------ */
 

@@ -140,6 +140,8 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
       case SL_TYPE_TIMESTAMP: col->conv = CV_TIMESTAMP; break;
       case SL_TYPE_TIME32: col->conv = CV_TIME; col->width = 4; break;
       case SL_TYPE_TIME64: col->conv = CV_TIME; col->width = 8; break;
+      case SL_TYPE_DECIMAL128: col->conv = CV_DECIMAL; col->width = 16; break;
+      case SL_TYPE_DECIMAL256: col->conv = CV_DECIMAL; col->width = 32; break;
       default:
         return sl_error_set(error, ENOTSUP, "%s: column '%s': type '%s' cannot be read from CSV",
                             r->name, l->names[c], l->formats[c]);

@@ -13,7 +13,7 @@
 
 enum csv_conv {
   CV_BOOL, CV_INT, CV_UINT, CV_F32, CV_F64, CV_UTF8, CV_BINARY, CV_DATE32, CV_TIMESTAMP,
-  CV_TIME,
+  CV_TIME, CV_DECIMAL,
 };
 
 /// Steps an inferred column type may take when a later value does not fit
