@@ -266,3 +266,63 @@ def test_cli_round_trip_zero_width_fixed_size_binary(sluice_bin, tmp_path, ext):
     got.validate(full=True)
     assert got.schema.equals(table.schema)
     assert got.to_pylist() == table.to_pylist()
+
+
+def test_file_grows_one_dictionary_across_batches(sluice_bin, tmp_path):
+    """An IPC file cannot replace a dictionary (pyarrow's file writer refuses
+    batches whose dictionaries differ). sluice grows one per top-level string
+    or binary column, maps each batch's indices into it and writes deltas:
+    a Parquet categorical column of several row groups, or a stream of
+    separately encoded batches, becomes a file pyarrow reads with the same
+    values. A dictionary the index type cannot hold any more, or one nested
+    in a list, is still an error, and nothing is written."""
+    import pyarrow.parquet as pq
+    words = ["red", "green", "blue", "cyan", "", "magenta", "green", "blue"]
+    # later row groups bring new words, and drop earlier ones
+    cat = pa.array([words[(i // 60 + i % 3) % len(words)] if i % 11 else None for i in range(600)])
+    table = pa.table({"c": cat.dictionary_encode(), "b": pa.array([w.encode() for w in
+                      cat.fill_null("x").to_pylist()]).dictionary_encode(), "i": range(600)})
+    pq.write_table(table, tmp_path / "cat.parquet", row_group_size=97)  # a dictionary each
+    out = tmp_path / "cat.arrow"
+    _cli_convert(sluice_bin, tmp_path / "cat.parquet", out)
+    with ipc.open_file(out) as f:
+        got = f.read_all()
+        assert f.stats.num_dictionary_deltas > 0
+    got.validate(full=True)
+    assert got.to_pylist() == table.to_pylist()
+    first_seen = list(dict.fromkeys(v for v in cat.to_pylist() if v is not None))
+    assert got.column("c").chunk(0).dictionary.to_pylist() == first_seen
+    # a stream whose batches were encoded separately, int8 indices
+    batches = [pa.record_batch({"d": pa.DictionaryArray.from_arrays(
+        pa.array(idx, pa.int8()), pa.array(vals))}) for idx, vals in
+        (([0, 1, 1, None], ["a", "b"]), ([1, 0, 2], ["z", "a", "b"]), ([0], ["a"]))]
+    src = tmp_path / "sep.arrows"
+    with ipc.new_stream(src, batches[0].schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    with pytest.raises(pa.ArrowInvalid):  # what pyarrow's file writer does with them
+        with ipc.new_file(tmp_path / "pa.arrow", batches[0].schema) as w:
+            for b in batches:
+                w.write_batch(b)
+    _cli_convert(sluice_bin, src, tmp_path / "sep.arrow")
+    got = _read(tmp_path / "sep.arrow")
+    assert got.column("d").to_pylist() == ["a", "b", "b", None, "a", "z", "b", "a"]
+    # 200 distinct values cannot be int8 indices
+    many = [pa.record_batch({"d": pa.DictionaryArray.from_arrays(
+        pa.array([0, 1], pa.int8()), pa.array([f"v{k}", f"w{k}"]))}) for k in range(100)]
+    with ipc.new_stream(src, many[0].schema) as w:
+        for b in many:
+            w.write_batch(b)
+    proc = subprocess.run([sluice_bin, "convert", str(src), str(tmp_path / "many.arrow")],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 1 and b"indices hold" in proc.stderr, proc.stderr
+    assert not (tmp_path / "many.arrow").exists()
+    # nested: not grown, still refused cleanly
+    nested = [pa.record_batch({"l": pa.array([[v]], pa.list_(pa.dictionary(pa.int32(), pa.string())))})
+              for v in ("a", "b")]
+    with ipc.new_stream(src, nested[0].schema) as w:
+        for b in nested:
+            w.write_batch(b)
+    proc = subprocess.run([sluice_bin, "convert", str(src), str(tmp_path / "nested.arrow")],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 1 and b"cannot replace" in proc.stderr, proc.stderr

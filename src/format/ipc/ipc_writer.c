@@ -10,6 +10,7 @@
 #include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "format/ipc/ipc_dict_unify.h"
 #include "format/ipc/ipc_fbs.h"
 #include "io/sl_sink.h"
 
@@ -26,6 +27,7 @@ struct ipc_writer {
   ZSTD_CCtx* zstd;
   struct ArrowSchema schema;
   struct ipc_dicts dicts;
+  struct ipc_unify unify;   ///< files: string dictionaries grown across batches
   struct fb_builder fb;
   struct ipc_body body;
   struct ipc_blocks dict_blocks, batch_blocks;
@@ -121,8 +123,8 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
     rc = sl_error_set(error, ENOTSUP,
                       "column '%s': the dictionary changed between batches (not only by "
                       "appending values), and the Arrow IPC file format cannot replace a "
-                      "dictionary (write the stream format, .arrows, or unify the "
-                      "dictionaries)", e->column);
+                      "dictionary; sluice grows one only for top-level string and binary "
+                      "columns (write the stream format, .arrows)", e->column);
     goto done;
   }
   uint8_t* snapshot = NULL;
@@ -216,7 +218,14 @@ static int write_all(struct ipc_writer* w, struct ArrowArrayStream* stream,
       return sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
                           strerror(rc));
     }
-    rc = write_batch(w, &batch, metadata, error);
+    if (w->unify.n > 0) {
+      struct ipc_unified_batch unified;
+      rc = ipc_unify_batch(&w->unify, &batch, &unified, error);
+      if (rc == 0) rc = write_batch(w, &unified.root, metadata, error);
+      ipc_unified_batch_free(&unified);
+    } else {
+      rc = write_batch(w, &batch, metadata, error);
+    }
     batch.release(&batch);
     if (rc != 0) return rc;
   }
@@ -249,10 +258,12 @@ static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   if (w.codec == IPC_CODEC_ZSTD && (w.zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
     rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
   if (rc == 0) rc = ipc_dicts_collect(&w.dicts, w.alloc, &w.schema, error);
+  if (rc == 0 && file) rc = ipc_unify_init(&w.unify, &w.schema, w.alloc, error);
   if (rc == 0) rc = write_all(&w, stream, error);
 
   ZSTD_freeCCtx(w.zstd);
   ipc_dicts_free(&w.dicts);
+  ipc_unify_free(&w.unify);
   ipc_body_free(&w.body);
   fb_free(&w.fb);
   sl_free(w.alloc, w.dict_blocks.items, (size_t)w.dict_blocks.cap * sizeof(struct ipc_block));
