@@ -93,6 +93,14 @@ static int check_decimal_digits(const struct sl_builder* b, struct sluice_error*
                       (int)b->type.precision);
 }
 
+/// Appends v to a fixed-width column of 1 to 8 bytes (b->value_width): the
+/// low bytes of its little-endian form are the narrower value.
+static int append_low_bytes(struct sl_builder* b, int64_t v) {
+  uint8_t le[8];
+  for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
+  return sl_builder_append_fixed(b, le);
+}
+
 #define APPEND(expr)                                      \
   do {                                                    \
     int rc_ = (expr);                                     \
@@ -236,10 +244,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type '%c' "
                             "its schema names (sluice.arrow_type)", v, (char)op->size);
       }
-      // The low bytes of a little-endian int64 are the narrower value.
-      uint8_t le[8];
-      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
-      APPEND(sl_builder_append_fixed(b, le));
+      APPEND(append_low_bytes(b, v));
       return 0;
     }
     case OP_RESCALE: {
@@ -256,9 +261,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type its "
                             "schema names (sluice.arrow_type %s)", v, op->node->arrow_type);
       }
-      uint8_t le[8];  // the low bytes of a little-endian int64 are the int32
-      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)x >> (8 * k));
-      APPEND(sl_builder_append_fixed(b, le));
+      APPEND(append_low_bytes(b, x));
       return 0;
     }
     case OP_TIME: {  // Arrow's time32/time64 hold a time of day, as Avro's spec says
@@ -268,9 +271,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
                             "(0 to %" PRId64 ")", op->size == INT64_C(86400000) ? "time-millis"
                             : "time-micros", v, op->size - 1);
       }
-      uint8_t le[8];  // the low bytes of a little-endian int64 are the int32
-      for (int k = 0; k < 8; ++k) le[k] = (uint8_t)((uint64_t)v >> (8 * k));
-      APPEND(sl_builder_append_fixed(b, le));
+      APPEND(append_low_bytes(b, v));
       return 0;
     }
     case OP_HALF: {
