@@ -117,7 +117,18 @@ struct sl_scan {
   int ended;  // the consumer has seen (or will see) the end
   int error_code;
   struct sluice_error error;
+  // Ordered scans report the error of the earliest failing split, as a
+  // sequential reader would: after split k fails, splits past k stop and
+  // earlier ones run on (one of them may fail too, earlier in the input);
+  // the consumer gets their batches, then the error.
+  int64_t error_split;  // the split of `error` (-1: none)
+  int64_t stop_after;   // splits past this one stop (INT64_MAX: none)
 };
+
+/// Whether work on split `s` must end. Caller holds the mutex.
+static int stopped_locked(const struct sl_scan* scan, int64_t s) {
+  return scan->stop || s > scan->stop_after;
+}
 
 static void release_item(const struct sluice_allocator* alloc, struct sl_scan_item* item) {
   if (item->array.release != NULL) item->array.release(&item->array);
@@ -130,15 +141,21 @@ static void fail_locked(struct sl_scan* scan, int code, const struct sluice_erro
                         int64_t split) {
   // After the consumer has its end (limit reached), later splits' errors are
   // about rows nobody asked for.
-  if (scan->error_code != 0 || scan->ended) return;
+  if (scan->ended) return;
+  if (scan->error_code != 0 && !(scan->ordered && split < scan->error_split)) return;
   scan->error_code = code;
+  scan->error_split = split;
   if (error != NULL && error->message[0] != '\0') {
     memcpy(&scan->error, error, sizeof scan->error);
   } else {
     sl_error_set(&scan->error, code, "split %lld failed with error %d", (long long)split, code);
   }
   scan->error.code = code;
-  scan->stop = 1;
+  if (scan->ordered) {
+    scan->stop_after = split;
+  } else {
+    scan->stop = 1;
+  }
   pthread_cond_broadcast(&scan->work_cv);
   pthread_cond_broadcast(&scan->ready_cv);
 }
@@ -407,17 +424,17 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     pthread_mutex_lock(&scan->mutex);
     int64_t est = task_estimate_locked(scan, s, part, b);
     int covered = 0;
-    while (!scan->stop && !(covered = limit_covered_locked(scan, s)) &&
+    while (!stopped_locked(scan, s) && !(covered = limit_covered_locked(scan, s)) &&
            !may_reserve_locked(scan, s, b, est)) {
       pthread_cond_wait(&scan->work_cv, &scan->mutex);
       est = task_estimate_locked(scan, s, part, b);
     }
-    if (covered && !scan->stop) {
+    if (covered && !stopped_locked(scan, s)) {
       // The rest of this split (and every later one) would be cut anyway.
       task_done_locked(scan, s);
       cover_limit_locked(scan);
     }
-    if (scan->stop || covered) {
+    if (stopped_locked(scan, s) || covered) {
       pthread_mutex_unlock(&scan->mutex);
       break;
     }
@@ -445,7 +462,7 @@ static void run_task(struct sl_scan* scan, int64_t task) {
       pthread_mutex_unlock(&scan->mutex);
       break;
     }
-    if (scan->stop) {
+    if (stopped_locked(scan, s)) {
       pthread_mutex_unlock(&scan->mutex);
       release_item(scan->alloc, item);
       break;
@@ -458,7 +475,7 @@ static void run_task(struct sl_scan* scan, int64_t task) {
         pthread_mutex_unlock(&scan->mutex);
         rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
         pthread_mutex_lock(&scan->mutex);
-        if (rc != 0 || scan->stop) {
+        if (rc != 0 || stopped_locked(scan, s)) {
           scan->in_flight -= item->bytes;
           release_item(scan->alloc, item);
           item = NULL;
@@ -501,7 +518,8 @@ static void run_task(struct sl_scan* scan, int64_t task) {
 static void* worker_main(void* arg) {
   struct sl_scan* scan = arg;
   pthread_mutex_lock(&scan->mutex);
-  while (!scan->stop && scan->next_task < scan->n_tasks) {
+  while (!scan->stop && scan->next_task < scan->n_tasks &&
+         scan->next_task / scan->n_parts <= scan->stop_after) {
     int64_t t = scan->next_task++;
     pthread_mutex_unlock(&scan->mutex);
     run_task(scan, t);
@@ -687,6 +705,8 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   scan->reader = args->reader;
   scan->n_splits = args->n_splits;
   scan->ordered = args->ordered;
+  scan->error_split = -1;
+  scan->stop_after = INT64_MAX;
   scan->limit = args->limit;
   scan->budget = args->memory_budget > 0 ? args->memory_budget : SL_DEFAULT_BUDGET;
   scan->on_batch = args->on_batch;
@@ -773,7 +793,9 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
 /// holds the mutex; may wait on ready_cv.
 static struct sl_scan_item* take_locked(struct sl_scan* scan) {
   for (;;) {
-    if (scan->ended || scan->error_code != 0) return NULL;
+    if (scan->ended) return NULL;
+    // Ordered: the batches of the splits before the failed one come first.
+    if (scan->error_code != 0 && (!scan->ordered || scan->head >= scan->error_split)) return NULL;
     struct sl_scan_item* item = NULL;
     if (scan->ordered) {
       if (scan->head >= scan->n_splits) {
