@@ -188,8 +188,59 @@ static void grow_pipe(int fd) {
 #endif
 }
 
+/// The file a symbolic link `path` leads to, even when it does not exist
+/// yet (a dangling link), into `out`: the temporary file and the rename
+/// must happen there, or the rename would replace the link and leave its
+/// target as it was. 0, or an errno (a loop, a name too long).
+static int link_target(const char* path, char* out, size_t cap) {
+  char cur[4096], next[4096];
+  if (strlen(path) >= sizeof cur) return ENAMETOOLONG;
+  strcpy(cur, path);
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+      // The end of the chain: an existing file (realpath settles its
+      // directories' links too) or a name still to be created.
+      if (realpath(cur, out) != NULL) return 0;
+      if (strlen(cur) >= cap) return ENAMETOOLONG;
+      strcpy(out, cur);
+      return 0;
+    }
+    ssize_t n = readlink(cur, next, sizeof next - 1);
+    if (n < 0) return errno;
+    next[n] = '\0';
+    if (next[0] == '/') {
+      strcpy(cur, next);
+    } else {  // relative to the link's own directory
+      const char* slash = strrchr(cur, '/');
+      int dir = slash == NULL ? 0 : (int)(slash - cur) + 1;
+      if ((size_t)dir + (size_t)n >= sizeof cur) return ENAMETOOLONG;
+      memmove(cur + dir, next, (size_t)n + 1);
+    }
+  }
+  return ELOOP;
+}
+
 static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_error* error) {
   const struct sluice_allocator* alloc = sink->alloc;
+  struct stat link;
+  char resolved[4096];
+  if (lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) {
+    if (strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0) {
+      // /dev/stdout, /dev/fd/N, /proc/self/fd/N: whatever the descriptor is
+      // (a redirected file, a pipe), it is written in place, as cp does.
+      sink->fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+      if (sink->fd < 0) return errno_error(error, sink->name, "cannot open for writing", errno);
+      grow_pipe(sink->fd);
+      struct stat st;
+      sink->is_pipe = fstat(sink->fd, &st) == 0 && S_ISFIFO(st.st_mode);
+      sink->in_place = 1;
+      return 0;
+    }
+    int e = link_target(path, resolved, sizeof resolved);
+    if (e != 0) return errno_error(error, sink->name, "cannot follow the symbolic link", e);
+    path = resolved;
+  }
   struct stat existing;
   int exists = stat(path, &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode))

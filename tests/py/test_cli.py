@@ -599,6 +599,33 @@ def test_columns_empty_is_a_usage_error_twice_is_kept(sluice_bin, data):
     assert got.equals(table.select(["s", "s"]))
 
 
+def test_writes_through_symbolic_links(sluice_bin, data, tmp_path):
+    """A symbolic link as the output is written through, as pyarrow and cp
+    do: its target gets the data (atomically, next to the target) and the
+    link stays; a dangling link creates its target. /proc/self/fd/1 (what
+    /dev/stdout leads to) is written in place: a redirected file gets the
+    data, nothing is renamed over the link."""
+    d, table = data
+    real = tmp_path / "real.arrow"
+    real.write_bytes(b"OLD")
+    link = tmp_path / "link.arrow"
+    link.symlink_to("real.arrow")
+    ok(sluice_bin, "convert", d / "t.arrow", link)
+    assert link.is_symlink() and ipc.open_file(real).read_all().equals(table)
+    (tmp_path / "sub").mkdir()
+    dangling = tmp_path / "dangling.arrow"
+    dangling.symlink_to("sub/new.arrow")
+    ok(sluice_bin, "convert", d / "t.arrow", dangling)
+    assert dangling.is_symlink() and ipc.open_file(tmp_path / "sub" / "new.arrow").read_all().equals(table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.arrow", "link.arrow", "real.arrow", "sub"]
+    out = tmp_path / "redirected.arrows"
+    with open(out, "wb") as f:
+        proc = subprocess.run([sluice_bin, "convert", str(d / "t.arrow"), "/proc/self/fd/1", "-t",
+                               "arrows"], stdout=f, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ipc.open_stream(out.read_bytes()).read_all().equals(table)
+
+
 def _corpus_files():
     from conftest import corpora_dir
     root = corpora_dir() / "arrow-testing/data/arrow-ipc-stream/integration"
