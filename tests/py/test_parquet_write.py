@@ -470,3 +470,25 @@ def test_peers_filter_with_statistics(sluice, tmp_path):
         got = pl.scan_parquet(out).filter(expr).select(pl.len()).collect().item()
         want = pl.scan_parquet(ref).filter(expr).select(pl.len()).collect().item()
         assert got == want
+
+
+@pytest.mark.parametrize("dtype", [pa.decimal128(5, -3), pa.decimal256(40, -10), pa.decimal128(1, 3)])
+def test_decimal_scale_outside_zero_to_precision_is_refused(sluice, tmp_path, dtype):
+    """Parquet and Avro hold a decimal's scale in 0..precision (Arrow allows
+    more): such a column is refused, as pyarrow and fastavro refuse it,
+    instead of a file no peer opens; an existing output stays."""
+    import decimal
+    import pyarrow.ipc as ipc
+    v = decimal.Decimal("1.2E+5") if dtype.scale == -3 else None  # the type is what counts
+    table = pa.table({"d": pa.array([v, None], dtype)})
+    src = tmp_path / "d.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    with pytest.raises(Exception):
+        pq.write_table(table, tmp_path / "pa.parquet")
+    for ext in ("parquet", "avro"):
+        out = tmp_path / f"out.{ext}"
+        out.write_bytes(b"OLD")
+        err = sluice.expect_error("convert", src, out).stderr.decode()
+        assert "'d'" in err and "scale" in err, err
+        assert out.read_bytes() == b"OLD"

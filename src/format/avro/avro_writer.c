@@ -475,6 +475,11 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                       (json_int_t)node->type.byte_width);
         break;
       case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
+        if (node->type.scale < 0 || node->type.scale > node->type.precision) {
+          return sl_error_set(error, ENOTSUP, "avro: column '%s': decimal(%d, %d): Avro's scale "
+                              "is 0 to the precision (cast the column first)", column,
+                              (int)node->type.precision, (int)node->type.scale);
+        }
         t = json_pack("{s:s, s:s, s:I, s:I}", "type", "bytes", "logicalType", "decimal",
                       "precision", (json_int_t)node->type.precision, "scale",
                       (json_int_t)node->type.scale);

@@ -167,6 +167,10 @@ static int map_leaf(const struct build_state* st, const struct sl_type* t,
       if (t->precision < 1 || t->precision > (t->id == SL_TYPE_DECIMAL128 ? 38 : 76))
         return sl_error_set(error, EINVAL, "parquet writer: column '%s': decimal precision %d "
                             "out of range", st->column_name, (int)t->precision);
+      if (t->scale < 0 || t->scale > t->precision)  // as pyarrow refuses them
+        return sl_error_set(error, ENOTSUP, "parquet writer: column '%s': decimal(%d, %d): "
+                            "Parquet's scale is 0 to the precision (cast the column first)",
+                            st->column_name, (int)t->precision, (int)t->scale);
       e->type = PQ_FIXED_LEN_BYTE_ARRAY;
       e->type_length = decimal_bytes(t->precision);
       lg->kind = PQ_LOGICAL_DECIMAL;
