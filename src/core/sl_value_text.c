@@ -166,10 +166,15 @@ static void format_half(uint16_t h, char* buf, size_t cap) {
     sl_format_double(v, buf, cap);
     return;
   }
+  // The shortest text that reads back as this half: within half the gap
+  // to each neighbour. At a power of two the gap below is half the one
+  // above (0.0078125: 0.00781 is nearer to the half below it).
   double ulp = exponent == 0 ? ldexp(1, -24) : ldexp(1, exponent - 25);
+  double below = (h & 0x3ff) == 0 && exponent > 1 ? ulp / 2 : ulp;
   for (int precision = 1; precision <= 9; ++precision) {
     snprintf(buf, cap, "%.*g", precision, v);
-    if (fabs(strtod(buf, NULL) - v) < ulp / 2) return;
+    double d = fabs(strtod(buf, NULL)), a = fabs(v);
+    if (d >= a ? d - a < ulp / 2 : a - d < below / 2) return;
   }
 }
 

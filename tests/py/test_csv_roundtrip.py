@@ -288,6 +288,21 @@ def test_million_random_doubles_bit_exact(sluice, tmp_path):
     assert np.array_equal(theirs, bits)
 
 
+def test_every_float16_bit_exact(sluice, tmp_path):
+    """Every finite float16 is written with digits that read back as the
+    same half (as float64, then rounded to float16 as numpy does), powers of
+    two included, whose neighbour below is twice as near (0.0078125 was
+    written 0.00781, which reads back as the half below)."""
+    bits = np.arange(0, 2**16, dtype=np.uint16)
+    bits = bits[((bits >> 10) & 0x1F) != 0x1F]
+    table = pa.table({"h": pa.array(bits.view(np.float16), pa.float16())})
+    csv_path, _ = sluice_csv_round_trip(sluice, tmp_path, table)
+    text = pcsv.read_csv(csv_path, convert_options=pcsv.ConvertOptions(column_types={"h": pa.float64()}))
+    got = text.column("h").to_numpy().astype(np.float16).view(np.uint16)
+    bad = np.nonzero(got != bits)[0]
+    assert bad.size == 0, f"{bad.size} halves differ, first {bits.view(np.float16)[bad[0]]!r}"
+
+
 def significant_digits(text: str) -> str:
     """The significant digits of a decimal spelling ("-1.250e-05" -> "125")."""
     mantissa = text.lstrip("-").lower().split("e")[0].replace(".", "")
