@@ -385,7 +385,7 @@ def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, bat
     def read_once():
         if gatherable(ds.schema()) is not None:
             # Fixed-width columns: gathered in place, then wrapped without a copy.
-            return _read(ds, True, limit, memory, _scan, True).to_pandas()
+            return _read(ds, True, limit, memory, _scan, True).to_pandas(self_destruct=True)
         with Scanner(ds, **(_scan or {})) as s:
             return batches_to_pandas(s.schema, s)
     # A dask partition keeps the types the graph was built with.

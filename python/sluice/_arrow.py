@@ -189,12 +189,15 @@ class Node:
     """One array node of one batch (a column, a child, a dictionary), read
     through zero-copy views of its buffers."""
 
-    __slots__ = ("batch", "path", "type", "length", "offset", "null_count", "_info")
+    __slots__ = ("batch", "path", "type", "length", "offset", "null_count", "_info", "writable")
 
-    def __init__(self, batch, path, dtype):
+    def __init__(self, batch, path, dtype, writable=False):
         self.batch = batch  # the _Batch
         self.path = path
         self.type = dtype
+        # Views may be writable (a consumer that took the batch over; only
+        # where the batch owns its memory).
+        self.writable = writable
         info = batch._node(path)
         self._info = info
         self.length = info["length"]
@@ -203,13 +206,13 @@ class Node:
 
     def buffer(self, i, nbytes):
         """Buffer i as a _BufferView of nbytes bytes, or None if absent."""
-        return self.batch._buffer(self.path, i, nbytes)
+        return self.batch._buffer(self.path, i, nbytes, self.writable)
 
     def child(self, i):
-        return Node(self.batch, self.path + (i,), self.type.children[i].type)
+        return Node(self.batch, self.path + (i,), self.type.children[i].type, self.writable)
 
     def dictionary_node(self):
-        return Node(self.batch, self.path + (-1,), self.type.dictionary)
+        return Node(self.batch, self.path + (-1,), self.type.dictionary, self.writable)
 
     def has_validity(self):
         k = self.type.kind

@@ -409,12 +409,15 @@ def table_to_pandas(schema, batches, consume=False):
             return batches_to_pandas(schema, drain(), total)
         return batches_to_pandas(schema, iter(list(batches)), total)
     data = {}
+    rows = sum(b.num_rows for b in batches)
     for i, field in enumerate(fields):
-        nodes = [Node(b._batch, (i,), field.type) for b in batches]
+        # Taken over: the views may be writable, so that the DataFrame can
+        # be edited in place as pandas' own (where the memory is the batch's).
+        nodes = [Node(b._batch, (i,), field.type, consume) for b in batches]
         data[i] = _column(nodes, field.type)
     if consume:
         del batches[:]
-    return _frame(pd, schema, data, sum(b.num_rows for b in batches))
+    return _frame(pd, schema, data, rows)
 
 
 def batches_to_pandas(schema, batches, total=None):

@@ -38,6 +38,10 @@
 struct sp_shared_array {
   atomic_long refs;
   struct ArrowArray array;
+  /// Every buffer is memory this batch alone allocated (a gather's columns),
+  /// never a view of a file or of another batch: a consumer that takes the
+  /// batch over (to_pandas(self_destruct=True)) may get writable views.
+  int own_memory;
 };
 
 /// Moves `array` into a new shared holder with one reference (NULL on ENOMEM,
@@ -150,6 +154,7 @@ typedef struct {
   struct sp_shared_array* shared;  // keeps the bytes alive
   const void* data;
   Py_ssize_t size;
+  int writable;  // the buffer protocol says writable (see own_memory)
 } BufferViewObject;
 
 typedef struct {

@@ -18,6 +18,7 @@ struct sp_shared_array* sp_shared_new(struct ArrowArray* array) {
   if (shared == NULL) return NULL;
   atomic_init(&shared->refs, 1);
   shared->array = *array;
+  shared->own_memory = 0;
   array->release = NULL;
   return shared;
 }

@@ -112,7 +112,8 @@ static PyObject* batch_node(BatchObject* self, PyObject* path) {
 static PyObject* batch_buffer(BatchObject* self, PyObject* args) {
   PyObject* path;
   long long i, nbytes;
-  if (!PyArg_ParseTuple(args, "O!LL", &PyTuple_Type, &path, &i, &nbytes)) return NULL;
+  int writable = 0;
+  if (!PyArg_ParseTuple(args, "O!LL|p", &PyTuple_Type, &path, &i, &nbytes, &writable)) return NULL;
   int64_t offset, length, null_count;
   const struct ArrowArray* node = batch_at(self, path, &offset, &length, &null_count);
   if (node == NULL) return NULL;
@@ -128,6 +129,7 @@ static PyObject* batch_buffer(BatchObject* self, PyObject* args) {
   view->shared = self->shared;
   view->data = data;
   view->size = (Py_ssize_t)nbytes;
+  view->writable = writable && self->shared->own_memory;
   return (PyObject*)view;
 }
 
@@ -173,7 +175,8 @@ static PyMethodDef batch_methods[] = {
     {"_node", (PyCFunction)batch_node, METH_O,
      "_node(path) -> dict: length, offset, null_count, n_buffers, n_children, has_dictionary."},
     {"_buffer", (PyCFunction)batch_buffer, METH_VARARGS,
-     "_buffer(path, i, nbytes) -> _BufferView over buffer i of the node at path, or None."},
+     "_buffer(path, i, nbytes, writable=False) -> _BufferView over buffer i of the node at path, "
+     "or None; writable only when asked and the batch owns its memory."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -196,7 +199,8 @@ static void view_dealloc(BufferViewObject* self) {
 }
 
 static int view_getbuffer(BufferViewObject* self, Py_buffer* view, int flags) {
-  return PyBuffer_FillInfo(view, (PyObject*)self, (void*)self->data, self->size, 1, flags);
+  return PyBuffer_FillInfo(view, (PyObject*)self, (void*)self->data, self->size,
+                           !self->writable, flags);
 }
 
 static PyObject* view_get_address(BufferViewObject* self, void* Py_UNUSED(closure)) {

@@ -517,6 +517,7 @@ static PyObject* gather_finish(GatherObject* self, PyObject* arg) {
     Py_DECREF(schema);
     return PyErr_NoMemory();
   }
+  shared->own_memory = 1;  // anonymous mappings of our own
   PyObject* out = (PyObject*)sp_batch_wrap(shared, schema, 0, 0, NULL);
   Py_DECREF(schema);
   return out;

@@ -315,6 +315,10 @@ class Table:
         self_destruct=True frees each batch as soon as it is converted and
         leaves the table empty: peak memory is about the DataFrame's size
         instead of twice the data (as pyarrow's option of the same name).
+        The DataFrame then owns the views (read_pandas does this): its
+        columns can be edited in place. Without it, views of a table that
+        lives on are read-only, as pyarrow's zero-copy (split_blocks)
+        conversion gives them: df.loc[...] = v fails; copy first.
 
         Numeric, timestamp and duration columns without nulls are numpy views
         over the decoded buffers when the table is one batch (no copy), else

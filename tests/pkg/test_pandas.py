@@ -83,6 +83,37 @@ def test_one_batch_numeric_is_a_view(numbers):
     assert a[:3].tolist() == [0, 1, 2] and a[-1] == len(expected) - 1
 
 
+def test_read_pandas_frames_can_be_edited(numbers, tmp_path):
+    """read_pandas (and to_pandas(self_destruct=True)) hand the DataFrame
+    the gathered memory: numeric columns, with and without nulls, can be
+    assigned in place, as in pd.read_parquet's frames. A table that lives on
+    keeps read-only views, as pyarrow's zero-copy conversion (split_blocks)
+    gives them. (Only memory a gather allocated is handed over writable,
+    never a view of a file's mapping or of another batch.)"""
+    expected, one, _ = numbers
+    want = expected.to_pandas()
+    want.loc[0, "a"] = 10
+    want.loc[2, "b"] = want.loc[2, "b"] * 2
+    df = sluice.read_pandas(one)
+    df.loc[0, "a"] = 10
+    df.loc[2, "b"] = df.loc[2, "b"] * 2
+    assert df.equals(want)
+    nulls = pa.table({"n": pa.array([1, None, 3], pa.int32()), "f": [0.5, 1.5, None]})
+    import pyarrow.parquet as pq
+    pq.write_table(nulls, tmp_path / "nulls.parquet")
+    dfn = sluice.read_pandas(tmp_path / "nulls.parquet")
+    dfn.loc[1, "n"] = 7
+    dfn.loc[2, "f"] = 2.5
+    assert dfn["n"].tolist() == [1, 7, 3] and dfn["f"].tolist() == [0.5, 1.5, 2.5]
+    t = sluice.read(one)
+    kept = t.to_pandas()
+    with pytest.raises(ValueError):
+        kept.loc[0, "a"] = 10
+    mine = t.to_pandas(self_destruct=True)
+    mine.loc[0, "a"] = 11
+    assert mine["a"].iloc[0] == 11
+
+
 def test_many_batches_concatenated_once(numbers):
     expected, _, many = numbers
     with sluice.scan(many) as s:
