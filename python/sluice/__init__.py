@@ -252,7 +252,9 @@ def scan(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
          batch_rows=None, memory=None, _scan=None, **format_options):
     """Start reading `src` and return a Scanner yielding sluice.Batch objects
     as they are decoded. With ordered=False batches come as splits finish;
-    each carries its (split, index) position. Arguments as for sluice.read."""
+    each carries its (split, index) position, and a limit keeps the rows of
+    the batches that came first, not the first rows. Arguments as for
+    sluice.read."""
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
     return Scanner(ds, **(_scan or {}))
 
@@ -311,6 +313,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     straight into the final columns (no copy at all). Other tables keep the
     decoded batches as they are.
     """
+    # The first `limit` rows in plan order: unordered, the limit would keep
+    # whichever splits finished first.
+    if limit is not None:
+        ordered = True
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
     return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather))
 

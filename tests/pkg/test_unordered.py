@@ -38,6 +38,17 @@ def test_many_splits_restored(big_csv):
     assert pa.table(ordered).equals(pa.table(t))
 
 
+def test_limit_keeps_the_first_rows(big_csv):
+    """read(ordered=False, limit=N) is the first N rows, as with
+    ordered=True (the table is in plan order either way), not the rows of
+    whichever splits finished first; a delayed first split shows it."""
+    want = pacsv.read_csv(str(big_csv)).slice(0, 5)
+    for _ in range(3):
+        t = sluice.read(big_csv, ordered=False, limit=5, threads=2, batch_rows=4096,
+                        _scan={"slow_split": 0, "slow_split_delay_us": 200_000})
+        assert pa.table(t).equals(want)
+
+
 def test_single_split(typed, data_dir):
     expected, _ = typed
     path = write_ipc_stream(expected, data_dir / "one_split.arrows", max_chunksize=100)
