@@ -51,6 +51,8 @@ def _options_string(options):
             value = "true" if value else "false"
         elif key == "schema":
             value = _csv_schema(value)
+        elif isinstance(value, (list, tuple)):  # null_values=["NA", "-"], as pyarrow takes it
+            value = "|".join(str(v) for v in value)
         parts.append("%s=%s" % (key, value))
     return ",".join(parts) if parts else None
 

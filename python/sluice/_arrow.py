@@ -318,7 +318,8 @@ def node_to_pylist(node):
     if t.dictionary is not None:
         indices = _ints(node, _PRIMITIVES[t.format])
         values = node_to_pylist(node.dictionary_node())
-        out = [values[i] for i in indices]
+        valid = node.valid_list()  # an index under a null is undefined: not looked up
+        out = [values[i] if valid is None or valid[j] else None for j, i in enumerate(indices)]
     elif k == "null":
         return [None] * n
     elif t.format in _PRIMITIVES:

@@ -248,7 +248,10 @@ def _categorical_finish(parts, t):
         codes = np.concatenate([p.codes for p in parts])
         return pd.Categorical.from_codes(codes, categories=first, ordered=t.ordered)
     from pandas.api.types import union_categoricals
-    return union_categoricals(parts)
+    # Ordered parts with different categories: pandas refuses to union them;
+    # pyarrow unifies the dictionaries (first seen first) and keeps the flag.
+    joined = union_categoricals(parts, ignore_order=True)
+    return joined.as_ordered() if t.ordered else joined
 
 
 def _objects(nodes):

@@ -114,6 +114,33 @@ def test_read_pandas_frames_can_be_edited(numbers, tmp_path):
     assert mine["a"].iloc[0] == 11
 
 
+def test_ordered_dictionaries_that_change_between_batches(data_dir):
+    """Ordered dictionaries whose values differ between batches unify into
+    one ordered Categorical (pandas refuses to union ordered ones as they
+    are), with pyarrow's categories; an index under a null, undefined in
+    Arrow (here out of range), is never looked up (to_pylist did, and
+    failed)."""
+    d1 = pa.DictionaryArray.from_arrays(pa.array([0, 1]), pa.array(["lo", "hi"]), ordered=True)
+    d2 = pa.DictionaryArray.from_arrays(pa.array([0, 1]), pa.array(["hi", "mid"]), ordered=True)
+    t = pa.Table.from_batches([pa.record_batch({"c": d1}), pa.record_batch({"c": d2})])
+    path = data_dir / "ordered_cat.arrows"
+    with pa.ipc.new_stream(path, t.schema) as w:
+        w.write_table(t)
+    got, want = sluice.read(path).to_pandas()["c"], t.to_pandas()["c"]
+    assert got.cat.ordered and want.cat.ordered
+    assert got.cat.categories.tolist() == want.cat.categories.tolist()
+    assert got.tolist() == want.tolist()
+    garbage = pa.DictionaryArray.from_buffers(  # index 7 under the null
+        pa.dictionary(pa.int32(), pa.string()), 3,
+        [pa.py_buffer(bytes([0b101])), pa.py_buffer(np.array([0, 7, 1], np.int32).tobytes())],
+        pa.array(["a", "b"]), null_count=1)
+    gt = pa.table({"c": garbage})
+    path = data_dir / "garbage_index.arrows"
+    with pa.ipc.new_stream(path, gt.schema) as w:
+        w.write_table(gt)
+    assert sluice.read(path).to_pylist() == gt.to_pylist() == [{"c": "a"}, {"c": None}, {"c": "b"}]
+
+
 def test_many_batches_concatenated_once(numbers):
     expected, _, many = numbers
     with sluice.scan(many) as s:

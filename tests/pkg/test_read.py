@@ -43,6 +43,17 @@ def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
         assert pa.table(sluice.read(path, schema=given)).equals(want), given
 
 
+def test_csv_null_values_as_a_list(data_dir):
+    """null_values=[...] as pyarrow's ConvertOptions and polars take it."""
+    path = data_dir / "nulls.csv"
+    path.write_text("a,b\n1,x\n-,NA\n3,\n")
+    got = pa.table(sluice.read(path, null_values=["-", "NA"]))
+    want = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
+        null_values=["-", "NA"], strings_can_be_null=True))
+    assert got.column("a").to_pylist() == want.column("a").to_pylist() == [1, None, 3]
+    assert got.column("b").to_pylist() == ["x", None, ""]
+
+
 def test_csv_format_options(data_dir):
     path = data_dir / "semi.txt"
     path.write_text("1;a\n2;b\n3;\n")
