@@ -321,3 +321,22 @@ def test_file_grows_one_dictionary_across_batches(sluice_bin, tmp_path):
                               capture_output=True, timeout=120)
         assert proc.returncode == 1 and says in proc.stderr, proc.stderr
         assert not (tmp_path / "bad.arrow").exists()
+
+
+def test_write_options_are_checked(sluice_bin, tmp_path):
+    """-W compression=zstd (the Parquet writer's spelling) compresses an IPC
+    output as --compression does; an unknown -W key for the IPC or JSON
+    Lines writer is an error (it was ignored), and nothing is written."""
+    table = _source_table()
+    src = tmp_path / "in.arrows"
+    with ipc.new_stream(src, table.schema) as w:
+        w.write_table(table)
+    _cli_convert(sluice_bin, src, tmp_path / "flag.arrows", "--compression", "zstd")
+    _cli_convert(sluice_bin, src, tmp_path / "w.arrows", "-W", "compression=zstd")
+    assert (tmp_path / "w.arrows").stat().st_size == (tmp_path / "flag.arrows").stat().st_size
+    assert _read(tmp_path / "w.arrows").equals(table)
+    for out in ("bad.arrow", "bad.jsonl"):
+        proc = subprocess.run([sluice_bin, "convert", str(src), str(tmp_path / out), "-W", "nope=1"],
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 1 and b"nope" in proc.stderr, proc.stderr
+        assert not (tmp_path / out).exists()

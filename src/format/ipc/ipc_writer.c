@@ -10,6 +10,7 @@
 #include "codec/sl_codec_alloc.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "format/ipc/ipc_dict_unify.h"
 #include "format/ipc/ipc_fbs.h"
 #include "io/sl_sink.h"
@@ -54,6 +55,27 @@ static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_er
     return sl_error_set(error, EINVAL,
                         "arrow ipc writer: unsupported compression '%s' (use lz4, zstd or none)",
                         name);
+  return 0;
+}
+
+/// -W options: compression=lz4|zstd|none (as --compression, which it
+/// overrides); any other key is an error, not silently nothing.
+static int parse_write_options(const char* text, enum ipc_codec* codec,
+                               struct sluice_error* error) {
+  struct sl_option item;
+  int more;
+  while ((more = sl_option_next(&text, &item)) != 0) {
+    if (more > 0 && sl_option_is(&item, "compression")) {
+      char name[16];
+      if (item.value_len >= sizeof name) item.value_len = sizeof name - 1;
+      memcpy(name, item.value, item.value_len);
+      name[item.value_len] = '\0';
+      SL_RETURN_NOT_OK(parse_codec(name, codec, error));
+      continue;
+    }
+    return sl_error_set(error, EINVAL, "arrow ipc writer: unknown option '%.*s' (known: "
+                        "compression)", (int)item.key_len, item.key);
+  }
   return 0;
 }
 
@@ -247,6 +269,7 @@ static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     w.batch_metadata_user = args->batch_metadata_user;
   }
   SL_RETURN_NOT_OK(parse_codec(args != NULL ? args->compression : NULL, &w.codec, error));
+  if (args != NULL) SL_RETURN_NOT_OK(parse_write_options(args->format_options, &w.codec, error));
   if (stream == NULL || stream->release == NULL)
     return sl_error_set(error, EINVAL, "arrow ipc writer: input stream is released");
   int rc = stream->get_schema(stream, &w.schema);

@@ -77,6 +77,11 @@ static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct
 
 static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                        const struct sl_write_args* args, struct sluice_error* error) {
+  if (args->format_options != NULL && args->format_options[strspn(args->format_options, ",")] != '\0') {
+    // No options: a -W meant for another format is an error, not ignored.
+    return sl_error_set(error, EINVAL, "JSON Lines writer: it takes no options ('%s')",
+                        args->format_options);
+  }
   struct jsonl_state state;
   memset(&state, 0, sizeof state);
   state.alloc = args->alloc;
