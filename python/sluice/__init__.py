@@ -477,7 +477,9 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         (through pyarrow if installed, else sluice's own conversion of
         numeric, bool, datetime, string and nullable columns).
     format: output format (default from the extension of dst).
-    compression: body compression where the format has it ("zstd", "lz4", ...).
+    compression: body compression where the format has it ("zstd", "lz4", ...);
+        CSV and JSON Lines compress the whole file ("gzip", "zstd", as
+        pandas' to_csv(compression=...)), whatever the name's suffix.
     index: for a pandas DataFrame, as DataFrame.to_parquet's: None (default)
         keeps an index other than a plain RangeIndex as columns (and, through
         pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,

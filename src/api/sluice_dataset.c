@@ -628,6 +628,17 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
+  if (writer->compressible && options->compression != NULL && options->compression[0] != '\0') {
+    // Asked by name (pandas' to_csv(compression="gzip")): over the suffix.
+    const char* c = options->compression;
+    if (strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0) compression = SL_COMPRESS_GZIP;
+    else if (strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0) compression = SL_COMPRESS_ZSTD;
+    else if (strcmp(c, "none") == 0) compression = SL_COMPRESS_NONE;
+    else
+      return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd or none, "
+                          "not '%s'", location, writer->name, c);
+    args.compression = NULL;  // the whole file's, not the format's own
+  }
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
                                      .ca_bundle = options->ca_bundle, .s3 = options->s3};

@@ -216,3 +216,30 @@ sluice.write(plain, {str(tmp_path / "plain.arrow")!r})
     assert back.column("key").to_pylist() == [10, 20, 30, 40]
     assert pa.ipc.open_file(str(dropped)).read_all().column_names == ["a"]
     assert pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all().column_names == ["a"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_text_compression_by_name(simple, tmp_path, fmt):
+    """compression= compresses a CSV or JSON Lines output whole, as pandas'
+    to_csv(compression="gzip") does (it was ignored); an unknown codec is
+    an error, and nothing is written."""
+    import gzip
+    df = pd.DataFrame({"i": [1, 2, 3], "s": ["a", None, "c"]})
+    gz = tmp_path / f"out.{fmt}"
+    sluice.write(df, gz, compression="gzip")
+    raw = gz.read_bytes()
+    assert raw[:2] == b"\x1f\x8b"
+    if fmt == "csv":
+        assert pd.read_csv(gz, compression="gzip").equals(pd.read_csv(
+            __import__("io").StringIO(gzip.decompress(raw).decode())))
+        assert pd.read_csv(gz, compression="gzip")["i"].tolist() == [1, 2, 3]
+    else:
+        assert [line for line in gzip.decompress(raw).decode().splitlines()][0].startswith('{"i":1')
+    zst = tmp_path / f"z.{fmt}"
+    sluice.write(df, zst, compression="zstd")
+    assert zst.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    if fmt == "csv":
+        assert pa.table(sluice.read(zst, format="csv")).column("i").to_pylist() == [1, 2, 3]
+    with pytest.raises(sluice.InvalidArgumentError):
+        sluice.write(df, tmp_path / f"bad.{fmt}", compression="no-such-codec")
+    assert not (tmp_path / f"bad.{fmt}").exists()
