@@ -413,6 +413,19 @@ def test_enum_dictionaries_change_between_batches(tmp_path, sluice):
     assert got.column("e").to_pylist() == ["a", "b", None, "b", "a", "a"]
 
 
+def test_null_dictionary_values_are_nulls(tmp_path, sluice):
+    """A dictionary whose values hold a null (legal in Arrow) gives a null
+    wherever an index points at it, as pyarrow's to_pylist reads it (it was
+    refused as a null in a non-nullable field)."""
+    src, dst = tmp_path / "in.arrows", tmp_path / "out.avro"
+    batch = pa.record_batch({"e": pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, None, 1]),
+                                                                 pa.array(["A", None, "B"]))})
+    write_stream(src, [batch])
+    sluice.run("convert", src, dst)
+    _, _, rows = fastavro_rows(dst)
+    assert [r["e"] for r in rows] == batch.column(0).to_pylist() == ["A", None, "B", None, None]
+
+
 def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     src, dst = tmp_path / "in.arrows", tmp_path / "out.avro"
     write_stream(src, [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])])

@@ -666,6 +666,16 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
   // Unions have no validity bitmap (buffers[0] is the type ids).
   int null = node->type.id == SL_TYPE_DENSE_UNION || node->type.id == SL_TYPE_SPARSE_UNION
                  ? 0 : is_null(a, p);
+  int64_t k = 0;  // the dictionary index
+  if (node->dict != NULL && !null) {
+    // A uint64 index above INT64_MAX reads as negative.
+    k = sl_int_value(node->type.id, a->buffers[1], p);
+    const struct ArrowArray* d = a->dictionary;
+    if (d == NULL || k < 0 || k >= d->length) {
+      return value_error(ctx, EINVAL, "dictionary index out of range", error);
+    }
+    null = is_null(d, d->offset + k);  // a null dictionary value is a null
+  }
   if (node->nullable) {
     SL_RETURN_NOT_OK(put_long(ctx, null ? 0 : 1, error));
     if (null) return 0;
@@ -674,13 +684,7 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
   }
   uint8_t tmp[32];
   if (node->dict != NULL) {
-    // A uint64 index above INT64_MAX reads as negative.
-    int64_t k = sl_int_value(node->type.id, a->buffers[1], p);
     const struct ArrowArray* d = a->dictionary;
-    if (d == NULL || k < 0 || k >= d->length) {
-      return value_error(ctx, EINVAL, "dictionary index out of range", error);
-    }
-    if (is_null(d, d->offset + k)) return value_error(ctx, EINVAL, "null dictionary value in a field that is not nullable", error);
     if (node->en != NULL) {
       struct aw_enum* en = node->en;
       if (en->gen != ctx->gen) {
