@@ -359,6 +359,10 @@ def node_to_pylist(node):
         w = t.width
         child = node_to_pylist(node.child(0))
         out = [child[j * w:(j + 1) * w] for j in range(o, o + n)]
+    elif k == "union":
+        out = _union_values(node, t)
+    elif t.format in ("tiM", "tiD", "tin"):
+        out = _interval_values(node, t.format)
     elif k == "struct":
         cols = [node_to_pylist(node.child(i)) for i in range(len(t.children))]
         names = [c.name for c in t.children]
@@ -370,6 +374,53 @@ def node_to_pylist(node):
     if valid is not None:
         out = [v if ok else None for v, ok in zip(out, valid)]
     return out
+
+
+def _union_values(node, t):
+    """A union's values: each row's value from the child its type id names
+    (dense: at the row's offset into that child; sparse: at the row)."""
+    o, n = node.offset, node.length
+    if n == 0:
+        return []
+    dense = t.format.startswith("+ud")
+    codes = [int(c) for c in t.format[4:].split(",")] if len(t.format) > 4 else []
+    child_of = {code: i for i, code in enumerate(codes)}
+    ids = memoryview(node.buffer(0, o + n)).cast("b")[o:o + n].tolist()
+    offsets = memoryview(node.buffer(1, (o + n) * 4)).cast("i")[o:o + n].tolist() if dense else None
+    children = [node_to_pylist(node.child(i)) for i in range(len(t.children))]
+    # a sparse child is as long as the union, read over its own window
+    return [children[child_of[tid]][offsets[j] if dense else o + j] for j, tid in enumerate(ids)]
+
+
+class MonthDayNano(tuple):
+    """A month_day_nano interval value, as pyarrow's MonthDayNano:
+    (months, days, nanoseconds) with those names."""
+    __slots__ = ()
+
+    def __new__(cls, months, days, nanoseconds):
+        return tuple.__new__(cls, (months, days, nanoseconds))
+
+    months = property(lambda self: self[0])
+    days = property(lambda self: self[1])
+    nanoseconds = property(lambda self: self[2])
+
+    def __repr__(self):
+        return "MonthDayNano(months=%d, days=%d, nanoseconds=%d)" % self
+
+
+def _interval_values(node, fmt):
+    """Interval values: months (an int), day_time (days, milliseconds) and
+    month_day_nano (MonthDayNano), as pyarrow gives their fields."""
+    o, n = node.offset, node.length
+    if n == 0:
+        return []
+    width = {"tiM": 4, "tiD": 8, "tin": 16}[fmt]
+    raw = bytes(node.buffer(1, (o + n) * width))[o * width:]
+    if fmt == "tiM":
+        return list(_struct.unpack("<%di" % n, raw))
+    if fmt == "tiD":
+        return [_struct.unpack_from("<ii", raw, j * 8) for j in range(n)]
+    return [MonthDayNano(*_struct.unpack_from("<iiq", raw, j * 16)) for j in range(n)]
 
 
 def _views(node, text):

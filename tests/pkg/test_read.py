@@ -54,6 +54,27 @@ def test_csv_null_values_as_a_list(data_dir):
     assert got.column("b").to_pylist() == ["x", None, ""]
 
 
+def test_unions_and_intervals_to_python(data_dir):
+    """Dense and sparse unions (Avro's ["null", "int", "string"] reads as
+    one) and month_day_nano intervals (Avro's duration) give the values
+    pyarrow's to_pylist gives, sliced batches included; repr shows them."""
+    dense = pa.UnionArray.from_dense(pa.array([0, 1, 0, 1, 1], pa.int8()),
+                                     pa.array([0, 0, 1, 1, 2], pa.int32()),
+                                     [pa.array([1, None]), pa.array(["a", "b", None])])
+    sparse = pa.UnionArray.from_sparse(pa.array([1, 0, 1, 0, 0], pa.int8()),
+                                       [pa.array([5, 6, 7, 8, 9]), pa.array(["x", "y", "z", "w", "v"])])
+    mdn = pa.array([pa.MonthDayNano([1, 2, 3]), None, pa.MonthDayNano([-1, 0, 5]),
+                    pa.MonthDayNano([0, 0, 0]), pa.MonthDayNano([2**31 - 1, -2**31, 2**63 - 1])])
+    table = pa.table({"d": dense, "s": sparse, "m": mdn})
+    table = pa.Table.from_batches([table.slice(0, 2).to_batches()[0], table.slice(2).to_batches()[0]])
+    path = data_dir / "unions.arrows"
+    with pa.ipc.new_stream(path, table.schema) as w:
+        w.write_table(table)
+    got = sluice.read(path)
+    assert got.to_pylist() == table.to_pylist()
+    assert "'b'" in repr(got)
+
+
 def test_csv_format_options(data_dir):
     path = data_dir / "semi.txt"
     path.write_text("1;a\n2;b\n3;\n")
