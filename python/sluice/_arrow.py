@@ -276,6 +276,19 @@ def _epoch_values(ints, kind, unit, tz):
         base = _dt.date(1970, 1, 1)
         return [base + _dt.timedelta(days=v // 86400000) for v in ints]
     per = _PER_SECOND[unit]
+    if per == 1000000000 and kind in ("duration", "timestamp"):
+        # Nanoseconds: pandas' Timestamp / Timedelta hold them, as pyarrow
+        # gives them; datetime would cut them off.
+        try:
+            import pandas as pd
+        except ImportError:
+            pd = None
+        if pd is not None:
+            if kind == "duration":
+                return [pd.Timedelta(v, unit="ns") for v in ints]
+            zone = _zone(tz) if tz else None
+            return [pd.Timestamp(v, unit="ns", tz=zone) if zone is not None else
+                    pd.Timestamp(v, unit="ns") for v in ints]
     if kind == "duration":
         return [_dt.timedelta(microseconds=v * 1000000 // per) if per > 1000000 else
                 _dt.timedelta(seconds=v // per, microseconds=(v % per) * (1000000 // per))

@@ -53,6 +53,10 @@ _BY_CODE = {
     _errno.ENOTSUP: UnsupportedError,
     _errno.ENOENT: NotFoundError,
     _errno.ENOMEM: OutOfMemoryError,
+    # A value that does not fit its target (a uint64 past Avro's long, too
+    # many dictionary values for the index type): pyarrow's ArrowInvalid.
+    _errno.ERANGE: InvalidArgumentError,
+    _errno.EOVERFLOW: InvalidArgumentError,
 }
 if hasattr(_errno, "EOPNOTSUPP"):
     _BY_CODE.setdefault(_errno.EOPNOTSUPP, UnsupportedError)

@@ -75,6 +75,21 @@ def test_unions_and_intervals_to_python(data_dir):
     assert "'b'" in repr(got)
 
 
+def test_nanoseconds_to_python_as_pyarrow(data_dir):
+    """Nanosecond timestamps (zoned or not) and durations come out as
+    pandas Timestamp / Timedelta, as pyarrow's to_pylist gives them
+    (datetime cut the nanoseconds off)."""
+    t = pa.table({"ts": pa.array([1_000_000_001, None], pa.timestamp("ns")),
+                  "tz": pa.array([1, 2], pa.timestamp("ns", "Europe/Paris")),
+                  "d": pa.array([1001, -5], pa.duration("ns"))})
+    path = data_dir / "ns.arrows"
+    with pa.ipc.new_stream(path, t.schema) as w:
+        w.write_table(t)
+    got = sluice.read(path).to_pylist()
+    assert got == t.to_pylist()
+    assert got[0]["ts"].nanosecond == 1 and got[0]["d"].nanoseconds == 1
+
+
 def test_csv_format_options(data_dir):
     path = data_dir / "semi.txt"
     path.write_text("1;a\n2;b\n3;\n")
