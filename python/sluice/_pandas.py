@@ -554,13 +554,21 @@ def _series_buffers(np, pd, s):
     dtype = s.dtype
     n = len(s)
     if isinstance(dtype, pd.CategoricalDtype):
-        s = s.astype(dtype.categories.dtype if dtype.categories.dtype != object else object)
+        target = dtype.categories.dtype
+        if target.kind in "iub" and s.isna().any():
+            # int categories with missing values: the nullable dtype holds them
+            target = pd.api.types.pandas_dtype(target.name.capitalize()
+                                               if target.kind != "b" else "boolean")
+        s = s.astype(target if target != object else object)
         dtype = s.dtype
     if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
         values = s.array._data
         mask = s.array._mask
-        fmt, data = _numpy_values(np, values)
         valid = ~mask
+        if values.dtype.kind == "b":  # pandas' boolean: a bit-packed Arrow bool
+            return "b", int(mask.sum()), [_bitmap(np, valid) if mask.any() else None,
+                                          _bitmap(np, values)]
+        fmt, data = _numpy_values(np, values)
         return fmt, int(mask.sum()), [_bitmap(np, valid) if mask.any() else None, data]
     if isinstance(dtype, pd.DatetimeTZDtype):
         unit = dtype.unit

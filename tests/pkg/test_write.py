@@ -109,6 +109,8 @@ df = pd.DataFrame({{
     "t": pd.date_range("2024-01-01", periods=1000, freq="s", tz="UTC"),
     "naive": pd.date_range("2024-01-01", periods=1000, freq="ms").astype("datetime64[ms]"),
     "d": pd.to_timedelta(np.arange(1000), unit="s"),
+    "nb": pd.array([None if i % 7 == 0 else i % 3 == 0 for i in range(1000)], dtype="boolean"),
+    "icat": pd.Categorical([None if i % 6 == 0 else i % 4 for i in range(1000)]),
 }})
 sluice.write(df, {str(out)!r})
 """
@@ -126,6 +128,8 @@ sluice.write(df, {str(out)!r})
     assert back.schema.field("t").type.tz == "UTC"
     assert back.column("t").to_pandas().tolist() == list(want_t)
     assert back.schema.field("naive").type == pa.timestamp("ms")
+    assert back.column("nb").to_pylist() == [None if i % 7 == 0 else i % 3 == 0 for i in range(1000)]
+    assert back.column("icat").to_pylist() == [None if i % 6 == 0 else i % 4 for i in range(1000)]
     assert back.schema.field("d").type == pa.duration(
         str(pd.to_timedelta(np.arange(1), unit="s").dtype).split("[")[1][:-1])
 
