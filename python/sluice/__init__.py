@@ -499,6 +499,14 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     ca_bundle, insecure = _tls_settings(options)
     s3 = _storage_options(options.pop("storage_options", None))
     capsule = _stream_capsule(data, index)
+    name = getattr(dst, "name", None)
+    if format is None and hasattr(dst, "fileno") and isinstance(name, str):
+        # An open file is written through /dev/fd/N: its own name tells the
+        # format ("out.parquet" -> parquet), as a path's would.
+        suffix = _os.path.splitext(name)[1].lstrip(".").lower()
+        format = {"feather": "arrow", "pq": "parquet"}.get(suffix, suffix)
+        if format not in writer_formats():
+            format = None
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
                   format_options=_options_string(options), ca_bundle=ca_bundle,
                   insecure=insecure, fsync=bool(fsync), s3=s3)

@@ -247,3 +247,21 @@ def test_text_compression_by_name(simple, tmp_path, fmt):
     with pytest.raises(sluice.InvalidArgumentError):
         sluice.write(df, tmp_path / f"bad.{fmt}", compression="no-such-codec")
     assert not (tmp_path / f"bad.{fmt}").exists()
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "arrow", "csv"])
+def test_write_to_an_open_file(simple, tmp_path, suffix):
+    """An open file object is written in place (through /dev/fd/N), its
+    format told by its name's suffix or format=; the data is what the peer
+    reads (it failed: no format from "/dev/fd/4", or a temporary file
+    refused in /dev/fd/)."""
+    path = tmp_path / f"out.{suffix}"
+    with open(path, "wb") as f:
+        sluice.write(simple, f)
+    other = tmp_path / "other.bin"
+    with open(other, "wb") as f:
+        sluice.write(simple, f, format=suffix)
+    for p in (path, other):
+        got = (pq.read_table(p) if suffix == "parquet" else pa.ipc.open_file(p).read_all()
+               if suffix == "arrow" else pacsv.read_csv(p))
+        assert got.column("i").to_pylist() == simple.column("i").to_pylist()
