@@ -501,16 +501,30 @@ def _pandas_index(pd, pandas_metadata, names, data, rows):
         if len(at) == 1:
             return pd.Index(arrays[0], name=index_names[0], copy=False), at
         return pd.MultiIndex.from_arrays(arrays, names=index_names), at
-    if len(specs) == 1 and isinstance(specs[0], dict) and specs[0].get("kind") == "range":
-        spec = specs[0]
-        try:
-            index = pd.RangeIndex(spec.get("start", 0), spec["stop"], spec.get("step", 1),
-                                  name=spec.get("name"))
-        except (KeyError, TypeError, ValueError):
+    ranges = {}
+    for k, spec in enumerate(specs):
+        if isinstance(spec, dict) and spec.get("kind") == "range":
+            try:
+                ranges[k] = pd.RangeIndex(spec.get("start", 0), spec["stop"], spec.get("step", 1),
+                                          name=spec.get("name"))
+            except (KeyError, TypeError, ValueError):
+                return None, ()
+            if len(ranges[k]) != rows:
+                return None, ()
+        elif not isinstance(spec, str):
             return None, ()
-        if len(index) == rows:
-            return index, ()
-    return None, ()
+    if len(specs) == 1 and ranges:
+        return ranges[0], ()
+    if not ranges:
+        return None, ()
+    # Levels of both kinds (df.set_index(col, append=True) over a RangeIndex)
+    columns = [s for s in specs if isinstance(s, str)]
+    if len(set(names)) != len(names) or not set(names).issuperset(columns):
+        return None, ()
+    at = [names.index(s) for s in columns]
+    arrays = [ranges[k] if k in ranges else data[names.index(s)] for k, s in enumerate(specs)]
+    index_names = [ranges[k].name if k in ranges else labels.get(s, s) for k, s in enumerate(specs)]
+    return pd.MultiIndex.from_arrays(arrays, names=index_names), at
 
 
 # ---- pandas -> Arrow buffers (write without pyarrow) -----------------------------

@@ -236,12 +236,15 @@ def _indexed_frame(index):
         df.index = pd.Index([10, 20, 30, 40, 50, 60])
     elif index == "multi":
         df.index = pd.MultiIndex.from_arrays([list("aabbcc"), [1, 2, 1, 2, 1, 2]], names=["k1", "k2"])
+    elif index == "range_and_column":  # df.set_index(col, append=True): a range level stored as such
+        df = df.set_index("s", append=True)
+        df["s"] = list("uvwxyz")
     else:
         df.index = pd.RangeIndex(100, 112, 2, name="r")
     return df
 
 
-@pytest.mark.parametrize("index", ["named", "unnamed", "multi", "range"])
+@pytest.mark.parametrize("index", ["named", "unnamed", "multi", "range", "range_and_column"])
 @pytest.mark.parametrize("kind", ["parquet", "arrow"])
 def test_pandas_index_restored(tmp_path, kind, index):
     """A DataFrame pandas wrote (its index in the "pandas" schema metadata)
