@@ -492,3 +492,14 @@ def test_decimal_scale_outside_zero_to_precision_is_refused(sluice, tmp_path, dt
         err = sluice.expect_error("convert", src, out).stderr.decode()
         assert "'d'" in err and "scale" in err, err
         assert out.read_bytes() == b"OLD"
+
+
+def test_negative_compression_level_is_refused(sluice, tmp_path):
+    """A negative level was taken silently as the codec's default."""
+    import pyarrow.ipc as ipc
+    src = tmp_path / "t.arrow"
+    with ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": [1, 2]}))
+    err = sluice.expect_error("convert", src, tmp_path / "o.parquet", "-W", "compression=gzip",
+                              "-W", "compression_level=-5").stderr.decode()
+    assert "compression_level" in err and "-5" in err, err

@@ -138,7 +138,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       name[vn] = '\0';
       SL_RETURN_NOT_OK(pq_codec_from_name(name, &o->codec, error));
     } else if (KEY_IS("compression_level") || KEY_IS("level")) {
-      SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, -1000, 1000, &x, error));
+      SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, 0, 1000, &x, error));
       o->level = (int)x;
     } else if (KEY_IS("row_group_size")) {
       SL_RETURN_NOT_OK(parse_int("row_group_size", v, vn, 1, INT64_C(1) << 40, &x, error));
