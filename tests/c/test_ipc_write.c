@@ -582,6 +582,23 @@ static void test_file_layout(void** state) {
   unlink(path);
 }
 
+/// Two batches of one column 'dv': dictionary<int32, int64> indices {0, 2}
+/// into values[i] (3 of them, validity[i] or none); returns the schema.
+static struct ArrowSchema* int64_dict_batches(struct pool* p, const int64_t* const values[2],
+                                              const uint8_t* const validity[2],
+                                              struct ArrowArray* batches[2]) {
+  static const int32_t idx[] = {0, 2};
+  struct ArrowSchema* ds = sch(p, "i", "dv", NUL);
+  ds->dictionary = sch(p, "l", NULL, NUL);
+  struct ArrowSchema* root = skid(sch(p, "+s", "", 0), ds);
+  for (int i = 0; i < 2; i++) {
+    struct ArrowArray* da = arr(p, 2, 0, 0, 2, NULL, idx, NULL);
+    da->dictionary = arr(p, 3, validity[i] != NULL, 0, 2, validity[i], values[i], NULL);
+    batches[i] = kid(arr(p, 2, 0, 0, 1, NULL, NULL, NULL), da);
+  }
+  return root;
+}
+
 /// A file cannot replace a dictionary: a string dictionary that changes is
 /// grown into one (indices mapped, deltas written: 4 dictionary messages for
 /// "abc", "abcd" (delta "d"), then "abd" mapped into it, nothing new); any
@@ -611,17 +628,11 @@ static void test_file_dictionary_change(void** state) {
   free(data);
   unlink(path);
 
-  static const int32_t idx[] = {0, 2};
-  static const int64_t vals[2][3] = {{7, 8, 9}, {7, 8, 10}};
-  struct ArrowSchema* ds = sch(&p, "i", "dv", NUL);
-  ds->dictionary = sch(&p, "l", NULL, NUL);
-  struct ArrowSchema* iroot = skid(sch(&p, "+s", "", 0), ds);
+  static const int64_t a[] = {7, 8, 9}, b[] = {7, 8, 10};
+  const int64_t* const vals[2] = {a, b};
+  const uint8_t* const none[2] = {NULL, NULL};
   struct ArrowArray* batches[2];
-  for (int i = 0; i < 2; i++) {
-    struct ArrowArray* da = arr(&p, 2, 0, 0, 2, NULL, idx, NULL);
-    da->dictionary = arr(&p, 3, 0, 0, 2, NULL, vals[i], NULL);
-    batches[i] = kid(arr(&p, 2, 0, 0, 1, NULL, NULL, NULL), da);
-  }
+  struct ArrowSchema* iroot = int64_dict_batches(&p, vals, none, batches);
   struct tstream ti = {iroot, {batches[0], batches[1]}, 2, 0};
   assert_int_equal(write_path(path, "arrow", &ti, NULL, NULL, &error), ENOTSUP);
   assert_non_null(strstr(error.message, "'dv'"));
@@ -638,18 +649,12 @@ static void test_dictionary_ignores_bitmap_padding(void** state) {
   (void)state;
   static struct pool p;
   memset(&p, 0, sizeof p);
-  static const int32_t idx[] = {0, 2};
-  static const int64_t vals[] = {7, 8, 9};
+  static const int64_t same[] = {7, 8, 9};
   static const uint8_t valid_a = 0x05, valid_b = 0xF5;
-  struct ArrowSchema* ds = sch(&p, "i", "dv", NUL);
-  ds->dictionary = sch(&p, "l", NULL, NUL);
-  struct ArrowSchema* root = skid(sch(&p, "+s", "", 0), ds);
+  const int64_t* const vals[2] = {same, same};
+  const uint8_t* const valid[2] = {&valid_a, &valid_b};
   struct ArrowArray* batches[2];
-  for (int i = 0; i < 2; i++) {
-    struct ArrowArray* da = arr(&p, 2, 0, 0, 2, NULL, idx, NULL);
-    da->dictionary = arr(&p, 3, 1, 0, 2, i ? &valid_b : &valid_a, vals, NULL);
-    batches[i] = kid(arr(&p, 2, 0, 0, 1, NULL, NULL, NULL), da);
-  }
+  struct ArrowSchema* root = int64_dict_batches(&p, vals, valid, batches);
   struct tstream t = {root, {batches[0], batches[1]}, 2, 0};
   char path[512];
   test_temp_path("ipcw_dictpad.arrow", path, sizeof path);
