@@ -99,10 +99,8 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
   int too_fine = strcmp(why, TOO_FINE) == 0;
   switch (col->conv) {
     case CV_INT: return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
-    case CV_TIMESTAMP:
-      if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;
-      return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
-    case CV_TIME:
+    case CV_TIMESTAMP: case CV_TIME:
+      if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
       return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
     case CV_F64: case CV_BOOL: case CV_DATE32: return CSV_WIDEN_STRING;
     default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error
@@ -119,8 +117,7 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
   }
   if (w == CSV_WIDEN_NANOS) {
     if (col->conv == CV_TIME) return "time64[ns]";
-    int zoned = col->type.timezone != NULL && col->type.timezone[0] != '\0';
-    return zoned ? "timestamp[ns,UTC]" : "timestamp[ns]";
+    return !zone_less(col) ? "timestamp[ns,UTC]" : "timestamp[ns]";
   }
   return w == CSV_WIDEN_DOUBLE ? "float64" : "string";
 }
