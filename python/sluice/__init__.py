@@ -214,6 +214,10 @@ class Scanner:
     Iterating yields sluice.Batch objects; ``close()`` (or leaving a ``with``
     block, or dropping the scanner) stops the workers and frees what is in
     flight. Ctrl-C while waiting stops the scan and raises KeyboardInterrupt.
+
+    Implements ``__arrow_c_stream__``: ``pyarrow.RecordBatchReader.from_stream(s)``,
+    ``polars.from_arrow``-style consumers and DuckDB take the batches not yet
+    taken, as they are decoded, without copies; the scanner is then consumed.
     """
 
     __slots__ = ("_scanner", "_dataset", "schema")
@@ -241,6 +245,9 @@ class Scanner:
 
     def close(self):
         self._scanner.close()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._scanner.__arrow_c_stream__(requested_schema)
 
     def __enter__(self):
         return self

@@ -411,6 +411,22 @@ static PyObject* scanner_close(ScannerObject* self, PyObject* Py_UNUSED(ignored)
   Py_RETURN_NONE;
 }
 
+// The rest of the scan as one 'arrow_array_stream' capsule: the stream takes
+// the pump over, so the scanner ends here whatever the consumer does.
+static PyObject* scanner_arrow_c_stream(ScannerObject* self, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"requested_schema", NULL};
+  PyObject* requested = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", keywords, &requested)) return NULL;
+  if (self->pump == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the scan was closed or already consumed");
+    return NULL;
+  }
+  struct ArrowArrayStream stream;
+  if (sp_pump_stream(self->pump, &self->schema->schema, &stream) != 0) return PyErr_NoMemory();
+  self->pump = NULL;
+  return sp_stream_capsule_from(&stream);
+}
+
 static PyObject* scanner_iter(PyObject* self) {
   Py_INCREF(self);
   return self;
@@ -419,6 +435,10 @@ static PyObject* scanner_iter(PyObject* self) {
 static PyMethodDef scanner_methods[] = {
     {"close", (PyCFunction)scanner_close, METH_NOARGS,
      "Stop the workers and free batches in flight (batches returned stay valid)."},
+    {"__arrow_c_stream__", (PyCFunction)(void (*)(void))scanner_arrow_c_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "__arrow_c_stream__(requested_schema=None) -> the batches not yet taken, as an "
+     "'arrow_array_stream' capsule; the scanner is consumed."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,6 +8,7 @@
 // No Python objects here: the thread runs without the GIL.
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -181,4 +182,73 @@ void sp_pump_cancel(struct sp_pump* pump) {
   pump_unref_locked(pump, &free_it);
   pthread_mutex_unlock(&pump->mutex);
   if (free_it) pump_free(pump);
+}
+
+/* ---- The pump as an ArrowArrayStream ---------------------------------------- */
+
+// What a consumer of Scanner.__arrow_c_stream__ (pyarrow, polars, DuckDB)
+// pulls from. It may call from any thread, with or without the GIL: nothing
+// here touches a Python object.
+struct pump_stream {
+  struct sp_pump* pump;
+  struct ArrowSchema schema;
+  char message[1024];
+};
+
+static int pump_stream_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  struct pump_stream* s = stream->private_data;
+  return sp_schema_copy(&s->schema, out) != 0 ? ENOMEM : 0;
+}
+
+static int pump_stream_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
+  struct pump_stream* s = stream->private_data;
+  out->release = NULL;
+  if (s->pump == NULL) return 0;  // ended (or failed) before: the end again
+  struct sluice_batch_tag tag;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  do {
+    rc = sp_pump_next(s->pump, out, &tag, &error, 1000);
+  } while (rc == ETIMEDOUT);
+  if (rc != 0 || out->release == NULL) {
+    if (rc != 0) {
+      snprintf(s->message, sizeof s->message, "%s",
+               error.message[0] != '\0' ? error.message : strerror(rc));
+      if (error.code != 0) rc = error.code;
+    }
+    sp_pump_cancel(s->pump);
+    s->pump = NULL;
+  }
+  return rc;
+}
+
+static const char* pump_stream_last_error(struct ArrowArrayStream* stream) {
+  struct pump_stream* s = stream->private_data;
+  return s->message[0] != '\0' ? s->message : NULL;
+}
+
+static void pump_stream_release(struct ArrowArrayStream* stream) {
+  struct pump_stream* s = stream->private_data;
+  sp_pump_cancel(s->pump);
+  if (s->schema.release != NULL) s->schema.release(&s->schema);
+  PyMem_RawFree(s);
+  stream->release = NULL;
+}
+
+int sp_pump_stream(struct sp_pump* pump, const struct ArrowSchema* schema,
+                   struct ArrowArrayStream* out) {
+  struct pump_stream* s = PyMem_RawCalloc(1, sizeof *s);
+  if (s == NULL) return ENOMEM;
+  if (sp_schema_copy(schema, &s->schema) != 0) {
+    PyMem_RawFree(s);
+    return ENOMEM;
+  }
+  s->pump = pump;
+  out->get_schema = pump_stream_schema;
+  out->get_next = pump_stream_next;
+  out->get_last_error = pump_stream_last_error;
+  out->release = pump_stream_release;
+  out->private_data = s;
+  return 0;
 }

@@ -197,3 +197,38 @@ def test_table_as_one_array(tmp_path):
     with pytest.raises(TypeError):
         pa.record_batch(many)
     assert pl.DataFrame(many).equals(pl.DataFrame(want))
+
+
+def test_scanner_streams_to_pyarrow_polars_and_duckdb(numbers, tmp_path):
+    expected, _, many = numbers
+    # pyarrow: every batch, in plan order, as decoded.
+    reader = pa.RecordBatchReader.from_stream(sluice.scan(many, batch_rows=1000))
+    assert reader.schema == expected.schema
+    assert reader.read_all().equals(expected)
+    # After one batch was taken, the stream has the rest; the scanner is then spent.
+    s = sluice.scan(many, batch_rows=1000)
+    first = next(s)
+    rest = pa.RecordBatchReader.from_stream(s).read_all()
+    assert first.num_rows + rest.num_rows == expected.num_rows
+    assert rest.equals(expected.slice(first.num_rows))
+    with pytest.raises(ValueError, match="consumed"):
+        s.__arrow_c_stream__()
+    assert pl.DataFrame(sluice.scan(many)).equals(pl.from_arrow(expected))
+    scanned = sluice.scan(many)  # noqa: F841 (DuckDB finds it by name)
+    assert duckdb.sql("select count(*), sum(a) from scanned").fetchall() == \
+        [(expected.num_rows, sum(expected.column("a").to_pylist()))]
+    # A stream dropped half read frees the scan.
+    reader = pa.RecordBatchReader.from_stream(sluice.scan(many, batch_rows=1000))
+    reader.read_next_batch()
+    del reader
+    gc.collect()
+
+
+def test_scanner_stream_reports_the_readers_error(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b\n1,2\n300,4\n")
+    reader = pa.RecordBatchReader.from_stream(sluice.scan(path, schema="a:int8"))
+    with pytest.raises(OSError, match=r"line 3 .*'300' as int8"):
+        reader.read_all()
+    with pytest.raises(Exception, match=r"line 3 .*'300' as int8"):
+        pl.DataFrame(sluice.scan(path, schema="a:int8"))
