@@ -279,3 +279,15 @@ def test_pandas_index_left_out_when_not_read(tmp_path):
     _indexed_frame("range").to_parquet(path)
     got = sluice.read(path, limit=3).to_pandas()
     assert got["a"].tolist() == [0, 1, 2] and list(got.index) == [0, 1, 2]
+
+
+def test_parquet_categorical_as_pandas_wrote_it(tmp_path):
+    # Categories in their order, unused ones, the ordered flag: from the
+    # file's dictionaries, as pd.read_parquet gives them.
+    cats = pd.Categorical(["b", "a", None, "b", "c"] * 400, categories=["c", "b", "a", "z"],
+                          ordered=True)
+    df = pd.DataFrame({"cat": cats, "x": range(2000)})
+    df.to_parquet(tmp_path / "cat.parquet", row_group_size=300)
+    got = sluice.read_pandas(tmp_path / "cat.parquet")
+    pd.testing.assert_frame_equal(got, pd.read_parquet(tmp_path / "cat.parquet"))
+    assert got["cat"].cat.categories.tolist() == ["c", "b", "a", "z"] and got["cat"].cat.ordered

@@ -1004,6 +1004,49 @@ def test_dictionary_option(sluice_bin, tmp_path):
     assert_same(plain, pq.read_table(path), "dictionary=false")
 
 
+def test_dictionary_as_written(sluice_bin, tmp_path):
+    """A dictionary column comes back with the file's own dictionary, as
+    pyarrow reads it: a pandas categorical keeps its categories' order, the
+    unused ones and its ordered flag; also inside lists, with nulls, across
+    row groups, data page v2, and when the writer fell back to plain values
+    mid-chunk (then the values are dictionary-encoded as they come)."""
+    import pandas as pd
+    cats = pd.Categorical(["b", "a", None, "b", "c"] * 400, categories=["c", "b", "a", "z"],
+                          ordered=True)
+    table = pa.Table.from_pandas(pd.DataFrame({"cat": cats}), preserve_index=False)
+    words = pa.array([None if i % 11 == 0 else f"w{i % 97}" for i in range(2000)])
+    table = table.append_column("d", words.dictionary_encode())
+    table = table.append_column("l", pa.array(
+        [None if i % 5 == 0 else [f"x{i % 7}", None] for i in range(2000)],
+        pa.list_(pa.dictionary(pa.int16(), pa.string()))))
+    unique = pa.array([f"u{i}" for i in range(2000)])
+    cases = {
+        "v1": (table, dict(row_group_size=700)),
+        "v2": (table, dict(row_group_size=700, data_page_version="2.0", data_page_size=512)),
+        "fallback": (pa.table({"f": unique}), dict(dictionary_pagesize_limit=256,
+                                                   data_page_size=256)),
+    }
+    for name, (t, kw) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(t, path, **kw)
+        read_dictionary = ["f"] if name == "fallback" else None
+        want = pq.read_table(path, read_dictionary=read_dictionary)
+        options = ["dictionary=true"] if name == "fallback" else []
+        got = sluice_read(sluice_bin, path, options=options)
+        got.validate(full=True)
+        assert got.schema == want.schema, name
+        for c in got.column_names:
+            if pa.types.is_list(got.schema.field(c).type):
+                g = [x.flatten() for x in got.column(c).chunks]
+                w = [x.flatten() for x in want.column(c).chunks]
+            else:
+                g, w = got.column(c).chunks, want.column(c).chunks
+            assert [x.dictionary.to_pylist() for x in g] == \
+                [x.dictionary.to_pylist() for x in w], (name, c)
+            assert [x.indices.to_pylist() for x in g] == [x.indices.to_pylist() for x in w], \
+                (name, c)
+
+
 # ---- one big row group on several threads (column parts) --------------------------
 
 BIG_ROWS = 1_500_000  # two batches (sluice cuts row groups at 2**20 rows)

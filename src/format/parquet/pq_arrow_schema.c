@@ -71,6 +71,7 @@ static int apply_leaf(struct pq_field* f, const struct ArrowSchema* o) {
                                       strcmp(vf, "U") == 0 || strcmp(vf, "Z") == 0) &&
         strlen(of) == 1 && strchr("cCsSiIlL", of[0]) != NULL) {
       f->dict = 1;
+      f->dict_ordered = (o->flags & ARROW_FLAG_DICTIONARY_ORDERED) != 0;
       strcpy(f->dict_index_format, of);
       f->format[0] = (char)(vf[0] == 'U' ? 'u' : vf[0] == 'Z' ? 'z' : vf[0]);
       f->format[1] = '\0';

@@ -6,6 +6,7 @@
 // against the children so that inconsistent files give an error.
 #include "pq_assemble.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -62,18 +63,80 @@ static uint64_t hash_bytes(const uint8_t* p, int32_t n) {
   return h ^ (h >> 29);
 }
 
-/// dictionary<index, string|binary>: the decoded values, dictionary-encoded
-/// in order of first appearance (what Arrow C++ gives for a chunk).
+static int index_width(const struct pq_field* f) {
+  char t = f->dict_index_format[0];
+  return (t == 'c' || t == 'C') ? 1 : (t == 's' || t == 'S') ? 2 : (t == 'i' || t == 'I') ? 4 : 8;
+}
+
+static int64_t index_max(int width) {
+  return width == 1 ? 127 : width == 2 ? 32767 : width == 4 ? INT32_MAX : INT64_MAX;
+}
+
+/// dictionary<index, string|binary> of a keyed leaf: the chunk's dictionary
+/// as it is, the keys narrowed or widened to the index type.
+static int pass_dictionary(struct asm_ctx* c, const struct pq_field* f, struct pq_leaf_data* d,
+                           struct ArrowArray* out) {
+  int64_t n = d->n_slots;
+  int iw = index_width(f);
+  struct sl_buffer idx;
+  sl_buffer_init(&idx, c->alloc);
+  if (iw == 4) {
+    idx = d->keys;  // keys < n_dict <= INT32_MAX + 1: as int32 already
+    sl_buffer_init(&d->keys, c->alloc);
+  } else {
+    if (sl_buffer_reserve(&idx, n * iw + 8) != 0) return oom(c);
+    const uint32_t* keys = (const uint32_t*)(const void*)d->keys.data;
+    // One loop per width, so that each vectorises.
+    if (iw == 1) {
+      int8_t* to = (int8_t*)(void*)idx.data;
+      for (int64_t i = 0; i < n; ++i) to[i] = (int8_t)keys[i];
+    } else if (iw == 2) {
+      int16_t* to = (int16_t*)(void*)idx.data;
+      for (int64_t i = 0; i < n; ++i) to[i] = (int16_t)keys[i];
+    } else {
+      int64_t* to = (int64_t*)(void*)idx.data;
+      for (int64_t i = 0; i < n; ++i) to[i] = keys[i];
+    }
+    idx.size = n * iw;
+  }
+  int rc = sl_array_init(out, c->alloc, 2, 0, c->error);
+  if (rc != 0) {
+    sl_buffer_reset(&idx);
+    return rc;
+  }
+  out->length = n;
+  out->null_count = d->null_count;
+  if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
+  if (rc == 0) rc = give_buffer(c, out, 1, &idx);
+  if (rc == 0) rc = sl_array_alloc_dictionary(out, c->error);
+  if (rc == 0) rc = sl_array_init(out->dictionary, c->alloc, 3, 0, c->error);
+  if (rc == 0) {
+    out->dictionary->length = d->n_dict;
+    rc = give_buffer(c, out->dictionary, 1, &d->offsets);
+    if (rc == 0) rc = give_buffer(c, out->dictionary, 2, &d->values);
+  }
+  sl_buffer_reset(&idx);
+  if (rc != 0) out->release(out);
+  return rc;
+}
+
+/// dictionary<index, string|binary>: the chunk's own dictionary when every
+/// page used it (pass_dictionary), else the decoded values dictionary-encoded
+/// in order of first appearance (what Arrow C++ gives for such a chunk).
 static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct pq_leaf_data* d,
                             struct ArrowArray* out) {
+  int iw = index_width(f);
+  int64_t max_index = index_max(iw);
+  if (d->keyed && d->n_dict - 1 <= max_index) return pass_dictionary(c, f, d, out);
+  int rc = pq_leaf_unkey(d);
+  if (rc == EOVERFLOW)
+    return asm_error(c, f, "more than 2 GiB of binary data in one column chunk of a dictionary "
+                     "column (not supported)");
+  if (rc != 0) return oom(c);
   int64_t n = d->n_slots;
   const int32_t* offs = (const int32_t*)(const void*)d->offsets.data;
   const uint8_t* data = d->values.data;
   const uint8_t* bits = d->null_count > 0 ? d->validity.data : NULL;
-  int iw = (f->dict_index_format[0] == 'c' || f->dict_index_format[0] == 'C') ? 1
-           : (f->dict_index_format[0] == 's' || f->dict_index_format[0] == 'S') ? 2
-           : (f->dict_index_format[0] == 'i' || f->dict_index_format[0] == 'I') ? 4 : 8;
-  int64_t max_index = iw == 1 ? 127 : iw == 2 ? 32767 : iw == 4 ? INT32_MAX : INT64_MAX;
   int64_t slots = 64;
   while (slots < 2 * n) slots *= 2;
   struct sl_buffer table, idx, doffs, ddata;
@@ -81,7 +144,7 @@ static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct 
   sl_buffer_init(&idx, c->alloc);
   sl_buffer_init(&doffs, c->alloc);
   sl_buffer_init(&ddata, c->alloc);
-  int rc = 0;
+  rc = 0;
   if (sl_buffer_reserve(&table, slots * 8) != 0 || sl_buffer_reserve(&idx, n * iw + 8) != 0 ||
       sl_buffer_reserve(&doffs, (n + 1) * 4) != 0 || sl_buffer_reserve(&ddata, d->values.size + 1) != 0)
     rc = oom(c);
@@ -194,6 +257,9 @@ static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t
       return asm_error(c, f, "a fixed_size_list value of the wrong length");
   }
   if (d->n_slots == slots * n) return 0;
+  // Fillers go between the values: a keyed leaf's values per slot first.
+  int unkeyed = pq_leaf_unkey(d);
+  if (unkeyed != 0) return unkeyed == ENOMEM ? oom(c) : asm_error(c, f, "over 2 GiB of values");
   int64_t total = slots * n;
   struct sl_buffer vals, offsets, validity;
   sl_buffer_init(&vals, c->alloc);

@@ -22,6 +22,9 @@ void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* al
   sl_buffer_init(&d->validity, alloc);
   sl_buffer_init(&d->values, alloc);
   sl_buffer_init(&d->offsets, alloc);
+  sl_buffer_init(&d->keys, alloc);
+  d->keyed = 0;
+  d->n_dict = 0;
 }
 
 void pq_leaf_data_reset(struct pq_leaf_data* d) {
@@ -30,7 +33,9 @@ void pq_leaf_data_reset(struct pq_leaf_data* d) {
   sl_buffer_reset(&d->validity);
   sl_buffer_reset(&d->values);
   sl_buffer_reset(&d->offsets);
-  d->n_levels = d->n_slots = d->null_count = 0;
+  sl_buffer_reset(&d->keys);
+  d->keyed = 0;
+  d->n_levels = d->n_slots = d->null_count = d->n_dict = 0;
 }
 
 int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
@@ -194,7 +199,8 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
   int64_t cap = p->cap_slots * 2 > need ? p->cap_slots * 2 : need;
   int rc = 0;
   if (f->conv == PQ_CONV_BOOL) rc = ensure_total(&d->values, (cap + 7) / 8);
-  else if (f->conv == PQ_CONV_BINARY) rc = ensure_total(&d->offsets, (cap + 1) * (d->wide ? 8 : 4));
+  else if (f->conv == PQ_CONV_BINARY && !d->keyed)  // keyed: offsets are the dictionary's
+    rc = ensure_total(&d->offsets, (cap + 1) * (d->wide ? 8 : 4));
   // Flat values are mapped page by page as pages arrive (pq_column_read).
   else if (f->out_width > 0 && f->rep == 0) rc = sl_buffer_grow_to(&d->values, cap * f->out_width);
   else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
@@ -223,6 +229,118 @@ static int widen_offsets(struct page_ctx* p, int64_t s0, const struct chunk_wher
   return 0;
 }
 
+/* ---- dictionary leaves: keys into the chunk's dictionary ------------------- */
+
+static int is_dictionary_encoding(enum pq_encoding enc) {
+  return enc == PQ_ENC_RLE_DICTIONARY || enc == PQ_ENC_PLAIN_DICTIONARY;
+}
+
+/// The chunk's dictionary (cr) copied into d's values / offsets, before the
+/// first page's keys; d stays unkeyed when the dictionary holds over 2 GiB
+/// (its values then go the usual way).
+static int keyed_start(struct pq_column_reader* cr, struct pq_leaf_data* d,
+                       const struct chunk_where* w, struct sluice_error* error) {
+  int64_t n = cr->dict_n, bytes = 0;
+  const uint8_t* const* dp = (const uint8_t* const*)(const void*)cr->dict_ptrs.data;
+  const int32_t* dl = (const int32_t*)(const void*)cr->dict_lens.data;
+  for (int64_t i = 0; i < n; ++i) bytes += dl[i];  // each < the page size
+  if (bytes > INT32_MAX) return 0;
+  // Fresh buffers of the dictionary's size: those sized for the chunk's
+  // values would be handed out (and their padding cleared) for nothing.
+  struct sl_buffer offsets, values;
+  sl_buffer_init(&offsets, d->offsets.alloc);
+  sl_buffer_init(&values, d->values.alloc);
+  if (sl_buffer_reserve(&offsets, (n + 1) * 4) != 0 || sl_buffer_reserve(&values, bytes + 1) != 0) {
+    sl_buffer_reset(&offsets);
+    sl_buffer_reset(&values);
+    return pq_chunk_prefix(w, error, ENOMEM);
+  }
+  int32_t* offs = (int32_t*)(void*)offsets.data;
+  int32_t at = 0;
+  offs[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    memcpy(values.data + at, dp[i], (size_t)dl[i]);
+    at += dl[i];
+    offs[i + 1] = at;
+  }
+  values.size = at;
+  offsets.size = (n + 1) * 4;
+  sl_buffer_reset(&d->offsets);
+  sl_buffer_reset(&d->values);
+  d->offsets = offsets;
+  d->values = values;
+  d->n_dict = n;
+  d->keyed = 1;
+  return 0;
+}
+
+/// One dictionary-encoded page's keys at slots [s0, s0 + slots).
+static int keyed_page(struct pq_column_reader* cr, struct page_ctx* p, const uint8_t* data,
+                      int64_t size, int64_t s0, int64_t nv, int64_t slots, const int16_t* def,
+                      int64_t n, const struct chunk_where* w, struct sluice_error* error) {
+  struct pq_leaf_data* d = p->out;
+  // Room for every slot at once when known (flat leaves: the rows).
+  int64_t room = p->cap_slots > s0 + slots ? p->cap_slots : s0 + slots;
+  if (ensure_total(&d->keys, room * 4) != 0 || pq_scratch_size(&cr->idx, nv * 4) != 0)
+    return pq_chunk_prefix(w, error, ENOMEM);
+  uint32_t* keys = (uint32_t*)(void*)d->keys.data;
+  // Without nulls the keys decode in place.
+  uint32_t* idx = slots == nv ? keys + s0 : (uint32_t*)(void*)cr->idx.data;
+  if (nv > 0)
+    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_dict_indices_decode(data, size, nv,
+                                                                     (uint32_t)cr->dict_n, idx, error)));
+  if (slots != nv) {
+    int16_t maxd = p->f->def, anc = p->f->anc_def;
+    int64_t s = s0, j = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (def[i] < anc) continue;
+      keys[s++] = def[i] == maxd ? idx[j++] : 0;
+    }
+  }
+  d->keys.size = (s0 + slots) * 4;
+  return 0;
+}
+
+int pq_leaf_unkey(struct pq_leaf_data* d) {
+  if (!d->keyed) return 0;
+  const uint32_t* keys = (const uint32_t*)(const void*)d->keys.data;
+  const int32_t* doffs = (const int32_t*)(const void*)d->offsets.data;
+  const uint8_t* bits = d->validity.data;  // present once a slot was null
+  int64_t n = d->n_slots, bytes = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (!bits || (bits[i >> 3] >> (i & 7)) & 1) bytes += doffs[keys[i] + 1] - doffs[keys[i]];
+  if (bytes > INT32_MAX) return EOVERFLOW;
+  struct sl_buffer offsets, values;
+  sl_buffer_init(&offsets, d->offsets.alloc);
+  sl_buffer_init(&values, d->values.alloc);
+  if (sl_buffer_reserve(&offsets, (n + 1) * 4) != 0 || sl_buffer_reserve(&values, bytes + 1) != 0) {
+    sl_buffer_reset(&offsets);
+    sl_buffer_reset(&values);
+    return ENOMEM;
+  }
+  int32_t* offs = (int32_t*)(void*)offsets.data;
+  int32_t at = 0;
+  offs[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!bits || (bits[i >> 3] >> (i & 7)) & 1) {
+      int32_t len = doffs[keys[i] + 1] - doffs[keys[i]];
+      memcpy(values.data + at, d->values.data + doffs[keys[i]], (size_t)len);
+      at += len;
+    }
+    offs[i + 1] = at;
+  }
+  offsets.size = (n + 1) * 4;
+  values.size = at;
+  sl_buffer_reset(&d->offsets);
+  sl_buffer_reset(&d->values);
+  sl_buffer_reset(&d->keys);
+  d->offsets = offsets;
+  d->values = values;
+  d->keyed = 0;
+  d->n_dict = 0;
+  return 0;
+}
+
 /// Decodes the values of one data page whose levels are in out->def/rep at
 /// entries [e0, e0 + n).
 static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_encoding enc,
@@ -243,6 +361,16 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   if (slots == 0) return 0;  // only entries under null / empty ancestors
   if (f->rep == 0 && d->n_slots + slots > p->rows)
     return pq_chunk_error(w, error, EILSEQ, "more values than the row group has rows");
+  if (f->dict && d->keyed && !is_dictionary_encoding(enc)) {
+    // A writer's fallback to plain values (its dictionary grew too big):
+    // the keys so far become values, and so do the rest.
+    int rc = pq_leaf_unkey(d);
+    if (rc == EOVERFLOW)
+      return pq_chunk_error(w, error, rc, "more than 2 GiB of binary data in one column chunk "
+                            "of a dictionary column (not supported)");
+    if (rc != 0 || ensure_total(&d->offsets, (p->cap_slots + 1) * 4) != 0)
+      return pq_chunk_prefix(w, error, ENOMEM);
+  }
   SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + slots, w, error));
   int64_t s0 = d->n_slots;
   int has_nulls = slots > nv;
@@ -253,8 +381,13 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
     set_bits(d->validity.data, s0, s0 + slots);
   }
   if (f->nullable) d->null_count += slots - nv;
+  int dictionary_page = f->conv == PQ_CONV_BINARY && f->dict && is_dictionary_encoding(enc) &&
+                        cr->has_dict;
+  if (dictionary_page && !d->keyed && s0 == 0) SL_RETURN_NOT_OK(keyed_start(cr, d, w, error));
   if (f->conv == PQ_CONV_NULL) {
     if (nv > 0) return pq_chunk_error(w, error, EILSEQ, "values in a column of the NULL type");
+  } else if (dictionary_page && d->keyed) {
+    SL_RETURN_NOT_OK(keyed_page(cr, p, data, size, s0, nv, slots, def, n, w, error));
   } else if (f->conv == PQ_CONV_BINARY) {
     SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
@@ -381,22 +514,22 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
 
 /// STRING values must be UTF-8 (Arrow's utf8 type promises it): the bytes
 /// as a whole, and no value starting inside a character.
-static int check_utf8(const struct pq_leaf_data* d, const struct chunk_where* w,
+static int check_utf8(const struct pq_leaf_data* d, int64_t n, const struct chunk_where* w,
                       struct sluice_error* error) {
   const int32_t* offs = d->wide ? NULL : (const int32_t*)(const void*)d->offsets.data;
   const int64_t* offs64 = d->wide ? (const int64_t*)(const void*)d->offsets.data : NULL;
 #define PQ_OFF(i) (offs ? (int64_t)offs[i] : offs64[i])
   const uint8_t* data = d->values.data;
   int64_t bad = sl_utf8_invalid_at(data, d->values.size);
-  for (int64_t i = 0; bad < 0 && i < d->n_slots; ++i)
+  for (int64_t i = 0; bad < 0 && i < n; ++i)
     if (PQ_OFF(i + 1) > PQ_OFF(i) && (data[PQ_OFF(i)] & 0xC0) == 0x80) bad = PQ_OFF(i);
   if (bad < 0) return 0;
   int64_t slot = 0;
-  while (slot < d->n_slots && PQ_OFF(slot + 1) <= bad) ++slot;
+  while (slot < n && PQ_OFF(slot + 1) <= bad) ++slot;
 #undef PQ_OFF
   return sl_error_set(error, EILSEQ, "%s: row group %" PRId64 ", column %s: value %" PRId64
-                      " of the chunk is not valid UTF-8 (a STRING column)", w->file, w->rg,
-                      w->path, slot);
+                      " of the chunk%s is not valid UTF-8 (a STRING column)", w->file, w->rg,
+                      w->path, slot, d->keyed ? "'s dictionary" : "");
 }
 
 static uint32_t crc_of(const uint8_t* data, int64_t n) {
@@ -664,8 +797,10 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   if (rc == 0 && out->n_levels != m->num_values)
     rc = pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
   if (rc == 0 && f->conv == PQ_CONV_BINARY) {
-    out->offsets.size = (out->n_slots + 1) * (out->wide ? 8 : 4);
-    if (f->is_string) rc = check_utf8(out, &w, error);
+    // Keyed: the dictionary's values are checked, not each row's.
+    int64_t n = out->keyed ? out->n_dict : out->n_slots;
+    out->offsets.size = (n + 1) * (out->wide ? 8 : 4);
+    if (f->is_string) rc = check_utf8(out, n, &w, error);
   }
   sl_view_release(&view);
   return rc;

@@ -24,6 +24,15 @@ struct pq_leaf_data {
   struct sl_buffer validity; ///< empty when no slot is null (or not nullable)
   struct sl_buffer values;   ///< fixed: n_slots * out_width; bool: bitmap; binary: bytes
   struct sl_buffer offsets;  ///< binary: (n_slots + 1) int32, or int64 when `wide`
+  /// A dictionary leaf (pq_field.dict) whose pages were all dictionary-
+  /// encoded keeps the chunk's dictionary instead of the values: `keyed`,
+  /// `values` and `offsets` (int32) hold the n_dict dictionary values and
+  /// `keys` one uint32 index per slot (0 under nulls). The Arrow dictionary is
+  /// then the file's, in its order and with its unused entries, as Arrow C++
+  /// reads it, and no value is copied per row.
+  int keyed;
+  int64_t n_dict;
+  struct sl_buffer keys;
   /// Set by the caller before pq_column_read (kept by reset): binary offsets
   /// are int64, so that a chunk may hold more than 2 GiB of values (cut into
   /// int32 batches later, or output as large_string / large_binary).
@@ -41,6 +50,10 @@ struct pq_leaf_data {
 
 void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);
 void pq_leaf_data_reset(struct pq_leaf_data* d);
+/// A keyed leaf's values written out per slot (offsets + bytes), as an
+/// unkeyed leaf holds them; nothing to do for others. 0, ENOMEM, or
+/// EOVERFLOW when they would pass 2 GiB (the caller says where).
+int pq_leaf_unkey(struct pq_leaf_data* d);
 
 /// Per-split scratch state, reused for every chunk of the split.
 struct pq_column_reader {

@@ -393,6 +393,7 @@ int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocato
                        : f->kind == PQ_FIELD_LIST   ? (f->fixed_size > 0 ? fsl : f->large ? "+L" : "+l")
                                                     : "+m";
   int64_t flags = f->nullable ? ARROW_FLAG_NULLABLE : 0;
+  if (f->kind == PQ_FIELD_LEAF && f->dict && f->dict_ordered) flags |= ARROW_FLAG_DICTIONARY_ORDERED;
   SL_RETURN_NOT_OK(sl_schema_init(out, alloc, format, f->name, flags,
                                   f->kind == PQ_FIELD_LEAF ? 0 : f->n_children, error));
   int rc = 0;

@@ -59,6 +59,7 @@ struct pq_field {
   const char* extension;             ///< Arrow extension name implied by the logical type
   int large;                         ///< 64-bit offsets (large_list / large_string / large_binary)
   int dict;                          ///< dictionary<index_format, format> output
+  int dict_ordered;                  ///< ... whose order means something (pandas ordered categorical)
   int32_t fixed_size;                ///< LIST read as fixed_size_list<N> (leaf child only)
   char dict_index_format[4];
 };
