@@ -157,6 +157,9 @@ static int64_t read_index(const uint8_t* p, int width, int is_signed) {
   }
 }
 
+/// Bytes of a map over a dictionary of m values (at least one entry).
+static size_t map_size(int64_t m) { return (size_t)(m > 0 ? m : 1) * sizeof(int64_t); }
+
 /// Column `c` of this batch against the grown dictionary: `*map` (one entry
 /// per value of the batch's dictionary, allocated here) and whether it is
 /// the identity. 0 with *map NULL when the dictionary cannot be unified
@@ -169,7 +172,7 @@ static int map_dictionary(struct ipc_unify* u, struct ipc_unify_column* c,
   if (dict->null_count != 0 || dict->n_buffers < 3 || (dict->length > 0 && dict->buffers[1] == NULL))
     return 0;
   int64_t m = dict->length;
-  int64_t* out = sl_alloc(u->alloc, (size_t)(m > 0 ? m : 1) * sizeof *out);
+  int64_t* out = sl_alloc(u->alloc, map_size(m));
   if (out == NULL) return oom(error);
   const uint8_t* offs = dict->buffers[1];
   const uint8_t* data = dict->buffers[2];
@@ -185,13 +188,13 @@ static int map_dictionary(struct ipc_unify* u, struct ipc_unify_column* c,
       start = s32, end = e32;
     }
     if (start < 0 || end < start || (end > start && data == NULL)) {
-      sl_free(u->alloc, out, (size_t)(m > 0 ? m : 1) * sizeof *out);
+      sl_free(u->alloc, out, map_size(m));
       return sl_error_set(error, EINVAL, "arrow ipc writer: a dictionary of column %lld has "
                           "bad offsets", (long long)c->column);
     }
     int rc = intern(c, u->alloc, data + start, end - start, &out[k], error);
     if (rc != 0) {
-      sl_free(u->alloc, out, (size_t)(m > 0 ? m : 1) * sizeof *out);
+      sl_free(u->alloc, out, map_size(m));
       return rc;
     }
     *identity &= out[k] == k;
@@ -215,14 +218,15 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
                         "has %lld values, more than its %d-byte indices hold",
                         (long long)c->column, (long long)c->n, w);
   }
-  uint8_t* buf = sl_alloc_buffer(u->alloc, (size_t)(slots > 0 ? slots * w : 1));
+  size_t size = (size_t)(slots > 0 ? slots * w : 1);
+  uint8_t* buf = sl_alloc_buffer(u->alloc, size);
   if (buf == NULL) return oom(error);
-  memset(buf, 0, (size_t)(slots > 0 ? slots * w : 1));
+  memset(buf, 0, size);
   for (int64_t i = col->offset; i < slots; ++i) {
     if (valid != NULL && !((valid[i >> 3] >> (i & 7)) & 1)) continue;
     int64_t k = read_index(in + i * w, w, c->index_signed);
     if (k < 0 || k >= m) {
-      sl_free_buffer(u->alloc, buf, (size_t)(slots > 0 ? slots * w : 1));
+      sl_free_buffer(u->alloc, buf, size);
       return sl_error_set(error, EINVAL, "arrow ipc writer: column %lld, row %lld: dictionary "
                           "index %lld out of range (%lld values)", (long long)c->column,
                           (long long)(i - col->offset), (long long)k, (long long)m);
@@ -233,7 +237,7 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
     memcpy(buf + i * w, le, (size_t)w);
   }
   *out = buf;
-  *out_size = slots > 0 ? slots * w : 1;
+  *out_size = (int64_t)size;
   return 0;
 }
 
@@ -274,7 +278,7 @@ int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
                          &out->index_sizes[i], error);
     }
     int64_t m = col->dictionary->length;
-    if (map != NULL) sl_free(u->alloc, map, (size_t)(m > 0 ? m : 1) * sizeof *map);
+    if (map != NULL) sl_free(u->alloc, map, map_size(m));
     if (rc != 0) {
       ipc_unified_batch_free(out);
       return rc;
