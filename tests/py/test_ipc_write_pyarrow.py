@@ -280,9 +280,13 @@ def test_file_grows_one_dictionary_across_batches(sluice_bin, tmp_path):
     words = ["red", "green", "blue", "cyan", "", "magenta", "green", "blue"]
     # later row groups bring new words, and drop earlier ones
     cat = pa.array([words[(i // 60 + i % 3) % len(words)] if i % 11 else None for i in range(600)])
-    table = pa.table({"c": cat.dictionary_encode(), "b": pa.array([w.encode() for w in
-                      cat.fill_null("x").to_pylist()]).dictionary_encode(), "i": range(600)})
-    pq.write_table(table, tmp_path / "cat.parquet", row_group_size=97)  # a dictionary each
+    raw = pa.array([w.encode() for w in cat.fill_null("x").to_pylist()])
+
+    def by_row_group(a):  # each row group's dictionary its own, as Parquet keeps it
+        return pa.chunked_array([a[k:k + 97].dictionary_encode() for k in range(0, 600, 97)])
+
+    table = pa.table({"c": by_row_group(cat), "b": by_row_group(raw), "i": range(600)})
+    pq.write_table(table, tmp_path / "cat.parquet", row_group_size=97)
     out = tmp_path / "cat.arrow"
     _cli_convert(sluice_bin, tmp_path / "cat.parquet", out)
     with ipc.open_file(out) as f:
