@@ -418,12 +418,18 @@ def schema(src, *, format=None, columns=None, **format_options):
 
 def stats(src, *, format=None, columns=None, threads=None, **format_options):
     """Per-column statistics ({name, type, count, null_count, min, max} dicts),
-    computed in parallel over all splits, as ``sluice stats`` prints them."""
+    computed in parallel over all splits, as ``sluice stats`` prints them;
+    ``type`` as the schema spells it ("int64", "dictionary<values=string,
+    indices=int8, ordered=0>")."""
     ds = _open(src, format, columns, threads, True, None, None, None, format_options)
     try:
-        return ds.stats()
+        out = ds.stats()
+        fields = Schema(ds.schema()).fields
     finally:
         ds.close()
+    for s, f in zip(out, fields):  # one per column, in schema order
+        s["type"] = str(f.type)
+    return out
 
 
 def read_ipc(src, *, restore_order=True, columns=None, threads=None):

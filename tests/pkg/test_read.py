@@ -303,6 +303,7 @@ def test_stats_match_pyarrow(tmp_path):
             column = table.column(c["name"])
             mm = pc.min_max(column).as_py()
             assert (c["count"], c["null_count"]) == (len(column), column.null_count), c
+            assert c["type"] == str(column.type), c  # as pyarrow spells it
             if pa.types.is_string(column.type):
                 assert (c["min"], c["max"]) == (mm["min"], mm["max"]), c
             else:
