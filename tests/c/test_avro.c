@@ -645,6 +645,7 @@ static void test_bad_input_messages(void** state) {
   put_header(e, k_schema_ls, NULL);
   put_block(e, 10, rows, n);
   expect_error(e->buf, e->n - 20, "truncated block");
+  expect_error(e->buf, e->n - 5, "ends inside the block's sync marker");
   e->n = 0;
   put_header(e, k_schema_ls, NULL);
   put_block(e, 1 << 20, rows, n);

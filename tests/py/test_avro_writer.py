@@ -256,6 +256,10 @@ def test_names_sanitized(tmp_path, sluice):
     (pa.table({"dur": pa.array([1], pa.duration("s"))}), "dur"),
     (pa.table({"t": pa.array([1], pa.time64("ns"))}), "row 0"),
     (pa.table({"d": pa.array([1], pa.date64())}), "whole day"),
+    # times outside the day: readers (sluice's, fastavro) refuse them
+    (pa.table({"t": pa.array([0, 86_400_000], pa.time32("ms"))}), "row 1: time32 value is not"),
+    (pa.table({"t": pa.array([100_000], pa.time32("s"))}), "time32 value is not a time of day"),
+    (pa.table({"t": pa.array([-1], pa.time64("us"))}), "time64 value is not a time of day"),
     (pa.table({"a b": [1], "a_b": [2]}), "a_b"),
     (pa.table({"m": pa.array([[(1, 2)]], pa.map_(pa.int32(), pa.int32()))}), "map keys"),
 ])

@@ -205,10 +205,15 @@ static int check_block_header(struct avro_reader* r, const char* label,
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": negative "
                         "object count (%" PRId64 ") or size (%" PRId64 ")", r->source->name,
                         label, b->header, b->count, b->size);
-  if (!r->forward && b->size > r->source->size - b->data - AVRO_SYNC_LEN)
+  int64_t left = r->source->size - b->data;
+  if (!r->forward && b->size > left)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": truncated "
                         "block (%" PRId64 " bytes declared, %" PRId64 " left)", r->source->name,
-                        label, b->header, b->size, r->source->size - b->data);
+                        label, b->header, b->size, left);
+  if (!r->forward && b->size > left - AVRO_SYNC_LEN)
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": the file ends inside "
+                        "the block's sync marker (%" PRId64 " of its %d bytes)", r->source->name,
+                        label, b->header, left - b->size, AVRO_SYNC_LEN);
   return 0;
 }
 

@@ -775,7 +775,9 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
     case SL_TYPE_TIME32: {
       int64_t v = ((const int32_t*)a->buffers[1])[p];
       if (node->type.unit == SL_SECOND) v *= 1000;
-      if (v < INT32_MIN || v > INT32_MAX) return value_error(ctx, ERANGE, "time out of Avro int range", error);
+      // Readers (sluice's, fastavro) refuse a time-millis outside the day.
+      if (v < 0 || v >= 86400000)
+        return value_error(ctx, ERANGE, "time32 value is not a time of day (00:00 to 24:00)", error);
       return put_long(ctx, v, error);
     }
     case SL_TYPE_TIME64: {
@@ -784,6 +786,8 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
         if (v % 1000 != 0) return value_error(ctx, EINVAL, "time64[ns] value is not whole microseconds (Avro has time-micros)", error);
         v /= 1000;
       }
+      if (v < 0 || v >= INT64_C(86400000000))
+        return value_error(ctx, ERANGE, "time64 value is not a time of day (00:00 to 24:00)", error);
       return put_long(ctx, v, error);
     }
     case SL_TYPE_TIMESTAMP: {
