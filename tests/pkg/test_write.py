@@ -200,6 +200,12 @@ def test_pandas_index_like_to_parquet(tmp_path, index):
     sluice.write(df, dropped, index=False)
     assert pq.read_table(dropped).column_names == ["a", "s"]
 
+    # Avro keeps the description in its header (as its own metadata key).
+    sluice.write(df, tmp_path / "kept.avro")
+    mine = sluice.read_pandas(tmp_path / "kept.avro")
+    assert list(mine.index.names) == list(df.index.names)
+    assert mine.index.tolist() == df.index.tolist()
+
 
 def test_pandas_index_without_pyarrow(tmp_path):
     out, dropped = tmp_path / "nopa.arrow", tmp_path / "nopa-dropped.arrow"

@@ -289,6 +289,33 @@ def test_zoo_one_huge_block(tmp_path):
     compare(path, sluice_read(path, tmp_path))
 
 
+def test_header_metadata_both_ways(tmp_path):
+    """The header's own keys (not avro.*) become schema metadata, and a
+    table's schema metadata goes into the header of the Avro file written
+    from it, where fastavro finds it."""
+    path = tmp_path / "meta.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(ZOO), [], metadata={"origin": "ü-test", "k.2": "v"})
+    table = sluice_read(path, tmp_path)
+    assert table.schema.metadata[b"origin"] == "ü-test".encode()
+    assert table.schema.metadata[b"k.2"] == b"v"
+    binary = os.environ.get("SLUICE_BIN")
+    if not binary:
+        pytest.skip("writing needs SLUICE_BIN")
+    src, out = tmp_path / "meta.arrow", tmp_path / "out.avro"
+    t = pa.table({"a": [1, 2]}).replace_schema_metadata({"pandas": "{}", "avro.codec": "x",
+                                                         "sluice.warning": "w"})
+    with ipc.new_file(src, t.schema) as w:
+        w.write_table(t)
+    subprocess.run([binary, "convert", str(src), str(out)], check=True)
+    with open(out, "rb") as f:
+        reader = fastavro.reader(f)
+        assert reader.metadata["pandas"] == "{}"
+        assert reader.metadata["avro.codec"] == "null"
+        assert "sluice.warning" not in reader.metadata
+        assert [r["a"] for r in reader] == [1, 2]
+
+
 def test_empty_file(tmp_path):
     path = tmp_path / "empty.avro"
     with open(path, "wb") as f:

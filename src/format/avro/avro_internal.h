@@ -71,9 +71,11 @@ int avro_node_nullable(const struct avro_node* node, const struct avro_node** va
 
 /// The Arrow schema of the top-level columns (a struct): the record's fields,
 /// or one column "value" when the top-level type is not a record. Metadata
-/// carries the writer schema JSON as "avro.schema".
+/// carries the schema JSON as "avro.schema", then the n_user entries of
+/// `user` (Arrow metadata pairs: the header's own keys).
 int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
-                      struct ArrowSchema* out, struct sluice_error* error);
+                      const struct sl_buffer* user, int32_t n_user, struct ArrowSchema* out,
+                      struct sluice_error* error);
 
 /* ---- Program --------------------------------------------------------------- */
 

@@ -45,6 +45,10 @@ struct avro_reader {
   int64_t batch_rows;
   char* json;  ///< the writer schema text
   size_t json_len;
+  /// The header's other entries (not avro.*: what the writer added, such as
+  /// pandas' index description), as Arrow metadata pairs for the schema.
+  struct sl_buffer user_meta;
+  int32_t n_user_meta;
   struct avro_schema schema;
   char* reader_json;  ///< the reader schema text (format option reader_schema=PATH), or NULL
   size_t reader_json_len;
@@ -122,6 +126,7 @@ static void reader_close(void* reader) {
   if (r == NULL) return;
   const struct sluice_allocator* alloc = r->alloc;
   if (r->json) sl_free(alloc, r->json, r->json_len + 1);
+  sl_buffer_reset(&r->user_meta);
   avro_program_release(&r->prog);
   avro_schema_release(&r->schema);
   avro_schema_release(&r->reader_schema);
@@ -164,7 +169,15 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
       memcpy(key, v.data, kn);
       key[kn] = '\0';
       int is_long_key = klen >= (int64_t)sizeof key - 1;
+      int user = klen < 5 || memcmp(v.data, "avro.", 5) != 0;
+      int32_t klen32 = (int32_t)klen;  // <= AVRO_MAX_META_ENTRY
+      int rc_user = 0;
+      if (user) {
+        rc_user = sl_buffer_append(&r->user_meta, &klen32, 4);
+        if (rc_user == 0) rc_user = sl_buffer_append(&r->user_meta, v.data, klen);
+      }
       sl_view_release(&v);
+      if (rc_user != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
       SL_RETURN_NOT_OK(input_long(r, &pos, &vlen, NULL, "metadata value", error));
       if (vlen < 0 || vlen > AVRO_MAX_META_ENTRY)
         return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": bad metadata value length %" PRId64,
@@ -183,6 +196,16 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
       } else if (!is_long_key && strcmp(key, "avro.codec") == 0) {
         rc = avro_codec_from_name((const char*)v.data, (size_t)vlen, &r->codec, error);
         if (rc != 0) sl_error_prefix(error, "%s: byte %" PRId64, name, at);
+      } else if (user) {
+        int32_t vlen32 = (int32_t)vlen;
+        if (sl_buffer_append(&r->user_meta, &vlen32, 4) != 0 ||
+            sl_buffer_append(&r->user_meta, v.data, vlen) != 0) {
+          rc = sl_error_set(error, ENOMEM, "%s: out of memory", name);
+        } else if (r->user_meta.size > INT32_MAX / 2) {  // Arrow metadata has int32 sizes
+          rc = sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the header's metadata passes "
+                            "1 GiB", name, at);
+        }
+        r->n_user_meta++;
       }
       sl_view_release(&v);
       SL_RETURN_NOT_OK(rc);
@@ -381,6 +404,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   if (r == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", src->name);
   r->source = src;
   r->alloc = args->alloc;
+  sl_buffer_init(&r->user_meta, r->alloc);
   r->forward = src->ops->read_at == NULL || src->size < 0;
   int rc = read_header(r, error);
   if (rc == 0) {
@@ -392,10 +416,11 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
     // Batches take the reader's shape, and its schema is what a writer keeps.
     rc = avro_program_build_resolved(&r->schema, &r->reader_schema, &r->prog, error);
     if (rc == 0) rc = avro_arrow_schema(&r->reader_schema, r->reader_json, r->reader_json_len,
-                                        &r->arrow, error);
+                                        &r->user_meta, r->n_user_meta, &r->arrow, error);
   } else {
     if (rc == 0) rc = avro_program_build(&r->schema, &r->prog, error);
-    if (rc == 0) rc = avro_arrow_schema(&r->schema, r->json, r->json_len, &r->arrow, error);
+    if (rc == 0) rc = avro_arrow_schema(&r->schema, r->json, r->json_len, &r->user_meta,
+                                        r->n_user_meta, &r->arrow, error);
   }
   if (rc != 0 && strncmp(error->message, src->name, strlen(src->name)) != 0)
     sl_error_prefix(error, "%s", src->name);

@@ -616,7 +616,8 @@ static void put_str(char** p, const char* s, size_t n) {
 }
 
 int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
-                      struct ArrowSchema* out, struct sluice_error* error) {
+                      const struct sl_buffer* user, int32_t n_user, struct ArrowSchema* out,
+                      struct sluice_error* error) {
   const struct sluice_allocator* alloc = s->alloc;
   const struct avro_node* root = s->root;
   int is_record = root->kind == AVRO_RECORD;
@@ -627,18 +628,24 @@ int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json
   static const char k_key[] = "avro.schema";
   static const char k_warn_key[] = "sluice.warning";
   static const char k_warn[] = "the Avro schema has a record with an empty name";
-  if (rc == 0 && json_len > INT32_MAX - 4096)
-    rc = sl_error_set(error, EILSEQ, "avro.schema too large (%zu bytes)", json_len);
+  if (rc == 0 && (json_len > INT32_MAX - 4096 || user->size > INT32_MAX - 4096 - (int64_t)json_len))
+    rc = sl_error_set(error, EILSEQ, "avro.schema and header metadata too large (%zu + %" PRId64
+                      " bytes)", json_len, user->size);
   if (rc == 0) {
-    size_t size = 4 + 8 + sizeof k_key + json_len + 8 + sizeof k_warn_key + sizeof k_warn;
+    size_t size = 4 + 8 + sizeof k_key + json_len + 8 + sizeof k_warn_key + sizeof k_warn +
+                  (size_t)user->size;
     char* blob = sl_alloc(alloc, size);
     if (blob == NULL) {
       rc = sl_error_set(error, ENOMEM, "out of memory for schema metadata");
     } else {
       char* p = blob;
-      put_i32(&p, s->empty_record_name ? 2 : 1);
+      put_i32(&p, (s->empty_record_name ? 2 : 1) + n_user);
       put_str(&p, k_key, sizeof k_key - 1);
       put_str(&p, json, json_len);
+      if (user->size > 0) {
+        memcpy(p, user->data, (size_t)user->size);
+        p += user->size;
+      }
       if (s->empty_record_name) {
         put_str(&p, k_warn_key, sizeof k_warn_key - 1);
         put_str(&p, k_warn, sizeof k_warn - 1);

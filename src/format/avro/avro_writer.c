@@ -1104,17 +1104,48 @@ static int random_sync(uint8_t* out, struct sluice_error* error) {
   return 0;
 }
 
-static int write_header(struct aw_ctx* ctx, const char* schema_json, struct sl_sink* sink,
+/// Whether a key of the table's schema metadata goes into the header as it
+/// is: not Avro's own (avro.schema, avro.codec are written afresh) nor what
+/// sluice notes on reading (sluice.warning).
+static int header_key(const char* k, int32_t kn) {
+  return !(kn >= 5 && memcmp(k, "avro.", 5) == 0) && !(kn >= 7 && memcmp(k, "sluice.", 7) == 0);
+}
+
+/// The header: schema, codec, then the table's own schema metadata (pandas'
+/// index description, say), which readers that know the keys use and the
+/// others skip; sluice's reader gives them back as schema metadata.
+static int write_header(struct aw_ctx* ctx, const char* schema_json,
+                        const struct ArrowSchema* schema, struct sl_sink* sink,
                         struct sluice_error* error) {
   static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz",
                                               "lzma"};
   const char* codec = k_codec_names[ctx->codec];
+  const char* m = schema->metadata;
+  int32_t n_meta = 0, n_user = 0;
+  if (m != NULL) memcpy(&n_meta, m, 4);
+  for (int32_t i = 0, at = 4; i < n_meta; ++i) {
+    int32_t kn, vn;
+    memcpy(&kn, m + at, 4);
+    memcpy(&vn, m + at + 4 + kn, 4);
+    n_user += header_key(m + at + 4, kn);
+    at += 8 + kn + vn;
+  }
   SL_RETURN_NOT_OK(put_bytes(ctx, "Obj\x01", 4, error));
-  SL_RETURN_NOT_OK(put_long(ctx, 2, error));
+  SL_RETURN_NOT_OK(put_long(ctx, 2 + n_user, error));
   SL_RETURN_NOT_OK(put_counted(ctx, "avro.schema", 11, error));
   SL_RETURN_NOT_OK(put_counted(ctx, schema_json, (int64_t)strlen(schema_json), error));
   SL_RETURN_NOT_OK(put_counted(ctx, "avro.codec", 10, error));
   SL_RETURN_NOT_OK(put_counted(ctx, codec, (int64_t)strlen(codec), error));
+  for (int32_t i = 0, at = 4; i < n_meta; ++i) {
+    int32_t kn, vn;
+    memcpy(&kn, m + at, 4);
+    memcpy(&vn, m + at + 4 + kn, 4);
+    if (header_key(m + at + 4, kn)) {
+      SL_RETURN_NOT_OK(put_counted(ctx, m + at + 4, kn, error));
+      SL_RETURN_NOT_OK(put_counted(ctx, m + at + 8 + kn, vn, error));
+    }
+    at += 8 + kn + vn;
+  }
   SL_RETURN_NOT_OK(put_long(ctx, 0, error));
   SL_RETURN_NOT_OK(put_bytes(ctx, ctx->sync, 16, error));
   SL_RETURN_NOT_OK(sl_sink_write(sink, ctx->data.data, (int64_t)ctx->data.size, error));
@@ -1281,7 +1312,7 @@ static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text == NULL) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
-  if (rc == 0) rc = write_header(&ctx, text, sink, error);
+  if (rc == 0) rc = write_header(&ctx, text, &schema, sink, error);
   if (rc == 0) rc = write_batches(&ctx, stream, &first, &root, &schema, sink, error);
   if (first.release != NULL) first.release(&first);
   free(text);
