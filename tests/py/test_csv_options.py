@@ -473,6 +473,22 @@ def test_spaces_around_numbers_are_trimmed(sluice, tmp_path):
     assert sluice_read(sluice, tmp_path / "blank.csv").equals(pcsv.read_csv(tmp_path / "blank.csv"))
 
 
+def test_leading_zeros_do_not_count_against_integer_digits(sluice, tmp_path):
+    """00001234567890123456789 is the int64 1234567890123456789, as pyarrow
+    reads it (not a rounded float64), inferred and given, signed and not."""
+    path = tmp_path / "zeros.csv"
+    path.write_text("i,u\n00001234567890123456789,0000000000000000000000005\n"
+                    "-00009223372036854775808,00018446744073709551615\n0000000000000000000042,0\n")
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={"i": pa.int64(), "u": pa.uint64()}))
+    assert want.column("i").to_pylist() == [1234567890123456789, -(1 << 63), 42]
+    got = sluice_read(sluice, path, "schema=i:int64|u:uint64")
+    assert got.equals(want)
+    inferred = sluice_read(sluice, path)
+    assert inferred.schema.field("i").type == pa.int64()
+    assert inferred.column("i").equals(want.column("i"))
+
+
 DECIMAL_TEXTS = ["1.5", "-0.25", "3", "7E2", "0.000", "-0", "+5.10", "00012.3", "1e-2", ".5", "5.",
                  " 3 ", "1.230", "12345678.1", "NA", "-99999999.99"]
 

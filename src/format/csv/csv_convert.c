@@ -35,7 +35,18 @@ static inline uint64_t load64(const uint8_t* p) {
   return v;
 }
 
+/// Leading zeros of a long run of digits dropped (one digit kept): they do
+/// not count against the digits an integer holds, as pyarrow, polars and
+/// DuckDB read 00001234567890123456789.
+static inline void skip_leading_zeros(const uint8_t** p, int64_t* n) {
+  while (*n > 1 && (*p)[0] == '0') {
+    ++*p;
+    --*n;
+  }
+}
+
 static int parse_uint64_exact(const uint8_t* p, int64_t n, uint64_t* out) {
+  if (n > 20) skip_leading_zeros(&p, &n);
   if (n <= 0 || n > 20) return 0;
   uint64_t v = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -55,6 +66,7 @@ static int parse_int64_exact(const uint8_t* p, int64_t n, int64_t* out) {
     ++p;
     --n;
   }
+  if (n > 18) skip_leading_zeros(&p, &n);
   if (n <= 0 || n > 19 + 1) return 0;
   uint64_t v = 0;
   if (n <= 18) {  // cannot overflow: no checks in the loop
