@@ -186,6 +186,12 @@ static void test_dialects(void** unused) {
   check_csv("a|b|c\n1|2|3\n", NULL, "a:l|b:l|c:l\n1,2,3\n");
   check_csv("1,2\n3,4\n", NULL, "f0:l|f1:l\n1,2\n3,4\n");
   check_csv("1,2\n3,4\n", "header=false,schema=x:int32|y:string", "x:i|y:u\n1,\"2\"\n3,\"4\"\n");
+  // Only default names: they type those columns (pyarrow's column_types);
+  // a positional name that is another column's default name is an error.
+  check_csv("1,2,3\n", "header=false,schema=f1:string", "f0:l|f1:u|f2:l\n1,\"2\",3\n");
+  check_csv("1,2,3\n", "header=false,schema=f2:int8|f0:string", "f0:u|f1:l|f2:c\n\"1\",2,3\n");
+  check_csv("1,2,3\n", "header=false,schema=a:string|f1:int8", "a:u|f1:c|f2:l\n\"1\",2,3\n");
+  check_error("1,2,3\n", "header=false,schema=a:string|f2:int8", "column 2's default name");
   check_csv("x,y\n1,2\n", "header=true", "x:l|y:l\n1,2\n");
   check_csv("x,y\n1,2\n", "header=false", "f0:u|f1:u\n\"x\",\"y\"\n\"1\",\"2\"\n");
   // The quote is sniffed: ' when the sample has '...' fields and no ".

@@ -183,9 +183,25 @@ static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos
                       csv_tok_message(st));
 }
 
+/// f0, f1, ...: the name a column without a header gets (pyarrow's).
+static int is_default_name(const char* s) {
+  if (s[0] != 'f' || s[1] < '0' || s[1] > '9' || (s[1] == '0' && s[2] != '\0')) return 0;
+  for (s += 1; *s != '\0'; ++s)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
 static int make_names(struct analysis* a, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
+  // Without a header the schema's entries name the columns in order, unless
+  // every one is a default name (f0, f1, ...): then they type those columns,
+  // as pyarrow's column_types do.
+  int by_position = !l->header && o->n_schema > 0;
+  for (int64_t s = 0, all_default = 1; by_position && s < o->n_schema; ++s) {
+    all_default &= is_default_name(o->schema[s].name);
+    if (s == o->n_schema - 1 && all_default) by_position = 0;
+  }
   for (int64_t c = 0; c < l->n_cols; ++c) {
     char buf[32];
     const uint8_t* p = (const uint8_t*)buf;
@@ -196,11 +212,19 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
                       &len) != 0) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
       }
-    } else if (c < o->n_schema) {  // no header: the schema names columns by position
+    } else if (by_position && c < o->n_schema) {
       p = (const uint8_t*)o->schema[c].name;
       len = (int64_t)strlen(o->schema[c].name);
     } else {
       len = snprintf(buf, sizeof buf, "f%lld", (long long)c);
+      for (int64_t s = 0; by_position && s < o->n_schema; ++s) {
+        if (strcmp(o->schema[s].name, buf) == 0) {
+          return sl_error_set(error, EINVAL, "%s: without a header the schema names the columns "
+                              "in order, and '%s' (column %lld) is also column %lld's default "
+                              "name: rename it, or give only default names (f0, f1, ...) to "
+                              "type those columns", a->name, buf, (long long)s, (long long)c);
+        }
+      }
     }
     l->names[c] = sl_strndup(a->alloc, (const char*)p, (size_t)len);
     if (l->names[c] == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
