@@ -501,3 +501,21 @@ def test_null_spelling_strings_go_out_bare_without_quoting(sluice, tmp_path):
     table = pa.table({"null": pa.array(["NA", "x"])})
     csv_path, _ = sluice_csv_round_trip(sluice, tmp_path, table, write_opts=["quote=none"])
     assert csv_path.read_text() == "null\nNA\nx\n"
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_lone_empty_line_without_quoting_is_an_error(sluice, tmp_path, value):
+    """One column, quote=none and the empty null spelling: a null or empty
+    value would be an empty line, which readers (pyarrow too) skip, losing
+    the row. An error naming the row, and nothing written; a null spelling
+    writes it."""
+    table = pa.table({"s": pa.array(["a", value, "b"], pa.string())})
+    src = tmp_path / "lone.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    out = tmp_path / "lone.csv"
+    err = sluice.expect_error("convert", src, out, "-W", "quote=none").stderr.decode()
+    assert "row 1" in err and "null spelling" in err, err
+    assert not out.exists()
+    sluice.run("convert", src, out, "-W", "quote=none", "-W", "null=NA")
+    assert pcsv.read_csv(out).num_rows == 3
