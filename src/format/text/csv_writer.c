@@ -374,11 +374,13 @@ static int cell_error(int rc, const char* name, int64_t row, struct sluice_error
 }
 
 /// A one-column row that would be an empty line, which readers skip.
-static int lone_empty_error(const char* name, int64_t row, struct sluice_error* error) {
-  return sl_error_set(error, EINVAL, "csv: column '%s', row %" PRId64 ": a null or empty value "
-                      "alone on its line is an empty line, which readers skip (the row would be "
-                      "lost), and quote=none cannot write \"\": give a null spelling (null=NA)",
-                      name, row);
+static int lone_empty_error(const char* name, int64_t row, int is_null,
+                            struct sluice_error* error) {
+  return sl_error_set(error, EINVAL, "csv: column '%s', row %" PRId64 ": %s alone on its line "
+                      "is an empty line, which readers skip (the row would be lost), and "
+                      "quote=none cannot write \"\"%s", name, row,
+                      is_null ? "a null" : "an empty string",
+                      is_null ? ": give a null spelling (null=NA)" : "");
 }
 
 static int csv_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
@@ -409,8 +411,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
   // With one column and an empty null spelling a null row would be an empty
   // line, which readers skip: write "" instead.
   const int lone_null_quoted = row->n_children == 1 && o->null_len == 0 && o->quote != 0;
-  // Without quotes there is no way to spell it: an error, not a lost row.
-  const int lone_empty_refused = row->n_children == 1 && o->null_len == 0 && o->quote == 0;
+  // Without quotes an empty line cannot be avoided: an error, not a lost row.
+  const int lone_unquoted = row->n_children == 1 && o->quote == 0;
   const int direct_ok = csv_direct_allowed(o);
   for (int64_t r = begin; r < end; ++r) {
     // Struct offsets apply to the children: child row = offset + r.
@@ -433,7 +435,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
         if (done) continue;
       }
       if (sl_value_is_null(field, column, child_row)) {
-        if (lone_empty_refused) return lone_empty_error(field->name, state->rows + r, error);
+        if (lone_unquoted && o->null_len == 0)
+          return lone_empty_error(field->name, state->rows + r, 1, error);
         if (lone_null_quoted) {
           if (sl_text_append_char(out, o->quote) != 0 || sl_text_append_char(out, o->quote) != 0) {
             goto oom;
@@ -445,8 +448,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
       }
       sl_text_clear(cell);
       SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, cell, error));
-      if (lone_empty_refused && cell->len == 0)
-        return lone_empty_error(field->name, state->rows + r, error);
+      if (lone_unquoted && cell->len == 0)
+        return lone_empty_error(field->name, state->rows + r, 0, error);
       int rc = csv_append_cell(o, out, sl_text_cstr(cell), cell->len);
       if (rc != 0) return cell_error(rc, field->name, state->rows + r, error);
     }
