@@ -231,15 +231,23 @@ static int files_count_split_rows(void* reader, struct sl_split* splits, int64_t
   return 0;
 }
 
+static int holds_no_rows(const struct sl_files_reader* f, int64_t i) {
+  return f->format->holds_no_rows != NULL && f->format->holds_no_rows(f->parts[i].reader);
+}
+
 /// Widens the types each object's reader inferred from its own sample until
 /// all read with one schema (as DuckDB and polars read a glob of CSV files):
-/// object 0 widens to fit every other, then every other to fit object 0.
+/// the first object with rows widens to fit every other with rows, then every
+/// other takes its types (those without rows, a CSV header alone, as they are).
 static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_error* error) {
   if (f->format->widen_to == NULL) return 0;
+  int64_t ref = 0;
+  while (ref + 1 < f->n_parts && holds_no_rows(f, ref)) ++ref;
   for (int pass = 0; pass < 2; ++pass) {
-    for (int64_t i = 1; i < f->n_parts; ++i) {
-      void* from = pass == 0 ? f->parts[i].reader : f->parts[0].reader;
-      void* to = pass == 0 ? f->parts[0].reader : f->parts[i].reader;
+    for (int64_t i = 0; i < f->n_parts; ++i) {
+      if (i == ref || (pass == 0 && holds_no_rows(f, i))) continue;
+      void* from = pass == 0 ? f->parts[i].reader : f->parts[ref].reader;
+      void* to = pass == 0 ? f->parts[ref].reader : f->parts[i].reader;
       struct ArrowSchema other;
       memset(&other, 0, sizeof other);
       SL_RETURN_NOT_OK(f->format->schema(from, &other, error));

@@ -148,6 +148,10 @@ struct sl_format_reader {
   /// schema changed. Not called while splits of this reader are decoded.
   int (*widen_to)(void* reader, const struct ArrowSchema* other, int* changed,
                   struct sluice_error* error);
+  /// Optional (NULL = never): the object holds no rows at all (a CSV header
+  /// alone), so its inferred types say nothing; widen_to then takes
+  /// `other`'s types as they are.
+  int (*holds_no_rows)(void* reader);
   /// Optional (NULL = the open holds nothing worth letting go): the dataset
   /// opened this object with the others and reads it later, from its start;
   /// what opening it read ahead may go (a compressed CSV object's sample and

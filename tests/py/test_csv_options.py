@@ -725,6 +725,26 @@ def test_files_inferred_differently_read_with_one_schema(sluice, tmp_path):
     assert "c.csv: its columns differ" in err and "column 'w' here, 'z' in the first" in err, err
 
 
+def test_header_only_files_take_the_types_of_the_others(sluice, tmp_path):
+    """A file of a header alone (an empty partition) has no say in the
+    types: the glob reads with the others' types, as DuckDB reads it (its
+    strings would make every column a string)."""
+    d = tmp_path / "parts"
+    d.mkdir()
+    (d / "a.csv").write_text("x,d\n")
+    (d / "b.csv").write_text("x,d\n1,2024-01-01\n2,2024-01-02\n")
+    (d / "c.csv").write_text("x,d\n")
+    got = sluice_read(sluice, d)
+    assert got.schema.types == [pa.int64(), pa.date32()]
+    assert got.equals(pcsv.read_csv(d / "b.csv"))
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.sql(f"SELECT x, d FROM read_csv('{d}/*.csv')")
+    assert [str(t) for t in rel.types] == ["BIGINT", "DATE"]
+    # only headers: strings, as a single such file reads
+    (d / "b.csv").write_text("x,d\n")
+    assert sluice_read(sluice, d).schema.types == [pa.string(), pa.string()]
+
+
 # ---- compressed input, read as a stream ------------------------------------------
 
 def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):

@@ -414,6 +414,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     }
     l->header = !(all_fit && any_typed);
   }
+  l->no_rows = a->final && l->header && a->rows.n_rows == 1 && pos >= a->size;
   if (!l->header) {  // (a trailing empty field in row 0 then means rows end in a delimiter)
     if (add_rows(a, 0, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   } else {

@@ -280,6 +280,7 @@ struct csv_layout {
   struct csv_dialect dialect;
   int header;           ///< the first row held names
   int trailing_delim;   ///< the header ended with a delimiter (rows may too)
+  int no_rows;          ///< the whole input was sampled: a header and no row
   int64_t data_start;   ///< first byte of the first data row
   int64_t n_cols;
   char** names;         ///< owned, n_cols

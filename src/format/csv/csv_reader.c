@@ -331,6 +331,10 @@ static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
   return setup_columns(r, error);
 }
 
+static int csv_holds_no_rows(void* reader) {
+  return ((const struct csv_reader*)reader)->layout.no_rows;
+}
+
 static int csv_widen_to(void* reader, const struct ArrowSchema* other, int* changed,
                         struct sluice_error* error) {
   struct csv_reader* r = reader;
@@ -339,8 +343,11 @@ static int csv_widen_to(void* reader, const struct ArrowSchema* other, int* chan
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
     if (r->cols[c].user_type) continue;
     char buf[32];
-    const char* to = csv_join_formats(r->layout.formats[c], other->children[c]->format, buf,
-                                      sizeof buf);
+    // A header alone takes the others' types (its own are strings by default).
+    const char* to = r->layout.no_rows ? other->children[c]->format
+                                       : csv_join_formats(r->layout.formats[c],
+                                                          other->children[c]->format, buf,
+                                                          sizeof buf);
     if (strcmp(to, r->layout.formats[c]) == 0) continue;
     SL_RETURN_NOT_OK(set_format(r, c, to, error));
     *changed = 1;
@@ -695,6 +702,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .rows_skipped = csv_rows_skipped,
     .refine = csv_refine,
     .widen_to = csv_widen_to,
+    .holds_no_rows = csv_holds_no_rows,
     .trim = csv_trim,
 };
 
