@@ -72,6 +72,29 @@ static int64_t index_max(int width) {
   return width == 1 ? 127 : width == 2 ? 32767 : width == 4 ? INT32_MAX : INT64_MAX;
 }
 
+/// The dictionary array of a leaf: d's validity, `idx` (n_values indices)
+/// and the dictionary's `nd` values (`offsets`, `data`) moved into `out`.
+/// The caller resets the buffers (moved ones are left empty).
+static int dictionary_array(struct asm_ctx* c, struct pq_leaf_data* d, struct sl_buffer* idx,
+                            int64_t n_values, struct sl_buffer* offsets, struct sl_buffer* data,
+                            int64_t nd, struct ArrowArray* out) {
+  int rc = sl_array_init(out, c->alloc, 2, 0, c->error);
+  if (rc != 0) return rc;
+  out->length = n_values;
+  out->null_count = d->null_count;
+  if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
+  if (rc == 0) rc = give_buffer(c, out, 1, idx);
+  if (rc == 0) rc = sl_array_alloc_dictionary(out, c->error);
+  if (rc == 0) rc = sl_array_init(out->dictionary, c->alloc, 3, 0, c->error);
+  if (rc == 0) {
+    out->dictionary->length = nd;
+    rc = give_buffer(c, out->dictionary, 1, offsets);
+    if (rc == 0) rc = give_buffer(c, out->dictionary, 2, data);
+  }
+  if (rc != 0) out->release(out);
+  return rc;
+}
+
 /// dictionary<index, string|binary> of a keyed leaf: the chunk's dictionary
 /// as it is, the keys narrowed or widened to the index type.
 static int pass_dictionary(struct asm_ctx* c, const struct pq_field* f, struct pq_leaf_data* d,
@@ -99,24 +122,8 @@ static int pass_dictionary(struct asm_ctx* c, const struct pq_field* f, struct p
     }
     idx.size = n * iw;
   }
-  int rc = sl_array_init(out, c->alloc, 2, 0, c->error);
-  if (rc != 0) {
-    sl_buffer_reset(&idx);
-    return rc;
-  }
-  out->length = n;
-  out->null_count = d->null_count;
-  if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
-  if (rc == 0) rc = give_buffer(c, out, 1, &idx);
-  if (rc == 0) rc = sl_array_alloc_dictionary(out, c->error);
-  if (rc == 0) rc = sl_array_init(out->dictionary, c->alloc, 3, 0, c->error);
-  if (rc == 0) {
-    out->dictionary->length = d->n_dict;
-    rc = give_buffer(c, out->dictionary, 1, &d->offsets);
-    if (rc == 0) rc = give_buffer(c, out->dictionary, 2, &d->values);
-  }
+  int rc = dictionary_array(c, d, &idx, n, &d->offsets, &d->values, d->n_dict, out);
   sl_buffer_reset(&idx);
-  if (rc != 0) out->release(out);
   return rc;
 }
 
@@ -191,21 +198,7 @@ static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct 
   }
   idx.size = n * iw;
   doffs.size = (nd + 1) * 4;
-  if (rc == 0) rc = sl_array_init(out, c->alloc, 2, 0, c->error);
-  if (rc == 0) {
-    out->length = n;
-    out->null_count = d->null_count;
-    if (d->null_count > 0 && d->validity.data) rc = give_buffer(c, out, 0, &d->validity);
-    if (rc == 0) rc = give_buffer(c, out, 1, &idx);
-    if (rc == 0) rc = sl_array_alloc_dictionary(out, c->error);
-    if (rc == 0) rc = sl_array_init(out->dictionary, c->alloc, 3, 0, c->error);
-    if (rc == 0) {
-      out->dictionary->length = nd;
-      rc = give_buffer(c, out->dictionary, 1, &doffs);
-      if (rc == 0) rc = give_buffer(c, out->dictionary, 2, &ddata);
-    }
-    if (rc != 0) out->release(out);
-  }
+  if (rc == 0) rc = dictionary_array(c, d, &idx, n, &doffs, &ddata, nd, out);
   sl_buffer_reset(&table);
   sl_buffer_reset(&idx);
   sl_buffer_reset(&doffs);

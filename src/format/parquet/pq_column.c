@@ -235,6 +235,21 @@ static int is_dictionary_encoding(enum pq_encoding enc) {
   return enc == PQ_ENC_RLE_DICTIONARY || enc == PQ_ENC_PLAIN_DICTIONARY;
 }
 
+/// Empty offsets (room for n + 1 int32) and values (`bytes`) buffers for n
+/// binary values.
+static int fresh_binary(const struct pq_leaf_data* d, int64_t n, int64_t bytes,
+                        struct sl_buffer* offsets, struct sl_buffer* values) {
+  sl_buffer_init(offsets, d->offsets.alloc);
+  sl_buffer_init(values, d->values.alloc);
+  if (sl_buffer_reserve(offsets, (n + 1) * 4) == 0 && sl_buffer_reserve(values, bytes + 1) == 0) {
+    ((int32_t*)(void*)offsets->data)[0] = 0;
+    return 0;
+  }
+  sl_buffer_reset(offsets);
+  sl_buffer_reset(values);
+  return ENOMEM;
+}
+
 /// The chunk's dictionary (cr) copied into d's values / offsets, before the
 /// first page's keys; d stays unkeyed when the dictionary holds over 2 GiB
 /// (its values then go the usual way).
@@ -248,16 +263,9 @@ static int keyed_start(struct pq_column_reader* cr, struct pq_leaf_data* d,
   // Fresh buffers of the dictionary's size: those sized for the chunk's
   // values would be handed out (and their padding cleared) for nothing.
   struct sl_buffer offsets, values;
-  sl_buffer_init(&offsets, d->offsets.alloc);
-  sl_buffer_init(&values, d->values.alloc);
-  if (sl_buffer_reserve(&offsets, (n + 1) * 4) != 0 || sl_buffer_reserve(&values, bytes + 1) != 0) {
-    sl_buffer_reset(&offsets);
-    sl_buffer_reset(&values);
-    return pq_chunk_prefix(w, error, ENOMEM);
-  }
+  if (fresh_binary(d, n, bytes, &offsets, &values) != 0) return pq_chunk_prefix(w, error, ENOMEM);
   int32_t* offs = (int32_t*)(void*)offsets.data;
   int32_t at = 0;
-  offs[0] = 0;
   for (int64_t i = 0; i < n; ++i) {
     memcpy(values.data + at, dp[i], (size_t)dl[i]);
     at += dl[i];
@@ -311,16 +319,9 @@ int pq_leaf_unkey(struct pq_leaf_data* d) {
     if (!bits || (bits[i >> 3] >> (i & 7)) & 1) bytes += doffs[keys[i] + 1] - doffs[keys[i]];
   if (bytes > INT32_MAX) return EOVERFLOW;
   struct sl_buffer offsets, values;
-  sl_buffer_init(&offsets, d->offsets.alloc);
-  sl_buffer_init(&values, d->values.alloc);
-  if (sl_buffer_reserve(&offsets, (n + 1) * 4) != 0 || sl_buffer_reserve(&values, bytes + 1) != 0) {
-    sl_buffer_reset(&offsets);
-    sl_buffer_reset(&values);
-    return ENOMEM;
-  }
+  if (fresh_binary(d, n, bytes, &offsets, &values) != 0) return ENOMEM;
   int32_t* offs = (int32_t*)(void*)offsets.data;
   int32_t at = 0;
-  offs[0] = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (!bits || (bits[i >> 3] >> (i & 7)) & 1) {
       int32_t len = doffs[keys[i] + 1] - doffs[keys[i]];
