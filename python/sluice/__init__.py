@@ -95,9 +95,33 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             memory=int(memory or 0), format_options=_options_string(format_options),
             hive_partitioning=hive, partition_filter=_partition_filter(filters),
             ca_bundle=ca_bundle, insecure=insecure, s3=s3)
+    except InvalidArgumentError as e:
+        hint = _keyword_hint(str(e), format_options)
+        if hint is None:
+            raise
+        raise InvalidArgumentError(e.code, "%s; %s" % (e.message, hint)) from None
     finally:
         if schema_file is not None:
             _os.unlink(schema_file)
+
+
+# The keyword arguments of read/scan that a mistyped one may have meant (the
+# unknown ones go to the format as its options).
+_KEYWORDS = ("format", "columns", "threads", "ordered", "limit", "batch_rows", "memory",
+             "hive_partitioning", "filters", "storage_options", "ca_bundle", "insecure")
+
+
+def _keyword_hint(message, format_options):
+    """'did you mean columns=?' when the format refused an option that is a
+    misspelt keyword argument (colums=, thread=), else None."""
+    import difflib
+    for key in format_options:
+        if "'%s" % key not in message or key in _KEYWORDS:
+            continue
+        close = difflib.get_close_matches(key, _KEYWORDS, n=1, cutoff=0.75)
+        if close:
+            return "%r is not a keyword argument; did you mean %s=?" % (key, close[0])
+    return None
 
 
 def _reader_schema_file(options):

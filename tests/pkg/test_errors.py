@@ -63,6 +63,14 @@ def test_bad_arguments(typed):
         sluice.read(path, threads=-1)
     with pytest.raises(TypeError):
         sluice.read(12)
+    # A misspelt keyword goes to the format as an option, which refuses it:
+    # the message says which keyword was meant.
+    with pytest.raises(sluice.InvalidArgumentError, match="did you mean columns=") as e:
+        sluice.read(path, colums=["i64"])
+    assert e.value.code == 22
+    with pytest.raises(sluice.InvalidArgumentError) as e:
+        sluice.read(path, zzz=1)
+    assert "did you mean" not in str(e.value)
 
 
 def test_a_directory_is_a_source_error(tmp_path):
