@@ -98,6 +98,24 @@ def test_help(sluice_bin, args):
     assert "Usage" in out
 
 
+def test_unknown_reader_options_are_errors(sluice_bin, data, tmp_path):
+    """Every reader refuses an option it does not know (a typo, another
+    format's), naming it, rather than reading as if it were not given."""
+    d, table = data
+    import fastavro
+    avro = tmp_path / "x.avro"
+    with open(avro, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+                        [{"a": 1}])
+    import pyarrow.parquet as pq
+    pq.write_table(table.select(["i64"]), tmp_path / "x.parquet")
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    for path in (d / "t.arrow", d / "t.arrows", avro, tmp_path / "x.parquet", tmp_path / "x.csv"):
+        proc = run(sluice_bin, "-O", "delimitr=;", "cat", path)
+        assert proc.returncode == 1, (path, proc.returncode)
+        assert "'delimitr" in proc.stderr.decode(), proc.stderr
+
+
 def test_version(sluice_bin):
     assert ok(sluice_bin, "--version").decode().startswith("sluice ")
 

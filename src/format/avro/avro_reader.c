@@ -14,6 +14,7 @@
 #include "core/sl_array.h"
 #include "core/sl_buffer.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 
 #define AVRO_MAGIC "Obj\x01"
 #define AVRO_SYNC_LEN 16
@@ -351,13 +352,18 @@ static int find_block_start(struct avro_reader* r, const struct sl_view* range,
 }
 
 /// The format option reader_schema=PATH (a .avsc file): its text, or NULL.
+/// The format options: reader_schema=PATH (the only one; others are errors).
 static int load_reader_schema(struct avro_reader* r, const char* options, struct sluice_error* error) {
-  static const char k_key[] = "reader_schema=";
-  for (const char* o = options; o != NULL && *o != '\0';) {
-    const char* end = strchr(o, ',');
-    size_t n = end ? (size_t)(end - o) : strlen(o);
-    if (n > sizeof k_key - 1 && strncmp(o, k_key, sizeof k_key - 1) == 0) {
-      char* path = sl_strndup(r->alloc, o + sizeof k_key - 1, n - (sizeof k_key - 1));
+  const char* cursor = options;
+  struct sl_option o;
+  int k;
+  while (cursor != NULL && (k = sl_option_next(&cursor, &o)) != 0) {
+    if (k < 0 || !sl_option_is(&o, "reader_schema") || o.value_len == 0 || r->reader_json != NULL)
+      return sl_error_set(error, EINVAL, "%s: %s format option '%.*s' (known: reader_schema=PATH, "
+                          "once)", r->source->name, k > 0 && sl_option_is(&o, "reader_schema")
+                          ? "bad" : "unknown", (int)o.key_len, o.key);
+    {
+      char* path = sl_strndup(r->alloc, o.value, o.value_len);
       if (path == NULL) return sl_error_set(error, ENOMEM, "out of memory");
       struct sl_source* src;
       struct sl_view v = {0};
@@ -382,9 +388,8 @@ static int load_reader_schema(struct avro_reader* r, const char* options, struct
           r->reader_schema.nodes[i]->arrow_type[0] = '\0';
       }
       sl_free(r->alloc, path, strlen(path) + 1);
-      return rc;
+      SL_RETURN_NOT_OK(rc);
     }
-    o = end ? end + 1 : NULL;
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
 
@@ -228,7 +229,18 @@ static int read_block_projected(struct ipc_file* f, const struct ipc_block* b,
   return 0;
 }
 
+/// The IPC readers take no format options: one given is a mistake (a typo,
+/// another format's option), said rather than ignored.
+static int no_options(const struct sl_reader_args* args, struct sluice_error* error) {
+  const char* cursor = args->format_options;
+  struct sl_option o;
+  if (cursor == NULL || sl_option_next(&cursor, &o) == 0) return 0;
+  return sl_error_set(error, EINVAL, "%s: unknown format option '%.*s' (the Arrow IPC reader "
+                      "takes none)", args->source->name, (int)o.key_len, o.key);
+}
+
 static int file_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(no_options(args, error));
   struct sl_source* src = args->source;
   const struct sluice_allocator* alloc = args->alloc;
   struct ipc_where where = {src->name, 0};
@@ -536,6 +548,7 @@ static void stream_close(void* reader) {
 
 static int stream_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
   *reader = NULL;
+  SL_RETURN_NOT_OK(no_options(args, error));
   struct ipc_stream* st = sl_calloc(args->alloc, 1, sizeof *st);
   if (st == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", args->source->name);
   st->source = args->source;
