@@ -351,6 +351,48 @@ def test_dictionary_falls_back_to_plain_when_large(sluice, tmp_path):
     assert_same_table(pq.read_table(out2), table)
 
 
+def test_dictionary_columns_keep_their_dictionary(sluice, tmp_path):
+    """A dictionary column is written with its own dictionary first, as
+    pyarrow writes it: order and unused values kept (an ordered pandas
+    categorical compares as before), also for numbers and a dictionary
+    holding a null; a later batch's other dictionary adds its new values."""
+    cat = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1, None, 2], pa.int8()),
+                                         pa.array(["y", "x", "w", "unused"]), ordered=True)
+    ints = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1, 0], pa.int32()),
+                                          pa.array([5, 9, 3]))
+    table = pa.table({"c": cat, "n": ints})
+    out = convert(sluice, tmp_path, table, "row_group_size=3")
+    want = tmp_path / "pyarrow.parquet"
+    pq.write_table(table, want, row_group_size=3)
+    got, ref = pq.read_table(out), pq.read_table(want)
+    assert got.schema == ref.schema
+    assert [c.dictionary.to_pylist() for c in got.column("c").chunks] == \
+        [c.dictionary.to_pylist() for c in ref.column("c").chunks]
+    for name in ("c", "n"):  # (pyarrow reads a number dictionary back decoded)
+        assert got.column(name).to_pylist() == table.column(name).to_pylist(), name
+    assert got.to_pandas()["c"].min() == table.to_pandas()["c"].min() == "y"
+    # A null in the dictionary (pyarrow cannot write one) is a null value.
+    nulls = pa.table({"n": pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 1], pa.int32()),
+                                                          pa.array([5, None, 3]))})
+    out = convert(sluice, tmp_path, nulls, name="nulls")
+    assert pq.read_table(out).column("n").to_pylist() == [5, None, 3, None]
+    # Batches with their own dictionaries in one row group: the first's, then
+    # the values the others add.
+    other = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(["q", "y"]),
+                                           ordered=True)
+    two = pa.Table.from_batches([pa.record_batch({"c": cat}), pa.record_batch({"c": other})])
+    src, out = tmp_path / "two.arrows", tmp_path / "two.parquet"
+    with pa.ipc.new_stream(src, two.schema) as w:  # (a file cannot replace a dictionary)
+        w.write_table(two)
+    sluice.run("convert", src, out)
+    back = pq.read_table(out)
+    assert back.column("c").chunk(0).dictionary.to_pylist() == ["y", "x", "w", "unused", "q"]
+    assert back.column("c").to_pylist() == two.column("c").to_pylist()
+    # .pq names a Parquet file for writing too
+    sluice.run("convert", out, tmp_path / "again.pq")
+    assert pq.read_table(tmp_path / "again.pq").equals(back)
+
+
 def test_statistics_off(sluice, tmp_path):
     out = convert(sluice, tmp_path, mixed_table(100), "write_statistics=false")
     assert pq.ParquetFile(out).metadata.row_group(0).column(0).statistics is None

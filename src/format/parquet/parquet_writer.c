@@ -585,7 +585,7 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   return rc;
 }
 
-static const char* const k_parquet_extensions[] = {".parquet", NULL};
+static const char* const k_parquet_extensions[] = {".parquet", ".pq", NULL};
 static const struct sl_format_writer k_parquet_writer = {"parquet", k_parquet_extensions,
                                                          parquet_write, 0, 0};
 

@@ -136,6 +136,33 @@ static int table_resize(struct dict_build* b, uint64_t cap, struct sluice_error*
   return 0;
 }
 
+/// The entry of `v` (1-based) in the dictionary being built, added when new;
+/// *found = 0 when adding it would pass the dictionary size limit.
+static int dict_find_or_add(struct dict_build* b, const struct pqw_options* opt, struct pqw_ba v,
+                            uint32_t* found, struct sluice_error* error) {
+  struct pqw_scratch* s = b->s;
+  uint64_t slot = value_hash(b, v) & b->mask;
+  const struct pqw_ba* entries = (const struct pqw_ba*)(const void*)s->dict_values.data;
+  for (;;) {
+    uint32_t e = b->table[slot];
+    if (e == 0) break;
+    const struct pqw_ba* x = &entries[e - 1];
+    if (x->len == v.len && (v.len == 0 || memcmp(x->ptr, v.ptr, (size_t)v.len) == 0)) {
+      *found = e;
+      return 0;
+    }
+    slot = (slot + 1) & b->mask;
+  }
+  *found = 0;
+  b->plain_bytes += b->width == 0 ? 4 + v.len : b->width;
+  if (b->plain_bytes > opt->dict_limit) return 0;
+  if (sl_buffer_append(&s->dict_values, &v, sizeof v) != 0) return oom(error);
+  *found = (uint32_t)(++b->n_entries);
+  b->table[slot] = *found;
+  if ((uint64_t)b->n_entries * 2 > b->mask) SL_RETURN_NOT_OK(table_resize(b, (b->mask + 1) * 2, error));
+  return 0;
+}
+
 /// Dictionary-encodes the values into s->indices and s->dict_values. *used =
 /// 0 when the dictionary is abandoned (too large or too many distinct values).
 static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
@@ -154,35 +181,22 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   if (sl_buffer_reserve(&s->indices, d->n_values * 4) != 0) return oom(error);
   uint32_t* idx = (uint32_t*)(void*)s->indices.data;
   SL_RETURN_NOT_OK(table_resize(&b, 1024, error));
+  // A dictionary column's own dictionary first, in its order (d->seed).
+  for (int64_t i = 0; i < d->n_seed; ++i) {
+    uint32_t found;
+    SL_RETURN_NOT_OK(dict_find_or_add(&b, opt, value_at(&b, d->seed.data, i), &found, error));
+    if (found == 0) return 0;  // past the size limit: plain values
+  }
   const uint8_t* values = d->vdata;
   for (int64_t i = 0; i < d->n_values; ++i) {
-    struct pqw_ba v = value_at(&b, values, i);
-    uint64_t slot = value_hash(&b, v) & b.mask;
-    const struct pqw_ba* entries = (const struct pqw_ba*)(const void*)s->dict_values.data;
-    uint32_t found = 0;
-    for (;;) {
-      uint32_t e = b.table[slot];
-      if (e == 0) break;
-      const struct pqw_ba* x = &entries[e - 1];
-      if (x->len == v.len && (v.len == 0 || memcmp(x->ptr, v.ptr, (size_t)v.len) == 0)) {
-        found = e;
-        break;
-      }
-      slot = (slot + 1) & b.mask;
-    }
-    if (found == 0) {
-      b.plain_bytes += b.width == 0 ? 4 + v.len : b.width;
-      if (b.plain_bytes > opt->dict_limit) return 0;
-      if (sl_buffer_append(&s->dict_values, &v, sizeof v) != 0) return oom(error);
-      found = (uint32_t)(++b.n_entries);
-      b.table[slot] = found;
-      if ((uint64_t)b.n_entries * 2 > b.mask) {
-        SL_RETURN_NOT_OK(table_resize(&b, (b.mask + 1) * 2, error));
-      }
-    }
+    uint32_t found;
+    SL_RETURN_NOT_OK(dict_find_or_add(&b, opt, value_at(&b, values, i), &found, error));
+    if (found == 0) return 0;
     idx[i] = found - 1;
+    // Mostly distinct values: not worth a dictionary (unless the column is
+    // one: its dictionary is kept).
     if (i + 1 == PQW_PROBE_VALUES && d->n_values > 4 * PQW_PROBE_VALUES &&
-        b.n_entries * 2 > PQW_PROBE_VALUES)
+        b.n_entries * 2 > PQW_PROBE_VALUES && d->n_seed == 0)
       return 0;
   }
   s->indices.size = d->n_values * 4;

@@ -101,6 +101,13 @@ struct pqw_column_data {
   int64_t null_count;
   int64_t n_rows;
   struct sl_buffer runs;       ///< scratch: (start, count) runs of value positions
+  /// A dictionary leaf: the non-null values of the first dictionary met,
+  /// converted as `values` (n_seed of them). The chunk's Parquet dictionary
+  /// starts with them, so that it keeps the Arrow dictionary's order and its
+  /// unused values (a pandas categorical's categories), as Arrow C++ writes.
+  struct sl_buffer seed;
+  int64_t n_seed;
+  int seeded;
 };
 
 void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc);

@@ -23,6 +23,7 @@ void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocat
   sl_buffer_init(&d->rep, alloc);
   sl_buffer_init(&d->values, alloc);
   sl_buffer_init(&d->runs, alloc);
+  sl_buffer_init(&d->seed, alloc);
 }
 
 void pqw_column_data_free(struct pqw_column_data* d) {
@@ -30,6 +31,7 @@ void pqw_column_data_free(struct pqw_column_data* d) {
   sl_buffer_reset(&d->rep);
   sl_buffer_reset(&d->values);
   sl_buffer_reset(&d->runs);
+  sl_buffer_reset(&d->seed);
 }
 
 static int oom(struct sluice_error* error) {
@@ -254,6 +256,26 @@ static int convert_run(const struct pqw_leaf* leaf, const struct ArrowArray* a, 
   return 0;
 }
 
+/// d->seed: the non-null values of `dict`, converted as values are.
+static int seed_dictionary(const struct pqw_leaf* leaf, const struct ArrowArray* dict,
+                           struct pqw_column_data* d, struct sluice_error* error) {
+  struct sl_buffer values = d->values;  // convert_run appends to d->values
+  d->values = d->seed;
+  d->values.size = 0;
+  int rc = 0;
+  int64_t n = 0;
+  for (int64_t k = 0; rc == 0 && k < dict->length; ++k) {
+    if (array_null(dict, dict->offset + k)) continue;
+    rc = convert_run(leaf, dict, dict->offset + k, 1, d, error);
+    ++n;
+  }
+  d->seed = d->values;
+  d->values = values;
+  d->n_seed = rc == 0 ? n : 0;
+  d->seeded = 1;
+  return rc;
+}
+
 static int convert_runs(const struct pqw_leaf* leaf, const struct ArrowArray* a,
                         struct pqw_column_data* d, struct sluice_error* error) {
   const int64_t* runs = (const int64_t*)(void*)d->runs.data;
@@ -269,6 +291,7 @@ static int convert_runs(const struct pqw_leaf* leaf, const struct ArrowArray* a,
     if (dict == NULL)
       return sl_error_set(error, EINVAL, "parquet writer: column '%s': dictionary array "
                           "without a dictionary", leaf->name);
+    if (!d->seeded) SL_RETURN_NOT_OK(seed_dictionary(leaf, dict, d, error));
     for (int64_t k = 0; k < n; ++k) {
       int64_t idx = sl_int_value(leaf->index_type.id, a->buffers[1], p + k);
       if (idx < 0 || idx >= dict->length)
@@ -343,7 +366,9 @@ static int fill_flat(struct walk_ctx* c, const struct ArrowArray* a, int64_t sta
 int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
                          const struct pqw_slice* slices, int64_t n_slices,
                          struct sluice_error* error) {
-  d->def.size = d->rep.size = d->values.size = d->runs.size = 0;
+  d->def.size = d->rep.size = d->values.size = d->runs.size = d->seed.size = 0;
+  d->n_seed = 0;
+  d->seeded = 0;
   d->n_levels = d->n_values = d->null_count = d->n_rows = 0;
   d->vdata = NULL;
   struct walk_ctx c = {leaf, d, 0};
