@@ -466,5 +466,7 @@ def _ints(node, spec):
     o, n = node.offset, node.length
     if n == 0:
         return []
-    view = memoryview(node.buffer(1, (o + n) * width)).cast(code)
-    return view[o:o + n].tolist()
+    raw = memoryview(node.buffer(1, (o + n) * width))
+    if code == "e":  # memoryview.cast takes no half floats; struct does (little-endian, as Arrow)
+        return [v for (v,) in _struct.iter_unpack("<e", raw[o * 2:(o + n) * 2])]
+    return raw.cast(code)[o:o + n].tolist()

@@ -405,3 +405,18 @@ def test_avro_reader_schema_as_dict_text_or_path(tmp_path):
         t = sluice.read(tmp_path / "w.avro", reader_schema=given)
         assert t.to_pydict() == want and str(t.schema.field("a").type) == "int64"
     assert set(glob.glob(tempfile.gettempdir() + "/sluice-reader-schema-*")) == before
+
+
+def test_float16_values_and_repr(tmp_path):
+    # memoryview.cast takes no half floats: to_pylist, to_pydict and repr
+    # go through struct (pyarrow gives the same Python floats).
+    import numpy as np
+    t = pa.table({"h": pa.array(np.array([1.5, -0.0, 65504, np.nan, 0.1], "f2")),
+                  "i": pa.array(range(5), pa.int8())})
+    with pa.ipc.new_file(tmp_path / "f16.arrow", t.schema) as w:
+        w.write_table(t.slice(1))  # an offset, too
+    got = sluice.read(tmp_path / "f16.arrow")
+    want = t.slice(1).column("h").to_pylist()
+    assert str(got.column("h").to_pylist()) == str(want)  # NaN compares by text
+    assert str(got.to_pydict()["h"]) == str(want)
+    assert "halffloat" in repr(got)
