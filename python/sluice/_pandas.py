@@ -31,7 +31,12 @@ def _values(node, dtype, width):
     if n == 0:
         return np.empty(0, dtype=dtype)
     buf = node.buffer(1, (o + n) * width)
-    return np.frombuffer(buf, dtype=dtype, count=n, offset=o * width)
+    values = np.frombuffer(buf, dtype=dtype, count=n, offset=o * width)
+    # Taken over but shared (a view or a pyarrow table has the memory too,
+    # or it is not the batch's own): a copy, so that edits stay here.
+    if node.writable and not values.flags.writeable:
+        values = values.copy()
+    return values
 
 
 def _mask(node):

@@ -42,12 +42,25 @@ struct sp_shared_array {
   /// never a view of a file or of another batch: a consumer that takes the
   /// batch over (to_pandas(self_destruct=True)) may get writable views.
   int own_memory;
+  /// Buffers handed out read-only (a view, a PyCapsule, a stream): a
+  /// writable view of one would let edits show there. Touched with the GIL
+  /// held only (exports run their callbacks without it, so they are marked
+  /// when made).
+  const void** marked;
+  int64_t n_marked, cap_marked;
+  int mark_failed;  ///< out of memory while marking: every buffer counts as marked
 };
 
 /// Moves `array` into a new shared holder with one reference (NULL on ENOMEM,
 /// in which case `array` is left untouched for the caller to release).
 struct sp_shared_array* sp_shared_new(struct ArrowArray* array);
 void sp_shared_retain(struct sp_shared_array* shared);
+/// Marks the buffers of `a` (a node of shared->array), its children's and
+/// its dictionary's as handed out read-only (with the GIL held).
+void sp_shared_mark(struct sp_shared_array* shared, const struct ArrowArray* a);
+void sp_shared_mark_buffer(struct sp_shared_array* shared, const void* buffer);
+/// Whether `buffer` was marked (with the GIL held).
+int sp_shared_marked(const struct sp_shared_array* shared, const void* buffer);
 void sp_shared_release(struct sp_shared_array* shared);
 
 /// A node of an array tree exported (or converted, _sluice_views.c) from a

@@ -19,6 +19,9 @@ struct sp_shared_array* sp_shared_new(struct ArrowArray* array) {
   atomic_init(&shared->refs, 1);
   shared->array = *array;
   shared->own_memory = 0;
+  shared->marked = NULL;
+  shared->n_marked = shared->cap_marked = 0;
+  shared->mark_failed = 0;
   array->release = NULL;
   return shared;
 }
@@ -27,10 +30,39 @@ void sp_shared_retain(struct sp_shared_array* shared) {
   atomic_fetch_add_explicit(&shared->refs, 1, memory_order_relaxed);
 }
 
+void sp_shared_mark_buffer(struct sp_shared_array* shared, const void* buffer) {
+  if (buffer == NULL || shared->mark_failed || sp_shared_marked(shared, buffer)) return;
+  if (shared->n_marked == shared->cap_marked) {
+    int64_t cap = shared->cap_marked > 0 ? 2 * shared->cap_marked : 16;
+    const void** grown = PyMem_RawRealloc(shared->marked, (size_t)cap * sizeof *grown);
+    if (grown == NULL) {
+      shared->mark_failed = 1;
+      return;
+    }
+    shared->marked = grown;
+    shared->cap_marked = cap;
+  }
+  shared->marked[shared->n_marked++] = buffer;
+}
+
+void sp_shared_mark(struct sp_shared_array* shared, const struct ArrowArray* a) {
+  for (int64_t i = 0; i < a->n_buffers; ++i) sp_shared_mark_buffer(shared, a->buffers[i]);
+  for (int64_t i = 0; i < a->n_children; ++i) sp_shared_mark(shared, a->children[i]);
+  if (a->dictionary != NULL) sp_shared_mark(shared, a->dictionary);
+}
+
+int sp_shared_marked(const struct sp_shared_array* shared, const void* buffer) {
+  if (shared->mark_failed) return 1;
+  for (int64_t i = 0; i < shared->n_marked; ++i)
+    if (shared->marked[i] == buffer) return 1;
+  return 0;
+}
+
 void sp_shared_release(struct sp_shared_array* shared) {
   if (shared == NULL) return;
   if (atomic_fetch_sub_explicit(&shared->refs, 1, memory_order_acq_rel) == 1) {
     if (shared->array.release != NULL) shared->array.release(&shared->array);
+    PyMem_RawFree(shared->marked);
     PyMem_RawFree(shared);
   }
 }
@@ -362,6 +394,7 @@ int sp_stream_new(const struct ArrowSchema* schema, struct sp_shared_array* cons
     return rc;
   }
   for (int64_t i = 0; i < n; ++i) {
+    sp_shared_mark(batches[i], &batches[i]->array);  // (called with the GIL)
     sp_shared_retain(batches[i]);
     s->batches[i] = batches[i];
   }

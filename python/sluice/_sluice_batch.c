@@ -46,6 +46,7 @@ static PyObject* batch_arrow_c_array(BatchObject* self, PyObject* args, PyObject
   PyObject* schema = sp_schema_capsule(&self->schema->schema);
   if (schema == NULL) return NULL;
   struct ArrowArray out;
+  sp_shared_mark(self->shared, &self->shared->array);
   if (sp_export_batch(self->shared, &out) != 0) {
     Py_DECREF(schema);
     return PyErr_NoMemory();
@@ -125,11 +126,13 @@ static PyObject* batch_buffer(BatchObject* self, PyObject* args) {
   if (data == NULL) Py_RETURN_NONE;
   BufferViewObject* view = PyObject_New(BufferViewObject, &SpBufferViewType);
   if (view == NULL) return NULL;
-  sp_shared_retain(self->shared);
-  view->shared = self->shared;
+  struct sp_shared_array* shared = self->shared;
+  view->writable = writable && shared->own_memory && !sp_shared_marked(shared, data);
+  if (!view->writable) sp_shared_mark_buffer(shared, data);  // no writable view of it from now on
+  sp_shared_retain(shared);
+  view->shared = shared;
   view->data = data;
   view->size = (Py_ssize_t)nbytes;
-  view->writable = writable && self->shared->own_memory;
   return (PyObject*)view;
 }
 

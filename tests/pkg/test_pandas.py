@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import sluice
@@ -291,3 +292,23 @@ def test_parquet_categorical_as_pandas_wrote_it(tmp_path):
     got = sluice.read_pandas(tmp_path / "cat.parquet")
     pd.testing.assert_frame_equal(got, pd.read_parquet(tmp_path / "cat.parquet"))
     assert got["cat"].cat.categories.tolist() == ["c", "b", "a", "z"] and got["cat"].cat.ordered
+
+
+def test_self_destruct_edits_stay_in_the_frame(tmp_path):
+    # A frame that took the table over is editable; when its memory is
+    # shared (an earlier frame's views, a pyarrow table over it, memory
+    # sluice does not own) the column is copied, so edits never show there.
+    pq.write_table(pa.table({"a": np.arange(100_000), "b": np.arange(100_000) * 1.5}),
+                   tmp_path / "n.parquet")
+    t = sluice.read(tmp_path / "n.parquet", columns=["a"])
+    before, arrow = t.to_pandas(), pa.table(t)
+    mine = t.to_pandas(self_destruct=True)
+    mine.loc[1, "a"] = -9
+    assert before.loc[1, "a"] == 1 and arrow.column("a")[1].as_py() == 1
+    assert mine.loc[1, "a"] == -9
+    fresh = sluice.read_pandas(tmp_path / "n.parquet")
+    fresh.loc[1, "b"] = 7.0
+    assert fresh.loc[1, "b"] == 7.0
+    borrowed = sluice.Table.from_arrow(pa.table({"a": [1, 2, 3]})).to_pandas(self_destruct=True)
+    borrowed.loc[1, "a"] = -1
+    assert borrowed["a"].tolist() == [1, -1, 3]
