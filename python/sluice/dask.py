@@ -59,7 +59,10 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
         n = ds.num_splits
     finally:
         ds.close()
-    meta = Table(schema, []).to_pandas()
+    # Categories are each partition's own (its dictionaries): unknown to the
+    # graph, as dd.read_parquet marks them, not the empty set.
+    from dask.dataframe.utils import clear_known_categories
+    meta = clear_known_categories(Table(schema, []).to_pandas())
     options = dict(format_options)
     options.update(format=format, columns=columns, threads=threads, batch_rows=batch_rows,
                    memory=memory)

@@ -89,3 +89,19 @@ def test_hive_partitioned_directory(cluster, tmp_path):
     remote = sluice.dask.read(root, splits_per_partition=2).compute()
     same(remote.sort_values("id"), want)
     assert list(sluice.read(root, hive_partitioning=False).to_pandas().columns) == ["id"]
+
+
+def test_categorical_categories_are_unknown_to_the_graph(cluster, tmp_path):
+    """Each partition's categories come from its own dictionaries: the graph
+    says unknown (as dd.read_parquet), so get_dummies and friends ask for
+    them instead of planning with none."""
+    import dask.dataframe as dd
+    import pandas as pd
+    df = pd.DataFrame({"c": pd.Categorical(["lo", "mid", "hi"] * 400), "x": range(1200)})
+    df.to_parquet(tmp_path / "cat.parquet", row_group_size=300)
+    ddf = sluice.dask.read(tmp_path / "cat.parquet", splits_per_partition=1)
+    assert not ddf.c.cat.known
+    assert ddf.c.cat.known == dd.read_parquet(tmp_path / "cat.parquet").c.cat.known
+    got = ddf.compute()
+    assert sorted(got.c.cat.categories) == ["hi", "lo", "mid"]
+    assert got.c.tolist() == df.c.tolist()
