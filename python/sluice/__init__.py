@@ -410,22 +410,27 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
         return Table(s.schema, [Batch(raw, s.schema)] if raw is not None else [])
 
 
-def read_pandas(src, *, format=None, columns=None, threads=None, limit=None, batch_rows=None,
-                memory=None, _scan=None, _refine=True, **format_options):
+def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
+                batch_rows=None, memory=None, _scan=None, _refine=True, **format_options):
     """``read(...).to_pandas()`` in bounded memory: the scan's batches are
     copied into the DataFrame's columns as they arrive and freed at once, so
     the peak is about the DataFrame's size plus the batches in flight
-    (``memory``), not twice the data. Arguments as for sluice.read.
+    (``memory``), not twice the data. Arguments as for sluice.read; the frame
+    is in plan order whatever ``ordered`` says (False lets fixed-width tables
+    decode their splits in any order, each into its place).
     """
     from ._gather import gatherable
     from ._pandas import batches_to_pandas
-    ds = _open(src, format, columns, threads, True, limit, batch_rows, memory, format_options)
+    if limit is not None:
+        ordered = True
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
 
     def read_once():
         if gatherable(ds.schema()) is not None:
             # Fixed-width columns: gathered in place, then wrapped without a copy.
-            return _read(ds, True, limit, memory, _scan, True).to_pandas(self_destruct=True)
-        with Scanner(ds, **(_scan or {})) as s:
+            return _read(ds, ordered, limit, memory, _scan, True).to_pandas(self_destruct=True)
+        # Batches go into the frame in the order they come: plan order.
+        with Scanner(ds, **dict(_scan or {}, ordered=1)) as s:
             return batches_to_pandas(s.schema, s)
     # A dask partition keeps the types the graph was built with.
     return _refining(ds, read_once) if _refine else read_once()

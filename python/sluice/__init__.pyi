@@ -149,7 +149,7 @@ def scan(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequenc
          hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ..., **format_options: Any) -> Scanner: ...
 def read_pandas(src: Sources, *, format: Optional[str] = ...,
                 columns: Optional[Sequence[str]] = ..., threads: Optional[int] = ...,
-                limit: Optional[int] = ..., batch_rows: Optional[int] = ...,
+                ordered: bool = ..., limit: Optional[int] = ..., batch_rows: Optional[int] = ...,
                 memory: Optional[int] = ..., hive_partitioning: bool = ..., filters: Optional[PartitionFilters] = ...,
                 **format_options: Any) -> Any: ...
 def schema(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,

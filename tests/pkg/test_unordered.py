@@ -36,6 +36,9 @@ def test_many_splits_restored(big_csv):
     assert pa.table(t).equals(want)
     ordered = sluice.read(big_csv, ordered=True, threads=2, batch_rows=4096)
     assert pa.table(ordered).equals(pa.table(t))
+    # read_pandas takes ordered too; its frame is in plan order either way.
+    frame = sluice.read_pandas(big_csv, ordered=False, threads=2, batch_rows=4096)
+    assert frame["id"].tolist() == want.column("id").to_pylist()
 
 
 def test_limit_keeps_the_first_rows(big_csv):
