@@ -475,8 +475,40 @@ def _frame(pd, schema, data, rows):
         data = {k: data[i] for k, i in enumerate(keep)}
         names = [names[i] for i in keep]
     df = pd.DataFrame(data, index=index, copy=False)
-    df.columns = names
+    df.columns = _column_labels(pd, schema.metadata.get("pandas"), names)
     return df
+
+
+_LABEL_TYPES = {"int64": int, "int32": int, "int16": int, "int8": int, "uint64": int,
+                "uint32": int, "uint16": int, "uint8": int, "float64": float, "float32": float}
+
+
+def _column_labels(pd, pandas_metadata, names):
+    """The column labels pandas recorded ("column_indexes"), as pyarrow's
+    to_pandas gives them back: numbers as numbers (DataFrame({0: ...})), a
+    MultiIndex from its stringified tuples, the columns' own name; else the
+    names as they are."""
+    if not isinstance(pandas_metadata, str):
+        return names
+    import ast
+    import json
+    try:
+        levels = json.loads(pandas_metadata).get("column_indexes") or []
+        kinds = [_LABEL_TYPES.get(level.get("pandas_type")) for level in levels]
+        level_names = [level.get("name") for level in levels]
+        if len(levels) > 1:
+            tuples = [ast.literal_eval(n) for n in names]
+            if not all(isinstance(t, tuple) and len(t) == len(levels) for t in tuples):
+                return names
+            tuples = [tuple(k(v) if k is not None else v for k, v in zip(kinds, t))
+                      for t in tuples]
+            return pd.MultiIndex.from_tuples(tuples, names=level_names)
+        if len(levels) == 1:
+            labels = [kinds[0](n) for n in names] if kinds[0] is not None else names
+            return pd.Index(labels, name=level_names[0])
+    except (ValueError, TypeError, AttributeError, SyntaxError):
+        pass
+    return names
 
 
 def _pandas_index(pd, pandas_metadata, names, data, rows):

@@ -312,3 +312,18 @@ def test_self_destruct_edits_stay_in_the_frame(tmp_path):
     borrowed = sluice.Table.from_arrow(pa.table({"a": [1, 2, 3]})).to_pandas(self_destruct=True)
     borrowed.loc[1, "a"] = -1
     assert borrowed["a"].tolist() == [1, -1, 3]
+
+
+def test_column_labels_as_pandas_wrote_them(tmp_path):
+    # Numbers stay numbers, a MultiIndex comes back from its tuples, the
+    # columns' name is kept: what pd.read_parquet gives.
+    frames = [pd.DataFrame({0: [1], 1: [2]}), pd.DataFrame({1.5: [1.0]}),
+              pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)],
+                                                                        names=["x", "y"])),
+              pd.DataFrame({"a": [1]}).rename_axis("cols", axis=1)]
+    for k, df in enumerate(frames):
+        path = tmp_path / f"labels{k}.parquet"
+        df.to_parquet(path)
+        want = pd.read_parquet(path)
+        pd.testing.assert_frame_equal(sluice.read_pandas(path), want)
+        pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want)
