@@ -79,6 +79,8 @@ def _location(src):
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
     if isinstance(columns, str):
         columns = [columns]
+    if limit is not None and int(limit) < 0:
+        raise ValueError("limit must be >= 0 or None, not %r" % (limit,))
     # Not a format's options: whether key=value directories become columns,
     # and which of them to read.
     format_options = dict(format_options)

@@ -61,6 +61,9 @@ def test_bad_arguments(typed):
         sluice.read(path, columns=["zzz"])
     with pytest.raises(ValueError):
         sluice.read(path, threads=-1)
+    for limit in (-1, -2):  # (-1 is not "no limit": None is)
+        with pytest.raises(ValueError, match="limit"):
+            sluice.read(path, limit=limit)
     with pytest.raises(TypeError):
         sluice.read(12)
     # A misspelt keyword goes to the format as an option, which refuses it:
