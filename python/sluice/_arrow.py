@@ -107,6 +107,9 @@ class DataType:
         if k == "fixed_size_list":
             return "fixed_size_list<%s>[%d]" % (self.children[0] if self.children else "?",
                                                 self.width)
+        if k == "map" and self.children and len(self.children[0].type.children) == 2:
+            key, item = self.children[0].type.children  # map<key, item>, as pyarrow spells it
+            return "map<%s, %s>" % (key.type, item.type)
         if k in ("struct", "map"):
             return "%s<%s>" % (k, ", ".join(str(c) for c in self.children))
         if k == "unknown":

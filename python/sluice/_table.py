@@ -124,6 +124,9 @@ class Batch:
     def to_pydict(self):
         return Table(self._schema, [self]).to_pydict()
 
+    def to_pylist(self):
+        return Table(self._schema, [self]).to_pylist()
+
     def to_pandas(self):
         return Table(self._schema, [self]).to_pandas()
 

@@ -420,3 +420,18 @@ def test_float16_values_and_repr(tmp_path):
     assert str(got.column("h").to_pylist()) == str(want)  # NaN compares by text
     assert str(got.to_pydict()["h"]) == str(want)
     assert "halffloat" in repr(got)
+
+
+def test_type_names_and_batch_rows_as_pyarrow_gives_them(typed):
+    # str(DataType) spells every type as pyarrow does (map<string, int64>
+    # too); a Batch gives its rows as a Table does.
+    expected, path = typed
+    t = sluice.read(path)
+    for f in t.schema.fields:
+        assert str(f.type) == str(expected.schema.field(f.name).type), f.name
+    m = pa.table({"m": pa.array([[("a", 1)], None], pa.map_(pa.string(), pa.int64())), "x": [1, 2]})
+    with pa.ipc.new_file(path.parent / "map.arrow", m.schema) as w:
+        w.write_table(m)
+    got = sluice.read(path.parent / "map.arrow")
+    assert str(got.schema.field("m").type) == "map<string, int64>"
+    assert got.batches[0].to_pylist() == m.to_pylist()
