@@ -253,11 +253,20 @@ int avro_program_bind(const struct avro_program* p, struct sl_builder* root,
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = columns ? columns[i] : i;
     if (c < 0) return sl_error_set(error, EINVAL, "column %lld out of range", (long long)c);
-    int32_t k = -1;
-    for (int32_t j = 0; j < top->n_kids && k < 0; ++j)
-      if (p->targets[top->kids + j] == c) k = p->kids[top->kids + j];
+    int32_t k = -1, field = -1;
+    for (int32_t j = 0; j < top->n_kids && k < 0; ++j) {
+      if (p->targets[top->kids + j] == c) {
+        k = p->kids[top->kids + j];
+        field = j;
+      }
+    }
     if (k < 0) return sl_error_set(error, EINVAL, "column %lld has no Avro field", (long long)c);
-    if (bld[k] != NULL) return sl_error_set(error, EINVAL, "column %lld requested twice", (long long)c);
+    if (bld[k] != NULL) {
+      const char* name = top->node != NULL && top->node->kind == AVRO_RECORD && top->node->names != NULL
+                             ? top->node->names[field] : "value";
+      return sl_error_set(error, EINVAL, "column '%s' is asked for twice (the Avro reader reads "
+                          "each column once)", name);
+    }
     SL_RETURN_NOT_OK(bind_op(p, k, &root->children[i], bld, error));
   }
   return 0;
