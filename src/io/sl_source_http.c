@@ -762,11 +762,6 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
   int recycled;
   SL_RETURN_NOT_OK(new_block(s, want, &data, &ref, &recycled, error));
   struct xfer x;
-  memset(&x, 0, sizeof x);
-  x.s = s;
-  x.buf = data;
-  x.need = want;
-  x.suffix = tail ? want : 0;
   char errbuf[CURL_ERROR_SIZE];
   CURL* h = sl_http_pool_get(s->handles);
   if (h == NULL) {
@@ -774,8 +769,24 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     return sl_error_set(error, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   }
   int sign_rc;
-  CURLcode c = http_perform(s, h, "GET", tail ? -1 : 0, tail ? -1 : want - 1, &x, errbuf,
-                            &sign_rc, error);
+  CURLcode c;
+  unsigned seed = make_seed(s, 1);
+  for (int attempt = 0;; ++attempt) {
+    memset(&x, 0, sizeof x);
+    x.s = s;
+    x.buf = data;
+    x.need = want;
+    x.suffix = tail ? want : 0;
+    c = http_perform(s, h, "GET", tail ? -1 : 0, tail ? -1 : want - 1, &x, errbuf, &sign_rc,
+                     error);
+    // Busy or unreachable for a moment (503 SlowDown, a reset): the opening
+    // GET again, as every ranged GET is retried (a presigned URL may refuse
+    // the HEAD below).
+    int again = sign_rc == 0 && (x.status >= 500 || x.status == 429 ||
+                                 (x.status == 0 && is_retryable_curl(c)));
+    if (!again || attempt + 1 >= HTTP_MAX_ATTEMPTS) break;
+    backoff(attempt, &seed);
+  }
   sl_http_pool_put(s->handles, h);
   if (sign_rc != 0) {
     sl_ref_release(ref);
@@ -812,11 +823,17 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     return 0;
   }
   give_back(s);
-  // Refused or missing: what the server said (an S3 error code such as
-  // SignatureDoesNotMatch or NoSuchKey is in the body; a HEAD has none).
-  if (x.status == 401 || x.status == 403 || x.status == 404) {
+  // Refused, missing, malformed (S3's wrong-region AuthorizationHeaderMalformed
+  // is a 400), moved (a 301 PermanentRedirect names the endpoint) or still
+  // failing: what the server said, from the body (a HEAD has none). 416 and
+  // a 200 without a range fall through to the HEAD.
+  if ((x.status >= 300 && x.status != 416) || x.status == 429) {
     sl_ref_release(ref);
     return status_error(s, &x, "GET", error);
+  }
+  if (x.status == 0 && c != CURLE_OK) {  // no answer at all (TLS, refused, timed out)
+    sl_ref_release(ref);
+    return curl_error(s, c, errbuf, "GET", error);
   }
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
     s->base.size = 0;

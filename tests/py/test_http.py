@@ -237,7 +237,10 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     for every range end stops halfway and the connection closes; the resumed
     request succeeds), norange (Range and
     Accept-Ranges unsupported), changing / changed (the ETag changes after 3
-    requests / after 1; If-Match is honoured; changing serves slowly), down (always 503)."""
+    requests / after 1; If-Match is honoured; changing serves slowly), down (always 503),
+    region (400 with S3's wrong-region error in the body, as AWS answers a request
+    signed for another region), nohead (as flaky, and every HEAD is refused with
+    403, as a presigned GET URL refuses one)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -265,7 +268,17 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             if (mode == "changing" and n > 3) or (mode == "changed" and n > 1):
                 srv.generation = 1
             etag = f'"{name}-{srv.generation}"'
-        if mode == "down" or (mode == "flaky" and flaky_try % 2 == 1):
+        if mode == "region" or (mode == "nohead" and self.command == "HEAD"):
+            body_text = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
+                         b"AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
+                         b"is wrong; expecting 'eu-west-1'</Message></Error>")
+            self.send_response(400 if mode == "region" else 403)
+            self.send_header("Content-Length", str(len(body_text)))
+            self.end_headers()
+            if body:
+                self.wfile.write(body_text)
+            return
+        if mode == "down" or (mode in ("flaky", "nohead") and flaky_try % 2 == 1):
             self.send_response(503)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -556,6 +569,21 @@ def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path, mo
     assert "changed" in proc.stderr.decode(), proc.stderr.decode()
     assert not (tmp_path / "o.arrows").exists()
     assert srv.requests > (1 if mode == "changed" else 3), srv.log
+
+
+def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
+    """A failing opening GET is reported with the server's own words (S3's
+    code and message from the body), not as a HEAD that has none; a 503 on
+    it is retried as a GET, so a server that refuses HEAD still reads."""
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/region/t.csv", timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "GET: HTTP 400" in err and "AuthorizationHeaderMalformed" in err and "eu-west-1" in err
+    extra = fault_server["files"]["t.arrow"]
+    local = local_table(sluice, fault_server["www"] / "t.arrow", tmp_path / "l.arrows", extra)
+    remote = read_table(sluice, f"{fault_server['url']}/nohead/t.arrow", tmp_path / "r.arrows",
+                        extra)
+    assert remote.equals(local)
 
 
 def test_server_down_fails_after_retries(sluice, fault_server):
