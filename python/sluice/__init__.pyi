@@ -41,6 +41,8 @@ class Field:
     type: DataType
     nullable: bool
     metadata: Dict[Any, Any]
+    def __init__(self, name: str, type: DataType, nullable: bool = ..., metadata: Optional[Dict[Any, Any]] = ...) -> None: ...
+    def __arrow_c_schema__(self) -> object: ...
 
 class Schema:
     @property

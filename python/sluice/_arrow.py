@@ -127,15 +127,25 @@ class DataType:
 
 
 class Field:
-    """A named column type: ``name``, ``type`` (DataType), ``nullable``, ``metadata``."""
+    """A named column type: ``name``, ``type`` (DataType), ``nullable``, ``metadata``.
 
-    __slots__ = ("name", "type", "nullable", "metadata")
+    A column of a table's schema implements ``__arrow_c_schema__``
+    (``pyarrow.field(f)``)."""
+
+    __slots__ = ("name", "type", "nullable", "metadata", "_column")
 
     def __init__(self, name, type, nullable=True, metadata=None):
         self.name = name
         self.type = type
         self.nullable = nullable
         self.metadata = metadata or {}
+        self._column = None  # (the _Schema, column index) of a schema's column
+
+    def __arrow_c_schema__(self):
+        if self._column is None:
+            raise TypeError("only a column of a sluice schema exports its Arrow field")
+        schema, i = self._column
+        return schema._child_capsule(i)
 
     def __str__(self):
         return "%s: %s%s" % (self.name, self.type, "" if self.nullable else " not null")

@@ -23,6 +23,8 @@ class Schema:
         if self._fields is None:
             n = self._schema._node(())["n_children"]
             self._fields = [field_from_schema(self._schema, (i,)) for i in range(n)]
+            for i, f in enumerate(self._fields):
+                f._column = (self._schema, i)
         return self._fields
 
     @property

@@ -27,6 +27,8 @@ def test_batches_and_schema_capsules(typed):
     t = sluice.read(path)
     assert pa.schema(t.schema) == expected.schema
     assert pa.schema(t) == expected.schema
+    for f in t.schema.fields:  # each column's Field too
+        assert pa.field(f) == expected.schema.field(f.name), f.name
     batches = [pa.record_batch(b) for b in t.batches]
     assert [b.num_rows for b in batches] == [b.num_rows for b in t.batches]
     assert pa.Table.from_batches(batches).equals(expected)
