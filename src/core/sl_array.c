@@ -423,21 +423,36 @@ int64_t sl_metadata_size(const char* metadata) {
   return size;
 }
 
+void sl_metadata_iter_init(struct sl_metadata_iter* it, const char* metadata) {
+  it->at = metadata != NULL ? metadata + 4 : NULL;
+  it->left = metadata != NULL ? read_i32(metadata) : 0;
+}
+
+int sl_metadata_iter_next(struct sl_metadata_iter* it, const char** key, int32_t* key_len,
+                          const char** value, int32_t* value_len) {
+  if (it->left <= 0) return 0;
+  int32_t klen = read_i32(it->at);
+  *key = it->at + 4;
+  *key_len = klen > 0 ? klen : 0;
+  int32_t vlen = read_i32(*key + *key_len);
+  *value = *key + *key_len + 4;
+  *value_len = vlen > 0 ? vlen : 0;
+  it->at = *value + *value_len;
+  it->left--;
+  return 1;
+}
+
 const char* sl_metadata_find(const char* metadata, const char* key, int32_t* value_len) {
-  if (metadata == NULL) return NULL;
-  int32_t count = read_i32(metadata);
   size_t want = strlen(key);
-  const char* p = metadata + 4;
-  for (int32_t i = 0; i < count; ++i) {
-    int32_t klen = read_i32(p);
-    const char* k = p + 4;
-    int32_t vlen = read_i32(k + (klen > 0 ? klen : 0));
-    const char* v = k + (klen > 0 ? klen : 0) + 4;
-    if (klen >= 0 && (size_t)klen == want && memcmp(k, key, want) == 0) {
-      *value_len = vlen > 0 ? vlen : 0;
+  struct sl_metadata_iter it;
+  sl_metadata_iter_init(&it, metadata);
+  const char *k, *v;
+  int32_t klen, vlen;
+  while (sl_metadata_iter_next(&it, &k, &klen, &v, &vlen)) {
+    if ((size_t)klen == want && memcmp(k, key, want) == 0) {
+      *value_len = vlen;
       return v;
     }
-    p = v + (vlen > 0 ? vlen : 0);
   }
   return NULL;
 }

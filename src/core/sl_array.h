@@ -95,6 +95,16 @@ int64_t sl_metadata_size(const char* metadata);
 /// The value of `key` in a C Data Interface metadata blob (NULL metadata
 /// allowed), with its length in *value_len; NULL when the key is absent.
 const char* sl_metadata_find(const char* metadata, const char* key, int32_t* value_len);
+/// The entries of a metadata blob in order (NULL metadata has none).
+struct sl_metadata_iter {
+  const char* at;  ///< the next entry
+  int32_t left;    ///< entries not yet given
+};
+void sl_metadata_iter_init(struct sl_metadata_iter* it, const char* metadata);
+/// The next entry's key and value (negative lengths read as 0): 1, or 0
+/// after the last.
+int sl_metadata_iter_next(struct sl_metadata_iter* it, const char** key, int32_t* key_len,
+                          const char** value, int32_t* value_len);
 
 /// Gives the node a dictionary node, allocated empty for the caller to fill.
 int sl_schema_alloc_dictionary(struct ArrowSchema* schema, struct sluice_error* error);

@@ -351,8 +351,8 @@ static int find_block_start(struct avro_reader* r, const struct sl_view* range,
   }
 }
 
-/// The format option reader_schema=PATH (a .avsc file): its text, or NULL.
-/// The format options: reader_schema=PATH (the only one; others are errors).
+/// The format options: reader_schema=PATH (a .avsc file, read and parsed
+/// here; the only option, others are errors).
 static int load_reader_schema(struct avro_reader* r, const char* options, struct sluice_error* error) {
   const char* cursor = options;
   struct sl_option o;

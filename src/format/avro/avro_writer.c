@@ -68,6 +68,7 @@
 #include "avro_compress.h"
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
 #include "core/sl_read.h"
@@ -1120,31 +1121,22 @@ static int write_header(struct aw_ctx* ctx, const char* schema_json,
   static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz",
                                               "lzma"};
   const char* codec = k_codec_names[ctx->codec];
-  const char* m = schema->metadata;
-  int32_t n_meta = 0, n_user = 0;
-  if (m != NULL) memcpy(&n_meta, m, 4);
-  for (int32_t i = 0, at = 4; i < n_meta; ++i) {
-    int32_t kn, vn;
-    memcpy(&kn, m + at, 4);
-    memcpy(&vn, m + at + 4 + kn, 4);
-    n_user += header_key(m + at + 4, kn);
-    at += 8 + kn + vn;
-  }
+  struct sl_metadata_iter it;
+  const char *k, *v;
+  int32_t kn, vn, n_user = 0;
+  sl_metadata_iter_init(&it, schema->metadata);
+  while (sl_metadata_iter_next(&it, &k, &kn, &v, &vn)) n_user += header_key(k, kn);
   SL_RETURN_NOT_OK(put_bytes(ctx, "Obj\x01", 4, error));
   SL_RETURN_NOT_OK(put_long(ctx, 2 + n_user, error));
   SL_RETURN_NOT_OK(put_counted(ctx, "avro.schema", 11, error));
   SL_RETURN_NOT_OK(put_counted(ctx, schema_json, (int64_t)strlen(schema_json), error));
   SL_RETURN_NOT_OK(put_counted(ctx, "avro.codec", 10, error));
   SL_RETURN_NOT_OK(put_counted(ctx, codec, (int64_t)strlen(codec), error));
-  for (int32_t i = 0, at = 4; i < n_meta; ++i) {
-    int32_t kn, vn;
-    memcpy(&kn, m + at, 4);
-    memcpy(&vn, m + at + 4 + kn, 4);
-    if (header_key(m + at + 4, kn)) {
-      SL_RETURN_NOT_OK(put_counted(ctx, m + at + 4, kn, error));
-      SL_RETURN_NOT_OK(put_counted(ctx, m + at + 8 + kn, vn, error));
-    }
-    at += 8 + kn + vn;
+  sl_metadata_iter_init(&it, schema->metadata);
+  while (sl_metadata_iter_next(&it, &k, &kn, &v, &vn)) {
+    if (!header_key(k, kn)) continue;
+    SL_RETURN_NOT_OK(put_counted(ctx, k, kn, error));
+    SL_RETURN_NOT_OK(put_counted(ctx, v, vn, error));
   }
   SL_RETURN_NOT_OK(put_long(ctx, 0, error));
   SL_RETURN_NOT_OK(put_bytes(ctx, ctx->sync, 16, error));
@@ -1173,40 +1165,28 @@ static void source_record_name(const struct ArrowSchema* s, char* name, size_t c
                                size_t ns_cap) {
   snprintf(name, cap, "Root");
   ns[0] = '\0';
-  const char* m = s->metadata;
-  if (m == NULL) return;
-  int32_t n;
-  memcpy(&n, m, 4);
-  const char* p = m + 4;
-  for (int32_t i = 0; i < n; ++i) {
-    int32_t kn, vn;
-    memcpy(&kn, p, 4);
-    const char* k = p + 4;
-    memcpy(&vn, k + kn, 4);
-    const char* v = k + kn + 4;
-    p = v + vn;
-    if (kn != 11 || memcmp(k, "avro.schema", 11) != 0 || vn <= 0) continue;
-    json_t* j = json_loadb(v, (size_t)vn, 0, NULL);
-    const json_t* fields = json_object_get(j, "fields");
-    const char* rn = json_string_value(json_object_get(j, "name"));
-    const char* rns = json_string_value(json_object_get(j, "namespace"));
-    int ok = json_is_object(j) && rn != NULL && json_is_array(fields) &&
-             json_array_size(fields) == (size_t)s->n_children &&
-             is_avro_name((const uint8_t*)rn, (int64_t)strlen(rn)) && strlen(rn) < cap &&
-             (rns == NULL || (is_avro_namespace(rns) && strlen(rns) < ns_cap));
-    // A dotted name carries its namespace.
-    if (ok && strchr(rn, '.') != NULL) ok = 0;
-    for (int64_t c = 0; ok && c < s->n_children; ++c) {
-      const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)c), "name"));
-      ok = fn != NULL && s->children[c]->name != NULL && strcmp(fn, s->children[c]->name) == 0;
-    }
-    if (ok) {
-      snprintf(name, cap, "%s", rn);
-      if (rns != NULL) snprintf(ns, ns_cap, "%s", rns);
-    }
-    json_decref(j);
-    return;
+  int32_t vn;
+  const char* v = sl_metadata_find(s->metadata, "avro.schema", &vn);
+  if (v == NULL || vn <= 0) return;
+  json_t* j = json_loadb(v, (size_t)vn, 0, NULL);
+  const json_t* fields = json_object_get(j, "fields");
+  const char* rn = json_string_value(json_object_get(j, "name"));
+  const char* rns = json_string_value(json_object_get(j, "namespace"));
+  int ok = json_is_object(j) && rn != NULL && json_is_array(fields) &&
+           json_array_size(fields) == (size_t)s->n_children &&
+           is_avro_name((const uint8_t*)rn, (int64_t)strlen(rn)) && strlen(rn) < cap &&
+           (rns == NULL || (is_avro_namespace(rns) && strlen(rns) < ns_cap));
+  // A dotted name carries its namespace.
+  if (ok && strchr(rn, '.') != NULL) ok = 0;
+  for (int64_t c = 0; ok && c < s->n_children; ++c) {
+    const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)c), "name"));
+    ok = fn != NULL && s->children[c]->name != NULL && strcmp(fn, s->children[c]->name) == 0;
   }
+  if (ok) {
+    snprintf(name, cap, "%s", rn);
+    if (rns != NULL) snprintf(ns, ns_cap, "%s", rns);
+  }
+  json_decref(j);
 }
 
 static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
 #include "format/ipc/ipc_fbs.h"
@@ -459,24 +460,19 @@ static int write_footer(struct pq_writer* w, struct sluice_error* error) {
   fm.row_groups = rgs;
   fm.n_row_groups = w->n_rgs;
   // Key/value metadata: the schema's own, then ARROW:schema.
-  const char* m = w->schema.metadata;
-  int32_t n_meta = 0;
-  if (m != NULL) memcpy(&n_meta, m, 4);
-  const char* p = m != NULL ? m + 4 : NULL;
-  for (int32_t i = 0; rc == 0 && i < n_meta + 1; ++i) {
+  struct sl_metadata_iter it;
+  sl_metadata_iter_init(&it, w->schema.metadata);
+  for (int more = 1; rc == 0 && more;) {
     struct pq_key_value e;
     memset(&e, 0, sizeof e);
-    if (i < n_meta) {
-      int32_t kn, vn;
-      memcpy(&kn, p, 4);
-      const char* k = p + 4;
-      memcpy(&vn, k + kn, 4);
-      const char* v = k + kn + 4;
-      p = v + vn;
+    const char *k, *v;
+    int32_t kn, vn;
+    if (sl_metadata_iter_next(&it, &k, &kn, &v, &vn)) {
       if (kn == 12 && memcmp(k, "ARROW:schema", 12) == 0) continue;
       e.key = (struct pq_bytes){(const uint8_t*)k, kn, 1};
       e.value = (struct pq_bytes){(const uint8_t*)v, vn, 1};
-    } else {
+    } else {  // after the last: ARROW:schema
+      more = 0;
       rc = arrow_schema_b64(w, &b64, error);
       if (rc != 0) break;
       e.key = (struct pq_bytes){(const uint8_t*)"ARROW:schema", 12, 1};
