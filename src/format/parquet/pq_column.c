@@ -342,17 +342,25 @@ int pq_leaf_unkey(struct pq_leaf_data* d) {
   return 0;
 }
 
+/// The definition levels of the page whose first entry is e0: a top-level
+/// leaf keeps only the current page's (at 0), others the chunk's (group
+/// nodes read them when the row group is assembled).
+static int16_t* page_def(const struct pq_field* f, struct pq_leaf_data* d, int64_t e0) {
+  return (int16_t*)(void*)d->def.data + (f->top_level ? 0 : e0);
+}
+
 /// Decodes the values of one data page whose levels are in out->def/rep at
-/// entries [e0, e0 + n).
+/// entries [e0, e0 + n) (page_def).
 static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_encoding enc,
                        const uint8_t* data, int64_t size, int64_t e0, int64_t n,
                        const struct chunk_where* w, struct sluice_error* error) {
   const struct pq_field* f = p->f;
   struct pq_leaf_data* d = p->out;
   int16_t maxd = f->def, anc = f->anc_def;
-  const int16_t* def = maxd > 0 ? (const int16_t*)(const void*)d->def.data + e0 : NULL;
+  // Without nulls the levels say nothing (and a column's own are not kept).
+  const int16_t* def = maxd > 0 && !p->all_defined ? page_def(f, d, e0) : NULL;
   int64_t nv = n, slots = n;
-  if (def && !p->all_defined) {
+  if (def) {
     nv = slots = 0;
     for (int64_t i = 0; i < n; ++i) {
       nv += def[i] == maxd;
@@ -458,7 +466,8 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   return 0;
 }
 
-/// Levels of a page into out->def / out->rep at entry e0; validates them.
+/// Levels of a page into out->def (at page_def) / out->rep at entry e0;
+/// validates them.
 static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
                        enum pq_encoding def_enc, const uint8_t* rdata, int64_t rsize,
                        const uint8_t* ddata, int64_t dsize, int64_t n, int64_t* used,
@@ -484,8 +493,9 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
   }
   p->all_defined = 0;
   if (f->def > 0) {
-    if (ensure_total(&d->def, (e0 + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
-    int16_t* dl = (int16_t*)(void*)d->def.data + e0;
+    int64_t at = f->top_level ? 0 : e0;
+    if (ensure_total(&d->def, (at + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    int16_t* dl = page_def(f, d, e0);
     // Fast path: a page without nulls is one RLE run of the maximum level.
     const uint8_t* run = ddata;
     int64_t run_size = dsize;
@@ -498,8 +508,10 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
     if (f->def < 256 && (v2 || def_enc == PQ_ENC_RLE) && run_size > 0 &&
         is_single_run(run, run_size, n, f->def)) {
       int16_t maxd = f->def;
-      for (int64_t i = 0; i < n; ++i) dl[i] = maxd;
-      d->def.size = (e0 + n) * 2;
+      // A column's own levels have no reader but this page, which skips them.
+      if (!f->top_level)
+        for (int64_t i = 0; i < n; ++i) dl[i] = maxd;
+      d->def.size = (at + n) * 2;
       p->all_defined = f->rep == 0;
       if (!v2) *used += 4 + run_size;
       return 0;
@@ -507,7 +519,7 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
     SL_RETURN_NOT_OK(decode_levels(def_enc, v2, ddata, dsize, n, f->def, dl, &consumed, w, error));
     for (int64_t i = 0; i < n; ++i)
       if (dl[i] < 0 || dl[i] > f->def) return pq_chunk_error(w, error, EILSEQ, "definition level above the maximum");
-    d->def.size = (e0 + n) * 2;
+    d->def.size = (at + n) * 2;
     if (!v2) *used += consumed;
   }
   return 0;

@@ -17,7 +17,7 @@
 /// What one column chunk decodes to.
 struct pq_leaf_data {
   int64_t n_levels;          ///< level entries (== rows for max_rep 0)
-  struct sl_buffer def;      ///< int16 per entry (when the leaf's def > 0)
+  struct sl_buffer def;      ///< int16 per entry (when the leaf's def > 0); top-level leaves: the current page's
   struct sl_buffer rep;      ///< int16 per entry (when the leaf's rep > 0)
   int64_t n_slots;           ///< the leaf array's length
   int64_t null_count;

@@ -455,8 +455,10 @@ int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocat
   f->kind = PQ_FIELD_STRUCT;
   int rc = 0;
   if (root->num_children > 0) rc = alloc_children(&c, f, root->num_children);
-  for (int64_t i = 0; rc == 0 && i < root->num_children; ++i)
+  for (int64_t i = 0; rc == 0 && i < root->num_children; ++i) {
     rc = child_field(&c, &f->children[i], 0, 0, 0, 1);
+    f->children[i].top_level = f->children[i].kind == PQ_FIELD_LEAF;
+  }
   if (rc == 0 && c.next != meta->n_schema)
     rc = sl_error_set(error, EILSEQ, "%s: %" PRId64 " schema elements are not part of the tree",
                       name, meta->n_schema - c.next);

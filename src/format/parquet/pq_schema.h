@@ -46,6 +46,9 @@ struct pq_field {
   int64_t n_leaves;    ///< leaves under this node (1 for a leaf)
   /* leaves only */
   int64_t leaf;                      ///< index among the leaves (row group columns)
+  /// A column of its own (a child of the root): only its pages read its
+  /// definition levels, so they are kept per page, not per chunk.
+  int top_level;
   const struct pq_schema_element* element;
   enum pq_conv conv;
   int32_t phys_width;                ///< bytes per fixed-width physical value (0 = BYTE_ARRAY)
