@@ -166,10 +166,15 @@ const struct sluice_allocator* sl_array_allocator(const struct ArrowArray* array
   return p != NULL ? p->alloc : NULL;
 }
 
+static int project_shared(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
+                          const struct sluice_allocator* alloc, struct ArrowArray* out,
+                          struct sluice_error* error);
+
 int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
                      const struct sluice_allocator* alloc, struct ArrowArray* out,
                      struct sluice_error* error) {
   if (in->release == NULL) return sl_error_set(error, EINVAL, "projecting a released array");
+  int repeats = 0;
   for (int64_t i = 0; i < n_columns; ++i) {
     if (columns[i] < 0 || columns[i] >= in->n_children) {
       int rc = sl_error_set(error, EINVAL, "projected column %lld out of range (%lld columns)",
@@ -177,15 +182,9 @@ int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_co
       in->release(in);
       return rc;
     }
-    for (int64_t j = 0; j < i; ++j) {
-      if (columns[j] == columns[i]) {
-        int rc = sl_error_set(error, EINVAL, "column %lld projected twice",
-                              (long long)columns[i]);
-        in->release(in);
-        return rc;
-      }
-    }
+    for (int64_t j = 0; j < i && !repeats; ++j) repeats = columns[j] == columns[i];
   }
+  if (repeats) return project_shared(in, columns, n_columns, alloc, out, error);
   int rc = sl_array_init(out, alloc, 1, n_columns, error);
   if (rc != 0) {
     in->release(in);
@@ -257,6 +256,31 @@ int sl_array_view(const struct ArrowArray* src, struct sl_ref* owner,
                   const struct sluice_allocator* alloc, struct ArrowArray* out,
                   struct sluice_error* error) {
   return view_rec(src, owner, alloc, out, 0, error);
+}
+
+/// sl_array_project of a column list that names a column more than once:
+/// each child a view of the shared input, so that no column is copied.
+static int project_shared(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
+                          const struct sluice_allocator* alloc, struct ArrowArray* out,
+                          struct sluice_error* error) {
+  const struct ArrowArray* shared = NULL;
+  struct sl_ref* ref = sl_array_share(in, alloc, &shared);
+  if (ref == NULL) {
+    in->release(in);
+    return sl_error_set(error, ENOMEM, "out of memory projecting a batch");
+  }
+  int rc = sl_array_init(out, alloc, 1, n_columns, error);
+  if (rc == 0) {
+    out->length = shared->length;
+    out->null_count = shared->null_count;
+    out->offset = shared->offset;
+    sl_array_set_buffer_view(out, 0, shared->n_buffers > 0 ? shared->buffers[0] : NULL, ref);
+    for (int64_t i = 0; rc == 0 && i < n_columns; ++i)
+      rc = sl_array_view(shared->children[columns[i]], ref, alloc, out->children[i], error);
+    if (rc != 0) out->release(out);
+  }
+  sl_ref_release(ref);
+  return rc;
 }
 
 /* ---- byte size --------------------------------------------------------------- */

@@ -47,7 +47,7 @@ const struct sluice_allocator* sl_array_allocator(const struct ArrowArray* array
 
 /// A struct-array view of `columns` (indexes into in->children) of a struct
 /// array `in`, which is consumed (moved into out's ownership). Children not
-/// selected are released.
+/// selected are released; a column named twice is two views of one child.
 int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
                      const struct sluice_allocator* alloc, struct ArrowArray* out,
                      struct sluice_error* error);

@@ -440,6 +440,20 @@ static void test_array_project_and_views(void** state) {
   assert_null(proj.release);
   moved.release(&moved);
   pschema.release(&pschema);
+  // A column named twice: two views of one child, which lives until both go.
+  assert_int_equal(append_rows(&b), 0);
+  assert_int_equal(sl_builder_finish(&b, &batch, &err), 0);
+  const int64_t twice[] = {1, 9, 1};
+  assert_int_equal(sl_array_project(&batch, twice, 3, &ta.base, &proj, &err), 0);
+  assert_null(batch.release);
+  assert_int_equal(sl_schema_project(&schema, twice, 3, NULL, &pschema, &err), 0);
+  assert_int_equal(sl_array_validate(&pschema, &proj, SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+  assert_ptr_equal(proj.children[0]->buffers[1], proj.children[2]->buffers[1]);
+  assert_utf8_value(proj.children[0], 4, "row4");
+  proj.children[0]->release(proj.children[0]);
+  assert_utf8_value(proj.children[2], 4, "row4");
+  proj.release(&proj);
+  pschema.release(&pschema);
   // A bad projection consumes the input too.
   assert_int_equal(append_rows(&b), 0);
   assert_int_equal(sl_builder_finish(&b, &batch, &err), 0);

@@ -283,6 +283,28 @@ def test_zoo_codecs(codec, tmp_path):
     assert pa.types.is_union(t.field("u").type)
 
 
+def test_columns_named_twice(tmp_path):
+    """A column asked for twice comes out twice, as pyarrow's read_table
+    (columns=["s", "s"]) and sluice's other readers give it, over several
+    splits and with nested and dictionary columns; values are fastavro's."""
+    if "convert" not in _mode(tmp_path):
+        pytest.skip("needs the sluice CLI")
+    path = tmp_path / "zoo_twice.avro"
+    write_zoo(path, "deflate", 3000, sync_interval=500)
+    names = ["rec", "s", "e", "rec", "ad", "s", "e"]
+    out = tmp_path / "twice.arrows"
+    proc = subprocess.run([*_mode(tmp_path), str(path), str(out), "--threads", "2",
+                           "-c", ",".join(names)], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    with open(out, "rb") as f:
+        got = ipc.open_stream(f).read_all()
+    assert got.column_names == names
+    _, rows = fastavro_rows(path)
+    for i, name in enumerate(names):
+        col = got.column(i)
+        assert [norm_arrow(col.type, v) for v in col.to_pylist()] == [norm_avro(r[name]) for r in rows], name
+
+
 def test_zoo_one_huge_block(tmp_path):
     path = tmp_path / "zoo_big.avro"
     write_zoo(path, "deflate", 3000, sync_interval=1 << 30)
