@@ -246,11 +246,25 @@ def test_single_column_nulls_keep_their_rows(sluice, tmp_path):
     assert back.column("i").to_pylist() == [1, None, 3, None]
     back_pa = pcsv.read_csv(csv_path)
     assert back_pa.column("i").to_pylist() == [1, None, 3, None]
-    # A lone string column cannot tell null from "" then: the row is kept and
-    # the null reads back as the empty string (documented in csv_writer.c).
+    # A lone string column cannot tell null from "" (pyarrow reads "" in a
+    # string column as the empty string too): an error naming the row, and
+    # nothing written, rather than a null silently turned into ""; a null
+    # spelling writes it.
+    for values in (["a", None, ""], [["x"], None]):
+        table = pa.table({"s": values})
+        src = tmp_path / "lone_text.arrow"
+        with ipc.new_file(src, table.schema) as w:
+            w.write_table(table)
+        out = tmp_path / "lone_text.csv"
+        err = sluice.expect_error("convert", src, out).stderr.decode()
+        assert "row 1" in err and "null=NA" in err, err
+        assert not out.exists()
     table = pa.table({"s": pa.array(["a", None, ""])})
-    csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table)
-    assert back.column("s").to_pylist() == ["a", "", ""]
+    csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table, write_opts=["null=NA"])
+    assert back.column("s").to_pylist() == ["a", None, ""]
+    strings_null = pcsv.ConvertOptions(strings_can_be_null=True, quoted_strings_can_be_null=False)
+    assert pcsv.read_csv(csv_path, convert_options=strings_null).column("s").to_pylist() == \
+        ["a", None, ""]
 
 
 def test_null_spelling_strings_round_trip(sluice, tmp_path):

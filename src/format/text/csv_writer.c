@@ -20,8 +20,10 @@
 //     (pyarrow and DuckDB read "" as null unless told otherwise:
 //     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
 //     table has one column, an empty-spelled null is written as "" since an
-//     empty line would be skipped by readers and lose the row (a lone string
-//     column then reads its nulls back as empty strings; use null=NA there).
+//     empty line would be skipped by readers and lose the row; in a column
+//     written as text (strings, binary, nested values) "" reads back as the
+//     empty string, so a null there is an error that asks for a null
+//     spelling (null=NA).
 //   - floats: the shortest text of 15..17 digits that reads back as the same
 //     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). float_format=point
 //     adds ".0" to whole numbers ("1.0", "-0.0") so that a column of whole
@@ -383,6 +385,29 @@ static int lone_empty_error(const char* name, int64_t row, int is_null,
                       is_null ? ": give a null spelling (null=NA)" : "");
 }
 
+/// Whether the column's values are written as text that reads back as a
+/// string, so that a quoted "" is the empty string and not a null.
+static int written_as_text(const struct sl_text_field* field) {
+  if (field->dictionary != NULL) return written_as_text(field->dictionary);
+  switch (field->type.id) {
+    case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY:
+    case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY: case SL_TYPE_LIST:
+    case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: case SL_TYPE_STRUCT:
+    case SL_TYPE_MAP: case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/// A null in a one-column table that no empty-spelled cell can keep.
+static int lone_text_null_error(const char* name, int64_t row, struct sluice_error* error) {
+  return sl_error_set(error, EINVAL, "csv: column '%s', row %" PRId64 ": a null alone on its "
+                      "line cannot be written with the empty null spelling: an empty line is "
+                      "skipped by readers and \"\" reads back as the empty string; give a null "
+                      "spelling (null=NA)", name, row);
+}
+
 static int csv_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
                             struct sluice_error* error) {
   struct csv_state* state = ctx;
@@ -409,7 +434,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
   const struct csv_write_options* o = &state->options;
   struct sl_text* cell = &state->cell[part].text;
   // With one column and an empty null spelling a null row would be an empty
-  // line, which readers skip: write "" instead.
+  // line, which readers skip: write "" instead (an error where "" would read
+  // back as the empty string).
   const int lone_null_quoted = row->n_children == 1 && o->null_len == 0 && o->quote != 0;
   // Without quotes an empty line cannot be avoided: an error, not a lost row.
   const int lone_unquoted = row->n_children == 1 && o->quote == 0;
@@ -438,6 +464,7 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
         if (lone_unquoted && o->null_len == 0)
           return lone_empty_error(field->name, state->rows + r, 1, error);
         if (lone_null_quoted) {
+          if (written_as_text(field)) return lone_text_null_error(field->name, state->rows + r, error);
           if (sl_text_append_char(out, o->quote) != 0 || sl_text_append_char(out, o->quote) != 0) {
             goto oom;
           }
