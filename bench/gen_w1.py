@@ -17,6 +17,11 @@ Every file is written by a peer, never by sluice:
   w1.csv             pyarrow.csv, header, floats as the shortest digit string
                      that round-trips (Arrow's formatter: 0.000025 rather than
                      Python's 2.5e-05; same digits)    (only with --csv)
+  w1_cat.parquet     pyarrow from a pandas DataFrame: `id` and `cat`, a
+                     categorical of 1,000 categories "c0000".."c0999" listed in
+                     a seeded shuffled order, codes uniform (only with
+                     --categorical); its reference is sum over the rows of the
+                     category's number (meta "categorical")
 
 Values are reproducible: each column has its own numpy PCG64 stream seeded
 with (seed, column index), drawn chunk by chunk, so the values do not depend
@@ -26,7 +31,7 @@ Alongside the data, w1.meta.json records n, seed, the files written and the
 reference checksums sum(id) (exact) and sum(x1) (float64, math.fsum) that
 bench/run.py checks every tool's result against.
 
-Usage: python3 bench/gen_w1.py [--rows N] [--out DIR] [--avro] [--csv] [--force]
+Usage: python3 bench/gen_w1.py [--rows N] [--out DIR] [--avro] [--csv] [--categorical] [--force]
 """
 from __future__ import annotations
 
@@ -93,6 +98,26 @@ def write_duckdb_parquet(path: str, table: pa.Table) -> None:
     con.close()
 
 
+CATEGORIES = 1000
+
+
+def categorical_codes(rows: int, seed: int):
+    """(codes, order) of w1_cat.parquet: row i's category is order[codes[i]]."""
+    rng = np.random.default_rng([seed, 99])
+    order = rng.permutation(CATEGORIES)
+    return rng.integers(0, CATEGORIES, size=rows, dtype=np.int32), order
+
+
+def write_categorical(path: str, table: pa.Table, seed: int) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    codes, order = categorical_codes(table.num_rows, seed)
+    cat = pd.Categorical.from_codes(codes, categories=[f"c{k:04d}" for k in order])
+    df = pd.DataFrame({"id": table.column("id").to_numpy(), "cat": cat})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)  # pyarrow defaults
+
+
 def write_avro(path: str, table: pa.Table) -> None:
     import fastavro
 
@@ -131,6 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(HERE, "data"), help="output dir (default bench/data)")
     ap.add_argument("--avro", action="store_true", help="also write w1.avro (slow: minutes at full size)")
     ap.add_argument("--csv", action="store_true", help="also write w1.csv")
+    ap.add_argument("--categorical", action="store_true", help="also write w1_cat.parquet")
     ap.add_argument("--only", default="", help="comma list of files to (re)write, e.g. arrow,parquet"
                     " (a name that matches nothing, e.g. meta, only rewrites w1.meta.json)")
     ap.add_argument("--force", action="store_true", help="rewrite files that already exist")
@@ -144,6 +170,9 @@ def main(argv=None) -> int:
         writers.append(("avro", "w1.avro", write_avro))
     if args.csv:
         writers.append(("csv", "w1.csv", write_csv))
+    if args.categorical:
+        writers.append(("categorical", "w1_cat.parquet",
+                        lambda path, table: write_categorical(path, table, args.seed)))
     if args.only:
         wanted = set(args.only.split(","))
         writers = [w for w in writers if w[0] in wanted or w[1] in wanted]
@@ -168,6 +197,11 @@ def main(argv=None) -> int:
     sum_x = {c: math.fsum(float(np.sum(ch.to_numpy())) for ch in table.column(c).chunks)
              for c in COLUMNS[1:]}  # numpy pairwise per chunk, exact sum of the chunk sums
     files = dict(meta.get("files", {}))
+    categorical = meta.get("categorical")
+    if args.categorical:
+        codes, order = categorical_codes(args.rows, args.seed)
+        categorical = {"rows": args.rows, "sum_id": sum_id,
+                       "sum_x": {"cat": float(np.sum(order[codes], dtype=np.int64))}}
     for key, name, fn in writers:
         path = os.path.join(args.out, name)
         if os.path.exists(path) and not args.force and name in files:
@@ -189,6 +223,8 @@ def main(argv=None) -> int:
         "versions": {"pyarrow": pa.__version__, "numpy": np.__version__},
         "files": files,
     }
+    if categorical is not None:
+        meta["categorical"] = categorical
     for mod in ("duckdb", "fastavro"):
         try:
             meta["versions"][mod] = __import__(mod).__version__

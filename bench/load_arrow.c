@@ -117,13 +117,57 @@ static double sum_double(const struct ArrowArray* column, int64_t offset, int64_
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+/// A dictionary<int8..int64, utf8> column (w1_cat.parquet's categorical).
+static int is_string_dictionary(const struct ArrowSchema* s) {
+  return strchr("csil", s->format[0]) != NULL && s->format[1] == '\0' && s->dictionary != NULL &&
+         strcmp(s->dictionary->format, "u") == 0;
+}
+
+/// Key i of a dictionary column whose indices are `width` bytes wide.
+static int64_t key_at(const void* keys, int width, int64_t i) {
+  switch (width) {
+    case 1: return ((const int8_t*)keys)[i];
+    case 2: return ((const int16_t*)keys)[i];
+    case 4: return ((const int32_t*)keys)[i];
+    default: return ((const int64_t*)keys)[i];
+  }
+}
+
+/// The sum over the valid rows of the number each row's string spells after
+/// its first character ("c0042" -> 42): counts per key, then one number per
+/// dictionary entry, so it costs what a value_counts costs.
+static double sum_dictionary_numbers(const struct ArrowSchema* schema, const struct ArrowArray* column,
+                                     int64_t offset, int64_t length) {
+  const struct ArrowArray* dict = column->dictionary;
+  int64_t n_dict = dict->length;
+  int64_t* counts = calloc((size_t)(n_dict > 0 ? n_dict : 1), sizeof *counts);
+  if (counts == NULL) return -1.0;
+  int width = schema->format[0] == 'c' ? 1 : schema->format[0] == 's' ? 2 : schema->format[0] == 'i' ? 4 : 8;
+  const uint8_t* keys = (const uint8_t*)column->buffers[1] + (column->offset + offset) * width;
+  for (int64_t i = 0; i < length; i++) {
+    int64_t k = key_at(keys, width, i);
+    if (is_valid(column, offset + i) && k >= 0 && k < n_dict) counts[k]++;
+  }
+  const int32_t* offsets = (const int32_t*)dict->buffers[1] + dict->offset;
+  const char* chars = (const char*)dict->buffers[2];
+  double total = 0;
+  for (int64_t k = 0; k < n_dict; k++) {
+    int64_t number = 0;
+    for (int32_t j = offsets[k] + 1; j < offsets[k + 1]; j++) number = number * 10 + (chars[j] - '0');
+    total += (double)(number * counts[k]);
+  }
+  free(counts);
+  return total;
+}
+
 static int is_double_list(const struct ArrowSchema* s) {
   return strcmp(s->format, "+l") == 0 && s->n_children == 1 && strcmp(s->children[0]->format, "g") == 0;
 }
 
 /// The checksums of a batch, added to *sum_id and sum_x. Columns are matched
-/// by type: int64 ("l") columns add into sum_id, float64 ("g") columns and
-/// list<float64> columns (the items of the batch's rows) each get a sum.
+/// by type: int64 ("l") columns add into sum_id, float64 ("g") columns,
+/// list<float64> columns (the items of the batch's rows) and string
+/// dictionaries (sum_dictionary_numbers) each get a sum.
 static void checksum_batch(const struct ArrowSchema* schema, const struct ArrowArray* batch,
                            int64_t n_columns, uint64_t* sum_id, double* sum_x) {
   for (int64_t c = 0; c < n_columns && c < batch->n_children; c++) {
@@ -136,6 +180,8 @@ static void checksum_batch(const struct ArrowSchema* schema, const struct ArrowA
     } else if (is_double_list(schema->children[c])) {
       const int32_t* offsets = (const int32_t*)column->buffers[1] + column->offset + batch->offset;
       sum_x[c] += sum_double(column->children[0], offsets[0], offsets[batch->length] - offsets[0]);
+    } else if (is_string_dictionary(schema->children[c])) {
+      sum_x[c] += sum_dictionary_numbers(schema->children[c], column, batch->offset, batch->length);
     }
   }
 }
@@ -260,7 +306,9 @@ int main(int argc, char** argv) {
          rows, n_batches, (int64_t)sum_id);
   int first = 1;
   for (int64_t c = 0; c < n_columns; c++) {
-    if (strcmp(schema.children[c]->format, "g") != 0 && !is_double_list(schema.children[c])) continue;
+    if (strcmp(schema.children[c]->format, "g") != 0 && !is_double_list(schema.children[c]) &&
+        !is_string_dictionary(schema.children[c]))
+      continue;
     printf("%s\"%s\": %.17g", first ? "" : ", ", schema.children[c]->name, sum_x[c]);
     first = 0;
   }

@@ -22,6 +22,7 @@ TASK_TITLES = {
         "c": "(c) IPC stream through a pipe to a consumer; RSS = producer's",
         "a_parquet": "(a) load w1.parquet (pyarrow-written) into Arrow memory",
         "a_duckdb_parquet": "(a) load w1_duckdb.parquet (DuckDB-written) into Arrow memory",
+        "a_categorical": "(a) load w1_cat.parquet (id + a pandas categorical) into Arrow memory",
         "a_csv": "(a) load w1.csv into Arrow memory",
         "a_avro": "(a) load w1.avro into Arrow memory",
         "w_parquet": "write w1.arrow as Parquet (snappy)",

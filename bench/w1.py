@@ -1,6 +1,6 @@
 """W1 (table to memory / to a pipe): the cells bench/run.py measures.
 
-Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_csv, a_avro,
+Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_categorical, a_csv, a_avro,
 w_parquet (write w1.arrow as Parquet, snappy), w_csv (as CSV), pd_parquet, pd_avro, pd_csv,
 pd_arrow (task (b): into a pandas DataFrame) and c_parquet (task (c) from
 w1.parquet) on request. See bench/README.md for what every cell does exactly.
@@ -357,15 +357,23 @@ def cells(ctx: Context) -> list:
     others = {
         "a_parquet": ("w1.parquet", ["pyarrow-parquet", "polars-parquet", "duckdb"]),
         "a_duckdb_parquet": ("w1_duckdb.parquet", ["pyarrow-parquet", "polars-parquet", "duckdb"]),
+        "a_categorical": ("w1_cat.parquet", ["pyarrow-parquet", "polars-parquet", "duckdb"]),
         "a_csv": ("w1.csv", ["pyarrow-csv", "polars-csv", "duckdb"]),
         "a_avro": ("w1.avro", ["polars-avro", "fastavro"]),
     }
+    # w1_cat.parquet has its own reference (id and the categorical's sum).
+    cat_meta = ctx.meta.get("categorical")
+    cat_checker = None if cat_meta is None else (lambda r, m=cat_meta: check_result(r, m))
     for t, (name, tools) in others.items():
         path = os.path.join(ctx.data, name)
         missing = None if os.path.exists(path) else \
-            f"no {name} in the data dir (bench/gen_w1.py --avro --csv writes it)"
+            f"no {name} in the data dir (bench/gen_w1.py --avro --csv --categorical writes it)"
+        if t == "a_categorical" and cat_meta is None and not missing:
+            missing = "w1.meta.json has no categorical reference (bench/gen_w1.py --categorical)"
+        checker = cat_checker if t == "a_categorical" else None
         cells.append(Cell(t, "sluice load_arrow", "sluice", "sluice", [[load_arrow, path]],
-                          how=f"bench/load_arrow {name}", skip=no_load_arrow or missing))
+                          how=f"bench/load_arrow {name}", skip=no_load_arrow or missing,
+                          checker=checker))
         for tool in tools:
             heavy = None
             if tool == "fastavro" and ctx.meta["rows"] > (1 << 22) and not ctx.heavy:
@@ -374,7 +382,7 @@ def cells(ctx: Context) -> list:
             cells.append(Cell(t, tool, tool.split("-")[0], "peer",
                               [[PY, peers, "load", tool, path]],
                               how=f"{tool} loading {name} (see bench/peers/w1_peers.py)",
-                              skip=missing or heavy))
+                              skip=missing or heavy, checker=checker))
         if t == "a_avro":
             # The issue's Avro goal is set against avro-c's generic reader,
             # which keeps no table: sluice doing the same task beside it.

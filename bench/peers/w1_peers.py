@@ -84,7 +84,21 @@ def arrow_checksum(table):
         elif col.type == pa.float64():
             s = pc.sum(col).as_py()
             sum_x[name] = s or 0.0
+        elif pa.types.is_dictionary(col.type) or pa.types.is_string(col.type):
+            sum_x[name] = spelled_number_sum(pc.value_counts(col))
     return table.num_rows, sum_id, sum_x
+
+
+def spelled_number_sum(counts) -> float:
+    """sum over the rows of the number each string spells after its first
+    character ("c0042" -> 42), from a value_counts struct array (w1_cat's
+    categorical; load_arrow computes the same)."""
+    values = counts.field("values")
+    if hasattr(values, "dictionary_decode"):
+        values = values.dictionary_decode()
+    return float(sum(int(v[1:]) * n for v, n in zip(values.to_pylist(),
+                                                     counts.field("counts").to_pylist())
+                     if v is not None))
 
 
 def load_pyarrow(path: str, mmap: bool) -> None:
@@ -154,6 +168,10 @@ def load_other(tool: str, path: str) -> None:
         df = read(path)
         t1 = time.perf_counter()
         sum_x = {n: float(df[n].sum()) for n, d in df.schema.items() if d == pl.Float64}
+        for n, d in df.schema.items():
+            if d in (pl.Categorical, pl.Enum, pl.String) or isinstance(d, (pl.Categorical, pl.Enum)):
+                counts = df[n].value_counts()
+                sum_x[n] = float(sum(int(v[1:]) * c for v, c in counts.iter_rows() if v is not None))
         sum_id = sum(int(df[n].sum()) for n, d in df.schema.items() if d == pl.Int64)
         emit(tool="polars", rows=df.height, batches=df.n_chunks(), sum_id=sum_id, sum_x=sum_x,
              load_s=t1 - t0, verify_s=time.perf_counter() - t1, version=pl.__version__)
