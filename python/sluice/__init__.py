@@ -34,11 +34,14 @@ __all__ = [
 
 def _csv_schema(schema):
     """CSV's schema= as {name: type} or a pyarrow.Schema: "name:type|name:type",
-    a type being its name as pyarrow prints it ("timestamp[us, tz=UTC]")."""
+    a type being its name as pyarrow prints it ("timestamp[us, tz=UTC]") and a
+    name's other characters than letters, digits, " _-." as %XX escapes (so
+    that "a,b" or "x:y" cannot split the list)."""
     if isinstance(schema, str):
         return schema
+    from urllib.parse import quote
     pairs = schema.items() if hasattr(schema, "items") else [(f.name, f.type) for f in schema]
-    return "|".join("%s:%s" % (name, type_) for name, type_ in pairs)
+    return "|".join("%s:%s" % (quote(str(name), safe=" _-."), type_) for name, type_ in pairs)
 
 
 def _options_string(options):

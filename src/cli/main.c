@@ -20,7 +20,8 @@
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
   "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
   "                     header, comment, null_values, ...; see the README)\n" \
-  "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV)\n"       \
+  "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV; %XX in a name\n"  \
+  "                     spells , | : or %, as in 'a%2Cb:int64')\n"          \
   "  --reader-schema F  Avro reader schema file for schema resolution\n"     \
   "  --length-prefix K  lenprefix framing: varint (default), u8, u16le,\n"    \
   "                     u16be, u32le, u32be, u64le, u64be\n"                \

@@ -43,6 +43,20 @@ def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
         assert pa.table(sluice.read(path, schema=given)).equals(want), given
 
 
+def test_csv_schema_names_with_separators(data_dir):
+    """Names holding the schema list's separators (, | :), a percent sign or
+    non-ASCII letters are typed as pyarrow's column_types types them: Python
+    escapes them (%XX), and so may the option text."""
+    path = data_dir / "odd_names.csv"
+    path.write_text('"a,b",c|d,e:f,g%2C,é\n1,2,3,4,5\n')
+    types = {"a,b": pa.int16(), "c|d": pa.string(), "e:f": pa.float64(), "g%2C": pa.string(),
+             "é": pa.int8()}
+    want = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(column_types=types))
+    assert pa.table(sluice.read(path, schema=types)).equals(want)
+    escaped = "a%2Cb:int16|c%7Cd:string|e%3Af:float64|g%252C:string|%C3%A9:int8"
+    assert pa.table(sluice.read(path, schema=escaped)).equals(want)
+
+
 def test_csv_null_values_as_a_list(data_dir):
     """null_values=[...] as pyarrow's ConvertOptions and polars take it."""
     path = data_dir / "nulls.csv"

@@ -204,10 +204,11 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
     if (format == NULL && parameterised_format(t, t_len, parameterised, sizeof parameterised))
       format = parameterised;
     struct csv_schema_entry* e = &o->schema[o->n_schema];
-    e->name = sl_strndup(alloc, v + i, name_len);
+    // %XX escapes spell the characters that separate (",", "|", ":", "%").
+    e->name = sl_percent_decoded(v + i, name_len, alloc);
     e->format = format != NULL ? sl_strdup(alloc, format) : sl_strndup(alloc, t, t_len);
     if (e->name == NULL || e->format == NULL) {
-      if (e->name != NULL) sl_free(alloc, e->name, name_len + 1);
+      if (e->name != NULL) sl_free(alloc, e->name, strlen(e->name) + 1);
       if (e->format != NULL) sl_free(alloc, e->format, strlen(e->format) + 1);
       e->name = e->format = NULL;
       return sl_error_set(error, ENOMEM, "out of memory parsing schema");
