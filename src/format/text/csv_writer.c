@@ -20,10 +20,9 @@
 //     (pyarrow and DuckDB read "" as null unless told otherwise:
 //     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
 //     table has one column, an empty-spelled null is written as "" since an
-//     empty line would be skipped by readers and lose the row; in a column
-//     written as text (strings, binary, nested values) "" reads back as the
-//     empty string, so a null there is an error that asks for a null
-//     spelling (null=NA).
+//     empty line would be skipped by readers and lose the row; in a string
+//     or binary column "" reads back as the empty string, so a null there is
+//     an error that asks for a null spelling (null=NA).
 //   - floats: the shortest text of 15..17 digits that reads back as the same
 //     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). float_format=point
 //     adds ".0" to whole numbers ("1.0", "-0.0") so that a column of whole
@@ -385,15 +384,14 @@ static int lone_empty_error(const char* name, int64_t row, int is_null,
                       is_null ? ": give a null spelling (null=NA)" : "");
 }
 
-/// Whether the column's values are written as text that reads back as a
-/// string, so that a quoted "" is the empty string and not a null.
+/// Whether the column's values are strings or bytes, which read back as a
+/// string, so that a quoted "" is the empty string and not a null. (Nested
+/// values, written as JSON text, do not read back as their type anyway.)
 static int written_as_text(const struct sl_text_field* field) {
   if (field->dictionary != NULL) return written_as_text(field->dictionary);
   switch (field->type.id) {
     case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY:
-    case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY: case SL_TYPE_LIST:
-    case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: case SL_TYPE_STRUCT:
-    case SL_TYPE_MAP: case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+    case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
       return 1;
     default:
       return 0;
