@@ -584,6 +584,14 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
   return *retry ? 0 : e;
 }
 
+/// A complete 206 answer that brought fewer bytes than asked (some servers
+/// cap the bytes of one answer) but some: the rest is asked for at once,
+/// and the answer counts as no failed attempt. Each such answer makes
+/// progress, so the asking ends.
+static int short_answer(const struct xfer* x, CURLcode c, int progressed) {
+  return c == CURLE_OK && x->status == 206 && progressed && !x->bad_range && !x->etag_changed;
+}
+
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
 /// resumed from the last byte received). `recycled`: buf came from the block
 /// pool used.
@@ -611,6 +619,10 @@ static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, 
       break;
     }
     if (x.got == length) break;  // done (possibly aborted by us after the last byte)
+    if (short_answer(&x, c, offset + x.got > from)) {
+      attempt = -1;
+      continue;
+    }
     int retry;
     rc = ranged_attempt_error(s, &x, c, errbuf, what, &retry, error);
     if (!retry) break;
@@ -1119,6 +1131,7 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
   if (h == NULL) rc = sl_error_set(&err, ENOMEM, "%s: cannot create an HTTP handle", s->base.name);
   for (int attempt = 0; rc == 0;) {
     int64_t from = x.run_part * s->part_size + x.run_within;
+    int64_t part_before = x.run_part, within_before = x.run_within;
     int64_t to = (lead ? s->base.size : x.run_end * s->part_size) - 1;
     if (to > s->base.size - 1) to = s->base.size - 1;
     if (s->base.size < 0) to = -1;  // an open by download: bytes=0- (the size comes with it)
@@ -1146,6 +1159,12 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
     if (x.stream_rc == ENOMEM) {
       rc = sl_error_set(&err, ENOMEM, "%s: out of memory for a read buffer", s->base.name);
       break;
+    }
+    int progressed = x.run_part > part_before ||
+                     (x.run_part == part_before && x.run_within > within_before);
+    if (!atomic_load(&s->stopping) && x.stream_rc == 0 && short_answer(&x, c, progressed)) {
+      attempt = 0;
+      continue;
     }
     int retry;  // (a sink cancelled by closing is `stopping`)
     rc = ranged_attempt_error(s, &x, c, errbuf, what, &retry, &err);

@@ -295,6 +295,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             start = int(a)
             end = min(int(b), len(data) - 1) if b else len(data) - 1
             status = 206
+            if mode == "capped":  # answers at most 50,000 bytes, as some servers cap ranges
+                end = min(end, start + 49_999)
         chunk = data[start:end + 1]
         self.send_response(status)
         self.send_header("Content-Length", str(len(chunk)))
@@ -348,8 +350,11 @@ SLOW_LINK = dict(SMALL_PARTS, SLUICE_HTTP_FAST_LINK=str(1 << 40))
 
 
 @pytest.mark.parametrize("link", ["fast", "slow"])
-@pytest.mark.parametrize("mode", ["ok", "flaky", "cut"])
+@pytest.mark.parametrize("mode", ["ok", "flaky", "cut", "capped"])
 def test_faults_are_retried_and_resumed(sluice, fault_server, tmp_path, mode, link):
+    """Broken transfers resume from their last byte; a server that answers a
+    range with fewer bytes than asked (a 206 with a shorter Content-Range) is
+    asked for the rest, however many answers that takes."""
     for name in ("t.arrows", "t.arrow", "m.lenprefix", "t.csv"):
         extra = fault_server["files"][name]
         local = local_table(sluice, fault_server["www"] / name, tmp_path / "l.arrows", extra)
