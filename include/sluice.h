@@ -210,6 +210,11 @@ struct sluice_open_options {
   /// A PEM file of CA certificates to trust instead of the system's
   /// (NULL = the system store).
   const char* ca_bundle;
+  /// http(s):// and s3:// requests: seconds a connection may take to open,
+  /// and a transfer may go without a byte (a silent server, a stalled
+  /// link), before the attempt fails and is retried (6 attempts in all).
+  /// 0 = the defaults: 30 s to connect, 60 s without a byte.
+  double timeout_s;
   /// Non-zero (default): when the location names many objects, `key=value`
   /// directories below it (`sales/year=2024/month=1/part-0.parquet`) add a
   /// column per key after the objects' own, as Hive, Spark, pyarrow, polars
@@ -482,6 +487,11 @@ struct sluice_write_options {
   /// A PEM file of CA certificates to trust instead of the system's
   /// (NULL = the system store).
   const char* ca_bundle;
+  /// http(s):// and s3:// requests: seconds a connection may take to open,
+  /// and a transfer may go without a byte (a silent server, a stalled
+  /// link), before the attempt fails and is retried (6 attempts in all).
+  /// 0 = the defaults: 30 s to connect, 60 s without a byte.
+  double timeout_s;
   /// Local file outputs: non-zero renames the finished file into place
   /// without the fsync before (default 0: the file's bytes, then the
   /// directory entry, are on disk when sluice_write returns, so a crash

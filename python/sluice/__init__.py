@@ -90,6 +90,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     hive = bool(format_options.pop("hive_partitioning", True))
     filters = format_options.pop("filters", None)
     ca_bundle, insecure = _tls_settings(format_options)
+    timeout = _timeout(format_options)
     s3 = _storage_options(format_options.pop("storage_options", None))
     schema_file = _reader_schema_file(format_options)
     try:
@@ -99,7 +100,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
             memory=int(memory or 0), format_options=_options_string(format_options),
             hive_partitioning=hive, partition_filter=_partition_filter(filters),
-            ca_bundle=ca_bundle, insecure=insecure, s3=s3)
+            ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
     except InvalidArgumentError as e:
         hint = _keyword_hint(str(e), format_options)
         if hint is None:
@@ -113,7 +114,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
 # The keyword arguments of read/scan that a mistyped one may have meant (the
 # unknown ones go to the format as its options).
 _KEYWORDS = ("format", "columns", "threads", "ordered", "limit", "batch_rows", "memory",
-             "hive_partitioning", "filters", "storage_options", "ca_bundle", "insecure")
+             "hive_partitioning", "filters", "storage_options", "ca_bundle", "insecure", "timeout")
 
 
 def _keyword_hint(message, format_options):
@@ -198,6 +199,19 @@ def _tls_settings(options):
     ca_bundle = options.pop("ca_bundle", None)
     insecure = bool(options.pop("insecure", False))
     return (_os.fsdecode(_os.fspath(ca_bundle)) if ca_bundle is not None else None), insecure
+
+
+def _timeout(options):
+    """Takes timeout= (seconds; None = the defaults) out of the keyword options:
+    an http(s):// or s3:// request that cannot connect, or brings no byte, for
+    this long fails and is retried, as the CLI's --timeout."""
+    value = options.pop("timeout", None)
+    if value is None:
+        return 0.0
+    seconds = float(value)
+    if not seconds > 0:
+        raise ValueError("timeout must be seconds > 0 or None, not %r" % (value,))
+    return seconds
 
 
 _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -325,7 +339,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         partition values pass: the others are never opened; ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
-        CLI's --ca-bundle and --insecure; ``storage_options={...}`` for
+        CLI's --ca-bundle and --insecure; ``timeout=`` (seconds: an
+        http(s):// or s3:// request that cannot connect, or brings no byte,
+        for this long fails and is retried; default 30 s to connect, 60 s
+        without a byte), as the CLI's --timeout; ``storage_options={...}`` for
         s3://, over the AWS_* environment and ~/.aws files, keys as pandas,
         polars and pyarrow spell them: ``aws_access_key_id`` (``key``),
         ``aws_secret_access_key`` (``secret``), ``aws_session_token``
@@ -538,12 +555,14 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
-        ``tls=True``, as the CLI's --ca-bundle and --insecure; and
+        ``tls=True``, as the CLI's --ca-bundle and --insecure; ``timeout=``
+        as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes).
     """
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)
+    timeout = _timeout(options)
     s3 = _storage_options(options.pop("storage_options", None))
     capsule = _stream_capsule(data, index)
     name = getattr(dst, "name", None)
@@ -556,7 +575,7 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
             format = None
     _sluice.write(capsule, _location(dst), format=format, compression=compression,
                   format_options=_options_string(options), ca_bundle=ca_bundle,
-                  insecure=insecure, fsync=bool(fsync), s3=s3)
+                  insecure=insecure, fsync=bool(fsync), s3=s3, timeout=timeout)
 
 
 def reader_formats():

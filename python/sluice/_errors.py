@@ -62,10 +62,17 @@ if hasattr(_errno, "EOPNOTSUPP"):
     _BY_CODE.setdefault(_errno.EOPNOTSUPP, UnsupportedError)
 
 
+# Reading or writing the location failed: the disk, the network (a timeout,
+# an unreachable host, a protocol error), or the object changed mid-read.
+_SOURCE_CODES = {getattr(_errno, name) for name in (
+    "EIO", "EACCES", "EISDIR", "EPIPE", "ENOSPC", "EROFS", "ENOTDIR", "ETIMEDOUT",
+    "EHOSTUNREACH", "ECONNREFUSED", "ECONNRESET", "EPROTO", "ESTALE", "EAGAIN", "EFBIG",
+    "ENAMETOOLONG", "ELOOP") if hasattr(_errno, name)}
+
+
 def from_code(code, message):
     """The exception for a C error code and message (used by the extension)."""
     cls = _BY_CODE.get(code)
     if cls is None:
-        cls = SourceError if code in (_errno.EIO, _errno.EACCES, _errno.EISDIR, _errno.EPIPE,
-                                      _errno.ENOSPC, _errno.EROFS, _errno.ENOTDIR) else Error
+        cls = SourceError if code in _SOURCE_CODES else Error
     return cls(code, message)

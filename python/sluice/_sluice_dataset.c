@@ -30,7 +30,7 @@ static int dataset_check_open(DatasetObject* self) {
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
-                             "partition_filter", "ca_bundle", "insecure", "s3", NULL};
+                             "partition_filter", "ca_bundle", "insecure", "s3", "timeout", NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
@@ -41,10 +41,11 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   const char* ca_bundle = NULL;
   int insecure = 0;
   PyObject* s3_dict = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpO", keywords, &location, &format,
+  double timeout = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOd", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
                                    &format_options, &hive, &partition_filter, &ca_bundle,
-                                   &insecure, &s3_dict)) {
+                                   &insecure, &s3_dict, &timeout)) {
     return NULL;
   }
   struct sluice_s3_options s3;
@@ -67,6 +68,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   options.partition_filter = partition_filter;
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
+  options.timeout_s = timeout;
   options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
 
   PyObject* names = NULL;  // keeps the UTF-8 of each column name alive

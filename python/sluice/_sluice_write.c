@@ -57,7 +57,7 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
-                             "ca_bundle", "insecure", "fsync", "s3", NULL};
+                             "ca_bundle", "insecure", "fsync", "s3", "timeout", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
@@ -67,9 +67,10 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   int insecure = 0;
   int fsync = 1;
   PyObject* s3_dict = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppO", keywords, &capsule, &location,
+  double timeout = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOd", keywords, &capsule, &location,
                                    &format, &compression, &format_options, &ca_bundle,
-                                   &insecure, &fsync, &s3_dict)) {
+                                   &insecure, &fsync, &s3_dict, &timeout)) {
     return NULL;
   }
   struct sluice_s3_options s3;
@@ -87,6 +88,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.format_options = format_options;
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
+  options.timeout_s = timeout;
   options.no_fsync = !fsync;
   options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
   struct sluice_error error;

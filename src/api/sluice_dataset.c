@@ -272,6 +272,10 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", location,
                         options->n_columns);
   }
+  if (!(options->timeout_s >= 0)) {  // NaN too
+    return sl_error_set(error, EINVAL, "%s: timeout_s is %g; seconds >= 0 (0 = the defaults)",
+                        location, options->timeout_s);
+  }
   int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
   // With the default allocator, freed batch buffers are kept for the next
   // batches, up to a quarter of the budget (sl_buffer_cache.h).
@@ -311,6 +315,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // 32 parts of 1 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
                                      .ca_bundle = options->ca_bundle,
+                                     .timeout_s = options->timeout_s,
                                      .readahead_bytes = ds->memory_budget / 8,
                                      .s3 = options->s3};
   // The objects share request handles, so a connection opened for one
@@ -597,6 +602,10 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: a cql:// location is a Cassandra table, not '%s'",
                         shown, options->format);
   }
+  if (!(options->timeout_s >= 0)) {  // NaN too
+    return sl_error_set(error, EINVAL, "%s: timeout_s is %g; seconds >= 0 (0 = the defaults)",
+                        location, options->timeout_s);
+  }
   if (options->format != NULL) {
     writer = sl_format_writer_find(options->format);
     if (writer == NULL) {
@@ -641,7 +650,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   struct sl_sink* sink = NULL;
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
-                                     .ca_bundle = options->ca_bundle, .s3 = options->s3};
+                                     .ca_bundle = options->ca_bundle,
+                                     .timeout_s = options->timeout_s, .s3 = options->s3};
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
   if (options->no_fsync) sl_sink_skip_fsync(sink);
   int rc = sl_sink_compress(sink, compression, error);

@@ -61,6 +61,7 @@ struct cli_options {
   struct sluice_s3_options s3;  ///< --profile, --region, --endpoint-url, ...
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* ca_bundle;  ///< --ca-bundle FILE
+  double timeout_s;       ///< --timeout SECONDS (0 = the defaults)
 };
 
 struct cli_command {

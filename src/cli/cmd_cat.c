@@ -61,6 +61,7 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.format_options = options->write_options;
   write_options.tls_insecure = options->insecure;
   write_options.ca_bundle = options->ca_bundle;
+  write_options.timeout_s = options->timeout_s;
   write_options.no_fsync = options->no_fsync;
   write_options.s3 = &options->s3;
   write_options.batch_metadata = cli_progress_batch_metadata;

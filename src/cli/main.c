@@ -29,6 +29,9 @@
   "                     certificates\n"                                     \
   "  --ca-bundle FILE   https/s3 (reads and writes): trust the CA\n"        \
   "                     certificates in FILE\n"                             \
+  "  --timeout SECONDS  https/s3: a request that cannot connect, or brings no\n" \
+  "                     byte, for this long fails and is retried (6 tries;\n" \
+  "                     default 30 s to connect, 60 s without a byte)\n"   \
   "  --profile NAME     s3: the AWS profile (default: AWS_PROFILE, else\n"   \
   "                     'default'); credentials come from it or AWS_*\n"   \
   "  --region R         s3: the region (default: AWS_REGION, the profile)\n" \
@@ -136,7 +139,7 @@ enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
-  OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE,
+  OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
 };
 
 static const struct option k_long_options[] = {
@@ -162,6 +165,7 @@ static const struct option k_long_options[] = {
     {"length-prefix", required_argument, NULL, OPT_LENGTH_PREFIX},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
     {"partitions", required_argument, NULL, OPT_PARTITIONS},
     {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
@@ -383,6 +387,15 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       return CLI_OK;
     case OPT_PARTITIONS: options->partitions = optarg; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
+    case OPT_TIMEOUT: {
+      char* end = NULL;
+      double seconds = strtod(optarg, &end);
+      if (end == optarg || *end != '\0' || !(seconds > 0) || seconds > 1e6) {
+        return usage_error(where, "bad --timeout '%s' (seconds, more than 0)", optarg);
+      }
+      options->timeout_s = seconds;
+      return CLI_OK;
+    }
     case ':': return usage_error(where, "option '%s' needs a value", argv[optind - 1]);
     default: return usage_error(where, "unknown option '%s'", argv[optind - 1]);
   }

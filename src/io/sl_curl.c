@@ -57,3 +57,16 @@ void sl_curl_close(struct sl_curl* curl) {
   dlclose(curl->lib);
   memset(curl, 0, sizeof *curl);
 }
+
+void sl_curl_set_timeouts(const struct sl_curl* curl, CURL* h, double timeout_s) {
+  long connect_ms = 30000, stall_s = 60;
+  if (timeout_s > 0) {
+    connect_ms = timeout_s < 1e6 ? (long)(timeout_s * 1000 + 0.5) : 1000000000L;
+    if (connect_ms < 1) connect_ms = 1;
+    stall_s = timeout_s < 1e6 ? (long)timeout_s + (timeout_s > (long)timeout_s) : 1000000L;
+  }
+  curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  // Under 1 byte/s for stall_s seconds (whole seconds: libcurl's unit).
+  curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+}

@@ -36,4 +36,9 @@ int sl_curl_open(struct sl_curl* curl, const char* what, struct sluice_error* er
 /// opened is fine.
 void sl_curl_close(struct sl_curl* curl);
 
+/// A request's timeouts: `timeout_s` seconds to connect and without a byte
+/// (a stalled transfer is then a timeout, which callers retry); 0 = 30 s to
+/// connect and 60 s without a byte.
+void sl_curl_set_timeouts(const struct sl_curl* curl, CURL* h, double timeout_s);
+
 #endif

@@ -360,9 +360,7 @@ void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
   curl->easy_reset(h);
   curl->easy_setopt(h, CURLOPT_URL, url);
   curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  sl_curl_set_timeouts(curl, h, remote != NULL ? remote->timeout_s : 0);
   curl->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   if (remote == NULL) return;
   if (remote->tls_insecure) {

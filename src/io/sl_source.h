@@ -81,6 +81,7 @@ struct sl_http_pool;
 struct sl_remote_options {
   int tls_insecure;       ///< non-zero: skip certificate and host name checks
   const char* ca_bundle;  ///< PEM file of trusted CAs, NULL = system store
+  double timeout_s;       ///< connect / no-byte timeout (sluice_open_options), 0 = defaults
   /// Bytes a forward read's readahead may hold at once (parts fetched and not
   /// yet consumed); 0 = the default, 4 parts of 8 MiB. A small budget means
   /// fewer and smaller parts.

@@ -104,6 +104,7 @@ struct sl_http_source {
   char* url;
   char* ca_bundle;
   int insecure;
+  double timeout_s;  ///< sl_curl_set_timeouts
   struct sl_http_signer signer;
   int has_signer;
   char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
@@ -414,10 +415,8 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   s->curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   s->curl->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
   s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  s->curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-  // A stalled transfer (under 1 byte/s for 60 s) is a timeout, retried.
-  s->curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  s->curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  // A stalled transfer is a timeout, retried.
+  sl_curl_set_timeouts(s->curl, h, s->timeout_s);
   s->curl->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   // Large reads: a 16 KiB default buffer means one recv and one callback per
   // 16 KiB, a CPU cost that shows at loopback speeds (GB/s).
@@ -1776,6 +1775,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     s->has_signer = 1;
   }
   s->insecure = config->remote.tls_insecure;
+  s->timeout_s = config->remote.timeout_s;
   s->part_size = size_from_env("SLUICE_HTTP_PART_SIZE",
                                config->part_size > 0 ? config->part_size : HTTP_DEFAULT_PART);
   s->fast_link = size_from_env("SLUICE_HTTP_FAST_LINK", HTTP_FAST_LINK);

@@ -98,3 +98,42 @@ def test_errors_pickle():
     import pickle
     e = pickle.loads(pickle.dumps(sluice.FormatError(84, "f: offset 3: bad")))
     assert type(e) is sluice.FormatError and e.code == 84 and str(e) == "f: offset 3: bad"
+
+
+def test_timeout_of_a_silent_server():
+    """timeout= bounds each attempt at a server that accepts and never
+    answers (the CLI's --timeout): a SourceError that says so, in seconds,
+    not minutes. A timeout that is not positive is a ValueError."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    held, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    url = "http://127.0.0.1:%d/t.parquet" % listener.getsockname()[1]
+    try:
+        start = time.monotonic()
+        with pytest.raises(sluice.SourceError) as e:
+            sluice.read(url, timeout=0.5)
+        assert "timed out" in str(e.value).lower() and time.monotonic() - start < 60
+        with pytest.raises(ValueError, match="timeout"):
+            sluice.read(url, timeout=0)
+    finally:
+        stop.set()
+        thread.join()
+        for c in held:
+            c.close()
+        listener.close()
