@@ -38,10 +38,26 @@ def _csv_schema(schema):
     name's other characters than letters, digits, " _-." as %XX escapes (so
     that "a,b" or "x:y" cannot split the list)."""
     if isinstance(schema, str):
-        return schema
+        return _commas_to_bars(schema)
     from urllib.parse import quote
     pairs = schema.items() if hasattr(schema, "items") else [(f.name, f.type) for f in schema]
     return "|".join("%s:%s" % (quote(str(name), safe=" _-."), type_) for name, type_ in pairs)
+
+
+def _commas_to_bars(spec):
+    """'a:int64,b:timestamp[us, tz=UTC]' -> 'a:int64|b:timestamp[us, tz=UTC]':
+    the CLI's --schema spelling, whose commas outside a type's brackets
+    separate columns (within the option text, "|" does)."""
+    out, depth = [], 0
+    for i, ch in enumerate(spec):
+        if ch in "[(" and i > 0 and spec[i - 1].isalnum():
+            depth += 1
+        elif ch in "])" and depth > 0:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            ch = "|"
+        out.append(ch)
+    return "".join(out) if depth == 0 else spec.replace(",", "|")
 
 
 def _options_string(options):

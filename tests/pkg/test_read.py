@@ -39,7 +39,8 @@ def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
     assert want.schema == schema
     for given in (schema, {f.name: f.type for f in schema},
                   {"id": "int16", "t": "timestamp[ms, tz=UTC]", "x": "float32"},
-                  "id:int16|t:timestamp[ms,UTC]|x:float32"):
+                  "id:int16|t:timestamp[ms,UTC]|x:float32",
+                  "id:int16,t:timestamp[ms, tz=UTC],x:float32"):  # the CLI's --schema spelling
         assert pa.table(sluice.read(path, schema=given)).equals(want), given
 
 
