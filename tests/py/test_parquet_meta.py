@@ -193,6 +193,24 @@ def test_stats_of_strings_holding_nul(parquet_cli, tmp_path):
     assert "a\\0c" in text and "b\\0" in text, text
 
 
+def test_stats_of_an_empty_smallest_value(parquet_cli, tmp_path):
+    """A string or binary column whose smallest value is empty has exact
+    footer bounds ("" and b""): stats answer from them, equal to a scan's
+    and to pyarrow's, rather than decoding the column."""
+    path = tmp_path / "empty_min.parquet"
+    table = pa.table({"s": ["", "b", None], "bin": pa.array([b"\x01", b"", b"\x00"])})
+    pq.write_table(table, path)
+    fast = json.loads(_ok(parquet_cli, "stats", path, "--json"))
+    slow = json.loads(_ok(parquet_cli, "stats", path, "--json", "--limit", "3"))
+    assert [c["source"] for c in fast] == ["metadata"] * 2, fast
+    assert [c["source"] for c in slow] == ["computed"] * 2, slow
+    for a, b in zip(fast, slow):
+        assert (a["min"], a["max"], a["nulls"]) == (b["min"], b["max"], b["nulls"]), (a, b)
+    assert (fast[0]["min"], fast[0]["max"]) == ("", "b")
+    mm = pc.min_max(table.column("bin")).as_py()
+    assert (fast[1]["min"], fast[1]["max"]) == (mm["min"].hex(), mm["max"].hex())
+
+
 def test_stats_nested_column_is_scanned(parquet_cli, tmp_path):
     """A list column has no usable footer statistics: it alone is scanned, and
     its figures match pyarrow's; the flat column still comes from the footer."""

@@ -142,8 +142,10 @@ int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* sch
       rc = pq_merge_column_stats(meta, f->leaf, &m, error);
       if (rc != 0) break;
       stats[i].null_count = m.null_count;
+      // (An empty bound, the empty string, may have no data pointer.)
       usable = m.has_min_max && f->conv != PQ_CONV_NULL && f->conv != PQ_CONV_INT96_NS &&
-               m.min.data != NULL && m.max.data != NULL && !f->dict;
+               (m.min.data != NULL || m.min.size == 0) &&
+               (m.max.data != NULL || m.max.size == 0) && !f->dict;
       if (usable && f->is_string) {
         // A truncated bound may end inside a character: cut the min back to
         // whole characters (still a lower bound); a max like that is unusable.
