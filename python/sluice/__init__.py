@@ -483,12 +483,18 @@ def schema(src, *, format=None, columns=None, **format_options):
         ds.close()
 
 
-def stats(src, *, format=None, columns=None, threads=None, **format_options):
-    """Per-column statistics ({name, type, count, null_count, min, max} dicts),
-    computed in parallel over all splits, as ``sluice stats`` prints them;
-    ``type`` as the schema spells it ("int64", "dictionary<values=string,
-    indices=int8, ordered=0>")."""
-    ds = _open(src, format, columns, threads, True, None, None, None, format_options)
+def stats(src, *, format=None, columns=None, threads=None, limit=None, **format_options):
+    """Per-column statistics ({name, type, count, null_count, min, max,
+    source, min_exact, max_exact} dicts), computed in parallel over all
+    splits, as ``sluice stats --json`` gives them: ``type`` as the schema
+    spells it ("int64", "dictionary<values=string, indices=int8,
+    ordered=0>"); ``source`` "metadata" when the figures came from stored
+    statistics (a Parquet footer) without decoding, else "computed"; min and
+    max are the actual extremes when their ``*_exact`` is True. ``limit``:
+    the first rows only (always computed)."""
+    if limit is not None and int(limit) < 0:
+        raise ValueError("limit must be >= 0 or None, not %r" % (limit,))
+    ds = _open(src, format, columns, threads, True, limit, None, None, format_options)
     try:
         out = ds.stats()
         fields = Schema(ds.schema()).fields

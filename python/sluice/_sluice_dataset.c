@@ -282,11 +282,14 @@ static PyObject* dataset_stats(DatasetObject* self, PyObject* Py_UNUSED(ignored)
     const struct sluice_column_stats* s = &stats[i];
     // min / max may hold U+0000: built from their lengths, not as C strings.
     PyObject* item = Py_BuildValue(
-        "{s:s,s:s,s:L,s:L,s:z#,s:z#}", "name", s->name != NULL ? s->name : "", "type",
-        s->type != NULL ? s->type : "", "count", (long long)s->count, "null_count",
+        "{s:s,s:s,s:L,s:L,s:z#,s:z#,s:s,s:N,s:N}", "name", s->name != NULL ? s->name : "",
+        "type", s->type != NULL ? s->type : "", "count", (long long)s->count, "null_count",
         (long long)s->null_count, "min", s->has_min_max ? s->min : NULL,
         (Py_ssize_t)(s->has_min_max ? s->min_len : 0), "max", s->has_min_max ? s->max : NULL,
-        (Py_ssize_t)(s->has_min_max ? s->max_len : 0));
+        (Py_ssize_t)(s->has_min_max ? s->max_len : 0), "source",
+        s->from_metadata ? "metadata" : "computed", "min_exact",
+        PyBool_FromLong(s->has_min_max && s->min_exact), "max_exact",
+        PyBool_FromLong(s->has_min_max && s->max_exact));
     if (item == NULL) {
       Py_CLEAR(list);
       break;

@@ -323,6 +323,19 @@ def test_stats_match_pyarrow(tmp_path):
                 assert (c["min"], c["max"]) == (mm["min"], mm["max"]), c
             else:
                 assert (float(c["min"]), float(c["max"])) == (mm["min"], mm["max"]), c
+            assert c["min_exact"] is True and c["max_exact"] is True, c
+        # The Parquet footer answers (but for d, whose min 0 may hide a -0.0,
+        # so a footer's zero bound is not exact); a CSV is scanned; a limit is
+        # always a scan of that many rows (as `sluice stats --json` says it).
+        want = {"i": "metadata", "s": "metadata", "d": "computed"} if path.suffix == ".parquet" \
+            else {n: "computed" for n in table.column_names}
+        assert {c["name"]: c["source"] for c in got} == want
+        first = sluice.stats(path, limit=10)
+        assert {c["source"] for c in first} == {"computed"}
+        assert [c["count"] for c in first] == [10] * table.num_columns
+        assert first[0]["max"] == str(pc.max(table.column("i").slice(0, 10)).as_py())
+    with pytest.raises(ValueError, match="limit"):
+        sluice.stats(tmp_path / "t.csv", limit=-1)
 
 
 def test_list_of_locations(tmp_path):
