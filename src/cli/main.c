@@ -13,8 +13,8 @@
 
 #define GLOBAL_OPTIONS_HELP                                                   \
   "Global options:\n"                                                         \
-  "  --threads N        decoding threads (default: one per core; two per core\n"           \
-  "                     for http(s):// and s3:// inputs)\n"           \
+  "  --threads N        decoding threads (default: one per core; two per core\n"\
+  "                     for http(s):// and s3:// inputs)\n"                   \
   "  --ordered          deliver batches in file order (default)\n"            \
   "  --unordered        deliver batches as they are decoded (Arrow IPC output\n" \
   "                     tags each batch with sluice:split / sluice:batch)\n"  \
