@@ -231,6 +231,22 @@ def test_counter_columns(sluice, node):
     assert got == want
 
 
+def test_varint_past_38_digits_is_an_error(sluice, node):
+    """A varint that fits 128 bits but not decimal128(38, 0)'s 38 digits (the
+    driver reads 10**38 and 2**127 - 1 exactly) is an error naming the
+    column, not an invalid Arrow decimal; 10**38 - 1 still reads."""
+    session = node.session(KS)
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.wide_ints (k int PRIMARY KEY, v varint)")
+    session.execute(f"INSERT INTO {KS}.wide_ints (k, v) VALUES (1, {10**38 - 1})")
+    table = read(sluice, node, "wide_ints")
+    table.validate(full=True)
+    assert table.column("v").to_pylist() == [decimal.Decimal(10**38 - 1)]
+    for big in (10**38, 2**127 - 1, -(10**38)):
+        session.execute(f"INSERT INTO {KS}.wide_ints (k, v) VALUES (2, {big})")
+        err = sluice.expect_error("cat", url(node, "wide_ints"), "-t", "arrows").stderr.decode()
+        assert "38 digits" in err and "'v'" in err, err
+
+
 # ---- splits, paging, order, projection ---------------------------------------------
 
 ROWS = 20_000

@@ -303,6 +303,21 @@ def test_errors(sluice, node, session, tmp_path):
     err = sluice.expect_error("convert", src("range", id=[1, 2, 3], v=[1, 2**31, 3]),
                               url(node, "strict")).stderr.decode()
     assert "row 2, column 'v'" in err and "out of the range" in err
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.floats (id int PRIMARY KEY, f float)")
+    for big in (1e300, -1e39):  # the driver refuses them too (OverflowError)
+        err = sluice.expect_error("convert", src("float", id=[1, 2], f=[1.5, big]),
+                                  url(node, "floats")).stderr.decode()
+        assert "row 2, column 'f'" in err and "range of CQL float" in err, err
+    ok_floats = src("floats_ok", id=[1, 2], f=[float("inf"), 3.4e38])
+    sluice.run("convert", ok_floats, url(node, "floats"))
+    assert sorted(r.f for r in session.execute(f"SELECT f FROM {KS}.floats")) == \
+        [pytest.approx(3.4e38, rel=1e-7), float("inf")]
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.clustered (p int, c int, s int static, "
+                    "v int, PRIMARY KEY (p, c))")
+    err = sluice.expect_error("convert", src("static_only", p=[1], c=pa.array([None], pa.int32()),
+                                             s=[7], v=pa.array([None], pa.int32())),
+                              url(node, "clustered")).stderr.decode()
+    assert "primary key column is null" in err, err
     stamps = pa.array([0, 1500], pa.timestamp("us"))
     err = sluice.expect_error("convert", src("us", id=[1, 2], at=stamps),
                               url(node, "strict")).stderr.decode()

@@ -8,6 +8,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -465,7 +467,14 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
         return put_twos_complement(out, be, 9);
       }
     case CQL_FLOAT: {
-      float v = (float)float_at(t, a, p);
+      double d = float_at(t, a, p);
+      // A finite double past float's range would become an infinity (and
+      // its cast is undefined in C): an error, as the integer widths are.
+      if (isfinite(d) && (d > FLT_MAX || d < -FLT_MAX)) {
+        *why = "a number beyond the range of CQL float (about 3.4e38)";
+        return EINVAL;
+      }
+      float v = (float)d;
       uint32_t bits;
       memcpy(&bits, &v, 4);
       return sl_buffer_append_be(out, bits, 4);

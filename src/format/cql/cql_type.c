@@ -18,6 +18,7 @@
 
 #include "../../core/sl_endian.h"
 #include "../../core/sl_alloc.h"
+#include "../../core/sl_decimal.h"
 #include "../../core/sl_array.h"
 #include "../../core/sl_error.h"
 
@@ -368,7 +369,10 @@ int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8
     }
     case CQL_VARINT:
       if (n == 0) return sl_builder_append_null(b);
-      if (sl_builder_append_decimal_be(b, v, n) != 0) {
+      // 2^127 - 1 fits decimal128's bytes but not its 38 digits: checked too.
+      if (sl_builder_append_decimal_be(b, v, n) != 0 ||
+          !sl_decimal_fits(b->values.data + (b->length - 1) * b->value_width,
+                           (int)b->value_width, b->type.precision)) {
         *why = "a varint beyond decimal128's 38 digits";
         return EILSEQ;
       }

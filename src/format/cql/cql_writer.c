@@ -332,9 +332,14 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
   if (rc != 0 && s != NULL && code >= 0 && error != NULL) {
     char message[sizeof error->message];
     snprintf(message, sizeof message, "%s", error->message);
-    return sl_error_set(error, rc, "%s (rows %lld to %lld, sent %d times)", message,
+    // The node's words for a null key column (nulls are sent unset): say so.
+    const char* hint = strstr(message, "Invalid unset value for column") != NULL
+                           ? "; a primary key column is null there (a row of a partition "
+                             "that holds only static values has null clustering columns)"
+                           : "";
+    return sl_error_set(error, rc, "%s (rows %lld to %lld, sent %d times%s)", message,
                         (long long)s->first_row + 1, (long long)(s->first_row + s->n_rows),
-                        s->attempts + 1);
+                        s->attempts + 1, hint);
   }
   if (rc != 0) return rc;
   if (s == NULL || !s->busy) {
