@@ -492,8 +492,6 @@ def stats(src, *, format=None, columns=None, threads=None, limit=None, **format_
     statistics (a Parquet footer) without decoding, else "computed"; min and
     max are the actual extremes when their ``*_exact`` is True. ``limit``:
     the first rows only (always computed)."""
-    if limit is not None and int(limit) < 0:
-        raise ValueError("limit must be >= 0 or None, not %r" % (limit,))
     ds = _open(src, format, columns, threads, True, limit, None, None, format_options)
     try:
         out = ds.stats()

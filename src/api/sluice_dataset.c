@@ -229,6 +229,13 @@ static int expand_locations(const char* const* locations, size_t n,
   return 0;
 }
 
+/// timeout_s of the open and write options: seconds >= 0 (0 = the defaults).
+static int check_timeout(const char* location, double timeout_s, struct sluice_error* error) {
+  if (timeout_s >= 0) return 0;  // (NaN is not)
+  return sl_error_set(error, EINVAL, "%s: timeout_s is %g; seconds >= 0 (0 = the defaults)",
+                      location, timeout_s);
+}
+
 static int open_dataset(const char* const* locations, size_t n_locations,
                         const struct sluice_open_options* options, struct sluice_dataset** out,
                         struct sluice_error* error);
@@ -273,10 +280,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", location,
                         options->n_columns);
   }
-  if (!(options->timeout_s >= 0)) {  // NaN too
-    return sl_error_set(error, EINVAL, "%s: timeout_s is %g; seconds >= 0 (0 = the defaults)",
-                        location, options->timeout_s);
-  }
+  SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
   int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
   // With the default allocator, freed batch buffers are kept for the next
   // batches, up to a quarter of the budget (sl_buffer_cache.h).
@@ -610,10 +614,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: a cql:// location is a Cassandra table, not '%s'",
                         shown, options->format);
   }
-  if (!(options->timeout_s >= 0)) {  // NaN too
-    return sl_error_set(error, EINVAL, "%s: timeout_s is %g; seconds >= 0 (0 = the defaults)",
-                        location, options->timeout_s);
-  }
+  SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
   if (options->format != NULL) {
     writer = sl_format_writer_find(options->format);
     if (writer == NULL) {

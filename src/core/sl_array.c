@@ -170,11 +170,17 @@ static int project_shared(struct ArrowArray* in, const int64_t* columns, int64_t
                           const struct sluice_allocator* alloc, struct ArrowArray* out,
                           struct sluice_error* error);
 
+int sl_columns_repeat(const int64_t* columns, int64_t n_columns) {
+  for (int64_t i = 0; i < n_columns; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      if (columns[j] == columns[i]) return 1;
+  return 0;
+}
+
 int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_columns,
                      const struct sluice_allocator* alloc, struct ArrowArray* out,
                      struct sluice_error* error) {
   if (in->release == NULL) return sl_error_set(error, EINVAL, "projecting a released array");
-  int repeats = 0;
   for (int64_t i = 0; i < n_columns; ++i) {
     if (columns[i] < 0 || columns[i] >= in->n_children) {
       int rc = sl_error_set(error, EINVAL, "projected column %lld out of range (%lld columns)",
@@ -182,9 +188,9 @@ int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_co
       in->release(in);
       return rc;
     }
-    for (int64_t j = 0; j < i && !repeats; ++j) repeats = columns[j] == columns[i];
   }
-  if (repeats) return project_shared(in, columns, n_columns, alloc, out, error);
+  if (sl_columns_repeat(columns, n_columns))
+    return project_shared(in, columns, n_columns, alloc, out, error);
   int rc = sl_array_init(out, alloc, 1, n_columns, error);
   if (rc != 0) {
     in->release(in);

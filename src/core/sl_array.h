@@ -45,6 +45,9 @@ void sl_array_move(struct ArrowArray* src, struct ArrowArray* dst);
 /// The allocator a node was made with (NULL if the node is not sluice's).
 const struct sluice_allocator* sl_array_allocator(const struct ArrowArray* array);
 
+/// Whether a column list names some column more than once.
+int sl_columns_repeat(const int64_t* columns, int64_t n_columns);
+
 /// A struct-array view of `columns` (indexes into in->children) of a struct
 /// array `in`, which is consumed (moved into out's ownership). Children not
 /// selected are released; a column named twice is two views of one child.

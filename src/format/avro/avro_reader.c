@@ -627,10 +627,7 @@ static void place_batch(struct avro_split* s) {
 static int dedupe_columns(struct avro_split* s, const int64_t** columns, int64_t* n_columns) {
   int64_t n = *n_columns;
   const int64_t* cols = *columns;
-  int repeats = 0;
-  for (int64_t i = 0; i < n && !repeats; ++i)
-    for (int64_t j = 0; j < i && !repeats; ++j) repeats = cols[j] == cols[i];
-  if (!repeats) return 0;
+  if (!sl_columns_repeat(cols, n)) return 0;
   // One allocation: the map, then the distinct columns.
   s->repeat = sl_calloc(s->r->alloc, 2 * (size_t)n, sizeof *s->repeat);
   if (s->repeat == NULL) return ENOMEM;

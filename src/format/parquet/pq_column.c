@@ -342,15 +342,13 @@ int pq_leaf_unkey(struct pq_leaf_data* d) {
   return 0;
 }
 
-/// The definition levels of the page whose first entry is e0: a top-level
-/// leaf keeps only the current page's (at 0), others the chunk's (group
-/// nodes read them when the row group is assembled).
-static int16_t* page_def(const struct pq_field* f, struct pq_leaf_data* d, int64_t e0) {
-  return (int16_t*)(void*)d->def.data + (f->top_level ? 0 : e0);
-}
+/// Where in out->def the levels of the page whose first entry is e0 go: a
+/// top-level leaf keeps only the current page's (at 0), others the chunk's
+/// (group nodes read them when the row group is assembled).
+static int64_t page_def_at(const struct pq_field* f, int64_t e0) { return f->top_level ? 0 : e0; }
 
 /// Decodes the values of one data page whose levels are in out->def/rep at
-/// entries [e0, e0 + n) (page_def).
+/// entries [e0, e0 + n) (page_def_at).
 static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_encoding enc,
                        const uint8_t* data, int64_t size, int64_t e0, int64_t n,
                        const struct chunk_where* w, struct sluice_error* error) {
@@ -358,7 +356,9 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   struct pq_leaf_data* d = p->out;
   int16_t maxd = f->def, anc = f->anc_def;
   // Without nulls the levels say nothing (and a column's own are not kept).
-  const int16_t* def = maxd > 0 && !p->all_defined ? page_def(f, d, e0) : NULL;
+  const int16_t* def = maxd > 0 && !p->all_defined
+                           ? (const int16_t*)(const void*)d->def.data + page_def_at(f, e0)
+                           : NULL;
   int64_t nv = n, slots = n;
   if (def) {
     nv = slots = 0;
@@ -466,7 +466,7 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   return 0;
 }
 
-/// Levels of a page into out->def (at page_def) / out->rep at entry e0;
+/// Levels of a page into out->def (at page_def_at) / out->rep at entry e0;
 /// validates them.
 static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
                        enum pq_encoding def_enc, const uint8_t* rdata, int64_t rsize,
@@ -493,9 +493,9 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
   }
   p->all_defined = 0;
   if (f->def > 0) {
-    int64_t at = f->top_level ? 0 : e0;
+    int64_t at = page_def_at(f, e0);
     if (ensure_total(&d->def, (at + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
-    int16_t* dl = page_def(f, d, e0);
+    int16_t* dl = (int16_t*)(void*)d->def.data + at;
     // Fast path: a page without nulls is one RLE run of the maximum level.
     const uint8_t* run = ddata;
     int64_t run_size = dsize;
