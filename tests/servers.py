@@ -6,6 +6,7 @@ clients send, bytes passing unchanged so that signatures still verify."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -72,6 +73,36 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def silent_server():
+    """A server on 127.0.0.1 that accepts connections and never answers (a
+    hung server): yields (port, the connections it holds so far)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    held = []
+    stop_accepting = threading.Event()
+
+    def accept():
+        while not stop_accepting.is_set():
+            try:
+                held.append(listener.accept()[0])  # kept open, never answered
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], held
+    finally:
+        stop_accepting.set()
+        thread.join()
+        for c in held:
+            c.close()
+        listener.close()
 
 
 class ConnectionCounter:

@@ -1,9 +1,12 @@
 """Failures raise the sluice.Error subclass for the C library's error code,
 with its message, and also the built-in exception that fits."""
+import time
+
 import pyarrow as pa
 import pytest
 
 import sluice
+from servers import silent_server
 
 
 def test_missing_file(tmp_path):
@@ -104,36 +107,11 @@ def test_timeout_of_a_silent_server():
     """timeout= bounds each attempt at a server that accepts and never
     answers (the CLI's --timeout): a SourceError that says so, in seconds,
     not minutes. A timeout that is not positive is a ValueError."""
-    import socket
-    import threading
-    import time
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    held, stop = [], threading.Event()
-
-    def accept():
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    url = "http://127.0.0.1:%d/t.parquet" % listener.getsockname()[1]
-    try:
+    with silent_server() as (port, _):
+        url = "http://127.0.0.1:%d/t.parquet" % port
         start = time.monotonic()
         with pytest.raises(sluice.SourceError) as e:
             sluice.read(url, timeout=0.5)
         assert "timed out" in str(e.value).lower() and time.monotonic() - start < 60
         with pytest.raises(ValueError, match="timeout"):
             sluice.read(url, timeout=0)
-    finally:
-        stop.set()
-        thread.join()
-        for c in held:
-            c.close()
-        listener.close()

@@ -31,7 +31,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from conftest import check_clean_failure, corpora_dir
-from servers import free_port, wait_for_port
+from servers import free_port, silent_server, wait_for_port
 
 CORPORA = corpora_dir()
 
@@ -597,28 +597,12 @@ def test_server_down_fails_after_retries(sluice, fault_server):
     assert "503" in proc.stderr.decode()
 
 
-def test_silent_server_times_out_as_asked(sluice, tmp_path):
+def test_silent_server_times_out_as_asked(sluice):
     """A server that accepts connections and never answers: --timeout bounds
     each attempt (by default 60 s without a byte, 6 attempts: minutes), and
     the error says the request timed out. A bad value is a usage error."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held = []
-    stop = threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])  # kept open, never answered
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/t.csv"
+    with silent_server() as (port, held):
+        url = f"http://127.0.0.1:{port}/t.csv"
         start = time.monotonic()
         proc = sluice.run_raw("schema", url, "--timeout", "0.5", timeout=120)
         took = time.monotonic() - start
@@ -629,12 +613,6 @@ def test_silent_server_times_out_as_asked(sluice, tmp_path):
         assert len(held) >= 2  # it was retried
         bad = sluice.run_raw("schema", url, "--timeout", "0")
         assert bad.returncode == 2 and b"--timeout" in bad.stderr, bad
-    finally:
-        stop.set()
-        thread.join()
-        for c in held:
-            c.close()
-        listener.close()
 
 
 def _fetched_bytes(log, size: int) -> int:
