@@ -158,7 +158,9 @@ struct upload {
   int64_t size;
   int64_t part_size;
   int64_t n_parts;
-  char upload_id_query[1024];  ///< "uploadId=..." (encoded)
+  /// "uploadId=..." (an UploadId of up to 511 bytes, each encoded in at
+  /// most 3); "" until CreateMultipartUpload gave one.
+  char upload_id_query[16 + 3 * 511];
   char (*etags)[128];
   pthread_mutex_t lock;
   int64_t next;
@@ -171,7 +173,13 @@ static void* upload_worker(void* arg) {
   CURL* h = u->g->curl.easy_init();
   struct s3_response* resp = sl_alloc(u->g->alloc, sizeof *resp);
   for (;;) {
+    int cancelled = u->remote != NULL && u->remote->cancelled != NULL &&
+                    u->remote->cancelled(u->remote->cancelled_user);
     pthread_mutex_lock(&u->lock);
+    if (cancelled && !u->failed) {
+      u->failed = 1;
+      sl_error_set(&u->error, ECANCELED, "%s: interrupted", u->location);
+    }
     int64_t k = u->failed ? u->n_parts : u->next++;
     if ((h == NULL || resp == NULL) && !u->failed) {
       u->failed = 1;
@@ -182,7 +190,7 @@ static void* upload_worker(void* arg) {
     if (k >= u->n_parts) break;
     int64_t offset = k * u->part_size;
     int64_t len = u->size - offset < u->part_size ? u->size - offset : u->part_size;
-    char query[1200];
+    char query[32 + sizeof u->upload_id_query];
     // Parameters in canonical (sorted) order: partNumber before uploadId.
     snprintf(query, sizeof query, "partNumber=%" PRId64 "&%s", k + 1, u->upload_id_query);
     struct sluice_error err;
@@ -218,7 +226,7 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                       u->location);
   }
   if (rc != 0) return rc;
-  char encoded[900];
+  char encoded[3 * sizeof upload_id];
   if (sl_sigv4_uri_encode(upload_id, 1, encoded, sizeof encoded) == (size_t)-1) {
     rc = sl_error_set(error, ENAMETOOLONG, "%s: UploadId too long", u->location);
   } else {
@@ -270,8 +278,10 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
     }
   }
   if (u->etags != NULL) sl_free(alloc, u->etags, etags_size);
-  if (rc != 0) {
-    // No partial object: drop the parts (best effort; the error stays the first one).
+  // No partial object: drop the parts (best effort; the error stays the
+  // first one). Never without an upload id: a DELETE of the bare key would
+  // remove the object this write was to replace.
+  if (rc != 0 && u->upload_id_query[0] != '\0') {
     struct sluice_error ignored;
     s3_request(u->g, u->remote, h, u->url, "DELETE", u->upload_id_query, NULL, 0, resp, u->location,
                &ignored);
