@@ -286,6 +286,28 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   return 0;
 }
 
+/// An s3:// output is staged in a file of its own in TMPDIR (or /tmp), so
+/// that a failed write never reaches the bucket. mkstemp makes a new file
+/// (no link or device another user left under a known name is followed),
+/// and it is unlinked at once: nothing is left behind, however the process
+/// ends.
+static int open_s3_staging(struct sl_sink* sink, struct sluice_error* error) {
+  const char* dir = getenv("TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  char staging[4096];
+  if ((size_t)snprintf(staging, sizeof staging, "%s/.sluice-s3-upload.tmp-XXXXXX", dir) >=
+      sizeof staging)
+    return sl_error_set(error, ENAMETOOLONG, "%s: TMPDIR is too long", sink->name);
+  sink->fd = mkstemp(staging);
+  if (sink->fd < 0) {
+    char what[64 + 4096];
+    snprintf(what, sizeof what, "cannot create the staging file in '%s' (TMPDIR)", dir);
+    return errno_error(error, sink->name, what, errno);
+  }
+  unlink(staging);
+  return 0;
+}
+
 int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
                  struct sl_sink** out, struct sluice_error* error) {
   return sl_sink_open_remote(location, NULL, alloc, out, error);
@@ -329,13 +351,8 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
     struct stat st;
     sink->is_pipe = fstat(sink->fd, &st) == 0 && S_ISFIFO(st.st_mode);
   } else if (is_s3) {
-    // Staged locally, so that a failed write never reaches the bucket.
-    const char* dir = getenv("TMPDIR");
-    char staging[4096];
-    snprintf(staging, sizeof staging, "%s/sluice-s3-upload",
-             dir != NULL && dir[0] != '\0' ? dir : "/tmp");
     sink->is_s3 = 1;
-    int rc = open_file_sink(sink, staging, error);
+    int rc = open_s3_staging(sink, error);
     if (rc != 0) {
       sink_free(sink);
       return rc;
@@ -711,7 +728,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   // A local file reaches the disk before the rename makes it visible: after
   // a crash the target holds the old file or the whole new one, never a
   // renamed file whose blocks were not written yet. (S3's staging file is
-  // uploaded and deleted; devices and FIFOs have nothing to commit.)
+  // uploaded; devices and FIFOs have nothing to commit.)
   int durable = !sink->is_s3 && !sink->in_place && !sink->no_fsync;
   if (rc == 0 && durable && fsync(sink->fd) != 0) {
     rc = errno_error(error, sink->name, "cannot sync the file to disk", errno);
@@ -727,7 +744,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     rc = errno_error(error, sink->name, "cannot rename the temporary file into place", errno);
   }
   if (rc == 0 && durable) sync_directory(sink->alloc, sink->target);
-  if (rc != 0 || sink->is_s3) unlink(sink->tmp_path);
+  if (rc != 0 && sink->tmp_path != NULL) unlink(sink->tmp_path);
   sink_free(sink);
   return rc;
 }
