@@ -502,6 +502,12 @@ struct sluice_write_options {
   /// s3:// outputs: settings that override the environment and the AWS
   /// files (NULL = none), part_size included.
   const struct sluice_s3_options* s3;
+  /// Optional: polled before each batch is taken from the stream and while
+  /// the output is committed (deferred copies, S3 parts), from any thread.
+  /// A non-zero return stops the write with ECANCELED ("interrupted"),
+  /// leaving nothing at `location` (the CLI's and Python's Ctrl-C).
+  int (*cancelled)(void* user);
+  void* cancelled_user;
 };
 
 /// Fills `options` with the defaults: format from the extension, no

@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_buffer_cache.h"
+#include "core/sl_checked_stream.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
 #include "io/sl_compression.h"
@@ -595,6 +596,43 @@ int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream*
 
 /* ---- Writing ---------------------------------------------------------------- */
 
+/// sluice_write to a file or object: the sink opened, written, committed
+/// (or aborted on any error).
+static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                      const char* location, const struct sluice_write_options* options,
+                      struct sl_write_args* args, struct sluice_error* error) {
+  // x.csv.gz: the CSV compressed whole. A format asked for by name keeps its
+  // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
+  enum sl_compression compression =
+      writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
+  if (writer->compressible && options->compression != NULL && options->compression[0] != '\0') {
+    // Asked by name (pandas' to_csv(compression="gzip")): over the suffix.
+    const char* c = options->compression;
+    if (strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0) compression = SL_COMPRESS_GZIP;
+    else if (strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0) compression = SL_COMPRESS_ZSTD;
+    else if (strcmp(c, "none") == 0) compression = SL_COMPRESS_NONE;
+    else
+      return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd or none, "
+                          "not '%s'", location, writer->name, c);
+    args->compression = NULL;  // the whole file's, not the format's own
+  }
+  struct sl_sink* sink = NULL;
+  struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
+                                     .ca_bundle = options->ca_bundle,
+                                     .timeout_s = options->timeout_s, .s3 = options->s3,
+                                     .cancelled = options->cancelled,
+                                     .cancelled_user = options->cancelled_user};
+  SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, args->alloc, &sink, error));
+  if (options->no_fsync) sl_sink_skip_fsync(sink);
+  int rc = sl_sink_compress(sink, compression, error);
+  if (rc == 0) rc = writer->write(stream, sink, args, error);
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    return rc;
+  }
+  return sl_sink_commit(sink, error);
+}
+
 int sluice_write(struct ArrowArrayStream* stream, const char* location,
                  const struct sluice_write_options* options, struct sluice_error* error) {
   if (stream == NULL || stream->release == NULL || location == NULL) {
@@ -641,35 +679,14 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
   }
-  if (table) return writer->write(stream, NULL, &args, error);  // no file to commit
-  // x.csv.gz: the CSV compressed whole. A format asked for by name keeps its
-  // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
-  enum sl_compression compression =
-      writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
-  if (writer->compressible && options->compression != NULL && options->compression[0] != '\0') {
-    // Asked by name (pandas' to_csv(compression="gzip")): over the suffix.
-    const char* c = options->compression;
-    if (strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0) compression = SL_COMPRESS_GZIP;
-    else if (strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0) compression = SL_COMPRESS_ZSTD;
-    else if (strcmp(c, "none") == 0) compression = SL_COMPRESS_NONE;
-    else
-      return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd or none, "
-                          "not '%s'", location, writer->name, c);
-    args.compression = NULL;  // the whole file's, not the format's own
-  }
-  struct sl_sink* sink = NULL;
-  struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
-                                     .ca_bundle = options->ca_bundle,
-                                     .timeout_s = options->timeout_s, .s3 = options->s3};
-  SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, alloc, &sink, error));
-  if (options->no_fsync) sl_sink_skip_fsync(sink);
-  int rc = sl_sink_compress(sink, compression, error);
-  if (rc == 0) rc = writer->write(stream, sink, &args, error);
-  if (rc != 0) {
-    sl_sink_abort(sink);
-    return rc;
-  }
-  return sl_sink_commit(sink, error);
+  // Every batch is checked against the schema before a writer walks it.
+  struct ArrowArrayStream checked;
+  SL_RETURN_NOT_OK(sl_checked_stream_init(stream, alloc, options->cancelled,
+                                          options->cancelled_user, &checked, error));
+  int rc = table ? writer->write(&checked, NULL, &args, error)  // no file to commit
+                 : write_file(writer, &checked, location, options, &args, error);
+  checked.release(&checked);
+  return rc;
 }
 
 int sluice_dataset_count_split_rows(struct sluice_dataset* dataset, struct sluice_error* error) {

@@ -3,6 +3,9 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -62,7 +65,29 @@ struct cli_options {
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* ca_bundle;  ///< --ca-bundle FILE
   double timeout_s;       ///< --timeout SECONDS (0 = the defaults)
+  struct cli_interrupt* interrupt;  ///< main's (NULL: none)
 };
+
+/// Ctrl-C and SIGTERM/SIGHUP handling (cli_interrupt.c): a write in progress
+/// is cancelled and undone before the process dies of the signal.
+struct cli_interrupt {
+  sigset_t signals;
+  pthread_t watcher;
+  int started;           ///< the watcher runs (else signals act as usual)
+  atomic_int writing;    ///< inside cli_write_stream (to a file or object)
+  atomic_int requested;  ///< the signal that asked the write to stop (0: none)
+};
+
+/// Blocks the signals in this thread and those it starts from now on, and
+/// starts the watcher that takes them. Call before any other thread starts.
+void cli_interrupt_start(struct cli_interrupt* in);
+/// Stops the watcher (the signals stay blocked: the process is ending).
+void cli_interrupt_stop(struct cli_interrupt* in);
+/// sluice_write_options.cancelled: a signal came during the write.
+int cli_interrupt_cancelled(void* user);
+/// Marks a write as started (1) or over (0); when it is over and a signal
+/// cancelled it, the process dies of that signal here.
+void cli_interrupt_writing(struct cli_interrupt* in, int writing);
 
 struct cli_command {
   const char* name;

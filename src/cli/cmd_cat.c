@@ -66,7 +66,15 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.s3 = &options->s3;
   write_options.batch_metadata = cli_progress_batch_metadata;
   write_options.batch_metadata_user = stream->private_data;
+  // Standard output leaves nothing to undo: a signal kills it at once.
+  int undoable = strcmp(location, "-") != 0 && options->interrupt != NULL;
+  if (undoable) {
+    write_options.cancelled = cli_interrupt_cancelled;
+    write_options.cancelled_user = options->interrupt;
+    cli_interrupt_writing(options->interrupt, 1);
+  }
   int rc = sluice_write(stream, location, &write_options, error);
+  if (undoable) cli_interrupt_writing(options->interrupt, 0);
   if (rc != 0 && error->message[0] == '\0') snprintf(error->message, sizeof error->message, "%s", strerror(rc));
   return rc != 0 ? CLI_ERROR : CLI_OK;
 }

@@ -486,6 +486,9 @@ int main(int argc, char** argv) {
   memset(&options, 0, sizeof options);
   options.limit = -1;
   options.ordered = 1;
+  struct cli_interrupt interrupt;
+  cli_interrupt_start(&interrupt);
+  options.interrupt = &interrupt;
   const struct cli_command* command = NULL;
   int show_version = 0;
   int status = parse_args(argc, argv, &options, &command, &show_version);
@@ -508,5 +511,6 @@ int main(int argc, char** argv) {
   free(options.columns_joined);
   free(options.format_options);
   free(options.write_options);
+  cli_interrupt_stop(&interrupt);
   return status;
 }

@@ -418,6 +418,8 @@ struct copy_round {
   atomic_llong next;  // next byte (of the runs end to end) to hand out
   atomic_int failed;  // the first error's errno, 0 if none
   const char* what;   // what failed (written by the thread that set `failed`)
+  int (*cancelled)(void* user);  // sl_remote_options.cancelled, polled per piece
+  void* cancelled_user;
 };
 
 struct copy_worker {
@@ -476,6 +478,10 @@ static void copy_work(struct copy_worker* w) {
   for (;;) {
     int64_t at = atomic_fetch_add(&r->next, SL_SINK_COPY_CHUNK);
     if (at >= r->total || atomic_load_explicit(&r->failed, memory_order_relaxed) != 0) return;
+    if (r->cancelled != NULL && r->cancelled(r->cancelled_user)) {
+      copy_failed(r, ECANCELED, "interrupted");
+      return;
+    }
     int64_t end = r->total - at < SL_SINK_COPY_CHUNK ? r->total : at + SL_SINK_COPY_CHUNK;
     // The last run that starts at or before `at`.
     int lo = 0, hi = r->n_copies - 1;
@@ -519,7 +525,10 @@ static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
                          .sources = sink->sources,
                          .dst = sink->fd,
                          .total = last->before + last->len,
-                         .what = NULL};
+                         .what = NULL,
+                         .cancelled = sink->remote != NULL ? sink->remote->cancelled : NULL,
+                         .cancelled_user = sink->remote != NULL ? sink->remote->cancelled_user
+                                                                : NULL};
   atomic_init(&r.next, 0);
   atomic_init(&r.failed, 0);
 #if defined(__linux__)

@@ -102,6 +102,10 @@ struct sl_remote_options {
   int stream_first;
   /// s3:// settings from the caller, over the environment's (NULL = none).
   const struct sluice_s3_options* s3;
+  /// Writes: the caller's sluice_write_options.cancelled (NULL = none),
+  /// polled between the pieces of a commit (copies, S3 parts).
+  int (*cancelled)(void* user);
+  void* cancelled_user;
 };
 
 /// 1 for http://, https:// and s3:// locations (read through libcurl).

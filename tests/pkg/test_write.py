@@ -149,6 +149,62 @@ def test_failed_write_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("fmt", ["arrow", "arrows", "parquet", "csv", "avro", "jsonl"])
+def test_batch_unlike_its_schema_is_refused(tmp_path, fmt):
+    # A producer bug: the stream says int64, its second batch holds strings.
+    # Every writer walks the arrays by the schema, so this must be an error
+    # (it used to write the string offsets as numbers), with the old file kept.
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2])], schema=schema)
+        yield pa.record_batch([pa.array(["x", "yz"])], names=["a"])
+
+    dst = tmp_path / f"out.{fmt}"
+    dst.write_bytes(b"old")
+    with pytest.raises(sluice.InvalidArgumentError, match="batch 1 does not match.*'a'"):
+        sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), dst)
+    assert dst.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == [dst.name]
+
+
+def test_ctrl_c_undoes_the_write(tmp_path):
+    # Ctrl-C while sluice.write runs (here while a slow producer feeds it):
+    # KeyboardInterrupt, raised only once the write is undone, so the old
+    # file is kept and no temporary file is left. (It used to become a
+    # sluice.InvalidArgumentError, or to come after the new file was in place.)
+    script = tmp_path / "interrupt.py"
+    script.write_text("""
+import os, signal, sys, threading, time
+import pyarrow as pa
+import sluice
+schema = pa.schema([("a", pa.int64())])
+def batches():
+    for i in range(200):
+        time.sleep(0.05)
+        yield pa.record_batch([pa.array(range(1000))], schema=schema)
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+t = time.monotonic()
+try:
+    sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), sys.argv[1])
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted %.1f" % (time.monotonic() - t))
+""")
+    out = tmp_path / "out"
+    out.mkdir()
+    dst = out / "x.parquet"
+    dst.write_bytes(b"old")
+    done = subprocess.run([sys.executable, str(script), str(dst)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    word, seconds = done.stdout.split()
+    assert word == "interrupted"
+    assert float(seconds) < 5  # not after the producer's 10 s
+    assert dst.read_bytes() == b"old"
+    assert [p.name for p in out.iterdir()] == ["x.parquet"]
+
+
 def test_written_files_are_synced_unless_asked(simple, tmp_path, sluice_bin):
     """A local output reaches the disk before it is renamed into place
     (fsync=True, the default); fsync=False and the CLI's --no-fsync leave it

@@ -705,3 +705,39 @@ def test_several_sources_are_one_table(sluice, tmp_path):
     assert "other.csv" in err
     err = sluice.expect_error("cat", paths[0], "-").stderr.decode()
     assert "standard input" in err
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_during_convert_undoes_the_write(sluice_bin, tmp_path, sig):
+    # The input comes through a pipe that we hold open, so the signal lands
+    # while the write is in progress (its temporary file exists); the
+    # end of the input that follows must not commit it. The old file stays,
+    # no temporary file is left, and the process dies of the signal.
+    import signal
+    import time
+    schema = pa.schema([("a", pa.int64())])
+    batch = pa.record_batch([pa.array(range(1000))], schema=schema)
+    dst = tmp_path / "out.csv"
+    dst.write_text("old")
+    p = subprocess.Popen([sluice_bin, "-q", "convert", "-", str(dst), "-f", "arrows"],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    sink = pa.PythonFile(p.stdin, mode="w")
+    writer = ipc.new_stream(sink, schema)
+    writer.write_batch(batch)
+    p.stdin.flush()
+    for _ in range(100):  # until the write has begun: its temporary file
+        if len(list(tmp_path.iterdir())) > 1:
+            break
+        time.sleep(0.05)
+    assert len(list(tmp_path.iterdir())) == 2
+    p.send_signal(getattr(signal, sig))
+    time.sleep(0.2)
+    try:
+        writer.write_batch(batch)
+        writer.close()
+        p.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # it may be gone already
+    assert p.wait(timeout=60) == -getattr(signal, sig)
+    assert dst.read_text() == "old"
+    assert [f.name for f in tmp_path.iterdir()] == ["out.csv"]

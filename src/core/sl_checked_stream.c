@@ -1,0 +1,92 @@
+#include "core/sl_checked_stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "core/sl_error.h"
+#include "core/sl_validate.h"
+
+struct checked_stream {
+  struct ArrowArrayStream* inner;
+  const struct sluice_allocator* alloc;
+  int (*cancelled)(void* user);
+  void* cancelled_user;
+  struct ArrowSchema schema;  ///< the inner stream's, read once
+  int64_t batches;            ///< batches handed on so far
+  struct sluice_error error;  ///< the last failure, for get_last_error
+};
+
+static int checked_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  struct checked_stream* c = stream->private_data;
+  return c->inner->get_schema(c->inner, out);
+}
+
+static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
+  struct checked_stream* c = stream->private_data;
+  c->error.code = 0;
+  c->error.message[0] = '\0';
+  if (c->cancelled != NULL && c->cancelled(c->cancelled_user)) {
+    out->release = NULL;
+    return sl_error_set(&c->error, ECANCELED, "interrupted");
+  }
+  int rc = c->inner->get_next(c->inner, out);
+  // Also after: a signal that came while the source kept us waiting (a
+  // pipe) must not let the end of its stream commit the output.
+  if (rc == 0 && c->cancelled != NULL && c->cancelled(c->cancelled_user)) {
+    if (out->release != NULL) out->release(out);
+    return sl_error_set(&c->error, ECANCELED, "interrupted");
+  }
+  if (rc != 0 || out->release == NULL) return rc;
+  // Minimal: the counts of buffers and children and the lengths, per node,
+  // which is what a writer walks by; O(columns), not O(values). (The values'
+  // offsets are the producer's word, as with every Arrow C Data consumer.)
+  if (sl_array_validate(&c->schema, out, SL_VALIDATE_MINIMAL, NULL, &c->error) != 0) {
+    out->release(out);
+    sl_error_prefix(&c->error, "batch %lld does not match the stream's schema",
+                    (long long)c->batches);
+    c->error.code = EINVAL;  // the caller's stream is at fault, not a file
+    return EINVAL;
+  }
+  c->batches++;
+  return 0;
+}
+
+static const char* checked_get_last_error(struct ArrowArrayStream* stream) {
+  struct checked_stream* c = stream->private_data;
+  if (c->error.message[0] != '\0') return c->error.message;
+  return c->inner->get_last_error != NULL ? c->inner->get_last_error(c->inner) : NULL;
+}
+
+static void checked_release(struct ArrowArrayStream* stream) {
+  struct checked_stream* c = stream->private_data;
+  if (c->schema.release != NULL) c->schema.release(&c->schema);
+  sl_free(c->alloc, c, sizeof *c);
+  stream->release = NULL;
+}
+
+int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_allocator* alloc,
+                           int (*cancelled)(void* user), void* cancelled_user,
+                           struct ArrowArrayStream* out, struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  struct checked_stream* c = sl_calloc(alloc, 1, sizeof *c);
+  if (c == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  c->inner = inner;
+  c->alloc = alloc;
+  c->cancelled = cancelled;
+  c->cancelled_user = cancelled_user;
+  int rc = inner->get_schema(inner, &c->schema);
+  if (rc != 0) {
+    const char* msg = inner->get_last_error != NULL ? inner->get_last_error(inner) : NULL;
+    sl_free(alloc, c, sizeof *c);
+    return sl_error_set(error, rc, "input stream: reading the schema failed: %s",
+                        msg != NULL && msg[0] != '\0' ? msg : strerror(rc));
+  }
+  out->get_schema = checked_get_schema;
+  out->get_next = checked_get_next;
+  out->get_last_error = checked_get_last_error;
+  out->release = checked_release;
+  out->private_data = c;
+  return 0;
+}
