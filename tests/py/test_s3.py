@@ -280,6 +280,28 @@ def test_failed_write_leaves_no_object(sluice, s3, tmp_path):
     assert not (s3["data"] / BUCKET / "out" / "denied.arrows").exists()
 
 
+def test_staging_leaves_tmpdir_as_it_was(sluice, s3, tmp_path):
+    """The output is staged in a new, at once unlinked file of TMPDIR: what
+    other users left there (the name an earlier version always used, here a
+    FIFO that would have taken the bytes, or a directory) does not matter,
+    and nothing is left behind, whether the write succeeds or fails."""
+    staging = tmp_path / "tmp"
+    staging.mkdir()
+    os.mkfifo(staging / "sluice-s3-upload")
+    (staging / ".sluice-s3-upload.tmp-XXXXXX").mkdir()
+    before = sorted(p.name for p in staging.iterdir())
+    env = creds(s3, TMPDIR=str(staging))
+    proc = run(sluice, env, "convert", s3["local"] / "t.arrows", f"s3://{BUCKET}/out/staged.csv",
+               "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (s3["data"] / BUCKET / "out" / "staged.csv").exists()
+    bad = tmp_path / "cut.lenprefix"
+    bad.write_bytes(bytes([5]) + b"hello" + bytes([9]) + b"abc")  # truncated last message
+    proc = run(sluice, env, "convert", bad, f"s3://{BUCKET}/out/cut2.arrows", "-q")
+    check_clean_failure(proc)
+    assert sorted(p.name for p in staging.iterdir()) == before
+
+
 # ---- S3 over TLS: nginx (TLS, self-signed) in front of s3s-fs --------------------
 #
 # The proxy passes the Host header through, so the signatures sluice makes for
@@ -875,6 +897,30 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self._answer(False)
 
+    def _write(self):
+        """Multipart uploads: CreateMultipartUpload answers the scripted
+        `upload_id`, parts get `part_status`, the rest 200."""
+        srv = self.server
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        srv.requests.append({"method": self.command, "path": url.path, "query": query,
+                             "headers": dict(self.headers)})
+        status, body = 200, b""
+        if self.command == "POST" and "uploads" in query:
+            body = (f"<InitiateMultipartUploadResult><UploadId>{srv.upload_id}</UploadId>"
+                    "</InitiateMultipartUploadResult>").encode()
+        elif self.command == "PUT" and "partNumber" in query:
+            status = srv.part_status
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        if status == 200:
+            self.send_header("ETag", '"e"')
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_PUT = do_DELETE = _write
+
 
 class ScriptedS3(ThreadingHTTPServer):
     """Answers ListObjectsV2 with the scripted (status, body) pages in turn
@@ -890,6 +936,8 @@ class ScriptedS3(ThreadingHTTPServer):
         self.objects: dict[str, bytes] = {}
         self.requests: list[dict] = []
         self.ranges = False
+        self.upload_id = "u1"
+        self.part_status = 200
 
     def list_requests(self) -> list[dict]:
         return [r for r in self.requests if "list-type" in r["query"]]
@@ -1183,3 +1231,26 @@ def test_write_killed_mid_upload_leaves_no_partial_object(sluice, s3, tmp_path):
         else:
             outcomes.add("none")
     assert "none" in outcomes  # the kills did land before the end
+
+
+def test_failed_multipart_upload_aborts_that_upload_only(sluice, scripted, tmp_path):
+    """A part refused: the upload is aborted with its UploadId (here one of
+    400 '+', encoded to 1,200 bytes), and nothing else is sent: an abort
+    without the id would be a DeleteObject of the key, which an earlier
+    version sent when the id did not fit its buffer, deleting the object the
+    write was to replace."""
+    src = tmp_path / "big.lenprefix"
+    from test_http import write_lenprefix
+    write_lenprefix(src, 700_000, 11)  # ~17 MB of Arrow output: several parts
+    scripted.upload_id = "+" * 400
+    scripted.part_status = 403
+    env = scripted_env(scripted, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s",
+                       SLUICE_S3_PART_SIZE=str(5 << 20))
+    proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/out/big.arrows", "-q", "-O",
+               "length_prefix=u8")
+    check_clean_failure(proc)
+    assert "403" in proc.stderr.decode()
+    writes = [r for r in scripted.requests if r["method"] != "GET"]
+    assert writes[0]["method"] == "POST" and "uploads" in writes[0]["query"]
+    assert all(r["query"].get("uploadId") == ["+" * 400] for r in writes[1:])
+    assert writes[-1]["method"] == "DELETE"
