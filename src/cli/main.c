@@ -2,7 +2,6 @@
 // subcommand; this file owns the command line.
 #include <getopt.h>
 #if defined(__GLIBC__)
-#include <malloc.h>
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,25 +462,7 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   return CLI_OK;
 }
 
-/// The command streams batches: each is freed soon after it is made and the
-/// next one is the same size. glibc's defaults give a freed buffer of a few
-/// MiB back to the kernel (munmap, or trimming the arena's top), so every
-/// batch faulted its pages in afresh: half the system time of `sluice stats
-/// w1.csv` (0.61 -> 0.30 s) and a quarter of the CPU of W3's message count.
-/// Buffers up to 32 MiB (glibc's largest threshold) now come from the
-/// arenas, which keep up to 256 MiB free (the default --budget) for the next
-/// batch. A user's own GLIBC_TUNABLES for malloc win.
-static void keep_freed_batches_mapped(void) {
-#if defined(__GLIBC__)
-  const char* tunables = getenv("GLIBC_TUNABLES");
-  if (tunables != NULL && strstr(tunables, "glibc.malloc.") != NULL) return;
-  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
-}
-
 int main(int argc, char** argv) {
-  keep_freed_batches_mapped();
   struct cli_options options;
   memset(&options, 0, sizeof options);
   options.limit = -1;

@@ -10,9 +10,44 @@
 
 #define ERANGE_CODE ERANGE
 
+// Blocks from DIRECT_MIN up are mapped and unmapped by the allocator itself,
+// not by malloc. glibc keeps freed blocks in the arena of the thread that
+// made them (a decoding worker) and, once one such block has been freed,
+// raises its mmap threshold to that size, so that the freed batches of a
+// streaming scan stayed resident, arena by arena: with 8 threads and a
+// 16 MB budget, 400-800 MB. Unmapped at once, the memory a scan holds is
+// what its budget counts plus the dataset's buffer cache (a quarter of it),
+// which recycles blocks without the kernel. A header before the data keeps
+// the mapping's length, so a block is unmapped whole whatever size its free
+// names (both sides only have to agree that it is DIRECT_MIN or more).
+// Under AddressSanitizer every block goes through malloc, which it checks.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define SL_ASAN 1
+#endif
+#if defined(__linux__) && !defined(SL_ASAN)
+#define DIRECT_MIN ((size_t)256 << 10)
+#define DIRECT_HEADER ((size_t)SL_BUFFER_ALIGNMENT)
+#endif
+
 static void* default_allocate(void* ctx, size_t size, size_t alignment) {
   (void)ctx;
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
+#if defined(DIRECT_MIN)
+  if (size >= DIRECT_MIN) {
+    size_t page = 4096;
+    size_t length = (size + DIRECT_HEADER + page - 1) & ~(page - 1);
+    if (length < size) return NULL;
+    void* block = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) return NULL;
+    *(size_t*)block = length;
+    return (uint8_t*)block + DIRECT_HEADER;  // page + 64: aligned for any `alignment` <= 64
+  }
+#endif
   // aligned_alloc wants a size that is a multiple of the alignment.
   size_t rounded = (size + alignment - 1) & ~(alignment - 1);
   if (rounded < size) return NULL;
@@ -21,7 +56,15 @@ static void* default_allocate(void* ctx, size_t size, size_t alignment) {
 
 static void default_deallocate(void* ctx, void* ptr, size_t size) {
   (void)ctx;
+#if defined(DIRECT_MIN)
+  if (size >= DIRECT_MIN) {
+    uint8_t* block = (uint8_t*)ptr - DIRECT_HEADER;
+    munmap(block, *(size_t*)(void*)block);
+    return;
+  }
+#else
   (void)size;
+#endif
   free(ptr);
 }
 
