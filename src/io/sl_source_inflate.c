@@ -170,6 +170,11 @@ static int inflate_into(struct inflate_source* s, uint8_t* out, int64_t room, in
   }
   struct inflate_state* g = s->gzip;
   if (s->member_done && in_left > 0) {  // the next member of `cat a.gz b.gz`
+    // ... or bytes that are no gzip member (gzip(1) warns "trailing garbage
+    // ignored"): an error that says so, not a truncated member.
+    if (in[0] != 0x1f || (in_left > 1 && in[1] != 0x8b))
+      return corrupt(s, "bytes after the last gzip member", "not gzip data (trailing garbage)",
+                     error);
     isal_inflate_reset(g);
     g->crc_flag = ISAL_GZIP;
     s->member_done = 0;

@@ -787,6 +787,13 @@ def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):
     err = sluice.expect_error("convert", bad, tmp_path / "bad.arrow").stderr.decode()
     assert "truncated gzip data near compressed byte" in err, err
     assert not (tmp_path / "bad.arrow").exists()
+    # Bytes after the last member that are no gzip member: said so (they
+    # were reported as a truncated member).
+    junk = tmp_path / "junk.csv.gz"
+    junk.write_bytes(gz.read_bytes() + b"garbage!")
+    err = sluice.expect_error("convert", junk, tmp_path / "junk.arrow").stderr.decode()
+    assert f"after the last gzip member near compressed byte {gz.stat().st_size}" in err, err
+    assert "trailing garbage" in err, err
     # 160 MB of text through a 1 MB window: the peak stays near the window.
     big = tmp_path / "big.csv.gz"
     block = "".join(f"{i},abcdefghij,{i}.5\n" for i in range(100_000)).encode()
