@@ -66,6 +66,12 @@ static void checked_release(struct ArrowArrayStream* stream) {
   stream->release = NULL;
 }
 
+int sl_input_error(struct ArrowArrayStream* stream, int rc, struct sluice_error* error) {
+  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
+  return sl_error_set(error, rc, "reading the input: %s",
+                      msg != NULL && msg[0] != '\0' ? msg : strerror(rc));
+}
+
 int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_allocator* alloc,
                            int (*cancelled)(void* user), void* cancelled_user,
                            struct ArrowArrayStream* out, struct sluice_error* error) {

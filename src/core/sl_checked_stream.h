@@ -17,4 +17,9 @@ int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_a
                            int (*cancelled)(void* user), void* cancelled_user,
                            struct ArrowArrayStream* out, struct sluice_error* error);
 
+/// A writer's input `stream` failed with `rc` (get_schema or get_next): the
+/// write's error is "reading the input: " and the stream's own message (a
+/// reader's names the object, offset and reason), or strerror(rc). Returns rc.
+int sl_input_error(struct ArrowArrayStream* stream, int rc, struct sluice_error* error);
+
 #endif

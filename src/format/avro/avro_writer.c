@@ -67,6 +67,7 @@
 
 #include "avro_compress.h"
 #include "avro_internal.h"
+#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -1189,12 +1190,6 @@ static void source_record_name(const struct ArrowSchema* s, char* name, size_t c
   json_decref(j);
 }
 
-static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
-                        struct sluice_error* error) {
-  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
-  return sl_error_set(error, rc, "avro: %s: %s", what, msg != NULL ? msg : strerror(rc));
-}
-
 /// Writes `first` (taken: released here; release == NULL = end of stream)
 /// and the rest of the stream.
 static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
@@ -1216,7 +1211,7 @@ static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
     } else {
       memset(&batch, 0, sizeof batch);
       rc = stream->get_next(stream, &batch);
-      if (rc != 0) return stream_error(stream, rc, "reading a batch", error);
+      if (rc != 0) return sl_input_error(stream, rc, error);
     }
     if (batch.release == NULL) break;
     ctx->gen++;
@@ -1257,7 +1252,7 @@ static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   int rc = stream->get_schema(stream, &schema);
-  if (rc != 0) return stream_error(stream, rc, "reading the schema", error);
+  if (rc != 0) return sl_input_error(stream, rc, error);
   struct aw_node root;
   memset(&root, 0, sizeof root);
   json_t* js = NULL;
@@ -1273,7 +1268,7 @@ static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   memset(&first, 0, sizeof first);
   if (rc == 0) {
     rc = stream->get_next(stream, &first);
-    if (rc != 0) rc = stream_error(stream, rc, "reading a batch", error);
+    if (rc != 0) rc = sl_input_error(stream, rc, error);
   }
   if (rc == 0 && first.release != NULL && first.n_children != schema.n_children) {
     rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",

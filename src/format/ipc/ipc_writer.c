@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "codec/sl_codec_alloc.h"
+#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
@@ -77,13 +78,6 @@ static int parse_write_options(const char* text, enum ipc_codec* codec,
                         "compression)", (int)item.key_len, item.key);
   }
   return 0;
-}
-
-static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
-                        struct sluice_error* error) {
-  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
-  return sl_error_set(error, rc, "arrow ipc writer: input stream: %s failed: %s", what,
-                      msg != NULL ? msg : strerror(rc));
 }
 
 static int write_schema_message(struct ipc_writer* w, struct sluice_error* error) {
@@ -231,7 +225,7 @@ static int write_all(struct ipc_writer* w, struct ArrowArrayStream* stream,
     struct ArrowArray batch;
     memset(&batch, 0, sizeof batch);
     int rc = stream->get_next(stream, &batch);
-    if (rc != 0) return stream_error(stream, rc, "get_next", error);
+    if (rc != 0) return sl_input_error(stream, rc, error);
     if (batch.release == NULL) break;
     const char* metadata = NULL;
     if (w->batch_metadata != NULL &&
@@ -273,7 +267,7 @@ static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   if (stream == NULL || stream->release == NULL)
     return sl_error_set(error, EINVAL, "arrow ipc writer: input stream is released");
   int rc = stream->get_schema(stream, &w.schema);
-  if (rc != 0) return stream_error(stream, rc, "get_schema", error);
+  if (rc != 0) return sl_input_error(stream, rc, error);
   fb_init(&w.fb, w.alloc);
   ipc_body_init(&w.body, w.alloc);
   // The hooks take a non-const context; sl_alloc only reads the allocator.

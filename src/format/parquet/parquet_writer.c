@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -509,13 +510,6 @@ static int write_footer(struct pq_writer* w, struct sluice_error* error) {
 
 /* ---- Driver --------------------------------------------------------------------- */
 
-static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
-                        struct sluice_error* error) {
-  const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
-  return sl_error_set(error, rc, "parquet writer: input stream: %s failed: %s", what,
-                      msg != NULL ? msg : strerror(rc));
-}
-
 static void writer_free(struct pq_writer* w) {
   release_slices(w);
   sl_free(w->alloc, w->slices, (size_t)w->cap_slices * sizeof *w->slices);
@@ -543,7 +537,7 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   int rc = parse_options(w, args, error);
   if (rc == 0) {
     rc = stream->get_schema(stream, &w->schema);
-    if (rc != 0) rc = stream_error(stream, rc, "get_schema", error);
+    if (rc != 0) rc = sl_input_error(stream, rc, error);
   }
   if (rc == 0) rc = pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
   if (rc == 0) {
@@ -564,7 +558,7 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     memset(&batch, 0, sizeof batch);
     rc = stream->get_next(stream, &batch);
     if (rc != 0) {
-      rc = stream_error(stream, rc, "get_next", error);
+      rc = sl_input_error(stream, rc, error);
       break;
     }
     if (batch.release == NULL) break;

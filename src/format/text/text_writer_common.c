@@ -3,16 +3,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/sl_checked_stream.h"
 #include "core/sl_error.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
-
-static int stream_error(struct ArrowArrayStream* stream, int rc, const char* what,
-                        struct sluice_error* error) {
-  const char* message = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
-  return sl_error_set(error, rc, "%s: %s", what,
-                      message != NULL && message[0] != '\0' ? message : strerror(rc));
-}
 
 int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
                          const struct sl_write_args* args,
@@ -20,7 +14,7 @@ int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   int rc = stream->get_schema(stream, &schema);
-  if (rc != 0) return stream_error(stream, rc, "reading the schema", error);
+  if (rc != 0) return sl_input_error(stream, rc, error);
   struct sl_text_field row;
   rc = sl_text_field_init(&row, &schema, args->alloc, error);
   if (rc != 0) {
@@ -38,7 +32,7 @@ int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
     memset(&batch, 0, sizeof batch);
     rc = stream->get_next(stream, &batch);
     if (rc != 0) {
-      rc = stream_error(stream, rc, "reading a batch", error);
+      rc = sl_input_error(stream, rc, error);
       break;
     }
     if (batch.release == NULL) break;
