@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from conftest import check_clean_failure
+from conftest import MEASURES_RSS, check_clean_failure
 
 FIXED = {  # kind -> (struct format, max length)
     "u8": ("<B", 0xFF),
@@ -245,3 +245,31 @@ def test_empty_stream(sluice, tmp_path):
     path = tmp_path / "empty.lenprefix"
     path.write_bytes(b"")
     assert read_messages(sluice, path, "u32le", tmp_path) == []
+
+
+@pytest.mark.skipif(not MEASURES_RSS,
+                    reason="holds a 2 GiB message: too much for the sanitizer build")
+def test_message_that_does_not_fit_beside_the_batch_starts_the_next(sluice, tmp_path):
+    """Binary offsets are 32-bit: a message that fits alone (under 2 GiB) but
+    not beside the batch's bytes ends the batch and starts the next one. It
+    used to fail ('no room for a N-byte message'). The big message is a
+    sparse hole of the file: zeros that take no disk."""
+    big = 2**31 - 100
+    path = tmp_path / "huge.lenprefix"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<I", 200) + b"a" * 200 + struct.pack("<I", big))
+        f.seek(4 + 200 + 4 + big)
+        f.write(struct.pack("<I", 3) + b"xyz")
+    reader = subprocess.Popen([sluice.binary, "-q", "cat", str(path), "-O", "length_prefix=u32le",
+                               "-t", "arrows"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import pyarrow.compute as pc
+    lengths, heads = [], []
+    for batch in ipc.open_stream(reader.stdout):
+        column = batch.column(0)
+        lengths.append(pc.binary_length(column).to_pylist())
+        heads.append([column[i].as_py()[:3] for i in range(len(column))])
+        del batch, column
+    assert reader.wait(timeout=120) == 0, reader.stderr.read().decode()
+    assert sum(lengths, []) == [200, big, 3]
+    assert lengths[1] == [big]  # the big one alone in its batch
+    assert sum(heads, []) == [b"aaa", b"\0\0\0", b"xyz"]

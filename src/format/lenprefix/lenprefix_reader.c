@@ -52,6 +52,11 @@ struct lp_reader {
   int eof;               ///< the source has no more bytes
   int scanned;           ///< the one split was opened
   int finished;          ///< end of stream or error seen
+  /// A message whose prefix is read but whose bytes did not fit the batch
+  /// (binary offsets are 32-bit): it starts the next batch.
+  int pending;
+  uint64_t pending_length;
+  int64_t pending_at;
 };
 
 /* ---- Options --------------------------------------------------------------- */
@@ -194,12 +199,21 @@ static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
   return 0;
 }
 
-/// Appends the next message to the batch. *end = 1 at a clean end of stream.
-static int lp_read_message(struct lp_reader* r, int* end, struct sluice_error* error) {
+/// Appends the next message to the batch. *end = 1 at a clean end of stream;
+/// *full = 1 when the message does not fit beside the batch's (it is then
+/// r->pending, for the next batch).
+static int lp_read_message(struct lp_reader* r, int* end, int* full, struct sluice_error* error) {
   int64_t at = r->pos;
   uint64_t length;
-  SL_RETURN_NOT_OK(lp_read_prefix(r, &length, end, error));
-  if (*end) return 0;
+  *full = 0;
+  if (r->pending) {
+    r->pending = 0;
+    length = r->pending_length;
+    at = r->pending_at;
+  } else {
+    SL_RETURN_NOT_OK(lp_read_prefix(r, &length, end, error));
+    if (*end) return 0;
+  }
   int64_t size = r->source->size;
   if (size >= 0 && length > (uint64_t)(size - r->pos)) {
     return sl_error_set(error, EILSEQ,
@@ -214,6 +228,13 @@ static int lp_read_message(struct lp_reader* r, int* end, struct sluice_error* e
                         r->source->name, at, length);
   }
   struct sl_builder* column = sl_builder_child(&r->batch, 0);
+  if (column->length > 0 && length > (uint64_t)(LP_MAX_MESSAGE - column->extra.size)) {
+    r->pending = 1;
+    r->pending_length = length;
+    r->pending_at = at;
+    *full = 1;
+    return 0;
+  }
   if (sl_builder_reserve(column, 1) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   }
@@ -376,12 +397,14 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
       sl_builder_reserve_bytes(column, hint + hint / 8 + 2 * LP_SHORT_COPY) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   }
+  int full = 0;
   while (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) {
-    rows += lp_read_run(r, column, r->batch_rows - rows);
+    // (A pending message's bytes come next, not a prefix.)
+    if (!r->pending) rows += lp_read_run(r, column, r->batch_rows - rows);
     if (rows == r->batch_rows || column->extra.size >= LP_BATCH_BYTES) break;
     int end = 0;
-    rc = lp_read_message(r, &end, error);
-    if (rc != 0 || end) break;
+    rc = lp_read_message(r, &end, &full, error);
+    if (rc != 0 || end || full) break;
     ++rows;
   }
   if (rc != 0) {
@@ -389,7 +412,7 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
     sl_builder_reset(&r->batch);
     return rc;
   }
-  if (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES) r->finished = 1;
+  if (rows < r->batch_rows && column->extra.size < LP_BATCH_BYTES && !full) r->finished = 1;
   if (rows == 0) return 0;
   rc = sl_builder_struct_finish_rows(&r->batch, rows);
   if (rc != 0) {
