@@ -579,6 +579,10 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes).
+
+    Ctrl-C stops the write and undoes it (nothing new at dst, an old file
+    kept) before KeyboardInterrupt is raised. A batch that does not match
+    the stream's schema raises InvalidArgumentError.
     """
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)
