@@ -581,8 +581,11 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         ``part_size``, the multipart part size in bytes).
 
     Ctrl-C stops the write and undoes it (nothing new at dst, an old file
-    kept) before KeyboardInterrupt is raised. A batch that does not match
-    the stream's schema raises InvalidArgumentError.
+    kept) before KeyboardInterrupt is raised; one that comes while the
+    finished output is being committed is raised after it. (A producer that
+    blocks, a pipe say, is stopped by the producer's own Ctrl-C handling.)
+    A batch that does not match the stream's schema raises
+    InvalidArgumentError.
     """
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)

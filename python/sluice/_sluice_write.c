@@ -8,123 +8,36 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #include "_sluice.h"
 
-/* ---- A write on its own thread ---------------------------------------------- */
+/* ---- Ctrl-C during a write ---------------------------------------------------- */
 
-// sluice_write runs on a thread of its own while the caller waits in short
-// slices between which Python's signal handlers run: Ctrl-C then cancels the
-// write (sluice_write_options.cancelled), which is undone (nothing at the
-// destination, an old file kept) before KeyboardInterrupt is raised. Without
-// it, the write went on to the end and put the new file in place first.
-#define WRITE_WAIT_SLICE_MS 50
-
-struct write_job {
-  pthread_mutex_t mutex;
-  pthread_cond_t cv;  // on CLOCK_MONOTONIC
-  int done;
+// sluice_write runs on the calling thread (a producer may be tied to it: a
+// sqlite3 cursor, thread-locals), with the GIL released. Its `cancelled`
+// callback, polled before and after each batch and before the commit, runs
+// Python's signal handlers when it is called on that thread: Ctrl-C then
+// cancels the write, which is undone (nothing at the destination, an old file
+// kept), and the handler's exception (KeyboardInterrupt) is raised after.
+struct write_watch {
+  pthread_t caller;
   atomic_int cancel;
-  struct ArrowArrayStream* stream;
-  const char* location;
-  struct sluice_write_options* options;
-  struct sluice_error* error;
-  int rc;
+  PyObject* type;  // the signal handler's exception, taken on the caller's thread
+  PyObject* value;
+  PyObject* traceback;
 };
 
-static int job_cancelled(void* user) {
-  struct write_job* job = user;
-  return atomic_load(&job->cancel);
-}
-
-static void* job_main(void* arg) {
-  struct write_job* job = arg;
-  int rc = sluice_write(job->stream, job->location, job->options, job->error);
-  pthread_mutex_lock(&job->mutex);
-  job->rc = rc;
-  job->done = 1;
-  pthread_cond_broadcast(&job->cv);
-  pthread_mutex_unlock(&job->mutex);
-  return NULL;
-}
-
-/// Waits up to `ms` for the job: 1 when it is done.
-static int job_wait(struct write_job* job, int ms) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += (long)ms * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec += 1;
-    deadline.tv_nsec -= 1000000000L;
+static int write_cancelled(void* user) {
+  struct write_watch* w = user;
+  if (atomic_load(&w->cancel)) return 1;
+  if (!pthread_equal(pthread_self(), w->caller)) return 0;  // copy or upload threads
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (PyErr_CheckSignals() != 0) {
+    PyErr_Fetch(&w->type, &w->value, &w->traceback);
+    atomic_store(&w->cancel, 1);
   }
-  pthread_mutex_lock(&job->mutex);
-  while (!job->done) {
-    if (pthread_cond_timedwait(&job->cv, &job->mutex, &deadline) == ETIMEDOUT) break;
-  }
-  int done = job->done;
-  pthread_mutex_unlock(&job->mutex);
-  return done;
-}
-
-/// sluice_write, interruptible by Python's signal handlers. Called with the
-/// GIL held; returns sluice_write's code, or -1 with the handler's
-/// exception (KeyboardInterrupt) set once the write was cancelled and undone.
-static int interruptible_write(struct ArrowArrayStream* stream, const char* location,
-                               struct sluice_write_options* options, struct sluice_error* error) {
-  struct write_job job;
-  memset(&job, 0, sizeof job);
-  atomic_init(&job.cancel, 0);
-  job.stream = stream;
-  job.location = location;
-  job.options = options;
-  job.error = error;
-  options->cancelled = job_cancelled;
-  options->cancelled_user = &job;
-  pthread_condattr_t attr;
-  int ok = pthread_condattr_init(&attr) == 0;
-  if (ok) {
-    ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&job.cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-  }
-  pthread_t thread;
-  if (ok && pthread_mutex_init(&job.mutex, NULL) != 0) {
-    pthread_cond_destroy(&job.cv);
-    ok = 0;
-  }
-  if (ok && pthread_create(&thread, NULL, job_main, &job) != 0) {
-    pthread_mutex_destroy(&job.mutex);
-    pthread_cond_destroy(&job.cv);
-    ok = 0;
-  }
-  if (!ok) {  // no thread: the write runs here, uninterruptible
-    options->cancelled = NULL;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = sluice_write(stream, location, options, error);
-    Py_END_ALLOW_THREADS
-    return rc;
-  }
-  int interrupted = 0;
-  for (;;) {
-    int done;
-    Py_BEGIN_ALLOW_THREADS
-    done = job_wait(&job, WRITE_WAIT_SLICE_MS);
-    Py_END_ALLOW_THREADS
-    if (done) break;
-    if (!interrupted && PyErr_CheckSignals() != 0) {
-      interrupted = 1;  // the handler's exception stays set
-      atomic_store(&job.cancel, 1);
-    }
-  }
-  Py_BEGIN_ALLOW_THREADS
-  pthread_join(thread, NULL);
-  Py_END_ALLOW_THREADS
-  pthread_mutex_destroy(&job.mutex);
-  pthread_cond_destroy(&job.cv);
-  options->cancelled = NULL;
-  return interrupted ? -1 : job.rc;
+  PyGILState_Release(gil);
+  return atomic_load(&w->cancel);
 }
 
 int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
@@ -219,16 +132,34 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   rc = sp_plain_stream(stream, &plain, &wrapped);
   Py_END_ALLOW_THREADS
   if (rc != 0) return PyErr_NoMemory();
-  rc = interruptible_write(wrapped ? &plain : stream, location, &options, &error);
-  if (wrapped) {
-    Py_BEGIN_ALLOW_THREADS
-    plain.release(&plain);
-    Py_END_ALLOW_THREADS
+  struct write_watch watch = {.caller = pthread_self()};
+  atomic_init(&watch.cancel, 0);
+  options.cancelled = write_cancelled;
+  options.cancelled_user = &watch;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_write(wrapped ? &plain : stream, location, &options, &error);
+  if (wrapped) plain.release(&plain);
+  Py_END_ALLOW_THREADS
+  if (watch.type != NULL) {  // undone (or, caught at its commit, done): raise
+    PyErr_Restore(watch.type, watch.value, watch.traceback);
+    return NULL;
   }
-  if (rc == -1) return NULL;  // interrupted: the signal handler's exception
   // A producer may have raised (e.g. a Python generator behind pyarrow).
   if (rc != 0) {
     if (PyErr_Occurred()) return NULL;
+    // Ctrl-C inside a Python producer (a generator behind pyarrow's reader,
+    // which runs on this thread): pyarrow passes on the traceback as text,
+    // its last line the exception's name. The write is undone; raise it as
+    // what it is, not as a sluice error.
+    size_t n = strlen(error.message);
+    static const char k_interrupt[] = "\nKeyboardInterrupt";
+    while (n > 0 && (error.message[n - 1] == '\n' || error.message[n - 1] == ' ')) --n;
+    if (n >= sizeof k_interrupt - 1 &&
+        memcmp(error.message + n - (sizeof k_interrupt - 1), k_interrupt,
+               sizeof k_interrupt - 1) == 0) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      return NULL;
+    }
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);
   }

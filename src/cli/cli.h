@@ -71,11 +71,10 @@ struct cli_options {
 /// Ctrl-C and SIGTERM/SIGHUP handling (cli_interrupt.c): a write in progress
 /// is cancelled and undone before the process dies of the signal.
 struct cli_interrupt {
-  sigset_t signals;
+  sigset_t signals;   ///< those taken (not ignored when the command started)
   pthread_t watcher;
-  int started;           ///< the watcher runs (else signals act as usual)
-  atomic_int writing;    ///< inside cli_write_stream (to a file or object)
-  atomic_int requested;  ///< the signal that asked the write to stop (0: none)
+  int started;        ///< the watcher runs (else signals act as usual)
+  atomic_int state;   ///< 0 idle, -1 writing, > 0 the signal that asked a write to stop
 };
 
 /// Blocks the signals in this thread and those it starts from now on, and
@@ -85,9 +84,10 @@ void cli_interrupt_start(struct cli_interrupt* in);
 void cli_interrupt_stop(struct cli_interrupt* in);
 /// sluice_write_options.cancelled: a signal came during the write.
 int cli_interrupt_cancelled(void* user);
-/// Marks a write as started (1) or over (0); when it is over and a signal
-/// cancelled it, the process dies of that signal here.
-void cli_interrupt_writing(struct cli_interrupt* in, int writing);
+/// Brackets a write to a file or object. At its end (`rc`: sluice_write's
+/// result) the process dies of the signal that cancelled it, if one did.
+void cli_interrupt_write_begin(struct cli_interrupt* in);
+void cli_interrupt_write_end(struct cli_interrupt* in, int rc);
 
 struct cli_command {
   const char* name;

@@ -4,10 +4,15 @@
 // dies of that signal as it would have; otherwise, or at a second signal,
 // it dies at once (reading leaves nothing behind). The signals are blocked
 // in every thread and taken by one watcher thread with sigwait, which may
-// do what a handler may not; no state is global.
+// do what a handler may not; no state is global. A signal the command was
+// started with ignored (nohup, `cmd &` in a script) stays ignored.
 #include <string.h>
 
 #include "cli.h"
+
+/// cli_interrupt.state: no write in progress, a write in progress; a
+/// positive value is the signal that asked the write in progress to stop.
+enum { STATE_IDLE = 0, STATE_WRITING = -1 };
 
 /// Dies of `sig` as if it had never been blocked.
 static void die_of(int sig) {
@@ -24,21 +29,28 @@ static void* watch(void* arg) {
   for (;;) {
     int sig = 0;
     if (sigwait(&in->signals, &sig) != 0) continue;
-    int none = 0;
-    if (!atomic_load(&in->writing) || !atomic_compare_exchange_strong(&in->requested, &none, sig))
-      die_of(sig);
+    // One step from "writing" to "asked to stop", so that the main thread's
+    // end of the write sees the request or this thread sees the end.
+    int writing = STATE_WRITING;
+    if (!atomic_compare_exchange_strong(&in->state, &writing, sig)) die_of(sig);
   }
   return NULL;
 }
 
 void cli_interrupt_start(struct cli_interrupt* in) {
   memset(in, 0, sizeof *in);
+  atomic_init(&in->state, STATE_IDLE);
   sigemptyset(&in->signals);
-  sigaddset(&in->signals, SIGINT);
-  sigaddset(&in->signals, SIGTERM);
-  sigaddset(&in->signals, SIGHUP);
+  const int taken[] = {SIGINT, SIGTERM, SIGHUP};
+  int any = 0;
+  for (size_t i = 0; i < sizeof taken / sizeof taken[0]; ++i) {
+    struct sigaction now;
+    if (sigaction(taken[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+    sigaddset(&in->signals, taken[i]);
+    any = 1;
+  }
   // Before any other thread starts: they all inherit the mask.
-  if (pthread_sigmask(SIG_BLOCK, &in->signals, NULL) != 0) return;
+  if (!any || pthread_sigmask(SIG_BLOCK, &in->signals, NULL) != 0) return;
   if (pthread_create(&in->watcher, NULL, watch, in) != 0) {
     pthread_sigmask(SIG_UNBLOCK, &in->signals, NULL);  // signals act as before
     return;
@@ -54,13 +66,19 @@ void cli_interrupt_stop(struct cli_interrupt* in) {
 }
 
 int cli_interrupt_cancelled(void* user) {
-  const struct cli_interrupt* in = user;
-  return atomic_load(&in->requested) != 0;
+  struct cli_interrupt* in = user;
+  return atomic_load(&in->state) > 0;
 }
 
-void cli_interrupt_writing(struct cli_interrupt* in, int writing) {
+void cli_interrupt_write_begin(struct cli_interrupt* in) {
+  if (in != NULL && in->started) atomic_store(&in->state, STATE_WRITING);
+}
+
+void cli_interrupt_write_end(struct cli_interrupt* in, int rc) {
   if (in == NULL || !in->started) return;
-  atomic_store(&in->writing, writing);
-  int sig = atomic_load(&in->requested);
-  if (!writing && sig != 0) die_of(sig);  // the write is undone: die as asked
+  int sig = atomic_exchange(&in->state, STATE_IDLE);
+  // Undone: die as asked. A write that went through before the request
+  // reached it (its commit was under way) stands, and the command ends as
+  // it would have.
+  if (sig > 0 && rc != 0) die_of(sig);
 }

@@ -71,10 +71,10 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   if (undoable) {
     write_options.cancelled = cli_interrupt_cancelled;
     write_options.cancelled_user = options->interrupt;
-    cli_interrupt_writing(options->interrupt, 1);
+    cli_interrupt_write_begin(options->interrupt);
   }
   int rc = sluice_write(stream, location, &write_options, error);
-  if (undoable) cli_interrupt_writing(options->interrupt, 0);
+  if (undoable) cli_interrupt_write_end(options->interrupt, rc);
   if (rc != 0 && error->message[0] == '\0') snprintf(error->message, sizeof error->message, "%s", strerror(rc));
   return rc != 0 ? CLI_ERROR : CLI_OK;
 }

@@ -729,6 +729,11 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     sink_free(sink);
     return rc;
   }
+  // Last call for a cancel: past this point the output is committed.
+  if (rc == 0 && sink->remote != NULL && sink->remote->cancelled != NULL &&
+      sink->remote->cancelled(sink->remote->cancelled_user)) {
+    rc = sl_error_set(error, ECANCELED, "%s: interrupted", sink->name);
+  }
   if (rc == 0 && sink->is_s3) {
     int64_t size = sink->compressor != NULL ? sl_compressor_output_bytes(sink->compressor)
                                             : sink->position;

@@ -928,11 +928,13 @@ static void test_write_errors(void** unused) {
 /// A stream of `batches` batches of one int64 column "a" = 0, 1, 2, ...
 struct counting_stream {
   int64_t batches, rows, next;
-  int fail_at;  // get_next fails at this batch (-1 = never)
+  int fail_at;       // get_next fails at this batch (-1 = never)
+  int schema_calls;  // get_schema calls so far
 };
 
 static int counting_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
-  (void)s;
+  struct counting_stream* c = s->private_data;
+  c->schema_calls++;
   if (sl_schema_init(out, NULL, "+s", "", 0, 1, NULL) != 0) return ENOMEM;
   return sl_schema_init(out->children[0], NULL, "l", "a", ARROW_FLAG_NULLABLE, 0, NULL);
 }
@@ -967,6 +969,7 @@ static void counting_stream_init(struct ArrowArrayStream* s, struct counting_str
   c->rows = rows;
   c->next = 0;
   c->fail_at = fail_at;
+  c->schema_calls = 0;
   s->get_schema = counting_get_schema;
   s->get_next = counting_get_next;
   s->get_last_error = counting_last_error;
@@ -1063,6 +1066,8 @@ static void test_write_end_to_end(void** unused) {
     test_temp_path("out.csv", path, sizeof path);
     counting_stream_init(&stream, &c, 2, 2, -1);
     assert_int_equal(sluice_write(&stream, path, NULL, &error), 0);
+    // The schema is asked for once: some producers allow no more.
+    assert_int_equal(c.schema_calls, 1);
     stream.release(&stream);
     size_t n = 0;
     char* text = (char*)test_read_file(path, &n);

@@ -741,3 +741,33 @@ def test_signal_during_convert_undoes_the_write(sluice_bin, tmp_path, sig):
     assert p.wait(timeout=60) == -getattr(signal, sig)
     assert dst.read_text() == "old"
     assert [f.name for f in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_signal_ignored_at_start_stays_ignored(sluice_bin, tmp_path):
+    # nohup (or `cmd &` in a script, for SIGINT) starts a command with the
+    # signal ignored: it must not die of it, mid-write or not.
+    import signal
+    import time
+    schema = pa.schema([("a", pa.int64())])
+    batch = pa.record_batch([pa.array(range(1000))], schema=schema)
+    dst = tmp_path / "out.csv"
+
+    def ignore_hup():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    p = subprocess.Popen([sluice_bin, "-q", "convert", "-", str(dst), "-f", "arrows"],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore_hup)
+    writer = ipc.new_stream(pa.PythonFile(p.stdin, mode="w"), schema)
+    writer.write_batch(batch)
+    p.stdin.flush()
+    for _ in range(100):  # until the write has begun
+        if len(list(tmp_path.iterdir())) > 0:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    writer.write_batch(batch)
+    writer.close()
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0, p.stderr.read().decode()
+    assert pacsv.read_csv(dst).num_rows == 2000
