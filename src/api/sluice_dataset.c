@@ -596,6 +596,9 @@ int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream*
 
 /* ---- Writing ---------------------------------------------------------------- */
 
+/// Freed writer buffers kept for reuse during one sluice_write.
+#define WRITE_CACHE_BYTES ((int64_t)64 << 20)
+
 /// sluice_write to a file or object: the sink opened, written, committed
 /// (or aborted on any error).
 static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
@@ -670,22 +673,32 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
                           location, known);
     }
   }
-  const struct sluice_allocator* alloc =
-      options->allocator != NULL ? options->allocator : sluice_default_allocator();
-  struct sl_write_args args = {alloc, options->compression, options->format_options,
-                               options->batch_metadata, options->batch_metadata_user, location,
-                               options->tls_insecure, options->ca_bundle};
   if (writer->table != table) {
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
   }
+  // A writer fills buffers of about the same size batch after batch: with
+  // the default allocator they are recycled through a cache (as a dataset's
+  // are), not mapped and faulted in afresh each time (sl_buffer_cache.h).
+  struct sl_buffer_cache* cache =
+      options->allocator == NULL ? sl_buffer_cache_create(NULL, WRITE_CACHE_BYTES) : NULL;
+  const struct sluice_allocator* alloc =
+      options->allocator != NULL ? options->allocator
+      : cache != NULL            ? sl_buffer_cache_allocator(cache)
+                                 : sluice_default_allocator();
+  struct sl_write_args args = {alloc, options->compression, options->format_options,
+                               options->batch_metadata, options->batch_metadata_user, location,
+                               options->tls_insecure, options->ca_bundle};
   // Every batch is checked against the schema before a writer walks it.
   struct ArrowArrayStream checked;
-  SL_RETURN_NOT_OK(sl_checked_stream_init(stream, alloc, options->cancelled,
-                                          options->cancelled_user, &checked, error));
-  int rc = table ? writer->write(&checked, NULL, &args, error)  // no file to commit
-                 : write_file(writer, &checked, location, options, &args, error);
-  checked.release(&checked);
+  int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,
+                                  &checked, error);
+  if (rc == 0) {
+    rc = table ? writer->write(&checked, NULL, &args, error)  // no file to commit
+               : write_file(writer, &checked, location, options, &args, error);
+    checked.release(&checked);
+  }
+  sl_buffer_cache_close(cache);
   return rc;
 }
 
