@@ -461,6 +461,11 @@ static const char* files_split_batch_metadata(void* state) {
   return s->format->split_batch_metadata(s->state);
 }
 
+static void files_split_held_bytes(void* state, int64_t* held, int64_t* next) {
+  struct files_split_state* s = state;
+  s->format->split_held_bytes(s->state, held, next);
+}
+
 static int64_t files_rows_skipped(void* reader, char* first_reason, size_t cap) {
   struct sl_files_reader* f = reader;
   int64_t total = 0;
@@ -648,6 +653,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .split_open = files_split_open,
       .split_next = files_split_next,
       .split_close = files_split_close,
+      .split_held_bytes = format->split_held_bytes != NULL ? files_split_held_bytes : NULL,
       .close = files_close,
       // Stored statistics are per object: the stats layer merges them
       // (sl_files_reader_objects).

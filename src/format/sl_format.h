@@ -89,6 +89,18 @@ struct sl_format_reader {
   /// out->release == NULL.
   int (*split_next)(void* state, struct ArrowArray* out, struct sluice_error* error);
   void (*split_close)(void* state);
+  /// Optional (NULL = split_next decodes no more than the batch it returns).
+  /// For a reader that decodes more of a split at once than a batch and
+  /// hands it out in slices (a Parquet row group cut to batch_rows):
+  /// *held = decoded bytes the split holds that no batch returned so far
+  /// covers (> 0 while it has slices left to hand out); *next = what the
+  /// next split_next will decode at once beyond that (the whole unit,
+  /// estimated, when it is about to decode one that it will slice; else 0).
+  /// The engine reserves *next before that split_next and counts *held in
+  /// the budget until the split hands it out or closes; batches cut from
+  /// what is held need no room. Called between split_next calls of the
+  /// split's own thread.
+  void (*split_held_bytes)(void* state, int64_t* held, int64_t* next);
   void (*close)(void* reader);
   /// Optional (NULL = the format stores no statistics). What the object's
   /// metadata says about its values (a Parquet footer), so that `sluice stats`

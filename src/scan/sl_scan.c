@@ -8,6 +8,14 @@
 // swaps the reservation for the batch's real size. Bytes leave the budget when
 // sl_scan_next hands the batch to the consumer.
 //
+// Held units: a reader that decodes more than a batch at once and hands it
+// out in slices (split_held_bytes: a Parquet row group cut to batch_rows)
+// keeps the rest alive between batches. The worker reserves the whole unit
+// before the split_next that decodes it, and counts what the split holds in
+// flight until it is handed out (then the queued slices count it) or the
+// split closes. A batch cut from what is held costs nothing new: it needs no
+// room (waiting for it could wait on the task's own bytes forever).
+//
 // Deadlock avoidance (ordered mode): the consumer can only take batches of the
 // head split, so if later splits filled the budget the head could never run.
 // Hence the head may always decode when nothing of it is queued, and other
@@ -420,14 +428,24 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     return;
   }
   struct sl_split_slot* slot = &scan->slots[s];
+  // Held units (see the top): what the split holds, counted in flight, and
+  // what its next split_next will decode at once.
+  void (*held_bytes)(void*, int64_t*, int64_t*) = scan->format->split_held_bytes;
+  int64_t held = 0, unit = 0;
+  if (held_bytes != NULL) {
+    int64_t ignored = 0;
+    held_bytes(state, &ignored, &unit);
+  }
   for (int64_t b = 0;; ++b) {
     pthread_mutex_lock(&scan->mutex);
-    int64_t est = task_estimate_locked(scan, s, part, b);
+    int64_t est = held > 0 ? 0 : task_estimate_locked(scan, s, part, b);
+    if (est < unit) est = unit;
     int covered = 0;
     while (!stopped_locked(scan, s) && !(covered = limit_covered_locked(scan, s)) &&
-           !may_reserve_locked(scan, s, b, est)) {
+           held == 0 && !may_reserve_locked(scan, s, b, est)) {
       pthread_cond_wait(&scan->work_cv, &scan->mutex);
       est = task_estimate_locked(scan, s, part, b);
+      if (est < unit) est = unit;
     }
     if (covered && !stopped_locked(scan, s)) {
       // The rest of this split (and every later one) would be cut anyway.
@@ -444,12 +462,18 @@ static void run_task(struct sl_scan* scan, int64_t task) {
 
     struct sl_scan_item* item = NULL;
     rc = decode_batch(scan, state, projected, s, b, part, &item, &error);
+    int64_t now_held = 0;
+    unit = 0;
+    if (held_bytes != NULL) held_bytes(state, &now_held, &unit);
 
     pthread_mutex_lock(&scan->mutex);
     scan->in_flight -= est;
+    scan->in_flight += now_held - held;
+    note_peak_locked(scan);
     // Whatever comes next (a batch of another size, the end of the split), the
     // reservation is gone: workers waiting for room must look again.
-    if (est > 0) pthread_cond_broadcast(&scan->work_cv);
+    if (est > 0 || now_held < held) pthread_cond_broadcast(&scan->work_cv);
+    held = now_held;
     if (rc == 0 && item == NULL && part >= 0) rc = sl_zip_end(slot->zip, part, b, &error);
     if (rc != 0) {
       fail_locked(scan, rc, &error, s);
@@ -513,6 +537,12 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     pthread_mutex_unlock(&scan->mutex);
   }
   scan->format->split_close(state);
+  if (held != 0) {  // the rest of a unit, cut short (error, stop, limit)
+    pthread_mutex_lock(&scan->mutex);
+    scan->in_flight -= held;
+    pthread_cond_broadcast(&scan->work_cv);
+    pthread_mutex_unlock(&scan->mutex);
+  }
 }
 
 static void* worker_main(void* arg) {

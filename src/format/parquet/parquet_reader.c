@@ -268,6 +268,9 @@ static int reader_schema(void* reader, struct ArrowSchema* out, struct sluice_er
   return sl_schema_copy(&r->schema.arrow, r->alloc, out, error);
 }
 
+static int64_t binary_cut_rows(const struct pq_reader* r, int64_t rg);
+static int64_t rows_per_batch(const struct pq_reader* r, int64_t rg, int64_t cut_rows);
+
 static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
                        struct sluice_error* error) {
   struct pq_reader* r = reader;
@@ -282,7 +285,9 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
     for (int64_t c = 0; c < g->n_columns; ++c)
       if (g->columns[c].has_meta_data && g->columns[c].meta_data.total_uncompressed_size > 0)
         bytes += g->columns[c].meta_data.total_uncompressed_size;
-    int64_t batches = g->num_rows > PQ_ONE_BATCH_ROWS ? g->num_rows / PQ_ONE_BATCH_ROWS + 1 : 1;
+    // Per batch, as split_next cuts the row group (-O batch_rows included).
+    int64_t per = rows_per_batch(r, i, binary_cut_rows(r, i));
+    int64_t batches = per > 0 && g->num_rows > per ? (g->num_rows - 1) / per + 1 : 1;
     s[i] = (struct sl_split){.index = i, .offset = i, .length = 1, .est_bytes = bytes / batches,
                              .est_rows = g->num_rows};
   }
@@ -305,6 +310,8 @@ struct pq_split {
   /// A decoded row group larger than one batch, handed out in slices.
   struct sl_ref* shared_ref;
   const struct ArrowArray* shared;
+  /// Decoded bytes of `shared` (what the budget counts while it is held).
+  int64_t shared_bytes;
   int64_t next_row, rows, batch_rows;
   /// Rows per batch so that no batch's binary column should pass
   /// max_binary_batch_bytes (0 = no cut needed), from the metadata alone.
@@ -362,6 +369,44 @@ static int64_t binary_cut_rows(const struct pq_reader* r, int64_t rg) {
   return rows < 1 ? 1 : (int64_t)rows;
 }
 
+/// Rows per batch of row group `rg` (its rows when it comes out whole): as
+/// asked (-O batch_rows, or the open options' batch size: Python's
+/// batch_rows=), else whole row groups up to a bound; never more than
+/// `cut_rows` (binary_cut_rows). From the metadata and options alone, never
+/// the columns decoded or their values (split_by_columns).
+static int64_t rows_per_batch(const struct pq_reader* r, int64_t rg, int64_t cut_rows) {
+  int64_t rows = r->meta.row_groups[rg].num_rows;
+  int64_t asked = r->batch_rows > 0 ? r->batch_rows : r->batch_size;
+  int64_t n = asked > 0 ? asked : PQ_ONE_BATCH_ROWS;
+  if (cut_rows > 0 && cut_rows < n) n = cut_rows;
+  if (cut_rows == 0 && (rows <= n || (asked == 0 && rows <= PQ_ONE_BATCH_ROWS))) n = rows;  // one batch
+  return n;
+}
+
+/// The decoded bytes the projected columns of the split's row group are
+/// expected to take, from the metadata: a value's Arrow width (or its
+/// uncompressed page bytes, if more), offsets for binary values, validity.
+static int64_t row_group_decoded_estimate(const struct pq_split* s) {
+  const struct pq_reader* r = s->r;
+  const struct pq_row_group* g = &r->meta.row_groups[s->rg];
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < s->n_columns; ++i) {
+    const struct pq_field* f = &r->schema.root.children[s->columns[i]];
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves && l < g->n_columns; ++l) {
+      const struct pq_column_chunk* cc = &g->columns[l];
+      if (!cc->has_meta_data) continue;
+      int64_t size = cc->meta_data.total_uncompressed_size, values = cc->meta_data.num_values;
+      if (values < 0 || values > (INT64_C(1) << 40) || size < 0) continue;
+      int64_t width = r->schema.leaves[l]->out_width;
+      int64_t v = values * (width > 0 ? width : 0) + values / 8;
+      if (r->schema.leaves[l]->conv == PQ_CONV_BINARY) v += values * 8 + size;
+      int64_t e = v > size ? v : size;
+      if (bytes <= INT64_MAX - e) bytes += e;
+    }
+  }
+  return bytes;
+}
+
 static void split_close(void* state) {
   struct pq_split* s = state;
   if (s == NULL) return;
@@ -397,6 +442,8 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->place = split->place;
   s->n_columns = n_columns;
   s->cut_rows = binary_cut_rows(r, s->rg);
+  s->rows = r->meta.row_groups[s->rg].num_rows;
+  s->batch_rows = rows_per_batch(r, s->rg, s->cut_rows);
   int rc = 0;
   if (n_columns > 0) {
     s->columns = sl_alloc(r->alloc, (size_t)n_columns * sizeof *s->columns);
@@ -573,19 +620,11 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
   out->release = NULL;
   if (!s->decoded) {
     s->decoded = 1;
-    s->rows = r->meta.row_groups[s->rg].num_rows;
     if (s->rows == 0) return 0;
     struct ArrowArray whole;
     SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
-    // The batch boundaries depend on the metadata and the options only,
-    // never on the columns decoded or their values (split_by_columns).
-    // Rows per batch asked for (-O batch_rows, or the open options' batch
-    // size: Python's batch_rows=), else whole row groups up to a bound.
-    int64_t asked = r->batch_rows > 0 ? r->batch_rows : r->batch_size;
-    s->batch_rows = asked > 0 ? asked : PQ_ONE_BATCH_ROWS;
-    if (s->cut_rows > 0 && s->cut_rows < s->batch_rows) s->batch_rows = s->cut_rows;
-    if (s->cut_rows == 0 && (s->rows <= s->batch_rows || (asked == 0 && s->rows <= PQ_ONE_BATCH_ROWS)))
-      s->batch_rows = s->rows;  // one batch
+    // The batch boundaries (split_open: rows_per_batch) depend on the
+    // metadata and the options only (split_by_columns).
     int narrow = 0;
     for (int64_t i = 0; i < s->n_columns; ++i)
       narrow |= needs_narrowing(s, &r->schema.root.children[s->columns[i]]);
@@ -594,11 +633,17 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
       sl_array_move(&whole, out);
       return 0;
     }
+    int64_t bytes = 0;
+    for (int64_t i = 0; i < s->n_columns; ++i) {
+      int64_t b = sl_array_byte_size(r->schema.arrow.children[s->columns[i]], whole.children[i]);
+      if (b > 0) bytes += b;
+    }
     s->shared_ref = sl_array_share(&whole, r->alloc, &s->shared);
     if (s->shared_ref == NULL) {
       whole.release(&whole);
       return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
     }
+    s->shared_bytes = bytes;
   }
   if (s->next_row >= s->rows || s->shared == NULL) return 0;
   int64_t k = s->rows - s->next_row < s->batch_rows ? s->rows - s->next_row : s->batch_rows;
@@ -622,7 +667,31 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
     c->null_count = c->null_count == 0 ? 0 : -1;
   }
   s->next_row += k;
+  if (s->next_row >= s->rows) {
+    // The last slice: the row group lives on in the slices alone, not in a
+    // split that may wait a while before it is asked for its end.
+    sl_ref_release(s->shared_ref);
+    s->shared_ref = NULL;
+    s->shared = NULL;
+  }
   return 0;
+}
+
+/// What the scan counts in the budget for a split that slices a decoded row
+/// group: the bytes of its rows not handed out yet, and before decoding one
+/// that will be sliced, the whole row group (estimated).
+static void split_held_bytes(void* state, int64_t* held, int64_t* next) {
+  const struct pq_split* s = state;
+  *held = 0;
+  *next = 0;
+  if (!s->decoded) {
+    if (s->rows > 0 && s->batch_rows < s->rows) *next = row_group_decoded_estimate(s);
+    return;
+  }
+  if (s->shared == NULL || s->next_row >= s->rows || s->rows <= 0) return;
+  double left = (double)(s->rows - s->next_row) / (double)s->rows;
+  *held = (int64_t)((double)s->shared_bytes * left);
+  if (*held <= 0) *held = 1;  // still held: its batches need no room
 }
 
 /* ---- stored statistics -------------------------------------------------------- */
@@ -670,6 +739,7 @@ static const struct sl_format_reader k_parquet_reader = {
     .split_open = split_open,
     .split_next = split_next,
     .split_close = split_close,
+    .split_held_bytes = split_held_bytes,
     .close = reader_close,
     .stored_stats = reader_stored_stats,
     // Batches are slices of the decoded row group at fixed row counts
