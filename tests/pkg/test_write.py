@@ -183,75 +183,67 @@ def test_batch_unlike_its_schema_is_refused(tmp_path, fmt):
     assert [p.name for p in tmp_path.iterdir()] == [dst.name]
 
 
-def test_ctrl_c_undoes_the_write(tmp_path):
-    # Ctrl-C while sluice.write runs, here while a slow Python producer feeds
-    # it (the signal lands in the generator, and pyarrow's reader passes it on
-    # as text): KeyboardInterrupt, raised once the write is undone, so the old
-    # file is kept and no temporary file is left. (It used to become a
-    # sluice.InvalidArgumentError.)
+def _interrupted_write(tmp_path, setup: str, data: str, name: str, after: float) -> tuple:
+    """Runs, in a fresh Python, `setup` then sluice.write(`data`, out/`name`)
+    with a SIGINT sent `after` seconds in, over an old out/`name`: ("finished"
+    or "interrupted", seconds), once the old file and the directory's
+    contents were checked when interrupted."""
     script = tmp_path / "interrupt.py"
-    script.write_text("""
-import os, signal, sys, threading, time
-import pyarrow as pa
-import sluice
-schema = pa.schema([("a", pa.int64())])
-def batches():
-    for i in range(200):
-        time.sleep(0.05)
-        yield pa.record_batch([pa.array(range(1000))], schema=schema)
-threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
-t = time.monotonic()
-try:
-    sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), sys.argv[1])
-    print("finished")
-except KeyboardInterrupt:
-    print("interrupted %.1f" % (time.monotonic() - t))
-""")
-    out = tmp_path / "out"
-    out.mkdir()
-    dst = out / "x.parquet"
-    dst.write_bytes(b"old")
-    done = subprocess.run([sys.executable, str(script), str(dst)], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    word, seconds = done.stdout.split()
-    assert word == "interrupted"
-    assert float(seconds) < 5  # not after the producer's 10 s
-    assert dst.read_bytes() == b"old"
-    assert [p.name for p in out.iterdir()] == ["x.parquet"]
-
-
-def test_ctrl_c_while_writing_a_table_undoes_the_write(tmp_path):
-    # The producer is C (a pyarrow Table): the signal is taken between batches
-    # by sluice's own check. (The write used to run on to the end and put the
-    # new file in place, then raise.)
-    script = tmp_path / "interrupt.py"
-    script.write_text("""
+    script.write_text(f"""
 import os, signal, sys, threading, time
 import numpy as np, pyarrow as pa
 import sluice
-table = pa.table({"a": np.arange(30_000_000), "b": np.arange(30_000_000) * 0.5})
-threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+{setup}
+threading.Timer({after}, os.kill, (os.getpid(), signal.SIGINT)).start()
 t = time.monotonic()
 try:
-    sluice.write(table, sys.argv[1])
+    sluice.write({data}, sys.argv[1])
     print("finished %.1f" % (time.monotonic() - t))
 except KeyboardInterrupt:
     print("interrupted %.1f" % (time.monotonic() - t))
 """)
     out = tmp_path / "out"
     out.mkdir()
-    dst = out / "x.jsonl"
+    dst = out / name
     dst.write_bytes(b"old")
     done = subprocess.run([sys.executable, str(script), str(dst)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     word, seconds = done.stdout.split()
+    if word == "interrupted":
+        assert dst.read_bytes() == b"old"
+        assert [p.name for p in out.iterdir()] == [name]
+    return word, float(seconds)
+
+
+def test_ctrl_c_undoes_the_write(tmp_path):
+    # Ctrl-C while sluice.write runs, here while a slow Python producer feeds
+    # it (the signal lands in the generator, and pyarrow's reader passes it on
+    # as text): KeyboardInterrupt, raised once the write is undone, so the old
+    # file is kept and no temporary file is left. (It used to become a
+    # sluice.InvalidArgumentError.)
+    setup = """
+schema = pa.schema([("a", pa.int64())])
+def batches():
+    for i in range(200):
+        time.sleep(0.05)
+        yield pa.record_batch([pa.array(range(1000))], schema=schema)
+"""
+    word, seconds = _interrupted_write(
+        tmp_path, setup, "pa.RecordBatchReader.from_batches(schema, batches())", "x.parquet", 0.5)
+    assert word == "interrupted"
+    assert seconds < 5  # not after the producer's 10 s
+
+
+def test_ctrl_c_while_writing_a_table_undoes_the_write(tmp_path):
+    # The producer is C (a pyarrow Table): the signal is taken between batches
+    # by sluice's own check. (The write used to run on to the end and put the
+    # new file in place, then raise.)
+    setup = 'table = pa.table({"a": np.arange(30_000_000), "b": np.arange(30_000_000) * 0.5})'
+    word, seconds = _interrupted_write(tmp_path, setup, "table", "x.jsonl", 0.3)
     if word == "finished":
         pytest.skip(f"the write took {seconds} s, less than the 0.3 s before the signal")
     assert word == "interrupted"
-    assert dst.read_bytes() == b"old"
-    assert [p.name for p in out.iterdir()] == ["x.jsonl"]
 
 
 def test_producer_tied_to_the_calling_thread(tmp_path):
