@@ -215,6 +215,10 @@ int sl_type_n_buffers(enum sl_type_id id) {
   }
 }
 
+int sl_type_buffers_ok(enum sl_type_id id, int64_t n) {
+  return n == sl_type_n_buffers(id) || (id == SL_TYPE_NA && n == 1);
+}
+
 int64_t sl_type_bit_width(const struct sl_type* type) {
   switch (type->id) {
     case SL_TYPE_BOOL: return 1;

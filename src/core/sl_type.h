@@ -49,6 +49,11 @@ int sl_type_parse(const char* format, struct sl_type* out, struct sluice_error* 
 /// (e.g. 2 for int32, 3 for utf8, 1 for struct, 0 for null; unions have no
 /// validity bitmap: 1 for sparse (type ids), 2 for dense (type ids, offsets)).
 int sl_type_n_buffers(enum sl_type_id id);
+/// Whether an imported array of this type may have `n` buffers: the count
+/// above, or for null one more (polars exports an unused buffer, which
+/// Arrow C++ accepts). Unions' pre-1.0 validity buffer is the IPC writer's
+/// own tolerance.
+int sl_type_buffers_ok(enum sl_type_id id, int64_t n);
 
 /// Bit width of one value in the fixed-width data buffer (1 for bool, 0 if the
 /// type has no fixed-width data buffer). Uses byte_width for w:N / decimals.

@@ -294,9 +294,7 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
     return fail(v, "dictionary index type '%s' is not an integer", s->format);
   }
   int nb = sl_type_n_buffers(t.id);
-  // polars exports the null type with one (unused) buffer, as Arrow C++
-  // accepts.
-  if (a->n_buffers != nb && !(t.id == SL_TYPE_NA && a->n_buffers == 1)) {
+  if (!sl_type_buffers_ok(t.id, a->n_buffers)) {
     return fail(v, "has %lld buffers, type '%s' needs %d", (long long)a->n_buffers, s->format, nb);
   }
   if (nb > 0 && a->buffers == NULL) return fail(v, "buffers array is NULL");

@@ -279,9 +279,8 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
   int union_type = !dict && (t.id == SL_TYPE_DENSE_UNION || t.id == SL_TYPE_SPARSE_UNION);
   int64_t want_buffers = sl_type_n_buffers(t.id);
   // Unions had a validity buffer before Arrow 1.0; tolerate it, use the tail.
-  // (polars exports the null type with one unused buffer.)
   if (union_type ? (a->n_buffers < want_buffers || a->n_buffers > want_buffers + 1)
-                 : a->n_buffers != want_buffers && !(t.id == SL_TYPE_NA && a->n_buffers == 1))
+                 : !sl_type_buffers_ok(t.id, a->n_buffers))
     return sl_error_set(error, EINVAL, "column '%s': array has %lld buffers, type '%s' needs %lld",
                         p->column, (long long)a->n_buffers, s->format, (long long)want_buffers);
   const uint8_t* const* buf = (const uint8_t* const*)a->buffers;
