@@ -42,21 +42,22 @@ static int known_types(const struct ArrowSchema* s) {
   return s->dictionary == NULL || known_types(s->dictionary);
 }
 
+/// ECANCELED (the error set) if the write was cancelled, else 0.
+static int check_cancelled(struct checked_stream* c) {
+  if (c->cancelled == NULL || !c->cancelled(c->cancelled_user)) return 0;
+  return sl_error_set(&c->error, ECANCELED, "interrupted");
+}
+
 static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
   struct checked_stream* c = stream->private_data;
   c->error.code = 0;
   c->error.message[0] = '\0';
-  if (c->cancelled != NULL && c->cancelled(c->cancelled_user)) {
-    out->release = NULL;
-    return sl_error_set(&c->error, ECANCELED, "interrupted");
-  }
-  int rc = c->inner->get_next(c->inner, out);
+  out->release = NULL;
+  int rc = check_cancelled(c);
+  if (rc == 0) rc = c->inner->get_next(c->inner, out);
   // Also after: a signal that came while the source kept us waiting (a
   // pipe) must not let the end of its stream commit the output.
-  if (rc == 0 && c->cancelled != NULL && c->cancelled(c->cancelled_user)) {
-    if (out->release != NULL) out->release(out);
-    return sl_error_set(&c->error, ECANCELED, "interrupted");
-  }
+  if (rc == 0 && (rc = check_cancelled(c)) != 0 && out->release != NULL) out->release(out);
   if (rc != 0 || out->release == NULL) return rc;
   // Minimal: the counts of buffers and children and the lengths, per node,
   // which is what a writer walks by; O(columns), not O(values). (The values'
@@ -104,10 +105,8 @@ int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_a
   c->cancelled_user = cancelled_user;
   int rc = inner->get_schema(inner, &c->schema);
   if (rc != 0) {
-    const char* msg = inner->get_last_error != NULL ? inner->get_last_error(inner) : NULL;
     sl_free(alloc, c, sizeof *c);
-    return sl_error_set(error, rc, "input stream: reading the schema failed: %s",
-                        msg != NULL && msg[0] != '\0' ? msg : strerror(rc));
+    return sl_input_error(inner, rc, error);
   }
   c->checkable = known_types(&c->schema);
   out->get_schema = checked_get_schema;

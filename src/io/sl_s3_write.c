@@ -173,8 +173,7 @@ static void* upload_worker(void* arg) {
   CURL* h = u->g->curl.easy_init();
   struct s3_response* resp = sl_alloc(u->g->alloc, sizeof *resp);
   for (;;) {
-    int cancelled = u->remote != NULL && u->remote->cancelled != NULL &&
-                    u->remote->cancelled(u->remote->cancelled_user);
+    int cancelled = sl_remote_cancelled(u->remote);
     pthread_mutex_lock(&u->lock);
     if (cancelled && !u->failed) {
       u->failed = 1;

@@ -418,8 +418,7 @@ struct copy_round {
   atomic_llong next;  // next byte (of the runs end to end) to hand out
   atomic_int failed;  // the first error's errno, 0 if none
   const char* what;   // what failed (written by the thread that set `failed`)
-  int (*cancelled)(void* user);  // sl_remote_options.cancelled, polled per piece
-  void* cancelled_user;
+  const struct sl_remote_options* remote;  // its cancel is polled per piece (NULL: none)
 };
 
 struct copy_worker {
@@ -478,7 +477,7 @@ static void copy_work(struct copy_worker* w) {
   for (;;) {
     int64_t at = atomic_fetch_add(&r->next, SL_SINK_COPY_CHUNK);
     if (at >= r->total || atomic_load_explicit(&r->failed, memory_order_relaxed) != 0) return;
-    if (r->cancelled != NULL && r->cancelled(r->cancelled_user)) {
+    if (sl_remote_cancelled(r->remote)) {
       copy_failed(r, ECANCELED, "interrupted");
       return;
     }
@@ -526,9 +525,7 @@ static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
                          .dst = sink->fd,
                          .total = last->before + last->len,
                          .what = NULL,
-                         .cancelled = sink->remote != NULL ? sink->remote->cancelled : NULL,
-                         .cancelled_user = sink->remote != NULL ? sink->remote->cancelled_user
-                                                                : NULL};
+                         .remote = sink->remote};
   atomic_init(&r.next, 0);
   atomic_init(&r.failed, 0);
 #if defined(__linux__)
@@ -730,8 +727,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     return rc;
   }
   // Last call for a cancel: past this point the output is committed.
-  if (rc == 0 && sink->remote != NULL && sink->remote->cancelled != NULL &&
-      sink->remote->cancelled(sink->remote->cancelled_user)) {
+  if (rc == 0 && sl_remote_cancelled(sink->remote)) {
     rc = sl_error_set(error, ECANCELED, "%s: interrupted", sink->name);
   }
   if (rc == 0 && sink->is_s3) {

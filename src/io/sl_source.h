@@ -108,6 +108,11 @@ struct sl_remote_options {
   void* cancelled_user;
 };
 
+/// Whether the write `remote` (NULL = none) belongs to was cancelled.
+static inline int sl_remote_cancelled(const struct sl_remote_options* remote) {
+  return remote != NULL && remote->cancelled != NULL && remote->cancelled(remote->cancelled_user);
+}
+
 /// 1 for http://, https:// and s3:// locations (read through libcurl).
 int sl_location_is_remote(const char* location);
 
