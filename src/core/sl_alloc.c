@@ -34,6 +34,14 @@
 #define DIRECT_HEADER ((size_t)SL_BUFFER_ALIGNMENT)
 #endif
 
+size_t sl_alloc_direct_min(void) {
+#if defined(DIRECT_MIN)
+  return DIRECT_MIN;
+#else
+  return 0;
+#endif
+}
+
 static void* default_allocate(void* ctx, size_t size, size_t alignment) {
   (void)ctx;
   if (alignment < sizeof(void*)) alignment = sizeof(void*);

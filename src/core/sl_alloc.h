@@ -25,6 +25,9 @@ void sl_free(const struct sluice_allocator* alloc, void* ptr, size_t size);
 void sl_free_buffer(const struct sluice_allocator* alloc, void* ptr, size_t size);
 /// Grows (or shrinks) a block from sl_alloc_buffer, copying min(old,new) bytes.
 /// On failure returns NULL and leaves `ptr` untouched.
+/// The size from which the default allocator maps blocks itself and unmaps
+/// them when freed (0: never, as under AddressSanitizer).
+size_t sl_alloc_direct_min(void);
 /// A hint that the caller is about to write all of [ptr, ptr + size): maps
 /// those pages in one call instead of one page fault each. A no-op for small
 /// ranges and where the kernel lacks MADV_POPULATE_WRITE.
