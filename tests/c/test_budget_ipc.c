@@ -6,11 +6,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -40,40 +37,16 @@ static int write_compressed_file(const char* path) {
   return system(cmd);
 }
 
-/// Scans `path` with `budget` and a slow consumer (so that workers run ahead
-/// as far as the budget lets them); returns the allocator's peak live bytes.
+/// Peak live bytes of a scan with a slow consumer; checks every row came.
 static long long scan_peak(const char* path, long long budget) {
-  struct test_allocator ta;
-  test_allocator_init(&ta);
   struct sluice_open_options options;
   sluice_open_options_init(&options);
-  options.allocator = &ta.base;
   options.memory_budget = budget;
   options.threads = 2;
-  struct sluice_dataset* ds = NULL;
-  struct sluice_error error;
-  if (sluice_dataset_open(path, &options, &ds, &error) != 0) fail_msg("open: %s", error.message);
-  struct ArrowArrayStream stream;
-  if (sluice_dataset_scan(ds, &stream, &error) != 0) fail_msg("scan: %s", error.message);
-  long long baseline = atomic_load(&ta.live_bytes);
-  atomic_store(&ta.peak_bytes, baseline);
-  int64_t rows = 0;
-  for (;;) {
-    struct ArrowArray batch;
-    if (stream.get_next(&stream, &batch) != 0) fail_msg("%s", stream.get_last_error(&stream));
-    if (batch.release == NULL) break;
-    const int64_t* values = batch.children[0]->buffers[1];
-    assert_int_equal(values[batch.children[0]->offset], rows);
-    rows += batch.length;
-    struct timespec pause = {0, 5 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-    batch.release(&batch);
-  }
-  assert_int_equal(rows, (int64_t)N_BATCHES * ROWS_PER_BATCH);
-  stream.release(&stream);
-  sluice_dataset_close(ds);
-  assert_int_equal(atomic_load(&ta.live_bytes), 0);
-  return atomic_load(&ta.peak_bytes) - baseline;
+  struct test_scan_peak seen = test_scan_peak(path, options, 5);
+  assert_int_equal(seen.rows, (int64_t)N_BATCHES * ROWS_PER_BATCH);
+  assert_true(seen.in_order);
+  return seen.peak_bytes;
 }
 
 static void test_budget_bounds_decoded_bytes(void** unused) {

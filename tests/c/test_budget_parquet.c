@@ -8,11 +8,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -44,46 +41,20 @@ static int write_file(const char* path) {
   return system(cmd);
 }
 
-/// Scans `path` with a slow consumer (so that workers run ahead as far as
-/// the budget lets them); returns the allocator's peak live bytes.
+/// Peak live bytes of a scan with a slow consumer; checks every row came.
 static long long scan_peak(const char* path, int ordered, const char* format_options) {
-  struct test_allocator ta;
-  test_allocator_init(&ta);
   struct sluice_open_options options;
   sluice_open_options_init(&options);
-  options.allocator = &ta.base;
   options.memory_budget = BUDGET;
   options.threads = THREADS;
   options.ordered = ordered;
   options.format_options = format_options;
-  struct sluice_dataset* ds = NULL;
-  struct sluice_error error;
-  if (sluice_dataset_open(path, &options, &ds, &error) != 0) fail_msg("open: %s", error.message);
-  struct ArrowArrayStream stream;
-  if (sluice_dataset_scan(ds, &stream, &error) != 0) fail_msg("scan: %s", error.message);
-  long long baseline = atomic_load(&ta.live_bytes);
-  atomic_store(&ta.peak_bytes, baseline);
-  int64_t rows = 0, sum = 0;
-  for (;;) {
-    struct ArrowArray batch;
-    if (stream.get_next(&stream, &batch) != 0) fail_msg("%s", stream.get_last_error(&stream));
-    if (batch.release == NULL) break;
-    const struct ArrowArray* a = batch.children[0];
-    const int64_t* values = (const int64_t*)a->buffers[1] + a->offset;
-    if (ordered) assert_int_equal(values[0], rows);
-    for (int64_t i = 0; i < batch.length; ++i) sum += values[i];
-    rows += batch.length;
-    struct timespec pause = {0, 2 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-    batch.release(&batch);
-  }
+  struct test_scan_peak seen = test_scan_peak(path, options, 2);
   int64_t n = (int64_t)N_ROW_GROUPS * ROWS_PER_GROUP;
-  assert_int_equal(rows, n);
-  assert_int_equal(sum, n * (n - 1) / 2);
-  stream.release(&stream);
-  sluice_dataset_close(ds);
-  assert_int_equal(atomic_load(&ta.live_bytes), 0);
-  return atomic_load(&ta.peak_bytes) - baseline;
+  assert_int_equal(seen.rows, n);
+  assert_int_equal(seen.sum, n * (n - 1) / 2);
+  if (ordered) assert_true(seen.in_order);
+  return seen.peak_bytes;
 }
 
 static void test_sliced_row_groups_within_budget(void** unused) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -50,6 +51,39 @@ void test_allocator_init(struct test_allocator* t) {
   atomic_init(&t->peak_bytes, 0);
   atomic_init(&t->allocations, 0);
   atomic_init(&t->fail_at, 0);
+}
+
+struct test_scan_peak test_scan_peak(const char* path, struct sluice_open_options options,
+                                     int pause_ms) {
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  options.allocator = &ta.base;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  if (sluice_dataset_open(path, &options, &ds, &error) != 0) fail_msg("open: %s", error.message);
+  struct ArrowArrayStream stream;
+  if (sluice_dataset_scan(ds, &stream, &error) != 0) fail_msg("scan: %s", error.message);
+  long long baseline = atomic_load(&ta.live_bytes);
+  atomic_store(&ta.peak_bytes, baseline);
+  struct test_scan_peak seen = {.in_order = 1};
+  for (;;) {
+    struct ArrowArray batch;
+    if (stream.get_next(&stream, &batch) != 0) fail_msg("%s", stream.get_last_error(&stream));
+    if (batch.release == NULL) break;
+    const struct ArrowArray* a = batch.children[0];
+    const int64_t* values = (const int64_t*)a->buffers[1] + a->offset;
+    if (batch.length > 0 && values[0] != seen.rows) seen.in_order = 0;
+    for (int64_t i = 0; i < batch.length; ++i) seen.sum += values[i];
+    seen.rows += batch.length;
+    struct timespec pause = {0, (long)pause_ms * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  seen.peak_bytes = atomic_load(&ta.peak_bytes) - baseline;
+  return seen;
 }
 
 long long test_alloc_sweep(test_alloc_attempt attempt, void* ctx, long long max_runs) {

@@ -50,6 +50,22 @@ int test_write_file(const char* path, const void* data, size_t size);
 /// Entries of `dir` other than "." and ".." (-1 if it cannot be read).
 int test_dir_entries(const char* dir);
 
+/// What a scan with a slow consumer saw: the allocator's peak live bytes
+/// above what the open left allocated, and the rows, the sum and the order
+/// of the first column (int64).
+struct test_scan_peak {
+  long long peak_bytes;
+  int64_t rows;
+  int64_t sum;
+  int in_order;  // every batch's first value equals the rows before it
+};
+
+/// Scans `path` with `options` (its allocator replaced by a counting one),
+/// pausing `pause_ms` per batch so that workers run ahead as far as the
+/// budget lets them. Fails the test on an error or on bytes left allocated.
+struct test_scan_peak test_scan_peak(const char* path, struct sluice_open_options options,
+                                     int pause_ms);
+
 #define TEST_MAX_BATCHES 64
 
 /// The batches of one file (the first TEST_MAX_BATCHES; `rows` counts all).
