@@ -22,6 +22,7 @@
 #include "sl_location.h"
 #include "sl_s3.h"
 #include "sl_source_file.h"
+#include "core/sl_cores.h"
 
 /// Writes smaller than this are gathered; larger ones go straight to write(2).
 #define SL_SINK_BUFFER ((size_t)1 << 20)
@@ -538,9 +539,8 @@ static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
     if (fallocate(sink->fd, 0, (off_t)c->dst_off, (off_t)c->len) != 0) break;
   }
 #endif
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int64_t chunks = (r.total + SL_SINK_COPY_CHUNK - 1) / SL_SINK_COPY_CHUNK;
-  int n = cpus < 1 ? 1 : cpus > SL_SINK_MAX_THREADS ? SL_SINK_MAX_THREADS : (int)cpus;
+  int n = sl_cores(SL_SINK_MAX_THREADS);
   if (n > chunks) n = (int)chunks;
   // A buffer per thread (SL_SINK_COPY_BUFFER); without memory for them, the
   // sink's own buffer, shared.

@@ -44,6 +44,7 @@
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
 #include "sl_scan_zip.h"
+#include "core/sl_cores.h"
 
 #define SL_DEFAULT_BUDGET ((int64_t)256 << 20)
 /// More threads than this buys nothing but stacks.
@@ -600,10 +601,8 @@ static void scan_free(struct sl_scan* scan) {
 }
 
 static int thread_count(int wanted) {
-  long n = wanted > 0 ? wanted : sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
-  if (n > SL_MAX_THREADS) n = SL_MAX_THREADS;
-  return (int)n;
+  if (wanted <= 0) return sl_cores(SL_MAX_THREADS);
+  return wanted > SL_MAX_THREADS ? SL_MAX_THREADS : wanted;
 }
 
 /// Fewer splits than threads, and a reader that can decode a split by

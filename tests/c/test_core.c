@@ -1,5 +1,8 @@
 // Tests of the columnar core: type strings, array/schema nodes, builders for
 // every type, and out-of-memory behaviour. Validation: test_core_validate.c.
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE  // sched_setaffinity, CPU_SET
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,12 +12,16 @@
 #include <string.h>
 
 #include <cmocka.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_block_pool.h"
 #include "core/sl_buffer_cache.h"
 #include "core/sl_builder.h"
+#include "core/sl_cores.h"
 #include "core/sl_error.h"
 #include "core/sl_ref.h"
 #include "core/sl_type.h"
@@ -619,6 +626,31 @@ static void test_default_allocator_returns_large_blocks(void** state) {
   a->deallocate(a->ctx, blocks[N - 1], SIZE);
 }
 
+/// The default thread count follows the CPUs the process may run on: pinned
+/// to one CPU (as `taskset -c 0` does), it is one, whatever the host has.
+static void test_cores_follow_affinity(void** state) {
+  (void)state;
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+  int allowed = CPU_COUNT(&all);
+  assert_int_equal(sl_cores(4096), allowed);
+  assert_int_equal(sl_cores(1), 1);
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+  int pinned = sl_cores(4096);
+  assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+  assert_int_equal(pinned, 1);
+#else
+  skip();
+#endif
+}
+
 static void test_buffer_cache_recycles(void** state) {
   (void)state;
   struct test_allocator ta;
@@ -757,6 +789,7 @@ int main(void) {
       cmocka_unit_test(test_block_pool_recycles),
       cmocka_unit_test(test_buffer_cache_recycles),
       cmocka_unit_test(test_default_allocator_returns_large_blocks),
+      cmocka_unit_test(test_cores_follow_affinity),
       cmocka_unit_test(test_utf8_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

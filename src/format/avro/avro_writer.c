@@ -76,6 +76,7 @@
 #include "core/sl_value_text.h"
 #include "core/sl_type.h"
 #include "io/sl_sink.h"
+#include "core/sl_cores.h"
 
 #define AW_DEFAULT_BLOCK ((size_t)256 << 10)
 #define AW_MAX_DEPTH 64
@@ -960,8 +961,7 @@ static int pipe_start(struct aw_pipe* p, const struct aw_ctx* ctx, struct sl_sin
   memset(p, 0, sizeof *p);
   p->ctx = ctx;
   p->sink = sink;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int want = cores < 1 ? 1 : cores > AW_MAX_WORKERS ? AW_MAX_WORKERS : (int)cores;
+  int want = sl_cores(AW_MAX_WORKERS);
   if (pthread_mutex_init(&p->lock, NULL) != 0) return 0;
   if (pthread_cond_init(&p->cond, NULL) != 0) {
     pthread_mutex_destroy(&p->lock);

@@ -40,6 +40,7 @@
 #include "format/ipc/ipc_writer.h"
 #include "format/parquet/pq_write_internal.h"
 #include "io/sl_sink.h"
+#include "core/sl_cores.h"
 
 #define PQW_MAX_THREADS 8
 
@@ -113,8 +114,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   o->data_page_version = 1;
   o->dictionary = 1;
   o->statistics = 1;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  o->threads = cpus < 1 ? 1 : cpus > PQW_MAX_THREADS ? PQW_MAX_THREADS : (int)cpus;
+  o->threads = sl_cores(PQW_MAX_THREADS);
   if (args->compression != NULL)
     SL_RETURN_NOT_OK(pq_codec_from_name(args->compression, &o->codec, error));
   const char* s = args->format_options;

@@ -7,6 +7,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_cores.h"
 
 #define MAX_PARTS 16
 /// Batches smaller than this are spelled by the caller alone: handing them
@@ -147,8 +148,7 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
   for (int k = 0; k < 2; ++k) {
     for (int i = 0; i < MAX_PARTS; ++i) sl_text_init(&p->part[k][i].out, alloc);
   }
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int want = cores < 1 ? 1 : cores > MAX_PARTS ? MAX_PARTS : (int)cores;
+  int want = sl_cores(MAX_PARTS);
   if (want > max_parts) want = max_parts < 1 ? 1 : max_parts;
   if (want > 1 && pthread_mutex_init(&p->lock, NULL) == 0) {
     if (pthread_cond_init(&p->cond, NULL) == 0) {
