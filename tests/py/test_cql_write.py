@@ -96,6 +96,25 @@ def test_nulls_unset_keep_what_is_there(sluice, node, session, tmp_path):
     assert (row.a, row.b) == (11, None)
 
 
+def test_csv_column_empty_in_every_row(sluice, node, session, tmp_path):
+    """A CSV column empty in every row is read as strings (as polars and
+    DuckDB type it); its cells are null, so it loads into a column of any
+    type as unset cells. A value in such a column is still refused, by row."""
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.sparse (id int PRIMARY KEY, n int, "
+                    "at timestamp, tags list<int>)")
+    session.execute(f"INSERT INTO {KS}.sparse (id, n) VALUES (2, 20)")
+    csv = tmp_path / "sparse.csv"
+    csv.write_text("id,n,at,tags\n1,,,\n2,,,\n3,,,\n")
+    sluice.run("convert", csv, url(node, "sparse"))
+    got = table_rows(session, "sparse")
+    assert sorted(got) == [1, 2, 3]
+    assert [(got[i].n, got[i].at, got[i].tags) for i in (1, 2, 3)] == [
+        (None, None, None), (20, None, None), (None, None, None)]
+    csv.write_text("id,n\n4,\n5,x\n")
+    err = sluice.expect_error("convert", csv, url(node, "sparse")).stderr.decode()
+    assert "row 2, column 'n': Arrow string cannot be written as CQL int" in err, err
+
+
 PANDAS_DDL = f"""CREATE TABLE IF NOT EXISTS {KS}.loaded (
   id bigint PRIMARY KEY, small int, tiny tinyint, ratio float, score double, wide varint,
   amount decimal, at timestamp, day date, tod time, uid uuid, ip inet, tags list<text>,

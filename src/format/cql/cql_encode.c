@@ -123,8 +123,9 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
     char arrow_name[96];
     sl_type_name(&values->type, arrow_name, sizeof arrow_name);
     const char* hint = cql->id == CQL_VECTOR ? " (a fixed_size_list of its dimension)" : "";
-    return sl_error_set(error, EINVAL, "column '%s': Arrow %s cannot be written as CQL %s%s",
-                        column, arrow_name, cql_type_name(cql->id), hint);
+    snprintf(e->mismatch, sizeof e->mismatch, "Arrow %s cannot be written as CQL %s%s",
+             arrow_name, cql_type_name(cql->id), hint);
+    return 0;
   }
   if (values->type.id == SL_TYPE_NA) return 0;  // never encoded: every value is null
   const struct sl_text_field* kids[64];
@@ -644,6 +645,10 @@ static int encode_at(const struct cql_encoder* e, const struct ArrowArray* a, in
                      int null_length, struct sl_buffer* out, const char** why) {
   if (e->arrow == NULL || sl_value_is_null(e->arrow, a, i)) {
     return sl_buffer_append_be(out, (uint32_t)null_length, 4);
+  }
+  if (e->mismatch[0] != '\0') {
+    *why = e->mismatch;
+    return EINVAL;
   }
   const struct sl_text_field* f = e->arrow;
   int64_t p = a->offset + i;

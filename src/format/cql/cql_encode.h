@@ -23,11 +23,16 @@ struct cql_encoder {
   int64_t struct_child;
   int n_children;
   struct cql_encoder* children;
+  /// Set when no value of the Arrow type can be written as the CQL type:
+  /// the reason, given for the first value that is not null. A column with
+  /// nulls only still fits (a CSV column empty in every row is read as
+  /// strings, and fills a column of any type with unset cells).
+  char mismatch[256];
 };
 
 /// Pairs `cql` with the Arrow column `arrow` (both must outlive the
-/// encoder). EINVAL naming `column` and both types when no value of that
-/// Arrow type can be written as that CQL type.
+/// encoder). When no value of that Arrow type can be written as that CQL
+/// type, encoding a value that is not null fails (see `mismatch`).
 int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
                      const struct sl_text_field* arrow, const char* column,
                      const struct sluice_allocator* alloc, struct sluice_error* error);
