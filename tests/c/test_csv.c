@@ -389,8 +389,12 @@ static void test_errors(void** unused) {
   check_error("a\n1\n2\nx\n", "infer_bytes=4", "line 4 (byte 6): column 'a': cannot parse 'x'");
   check_error("a\n1\n", "nonsense=1", "unknown CSV option");
   check_error("a\n300\n", "schema=a:int8", "out of range");
-  // CR-only line endings would read as one row with made-up columns.
-  check_error("a,b\r1,x\r2,y\r", NULL, "byte 3: lines end with a carriage return alone");
+  // CR-only line endings (classic Mac OS) are line ends, as in pyarrow; a CR
+  // or LF inside quotes is data; an error names the line a CR ends.
+  check_csv("a,b\r1,x\r2,y\r", NULL, "a:l|b:u\n1,\"x\"\n2,\"y\"\n");
+  check_csv("a,b\r\r1,\"x\ry\nz\"\r2,\"q,\"\"\"", "split_size=3",
+            "a:l|b:u\n1,\"x\\ry\\nz\"\n2,\"q,\\\"\"\n");
+  check_error("a,b\r1,x\r2,y,z\r", NULL, "line 3 (byte 8)");
 }
 
 // comment=#: lines starting with it are skipped wherever splits fall.

@@ -9,6 +9,9 @@
   values and types.
 - `sluice convert x.parquet y.csv` and back gives what pyarrow reads from
   x.parquet.
+- lines ending in a bare CR (classic Mac OS): generated files read as
+  pyarrow.csv reads them, in small splits, gzip-compressed, from a pipe and
+  through the Python package.
 """
 
 from __future__ import annotations
@@ -949,3 +952,115 @@ def test_stray_quotes_as_text_match_pyarrow(sluice, tmp_path, seed):
         got = sluice_read(sluice, path, "stray_quotes=text", schema, "null_values=",
                           threads=threads)
         assert got.to_pydict() == want.to_pydict()
+
+
+# ---- lines ending in a bare CR (classic Mac OS) -----------------------------------
+
+def cr_file(rng: random.Random, rows: int, header: bool, trailing_cr: bool) -> bytes:
+    """Lines that end in a bare CR: ints, floats, nulls, empty lines, and
+    quoted values holding line feeds, delimiters and doubled quotes."""
+    lines = ["id,x,s,t"] if header else []
+    strings = ["plain", "", "x y", '"q\nline"', '"a,b"', '"say ""hi"""', '"\n"',
+               '"multi\nline,\nvalue"', '"\n\n"', "NA", "z"]
+    for i in range(rows):
+        if rng.random() < 0.05:
+            lines.append("")  # an empty line: skipped by both
+        x = rng.choice(["", "NA", f"{rng.uniform(-1e6, 1e6):.6g}", str(rng.randint(-5, 5))])
+        t = rng.choice(["a", "b", "", "NULL", str(i)])
+        lines.append(f"{i},{x},{rng.choice(strings)},{t}")
+    return ("\r".join(lines) + ("\r" if trailing_cr else "")).encode()
+
+
+def pyarrow_cr_read(path: Path, header: bool) -> pa.Table:
+    return pcsv.read_csv(
+        path,
+        read_options=pcsv.ReadOptions(autogenerate_column_names=not header),
+        parse_options=pcsv.ParseOptions(newlines_in_values=True),
+        convert_options=pcsv.ConvertOptions(null_values=["", "NA", "NULL", "null"],
+                                            strings_can_be_null=True))
+
+
+def assert_same_values(got: pa.Table, want: pa.Table, what) -> None:
+    assert got.column_names == want.column_names, what
+    assert got.num_rows == want.num_rows, what
+    for name in want.column_names:
+        assert got.column(name).type == want.column(name).type, (what, name)
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), (what, name)
+
+
+@pytest.mark.parametrize("header", [True, False])
+@pytest.mark.parametrize("trailing_cr", [True, False])
+def test_bare_cr_lines_match_pyarrow(sluice, tmp_path, header, trailing_cr):
+    """Lines ending in a bare CR read as pyarrow.csv reads them, whole and in
+    small splits on two threads (a split's rows start after a CR)."""
+    rng = random.Random(11 + 2 * header + trailing_cr)
+    data = cr_file(rng, 5000, header, trailing_cr)
+    assert b"\r" in data and b"\n" in data  # line feeds only inside quotes
+    path = tmp_path / "mac.csv"
+    path.write_bytes(data)
+    want = pyarrow_cr_read(path, header)
+    assert want.num_rows == 5000
+    hdr = "header=true" if header else "header=false"
+    for options in ([hdr], [hdr, "split_size=4k"], [hdr, "split_size=4k", "simd=scalar"]):
+        got = sluice_read(sluice, path, *options, threads=2)
+        assert_same_values(got, want, options)
+
+
+def test_bare_cr_lines_numeric_fused_path(sluice, tmp_path):
+    """All-numeric columns take the fused numeric path, which knows only LF
+    and CRLF line ends."""
+    rng = random.Random(5)
+    lines = ["a,b,c"] + [f"{rng.randint(-10**9, 10**9)},{rng.uniform(-1, 1)!r},{i}"
+                         for i in range(20000)]
+    path = tmp_path / "num.csv"
+    path.write_bytes("\r".join(lines).encode())
+    want = pyarrow_cr_read(path, True)
+    for options in ([], ["split_size=8k"]):
+        assert_same_values(sluice_read(sluice, path, *options, threads=2), want, options)
+
+
+def test_bare_cr_lines_from_gzip_and_a_pipe(sluice, tmp_path):
+    """Compressed input and standard input larger than the stream sample
+    (which would be read through a window) read the same as the file."""
+    import gzip
+    rng = random.Random(7)
+    data = cr_file(rng, 60000, True, True)
+    assert len(data) > (1 << 20) + (64 << 10)
+    path = tmp_path / "mac.csv"
+    path.write_bytes(data)
+    want = pyarrow_cr_read(path, True)
+    gz = tmp_path / "mac.csv.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert_same_values(sluice_read(sluice, gz, threads=2), want, "gzip")
+    out = tmp_path / "pipe.arrow"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-f", "csv", "-q"],
+                          input=data, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    with ipc.open_file(out) as f:
+        assert_same_values(f.read_all(), want, "pipe")
+
+
+def test_bare_cr_lines_through_the_python_package(tmp_path):
+    sluice_py = pytest.importorskip("sluice")
+    path = tmp_path / "mac.csv"
+    path.write_bytes(b'a,b\r1,"x\ry"\r2,\r\r3,"p\nq"')
+    got = sluice_py.read(str(path))
+    got = pa.table(got) if not isinstance(got, pa.Table) else got
+    assert got.to_pylist() == pyarrow_cr_read(path, True).to_pylist() == [
+        {"a": 1, "b": "x\ry"}, {"a": 2, "b": None}, {"a": 3, "b": "p\nq"}]
+
+
+def test_bare_cr_errors_name_the_line(sluice, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"a,b\r1,2\r3,4,5\r6,7\r")
+    proc = sluice.expect_error("cat", path)
+    assert "line 3 (byte 8)" in proc.stderr.decode()
+
+
+def test_crlf_and_mixed_line_ends_are_unchanged(sluice, tmp_path):
+    """LF, CRLF and mixed files are not rewritten: a CR inside a line of such
+    a file stays data, as before."""
+    path = tmp_path / "mixed.csv"
+    path.write_bytes(b"a,b\r\n1,x\n2,y\r\n3,p\rq\n")
+    got = sluice_read(sluice, path)
+    assert got.to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}, {"a": 3, "b": "p\rq"}]

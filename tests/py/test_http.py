@@ -464,6 +464,24 @@ def test_csv_byte_range_splits_over_http(sluice, fault_server, tmp_path):
     assert local_msg.startswith("line ") and local_msg in got.stderr.decode(), (want.stderr, got.stderr)
 
 
+def test_csv_bare_cr_lines_over_http(sluice, fault_server, tmp_path):
+    """A remote CSV whose lines end in a bare CR (classic Mac OS), larger
+    than the stream sample and with quoted line feeds, reads as pyarrow.csv
+    reads it (it is read whole, then split like a local file)."""
+    pcsv = pytest.importorskip("pyarrow.csv")
+    www = fault_server["www"]
+    text = _quoted_csv(60_000).replace("\n", "\r").replace('feed"\r', 'feed"\r\r')
+    text = text.replace("\rand a line", "\nand a line")  # line feeds inside quotes stay
+    (www / "mac.csv").write_bytes(text.encode())
+    assert len(text) > (1 << 20) + (64 << 10)
+    want = pcsv.read_csv(www / "mac.csv", parse_options=pcsv.ParseOptions(newlines_in_values=True))
+    assert want.num_rows == 60_000
+    for mode in ("ok", "flaky"):
+        got = read_table(sluice, f"{fault_server['url']}/{mode}/mac.csv", tmp_path / "r.arrows",
+                         ["-O", "split_size=256k", "--threads", "4"], env=SMALL_PARTS)
+        assert got.to_pylist() == want.to_pylist(), mode
+
+
 def test_csv_rows_longer_than_a_splits_tail_over_http(sluice, fault_server, tmp_path):
     """A split fetches its range and 64 KiB past it for the row that crosses
     its end: rows of up to 1.5 MB cross split ends by more than that (and

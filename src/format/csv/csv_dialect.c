@@ -72,18 +72,16 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   return 0;
 }
 
-/// The quote when none was given: '\'' when the sample has no '"' but has
-/// fields that start and end with '\'' (a '\'' right after a delimiter or a
-/// line start, and one right before a delimiter or a line end), as DuckDB's
-/// sniffer finds; else '"'. Apostrophes inside words (O'Brien) are neither.
-static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end) {
+uint8_t csv_sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines) {
   static const char k_delims[] = ",;\t|";
   if (end <= start || memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
   int64_t opens = 0, closes = 0;
   for (const uint8_t* q = memchr(data + start, '\'', (size_t)(end - start)); q != NULL;
        q = q + 1 < data + end ? memchr(q + 1, '\'', (size_t)(data + end - q - 1)) : NULL) {
     int64_t i = q - data;
-    if (i == start || data[i - 1] == '\n' || memchr(k_delims, data[i - 1], 4) != NULL) ++opens;
+    if (i == start || data[i - 1] == '\n' || (cr_lines && data[i - 1] == '\r') ||
+        memchr(k_delims, data[i - 1], 4) != NULL)
+      ++opens;
     if (i + 1 == end || data[i + 1] == '\n' || data[i + 1] == '\r' ||
         memchr(k_delims, data[i + 1], 4) != NULL)
       ++closes;
@@ -317,7 +315,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   l->dialect.quote = (uint8_t)o->quote;
   if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
     int64_t end = a->size - start > (INT64_C(64) << 10) ? start + (INT64_C(64) << 10) : a->size;
-    l->dialect.quote = sniff_quote(a->data, start, end);
+    l->dialect.quote = csv_sniff_quote(a->data, start, end, 0);
   }
   l->dialect.escape = (uint8_t)o->escape;
   l->dialect.stray_text = (uint8_t)o->stray_text;
@@ -328,19 +326,6 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
                              &l->dialect.delimiter) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
-  }
-  // Lines ended by CR alone (classic Mac OS) would read as one long row
-  // whose CRs are data: refuse them rather than return made-up columns.
-  // The sign: a CR with more bytes after it, and no LF in the whole sample.
-  int64_t sample_end = a->size - start > (INT64_C(1) << 20) ? start + (INT64_C(1) << 20) : a->size;
-  const uint8_t* cr =
-      sample_end > start ? memchr(a->data + start, '\r', (size_t)(sample_end - start)) : NULL;
-  if (cr != NULL && cr + 1 < a->data + sample_end &&
-      memchr(a->data + start, '\n', (size_t)(sample_end - start)) == NULL) {
-    return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": lines end with a carriage return "
-                        "alone (classic Mac OS line endings), which sluice does not read; "
-                        "convert them first, e.g. tr '\\r' '\\n'",
-                        a->name, (int64_t)(cr - a->data));
   }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
     return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "

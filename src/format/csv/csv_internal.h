@@ -296,6 +296,28 @@ int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t sta
                 struct csv_layout* out, struct sluice_error* error);
 void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
 
+/// The quote when none was given: '\'' when data[start, end) has no '"' but
+/// has fields that start and end with '\'' (a '\'' right after a delimiter
+/// or a line start, and one right before a delimiter or a line end), as
+/// DuckDB's sniffer finds; else '"'. Apostrophes inside words (O'Brien) are
+/// neither. `cr_lines`: a CR also starts a line (csv_lines_end_in_cr).
+uint8_t csv_sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines);
+
+/* ---- lines ending in a bare CR (csv_cr_lines.c) --------------------------- */
+
+/// 1 when the lines of data[start, size) end in a bare CR (classic Mac OS):
+/// in its first MiB, the first line end outside quotes is a CR not followed
+/// by LF, and no line ends in LF. Sets *quote (when 1) to the quote
+/// character the analysis will use, for csv_cr_to_lf.
+int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
+                        int64_t size, uint8_t* quote);
+/// Rewrites, in place, each CR (and LF) of data[start, size) that is outside
+/// quoted fields to LF, following the tokenizers' reading of quote, escape,
+/// stray_quotes and comment options: the input then reads as an LF file with
+/// every byte where it was.
+void csv_cr_to_lf(const struct csv_options* o, uint8_t quote, uint8_t* data, int64_t start,
+                  int64_t size);
+
 /// 1-based line number of byte `offset` (counts line feeds before it).
 int64_t csv_line_of(const uint8_t* data, int64_t offset);
 

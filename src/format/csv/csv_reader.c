@@ -42,6 +42,9 @@
 //   over to the general path (tokenize into field offsets, then convert
 //   column by column into Arrow builders) for rows it cannot take. Columns not
 //   asked for are never converted.
+// - Lines that end in a bare CR (classic Mac OS) are rewritten to LF in a
+//   copy of the whole input before anything else looks at it
+//   (csv_cr_lines.c), so that no hot path knows of them.
 // - .gz (multi-member) and .zst inputs are inflated as they are read
 //   (sl_source_inflate.c) and then read like a pipe: in bounded memory, as
 //   one split (inflating cannot start mid-stream); a small one is read whole
@@ -207,6 +210,25 @@ static void csv_close(void* reader) {
   sl_free(r->alloc, r, sizeof *r);
 }
 
+/// The input (mapped, or read whole into `owned`) becomes an owned copy
+/// whose lines end in LF where they ended in a bare CR.
+static int read_cr_lines_as_lf(struct csv_reader* r, int64_t start, uint8_t quote,
+                               struct sluice_error* error) {
+  if (r->owned == NULL) {
+    r->owned = sl_alloc_buffer(r->alloc, (size_t)r->size);
+    if (r->owned == NULL) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory copying %" PRId64 " bytes whose "
+                          "lines end in a carriage return", r->name, r->size);
+    }
+    r->owned_cap = r->size;
+    memcpy(r->owned, r->data, (size_t)r->size);
+    sl_view_release(&r->view);
+    r->data = r->owned;
+  }
+  csv_cr_to_lf(&r->opts, quote, r->owned, start, r->size);
+  return 0;
+}
+
 static int ends_with(const char* s, const char* suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && strcmp(s + n - m, suffix) == 0;
@@ -274,6 +296,13 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   if (r->data != NULL && r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB &&
       r->data[2] == 0xBF)
     start = 3;
+  // Lines ending in a bare CR: read from a copy where they end in LF (see
+  // csv_cr_lines.c). csv_stream_prepare leaves such input to be read whole.
+  uint8_t cr_quote = 0;
+  if (rc == 0 && !r->stream && r->data != NULL &&
+      csv_lines_end_in_cr(&r->opts, r->data, start, r->size, &cr_quote)) {
+    rc = read_cr_lines_as_lf(r, start, cr_quote, error);
+  }
   if (rc == 0 && !r->stream) {
     rc = csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
   }

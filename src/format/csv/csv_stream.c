@@ -7,7 +7,8 @@
 // window up to its last line feed (`limit`); the unfinished tail is moved to
 // the front and more is read. A row longer than the window doubles it. When
 // the whole input fits in the sample or the dialect has an escape character,
-// the reader falls back to reading everything into memory.
+// the reader falls back to reading everything into memory; so it does when
+// lines end in a bare CR.
 #include <string.h>
 
 #include "csv_reader_internal.h"
@@ -27,8 +28,11 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   while (cut > 0 && d[cut - 1] != '\n') --cut;
   // With an escape character a line feed at the window's end may be escaped
   // (inside a row yet outside quotes): such dialects read the input whole.
-  if (n >= sample && cut > 0 && r->opts.escape == 0) {
-    int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
+  int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
+  uint8_t cr_quote;
+  // Lines ending in a bare CR are read whole too, to be rewritten (csv_cr_lines.c).
+  if (n >= sample && cut > 0 && r->opts.escape == 0 &&
+      !csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
     rc = csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
     if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
       r->stream = 1;

@@ -1,0 +1,110 @@
+// Lines that end in a bare CR (classic Mac OS, old Excel for Mac exports).
+//
+// Why a translated copy rather than a line-end byte in the dialect: the line
+// feed is wired into every path of the reader (the block tokenizers' masks,
+// the fused AVX2 / AVX-512 loops, the split planner's row-start search and
+// quote parity, line numbers in messages, the stream window's cut). Making
+// it a parameter would touch each of those hot loops for a rare legacy
+// format. Instead, such an input is read whole into memory once, with each
+// CR outside quoted fields rewritten to LF in place: positions do not move,
+// so split planning, byte offsets and line numbers (which count line feeds)
+// stay right, and the rest of the reader sees an ordinary LF file, on as
+// many splits and threads as any. Inputs whose lines end in LF or CRLF never
+// come here (one memchr-bounded look at the head), so their speed is
+// unchanged. The cost is memory: the whole input (a mapped file is copied,
+// a stream read to its end rather than through a window).
+//
+// Values are then what pyarrow.csv reads: a CR inside a quoted field is
+// data in both; a CR outside one ends the line in both; a line feed outside
+// quotes still ends a line, and CR LF becomes an empty line, skipped.
+#include <string.h>
+
+#include "csv_internal.h"
+
+int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
+                        int64_t size, uint8_t* quote) {
+  const int64_t sample = INT64_C(1) << 20;
+  int64_t end = size - start > sample ? start + sample : size;
+  if (end <= start) return 0;
+  // Cheap refusal first: a CR anywhere in the head at all.
+  const uint8_t* cr = memchr(data + start, '\r', (size_t)(end - start));
+  if (cr == NULL) return 0;
+  // The quote the analysis will use (as csv_dialect.c's analyze picks it).
+  *quote = (uint8_t)o->quote;
+  if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
+    *quote = csv_sniff_quote(data, start, end - start > (INT64_C(64) << 10)
+                                              ? start + (INT64_C(64) << 10) : end, 1);
+  }
+  // The first line end outside quotes must be a CR not followed by LF, and
+  // no LF may end a line in the head (a file mixing them is read as before:
+  // its CRs are data).
+  const uint8_t q = *quote, esc = (uint8_t)o->escape;
+  int in_q = 0, first = 1, saw_cr = 0;
+  for (int64_t p = start; p < end; ++p) {
+    uint8_t c = data[p];
+    if (esc != 0 && c == esc) {
+      ++p;
+    } else if (q != 0 && c == q) {
+      in_q ^= 1;
+    } else if (!in_q && c == '\n') {
+      return 0;
+    } else if (!in_q && c == '\r') {
+      if (first && p + 1 < end && data[p + 1] == '\n') return 0;  // CRLF
+      first = 0;
+      saw_cr = 1;
+    }
+  }
+  return saw_cr;
+}
+
+void csv_cr_to_lf(const struct csv_options* o, uint8_t q, uint8_t* data, int64_t start,
+                  int64_t size) {
+  // The tokenizers' reading of quotes (csv_scan.c): every quote toggles
+  // quoting; with an escape character the byte after it is literal; with
+  // stray_quotes=text a quote opens quoting only at a field's start and a
+  // doubled one inside stays quoted. A comment line ends at its line end
+  // whatever it holds.
+  const uint8_t esc = (uint8_t)o->escape, comment = (uint8_t)o->comment;
+  const int stray = o->stray_text;
+  enum { LINE, FIELD, OUT, QUOTE, COMMENT } st = LINE;
+  for (int64_t p = start; p < size; ++p) {
+    uint8_t c = data[p];
+    if (st == COMMENT) {
+      if (c == '\r' || c == '\n') {
+        data[p] = '\n';
+        st = LINE;
+      }
+      continue;
+    }
+    if (st == LINE && comment != 0 && c == comment) {
+      st = COMMENT;
+      continue;
+    }
+    if (esc != 0 && c == esc) {
+      ++p;
+      if (st != QUOTE) st = OUT;
+      continue;
+    }
+    if (st == QUOTE) {
+      if (q != 0 && c == q) {
+        if (stray && p + 1 < size && data[p + 1] == q) {
+          ++p;  // a doubled quote
+        } else {
+          st = OUT;
+        }
+      }
+      continue;
+    }
+    if (q != 0 && c == q && (!stray || st != OUT)) {
+      st = QUOTE;
+    } else if (c == '\r' || c == '\n') {
+      data[p] = '\n';
+      st = LINE;
+    } else if (o->delimiter > 0 ? c == (uint8_t)o->delimiter
+                                : (c == ',' || c == ';' || c == '\t' || c == '|')) {
+      st = FIELD;  // (a sniffed delimiter is one of these; only stray_text asks)
+    } else {
+      st = OUT;
+    }
+  }
+}
