@@ -412,6 +412,18 @@ SLUICE_EXPORT int sluice_scanner_open_with(struct sluice_dataset* dataset,
 
 /// Per-column statistics as `sluice stats` prints them. min/max are rendered as
 /// text (the CSV spelling of the value) so that every type fits.
+///
+/// Strings and binaries (fixed-size too) keep at most 64 KiB of a value's
+/// bytes: when the min or max value is longer, it is reported the way Parquet
+/// truncates statistics, as an inexact bound. min is the value's first 64 KiB
+/// (a lower bound), max the first 64 KiB with the last byte incremented and
+/// carried (strings: cut back to a whole character and the last code point
+/// incremented, so both stay valid UTF-8): an upper bound. min_exact /
+/// max_exact are 0 for them. When nothing is above the prefix (its bytes are
+/// all 0xFF, its characters all U+10FFFF) there is no upper bound and
+/// has_min_max is 0. So a column holding one huge value costs 64 KiB (128
+/// KiB of hex), not a copy of the value. Stored bounds longer than that go
+/// the same way.
 struct sluice_column_stats {
   char* name;
   char* type;          ///< Arrow format string of the column
@@ -424,8 +436,9 @@ struct sluice_column_stats {
   /// hold U+0000, which a C string would cut short.
   int64_t min_len;
   int64_t max_len;
-  /// min / max are the actual extremes (always 1 when computed; stored
-  /// statistics may hold truncated or widened bounds).
+  /// min / max are the actual extremes. 0 for a bound only: stored
+  /// statistics may hold truncated or widened bounds, and a string or binary
+  /// extreme longer than 64 KiB is cut (see above), computed or stored.
   int min_exact;
   int max_exact;
   /// 1 when count, null_count, min and max came from statistics stored in the

@@ -490,8 +490,12 @@ def stats(src, *, format=None, columns=None, threads=None, limit=None, **format_
     spells it ("int64", "dictionary<values=string, indices=int8,
     ordered=0>"); ``source`` "metadata" when the figures came from stored
     statistics (a Parquet footer) without decoding, else "computed"; min and
-    max are the actual extremes when their ``*_exact`` is True. ``limit``:
-    the first rows only (always computed)."""
+    max are the actual extremes when their ``*_exact`` is True, else bounds:
+    a string or binary extreme longer than 64 KiB gives its first 64 KiB as
+    min and those bytes incremented as max (strings cut at a whole
+    character), as Parquet truncates statistics; ``None`` for both when no
+    such max exists (64 KiB of 0xFF bytes). ``limit``: the first rows only
+    (always computed)."""
     ds = _open(src, format, columns, threads, True, limit, None, None, format_options)
     try:
         out = ds.stats()

@@ -169,11 +169,20 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
     if (min_row < 0 || sl_stats_key_compare(&key, &min) < 0) min = key, min_row = r;
     if (max_row < 0 || sl_stats_key_compare(&key, &max) > 0) max = key, max_row = r;
   }
+  // Strings and binaries: only the first SL_STATS_BYTES_CAP bytes of the
+  // batch's extremes are kept (flagged truncated), and they are rendered at
+  // the end from the merged key: a huge value is neither copied nor rendered.
+  int bytes = min_row >= 0 && min.kind == SL_KEY_BYTES;
+  if (bytes) {
+    int utf8 = sl_stats_field_is_utf8(field);
+    sl_stats_key_cap(&min, utf8);
+    sl_stats_key_cap(&max, utf8);
+  }
   struct sl_text min_text, max_text;
   sl_text_init(&min_text, state->alloc);
   sl_text_init(&max_text, state->alloc);
   int rc = 0;
-  if (min_row >= 0) {
+  if (min_row >= 0 && !bytes) {
     rc = sl_value_render(field, column, min_row, SL_TEXT_PLAIN, &min_text, error);
     if (rc == 0) rc = sl_value_render(field, column, max_row, SL_TEXT_PLAIN, &max_text, error);
   }
@@ -183,22 +192,26 @@ static int stats_column_batch(struct stats_state* state, int64_t c,
   merged->null_count += nulls;
   if (rc == 0 && min_row >= 0) {
     int first_values = !merged->has_min_max;
-    if (first_values || sl_stats_key_compare(&min, &merged->min) < 0) {
+    int truncated = min.truncated;
+    if (first_values || sl_stats_key_pick(&merged->min, &min, 0, &truncated)) {
       rc = sl_stats_key_store(&merged->min, &min, &merged->min_bytes, &merged->min_cap,
                            state->alloc);
-      if (rc == 0) {
+      if (rc == 0 && !bytes) {
         sl_text_clear(&merged->min_text);
         rc = sl_text_append(&merged->min_text, sl_text_cstr(&min_text), min_text.len);
       }
     }
-    if (rc == 0 && (first_values || sl_stats_key_compare(&max, &merged->max) > 0)) {
+    merged->min.truncated = truncated;
+    truncated = max.truncated;
+    if (rc == 0 && (first_values || sl_stats_key_pick(&merged->max, &max, 1, &truncated))) {
       rc = sl_stats_key_store(&merged->max, &max, &merged->max_bytes, &merged->max_cap,
                            state->alloc);
-      if (rc == 0) {
+      if (rc == 0 && !bytes) {
         sl_text_clear(&merged->max_text);
         rc = sl_text_append(&merged->max_text, sl_text_cstr(&max_text), max_text.len);
       }
     }
+    merged->max.truncated = truncated;
     if (rc == 0) merged->has_min_max = 1;
     if (rc != 0) rc = sl_error_set(error, rc, "stats: out of memory");
   }
@@ -374,6 +387,51 @@ static int stats_scan_rest(struct sluice_dataset* dataset, struct stats_state* s
   return rc;
 }
 
+/// A new string (default allocator) holding text[0, len).
+static int stats_take_text(const struct sl_text* text, char** out, int64_t* len) {
+  *out = sl_strndup(NULL, sl_text_cstr(text), text->len);
+  *len = (int64_t)text->len;
+  return *out == NULL ? ENOMEM : 0;
+}
+
+/// The result's bounds of a string or binary column from its merged keys: a
+/// truncated min is reported as is (a prefix is below the value), a truncated
+/// max as the bytes above its prefix; both inexact. When nothing is above the
+/// prefix (all 0xFF), the column has no bounds, as for a type without order.
+static int stats_bytes_result(const struct sl_text_field* field, const struct stats_column* col,
+                              struct sluice_column_stats* r, struct sluice_error* error) {
+  const struct sl_stats_key* max = &col->max;
+  uint8_t* above = NULL;
+  size_t above_cap = (size_t)max->n + 4;  // a code point may grow by 3 bytes
+  int64_t above_n = -1;
+  if (max->truncated) {
+    above = sl_alloc(NULL, above_cap);
+    if (above == NULL) return sl_error_set(error, ENOMEM, "stats: out of memory");
+    sl_stats_bytes_above(max->bytes, max->n, sl_stats_field_is_utf8(field), above, &above_n);
+    if (above_n < 0) {
+      sl_free(NULL, above, above_cap);
+      return 0;
+    }
+  }
+  struct sl_text text;
+  sl_text_init(&text, NULL);
+  int rc = sl_stats_bytes_render(field, col->min.bytes, col->min.n, &text);
+  if (rc == 0) rc = stats_take_text(&text, &r->min, &r->min_len);
+  sl_text_clear(&text);
+  if (rc == 0) {
+    rc = max->truncated ? sl_stats_bytes_render(field, above, above_n, &text)
+                        : sl_stats_bytes_render(field, max->bytes, max->n, &text);
+  }
+  if (rc == 0) rc = stats_take_text(&text, &r->max, &r->max_len);
+  sl_text_reset(&text);
+  sl_free(NULL, above, above_cap);
+  if (rc != 0) return sl_error_set(error, ENOMEM, "stats: out of memory");
+  r->has_min_max = 1;
+  r->min_exact = !col->min.truncated;
+  r->max_exact = !max->truncated;
+  return 0;
+}
+
 static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats** out,
                       int64_t* n_out, struct sluice_error* error) {
   *out = NULL;
@@ -439,15 +497,16 @@ static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats
     }
     r->count = col->count;
     r->null_count = col->null_count;
-    r->has_min_max = col->has_min_max;
-    r->min_exact = r->max_exact = col->has_min_max;
-    if (col->has_min_max) {
+    if (col->has_min_max && col->min.kind == SL_KEY_BYTES) {
+      rc = stats_bytes_result(&state.row.children[c], col, r, error);
+    } else if (col->has_min_max) {
+      r->has_min_max = r->min_exact = r->max_exact = 1;
       r->min = sl_strndup(NULL, sl_text_cstr(&col->min_text), col->min_text.len);
       r->max = sl_strndup(NULL, sl_text_cstr(&col->max_text), col->max_text.len);
       r->min_len = (int64_t)col->min_text.len;
       r->max_len = (int64_t)col->max_text.len;
     }
-    if (r->name == NULL || r->type == NULL || (col->has_min_max && (!r->min || !r->max))) {
+    if (rc == 0 && (r->name == NULL || r->type == NULL || (r->has_min_max && (!r->min || !r->max)))) {
       rc = sl_error_set(error, ENOMEM, "stats: out of memory");
     }
   }

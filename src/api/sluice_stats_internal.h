@@ -11,6 +11,13 @@
 
 enum sl_stats_key_kind { SL_KEY_NONE = 0, SL_KEY_I64, SL_KEY_U64, SL_KEY_F64, SL_KEY_BYTES, SL_KEY_DECIMAL };
 
+/// Value bytes of a string or binary min/max that statistics keep and report.
+/// A longer value is reported as an inexact bound, the way Parquet writers
+/// truncate theirs: min = its first bytes, max = those bytes incremented. So
+/// one huge value cannot make stats copy and render gigabytes, while ordinary
+/// values (far shorter) stay exact.
+#define SL_STATS_BYTES_CAP ((int64_t)64 * 1024)
+
 /// A comparable form of one value. `bytes` is borrowed from the batch (or
 /// owned by a merged state, see sl_stats_key_store).
 struct sl_stats_key {
@@ -20,6 +27,9 @@ struct sl_stats_key {
   double d;
   const uint8_t* bytes;
   int64_t n;
+  /// SL_KEY_BYTES only: `bytes` are the first n bytes of a longer value
+  /// (sl_stats_key_cap), so the key stands for "some value starting so".
+  int truncated;
   /// Decimals as big-endian with the sign bit flipped: memcmp orders them.
   uint8_t decimal[32];
 };
@@ -34,6 +44,31 @@ int sl_stats_key_compare(const struct sl_stats_key* a, const struct sl_stats_key
 /// *cap bytes; the caller frees it with sl_free(alloc, *storage, *cap)). ENOMEM.
 int sl_stats_key_store(struct sl_stats_key* dst, const struct sl_stats_key* src,
                        uint8_t** storage, size_t* cap, const struct sluice_allocator* alloc);
+
+/// Cuts a byte key longer than SL_STATS_BYTES_CAP to its first bytes and sets
+/// truncated. `utf8`: cut back to a character boundary, so that the prefix
+/// stays valid UTF-8.
+void sl_stats_key_cap(struct sl_stats_key* key, int utf8);
+/// Whether `b` replaces `a` as the running min (want_max 0) or max (1); sets
+/// *truncated to the flag the result has. Truncated keys are compared as the
+/// sets of values they stand for: where neither key decides (one is a prefix
+/// of the other), the result is the common prefix, truncated, which still
+/// bounds both.
+int sl_stats_key_pick(const struct sl_stats_key* a, const struct sl_stats_key* b, int want_max,
+                      int* truncated);
+/// The shortest bytes above every value that starts with p[0, n), into
+/// out (n + 3 bytes of room): the last byte incremented with carry, or for
+/// UTF-8 the last code point incremented (so the result stays valid UTF-8).
+/// *out_n = -1 when there is none (every byte 0xFF, every code point
+/// U+10FFFF, or p is not valid UTF-8).
+void sl_stats_bytes_above(const uint8_t* p, int64_t n, int utf8, uint8_t* out, int64_t* out_n);
+/// Whether the values of `field` (through dictionaries) are UTF-8 strings.
+int sl_stats_field_is_utf8(const struct sl_text_field* field);
+/// Appends p[0, n), a value of `field` (a string or binary type, through
+/// dictionaries), as sl_value_render spells it in SL_TEXT_PLAIN: strings as
+/// they are, binaries as hex.
+int sl_stats_bytes_render(const struct sl_text_field* field, const uint8_t* p, int64_t n,
+                          struct sl_text* out);
 
 /// Whether sluice_dataset_stats computes a min/max for values of this field
 /// (kept beside sl_stats_key_of, which decides the same thing per value).

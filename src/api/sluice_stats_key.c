@@ -14,6 +14,7 @@ void sl_stats_key_of(const struct sl_text_field* field, const struct ArrowArray*
   int64_t p = array->offset + i;
   const void* data = array->n_buffers > 1 ? array->buffers[1] : NULL;
   key->kind = SL_KEY_NONE;
+  key->truncated = 0;
   if (field->dictionary != NULL) {
     int64_t index = sl_int_value(field->type.id, data, p);
     if (array->dictionary != NULL && index >= 0 && index < array->dictionary->length) {
@@ -144,4 +145,111 @@ int sl_stats_key_store(struct sl_stats_key* dst, const struct sl_stats_key* src,
   memcpy(*storage, src->bytes, (size_t)src->n);
   dst->bytes = *storage;
   return 0;
+}
+
+void sl_stats_key_cap(struct sl_stats_key* key, int utf8) {
+  if (key->kind != SL_KEY_BYTES || key->n <= SL_STATS_BYTES_CAP) return;
+  int64_t cut = SL_STATS_BYTES_CAP;
+  // bytes[cut] exists (the value is longer): a continuation byte there means
+  // the cut would split a character.
+  while (utf8 && cut > 0 && (key->bytes[cut] & 0xC0) == 0x80) --cut;
+  key->n = cut;
+  key->truncated = 1;
+}
+
+int sl_stats_key_pick(const struct sl_stats_key* a, const struct sl_stats_key* b, int want_max,
+                      int* truncated) {
+  int take;
+  if (a->kind != SL_KEY_BYTES || (!a->truncated && !b->truncated)) {
+    int c = sl_stats_key_compare(b, a);
+    take = want_max ? c > 0 : c < 0;  // ties keep a
+    *truncated = take ? b->truncated : a->truncated;
+    return take;
+  }
+  int64_t n = a->n < b->n ? a->n : b->n;
+  int c = n > 0 ? memcmp(a->bytes, b->bytes, (size_t)n) : 0;
+  if (c != 0) {  // a byte both keys hold decides, whatever follows
+    take = want_max ? c < 0 : c > 0;
+  } else if (a->n == b->n) {
+    // Same bytes: an exact value is below every longer value starting so.
+    *truncated = want_max ? a->truncated || b->truncated : a->truncated && b->truncated;
+    return 0;
+  } else {
+    // One is a prefix of the other. If the shorter is truncated, both start
+    // with it and it is the tightest bound known; if exact, it is the min.
+    int b_shorter = b->n < a->n;
+    int shorter_truncated = b_shorter ? b->truncated : a->truncated;
+    take = shorter_truncated || !want_max ? b_shorter : !b_shorter;
+  }
+  *truncated = take ? b->truncated : a->truncated;
+  return take;
+}
+
+/// Length of the UTF-8 sequence led by byte c (0 for a continuation or an
+/// invalid lead byte).
+static int utf8_lead_length(uint8_t c) {
+  return c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+}
+
+static int utf8_encode(uint32_t cp, uint8_t* out) {
+  if (cp < 0x80) {
+    out[0] = (uint8_t)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (uint8_t)(0xC0 | cp >> 6);
+    out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (uint8_t)(0xE0 | cp >> 12);
+    out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+    out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (uint8_t)(0xF0 | cp >> 18);
+  out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
+  out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+  out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+void sl_stats_bytes_above(const uint8_t* p, int64_t n, int utf8, uint8_t* out, int64_t* out_n) {
+  *out_n = -1;
+  if (!utf8) {
+    while (n > 0 && p[n - 1] == 0xFF) --n;  // 0xFF carries into the byte before
+    if (n == 0) return;
+    memcpy(out, p, (size_t)n);
+    out[n - 1]++;
+    *out_n = n;
+    return;
+  }
+  // UTF-8 orders bytes as code points: the prefix with its last code point
+  // incremented is above everything that starts with the prefix.
+  while (n > 0) {
+    int64_t start = n - 1;
+    while (start > 0 && n - start < 4 && (p[start] & 0xC0) == 0x80) --start;
+    int len = utf8_lead_length(p[start]);
+    if (len != n - start) return;  // not valid UTF-8: no bound we can spell
+    uint32_t cp = len == 1 ? p[start] : (uint32_t)(p[start] & (0x7F >> len));
+    for (int k = 1; k < len; ++k) cp = cp << 6 | (p[start + k] & 0x3F);
+    if (cp < 0x10FFFF) {
+      cp = cp + 1 == 0xD800 ? 0xE000 : cp + 1;  // surrogates are no characters
+      memcpy(out, p, (size_t)start);
+      *out_n = start + utf8_encode(cp, out + start);
+      return;
+    }
+    n = start;  // U+10FFFF has no successor: carry into the character before
+  }
+}
+
+int sl_stats_field_is_utf8(const struct sl_text_field* field) {
+  while (field->dictionary != NULL) field = field->dictionary;
+  return field->type.id == SL_TYPE_STRING || field->type.id == SL_TYPE_LARGE_STRING;
+}
+
+int sl_stats_bytes_render(const struct sl_text_field* field, const uint8_t* p, int64_t n,
+                          struct sl_text* out) {
+  if (sl_stats_field_is_utf8(field)) return sl_text_append(out, n > 0 ? (const char*)p : "", (size_t)n);
+  return sl_text_append_hex(out, p, n);
 }

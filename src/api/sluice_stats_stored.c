@@ -49,7 +49,8 @@ static void merge_release(struct stored_merge* m, const struct sluice_allocator*
   if (m->max_text) sl_free(NULL, m->max_text, (size_t)m->max_len + 1);
 }
 
-/// Replaces a bound (key and text) with row `at` of `bounds`.
+/// Replaces a bound (key and text) with row `at` of `bounds`; strings and
+/// binaries are rendered from the key, which may be capped (cap_bound).
 static int take_bound(const struct sl_text_field* field, const struct ArrowArray* bounds,
                       int64_t at, const struct sl_stats_key* key, struct sl_stats_key* dst,
                       uint8_t** storage, size_t* cap, char** text, int64_t* text_len,
@@ -58,7 +59,17 @@ static int take_bound(const struct sl_text_field* field, const struct ArrowArray
     return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
   char* fresh;
   int64_t fresh_len;
-  SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, &fresh_len, error));
+  if (key->kind == SL_KEY_BYTES) {
+    struct sl_text t;
+    sl_text_init(&t, NULL);
+    int rc = sl_stats_bytes_render(field, key->bytes, key->n, &t);
+    fresh = rc == 0 ? sl_strndup(NULL, sl_text_cstr(&t), t.len) : NULL;
+    fresh_len = (int64_t)t.len;
+    sl_text_reset(&t);
+    if (fresh == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+  } else {
+    SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, &fresh_len, error));
+  }
   if (*text) sl_free(NULL, *text, (size_t)*text_len + 1);
   *text = fresh;
   *text_len = fresh_len;
@@ -89,25 +100,52 @@ static int merge_object(struct stored_merge* m, const struct sl_text_field* fiel
     m->bounds = 0;  // no order to merge by
     return 0;
   }
+  int lo_exact = s->min_exact != 0, hi_exact = s->max_exact != 0;
+  // A stored bound longer than the cap goes the way of a computed one: its
+  // prefix (below it) for the min, the bytes above that prefix for the max.
+  int utf8 = sl_stats_field_is_utf8(field);
+  if (lo.kind == SL_KEY_BYTES && lo.n > SL_STATS_BYTES_CAP) {
+    sl_stats_key_cap(&lo, utf8);
+    lo.truncated = 0;  // from here on a plain (inexact) bound
+    lo_exact = 0;
+  }
+  uint8_t* above = NULL;
+  size_t above_cap = (size_t)SL_STATS_BYTES_CAP + 4;
+  if (hi.kind == SL_KEY_BYTES && hi.n > SL_STATS_BYTES_CAP) {
+    sl_stats_key_cap(&hi, utf8);
+    above = sl_alloc(alloc, above_cap);
+    if (above == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+    sl_stats_bytes_above(hi.bytes, hi.n, utf8, above, &hi.n);
+    if (hi.n < 0) {  // nothing above the prefix: no upper bound
+      sl_free(alloc, above, above_cap);
+      m->bounds = 0;
+      return 0;
+    }
+    hi.bytes = above;
+    hi.truncated = 0;
+    hi_exact = 0;
+  }
   int first = !m->any_values;
   m->any_values = 1;
+  int rc = 0;
   int c = first ? -1 : sl_stats_key_compare(&lo, &m->min);
   if (c < 0) {
-    SL_RETURN_NOT_OK(take_bound(field, bounds, at, &lo, &m->min, &m->min_bytes, &m->min_cap,
-                                &m->min_text, &m->min_len, alloc, error));
-    m->min_exact = s->min_exact != 0;
-  } else if (c == 0 && s->min_exact) {
+    rc = take_bound(field, bounds, at, &lo, &m->min, &m->min_bytes, &m->min_cap, &m->min_text,
+                    &m->min_len, alloc, error);
+    m->min_exact = lo_exact;
+  } else if (c == 0 && lo_exact) {
     m->min_exact = 1;
   }
   c = first ? 1 : sl_stats_key_compare(&hi, &m->max);
-  if (c > 0) {
-    SL_RETURN_NOT_OK(take_bound(field, bounds, at + 1, &hi, &m->max, &m->max_bytes, &m->max_cap,
-                                &m->max_text, &m->max_len, alloc, error));
-    m->max_exact = s->max_exact != 0;
-  } else if (c == 0 && s->max_exact) {
+  if (rc == 0 && c > 0) {
+    rc = take_bound(field, bounds, at + 1, &hi, &m->max, &m->max_bytes, &m->max_cap,
+                    &m->max_text, &m->max_len, alloc, error);
+    m->max_exact = hi_exact;
+  } else if (c == 0 && hi_exact) {
     m->max_exact = 1;
   }
-  return 0;
+  sl_free(alloc, above, above_cap);
+  return rc;
 }
 
 /// Asks one object (of a dataset of many: `object` of the files reader; else

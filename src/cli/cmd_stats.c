@@ -71,11 +71,14 @@ static int print_json(const struct sluice_column_stats* stats, int64_t n,
   return CLI_OK;
 }
 
-/// min/max made safe for one line: control characters escaped.
+/// min/max made safe for one line: control characters escaped; cut to `cap`
+/// before a UTF-8 character that would not fit whole (a bound may be 64 KiB).
 static const char* one_line(const char* s, int64_t len, char* buf, size_t cap) {
   size_t n = 0;
   for (const char* end = s + len; s < end && n + 3 < cap; ++s) {
     unsigned char c = (unsigned char)*s;
+    size_t sequence = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (n + sequence + 2 >= cap) break;
     if (c < 0x20 || c == 0x7f) {
       buf[n++] = '\\';
       buf[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : c == 0 ? '0' : '?';
@@ -109,7 +112,8 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
   int any_metadata = 0, any_inexact = 0;
   for (int64_t i = 0; i < n; ++i) {
     const struct sluice_column_stats* s = &stats[i];
-    // ~ marks a bound that is not the actual extreme (truncated or widened).
+    // ~ marks a bound that is not the actual extreme (truncated or widened,
+    // or a string/binary extreme over 64 KiB).
     char min_cell[520], max_cell[520];
     snprintf(min_cell, sizeof min_cell, "%s%s", s->has_min_max && !s->min_exact ? "~" : "",
              s->has_min_max ? one_line(s->min, s->min_len, cell, sizeof cell) : "");
@@ -123,7 +127,10 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
     any_inexact |= s->has_min_max && (!s->min_exact || !s->max_exact);
   }
   if (any_metadata) puts("* from stored metadata (no values decoded)");
-  if (any_inexact) puts("~ bound from stored metadata, possibly truncated or widened");
+  if (any_inexact) {
+    puts("~ a bound, not the extreme: stored metadata truncated or widened it, or the value"
+         " is longer than 64 KiB");
+  }
 }
 
 /// sluice_dataset_stats on a helper thread, so that this one can show that

@@ -128,7 +128,8 @@ static const struct cli_command k_commands[] = {
      "                      statistics; -1 = unknown), decoding nothing\n"
      "\n"
      "Figures taken from stored metadata instead of computed are marked with *\n"
-     "(\"source\": \"metadata\" in JSON); bounds marked ~ may be truncated.\n",
+     "(\"source\": \"metadata\" in JSON); bounds marked ~ are not the extremes\n"
+     "(truncated or widened metadata, or a string/binary extreme over 64 KiB).\n",
      CLI_OPT_COLUMNS | CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_LIMIT | CLI_OPT_METADATA, 1,
      CLI_MAX_POSITIONAL,
      cli_cmd_stats},

@@ -341,7 +341,7 @@ static int append_decimal(struct sl_text* out, const uint8_t* bytes, int width, 
   return sl_text_append(out, buf, n);
 }
 
-static int append_hex(struct sl_text* out, const uint8_t* data, int64_t n) {
+int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n) {
   static const char hex[] = "0123456789abcdef";
   SL_RETURN_NOT_OK(sl_text_reserve(out, (size_t)n * 2));
   for (int64_t i = 0; i < n; ++i) {
@@ -617,7 +617,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
         rc = append_quoted_if_json(out, (const char*)bytes, (size_t)n, style);
       } else {
         if (style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
-        if (rc == 0) rc = append_hex(out, bytes, n);
+        if (rc == 0) rc = sl_text_append_hex(out, bytes, n);
         if (rc == 0 && style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
       }
       break;

@@ -89,6 +89,10 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
 /// UTF-8 become \u00XX escapes of the byte.
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 
+/// Appends data[0, n) as lowercase hex, two digits a byte (how binary values
+/// are spelled).
+int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);
+
 /// The fewest significant digits that read back as the same double (of
 /// those, the closest: sl_shortest.h), spelled as `%.Ng` would with N the
 /// larger of 15 and their count; "nan", "inf", "-inf" for the non-finite.

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "api/sluice_dataset_internal.h"
+#include "api/sluice_stats_internal.h"
 #include "core/sl_buffer_cache.h"
 #include "format/sl_format.h"
 #include "test_util.h"
@@ -1285,6 +1286,83 @@ static void test_freed_batches_are_reused(void** unused) {
   remove(path);
 }
 
+static struct sl_stats_key bytes_key(const void* p, int64_t n, int truncated) {
+  struct sl_stats_key k;
+  memset(&k, 0, sizeof k);
+  k.kind = SL_KEY_BYTES;
+  k.bytes = p;
+  k.n = n;
+  k.truncated = truncated;
+  return k;
+}
+
+/// The bounded keys of string/binary statistics: a cut keeps whole UTF-8
+/// characters; a truncated key merges as the values it stands for; the max
+/// bound is above every value with the prefix (or does not exist).
+static void test_stats_key_bounds(void** unused) {
+  (void)unused;
+  size_t big = (size_t)SL_STATS_BYTES_CAP + 8;
+  uint8_t* v = malloc(big);
+  assert_non_null(v);
+  memset(v, 'a', big);
+  v[SL_STATS_BYTES_CAP - 1] = 0xE2;  // a 3-byte character across the cut
+  v[SL_STATS_BYTES_CAP] = 0x82;
+  v[SL_STATS_BYTES_CAP + 1] = 0xAC;
+  struct sl_stats_key k = bytes_key(v, (int64_t)big, 0);
+  sl_stats_key_cap(&k, 1);
+  assert_int_equal(k.n, SL_STATS_BYTES_CAP - 1);
+  assert_true(k.truncated);
+  k = bytes_key(v, (int64_t)big, 0);
+  sl_stats_key_cap(&k, 0);
+  assert_int_equal(k.n, SL_STATS_BYTES_CAP);
+  k = bytes_key(v, SL_STATS_BYTES_CAP, 0);
+  sl_stats_key_cap(&k, 1);  // at the cap: kept whole, exact
+  assert_int_equal(k.n, SL_STATS_BYTES_CAP);
+  assert_false(k.truncated);
+  free(v);
+
+  int t = -1;
+  struct sl_stats_key ab = bytes_key("ab", 2, 1), abc = bytes_key("abc", 3, 0),
+                      ab_exact = bytes_key("ab", 2, 0), b = bytes_key("b", 1, 0);
+  // "ab"+more vs "abc": unknown which is smaller; both start with "ab".
+  assert_int_equal(sl_stats_key_pick(&abc, &ab, 0, &t), 1);
+  assert_int_equal(t, 1);
+  assert_int_equal(sl_stats_key_pick(&ab, &abc, 1, &t), 0);
+  assert_int_equal(t, 1);
+  // An exact prefix is below the longer value: the min, exact.
+  assert_int_equal(sl_stats_key_pick(&abc, &ab_exact, 0, &t), 1);
+  assert_int_equal(t, 0);
+  // "ab" exact vs "ab"+more: min "ab" exact, max "ab"+more.
+  assert_int_equal(sl_stats_key_pick(&ab_exact, &ab, 0, &t), 0);
+  assert_int_equal(t, 0);
+  assert_int_equal(sl_stats_key_pick(&ab_exact, &ab, 1, &t), 0);
+  assert_int_equal(t, 1);
+  // A byte both hold decides.
+  assert_int_equal(sl_stats_key_pick(&ab, &b, 1, &t), 1);
+  assert_int_equal(t, 0);
+  assert_int_equal(sl_stats_key_pick(&b, &ab, 0, &t), 1);
+  assert_int_equal(t, 1);
+
+  uint8_t out[16];
+  int64_t n;
+  sl_stats_bytes_above((const uint8_t*)"a\xff\xff", 3, 0, out, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(out[0], 'b');
+  sl_stats_bytes_above((const uint8_t*)"\xff\xff", 2, 0, out, &n);
+  assert_int_equal(n, -1);
+  sl_stats_bytes_above((const uint8_t*)"a\x7f", 2, 1, out, &n);  // U+007F -> U+0080
+  assert_int_equal(n, 3);
+  assert_memory_equal(out, "a\xc2\x80", 3);
+  sl_stats_bytes_above((const uint8_t*)"\xed\x9f\xbf", 3, 1, out, &n);  // U+D7FF skips surrogates
+  assert_int_equal(n, 3);
+  assert_memory_equal(out, "\xee\x80\x80", 3);
+  sl_stats_bytes_above((const uint8_t*)"x\xf4\x8f\xbf\xbf", 5, 1, out, &n);  // U+10FFFF carries
+  assert_int_equal(n, 1);
+  assert_int_equal(out[0], 'y');
+  sl_stats_bytes_above((const uint8_t*)"\xf4\x8f\xbf\xbf", 4, 1, out, &n);
+  assert_int_equal(n, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -1305,6 +1383,7 @@ int main(void) {
       cmocka_unit_test(test_scan_range_allocation_failures),
       cmocka_unit_test(test_csv_refine_after_a_late_value),
       cmocka_unit_test(test_freed_batches_are_reused),
+      cmocka_unit_test(test_stats_key_bounds),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }

@@ -300,6 +300,32 @@ def test_remote_csv_split_ranges(tmp_path):
         srv.server_close()
 
 
+def test_stats_long_values_are_bounds(tmp_path):
+    """sluice.stats: a string or binary extreme longer than 64 KiB comes back
+    as a bound (min_exact / max_exact False) that still holds pyarrow's min
+    and max, as valid text; short values stay exact and equal pyarrow's."""
+    import pyarrow.compute as pc
+    cap, big = 64 << 10, 3 << 20
+    t = pa.table({"s": pa.array(["k", "\u00e9" * (big // 2), "a" * big, "b"]),
+                  "b": pa.array([b"\x10", b"\x00" * big, b"\x7f" * big, b"\x20"]),
+                  "w": pa.array(["%03d" % k + "x" * 97 for k in range(4)])})
+    pq.write_table(t, tmp_path / "t.parquet", row_group_size=2)
+    for c in sluice.stats(tmp_path / "t.parquet"):
+        mm = pc.min_max(t.column(c["name"])).as_py()
+        if c["name"] == "w":
+            assert (c["min"], c["max"], c["min_exact"], c["max_exact"]) == \
+                (mm["min"], mm["max"], True, True), c
+            continue
+        lo, hi = c["min"], c["max"]
+        if c["name"] == "b":
+            lo, hi = bytes.fromhex(lo), bytes.fromhex(hi)
+        assert lo <= mm["min"] and hi >= mm["max"], c["name"]
+        assert len(lo) <= cap and len(hi) <= cap, c["name"]
+        assert c["min_exact"] is False and c["max_exact"] is False, c["name"]
+    s = {c["name"]: c for c in sluice.stats(tmp_path / "t.parquet")}["s"]
+    assert (s["min"], s["max"]) == ("a" * cap, "\u00e9" * (cap // 2 - 1) + "\u00ea")
+
+
 def test_stats_match_pyarrow(tmp_path):
     """sluice.stats: count, null_count, min and max per column equal pyarrow's
     figures, from a scan (CSV) and from a Parquet footer; a string holding

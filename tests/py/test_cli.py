@@ -487,6 +487,81 @@ def test_stats_bytes_order_vs_pyarrow(sluice_bin, tmp_path):
             assert [got[name]["min"], got[name]["max"]] == want, (trial, name)
 
 
+CAP = 64 << 10  # value bytes stats keeps of a string/binary extreme
+
+
+def _long_values_table():
+    """Extremes longer than the cap (3 MiB), in string and binary, 32- and
+    64-bit offsets, beside ordinary values that must stay exact."""
+    big = 3 << 20
+    s = ["m" * 10, "\u20ac" * (big // 3), "a" * big + "b", "k"]  # the cut lands inside a euro sign
+    b = [b"\x10", b"\x00" * big + b"\x01", b"\xfe" + b"\xff" * big, b"\x80"]
+    words = ["%03d" % k + "x" * 97 for k in range(4)]  # W4-like ~100-character strings
+    return pa.table({
+        "s": pa.array(s, pa.string()), "ls": pa.array(s, pa.large_string()),
+        "b": pa.array(b, pa.binary()), "lb": pa.array(b, pa.large_binary()),
+        # "a" * CAP is a prefix of the long value: an exact min beside a cut max.
+        "p": pa.array(["a" * CAP, "a" * big, "a" * CAP, "a" * CAP]),
+        # 0xff... has nothing above its prefix: no bounds at all.
+        "ff": pa.array([b"\x00", b"\xff" * big, b"\x01", b"\x02"], pa.binary()),
+        "w": pa.array(words),
+    })
+
+
+def _check_long_value_stats(table, got):
+    for name in table.column_names:
+        col, c = table.column(name), got[name]
+        mm = pc.min_max(col).as_py()
+        binary = pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
+        if name == "ff":
+            assert c["min"] is None and c["max"] is None, c["min"]
+            continue
+        lo = bytes.fromhex(c["min"]) if binary else c["min"].encode()
+        hi = bytes.fromhex(c["max"]) if binary else c["max"].encode()
+        want_lo, want_hi = (mm["min"], mm["max"]) if binary else (mm["min"].encode(), mm["max"].encode())
+        assert lo <= want_lo and hi >= want_hi, name
+        assert len(lo) <= CAP and len(hi) <= CAP + 4, name
+        exact = (len(want_lo) <= CAP, len(want_hi) <= CAP)
+        assert (c["min_exact"], c["max_exact"]) == exact, name
+        if exact[0]:
+            assert lo == want_lo, name
+        if exact[1]:
+            assert hi == want_hi, name
+    assert got["s"]["max"] == "\u20ac" * (CAP // 3 - 1) + "\u20ad"  # a whole character, incremented
+    assert got["s"]["min"] == "a" * CAP
+    if "b" in got:
+        assert got["b"]["max"] == "ff" and got["b"]["min"] == "00" * CAP
+
+
+@pytest.mark.parametrize("form", ["arrow", "parquet", "csv"])
+def test_stats_long_values_are_bounds(sluice_bin, tmp_path, form):
+    """A string or binary extreme longer than 64 KiB is reported as a bound
+    (its prefix as min, the prefix incremented as max, inexact), as Parquet
+    truncates statistics, instead of being copied and printed whole: the
+    bounds still hold pyarrow's min and max, the output stays small, and
+    ordinary values stay exact. One row a batch (a row group), so that the
+    merge of partial results is what decides."""
+    table = _long_values_table()
+    path = tmp_path / ("t." + form)
+    if form == "arrow":
+        with ipc.new_file(path, table.schema) as w:
+            w.write_table(table, max_chunksize=1)
+    elif form == "parquet":
+        import pyarrow.parquet as pq
+        pq.write_table(table, path, row_group_size=1)
+    else:
+        table = table.select(["s", "p", "w"])
+        pacsv.write_csv(table, str(path))
+    out = ok(sluice_bin, "stats", path, "--json")
+    assert len(out) < 16 * CAP  # 7 columns of at most 64 KiB (hex: 128 KiB) a bound
+    got = {c["name"]: c for c in json.loads(out)}
+    if form == "csv":  # CSV reads strings as string; compare what it reads
+        table = pa.table({n: table.column(n).cast(pa.string()) for n in table.column_names})
+    _check_long_value_stats(table, got)
+    text = ok(sluice_bin, "stats", path).decode()
+    assert len(text) < 16384 and "~" in text  # cells are cut to one line
+
+
 # ---- standard input and terminals --------------------------------------------
 
 def test_cat_from_stdin(sluice_bin, data):
