@@ -215,7 +215,8 @@ struct sluice_open_options {
   /// http(s):// and s3:// requests: seconds a connection may take to open,
   /// and a transfer may go without a byte (a silent server, a stalled
   /// link), before the attempt fails and is retried (6 attempts in all).
-  /// 0 = the defaults: 30 s to connect, 60 s without a byte.
+  /// 0 = the defaults: 30 s to connect, 60 s without a byte. cql://: the
+  /// time to connect and to wait for each answer (default 120 s).
   double timeout_s;
   /// Non-zero (default): when the location names many objects, `key=value`
   /// directories below it (`sales/year=2024/month=1/part-0.parquet`) add a
@@ -505,7 +506,8 @@ struct sluice_write_options {
   /// http(s):// and s3:// requests: seconds a connection may take to open,
   /// and a transfer may go without a byte (a silent server, a stalled
   /// link), before the attempt fails and is retried (6 attempts in all).
-  /// 0 = the defaults: 30 s to connect, 60 s without a byte.
+  /// 0 = the defaults: 30 s to connect, 60 s without a byte. cql://: the
+  /// time to connect and to wait for each answer (default 120 s).
   double timeout_s;
   /// Local file outputs: non-zero renames the finished file into place
   /// without the fsync before (default 0: the file's bytes, then the

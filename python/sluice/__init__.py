@@ -358,7 +358,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         CLI's --ca-bundle and --insecure; ``timeout=`` (seconds: an
         http(s):// or s3:// request that cannot connect, or brings no byte,
         for this long fails and is retried; default 30 s to connect, 60 s
-        without a byte), as the CLI's --timeout; ``storage_options={...}`` for
+        without a byte; cql://: to connect and for each answer, default
+        120 s), as the CLI's --timeout; ``storage_options={...}`` for
         s3://, over the AWS_* environment and ~/.aws files, keys as pandas,
         polars and pyarrow spell them: ``aws_access_key_id`` (``key``),
         ``aws_secret_access_key`` (``secret``), ``aws_session_token``

@@ -383,7 +383,8 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                 .batch_size = options->batch_size,
                                 .format_options = options->format_options,
                                 .tls_insecure = options->tls_insecure,
-                                .ca_bundle = options->ca_bundle};
+                                .ca_bundle = options->ca_bundle,
+                                .timeout_s = options->timeout_s};
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error
@@ -688,7 +689,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
                                  : sluice_default_allocator();
   struct sl_write_args args = {alloc, options->compression, options->format_options,
                                options->batch_metadata, options->batch_metadata_user, location,
-                               options->tls_insecure, options->ca_bundle};
+                               options->tls_insecure, options->ca_bundle, options->timeout_s};
   // Every batch is checked against the schema before a writer walks it.
   struct ArrowArrayStream checked;
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,

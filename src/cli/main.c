@@ -31,7 +31,8 @@
   "                     certificates in FILE\n"                             \
   "  --timeout SECONDS  https/s3: a request that cannot connect, or brings no\n" \
   "                     byte, for this long fails and is retried (6 tries;\n" \
-  "                     default 30 s to connect, 60 s without a byte)\n"   \
+  "                     default 30 s to connect, 60 s without a byte);\n" \
+  "                     cql: to connect and for each answer (default 120 s)\n" \
   "  --profile NAME     s3: the AWS profile (default: AWS_PROFILE, else\n"   \
   "                     'default'); credentials come from it or AWS_*\n"   \
   "  --region R         s3: the region (default: AWS_REGION, the profile)\n" \

@@ -52,6 +52,9 @@ struct sl_reader_args {
   /// certificate checks; a PEM file of trusted CAs (NULL = the system's).
   int tls_insecure;
   const char* ca_bundle;
+  /// For readers that connect themselves: seconds to connect and without a
+  /// byte of an answer (sluice_open_options.timeout_s; 0 = their default).
+  double timeout_s;
 };
 
 /// Stored statistics of one column over the whole object (see stored_stats).
@@ -182,10 +185,11 @@ struct sl_write_args {
   int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
   void* batch_metadata_user;
   /// Where the data goes; table writers (cql) connect to it themselves,
-  /// with these TLS settings (see sl_reader_args).
+  /// with these TLS settings and timeout (see sl_reader_args).
   const char* location;
   int tls_insecure;
   const char* ca_bundle;
+  double timeout_s;
 };
 
 struct sl_sink;

@@ -72,6 +72,7 @@ struct sl_cql_conn {
   /// The code of the ERROR frame the last receive got (the connection is
   /// still in step), or -1 (none, or an I/O or protocol error).
   int32_t server_error;
+  double timeout_s;  ///< the sockets' send and receive timeout, for messages
 };
 
 /* ---- Location ------------------------------------------------------------- */
@@ -367,10 +368,12 @@ static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice
                           c->name, c->peer);
     }
     if (k < 0) {
-      int timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
-      return sl_error_set(error, timed_out ? ETIMEDOUT : EIO, "%s: cannot read from %s: %s",
-                          c->name, c->peer,
-                          timed_out ? "no answer within the socket timeout" : strerror(errno));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return sl_error_set(error, ETIMEDOUT, "%s: cannot read from %s: no answer within %g s "
+                            "(--timeout)", c->name, c->peer, c->timeout_s);
+      }
+      return sl_error_set(error, EIO, "%s: cannot read from %s: %s", c->name, c->peer,
+                          strerror(errno));
     }
     got += (size_t)k;
   }
@@ -514,7 +517,9 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
       last = errno;
       continue;
     }
-    struct timeval tv = {CQL_SOCKET_TIMEOUT_S, 0};
+    double seconds = a->timeout_s > 0 ? a->timeout_s : CQL_SOCKET_TIMEOUT_S;
+    c->timeout_s = seconds;
+    struct timeval tv = {(time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -524,7 +529,8 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
       freeaddrinfo(found);
       return 0;
     }
-    last = errno;
+    // A blocking connect gives up after SO_SNDTIMEO with EINPROGRESS.
+    last = errno == EINPROGRESS ? ETIMEDOUT : errno;
     close(fd);
   }
   freeaddrinfo(found);

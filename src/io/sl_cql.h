@@ -27,6 +27,9 @@ struct sl_cql_address {
   int tls;
   int tls_insecure;
   char ca_bundle[4096];
+  /// Seconds to connect, and to wait for a byte of an answer or for room to
+  /// send (0 = CQL_SOCKET_TIMEOUT_S).
+  double timeout_s;
 };
 
 /// Sets the TLS fields of `address` (ca_bundle NULL = the system store).

@@ -10,11 +10,14 @@ import datetime
 import decimal
 import io
 import math
+import time
 import uuid
 
 import pyarrow as pa
 import pytest
+from conftest import check_clean_failure
 from cql_fault_proxy import OVERLOADED, READ_TIMEOUT, FaultProxy
+from servers import silent_server
 
 KS = "sluice_cql"
 
@@ -373,6 +376,24 @@ def test_bad_options_and_locations(sluice, node):
     # A port that speaks something else (the node's storage port is not CQL).
     closed = f"cql://{node.host}:1/{KS}.events"
     assert "cannot connect" in sluice.expect_error("cat", closed).stderr.decode()
+
+
+def test_silent_node_times_out_as_asked(sluice, tmp_path):
+    """A server that accepts connections and never answers (a hung node):
+    --timeout bounds the wait for the node's first answer, reading and
+    writing, as it does for HTTP (by default a node has 120 s)."""
+    csv = tmp_path / "one.csv"
+    csv.write_text("a\n1\n")
+    with silent_server() as (port, _):
+        location = f"cql://127.0.0.1:{port}/ks.t"
+        for args in (("schema", location), ("convert", csv, location)):
+            start = time.monotonic()
+            proc = sluice.run_raw(*args, "--timeout", "0.5", timeout=60)
+            took = time.monotonic() - start
+            check_clean_failure(proc)
+            err = proc.stderr.decode()
+            assert "no answer within" in err or "timed out" in err.lower(), err
+            assert took < 20, (args, took)
 
 
 # ---- retries: a proxy that answers some pages with a node's ERROR ---------------

@@ -393,6 +393,7 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
   if (rc == 0) rc = parse_options(r, args->format_options, args->batch_size, error);
   if (rc == 0) rc = sl_cql_parse_location(location, &r->address, r->alloc, error);
   if (rc == 0) rc = sl_cql_set_tls(&r->address, r->tls, args->tls_insecure, args->ca_bundle, error);
+  r->address.timeout_s = args->timeout_s;
   if (rc == 0) {
     struct sl_text t;
     sl_text_init(&t, r->alloc);

@@ -526,6 +526,7 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   int rc = parse_options(&w, args->format_options, error);
   if (rc == 0) rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
   if (rc == 0) rc = sl_cql_set_tls(&w.address, w.tls, args->tls_insecure, args->ca_bundle, error);
+  w.address.timeout_s = args->timeout_s;
   if (rc == 0) {
     w.slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.slots);
     w.free_slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.free_slots);
