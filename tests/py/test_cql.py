@@ -355,6 +355,23 @@ def test_login_from_environment(sluice, node, events, monkeypatch):
     assert f'"count":{ROWS}' in out.decode().replace(" ", "")
 
 
+def test_virtual_tables(sluice, node):
+    """Virtual tables (system_views.*, listed in system_virtual_schema, not
+    system_schema) read as one split, with the rows the driver reads."""
+    session = node.session()
+    base = f"cql://{node.username}:{node.password}@{node.host}:{node.port}"
+    out = sluice.run("cat", f"{base}/system_views.settings", "-t", "arrows").stdout
+    got = pa.ipc.open_stream(io.BytesIO(out)).read_all()
+    want = session.execute("SELECT name, value FROM system_views.settings")
+    assert sorted(zip(got.column("name").to_pylist(), got.column("value").to_pylist()),
+                  key=str) == sorted(((r.name, r.value) for r in want), key=str)
+    assert "cluster_name" in got.column("name").to_pylist()
+    # One of the clients is sluice itself: the driver's own connections are there too.
+    out = sluice.run("cat", f"{base}/system_views.clients", "-t", "arrows", "-c", "port").stdout
+    ports = set(pa.ipc.open_stream(io.BytesIO(out)).read_all().column("port").to_pylist())
+    assert {r.port for r in session.execute("SELECT port FROM system_views.clients")} <= ports
+
+
 def test_missing_table_and_keyspace(sluice, node):
     err = sluice.expect_error("schema", url(node, "nope")).stderr.decode()
     assert "no table 'nope'" in err

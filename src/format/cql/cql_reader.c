@@ -39,6 +39,9 @@ struct cql_reader {
   int32_t page_rows;
   int64_t n_splits;  ///< token ranges asked for
   int murmur3;       ///< the cluster's partitioner splits by token
+  /// A virtual table (system_views.*, listed in system_virtual_schema):
+  /// the node's own state, read whole in one split (no token ranges).
+  int virtual_table;
   char* table_ref;   ///< "ks"."t"
   char* token_expr;  ///< token("pk1", "pk2")
   struct cql_type* columns;
@@ -281,14 +284,37 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   struct sl_text q, key;
   sl_text_init(&q, r->alloc);
   sl_text_init(&key, r->alloc);
-  int rc = sl_text_append_str(&q, "SELECT column_name, kind, position FROM system_schema.columns "
-                                  "WHERE keyspace_name = ");
-  if (rc == 0) rc = append_literal(&q, r->address.keyspace);
-  if (rc == 0) rc = sl_text_append_str(&q, " AND table_name = ");
-  if (rc == 0) rc = append_literal(&q, r->address.table);
-  if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-  what = "reading system_schema.columns";
-  if (rc == 0) rc = small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, error);
+  int rc = 0;
+  // Tables are listed in system_schema, virtual tables (system_views.*) in
+  // system_virtual_schema, whose columns table has the same layout.
+  static const char* const schemas[] = {"system_schema", "system_virtual_schema"};
+  for (int k = 0; rc == 0 && k < 2; ++k) {
+    sl_text_clear(&q);
+    rc = sl_text_append_str(&q, "SELECT column_name, kind, position FROM ");
+    if (rc == 0) rc = sl_text_append_str(&q, schemas[k]);
+    if (rc == 0) rc = sl_text_append_str(&q, ".columns WHERE keyspace_name = ");
+    if (rc == 0) rc = append_literal(&q, r->address.keyspace);
+    if (rc == 0) rc = sl_text_append_str(&q, " AND table_name = ");
+    if (rc == 0) rc = append_literal(&q, r->address.table);
+    if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    what = k == 0 ? "reading system_schema.columns" : "reading system_virtual_schema.columns";
+    if (rc == 0 && k == 0) rc = small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, error);
+    if (rc == 0 && k == 1) {
+      // Nodes before Cassandra 4.0 have no virtual tables: the node's
+      // refusal then means "no table"; a broken connection is an error.
+      struct sluice_error refused;
+      sl_error_clear(&refused);
+      if (small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, &refused) != 0) {
+        if (sl_cql_server_error(conn) < 0) rc = sl_error_set(error, refused.code, "%s", refused.message);
+        memset(&rows, 0, sizeof rows);
+        rows.n_columns = 3;
+      }
+    }
+    if (rc == 0 && rows.n_rows > 0) {
+      r->virtual_table = k == 1;
+      break;
+    }
+  }
   if (rc == 0 && rows.n_columns != 3) {
     rc = sl_error_set(error, EPROTO, "%s: %s: expected 3 columns, got %d", r->name, what,
                       (int)rows.n_columns);
@@ -296,7 +322,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   if (rc == 0 && rows.n_rows == 0) {
     rc = sl_error_set(error, ENOENT,
                       "%s: no table '%s' in keyspace '%s' (names are case-sensitive, as "
-                      "system_schema.tables lists them)",
+                      "system_schema.tables and system_virtual_schema.tables list them)",
                       r->name, r->address.table, r->address.keyspace);
   }
   // Partition key columns by position (at most a few: an O(n^2) pick).
@@ -438,7 +464,7 @@ static int64_t ring_bound(int64_t i, int64_t n) {
 static int cql_plan(void* reader, struct sl_split** splits, int64_t* n,
                     struct sluice_error* error) {
   struct cql_reader* r = reader;
-  int64_t count = r->murmur3 ? r->n_splits : 1;
+  int64_t count = r->murmur3 && !r->virtual_table ? r->n_splits : 1;
   *splits = sl_calloc(r->alloc, (size_t)count, sizeof **splits);
   if (*splits == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   for (int64_t i = 0; i < count; ++i) {
@@ -576,7 +602,7 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
     }
     s->types[i] = &r->columns[c];
   }
-  if (rc == 0) rc = build_query(s, columns, !r->murmur3 || r->n_splits == 1);
+  if (rc == 0) rc = build_query(s, columns, !r->murmur3 || r->virtual_table || r->n_splits == 1);
   if (rc != 0) {
     cql_split_close(s);
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
