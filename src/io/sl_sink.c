@@ -1,6 +1,11 @@
-// File and stdout sinks. A file is written to "<dir>/.<name>.tmp-XXXXXX" in the
-// target's own directory (so the final rename stays on one file system and is
-// atomic) and renamed over the target only on commit.
+// File and stdout sinks. A file is written in the target's own directory (so
+// the final rename stays on one file system and is atomic) and renamed over
+// the target only on commit. Where the file system allows (Linux O_TMPFILE:
+// ext4, xfs, btrfs, tmpfs), the file has no name until the commit links it
+// as "<dir>/.<name>.tmp-XXXXXX" and renames that over the target, so a
+// process killed mid-write (SIGKILL, the OOM killer, a second Ctrl-C while
+// a producer blocks) leaves nothing behind; elsewhere it is created under
+// that name at once (mkstemp) and removed on error.
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE  // F_GETPIPE_SZ / F_SETPIPE_SZ, copy_file_range, splice
 #endif
@@ -11,10 +16,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
@@ -83,6 +90,7 @@ struct sl_sink {
   int in_place;    // an existing device, FIFO or socket: written directly, no rename
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
   int no_fsync;    // sl_sink_skip_fsync: commit renames without syncing first
+  int unnamed;     // O_TMPFILE: tmp_path is only a template until the commit links it
   struct sl_compressor* compressor;  // the file is compressed (.csv.gz): bytes go through it
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -222,6 +230,45 @@ static int link_target(const char* path, char* out, size_t cap) {
   return ELOOP;
 }
 
+/// A file without a name in the directory of path[0, dir_len) (O_TMPFILE),
+/// or -1 where the file system or kernel has none (then a named one is
+/// made). The commit names it through /proc/self/fd (linkat), so /proc
+/// must be there too.
+static int open_unnamed(const char* path, size_t dir_len, mode_t mode) {
+#if defined(O_TMPFILE)
+  if (access("/proc/self/fd", X_OK) != 0) return -1;
+  char dir[4096];
+  if (dir_len >= sizeof dir) return -1;
+  memcpy(dir, dir_len == 0 ? "." : path, dir_len == 0 ? 1 : dir_len);
+  dir[dir_len == 0 ? 1 : dir_len] = '\0';
+  return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+#else
+  (void)path;
+  (void)dir_len;
+  (void)mode;
+  return -1;
+#endif
+}
+
+/// Gives the unnamed file a free name after sink->tmp_path's template
+/// ("...XXXXXX"), to be renamed over the target. 0, or an errno.
+static int link_unnamed(struct sl_sink* sink) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", sink->fd);
+  size_t len = strlen(sink->tmp_path);
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  unsigned seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)sink ^ (unsigned)time(NULL);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    for (size_t i = len - 6; i < len; ++i) sink->tmp_path[i] = letters[rand_r(&seed) % 62];
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, sink->tmp_path, AT_SYMLINK_FOLLOW) == 0) {
+      sink->unnamed = 0;  // named now: removed like a mkstemp file on error
+      return 0;
+    }
+    if (errno != EEXIST) return errno;
+  }
+  return EEXIST;
+}
+
 static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_error* error) {
   const struct sluice_allocator* alloc = sink->alloc;
   struct stat link;
@@ -268,7 +315,11 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   sink->tmp_path = sl_alloc(alloc, n);
   if (sink->tmp_path == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
   snprintf(sink->tmp_path, n, "%.*s.%s.tmp-XXXXXX", (int)dir_len, path, base);
-  sink->fd = mkstemp(sink->tmp_path);
+  struct stat st;
+  mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
+  sink->fd = open_unnamed(path, dir_len, mode);
+  sink->unnamed = sink->fd >= 0;
+  if (sink->fd < 0) sink->fd = mkstemp(sink->tmp_path);
   if (sink->fd < 0) {
     int e = errno;
     free_string(alloc, sink->tmp_path);
@@ -279,8 +330,6 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
     return errno_error(error, sink->name, what, e);
   }
   // Replacing a file keeps its permissions; a new one gets the usual ones.
-  struct stat st;
-  mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
   if (fchmod(sink->fd, mode) != 0) {
     // Not fatal: the data is still right, only less widely readable.
   }
@@ -743,6 +792,10 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   if (rc == 0 && durable && fsync(sink->fd) != 0) {
     rc = errno_error(error, sink->name, "cannot sync the file to disk", errno);
   }
+  if (rc == 0 && sink->unnamed) {
+    int e = link_unnamed(sink);
+    if (e != 0) rc = errno_error(error, sink->name, "cannot name the finished file", e);
+  }
   // close() can report a deferred write error (NFS, quotas): check it.
   if (close(sink->fd) != 0 && rc == 0) rc = errno_error(error, sink->name, "close failed", errno);
   sink->fd = -1;
@@ -754,7 +807,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     rc = errno_error(error, sink->name, "cannot rename the temporary file into place", errno);
   }
   if (rc == 0 && durable) sync_directory(sink->alloc, sink->target);
-  if (rc != 0 && sink->tmp_path != NULL) unlink(sink->tmp_path);
+  if (rc != 0 && sink->tmp_path != NULL && !sink->unnamed) unlink(sink->tmp_path);
   sink_free(sink);
   return rc;
 }
@@ -763,7 +816,7 @@ void sl_sink_abort(struct sl_sink* sink) {
   if (sink == NULL) return;
   if (!sink->is_stdout) {
     if (sink->fd >= 0) close(sink->fd);
-    if (sink->tmp_path != NULL) unlink(sink->tmp_path);
+    if (sink->tmp_path != NULL && !sink->unnamed) unlink(sink->tmp_path);
   }
   sink_free(sink);
 }

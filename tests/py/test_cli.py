@@ -782,6 +782,34 @@ def test_several_sources_are_one_table(sluice, tmp_path):
     assert "standard input" in err
 
 
+def _writes_into(pid, directory) -> bool:
+    """Whether process `pid` holds a file of `directory` open for its
+    output: a temporary file, named or not (O_TMPFILE files show in
+    /proc/PID/fd as "<dir>/#<inode> (deleted)")."""
+    import os
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(directory) + "/"):
+            return True
+    return False
+
+
+def _wait_until_writing(p, directory):
+    import time
+    for _ in range(200):
+        if _writes_into(p.pid, directory):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the write did not begin")
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_signal_during_convert_undoes_the_write(sluice_bin, tmp_path, sig):
     # The input comes through a pipe that we hold open, so the signal lands
@@ -800,11 +828,7 @@ def test_signal_during_convert_undoes_the_write(sluice_bin, tmp_path, sig):
     writer = ipc.new_stream(sink, schema)
     writer.write_batch(batch)
     p.stdin.flush()
-    for _ in range(100):  # until the write has begun: its temporary file
-        if len(list(tmp_path.iterdir())) > 1:
-            break
-        time.sleep(0.05)
-    assert len(list(tmp_path.iterdir())) == 2
+    _wait_until_writing(p, tmp_path)  # its temporary file is open
     p.send_signal(getattr(signal, sig))
     time.sleep(0.2)
     try:
@@ -816,6 +840,33 @@ def test_signal_during_convert_undoes_the_write(sluice_bin, tmp_path, sig):
     assert p.wait(timeout=60) == -getattr(signal, sig)
     assert dst.read_text() == "old"
     assert [f.name for f in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_second_signal_while_the_input_blocks_leaves_nothing(sluice_bin, tmp_path):
+    # A producer that sends nothing more (a pipe held open): the first
+    # SIGTERM asks the write to stop, which it can only do at the next batch;
+    # the second ends the process at once. Neither the target nor a
+    # temporary file may be left (the file has no name until its commit).
+    import signal
+    schema = pa.schema([("a", pa.int64())])
+    dst = tmp_path / "out.parquet"
+    dst.write_bytes(b"old")
+    p = subprocess.Popen([sluice_bin, "-q", "convert", "-", str(dst), "-f", "arrows"],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer = ipc.new_stream(pa.PythonFile(p.stdin, mode="w"), schema)
+    writer.write_batch(pa.record_batch([pa.array(range(1000))], schema=schema))
+    p.stdin.flush()
+    _wait_until_writing(p, tmp_path)
+    for _ in range(2):
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+    assert p.wait(timeout=30) == -signal.SIGTERM
+    p.stdin.close()
+    assert [f.name for f in tmp_path.iterdir()] == ["out.parquet"]
+    assert dst.read_bytes() == b"old"
 
 
 def test_signal_ignored_at_start_stays_ignored(sluice_bin, tmp_path):
@@ -835,10 +886,7 @@ def test_signal_ignored_at_start_stays_ignored(sluice_bin, tmp_path):
     writer = ipc.new_stream(pa.PythonFile(p.stdin, mode="w"), schema)
     writer.write_batch(batch)
     p.stdin.flush()
-    for _ in range(100):  # until the write has begun
-        if len(list(tmp_path.iterdir())) > 0:
-            break
-        time.sleep(0.05)
+    _wait_until_writing(p, tmp_path)
     p.send_signal(signal.SIGHUP)
     time.sleep(0.2)
     writer.write_batch(batch)
