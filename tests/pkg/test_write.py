@@ -235,6 +235,28 @@ def batches():
     assert seconds < 5  # not after the producer's 10 s
 
 
+def test_ctrl_c_deep_in_a_producer_is_a_keyboard_interrupt(tmp_path):
+    # The KeyboardInterrupt reaches sluice as pyarrow's text of its traceback,
+    # here longer than an error message holds (Ctrl-C during an import
+    # inside the producer gives such a one): its last line still tells it.
+    code = "def f0():\n    raise KeyboardInterrupt\n" + "".join(
+        f"def f{i}():\n    return f{i - 1}()\n" for i in range(1, 80))
+    names = {}
+    exec(code, names)
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2])], schema=schema)
+        names["f79"]()
+
+    dst = tmp_path / "out.parquet"
+    dst.write_bytes(b"old")
+    with pytest.raises(KeyboardInterrupt):
+        sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), dst)
+    assert dst.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == [dst.name]
+
+
 def test_ctrl_c_while_writing_a_table_undoes_the_write(tmp_path):
     # The producer is C (a pyarrow Table): the signal is taken between batches
     # by sluice's own check. (The write used to run on to the end and put the
