@@ -1064,3 +1064,22 @@ def test_crlf_and_mixed_line_ends_are_unchanged(sluice, tmp_path):
     path.write_bytes(b"a,b\r\n1,x\n2,y\r\n3,p\rq\n")
     got = sluice_read(sluice, path)
     assert got.to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}, {"a": 3, "b": "p\rq"}]
+
+
+@pytest.mark.parametrize("data,options", [
+    # A comment line before the header holding an odd number of quotes.
+    (b'#it\'s "x\ra,b\r1,2\r3,4\r', ["comment=#"]),
+    # A stray quote in the header with stray_quotes=text.
+    (b'a"b,c\r1,2\r3,4\r', ["stray_quotes=text"]),
+])
+def test_bare_cr_lines_found_past_comment_and_stray_quotes(sluice, tmp_path, data, options):
+    """The head is read as the rewrite reads it: a quote in a comment line, or
+    a stray quote read as text, does not hide the line ends (which made the
+    whole file one line: no rows, or made-up columns holding CRs)."""
+    path = tmp_path / "mac.csv"
+    path.write_bytes(data)
+    lf = tmp_path / "unix.csv"
+    lf.write_bytes(data.replace(b"\r", b"\n"))
+    got = sluice_read(sluice, path, *options)
+    assert got.num_rows == 2
+    assert got.to_pylist() == sluice_read(sluice, lf, *options).to_pylist()

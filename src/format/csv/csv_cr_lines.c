@@ -21,6 +21,59 @@
 
 #include "csv_internal.h"
 
+/// The reading of quotes the rewrite follows (csv_scan.c's tokenizers): every
+/// quote toggles quoting; with an escape character the byte after it is
+/// literal; with stray_quotes=text a quote opens quoting only at a field's
+/// start and a doubled one inside stays quoted. A comment line ends at its
+/// line end whatever it holds.
+enum cr_state { CR_LINE, CR_FIELD, CR_OUT, CR_QUOTE, CR_COMMENT };
+
+/// The position of the next CR or LF in data[p, end) that ends a line (one
+/// outside quoted fields, escapes and the like), reading from state *st; end
+/// when there is none. The caller sets *st to CR_LINE past a line end.
+static int64_t next_line_end(const struct csv_options* o, uint8_t q, const uint8_t* data,
+                             int64_t p, int64_t end, enum cr_state* st) {
+  const uint8_t esc = (uint8_t)o->escape, comment = (uint8_t)o->comment;
+  const int stray = o->stray_text;
+  for (; p < end; ++p) {
+    uint8_t c = data[p];
+    if (*st == CR_COMMENT) {
+      if (c == '\r' || c == '\n') return p;
+      continue;
+    }
+    if (*st == CR_LINE && comment != 0 && c == comment) {
+      *st = CR_COMMENT;
+      continue;
+    }
+    if (esc != 0 && c == esc) {
+      ++p;
+      if (*st != CR_QUOTE) *st = CR_OUT;
+      continue;
+    }
+    if (*st == CR_QUOTE) {
+      if (q != 0 && c == q) {
+        if (stray && p + 1 < end && data[p + 1] == q) {
+          ++p;  // a doubled quote
+        } else {
+          *st = CR_OUT;
+        }
+      }
+      continue;
+    }
+    if (q != 0 && c == q && (!stray || *st != CR_OUT)) {
+      *st = CR_QUOTE;
+    } else if (c == '\r' || c == '\n') {
+      return p;
+    } else if (o->delimiter > 0 ? c == (uint8_t)o->delimiter
+                                : (c == ',' || c == ';' || c == '\t' || c == '|')) {
+      *st = CR_FIELD;  // (a sniffed delimiter is one of these; only stray_text asks)
+    } else {
+      *st = CR_OUT;
+    }
+  }
+  return end;
+}
+
 int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
                         int64_t size, uint8_t* quote) {
   const int64_t sample = INT64_C(1) << 20;
@@ -35,76 +88,27 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
     *quote = csv_sniff_quote(data, start, end - start > (INT64_C(64) << 10)
                                               ? start + (INT64_C(64) << 10) : end, 1);
   }
-  // The first line end outside quotes must be a CR not followed by LF, and
-  // no LF may end a line in the head (a file mixing them is read as before:
-  // its CRs are data).
-  const uint8_t q = *quote, esc = (uint8_t)o->escape;
-  int in_q = 0, first = 1, saw_cr = 0;
-  for (int64_t p = start; p < end; ++p) {
-    uint8_t c = data[p];
-    if (esc != 0 && c == esc) {
-      ++p;
-    } else if (q != 0 && c == q) {
-      in_q ^= 1;
-    } else if (!in_q && c == '\n') {
-      return 0;
-    } else if (!in_q && c == '\r') {
-      if (first && p + 1 < end && data[p + 1] == '\n') return 0;  // CRLF
-      first = 0;
-      saw_cr = 1;
-    }
+  // The first line end must be a CR not followed by LF, and no LF may end a
+  // line in the head (a file mixing them is read as before: its CRs are
+  // data). Line ends are found as the rewrite finds them (comment lines and
+  // stray_quotes=text included), so that a quote in a comment or a stray
+  // quote in the first line does not hide them.
+  enum cr_state st = CR_LINE;
+  int first = 1;
+  for (int64_t p = start; (p = next_line_end(o, *quote, data, p, end, &st)) < end; ++p) {
+    if (data[p] == '\n') return 0;
+    if (first && p + 1 < end && data[p + 1] == '\n') return 0;  // CRLF
+    first = 0;
+    st = CR_LINE;
   }
-  return saw_cr;
+  return !first;
 }
 
 void csv_cr_to_lf(const struct csv_options* o, uint8_t q, uint8_t* data, int64_t start,
                   int64_t size) {
-  // The tokenizers' reading of quotes (csv_scan.c): every quote toggles
-  // quoting; with an escape character the byte after it is literal; with
-  // stray_quotes=text a quote opens quoting only at a field's start and a
-  // doubled one inside stays quoted. A comment line ends at its line end
-  // whatever it holds.
-  const uint8_t esc = (uint8_t)o->escape, comment = (uint8_t)o->comment;
-  const int stray = o->stray_text;
-  enum { LINE, FIELD, OUT, QUOTE, COMMENT } st = LINE;
-  for (int64_t p = start; p < size; ++p) {
-    uint8_t c = data[p];
-    if (st == COMMENT) {
-      if (c == '\r' || c == '\n') {
-        data[p] = '\n';
-        st = LINE;
-      }
-      continue;
-    }
-    if (st == LINE && comment != 0 && c == comment) {
-      st = COMMENT;
-      continue;
-    }
-    if (esc != 0 && c == esc) {
-      ++p;
-      if (st != QUOTE) st = OUT;
-      continue;
-    }
-    if (st == QUOTE) {
-      if (q != 0 && c == q) {
-        if (stray && p + 1 < size && data[p + 1] == q) {
-          ++p;  // a doubled quote
-        } else {
-          st = OUT;
-        }
-      }
-      continue;
-    }
-    if (q != 0 && c == q && (!stray || st != OUT)) {
-      st = QUOTE;
-    } else if (c == '\r' || c == '\n') {
-      data[p] = '\n';
-      st = LINE;
-    } else if (o->delimiter > 0 ? c == (uint8_t)o->delimiter
-                                : (c == ',' || c == ';' || c == '\t' || c == '|')) {
-      st = FIELD;  // (a sniffed delimiter is one of these; only stray_text asks)
-    } else {
-      st = OUT;
-    }
+  enum cr_state st = CR_LINE;
+  for (int64_t p = start; (p = next_line_end(o, q, data, p, size, &st)) < size; ++p) {
+    data[p] = '\n';
+    st = CR_LINE;
   }
 }
