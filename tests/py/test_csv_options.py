@@ -1083,3 +1083,32 @@ def test_bare_cr_lines_found_past_comment_and_stray_quotes(sluice, tmp_path, dat
     got = sluice_read(sluice, path, *options)
     assert got.num_rows == 2
     assert got.to_pylist() == sluice_read(sluice, lf, *options).to_pylist()
+
+
+@pytest.mark.parametrize("line_end", [b"\r", b"\n", b"\r\n"])
+def test_first_line_longer_than_the_head(sluice, tmp_path, line_end):
+    """A first line of over a MiB (a long quoted value holding CRs, or a
+    header of many columns): the first line end, wherever it is, decides
+    how lines end (it used to be garbage: one row of made-up columns)."""
+    pcsv = pytest.importorskip("pyarrow.csv")
+    value = b'"' + b"x\r" * 700_000 + b'"'
+    names = b",".join(b"c%d" % i for i in range(150_000))
+    cases = {
+        "value": value + b",1" + line_end + b"2,3" + line_end,
+        "header": names + line_end + b",".join(b"%d" % i for i in range(150_000)) + line_end,
+    }
+    if line_end != b"\r":
+        del cases["header"]  # (slow: 150,000 columns; LF files read it as before)
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(data)
+        options = ("header=false",) if name == "value" else ()
+        read = pcsv.ReadOptions(autogenerate_column_names=name == "value", block_size=16 << 20)
+        want = pcsv.read_csv(path, read_options=read,
+                             parse_options=pcsv.ParseOptions(newlines_in_values=True))
+        if name == "header":  # no data row in the sample to type by: strings
+            want = want.cast(pa.schema([(n, pa.string()) for n in want.column_names]))
+        for threads in (1, 2):
+            got = sluice_read(sluice, path, *options, threads=threads)
+            assert got.column_names == want.column_names, (name, threads)
+            assert got.to_pylist() == want.to_pylist(), (name, threads)

@@ -79,9 +79,11 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
   const int64_t sample = INT64_C(1) << 20;
   int64_t end = size - start > sample ? start + sample : size;
   if (end <= start) return 0;
-  // Cheap refusal first: a CR anywhere in the head at all.
-  const uint8_t* cr = memchr(data + start, '\r', (size_t)(end - start));
-  if (cr == NULL) return 0;
+  // Cheap refusal first: no CR in the head, but an LF (a line of over a
+  // MiB, with neither, is looked at below).
+  if (memchr(data + start, '\r', (size_t)(end - start)) == NULL &&
+      (end == size || memchr(data + start, '\n', (size_t)(end - start)) != NULL))
+    return 0;
   // The quote the analysis will use (as csv_dialect.c's analyze picks it).
   *quote = (uint8_t)o->quote;
   if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
@@ -97,9 +99,15 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
   int first = 1;
   for (int64_t p = start; (p = next_line_end(o, *quote, data, p, end, &st)) < end; ++p) {
     if (data[p] == '\n') return 0;
-    if (first && p + 1 < end && data[p + 1] == '\n') return 0;  // CRLF
+    if (first && p + 1 < size && data[p + 1] == '\n') return 0;  // CRLF
     first = 0;
     st = CR_LINE;
+  }
+  if (first && end < size) {
+    // No line end in the head (a first row of over a MiB, such as a long
+    // quoted value holding CRs): the first line end, wherever it is, decides.
+    int64_t p = next_line_end(o, *quote, data, end, size, &st);
+    return p < size && data[p] == '\r' && !(p + 1 < size && data[p + 1] == '\n');
   }
   return !first;
 }
