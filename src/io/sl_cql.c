@@ -369,8 +369,8 @@ static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice
     }
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        return sl_error_set(error, ETIMEDOUT, "%s: cannot read from %s: no answer within %g s "
-                            "(--timeout)", c->name, c->peer, c->timeout_s);
+        return sl_error_set(error, ETIMEDOUT, "%s: cannot read from %s: no answer within %g s",
+                            c->name, c->peer, c->timeout_s);
       }
       return sl_error_set(error, EIO, "%s: cannot read from %s: %s", c->name, c->peer,
                           strerror(errno));
