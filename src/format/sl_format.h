@@ -84,6 +84,8 @@ struct sl_format_reader {
   /// the order wanted; NULL = all) is a hint: readers that can skip columns
   /// do so and then emit only those columns, in that order; readers that
   /// cannot emit all columns and set *projected = 0 so the engine projects.
+  /// No column is listed twice: the engine asks for a repeated column once
+  /// and makes the repeats views of it.
   /// May be called concurrently for different splits from different threads.
   int (*split_open)(void* reader, const struct sl_split* split, const int64_t* columns,
                     int64_t n_columns, void** state, int* projected,

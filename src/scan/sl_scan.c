@@ -84,9 +84,15 @@ struct sl_scan {
   int32_t* place_width;
   int64_t place_fields;
   struct sl_ref* place_owner;
+  /// What readers decode: the projection's distinct columns (NULL = all).
   int64_t* columns;
   int64_t n_columns;
-  struct ArrowSchema schema;  // projected schema, for byte accounting (may be released)
+  /// A projection that names a column twice: output column i is child
+  /// repeat[i] of the decoded batch, a view of it (NULL = no repeats), so
+  /// that no reader decodes a column twice or needs to know.
+  int64_t* repeat;
+  int64_t n_asked;            // the projection's length (columns and repeat are this long)
+  struct ArrowSchema schema;  // the distinct columns' schema, for byte accounting (may be released)
   char* tag_metadata;         // metadata of the batch sl_scan_next returned last
   size_t tag_metadata_size;
   int ordered;
@@ -303,6 +309,15 @@ static int64_t part_byte_size(const struct sl_scan* scan, int part, const struct
   return bytes;
 }
 
+/// The batch of distinct columns becomes the projection asked for.
+static int expand_repeats(const struct sl_scan* scan, struct ArrowArray* array,
+                          struct sluice_error* error) {
+  if (scan->repeat == NULL) return 0;
+  struct ArrowArray distinct;
+  sl_array_move(array, &distinct);
+  return sl_array_project(&distinct, scan->repeat, scan->n_asked, scan->alloc, array, error);
+}
+
 /// Decodes one batch (already reserved): reads, projects, measures, runs the
 /// hook (but for column parts, whose hook runs once they are zipped). On
 /// success `*item` holds the batch; at the end of the split 0 with *item ==
@@ -355,14 +370,14 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
     *item = it;
     return 0;
   }
+  // Measured before the repeats, which are views costing no more memory.
   it->bytes = scan->schema.release != NULL ? sl_array_byte_size(&scan->schema, &it->array) : 0;
   if (it->bytes < 0) it->bytes = 0;
-  if (scan->on_batch != NULL) {
-    rc = scan->on_batch(scan->on_batch_ctx, &it->array, error);
-    if (rc != 0) {
-      release_item(scan->alloc, it);
-      return rc;
-    }
+  rc = expand_repeats(scan, &it->array, error);
+  if (rc == 0 && scan->on_batch != NULL) rc = scan->on_batch(scan->on_batch_ctx, &it->array, error);
+  if (rc != 0) {
+    release_item(scan->alloc, it);
+    return rc;
   }
   *item = it;
   return 0;
@@ -494,11 +509,13 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     }
     if (part >= 0) {
       rc = zip_part_locked(scan, s, part, &item, &error);
-      if (rc == 0 && item != NULL && scan->on_batch != NULL) {
-        // The hook sees whole batches, outside the lock. The sibling parts
-        // cannot complete a later batch meanwhile: this part has not parked it.
+      if (rc == 0 && item != NULL && (scan->on_batch != NULL || scan->repeat != NULL)) {
+        // Repeats and the hook see whole batches, outside the lock. The sibling
+        // parts cannot complete a later batch meanwhile: this part has not parked it.
         pthread_mutex_unlock(&scan->mutex);
-        rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
+        rc = expand_repeats(scan, &item->array, &error);
+        if (rc == 0 && scan->on_batch != NULL)
+          rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
         pthread_mutex_lock(&scan->mutex);
         if (rc != 0 || stopped_locked(scan, s)) {
           scan->in_flight -= item->bytes;
@@ -592,7 +609,8 @@ static void scan_free(struct sl_scan* scan) {
   sl_free(alloc, scan->place_base, (size_t)scan->place_fields * sizeof *scan->place_base);
   sl_free(alloc, scan->place_width, (size_t)scan->place_fields * sizeof *scan->place_width);
   sl_ref_release(scan->place_owner);
-  sl_free(alloc, scan->columns, (size_t)scan->n_columns * sizeof *scan->columns);
+  sl_free(alloc, scan->columns, (size_t)scan->n_asked * sizeof *scan->columns);
+  sl_free(alloc, scan->repeat, (size_t)scan->n_asked * sizeof *scan->repeat);
   sl_free(alloc, scan->threads, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
   pthread_cond_destroy(&scan->ready_cv);
   pthread_cond_destroy(&scan->work_cv);
@@ -608,12 +626,11 @@ static int thread_count(int wanted) {
 /// Fewer splits than threads, and a reader that can decode a split by
 /// columns: each split runs as threads / n_splits column parts (never more
 /// parts than columns, never more tasks than threads).
-static int column_parts(const struct sl_scan_args* args, int threads) {
+static int column_parts(const struct sl_scan_args* args, int64_t n_columns, int threads) {
   if (!args->format->split_by_columns || args->schema == NULL || args->n_splits <= 0 ||
       args->n_splits >= threads) {
     return 1;
   }
-  int64_t n_columns = args->columns != NULL ? args->n_columns : args->schema->n_children;
   int64_t k = threads / args->n_splits;
   if (k > n_columns) k = n_columns;
   return k > 1 ? (int)k : 1;
@@ -762,12 +779,14 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   scan->splits = sl_alloc(alloc, n * sizeof *scan->splits);
   scan->slots = sl_calloc(alloc, n, sizeof *scan->slots);
   scan->threads = sl_alloc(alloc, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
+  int repeats = args->columns != NULL && sl_columns_repeat(args->columns, args->n_columns);
   if (args->columns != NULL) {
-    scan->n_columns = args->n_columns;
+    scan->n_asked = scan->n_columns = args->n_columns;
     scan->columns = sl_alloc(alloc, (size_t)args->n_columns * sizeof *scan->columns);
+    if (repeats) scan->repeat = sl_alloc(alloc, (size_t)args->n_columns * sizeof *scan->repeat);
   }
   if (scan->splits == NULL || scan->slots == NULL || scan->threads == NULL ||
-      (args->columns != NULL && scan->columns == NULL)) {
+      (args->columns != NULL && scan->columns == NULL) || (repeats && scan->repeat == NULL)) {
     scan_free(scan);
     return sl_error_set(error, ENOMEM, "scan: out of memory planning %lld splits",
                         (long long)args->n_splits);
@@ -779,12 +798,21 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
     return sl_error_set(error, ENOMEM, "scan: out of memory placing %lld splits",
                         (long long)args->n_splits);
   }
-  if (scan->columns != NULL && scan->n_columns > 0) {
+  if (repeats) {
+    // Readers get each column once, in order of first mention.
+    scan->n_columns = 0;
+    for (int64_t i = 0; i < args->n_columns; ++i) {
+      int64_t k = 0;
+      while (k < scan->n_columns && scan->columns[k] != args->columns[i]) ++k;
+      if (k == scan->n_columns) scan->columns[scan->n_columns++] = args->columns[i];
+      scan->repeat[i] = k;
+    }
+  } else if (scan->columns != NULL && scan->n_columns > 0) {
     memcpy(scan->columns, args->columns, (size_t)scan->n_columns * sizeof *scan->columns);
   }
   if (args->schema != NULL) {
     int rc = args->columns != NULL
-                 ? sl_schema_project(args->schema, args->columns, args->n_columns, alloc,
+                 ? sl_schema_project(args->schema, scan->columns, scan->n_columns, alloc,
                                      &scan->schema, error)
                  : sl_schema_copy(args->schema, alloc, &scan->schema, error);
     if (rc != 0) {
@@ -794,7 +822,9 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   }
 
   int threads = thread_count(args->threads);
-  int rc = setup_parts(scan, column_parts(args, threads), error);
+  int64_t n_columns = args->columns != NULL ? scan->n_columns
+                     : args->schema != NULL ? args->schema->n_children : 0;
+  int rc = setup_parts(scan, column_parts(args, n_columns, threads), error);
   if (rc != 0) {
     scan_free(scan);
     return rc;

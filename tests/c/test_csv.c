@@ -319,13 +319,14 @@ static void test_projection(void** unused) {
   assert_string_equal(sl_text_cstr(&out), "b:u|a:l\n\"x\",1\n\"y\",2\n");
   sl_text_reset(&out);
   remove(path);
-  // all-numeric (the fused path): skipped columns are not parsed; a column
-  // asked twice; a null mid-file hands over to the general path and back
+  // all-numeric (the fused path): skipped columns are not parsed; columns
+  // out of file order; a null mid-file hands over to the general path and
+  // back. (Columns asked twice never reach a reader: the scan dedupes.)
   path = write_temp("p2.csv", "a,b,c\n1,2.5,3\n4,x,6\n7,,9\n10,1e3,12\n");
-  const int64_t cols2[] = {2, 0, 2};
+  const int64_t cols2[] = {2, 0};
   sl_text_init(&out, NULL);
-  assert_int_equal(read_to_text(path, "schema=b:float64", cols2, 3, NULL, &out, &err), 0);
-  assert_string_equal(sl_text_cstr(&out), "c:l|a:l|c:l\n3,1,3\n6,4,6\n9,7,9\n12,10,12\n");
+  assert_int_equal(read_to_text(path, "schema=b:float64", cols2, 2, NULL, &out, &err), 0);
+  assert_string_equal(sl_text_cstr(&out), "c:l|a:l\n3,1\n6,4\n9,7\n12,10\n");
   sl_text_reset(&out);
   const int64_t cols3[] = {2};
   sl_text_init(&out, NULL);

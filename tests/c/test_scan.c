@@ -39,6 +39,7 @@ struct synth {
   atomic_llong batches_made;
   atomic_llong opens;
   atomic_llong widest_open;  // most columns asked for in one split_open
+  atomic_llong repeats_asked;  // split_opens given a column twice
 };
 
 struct synth_state {
@@ -65,6 +66,8 @@ static int synth_split_open(void* reader, const struct sl_split* split, const in
   st->split = split->index;
   atomic_fetch_add(&s->opens, 1);
   int64_t asked = columns != NULL ? n_columns : s->n_cols;
+  if (columns != NULL && sl_columns_repeat(columns, n_columns))
+    atomic_fetch_add(&s->repeats_asked, 1);
   for (long long w = atomic_load(&s->widest_open);
        asked > w && !atomic_compare_exchange_weak(&s->widest_open, &w, asked);) {
   }
@@ -168,6 +171,7 @@ static void fixture_init(struct fixture* f, int64_t n_splits, int64_t batches, i
   atomic_init(&f->synth.batches_made, 0);
   atomic_init(&f->synth.opens, 0);
   atomic_init(&f->synth.widest_open, 0);
+  atomic_init(&f->synth.repeats_asked, 0);
   f->splits = calloc((size_t)(n_splits > 0 ? n_splits : 1), sizeof *f->splits);
   assert_non_null(f->splits);
   for (int64_t i = 0; i < n_splits; ++i) {
@@ -990,6 +994,108 @@ static void test_column_parts_allocation_failures(void** unused) {
   }
 }
 
+/// The on_batch hook sees the projection asked for, repeats included.
+static int hook_sees_repeats(void* ctx, const struct ArrowArray* batch,
+                             struct sluice_error* error) {
+  (void)error;
+  atomic_fetch_add((atomic_llong*)ctx, batch->n_children == 5 ? 1 : 1000);
+  return 0;
+}
+
+/// A projection naming columns twice: readers are asked for each column once
+/// (whole splits or column parts, projecting themselves or not), each batch
+/// is decoded once, and the repeats are views of the same child.
+static void test_repeated_columns(void** unused) {
+  (void)unused;
+  const int64_t asked[] = {2, 0, 2, 1, 0};
+  for (int mode = 0; mode < 4; ++mode) {  // engine / reader projects; 2 / 3 column parts
+    for (int ordered = 0; ordered <= 1; ++ordered) {
+      struct fixture f;
+      int64_t n_splits = mode < 2 ? 4 : 1, parts = mode == 2 ? 2 : mode == 3 ? 3 : 1;
+      if (mode < 2) {
+        fixture_init(&f, n_splits, 3, 50, 4);
+        f.synth.can_project = mode;
+        f.args.threads = 3;
+      } else {
+        fixture_columns(&f, n_splits, 3, 50, 4);
+        f.args.threads = (int)parts;
+      }
+      f.args.ordered = ordered;
+      f.args.columns = asked;
+      f.args.n_columns = 5;
+      atomic_llong hooked;
+      atomic_init(&hooked, 0);
+      f.args.on_batch = hook_sees_repeats;
+      f.args.on_batch_ctx = &hooked;
+      struct sl_scan* scan = NULL;
+      assert_int_equal(sl_scan_start(&f.args, &scan, NULL), 0);
+      int64_t rows = 0;
+      for (;;) {
+        struct ArrowArray batch;
+        struct sluice_batch_tag tag;
+        assert_int_equal(sl_scan_next(scan, &batch, &tag, NULL), 0);
+        if (batch.release == NULL) break;
+        check_batch(&f.synth, &batch, tag.split, tag.batch, asked, 5, 50);
+        assert_ptr_equal(batch.children[0]->buffers[1], batch.children[2]->buffers[1]);
+        assert_ptr_equal(batch.children[1]->buffers[1], batch.children[4]->buffers[1]);
+        rows += batch.length;
+        batch.release(&batch);
+      }
+      sl_scan_stop(scan);
+      assert_int_equal(rows, n_splits * 3 * 50);
+      assert_int_equal(atomic_load(&f.synth.repeats_asked), 0);
+      assert_int_equal(atomic_load(&f.synth.opens), n_splits * parts);
+      assert_int_equal(atomic_load(&f.synth.batches_made), n_splits * 3 * parts);
+      assert_int_equal(atomic_load(&hooked), n_splits * 3);
+      if (mode >= 2) assert_true(atomic_load(&f.synth.widest_open) <= 2);
+      fixture_done(&f);
+    }
+  }
+  // A limit cuts the expanded batches as any other.
+  struct fixture f;
+  fixture_init(&f, 4, 3, 50, 4);
+  f.synth.can_project = 1;
+  f.args.columns = asked;
+  f.args.n_columns = 5;
+  f.args.limit = 120;
+  assert_int_equal(scan_and_check(&f, asked, 5, 3, NULL), 120);
+  fixture_done(&f);
+  // Allocation failures while expanding fail cleanly, whole splits or parts.
+  for (int by_columns = 0; by_columns <= 1; ++by_columns) {
+    for (long long fail_at = 1; fail_at < 120; ++fail_at) {
+      if (by_columns) {
+        fixture_columns(&f, 1, 3, 8, 4);
+      } else {
+        fixture_init(&f, 3, 2, 8, 4);
+        f.args.threads = 2;
+      }
+      f.args.columns = asked;
+      f.args.n_columns = 5;
+      atomic_store(&f.ta.fail_at, fail_at);
+      struct sl_scan* scan = NULL;
+      struct sluice_error error;
+      if (sl_scan_start(&f.args, &scan, &error) != 0) {
+        assert_int_equal(error.code, ENOMEM);
+        fixture_done(&f);
+        continue;
+      }
+      for (;;) {
+        struct ArrowArray batch;
+        int rc = sl_scan_next(scan, &batch, NULL, &error);
+        if (rc != 0) {
+          assert_int_equal(rc, ENOMEM);
+          break;
+        }
+        if (batch.release == NULL) break;
+        assert_int_equal(batch.n_children, 5);
+        batch.release(&batch);
+      }
+      sl_scan_stop(scan);
+      fixture_done(&f);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ordered_with_slow_first_split),
@@ -1013,6 +1119,7 @@ int main(void) {
       cmocka_unit_test(test_column_parts_disagree),
       cmocka_unit_test(test_column_parts_hook_and_stop),
       cmocka_unit_test(test_column_parts_allocation_failures),
+      cmocka_unit_test(test_repeated_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -264,7 +264,7 @@ int avro_program_bind(const struct avro_program* p, struct sl_builder* root,
     if (bld[k] != NULL) {
       const char* name = top->node != NULL && top->node->kind == AVRO_RECORD && top->node->names != NULL
                              ? top->node->names[field] : "value";
-      return sl_error_set(error, EINVAL, "column '%s' is bound twice (the reader passes "
+      return sl_error_set(error, EINVAL, "column '%s' is bound twice (the scan passes "
                           "each column once)", name);
     }
     SL_RETURN_NOT_OK(bind_op(p, k, &root->children[i], bld, error));

@@ -551,11 +551,6 @@ struct avro_split {
   uint8_t** place_at;
   const struct sl_split_place* place;
   int64_t rows_out;
-  /// Columns asked for more than once: each is decoded once (the builders
-  /// are the distinct columns) and `repeat[i]` is the builder of output
-  /// column i (sl_array_project shares it). NULL when no column repeats.
-  int64_t* repeat;
-  int64_t n_repeat;
 };
 
 /// Mapped input: the blocks decoded so far are not read again, so their pages
@@ -587,7 +582,6 @@ static void split_close(void* state) {
     sl_free(alloc, s->place_at,
             (size_t)(s->root.n_children > 0 ? s->root.n_children : 1) * sizeof *s->place_at);
   }
-  if (s->repeat) sl_free(alloc, s->repeat, 2 * (size_t)s->n_repeat * sizeof *s->repeat);
   sl_free(alloc, s, sizeof *s);
 }
 
@@ -621,30 +615,6 @@ static void place_batch(struct avro_split* s) {
   }
 }
 
-/// A column list that names a column twice: *columns becomes the distinct
-/// columns (in the split's memory) and s->repeat maps the output to them.
-/// Lists without repeats are left as they are. ENOMEM.
-static int dedupe_columns(struct avro_split* s, const int64_t** columns, int64_t* n_columns) {
-  int64_t n = *n_columns;
-  const int64_t* cols = *columns;
-  if (!sl_columns_repeat(cols, n)) return 0;
-  // One allocation: the map, then the distinct columns.
-  s->repeat = sl_calloc(s->r->alloc, 2 * (size_t)n, sizeof *s->repeat);
-  if (s->repeat == NULL) return ENOMEM;
-  s->n_repeat = n;
-  int64_t* distinct = s->repeat + n;
-  int64_t n_distinct = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t k = 0;
-    while (k < n_distinct && distinct[k] != cols[i]) ++k;
-    if (k == n_distinct) distinct[n_distinct++] = cols[i];
-    s->repeat[i] = k;
-  }
-  *columns = distinct;
-  *n_columns = n_distinct;
-  return 0;
-}
-
 static int split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                       int64_t n_columns, void** state, int* projected, struct sluice_error* error) {
   struct avro_reader* r = reader;
@@ -660,10 +630,6 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->r = r;
   s->drop_from = -1;
   int rc = 0;
-  if (columns != NULL && dedupe_columns(s, &columns, &n_columns) != 0) {
-    split_close(s);
-    return sl_error_set(error, ENOMEM, "%s: out of memory", name);
-  }
   if (r->forward) {
     if (split->index != 0 || r->scanned)
       rc = sl_error_set(error, EINVAL, "%s: an Avro stream can be scanned only once", name);
@@ -945,14 +911,7 @@ static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct
   if (sl_builder_struct_finish_rows(&s->root, rows) != 0)
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
   s->rows_out += rows;
-  if (s->repeat == NULL) {
-    int rc = sl_builder_finish(&s->root, out, error);
-    if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
-    return rc;
-  }
-  struct ArrowArray distinct;
-  int rc = sl_builder_finish(&s->root, &distinct, error);
-  if (rc == 0) rc = sl_array_project(&distinct, s->repeat, s->n_repeat, r->alloc, out, error);
+  int rc = sl_builder_finish(&s->root, out, error);
   if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
   return rc;
 }

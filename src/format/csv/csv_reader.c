@@ -562,7 +562,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   for (int64_t i = 0; i < r->layout.n_cols; ++i) s->builder_of[i] = -1;
   for (int64_t i = 0; i < nc; ++i) {
     s->cols[i] = columns != NULL ? columns[i] : i;
-    s->builder_of[s->cols[i]] = i;  // a column asked twice: the fast path is off, see below
+    s->builder_of[s->cols[i]] = i;
   }
   struct ArrowSchema proj;
   int rc = sl_schema_project(&r->schema, s->cols, nc, r->alloc, &proj, error);
@@ -598,18 +598,14 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     csv_split_close(s);
     return rc;
   }
-  // The fused path fills each builder once per file column, so a column
-  // asked for twice must take the general path.
   // Columns not asked for may have any type: the fused path skips them.
-  int64_t mapped = 0;
   int numeric = 1;
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
     if (s->builder_of[c] < 0) continue;
-    mapped++;
     const struct csv_column* col = &r->cols[c];
     numeric &= col->conv == CV_F64 || (col->conv == CV_INT && (col->width == 8 || col->width == 4));
   }
-  s->fast_ok = mapped == nc && numeric;
+  s->fast_ok = numeric;
   *projected = 1;
   *state = s;
   return 0;

@@ -116,7 +116,7 @@ struct csv_split_state {
   int64_t* cols;
   int64_t n_cols;
   int64_t* builder_of;     ///< per file column: output builder index, or -1
-  int fast_ok;             ///< output columns: distinct file columns, all int64/float64
+  int fast_ok;             ///< output columns all int64/float64
   uint8_t* window;         ///< stream mode: the window (sl_alloc_buffer, win_cap)
   int holds_stream;        ///< stream mode: this split claimed stream_busy
   /// Ranged mode: the split's bytes as fetched, decoded in place (window
