@@ -636,6 +636,30 @@ static void test_on_batch_hook(void** unused) {
   fixture_done(&f);
 }
 
+/// Runs a scan of f's arguments to its end, where every failure (the
+/// allocator failing one allocation) must be a clean ENOMEM; `children`
+/// (when >= 0) is every batch's width.
+static void scan_to_end_or_enomem(struct fixture* f, int64_t children) {
+  struct sl_scan* scan = NULL;
+  struct sluice_error error;
+  if (sl_scan_start(&f->args, &scan, &error) != 0) {
+    assert_int_equal(error.code, ENOMEM);
+    return;
+  }
+  for (;;) {
+    struct ArrowArray batch;
+    int rc = sl_scan_next(scan, &batch, NULL, &error);
+    if (rc != 0) {
+      assert_int_equal(rc, ENOMEM);
+      break;
+    }
+    if (batch.release == NULL) break;
+    if (children >= 0) assert_int_equal(batch.n_children, children);
+    batch.release(&batch);
+  }
+  sl_scan_stop(scan);
+}
+
 /// Allocation failures anywhere (scan setup, queue items, batches) fail the
 /// scan cleanly: an error or a complete result, and nothing leaked.
 static void test_allocation_failures(void** unused) {
@@ -645,24 +669,7 @@ static void test_allocation_failures(void** unused) {
     fixture_init(&f, 4, 2, 8, 2);
     f.args.threads = 2;
     atomic_store(&f.ta.fail_at, fail_at);
-    struct sl_scan* scan = NULL;
-    struct sluice_error error;
-    if (sl_scan_start(&f.args, &scan, &error) != 0) {
-      assert_int_equal(error.code, ENOMEM);
-      fixture_done(&f);
-      continue;
-    }
-    for (;;) {
-      struct ArrowArray batch;
-      int rc = sl_scan_next(scan, &batch, NULL, &error);
-      if (rc != 0) {
-        assert_int_equal(rc, ENOMEM);
-        break;
-      }
-      if (batch.release == NULL) break;
-      batch.release(&batch);
-    }
-    sl_scan_stop(scan);
+    scan_to_end_or_enomem(&f, -1);
     fixture_done(&f);
   }
 }
@@ -1072,25 +1079,7 @@ static void test_repeated_columns(void** unused) {
       f.args.columns = asked;
       f.args.n_columns = 5;
       atomic_store(&f.ta.fail_at, fail_at);
-      struct sl_scan* scan = NULL;
-      struct sluice_error error;
-      if (sl_scan_start(&f.args, &scan, &error) != 0) {
-        assert_int_equal(error.code, ENOMEM);
-        fixture_done(&f);
-        continue;
-      }
-      for (;;) {
-        struct ArrowArray batch;
-        int rc = sl_scan_next(scan, &batch, NULL, &error);
-        if (rc != 0) {
-          assert_int_equal(rc, ENOMEM);
-          break;
-        }
-        if (batch.release == NULL) break;
-        assert_int_equal(batch.n_children, 5);
-        batch.release(&batch);
-      }
-      sl_scan_stop(scan);
+      scan_to_end_or_enomem(&f, 5);
       fixture_done(&f);
     }
   }
