@@ -230,43 +230,66 @@ static int link_target(const char* path, char* out, size_t cap) {
   return ELOOP;
 }
 
-/// A file without a name in the directory of path[0, dir_len) (O_TMPFILE),
-/// or -1 where the file system or kernel has none (then a named one is
-/// made). The commit names it through /proc/self/fd (linkat), so /proc
-/// must be there too.
-static int open_unnamed(const char* path, size_t dir_len, mode_t mode) {
 #if defined(O_TMPFILE)
-  if (access("/proc/self/fd", X_OK) != 0) return -1;
+/// Links the unnamed file `fd` under `name` with its last six characters
+/// ("XXXXXX" in the template) made into a free name. 0, or an errno.
+static int link_fd(int fd, char* name) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  size_t len = strlen(name);
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)name ^ (uint64_t)time(NULL);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    for (size_t i = len - 6; i < len; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift: names need only differ
+      name[i] = letters[x % 62];
+    }
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) return 0;
+    if (errno != EEXIST) return errno;
+  }
+  return EEXIST;
+}
+#endif
+
+/// A file without a name (O_TMPFILE) in the directory of path[0, dir_len),
+/// which the commit names after `name_template` ("...XXXXXX", left as it is),
+/// or -1 where there is none (then a named one is made). A file system may
+/// make such files and still refuse to link them (FUSE, some sandboxes, no
+/// /proc): one is linked and removed first, so that the commit does not
+/// find that out with the output written.
+static int open_unnamed(const char* path, size_t dir_len, mode_t mode, char* name_template) {
+#if defined(O_TMPFILE)
   char dir[4096];
   if (dir_len >= sizeof dir) return -1;
   memcpy(dir, dir_len == 0 ? "." : path, dir_len == 0 ? 1 : dir_len);
   dir[dir_len == 0 ? 1 : dir_len] = '\0';
-  return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  int probe = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  if (probe < 0) return -1;
+  int linked = link_fd(probe, name_template) == 0;
+  if (linked) unlink(name_template);
+  close(probe);
+  memcpy(name_template + strlen(name_template) - 6, "XXXXXX", 6);
+  return linked ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode) : -1;
 #else
   (void)path;
   (void)dir_len;
   (void)mode;
+  (void)name_template;
   return -1;
 #endif
 }
 
-/// Gives the unnamed file a free name after sink->tmp_path's template
-/// ("...XXXXXX"), to be renamed over the target. 0, or an errno.
+/// Gives the unnamed file its name after sink->tmp_path's template, to be
+/// renamed over the target. 0, or an errno.
 static int link_unnamed(struct sl_sink* sink) {
-  char proc[64];
-  snprintf(proc, sizeof proc, "/proc/self/fd/%d", sink->fd);
-  size_t len = strlen(sink->tmp_path);
-  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  unsigned seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)sink ^ (unsigned)time(NULL);
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    for (size_t i = len - 6; i < len; ++i) sink->tmp_path[i] = letters[rand_r(&seed) % 62];
-    if (linkat(AT_FDCWD, proc, AT_FDCWD, sink->tmp_path, AT_SYMLINK_FOLLOW) == 0) {
-      sink->unnamed = 0;  // named now: removed like a mkstemp file on error
-      return 0;
-    }
-    if (errno != EEXIST) return errno;
-  }
-  return EEXIST;
+#if defined(O_TMPFILE)
+  int e = link_fd(sink->fd, sink->tmp_path);
+  if (e == 0) sink->unnamed = 0;  // named now: removed like a mkstemp file on error
+  return e;
+#else
+  (void)sink;
+  return ENOTSUP;
+#endif
 }
 
 static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_error* error) {
@@ -317,7 +340,7 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   snprintf(sink->tmp_path, n, "%.*s.%s.tmp-XXXXXX", (int)dir_len, path, base);
   struct stat st;
   mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
-  sink->fd = open_unnamed(path, dir_len, mode);
+  sink->fd = open_unnamed(path, dir_len, mode, sink->tmp_path);
   sink->unnamed = sink->fd >= 0;
   if (sink->fd < 0) sink->fd = mkstemp(sink->tmp_path);
   if (sink->fd < 0) {

@@ -318,20 +318,26 @@ static void test_spool_pipe(void** unused) {
 
 /* ---- Sinks ------------------------------------------------------------------ */
 
-/// Number of entries in `dir` whose name contains `part`.
-/// Whether files in `dir` can be made without a name (O_TMPFILE).
+/// Whether files in `dir` can be made without a name (O_TMPFILE) and named
+/// later through /proc/self/fd, as the sink does where it can.
 static int has_unnamed_files(const char* dir) {
 #if defined(O_TMPFILE)
   int fd = open(dir, O_TMPFILE | O_WRONLY, 0600);
   if (fd < 0) return 0;
+  char proc[64], name[4200];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  snprintf(name, sizeof name, "%s/.probe-%d", dir, (int)getpid());
+  int linked = linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0;
+  if (linked) unlink(name);
   close(fd);
-  return 1;
+  return linked;
 #else
   (void)dir;
   return 0;
 #endif
 }
 
+/// Number of entries in `dir` whose name contains `part`.
 static int count_entries(const char* dir, const char* part) {
   DIR* d = opendir(dir);
   assert_non_null(d);
