@@ -279,9 +279,11 @@ static int begin_frame(struct sl_cql_conn* c, int opcode) {
 static void put_length(uint8_t* header, size_t body) { sl_store_be(header + 5, body, 4); }
 
 static int send_failed(struct sl_cql_conn* c, int e, struct sluice_error* error) {
-  int timed_out = e == EAGAIN || e == EWOULDBLOCK;
-  return sl_error_set(error, timed_out ? ETIMEDOUT : EIO, "%s: cannot send to %s: %s", c->name,
-                      c->peer, timed_out ? "timed out" : strerror(e));
+  if (e == EAGAIN || e == EWOULDBLOCK) {
+    return sl_error_set(error, ETIMEDOUT, "%s: cannot send to %s: no room within %g s", c->name,
+                        c->peer, c->timeout_s);
+  }
+  return sl_error_set(error, EIO, "%s: cannot send to %s: %s", c->name, c->peer, strerror(e));
 }
 
 /// Sends the `n` pieces in full (sendmsg may take part of them; over TLS,
@@ -517,9 +519,14 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
       last = errno;
       continue;
     }
+    // Within [1 ms, 1e6 s], as curl's timeouts (sl_curl.c): a zero timeval
+    // would mean no timeout at all, and a huge one does not fit time_t.
     double seconds = a->timeout_s > 0 ? a->timeout_s : CQL_SOCKET_TIMEOUT_S;
+    seconds = seconds < 1e-3 ? 1e-3 : seconds > 1e6 ? 1e6 : seconds;
     c->timeout_s = seconds;
-    struct timeval tv = {(time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
+    time_t whole = (time_t)seconds;
+    suseconds_t micros = (suseconds_t)((seconds - (double)whole) * 1e6);
+    struct timeval tv = {whole, whole == 0 && micros == 0 ? 1000 : micros};
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -534,6 +541,10 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
     close(fd);
   }
   freeaddrinfo(found);
+  if (last == ETIMEDOUT) {
+    return sl_error_set(error, ETIMEDOUT, "%s: cannot connect to %s: no answer within %g s",
+                        c->name, c->peer, c->timeout_s);
+  }
   return sl_error_set(error, last == ECONNREFUSED ? ECONNREFUSED : EHOSTUNREACH,
                       "%s: cannot connect to %s: %s", c->name, c->peer, strerror(last));
 }

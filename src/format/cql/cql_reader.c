@@ -300,12 +300,15 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
     what = k == 0 ? "reading system_schema.columns" : "reading system_virtual_schema.columns";
     if (rc == 0 && k == 0) rc = small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, error);
     if (rc == 0 && k == 1) {
-      // Nodes before Cassandra 4.0 have no virtual tables: the node's
-      // refusal then means "no table"; a broken connection is an error.
+      // Nodes before Cassandra 4.0 have no virtual tables and refuse the
+      // query as invalid (0x2200): then "no table". Any other failure (a
+      // broken connection, unauthorized, overloaded) is the error.
       struct sluice_error refused;
       sl_error_clear(&refused);
       if (small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, &refused) != 0) {
-        if (sl_cql_server_error(conn) < 0) rc = sl_error_set(error, refused.code, "%s", refused.message);
+        if (sl_cql_server_error(conn) != 0x2200) {
+          rc = sl_error_set(error, refused.code, "%s", refused.message);
+        }
         memset(&rows, 0, sizeof rows);
         rows.n_columns = 3;
       }
@@ -349,7 +352,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
     }
   }
   if (rc == 0 && n_keys == 0) {
-    rc = sl_error_set(error, EPROTO, "%s: system_schema.columns lists no partition key", r->name);
+    rc = sl_error_set(error, EPROTO, "%s: %s: no partition key", r->name, what);
   }
   if (rc == 0) rc = sl_text_append_str(&key, "token(") != 0 ? ENOMEM : 0;
   for (int k = 0; rc == 0 && k < n_keys; ++k) {

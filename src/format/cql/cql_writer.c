@@ -454,10 +454,30 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
   return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
 }
 
+/// A column whose type does not fit its CQL column may only hold nulls
+/// (cql_encoder.mismatch): its first value is an error before any row of
+/// the batch is sent, so that a wrong column usually fails with nothing
+/// written (Cassandra has no transaction to undo earlier batches).
+static int check_mismatched(struct cql_write* w, const struct ArrowArray* batch,
+                            struct sluice_error* error) {
+  for (int v = 0; v < w->n_columns; ++v) {
+    const struct cql_encoder* e = &w->encoders[v];
+    if (e->mismatch[0] == '\0' || e->arrow == NULL) continue;
+    for (int64_t i = 0; i < batch->length; ++i) {
+      if (!sl_value_is_null(e->arrow, batch->children[v], i)) {
+        return sl_error_set(error, EINVAL, "%s: row %lld, column '%s': %s", w->name,
+                            (long long)(w->rows_seen + i + 1), e->arrow->name, e->mismatch);
+      }
+    }
+  }
+  return 0;
+}
+
 static int write_rows(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
                       struct sl_sink* sink, struct sluice_error* error) {
   (void)row, (void)sink;
   struct cql_write* w = ctx;
+  SL_RETURN_NOT_OK(check_mismatched(w, batch, error));
   for (int64_t i = 0; i < batch->length; ++i) {
     SL_RETURN_NOT_OK(encode_row(w, batch, i, error));
     if (w->filling >= 0) {
