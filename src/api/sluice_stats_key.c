@@ -151,8 +151,11 @@ void sl_stats_key_cap(struct sl_stats_key* key, int utf8) {
   if (key->kind != SL_KEY_BYTES || key->n <= SL_STATS_BYTES_CAP) return;
   int64_t cut = SL_STATS_BYTES_CAP;
   // bytes[cut] exists (the value is longer): a continuation byte there means
-  // the cut would split a character.
-  while (utf8 && cut > 0 && (key->bytes[cut] & 0xC0) == 0x80) --cut;
+  // the cut would split a character, which starts at most 3 bytes back (in
+  // text that is not valid UTF-8, the bytes are cut where they are).
+  int64_t back = cut;
+  while (utf8 && back > cut - 3 && (key->bytes[back] & 0xC0) == 0x80) --back;
+  if ((key->bytes[back] & 0xC0) != 0x80) cut = back;
   key->n = cut;
   key->truncated = 1;
 }

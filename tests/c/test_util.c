@@ -75,7 +75,7 @@ struct test_scan_peak test_scan_peak(const char* path, struct sluice_open_option
     if (batch.length > 0 && values[0] != seen.rows) seen.in_order = 0;
     for (int64_t i = 0; i < batch.length; ++i) seen.sum += values[i];
     seen.rows += batch.length;
-    struct timespec pause = {0, (long)pause_ms * 1000 * 1000};
+    struct timespec pause = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000 * 1000};
     nanosleep(&pause, NULL);
     batch.release(&batch);
   }

@@ -150,4 +150,6 @@ def test_stats_twice(sluice_bin, files):
     lines = proc.stdout.decode().splitlines()
     assert sum(line.split()[0] == "id" for line in lines if line.split()) == 2, lines
     st = sluice.stats(str(path), columns=["id", "x", "id"])
-    assert st is not None
+    assert [s["name"] for s in st] == ["id", "x", "id"]
+    alone = sluice.stats(str(path), columns=["id"])[0]
+    assert st[0] == st[2] == alone

@@ -84,12 +84,7 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
   if (memchr(data + start, '\r', (size_t)(end - start)) == NULL &&
       (end == size || memchr(data + start, '\n', (size_t)(end - start)) != NULL))
     return 0;
-  // The quote the analysis will use (as csv_dialect.c's analyze picks it).
-  *quote = (uint8_t)o->quote;
-  if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
-    *quote = csv_sniff_quote(data, start, end - start > (INT64_C(64) << 10)
-                                              ? start + (INT64_C(64) << 10) : end, 1);
-  }
+  *quote = csv_pick_quote(o, data, start, end, 1);  // the one the analysis will use
   // The first line end must be a CR not followed by LF, and no LF may end a
   // line in the head (a file mixing them is read as before: its CRs are
   // data). Line ends are found as the rewrite finds them (comment lines and

@@ -72,7 +72,12 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   return 0;
 }
 
-uint8_t csv_sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines) {
+/// The quote when none was given: '\'' when data[start, end) has no '"' but
+/// has fields that start and end with '\'' (a '\'' right after a delimiter
+/// or a line start, and one right before a delimiter or a line end), as
+/// DuckDB's sniffer finds; else '"'. Apostrophes inside words (O'Brien) are
+/// neither. `cr_lines`: a CR also starts a line.
+static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines) {
   static const char k_delims[] = ",;\t|";
   if (end <= start || memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
   int64_t opens = 0, closes = 0;
@@ -309,14 +314,18 @@ static int last_field_used(const struct csv_rows* rows, int64_t n) {
   return 0;
 }
 
+uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
+                       int64_t size, int cr_lines) {
+  if (o->quote_given || o->escape == '\'' || o->delimiter == '\'' || o->comment == '\'')
+    return (uint8_t)o->quote;
+  int64_t end = size - start > (INT64_C(64) << 10) ? start + (INT64_C(64) << 10) : size;
+  return sniff_quote(data, start, end, cr_lines);
+}
+
 static int analyze(struct analysis* a, int64_t start, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
-  l->dialect.quote = (uint8_t)o->quote;
-  if (!o->quote_given && o->escape != '\'' && o->delimiter != '\'' && o->comment != '\'') {
-    int64_t end = a->size - start > (INT64_C(64) << 10) ? start + (INT64_C(64) << 10) : a->size;
-    l->dialect.quote = csv_sniff_quote(a->data, start, end, 0);
-  }
+  l->dialect.quote = csv_pick_quote(o, a->data, start, a->size, 0);
   l->dialect.escape = (uint8_t)o->escape;
   l->dialect.stray_text = (uint8_t)o->stray_text;
   l->dialect.comment = (uint8_t)o->comment;

@@ -296,12 +296,13 @@ int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t sta
                 struct csv_layout* out, struct sluice_error* error);
 void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
 
-/// The quote when none was given: '\'' when data[start, end) has no '"' but
-/// has fields that start and end with '\'' (a '\'' right after a delimiter
-/// or a line start, and one right before a delimiter or a line end), as
-/// DuckDB's sniffer finds; else '"'. Apostrophes inside words (O'Brien) are
-/// neither. `cr_lines`: a CR also starts a line (csv_lines_end_in_cr).
-uint8_t csv_sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines);
+/// The quote character the reader uses: the one given, else (unless an
+/// apostrophe has another role) '\'' or '"' as the first 64 KiB of
+/// data[start, size) suggest. `cr_lines`: a CR also starts a line (the raw
+/// head of a bare-CR file, csv_cr_lines.c). The analysis and the bare-CR
+/// rewrite must agree on it.
+uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
+                       int64_t size, int cr_lines);
 
 /* ---- lines ending in a bare CR (csv_cr_lines.c) --------------------------- */
 
