@@ -4,7 +4,16 @@
 
 /// The CPUs this process may run on (its affinity mask, as `nproc` and
 /// Python's os.process_cpu_count count them; a `taskset` or container
-/// cpuset narrows it), clamped to [1, max].
+/// cpuset narrows it), at most its cgroup v2 CPU quota (`docker --cpus`,
+/// Kubernetes CPU limits, as Rust's available_parallelism and the JVM count
+/// it), clamped to [1, max].
 int sl_cores(int max);
+
+/// The CPUs a cgroup v2 CPU quota allows, rounded up: the smallest of the
+/// `cpu.max` files ("<quota> <period>", or "max") of the process's cgroup
+/// and its ancestors under `root` (the cgroup2 mount, /sys/fs/cgroup).
+/// `self_cgroup` is the text of /proc/self/cgroup, whose "0::<path>" line
+/// names the cgroup. 0 when there is no quota or it cannot be read.
+int sl_cores_quota(const char* self_cgroup, const char* root);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #if defined(__linux__)
@@ -635,7 +637,8 @@ static void test_cores_follow_affinity(void** state) {
   CPU_ZERO(&all);
   assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
   int allowed = CPU_COUNT(&all);
-  assert_int_equal(sl_cores(4096), allowed);
+  int cores = sl_cores(4096);  // (a cgroup CPU quota may allow fewer)
+  assert_true(cores >= 1 && cores <= allowed);
   assert_int_equal(sl_cores(1), 1);
   int first = 0;
   while (!CPU_ISSET(first, &all)) ++first;
@@ -649,6 +652,47 @@ static void test_cores_follow_affinity(void** state) {
 #else
   skip();
 #endif
+}
+
+/// A cgroup v2 CPU quota caps the default: the smallest cpu.max on the way
+/// from the process's cgroup up to the root counts, rounded up.
+static void test_cores_follow_cgroup_quota(void** state) {
+  (void)state;
+  char root[512], dir[700], file[800];
+  test_temp_path("cgroup", root, sizeof root);
+  assert_int_equal(mkdir(root, 0700), 0);
+  snprintf(dir, sizeof dir, "%s/pod", root);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(dir, sizeof dir, "%s/pod/app", root);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  // No cpu.max anywhere, or a v1-only /proc/self/cgroup: no quota.
+  assert_int_equal(sl_cores_quota("0::/pod/app\n", root), 0);
+  assert_int_equal(sl_cores_quota("4:cpu,cpuacct:/pod/app\n", root), 0);
+  snprintf(file, sizeof file, "%s/pod/cpu.max", root);
+  assert_int_equal(test_write_file(file, "250000 100000\n", 14), 0);  // 2.5 CPUs
+  snprintf(file, sizeof file, "%s/pod/app/cpu.max", root);
+  assert_int_equal(test_write_file(file, "max 100000\n", 11), 0);
+  assert_int_equal(sl_cores_quota("1:name=systemd:/x\n0::/pod/app\n", root), 3);
+  assert_int_equal(sl_cores_quota("0::/pod/app/\n", root), 3);
+  assert_int_equal(test_write_file(file, "50000 100000\n", 13), 0);  // half a CPU
+  assert_int_equal(sl_cores_quota("0::/pod/app\n", root), 1);
+  assert_int_equal(test_write_file(file, "junk\n", 5), 0);
+  assert_int_equal(sl_cores_quota("0::/pod/app\n", root), 3);
+  snprintf(file, sizeof file, "%s/cpu.max", root);  // a namespaced container: "0::/"
+  assert_int_equal(test_write_file(file, "400000 100000\n", 14), 0);
+  assert_int_equal(sl_cores_quota("0::/\n", root), 4);
+  assert_int_equal(sl_cores_quota("0::/pod/app\n", root), 3);
+  snprintf(file, sizeof file, "%s/pod/app/cpu.max", root);
+  remove(file);
+  snprintf(file, sizeof file, "%s/pod/cpu.max", root);
+  remove(file);
+  snprintf(file, sizeof file, "%s/cpu.max", root);
+  remove(file);
+  snprintf(dir, sizeof dir, "%s/pod/app", root);
+  rmdir(dir);
+  snprintf(dir, sizeof dir, "%s/pod", root);
+  rmdir(dir);
+  rmdir(root);
 }
 
 static void test_buffer_cache_recycles(void** state) {
@@ -790,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_buffer_cache_recycles),
       cmocka_unit_test(test_default_allocator_returns_large_blocks),
       cmocka_unit_test(test_cores_follow_affinity),
+      cmocka_unit_test(test_cores_follow_cgroup_quota),
       cmocka_unit_test(test_utf8_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
