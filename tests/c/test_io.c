@@ -318,6 +318,16 @@ static void test_spool_pipe(void** unused) {
 
 /* ---- Sinks ------------------------------------------------------------------ */
 
+/// The target still holds the old file's 3 bytes "old".
+static void assert_holds_old(const char* path) {
+  size_t n = 0;
+  uint8_t* back = test_read_file(path, &n);
+  assert_non_null(back);
+  assert_int_equal(n, 3);
+  assert_memory_equal(back, "old", 3);
+  free(back);
+}
+
 /// Whether files in `dir` can be made without a name (O_TMPFILE) and named
 /// later through /proc/self/fd, as the sink does where it can.
 static int has_unnamed_files(const char* dir) {
@@ -435,12 +445,7 @@ static void test_sink_write_from_file(void** unused) {
   assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
   assert_int_equal(sl_sink_write_from_file(sink, fd, off, big.data, big.size, &error), 0);
   sl_sink_abort(sink);
-  size_t n = 0;
-  uint8_t* back = test_read_file(path, &n);
-  assert_non_null(back);
-  assert_int_equal(n, 3);
-  assert_memory_equal(back, "old", 3);
-  free(back);
+  assert_holds_old(path);
   assert_int_equal(count_entries(dir, ".tmp-"), 0);
 
   sl_view_release(&small);
@@ -614,12 +619,7 @@ static void test_sink_deferred_copies(void** unused) {
   assert_int_equal(sl_sink_write_from_file(sink, fds[0], 0, srcs[0], (int64_t)(8 * mib), &error), 0);
   assert_int_equal(sl_sink_write_from_file(sink, fds[1], 0, srcs[1], (int64_t)mib, &error), 0);
   sl_sink_abort(sink);
-  size_t len = 0;
-  uint8_t* back = test_read_file(path, &len);
-  assert_non_null(back);
-  assert_int_equal(len, 3);
-  assert_memory_equal(back, "old", 3);
-  free(back);
+  assert_holds_old(path);
   assert_int_equal(count_entries(dir, ".tmp-"), 0);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
 
@@ -638,11 +638,7 @@ static void test_sink_deferred_copies(void** unused) {
   assert_int_equal(truncate(cut_path, (off_t)mib), 0);
   assert_int_not_equal(sl_sink_commit(sink, &error), 0);
   assert_non_null(strstr(error.message, path));
-  back = test_read_file(path, &len);
-  assert_non_null(back);
-  assert_int_equal(len, 3);
-  assert_memory_equal(back, "old", 3);
-  free(back);
+  assert_holds_old(path);
   assert_int_equal(count_entries(dir, ".tmp-"), 0);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
   close(cut_fd);
@@ -660,7 +656,8 @@ static void test_sink_deferred_copies(void** unused) {
   assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
   assert_int_equal(sl_sink_write_from_file(sink, short_fd, 0, mem, (int64_t)(2 * mib), &error), 0);
   assert_int_equal(sl_sink_commit(sink, &error), 0);
-  back = test_read_file(path, &len);
+  size_t len = 0;
+  uint8_t* back = test_read_file(path, &len);
   assert_non_null(back);
   assert_int_equal(len, 2 * mib);
   assert_memory_equal(back, mem, 2 * mib);
@@ -802,12 +799,7 @@ static void test_sink_killed_leaves_nothing(void** unused) {
   assert_int_equal(waitpid(child, &status, 0), child);
   assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   assert_int_equal(count_entries(dir, ".tmp-"), 0);
-  size_t n = 0;
-  uint8_t* back = test_read_file(path, &n);
-  assert_non_null(back);
-  assert_int_equal(n, 3);
-  assert_memory_equal(back, "old", 3);
-  free(back);
+  assert_holds_old(path);
   unlink(path);
   rmdir(dir);
 }
@@ -860,11 +852,7 @@ static void test_sink_commit_and_abort(void** unused) {
   assert_int_equal(sl_sink_open(path, &ta.base, &sink, &error), 0);
   assert_int_equal(sl_sink_write(sink, data, (int64_t)big, &error), 0);
   sl_sink_abort(sink);
-  back = test_read_file(path, &n);
-  assert_non_null(back);
-  assert_int_equal(n, 3);
-  assert_memory_equal(back, "old", 3);
-  free(back);
+  assert_holds_old(path);
   assert_int_equal(count_entries(dir, ".tmp-"), 0);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
   sl_sink_abort(NULL);

@@ -979,24 +979,7 @@ static void test_column_parts_allocation_failures(void** unused) {
     struct fixture f;
     fixture_columns(&f, 1, 3, 8, 4);
     atomic_store(&f.ta.fail_at, fail_at);
-    struct sl_scan* scan = NULL;
-    struct sluice_error error;
-    if (sl_scan_start(&f.args, &scan, &error) != 0) {
-      assert_int_equal(error.code, ENOMEM);
-      fixture_done(&f);
-      continue;
-    }
-    for (;;) {
-      struct ArrowArray batch;
-      int rc = sl_scan_next(scan, &batch, NULL, &error);
-      if (rc != 0) {
-        assert_int_equal(rc, ENOMEM);
-        break;
-      }
-      if (batch.release == NULL) break;
-      batch.release(&batch);
-    }
-    sl_scan_stop(scan);
+    scan_to_end_or_enomem(&f, -1);
     fixture_done(&f);
   }
 }
