@@ -387,13 +387,6 @@ static int stats_scan_rest(struct sluice_dataset* dataset, struct stats_state* s
   return rc;
 }
 
-/// A new string (default allocator) holding text[0, len).
-static int stats_take_text(const struct sl_text* text, char** out, int64_t* len) {
-  *out = sl_strndup(NULL, sl_text_cstr(text), text->len);
-  *len = (int64_t)text->len;
-  return *out == NULL ? ENOMEM : 0;
-}
-
 /// The result's bounds of a string or binary column from its merged keys: a
 /// truncated min is reported as is (a prefix is below the value), a truncated
 /// max as the bytes above its prefix; both inexact. When nothing is above the
@@ -413,17 +406,11 @@ static int stats_bytes_result(const struct sl_text_field* field, const struct st
       return 0;
     }
   }
-  struct sl_text text;
-  sl_text_init(&text, NULL);
-  int rc = sl_stats_bytes_render(field, col->min.bytes, col->min.n, &text);
-  if (rc == 0) rc = stats_take_text(&text, &r->min, &r->min_len);
-  sl_text_clear(&text);
+  int rc = sl_stats_bytes_string(field, col->min.bytes, col->min.n, &r->min, &r->min_len);
   if (rc == 0) {
-    rc = max->truncated ? sl_stats_bytes_render(field, above, above_n, &text)
-                        : sl_stats_bytes_render(field, max->bytes, max->n, &text);
+    rc = max->truncated ? sl_stats_bytes_string(field, above, above_n, &r->max, &r->max_len)
+                        : sl_stats_bytes_string(field, max->bytes, max->n, &r->max, &r->max_len);
   }
-  if (rc == 0) rc = stats_take_text(&text, &r->max, &r->max_len);
-  sl_text_reset(&text);
   sl_free(NULL, above, above_cap);
   if (rc != 0) return sl_error_set(error, ENOMEM, "stats: out of memory");
   r->has_min_max = 1;

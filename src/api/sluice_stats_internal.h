@@ -64,11 +64,12 @@ int sl_stats_key_pick(const struct sl_stats_key* a, const struct sl_stats_key* b
 void sl_stats_bytes_above(const uint8_t* p, int64_t n, int utf8, uint8_t* out, int64_t* out_n);
 /// Whether the values of `field` (through dictionaries) are UTF-8 strings.
 int sl_stats_field_is_utf8(const struct sl_text_field* field);
-/// Appends p[0, n), a value of `field` (a string or binary type, through
-/// dictionaries), as sl_value_render spells it in SL_TEXT_PLAIN: strings as
-/// they are, binaries as hex.
-int sl_stats_bytes_render(const struct sl_text_field* field, const uint8_t* p, int64_t n,
-                          struct sl_text* out);
+/// p[0, n), a value of `field` (a string or binary type, through
+/// dictionaries), as sl_value_render spells it in SL_TEXT_PLAIN (strings as
+/// they are, binaries as hex), in a new string of the default allocator
+/// (*len bytes). 0 or ENOMEM.
+int sl_stats_bytes_string(const struct sl_text_field* field, const uint8_t* p, int64_t n,
+                          char** out, int64_t* len);
 
 /// Whether sluice_dataset_stats computes a min/max for values of this field
 /// (kept beside sl_stats_key_of, which decides the same thing per value).

@@ -251,8 +251,15 @@ int sl_stats_field_is_utf8(const struct sl_text_field* field) {
   return field->type.id == SL_TYPE_STRING || field->type.id == SL_TYPE_LARGE_STRING;
 }
 
-int sl_stats_bytes_render(const struct sl_text_field* field, const uint8_t* p, int64_t n,
-                          struct sl_text* out) {
-  if (sl_stats_field_is_utf8(field)) return sl_text_append(out, n > 0 ? (const char*)p : "", (size_t)n);
-  return sl_text_append_hex(out, p, n);
+int sl_stats_bytes_string(const struct sl_text_field* field, const uint8_t* p, int64_t n,
+                          char** out, int64_t* len) {
+  struct sl_text text;
+  sl_text_init(&text, NULL);
+  int rc = sl_stats_field_is_utf8(field)
+               ? sl_text_append(&text, n > 0 ? (const char*)p : "", (size_t)n)
+               : sl_text_append_hex(&text, p, n);
+  *out = rc == 0 ? sl_strndup(NULL, sl_text_cstr(&text), text.len) : NULL;
+  *len = (int64_t)text.len;
+  sl_text_reset(&text);
+  return *out == NULL ? ENOMEM : 0;
 }

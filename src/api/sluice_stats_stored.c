@@ -60,13 +60,8 @@ static int take_bound(const struct sl_text_field* field, const struct ArrowArray
   char* fresh;
   int64_t fresh_len;
   if (key->kind == SL_KEY_BYTES) {
-    struct sl_text t;
-    sl_text_init(&t, NULL);
-    int rc = sl_stats_bytes_render(field, key->bytes, key->n, &t);
-    fresh = rc == 0 ? sl_strndup(NULL, sl_text_cstr(&t), t.len) : NULL;
-    fresh_len = (int64_t)t.len;
-    sl_text_reset(&t);
-    if (fresh == NULL) return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
+    if (sl_stats_bytes_string(field, key->bytes, key->n, &fresh, &fresh_len) != 0)
+      return sl_error_set(error, ENOMEM, "stored statistics: out of memory");
   } else {
     SL_RETURN_NOT_OK(stored_render(field, bounds, at, &fresh, &fresh_len, error));
   }
