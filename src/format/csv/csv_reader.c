@@ -539,11 +539,6 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     return sl_error_set(error, EINVAL, "%s: split %" PRId64 " was not planned", r->name,
                         split != NULL ? split->index : -1);
   }
-  // The scan gives each column once (sl_format.h); the fused path fills one
-  // builder per file column and would leave a repeat empty.
-  if (columns != NULL && sl_columns_repeat(columns, n_columns)) {
-    return sl_error_set(error, EINVAL, "%s: a column asked for twice", r->name);
-  }
   int64_t nc = columns != NULL ? n_columns : r->layout.n_cols;
   for (int64_t i = 0; columns != NULL && i < n_columns; ++i) {
     if (columns[i] < 0 || columns[i] >= r->layout.n_cols) {
@@ -567,6 +562,13 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   for (int64_t i = 0; i < r->layout.n_cols; ++i) s->builder_of[i] = -1;
   for (int64_t i = 0; i < nc; ++i) {
     s->cols[i] = columns != NULL ? columns[i] : i;
+    // The scan gives each column once (sl_format.h); the fused path fills
+    // one builder per file column and would leave a repeat empty.
+    if (s->builder_of[s->cols[i]] >= 0) {
+      csv_split_close(s);
+      return sl_error_set(error, EINVAL, "%s: column %" PRId64 " asked for twice", r->name,
+                          columns[i]);
+    }
     s->builder_of[s->cols[i]] = i;
   }
   struct ArrowSchema proj;
