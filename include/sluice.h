@@ -187,7 +187,7 @@ struct sluice_open_options {
   /// (0 = the format's default). Formats with stored batches keep them.
   int64_t batch_size;
   /// Worker threads for decoding (0 = one per core in the process's CPU
-  /// affinity mask, at most its cgroup v2 CPU quota; two per core for
+  /// affinity mask, at most its cgroup (v2 or v1) CPU quota; two per core for
   /// http(s):// and s3:// locations, whose splits also wait on requests).
   int threads;
   /// Bytes of decoded batches allowed in flight, i.e. decoded but not yet

@@ -695,6 +695,79 @@ static void test_cores_follow_cgroup_quota(void** state) {
   rmdir(root);
 }
 
+/// A cgroup v1 CPU quota caps the default too: the cpu controller's
+/// hierarchy is found in mountinfo, the cgroup under its mount point (or
+/// the mount point itself where the mount's root is the container's cgroup).
+static void test_cores_follow_cgroup_v1_quota(void** state) {
+  (void)state;
+  char root[512], mnt[600], dir[700], file[800], mountinfo[800], text[2048];
+  test_temp_path("cgroup1", root, sizeof root);
+  assert_int_equal(mkdir(root, 0700), 0);
+  snprintf(mnt, sizeof mnt, "%s/cpu,cpuacct", root);  // Debian's name for the joint mount
+  assert_int_equal(mkdir(mnt, 0700), 0);
+  snprintf(dir, sizeof dir, "%s/docker", mnt);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(dir, sizeof dir, "%s/docker/c1", mnt);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(mountinfo, sizeof mountinfo, "%s/mountinfo", root);
+  // The cpu hierarchy mounted from its root; a memory mount before it, a
+  // v2 mount and a line with a tag field around it.
+  int n = snprintf(text, sizeof text,
+                   "31 23 0:28 / %s rw - tmpfs tmpfs rw\n"
+                   "35 31 0:32 / %s/memory rw - cgroup cgroup rw,memory\n"
+                   "32 31 0:29 / %s rw,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n"
+                   "36 31 0:33 / %s/unified rw - cgroup2 cgroup2 rw\n",
+                   root, root, mnt, root);
+  assert_int_equal(test_write_file(mountinfo, text, (size_t)n), 0);
+  const char* self = "9:memory:/docker/c1\n4:cpu,cpuacct:/docker/c1\n0::/\n";
+  assert_int_equal(sl_cores_quota_v1(self, mountinfo), 0);  // no files: no quota
+  snprintf(file, sizeof file, "%s/docker/c1/cpu.cfs_quota_us", mnt);
+  assert_int_equal(test_write_file(file, "-1\n", 3), 0);
+  snprintf(file, sizeof file, "%s/docker/c1/cpu.cfs_period_us", mnt);
+  assert_int_equal(test_write_file(file, "100000\n", 7), 0);
+  assert_int_equal(sl_cores_quota_v1(self, mountinfo), 0);  // -1: none
+  snprintf(file, sizeof file, "%s/docker/c1/cpu.cfs_quota_us", mnt);
+  assert_int_equal(test_write_file(file, "150000\n", 7), 0);  // 1.5 CPUs
+  assert_int_equal(sl_cores_quota_v1(self, mountinfo), 2);
+  assert_int_equal(sl_cores_quota_v1("4:cpu,cpuacct:/docker/c1/\n", mountinfo), 2);
+  assert_int_equal(sl_cores_quota(self, root), 0);  // the v2 reading does not see it
+  assert_int_equal(sl_cores_quota_v1("4:cpuacct:/docker/c1\n", mountinfo), 0);  // not "cpu"
+  assert_int_equal(sl_cores_quota_v1("4:cpu:/docker/c1\n", "/nonexistent/mountinfo"), 0);
+  // A parent's smaller quota limits its children.
+  snprintf(file, sizeof file, "%s/docker/cpu.cfs_quota_us", mnt);
+  assert_int_equal(test_write_file(file, "50000\n", 6), 0);
+  snprintf(file, sizeof file, "%s/docker/cpu.cfs_period_us", mnt);
+  assert_int_equal(test_write_file(file, "100000\n", 7), 0);
+  assert_int_equal(sl_cores_quota_v1(self, mountinfo), 1);
+  // A container without a cgroup namespace: /proc/self/cgroup names the
+  // host path, and the mount's root is that cgroup, seen at the mount point.
+  snprintf(file, sizeof file, "%s/cpu.cfs_quota_us", mnt);
+  assert_int_equal(test_write_file(file, "300000\n", 7), 0);
+  snprintf(file, sizeof file, "%s/cpu.cfs_period_us", mnt);
+  assert_int_equal(test_write_file(file, "100000\n", 7), 0);
+  n = snprintf(text, sizeof text, "32 31 0:29 /docker/c9 %s rw - cgroup cgroup rw,cpu\n", mnt);
+  assert_int_equal(test_write_file(mountinfo, text, (size_t)n), 0);
+  assert_int_equal(sl_cores_quota_v1("4:cpu:/docker/c9\n", mountinfo), 3);
+  // A mount whose root is above the cgroup: the rest of the path under it.
+  n = snprintf(text, sizeof text, "32 31 0:29 /docker %s rw - cgroup cgroup rw,cpu\n", mnt);
+  assert_int_equal(test_write_file(mountinfo, text, (size_t)n), 0);
+  assert_int_equal(sl_cores_quota_v1("4:cpu:/docker/docker/c1\n", mountinfo), 1);
+  const char* files[] = {"docker/c1/cpu.cfs_quota_us", "docker/c1/cpu.cfs_period_us",
+                         "docker/cpu.cfs_quota_us", "docker/cpu.cfs_period_us",
+                         "cpu.cfs_quota_us", "cpu.cfs_period_us"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
+    snprintf(file, sizeof file, "%s/%s", mnt, files[i]);
+    assert_int_equal(remove(file), 0);
+  }
+  snprintf(dir, sizeof dir, "%s/docker/c1", mnt);
+  rmdir(dir);
+  snprintf(dir, sizeof dir, "%s/docker", mnt);
+  rmdir(dir);
+  rmdir(mnt);
+  remove(mountinfo);
+  rmdir(root);
+}
+
 static void test_buffer_cache_recycles(void** state) {
   (void)state;
   struct test_allocator ta;
@@ -835,6 +908,7 @@ int main(void) {
       cmocka_unit_test(test_default_allocator_returns_large_blocks),
       cmocka_unit_test(test_cores_follow_affinity),
       cmocka_unit_test(test_cores_follow_cgroup_quota),
+      cmocka_unit_test(test_cores_follow_cgroup_v1_quota),
       cmocka_unit_test(test_utf8_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
