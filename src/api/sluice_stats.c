@@ -8,6 +8,7 @@
 
 #include "sluice.h"
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
@@ -35,6 +36,9 @@ struct stats_state {
   /// statistics): batch child k is column scan_map[k]. NULL = all, in order.
   const int64_t* scan_map;
   int64_t n_scan;
+  /// Column c is a repeat of column first[c] (`-c a,a`) when first[c] != c:
+  /// it is computed once and copied. NULL = no column repeats.
+  int64_t* first;
   pthread_mutex_t mutex;
   const struct sluice_allocator* alloc;
 };
@@ -231,6 +235,7 @@ static int stats_on_batch(void* ctx, const struct ArrowArray* batch, struct slui
   }
   for (int64_t k = 0; k < expected; ++k) {
     int64_t c = state->scan_map != NULL ? state->scan_map[k] : k;
+    if (state->first != NULL && state->first[c] != c) continue;
     SL_RETURN_NOT_OK(stats_column_batch(state, c, batch->children[k], batch->offset,
                                         batch->length, error));
   }
@@ -246,6 +251,7 @@ static void stats_state_reset(struct stats_state* state) {
     sl_text_reset(&col->max_text);
   }
   sl_free(state->alloc, state->columns, (size_t)state->n_columns * sizeof *state->columns);
+  sl_free(state->alloc, state->first, (size_t)state->n_columns * sizeof *state->first);
   sl_text_field_reset(&state->row);
   pthread_mutex_destroy(&state->mutex);
 }
@@ -419,6 +425,39 @@ static int stats_bytes_result(const struct sl_text_field* field, const struct st
   return 0;
 }
 
+/// Sets state->first when a column is asked for more than once.
+static int stats_find_repeats(struct sluice_dataset* dataset, struct stats_state* state,
+                              struct sluice_error* error) {
+  struct sl_scan_args args;
+  memset(&args, 0, sizeof args);
+  sl_dataset_scan_args(dataset, &args);
+  int64_t n = state->n_columns;
+  if (args.columns == NULL || args.n_columns != n || !sl_columns_repeat(args.columns, n)) return 0;
+  state->first = sl_alloc(state->alloc, (size_t)n * sizeof *state->first);
+  if (state->first == NULL) return sl_error_set(error, ENOMEM, "stats: out of memory");
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t k = 0;
+    while (args.columns[k] != args.columns[c]) ++k;
+    state->first[c] = k;
+  }
+  return 0;
+}
+
+/// A repeated column's result: a copy of its first mention's.
+static int stats_copy(const struct sluice_column_stats* from, struct sluice_column_stats* to,
+                      struct sluice_error* error) {
+  *to = *from;
+  to->name = stats_strdup(from->name);
+  to->type = stats_strdup(from->type);
+  to->min = from->min != NULL ? sl_strndup(NULL, from->min, (size_t)from->min_len) : NULL;
+  to->max = from->max != NULL ? sl_strndup(NULL, from->max, (size_t)from->max_len) : NULL;
+  if (to->name == NULL || to->type == NULL || (from->min != NULL && to->min == NULL) ||
+      (from->max != NULL && to->max == NULL)) {
+    return sl_error_set(error, ENOMEM, "stats: out of memory");
+  }
+  return 0;
+}
+
 static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats** out,
                       int64_t* n_out, struct sluice_error* error) {
   *out = NULL;
@@ -451,6 +490,7 @@ static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats
     sl_text_init(&state.columns[c].min_text, state.alloc);
     sl_text_init(&state.columns[c].max_text, state.alloc);
   }
+  if (rc == 0) rc = stats_find_repeats(dataset, &state, error);
   struct sluice_column_stats* stored = NULL;
   if (rc == 0) rc = stats_from_metadata(dataset, &state, &stored, error);
   if (rc == 0 && stored == NULL) rc = stats_run_scan(dataset, &state, NULL, 0, error);
@@ -463,6 +503,10 @@ static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats
   for (int64_t c = 0; rc == 0 && c < state.n_columns; ++c) {
     const struct stats_column* col = &state.columns[c];
     struct sluice_column_stats* r = &result[c];
+    if (state.first != NULL && state.first[c] != c) {
+      rc = stats_copy(&result[state.first[c]], r, error);
+      continue;
+    }
     r->name = stats_strdup(state.row.children[c].name);
     r->type = stats_strdup(schema.children[c]->format);
     if (stored != NULL && stored[c].from_metadata) {  // hand over the stored figures

@@ -153,3 +153,23 @@ def test_stats_twice(sluice_bin, files):
     assert [s["name"] for s in st] == ["id", "x", "id"]
     alone = sluice.stats(str(path), columns=["id"])[0]
     assert st[0] == st[2] == alone
+
+
+@pytest.mark.parametrize("name", ["csv", "csv.gz", "csv-numeric", "parquet", "arrow", "arrows",
+                                  "avro"])
+@pytest.mark.parametrize("limit", [None, 3000])
+def test_stats_of_repeats(files, name, limit):
+    """Stats of a repeated column (computed once, then copied) equal the
+    figures of the column read by pyarrow, for every reader, whole or limited."""
+    path, options, want = files[name]
+    names = [want.column_names[0], want.column_names[1], want.column_names[0],
+             want.column_names[1]]
+    st = sluice.stats(str(path), columns=names, limit=limit, **options)
+    assert [s["name"] for s in st] == names
+    ref = want.slice(0, limit) if limit is not None else want
+    for s in st:
+        col = ref.column(s["name"])
+        assert s["count"] == len(col) and s["null_count"] == col.null_count, (s, name)
+        mm = pc.min_max(col)
+        assert float(s["min"]) == mm["min"].as_py() and float(s["max"]) == mm["max"].as_py(), s
+    assert st[0] == st[2] and st[1] == st[3]
