@@ -355,7 +355,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         partition values pass: the others are never opened; ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
-        CLI's --ca-bundle and --insecure; ``timeout=`` (seconds: an
+        CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``
+        and ``tls_key=``, a client certificate and its key as PEM files,
+        for nodes that ask for one); ``timeout=`` (seconds: an
         http(s):// or s3:// request that cannot connect, or brings no byte,
         for this long fails and is retried; default 30 s to connect, 60 s
         without a byte; cql://: to connect and for each answer, default
@@ -580,7 +582,8 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
-        ``tls=True``, as the CLI's --ca-bundle and --insecure; ``timeout=``
+        ``tls=True``, as the CLI's --ca-bundle and --insecure (and
+        ``tls_cert=``, ``tls_key=`` for cql:// as for sluice.read); ``timeout=``
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes).

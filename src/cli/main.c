@@ -56,7 +56,8 @@
   "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet.\n" \
   "Several SRC are read as one table, in the order given. A Cassandra table:\n"  \
   "cql://[user[:password]@]host[:port]/keyspace.table (or SLUICE_CQL_USER and\n" \
-  "SLUICE_CQL_PASSWORD; -O consistency=..,page_rows=N,splits=N).\n"
+  "SLUICE_CQL_PASSWORD; -O consistency=..,page_rows=N,splits=N; TLS:\n"      \
+  "-O tls=true[,tls_cert=FILE,tls_key=FILE] for a client certificate).\n"
 
 /// The writer options of cat and convert (-O is for the reader).
 #define WRITE_OPTION_HELP                                                     \

@@ -69,6 +69,9 @@ struct sl_cql_conn {
   size_t in_cap;
   SSL_CTX* tls_ctx;  ///< TLS connections: OpenSSL's context and session
   SSL* tls;
+  unsigned long tls_error;  ///< OpenSSL's error of the last failed read (0 = none)
+  int cert_asked;  ///< the node asked for a client certificate, and there was none
+  int answered;    ///< a frame has come: the node took the TLS handshake
   /// The code of the ERROR frame the last receive got (the connection is
   /// still in step), or -1 (none, or an I/O or protocol error).
   int32_t server_error;
@@ -278,12 +281,32 @@ static int begin_frame(struct sl_cql_conn* c, int opcode) {
 
 static void put_length(uint8_t* header, size_t body) { sl_store_be(header + 5, body, 4); }
 
+/// Why a send or read failed with errno `e`, into out. A node that refuses
+/// the client's certificate (none, or not of a CA it trusts) sends its
+/// alert only after the client's side of a TLS 1.3 handshake is done, so
+/// the refusal shows as the first send or read failing: say so.
+static const char* io_failure(const struct sl_cql_conn* c, int e, char* out, size_t n) {
+  const char* alert = c->tls_error != 0 ? ERR_reason_error_string(c->tls_error) : NULL;
+  snprintf(out, n, "%s", alert != NULL ? alert : strerror(e));
+  if (c->tls == NULL || c->answered) return out;
+  size_t len = strlen(out);
+  if (c->cert_asked) {
+    snprintf(out + len, n - len, " (the node asks for a client certificate: tls_cert=FILE, "
+             "tls_key=FILE)");
+  } else if (SSL_get_certificate(c->tls) != NULL) {
+    snprintf(out + len, n - len, " (the node may have refused the client certificate)");
+  }
+  return out;
+}
+
 static int send_failed(struct sl_cql_conn* c, int e, struct sluice_error* error) {
   if (e == EAGAIN || e == EWOULDBLOCK) {
     return sl_error_set(error, ETIMEDOUT, "%s: cannot send to %s: no room within %g s", c->name,
                         c->peer, c->timeout_s);
   }
-  return sl_error_set(error, EIO, "%s: cannot send to %s: %s", c->name, c->peer, strerror(e));
+  char why[256];
+  return sl_error_set(error, EIO, "%s: cannot send to %s: %s", c->name, c->peer,
+                      io_failure(c, e, why, sizeof why));
 }
 
 /// Sends the `n` pieces in full (sendmsg may take part of them; over TLS,
@@ -304,6 +327,7 @@ static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct slui
       size_t done = 0;
       errno = 0;
       if (iov[i].iov_len > 0 && SSL_write_ex(c->tls, iov[i].iov_base, iov[i].iov_len, &done) != 1) {
+        c->tls_error = ERR_peek_last_error();
         ERR_clear_error();
         rc = send_failed(c, errno != 0 ? errno : EIO, error);
       }
@@ -355,6 +379,7 @@ static ssize_t recv_some(struct sl_cql_conn* c, uint8_t* dst, size_t n) {
   errno = 0;
   if (SSL_read_ex(c->tls, dst, n, &got) == 1) return (ssize_t)got;
   int why = SSL_get_error(c->tls, 0);
+  c->tls_error = ERR_peek_last_error();
   ERR_clear_error();
   if (why == SSL_ERROR_ZERO_RETURN) return 0;
   if (errno == 0) errno = why == SSL_ERROR_SYSCALL ? ECONNRESET : EPROTO;
@@ -374,8 +399,9 @@ static int recv_all(struct sl_cql_conn* c, uint8_t* dst, size_t n, struct sluice
         return sl_error_set(error, ETIMEDOUT, "%s: cannot read from %s: no answer within %g s",
                             c->name, c->peer, c->timeout_s);
       }
+      char why[256];
       return sl_error_set(error, EIO, "%s: cannot read from %s: %s", c->name, c->peer,
-                          strerror(errno));
+                          io_failure(c, errno, why, sizeof why));
     }
     got += (size_t)k;
   }
@@ -432,6 +458,7 @@ static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answe
   for (;;) {
     uint8_t h[CQL_HEADER];
     SL_RETURN_NOT_OK(recv_all(c, h, sizeof h, error));
+    c->answered = 1;
     if (h[0] != CQL_VERSION_RESPONSE) {
       return sl_error_set(error, EPROTO,
                           "%s: %s answered with protocol version byte 0x%02x, not 0x%02x (is "
@@ -549,17 +576,68 @@ static int open_socket(struct sl_cql_conn* c, const struct sl_cql_address* a,
                       "%s: cannot connect to %s: %s", c->name, c->peer, strerror(last));
 }
 
-int sl_cql_set_tls(struct sl_cql_address* a, int tls, int insecure, const char* ca_bundle,
+int sl_cql_set_tls(struct sl_cql_address* a, int insecure, const char* ca_bundle,
                    struct sluice_error* error) {
-  a->tls = tls;
   a->tls_insecure = insecure;
   a->ca_bundle[0] = '\0';
+  if (!a->tls && (a->tls_cert[0] != '\0' || a->tls_key[0] != '\0')) {
+    return sl_error_set(error, EINVAL, "a client certificate (tls_cert, tls_key) needs tls=true");
+  }
+  if (a->tls_key[0] != '\0' && a->tls_cert[0] == '\0') {
+    return sl_error_set(error, EINVAL, "tls_key names a key, but tls_cert names no certificate");
+  }
   if (ca_bundle == NULL) return 0;
   if (strlen(ca_bundle) >= sizeof a->ca_bundle) {
     return sl_error_set(error, EINVAL, "CA bundle path of %zu bytes is too long",
                         strlen(ca_bundle));
   }
   snprintf(a->ca_bundle, sizeof a->ca_bundle, "%s", ca_bundle);
+  return 0;
+}
+
+/// OpenSSL's reason for the last error, for messages.
+static const char* tls_reason(char* out, size_t n) {
+  unsigned long e = ERR_peek_last_error();
+  const char* why = e != 0 ? ERR_reason_error_string(e) : NULL;
+  snprintf(out, n, "%s", why != NULL ? why : "unreadable");
+  ERR_clear_error();
+  return out;
+}
+
+/// OpenSSL asks when the node wants a client certificate and none is set:
+/// noted for the message if the node then ends the connection.
+static int no_client_cert(SSL* ssl, X509** cert, EVP_PKEY** key) {
+  (void)cert, (void)key;
+  struct sl_cql_conn* c = SSL_get_app_data(ssl);
+  if (c != NULL) c->cert_asked = 1;
+  return 0;  // go on without one
+}
+
+/// Loads the client certificate and key of the address, if any, into the
+/// context: the node asks for them when its client_encryption_options
+/// have require_client_auth.
+static int use_client_cert(struct sl_cql_conn* c, const struct sl_cql_address* a,
+                           struct sluice_error* error) {
+  if (a->tls_cert[0] == '\0') {
+    SSL_CTX_set_client_cert_cb(c->tls_ctx, no_client_cert);
+    return 0;
+  }
+  const char* key = a->tls_key[0] != '\0' ? a->tls_key : a->tls_cert;
+  char why[128];
+  if (SSL_CTX_use_certificate_chain_file(c->tls_ctx, a->tls_cert) != 1) {
+    return sl_error_set(error, EINVAL, "%s: cannot use the client certificate %s: %s", c->name,
+                        a->tls_cert, tls_reason(why, sizeof why));
+  }
+  // OpenSSL checks that the key is the certificate's as it loads it.
+  if (SSL_CTX_use_PrivateKey_file(c->tls_ctx, key, SSL_FILETYPE_PEM) != 1) {
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+      ERR_clear_error();
+      return sl_error_set(error, EINVAL, "%s: the client key %s does not belong to the "
+                          "certificate %s", c->name, key, a->tls_cert);
+    }
+    return sl_error_set(error, EINVAL, "%s: cannot use the client key %s: %s", c->name, key,
+                        tls_reason(why, sizeof why));
+  }
   return 0;
 }
 
@@ -582,8 +660,9 @@ static int start_tls(struct sl_cql_conn* c, const struct sl_cql_address* a,
                           a->ca_bundle[0] != '\0' ? a->ca_bundle : "the system store");
     }
   }
+  SL_RETURN_NOT_OK(use_client_cert(c, a, error));
   c->tls = SSL_new(c->tls_ctx);
-  if (c->tls == NULL || SSL_set_fd(c->tls, c->fd) != 1) {
+  if (c->tls == NULL || SSL_set_fd(c->tls, c->fd) != 1 || SSL_set_app_data(c->tls, c) != 1) {
     ERR_clear_error();
     return sl_error_set(error, ENOMEM, "%s: cannot set up TLS", c->name);
   }

@@ -23,18 +23,23 @@ struct sl_cql_address {
   char table[256];
   /// Not from the location, set by the caller from options: TLS (OpenSSL)
   /// on the connection; tls_insecure skips the certificate and host name
-  /// checks; ca_bundle is a PEM file of trusted CAs ("" = the system's).
+  /// checks; ca_bundle is a PEM file of trusted CAs ("" = the system's);
+  /// tls_cert a PEM client certificate (chain) for nodes that ask for one
+  /// (require_client_auth), tls_key its private key ("" = in tls_cert).
   int tls;
   int tls_insecure;
   char ca_bundle[4096];
+  char tls_cert[4096];
+  char tls_key[4096];
   /// Seconds to connect, and to wait for a byte of an answer or for room to
   /// send (0 = CQL_SOCKET_TIMEOUT_S).
   double timeout_s;
 };
 
-/// Sets the TLS fields of `address` (ca_bundle NULL = the system store).
-/// EINVAL when the CA file name is too long.
-int sl_cql_set_tls(struct sl_cql_address* address, int tls, int insecure, const char* ca_bundle,
+/// Sets the TLS fields of `address` that come from the global options
+/// (ca_bundle NULL = the system store). EINVAL when the CA file name is too
+/// long, or a client certificate or key is set without tls.
+int sl_cql_set_tls(struct sl_cql_address* address, int insecure, const char* ca_bundle,
                    struct sluice_error* error);
 
 /// Parses a cql:// location (%XX escapes in the user and password are

@@ -89,9 +89,15 @@ def test_write_pandas_and_pyarrow(node):
 
 
 def test_tls_with_the_test_ca(node):
-    t = sluice.read(url(node), tls=True, ca_bundle=node.ca_file, columns=["c"])
+    # The node asks TLS clients for a certificate of its CA (require_client_auth).
+    cert = {"tls_cert": str(node.client_cert), "tls_key": str(node.client_key)}
+    t = sluice.read(url(node), tls=True, ca_bundle=node.ca_file, columns=["c"], **cert)
     assert sorted(t.to_pydict()["c"]) == list(range(ROWS))
     with pytest.raises(sluice.Error) as e:  # the system's CAs do not know it
-        sluice.read(url(node), tls=True)
+        sluice.read(url(node), tls=True, **cert)
     assert "certificate" in str(e.value)
-    assert sluice.read(url(node), tls=True, insecure=True, columns=["c"]).num_rows == ROWS
+    assert sluice.read(url(node), tls=True, insecure=True, columns=["c"],
+                       **cert).num_rows == ROWS
+    with pytest.raises(sluice.Error) as e:  # no client certificate: the node refuses
+        sluice.read(url(node), tls=True, ca_bundle=node.ca_file)
+    assert "client certificate" in str(e.value), str(e.value)

@@ -10,7 +10,10 @@ commitlog, ...) which stop() removes. Authentication is on
 (PasswordAuthenticator + CassandraAuthorizer); start() returns once the
 default superuser cassandra/cassandra can log in. The native port also
 speaks TLS (optional, so plain clients work too) with a certificate for
-localhost / 127.0.0.1 signed by a CA made for the node (`node.ca_file`).
+localhost / 127.0.0.1 signed by a CA made for the node (`node.ca_file`), and
+asks TLS clients for a certificate signed by that CA (require_client_auth):
+`node.client_cert` / `node.client_key` is one, `node.rogue_cert` /
+`node.rogue_key` one signed by another CA.
 
     node = CassandraNode()
     node.start()
@@ -133,6 +136,9 @@ client_encryption_options:
   keystore: {root}/tls/node.p12
   keystore_password: {tls_password}
   store_type: PKCS12
+  require_client_auth: true
+  truststore: {root}/tls/trust.p12
+  truststore_password: {tls_password}
 """
 
 TLS_PASSWORD = "sluice-test"
@@ -141,7 +147,11 @@ TLS_PASSWORD = "sluice-test"
 def make_certificates(directory: Path) -> Path:
     """A test CA (ca.pem) and the node's key and certificate signed by it,
     for localhost and 127.0.0.1, as a PKCS12 keystore (node.p12), made with
-    the openssl command. Returns the CA file, what clients trust."""
+    the openssl command; the CA as the node's truststore (trust.p12, by
+    keytool: Java trusts no certificate of a PKCS12 file that openssl 3.0
+    writes); a client certificate signed by the CA (client.pem, client.key)
+    and one signed by another CA (rogue.pem, rogue.key). Returns the CA
+    file, what clients trust."""
     directory.mkdir()
 
     def run(*args):
@@ -149,6 +159,16 @@ def make_certificates(directory: Path) -> Path:
 
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
         "-days", "2", "-subj", "/CN=sluice test CA")
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue_ca.key", "-out",
+        "rogue_ca.pem", "-days", "2", "-subj", "/CN=another CA")
+    for name, ca in (("client", "ca"), ("rogue", "rogue_ca")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.csr", "-subj", f"/CN=sluice {name}")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2")
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem",
+                    "-keystore", "trust.p12", "-storetype", "PKCS12", "-storepass",
+                    TLS_PASSWORD], cwd=directory, check=True, capture_output=True)
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr",
         "-subj", "/CN=localhost")
     (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
@@ -228,6 +248,10 @@ class CassandraNode:
         self.password = PASSWORD
         self.root: Path | None = None         # the node's temporary directory
         self.ca_file: Path | None = None      # the CA that signed the node's TLS certificate
+        self.client_cert: Path | None = None  # a client certificate the node accepts, and key
+        self.client_key: Path | None = None
+        self.rogue_cert: Path | None = None   # one signed by a CA the node does not trust
+        self.rogue_key: Path | None = None
         self.log_path: Path | None = None     # logback file (system.log)
         self.start_seconds: float | None = None  # spawn to first login
         self.proc: subprocess.Popen | None = None
@@ -259,6 +283,10 @@ class CassandraNode:
         while self.storage_port == self.port:
             self.storage_port = free_port()
         self.ca_file = make_certificates(self.root / "tls")
+        self.client_cert, self.client_key = self.ca_file.with_name("client.pem"), \
+            self.ca_file.with_name("client.key")
+        self.rogue_cert, self.rogue_key = self.ca_file.with_name("rogue.pem"), \
+            self.ca_file.with_name("rogue.key")
         yaml_path = self.root / "cassandra.yaml"
         yaml_path.write_text(YAML.format(root=self.root, storage_port=self.storage_port,
                                          native_port=self.port, tls_password=TLS_PASSWORD))

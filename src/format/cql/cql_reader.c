@@ -35,7 +35,6 @@ struct cql_reader {
   char* name;  ///< the location
   struct sl_cql_address address;
   int consistency;
-  int tls;  ///< option tls=true
   int32_t page_rows;
   int64_t n_splits;  ///< token ranges asked for
   int murmur3;       ///< the cluster's partitioner splits by token
@@ -68,6 +67,9 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
                           o.key);
     }
     int64_t count;
+    int tls_option;
+    SL_RETURN_NOT_OK(cql_tls_option(&o, "cql", &r->address, &tls_option, error));
+    if (tls_option) continue;
     if (sl_option_is(&o, "consistency")) {
       SL_RETURN_NOT_OK(cql_parse_consistency(o.value, o.value_len, "cql", &r->consistency, error));
     } else if (sl_option_is(&o, "page_rows")) {
@@ -76,8 +78,6 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
                             (int)o.value_len, o.value);
       }
       r->page_rows = (int32_t)count;
-    } else if (sl_option_is(&o, "tls")) {
-      SL_RETURN_NOT_OK(cql_parse_bool(o.value, o.value_len, "cql", "tls", &r->tls, error));
     } else if (sl_option_is(&o, "splits")) {
       if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_SPLITS, &count) != 0) {
         return sl_error_set(error, EINVAL, "cql option splits='%.*s': expected 1 to %d",
@@ -87,7 +87,7 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql option '%.*s' (known: consistency, page_rows, splits, "
-                          "tls)",
+                          "tls, tls_cert, tls_key)",
                           (int)o.key_len, o.key);
     }
   }
@@ -419,9 +419,10 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
   pthread_mutex_init(&r->lock, NULL);
   r->name = sl_strdup(r->alloc, shown);
   int rc = r->name == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", shown) : 0;
-  if (rc == 0) rc = parse_options(r, args->format_options, args->batch_size, error);
+  // The location first: the TLS options go into the address it sets.
   if (rc == 0) rc = sl_cql_parse_location(location, &r->address, r->alloc, error);
-  if (rc == 0) rc = sl_cql_set_tls(&r->address, r->tls, args->tls_insecure, args->ca_bundle, error);
+  if (rc == 0) rc = parse_options(r, args->format_options, args->batch_size, error);
+  if (rc == 0) rc = sl_cql_set_tls(&r->address, args->tls_insecure, args->ca_bundle, error);
   r->address.timeout_s = args->timeout_s;
   if (rc == 0) {
     struct sl_text t;

@@ -35,6 +35,27 @@ int cql_parse_consistency(const char* v, size_t n, const char* format, int* leve
                       format, (int)n, v);
 }
 
+int cql_tls_option(const struct sl_option* o, const char* format, struct sl_cql_address* a,
+                   int* taken, struct sluice_error* error) {
+  *taken = 1;
+  if (sl_option_is(o, "tls")) return cql_parse_bool(o->value, o->value_len, format, "tls", &a->tls,
+                                                     error);
+  char* file = sl_option_is(o, "tls_cert") ? a->tls_cert
+               : sl_option_is(o, "tls_key") ? a->tls_key
+                                            : NULL;
+  if (file == NULL) {
+    *taken = 0;
+    return 0;
+  }
+  if (o->value_len == 0 || o->value_len >= sizeof a->tls_cert) {
+    return sl_error_set(error, EINVAL, "%s option %.*s: expected a file name of 1 to %zu bytes",
+                        format, (int)o->key_len, o->key, sizeof a->tls_cert - 1);
+  }
+  memcpy(file, o->value, o->value_len);
+  file[o->value_len] = '\0';
+  return 0;
+}
+
 int cql_parse_bool(const char* v, size_t n, const char* format, const char* key, int* out,
                    struct sluice_error* error) {
   if ((n == 4 && memcmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) {

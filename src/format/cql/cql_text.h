@@ -6,7 +6,9 @@
 #include <stddef.h>
 
 #include "sluice.h"
+#include "../../core/sl_options.h"
 #include "../../core/sl_value_text.h"
+#include "../../io/sl_cql.h"
 
 /// Appends `name` as a quoted CQL identifier ("a""b").
 int cql_append_ident(struct sl_text* text, const char* name);
@@ -20,5 +22,11 @@ int cql_parse_consistency(const char* value, size_t n, const char* format, int* 
 /// true|false (also 1|0) for option `key`, else EINVAL naming `format`.
 int cql_parse_bool(const char* value, size_t n, const char* format, const char* key, int* out,
                    struct sluice_error* error);
+
+/// The TLS options of a cql:// location: tls=true|false, tls_cert=FILE and
+/// tls_key=FILE (a client certificate and its key, PEM), into `address`.
+/// *taken = 1 when `o` is one of them (EINVAL for a bad value), 0 when not.
+int cql_tls_option(const struct sl_option* o, const char* format, struct sl_cql_address* address,
+                   int* taken, struct sluice_error* error);
 
 #endif

@@ -47,7 +47,6 @@ struct cql_write {
   char name[1024];  ///< the location, without its password
   struct sl_cql_address address;
   int consistency;
-  int tls;  ///< option tls=true
   int batch_rows;
   int in_flight;
   enum cql_null_mode nulls;
@@ -94,6 +93,9 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
                           (int)o.key_len, o.key);
     }
     int64_t n;
+    int tls_option;
+    SL_RETURN_NOT_OK(cql_tls_option(&o, "cql write", &w->address, &tls_option, error));
+    if (tls_option) continue;
     if (sl_option_is(&o, "consistency")) {
       SL_RETURN_NOT_OK(
           cql_parse_consistency(o.value, o.value_len, "cql write", &w->consistency, error));
@@ -103,8 +105,6 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
                             (int)o.value_len, o.value, CQL_MAX_BATCH_ROWS);
       }
       w->batch_rows = (int)n;
-    } else if (sl_option_is(&o, "tls")) {
-      SL_RETURN_NOT_OK(cql_parse_bool(o.value, o.value_len, "cql write", "tls", &w->tls, error));
     } else if (sl_option_is(&o, "in_flight")) {
       if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_IN_FLIGHT, &n) != 0) {
         return sl_error_set(error, EINVAL, "cql write option in_flight='%.*s': expected 1 to %d",
@@ -123,7 +123,7 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql write option '%.*s' (known: consistency, batch_rows, "
-                          "in_flight, nulls, tls)",
+                          "in_flight, nulls, tls, tls_cert, tls_key)",
                           (int)o.key_len, o.key);
     }
   }
@@ -543,9 +543,10 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   sl_buffer_init(&w.prepare_body, w.alloc);
   const char* location = args->location != NULL ? args->location : "cql://";
   sl_cql_redacted(location, w.name, sizeof w.name);
-  int rc = parse_options(&w, args->format_options, error);
-  if (rc == 0) rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
-  if (rc == 0) rc = sl_cql_set_tls(&w.address, w.tls, args->tls_insecure, args->ca_bundle, error);
+  // The location first: the TLS options go into the address it sets.
+  int rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
+  if (rc == 0) rc = parse_options(&w, args->format_options, error);
+  if (rc == 0) rc = sl_cql_set_tls(&w.address, args->tls_insecure, args->ca_bundle, error);
   w.address.timeout_s = args->timeout_s;
   if (rc == 0) {
     w.slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.slots);
