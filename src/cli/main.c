@@ -56,8 +56,8 @@
   "'logs/**/*.parquet'), s3://bucket/prefix/ or s3://bucket/prefix/*.parquet.\n" \
   "Several SRC are read as one table, in the order given. A Cassandra table:\n"  \
   "cql://[user[:password]@]host[:port]/keyspace.table (or SLUICE_CQL_USER and\n" \
-  "SLUICE_CQL_PASSWORD; -O consistency=..,page_rows=N,splits=N; TLS:\n"      \
-  "-O tls=true[,tls_cert=FILE,tls_key=FILE] for a client certificate).\n"
+  "SLUICE_CQL_PASSWORD; -O consistency=..,page_rows=N,splits=N,\n"          \
+  "compression=lz4; TLS: -O tls=true[,tls_cert=FILE,tls_key=FILE]).\n"
 
 /// The writer options of cat and convert (-O is for the reader).
 #define WRITE_OPTION_HELP                                                     \
@@ -86,7 +86,8 @@ static const struct cli_command k_commands[] = {
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
      "  -o, --output OUT    write to OUT (format from its extension)\n"
      "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
-     "                      snappy (default), zstd, gzip, lz4, brotli, none\n"
+     "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
+     "                      CSV/JSONL: gzip, zstd; cql://: lz4 (the protocol's)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
          CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
@@ -109,7 +110,8 @@ static const struct cli_command k_commands[] = {
      "Options:\n"
      "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl, parquet)\n"
      "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
-     "                      snappy (default), zstd, gzip, lz4, brotli, none\n"
+     "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
+     "                      CSV/JSONL: gzip, zstd; cql://: lz4 (the protocol's)\n"
      "  -c, --columns COLS  comma-separated columns to write\n"
      "  -n, --limit N       write at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"

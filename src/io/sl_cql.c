@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <lz4.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,6 +36,9 @@
 #define CQL_HEADER 9
 /// The protocol's limit on a frame body.
 #define CQL_MAX_BODY ((int64_t)256 << 20)
+/// Request bodies from this size on are sent LZ4-compressed when the
+/// connection compresses (smaller ones gain nothing worth the work).
+#define CQL_COMPRESS_MIN 512
 /// A node that says nothing for this long is gone (its own read timeout,
 /// 5 s by default, answers long before).
 #define CQL_SOCKET_TIMEOUT_S 120
@@ -67,6 +71,14 @@ struct sl_cql_conn {
   struct sl_buffer out;  ///< the request being written
   uint8_t* in;  ///< the body of the last frame received
   size_t in_cap;
+  /// compression=lz4 was asked for at STARTUP: frames after it may carry LZ4
+  /// bodies (flag 0x01); `plain` holds an answer's body inflated, `packed` a
+  /// request's body compressed.
+  int lz4;
+  uint8_t* plain;
+  size_t plain_cap;
+  uint8_t* packed;
+  size_t packed_cap;
   SSL_CTX* tls_ctx;  ///< TLS connections: OpenSSL's context and session
   SSL* tls;
   unsigned long tls_error;  ///< OpenSSL's error of the last failed read (0 = none)
@@ -281,6 +293,20 @@ static int begin_frame(struct sl_cql_conn* c, int opcode) {
 
 static void put_length(uint8_t* header, size_t body) { sl_store_be(header + 5, body, 4); }
 
+/// Makes *buf hold at least `need` bytes (its contents are not kept).
+static int reserve(const struct sluice_allocator* alloc, uint8_t** buf, size_t* cap,
+                   size_t need) {
+  if (need <= *cap) return 0;
+  size_t grown = *cap > 0 ? *cap : 4096;
+  while (grown < need) grown *= 2;
+  uint8_t* fresh = sl_alloc(alloc, grown);
+  if (fresh == NULL) return ENOMEM;
+  sl_free(alloc, *buf, *cap);
+  *buf = fresh;
+  *cap = grown;
+  return 0;
+}
+
 /// Why a send or read failed with errno `e`, into out. A node that refuses
 /// the client's certificate (none, or not of a CA it trusts) sends its
 /// alert only after the client's side of a TLS 1.3 handshake is done, so
@@ -362,14 +388,34 @@ static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct slui
   return 0;
 }
 
-static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
-  size_t body = (size_t)c->out.size - CQL_HEADER;
-  if ((int64_t)body > CQL_MAX_BODY) {
-    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, body);
+/// Sends a frame of the header (its flags and length are set here) and the
+/// body, LZ4-compressed when the connection compresses and it pays.
+static int send_body(struct sl_cql_conn* c, uint8_t* header, const uint8_t* body, size_t n,
+                     struct sluice_error* error) {
+  if ((int64_t)n > CQL_MAX_BODY) {
+    return sl_error_set(error, EINVAL, "%s: a request of %zu bytes is too large", c->name, n);
   }
-  put_length(c->out.data, body);
-  struct iovec iov = {c->out.data, (size_t)c->out.size};
-  return send_all(c, &iov, 1, error);
+  if (c->lz4 && n >= CQL_COMPRESS_MIN) {
+    size_t bound = (size_t)LZ4_compressBound((int)n);
+    if (reserve(c->alloc, &c->packed, &c->packed_cap, 4 + bound) != 0) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory", c->name);
+    }
+    int k = LZ4_compress_default((const char*)body, (char*)c->packed + 4, (int)n, (int)bound);
+    if (k > 0 && (size_t)k + 4 < n) {
+      sl_store_be(c->packed, n, 4);
+      body = c->packed;
+      n = (size_t)k + 4;
+      header[1] |= FLAG_COMPRESSION;
+    }
+  }
+  put_length(header, n);
+  struct iovec iov[2] = {{header, CQL_HEADER}, {(void*)body, n}};
+  return send_all(c, iov, n > 0 ? 2 : 1, error);
+}
+
+static int send_frame(struct sl_cql_conn* c, struct sluice_error* error) {
+  return send_body(c, c->out.data, c->out.data + CQL_HEADER, (size_t)c->out.size - CQL_HEADER,
+                   error);
 }
 
 /// Some bytes into dst: their count, 0 when the peer closed, -1 (errno set).
@@ -449,6 +495,35 @@ static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_c
 }
 
 /// Receives the next answer (server events, on stream -1, are skipped): the
+/// An LZ4 body (protocol v4: the inflated length, 4 bytes big-endian, then
+/// one LZ4 block) inflated into c->plain; *cur then points there.
+static int inflate_body(struct sl_cql_conn* c, struct sl_cql_cursor* cur,
+                        struct sluice_error* error) {
+  if (!c->lz4) {
+    return sl_error_set(error, EPROTO, "%s: %s sent a compressed frame without being asked",
+                        c->name, c->peer);
+  }
+  int64_t packed = cur->end - cur->p;
+  int64_t plain = packed >= 4 ? (int64_t)sl_load_be32(cur->p) : -1;
+  if (plain < 0 || plain > CQL_MAX_BODY || packed - 4 > INT32_MAX) {
+    return sl_error_set(error, EPROTO, "%s: %s: a compressed frame of %lld bytes declares %lld "
+                        "bytes inflated", c->name, c->peer, (long long)packed, (long long)plain);
+  }
+  if (reserve(c->alloc, &c->plain, &c->plain_cap, (size_t)(plain > 0 ? plain : 1)) != 0) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte answer", c->name,
+                        (long long)plain);
+  }
+  int got = LZ4_decompress_safe((const char*)cur->p + 4, (char*)c->plain, (int)(packed - 4),
+                                (int)plain);
+  if (got != plain) {
+    return sl_error_set(error, EPROTO, "%s: %s: a compressed frame does not inflate to the %lld "
+                        "bytes it declares", c->name, c->peer, (long long)plain);
+  }
+  cur->p = c->plain;
+  cur->end = c->plain + plain;
+  return 0;
+}
+
 /// stream it answers (NULL: not wanted), its opcode and its body past
 /// tracing id, warnings and custom payload. ERROR frames become errors.
 static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answers, int* opcode,
@@ -470,27 +545,16 @@ static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answe
       return sl_error_set(error, EPROTO, "%s: %s: a frame claims a body of %lld bytes", c->name,
                           c->peer, (long long)length);
     }
-    if ((size_t)length > c->in_cap) {
-      size_t cap = c->in_cap > 0 ? c->in_cap : 4096;
-      while (cap < (size_t)length) cap *= 2;
-      uint8_t* grown = sl_alloc(c->alloc, cap);
-      if (grown == NULL) {
-        return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte answer", c->name,
-                            (long long)length);
-      }
-      sl_free(c->alloc, c->in, c->in_cap);
-      c->in = grown;
-      c->in_cap = cap;
+    if (reserve(c->alloc, &c->in, &c->in_cap, (size_t)length) != 0) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte answer", c->name,
+                          (long long)length);
     }
     SL_RETURN_NOT_OK(recv_all(c, c->in, (size_t)length, error));
     int16_t stream = (int16_t)(h[2] << 8 | h[3]);
     if (h[4] == OP_EVENT || stream < 0) continue;
     if (answers != NULL) *answers = stream;
-    if (h[1] & FLAG_COMPRESSION) {
-      return sl_error_set(error, EPROTO, "%s: %s sent a compressed frame without being asked",
-                          c->name, c->peer);
-    }
     struct sl_cql_cursor cur = {c->in, c->in + length};
+    if (h[1] & FLAG_COMPRESSION) SL_RETURN_NOT_OK(inflate_body(c, &cur, error));
     int bad = 0;
     if (h[1] & FLAG_TRACING) {
       bad = cur.end - cur.p < 16;
@@ -744,10 +808,14 @@ int sl_cql_connect(const struct sl_cql_address* address, const char* name,
   if (rc == 0 && address->tls) rc = start_tls(c, address, error);
   if (rc == 0) {
     rc = begin_frame(c, OP_STARTUP);
-    if (rc == 0) rc = put_u16(c, 1);  // [string map] of one entry
+    if (rc == 0) rc = put_u16(c, address->compression ? 2 : 1);  // [string map]
     if (rc == 0) rc = put_string(c, "CQL_VERSION");
     if (rc == 0) rc = put_string(c, "3.0.0");
+    if (rc == 0 && address->compression) rc = put_string(c, "COMPRESSION");
+    if (rc == 0 && address->compression) rc = put_string(c, "lz4");
     rc = rc != 0 ? sl_error_set(error, ENOMEM, "%s: out of memory", name) : send_frame(c, error);
+    // Every frame after STARTUP may be compressed, its answer too.
+    c->lz4 = address->compression;
   }
   int opcode = 0;
   struct sl_cql_cursor body;
@@ -773,6 +841,8 @@ void sl_cql_close(struct sl_cql_conn* c) {
   if (c->fd >= 0) close(c->fd);
   sl_buffer_reset(&c->out);
   sl_free(c->alloc, c->in, c->in_cap);
+  sl_free(c->alloc, c->plain, c->plain_cap);
+  sl_free(c->alloc, c->packed, c->packed_cap);
   sl_free(c->alloc, c, sizeof *c);
 }
 
@@ -817,9 +887,7 @@ int sl_cql_send(struct sl_cql_conn* c, int opcode, int16_t stream, const uint8_t
   }
   uint8_t header[CQL_HEADER] = {CQL_VERSION_REQUEST, 0, (uint8_t)((uint16_t)stream >> 8),
                                 (uint8_t)stream, (uint8_t)opcode, 0, 0, 0, 0};
-  put_length(header, length);
-  struct iovec iov[2] = {{header, sizeof header}, {(void*)body, length}};
-  return send_all(c, iov, length > 0 ? 2 : 1, error);
+  return send_body(c, header, body, length, error);
 }
 
 int sl_cql_receive(struct sl_cql_conn* c, const char* what, int16_t* stream,

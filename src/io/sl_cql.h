@@ -31,6 +31,8 @@ struct sl_cql_address {
   char ca_bundle[4096];
   char tls_cert[4096];
   char tls_key[4096];
+  /// 1: frames compressed with LZ4 both ways (option compression=lz4).
+  int compression;
   /// Seconds to connect, and to wait for a byte of an answer or for room to
   /// send (0 = CQL_SOCKET_TIMEOUT_S).
   double timeout_s;

@@ -42,8 +42,10 @@ def url(n, password=None):
     return f"cql://{n.username}:{password or n.password}@{n.host}:{n.port}/pkg.m"
 
 
-def test_read_to_pandas_matches_driver(node):
-    df = sluice.read(url(node)).to_pandas()
+@pytest.mark.parametrize("compression", [None, "lz4"])
+def test_read_to_pandas_matches_driver(node, compression):
+    options = {"compression": compression} if compression else {}
+    df = sluice.read(url(node), **options).to_pandas()
     result = node.session().execute("SELECT * FROM pkg.m")
     want = sorted((r.k, r.c, r.v, r.s) for r in result)
     assert list(df.columns) == result.column_names  # Cassandra's order: keys, then by name
@@ -80,7 +82,7 @@ def test_write_pandas_and_pyarrow(node):
     sluice.write(df, target)  # int64 columns into int, NaN into an unset cell
     pa = pytest.importorskip("pyarrow")
     sluice.write(pa.table({"k": pa.array([3], pa.int32()), "c": pa.array([4], pa.int32()),
-                           "v": [2.5], "s": ["d"]}), target)
+                           "v": [2.5], "s": ["d"]}), target, compression="lz4")
     got = sorted((r.k, r.c, r.v, r.s) for r in s.execute("SELECT * FROM pkg.w"))
     assert got == [(1, 1, 0.5, "a"), (1, 2, None, None), (2, 3, -1.0, "c"), (3, 4, 2.5, "d")]
     with pytest.raises(sluice.Error) as e:

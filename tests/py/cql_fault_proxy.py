@@ -10,7 +10,9 @@ sending goes through), so that a client that retries always finishes. With
 `drop=True` the connection is closed instead of the answer being replaced,
 as when a node restarts or a connection is reset (the request may well have
 been executed). Frames are parsed both ways, and answers matched to requests by
-stream id, so that clients with many requests in flight work too."""
+stream id, so that clients with many requests in flight work too. every=0
+injects nothing: the proxy then only counts the traffic (`traffic`: frames,
+LZ4-compressed frames and body bytes each way)."""
 from __future__ import annotations
 
 import socket
@@ -31,6 +33,7 @@ class FaultProxy:
         self.once, self.drop = once, drop
         self._failed = set()  # requests failed already (once=True)
         self.injected = 0
+        self.traffic = {"up": [0, 0, 0], "down": [0, 0, 0]}  # frames, compressed, bytes
         self._seen = 0
         self._lock = threading.Lock()
         self.listener = socket.socket()
@@ -92,9 +95,17 @@ class FaultProxy:
             threading.Thread(target=self._down, args=(upstream, client, asked),
                              daemon=True).start()
 
+    def _count(self, way, head, body):
+        with self._lock:
+            t = self.traffic[way]
+            t[0] += 1
+            t[1] += head[1] & 0x01
+            t[2] += len(body)
+
     def _up(self, client, upstream, asked):
         while (frame := self._read_frame(client)) is not None:
             head, body = frame
+            self._count("up", head, body)
             asked[head[2:4]] = self._targeted(head, body) and body
             try:
                 upstream.sendall(head + body)
@@ -105,11 +116,12 @@ class FaultProxy:
     def _down(self, upstream, client, asked):
         while (frame := self._read_frame(upstream)) is not None:
             head, body = frame
+            self._count("down", head, body)
             request = asked.pop(head[2:4], False)
             if request and head[4] == OP_RESULT:
                 with self._lock:
                     self._seen += 1
-                    inject = self._seen % self.every == 0
+                    inject = self.every > 0 and self._seen % self.every == 0
                     if self.once:
                         inject = inject and request not in self._failed
                         self._failed.add(request) if inject else None

@@ -67,9 +67,9 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
                           o.key);
     }
     int64_t count;
-    int tls_option;
-    SL_RETURN_NOT_OK(cql_tls_option(&o, "cql", &r->address, &tls_option, error));
-    if (tls_option) continue;
+    int connection_option;
+    SL_RETURN_NOT_OK(cql_connection_option(&o, "cql", &r->address, &connection_option, error));
+    if (connection_option) continue;
     if (sl_option_is(&o, "consistency")) {
       SL_RETURN_NOT_OK(cql_parse_consistency(o.value, o.value_len, "cql", &r->consistency, error));
     } else if (sl_option_is(&o, "page_rows")) {
@@ -87,7 +87,7 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql option '%.*s' (known: consistency, page_rows, splits, "
-                          "tls, tls_cert, tls_key)",
+                          "tls, tls_cert, tls_key, compression)",
                           (int)o.key_len, o.key);
     }
   }

@@ -35,11 +35,24 @@ int cql_parse_consistency(const char* v, size_t n, const char* format, int* leve
                       format, (int)n, v);
 }
 
-int cql_tls_option(const struct sl_option* o, const char* format, struct sl_cql_address* a,
-                   int* taken, struct sluice_error* error) {
+int cql_parse_compression(const char* v, size_t n, const char* format, int* out,
+                          struct sluice_error* error) {
+  if ((n == 3 && memcmp(v, "lz4", 3) == 0) || (n == 4 && memcmp(v, "none", 4) == 0)) {
+    *out = n == 3;
+    return 0;
+  }
+  return sl_error_set(error, EINVAL, "%s compression '%.*s': expected lz4 or none", format,
+                      (int)n, v);
+}
+
+int cql_connection_option(const struct sl_option* o, const char* format,
+                          struct sl_cql_address* a, int* taken, struct sluice_error* error) {
   *taken = 1;
   if (sl_option_is(o, "tls")) return cql_parse_bool(o->value, o->value_len, format, "tls", &a->tls,
                                                      error);
+  if (sl_option_is(o, "compression")) {
+    return cql_parse_compression(o->value, o->value_len, format, &a->compression, error);
+  }
   char* file = sl_option_is(o, "tls_cert") ? a->tls_cert
                : sl_option_is(o, "tls_key") ? a->tls_key
                                             : NULL;

@@ -23,10 +23,15 @@ int cql_parse_consistency(const char* value, size_t n, const char* format, int* 
 int cql_parse_bool(const char* value, size_t n, const char* format, const char* key, int* out,
                    struct sluice_error* error);
 
-/// The TLS options of a cql:// location: tls=true|false, tls_cert=FILE and
-/// tls_key=FILE (a client certificate and its key, PEM), into `address`.
-/// *taken = 1 when `o` is one of them (EINVAL for a bad value), 0 when not.
-int cql_tls_option(const struct sl_option* o, const char* format, struct sl_cql_address* address,
-                   int* taken, struct sluice_error* error);
+/// The connection options of a cql:// location, into `address`:
+/// tls=true|false, tls_cert=FILE and tls_key=FILE (a client certificate and
+/// its key, PEM), compression=lz4|none. *taken = 1 when `o` is one of them
+/// (EINVAL for a bad value), 0 when not.
+int cql_connection_option(const struct sl_option* o, const char* format,
+                          struct sl_cql_address* address, int* taken, struct sluice_error* error);
+
+/// compression=lz4|none (also the writer's --compression) into *out.
+int cql_parse_compression(const char* value, size_t n, const char* format, int* out,
+                          struct sluice_error* error);
 
 #endif

@@ -93,9 +93,10 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
                           (int)o.key_len, o.key);
     }
     int64_t n;
-    int tls_option;
-    SL_RETURN_NOT_OK(cql_tls_option(&o, "cql write", &w->address, &tls_option, error));
-    if (tls_option) continue;
+    int connection_option;
+    SL_RETURN_NOT_OK(
+        cql_connection_option(&o, "cql write", &w->address, &connection_option, error));
+    if (connection_option) continue;
     if (sl_option_is(&o, "consistency")) {
       SL_RETURN_NOT_OK(
           cql_parse_consistency(o.value, o.value_len, "cql write", &w->consistency, error));
@@ -123,7 +124,7 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql write option '%.*s' (known: consistency, batch_rows, "
-                          "in_flight, nulls, tls, tls_cert, tls_key)",
+                          "in_flight, nulls, tls, tls_cert, tls_key, compression)",
                           (int)o.key_len, o.key);
     }
   }
@@ -546,6 +547,10 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   // The location first: the TLS options go into the address it sets.
   int rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
   if (rc == 0) rc = parse_options(&w, args->format_options, error);
+  if (rc == 0 && args->compression != NULL) {  // --compression: the protocol's
+    rc = cql_parse_compression(args->compression, strlen(args->compression), "cql write",
+                               &w.address.compression, error);
+  }
   if (rc == 0) rc = sl_cql_set_tls(&w.address, args->tls_insecure, args->ca_bundle, error);
   w.address.timeout_s = args->timeout_s;
   if (rc == 0) {
