@@ -16,6 +16,8 @@
 #include "../../core/sl_sleep.h"
 #include "../../core/sl_value_text.h"
 #include "../../io/sl_cql.h"
+#include "cql_rows.h"
+#include "cql_schema.h"
 #include "cql_text.h"
 #include "cql_type.h"
 
@@ -118,137 +120,14 @@ static void conn_put(struct cql_reader* r, struct sl_cql_conn* c, int clean) {
 
 /* ---- Query text ----------------------------------------------------------------- */
 
-/// Appends `s` as a CQL string literal ('it''s').
-static int append_literal(struct sl_text* t, const char* s) {
-  int rc = sl_text_append_char(t, '\'');
-  for (const char* p = s; rc == 0 && *p != '\0'; ++p) {
-    rc = *p == '\'' ? sl_text_append(t, "''", 2) : sl_text_append_char(t, *p);
-  }
-  return rc == 0 ? sl_text_append_char(t, '\'') : rc;
-}
-
 static char* text_copy(struct sl_text* t, const struct sluice_allocator* alloc) {
   return sl_strndup(alloc, sl_text_cstr(t), t->len);
 }
 
-/* ---- RESULT rows ----------------------------------------------------------------- */
-
-struct cql_rows {
-  int32_t n_columns;
-  const uint8_t* paging_state;  ///< NULL on the last page
-  int32_t paging_len;
-  struct sl_cql_cursor specs;  ///< column specs (empty with No_metadata)
-  int global_spec;
-  int32_t n_rows;
-  struct sl_cql_cursor rows;  ///< rows_count * n_columns [bytes]
-};
-
-static void free_types(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc) {
-  if (types == NULL) return;
-  for (int64_t i = 0; i < n; ++i) cql_type_free(&types[i], alloc);
-  sl_free(alloc, types, (size_t)(n > 0 ? n : 1) * sizeof *types);
-}
-
-/// Skips or reads the column specs of a Rows result; with `types`, a new
-/// array of the n_columns types (named) goes there.
-static int read_specs(struct cql_rows* rows, const struct sluice_allocator* alloc,
-                      struct cql_type** types) {
-  struct sl_cql_cursor* c = &rows->specs;
-  const uint8_t* s;
-  size_t n;
-  if (rows->global_spec &&
-      (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) {
-    return -1;
-  }
-  struct cql_type* all = NULL;
-  if (types != NULL) {
-    all = sl_calloc(alloc, (size_t)(rows->n_columns > 0 ? rows->n_columns : 1), sizeof *all);
-    if (all == NULL) return ENOMEM;
-  }
-  int rc = 0;
-  for (int32_t i = 0; rc == 0 && i < rows->n_columns; ++i) {
-    if ((!rows->global_spec &&
-         (sl_cql_read_string(c, &s, &n) != 0 || sl_cql_read_string(c, &s, &n) != 0)) ||
-        sl_cql_read_string(c, &s, &n) != 0) {
-      rc = -1;
-      break;
-    }
-    struct cql_type scratch;
-    struct cql_type* t = all != NULL ? &all[i] : &scratch;
-    rc = cql_type_read(c, (const char*)s, n, alloc, t);
-    if (rc == 0 && all == NULL) cql_type_free(t, alloc);
-  }
-  if (rc != 0) {
-    free_types(all, rows->n_columns, alloc);  // (the ones not read are zeroed)
-    return rc;
-  }
-  if (types != NULL) *types = all;
-  return 0;
-}
-
-/// Parses a RESULT body as Rows: metadata, then the cursor at the rows.
-static int parse_rows(struct cql_reader* r, const char* what, const uint8_t* body, int64_t len,
-                      struct cql_rows* rows, struct cql_type** types, struct sluice_error* error) {
-  memset(rows, 0, sizeof *rows);
-  struct sl_cql_cursor c = {body, body + len};
-  int32_t kind, flags;
-  if (sl_cql_read_int(&c, &kind) != 0 || kind != 2) {
-    return sl_error_set(error, EPROTO, "%s: %s: the answer is not rows (result kind %d)", r->name,
-                        what, kind);
-  }
-  int bad = sl_cql_read_int(&c, &flags) != 0 || sl_cql_read_int(&c, &rows->n_columns) != 0 ||
-            rows->n_columns < 0;
-  if (!bad && (flags & 0x0002)) {
-    bad = sl_cql_read_bytes(&c, &rows->paging_state, &rows->paging_len) != 0;
-  }
-  rows->global_spec = (flags & 0x0001) != 0;
-  rows->specs = c;
-  if (!bad && !(flags & 0x0004)) {
-    int rc = read_specs(rows, r->alloc, types);
-    if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-    bad = rc != 0;
-    c = rows->specs;
-  } else if (!bad && types != NULL) {
-    bad = 1;  // asked for the types, got none
-  }
-  if (!bad) bad = sl_cql_read_int(&c, &rows->n_rows) != 0 || rows->n_rows < 0;
-  // Every value takes 4 bytes at least: a count beyond that is a lie.
-  if (!bad && rows->n_columns > 0 &&
-      (int64_t)rows->n_rows * rows->n_columns > (c.end - c.p) / 4) {
-    bad = 1;
-  }
-  if (bad) {
-    if (types != NULL) {
-      free_types(*types, rows->n_columns, r->alloc);
-      *types = NULL;
-    }
-    return sl_error_set(error, EPROTO, "%s: %s: malformed rows metadata (at byte %lld of %lld)",
-                        r->name, what, (long long)(c.p - body), (long long)len);
-  }
-  rows->rows = c;
-  return 0;
-}
-
-/// Runs a small unpaged query and returns its Rows (valid until the next
-/// use of `conn`).
-static int small_query(struct cql_reader* r, struct sl_cql_conn* conn, const char* cql,
-                       const char* what, struct cql_rows* rows, struct cql_type** types,
-                       struct sluice_error* error) {
-  const uint8_t* body;
-  int64_t len;
-  SL_RETURN_NOT_OK(sl_cql_send_query(conn, cql, r->consistency, 0, NULL, 0, 0, error));
-  SL_RETURN_NOT_OK(sl_cql_receive_result(conn, what, &body, &len, error));
-  return parse_rows(r, what, body, len, rows, types, error);
-}
-
-/// The next value of a row of text/int cells, bounds-checked.
-static int next_cell(struct cql_reader* r, const char* what, struct cql_rows* rows,
-                     const uint8_t** v, int32_t* n, struct sluice_error* error) {
-  if (sl_cql_read_bytes(&rows->rows, v, n) != 0) {
-    return sl_error_set(error, EPROTO, "%s: %s: a row runs past the end of the answer", r->name,
-                        what);
-  }
-  return 0;
+/// Who the reader's queries come from (cql_rows.h).
+static struct cql_asker asker(const struct cql_reader* r) {
+  struct cql_asker a = {r->name, r->alloc, r->consistency};
+  return a;
 }
 
 /* ---- Open ----------------------------------------------------------------------- */
@@ -257,7 +136,7 @@ static void cql_close(void* reader) {
   struct cql_reader* r = reader;
   if (r == NULL) return;
   for (int i = 0; i < r->n_idle; ++i) sl_cql_close(r->idle[i]);
-  free_types(r->columns, r->n_columns, r->alloc);
+  cql_types_free(r->columns, r->n_columns, r->alloc);
   if (r->schema.release != NULL) r->schema.release(&r->schema);
   if (r->name != NULL) sl_free(r->alloc, r->name, strlen(r->name) + 1);
   if (r->table_ref != NULL) sl_free(r->alloc, r->table_ref, strlen(r->table_ref) + 1);
@@ -266,110 +145,31 @@ static void cql_close(void* reader) {
   sl_free(r->alloc, r, sizeof *r);
 }
 
-/// The partitioner (token splits only for Murmur3), the partition key
-/// columns in order (token(...)), the table's existence.
-static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
-                            struct sluice_error* error) {
-  struct cql_rows rows;
-  const uint8_t* v;
-  int32_t n;
-  const char* what = "reading system.local";
-  SL_RETURN_NOT_OK(small_query(r, conn, "SELECT partitioner FROM system.local", what, &rows,
-                               NULL, error));
-  if (rows.n_rows >= 1 && rows.n_columns == 1) {
-    SL_RETURN_NOT_OK(next_cell(r, what, &rows, &v, &n, error));
-    static const char murmur3[] = "org.apache.cassandra.dht.Murmur3Partitioner";
-    r->murmur3 = n == (int32_t)sizeof murmur3 - 1 && memcmp(v, murmur3, (size_t)n) == 0;
-  }
-  struct sl_text q, key;
-  sl_text_init(&q, r->alloc);
+/// token("pk1", "pk2"): the partition key columns of `t` in their order.
+static int token_expr(struct cql_reader* r, const struct cql_table_columns* t,
+                      struct sluice_error* error) {
+  struct sl_text key;
   sl_text_init(&key, r->alloc);
-  int rc = 0;
-  // Tables are listed in system_schema, virtual tables (system_views.*) in
-  // system_virtual_schema, whose columns table has the same layout.
-  static const char* const schemas[] = {"system_schema", "system_virtual_schema"};
-  for (int k = 0; rc == 0 && k < 2; ++k) {
-    sl_text_clear(&q);
-    rc = sl_text_append_str(&q, "SELECT column_name, kind, position FROM ");
-    if (rc == 0) rc = sl_text_append_str(&q, schemas[k]);
-    if (rc == 0) rc = sl_text_append_str(&q, ".columns WHERE keyspace_name = ");
-    if (rc == 0) rc = append_literal(&q, r->address.keyspace);
-    if (rc == 0) rc = sl_text_append_str(&q, " AND table_name = ");
-    if (rc == 0) rc = append_literal(&q, r->address.table);
-    if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-    what = k == 0 ? "reading system_schema.columns" : "reading system_virtual_schema.columns";
-    if (rc == 0 && k == 0) rc = small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, error);
-    if (rc == 0 && k == 1) {
-      // Nodes before Cassandra 4.0 have no virtual tables and refuse the
-      // query as invalid (0x2200): then "no table". Any other failure (a
-      // broken connection, unauthorized, overloaded) is the error.
-      struct sluice_error refused;
-      sl_error_clear(&refused);
-      if (small_query(r, conn, sl_text_cstr(&q), what, &rows, NULL, &refused) != 0) {
-        if (sl_cql_server_error(conn) != 0x2200) {
-          rc = sl_error_set(error, refused.code, "%s", refused.message);
-        }
-        memset(&rows, 0, sizeof rows);
-        rows.n_columns = 3;
-      }
-    }
-    if (rc == 0 && rows.n_rows > 0) {
-      r->virtual_table = k == 1;
-      break;
-    }
-  }
-  if (rc == 0 && rows.n_columns != 3) {
-    rc = sl_error_set(error, EPROTO, "%s: %s: expected 3 columns, got %d", r->name, what,
-                      (int)rows.n_columns);
-  }
-  if (rc == 0 && rows.n_rows == 0) {
-    rc = sl_error_set(error, ENOENT,
-                      "%s: no table '%s' in keyspace '%s' (names are case-sensitive, as "
-                      "system_schema.tables and system_virtual_schema.tables list them)",
-                      r->name, r->address.table, r->address.keyspace);
+  int rc = sl_text_append_str(&key, "token(") != 0 ? ENOMEM : 0;
+  int n_keys = 0;
+  for (int32_t i = 0; i < t->n_columns; ++i) n_keys += t->columns[i].kind == CQL_KIND_PARTITION_KEY;
+  if (rc == 0 && n_keys == 0) {
+    rc = sl_error_set(error, EPROTO, "%s: the schema lists no partition key", r->name);
   }
   // Partition key columns by position (at most a few: an O(n^2) pick).
-  const uint8_t* names[64];
-  int32_t name_len[64];
-  int32_t positions[64];
-  int n_keys = 0;
-  for (int32_t i = 0; rc == 0 && i < rows.n_rows; ++i) {
-    const uint8_t *name, *kind, *pos;
-    int32_t nn, kn, pn;
-    rc = next_cell(r, what, &rows, &name, &nn, error);
-    if (rc == 0) rc = next_cell(r, what, &rows, &kind, &kn, error);
-    if (rc == 0) rc = next_cell(r, what, &rows, &pos, &pn, error);
-    if (rc == 0 && kn == 13 && memcmp(kind, "partition_key", 13) == 0 && nn > 0 && pn == 4) {
-      if (n_keys == 64) {
-        rc = sl_error_set(error, ENOTSUP, "%s: more than 64 partition key columns", r->name);
-        break;
-      }
-      struct sl_cql_cursor at = {pos, pos + 4};
-      (void)sl_cql_read_int(&at, &positions[n_keys]);  // 4 bytes: cannot fail
-      names[n_keys] = name;
-      name_len[n_keys] = nn;
-      ++n_keys;
-    }
-  }
-  if (rc == 0 && n_keys == 0) {
-    rc = sl_error_set(error, EPROTO, "%s: %s: no partition key", r->name, what);
-  }
-  if (rc == 0) rc = sl_text_append_str(&key, "token(") != 0 ? ENOMEM : 0;
   for (int k = 0; rc == 0 && k < n_keys; ++k) {
-    int best = -1;
-    for (int i = 0; i < n_keys; ++i) {
-      if (positions[i] == k) best = i;
+    const struct cql_column_info* best = NULL;
+    for (int32_t i = 0; i < t->n_columns; ++i) {
+      const struct cql_column_info* c = &t->columns[i];
+      if (c->kind == CQL_KIND_PARTITION_KEY && c->position == k) best = c;
     }
-    if (best < 0) {
+    if (best == NULL) {
       rc = sl_error_set(error, EPROTO, "%s: partition key position %d is missing", r->name, k);
       break;
     }
-    char* col = sl_strndup(r->alloc, (const char*)names[best], (size_t)name_len[best]);
-    rc = col == NULL || (k > 0 && sl_text_append(&key, ", ", 2) != 0) ||
-                 cql_append_ident(&key, col) != 0
-             ? ENOMEM
-             : 0;
-    if (col != NULL) sl_free(r->alloc, col, strlen(col) + 1);
+    if ((k > 0 && sl_text_append(&key, ", ", 2) != 0) || cql_append_ident(&key, best->name) != 0) {
+      rc = ENOMEM;
+    }
   }
   if (rc == 0 && sl_text_append_char(&key, ')') != 0) rc = ENOMEM;
   if (rc == 0) {
@@ -377,8 +177,39 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
     if (r->token_expr == NULL) rc = ENOMEM;
   }
   if (rc == ENOMEM) sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-  sl_text_reset(&q);
   sl_text_reset(&key);
+  return rc;
+}
+
+/// The partitioner (token splits only for Murmur3), the partition key
+/// columns in order (token(...)), the table's existence.
+static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
+                            struct sluice_error* error) {
+  struct cql_asker a = asker(r);
+  struct cql_rows rows;
+  const uint8_t* v;
+  int32_t n;
+  const char* what = "reading system.local";
+  SL_RETURN_NOT_OK(cql_small_query(&a, conn, "SELECT partitioner FROM system.local", what, &rows,
+                                   NULL, error));
+  if (rows.n_rows >= 1 && rows.n_columns == 1) {
+    SL_RETURN_NOT_OK(cql_next_cell(&a, what, &rows, &v, &n, error));
+    static const char murmur3[] = "org.apache.cassandra.dht.Murmur3Partitioner";
+    r->murmur3 = n == (int32_t)sizeof murmur3 - 1 && memcmp(v, murmur3, (size_t)n) == 0;
+  }
+  struct cql_table_columns t;
+  SL_RETURN_NOT_OK(
+      cql_table_columns_read(&a, conn, r->address.keyspace, r->address.table, 1, &t, error));
+  int rc = 0;
+  if (t.n_columns == 0) {
+    rc = sl_error_set(error, ENOENT,
+                      "%s: no table '%s' in keyspace '%s' (names are case-sensitive, as "
+                      "system_schema.tables and system_virtual_schema.tables list them)",
+                      r->name, r->address.table, r->address.keyspace);
+  }
+  r->virtual_table = t.virtual_table;
+  if (rc == 0) rc = token_expr(r, &t, error);
+  cql_table_columns_free(&t, r->alloc);
   return rc;
 }
 
@@ -395,8 +226,9 @@ static int read_columns(struct cql_reader* r, struct sl_cql_conn* conn,
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   }
   struct cql_rows rows;
-  rc = small_query(r, conn, sl_text_cstr(&q), "reading the table's columns", &rows, &r->columns,
-                   error);
+  struct cql_asker a = asker(r);
+  rc = cql_small_query(&a, conn, sl_text_cstr(&q), "reading the table's columns", &rows,
+                       &r->columns, error);
   sl_text_reset(&q);
   if (rc != 0) return rc;
   r->n_columns = rows.n_columns;
@@ -697,7 +529,8 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
       rc = sl_error_set(error, rc, "%s (asked %d times)", message, s->attempts + 1);
     }
     s->attempts = 0;
-    if (rc == 0) rc = parse_rows(r, what, body, len, &rows, NULL, error);
+    struct cql_asker a = asker(r);
+    if (rc == 0) rc = cql_rows_parse(&a, what, body, len, &rows, NULL, error);
     if (rc != 0) {
       s->done = 1;
       return rc;
