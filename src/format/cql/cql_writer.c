@@ -16,6 +16,8 @@
 #include "../../io/sl_cql.h"
 #include "../text/text_writers.h"  // sl_text_write_stream: the stream walk every row writer shares
 #include "cql_encode.h"
+#include "cql_rows.h"
+#include "cql_schema.h"
 #include "cql_text.h"
 
 #define CQL_DEFAULT_BATCH_ROWS 32
@@ -42,6 +44,22 @@ struct cql_slot {
   int attempts;
 };
 
+/// A prepared INSERT: the PREPARE request (kept to prepare again on a new
+/// connection), the node's id for it and its bound variables.
+struct cql_statement {
+  struct sl_buffer prepare_body;
+  uint8_t id[256];
+  uint16_t id_len;        ///< 0: not prepared
+  int n_vars;             ///< the columns', then the timestamp's
+  struct cql_type* vars;  ///< the bound variables' types, in column order
+  int n_pk;
+  uint16_t pk[64];  ///< bound variables that make the partition key
+};
+
+/// The shape of a row: all its columns, or (every clustering column null)
+/// the static values of its partition only.
+enum row_shape { ROW_WHOLE, ROW_STATIC };
+
 struct cql_write {
   const struct sluice_allocator* alloc;
   char name[1024];  ///< the location, without its password
@@ -52,19 +70,24 @@ struct cql_write {
   enum cql_null_mode nulls;
   struct sl_cql_conn* conn;
   int reconnects;  ///< new connections since the last answer
-  struct sl_buffer prepare_body;  ///< the PREPARE request, kept to prepare again
-  uint8_t id[256];  ///< the prepared statement's id
-  uint16_t id_len;
-  int n_vars;             ///< the columns', then the timestamp's
+  /// INSERT of every column (bound variable i is column i), and INSERT of
+  /// the partition key and static columns, prepared at the first row of
+  /// static values only (statics_cols lists its columns).
+  struct cql_statement whole, statics;
   int n_columns;
-  struct cql_type* vars;  ///< the bound variables' types, in column order
+  /// Each column's enum cql_column_kind (regular for a name the schema
+  /// lacks), counts of the clustering and static columns among them, and the
+  /// partition key and static columns in column order.
+  int* kinds;
+  int n_clustering, n_static;
+  int* statics_cols;
+  int n_statics_cols;
+  int table_statics;  ///< static columns of the table, in the data or not
   /// The write time of the last row (microseconds since 1970): each row
   /// gets a later one, so that a key given twice keeps its last row
   /// whatever order the node applies requests in (see next_timestamp).
   int64_t last_timestamp;
   struct cql_encoder* encoders;
-  int n_pk;
-  uint16_t pk[64];  ///< bound variables that make the partition key
   struct cql_slot* slots;
   int* free_slots;
   int n_free;
@@ -133,36 +156,40 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
 
 /* ---- Preparing ----------------------------------------------------------------------- */
 
-/// INSERT INTO "ks"."t" ("c1", ...) VALUES (?, ...) USING TIMESTAMP ?
+/// The column at place `k` of an INSERT of `cols` (NULL: every column).
+static int column_at(const int* cols, int k) { return cols != NULL ? cols[k] : k; }
+
+/// INSERT INTO "ks"."t" ("c1", ...) VALUES (?, ...) USING TIMESTAMP ? of
+/// the `n` columns `cols` (NULL: every column of `row`).
 static int insert_text(const struct cql_write* w, const struct sl_text_field* row,
-                       struct sl_text* t) {
+                       const int* cols, int n, struct sl_text* t) {
   int rc = sl_text_append_str(t, "INSERT INTO ");
   if (rc == 0) rc = cql_append_ident(t, w->address.keyspace);
   if (rc == 0) rc = sl_text_append_char(t, '.');
   if (rc == 0) rc = cql_append_ident(t, w->address.table);
   if (rc == 0) rc = sl_text_append_str(t, " (");
-  for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
-    if (i > 0) rc = sl_text_append_str(t, ", ");
-    if (rc == 0) rc = cql_append_ident(t, row->children[i].name);
+  for (int k = 0; rc == 0 && k < n; ++k) {
+    if (k > 0) rc = sl_text_append_str(t, ", ");
+    if (rc == 0) rc = cql_append_ident(t, row->children[column_at(cols, k)].name);
   }
   if (rc == 0) rc = sl_text_append_str(t, ") VALUES (");
-  for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
-    rc = sl_text_append_str(t, i > 0 ? ", ?" : "?");
-  }
+  for (int k = 0; rc == 0 && k < n; ++k) rc = sl_text_append_str(t, k > 0 ? ", ?" : "?");
   return rc == 0 ? sl_text_append_str(t, ") USING TIMESTAMP ?") : rc;
 }
 
-/// Reads a Prepared result: the statement id, the partition key's bound
-/// variables and every bound variable's type.
-static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t length,
-                         struct sluice_error* error) {
+/// Reads a Prepared result into `st`: the statement id, the partition key's
+/// bound variables and every bound variable's type.
+static int read_prepared(struct cql_write* w, struct cql_statement* st, const uint8_t* body,
+                         int64_t length, struct sluice_error* error) {
   struct sl_cql_cursor c = {body, body + length};
   int32_t kind, flags, n_vars, n_pk;
   const uint8_t* id = NULL;
   uint16_t id_len = 0;
   int bad = sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED;
   if (!bad) {  // [short bytes]
-    bad = sl_cql_read_short(&c, &id_len) != 0 || c.end - c.p < id_len || id_len > sizeof w->id;
+    // (An empty id would read as "not prepared": see cql_statement.id_len.)
+    bad = sl_cql_read_short(&c, &id_len) != 0 || c.end - c.p < id_len || id_len == 0 ||
+          id_len > sizeof st->id;
     id = c.p;
     if (!bad) c.p += id_len;
   }
@@ -173,11 +200,11 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
     return sl_error_set(error, EPROTO, "%s: the answer to PREPARE is not a Prepared result",
                         w->name);
   }
-  memcpy(w->id, id, id_len);
-  w->id_len = id_len;
-  w->n_pk = n_pk;
+  memcpy(st->id, id, id_len);
+  st->id_len = id_len;
+  st->n_pk = n_pk;
   for (int32_t i = 0; i < n_pk; ++i) {
-    if (sl_cql_read_short(&c, &w->pk[i]) != 0 || w->pk[i] >= n_vars) {
+    if (sl_cql_read_short(&c, &st->pk[i]) != 0 || st->pk[i] >= n_vars) {
       return sl_error_set(error, EPROTO, "%s: a Prepared result with a bad partition key index",
                           w->name);
     }
@@ -189,8 +216,9 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
       return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
     }
   }
-  w->vars = sl_calloc(w->alloc, (size_t)(n_vars > 0 ? n_vars : 1), sizeof *w->vars);
-  if (w->vars == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  st->vars = sl_calloc(w->alloc, (size_t)(n_vars > 0 ? n_vars : 1), sizeof *st->vars);
+  if (st->vars == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  st->n_vars = n_vars;  // the types not read yet are zeroed: statement_free frees them all
   for (int32_t i = 0; i < n_vars; ++i) {
     if (!(flags & 0x0001) &&
         (sl_cql_read_string(&c, &s, &n) != 0 || sl_cql_read_string(&c, &s, &n) != 0)) {
@@ -199,8 +227,7 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
     if (sl_cql_read_string(&c, &s, &n) != 0) {
       return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
     }
-    int rc = cql_type_read(&c, (const char*)s, n, w->alloc, &w->vars[i]);
-    if (rc == 0) w->n_vars = i + 1;
+    int rc = cql_type_read(&c, (const char*)s, n, w->alloc, &st->vars[i]);
     if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
     if (rc != 0) {
       return sl_error_set(error, EPROTO, "%s: bound variable %d of the Prepared result has a "
@@ -210,16 +237,82 @@ static int read_prepared(struct cql_write* w, const uint8_t* body, int64_t lengt
   return 0;
 }
 
-/// Sends the PREPARE (w->prepare_body) and waits for the answer.
-static int ask_prepare(struct cql_write* w, const uint8_t** answer, int64_t* length,
-                       struct sluice_error* error) {
-  SL_RETURN_NOT_OK(sl_cql_send(w->conn, SL_CQL_OP_PREPARE, 0, w->prepare_body.data,
-                               (size_t)w->prepare_body.size, error));
+static void statement_free(struct cql_statement* st, const struct sluice_allocator* alloc) {
+  if (st->vars != NULL) {
+    for (int i = 0; i < st->n_vars; ++i) cql_type_free(&st->vars[i], alloc);
+    sl_free(alloc, st->vars, (size_t)(st->n_vars > 0 ? st->n_vars : 1) * sizeof *st->vars);
+  }
+  sl_buffer_reset(&st->prepare_body);
+}
+
+/// Sends the PREPARE of `st` and waits for the answer (nothing else may be
+/// in flight: the next answer is taken as this one's).
+static int ask_prepare(struct cql_write* w, const struct cql_statement* st,
+                       const uint8_t** answer, int64_t* length, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(sl_cql_send(w->conn, SL_CQL_OP_PREPARE, 0, st->prepare_body.data,
+                               (size_t)st->prepare_body.size, error));
   return sl_cql_receive(w->conn, "preparing the INSERT", NULL, answer, length, error);
 }
 
-/// Prepares the INSERT of the stream's columns and pairs every column with
-/// its bound variable's encoder (sl_text_write_stream's header step).
+/// Prepares into `st` the INSERT of the `n` columns `cols` (NULL: every
+/// column of `row`), whose bound variables must be those columns and the
+/// timestamp.
+static int prepare_statement(struct cql_write* w, struct cql_statement* st,
+                             const struct sl_text_field* row, const int* cols, int n,
+                             struct sluice_error* error) {
+  struct sl_text t;
+  sl_text_init(&t, w->alloc);
+  int rc = insert_text(w, row, cols, n, &t);
+  if (rc == 0) rc = sl_buffer_append_be(&st->prepare_body, t.len, 4);  // [long string]
+  if (rc == 0) rc = sl_buffer_append(&st->prepare_body, t.data, (int64_t)t.len);
+  sl_text_reset(&t);
+  if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
+  const uint8_t* answer;
+  int64_t answer_len;
+  SL_RETURN_NOT_OK(ask_prepare(w, st, &answer, &answer_len, error));
+  SL_RETURN_NOT_OK(read_prepared(w, st, answer, answer_len, error));
+  if (st->n_vars != n + 1 || st->vars[st->n_vars - 1].id != CQL_BIGINT) {
+    return sl_error_set(error, EPROTO,
+                        "%s: the INSERT of %d columns has %d bound variables, not the columns "
+                        "and a timestamp",
+                        w->name, n, st->n_vars);
+  }
+  return 0;
+}
+
+/// Each column's kind in the table (system_schema.columns), and the
+/// partition key and static columns: what a row of static values only
+/// writes (see row_shape).
+static int read_kinds(struct cql_write* w, const struct sl_text_field* row,
+                      struct sluice_error* error) {
+  struct cql_asker a = {w->name, w->alloc, w->consistency};
+  struct cql_table_columns t;
+  SL_RETURN_NOT_OK(
+      cql_table_columns_read(&a, w->conn, w->address.keyspace, w->address.table, 0, &t, error));
+  w->kinds = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->kinds);
+  w->statics_cols = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->statics_cols);
+  int rc = w->kinds == NULL || w->statics_cols == NULL
+               ? sl_error_set(error, ENOMEM, "%s: out of memory", w->name)
+               : 0;
+  for (int32_t i = 0; i < t.n_columns; ++i) {
+    w->table_statics += t.columns[i].kind == CQL_KIND_STATIC;
+  }
+  for (int v = 0; rc == 0 && v < w->n_columns; ++v) {
+    const struct cql_column_info* c = cql_table_column(&t, row->children[v].name);
+    w->kinds[v] = c != NULL ? c->kind : CQL_KIND_REGULAR;
+    w->n_clustering += w->kinds[v] == CQL_KIND_CLUSTERING;
+    w->n_static += w->kinds[v] == CQL_KIND_STATIC;
+    if (w->kinds[v] == CQL_KIND_PARTITION_KEY || w->kinds[v] == CQL_KIND_STATIC) {
+      w->statics_cols[w->n_statics_cols++] = v;
+    }
+  }
+  cql_table_columns_free(&t, w->alloc);
+  return rc;
+}
+
+/// Prepares the INSERT of the stream's columns, pairs every column with
+/// its bound variable's encoder and learns the columns' kinds
+/// (sl_text_write_stream's header step).
 static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
                    struct sluice_error* error) {
   (void)sink;
@@ -227,39 +320,16 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
   if (row->n_children == 0) {
     return sl_error_set(error, EINVAL, "%s: the data has no columns to insert", w->name);
   }
-  struct sl_text t;
-  sl_text_init(&t, w->alloc);
-  int rc = insert_text(w, row, &t);
-  if (rc != 0) {
-    sl_text_reset(&t);
-    return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
-  }
-  size_t n = t.len;
-  rc = sl_buffer_append_be(&w->prepare_body, n, 4);  // [long string]
-  if (rc == 0) rc = sl_buffer_append(&w->prepare_body, t.data, (int64_t)n);
-  sl_text_reset(&t);
-  if (rc != 0) rc = sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
-  const uint8_t* answer;
-  int64_t answer_len;
-  if (rc == 0) rc = ask_prepare(w, &answer, &answer_len, error);
-  if (rc == 0) rc = read_prepared(w, answer, answer_len, error);
-  if (rc == 0 &&
-      (w->n_vars != row->n_children + 1 || w->vars[w->n_vars - 1].id != CQL_BIGINT)) {
-    rc = sl_error_set(error, EPROTO,
-                      "%s: the INSERT of %lld columns has %d bound variables, not the columns "
-                      "and a timestamp",
-                      w->name, (long long)row->n_children, w->n_vars);
-  }
-  if (rc != 0) return rc;
   w->n_columns = (int)row->n_children;
+  SL_RETURN_NOT_OK(prepare_statement(w, &w->whole, row, NULL, w->n_columns, error));
   w->encoders = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->encoders);
   if (w->encoders == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
   for (int i = 0; i < w->n_columns; ++i) {
-    rc = cql_encoder_init(&w->encoders[i], &w->vars[i], &row->children[i], row->children[i].name,
-                          w->alloc, error);
+    int rc = cql_encoder_init(&w->encoders[i], &w->whole.vars[i], &row->children[i],
+                              row->children[i].name, w->alloc, error);
     if (rc != 0) return sl_error_prefix(error, "%s", w->name);
   }
-  return 0;
+  return read_kinds(w, row, error);
 }
 
 /* ---- Requests in flight ----------------------------------------------------------------- */
@@ -270,28 +340,37 @@ static int send_slot(struct cql_write* w, int16_t stream, struct sluice_error* e
                      (size_t)(s->body.size - s->start), error);
 }
 
+/// Prepares `st` again on a new connection: the node must give it the id
+/// the requests in flight carry (it does: the id is a hash of the text).
+static int prepare_again(struct cql_write* w, const struct cql_statement* st,
+                         struct sluice_error* error) {
+  const uint8_t* answer;
+  int64_t length;
+  SL_RETURN_NOT_OK(ask_prepare(w, st, &answer, &length, error));
+  struct sl_cql_cursor c = {answer, answer + length};
+  int32_t kind;
+  uint16_t n;
+  if (sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED ||
+      sl_cql_read_short(&c, &n) != 0 || n != st->id_len || c.end - c.p < n ||
+      memcmp(c.p, st->id, n) != 0) {
+    return sl_error_set(error, EPROTO, "%s: on a new connection the node prepared the INSERT "
+                        "under another id", w->name);
+  }
+  return 0;
+}
+
 /// The connection broke with requests in flight (node restarted, connection
-/// reset): after a pause, a new connection, the INSERT prepared again (the
-/// node gives it the same id, a hash of its text) and every request in
-/// flight sent again (INSERTs are idempotent).
+/// reset): after a pause, a new connection, the INSERTs prepared again (a
+/// restarted node has forgotten them, and the requests in flight may use
+/// either) and every request in flight sent again (INSERTs are idempotent).
 static int resume(struct cql_write* w, struct sluice_error* error) {
   sl_cql_close(w->conn);
   w->conn = NULL;
   sl_sleep_ms((long)CQL_RETRY_BASE_MS << w->reconnects);
   ++w->reconnects;
   SL_RETURN_NOT_OK(sl_cql_connect(&w->address, w->name, w->alloc, &w->conn, error));
-  const uint8_t* answer;
-  int64_t length;
-  SL_RETURN_NOT_OK(ask_prepare(w, &answer, &length, error));
-  struct sl_cql_cursor c = {answer, answer + length};
-  int32_t kind;
-  uint16_t n;
-  if (sl_cql_read_int(&c, &kind) != 0 || kind != RESULT_PREPARED ||
-      sl_cql_read_short(&c, &n) != 0 || n != w->id_len || c.end - c.p < n ||
-      memcmp(c.p, w->id, n) != 0) {
-    return sl_error_set(error, EPROTO, "%s: on a new connection the node prepared the INSERT "
-                        "under another id", w->name);
-  }
+  SL_RETURN_NOT_OK(prepare_again(w, &w->whole, error));
+  if (w->statics.id_len > 0) SL_RETURN_NOT_OK(prepare_again(w, &w->statics, error));
   for (int i = 0; i < w->in_flight; ++i) {
     if (w->slots[i].busy) SL_RETURN_NOT_OK(send_slot(w, (int16_t)i, error));
   }
@@ -334,9 +413,10 @@ static int receive_one(struct cql_write* w, struct sluice_error* error) {
     char message[sizeof error->message];
     snprintf(message, sizeof message, "%s", error->message);
     // The node's words for a null key column (nulls are sent unset): say so.
+    // (A null clustering column is found before sending, see row_shape; a
+    // null partition key column of a whole row is left to the node.)
     const char* hint = strstr(message, "Invalid unset value for column") != NULL
-                           ? "; a primary key column is null there (a row of a partition "
-                             "that holds only static values has null clustering columns)"
+                           ? "; a primary key column is null there"
                            : "";
     return sl_error_set(error, rc, "%s (rows %lld to %lld, sent %d times%s)", message,
                         (long long)s->first_row + 1, (long long)(s->first_row + s->n_rows),
@@ -362,12 +442,13 @@ static int send_group(struct cql_write* w, struct sluice_error* error) {
     // The body holds a BATCH of one: <type><n:2><kind><id_len:2><id><values>.
     // An EXECUTE is <id_len:2><id><consistency:2><flags = values><values>:
     // one byte shorter before the values, so it is written over the batch's
-    // head from byte 1 on and sent from there.
-    uint8_t* p = s->body.data + 1;
-    sl_store_be(p, w->id_len, 2);
-    memcpy(p + 2, w->id, w->id_len);
-    sl_store_be(p + 2 + w->id_len, (uint64_t)w->consistency, 2);
-    p[4 + w->id_len] = 0x01;
+    // head from byte 1 on and sent from there. The id is the row's own (of
+    // the whole INSERT or the statics one), moved 3 bytes ahead.
+    uint8_t* b = s->body.data;
+    size_t id_len = (size_t)sl_load_be(b + 4, 2);
+    memmove(b + 1, b + 4, 2 + id_len);
+    sl_store_be(b + 3 + id_len, (uint64_t)w->consistency, 2);
+    b[5 + id_len] = 0x01;
     s->start = 1;
     s->opcode = SL_CQL_OP_EXECUTE;
   } else {
@@ -423,15 +504,18 @@ static int64_t next_timestamp(struct cql_write* w) {
   return w->last_timestamp;
 }
 
-/// Encodes row i into w->row (<n><values><timestamp>) and its partition key
-/// into w->key.
+/// Encodes into w->row (<n><values><timestamp>) row i's values of the
+/// columns of its statement (`shape`), and its partition key into w->key.
 static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64_t i,
-                      struct sluice_error* error) {
+                      enum row_shape shape, struct sluice_error* error) {
+  const struct cql_statement* st = shape == ROW_STATIC ? &w->statics : &w->whole;
+  const int* cols = shape == ROW_STATIC ? w->statics_cols : NULL;
   int64_t starts[64] = {0};
   w->row.size = 0;
   w->key.size = 0;
-  int rc = sl_buffer_append_be(&w->row, (unsigned)w->n_vars, 2);
-  for (int v = 0; rc == 0 && v < w->n_columns; ++v) {
+  int rc = sl_buffer_append_be(&w->row, (unsigned)st->n_vars, 2);
+  for (int k = 0; rc == 0 && k < st->n_vars - 1; ++k) {
+    int v = column_at(cols, k);
     const char* why = NULL;
     int64_t at = w->row.size;
     rc = cql_encode_value(&w->encoders[v], batch->children[v], i, w->nulls, &w->row, &why);
@@ -439,18 +523,20 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
       return sl_error_set(error, EINVAL, "%s: row %lld, column '%s': %s", w->name,
                           (long long)(w->rows_seen + i + 1), w->encoders[v].arrow->name, why);
     }
-    for (int k = 0; k < w->n_pk; ++k) {
-      if (w->pk[k] == v) starts[k] = at;
+    // The key in the whole INSERT's order (a statics row's key groups with
+    // the whole rows of its partition): its variables are the columns.
+    for (int p = 0; p < w->whole.n_pk; ++p) {
+      if (w->whole.pk[p] == v) starts[p] = at;
     }
   }
   uint8_t stamp[12];  // [bytes] of 8: USING TIMESTAMP's value
   sl_store_be(stamp, 8, 4);
   sl_store_be(stamp + 4, (uint64_t)next_timestamp(w), 8);
   if (rc == 0) rc = sl_buffer_append(&w->row, stamp, sizeof stamp);
-  for (int k = 0; rc == 0 && k < w->n_pk; ++k) {
-    const uint8_t* p = w->row.data + starts[k];
-    int32_t n = (int32_t)sl_load_be32(p);
-    rc = sl_buffer_append(&w->key, p, 4 + (n > 0 ? n : 0));
+  for (int p = 0; rc == 0 && p < w->whole.n_pk; ++p) {
+    const uint8_t* at = w->row.data + starts[p];
+    int32_t n = (int32_t)sl_load_be32(at);
+    rc = sl_buffer_append(&w->key, at, 4 + (n > 0 ? n : 0));
   }
   return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
 }
@@ -474,17 +560,107 @@ static int check_mismatched(struct cql_write* w, const struct ArrowArray* batch,
   return 0;
 }
 
+/// The first column of `kind` whose value in row i is null (`null`) or not,
+/// or -1.
+static int first_of_kind(const struct cql_write* w, const struct ArrowArray* batch, int64_t i,
+                         int kind, int null) {
+  for (int v = 0; v < w->n_columns; ++v) {
+    if (w->kinds[v] == kind &&
+        sl_value_is_null(w->encoders[v].arrow, batch->children[v], i) == null) {
+      return v;
+    }
+  }
+  return -1;
+}
+
+/// Row i's shape. A row whose clustering columns are all null is what a
+/// read gives for a partition that holds static values only: it is
+/// written as the INSERT of its partition key and static columns, which is
+/// how Cassandra stores such a partition (no clustering row is made). Any
+/// other null in the clustering columns, or such a row that has no static
+/// column to write or holds a value with no row to go to, is EINVAL naming
+/// the row and the column.
+static int row_shape(const struct cql_write* w, const struct ArrowArray* batch, int64_t i,
+                     enum row_shape* shape, struct sluice_error* error) {
+  *shape = ROW_WHOLE;
+  if (w->n_clustering == 0) return 0;
+  int null_ck = first_of_kind(w, batch, i, CQL_KIND_CLUSTERING, 1);
+  if (null_ck < 0) return 0;
+  long long at = (long long)(w->rows_seen + i + 1);
+  const char* ck = w->encoders[null_ck].arrow->name;
+  int set_ck = first_of_kind(w, batch, i, CQL_KIND_CLUSTERING, 0);
+  if (set_ck >= 0) {
+    return sl_error_set(error, EINVAL,
+                        "%s: row %lld, column '%s': a null clustering column while clustering "
+                        "column '%s' is not (only a row of a partition's static values has "
+                        "null clustering columns, and then all of them)",
+                        w->name, at, ck, w->encoders[set_ck].arrow->name);
+  }
+  if (w->n_static == 0) {
+    return sl_error_set(error, EINVAL,
+                        "%s: row %lld, column '%s': a null clustering column, and %s (a row "
+                        "whose clustering columns are null holds a partition's static values "
+                        "only)",
+                        w->name, at, ck,
+                        w->table_statics == 0 ? "the table has no static columns"
+                                              : "the data has none of the table's static columns");
+  }
+  int v = first_of_kind(w, batch, i, CQL_KIND_PARTITION_KEY, 1);
+  if (v >= 0) {
+    return sl_error_set(error, EINVAL, "%s: row %lld, column '%s': a null partition key column",
+                        w->name, at, w->encoders[v].arrow->name);
+  }
+  v = first_of_kind(w, batch, i, CQL_KIND_REGULAR, 0);
+  if (v >= 0) {
+    return sl_error_set(error, EINVAL,
+                        "%s: row %lld, column '%s': a value in a row whose clustering columns "
+                        "are null (a row of a partition's static values only: a column that is "
+                        "not static has no row to go to)",
+                        w->name, at, w->encoders[v].arrow->name);
+  }
+  *shape = ROW_STATIC;
+  return 0;
+}
+
+/// Prepares the INSERT of the partition key and static columns, once, at
+/// the first row of static values only (tables without statics never pay
+/// for it). Requests in flight are answered first: the PREPARE's answer is
+/// taken as the next one to come.
+static int prepare_statics(struct cql_write* w, const struct sl_text_field* row,
+                           struct sluice_error* error) {
+  if (w->statics.id_len > 0) return 0;
+  SL_RETURN_NOT_OK(send_group(w, error));
+  while (w->n_free < w->in_flight) SL_RETURN_NOT_OK(receive_one(w, error));
+  return prepare_statement(w, &w->statics, row, w->statics_cols, w->n_statics_cols, error);
+}
+
+/// Checks every row's shape before any row of the batch is sent (as
+/// check_mismatched), and prepares the statics INSERT when a row needs it.
+static int check_shapes(struct cql_write* w, const struct sl_text_field* row,
+                        const struct ArrowArray* batch, struct sluice_error* error) {
+  int statics = 0;
+  for (int64_t i = 0; i < batch->length; ++i) {
+    enum row_shape shape;
+    SL_RETURN_NOT_OK(row_shape(w, batch, i, &shape, error));
+    statics |= shape == ROW_STATIC;
+  }
+  return statics ? prepare_statics(w, row, error) : 0;
+}
+
 static int write_rows(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
                       struct sl_sink* sink, struct sluice_error* error) {
-  (void)row, (void)sink;
+  (void)sink;
   struct cql_write* w = ctx;
   SL_RETURN_NOT_OK(check_mismatched(w, batch, error));
+  SL_RETURN_NOT_OK(check_shapes(w, row, batch, error));
   for (int64_t i = 0; i < batch->length; ++i) {
-    SL_RETURN_NOT_OK(encode_row(w, batch, i, error));
+    enum row_shape shape;
+    SL_RETURN_NOT_OK(row_shape(w, batch, i, &shape, error));
+    SL_RETURN_NOT_OK(encode_row(w, batch, i, shape, error));
     if (w->filling >= 0) {
       // Another partition, a full batch or a large one: send what is gathered.
       struct cql_slot* s = &w->slots[w->filling];
-      int same = w->n_pk > 0 && w->key.size == w->group_key.size &&
+      int same = w->whole.n_pk > 0 && w->key.size == w->group_key.size &&
                  memcmp(w->key.data, w->group_key.data, (size_t)w->key.size) == 0;
       if (!same || w->group_rows >= w->batch_rows ||
           s->body.size + w->row.size > CQL_BATCH_BYTES) {
@@ -495,11 +671,13 @@ static int write_rows(void* ctx, const struct sl_text_field* row, const struct A
       w->group_key.size = 0;
       SL_RETURN_NOT_OK(start_group(w, w->rows_seen + i, error));
     }
+    // A batch may mix the two INSERTs: each statement names its own id.
+    const struct cql_statement* st = shape == ROW_STATIC ? &w->statics : &w->whole;
     struct cql_slot* s = &w->slots[w->filling];
     uint8_t kind = 1;  // a prepared statement
     int rc = sl_buffer_append(&s->body, &kind, 1);
-    if (rc == 0) rc = sl_buffer_append_be(&s->body, w->id_len, 2);
-    if (rc == 0) rc = sl_buffer_append(&s->body, w->id, w->id_len);
+    if (rc == 0) rc = sl_buffer_append_be(&s->body, st->id_len, 2);
+    if (rc == 0) rc = sl_buffer_append(&s->body, st->id, st->id_len);
     if (rc == 0) rc = sl_buffer_append(&s->body, w->row.data, w->row.size);
     if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
     ++w->group_rows;
@@ -516,10 +694,10 @@ static void write_free(struct cql_write* w) {
     for (int i = 0; i < w->n_columns; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
     sl_free(w->alloc, w->encoders, (size_t)w->n_columns * sizeof *w->encoders);
   }
-  if (w->vars != NULL) {
-    for (int i = 0; i < w->n_vars; ++i) cql_type_free(&w->vars[i], w->alloc);
-    sl_free(w->alloc, w->vars, (size_t)(w->n_vars > 0 ? w->n_vars : 1) * sizeof *w->vars);
-  }
+  sl_free(w->alloc, w->kinds, (size_t)w->n_columns * sizeof *w->kinds);
+  sl_free(w->alloc, w->statics_cols, (size_t)w->n_columns * sizeof *w->statics_cols);
+  statement_free(&w->whole, w->alloc);
+  statement_free(&w->statics, w->alloc);
   if (w->slots != NULL) {
     for (int i = 0; i < w->in_flight; ++i) sl_buffer_reset(&w->slots[i].body);
     sl_free(w->alloc, w->slots, (size_t)w->in_flight * sizeof *w->slots);
@@ -528,7 +706,6 @@ static void write_free(struct cql_write* w) {
   sl_buffer_reset(&w->group_key);
   sl_buffer_reset(&w->row);
   sl_buffer_reset(&w->key);
-  sl_buffer_reset(&w->prepare_body);
 }
 
 static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
@@ -541,7 +718,8 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   sl_buffer_init(&w.group_key, w.alloc);
   sl_buffer_init(&w.row, w.alloc);
   sl_buffer_init(&w.key, w.alloc);
-  sl_buffer_init(&w.prepare_body, w.alloc);
+  sl_buffer_init(&w.whole.prepare_body, w.alloc);
+  sl_buffer_init(&w.statics.prepare_body, w.alloc);
   const char* location = args->location != NULL ? args->location : "cql://";
   sl_cql_redacted(location, w.name, sizeof w.name);
   // The location first: the TLS options go into the address it sets.
