@@ -90,6 +90,30 @@ def test_write_pandas_and_pyarrow(node):
     assert "out of the range" in str(e.value) and f":{node.password}@" not in str(e.value)
 
 
+def test_write_a_row_of_static_values_only(node):
+    """A row whose clustering column is null (as sluice reads a partition
+    that holds static values only) is written as the partition's static
+    values, without a clustering row."""
+    pa = pytest.importorskip("pyarrow")
+    s = node.session()
+    s.execute("CREATE TABLE IF NOT EXISTS pkg.st (k int, c int, s text static, v double, "
+              "PRIMARY KEY (k, c))")
+    target = url(node).replace("/pkg.m", "/pkg.st")
+    i32 = lambda xs: pa.array(xs, pa.int32())  # noqa: E731
+    sluice.write(pa.table({"k": i32([1, 1, 2, 3]), "c": i32([1, 2, None, 4]),
+                           "s": ["a", "a", "b", None], "v": [0.5, 1.5, None, 2.5]}), target)
+    got = sorted(((r.k, r.c, r.s, r.v) for r in s.execute("SELECT * FROM pkg.st")),
+                 key=lambda r: r[0])
+    assert got == [(1, 1, "a", 0.5), (1, 2, "a", 1.5), (2, None, "b", None), (3, 4, None, 2.5)]
+    assert s.execute("SELECT COUNT(*) FROM pkg.st WHERE k = 2").one()[0] == 1
+    back = sluice.read(target).to_pydict()  # what sluice reads, it writes the same
+    assert sorted(zip(back["k"], back["c"], back["s"]), key=lambda r: r[0]) == \
+        [(1, 1, "a"), (1, 2, "a"), (2, None, "b"), (3, 4, None)]
+    with pytest.raises(sluice.Error) as e:
+        sluice.write(pa.table({"k": i32([5]), "c": i32([None]), "s": ["x"], "v": [1.0]}), target)
+    assert "row 1, column 'v'" in str(e.value)
+
+
 def test_tls_with_the_test_ca(node):
     # The node asks TLS clients for a certificate of its CA (require_client_auth).
     cert = {"tls_cert": str(node.client_cert), "tls_key": str(node.client_key)}

@@ -299,6 +299,125 @@ def test_a_node_that_keeps_refusing_is_an_error(sluice, node, session, readings,
     assert f":{node.password}@" not in err
 
 
+# ---- static columns ----------------------------------------------------------------
+
+STATICS_DDL = ("CREATE TABLE IF NOT EXISTS {ks}.{name} (p int, c int, d text, s int static, "
+               "s2 text static, v int, PRIMARY KEY (p, c, d))")
+
+
+def statics_table(session, name: str) -> None:
+    session.execute(STATICS_DDL.format(ks=KS, name=name))
+    session.execute(f"TRUNCATE {KS}.{name}")
+
+
+def statics_rows(session, name: str) -> list:
+    return sorted(((r.p, r.c, r.d, r.s, r.s2, r.v) for r in
+                   session.execute(f"SELECT * FROM {KS}.{name}")),
+                  key=lambda r: tuple((x is None, x) for x in r))
+
+
+def row_count(session, name: str) -> int:
+    return session.execute(f"SELECT COUNT(*) FROM {KS}.{name}").one()[0]
+
+
+@pytest.fixture(scope="module")
+def statics_source(session):
+    """A table with statics: partitions 0-29 with clustering rows and static
+    values, 30-39 with static values only (no clustering row), 40-59 with
+    clustering rows and no static value set."""
+    statics_table(session, "statics_src")
+    whole = session.prepare(f"INSERT INTO {KS}.statics_src (p, c, d, s, s2, v) "
+                            "VALUES (?, ?, ?, ?, ?, ?)")
+    static_only = session.prepare(f"INSERT INTO {KS}.statics_src (p, s, s2) VALUES (?, ?, ?)")
+    plain = session.prepare(f"INSERT INTO {KS}.statics_src (p, c, d, v) VALUES (?, ?, ?, ?)")
+    for p in range(30):
+        for c in range(4):
+            session.execute(whole, (p, c, f"d{c % 2}", p * 10, f"s{p}", p * 100 + c))
+    for p in range(30, 40):
+        session.execute(static_only, (p, p * 10, None if p % 3 == 0 else f"s{p}"))
+    for p in range(40, 60):
+        for c in range(3):
+            session.execute(plain, (p, c, "x", None if c == 1 else c))
+    return statics_rows(session, "statics_src")
+
+
+@pytest.mark.parametrize("options", [None, "batch_rows=1", "in_flight=1"])
+def test_statics_round_trip(sluice, node, session, statics_source, tmp_path, options):
+    """What sluice reads of a table with static columns, written into a table
+    of the same definition, reads the same through the driver: the partitions
+    of static values only stay so (no clustering row is made up)."""
+    arrows = tmp_path / "statics.arrows"
+    sluice.run("convert", url(node, "statics_src"), arrows)
+    read = pa.ipc.open_stream(arrows).read_all()
+    static_only = [p for p, c in zip(read["p"].to_pylist(), read["c"].to_pylist()) if c is None]
+    assert sorted(static_only) == list(range(30, 40))  # what the writer is given
+    statics_table(session, "statics_copy")
+    extra = ["-W", options] if options else []
+    sluice.run("convert", arrows, url(node, "statics_copy"), *extra)
+    got = statics_rows(session, "statics_copy")
+    assert got == statics_source
+    assert row_count(session, "statics_copy") == row_count(session, "statics_src") == 30 * 4 + 10 + 20 * 3
+    for p in (30, 31, 33):
+        rows = list(session.execute(f"SELECT c, d, s, v FROM {KS}.statics_copy WHERE p = {p}"))
+        assert [(r.c, r.d, r.s, r.v) for r in rows] == [(None, None, p * 10, None)]
+    assert list(session.execute(f"SELECT s, s2 FROM {KS}.statics_copy WHERE p = 45")) == \
+        [(None, None)] * 3
+
+
+def test_statics_written_again_after_the_connection_drops(sluice, node, session, statics_source,
+                                                          tmp_path):
+    """Connections closed under the writer after both INSERTs were prepared:
+    on each new connection both are prepared again and what was in flight is
+    sent again."""
+    arrows = tmp_path / "statics.arrows"
+    sluice.run("convert", url(node, "statics_src"), arrows)
+    statics_table(session, "statics_dropped")
+    proxy = FaultProxy(node, WRITE_TIMEOUT, writes=True, every=25, drop=True)
+    try:
+        sluice.run("convert", arrows, proxy.url(f"{KS}.statics_dropped"), "-W",
+                   "batch_rows=1,in_flight=4")
+    finally:
+        proxy.close()
+    assert proxy.injected >= 3  # of about 200 requests: some after the statics INSERT's
+    assert statics_rows(session, "statics_dropped") == statics_source
+
+
+def test_static_row_errors(sluice, node, session, tmp_path):
+    """Null clustering columns that are not a row of static values only are
+    errors naming the row and the column, found before any row is sent."""
+    statics_table(session, "statics_bad")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.no_statics (p int, c int, v int, "
+                    "PRIMARY KEY (p, c))")
+    i32 = lambda xs: pa.array(xs, pa.int32())  # noqa: E731
+    text = lambda xs: pa.array(xs, pa.string())  # noqa: E731
+
+    def fails(table, name, **columns):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table(columns), path)
+        err = sluice.expect_error("convert", path, url(node, table)).stderr.decode()
+        assert not list(session.execute(f"SELECT * FROM {KS}.{table}")), name
+        return err
+
+    err = fails("no_statics", "no_statics", p=i32([1, 2, 3]), c=i32([1, 2, None]),
+                v=i32([1, 2, None]))
+    assert "row 3, column 'c': a null clustering column" in err and \
+        "the table has no static columns" in err, err
+    err = fails("statics_bad", "partial", p=i32([1, 2]), c=i32([1, 5]), d=text(["a", None]),
+                s=i32([1, 2]))
+    assert "row 2, column 'd': a null clustering column while clustering column 'c' is not" \
+        in err, err
+    err = fails("statics_bad", "regular", p=i32([1, 2]), c=i32([1, None]), d=text(["a", None]),
+                s=i32([1, 2]), v=i32([1, 7]))
+    assert "row 2, column 'v': a value in a row whose clustering columns are null" in err, err
+    err = fails("statics_bad", "no_static_data", p=i32([1, 2]), c=i32([1, None]),
+                d=text(["a", None]), v=i32([1, None]))
+    assert "row 2, column 'c'" in err and "the data has none of the table's static columns" \
+        in err, err
+    err = fails("statics_bad", "null_key", p=i32([1, None]), c=i32([1, None]),
+                d=text(["a", None]), s=i32([1, 2]))
+    assert "row 2, column 'p': a null partition key column" in err, err
+
+
 # ---- errors ------------------------------------------------------------------------
 
 def test_errors(sluice, node, session, tmp_path):
@@ -332,12 +451,6 @@ def test_errors(sluice, node, session, tmp_path):
     sluice.run("convert", ok_floats, url(node, "floats"))
     assert sorted(r.f for r in session.execute(f"SELECT f FROM {KS}.floats")) == \
         [pytest.approx(3.4e38, rel=1e-7), float("inf")]
-    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.clustered (p int, c int, s int static, "
-                    "v int, PRIMARY KEY (p, c))")
-    err = sluice.expect_error("convert", src("static_only", p=[1], c=pa.array([None], pa.int32()),
-                                             s=[7], v=pa.array([None], pa.int32())),
-                              url(node, "clustered")).stderr.decode()
-    assert "primary key column is null" in err, err
     stamps = pa.array([0, 1500], pa.timestamp("us"))
     err = sluice.expect_error("convert", src("us", id=[1, 2], at=stamps),
                               url(node, "strict")).stderr.decode()
