@@ -7,7 +7,11 @@
 // (cql_encode.c). Consecutive rows of one partition go as one UNLOGGED
 // BATCH (one mutation for the node), other rows as single EXECUTEs; many
 // requests are in flight at once on one connection, each on its own stream,
-// so that the node never waits for the client. Requests the node answers
+// so that the node never waits for the client. A row whose clustering
+// columns are all null (how a partition of static values only reads) goes
+// through a second statement, prepared at the first such row: the INSERT of
+// the partition key and static columns only (system_schema.columns says
+// which columns are which). Requests the node answers
 // with a write timeout, overloaded or unavailable are sent again after a
 // backoff (inserts are idempotent). Not atomic: Cassandra has no transaction
 // across partitions, so a failed load leaves the rows written before the
