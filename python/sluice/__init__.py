@@ -583,7 +583,9 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
         ``tls=True``, as the CLI's --ca-bundle and --insecure (and
-        ``tls_cert=``, ``tls_key=`` for cql:// as for sluice.read); ``timeout=``
+        ``tls_cert=``, ``tls_key=`` for cql:// as for sluice.read; for a
+        cql:// table that may not exist yet, ``create=True,
+        partition_key=["a"], clustering_key=["b"]``); ``timeout=``
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes).

@@ -127,3 +127,18 @@ def test_tls_with_the_test_ca(node):
     with pytest.raises(sluice.Error) as e:  # no client certificate: the node refuses
         sluice.read(url(node), tls=True, ca_bundle=node.ca_file)
     assert "client certificate" in str(e.value), str(e.value)
+
+
+def test_write_creates_the_table(node):
+    t = {"id": [1, 2, 3], "name": ["a", "b", None]}
+    pa = pytest.importorskip("pyarrow")
+    target = f"cql://{node.username}:{node.password}@{node.host}:{node.port}/pkg.made"
+    sluice.write(pa.table({"id": pa.array(t["id"], pa.int32()), "name": t["name"]}), target,
+                 create=True, partition_key=["id"])
+    s = node.session()
+    types = {r.column_name: (r.kind, r.type) for r in s.execute(
+        "SELECT column_name, kind, type FROM system_schema.columns "
+        "WHERE keyspace_name = 'pkg' AND table_name = 'made'")}
+    assert types == {"id": ("partition_key", "int"), "name": ("regular", "text")}
+    assert sorted((r.id, r.name) for r in s.execute("SELECT * FROM pkg.made")) == \
+        [(1, "a"), (2, "b"), (3, None)]

@@ -15,6 +15,7 @@
 #include "../../core/sl_value_text.h"
 #include "../../io/sl_cql.h"
 #include "../text/text_writers.h"  // sl_text_write_stream: the stream walk every row writer shares
+#include "cql_create.h"
 #include "cql_encode.h"
 #include "cql_rows.h"
 #include "cql_schema.h"
@@ -68,6 +69,11 @@ struct cql_write {
   int batch_rows;
   int in_flight;
   enum cql_null_mode nulls;
+  /// create=true: CREATE TABLE IF NOT EXISTS first, with this primary key
+  /// (options partition_key= and clustering_key=, '|'-separated columns).
+  int create;
+  char* partition_key;
+  char* clustering_key;
   struct sl_cql_conn* conn;
   int reconnects;  ///< new connections since the last answer
   /// INSERT of every column (bound variable i is column i), and INSERT of
@@ -135,6 +141,14 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
                             (int)o.value_len, o.value, CQL_MAX_IN_FLIGHT);
       }
       w->in_flight = (int)n;
+    } else if (sl_option_is(&o, "create")) {
+      SL_RETURN_NOT_OK(cql_parse_bool(o.value, o.value_len, "cql write", "create", &w->create,
+                                      error));
+    } else if (sl_option_is(&o, "partition_key") || sl_option_is(&o, "clustering_key")) {
+      char** list = sl_option_is(&o, "partition_key") ? &w->partition_key : &w->clustering_key;
+      sl_free(w->alloc, *list, *list != NULL ? strlen(*list) + 1 : 0);
+      *list = sl_strndup(w->alloc, o.value, o.value_len);
+      if (*list == NULL) return sl_error_set(error, ENOMEM, "cql write: out of memory");
     } else if (sl_option_is(&o, "nulls")) {
       if (o.value_len == 5 && memcmp(o.value, "unset", 5) == 0) {
         w->nulls = CQL_NULL_UNSET;
@@ -147,7 +161,8 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
     } else {
       return sl_error_set(error, EINVAL,
                           "unknown cql write option '%.*s' (known: consistency, batch_rows, "
-                          "in_flight, nulls, tls, tls_cert, tls_key, compression)",
+                          "in_flight, nulls, create, partition_key, clustering_key, tls, "
+                          "tls_cert, tls_key, compression)",
                           (int)o.key_len, o.key);
     }
   }
@@ -310,6 +325,28 @@ static int read_kinds(struct cql_write* w, const struct sl_text_field* row,
   return rc;
 }
 
+/// CREATE TABLE IF NOT EXISTS of the stream's columns (create=true): an
+/// existing table is kept as it is, and the rows go into it as usual.
+static int create_table(struct cql_write* w, const struct sl_text_field* row,
+                        struct sluice_error* error) {
+  if (!w->create) {
+    return sl_error_set(error, EINVAL, "%s: partition_key and clustering_key are the key of a "
+                        "table to create: they go with create=true", w->name);
+  }
+  struct sl_text t;
+  sl_text_init(&t, w->alloc);
+  int rc = cql_create_text(w->address.keyspace, w->address.table, row, w->partition_key,
+                           w->clustering_key, w->name, w->alloc, &t, error);
+  if (rc == 0) {
+    rc = sl_cql_send_query(w->conn, sl_text_cstr(&t), w->consistency, 0, NULL, 0, 0, error);
+  }
+  const uint8_t* answer;
+  int64_t length;
+  if (rc == 0) rc = sl_cql_receive_result(w->conn, "creating the table", &answer, &length, error);
+  sl_text_reset(&t);
+  return rc;
+}
+
 /// Prepares the INSERT of the stream's columns, pairs every column with
 /// its bound variable's encoder and learns the columns' kinds
 /// (sl_text_write_stream's header step).
@@ -321,6 +358,9 @@ static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* s
     return sl_error_set(error, EINVAL, "%s: the data has no columns to insert", w->name);
   }
   w->n_columns = (int)row->n_children;
+  if (w->create || w->partition_key != NULL || w->clustering_key != NULL) {
+    SL_RETURN_NOT_OK(create_table(w, row, error));
+  }
   SL_RETURN_NOT_OK(prepare_statement(w, &w->whole, row, NULL, w->n_columns, error));
   w->encoders = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->encoders);
   if (w->encoders == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
@@ -698,6 +738,10 @@ static void write_free(struct cql_write* w) {
   sl_free(w->alloc, w->statics_cols, (size_t)w->n_columns * sizeof *w->statics_cols);
   statement_free(&w->whole, w->alloc);
   statement_free(&w->statics, w->alloc);
+  if (w->partition_key != NULL) sl_free(w->alloc, w->partition_key, strlen(w->partition_key) + 1);
+  if (w->clustering_key != NULL) {
+    sl_free(w->alloc, w->clustering_key, strlen(w->clustering_key) + 1);
+  }
   if (w->slots != NULL) {
     for (int i = 0; i < w->in_flight; ++i) sl_buffer_reset(&w->slots[i].body);
     sl_free(w->alloc, w->slots, (size_t)w->in_flight * sizeof *w->slots);

@@ -1,0 +1,181 @@
+// CREATE TABLE IF NOT EXISTS for the cql:// writer (-W create=true): the
+// columns' CQL types from their Arrow types, the primary key from the
+// partition_key and clustering_key options.
+#include "cql_create.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../../core/sl_alloc.h"
+#include "../../core/sl_error.h"
+#include "../../core/sl_type.h"
+#include "cql_text.h"
+
+/// Whether a CQL type of this Arrow type is a collection or a tuple, which
+/// must be frozen inside another collection or in the primary key.
+static int needs_freezing(const struct sl_text_field* f) {
+  const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
+  switch (v->type.id) {
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST:
+    case SL_TYPE_MAP: case SL_TYPE_STRUCT:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static int append_type(struct sl_text* t, const struct sl_text_field* f, int frozen,
+                       const char** unmapped);
+
+/// `f`'s type, wrapped in frozen<> when it is a collection or tuple.
+static int append_frozen(struct sl_text* t, const struct sl_text_field* f,
+                         const char** unmapped) {
+  return append_type(t, f, needs_freezing(f), unmapped);
+}
+
+/// The CQL type that the writer's encoders take values of `f` as, the
+/// nearest one (int64 -> bigint, uint32 -> bigint: no CQL type is unsigned).
+/// *unmapped = the Arrow type's name when there is none.
+static int append_type(struct sl_text* t, const struct sl_text_field* f, int frozen,
+                       const char** unmapped) {
+  const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
+  const char* name = NULL;
+  switch (v->type.id) {
+    case SL_TYPE_BOOL: name = "boolean"; break;
+    case SL_TYPE_INT8: name = "tinyint"; break;
+    case SL_TYPE_INT16: case SL_TYPE_UINT8: name = "smallint"; break;
+    case SL_TYPE_INT32: case SL_TYPE_UINT16: name = "int"; break;
+    case SL_TYPE_INT64: case SL_TYPE_UINT32: name = "bigint"; break;
+    case SL_TYPE_UINT64: name = "varint"; break;
+    case SL_TYPE_FLOAT: name = "float"; break;
+    case SL_TYPE_DOUBLE: name = "double"; break;
+    case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: name = "text"; break;
+    case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
+      name = "blob";
+      break;
+    case SL_TYPE_DATE32: case SL_TYPE_DATE64: name = "date"; break;
+    case SL_TYPE_TIME32: case SL_TYPE_TIME64: name = "time"; break;
+    case SL_TYPE_TIMESTAMP: name = "timestamp"; break;
+    case SL_TYPE_DECIMAL128: name = "decimal"; break;
+    case SL_TYPE_DURATION: case SL_TYPE_INTERVAL_MONTH_DAY_NANO: name = "duration"; break;
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST:
+    case SL_TYPE_MAP: case SL_TYPE_STRUCT:
+      break;
+    default:
+      *unmapped = "it";  // the caller names the column and its Arrow type
+      return 0;
+  }
+  int rc = frozen && name == NULL ? sl_text_append_str(t, "frozen<") : 0;
+  if (name != NULL) {
+    rc = sl_text_append_str(t, name);
+  } else if (v->type.id == SL_TYPE_MAP) {
+    // map<key, value>: the entries struct's two children
+    const struct sl_text_field* entries = &v->children[0];
+    if (rc == 0) rc = sl_text_append_str(t, "map<");
+    if (rc == 0) rc = append_frozen(t, &entries->children[0], unmapped);
+    if (rc == 0) rc = sl_text_append_str(t, ", ");
+    if (rc == 0) rc = append_frozen(t, &entries->children[1], unmapped);
+    if (rc == 0) rc = sl_text_append_char(t, '>');
+  } else if (v->type.id == SL_TYPE_STRUCT) {
+    // A tuple (always frozen in CQL): a UDT would need a CREATE TYPE first.
+    if (rc == 0) rc = sl_text_append_str(t, "tuple<");
+    for (int64_t i = 0; rc == 0 && i < v->n_children; ++i) {
+      if (i > 0) rc = sl_text_append_str(t, ", ");
+      if (rc == 0) rc = append_frozen(t, &v->children[i], unmapped);
+    }
+    if (rc == 0) rc = sl_text_append_char(t, '>');
+  } else {  // lists
+    if (rc == 0) rc = sl_text_append_str(t, "list<");
+    if (rc == 0) rc = append_frozen(t, &v->children[0], unmapped);
+    if (rc == 0) rc = sl_text_append_char(t, '>');
+  }
+  if (rc == 0 && frozen && name == NULL) rc = sl_text_append_char(t, '>');
+  return rc;
+}
+
+/// The column of `row` named `name` (n bytes), or -1.
+static int64_t column_named(const struct sl_text_field* row, const char* name, size_t n) {
+  for (int64_t i = 0; i < row->n_children; ++i) {
+    if (strlen(row->children[i].name) == n && memcmp(row->children[i].name, name, n) == 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/// Appends the '|'-separated columns of `list` as quoted identifiers, ", "
+/// between them; each must be a column of `row` (its flag in `in_key` set).
+static int append_key(struct sl_text* t, const char* what, const char* list,
+                      const struct sl_text_field* row, char* in_key, const char* name,
+                      struct sluice_error* error) {
+  int first = 1;
+  for (const char* p = list; *p != '\0';) {
+    size_t n = strcspn(p, "|");
+    int64_t c = column_named(row, p, n);
+    if (c < 0) {
+      return sl_error_set(error, EINVAL, "%s: %s column '%.*s' is not a column of the data",
+                          name, what, (int)n, p);
+    }
+    if (in_key[c]) {
+      return sl_error_set(error, EINVAL, "%s: column '%.*s' is named twice in the primary key",
+                          name, (int)n, p);
+    }
+    in_key[c] = 1;
+    int rc = first ? 0 : sl_text_append_str(t, ", ");
+    if (rc == 0) rc = cql_append_ident(t, row->children[c].name);
+    if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+    first = 0;
+    p += n + (p[n] == '|');
+  }
+  return 0;
+}
+
+int cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
+                    const char* partition_key, const char* clustering_key, const char* name,
+                    const struct sluice_allocator* alloc, struct sl_text* t,
+                    struct sluice_error* error) {
+  if (partition_key == NULL || partition_key[0] == '\0') {
+    return sl_error_set(error, EINVAL, "%s: create=true needs partition_key=COLUMN[|COLUMN...] "
+                        "(and clustering_key= for more key columns)", name);
+  }
+  char* in_key = sl_calloc(alloc, (size_t)(row->n_children > 0 ? row->n_children : 1), 1);
+  if (in_key == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  struct sl_text key;
+  sl_text_init(&key, alloc);
+  int rc = sl_text_append_str(&key, "PRIMARY KEY ((") != 0 ? ENOMEM : 0;
+  if (rc == 0) rc = append_key(&key, "partition_key", partition_key, row, in_key, name, error);
+  if (rc == 0 && sl_text_append_char(&key, ')') != 0) rc = ENOMEM;
+  if (rc == 0 && clustering_key != NULL && clustering_key[0] != '\0') {
+    if (sl_text_append_str(&key, ", ") != 0) rc = ENOMEM;
+    if (rc == 0) rc = append_key(&key, "clustering_key", clustering_key, row, in_key, name, error);
+  }
+  if (rc == 0 && sl_text_append_char(&key, ')') != 0) rc = ENOMEM;
+  if (rc == 0 && (sl_text_append_str(t, "CREATE TABLE IF NOT EXISTS ") != 0 ||
+                  cql_append_ident(t, keyspace) != 0 || sl_text_append_char(t, '.') != 0 ||
+                  cql_append_ident(t, table) != 0 || sl_text_append_str(t, " (") != 0)) {
+    rc = ENOMEM;
+  }
+  for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
+    const char* unmapped = NULL;
+    if (cql_append_ident(t, row->children[i].name) != 0 || sl_text_append_char(t, ' ') != 0 ||
+        append_type(t, &row->children[i], in_key[i] && needs_freezing(&row->children[i]),
+                    &unmapped) != 0 ||
+        sl_text_append_str(t, ", ") != 0) {
+      rc = ENOMEM;
+    } else if (unmapped != NULL) {
+      char arrow[128];
+      sl_type_name(&row->children[i].type, arrow, sizeof arrow);
+      rc = sl_error_set(error, ENOTSUP, "%s: column '%s' (Arrow %s) has no CQL type to create it "
+                        "with (or a part of it has none); create the table yourself", name,
+                        row->children[i].name, arrow);
+    }
+  }
+  if (rc == 0 && (sl_text_append(t, sl_text_cstr(&key), key.len) != 0 ||
+                  sl_text_append_char(t, ')') != 0)) {
+    rc = ENOMEM;
+  }
+  sl_text_reset(&key);
+  sl_free(alloc, in_key, (size_t)(row->n_children > 0 ? row->n_children : 1));
+  if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
+  return rc;
+}

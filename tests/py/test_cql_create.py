@@ -1,0 +1,133 @@
+"""Writing into a Cassandra table that does not exist yet (`-W create=true,
+partition_key=..,clustering_key=..`), against a real Cassandra 5.0 node: the
+table the node then describes (system_schema.columns: each column's CQL type
+and its place in the primary key) and the rows the Python cassandra-driver
+reads from it; an existing table kept as it is; and the errors."""
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from test_cql import KS, url
+from test_cql_write import same, session  # noqa: F401 - the keyspace's session fixture
+
+ROWS = 40
+
+
+def source() -> pa.Table:
+    n = ROWS
+    return pa.table({
+        "region": pa.array([f"r{i % 4}" for i in range(n)]),
+        "day": pa.array([datetime.date(2026, 1, 1 + i % 3) for i in range(n)], pa.date32()),
+        "seq": pa.array(range(n), pa.int64()),
+        "b": pa.array([i % 2 == 0 for i in range(n)]),
+        "i8": pa.array([i - 20 for i in range(n)], pa.int8()),
+        "i16": pa.array([i * 300 for i in range(n)], pa.int16()),
+        "i32": pa.array([None if i % 7 == 0 else i * 70000 for i in range(n)], pa.int32()),
+        "u32": pa.array([4_000_000_000 + i for i in range(n)], pa.uint32()),
+        "u64": pa.array([2**63 + i for i in range(n)], pa.uint64()),
+        "f32": pa.array([i / 4 for i in range(n)], pa.float32()),
+        "f64": pa.array([i / 3 for i in range(n)], pa.float64()),
+        "s": pa.array([f"text {i}" for i in range(n)]),
+        "bin": pa.array([bytes([i, 255 - i]) for i in range(n)], pa.binary()),
+        "ts": pa.array([datetime.datetime(2026, 5, 1, 12, 0, i % 60) for i in range(n)],
+                       pa.timestamp("ms", tz="UTC")),
+        "t": pa.array([datetime.time(10, i % 60) for i in range(n)], pa.time64("us")),
+        "dec": pa.array([decimal.Decimal(f"{i}.25") for i in range(n)], pa.decimal128(10, 2)),
+        "tags": pa.array([[f"t{j}" for j in range(i % 3)] for i in range(n)],
+                         pa.list_(pa.string())),
+        "m": pa.array([{"k": i} for i in range(n)], pa.map_(pa.string(), pa.int32())),
+        "nested": pa.array([[[i, i + 1]] for i in range(n)], pa.list_(pa.list_(pa.int64()))),
+        "pair": pa.array([{"x": i, "y": f"y{i}"} for i in range(n)],
+                         pa.struct([("x", pa.int32()), ("y", pa.string())])),
+        "cat": pa.array([f"c{i % 2}" for i in range(n)]).dictionary_encode(),
+    })
+
+
+WANT_TYPES = {
+    "region": "text", "day": "date", "seq": "bigint", "b": "boolean", "i8": "tinyint",
+    "i16": "smallint", "i32": "int", "u32": "bigint", "u64": "varint", "f32": "float",
+    "f64": "double", "s": "text", "bin": "blob", "ts": "timestamp", "t": "time",
+    "dec": "decimal", "tags": "list<text>", "m": "map<text, int>",
+    "nested": "list<frozen<list<bigint>>>", "pair": "frozen<tuple<int, text>>", "cat": "text",
+}
+
+
+def columns(session, table: str) -> dict:
+    rows = session.execute("SELECT column_name, kind, position, type FROM system_schema.columns "
+                           f"WHERE keyspace_name = '{KS}' AND table_name = '{table}'")
+    return {r.column_name: (r.kind, r.position, r.type) for r in rows}
+
+
+def test_create_and_write(sluice, cassandra_node, session, tmp_path):  # noqa: F811
+    session.execute(f"DROP TABLE IF EXISTS {KS}.made")
+    src = tmp_path / "src.parquet"
+    t = source()
+    pq.write_table(t, src)
+    sluice.run("convert", src, url(cassandra_node, "made"), "-W",
+               "create=true,partition_key=region|day,clustering_key=seq")
+    cols = columns(session, "made")
+    assert {name: c[2] for name, c in cols.items()} == WANT_TYPES
+    assert (cols["region"][:2], cols["day"][:2], cols["seq"][:2]) == \
+        (("partition_key", 0), ("partition_key", 1), ("clustering", 0))
+    assert all(c[0] == "regular" for n, c in cols.items() if n not in ("region", "day", "seq"))
+    got = {r.seq: r for r in session.execute(f"SELECT * FROM {KS}.made")}
+    assert len(got) == ROWS
+    for row in t.to_pylist():
+        r = got[row["seq"]]
+        assert r.region == row["region"] and r.day.date() == row["day"]
+        assert (r.b, r.i8, r.i16, r.i32, r.u32, r.u64) == \
+            (row["b"], row["i8"], row["i16"], row["i32"], row["u32"], row["u64"])
+        assert same(r.f32, row["f32"]) and same(r.f64, row["f64"])
+        assert (r.s, r.bin, r.dec, r.cat) == (row["s"], row["bin"], row["dec"], row["cat"])
+        assert r.ts.replace(tzinfo=datetime.timezone.utc) == row["ts"]
+        assert r.t.time() == row["t"]
+        assert list(r.tags or []) == row["tags"] and dict(r.m) == dict(row["m"])
+        assert [list(x) for x in r.nested] == row["nested"]
+        assert tuple(r.pair) == (row["pair"]["x"], row["pair"]["y"])
+    # Again into the table that now exists: kept as it is (IF NOT EXISTS),
+    # the rows upserted; a frozen key column of a collection type works too.
+    sluice.run("convert", src, url(cassandra_node, "made"), "-W",
+               "create=true,partition_key=region|day,clustering_key=seq")
+    assert session.execute(f"SELECT COUNT(*) FROM {KS}.made").one()[0] == ROWS
+    assert columns(session, "made") == cols
+
+
+def test_create_with_a_collection_key(sluice, cassandra_node, session, tmp_path):  # noqa: F811
+    session.execute(f"DROP TABLE IF EXISTS {KS}.made_list_key")
+    src = tmp_path / "k.parquet"
+    pq.write_table(pa.table({"k": pa.array([[1, 2], [3]], pa.list_(pa.int32())),
+                             "v": ["a", "b"]}), src)
+    sluice.run("convert", src, url(cassandra_node, "made_list_key"), "-W",
+               "create=true,partition_key=k")
+    assert columns(session, "made_list_key")["k"] == ("partition_key", 0, "frozen<list<int>>")
+    got = sorted((list(r.k), r.v) for r in session.execute(f"SELECT * FROM {KS}.made_list_key"))
+    assert got == [([1, 2], "a"), ([3], "b")]
+
+
+def test_create_errors(sluice, cassandra_node, session, tmp_path):  # noqa: F811
+    src = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "v": ["x"]}), src)
+    loc = url(cassandra_node, "made_err")
+    session.execute(f"DROP TABLE IF EXISTS {KS}.made_err")
+    for opts, want in (("create=true", "create=true needs partition_key="),
+                       ("create=true,partition_key=nope", "partition_key column 'nope' is not"),
+                       ("create=true,partition_key=id,clustering_key=id", "named twice"),
+                       ("partition_key=id", "they go with create=true")):
+        err = sluice.expect_error("convert", src, loc, "-W", opts).stderr.decode()
+        assert want in err, (opts, err)
+    assert session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = "
+                           f"'{KS}' AND table_name = 'made_err'").one() is None
+    # A type CQL has none for: named with its column, nothing created.
+    odd = tmp_path / "odd.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()),
+                             "d": pa.array([decimal.Decimal(1)], pa.decimal256(50, 0))}), odd)
+    err = sluice.expect_error("convert", odd, loc, "-W",
+                              "create=true,partition_key=id").stderr.decode()
+    assert "column 'd' (Arrow decimal256(50, 0)) has no CQL type" in err, err
+    # A keyspace that does not exist: the node's words.
+    err = sluice.expect_error("convert", src, loc.replace(f"/{KS}.", "/no_such_ks."), "-W",
+                              "create=true,partition_key=id").stderr.decode()
+    assert "no_such_ks" in err, err
