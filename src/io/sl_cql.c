@@ -504,10 +504,15 @@ static int inflate_body(struct sl_cql_conn* c, struct sl_cql_cursor* cur,
                         c->name, c->peer);
   }
   int64_t packed = cur->end - cur->p;
-  int64_t plain = packed >= 4 ? (int64_t)sl_load_be32(cur->p) : -1;
-  if (plain < 0 || plain > CQL_MAX_BODY || packed - 4 > INT32_MAX) {
+  if (packed < 4) {
+    return sl_error_set(error, EPROTO, "%s: %s: a compressed frame of %lld bytes, too short for "
+                        "its inflated length", c->name, c->peer, (long long)packed);
+  }
+  int64_t plain = (int64_t)sl_load_be32(cur->p);
+  if (plain > CQL_MAX_BODY || packed - 4 > INT32_MAX) {
     return sl_error_set(error, EPROTO, "%s: %s: a compressed frame of %lld bytes declares %lld "
-                        "bytes inflated", c->name, c->peer, (long long)packed, (long long)plain);
+                        "bytes inflated (at most %lld)", c->name, c->peer, (long long)packed,
+                        (long long)plain, (long long)CQL_MAX_BODY);
   }
   if (reserve(c->alloc, &c->plain, &c->plain_cap, (size_t)(plain > 0 ? plain : 1)) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory for a %lld-byte answer", c->name,

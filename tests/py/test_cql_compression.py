@@ -2,10 +2,15 @@
 `--compression lz4` when writing) against the real Cassandra 5.0 node,
 through a proxy that counts the frames each way: the rows are those the
 driver reads, the node's answers (and the writer's requests) travel
-compressed, and in fewer bytes than without compression."""
+compressed, and in fewer bytes than without compression. And crafted frames
+from a fake node (lengths out of range, LZ4 data that does not decode to the
+length it declares, compression nobody asked for): errors, never a crash."""
 from __future__ import annotations
 
 import io
+import socket
+import struct
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,6 +19,13 @@ from cql_fault_proxy import FaultProxy
 from test_cql import KS, node  # noqa: F401 - the keyspace fixture
 
 ROWS = 3000
+
+
+def lz4_block(data: bytes) -> bytes:
+    """One LZ4 block of literals only (a valid block, no match): the token's
+    high nibble is the literal count (under 15 here)."""
+    assert len(data) < 15
+    return bytes([len(data) << 4]) + data
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +101,55 @@ def test_bad_compression(sluice, node, table, tmp_path):  # noqa: F811
         assert "compression 'zstd': expected lz4 or none" in err, err
     finally:
         loc.close()
+
+
+def crafted_node(answer: bytes):
+    """A listener that answers the first frame it gets with `answer` (a
+    whole frame), as a broken or hostile node would; returns (port, stop)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(answer)
+                conn.recv(65536)  # until the client hangs up
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1], server.close
+
+
+@pytest.mark.parametrize("body, want", [
+    (b"\x00\x00\x00", "a compressed frame of 3 bytes, too short for its inflated length"),
+    (struct.pack(">I", 1 << 30) + b"\x00", "declares 1073741824 bytes inflated"),
+    (struct.pack(">I", 100) + b"\xff\xff\xff\xff", "does not inflate to the 100 bytes"),
+    (struct.pack(">I", 4) + lz4_block(b"abc"), "does not inflate to the 4 bytes"),
+])
+def test_bad_compressed_frames(sluice, body, want):
+    """Declared lengths out of range, LZ4 data that does not decode, or that
+    decodes to another length than declared: an error, never a crash."""
+    frame = struct.pack(">BBhBi", 0x84, 0x01, 0, 0x02, len(body)) + body  # READY, compressed
+    port, stop = crafted_node(frame)
+    try:
+        err = sluice.expect_error("cat", f"cql://127.0.0.1:{port}/ks.t", "-O",
+                                  "compression=lz4").stderr.decode()
+    finally:
+        stop()
+    assert want in err, err
+
+
+def test_compressed_frame_not_asked_for(sluice):
+    body = struct.pack(">I", 0)
+    frame = struct.pack(">BBhBi", 0x84, 0x01, 0, 0x02, len(body)) + body
+    port, stop = crafted_node(frame)
+    try:
+        err = sluice.expect_error("cat", f"cql://127.0.0.1:{port}/ks.t").stderr.decode()
+    finally:
+        stop()
+    assert "sent a compressed frame without being asked" in err, err
