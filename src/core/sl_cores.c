@@ -1,11 +1,12 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT
+#define _GNU_SOURCE  // sched_getaffinity, CPU_ALLOC
 #endif
 #include "sl_cores.h"
 
 #if defined(__linux__)
 #include <sched.h>
 #endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,12 +189,21 @@ int sl_cores_quota_v1(const char* self_cgroup, const char* mountinfo) {
 
 int sl_cores(int max) {
   long n = 0;
-#if defined(__linux__) && defined(CPU_COUNT)
+#if defined(__linux__) && defined(CPU_ALLOC)
   // The online count alone would start a thread per host CPU in a process
-  // pinned to a few of them, each waiting on the others.
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  // pinned to a few of them, each waiting on the others. The mask is sized
+  // as the kernel's: a fixed cpu_set_t holds 1,024 CPUs, and the call fails
+  // (EINVAL) on a machine with more.
+  for (int cpus = 1024; n == 0 && cpus <= (1 << 20); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC((size_t)cpus);
+    if (set == NULL) break;
+    size_t size = CPU_ALLOC_SIZE((size_t)cpus);
+    CPU_ZERO_S(size, set);
+    if (sched_getaffinity(0, size, set) == 0) n = CPU_COUNT_S(size, set);
+    int again = n == 0 && errno == EINVAL;
+    CPU_FREE(set);
+    if (!again) break;
+  }
 #endif
   if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
 #if defined(__linux__)
