@@ -209,6 +209,14 @@ def cassandra_cells(ctx: Context) -> list:
                             "paged query of the columns on its own connection, values decoded "
                             "and reduced on all cores",
                         checker=check))
+        out.append(Cell(task, f"sluice stats -c {cols} -O compression=lz4 (cql://)", "sluice",
+                        "sluice",
+                        [[ctx.sluice, "-q", "stats", url, "-c", cols, "--json", "-O",
+                          "compression=lz4"]],
+                        how="the same with LZ4 frames (protocol v4 compression): fewer bytes "
+                            "on the wire for more CPU on both sides, which only pays where the "
+                            "network is the limit (here it is loopback)",
+                        checker=check))
         out.append(Cell(task, f"sluice stats -c {cols} -O splits=1 (cql://)", "sluice",
                         "sluice",
                         [[ctx.sluice, "-q", "stats", url, "-c", cols, "--json", "-O", "splits=1"]],
