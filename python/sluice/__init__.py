@@ -357,7 +357,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
         CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``
         and ``tls_key=``, a client certificate and its key as PEM files,
-        for nodes that ask for one); ``timeout=`` (seconds: an
+        for nodes that ask for one, and ``compression="lz4"`` for LZ4
+        frames); ``timeout=`` (seconds: an
         http(s):// or s3:// request that cannot connect, or brings no byte,
         for this long fails and is retried; default 30 s to connect, 60 s
         without a byte; cql://: to connect and for each answer, default
@@ -585,7 +586,8 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         ``tls=True``, as the CLI's --ca-bundle and --insecure (and
         ``tls_cert=``, ``tls_key=`` for cql:// as for sluice.read; for a
         cql:// table that may not exist yet, ``create=True,
-        partition_key=["a"], clustering_key=["b"]``); ``timeout=``
+        partition_key=["a"], clustering_key=["b"]``; ``compression="lz4"``
+        sends cql:// batches as LZ4 frames); ``timeout=``
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes).
