@@ -258,6 +258,21 @@ struct sluice_dataset;
 SLUICE_EXPORT int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error);
 
+/// Opens `size` bytes in memory (a file's contents: Parquet, Arrow IPC,
+/// Avro, CSV, ... as a file of them would hold) as a dataset, read in place
+/// without a copy, as a mapped file is. The format comes from
+/// options->format, else from `name`'s extension, else from the bytes (as
+/// for a file); `name` (NULL = "<memory>") also names the data in messages.
+/// The bytes must stay unchanged until `release(release_ctx)` is called
+/// (release may be NULL): once the dataset is closed and no array of its
+/// scans points into them, from whichever thread lets go last. The bytes
+/// are sluice's from the call on: on failure, release has been called when
+/// this returns.
+SLUICE_EXPORT int sluice_dataset_open_memory(const void* data, size_t size, const char* name,
+                               void (*release)(void* release_ctx), void* release_ctx,
+                               const struct sluice_open_options* options,
+                               struct sluice_dataset** out, struct sluice_error* error);
+
 /// Opens several locations as one table: the objects of locations[0], then
 /// those of locations[1], ... (each a path or URL as for sluice_dataset_open;
 /// one naming many objects gives them in name order), like a list of files

@@ -15,6 +15,7 @@ Tables, batches and schemas speak the Arrow PyCapsule protocol, so pyarrow,
 polars and DuckDB take them without copies. Errors are sluice.Error
 subclasses carrying the C library's message.
 """
+import io as _io
 import os as _os
 
 from . import _sluice
@@ -76,7 +77,25 @@ def _options_string(options):
     return ",".join(parts) if parts else None
 
 
+def _is_data(src):
+    """Whether `src` is the bytes of a file rather than where one is: a
+    buffer (bytearray, memoryview, a BytesIO, numpy's or pyarrow's), or
+    bytes that no path could be (a NUL or a line feed, or longer than any
+    path). Other bytes stay a path, as os.open takes them."""
+    if isinstance(src, bytes):
+        return b"\0" in src or b"\n" in src or len(src) > 4096
+    if isinstance(src, _io.BytesIO):
+        return True
+    try:
+        memoryview(src).release()
+    except TypeError:
+        return False
+    return not isinstance(src, str)
+
+
 def _location(src):
+    if _is_data(src):  # read in place (sluice_dataset_open_memory)
+        return src.getbuffer() if isinstance(src, _io.BytesIO) else src
     if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
         return _os.fsdecode(_os.fspath(src))
     if isinstance(src, (list, tuple)):  # several locations read as one table
@@ -334,7 +353,12 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     src: a path, ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
         ``cql://user:password@host/keyspace.table`` for a Cassandra table);
         or a list of them, read as one table in that order (each may be a
-        directory or a glob).
+        directory or a glob); or a file's contents in memory, read in place
+        without a copy: a ``memoryview``, ``bytearray``, ``io.BytesIO``
+        (all of it), numpy or pyarrow buffer, or ``bytes`` (bytes that could
+        be a path, with no NUL or line feed, are one: wrap them in
+        ``memoryview`` to read them as data). The buffer must not change
+        while the table or its batches are alive.
     format: "arrow", "arrows", "csv", "avro", "parquet", ... (default: detected
         from the first bytes, then the name).
     columns: names of the columns to read, in the order wanted (default all).

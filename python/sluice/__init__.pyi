@@ -1,12 +1,16 @@
 """Type hints for the sluice package."""
+import io
 import os
 from typing import Callable, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
-# One location, or several read as one table in that order.
-Sources = Union[PathLike, Sequence[PathLike]]
+# A file's contents in memory, read in place: bytearray, memoryview,
+# io.BytesIO, numpy or pyarrow buffers (anything with the buffer protocol).
+InMemory = Union[bytearray, memoryview, "io.BytesIO", Any]
+# One location, or several read as one table in that order, or bytes.
+Sources = Union[PathLike, Sequence[PathLike], InMemory]
 # Partition filters: [(key, op, value)], all must hold, or "year>=2023,city=a|b".
 PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
 

@@ -27,6 +27,55 @@ static int dataset_check_open(DatasetObject* self) {
   return -1;
 }
 
+static int sp_finalizing(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+/// A Python object's buffer that a memory dataset reads in place: given back
+/// (with the GIL) when sluice lets go of the bytes, possibly on a worker
+/// thread, possibly after the dataset object is gone.
+struct held_buffer {
+  Py_buffer view;
+};
+
+static void release_held_buffer(void* ctx) {
+  struct held_buffer* h = ctx;
+  // At interpreter exit a thread cannot take the GIL: the bytes go with
+  // the process.
+  if (!Py_IsInitialized() || sp_finalizing()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyBuffer_Release(&h->view);
+  PyMem_RawFree(h);
+  PyGILState_Release(gil);
+}
+
+/// sluice_dataset_open_memory over `object`'s buffer (bytes, bytearray,
+/// memoryview, a BytesIO's getbuffer(), numpy arrays of bytes ...).
+static int open_buffer(PyObject* object, const struct sluice_open_options* options,
+                       struct sluice_dataset** ds, struct sluice_error* error) {
+  struct held_buffer* h = PyMem_RawCalloc(1, sizeof *h);
+  if (h == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  if (PyObject_GetBuffer(object, &h->view, PyBUF_C_CONTIGUOUS) != 0) {
+    PyMem_RawFree(h);
+    return -1;
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_dataset_open_memory(h->view.buf, (size_t)h->view.len, "<bytes>",
+                                  release_held_buffer, h, options, ds, error);
+  Py_END_ALLOW_THREADS
+  return rc;
+}
+
+static PyObject* dataset_wrap(struct sluice_dataset* ds);
+
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
@@ -96,6 +145,18 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     options.n_columns = (size_t)n;
   }
 
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  if (PyObject_CheckBuffer(location)) {  // bytes in memory, read in place
+    rc = open_buffer(location, &options, &ds, &error);
+    PyMem_Free(column_names);
+    Py_XDECREF(names);
+    if (rc < 0) return NULL;
+    if (rc != 0 && error.code == 0) error.code = rc;
+    return rc != 0 ? sp_raise_error(&error) : dataset_wrap(ds);
+  }
   // The location(s) as UTF-8, kept alive by `where`.
   PyObject* where = PyUnicode_Check(location) ? PyTuple_Pack(1, location)
                                               : PySequence_Tuple(location);
@@ -119,10 +180,6 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     Py_XDECREF(names);
     return NULL;
   }
-  struct sluice_dataset* ds = NULL;
-  struct sluice_error error;
-  memset(&error, 0, sizeof error);
-  int rc;
   int many = !PyUnicode_Check(location);
   Py_BEGIN_ALLOW_THREADS
   rc = many ? sluice_dataset_open_many(paths, (size_t)n_where, &options, &ds, &error)
@@ -136,8 +193,15 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);
   }
+  return dataset_wrap(ds);
+}
+
+/// A Dataset object owning `ds` (closed on failure).
+static PyObject* dataset_wrap(struct sluice_dataset* ds) {
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
   struct ArrowSchema schema;
-  rc = sluice_dataset_schema(ds, &schema, &error);
+  int rc = sluice_dataset_schema(ds, &schema, &error);
   if (rc != 0) {
     sluice_dataset_close(ds);
     if (error.code == 0) error.code = rc;

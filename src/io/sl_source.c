@@ -148,3 +148,30 @@ int sl_source_seek(struct sl_source* source, int64_t offset, struct sluice_error
 void sl_source_close(struct sl_source* source) {
   if (source != NULL) source->ops->close(source);
 }
+
+int sl_source_check_range(const struct sl_source* source, int64_t offset, int64_t length,
+                          struct sl_view* out, struct sluice_error* error) {
+  out->data = NULL;
+  out->size = 0;
+  out->owner = NULL;
+  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset) {
+    return sl_error_set(error, EIO,
+                        "%s: read of %lld bytes at offset %lld is past the end (size %lld)",
+                        source->name, (long long)length, (long long)offset,
+                        (long long)source->size);
+  }
+  return 0;
+}
+
+int sl_source_read_forward(struct sl_source* source, int64_t* cursor, int64_t length,
+                           struct sl_view* out, struct sluice_error* error) {
+  if (length < 0) {
+    return sl_error_set(error, EINVAL, "%s: negative read length %lld", source->name,
+                        (long long)length);
+  }
+  int64_t left = source->size - *cursor;
+  int64_t n = length < left ? length : left;
+  int rc = source->ops->read_at(source, *cursor, n, out, error);
+  if (rc == 0) *cursor += n;
+  return rc;
+}

@@ -167,4 +167,14 @@ void sl_source_prefetch(struct sl_source* source);
 int sl_source_seek(struct sl_source* source, int64_t offset, struct sluice_error* error);
 void sl_source_close(struct sl_source* source);
 
+/// For read_at implementations: clears *out and checks that [offset,
+/// offset + length) lies within the source (EIO naming the object, the
+/// offset and the size if not).
+int sl_source_check_range(const struct sl_source* source, int64_t offset, int64_t length,
+                          struct sl_view* out, struct sluice_error* error);
+/// read_next of a source whose bytes are all there (a mapped file, memory):
+/// up to `length` bytes at *cursor through read_at, *cursor moved past them.
+int sl_source_read_forward(struct sl_source* source, int64_t* cursor, int64_t length,
+                           struct sl_view* out, struct sluice_error* error);
+
 #endif

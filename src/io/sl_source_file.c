@@ -103,15 +103,7 @@ struct sl_file_source {
 static int file_read_at(struct sl_source* source, int64_t offset, int64_t length,
                         struct sl_view* out, struct sluice_error* error) {
   struct sl_file_source* f = (struct sl_file_source*)source;
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset) {
-    return sl_error_set(error, EIO,
-                        "%s: read of %lld bytes at offset %lld is past the end (size %lld)",
-                        source->name, (long long)length, (long long)offset,
-                        (long long)source->size);
-  }
+  SL_RETURN_NOT_OK(sl_source_check_range(source, offset, length, out, error));
   out->data = length == 0 ? sl_empty_bytes : f->data + offset;
   out->size = length;
   if (length >= SL_RANGE_REF_MIN) {
@@ -132,16 +124,8 @@ static int file_read_at(struct sl_source* source, int64_t offset, int64_t length
 
 static int file_read_next(struct sl_source* source, int64_t length, struct sl_view* out,
                           struct sluice_error* error) {
-  struct sl_file_source* f = (struct sl_file_source*)source;
-  if (length < 0) {
-    return sl_error_set(error, EINVAL, "%s: negative read length %lld", source->name,
-                        (long long)length);
-  }
-  int64_t left = source->size - f->cursor;
-  int64_t n = length < left ? length : left;
-  int rc = file_read_at(source, f->cursor, n, out, error);
-  if (rc == 0) f->cursor += n;
-  return rc;
+  return sl_source_read_forward(source, &((struct sl_file_source*)source)->cursor, length, out,
+                                error);
 }
 
 static void file_drop(struct sl_source* source, int64_t offset, int64_t length) {

@@ -892,15 +892,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
 static int http_read_at(struct sl_source* source, int64_t offset, int64_t length,
                         struct sl_view* out, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
-  out->data = NULL;
-  out->size = 0;
-  out->owner = NULL;
-  if (offset < 0 || length < 0 || offset > source->size || length > source->size - offset) {
-    return sl_error_set(error, EIO,
-                        "%s: read of %" PRId64 " bytes at offset %" PRId64
-                        " is past the end (size %" PRId64 ")",
-                        source->name, length, offset, source->size);
-  }
+  SL_RETURN_NOT_OK(sl_source_check_range(source, offset, length, out, error));
   if (length == 0) {
     out->data = http_empty_bytes;
     return 0;

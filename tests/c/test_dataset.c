@@ -383,6 +383,125 @@ static void test_ipc_allocation_failures(void** unused) {
   }
 }
 
+/* ---- Bytes in memory ------------------------------------------------------------ */
+
+/// The caller's side of sluice_dataset_open_memory: counts the releases,
+/// and frees the bytes at the first.
+struct held_bytes {
+  uint8_t* data;
+  atomic_int releases;
+};
+
+static void give_back(void* ctx) {
+  struct held_bytes* h = ctx;
+  if (atomic_fetch_add(&h->releases, 1) == 0) free(h->data);
+}
+
+/// Sums column a (int64) of every batch of `ds`, which it closes first, so
+/// that the batches alone keep the bytes; *releases_during is how many times
+/// the bytes were given back while a batch was held.
+static int64_t sum_after_close(struct sluice_dataset* ds, struct held_bytes* h,
+                               int* releases_during) {
+  struct ArrowArrayStream stream;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  sluice_dataset_close(ds);
+  struct ArrowArray held[TEST_MAX_BATCHES];
+  int n = 0;
+  int64_t sum = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    assert_int_equal(stream.get_next(&stream, &batch), 0);
+    if (batch.release == NULL) break;
+    const int64_t* a = (const int64_t*)batch.children[0]->buffers[1] + batch.children[0]->offset;
+    for (int64_t i = 0; i < batch.length; ++i) sum += a[i];
+    assert_true(n < TEST_MAX_BATCHES);
+    held[n++] = batch;
+  }
+  stream.release(&stream);
+  *releases_during = atomic_load(&h->releases);
+  for (int i = 0; i < n; ++i) held[i].release(&held[i]);
+  return sum;
+}
+
+static void test_memory_dataset(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  size_t size = 0;
+  struct held_bytes h = {test_read_file(path, &size), 0};
+  assert_non_null(h.data);
+  // Read in place (the batches point into the bytes, so they are given back
+  // only after the last batch goes), with the format told by the bytes.
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  assert_int_equal(sluice_dataset_open_memory(h.data, size, NULL, give_back, &h, NULL, &ds,
+                                              &error), 0);
+  assert_string_equal(sluice_dataset_format(ds), "arrow");
+  int during = -1;
+  int64_t rows = IPC_BATCHES * IPC_ROWS;
+  assert_int_equal(sum_after_close(ds, &h, &during), rows * (rows - 1) / 2);
+  assert_int_equal(during, 0);
+  assert_int_equal(atomic_load(&h.releases), 1);
+  // Bytes that start as Parquet and are not: an error naming them, given
+  // back once.
+  uint8_t* junk = malloc(64);
+  assert_non_null(junk);
+  memset(junk, 0x01, 64);
+  memcpy(junk, "PAR1", 4);
+  struct held_bytes j = {junk, 0};
+  assert_int_not_equal(sluice_dataset_open_memory(junk, 64, "upload.bin", give_back, &j, NULL,
+                                                  &ds, &error), 0);
+  assert_null(ds);
+  assert_non_null(strstr(error.message, "upload.bin"));
+  assert_int_equal(atomic_load(&j.releases), 1);
+  // Options refused before anything is opened: given back too.
+  struct held_bytes k = {malloc(8), 0};
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.timeout_s = -1;
+  assert_int_equal(sluice_dataset_open_memory(k.data, 8, "x.arrow", give_back, &k, &options, &ds,
+                                              &error), EINVAL);
+  assert_int_equal(atomic_load(&k.releases), 1);
+}
+
+/// Every allocation failure on the way is a clean ENOMEM that gives the
+/// bytes back exactly once and leaks nothing.
+struct memory_case {
+  const uint8_t* data;
+  size_t size;
+};
+
+static int memory_open_once(void* ctx, const struct sluice_allocator* alloc,
+                            struct sluice_error* error) {
+  struct memory_case* c = ctx;
+  struct held_bytes h = {NULL, 0};
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open_memory(c->data, c->size, "m.arrow", give_back, &h, &options, &ds,
+                                      error);
+  if (rc == 0) {
+    assert_int_equal(atomic_load(&h.releases), 0);
+    sluice_dataset_close(ds);
+  }
+  assert_int_equal(atomic_load(&h.releases), 1);
+  return rc;
+}
+
+static void test_memory_dataset_allocation_failures(void** unused) {
+  (void)unused;
+  char path[512];
+  ipc_path_or_skip("multi.arrow", path, sizeof path);
+  struct memory_case c = {NULL, 0};
+  uint8_t* data = test_read_file(path, &c.size);
+  assert_non_null(data);
+  c.data = data;
+  assert_true(test_alloc_sweep(memory_open_once, &c, 400) > 3);
+  free(data);
+}
+
 /* ---- Many objects: a directory read as one table ------------------------------ */
 
 /// Writes into `dir` (created) the IPC files p0.arrow, p1.arrow (empty),
@@ -1371,6 +1490,8 @@ int main(void) {
       cmocka_unit_test(test_ipc_detection_and_empty),
       cmocka_unit_test(test_ipc_through_pipe),
       cmocka_unit_test(test_ipc_allocation_failures),
+      cmocka_unit_test(test_memory_dataset),
+      cmocka_unit_test(test_memory_dataset_allocation_failures),
       cmocka_unit_test(test_directory_as_one_table),
       cmocka_unit_test(test_directory_errors),
       cmocka_unit_test(test_directory_allocation_failures),
