@@ -156,6 +156,12 @@ fuzz_seeds() {
         if command -v zstd > /dev/null; then zstd -q -c "$f" > "$f.zst"; fi
       done
       ;;
+    *dataset*)  # a few small files of every format: detection picks the reader
+      cp "$ROOT/scripts/sample/sample.arrow" "$seeds/"
+      find "$SLUICE_CORPORA/arrow-testing/data/avro" "$SLUICE_CORPORA/arrow-testing/data/csv" \
+        "$SLUICE_CORPORA/parquet-testing/data" -maxdepth 1 -type f -size -64k \
+        \( -name '*.avro' -o -name '*.csv' -o -name '*.parquet' \) -exec cp {} "$seeds/" \;
+      ;;
     *parquet*)
       find "$SLUICE_CORPORA/parquet-testing/data" "$SLUICE_CORPORA/parquet-testing/bad_data" \
         -type f \( -name '*.parquet' -o -name '*.parquet.encrypted' \) -size -1024k \
