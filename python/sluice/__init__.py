@@ -15,6 +15,7 @@ Tables, batches and schemas speak the Arrow PyCapsule protocol, so pyarrow,
 polars and DuckDB take them without copies. Errors are sluice.Error
 subclasses carrying the C library's message.
 """
+import errno as _errno
 import io as _io
 import os as _os
 
@@ -583,7 +584,9 @@ def _is_pandas_frame(data):
 
 
 def write(data, dst, *, format=None, compression=None, index=None, fsync=True, **options):
-    """Write `data` to `dst` (a path or ``"-"``) atomically, or into an
+    """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
+    writable file object (``io.BytesIO``, ... with ``format=``: the output is
+    made whole first, so an error writes nothing into it), or into an
     existing Cassandra table (``"cql://[user[:password]@]host[:port]/ks.table"``:
     rows INSERTed by column name, not atomically; options ``consistency``,
     ``batch_rows``, ``in_flight``, ``nulls="unset"|"null"``).
@@ -636,9 +639,52 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
         format = {"feather": "arrow", "pq": "parquet"}.get(suffix, suffix)
         if format not in writer_formats():
             format = None
-    _sluice.write(capsule, _location(dst), format=format, compression=compression,
-                  format_options=_options_string(options), ca_bundle=ca_bundle,
-                  insecure=insecure, fsync=bool(fsync), s3=s3, timeout=timeout)
+    kwargs = dict(format=format, compression=compression, format_options=_options_string(options),
+                  ca_bundle=ca_bundle, insecure=insecure, fsync=bool(fsync), s3=s3,
+                  timeout=timeout)
+    if _is_file_object(dst):
+        _write_into(capsule, dst, kwargs)
+    else:
+        _sluice.write(capsule, _location(dst), **kwargs)
+
+
+def _is_file_object(dst):
+    """A writable Python object with no descriptor (io.BytesIO, a wrapper of
+    a socket or a response): not a location."""
+    if isinstance(dst, (str, bytes)) or hasattr(dst, "__fspath__"):
+        return False
+    if not hasattr(dst, "write"):
+        return False
+    try:
+        dst.fileno()
+    except (AttributeError, OSError, ValueError):
+        return True
+    return False
+
+
+def _write_into(capsule, dst, kwargs):
+    """sluice.write into a file object: the output is made whole in an
+    unnamed scratch file (so an error leaves `dst` untouched), then copied
+    into `dst` from the current position, 1 MiB at a time."""
+    if kwargs["format"] is None:
+        raise InvalidArgumentError(_errno.EINVAL, "writing into a file object needs format= (it "
+                                   "has no name to tell the format by)")
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="sluice-")
+    try:
+        _os.close(fd)
+        _sluice.write(capsule, path, **dict(kwargs, fsync=False))
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                dst.write(chunk)
+    finally:
+        try:
+            _os.unlink(path)
+        except OSError:
+            pass
 
 
 def reader_formats():

@@ -3,7 +3,8 @@ numpy or pyarrow buffer) read in place by sluice.read / scan / schema /
 read_pandas: the same table pyarrow reads from the same bytes, for every
 format; the buffer held while arrays point into it and given back after
 (a bytearray cannot be resized while it is exported); bytes that could be a
-path stay a path."""
+path stay a path. And sluice.write into a file object (io.BytesIO, a bare
+writer): the bytes of a file of the format, nothing written on an error."""
 import gc
 import io
 import sys
@@ -145,3 +146,58 @@ def test_bytes_that_could_be_a_path_are_one(tmp_path):
     assert sluice.read(bytes(path)).num_rows == N  # os.fsencode'd path
     with pytest.raises(sluice.Error):
         sluice.read(b"no-such-file.parquet")
+
+
+class _Sink:
+    """A writable object with no descriptor, as a web framework's response
+    body is: only write()."""
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, b):
+        self.parts.append(bytes(b))
+        return len(b)
+
+
+def _read_back(fmt, body):
+    """A peer's reading of `body`, a file of format `fmt` (sluice's for Avro,
+    which pyarrow does not read)."""
+    if fmt == "parquet":
+        return pq.read_table(io.BytesIO(body))
+    if fmt == "arrow":
+        return ipc.open_file(io.BytesIO(body)).read_all()
+    if fmt == "arrows":
+        return ipc.open_stream(io.BytesIO(body)).read_all()
+    if fmt == "csv":
+        return pacsv.read_csv(io.BytesIO(body))
+    return pa.table(sluice.read(memoryview(body)))
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "arrows", "csv", "avro"])
+def test_write_into_a_file_object(fmt):
+    """sluice.write into io.BytesIO (after what it holds) and into a bare
+    writer gives the bytes a file of that format holds: read back, the
+    table written."""
+    t = _table()
+    b = io.BytesIO(b"kept:")
+    b.seek(0, io.SEEK_END)
+    sluice.write(t, b, format=fmt)
+    assert b.getvalue().startswith(b"kept:")
+    sink = _Sink()
+    sluice.write(t, sink, format=fmt)
+    for body in (b.getvalue()[5:], b"".join(sink.parts)):
+        back = _read_back(fmt, body)
+        for name in t.column_names:
+            assert back.column(name).to_pylist() == t.column(name).to_pylist(), (fmt, name)
+
+
+def test_write_into_a_file_object_errors():
+    b = io.BytesIO()
+    with pytest.raises(sluice.InvalidArgumentError, match="needs format="):
+        sluice.write(_table(), b)
+    # A failed write puts nothing into the object.
+    bad = pa.table({"u": pa.array([1], pa.int64())}).to_reader()
+    with pytest.raises(sluice.Error):
+        sluice.write(bad, b, format="csv", delimiter="no such option value")
+    assert b.getvalue() == b""
