@@ -679,7 +679,14 @@ def _write_into(capsule, dst, kwargs):
                 chunk = f.read(1 << 20)
                 if not chunk:
                     break
-                dst.write(chunk)
+                view = memoryview(chunk)
+                while view:  # a raw writer may take part of it
+                    n = dst.write(view)
+XX
+                        break
+                    if n <= 0:
+                        raise OSError("the file object took no bytes")
+                    view = view[n:]
     finally:
         try:
             _os.unlink(path)

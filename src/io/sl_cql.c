@@ -509,7 +509,9 @@ static int inflate_body(struct sl_cql_conn* c, struct sl_cql_cursor* cur,
                         "its inflated length", c->name, c->peer, (long long)packed);
   }
   int64_t plain = (int64_t)sl_load_be32(cur->p);
-  if (plain > CQL_MAX_BODY || packed - 4 > INT32_MAX) {
+  // LZ4 expands at most 255-fold: a larger claim would only make us
+  // allocate for nothing.
+  if (plain > CQL_MAX_BODY || packed - 4 > INT32_MAX || plain > (packed - 4) * 255 + 16) {
     return sl_error_set(error, EPROTO, "%s: %s: a compressed frame of %lld bytes declares %lld "
                         "bytes inflated (at most %lld)", c->name, c->peer, (long long)packed,
                         (long long)plain, (long long)CQL_MAX_BODY);
@@ -682,6 +684,11 @@ static int no_client_cert(SSL* ssl, X509** cert, EVP_PKEY** key) {
   return 0;  // go on without one
 }
 
+static int no_passphrase(char* buf, int size, int rwflag, void* user) {
+  (void)buf, (void)size, (void)rwflag, (void)user;
+  return 0;
+}
+
 /// Loads the client certificate and key of the address, if any, into the
 /// context: the node asks for them when its client_encryption_options
 /// have require_client_auth.
@@ -693,6 +700,9 @@ static int use_client_cert(struct sl_cql_conn* c, const struct sl_cql_address* a
   }
   const char* key = a->tls_key[0] != '\0' ? a->tls_key : a->tls_cert;
   char why[128];
+  // An encrypted key would make OpenSSL ask for its pass phrase on the
+  // terminal, from every connection's thread: refused instead.
+  SSL_CTX_set_default_passwd_cb(c->tls_ctx, no_passphrase);
   if (SSL_CTX_use_certificate_chain_file(c->tls_ctx, a->tls_cert) != 1) {
     return sl_error_set(error, EINVAL, "%s: cannot use the client certificate %s: %s", c->name,
                         a->tls_cert, tls_reason(why, sizeof why));

@@ -156,6 +156,10 @@ static int token_expr(struct cql_reader* r, const struct cql_table_columns* t,
   if (rc == 0 && n_keys == 0) {
     rc = sl_error_set(error, EPROTO, "%s: the schema lists no partition key", r->name);
   }
+  if (rc == 0 && n_keys > 64) {  // (the pick below is O(n^2); CQL tables have a few)
+    rc = sl_error_set(error, ENOTSUP, "%s: %d partition key columns (at most 64)", r->name,
+                      n_keys);
+  }
   // Partition key columns by position (at most a few: an O(n^2) pick).
   for (int k = 0; rc == 0 && k < n_keys; ++k) {
     const struct cql_column_info* best = NULL;

@@ -219,7 +219,8 @@ static int read_prepared(struct cql_write* w, struct cql_statement* st, const ui
   st->id_len = id_len;
   st->n_pk = n_pk;
   for (int32_t i = 0; i < n_pk; ++i) {
-    if (sl_cql_read_short(&c, &st->pk[i]) != 0 || st->pk[i] >= n_vars) {
+    // The last variable is USING TIMESTAMP's: never a key column.
+    if (sl_cql_read_short(&c, &st->pk[i]) != 0 || st->pk[i] + 1 >= n_vars) {
       return sl_error_set(error, EPROTO, "%s: a Prepared result with a bad partition key index",
                           w->name);
     }
@@ -550,7 +551,8 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
                       enum row_shape shape, struct sluice_error* error) {
   const struct cql_statement* st = shape == ROW_STATIC ? &w->statics : &w->whole;
   const int* cols = shape == ROW_STATIC ? w->statics_cols : NULL;
-  int64_t starts[64] = {0};
+  int64_t starts[64];
+  for (int p = 0; p < 64; ++p) starts[p] = -1;
   w->row.size = 0;
   w->key.size = 0;
   int rc = sl_buffer_append_be(&w->row, (unsigned)st->n_vars, 2);
@@ -574,9 +576,19 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
   sl_store_be(stamp + 4, (uint64_t)next_timestamp(w), 8);
   if (rc == 0) rc = sl_buffer_append(&w->row, stamp, sizeof stamp);
   for (int p = 0; rc == 0 && p < w->whole.n_pk; ++p) {
+    // A key part the node names but this statement lacks (the node's
+    // Prepared answer and system_schema disagree): refused, not read.
+    if (starts[p] < 0) {
+      return sl_error_set(error, EPROTO, "%s: the node's partition key names a column the "
+                          "INSERT does not have", w->name);
+    }
     const uint8_t* at = w->row.data + starts[p];
     int32_t n = (int32_t)sl_load_be32(at);
-    rc = sl_buffer_append(&w->key, at, 4 + (n > 0 ? n : 0));
+    int64_t len = 4 + (int64_t)(n > 0 ? n : 0);
+    if (len > w->row.size - starts[p]) {
+      return sl_error_set(error, EPROTO, "%s: a partition key value overruns its row", w->name);
+    }
+    rc = sl_buffer_append(&w->key, at, len);
   }
   return rc == 0 ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
 }
