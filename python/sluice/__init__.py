@@ -682,7 +682,7 @@ def _write_into(capsule, dst, kwargs):
                 view = memoryview(chunk)
                 while view:  # a raw writer may take part of it
                     n = dst.write(view)
-XX
+                    if n is None:  # a plain writer that returns nothing took it all
                         break
                     if n <= 0:
                         raise OSError("the file object took no bytes")
