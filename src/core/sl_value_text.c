@@ -258,7 +258,10 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
     offset_seconds = sl_tz_offset(zone, seconds);
     fixed = 1;
   }
-  int64_t sub = value - seconds * per_second;
+  // (value % per_second, not value - seconds * per_second: that product
+  // overflows for values near INT64_MIN, which floor_div rounds below.)
+  int64_t sub = value % per_second;
+  if (sub < 0) sub += per_second;
   // Values within a day of the int64 range stay in UTC rather than overflow.
   if (fixed && seconds > INT64_MIN + 86400 && seconds < INT64_MAX - 86400) {
     seconds += offset_seconds;
