@@ -494,7 +494,6 @@ static int server_error(struct sl_cql_conn* c, const char* what, struct sl_cql_c
                       (const char*)msg);
 }
 
-/// Receives the next answer (server events, on stream -1, are skipped): the
 /// An LZ4 body (protocol v4: the inflated length, 4 bytes big-endian, then
 /// one LZ4 block) inflated into c->plain; *cur then points there.
 static int inflate_body(struct sl_cql_conn* c, struct sl_cql_cursor* cur,
@@ -531,6 +530,7 @@ static int inflate_body(struct sl_cql_conn* c, struct sl_cql_cursor* cur,
   return 0;
 }
 
+/// Receives the next answer (server events, on stream -1, are skipped): the
 /// stream it answers (NULL: not wanted), its opcode and its body past
 /// tracing id, warnings and custom payload. ERROR frames become errors.
 static int receive_frame(struct sl_cql_conn* c, const char* what, int16_t* answers, int* opcode,

@@ -145,6 +145,8 @@ int sl_source_seek(struct sl_source* source, int64_t offset, struct sluice_error
   return source->ops->seek(source, offset, error);
 }
 
+const uint8_t sl_empty_bytes[1] = {0};
+
 void sl_source_close(struct sl_source* source) {
   if (source != NULL) source->ops->close(source);
 }

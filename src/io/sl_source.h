@@ -20,6 +20,10 @@ struct sl_view {
 };
 
 void sl_view_release(struct sl_view* view);
+
+/// Where views of zero bytes point, rather than at NULL, so that callers
+/// may memcmp/memcpy them without special cases. Shared by every source.
+extern const uint8_t sl_empty_bytes[1];
 /// Replaces *view with a copy of its bytes in a block of its own, for bytes
 /// kept as long as the reader (a footer) that would otherwise keep a larger
 /// fetched block alive (a remote object's cached edge). On failure *view is

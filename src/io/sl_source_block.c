@@ -6,9 +6,6 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
 
-/// Views of zero bytes point here rather than at NULL, so that callers may
-/// memcmp/memcpy them without special cases.
-static const uint8_t empty_bytes[1] = {0};
 
 int sl_source_block_room(struct sl_source_block* b, int64_t need,
                          const struct sluice_allocator* alloc, const char* name,
@@ -43,7 +40,7 @@ int64_t sl_source_block_view(struct sl_source_block* b, int64_t length, int cons
   out->owner = NULL;
   out->size = n > 0 ? n : 0;
   if (n <= 0) {
-    out->data = empty_bytes;
+    out->data = sl_empty_bytes;
     return 0;
   }
   out->data = b->data + b->start;

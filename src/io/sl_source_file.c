@@ -18,9 +18,6 @@
 #include "sl_source_block.h"
 #include "sl_source_http.h"
 
-/// Views of zero bytes point here rather than at NULL, so that callers may
-/// memcmp/memcpy them without special cases.
-static const uint8_t sl_empty_bytes[1] = {0};
 
 const char* sl_errno_text(int errnum, char* buf, size_t cap) {
   // The XSI strerror_r (we build with _POSIX_C_SOURCE, not _GNU_SOURCE):

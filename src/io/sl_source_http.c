@@ -80,7 +80,6 @@
 #define HTTP_BACKOFF_BASE_MS 200
 #define HTTP_BACKOFF_CAP_MS 5000
 
-static const uint8_t http_empty_bytes[1] = {0};
 
 enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
 
@@ -894,7 +893,7 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
   struct sl_http_source* s = (struct sl_http_source*)source;
   SL_RETURN_NOT_OK(sl_source_check_range(source, offset, length, out, error));
   if (length == 0) {
-    out->data = http_empty_bytes;
+    out->data = sl_empty_bytes;
     return 0;
   }
   // An object opened by its download: a look at its first bytes before the
@@ -1462,7 +1461,7 @@ static int edge_view(struct sl_http_source* s, int64_t length, int consume, stru
   if (s->edges[0].ref != NULL && (whole || (s->ranges && !s->started && at + length <= end))) {
     int64_t n = length < end - at ? length : end - at;
     if (consume) s->pos += n;
-    out->data = n > 0 ? s->edges[0].data + at : http_empty_bytes;
+    out->data = n > 0 ? s->edges[0].data + at : sl_empty_bytes;
     out->size = n;
     out->owner = n > 0 ? sl_ref_retain(s->edges[0].ref) : NULL;
     served = 1;
@@ -1491,7 +1490,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
   int at_end = s->stream_end >= 0 && s->pos >= s->stream_end;
   pthread_mutex_unlock(&s->lock);
   if (at_end) {
-    out->data = http_empty_bytes;
+    out->data = sl_empty_bytes;
     return 0;
   }
   SL_RETURN_NOT_OK(start_readahead(s, error));
@@ -1503,7 +1502,7 @@ static int readahead_view(struct sl_http_source* s, int64_t length, int consume,
       length > 0 ? wait_part(s, k, some ? within + 1 : within + length, &rc, error) : NULL;
   if (slot == NULL || within >= slot->size) {
     pthread_mutex_unlock(&s->lock);
-    if (rc == 0) out->data = http_empty_bytes;  // end of data
+    if (rc == 0) out->data = sl_empty_bytes;  // end of data
     return rc;
   }
   int64_t avail = slot->filled - within;

@@ -28,14 +28,11 @@ struct memory_source {
   int64_t cursor;  ///< read_next position
 };
 
-/// Views of zero bytes point here, not at NULL (callers may memcpy them).
-static const uint8_t empty_bytes[1] = {0};
-
 static int memory_read_at(struct sl_source* source, int64_t offset, int64_t length,
                           struct sl_view* out, struct sluice_error* error) {
   struct memory_source* m = (struct memory_source*)source;
   SL_RETURN_NOT_OK(sl_source_check_range(source, offset, length, out, error));
-  out->data = length == 0 ? empty_bytes : m->data + offset;
+  out->data = length == 0 ? sl_empty_bytes : m->data + offset;
   out->size = length;
   out->owner = sl_ref_retain(source->owner);
   return 0;
@@ -100,7 +97,7 @@ int sl_memory_source_open(const void* data, size_t size, void (*release)(void*),
   m->base.alloc = alloc;
   m->base.owner = &o->ref;
   m->base.mapped = 1;  // views cost nothing: readers view the whole object
-  m->data = size > 0 ? data : empty_bytes;
+  m->data = size > 0 ? data : sl_empty_bytes;
   *out = &m->base;
   return 0;
 }
