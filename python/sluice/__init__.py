@@ -91,7 +91,7 @@ def _is_data(src):
         memoryview(src).release()
     except TypeError:
         return False
-    return not isinstance(src, str)
+    return True
 
 
 def _location(src):
@@ -663,8 +663,8 @@ def _is_file_object(dst):
 
 
 def _write_into(capsule, dst, kwargs):
-    """sluice.write into a file object: the output is made whole in an
-    unnamed scratch file (so an error leaves `dst` untouched), then copied
+    """sluice.write into a file object: the output is made whole in a
+    scratch file (so an error leaves `dst` untouched), then copied
     into `dst` from the current position, 1 MiB at a time."""
     if kwargs["format"] is None:
         raise InvalidArgumentError(_errno.EINVAL, "writing into a file object needs format= (it "
