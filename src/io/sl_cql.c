@@ -352,6 +352,7 @@ static int send_all(struct sl_cql_conn* c, struct iovec* iov, int n, struct slui
     for (int i = 0; rc == 0 && i < n; ++i) {
       size_t done = 0;
       errno = 0;
+      ERR_clear_error();
       if (iov[i].iov_len > 0 && SSL_write_ex(c->tls, iov[i].iov_base, iov[i].iov_len, &done) != 1) {
         c->tls_error = ERR_peek_last_error();
         ERR_clear_error();
@@ -423,6 +424,7 @@ static ssize_t recv_some(struct sl_cql_conn* c, uint8_t* dst, size_t n) {
   if (c->tls == NULL) return recv(c->fd, dst, n, 0);
   size_t got = 0;
   errno = 0;
+  ERR_clear_error();  // what another OpenSSL user left on this thread is not ours
   if (SSL_read_ex(c->tls, dst, n, &got) == 1) return (ssize_t)got;
   int why = SSL_get_error(c->tls, 0);
   c->tls_error = ERR_peek_last_error();
