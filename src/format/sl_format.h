@@ -11,6 +11,8 @@
 #include "../core/sl_ref.h"
 #include "../io/sl_source.h"
 
+struct sl_row_filter;  // core/sl_row_filter.h
+
 /// The caller's final columns, which a split whose rows the caller planned
 /// may decode straight into (sluice_scan_options.placement): row r of the
 /// split, column `c` of the file (not of the projection, so that a reader
@@ -117,6 +119,13 @@ struct sl_format_reader {
   int (*stored_stats)(void* reader, const int64_t* columns, int64_t n_columns,
                       int64_t* row_count, struct sl_stored_column_stats* stats,
                       struct ArrowArray* min_max, struct sluice_error* error);
+  /// Optional (NULL = no statistics to judge by): 0 when the object's
+  /// statistics (a Parquet row group's min, max and null count) show that no
+  /// row of `split` passes `filter` (whose conditions name columns of the
+  /// full schema), so the scan skips it; 1 when some row may pass. Called
+  /// after plan_splits, before any split opens.
+  int (*split_may_match)(void* reader, const struct sl_split* split,
+                         const struct sl_row_filter* filter);
   /// Optional (NULL = none): custom metadata of the batch split_next returned
   /// last (an IPC message's custom_metadata) in the C Data Interface metadata
   /// layout, or NULL. Valid until the next split_next / split_close.

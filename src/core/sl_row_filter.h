@@ -1,0 +1,91 @@
+// Row filters: a conjunction of conditions on a table's top-level columns
+// ("x>5,city=Paris|Rome,d>=2024-01-01"), parsed against the table's schema
+// so each literal becomes a value of its column's type, then evaluated on
+// decoded batches (sl_row_filter_select) and, by readers that keep
+// statistics, on a split's min/max to skip it whole (sl_filter_range_may_pass).
+// A null passes no condition, as in SQL.
+#ifndef SL_ROW_FILTER_H
+#define SL_ROW_FILTER_H
+
+#include <stdint.h>
+
+#include "sluice.h"
+
+enum sl_filter_op { SL_FILTER_EQ, SL_FILTER_NE, SL_FILTER_LT, SL_FILTER_LE, SL_FILTER_GT,
+                    SL_FILTER_GE };
+
+/// How a column's values compare (the literal was converted to this).
+enum sl_filter_kind {
+  SL_FILTER_INT,    ///< int8..int64, date32/64, time32/64, timestamp, duration (as int64
+                    ///< in the column's own unit)
+  SL_FILTER_UINT,   ///< uint8..uint64
+  SL_FILTER_FLOAT,  ///< float32/64 (NaN passes only !=)
+  SL_FILTER_BOOL,   ///< bool (i = 0 or 1)
+  SL_FILTER_BYTES,  ///< utf8, binary and their large forms: bytewise order
+};
+
+/// A value of a condition's kind. For SL_FILTER_BYTES, `s`/`len` point into
+/// memory owned by the filter (for literals) or by the caller (for bounds).
+union sl_filter_value {
+  int64_t i;
+  uint64_t u;
+  double f;
+  struct {
+    const uint8_t* s;
+    int64_t len;
+  } bytes;
+};
+
+struct sl_filter_condition {
+  int64_t column;  ///< index of the column in the schema parsed against
+  char* name;      ///< the column's name
+  enum sl_filter_op op;
+  enum sl_filter_kind kind;
+  const char* format;  ///< the column's Arrow format (owned by the filter)
+  int n_values;        ///< > 1 only for = and != (any of / none of)
+  union sl_filter_value* values;
+};
+
+struct sl_row_filter {
+  int n_conditions;
+  struct sl_filter_condition* conditions;
+  const struct sluice_allocator* alloc;
+};
+
+/// Parses `text` (conditions separated by ',': NAME OP VALUE with OP one of
+/// = != < <= > >=, several values joined by '|' for = and !=, %XX escapes in
+/// names and values) against `schema` (a struct: one child per column).
+/// Conditions naming a column in `skip` (n_skip names; NULL = none) are left
+/// out (partition keys, decided per object). *out is NULL when no condition
+/// is left. Free with sl_row_filter_free.
+int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
+                        const char* const* skip, int64_t n_skip,
+                        const struct sluice_allocator* alloc, struct sl_row_filter** out,
+                        struct sluice_error* error);
+void sl_row_filter_free(struct sl_row_filter* filter);
+
+/// Whether some value v with min <= v <= max (bounds of a split's non-null
+/// values, in the condition's kind) may pass `c`. 1 when unsure.
+int sl_filter_range_may_pass(const struct sl_filter_condition* c,
+                             const union sl_filter_value* min,
+                             const union sl_filter_value* max);
+
+/// Evaluates the filter on `batch` (a struct array whose child `at[k]`
+/// holds condition k's column, typed as parsed): sets bit r of `selection`
+/// (LSB first, (batch->length + 7) / 8 bytes, written whole) when row r
+/// passes every condition; *selected = how many do.
+int sl_row_filter_select(const struct sl_row_filter* filter, const struct ArrowArray* batch,
+                         const int64_t* at, uint8_t* selection, int64_t* selected,
+                         struct sluice_error* error);
+
+/// Keeps the rows of `in` (of type `schema`, any type the scan produces, a
+/// struct batch included) whose bit is set in `selection` (LSB first, bit r
+/// for row r of `in`, counted from in->offset), `selected` of them: *out is
+/// a new array whose buffers are its own (64-byte aligned, from `alloc`),
+/// except that a dictionary's values may be shared. `in` is not changed.
+int sl_array_filter(const struct ArrowSchema* schema, const struct ArrowArray* in,
+                    const uint8_t* selection, int64_t selected,
+                    const struct sluice_allocator* alloc, struct ArrowArray* out,
+                    struct sluice_error* error);
+
+#endif
