@@ -41,7 +41,9 @@ struct sl_filter_condition {
   char* name;      ///< the column's name
   enum sl_filter_op op;
   enum sl_filter_kind kind;
-  const char* format;  ///< the column's Arrow format (owned by the filter)
+  const char* format;  ///< the values' Arrow format (a dictionary column's value type)
+  /// A dictionary-encoded column's index format ("c", "i", "L", ...), else NULL.
+  const char* index_format;
   int n_values;        ///< > 1 only for = and != (any of / none of)
   union sl_filter_value* values;
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/sl_type.h"
+#include "core/sl_value_parse.h"
 #include "sluice.h"
 
 /* ---- options -------------------------------------------------------------- */
@@ -220,15 +221,10 @@ const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out);
 const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out);
 /// YYYY-MM-DD -> days since 1970-01-01.
 int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
-/// ISO 8601 date-time: "YYYY-MM-DD[T ]hh:mm[:ss[.f{1,9}]][Z|+hh[:mm]|-hh[:mm]]"
-/// or a bare date. *seconds/*nanos are UTC when a zone is given; *has_zone
-/// says whether one was.
-int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
-                        int* has_zone);
-/// Time of day `HH:MM`, `HH:MM:SS` or `HH:MM:SS.f` (fraction digits past the
-/// ninth must be zeros), 00:00 to 23:59:59.999999999, as nanoseconds since
-/// midnight.
-int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
+/// ISO 8601 date-times and times of day: core/sl_value_parse.h (shared
+/// with row-filter literals).
+#define csv_parse_timestamp sl_parse_timestamp
+#define csv_parse_time sl_parse_time
 /// A decimal number ("-12.50", "1e3", " 7 ") as decimal128/256(precision,
 /// scale): `width` (16 or 32) little-endian two's complement bytes at `out`.
 /// 0 with *why (for "%s '<value>' as <type>") when it is not a number, has

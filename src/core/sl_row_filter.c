@@ -1,0 +1,510 @@
+// Row filters: parsing against a schema, the range test readers prune
+// splits with, and evaluation on decoded batches. See sl_row_filter.h.
+#include "sl_row_filter.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl_alloc.h"
+#include "sl_error.h"
+#include "sl_value_parse.h"
+#include "sl_value_text.h"
+#include "sl_value_tz.h"
+
+/// Most values of one condition ('|' between them).
+#define FILTER_MAX_VALUES 256
+
+/* ---- Parsing ------------------------------------------------------------------ */
+
+/// Units per second of a time or timestamp format's unit letter.
+static int64_t units_per_second(char unit) {
+  return unit == 's' ? 1 : unit == 'm' ? 1000 : unit == 'u' ? 1000000 : 1000000000;
+}
+
+/// The kind a column of Arrow format `f` compares as; 0 and *kind, else ENOTSUP.
+static int kind_of(const char* f, enum sl_filter_kind* kind) {
+  if (f[0] != '\0' && f[1] == '\0') {
+    switch (f[0]) {
+      case 'c': case 's': case 'i': case 'l': *kind = SL_FILTER_INT; return 0;
+      case 'C': case 'S': case 'I': case 'L': *kind = SL_FILTER_UINT; return 0;
+      case 'f': case 'g': *kind = SL_FILTER_FLOAT; return 0;
+      case 'b': *kind = SL_FILTER_BOOL; return 0;
+      case 'u': case 'U': case 'z': case 'Z': *kind = SL_FILTER_BYTES; return 0;
+      default: return ENOTSUP;
+    }
+  }
+  if (f[0] == 't' && (f[1] == 'd' || f[1] == 't' || f[1] == 's' || f[1] == 'D')) {
+    *kind = SL_FILTER_INT;
+    return 0;
+  }
+  return ENOTSUP;
+}
+
+/// Whether `v` is `word` in any case.
+static int same_word(const char* v, const char* word) {
+  for (; *v != '\0' && *word != '\0'; ++v, ++word) {
+    if ((*v | 0x20) != *word) return 0;
+  }
+  return *v == *word;
+}
+
+/// Integer text (optional sign, digits) as int64; 1 on success.
+static int int_text(const char* v, int64_t* out) {
+  return sl_parse_int64(v, strlen(v), INT64_MIN, INT64_MAX, out) == 0;
+}
+
+/// Parses literal `v` for a column of format `f` and kind `kind`.
+static int literal(const char* f, enum sl_filter_kind kind, char* v, union sl_filter_value* out,
+                   const char** why) {
+  size_t n = strlen(v);
+  switch (kind) {
+    case SL_FILTER_BYTES:
+      out->bytes.s = (const uint8_t*)v;
+      out->bytes.len = (int64_t)n;
+      return 1;
+    case SL_FILTER_BOOL:
+      if (n == 1 && (v[0] == '0' || v[0] == '1')) {
+        out->i = v[0] - '0';
+        return 1;
+      }
+      if (same_word(v, "true") || same_word(v, "false")) {
+        out->i = n == 4;
+        return 1;
+      }
+      *why = "true or false";
+      return 0;
+    case SL_FILTER_FLOAT: {
+      char* end = NULL;
+      errno = 0;
+      out->f = n > 0 ? strtod(v, &end) : 0;
+      if (n == 0 || end != v + n) {
+        *why = "a number";
+        return 0;
+      }
+      return 1;
+    }
+    case SL_FILTER_UINT: {
+      uint64_t u = 0;
+      for (size_t i = 0; i < n; ++i) {
+        unsigned d = (unsigned)(v[i] - '0');
+        if (d > 9 || u > (UINT64_MAX - d) / 10) {
+          *why = "an unsigned integer";
+          return 0;
+        }
+        u = u * 10 + d;
+      }
+      if (n == 0) {
+        *why = "an unsigned integer";
+        return 0;
+      }
+      out->u = u;
+      return 1;
+    }
+    case SL_FILTER_INT:
+      break;
+  }
+  if (int_text(v, &out->i)) return 1;  // raw days / units are accepted for every INT column
+  if (f[0] == 't' && f[1] == 'd') {  // date32 (days) or date64 (milliseconds)
+    int64_t days;
+    if (n == 10 && sl_parse_ymd(v, &days)) {
+      out->i = f[2] == 'D' ? days : days * 86400000;
+      return 1;
+    }
+    *why = "a YYYY-MM-DD date";
+    return 0;
+  }
+  if (f[0] == 't' && f[1] == 't') {  // time of day
+    int64_t nanos;
+    int64_t per = units_per_second(f[2]), step = 1000000000 / per;
+    if (sl_parse_time((const uint8_t*)v, (int64_t)n, &nanos) && nanos % step == 0) {
+      out->i = nanos / step;
+      return 1;
+    }
+    *why = "a time of day (HH:MM:SS) in the column's unit";
+    return 0;
+  }
+  if (f[0] == 't' && f[1] == 's') {  // timestamp: a zone in the text is honoured, else as written
+    int64_t seconds;
+    int32_t nanos;
+    int zoned;
+    int64_t per = units_per_second(f[2]), step = 1000000000 / per;
+    if (sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned) &&
+        nanos % step == 0 && seconds <= INT64_MAX / per && seconds >= INT64_MIN / per) {
+      out->i = seconds * per + nanos / step;
+      return 1;
+    }
+    *why = "a date-time (YYYY-MM-DD[ hh:mm:ss[.f]][Z|+hh:mm]) in the column's unit";
+    return 0;
+  }
+  *why = "an integer";
+  return 0;
+}
+
+static void condition_free(const struct sluice_allocator* alloc, struct sl_filter_condition* c) {
+  if (c->values != NULL) {
+    if (c->kind == SL_FILTER_BYTES) {
+      for (int i = 0; i < c->n_values; ++i) {
+        sl_free(alloc, (void*)c->values[i].bytes.s, (size_t)c->values[i].bytes.len + 1);
+      }
+    }
+    sl_free(alloc, c->values, FILTER_MAX_VALUES * sizeof *c->values);
+  }
+  if (c->name != NULL) sl_free(alloc, c->name, strlen(c->name) + 1);
+  memset(c, 0, sizeof *c);
+}
+
+void sl_row_filter_free(struct sl_row_filter* filter) {
+  if (filter == NULL) return;
+  const struct sluice_allocator* alloc = filter->alloc;
+  for (int i = 0; i < filter->n_conditions; ++i) condition_free(alloc, &filter->conditions[i]);
+  sl_free(alloc, filter->conditions, (size_t)filter->n_conditions * sizeof *filter->conditions);
+  sl_free(alloc, filter, sizeof *filter);
+}
+
+/// Parses text[0, n) (one condition) into *c; *skipped = 1 when it names a
+/// column in `skip`.
+static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
+                           const char* const* skip, int64_t n_skip,
+                           const struct sluice_allocator* alloc, struct sl_filter_condition* c,
+                           int* skipped, struct sluice_error* error) {
+  *skipped = 0;
+  size_t k = 0;
+  while (k < n && strchr("=!<>", text[k]) == NULL) ++k;
+  if (k == 0 || k >= n) {
+    return sl_error_set(error, EINVAL, "filter '%.*s': expected NAME=VALUE, NAME!=VALUE, "
+                        "NAME<VALUE, NAME<=VALUE, NAME>VALUE or NAME>=VALUE", (int)n, text);
+  }
+  c->name = sl_percent_decoded(text, k, alloc);
+  if (c->name == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  for (int64_t i = 0; i < n_skip; ++i) {
+    if (strcmp(skip[i], c->name) == 0) {
+      *skipped = 1;
+      return 0;
+    }
+  }
+  c->column = -1;
+  for (int64_t i = 0; i < schema->n_children && c->column < 0; ++i) {
+    const char* name = schema->children[i]->name;
+    if (name != NULL && strcmp(name, c->name) == 0) c->column = i;
+  }
+  if (c->column < 0) {
+    return sl_error_set(error, EINVAL, "filter '%.*s': no column '%s'", (int)n, text, c->name);
+  }
+  const struct ArrowSchema* column = schema->children[c->column];
+  const struct ArrowSchema* typed = column->dictionary != NULL ? column->dictionary : column;
+  c->format = typed->format;
+  c->index_format = column->dictionary != NULL ? column->format : NULL;
+  if (kind_of(typed->format, &c->kind) != 0) {
+    return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type '%s', which filters "
+                        "do not compare (integers, floats, bool, strings, binary, dates, times, "
+                        "timestamps and durations do)", (int)n, text, c->name, typed->format);
+  }
+  static const struct {
+    const char* s;
+    enum sl_filter_op op;
+  } ops[] = {{"!=", SL_FILTER_NE}, {"<=", SL_FILTER_LE}, {">=", SL_FILTER_GE},
+             {"=", SL_FILTER_EQ},  {"<", SL_FILTER_LT},  {">", SL_FILTER_GT}};
+  const char* p = text + k;
+  size_t left = n - k, op_len = 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0] && op_len == 0; ++i) {
+    size_t m = strlen(ops[i].s);
+    if (left >= m && memcmp(p, ops[i].s, m) == 0) {
+      c->op = ops[i].op;
+      op_len = m;
+    }
+  }
+  if (op_len == 0) {
+    return sl_error_set(error, EINVAL, "filter '%.*s': unknown operator", (int)n, text);
+  }
+  p += op_len;
+  left -= op_len;
+  c->values = sl_alloc(alloc, FILTER_MAX_VALUES * sizeof *c->values);
+  if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  for (;;) {
+    size_t m = 0;
+    while (m < left && p[m] != '|') ++m;
+    if (c->n_values == FILTER_MAX_VALUES) {
+      return sl_error_set(error, EINVAL, "filter '%.*s': more than %d values", (int)n, text,
+                          FILTER_MAX_VALUES);
+    }
+    char* v = sl_percent_decoded(p, m, alloc);
+    if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    const char* why = NULL;
+    union sl_filter_value value;
+    int ok = literal(c->format, c->kind, v, &value, &why);
+    if (!ok || c->kind != SL_FILTER_BYTES) {
+      if (!ok) {
+        int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%s' is not %s, as column '%s' (%s) "
+                              "needs", (int)n, text, v, why, c->name, c->format);
+        sl_free(alloc, v, strlen(v) + 1);
+        return rc;
+      }
+      sl_free(alloc, v, strlen(v) + 1);
+    }
+    c->values[c->n_values++] = value;
+    if (m == left) break;
+    p += m + 1;
+    left -= m + 1;
+  }
+  if (c->n_values > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+    return sl_error_set(error, EINVAL, "filter '%.*s': several values ('|') go with = and != "
+                        "only", (int)n, text);
+  }
+  return 0;
+}
+
+int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
+                        const char* const* skip, int64_t n_skip,
+                        const struct sluice_allocator* alloc, struct sl_row_filter** out,
+                        struct sluice_error* error) {
+  *out = NULL;
+  if (text == NULL || *text == '\0') return 0;
+  int n = 1;
+  for (const char* at = text; *at != '\0'; ++at) n += *at == ',';
+  struct sl_row_filter* f = sl_calloc(alloc, 1, sizeof *f);
+  struct sl_filter_condition* conditions = sl_calloc(alloc, (size_t)n, sizeof *conditions);
+  if (f == NULL || conditions == NULL) {
+    sl_free(alloc, f, sizeof *f);
+    sl_free(alloc, conditions, (size_t)n * sizeof *conditions);
+    return sl_error_set(error, ENOMEM, "out of memory");
+  }
+  f->alloc = alloc;
+  int rc = 0, kept = 0;
+  for (const char* at = text; rc == 0 && *at != '\0';) {
+    size_t len = strcspn(at, ",");
+    int skipped = 0;
+    struct sl_filter_condition* c = &conditions[kept];
+    rc = parse_condition(at, len, schema, skip, n_skip, alloc, c, &skipped, error);
+    if (rc != 0 || skipped) {
+      condition_free(alloc, c);
+    } else {
+      ++kept;
+    }
+    at += len + (at[len] == ',');
+  }
+  f->conditions = conditions;
+  f->n_conditions = kept;
+  if (rc != 0 || kept == 0) {
+    for (int i = 0; i < kept; ++i) condition_free(alloc, &conditions[i]);
+    sl_free(alloc, conditions, (size_t)n * sizeof *conditions);
+    sl_free(alloc, f, sizeof *f);
+    return rc;
+  }
+  if (kept < n) {  // sl_row_filter_free frees n_conditions entries
+    struct sl_filter_condition* exact = sl_alloc(alloc, (size_t)kept * sizeof *exact);
+    if (exact == NULL) {
+      f->n_conditions = n;
+      sl_row_filter_free(f);
+      return sl_error_set(error, ENOMEM, "out of memory");
+    }
+    memcpy(exact, conditions, (size_t)kept * sizeof *exact);
+    sl_free(alloc, conditions, (size_t)n * sizeof *conditions);
+    f->conditions = exact;
+  }
+  *out = f;
+  return 0;
+}
+
+/* ---- Comparing ------------------------------------------------------------------ */
+
+/// Sign of a - b in kind `kind`; for floats, a NaN on either side gives 2
+/// (unordered).
+static int compare(enum sl_filter_kind kind, const union sl_filter_value* a,
+                   const union sl_filter_value* b) {
+  switch (kind) {
+    case SL_FILTER_INT:
+    case SL_FILTER_BOOL:
+      return (a->i > b->i) - (a->i < b->i);
+    case SL_FILTER_UINT:
+      return (a->u > b->u) - (a->u < b->u);
+    case SL_FILTER_FLOAT:
+      if (isnan(a->f) || isnan(b->f)) return 2;
+      return (a->f > b->f) - (a->f < b->f);
+    case SL_FILTER_BYTES: {
+      int64_t n = a->bytes.len < b->bytes.len ? a->bytes.len : b->bytes.len;
+      int c = n > 0 ? memcmp(a->bytes.s, b->bytes.s, (size_t)n) : 0;
+      if (c == 0) c = (a->bytes.len > b->bytes.len) - (a->bytes.len < b->bytes.len);
+      return (c > 0) - (c < 0);
+    }
+  }
+  return 2;
+}
+
+/// Whether non-null value `v` passes `c` (an unordered comparison passes
+/// only !=, as in SQL and Arrow compute).
+static int passes(const struct sl_filter_condition* c, const union sl_filter_value* v) {
+  if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) {
+    int any = 0;
+    for (int i = 0; i < c->n_values && !any; ++i) any = compare(c->kind, v, &c->values[i]) == 0;
+    return c->op == SL_FILTER_EQ ? any : !any;
+  }
+  int s = compare(c->kind, v, &c->values[0]);
+  if (s == 2) return 0;
+  switch (c->op) {
+    case SL_FILTER_LT: return s < 0;
+    case SL_FILTER_LE: return s <= 0;
+    case SL_FILTER_GT: return s > 0;
+    default: return s >= 0;
+  }
+}
+
+int sl_filter_range_may_pass(const struct sl_filter_condition* c,
+                             const union sl_filter_value* min,
+                             const union sl_filter_value* max) {
+  if (compare(c->kind, min, max) == 2) return 1;  // NaN bounds say nothing
+  switch (c->op) {
+    case SL_FILTER_EQ:
+      for (int i = 0; i < c->n_values; ++i) {
+        int lo = compare(c->kind, &c->values[i], min), hi = compare(c->kind, &c->values[i], max);
+        if (lo == 2 || hi == 2 || (lo >= 0 && hi <= 0)) return 1;
+      }
+      return 0;
+    case SL_FILTER_NE:  // only a split of one value, named here, fails
+      return compare(c->kind, min, max) != 0 || passes(c, min);
+    case SL_FILTER_LT: {  // unordered (2) cannot prove anything
+      int s = compare(c->kind, min, &c->values[0]);
+      return s < 0 || s == 2;
+    }
+    case SL_FILTER_LE: {
+      int s = compare(c->kind, min, &c->values[0]);
+      return s <= 0 || s == 2;
+    }
+    case SL_FILTER_GT: return compare(c->kind, max, &c->values[0]) > 0;  // 2 included
+    case SL_FILTER_GE: return compare(c->kind, max, &c->values[0]) >= 0;
+  }
+  return 1;
+}
+
+/* ---- Evaluating ------------------------------------------------------------------ */
+
+static int valid_at(const struct ArrowArray* a, int64_t i) {
+  const uint8_t* bits = a->n_buffers > 0 ? a->buffers[0] : NULL;
+  if (bits == NULL || a->null_count == 0) return 1;
+  int64_t j = a->offset + i;
+  return (bits[j >> 3] >> (j & 7)) & 1;
+}
+
+/// Value i of `a` (format `f`, kind `kind`; a dictionary's values when the
+/// column is dictionary-encoded), unless it is null: 1 and *v.
+static int value_at(const struct ArrowArray* a, const char* f, enum sl_filter_kind kind, int64_t i,
+                    union sl_filter_value* v) {
+  if (!valid_at(a, i)) return 0;
+  int64_t j = a->offset + i;
+  const void* data = a->buffers[1];
+  if (kind == SL_FILTER_BYTES) {
+    int large = f[0] == 'U' || f[0] == 'Z';
+    const uint8_t* bytes = a->buffers[2];
+    int64_t start = large ? ((const int64_t*)data)[j] : ((const int32_t*)data)[j];
+    int64_t end = large ? ((const int64_t*)data)[j + 1] : ((const int32_t*)data)[j + 1];
+    v->bytes.s = bytes + start;
+    v->bytes.len = end - start;
+    return 1;
+  }
+  if (kind == SL_FILTER_BOOL) {
+    v->i = (((const uint8_t*)data)[j >> 3] >> (j & 7)) & 1;
+    return 1;
+  }
+  if (kind == SL_FILTER_FLOAT) {
+    v->f = f[0] == 'f' ? ((const float*)data)[j] : ((const double*)data)[j];
+    return 1;
+  }
+  // Integers of every width; temporal types by their storage width.
+  char w = f[0];
+  if (f[0] == 't') w = (f[1] == 'd' && f[2] == 'D') || (f[1] == 't' && (f[2] == 's' || f[2] == 'm'))
+                           ? 'i' : 'l';
+  switch (w) {
+    case 'c': v->i = ((const int8_t*)data)[j]; break;
+    case 's': v->i = ((const int16_t*)data)[j]; break;
+    case 'i': v->i = ((const int32_t*)data)[j]; break;
+    case 'C': v->u = ((const uint8_t*)data)[j]; break;
+    case 'S': v->u = ((const uint16_t*)data)[j]; break;
+    case 'I': v->u = ((const uint32_t*)data)[j]; break;
+    case 'L': v->u = ((const uint64_t*)data)[j]; break;
+    default: v->i = ((const int64_t*)data)[j]; break;
+  }
+  return 1;
+}
+
+/// Index i of a dictionary-encoded column (its index type `f`), unless null.
+static int index_at(const struct ArrowArray* a, const char* f, int64_t i, int64_t* index) {
+  union sl_filter_value v;
+  enum sl_filter_kind kind = (f[0] >= 'A' && f[0] <= 'Z') ? SL_FILTER_UINT : SL_FILTER_INT;
+  if (!value_at(a, f, kind, i, &v)) return 0;
+  *index = kind == SL_FILTER_UINT ? (int64_t)v.u : v.i;
+  return 1;
+}
+
+/// ANDs condition `c` over column `a` (of the batch's schema child `f`)
+/// into `selection`.
+static int select_condition(const struct sl_filter_condition* c, const struct ArrowArray* a,
+                            const char* index_format, int64_t rows, uint8_t* selection,
+                            const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (a->dictionary != NULL) {
+    // Judge each dictionary value once, then look rows up by index.
+    const struct ArrowArray* d = a->dictionary;
+    size_t bytes = (size_t)(d->length > 0 ? d->length : 1);
+    uint8_t* ok = sl_alloc(alloc, bytes);
+    if (ok == NULL) return sl_error_set(error, ENOMEM, "filter: out of memory");
+    for (int64_t k = 0; k < d->length; ++k) {
+      union sl_filter_value v;
+      ok[k] = (uint8_t)(value_at(d, c->format, c->kind, k, &v) && passes(c, &v));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!((selection[r >> 3] >> (r & 7)) & 1)) continue;
+      int64_t index;
+      int keep = index_at(a, index_format, r, &index) && index >= 0 && index < d->length &&
+                 ok[index];
+      if (!keep) selection[r >> 3] &= (uint8_t) ~(1u << (r & 7));
+    }
+    sl_free(alloc, ok, bytes);
+    return 0;
+  }
+  if (c->kind == SL_FILTER_INT && strcmp(c->format, "l") == 0 && c->n_values == 1 &&
+      c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+    // int64 ranges, the common case, without the general path's dispatch.
+    const int64_t* x = (const int64_t*)a->buffers[1] + a->offset;
+    int64_t b = c->values[0].i;
+    for (int64_t r = 0; r < rows; ++r) {
+      int keep = c->op == SL_FILTER_LT ? x[r] < b : c->op == SL_FILTER_LE ? x[r] <= b
+                 : c->op == SL_FILTER_GT ? x[r] > b : x[r] >= b;
+      if (!keep || !valid_at(a, r)) selection[r >> 3] &= (uint8_t) ~(1u << (r & 7));
+    }
+    return 0;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!((selection[r >> 3] >> (r & 7)) & 1)) continue;
+    union sl_filter_value v;
+    if (!value_at(a, c->format, c->kind, r, &v) || !passes(c, &v)) {
+      selection[r >> 3] &= (uint8_t) ~(1u << (r & 7));
+    }
+  }
+  return 0;
+}
+
+int sl_row_filter_select(const struct sl_row_filter* filter, const struct ArrowArray* batch,
+                         const int64_t* at, uint8_t* selection, int64_t* selected,
+                         struct sluice_error* error) {
+  int64_t rows = batch->length, bytes = (rows + 7) / 8;
+  memset(selection, 0xff, (size_t)bytes);
+  if (rows % 8 != 0) selection[bytes - 1] = (uint8_t)((1u << (rows % 8)) - 1);
+  for (int k = 0; k < filter->n_conditions; ++k) {
+    const struct sl_filter_condition* c = &filter->conditions[k];
+    if (at[k] < 0 || at[k] >= batch->n_children) {
+      return sl_error_set(error, EINVAL, "filter: column '%s' is not in the batch", c->name);
+    }
+    const struct ArrowArray* a = batch->children[at[k]];
+    if (a->length < rows) {
+      return sl_error_set(error, EINVAL, "filter: column '%s' has %" PRId64 " rows, the batch %"
+                          PRId64, c->name, a->length, rows);
+    }
+    int rc = select_condition(c, a, c->index_format, rows, selection, filter->alloc, error);
+    if (rc != 0) return rc;
+  }
+  int64_t n = 0;
+  for (int64_t i = 0; i < bytes; ++i) n += __builtin_popcount(selection[i]);
+  *selected = n;
+  return 0;
+}

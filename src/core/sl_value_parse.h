@@ -1,0 +1,17 @@
+// Dates, times and timestamps spelled as ISO 8601 text.
+#ifndef SL_VALUE_PARSE_H
+#define SL_VALUE_PARSE_H
+
+#include <stdint.h>
+
+/// ISO 8601 date-time: "YYYY-MM-DD[T ]hh:mm[:ss[.f{1,9}]][Z|+hh[:mm]|-hh[:mm]]"
+/// or a bare date. *seconds/*nanos are UTC when a zone is given; *has_zone
+/// says whether one was. 1 on success, else 0.
+int sl_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+                       int* has_zone);
+/// Time of day `HH:MM`, `HH:MM:SS` or `HH:MM:SS.f` (fraction digits past the
+/// ninth must be zeros), 00:00 to 23:59:59.999999999, as nanoseconds since
+/// midnight. 1 on success, else 0.
+int sl_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
+
+#endif
