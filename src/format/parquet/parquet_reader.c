@@ -704,6 +704,14 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
                          row_count, stats, min_max, error);
 }
 
+/// A split is one row group (reader_plan): its chunks' statistics decide.
+static int reader_split_may_match(void* reader, const struct sl_split* split,
+                                  const struct sl_row_filter* filter) {
+  struct pq_reader* r = reader;
+  if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
+  return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter);
+}
+
 /// What the engine balances column parts by: the column's chunks'
 /// uncompressed bytes in every row group, plus 8 bytes a value, since every
 /// value costs its levels and a slot in the output however few bits encode
@@ -742,6 +750,7 @@ static const struct sl_format_reader k_parquet_reader = {
     .split_held_bytes = split_held_bytes,
     .close = reader_close,
     .stored_stats = reader_stored_stats,
+    .split_may_match = reader_split_may_match,
     // Batches are slices of the decoded row group at fixed row counts
     // (split_next), whatever the columns: parts of a row group line up.
     .split_by_columns = 1,

@@ -225,6 +225,20 @@ void pq_page_header_init(struct pq_page_header* header);
 void pq_schema_element_init(struct pq_schema_element* element);
 void pq_column_meta_init(struct pq_column_meta* meta);
 
+/// The order a column's statistics are chosen and compared in (from its
+/// logical, converted and physical type, as TypeDefinedOrder says).
+enum pq_stats_order {
+  PQ_STATS_ORDER_NONE = 0,     ///< INT96, INTERVAL, unknown logical types: no order
+  PQ_STATS_ORDER_BOOL,
+  PQ_STATS_ORDER_SIGNED,       ///< INT32 / INT64 as signed
+  PQ_STATS_ORDER_UNSIGNED,     ///< INT32 / INT64 as unsigned (UINT_*, INTEGER unsigned)
+  PQ_STATS_ORDER_FLOAT,
+  PQ_STATS_ORDER_DOUBLE,
+  PQ_STATS_ORDER_FLOAT16,      ///< FIXED_LEN_BYTE_ARRAY(2) half floats
+  PQ_STATS_ORDER_BYTES,        ///< unsigned lexicographic
+  PQ_STATS_ORDER_DECIMAL,      ///< big-endian two's complement of any length
+};
+
 /// Merges the statistics of column `leaf` (index among the leaves, i.e. into
 /// row_group.columns) over every row group, choosing min/max with the sort
 /// order the column's logical/converted/physical type implies (signed,
@@ -239,8 +253,15 @@ struct pq_merged_stats {
   struct pq_bytes min, max;
   int min_exact, max_exact;  ///< absent is_*_exact counts as exact except for
                              ///< BYTE_ARRAY / FIXED_LEN_BYTE_ARRAY
+  /// The order min and max are in (PQ_STATS_ORDER_NONE when !has_min_max).
+  enum pq_stats_order order;
 };
 int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
                           struct pq_merged_stats* out, struct sluice_error* error);
+/// The same over row groups [first, first + count) only: with count = 1, the
+/// trusted statistics of one column chunk (what row-group pruning judges by).
+int pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
+                                int64_t count, struct pq_merged_stats* out,
+                                struct sluice_error* error);
 
 #endif

@@ -10,19 +10,8 @@
 #include "pq_meta.h"
 #include "../../core/sl_error.h"
 
-enum stats_order {
-  ORDER_NONE = 0,     ///< INT96, INTERVAL, unknown logical types: no order
-  ORDER_BOOL,
-  ORDER_SIGNED,       ///< INT32 / INT64 as signed
-  ORDER_UNSIGNED,     ///< INT32 / INT64 as unsigned (UINT_*, INTEGER unsigned)
-  ORDER_FLOAT,
-  ORDER_DOUBLE,
-  ORDER_FLOAT16,      ///< FIXED_LEN_BYTE_ARRAY(2) half floats
-  ORDER_BYTES,        ///< unsigned lexicographic
-  ORDER_DECIMAL,      ///< big-endian two's complement of any length
-};
 
-static enum stats_order stats_order_of(const struct pq_schema_element* e) {
+static enum pq_stats_order stats_order_of(const struct pq_schema_element* e) {
   const struct pq_logical_type* lt = &e->logical;
   enum pq_converted_type ct = e->converted_type;
   int is_decimal = lt->kind == PQ_LOGICAL_DECIMAL ||
@@ -30,27 +19,28 @@ static enum stats_order stats_order_of(const struct pq_schema_element* e) {
   if (lt->kind == PQ_LOGICAL_UNKNOWN_MEMBER || lt->kind == PQ_LOGICAL_VARIANT ||
       lt->kind == PQ_LOGICAL_GEOMETRY || lt->kind == PQ_LOGICAL_GEOGRAPHY ||
       (lt->kind == PQ_LOGICAL_NONE && ct == PQ_CT_INTERVAL)) {
-    return ORDER_NONE;
+    return PQ_STATS_ORDER_NONE;
   }
   switch (e->type) {
-    case PQ_BOOLEAN: return ORDER_BOOL;
+    case PQ_BOOLEAN: return PQ_STATS_ORDER_BOOL;
     case PQ_INT32: case PQ_INT64: {
       int is_unsigned = lt->kind == PQ_LOGICAL_INTEGER
                             ? !lt->is_signed
                             : lt->kind == PQ_LOGICAL_NONE && ct >= PQ_CT_UINT_8 &&
                                   ct <= PQ_CT_UINT_64;
-      return is_unsigned ? ORDER_UNSIGNED : ORDER_SIGNED;
+      return is_unsigned ? PQ_STATS_ORDER_UNSIGNED : PQ_STATS_ORDER_SIGNED;
     }
-    case PQ_INT96: return ORDER_NONE;
-    case PQ_FLOAT: return ORDER_FLOAT;
-    case PQ_DOUBLE: return ORDER_DOUBLE;
-    case PQ_BYTE_ARRAY: return is_decimal ? ORDER_DECIMAL : ORDER_BYTES;
+    case PQ_INT96: return PQ_STATS_ORDER_NONE;
+    case PQ_FLOAT: return PQ_STATS_ORDER_FLOAT;
+    case PQ_DOUBLE: return PQ_STATS_ORDER_DOUBLE;
+    case PQ_BYTE_ARRAY: return is_decimal ? PQ_STATS_ORDER_DECIMAL : PQ_STATS_ORDER_BYTES;
     case PQ_FIXED_LEN_BYTE_ARRAY:
-      if (is_decimal) return ORDER_DECIMAL;
-      if (lt->kind == PQ_LOGICAL_FLOAT16) return e->type_length == 2 ? ORDER_FLOAT16 : ORDER_NONE;
-      return ORDER_BYTES;
+      if (is_decimal) return PQ_STATS_ORDER_DECIMAL;
+      if (lt->kind == PQ_LOGICAL_FLOAT16)
+        return e->type_length == 2 ? PQ_STATS_ORDER_FLOAT16 : PQ_STATS_ORDER_NONE;
+      return PQ_STATS_ORDER_BYTES;
   }
-  return ORDER_NONE;
+  return PQ_STATS_ORDER_NONE;
 }
 
 static uint64_t stats_le(const uint8_t* p, int n) {
@@ -68,14 +58,14 @@ static double stats_half(uint16_t h) {
 }
 
 /// The bound as a double (float orders only).
-static double stats_real(enum stats_order order, const struct pq_bytes* b) {
-  if (order == ORDER_FLOAT) {
+static double stats_real(enum pq_stats_order order, const struct pq_bytes* b) {
+  if (order == PQ_STATS_ORDER_FLOAT) {
     uint32_t bits = (uint32_t)stats_le(b->data, 4);
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
   }
-  if (order == ORDER_DOUBLE) {
+  if (order == PQ_STATS_ORDER_DOUBLE) {
     uint64_t bits = stats_le(b->data, 8);
     double d;
     memcpy(&d, &bits, sizeof d);
@@ -91,32 +81,32 @@ static uint8_t stats_sign_extended(const struct pq_bytes* b, int64_t width, int6
   return i < pad ? sign : b->data[i - pad];
 }
 
-static int stats_compare(enum stats_order order, int width, const struct pq_bytes* a,
+static int stats_compare(enum pq_stats_order order, int width, const struct pq_bytes* a,
                          const struct pq_bytes* b) {
   switch (order) {
-    case ORDER_BOOL: return (a->data[0] != 0) - (b->data[0] != 0);
-    case ORDER_SIGNED: {
+    case PQ_STATS_ORDER_BOOL: return (a->data[0] != 0) - (b->data[0] != 0);
+    case PQ_STATS_ORDER_SIGNED: {
       int64_t x = width == 4 ? (int32_t)(uint32_t)stats_le(a->data, 4)
                              : (int64_t)stats_le(a->data, 8);
       int64_t y = width == 4 ? (int32_t)(uint32_t)stats_le(b->data, 4)
                              : (int64_t)stats_le(b->data, 8);
       return (x > y) - (x < y);
     }
-    case ORDER_UNSIGNED: {
+    case PQ_STATS_ORDER_UNSIGNED: {
       uint64_t x = stats_le(a->data, width), y = stats_le(b->data, width);
       return (x > y) - (x < y);
     }
-    case ORDER_FLOAT: case ORDER_DOUBLE: case ORDER_FLOAT16: {
+    case PQ_STATS_ORDER_FLOAT: case PQ_STATS_ORDER_DOUBLE: case PQ_STATS_ORDER_FLOAT16: {
       double x = stats_real(order, a), y = stats_real(order, b);
       return (x > y) - (x < y);
     }
-    case ORDER_BYTES: {
+    case PQ_STATS_ORDER_BYTES: {
       int64_t n = a->size < b->size ? a->size : b->size;
       int c = n > 0 ? memcmp(a->data, b->data, (size_t)n) : 0;
       if (c != 0) return c < 0 ? -1 : 1;
       return (a->size > b->size) - (a->size < b->size);
     }
-    case ORDER_DECIMAL: {
+    case PQ_STATS_ORDER_DECIMAL: {
       int64_t w = a->size > b->size ? a->size : b->size;
       uint8_t sa = stats_sign_extended(a, w, 0) & 0x80, sb = stats_sign_extended(b, w, 0) & 0x80;
       if (sa != sb) return sa ? -1 : 1;
@@ -131,18 +121,19 @@ static int stats_compare(enum stats_order order, int width, const struct pq_byte
 }
 
 /// Whether a stored bound can be used: the right size for the type, and not NaN.
-static int stats_bound_usable(enum stats_order order, const struct pq_schema_element* e,
+static int stats_bound_usable(enum pq_stats_order order, const struct pq_schema_element* e,
                               const struct pq_bytes* b) {
   if (!b->present) return 0;
   switch (order) {
-    case ORDER_BOOL: return b->size == 1;
-    case ORDER_SIGNED: case ORDER_UNSIGNED: return b->size == (e->type == PQ_INT32 ? 4 : 8);
-    case ORDER_FLOAT: case ORDER_DOUBLE: case ORDER_FLOAT16: {
-      int64_t want = order == ORDER_FLOAT ? 4 : order == ORDER_DOUBLE ? 8 : 2;
+    case PQ_STATS_ORDER_BOOL: return b->size == 1;
+    case PQ_STATS_ORDER_SIGNED: case PQ_STATS_ORDER_UNSIGNED:
+      return b->size == (e->type == PQ_INT32 ? 4 : 8);
+    case PQ_STATS_ORDER_FLOAT: case PQ_STATS_ORDER_DOUBLE: case PQ_STATS_ORDER_FLOAT16: {
+      int64_t want = order == PQ_STATS_ORDER_FLOAT ? 4 : order == PQ_STATS_ORDER_DOUBLE ? 8 : 2;
       return b->size == want && !isnan(stats_real(order, b));
     }
-    case ORDER_BYTES: return e->type == PQ_BYTE_ARRAY || b->size == e->type_length;
-    case ORDER_DECIMAL:
+    case PQ_STATS_ORDER_BYTES: return e->type == PQ_BYTE_ARRAY || b->size == e->type_length;
+    case PQ_STATS_ORDER_DECIMAL:
       return b->size > 0 && (e->type == PQ_BYTE_ARRAY || b->size == e->type_length);
     default: return 0;
   }
@@ -175,49 +166,63 @@ static const uint8_t stats_half_pos_zero[2] = {0, 0};
 
 /// A zero float bound: per parquet.thrift, a min of 0 may hide a -0.0 and a
 /// max of 0 a +0.0, so the bound becomes -0.0 / +0.0 and is no longer exact.
-static void stats_widen_zero(enum stats_order order, struct pq_bytes* bound, int* exact,
+static void stats_widen_zero(enum pq_stats_order order, struct pq_bytes* bound, int* exact,
                              int is_min) {
-  if (order != ORDER_FLOAT && order != ORDER_DOUBLE && order != ORDER_FLOAT16) return;
+  if (order != PQ_STATS_ORDER_FLOAT && order != PQ_STATS_ORDER_DOUBLE &&
+      order != PQ_STATS_ORDER_FLOAT16)
+    return;
   if (stats_real(order, bound) != 0.0) return;
-  const uint8_t* neg = order == ORDER_FLOAT ? stats_float_neg_zero
-                       : order == ORDER_DOUBLE ? stats_double_neg_zero : stats_half_neg_zero;
-  const uint8_t* pos = order == ORDER_FLOAT ? stats_float_pos_zero
-                       : order == ORDER_DOUBLE ? stats_double_pos_zero : stats_half_pos_zero;
+  const uint8_t* neg = order == PQ_STATS_ORDER_FLOAT    ? stats_float_neg_zero
+                       : order == PQ_STATS_ORDER_DOUBLE ? stats_double_neg_zero
+                                                        : stats_half_neg_zero;
+  const uint8_t* pos = order == PQ_STATS_ORDER_FLOAT    ? stats_float_pos_zero
+                       : order == PQ_STATS_ORDER_DOUBLE ? stats_double_pos_zero
+                                                        : stats_half_pos_zero;
   bound->data = is_min ? neg : pos;
   *exact = 0;
 }
 
 int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
                           struct pq_merged_stats* out, struct sluice_error* error) {
+  return pq_merge_column_stats_range(meta, leaf, 0, meta->n_row_groups, out, error);
+}
+
+int pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
+                                int64_t count, struct pq_merged_stats* out,
+                                struct sluice_error* error) {
   memset(out, 0, sizeof *out);
+  if (first < 0 || count < 0 || first > meta->n_row_groups || count > meta->n_row_groups - first) {
+    return sl_error_set(error, EINVAL, "parquet statistics: no row groups %lld..%lld",
+                        (long long)first, (long long)first + (long long)count);
+  }
   const struct pq_schema_element* e = stats_leaf(meta, leaf);
   if (e == NULL) {
     return sl_error_set(error, EINVAL, "parquet statistics: no leaf column %lld", (long long)leaf);
   }
-  enum stats_order order = stats_order_of(e);
+  enum pq_stats_order order = stats_order_of(e);
   // Bounds under a column order sluice does not know are not comparable.
   if (meta->column_orders != NULL && leaf < meta->n_column_orders &&
       meta->column_orders[leaf] != PQ_ORDER_TYPE_DEFINED &&
       meta->column_orders[leaf] != PQ_ORDER_IEEE754_TOTAL) {
-    order = ORDER_NONE;
+    order = PQ_STATS_ORDER_NONE;
   }
   // Decimals in byte arrays compare as signed big-endian numbers only since
   // column_orders (TypeDefinedOrder) exist; writers before them compared the
   // bytes unsigned (PARQUET-1065: parquet-mr 1.8 stored min 2.00 over a 1.00
   // in fixed_length_decimal.parquet). Without the order the bounds are not
   // trusted: `sluice stats` computes them.
-  if (order == ORDER_DECIMAL && e->type != PQ_INT32 && e->type != PQ_INT64 &&
+  if (order == PQ_STATS_ORDER_DECIMAL && e->type != PQ_INT32 && e->type != PQ_INT64 &&
       (meta->column_orders == NULL || leaf >= meta->n_column_orders ||
        meta->column_orders[leaf] != PQ_ORDER_TYPE_DEFINED)) {
-    order = ORDER_NONE;
+    order = PQ_STATS_ORDER_NONE;
   }
   int width = e->type == PQ_INT32 ? 4 : 8;
   // Legacy min/max were compared as signed numbers: right only for these.
-  int legacy_ok = order == ORDER_SIGNED || order == ORDER_FLOAT || order == ORDER_DOUBLE ||
-                  order == ORDER_BOOL;
+  int legacy_ok = order == PQ_STATS_ORDER_SIGNED || order == PQ_STATS_ORDER_FLOAT ||
+                  order == PQ_STATS_ORDER_DOUBLE || order == PQ_STATS_ORDER_BOOL;
   int64_t null_count = 0;
-  int bounds_ok = order != ORDER_NONE, have = 0;
-  for (int64_t g = 0; g < meta->n_row_groups; ++g) {
+  int bounds_ok = order != PQ_STATS_ORDER_NONE, have = 0;
+  for (int64_t g = first; g < first + count; ++g) {
     const struct pq_row_group* rg = &meta->row_groups[g];
     if (leaf >= rg->n_columns) {
       return sl_error_set(error, EINVAL, "parquet statistics: row group %lld has no column %lld",
@@ -269,6 +274,7 @@ int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
   }
   out->null_count = null_count;
   out->has_min_max = bounds_ok && have;
+  out->order = out->has_min_max ? order : PQ_STATS_ORDER_NONE;
   if (out->has_min_max) {
     stats_widen_zero(order, &out->min, &out->min_exact, 1);
     stats_widen_zero(order, &out->max, &out->max_exact, 0);
