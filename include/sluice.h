@@ -233,6 +233,20 @@ struct sluice_open_options {
   /// passes none; %XX escapes in keys and values (a ',' as %2C). The other
   /// objects are never opened. E.g. "year>=2023,city=Paris|Rome".
   const char* partition_filter;
+  /// Only the rows that pass (NULL = all), as pyarrow's `filters=`: the
+  /// conditions of partition_filter's form on any columns. Those on
+  /// partition keys choose objects as partition_filter does; the others
+  /// are evaluated on every decoded batch (a null passes none), and a
+  /// reader with statistics (a Parquet row group's min, max and null count)
+  /// skips the splits they exclude without decoding them. Compared as the
+  /// column's type: integers, floats, bool, strings and binary (bytewise),
+  /// dates (YYYY-MM-DD), times (HH:MM:SS[.f]), timestamps (ISO 8601; a zone
+  /// in the value is honoured, else it is taken as written) and durations
+  /// (integers in the column's unit); other types are an error. The columns
+  /// a filter needs are read even when not projected. With a filter, split
+  /// row counts are unknown (sluice_dataset_split_rows gives -1).
+  /// E.g. "x>5,city=Paris|Rome,day>=2024-01-01".
+  const char* filter;
   /// s3:// settings that override the environment and the AWS files
   /// (NULL = none); read during sluice_dataset_open only.
   const struct sluice_s3_options* s3;

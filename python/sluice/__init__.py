@@ -135,7 +135,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             threads=int(threads or 0), ordered=bool(ordered),
             limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
             memory=int(memory or 0), format_options=_options_string(format_options),
-            hive_partitioning=hive, partition_filter=_partition_filter(filters),
+            hive_partitioning=hive, filter=_filter_text(filters),
             ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
     except InvalidArgumentError as e:
         hint = _keyword_hint(str(e), format_options)
@@ -253,17 +253,23 @@ def _timeout(options):
 _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
-def _partition_filter(filters):
-    """pyarrow-style filters on partition keys, [("year", ">=", 2023),
-    ("city", "in", ["Paris", "Rome"])] (all must hold), as the library's
-    "year>=2023,city=Paris|Rome"; or such a string as it is."""
+def _filter_text(filters):
+    """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
+    "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
+    or such a string as it is. On partition keys they choose objects, on
+    other columns rows."""
     if filters is None or isinstance(filters, str):
         return filters
     from urllib.parse import quote
 
     def text(v):
-        if isinstance(v, bool) or v is None:
-            raise ValueError("partition filters compare with numbers, dates or text, not %r" % (v,))
+        if v is None:
+            raise ValueError("filters compare with numbers, bools, dates, times or text, not None "
+                             "(a null passes no condition)")
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, bytes):
+            return quote(v, safe="")
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []
@@ -375,9 +381,11 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ``delimiter=";", header=False``; and ``hive_partitioning=False`` to
         keep ``key=value`` directories of a dataset (``sales/year=2024/``)
         from becoming columns, as they do by default; ``filters=[("year",
-        ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's, on
-        partition keys only, all must hold) to read only the objects whose
-        partition values pass: the others are never opened; ``ca_bundle=``
+        ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
+        all must hold): on partition keys they choose the objects (the
+        others are never opened), on other columns the rows (a null passes
+        none; Parquet row groups whose statistics exclude every row are not
+        read); ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
         CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``

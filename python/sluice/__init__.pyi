@@ -11,7 +11,8 @@ PathLike = Union[str, bytes, "os.PathLike[str]"]
 InMemory = Union[bytearray, memoryview, "io.BytesIO", Any]
 # One location, or several read as one table in that order, or bytes.
 Sources = Union[PathLike, Sequence[PathLike], InMemory]
-# Partition filters: [(key, op, value)], all must hold, or "year>=2023,city=a|b".
+# Filters: [(column, op, value)], all must hold, or "year>=2023,city=a|b": on
+# partition keys they choose objects, on other columns rows.
 PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
 
 class Error(Exception):

@@ -79,7 +79,8 @@ static PyObject* dataset_wrap(struct sluice_dataset* ds);
 PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
-                             "partition_filter", "ca_bundle", "insecure", "s3", "timeout", NULL};
+                             "partition_filter", "ca_bundle", "insecure", "s3", "timeout", "filter",
+                             NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
@@ -87,14 +88,15 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
   const char* partition_filter = NULL;
+  const char* filter = NULL;
   const char* ca_bundle = NULL;
   int insecure = 0;
   PyObject* s3_dict = Py_None;
   double timeout = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOd", keywords, &location, &format,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOdz", keywords, &location, &format,
                                    &columns, &threads, &ordered, &limit, &batch_rows, &memory,
                                    &format_options, &hive, &partition_filter, &ca_bundle,
-                                   &insecure, &s3_dict, &timeout)) {
+                                   &insecure, &s3_dict, &timeout, &filter)) {
     return NULL;
   }
   struct sluice_s3_options s3;
@@ -115,6 +117,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   options.format_options = format_options;
   options.hive_partitioning = hive;
   options.partition_filter = partition_filter;
+  options.filter = filter;
   options.ca_bundle = ca_bundle;
   options.tls_insecure = insecure;
   options.timeout_s = timeout;

@@ -1,6 +1,7 @@
 from typing import Any, Optional, Sequence, Tuple, Union
 import os
-# Partition filters: [(key, op, value)], all must hold, or "year>=2023,city=a|b".
+# Filters: [(column, op, value)], all must hold, or "year>=2023,city=a|b": on
+# partition keys they choose objects, on other columns rows.
 PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
 
 def read(src: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]], *, format: Optional[str] = ...,

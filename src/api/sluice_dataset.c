@@ -13,6 +13,8 @@
 #include "core/sl_buffer_cache.h"
 #include "core/sl_checked_stream.h"
 #include "core/sl_error.h"
+#include "core/sl_row_filter.h"
+#include "core/sl_value_text.h"
 #include "format/sl_format.h"
 #include "io/sl_compression.h"
 #include "io/sl_source_memory.h"
@@ -52,6 +54,7 @@ struct sluice_dataset {
   int64_t memory_budget;
   int ordered;
   int64_t limit;
+  struct sl_row_filter* filter;  // the conditions not on partition keys (NULL = none)
 };
 
 void sluice_open_options_init(struct sluice_open_options* options) {
@@ -81,6 +84,7 @@ static void dataset_destroy(struct sluice_dataset* ds) {
   const struct sluice_allocator* alloc = ds->alloc;
   sl_free(alloc, ds->splits, (size_t)ds->n_splits * sizeof *ds->splits);
   sl_free(alloc, ds->columns, (size_t)ds->n_columns * sizeof *ds->columns);
+  sl_row_filter_free(ds->filter);
   if (ds->schema.release != NULL) ds->schema.release(&ds->schema);
   if (ds->full_schema.release != NULL) ds->full_schema.release(&ds->full_schema);
   if (ds->reader != NULL) ds->format->close(ds->reader);
@@ -135,6 +139,67 @@ static void format_list_of(const char* const* names, char* out, size_t cap) {
 }
 
 /// Chooses the reader from `format_name`, else from the first bytes of
+/// Splits filter text into the conditions on partition keys (*keys) and the
+/// others (*rows), each NULL when it has none, else strlen(text) + 1 bytes.
+static int split_filter(const char* text, const struct sl_hive* hive,
+                        const struct sluice_allocator* alloc, char** keys, char** rows,
+                        struct sluice_error* error) {
+  *keys = *rows = NULL;
+  size_t n = strlen(text);
+  char* k = sl_alloc(alloc, n + 1);
+  char* r = sl_alloc(alloc, n + 1);
+  if (k == NULL || r == NULL) {
+    sl_free(alloc, k, n + 1);
+    sl_free(alloc, r, n + 1);
+    return sl_error_set(error, ENOMEM, "out of memory");
+  }
+  size_t nk = 0, nr = 0;
+  for (const char* at = text; *at != '\0';) {
+    size_t len = strcspn(at, ","), name = strcspn(at, "=!<>");
+    if (name > len) name = len;
+    char* decoded = sl_percent_decoded(at, name, alloc);
+    if (decoded == NULL) {
+      sl_free(alloc, k, n + 1);
+      sl_free(alloc, r, n + 1);
+      return sl_error_set(error, ENOMEM, "out of memory");
+    }
+    int is_key = 0;
+    for (int64_t i = 0; i < hive->n_keys && !is_key; ++i) is_key = strcmp(hive->keys[i], decoded) == 0;
+    sl_free(alloc, decoded, strlen(decoded) + 1);
+    char* out = is_key ? k : r;
+    size_t* used = is_key ? &nk : &nr;
+    if (*used > 0) out[(*used)++] = ',';
+    memcpy(out + *used, at, len);
+    *used += len;
+    at += len + (at[len] == ',');
+  }
+  k[nk] = '\0';
+  r[nr] = '\0';
+  if (nk > 0) *keys = k; else sl_free(alloc, k, n + 1);
+  if (nr > 0) *rows = r; else sl_free(alloc, r, n + 1);
+  return 0;
+}
+
+/// Drops the splits the reader's statistics show no row of passes the
+/// filter (the others keep their index: readers know splits by it).
+static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
+  if (ds->format->split_may_match == NULL || ds->n_splits == 0) return 0;
+  int64_t kept = 0;
+  for (int64_t i = 0; i < ds->n_splits; ++i) {
+    if (ds->format->split_may_match(ds->reader, &ds->splits[i], ds->filter)) {
+      ds->splits[kept++] = ds->splits[i];
+    }
+  }
+  if (kept == ds->n_splits) return 0;
+  struct sl_split* exact = kept > 0 ? sl_alloc(ds->alloc, (size_t)kept * sizeof *exact) : NULL;
+  if (kept > 0 && exact == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  if (kept > 0) memcpy(exact, ds->splits, (size_t)kept * sizeof *exact);
+  sl_free(ds->alloc, ds->splits, (size_t)ds->n_splits * sizeof *ds->splits);
+  ds->splits = exact;
+  ds->n_splits = kept;
+  return 0;
+}
+
 /// ds->source and the object's name `object`.
 static int choose_reader(struct sluice_dataset* ds, const char* format_name, const char* object,
                          struct sluice_error* error) {
@@ -380,6 +445,15 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && objects.n > 0 && n_locations == 1 && options->hive_partitioning) {
     rc = sl_hive_detect(location, &objects, alloc, &hive, error);
   }
+  // A filter's conditions on partition keys choose objects; the others
+  // filter rows (parsed once the schema is known).
+  char* row_text = NULL;
+  if (rc == 0 && options->filter != NULL) {
+    char* key_text = NULL;
+    rc = split_filter(options->filter, &hive, alloc, &key_text, &row_text, error);
+    if (rc == 0 && key_text != NULL) rc = sl_hive_filter(&hive, &objects, key_text, alloc, error);
+    if (key_text != NULL) sl_free(alloc, key_text, strlen(options->filter) + 1);
+  }
   if (rc == 0 && options->partition_filter != NULL) {
     rc = hive.n_keys > 0 ? sl_hive_filter(&hive, &objects, options->partition_filter, alloc, error)
                          : sl_error_set(error, EINVAL, "%s: a partition filter, but no key=value "
@@ -450,6 +524,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                                  alloc, &ds->schema, error)
                              : sl_schema_copy(&ds->full_schema, alloc, &ds->schema, error);
   }
+  if (rc == 0 && row_text != NULL) {
+    rc = sl_row_filter_parse(row_text, &ds->full_schema, NULL, 0, alloc, &ds->filter, error);
+    if (rc != 0) sl_error_prefix(error, "%s", location);
+  }
+  if (row_text != NULL) sl_free(alloc, row_text, strlen(options->filter) + 1);
   if (rc == 0) {
     rc = ds->format->plan_splits(ds->reader, &ds->splits, &ds->n_splits, error);
     if (rc != 0) {
@@ -458,6 +537,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
       ds->n_splits = 0;
     }
   }
+  if (rc == 0 && ds->filter != NULL) rc = prune_splits(ds, error);
   sl_http_pool_release(remote.http_pool);
   if (rc != 0) {
     dataset_destroy(ds);
@@ -535,6 +615,7 @@ void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) 
   args->memory_budget = ds->memory_budget;
   args->ordered = ds->ordered;
   args->limit = ds->limit;
+  args->filter = ds->filter;
   args->alloc = ds->alloc;
   args->on_batch = NULL;
   args->on_batch_ctx = NULL;

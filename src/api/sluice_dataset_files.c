@@ -10,6 +10,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "../core/sl_row_filter.h"
 #include "sluice_dataset_hive.h"
 
 /// One object: its source, the real format's reader over it, and where its
@@ -372,6 +373,20 @@ static int widen_struct(const struct sl_hive* hive, int64_t object,
   return rc;
 }
 
+/// The object's reader judges its own split; objects share the first
+/// one's column positions (as files_split_open assumes).
+static int files_split_may_match(void* reader, const struct sl_split* split,
+                                 const struct sl_row_filter* filter) {
+  struct sl_files_reader* f = reader;
+  if (split->index < 0 || split->index >= f->n_splits) return 1;
+  for (int k = 0; k < filter->n_conditions; ++k) {
+    if (filter->conditions[k].column >= f->n_file_cols) return 1;  // a partition column
+  }
+  struct files_part* part = part_of(f, split->index);
+  struct sl_split one = part->splits[split->index - part->first_split];
+  return f->format->split_may_match(part->reader, &one, filter);
+}
+
 static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                             int64_t n_columns, void** state, int* projected,
                             struct sluice_error* error) {
@@ -666,6 +681,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
       .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
       .refine = format->refine != NULL ? files_refine : NULL,
+      .split_may_match = format->split_may_match != NULL ? files_split_may_match : NULL,
   };
   struct open_job job = {.f = f, .names = names, .remote = remote, .args = args,
                          .failed_at = (int64_t)names->n};

@@ -24,6 +24,7 @@ int64_t sluice_dataset_split_rows(struct sluice_dataset* dataset, int64_t split)
   struct sl_scan_args args;
   sl_dataset_scan_args(dataset, &args);
   if (split < 0 || split >= args.n_splits) return -1;
+  if (args.filter != NULL) return -1;  // rows the filter drops are unknown until decoded
   int64_t rows = args.splits[split].est_rows;
   return rows >= 0 ? rows : -1;
 }

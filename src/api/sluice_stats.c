@@ -321,7 +321,7 @@ static int stats_from_metadata(struct sluice_dataset* dataset, const struct stat
   memset(&args, 0, sizeof args);
   sl_dataset_scan_args(dataset, &args);
   int64_t n = state->n_columns;
-  if (args.limit >= 0 || args.format == NULL || n == 0) {  // no hook: sl_stats_stored says so
+  if (args.limit >= 0 || args.filter != NULL || args.format == NULL || n == 0) {  // no hook: sl_stats_stored says so
     return 0;
   }
   struct sluice_column_stats* s = sl_calloc(NULL, (size_t)n, sizeof *s);

@@ -63,6 +63,7 @@ struct cli_options {
   int no_fsync;           ///< --no-fsync: commit outputs without fsync
   struct sluice_s3_options s3;  ///< --profile, --region, --endpoint-url, ...
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
+  const char* filter;     ///< --filter FILTER (NULL = all rows)
   const char* ca_bundle;  ///< --ca-bundle FILE
   double timeout_s;       ///< --timeout SECONDS (0 = the defaults)
   struct cli_interrupt* interrupt;  ///< main's (NULL: none)

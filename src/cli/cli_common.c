@@ -81,6 +81,7 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
   open_options.timeout_s = options->timeout_s;
   open_options.hive_partitioning = !options->no_hive;
   open_options.partition_filter = options->partitions;
+  open_options.filter = options->filter;
   open_options.s3 = &options->s3;
   struct sluice_error error;
   memset(&error, 0, sizeof error);

@@ -210,6 +210,11 @@ static void run_stats(struct stats_job* job, int show) {
 }
 
 int cli_cmd_stats(const struct cli_options* options) {
+  if (options->metadata && options->filter != NULL) {
+    fprintf(stderr, "sluice stats: --metadata says what the stored statistics say of every "
+            "row; it cannot apply --filter (drop one of them)\n");
+    return CLI_USAGE;
+  }
   struct sluice_dataset* dataset = NULL;
   int status = cli_open(options, options->n_positional, &dataset);
   if (status != CLI_OK) return status;

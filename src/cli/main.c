@@ -42,6 +42,11 @@
   "  --part-size BYTES  s3 outputs: multipart part size (default 8M)\n"     \
   "  --no-hive          many objects: no columns from key=value directories\n" \
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
+  "  --filter F         only the rows that pass F, e.g. 'x>5,city=Paris|Rome,\n" \
+  "                     day>=2024-01-01' (=, !=, <, <=, >, >=; ',' and; '|'\n" \
+  "                     or; %XX escapes; a null passes none): conditions on\n" \
+  "                     partition keys choose objects, Parquet row groups\n" \
+  "                     their statistics exclude are not read\n"            \
   "  --partitions F     only the objects whose key=value directories pass F,\n" \
   "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
   "                     >=; ',' and; '|' or; %XX escapes)\n"                  \
@@ -145,7 +150,7 @@ static const struct cli_command k_commands[] = {
 enum {
   OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
-  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
+  OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
 };
 
@@ -175,6 +180,7 @@ static const struct option k_long_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
     {"partitions", required_argument, NULL, OPT_PARTITIONS},
+    {"filter", required_argument, NULL, OPT_FILTER},
     {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"region", required_argument, NULL, OPT_REGION},
@@ -393,6 +399,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       options->s3.part_size = value;
       return CLI_OK;
     case OPT_PARTITIONS: options->partitions = optarg; return CLI_OK;
+    case OPT_FILTER: options->filter = optarg; return CLI_OK;
     case OPT_CA_BUNDLE: options->ca_bundle = optarg; return CLI_OK;
     case OPT_TIMEOUT: {
       char* end = NULL;

@@ -43,6 +43,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "../core/sl_row_filter.h"
 #include "sl_scan_zip.h"
 #include "core/sl_cores.h"
 
@@ -91,7 +92,12 @@ struct sl_scan {
   /// repeat[i] of the decoded batch, a view of it (NULL = no repeats), so
   /// that no reader decodes a column twice or needs to know.
   int64_t* repeat;
-  int64_t n_asked;            // the projection's length (columns and repeat are this long)
+  int64_t n_asked;            // the projection's length (repeat is this long)
+  int64_t columns_cap;        // entries of `columns` allocated
+  /// Rows not passing it are dropped from each decoded batch, before the
+  /// repeats (which also drop the columns only the filter needed).
+  const struct sl_row_filter* filter;
+  int64_t* filter_at;         // per condition: its column's child in decoded batches
   struct ArrowSchema schema;  // the distinct columns' schema, for byte accounting (may be released)
   char* tag_metadata;         // metadata of the batch sl_scan_next returned last
   size_t tag_metadata_size;
@@ -318,38 +324,79 @@ static int expand_repeats(const struct sl_scan* scan, struct ArrowArray* array,
   return sl_array_project(&distinct, scan->repeat, scan->n_asked, scan->alloc, array, error);
 }
 
-/// Decodes one batch (already reserved): reads, projects, measures, runs the
-/// hook (but for column parts, whose hook runs once they are zipped). On
-/// success `*item` holds the batch; at the end of the split 0 with *item ==
-/// NULL.
+/// Drops the rows of `array` (decoded columns) that fail the scan's filter;
+/// *rows = the rows left.
+static int filter_rows(const struct sl_scan* scan, struct ArrowArray* array, int64_t* rows,
+                       struct sluice_error* error) {
+  *rows = array->length;
+  if (scan->filter == NULL || array->length == 0) return 0;
+  size_t bytes = (size_t)((array->length + 7) / 8);
+  uint8_t* selection = sl_alloc(scan->alloc, bytes);
+  if (selection == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory filtering");
+  int64_t selected = 0;
+  int rc = sl_row_filter_select(scan->filter, array, scan->filter_at, selection, &selected, error);
+  if (rc == 0 && selected == 0) {
+    *rows = 0;  // the caller drops the batch
+  } else if (rc == 0 && selected < array->length) {
+    struct ArrowArray kept;
+    rc = sl_array_filter(&scan->schema, array, selection, selected, scan->alloc, &kept, error);
+    if (rc == 0) {
+      array->release(array);
+      sl_array_move(&kept, array);
+      *rows = selected;
+    }
+  }
+  sl_free(scan->alloc, selection, bytes);
+  return rc;
+}
+
+/// Decodes one batch (already reserved): reads, projects, filters, measures,
+/// runs the hook (but for column parts, whose hook runs once they are
+/// zipped). On success `*item` holds the batch; at the end of the split 0
+/// with *item == NULL. Batches the filter empties are skipped.
 static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_t s, int64_t b,
                         int part, struct sl_scan_item** item, struct sluice_error* error) {
   *item = NULL;
   struct ArrowArray raw;
-  memset(&raw, 0, sizeof raw);
-  int rc = scan->format->split_next(state, &raw, error);
-  if (rc != 0) {
-    if (raw.release != NULL) raw.release(&raw);
-    return rc;
-  }
-  if (raw.release == NULL) return 0;
-  struct sl_scan_item* it = sl_alloc(scan->alloc, sizeof *it);
-  if (it == NULL) {
-    raw.release(&raw);
-    return sl_error_set(error, ENOMEM, "scan: out of memory queueing batch %lld of split %lld",
-                        (long long)b, (long long)s);
-  }
-  memset(it, 0, sizeof *it);
-  if (!projected && scan->columns != NULL) {
-    rc = sl_array_project(&raw, scan->columns, scan->n_columns, scan->alloc, &it->array, error);
+  struct sl_scan_item* it = NULL;
+  int64_t rows = 0;
+  int rc = 0;
+  do {
+    memset(&raw, 0, sizeof raw);
+    rc = scan->format->split_next(state, &raw, error);
     if (rc != 0) {
       if (raw.release != NULL) raw.release(&raw);
+      if (it != NULL) sl_free(scan->alloc, it, sizeof *it);
+      return rc;
+    }
+    if (raw.release == NULL) {
+      if (it != NULL) sl_free(scan->alloc, it, sizeof *it);
+      return 0;
+    }
+    if (it == NULL) it = sl_alloc(scan->alloc, sizeof *it);
+    if (it == NULL) {
+      raw.release(&raw);
+      return sl_error_set(error, ENOMEM, "scan: out of memory queueing batch %lld of split %lld",
+                          (long long)b, (long long)s);
+    }
+    memset(it, 0, sizeof *it);
+    if (!projected && scan->columns != NULL) {
+      rc = sl_array_project(&raw, scan->columns, scan->n_columns, scan->alloc, &it->array, error);
+      if (rc != 0) {
+        if (raw.release != NULL) raw.release(&raw);
+        sl_free(scan->alloc, it, sizeof *it);
+        return rc;
+      }
+    } else {
+      sl_array_move(&raw, &it->array);
+    }
+    rc = filter_rows(scan, &it->array, &rows, error);
+    if (rc != 0 || (rows == 0 && scan->filter != NULL)) it->array.release(&it->array);
+    if (rc != 0) {
       sl_free(scan->alloc, it, sizeof *it);
       return rc;
     }
-  } else {
-    sl_array_move(&raw, &it->array);
-  }
+  } while (rows == 0 && scan->filter != NULL);
   it->split = s;
   it->batch = b;
   const char* metadata =
@@ -609,7 +656,10 @@ static void scan_free(struct sl_scan* scan) {
   sl_free(alloc, scan->place_base, (size_t)scan->place_fields * sizeof *scan->place_base);
   sl_free(alloc, scan->place_width, (size_t)scan->place_fields * sizeof *scan->place_width);
   sl_ref_release(scan->place_owner);
-  sl_free(alloc, scan->columns, (size_t)scan->n_asked * sizeof *scan->columns);
+  sl_free(alloc, scan->columns, (size_t)scan->columns_cap * sizeof *scan->columns);
+  if (scan->filter != NULL) {
+    sl_free(alloc, scan->filter_at, (size_t)scan->filter->n_conditions * sizeof *scan->filter_at);
+  }
   sl_free(alloc, scan->repeat, (size_t)scan->n_asked * sizeof *scan->repeat);
   sl_free(alloc, scan->threads, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
   pthread_cond_destroy(&scan->ready_cv);
@@ -628,6 +678,7 @@ static int thread_count(int wanted) {
 /// parts than columns, never more tasks than threads).
 static int column_parts(const struct sl_scan_args* args, int64_t n_columns, int threads) {
   if (!args->format->split_by_columns || args->schema == NULL || args->n_splits <= 0 ||
+      args->filter != NULL ||  // a filter needs whole rows
       args->n_splits >= threads) {
     return 1;
   }
@@ -779,17 +830,33 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   scan->splits = sl_alloc(alloc, n * sizeof *scan->splits);
   scan->slots = sl_calloc(alloc, n, sizeof *scan->slots);
   scan->threads = sl_alloc(alloc, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
-  int repeats = args->columns != NULL && sl_columns_repeat(args->columns, args->n_columns);
+  int n_conditions = args->filter != NULL ? args->filter->n_conditions : 0;
+  if (args->filter != NULL) {
+    scan->filter = args->filter;
+    scan->filter_at = sl_alloc(alloc, (size_t)n_conditions * sizeof *scan->filter_at);
+  }
+  // A filter on a projection: the repeats step also drops the filter's own columns.
+  int repeats = args->columns != NULL &&
+                (n_conditions > 0 || sl_columns_repeat(args->columns, args->n_columns));
   if (args->columns != NULL) {
     scan->n_asked = scan->n_columns = args->n_columns;
-    scan->columns = sl_alloc(alloc, (size_t)args->n_columns * sizeof *scan->columns);
+    scan->columns_cap = args->n_columns + n_conditions;
+    scan->columns = sl_alloc(alloc, (size_t)scan->columns_cap * sizeof *scan->columns);
     if (repeats) scan->repeat = sl_alloc(alloc, (size_t)args->n_columns * sizeof *scan->repeat);
   }
   if (scan->splits == NULL || scan->slots == NULL || scan->threads == NULL ||
-      (args->columns != NULL && scan->columns == NULL) || (repeats && scan->repeat == NULL)) {
+      (args->columns != NULL && scan->columns == NULL) || (repeats && scan->repeat == NULL) ||
+      (n_conditions > 0 && scan->filter_at == NULL)) {
     scan_free(scan);
     return sl_error_set(error, ENOMEM, "scan: out of memory planning %lld splits",
                         (long long)args->n_splits);
+  }
+  if (args->filter != NULL && (args->schema == NULL || args->placement != NULL)) {
+    scan_free(scan);
+    return sl_error_set(error, EINVAL, "scan: a filter needs the schema and no placement");
+  }
+  for (int c = 0; args->columns == NULL && c < n_conditions; ++c) {
+    scan->filter_at[c] = args->filter->conditions[c].column;
   }
   if (n > 0) memcpy(scan->splits, args->splits, n * sizeof *scan->splits);
   for (size_t s = 0; s < n; ++s) scan->splits[s].place = NULL;
@@ -806,6 +873,12 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
       while (k < scan->n_columns && scan->columns[k] != args->columns[i]) ++k;
       if (k == scan->n_columns) scan->columns[scan->n_columns++] = args->columns[i];
       scan->repeat[i] = k;
+    }
+    for (int c = 0; c < n_conditions; ++c) {
+      int64_t column = args->filter->conditions[c].column, k = 0;
+      while (k < scan->n_columns && scan->columns[k] != column) ++k;
+      if (k == scan->n_columns) scan->columns[scan->n_columns++] = column;
+      scan->filter_at[c] = k;
     }
   } else if (scan->columns != NULL && scan->n_columns > 0) {
     memcpy(scan->columns, args->columns, (size_t)scan->n_columns * sizeof *scan->columns);

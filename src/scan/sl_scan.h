@@ -39,6 +39,11 @@ struct sl_scan_args {
   void* on_batch_ctx;
   /// Optional: decode straight into the caller's columns (NULL = none).
   const struct sl_scan_placement* placement;
+  /// Optional: only rows passing this filter (conditions on columns of
+  /// `schema`, which must be given) are delivered; columns it needs beyond
+  /// the projection are decoded and dropped after it. Borrowed: outlives
+  /// the scan. Not with `placement`.
+  const struct sl_row_filter* filter;
   /// Test hook: delay in microseconds before decoding split `slow_split`.
   int64_t slow_split;              ///< -1 = none
   int64_t slow_split_delay_us;

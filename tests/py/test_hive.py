@@ -16,6 +16,7 @@ peers reading the same directory:
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 
@@ -201,3 +202,35 @@ def test_partition_filter_errors(sluice, pq_dataset, tmp_path):
     pq.write_table(pa.table({"id": [1]}), flat / "p.parquet")
     err = sluice.expect_error("cat", flat, "--partitions", "a=1").stderr.decode()
     assert "no key=value directories" in err
+
+
+ROW_FILTERS = [
+    ("amount>50,year=2021", "amount > 50 and year = 2021"),
+    ("note=n1|n8|n15,city!=Paris", "note in ('n1', 'n8', 'n15') and city != 'Paris'"),
+    ("id<=30,note>=n2", "id <= 30 and note >= 'n2'"),
+    ("amount<0", "amount < 0"),
+]
+
+
+@pytest.mark.parametrize("text,where", ROW_FILTERS)
+def test_row_filters_match_duckdb(sluice, pq_dataset, text, where):
+    """--filter: conditions on partition keys choose objects, the others rows
+    (nulls pass none, as in DuckDB's WHERE); -c leaves the filter's columns out."""
+    got = sluice_read(sluice, pq_dataset, "--filter", text)
+    duck = duckdb.sql(f"select id, amount, note, year, city from read_parquet("
+                      f"'{pq_dataset}/**/*.parquet', hive_partitioning=true) where {where} "
+                      f"order by id").fetchall()
+    assert sorted(zip(*got.to_pydict().values())) == duck
+    got = sluice_read(sluice, pq_dataset, "--filter", text, "-c", "id")
+    assert got.column_names == ["id"]
+    assert sorted(got.column("id").to_pylist()) == [row[0] for row in duck]
+    stats = json.loads(sluice.run("stats", pq_dataset, "--json", "--filter", text).stdout)
+    assert {s["name"]: s["count"] for s in stats}["id"] == len(duck)
+
+
+def test_row_filter_errors(sluice, pq_dataset):
+    err = sluice.expect_error("cat", pq_dataset, "--filter", "nope=1").stderr.decode()
+    assert "no column 'nope'" in err
+    err = sluice.expect_error("cat", pq_dataset, "--filter", "amount>lots").stderr.decode()
+    assert "'lots' is not a number" in err
+    assert "--filter" in sluice.run("cat", "--help").stdout.decode()

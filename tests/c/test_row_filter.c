@@ -1,0 +1,191 @@
+// Row filters: literals parsed to each column's type (and refused with the
+// reason when they are not of it), the range test Parquet prunes row groups
+// with (never "no" where a value in the range passes: checked against
+// passes-by-enumeration), and clean ENOMEM at every allocation.
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/sl_array.h"
+#include "core/sl_error.h"
+#include "core/sl_row_filter.h"
+#include "test_util.h"
+
+static const char* const k_formats[] = {"l", "i", "C", "g", "u", "b", "tdD", "tsu:UTC", "ttm",
+                                        "tsn:"};
+static const char* const k_names[] = {"i64", "i32", "u8", "f", "s", "b", "d", "ts", "t", "tn"};
+#define N_COLUMNS 10
+
+static void make_schema(struct ArrowSchema* s, const struct sluice_allocator* alloc) {
+  struct sluice_error err;
+  assert_int_equal(sl_schema_init(s, alloc, "+s", "", 0, N_COLUMNS, &err), 0);
+  for (int i = 0; i < N_COLUMNS; ++i) {
+    assert_int_equal(sl_schema_init(s->children[i], alloc, k_formats[i], k_names[i], 2, 0, &err),
+                     0);
+  }
+}
+
+static struct sl_row_filter* parse_ok(const struct ArrowSchema* s, const char* text) {
+  struct sluice_error err;
+  struct sl_row_filter* f = NULL;
+  int rc = sl_row_filter_parse(text, s, NULL, 0, NULL, &f, &err);
+  if (rc != 0) fail_msg("'%s': %s", text, err.message);
+  assert_non_null(f);
+  return f;
+}
+
+static void test_literals_take_the_columns_types(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  struct sl_row_filter* f = parse_ok(
+      &s, "i64>-5,u8=1|255,f<=2.5e3,s=a%2Cb|z,b=TRUE,d>=2024-02-29,ts<2024-01-01T00:00:01.5Z,"
+          "t=12:00:01.250,tn>1970-01-01 00:00:00.000000001+01:00");
+  assert_int_equal(f->n_conditions, 9);
+  const struct sl_filter_condition* c = f->conditions;
+  assert_int_equal(c[0].kind, SL_FILTER_INT);
+  assert_true(c[0].values[0].i == -5 && c[0].op == SL_FILTER_GT);
+  assert_int_equal(c[1].kind, SL_FILTER_UINT);
+  assert_true(c[1].n_values == 2 && c[1].values[1].u == 255);
+  assert_true(c[2].kind == SL_FILTER_FLOAT && c[2].values[0].f == 2500.0);
+  assert_int_equal(c[3].kind, SL_FILTER_BYTES);
+  assert_int_equal(c[3].values[0].bytes.len, 3);
+  assert_memory_equal(c[3].values[0].bytes.s, "a,b", 3);
+  assert_true(c[4].kind == SL_FILTER_BOOL && c[4].values[0].i == 1);
+  assert_true(c[5].values[0].i == 19782);  // 2024-02-29 in days
+  assert_true(c[6].values[0].i == 1704067201500000LL);  // microseconds
+  assert_true(c[7].values[0].i == 43201250);             // milliseconds of the day
+  assert_true(c[8].values[0].i == 1 - 3600LL * 1000000000LL);  // +01:00 is an hour earlier in UTC
+  sl_row_filter_free(f);
+  s.release(&s);
+}
+
+static void expect_error(const struct ArrowSchema* s, const char* text, int code,
+                         const char* needle) {
+  struct sluice_error err;
+  struct sl_row_filter* f = NULL;
+  int rc = sl_row_filter_parse(text, s, NULL, 0, NULL, &f, &err);
+  assert_int_equal(rc, code);
+  assert_null(f);
+  if (strstr(err.message, needle) == NULL) fail_msg("'%s': '%s' lacks '%s'", text, err.message, needle);
+}
+
+static void test_bad_filters_say_why(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  expect_error(&s, "nope=1", EINVAL, "no column 'nope'");
+  expect_error(&s, "i64=1.5", EINVAL, "'1.5' is not an integer");
+  expect_error(&s, "u8=-1", EINVAL, "unsigned integer");
+  expect_error(&s, "d>2024-02-30", EINVAL, "YYYY-MM-DD");
+  expect_error(&s, "ts>2024-01-01T00:00:00.0000001", EINVAL, "column's unit");
+  expect_error(&s, "b=yes", EINVAL, "true or false");
+  expect_error(&s, "f<1|2", EINVAL, "several values");
+  expect_error(&s, "i64~3", EINVAL, "expected NAME=VALUE");
+  expect_error(&s, "i64", EINVAL, "expected NAME=VALUE");
+  s.release(&s);
+}
+
+static void test_skipped_names_and_unsupported_types(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  struct sluice_error err;
+  assert_int_equal(sl_schema_init(&s, NULL, "+s", "", 0, 2, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0], NULL, "+l", "list", 2, 1, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0]->children[0], NULL, "l", "item", 2, 0, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[1], NULL, "l", "x", 2, 0, &err), 0);
+  expect_error(&s, "list=1", ENOTSUP, "'list' has type '+l'");
+  // A partition key named in `skip` leaves no condition: no filter at all.
+  const char* skip[] = {"year"};
+  struct sl_row_filter* f = (struct sl_row_filter*)1;
+  assert_int_equal(sl_row_filter_parse("year=2024", &s, skip, 1, NULL, &f, &err), 0);
+  assert_null(f);
+  assert_int_equal(sl_row_filter_parse("year=2024,x>1", &s, skip, 1, NULL, &f, &err), 0);
+  assert_non_null(f);
+  assert_int_equal(f->n_conditions, 1);
+  assert_int_equal(f->conditions[0].column, 1);
+  sl_row_filter_free(f);
+  s.release(&s);
+}
+
+/// The range test never says "no row" for a range holding a value that
+/// passes: every integer range within [-6, 6] and every condition on it.
+static void test_range_test_is_sound_and_tight(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  static const char* ops[] = {"=", "!=", "<", "<=", ">", ">="};
+  char text[64];
+  for (int o = 0; o < 6; ++o) {
+    for (int v = -4; v <= 4; ++v) {
+      snprintf(text, sizeof text, "i64%s%d", ops[o], v);
+      struct sl_row_filter* f = parse_ok(&s, text);
+      const struct sl_filter_condition* c = &f->conditions[0];
+      for (int lo = -6; lo <= 6; ++lo) {
+        for (int hi = lo; hi <= 6; ++hi) {
+          int any = 0;
+          for (int x = lo; x <= hi; ++x) {
+            int pass = o == 0 ? x == v : o == 1 ? x != v : o == 2 ? x < v : o == 3 ? x <= v
+                       : o == 4 ? x > v : x >= v;
+            any |= pass;
+          }
+          union sl_filter_value min = {.i = lo}, max = {.i = hi};
+          int may = sl_filter_range_may_pass(c, &min, &max);
+          if (may != any) fail_msg("%s on [%d, %d]: may %d, truth %d", text, lo, hi, may, any);
+        }
+      }
+      sl_row_filter_free(f);
+    }
+  }
+  // NaN bounds prove nothing; bytes compare bytewise, shorter first.
+  struct sl_row_filter* f = parse_ok(&s, "f>1");
+  union sl_filter_value nan = {.f = NAN}, one = {.f = 0.5};
+  assert_int_equal(sl_filter_range_may_pass(&f->conditions[0], &nan, &one), 1);
+  sl_row_filter_free(f);
+  f = parse_ok(&s, "s=ab");
+  union sl_filter_value a = {.bytes = {(const uint8_t*)"a", 1}};
+  union sl_filter_value abc = {.bytes = {(const uint8_t*)"abc", 3}};
+  union sl_filter_value b = {.bytes = {(const uint8_t*)"b", 1}};
+  assert_int_equal(sl_filter_range_may_pass(&f->conditions[0], &a, &abc), 1);
+  assert_int_equal(sl_filter_range_may_pass(&f->conditions[0], &abc, &b), 0);
+  sl_row_filter_free(f);
+  s.release(&s);
+}
+
+static int parse_attempt(void* ctx, const struct sluice_allocator* alloc,
+                         struct sluice_error* error) {
+  (void)ctx;
+  struct ArrowSchema s;
+  int rc = sl_schema_init(&s, alloc, "+s", "", 0, 2, error);
+  if (rc != 0) return rc;
+  rc = sl_schema_init(s.children[0], alloc, "u", "s", 2, 0, error);
+  if (rc == 0) rc = sl_schema_init(s.children[1], alloc, "l", "x", 2, 0, error);
+  struct sl_row_filter* f = NULL;
+  if (rc == 0) rc = sl_row_filter_parse("s=a|bb|ccc,x>1,s!=z", &s, NULL, 0, alloc, &f, error);
+  sl_row_filter_free(f);
+  s.release(&s);
+  return rc;
+}
+
+static void test_allocation_failures(void** state) {
+  (void)state;
+  assert_true(test_alloc_sweep(parse_attempt, NULL, 200) > 3);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_literals_take_the_columns_types),
+      cmocka_unit_test(test_bad_filters_say_why),
+      cmocka_unit_test(test_skipped_names_and_unsupported_types),
+      cmocka_unit_test(test_range_test_is_sound_and_tight),
+      cmocka_unit_test(test_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
