@@ -132,9 +132,9 @@ def test_other_formats_rows_equal_pyarrows(tmp_path, table, filters, ext):
 def test_not_in_drops_nulls_as_sql_does(parquet_file):
     duckdb = pytest.importorskip("duckdb")
     want = duckdb.sql(f"select i from read_parquet('{parquet_file}') "
-                      "where i not in (1, 2, 3)").arrow()
+                      "where i not in (1, 2, 3)").fetchall()
     got = sluice.read(str(parquet_file), filters=[("i", "not in", [1, 2, 3])], columns=["i"])
-    assert pa.table(got)["i"].to_pylist() == want["i"].to_pylist()
+    assert pa.table(got)["i"].to_pylist() == [row[0] for row in want]
 
 
 def test_projection_leaves_out_the_filter_columns(parquet_file, table):
