@@ -390,13 +390,15 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
     } else {
       sl_array_move(&raw, &it->array);
     }
-    rc = filter_rows(scan, &it->array, &rows, error);
-    if (rc != 0 || (rows == 0 && scan->filter != NULL)) it->array.release(&it->array);
+    // Column parts are filtered once zipped into whole rows (run_task).
+    rows = it->array.length;
+    if (part < 0) rc = filter_rows(scan, &it->array, &rows, error);
+    if (rc != 0 || (rows == 0 && scan->filter != NULL && part < 0)) it->array.release(&it->array);
     if (rc != 0) {
       sl_free(scan->alloc, it, sizeof *it);
       return rc;
     }
-  } while (rows == 0 && scan->filter != NULL);
+  } while (rows == 0 && scan->filter != NULL && part < 0);
   it->split = s;
   it->batch = b;
   const char* metadata =
@@ -556,14 +558,26 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     }
     if (part >= 0) {
       rc = zip_part_locked(scan, s, part, &item, &error);
-      if (rc == 0 && item != NULL && (scan->on_batch != NULL || scan->repeat != NULL)) {
-        // Repeats and the hook see whole batches, outside the lock. The sibling
-        // parts cannot complete a later batch meanwhile: this part has not parked it.
+      if (rc == 0 && item != NULL &&
+          (scan->on_batch != NULL || scan->repeat != NULL || scan->filter != NULL)) {
+        // The filter, repeats and the hook see whole batches, outside the lock.
+        // The sibling parts cannot complete a later batch meanwhile: this part
+        // has not parked it.
         pthread_mutex_unlock(&scan->mutex);
-        rc = expand_repeats(scan, &item->array, &error);
-        if (rc == 0 && scan->on_batch != NULL)
+        int64_t rows = 0;
+        rc = filter_rows(scan, &item->array, &rows, &error);
+        int empty = rc == 0 && rows == 0;
+        if (rc == 0 && !empty) rc = expand_repeats(scan, &item->array, &error);
+        if (rc == 0 && !empty && scan->on_batch != NULL)
           rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
         pthread_mutex_lock(&scan->mutex);
+        if (empty && rc == 0 && !stopped_locked(scan, s)) {  // no row passed: nothing to queue
+          scan->in_flight -= item->bytes;
+          pthread_cond_broadcast(&scan->work_cv);
+          release_item(scan->alloc, item);
+          pthread_mutex_unlock(&scan->mutex);
+          continue;
+        }
         if (rc != 0 || stopped_locked(scan, s)) {
           scan->in_flight -= item->bytes;
           release_item(scan->alloc, item);
@@ -678,7 +692,6 @@ static int thread_count(int wanted) {
 /// parts than columns, never more tasks than threads).
 static int column_parts(const struct sl_scan_args* args, int64_t n_columns, int threads) {
   if (!args->format->split_by_columns || args->schema == NULL || args->n_splits <= 0 ||
-      args->filter != NULL ||  // a filter needs whole rows
       args->n_splits >= threads) {
     return 1;
   }

@@ -199,3 +199,18 @@ def test_unsupported_column_type(tmp_path):
     pq.write_table(pa.table({"l": [[1], [2]]}), path)
     with pytest.raises(sluice.UnsupportedError, match="'l'"):
         sluice.read(str(path), filters=[("l", "=", 1)])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_one_row_group_decoded_by_column_parts(tmp_path, table, threads):
+    # Fewer splits than threads: the row group's columns are decoded on
+    # several threads and zipped; the filter runs on the zipped rows.
+    path = tmp_path / "one.parquet"
+    pq.write_table(table, path, row_group_size=N)
+    for filters in ([("i", "<", 2500), ("s", ">=", "k0100")], [("f", ">", 1e9)], [("b", "=", False)]):
+        got = sluice.read(str(path), filters=filters, threads=threads, batch_rows=700)
+        _same(got, _expected(table, filters))
+        got = sluice.read(str(path), filters=filters, threads=threads, columns=["d", "s"])
+        want = _expected(table, filters)
+        assert pa.table(got).column_names == ["d", "s"]
+        assert pa.table(got)["s"].to_pylist() == want["s"].to_pylist()
