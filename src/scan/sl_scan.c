@@ -324,6 +324,20 @@ static int expand_repeats(const struct sl_scan* scan, struct ArrowArray* array,
   return sl_array_project(&distinct, scan->repeat, scan->n_asked, scan->alloc, array, error);
 }
 
+/// Whether the `selected` set bits of selection[0, rows) are consecutive;
+/// *first = the first one's row.
+static int one_run(const uint8_t* selection, int64_t rows, int64_t selected, int64_t* first) {
+  int64_t r = 0;
+  while (r < rows && selection[r >> 3] == 0) r += 8;
+  while (r < rows && !((selection[r >> 3] >> (r & 7)) & 1)) ++r;
+  *first = r;
+  if (r + selected > rows) return 0;
+  for (int64_t k = r; k < r + selected; ++k) {
+    if (!((selection[k >> 3] >> (k & 7)) & 1)) return 0;
+  }
+  return 1;
+}
+
 /// Drops the rows of `array` (decoded columns) that fail the scan's filter;
 /// *rows = the rows left.
 static int filter_rows(const struct sl_scan* scan, struct ArrowArray* array, int64_t* rows,
@@ -335,7 +349,21 @@ static int filter_rows(const struct sl_scan* scan, struct ArrowArray* array, int
   if (selection == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory filtering");
   int64_t selected = 0;
   int rc = sl_row_filter_select(scan->filter, array, scan->filter_at, selection, &selected, error);
-  if (rc == 0 && selected == 0) {
+  int64_t first = 0;
+  if (rc == 0 && selected > 0 && selected < array->length &&
+      one_run(selection, array->length, selected, &first) && array->offset == 0) {
+    // Sorted data cut by a range (id < k, day >= d) keeps one run of rows:
+    // a window of the same buffers, not a copy (the batch is the scan's own).
+    for (int64_t c = 0; c < array->n_children; ++c) {
+      struct ArrowArray* child = array->children[c];
+      child->offset += first;
+      child->length = selected;
+      if (child->null_count != 0) child->null_count = -1;
+    }
+    array->length = selected;
+    if (array->null_count != 0) array->null_count = -1;
+    *rows = selected;
+  } else if (rc == 0 && selected == 0) {
     *rows = 0;  // the caller drops the batch
   } else if (rc == 0 && selected < array->length) {
     struct ArrowArray kept;

@@ -1,0 +1,125 @@
+"""Row filters on W1's Parquet file: sluice.read(filters=...) beside the
+peers doing the same in one run (pyarrow.parquet.read_table(filters=...),
+polars scan_parquet().filter().collect(), DuckDB SELECT * ... WHERE into
+Arrow), in one process each, best of --repeat after a warm-up. Two filters:
+one no row group statistic can exclude (x1 > 0.9: a tenth of the rows of
+every row group) and one that excludes all row groups but the first
+(id < 1,000,000). Every tool's row count must agree.
+
+usage: python bench/filters.py [--data bench/data] [--repeat 5] [--out bench/results]
+Writes <out>/<date>-filters.json and .png.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CASES = [
+    ("x1 > 0.9 (no row group excluded)", "x1", ">", 0.9),
+    ("id < 1,000,000 (31 of 32 row groups excluded)", "id", "<", 1000000),
+]
+
+
+def _duck_arrow(relation):
+    """The relation as a pyarrow Table (to_arrow_table in DuckDB 1.4+)."""
+    to_table = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+    return to_table()
+
+
+def tools(path, column, op, value):
+    import duckdb
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    import sluice
+
+    flt = [(column, op, value)]
+    expr = {">": pl.col(column) > value, "<": pl.col(column) < value}[op]
+    return {
+        "sluice.read(filters=)": lambda: sluice.read(path, filters=flt).num_rows,
+        "pyarrow read_table(filters=)": lambda: pq.read_table(path, filters=flt).num_rows,
+        "polars scan_parquet().filter().collect()":
+            lambda: pl.scan_parquet(path).filter(expr).collect().height,
+        "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.sql(
+            f"select * from read_parquet('{path}') where {column} {op} {value}")).num_rows,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(HERE, "data"))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = ap.parse_args()
+    path = os.path.join(args.data, "w1.parquet")
+    if not os.path.exists(path):
+        print(f"no {path}: run bench/gen_w1.py first", file=sys.stderr)
+        return 2
+    with open(path, "rb") as f:  # page cache warm
+        while f.read(1 << 24):
+            pass
+    results = []
+    for label, column, op, value in CASES:
+        counts = {}
+        for name, fn in tools(path, column, op, value).items():
+            fn()  # warm-up
+            times = []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                counts[name] = fn()
+                times.append(time.perf_counter() - t0)
+            times.sort()
+            results.append({"case": label, "tool": name, "seconds": times,
+                            "best_s": times[0], "median_s": times[len(times) // 2],
+                            "rows": counts[name]})
+            print(f"{label:48s} {name:42s} median {times[len(times) // 2]:.3f} s  "
+                  f"rows {counts[name]}", flush=True)
+        if len(set(counts.values())) != 1:
+            print(f"row counts differ for {label}: {counts}", file=sys.stderr)
+            return 1
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    import importlib.metadata as md
+    versions = {p: md.version(p) for p in ("pyarrow", "polars", "duckdb")}
+    doc = {"workload": "w1-filters", "date": dt.date.today().isoformat(),
+           "machine": {"kernel": platform.release(), "cores": os.cpu_count(),
+                       "python": platform.python_version(), "versions": versions,
+                       "sluice_commit": commit},
+           "method": f"in one process, best/median of {args.repeat} after one warm-up; page "
+                     "cache warm; the time of the call that returns the filtered table",
+           "results": results}
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"{doc['date']}-w1-filters")
+    with open(stem + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, len(CASES), figsize=(12, 4))
+        for ax, (label, *_rest) in zip(axes, CASES):
+            rows = [r for r in results if r["case"] == label]
+            ax.barh([r["tool"] for r in rows], [r["median_s"] for r in rows],
+                    color=["#1f77b4" if r["tool"].startswith("sluice") else "#999999"
+                           for r in rows])
+            ax.set_title(label, fontsize=9)
+            ax.set_xlabel("seconds (median)")
+            ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(stem + ".png", dpi=100)
+    except ImportError:
+        pass
+    print(f"wrote {stem}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
