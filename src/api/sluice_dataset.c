@@ -145,6 +145,10 @@ static int split_filter(const char* text, const struct sl_hive* hive,
                         const struct sluice_allocator* alloc, char** keys, char** rows,
                         struct sluice_error* error) {
   *keys = *rows = NULL;
+  if (sl_filter_has_empty_condition(text)) {
+    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' at an end, or two "
+                        "in a row)", text);
+  }
   size_t n = strlen(text);
   char* k = sl_alloc(alloc, n + 1);
   char* r = sl_alloc(alloc, n + 1);

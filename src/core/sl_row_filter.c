@@ -256,12 +256,21 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   return 0;
 }
 
+int sl_filter_has_empty_condition(const char* text) {
+  size_t n = strlen(text);
+  return n > 0 && (text[0] == ',' || text[n - 1] == ',' || strstr(text, ",,") != NULL);
+}
+
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
                         const char* const* skip, int64_t n_skip,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error) {
   *out = NULL;
   if (text == NULL || *text == '\0') return 0;
+  if (sl_filter_has_empty_condition(text)) {
+    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' at an end, or "
+                        "two in a row)", text);
+  }
   int n = 1;
   for (const char* at = text; *at != '\0'; ++at) n += *at == ',';
   struct sl_row_filter* f = sl_calloc(alloc, 1, sizeof *f);

@@ -65,6 +65,9 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error);
 void sl_row_filter_free(struct sl_row_filter* filter);
+/// Whether `text` has an empty condition (',' first, last, or doubled),
+/// which sl_row_filter_parse refuses.
+int sl_filter_has_empty_condition(const char* text);
 
 /// Whether some value v with min <= v <= max (bounds of a split's non-null
 /// values, in the condition's kind) may pass `c`. 1 when unsure.

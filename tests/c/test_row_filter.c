@@ -90,6 +90,9 @@ static void test_bad_filters_say_why(void** state) {
   expect_error(&s, "f<1|2", EINVAL, "several values");
   expect_error(&s, "i64~3", EINVAL, "expected NAME=VALUE");
   expect_error(&s, "i64", EINVAL, "expected NAME=VALUE");
+  expect_error(&s, ",i64=1", EINVAL, "empty condition");
+  expect_error(&s, "i64=1,,u8=2", EINVAL, "empty condition");
+  expect_error(&s, "i64=1,", EINVAL, "empty condition");
   s.release(&s);
 }
 
