@@ -8,6 +8,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "../core/sl_row_filter.h"
 #include "../core/sl_value_text.h"
 #include "../core/sl_value_tz.h"
 
@@ -238,12 +239,11 @@ int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int6
 
 /* ---- Filters ----------------------------------------------------------------- */
 
-enum filter_op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
 
 /// One parsed condition: key index, operator, values (decoded).
 struct condition {
   int64_t key;
-  enum filter_op op;
+  enum sl_filter_op op;
   char* values[64];
   int n_values;
 };
@@ -269,13 +269,13 @@ static int passes(const struct sl_hive* h, const struct condition* c, int64_t ob
   const char* v = h->values[object * h->n_keys + c->key];
   if (v == NULL) return 0;  // null passes no condition, as in SQL
   const char* format = h->formats[c->key];
-  if (c->op == OP_EQ || c->op == OP_NE) {
+  if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) {
     int any = 0;
     for (int i = 0; i < c->n_values && !any; ++i) any = compare_as(format, v, c->values[i]) == 0;
-    return c->op == OP_EQ ? any : !any;
+    return c->op == SL_FILTER_EQ ? any : !any;
   }
   int s = compare_as(format, v, c->values[0]);
-  return c->op == OP_LT ? s < 0 : c->op == OP_LE ? s <= 0 : c->op == OP_GT ? s > 0 : s >= 0;
+  return c->op == SL_FILTER_LT ? s < 0 : c->op == SL_FILTER_LE ? s <= 0 : c->op == SL_FILTER_GT ? s > 0 : s >= 0;
 }
 
 /// Parses filter[0, n) (one condition) into *c.
@@ -307,16 +307,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
   sl_free(alloc, key, strlen(key) + 1);
   const char* p = text + k;
   size_t left = n - k;
-  static const struct { const char* s; enum filter_op op; } ops[] = {
-      {"!=", OP_NE}, {"<=", OP_LE}, {">=", OP_GE}, {"=", OP_EQ}, {"<", OP_LT}, {">", OP_GT}};
-  size_t op_len = 0;
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0] && op_len == 0; ++i) {
-    size_t m = strlen(ops[i].s);
-    if (left >= m && memcmp(p, ops[i].s, m) == 0) {
-      c->op = ops[i].op;
-      op_len = m;
-    }
-  }
+  size_t op_len = sl_filter_op_parse(p, left, &c->op);
   if (op_len == 0) {
     return sl_error_set(error, EINVAL, "partition filter '%.*s': unknown operator", (int)n, text);
   }
@@ -343,7 +334,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
     p += m + 1;
     left -= m + 1;
   }
-  if (c->n_values > 1 && c->op != OP_EQ && c->op != OP_NE) {
+  if (c->n_values > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
     return sl_error_set(error, EINVAL, "partition filter '%.*s': several values ('|') go with = "
                         "and != only", (int)n, text);
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sl_alloc.h"
+#include "sl_endian.h"
 #include "sl_array.h"
 #include "sl_error.h"
 #include "sl_row_filter.h"
@@ -26,28 +27,12 @@ struct filter_sel {
   int64_t count;  ///< rows kept
 };
 
-static inline uint64_t load_le64(const uint8_t* p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
-static inline void store_le64(uint8_t* p, uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  memcpy(p, &v, 8);
-}
-
 /// Word `w` of a selection bitmap, LSB first, bits past n_bits cleared (the
 /// caller's last byte may carry junk, and we must not read past it).
 static inline uint64_t sel_word(const uint8_t* bits, int64_t n_bits, int64_t w) {
   int64_t left = n_bits - w * 64;
   const uint8_t* p = bits + w * 8;
-  if (left >= 64) return load_le64(p);
+  if (left >= 64) return sl_load_le64(p);
   uint64_t v = 0;
   for (int64_t i = 0; i * 8 < left; ++i) v |= (uint64_t)p[i] << (8 * i);
   return v & ((UINT64_C(1) << left) - 1);
@@ -179,7 +164,7 @@ static inline uint64_t load_bits64(const uint8_t* bits, int64_t pos, int64_t end
   int64_t avail = (end + 7) / 8 - (pos >> 3);
   uint64_t lo = 0, hi = 0;
   if (avail >= 9) {
-    lo = load_le64(p);
+    lo = sl_load_le64(p);
     hi = p[8];
   } else {
     for (int64_t i = 0; i < avail && i < 8; ++i) lo |= (uint64_t)p[i] << (8 * i);
@@ -193,7 +178,7 @@ static inline uint64_t load_bits64(const uint8_t* bits, int64_t pos, int64_t end
 static inline void or_bits(uint8_t* dst, int64_t d, uint64_t v, int k) {
   uint8_t* p = dst + (d >> 3);
   int shift = (int)(d & 7);
-  store_le64(p, load_le64(p) | v << shift);
+  sl_store_le64(p, sl_load_le64(p) | v << shift);
   if (shift != 0 && shift + k > 64) p[8] |= (uint8_t)(v >> (64 - shift));
 }
 

@@ -1,10 +1,36 @@
-// Big-endian integers in byte buffers: Cassandra's protocol, TZif files,
-// the Hadoop framing of Parquet's LZ4. Byte by byte, so that any alignment
-// works; compilers turn these into one load or store and a byte swap.
+// Integers in byte buffers at any alignment. Big-endian: Cassandra's
+// protocol, TZif files, the Hadoop framing of Parquet's LZ4 (byte by byte;
+// compilers turn these into one load or store and a byte swap). Little-endian
+// 64-bit words: bitmaps and bit-packed runs read a word at a time.
 #ifndef SL_ENDIAN_H
 #define SL_ENDIAN_H
 
 #include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define SL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define SL_ALWAYS_INLINE inline
+#endif
+
+/// 8 bytes at p (all readable), little-endian.
+static SL_ALWAYS_INLINE uint64_t sl_load_le64(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return v;
+}
+
+/// v into p[0..8), least significant byte first.
+static SL_ALWAYS_INLINE void sl_store_le64(uint8_t* p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  memcpy(p, &v, 8);
+}
 
 /// The unsigned big-endian number in p[0..n), 1 <= n <= 8.
 static inline uint64_t sl_load_be(const uint8_t* p, int n) {

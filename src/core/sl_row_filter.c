@@ -143,6 +143,23 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, union sl_fi
   return 0;
 }
 
+size_t sl_filter_op_parse(const char* p, size_t left, enum sl_filter_op* op) {
+  // Two-character operators first, so "<=" is not read as "<" then "=".
+  static const struct {
+    const char* s;
+    enum sl_filter_op op;
+  } ops[] = {{"!=", SL_FILTER_NE}, {"<=", SL_FILTER_LE}, {">=", SL_FILTER_GE},
+             {"=", SL_FILTER_EQ},  {"<", SL_FILTER_LT},  {">", SL_FILTER_GT}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) {
+    size_t m = strlen(ops[i].s);
+    if (left >= m && memcmp(p, ops[i].s, m) == 0) {
+      *op = ops[i].op;
+      return m;
+    }
+  }
+  return 0;
+}
+
 static void condition_free(const struct sluice_allocator* alloc, struct sl_filter_condition* c) {
   if (c->values != NULL) {
     if (c->kind == SL_FILTER_BYTES) {
@@ -202,20 +219,8 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
                         "do not compare (integers, floats, bool, strings, binary, dates, times, "
                         "timestamps and durations do)", (int)n, text, c->name, typed->format);
   }
-  static const struct {
-    const char* s;
-    enum sl_filter_op op;
-  } ops[] = {{"!=", SL_FILTER_NE}, {"<=", SL_FILTER_LE}, {">=", SL_FILTER_GE},
-             {"=", SL_FILTER_EQ},  {"<", SL_FILTER_LT},  {">", SL_FILTER_GT}};
   const char* p = text + k;
-  size_t left = n - k, op_len = 0;
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0] && op_len == 0; ++i) {
-    size_t m = strlen(ops[i].s);
-    if (left >= m && memcmp(p, ops[i].s, m) == 0) {
-      c->op = ops[i].op;
-      op_len = m;
-    }
-  }
+  size_t left = n - k, op_len = sl_filter_op_parse(p, left, &c->op);
   if (op_len == 0) {
     return sl_error_set(error, EINVAL, "filter '%.*s': unknown operator", (int)n, text);
   }

@@ -14,6 +14,10 @@
 enum sl_filter_op { SL_FILTER_EQ, SL_FILTER_NE, SL_FILTER_LT, SL_FILTER_LE, SL_FILTER_GT,
                     SL_FILTER_GE };
 
+/// The comparison operator at the start of p[0..left): its length (1 or 2) with
+/// *op set, or 0 when none starts there. Shared with the partition filter.
+size_t sl_filter_op_parse(const char* p, size_t left, enum sl_filter_op* op);
+
 /// How a column's values compare (the literal was converted to this).
 enum sl_filter_kind {
   SL_FILTER_INT,    ///< int8..int64, date32/64, time32/64, timestamp, duration (as int64

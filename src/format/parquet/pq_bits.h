@@ -7,26 +7,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__)
-#define PQ_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define PQ_ALWAYS_INLINE inline
-#endif
-
-/// 8 bytes at p (all readable), little-endian.
-static PQ_ALWAYS_INLINE uint64_t pq_load_le64(const uint8_t* p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
+#include "../../core/sl_endian.h"
 
 /// Up to 8 bytes at p, of which only `avail` (may be <= 0) are readable; the
 /// missing high bytes read as zero.
 static inline uint64_t pq_load_le64_bounded(const uint8_t* p, int64_t avail) {
-  if (avail >= 8) return pq_load_le64(p);
+  if (avail >= 8) return sl_load_le64(p);
   uint64_t v = 0;
   for (int64_t i = 0; i < avail; ++i) v |= (uint64_t)p[i] << (8 * i);
   return v;

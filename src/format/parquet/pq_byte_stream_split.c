@@ -6,7 +6,7 @@
 #include "pq_encoding.h"
 #include "../../core/sl_error.h"
 
-static PQ_ALWAYS_INLINE void bss_gather(const uint8_t* data, int64_t n, const int width, uint8_t* out) {
+static SL_ALWAYS_INLINE void bss_gather(const uint8_t* data, int64_t n, const int width, uint8_t* out) {
   for (int64_t i = 0; i < n; ++i)
     for (int k = 0; k < width; ++k) out[i * width + k] = data[k * n + i];
 }

@@ -94,7 +94,7 @@ static void unpack_deltas(const uint8_t* in, int64_t avail, int w, int64_t count
   for (int64_t i = 0; i < count; ++i, bit += w) {
     int64_t byte = bit >> 3;
     int sh = (int)(bit & 7);
-    uint64_t v = (byte + 8 <= avail ? pq_load_le64(in + byte)
+    uint64_t v = (byte + 8 <= avail ? sl_load_le64(in + byte)
                                     : pq_load_le64_bounded(in + byte, avail - byte)) >> sh;
     if (sh + w > 64) v |= (uint64_t)in[byte + 8] << (64 - sh);
     acc += min_delta + (v & mask);

@@ -23,13 +23,13 @@
   const uint64_t mask = w == 32 ? 0xffffffffu : (((uint64_t)1 << w) - 1);        \
   for (int i = 0; i < 8; ++i) {                                                  \
     const int bit = i * w;                                                       \
-    out[i] = (T)((pq_load_le64(in + (bit >> 3)) >> (bit & 7)) & mask);           \
+    out[i] = (T)((sl_load_le64(in + (bit >> 3)) >> (bit & 7)) & mask);           \
   }
 
-static PQ_ALWAYS_INLINE void unpack8_u32(const uint8_t* in, uint32_t* out, const int w) {
+static SL_ALWAYS_INLINE void unpack8_u32(const uint8_t* in, uint32_t* out, const int w) {
   PQ_UNPACK8_BODY(uint32_t)
 }
-static PQ_ALWAYS_INLINE void unpack8_i16(const uint8_t* in, int16_t* out, const int w) {
+static SL_ALWAYS_INLINE void unpack8_i16(const uint8_t* in, int16_t* out, const int w) {
   PQ_UNPACK8_BODY(int16_t)
 }
 
