@@ -1,5 +1,8 @@
 // Block compression for the Avro writer: the inverse of avro_codec.c.
-// deflate is raw RFC 1951 (libdeflate); snappy blocks are followed by the
+// deflate is raw RFC 1951: by default ISA-L's level 2, which compresses 5x
+// (W1 CSV text) to 15x (W2's random doubles) faster than libdeflate's level 6
+// for blocks 2% (doubles) to 10% (text) larger, about zlib level 6's size; an
+// explicit level=N is libdeflate's level N (0..12), for the smaller file. snappy blocks are followed by the
 // big-endian CRC32 of the uncompressed bytes; zstandard is one zstd frame;
 // bzip2 and xz are whole streams. zstd, bzip2 and xz allocate through the
 // sluice allocator; libdeflate's compressor comes from malloc (libdeflate 1.14
@@ -7,6 +10,7 @@
 #include "avro_compress.h"
 
 #include <bzlib.h>
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <limits.h>
 #include <lzma.h>
@@ -36,6 +40,53 @@ static int reserve(struct avro_buf* out, size_t want, const struct sluice_alloca
   return 0;
 }
 
+/// ISA-L level 2, one shot. Its output is at most the input plus stored-block
+/// headers (5 bytes per 64 KiB), so the room reserved always suffices.
+static int isal_deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
+                              const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (n > UINT32_MAX / 2) return sl_error_set(error, EFBIG, "avro: deflate block of %zu bytes is too large", n);
+  SL_RETURN_NOT_OK(reserve(out, n + n / 64 + 1024, alloc, error));
+  struct isal_zstream* z = sl_alloc(alloc, sizeof *z);
+  uint8_t* level_buf = sl_alloc(alloc, ISAL_DEF_LVL2_DEFAULT);
+  int rc = 0;
+  if (z == NULL || level_buf == NULL) {
+    rc = sl_error_set(error, ENOMEM, "avro: out of memory for deflate");
+  } else {
+    isal_deflate_stateless_init(z);
+    z->level = 2;
+    z->level_buf = level_buf;
+    z->level_buf_size = ISAL_DEF_LVL2_DEFAULT;
+    z->next_in = (uint8_t*)(uintptr_t)in;
+    z->avail_in = (uint32_t)n;
+    z->next_out = out->data;
+    z->avail_out = (uint32_t)(out->cap > UINT32_MAX ? UINT32_MAX : out->cap);
+    z->flush = NO_FLUSH;
+    z->end_of_stream = 1;
+    int r = isal_deflate_stateless(z);
+    if (r != COMP_OK) rc = sl_error_set(error, EIO, "avro: deflate (ISA-L) failed (%d)", r);
+    else out->size = z->total_out;
+  }
+  sl_free(alloc, level_buf, ISAL_DEF_LVL2_DEFAULT);
+  sl_free(alloc, z, sizeof *z);
+  return rc;
+}
+
+static int libdeflate_block(int level, const uint8_t* in, size_t n, struct avro_buf* out,
+                            const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (level > 12) return sl_error_set(error, EINVAL, "avro: deflate level %d is not in 0..12", level);
+  struct libdeflate_compressor* c = libdeflate_alloc_compressor(level);
+  if (c == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for deflate (level %d)", level);
+  size_t bound = libdeflate_deflate_compress_bound(c, n);
+  int rc = reserve(out, bound, alloc, error);
+  if (rc == 0) {
+    size_t got = libdeflate_deflate_compress(c, in, n, out->data, out->cap);
+    if (got == 0) rc = sl_error_set(error, EIO, "avro: deflate failed");
+    out->size = got;
+  }
+  libdeflate_free_compressor(c);
+  return rc;
+}
+
 int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
                   struct avro_buf* out, const struct sluice_allocator* alloc,
                   struct sluice_error* error) {
@@ -46,19 +97,9 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       if (n > 0) memcpy(out->data, in, n);
       out->size = n;
       return 0;
-    case AVRO_CODEC_DEFLATE: {
-      struct libdeflate_compressor* c = libdeflate_alloc_compressor(level < 0 ? 6 : level);
-      if (c == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for deflate (level %d)", level);
-      size_t bound = libdeflate_deflate_compress_bound(c, n);
-      int rc = reserve(out, bound, alloc, error);
-      if (rc == 0) {
-        size_t got = libdeflate_deflate_compress(c, in, n, out->data, out->cap);
-        if (got == 0) rc = sl_error_set(error, EIO, "avro: deflate failed");
-        out->size = got;
-      }
-      libdeflate_free_compressor(c);
-      return rc;
-    }
+    case AVRO_CODEC_DEFLATE:
+      return level < 0 ? isal_deflate_block(in, n, out, alloc, error)
+                       : libdeflate_block(level, in, n, out, alloc, error);
     case AVRO_CODEC_SNAPPY: {
       size_t bound = snappy_max_compressed_length(n);
       SL_RETURN_NOT_OK(reserve(out, bound + 4, alloc, error));
