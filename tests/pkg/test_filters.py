@@ -183,6 +183,31 @@ def test_pruned_row_groups_are_not_read(tmp_path):
         sluice.read(str(path), filters=[("i", ">=", 3500), ("i", "<", 3600)])
 
 
+def test_pruned_row_groups_of_a_categorical_column_are_not_read(tmp_path):
+    # A pandas categorical (read back as a dictionary column) is pruned by
+    # its statistics like a plain string column: row group 3 is damaged.
+    keys = ["g%d-%03d" % (r // 1000, r % 7) for r in range(10000)]
+    t = pa.table({"k": pa.array(keys).dictionary_encode(), "i": pa.array(range(10000))})
+    path = tmp_path / "damaged_cat.parquet"
+    pq.write_table(t, path, row_group_size=1000, compression=None, write_page_index=False)
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for column in range(meta.num_columns):
+        chunk = meta.row_group(3).column(column)
+        start = chunk.dictionary_page_offset or chunk.data_page_offset
+        for k in range(start + 20, start + chunk.total_compressed_size - 4):
+            data[k] = 0xAB
+    path.write_bytes(bytes(data))
+    assert pa.types.is_dictionary(pa.table(sluice.read(str(path), limit=1))["k"].type)
+    got = pa.table(sluice.read(str(path), filters=[("k", "in", ["g5-001", "g7-006"])]))
+    assert got["i"].to_pylist() == [r for r in range(10000) if keys[r] in ("g5-001", "g7-006")]
+    assert got["k"].to_pylist() == [keys[r] for r in got["i"].to_pylist()]
+    got = pa.table(sluice.read(str(path), filters=[("k", ">=", "g8")]))
+    assert got["i"].to_pylist() == list(range(8000, 10000))
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[("k", "=", "g3-002")])
+
+
 def test_bad_filters_are_clear_errors(parquet_file):
     with pytest.raises(sluice.InvalidArgumentError, match="no column 'nope'"):
         sluice.read(str(parquet_file), filters=[("nope", "=", 1)])

@@ -5,9 +5,10 @@
 // order is right, NaN bounds refused, zero bounds widened to -0.0 / +0.0,
 // bounds under an unknown column order ignored), read as values of the
 // condition's kind the way the page decoder turns values into the column's
-// Arrow type. Anything else (nested columns, decimals, FLBA, float16, INT96,
-// dictionary-encoded output, a kind that does not match the order the
-// bounds are in) is never pruned by its bounds.
+// Arrow type (a dictionary-encoded column's values are those values, so its
+// bounds serve as well). Anything else (nested columns, decimals, FLBA,
+// float16, INT96, a kind that does not match the order the bounds are in)
+// is never pruned by its bounds.
 #include "pq_stats.h"
 
 #include <math.h>
@@ -97,7 +98,7 @@ static int bound_value(const struct pq_field* f, const struct pq_merged_stats* m
       // is a prefix, still a lower bound; writers truncate a max by raising
       // its last kept byte, so it stays an upper bound. Both compare
       // bytewise like the filter, UTF-8 or not.
-      if (m->order != PQ_STATS_ORDER_BYTES || f->conv != PQ_CONV_BINARY || f->dict ||
+      if (m->order != PQ_STATS_ORDER_BYTES || f->conv != PQ_CONV_BINARY ||
           e->type != PQ_BYTE_ARRAY)
         return 0;
       out->bytes.s = b->size > 0 ? b->data : k_no_bytes;
