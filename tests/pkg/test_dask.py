@@ -105,3 +105,25 @@ def test_categorical_categories_are_unknown_to_the_graph(cluster, tmp_path):
     got = ddf.compute()
     assert sorted(got.c.cat.categories) == ["hi", "lo", "mid"]
     assert got.c.tolist() == df.c.tolist()
+
+
+def test_row_filters_reach_the_workers(cluster, tmp_path):
+    """filters= (on row-group statistics, rows and partition keys) in every
+    partition's task: the splits the statistics exclude are not planned, and
+    the workers' rows equal pyarrow's read with the same filters."""
+    import pyarrow.parquet as pq
+    n = 100_000
+    t = pa.table({"i": pa.array(range(n), pa.int64()),
+                  "s": pa.array(["k%d" % (i % 7) for i in range(n)]),
+                  "part": pa.array([i % 2 for i in range(n)], pa.int64())})
+    root = tmp_path / "ds"
+    pq.write_to_dataset(t, root, partition_cols=["part"], row_group_size=10_000)
+    filters = [("i", ">=", 35_000), ("s", "in", ["k1", "k2"]), ("part", "=", 1)]
+    whole = sluice.dask.read(root, splits_per_partition=1)
+    ddf = sluice.dask.read(root, filters=filters, splits_per_partition=1)
+    # part=0's files are dropped, and so are row groups 0..2 of the other.
+    assert ddf.npartitions < whole.npartitions / 2
+    want = pq.read_table(root, filters=filters).to_pandas()
+    want["part"] = want["part"].astype("int64")
+    got = ddf.compute().sort_values("i")
+    same(got[list(want.columns)], want.sort_values("i").reset_index(drop=True))
