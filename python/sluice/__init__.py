@@ -481,7 +481,9 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
             hint = sum(known) if len(known) == ds.num_splits else 0
             if limit is not None:
                 hint = min(hint, int(limit))
-            raw, _ = gather.gather_in_order(raw_schema, s._scanner, hint)
+            # A lone batch is taken as it is: without a limit it is a whole
+            # split's rows, or a filter's (whose windows keep half or more).
+            raw, _ = gather.gather_in_order(raw_schema, s._scanner, hint, limit is None)
         return Table(s.schema, [Batch(raw, s.schema)] if raw is not None else [])
 
 

@@ -13,6 +13,7 @@ Only tables whose columns are all flat fixed-width (numbers, bools,
 temporals, decimals, fixed-size binary) are gathered (_sluice._Gather);
 others keep their batches.
 """
+import itertools
 from . import _sluice
 
 
@@ -40,21 +41,36 @@ def placement_plan(dataset, scan_options, limit):
     return {first + i: r for i, r in enumerate(chosen)}
 
 
-def gather_in_order(raw_schema, scanner, capacity):
+def gather_in_order(raw_schema, scanner, capacity, lone_ok=False):
     """Batches in plan order, one after the other. Returns (the _Batch, rows);
-    the _Batch is None when the scan gave no batch."""
+    the _Batch is None when the scan gave no batch. With `lone_ok`, a scan of
+    a single batch gives that batch itself, not a copy (the caller knows it
+    holds no more memory than its rows need)."""
+    batches = iter(scanner)
+    first = next(batches, None)
+    if first is None:
+        return None, 0
+    second = next(batches, None)
+    if second is None and lone_ok:
+        return first, first.num_rows
     try:
         g = _sluice._Gather(raw_schema, max(0, capacity))
     except MemoryError:  # the hint (from the file) was too big: grow as rows come
         g = _sluice._Gather(raw_schema, 0)
+    head = [first] if second is None else [first, second]
+    del first, second
     at = 0
-    seen = False
-    for raw in scanner:
-        seen = True
+    for raw in itertools.chain(_drain(head), batches):
         g.add(raw, at)
         at += raw.num_rows
         del raw
-    return (g.finish(at) if seen else None), at
+    return g.finish(at), at
+
+
+def _drain(items):
+    """The items of a list, each dropped from it as it is handed out."""
+    while items:
+        yield items.pop(0)
 
 
 def placed_columns(raw_schema, planned):

@@ -239,3 +239,30 @@ def test_one_row_group_decoded_by_column_parts(tmp_path, table, threads):
         want = _expected(table, filters)
         assert pa.table(got).column_names == ["d", "s"]
         assert pa.table(got)["s"].to_pylist() == want["s"].to_pylist()
+
+
+@pytest.mark.parametrize("flt,rows,window", [
+    ([("id", ">=", 40000)], range(40000, 100000), True),   # 60% at the end: a window
+    ([("id", "<", 60000)], range(0, 60000), True),         # 60% at the start
+    ([("id", ">=", 99990)], range(99990, 100000), False),  # 10 rows: copied
+    ([("id", ">", 30000), ("id", "<", 30011)], range(30001, 30011), False),
+])
+def test_a_short_run_is_copied_a_long_one_is_a_window(tmp_path, flt, rows, window):
+    # One batch of 100,000 rows cut by a range: the run of rows that passes is
+    # handed over as a window of the decoded buffers (offset into them) when
+    # it is half the batch or more; a shorter run is copied, so that a few
+    # rows never hold the whole batch's memory.
+    t = pa.table({"id": pa.array(range(100000), pa.int64()),
+                  "x": pa.array([i * 0.5 for i in range(100000)])})
+    path = tmp_path / "one_group.parquet"
+    pq.write_table(t, path, row_group_size=100000)
+    with sluice.scan(str(path), filters=flt, batch_rows=100000) as s:
+        batches = [pa.record_batch(b) for b in s]
+    assert [b.num_rows for b in batches] == [len(rows)]
+    got = batches[0]
+    assert got.column(0).to_pylist() == list(rows)
+    assert got.column(1).to_pylist() == [i * 0.5 for i in rows]
+    offset = got.column(0).offset
+    assert offset == (rows[0] if window else 0)
+    # The same rows through sluice.read (a lone batch is taken as it is).
+    assert pa.table(sluice.read(str(path), filters=flt))["id"].to_pylist() == list(rows)
