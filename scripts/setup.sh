@@ -24,7 +24,7 @@ JOBS="${JOBS:-2}"
 APT_PACKAGES=(
   cmake ninja-build gcc g++ clang libclang-rt-14-dev llvm pkg-config
   libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libdragonbox-dev liblzma-dev libbz2-dev
-  libsnappy-dev libbrotli-dev libjansson-dev libcmocka-dev
+  libsnappy-dev libbrotli-dev libjansson-dev libxxhash-dev libcmocka-dev
   avro-bin libavro-dev maven openjdk-17-jdk-headless
   libcurl4-openssl-dev libssl-dev openssl nginx-light
 )

@@ -27,6 +27,7 @@
 #include "core/sl_row_filter.h"
 #include "format/parquet/parquet_reader.h"
 #include "format/parquet/parquet_writer.h"
+#include "format/parquet/pq_bloom.h"
 #include "format/parquet/pq_meta.h"
 #include "format/sl_format.h"
 #include "io/sl_source.h"
@@ -749,12 +750,63 @@ static void test_rewritten_stats(void** state) {
   unlink(out);
 }
 
+/// Bloom filters: xxHash64 against its reference value, parquet-mr's filter
+/// of "hello", "parquet", "bloom", "filter" (parquet-testing's
+/// bloom_filter.xxhash.bin: a 16-byte header, 1,024 bytes of bits), and
+/// headers sluice must not use: the deprecated murmur3 filter, cut or forged.
+static void test_bloom_filter(void** state) {
+  (void)state;
+  assert_true(pq_bloom_hash("", 0) == 0xEF46DB3751D8E999ULL);  // XXH64 of nothing, seed 0
+  char path[1024];
+  size_t size = 0;
+  uint8_t* data = test_read_file(data_path("bloom_filter.xxhash.bin", path, sizeof path), &size);
+  if (data == NULL) {
+    fprintf(stderr, "corpus %s not found: skipped\n", path);
+    skip();
+  }
+  struct sluice_error err = {0, {0}};
+  int64_t header = 0, bits = 0;
+  assert_int_equal(pq_bloom_header_parse(data, (int64_t)size, &header, &bits, &err), 0);
+  assert_int_equal(header, 16);
+  assert_int_equal(bits, 1024);
+  assert_int_equal((int64_t)size, header + bits);
+  const char* in[] = {"hello", "parquet", "bloom", "filter"};
+  for (int i = 0; i < 4; ++i) {
+    assert_int_equal(pq_bloom_may_contain(data + header, bits, pq_bloom_hash(in[i], strlen(in[i]))), 1);
+  }
+  // Of many values never put in, few look present (4 of 8,192 bits set per value).
+  int present = 0;
+  for (int i = 0; i < 10000; ++i) {
+    char v[32];
+    int n = snprintf(v, sizeof v, "absent-%d", i);
+    present += pq_bloom_may_contain(data + header, bits, pq_bloom_hash(v, (size_t)n));
+  }
+  assert_true(present < 100);
+  // Cut short, a bitset length that is not whole blocks, another algorithm.
+  assert_int_not_equal(pq_bloom_header_parse(data, 5, &header, &bits, &err), 0);
+  uint8_t forged[16];
+  memcpy(forged, data, sizeof forged);
+  forged[1] = 0x82;  // numBytes zigzag varint 0x1082 -> 1025 (not whole blocks)
+  assert_int_not_equal(pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
+  memcpy(forged, data, sizeof forged);
+  assert_int_equal(forged[4], 0x1c);  // BloomFilterAlgorithm's member: field 1, a struct
+  forged[4] = 0x2c;                   // ... now field 2, which sluice does not know
+  assert_int_not_equal(pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
+  free(data);
+  uint8_t* old = test_read_file(data_path("bloom_filter.bin", path, sizeof path), &size);
+  if (old != NULL) {  // the deprecated binary header with murmur3
+    assert_int_not_equal(pq_bloom_header_parse(old, (int64_t)size, &header, &bits, &err), 0);
+    free(old);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_stats),
       cmocka_unit_test(test_rewritten_stats),
       cmocka_unit_test(test_corpus_prunes),
       cmocka_unit_test(test_corpus_sound),
+      cmocka_unit_test(test_bloom_filter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
 #include "pq_assemble.h"
+#include "pq_bloom.h"
 #include "pq_column.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
@@ -704,12 +705,14 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
                          row_count, stats, min_max, error);
 }
 
-/// A split is one row group (reader_plan): its chunks' statistics decide.
+/// A split is one row group (reader_plan): its chunks' statistics decide,
+/// then the Bloom filters of the columns an equality condition names.
 static int reader_split_may_match(void* reader, const struct sl_split* split,
                                   const struct sl_row_filter* filter) {
   struct pq_reader* r = reader;
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
-  return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter);
+  return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter) &&
+         pq_row_group_bloom_may_match(&r->meta, &r->schema, split->index, filter, r->source);
 }
 
 /// What the engine balances column parts by: the column's chunks'

@@ -125,6 +125,8 @@ struct pq_column_meta {
   struct pq_statistics statistics;
   struct pq_key_value* key_value_metadata;
   int64_t n_key_value_metadata;
+  int64_t bloom_filter_offset;  ///< -1 when absent (or not a valid offset)
+  int64_t bloom_filter_length;  ///< header and bitset; -1 when absent
 };
 
 struct pq_column_chunk {
@@ -204,6 +206,13 @@ struct pq_page_header {
 int pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_allocator* alloc,
                        struct pq_file_meta* out, struct sluice_error* error);
 void pq_file_meta_free(struct pq_file_meta* meta);
+
+/// A split block Bloom filter's header (BloomFilterHeader) at data[0..size):
+/// 0 with *header_size and *num_bytes (its bitset's length, a positive
+/// multiple of 32 up to 128 MiB) when it is one sluice can check (block
+/// algorithm, xxHash, uncompressed); EILSEQ otherwise.
+int pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
+                          int64_t* num_bytes, struct sluice_error* error);
 
 /// Parses a PageHeader at the start of `data` (up to `size` bytes; a header is
 /// usually < 100 bytes but statistics can make it larger). *header_size

@@ -358,6 +358,15 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
       case 12:
         SL_RETURN_NOT_OK(meta_statistics(ctx, type, &m->statistics, "ColumnMetaData.statistics"));
         break;
+      case 14: case 15: {
+        // Where the Bloom filter is: an index only, so a bad value means no
+        // filter rather than a bad file.
+        int64_t v;
+        META_TRY(ctx, pq_thrift_read_int(&ctx->r, type, &v), "ColumnMetaData.bloom_filter");
+        if (id == 14) m->bloom_filter_offset = v >= 0 ? v : -1;
+        else m->bloom_filter_length = v > 0 ? v : -1;
+        break;
+      }
       default: handled_ = 0;
     }
   });
@@ -790,6 +799,51 @@ static int meta_page_header(struct meta_ctx* ctx, struct pq_page_header* h) {
   return 0;
 }
 
+/// A union of empty structs whose member must be field 1 (BloomFilterAlgorithm
+/// BLOCK, BloomFilterHash XXHASH, BloomFilterCompression UNCOMPRESSED).
+static int meta_union_first(struct meta_ctx* ctx, int type, int* is_first, const char* where) {
+  SL_RETURN_NOT_OK(meta_expect(ctx, type, PQ_TT_STRUCT, where));
+  int members = 0, first = 0;
+  META_STRUCT(ctx, where, {
+    ++members;
+    first = id == 1 && type == PQ_TT_STRUCT;
+    handled_ = 0;
+  });
+  *is_first = members == 1 && first;
+  return 0;
+}
+
+int pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
+                          int64_t* num_bytes, struct sluice_error* error) {
+  struct meta_ctx ctx;
+  pq_thrift_reader_init(&ctx.r, data, size, error);
+  ctx.alloc = NULL;
+  struct meta_ctx* c = &ctx;
+  int64_t n = -1;
+  int usable[3] = {0, 0, 0};
+  META_STRUCT(c, "BloomFilterHeader", {
+    switch (id) {
+      case 1:
+        SL_RETURN_NOT_OK(meta_int(c, type, 0, INT32_MAX, &n, "BloomFilterHeader.numBytes"));
+        break;
+      case 2: case 3: case 4:
+        SL_RETURN_NOT_OK(meta_union_first(c, type, &usable[id - 2], "BloomFilterHeader"));
+        break;
+      default: handled_ = 0;
+    }
+  });
+  // The spec caps filters at 128 MiB; blocks are 32 bytes.
+  if (n <= 0 || n % 32 != 0 || n > ((int64_t)128 << 20)) {
+    return meta_fail(c, "BloomFilterHeader", "numBytes is not a positive multiple of 32 up to 128 MiB");
+  }
+  if (!usable[0] || !usable[1] || !usable[2]) {
+    return meta_fail(c, "BloomFilterHeader", "not a split block, xxHash, uncompressed filter");
+  }
+  *header_size = c->r.pos;
+  *num_bytes = n;
+  return 0;
+}
+
 int pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_header* out,
                          int64_t* header_size, struct sluice_error* error) {
   pq_page_header_init(out);
@@ -832,5 +886,7 @@ void pq_column_meta_init(struct pq_column_meta* m) {
   memset(m, 0, sizeof *m);
   m->index_page_offset = -1;
   m->dictionary_page_offset = -1;
+  m->bloom_filter_offset = -1;
+  m->bloom_filter_length = -1;
   pq_statistics_init(&m->statistics);
 }

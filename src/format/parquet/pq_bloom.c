@@ -1,0 +1,158 @@
+// Split block Bloom filters: membership checks for row-group pruning.
+// xxHash is Debian's libxxhash, compiled in from its header (XXH_INLINE_ALL),
+// so there is no library to link.
+#include "pq_bloom.h"
+
+#include <math.h>
+#include <string.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+
+uint64_t pq_bloom_hash(const void* data, size_t size) { return XXH64(data, size, 0); }
+
+int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
+  static const uint32_t k_salt[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                     0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
+  uint64_t blocks = (uint64_t)num_bytes / 32;  // <= 2^22: the product fits
+  const uint8_t* block = bitset + (((hash >> 32) * blocks) >> 32) * 32;
+  uint32_t key = (uint32_t)hash;
+  for (int i = 0; i < 8; ++i) {
+    const uint8_t* w = block + 4 * i;
+    uint32_t word = (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 |
+                    (uint32_t)w[3] << 24;
+    if (!((word >> ((key * k_salt[i]) >> 27)) & 1)) return 0;
+  }
+  return 1;
+}
+
+/// The PLAIN bytes of value `v` (of kind `kind`) as a physical value of leaf
+/// `f`, into buf or pointing at v's bytes: 1 with *p, *n; 0 when the value
+/// cannot be put so (a conversion between the physical and Arrow values, a
+/// value out of the physical type's range, NaN, bool). *negative_zero is set
+/// for 0.0, whose -0.0 twin must be looked up too.
+static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
+                       const union sl_filter_value* v, uint8_t buf[8], const uint8_t** p,
+                       size_t* n, int* negative_zero) {
+  const struct pq_schema_element* e = f->element;
+  *negative_zero = 0;
+  if (e == NULL) return 0;
+  uint64_t bits = 0;
+  switch (kind) {
+    case SL_FILTER_BYTES:
+      if (f->conv != PQ_CONV_BINARY || e->type != PQ_BYTE_ARRAY) return 0;
+      *p = v->bytes.s;
+      *n = v->bytes.len;
+      return 1;
+    case SL_FILTER_INT:
+      if (f->conv != PQ_CONV_COPY) return 0;
+      if (e->type == PQ_INT32 && v->i >= INT32_MIN && v->i <= INT32_MAX) {
+        bits = (uint32_t)(int32_t)v->i;
+        *n = 4;
+      } else if (e->type == PQ_INT64) {
+        bits = (uint64_t)v->i;
+        *n = 8;
+      } else {
+        return 0;
+      }
+      break;
+    case SL_FILTER_UINT:
+      if (f->conv != PQ_CONV_COPY) return 0;
+      if (e->type == PQ_INT32 && v->u <= UINT32_MAX) {
+        bits = v->u;
+        *n = 4;
+      } else if (e->type == PQ_INT64) {
+        bits = v->u;
+        *n = 8;
+      } else {
+        return 0;
+      }
+      break;
+    case SL_FILTER_FLOAT:
+      if (f->conv != PQ_CONV_COPY || isnan(v->f)) return 0;
+      if (e->type == PQ_DOUBLE) {
+        memcpy(&bits, &v->f, 8);
+        *n = 8;
+      } else if (e->type == PQ_FLOAT && (double)(float)v->f == v->f) {
+        float x = (float)v->f;
+        uint32_t b32;
+        memcpy(&b32, &x, 4);
+        bits = b32;
+        *n = 4;
+      } else {
+        return 0;
+      }
+      *negative_zero = v->f == 0.0;
+      break;
+    case SL_FILTER_BOOL:
+      return 0;
+  }
+  for (size_t i = 0; i < *n; ++i) buf[i] = (uint8_t)(bits >> (8 * i));
+  *p = buf;
+  return 1;
+}
+
+/// The filter of a column chunk, header and bitset, as one view: 0 with
+/// *bitset and *num_bytes, -1 when there is none that can be read and used.
+static int read_filter(const struct pq_column_meta* m, struct sl_source* source,
+                       struct sl_view* view, const uint8_t** bitset, int64_t* num_bytes) {
+  int64_t at = m->bloom_filter_offset, size = source->size;
+  if (at < 0 || at >= size) return -1;
+  struct sluice_error ignored = {0, {0}};
+  // Without a length (older writers): the header first, then all of it.
+  int64_t want = m->bloom_filter_length > 0 ? m->bloom_filter_length : 256;
+  if (want > size - at) want = size - at;
+  if (sl_source_read_at(source, at, want, view, &ignored) != 0) return -1;
+  int64_t header = 0;
+  if (pq_bloom_header_parse(view->data, view->size, &header, num_bytes, &ignored) != 0 ||
+      *num_bytes > size - at - header) {
+    sl_view_release(view);
+    return -1;
+  }
+  if (view->size < header + *num_bytes) {
+    sl_view_release(view);
+    if (sl_source_read_at(source, at, header + *num_bytes, view, &ignored) != 0) return -1;
+  }
+  *bitset = view->data + header;
+  return 0;
+}
+
+int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
+                                 int64_t rg, const struct sl_row_filter* filter,
+                                 struct sl_source* source) {
+  if (filter == NULL || source == NULL || rg < 0 || rg >= meta->n_row_groups) return 1;
+  const struct pq_row_group* g = &meta->row_groups[rg];
+  for (int k = 0; k < filter->n_conditions; ++k) {
+    const struct sl_filter_condition* c = &filter->conditions[k];
+    if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= schema->root.n_children) continue;
+    const struct pq_field* f = &schema->root.children[c->column];
+    // As for statistics: a column of its own, not a leaf of a struct or list.
+    if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
+      continue;
+    const struct pq_column_chunk* cc = &g->columns[f->leaf];
+    if (!cc->has_meta_data || cc->meta_data.bloom_filter_offset < 0) continue;
+    struct sl_view view = {0};
+    const uint8_t* bitset = NULL;
+    int64_t num_bytes = 0;
+    if (read_filter(&cc->meta_data, source, &view, &bitset, &num_bytes) != 0) continue;
+    int may = 0;
+    for (int i = 0; i < c->n_values && !may; ++i) {
+      uint8_t buf[8];
+      const uint8_t* p = NULL;
+      size_t n = 0;
+      int negative_zero = 0;
+      if (!plain_bytes(f, c->kind, &c->values[i], buf, &p, &n, &negative_zero)) {
+        may = 1;
+        break;
+      }
+      may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(p, n));
+      if (!may && negative_zero) {
+        buf[n - 1] |= 0x80;  // the sign bit of the little-endian float
+        may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(buf, n));
+      }
+    }
+    sl_view_release(&view);
+    if (!may) return 0;
+  }
+  return 1;
+}

@@ -1,0 +1,32 @@
+// Parquet split block Bloom filters (parquet-format BloomFilter.md), read to
+// skip row groups that an equality filter rules out where the statistics
+// cannot (unsorted high-cardinality columns: ids, names, UUIDs). DuckDB
+// writes them for dictionary-encoded columns, pyarrow on request.
+#ifndef PQ_BLOOM_H
+#define PQ_BLOOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sl_row_filter.h"
+#include "io/sl_source.h"
+#include "pq_meta.h"
+#include "pq_schema.h"
+
+/// Whether the filter's bitset (num_bytes, a multiple of 32) may hold the
+/// value whose xxHash64 is `hash` (0 = certainly not).
+int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash);
+
+/// xxHash64 (seed 0) of a value's PLAIN bytes, as writers hash them.
+uint64_t pq_bloom_hash(const void* data, size_t size);
+
+/// 0 when an equality condition of `filter` names only values that the
+/// Bloom filter of their column in row group `rg` does not hold, so no row
+/// passes; 1 otherwise, and whenever a filter is absent, unreadable, of a
+/// kind sluice does not check, or the values cannot be put as the column's
+/// physical values. Reads the filters from `source`.
+int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
+                                 int64_t rg, const struct sl_row_filter* filter,
+                                 struct sl_source* source);
+
+#endif

@@ -1,0 +1,178 @@
+"""Parquet Bloom filters prune row groups for equality filters where the
+statistics cannot (values in no order): files written by pyarrow
+(bloom_filter_options) and DuckDB (its dictionary-encoded columns). Row
+groups that a filter rules out are damaged, so reading them would fail: a
+read that succeeds proves they were skipped. No false negatives: every value
+present is found, as pyarrow and DuckDB find it."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+
+import sluice
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+GROUPS, PER_GROUP = 8, 2000
+
+
+def _table():
+    rnd = random.Random(11)
+    n = GROUPS * PER_GROUP
+    ids = list(range(n))
+    rnd.shuffle(ids)  # every row group spans the whole range: statistics prune nothing
+    return pa.table({
+        "k": pa.array(["key-%06d" % (i * 7919 % 1000003) for i in ids]),
+        "i": pa.array([i * 37 - 5000 for i in ids], pa.int64()),
+        "i32": pa.array([i - n // 2 for i in ids], pa.int32()),
+        "u32": pa.array([i * 3 for i in ids], pa.uint32()),
+        "x": pa.array([-0.0 if i == 777 else (i - n / 2 + 0.5) / 8 for i in ids], pa.float64()),
+        "f": pa.array([(i - n / 2) / 4 for i in ids], pa.float32()),
+        "d": pa.array([dt.date(2000, 1, 1) + dt.timedelta(days=i) for i in ids]),
+        "cat": pa.array(["c%d" % (i % 50) for i in ids]).dictionary_encode(),
+    })
+
+
+COLUMNS = ["k", "i", "i32", "u32", "x", "f", "d", "cat"]
+
+
+def _write(path, table):
+    pq.write_table(table, path, row_group_size=PER_GROUP, write_page_index=False,
+                   bloom_filter_options={c: {"ndv": PER_GROUP, "fpp": 0.0001} for c in COLUMNS})
+
+
+def _damage_all_but(path, keep):
+    """Overwrites the pages of every row group not in `keep` (their Bloom
+    filters, written apart, stay readable)."""
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for g in range(meta.num_row_groups):
+        if g in keep:
+            continue
+        for c in range(meta.num_columns):
+            chunk = meta.row_group(g).column(c)
+            start = chunk.dictionary_page_offset or chunk.data_page_offset
+            for k in range(start, start + chunk.total_compressed_size):
+                data[k] = 0xAB
+    path.write_bytes(bytes(data))
+
+
+def _groups_holding(table, column, value):
+    rows = [r for r, v in enumerate(table[column].to_pylist()) if v == value]
+    return {r // PER_GROUP for r in rows}
+
+
+@pytest.mark.parametrize("column,value", [
+    ("k", "key-%06d" % (4321 * 7919 % 1000003)),
+    ("i", 4321 * 37 - 5000),
+    ("i32", 4321 - GROUPS * PER_GROUP // 2),
+    ("u32", 4321 * 3),
+    ("x", (4321 - GROUPS * PER_GROUP / 2 + 0.5) / 8),
+    ("x", 0.0),  # only -0.0 is stored: both zeros are looked up
+    ("f", (4321 - GROUPS * PER_GROUP / 2) / 4),
+    ("d", dt.date(2000, 1, 1) + dt.timedelta(days=4321)),
+])
+def test_groups_the_filter_rules_out_are_not_read(tmp_path, column, value):
+    t = _table()
+    path = tmp_path / "bloom.parquet"
+    _write(path, t)
+    keep = _groups_holding(t, column, value)
+    assert len(keep) == 1
+    _damage_all_but(path, keep)
+    got = pa.table(sluice.read(str(path), filters=[(column, "=", value)]))
+    want = [r for r in t.to_pylist() if r[column] == value]
+    assert [r["i"] for r in got.to_pylist()] == [r["i"] for r in want]
+    # A value in a damaged row group must be read, and fails.
+    other = t[column][(min(keep) + 1) % GROUPS * PER_GROUP].as_py()
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[(column, "=", other)])
+
+
+def test_every_value_present_is_found(tmp_path):
+    t = _table()
+    path = tmp_path / "bloom.parquet"
+    _write(path, t)
+    rnd = random.Random(5)
+    for column in COLUMNS:
+        values = t[column].to_pylist()
+        picks = rnd.sample(values, 120)
+        for chunk in (picks[k:k + 40] for k in range(0, len(picks), 40)):
+            flt = [(column, "in", chunk)]
+            got = pa.table(sluice.read(str(path), filters=flt))
+            want = pq.read_table(path, filters=flt)
+            assert sorted(got["i"].to_pylist()) == sorted(want["i"].to_pylist()), column
+        for v in picks[:20]:
+            got = pa.table(sluice.read(str(path), filters=[(column, "=", v)]))
+            assert got.num_rows == sum(1 for x in values if x == v), (column, v)
+
+
+def test_absent_values_and_other_operators(tmp_path):
+    t = _table()
+    path = tmp_path / "bloom.parquet"
+    _write(path, t)
+    _damage_all_but(path, set())
+    # Equality on values no row group holds: nothing is read at all.
+    for flt in ([("k", "=", "nope")], [("k", "in", ["nope", "key-x"])], [("i", "=", 1)],
+                [("i32", "=", 10**6)], [("d", "=", dt.date(1990, 1, 1))], [("u32", "=", 1)]):
+        assert pa.table(sluice.read(str(path), filters=flt)).num_rows == 0, flt
+    # Only equality uses the filters: a range needs the (damaged) pages.
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[("k", "<", "nope")])
+    # u32 holds multiples of 3: 4 and 5 are absent, and the filters say so.
+    assert pa.table(sluice.read(str(path), filters=[("u32", "in", [4, 5])])).num_rows == 0
+    # A value past the physical type (uint32 as INT32) cannot be looked up,
+    # so the filter proves nothing and the pages are read.
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[("u32", "in", [4, 2**40])])
+
+
+def test_a_damaged_bloom_filter_is_ignored(tmp_path):
+    t = _table()
+    path = tmp_path / "bloom.parquet"
+    _write(path, t)
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for g in range(meta.num_row_groups):
+        at = meta.row_group(g).column(0).to_dict()["bloom_filter_offset"]
+        data[at:at + 6] = b"\xff" * 6  # a header that does not parse
+    path.write_bytes(bytes(data))
+    v = t["k"][4321].as_py()
+    got = pa.table(sluice.read(str(path), filters=[("k", "=", v)]))
+    assert got["k"].to_pylist() == [v]
+
+
+def test_duckdb_written_filters(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "duck.parquet"
+    duckdb.sql(f"""copy (select 'id' || (i * 7919 % 20011) as k, (i * 31 % 5003)::int as v, i
+                        from range(600000) t(i))
+                   to '{path}' (row_group_size 100000)""")
+    meta = pq.ParquetFile(path).metadata
+    assert meta.row_group(0).column(0).to_dict()["bloom_filter_offset"] is not None
+    con = duckdb.connect()
+    rnd = random.Random(3)
+    for column, values in (("k", ["id%d" % rnd.randrange(20011) for _ in range(30)] + ["idx"]),
+                           ("v", [rnd.randrange(5003) for _ in range(30)] + [-1, 99999])):
+        for value in values:
+            got = pa.table(sluice.read(str(path), filters=[(column, "=", value)]))
+            want = con.execute(f"select i from read_parquet('{path}') where {column} = ?",
+                               [value]).fetchall()
+            assert sorted(got["i"].to_pylist()) == sorted(r[0] for r in want), (column, value)
+
+
+@pytest.mark.parametrize("name", ["data_index_bloom_encoding_stats.parquet",
+                                  "data_index_bloom_encoding_with_length.parquet"])
+def test_parquet_mr_written_filters(name):
+    # parquet-testing's files with a Bloom filter on their String column,
+    # one without bloom_filter_length (its header is read first) and one with.
+    from pkg_helpers import corpora_dir
+    path = corpora_dir() / "parquet-testing" / "data" / name
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    values = pq.read_table(path)["String"].to_pylist()
+    for v in values + ["absent", "Hello!", ""]:
+        got = pa.table(sluice.read(str(path), filters=[("String", "=", v)]))
+        assert got["String"].to_pylist() == [x for x in values if x == v], v
