@@ -1,10 +1,13 @@
 """Row filters on W1's Parquet file: sluice.read(filters=...) beside the
 peers doing the same in one run (pyarrow.parquet.read_table(filters=...),
 polars scan_parquet().filter().collect(), DuckDB SELECT * ... WHERE into
-Arrow), in one process each, best of --repeat after a warm-up. Two filters:
+Arrow), in one process each, best of --repeat after a warm-up. Three filters:
 one no row group statistic can exclude (x1 > 0.9: a tenth of the rows of
-every row group) and one that excludes all row groups but the first
-(id < 1,000,000). Every tool's row count must agree.
+every row group), one that excludes all row groups but the first
+(id < 1,000,000), and a point lookup of one x1 value in w1_bloom.parquet
+(w1.parquet rewritten by pyarrow with a Bloom filter on x1, made here on
+first use), where only the Bloom filters can exclude row groups. Every
+tool's row count must agree.
 
 usage: python bench/filters.py [--data bench/data] [--repeat 5] [--out bench/results]
 Writes <out>/<date>-filters.json and .png.
@@ -22,10 +25,30 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-CASES = [
-    ("x1 > 0.9 (no row group excluded)", "x1", ">", 0.9),
-    ("id < 1,000,000 (31 of 32 row groups excluded)", "id", "<", 1000000),
+CASES = [  # (label, file, column, op, value; None = picked from the file)
+    ("x1 > 0.9 (no row group excluded)", "w1.parquet", "x1", ">", 0.9),
+    ("id < 1,000,000 (31 of 32 row groups excluded)", "w1.parquet", "id", "<", 1000000),
+    ("x1 = one value (Bloom filters exclude 31 of 32)", "w1_bloom.parquet", "x1", "=", None),
 ]
+BLOOM_ROW = 20_000_000  # the row whose x1 the lookup asks for
+
+
+def bloom_file(data):
+    """w1_bloom.parquet (w1.parquet with a Bloom filter on x1, by pyarrow) and
+    the x1 value of row BLOOM_ROW."""
+    import pyarrow.parquet as pq
+    src, dst = os.path.join(data, "w1.parquet"), os.path.join(data, "w1_bloom.parquet")
+    if not os.path.exists(dst):
+        meta = pq.ParquetFile(src).metadata
+        per_group = meta.row_group(0).num_rows
+        pq.write_table(pq.read_table(src), dst + ".tmp", row_group_size=per_group,
+                       compression="snappy",
+                       bloom_filter_options={"x1": {"ndv": per_group, "fpp": 0.01}})
+        os.replace(dst + ".tmp", dst)
+    pf = pq.ParquetFile(dst)
+    per_group = pf.metadata.row_group(0).num_rows
+    group = pf.read_row_group(BLOOM_ROW // per_group, columns=["x1"])
+    return dst, group["x1"][BLOOM_ROW % per_group].as_py()
 
 
 def _duck_arrow(relation):
@@ -42,14 +65,15 @@ def tools(path, column, op, value):
     import sluice
 
     flt = [(column, op, value)]
-    expr = {">": pl.col(column) > value, "<": pl.col(column) < value}[op]
+    expr = {">": pl.col(column) > value, "<": pl.col(column) < value,
+            "=": pl.col(column) == value}[op]
     return {
         "sluice.read(filters=)": lambda: sluice.read(path, filters=flt).num_rows,
         "pyarrow read_table(filters=)": lambda: pq.read_table(path, filters=flt).num_rows,
         "polars scan_parquet().filter().collect()":
             lambda: pl.scan_parquet(path).filter(expr).collect().height,
-        "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.sql(
-            f"select * from read_parquet('{path}') where {column} {op} {value}")).num_rows,
+        "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.execute(
+            f"select * from read_parquet('{path}') where {column} {op} ?", [value])).num_rows,
     }
 
 
@@ -67,9 +91,15 @@ def main() -> int:
         while f.read(1 << 24):
             pass
     results = []
-    for label, column, op, value in CASES:
+    for label, name_of_file, column, op, value in CASES:
+        file = path
+        if name_of_file == "w1_bloom.parquet":
+            file, value = bloom_file(args.data)
+            with open(file, "rb") as f:
+                while f.read(1 << 24):
+                    pass
         counts = {}
-        for name, fn in tools(path, column, op, value).items():
+        for name, fn in tools(file, column, op, value).items():
             fn()  # warm-up
             times = []
             for _ in range(args.repeat):

@@ -299,6 +299,8 @@ def measure(cells: list, meta: dict, warmup: int, repeat: int) -> dict:
                 r["error"] = "MISMATCH: " + err
         for path in cell.cleanup:
             if os.path.exists(path):
+                # What a writer wrote (the size its codec and level give).
+                r.setdefault("output_bytes", {})[os.path.basename(path)] = os.path.getsize(path)
                 os.unlink(path)
         if "error" in r:
             status[id(cell)] = r["error"]

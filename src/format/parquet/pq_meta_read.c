@@ -360,7 +360,12 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
         break;
       case 14: case 15: {
         // Where the Bloom filter is: an index only, so a bad value means no
-        // filter rather than a bad file.
+        // filter rather than a bad file (some old writers put another type
+        // under these ids: skipped).
+        if (type != PQ_TT_I64 && type != PQ_TT_I32) {
+          handled_ = 0;
+          break;
+        }
         int64_t v;
         META_TRY(ctx, pq_thrift_read_int(&ctx->r, type, &v), "ColumnMetaData.bloom_filter");
         if (id == 14) m->bloom_filter_offset = v >= 0 ? v : -1;
