@@ -72,8 +72,9 @@ def tools(path, column, op, value):
         "pyarrow read_table(filters=)": lambda: pq.read_table(path, filters=flt).num_rows,
         "polars scan_parquet().filter().collect()":
             lambda: pl.scan_parquet(path).filter(expr).collect().height,
-        "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.execute(
-            f"select * from read_parquet('{path}') where {column} {op} ?", [value])).num_rows,
+        "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.sql(
+            f"select * from read_parquet('{path}') where {column} {op} ?",
+            params=[value])).num_rows,
     }
 
 
