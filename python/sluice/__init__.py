@@ -384,8 +384,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
         all must hold): on partition keys they choose the objects (the
         others are never opened), on other columns the rows (a null passes
-        none; Parquet row groups whose statistics exclude every row are not
-        read); ``ca_bundle=``
+        none; Parquet row groups whose statistics exclude every row, or whose
+        Bloom filters hold none of an ``=`` / ``in`` condition's values, are
+        not read); ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
         CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``
