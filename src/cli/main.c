@@ -46,7 +46,8 @@
   "                     day>=2024-01-01' (=, !=, <, <=, >, >=; ',' and; '|'\n" \
   "                     or; %XX escapes; a null passes none): conditions on\n" \
   "                     partition keys choose objects, Parquet row groups\n" \
-  "                     their statistics exclude are not read\n"            \
+  "                     their statistics or Bloom filters exclude are not\n" \
+  "                     read\n"                                             \
   "  --partitions F     only the objects whose key=value directories pass F,\n" \
   "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
   "                     >=; ',' and; '|' or; %XX escapes)\n"                  \
