@@ -176,3 +176,76 @@ def test_parquet_mr_written_filters(name):
     for v in values + ["absent", "Hello!", ""]:
         got = pa.table(sluice.read(str(path), filters=[("String", "=", v)]))
         assert got["String"].to_pylist() == [x for x in values if x == v], v
+
+
+def _damage_pages(path):
+    _damage_all_but(path, set())
+
+
+@pytest.mark.parametrize("options", [{}, {"dictionary_page_size_limit": "1k"},
+                                     {"dictionary": False, "data_page_version": "2.0"}])
+def test_sluice_writes_filters_that_duckdb_and_sluice_use(tmp_path, options):
+    """-W bloom_filters=...: one filter per chunk of the columns named, sized
+    by the dictionary (or by the values when there is none or it fell back).
+    DuckDB skips the row groups they rule out (its reads of damaged pages
+    would fail), and so does sluice; no value present is ever missed."""
+    duckdb = pytest.importorskip("duckdb")
+    rnd = random.Random(2)
+    n = 40000
+    ids = list(range(n))
+    rnd.shuffle(ids)
+    t = pa.table({
+        "k": pa.array(["key-%06d" % (i * 7919 % 100003) for i in ids]),
+        "m": pa.array([i * 3 for i in ids], pa.int64()),
+        "x": pa.array([i / 8 for i in ids], pa.float64()),
+        "d": pa.array([dt.date(2000, 1, 1) + dt.timedelta(days=i % 5000) for i in ids]),
+        "plain": pa.array(ids, pa.int64()),
+    })
+    path = tmp_path / "w.parquet"
+    sluice.write(t, str(path), row_group_size=10000, bloom_filters=["k", "m", "x", "d"],
+                 bloom_filter_fpp=0.001, **options)
+    meta = pq.ParquetFile(path).metadata
+    for g in range(meta.num_row_groups):
+        offsets = [meta.row_group(g).column(c).to_dict()["bloom_filter_offset"]
+                   for c in range(meta.num_columns)]
+        assert [o is not None for o in offsets] == [True, True, True, True, False]
+    assert pq.read_table(path).equals(t)
+    polars = pytest.importorskip("polars")
+    assert polars.read_parquet(path).to_arrow().to_pylist() == t.to_pylist()
+    con = duckdb.connect()
+    rows = t.to_pylist()
+    # No false negatives: values present are found by sluice and by DuckDB.
+    for r in rnd.sample(rows, 25):
+        for column in ("k", "m", "x", "d"):
+            want = sum(1 for x in rows if x[column] == r[column])
+            got = pa.table(sluice.read(str(path), filters=[(column, "=", r[column])]))
+            assert got.num_rows == want, (column, r[column])
+            duck = con.execute(f"select count(*) from read_parquet('{path}') where {column} = ?",
+                               [r[column]]).fetchone()[0]
+            assert duck == want, (column, r[column])
+    # Every page damaged: lookups of absent values inside the statistics'
+    # range still succeed, so both skipped every row group by its filter.
+    _damage_pages(path)
+    absent = [("k", "key-000001x"), ("m", 4), ("m", 30001), ("x", 0.0625), ("x", 100.3)]
+    for column, value in absent:
+        assert pa.table(sluice.read(str(path), filters=[(column, "=", value)])).num_rows == 0
+        assert con.execute(f"select count(*) from read_parquet('{path}') where {column} = ?",
+                           [value]).fetchone()[0] == 0
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[("m", "=", 3)])
+
+
+def test_bloom_filter_options_are_checked(tmp_path):
+    t = pa.table({"a": [1, 2, 3], "s": pa.array([{"b": 1}, {"b": 2}, None])})
+    path = tmp_path / "o.parquet"
+    with pytest.raises(sluice.Error, match="'nope'"):
+        sluice.write(t, str(path), bloom_filters=["a", "nope"])
+    with pytest.raises(sluice.Error, match="bloom_filter_fpp"):
+        sluice.write(t, str(path), bloom_filters=["a"], bloom_filter_fpp=1.5)
+    assert not path.exists()
+    # A struct column names its leaves; "s.b" names one.
+    for names in (["s"], ["s.b"]):
+        sluice.write(t, str(path), bloom_filters=names)
+        chunk = pq.ParquetFile(path).metadata.row_group(0).column(1).to_dict()
+        assert chunk["bloom_filter_offset"] is not None
+        assert pq.read_table(path).equals(t)

@@ -74,6 +74,7 @@ struct pq_writer {
   struct pqw_scratch scratch[PQW_MAX_THREADS];
   int n_scratch;
   int64_t num_rows;
+  char* bloom_columns;       ///< -W bloom_filters: '|'-separated column names (owned)
 };
 
 /* ---- Options --------------------------------------------------------------------- */
@@ -115,6 +116,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   o->dictionary = 1;
   o->statistics = 1;
   o->threads = sl_cores(PQW_MAX_THREADS);
+  o->bloom_fpp = 0.01;
   if (args->compression != NULL)
     SL_RETURN_NOT_OK(pq_codec_from_name(args->compression, &o->codec, error));
   const char* s = args->format_options;
@@ -160,6 +162,23 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       SL_RETURN_NOT_OK(parse_bool("dictionary", v, vn, &o->dictionary, error));
     } else if (KEY_IS("write_statistics") || KEY_IS("statistics")) {
       SL_RETURN_NOT_OK(parse_bool("write_statistics", v, vn, &o->statistics, error));
+    } else if (KEY_IS("bloom_filters") || KEY_IS("bloom_filter_columns")) {
+      sl_free(w->alloc, w->bloom_columns, w->bloom_columns ? strlen(w->bloom_columns) + 1 : 0);
+      w->bloom_columns = sl_strndup(w->alloc, v, vn);
+      if (w->bloom_columns == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+    } else if (KEY_IS("bloom_filter_fpp")) {
+      char text[32];
+      char* stop = NULL;
+      double fpp = -1;
+      if (vn > 0 && vn < sizeof text) {
+        memcpy(text, v, vn);
+        text[vn] = '\0';
+        fpp = strtod(text, &stop);
+      }
+      if (stop == NULL || *stop != '\0' || !(fpp > 0 && fpp < 1))
+        return sl_error_set(error, EINVAL, "parquet writer: option bloom_filter_fpp wants a "
+                            "number between 0 and 1 (exclusive), not '%.*s'", (int)vn, v);
+      o->bloom_fpp = fpp;
     } else if (KEY_IS("threads")) {
       SL_RETURN_NOT_OK(parse_int("threads", v, vn, 1, PQW_MAX_THREADS, &x, error));
       o->threads = (int)x;
@@ -167,7 +186,8 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       return sl_error_set(error, EINVAL, "unknown Parquet write option '%.*s' (keys: compression, "
                           "compression_level, row_group_size, page_size, "
                           "dictionary_page_size_limit, data_page_version, dictionary, "
-                          "write_statistics, threads)", (int)kn, s);
+                          "write_statistics, bloom_filters, bloom_filter_fpp, threads)",
+                          (int)kn, s);
     }
 #undef KEY_IS
     s = *end ? end + 1 : end;
@@ -290,6 +310,7 @@ static int flush_row_group(struct pq_writer* w, struct sluice_error* error) {
       rc = sl_sink_write(w->sink, c->bytes.data, c->bytes.size, error);
       c->meta.data_page_offset += pos;
       if (c->meta.dictionary_page_offset >= 0) c->meta.dictionary_page_offset += pos;
+      if (c->meta.bloom_filter_offset >= 0) c->meta.bloom_filter_offset += pos;
       rg->total_byte_size += c->meta.total_uncompressed_size;
       rg->total_compressed_size += c->meta.total_compressed_size;
       // Keep the memory for the next row group's chunk of this leaf.
@@ -510,7 +531,33 @@ static int write_footer(struct pq_writer* w, struct sluice_error* error) {
 
 /* ---- Driver --------------------------------------------------------------------- */
 
+/// Marks the leaves -W bloom_filters names: a top-level column (all its
+/// leaves) or a leaf by its dotted path ("s.a"). A name that is neither is
+/// an error before anything is written.
+static int mark_bloom_leaves(struct pq_writer* w, struct sluice_error* error) {
+  for (const char* p = w->bloom_columns; p != NULL && *p != '\0';) {
+    const char* bar = strchr(p, '|');
+    size_t n = bar != NULL ? (size_t)(bar - p) : strlen(p);
+    int found = 0;
+    for (int64_t i = 0; n > 0 && i < w->ps.n_leaves; ++i) {
+      struct pqw_leaf* leaf = &w->ps.leaves[i];
+      const struct pq_bytes* top = leaf->n_path > 0 ? &leaf->path[0] : NULL;
+      if ((strlen(leaf->name) == n && memcmp(leaf->name, p, n) == 0) ||
+          (top != NULL && (size_t)top->size == n && memcmp(top->data, p, n) == 0)) {
+        leaf->bloom = 1;
+        found = 1;
+      }
+    }
+    if (n > 0 && !found)
+      return sl_error_set(error, EINVAL, "parquet writer: bloom_filters names '%.*s', which is "
+                          "not a column", (int)n, p);
+    p = bar != NULL ? bar + 1 : p + n;
+  }
+  return 0;
+}
+
 static void writer_free(struct pq_writer* w) {
+  if (w->bloom_columns != NULL) sl_free(w->alloc, w->bloom_columns, strlen(w->bloom_columns) + 1);
   release_slices(w);
   sl_free(w->alloc, w->slices, (size_t)w->cap_slices * sizeof *w->slices);
   for (int64_t r = 0; r < w->n_rgs; ++r) {
@@ -540,6 +587,7 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     if (rc != 0) rc = sl_input_error(stream, rc, error);
   }
   if (rc == 0) rc = pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
+  if (rc == 0) rc = mark_bloom_leaves(w, error);
   if (rc == 0) {
     w->spare = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, sizeof *w->spare);
     w->done = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, 1);

@@ -11,11 +11,17 @@
 
 uint64_t pq_bloom_hash(const void* data, size_t size) { return XXH64(data, size, 0); }
 
+static const uint32_t k_salt[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                   0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
+
+/// The 32-byte block of `hash` (blocks <= 2^22, so the product fits).
+static uint8_t* block_of(const uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
+  uint64_t blocks = (uint64_t)num_bytes / 32;
+  return (uint8_t*)(uintptr_t)(bitset + (((hash >> 32) * blocks) >> 32) * 32);
+}
+
 int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
-  static const uint32_t k_salt[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
-                                     0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
-  uint64_t blocks = (uint64_t)num_bytes / 32;  // <= 2^22: the product fits
-  const uint8_t* block = bitset + (((hash >> 32) * blocks) >> 32) * 32;
+  const uint8_t* block = block_of(bitset, num_bytes, hash);
   uint32_t key = (uint32_t)hash;
   for (int i = 0; i < 8; ++i) {
     const uint8_t* w = block + 4 * i;
@@ -24,6 +30,24 @@ int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash
     if (!((word >> ((key * k_salt[i]) >> 27)) & 1)) return 0;
   }
   return 1;
+}
+
+void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
+  uint8_t* block = block_of(bitset, num_bytes, hash);
+  uint32_t key = (uint32_t)hash;
+  for (int i = 0; i < 8; ++i) {
+    uint32_t bit = (key * k_salt[i]) >> 27;  // bit 0..31 of little-endian word i
+    block[4 * i + bit / 8] |= (uint8_t)(1u << (bit % 8));
+  }
+}
+
+int64_t pq_bloom_size(int64_t ndv, double fpp) {
+  const int64_t min_bytes = 32, max_bytes = (int64_t)128 << 20;
+  if (ndv < 1) ndv = 1;
+  double bits = -8.0 * (double)ndv / log(1.0 - pow(fpp, 1.0 / 8.0));
+  int64_t size = min_bytes;
+  while (size < max_bytes && (double)size * 8.0 < bits) size *= 2;
+  return size;
 }
 
 /// The PLAIN bytes of value `v` (of kind `kind`) as a physical value of leaf

@@ -1,7 +1,8 @@
 // Parquet split block Bloom filters (parquet-format BloomFilter.md), read to
 // skip row groups that an equality filter rules out where the statistics
 // cannot (unsorted high-cardinality columns: ids, names, UUIDs). DuckDB
-// writes them for dictionary-encoded columns, pyarrow on request.
+// writes them for dictionary-encoded columns, pyarrow on request; sluice's
+// writer with -W bloom_filters=COLUMNS.
 #ifndef PQ_BLOOM_H
 #define PQ_BLOOM_H
 
@@ -16,6 +17,13 @@
 /// Whether the filter's bitset (num_bytes, a multiple of 32) may hold the
 /// value whose xxHash64 is `hash` (0 = certainly not).
 int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash);
+
+/// Sets the bits of the value whose xxHash64 is `hash`.
+void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash);
+
+/// Bytes of a filter for `ndv` distinct values at false-positive rate `fpp`
+/// (the spec's formula), a power of two from 32 bytes to 128 MiB.
+int64_t pq_bloom_size(int64_t ndv, double fpp);
 
 /// xxHash64 (seed 0) of a value's PLAIN bytes, as writers hash them.
 uint64_t pq_bloom_hash(const void* data, size_t size);

@@ -224,6 +224,9 @@ int pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_heade
 /// absent (present == 0, -1 sentinels, PQ_LOGICAL_NONE, ...) are not written.
 int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
                        struct sluice_error* error);
+/// Appends the BloomFilterHeader of a split block, xxHash, uncompressed filter
+/// of `num_bytes` bytes.
+int pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error);
 int pq_page_header_write(const struct pq_page_header* header, struct sl_buffer* out,
                          struct sluice_error* error);
 

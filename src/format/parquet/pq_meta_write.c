@@ -151,6 +151,11 @@ static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column
   if (m->index_page_offset >= 0) pq_thrift_write_i64_field(w, 10, m->index_page_offset);
   if (m->dictionary_page_offset >= 0) pq_thrift_write_i64_field(w, 11, m->dictionary_page_offset);
   write_statistics(w, 12, &m->statistics);
+  if (m->bloom_filter_offset >= 0) {
+    pq_thrift_write_i64_field(w, 14, m->bloom_filter_offset);
+    if (m->bloom_filter_length > 0 && m->bloom_filter_length <= INT32_MAX)
+      pq_thrift_write_i32_field(w, 15, (int32_t)m->bloom_filter_length);
+  }
   pq_thrift_write_struct_end(w);
 }
 
@@ -226,6 +231,25 @@ int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
   }
   pq_thrift_write_struct_end(&w);
   return write_status(&w, "writing FileMetaData", error);
+}
+
+int pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error) {
+  if (num_bytes <= 0 || num_bytes > INT32_MAX)
+    return sl_error_set(error, EINVAL, "writing BloomFilterHeader: %lld bytes", (long long)num_bytes);
+  struct pq_thrift_writer w;
+  pq_thrift_writer_init(&w, out);
+  pq_thrift_write_struct_begin(&w);
+  pq_thrift_write_i32_field(&w, 1, (int32_t)num_bytes);
+  // algorithm BLOCK, hash XXHASH, compression UNCOMPRESSED: each a union
+  // whose member 1 is an empty struct.
+  for (int16_t id = 2; id <= 4; ++id) {
+    pq_thrift_write_field(&w, id, PQ_TT_STRUCT);
+    pq_thrift_write_struct_begin(&w);
+    pq_thrift_write_empty_struct_field(&w, 1);
+    pq_thrift_write_struct_end(&w);
+  }
+  pq_thrift_write_struct_end(&w);
+  return write_status(&w, "writing BloomFilterHeader", error);
 }
 
 int pq_page_header_write(const struct pq_page_header* h, struct sl_buffer* out,

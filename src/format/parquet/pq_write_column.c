@@ -14,7 +14,9 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "format/parquet/pq_bloom.h"
 #include "format/parquet/pq_encoding.h"
+#include "format/parquet/pq_meta.h"
 #include "format/parquet/pq_write_internal.h"
 
 #define PQW_PROBE_VALUES 16384
@@ -315,6 +317,40 @@ static int emit_page(struct page_writer* w, struct pq_page_header* h, int64_t le
   return 0;
 }
 
+/// The chunk's Bloom filter (header, then bitset) after its pages, sized for
+/// its distinct values (the dictionary's, else one per value): every value's
+/// PLAIN bytes hashed in. Booleans, INT96 and the null type get none.
+static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+                        struct pqw_scratch* s, int use_dict, int64_t n_dict,
+                        struct pqw_chunk* out, struct sluice_error* error) {
+  const struct pqw_column_data* d = &s->data;
+  if (leaf->type == PQ_BOOLEAN || leaf->type == PQ_INT96 || leaf->conv == PQW_CV_NULL ||
+      d->n_values == 0)
+    return 0;
+  int64_t n = use_dict ? n_dict : d->n_values;
+  const uint8_t* values = d->vdata;
+  if (use_dict) values = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
+  int64_t size = pq_bloom_size(n, opt->bloom_fpp);
+  s->header.size = 0;
+  SL_RETURN_NOT_OK(pq_bloom_header_write(size, &s->header, error));
+  struct pq_column_meta* m = &out->meta;
+  m->bloom_filter_offset = out->bytes.size;
+  m->bloom_filter_length = s->header.size + size;
+  if (sl_buffer_append(&out->bytes, s->header.data, s->header.size) != 0 ||
+      sl_buffer_append_zeros(&out->bytes, size) != 0)
+    return oom(error);
+  uint8_t* bits = out->bytes.data + out->bytes.size - size;
+  if (leaf->type == PQ_BYTE_ARRAY) {
+    const struct pqw_ba* v = (const struct pqw_ba*)(const void*)values;
+    for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(v[i].ptr, (size_t)v[i].len));
+  } else {
+    int64_t w = leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
+                : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+    for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(values + i * w, (size_t)w));
+  }
+  return 0;
+}
+
 int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
                      const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
@@ -451,5 +487,6 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   }
   m->total_uncompressed_size = w.uncompressed_total;
   m->total_compressed_size = out->bytes.size;
+  if (leaf->bloom) SL_RETURN_NOT_OK(append_bloom(leaf, opt, s, use_dict, n_dict, out, error));
   return 0;
 }

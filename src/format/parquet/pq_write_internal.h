@@ -58,6 +58,7 @@ struct pqw_leaf {
   struct pq_bytes* path;      ///< path_in_schema (names borrowed)
   int64_t n_path;
   char* name;                 ///< "a.list.element" for messages (owned)
+  int bloom;                  ///< write a Bloom filter of its values (-W bloom_filters)
 };
 
 /// The flattened schema: Parquet schema elements and leaves.
@@ -128,6 +129,7 @@ struct pqw_options {
   int dictionary;
   int statistics;
   int threads;
+  double bloom_fpp;           ///< false-positive rate of the Bloom filters written
 };
 
 /// Per-thread scratch for encoding chunks.
