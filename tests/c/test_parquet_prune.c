@@ -793,6 +793,28 @@ static void test_bloom_filter(void** state) {
   forged[4] = 0x2c;                   // ... now field 2, which sluice does not know
   assert_int_not_equal(pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
   free(data);
+  // Writing: the header parses back; a filter sized for 1,000 values holds
+  // them all and few others at its rate.
+  struct sl_buffer hb;
+  sl_buffer_init(&hb, NULL);
+  int64_t want = pq_bloom_size(1000, 0.01);
+  assert_int_equal(want & (want - 1), 0);  // a power of two
+  assert_true(want * 8 >= 9000 && want <= 4096);
+  assert_int_equal(pq_bloom_size(1, 0.01), 32);
+  assert_int_equal(pq_bloom_size(INT64_C(1) << 40, 0.01), INT64_C(128) << 20);
+  assert_int_equal(pq_bloom_header_write(want, &hb, &err), 0);
+  assert_int_equal(pq_bloom_header_parse(hb.data, hb.size, &header, &bits, &err), 0);
+  assert_int_equal(header, hb.size);
+  assert_int_equal(bits, want);
+  sl_buffer_reset(&hb);
+  uint8_t* made = calloc(1, (size_t)want);
+  assert_non_null(made);
+  for (int64_t i = 0; i < 1000; ++i) pq_bloom_insert(made, want, pq_bloom_hash(&i, sizeof i));
+  for (int64_t i = 0; i < 1000; ++i) assert_int_equal(pq_bloom_may_contain(made, want, pq_bloom_hash(&i, sizeof i)), 1);
+  present = 0;
+  for (int64_t i = 1000; i < 21000; ++i) present += pq_bloom_may_contain(made, want, pq_bloom_hash(&i, sizeof i));
+  assert_true(present < 20000 / 40);  // well under 2.5% at a 1% design rate
+  free(made);
   uint8_t* old = test_read_file(data_path("bloom_filter.bin", path, sizeof path), &size);
   if (old != NULL) {  // the deprecated binary header with murmur3
     assert_int_not_equal(pq_bloom_header_parse(old, (int64_t)size, &header, &bits, &err), 0);
