@@ -545,3 +545,42 @@ def test_negative_compression_level_is_refused(sluice, tmp_path):
     err = sluice.expect_error("convert", src, tmp_path / "o.parquet", "-W", "compression=gzip",
                               "-W", "compression_level=-5").stderr.decode()
     assert "compression_level" in err and "-5" in err, err
+
+
+def test_bloom_filters_for_every_column_of_the_zoo(sluice, tmp_path):
+    """-W bloom_filters names every column of the type zoo: the file reads
+    back as without them, chunks of hashable physical types get a filter
+    (booleans, INT96 and the null type none), and DuckDB finds every value
+    of the integer, float, string and date columns through them."""
+    table = zoo_table()
+    out = convert(sluice, tmp_path, table, "bloom_filters=" + "|".join(table.column_names))
+    assert_reads_back(tmp_path, out, table)
+    meta = pq.ParquetFile(out).metadata
+    with_filter = {meta.row_group(0).column(c).path_in_schema
+                   for c in range(meta.num_columns)
+                   if meta.row_group(0).column(c).to_dict()["bloom_filter_offset"] is not None}
+    for c in range(meta.num_columns):
+        col = meta.row_group(0).column(c)
+        if col.physical_type in ("BOOLEAN", "INT96"):
+            assert col.path_in_schema not in with_filter
+        elif col.statistics is not None and col.statistics.has_min_max:  # some value
+            assert col.path_in_schema in with_filter, col.path_in_schema
+    checked = 0
+    for name in table.column_names:
+        t = table.column(name).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+                or pa.types.is_date32(t)) or pa.types.is_float16(t):
+            continue
+        for value in [v for v in table.column(name).to_pylist() if v is not None][:5]:
+            if isinstance(value, float) and math.isnan(value):
+                continue
+            want = sum(1 for v in table.column(name).to_pylist() if v == value)
+            got = duckdb.execute(f'select count(*) from read_parquet(\'{out}\') where "{name}" = ?',
+                                 [value]).fetchone()[0]
+            assert got == want, (name, value)
+            checked += 1
+    assert checked > 10
+    proc = sluice.expect_error("convert", tmp_path / "out.arrow", tmp_path / "bad.parquet",
+                               "-W", "bloom_filters=no_such_column")
+    assert b"no_such_column" in proc.stderr
+    assert not (tmp_path / "bad.parquet").exists()
