@@ -350,7 +350,7 @@ static int filter_rows(const struct sl_scan* scan, struct ArrowArray* array, int
   int64_t selected = 0;
   int rc = sl_row_filter_select(scan->filter, array, scan->filter_at, selection, &selected, error);
   int64_t first = 0;
-  if (rc == 0 && selected > 0 && selected < array->length && selected >= array->length / 2 &&
+  if (rc == 0 && selected > 0 && selected < array->length && 2 * selected >= array->length &&
       one_run(selection, array->length, selected, &first) && array->offset == 0) {
     // Sorted data cut by a range (id < k, day >= d) keeps one run of rows:
     // a window of the same buffers, not a copy (the batch is the scan's own).

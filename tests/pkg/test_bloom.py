@@ -249,3 +249,15 @@ def test_bloom_filter_options_are_checked(tmp_path):
         chunk = pq.ParquetFile(path).metadata.row_group(0).column(1).to_dict()
         assert chunk["bloom_filter_offset"] is not None
         assert pq.read_table(path).equals(t)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0])
+def test_either_zero_finds_both(tmp_path, value):
+    # The filter takes 0.0 and -0.0 as equal; the Bloom filter holds the bits
+    # written, so both zeros are looked up, whichever the filter names.
+    t = pa.table({"x": pa.array([1.5, 0.0, 2.5, -0.0, 3.5, 4.5])})
+    path = tmp_path / "zeros.parquet"
+    pq.write_table(t, path, row_group_size=2,
+                   bloom_filter_options={"x": {"ndv": 10, "fpp": 0.001}})
+    got = pa.table(sluice.read(str(path), filters=[("x", "=", value)]))
+    assert [str(v) for v in got["x"].to_pylist()] == ["0.0", "-0.0"]

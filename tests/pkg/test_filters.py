@@ -206,6 +206,17 @@ def test_pruned_row_groups_of_a_categorical_column_are_not_read(tmp_path):
     assert got["i"].to_pylist() == list(range(8000, 10000))
     with pytest.raises(sluice.Error):
         sluice.read(str(path), filters=[("k", "=", "g3-002")])
+    # Written by a pyarrow before 11.0.0, whose dictionary statistics covered
+    # a column's first chunk only (apache/arrow#15042): not believed, so the
+    # damaged row group is read.
+    version = pq.ParquetFile(path).metadata.created_by.encode()
+    assert version.startswith(b"parquet-cpp-arrow version ")
+    old = b"parquet-cpp-arrow version 10" + version[len(b"parquet-cpp-arrow version 10"):]
+    assert len(old) == len(version)
+    path.write_bytes(path.read_bytes().replace(version, old))
+    assert pq.ParquetFile(path).metadata.created_by.startswith("parquet-cpp-arrow version 10")
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[("k", ">=", "g8")])
 
 
 def test_bad_filters_are_clear_errors(parquet_file):

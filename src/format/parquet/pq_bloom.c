@@ -44,7 +44,7 @@ void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
 int64_t pq_bloom_size(int64_t ndv, double fpp) {
   const int64_t min_bytes = 32, max_bytes = (int64_t)128 << 20;
   if (ndv < 1) ndv = 1;
-  double bits = -8.0 * (double)ndv / log(1.0 - pow(fpp, 1.0 / 8.0));
+  double bits = -8.0 * (double)ndv / log1p(-pow(fpp, 1.0 / 8.0));
   int64_t size = min_bytes;
   while (size < max_bytes && (double)size * 8.0 < bits) size *= 2;
   return size;
@@ -53,13 +53,14 @@ int64_t pq_bloom_size(int64_t ndv, double fpp) {
 /// The PLAIN bytes of value `v` (of kind `kind`) as a physical value of leaf
 /// `f`, into buf or pointing at v's bytes: 1 with *p, *n; 0 when the value
 /// cannot be put so (a conversion between the physical and Arrow values, a
-/// value out of the physical type's range, NaN, bool). *negative_zero is set
-/// for 0.0, whose -0.0 twin must be looked up too.
+/// value out of the physical type's range, NaN, bool). *other_zero is set
+/// for a zero, whose twin of the other sign must be looked up too (the
+/// filter takes -0.0 and 0.0 as equal).
 static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
                        const union sl_filter_value* v, uint8_t buf[8], const uint8_t** p,
-                       size_t* n, int* negative_zero) {
+                       size_t* n, int* other_zero) {
   const struct pq_schema_element* e = f->element;
-  *negative_zero = 0;
+  *other_zero = 0;
   if (e == NULL) return 0;
   uint64_t bits = 0;
   switch (kind) {
@@ -106,7 +107,7 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
       } else {
         return 0;
       }
-      *negative_zero = v->f == 0.0;
+      *other_zero = v->f == 0.0;
       break;
     case SL_FILTER_BOOL:
       return 0;
@@ -116,6 +117,12 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
   return 1;
 }
 
+// A filter's header is a few bytes; a larger one is not a filter we know.
+#define FILTER_MAX_HEADER 256
+// Lookups per condition (values, twice for zeros); longer in-lists are not
+// looked up, so as not to hash hundreds of values per row group.
+#define FILTER_LOOKUPS 128
+
 /// The filter of a column chunk, header and bitset, as one view: 0 with
 /// *bitset and *num_bytes, -1 when there is none that can be read and used.
 static int read_filter(const struct pq_column_meta* m, struct sl_source* source,
@@ -123,8 +130,10 @@ static int read_filter(const struct pq_column_meta* m, struct sl_source* source,
   int64_t at = m->bloom_filter_offset, size = source->size;
   if (at < 0 || at >= size) return -1;
   struct sluice_error ignored = {0, {0}};
-  // Without a length (older writers): the header first, then all of it.
+  // Without a length (older writers): the header first, then all of it. A
+  // length past any filter's (a header and 128 MiB) is not believed.
   int64_t want = m->bloom_filter_length > 0 ? m->bloom_filter_length : 256;
+  if (want > FILTER_MAX_HEADER + ((int64_t)128 << 20)) want = 256;
   if (want > size - at) want = size - at;
   if (sl_source_read_at(source, at, want, view, &ignored) != 0) return -1;
   int64_t header = 0;
@@ -155,26 +164,35 @@ int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct p
       continue;
     const struct pq_column_chunk* cc = &g->columns[f->leaf];
     if (!cc->has_meta_data || cc->meta_data.bloom_filter_offset < 0) continue;
+    // The values' bytes first: a column none of them can be put in as its
+    // physical values (int8, a literal past INT32) needs no filter read.
+    uint8_t bufs[FILTER_LOOKUPS][8];
+    const uint8_t* bytes[FILTER_LOOKUPS];
+    size_t lengths[FILTER_LOOKUPS];
+    int n_lookups = 0, usable = c->n_values <= FILTER_LOOKUPS / 2;
+    for (int i = 0; i < c->n_values && usable; ++i) {
+      int other_zero = 0;
+      usable = plain_bytes(f, c->kind, &c->values[i], bufs[n_lookups], &bytes[n_lookups],
+                           &lengths[n_lookups], &other_zero);
+      if (!usable) break;
+      ++n_lookups;
+      if (other_zero) {
+        // The same bytes with the sign bit (last byte, little-endian) flipped.
+        memcpy(bufs[n_lookups], bytes[n_lookups - 1], lengths[n_lookups - 1]);
+        bufs[n_lookups][lengths[n_lookups - 1] - 1] ^= 0x80;
+        bytes[n_lookups] = bufs[n_lookups];
+        lengths[n_lookups] = lengths[n_lookups - 1];
+        ++n_lookups;
+      }
+    }
+    if (!usable) continue;
     struct sl_view view = {0};
     const uint8_t* bitset = NULL;
     int64_t num_bytes = 0;
     if (read_filter(&cc->meta_data, source, &view, &bitset, &num_bytes) != 0) continue;
     int may = 0;
-    for (int i = 0; i < c->n_values && !may; ++i) {
-      uint8_t buf[8];
-      const uint8_t* p = NULL;
-      size_t n = 0;
-      int negative_zero = 0;
-      if (!plain_bytes(f, c->kind, &c->values[i], buf, &p, &n, &negative_zero)) {
-        may = 1;
-        break;
-      }
-      may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(p, n));
-      if (!may && negative_zero) {
-        buf[n - 1] |= 0x80;  // the sign bit of the little-endian float
-        may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(buf, n));
-      }
-    }
+    for (int i = 0; i < n_lookups && !may; ++i)
+      may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(bytes[i], lengths[i]));
     sl_view_release(&view);
     if (!may) return 0;
   }

@@ -6,7 +6,8 @@
 // bounds under an unknown column order ignored), read as values of the
 // condition's kind the way the page decoder turns values into the column's
 // Arrow type (a dictionary-encoded column's values are those values, so its
-// bounds serve as well). Anything else (nested columns, decimals, FLBA,
+// bounds serve as well, from writers known to compute them over every
+// chunk: see dictionary_stats_trusted). Anything else (nested columns, decimals, FLBA,
 // float16, INT96, a kind that does not match the order the bounds are in)
 // is never pruned by its bounds.
 #include "pq_stats.h"
@@ -24,6 +25,24 @@ static uint64_t le_bits(const uint8_t* p, int64_t n) {
 
 /// The empty bound may have no data pointer; the filter gets a real one.
 static const uint8_t k_no_bytes[1] = {0};
+
+/// Whether the statistics of Arrow dictionary columns can be believed:
+/// parquet-cpp-arrow before 11.0.0 computed them from the first chunk of a
+/// column only (apache/arrow#15042), too narrow when later chunks hold other
+/// values, and other writers of dictionary columns are not known to be
+/// right; sluice's writer takes them over the chunk's whole dictionary.
+static int dictionary_stats_trusted(const struct pq_file_meta* meta) {
+  static const char arrow[] = "parquet-cpp-arrow version ", self[] = "sluice version ";
+  const struct pq_bytes* by = &meta->created_by;
+  size_t n = by->data != NULL && by->size > 0 ? (size_t)by->size : 0;
+  const char* text = (const char*)by->data;
+  if (n >= sizeof self - 1 && memcmp(text, self, sizeof self - 1) == 0) return 1;
+  if (n < sizeof arrow - 1 || memcmp(text, arrow, sizeof arrow - 1) != 0) return 0;
+  int major = 0;
+  for (size_t i = sizeof arrow - 1; i < n && text[i] >= '0' && text[i] <= '9' && major < 1000; ++i)
+    major = major * 10 + (text[i] - '0');
+  return major >= 11;
+}
 
 /// Bound `b` (PLAIN bytes in order m->order) of leaf `f` as a value of kind
 /// `kind`: 1 when every value the decoder produces from a physical value
@@ -134,6 +153,7 @@ int pq_row_group_may_match(const struct pq_file_meta* meta, const struct pq_sche
     // min = max = 2.0 and a row that passes x != 2.
     if (c->kind == SL_FILTER_FLOAT && c->op == SL_FILTER_NE) continue;
     union sl_filter_value lo, hi;
+    if (f->dict && !dictionary_stats_trusted(meta)) continue;
     if (!bound_value(f, &m, c->kind, &m.min, &lo) || !bound_value(f, &m, c->kind, &m.max, &hi))
       continue;
     if (sl_filter_range_may_pass(c, &lo, &hi) == 0) return 0;
