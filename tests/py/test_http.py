@@ -679,6 +679,41 @@ def test_ipc_file_projection_fetches_only_its_columns(sluice, fault_server, tmp_
                 assert fetched < data_bytes * 1.1 + (1 << 20), (projection, fetched, size)
 
 
+def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_path):
+    """A lookup that Bloom filters settle reads, over HTTP, the footer, the
+    filters and the one row group that may hold the value, not the file;
+    the rows equal the local read's, through broken transfers too."""
+    import random
+    import pyarrow.parquet as pq
+    rnd = random.Random(4)
+    n, per_group = 400_000, 50_000
+    ids = list(range(n))
+    rnd.shuffle(ids)  # statistics cannot prune: only the filters can
+    table = pa.table({"k": pa.array(["key-%07d" % (i * 7919 % 1000003) for i in ids]),
+                      "x": pa.array([i / 3 for i in ids])})
+    path = fault_server["www"] / "lookup.parquet"
+    pq.write_table(table, path, row_group_size=per_group, compression=None,
+                   bloom_filter_options={"k": {"ndv": per_group, "fpp": 0.001}})
+    meta = pq.ParquetFile(path).metadata
+    filters = sum(meta.row_group(g).column(0).to_dict()["bloom_filter_length"]
+                  for g in range(meta.num_row_groups))
+    size = path.stat().st_size
+    value = table["k"][123_456].as_py()
+    args = ["--filter", f"k={value}"]
+    local = local_table(sluice, path, tmp_path / "l.arrows", args)
+    assert local["k"].to_pylist() == [value]
+    srv = fault_server["server"]
+    for mode in ("ok", "flaky", "cut"):
+        before = len(srv.log)
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/lookup.parquet",
+                            tmp_path / "r.arrows", args)
+        assert remote.equals(local), mode
+        if mode == "ok":
+            fetched = _fetched_bytes(srv.log[before:], size)
+            one_group = (size - filters) / meta.num_row_groups
+            assert fetched < one_group * 1.5 + filters + (1 << 20), (fetched, size)
+
+
 def test_ipc_file_projection_of_every_kind_of_column(sluice, fault_server, tmp_path):
     """Each column of a file with nested, dictionary, view and union columns,
     compressed buffers, read alone over HTTP, equals the local read: the
