@@ -681,8 +681,9 @@ def test_ipc_file_projection_fetches_only_its_columns(sluice, fault_server, tmp_
 
 def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_path):
     """A lookup that Bloom filters settle reads, over HTTP, the footer, the
-    filters and the one row group that may hold the value, not the file;
-    the rows equal the local read's, through broken transfers too."""
+    filters (in one request: they lie together) and the one row group that
+    may hold the value, not the file; the rows equal the local read's,
+    through broken transfers too."""
     import random
     import pyarrow.parquet as pq
     rnd = random.Random(4)
@@ -712,6 +713,10 @@ def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_pa
             fetched = _fetched_bytes(srv.log[before:], size)
             one_group = (size - filters) / meta.num_row_groups
             assert fetched < one_group * 1.5 + filters + (1 << 20), (fetched, size)
+            # The eight filters lie together: one request for all of them
+            # (the others: the file's head and tail, the row group's pages).
+            gets = [r for r in srv.log[before:] if r[0] == "GET"]
+            assert len(gets) <= 6, gets
 
 
 def test_ipc_file_projection_of_every_kind_of_column(sluice, fault_server, tmp_path):

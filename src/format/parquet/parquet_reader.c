@@ -45,6 +45,7 @@ struct pq_reader {
   int has_meta;
   struct pq_schema schema;
   int has_schema;
+  struct pq_bloom_cache bloom;  ///< Bloom filters read while planning
 };
 
 static int parse_bool_option(const char* v, size_t n, int* out) {
@@ -105,6 +106,7 @@ static void reader_close(void* reader) {
   if (r->has_schema) pq_schema_release(&r->schema);
   if (r->has_meta) pq_file_meta_free(&r->meta);
   sl_view_release(&r->footer);
+  pq_bloom_cache_release(&r->bloom);
   sl_free(r->alloc, r, sizeof *r);
 }
 
@@ -712,7 +714,8 @@ static int reader_split_may_match(void* reader, const struct sl_split* split,
   struct pq_reader* r = reader;
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
   return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter) &&
-         pq_row_group_bloom_may_match(&r->meta, &r->schema, split->index, filter, r->source);
+         pq_row_group_bloom_may_match(&r->meta, &r->schema, split->index, filter, r->source,
+                                      &r->bloom);
 }
 
 /// What the engine balances column parts by: the column's chunks'

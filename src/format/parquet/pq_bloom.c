@@ -123,20 +123,82 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
 // looked up, so as not to hash hundreds of values per row group.
 #define FILTER_LOOKUPS 128
 
-/// The filter of a column chunk, header and bitset, as one view: 0 with
-/// *bitset and *num_bytes, -1 when there is none that can be read and used.
-static int read_filter(const struct pq_column_meta* m, struct sl_source* source,
-                       struct sl_view* view, const uint8_t** bitset, int64_t* num_bytes) {
+// The most bytes read at once for one column's filters.
+#define FILTER_SPAN_MAX ((int64_t)16 << 20)
+
+void pq_bloom_cache_release(struct pq_bloom_cache* cache) {
+  for (int i = 0; i < cache->n; ++i) sl_view_release(&cache->spans[i].view);
+  cache->n = 0;
+}
+
+/// The cached range of leaf `leaf`'s filters, read on first use when every
+/// row group's filter has a length and together they fill most of a range
+/// of at most FILTER_SPAN_MAX; NULL when there is none (then each filter is
+/// read on its own).
+static const struct pq_bloom_span* span_of(const struct pq_file_meta* meta, int64_t leaf,
+                                           struct sl_source* source,
+                                           struct pq_bloom_cache* cache) {
+  if (cache == NULL) return NULL;
+  for (int i = 0; i < cache->n; ++i)
+    if (cache->spans[i].leaf == leaf) return cache->spans[i].view.data ? &cache->spans[i] : NULL;
+  if (cache->n == PQ_BLOOM_CACHE_COLUMNS) return NULL;
+  struct pq_bloom_span* span = &cache->spans[cache->n++];
+  memset(span, 0, sizeof *span);
+  span->leaf = leaf;
+  int64_t lo = INT64_MAX, hi = 0, total = 0;
+  for (int64_t g = 0; g < meta->n_row_groups; ++g) {
+    const struct pq_row_group* rg = &meta->row_groups[g];
+    if (leaf >= rg->n_columns || !rg->columns[leaf].has_meta_data) return NULL;
+    const struct pq_column_meta* m = &rg->columns[leaf].meta_data;
+    if (m->bloom_filter_offset < 0) continue;
+    int64_t at = m->bloom_filter_offset, n = m->bloom_filter_length;
+    if (n <= 0 || n > FILTER_SPAN_MAX || at > source->size - n) return NULL;
+    if (at < lo) lo = at;
+    if (at + n > hi) hi = at + n;
+    total += n;
+  }
+  if (total == 0 || hi - lo > FILTER_SPAN_MAX || hi - lo > 2 * total + ((int64_t)64 << 10))
+    return NULL;
+  struct sluice_error ignored = {0, {0}};
+  if (sl_source_read_at(source, lo, hi - lo, &span->view, &ignored) != 0 ||
+      span->view.size != hi - lo) {
+    sl_view_release(&span->view);
+    memset(&span->view, 0, sizeof span->view);
+    return NULL;
+  }
+  span->start = lo;
+  span->end = hi;
+  return span;
+}
+
+/// The filter of a column chunk, header and bitset: 0 with *bitset and
+/// *num_bytes, -1 when there is none that can be read and used. The bytes
+/// are in the cache's span, or in *view (*owned = 1: the caller releases it).
+static int read_filter(const struct pq_file_meta* meta, int64_t leaf,
+                       const struct pq_column_meta* m, struct sl_source* source,
+                       struct pq_bloom_cache* cache, struct sl_view* view, int* owned,
+                       const uint8_t** bitset, int64_t* num_bytes) {
   int64_t at = m->bloom_filter_offset, size = source->size;
+  *owned = 0;
   if (at < 0 || at >= size) return -1;
   struct sluice_error ignored = {0, {0}};
+  int64_t header = 0;
+  const struct pq_bloom_span* span = span_of(meta, leaf, source, cache);
+  if (span != NULL && at >= span->start && at < span->end) {
+    const uint8_t* p = span->view.data + (at - span->start);
+    int64_t avail = span->end - at;
+    if (pq_bloom_header_parse(p, avail, &header, num_bytes, &ignored) != 0 ||
+        *num_bytes > avail - header)
+      return -1;
+    *bitset = p + header;
+    return 0;
+  }
   // Without a length (older writers): the header first, then all of it. A
   // length past any filter's (a header and 128 MiB) is not believed.
   int64_t want = m->bloom_filter_length > 0 ? m->bloom_filter_length : 256;
   if (want > FILTER_MAX_HEADER + ((int64_t)128 << 20)) want = 256;
   if (want > size - at) want = size - at;
   if (sl_source_read_at(source, at, want, view, &ignored) != 0) return -1;
-  int64_t header = 0;
   if (pq_bloom_header_parse(view->data, view->size, &header, num_bytes, &ignored) != 0 ||
       *num_bytes > size - at - header) {
     sl_view_release(view);
@@ -145,14 +207,19 @@ static int read_filter(const struct pq_column_meta* m, struct sl_source* source,
   if (view->size < header + *num_bytes) {
     sl_view_release(view);
     if (sl_source_read_at(source, at, header + *num_bytes, view, &ignored) != 0) return -1;
+    if (view->size < header + *num_bytes) {
+      sl_view_release(view);
+      return -1;
+    }
   }
+  *owned = 1;
   *bitset = view->data + header;
   return 0;
 }
 
 int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
                                  int64_t rg, const struct sl_row_filter* filter,
-                                 struct sl_source* source) {
+                                 struct sl_source* source, struct pq_bloom_cache* cache) {
   if (filter == NULL || source == NULL || rg < 0 || rg >= meta->n_row_groups) return 1;
   const struct pq_row_group* g = &meta->row_groups[rg];
   for (int k = 0; k < filter->n_conditions; ++k) {
@@ -189,11 +256,14 @@ int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct p
     struct sl_view view = {0};
     const uint8_t* bitset = NULL;
     int64_t num_bytes = 0;
-    if (read_filter(&cc->meta_data, source, &view, &bitset, &num_bytes) != 0) continue;
+    int owned = 0;
+    if (read_filter(meta, f->leaf, &cc->meta_data, source, cache, &view, &owned, &bitset,
+                    &num_bytes) != 0)
+      continue;
     int may = 0;
     for (int i = 0; i < n_lookups && !may; ++i)
       may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(bytes[i], lengths[i]));
-    sl_view_release(&view);
+    if (owned) sl_view_release(&view);
     if (!may) return 0;
   }
   return 1;

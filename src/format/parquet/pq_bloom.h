@@ -28,13 +28,30 @@ int64_t pq_bloom_size(int64_t ndv, double fpp);
 /// xxHash64 (seed 0) of a value's PLAIN bytes, as writers hash them.
 uint64_t pq_bloom_hash(const void* data, size_t size);
 
+/// The filters of a column read in one piece when they lie together (as
+/// writers put them, back to back before the footer), so that a remote file
+/// costs one request for them rather than one per row group. Owned by the
+/// reader; planning (one thread) fills it.
+#define PQ_BLOOM_CACHE_COLUMNS 4
+struct pq_bloom_span {
+  int64_t leaf;          ///< the column whose filters these are
+  int64_t start, end;    ///< file range held (empty when it could not be read)
+  struct sl_view view;
+};
+struct pq_bloom_cache {
+  struct pq_bloom_span spans[PQ_BLOOM_CACHE_COLUMNS];
+  int n;
+};
+void pq_bloom_cache_release(struct pq_bloom_cache* cache);
+
 /// 0 when an equality condition of `filter` names only values that the
 /// Bloom filter of their column in row group `rg` does not hold, so no row
 /// passes; 1 otherwise, and whenever a filter is absent, unreadable, of a
 /// kind sluice does not check, or the values cannot be put as the column's
-/// physical values. Reads the filters from `source`.
+/// physical values. Reads the filters from `source` (through `cache`, which
+/// may be NULL).
 int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
                                  int64_t rg, const struct sl_row_filter* filter,
-                                 struct sl_source* source);
+                                 struct sl_source* source, struct pq_bloom_cache* cache);
 
 #endif
