@@ -57,9 +57,12 @@ static int int_text(const char* v, int64_t* out) {
 }
 
 /// Parses literal `v` for a column of format `f` and kind `kind`.
-static int literal(const char* f, enum sl_filter_kind kind, char* v, union sl_filter_value* out,
-                   const char** why) {
-  size_t n = strlen(v);
+static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
+                   union sl_filter_value* out, const char** why) {
+  if (kind != SL_FILTER_BYTES && strlen(v) != n) {
+    *why = "free of NUL bytes";
+    return 0;
+  }
   switch (kind) {
     case SL_FILTER_BYTES:
       out->bytes.s = (const uint8_t*)v;
@@ -235,19 +238,21 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
       return sl_error_set(error, EINVAL, "filter '%.*s': more than %d values", (int)n, text,
                           FILTER_MAX_VALUES);
     }
-    char* v = sl_percent_decoded(p, m, alloc);
+    // Bytes may hold NULs (%00): a binary column's values can.
+    size_t vn = 0;
+    char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
     const char* why = NULL;
     union sl_filter_value value;
-    int ok = literal(c->format, c->kind, v, &value, &why);
+    int ok = literal(c->format, c->kind, v, vn, &value, &why);
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
-        int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%s' is not %s, as column '%s' (%s) "
-                              "needs", (int)n, text, v, why, c->name, c->format);
-        sl_free(alloc, v, strlen(v) + 1);
+        int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
+                              "(%s) needs", (int)n, text, (int)m, p, why, c->name, c->format);
+        sl_free(alloc, v, vn + 1);
         return rc;
       }
-      sl_free(alloc, v, strlen(v) + 1);
+      sl_free(alloc, v, vn + 1);
     }
     c->values[c->n_values++] = value;
     if (m == left) break;

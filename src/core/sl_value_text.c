@@ -728,24 +728,36 @@ static int hex_value(char c) {
 }
 
 /// The byte a %XX escape at s[i] (within s[0, n)) stands for, or -1 when
-/// there is none there (%00 stays as written: names are C strings).
-static int escaped_byte(const char* s, size_t n, size_t i) {
+/// there is none there (with keep_nul, %00 stays as written: names are C
+/// strings).
+static int escaped_byte(const char* s, size_t n, size_t i, int keep_nul) {
   if (s[i] != '%' || i + 2 >= n) return -1;
   int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-  return hi < 0 || lo < 0 || hi + lo == 0 ? -1 : hi * 16 + lo;
+  return hi < 0 || lo < 0 || (keep_nul && hi + lo == 0) ? -1 : hi * 16 + lo;
 }
 
-char* sl_percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc) {
+static char* percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc,
+                             int keep_nul, size_t* decoded) {
   size_t len = 0;
-  for (size_t i = 0; i < n; ++i, ++len) i += escaped_byte(s, n, i) >= 0 ? 2 : 0;
+  for (size_t i = 0; i < n; ++i, ++len) i += escaped_byte(s, n, i, keep_nul) >= 0 ? 2 : 0;
   char* out = sl_alloc(alloc, len + 1);
   if (out == NULL) return NULL;
   size_t w = 0;
   for (size_t i = 0; i < n; ++i) {
-    int b = escaped_byte(s, n, i);
+    int b = escaped_byte(s, n, i, keep_nul);
     out[w++] = b >= 0 ? (char)b : s[i];
     i += b >= 0 ? 2 : 0;
   }
   out[w] = '\0';
+  if (decoded != NULL) *decoded = w;
   return out;
+}
+
+char* sl_percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc) {
+  return percent_decoded(s, n, alloc, 1, NULL);
+}
+
+char* sl_percent_decoded_bytes(const char* s, size_t n, const struct sluice_allocator* alloc,
+                               size_t* decoded) {
+  return percent_decoded(s, n, alloc, 0, decoded);
 }

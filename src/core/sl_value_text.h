@@ -117,5 +117,9 @@ size_t sl_format_uint64(uint64_t v, char* buf);
 /// '/', '=', '%' in partition names and values that way; URLs escape user
 /// names and passwords). %00 stays as written. NULL when out of memory.
 char* sl_percent_decoded(const char* s, size_t n, const struct sluice_allocator* alloc);
+/// The same with %00 decoded too, for values that are bytes (a filter's):
+/// *decoded = the bytes before the terminating NUL, which may hold NULs.
+char* sl_percent_decoded_bytes(const char* s, size_t n, const struct sluice_allocator* alloc,
+                               size_t* decoded);
 
 #endif

@@ -230,6 +230,30 @@ def test_bad_filters_are_clear_errors(parquet_file):
         sluice.read(str(parquet_file), filters=[("i", "=", None)])
 
 
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_binary_values_with_nul_bytes(tmp_path, ext):
+    """%00 in a filter's value is a NUL byte (it stayed "%00" and matched
+    nothing); a number with one is refused."""
+    import pyarrow.dataset as ds
+
+    t = pa.table({"b": pa.array([b"\x00k1", b"k2", b"\x00", b"%00", b"k\x00\x00"] * 3),
+                  "i": pa.array(range(15), pa.int64())})
+    path = tmp_path / ("nul." + ext)
+    if ext == "parquet":
+        pq.write_table(t, path)
+    else:
+        with pa.ipc.new_file(str(path), t.schema) as w:
+            w.write_table(t)
+    for flt in ([("b", "=", b"\x00k1")], [("b", "in", [b"\x00", b"k\x00\x00"])],
+                [("b", "=", b"%00")], [("b", "!=", b"\x00")], [("b", ">", b"\x00")]):
+        got = pa.table(sluice.read(str(path), filters=flt))
+        want = ds.dataset(t).to_table(filter=pq.filters_to_expression(flt))
+        assert got.to_pylist() == want.to_pylist(), flt
+        assert got.num_rows > 0, flt
+    with pytest.raises(sluice.InvalidArgumentError, match="'1%002' is not free of NUL bytes"):
+        sluice.read(str(path), filters="i=1%002")
+
+
 def test_unsupported_column_type(tmp_path):
     path = tmp_path / "l.parquet"
     pq.write_table(pa.table({"l": [[1], [2]]}), path)
