@@ -475,7 +475,7 @@ static const char* const k_words[RGS] = {"apple", "banana", "cherry", "date"};
 static void append_i64(struct sl_builder* b, int64_t v) { assert_int_equal(sl_builder_append_fixed(b, &v), 0); }
 
 /// 16 rows in 4 row groups of 4 (row group k, row j), a column of each kind.
-static void write_known(const char* path) {
+static void write_known(const char* path, const char* options) {
   static const char* const formats[] = {"l", "c", "I", "L", "S", "C", "g", "f", "b", "u",
                                         "i", "tsm:", "tsu:UTC", "tsn:", "tdD", "u", "z"};
   static const char* const names[] = {"l", "c", "I", "L", "S", "C", "g", "f", "b", "u",
@@ -550,7 +550,7 @@ static void write_known(const char* path) {
   b.schema = schema;
   b.n = 1;
   b.rows = ROWS;
-  int rc = test_batches_write(sl_parquet_writer(), &b, path, "row_group_size=4", NULL, &error);
+  int rc = test_batches_write(sl_parquet_writer(), &b, path, options, NULL, &error);
   if (rc != 0) fprintf(stderr, "write: %s\n", error.message);
   assert_int_equal(rc, 0);
   test_batches_release(&b);
@@ -639,7 +639,8 @@ static void test_known_stats(void** state) {
   (void)state;
   char path[512];
   test_temp_path("known.parquet", path, sizeof path);
-  write_known(path);
+  // Without dictionaries: these are the statistics' answers alone.
+  write_known(path, "row_group_size=4,dictionary=false");
   struct pfile p;
   struct sluice_error error = {0, {0}};
   int rc = pfile_open(path, &p, &error);
@@ -725,7 +726,7 @@ static void test_rewritten_stats(void** state) {
   char path[512], out[512];
   test_temp_path("known2.parquet", path, sizeof path);
   test_temp_path("rewritten.parquet", out, sizeof out);
-  write_known(path);
+  write_known(path, "row_group_size=4,dictionary=false");
   rewrite_footer(path, out);
   struct pfile p;
   struct sluice_error error = {0, {0}};
@@ -748,6 +749,42 @@ static void test_rewritten_stats(void** state) {
   pfile_close(&p);
   unlink(path);
   unlink(out);
+}
+
+/// Dictionary pages: with every chunk dictionary-encoded (sluice's writer),
+/// an equality keeps exactly the row groups where some row passes, also
+/// where the values lie between the statistics' bounds; other operators are
+/// left to the statistics.
+static void test_dictionary_pages(void** state) {
+  (void)state;
+  char path[512];
+  test_temp_path("known_dict.parquet", path, sizeof path);
+  write_known(path, "row_group_size=4");
+  struct pfile p;
+  struct sluice_error error = {0, {0}};
+  int rc = pfile_open(path, &p, &error);
+  if (rc != 0) fprintf(stderr, "%s\n", error.message);
+  assert_int_equal(rc, 0);
+  // Exact: a row group is kept if and only if some row passes.
+  static const char* const equalities[] = {
+      "l=5|13", "l=6|7", "l=100", "c=-3", "I=3221225472", "L=1", "S=32768", "C=7",
+      "g=0", "g=-0.0", "g=5.5", "f=2", "u=banana-1", "u=cherry-2-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+      "tsn=2024-01-01 00:00:31", "tsm=2024-01-01 00:00:31.5", "d=2024-01-12", "z=%C0", "big=b"};
+  for (size_t k = 0; k < sizeof equalities / sizeof *equalities; ++k) {
+    int may[RGS];
+    int64_t passing[RGS];
+    assert_int_equal(check_filter(&p, equalities[k], may, passing), 0);
+    for (int g = 0; g < RGS; ++g) {
+      if (may[g] != (passing[g] > 0))
+        fprintf(stderr, "'%s': row group %d kept %d, rows passing %lld\n", equalities[k], g,
+                may[g], (long long)passing[g]);
+      assert_int_equal(may[g], passing[g] > 0);
+    }
+  }
+  expect(&p, "g>=-0.0", "1111");  // not an equality: the statistics' answer
+  expect(&p, "c>=0", "0011");
+  pfile_close(&p);
+  unlink(path);
 }
 
 /// Bloom filters: xxHash64 against its reference value, parquet-mr's filter
@@ -826,6 +863,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_stats),
       cmocka_unit_test(test_rewritten_stats),
+      cmocka_unit_test(test_dictionary_pages),
       cmocka_unit_test(test_corpus_prunes),
       cmocka_unit_test(test_corpus_sound),
       cmocka_unit_test(test_bloom_filter),

@@ -18,6 +18,7 @@
 #include "core/sl_value_text.h"
 #include "pq_assemble.h"
 #include "pq_bloom.h"
+#include "pq_dict_prune.h"
 #include "pq_column.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
@@ -46,6 +47,7 @@ struct pq_reader {
   struct pq_schema schema;
   int has_schema;
   struct pq_bloom_cache bloom;  ///< Bloom filters read while planning
+  struct pq_codec_ctx* plan_codec;  ///< decompresses dictionaries while planning
 };
 
 static int parse_bool_option(const char* v, size_t n, int* out) {
@@ -107,6 +109,7 @@ static void reader_close(void* reader) {
   if (r->has_meta) pq_file_meta_free(&r->meta);
   sl_view_release(&r->footer);
   pq_bloom_cache_release(&r->bloom);
+  if (r->plan_codec != NULL) pq_codec_ctx_free(r->plan_codec);
   sl_free(r->alloc, r, sizeof *r);
 }
 
@@ -708,14 +711,17 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
 }
 
 /// A split is one row group (reader_plan): its chunks' statistics decide,
-/// then the Bloom filters of the columns an equality condition names.
+/// then the Bloom filters of the columns an equality condition names, then
+/// (in mapped files) their dictionaries, cheapest first.
 static int reader_split_may_match(void* reader, const struct sl_split* split,
                                   const struct sl_row_filter* filter) {
   struct pq_reader* r = reader;
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
   return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter) &&
          pq_row_group_bloom_may_match(&r->meta, &r->schema, split->index, filter, r->source,
-                                      &r->bloom);
+                                      &r->bloom) &&
+         pq_row_group_dictionary_may_match(&r->meta, &r->schema, split->index, filter,
+                                           r->source, r->alloc, &r->plan_codec);
 }
 
 /// What the engine balances column parts by: the column's chunks'

@@ -117,11 +117,30 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
   return 1;
 }
 
+int pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
+                              struct pq_plain_values* out) {
+  out->n = 0;
+  if (c->n_values < 1 || c->n_values > PQ_PLAIN_LOOKUPS / 2) return 0;
+  for (int i = 0; i < c->n_values; ++i) {
+    int other_zero = 0, k = out->n;
+    if (!plain_bytes(f, c->kind, &c->values[i], out->bufs[k], &out->bytes[k], &out->lengths[k],
+                     &other_zero))
+      return 0;
+    ++out->n;
+    if (other_zero) {
+      // The same bytes with the sign bit (last byte, little-endian) flipped.
+      memcpy(out->bufs[k + 1], out->bytes[k], out->lengths[k]);
+      out->bufs[k + 1][out->lengths[k] - 1] ^= 0x80;
+      out->bytes[k + 1] = out->bufs[k + 1];
+      out->lengths[k + 1] = out->lengths[k];
+      ++out->n;
+    }
+  }
+  return 1;
+}
+
 // A filter's header is a few bytes; a larger one is not a filter we know.
 #define FILTER_MAX_HEADER 256
-// Lookups per condition (values, twice for zeros); longer in-lists are not
-// looked up, so as not to hash hundreds of values per row group.
-#define FILTER_LOOKUPS 128
 
 // The most bytes read at once for one column's filters.
 #define FILTER_SPAN_MAX ((int64_t)16 << 20)
@@ -233,26 +252,8 @@ int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct p
     if (!cc->has_meta_data || cc->meta_data.bloom_filter_offset < 0) continue;
     // The values' bytes first: a column none of them can be put in as its
     // physical values (int8, a literal past INT32) needs no filter read.
-    uint8_t bufs[FILTER_LOOKUPS][8];
-    const uint8_t* bytes[FILTER_LOOKUPS];
-    size_t lengths[FILTER_LOOKUPS];
-    int n_lookups = 0, usable = c->n_values <= FILTER_LOOKUPS / 2;
-    for (int i = 0; i < c->n_values && usable; ++i) {
-      int other_zero = 0;
-      usable = plain_bytes(f, c->kind, &c->values[i], bufs[n_lookups], &bytes[n_lookups],
-                           &lengths[n_lookups], &other_zero);
-      if (!usable) break;
-      ++n_lookups;
-      if (other_zero) {
-        // The same bytes with the sign bit (last byte, little-endian) flipped.
-        memcpy(bufs[n_lookups], bytes[n_lookups - 1], lengths[n_lookups - 1]);
-        bufs[n_lookups][lengths[n_lookups - 1] - 1] ^= 0x80;
-        bytes[n_lookups] = bufs[n_lookups];
-        lengths[n_lookups] = lengths[n_lookups - 1];
-        ++n_lookups;
-      }
-    }
-    if (!usable) continue;
+    struct pq_plain_values values;
+    if (!pq_condition_plain_values(f, c, &values)) continue;
     struct sl_view view = {0};
     const uint8_t* bitset = NULL;
     int64_t num_bytes = 0;
@@ -261,8 +262,9 @@ int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct p
                     &num_bytes) != 0)
       continue;
     int may = 0;
-    for (int i = 0; i < n_lookups && !may; ++i)
-      may = pq_bloom_may_contain(bitset, num_bytes, pq_bloom_hash(bytes[i], lengths[i]));
+    for (int i = 0; i < values.n && !may; ++i)
+      may = pq_bloom_may_contain(bitset, num_bytes,
+                                 pq_bloom_hash(values.bytes[i], values.lengths[i]));
     if (owned) sl_view_release(&view);
     if (!may) return 0;
   }

@@ -28,6 +28,24 @@ int64_t pq_bloom_size(int64_t ndv, double fpp);
 /// xxHash64 (seed 0) of a value's PLAIN bytes, as writers hash them.
 uint64_t pq_bloom_hash(const void* data, size_t size);
 
+/// A condition's values put as PLAIN physical values of a leaf, as Bloom
+/// filters hash them and dictionary pages hold them; a zero also as its
+/// twin of the other sign (the filter takes -0.0 and 0.0 as equal). In-lists
+/// of over half PQ_PLAIN_LOOKUPS values are not looked up, so as not to hash
+/// hundreds of values per row group.
+#define PQ_PLAIN_LOOKUPS 128
+struct pq_plain_values {
+  int n;
+  const uint8_t* bytes[PQ_PLAIN_LOOKUPS];  ///< into bufs, or the condition's own bytes
+  size_t lengths[PQ_PLAIN_LOOKUPS];
+  uint8_t bufs[PQ_PLAIN_LOOKUPS][8];
+};
+/// 1 with `out` filled when every value of `c` can be put so; 0 when one
+/// cannot (a conversion between the physical and Arrow values, a value past
+/// the physical type's range, NaN, bool, too many values).
+int pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
+                              struct pq_plain_values* out);
+
 /// The filters of a column read in one piece when they lie together (as
 /// writers put them, back to back before the footer), so that a remote file
 /// costs one request for them rather than one per row group. Owned by the

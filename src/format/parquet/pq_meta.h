@@ -127,6 +127,10 @@ struct pq_column_meta {
   int64_t n_key_value_metadata;
   int64_t bloom_filter_offset;  ///< -1 when absent (or not a valid offset)
   int64_t bloom_filter_length;  ///< header and bitset; -1 when absent
+  /// From encoding_stats: 1 when every data page is dictionary-encoded, 0
+  /// when some is not, -1 when the writer did not say (no stats, or no
+  /// data page in them).
+  int data_pages_dictionary;
 };
 
 struct pq_column_chunk {

@@ -287,6 +287,40 @@ static int meta_schema_element(struct meta_ctx* ctx, struct pq_schema_element* e
   return 0;
 }
 
+/// ColumnMetaData.encoding_stats, kept as the one thing the reader asks of
+/// it: whether every data page is dictionary-encoded (dictionary pruning).
+static int meta_encoding_stats(struct meta_ctx* ctx, int list_type, struct pq_column_meta* m) {
+  static const char where[] = "ColumnMetaData.encoding_stats";
+  // Another type under this id (no writer is known to put one) is skipped
+  // like an unknown field: the stats only ever make the reader do less.
+  if (list_type != PQ_TT_LIST) return pq_thrift_skip(&ctx->r, list_type);
+  int elem_type;
+  int64_t count;
+  META_TRY(ctx, pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
+  if (count > 0 && elem_type != PQ_TT_STRUCT) {
+    for (int64_t i = 0; i < count; ++i) META_TRY(ctx, pq_thrift_skip(&ctx->r, elem_type), where);
+    return 0;
+  }
+  int dictionary = 0, other = 0;
+  // Each element takes at least its stop byte: a hostile count runs out of bytes.
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t page_type = -1, encoding = -1, pages = -1;
+    META_STRUCT(ctx, "PageEncodingStats", {
+      switch (id) {
+        case 1: SL_RETURN_NOT_OK(meta_int(ctx, type, INT32_MIN, INT32_MAX, &page_type, "PageEncodingStats.page_type")); break;
+        case 2: SL_RETURN_NOT_OK(meta_int(ctx, type, INT32_MIN, INT32_MAX, &encoding, "PageEncodingStats.encoding")); break;
+        case 3: SL_RETURN_NOT_OK(meta_int(ctx, type, INT32_MIN, INT32_MAX, &pages, "PageEncodingStats.count")); break;
+        default: handled_ = 0;
+      }
+    });
+    if ((page_type != PQ_PAGE_DATA && page_type != PQ_PAGE_DATA_V2) || pages == 0) continue;
+    if (encoding == PQ_ENC_PLAIN_DICTIONARY || encoding == PQ_ENC_RLE_DICTIONARY) dictionary = 1;
+    else other = 1;
+  }
+  m->data_pages_dictionary = other ? 0 : dictionary ? 1 : -1;
+  return 0;
+}
+
 static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
   int has_type = 0, has_path = 0, has_codec = 0, has_num_values = 0, has_data_page = 0;
   META_STRUCT(ctx, "ColumnMetaData", {
@@ -358,6 +392,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
       case 12:
         SL_RETURN_NOT_OK(meta_statistics(ctx, type, &m->statistics, "ColumnMetaData.statistics"));
         break;
+      case 13: SL_RETURN_NOT_OK(meta_encoding_stats(ctx, type, m)); break;
       case 14: case 15: {
         // Where the Bloom filter is: an index only, so a bad value means no
         // filter rather than a bad file (some old writers put another type
@@ -893,5 +928,6 @@ void pq_column_meta_init(struct pq_column_meta* m) {
   m->dictionary_page_offset = -1;
   m->bloom_filter_offset = -1;
   m->bloom_filter_length = -1;
+  m->data_pages_dictionary = -1;
   pq_statistics_init(&m->statistics);
 }

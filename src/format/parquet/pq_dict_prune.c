@@ -1,0 +1,149 @@
+// Dictionary pruning. Most useful for pyarrow's files: strings are
+// dictionary-encoded by default without a Bloom filter, and min/max rarely
+// rule a value out of an unsorted column. Read while planning, like the
+// Bloom filters, but only from mapped sources (local files, memory), where
+// a dictionary page costs its decompression and no request.
+#include "pq_dict_prune.h"
+
+#include <string.h>
+
+#include "core/sl_alloc.h"
+#include "pq_bloom.h"
+#include "pq_column.h"
+
+/// The largest dictionary page (uncompressed) looked into; writers cap
+/// theirs at about 1 MiB by default.
+#define DICT_MAX_BYTES ((int64_t)64 << 20)
+
+int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m) {
+  if (m->data_pages_dictionary >= 0) return m->data_pages_dictionary;
+  for (int64_t i = 0; i < m->n_encodings; ++i)
+    if (m->encodings[i] == PQ_ENC_PLAIN_DICTIONARY || m->encodings[i] == PQ_ENC_RLE_DICTIONARY)
+      return 1;
+  return 0;
+}
+
+/// Whether the pages after the dictionary page (chunk[pos, size)) are all
+/// dictionary-encoded data pages (or pages that hold no values) and hold
+/// the chunk's num_values: what the footer cannot always tell (polars and
+/// format 2 writers without encoding_stats list PLAIN for the dictionary
+/// page itself), and need not be believed where it does.
+static int data_pages_dictionary(const struct pq_column_meta* m, const uint8_t* chunk,
+                                 int64_t size, int64_t pos) {
+  struct sluice_error ignored = {0, {0}};
+  int64_t values = 0;
+  while (values < m->num_values && pos < size) {
+    struct pq_page_header h;
+    int64_t header = 0;
+    if (pq_page_header_parse(chunk + pos, size - pos, &h, &header, &ignored) != 0 ||
+        h.compressed_page_size > size - pos - header)
+      return 0;
+    pos += header + h.compressed_page_size;
+    if (h.type == PQ_PAGE_DICTIONARY) return 0;
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2) continue;
+    if ((h.encoding != PQ_ENC_PLAIN_DICTIONARY && h.encoding != PQ_ENC_RLE_DICTIONARY) ||
+        h.num_values < 0)
+      return 0;
+    values += h.num_values;
+  }
+  return values == m->num_values;
+}
+
+/// Whether the n PLAIN values of a dictionary page (data[0..size)) may
+/// include one of `values`; 1 also when the page is shorter than n values
+/// say (a damaged page is the decoder's to report).
+static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64_t size,
+                            int64_t n, const struct pq_plain_values* values) {
+  if (f->element->type == PQ_BYTE_ARRAY) {
+    int64_t pos = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (size - pos < 4) return 1;
+      uint32_t len = (uint32_t)data[pos] | (uint32_t)data[pos + 1] << 8 |
+                     (uint32_t)data[pos + 2] << 16 | (uint32_t)data[pos + 3] << 24;
+      pos += 4;
+      if (len > (uint64_t)(size - pos)) return 1;
+      for (int k = 0; k < values->n; ++k)
+        if (values->lengths[k] == len && memcmp(values->bytes[k], data + pos, len) == 0) return 1;
+      pos += len;
+    }
+    return 0;
+  }
+  int64_t width = f->phys_width;
+  if ((width != 4 && width != 8) || n > size / width) return 1;
+  for (int k = 0; k < values->n; ++k) {
+    if ((int64_t)values->lengths[k] != width) return 1;
+    for (int64_t i = 0; i < n; ++i)
+      if (memcmp(data + i * width, values->bytes[k], (size_t)width) == 0) return 1;
+  }
+  return 0;
+}
+
+/// Whether chunk `m` may hold one of `values`: 1 unless it starts with a
+/// dictionary page, every data page after it is dictionary-encoded, and the
+/// dictionary holds none of them (1 whenever something cannot be read).
+static int chunk_dictionary_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
+                                     const struct pq_plain_values* values,
+                                     struct sl_source* source,
+                                     const struct sluice_allocator* alloc,
+                                     struct pq_codec_ctx** codec) {
+  int64_t start, len;
+  if (pq_chunk_range(m, source->size, &start, &len) != 0) return 1;
+  struct sluice_error ignored = {0, {0}};
+  struct sl_view view = {0};
+  if (sl_source_read_at(source, start, len, &view, &ignored) != 0) return 1;
+  int may = 1;
+  struct pq_page_header h;
+  int64_t header = 0;
+  if (pq_page_header_parse(view.data, view.size, &h, &header, &ignored) != 0 ||
+      h.type != PQ_PAGE_DICTIONARY || h.num_values < 0 ||
+      (h.encoding != PQ_ENC_PLAIN && h.encoding != PQ_ENC_PLAIN_DICTIONARY) ||
+      h.compressed_page_size > view.size - header || h.uncompressed_page_size > DICT_MAX_BYTES) {
+    sl_view_release(&view);
+    return 1;
+  }
+  const uint8_t* body = view.data + header;
+  int64_t size = h.compressed_page_size;
+  if (!data_pages_dictionary(m, view.data, view.size, header + size)) {
+    sl_view_release(&view);
+    return 1;
+  }
+  if (m->codec == PQ_CODEC_UNCOMPRESSED) {
+    may = dictionary_holds(f, body, size, h.num_values, values);
+  } else {
+    int64_t usize = h.uncompressed_page_size;
+    uint8_t* plain = sl_alloc(alloc, usize > 0 ? (size_t)usize : 1);
+    if (plain != NULL && (*codec != NULL || pq_codec_ctx_new(alloc, codec, &ignored) == 0) &&
+        pq_decompress(*codec, m->codec, body, size, plain, usize, &ignored) == 0)
+      may = dictionary_holds(f, plain, usize, h.num_values, values);
+    if (plain != NULL) sl_free(alloc, plain, usize > 0 ? (size_t)usize : 1);
+  }
+  sl_view_release(&view);
+  return may;
+}
+
+int pq_row_group_dictionary_may_match(const struct pq_file_meta* meta,
+                                      const struct pq_schema* schema, int64_t rg,
+                                      const struct sl_row_filter* filter,
+                                      struct sl_source* source,
+                                      const struct sluice_allocator* alloc,
+                                      struct pq_codec_ctx** codec) {
+  if (filter == NULL || source == NULL || !source->mapped || rg < 0 || rg >= meta->n_row_groups)
+    return 1;
+  const struct pq_row_group* g = &meta->row_groups[rg];
+  for (int k = 0; k < filter->n_conditions; ++k) {
+    const struct sl_filter_condition* c = &filter->conditions[k];
+    if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= schema->root.n_children) continue;
+    const struct pq_field* f = &schema->root.children[c->column];
+    // As for statistics: a column of its own, not a leaf of a struct or list.
+    if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
+      continue;
+    const struct pq_column_chunk* cc = &g->columns[f->leaf];
+    if (!cc->has_meta_data || cc->meta_data.type != f->element->type ||
+        !pq_chunk_may_be_dictionary_only(&cc->meta_data))
+      continue;
+    struct pq_plain_values values;
+    if (!pq_condition_plain_values(f, c, &values)) continue;
+    if (!chunk_dictionary_may_hold(&cc->meta_data, f, &values, source, alloc, codec)) return 0;
+  }
+  return 1;
+}
