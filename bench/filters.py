@@ -6,8 +6,12 @@ one no row group statistic can exclude (x1 > 0.9: a tenth of the rows of
 every row group), one that excludes all row groups but the first
 (id < 1,000,000), and a point lookup of one x1 value in w1_bloom.parquet
 (w1.parquet rewritten by pyarrow with a Bloom filter on x1, made here on
-first use), where only the Bloom filters can exclude row groups. Every
-tool's row count must agree.
+first use), where only the Bloom filters can exclude row groups; and a
+point lookup of one user in w1_dict.parquet (w1.parquet with a string
+column `user` added by pyarrow, default options: dictionary-encoded, no
+Bloom filter; 64 consecutive rows per user, users in random order, so every
+row group's min/max span nearly all users), where only the dictionary pages
+can exclude row groups. Every tool's row count must agree.
 
 usage: python bench/filters.py [--data bench/data] [--repeat 5] [--out bench/results]
 Writes <out>/<date>-filters.json and .png.
@@ -29,6 +33,7 @@ CASES = [  # (label, file, column, op, value; None = picked from the file)
     ("x1 > 0.9 (no row group excluded)", "w1.parquet", "x1", ">", 0.9),
     ("id < 1,000,000 (31 of 32 row groups excluded)", "w1.parquet", "id", "<", 1000000),
     ("x1 = one value (Bloom filters exclude 31 of 32)", "w1_bloom.parquet", "x1", "=", None),
+    ("user = one user (dictionaries exclude 31 of 32)", "w1_dict.parquet", "user", "=", None),
 ]
 BLOOM_ROW = 20_000_000  # the row whose x1 the lookup asks for
 
@@ -49,6 +54,36 @@ def bloom_file(data):
     per_group = pf.metadata.row_group(0).num_rows
     group = pf.read_row_group(BLOOM_ROW // per_group, columns=["x1"])
     return dst, group["x1"][BLOOM_ROW % per_group].as_py()
+
+
+DICT_ROW = 20_000_000  # the row whose user the lookup asks for
+
+
+def user_of(session, sessions):
+    """A user name for a run of 64 rows, in an order unrelated to the rows."""
+    return "user-%08d" % (session * 2654435761 % sessions)
+
+
+def dict_file(data):
+    """w1_dict.parquet (w1.parquet plus a `user` string column, by pyarrow
+    with its defaults) and the user of row DICT_ROW."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src, dst = os.path.join(data, "w1.parquet"), os.path.join(data, "w1_dict.parquet")
+    meta = pq.ParquetFile(src).metadata
+    sessions = (meta.num_rows + 63) // 64
+    if not os.path.exists(dst):
+        per_group = meta.row_group(0).num_rows
+        t = pq.read_table(src)
+        session = np.arange(sessions, dtype=np.int64)
+        names = np.char.add("user-", np.char.zfill((session * 2654435761 % sessions)
+                                                   .astype(str), 8))
+        users = pa.array(np.repeat(names, 64)[:t.num_rows])
+        pq.write_table(t.append_column("user", users), dst + ".tmp", row_group_size=per_group,
+                       compression="snappy")
+        os.replace(dst + ".tmp", dst)
+    return dst, user_of(DICT_ROW // 64, sessions)
 
 
 def _duck_arrow(relation):
@@ -94,8 +129,9 @@ def main() -> int:
     results = []
     for label, name_of_file, column, op, value in CASES:
         file = path
-        if name_of_file == "w1_bloom.parquet":
-            file, value = bloom_file(args.data)
+        if name_of_file in ("w1_bloom.parquet", "w1_dict.parquet"):
+            make = bloom_file if name_of_file == "w1_bloom.parquet" else dict_file
+            file, value = make(args.data)
             with open(file, "rb") as f:
                 while f.read(1 << 24):
                     pass
