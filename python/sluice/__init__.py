@@ -256,10 +256,18 @@ _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", 
 def _filter_text(filters):
     """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
     "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
-    or such a string as it is. On partition keys they choose objects, on
-    other columns rows."""
+    or a list of such lists, any of which may hold (pyarrow's disjunctive
+    normal form), groups joined by ';'; or such a string as it is. On
+    partition keys they choose objects, on other columns rows."""
     if filters is None or isinstance(filters, str):
         return filters
+    filters = list(filters)
+    if filters and all(isinstance(g, list) or (isinstance(g, tuple) and g and
+                                                isinstance(g[0], (list, tuple)))
+                       for g in filters):
+        if any(not g for g in filters):
+            raise ValueError("filters: an empty group in %r" % (filters,))
+        return ";".join(_filter_text(list(g)) for g in filters)
     from urllib.parse import quote
 
     def text(v):
@@ -275,9 +283,8 @@ def _filter_text(filters):
     parts = []
     for item in filters:
         if not (isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], str)):
-            raise ValueError("filters: a list of (key, op, value) tuples, all of which must hold "
-                             "(nested lists, as pyarrow's OR of ANDs, are not supported): %r"
-                             % (item,))
+            raise ValueError("filters: a list of (key, op, value) tuples, all of which must hold, "
+                             "or a list of such lists, any of which may: %r" % (item,))
         key, op, value = item
         if op in ("in", "not in"):
             values = list(value)
@@ -382,10 +389,12 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         keep ``key=value`` directories of a dataset (``sales/year=2024/``)
         from becoming columns, as they do by default; ``filters=[("year",
         ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
-        all must hold): on partition keys they choose the objects (the
-        others are never opened), on other columns the rows (a null passes
-        none; Parquet row groups whose statistics exclude every row, or whose
-        Bloom filters hold none of an ``=`` / ``in`` condition's values, are
+        all must hold; or a list of such lists, any of which may, as
+        pyarrow's disjunctive normal form, then not on partition keys): on
+        partition keys they choose the objects (the others are never
+        opened), on other columns the rows (a null passes none; Parquet row
+        groups whose statistics exclude every row, or whose Bloom filters or
+        dictionaries hold none of an ``=`` / ``in`` condition's values, are
         not read); ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the

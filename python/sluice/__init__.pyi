@@ -11,9 +11,11 @@ PathLike = Union[str, bytes, "os.PathLike[str]"]
 InMemory = Union[bytearray, memoryview, "io.BytesIO", Any]
 # One location, or several read as one table in that order, or bytes.
 Sources = Union[PathLike, Sequence[PathLike], InMemory]
-# Filters: [(column, op, value)], all must hold, or "year>=2023,city=a|b": on
-# partition keys they choose objects, on other columns rows.
-PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]]]
+# Filters: [(column, op, value)], all must hold, or a list of such lists, any
+# of which may (pyarrow's disjunctive normal form), or "year>=2023,city=a|b"
+# (';' between groups): on partition keys they choose objects, on other
+# columns rows.
+PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]], Sequence[Sequence[Tuple[str, str, Any]]]]
 
 class Error(Exception):
     code: int

@@ -146,8 +146,8 @@ static int split_filter(const char* text, const struct sl_hive* hive,
                         struct sluice_error* error) {
   *keys = *rows = NULL;
   if (sl_filter_has_empty_condition(text)) {
-    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' at an end, or two "
-                        "in a row)", text);
+    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' or ';' at an end, or "
+                        "two in a row)", text);
   }
   size_t n = strlen(text);
   char* k = sl_alloc(alloc, n + 1);
@@ -158,8 +158,9 @@ static int split_filter(const char* text, const struct sl_hive* hive,
     return sl_error_set(error, ENOMEM, "out of memory");
   }
   size_t nk = 0, nr = 0;
+  int groups = strchr(text, ';') != NULL;
   for (const char* at = text; *at != '\0';) {
-    size_t len = strcspn(at, ","), name = strcspn(at, "=!<>");
+    size_t len = strcspn(at, ",;"), name = strcspn(at, "=!<>");
     if (name > len) name = len;
     char* decoded = sl_percent_decoded(at, name, alloc);
     if (decoded == NULL) {
@@ -170,12 +171,21 @@ static int split_filter(const char* text, const struct sl_hive* hive,
     int is_key = 0;
     for (int64_t i = 0; i < hive->n_keys && !is_key; ++i) is_key = strcmp(hive->keys[i], decoded) == 0;
     sl_free(alloc, decoded, strlen(decoded) + 1);
+    if (is_key && groups) {
+      // Objects are chosen by all of the key conditions; in one of several
+      // OR groups a key condition holds for some rows' group only.
+      sl_free(alloc, k, n + 1);
+      sl_free(alloc, r, n + 1);
+      return sl_error_set(error, ENOTSUP, "filter '%s': '%.*s' is on a partition key, which "
+                          "a filter of several ';' groups cannot name (an 'in' list can say "
+                          "key=a|b)", text, (int)len, at);
+    }
     char* out = is_key ? k : r;
     size_t* used = is_key ? &nk : &nr;
-    if (*used > 0) out[(*used)++] = ',';
+    if (*used > 0) out[(*used)++] = groups ? at[-1] : ',';
     memcpy(out + *used, at, len);
     *used += len;
-    at += len + (at[len] == ',');
+    at += len + (at[len] != '\0');
   }
   k[nk] = '\0';
   r[nr] = '\0';

@@ -44,10 +44,11 @@
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
   "  --filter F         only the rows that pass F, e.g. 'x>5,city=Paris|Rome,\n" \
   "                     day>=2024-01-01' (=, !=, <, <=, >, >=; ',' and; '|'\n" \
-  "                     or; %XX escapes; a null passes none): conditions on\n" \
+  "                     or; ';' between groups any of which may hold; %XX\n" \
+  "                     escapes; a null passes none): conditions on\n"     \
   "                     partition keys choose objects, Parquet row groups\n" \
-  "                     their statistics or Bloom filters exclude are not\n" \
-  "                     read\n"                                             \
+  "                     their statistics, Bloom filters or dictionaries\n"  \
+  "                     exclude are not read\n"                             \
   "  --partitions F     only the objects whose key=value directories pass F,\n" \
   "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
   "                     >=; ',' and; '|' or; %XX escapes)\n"                  \

@@ -268,7 +268,24 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
 
 int sl_filter_has_empty_condition(const char* text) {
   size_t n = strlen(text);
-  return n > 0 && (text[0] == ',' || text[n - 1] == ',' || strstr(text, ",,") != NULL);
+  if (n == 0) return 0;
+  if (strchr(",;", text[0]) != NULL || strchr(",;", text[n - 1]) != NULL) return 1;
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (strchr(",;", text[i]) != NULL && strchr(",;", text[i + 1]) != NULL) return 1;
+  return 0;
+}
+
+int sl_row_filter_may_pass(const struct sl_row_filter* filter,
+                           int (*may)(void* ctx, const struct sl_filter_condition* c),
+                           void* ctx) {
+  if (filter == NULL) return 1;
+  for (int k = 0; k < filter->n_conditions;) {
+    int group = filter->conditions[k].group, ruled_out = 0;
+    for (; k < filter->n_conditions && filter->conditions[k].group == group; ++k)
+      if (!ruled_out && !may(ctx, &filter->conditions[k])) ruled_out = 1;
+    if (!ruled_out) return 1;
+  }
+  return 0;
 }
 
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
@@ -278,11 +295,14 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
   *out = NULL;
   if (text == NULL || *text == '\0') return 0;
   if (sl_filter_has_empty_condition(text)) {
-    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' at an end, or "
-                        "two in a row)", text);
+    return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' or ';' at an "
+                        "end, or two in a row)", text);
   }
-  int n = 1;
-  for (const char* at = text; *at != '\0'; ++at) n += *at == ',';
+  int n = 1, groups = 1;
+  for (const char* at = text; *at != '\0'; ++at) {
+    n += *at == ',' || *at == ';';
+    groups += *at == ';';
+  }
   struct sl_row_filter* f = sl_calloc(alloc, 1, sizeof *f);
   struct sl_filter_condition* conditions = sl_calloc(alloc, (size_t)n, sizeof *conditions);
   if (f == NULL || conditions == NULL) {
@@ -291,19 +311,27 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
     return sl_error_set(error, ENOMEM, "out of memory");
   }
   f->alloc = alloc;
-  int rc = 0, kept = 0;
+  int rc = 0, kept = 0, group = 0;
   for (const char* at = text; rc == 0 && *at != '\0';) {
-    size_t len = strcspn(at, ",");
+    size_t len = strcspn(at, ",;");
     int skipped = 0;
     struct sl_filter_condition* c = &conditions[kept];
     rc = parse_condition(at, len, schema, skip, n_skip, alloc, c, &skipped, error);
+    if (rc == 0 && skipped && groups > 1) {
+      // Left out of one group, a condition would widen it, not the filter.
+      rc = sl_error_set(error, EINVAL, "filter '%s': '%.*s' is on a partition key, which a "
+                        "filter of several ';' groups cannot name", text, (int)len, at);
+    }
     if (rc != 0 || skipped) {
       condition_free(alloc, c);
     } else {
+      c->group = group;
       ++kept;
     }
-    at += len + (at[len] == ',');
+    group += at[len] == ';';
+    at += len + (at[len] != '\0');
   }
+  f->n_groups = groups;
   f->conditions = conditions;
   f->n_conditions = kept;
   if (rc != 0 || kept == 0) {
@@ -556,21 +584,38 @@ int sl_row_filter_select(const struct sl_row_filter* filter, const struct ArrowA
                          const int64_t* at, uint8_t* selection, int64_t* selected,
                          struct sluice_error* error) {
   int64_t rows = batch->length, bytes = (rows + 7) / 8;
-  memset(selection, 0xff, (size_t)bytes);
-  if (rows % 8 != 0) selection[bytes - 1] = (uint8_t)((1u << (rows % 8)) - 1);
-  for (int k = 0; k < filter->n_conditions; ++k) {
+  // One group: its conditions clear bits of the selection itself. Several:
+  // each group's in a scratch selection, or-ed into the result.
+  uint8_t* group_selection = selection;
+  if (filter->n_groups > 1) {
+    group_selection = sl_alloc(filter->alloc, (size_t)(bytes > 0 ? bytes : 1));
+    if (group_selection == NULL) return sl_error_set(error, ENOMEM, "filter: out of memory");
+    memset(selection, 0, (size_t)bytes);
+  }
+  int rc = 0;
+  for (int k = 0; rc == 0 && k < filter->n_conditions; ++k) {
     const struct sl_filter_condition* c = &filter->conditions[k];
+    if (k == 0 || c->group != filter->conditions[k - 1].group) {
+      memset(group_selection, 0xff, (size_t)bytes);
+      if (rows % 8 != 0) group_selection[bytes - 1] = (uint8_t)((1u << (rows % 8)) - 1);
+    }
     if (at[k] < 0 || at[k] >= batch->n_children) {
-      return sl_error_set(error, EINVAL, "filter: column '%s' is not in the batch", c->name);
+      rc = sl_error_set(error, EINVAL, "filter: column '%s' is not in the batch", c->name);
+      break;
     }
     const struct ArrowArray* a = batch->children[at[k]];
     if (a->length < rows) {
-      return sl_error_set(error, EINVAL, "filter: column '%s' has %" PRId64 " rows, the batch %"
-                          PRId64, c->name, a->length, rows);
+      rc = sl_error_set(error, EINVAL, "filter: column '%s' has %" PRId64 " rows, the batch %"
+                        PRId64, c->name, a->length, rows);
+      break;
     }
-    int rc = select_condition(c, a, c->index_format, rows, selection, filter->alloc, error);
-    if (rc != 0) return rc;
+    rc = select_condition(c, a, c->index_format, rows, group_selection, filter->alloc, error);
+    int group_ends = k + 1 == filter->n_conditions || filter->conditions[k + 1].group != c->group;
+    if (rc == 0 && group_ends && group_selection != selection)
+      for (int64_t i = 0; i < bytes; ++i) selection[i] |= group_selection[i];
   }
+  if (group_selection != selection) sl_free(filter->alloc, group_selection, (size_t)(bytes > 0 ? bytes : 1));
+  if (rc != 0) return rc;
   int64_t n = 0;
   for (int64_t i = 0; i < bytes; ++i) n += __builtin_popcount(selection[i]);
   *selected = n;

@@ -1,5 +1,7 @@
-// Row filters: a conjunction of conditions on a table's top-level columns
-// ("x>5,city=Paris|Rome,d>=2024-01-01"), parsed against the table's schema
+// Row filters: conditions on a table's top-level columns, all of which must
+// hold ("x>5,city=Paris|Rome,d>=2024-01-01"), or several such groups of
+// which one must ("x>5,y=1;z<0": pyarrow's disjunctive normal form), parsed
+// against the table's schema
 // so each literal becomes a value of its column's type, then evaluated on
 // decoded batches (sl_row_filter_select) and, by readers that keep
 // statistics, on a split's min/max to skip it whole (sl_filter_range_may_pass).
@@ -50,28 +52,40 @@ struct sl_filter_condition {
   const char* index_format;
   int n_values;        ///< > 1 only for = and != (any of / none of)
   union sl_filter_value* values;
+  int group;           ///< the OR group it belongs to (0 ..; a group's conditions are adjacent)
 };
 
 struct sl_row_filter {
   int n_conditions;
   struct sl_filter_condition* conditions;
+  int n_groups;        ///< a row passes when it passes every condition of some group
   const struct sluice_allocator* alloc;
 };
 
 /// Parses `text` (conditions separated by ',': NAME OP VALUE with OP one of
 /// = != < <= > >=, several values joined by '|' for = and !=, %XX escapes in
-/// names and values) against `schema` (a struct: one child per column).
-/// Conditions naming a column in `skip` (n_skip names; NULL = none) are left
-/// out (partition keys, decided per object). *out is NULL when no condition
-/// is left. Free with sl_row_filter_free.
+/// names and values; groups of them separated by ';', any of which may hold)
+/// against `schema` (a struct: one child per column). Conditions naming a
+/// column in `skip` (n_skip names; NULL = none) are left out (partition
+/// keys, decided per object; EINVAL in a filter of several groups). *out is
+/// NULL when no condition is left. Free with sl_row_filter_free.
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
                         const char* const* skip, int64_t n_skip,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error);
 void sl_row_filter_free(struct sl_row_filter* filter);
-/// Whether `text` has an empty condition (',' first, last, or doubled),
-/// which sl_row_filter_parse refuses.
+/// Whether `text` has an empty condition (',' or ';' first, last, or two
+/// in a row), which sl_row_filter_parse refuses.
 int sl_filter_has_empty_condition(const char* text);
+
+/// For pruning: whether some row of an object (a row group, a file) may
+/// pass the filter, given may(ctx, c) == 0 for each condition c that no row
+/// of it passes (by statistics, Bloom filters, dictionaries): none may when
+/// every group has such a condition. Asks about a group's conditions in
+/// order and stops at the first that rules the group out.
+int sl_row_filter_may_pass(const struct sl_row_filter* filter,
+                           int (*may)(void* ctx, const struct sl_filter_condition* c),
+                           void* ctx);
 
 /// Whether some value v with min <= v <= max (bounds of a split's non-null
 /// values, in the condition's kind) may pass `c`. 1 when unsure.
@@ -82,7 +96,7 @@ int sl_filter_range_may_pass(const struct sl_filter_condition* c,
 /// Evaluates the filter on `batch` (a struct array whose child `at[k]`
 /// holds condition k's column, typed as parsed): sets bit r of `selection`
 /// (LSB first, (batch->length + 7) / 8 bytes, written whole) when row r
-/// passes every condition; *selected = how many do.
+/// passes every condition of some group; *selected = how many do.
 int sl_row_filter_select(const struct sl_row_filter* filter, const struct ArrowArray* batch,
                          const int64_t* at, uint8_t* selection, int64_t* selected,
                          struct sluice_error* error);

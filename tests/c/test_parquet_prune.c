@@ -587,6 +587,9 @@ static void expect_written(struct pfile* p) {
   expect(p, "l!=5", "1111");
   expect(p, "l>=2,l<6", "1100");
   expect(p, "l>=2,c>0", "0011");  // AND over two columns: rows 9..15
+  expect(p, "l=5;l=13", "0101");   // OR groups: a row group any group may match
+  expect(p, "l<4;c>=0", "1011");
+  expect(p, "l<4,c>=0;l>15", "0000");
   expect(p, "c<-4", "1000");
   expect(p, "c>=0", "0011");
   // Unsigned: row group 2 and 3 have the top bit set (negative as signed).

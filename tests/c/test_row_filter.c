@@ -93,6 +93,11 @@ static void test_bad_filters_say_why(void** state) {
   expect_error(&s, ",i64=1", EINVAL, "empty condition");
   expect_error(&s, "i64=1,,u8=2", EINVAL, "empty condition");
   expect_error(&s, "i64=1,", EINVAL, "empty condition");
+  expect_error(&s, ";i64=1", EINVAL, "empty condition");
+  expect_error(&s, "i64=1;;u8=2", EINVAL, "empty condition");
+  expect_error(&s, "i64=1,;u8=2", EINVAL, "empty condition");
+  expect_error(&s, "i64=1;", EINVAL, "empty condition");
+  expect_error(&s, "i64=1;i64=%001", EINVAL, "free of NUL bytes");
   s.release(&s);
 }
 
@@ -114,6 +119,44 @@ static void test_skipped_names_and_unsupported_types(void** state) {
   assert_non_null(f);
   assert_int_equal(f->n_conditions, 1);
   assert_int_equal(f->conditions[0].column, 1);
+  sl_row_filter_free(f);
+  // In one of several OR groups, leaving a key's condition out would widen
+  // that group: refused.
+  err.code = 0;
+  assert_int_equal(sl_row_filter_parse("year=2024,x>1;x<0", &s, skip, 1, NULL, &f, &err), EINVAL);
+  assert_null(f);
+  assert_non_null(strstr(err.message, "partition key"));
+  s.release(&s);
+}
+
+/// Rules out the conditions on column `*ctx`.
+static int not_on_column(void* ctx, const struct sl_filter_condition* c) {
+  return c->column != *(const int64_t*)ctx;
+}
+
+/// OR groups: conditions keep their group, in order; a row group (here: a
+/// column said to hold no passing value) is ruled out only when every group
+/// has a condition ruled out, and a group's later conditions are not asked.
+static void test_or_groups(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  struct sl_row_filter* f = parse_ok(&s, "i64=1,u8<2;f>0;s=a%3Bb,i64!=3");
+  assert_int_equal(f->n_conditions, 5);
+  assert_int_equal(f->n_groups, 3);
+  const int groups[] = {0, 0, 1, 2, 2};
+  for (int k = 0; k < 5; ++k) assert_int_equal(f->conditions[k].group, groups[k]);
+  assert_int_equal(f->conditions[3].values[0].bytes.len, 3);  // "a;b": %3B is no separator
+  int64_t column = 0;  // i64: rules out groups 0 and 2, not group 1 (f)
+  assert_int_equal(sl_row_filter_may_pass(f, not_on_column, &column), 1);
+  column = 3;  // f: group 1 only
+  assert_int_equal(sl_row_filter_may_pass(f, not_on_column, &column), 1);
+  sl_row_filter_free(f);
+  f = parse_ok(&s, "i64=1;i64>5,u8=1");
+  column = 0;
+  assert_int_equal(sl_row_filter_may_pass(f, not_on_column, &column), 0);
+  column = 2;
+  assert_int_equal(sl_row_filter_may_pass(f, not_on_column, &column), 1);
   sl_row_filter_free(f);
   s.release(&s);
 }
@@ -171,7 +214,7 @@ static int parse_attempt(void* ctx, const struct sluice_allocator* alloc,
   rc = sl_schema_init(s.children[0], alloc, "u", "s", 2, 0, error);
   if (rc == 0) rc = sl_schema_init(s.children[1], alloc, "l", "x", 2, 0, error);
   struct sl_row_filter* f = NULL;
-  if (rc == 0) rc = sl_row_filter_parse("s=a|bb|ccc,x>1,s!=z", &s, NULL, 0, alloc, &f, error);
+  if (rc == 0) rc = sl_row_filter_parse("s=a|bb|ccc,x>1;s!=z", &s, NULL, 0, alloc, &f, error);
   sl_row_filter_free(f);
   s.release(&s);
   return rc;
@@ -187,6 +230,7 @@ int main(void) {
       cmocka_unit_test(test_literals_take_the_columns_types),
       cmocka_unit_test(test_bad_filters_say_why),
       cmocka_unit_test(test_skipped_names_and_unsupported_types),
+      cmocka_unit_test(test_or_groups),
       cmocka_unit_test(test_range_test_is_sound_and_tight),
       cmocka_unit_test(test_allocation_failures),
   };

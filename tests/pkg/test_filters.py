@@ -129,6 +129,96 @@ def test_other_formats_rows_equal_pyarrows(tmp_path, table, filters, ext):
     _same(got, want)
 
 
+# pyarrow's disjunctive normal form: any group may hold.
+DNF = [
+    [[("i", "<", 10)], [("i", ">", 4990)]],
+    [[("s32", ">=", 400), ("u8", "<", 10)], [("s", "in", ["k0001", "k0299"]), ("f", ">", 100.0)],
+     [("i", "=", 2500)]],
+    [[("f", "<", 1.0)], [("f", "<", 2.0)]],  # overlapping groups: rows once
+    [[("s", "=", "k0042")], [("i", ">", 10**9)]],  # a group no row passes
+    [[("cat", "=", "c3"), ("b", "=", True)], [("d", "=", dt.date(2024, 1, 5))]],
+]
+
+
+def _expected_dnf(table, groups):
+    masks = []
+    for group in groups:
+        kept = _expected(table.append_column("__row", pa.array(range(table.num_rows))), group)
+        masks.append(set(kept["__row"].to_pylist()))
+    rows = sorted(set().union(*masks))
+    return table.take(pa.array(rows, pa.int64()))
+
+
+@pytest.mark.parametrize("groups", DNF, ids=lambda f: repr(f)[:60])
+def test_or_groups_equal_pyarrows(parquet_file, table, groups):
+    want = _expected_dnf(table, groups)
+    assert pq.read_table(parquet_file, filters=groups).num_rows == want.num_rows
+    _same(sluice.read(str(parquet_file), filters=groups), want)
+    small = table.select(["i", "s32", "u8", "f", "s"])
+    usable = [g for g in groups if all(c[0] in small.column_names for c in g)]
+    if usable:
+        for ext in ("arrow", "csv"):
+            path = parquet_file.parent / ("dnf." + ext)
+            sluice.write(small, str(path))
+            _same(sluice.read(str(path), filters=usable), _expected_dnf(small, usable))
+
+
+def test_or_groups_prune_row_groups(tmp_path):
+    # Two point lookups in different row groups: the other row groups, damaged,
+    # are excluded by statistics (i) or Bloom filters (k, values in no order).
+    rows = 10000
+    t = pa.table({"i": pa.array(range(rows), pa.int64()),
+                  "k": pa.array(["key-%05d" % (r * 7919 % rows) for r in range(rows)])})
+    path = tmp_path / "or.parquet"
+    pq.write_table(t, path, row_group_size=1000, compression="snappy", use_dictionary=False,
+                   write_page_index=False, bloom_filter_options={"k": {"ndv": 1000, "fpp": 0.001}})
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for g in range(meta.num_row_groups):
+        if g in (2, 7):
+            continue
+        for c in range(meta.num_columns):
+            chunk = meta.row_group(g).column(c)
+            for k in range(chunk.data_page_offset + 40,
+                           chunk.data_page_offset + chunk.total_compressed_size - 8):
+                data[k] = 0xAB
+    path.write_bytes(bytes(data))
+    k7 = "key-%05d" % (7500 * 7919 % rows)
+    for groups in ([[("i", "=", 2100)], [("i", ">=", 7000), ("i", "<", 7003)]],
+                   [[("i", "=", 2100)], [("k", "=", k7)]],
+                   [[("k", "=", k7), ("i", ">", 0)], [("i", "in", [2001, 2002])]]):
+        want = _expected_dnf(t, groups)
+        assert pa.table(sluice.read(str(path), filters=groups))["i"].to_pylist() == \
+            want["i"].to_pylist()
+        assert want.num_rows > 0
+    # A group that needs a damaged row group reads it, and fails.
+    with pytest.raises(sluice.Error):
+        sluice.read(str(path), filters=[[("i", "=", 2100)], [("i", "=", 5100)]])
+
+
+def test_or_groups_errors_and_escapes(tmp_path, parquet_file):
+    with pytest.raises(ValueError, match="empty group"):
+        sluice.read(str(parquet_file), filters=[[("i", "=", 1)], []])
+    with pytest.raises(sluice.InvalidArgumentError, match="empty condition"):
+        sluice.read(str(parquet_file), filters="i=1;;i=2")
+    # ';' inside a value is escaped by Python, a separator in text.
+    t = pa.table({"s": ["a;b", "a", "b"], "p": [1, 2, 3]})
+    path = tmp_path / "semi.parquet"
+    pq.write_table(t, path)
+    assert pa.table(sluice.read(str(path), filters=[("s", "=", "a;b")]))["p"].to_pylist() == [1]
+    assert pa.table(sluice.read(str(path), filters="s=a;s=b"))["p"].to_pylist() == [2, 3]
+    # Partition keys: refused inside groups (an 'in' list says the same).
+    for year in (2023, 2024):
+        d = tmp_path / "ds" / ("year=%d" % year)
+        d.mkdir(parents=True)
+        pq.write_table(pa.table({"x": [year * 10, year * 10 + 1]}), d / "part.parquet")
+    with pytest.raises(sluice.UnsupportedError, match="partition key"):
+        sluice.read(str(tmp_path / "ds"), filters=[[("year", "=", 2023)], [("x", "=", 1)]])
+    got = pa.table(sluice.read(str(tmp_path / "ds"), filters=[[("x", "=", 20231)],
+                                                              [("x", "=", 20240)]]))
+    assert sorted(got["x"].to_pylist()) == [20231, 20240]
+
+
 def test_not_in_drops_nulls_as_sql_does(parquet_file):
     duckdb = pytest.importorskip("duckdb")
     want = duckdb.sql(f"select i from read_parquet('{parquet_file}') "

@@ -209,6 +209,7 @@ ROW_FILTERS = [
     ("note=n1|n8|n15,city!=Paris", "note in ('n1', 'n8', 'n15') and city != 'Paris'"),
     ("id<=30,note>=n2", "id <= 30 and note >= 'n2'"),
     ("amount<0", "amount < 0"),
+    ("amount<5;id>=38,note!=n40", "amount < 5 or (id >= 38 and note != 'n40')"),  # OR groups
 ]
 
 
@@ -233,4 +234,6 @@ def test_row_filter_errors(sluice, pq_dataset):
     assert "no column 'nope'" in err
     err = sluice.expect_error("cat", pq_dataset, "--filter", "amount>lots").stderr.decode()
     assert "'lots' is not a number" in err
+    err = sluice.expect_error("cat", pq_dataset, "--filter", "year=2021;amount>1").stderr.decode()
+    assert "partition key" in err and "';' groups" in err
     assert "--filter" in sluice.run("cat", "--help").stdout.decode()

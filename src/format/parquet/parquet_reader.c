@@ -710,18 +710,22 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
                          row_count, stats, min_max, error);
 }
 
-/// A split is one row group (reader_plan): its chunks' statistics decide,
-/// then the Bloom filters of the columns an equality condition names, then
-/// (in mapped files) their dictionaries, cheapest first.
+/// A condition judged by the row group's chunk statistics, then the Bloom
+/// filters, then (in mapped files) the dictionaries: cheapest first.
+static int condition_may_match(void* judge, const struct sl_filter_condition* c) {
+  const struct pq_row_group_judge* j = judge;
+  return pq_condition_stats_may_match(j, c) && pq_condition_bloom_may_match(j, c) &&
+         pq_condition_dictionary_may_match(j, c);
+}
+
+/// A split is one row group (reader_plan).
 static int reader_split_may_match(void* reader, const struct sl_split* split,
                                   const struct sl_row_filter* filter) {
   struct pq_reader* r = reader;
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
-  return pq_row_group_may_match(&r->meta, &r->schema, split->index, filter) &&
-         pq_row_group_bloom_may_match(&r->meta, &r->schema, split->index, filter, r->source,
-                                      &r->bloom) &&
-         pq_row_group_dictionary_may_match(&r->meta, &r->schema, split->index, filter,
-                                           r->source, r->alloc, &r->plan_codec);
+  struct pq_row_group_judge judge = {&r->meta, &r->schema, split->index, r->source,
+                                     &r->bloom, r->alloc, &r->plan_codec};
+  return sl_row_filter_may_pass(filter, condition_may_match, &judge);
 }
 
 /// What the engine balances column parts by: the column's chunks'

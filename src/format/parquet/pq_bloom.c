@@ -236,37 +236,31 @@ static int read_filter(const struct pq_file_meta* meta, int64_t leaf,
   return 0;
 }
 
-int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
-                                 int64_t rg, const struct sl_row_filter* filter,
-                                 struct sl_source* source, struct pq_bloom_cache* cache) {
-  if (filter == NULL || source == NULL || rg < 0 || rg >= meta->n_row_groups) return 1;
-  const struct pq_row_group* g = &meta->row_groups[rg];
-  for (int k = 0; k < filter->n_conditions; ++k) {
-    const struct sl_filter_condition* c = &filter->conditions[k];
-    if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= schema->root.n_children) continue;
-    const struct pq_field* f = &schema->root.children[c->column];
-    // As for statistics: a column of its own, not a leaf of a struct or list.
-    if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
-      continue;
-    const struct pq_column_chunk* cc = &g->columns[f->leaf];
-    if (!cc->has_meta_data || cc->meta_data.bloom_filter_offset < 0) continue;
-    // The values' bytes first: a column none of them can be put in as its
-    // physical values (int8, a literal past INT32) needs no filter read.
-    struct pq_plain_values values;
-    if (!pq_condition_plain_values(f, c, &values)) continue;
-    struct sl_view view = {0};
-    const uint8_t* bitset = NULL;
-    int64_t num_bytes = 0;
-    int owned = 0;
-    if (read_filter(meta, f->leaf, &cc->meta_data, source, cache, &view, &owned, &bitset,
-                    &num_bytes) != 0)
-      continue;
-    int may = 0;
-    for (int i = 0; i < values.n && !may; ++i)
-      may = pq_bloom_may_contain(bitset, num_bytes,
-                                 pq_bloom_hash(values.bytes[i], values.lengths[i]));
-    if (owned) sl_view_release(&view);
-    if (!may) return 0;
-  }
-  return 1;
+int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
+                                 const struct sl_filter_condition* c) {
+  if (j->source == NULL || j->rg < 0 || j->rg >= j->meta->n_row_groups) return 1;
+  const struct pq_row_group* g = &j->meta->row_groups[j->rg];
+  if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= j->schema->root.n_children) return 1;
+  const struct pq_field* f = &j->schema->root.children[c->column];
+  // As for statistics: a column of its own, not a leaf of a struct or list.
+  if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns) return 1;
+  const struct pq_column_chunk* cc = &g->columns[f->leaf];
+  if (!cc->has_meta_data || cc->meta_data.bloom_filter_offset < 0) return 1;
+  // The values' bytes first: a column none of them can be put in as its
+  // physical values (int8, a literal past INT32) needs no filter read.
+  struct pq_plain_values values;
+  if (!pq_condition_plain_values(f, c, &values)) return 1;
+  struct sl_view view = {0};
+  const uint8_t* bitset = NULL;
+  int64_t num_bytes = 0;
+  int owned = 0;
+  if (read_filter(j->meta, f->leaf, &cc->meta_data, j->source, j->bloom, &view, &owned, &bitset,
+                  &num_bytes) != 0)
+    return 1;
+  int may = 0;
+  for (int i = 0; i < values.n && !may; ++i)
+    may = pq_bloom_may_contain(bitset, num_bytes,
+                               pq_bloom_hash(values.bytes[i], values.lengths[i]));
+  if (owned) sl_view_release(&view);
+  return may;
 }

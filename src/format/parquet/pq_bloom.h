@@ -13,6 +13,7 @@
 #include "io/sl_source.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
+#include "pq_stats.h"
 
 /// Whether the filter's bitset (num_bytes, a multiple of 32) may hold the
 /// value whose xxHash64 is `hash` (0 = certainly not).
@@ -62,14 +63,12 @@ struct pq_bloom_cache {
 };
 void pq_bloom_cache_release(struct pq_bloom_cache* cache);
 
-/// 0 when an equality condition of `filter` names only values that the
-/// Bloom filter of their column in row group `rg` does not hold, so no row
-/// passes; 1 otherwise, and whenever a filter is absent, unreadable, of a
-/// kind sluice does not check, or the values cannot be put as the column's
-/// physical values. Reads the filters from `source` (through `cache`, which
-/// may be NULL).
-int pq_row_group_bloom_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
-                                 int64_t rg, const struct sl_row_filter* filter,
-                                 struct sl_source* source, struct pq_bloom_cache* cache);
+/// 0 when `c` is an equality (or in-list) none of whose values the Bloom
+/// filter of its column's chunk in row group j->rg holds, so no row passes;
+/// 1 otherwise, and whenever the filter is absent, unreadable, of a kind
+/// sluice does not check, or the values cannot be put as the column's
+/// physical values. Reads the filters from j->source (through j->bloom).
+int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
+                                 const struct sl_filter_condition* c);
 
 #endif

@@ -121,29 +121,20 @@ static int chunk_dictionary_may_hold(const struct pq_column_meta* m, const struc
   return may;
 }
 
-int pq_row_group_dictionary_may_match(const struct pq_file_meta* meta,
-                                      const struct pq_schema* schema, int64_t rg,
-                                      const struct sl_row_filter* filter,
-                                      struct sl_source* source,
-                                      const struct sluice_allocator* alloc,
-                                      struct pq_codec_ctx** codec) {
-  if (filter == NULL || source == NULL || !source->mapped || rg < 0 || rg >= meta->n_row_groups)
+int pq_condition_dictionary_may_match(const struct pq_row_group_judge* j,
+                                      const struct sl_filter_condition* c) {
+  if (j->source == NULL || !j->source->mapped || j->rg < 0 || j->rg >= j->meta->n_row_groups)
     return 1;
-  const struct pq_row_group* g = &meta->row_groups[rg];
-  for (int k = 0; k < filter->n_conditions; ++k) {
-    const struct sl_filter_condition* c = &filter->conditions[k];
-    if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= schema->root.n_children) continue;
-    const struct pq_field* f = &schema->root.children[c->column];
-    // As for statistics: a column of its own, not a leaf of a struct or list.
-    if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
-      continue;
-    const struct pq_column_chunk* cc = &g->columns[f->leaf];
-    if (!cc->has_meta_data || cc->meta_data.type != f->element->type ||
-        !pq_chunk_may_be_dictionary_only(&cc->meta_data))
-      continue;
-    struct pq_plain_values values;
-    if (!pq_condition_plain_values(f, c, &values)) continue;
-    if (!chunk_dictionary_may_hold(&cc->meta_data, f, &values, source, alloc, codec)) return 0;
-  }
-  return 1;
+  const struct pq_row_group* g = &j->meta->row_groups[j->rg];
+  if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= j->schema->root.n_children) return 1;
+  const struct pq_field* f = &j->schema->root.children[c->column];
+  // As for statistics: a column of its own, not a leaf of a struct or list.
+  if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns) return 1;
+  const struct pq_column_chunk* cc = &g->columns[f->leaf];
+  if (!cc->has_meta_data || cc->meta_data.type != f->element->type ||
+      !pq_chunk_may_be_dictionary_only(&cc->meta_data))
+    return 1;
+  struct pq_plain_values values;
+  if (!pq_condition_plain_values(f, c, &values)) return 1;
+  return chunk_dictionary_may_hold(&cc->meta_data, f, &values, j->source, j->alloc, j->codec);
 }

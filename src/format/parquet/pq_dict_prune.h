@@ -12,25 +12,21 @@
 #include "pq_codec.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
+#include "pq_stats.h"
 
 /// Whether every data page of the chunk may be dictionary-encoded, as far
 /// as the footer tells: its encoding_stats when it has them, else whether
 /// its encodings list a dictionary encoding. The page headers decide.
 int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m);
 
-/// 0 when an equality condition of `filter` names only values that the
-/// dictionary of their column's chunk in row group `rg` does not hold (every
-/// data page of the chunk dictionary-encoded, by its page headers), so no
-/// row passes; 1 otherwise, and
-/// whenever the source is not mapped (over HTTP or S3 each row group's
-/// dictionary would cost a request before the first batch), the dictionary
-/// cannot be read, or the values cannot be put as the column's physical
-/// values. `*codec` is created on first need (the caller frees it).
-int pq_row_group_dictionary_may_match(const struct pq_file_meta* meta,
-                                      const struct pq_schema* schema, int64_t rg,
-                                      const struct sl_row_filter* filter,
-                                      struct sl_source* source,
-                                      const struct sluice_allocator* alloc,
-                                      struct pq_codec_ctx** codec);
+/// 0 when `c` is an equality (or in-list) none of whose values the
+/// dictionary of its column's chunk in row group j->rg holds (every data
+/// page of the chunk dictionary-encoded, by its page headers), so no row
+/// passes; 1 otherwise, and whenever the source is not mapped (over HTTP or
+/// S3 each row group's dictionary would cost a request before the first
+/// batch), the dictionary cannot be read, or the values cannot be put as
+/// the column's physical values.
+int pq_condition_dictionary_may_match(const struct pq_row_group_judge* j,
+                                      const struct sl_filter_condition* c);
 
 #endif

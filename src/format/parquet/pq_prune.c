@@ -1,5 +1,5 @@
 // Row-group pruning (sl_format_reader.split_may_match): whether a row
-// group's column chunk statistics prove that no row passes a row filter.
+// group's column chunk statistics prove that no row passes a condition.
 // The bounds are the ones `sluice stats` trusts (pq_merge_column_stats_range:
 // the sort order of the column's type, legacy min/max only where signed
 // order is right, NaN bounds refused, zero bounds widened to -0.0 / +0.0,
@@ -127,36 +127,32 @@ static int bound_value(const struct pq_field* f, const struct pq_merged_stats* m
   return 0;
 }
 
-int pq_row_group_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
-                           int64_t rg, const struct sl_row_filter* filter) {
-  if (filter == NULL || rg < 0 || rg >= meta->n_row_groups) return 1;
-  const struct pq_row_group* g = &meta->row_groups[rg];
-  for (int k = 0; k < filter->n_conditions; ++k) {
-    const struct sl_filter_condition* c = &filter->conditions[k];
-    if (c->column < 0 || c->column >= schema->root.n_children) continue;
-    const struct pq_field* f = &schema->root.children[c->column];
-    // Only a column of its own: a leaf's nulls in a struct or list say
-    // nothing about the rows.
-    if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
-      continue;
-    struct pq_merged_stats m;
-    struct sluice_error ignored = {0, {0}};
-    if (pq_merge_column_stats_range(meta, f->leaf, rg, 1, &m, &ignored) != 0) continue;
-    // Every value null: no row passes (a null passes no condition), whatever
-    // the column's type.
-    const struct pq_column_chunk* cc = &g->columns[f->leaf];
-    if (m.null_count >= 0 && cc->has_meta_data && m.null_count == g->num_rows &&
-        cc->meta_data.num_values == g->num_rows)
-      return 0;
-    if (!m.has_min_max) continue;
-    // min/max ignore NaN, and NaN passes !=: a chunk of 2.0 and NaN has
-    // min = max = 2.0 and a row that passes x != 2.
-    if (c->kind == SL_FILTER_FLOAT && c->op == SL_FILTER_NE) continue;
-    union sl_filter_value lo, hi;
-    if (f->dict && !dictionary_stats_trusted(meta)) continue;
-    if (!bound_value(f, &m, c->kind, &m.min, &lo) || !bound_value(f, &m, c->kind, &m.max, &hi))
-      continue;
-    if (sl_filter_range_may_pass(c, &lo, &hi) == 0) return 0;
-  }
-  return 1;
+int pq_condition_stats_may_match(const struct pq_row_group_judge* j,
+                                 const struct sl_filter_condition* c) {
+  if (j->rg < 0 || j->rg >= j->meta->n_row_groups) return 1;
+  const struct pq_row_group* g = &j->meta->row_groups[j->rg];
+  if (c->column < 0 || c->column >= j->schema->root.n_children) return 1;
+  const struct pq_field* f = &j->schema->root.children[c->column];
+  // Only a column of its own: a leaf's nulls in a struct or list say
+  // nothing about the rows.
+  if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns)
+    return 1;
+  struct pq_merged_stats m;
+  struct sluice_error ignored = {0, {0}};
+  if (pq_merge_column_stats_range(j->meta, f->leaf, j->rg, 1, &m, &ignored) != 0) return 1;
+  // Every value null: no row passes (a null passes no condition), whatever
+  // the column's type.
+  const struct pq_column_chunk* cc = &g->columns[f->leaf];
+  if (m.null_count >= 0 && cc->has_meta_data && m.null_count == g->num_rows &&
+      cc->meta_data.num_values == g->num_rows)
+    return 0;
+  if (!m.has_min_max) return 1;
+  // min/max ignore NaN, and NaN passes !=: a chunk of 2.0 and NaN has
+  // min = max = 2.0 and a row that passes x != 2.
+  if (c->kind == SL_FILTER_FLOAT && c->op == SL_FILTER_NE) return 1;
+  union sl_filter_value lo, hi;
+  if (f->dict && !dictionary_stats_trusted(j->meta)) return 1;
+  if (!bound_value(f, &m, c->kind, &m.min, &lo) || !bound_value(f, &m, c->kind, &m.max, &hi))
+    return 1;
+  return sl_filter_range_may_pass(c, &lo, &hi) != 0;
 }

@@ -9,6 +9,8 @@
 
 #include "sluice.h"
 #include "../sl_format.h"
+#include "core/sl_row_filter.h"
+#include "io/sl_source.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
 
@@ -18,11 +20,25 @@ int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* sch
                     struct sl_stored_column_stats* stats, struct ArrowArray* min_max,
                     struct sluice_error* error);
 
-/// Whether a row of row group `rg` may pass `filter` (conditions on top-level
-/// columns of `schema`): 0 only when a condition's column chunk statistics
-/// prove that none does (every value null, or bounds that the condition
-/// rules out); 1 otherwise, and whenever unsure. See pq_prune.c.
-int pq_row_group_may_match(const struct pq_file_meta* meta, const struct pq_schema* schema,
-                           int64_t rg, const struct sl_row_filter* filter);
+/// A row group judged against a row filter's conditions while planning
+/// (pq_prune.c: statistics, pq_bloom.c: Bloom filters, pq_dict_prune.c:
+/// dictionary pages). Each pq_condition_*_may_match is 0 only when what it
+/// reads proves that no row of the row group passes condition `c`; 1
+/// otherwise, and whenever unsure.
+struct pq_bloom_cache;
+struct pq_codec_ctx;
+struct pq_row_group_judge {
+  const struct pq_file_meta* meta;
+  const struct pq_schema* schema;
+  int64_t rg;
+  struct sl_source* source;          ///< where Bloom filters and dictionaries are read
+  struct pq_bloom_cache* bloom;      ///< may be NULL
+  const struct sluice_allocator* alloc;
+  struct pq_codec_ctx** codec;       ///< created on first need; the caller frees it
+};
+/// By the chunk's statistics: every value null, or bounds the condition
+/// rules out.
+int pq_condition_stats_may_match(const struct pq_row_group_judge* j,
+                                 const struct sl_filter_condition* c);
 
 #endif
