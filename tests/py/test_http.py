@@ -719,6 +719,46 @@ def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_pa
             assert len(gets) <= 6, gets
 
 
+def test_parquet_lookup_by_dictionaries_fetches_one_row_group(sluice, fault_server, tmp_path):
+    """Over HTTP, a lookup in pyarrow's default file (no Bloom filter,
+    dictionary-encoded, encoding_stats) reads each row group's dictionary
+    page of the filter's column (a request each, as its split comes up) and
+    then only the row group that holds the value; rows equal the local
+    read's, through broken transfers too."""
+    import pyarrow.parquet as pq
+    n, per_group = 400_000, 50_000
+    # Users in runs of 16, in an order unrelated to the rows: every row
+    # group's min/max span nearly all users, its dictionary 3,125 of them.
+    users = ["user-%06d" % ((i // 16) * 7919 % (n // 16)) for i in range(n)]
+    table = pa.table({"u": pa.array(users), "x": pa.array([i / 3 for i in range(n)])})
+    path = fault_server["www"] / "dict_lookup.parquet"
+    pq.write_table(table, path, row_group_size=per_group, compression="snappy")
+    meta = pq.ParquetFile(path).metadata
+    size = path.stat().st_size
+    value = users[123_456]
+    args = ["--filter", f"u={value}"]
+    local = local_table(sluice, path, tmp_path / "l.arrows", args)
+    assert local["u"].to_pylist() == [value] * 16
+    srv = fault_server["server"]
+    for mode in ("ok", "flaky", "cut"):
+        before = len(srv.log)
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/dict_lookup.parquet",
+                            tmp_path / "r.arrows", args)
+        assert remote.equals(local), mode
+        if mode == "ok":
+            fetched = _fetched_bytes(srv.log[before:], size)
+            one_group = size / meta.num_row_groups
+            dictionaries = sum(meta.row_group(g).column(0).data_page_offset -
+                               meta.row_group(g).column(0).dictionary_page_offset
+                               for g in range(meta.num_row_groups))
+            assert fetched < one_group * 1.5 + dictionaries + (1 << 20), (fetched, size)
+    # Without the filter every row group is read: the lookup did prune.
+    before = len(srv.log)
+    read_table(sluice, f"{fault_server['url']}/ok/dict_lookup.parquet", tmp_path / "a.arrows",
+               [])
+    assert _fetched_bytes(srv.log[before:], size) > size * 0.8
+
+
 def test_ipc_file_projection_of_every_kind_of_column(sluice, fault_server, tmp_path):
     """Each column of a file with nested, dictionary, view and union columns,
     compressed buffers, read alone over HTTP, equals the local read: the

@@ -351,6 +351,27 @@ def test_dictionary_falls_back_to_plain_when_large(sluice, tmp_path):
     assert_same_table(pq.read_table(out2), table)
 
 
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_encoding_stats_say_which_chunks_are_all_dictionary(sluice, tmp_path, version):
+    """encoding_stats (as pyarrow writes them) tell readers which chunks may
+    be pruned by their dictionary: DuckDB lists them as they are."""
+    n = 40000
+    table = pa.table({"s": pa.array([f"{i:08d}" * 4 for i in range(n)]),
+                      "few": pa.array([f"v{i % 3}" for i in range(n)])})
+    out = convert(sluice, tmp_path, table, f"data_page_version={version},page_size=16k")
+    rows = duckdb.sql(f"select path_in_schema, encoding_stats from parquet_metadata('{out}') "
+                      "order by column_id").fetchall()
+    page = "DATA_PAGE_V2" if version == "2" else "DATA_PAGE"
+    plain, few = rows[0][1], rows[1][1]
+    assert [(e["page_type"], e["encoding"]) for e in plain] == [(page, "PLAIN")]
+    assert plain[0]["count"] > 1  # many pages, one entry
+    assert [(e["page_type"], e["encoding"]) for e in few] == \
+        [("DICTIONARY_PAGE", "PLAIN"), (page, "RLE_DICTIONARY")]
+    assert_same_table(pq.read_table(out), table)
+    assert pl.read_parquet(out).to_arrow().column("few").to_pylist() == \
+        table.column("few").to_pylist()
+
+
 def test_dictionary_columns_keep_their_dictionary(sluice, tmp_path):
     """A dictionary column is written with its own dictionary first, as
     pyarrow writes it: order and unused values kept (an ordered pandas

@@ -48,6 +48,9 @@ struct pq_reader {
   int has_schema;
   struct pq_bloom_cache bloom;  ///< Bloom filters read while planning
   struct pq_codec_ctx* plan_codec;  ///< decompresses dictionaries while planning
+  /// The row filter split_may_match was given (it outlives the scans), so
+  /// that each split of a remote file can judge its dictionaries.
+  const struct sl_row_filter* filter;
 };
 
 static int parse_bool_option(const char* v, size_t n, int* out) {
@@ -620,6 +623,33 @@ static int narrow_binary(struct pq_split* s, const struct pq_field* f, const str
   return 0;
 }
 
+static int dictionary_may_match(void* judge, const struct sl_filter_condition* c) {
+  return pq_condition_dictionary_may_match(judge, c);
+}
+
+/// Whether a row of the split's row group may pass the filter by the
+/// dictionaries of a remote file (a mapped one's were judged while
+/// planning): 1 or 0, or -1 with *error when a read failed. A dictionary
+/// page is fetched (a request, and its bytes twice if the row group is read
+/// after all) only when it is under a quarter of the row group's chunks,
+/// which a 0 saves: not for a column that is mostly dictionary. By the
+/// whole row group, not the columns this split reads, so that the parts of
+/// a split decoded by columns judge alike and agree on having no rows.
+static int remote_dictionaries_may_match(struct pq_split* s, struct sluice_error* error) {
+  struct pq_reader* r = s->r;
+  if (r->filter == NULL || r->source->mapped) return 1;
+  const struct pq_row_group* g = &r->meta.row_groups[s->rg];
+  int64_t bytes = 0;
+  for (int64_t l = 0; l < g->n_columns; ++l)
+    if (g->columns[l].has_meta_data && g->columns[l].meta_data.total_compressed_size > 0 &&
+        g->columns[l].meta_data.total_compressed_size < INT64_MAX - bytes)
+      bytes += g->columns[l].meta_data.total_compressed_size;
+  struct pq_row_group_judge judge = {&r->meta, &r->schema, s->rg, r->source,
+                                     NULL, r->alloc, &s->cr.codec, 1, bytes / 4, 0, error};
+  int may = sl_row_filter_may_pass(r->filter, dictionary_may_match, &judge);
+  return judge.failed ? -1 : may;
+}
+
 static int split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
   struct pq_split* s = state;
   struct pq_reader* r = s->r;
@@ -627,6 +657,12 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
   if (!s->decoded) {
     s->decoded = 1;
     if (s->rows == 0) return 0;
+    int may = remote_dictionaries_may_match(s, error);
+    if (may < 0) return error->code != 0 ? error->code : EIO;
+    if (may == 0) {
+      s->next_row = s->rows;
+      return 0;
+    }
     struct ArrowArray whole;
     SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
     // The batch boundaries (split_open: rows_per_batch) depend on the
@@ -713,7 +749,7 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
 /// A condition judged by the row group's chunk statistics, then the Bloom
 /// filters, then (in mapped files) the dictionaries: cheapest first.
 static int condition_may_match(void* judge, const struct sl_filter_condition* c) {
-  const struct pq_row_group_judge* j = judge;
+  struct pq_row_group_judge* j = judge;
   return pq_condition_stats_may_match(j, c) && pq_condition_bloom_may_match(j, c) &&
          pq_condition_dictionary_may_match(j, c);
 }
@@ -723,8 +759,9 @@ static int reader_split_may_match(void* reader, const struct sl_split* split,
                                   const struct sl_row_filter* filter) {
   struct pq_reader* r = reader;
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
+  r->filter = filter;  // for the dictionaries of a remote file, judged by each split
   struct pq_row_group_judge judge = {&r->meta, &r->schema, split->index, r->source,
-                                     &r->bloom, r->alloc, &r->plan_codec};
+                                     &r->bloom, r->alloc, &r->plan_codec, 0, 0, 0, NULL};
   return sl_row_filter_may_pass(filter, condition_may_match, &judge);
 }
 

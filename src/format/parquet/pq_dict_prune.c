@@ -1,8 +1,11 @@
 // Dictionary pruning. Most useful for pyarrow's files: strings are
 // dictionary-encoded by default without a Bloom filter, and min/max rarely
-// rule a value out of an unsorted column. Read while planning, like the
-// Bloom filters, but only from mapped sources (local files, memory), where
-// a dictionary page costs its decompression and no request.
+// rule a value out of an unsorted column. Mapped sources (local files,
+// memory) are judged while planning, like the Bloom filters: a dictionary
+// page costs its decompression and no request, and the page headers are
+// walked to see that every data page uses it. Remote ones as each split is
+// about to be decoded, on the workers' threads, one request per dictionary
+// page, believing encoding_stats (the pages are not fetched to be walked).
 #include "pq_dict_prune.h"
 
 #include <string.h>
@@ -78,52 +81,81 @@ static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64
   return 0;
 }
 
-/// Whether chunk `m` may hold one of `values`: 1 unless it starts with a
-/// dictionary page, every data page after it is dictionary-encoded, and the
-/// dictionary holds none of them (1 whenever something cannot be read).
-static int chunk_dictionary_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
-                                     const struct pq_plain_values* values,
-                                     struct sl_source* source,
-                                     const struct sluice_allocator* alloc,
-                                     struct pq_codec_ctx** codec) {
+/// Whether the dictionary page (PLAIN values; data[0..size) from its
+/// header on) may hold one of `values`: 1 whenever it cannot be parsed and
+/// decoded. *end = where the page ends in data.
+static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
+                         const struct pq_plain_values* values, const uint8_t* data, int64_t size,
+                         const struct sluice_allocator* alloc, struct pq_codec_ctx** codec,
+                         int64_t* end) {
+  struct sluice_error ignored = {0, {0}};
+  struct pq_page_header h;
+  int64_t header = 0;
+  if (pq_page_header_parse(data, size, &h, &header, &ignored) != 0 ||
+      h.type != PQ_PAGE_DICTIONARY || h.num_values < 0 ||
+      (h.encoding != PQ_ENC_PLAIN && h.encoding != PQ_ENC_PLAIN_DICTIONARY) ||
+      h.compressed_page_size > size - header || h.uncompressed_page_size > DICT_MAX_BYTES)
+    return 1;
+  const uint8_t* body = data + header;
+  int64_t body_size = h.compressed_page_size;
+  *end = header + body_size;
+  if (m->codec == PQ_CODEC_UNCOMPRESSED) return dictionary_holds(f, body, body_size, h.num_values, values);
+  int may = 1;
+  int64_t usize = h.uncompressed_page_size;
+  uint8_t* plain = sl_alloc(alloc, usize > 0 ? (size_t)usize : 1);
+  if (plain != NULL && (*codec != NULL || pq_codec_ctx_new(alloc, codec, &ignored) == 0) &&
+      pq_decompress(*codec, m->codec, body, body_size, plain, usize, &ignored) == 0)
+    may = dictionary_holds(f, plain, usize, h.num_values, values);
+  if (plain != NULL) sl_free(alloc, plain, usize > 0 ? (size_t)usize : 1);
+  return may;
+}
+
+/// Whether chunk `m` of a mapped source may hold one of `values`: 1 unless
+/// it starts with a dictionary page, every data page after it is
+/// dictionary-encoded (by their headers), and the dictionary holds none.
+static int mapped_chunk_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
+                                 const struct pq_plain_values* values, struct sl_source* source,
+                                 const struct sluice_allocator* alloc,
+                                 struct pq_codec_ctx** codec) {
   int64_t start, len;
   if (pq_chunk_range(m, source->size, &start, &len) != 0) return 1;
   struct sluice_error ignored = {0, {0}};
   struct sl_view view = {0};
   if (sl_source_read_at(source, start, len, &view, &ignored) != 0) return 1;
-  int may = 1;
-  struct pq_page_header h;
-  int64_t header = 0;
-  if (pq_page_header_parse(view.data, view.size, &h, &header, &ignored) != 0 ||
-      h.type != PQ_PAGE_DICTIONARY || h.num_values < 0 ||
-      (h.encoding != PQ_ENC_PLAIN && h.encoding != PQ_ENC_PLAIN_DICTIONARY) ||
-      h.compressed_page_size > view.size - header || h.uncompressed_page_size > DICT_MAX_BYTES) {
-    sl_view_release(&view);
-    return 1;
-  }
-  const uint8_t* body = view.data + header;
-  int64_t size = h.compressed_page_size;
-  if (!data_pages_dictionary(m, view.data, view.size, header + size)) {
-    sl_view_release(&view);
-    return 1;
-  }
-  if (m->codec == PQ_CODEC_UNCOMPRESSED) {
-    may = dictionary_holds(f, body, size, h.num_values, values);
-  } else {
-    int64_t usize = h.uncompressed_page_size;
-    uint8_t* plain = sl_alloc(alloc, usize > 0 ? (size_t)usize : 1);
-    if (plain != NULL && (*codec != NULL || pq_codec_ctx_new(alloc, codec, &ignored) == 0) &&
-        pq_decompress(*codec, m->codec, body, size, plain, usize, &ignored) == 0)
-      may = dictionary_holds(f, plain, usize, h.num_values, values);
-    if (plain != NULL) sl_free(alloc, plain, usize > 0 ? (size_t)usize : 1);
-  }
+  int64_t end = 0;
+  int may = page_may_hold(m, f, values, view.data, view.size, alloc, codec, &end);
+  if (!may && !data_pages_dictionary(m, view.data, view.size, end)) may = 1;
   sl_view_release(&view);
   return may;
 }
 
-int pq_condition_dictionary_may_match(const struct pq_row_group_judge* j,
+/// Whether chunk `m` of a remote source may hold one of `values`, reading
+/// its dictionary page alone (dictionary_page_offset up to
+/// data_page_offset): only where encoding_stats say every data page is
+/// dictionary-encoded, since the pages cannot be walked without fetching
+/// the chunk. A read that fails sets j->failed.
+static int remote_chunk_may_hold(struct pq_row_group_judge* j, const struct pq_column_meta* m,
+                                 const struct pq_field* f, const struct pq_plain_values* values) {
+  int64_t at = m->dictionary_page_offset, end = m->data_page_offset;
+  if (m->data_pages_dictionary != 1 || at <= 0 || end <= at || end > j->source->size ||
+      end - at > DICT_MAX_BYTES + 4096 || end - at > j->remote_max_bytes)
+    return 1;
+  struct sl_view view = {0};
+  int rc = sl_source_read_at(j->source, at, end - at, &view, j->error);
+  if (rc != 0) {
+    j->failed = rc;
+    return 1;
+  }
+  int64_t page_end = 0;
+  int may = page_may_hold(m, f, values, view.data, view.size, j->alloc, j->codec, &page_end);
+  sl_view_release(&view);
+  return may;
+}
+
+int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
                                       const struct sl_filter_condition* c) {
-  if (j->source == NULL || !j->source->mapped || j->rg < 0 || j->rg >= j->meta->n_row_groups)
+  if (j->source == NULL || (!j->source->mapped && !j->remote_dictionaries) || j->failed ||
+      j->rg < 0 || j->rg >= j->meta->n_row_groups)
     return 1;
   const struct pq_row_group* g = &j->meta->row_groups[j->rg];
   if (c->op != SL_FILTER_EQ || c->column < 0 || c->column >= j->schema->root.n_children) return 1;
@@ -136,5 +168,6 @@ int pq_condition_dictionary_may_match(const struct pq_row_group_judge* j,
     return 1;
   struct pq_plain_values values;
   if (!pq_condition_plain_values(f, c, &values)) return 1;
-  return chunk_dictionary_may_hold(&cc->meta_data, f, &values, j->source, j->alloc, j->codec);
+  if (!j->source->mapped) return remote_chunk_may_hold(j, &cc->meta_data, f, &values);
+  return mapped_chunk_may_hold(&cc->meta_data, f, &values, j->source, j->alloc, j->codec);
 }

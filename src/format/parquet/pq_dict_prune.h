@@ -20,13 +20,13 @@
 int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m);
 
 /// 0 when `c` is an equality (or in-list) none of whose values the
-/// dictionary of its column's chunk in row group j->rg holds (every data
-/// page of the chunk dictionary-encoded, by its page headers), so no row
-/// passes; 1 otherwise, and whenever the source is not mapped (over HTTP or
-/// S3 each row group's dictionary would cost a request before the first
-/// batch), the dictionary cannot be read, or the values cannot be put as
-/// the column's physical values.
-int pq_condition_dictionary_may_match(const struct pq_row_group_judge* j,
+/// dictionary of its column's chunk in row group j->rg holds, so no row
+/// passes: in a mapped source when the page headers show every data page of
+/// the chunk dictionary-encoded; in another (with j->remote_dictionaries)
+/// when its encoding_stats say so. 1 otherwise, and whenever the dictionary
+/// cannot be read and decoded or the values cannot be put as the column's
+/// physical values (a failed remote read also sets j->failed).
+int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
                                       const struct sl_filter_condition* c);
 
 #endif

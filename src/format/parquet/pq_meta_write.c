@@ -151,6 +151,25 @@ static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column
   if (m->index_page_offset >= 0) pq_thrift_write_i64_field(w, 10, m->index_page_offset);
   if (m->dictionary_page_offset >= 0) pq_thrift_write_i64_field(w, 11, m->dictionary_page_offset);
   write_statistics(w, 12, &m->statistics);
+  if (m->n_data_pages > 0 && m->n_data_pages <= INT32_MAX) {
+    // encoding_stats: what readers check before pruning by dictionaries.
+    int has_dictionary = m->dictionary_page_offset >= 0;
+    pq_thrift_write_field(w, 13, PQ_TT_LIST);
+    pq_thrift_write_list_begin(w, PQ_TT_STRUCT, has_dictionary ? 2 : 1);
+    if (has_dictionary) {
+      pq_thrift_write_struct_begin(w);
+      pq_thrift_write_i32_field(w, 1, PQ_PAGE_DICTIONARY);
+      pq_thrift_write_i32_field(w, 2, PQ_ENC_PLAIN);
+      pq_thrift_write_i32_field(w, 3, 1);
+      pq_thrift_write_struct_end(w);
+    }
+    pq_thrift_write_struct_begin(w);
+    pq_thrift_write_i32_field(w, 1, m->data_pages_v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
+    pq_thrift_write_i32_field(w, 2, m->data_pages_dictionary == 1 ? PQ_ENC_RLE_DICTIONARY
+                                                                  : PQ_ENC_PLAIN);
+    pq_thrift_write_i32_field(w, 3, (int32_t)m->n_data_pages);
+    pq_thrift_write_struct_end(w);
+  }
   if (m->bloom_filter_offset >= 0) {
     pq_thrift_write_i64_field(w, 14, m->bloom_filter_offset);
     if (m->bloom_filter_length > 0 && m->bloom_filter_length <= INT32_MAX)

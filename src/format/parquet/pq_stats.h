@@ -35,6 +35,14 @@ struct pq_row_group_judge {
   struct pq_bloom_cache* bloom;      ///< may be NULL
   const struct sluice_allocator* alloc;
   struct pq_codec_ctx** codec;       ///< created on first need; the caller frees it
+  /// Read the dictionaries of a source that is not mapped (a split about to
+  /// be decoded: one request per chunk, on the worker's thread) rather than
+  /// leave them unread; `failed` then receives a read's error code, `error`
+  /// its message (the split fails rather than judge by half the bytes).
+  int remote_dictionaries;
+  int64_t remote_max_bytes;          ///< larger dictionary pages are not fetched
+  int failed;
+  struct sluice_error* error;
 };
 /// By the chunk's statistics: every value null, or bounds the condition
 /// rules out.

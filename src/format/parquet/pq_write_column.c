@@ -482,9 +482,12 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
       h.is_compressed = opt->codec != PQ_CODEC_UNCOMPRESSED;
     }
     SL_RETURN_NOT_OK(emit_page(&w, &h, v2 ? levels_len : 0, error));
+    m->n_data_pages++;
     lv = l_end;
     vv = v_end;
   }
+  m->data_pages_dictionary = use_dict;
+  m->data_pages_v2 = v2;
   m->total_uncompressed_size = w.uncompressed_total;
   m->total_compressed_size = out->bytes.size;
   if (leaf->bloom) SL_RETURN_NOT_OK(append_bloom(leaf, opt, s, use_dict, n_dict, out, error));
