@@ -26,6 +26,13 @@ Tasks (all by default):
               objects of 2^18 rows (~9.4 MB each, w3_big/, under big/): every
               object is opened before the scan, so what each keeps until its
               turn shows in the peak RSS beside the table's 671 MB.
+  lookup_s3   a point lookup that only dictionary pages can settle: the 64 rows
+              of one user in w1_dict.parquet (bench/filters.py makes it: W1 plus
+              a string column of users in runs of 64, pyarrow's defaults, no
+              Bloom filter) by sluice.read(filters=), pyarrow read_table(filters=)
+              over an S3FileSystem and polars scan_parquet().filter(); and the
+              sluice cell through the counting proxy (fetch_ratio: of the
+              whole file's chunks).
   gz_s3       compressed CSV objects: W1's first 96 * 2^16 rows as 96 .csv.gz
               objects (gzip -1, ~2.5 MB each, w3_gz/ cut from w1.csv, under
               gz/): sluice.read against pyarrow.dataset(format='csv'); each
@@ -49,7 +56,7 @@ from harness import HERE, PY, ROOT, Cell, Context, log
 
 FULL_ROWS = 1 << 25           # the W1 files of the parquet_s3 / csv_s3 tasks
 QUICK_ROWS = 1 << 20
-DEFAULT_TASKS = "w3,w3_16,parquet_s3,csv_s3,many_s3,big_s3,gz_s3"
+DEFAULT_TASKS = "w3,w3_16,parquet_s3,lookup_s3,csv_s3,many_s3,big_s3,gz_s3"
 # The objects of the many-objects tasks: (directory, prefix, objects, rows each).
 MANY_SETS = {"many_s3": ("w3_many", "many", 256, 4096),
              "big_s3": ("w3_big", "big", 64, 1 << 18)}
@@ -213,8 +220,15 @@ def cells(ctx: Context) -> list:
     keyed = {f"{MANY_SETS[task][1]}/{os.path.basename(p)}": p
              for task, paths in sets.items() for p in paths}
     keyed.update({f"{GZ_SET[1]}/{os.path.basename(p)}": p for p in gz})
-    server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)],
-                           keyed)
+    lookup = None
+    if "lookup_s3" in ctx.tasks and os.path.exists(parquet):
+        import filters  # bench/filters.py: the same file and user as its local lookup
+        dict_path, user = filters.dict_file(ctx.data)
+        session = filters.DICT_ROW // 64
+        ids = range(session * 64, min(session * 64 + 64, rows))
+        lookup = (dict_path, user, len(ids), sum(ids))
+    server = _start_server(ctx, objects + [p for p in (parquet, csv) if os.path.exists(p)] +
+                           ([lookup[0]] if lookup else []), keyed)
     lp = ["-f", "lenprefix", "--length-prefix", "u8"]
     out = []
 
@@ -270,6 +284,34 @@ def cells(ctx: Context) -> list:
                         "counts response body bytes; needed = x1, x2 column chunks of every "
                         "row group + footer from pyarrow's metadata; result fetch_ratio",
                     checker=pq_check, skip=no_parquet))
+
+    # A point lookup in w1_dict.parquet from S3.
+    if "lookup_s3" in ctx.tasks:
+        no_lookup = None if lookup else f"no {parquet} to make w1_dict.parquet from"
+        url = server.url("w1_dict.parquet") if lookup else ""
+        user = lookup[1] if lookup else ""
+        check = _many_checker(*lookup[2:]) if lookup else None
+        for tool, name, python, how in (
+                ("sluice", "sluice.read(filters=) (s3://)", ctx.python,
+                 "sluice.read(url, filters=[('user', '=', u)]): footer, then each row "
+                 "group's dictionary page of `user` as its split comes up, then the row "
+                 "group that holds u"),
+                ("pyarrow", "pyarrow read_table(filters=) (S3FileSystem)", PY,
+                 "pq.read_table(bucket/key, filesystem=S3FileSystem(...), "
+                 "filters=[('user', '=', u)])"),
+                ("polars", "polars scan_parquet().filter() (s3://)", PY,
+                 "pl.scan_parquet(url, storage_options=...).filter(pl.col('user') == u)"
+                 ".collect()")):
+            out.append(Cell("lookup_s3", name, tool, "sluice" if tool == "sluice" else "peer",
+                            [[python, peers, "lookup", tool, url, "user", user]],
+                            how=how, checker=check, skip=no_lookup))
+        out.append(Cell("lookup_s3", "bytes fetched: sluice through a counting proxy", "sluice",
+                        "sluice", [[PY, peers, "fetched", lookup[0] if lookup else "",
+                                    "id,x1,x2,x3,x4,user", "--", ctx.python, peers, "lookup",
+                                    "sluice", url, "user", user]], group="proxy",
+                        how="the sluice cell with AWS_ENDPOINT_URL at a loopback proxy that "
+                            "counts response body bytes; fetch_ratio = fetched / (every chunk "
+                            "of the file + footer)", checker=check, skip=no_lookup))
 
     # W1 CSV from S3 against local.
     no_csv = None if os.path.exists(csv) else f"no {csv} (gen_w1.py --csv --only csv)"

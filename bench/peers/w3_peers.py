@@ -18,6 +18,10 @@
       into one Arrow table: TOOL is sluice (sluice.read(url)), pyarrow
       (pyarrow.dataset over an S3FileSystem) or polars (pl.read_parquet of
       prefix*.parquet with storage_options; Parquet only); rows and sum(id).
+  w3_peers.py lookup TOOL s3://bucket/key COLUMN VALUE
+      the rows of one Parquet object where COLUMN equals VALUE (a string):
+      sluice.read(filters=), pyarrow.parquet.read_table(filters=) over an
+      S3FileSystem, polars scan_parquet().filter().collect(); rows and sum(id).
 Credentials and endpoint come from the AWS_* environment (bench/s3server.py).
 """
 from __future__ import annotations
@@ -97,6 +101,47 @@ def many(tool: str, url: str, fmt: str = "parquet") -> None:
          load_s=t1 - t0, import_s=t0 - t_imp, version=version)
 
 
+def lookup(tool: str, url: str, column: str, value: str) -> None:
+    """The rows of a Parquet object whose `column` equals `value`."""
+    t_imp = time.perf_counter()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    loc = urlparse(url)
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    if tool == "sluice":
+        import sluice
+        version = sluice.__version__
+        t0 = time.perf_counter()
+        table = pa.RecordBatchReader.from_stream(
+            sluice.read(url, filters=[(column, "=", value)])).read_all()
+    elif tool == "pyarrow":
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+        version = pa.__version__
+        ep = urlparse(endpoint)
+        t0 = time.perf_counter()
+        fs = pafs.S3FileSystem(access_key=key, secret_key=secret, region=region,
+                               endpoint_override=ep.netloc, scheme=ep.scheme)
+        table = pq.read_table(loc.netloc + loc.path, filesystem=fs,
+                              filters=[(column, "=", value)])
+    elif tool == "polars":
+        import polars as pl
+        version = pl.__version__
+        opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key,
+                "aws_secret_access_key": secret, "aws_region": region,
+                "aws_allow_http": "true"}
+        t0 = time.perf_counter()
+        table = pl.scan_parquet(url, storage_options=opts).filter(
+            pl.col(column) == value).collect().to_arrow()
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    t1 = time.perf_counter()
+    emit(tool=tool, rows=table.num_rows, sum_id=pc.sum(table.column("id")).as_py(),
+         load_s=t1 - t0, import_s=t0 - t_imp, version=version)
+
+
 def consume() -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -164,6 +209,8 @@ def main(argv) -> int:
         smart_open_read(argv[1])
     elif len(argv) in (3, 4) and argv[0] == "many":
         many(*argv[1:])
+    elif len(argv) == 5 and argv[0] == "lookup":
+        lookup(*argv[1:])
     elif argv == ["consume"]:
         consume()
     elif len(argv) >= 4 and argv[0] == "fetched" and argv[3] == "--":
