@@ -321,8 +321,16 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
                           text);
     }
-    char* v = sl_percent_decoded(p, m, alloc);
+    // %00 decoded as row filters decode it (a NUL byte): no directory
+    // name holds one, so such a value is refused rather than read as text.
+    size_t vn = 0;
+    char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    if (strlen(v) != vn) {
+      sl_free(alloc, v, vn + 1);
+      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%.*s' holds a NUL byte, "
+                          "which no key=value directory name can", (int)n, text, (int)m, p);
+    }
     c->values[c->n_values++] = v;
     if ((strcmp(format, "l") == 0 && !is_integer(v)) || (strcmp(format, "tdD") == 0 && !is_date(v))) {
       return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not %s, as the "

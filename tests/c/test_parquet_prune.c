@@ -790,6 +790,59 @@ static void test_dictionary_pages(void** state) {
   unlink(path);
 }
 
+/// encoding_stats as the writer puts them (a dictionary page, then the data
+/// pages' entry) parse back to "every data page dictionary-encoded"; a
+/// damaged entry (a page type that is a string) skips the list, not the
+/// file, and the fields after it still count.
+static void test_encoding_stats(void** state) {
+  (void)state;
+  char path[512];
+  test_temp_path("stats_enc.parquet", path, sizeof path);
+  write_known(path, "row_group_size=4");
+  size_t size = 0;
+  uint8_t* data = test_read_file(path, &size);
+  assert_non_null(data);
+  uint32_t len = (uint32_t)data[size - 8] | (uint32_t)data[size - 7] << 8 |
+                 (uint32_t)data[size - 6] << 16 | (uint32_t)data[size - 5] << 24;
+  assert_true(len + 12 <= size);
+  const uint8_t* footer = data + size - 8 - len;
+  struct pq_file_meta meta;
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(pq_file_meta_parse(footer, len, NULL, &meta, &error), 0);
+  const struct pq_column_meta* m = &meta.row_groups[0].columns[0].meta_data;
+  assert_int_equal(m->data_pages_dictionary, 1);
+  int64_t stats = m->statistics.null_count;
+  pq_file_meta_free(&meta);
+  // Field 13 (list of 2 structs), then field 1 (i32) = DICTIONARY_PAGE
+  // (zigzag 4): made field 1 the string "A".
+  static const uint8_t pattern[] = {0x19, 0x2C, 0x15, 0x04};
+  const uint8_t* at = NULL;
+  for (size_t i = 0; i + sizeof pattern <= len && at == NULL; ++i)
+    if (memcmp(footer + i, pattern, sizeof pattern) == 0) at = footer + i;
+  assert_non_null(at);
+  size_t head = (size_t)(at - footer) + 2;
+  static const uint8_t text[] = {0x18, 0x01, 'A'};
+  size_t n = len - 2 + sizeof text;
+  uint8_t* bad = malloc(n);
+  assert_non_null(bad);
+  memcpy(bad, footer, head);
+  memcpy(bad + head, text, sizeof text);
+  memcpy(bad + head + sizeof text, footer + head + 2, len - head - 2);
+  error.code = 0;
+  int rc = pq_file_meta_parse(bad, (int64_t)n, NULL, &meta, &error);
+  if (rc != 0) fprintf(stderr, "%s\n", error.message);
+  assert_int_equal(rc, 0);
+  assert_int_equal(error.code, 0);
+  m = &meta.row_groups[0].columns[0].meta_data;
+  assert_int_equal(m->data_pages_dictionary, -1);
+  assert_true(m->statistics.null_count == stats);  // parsed before the list
+  assert_int_equal(meta.row_groups[0].columns[1].meta_data.data_pages_dictionary, 1);
+  pq_file_meta_free(&meta);
+  free(bad);
+  free(data);
+  unlink(path);
+}
+
 /// Bloom filters: xxHash64 against its reference value, parquet-mr's filter
 /// of "hello", "parquet", "bloom", "filter" (parquet-testing's
 /// bloom_filter.xxhash.bin: a 16-byte header, 1,024 bytes of bits), and
@@ -867,6 +920,7 @@ int main(void) {
       cmocka_unit_test(test_known_stats),
       cmocka_unit_test(test_rewritten_stats),
       cmocka_unit_test(test_dictionary_pages),
+      cmocka_unit_test(test_encoding_stats),
       cmocka_unit_test(test_corpus_prunes),
       cmocka_unit_test(test_corpus_sound),
       cmocka_unit_test(test_bloom_filter),

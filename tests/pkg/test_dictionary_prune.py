@@ -33,6 +33,11 @@ def _table():
         "x": pa.array([-0.0 if v == 0 else v / 4 for v in vals], pa.float64()),
         "d": pa.array([dt.date(2001, 1, 1) + dt.timedelta(days=v) for v in vals]),
         "b": pa.array([b"\x00k%d" % v for v in vals], pa.binary()),
+        # Narrow integers are INT32 in the file: entries compare as read.
+        "i8": pa.array([v % 120 - 60 for v in vals], pa.int8()),
+        "u8": pa.array([v % 120 + 100 for v in vals], pa.uint8()),
+        "i16": pa.array([v * 100 - 12000 for v in vals], pa.int16()),
+        "u16": pa.array([v * 200 for v in vals], pa.uint16()),
     })
 
 
@@ -151,6 +156,10 @@ CASES = [
     ("x", 0.0),  # only -0.0 is stored (group 0): both zeros are looked up
     ("d", dt.date(2001, 1, 1) + dt.timedelta(days=2 + GROUPS * 7)),
     ("b", b"\x00k%d" % (2 + GROUPS * 7)),
+    ("i8", (2 + GROUPS * 7) % 120 - 60),
+    ("u8", (2 + GROUPS * 7) % 120 + 100),
+    ("i16", (2 + GROUPS * 7) * 100 - 12000),
+    ("u16", (2 + GROUPS * 7) * 200),
 ]
 
 
@@ -201,7 +210,8 @@ def test_in_lists_and_absent_values(tmp_path, writer):
     dictionary_columns = _dictionary_columns(clean)
     for flt in ([("s", "=", "nope")], [("i", "in", [1, 2, 3])], [("i32", "=", 10**6)],
                 [("x", "=", 0.1)], [("b", "=", b"k1")],
-                [("d", "=", dt.date(1990, 1, 1))]):
+                [("d", "=", dt.date(1990, 1, 1))], [("i8", "=", 100)], [("u8", "=", 7)],
+                [("i16", "in", [1, 2])], [("u16", "=", 1)]):
         if flt[0][0] in dictionary_columns:
             assert pa.table(sluice.read(str(damaged), filters=flt)).num_rows == 0, flt
         assert pq.read_table(clean, filters=flt).num_rows == 0, flt
@@ -225,3 +235,27 @@ def test_chunks_that_fell_back_to_plain_are_read(tmp_path):
     _damage_data_pages(path, set())
     with pytest.raises(sluice.Error):
         sluice.read(str(path), filters=[("s", "=", "v039999")])
+
+
+def test_a_corrupt_dictionary_page_is_reported_not_pruned(tmp_path):
+    """With page checksums, a dictionary page whose bytes were changed fails
+    its CRC: the row group is read (and the CRC error raised), not skipped
+    as if the changed dictionary told the truth."""
+    t = pa.table({"s": ["apple", "pear"] * 2 + ["plum", "fig"] * 2})
+    path = tmp_path / "crc.parquet"
+    pq.write_table(t, path, row_group_size=4, compression="none", write_page_checksum=True)
+    data = bytearray(path.read_bytes())
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    start = chunk.dictionary_page_offset
+    at = data.index(b"apple", start, chunk.data_page_offset)
+    data[at] = ord("b")  # row group 0's dictionary now says "bpple"
+    path.write_bytes(bytes(data))
+    for value in ("apple", "fig"):  # in row group 0 or not, it is read
+        with pytest.raises(sluice.Error, match="CRC"):
+            sluice.read(str(path), filters=[("s", "=", value)])
+    # Told not to check checksums, the page is taken at its word, as
+    # pyarrow takes it.
+    for value in ("apple", "bpple", "fig"):
+        got = pa.table(sluice.read(str(path), filters=[("s", "=", value)],
+                                   verify_checksums=False))
+        assert got.to_pylist() == pq.read_table(path, filters=[("s", "=", value)]).to_pylist()

@@ -214,6 +214,9 @@ def test_or_groups_errors_and_escapes(tmp_path, parquet_file):
         pq.write_table(pa.table({"x": [year * 10, year * 10 + 1]}), d / "part.parquet")
     with pytest.raises(sluice.UnsupportedError, match="partition key"):
         sluice.read(str(tmp_path / "ds"), filters=[[("year", "=", 2023)], [("x", "=", 1)]])
+    # %00 is a NUL byte on partition keys too, which no directory name holds.
+    with pytest.raises(sluice.InvalidArgumentError, match="NUL byte"):
+        sluice.read(str(tmp_path / "ds"), filters=[("year", "=", "20\x0023")])
     got = pa.table(sluice.read(str(tmp_path / "ds"), filters=[[("x", "=", 20231)],
                                                               [("x", "=", 20240)]]))
     assert sorted(got["x"].to_pylist()) == [20231, 20240]

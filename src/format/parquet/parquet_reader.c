@@ -645,7 +645,8 @@ static int remote_dictionaries_may_match(struct pq_split* s, struct sluice_error
         g->columns[l].meta_data.total_compressed_size < INT64_MAX - bytes)
       bytes += g->columns[l].meta_data.total_compressed_size;
   struct pq_row_group_judge judge = {&r->meta, &r->schema, s->rg, r->source,
-                                     NULL, r->alloc, &s->cr.codec, 1, bytes / 4, 0, error};
+                                     NULL, r->alloc, &s->cr.codec, r->verify_checksums, 1,
+                                     bytes / 4, 0, error};
   int may = sl_row_filter_may_pass(r->filter, dictionary_may_match, &judge);
   return judge.failed ? -1 : may;
 }
@@ -761,7 +762,8 @@ static int reader_split_may_match(void* reader, const struct sl_split* split,
   if (split == NULL || split->index < 0 || split->index >= r->meta.n_row_groups) return 1;
   r->filter = filter;  // for the dictionaries of a remote file, judged by each split
   struct pq_row_group_judge judge = {&r->meta, &r->schema, split->index, r->source,
-                                     &r->bloom, r->alloc, &r->plan_codec, 0, 0, 0, NULL};
+                                     &r->bloom, r->alloc, &r->plan_codec,
+                                     r->verify_checksums, 0, 0, 0, NULL};
   return sl_row_filter_may_pass(filter, condition_may_match, &judge);
 }
 

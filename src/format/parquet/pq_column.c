@@ -545,7 +545,7 @@ static int check_utf8(const struct pq_leaf_data* d, int64_t n, const struct chun
                       w->path, slot, d->keyed ? "'s dictionary" : "");
 }
 
-static uint32_t crc_of(const uint8_t* data, int64_t n) {
+uint32_t pq_page_crc(const uint8_t* data, int64_t n) {
   uLong c = crc32(0L, Z_NULL, 0);
   while (n > 0) {
     uInt k = n > (int64_t)1 << 30 ? (uInt)1 << 30 : (uInt)n;
@@ -698,7 +698,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     const uint8_t* body = view.data + pos + hsize;
     int64_t bsize = h.compressed_page_size;
     pos += hsize + bsize;
-    if (h.has_crc && cr->verify_checksums && crc_of(body, bsize) != h.crc) {
+    if (h.has_crc && cr->verify_checksums && pq_page_crc(body, bsize) != h.crc) {
       rc = pq_chunk_error(&w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
       break;
     }

@@ -79,6 +79,9 @@ struct pq_column_reader {
   int64_t span_at;  ///< file offset of span.data[0]
 };
 
+/// CRC-32 (zlib's) of a page's bytes after its header, as PageHeader.crc.
+uint32_t pq_page_crc(const uint8_t* data, int64_t n);
+
 /// The file bytes of a column chunk: from its dictionary or first data page,
 /// total_compressed_size long and a little more (old parquet-mr left the
 /// dictionary page header out of it: PARQUET-816, as Arrow C++ allows).

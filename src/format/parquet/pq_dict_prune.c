@@ -52,11 +52,37 @@ static int data_pages_dictionary(const struct pq_column_meta* m, const uint8_t* 
   return values == m->num_values;
 }
 
+/// What a dictionary is searched for: the condition's values as PLAIN
+/// physical values, or (narrow) the condition itself, compared with each
+/// INT32 entry as the decoder turns it into an int8/16 or uint8/16 (its low
+/// bits), so that an entry past the narrow type matches as what it reads as.
+struct dict_lookup {
+  const struct pq_plain_values* values;
+  const struct sl_filter_condition* narrow;
+};
+
 /// Whether the n PLAIN values of a dictionary page (data[0..size)) may
-/// include one of `values`; 1 also when the page is shorter than n values
-/// say (a damaged page is the decoder's to report).
+/// include one of the looked-up values; 1 also when the page is shorter
+/// than n values say (a damaged page is the decoder's to report).
 static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64_t size,
-                            int64_t n, const struct pq_plain_values* values) {
+                            int64_t n, const struct dict_lookup* lookup) {
+  const struct pq_plain_values* values = lookup->values;
+  if (lookup->narrow != NULL) {
+    const struct sl_filter_condition* c = lookup->narrow;
+    if (n > size / 4) return 1;
+    int bits = f->conv == PQ_CONV_I32_TO_I8 ? 8 : 16;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* p = data + 4 * i;
+      uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                   (uint32_t)p[3] << 24;
+      uint64_t low = u & ((1u << bits) - 1);
+      int64_t as_signed = (int64_t)low - ((low >> (bits - 1)) ? ((int64_t)1 << bits) : 0);
+      for (int k = 0; k < c->n_values; ++k)
+        if (c->kind == SL_FILTER_INT ? c->values[k].i == as_signed : c->values[k].u == low)
+          return 1;
+    }
+    return 0;
+  }
   if (f->element->type == PQ_BYTE_ARRAY) {
     int64_t pos = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -85,9 +111,9 @@ static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64
 /// header on) may hold one of `values`: 1 whenever it cannot be parsed and
 /// decoded. *end = where the page ends in data.
 static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
-                         const struct pq_plain_values* values, const uint8_t* data, int64_t size,
+                         const struct dict_lookup* values, const uint8_t* data, int64_t size,
                          const struct sluice_allocator* alloc, struct pq_codec_ctx** codec,
-                         int64_t* end) {
+                         int verify_checksums, int64_t* end) {
   struct sluice_error ignored = {0, {0}};
   struct pq_page_header h;
   int64_t header = 0;
@@ -98,6 +124,9 @@ static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* 
     return 1;
   const uint8_t* body = data + header;
   int64_t body_size = h.compressed_page_size;
+  // A corrupt page is the decoder's to report (as it does when the row
+  // group is read), not a reason to skip the row group.
+  if (h.has_crc && verify_checksums && pq_page_crc(body, body_size) != h.crc) return 1;
   *end = header + body_size;
   if (m->codec == PQ_CODEC_UNCOMPRESSED) return dictionary_holds(f, body, body_size, h.num_values, values);
   int may = 1;
@@ -113,17 +142,18 @@ static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* 
 /// Whether chunk `m` of a mapped source may hold one of `values`: 1 unless
 /// it starts with a dictionary page, every data page after it is
 /// dictionary-encoded (by their headers), and the dictionary holds none.
-static int mapped_chunk_may_hold(const struct pq_column_meta* m, const struct pq_field* f,
-                                 const struct pq_plain_values* values, struct sl_source* source,
-                                 const struct sluice_allocator* alloc,
-                                 struct pq_codec_ctx** codec) {
+static int mapped_chunk_may_hold(const struct pq_row_group_judge* j,
+                                 const struct pq_column_meta* m, const struct pq_field* f,
+                                 const struct dict_lookup* values) {
+  struct sl_source* source = j->source;
   int64_t start, len;
   if (pq_chunk_range(m, source->size, &start, &len) != 0) return 1;
   struct sluice_error ignored = {0, {0}};
   struct sl_view view = {0};
   if (sl_source_read_at(source, start, len, &view, &ignored) != 0) return 1;
   int64_t end = 0;
-  int may = page_may_hold(m, f, values, view.data, view.size, alloc, codec, &end);
+  int may = page_may_hold(m, f, values, view.data, view.size, j->alloc, j->codec,
+                          j->verify_checksums, &end);
   if (!may && !data_pages_dictionary(m, view.data, view.size, end)) may = 1;
   sl_view_release(&view);
   return may;
@@ -135,7 +165,7 @@ static int mapped_chunk_may_hold(const struct pq_column_meta* m, const struct pq
 /// dictionary-encoded, since the pages cannot be walked without fetching
 /// the chunk. A read that fails sets j->failed.
 static int remote_chunk_may_hold(struct pq_row_group_judge* j, const struct pq_column_meta* m,
-                                 const struct pq_field* f, const struct pq_plain_values* values) {
+                                 const struct pq_field* f, const struct dict_lookup* values) {
   int64_t at = m->dictionary_page_offset, end = m->data_page_offset;
   if (m->data_pages_dictionary != 1 || at <= 0 || end <= at || end > j->source->size ||
       end - at > DICT_MAX_BYTES + 4096 || end - at > j->remote_max_bytes)
@@ -147,7 +177,8 @@ static int remote_chunk_may_hold(struct pq_row_group_judge* j, const struct pq_c
     return 1;
   }
   int64_t page_end = 0;
-  int may = page_may_hold(m, f, values, view.data, view.size, j->alloc, j->codec, &page_end);
+  int may = page_may_hold(m, f, values, view.data, view.size, j->alloc, j->codec,
+                          j->verify_checksums, &page_end);
   sl_view_release(&view);
   return may;
 }
@@ -163,11 +194,18 @@ int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
   // As for statistics: a column of its own, not a leaf of a struct or list.
   if (f->kind != PQ_FIELD_LEAF || f->rep != 0 || f->leaf < 0 || f->leaf >= g->n_columns) return 1;
   const struct pq_column_chunk* cc = &g->columns[f->leaf];
-  if (!cc->has_meta_data || cc->meta_data.type != f->element->type ||
+  // (Chunks the reader refuses, in another file or encrypted, are not read.)
+  if (!cc->has_meta_data || cc->meta_data.type != f->element->type || cc->encrypted ||
+      (cc->file_path.present && cc->file_path.size > 0) ||
       !pq_chunk_may_be_dictionary_only(&cc->meta_data))
     return 1;
   struct pq_plain_values values;
-  if (!pq_condition_plain_values(f, c, &values)) return 1;
-  if (!j->source->mapped) return remote_chunk_may_hold(j, &cc->meta_data, f, &values);
-  return mapped_chunk_may_hold(&cc->meta_data, f, &values, j->source, j->alloc, j->codec);
+  struct dict_lookup lookup = {&values, NULL};
+  if ((f->conv == PQ_CONV_I32_TO_I8 || f->conv == PQ_CONV_I32_TO_I16) &&
+      f->element->type == PQ_INT32 && (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT))
+    lookup.narrow = c;
+  else if (!pq_condition_plain_values(f, c, &values))
+    return 1;
+  if (!j->source->mapped) return remote_chunk_may_hold(j, &cc->meta_data, f, &lookup);
+  return mapped_chunk_may_hold(j, &cc->meta_data, f, &lookup);
 }

@@ -392,7 +392,21 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
       case 12:
         SL_RETURN_NOT_OK(meta_statistics(ctx, type, &m->statistics, "ColumnMetaData.statistics"));
         break;
-      case 13: SL_RETURN_NOT_OK(meta_encoding_stats(ctx, type, m)); break;
+      case 13: {
+        // Stats only ever let the reader do less: a damaged list is skipped
+        // as a whole (from where it began), not a reason to refuse the file.
+        int64_t pos = ctx->r.pos;
+        int depth = ctx->r.depth;
+        struct sluice_error saved = *ctx->r.error;
+        if (meta_encoding_stats(ctx, type, m) != 0) {
+          *ctx->r.error = saved;
+          ctx->r.pos = pos;
+          ctx->r.depth = depth;
+          m->data_pages_dictionary = -1;
+          META_TRY(ctx, pq_thrift_skip(&ctx->r, type), "ColumnMetaData.encoding_stats");
+        }
+        break;
+      }
       case 14: case 15: {
         // Where the Bloom filter is: an index only, so a bad value means no
         // filter rather than a bad file (some old writers put another type

@@ -35,6 +35,7 @@ struct pq_row_group_judge {
   struct pq_bloom_cache* bloom;      ///< may be NULL
   const struct sluice_allocator* alloc;
   struct pq_codec_ctx** codec;       ///< created on first need; the caller frees it
+  int verify_checksums;              ///< a dictionary page whose CRC fails is not believed
   /// Read the dictionaries of a source that is not mapped (a split about to
   /// be decoded: one request per chunk, on the worker's thread) rather than
   /// leave them unread; `failed` then receives a read's error code, `error`
