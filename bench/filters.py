@@ -1,7 +1,7 @@
 """Row filters on W1's Parquet file: sluice.read(filters=...) beside the
 peers doing the same in one run (pyarrow.parquet.read_table(filters=...),
 polars scan_parquet().filter().collect(), DuckDB SELECT * ... WHERE into
-Arrow), in one process each, best of --repeat after a warm-up. Three filters:
+Arrow), in one process each, best of --repeat after a warm-up. Five filters:
 one no row group statistic can exclude (x1 > 0.9: a tenth of the rows of
 every row group), one that excludes all row groups but the first
 (id < 1,000,000), and a point lookup of one x1 value in w1_bloom.parquet
@@ -11,7 +11,8 @@ point lookup of one user in w1_dict.parquet (w1.parquet with a string
 column `user` added by pyarrow, default options: dictionary-encoded, no
 Bloom filter; 64 consecutive rows per user, users in random order, so every
 row group's min/max span nearly all users), where only the dictionary pages
-can exclude row groups. Every tool's row count must agree.
+can exclude row groups; and two OR groups (pyarrow's list of lists) that
+statistics settle. Every tool's row count must agree.
 
 usage: python bench/filters.py [--data bench/data] [--repeat 5] [--out bench/results]
 Writes <out>/<date>-filters.json and .png.
@@ -34,6 +35,10 @@ CASES = [  # (label, file, column, op, value; None = picked from the file)
     ("id < 1,000,000 (31 of 32 row groups excluded)", "w1.parquet", "id", "<", 1000000),
     ("x1 = one value (Bloom filters exclude 31 of 32)", "w1_bloom.parquet", "x1", "=", None),
     ("user = one user (dictionaries exclude 31 of 32)", "w1_dict.parquet", "user", "=", None),
+    # Two groups, either of which may hold (pyarrow's OR of ANDs): the first
+    # and the last row group survive their statistics.
+    ("id < 500,000 or id >= 33,000,000 (30 of 32 excluded)", "w1.parquet", "id", "or",
+     [[("id", "<", 500_000)], [("id", ">=", 33_000_000)]]),
 ]
 BLOOM_ROW = 20_000_000  # the row whose x1 the lookup asks for
 
@@ -99,17 +104,31 @@ def tools(path, column, op, value):
 
     import sluice
 
-    flt = [(column, op, value)]
-    expr = {">": pl.col(column) > value, "<": pl.col(column) < value,
-            "=": pl.col(column) == value}[op]
+    ops = {">": lambda c, v: pl.col(c) > v, "<": lambda c, v: pl.col(c) < v,
+           ">=": lambda c, v: pl.col(c) >= v, "=": lambda c, v: pl.col(c) == v}
+    if op == "or":  # value: groups of (column, op, value), any of which may hold
+        flt = value
+        expr = None
+        where, params = [], []
+        for group in value:
+            e = None
+            for c, o, v in group:
+                e = ops[o](c, v) if e is None else e & ops[o](c, v)
+                params.append(v)
+            expr = e if expr is None else expr | e
+            where.append("(" + " and ".join(f"{c} {o} ?" for c, o, _ in group) + ")")
+        where = " or ".join(where)
+    else:
+        flt = [(column, op, value)]
+        expr = ops[op](column, value)
+        where, params = f"{column} {op} ?", [value]
     return {
         "sluice.read(filters=)": lambda: sluice.read(path, filters=flt).num_rows,
         "pyarrow read_table(filters=)": lambda: pq.read_table(path, filters=flt).num_rows,
         "polars scan_parquet().filter().collect()":
             lambda: pl.scan_parquet(path).filter(expr).collect().height,
         "duckdb SELECT * WHERE -> Arrow": lambda: _duck_arrow(duckdb.sql(
-            f"select * from read_parquet('{path}') where {column} {op} ?",
-            params=[value])).num_rows,
+            f"select * from read_parquet('{path}') where {where}", params=params)).num_rows,
     }
 
 
@@ -171,7 +190,7 @@ def main() -> int:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, len(CASES), figsize=(12, 4))
+        fig, axes = plt.subplots(1, len(CASES), figsize=(3.2 * len(CASES), 4))
         for ax, (label, *_rest) in zip(axes, CASES):
             rows = [r for r in results if r["case"] == label]
             ax.barh([r["tool"] for r in rows], [r["median_s"] for r in rows],
