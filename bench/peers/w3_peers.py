@@ -63,14 +63,28 @@ def smart_open_read(url: str) -> None:
          import_s=t0 - t_imp, version=smart_open.__version__, boto3=boto3.__version__)
 
 
+def _s3_filesystem():
+    """pyarrow's S3FileSystem for the server in the AWS_* environment."""
+    import pyarrow.fs as pafs
+    ep = urlparse(os.environ["AWS_ENDPOINT_URL"])
+    return pafs.S3FileSystem(access_key=os.environ["AWS_ACCESS_KEY_ID"],
+                             secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+                             region=os.environ.get("AWS_REGION", "us-east-1"),
+                             endpoint_override=ep.netloc, scheme=ep.scheme)
+
+
+def _polars_storage_options() -> dict:
+    return {"aws_endpoint_url": os.environ["AWS_ENDPOINT_URL"],
+            "aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "aws_region": os.environ.get("AWS_REGION", "us-east-1"), "aws_allow_http": "true"}
+
+
 def many(tool: str, url: str, fmt: str = "parquet") -> None:
     t_imp = time.perf_counter()
     import pyarrow as pa
     import pyarrow.compute as pc
     loc = urlparse(url)
-    endpoint = os.environ["AWS_ENDPOINT_URL"]
-    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
-    region = os.environ.get("AWS_REGION", "us-east-1")
     if tool == "sluice":
         import sluice
         version = sluice.__version__
@@ -79,21 +93,16 @@ def many(tool: str, url: str, fmt: str = "parquet") -> None:
         table = pa.RecordBatchReader.from_stream(sluice.read(url)).read_all()
     elif tool == "pyarrow":
         import pyarrow.dataset as ds
-        import pyarrow.fs as pafs
         version = pa.__version__
-        ep = urlparse(endpoint)
         t0 = time.perf_counter()
-        fs = pafs.S3FileSystem(access_key=key, secret_key=secret, region=region,
-                               endpoint_override=ep.netloc, scheme=ep.scheme)
-        table = ds.dataset(loc.netloc + loc.path, format=fmt, filesystem=fs).to_table()
+        table = ds.dataset(loc.netloc + loc.path, format=fmt,
+                           filesystem=_s3_filesystem()).to_table()
     elif tool == "polars" and fmt == "parquet":
         import polars as pl
         version = pl.__version__
-        opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key,
-                "aws_secret_access_key": secret, "aws_region": region,
-                "aws_allow_http": "true"}
         t0 = time.perf_counter()
-        table = pl.read_parquet(url + "*.parquet", storage_options=opts).to_arrow()
+        table = pl.read_parquet(url + "*.parquet",
+                                storage_options=_polars_storage_options()).to_arrow()
     else:
         raise SystemExit(f"unknown tool {tool}")
     t1 = time.perf_counter()
@@ -107,9 +116,6 @@ def lookup(tool: str, url: str, column: str, value: str) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
     loc = urlparse(url)
-    endpoint = os.environ["AWS_ENDPOINT_URL"]
-    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
-    region = os.environ.get("AWS_REGION", "us-east-1")
     if tool == "sluice":
         import sluice
         version = sluice.__version__
@@ -117,23 +123,16 @@ def lookup(tool: str, url: str, column: str, value: str) -> None:
         table = pa.RecordBatchReader.from_stream(
             sluice.read(url, filters=[(column, "=", value)])).read_all()
     elif tool == "pyarrow":
-        import pyarrow.fs as pafs
         import pyarrow.parquet as pq
         version = pa.__version__
-        ep = urlparse(endpoint)
         t0 = time.perf_counter()
-        fs = pafs.S3FileSystem(access_key=key, secret_key=secret, region=region,
-                               endpoint_override=ep.netloc, scheme=ep.scheme)
-        table = pq.read_table(loc.netloc + loc.path, filesystem=fs,
+        table = pq.read_table(loc.netloc + loc.path, filesystem=_s3_filesystem(),
                               filters=[(column, "=", value)])
     elif tool == "polars":
         import polars as pl
         version = pl.__version__
-        opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key,
-                "aws_secret_access_key": secret, "aws_region": region,
-                "aws_allow_http": "true"}
         t0 = time.perf_counter()
-        table = pl.scan_parquet(url, storage_options=opts).filter(
+        table = pl.scan_parquet(url, storage_options=_polars_storage_options()).filter(
             pl.col(column) == value).collect().to_arrow()
     else:
         raise SystemExit(f"unknown tool {tool}")

@@ -143,3 +143,35 @@ def unsynced_pages(path):
     finally:
         os.close(fd)
     return int(stat[1] + stat[2]) if rc == 0 else None
+
+
+def damage_row_groups(path, keep, data_pages_only=False):
+    """Overwrites the pages of every row group of a Parquet file not in
+    `keep` with 0xAB, so that reading one fails: a filtered read that
+    succeeds proves those row groups were skipped. Bloom filters, written
+    apart, stay readable; with data_pages_only, so do the page headers and
+    dictionary pages (what dictionary pruning reads), only the data pages'
+    bodies being overwritten."""
+    import sys
+    import pyarrow.parquet as pq
+    sys.path.insert(0, str(REPO / "tests" / "py"))
+    from parquet_encoding_vectors import read_struct  # a minimal Thrift compact reader
+
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(Path(path).read_bytes())
+    for g in range(meta.num_row_groups):
+        if g in keep:
+            continue
+        for c in range(meta.num_columns):
+            chunk = meta.row_group(g).column(c)
+            pos = chunk.dictionary_page_offset or chunk.data_page_offset
+            end = pos + chunk.total_compressed_size
+            if not data_pages_only:
+                data[pos:end] = b"\xab" * (end - pos)
+                continue
+            while pos < end:
+                header, body = read_struct(data, pos)
+                pos = body + header[3]  # PageHeader.compressed_page_size
+                if header[1] in (0, 3):  # DATA_PAGE, DATA_PAGE_V2
+                    data[body:pos] = b"\xab" * (pos - body)
+    Path(path).write_bytes(bytes(data))

@@ -12,6 +12,7 @@ import random
 import pytest
 
 import sluice
+from pkg_helpers import damage_row_groups
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -47,17 +48,7 @@ def _write(path, table):
 def _damage_all_but(path, keep):
     """Overwrites the pages of every row group not in `keep` (their Bloom
     filters, written apart, stay readable)."""
-    meta = pq.ParquetFile(path).metadata
-    data = bytearray(path.read_bytes())
-    for g in range(meta.num_row_groups):
-        if g in keep:
-            continue
-        for c in range(meta.num_columns):
-            chunk = meta.row_group(g).column(c)
-            start = chunk.dictionary_page_offset or chunk.data_page_offset
-            for k in range(start, start + chunk.total_compressed_size):
-                data[k] = 0xAB
-    path.write_bytes(bytes(data))
+    damage_row_groups(path, keep)
 
 
 def _groups_holding(table, column, value):

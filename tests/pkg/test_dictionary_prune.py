@@ -13,6 +13,7 @@ import datetime as dt
 import pytest
 
 import sluice
+from pkg_helpers import damage_row_groups
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -60,84 +61,8 @@ def _write(path, writer, table):
     assert meta.num_row_groups == GROUPS, writer
 
 
-def _varint(data, pos):
-    shift = value = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
-
-
-def _skip(data, pos, ttype):
-    """Skips one thrift compact value of type `ttype` at pos."""
-    if ttype in (1, 2):  # bools live in the field header
-        return pos
-    if ttype == 3:
-        return pos + 1
-    if ttype in (4, 5, 6):
-        return _varint(data, pos)[1]
-    if ttype == 7:
-        return pos + 8
-    if ttype == 8:
-        n, pos = _varint(data, pos)
-        return pos + n
-    if ttype in (9, 10):
-        head = data[pos]
-        pos += 1
-        n, etype = head >> 4, head & 0x0F
-        if n == 15:
-            n, pos = _varint(data, pos)
-        for _ in range(n):
-            pos = _skip(data, pos, etype)
-        return pos
-    if ttype == 12:
-        return _struct(data, pos)[1]
-    raise ValueError("thrift type %d" % ttype)
-
-
-def _struct(data, pos):
-    """The i32 fields of a compact struct at pos (by id) and where it ends."""
-    fields, last = {}, 0
-    while True:
-        head = data[pos]
-        pos += 1
-        if head == 0:
-            return fields, pos
-        delta, ttype = head >> 4, head & 0x0F
-        if delta:
-            fid = last + delta
-        else:
-            raw, pos = _varint(data, pos)
-            fid = (raw >> 1) ^ -(raw & 1)
-        last = fid
-        if ttype == 5:
-            raw, pos = _varint(data, pos)
-            fields[fid] = (raw >> 1) ^ -(raw & 1)
-        else:
-            pos = _skip(data, pos, ttype)
-
-
 def _damage_data_pages(path, keep):
-    """Overwrites the bodies of the data pages (not their headers, not the
-    dictionary page) of every chunk of the row groups not in `keep`."""
-    meta = pq.ParquetFile(path).metadata
-    data = bytearray(path.read_bytes())
-    for g in range(meta.num_row_groups):
-        if g in keep:
-            continue
-        for c in range(meta.num_columns):
-            chunk = meta.row_group(g).column(c)
-            pos = chunk.dictionary_page_offset or chunk.data_page_offset
-            end = pos + chunk.total_compressed_size
-            while pos < end:
-                header, body = _struct(data, pos)
-                pos = body + header[3]  # PageHeader.compressed_page_size
-                if header[1] in (0, 3):  # DATA_PAGE, DATA_PAGE_V2
-                    data[body:pos] = b"\xab" * (pos - body)
-    path.write_bytes(bytes(data))
+    damage_row_groups(path, keep, data_pages_only=True)
 
 
 def _dictionary_columns(path):
