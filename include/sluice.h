@@ -237,8 +237,12 @@ struct sluice_open_options {
   /// conditions of partition_filter's form on any columns. Those on
   /// partition keys choose objects as partition_filter does; the others
   /// are evaluated on every decoded batch (a null passes none), and a
-  /// reader with statistics (a Parquet row group's min, max and null count)
-  /// skips the splits they exclude without decoding them. Compared as the
+  /// reader with statistics (a Parquet row group's min, max and null count,
+  /// Bloom filters and dictionary pages for `=`) skips the splits they
+  /// exclude without decoding them. Groups of conditions separated by ';'
+  /// are alternatives: a row passes every condition of some group
+  /// ("x>5,city=Paris;y<0"); such groups may not name partition keys, and
+  /// a literal ';' is %3B. Compared as the
   /// column's type: integers, floats, bool, strings and binary (bytewise),
   /// dates (YYYY-MM-DD), times (HH:MM:SS[.f]), timestamps (ISO 8601; a zone
   /// in the value is honoured, else it is taken as written) and durations
