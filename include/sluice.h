@@ -557,6 +557,29 @@ struct sluice_write_options {
   /// leaving nothing at `location` (the CLI's and Python's Ctrl-C).
   int (*cancelled)(void* user);
   void* cancelled_user;
+  /// Hive-partitioned output (n_partition_by > 0): `location` is a
+  /// directory or an s3:// prefix, and each row goes to a file
+  /// `<location>/<key>=<value>/.../part-<n><ext>` chosen by its values of
+  /// these top-level columns, which the files leave out (as pyarrow's
+  /// write_dataset, DuckDB's PARTITION_BY and polars' partition_by write
+  /// them; readers of Hive partitions, sluice's included, give them back as
+  /// columns). Values are spelled as in CSV (integers, YYYY-MM-DD dates,
+  /// true/false, strings; dictionaries through their values) and
+  /// percent-escaped except for A-Z a-z 0-9 - . _ ~; a null is
+  /// `__HIVE_DEFAULT_PARTITION__`. Other types (floats, timestamps, ...)
+  /// are refused (EINVAL). The format comes from `format`, else from the
+  /// location's extension. No file appears before all are written, and on
+  /// error none does; a local directory must be absent or empty (EEXIST).
+  const char* const* partition_by;
+  int64_t n_partition_by;
+  /// Partitioned output: more distinct partitions than this is an error
+  /// (0 = 1024, as pyarrow's max_partitions).
+  int64_t max_partitions;
+  /// Partitioned output: rows are buffered per partition until this many
+  /// bytes are held in all, then the partition holding the most is written
+  /// out as a file (a partition can so get several files); the rest are
+  /// written at the end. 0 = 256 MiB.
+  int64_t partition_buffer_bytes;
 };
 
 /// Fills `options` with the defaults: format from the extension, no

@@ -603,7 +603,8 @@ def _is_pandas_frame(data):
     return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
 
 
-def write(data, dst, *, format=None, compression=None, index=None, fsync=True, **options):
+def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
+          partition_by=None, max_partitions=None, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
     writable file object (``io.BytesIO``, ... with ``format=``: the output is
     made whole first, so an error writes nothing into it), or into an
@@ -627,6 +628,17 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     fsync: a local file is synced to disk before it is renamed into place
         (default), so that a crash leaves the old file or the whole new one;
         False skips that for scratch outputs (faster, not crash-safe).
+    partition_by: column names (or one name): `dst` becomes a directory (or
+        s3:// prefix) of Hive partitions, ``dst/year=2024/city=Paris/part-0.parquet``,
+        as pyarrow's ``write_dataset(partitioning_flavor="hive")``, DuckDB's
+        ``PARTITION_BY`` and polars' ``partition_by`` lay them out; the files
+        leave these columns out and readers of Hive partitions give them back.
+        Values must be integers, strings, dates or booleans; they are
+        percent-escaped, a null is ``__HIVE_DEFAULT_PARTITION__``. `dst`
+        must be new or empty; no file appears unless all are written. The
+        format comes from format= (or dst's extension).
+    max_partitions: more distinct partitions than this raise
+        InvalidArgumentError (default 1024, as pyarrow's).
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -662,6 +674,14 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True, *
     kwargs = dict(format=format, compression=compression, format_options=_options_string(options),
                   ca_bundle=ca_bundle, insecure=insecure, fsync=bool(fsync), s3=s3,
                   timeout=timeout)
+    if partition_by is not None:
+        keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise InvalidArgumentError(_errno.EINVAL, "partition_by wants column names (str)")
+        kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0))
+        if _is_file_object(dst):
+            raise InvalidArgumentError(_errno.EINVAL, "partitioned output goes to a directory "
+                                       "or an s3:// prefix, not a file object")
     if _is_file_object(dst):
         _write_into(capsule, dst, kwargs)
     else:

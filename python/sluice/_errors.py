@@ -67,7 +67,7 @@ if hasattr(_errno, "EOPNOTSUPP"):
 _SOURCE_CODES = {getattr(_errno, name) for name in (
     "EIO", "EACCES", "EISDIR", "EPIPE", "ENOSPC", "EROFS", "ENOTDIR", "ETIMEDOUT",
     "EHOSTUNREACH", "ECONNREFUSED", "ECONNRESET", "EPROTO", "ESTALE", "EAGAIN", "EFBIG",
-    "ENAMETOOLONG", "ELOOP") if hasattr(_errno, name)}
+    "ENAMETOOLONG", "ELOOP", "EEXIST") if hasattr(_errno, name)}
 
 
 def from_code(code, message):

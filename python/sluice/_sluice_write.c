@@ -88,7 +88,8 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
-                             "ca_bundle", "insecure", "fsync", "s3", "timeout", NULL};
+                             "ca_bundle", "insecure", "fsync", "s3", "timeout",
+                             "partition_by", "max_partitions", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
@@ -99,10 +100,32 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   int fsync = 1;
   PyObject* s3_dict = Py_None;
   double timeout = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOd", keywords, &capsule, &location,
+  PyObject* partition_by = Py_None;
+  long long max_partitions = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOL", keywords, &capsule, &location,
                                    &format, &compression, &format_options, &ca_bundle,
-                                   &insecure, &fsync, &s3_dict, &timeout)) {
+                                   &insecure, &fsync, &s3_dict, &timeout, &partition_by,
+                                   &max_partitions)) {
     return NULL;
+  }
+  // partition_by: a list of str (checked by the caller); the names are
+  // borrowed from it for the call.
+  const char* keys[64];
+  Py_ssize_t n_keys = 0;
+  if (partition_by != Py_None) {
+    if (!PyList_Check(partition_by) || PyList_GET_SIZE(partition_by) > 64) {
+      PyErr_SetString(PyExc_ValueError, "partition_by must be a list of at most 64 column names");
+      return NULL;
+    }
+    n_keys = PyList_GET_SIZE(partition_by);
+    for (Py_ssize_t i = 0; i < n_keys; i++) {
+      PyObject* name = PyList_GET_ITEM(partition_by, i);
+      keys[i] = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+      if (keys[i] == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "partition_by names must be str");
+        return NULL;
+      }
+    }
   }
   struct sluice_s3_options s3;
   if (sp_s3_options(s3_dict, &s3) != 0) return NULL;
@@ -122,6 +145,9 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.timeout_s = timeout;
   options.no_fsync = !fsync;
   options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
+  options.partition_by = n_keys > 0 ? keys : NULL;
+  options.n_partition_by = n_keys;
+  options.max_partitions = max_partitions;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

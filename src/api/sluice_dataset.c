@@ -28,6 +28,7 @@
 #include "sluice_dataset_files.h"
 #include "sluice_dataset_hive.h"
 #include "sluice_dataset_internal.h"
+#include "sluice_write_partitioned.h"
 #include "core/sl_cores.h"
 
 #define SL_DEFAULT_MEMORY_BUDGET ((int64_t)256 << 20)
@@ -726,11 +727,22 @@ int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream*
 /// Freed writer buffers kept for reuse during one sluice_write.
 #define WRITE_CACHE_BYTES ((int64_t)64 << 20)
 
-/// sluice_write to a file or object: the sink opened, written, committed
-/// (or aborted on any error).
-static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
-                      const char* location, const struct sluice_write_options* options,
-                      struct sl_write_args* args, struct sluice_error* error) {
+void sl_write_remote_options(const struct sluice_write_options* options,
+                             struct sl_remote_options* out) {
+  memset(out, 0, sizeof *out);
+  out->tls_insecure = options->tls_insecure;
+  out->ca_bundle = options->ca_bundle;
+  out->timeout_s = options->timeout_s;
+  out->s3 = options->s3;
+  out->cancelled = options->cancelled;
+  out->cancelled_user = options->cancelled_user;
+}
+
+int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                         const char* location, const struct sluice_write_options* options,
+                         const struct sl_remote_options* remote, struct sl_write_args* args,
+                         struct sl_sink** out, struct sluice_error* error) {
+  *out = NULL;
   // x.csv.gz: the CSV compressed whole. A format asked for by name keeps its
   // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
   enum sl_compression compression =
@@ -747,12 +759,7 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
     args->compression = NULL;  // the whole file's, not the format's own
   }
   struct sl_sink* sink = NULL;
-  struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
-                                     .ca_bundle = options->ca_bundle,
-                                     .timeout_s = options->timeout_s, .s3 = options->s3,
-                                     .cancelled = options->cancelled,
-                                     .cancelled_user = options->cancelled_user};
-  SL_RETURN_NOT_OK(sl_sink_open_remote(location, &remote, args->alloc, &sink, error));
+  SL_RETURN_NOT_OK(sl_sink_open_remote(location, remote, args->alloc, &sink, error));
   if (options->no_fsync) sl_sink_skip_fsync(sink);
   int rc = sl_sink_compress(sink, compression, error);
   if (rc == 0) rc = writer->write(stream, sink, args, error);
@@ -760,6 +767,19 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
     sl_sink_abort(sink);
     return rc;
   }
+  *out = sink;
+  return 0;
+}
+
+/// sluice_write to one file or object: written, then committed.
+static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                      const char* location, const struct sluice_write_options* options,
+                      struct sl_write_args* args, struct sluice_error* error) {
+  struct sl_remote_options remote;  // the sink keeps a pointer: lives until the commit
+  sl_write_remote_options(options, &remote);
+  struct sl_sink* sink = NULL;
+  SL_RETURN_NOT_OK(
+      sl_write_uncommitted(writer, stream, location, options, &remote, args, &sink, error));
   return sl_sink_commit(sink, error);
 }
 
@@ -821,8 +841,11 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,
                                   &checked, error);
   if (rc == 0) {
-    rc = table ? writer->write(&checked, NULL, &args, error)  // no file to commit
-               : write_file(writer, &checked, location, options, &args, error);
+    rc = table                         ? writer->write(&checked, NULL, &args, error)  // no file
+         : options->n_partition_by > 0 ? sl_write_partitioned(writer, &checked, location, options,
+                                                              &args, error)
+                                       : write_file(writer, &checked, location, options, &args,
+                                                    error);
     checked.release(&checked);
   }
   sl_buffer_cache_close(cache);

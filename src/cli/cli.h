@@ -25,6 +25,7 @@ enum cli_option_bit {
   CLI_OPT_JSON = 1 << 6,
   CLI_OPT_WRITE_OPTION = 1 << 7,  ///< -W KEY=VALUE
   CLI_OPT_METADATA = 1 << 8,      ///< stats --metadata
+  CLI_OPT_PARTITION_BY = 1 << 9,  ///< convert --partition-by, --max-partitions
 };
 
 /// Sources (and a destination) a command takes at most.
@@ -61,6 +62,10 @@ struct cli_options {
   int insecure;           ///< --insecure: skip TLS certificate checks
   int no_hive;            ///< --no-hive: no partition columns
   int no_fsync;           ///< --no-fsync: commit outputs without fsync
+  char** partition_by;    ///< --partition-by COLS, split (malloc'd; NULL = none)
+  size_t n_partition_by;
+  char* partition_by_storage;  ///< the split names (malloc'd)
+  int64_t max_partitions; ///< --max-partitions N (0 = the library's default)
   struct sluice_s3_options s3;  ///< --profile, --region, --endpoint-url, ...
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* filter;     ///< --filter FILTER (NULL = all rows)

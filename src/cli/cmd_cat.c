@@ -64,6 +64,9 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.timeout_s = options->timeout_s;
   write_options.no_fsync = options->no_fsync;
   write_options.s3 = &options->s3;
+  write_options.partition_by = (const char* const*)options->partition_by;
+  write_options.n_partition_by = (int64_t)options->n_partition_by;
+  write_options.max_partitions = options->max_partitions;
   write_options.batch_metadata = cli_progress_batch_metadata;
   write_options.batch_metadata_user = stream->private_data;
   // Standard output leaves nothing to undo: a signal kills it at once.

@@ -124,9 +124,17 @@ static const struct cli_command k_commands[] = {
      "  -c, --columns COLS  comma-separated columns to write\n"
      "  -n, --limit N       write at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"
+     "      --partition-by COLS\n"
+     "                      write DST as a directory (or s3:// prefix) of Hive\n"
+     "                      partitions, DST/col=value/.../part-N.EXT, one per\n"
+     "                      combination of these columns' values (integers,\n"
+     "                      strings, dates, booleans), which the files leave out;\n"
+     "                      DST must be new or empty; give the format with -t\n"
+     "      --max-partitions N\n"
+     "                      more partitions than N is an error (default 1024)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
-         CLI_OPT_WRITE_OPTION,
+         CLI_OPT_WRITE_OPTION | CLI_OPT_PARTITION_BY,
      2, CLI_MAX_POSITIONAL,
      cli_cmd_convert},
     {"stats", "per column: count, nulls, min, max (computed in parallel)",
@@ -154,6 +162,7 @@ enum {
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
+  OPT_PARTITION_BY, OPT_MAX_PARTITIONS,
 };
 
 static const struct option k_long_options[] = {
@@ -190,6 +199,8 @@ static const struct option k_long_options[] = {
     {"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
     {"no-sign-request", no_argument, NULL, OPT_NO_SIGN_REQUEST},
     {"part-size", required_argument, NULL, OPT_PART_SIZE},
+    {"partition-by", required_argument, NULL, OPT_PARTITION_BY},
+    {"max-partitions", required_argument, NULL, OPT_MAX_PARTITIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -296,6 +307,40 @@ static int add_format_option(struct cli_options* options, const char* key, const
 }
 
 /// Applies one option returned by getopt_long. Returns CLI_OK or CLI_USAGE.
+/// --partition-by a,b: the names, split at commas (the last one given wins).
+/// -1 on an empty name or out of memory.
+static int set_partition_by(struct cli_options* options, const char* list) {
+  size_t n = 1;
+  for (const char* p = list; *p != '\0'; ++p) n += *p == ',';
+  char* storage = malloc(strlen(list) + 1);
+  char** names = malloc(n * sizeof *names);
+  if (storage == NULL || names == NULL) {
+    free(storage);
+    free(names);
+    return -1;
+  }
+  strcpy(storage, list);
+  size_t k = 0;
+  for (char* p = storage;;) {
+    char* comma = strchr(p, ',');
+    if (comma != NULL) *comma = '\0';
+    names[k++] = p;
+    if (*p == '\0') {
+      free(storage);
+      free(names);
+      return -1;
+    }
+    if (comma == NULL) break;
+    p = comma + 1;
+  }
+  free(options->partition_by_storage);
+  free(options->partition_by);
+  options->partition_by_storage = storage;
+  options->partition_by = names;
+  options->n_partition_by = k;
+  return 0;
+}
+
 static int apply_option(int c, char** argv, struct cli_options* options, unsigned* seen,
                         int* show_version) {
   const char* where = options->command;
@@ -384,6 +429,20 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
     case OPT_NO_FSYNC: options->no_fsync = 1; return CLI_OK;
+    case OPT_PARTITION_BY:
+      if (set_partition_by(options, optarg) != 0) {
+        return usage_error(where, "bad --partition-by '%s' (column names, comma-separated)",
+                           optarg);
+      }
+      *seen |= CLI_OPT_PARTITION_BY;
+      return CLI_OK;
+    case OPT_MAX_PARTITIONS:
+      if (cli_parse_bytes(optarg, &value) != 0 || value <= 0) {
+        return usage_error(where, "bad --max-partitions '%s'", optarg);
+      }
+      options->max_partitions = value;
+      *seen |= CLI_OPT_PARTITION_BY;
+      return CLI_OK;
     case OPT_PROFILE: options->s3.profile = optarg; return CLI_OK;
     case OPT_REGION: options->s3.region = optarg; return CLI_OK;
     case OPT_ENDPOINT_URL: options->s3.endpoint_url = optarg; return CLI_OK;
@@ -505,6 +564,8 @@ int main(int argc, char** argv) {
   }
   free(options.columns);
   free(options.columns_storage);
+  free(options.partition_by_storage);
+  free(options.partition_by);
   free(options.columns_joined);
   free(options.format_options);
   free(options.write_options);

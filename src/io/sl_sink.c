@@ -91,6 +91,7 @@ struct sl_sink {
   int no_kernel_copy;  // copy_file_range/splice unsupported here: always write(2)
   int no_fsync;    // sl_sink_skip_fsync: commit renames without syncing first
   int unnamed;     // O_TMPFILE: tmp_path is only a template until the commit links it
+  int finished;    // sl_sink_finish: every byte is in the file, the buffer freed
   struct sl_compressor* compressor;  // the file is compressed (.csv.gz): bytes go through it
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -119,7 +120,7 @@ static void sink_free(struct sl_sink* sink) {
   if (sink->sources != NULL) drop_copies(sink);
   sl_free(alloc, sink->copies, SL_SINK_MAX_COPIES * sizeof *sink->copies);
   sl_free(alloc, sink->sources, SL_SINK_MAX_SOURCES * sizeof *sink->sources);
-  sl_free(alloc, sink->buf, SL_SINK_BUFFER);
+  if (sink->buf != NULL) sl_free(alloc, sink->buf, SL_SINK_BUFFER);
   sl_free(alloc, sink, sizeof *sink);
 }
 
@@ -790,10 +791,21 @@ static void sync_directory(const struct sluice_allocator* alloc, const char* pat
   sl_free(alloc, dir, n + 1);
 }
 
-int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
+int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error) {
+  if (sink->finished) return 0;
   int rc = flush(sink, error);
   if (rc == 0) rc = run_copies(sink, error);
   if (rc == 0 && sink->compressor != NULL) rc = sl_compressor_finish(sink->compressor, error);
+  if (rc == 0) {
+    sink->finished = 1;
+    sl_free(sink->alloc, sink->buf, SL_SINK_BUFFER);
+    sink->buf = NULL;
+  }
+  return rc;
+}
+
+int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
+  int rc = sl_sink_finish(sink, error);
   if (sink->is_stdout) {
     sink_free(sink);
     return rc;

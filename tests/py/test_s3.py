@@ -1254,3 +1254,52 @@ def test_failed_multipart_upload_aborts_that_upload_only(sluice, scripted, tmp_p
     assert writes[0]["method"] == "POST" and "uploads" in writes[0]["query"]
     assert all(r["query"].get("uploadId") == ["+" * 400] for r in writes[1:])
     assert writes[-1]["method"] == "DELETE"
+
+
+def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
+    """convert --partition-by to s3://bucket/prefix/ puts the same objects
+    under the prefix as the same write puts files in a local directory
+    (escaped keys included: the %XX of a value is itself escaped in the
+    request), which read back equal; a prefix holding objects is refused;
+    a failing write leaves no object."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(40)),
+                             "region": [["eu", "us/west", None, "a b"][i % 4] for i in range(40)],
+                             "day": [i % 3 for i in range(40)]}), src)
+    local = tmp_path / "local"
+    proc = run(sluice, creds(s3), "convert", src, local, "-t", "parquet",
+               "--partition-by", "region,day", "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/parts/", "-t", "parquet",
+               "--partition-by", "region,day", "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    stored = s3["data"] / BUCKET / "parts"
+    def files(root):
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files(stored) == files(local)
+    assert len(files(local)) == 12 and "region=us%2Fwest/day=1/part-0.parquet" in files(local)
+    for name in files(local):
+        assert (stored / name).read_bytes() == (local / name).read_bytes()
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/parts/", tmp_path / "r.arrows")
+    want = read_location(sluice, creds(s3), local, tmp_path / "l.arrows")
+    same_table(got, want)
+    assert sorted(got.column("id").to_pylist()) == list(range(40))
+    # Objects under the prefix already: refused, nothing changed.
+    before = files(stored)
+    proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/parts", "-t", "parquet",
+               "--partition-by", "region", "-q")
+    assert proc.returncode != 0 and "objects exist under this prefix" in proc.stderr.decode()
+    assert files(stored) == before
+    # A write that fails part way (a float key is refused before any upload;
+    # a truncated input fails after the first partitions were written out).
+    proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/never/", "-t", "parquet",
+               "--partition-by", "nope", "-q")
+    assert proc.returncode != 0 and "no column 'nope'" in proc.stderr.decode()
+    bad = tmp_path / "cut.csv"
+    bad.write_text("k,x\n" + "".join(f"k{i % 5},{i}\n" for i in range(5000)) + "k1,\"unterminated\n")
+    proc = run(sluice, creds(s3), "convert", bad, f"s3://{BUCKET}/never/", "-t", "parquet",
+               "--partition-by", "k", "-q")
+    assert proc.returncode != 0, proc.stdout
+    assert not (s3["data"] / BUCKET / "never").exists()

@@ -1,0 +1,837 @@
+// Hive-partitioned writes (sluice_write with partition_by). Each batch is
+// split by its rows' partition paths ("year=2024/city=Paris"), the pieces
+// (partition columns dropped) are buffered per partition, and a partition
+// is written out as one file when the buffers outgrow their budget (the
+// largest first) or at the end. Format writers pull a whole stream into a
+// sink, so a file is written from a stream over its partition's buffered
+// pieces. Every file's sink is finished but left uncommitted (unnamed
+// local files, staged S3 uploads) until all are written: on error they are
+// aborted and the directories made for them removed, so nothing appears.
+#include "sluice_write_partitioned.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/sl_alloc.h"
+#include "../core/sl_array.h"
+#include "../core/sl_checked_stream.h"
+#include "../core/sl_error.h"
+#include "../core/sl_row_filter.h"
+#include "../core/sl_type.h"
+#include "../core/sl_value_text.h"
+#include "../io/sl_location.h"
+#include "../io/sl_sink.h"
+#include "../io/sl_source.h"
+
+#define DEFAULT_MAX_PARTITIONS 1024
+#define DEFAULT_BUFFER_BYTES ((int64_t)256 << 20)
+#define NULL_SEGMENT "__HIVE_DEFAULT_PARTITION__"
+#define MAX_SEGMENT 255  // a file name's limit (NAME_MAX) on the usual file systems
+
+/// One partition: its path below the location and the pieces waiting.
+struct partition {
+  char* path;  ///< "k1=v1/k2=v2", escaped
+  size_t path_len;
+  char* key;  ///< the values as row_key spells them
+  size_t key_len;
+  uint64_t hash;  ///< of key
+  struct ArrowArray* pieces;  ///< buffered, partition columns dropped
+  int64_t n_pieces, cap_pieces;
+  int64_t bytes;  ///< of the pieces
+  int64_t files;  ///< written so far: the next is part-<files>
+};
+
+/// A finished, uncommitted file.
+struct pending_file {
+  struct sl_sink* sink;
+  char* path;  ///< its location, for removal when a later commit fails
+};
+
+struct partitioned_write {
+  const struct sl_format_writer* writer;
+  const struct sluice_write_options* options;
+  struct sl_write_args* args;
+  struct sl_remote_options remote;  ///< the sinks point at it
+  const struct sluice_allocator* alloc;
+  const char* location;
+  size_t root_len;  ///< of location, without trailing '/'
+  int is_s3;
+  const char* extension;  ///< ".parquet", ".csv.gz", ...
+  struct ArrowSchema schema;       ///< the input's
+  struct ArrowSchema file_schema;  ///< without the partition columns
+  int64_t n_keys;
+  int64_t* key_columns;  ///< indexes into schema.children
+  int64_t n_kept;
+  int64_t* kept_columns;
+  struct sl_text_field* key_fields;  ///< parsed once for rendering values
+  struct partition* parts;
+  int64_t n_parts, cap_parts, max_parts;
+  int32_t* slots;  ///< open addressing over parts, -1 = empty; n_slots a power of 2
+  int64_t n_slots;
+  int64_t buffered, budget;
+  struct pending_file* pending;
+  int64_t n_pending, cap_pending;
+  char** dirs;  ///< local directories made, in the order made
+  int64_t n_dirs, cap_dirs;
+  struct sl_text key;    ///< scratch: a row's partition values (row_key)
+  struct sl_text path;   ///< scratch: a row's partition path
+  struct sl_text value;  ///< scratch: one rendered value
+};
+
+static int oom(struct partitioned_write* w, struct sluice_error* error) {
+  return sl_error_set(error, ENOMEM, "%s: out of memory writing partitions", w->location);
+}
+
+/// `items` (cap entries of `size` bytes) with room for `need`: the same
+/// array, or a bigger copy (the old one freed, *cap updated), or NULL
+/// (items untouched).
+static void* grow(const struct sluice_allocator* alloc, void* items, int64_t* cap, int64_t need,
+                  size_t size) {
+  if (need <= *cap) return items;
+  int64_t cap2 = *cap > 0 ? *cap * 2 : 8;
+  while (cap2 < need) cap2 *= 2;
+  void* bigger = sl_alloc(alloc, (size_t)cap2 * size);
+  if (bigger == NULL) return NULL;
+  if (*cap > 0) memcpy(bigger, items, (size_t)*cap * size);
+  sl_free(alloc, items, (size_t)*cap * size);
+  *cap = cap2;
+  return bigger;
+}
+
+static uint64_t hash_bytes(const char* s, size_t n) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* ---- Path segments ---------------------------------------------------------- */
+
+/// Appends `s` percent-escaped as pyarrow and DuckDB escape partition
+/// values: every byte but A-Z a-z 0-9 - . _ ~ becomes %XX.
+static int append_escaped(struct sl_text* out, const char* s, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  if (sl_text_reserve(out, 3 * n + 1) != 0) return ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    int plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      out->data[out->len++] = (char)c;
+    } else {
+      out->data[out->len++] = '%';
+      out->data[out->len++] = hex[c >> 4];
+      out->data[out->len++] = hex[c & 15];
+    }
+  }
+  out->data[out->len] = '\0';
+  return 0;
+}
+
+/// Whether partition values of this type read back as the same values.
+static int key_type_ok(const struct sl_text_field* f) {
+  const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
+  switch (v->type.id) {
+    case SL_TYPE_BOOL: case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16:
+    case SL_TYPE_UINT16: case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_INT64:
+    case SL_TYPE_UINT64: case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_DATE32:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/// Sets w->path to row `row`'s partition path.
+static int row_path(struct partitioned_write* w, const struct ArrowArray* batch, int64_t row,
+                    struct sluice_error* error) {
+  sl_text_clear(&w->path);
+  for (int64_t k = 0; k < w->n_keys; k++) {
+    const struct ArrowSchema* column = w->schema.children[w->key_columns[k]];
+    const struct ArrowArray* values = batch->children[w->key_columns[k]];
+    if (k > 0 && sl_text_append_char(&w->path, '/') != 0) return oom(w, error);
+    size_t start = w->path.len;
+    if (append_escaped(&w->path, column->name, strlen(column->name)) != 0 ||
+        sl_text_append_char(&w->path, '=') != 0) {
+      return oom(w, error);
+    }
+    if (sl_value_is_null(&w->key_fields[k], values, row)) {
+      if (sl_text_append_str(&w->path, NULL_SEGMENT) != 0) return oom(w, error);
+    } else {
+      sl_text_clear(&w->value);
+      SL_RETURN_NOT_OK(sl_value_render(&w->key_fields[k], values, row, SL_TEXT_PLAIN, &w->value,
+                                       error));
+      if (append_escaped(&w->path, w->value.data, w->value.len) != 0) return oom(w, error);
+    }
+    if (w->path.len - start > MAX_SEGMENT) {
+      return sl_error_set(error, EINVAL,
+                          "%s: row %lld: the partition directory for column '%s' would be %zu "
+                          "bytes long, past the %d a file name may have",
+                          w->location, (long long)row, column->name, w->path.len - start,
+                          MAX_SEGMENT);
+    }
+  }
+  return 0;
+}
+
+/// Whether row `row` has the same partition values as row `row - 1` (a
+/// cheap test for runs; 0 when unsure).
+static int same_as_previous(struct partitioned_write* w, const struct ArrowArray* batch,
+                            int64_t row) {
+  for (int64_t k = 0; k < w->n_keys; k++) {
+    const struct sl_text_field* f = &w->key_fields[k];
+    const struct ArrowArray* a = batch->children[w->key_columns[k]];
+    int64_t i = a->offset + row;
+    int null_now = sl_value_is_null(f, a, row), null_before = sl_value_is_null(f, a, row - 1);
+    if (null_now != null_before) return 0;
+    if (null_now) continue;
+    int64_t width = 0;
+    switch (f->type.id) {  // the index type for a dictionary
+      case SL_TYPE_INT8: case SL_TYPE_UINT8: width = 1; break;
+      case SL_TYPE_INT16: case SL_TYPE_UINT16: width = 2; break;
+      case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32: width = 4; break;
+      case SL_TYPE_INT64: case SL_TYPE_UINT64: width = 8; break;
+      case SL_TYPE_STRING: {
+        const int32_t* o = a->buffers[1];
+        const uint8_t* d = a->buffers[2];
+        if (o[i + 1] - o[i] != o[i] - o[i - 1] ||
+            memcmp(d + o[i], d + o[i - 1], (size_t)(o[i + 1] - o[i])) != 0) {
+          return 0;
+        }
+        continue;
+      }
+      case SL_TYPE_LARGE_STRING: {
+        const int64_t* o = a->buffers[1];
+        const uint8_t* d = a->buffers[2];
+        if (o[i + 1] - o[i] != o[i] - o[i - 1] ||
+            memcmp(d + o[i], d + o[i - 1], (size_t)(o[i + 1] - o[i])) != 0) {
+          return 0;
+        }
+        continue;
+      }
+      default:
+        return 0;  // bool: rendered each time
+    }
+    const uint8_t* v = a->buffers[1];
+    if (memcmp(v + i * width, v + (i - 1) * width, (size_t)width) != 0) return 0;
+  }
+  return 1;
+}
+
+/* ---- Partitions ------------------------------------------------------------- */
+
+static int reserve_partition(struct partitioned_write* w, struct sluice_error* error);
+
+/// Sets w->key to row `row`'s partition values as bytes that tell them
+/// apart (per column: a null flag, then the value's bytes, strings with
+/// their length; a dictionary's value, not its index): cheaper to hash
+/// than the path, which is only spelled for a partition met first.
+static int row_key(struct partitioned_write* w, const struct ArrowArray* batch, int64_t row,
+                   struct sluice_error* error) {
+  sl_text_clear(&w->key);
+  for (int64_t k = 0; k < w->n_keys; k++) {
+    const struct sl_text_field* f = &w->key_fields[k];
+    const struct ArrowArray* a = batch->children[w->key_columns[k]];
+    int is_null = sl_value_is_null(f, a, row);
+    if (sl_text_append_char(&w->key, is_null ? 0 : 1) != 0) return oom(w, error);
+    if (is_null) continue;
+    int64_t i = a->offset + row;
+    if (f->dictionary != NULL) {  // the index, checked: the stream checks buffers, not values
+      int64_t index = 0;
+      const void* v = a->buffers[1];
+      switch (f->type.id) {
+        case SL_TYPE_INT8: index = ((const int8_t*)v)[i]; break;
+        case SL_TYPE_UINT8: index = ((const uint8_t*)v)[i]; break;
+        case SL_TYPE_INT16: index = ((const int16_t*)v)[i]; break;
+        case SL_TYPE_UINT16: index = ((const uint16_t*)v)[i]; break;
+        case SL_TYPE_INT32: index = ((const int32_t*)v)[i]; break;
+        case SL_TYPE_UINT32: index = ((const uint32_t*)v)[i]; break;
+        default: index = ((const int64_t*)v)[i]; break;
+      }
+      if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
+        return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
+                            "is out of range", w->location, (long long)row, (long long)index,
+                            w->schema.children[w->key_columns[k]]->name);
+      }
+      a = a->dictionary;
+      f = f->dictionary;
+      i = a->offset + index;
+    }
+    const uint8_t* data = NULL;
+    int64_t n = 0;
+    uint8_t bit;
+    switch (f->type.id) {
+      case SL_TYPE_BOOL:
+        bit = (uint8_t)((((const uint8_t*)a->buffers[1])[i >> 3] >> (i & 7)) & 1);
+        data = &bit;
+        n = 1;
+        break;
+      case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
+      case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32: case SL_TYPE_INT64:
+      case SL_TYPE_UINT64:
+        n = sl_type_bit_width(&f->type) / 8;
+        data = (const uint8_t*)a->buffers[1] + i * n;
+        break;
+      case SL_TYPE_STRING: {
+        const int32_t* o = a->buffers[1];
+        data = (const uint8_t*)a->buffers[2] + o[i];
+        n = o[i + 1] - o[i];
+        break;
+      }
+      default: {  // large string
+        const int64_t* o = a->buffers[1];
+        data = (const uint8_t*)a->buffers[2] + o[i];
+        n = o[i + 1] - o[i];
+        break;
+      }
+    }
+    uint64_t len = (uint64_t)n;
+    if (sl_text_append(&w->key, (const char*)&len, sizeof len) != 0 ||
+        sl_text_append(&w->key, (const char*)data, (size_t)n) != 0) {
+      return oom(w, error);
+    }
+  }
+  return 0;
+}
+
+static int reserve_partition(struct partitioned_write* w, struct sluice_error* error);
+
+/// The index of the partition of row `row` (its values in w->key), added
+/// if new.
+static int find_partition(struct partitioned_write* w, const struct ArrowArray* batch, int64_t row,
+                          int64_t* out, struct sluice_error* error) {
+  uint64_t h = hash_bytes(w->key.data, w->key.len);
+  int64_t mask = w->n_slots - 1;
+  for (int64_t s = (int64_t)(h & (uint64_t)mask);; s = (s + 1) & mask) {
+    int32_t p = w->slots[s];
+    if (p >= 0) {
+      const struct partition* part = &w->parts[p];
+      if (part->hash == h && part->key_len == w->key.len &&
+          memcmp(part->key, w->key.data, w->key.len) == 0) {
+        *out = p;
+        return 0;
+      }
+      continue;
+    }
+    SL_RETURN_NOT_OK(row_path(w, batch, row, error));
+    if (w->n_parts == w->max_parts) {
+      return sl_error_set(error, EINVAL,
+                          "%s: more than %lld partitions (the next is %s); raise the limit "
+                          "(max_partitions) or partition by fewer columns",
+                          w->location, (long long)w->max_parts, w->path.data);
+    }
+    if (w->n_parts + 1 > w->n_slots / 2) {  // keep the table at most half full
+      SL_RETURN_NOT_OK(reserve_partition(w, error));
+      return find_partition(w, batch, row, out, error);  // the slots moved
+    }
+    struct partition* part = &w->parts[w->n_parts];
+    memset(part, 0, sizeof *part);
+    part->path = sl_strndup(w->alloc, w->path.data, w->path.len);
+    part->key = sl_alloc(w->alloc, w->key.len);
+    if (part->path == NULL || part->key == NULL) {
+      if (part->path != NULL) sl_free(w->alloc, part->path, w->path.len + 1);
+      if (part->key != NULL) sl_free(w->alloc, part->key, w->key.len);
+      return oom(w, error);
+    }
+    memcpy(part->key, w->key.data, w->key.len);
+    part->path_len = w->path.len;
+    part->key_len = w->key.len;
+    part->hash = h;
+    w->slots[s] = (int32_t)w->n_parts;
+    *out = w->n_parts++;
+    return 0;
+  }
+}
+
+static int add_piece(struct partitioned_write* w, int64_t p, struct ArrowArray* piece,
+                     struct sluice_error* error) {
+  struct partition* part = &w->parts[p];
+  struct ArrowArray* pieces =
+      grow(w->alloc, part->pieces, &part->cap_pieces, part->n_pieces + 1, sizeof *pieces);
+  if (pieces == NULL) {
+    piece->release(piece);
+    return oom(w, error);
+  }
+  part->pieces = pieces;
+  int64_t bytes = sl_array_byte_size(&w->file_schema, piece);
+  sl_array_move(piece, &part->pieces[part->n_pieces++]);
+  part->bytes += bytes;
+  w->buffered += bytes;
+  return 0;
+}
+
+/* ---- Writing files ----------------------------------------------------------- */
+
+/// A stream over one partition's pieces, handed to the format writer.
+struct pieces_stream {
+  struct partitioned_write* w;
+  struct partition* part;
+  int64_t next;
+  struct sluice_error error;
+};
+
+static int pieces_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  struct pieces_stream* s = stream->private_data;
+  return sl_schema_copy(&s->w->file_schema, s->w->alloc, out, &s->error);
+}
+
+static int pieces_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
+  struct pieces_stream* s = stream->private_data;
+  if (s->next < s->part->n_pieces) {
+    sl_array_move(&s->part->pieces[s->next++], out);
+  } else {
+    out->release = NULL;
+  }
+  return 0;
+}
+
+static const char* pieces_get_last_error(struct ArrowArrayStream* stream) {
+  struct pieces_stream* s = stream->private_data;
+  return s->error.message[0] != '\0' ? s->error.message : NULL;
+}
+
+static void pieces_release(struct ArrowArrayStream* stream) { stream->release = NULL; }
+
+/// Releases a partition's pieces (written or not).
+static void drop_pieces(struct partitioned_write* w, struct partition* part) {
+  for (int64_t i = 0; i < part->n_pieces; i++) {
+    if (part->pieces[i].release != NULL) part->pieces[i].release(&part->pieces[i]);
+  }
+  w->buffered -= part->bytes;
+  part->n_pieces = 0;
+  part->bytes = 0;
+}
+
+/// mkdir -p of the first `len` bytes of `path` (local outputs), each
+/// directory made remembered for removal on error.
+static int make_directories(struct partitioned_write* w, char* path, size_t len,
+                            struct sluice_error* error) {
+  for (size_t i = 1; i <= len; i++) {
+    if (i < len && path[i] != '/') continue;
+    char saved = path[i];
+    path[i] = '\0';
+    int made = mkdir(path, 0777) == 0;
+    int e = errno;
+    if (made) {
+      char** dirs = grow(w->alloc, w->dirs, &w->cap_dirs, w->n_dirs + 1, sizeof *dirs);
+      if (dirs != NULL) w->dirs = dirs;
+      if (dirs == NULL || (dirs[w->n_dirs] = sl_strdup(w->alloc, path)) == NULL) {
+        rmdir(path);
+        path[i] = saved;
+        return oom(w, error);
+      }
+      w->n_dirs++;
+    }
+    struct stat st;
+    if (!made && (e != EEXIST || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      int rc = sl_error_set(error, e == EEXIST ? ENOTDIR : e, "%s: cannot make the directory: %s",
+                            path, strerror(e == EEXIST ? ENOTDIR : e));
+      path[i] = saved;
+      return rc;
+    }
+    path[i] = saved;
+  }
+  return 0;
+}
+
+/// Writes partition `p`'s pieces as its next file, left uncommitted.
+static int write_partition(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
+  struct partition* part = &w->parts[p];
+  if (part->n_pieces == 0) return 0;
+  char name[64];
+  snprintf(name, sizeof name, "/part-%lld", (long long)part->files);
+  struct sl_text location;
+  sl_text_init(&location, w->alloc);
+  int rc = sl_text_append(&location, w->location, w->root_len) != 0 ||
+                   sl_text_append_char(&location, '/') != 0 ||
+                   sl_text_append(&location, part->path, part->path_len) != 0 ||
+                   sl_text_append_str(&location, name) != 0 ||
+                   sl_text_append_str(&location, w->extension) != 0
+               ? oom(w, error)
+               : 0;
+  if (rc == 0 && !w->is_s3) {
+    rc = make_directories(w, location.data, w->root_len + 1 + part->path_len, error);
+  }
+  char* copy = NULL;  // the file's name, kept with its sink
+  if (rc == 0) {
+    struct pending_file* pending =
+        grow(w->alloc, w->pending, &w->cap_pending, w->n_pending + 1, sizeof *pending);
+    if (pending != NULL) w->pending = pending;
+    copy = pending != NULL ? sl_strndup(w->alloc, location.data, location.len) : NULL;
+    if (copy == NULL) rc = oom(w, error);
+  }
+  struct sl_sink* sink = NULL;
+  if (rc == 0) {
+    struct pieces_stream s = {.w = w, .part = part, .next = 0};
+    struct ArrowArrayStream stream = {.get_schema = pieces_get_schema,
+                                      .get_next = pieces_get_next,
+                                      .get_last_error = pieces_get_last_error,
+                                      .release = pieces_release,
+                                      .private_data = &s};
+    w->args->location = location.data;
+    rc = sl_write_uncommitted(w->writer, &stream, location.data, w->options, &w->remote, w->args,
+                              &sink, error);
+    w->args->location = w->location;
+  }
+  if (rc == 0) rc = sl_sink_finish(sink, error);  // its buffer freed while it waits
+  sl_text_reset(&location);
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    if (copy != NULL) sl_free(w->alloc, copy, strlen(copy) + 1);
+    drop_pieces(w, part);
+    return rc;
+  }
+  w->pending[w->n_pending].sink = sink;
+  w->pending[w->n_pending].path = copy;
+  w->n_pending++;
+  part->files++;
+  drop_pieces(w, part);
+  return 0;
+}
+
+/// Writes out the partitions holding the most until the buffers are within
+/// budget again.
+static int spill(struct partitioned_write* w, struct sluice_error* error) {
+  while (w->buffered > w->budget) {
+    int64_t largest = 0;
+    for (int64_t p = 1; p < w->n_parts; p++) {
+      if (w->parts[p].bytes > w->parts[largest].bytes) largest = p;
+    }
+    SL_RETURN_NOT_OK(write_partition(w, largest, error));
+  }
+  return 0;
+}
+
+/* ---- Splitting batches -------------------------------------------------------- */
+
+/// Adds the rows of `batch` (taken, released on error too) to their
+/// partitions' pieces. row_part: scratch for batch->length rows.
+static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, int64_t* row_part,
+                       struct sluice_error* error) {
+  int64_t n = batch->length;
+  int single = 1;
+  for (int64_t r = 0; r < n; r++) {
+    if (r > 0 && same_as_previous(w, batch, r)) {
+      row_part[r] = row_part[r - 1];
+      continue;
+    }
+    int rc = row_key(w, batch, r, error);
+    if (rc == 0) rc = find_partition(w, batch, r, &row_part[r], error);
+    if (rc != 0) {
+      batch->release(batch);
+      return rc;
+    }
+    single &= row_part[r] == row_part[0];
+  }
+  struct ArrowArray kept;
+  // Both branches below take the batch.
+  SL_RETURN_NOT_OK(
+      sl_array_project(batch, w->kept_columns, w->n_kept, w->alloc, &kept, error));
+  if (single) return add_piece(w, row_part[0], &kept, error);  // no copy
+  // Several partitions: a selection bitmap each, set in one pass, then each
+  // one's rows copied out.
+  int64_t* slot = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *slot);  // partition -> local
+  int64_t* local = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *local);  // local -> partition
+  int64_t* counts = sl_calloc(w->alloc, (size_t)w->n_parts, sizeof *counts);
+  int64_t n_local = 0, bytes = (n + 7) / 8;
+  uint8_t* bits = NULL;
+  int rc = slot == NULL || local == NULL || counts == NULL ? oom(w, error) : 0;
+  if (rc == 0) {
+    for (int64_t p = 0; p < w->n_parts; p++) slot[p] = -1;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t p = row_part[r];
+      if (slot[p] < 0) {
+        slot[p] = n_local;
+        local[n_local++] = p;
+      }
+    }
+    bits = sl_calloc(w->alloc, (size_t)(n_local * bytes), 1);
+    if (bits == NULL) rc = oom(w, error);
+  }
+  if (rc == 0) {
+    for (int64_t r = 0; r < n; r++) {
+      int64_t l = slot[row_part[r]];
+      bits[l * bytes + (r >> 3)] |= (uint8_t)(1u << (r & 7));
+      counts[l]++;
+    }
+    for (int64_t l = 0; l < n_local && rc == 0; l++) {
+      struct ArrowArray piece;
+      rc = sl_array_filter(&w->file_schema, &kept, bits + l * bytes, counts[l], w->alloc,
+                           &piece, error);
+      if (rc == 0) rc = add_piece(w, local[l], &piece, error);
+    }
+  }
+  sl_free(w->alloc, bits, (size_t)(n_local * bytes));
+  sl_free(w->alloc, counts, (size_t)w->n_parts * sizeof *counts);
+  sl_free(w->alloc, local, (size_t)w->n_parts * sizeof *local);
+  sl_free(w->alloc, slot, (size_t)w->n_parts * sizeof *slot);
+  kept.release(&kept);
+  return rc;
+}
+
+/* ---- Set-up and the end ----------------------------------------------------------- */
+
+static int column_index(const struct ArrowSchema* schema, const char* name) {
+  for (int64_t i = 0; i < schema->n_children; i++) {
+    if (schema->children[i]->name != NULL && strcmp(schema->children[i]->name, name) == 0) {
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
+static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
+                  struct sluice_error* error) {
+  const struct sluice_write_options* o = w->options;
+  int rc = stream->get_schema(stream, &w->schema);
+  if (rc != 0) return sl_input_error(stream, rc, error);
+  w->n_keys = o->n_partition_by;
+  w->key_columns = sl_calloc(w->alloc, (size_t)w->n_keys, sizeof *w->key_columns);
+  w->key_fields = sl_calloc(w->alloc, (size_t)w->n_keys, sizeof *w->key_fields);
+  w->kept_columns = sl_calloc(w->alloc, (size_t)w->schema.n_children + 1, sizeof *w->kept_columns);
+  if (w->key_columns == NULL || w->key_fields == NULL || w->kept_columns == NULL) return oom(w, error);
+  for (int64_t k = 0; k < w->n_keys; k++) {
+    const char* name = o->partition_by[k];
+    int c = name != NULL ? column_index(&w->schema, name) : -1;
+    if (c < 0) {
+      return sl_error_set(error, EINVAL, "%s: no column '%s' to partition by", w->location,
+                          name != NULL ? name : "(null)");
+    }
+    for (int64_t j = 0; j < k; j++) {
+      if (w->key_columns[j] == c) {
+        return sl_error_set(error, EINVAL, "%s: column '%s' named twice in partition_by",
+                            w->location, name);
+      }
+    }
+    w->key_columns[k] = c;
+    rc = sl_text_field_init(&w->key_fields[k], w->schema.children[c], w->alloc, error);
+    if (rc == ENOMEM) return rc;
+    if (rc != 0 || !key_type_ok(&w->key_fields[k])) {
+      char type[64];
+      sl_type_name(&w->key_fields[k].type, type, sizeof type);
+      return sl_error_set(error, EINVAL,
+                          "%s: cannot partition by column '%s' (%s): partition values must be "
+                          "integers, strings, dates (date32) or booleans, whose directory "
+                          "names read back as the same values",
+                          w->location, name, rc != 0 ? w->schema.children[c]->format : type);
+    }
+  }
+  for (int64_t c = 0; c < w->schema.n_children; c++) {
+    int key = 0;
+    for (int64_t k = 0; k < w->n_keys; k++) key |= w->key_columns[k] == c;
+    if (!key) w->kept_columns[w->n_kept++] = c;
+  }
+  if (w->n_kept == 0) {
+    return sl_error_set(error, EINVAL,
+                        "%s: every column is a partition column: the files would hold none",
+                        w->location);
+  }
+  SL_RETURN_NOT_OK(sl_schema_project(&w->schema, w->kept_columns, w->n_kept, w->alloc,
+                                     &w->file_schema, error));
+  w->max_parts = o->max_partitions > 0 ? o->max_partitions : DEFAULT_MAX_PARTITIONS;
+  if (w->max_parts > ((int64_t)1 << 30)) w->max_parts = (int64_t)1 << 30;
+  w->budget = o->partition_buffer_bytes > 0 ? o->partition_buffer_bytes : DEFAULT_BUFFER_BYTES;
+  // The partition table grows with the partitions met, not up to the limit.
+  return reserve_partition(w, error);
+}
+
+/// Doubles the partition table (room for n_slots / 2 parts).
+static int reserve_partition(struct partitioned_write* w, struct sluice_error* error) {
+  int64_t slots = w->n_slots > 0 ? w->n_slots * 2 : 64;
+  struct partition* parts = grow(w->alloc, w->parts, &w->cap_parts, slots / 2, sizeof *parts);
+  if (parts == NULL) return oom(w, error);
+  w->parts = parts;
+  int32_t* table = sl_alloc(w->alloc, (size_t)slots * sizeof *table);
+  if (table == NULL) return oom(w, error);
+  memset(table, 0xff, (size_t)slots * sizeof *table);
+  for (int64_t p = 0; p < w->n_parts; p++) {
+    int64_t s = (int64_t)(parts[p].hash & (uint64_t)(slots - 1));
+    while (table[s] >= 0) s = (s + 1) & (slots - 1);
+    table[s] = (int32_t)p;
+  }
+  sl_free(w->alloc, w->slots, (size_t)w->n_slots * sizeof *w->slots);
+  w->slots = table;
+  w->n_slots = slots;
+  return 0;
+}
+
+/// The output must not mix with earlier files: a local directory must be
+/// absent or empty, an S3 prefix must hold no object.
+static int check_empty(struct partitioned_write* w, struct sluice_error* error) {
+  if (!w->is_s3) {
+    struct stat st;
+    if (stat(w->location, &st) != 0) return 0;  // made when the first file is
+    if (!S_ISDIR(st.st_mode)) {
+      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->location);
+    }
+    struct sl_location_list list = {0};
+    struct sluice_error ignored;
+    int rc = sl_location_expand(w->location, &w->remote, w->alloc, &list, &ignored);
+    size_t n = list.n;
+    sl_location_list_free(&list, w->alloc);
+    if (rc == ENOMEM) return oom(w, error);
+    if (n == 0) return 0;
+    return sl_error_set(error, EEXIST,
+                        "%s: the directory is not empty; partitioned output goes to a new or "
+                        "empty one",
+                        w->location);
+  }
+  char prefix[4096];
+  int len = snprintf(prefix, sizeof prefix, "%.*s/", (int)w->root_len, w->location);
+  if (len < 0 || (size_t)len >= sizeof prefix) {
+    return sl_error_set(error, ENAMETOOLONG, "%s: location too long", w->location);
+  }
+  struct sl_location_list list = {0};
+  int rc = sl_location_expand(prefix, &w->remote, w->alloc, &list, error);
+  size_t n = list.n;
+  sl_location_list_free(&list, w->alloc);
+  if (rc == ENOENT || (rc == 0 && n == 0)) {
+    sl_error_clear(error);
+    return 0;
+  }
+  if (rc != 0) return rc;
+  return sl_error_set(error, EEXIST,
+                      "%s: objects exist under this prefix; partitioned output goes to an "
+                      "empty one",
+                      w->location);
+}
+
+/// Names every finished file (the end of a write that succeeded). A
+/// failure removes the local files named before it.
+static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
+  for (int64_t i = 0; i < w->n_pending; i++) {
+    struct sl_sink* sink = w->pending[i].sink;
+    w->pending[i].sink = NULL;
+    int rc = sl_sink_commit(sink, error);
+    if (rc != 0) {
+      for (int64_t j = 0; j < i && !w->is_s3; j++) unlink(w->pending[j].path);
+      if (w->is_s3 && i > 0) {
+        sl_error_prefix(error, "%lld of %lld files were uploaded before this failure and stay; ",
+                        (long long)i, (long long)w->n_pending);
+      }
+      return rc;
+    }
+  }
+  return 0;
+}
+
+static void clean_up(struct partitioned_write* w, int failed) {
+  for (int64_t i = 0; i < w->n_pending; i++) {
+    sl_sink_abort(w->pending[i].sink);
+    sl_free(w->alloc, w->pending[i].path, strlen(w->pending[i].path) + 1);
+  }
+  sl_free(w->alloc, w->pending, (size_t)w->cap_pending * sizeof *w->pending);
+  for (int64_t i = w->n_dirs - 1; i >= 0; i--) {
+    if (failed) rmdir(w->dirs[i]);  // empty once the files are gone
+    sl_free(w->alloc, w->dirs[i], strlen(w->dirs[i]) + 1);
+  }
+  sl_free(w->alloc, w->dirs, (size_t)w->cap_dirs * sizeof *w->dirs);
+  for (int64_t p = 0; p < w->n_parts; p++) {
+    drop_pieces(w, &w->parts[p]);
+    sl_free(w->alloc, w->parts[p].pieces, (size_t)w->parts[p].cap_pieces * sizeof(struct ArrowArray));
+    sl_free(w->alloc, w->parts[p].path, w->parts[p].path_len + 1);
+    sl_free(w->alloc, w->parts[p].key, w->parts[p].key_len);
+  }
+  sl_free(w->alloc, w->parts, (size_t)w->cap_parts * sizeof *w->parts);
+  sl_free(w->alloc, w->slots, (size_t)w->n_slots * sizeof *w->slots);
+  for (int64_t k = 0; k < w->n_keys && w->key_fields != NULL; k++) {
+    sl_text_field_reset(&w->key_fields[k]);
+  }
+  sl_free(w->alloc, w->key_fields, (size_t)w->n_keys * sizeof *w->key_fields);
+  sl_free(w->alloc, w->key_columns, (size_t)w->n_keys * sizeof *w->key_columns);
+  sl_free(w->alloc, w->kept_columns,
+          (size_t)(w->schema.release != NULL ? w->schema.n_children + 1 : 0) *
+              sizeof *w->kept_columns);
+  if (w->file_schema.release != NULL) w->file_schema.release(&w->file_schema);
+  if (w->schema.release != NULL) w->schema.release(&w->schema);
+  sl_text_reset(&w->key);
+  sl_text_reset(&w->path);
+  sl_text_reset(&w->value);
+}
+
+static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
+               struct sluice_error* error) {
+  SL_RETURN_NOT_OK(set_up(w, stream, error));
+  SL_RETURN_NOT_OK(check_empty(w, error));
+  int64_t* row_part = NULL;
+  int64_t cap_rows = 0;
+  int rc = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    rc = stream->get_next(stream, &batch);
+    if (rc != 0) {
+      rc = sl_input_error(stream, rc, error);
+      break;
+    }
+    if (batch.release == NULL) break;
+    if (batch.length > cap_rows) {
+      sl_free(w->alloc, row_part, (size_t)cap_rows * sizeof *row_part);
+      cap_rows = batch.length;
+      row_part = sl_alloc(w->alloc, (size_t)cap_rows * sizeof *row_part);
+      if (row_part == NULL) {
+        batch.release(&batch);
+        rc = oom(w, error);
+        break;
+      }
+    }
+    if (batch.length > 0) {
+      rc = split_batch(w, &batch, row_part, error);  // takes the batch
+    } else {
+      batch.release(&batch);
+    }
+    if (rc == 0) rc = spill(w, error);
+    if (rc != 0) break;
+  }
+  sl_free(w->alloc, row_part, (size_t)cap_rows * sizeof *row_part);
+  for (int64_t p = 0; p < w->n_parts && rc == 0; p++) rc = write_partition(w, p, error);
+  if (rc == 0 && w->n_pending == 0 && !w->is_s3) {
+    // No rows: the directory is made empty, as DuckDB leaves it.
+    size_t len = strlen(w->location);
+    char* root = sl_strndup(w->alloc, w->location, len);
+    if (root == NULL) return oom(w, error);
+    rc = make_directories(w, root, w->root_len, error);
+    sl_free(w->alloc, root, len + 1);
+  }
+  if (rc == 0) rc = commit_all(w, error);
+  return rc;
+}
+
+int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                         const char* location, const struct sluice_write_options* options,
+                         struct sl_write_args* args, struct sluice_error* error) {
+  if (strcmp(location, "-") == 0 || strncmp(location, "file://", 7) == 0 ||
+      (strstr(location, "://") != NULL && strncmp(location, "s3://", 5) != 0)) {
+    return sl_error_set(error, ENOTSUP,
+                        "%s: partitioned output goes to a local directory or an s3:// prefix",
+                        location);
+  }
+  struct partitioned_write w;
+  memset(&w, 0, sizeof w);
+  w.writer = writer;
+  w.options = options;
+  w.args = args;
+  w.alloc = args->alloc;
+  w.location = location;
+  w.root_len = strlen(location);
+  while (w.root_len > 1 && location[w.root_len - 1] == '/') w.root_len--;
+  w.is_s3 = strncmp(location, "s3://", 5) == 0;
+  sl_write_remote_options(options, &w.remote);
+  sl_text_init(&w.key, w.alloc);
+  sl_text_init(&w.path, w.alloc);
+  sl_text_init(&w.value, w.alloc);
+  // part-0.parquet; part-0.csv.gz when the CSV is compressed whole.
+  static const char* const none[] = {"", NULL};
+  const char* const* ext = writer->extensions != NULL ? writer->extensions : none;
+  char extension[64];
+  const char* c = options->compression;
+  const char* whole = !writer->compressible || c == NULL ? ""
+                      : strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0 ? ".gz"
+                      : strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0 ? ".zst"
+                                                                        : "";
+  snprintf(extension, sizeof extension, "%s%s", ext[0] != NULL ? ext[0] : "", whole);
+  w.extension = extension;
+  int rc = run(&w, stream, error);
+  clean_up(&w, rc != 0);
+  return rc;
+}

@@ -1,0 +1,40 @@
+// Hive-partitioned writes: each row goes to a file under
+// `<location>/<key>=<value>/...` chosen by its values of the partition
+// columns (which the files then leave out), as pyarrow's write_dataset,
+// DuckDB's COPY ... PARTITION_BY and polars' partition_by lay them out, so
+// that every reader of Hive partitions (sluice's included) reads the table
+// back.
+#ifndef SLUICE_WRITE_PARTITIONED_H
+#define SLUICE_WRITE_PARTITIONED_H
+
+#include "sluice.h"
+#include "../format/sl_format.h"
+
+struct sl_sink;
+struct sl_remote_options;
+
+/// The settings of `options` that remote sinks (s3://) take.
+void sl_write_remote_options(const struct sluice_write_options* options,
+                             struct sl_remote_options* out);
+
+/// Runs `writer` over `stream` into a new sink for `location` (a file or
+/// s3:// object), which is returned uncommitted in *out on success: the
+/// caller commits or aborts it (`remote` must live until then). On error
+/// nothing is left (*out = NULL). (src/api/sluice_dataset.c; shared with
+/// the one-file write.)
+int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                         const char* location, const struct sluice_write_options* options,
+                         const struct sl_remote_options* remote, struct sl_write_args* args,
+                         struct sl_sink** out, struct sluice_error* error);
+
+/// Writes `stream` (checked already) partitioned by options->partition_by
+/// under `location`, a directory or an s3:// prefix: rows are buffered per
+/// partition and written out as `part-<n><ext>` files (the partition
+/// holding the most bytes first when options->partition_buffer_bytes are
+/// spent), none of which appears before every one is written. A local
+/// directory must be absent or empty.
+int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
+                         const char* location, const struct sluice_write_options* options,
+                         struct sl_write_args* args, struct sluice_error* error);
+
+#endif

@@ -1,0 +1,201 @@
+// sluice_write with partition_by: a small buffer budget makes partitions
+// spill into several files each, and the directory read back (Hive
+// partitions) gives every row with its keys; an allocation-failure sweep
+// over the whole write leaves nothing behind and nothing allocated.
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "format/csv/csv_reader.h"
+#include "test_util.h"
+
+#define ROWS 3000       // the read-back test's
+#define SWEEP_ROWS 300  // the allocation-failure sweep's
+#define N_NAMES 5
+
+static const char* const k_names[N_NAMES] = {"plain", "a/b", "x=y %", "sp ace", ""};
+
+/// The key values of row x (x = 0 .. ROWS-1), as the CSV holds them. An
+/// empty name is a null in CSV.
+static const char* name_of(int64_t x) { return k_names[(x * 7 + x / 13) % N_NAMES]; }
+static int64_t day_of(int64_t x) { return (x * 11) % 4; }
+
+static void make_csv(const char* path, int64_t rows) {
+  FILE* f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "name,day,x,text\n");
+  for (int64_t x = 0; x < rows; x++) {
+    const char* name = name_of(x);
+    fprintf(f, "%s%s%s,%lld,%lld,t%lld\n", name[0] ? "\"" : "", name, name[0] ? "\"" : "",
+            (long long)day_of(x), (long long)x, (long long)(x * 3));
+  }
+  assert_int_equal(fclose(f), 0);
+}
+
+static void remove_tree(const char* dir) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int count_files(const char* dir, const char* name) {
+  char cmd[900];
+  snprintf(cmd, sizeof cmd, "find '%s' -type f -name '%s' | wc -l", dir, name);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  int n = -1;
+  assert_int_equal(fscanf(p, "%d", &n), 1);
+  pclose(p);
+  return n;
+}
+
+static const char* const k_keys[] = {"name", "day"};
+
+static int write_partitioned(const char* src, const char* dst, int64_t buffer_bytes,
+                             const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct test_batches b;
+  assert_int_equal(test_batches_read(sl_csv_reader(), src, 211, 0, &b, error), 0);
+  struct ArrowArrayStream stream;
+  test_batches_stream(&b, &stream);
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.format = "parquet";
+  options.allocator = alloc;
+  options.partition_by = k_keys;
+  options.n_partition_by = 2;
+  options.partition_buffer_bytes = buffer_bytes;
+  options.no_fsync = 1;
+  int rc = sluice_write(&stream, dst, &options, error);
+  stream.release(&stream);
+  test_batches_release(&b);
+  return rc;
+}
+
+/// Reads `dir` back and checks that it holds rows 0 .. rows-1 once each,
+/// with their keys (name_of / day_of).
+static void check_read_back(const char* dir, int64_t rows_written) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), 0);
+  struct ArrowSchema schema;
+  assert_int_equal(sluice_dataset_schema(ds, &schema, &error), 0);
+  // The files' columns, then the partition keys.
+  assert_int_equal(schema.n_children, 4);
+  assert_string_equal(schema.children[0]->name, "x");
+  assert_string_equal(schema.children[1]->name, "text");
+  assert_string_equal(schema.children[2]->name, "name");
+  assert_string_equal(schema.children[3]->name, "day");
+  assert_string_equal(schema.children[2]->format, "u");
+  assert_string_equal(schema.children[3]->format, "l");
+  schema.release(&schema);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  unsigned char* seen = calloc((size_t)rows_written, 1);
+  assert_non_null(seen);
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    assert_int_equal(stream.get_next(&stream, &batch), 0);
+    if (batch.release == NULL) break;
+    const struct ArrowArray* xs = batch.children[0];
+    const struct ArrowArray* names = batch.children[2];
+    const struct ArrowArray* days = batch.children[3];
+    for (int64_t r = 0; r < batch.length; r++) {
+      int64_t x = ((const int64_t*)xs->buffers[1])[xs->offset + r];
+      assert_true(x >= 0 && x < rows_written);
+      assert_int_equal(seen[x], 0);
+      seen[x] = 1;
+      assert_int_equal(((const int64_t*)days->buffers[1])[days->offset + r], day_of(x));
+      const char* want = name_of(x);
+      const uint8_t* valid = names->buffers[0];
+      int64_t i = names->offset + r;
+      int is_null = valid != NULL && !(valid[i >> 3] & (1u << (i & 7)));
+      if (want[0] == '\0') {
+        assert_true(is_null);
+      } else {
+        assert_false(is_null);
+        const int32_t* o = names->buffers[1];
+        const char* d = names->buffers[2];
+        assert_int_equal(o[i + 1] - o[i], (int32_t)strlen(want));
+        assert_memory_equal(d + o[i], want, strlen(want));
+      }
+      rows++;
+    }
+    batch.release(&batch);
+  }
+  assert_int_equal(rows, rows_written);
+  free(seen);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+}
+
+static void test_spilled_partitions_read_back(void** state) {
+  (void)state;
+  char src[512], dst[512];
+  test_temp_path("partitioned_in.csv", src, sizeof src);
+  test_temp_path("partitioned_out", dst, sizeof dst);
+  make_csv(src, ROWS);
+  remove_tree(dst);
+  struct sluice_error error = {0, {0}};
+  // 20 partitions; a 16 KiB budget makes each spill several times.
+  assert_int_equal(write_partitioned(src, dst, 16 << 10, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "part-0.parquet"), N_NAMES * 4);
+  assert_true(count_files(dst, "part-1.parquet") > 0);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
+  // The default budget: one file each.
+  assert_int_equal(write_partitioned(src, dst, 0, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
+  unlink(src);
+}
+
+struct sweep_run {
+  const char *src, *dst;
+};
+
+static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct sweep_run* run = ctx;
+  // 2 KiB: some partitions spill before the end.
+  int rc = write_partitioned(run->src, run->dst, 2 << 10, alloc, error);
+  if (rc != 0) {
+    assert_int_equal(access(run->dst, F_OK), -1);  // no directory, no file
+  } else {
+    assert_true(count_files(run->dst, "part-1.parquet") > 0);
+    check_read_back(run->dst, SWEEP_ROWS);
+    remove_tree(run->dst);
+  }
+  return rc;
+}
+
+static void test_allocation_failures_leave_nothing(void** state) {
+  (void)state;
+  char src[512], dst[512];
+  test_temp_path("partitioned_sweep.csv", src, sizeof src);
+  test_temp_path("partitioned_sweep_out", dst, sizeof dst);
+  make_csv(src, SWEEP_ROWS);
+  remove_tree(dst);
+  struct sweep_run run = {src, dst};
+  assert_true(test_alloc_sweep(write_once, &run, 99999) > 20);
+  unlink(src);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_spilled_partitions_read_back),
+      cmocka_unit_test(test_allocation_failures_leave_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

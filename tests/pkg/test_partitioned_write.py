@@ -1,0 +1,214 @@
+"""sluice.write(partition_by=...): Hive-partitioned output laid out as
+pyarrow's write_dataset and DuckDB's PARTITION_BY lay it out, read back with
+equal values by pyarrow.dataset, DuckDB, polars and sluice; and nothing left
+behind when it fails."""
+import datetime
+import os
+import random
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+
+KEYS = ["a/b", "x=y", "p%q", "", None, "sp ace", "é#?*", "plain-_.~"]
+
+
+def _table(n=240, seed=7):
+    rng = random.Random(seed)
+    return pa.table({
+        "k": pa.array([KEYS[rng.randrange(len(KEYS))] for _ in range(n)], pa.string()),
+        "n": pa.array([rng.choice([1, -2, 300, None]) for _ in range(n)], pa.int32()),
+        "d": pa.array([datetime.date(2024, 1 + rng.randrange(3), 1) for _ in range(n)],
+                      pa.date32()),
+        "v": pa.array(range(n), pa.int64()),
+        "f": pa.array([rng.random() for _ in range(n)], pa.float64()),
+        "s": pa.array([f"row{i}" if i % 5 else None for i in range(n)], pa.string()),
+    })
+
+
+def _layout(root):
+    """Directories holding files, relative to root, and the files' count."""
+    dirs, files = set(), 0
+    for here, _, names in os.walk(root):
+        if names:
+            dirs.add(os.path.relpath(here, root))
+            files += len(names)
+    return dirs, files
+
+
+def _rows(table, keys):
+    """Rows as tuples ordered by v, key values spelled as text (readers infer
+    partition types differently: int32, int64, date or string)."""
+    cols = table.to_pydict()
+    out = []
+    for i in range(table.num_rows):
+        row = []
+        for name in ["v", "f", "s"] + keys:
+            x = cols[name][i]
+            if name in keys and x is not None:
+                x = str(x)
+            row.append(x)
+        out.append(tuple(row))
+    return sorted(out, key=lambda r: r[0])
+
+
+@pytest.mark.parametrize("keys", [["k"], ["k", "d"], ["n", "k"]])
+def test_layout_and_values_as_the_peers(tmp_path, keys):
+    t = _table()
+    out = tmp_path / "out"
+    sluice.write(t, out, format="parquet", partition_by=keys)
+    # The same directories as pyarrow's and DuckDB's partitioned writes.
+    pa_dir, dd_dir = tmp_path / "pa", tmp_path / "dd"
+    ds.write_dataset(t, pa_dir, format="parquet", partitioning=keys, partitioning_flavor="hive")
+    duckdb.sql(f"copy (select * from t) to '{dd_dir}' "
+               f"(format parquet, partition_by ({', '.join(keys)}))")
+    dirs, files = _layout(out)
+    assert dirs == _layout(pa_dir)[0] == _layout(dd_dir)[0]
+    assert files == len(dirs)  # one file each: all fit the buffer
+    assert all(name.startswith("part-0.parquet") for _, _, names in os.walk(out)
+               for name in names)
+    # The files leave the partition columns out.
+    some = next(os.path.join(h, n) for h, _, names in os.walk(out) for n in names)
+    assert set(pq.read_schema(some).names).isdisjoint(keys)
+    want = _rows(t, keys)
+    got_pa = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    assert _rows(got_pa, keys) == want
+    got_dd = duckdb.sql(f"select * from read_parquet('{out}/**/*.parquet', "
+                        f"hive_partitioning=true)").arrow()
+    got_dd = got_dd.read_all() if hasattr(got_dd, "read_all") else got_dd
+    assert _rows(got_dd, keys) == want
+    got_pl = pl.scan_parquet(f"{out}/**/*.parquet", hive_partitioning=True).collect().to_arrow()
+    assert _rows(got_pl, keys) == want
+    got = pa.table(sluice.read(out))
+    assert _rows(got, keys) == want
+    # sluice reads the keys back as int64 / date32 / string, as polars does.
+    assert got.schema.field("k").type == pa.string()
+    if "n" in keys:
+        assert got.schema.field("n").type == pa.int64()
+    if "d" in keys:
+        assert got.schema.field("d").type == pa.date32()
+
+
+@pytest.mark.parametrize("fmt,ext,compression", [("csv", ".csv", None), ("csv", ".csv.gz", "gzip"),
+                                                 ("avro", ".avro", None), ("arrow", ".arrow", None)])
+def test_other_formats(tmp_path, fmt, ext, compression):
+    t = _table(100)
+    out = tmp_path / "out"
+    sluice.write(t, out, format=fmt, compression=compression, partition_by="k")
+    names = {n for _, _, ns in os.walk(out) for n in ns}
+    assert names == {"part-0" + ext}
+    assert _rows(pa.table(sluice.read(out)), ["k"]) == _rows(t, ["k"])
+    if fmt == "csv":
+        got = ds.dataset(out, format="csv", partitioning="hive").to_table()
+        assert sorted(got.column("v").to_pylist()) == list(range(100))
+
+
+def test_many_batches_in_and_out_of_order(tmp_path):
+    # Sorted input gives batches of one partition (kept without a copy);
+    # shuffled input splits every batch.
+    n = 50_000
+    rng = random.Random(3)
+    day = [rng.randrange(40) for _ in range(n)]
+    t = pa.table({"day": pa.array(day, pa.int64()), "x": pa.array(range(n), pa.int64()),
+                  "name": pa.array([f"n{i % 97}" for i in range(n)])})
+    for name, table in [("sorted", t.sort_by("day")), ("shuffled", t)]:
+        out = tmp_path / name
+        sluice.write(table.to_reader(max_chunksize=1000), out, format="parquet",
+                     partition_by=["day"])
+        assert len(_layout(out)[0]) == 40
+        got = ds.dataset(out, format="parquet", partitioning="hive").to_table().sort_by("x")
+        assert got.column("x").to_pylist() == list(range(n))
+        assert got.column("day").to_pylist() == day
+        assert got.column("name").to_pylist() == t.column("name").to_pylist()
+
+
+def test_categorical_and_bool_keys(tmp_path):
+    import pandas as pd
+    df = pd.DataFrame({"city": pd.Categorical(["Paris", "Rome", "Paris", None]),
+                       "ok": [True, False, True, True], "x": [1.5, 2.5, 3.5, 4.5]})
+    out = tmp_path / "out"
+    sluice.write(df, out, format="parquet", partition_by=["city", "ok"], index=False)
+    assert _layout(out)[0] == {"city=Paris/ok=true", "city=Rome/ok=false",
+                               "city=__HIVE_DEFAULT_PARTITION__/ok=true"}
+    got = pa.table(sluice.read(out)).sort_by("x")
+    assert got.column("x").to_pylist() == [1.5, 2.5, 3.5, 4.5]
+    assert got.column("city").to_pylist() == ["Paris", "Rome", "Paris", None]
+    assert got.column("ok").to_pylist() == ["true", "false", "true", "true"]
+
+
+def test_no_rows_makes_an_empty_directory(tmp_path):
+    t = _table().slice(0, 0)
+    out = tmp_path / "out"
+    sluice.write(t, out, format="parquet", partition_by="k")
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("keys,message", [
+    (["f"], "cannot partition by column 'f' (double)"),
+    (["nope"], "no column 'nope'"),
+    (["k", "k"], "named twice"),
+    (["k", "n", "d", "v", "f", "s"], None),  # f: refused as a float
+])
+def test_refused_keys_leave_nothing(tmp_path, keys, message):
+    out = tmp_path / "out"
+    with pytest.raises(sluice.InvalidArgumentError) as e:
+        sluice.write(_table(), out, format="parquet", partition_by=keys)
+    if message:
+        assert message in str(e.value)
+    assert not out.exists()
+
+
+def test_every_column_a_key_is_refused(tmp_path):
+    t = pa.table({"a": [1, 2], "b": ["x", "y"]})
+    with pytest.raises(sluice.InvalidArgumentError, match="every column is a partition column"):
+        sluice.write(t, tmp_path / "out", format="parquet", partition_by=["a", "b"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_too_many_partitions_leaves_nothing(tmp_path):
+    t = pa.table({"k": list(range(30)), "x": list(range(30))})
+    out = tmp_path / "out"
+    with pytest.raises(sluice.InvalidArgumentError, match="more than 20 partitions"):
+        sluice.write(t, out, format="parquet", partition_by="k", max_partitions=20)
+    assert not out.exists()
+    sluice.write(t, out, format="parquet", partition_by="k", max_partitions=30)
+    assert len(_layout(out)[0]) == 30
+
+
+def test_existing_directory_must_be_empty(tmp_path):
+    out = tmp_path / "out"
+    (out / "k=old").mkdir(parents=True)
+    (out / "k=old" / "part-0.parquet").write_bytes(b"keep me")
+    with pytest.raises(sluice.SourceError, match="not empty"):
+        sluice.write(_table(), out, format="parquet", partition_by="k")
+    assert [p.name for p in out.rglob("*")] == ["k=old", "part-0.parquet"]
+    assert (out / "k=old" / "part-0.parquet").read_bytes() == b"keep me"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sluice.write(_table(), empty, format="parquet", partition_by="k")
+    assert len(_layout(empty)[0]) == len(KEYS)
+
+
+def test_failing_input_leaves_nothing(tmp_path):
+    schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array(["a", "b/c"]), pa.array([1, 2])], schema=schema)
+        yield pa.record_batch([pa.array(["d", "a"]), pa.array([3, 4])], schema=schema)
+        raise RuntimeError("producer failed")
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    with pytest.raises((sluice.Error, RuntimeError)):
+        sluice.write(reader, tmp_path / "out", format="parquet", partition_by="k")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_file_object_is_refused(tmp_path):
+    import io
+    with pytest.raises(sluice.InvalidArgumentError, match="not a file object"):
+        sluice.write(_table(), io.BytesIO(), format="parquet", partition_by="k")
