@@ -17,6 +17,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
+#include "../core/sl_array_scatter.h"
 #include "../core/sl_checked_stream.h"
 #include "../core/sl_error.h"
 #include "../core/sl_row_filter.h"
@@ -62,6 +63,7 @@ struct partitioned_write {
   const char* extension;  ///< ".parquet", ".csv.gz", ...
   struct ArrowSchema schema;       ///< the input's
   struct ArrowSchema file_schema;  ///< without the partition columns
+  int scatter;  ///< sl_array_scatter takes file_schema's batches
   int64_t n_keys;
   int64_t* key_columns;  ///< indexes into schema.children
   int64_t n_kept;
@@ -175,6 +177,12 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
   return 0;
 }
 
+/// Whether value i of `a` is valid (not null).
+static inline int valid_at(const struct ArrowArray* a, int64_t i) {
+  const uint8_t* bits = a->buffers[0];
+  return a->null_count == 0 || bits == NULL || ((bits[i >> 3] >> (i & 7)) & 1);
+}
+
 /// Whether row `row` has the same partition values as row `row - 1` (a
 /// cheap test for runs; 0 when unsure).
 static int same_as_previous(struct partitioned_write* w, const struct ArrowArray* batch,
@@ -183,7 +191,8 @@ static int same_as_previous(struct partitioned_write* w, const struct ArrowArray
     const struct sl_text_field* f = &w->key_fields[k];
     const struct ArrowArray* a = batch->children[w->key_columns[k]];
     int64_t i = a->offset + row;
-    int null_now = sl_value_is_null(f, a, row), null_before = sl_value_is_null(f, a, row - 1);
+    int null_now = f->dictionary != NULL ? sl_value_is_null(f, a, row) : !valid_at(a, i);
+    int null_before = f->dictionary != NULL ? sl_value_is_null(f, a, row - 1) : !valid_at(a, i - 1);
     if (null_now != null_before) return 0;
     if (null_now) continue;
     int64_t width = 0;
@@ -223,74 +232,87 @@ static int same_as_previous(struct partitioned_write* w, const struct ArrowArray
 
 static int reserve_partition(struct partitioned_write* w, struct sluice_error* error);
 
+/// Key column k's value in row `row`: *is_null, else its bytes (*data, *n;
+/// a bool's byte is put in *bit). A dictionary's value, not its index.
+static int key_value(const struct partitioned_write* w, const struct ArrowArray* batch,
+                     int64_t k, int64_t row, int* is_null, const uint8_t** data, int64_t* n,
+                     uint8_t* bit, struct sluice_error* error) {
+  const struct sl_text_field* f = &w->key_fields[k];
+  const struct ArrowArray* a = batch->children[w->key_columns[k]];
+  int64_t i = a->offset + row;
+  *is_null = !valid_at(a, i);
+  if (*is_null) return 0;
+  if (f->dictionary != NULL) {  // the index, checked: the stream checks buffers, not values
+    int64_t index = 0;
+    const void* v = a->buffers[1];
+    switch (f->type.id) {
+      case SL_TYPE_INT8: index = ((const int8_t*)v)[i]; break;
+      case SL_TYPE_UINT8: index = ((const uint8_t*)v)[i]; break;
+      case SL_TYPE_INT16: index = ((const int16_t*)v)[i]; break;
+      case SL_TYPE_UINT16: index = ((const uint16_t*)v)[i]; break;
+      case SL_TYPE_INT32: index = ((const int32_t*)v)[i]; break;
+      case SL_TYPE_UINT32: index = ((const uint32_t*)v)[i]; break;
+      default: index = ((const int64_t*)v)[i]; break;
+    }
+    if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
+      return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
+                          "is out of range", w->location, (long long)row, (long long)index,
+                          w->schema.children[w->key_columns[k]]->name);
+    }
+    a = a->dictionary;
+    f = f->dictionary;
+    i = a->offset + index;
+    *is_null = !valid_at(a, i);
+    if (*is_null) return 0;
+  }
+  switch (f->type.id) {
+    case SL_TYPE_BOOL:
+      *bit = (uint8_t)((((const uint8_t*)a->buffers[1])[i >> 3] >> (i & 7)) & 1);
+      *data = bit;
+      *n = 1;
+      return 0;
+    case SL_TYPE_STRING: {
+      const int32_t* o = a->buffers[1];
+      *data = (const uint8_t*)a->buffers[2] + o[i];
+      *n = o[i + 1] - o[i];
+      return 0;
+    }
+    case SL_TYPE_LARGE_STRING: {
+      const int64_t* o = a->buffers[1];
+      *data = (const uint8_t*)a->buffers[2] + o[i];
+      *n = o[i + 1] - o[i];
+      return 0;
+    }
+    default:  // integers and date32 (key_type_ok)
+      *n = sl_type_bit_width(&f->type) / 8;
+      *data = (const uint8_t*)a->buffers[1] + i * *n;
+      return 0;
+  }
+}
+
 /// Sets w->key to row `row`'s partition values as bytes that tell them
-/// apart (per column: a null flag, then the value's bytes, strings with
-/// their length; a dictionary's value, not its index): cheaper to hash
-/// than the path, which is only spelled for a partition met first.
+/// apart (per column: a null flag, then the value's length and bytes):
+/// cheaper to hash than the path, which is only spelled for a partition
+/// met first.
 static int row_key(struct partitioned_write* w, const struct ArrowArray* batch, int64_t row,
                    struct sluice_error* error) {
-  sl_text_clear(&w->key);
+  w->key.len = 0;
   for (int64_t k = 0; k < w->n_keys; k++) {
-    const struct sl_text_field* f = &w->key_fields[k];
-    const struct ArrowArray* a = batch->children[w->key_columns[k]];
-    int is_null = sl_value_is_null(f, a, row);
-    if (sl_text_append_char(&w->key, is_null ? 0 : 1) != 0) return oom(w, error);
-    if (is_null) continue;
-    int64_t i = a->offset + row;
-    if (f->dictionary != NULL) {  // the index, checked: the stream checks buffers, not values
-      int64_t index = 0;
-      const void* v = a->buffers[1];
-      switch (f->type.id) {
-        case SL_TYPE_INT8: index = ((const int8_t*)v)[i]; break;
-        case SL_TYPE_UINT8: index = ((const uint8_t*)v)[i]; break;
-        case SL_TYPE_INT16: index = ((const int16_t*)v)[i]; break;
-        case SL_TYPE_UINT16: index = ((const uint16_t*)v)[i]; break;
-        case SL_TYPE_INT32: index = ((const int32_t*)v)[i]; break;
-        case SL_TYPE_UINT32: index = ((const uint32_t*)v)[i]; break;
-        default: index = ((const int64_t*)v)[i]; break;
-      }
-      if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
-        return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
-                            "is out of range", w->location, (long long)row, (long long)index,
-                            w->schema.children[w->key_columns[k]]->name);
-      }
-      a = a->dictionary;
-      f = f->dictionary;
-      i = a->offset + index;
-    }
+    int is_null;
     const uint8_t* data = NULL;
     int64_t n = 0;
     uint8_t bit;
-    switch (f->type.id) {
-      case SL_TYPE_BOOL:
-        bit = (uint8_t)((((const uint8_t*)a->buffers[1])[i >> 3] >> (i & 7)) & 1);
-        data = &bit;
-        n = 1;
-        break;
-      case SL_TYPE_INT8: case SL_TYPE_UINT8: case SL_TYPE_INT16: case SL_TYPE_UINT16:
-      case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32: case SL_TYPE_INT64:
-      case SL_TYPE_UINT64:
-        n = sl_type_bit_width(&f->type) / 8;
-        data = (const uint8_t*)a->buffers[1] + i * n;
-        break;
-      case SL_TYPE_STRING: {
-        const int32_t* o = a->buffers[1];
-        data = (const uint8_t*)a->buffers[2] + o[i];
-        n = o[i + 1] - o[i];
-        break;
-      }
-      default: {  // large string
-        const int64_t* o = a->buffers[1];
-        data = (const uint8_t*)a->buffers[2] + o[i];
-        n = o[i + 1] - o[i];
-        break;
-      }
-    }
+    SL_RETURN_NOT_OK(key_value(w, batch, k, row, &is_null, &data, &n, &bit, error));
     uint64_t len = (uint64_t)n;
-    if (sl_text_append(&w->key, (const char*)&len, sizeof len) != 0 ||
-        sl_text_append(&w->key, (const char*)data, (size_t)n) != 0) {
-      return oom(w, error);
+    if (sl_text_room(&w->key, 1 + sizeof len + (size_t)n) != 0) return oom(w, error);
+    char* at = w->key.data + w->key.len;
+    *at++ = is_null ? 0 : 1;
+    if (!is_null) {
+      memcpy(at, &len, sizeof len);
+      memcpy(at + sizeof len, data, (size_t)n);
+      at += sizeof len + (size_t)n;
     }
+    w->key.len = (size_t)(at - w->key.data);
   }
   return 0;
 }
@@ -529,8 +551,7 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
   SL_RETURN_NOT_OK(
       sl_array_project(batch, w->kept_columns, w->n_kept, w->alloc, &kept, error));
   if (single) return add_piece(w, row_part[0], &kept, error);  // no copy
-  // Several partitions: a selection bitmap each, set in one pass, then each
-  // one's rows copied out.
+  // Several partitions: the ones met, numbered in this batch (local).
   int64_t* slot = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *slot);  // partition -> local
   int64_t* local = sl_alloc(w->alloc, (size_t)w->n_parts * sizeof *local);  // local -> partition
   int64_t* counts = sl_calloc(w->alloc, (size_t)w->n_parts, sizeof *counts);
@@ -546,14 +567,34 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
         local[n_local++] = p;
       }
     }
-    bits = sl_calloc(w->alloc, (size_t)(n_local * bytes), 1);
-    if (bits == NULL) rc = oom(w, error);
   }
   if (rc == 0) {
     for (int64_t r = 0; r < n; r++) {
-      int64_t l = slot[row_part[r]];
+      row_part[r] = slot[row_part[r]];  // from here on: the local index
+      counts[row_part[r]]++;
+    }
+  }
+  if (rc == 0 && w->scatter && kept.null_count == 0) {
+    // One pass over each column deals the rows out.
+    struct ArrowArray* pieces = sl_alloc(w->alloc, (size_t)n_local * sizeof *pieces);
+    rc = pieces == NULL ? oom(w, error)
+                        : sl_array_scatter(&w->file_schema, &kept, row_part, counts, n_local,
+                                           w->alloc, pieces, error);
+    for (int64_t l = 0; l < n_local && rc == 0; l++) {
+      rc = add_piece(w, local[l], &pieces[l], error);
+      if (rc != 0) {
+        while (++l < n_local) pieces[l].release(&pieces[l]);
+      }
+    }
+    sl_free(w->alloc, pieces, (size_t)n_local * sizeof *pieces);
+  } else if (rc == 0) {
+    // Other types: a selection bitmap per partition, each one's rows
+    // copied out by sl_array_filter.
+    bits = sl_calloc(w->alloc, (size_t)(n_local * bytes), 1);
+    if (bits == NULL) rc = oom(w, error);
+    for (int64_t r = 0; r < n && rc == 0; r++) {
+      int64_t l = row_part[r];
       bits[l * bytes + (r >> 3)] |= (uint8_t)(1u << (r & 7));
-      counts[l]++;
     }
     for (int64_t l = 0; l < n_local && rc == 0; l++) {
       struct ArrowArray piece;
@@ -629,6 +670,7 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
   }
   SL_RETURN_NOT_OK(sl_schema_project(&w->schema, w->kept_columns, w->n_kept, w->alloc,
                                      &w->file_schema, error));
+  w->scatter = sl_array_scatter_supported(&w->file_schema);
   w->max_parts = o->max_partitions > 0 ? o->max_partitions : DEFAULT_MAX_PARTITIONS;
   if (w->max_parts > ((int64_t)1 << 30)) w->max_parts = (int64_t)1 << 30;
   w->budget = o->partition_buffer_bytes > 0 ? o->partition_buffer_bytes : DEFAULT_BUFFER_BYTES;

@@ -3,6 +3,7 @@ pyarrow's write_dataset and DuckDB's PARTITION_BY lay it out, read back with
 equal values by pyarrow.dataset, DuckDB, polars and sluice; and nothing left
 behind when it fails."""
 import datetime
+from decimal import Decimal
 import os
 import random
 
@@ -212,3 +213,30 @@ def test_file_object_is_refused(tmp_path):
     import io
     with pytest.raises(sluice.InvalidArgumentError, match="not a file object"):
         sluice.write(_table(), io.BytesIO(), format="parquet", partition_by="k")
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_mixed_batches_with_nulls_and_nested_columns(tmp_path, nested):
+    # Every batch holds every partition: flat columns are dealt out in one
+    # pass, nested ones (lists, structs) copied out per partition.
+    n = 5000
+    cols = {"key": pa.array([["a", "b", None, "c"][i % 4] for i in range(n)]),
+            "i": pa.array([i if i % 9 else None for i in range(n)], pa.int64()),
+            "b": pa.array([None if i % 11 == 0 else i % 3 == 0 for i in range(n)]),
+            "s": pa.array([None if i % 7 == 0 else "x" * (i % 13) for i in range(n)],
+                          pa.large_string()),
+            "bin": pa.array([bytes([i % 256]) * (i % 5) for i in range(n)], pa.binary()),
+            "ts": pa.array(range(n), pa.timestamp("us", "UTC")),
+            "dec": pa.array([Decimal(i) / 4 for i in range(n)], pa.decimal128(12, 2))}
+    if nested:
+        cols["lst"] = pa.array([list(range(i % 4)) if i % 5 else None for i in range(n)])
+        cols["st"] = pa.array([{"p": i, "q": str(i)} for i in range(n)])
+    t = pa.table(cols)
+    out = tmp_path / "out"
+    sluice.write(t.to_reader(max_chunksize=777), out, format="parquet", partition_by="key")
+    got = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    got = got.sort_by([("ts", "ascending")])
+    assert got.column("key").to_pylist() == t.column("key").to_pylist()
+    for name in cols:
+        if name != "key":
+            assert got.column(name).to_pylist() == t.column(name).to_pylist(), name
