@@ -198,12 +198,7 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
     struct pq_field* f = r->schema.leaves[l];
     if (f->conv != PQ_CONV_BINARY || !f->is_string || f->large || f->dict) continue;
     const struct pq_column_chunk* cc = &r->meta.row_groups[0].columns[l];
-    if (!cc->has_meta_data) continue;
-    int has_dict = 0;
-    for (int64_t e = 0; e < cc->meta_data.n_encodings; ++e)
-      has_dict |= cc->meta_data.encodings[e] == PQ_ENC_PLAIN_DICTIONARY ||
-                  cc->meta_data.encodings[e] == PQ_ENC_RLE_DICTIONARY;
-    if (!has_dict) continue;
+    if (!cc->has_meta_data || !pq_chunk_lists_dictionary(&cc->meta_data)) continue;
     f->dict = 1;
     strcpy(f->dict_index_format, "i");
     changed = 1;

@@ -18,12 +18,16 @@
 /// theirs at about 1 MiB by default.
 #define DICT_MAX_BYTES ((int64_t)64 << 20)
 
-int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m) {
-  if (m->data_pages_dictionary >= 0) return m->data_pages_dictionary;
+int pq_chunk_lists_dictionary(const struct pq_column_meta* m) {
   for (int64_t i = 0; i < m->n_encodings; ++i)
     if (m->encodings[i] == PQ_ENC_PLAIN_DICTIONARY || m->encodings[i] == PQ_ENC_RLE_DICTIONARY)
       return 1;
   return 0;
+}
+
+int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m) {
+  if (m->data_pages_dictionary >= 0) return m->data_pages_dictionary;
+  return pq_chunk_lists_dictionary(m);
 }
 
 /// Whether the pages after the dictionary page (chunk[pos, size)) are all

@@ -14,6 +14,10 @@
 #include "pq_schema.h"
 #include "pq_stats.h"
 
+/// Whether the chunk's encodings list a dictionary encoding (some of its
+/// pages may be dictionary-encoded).
+int pq_chunk_lists_dictionary(const struct pq_column_meta* m);
+
 /// Whether every data page of the chunk may be dictionary-encoded, as far
 /// as the footer tells: its encoding_stats when it has them, else whether
 /// its encodings list a dictionary encoding. The page headers decide.
