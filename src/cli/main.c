@@ -108,6 +108,7 @@ static const struct cli_command k_commands[] = {
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
+     "                      [--partition-by COLS]\n"
      "\n"
      "The output format comes from DST's extension unless -t is given. DST may\n"
      "be a Cassandra table, cql://[user[:password]@]host[:port]/ks.table: rows\n"
