@@ -31,6 +31,11 @@
 #define DEFAULT_BUFFER_BYTES ((int64_t)256 << 20)
 #define NULL_SEGMENT "__HIVE_DEFAULT_PARTITION__"
 #define MAX_SEGMENT 255  // a file name's limit (NAME_MAX) on the usual file systems
+// Push writers (Parquet) keep a file per partition open, so that a
+// partition spilled many times still makes one file; past this many, the
+// least recently used is ended (the partition's next rows start part-<n+1>).
+// Each open file holds a sink buffer (1 MiB) and its footer's metadata.
+#define MAX_OPEN_FILES 64
 
 /// One partition: its path below the location and the pieces waiting.
 struct partition {
@@ -43,6 +48,12 @@ struct partition {
   int64_t n_pieces, cap_pieces;
   int64_t bytes;  ///< of the pieces
   int64_t files;  ///< written so far: the next is part-<files>
+  /// Push writers: the open file (NULL when none), its sink and location,
+  /// and when it last took pieces (w->clock).
+  void* writer;
+  struct sl_sink* sink;
+  char* file_path;
+  uint64_t last_used;
 };
 
 /// A finished, uncommitted file.
@@ -64,6 +75,9 @@ struct partitioned_write {
   struct ArrowSchema schema;       ///< the input's
   struct ArrowSchema file_schema;  ///< without the partition columns
   int scatter;  ///< sl_array_scatter takes file_schema's batches
+  int push;     ///< the writer has the push interface: files stay open
+  int64_t n_open;  ///< files open (push writers)
+  uint64_t clock;  ///< pushes so far
   int64_t n_keys;
   int64_t* key_columns;  ///< indexes into schema.children
   int64_t n_kept;
@@ -457,10 +471,11 @@ static int make_directories(struct partitioned_write* w, char* path, size_t len,
   return 0;
 }
 
-/// Writes partition `p`'s pieces as its next file, left uncommitted.
-static int write_partition(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
-  struct partition* part = &w->parts[p];
-  if (part->n_pieces == 0) return 0;
+/// The location of partition `part`'s next file, <root>/<path>/part-<n><ext>
+/// (sl_alloc'd; local: its directories made).
+static int next_file(struct partitioned_write* w, const struct partition* part, char** out,
+                     struct sluice_error* error) {
+  *out = NULL;
   char name[64];
   snprintf(name, sizeof name, "/part-%lld", (long long)part->files);
   struct sl_text location;
@@ -475,14 +490,38 @@ static int write_partition(struct partitioned_write* w, int64_t p, struct sluice
   if (rc == 0 && !w->is_s3) {
     rc = make_directories(w, location.data, w->root_len + 1 + part->path_len, error);
   }
-  char* copy = NULL;  // the file's name, kept with its sink
-  if (rc == 0) {
-    struct pending_file* pending =
-        grow(w->alloc, w->pending, &w->cap_pending, w->n_pending + 1, sizeof *pending);
-    if (pending != NULL) w->pending = pending;
-    copy = pending != NULL ? sl_strndup(w->alloc, location.data, location.len) : NULL;
-    if (copy == NULL) rc = oom(w, error);
+  if (rc == 0 && (*out = sl_strndup(w->alloc, location.data, location.len)) == NULL) {
+    rc = oom(w, error);
   }
+  sl_text_reset(&location);
+  return rc;
+}
+
+/// Finishes `sink` (taken) and lists it for the commit, or aborts it on
+/// error. `path` (taken) names it.
+static int add_pending(struct partitioned_write* w, struct sl_sink* sink, char* path,
+                       struct sluice_error* error) {
+  struct pending_file* pending =
+      grow(w->alloc, w->pending, &w->cap_pending, w->n_pending + 1, sizeof *pending);
+  if (pending != NULL) w->pending = pending;
+  int rc = pending == NULL ? oom(w, error) : sl_sink_finish(sink, error);  // buffer freed
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    sl_free(w->alloc, path, strlen(path) + 1);
+    return rc;
+  }
+  w->pending[w->n_pending].sink = sink;
+  w->pending[w->n_pending].path = path;
+  w->n_pending++;
+  return 0;
+}
+
+/// Writes partition `p`'s pieces as a file of their own, left uncommitted.
+static int write_file_of_pieces(struct partitioned_write* w, int64_t p,
+                                struct sluice_error* error) {
+  struct partition* part = &w->parts[p];
+  char* path = NULL;
+  int rc = next_file(w, part, &path, error);
   struct sl_sink* sink = NULL;
   if (rc == 0) {
     struct pieces_stream s = {.w = w, .part = part, .next = 0};
@@ -491,25 +530,89 @@ static int write_partition(struct partitioned_write* w, int64_t p, struct sluice
                                       .get_last_error = pieces_get_last_error,
                                       .release = pieces_release,
                                       .private_data = &s};
-    w->args->location = location.data;
-    rc = sl_write_uncommitted(w->writer, &stream, location.data, w->options, &w->remote, w->args,
-                              &sink, error);
+    w->args->location = path;
+    rc = sl_write_uncommitted(w->writer, &stream, path, w->options, &w->remote, w->args, &sink,
+                              error);
     w->args->location = w->location;
   }
-  if (rc == 0) rc = sl_sink_finish(sink, error);  // its buffer freed while it waits
-  sl_text_reset(&location);
+  drop_pieces(w, part);
   if (rc != 0) {
-    sl_sink_abort(sink);
-    if (copy != NULL) sl_free(w->alloc, copy, strlen(copy) + 1);
-    drop_pieces(w, part);
+    if (path != NULL) sl_free(w->alloc, path, strlen(path) + 1);
     return rc;
   }
-  w->pending[w->n_pending].sink = sink;
-  w->pending[w->n_pending].path = copy;
-  w->n_pending++;
   part->files++;
-  drop_pieces(w, part);
-  return 0;
+  return add_pending(w, sink, path, error);
+}
+
+/// Ends partition `part`'s open file (push writers): the footer written,
+/// the file finished and listed for the commit.
+static int close_file(struct partitioned_write* w, struct partition* part,
+                      struct sluice_error* error) {
+  w->args->location = part->file_path;
+  int rc = w->writer->finish(part->writer, error);
+  w->args->location = w->location;
+  w->writer->close(part->writer);
+  part->writer = NULL;
+  w->n_open--;
+  struct sl_sink* sink = part->sink;
+  char* path = part->file_path;
+  part->sink = NULL;
+  part->file_path = NULL;
+  part->files++;
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    sl_free(w->alloc, path, strlen(path) + 1);
+    return rc;
+  }
+  return add_pending(w, sink, path, error);
+}
+
+/// Hands partition `p`'s pieces to its open file (push writers), opening
+/// one first (and closing the least recently used one when MAX_OPEN_FILES
+/// are open); the row group ends with them, so nothing stays buffered.
+static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
+  struct partition* part = &w->parts[p];
+  int rc = 0;
+  if (part->writer == NULL) {
+    if (w->n_open == MAX_OPEN_FILES) {
+      struct partition* lru = NULL;
+      for (int64_t q = 0; q < w->n_parts; q++) {
+        struct partition* o = &w->parts[q];
+        if (o->writer != NULL && (lru == NULL || o->last_used < lru->last_used)) lru = o;
+      }
+      rc = close_file(w, lru, error);
+    }
+    if (rc == 0) rc = next_file(w, part, &part->file_path, error);
+    if (rc == 0) rc = sl_sink_open_remote(part->file_path, &w->remote, w->alloc, &part->sink, error);
+    if (rc == 0) {
+      if (w->options->no_fsync) sl_sink_skip_fsync(part->sink);
+      w->args->location = part->file_path;
+      rc = w->writer->open(&w->file_schema, part->sink, w->args, &part->writer, error);
+      w->args->location = w->location;
+      if (rc == 0) w->n_open++;
+    }
+    if (rc != 0) {
+      sl_sink_abort(part->sink);
+      part->sink = NULL;
+      if (part->file_path != NULL) sl_free(w->alloc, part->file_path, strlen(part->file_path) + 1);
+      part->file_path = NULL;
+      drop_pieces(w, part);
+      return rc;
+    }
+  }
+  w->args->location = part->file_path;
+  for (int64_t i = 0; i < part->n_pieces && rc == 0; i++) {
+    rc = w->writer->push(part->writer, &part->pieces[i], i + 1 == part->n_pieces, error);
+  }
+  w->args->location = w->location;
+  part->last_used = ++w->clock;
+  drop_pieces(w, part);  // what push did not take (after an error)
+  return rc;
+}
+
+static int write_partition(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
+  if (w->parts[p].n_pieces == 0) return 0;
+  return w->push ? push_pieces(w, p, error) : write_file_of_pieces(w, p, error);
 }
 
 /// Writes out the partitions holding the most until the buffers are within
@@ -770,6 +873,10 @@ static void clean_up(struct partitioned_write* w, int failed) {
   }
   sl_free(w->alloc, w->dirs, (size_t)w->cap_dirs * sizeof *w->dirs);
   for (int64_t p = 0; p < w->n_parts; p++) {
+    struct partition* part = &w->parts[p];
+    if (part->writer != NULL) w->writer->close(part->writer);
+    sl_sink_abort(part->sink);
+    if (part->file_path != NULL) sl_free(w->alloc, part->file_path, strlen(part->file_path) + 1);
     drop_pieces(w, &w->parts[p]);
     sl_free(w->alloc, w->parts[p].pieces, (size_t)w->parts[p].cap_pieces * sizeof(struct ArrowArray));
     sl_free(w->alloc, w->parts[p].path, w->parts[p].path_len + 1);
@@ -827,6 +934,9 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   }
   sl_free(w->alloc, row_part, (size_t)cap_rows * sizeof *row_part);
   for (int64_t p = 0; p < w->n_parts && rc == 0; p++) rc = write_partition(w, p, error);
+  for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
+    if (w->parts[p].writer != NULL) rc = close_file(w, &w->parts[p], error);
+  }
   if (rc == 0 && w->n_pending == 0 && !w->is_s3) {
     // No rows: the directory is made empty, as DuckDB leaves it.
     size_t len = strlen(w->location);
@@ -858,6 +968,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   w.root_len = strlen(location);
   while (w.root_len > 1 && location[w.root_len - 1] == '/') w.root_len--;
   w.is_s3 = strncmp(location, "s3://", 5) == 0;
+  w.push = writer->open != NULL && writer->push != NULL && !writer->compressible;
   sl_write_remote_options(options, &w.remote);
   sl_text_init(&w.key, w.alloc);
   sl_text_init(&w.path, w.alloc);

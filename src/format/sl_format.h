@@ -218,6 +218,19 @@ struct sl_format_writer {
   /// 1: a name ending in .gz or .zst compresses the whole file (x.csv.gz),
   /// as the format's reader reads such files back.
   int compressible;
+  /// Optional push interface (NULL = none), for writers that take batches
+  /// as they come instead of pulling a stream: a partitioned write keeps a
+  /// file per partition open and hands each its rows when they are spilled.
+  /// open: a writer of `schema` (copied) into `sink`. push: writes `batch`
+  /// (taken; NULL = none) and, with end_row_group, ends the row group there
+  /// so that nothing stays buffered. finish: the rest and the footer.
+  /// close: frees the writer (after finish, or after an error).
+  int (*open)(const struct ArrowSchema* schema, struct sl_sink* sink,
+              const struct sl_write_args* args, void** state, struct sluice_error* error);
+  int (*push)(void* state, struct ArrowArray* batch, int end_row_group,
+              struct sluice_error* error);
+  int (*finish)(void* state, struct sluice_error* error);
+  void (*close)(void* state);
 };
 
 /// The registry (src/format/sl_format_registry.c): static tables of the

@@ -1,5 +1,7 @@
-// sluice_write with partition_by: a small buffer budget makes partitions
-// spill into several files each, and the directory read back (Hive
+// sluice_write with partition_by: with a small buffer budget partitions
+// spill many times: Parquet (a push writer) keeps one file per partition
+// open and appends row groups, up to its limit of open files; Arrow IPC
+// starts a file per spill. Either way the directory read back (Hive
 // partitions) gives every row with its keys; an allocation-failure sweep
 // over the whole write leaves nothing behind and nothing allocated.
 #include <errno.h>
@@ -32,13 +34,13 @@ static int64_t day_of(int64_t x) { return (x * 11) % 4; }
 static void make_csv(const char* path, int64_t rows) {
   FILE* f = fopen(path, "w");
   assert_non_null(f);
-  fprintf(f, "name,day,x,text\n");
+  fprintf(f, "name,day,x,text,bucket\n");
   for (int64_t x = 0; x < rows; x++) {
     const char* name = name_of(x);
     fprintf(f, "%s%s%s,%lld,%lld,", name[0] ? "\"" : "", name, name[0] ? "\"" : "",
             (long long)day_of(x), (long long)x);
     if (x % 7 != 0) fprintf(f, "t%lld", (long long)(x * 3));  // else null
-    fprintf(f, "\n");
+    fprintf(f, ",%lld\n", (long long)(x % 100));
   }
   assert_int_equal(fclose(f), 0);
 }
@@ -61,8 +63,10 @@ static int count_files(const char* dir, const char* name) {
 }
 
 static const char* const k_keys[] = {"name", "day"};
+static const char* const k_bucket[] = {"bucket"};  // 100 partitions
 
-static int write_partitioned(const char* src, const char* dst, int64_t buffer_bytes,
+static int write_partitioned(const char* src, const char* dst, const char* format,
+                             const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
                              const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct test_batches b;
   assert_int_equal(test_batches_read(sl_csv_reader(), src, 211, 0, &b, error), 0);
@@ -70,10 +74,10 @@ static int write_partitioned(const char* src, const char* dst, int64_t buffer_by
   test_batches_stream(&b, &stream);
   struct sluice_write_options options;
   sluice_write_options_init(&options);
-  options.format = "parquet";
+  options.format = format;
   options.allocator = alloc;
-  options.partition_by = k_keys;
-  options.n_partition_by = 2;
+  options.partition_by = keys;
+  options.n_partition_by = n_keys;
   options.partition_buffer_bytes = buffer_bytes;
   options.no_fsync = 1;
   int rc = sluice_write(&stream, dst, &options, error);
@@ -82,8 +86,17 @@ static int write_partitioned(const char* src, const char* dst, int64_t buffer_by
   return rc;
 }
 
+static int64_t column_named(const struct ArrowSchema* schema, const char* name) {
+  for (int64_t i = 0; i < schema->n_children; i++) {
+    if (strcmp(schema->children[i]->name, name) == 0) return i;
+  }
+  fail_msg("no column %s", name);
+  return -1;
+}
+
 /// Reads `dir` back and checks that it holds rows 0 .. rows-1 once each,
-/// with their keys (name_of / day_of).
+/// with their keys (name_of / day_of) and texts, whether those are file
+/// columns or partition columns.
 static void check_read_back(const char* dir, int64_t rows_written) {
   struct sluice_open_options options;
   sluice_open_options_init(&options);
@@ -92,14 +105,11 @@ static void check_read_back(const char* dir, int64_t rows_written) {
   assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), 0);
   struct ArrowSchema schema;
   assert_int_equal(sluice_dataset_schema(ds, &schema, &error), 0);
-  // The files' columns, then the partition keys.
-  assert_int_equal(schema.n_children, 4);
-  assert_string_equal(schema.children[0]->name, "x");
-  assert_string_equal(schema.children[1]->name, "text");
-  assert_string_equal(schema.children[2]->name, "name");
-  assert_string_equal(schema.children[3]->name, "day");
-  assert_string_equal(schema.children[2]->format, "u");
-  assert_string_equal(schema.children[3]->format, "l");
+  assert_int_equal(schema.n_children, 5);
+  int64_t c_x = column_named(&schema, "x"), c_text = column_named(&schema, "text");
+  int64_t c_name = column_named(&schema, "name"), c_day = column_named(&schema, "day");
+  assert_string_equal(schema.children[c_name]->format, "u");
+  assert_string_equal(schema.children[c_day]->format, "l");
   schema.release(&schema);
   struct ArrowArrayStream stream;
   assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
@@ -110,10 +120,10 @@ static void check_read_back(const char* dir, int64_t rows_written) {
     struct ArrowArray batch;
     assert_int_equal(stream.get_next(&stream, &batch), 0);
     if (batch.release == NULL) break;
-    const struct ArrowArray* xs = batch.children[0];
-    const struct ArrowArray* texts = batch.children[1];
-    const struct ArrowArray* names = batch.children[2];
-    const struct ArrowArray* days = batch.children[3];
+    const struct ArrowArray* xs = batch.children[c_x];
+    const struct ArrowArray* texts = batch.children[c_text];
+    const struct ArrowArray* names = batch.children[c_name];
+    const struct ArrowArray* days = batch.children[c_day];
     for (int64_t r = 0; r < batch.length; r++) {
       int64_t x = ((const int64_t*)xs->buffers[1])[xs->offset + r];
       assert_true(x >= 0 && x < rows_written);
@@ -162,14 +172,29 @@ static void test_spilled_partitions_read_back(void** state) {
   make_csv(src, ROWS);
   remove_tree(dst);
   struct sluice_error error = {0, {0}};
-  // 20 partitions; a 16 KiB budget makes each spill several times.
-  assert_int_equal(write_partitioned(src, dst, 16 << 10, NULL, &error), 0);
+  // 20 partitions; a 16 KiB budget makes each spill several times. Parquet
+  // appends row groups to one file per partition.
+  assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, 2, 16 << 10, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
   assert_int_equal(count_files(dst, "part-0.parquet"), N_NAMES * 4);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
+  // Arrow IPC files are written whole: a file per spill.
+  assert_int_equal(write_partitioned(src, dst, "arrow", k_keys, 2, 16 << 10, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "part-0.arrow"), N_NAMES * 4);
+  assert_true(count_files(dst, "part-1.arrow") > 0);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
+  // 100 partitions, more than the files Parquet keeps open (64): the least
+  // recently used are ended, and their partitions go on in part-1.
+  assert_int_equal(write_partitioned(src, dst, "parquet", k_bucket, 1, 16 << 10, NULL, &error),
+                   0);
+  assert_int_equal(count_files(dst, "part-0.parquet"), 100);
   assert_true(count_files(dst, "part-1.parquet") > 0);
   check_read_back(dst, ROWS);
   remove_tree(dst);
   // The default budget: one file each.
-  assert_int_equal(write_partitioned(src, dst, 0, NULL, &error), 0);
+  assert_int_equal(write_partitioned(src, dst, "arrow", k_keys, 2, 0, NULL, &error), 0);
   assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
   check_read_back(dst, ROWS);
   remove_tree(dst);
@@ -177,33 +202,37 @@ static void test_spilled_partitions_read_back(void** state) {
 }
 
 struct sweep_run {
-  const char *src, *dst;
+  const char *src, *dst, *format;
 };
 
 static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct sweep_run* run = ctx;
-  // 2 KiB: some partitions spill before the end.
-  int rc = write_partitioned(run->src, run->dst, 2 << 10, alloc, error);
+  // 2 KiB: every partition spills before the end.
+  int rc = write_partitioned(run->src, run->dst, run->format, k_keys, 2, 2 << 10, alloc, error);
   if (rc != 0) {
     assert_int_equal(access(run->dst, F_OK), -1);  // no directory, no file
   } else {
-    assert_true(count_files(run->dst, "part-1.parquet") > 0);
     check_read_back(run->dst, SWEEP_ROWS);
     remove_tree(run->dst);
   }
   return rc;
 }
 
-static void test_allocation_failures_leave_nothing(void** state) {
-  (void)state;
+static void sweep(const char* format) {
   char src[512], dst[512];
   test_temp_path("partitioned_sweep.csv", src, sizeof src);
   test_temp_path("partitioned_sweep_out", dst, sizeof dst);
   make_csv(src, SWEEP_ROWS);
   remove_tree(dst);
-  struct sweep_run run = {src, dst};
+  struct sweep_run run = {src, dst, format};
   assert_true(test_alloc_sweep(write_once, &run, 99999) > 20);
   unlink(src);
+}
+
+static void test_allocation_failures_leave_nothing(void** state) {
+  (void)state;
+  sweep("parquet");  // files kept open, row groups pushed
+  sweep("arrow");    // a file per spill
 }
 
 int main(void) {

@@ -1301,6 +1301,7 @@ static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 }
 
 static const char* const k_avro_extensions[] = {".avro", NULL};
-static const struct sl_format_writer k_avro_writer = {"avro", k_avro_extensions, avro_write, 0, 0};
+static const struct sl_format_writer k_avro_writer = {
+    .name = "avro", .extensions = k_avro_extensions, .write = avro_write};
 
 const struct sl_format_writer* sl_avro_writer(void) { return &k_avro_writer; }

@@ -812,6 +812,7 @@ static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 
 const struct sl_format_writer* sl_cql_writer(void) {
   static const char* const extensions[] = {NULL};
-  static const struct sl_format_writer writer = {"cql", extensions, cql_write, 1, 0};
+  static const struct sl_format_writer writer = {
+      .name = "cql", .extensions = extensions, .write = cql_write, .table = 1};
   return &writer;
 }

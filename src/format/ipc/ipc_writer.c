@@ -302,9 +302,10 @@ static int write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
 static const char* const ipc_file_extensions[] = {".arrow", ".feather", ".ipc", NULL};
 static const char* const ipc_stream_extensions[] = {".arrows", ".stream", NULL};
 
-static const struct sl_format_writer ipc_file_writer = {"arrow", ipc_file_extensions, write_file, 0, 0};
-static const struct sl_format_writer ipc_stream_writer = {"arrows", ipc_stream_extensions,
-                                                          write_stream, 0, 0};
+static const struct sl_format_writer ipc_file_writer = {
+    .name = "arrow", .extensions = ipc_file_extensions, .write = write_file};
+static const struct sl_format_writer ipc_stream_writer = {
+    .name = "arrows", .extensions = ipc_stream_extensions, .write = write_stream};
 
 const struct sl_format_writer* sl_ipc_file_writer(void) { return &ipc_file_writer; }
 const struct sl_format_writer* sl_ipc_stream_writer(void) { return &ipc_stream_writer; }

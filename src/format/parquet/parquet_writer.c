@@ -575,17 +575,24 @@ static void writer_free(struct pq_writer* w) {
   if (w->schema.release != NULL) w->schema.release(&w->schema);
 }
 
-static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                         const struct sl_write_args* args, struct sluice_error* error) {
+static void parquet_close(void* state) {
+  struct pq_writer* w = state;
+  if (w == NULL) return;
+  const struct sluice_allocator* alloc = w->alloc;
+  writer_free(w);
+  sl_free(alloc, w, sizeof *w);
+}
+
+static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                        const struct sl_write_args* args, void** state,
+                        struct sluice_error* error) {
+  *state = NULL;
   struct pq_writer* w = sl_calloc(args->alloc, 1, sizeof *w);
   if (w == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
   w->alloc = args->alloc;
   w->sink = sink;
   int rc = parse_options(w, args, error);
-  if (rc == 0) {
-    rc = stream->get_schema(stream, &w->schema);
-    if (rc != 0) rc = sl_input_error(stream, rc, error);
-  }
+  if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
   if (rc == 0) rc = pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
   if (rc == 0) rc = mark_bloom_leaves(w, error);
   if (rc == 0) {
@@ -601,6 +608,54 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
     w->n_scratch = t + 1;
   }
   if (rc == 0) rc = sl_sink_write(sink, "PAR1", 4, error);
+  if (rc != 0) {
+    parquet_close(w);
+    return rc;
+  }
+  *state = w;
+  return 0;
+}
+
+/// Frees what encoding grew (page, dictionary and chunk buffers), for a
+/// writer that waits between pushes: a partitioned write may keep many.
+static int trim_buffers(struct pq_writer* w, struct sluice_error* error) {
+  for (int t = 0; t < w->n_scratch; ++t) {
+    pqw_scratch_free(&w->scratch[t]);
+    SL_RETURN_NOT_OK(pqw_scratch_init(&w->scratch[t], w->alloc, error));
+  }
+  for (int64_t i = 0; i < w->ps.n_leaves; ++i) sl_buffer_reset(&w->spare[i]);
+  return 0;
+}
+
+static int parquet_push(void* state, struct ArrowArray* batch, int end_row_group,
+                        struct sluice_error* error) {
+  struct pq_writer* w = state;
+  int rc = 0;
+  if (batch != NULL && batch->release != NULL) {
+    if (batch->length == 0) batch->release(batch);
+    else rc = add_batch(w, batch, error);  // takes it
+  }
+  if (rc == 0 && end_row_group && w->pending_rows > 0) {
+    rc = flush_row_group(w, error);
+    if (rc == 0) rc = trim_buffers(w, error);
+  }
+  return rc;
+}
+
+static int parquet_finish(void* state, struct sluice_error* error) {
+  struct pq_writer* w = state;
+  int rc = w->pending_rows > 0 ? flush_row_group(w, error) : 0;
+  return rc == 0 ? write_footer(w, error) : rc;
+}
+
+static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                         const struct sl_write_args* args, struct sluice_error* error) {
+  struct ArrowSchema schema;
+  int rc = stream->get_schema(stream, &schema);
+  if (rc != 0) return sl_input_error(stream, rc, error);
+  void* w = NULL;
+  rc = parquet_open(&schema, sink, args, &w, error);
+  schema.release(&schema);
   while (rc == 0) {
     struct ArrowArray batch;
     memset(&batch, 0, sizeof batch);
@@ -610,21 +665,16 @@ static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
       break;
     }
     if (batch.release == NULL) break;
-    if (batch.length == 0) {
-      batch.release(&batch);
-      continue;
-    }
-    rc = add_batch(w, &batch, error);
+    rc = parquet_push(w, &batch, 0, error);
   }
-  if (rc == 0 && w->pending_rows > 0) rc = flush_row_group(w, error);
-  if (rc == 0) rc = write_footer(w, error);
-  writer_free(w);
-  sl_free(args->alloc, w, sizeof *w);
+  if (rc == 0) rc = parquet_finish(w, error);
+  parquet_close(w);
   return rc;
 }
 
 static const char* const k_parquet_extensions[] = {".parquet", ".pq", NULL};
-static const struct sl_format_writer k_parquet_writer = {"parquet", k_parquet_extensions,
-                                                         parquet_write, 0, 0};
+static const struct sl_format_writer k_parquet_writer = {
+    .name = "parquet", .extensions = k_parquet_extensions, .write = parquet_write,
+    .open = parquet_open, .push = parquet_push, .finish = parquet_finish, .close = parquet_close};
 
 const struct sl_format_writer* sl_parquet_writer(void) { return &k_parquet_writer; }

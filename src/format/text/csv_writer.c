@@ -517,6 +517,7 @@ static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 }
 
 static const char* const k_csv_extensions[] = {".csv", NULL};
-static const struct sl_format_writer k_csv_writer = {"csv", k_csv_extensions, csv_write, 0, 1};
+static const struct sl_format_writer k_csv_writer = {
+    .name = "csv", .extensions = k_csv_extensions, .write = csv_write, .compressible = 1};
 
 const struct sl_format_writer* sl_csv_writer(void) { return &k_csv_writer; }

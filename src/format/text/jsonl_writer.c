@@ -101,6 +101,7 @@ static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
 }
 
 static const char* const k_jsonl_extensions[] = {".jsonl", ".ndjson", NULL};
-static const struct sl_format_writer k_jsonl_writer = {"jsonl", k_jsonl_extensions, jsonl_write, 0, 1};
+static const struct sl_format_writer k_jsonl_writer = {
+    .name = "jsonl", .extensions = k_jsonl_extensions, .write = jsonl_write, .compressible = 1};
 
 const struct sl_format_writer* sl_jsonl_writer(void) { return &k_jsonl_writer; }
