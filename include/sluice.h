@@ -577,8 +577,9 @@ struct sluice_write_options {
   int64_t max_partitions;
   /// Partitioned output: rows are buffered per partition until this many
   /// bytes are held in all, then the partition holding the most is written
-  /// out as a file (a partition can so get several files); the rest are
-  /// written at the end. 0 = 256 MiB.
+  /// out (Parquet: as a row group of the partition's file, kept open, at
+  /// most 64 at once; other formats: as a file of its own, so a partition
+  /// can get several); the rest are written at the end. 0 = 256 MiB.
   int64_t partition_buffer_bytes;
 };
 
