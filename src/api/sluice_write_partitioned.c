@@ -1,12 +1,13 @@
 // Hive-partitioned writes (sluice_write with partition_by). Each batch is
-// split by its rows' partition paths ("year=2024/city=Paris"), the pieces
+// split by its rows' partition values ("year=2024/city=Paris"), the pieces
 // (partition columns dropped) are buffered per partition, and a partition
-// is written out as one file when the buffers outgrow their budget (the
-// largest first) or at the end. Format writers pull a whole stream into a
-// sink, so a file is written from a stream over its partition's buffered
-// pieces. Every file's sink is finished but left uncommitted (unnamed
-// local files, staged S3 uploads) until all are written: on error they are
-// aborted and the directories made for them removed, so nothing appears.
+// is written out when the buffers outgrow their budget (the largest first)
+// or at the end: to its open file as a row group where the format writer
+// takes pushed batches (Parquet), else as a file of its own, written by the
+// format's stream writer from a stream over the pieces. Every file's sink
+// is finished but left uncommitted (unnamed local files, staged S3
+// uploads) until all are written: on error they are aborted and the
+// directories made for them removed, so nothing appears.
 #include "sluice_write_partitioned.h"
 
 #include <errno.h>

@@ -29,10 +29,12 @@ int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArra
 
 /// Writes `stream` (checked already) partitioned by options->partition_by
 /// under `location`, a directory or an s3:// prefix: rows are buffered per
-/// partition and written out as `part-<n><ext>` files (the partition
+/// partition and written out to `part-<n><ext>` files (the partition
 /// holding the most bytes first when options->partition_buffer_bytes are
-/// spent), none of which appears before every one is written. A local
-/// directory must be absent or empty.
+/// spent; Parquet appends a row group to the partition's open file, other
+/// formats start a file), none of which appears before every one is
+/// written. A local directory must be absent or empty, an S3 prefix hold
+/// no object.
 int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                          const char* location, const struct sluice_write_options* options,
                          struct sl_write_args* args, struct sluice_error* error);
