@@ -569,7 +569,10 @@ struct sluice_write_options {
   /// `__HIVE_DEFAULT_PARTITION__`. Other types (floats, timestamps, ...)
   /// are refused (EINVAL). The format comes from `format`, else from the
   /// location's extension. No file appears before all are written, and on
-  /// error none does; a local directory must be absent or empty (EEXIST).
+  /// error none does: a local output is written in a hidden directory
+  /// beside it, renamed into place at the end; S3 objects are uploaded at
+  /// the end. A local directory must be absent or empty, an S3 prefix hold
+  /// no object (EEXIST).
   const char* const* partition_by;
   int64_t n_partition_by;
   /// Partitioned output: more distinct partitions than this is an error

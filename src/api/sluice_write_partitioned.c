@@ -12,7 +12,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,12 +74,17 @@ struct partitioned_write {
   const struct sluice_allocator* alloc;
   const char* location;
   size_t root_len;  ///< of location, without trailing '/'
+  /// Where the files go: the location (S3), or a hidden staging directory
+  /// beside it (local), renamed to the location once every file is in it.
+  char* root;
+  size_t root_len_files;
   int is_s3;
   const char* extension;  ///< ".parquet", ".csv.gz", ...
   struct ArrowSchema schema;       ///< the input's
   struct ArrowSchema file_schema;  ///< without the partition columns
   int scatter;  ///< sl_array_scatter takes file_schema's batches
   int push;     ///< the writer has the push interface: files stay open
+  int staged;   ///< local: the staging directory exists (removed on error)
   int64_t n_open;  ///< files open (push writers)
   uint64_t clock;  ///< pushes so far
   int64_t n_keys;
@@ -126,15 +134,19 @@ static uint64_t hash_bytes(const char* s, size_t n) {
 
 /* ---- Path segments ---------------------------------------------------------- */
 
-/// Appends `s` percent-escaped as pyarrow and DuckDB escape partition
-/// values: every byte but A-Z a-z 0-9 - . _ ~ becomes %XX.
-static int append_escaped(struct sl_text* out, const char* s, size_t n) {
+/// Appends `s` percent-escaped. A value (`name` 0) as pyarrow and DuckDB
+/// escape partition values: every byte but A-Z a-z 0-9 - . _ ~ becomes
+/// %XX. A column name only where it would break the path or its reading
+/// (/ = % \ and control bytes): pyarrow writes names as they are, and
+/// DuckDB does not decode them.
+static int append_escaped(struct sl_text* out, const char* s, size_t n, int name) {
   static const char hex[] = "0123456789ABCDEF";
   if (sl_text_reserve(out, 3 * n + 1) != 0) return ENOMEM;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    int plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                c == '-' || c == '.' || c == '_' || c == '~';
+    int plain = name ? c >= 0x20 && c != 0x7f && c != '/' && c != '=' && c != '%' && c != '\\'
+                     : (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
     if (plain) {
       out->data[out->len++] = (char)c;
     } else {
@@ -169,17 +181,25 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
     const struct ArrowArray* values = batch->children[w->key_columns[k]];
     if (k > 0 && sl_text_append_char(&w->path, '/') != 0) return oom(w, error);
     size_t start = w->path.len;
-    if (append_escaped(&w->path, column->name, strlen(column->name)) != 0 ||
+    if (append_escaped(&w->path, column->name, strlen(column->name), 1) != 0 ||
         sl_text_append_char(&w->path, '=') != 0) {
       return oom(w, error);
     }
-    if (sl_value_is_null(&w->key_fields[k], values, row)) {
+    int64_t at = batch->offset + row;  // a struct's offset applies to its children
+    if (sl_value_is_null(&w->key_fields[k], values, at)) {
       if (sl_text_append_str(&w->path, NULL_SEGMENT) != 0) return oom(w, error);
     } else {
       sl_text_clear(&w->value);
-      SL_RETURN_NOT_OK(sl_value_render(&w->key_fields[k], values, row, SL_TEXT_PLAIN, &w->value,
+      SL_RETURN_NOT_OK(sl_value_render(&w->key_fields[k], values, at, SL_TEXT_PLAIN, &w->value,
                                        error));
-      if (append_escaped(&w->path, w->value.data, w->value.len) != 0) return oom(w, error);
+      // Dates past 9999 render as +10000-01-01; pyarrow spells them without the sign.
+      const char* text = w->value.data;
+      size_t n = w->value.len;
+      if (w->key_fields[k].type.id == SL_TYPE_DATE32 && n > 0 && text[0] == '+') {
+        text++;
+        n--;
+      }
+      if (append_escaped(&w->path, text, n, 0) != 0) return oom(w, error);
     }
     if (w->path.len - start > MAX_SEGMENT) {
       return sl_error_set(error, EINVAL,
@@ -205,9 +225,9 @@ static int same_as_previous(struct partitioned_write* w, const struct ArrowArray
   for (int64_t k = 0; k < w->n_keys; k++) {
     const struct sl_text_field* f = &w->key_fields[k];
     const struct ArrowArray* a = batch->children[w->key_columns[k]];
-    int64_t i = a->offset + row;
-    int null_now = f->dictionary != NULL ? sl_value_is_null(f, a, row) : !valid_at(a, i);
-    int null_before = f->dictionary != NULL ? sl_value_is_null(f, a, row - 1) : !valid_at(a, i - 1);
+    int64_t at = batch->offset + row, i = a->offset + at;
+    int null_now = f->dictionary != NULL ? sl_value_is_null(f, a, at) : !valid_at(a, i);
+    int null_before = f->dictionary != NULL ? sl_value_is_null(f, a, at - 1) : !valid_at(a, i - 1);
     if (null_now != null_before) return 0;
     if (null_now) continue;
     int64_t width = 0;
@@ -254,7 +274,7 @@ static int key_value(const struct partitioned_write* w, const struct ArrowArray*
                      uint8_t* bit, struct sluice_error* error) {
   const struct sl_text_field* f = &w->key_fields[k];
   const struct ArrowArray* a = batch->children[w->key_columns[k]];
-  int64_t i = a->offset + row;
+  int64_t i = a->offset + batch->offset + row;  // a struct's offset applies to its children
   *is_null = !valid_at(a, i);
   if (*is_null) return 0;
   if (f->dictionary != NULL) {  // the index, checked: the stream checks buffers, not values
@@ -332,7 +352,6 @@ static int row_key(struct partitioned_write* w, const struct ArrowArray* batch, 
   return 0;
 }
 
-static int reserve_partition(struct partitioned_write* w, struct sluice_error* error);
 
 /// The index of the partition of row `row` (its values in w->key), added
 /// if new.
@@ -352,6 +371,16 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
       continue;
     }
     SL_RETURN_NOT_OK(row_path(w, batch, row, error));
+    // Values that differ but spell the same path (a null and the string
+    // "__HIVE_DEFAULT_PARTITION__") share its partition: two partitions of
+    // one directory would write the same file names.
+    for (int64_t q = 0; q < w->n_parts; q++) {
+      if (w->parts[q].path_len == w->path.len &&
+          memcmp(w->parts[q].path, w->path.data, w->path.len) == 0) {
+        *out = q;
+        return 0;
+      }
+    }
     if (w->n_parts == w->max_parts) {
       return sl_error_set(error, EINVAL,
                           "%s: more than %lld partitions (the next is %s); raise the limit "
@@ -481,7 +510,7 @@ static int next_file(struct partitioned_write* w, const struct partition* part, 
   snprintf(name, sizeof name, "/part-%lld", (long long)part->files);
   struct sl_text location;
   sl_text_init(&location, w->alloc);
-  int rc = sl_text_append(&location, w->location, w->root_len) != 0 ||
+  int rc = sl_text_append(&location, w->root, w->root_len_files) != 0 ||
                    sl_text_append_char(&location, '/') != 0 ||
                    sl_text_append(&location, part->path, part->path_len) != 0 ||
                    sl_text_append_str(&location, name) != 0 ||
@@ -489,7 +518,7 @@ static int next_file(struct partitioned_write* w, const struct partition* part, 
                ? oom(w, error)
                : 0;
   if (rc == 0 && !w->is_s3) {
-    rc = make_directories(w, location.data, w->root_len + 1 + part->path_len, error);
+    rc = make_directories(w, location.data, w->root_len_files + 1 + part->path_len, error);
   }
   if (rc == 0 && (*out = sl_strndup(w->alloc, location.data, location.len)) == NULL) {
     rc = oom(w, error);
@@ -505,7 +534,12 @@ static int add_pending(struct partitioned_write* w, struct sl_sink* sink, char* 
   struct pending_file* pending =
       grow(w->alloc, w->pending, &w->cap_pending, w->n_pending + 1, sizeof *pending);
   if (pending != NULL) w->pending = pending;
-  int rc = pending == NULL ? oom(w, error) : sl_sink_finish(sink, error);  // buffer freed
+  // A local file is named at once in the staging directory (its descriptor
+  // closed: thousands of files may wait); an S3 object's upload waits.
+  int rc = pending == NULL ? oom(w, error)
+           : w->is_s3      ? sl_sink_finish(sink, error)  // its buffer freed
+                           : sl_sink_commit(sink, error);
+  if (!w->is_s3 && pending != NULL) sink = NULL;  // committed, or removed by the failed commit
   if (rc != 0) {
     sl_sink_abort(sink);
     sl_free(w->alloc, path, strlen(path) + 1);
@@ -743,6 +777,12 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
       return sl_error_set(error, EINVAL, "%s: no column '%s' to partition by", w->location,
                           name != NULL ? name : "(null)");
     }
+    for (int64_t j = c + 1; j < w->schema.n_children; j++) {
+      if (w->schema.children[j]->name != NULL && strcmp(w->schema.children[j]->name, name) == 0) {
+        return sl_error_set(error, EINVAL, "%s: the input has two columns named '%s'; partition "
+                            "by a name that is not repeated", w->location, name);
+      }
+    }
     for (int64_t j = 0; j < k; j++) {
       if (w->key_columns[j] == c) {
         return sl_error_set(error, EINVAL, "%s: column '%s' named twice in partition_by",
@@ -802,22 +842,92 @@ static int reserve_partition(struct partitioned_write* w, struct sluice_error* e
   return 0;
 }
 
+/// The location's parent directory ("." for a bare name), sl_alloc'd.
+static char* parent_of(struct partitioned_write* w) {
+  size_t n = w->root_len;
+  while (n > 0 && w->location[n - 1] != '/') n--;  // past the last '/'
+  while (n > 1 && w->location[n - 1] == '/') n--;
+  return n == 0 ? sl_strdup(w->alloc, ".") : sl_strndup(w->alloc, w->location, n);
+}
+
+/// Local outputs are written in a new hidden directory beside the location
+/// (its parents made first), `.<name>.sluice-XXXXXX`, which one rename
+/// turns into the location at the end: a process killed before leaves
+/// that hidden directory at most (readers skip names starting with '.').
+static int make_staging(struct partitioned_write* w, struct sluice_error* error) {
+  char* parent = parent_of(w);
+  if (parent == NULL) return oom(w, error);
+  size_t parent_len = strlen(parent);
+  const char* name = w->location + (w->location[parent_len] == '/' || strcmp(parent, ".") != 0
+                                         ? parent_len
+                                         : 0);
+  while (*name == '/') name++;
+  size_t name_len = w->root_len - (size_t)(name - w->location);
+  int rc = parent_len > 1 || parent[0] != '.' ? make_directories(w, parent, parent_len, error) : 0;
+  struct sl_text staging;
+  sl_text_init(&staging, w->alloc);
+  if (rc == 0 && (sl_text_append_str(&staging, parent) != 0 ||
+                  sl_text_append_str(&staging, "/.") != 0 ||
+                  sl_text_append(&staging, name, name_len) != 0 ||
+                  sl_text_append_str(&staging, ".sluice-XXXXXX") != 0)) {
+    rc = oom(w, error);
+  }
+  sl_free(w->alloc, parent, parent_len + 1);
+  if (rc == 0 && mkdtemp(staging.data) == NULL) {
+    rc = sl_error_set(error, errno, "%s: cannot make a staging directory beside it: %s",
+                      w->location, strerror(errno));
+  }
+  if (rc == 0) {
+    w->root = sl_strndup(w->alloc, staging.data, staging.len);
+    char** dirs = grow(w->alloc, w->dirs, &w->cap_dirs, w->n_dirs + 1, sizeof *dirs);
+    if (dirs != NULL) w->dirs = dirs;
+    if (w->root == NULL || dirs == NULL || (dirs[w->n_dirs] = sl_strdup(w->alloc, w->root)) == NULL) {
+      rmdir(staging.data);
+      if (w->root != NULL) sl_free(w->alloc, w->root, staging.len + 1);
+      w->root = NULL;
+      rc = oom(w, error);
+    } else {
+      w->n_dirs++;
+      w->root_len_files = staging.len;
+      w->staged = 1;
+    }
+  }
+  sl_text_reset(&staging);
+  return rc;
+}
+
+/// fsyncs the location's parent directory, so that the rename is durable.
+static void sync_parent(struct partitioned_write* w) {
+  char* parent = parent_of(w);
+  if (parent == NULL) return;
+  int fd = open(parent, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  sl_free(w->alloc, parent, strlen(parent) + 1);
+}
+
 /// The output must not mix with earlier files: a local directory must be
 /// absent or empty, an S3 prefix must hold no object.
 static int check_empty(struct partitioned_write* w, struct sluice_error* error) {
   if (!w->is_s3) {
     struct stat st;
-    if (stat(w->location, &st) != 0) return 0;  // made when the first file is
+    if (stat(w->location, &st) != 0) return 0;  // the staging directory is renamed to it
     if (!S_ISDIR(st.st_mode)) {
       return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->location);
     }
-    struct sl_location_list list = {0};
-    struct sluice_error ignored;
-    int rc = sl_location_expand(w->location, &w->remote, w->alloc, &list, &ignored);
-    size_t n = list.n;
-    sl_location_list_free(&list, w->alloc);
-    if (rc == ENOMEM) return oom(w, error);
-    if (n == 0) return 0;
+    DIR* dir = opendir(w->location);
+    if (dir == NULL) {
+      return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->location,
+                          strerror(errno));
+    }
+    int empty = 1;
+    for (struct dirent* e = readdir(dir); e != NULL && empty; e = readdir(dir)) {
+      empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    }
+    closedir(dir);
+    if (empty) return 0;
     return sl_error_set(error, EEXIST,
                         "%s: the directory is not empty; partitioned output goes to a new or "
                         "empty one",
@@ -843,16 +953,25 @@ static int check_empty(struct partitioned_write* w, struct sluice_error* error) 
                       w->location);
 }
 
-/// Names every finished file (the end of a write that succeeded). A
-/// failure removes the local files named before it.
+/// Makes the written files appear (the end of a write that succeeded):
+/// the staging directory renamed to the location (over an empty directory
+/// there), or each S3 object uploaded.
 static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
+  if (!w->is_s3) {
+    if (rename(w->root, w->location) != 0) {
+      return sl_error_set(error, errno, "%s: cannot rename the written directory %s into place: "
+                          "%s", w->location, w->root, strerror(errno));
+    }
+    w->staged = 0;  // nothing left to remove
+    if (!w->options->no_fsync) sync_parent(w);
+    return 0;
+  }
   for (int64_t i = 0; i < w->n_pending; i++) {
     struct sl_sink* sink = w->pending[i].sink;
     w->pending[i].sink = NULL;
     int rc = sl_sink_commit(sink, error);
     if (rc != 0) {
-      for (int64_t j = 0; j < i && !w->is_s3; j++) unlink(w->pending[j].path);
-      if (w->is_s3 && i > 0) {
+      if (i > 0) {
         sl_error_prefix(error, "%lld of %lld files were uploaded before this failure and stay; ",
                         (long long)i, (long long)w->n_pending);
       }
@@ -865,12 +984,17 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
 static void clean_up(struct partitioned_write* w, int failed) {
   for (int64_t i = 0; i < w->n_pending; i++) {
     sl_sink_abort(w->pending[i].sink);
+    // Local files were named in the staging directory as they were done.
+    if (failed && w->staged) unlink(w->pending[i].path);
     sl_free(w->alloc, w->pending[i].path, strlen(w->pending[i].path) + 1);
   }
   sl_free(w->alloc, w->pending, (size_t)w->cap_pending * sizeof *w->pending);
   for (int64_t i = w->n_dirs - 1; i >= 0; i--) {
-    if (failed) rmdir(w->dirs[i]);  // empty once the files are gone
+    if (failed) rmdir(w->dirs[i]);  // empty once the files are gone (staging's last)
     sl_free(w->alloc, w->dirs[i], strlen(w->dirs[i]) + 1);
+  }
+  if (w->root != w->location && w->root != NULL) {
+    sl_free(w->alloc, w->root, strlen(w->root) + 1);
   }
   sl_free(w->alloc, w->dirs, (size_t)w->cap_dirs * sizeof *w->dirs);
   for (int64_t p = 0; p < w->n_parts; p++) {
@@ -904,6 +1028,7 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
                struct sluice_error* error) {
   SL_RETURN_NOT_OK(set_up(w, stream, error));
   SL_RETURN_NOT_OK(check_empty(w, error));
+  if (!w->is_s3) SL_RETURN_NOT_OK(make_staging(w, error));
   int64_t* row_part = NULL;
   int64_t cap_rows = 0;
   int rc = 0;
@@ -938,14 +1063,7 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
     if (w->parts[p].writer != NULL) rc = close_file(w, &w->parts[p], error);
   }
-  if (rc == 0 && w->n_pending == 0 && !w->is_s3) {
-    // No rows: the directory is made empty, as DuckDB leaves it.
-    size_t len = strlen(w->location);
-    char* root = sl_strndup(w->alloc, w->location, len);
-    if (root == NULL) return oom(w, error);
-    rc = make_directories(w, root, w->root_len, error);
-    sl_free(w->alloc, root, len + 1);
-  }
+  // (No rows: the staging directory becomes an empty one, as DuckDB leaves it.)
   if (rc == 0) rc = commit_all(w, error);
   return rc;
 }
@@ -969,6 +1087,15 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   w.root_len = strlen(location);
   while (w.root_len > 1 && location[w.root_len - 1] == '/') w.root_len--;
   w.is_s3 = strncmp(location, "s3://", 5) == 0;
+  if (w.root_len == 0 || (w.is_s3 && w.root_len <= 5)) {
+    return sl_error_set(error, EINVAL, "no output location given for the partitioned output "
+                        "(a directory or an s3:// prefix)");
+  }
+  if (!w.is_s3 && strcmp(location, "/") == 0) {
+    return sl_error_set(error, EINVAL, "/: partitioned output goes to a directory of its own");
+  }
+  w.root = (char*)location;  // S3; local outputs get a staging directory
+  w.root_len_files = w.root_len;
   w.push = writer->open != NULL && writer->push != NULL && !writer->compressible;
   sl_write_remote_options(options, &w.remote);
   sl_text_init(&w.key, w.alloc);

@@ -92,6 +92,7 @@ struct sl_sink {
   int no_fsync;    // sl_sink_skip_fsync: commit renames without syncing first
   int unnamed;     // O_TMPFILE: tmp_path is only a template until the commit links it
   int finished;    // sl_sink_finish: every byte is in the file, the buffer freed
+  int64_t file_size;  // once finished: the bytes in the file (compressed ones, if so)
   struct sl_compressor* compressor;  // the file is compressed (.csv.gz): bytes go through it
   struct sl_sink_copy* copies;      // pending runs, SL_SINK_MAX_COPIES (NULL until needed)
   int n_copies;
@@ -800,6 +801,15 @@ int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error) {
     sink->finished = 1;
     sl_free(sink->alloc, sink->buf, SL_SINK_BUFFER);
     sink->buf = NULL;
+    // The file's size, then the compressor's state goes too (a zstd
+    // context holds megabytes; a partitioned write may keep many files).
+    if (sink->compressor != NULL) {
+      sink->file_size = sl_compressor_output_bytes(sink->compressor);
+      sl_compressor_free(sink->compressor);
+      sink->compressor = NULL;
+    } else {
+      sink->file_size = sink->position;
+    }
   }
   return rc;
 }
@@ -815,9 +825,8 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     rc = sl_error_set(error, ECANCELED, "%s: interrupted", sink->name);
   }
   if (rc == 0 && sink->is_s3) {
-    int64_t size = sink->compressor != NULL ? sl_compressor_output_bytes(sink->compressor)
-                                            : sink->position;
-    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, size, sink->alloc, error);
+    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, sink->file_size, sink->alloc,
+                           error);
   }
   // A local file reaches the disk before the rename makes it visible: after
   // a crash the target holds the old file or the whole new one, never a

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "core/sl_array.h"
+#include "core/sl_ref.h"
 #include "format/csv/csv_reader.h"
 #include "test_util.h"
 
@@ -62,14 +64,60 @@ static int count_files(const char* dir, const char* name) {
   return n;
 }
 
+/// Staging directories (".<name>.sluice-*") left beside `dst`.
+static int count_staging(const char* dst) {
+  char cmd[1200];
+  const char* slash = strrchr(dst, '/');
+  snprintf(cmd, sizeof cmd, "find '%.*s' -maxdepth 1 -name '.%s.sluice-*' | wc -l",
+           (int)(slash - dst), dst, slash + 1);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  int n = -1;
+  assert_int_equal(fscanf(p, "%d", &n), 1);
+  pclose(p);
+  return n;
+}
+
 static const char* const k_keys[] = {"name", "day"};
 static const char* const k_bucket[] = {"bucket"};  // 100 partitions
+
+/// Each batch of `b` as two struct arrays viewing its rows [0, h) and
+/// [h, n) through the struct's own offset and length (as a C producer may
+/// slice a batch): the key columns must be read at that offset too.
+static void split_by_struct_offsets(struct test_batches* b) {
+  struct test_batches halves;
+  memset(&halves, 0, sizeof halves);
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(sl_schema_copy(&b->schema, NULL, &halves.schema, &error), 0);
+  for (int64_t i = 0; i < b->n; i++) {
+    const struct ArrowArray* whole = NULL;
+    int64_t n = b->arrays[i].length, h = n / 3;
+    struct sl_ref* owner = sl_array_share(&b->arrays[i], NULL, &whole);
+    assert_non_null(owner);
+    for (int part = 0; part < 2; part++) {
+      assert_true(halves.n < TEST_MAX_BATCHES);
+      struct ArrowArray* v = &halves.arrays[halves.n++];
+      assert_int_equal(sl_array_view(whole, owner, NULL, v, &error), 0);
+      v->offset = part == 0 ? 0 : h;
+      v->length = part == 0 ? h : n - h;
+      v->null_count = 0;
+    }
+    sl_ref_release(owner);
+  }
+  halves.rows = b->rows;
+  test_batches_release(b);
+  *b = halves;
+}
 
 static int write_partitioned(const char* src, const char* dst, const char* format,
                              const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
                              const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct test_batches b;
   assert_int_equal(test_batches_read(sl_csv_reader(), src, 211, 0, &b, error), 0);
+  if (n_keys < 0) {
+    n_keys = -n_keys;
+    split_by_struct_offsets(&b);
+  }
   struct ArrowArrayStream stream;
   test_batches_stream(&b, &stream);
   struct sluice_write_options options;
@@ -193,6 +241,10 @@ static void test_spilled_partitions_read_back(void** state) {
   assert_true(count_files(dst, "part-1.parquet") > 0);
   check_read_back(dst, ROWS);
   remove_tree(dst);
+  // Batches sliced through their struct's offset (n_keys < 0 asks).
+  assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, -2, 16 << 10, NULL, &error), 0);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
   // The default budget: one file each.
   assert_int_equal(write_partitioned(src, dst, "arrow", k_keys, 2, 0, NULL, &error), 0);
   assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
@@ -211,6 +263,7 @@ static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sl
   int rc = write_partitioned(run->src, run->dst, run->format, k_keys, 2, 2 << 10, alloc, error);
   if (rc != 0) {
     assert_int_equal(access(run->dst, F_OK), -1);  // no directory, no file
+    assert_int_equal(count_staging(run->dst), 0);  // and no staging directory left
   } else {
     check_read_back(run->dst, SWEEP_ROWS);
     remove_tree(run->dst);

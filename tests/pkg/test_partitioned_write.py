@@ -240,3 +240,55 @@ def test_mixed_batches_with_nulls_and_nested_columns(tmp_path, nested):
     for name in cols:
         if name != "key":
             assert got.column(name).to_pylist() == t.column(name).to_pylist(), name
+
+
+def test_null_and_the_default_partition_string_share_a_directory(tmp_path):
+    # Hive spells a null __HIVE_DEFAULT_PARTITION__: both rows go to that
+    # one directory (pyarrow keeps both too; it reads them back as nulls).
+    t = pa.table({"k": [None, "__HIVE_DEFAULT_PARTITION__", "a", None], "x": [1, 2, 3, 4]})
+    out = tmp_path / "out"
+    sluice.write(t.to_reader(max_chunksize=1), out, format="parquet", partition_by="k")
+    pa_dir = tmp_path / "pa"
+    ds.write_dataset(t, pa_dir, format="parquet", partitioning=["k"], partitioning_flavor="hive")
+    assert _layout(out) == ({"k=__HIVE_DEFAULT_PARTITION__", "k=a"}, 2)
+    assert _layout(out)[0] == _layout(pa_dir)[0]
+    got = ds.dataset(out, format="parquet", partitioning="hive").to_table().sort_by("x")
+    assert got.column("x").to_pylist() == [1, 2, 3, 4]
+    assert got.column("k").to_pylist() == [None, None, "a", None]
+
+
+def test_names_and_late_dates_as_pyarrow_spells_them(tmp_path):
+    # Column names are written as they are (but / = % \): pyarrow does so,
+    # and DuckDB does not decode escaped names. Dates past 9999 lose the
+    # sign their ISO spelling has, as in pyarrow.
+    # 2024-01-02 and 10000-01-01 as days (Python's dates end at 9999).
+    t = pa.table({"my col": ["a b", "c"], "when": pa.array([19724, 2932897], pa.date32()),
+                  "x": [1, 2]})
+    out, pa_dir = tmp_path / "out", tmp_path / "pa"
+    sluice.write(t, out, format="parquet", partition_by=["my col", "when"])
+    ds.write_dataset(t, pa_dir, format="parquet", partitioning=["my col", "when"],
+                     partitioning_flavor="hive")
+    assert _layout(out)[0] == _layout(pa_dir)[0]
+    assert "my col=a%20b/when=2024-01-02" in _layout(out)[0]
+    got = duckdb.sql(f"select * from read_parquet('{out}/**/*.parquet', hive_partitioning=true)"
+                     " order by x").fetchall()
+    assert [row[0] for row in got] == [1, 2]
+    assert duckdb.sql(f"select \"my col\" from read_parquet('{out}/**/*.parquet', "
+                      "hive_partitioning=true) order by x").fetchall() == [("a b",), ("c",)]
+
+
+def test_destinations_refused(tmp_path):
+    t = _table(10)
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / ".keep").write_bytes(b"")
+    with pytest.raises(sluice.SourceError, match="not empty"):
+        sluice.write(t, hidden, format="parquet", partition_by="k")
+    assert [p.name for p in hidden.iterdir()] == [".keep"]
+    with pytest.raises(sluice.InvalidArgumentError, match="no output location"):
+        sluice.write(t, "", format="parquet", partition_by="k")
+    twice = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4]), pa.array([5, 6])],
+                                 names=["k", "k", "x"])
+    with pytest.raises(sluice.InvalidArgumentError, match="two columns named 'k'"):
+        sluice.write(twice, tmp_path / "twice", format="parquet", partition_by="k")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hidden"]  # nothing else, no staging
