@@ -66,6 +66,13 @@ struct pending_file {
   char* path;  ///< its location, for removal when a later commit fails
 };
 
+/// A value of a one-integer key and its partition (part -1: empty).
+struct int_cache_entry {
+  uint64_t value;  ///< the value's bytes, zero-extended
+  int64_t part;
+};
+#define INT_CACHE_BITS 10
+
 struct partitioned_write {
   const struct sl_format_writer* writer;
   const struct sluice_write_options* options;
@@ -101,6 +108,7 @@ struct partitioned_write {
   int64_t n_pending, cap_pending;
   char** dirs;  ///< local directories made, in the order made
   int64_t n_dirs, cap_dirs;
+  struct int_cache_entry int_cache[1 << INT_CACHE_BITS];  ///< one-integer keys
   struct sl_text key;    ///< scratch: a row's partition values (row_key)
   struct sl_text path;   ///< scratch: a row's partition path
   struct sl_text value;  ///< scratch: one rendered value
@@ -671,10 +679,36 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
                        struct sluice_error* error) {
   int64_t n = batch->length;
   int single = 1;
+  // One integer (or date) key: its values remember their partitions in a
+  // small direct-mapped cache, checked before the general lookup.
+  const struct ArrowArray* ints = NULL;
+  int64_t width = 0;
+  if (w->n_keys == 1 && w->key_fields[0].dictionary == NULL &&
+      w->key_fields[0].type.id != SL_TYPE_BOOL && w->key_fields[0].type.id != SL_TYPE_STRING &&
+      w->key_fields[0].type.id != SL_TYPE_LARGE_STRING) {
+    ints = batch->children[w->key_columns[0]];
+    width = sl_type_bit_width(&w->key_fields[0].type) / 8;
+  }
   for (int64_t r = 0; r < n; r++) {
     if (r > 0 && same_as_previous(w, batch, r)) {
       row_part[r] = row_part[r - 1];
       continue;
+    }
+    struct int_cache_entry* hit = NULL;
+    if (ints != NULL) {
+      int64_t i = ints->offset + batch->offset + r;
+      if (valid_at(ints, i)) {
+        uint64_t v = 0;
+        memcpy(&v, (const uint8_t*)ints->buffers[1] + i * width, (size_t)width);
+        hit = &w->int_cache[(v * 0x9E3779B97F4A7C15ull) >> (64 - INT_CACHE_BITS)];
+        if (hit->part >= 0 && hit->value == v) {
+          row_part[r] = hit->part;
+          single &= row_part[r] == row_part[0];
+          continue;
+        }
+        hit->value = v;
+        hit->part = -1;  // filled below
+      }
     }
     int rc = row_key(w, batch, r, error);
     if (rc == 0) rc = find_partition(w, batch, r, &row_part[r], error);
@@ -682,6 +716,7 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
       batch->release(batch);
       return rc;
     }
+    if (hit != NULL) hit->part = row_part[r];
     single &= row_part[r] == row_part[0];
   }
   struct ArrowArray kept;
@@ -1094,6 +1129,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   if (!w.is_s3 && strcmp(location, "/") == 0) {
     return sl_error_set(error, EINVAL, "/: partitioned output goes to a directory of its own");
   }
+  for (size_t i = 0; i < sizeof w.int_cache / sizeof w.int_cache[0]; i++) w.int_cache[i].part = -1;
   w.root = (char*)location;  // S3; local outputs get a staging directory
   w.root_len_files = w.root_len;
   w.push = writer->open != NULL && writer->push != NULL && !writer->compressible;
