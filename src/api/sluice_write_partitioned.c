@@ -194,6 +194,7 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
       return oom(w, error);
     }
     int64_t at = batch->offset + row;  // a struct's offset applies to its children
+    size_t unescaped = 0;  // a value's bytes left out of the path: too long for it
     if (sl_value_is_null(&w->key_fields[k], values, at)) {
       if (sl_text_append_str(&w->path, NULL_SEGMENT) != 0) return oom(w, error);
     } else {
@@ -207,14 +208,17 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
         text++;
         n--;
       }
-      if (append_escaped(&w->path, text, n, 0) != 0) return oom(w, error);
+      // Escaping only lengthens a value: one past the limit is not escaped.
+      if (n > MAX_SEGMENT) unescaped = n;
+      else if (append_escaped(&w->path, text, n, 0) != 0) return oom(w, error);
     }
-    if (w->path.len - start > MAX_SEGMENT) {
+    size_t segment = w->path.len - start + unescaped;
+    if (segment > MAX_SEGMENT) {
       return sl_error_set(error, EINVAL,
-                          "%s: row %lld: the partition directory for column '%s' would be %zu "
+                          "%s: row %lld: the partition directory for column '%s' would be %s%zu "
                           "bytes long, past the %d a file name may have",
-                          w->location, (long long)row, column->name, w->path.len - start,
-                          MAX_SEGMENT);
+                          w->location, (long long)row, column->name, unescaped ? "over " : "",
+                          segment, MAX_SEGMENT);
     }
   }
   return 0;

@@ -292,3 +292,14 @@ def test_destinations_refused(tmp_path):
     with pytest.raises(sluice.InvalidArgumentError, match="two columns named 'k'"):
         sluice.write(twice, tmp_path / "twice", format="parquet", partition_by="k")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hidden"]  # nothing else, no staging
+
+
+def test_value_too_long_for_a_directory_name(tmp_path):
+    ok = pa.table({"k": ["x" * 253], "v": [1]})  # k= + 253 bytes: 255, the limit
+    sluice.write(ok, tmp_path / "ok", format="parquet", partition_by="k")
+    assert _layout(tmp_path / "ok")[0] == {"k=" + "x" * 253}
+    for value, shown in [("é" * 100, "602 bytes"), ("y" * 10_000_000, "over 10000002 bytes")]:
+        with pytest.raises(sluice.InvalidArgumentError, match=shown):
+            sluice.write(pa.table({"k": [value], "v": [1]}), tmp_path / "no", format="parquet",
+                         partition_by="k")
+        assert not (tmp_path / "no").exists()
