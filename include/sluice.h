@@ -570,9 +570,10 @@ struct sluice_write_options {
   /// are refused (EINVAL). The format comes from `format`, else from the
   /// location's extension. No file appears before all are written, and on
   /// error none does: a local output is written in a hidden directory
-  /// beside it, renamed into place at the end; S3 objects are uploaded at
-  /// the end. A local directory must be absent or empty, an S3 prefix hold
-  /// no object (EEXIST).
+  /// made inside it (`.sluice-XXXXXX`), whose partitions are moved into
+  /// place at the end; S3 objects are uploaded at the end. A local
+  /// directory must be absent or empty, an S3 prefix hold no object
+  /// (EEXIST).
   const char* const* partition_by;
   int64_t n_partition_by;
   /// Partitioned output: more distinct partitions than this is an error
@@ -581,8 +582,9 @@ struct sluice_write_options {
   /// Partitioned output: rows are buffered per partition until this many
   /// bytes are held in all, then the partition holding the most is written
   /// out (Parquet: as a row group of the partition's file, kept open, at
-  /// most 64 at once; other formats: as a file of its own, so a partition
-  /// can get several); the rest are written at the end. 0 = 256 MiB.
+  /// most 64 at once, each with a 1 MiB buffer besides this budget; other
+  /// formats: as a file of its own, so a partition can get several); the
+  /// rest are written at the end. 0 = 256 MiB.
   int64_t partition_buffer_bytes;
 };
 

@@ -4,10 +4,10 @@
 // is written out when the buffers outgrow their budget (the largest first)
 // or at the end: to its open file as a row group where the format writer
 // takes pushed batches (Parquet), else as a file of its own, written by the
-// format's stream writer from a stream over the pieces. Every file's sink
-// is finished but left uncommitted (unnamed local files, staged S3
-// uploads) until all are written: on error they are aborted and the
-// directories made for them removed, so nothing appears.
+// format's stream writer from a stream over the pieces. Local files are
+// written in a hidden staging directory inside the destination and moved
+// into it at the end; S3 objects stay staged and are uploaded at the end.
+// On error everything made is removed, so nothing appears.
 #include "sluice_write_partitioned.h"
 
 #include <errno.h>
@@ -82,7 +82,7 @@ struct partitioned_write {
   const char* location;
   size_t root_len;  ///< of location, without trailing '/'
   /// Where the files go: the location (S3), or a hidden staging directory
-  /// beside it (local), renamed to the location once every file is in it.
+  /// inside it (local), whose entries are moved into it at the end.
   char* root;
   size_t root_len_files;
   int is_s3;
@@ -386,7 +386,7 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
     // Values that differ but spell the same path (a null and the string
     // "__HIVE_DEFAULT_PARTITION__") share its partition: two partitions of
     // one directory would write the same file names.
-    for (int64_t q = 0; q < w->n_parts; q++) {
+    for (int64_t q = 0; q < w->n_parts && strstr(w->path.data, "=" NULL_SEGMENT) != NULL; q++) {
       if (w->parts[q].path_len == w->path.len &&
           memcmp(w->parts[q].path, w->path.data, w->path.len) == 0) {
         *out = q;
@@ -881,39 +881,31 @@ static int reserve_partition(struct partitioned_write* w, struct sluice_error* e
   return 0;
 }
 
-/// The location's parent directory ("." for a bare name), sl_alloc'd.
-static char* parent_of(struct partitioned_write* w) {
-  size_t n = w->root_len;
-  while (n > 0 && w->location[n - 1] != '/') n--;  // past the last '/'
-  while (n > 1 && w->location[n - 1] == '/') n--;
-  return n == 0 ? sl_strdup(w->alloc, ".") : sl_strndup(w->alloc, w->location, n);
-}
-
-/// Local outputs are written in a new hidden directory beside the location
-/// (its parents made first), `.<name>.sluice-XXXXXX`, which one rename
-/// turns into the location at the end: a process killed before leaves
-/// that hidden directory at most (readers skip names starting with '.').
+/// Local outputs are written in a hidden directory made inside the
+/// destination (which is made first if absent, its parents too),
+/// `<dst>/.sluice-XXXXXX`, whose top-level partition directories are
+/// renamed into the destination at the end. So the destination keeps its
+/// own mode, owner and file system (a mount point, a symbolic link), and
+/// a process killed before the end leaves only that hidden directory
+/// (pyarrow.dataset and sluice skip it; a `**` glob of DuckDB or polars
+/// does not).
 static int make_staging(struct partitioned_write* w, struct sluice_error* error) {
-  char* parent = parent_of(w);
-  if (parent == NULL) return oom(w, error);
-  size_t parent_len = strlen(parent);
-  const char* name = w->location + (w->location[parent_len] == '/' || strcmp(parent, ".") != 0
-                                         ? parent_len
-                                         : 0);
-  while (*name == '/') name++;
-  size_t name_len = w->root_len - (size_t)(name - w->location);
-  int rc = parent_len > 1 || parent[0] != '.' ? make_directories(w, parent, parent_len, error) : 0;
+  struct stat st;
+  int rc = 0;
+  if (stat(w->location, &st) != 0) {
+    char* root = sl_strndup(w->alloc, w->location, w->root_len);
+    if (root == NULL) return oom(w, error);
+    rc = make_directories(w, root, w->root_len, error);
+    sl_free(w->alloc, root, w->root_len + 1);
+  }
   struct sl_text staging;
   sl_text_init(&staging, w->alloc);
-  if (rc == 0 && (sl_text_append_str(&staging, parent) != 0 ||
-                  sl_text_append_str(&staging, "/.") != 0 ||
-                  sl_text_append(&staging, name, name_len) != 0 ||
-                  sl_text_append_str(&staging, ".sluice-XXXXXX") != 0)) {
+  if (rc == 0 && (sl_text_append(&staging, w->location, w->root_len) != 0 ||
+                  sl_text_append_str(&staging, "/.sluice-XXXXXX") != 0)) {
     rc = oom(w, error);
   }
-  sl_free(w->alloc, parent, parent_len + 1);
   if (rc == 0 && mkdtemp(staging.data) == NULL) {
-    rc = sl_error_set(error, errno, "%s: cannot make a staging directory beside it: %s",
+    rc = sl_error_set(error, errno, "%s: cannot make a staging directory in it: %s",
                       w->location, strerror(errno));
   }
   if (rc == 0) {
@@ -935,16 +927,64 @@ static int make_staging(struct partitioned_write* w, struct sluice_error* error)
   return rc;
 }
 
-/// fsyncs the location's parent directory, so that the rename is durable.
-static void sync_parent(struct partitioned_write* w) {
-  char* parent = parent_of(w);
-  if (parent == NULL) return;
-  int fd = open(parent, O_RDONLY | O_DIRECTORY);
+/// fsyncs the destination directory, so that the renames into it last.
+static void sync_location(struct partitioned_write* w) {
+  int fd = open(w->location, O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {
     (void)fsync(fd);
     close(fd);
   }
-  sl_free(w->alloc, parent, strlen(parent) + 1);
+}
+
+/// Moves the staging directory's entries (the first key's directories)
+/// into the destination and removes it. On failure the entries moved are
+/// moved back, for clean_up to remove with the rest.
+static int publish_staging(struct partitioned_write* w, struct sluice_error* error) {
+  DIR* dir = opendir(w->root);
+  if (dir == NULL) {
+    return sl_error_set(error, errno, "%s: cannot read the staging directory %s: %s",
+                        w->location, w->root, strerror(errno));
+  }
+  struct sl_text from, to, moved;  // moved: the names done, NUL-separated
+  sl_text_init(&from, w->alloc);
+  sl_text_init(&to, w->alloc);
+  sl_text_init(&moved, w->alloc);
+  int rc = 0;
+  for (struct dirent* e = readdir(dir); e != NULL && rc == 0; e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    sl_text_clear(&from);
+    sl_text_clear(&to);
+    if (sl_text_append_str(&from, w->root) != 0 || sl_text_append_char(&from, '/') != 0 ||
+        sl_text_append_str(&from, e->d_name) != 0 ||
+        sl_text_append(&to, w->location, w->root_len) != 0 || sl_text_append_char(&to, '/') != 0 ||
+        sl_text_append_str(&to, e->d_name) != 0 ||
+        sl_text_append(&moved, e->d_name, strlen(e->d_name) + 1) != 0) {
+      rc = oom(w, error);
+    } else if (rename(from.data, to.data) != 0) {
+      rc = sl_error_set(error, errno, "%s: cannot move %s into place: %s", w->location,
+                        e->d_name, strerror(errno));
+      moved.len -= strlen(e->d_name) + 1;
+    }
+  }
+  closedir(dir);
+  if (rc != 0) {  // back where clean_up looks for them
+    for (size_t at = 0; at < moved.len; at += strlen(moved.data + at) + 1) {
+      sl_text_clear(&from);
+      sl_text_clear(&to);
+      if (sl_text_append_str(&from, w->root) == 0 && sl_text_append_char(&from, '/') == 0 &&
+          sl_text_append_str(&from, moved.data + at) == 0 &&
+          sl_text_append(&to, w->location, w->root_len) == 0 &&
+          sl_text_append_char(&to, '/') == 0 && sl_text_append_str(&to, moved.data + at) == 0) {
+        (void)rename(to.data, from.data);
+      }
+    }
+  } else if (rmdir(w->root) == 0) {
+    w->staged = 0;
+  }
+  sl_text_reset(&from);
+  sl_text_reset(&to);
+  sl_text_reset(&moved);
+  return rc;
 }
 
 /// The output must not mix with earlier files: a local directory must be
@@ -952,7 +992,7 @@ static void sync_parent(struct partitioned_write* w) {
 static int check_empty(struct partitioned_write* w, struct sluice_error* error) {
   if (!w->is_s3) {
     struct stat st;
-    if (stat(w->location, &st) != 0) return 0;  // the staging directory is renamed to it
+    if (stat(w->location, &st) != 0) return 0;  // made with the staging directory
     if (!S_ISDIR(st.st_mode)) {
       return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->location);
     }
@@ -993,16 +1033,12 @@ static int check_empty(struct partitioned_write* w, struct sluice_error* error) 
 }
 
 /// Makes the written files appear (the end of a write that succeeded):
-/// the staging directory renamed to the location (over an empty directory
-/// there), or each S3 object uploaded.
+/// the staging directory's partitions moved into the location, or each S3
+/// object uploaded.
 static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
   if (!w->is_s3) {
-    if (rename(w->root, w->location) != 0) {
-      return sl_error_set(error, errno, "%s: cannot rename the written directory %s into place: "
-                          "%s", w->location, w->root, strerror(errno));
-    }
-    w->staged = 0;  // nothing left to remove
-    if (!w->options->no_fsync) sync_parent(w);
+    SL_RETURN_NOT_OK(publish_staging(w, error));
+    if (!w->options->no_fsync) sync_location(w);
     return 0;
   }
   for (int64_t i = 0; i < w->n_pending; i++) {
@@ -1021,6 +1057,15 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
 }
 
 static void clean_up(struct partitioned_write* w, int failed) {
+  // Open files first: without O_TMPFILE their temporary names sit in the
+  // directories removed below.
+  for (int64_t p = 0; p < w->n_parts; p++) {
+    struct partition* part = &w->parts[p];
+    if (part->writer != NULL) w->writer->close(part->writer);
+    part->writer = NULL;
+    sl_sink_abort(part->sink);
+    part->sink = NULL;
+  }
   for (int64_t i = 0; i < w->n_pending; i++) {
     sl_sink_abort(w->pending[i].sink);
     // Local files were named in the staging directory as they were done.
@@ -1038,8 +1083,6 @@ static void clean_up(struct partitioned_write* w, int failed) {
   sl_free(w->alloc, w->dirs, (size_t)w->cap_dirs * sizeof *w->dirs);
   for (int64_t p = 0; p < w->n_parts; p++) {
     struct partition* part = &w->parts[p];
-    if (part->writer != NULL) w->writer->close(part->writer);
-    sl_sink_abort(part->sink);
     if (part->file_path != NULL) sl_free(w->alloc, part->file_path, strlen(part->file_path) + 1);
     drop_pieces(w, &w->parts[p]);
     sl_free(w->alloc, w->parts[p].pieces, (size_t)w->parts[p].cap_pieces * sizeof(struct ArrowArray));

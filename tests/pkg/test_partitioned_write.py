@@ -189,10 +189,21 @@ def test_existing_directory_must_be_empty(tmp_path):
         sluice.write(_table(), out, format="parquet", partition_by="k")
     assert [p.name for p in out.rglob("*")] == ["k=old", "part-0.parquet"]
     assert (out / "k=old" / "part-0.parquet").read_bytes() == b"keep me"
+    # An empty directory is written into: it keeps its mode, and through a
+    # symbolic link too; the partitions get the umask's mode, no hidden
+    # staging directory stays.
     empty = tmp_path / "empty"
     empty.mkdir()
-    sluice.write(_table(), empty, format="parquet", partition_by="k")
+    os.chmod(empty, 0o751)
+    link = tmp_path / "link"
+    link.symlink_to(empty)
+    sluice.write(_table(), link, format="parquet", partition_by="k")
     assert len(_layout(empty)[0]) == len(KEYS)
+    assert os.stat(empty).st_mode & 0o777 == 0o751 and link.is_symlink()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert all(os.stat(d).st_mode & 0o777 == 0o777 & ~umask for d in empty.iterdir())
+    assert not [p for p in empty.rglob(".*")]
 
 
 def test_failing_input_leaves_nothing(tmp_path):
