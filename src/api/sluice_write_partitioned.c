@@ -24,6 +24,7 @@
 #include "../core/sl_array_scatter.h"
 #include "../core/sl_checked_stream.h"
 #include "../core/sl_error.h"
+#include "../core/sl_read.h"
 #include "../core/sl_row_filter.h"
 #include "../core/sl_type.h"
 #include "../core/sl_value_text.h"
@@ -226,53 +227,7 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
 
 /// Whether value i of `a` is valid (not null).
 static inline int valid_at(const struct ArrowArray* a, int64_t i) {
-  const uint8_t* bits = a->buffers[0];
-  return a->null_count == 0 || bits == NULL || ((bits[i >> 3] >> (i & 7)) & 1);
-}
-
-/// Whether row `row` has the same partition values as row `row - 1` (a
-/// cheap test for runs; 0 when unsure).
-static int same_as_previous(struct partitioned_write* w, const struct ArrowArray* batch,
-                            int64_t row) {
-  for (int64_t k = 0; k < w->n_keys; k++) {
-    const struct sl_text_field* f = &w->key_fields[k];
-    const struct ArrowArray* a = batch->children[w->key_columns[k]];
-    int64_t at = batch->offset + row, i = a->offset + at;
-    int null_now = f->dictionary != NULL ? sl_value_is_null(f, a, at) : !valid_at(a, i);
-    int null_before = f->dictionary != NULL ? sl_value_is_null(f, a, at - 1) : !valid_at(a, i - 1);
-    if (null_now != null_before) return 0;
-    if (null_now) continue;
-    int64_t width = 0;
-    switch (f->type.id) {  // the index type for a dictionary
-      case SL_TYPE_INT8: case SL_TYPE_UINT8: width = 1; break;
-      case SL_TYPE_INT16: case SL_TYPE_UINT16: width = 2; break;
-      case SL_TYPE_INT32: case SL_TYPE_UINT32: case SL_TYPE_DATE32: width = 4; break;
-      case SL_TYPE_INT64: case SL_TYPE_UINT64: width = 8; break;
-      case SL_TYPE_STRING: {
-        const int32_t* o = a->buffers[1];
-        const uint8_t* d = a->buffers[2];
-        if (o[i + 1] - o[i] != o[i] - o[i - 1] ||
-            memcmp(d + o[i], d + o[i - 1], (size_t)(o[i + 1] - o[i])) != 0) {
-          return 0;
-        }
-        continue;
-      }
-      case SL_TYPE_LARGE_STRING: {
-        const int64_t* o = a->buffers[1];
-        const uint8_t* d = a->buffers[2];
-        if (o[i + 1] - o[i] != o[i] - o[i - 1] ||
-            memcmp(d + o[i], d + o[i - 1], (size_t)(o[i + 1] - o[i])) != 0) {
-          return 0;
-        }
-        continue;
-      }
-      default:
-        return 0;  // bool: rendered each time
-    }
-    const uint8_t* v = a->buffers[1];
-    if (memcmp(v + i * width, v + (i - 1) * width, (size_t)width) != 0) return 0;
-  }
-  return 1;
+  return a->null_count == 0 || a->buffers[0] == NULL || sl_bit_get(a->buffers[0], i);
 }
 
 /* ---- Partitions ------------------------------------------------------------- */
@@ -290,17 +245,7 @@ static int key_value(const struct partitioned_write* w, const struct ArrowArray*
   *is_null = !valid_at(a, i);
   if (*is_null) return 0;
   if (f->dictionary != NULL) {  // the index, checked: the stream checks buffers, not values
-    int64_t index = 0;
-    const void* v = a->buffers[1];
-    switch (f->type.id) {
-      case SL_TYPE_INT8: index = ((const int8_t*)v)[i]; break;
-      case SL_TYPE_UINT8: index = ((const uint8_t*)v)[i]; break;
-      case SL_TYPE_INT16: index = ((const int16_t*)v)[i]; break;
-      case SL_TYPE_UINT16: index = ((const uint16_t*)v)[i]; break;
-      case SL_TYPE_INT32: index = ((const int32_t*)v)[i]; break;
-      case SL_TYPE_UINT32: index = ((const uint32_t*)v)[i]; break;
-      default: index = ((const int64_t*)v)[i]; break;
-    }
+    int64_t index = sl_int_value(f->type.id, a->buffers[1], i);  // a uint64 past 2^63 < 0
     if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
       return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
                           "is out of range", w->location, (long long)row, (long long)index,
@@ -314,7 +259,7 @@ static int key_value(const struct partitioned_write* w, const struct ArrowArray*
   }
   switch (f->type.id) {
     case SL_TYPE_BOOL:
-      *bit = (uint8_t)((((const uint8_t*)a->buffers[1])[i >> 3] >> (i & 7)) & 1);
+      *bit = (uint8_t)sl_bit_get(a->buffers[1], i);
       *data = bit;
       *n = 1;
       return 0;
@@ -364,6 +309,28 @@ static int row_key(struct partitioned_write* w, const struct ArrowArray* batch, 
   return 0;
 }
 
+
+/// Whether row `row` has the same partition values as row `row - 1` (a
+/// cheap test for runs; 0 when unsure, a bad value included: the lookup
+/// reports it).
+static int same_as_previous(const struct partitioned_write* w, const struct ArrowArray* batch,
+                            int64_t row) {
+  struct sluice_error ignored;
+  for (int64_t k = 0; k < w->n_keys; k++) {
+    int null_now, null_before;
+    const uint8_t *now = NULL, *before = NULL;
+    int64_t n_now = 0, n_before = 0;
+    uint8_t bit_now, bit_before;
+    if (key_value(w, batch, k, row, &null_now, &now, &n_now, &bit_now, &ignored) != 0 ||
+        key_value(w, batch, k, row - 1, &null_before, &before, &n_before, &bit_before,
+                  &ignored) != 0 ||
+        null_now != null_before) {
+      return 0;
+    }
+    if (!null_now && (n_now != n_before || memcmp(now, before, (size_t)n_now) != 0)) return 0;
+  }
+  return 1;
+}
 
 /// The index of the partition of row `row` (its values in w->key), added
 /// if new.
@@ -481,6 +448,19 @@ static void drop_pieces(struct partitioned_write* w, struct partition* part) {
   part->bytes = 0;
 }
 
+/// Adds `path`, a directory just made, to those removed on error; ENOMEM
+/// removes it at once.
+static int remember_directory(struct partitioned_write* w, const char* path) {
+  char** dirs = grow(w->alloc, w->dirs, &w->cap_dirs, w->n_dirs + 1, sizeof *dirs);
+  if (dirs != NULL) w->dirs = dirs;
+  if (dirs == NULL || (dirs[w->n_dirs] = sl_strdup(w->alloc, path)) == NULL) {
+    rmdir(path);
+    return ENOMEM;
+  }
+  w->n_dirs++;
+  return 0;
+}
+
 /// mkdir -p of the first `len` bytes of `path` (local outputs), each
 /// directory made remembered for removal on error.
 static int make_directories(struct partitioned_write* w, char* path, size_t len,
@@ -491,15 +471,9 @@ static int make_directories(struct partitioned_write* w, char* path, size_t len,
     path[i] = '\0';
     int made = mkdir(path, 0777) == 0;
     int e = errno;
-    if (made) {
-      char** dirs = grow(w->alloc, w->dirs, &w->cap_dirs, w->n_dirs + 1, sizeof *dirs);
-      if (dirs != NULL) w->dirs = dirs;
-      if (dirs == NULL || (dirs[w->n_dirs] = sl_strdup(w->alloc, path)) == NULL) {
-        rmdir(path);
-        path[i] = saved;
-        return oom(w, error);
-      }
-      w->n_dirs++;
+    if (made && remember_directory(w, path) != 0) {
+      path[i] = saved;
+      return oom(w, error);
     }
     struct stat st;
     if (!made && (e != EEXIST || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
@@ -685,34 +659,38 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
   int single = 1;
   // One integer (or date) key: its values remember their partitions in a
   // small direct-mapped cache, checked before the general lookup.
-  const struct ArrowArray* ints = NULL;
-  int64_t width = 0;
-  if (w->n_keys == 1 && w->key_fields[0].dictionary == NULL &&
-      w->key_fields[0].type.id != SL_TYPE_BOOL && w->key_fields[0].type.id != SL_TYPE_STRING &&
-      w->key_fields[0].type.id != SL_TYPE_LARGE_STRING) {
-    ints = batch->children[w->key_columns[0]];
-    width = sl_type_bit_width(&w->key_fields[0].type) / 8;
-  }
+  enum sl_type_id one = w->n_keys == 1 && w->key_fields[0].dictionary == NULL
+                            ? w->key_fields[0].type.id
+                            : SL_TYPE_NA;
+  int ints = one != SL_TYPE_NA && one != SL_TYPE_BOOL && one != SL_TYPE_STRING &&
+             one != SL_TYPE_LARGE_STRING;
+  int previous_null = 0;  // (ints) row r - 1's value was null
   for (int64_t r = 0; r < n; r++) {
-    if (r > 0 && same_as_previous(w, batch, r)) {
+    struct int_cache_entry* hit = NULL;
+    int is_null = 0;
+    const uint8_t* data = NULL;
+    int64_t width = 0;
+    uint8_t bit;
+    // The cache also catches runs; with another key, or a null, compare
+    // with the row before. (No dictionary: key_value cannot fail here.)
+    if (ints) (void)key_value(w, batch, 0, r, &is_null, &data, &width, &bit, error);
+    int same = !ints ? r > 0 && same_as_previous(w, batch, r) : r > 0 && is_null && previous_null;
+    previous_null = is_null;
+    if (same) {
       row_part[r] = row_part[r - 1];
       continue;
     }
-    struct int_cache_entry* hit = NULL;
-    if (ints != NULL) {
-      int64_t i = ints->offset + batch->offset + r;
-      if (valid_at(ints, i)) {
-        uint64_t v = 0;
-        memcpy(&v, (const uint8_t*)ints->buffers[1] + i * width, (size_t)width);
-        hit = &w->int_cache[(v * 0x9E3779B97F4A7C15ull) >> (64 - INT_CACHE_BITS)];
-        if (hit->part >= 0 && hit->value == v) {
-          row_part[r] = hit->part;
-          single &= row_part[r] == row_part[0];
-          continue;
-        }
-        hit->value = v;
-        hit->part = -1;  // filled below
+    if (ints && !is_null) {
+      uint64_t v = 0;
+      memcpy(&v, data, (size_t)width);
+      hit = &w->int_cache[(v * 0x9E3779B97F4A7C15ull) >> (64 - INT_CACHE_BITS)];
+      if (hit->part >= 0 && hit->value == v) {
+        row_part[r] = hit->part;
+        single &= row_part[r] == row_part[0];
+        continue;
       }
+      hit->value = v;
+      hit->part = -1;  // filled below
     }
     int rc = row_key(w, batch, r, error);
     if (rc == 0) rc = find_partition(w, batch, r, &row_part[r], error);
@@ -743,12 +721,8 @@ static int split_batch(struct partitioned_write* w, struct ArrowArray* batch, in
         slot[p] = n_local;
         local[n_local++] = p;
       }
-    }
-  }
-  if (rc == 0) {
-    for (int64_t r = 0; r < n; r++) {
-      row_part[r] = slot[row_part[r]];  // from here on: the local index
-      counts[row_part[r]]++;
+      row_part[r] = slot[p];  // from here on: the local index
+      counts[slot[p]]++;
     }
   }
   if (rc == 0 && w->scatter && kept.null_count == 0) {
@@ -908,20 +882,13 @@ static int make_staging(struct partitioned_write* w, struct sluice_error* error)
     rc = sl_error_set(error, errno, "%s: cannot make a staging directory in it: %s",
                       w->location, strerror(errno));
   }
+  if (rc == 0 && remember_directory(w, staging.data) != 0) rc = oom(w, error);
+  if (rc == 0 && (w->root = sl_strndup(w->alloc, staging.data, staging.len)) == NULL) {
+    rc = oom(w, error);  // (the directory is removed with the others)
+  }
   if (rc == 0) {
-    w->root = sl_strndup(w->alloc, staging.data, staging.len);
-    char** dirs = grow(w->alloc, w->dirs, &w->cap_dirs, w->n_dirs + 1, sizeof *dirs);
-    if (dirs != NULL) w->dirs = dirs;
-    if (w->root == NULL || dirs == NULL || (dirs[w->n_dirs] = sl_strdup(w->alloc, w->root)) == NULL) {
-      rmdir(staging.data);
-      if (w->root != NULL) sl_free(w->alloc, w->root, staging.len + 1);
-      w->root = NULL;
-      rc = oom(w, error);
-    } else {
-      w->n_dirs++;
-      w->root_len_files = staging.len;
-      w->staged = 1;
-    }
+    w->root_len_files = staging.len;
+    w->staged = 1;
   }
   sl_text_reset(&staging);
   return rc;

@@ -6,6 +6,7 @@
 #include "sl_alloc.h"
 #include "sl_array.h"
 #include "sl_error.h"
+#include "sl_read.h"
 #include "sl_type.h"
 
 /// Bytes per value of a fixed-width column (0 for bool, -1 for
@@ -39,15 +40,13 @@ int sl_array_scatter_supported(const struct ArrowSchema* schema) {
   return 1;
 }
 
-static inline int bit_at(const uint8_t* bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
-
 /// Deals bits src[first + r] out to the bitmaps dst[dest[r]] (zeroed);
 /// zeros[l] += unset bits dealt to l when `zeros` is not NULL.
 static void scatter_bits(const uint8_t* src, int64_t first, int64_t n, const int64_t* dest,
                          uint8_t** dst, int64_t* pos, int64_t* zeros) {
   for (int64_t r = 0; r < n; r++) {
     int64_t l = dest[r], at = pos[l]++;
-    if (bit_at(src, first + r)) {
+    if (sl_bit_get(src, first + r)) {
       dst[l][at >> 3] |= (uint8_t)(1u << (at & 7));
     } else if (zeros != NULL) {
       zeros[l]++;

@@ -49,8 +49,8 @@ void sl_sink_skip_fsync(struct sl_sink* sink);
 /// Flushes, runs the pending copies and ends the compression, then frees
 /// the sink's buffer: the bytes are all in the (still unnamed) file, which
 /// a later sl_sink_commit names, or sl_sink_abort removes. Writes after it
-/// are not allowed. (A partitioned write finishes each file as it goes and
-/// commits them all at the end.)
+/// are not allowed. (A partitioned write to S3 finishes each object as it
+/// goes and commits them all at the end.)
 int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error);
 /// sl_sink_finish, then fsyncs a local file (unless
 /// sl_sink_skip_fsync), renames it into place and fsyncs its directory,
