@@ -581,10 +581,11 @@ struct sluice_write_options {
   int64_t max_partitions;
   /// Partitioned output: rows are buffered per partition until this many
   /// bytes are held in all, then the partition holding the most is written
-  /// out (Parquet: as a row group of the partition's file, kept open, at
-  /// most 64 at once, each with a 1 MiB buffer besides this budget; other
-  /// formats: as a file of its own, so a partition can get several); the
-  /// rest are written at the end. 0 = 256 MiB.
+  /// out to its file, which stays open (a row group of Parquet, a block of
+  /// Avro, record batches of Arrow IPC, rows of text; at most 64 files open
+  /// at once, the least recently used ended first, each with a 1 MiB
+  /// buffer besides this budget); the rest are written at the end.
+  /// 0 = 256 MiB.
   int64_t partition_buffer_bytes;
 };
 

@@ -738,10 +738,10 @@ void sl_write_remote_options(const struct sluice_write_options* options,
   out->cancelled_user = options->cancelled_user;
 }
 
-int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
-                         const char* location, const struct sluice_write_options* options,
-                         const struct sl_remote_options* remote, struct sl_write_args* args,
-                         struct sl_sink** out, struct sluice_error* error) {
+int sl_write_open_sink(const struct sl_format_writer* writer, const char* location,
+                       const struct sluice_write_options* options,
+                       const struct sl_remote_options* remote, struct sl_write_args* args,
+                       struct sl_sink** out, struct sluice_error* error) {
   *out = NULL;
   // x.csv.gz: the CSV compressed whole. A format asked for by name keeps its
   // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
@@ -762,7 +762,6 @@ int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArra
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, remote, args->alloc, &sink, error));
   if (options->no_fsync) sl_sink_skip_fsync(sink);
   int rc = sl_sink_compress(sink, compression, error);
-  if (rc == 0) rc = writer->write(stream, sink, args, error);
   if (rc != 0) {
     sl_sink_abort(sink);
     return rc;
@@ -778,8 +777,12 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
   struct sl_remote_options remote;  // the sink keeps a pointer: lives until the commit
   sl_write_remote_options(options, &remote);
   struct sl_sink* sink = NULL;
-  SL_RETURN_NOT_OK(
-      sl_write_uncommitted(writer, stream, location, options, &remote, args, &sink, error));
+  SL_RETURN_NOT_OK(sl_write_open_sink(writer, location, options, &remote, args, &sink, error));
+  int rc = writer->write(stream, sink, args, error);
+  if (rc != 0) {
+    sl_sink_abort(sink);
+    return rc;
+  }
   return sl_sink_commit(sink, error);
 }
 
@@ -823,6 +826,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   if (writer->table != table) {
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
+  }
+  if (table && options->n_partition_by > 0) {
+    char shown[1024];
+    sl_cql_redacted(location, shown, sizeof shown);
+    return sl_error_set(error, EINVAL, "%s: a cql:// table is not written in partition "
+                        "directories (partition_by is for files and s3:// prefixes)", shown);
   }
   // A writer fills buffers of about the same size batch after batch: with
   // the default allocator they are recycled through a cache (as a dataset's

@@ -2,12 +2,11 @@
 // split by its rows' partition values ("year=2024/city=Paris"), the pieces
 // (partition columns dropped) are buffered per partition, and a partition
 // is written out when the buffers outgrow their budget (the largest first)
-// or at the end: to its open file as a row group where the format writer
-// takes pushed batches (Parquet), else as a file of its own, written by the
-// format's stream writer from a stream over the pieces. Local files are
-// written in a hidden staging directory inside the destination and moved
-// into it at the end; S3 objects stay staged and are uploaded at the end.
-// On error everything made is removed, so nothing appears.
+// or at the end: pushed to the partition's open file (the format writer's
+// push interface), which ends a row group, block or batch there. Local
+// files are written in a hidden staging directory inside the destination
+// and moved into it at the end; S3 objects stay staged and are uploaded at
+// the end. On error everything made is removed, so nothing appears.
 #include "sluice_write_partitioned.h"
 
 #include <errno.h>
@@ -36,10 +35,11 @@
 #define DEFAULT_BUFFER_BYTES ((int64_t)256 << 20)
 #define NULL_SEGMENT "__HIVE_DEFAULT_PARTITION__"
 #define MAX_SEGMENT 255  // a file name's limit (NAME_MAX) on the usual file systems
-// Push writers (Parquet) keep a file per partition open, so that a
-// partition spilled many times still makes one file; past this many, the
-// least recently used is ended (the partition's next rows start part-<n+1>).
-// Each open file holds a sink buffer (1 MiB) and its footer's metadata.
+// A file per partition stays open, so that a partition spilled many times
+// still makes one file; past this many, the least recently used is ended
+// (the partition's next rows start part-<n+1>). Each open file holds a sink
+// buffer (1 MiB), its compressor when compressed whole (x.csv.gz) and its
+// footer's metadata; the writers' threads stop between spills.
 #define MAX_OPEN_FILES 64
 
 /// One partition: its path below the location and the pieces waiting.
@@ -91,9 +91,8 @@ struct partitioned_write {
   struct ArrowSchema schema;       ///< the input's
   struct ArrowSchema file_schema;  ///< without the partition columns
   int scatter;  ///< sl_array_scatter takes file_schema's batches
-  int push;     ///< the writer has the push interface: files stay open
   int staged;   ///< local: the staging directory exists (removed on error)
-  int64_t n_open;  ///< files open (push writers)
+  int64_t n_open;  ///< files open
   uint64_t clock;  ///< pushes so far
   int64_t n_keys;
   int64_t* key_columns;  ///< indexes into schema.children
@@ -408,36 +407,6 @@ static int add_piece(struct partitioned_write* w, int64_t p, struct ArrowArray* 
 
 /* ---- Writing files ----------------------------------------------------------- */
 
-/// A stream over one partition's pieces, handed to the format writer.
-struct pieces_stream {
-  struct partitioned_write* w;
-  struct partition* part;
-  int64_t next;
-  struct sluice_error error;
-};
-
-static int pieces_get_schema(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
-  struct pieces_stream* s = stream->private_data;
-  return sl_schema_copy(&s->w->file_schema, s->w->alloc, out, &s->error);
-}
-
-static int pieces_get_next(struct ArrowArrayStream* stream, struct ArrowArray* out) {
-  struct pieces_stream* s = stream->private_data;
-  if (s->next < s->part->n_pieces) {
-    sl_array_move(&s->part->pieces[s->next++], out);
-  } else {
-    out->release = NULL;
-  }
-  return 0;
-}
-
-static const char* pieces_get_last_error(struct ArrowArrayStream* stream) {
-  struct pieces_stream* s = stream->private_data;
-  return s->error.message[0] != '\0' ? s->error.message : NULL;
-}
-
-static void pieces_release(struct ArrowArrayStream* stream) { stream->release = NULL; }
-
 /// Releases a partition's pieces (written or not).
 static void drop_pieces(struct partitioned_write* w, struct partition* part) {
   for (int64_t i = 0; i < part->n_pieces; i++) {
@@ -537,35 +506,7 @@ static int add_pending(struct partitioned_write* w, struct sl_sink* sink, char* 
   return 0;
 }
 
-/// Writes partition `p`'s pieces as a file of their own, left uncommitted.
-static int write_file_of_pieces(struct partitioned_write* w, int64_t p,
-                                struct sluice_error* error) {
-  struct partition* part = &w->parts[p];
-  char* path = NULL;
-  int rc = next_file(w, part, &path, error);
-  struct sl_sink* sink = NULL;
-  if (rc == 0) {
-    struct pieces_stream s = {.w = w, .part = part, .next = 0};
-    struct ArrowArrayStream stream = {.get_schema = pieces_get_schema,
-                                      .get_next = pieces_get_next,
-                                      .get_last_error = pieces_get_last_error,
-                                      .release = pieces_release,
-                                      .private_data = &s};
-    w->args->location = path;
-    rc = sl_write_uncommitted(w->writer, &stream, path, w->options, &w->remote, w->args, &sink,
-                              error);
-    w->args->location = w->location;
-  }
-  drop_pieces(w, part);
-  if (rc != 0) {
-    if (path != NULL) sl_free(w->alloc, path, strlen(path) + 1);
-    return rc;
-  }
-  part->files++;
-  return add_pending(w, sink, path, error);
-}
-
-/// Ends partition `part`'s open file (push writers): the footer written,
+/// Ends partition `part`'s open file: the footer written,
 /// the file finished and listed for the commit.
 static int close_file(struct partitioned_write* w, struct partition* part,
                       struct sluice_error* error) {
@@ -588,7 +529,7 @@ static int close_file(struct partitioned_write* w, struct partition* part,
   return add_pending(w, sink, path, error);
 }
 
-/// Hands partition `p`'s pieces to its open file (push writers), opening
+/// Hands partition `p`'s pieces to its open file, opening
 /// one first (and closing the least recently used one when MAX_OPEN_FILES
 /// are open); the row group ends with them, so nothing stays buffered.
 static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
@@ -604,9 +545,11 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
       rc = close_file(w, lru, error);
     }
     if (rc == 0) rc = next_file(w, part, &part->file_path, error);
-    if (rc == 0) rc = sl_sink_open_remote(part->file_path, &w->remote, w->alloc, &part->sink, error);
     if (rc == 0) {
-      if (w->options->no_fsync) sl_sink_skip_fsync(part->sink);
+      rc = sl_write_open_sink(w->writer, part->file_path, w->options, &w->remote, w->args,
+                              &part->sink, error);
+    }
+    if (rc == 0) {
       w->args->location = part->file_path;
       rc = w->writer->open(&w->file_schema, part->sink, w->args, &part->writer, error);
       w->args->location = w->location;
@@ -632,8 +575,7 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
 }
 
 static int write_partition(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
-  if (w->parts[p].n_pieces == 0) return 0;
-  return w->push ? push_pieces(w, p, error) : write_file_of_pieces(w, p, error);
+  return w->parts[p].n_pieces == 0 ? 0 : push_pieces(w, p, error);
 }
 
 /// Writes out the partitions holding the most until the buffers are within
@@ -1126,6 +1068,10 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
                         "%s: partitioned output goes to a local directory or an s3:// prefix",
                         location);
   }
+  if (writer->open == NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: the %s writer cannot write partitions", location,
+                        writer->name);
+  }
   struct partitioned_write w;
   memset(&w, 0, sizeof w);
   w.writer = writer;
@@ -1146,7 +1092,6 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   for (size_t i = 0; i < sizeof w.int_cache / sizeof w.int_cache[0]; i++) w.int_cache[i].part = -1;
   w.root = (char*)location;  // S3; local outputs get a staging directory
   w.root_len_files = w.root_len;
-  w.push = writer->open != NULL && writer->push != NULL && !writer->compressible;
   sl_write_remote_options(options, &w.remote);
   sl_text_init(&w.key, w.alloc);
   sl_text_init(&w.path, w.alloc);

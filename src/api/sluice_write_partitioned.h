@@ -17,23 +17,23 @@ struct sl_remote_options;
 void sl_write_remote_options(const struct sluice_write_options* options,
                              struct sl_remote_options* out);
 
-/// Runs `writer` over `stream` into a new sink for `location` (a file or
-/// s3:// object), which is returned uncommitted in *out on success: the
-/// caller commits or aborts it (`remote` must live until then). On error
-/// nothing is left (*out = NULL). (src/api/sluice_dataset.c; shared with
-/// the one-file write.)
-int sl_write_uncommitted(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
-                         const char* location, const struct sluice_write_options* options,
-                         const struct sl_remote_options* remote, struct sl_write_args* args,
-                         struct sl_sink** out, struct sluice_error* error);
+/// A new sink for `location` (a file or s3:// object) for `writer`: not
+/// fsynced with options->no_fsync, compressed whole where the writer is
+/// compressible and the name or options->compression ask for it (then
+/// args->compression is cleared: it was the file's, not the format's). The
+/// caller writes, then commits or aborts it (`remote` must live until
+/// then). (src/api/sluice_dataset.c; shared with the one-file write.)
+int sl_write_open_sink(const struct sl_format_writer* writer, const char* location,
+                       const struct sluice_write_options* options,
+                       const struct sl_remote_options* remote, struct sl_write_args* args,
+                       struct sl_sink** out, struct sluice_error* error);
 
 /// Writes `stream` (checked already) partitioned by options->partition_by
 /// under `location`, a directory or an s3:// prefix: rows are buffered per
 /// partition and written out to `part-<n><ext>` files (the partition
 /// holding the most bytes first when options->partition_buffer_bytes are
-/// spent; Parquet appends a row group to the partition's open file, other
-/// formats start a file), none of which appears before every one is
-/// written. A local directory must be absent or empty, an S3 prefix hold
+/// spent; each spill ends a row group, block or batch of the partition's
+/// open file), none of which appears before every one is written. A local directory must be absent or empty, an S3 prefix hold
 /// no object.
 int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                          const char* location, const struct sluice_write_options* options,

@@ -222,9 +222,11 @@ struct sl_format_writer {
   /// as they come instead of pulling a stream: a partitioned write keeps a
   /// file per partition open and hands each its rows when they are spilled.
   /// open: a writer of `schema` (copied) into `sink`. push: writes `batch`
-  /// (taken; NULL = none) and, with end_row_group, ends the row group there
-  /// so that nothing stays buffered. finish: the rest and the footer.
-  /// close: frees the writer (after finish, or after an error).
+  /// (taken, also on error; NULL = none) and, with end_row_group, ends the
+  /// row group (block, batch) there so that nothing stays buffered and no
+  /// thread or codec context is held until the next push. finish: the rest
+  /// and the footer. close: frees the writer (after finish, or after an
+  /// error). Such writers' `write` is sl_format_write_pushed.
   int (*open)(const struct ArrowSchema* schema, struct sl_sink* sink,
               const struct sl_write_args* args, void** state, struct sluice_error* error);
   int (*push)(void* state, struct ArrowArray* batch, int end_row_group,
@@ -232,6 +234,13 @@ struct sl_format_writer {
   int (*finish)(void* state, struct sluice_error* error);
   void (*close)(void* state);
 };
+
+/// `writer->write` for writers with the push interface: opens a writer of
+/// the stream's schema, pushes every batch (end_row_group 0), finishes and
+/// closes it (src/format/sl_format_push.c).
+int sl_format_write_pushed(const struct sl_format_writer* writer,
+                           struct ArrowArrayStream* stream, struct sl_sink* sink,
+                           const struct sl_write_args* args, struct sluice_error* error);
 
 /// The registry (src/format/sl_format_registry.c): static tables of the
 /// formats linked in. The i-th reader / writer (0-based), NULL past the end.

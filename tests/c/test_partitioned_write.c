@@ -1,9 +1,9 @@
 // sluice_write with partition_by: with a small buffer budget partitions
-// spill many times: Parquet (a push writer) keeps one file per partition
-// open and appends row groups, up to its limit of open files; Arrow IPC
-// starts a file per spill. Either way the directory read back (Hive
-// partitions) gives every row with its keys; an allocation-failure sweep
-// over the whole write leaves nothing behind and nothing allocated.
+// spill many times, and each format keeps one file per partition open
+// (row groups, batches, blocks or rows pushed), up to the limit of open
+// files. The directory read back (Hive partitions) gives every row with its
+// keys; an allocation-failure sweep over the whole write leaves nothing
+// behind and nothing allocated.
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -213,12 +213,19 @@ static void test_spilled_partitions_read_back(void** state) {
   assert_int_equal(count_files(dst, "part-0.parquet"), N_NAMES * 4);
   check_read_back(dst, ROWS);
   remove_tree(dst);
-  // Arrow IPC files are written whole: a file per spill.
-  assert_int_equal(write_partitioned(src, dst, "arrow", k_keys, 2, 16 << 10, NULL, &error), 0);
-  assert_int_equal(count_files(dst, "part-0.arrow"), N_NAMES * 4);
-  assert_true(count_files(dst, "part-1.arrow") > 0);
-  check_read_back(dst, ROWS);
-  remove_tree(dst);
+  // The other formats keep their file open too: one file per partition,
+  // each spill ending a batch (IPC) or block (Avro), or text rows.
+  static const char* const others[] = {"arrow", "arrows", "avro", "csv"};
+  for (size_t f = 0; f < sizeof others / sizeof others[0]; f++) {
+    char name[32];
+    snprintf(name, sizeof name, "part-0.%s", others[f]);
+    assert_int_equal(write_partitioned(src, dst, others[f], k_keys, 2, 16 << 10, NULL, &error),
+                     0);
+    assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
+    assert_int_equal(count_files(dst, name), N_NAMES * 4);
+    check_read_back(dst, ROWS);
+    remove_tree(dst);
+  }
   // 100 partitions, more than the files Parquet keeps open (64): the least
   // recently used are ended, and their partitions go on in part-1.
   assert_int_equal(write_partitioned(src, dst, "parquet", k_bucket, 1, 16 << 10, NULL, &error),
@@ -269,8 +276,10 @@ static void sweep(const char* format) {
 
 static void test_allocation_failures_leave_nothing(void** state) {
   (void)state;
-  sweep("parquet");  // files kept open, row groups pushed
-  sweep("arrow");    // a file per spill
+  sweep("parquet");  // row groups pushed
+  sweep("arrow");    // batches pushed, dictionaries unified across them
+  sweep("avro");     // blocks pushed
+  sweep("csv");      // rows spelled by a pool of threads started per spill
 }
 
 int main(void) {

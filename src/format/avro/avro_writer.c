@@ -67,7 +67,6 @@
 
 #include "avro_compress.h"
 #include "avro_internal.h"
-#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -1190,118 +1189,147 @@ static void source_record_name(const struct ArrowSchema* s, char* name, size_t c
   json_decref(j);
 }
 
-/// Writes `first` (taken: released here; release == NULL = end of stream)
-/// and the rest of the stream.
-static int write_batches(struct aw_ctx* ctx, struct ArrowArrayStream* stream,
-                         struct ArrowArray* first, const struct aw_node* root,
-                         const struct ArrowSchema* schema, struct sl_sink* sink,
-                         struct sluice_error* error) {
-  int64_t in_block = 0;
-  int rc = 0;
-  struct aw_pipe pipe_state;
-  struct aw_pipe* pipe =
-      ctx->codec != AVRO_CODEC_NULL && pipe_start(&pipe_state, ctx, sink) ? &pipe_state : NULL;
-  int have_first = 1;
-  while (rc == 0) {
-    struct ArrowArray batch;
-    if (have_first) {
-      batch = *first;
-      first->release = NULL;
-      have_first = 0;
-    } else {
-      memset(&batch, 0, sizeof batch);
-      rc = stream->get_next(stream, &batch);
-      if (rc != 0) return sl_input_error(stream, rc, error);
-    }
-    if (batch.release == NULL) break;
-    ctx->gen++;
-    if (batch.n_children != root->n_children) {
-      rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",
-                        (long long)batch.n_children, (long long)root->n_children);
-    }
-    for (int64_t r = 0; rc == 0 && r < batch.length; ++r) {
-      if (is_null(&batch, batch.offset + r)) {
-        rc = sl_error_set(error, EINVAL, "avro: row %" PRId64 " is null (a null struct row)", ctx->row);
-        break;
-      }
-      for (int64_t c = 0; rc == 0 && c < root->n_children; ++c) {
-        ctx->column = schema->children[c]->name ? schema->children[c]->name : "";
-        rc = encode(ctx, &root->children[c], batch.children[c], batch.offset + r, error);
-      }
-      ctx->row++;
-      in_block++;
-      if (rc == 0 && ctx->data.size >= ctx->block_size) {
-        rc = flush_block(ctx, pipe, in_block, sink, error);
-        in_block = 0;
-      }
-    }
-    batch.release(&batch);
-  }
-  if (rc == 0) rc = flush_block(ctx, pipe, in_block, sink, error);
-  if (pipe != NULL) rc = pipe_finish(pipe, ctx->alloc, rc, error);
-  return rc;
+/// An open Avro writer (the push interface). The header waits for the first
+/// batch, whose dictionaries give the symbols of enums.
+struct avro_writer {
+  struct aw_ctx ctx;
+  struct sl_sink* sink;
+  struct ArrowSchema schema;
+  struct aw_node root;
+  int header_written;
+  int64_t in_block;  ///< rows in ctx.data not yet handed on as a block
+  struct aw_pipe pipe;
+  int pipe_on;  ///< the compressing workers run (till the row group ends)
+};
+
+static int stop_pipe(struct avro_writer* w, int rc, struct sluice_error* error) {
+  if (!w->pipe_on) return rc;
+  w->pipe_on = 0;
+  return pipe_finish(&w->pipe, w->ctx.alloc, rc, error);
 }
 
-static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                      const struct sl_write_args* args, struct sluice_error* error) {
-  struct aw_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.alloc = args->alloc;
-  SL_RETURN_NOT_OK(parse_options(&ctx, args, error));
-  if (!ctx.have_sync) SL_RETURN_NOT_OK(random_sync(ctx.sync, error));
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  int rc = stream->get_schema(stream, &schema);
-  if (rc != 0) return sl_input_error(stream, rc, error);
-  struct aw_node root;
-  memset(&root, 0, sizeof root);
+static void avro_close(void* state) {
+  struct avro_writer* w = state;
+  if (w == NULL) return;
+  stop_pipe(w, EINTR, NULL);  // after an error: what it holds goes to an aborted sink
+  json_decref(w->ctx.names);
+  node_reset(w->ctx.alloc, &w->root);
+  if (w->ctx.data.data != NULL) sl_free_buffer(w->ctx.alloc, w->ctx.data.data, w->ctx.data.cap);
+  avro_buf_release(&w->ctx.packed, w->ctx.alloc);
+  if (w->schema.release != NULL) w->schema.release(&w->schema);
+  sl_free(w->ctx.alloc, w, sizeof *w);
+}
+
+static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                     const struct sl_write_args* args, void** state, struct sluice_error* error) {
+  *state = NULL;
+  struct avro_writer* w = sl_calloc(args->alloc, 1, sizeof *w);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
+  w->ctx.alloc = args->alloc;
+  w->sink = sink;
+  int rc = parse_options(&w->ctx, args, error);
+  if (rc == 0 && !w->ctx.have_sync) rc = random_sync(w->ctx.sync, error);
+  if (rc == 0 && strcmp(schema->format, "+s") != 0) {
+    rc = sl_error_set(error, EINVAL, "avro: stream of '%s' arrays, expected a struct",
+                      schema->format);
+  }
+  if (rc == 0) rc = sl_schema_copy(schema, w->ctx.alloc, &w->schema, error);
+  if (rc == 0 && (w->ctx.names = json_object()) == NULL) {
+    rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  if (rc != 0) {
+    avro_close(w);
+    return rc;
+  }
+  *state = w;
+  return 0;
+}
+
+/// The schema (from `first`'s dictionaries where it has enums; NULL = no
+/// batch) and the header, once.
+static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
+                         struct sluice_error* error) {
+  if (w->header_written) return 0;
+  char top[256], ns[256];
+  source_record_name(&w->schema, top, sizeof top, ns, sizeof ns);
   json_t* js = NULL;
   char* text = NULL;
-  ctx.names = json_object();
-  if (ctx.names == NULL) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
-  if (rc == 0 && strcmp(schema.format, "+s") != 0) {
-    rc = sl_error_set(error, EINVAL, "avro: stream of '%s' arrays, expected a struct", schema.format);
-  }
-  // The first batch comes before the header: its dictionaries give the
-  // symbols of enums.
-  struct ArrowArray first;
-  memset(&first, 0, sizeof first);
-  if (rc == 0) {
-    rc = stream->get_next(stream, &first);
-    if (rc != 0) rc = sl_input_error(stream, rc, error);
-  }
-  if (rc == 0 && first.release != NULL && first.n_children != schema.n_children) {
-    rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",
-                      (long long)first.n_children, (long long)schema.n_children);
-  }
-  char top[256], ns[256];
-  source_record_name(&schema, top, sizeof top, ns, sizeof ns);
-  if (rc == 0) {
-    rc = build_record(&ctx, &schema, first.release != NULL ? &first : NULL, &root, top, 0,
-                      &js, error);
-  }
+  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, &js, error);
   if (rc == 0 && ns[0] != '\0' && json_object_set_new(js, "namespace", json_string(ns)) != 0) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
-  if (rc == 0) {
-    text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (text == NULL) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  if (rc == 0 && (text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL) {
+    rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
-  if (rc == 0) rc = write_header(&ctx, text, &schema, sink, error);
-  if (rc == 0) rc = write_batches(&ctx, stream, &first, &root, &schema, sink, error);
-  if (first.release != NULL) first.release(&first);
+  if (rc == 0) rc = write_header(&w->ctx, text, &w->schema, w->sink, error);
+  if (rc == 0) w->header_written = 1;
   free(text);
   json_decref(js);
-  json_decref(ctx.names);
-  node_reset(ctx.alloc, &root);
-  if (ctx.data.data != NULL) sl_free_buffer(ctx.alloc, ctx.data.data, ctx.data.cap);
-  avro_buf_release(&ctx.packed, ctx.alloc);
-  schema.release(&schema);
   return rc;
+}
+
+/// Encodes `batch` (taken) into blocks; with end_row_group the last block
+/// ends there and the compressing workers stop.
+static int avro_push(void* state, struct ArrowArray* batch, int end_row_group,
+                     struct sluice_error* error) {
+  struct avro_writer* w = state;
+  struct aw_ctx* ctx = &w->ctx;
+  int rc = 0;
+  if (batch != NULL && batch->release != NULL) {
+    if (batch->n_children != w->schema.n_children) {
+      rc = sl_error_set(error, EINVAL, "avro: batch has %lld columns, schema %lld",
+                        (long long)batch->n_children, (long long)w->schema.n_children);
+    }
+    if (rc == 0) rc = ensure_header(w, batch, error);
+    if (rc == 0 && !w->pipe_on && ctx->codec != AVRO_CODEC_NULL) {
+      w->pipe_on = pipe_start(&w->pipe, ctx, w->sink);
+    }
+    struct aw_pipe* pipe = w->pipe_on ? &w->pipe : NULL;
+    ctx->gen++;
+    for (int64_t r = 0; rc == 0 && r < batch->length; ++r) {
+      if (is_null(batch, batch->offset + r)) {
+        rc = sl_error_set(error, EINVAL, "avro: row %" PRId64 " is null (a null struct row)",
+                          ctx->row);
+        break;
+      }
+      for (int64_t c = 0; rc == 0 && c < w->root.n_children; ++c) {
+        ctx->column = w->schema.children[c]->name ? w->schema.children[c]->name : "";
+        rc = encode(ctx, &w->root.children[c], batch->children[c], batch->offset + r, error);
+      }
+      ctx->row++;
+      w->in_block++;
+      if (rc == 0 && ctx->data.size >= ctx->block_size) {
+        rc = flush_block(ctx, pipe, w->in_block, w->sink, error);
+        w->in_block = 0;
+      }
+    }
+    batch->release(batch);
+  }
+  if (rc == 0 && end_row_group) {
+    rc = flush_block(ctx, w->pipe_on ? &w->pipe : NULL, w->in_block, w->sink, error);
+    w->in_block = 0;
+  }
+  return end_row_group || rc != 0 ? stop_pipe(w, rc, error) : 0;
+}
+
+static int avro_finish(void* state, struct sluice_error* error) {
+  struct avro_writer* w = state;
+  int rc = ensure_header(w, NULL, error);
+  if (rc == 0) rc = flush_block(&w->ctx, w->pipe_on ? &w->pipe : NULL, w->in_block, w->sink, error);
+  w->in_block = 0;
+  return stop_pipe(w, rc, error);
+}
+
+static const struct sl_format_writer k_avro_writer;
+
+static int avro_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                      const struct sl_write_args* args, struct sluice_error* error) {
+  return sl_format_write_pushed(&k_avro_writer, stream, sink, args, error);
 }
 
 static const char* const k_avro_extensions[] = {".avro", NULL};
 static const struct sl_format_writer k_avro_writer = {
-    .name = "avro", .extensions = k_avro_extensions, .write = avro_write};
+    .name = "avro", .extensions = k_avro_extensions, .write = avro_write, .open = avro_open,
+    .push = avro_push, .finish = avro_finish, .close = avro_close};
 
 const struct sl_format_writer* sl_avro_writer(void) { return &k_avro_writer; }

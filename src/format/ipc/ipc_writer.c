@@ -8,8 +8,8 @@
 #include <zstd.h>
 
 #include "codec/sl_codec_alloc.h"
-#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
 #include "format/ipc/ipc_dict_unify.h"
@@ -214,98 +214,124 @@ static int write_footer(struct ipc_writer* w, struct sluice_error* error) {
   return sl_sink_write(w->sink, tail, sizeof tail, error);
 }
 
-static int write_all(struct ipc_writer* w, struct ArrowArrayStream* stream,
-                     struct sluice_error* error) {
-  if (w->file) {
+static void ipc_close(void* state) {
+  struct ipc_writer* w = state;
+  if (w == NULL) return;
+  ZSTD_freeCCtx(w->zstd);
+  ipc_dicts_free(&w->dicts);
+  ipc_unify_free(&w->unify);
+  ipc_body_free(&w->body);
+  fb_free(&w->fb);
+  sl_free(w->alloc, w->dict_blocks.items, (size_t)w->dict_blocks.cap * sizeof(struct ipc_block));
+  sl_free(w->alloc, w->batch_blocks.items, (size_t)w->batch_blocks.cap * sizeof(struct ipc_block));
+  if (w->schema.release != NULL) w->schema.release(&w->schema);
+  sl_free(w->alloc, w, sizeof *w);
+}
+
+/// A writer of `schema` into `sink`: the file's magic and the schema
+/// message written.
+static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                    const struct sl_write_args* args, void** state, struct sluice_error* error,
+                    int file) {
+  *state = NULL;
+  struct ipc_writer* w = sl_calloc(args->alloc, 1, sizeof *w);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "arrow ipc writer: out of memory");
+  w->alloc = args->alloc;
+  w->sink = sink;
+  w->file = file;
+  w->batch_metadata = args->batch_metadata;
+  w->batch_metadata_user = args->batch_metadata_user;
+  fb_init(&w->fb, w->alloc);
+  ipc_body_init(&w->body, w->alloc);
+  int rc = parse_codec(args->compression, &w->codec, error);
+  if (rc == 0) rc = parse_write_options(args->format_options, &w->codec, error);
+  if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
+  // The hooks take a non-const context; sl_alloc only reads the allocator.
+  ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w->alloc)};
+  if (rc == 0 && w->codec == IPC_CODEC_ZSTD && (w->zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
+    rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
+  if (rc == 0) rc = ipc_dicts_collect(&w->dicts, w->alloc, &w->schema, error);
+  if (rc == 0 && file) rc = ipc_unify_init(&w->unify, &w->schema, w->alloc, error);
+  if (rc == 0 && file) {
     static const uint8_t magic[IPC_FILE_HEADER_LEN] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
-    SL_RETURN_NOT_OK(sl_sink_write(w->sink, magic, sizeof magic, error));
+    rc = sl_sink_write(w->sink, magic, sizeof magic, error);
   }
-  SL_RETURN_NOT_OK(write_schema_message(w, error));
-  for (;;) {
-    struct ArrowArray batch;
-    memset(&batch, 0, sizeof batch);
-    int rc = stream->get_next(stream, &batch);
-    if (rc != 0) return sl_input_error(stream, rc, error);
-    if (batch.release == NULL) break;
-    const char* metadata = NULL;
-    if (w->batch_metadata != NULL &&
-        (rc = w->batch_metadata(w->batch_metadata_user, &batch, &metadata)) != 0) {
-      batch.release(&batch);
-      return sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
-                          strerror(rc));
-    }
-    if (w->unify.n > 0) {
-      struct ipc_unified_batch unified;
-      rc = ipc_unify_batch(&w->unify, &batch, &unified, error);
-      if (rc == 0) rc = write_batch(w, &unified.root, metadata, error);
-      ipc_unified_batch_free(&unified);
-    } else {
-      rc = write_batch(w, &batch, metadata, error);
-    }
-    batch.release(&batch);
-    if (rc != 0) return rc;
+  if (rc == 0) rc = write_schema_message(w, error);
+  if (rc != 0) {
+    ipc_close(w);
+    return rc;
   }
-  static const uint8_t eos[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
-  SL_RETURN_NOT_OK(sl_sink_write(w->sink, eos, sizeof eos, error));
-  if (w->file) SL_RETURN_NOT_OK(write_footer(w, error));
+  *state = w;
   return 0;
 }
 
-static int ipc_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                     const struct sl_write_args* args, struct sluice_error* error, int file) {
-  struct ipc_writer w;
-  memset(&w, 0, sizeof w);
-  w.alloc = args != NULL ? args->alloc : NULL;
-  w.sink = sink;
-  w.file = file;
-  if (args != NULL) {
-    w.batch_metadata = args->batch_metadata;
-    w.batch_metadata_user = args->batch_metadata_user;
+/// Writes `batch` (taken) as a record batch message, after the dictionaries
+/// it needs. Every message goes out whole: nothing stays buffered, so
+/// end_row_group has nothing to do.
+static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
+                    struct sluice_error* error) {
+  (void)end_row_group;
+  struct ipc_writer* w = state;
+  if (batch == NULL || batch->release == NULL) return 0;
+  const char* metadata = NULL;
+  int rc = 0;
+  if (w->batch_metadata != NULL &&
+      (rc = w->batch_metadata(w->batch_metadata_user, batch, &metadata)) != 0) {
+    rc = sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
+                      strerror(rc));
+  } else if (w->unify.n > 0) {
+    struct ipc_unified_batch unified;
+    rc = ipc_unify_batch(&w->unify, batch, &unified, error);
+    if (rc == 0) rc = write_batch(w, &unified.root, metadata, error);
+    ipc_unified_batch_free(&unified);
+  } else {
+    rc = write_batch(w, batch, metadata, error);
   }
-  SL_RETURN_NOT_OK(parse_codec(args != NULL ? args->compression : NULL, &w.codec, error));
-  if (args != NULL) SL_RETURN_NOT_OK(parse_write_options(args->format_options, &w.codec, error));
-  if (stream == NULL || stream->release == NULL)
-    return sl_error_set(error, EINVAL, "arrow ipc writer: input stream is released");
-  int rc = stream->get_schema(stream, &w.schema);
-  if (rc != 0) return sl_input_error(stream, rc, error);
-  fb_init(&w.fb, w.alloc);
-  ipc_body_init(&w.body, w.alloc);
-  // The hooks take a non-const context; sl_alloc only reads the allocator.
-  ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w.alloc)};
-  if (w.codec == IPC_CODEC_ZSTD && (w.zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
-    rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
-  if (rc == 0) rc = ipc_dicts_collect(&w.dicts, w.alloc, &w.schema, error);
-  if (rc == 0 && file) rc = ipc_unify_init(&w.unify, &w.schema, w.alloc, error);
-  if (rc == 0) rc = write_all(&w, stream, error);
-
-  ZSTD_freeCCtx(w.zstd);
-  ipc_dicts_free(&w.dicts);
-  ipc_unify_free(&w.unify);
-  ipc_body_free(&w.body);
-  fb_free(&w.fb);
-  sl_free(w.alloc, w.dict_blocks.items, (size_t)w.dict_blocks.cap * sizeof(struct ipc_block));
-  sl_free(w.alloc, w.batch_blocks.items, (size_t)w.batch_blocks.cap * sizeof(struct ipc_block));
-  if (w.schema.release != NULL) w.schema.release(&w.schema);
+  batch->release(batch);
   return rc;
 }
 
+/// The end-of-stream marker and, for files, the footer.
+static int ipc_finish(void* state, struct sluice_error* error) {
+  struct ipc_writer* w = state;
+  static const uint8_t eos[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
+  SL_RETURN_NOT_OK(sl_sink_write(w->sink, eos, sizeof eos, error));
+  return w->file ? write_footer(w, error) : 0;
+}
+
+static int open_file(const struct ArrowSchema* schema, struct sl_sink* sink,
+                     const struct sl_write_args* args, void** state, struct sluice_error* error) {
+  return ipc_open(schema, sink, args, state, error, 1);
+}
+
+static int open_stream(const struct ArrowSchema* schema, struct sl_sink* sink,
+                       const struct sl_write_args* args, void** state,
+                       struct sluice_error* error) {
+  return ipc_open(schema, sink, args, state, error, 0);
+}
+
+static const struct sl_format_writer ipc_file_writer;
+static const struct sl_format_writer ipc_stream_writer;
+
 static int write_file(struct ArrowArrayStream* stream, struct sl_sink* sink,
                       const struct sl_write_args* args, struct sluice_error* error) {
-  return ipc_write(stream, sink, args, error, 1);
+  return sl_format_write_pushed(&ipc_file_writer, stream, sink, args, error);
 }
 
 static int write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
                         const struct sl_write_args* args, struct sluice_error* error) {
-  return ipc_write(stream, sink, args, error, 0);
+  return sl_format_write_pushed(&ipc_stream_writer, stream, sink, args, error);
 }
 
 static const char* const ipc_file_extensions[] = {".arrow", ".feather", ".ipc", NULL};
 static const char* const ipc_stream_extensions[] = {".arrows", ".stream", NULL};
 
 static const struct sl_format_writer ipc_file_writer = {
-    .name = "arrow", .extensions = ipc_file_extensions, .write = write_file};
+    .name = "arrow", .extensions = ipc_file_extensions, .write = write_file,
+    .open = open_file, .push = ipc_push, .finish = ipc_finish, .close = ipc_close};
 static const struct sl_format_writer ipc_stream_writer = {
-    .name = "arrows", .extensions = ipc_stream_extensions, .write = write_stream};
+    .name = "arrows", .extensions = ipc_stream_extensions, .write = write_stream,
+    .open = open_stream, .push = ipc_push, .finish = ipc_finish, .close = ipc_close};
 
 const struct sl_format_writer* sl_ipc_file_writer(void) { return &ipc_file_writer; }
 const struct sl_format_writer* sl_ipc_stream_writer(void) { return &ipc_stream_writer; }

@@ -31,7 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/sl_checked_stream.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -648,28 +647,11 @@ static int parquet_finish(void* state, struct sluice_error* error) {
   return rc == 0 ? write_footer(w, error) : rc;
 }
 
+static const struct sl_format_writer k_parquet_writer;
+
 static int parquet_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                          const struct sl_write_args* args, struct sluice_error* error) {
-  struct ArrowSchema schema;
-  int rc = stream->get_schema(stream, &schema);
-  if (rc != 0) return sl_input_error(stream, rc, error);
-  void* w = NULL;
-  rc = parquet_open(&schema, sink, args, &w, error);
-  schema.release(&schema);
-  while (rc == 0) {
-    struct ArrowArray batch;
-    memset(&batch, 0, sizeof batch);
-    rc = stream->get_next(stream, &batch);
-    if (rc != 0) {
-      rc = sl_input_error(stream, rc, error);
-      break;
-    }
-    if (batch.release == NULL) break;
-    rc = parquet_push(w, &batch, 0, error);
-  }
-  if (rc == 0) rc = parquet_finish(w, error);
-  parquet_close(w);
-  return rc;
+  return sl_format_write_pushed(&k_parquet_writer, stream, sink, args, error);
 }
 
 static const char* const k_parquet_extensions[] = {".parquet", ".pq", NULL};

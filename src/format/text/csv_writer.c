@@ -49,7 +49,6 @@
 #include "core/sl_value_text.h"
 #include "format/csv/csv_internal.h"
 #include "io/sl_sink.h"
-#include "text_rows_parallel.h"
 
 #define CSV_KNOWN_KEYS \
   "delimiter, header, null, quote, line_terminator, float_format, timestamp_format"
@@ -80,7 +79,6 @@ struct csv_state {
   struct csv_cell cell[CSV_MAX_PARTS];  ///< per spelling thread
   struct csv_write_options options;
   int64_t rows;  ///< data rows written so far
-  struct sl_text_rows_pool* pool;
 };
 
 /* ---- Options ---------------------------------------------------------------- */
@@ -485,39 +483,48 @@ oom:
   return sl_error_set(error, ENOMEM, "csv: out of memory");
 }
 
-static int csv_write_batch(void* ctx, const struct sl_text_field* row,
-                           const struct ArrowArray* batch, struct sl_sink* sink,
-                           struct sluice_error* error) {
+static void csv_rows_written(void* ctx, int64_t rows) { ((struct csv_state*)ctx)->rows += rows; }
+
+static int csv_init(void* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   struct csv_state* state = ctx;
-  SL_RETURN_NOT_OK(sl_text_rows_pool_write(state->pool, row, batch, sink, error));
-  state->rows += batch->length;
-  return 0;
+  sl_text_init(&state->line, args->alloc);
+  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_init(&state->cell[i].text, args->alloc);
+  return csv_write_options_parse(args->format_options, &state->options, error);
 }
+
+static void csv_release(void* ctx) {
+  struct csv_state* state = ctx;
+  sl_text_reset(&state->line);
+  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_reset(&state->cell[i].text);
+}
+
+static int csv_start(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
+                     struct sluice_error* error) {
+  struct csv_state* state = ctx;
+  return state->options.header ? csv_write_header(ctx, row, sink, error) : 0;
+}
+
+static const struct sl_text_format k_csv_format = {
+    .name = "csv", .ctx_size = sizeof(struct csv_state), .max_parts = CSV_MAX_PARTS,
+    .init = csv_init, .release = csv_release, .start = csv_start, .spell = csv_spell_rows,
+    .written = csv_rows_written};
+
+static int csv_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                    const struct sl_write_args* args, void** state, struct sluice_error* error) {
+  return sl_text_writer_open(&k_csv_format, schema, sink, args, state, error);
+}
+
+static const struct sl_format_writer k_csv_writer;
 
 static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
                      const struct sl_write_args* args, struct sluice_error* error) {
-  struct csv_state state;
-  memset(&state, 0, sizeof state);
-  SL_RETURN_NOT_OK(csv_write_options_parse(args->format_options, &state.options, error));
-  sl_text_init(&state.line, args->alloc);
-  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_init(&state.cell[i].text, args->alloc);
-  int parts;
-  int rc = sl_text_rows_pool_start(args->alloc, CSV_MAX_PARTS, csv_spell_rows, &state,
-                                   &state.pool, &parts, error);
-  if (rc == 0) {
-    struct sl_text_batch_writer writer = {state.options.header ? csv_write_header : NULL,
-                                          csv_write_batch, &state};
-    rc = sl_text_write_stream(stream, sink, args, &writer, error);
-    rc = sl_text_rows_pool_finish(state.pool, rc, error);
-  }
-  sl_text_rows_pool_stop(state.pool);
-  sl_text_reset(&state.line);
-  for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_reset(&state.cell[i].text);
-  return rc;
+  return sl_format_write_pushed(&k_csv_writer, stream, sink, args, error);
 }
 
 static const char* const k_csv_extensions[] = {".csv", NULL};
 static const struct sl_format_writer k_csv_writer = {
-    .name = "csv", .extensions = k_csv_extensions, .write = csv_write, .compressible = 1};
+    .name = "csv", .extensions = k_csv_extensions, .write = csv_write, .compressible = 1,
+    .open = csv_open, .push = sl_text_writer_push, .finish = sl_text_writer_finish,
+    .close = sl_text_writer_close};
 
 const struct sl_format_writer* sl_csv_writer(void) { return &k_csv_writer; }

@@ -9,7 +9,6 @@
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
 #include "io/sl_sink.h"
-#include "text_rows_parallel.h"
 
 #define JSONL_MAX_PARTS 16
 
@@ -19,7 +18,6 @@ struct jsonl_state {
   struct sl_text keys;
   size_t* key_ends;
   int64_t n_keys;
-  struct sl_text_rows_pool* pool;
 };
 
 static int jsonl_spell_rows(void* ctx, int part, const struct sl_text_field* row,
@@ -49,13 +47,6 @@ oom:
   return sl_error_set(error, ENOMEM, "jsonl: out of memory");
 }
 
-static int jsonl_write_batch(void* ctx, const struct sl_text_field* row,
-                             const struct ArrowArray* batch, struct sl_sink* sink,
-                             struct sluice_error* error) {
-  struct jsonl_state* state = ctx;
-  return sl_text_rows_pool_write(state->pool, row, batch, sink, error);
-}
-
 static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
                               struct sluice_error* error) {
   (void)sink;
@@ -75,33 +66,45 @@ static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct
   return 0;
 }
 
-static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                       const struct sl_write_args* args, struct sluice_error* error) {
+static int jsonl_init(void* ctx, const struct sl_write_args* args, struct sluice_error* error) {
+  struct jsonl_state* state = ctx;
+  state->alloc = args->alloc;
+  sl_text_init(&state->keys, args->alloc);
   if (args->format_options != NULL && args->format_options[strspn(args->format_options, ",")] != '\0') {
     // No options: a -W meant for another format is an error, not ignored.
     return sl_error_set(error, EINVAL, "JSON Lines writer: it takes no options ('%s')",
                         args->format_options);
   }
-  struct jsonl_state state;
-  memset(&state, 0, sizeof state);
-  state.alloc = args->alloc;
-  sl_text_init(&state.keys, args->alloc);
-  int parts;
-  int rc = sl_text_rows_pool_start(args->alloc, JSONL_MAX_PARTS, jsonl_spell_rows, &state,
-                                   &state.pool, &parts, error);
-  if (rc == 0) {
-    struct sl_text_batch_writer writer = {jsonl_write_header, jsonl_write_batch, &state};
-    rc = sl_text_write_stream(stream, sink, args, &writer, error);
-    rc = sl_text_rows_pool_finish(state.pool, rc, error);
-  }
-  sl_text_rows_pool_stop(state.pool);
-  sl_text_reset(&state.keys);
-  sl_free(args->alloc, state.key_ends, (size_t)state.n_keys * sizeof(size_t));
-  return rc;
+  return 0;
+}
+
+static void jsonl_release(void* ctx) {
+  struct jsonl_state* state = ctx;
+  sl_text_reset(&state->keys);
+  sl_free(state->alloc, state->key_ends, (size_t)state->n_keys * sizeof(size_t));
+}
+
+static const struct sl_text_format k_jsonl_format = {
+    .name = "jsonl", .ctx_size = sizeof(struct jsonl_state), .max_parts = JSONL_MAX_PARTS,
+    .init = jsonl_init, .release = jsonl_release, .start = jsonl_write_header,
+    .spell = jsonl_spell_rows};
+
+static int jsonl_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                      const struct sl_write_args* args, void** state, struct sluice_error* error) {
+  return sl_text_writer_open(&k_jsonl_format, schema, sink, args, state, error);
+}
+
+static const struct sl_format_writer k_jsonl_writer;
+
+static int jsonl_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                       const struct sl_write_args* args, struct sluice_error* error) {
+  return sl_format_write_pushed(&k_jsonl_writer, stream, sink, args, error);
 }
 
 static const char* const k_jsonl_extensions[] = {".jsonl", ".ndjson", NULL};
 static const struct sl_format_writer k_jsonl_writer = {
-    .name = "jsonl", .extensions = k_jsonl_extensions, .write = jsonl_write, .compressible = 1};
+    .name = "jsonl", .extensions = k_jsonl_extensions, .write = jsonl_write, .compressible = 1,
+    .open = jsonl_open, .push = sl_text_writer_push, .finish = sl_text_writer_finish,
+    .close = sl_text_writer_close};
 
 const struct sl_format_writer* sl_jsonl_writer(void) { return &k_jsonl_writer; }

@@ -13,9 +13,10 @@ const struct sl_format_writer* sl_jsonl_writer(void);
 /// line_terminator; see csv_writer.c for the spellings of values.
 const struct sl_format_writer* sl_csv_writer(void);
 
-/// Shared by both writers: walks `stream`, handing each batch (a struct array)
-/// and its parsed columns to `write_batch`, and the header to `write_header`
-/// (may be NULL). Reports stream errors with the stream's message.
+/// Shared by the text writers (and cql's rows): walks `stream`, handing each
+/// batch (a struct array) and its parsed columns to `write_batch`, and the
+/// header to `write_header` (may be NULL). Reports stream errors with the
+/// stream's message.
 struct sl_text_field;
 struct sl_text_batch_writer {
   int (*write_header)(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
@@ -29,7 +30,39 @@ int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
                          const struct sl_write_args* args,
                          const struct sl_text_batch_writer* writer, struct sluice_error* error);
 
-/// Both writers' common cells without the general path (sl_value_render into
+/// A text format for the push interface below: its state (ctx_size bytes,
+/// zeroed, then `init` with the writer's options; `release` frees what init
+/// and the rest made), the header (`start`, NULL = none; written at open),
+/// and how a range of rows is spelled (on up to max_parts threads,
+/// text_rows_parallel.h). `written` (NULL = none) learns how many rows each
+/// batch had, for row numbers in messages.
+struct sl_text;
+struct sl_text_format {
+  const char* name;
+  size_t ctx_size;
+  int max_parts;
+  int (*init)(void* ctx, const struct sl_write_args* args, struct sluice_error* error);
+  void (*release)(void* ctx);
+  int (*start)(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
+               struct sluice_error* error);
+  int (*spell)(void* ctx, int part, const struct sl_text_field* row,
+               const struct ArrowArray* batch, int64_t begin, int64_t end, struct sl_text* out,
+               struct sluice_error* error);
+  void (*written)(void* ctx, int64_t rows);
+};
+
+/// The push interface of sl_format_writer for a text format. The spelling
+/// threads start with the first batch after open or after an ended row
+/// group, and stop (their text in the sink) at end_row_group and finish.
+int sl_text_writer_open(const struct sl_text_format* format, const struct ArrowSchema* schema,
+                        struct sl_sink* sink, const struct sl_write_args* args, void** state,
+                        struct sluice_error* error);
+int sl_text_writer_push(void* state, struct ArrowArray* batch, int end_row_group,
+                        struct sluice_error* error);
+int sl_text_writer_finish(void* state, struct sluice_error* error);
+void sl_text_writer_close(void* state);
+
+/// The text writers' common cells without the general path (sl_value_render into
 /// a scratch text, then copied): row `row` (before column->offset) of a plain
 /// integer, float32 or float64 column, spelled straight into `out`. 1 when
 /// done; 0 when the cell needs the general path (another type, a dictionary,
