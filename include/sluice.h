@@ -571,9 +571,8 @@ struct sluice_write_options {
   /// location's extension. No file appears before all are written, and on
   /// error none does: a local output is written in a hidden directory
   /// made inside it (`.sluice-XXXXXX`), whose partitions are moved into
-  /// place at the end; S3 objects are uploaded at the end. A local
-  /// directory must be absent or empty, an S3 prefix hold no object
-  /// (EEXIST).
+  /// place at the end; S3 objects are uploaded at the end. What may be
+  /// there already: see existing_data_behavior.
   const char* const* partition_by;
   int64_t n_partition_by;
   /// Partitioned output: more distinct partitions than this is an error
@@ -587,6 +586,26 @@ struct sluice_write_options {
   /// buffer besides this budget); the rest are written at the end.
   /// 0 = 256 MiB.
   int64_t partition_buffer_bytes;
+  /// Partitioned output: what may already be at `location` (the names and
+  /// meanings of pyarrow's write_dataset). SLUICE_EXISTING_DATA_ERROR (0,
+  /// the default): a local directory must be absent or empty, an S3 prefix
+  /// hold no object (EEXIST). SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE:
+  /// files already there stay; the new ones are added, named past the
+  /// highest part-<n> of their directory, so that none is overwritten
+  /// (DuckDB's APPEND). SLUICE_EXISTING_DATA_DELETE_MATCHING: each
+  /// partition written replaces its directory's contents, other partitions
+  /// stay. Locally the old files go only once all new ones are written, and
+  /// a failure restores what was there; on S3 the new objects are uploaded,
+  /// then the old ones of their partitions deleted (a failure between two
+  /// requests leaves what was done, and the message says how much).
+  int existing_data_behavior;
+};
+
+/// sluice_write_options.existing_data_behavior.
+enum sluice_existing_data_behavior {
+  SLUICE_EXISTING_DATA_ERROR = 0,
+  SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE = 1,
+  SLUICE_EXISTING_DATA_DELETE_MATCHING = 2
 };
 
 /// Fills `options` with the defaults: format from the extension, no

@@ -604,7 +604,7 @@ def _is_pandas_frame(data):
 
 
 def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
-          partition_by=None, max_partitions=None, **options):
+          partition_by=None, max_partitions=None, existing_data_behavior="error", **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
     writable file object (``io.BytesIO``, ... with ``format=``: the output is
     made whole first, so an error writes nothing into it), or into an
@@ -634,11 +634,20 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         ``PARTITION_BY`` and polars' ``partition_by`` lay them out; the files
         leave these columns out and readers of Hive partitions give them back.
         Values must be integers, strings, dates or booleans; they are
-        percent-escaped, a null is ``__HIVE_DEFAULT_PARTITION__``. `dst`
-        must be new or empty; no file appears unless all are written. The
-        format comes from format= (or dst's extension).
+        percent-escaped, a null is ``__HIVE_DEFAULT_PARTITION__``. No file
+        appears unless all are written. The format comes from format= (or
+        dst's extension).
     max_partitions: more distinct partitions than this raise
         InvalidArgumentError (default 1024, as pyarrow's).
+    existing_data_behavior: with partition_by, what may be in `dst`
+        already, as pyarrow's write_dataset takes it: "error" (default; a
+        directory must be new or empty, an s3:// prefix hold no object, else
+        SourceError), "overwrite_or_ignore" (what is there stays; the new
+        files are added, named past their directory's part-<n>, so none is
+        overwritten: DuckDB's APPEND) or "delete_matching" (each partition
+        written replaces what its directory held, other partitions stay;
+        locally the old files go once all new ones are in place, on S3 the
+        old objects are deleted after the uploads).
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -678,7 +687,13 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidArgumentError(_errno.EINVAL, "partition_by wants column names (str)")
-        kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0))
+        behaviors = {"error": 0, "overwrite_or_ignore": 1, "delete_matching": 2}
+        if existing_data_behavior not in behaviors:
+            raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior must be 'error', "
+                                       "'overwrite_or_ignore' or 'delete_matching', not "
+                                       f"{existing_data_behavior!r}")
+        kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0),
+                      existing_data_behavior=behaviors[existing_data_behavior])
         if _is_file_object(dst):
             raise InvalidArgumentError(_errno.EINVAL, "partitioned output goes to a directory "
                                        "or an s3:// prefix, not a file object")

@@ -89,7 +89,7 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
                              "ca_bundle", "insecure", "fsync", "s3", "timeout",
-                             "partition_by", "max_partitions", NULL};
+                             "partition_by", "max_partitions", "existing_data_behavior", NULL};
   PyObject* capsule;
   const char* location;
   const char* format = NULL;
@@ -102,10 +102,11 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   double timeout = 0;
   PyObject* partition_by = Py_None;
   long long max_partitions = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOL", keywords, &capsule, &location,
+  int existing_data_behavior = 0;  // checked by the caller and by sluice_write
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLi", keywords, &capsule, &location,
                                    &format, &compression, &format_options, &ca_bundle,
                                    &insecure, &fsync, &s3_dict, &timeout, &partition_by,
-                                   &max_partitions)) {
+                                   &max_partitions, &existing_data_behavior)) {
     return NULL;
   }
   // partition_by: a list of str (checked by the caller); the names are
@@ -148,6 +149,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   options.partition_by = n_keys > 0 ? keys : NULL;
   options.n_partition_by = n_keys;
   options.max_partitions = max_partitions;
+  options.existing_data_behavior = existing_data_behavior;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

@@ -28,6 +28,7 @@
 #include "../core/sl_type.h"
 #include "../core/sl_value_text.h"
 #include "../io/sl_location.h"
+#include "../io/sl_s3.h"
 #include "../io/sl_sink.h"
 #include "../io/sl_source.h"
 
@@ -52,8 +53,9 @@ struct partition {
   struct ArrowArray* pieces;  ///< buffered, partition columns dropped
   int64_t n_pieces, cap_pieces;
   int64_t bytes;  ///< of the pieces
-  int64_t files;  ///< written so far: the next is part-<files>
-  /// Push writers: the open file (NULL when none), its sink and location,
+  int64_t files;  ///< written so far: the next is part-<base + files>
+  int64_t base;   ///< S3, overwrite_or_ignore: past the partition's existing part-<n>
+  /// The open file (NULL when none): its writer, sink and location,
   /// and when it last took pieces (w->clock).
   void* writer;
   struct sl_sink* sink;
@@ -108,6 +110,8 @@ struct partitioned_write {
   int64_t n_pending, cap_pending;
   char** dirs;  ///< local directories made, in the order made
   int64_t n_dirs, cap_dirs;
+  int existing;  ///< options->existing_data_behavior
+  struct sl_location_list existing_keys;  ///< S3, existing data kept: the prefix's, sorted
   struct int_cache_entry int_cache[1 << INT_CACHE_BITS];  ///< one-integer keys
   struct sl_text key;    ///< scratch: a row's partition values (row_key)
   struct sl_text path;   ///< scratch: a row's partition path
@@ -456,13 +460,60 @@ static int make_directories(struct partitioned_write* w, char* path, size_t len,
   return 0;
 }
 
+/// n when `name` is part-<n> or part-<n>.<anything> (the names sluice,
+/// pyarrow and DuckDB give), else -1.
+static int64_t part_index(const char* name, size_t len) {
+  if (len < 6 || memcmp(name, "part-", 5) != 0) return -1;
+  int64_t n = 0;
+  size_t i = 5;
+  for (; i < len && name[i] >= '0' && name[i] <= '9'; i++) {
+    if (n > (INT64_MAX - 9) / 10) return -1;
+    n = n * 10 + (name[i] - '0');
+  }
+  return i > 5 && (i == len || name[i] == '.') ? n : -1;
+}
+
+/// The first index past every part-<n> among `prefix`'s objects directly
+/// under it (S3: the sorted listing taken at the start).
+static int64_t next_free_index_s3(const struct partitioned_write* w, const char* prefix,
+                                  size_t len) {
+  const struct sl_location_list* keys = &w->existing_keys;
+  size_t lo = 0, hi = keys->n;  // lower bound of prefix
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strncmp(keys->names[mid], prefix, len) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  int64_t next = 0;
+  for (size_t i = lo; i < keys->n && strncmp(keys->names[i], prefix, len) == 0; i++) {
+    const char* rest = keys->names[i] + len;
+    if (strchr(rest, '/') != NULL) continue;  // deeper down
+    int64_t n = part_index(rest, strlen(rest));
+    if (n >= 0 && n + 1 > next) next = n + 1;
+  }
+  return next;
+}
+
 /// The location of partition `part`'s next file, <root>/<path>/part-<n><ext>
 /// (sl_alloc'd; local: its directories made).
-static int next_file(struct partitioned_write* w, const struct partition* part, char** out,
+static int next_file(struct partitioned_write* w, struct partition* part, char** out,
                      struct sluice_error* error) {
   *out = NULL;
+  if (w->is_s3 && part->files == 0 && w->existing == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
+    struct sl_text prefix;  // (locally the names are chosen when the files move in)
+    sl_text_init(&prefix, w->alloc);
+    if (sl_text_append(&prefix, w->location, w->root_len) != 0 ||
+        sl_text_append_char(&prefix, '/') != 0 ||
+        sl_text_append(&prefix, part->path, part->path_len) != 0 ||
+        sl_text_append_char(&prefix, '/') != 0) {
+      sl_text_reset(&prefix);
+      return oom(w, error);
+    }
+    part->base = next_free_index_s3(w, prefix.data, prefix.len);
+    sl_text_reset(&prefix);
+  }
   char name[64];
-  snprintf(name, sizeof name, "/part-%lld", (long long)part->files);
+  snprintf(name, sizeof name, "/part-%lld", (long long)(part->base + part->files));
   struct sl_text location;
   sl_text_init(&location, w->alloc);
   int rc = sl_text_append(&location, w->root, w->root_len_files) != 0 ||
@@ -896,15 +947,18 @@ static int publish_staging(struct partitioned_write* w, struct sluice_error* err
   return rc;
 }
 
-/// The output must not mix with earlier files: a local directory must be
-/// absent or empty, an S3 prefix must hold no object.
-static int check_empty(struct partitioned_write* w, struct sluice_error* error) {
+/// What is at the location already. A local one must be a directory if it
+/// exists; with existing_data_behavior "error" it must be empty, an S3
+/// prefix hold no object. Otherwise an S3 prefix's objects are listed, for
+/// the names of the new ones and for the objects delete_matching replaces.
+static int check_destination(struct partitioned_write* w, struct sluice_error* error) {
   if (!w->is_s3) {
     struct stat st;
     if (stat(w->location, &st) != 0) return 0;  // made with the staging directory
     if (!S_ISDIR(st.st_mode)) {
       return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->location);
     }
+    if (w->existing != SLUICE_EXISTING_DATA_ERROR) return 0;
     DIR* dir = opendir(w->location);
     if (dir == NULL) {
       return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->location,
@@ -918,7 +972,8 @@ static int check_empty(struct partitioned_write* w, struct sluice_error* error) 
     if (empty) return 0;
     return sl_error_set(error, EEXIST,
                         "%s: the directory is not empty; partitioned output goes to a new or "
-                        "empty one",
+                        "empty one unless existing_data_behavior says what to do with what is "
+                        "there (overwrite_or_ignore, delete_matching)",
                         w->location);
   }
   char prefix[4096];
@@ -926,19 +981,228 @@ static int check_empty(struct partitioned_write* w, struct sluice_error* error) 
   if (len < 0 || (size_t)len >= sizeof prefix) {
     return sl_error_set(error, ENAMETOOLONG, "%s: location too long", w->location);
   }
-  struct sl_location_list list = {0};
-  int rc = sl_location_expand(prefix, &w->remote, w->alloc, &list, error);
-  size_t n = list.n;
-  sl_location_list_free(&list, w->alloc);
-  if (rc == ENOENT || (rc == 0 && n == 0)) {
+  struct sl_location_list* list = &w->existing_keys;
+  int rc = sl_location_expand(prefix, &w->remote, w->alloc, list, error);
+  if (rc == ENOENT) {
     sl_error_clear(error);
+    sl_location_list_free(list, w->alloc);
     return 0;
   }
-  if (rc != 0) return rc;
+  if (rc == 0 && sl_location_list_sort(list, w->alloc) != 0) rc = oom(w, error);
+  if (rc != 0 || list->n == 0 || w->existing != SLUICE_EXISTING_DATA_ERROR) return rc;
   return sl_error_set(error, EEXIST,
                       "%s: objects exist under this prefix; partitioned output goes to an "
-                      "empty one",
+                      "empty one unless existing_data_behavior says what to do with them "
+                      "(overwrite_or_ignore, delete_matching)",
                       w->location);
+}
+
+/// rm -r of `name` in the directory `at` (symbolic links removed, not
+/// followed), as far as it goes: the old partitions delete_matching
+/// replaced, once the new ones are in place.
+static void remove_tree_at(int at, const char* name, int depth) {
+  if (unlinkat(at, name, 0) == 0 || depth > 64) return;
+  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (fd < 0) return;
+  DIR* dir = fdopendir(fd);
+  if (dir == NULL) {
+    close(fd);
+    return;
+  }
+  for (struct dirent* e = readdir(dir); e != NULL; e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      remove_tree_at(fd, e->d_name, depth + 1);
+    }
+  }
+  closedir(dir);  // closes fd
+  (void)unlinkat(at, name, AT_REMOVEDIR);
+}
+
+/// The first index past every part-<n> in the local directory `path`.
+static int64_t next_free_index_local(const char* path) {
+  DIR* dir = opendir(path);
+  int64_t next = 0;
+  if (dir == NULL) return 0;
+  for (struct dirent* e = readdir(dir); e != NULL; e = readdir(dir)) {
+    int64_t n = part_index(e->d_name, strlen(e->d_name));
+    if (n >= 0 && n + 1 > next) next = n + 1;
+  }
+  closedir(dir);
+  return next;
+}
+
+/// Renames done by publish_merging, undone in reverse on failure.
+struct moves {
+  struct sl_text log;  ///< "from\0to\0" pairs
+};
+
+/// Renames `from` to `to` and logs it. With no_replace an existing `to` is
+/// kept and EEXIST returned without a message (the caller tries another
+/// name): a file added beside others must not replace one that appeared
+/// since its name was chosen, so it is linked (EEXIST when taken) and its
+/// old name dropped.
+static int move(struct partitioned_write* w, struct moves* m, const char* from, const char* to,
+                int no_replace, struct sluice_error* error) {
+  size_t at = m->log.len;
+  if (sl_text_append(&m->log, from, strlen(from) + 1) != 0 ||
+      sl_text_append(&m->log, to, strlen(to) + 1) != 0) {
+    return oom(w, error);
+  }
+  int rc = no_replace ? link(from, to) : rename(from, to);
+  if (rc == 0 && no_replace && unlink(from) != 0) {
+    int e = errno;
+    (void)unlink(to);
+    errno = e;
+    rc = -1;
+  }
+  if (rc == 0) return 0;
+  int e = errno;
+  m->log.len = at;
+  if (no_replace && e == EEXIST) return EEXIST;
+  return sl_error_set(error, e, "%s: cannot move %s to %s: %s", w->location, from, to,
+                      strerror(e));
+}
+
+/// The string that ends just before data[*end] (after its NUL); *end moves
+/// to its start.
+static const char* string_before(const char* data, size_t* end) {
+  size_t start = *end - 1;  // its NUL
+  while (start > 0 && data[start - 1] != '\0') start--;
+  *end = start;
+  return data + start;
+}
+
+static void undo_moves(struct moves* m) {
+  for (size_t end = m->log.len; end > 0;) {
+    const char* to = string_before(m->log.data, &end);
+    const char* from = string_before(m->log.data, &end);
+    (void)rename(to, from);
+  }
+}
+
+/// Moves one partition's staged files into the destination: beside what is
+/// there (overwrite_or_ignore, named past its part-<n>), or in place of its
+/// directory (delete_matching: the old one into the staging directory,
+/// removed at the end).
+static int merge_partition(struct partitioned_write* w, const struct partition* part,
+                           int64_t index, struct moves* m, struct sl_text* from,
+                           struct sl_text* to, struct sluice_error* error) {
+  sl_text_clear(to);
+  if (sl_text_append(to, w->location, w->root_len) != 0 || sl_text_append_char(to, '/') != 0 ||
+      sl_text_append(to, part->path, part->path_len) != 0) {
+    return oom(w, error);
+  }
+  size_t parent = to->len;
+  while (parent > w->root_len && to->data[parent] != '/') parent--;
+  if (w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING) {
+    struct stat st;
+    char trash[64];
+    snprintf(trash, sizeof trash, "/.replaced-%lld", (long long)index);
+    sl_text_clear(from);
+    if (sl_text_append(from, w->root, w->root_len_files) != 0 ||
+        sl_text_append_str(from, trash) != 0) {
+      return oom(w, error);
+    }
+    int rc = lstat(to->data, &st) == 0 ? move(w, m, to->data, from->data, 0, error) : 0;
+    if (rc == 0) rc = make_directories(w, to->data, parent, error);
+    sl_text_clear(from);
+    if (rc == 0 && (sl_text_append(from, w->root, w->root_len_files) != 0 ||
+                    sl_text_append_char(from, '/') != 0 ||
+                    sl_text_append(from, part->path, part->path_len) != 0)) {
+      rc = oom(w, error);
+    }
+    if (rc == 0) rc = move(w, m, from->data, to->data, 0, error);
+    return rc;
+  }
+  SL_RETURN_NOT_OK(make_directories(w, to->data, to->len, error));
+  int64_t next = next_free_index_local(to->data);
+  size_t dir_len = to->len;
+  for (int64_t i = 0; i < part->files; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "/part-%lld", (long long)i);
+    sl_text_clear(from);
+    if (sl_text_append(from, w->root, w->root_len_files) != 0 ||
+        sl_text_append_char(from, '/') != 0 ||
+        sl_text_append(from, part->path, part->path_len) != 0 ||
+        sl_text_append_str(from, name) != 0 || sl_text_append_str(from, w->extension) != 0) {
+      return oom(w, error);
+    }
+    int rc;
+    do {
+      to->len = dir_len;
+      snprintf(name, sizeof name, "/part-%lld", (long long)next++);
+      if (sl_text_append_str(to, name) != 0 || sl_text_append_str(to, w->extension) != 0) {
+        return oom(w, error);
+      }
+      rc = move(w, m, from->data, to->data, 1, error);
+    } while (rc == EEXIST);
+    SL_RETURN_NOT_OK(rc);
+  }
+  return 0;
+}
+
+/// publish_staging for a destination that may hold data: partition by
+/// partition. On failure every move is undone (the old partitions back in
+/// place, the new files back in staging for clean_up).
+static int publish_merging(struct partitioned_write* w, struct sluice_error* error) {
+  struct moves m;
+  struct sl_text from, to;
+  sl_text_init(&m.log, w->alloc);
+  sl_text_init(&from, w->alloc);
+  sl_text_init(&to, w->alloc);
+  int rc = 0;
+  for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
+    if (w->parts[p].files > 0) rc = merge_partition(w, &w->parts[p], p, &m, &from, &to, error);
+  }
+  if (rc != 0) {
+    undo_moves(&m);
+  } else {
+    // Left: the replaced partitions and the emptied directories.
+    remove_tree_at(AT_FDCWD, w->root, 0);
+    w->staged = 0;
+  }
+  sl_text_reset(&m.log);
+  sl_text_reset(&from);
+  sl_text_reset(&to);
+  return rc;
+}
+
+/// delete_matching on S3, after the uploads: the objects listed at the start
+/// under the prefixes of the partitions written, but for those just
+/// written (same key, replaced by the upload).
+static int delete_replaced_objects(struct partitioned_write* w, struct sluice_error* error) {
+  const struct sl_location_list* keys = &w->existing_keys;
+  struct sl_text prefix;
+  sl_text_init(&prefix, w->alloc);
+  int64_t deleted = 0;
+  int rc = 0;
+  for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
+    const struct partition* part = &w->parts[p];
+    if (part->files == 0) continue;
+    sl_text_clear(&prefix);
+    if (sl_text_append(&prefix, w->location, w->root_len) != 0 ||
+        sl_text_append_char(&prefix, '/') != 0 ||
+        sl_text_append(&prefix, part->path, part->path_len) != 0 ||
+        sl_text_append_char(&prefix, '/') != 0) {
+      rc = oom(w, error);
+      break;
+    }
+    for (size_t i = 0; i < keys->n && rc == 0; i++) {
+      if (strncmp(keys->names[i], prefix.data, prefix.len) != 0) continue;
+      int written = 0;
+      for (int64_t f = 0; f < w->n_pending && !written; f++) {
+        written = strcmp(w->pending[f].path, keys->names[i]) == 0;
+      }
+      if (!written) rc = sl_s3_delete_object(keys->names[i], &w->remote, w->alloc, error);
+      if (rc == 0 && !written) deleted++;
+    }
+  }
+  if (rc != 0) {
+    sl_error_prefix(error, "every new object was uploaded, and %lld old objects of the "
+                    "partitions written were deleted before this failure; ", (long long)deleted);
+  }
+  sl_text_reset(&prefix);
+  return rc;
 }
 
 /// Makes the written files appear (the end of a write that succeeded):
@@ -946,7 +1210,8 @@ static int check_empty(struct partitioned_write* w, struct sluice_error* error) 
 /// object uploaded.
 static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
   if (!w->is_s3) {
-    SL_RETURN_NOT_OK(publish_staging(w, error));
+    SL_RETURN_NOT_OK(w->existing == SLUICE_EXISTING_DATA_ERROR ? publish_staging(w, error)
+                                                               : publish_merging(w, error));
     if (!w->options->no_fsync) sync_location(w);
     return 0;
   }
@@ -962,7 +1227,8 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
       return rc;
     }
   }
-  return 0;
+  return w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING ? delete_replaced_objects(w, error)
+                                                             : 0;
 }
 
 static void clean_up(struct partitioned_write* w, int failed) {
@@ -1013,12 +1279,13 @@ static void clean_up(struct partitioned_write* w, int failed) {
   sl_text_reset(&w->key);
   sl_text_reset(&w->path);
   sl_text_reset(&w->value);
+  sl_location_list_free(&w->existing_keys, w->alloc);
 }
 
 static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
                struct sluice_error* error) {
   SL_RETURN_NOT_OK(set_up(w, stream, error));
-  SL_RETURN_NOT_OK(check_empty(w, error));
+  SL_RETURN_NOT_OK(check_destination(w, error));
   if (!w->is_s3) SL_RETURN_NOT_OK(make_staging(w, error));
   int64_t* row_part = NULL;
   int64_t cap_rows = 0;
@@ -1072,9 +1339,15 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
     return sl_error_set(error, ENOTSUP, "%s: the %s writer cannot write partitions", location,
                         writer->name);
   }
+  if (options->existing_data_behavior < SLUICE_EXISTING_DATA_ERROR ||
+      options->existing_data_behavior > SLUICE_EXISTING_DATA_DELETE_MATCHING) {
+    return sl_error_set(error, EINVAL, "%s: unknown existing_data_behavior %d", location,
+                        options->existing_data_behavior);
+  }
   struct partitioned_write w;
   memset(&w, 0, sizeof w);
   w.writer = writer;
+  w.existing = options->existing_data_behavior;
   w.options = options;
   w.args = args;
   w.alloc = args->alloc;

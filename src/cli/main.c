@@ -108,7 +108,7 @@ static const struct cli_command k_commands[] = {
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
-     "                      [--partition-by COLS]\n"
+     "                      [--partition-by COLS [--existing-data WHAT]]\n"
      "\n"
      "The output format comes from DST's extension unless -t is given. DST may\n"
      "be a Cassandra table, cql://[user[:password]@]host[:port]/ks.table: rows\n"
@@ -130,9 +130,16 @@ static const struct cli_command k_commands[] = {
      "                      partitions, DST/col=value/.../part-N.EXT, one per\n"
      "                      combination of these columns' values (integers,\n"
      "                      strings, dates, booleans), which the files leave out;\n"
-     "                      DST must be new or empty; give the format with -t\n"
+     "                      give the format with -t\n"
      "      --max-partitions N\n"
      "                      more partitions than N is an error (default 1024)\n"
+     "      --existing-data WHAT\n"
+     "                      what may be in DST already (pyarrow's names):\n"
+     "                      error (default: DST must be new or empty),\n"
+     "                      overwrite_or_ignore (files there stay, the new ones\n"
+     "                      are named past their directory's part-N),\n"
+     "                      delete_matching (each partition written replaces\n"
+     "                      its directory's files, other partitions stay)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
          CLI_OPT_WRITE_OPTION | CLI_OPT_PARTITION_BY,
@@ -163,7 +170,7 @@ enum {
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
-  OPT_PARTITION_BY, OPT_MAX_PARTITIONS,
+  OPT_PARTITION_BY, OPT_MAX_PARTITIONS, OPT_EXISTING_DATA,
 };
 
 static const struct option k_long_options[] = {
@@ -202,6 +209,7 @@ static const struct option k_long_options[] = {
     {"part-size", required_argument, NULL, OPT_PART_SIZE},
     {"partition-by", required_argument, NULL, OPT_PARTITION_BY},
     {"max-partitions", required_argument, NULL, OPT_MAX_PARTITIONS},
+    {"existing-data", required_argument, NULL, OPT_EXISTING_DATA},
     {NULL, 0, NULL, 0},
 };
 
@@ -442,6 +450,19 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         return usage_error(where, "bad --max-partitions '%s'", optarg);
       }
       options->max_partitions = value;
+      *seen |= CLI_OPT_PARTITION_BY;
+      return CLI_OK;
+    case OPT_EXISTING_DATA:
+      if (strcmp(optarg, "error") == 0) {
+        options->existing_data = SLUICE_EXISTING_DATA_ERROR;
+      } else if (strcmp(optarg, "overwrite_or_ignore") == 0) {
+        options->existing_data = SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE;
+      } else if (strcmp(optarg, "delete_matching") == 0) {
+        options->existing_data = SLUICE_EXISTING_DATA_DELETE_MATCHING;
+      } else {
+        return usage_error(where, "bad --existing-data '%s' (error, overwrite_or_ignore or "
+                           "delete_matching)", optarg);
+      }
       *seen |= CLI_OPT_PARTITION_BY;
       return CLI_OK;
     case OPT_PROFILE: options->s3.profile = optarg; return CLI_OK;

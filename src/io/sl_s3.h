@@ -38,4 +38,9 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
                       int64_t size, const struct sluice_allocator* alloc,
                       struct sluice_error* error);
 
+/// Deletes the object at `location` (s3://bucket/key): one DELETE, retried
+/// as every request; S3 answers success for a key that is not there.
+int sl_s3_delete_object(const char* location, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sluice_error* error);
+
 #endif

@@ -356,3 +356,19 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   s3_signer_destroy(g);
   return rc;
 }
+
+int sl_s3_delete_object(const char* location, const struct sl_remote_options* remote,
+                        const struct sluice_allocator* alloc, struct sluice_error* error) {
+  char url[8192];
+  struct s3_signer* g;
+  SL_RETURN_NOT_OK(s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
+  CURL* h = g->curl.easy_init();
+  struct s3_response* resp = sl_alloc(alloc, sizeof *resp);
+  int rc = h == NULL || resp == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
+                                     : s3_request(g, remote, h, url, "DELETE", "", NULL, 0, resp,
+                                                  location, error);
+  if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
+  if (h != NULL) g->curl.easy_cleanup(h);
+  s3_signer_destroy(g);
+  return rc;
+}

@@ -3,7 +3,8 @@
 // (row groups, batches, blocks or rows pushed), up to the limit of open
 // files. The directory read back (Hive partitions) gives every row with its
 // keys; an allocation-failure sweep over the whole write leaves nothing
-// behind and nothing allocated.
+// behind and nothing allocated, and over a directory holding data, leaves
+// it as it was.
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,9 +96,10 @@ static void split_by_struct_offsets(struct test_batches* b) {
   *b = halves;
 }
 
-static int write_partitioned(const char* src, const char* dst, const char* format,
-                             const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
-                             const struct sluice_allocator* alloc, struct sluice_error* error) {
+static int write_partitioned_into(const char* src, const char* dst, const char* format,
+                                  const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
+                                  int existing, const struct sluice_allocator* alloc,
+                                  struct sluice_error* error) {
   struct test_batches b;
   assert_int_equal(test_batches_read(sl_csv_reader(), src, 211, 0, &b, error), 0);
   if (n_keys < 0) {
@@ -114,10 +116,52 @@ static int write_partitioned(const char* src, const char* dst, const char* forma
   options.n_partition_by = n_keys;
   options.partition_buffer_bytes = buffer_bytes;
   options.no_fsync = 1;
+  options.existing_data_behavior = existing;
   int rc = sluice_write(&stream, dst, &options, error);
   stream.release(&stream);
   test_batches_release(&b);
   return rc;
+}
+
+static int write_partitioned(const char* src, const char* dst, const char* format,
+                             const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
+                             const struct sluice_allocator* alloc, struct sluice_error* error) {
+  return write_partitioned_into(src, dst, format, keys, n_keys, buffer_bytes,
+                                SLUICE_EXISTING_DATA_ERROR, alloc, error);
+}
+
+/// A digest of everything under `dir`: names, kinds, sizes and contents
+/// (hidden entries included), to see that a failed write left it as it was.
+static void tree_digest(const char* dir, char out[33]) {
+  char cmd[900];
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && { find . -printf '%%P %%y %%s\\n'; find . -type f -exec md5sum {} +; } "
+           "| sort | md5sum", dir);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  assert_int_equal(fscanf(p, "%32s", out), 1);
+  pclose(p);
+}
+
+static int64_t count_rows(const char* dir) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), 0);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    assert_int_equal(stream.get_next(&stream, &batch), 0);
+    if (batch.release == NULL) break;
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  return rows;
 }
 
 static int64_t column_named(const struct ArrowSchema* schema, const char* name) {
@@ -274,6 +318,76 @@ static void sweep(const char* format) {
   unlink(src);
 }
 
+struct existing_run {
+  const char *src, *dst;
+  int existing;
+  char before[33];  ///< tree_digest of dst before each attempt
+};
+
+static int write_over_existing(void* ctx, const struct sluice_allocator* alloc,
+                               struct sluice_error* error) {
+  struct existing_run* run = ctx;
+  int rc = write_partitioned_into(run->src, run->dst, "parquet", k_keys, 2, 2 << 10,
+                                  run->existing, alloc, error);
+  if (rc != 0) {  // the old files as they were, nothing new, no staging directory
+    char after[33];
+    tree_digest(run->dst, after);
+    assert_string_equal(after, run->before);
+  }
+  return rc;
+}
+
+/// Into a directory holding an earlier write: overwrite_or_ignore adds the
+/// new files beside the old (part-1 after part-0), delete_matching replaces
+/// the partitions written; any failure on the way, the commit's moves
+/// included, leaves the directory as it was.
+static void test_existing_data_kept_or_replaced(void** state) {
+  (void)state;
+  char src[512], dst[512];
+  test_temp_path("partitioned_existing.csv", src, sizeof src);
+  test_temp_path("partitioned_existing_out", dst, sizeof dst);
+  make_csv(src, SWEEP_ROWS);
+  struct sluice_error error = {0, {0}};
+  const int modes[] = {SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE,
+                       SLUICE_EXISTING_DATA_DELETE_MATCHING};
+  for (size_t m = 0; m < 2; m++) {
+    remove_tree(dst);
+    assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, 2, 0, NULL, &error), 0);
+    // The default refuses a directory that is not empty, and names the way out.
+    assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, 2, 0, NULL, &error), EEXIST);
+    assert_non_null(strstr(error.message, "existing_data_behavior"));
+    struct existing_run run = {src, dst, modes[m], {0}};
+    // A failure while the new files move in, after some have: the "sp ace"
+    // partitions come last (first seen at row 4) and their directory's
+    // name is taken by a file. Every move is undone.
+    char blocker[700], aside[700];
+    snprintf(blocker, sizeof blocker, "%s/name=sp%%20ace", dst);
+    snprintf(aside, sizeof aside, "%s.aside", dst);
+    assert_int_equal(rename(blocker, aside), 0);
+    FILE* f = fopen(blocker, "w");
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    tree_digest(dst, run.before);
+    assert_int_equal(write_over_existing(&run, NULL, &error), ENOTDIR);
+    assert_non_null(strstr(error.message, "name=sp%20ace"));
+    assert_int_equal(unlink(blocker), 0);
+    assert_int_equal(rename(aside, blocker), 0);
+    tree_digest(dst, run.before);
+    assert_true(test_alloc_sweep(write_over_existing, &run, 99999) > 20);
+    assert_int_equal(count_files(dst, ".sluice-*"), 0);
+    if (modes[m] == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
+      assert_int_equal(count_files(dst, "part-0.parquet"), N_NAMES * 4);
+      assert_int_equal(count_files(dst, "part-1.parquet"), N_NAMES * 4);
+      assert_int_equal(count_rows(dst), 2 * SWEEP_ROWS);
+    } else {
+      assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
+      check_read_back(dst, SWEEP_ROWS);
+    }
+  }
+  remove_tree(dst);
+  unlink(src);
+}
+
 static void test_allocation_failures_leave_nothing(void** state) {
   (void)state;
   sweep("parquet");  // row groups pushed
@@ -286,6 +400,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_spilled_partitions_read_back),
       cmocka_unit_test(test_allocation_failures_leave_nothing),
+      cmocka_unit_test(test_existing_data_kept_or_replaced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

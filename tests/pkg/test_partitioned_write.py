@@ -206,6 +206,94 @@ def test_existing_directory_must_be_empty(tmp_path):
     assert not [p for p in empty.rglob(".*")]
 
 
+def _tree(root):
+    """Every entry under root with its bytes (None for directories)."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+def _kvs(table):
+    cols = table.to_pydict()
+    return sorted(zip(cols["k"], cols["v"]), key=lambda r: (r[0] or "", r[1]))
+
+
+@pytest.mark.parametrize("behavior", ["overwrite_or_ignore", "delete_matching"])
+def test_existing_data_behavior_as_pyarrow(tmp_path, behavior):
+    """Into a dataset pyarrow wrote: sluice's result holds the rows pyarrow's
+    write_dataset(existing_data_behavior=...) gives (overwrite_or_ignore
+    with pyarrow told to use new names, as it otherwise overwrites part-0),
+    read back by pyarrow.dataset and DuckDB; the old files that stay are
+    untouched."""
+    old = pa.table({"k": ["a", "b", "c", "a"], "v": [1, 2, 3, 4]})
+    new = pa.table({"k": ["b", "d", "b"], "v": [10, 20, 30]})
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for root in (ours, theirs):
+        ds.write_dataset(old, root, format="parquet", partitioning=["k"],
+                         partitioning_flavor="hive")
+    before = _tree(ours)
+    sluice.write(new, ours, format="parquet", partition_by="k",
+                 existing_data_behavior=behavior)
+    ds.write_dataset(new, theirs, format="parquet", partitioning=["k"],
+                     partitioning_flavor="hive", existing_data_behavior=behavior,
+                     basename_template="new-{i}.parquet")
+    got = ds.dataset(ours, format="parquet", partitioning="hive").to_table()
+    want = ds.dataset(theirs, format="parquet", partitioning="hive").to_table()
+    assert _kvs(got) == _kvs(want)
+    dd = duckdb.sql(f"select k, v from read_parquet('{ours}/**/*.parquet', "
+                    "hive_partitioning=true)").fetchall()
+    assert _kvs(got) == sorted(dd, key=lambda r: (r[0] or "", r[1]))
+    after = _tree(ours)
+    kept = {name: data for name, data in before.items()
+            if behavior == "overwrite_or_ignore" or not name.startswith("k=b")}
+    assert all(after[name] == data for name, data in kept.items())
+    if behavior == "overwrite_or_ignore":
+        # pyarrow named its file part-0: the new ones come after it.
+        assert {"k=b/part-0.parquet", "k=b/part-1.parquet", "k=d/part-0.parquet"} <= set(after)
+    else:
+        assert sorted(n for n in after if n.startswith("k=b/")) == ["k=b/part-0.parquet"]
+    assert not [n for n in after if n.startswith(".")]
+
+
+def test_existing_data_behavior_refused_and_default(tmp_path):
+    out = tmp_path / "out"
+    sluice.write(_table(), out, format="parquet", partition_by="k")
+    before = _tree(out)
+    with pytest.raises(sluice.SourceError, match="existing_data_behavior"):
+        sluice.write(_table(), out, format="parquet", partition_by="k")
+    with pytest.raises(sluice.InvalidArgumentError, match="existing_data_behavior"):
+        sluice.write(_table(), out, format="parquet", partition_by="k",
+                     existing_data_behavior="append")
+    assert _tree(out) == before
+    # Appending the same table twice more: three copies of every row, in
+    # part-0, part-1 and part-2 of each partition.
+    for _ in range(2):
+        sluice.write(_table(), out, format="parquet", partition_by="k",
+                     existing_data_behavior="overwrite_or_ignore")
+    got = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    assert got.num_rows == 3 * _table().num_rows
+    assert sorted(got.column("v").to_pylist()) == sorted(list(range(240)) * 3)
+    assert {n.rsplit("/", 1)[-1] for n in _tree(out) if n.endswith(".parquet")} == {
+        "part-0.parquet", "part-1.parquet", "part-2.parquet"}
+
+
+def test_failing_input_keeps_existing_data(tmp_path):
+    out = tmp_path / "out"
+    sluice.write(_table(), out, format="parquet", partition_by="k")
+    before = _tree(out)
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array(["a/b", "x=y"]), pa.array([1, 2])], schema=schema)
+        raise RuntimeError("producer failed")
+
+    for behavior in ("overwrite_or_ignore", "delete_matching"):
+        reader = pa.RecordBatchReader.from_batches(schema, batches())
+        with pytest.raises((sluice.Error, RuntimeError)):
+            sluice.write(reader, out, format="parquet", partition_by="k",
+                         existing_data_behavior=behavior)
+        assert _tree(out) == before
+
+
 def test_failing_input_leaves_nothing(tmp_path):
     schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
 

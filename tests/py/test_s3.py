@@ -1303,3 +1303,49 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
                "--partition-by", "k", "-q")
     assert proc.returncode != 0, proc.stdout
     assert not (s3["data"] / BUCKET / "never").exists()
+
+
+def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
+    """--existing-data on an S3 prefix does what it does to a local
+    directory: overwrite_or_ignore adds objects named past each partition's
+    part-N, delete_matching replaces the objects of the partitions written
+    (the DELETEs signed as every request) and keeps the others; both read
+    back equal to the local directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(30)),
+                             "region": [["eu", "us/west", "a b"][i % 3] for i in range(30)]}),
+                   src)
+    eu = tmp_path / "eu.parquet"
+    pq.write_table(pa.table({"id": [100, 101], "region": ["eu", "eu"]}), eu)
+    local, prefix = tmp_path / "local", f"s3://{BUCKET}/existing"
+    stored = s3["data"] / BUCKET / "existing"
+
+    def files(root):
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+    def write(source, dst, *more):
+        proc = run(sluice, creds(s3), "convert", source, dst, "-t", "parquet",
+                   "--partition-by", "region", "-q", *more)
+        assert proc.returncode == 0, proc.stderr.decode()
+
+    for dst in (local, prefix):
+        write(src, dst)
+        write(src, dst, "--existing-data", "overwrite_or_ignore")
+    assert files(stored) == files(local)
+    assert "region=us%2Fwest/part-1.parquet" in files(local) and len(files(local)) == 6
+    got = read_location(sluice, creds(s3), prefix + "/", tmp_path / "r.arrows")
+    assert sorted(got.column("id").to_pylist()) == sorted(list(range(30)) * 2)
+    kept = {name: (stored / name).read_bytes() for name in files(stored) if "eu" not in name}
+    for dst in (local, prefix):
+        write(eu, dst, "--existing-data", "delete_matching")
+    assert files(stored) == files(local)
+    assert [n for n in files(stored) if "eu" in n] == ["region=eu/part-0.parquet"]
+    assert all((stored / name).read_bytes() == data for name, data in kept.items())
+    got = read_location(sluice, creds(s3), prefix + "/", tmp_path / "r2.arrows")
+    want = sorted([i for i in range(30) if i % 3 != 0] * 2 + [100, 101])
+    assert sorted(got.column("id").to_pylist()) == want
+    proc = run(sluice, creds(s3), "convert", src, prefix, "--partition-by", "region",
+               "-t", "parquet", "--existing-data", "append")
+    assert proc.returncode == 2 and "bad --existing-data" in proc.stderr.decode()
