@@ -571,7 +571,7 @@ struct sluice_write_options {
   /// location's extension. No file appears before all are written, and on
   /// error none does: a local output is written in a hidden directory
   /// made inside it (`.sluice-XXXXXX`), whose partitions are moved into
-  /// place at the end; S3 objects are uploaded at the end. What may be
+  /// place at the end; S3 objects are uploaded at the end (8 at a time). What may be
   /// there already: see existing_data_behavior.
   const char* const* partition_by;
   int64_t n_partition_by;

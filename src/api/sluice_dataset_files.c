@@ -2,7 +2,6 @@
 #include "sluice_dataset_files.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
+#include "../core/sl_parallel.h"
 #include "../core/sl_row_filter.h"
 #include "sluice_dataset_hive.h"
 
@@ -537,22 +537,18 @@ static int open_part(struct sl_files_reader* f, struct files_part* p,
 /// time instead of one after the other.
 #define FILES_OPEN_THREADS 8
 
-/// The objects being opened by several threads: each takes the next index.
+/// The objects being opened by several threads (sl_parallel_for).
 struct open_job {
   struct sl_files_reader* f;
   const struct sl_location_list* names;
   const struct sl_remote_options* remote;
   const struct sl_reader_args* args;
-  pthread_mutex_t mutex;
-  size_t next;
-  int64_t failed_at;  ///< the lowest index that failed (names->n = none)
-  int rc;
-  struct sluice_error error;  ///< that object's error
 };
 
 /// Opens object i (its source too, except the first one's, which the caller
 /// opened to pick the format).
-static int open_object(struct open_job* job, size_t i, struct sluice_error* error) {
+static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
+  struct open_job* job = ctx;
   struct sl_files_reader* f = job->f;
   struct files_part* p = &f->parts[i];
   const char* name = job->names->names[i];
@@ -565,52 +561,6 @@ static int open_object(struct open_job* job, size_t i, struct sluice_error* erro
     SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
   }
   return open_part(f, p, job->args, error);
-}
-
-static void* open_worker(void* arg) {
-  struct open_job* job = arg;
-  for (;;) {
-    pthread_mutex_lock(&job->mutex);
-    size_t i = job->next++;
-    // Objects past a failed one are not opened (the error is that one's).
-    int stop = i >= job->names->n || (int64_t)i > job->failed_at;
-    pthread_mutex_unlock(&job->mutex);
-    if (stop) return NULL;
-    struct sluice_error error;
-    memset(&error, 0, sizeof error);
-    int rc = open_object(job, i, &error);
-    if (rc != 0) {
-      pthread_mutex_lock(&job->mutex);
-      if ((int64_t)i < job->failed_at) {  // the first object in order that fails
-        job->failed_at = (int64_t)i;
-        job->rc = rc;
-        job->error = error;
-      }
-      pthread_mutex_unlock(&job->mutex);
-    }
-  }
-}
-
-/// Opens every object, on up to FILES_OPEN_THREADS threads (this one
-/// included); the error reported is that of the first object, in the given
-/// order, that fails, as a serial open would report.
-static int open_parts(struct open_job* job, struct sluice_error* error) {
-  pthread_t threads[FILES_OPEN_THREADS - 1];
-  int started = 0;
-  if (pthread_mutex_init(&job->mutex, NULL) != 0) {
-    return sl_error_set(error, EAGAIN, "cannot create a mutex to open %zu objects",
-                        job->names->n);
-  }
-  size_t want = job->names->n < FILES_OPEN_THREADS ? job->names->n : FILES_OPEN_THREADS;
-  for (size_t t = 1; t < want; ++t) {
-    if (pthread_create(&threads[started], NULL, open_worker, job) != 0) break;  // fewer do
-    ++started;
-  }
-  open_worker(job);
-  for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
-  pthread_mutex_destroy(&job->mutex);
-  if (job->rc != 0) *error = job->error;
-  return job->rc;
 }
 
 /// The partition keys that become columns: those that name no column of the
@@ -683,9 +633,10 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .refine = format->refine != NULL ? files_refine : NULL,
       .split_may_match = format->split_may_match != NULL ? files_split_may_match : NULL,
   };
-  struct open_job job = {.f = f, .names = names, .remote = remote, .args = args,
-                         .failed_at = (int64_t)names->n};
-  int rc = open_parts(&job, error);
+  // On up to FILES_OPEN_THREADS threads; the error reported is that of the
+  // first object, in the given order, that fails, as a serial open would.
+  struct open_job job = {.f = f, .names = names, .remote = remote, .args = args};
+  int rc = sl_parallel_for((int64_t)names->n, FILES_OPEN_THREADS, open_object, &job, NULL, error);
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     struct files_part* p = &f->parts[i];
     if (f->hive.none_match && p->n_splits > 0) {  // kept for its schema only: no rows

@@ -23,6 +23,7 @@
 #include "../core/sl_array_scatter.h"
 #include "../core/sl_checked_stream.h"
 #include "../core/sl_error.h"
+#include "../core/sl_parallel.h"
 #include "../core/sl_read.h"
 #include "../core/sl_row_filter.h"
 #include "../core/sl_type.h"
@@ -42,6 +43,9 @@
 // buffer (1 MiB), its compressor when compressed whole (x.csv.gz) and its
 // footer's metadata; the writers' threads stop between spills.
 #define MAX_OPEN_FILES 64
+// S3 objects are uploaded (and replaced ones deleted) this many at a time:
+// each is a request or a few that mostly wait on the network.
+#define S3_THREADS 8
 
 /// One partition: its path below the location and the pieces waiting.
 struct partition {
@@ -1167,14 +1171,28 @@ static int publish_merging(struct partitioned_write* w, struct sluice_error* err
   return rc;
 }
 
+/// The objects delete_matching deletes (indexes into existing_keys).
+struct doomed {
+  struct partitioned_write* w;
+  int64_t* keys;
+};
+
+static int delete_doomed(void* ctx, int64_t i, struct sluice_error* error) {
+  struct doomed* d = ctx;
+  return sl_s3_delete_object(d->w->existing_keys.names[d->keys[i]], &d->w->remote, d->w->alloc,
+                             error);
+}
+
 /// delete_matching on S3, after the uploads: the objects listed at the start
 /// under the prefixes of the partitions written, but for those just
 /// written (same key, replaced by the upload).
 static int delete_replaced_objects(struct partitioned_write* w, struct sluice_error* error) {
   const struct sl_location_list* keys = &w->existing_keys;
+  struct doomed d = {w, keys->n > 0 ? sl_alloc(w->alloc, keys->n * sizeof(int64_t)) : NULL};
+  if (keys->n > 0 && d.keys == NULL) return oom(w, error);
+  int64_t n = 0;
   struct sl_text prefix;
   sl_text_init(&prefix, w->alloc);
-  int64_t deleted = 0;
   int rc = 0;
   for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
     const struct partition* part = &w->parts[p];
@@ -1187,22 +1205,33 @@ static int delete_replaced_objects(struct partitioned_write* w, struct sluice_er
       rc = oom(w, error);
       break;
     }
-    for (size_t i = 0; i < keys->n && rc == 0; i++) {
+    for (size_t i = 0; i < keys->n; i++) {
       if (strncmp(keys->names[i], prefix.data, prefix.len) != 0) continue;
       int written = 0;
       for (int64_t f = 0; f < w->n_pending && !written; f++) {
         written = strcmp(w->pending[f].path, keys->names[i]) == 0;
       }
-      if (!written) rc = sl_s3_delete_object(keys->names[i], &w->remote, w->alloc, error);
-      if (rc == 0 && !written) deleted++;
+      if (!written) d.keys[n++] = (int64_t)i;
     }
   }
-  if (rc != 0) {
-    sl_error_prefix(error, "every new object was uploaded, and %lld old objects of the "
-                    "partitions written were deleted before this failure; ", (long long)deleted);
-  }
   sl_text_reset(&prefix);
+  int64_t deleted = 0;
+  if (rc == 0) rc = sl_parallel_for(n, S3_THREADS, delete_doomed, &d, &deleted, error);
+  if (rc != 0 && n > 0) {
+    sl_error_prefix(error, "every new object was uploaded, and %lld of the %lld old objects of "
+                    "the partitions written were deleted before this failure; ",
+                    (long long)deleted, (long long)n);
+  }
+  sl_free(w->alloc, d.keys, keys->n * sizeof(int64_t));
   return rc;
+}
+
+/// Uploads staged object i (sl_parallel_for).
+static int upload_pending(void* ctx, int64_t i, struct sluice_error* error) {
+  struct partitioned_write* w = ctx;
+  struct sl_sink* sink = w->pending[i].sink;
+  w->pending[i].sink = NULL;  // taken by the commit, whatever it returns
+  return sl_sink_commit(sink, error);
 }
 
 /// Makes the written files appear (the end of a write that succeeded):
@@ -1215,17 +1244,14 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
     if (!w->options->no_fsync) sync_location(w);
     return 0;
   }
-  for (int64_t i = 0; i < w->n_pending; i++) {
-    struct sl_sink* sink = w->pending[i].sink;
-    w->pending[i].sink = NULL;
-    int rc = sl_sink_commit(sink, error);
-    if (rc != 0) {
-      if (i > 0) {
-        sl_error_prefix(error, "%lld of %lld files were uploaded before this failure and stay; ",
-                        (long long)i, (long long)w->n_pending);
-      }
-      return rc;
+  int64_t uploaded = 0;
+  int rc = sl_parallel_for(w->n_pending, S3_THREADS, upload_pending, w, &uploaded, error);
+  if (rc != 0) {
+    if (uploaded > 0) {
+      sl_error_prefix(error, "%lld of %lld files were uploaded before this failure and stay; ",
+                      (long long)uploaded, (long long)w->n_pending);
     }
+    return rc;
   }
   return w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING ? delete_replaced_objects(w, error)
                                                              : 0;

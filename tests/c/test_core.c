@@ -25,6 +25,7 @@
 #include "core/sl_builder.h"
 #include "core/sl_cores.h"
 #include "core/sl_error.h"
+#include "core/sl_parallel.h"
 #include "core/sl_ref.h"
 #include "core/sl_type.h"
 #include "core/sl_utf8.h"
@@ -890,6 +891,56 @@ static void test_utf8_against_reference(void** state) {
   assert_true(invalid_seen > 1000 && valid_seen > 1000);
 }
 
+/// sl_parallel_for's jobs: each marks its index; those in `fail` fail
+/// with their index in the message.
+struct marks {
+  _Atomic int ran[200];
+  int fail_from;  ///< indexes >= this fail (200 = none)
+  int fail_also;  ///< and this one (-1 = none)
+};
+
+static int mark_job(void* ctx, int64_t i, struct sluice_error* error) {
+  struct marks* m = ctx;
+  m->ran[i]++;
+  if (i >= m->fail_from || i == m->fail_also) {
+    return sl_error_set(error, EIO, "job %lld failed", (long long)i);
+  }
+  return 0;
+}
+
+static void test_parallel_for_reports_the_first_failure_in_order(void** state) {
+  (void)state;
+  for (int threads = 1; threads <= 8; threads *= 2) {
+    struct marks m;
+    memset(&m, 0, sizeof m);
+    m.fail_from = 200;
+    m.fail_also = -1;
+    int64_t ok = -1;
+    struct sluice_error error = {0, {0}};
+    assert_int_equal(sl_parallel_for(200, threads, mark_job, &m, &ok, &error), 0);
+    assert_int_equal(ok, 200);
+    for (int i = 0; i < 200; i++) assert_int_equal(m.ran[i], 1);  // each once
+    // Two failures: the lowest index's error, whichever finished first;
+    // nothing past it started after it failed, nothing before it skipped.
+    memset(&m, 0, sizeof m);
+    m.fail_from = 150;
+    m.fail_also = 70;
+    assert_int_equal(sl_parallel_for(200, threads, mark_job, &m, &ok, &error), EIO);
+    assert_string_equal(error.message, "job 70 failed");
+    for (int i = 0; i <= 70; i++) assert_int_equal(m.ran[i], 1);
+    int64_t ran = 0, succeeded = 0;
+    for (int i = 0; i < 200; i++) {
+      ran += m.ran[i];
+      if (i != 70 && i < 150) succeeded += m.ran[i];
+    }
+    assert_int_equal(ok, succeeded);
+    if (threads == 1) assert_int_equal(ran, 71);  // serial: stops at the failure
+  }
+  int64_t ok = -1;
+  assert_int_equal(sl_parallel_for(0, 4, mark_job, NULL, &ok, NULL), 0);
+  assert_int_equal(ok, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -910,6 +961,7 @@ int main(void) {
       cmocka_unit_test(test_cores_follow_cgroup_quota),
       cmocka_unit_test(test_cores_follow_cgroup_v1_quota),
       cmocka_unit_test(test_utf8_against_reference),
+      cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
