@@ -586,18 +586,32 @@ struct sluice_write_options {
   /// buffer besides this budget); the rest are written at the end.
   /// 0 = 256 MiB.
   int64_t partition_buffer_bytes;
-  /// Partitioned output: what may already be at `location` (the names and
-  /// meanings of pyarrow's write_dataset). SLUICE_EXISTING_DATA_ERROR (0,
-  /// the default): a local directory must be absent or empty, an S3 prefix
-  /// hold no object (EEXIST). SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE:
-  /// files already there stay; the new ones are added, named past the
-  /// highest part-<n> of their directory, so that none is overwritten
-  /// (DuckDB's APPEND). SLUICE_EXISTING_DATA_DELETE_MATCHING: each
-  /// partition written replaces its directory's contents, other partitions
-  /// stay. Locally the old files go only once all new ones are written, and
-  /// a failure restores what was there; on S3 the new objects are uploaded,
-  /// then the old ones of their partitions deleted (a failure between two
-  /// requests leaves what was done, and the message says how much).
+  /// Partitioned output (not allowed without partition_by): what may
+  /// already be at `location`, with the meanings of pyarrow's
+  /// write_dataset and DuckDB's COPY options.
+  /// - SLUICE_EXISTING_DATA_ERROR (0, the default): a local directory must
+  ///   be absent or empty, an S3 prefix hold no object (EEXIST).
+  /// - SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE: the new files are named
+  ///   part-0, part-1, ... in their partition's directory and replace files
+  ///   of those names; everything else stays (pyarrow's
+  ///   overwrite_or_ignore, DuckDB's OVERWRITE_OR_IGNORE). Writing the same
+  ///   table again gives the same files; a partition that got more files
+  ///   before keeps the extra ones.
+  /// - SLUICE_EXISTING_DATA_DELETE_MATCHING: each partition written
+  ///   replaces its directory's contents; other partitions stay (pyarrow's
+  ///   delete_matching).
+  /// - SLUICE_EXISTING_DATA_APPEND: what is there stays; the new files go
+  ///   beside it, named past the highest part-<n> of their directory, so
+  ///   none is replaced (DuckDB's APPEND). Writing a table again adds its
+  ///   rows again.
+  /// Locally the new files and directories are swapped in one rename each
+  /// (RENAME_EXCHANGE where the file system has it, so a partition is
+  /// never missing), old entries removed at the end, and a failure on the
+  /// way puts everything back. On S3 new objects get new names (past the
+  /// existing part-<n>) except with overwrite_or_ignore; those uploaded
+  /// before a failed upload are deleted again; delete_matching deletes the
+  /// old objects of the partitions written after every upload (a failure
+  /// then leaves some of them beside the new ones; the message says so).
   int existing_data_behavior;
 };
 
@@ -605,7 +619,8 @@ struct sluice_write_options {
 enum sluice_existing_data_behavior {
   SLUICE_EXISTING_DATA_ERROR = 0,
   SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE = 1,
-  SLUICE_EXISTING_DATA_DELETE_MATCHING = 2
+  SLUICE_EXISTING_DATA_DELETE_MATCHING = 2,
+  SLUICE_EXISTING_DATA_APPEND = 3
 };
 
 /// Fills `options` with the defaults: format from the extension, no

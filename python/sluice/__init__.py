@@ -640,14 +640,17 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     max_partitions: more distinct partitions than this raise
         InvalidArgumentError (default 1024, as pyarrow's).
     existing_data_behavior: with partition_by, what may be in `dst`
-        already, as pyarrow's write_dataset takes it: "error" (default; a
-        directory must be new or empty, an s3:// prefix hold no object, else
-        SourceError), "overwrite_or_ignore" (what is there stays; the new
-        files are added, named past their directory's part-<n>, so none is
-        overwritten: DuckDB's APPEND) or "delete_matching" (each partition
-        written replaces what its directory held, other partitions stay;
-        locally the old files go once all new ones are in place, on S3 the
-        old objects are deleted after the uploads).
+        already, as pyarrow's write_dataset and DuckDB's COPY take it:
+        "error" (default; a directory must be new or empty, an s3:// prefix
+        hold no object, else SourceError); "overwrite_or_ignore" (the new
+        files, part-0, part-1, ... of each partition written, replace files
+        of those names; the rest stays: writing a table again gives the
+        same files); "delete_matching" (each partition written replaces
+        what its directory held, other partitions stay); "append" (what is
+        there stays, the new files are named past their directory's
+        part-<n>, as DuckDB's APPEND: writing a table again adds its rows
+        again). Locally a failure puts everything back; see the README for
+        S3.
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -683,17 +686,23 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     kwargs = dict(format=format, compression=compression, format_options=_options_string(options),
                   ca_bundle=ca_bundle, insecure=insecure, fsync=bool(fsync), s3=s3,
                   timeout=timeout)
+    behaviors = {"error": 0, "overwrite_or_ignore": 1, "delete_matching": 2, "append": 3}
+    behavior = behaviors.get(existing_data_behavior) if isinstance(existing_data_behavior,
+                                                                   str) else None
+    if behavior is None:
+        raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior must be 'error', "
+                                   "'overwrite_or_ignore', 'delete_matching' or 'append', not "
+                                   f"{existing_data_behavior!r}")
+    if behavior != 0 and partition_by is None:
+        raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior is for partitioned "
+                                   "output (partition_by); a single file is always replaced "
+                                   "whole")
     if partition_by is not None:
         keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidArgumentError(_errno.EINVAL, "partition_by wants column names (str)")
-        behaviors = {"error": 0, "overwrite_or_ignore": 1, "delete_matching": 2}
-        if existing_data_behavior not in behaviors:
-            raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior must be 'error', "
-                                       "'overwrite_or_ignore' or 'delete_matching', not "
-                                       f"{existing_data_behavior!r}")
         kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0),
-                      existing_data_behavior=behaviors[existing_data_behavior])
+                      existing_data_behavior=behavior)
         if _is_file_object(dst):
             raise InvalidArgumentError(_errno.EINVAL, "partitioned output goes to a directory "
                                        "or an s3:// prefix, not a file object")

@@ -827,6 +827,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
   }
+  if (options->existing_data_behavior != SLUICE_EXISTING_DATA_ERROR &&
+      options->n_partition_by == 0) {
+    return sl_error_set(error, EINVAL, "%s: existing_data_behavior is for partitioned output "
+                        "(partition_by); a single file is always replaced whole",
+                        table ? "cql://" : location);
+  }
   if (table && options->n_partition_by > 0) {
     char shown[1024];
     sl_cql_redacted(location, shown, sizeof shown);

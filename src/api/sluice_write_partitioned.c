@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
@@ -58,7 +59,7 @@ struct partition {
   int64_t n_pieces, cap_pieces;
   int64_t bytes;  ///< of the pieces
   int64_t files;  ///< written so far: the next is part-<base + files>
-  int64_t base;   ///< S3, overwrite_or_ignore: past the partition's existing part-<n>
+  int64_t base;   ///< S3, append and delete_matching: past the existing part-<n>
   /// The open file (NULL when none): its writer, sink and location,
   /// and when it last took pieces (w->clock).
   void* writer;
@@ -70,6 +71,7 @@ struct partition {
 /// A finished, uncommitted file.
 struct pending_file {
   struct sl_sink* sink;
+  int uploaded;  ///< S3: its upload succeeded (deleted again if another fails)
   char* path;  ///< its location, for removal when a later commit fails
 };
 
@@ -503,7 +505,11 @@ static int64_t next_free_index_s3(const struct partitioned_write* w, const char*
 static int next_file(struct partitioned_write* w, struct partition* part, char** out,
                      struct sluice_error* error) {
   *out = NULL;
-  if (w->is_s3 && part->files == 0 && w->existing == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
+  // S3 objects are named past the partition's existing part-<n>, but for
+  // overwrite_or_ignore (which replaces them): an upload that fails then
+  // has replaced nothing, and delete_matching deletes only old objects.
+  if (w->is_s3 && part->files == 0 && (w->existing == SLUICE_EXISTING_DATA_APPEND ||
+                                       w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING)) {
     struct sl_text prefix;  // (locally the names are chosen when the files move in)
     sl_text_init(&prefix, w->alloc);
     if (sl_text_append(&prefix, w->location, w->root_len) != 0 ||
@@ -977,7 +983,7 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
     return sl_error_set(error, EEXIST,
                         "%s: the directory is not empty; partitioned output goes to a new or "
                         "empty one unless existing_data_behavior says what to do with what is "
-                        "there (overwrite_or_ignore, delete_matching)",
+                        "there (overwrite_or_ignore, delete_matching, append)",
                         w->location);
   }
   char prefix[4096];
@@ -997,7 +1003,7 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
   return sl_error_set(error, EEXIST,
                       "%s: objects exist under this prefix; partitioned output goes to an "
                       "empty one unless existing_data_behavior says what to do with them "
-                      "(overwrite_or_ignore, delete_matching)",
+                      "(overwrite_or_ignore, delete_matching, append)",
                       w->location);
 }
 
@@ -1035,40 +1041,74 @@ static int64_t next_free_index_local(const char* path) {
   return next;
 }
 
-/// Renames done by publish_merging, undone in reverse on failure.
+/// Renames done by publish_merging, undone in reverse on failure: the log
+/// holds "kind\0from\0to\0" triples.
 struct moves {
-  struct sl_text log;  ///< "from\0to\0" pairs
+  struct sl_text log;
 };
 
-/// Renames `from` to `to` and logs it. With no_replace an existing `to` is
-/// kept and EEXIST returned without a message (the caller tries another
-/// name): a file added beside others must not replace one that appeared
-/// since its name was chosen, so it is linked (EEXIST when taken) and its
-/// old name dropped.
-static int move(struct partitioned_write* w, struct moves* m, const char* from, const char* to,
-                int no_replace, struct sluice_error* error) {
+enum move_kind {
+  MOVE_RENAME = 'r',    ///< rename(from, to); undone by rename(to, from)
+  MOVE_LINK = 'l',      ///< link(from, to), unlink(from): never replaces `to`
+  MOVE_EXCHANGE = 'x',  ///< from and to swapped; undone by swapping again
+};
+
+/// Swaps two paths in one step (renameat2 RENAME_EXCHANGE, Linux 3.15+, on
+/// file systems that have it), so that a reader or a crash never finds the
+/// place empty.
+static int exchange_paths(const char* a, const char* b) {
+#ifdef SYS_renameat2
+  return (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 1 << 1 /* RENAME_EXCHANGE */);
+#else
+  (void)a;
+  (void)b;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+static int do_move(enum move_kind kind, const char* from, const char* to) {
+  switch (kind) {
+    case MOVE_EXCHANGE: return exchange_paths(from, to);
+    case MOVE_LINK:
+      if (link(from, to) != 0) return -1;
+      if (unlink(from) != 0) {
+        int e = errno;
+        (void)unlink(to);
+        errno = e;
+        return -1;
+      }
+      return 0;
+    default: return rename(from, to);
+  }
+}
+
+/// Moves `from` to `to` as `kind` says and logs it. EEXIST of a MOVE_LINK
+/// and an exchange the file system does not have (ENOSYS, EINVAL, ENOTSUP)
+/// return without a message, for the caller to take another way.
+static int move(struct partitioned_write* w, struct moves* m, enum move_kind kind,
+                const char* from, const char* to, struct sluice_error* error) {
   size_t at = m->log.len;
-  if (sl_text_append(&m->log, from, strlen(from) + 1) != 0 ||
+  char k[2] = {(char)kind, '\0'};
+  if (sl_text_append(&m->log, k, 2) != 0 ||
+      sl_text_append(&m->log, from, strlen(from) + 1) != 0 ||
       sl_text_append(&m->log, to, strlen(to) + 1) != 0) {
+    m->log.len = at;  // whole triples only: undo_moves reads them from the end
     return oom(w, error);
   }
-  int rc = no_replace ? link(from, to) : rename(from, to);
-  if (rc == 0 && no_replace && unlink(from) != 0) {
-    int e = errno;
-    (void)unlink(to);
-    errno = e;
-    rc = -1;
-  }
-  if (rc == 0) return 0;
+  if (do_move(kind, from, to) == 0) return 0;
   int e = errno;
   m->log.len = at;
-  if (no_replace && e == EEXIST) return EEXIST;
+  if ((kind == MOVE_LINK && e == EEXIST) ||
+      (kind == MOVE_EXCHANGE && (e == ENOSYS || e == EINVAL || e == ENOTSUP))) {
+    return e;
+  }
   return sl_error_set(error, e, "%s: cannot move %s to %s: %s", w->location, from, to,
                       strerror(e));
 }
 
 /// The string that ends just before data[*end] (after its NUL); *end moves
-/// to its start.
+/// to its start. *end > 0.
 static const char* string_before(const char* data, size_t* end) {
   size_t start = *end - 1;  // its NUL
   while (start > 0 && data[start - 1] != '\0') start--;
@@ -1077,20 +1117,50 @@ static const char* string_before(const char* data, size_t* end) {
 }
 
 static void undo_moves(struct moves* m) {
-  for (size_t end = m->log.len; end > 0;) {
+  size_t end = m->log.len;
+  while (end > 0) {
     const char* to = string_before(m->log.data, &end);
+    if (end == 0) break;  // (never: the log holds whole triples)
     const char* from = string_before(m->log.data, &end);
-    (void)rename(to, from);
+    if (end == 0) break;
+    const char* kind = string_before(m->log.data, &end);
+    (void)(kind[0] == MOVE_EXCHANGE ? exchange_paths(from, to) : rename(to, from));
   }
 }
 
-/// Moves one partition's staged files into the destination: beside what is
-/// there (overwrite_or_ignore, named past its part-<n>), or in place of its
-/// directory (delete_matching: the old one into the staging directory,
-/// removed at the end).
+/// Puts `staged` where `target` is, in one exchange where the file system
+/// has it (the old entry then sits at `staged`, inside the staging
+/// directory, removed at the end), else by moving the old entry to `trash`
+/// first.
+static int replace(struct partitioned_write* w, struct moves* m, const char* staged,
+                   const char* target, const char* trash, struct sluice_error* error) {
+  int rc = move(w, m, MOVE_EXCHANGE, staged, target, error);
+  if (rc != ENOSYS && rc != EINVAL && rc != ENOTSUP) return rc;
+  SL_RETURN_NOT_OK(move(w, m, MOVE_RENAME, target, trash, error));
+  return move(w, m, MOVE_RENAME, staged, target, error);
+}
+
+/// `s` = the staging directory's <path>[/<name>] (name NULL = none).
+static int staged_path(struct partitioned_write* w, const struct partition* part,
+                       const char* name, struct sl_text* s, struct sluice_error* error) {
+  sl_text_clear(s);
+  if (sl_text_append(s, w->root, w->root_len_files) != 0 || sl_text_append_char(s, '/') != 0 ||
+      sl_text_append(s, part->path, part->path_len) != 0 ||
+      (name != NULL && sl_text_append_str(s, name) != 0)) {
+    return oom(w, error);
+  }
+  return 0;
+}
+
+/// Moves one partition's staged files into the destination, as
+/// w->existing says: in place of its directory (delete_matching), over
+/// files of the same names (overwrite_or_ignore), or beside what is there,
+/// named past its part-<n> (append). Replaced entries go into the staging
+/// directory, removed at the end.
 static int merge_partition(struct partitioned_write* w, const struct partition* part,
                            int64_t index, struct moves* m, struct sl_text* from,
-                           struct sl_text* to, struct sluice_error* error) {
+                           struct sl_text* to, struct sl_text* trash,
+                           struct sluice_error* error) {
   sl_text_clear(to);
   if (sl_text_append(to, w->location, w->root_len) != 0 || sl_text_append_char(to, '/') != 0 ||
       sl_text_append(to, part->path, part->path_len) != 0) {
@@ -1098,47 +1168,51 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
   }
   size_t parent = to->len;
   while (parent > w->root_len && to->data[parent] != '/') parent--;
+  struct stat st;
+  char name[96];
   if (w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING) {
-    struct stat st;
-    char trash[64];
-    snprintf(trash, sizeof trash, "/.replaced-%lld", (long long)index);
-    sl_text_clear(from);
-    if (sl_text_append(from, w->root, w->root_len_files) != 0 ||
-        sl_text_append_str(from, trash) != 0) {
+    SL_RETURN_NOT_OK(staged_path(w, part, NULL, from, error));
+    if (lstat(to->data, &st) != 0) {
+      SL_RETURN_NOT_OK(make_directories(w, to->data, parent, error));
+      return move(w, m, MOVE_RENAME, from->data, to->data, error);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", to->data);
+    }
+    snprintf(name, sizeof name, "/.replaced-%lld", (long long)index);
+    sl_text_clear(trash);
+    if (sl_text_append(trash, w->root, w->root_len_files) != 0 ||
+        sl_text_append_str(trash, name) != 0) {
       return oom(w, error);
     }
-    int rc = lstat(to->data, &st) == 0 ? move(w, m, to->data, from->data, 0, error) : 0;
-    if (rc == 0) rc = make_directories(w, to->data, parent, error);
-    sl_text_clear(from);
-    if (rc == 0 && (sl_text_append(from, w->root, w->root_len_files) != 0 ||
-                    sl_text_append_char(from, '/') != 0 ||
-                    sl_text_append(from, part->path, part->path_len) != 0)) {
-      rc = oom(w, error);
-    }
-    if (rc == 0) rc = move(w, m, from->data, to->data, 0, error);
-    return rc;
+    return replace(w, m, from->data, to->data, trash->data, error);
   }
   SL_RETURN_NOT_OK(make_directories(w, to->data, to->len, error));
-  int64_t next = next_free_index_local(to->data);
+  int64_t next = w->existing == SLUICE_EXISTING_DATA_APPEND ? next_free_index_local(to->data) : 0;
   size_t dir_len = to->len;
   for (int64_t i = 0; i < part->files; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "/part-%lld", (long long)i);
-    sl_text_clear(from);
-    if (sl_text_append(from, w->root, w->root_len_files) != 0 ||
-        sl_text_append_char(from, '/') != 0 ||
-        sl_text_append(from, part->path, part->path_len) != 0 ||
-        sl_text_append_str(from, name) != 0 || sl_text_append_str(from, w->extension) != 0) {
-      return oom(w, error);
-    }
+    snprintf(name, sizeof name, "/part-%lld%s", (long long)i, w->extension);
+    SL_RETURN_NOT_OK(staged_path(w, part, name, from, error));
     int rc;
     do {
       to->len = dir_len;
-      snprintf(name, sizeof name, "/part-%lld", (long long)next++);
-      if (sl_text_append_str(to, name) != 0 || sl_text_append_str(to, w->extension) != 0) {
-        return oom(w, error);
+      snprintf(name, sizeof name, "/part-%lld%s", (long long)next++, w->extension);
+      if (sl_text_append_str(to, name) != 0) return oom(w, error);
+      // A file that appeared since the name was chosen is never replaced
+      // in append mode: linked, the name taken gives EEXIST.
+      rc = move(w, m, MOVE_LINK, from->data, to->data, error);
+      if (rc == EEXIST && w->existing == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
+        if (lstat(to->data, &st) == 0 && S_ISDIR(st.st_mode)) {
+          return sl_error_set(error, EISDIR, "%s: is a directory", to->data);
+        }
+        snprintf(name, sizeof name, "/.replaced-%lld-%lld", (long long)index, (long long)i);
+        sl_text_clear(trash);
+        if (sl_text_append(trash, w->root, w->root_len_files) != 0 ||
+            sl_text_append_str(trash, name) != 0) {
+          return oom(w, error);
+        }
+        rc = replace(w, m, from->data, to->data, trash->data, error);
       }
-      rc = move(w, m, from->data, to->data, 1, error);
     } while (rc == EEXIST);
     SL_RETURN_NOT_OK(rc);
   }
@@ -1150,13 +1224,16 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
 /// place, the new files back in staging for clean_up).
 static int publish_merging(struct partitioned_write* w, struct sluice_error* error) {
   struct moves m;
-  struct sl_text from, to;
+  struct sl_text from, to, trash;
   sl_text_init(&m.log, w->alloc);
   sl_text_init(&from, w->alloc);
   sl_text_init(&to, w->alloc);
+  sl_text_init(&trash, w->alloc);
   int rc = 0;
   for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
-    if (w->parts[p].files > 0) rc = merge_partition(w, &w->parts[p], p, &m, &from, &to, error);
+    if (w->parts[p].files > 0) {
+      rc = merge_partition(w, &w->parts[p], p, &m, &from, &to, &trash, error);
+    }
   }
   if (rc != 0) {
     undo_moves(&m);
@@ -1168,6 +1245,7 @@ static int publish_merging(struct partitioned_write* w, struct sluice_error* err
   sl_text_reset(&m.log);
   sl_text_reset(&from);
   sl_text_reset(&to);
+  sl_text_reset(&trash);
   return rc;
 }
 
@@ -1231,7 +1309,32 @@ static int upload_pending(void* ctx, int64_t i, struct sluice_error* error) {
   struct partitioned_write* w = ctx;
   struct sl_sink* sink = w->pending[i].sink;
   w->pending[i].sink = NULL;  // taken by the commit, whatever it returns
-  return sl_sink_commit(sink, error);
+  SL_RETURN_NOT_OK(sl_sink_commit(sink, error));
+  w->pending[i].uploaded = 1;
+  return 0;
+}
+
+/// Whether `key` was listed under the prefix at the start.
+static int existed(const struct partitioned_write* w, const char* key) {
+  const struct sl_location_list* keys = &w->existing_keys;
+  size_t lo = 0, hi = keys->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(keys->names[mid], key);
+    if (c == 0) return 1;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return 0;
+}
+
+/// After a failed upload: deletes the objects uploaded by this write that
+/// replaced nothing, so that the prefix is as it was (overwrite_or_ignore
+/// cannot give back the objects it replaced).
+static int delete_new_objects(void* ctx, int64_t i, struct sluice_error* error) {
+  struct partitioned_write* w = ctx;
+  if (!w->pending[i].uploaded || existed(w, w->pending[i].path)) return 0;
+  return sl_s3_delete_object(w->pending[i].path, &w->remote, w->alloc, error);
 }
 
 /// Makes the written files appear (the end of a write that succeeded):
@@ -1246,13 +1349,18 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
   }
   int64_t uploaded = 0;
   int rc = sl_parallel_for(w->n_pending, S3_THREADS, upload_pending, w, &uploaded, error);
-  if (rc != 0) {
-    if (uploaded > 0) {
-      sl_error_prefix(error, "%lld of %lld files were uploaded before this failure and stay; ",
-                      (long long)uploaded, (long long)w->n_pending);
+  if (rc != 0 && uploaded > 0) {
+    struct sluice_error undo;
+    memset(&undo, 0, sizeof undo);
+    if (sl_parallel_for(w->n_pending, S3_THREADS, delete_new_objects, w, NULL, &undo) == 0) {
+      sl_error_prefix(error, "the %lld objects uploaded before this failure were deleted "
+                      "again; ", (long long)uploaded);
+    } else {
+      sl_error_prefix(error, "%lld objects were uploaded before this failure, and deleting "
+                      "them again failed too (%s); ", (long long)uploaded, undo.message);
     }
-    return rc;
   }
+  if (rc != 0) return rc;
   return w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING ? delete_replaced_objects(w, error)
                                                              : 0;
 }
@@ -1366,7 +1474,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
                         writer->name);
   }
   if (options->existing_data_behavior < SLUICE_EXISTING_DATA_ERROR ||
-      options->existing_data_behavior > SLUICE_EXISTING_DATA_DELETE_MATCHING) {
+      options->existing_data_behavior > SLUICE_EXISTING_DATA_APPEND) {
     return sl_error_set(error, EINVAL, "%s: unknown existing_data_behavior %d", location,
                         options->existing_data_behavior);
   }

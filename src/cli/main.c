@@ -134,12 +134,14 @@ static const struct cli_command k_commands[] = {
      "      --max-partitions N\n"
      "                      more partitions than N is an error (default 1024)\n"
      "      --existing-data WHAT\n"
-     "                      what may be in DST already (pyarrow's names):\n"
-     "                      error (default: DST must be new or empty),\n"
-     "                      overwrite_or_ignore (files there stay, the new ones\n"
-     "                      are named past their directory's part-N),\n"
-     "                      delete_matching (each partition written replaces\n"
-     "                      its directory's files, other partitions stay)\n"
+     "                      what may be in DST already (pyarrow's and DuckDB's\n"
+     "                      names): error (default: DST must be new or empty),\n"
+     "                      overwrite_or_ignore (new part-N files replace files\n"
+     "                      of those names, the rest stays), delete_matching\n"
+     "                      (each partition written replaces its directory's\n"
+     "                      files, other partitions stay), append (files there\n"
+     "                      stay, the new ones are named past their\n"
+     "                      directory's part-N: a rerun adds its rows again)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
          CLI_OPT_WRITE_OPTION | CLI_OPT_PARTITION_BY,
@@ -459,9 +461,11 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         options->existing_data = SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE;
       } else if (strcmp(optarg, "delete_matching") == 0) {
         options->existing_data = SLUICE_EXISTING_DATA_DELETE_MATCHING;
+      } else if (strcmp(optarg, "append") == 0) {
+        options->existing_data = SLUICE_EXISTING_DATA_APPEND;
       } else {
-        return usage_error(where, "bad --existing-data '%s' (error, overwrite_or_ignore or "
-                           "delete_matching)", optarg);
+        return usage_error(where, "bad --existing-data '%s' (error, overwrite_or_ignore, "
+                           "delete_matching or append)", optarg);
       }
       *seen |= CLI_OPT_PARTITION_BY;
       return CLI_OK;

@@ -217,14 +217,14 @@ def _kvs(table):
     return sorted(zip(cols["k"], cols["v"]), key=lambda r: (r[0] or "", r[1]))
 
 
-@pytest.mark.parametrize("behavior", ["overwrite_or_ignore", "delete_matching"])
+@pytest.mark.parametrize("behavior", ["overwrite_or_ignore", "delete_matching", "append"])
 def test_existing_data_behavior_as_pyarrow(tmp_path, behavior):
     """Into a dataset pyarrow wrote: sluice's result holds the rows pyarrow's
-    write_dataset(existing_data_behavior=...) gives (overwrite_or_ignore
-    with pyarrow told to use new names, as it otherwise overwrites part-0),
+    write_dataset(existing_data_behavior=...) gives (append: pyarrow's
+    overwrite_or_ignore with new file names, as pyarrow's docs advise),
     read back by pyarrow.dataset and DuckDB; the old files that stay are
     untouched."""
-    old = pa.table({"k": ["a", "b", "c", "a"], "v": [1, 2, 3, 4]})
+    old = pa.table({"k": ["a", "b", "c", "a", "b"], "v": [1, 2, 3, 4, 5]})
     new = pa.table({"k": ["b", "d", "b"], "v": [10, 20, 30]})
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     for root in (ours, theirs):
@@ -234,8 +234,11 @@ def test_existing_data_behavior_as_pyarrow(tmp_path, behavior):
     sluice.write(new, ours, format="parquet", partition_by="k",
                  existing_data_behavior=behavior)
     ds.write_dataset(new, theirs, format="parquet", partitioning=["k"],
-                     partitioning_flavor="hive", existing_data_behavior=behavior,
-                     basename_template="new-{i}.parquet")
+                     partitioning_flavor="hive",
+                     existing_data_behavior="overwrite_or_ignore" if behavior == "append"
+                     else behavior,
+                     basename_template="new-{i}.parquet" if behavior == "append"
+                     else "part-{i}.parquet")
     got = ds.dataset(ours, format="parquet", partitioning="hive").to_table()
     want = ds.dataset(theirs, format="parquet", partitioning="hive").to_table()
     assert _kvs(got) == _kvs(want)
@@ -244,9 +247,9 @@ def test_existing_data_behavior_as_pyarrow(tmp_path, behavior):
     assert _kvs(got) == sorted(dd, key=lambda r: (r[0] or "", r[1]))
     after = _tree(ours)
     kept = {name: data for name, data in before.items()
-            if behavior == "overwrite_or_ignore" or not name.startswith("k=b")}
+            if behavior == "append" or not name.startswith("k=b")}
     assert all(after[name] == data for name, data in kept.items())
-    if behavior == "overwrite_or_ignore":
+    if behavior == "append":
         # pyarrow named its file part-0: the new ones come after it.
         assert {"k=b/part-0.parquet", "k=b/part-1.parquet", "k=d/part-0.parquet"} <= set(after)
     else:
@@ -262,18 +265,35 @@ def test_existing_data_behavior_refused_and_default(tmp_path):
         sluice.write(_table(), out, format="parquet", partition_by="k")
     with pytest.raises(sluice.InvalidArgumentError, match="existing_data_behavior"):
         sluice.write(_table(), out, format="parquet", partition_by="k",
-                     existing_data_behavior="append")
-    assert _tree(out) == before
-    # Appending the same table twice more: three copies of every row, in
-    # part-0, part-1 and part-2 of each partition.
+                     existing_data_behavior="nonsense")
+    with pytest.raises(sluice.InvalidArgumentError, match="partitioned output"):
+        sluice.write(_table(), tmp_path / "one.parquet", existing_data_behavior="append")
+    assert _tree(out) == before and not (tmp_path / "one.parquet").exists()
+    # overwrite_or_ignore of the same table: the same files, as pyarrow's.
+    sluice.write(_table(), out, format="parquet", partition_by="k",
+                 existing_data_behavior="overwrite_or_ignore")
+    assert set(_tree(out)) == set(before)
+    # Appending it twice more: three copies of every row, in part-0, part-1
+    # and part-2 of each partition.
     for _ in range(2):
         sluice.write(_table(), out, format="parquet", partition_by="k",
-                     existing_data_behavior="overwrite_or_ignore")
+                     existing_data_behavior="append")
     got = ds.dataset(out, format="parquet", partitioning="hive").to_table()
     assert got.num_rows == 3 * _table().num_rows
     assert sorted(got.column("v").to_pylist()) == sorted(list(range(240)) * 3)
     assert {n.rsplit("/", 1)[-1] for n in _tree(out) if n.endswith(".parquet")} == {
         "part-0.parquet", "part-1.parquet", "part-2.parquet"}
+
+
+def test_delete_matching_refuses_a_file_in_place_of_a_partition(tmp_path):
+    out = tmp_path / "out"
+    sluice.write(pa.table({"k": ["a"], "v": [1]}), out, format="parquet", partition_by="k")
+    (out / "k=b").write_bytes(b"not a partition")
+    before = _tree(out)
+    with pytest.raises(sluice.Error, match="not a directory"):
+        sluice.write(pa.table({"k": ["a", "b"], "v": [2, 3]}), out, format="parquet",
+                     partition_by="k", existing_data_behavior="delete_matching")
+    assert _tree(out) == before
 
 
 def test_failing_input_keeps_existing_data(tmp_path):
@@ -286,7 +306,7 @@ def test_failing_input_keeps_existing_data(tmp_path):
         yield pa.record_batch([pa.array(["a/b", "x=y"]), pa.array([1, 2])], schema=schema)
         raise RuntimeError("producer failed")
 
-    for behavior in ("overwrite_or_ignore", "delete_matching"):
+    for behavior in ("overwrite_or_ignore", "delete_matching", "append"):
         reader = pa.RecordBatchReader.from_batches(schema, batches())
         with pytest.raises((sluice.Error, RuntimeError)):
             sluice.write(reader, out, format="parquet", partition_by="k",

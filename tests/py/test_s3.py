@@ -1307,10 +1307,11 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
 
 def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
     """--existing-data on an S3 prefix does what it does to a local
-    directory: overwrite_or_ignore adds objects named past each partition's
-    part-N, delete_matching replaces the objects of the partitions written
-    (the DELETEs signed as every request) and keeps the others; both read
-    back equal to the local directory."""
+    directory: overwrite_or_ignore replaces objects of the same names, append
+    adds objects named past each partition's part-N, delete_matching
+    replaces the objects of the partitions written (new ones named past the
+    old, which are deleted after the uploads, the DELETEs signed as every
+    request) and keeps the others; each reads back as the local directory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     src = tmp_path / "in.parquet"
@@ -1330,22 +1331,31 @@ def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
                    "--partition-by", "region", "-q", *more)
         assert proc.returncode == 0, proc.stderr.decode()
 
+    def ids(location, name):
+        got = read_location(sluice, creds(s3), location, tmp_path / name)
+        return sorted(got.column("id").to_pylist())
+
     for dst in (local, prefix):
         write(src, dst)
         write(src, dst, "--existing-data", "overwrite_or_ignore")
+    assert files(stored) == files(local) and len(files(local)) == 3
+    for dst in (local, prefix):
+        write(src, dst, "--existing-data", "append")
     assert files(stored) == files(local)
     assert "region=us%2Fwest/part-1.parquet" in files(local) and len(files(local)) == 6
-    got = read_location(sluice, creds(s3), prefix + "/", tmp_path / "r.arrows")
-    assert sorted(got.column("id").to_pylist()) == sorted(list(range(30)) * 2)
+    assert ids(prefix + "/", "r.arrows") == sorted(list(range(30)) * 2)
     kept = {name: (stored / name).read_bytes() for name in files(stored) if "eu" not in name}
     for dst in (local, prefix):
         write(eu, dst, "--existing-data", "delete_matching")
-    assert files(stored) == files(local)
-    assert [n for n in files(stored) if "eu" in n] == ["region=eu/part-0.parquet"]
+    assert [n for n in files(local) if "eu" in n] == ["region=eu/part-0.parquet"]
+    assert [n for n in files(stored) if "eu" in n] == ["region=eu/part-2.parquet"]
+    assert [n for n in files(stored) if "eu" not in n] == sorted(kept)
     assert all((stored / name).read_bytes() == data for name, data in kept.items())
-    got = read_location(sluice, creds(s3), prefix + "/", tmp_path / "r2.arrows")
     want = sorted([i for i in range(30) if i % 3 != 0] * 2 + [100, 101])
-    assert sorted(got.column("id").to_pylist()) == want
+    assert ids(prefix + "/", "r2.arrows") == want == ids(local, "l2.arrows")
     proc = run(sluice, creds(s3), "convert", src, prefix, "--partition-by", "region",
-               "-t", "parquet", "--existing-data", "append")
+               "-t", "parquet", "--existing-data", "sideways")
     assert proc.returncode == 2 and "bad --existing-data" in proc.stderr.decode()
+    proc = run(sluice, creds(s3), "convert", src, tmp_path / "one.parquet",
+               "--existing-data", "append")
+    assert proc.returncode != 0 and "partitioned output" in proc.stderr.decode()
