@@ -8,6 +8,7 @@
 
 #include "../codec/sl_codec_alloc.h"
 #include "../core/sl_alloc.h"
+#include "../core/sl_buffer_cache.h"
 #include "../core/sl_error.h"
 
 /// Compressed output is handed on in pieces of this size.
@@ -93,8 +94,15 @@ int sl_compressor_open(enum sl_compression kind, const char* name,
     c->zstd = ZSTD_createCCtx_advanced(mem);
     ok = c->zstd != NULL;
     // Workers compress while the writer formats (no effect on a libzstd
-    // built without threads).
-    if (ok) (void)ZSTD_CCtx_setParameter(c->zstd, ZSTD_c_nbWorkers, 2);
+    // built without threads). Not with a caller's allocator: libzstd
+    // 1.5.4's multithreaded path writes through NULL when one of its
+    // allocations fails (an allocation-failure sweep found it), and callers
+    // bring their own allocator to count and to fail allocations. With the
+    // default one a failed malloc there would crash too: out of memory
+    // inside libzstd, not a state sluice can reach otherwise.
+    if (ok && sl_alloc_is_default(alloc)) {
+      (void)ZSTD_CCtx_setParameter(c->zstd, ZSTD_c_nbWorkers, 2);
+    }
   }
   if (!ok) {
     sl_compressor_free(c);
