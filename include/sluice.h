@@ -646,6 +646,39 @@ SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* option
 SLUICE_EXPORT int sluice_write(struct ArrowArrayStream* stream, const char* location,
                  const struct sluice_write_options* options, struct sluice_error* error);
 
+/// A writer that takes batches one at a time (the push side of
+/// sluice_write, as pyarrow's RecordBatchWriter / ParquetWriter): open it
+/// with the schema, hand it each batch, close it. Every output sluice_write
+/// knows works the same (formats, partition_by, s3://, cql://), and so does
+/// the commit: nothing appears before sluice_writer_close succeeds, and
+/// sluice_writer_abort (or a failed write) leaves nothing. The batches are
+/// written on a thread of the writer's own, one behind the producer.
+struct sluice_writer;
+
+/// Opens a writer of `schema` (copied) to `location`. `options` (NULL =
+/// defaults) and everything it points to must stay valid until
+/// sluice_writer_close or sluice_writer_abort returns. Errors of the output
+/// itself (an unknown format, a location that cannot be written) may come
+/// from the first sluice_writer_write or from sluice_writer_close instead.
+SLUICE_EXPORT int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
+                                     const struct sluice_write_options* options,
+                                     struct sluice_writer** out, struct sluice_error* error);
+
+/// Hands `batch` (a struct array of the schema; taken: released by the
+/// writer, also on error) to the writer; waits while the previous batch is
+/// still waiting to be taken. After the write failed, returns its error.
+SLUICE_EXPORT int sluice_writer_write(struct sluice_writer* writer, struct ArrowArray* batch,
+                                      struct sluice_error* error);
+
+/// Ends the input, waits until everything is written and committed, and
+/// frees the writer: 0, or the write's error (nothing left at the
+/// location then).
+SLUICE_EXPORT int sluice_writer_close(struct sluice_writer* writer, struct sluice_error* error);
+
+/// Stops the write (nothing left at the location, an existing file kept)
+/// and frees the writer. NULL-safe.
+SLUICE_EXPORT void sluice_writer_abort(struct sluice_writer* writer);
+
 /* ---- Formats -------------------------------------------------------------- */
 
 /// Names of the formats sluice reads (NULL-terminated list).

@@ -27,7 +27,8 @@ from ._table import Batch, Column, Schema, Table
 
 __version__ = _sluice.version
 __all__ = [
-    "read", "read_pandas", "scan", "schema", "write", "read_ipc", "stats", "reader_formats", "writer_formats",
+    "read", "read_pandas", "scan", "schema", "write", "Writer", "read_ipc", "stats", "reader_formats",
+    "writer_formats",
     "Table", "Batch", "Column", "Schema", "Field", "DataType",
     "Error", "FormatError", "InvalidArgumentError", "NotFoundError", "OutOfMemoryError",
     "SourceError", "UnsupportedError",
@@ -670,11 +671,22 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     A batch that does not match the stream's schema raises
     InvalidArgumentError.
     """
+    kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
+                           existing_data_behavior, options)
+    capsule = _stream_capsule(data, index)
+    if _is_file_object(dst):
+        _write_into(capsule, dst, kwargs)
+    else:
+        _sluice.write(capsule, _location(dst), **kwargs)
+
+
+def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
+                  existing_data_behavior, options):
+    """sluice.write's keywords as _sluice.write takes them (and _Writer)."""
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)
     timeout = _timeout(options)
     s3 = _storage_options(options.pop("storage_options", None))
-    capsule = _stream_capsule(data, index)
     name = getattr(dst, "name", None)
     if format is None and hasattr(dst, "fileno") and isinstance(name, str):
         # An open file is written through /dev/fd/N: its own name tells the
@@ -706,10 +718,73 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         if _is_file_object(dst):
             raise InvalidArgumentError(_errno.EINVAL, "partitioned output goes to a directory "
                                        "or an s3:// prefix, not a file object")
-    if _is_file_object(dst):
-        _write_into(capsule, dst, kwargs)
-    else:
-        _sluice.write(capsule, _location(dst), **kwargs)
+    return kwargs
+
+
+class Writer:
+    """Writes a table handed over in pieces, as pyarrow's ParquetWriter and
+    RecordBatchWriter do: ``w = sluice.Writer("out.parquet")``, then
+    ``w.write(batch)`` as many times as needed, then ``w.close()``; or as a
+    context manager (``with sluice.Writer(...) as w:``), which closes at the
+    end and aborts on an exception.
+
+    dst and the keywords are sluice.write's (format, compression, fsync,
+    partition_by, max_partitions, existing_data_behavior, writer options,
+    storage_options, ...; not a file object). schema: anything with
+    ``__arrow_c_schema__`` (a pyarrow Schema); without it the first write's
+    schema is taken, and every later write must have the same.
+
+    write(data) takes what sluice.write takes: a pyarrow RecordBatch or
+    Table, a polars or pandas DataFrame, a sluice Table or Batch, a DuckDB
+    result. The batches are written on a thread of the writer's own while
+    the caller makes the next ones. Nothing appears at `dst` before close()
+    returns, as with sluice.write: abort() (or an error, or a Writer dropped
+    without close) leaves nothing, and an existing file as it was. A write
+    that fails raises its error from that write() or a later one, or from
+    close().
+    """
+
+    def __init__(self, dst, schema=None, *, format=None, compression=None, index=None,
+                 fsync=True, partition_by=None, max_partitions=None,
+                 existing_data_behavior="error", **options):
+        if _is_file_object(dst):
+            raise InvalidArgumentError(_errno.EINVAL, "sluice.Writer writes to a path, a "
+                                       "directory or an s3:// prefix, not a file object")
+        kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
+                               existing_data_behavior, options)
+        self._index = index
+        self._dst = dst
+        capsule = schema.__arrow_c_schema__() if schema is not None else None
+        self._writer = _sluice._Writer(capsule, _location(dst), **kwargs)
+
+    def write(self, data):
+        """Hands every row of `data` to the writer."""
+        self._writer.write(_stream_capsule(data, self._index))
+
+    def close(self):
+        """Writes the rest and commits: the output appears whole."""
+        self._writer.close()
+
+    def abort(self):
+        """Stops the write: nothing appears at dst."""
+        self._writer.abort()
+
+    @property
+    def closed(self):
+        return self._writer.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        elif not self.closed:
+            self.close()
+        return False
+
+    def __repr__(self):
+        return "sluice.Writer(%r%s)" % (self._dst, ", closed" if self.closed else "")
 
 
 def _is_file_object(dst):

@@ -227,6 +227,19 @@ PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved);
 
 PyObject* sp_open(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* sp_write(PyObject* self, PyObject* args, PyObject* kwargs);
+
+/// sluice.write's arguments (stream, location, then the keywords of
+/// _sluice.write) as sluice_write_options. Strings are borrowed from the
+/// arguments: they must outlive the options (a Writer keeps them).
+struct sp_write_setup {
+  PyObject* stream;  ///< borrowed
+  const char* location;
+  struct sluice_write_options options;  ///< s3 and partition_by point into this struct
+  struct sluice_s3_options s3;
+  const char* keys[64];
+};
+int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup* out);
+extern PyTypeObject SpWriterType;
 /// A dict of sluice_s3_options fields (None = none) into *out, whose strings
 /// point into the dict's values. Returns 0, or -1 with an exception set.
 int sp_s3_options(PyObject* dict, struct sluice_s3_options* out);

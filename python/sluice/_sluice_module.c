@@ -134,8 +134,9 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__sluice(void) {
   PyTypeObject* types[] = {&SpSchemaType, &SpBatchType, &SpBufferViewType, &SpDatasetType,
-                           &SpScannerType, &SpGatherType};
-  const char* names[] = {"_Schema", "_Batch", "_BufferView", "_Dataset", "_Scanner", "_Gather"};
+                           &SpScannerType, &SpGatherType, &SpWriterType};
+  const char* names[] = {"_Schema", "_Batch", "_BufferView", "_Dataset", "_Scanner", "_Gather",
+                         "_Writer"};
   for (size_t i = 0; i < sizeof types / sizeof *types; ++i) {
     if (PyType_Ready(types[i]) != 0) return NULL;
   }

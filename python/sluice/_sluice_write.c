@@ -86,12 +86,11 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
   return 0;
 }
 
-PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
+int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup* out) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
                              "ca_bundle", "insecure", "fsync", "s3", "timeout",
                              "partition_by", "max_partitions", "existing_data_behavior", NULL};
-  PyObject* capsule;
-  const char* location;
+  memset(out, 0, sizeof *out);
   const char* format = NULL;
   const char* compression = NULL;
   const char* format_options = NULL;
@@ -103,53 +102,61 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   PyObject* partition_by = Py_None;
   long long max_partitions = 0;
   int existing_data_behavior = 0;  // checked by the caller and by sluice_write
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLi", keywords, &capsule, &location,
-                                   &format, &compression, &format_options, &ca_bundle,
-                                   &insecure, &fsync, &s3_dict, &timeout, &partition_by,
-                                   &max_partitions, &existing_data_behavior)) {
-    return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLi", keywords, &out->stream,
+                                   &out->location, &format, &compression, &format_options,
+                                   &ca_bundle, &insecure, &fsync, &s3_dict, &timeout,
+                                   &partition_by, &max_partitions, &existing_data_behavior)) {
+    return -1;
   }
   // partition_by: a list of str (checked by the caller); the names are
-  // borrowed from it for the call.
-  const char* keys[64];
+  // borrowed from it.
   Py_ssize_t n_keys = 0;
   if (partition_by != Py_None) {
     if (!PyList_Check(partition_by) || PyList_GET_SIZE(partition_by) > 64) {
       PyErr_SetString(PyExc_ValueError, "partition_by must be a list of at most 64 column names");
-      return NULL;
+      return -1;
     }
     n_keys = PyList_GET_SIZE(partition_by);
     for (Py_ssize_t i = 0; i < n_keys; i++) {
       PyObject* name = PyList_GET_ITEM(partition_by, i);
-      keys[i] = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-      if (keys[i] == NULL) {
+      out->keys[i] = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+      if (out->keys[i] == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "partition_by names must be str");
-        return NULL;
+        return -1;
       }
     }
   }
-  struct sluice_s3_options s3;
-  if (sp_s3_options(s3_dict, &s3) != 0) return NULL;
-  struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (sp_s3_options(s3_dict, &out->s3) != 0) return -1;
+  struct sluice_write_options* options = &out->options;
+  sluice_write_options_init(options);
+  options->format = format;
+  options->compression = compression;
+  options->format_options = format_options;
+  options->ca_bundle = ca_bundle;
+  options->tls_insecure = insecure;
+  options->timeout_s = timeout;
+  options->no_fsync = !fsync;
+  options->s3 = s3_dict != Py_None ? &out->s3 : NULL;  // its strings live in s3_dict
+  options->partition_by = n_keys > 0 ? out->keys : NULL;
+  options->n_partition_by = n_keys;
+  options->max_partitions = max_partitions;
+  options->existing_data_behavior = existing_data_behavior;
+  return 0;
+}
+
+PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
+  struct sp_write_setup setup;
+  if (sp_write_setup_parse(args, kwargs, &setup) != 0) return NULL;
+  struct ArrowArrayStream* stream = PyCapsule_GetPointer(setup.stream, "arrow_array_stream");
   if (stream == NULL) return NULL;
   if (stream->release == NULL) {
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
-  struct sluice_write_options options;
-  sluice_write_options_init(&options);
-  options.format = format;
-  options.compression = compression;
-  options.format_options = format_options;
-  options.ca_bundle = ca_bundle;
-  options.tls_insecure = insecure;
-  options.timeout_s = timeout;
-  options.no_fsync = !fsync;
-  options.s3 = s3_dict != Py_None ? &s3 : NULL;  // its strings live in s3_dict
-  options.partition_by = n_keys > 0 ? keys : NULL;
-  options.n_partition_by = n_keys;
-  options.max_partitions = max_partitions;
-  options.existing_data_behavior = existing_data_behavior;
+  const char* location = setup.location;
+  struct sluice_write_options options = setup.options;
+  options.s3 = setup.options.s3 != NULL ? &setup.s3 : NULL;
+  options.partition_by = setup.options.n_partition_by > 0 ? setup.keys : NULL;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   // Writers take offsets + data: views (polars' strings) are rewritten.

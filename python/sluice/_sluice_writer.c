@@ -1,0 +1,274 @@
+// _Writer: sluice.Writer's C side over sluice_writer (batches handed over one
+// write at a time, written on the writer's own thread). Its options borrow
+// their strings from the constructor's arguments, which it keeps.
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "_sluice.h"
+
+static void set_error(struct sluice_error* error, int code, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(error->message, sizeof error->message, fmt, args);
+  va_end(args);
+  error->code = code;
+}
+
+typedef struct {
+  PyObject_HEAD
+  PyObject* args;    // kept: setup's strings point into them
+  PyObject* kwargs;
+  struct sp_write_setup setup;
+  struct sluice_writer* writer;  // NULL before the first write (no schema given) and after close
+  struct ArrowSchema schema;     // the writer's (release == NULL before it is known)
+  int finished;                  // closed or aborted
+  int busy;                      // a write() runs (without the GIL): no close or abort now
+} WriterObject;
+
+static int busy_error(WriterObject* self) {
+  if (!self->busy) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "a write() of this writer is running in another thread");
+  return -1;
+}
+
+/// Whether `got` has the types and names of `want` (nullability and metadata
+/// aside); else the first difference in `why`. A batch is read by the
+/// writer's schema: a large_string column read as string would be garbage.
+static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema* got,
+                       const char* where, char* why, size_t cap) {
+  const char* name = got->name != NULL ? got->name : "";
+  if (strcmp(want->format, got->format) != 0) {
+    snprintf(why, cap, "%s%s: type '%s', the writer's is '%s'", where, name, got->format,
+             want->format);
+    return 0;
+  }
+  if ((want->name == NULL) != (got->name == NULL) ||
+      (want->name != NULL && strcmp(want->name, got->name) != 0)) {
+    snprintf(why, cap, "%scolumn '%s', the writer's is '%s'", where, name,
+             want->name != NULL ? want->name : "");
+    return 0;
+  }
+  if (want->n_children != got->n_children) {
+    snprintf(why, cap, "%s%s: %lld fields, the writer's has %lld", where, name,
+             (long long)got->n_children, (long long)want->n_children);
+    return 0;
+  }
+  if ((want->dictionary == NULL) != (got->dictionary == NULL) ||
+      (want->dictionary != NULL &&
+       !same_schema(want->dictionary, got->dictionary, where, why, cap))) {
+    if ((want->dictionary == NULL) != (got->dictionary == NULL)) {
+      snprintf(why, cap, "%s%s: dictionary-encoded in one and not the other", where, name);
+    }
+    return 0;
+  }
+  for (int64_t i = 0; i < want->n_children; ++i) {
+    if (!same_schema(want->children[i], got->children[i], where, why, cap)) return 0;
+  }
+  return 1;
+}
+
+static PyObject* closed_error(void) {
+  PyErr_SetString(PyExc_ValueError, "the writer is closed");
+  return NULL;
+}
+
+/// Opens the writer with `schema` (GIL held; released while opening).
+static int writer_open(WriterObject* self, const struct ArrowSchema* schema) {
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  if (sp_schema_copy(schema, &self->schema) != 0) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_writer_open(self->setup.location, schema, &self->setup.options, &self->writer,
+                          &error);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    self->schema.release(&self->schema);
+    if (error.code == 0) error.code = rc;
+    sp_raise_error(&error);
+    return -1;
+  }
+  return 0;
+}
+
+static int writer_init(WriterObject* self, PyObject* args, PyObject* kwargs) {
+  if (self->args != NULL) {
+    PyErr_SetString(PyExc_TypeError, "_Writer is initialized once");
+    return -1;
+  }
+  if (sp_write_setup_parse(args, kwargs, &self->setup) != 0) return -1;
+  Py_INCREF(args);
+  self->args = args;
+  Py_XINCREF(kwargs);
+  self->kwargs = kwargs;
+  // The first argument: an 'arrow_schema' capsule, or None to take the
+  // schema of the first write.
+  if (self->setup.stream == Py_None) return 0;
+  struct ArrowSchema* schema = PyCapsule_GetPointer(self->setup.stream, "arrow_schema");
+  if (schema == NULL) return -1;
+  return writer_open(self, schema);
+}
+
+static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
+  if (self->finished) return closed_error();
+  if (busy_error(self) != 0) return NULL;
+  struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+  if (stream == NULL) return NULL;
+  if (stream->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
+    return NULL;
+  }
+  struct ArrowArrayStream input = *stream;
+  stream->release = NULL;  // ours now
+  // Writers take offsets + data: views (polars' strings) are rewritten.
+  struct ArrowArrayStream plain;
+  int wrapped = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sp_plain_stream(&input, &plain, &wrapped);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    input.release(&input);
+    return PyErr_NoMemory();
+  }
+  struct ArrowArrayStream* in = wrapped ? &plain : &input;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  Py_BEGIN_ALLOW_THREADS
+  rc = in->get_schema(in, &schema);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    const char* why = in->get_last_error != NULL ? in->get_last_error(in) : NULL;
+    set_error(&error, rc, "reading the input's schema: %s", why != NULL ? why : strerror(rc));
+    in->release(in);
+    return sp_raise_error(&error);
+  }
+  if (self->writer == NULL) {
+    rc = writer_open(self, &schema);
+  } else if (!same_schema(&self->schema, &schema, "", error.message, sizeof error.message)) {
+    char why[sizeof error.message];
+    memcpy(why, error.message, sizeof why);
+    set_error(&error, EINVAL, "%s: this write's columns differ from the writer's: %.900s",
+              self->setup.location, why);
+    sp_raise_error(&error);
+    rc = -1;
+  }
+  schema.release(&schema);
+  if (rc != 0) {
+    in->release(in);
+    return NULL;
+  }
+  self->busy = 1;
+  Py_BEGIN_ALLOW_THREADS
+  for (;;) {
+    struct ArrowArray batch;
+    memset(&batch, 0, sizeof batch);
+    rc = in->get_next(in, &batch);
+    if (rc != 0) {
+      const char* why = in->get_last_error != NULL ? in->get_last_error(in) : NULL;
+      set_error(&error, rc, "reading the input: %s", why != NULL ? why : strerror(rc));
+      break;
+    }
+    if (batch.release == NULL) break;
+    rc = sluice_writer_write(self->writer, &batch, &error);  // takes the batch
+    if (rc != 0) break;
+  }
+  in->release(in);
+  Py_END_ALLOW_THREADS
+  self->busy = 0;
+  if (rc != 0) {
+    if (PyErr_Occurred()) return NULL;  // a Python producer raised
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (self->finished) return closed_error();
+  if (busy_error(self) != 0) return NULL;
+  self->finished = 1;
+  if (self->writer == NULL) {
+    PyErr_SetString(PyExc_ValueError,
+                    "nothing was written and no schema was given: the output's columns are "
+                    "not known (pass schema= to write an empty table)");
+    return NULL;
+  }
+  struct sluice_writer* writer = self->writer;
+  self->writer = NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = sluice_writer_close(writer, &error);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* writer_abort(WriterObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (busy_error(self) != 0) return NULL;
+  self->finished = 1;
+  struct sluice_writer* writer = self->writer;
+  self->writer = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  sluice_writer_abort(writer);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+static void writer_dealloc(WriterObject* self) {
+  // Dropped without close: nothing appears (as after abort).
+  struct sluice_writer* writer = self->writer;
+  self->writer = NULL;
+  if (writer != NULL) {
+    Py_BEGIN_ALLOW_THREADS
+    sluice_writer_abort(writer);
+    Py_END_ALLOW_THREADS
+  }
+  if (self->schema.release != NULL) self->schema.release(&self->schema);
+  Py_XDECREF(self->args);
+  Py_XDECREF(self->kwargs);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* writer_get_closed(WriterObject* self, void* Py_UNUSED(closure)) {
+  return PyBool_FromLong(self->finished);
+}
+
+static PyMethodDef writer_methods[] = {
+    {"write", (PyCFunction)writer_write, METH_O,
+     "write(stream_capsule): hands every batch of the stream to the writer."},
+    {"close", (PyCFunction)writer_close, METH_NOARGS,
+     "close(): writes the rest and commits; raises the write's error."},
+    {"abort", (PyCFunction)writer_abort, METH_NOARGS,
+     "abort(): stops the write; nothing appears at the location."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef writer_getset[] = {
+    {"closed", (getter)writer_get_closed, NULL, "Closed or aborted.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject SpWriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sluice._sluice._Writer",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_dealloc = (destructor)writer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "_Writer(schema_capsule_or_None, location, **write options) (see sluice.Writer).",
+    .tp_methods = writer_methods,
+    .tp_getset = writer_getset,
+    .tp_init = (initproc)writer_init,
+    .tp_new = PyType_GenericNew,
+};

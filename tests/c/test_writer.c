@@ -1,0 +1,259 @@
+// sluice_writer (the push side of sluice_write): batches handed over one at
+// a time give the same bytes as sluice_write pulling them from a stream, in
+// a plain file and in partitions; abort, a bad batch, an unknown format and
+// every failed allocation leave nothing at the location and nothing
+// allocated.
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/sl_array.h"
+#include "format/csv/csv_reader.h"
+#include "test_util.h"
+
+#define ROWS 2000
+
+static void make_csv(const char* path) {
+  FILE* f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "k,x,s\n");
+  for (int i = 0; i < ROWS; i++) fprintf(f, "%d,%d,\"v %d, q\"\"\"\n", i % 7, i, i * 3);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void read_batches(const char* csv, struct test_batches* b) {
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(test_batches_read(sl_csv_reader(), csv, 97, 0, b, &error), 0);
+}
+
+/// The file's bytes (malloc'd), or NULL when there is none.
+static char* slurp(const char* path, long* size) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* data = malloc((size_t)*size + 1);
+  assert_non_null(data);
+  assert_int_equal(fread(data, 1, (size_t)*size, f), (size_t)*size);
+  fclose(f);
+  return data;
+}
+
+static void remove_tree(const char* dir) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/// Pushes the batches of `csv` through a writer to `dst`; the result of
+/// close (or of the first failing write).
+static int push_all(const char* csv, const char* dst, const struct sluice_write_options* options,
+                    struct sluice_error* error) {
+  struct test_batches b;
+  read_batches(csv, &b);
+  struct sluice_writer* w = NULL;
+  int rc = sluice_writer_open(dst, &b.schema, options, &w, error);
+  for (int64_t i = 0; rc == 0 && i < b.n; i++) {
+    struct ArrowArray batch;
+    sl_array_move(&b.arrays[i], &batch);
+    rc = sluice_writer_write(w, &batch, error);
+    assert_null(batch.release);  // taken, also on error
+  }
+  if (rc == 0) {
+    rc = sluice_writer_close(w, error);
+  } else if (w != NULL) {
+    sluice_writer_abort(w);
+  }
+  test_batches_release(&b);
+  return rc;
+}
+
+static int pull_all(const char* csv, const char* dst, const struct sluice_write_options* options,
+                    struct sluice_error* error) {
+  struct test_batches b;
+  read_batches(csv, &b);
+  struct ArrowArrayStream stream;
+  test_batches_stream(&b, &stream);
+  int rc = sluice_write(&stream, dst, options, error);
+  stream.release(&stream);
+  test_batches_release(&b);
+  return rc;
+}
+
+static void test_pushed_equals_pulled(void** state) {
+  (void)state;
+  char csv[512], a[512], b[512];
+  test_temp_path("writer_in.csv", csv, sizeof csv);
+  make_csv(csv);
+  static const char* const exts[] = {"parquet", "csv", "arrow", "avro"};
+  for (size_t e = 0; e < sizeof exts / sizeof exts[0]; e++) {
+    char name[64];
+    snprintf(name, sizeof name, "writer_push.%s", exts[e]);
+    test_temp_path(name, a, sizeof a);
+    snprintf(name, sizeof name, "writer_pull.%s", exts[e]);
+    test_temp_path(name, b, sizeof b);
+    struct sluice_write_options options;
+    sluice_write_options_init(&options);
+    options.no_fsync = 1;
+    options.format_options = strcmp(exts[e], "avro") == 0 ? "sync=000102030405060708090a0b0c0d0e0f"
+                                                          : NULL;
+    struct sluice_error error = {0, {0}};
+    assert_int_equal(push_all(csv, a, &options, &error), 0);
+    assert_int_equal(pull_all(csv, b, &options, &error), 0);
+    long na = 0, nb = 0;
+    char* da = slurp(a, &na);
+    char* db = slurp(b, &nb);
+    assert_non_null(da);
+    assert_non_null(db);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, (size_t)na);
+    free(da);
+    free(db);
+    unlink(a);
+    unlink(b);
+  }
+  // Partitioned: the same files under the same directories.
+  test_temp_path("writer_push_dir", a, sizeof a);
+  test_temp_path("writer_pull_dir", b, sizeof b);
+  remove_tree(a);
+  remove_tree(b);
+  static const char* const keys[] = {"k"};
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.no_fsync = 1;
+  options.format = "parquet";
+  options.partition_by = keys;
+  options.n_partition_by = 1;
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(push_all(csv, a, &options, &error), 0);
+  assert_int_equal(pull_all(csv, b, &options, &error), 0);
+  for (int k = 0; k < 7; k++) {
+    char fa[700], fb[700];
+    snprintf(fa, sizeof fa, "%s/k=%d/part-0.parquet", a, k);
+    snprintf(fb, sizeof fb, "%s/k=%d/part-0.parquet", b, k);
+    long na = 0, nb = 0;
+    char* da = slurp(fa, &na);
+    char* db = slurp(fb, &nb);
+    assert_non_null(da);
+    assert_non_null(db);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, (size_t)na);
+    free(da);
+    free(db);
+  }
+  remove_tree(a);
+  remove_tree(b);
+  unlink(csv);
+}
+
+static void test_abort_and_failures_leave_nothing(void** state) {
+  (void)state;
+  char csv[512], dst[512];
+  test_temp_path("writer_in2.csv", csv, sizeof csv);
+  test_temp_path("writer_out.parquet", dst, sizeof dst);
+  make_csv(csv);
+  FILE* f = fopen(dst, "w");  // an existing file stays as it was
+  assert_non_null(f);
+  fputs("old", f);
+  fclose(f);
+  struct test_batches b;
+  read_batches(csv, &b);
+  struct sluice_error error = {0, {0}};
+  struct sluice_writer* w = NULL;
+  // Abort after some batches.
+  assert_int_equal(sluice_writer_open(dst, &b.schema, NULL, &w, &error), 0);
+  for (int i = 0; i < 3; i++) {
+    struct ArrowArray batch;
+    sl_array_move(&b.arrays[i], &batch);
+    assert_int_equal(sluice_writer_write(w, &batch, &error), 0);
+  }
+  sluice_writer_abort(w);
+  long n = 0;
+  char* data = slurp(dst, &n);
+  assert_non_null(data);
+  assert_int_equal(n, 3);
+  free(data);
+  // A batch that does not match the schema: the write fails, naming it,
+  // from that write or a later one, or from close.
+  assert_int_equal(sluice_writer_open(dst, &b.schema, NULL, &w, &error), 0);
+  struct ArrowArray wrong;
+  sl_array_move(&b.arrays[4], &wrong);
+  struct ArrowArray* col = wrong.children[1];  // x: int64; claim it is a string column
+  wrong.children[1] = wrong.children[2];
+  wrong.children[2] = col;
+  int rc = sluice_writer_write(w, &wrong, &error);
+  for (int i = 5; rc == 0 && i < b.n; i++) {
+    struct ArrowArray batch;
+    sl_array_move(&b.arrays[i], &batch);
+    rc = sluice_writer_write(w, &batch, &error);
+  }
+  if (rc == 0) {
+    rc = sluice_writer_close(w, &error);
+  } else {
+    sluice_writer_abort(w);
+  }
+  assert_int_equal(rc, EINVAL);
+  assert_non_null(strstr(error.message, "batch"));
+  data = slurp(dst, &n);
+  assert_non_null(data);
+  assert_int_equal(n, 3);
+  free(data);
+  test_batches_release(&b);
+  // An output that cannot be written: close says why.
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.format = "nope";
+  char bad[600];
+  snprintf(bad, sizeof bad, "%s.nope", dst);
+  assert_int_not_equal(push_all(csv, bad, &options, &error), 0);
+  assert_non_null(strstr(error.message, "unknown output format"));
+  assert_int_equal(access(bad, F_OK), -1);
+  unlink(dst);
+  unlink(csv);
+}
+
+struct sweep_ctx {
+  const char *csv, *dst;
+};
+
+static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct sweep_ctx* s = ctx;
+  struct sluice_write_options options;
+  sluice_write_options_init(&options);
+  options.allocator = alloc;
+  options.no_fsync = 1;
+  int rc = push_all(s->csv, s->dst, &options, error);
+  if (rc != 0) assert_int_equal(access(s->dst, F_OK), -1);
+  unlink(s->dst);
+  return rc;
+}
+
+static void test_allocation_failures(void** state) {
+  (void)state;
+  char csv[512], dst[512];
+  test_temp_path("writer_in3.csv", csv, sizeof csv);
+  test_temp_path("writer_sweep.arrow", dst, sizeof dst);
+  make_csv(csv);
+  struct sweep_ctx s = {csv, dst};
+  assert_true(test_alloc_sweep(write_once, &s, 99999) > 5);
+  unlink(csv);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pushed_equals_pulled),
+      cmocka_unit_test(test_abort_and_failures_leave_nothing),
+      cmocka_unit_test(test_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
