@@ -608,8 +608,10 @@ struct sluice_write_options {
   /// (RENAME_EXCHANGE where the file system has it, so a partition is
   /// never missing), old entries removed at the end, and a failure on the
   /// way puts everything back. On S3 new objects get new names (past the
-  /// existing part-<n>) except with overwrite_or_ignore; those uploaded
-  /// before a failed upload are deleted again; delete_matching deletes the
+  /// existing part-<n>) except with overwrite_or_ignore. After a failed
+  /// upload, the objects uploaded before it that replaced nothing are
+  /// deleted again; those overwrite_or_ignore uploaded over old ones cannot
+  /// be given back (S3 keeps no old version). delete_matching deletes the
   /// old objects of the partitions written after every upload (a failure
   /// then leaves some of them beside the new ones; the message says so).
   int existing_data_behavior;
@@ -667,6 +669,10 @@ SLUICE_EXPORT int sluice_writer_open(const char* location, const struct ArrowSch
 /// Hands `batch` (a struct array of the schema; taken: released by the
 /// writer, also on error) to the writer; waits while the previous batch is
 /// still waiting to be taken. After the write failed, returns its error.
+/// The batch is checked against the schema's layout (buffers, children,
+/// lengths) before it is written, not against its logical types: an int64
+/// column under an int32 schema has the same layout and would be misread,
+/// so hand over batches of the schema given to sluice_writer_open.
 SLUICE_EXPORT int sluice_writer_write(struct sluice_writer* writer, struct ArrowArray* batch,
                                       struct sluice_error* error);
 

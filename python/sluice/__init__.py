@@ -741,7 +741,13 @@ class Writer:
     returns, as with sluice.write: abort() (or an error, or a Writer dropped
     without close) leaves nothing, and an existing file as it was. A write
     that fails raises its error from that write() or a later one, or from
-    close().
+    close(); a write() that fails after some of its rows were taken aborts
+    the writer (later calls raise ValueError), while one refused before
+    (columns that differ from the writer's: a pyarrow string column where
+    the writer has large_string, as polars and pandas give; cast first)
+    leaves it as it was. Calls from another thread while a write() runs
+    raise RuntimeError. Ctrl-C during a write() or close() takes effect when
+    it returns.
     """
 
     def __init__(self, dst, schema=None, *, format=None, compression=None, index=None,

@@ -239,6 +239,10 @@ struct sp_write_setup {
   const char* keys[64];
 };
 int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup* out);
+/// Raises a failed write's error (rc): the producer's own exception when it
+/// raised, KeyboardInterrupt for a Ctrl-C in a Python producer, else the
+/// sluice error. Returns NULL.
+PyObject* sp_raise_write_error(struct sluice_error* error, int rc);
 extern PyTypeObject SpWriterType;
 /// A dict of sluice_s3_options fields (None = none) into *out, whose strings
 /// point into the dict's values. Returns 0, or -1 with an exception set.

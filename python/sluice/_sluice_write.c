@@ -179,26 +179,28 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
     PyErr_Restore(watch.type, watch.value, watch.traceback);
     return NULL;
   }
-  // A producer may have raised (e.g. a Python generator behind pyarrow).
-  if (rc != 0) {
-    if (PyErr_Occurred()) return NULL;
-    // Ctrl-C inside a Python producer (a generator behind pyarrow's reader,
-    // which runs on this thread): pyarrow passes on the traceback as text,
-    // its last line the exception's name. The write is undone; raise it as
-    // what it is, not as a sluice error.
-    size_t n = strlen(error.message);
-    static const char k_interrupt[] = "\nKeyboardInterrupt";
-    while (n > 0 && (error.message[n - 1] == '\n' || error.message[n - 1] == ' ')) --n;
-    if (n >= sizeof k_interrupt - 1 &&
-        memcmp(error.message + n - (sizeof k_interrupt - 1), k_interrupt,
-               sizeof k_interrupt - 1) == 0) {
-      PyErr_SetNone(PyExc_KeyboardInterrupt);
-      return NULL;
-    }
-    if (error.code == 0) error.code = rc;
-    return sp_raise_error(&error);
-  }
+  if (rc != 0) return sp_raise_write_error(&error, rc);
   Py_RETURN_NONE;
+}
+
+PyObject* sp_raise_write_error(struct sluice_error* error, int rc) {
+  // A producer may have raised (e.g. a Python generator behind pyarrow).
+  if (PyErr_Occurred()) return NULL;
+  // Ctrl-C inside a Python producer (a generator behind pyarrow's reader,
+  // which runs on this thread): pyarrow passes on the traceback as text,
+  // its last line the exception's name. The write is undone; raise it as
+  // what it is, not as a sluice error.
+  size_t n = strlen(error->message);
+  static const char k_interrupt[] = "\nKeyboardInterrupt";
+  while (n > 0 && (error->message[n - 1] == '\n' || error->message[n - 1] == ' ')) --n;
+  if (n >= sizeof k_interrupt - 1 &&
+      memcmp(error->message + n - (sizeof k_interrupt - 1), k_interrupt,
+             sizeof k_interrupt - 1) == 0) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    return NULL;
+  }
+  if (error->code == 0) error->code = rc;
+  return sp_raise_error(error);
 }
 
 /* ---- make_batch ------------------------------------------------------------ */

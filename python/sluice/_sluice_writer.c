@@ -23,7 +23,8 @@ typedef struct {
   struct sluice_writer* writer;  // NULL before the first write (no schema given) and after close
   struct ArrowSchema schema;     // the writer's (release == NULL before it is known)
   int finished;                  // closed or aborted
-  int busy;                      // a write() runs (without the GIL): no close or abort now
+  int failed;                    // aborted by a write() that failed after rows were taken
+  int busy;                      // a write() runs (without the GIL): no other call now
 } WriterObject;
 
 static int busy_error(WriterObject* self) {
@@ -68,8 +69,11 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
   return 1;
 }
 
-static PyObject* closed_error(void) {
-  PyErr_SetString(PyExc_ValueError, "the writer is closed");
+static PyObject* closed_error(WriterObject* self) {
+  PyErr_SetString(PyExc_ValueError,
+                  self->failed ? "the writer was aborted: an earlier write() failed after "
+                                 "some of its rows were taken (nothing was written)"
+                               : "the writer is closed");
   return NULL;
 }
 
@@ -77,6 +81,10 @@ static PyObject* closed_error(void) {
 static int writer_open(WriterObject* self, const struct ArrowSchema* schema) {
   struct sluice_error error;
   memset(&error, 0, sizeof error);
+  if (self->writer != NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "the writer is open already");
+    return -1;
+  }
   if (sp_schema_copy(schema, &self->schema) != 0) {
     PyErr_NoMemory();
     return -1;
@@ -113,8 +121,10 @@ static int writer_init(WriterObject* self, PyObject* args, PyObject* kwargs) {
   return writer_open(self, schema);
 }
 
+static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream);
+
 static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
-  if (self->finished) return closed_error();
+  if (self->finished) return closed_error(self);
   if (busy_error(self) != 0) return NULL;
   struct ArrowArrayStream* stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
   if (stream == NULL) return NULL;
@@ -122,6 +132,16 @@ static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
+  // Busy from before the GIL is first released to the end: another
+  // thread's close, abort or write is refused meanwhile.
+  self->busy = 1;
+  PyObject* result = write_stream(self, stream);
+  self->busy = 0;
+  return result;
+}
+
+/// write() with the writer busy: hands over every batch of `stream`.
+static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream) {
   struct ArrowArrayStream input = *stream;
   stream->release = NULL;  // ours now
   // Writers take offsets + data: views (polars' strings) are rewritten.
@@ -164,7 +184,8 @@ static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
     in->release(in);
     return NULL;
   }
-  self->busy = 1;
+  int64_t handed = 0;  // batches the writer took
+  int writer_failed = 0;
   Py_BEGIN_ALLOW_THREADS
   for (;;) {
     struct ArrowArray batch;
@@ -177,21 +198,31 @@ static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
     }
     if (batch.release == NULL) break;
     rc = sluice_writer_write(self->writer, &batch, &error);  // takes the batch
-    if (rc != 0) break;
+    if (rc != 0) {
+      writer_failed = 1;
+      break;
+    }
+    handed++;
   }
   in->release(in);
   Py_END_ALLOW_THREADS
-  self->busy = 0;
-  if (rc != 0) {
-    if (PyErr_Occurred()) return NULL;  // a Python producer raised
-    if (error.code == 0) error.code = rc;
-    return sp_raise_error(&error);
+  if (rc != 0 && (handed > 0 || writer_failed)) {
+    // Part of this write was taken, or the output failed: nothing of it
+    // may be committed by a later close. The writer is aborted.
+    struct sluice_writer* writer = self->writer;
+    self->writer = NULL;
+    self->finished = 1;
+    self->failed = 1;
+    Py_BEGIN_ALLOW_THREADS
+    sluice_writer_abort(writer);
+    Py_END_ALLOW_THREADS
   }
+  if (rc != 0) return sp_raise_write_error(&error, rc);
   Py_RETURN_NONE;
 }
 
 static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) {
-  if (self->finished) return closed_error();
+  if (self->finished) return closed_error(self);
   if (busy_error(self) != 0) return NULL;
   self->finished = 1;
   if (self->writer == NULL) {
@@ -208,10 +239,7 @@ static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) 
   Py_BEGIN_ALLOW_THREADS
   rc = sluice_writer_close(writer, &error);
   Py_END_ALLOW_THREADS
-  if (rc != 0) {
-    if (error.code == 0) error.code = rc;
-    return sp_raise_error(&error);
-  }
+  if (rc != 0) return sp_raise_write_error(&error, rc);
   Py_RETURN_NONE;
 }
 

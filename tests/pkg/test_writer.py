@@ -162,3 +162,42 @@ def test_same_rows_as_pyarrow_parquet_writer(tmp_path):
             p.write_batch(batch)
     assert pq.read_table(ours).equals(pq.read_table(theirs))
     assert pd.read_parquet(ours).equals(pd.read_parquet(theirs))
+
+
+def test_a_write_that_fails_part_way_aborts_the_writer(tmp_path):
+    """A producer failing after some of its rows were taken: nothing of
+    them may be committed, so the writer is aborted and close() says so;
+    another call while a write() runs is refused (here from inside the
+    producer, on the same thread, as another thread's would be)."""
+    t = _table(10)
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"old")
+
+    def failing():
+        yield from t.to_batches(max_chunksize=3)
+        raise RuntimeError("producer failed")
+
+    w = sluice.Writer(out, schema=t.schema)
+    w.write(t)
+    with pytest.raises(Exception, match="producer failed"):
+        w.write(pa.RecordBatchReader.from_batches(t.schema, failing()))
+    assert w.closed
+    with pytest.raises(ValueError, match="aborted"):
+        w.close()
+    assert out.read_bytes() == b"old"
+
+    w = sluice.Writer(out, schema=t.schema)
+    seen = []
+
+    def meddling():
+        yield t.to_batches()[0]
+        for call in (w.close, w.abort, lambda: w.write(t)):
+            with pytest.raises(RuntimeError, match="running"):
+                call()
+            seen.append(call)
+        yield t.to_batches()[0]
+
+    w.write(pa.RecordBatchReader.from_batches(t.schema, meddling()))
+    w.close()
+    assert len(seen) == 3
+    assert pq.read_table(out).num_rows == 20
