@@ -49,6 +49,19 @@ static char* slurp(const char* path, long* size) {
   return data;
 }
 
+/// Both files exist and hold the same bytes.
+static void assert_same_file(const char* a, const char* b) {
+  long na = 0, nb = 0;
+  char* da = slurp(a, &na);
+  char* db = slurp(b, &nb);
+  assert_non_null(da);
+  assert_non_null(db);
+  assert_int_equal(na, nb);
+  assert_memory_equal(da, db, (size_t)na);
+  free(da);
+  free(db);
+}
+
 static void remove_tree(const char* dir) {
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -110,15 +123,7 @@ static void test_pushed_equals_pulled(void** state) {
     struct sluice_error error = {0, {0}};
     assert_int_equal(push_all(csv, a, &options, &error), 0);
     assert_int_equal(pull_all(csv, b, &options, &error), 0);
-    long na = 0, nb = 0;
-    char* da = slurp(a, &na);
-    char* db = slurp(b, &nb);
-    assert_non_null(da);
-    assert_non_null(db);
-    assert_int_equal(na, nb);
-    assert_memory_equal(da, db, (size_t)na);
-    free(da);
-    free(db);
+    assert_same_file(a, b);
     unlink(a);
     unlink(b);
   }
@@ -141,15 +146,7 @@ static void test_pushed_equals_pulled(void** state) {
     char fa[700], fb[700];
     snprintf(fa, sizeof fa, "%s/k=%d/part-0.parquet", a, k);
     snprintf(fb, sizeof fb, "%s/k=%d/part-0.parquet", b, k);
-    long na = 0, nb = 0;
-    char* da = slurp(fa, &na);
-    char* db = slurp(fb, &nb);
-    assert_non_null(da);
-    assert_non_null(db);
-    assert_int_equal(na, nb);
-    assert_memory_equal(da, db, (size_t)na);
-    free(da);
-    free(db);
+    assert_same_file(fa, fb);
   }
   remove_tree(a);
   remove_tree(b);
