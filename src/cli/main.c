@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 #include "core/sl_options.h"
@@ -563,7 +564,21 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   return CLI_OK;
 }
 
+/// A partitioned write to S3 stages each object in a file of its own until
+/// the uploads, so it holds as many descriptors as partitions; a soft limit
+/// of 1024 open files (many systems' default, and the default
+/// --max-partitions) would stop it short. The soft limit is raised to the
+/// hard one, as Go programs do at start; sluice polls, it never select()s.
+static void raise_open_file_limit(void) {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 int main(int argc, char** argv) {
+  raise_open_file_limit();
   struct cli_options options;
   memset(&options, 0, sizeof options);
   options.limit = -1;

@@ -1359,3 +1359,29 @@ def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
     proc = run(sluice, creds(s3), "convert", src, tmp_path / "one.parquet",
                "--existing-data", "append")
     assert proc.returncode != 0 and "partitioned output" in proc.stderr.decode()
+
+
+def test_partitioned_write_of_more_objects_than_the_soft_file_limit(sluice, s3, tmp_path):
+    """Each object waits in a staged file until the uploads: 300 partitions
+    under a soft limit of 128 open files (the hard one left as it is) still
+    upload, since the CLI raises its soft limit to the hard one."""
+    import resource
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(600)), "b": [i % 300 for i in range(600)]}), src)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"hard limit on open files is {hard}")
+
+    def low_soft_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+
+    proc = subprocess.run([sluice.binary, "convert", str(src), f"s3://{BUCKET}/many/", "-t",
+                           "parquet", "--partition-by", "b", "-q"], capture_output=True,
+                          timeout=300, env=creds(s3), preexec_fn=low_soft_limit)
+    assert proc.returncode == 0, proc.stderr.decode()
+    stored = s3["data"] / BUCKET / "many"
+    assert len([p for p in stored.rglob("*.parquet")]) == 300
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/many/", tmp_path / "r.arrows")
+    assert sorted(got.column("id").to_pylist()) == list(range(600))
