@@ -479,19 +479,39 @@ static int64_t part_index(const char* name, size_t len) {
   return i > 5 && (i == len || name[i] == '.') ? n : -1;
 }
 
-/// The first index past every part-<n> among `prefix`'s objects directly
-/// under it (S3: the sorted listing taken at the start).
-static int64_t next_free_index_s3(const struct partitioned_write* w, const char* prefix,
-                                  size_t len) {
+/// `out` = "<location>/<path>/", the prefix of partition `part`'s objects.
+static int partition_prefix(struct partitioned_write* w, const struct partition* part,
+                            struct sl_text* out, struct sluice_error* error) {
+  sl_text_clear(out);
+  if (sl_text_append(out, w->location, w->root_len) != 0 || sl_text_append_char(out, '/') != 0 ||
+      sl_text_append(out, part->path, part->path_len) != 0 || sl_text_append_char(out, '/') != 0) {
+    return oom(w, error);
+  }
+  return 0;
+}
+
+/// The first key of the S3 listing taken at the start (sorted) that does
+/// not sort before the first `len` bytes of `prefix`: where the keys
+/// starting with it begin.
+static size_t first_key_from(const struct partitioned_write* w, const char* prefix, size_t len) {
   const struct sl_location_list* keys = &w->existing_keys;
-  size_t lo = 0, hi = keys->n;  // lower bound of prefix
+  size_t lo = 0, hi = keys->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (strncmp(keys->names[mid], prefix, len) < 0) lo = mid + 1;
     else hi = mid;
   }
+  return lo;
+}
+
+/// The first index past every part-<n> among `prefix`'s objects directly
+/// under it (S3: the listing taken at the start).
+static int64_t next_free_index_s3(const struct partitioned_write* w, const char* prefix,
+                                  size_t len) {
+  const struct sl_location_list* keys = &w->existing_keys;
   int64_t next = 0;
-  for (size_t i = lo; i < keys->n && strncmp(keys->names[i], prefix, len) == 0; i++) {
+  for (size_t i = first_key_from(w, prefix, len);
+       i < keys->n && strncmp(keys->names[i], prefix, len) == 0; i++) {
     const char* rest = keys->names[i] + len;
     if (strchr(rest, '/') != NULL) continue;  // deeper down
     int64_t n = part_index(rest, strlen(rest));
@@ -512,15 +532,10 @@ static int next_file(struct partitioned_write* w, struct partition* part, char**
                                        w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING)) {
     struct sl_text prefix;  // (locally the names are chosen when the files move in)
     sl_text_init(&prefix, w->alloc);
-    if (sl_text_append(&prefix, w->location, w->root_len) != 0 ||
-        sl_text_append_char(&prefix, '/') != 0 ||
-        sl_text_append(&prefix, part->path, part->path_len) != 0 ||
-        sl_text_append_char(&prefix, '/') != 0) {
-      sl_text_reset(&prefix);
-      return oom(w, error);
-    }
-    part->base = next_free_index_s3(w, prefix.data, prefix.len);
+    int rc = partition_prefix(w, part, &prefix, error);
+    if (rc == 0) part->base = next_free_index_s3(w, prefix.data, prefix.len);
     sl_text_reset(&prefix);
+    SL_RETURN_NOT_OK(rc);
   }
   char name[64];
   snprintf(name, sizeof name, "/part-%lld", (long long)(part->base + part->files));
@@ -1262,8 +1277,8 @@ static int delete_doomed(void* ctx, int64_t i, struct sluice_error* error) {
 }
 
 /// delete_matching on S3, after the uploads: the objects listed at the start
-/// under the prefixes of the partitions written, but for those just
-/// written (same key, replaced by the upload).
+/// under the prefixes of the partitions written (the new ones were named
+/// past them, so none is among them).
 static int delete_replaced_objects(struct partitioned_write* w, struct sluice_error* error) {
   const struct sl_location_list* keys = &w->existing_keys;
   struct doomed d = {w, keys->n > 0 ? sl_alloc(w->alloc, keys->n * sizeof(int64_t)) : NULL};
@@ -1273,23 +1288,11 @@ static int delete_replaced_objects(struct partitioned_write* w, struct sluice_er
   sl_text_init(&prefix, w->alloc);
   int rc = 0;
   for (int64_t p = 0; p < w->n_parts && rc == 0; p++) {
-    const struct partition* part = &w->parts[p];
-    if (part->files == 0) continue;
-    sl_text_clear(&prefix);
-    if (sl_text_append(&prefix, w->location, w->root_len) != 0 ||
-        sl_text_append_char(&prefix, '/') != 0 ||
-        sl_text_append(&prefix, part->path, part->path_len) != 0 ||
-        sl_text_append_char(&prefix, '/') != 0) {
-      rc = oom(w, error);
-      break;
-    }
-    for (size_t i = 0; i < keys->n; i++) {
-      if (strncmp(keys->names[i], prefix.data, prefix.len) != 0) continue;
-      int written = 0;
-      for (int64_t f = 0; f < w->n_pending && !written; f++) {
-        written = strcmp(w->pending[f].path, keys->names[i]) == 0;
-      }
-      if (!written) d.keys[n++] = (int64_t)i;
+    if (w->parts[p].files == 0) continue;
+    rc = partition_prefix(w, &w->parts[p], &prefix, error);
+    for (size_t i = rc == 0 ? first_key_from(w, prefix.data, prefix.len) : keys->n;
+         i < keys->n && strncmp(keys->names[i], prefix.data, prefix.len) == 0; i++) {
+      d.keys[n++] = (int64_t)i;
     }
   }
   sl_text_reset(&prefix);
@@ -1316,16 +1319,8 @@ static int upload_pending(void* ctx, int64_t i, struct sluice_error* error) {
 
 /// Whether `key` was listed under the prefix at the start.
 static int existed(const struct partitioned_write* w, const char* key) {
-  const struct sl_location_list* keys = &w->existing_keys;
-  size_t lo = 0, hi = keys->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(keys->names[mid], key);
-    if (c == 0) return 1;
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return 0;
+  size_t i = first_key_from(w, key, strlen(key));  // key itself sorts first among its prefixes
+  return i < w->existing_keys.n && strcmp(w->existing_keys.names[i], key) == 0;
 }
 
 /// After a failed upload: deletes the objects uploaded by this write that
