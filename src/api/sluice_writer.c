@@ -28,6 +28,7 @@ struct sluice_writer {
   int rc;                  ///< its result
   struct sluice_error error;
   pthread_t thread;
+  int synced;  ///< 1: lock made, 2: and changed (what writer_free destroys)
   char* location;
   const struct sluice_write_options* options;
 };
@@ -87,9 +88,9 @@ static void* write_thread(void* arg) {
 static void writer_free(struct sluice_writer* w) {
   if (w->slot.release != NULL) w->slot.release(&w->slot);
   if (w->schema.release != NULL) w->schema.release(&w->schema);
-  pthread_cond_destroy(&w->changed);
-  pthread_mutex_destroy(&w->lock);
-  sl_free(w->alloc, w->location, strlen(w->location) + 1);
+  if (w->synced > 1) pthread_cond_destroy(&w->changed);
+  if (w->synced > 0) pthread_mutex_destroy(&w->lock);
+  if (w->location != NULL) sl_free(w->alloc, w->location, strlen(w->location) + 1);
   sl_free(w->alloc, w, sizeof *w);
 }
 
@@ -105,22 +106,15 @@ int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
   if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
   w->alloc = alloc;
   w->options = options;
-  if ((w->location = sl_strdup(alloc, location)) == NULL) {
-    sl_free(alloc, w, sizeof *w);
-    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  int rc = (w->location = sl_strdup(alloc, location)) == NULL
+               ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
+               : 0;
+  if (rc == 0 && pthread_mutex_init(&w->lock, NULL) == 0) w->synced = 1;
+  if (w->synced == 1 && pthread_cond_init(&w->changed, NULL) == 0) w->synced = 2;
+  if (rc == 0 && w->synced < 2) {
+    rc = sl_error_set(error, EAGAIN, "%s: cannot create a mutex or condition variable", location);
   }
-  if (pthread_mutex_init(&w->lock, NULL) != 0) {
-    sl_free(alloc, w->location, strlen(location) + 1);
-    sl_free(alloc, w, sizeof *w);
-    return sl_error_set(error, EAGAIN, "%s: cannot create a mutex", location);
-  }
-  if (pthread_cond_init(&w->changed, NULL) != 0) {
-    pthread_mutex_destroy(&w->lock);
-    sl_free(alloc, w->location, strlen(location) + 1);
-    sl_free(alloc, w, sizeof *w);
-    return sl_error_set(error, EAGAIN, "%s: cannot create a condition variable", location);
-  }
-  int rc = sl_schema_copy(schema, alloc, &w->schema, error);
+  if (rc == 0) rc = sl_schema_copy(schema, alloc, &w->schema, error);
   if (rc == 0 && pthread_create(&w->thread, NULL, write_thread, w) != 0) {
     rc = sl_error_set(error, EAGAIN, "%s: cannot start the writing thread", location);
   }
