@@ -76,18 +76,6 @@ static void write_jsonl(struct test_batches* b, const char* path) {
   assert_int_equal(sl_sink_commit(sink, &error), 0);
 }
 
-static void assert_same_files(const char* a, const char* b) {
-  size_t na = 0, nb = 0;
-  uint8_t* da = test_read_file(a, &na);
-  uint8_t* db = test_read_file(b, &nb);
-  assert_non_null(da);
-  assert_non_null(db);
-  assert_int_equal(na, nb);
-  assert_memory_equal(da, db, na);
-  free(da);
-  free(db);
-}
-
 /// Reads the written file back with the Parquet reader, when linked in, and
 /// compares it with the source (as JSON Lines) when the types came back the
 /// same.
@@ -125,7 +113,7 @@ static void read_back(const char* src, const char* dst, int64_t rows, int64_t co
     snprintf(b, sizeof b, "%s.back.jsonl", dst);
     write_jsonl(&orig, a);
     write_jsonl(&back, b);
-    assert_same_files(a, b);
+    test_assert_same_files(a, b);
     unlink(a);
     unlink(b);
   }

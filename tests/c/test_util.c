@@ -136,6 +136,18 @@ uint8_t* test_read_file(const char* path, size_t* size) {
   return data;
 }
 
+void test_assert_same_files(const char* a, const char* b) {
+  size_t na = 0, nb = 0;
+  uint8_t* da = test_read_file(a, &na);
+  uint8_t* db = test_read_file(b, &nb);
+  assert_non_null(da);
+  assert_non_null(db);
+  assert_int_equal(na, nb);
+  assert_memory_equal(da, db, na);
+  free(da);
+  free(db);
+}
+
 int test_write_file(const char* path, const void* data, size_t size) {
   FILE* f = fopen(path, "wb");
   if (f == NULL) return -1;

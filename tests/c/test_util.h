@@ -44,6 +44,8 @@ const char* test_temp_path(const char* name, char* out, size_t cap);
 
 /// Reads a whole file into a malloc'd buffer (NULL on error).
 uint8_t* test_read_file(const char* path, size_t* size);
+/// Fails the test unless both files exist and hold the same bytes.
+void test_assert_same_files(const char* a, const char* b);
 /// Writes bytes to a file; 0 on success.
 int test_write_file(const char* path, const void* data, size_t size);
 

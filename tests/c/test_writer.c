@@ -35,33 +35,6 @@ static void read_batches(const char* csv, struct test_batches* b) {
   assert_int_equal(test_batches_read(sl_csv_reader(), csv, 97, 0, b, &error), 0);
 }
 
-/// The file's bytes (malloc'd), or NULL when there is none.
-static char* slurp(const char* path, long* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  *size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* data = malloc((size_t)*size + 1);
-  assert_non_null(data);
-  assert_int_equal(fread(data, 1, (size_t)*size, f), (size_t)*size);
-  fclose(f);
-  return data;
-}
-
-/// Both files exist and hold the same bytes.
-static void assert_same_file(const char* a, const char* b) {
-  long na = 0, nb = 0;
-  char* da = slurp(a, &na);
-  char* db = slurp(b, &nb);
-  assert_non_null(da);
-  assert_non_null(db);
-  assert_int_equal(na, nb);
-  assert_memory_equal(da, db, (size_t)na);
-  free(da);
-  free(db);
-}
-
 static void remove_tree(const char* dir) {
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -123,7 +96,7 @@ static void test_pushed_equals_pulled(void** state) {
     struct sluice_error error = {0, {0}};
     assert_int_equal(push_all(csv, a, &options, &error), 0);
     assert_int_equal(pull_all(csv, b, &options, &error), 0);
-    assert_same_file(a, b);
+    test_assert_same_files(a, b);
     unlink(a);
     unlink(b);
   }
@@ -146,7 +119,7 @@ static void test_pushed_equals_pulled(void** state) {
     char fa[700], fb[700];
     snprintf(fa, sizeof fa, "%s/k=%d/part-0.parquet", a, k);
     snprintf(fb, sizeof fb, "%s/k=%d/part-0.parquet", b, k);
-    assert_same_file(fa, fb);
+    test_assert_same_files(fa, fb);
   }
   remove_tree(a);
   remove_tree(b);
@@ -175,8 +148,8 @@ static void test_abort_and_failures_leave_nothing(void** state) {
     assert_int_equal(sluice_writer_write(w, &batch, &error), 0);
   }
   sluice_writer_abort(w);
-  long n = 0;
-  char* data = slurp(dst, &n);
+  size_t n = 0;
+  uint8_t* data = test_read_file(dst, &n);
   assert_non_null(data);
   assert_int_equal(n, 3);
   free(data);
@@ -201,7 +174,7 @@ static void test_abort_and_failures_leave_nothing(void** state) {
   }
   assert_int_equal(rc, EINVAL);
   assert_non_null(strstr(error.message, "batch"));
-  data = slurp(dst, &n);
+  data = test_read_file(dst, &n);
   assert_non_null(data);
   assert_int_equal(n, 3);
   free(data);
