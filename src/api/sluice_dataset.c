@@ -390,9 +390,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
   int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
   // With the default allocator, freed batch buffers are kept for the next
-  // batches, up to a quarter of the budget (sl_buffer_cache.h).
+  // batches, up to a quarter of the budget (sl_buffer_cache.h) and a few
+  // batches' columns (a batch of W1 is five buffers, a wide table's many
+  // more; those beyond are freed as before).
   struct sl_buffer_cache* cache =
-      options->allocator == NULL ? sl_buffer_cache_create(NULL, budget / 4) : NULL;
+      options->allocator == NULL ? sl_buffer_cache_create(NULL, budget / 4, 64) : NULL;
   if (options->allocator == NULL && cache == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
@@ -724,8 +726,11 @@ int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream*
 
 /* ---- Writing ---------------------------------------------------------------- */
 
-/// Freed writer buffers kept for reuse during one sluice_write.
+/// Freed writer buffers kept for reuse during one sluice_write (a
+/// partitioned write's buffered rows besides) and the blocks that makes
+/// (of 64 KiB and more).
 #define WRITE_CACHE_BYTES ((int64_t)64 << 20)
+#define WRITE_CACHE_BLOCKS(bytes) ((int)((bytes) >> 16 < 1024 ? 1024 : (bytes) >> 16 < 16384 ? (bytes) >> 16 : 16384))
 
 void sl_write_remote_options(const struct sluice_write_options* options,
                              struct sl_remote_options* out) {
@@ -841,9 +846,16 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   // A writer fills buffers of about the same size batch after batch: with
   // the default allocator they are recycled through a cache (as a dataset's
-  // are), not mapped and faulted in afresh each time (sl_buffer_cache.h).
+  // are), not mapped and faulted in afresh each time (sl_buffer_cache.h). A
+  // partitioned write's buffered rows, freed as partitions are written
+  // out, are what the next batches are dealt into (a mixed-key write of W1
+  // faulted its 455 MB in page by page with only 64 blocks kept).
+  int64_t cache_bytes = WRITE_CACHE_BYTES;
+  if (options->n_partition_by > 0) cache_bytes += sl_write_partitioned_budget(options);
   struct sl_buffer_cache* cache =
-      options->allocator == NULL ? sl_buffer_cache_create(NULL, WRITE_CACHE_BYTES) : NULL;
+      options->allocator == NULL
+          ? sl_buffer_cache_create(NULL, cache_bytes, WRITE_CACHE_BLOCKS(cache_bytes))
+          : NULL;
   const struct sluice_allocator* alloc =
       options->allocator != NULL ? options->allocator
       : cache != NULL            ? sl_buffer_cache_allocator(cache)

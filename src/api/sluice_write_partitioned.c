@@ -848,7 +848,7 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
   w->scatter = sl_array_scatter_supported(&w->file_schema);
   w->max_parts = o->max_partitions > 0 ? o->max_partitions : DEFAULT_MAX_PARTITIONS;
   if (w->max_parts > ((int64_t)1 << 30)) w->max_parts = (int64_t)1 << 30;
-  w->budget = o->partition_buffer_bytes > 0 ? o->partition_buffer_bytes : DEFAULT_BUFFER_BYTES;
+  w->budget = sl_write_partitioned_budget(o);
   // The partition table grows with the partitions met, not up to the limit.
   return reserve_partition(w, error);
 }
@@ -1453,6 +1453,11 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   // (No rows: the staging directory becomes an empty one, as DuckDB leaves it.)
   if (rc == 0) rc = commit_all(w, error);
   return rc;
+}
+
+int64_t sl_write_partitioned_budget(const struct sluice_write_options* options) {
+  return options->partition_buffer_bytes > 0 ? options->partition_buffer_bytes
+                                             : DEFAULT_BUFFER_BYTES;
 }
 
 int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,

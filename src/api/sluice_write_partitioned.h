@@ -33,10 +33,14 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
 /// partition and written out to `part-<n><ext>` files (the partition
 /// holding the most bytes first when options->partition_buffer_bytes are
 /// spent; each spill ends a row group, block or batch of the partition's
-/// open file), none of which appears before every one is written. A local directory must be absent or empty, an S3 prefix hold
-/// no object.
+/// open file), none of which appears before every one is written. What
+/// may be at `location` already: options->existing_data_behavior.
 int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                          const char* location, const struct sluice_write_options* options,
                          struct sl_write_args* args, struct sluice_error* error);
+
+/// The bytes a partitioned write buffers (options->partition_buffer_bytes
+/// or its default).
+int64_t sl_write_partitioned_budget(const struct sluice_write_options* options);
 
 #endif

@@ -9,9 +9,6 @@
 /// Blocks from this size up are cached; smaller ones go straight to the
 /// base allocator (malloc keeps those mapped itself).
 #define CACHE_MIN ((size_t)64 << 10)
-/// Free blocks kept at most: a few batches' columns (a batch of W1 is five
-/// buffers, a wide table's many more; those beyond are freed as before).
-#define CACHE_SLOTS 64
 /// Each cached-size block starts with a header holding its capacity, so the
 /// block is reused by what it really holds, whatever size its free names.
 /// One alignment unit keeps the data 64-byte aligned.
@@ -25,19 +22,24 @@ struct sl_buffer_cache {
   pthread_mutex_t lock;
   int closed;
   int n_free;
+  int max_free;
   int64_t free_bytes;
   int64_t max_bytes;
   atomic_llong reuses;
-  struct {
+  struct free_block {
     uint8_t* block;  ///< the header's address
     size_t cap;      ///< bytes after the header
-  } free[CACHE_SLOTS];
+  } free[];  ///< max_free of them
 };
+
+static size_t cache_size(int max_blocks) {
+  return sizeof(struct sl_buffer_cache) + (size_t)max_blocks * sizeof(struct free_block);
+}
 
 static void cache_release(struct sl_buffer_cache* c) {
   if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
   pthread_mutex_destroy(&c->lock);
-  c->base->deallocate(c->base->ctx, c, sizeof *c);
+  c->base->deallocate(c->base->ctx, c, cache_size(c->max_free));
 }
 
 /// A kept block of at least `size` bytes and at most a quarter more (a small
@@ -86,7 +88,7 @@ static void cache_deallocate(void* ctx, void* ptr, size_t size) {
     uint8_t* block = (uint8_t*)ptr - CACHE_HEADER;
     size_t cap = *(const size_t*)block;
     pthread_mutex_lock(&c->lock);
-    int keep = !c->closed && c->n_free < CACHE_SLOTS &&
+    int keep = !c->closed && c->n_free < c->max_free &&
                c->free_bytes + (int64_t)cap <= c->max_bytes;
     if (keep) {
       c->free[c->n_free].block = block;
@@ -101,14 +103,16 @@ static void cache_deallocate(void* ctx, void* ptr, size_t size) {
 }
 
 struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
-                                               int64_t max_bytes) {
+                                               int64_t max_bytes, int max_blocks) {
   if (base == NULL) base = sluice_default_allocator();
-  struct sl_buffer_cache* c = base->allocate(base->ctx, sizeof *c, _Alignof(max_align_t));
+  if (max_blocks < 1) max_blocks = 1;
+  struct sl_buffer_cache* c = base->allocate(base->ctx, cache_size(max_blocks), _Alignof(max_align_t));
   if (c == NULL) return NULL;
   if (pthread_mutex_init(&c->lock, NULL) != 0) {
-    base->deallocate(base->ctx, c, sizeof *c);
+    base->deallocate(base->ctx, c, cache_size(max_blocks));
     return NULL;
   }
+  c->max_free = max_blocks;
   c->self = (struct sluice_allocator){cache_allocate, cache_deallocate, c};
   c->base = base;
   atomic_init(&c->refs, 1);

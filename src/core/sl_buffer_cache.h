@@ -21,10 +21,10 @@
 
 struct sl_buffer_cache;
 
-/// A cache over `base` keeping at most `max_bytes` of free blocks. NULL when
-/// out of memory.
+/// A cache over `base` keeping at most `max_blocks` free blocks of at most
+/// `max_bytes` in all. NULL when out of memory.
 struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
-                                               int64_t max_bytes);
+                                               int64_t max_bytes, int max_blocks);
 
 /// The allocator to use instead of `base`: its blocks of 64 KiB and more
 /// come from the cache and return to it. Valid until the cache is gone.

@@ -774,7 +774,7 @@ static void test_buffer_cache_recycles(void** state) {
   struct test_allocator ta;
   test_allocator_init(&ta);
   const size_t big = (size_t)100 << 10;  // over the 64 KiB from which blocks are kept
-  struct sl_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 3 * (int64_t)big);
+  struct sl_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 3 * (int64_t)big, 64);
   assert_non_null(cache);
   const struct sluice_allocator* alloc = sl_buffer_cache_allocator(cache);
   assert_true(sl_alloc_is_default(sluice_default_allocator()));
@@ -816,8 +816,22 @@ static void test_buffer_cache_recycles(void** state) {
   d[big / 2 - 1] = 1;
   sl_free_buffer(alloc, d, big / 2);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  // At most max_blocks free blocks, whatever bytes they hold: the rest go
+  // back to the base allocator; with room for all, all come back.
+  for (int blocks = 2; blocks <= 5; blocks += 3) {
+    cache = sl_buffer_cache_create(&ta.base, 10 * (int64_t)big, blocks);
+    assert_non_null(cache);
+    alloc = sl_buffer_cache_allocator(cache);
+    for (int i = 0; i < 5; ++i) assert_non_null(e[i] = sl_alloc_buffer(alloc, big));
+    for (int i = 0; i < 5; ++i) sl_free_buffer(alloc, e[i], big);
+    for (int i = 0; i < 5; ++i) assert_non_null(e[i] = sl_alloc_buffer(alloc, big));
+    assert_int_equal(sl_buffer_cache_reuses(cache), blocks);
+    for (int i = 0; i < 5; ++i) sl_free_buffer(alloc, e[i], big);
+    sl_buffer_cache_close(cache);
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  }
   // Out of memory: NULL, nothing held.
-  cache = sl_buffer_cache_create(&ta.base, 1 << 20);
+  cache = sl_buffer_cache_create(&ta.base, 1 << 20, 64);
   assert_non_null(cache);
   alloc = sl_buffer_cache_allocator(cache);
   atomic_store(&ta.fail_at, atomic_load(&ta.allocations) + 1);
@@ -825,7 +839,7 @@ static void test_buffer_cache_recycles(void** state) {
   sl_buffer_cache_close(cache);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
   // Over the default allocator, the block pool maps its blocks itself.
-  cache = sl_buffer_cache_create(NULL, 1 << 20);
+  cache = sl_buffer_cache_create(NULL, 1 << 20, 64);
   assert_non_null(cache);
   assert_true(sl_alloc_is_default(sl_buffer_cache_allocator(cache)));
   sl_buffer_cache_close(cache);

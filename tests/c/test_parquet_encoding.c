@@ -132,6 +132,43 @@ static void test_rle_roundtrip_all_widths(void** state) {
   free(got16);
 }
 
+/// One run of equal values (all-defined levels) decodes to those values
+/// for every width and length, short runs included; values too wide for
+/// the width are refused.
+static void test_rle_run_encoder(void** state) {
+  (void)state;
+  static const int64_t k_lengths[] = {0, 1, 7, 8, 9, 1000, 100003};
+  uint32_t* got = malloc(100003 * sizeof *got);
+  assert_non_null(got);
+  for (int w = 1; w <= 32; ++w) {
+    uint32_t value = w == 32 ? 0xFEDCBA98u : (uint32_t)((1ull << w) - 1) - (uint32_t)(w / 3);
+    for (size_t li = 0; li < sizeof k_lengths / sizeof k_lengths[0]; ++li) {
+      int64_t n = k_lengths[li];
+      struct sl_buffer buf;
+      sl_buffer_init(&buf, NULL);
+      assert_int_equal(pq_rle_encode_run(value, n, w, &buf), 0);
+      assert_true(buf.size <= 10 + 4);
+      struct sluice_error err = {0};
+      struct pq_rle_decoder d;
+      assert_int_equal(pq_rle_init(&d, buf.data, buf.size, w, &err), 0);
+      memset(got, 0, (size_t)n * sizeof *got);
+      assert_int_equal(pq_rle_get_u32(&d, got, n, &err), 0);
+      for (int64_t i = 0; i < n; ++i) assert_int_equal(got[i], value);
+      uint32_t extra;
+      if (n > 0) assert_int_equal(pq_rle_get_u32(&d, &extra, 1, &err), EILSEQ);
+      sl_buffer_reset(&buf);
+    }
+  }
+  struct sl_buffer buf;
+  sl_buffer_init(&buf, NULL);
+  assert_int_equal(pq_rle_encode_run(4, 10, 2, &buf), EINVAL);
+  assert_int_equal(pq_rle_encode_run(1, 10, 33, &buf), EINVAL);
+  assert_int_equal(pq_rle_encode_run(1, -1, 1, &buf), EINVAL);
+  assert_int_equal(buf.size, 0);
+  sl_buffer_reset(&buf);
+  free(got);
+}
+
 static void test_rle_encoder_rejects_wide_values(void** state) {
   (void)state;
   struct sl_buffer buf;
@@ -1142,6 +1179,7 @@ static void test_pyarrow_vectors(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rle_roundtrip_all_widths),
+      cmocka_unit_test(test_rle_run_encoder),
       cmocka_unit_test(test_rle_encoder_rejects_wide_values),
       cmocka_unit_test(test_rle_spec_examples),
       cmocka_unit_test(test_rle_bad_input),

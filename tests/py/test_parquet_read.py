@@ -1338,7 +1338,9 @@ def test_decimal_stats_pyarrow_duckdb(sluice_bin, tmp_path):
     assert stats["d20"]["source"] == "metadata" and stats["d40"]["source"] == "metadata"
 
     duck = tmp_path / "dec_duck.parquet"
-    duckdb.sql(f"COPY (SELECT (i * 7919 - 400000)::DECIMAL(30, 3) AS d30, "
+    # A connection of its own: the default one may hold another test's
+    # unfinished result, which newer DuckDB refuses to run beside.
+    duckdb.connect().execute(f"COPY (SELECT (i * 7919 - 400000)::DECIMAL(30, 3) AS d30, "
                f"(i - 500)::DECIMAL(18, 2) AS d18 FROM range(1000) t(i)) "
                f"TO '{duck}' (FORMAT parquet, ROW_GROUP_SIZE 300)")
     stats = _stats_json(sluice_bin, duck)

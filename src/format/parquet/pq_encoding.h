@@ -60,6 +60,8 @@ int pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width
 /// groups otherwise.
 int pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct sl_buffer* out);
 int pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out);
+/// Appends `n` copies of `value` as one RLE run (levels known to be equal).
+int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out);
 
 /// Bits needed for values 0..max_value (0 for 0).
 int pq_bit_width(uint64_t max_value);

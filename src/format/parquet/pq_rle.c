@@ -378,6 +378,19 @@ int pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct s
   return rle_encode(values, NULL, n, bit_width, out);
 }
 
+int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out) {
+  if (bit_width < 0 || bit_width > 32 || n < 0 ||
+      (bit_width < 32 && value >> bit_width != 0))
+    return EINVAL;
+  if (n == 0) return 0;
+  // Runs of any length are valid; the encoder above writes short ones as
+  // literals only because those are shorter when values change.
+  SL_RETURN_NOT_OK(put_uvarint(out, (uint64_t)n << 1));
+  uint8_t vb[4] = {(uint8_t)value, (uint8_t)(value >> 8), (uint8_t)(value >> 16),
+                   (uint8_t)(value >> 24)};
+  return sl_buffer_append(out, vb, (bit_width + 7) / 8);
+}
+
 int pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out) {
   if (bit_width > 16) return EINVAL;
   return rle_encode(NULL, values, n, bit_width, out);

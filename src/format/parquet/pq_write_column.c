@@ -138,6 +138,22 @@ static int table_resize(struct dict_build* b, uint64_t cap, struct sluice_error*
   return 0;
 }
 
+static inline int same_value(const struct dict_build* b, struct pqw_ba x, struct pqw_ba v) {
+  if (b->width == 8) {  // one load each, not a call to memcmp
+    uint64_t p, q;
+    memcpy(&p, x.ptr, 8);
+    memcpy(&q, v.ptr, 8);
+    return p == q;
+  }
+  if (b->width == 4) {
+    uint32_t p, q;
+    memcpy(&p, x.ptr, 4);
+    memcpy(&q, v.ptr, 4);
+    return p == q;
+  }
+  return x.len == v.len && (v.len == 0 || memcmp(x.ptr, v.ptr, (size_t)v.len) == 0);
+}
+
 /// The entry of `v` (1-based) in the dictionary being built, added when new;
 /// *found = 0 when adding it would pass the dictionary size limit.
 static int dict_find_or_add(struct dict_build* b, const struct pqw_options* opt, struct pqw_ba v,
@@ -148,8 +164,7 @@ static int dict_find_or_add(struct dict_build* b, const struct pqw_options* opt,
   for (;;) {
     uint32_t e = b->table[slot];
     if (e == 0) break;
-    const struct pqw_ba* x = &entries[e - 1];
-    if (x->len == v.len && (v.len == 0 || memcmp(x->ptr, v.ptr, (size_t)v.len) == 0)) {
+    if (same_value(b, entries[e - 1], v)) {
       *found = e;
       return 0;
     }
@@ -182,7 +197,12 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   s->indices.size = 0;
   if (sl_buffer_reserve(&s->indices, d->n_values * 4) != 0) return oom(error);
   uint32_t* idx = (uint32_t*)(void*)s->indices.data;
-  SL_RETURN_NOT_OK(table_resize(&b, 1024, error));
+  // Sized for the values probed (or all, when fewer), not grown from small
+  // by rehashing every entry at each doubling.
+  int64_t expect = d->n_seed + (d->n_values < PQW_PROBE_VALUES ? d->n_values : PQW_PROBE_VALUES);
+  uint64_t slots = 1024;
+  while ((int64_t)slots < 2 * expect) slots *= 2;
+  SL_RETURN_NOT_OK(table_resize(&b, slots, error));
   // A dictionary column's own dictionary first, in its order (d->seed).
   for (int64_t i = 0; i < d->n_seed; ++i) {
     uint32_t found;
@@ -196,8 +216,9 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
     if (found == 0) return 0;
     idx[i] = found - 1;
     // Mostly distinct values: not worth a dictionary (unless the column is
-    // one: its dictionary is kept).
-    if (i + 1 == PQW_PROBE_VALUES && d->n_values > 4 * PQW_PROBE_VALUES &&
+    // one: its dictionary is kept). Any chunk past the probe: chunks of
+    // 16K-64K values, as a partitioned write makes, were hashed whole.
+    if (i + 1 == PQW_PROBE_VALUES && d->n_values > PQW_PROBE_VALUES &&
         b.n_entries * 2 > PQW_PROBE_VALUES && d->n_seed == 0)
       return 0;
   }
@@ -254,13 +275,17 @@ static int append_plain(const struct pqw_leaf* leaf, const uint8_t* values, int6
 }
 
 /// Appends levels as an RLE/bit-packed hybrid; with a 4-byte length prefix for v1.
+/// all_max: every level is max_level (definition levels of a chunk without
+/// nulls or lists), written as one run without reading them.
 static int append_levels(const struct sl_buffer* levels, int64_t l0, int64_t n, int max_level,
-                         int prefixed, struct sl_buffer* out, int32_t* length,
+                         int all_max, int prefixed, struct sl_buffer* out, int32_t* length,
                          struct sluice_error* error) {
   int64_t start = out->size;
   if (prefixed && sl_buffer_append_zeros(out, 4) != 0) return oom(error);
   const int16_t* lv = (const int16_t*)(const void*)levels->data + l0;
-  int rc = pq_rle_encode_i16(lv, n, pq_bit_width((uint64_t)max_level), out);
+  int width = pq_bit_width((uint64_t)max_level);
+  int rc = all_max ? pq_rle_encode_run((uint32_t)max_level, n, width, out)
+                   : pq_rle_encode_i16(lv, n, width, out);
   if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
                                                                  "level encoding failed");
   int64_t len = out->size - start - (prefixed ? 4 : 0);
@@ -351,6 +376,36 @@ static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* o
   return 0;
 }
 
+/// About the bytes the chunk's pages will take (uncompressed: an upper
+/// bound for incompressible values, whose pages are what makes chunks big),
+/// so that its buffer is sized once: grown by doubling, every step copied
+/// the chunk and mapped fresh pages (half of a partitioned write's page
+/// faults, when each row group's buffers start empty).
+static int64_t chunk_size_estimate(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+                                   const struct pqw_scratch* s, int use_dict) {
+  const struct pqw_column_data* d = &s->data;
+  int64_t n = d->n_values, values;
+  if (use_dict) {
+    int64_t n_dict = s->dict_values.size / (int64_t)sizeof(struct pqw_ba);
+    values = s->dict_plain.size + (n * pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) + 7) / 8;
+  } else if (leaf->type == PQ_BYTE_ARRAY) {
+    const struct pqw_ba* v = (const struct pqw_ba*)(const void*)d->vdata;
+    values = 0;
+    for (int64_t i = 0; i < n; ++i) values += 4 + v[i].len;
+  } else {
+    int64_t w = leaf->type == PQ_BOOLEAN ? 0
+                : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
+                : leaf->type == PQ_INT96 ? 12
+                : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+    values = w == 0 ? (n + 7) / 8 : n * w;
+  }
+  int64_t levels = (d->n_levels * (pq_bit_width((uint64_t)leaf->max_def) +
+                                   pq_bit_width((uint64_t)leaf->max_rep)) + 7) / 8;
+  int64_t body = values + levels;
+  int64_t pages = body / (opt->page_size > 0 ? opt->page_size : 1) + 2;
+  return body + body / 64 + pages * 64;  // compressor's worst case, headers
+}
+
 int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
                      const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
@@ -384,6 +439,8 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
     SL_RETURN_NOT_OK(pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
   }
 
+  if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, use_dict)) != 0)
+    return oom(error);
   struct page_writer w = {leaf, opt, s, out, 0};
   int n_enc = 0;
   if (use_dict) {
@@ -415,6 +472,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   const int16_t* def = (const int16_t*)(const void*)d->def.data;
   const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
   int has_levels = leaf->max_def > 0 || leaf->max_rep > 0;
+  int all_defined = leaf->max_rep == 0 && d->null_count == 0;  // every level max_def
   int v2 = opt->data_page_version == 2;
   int64_t lv = 0, vv = 0;
   while (lv < d->n_levels) {
@@ -455,9 +513,10 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
     s->page.size = 0;
     int32_t rep_len = 0, def_len = 0;
     if (leaf->max_rep > 0)
-      SL_RETURN_NOT_OK(append_levels(&d->rep, lv, n_lv, leaf->max_rep, !v2, &s->page, &rep_len, error));
+      SL_RETURN_NOT_OK(append_levels(&d->rep, lv, n_lv, leaf->max_rep, 0, !v2, &s->page, &rep_len, error));
     if (leaf->max_def > 0)
-      SL_RETURN_NOT_OK(append_levels(&d->def, lv, n_lv, leaf->max_def, !v2, &s->page, &def_len, error));
+      SL_RETURN_NOT_OK(append_levels(&d->def, lv, n_lv, leaf->max_def, all_defined, !v2, &s->page,
+                                     &def_len, error));
     int64_t levels_len = s->page.size;
     if (use_dict) {
       uint8_t bw = (uint8_t)idx_width;

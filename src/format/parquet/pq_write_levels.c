@@ -363,6 +363,24 @@ static int fill_flat(struct walk_ctx* c, const struct ArrowArray* a, int64_t sta
   return 0;
 }
 
+/// After the first of several slices of a flat leaf: grows the buffers to
+/// hold all `total_rows` at the first `rows`' rate (at most a level and a
+/// value per row, so never far above what they will hold). A partitioned write's row group
+/// is hundreds of small slices, and growing by doubling copied the buffers
+/// and mapped fresh pages at every step (a third of its page faults).
+static int size_for_all(struct pqw_column_data* d, int64_t rows, int64_t total_rows,
+                        struct sluice_error* error) {
+  if (rows <= 0 || total_rows <= rows) return 0;
+  struct sl_buffer* grown[3] = {&d->def, &d->rep, &d->values};
+  for (int k = 0; k < 3; ++k) {
+    int64_t per_row = (grown[k]->size + rows - 1) / rows;
+    if (per_row > 0 && per_row <= INT64_MAX / total_rows &&
+        sl_buffer_grow_to(grown[k], per_row * total_rows) != 0)
+      return oom(error);
+  }
+  return 0;
+}
+
 int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
                          const struct pqw_slice* slices, int64_t n_slices,
                          struct sluice_error* error) {
@@ -372,8 +390,12 @@ int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
   d->n_levels = d->n_values = d->null_count = d->n_rows = 0;
   d->vdata = NULL;
   struct walk_ctx c = {leaf, d, 0};
+  int64_t total_rows = 0;
+  for (int64_t i = 0; i < n_slices; ++i) total_rows += slices[i].n_rows;
   for (int64_t i = 0; i < n_slices; ++i) {
     const struct pqw_slice* sl = &slices[i];
+    if (i == 1 && leaf->n_steps == 1 && !leaf->is_dict)  // flat: at most a value per row
+      SL_RETURN_NOT_OK(size_for_all(d, slices[0].n_rows, total_rows, error));
     if (leaf->column >= sl->batch->n_children)
       return sl_error_set(error, EINVAL, "parquet writer: batch has %lld columns, schema more",
                           (long long)sl->batch->n_children);
