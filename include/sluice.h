@@ -615,6 +615,11 @@ struct sluice_write_options {
   /// old objects of the partitions written after every upload (a failure
   /// then leaves some of them beside the new ones; the message says so).
   int existing_data_behavior;
+  /// Partitioned output (not allowed without partition_by): a partition's
+  /// file holds at most this many rows; the rows after it go on in the
+  /// partition's next file (part-1, part-2, ...), as with pyarrow's
+  /// write_dataset(max_rows_per_file=). 0 = no limit.
+  int64_t max_rows_per_file;
 };
 
 /// sluice_write_options.existing_data_behavior.

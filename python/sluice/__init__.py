@@ -605,7 +605,8 @@ def _is_pandas_frame(data):
 
 
 def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
-          partition_by=None, max_partitions=None, existing_data_behavior="error", **options):
+          partition_by=None, max_partitions=None, existing_data_behavior="error",
+          max_rows_per_file=None, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
     writable file object (``io.BytesIO``, ... with ``format=``: the output is
     made whole first, so an error writes nothing into it), or into an
@@ -652,6 +653,10 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         part-<n>, as DuckDB's APPEND: writing a table again adds its rows
         again). Locally a failure puts everything back; see the README for
         S3.
+    max_rows_per_file: with partition_by, a partition's file holds at most
+        this many rows; the rows after go on in its next file (part-1,
+        part-2, ...), as pyarrow's write_dataset(max_rows_per_file=).
+        Default: no limit.
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -672,7 +677,7 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     InvalidArgumentError.
     """
     kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
-                           existing_data_behavior, options)
+                           existing_data_behavior, max_rows_per_file, options)
     capsule = _stream_capsule(data, index)
     if _is_file_object(dst):
         _write_into(capsule, dst, kwargs)
@@ -681,7 +686,7 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
 
 
 def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
-                  existing_data_behavior, options):
+                  existing_data_behavior, max_rows_per_file, options):
     """sluice.write's keywords as _sluice.write takes them (and _Writer)."""
     options = dict(options)
     ca_bundle, insecure = _tls_settings(options)
@@ -709,6 +714,15 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
         raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior is for partitioned "
                                    "output (partition_by); a single file is always replaced "
                                    "whole")
+    if max_rows_per_file is not None:
+        if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int)
+                or max_rows_per_file <= 0):
+            raise InvalidArgumentError(_errno.EINVAL, "max_rows_per_file must be a positive "
+                                       f"int, not {max_rows_per_file!r}")
+        if partition_by is None:
+            raise InvalidArgumentError(_errno.EINVAL, "max_rows_per_file is for partitioned "
+                                       "output (partition_by): one file is asked for")
+        kwargs.update(max_rows_per_file=max_rows_per_file)
     if partition_by is not None:
         keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         if not keys or not all(isinstance(k, str) for k in keys):
@@ -729,7 +743,7 @@ class Writer:
     end and aborts on an exception.
 
     dst and the keywords are sluice.write's (format, compression, fsync,
-    partition_by, max_partitions, existing_data_behavior, writer options,
+    partition_by, max_partitions, existing_data_behavior, max_rows_per_file, writer options,
     storage_options, ...; not a file object). schema: anything with
     ``__arrow_c_schema__`` (a pyarrow Schema); without it the first write's
     schema is taken, and every later write must have the same.
@@ -752,12 +766,12 @@ class Writer:
 
     def __init__(self, dst, schema=None, *, format=None, compression=None, index=None,
                  fsync=True, partition_by=None, max_partitions=None,
-                 existing_data_behavior="error", **options):
+                 existing_data_behavior="error", max_rows_per_file=None, **options):
         if _is_file_object(dst):
             raise InvalidArgumentError(_errno.EINVAL, "sluice.Writer writes to a path, a "
                                        "directory or an s3:// prefix, not a file object")
         kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
-                               existing_data_behavior, options)
+                               existing_data_behavior, max_rows_per_file, options)
         self._index = index
         self._dst = dst
         capsule = schema.__arrow_c_schema__() if schema is not None else None

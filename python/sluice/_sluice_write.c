@@ -89,7 +89,8 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
 int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup* out) {
   static char* keywords[] = {"stream", "location", "format", "compression", "format_options",
                              "ca_bundle", "insecure", "fsync", "s3", "timeout",
-                             "partition_by", "max_partitions", "existing_data_behavior", NULL};
+                             "partition_by", "max_partitions", "existing_data_behavior",
+                             "max_rows_per_file", NULL};
   memset(out, 0, sizeof *out);
   const char* format = NULL;
   const char* compression = NULL;
@@ -102,10 +103,12 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   PyObject* partition_by = Py_None;
   long long max_partitions = 0;
   int existing_data_behavior = 0;  // checked by the caller and by sluice_write
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLi", keywords, &out->stream,
+  long long max_rows_per_file = 0;  // likewise
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLiL", keywords, &out->stream,
                                    &out->location, &format, &compression, &format_options,
                                    &ca_bundle, &insecure, &fsync, &s3_dict, &timeout,
-                                   &partition_by, &max_partitions, &existing_data_behavior)) {
+                                   &partition_by, &max_partitions, &existing_data_behavior,
+                                   &max_rows_per_file)) {
     return -1;
   }
   // partition_by: a list of str (checked by the caller); the names are
@@ -141,6 +144,7 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   options->n_partition_by = n_keys;
   options->max_partitions = max_partitions;
   options->existing_data_behavior = existing_data_behavior;
+  options->max_rows_per_file = max_rows_per_file;
   return 0;
 }
 

@@ -838,6 +838,14 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
                         "(partition_by); a single file is always replaced whole",
                         table ? "cql://" : location);
   }
+  if (options->max_rows_per_file < 0 ||
+      (options->max_rows_per_file > 0 && options->n_partition_by == 0)) {
+    return sl_error_set(error, EINVAL, "%s: max_rows_per_file %s",
+                        table ? "cql://" : location,
+                        options->max_rows_per_file < 0
+                            ? "must not be negative"
+                            : "is for partitioned output (partition_by): one file is asked for");
+  }
   if (table && options->n_partition_by > 0) {
     char shown[1024];
     sl_cql_redacted(location, shown, sizeof shown);

@@ -66,6 +66,7 @@ struct partition {
   struct sl_sink* sink;
   char* file_path;
   uint64_t last_used;
+  int64_t file_rows;  ///< rows in the open file so far
 };
 
 /// A finished, uncommitted file.
@@ -112,6 +113,7 @@ struct partitioned_write {
   int32_t* slots;  ///< open addressing over parts, -1 = empty; n_slots a power of 2
   int64_t n_slots;
   int64_t buffered, budget;
+  int64_t max_file_rows;  ///< options->max_rows_per_file, 0 = no limit
   struct pending_file* pending;
   int64_t n_pending, cap_pending;
   char** dirs;  ///< local directories made, in the order made
@@ -605,46 +607,98 @@ static int close_file(struct partitioned_write* w, struct partition* part,
   return add_pending(w, sink, path, error);
 }
 
-/// Hands partition `p`'s pieces to its open file, opening
-/// one first (and closing the least recently used one when MAX_OPEN_FILES
-/// are open); the row group ends with them, so nothing stays buffered.
+/// Opens partition `part`'s next file (closing the least recently used one
+/// when MAX_OPEN_FILES are open).
+static int open_file(struct partitioned_write* w, struct partition* part,
+                     struct sluice_error* error) {
+  int rc = 0;
+  if (w->n_open == MAX_OPEN_FILES) {
+    struct partition* lru = NULL;
+    for (int64_t q = 0; q < w->n_parts; q++) {
+      struct partition* o = &w->parts[q];
+      if (o->writer != NULL && (lru == NULL || o->last_used < lru->last_used)) lru = o;
+    }
+    rc = close_file(w, lru, error);
+  }
+  if (rc == 0) rc = next_file(w, part, &part->file_path, error);
+  if (rc == 0) {
+    rc = sl_write_open_sink(w->writer, part->file_path, w->options, &w->remote, w->args,
+                            &part->sink, error);
+  }
+  if (rc == 0) {
+    w->args->location = part->file_path;
+    rc = w->writer->open(&w->file_schema, part->sink, w->args, &part->writer, error);
+    w->args->location = w->location;
+    if (rc == 0) w->n_open++;
+  }
+  if (rc != 0) {
+    sl_sink_abort(part->sink);
+    part->sink = NULL;
+    if (part->file_path != NULL) sl_free(w->alloc, part->file_path, strlen(part->file_path) + 1);
+    part->file_path = NULL;
+    return rc;
+  }
+  part->file_rows = 0;
+  return 0;
+}
+
+/// Splits `*rows` (a struct array) after `n` rows: `*head` gets the first
+/// n, `*rows` keeps the rest, both views of the same buffers through the
+/// struct's offset and length. On error both are left released.
+static int split_rows(struct partitioned_write* w, struct ArrowArray* rows, int64_t n,
+                      struct ArrowArray* head, struct sluice_error* error) {
+  memset(head, 0, sizeof *head);
+  const struct ArrowArray* whole = NULL;
+  struct sl_ref* owner = sl_array_share(rows, w->alloc, &whole);
+  if (owner == NULL) {
+    rows->release(rows);
+    return oom(w, error);
+  }
+  int rc = sl_array_view(whole, owner, w->alloc, head, error);
+  if (rc == 0) {
+    rc = sl_array_view(whole, owner, w->alloc, rows, error);
+    if (rc != 0) head->release(head);
+  }
+  sl_ref_release(owner);
+  if (rc != 0) return rc;
+  head->length = n;
+  rows->offset += n;
+  rows->length -= n;
+  head->null_count = rows->null_count = whole->null_count == 0 ? 0 : -1;
+  return 0;
+}
+
+/// Hands partition `p`'s pieces to its open file, opening one first; the
+/// row group ends with them, so nothing stays buffered. With
+/// max_file_rows, a file that has them is ended and the rows go on in the
+/// partition's next file (a piece split between the two).
 static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_error* error) {
   struct partition* part = &w->parts[p];
   int rc = 0;
-  if (part->writer == NULL) {
-    if (w->n_open == MAX_OPEN_FILES) {
-      struct partition* lru = NULL;
-      for (int64_t q = 0; q < w->n_parts; q++) {
-        struct partition* o = &w->parts[q];
-        if (o->writer != NULL && (lru == NULL || o->last_used < lru->last_used)) lru = o;
-      }
-      rc = close_file(w, lru, error);
-    }
-    if (rc == 0) rc = next_file(w, part, &part->file_path, error);
-    if (rc == 0) {
-      rc = sl_write_open_sink(w->writer, part->file_path, w->options, &w->remote, w->args,
-                              &part->sink, error);
-    }
-    if (rc == 0) {
-      w->args->location = part->file_path;
-      rc = w->writer->open(&w->file_schema, part->sink, w->args, &part->writer, error);
-      w->args->location = w->location;
-      if (rc == 0) w->n_open++;
-    }
-    if (rc != 0) {
-      sl_sink_abort(part->sink);
-      part->sink = NULL;
-      if (part->file_path != NULL) sl_free(w->alloc, part->file_path, strlen(part->file_path) + 1);
-      part->file_path = NULL;
-      drop_pieces(w, part);
-      return rc;
-    }
-  }
-  w->args->location = part->file_path;
   for (int64_t i = 0; i < part->n_pieces && rc == 0; i++) {
-    rc = w->writer->push(part->writer, &part->pieces[i], i + 1 == part->n_pieces, error);
+    struct ArrowArray* piece = &part->pieces[i];
+    while (rc == 0 && piece->release != NULL) {
+      if (part->writer == NULL && (rc = open_file(w, part, error)) != 0) break;
+      int64_t room = w->max_file_rows > 0 ? w->max_file_rows - part->file_rows : INT64_MAX;
+      if (room <= 0) {
+        rc = close_file(w, part, error);
+        continue;
+      }
+      struct ArrowArray head;
+      int last = i + 1 == part->n_pieces;
+      if (piece->length <= room) {
+        sl_array_move(piece, &head);
+      } else {
+        rc = split_rows(w, piece, room, &head, error);
+        last = 1;  // the file ends with this row group
+      }
+      if (rc != 0) break;
+      part->file_rows += head.length;
+      w->args->location = part->file_path;
+      rc = w->writer->push(part->writer, &head, last, error);
+      w->args->location = w->location;
+    }
   }
-  w->args->location = w->location;
   part->last_used = ++w->clock;
   drop_pieces(w, part);  // what push did not take (after an error)
   return rc;
@@ -849,6 +903,7 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
   w->max_parts = o->max_partitions > 0 ? o->max_partitions : DEFAULT_MAX_PARTITIONS;
   if (w->max_parts > ((int64_t)1 << 30)) w->max_parts = (int64_t)1 << 30;
   w->budget = sl_write_partitioned_budget(o);
+  w->max_file_rows = o->max_rows_per_file;
   // The partition table grows with the partitions met, not up to the limit.
   return reserve_partition(w, error);
 }

@@ -67,6 +67,7 @@ struct cli_options {
   char* partition_by_storage;  ///< the split names (malloc'd)
   int64_t max_partitions; ///< --max-partitions N (0 = the library's default)
   int existing_data;       ///< --existing-data (sluice_existing_data_behavior)
+  int64_t max_rows_per_file;  ///< --max-rows-per-file N (0 = no limit)
   struct sluice_s3_options s3;  ///< --profile, --region, --endpoint-url, ...
   const char* partitions; ///< --partitions FILTER (NULL = all objects)
   const char* filter;     ///< --filter FILTER (NULL = all rows)

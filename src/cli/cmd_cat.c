@@ -68,6 +68,7 @@ int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
   write_options.n_partition_by = (int64_t)options->n_partition_by;
   write_options.max_partitions = options->max_partitions;
   write_options.existing_data_behavior = options->existing_data;
+  write_options.max_rows_per_file = options->max_rows_per_file;
   write_options.batch_metadata = cli_progress_batch_metadata;
   write_options.batch_metadata_user = stream->private_data;
   // Standard output leaves nothing to undo: a signal kills it at once.

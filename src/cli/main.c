@@ -109,7 +109,8 @@ static const struct cli_command k_commands[] = {
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
-     "                      [--partition-by COLS [--existing-data WHAT]]\n"
+     "                      [--partition-by COLS [--existing-data WHAT]\n"
+     "                       [--max-rows-per-file N]]\n"
      "\n"
      "The output format comes from DST's extension unless -t is given. DST may\n"
      "be a Cassandra table, cql://[user[:password]@]host[:port]/ks.table: rows\n"
@@ -143,6 +144,10 @@ static const struct cli_command k_commands[] = {
      "                      files, other partitions stay), append (files there\n"
      "                      stay, the new ones are named past their\n"
      "                      directory's part-N: a rerun adds its rows again)\n"
+     "      --max-rows-per-file N\n"
+     "                      a partition's file holds at most N rows; the rest go\n"
+     "                      on in its next file, part-1, part-2, ... (as pyarrow's\n"
+     "                      write_dataset)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
          CLI_OPT_WRITE_OPTION | CLI_OPT_PARTITION_BY,
@@ -173,7 +178,7 @@ enum {
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
-  OPT_PARTITION_BY, OPT_MAX_PARTITIONS, OPT_EXISTING_DATA,
+  OPT_PARTITION_BY, OPT_MAX_PARTITIONS, OPT_EXISTING_DATA, OPT_MAX_ROWS_PER_FILE,
 };
 
 static const struct option k_long_options[] = {
@@ -213,6 +218,7 @@ static const struct option k_long_options[] = {
     {"partition-by", required_argument, NULL, OPT_PARTITION_BY},
     {"max-partitions", required_argument, NULL, OPT_MAX_PARTITIONS},
     {"existing-data", required_argument, NULL, OPT_EXISTING_DATA},
+    {"max-rows-per-file", required_argument, NULL, OPT_MAX_ROWS_PER_FILE},
     {NULL, 0, NULL, 0},
 };
 
@@ -453,6 +459,13 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         return usage_error(where, "bad --max-partitions '%s'", optarg);
       }
       options->max_partitions = value;
+      *seen |= CLI_OPT_PARTITION_BY;
+      return CLI_OK;
+    case OPT_MAX_ROWS_PER_FILE:
+      if (cli_parse_count(optarg, &value) != 0 || value <= 0) {
+        return usage_error(where, "bad --max-rows-per-file '%s' (a number of rows, > 0)", optarg);
+      }
+      options->max_rows_per_file = value;
       *seen |= CLI_OPT_PARTITION_BY;
       return CLI_OK;
     case OPT_EXISTING_DATA:

@@ -98,7 +98,8 @@ static void split_by_struct_offsets(struct test_batches* b) {
 
 static int write_partitioned_into(const char* src, const char* dst, const char* format,
                                   const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
-                                  int existing, const struct sluice_allocator* alloc,
+                                  int existing, int64_t max_file_rows,
+                                  const struct sluice_allocator* alloc,
                                   struct sluice_error* error) {
   struct test_batches b;
   assert_int_equal(test_batches_read(sl_csv_reader(), src, 211, 0, &b, error), 0);
@@ -117,6 +118,7 @@ static int write_partitioned_into(const char* src, const char* dst, const char* 
   options.partition_buffer_bytes = buffer_bytes;
   options.no_fsync = 1;
   options.existing_data_behavior = existing;
+  options.max_rows_per_file = max_file_rows;
   int rc = sluice_write(&stream, dst, &options, error);
   stream.release(&stream);
   test_batches_release(&b);
@@ -127,7 +129,7 @@ static int write_partitioned(const char* src, const char* dst, const char* forma
                              const char* const* keys, int64_t n_keys, int64_t buffer_bytes,
                              const struct sluice_allocator* alloc, struct sluice_error* error) {
   return write_partitioned_into(src, dst, format, keys, n_keys, buffer_bytes,
-                                SLUICE_EXISTING_DATA_ERROR, alloc, error);
+                                SLUICE_EXISTING_DATA_ERROR, 0, alloc, error);
 }
 
 /// A digest of everything under `dir`: names, kinds, sizes and contents
@@ -290,30 +292,106 @@ static void test_spilled_partitions_read_back(void** state) {
   unlink(src);
 }
 
+/// The rows of each file under `dir` (largest first in *largest), and how
+/// many files there are.
+static int64_t file_rows(const char* dir, const char* pattern, int64_t* largest,
+                         int64_t* total) {
+  char cmd[900];
+  snprintf(cmd, sizeof cmd, "find '%s' -type f -name '%s' | sort", dir, pattern);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  char path[1024];
+  int64_t files = 0;
+  *largest = 0;
+  *total = 0;
+  while (fgets(path, sizeof path, p) != NULL) {
+    path[strcspn(path, "\n")] = '\0';
+    int64_t rows = count_rows(path);
+    if (rows > *largest) *largest = rows;
+    *total += rows;
+    files++;
+  }
+  pclose(p);
+  return files;
+}
+
+/// max_rows_per_file: every partition's rows fill files of at most that
+/// many (the last partly), named part-0, part-1, ..., in every
+/// format, while spills split pieces between files; without partition_by
+/// it is refused.
+static void test_max_rows_per_file(void** state) {
+  (void)state;
+  char src[512], dst[512];
+  test_temp_path("partitioned_max_rows.csv", src, sizeof src);
+  test_temp_path("partitioned_max_rows_out", dst, sizeof dst);
+  make_csv(src, ROWS);
+  remove_tree(dst);
+  struct sluice_error error = {0, {0}};
+  static const char* const formats[] = {"parquet", "arrow", "arrows", "avro", "csv"};
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+    // 20 partitions of ~150 rows; the 16 KiB budget spills each often.
+    int rc = write_partitioned_into(src, dst, formats[f], k_keys, 2, 16 << 10,
+                                    SLUICE_EXISTING_DATA_ERROR, 37, NULL, &error);
+    if (rc != 0) fail_msg("%s: %s", formats[f], error.message);
+    int64_t largest = 0, total = 0;
+    int64_t files = file_rows(dst, "part-*", &largest, &total);
+    assert_int_equal(total, ROWS);
+    assert_int_equal(largest, 37);
+    // ceil(rows / 37) files in each partition: only the last one short.
+    int64_t want = 0;
+    for (int n = 0; n < N_NAMES; n++) {
+      for (int d = 0; d < 4; d++) {
+        int64_t rows = 0;
+        for (int64_t x = 0; x < ROWS; x++) rows += name_of(x) == k_names[n] && day_of(x) == d;
+        want += (rows + 36) / 37;
+      }
+    }
+    assert_int_equal(files, want);
+    check_read_back(dst, ROWS);
+    remove_tree(dst);
+  }
+  // Without partition_by: one file is asked for.
+  char single[600];
+  snprintf(single, sizeof single, "%s.parquet", dst);
+  assert_int_equal(write_partitioned_into(src, single, "parquet", k_keys, 0, 0,
+                                          SLUICE_EXISTING_DATA_ERROR, 10, NULL, &error),
+                   EINVAL);
+  assert_non_null(strstr(error.message, "max_rows_per_file"));
+  assert_int_equal(access(single, F_OK), -1);
+  assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 2, 0,
+                                          SLUICE_EXISTING_DATA_ERROR, -1, NULL, &error),
+                   EINVAL);
+  assert_int_equal(access(dst, F_OK), -1);
+  unlink(src);
+}
+
 struct sweep_run {
   const char *src, *dst, *format;
+  int64_t n_keys, rows, max_file_rows;
 };
 
 static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct sweep_run* run = ctx;
-  // 2 KiB: every partition spills before the end.
-  int rc = write_partitioned(run->src, run->dst, run->format, k_keys, 2, 2 << 10, alloc, error);
+  // 2 KiB: every partition spills before the end (and with max_file_rows,
+  // pieces are split between files).
+  int rc = write_partitioned_into(run->src, run->dst, run->format, k_keys, run->n_keys, 2 << 10,
+                                  SLUICE_EXISTING_DATA_ERROR, run->max_file_rows, alloc, error);
   if (rc != 0) {
     assert_int_equal(access(run->dst, F_OK), -1);  // no directory (staging inside), no file
   } else {
-    check_read_back(run->dst, SWEEP_ROWS);
+    check_read_back(run->dst, run->rows);
     remove_tree(run->dst);
   }
   return rc;
 }
 
-static void sweep(const char* format) {
+static void sweep(const char* format, int64_t n_keys, int64_t rows, int64_t max_file_rows) {
   char src[512], dst[512];
   test_temp_path("partitioned_sweep.csv", src, sizeof src);
   test_temp_path("partitioned_sweep_out", dst, sizeof dst);
-  make_csv(src, SWEEP_ROWS);
+  make_csv(src, rows);
   remove_tree(dst);
-  struct sweep_run run = {src, dst, format};
+  struct sweep_run run = {src, dst, format, n_keys, rows, max_file_rows};
   assert_true(test_alloc_sweep(write_once, &run, 99999) > 20);
   unlink(src);
 }
@@ -330,7 +408,7 @@ static int write_over_existing(void* ctx, const struct sluice_allocator* alloc,
   // One key (5 partitions), the default budget: the spills have their own
   // sweep above; this one is about what the commit does to old files.
   int rc = write_partitioned_into(run->src, run->dst, "parquet", k_keys, 1, 0, run->existing,
-                                  alloc, error);
+                                  0, alloc, error);
   if (rc != 0) {  // the old files as they were, nothing new, no staging directory
     char after[33];
     tree_digest(run->dst, after);
@@ -393,15 +471,17 @@ static void test_existing_data_kept_or_replaced(void** state) {
 
 static void test_allocation_failures_leave_nothing(void** state) {
   (void)state;
-  sweep("parquet");  // row groups pushed
-  sweep("arrow");    // batches pushed, dictionaries unified across them
-  sweep("avro");     // blocks pushed
-  sweep("csv");      // rows spelled by a pool of threads started per spill
+  sweep("parquet", 2, SWEEP_ROWS, 0);  // row groups pushed
+  sweep("arrow", 2, SWEEP_ROWS, 0);    // batches pushed, dictionaries unified across them
+  sweep("avro", 2, SWEEP_ROWS, 0);     // blocks pushed
+  sweep("csv", 2, SWEEP_ROWS, 0);      // rows spelled by a pool of threads started per spill
+  sweep("parquet", 1, 40, 3);          // 5 partitions, pieces split between files of 3 rows
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_spilled_partitions_read_back),
+      cmocka_unit_test(test_max_rows_per_file),
       cmocka_unit_test(test_allocation_failures_leave_nothing),
       cmocka_unit_test(test_existing_data_kept_or_replaced),
   };

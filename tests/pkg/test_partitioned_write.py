@@ -422,3 +422,53 @@ def test_value_too_long_for_a_directory_name(tmp_path):
             sluice.write(pa.table({"k": [value], "v": [1]}), tmp_path / "no", format="parquet",
                          partition_by="k")
         assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv"])
+def test_max_rows_per_file_as_pyarrow(tmp_path, fmt):
+    """max_rows_per_file: each partition's rows fill files of at most that
+    many, part-0 first, as pyarrow's write_dataset fills them (the same rows
+    per file, in the same order), also when the rows come in many batches
+    that mix partitions, and through sluice.Writer."""
+    t = _table(n=1000)
+    batches = t.to_batches(max_chunksize=57)
+    out, pa_dir = tmp_path / "out", tmp_path / "pa"
+    sluice.write(pa.Table.from_batches(batches), out, format=fmt, partition_by=["k"],
+                 max_rows_per_file=40)
+    ds.write_dataset(t, pa_dir, format="parquet", partitioning=["k"],
+                     partitioning_flavor="hive", max_rows_per_file=40, max_rows_per_group=40,
+                     basename_template="part-{i}.parquet")
+
+    def files(root, ext):
+        """{partition dir: [v values of part-0, part-1, ...]}"""
+        got = {}
+        for here, _, names in os.walk(root):
+            if not names:
+                continue
+            parts = sorted(names, key=lambda n: int(n.split("-")[1].split(".")[0]))
+            assert parts == [f"part-{i}.{ext}" for i in range(len(parts))]
+            got[os.path.relpath(here, root)] = [
+                pa.table(sluice.read(os.path.join(here, n))).column("v").to_pylist()
+                for n in parts]
+        return got
+
+    mine, theirs = files(out, fmt), files(pa_dir, "parquet")
+    assert mine == theirs
+    assert max(len(v) for p in mine.values() for v in p) == 40
+    # The Writer, batch by batch, gives the same files.
+    w_dir = tmp_path / "w"
+    with sluice.Writer(w_dir, format=fmt, partition_by="k", max_rows_per_file=40) as w:
+        for b in batches:
+            w.write(b)
+    assert files(w_dir, fmt) == mine
+
+
+def test_max_rows_per_file_refused(tmp_path):
+    t = _table(n=10)
+    for bad in [0, -1, 2.5, True, "10"]:
+        with pytest.raises(sluice.InvalidArgumentError, match="max_rows_per_file"):
+            sluice.write(t, tmp_path / "a", format="parquet", partition_by="k",
+                         max_rows_per_file=bad)
+    with pytest.raises(sluice.InvalidArgumentError, match="partitioned output"):
+        sluice.write(t, tmp_path / "b.parquet", max_rows_per_file=5)
+    assert os.listdir(tmp_path) == []

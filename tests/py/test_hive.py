@@ -262,3 +262,17 @@ def test_convert_partition_by_round_trips(sluice, pq_dataset, tmp_path):
     res = sluice.expect_error("convert", flat, out, "-t", "parquet", "--partition-by", "city",
                               "-q")
     assert b"not empty" in res.stderr
+    # --max-rows-per-file: files of at most N rows, every row read back.
+    split = tmp_path / "split"
+    sluice.run("convert", flat, split, "-t", "parquet", "--partition-by", "city",
+               "--max-rows-per-file", "7", "-q")
+    sizes = [pq.ParquetFile(p).metadata.num_rows for p in split.rglob("*.parquet")]
+    assert max(sizes) == 7 and len(sizes) > len(list(split.iterdir()))
+    assert by_id(sluice_read(sluice, split).select(list(want)))["amount"] == want["amount"]
+    res = sluice.expect_error("convert", flat, tmp_path / "one.parquet", "--max-rows-per-file",
+                              "7", "-q")
+    assert b"max_rows_per_file is for partitioned output" in res.stderr
+    assert not (tmp_path / "one.parquet").exists()
+    res = sluice.run_raw("convert", flat, tmp_path / "z", "--partition-by", "city",
+                         "--max-rows-per-file", "0", "-q")
+    assert res.returncode == 2 and b"bad --max-rows-per-file" in res.stderr  # usage

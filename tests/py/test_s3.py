@@ -1286,6 +1286,16 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
     want = read_location(sluice, creds(s3), local, tmp_path / "l.arrows")
     same_table(got, want)
     assert sorted(got.column("id").to_pylist()) == list(range(40))
+    # --max-rows-per-file: the same part-N objects as the local files.
+    for dst in (tmp_path / "local2", f"s3://{BUCKET}/parts2/"):
+        proc = run(sluice, creds(s3), "convert", src, dst, "-t", "parquet",
+                   "--partition-by", "region", "--max-rows-per-file", "4", "-q")
+        assert proc.returncode == 0, proc.stderr.decode()
+    stored2 = s3["data"] / BUCKET / "parts2"
+    assert files(stored2) == files(tmp_path / "local2")
+    assert "region=eu/part-2.parquet" in files(stored2)  # 10 rows: 4 + 4 + 2
+    for name in files(stored2):
+        assert (stored2 / name).read_bytes() == (tmp_path / "local2" / name).read_bytes()
     # Objects under the prefix already: refused, nothing changed.
     before = files(stored)
     proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/parts", "-t", "parquet",
