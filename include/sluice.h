@@ -581,9 +581,12 @@ struct sluice_write_options {
   /// Partitioned output: rows are buffered per partition until this many
   /// bytes are held in all, then the partition holding the most is written
   /// out to its file, which stays open (a row group of Parquet, a block of
-  /// Avro, record batches of Arrow IPC, rows of text; at most 64 files open
-  /// at once, the least recently used ended first, each with a 1 MiB
-  /// buffer besides this budget); the rest are written at the end.
+  /// Avro, record batches of Arrow IPC, rows of text); the rest are written
+  /// at the end. Between spills an open file holds a descriptor and no
+  /// buffer; at most a quarter of the process's RLIMIT_NOFILE soft limit
+  /// of files stay open (64 to 1024; 64 for s3:// and whole-file
+  /// compressed outputs, whose files hold more), the least recently used
+  /// ended first (its partition goes on in its next file).
   /// 0 = 256 MiB.
   int64_t partition_buffer_bytes;
   /// Partitioned output (not allowed without partition_by): what may

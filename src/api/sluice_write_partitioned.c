@@ -15,6 +15,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,11 +40,15 @@
 #define NULL_SEGMENT "__HIVE_DEFAULT_PARTITION__"
 #define MAX_SEGMENT 255  // a file name's limit (NAME_MAX) on the usual file systems
 // A file per partition stays open, so that a partition spilled many times
-// still makes one file; past this many, the least recently used is ended
-// (the partition's next rows start part-<n+1>). Each open file holds a sink
-// buffer (1 MiB), its compressor when compressed whole (x.csv.gz) and its
-// footer's metadata; the writers' threads stop between spills.
-#define MAX_OPEN_FILES 64
+// still makes one file; past a limit, the least recently used is ended
+// (the partition's next rows start part-<n+1>). Between spills an open file
+// holds a descriptor and its footer's metadata (the writers' threads stop
+// and the sink's buffer is freed), so the limit is a quarter of the
+// descriptors the process may open, within these bounds. Compressed whole
+// (x.csv.gz), each holds its compressor too, and on S3 every finished
+// object holds its staged file until the uploads: the low bound then.
+#define MIN_OPEN_FILES 64
+#define MAX_OPEN_FILES 1024
 // S3 objects are uploaded (and replaced ones deleted) this many at a time:
 // each is a request or a few that mostly wait on the network.
 #define S3_THREADS 8
@@ -102,6 +107,7 @@ struct partitioned_write {
   int scatter;  ///< sl_array_scatter takes file_schema's batches
   int staged;   ///< local: the staging directory exists (removed on error)
   int64_t n_open;  ///< files open
+  int64_t max_open;  ///< open_file_limit()
   uint64_t clock;  ///< pushes so far
   int64_t n_keys;
   int64_t* key_columns;  ///< indexes into schema.children
@@ -608,11 +614,11 @@ static int close_file(struct partitioned_write* w, struct partition* part,
 }
 
 /// Opens partition `part`'s next file (closing the least recently used one
-/// when MAX_OPEN_FILES are open).
+/// when w->max_open are open).
 static int open_file(struct partitioned_write* w, struct partition* part,
                      struct sluice_error* error) {
   int rc = 0;
-  if (w->n_open == MAX_OPEN_FILES) {
+  if (w->n_open == w->max_open) {
     struct partition* lru = NULL;
     for (int64_t q = 0; q < w->n_parts; q++) {
       struct partition* o = &w->parts[q];
@@ -699,6 +705,8 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
       w->args->location = w->location;
     }
   }
+  // The file waits for the partition's next spill without a buffer.
+  if (rc == 0 && part->sink != NULL) rc = sl_sink_idle(part->sink, error);
   part->last_used = ++w->clock;
   drop_pieces(w, part);  // what push did not take (after an error)
   return rc;
@@ -1510,6 +1518,19 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   return rc;
 }
 
+/// How many files may stay open at once (see MIN_OPEN_FILES).
+static int64_t open_file_limit(const struct partitioned_write* w) {
+  size_t ext = strlen(w->extension);
+  int compressed = (ext > 3 && strcmp(w->extension + ext - 3, ".gz") == 0) ||
+                   (ext > 4 && strcmp(w->extension + ext - 4, ".zst") == 0);
+  struct rlimit limit;
+  if (w->is_s3 || compressed || getrlimit(RLIMIT_NOFILE, &limit) != 0) return MIN_OPEN_FILES;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur / 4 >= MAX_OPEN_FILES) {
+    return MAX_OPEN_FILES;
+  }
+  return limit.rlim_cur / 4 > MIN_OPEN_FILES ? (int64_t)(limit.rlim_cur / 4) : MIN_OPEN_FILES;
+}
+
 int64_t sl_write_partitioned_budget(const struct sluice_write_options* options) {
   return options->partition_buffer_bytes > 0 ? options->partition_buffer_bytes
                                              : DEFAULT_BUFFER_BYTES;
@@ -1569,6 +1590,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
                                                                         : "";
   snprintf(extension, sizeof extension, "%s%s", ext[0] != NULL ? ext[0] : "", whole);
   w.extension = extension;
+  w.max_open = open_file_limit(&w);
   int rc = run(&w, stream, error);
   clean_up(&w, rc != 0);
   return rc;

@@ -162,6 +162,7 @@ static int write_all(struct sl_sink* sink, const uint8_t* data, size_t n,
 }
 
 static int flush(struct sl_sink* sink, struct sluice_error* error) {
+  if (sink->used == 0) return 0;
   int rc = write_all(sink, sink->buf, sink->used, error);
   sink->used = 0;
   return rc;
@@ -443,9 +444,17 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
   return 0;
 }
 
+/// The buffer again after sl_sink_idle freed it.
+static int ensure_buffer(struct sl_sink* sink, struct sluice_error* error) {
+  if (sink->buf != NULL) return 0;
+  sink->buf = sl_alloc(sink->alloc, SL_SINK_BUFFER);
+  return sink->buf != NULL ? 0 : sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
+}
+
 int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct sluice_error* error) {
   if (n < 0) return sl_error_set(error, EINVAL, "%s: negative write length", sink->name);
   if (n == 0) return 0;
+  SL_RETURN_NOT_OK(ensure_buffer(sink, error));
   const uint8_t* p = data;
   size_t len = (size_t)n;
   if (sink->used + len <= SL_SINK_BUFFER) {
@@ -589,6 +598,7 @@ static void* copy_thread(void* arg) {
 static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
   if (sink->n_copies == 0) return 0;
   int rc = flush(sink, error);  // sink->buf is free from here on
+  if (rc == 0) rc = ensure_buffer(sink, error);
   if (rc != 0) {
     drop_copies(sink);
     return rc;
@@ -790,6 +800,17 @@ static void sync_directory(const struct sluice_allocator* alloc, const char* pat
     close(fd);
   }
   sl_free(alloc, dir, n + 1);
+}
+
+int sl_sink_idle(struct sl_sink* sink, struct sluice_error* error) {
+  if (sink->finished) return 0;
+  int rc = flush(sink, error);
+  if (rc == 0) rc = run_copies(sink, error);
+  if (rc == 0 && sink->compressor == NULL) {
+    sl_free(sink->alloc, sink->buf, SL_SINK_BUFFER);
+    sink->buf = NULL;
+  }
+  return rc;
 }
 
 int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error) {

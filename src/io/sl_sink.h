@@ -52,6 +52,11 @@ void sl_sink_skip_fsync(struct sl_sink* sink);
 /// are not allowed. (A partitioned write to S3 finishes each object as it
 /// goes and commits them all at the end.)
 int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error);
+/// The writer will wait a while (a partitioned write's file between the
+/// partition's spills): the buffered bytes and pending copies go to the
+/// file and the 1 MiB buffer is freed, to be allocated again by the next
+/// write. A compressing sink keeps its compressor (its frame goes on).
+int sl_sink_idle(struct sl_sink* sink, struct sluice_error* error);
 /// sl_sink_finish, then fsyncs a local file (unless
 /// sl_sink_skip_fsync), renames it into place and fsyncs its directory,
 /// frees the sink. On failure the temporary file is removed.
