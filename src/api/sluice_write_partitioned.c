@@ -49,6 +49,9 @@
 // object holds its staged file until the uploads: the low bound then.
 #define MIN_OPEN_FILES 64
 #define MAX_OPEN_FILES 1024
+// The objects' places in the spool (mmap'd from there for the upload): a
+// multiple of every page size.
+#define SPOOL_ALIGN ((int64_t)1 << 16)
 // S3 objects are uploaded (and replaced ones deleted) this many at a time:
 // each is a request or a few that mostly wait on the network.
 #define S3_THREADS 8
@@ -74,9 +77,10 @@ struct partition {
   int64_t file_rows;  ///< rows in the open file so far
 };
 
-/// A finished, uncommitted file.
+/// A finished, uncommitted file: local, named in the staging directory;
+/// S3, its bytes in the spool.
 struct pending_file {
-  struct sl_sink* sink;
+  int64_t offset, size;  ///< S3: where its bytes are in the spool
   int uploaded;  ///< S3: its upload succeeded (deleted again if another fails)
   char* path;  ///< its location, for removal when a later commit fails
 };
@@ -122,6 +126,12 @@ struct partitioned_write {
   int64_t max_file_rows;  ///< options->max_rows_per_file, 0 = no limit
   struct pending_file* pending;
   int64_t n_pending, cap_pending;
+  /// S3: one staging file (TMPDIR, unlinked) holding every finished
+  /// object's bytes until the uploads, at SPOOL_ALIGN boundaries: a file
+  /// descriptor per object waiting made a write of more objects than the
+  /// process's open-file limit fail.
+  int spool_fd;
+  int64_t spool_end;
   char** dirs;  ///< local directories made, in the order made
   int64_t n_dirs, cap_dirs;
   int existing;  ///< options->existing_data_behavior
@@ -566,26 +576,41 @@ static int next_file(struct partitioned_write* w, struct partition* part, char**
   return rc;
 }
 
+/// Appends the finished S3 sink's staged bytes to the spool; *offset
+/// receives their place.
+static int spool_object(struct partitioned_write* w, const struct sl_sink* sink,
+                        int64_t* offset, int64_t* size, struct sluice_error* error) {
+  if (w->spool_fd < 0) SL_RETURN_NOT_OK(sl_staging_file(w->location, &w->spool_fd, error));
+  *offset = (w->spool_end + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN;
+  SL_RETURN_NOT_OK(sl_sink_copy_staged(sink, w->spool_fd, *offset, size, error));
+  w->spool_end = *offset + *size;
+  return 0;
+}
+
 /// Finishes `sink` (taken) and lists it for the commit, or aborts it on
-/// error. `path` (taken) names it.
+/// error. `path` (taken) names it. A local file is named at once in the
+/// staging directory (its descriptor closed: thousands of files may wait);
+/// an S3 object's bytes go to the spool, its upload waits.
 static int add_pending(struct partitioned_write* w, struct sl_sink* sink, char* path,
                        struct sluice_error* error) {
   struct pending_file* pending =
       grow(w->alloc, w->pending, &w->cap_pending, w->n_pending + 1, sizeof *pending);
   if (pending != NULL) w->pending = pending;
-  // A local file is named at once in the staging directory (its descriptor
-  // closed: thousands of files may wait); an S3 object's upload waits.
+  int64_t offset = 0, size = 0;
   int rc = pending == NULL ? oom(w, error)
            : w->is_s3      ? sl_sink_finish(sink, error)  // its buffer freed
                            : sl_sink_commit(sink, error);
   if (!w->is_s3 && pending != NULL) sink = NULL;  // committed, or removed by the failed commit
+  if (rc == 0 && w->is_s3) rc = spool_object(w, sink, &offset, &size, error);
+  sl_sink_abort(sink);  // S3: its staged file, copied
   if (rc != 0) {
-    sl_sink_abort(sink);
     sl_free(w->alloc, path, strlen(path) + 1);
     return rc;
   }
-  w->pending[w->n_pending].sink = sink;
+  w->pending[w->n_pending].offset = offset;
+  w->pending[w->n_pending].size = size;
   w->pending[w->n_pending].path = path;
+  w->pending[w->n_pending].uploaded = 0;
   w->n_pending++;
   return 0;
 }
@@ -1373,9 +1398,12 @@ static int delete_replaced_objects(struct partitioned_write* w, struct sluice_er
 /// Uploads staged object i (sl_parallel_for).
 static int upload_pending(void* ctx, int64_t i, struct sluice_error* error) {
   struct partitioned_write* w = ctx;
-  struct sl_sink* sink = w->pending[i].sink;
-  w->pending[i].sink = NULL;  // taken by the commit, whatever it returns
-  SL_RETURN_NOT_OK(sl_sink_commit(sink, error));
+  const struct pending_file* f = &w->pending[i];
+  if (sl_remote_cancelled(&w->remote)) {  // as a sink's commit checks before its upload
+    return sl_error_set(error, ECANCELED, "%s: interrupted", f->path);
+  }
+  SL_RETURN_NOT_OK(sl_s3_upload_file(f->path, &w->remote, w->spool_fd, f->offset, f->size,
+                                     w->alloc, error));
   w->pending[i].uploaded = 1;
   return 0;
 }
@@ -1433,8 +1461,9 @@ static void clean_up(struct partitioned_write* w, int failed) {
     sl_sink_abort(part->sink);
     part->sink = NULL;
   }
+  if (w->spool_fd >= 0) close(w->spool_fd);
+  w->spool_fd = -1;
   for (int64_t i = 0; i < w->n_pending; i++) {
-    sl_sink_abort(w->pending[i].sink);
     // Local files were named in the staging directory as they were done.
     if (failed && w->staged) unlink(w->pending[i].path);
     sl_free(w->alloc, w->pending[i].path, strlen(w->pending[i].path) + 1);
@@ -1556,6 +1585,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   }
   struct partitioned_write w;
   memset(&w, 0, sizeof w);
+  w.spool_fd = -1;
   w.writer = writer;
   w.existing = options->existing_data_behavior;
   w.options = options;

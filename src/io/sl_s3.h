@@ -29,13 +29,14 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
                       const struct sluice_allocator* alloc, struct sl_source** out,
                       struct sluice_error* error);
 
-/// Uploads bytes [0, size) of the open file `fd` as the object at `location`
+/// Uploads bytes [offset, offset + size) of the open file `fd` (offset a
+/// multiple of the page size) as the object at `location`
 /// (s3://bucket/key): one PUT up to the part size (sluice_s3_options'
 /// part_size, else SLUICE_S3_PART_SIZE, else 8 MiB; at least 5 MiB), else a multipart upload with parts sent
 /// in parallel, aborted on any error so that no partial object appears.
 /// `remote` (NULL = defaults) gives the TLS and S3 settings.
 int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
-                      int64_t size, const struct sluice_allocator* alloc,
+                      int64_t offset, int64_t size, const struct sluice_allocator* alloc,
                       struct sluice_error* error);
 
 /// Deletes the object at `location` (s3://bucket/key): one DELETE, retried

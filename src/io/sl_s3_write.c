@@ -306,7 +306,7 @@ static int64_t part_size_setting(int64_t given, int64_t size) {
 }
 
 int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
-                      int64_t size, const struct sluice_allocator* alloc,
+                      int64_t offset, int64_t size, const struct sluice_allocator* alloc,
                       struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
@@ -315,7 +315,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   const uint8_t* data = (const uint8_t*)"";
   void* map = NULL;
   if (size > 0) {
-    map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, (off_t)offset);
     if (map == MAP_FAILED) {
       map = NULL;
       rc = sl_error_set(error, EIO, "%s: cannot map the staged output", location);

@@ -367,21 +367,59 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
 /// (no link or device another user left under a known name is followed),
 /// and it is unlinked at once: nothing is left behind, however the process
 /// ends.
-static int open_s3_staging(struct sl_sink* sink, struct sluice_error* error) {
+int sl_staging_file(const char* name, int* fd, struct sluice_error* error) {
   const char* dir = getenv("TMPDIR");
   if (dir == NULL || dir[0] == '\0') dir = "/tmp";
   char staging[4096];
   if ((size_t)snprintf(staging, sizeof staging, "%s/.sluice-s3-upload.tmp-XXXXXX", dir) >=
       sizeof staging)
-    return sl_error_set(error, ENAMETOOLONG, "%s: TMPDIR is too long", sink->name);
-  sink->fd = mkstemp(staging);
-  if (sink->fd < 0) {
+    return sl_error_set(error, ENAMETOOLONG, "%s: TMPDIR is too long", name);
+  *fd = mkstemp(staging);
+  if (*fd < 0) {
     char what[64 + 4096];
     snprintf(what, sizeof what, "cannot create the staging file in '%s' (TMPDIR)", dir);
-    return errno_error(error, sink->name, what, errno);
+    return errno_error(error, name, what, errno);
   }
   unlink(staging);
   return 0;
+}
+
+static int open_s3_staging(struct sl_sink* sink, struct sluice_error* error) {
+  return sl_staging_file(sink->name, &sink->fd, error);
+}
+
+int sl_sink_copy_staged(const struct sl_sink* sink, int dst, int64_t offset, int64_t* size,
+                        struct sluice_error* error) {
+  if (!sink->is_s3 || !sink->finished) {
+    return sl_error_set(error, EINVAL, "%s: not a finished staged object", sink->name);
+  }
+  *size = sink->file_size;
+  int64_t in = 0, out = offset, left = sink->file_size;
+#if defined(__linux__) && defined(SPLICE_F_MOVE)
+  while (left > 0) {  // in the kernel where the file system can
+    loff_t i = (loff_t)in, o = (loff_t)out;
+    ssize_t n = copy_file_range(sink->fd, &i, dst, &o, (size_t)left, 0);
+    if (n <= 0) break;  // not across these file systems, or an error: by hand below
+    in += n, out += n, left -= n;
+  }
+#endif
+  if (left == 0) return 0;
+  size_t cap = SL_SINK_BUFFER;
+  uint8_t* buf = sl_alloc(sink->alloc, cap);
+  if (buf == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
+  int rc = 0;
+  while (rc == 0 && left > 0) {
+    ssize_t n = pread(sink->fd, buf, (size_t)(left < (int64_t)cap ? left : (int64_t)cap), (off_t)in);
+    ssize_t m = n > 0 ? pwrite(dst, buf, (size_t)n, (off_t)out) : n;
+    if (n <= 0 || m != n) {
+      rc = errno_error(error, sink->name, "cannot copy the staged object", n == 0 || m >= 0 ? EIO
+                                                                                        : errno);
+    } else {
+      in += n, out += n, left -= n;
+    }
+  }
+  sl_free(sink->alloc, buf, cap);
+  return rc;
 }
 
 int sl_sink_open(const char* location, const struct sluice_allocator* alloc,
@@ -846,7 +884,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
     rc = sl_error_set(error, ECANCELED, "%s: interrupted", sink->name);
   }
   if (rc == 0 && sink->is_s3) {
-    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, sink->file_size, sink->alloc,
+    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, 0, sink->file_size, sink->alloc,
                            error);
   }
   // A local file reaches the disk before the rename makes it visible: after

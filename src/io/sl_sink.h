@@ -57,6 +57,16 @@ int sl_sink_finish(struct sl_sink* sink, struct sluice_error* error);
 /// file and the 1 MiB buffer is freed, to be allocated again by the next
 /// write. A compressing sink keeps its compressor (its frame goes on).
 int sl_sink_idle(struct sl_sink* sink, struct sluice_error* error);
+/// Copies a finished s3:// sink's staged bytes (the object, *size of them)
+/// into file `dst` at `offset` (in the kernel where the file systems
+/// allow), for a caller that keeps many objects in one file until their
+/// uploads and then aborts the sink; EINVAL for other sinks.
+int sl_sink_copy_staged(const struct sl_sink* sink, int dst, int64_t offset, int64_t* size,
+                        struct sluice_error* error);
+/// A new file in TMPDIR (or /tmp), unlinked at once so that nothing is left
+/// however the process ends (mkstemp: no link another user left is
+/// followed); `name` is the output it is for, in messages.
+int sl_staging_file(const char* name, int* fd, struct sluice_error* error);
 /// sl_sink_finish, then fsyncs a local file (unless
 /// sl_sink_skip_fsync), renames it into place and fsyncs its directory,
 /// frees the sink. On failure the temporary file is removed.

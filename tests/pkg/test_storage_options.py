@@ -100,3 +100,33 @@ def test_bad_storage_options(s3):
     with pytest.raises(sluice.Error, match="secret access key"):
         sluice.read("s3://%s/k.csv" % BUCKET, storage_options={"key": "only-the-id",
                                                               "endpoint_url": "http://" + host})
+
+
+def test_partitioned_write_of_more_objects_than_open_files(s3, tmp_path):
+    """A partitioned write to S3 keeps every finished object until the
+    uploads in one spool file, not a file descriptor each: 600 objects
+    (300 partitions, 2 files each) under a soft limit of 128 open files
+    in a Python process, which (unlike the CLI) does not raise its own."""
+    import resource
+    import subprocess
+    import sys
+    import pyarrow.parquet as pq
+    counter, host = s3
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 128:
+        pytest.skip(f"hard limit on open files is {hard}")
+    code = (
+        "import sys, resource, sluice, pyarrow as pa\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit("
+        "resource.RLIMIT_NOFILE)[1]))\n"
+        "t = pa.table({'id': list(range(1200)), 'b': [i % 300 for i in range(1200)]})\n"
+        f"opts = {{'key': {S3_ACCESS_KEY!r}, 'secret': {S3_SECRET_KEY!r}, "
+        f"'endpoint_url': 'http://{host}'}}\n"
+        f"sluice.write(t, 's3://{BUCKET}/many/', format='parquet', partition_by='b',\n"
+        "             max_rows_per_file=2, storage_options=opts)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    stored = sorted((tmp_path / "data" / BUCKET / "many").rglob("*.parquet"))
+    assert len(stored) == 600
+    ids = sorted(i for p in stored for i in pq.read_table(p).column("id").to_pylist())
+    assert ids == list(range(1200))
