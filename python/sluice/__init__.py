@@ -716,7 +716,7 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
                                    "whole")
     if max_rows_per_file is not None:
         if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int)
-                or max_rows_per_file <= 0):
+                or not 0 < max_rows_per_file < 2**63):
             raise InvalidArgumentError(_errno.EINVAL, "max_rows_per_file must be a positive "
                                        f"int, not {max_rows_per_file!r}")
         if partition_by is None:

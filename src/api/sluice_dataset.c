@@ -859,7 +859,10 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   // out, are what the next batches are dealt into (a mixed-key write of W1
   // faulted its 455 MB in page by page with only 64 blocks kept).
   int64_t cache_bytes = WRITE_CACHE_BYTES;
-  if (options->n_partition_by > 0) cache_bytes += sl_write_partitioned_budget(options);
+  if (options->n_partition_by > 0) {
+    int64_t budget = sl_write_partitioned_budget(options);
+    cache_bytes = budget > INT64_MAX - cache_bytes ? INT64_MAX : cache_bytes + budget;
+  }
   struct sl_buffer_cache* cache =
       options->allocator == NULL
           ? sl_buffer_cache_create(NULL, cache_bytes, WRITE_CACHE_BLOCKS(cache_bytes))

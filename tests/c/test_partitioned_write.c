@@ -301,6 +301,11 @@ static void test_spilled_partitions_read_back(void** state) {
   assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, -2, 16 << 10, NULL, &error), 0);
   check_read_back(dst, ROWS);
   remove_tree(dst);
+  // A budget that never spills (the write cache's size saturates).
+  assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, 2, INT64_MAX, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "*"), N_NAMES * 4);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
   // The default budget: one file each.
   assert_int_equal(write_partitioned(src, dst, "arrow", k_keys, 2, 0, NULL, &error), 0);
   assert_int_equal(count_files(dst, "*"), N_NAMES * 4);

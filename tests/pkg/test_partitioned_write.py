@@ -465,7 +465,7 @@ def test_max_rows_per_file_as_pyarrow(tmp_path, fmt):
 
 def test_max_rows_per_file_refused(tmp_path):
     t = _table(n=10)
-    for bad in [0, -1, 2.5, True, "10"]:
+    for bad in [0, -1, 2**63, 2.5, True, "10"]:
         with pytest.raises(sluice.InvalidArgumentError, match="max_rows_per_file"):
             sluice.write(t, tmp_path / "a", format="parquet", partition_by="k",
                          max_rows_per_file=bad)
