@@ -1547,13 +1547,11 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   return rc;
 }
 
-/// How many files may stay open at once (see MIN_OPEN_FILES).
-static int64_t open_file_limit(const struct partitioned_write* w) {
-  size_t ext = strlen(w->extension);
-  int compressed = (ext > 3 && strcmp(w->extension + ext - 3, ".gz") == 0) ||
-                   (ext > 4 && strcmp(w->extension + ext - 4, ".zst") == 0);
+/// How many files may stay open at once (see MIN_OPEN_FILES); `compressed`:
+/// each file compressed whole.
+static int64_t open_file_limit(int is_s3, int compressed) {
   struct rlimit limit;
-  if (w->is_s3 || compressed || getrlimit(RLIMIT_NOFILE, &limit) != 0) return MIN_OPEN_FILES;
+  if (is_s3 || compressed || getrlimit(RLIMIT_NOFILE, &limit) != 0) return MIN_OPEN_FILES;
   if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur / 4 >= MAX_OPEN_FILES) {
     return MAX_OPEN_FILES;
   }
@@ -1620,7 +1618,7 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
                                                                         : "";
   snprintf(extension, sizeof extension, "%s%s", ext[0] != NULL ? ext[0] : "", whole);
   w.extension = extension;
-  w.max_open = open_file_limit(&w);
+  w.max_open = open_file_limit(w.is_s3, whole[0] != '\0');
   int rc = run(&w, stream, error);
   clean_up(&w, rc != 0);
   return rc;

@@ -384,10 +384,6 @@ int sl_staging_file(const char* name, int* fd, struct sluice_error* error) {
   return 0;
 }
 
-static int open_s3_staging(struct sl_sink* sink, struct sluice_error* error) {
-  return sl_staging_file(sink->name, &sink->fd, error);
-}
-
 int sl_sink_copy_staged(const struct sl_sink* sink, int dst, int64_t offset, int64_t* size,
                         struct sluice_error* error) {
   if (!sink->is_s3 || !sink->finished) {
@@ -466,7 +462,7 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
     sink->is_pipe = fstat(sink->fd, &st) == 0 && S_ISFIFO(st.st_mode);
   } else if (is_s3) {
     sink->is_s3 = 1;
-    int rc = open_s3_staging(sink, error);
+    int rc = sl_staging_file(sink->name, &sink->fd, error);
     if (rc != 0) {
       sink_free(sink);
       return rc;

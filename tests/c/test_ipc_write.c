@@ -773,15 +773,7 @@ static void round_trip(const char* format, const char* compression) {
   scan.release(&scan);
   sluice_dataset_close(ds);
 
-  size_t size_a, size_b;
-  uint8_t* a = test_read_file(path_a, &size_a);
-  uint8_t* bb = test_read_file(path_b, &size_b);
-  assert_non_null(a);
-  assert_non_null(bb);
-  assert_int_equal(size_a, size_b);
-  assert_memory_equal(a, bb, size_a);
-  free(a);
-  free(bb);
+  test_assert_same_files(path_a, path_b);
   unlink(path_a);
   unlink(path_b);
 }

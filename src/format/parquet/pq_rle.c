@@ -305,6 +305,13 @@ static int put_uvarint(struct sl_buffer* out, uint64_t v) {
   return sl_buffer_append(out, tmp, n);
 }
 
+/// One RLE run: `count` copies of `v`, its value in ceil(bit_width / 8) bytes.
+static int put_run(struct sl_buffer* out, uint32_t v, int64_t count, int bit_width) {
+  SL_RETURN_NOT_OK(put_uvarint(out, (uint64_t)count << 1));
+  uint8_t vb[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  return sl_buffer_append(out, vb, (bit_width + 7) / 8);
+}
+
 /// Writes one group of 8 values of width w as exactly w bytes.
 static void pack8(const uint32_t* v, int w, uint8_t* dst) {
   uint64_t acc = 0;
@@ -342,15 +349,11 @@ static int rle_encode(const uint32_t* v32, const int16_t* v16, int64_t n, int bi
     if (v16 && v16[i] < 0) return EINVAL;
     if (enc_value(v32, v16, i) > limit) return EINVAL;
   }
-  const int value_bytes = (bit_width + 7) / 8;
   int64_t i = 0;
   while (i < n) {
     int64_t r = run_length(v32, v16, i, n, INT64_MAX);
     if (r >= 8) {
-      uint32_t v = enc_value(v32, v16, i);
-      SL_RETURN_NOT_OK(put_uvarint(out, (uint64_t)r << 1));
-      uint8_t vb[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-      SL_RETURN_NOT_OK(sl_buffer_append(out, vb, value_bytes));
+      SL_RETURN_NOT_OK(put_run(out, enc_value(v32, v16, i), r, bit_width));
       i += r;
       continue;
     }
@@ -382,13 +385,9 @@ int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer
   if (bit_width < 0 || bit_width > 32 || n < 0 ||
       (bit_width < 32 && value >> bit_width != 0))
     return EINVAL;
-  if (n == 0) return 0;
   // Runs of any length are valid; the encoder above writes short ones as
   // literals only because those are shorter when values change.
-  SL_RETURN_NOT_OK(put_uvarint(out, (uint64_t)n << 1));
-  uint8_t vb[4] = {(uint8_t)value, (uint8_t)(value >> 8), (uint8_t)(value >> 16),
-                   (uint8_t)(value >> 24)};
-  return sl_buffer_append(out, vb, (bit_width + 7) / 8);
+  return n == 0 ? 0 : put_run(out, value, n, bit_width);
 }
 
 int pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out) {

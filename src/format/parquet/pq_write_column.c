@@ -66,6 +66,14 @@ static int oom(struct sluice_error* error) {
   return sl_error_set(error, ENOMEM, "parquet writer: out of memory (column chunk)");
 }
 
+/// Bytes of one PLAIN value of a fixed-width physical type other than
+/// BOOLEAN (the writer makes no INT96).
+static int64_t plain_width(const struct pqw_leaf* leaf) {
+  return leaf->type == PQ_FIXED_LEN_BYTE_ARRAY              ? leaf->type_length
+         : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4
+                                                              : 8;
+}
+
 /* ---- Dictionary ------------------------------------------------------------ */
 
 static inline uint64_t mix64(uint64_t x) {
@@ -189,9 +197,7 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   memset(&b, 0, sizeof b);
   b.leaf = leaf;
   b.s = s;
-  b.width = leaf->type == PQ_BYTE_ARRAY ? 0
-            : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
-            : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+  b.width = leaf->type == PQ_BYTE_ARRAY ? 0 : plain_width(leaf);
   *used = 0;
   s->dict_values.size = 0;
   s->indices.size = 0;
@@ -273,8 +279,7 @@ static int append_plain(const struct pqw_leaf* leaf, const uint8_t* values, int6
       return 0;
     }
     default: {
-      int64_t w = leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
-                  : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+      int64_t w = plain_width(leaf);
       if (sl_buffer_append(out, values + v0 * w, n * w) != 0) return oom(error);
       return 0;
     }
@@ -376,8 +381,7 @@ static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* o
     const struct pqw_ba* v = (const struct pqw_ba*)(const void*)values;
     for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(v[i].ptr, (size_t)v[i].len));
   } else {
-    int64_t w = leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
-                : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
+    int64_t w = plain_width(leaf);
     for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(values + i * w, (size_t)w));
   }
   return 0;
@@ -388,23 +392,19 @@ static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* o
 /// so that its buffer is sized once: grown by doubling, every step copied
 /// the chunk and mapped fresh pages (half of a partitioned write's page
 /// faults, when each row group's buffers start empty).
+/// idx_width: bits per dictionary index (0: PLAIN).
 static int64_t chunk_size_estimate(const struct pqw_leaf* leaf, const struct pqw_options* opt,
-                                   const struct pqw_scratch* s, int use_dict) {
+                                   const struct pqw_scratch* s, int idx_width) {
   const struct pqw_column_data* d = &s->data;
   int64_t n = d->n_values, values;
-  if (use_dict) {
-    int64_t n_dict = s->dict_values.size / (int64_t)sizeof(struct pqw_ba);
-    values = s->dict_plain.size + (n * pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) + 7) / 8;
+  if (idx_width > 0) {
+    values = s->dict_plain.size + (n * idx_width + 7) / 8;
   } else if (leaf->type == PQ_BYTE_ARRAY) {
     const struct pqw_ba* v = (const struct pqw_ba*)(const void*)d->vdata;
     values = 0;
     for (int64_t i = 0; i < n; ++i) values += 4 + v[i].len;
   } else {
-    int64_t w = leaf->type == PQ_BOOLEAN ? 0
-                : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
-                : leaf->type == PQ_INT96 ? 12
-                : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 4 : 8;
-    values = w == 0 ? (n + 7) / 8 : n * w;
+    values = leaf->type == PQ_BOOLEAN ? (n + 7) / 8 : n * plain_width(leaf);
   }
   int64_t levels = (d->n_levels * (pq_bit_width((uint64_t)leaf->max_def) +
                                    pq_bit_width((uint64_t)leaf->max_rep)) + 7) / 8;
@@ -434,6 +434,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   if (opt->dictionary && leaf->type != PQ_BOOLEAN && d->n_values > 0)
     SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, error));
   int64_t n_dict = use_dict ? s->dict_values.size / (int64_t)sizeof(struct pqw_ba) : 0;
+  int idx_width = use_dict ? pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
 
   // Arrow C++ writes no statistics for columns of the null type.
   if (opt->statistics && leaf->conv != PQW_CV_NULL) {
@@ -446,7 +447,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
     SL_RETURN_NOT_OK(pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
   }
 
-  if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, use_dict)) != 0)
+  if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, idx_width)) != 0)
     return oom(error);
   struct page_writer w = {leaf, opt, s, out, 0};
   int n_enc = 0;
@@ -468,12 +469,8 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   m->n_encodings = n_enc;
   m->data_page_offset = out->bytes.size;
 
-  // Bytes per value, to cut pages near opt->page_size before compression.
-  int idx_width = use_dict ? pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
-  int64_t fixed_cost = leaf->type == PQ_BOOLEAN ? 1
-                       : leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length
-                       : (leaf->type == PQ_INT32 || leaf->type == PQ_FLOAT) ? 32 : 64;  // bits
-  if (leaf->type == PQ_FIXED_LEN_BYTE_ARRAY) fixed_cost *= 8;
+  // Bits per value, to cut pages near opt->page_size before compression.
+  int64_t fixed_cost = leaf->type == PQ_BOOLEAN ? 1 : plain_width(leaf) * 8;
   int64_t page_bits = opt->page_size * 8;
   const struct pqw_ba* ba = (const struct pqw_ba*)(const void*)d->vdata;
   const int16_t* def = (const int16_t*)(const void*)d->def.data;
