@@ -9,6 +9,7 @@
 #include "sluice.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_endian.h"
 #include "core/sl_error.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
@@ -46,11 +47,9 @@ struct stats_state {
 /// The first 8 bytes of a value as a big-endian number (zero-padded), so
 /// that most byte-wise comparisons are one integer comparison.
 static inline uint64_t bytes_prefix(const uint8_t* p, int64_t n) {
-  uint8_t b[8] = {0};
-  if (n > 0) memcpy(b, p, (size_t)(n < 8 ? n : 8));
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = v << 8 | b[i];
-  return v;
+  if (n >= 8) return sl_load_be(p, 8);  // one load and a byte swap
+  if (n <= 0) return 0;
+  return sl_load_be(p, (int)n) << (8 * (8 - n));
 }
 
 /// Byte-wise order of values a and b of a binary column with 32- or 64-bit

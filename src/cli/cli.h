@@ -83,6 +83,8 @@ struct cli_interrupt {
   pthread_t watcher;
   int started;        ///< the watcher runs (else signals act as usual)
   atomic_int state;   ///< 0 idle, -1 writing, > 0 the signal that asked a write to stop
+  atomic_int stopping;  ///< set by cli_interrupt_stop before it wakes the watcher
+  int wake;           ///< a signal in `signals`, sent to the watcher to end it
 };
 
 /// Blocks the signals in this thread and those it starts from now on, and

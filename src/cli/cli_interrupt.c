@@ -29,6 +29,7 @@ static void* watch(void* arg) {
   for (;;) {
     int sig = 0;
     if (sigwait(&in->signals, &sig) != 0) continue;
+    if (atomic_load(&in->stopping)) return NULL;
     // One step from "writing" to "asked to stop", so that the main thread's
     // end of the write sees the request or this thread sees the end.
     int writing = STATE_WRITING;
@@ -40,6 +41,7 @@ static void* watch(void* arg) {
 void cli_interrupt_start(struct cli_interrupt* in) {
   memset(in, 0, sizeof *in);
   atomic_init(&in->state, STATE_IDLE);
+  atomic_init(&in->stopping, 0);
   sigemptyset(&in->signals);
   const int taken[] = {SIGINT, SIGTERM, SIGHUP};
   int any = 0;
@@ -47,6 +49,7 @@ void cli_interrupt_start(struct cli_interrupt* in) {
     struct sigaction now;
     if (sigaction(taken[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN) continue;
     sigaddset(&in->signals, taken[i]);
+    in->wake = taken[i];
     any = 1;
   }
   // Before any other thread starts: they all inherit the mask.
@@ -60,7 +63,11 @@ void cli_interrupt_start(struct cli_interrupt* in) {
 
 void cli_interrupt_stop(struct cli_interrupt* in) {
   if (!in->started) return;
-  pthread_cancel(in->watcher);  // sigwait is a cancellation point
+  // Woken by one of its own signals, not cancelled: pthread_cancel loads
+  // libgcc_s to unwind, a millisecond at the end of every command. A signal
+  // that arrives now ends it the same way; the command has done its work.
+  atomic_store(&in->stopping, 1);
+  pthread_kill(in->watcher, in->wake);
   pthread_join(in->watcher, NULL);
   in->started = 0;
 }

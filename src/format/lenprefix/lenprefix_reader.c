@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_builder.h"
+#include "core/sl_endian.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
 #include "io/sl_source.h"
@@ -124,12 +125,14 @@ static int lp_take(struct lp_reader* r, uint8_t* dst, int64_t n, int64_t* got,
   return 0;
 }
 
-/// Decodes a length prefix that lies wholly in p[0, avail): returns its
-/// width in bytes, or 0 when it does not (or is malformed), leaving it to
-/// lp_read_prefix to read across chunks or report.
-static inline int lp_prefix_at(const struct lp_kind_name* k, const uint8_t* p, int64_t avail,
-                               uint64_t* length) {
-  if (k->kind == LP_VARINT) {
+/// Decodes a length prefix of `kind` (`width` bytes if fixed, most
+/// significant first if `big_endian`) that lies wholly in p[0, avail):
+/// returns its width in bytes, or 0 when it does not (or is malformed),
+/// leaving it to lp_read_prefix to read across chunks or report. Always
+/// inlined, so that a caller passing constants gets a loop of its own.
+static SL_ALWAYS_INLINE int lp_prefix_at(enum lp_kind kind, int width, int big_endian,
+                                         const uint8_t* p, int64_t avail, uint64_t* length) {
+  if (kind == LP_VARINT) {
     uint64_t value = 0;
     for (int i = 0; i < 10 && i < avail; ++i) {
       if (i == 9 && p[i] > 1) return 0;
@@ -141,14 +144,14 @@ static inline int lp_prefix_at(const struct lp_kind_name* k, const uint8_t* p, i
     }
     return 0;
   }
-  if (avail < k->width) return 0;
+  if (avail < width) return 0;
   uint64_t value = 0;
-  for (int i = 0; i < k->width; ++i) {
-    int shift = k->big_endian ? 8 * (k->width - 1 - i) : 8 * i;
+  for (int i = 0; i < width; ++i) {
+    int shift = big_endian ? 8 * (width - 1 - i) : 8 * i;
     value |= (uint64_t)p[i] << shift;
   }
   *length = value;
-  return k->width;
+  return width;
 }
 
 /// Reads the next length prefix. *end = 1 when the stream ends cleanly
@@ -191,7 +194,8 @@ static int lp_read_prefix(struct lp_reader* r, uint64_t* length, int* end,
   }
   // All n bytes are there: only a varint whose 10th byte carries more than
   // the top bit of a 64-bit value (or continues) fails.
-  if (lp_prefix_at(&r->prefix, bytes, n, length) == 0) {
+  if (lp_prefix_at(r->prefix.kind, r->prefix.width, r->prefix.big_endian, bytes, n, length) ==
+      0) {
     return sl_error_set(error, EILSEQ,
                         "%s: offset %" PRId64 ": varint length prefix overflows 64 bits",
                         r->source->name, at);
@@ -268,6 +272,45 @@ static int lp_read_message(struct lp_reader* r, int* end, int* full, struct slui
 /// the copy is a fixed-size one the compiler inlines instead of a call.
 #define LP_SHORT_COPY 64
 
+/// A run of messages copied from one chunk: lp_copy_run's arguments.
+struct lp_run {
+  const uint8_t* p;  ///< the chunk's unread bytes
+  int64_t avail;     ///< how many
+  int64_t most;      ///< rows at most
+  uint8_t* data;     ///< the column's bytes
+  int64_t size;      ///< bytes in data so far (updated)
+  int64_t limit;     ///< size may not pass this
+  int32_t* ends;     ///< where the next rows' end offsets go
+  int64_t pos;       ///< bytes of p consumed (out)
+  int64_t n;         ///< rows appended (out)
+};
+
+/// lp_read_run's loop for one framing (constant arguments).
+static SL_ALWAYS_INLINE void lp_copy_run(struct lp_run* run, enum lp_kind kind, int width,
+                                         int big_endian) {
+  const uint8_t* p = run->p;
+  uint8_t* data = run->data;
+  int32_t* ends = run->ends;
+  int64_t avail = run->avail, size = run->size, limit = run->limit, pos = 0, n = 0;
+  while (n < run->most && size < LP_BATCH_BYTES) {
+    uint64_t length;
+    int w = lp_prefix_at(kind, width, big_endian, p + pos, avail - pos, &length);
+    if (w == 0 || length > (uint64_t)(avail - pos - w) || length > (uint64_t)(limit - size)) break;
+    const uint8_t* src = p + pos + w;
+    if (length <= LP_SHORT_COPY && avail - pos - w >= LP_SHORT_COPY) {
+      memcpy(data + size, src, LP_SHORT_COPY);
+    } else {
+      memcpy(data + size, src, (size_t)length);
+    }
+    size += (int64_t)length;
+    pos += w + (int64_t)length;
+    ends[n++] = (int32_t)size;  // < LP_BATCH_BYTES + a chunk
+  }
+  run->size = size;
+  run->pos = pos;
+  run->n = n;
+}
+
 /// The fast path: appends the messages (up to `max_rows`, and while the batch
 /// is under LP_BATCH_BYTES) that lie wholly in the current chunk, straight
 /// from it; returns how many. The caller goes on with lp_read_message.
@@ -288,29 +331,30 @@ static int64_t lp_read_run(struct lp_reader* r, struct sl_builder* column, int64
        sl_builder_reserve_bytes(column, avail + LP_SHORT_COPY) != 0)) {
     return 0;  // lp_read_message reserves one at a time and reports
   }
-  uint8_t* data = column->extra.data;
-  int64_t size = column->extra.size, pos = 0, n = 0;
-  int64_t limit = column->extra.capacity - LP_SHORT_COPY;  // a short copy's 64 bytes fit
-  int32_t* ends = (int32_t*)column->values.data + column->length + 1;
-  while (n < most && size < LP_BATCH_BYTES) {
-    uint64_t length;
-    int w = lp_prefix_at(&r->prefix, p + pos, avail - pos, &length);
-    if (w == 0 || length > (uint64_t)(avail - pos - w) || length > (uint64_t)(limit - size)) break;
-    const uint8_t* src = p + pos + w;
-    if (length <= LP_SHORT_COPY && avail - pos - w >= LP_SHORT_COPY) {
-      memcpy(data + size, src, LP_SHORT_COPY);
-    } else {
-      memcpy(data + size, src, (size_t)length);
-    }
-    size += (int64_t)length;
-    pos += w + (int64_t)length;
-    ends[n++] = (int32_t)size;  // < LP_BATCH_BYTES + a chunk
+  struct lp_run run = {
+      .p = p,
+      .avail = avail,
+      .most = most,
+      .data = column->extra.data,
+      .size = column->extra.size,
+      .limit = column->extra.capacity - LP_SHORT_COPY,  // a short copy's 64 bytes fit
+      .ends = (int32_t*)column->values.data + column->length + 1,
+  };
+  switch (r->prefix.kind) {  // one loop per framing, its prefix decoding inlined
+    case LP_VARINT: lp_copy_run(&run, LP_VARINT, 0, 0); break;
+    case LP_U8: lp_copy_run(&run, LP_U8, 1, 0); break;
+    case LP_U16LE: lp_copy_run(&run, LP_U16LE, 2, 0); break;
+    case LP_U16BE: lp_copy_run(&run, LP_U16BE, 2, 1); break;
+    case LP_U32LE: lp_copy_run(&run, LP_U32LE, 4, 0); break;
+    case LP_U32BE: lp_copy_run(&run, LP_U32BE, 4, 1); break;
+    case LP_U64LE: lp_copy_run(&run, LP_U64LE, 8, 0); break;
+    case LP_U64BE: lp_copy_run(&run, LP_U64BE, 8, 1); break;
   }
-  column->extra.size = size;
-  column->length += n;
-  r->chunk_pos += pos;
-  r->pos += pos;
-  return n;
+  column->extra.size = run.size;
+  column->length += run.n;
+  r->chunk_pos += run.pos;
+  r->pos += run.pos;
+  return run.n;
 }
 
 /* ---- Reader table ------------------------------------------------------------ */
