@@ -589,9 +589,10 @@ struct sluice_write_options {
   /// ended first (its partition goes on in its next file).
   /// 0 = 256 MiB.
   int64_t partition_buffer_bytes;
-  /// Partitioned output (not allowed without partition_by): what may
-  /// already be at `location`, with the meanings of pyarrow's
-  /// write_dataset and DuckDB's COPY options.
+  /// Dataset output (partition_by or max_rows_per_file; not allowed for a
+  /// single file): what may already be at `location`, with the meanings of
+  /// pyarrow's write_dataset and DuckDB's COPY options. Without
+  /// partition_by the location itself is the one partition.
   /// - SLUICE_EXISTING_DATA_ERROR (0, the default): a local directory must
   ///   be absent or empty, an S3 prefix hold no object (EEXIST).
   /// - SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE: the new files are named
@@ -618,10 +619,13 @@ struct sluice_write_options {
   /// old objects of the partitions written after every upload (a failure
   /// then leaves some of them beside the new ones; the message says so).
   int existing_data_behavior;
-  /// Partitioned output (not allowed without partition_by): a partition's
-  /// file holds at most this many rows; the rows after it go on in the
-  /// partition's next file (part-1, part-2, ...), as with pyarrow's
-  /// write_dataset(max_rows_per_file=). 0 = no limit.
+  /// A file holds at most this many rows; the rows after it go on in the
+  /// next file (part-1, part-2, ...), as with pyarrow's
+  /// write_dataset(max_rows_per_file=). With partition_by, per partition;
+  /// without it, `location` becomes a directory or s3:// prefix of
+  /// part-<n><ext> files (pyarrow's write_dataset without partitioning),
+  /// written as partitioned output is (all or nothing, existing_data_behavior).
+  /// 0 = no limit (and one file without partition_by).
   int64_t max_rows_per_file;
 };
 

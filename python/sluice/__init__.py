@@ -641,22 +641,26 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         dst's extension).
     max_partitions: more distinct partitions than this raise
         InvalidArgumentError (default 1024, as pyarrow's).
-    existing_data_behavior: with partition_by, what may be in `dst`
-        already, as pyarrow's write_dataset and DuckDB's COPY take it:
+    existing_data_behavior: with partition_by or max_rows_per_file, what
+        may be in `dst` already, as pyarrow's write_dataset and DuckDB's COPY
+        take it:
         "error" (default; a directory must be new or empty, an s3:// prefix
         hold no object, else SourceError); "overwrite_or_ignore" (the new
         files, part-0, part-1, ... of each partition written, replace files
         of those names; the rest stays: writing a table again gives the
         same files); "delete_matching" (each partition written replaces
-        what its directory held, other partitions stay); "append" (what is
+        what its directory held, other partitions stay; without
+        partition_by, `dst` is emptied); "append" (what is
         there stays, the new files are named past their directory's
         part-<n>, as DuckDB's APPEND: writing a table again adds its rows
         again). Locally a failure puts everything back; see the README for
         S3.
-    max_rows_per_file: with partition_by, a partition's file holds at most
-        this many rows; the rows after go on in its next file (part-1,
-        part-2, ...), as pyarrow's write_dataset(max_rows_per_file=).
-        Default: no limit.
+    max_rows_per_file: a file holds at most this many rows; the rows after
+        go on in the next file (part-1, part-2, ...), as pyarrow's
+        write_dataset(max_rows_per_file=). With partition_by, per partition;
+        without it `dst` becomes a directory (or s3:// prefix) of
+        ``part-<n>.<ext>`` files, as write_dataset without partitioning (the
+        format from format=). Default: no limit (one file).
     **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
@@ -710,28 +714,28 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
         raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior must be 'error', "
                                    "'overwrite_or_ignore', 'delete_matching' or 'append', not "
                                    f"{existing_data_behavior!r}")
-    if behavior != 0 and partition_by is None:
-        raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior is for partitioned "
-                                   "output (partition_by); a single file is always replaced "
-                                   "whole")
+    dataset = partition_by is not None or max_rows_per_file is not None
+    if behavior != 0 and not dataset:
+        raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior is for dataset "
+                                   "output (partition_by or max_rows_per_file); a single file "
+                                   "is always replaced whole")
     if max_rows_per_file is not None:
         if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int)
                 or not 0 < max_rows_per_file < 2**63):
             raise InvalidArgumentError(_errno.EINVAL, "max_rows_per_file must be a positive "
                                        f"int, not {max_rows_per_file!r}")
-        if partition_by is None:
-            raise InvalidArgumentError(_errno.EINVAL, "max_rows_per_file is for partitioned "
-                                       "output (partition_by): one file is asked for")
         kwargs.update(max_rows_per_file=max_rows_per_file)
     if partition_by is not None:
         keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         if not keys or not all(isinstance(k, str) for k in keys):
             raise InvalidArgumentError(_errno.EINVAL, "partition_by wants column names (str)")
-        kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0),
-                      existing_data_behavior=behavior)
+        kwargs.update(partition_by=keys, max_partitions=int(max_partitions or 0))
+    if dataset:
+        kwargs.update(existing_data_behavior=behavior)
         if _is_file_object(dst):
-            raise InvalidArgumentError(_errno.EINVAL, "partitioned output goes to a directory "
-                                       "or an s3:// prefix, not a file object")
+            raise InvalidArgumentError(_errno.EINVAL, "a dataset (partition_by, "
+                                       "max_rows_per_file) goes to a directory or an s3:// "
+                                       "prefix, not a file object")
     return kwargs
 
 

@@ -832,25 +832,26 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
   }
-  if (options->existing_data_behavior != SLUICE_EXISTING_DATA_ERROR &&
-      options->n_partition_by == 0) {
-    return sl_error_set(error, EINVAL, "%s: existing_data_behavior is for partitioned output "
-                        "(partition_by); a single file is always replaced whole",
+  // A dataset (a directory or prefix of part-<n> files) is written for
+  // partition_by, and without it for max_rows_per_file (pyarrow's
+  // write_dataset without partitioning): files of at most that many rows.
+  int dataset = options->n_partition_by > 0 || options->max_rows_per_file > 0;
+  if (options->max_rows_per_file < 0) {
+    return sl_error_set(error, EINVAL, "%s: max_rows_per_file must not be negative",
                         table ? "cql://" : location);
   }
-  if (options->max_rows_per_file < 0 ||
-      (options->max_rows_per_file > 0 && options->n_partition_by == 0)) {
-    return sl_error_set(error, EINVAL, "%s: max_rows_per_file %s",
-                        table ? "cql://" : location,
-                        options->max_rows_per_file < 0
-                            ? "must not be negative"
-                            : "is for partitioned output (partition_by): one file is asked for");
+  if (options->existing_data_behavior != SLUICE_EXISTING_DATA_ERROR && !dataset) {
+    return sl_error_set(error, EINVAL, "%s: existing_data_behavior is for dataset output "
+                        "(partition_by or max_rows_per_file); a single file is always "
+                        "replaced whole",
+                        table ? "cql://" : location);
   }
-  if (table && options->n_partition_by > 0) {
+  if (table && dataset) {
     char shown[1024];
     sl_cql_redacted(location, shown, sizeof shown);
-    return sl_error_set(error, EINVAL, "%s: a cql:// table is not written in partition "
-                        "directories (partition_by is for files and s3:// prefixes)", shown);
+    return sl_error_set(error, EINVAL, "%s: a cql:// table is not written as files "
+                        "(partition_by and max_rows_per_file are for files and s3:// prefixes)",
+                        shown);
   }
   // A writer fills buffers of about the same size batch after batch: with
   // the default allocator they are recycled through a cache (as a dataset's
@@ -859,7 +860,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   // out, are what the next batches are dealt into (a mixed-key write of W1
   // faulted its 455 MB in page by page with only 64 blocks kept).
   int64_t cache_bytes = WRITE_CACHE_BYTES;
-  if (options->n_partition_by > 0) {
+  if (dataset) {
     int64_t budget = sl_write_partitioned_budget(options);
     cache_bytes = budget > INT64_MAX - cache_bytes ? INT64_MAX : cache_bytes + budget;
   }
@@ -879,11 +880,9 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,
                                   &checked, error);
   if (rc == 0) {
-    rc = table                         ? writer->write(&checked, NULL, &args, error)  // no file
-         : options->n_partition_by > 0 ? sl_write_partitioned(writer, &checked, location, options,
-                                                              &args, error)
-                                       : write_file(writer, &checked, location, options, &args,
-                                                    error);
+    rc = table     ? writer->write(&checked, NULL, &args, error)  // no file
+         : dataset ? sl_write_partitioned(writer, &checked, location, options, &args, error)
+                   : write_file(writer, &checked, location, options, &args, error);
     checked.release(&checked);
   }
   sl_buffer_cache_close(cache);

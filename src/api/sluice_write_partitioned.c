@@ -1,4 +1,6 @@
-// Hive-partitioned writes (sluice_write with partition_by). Each batch is
+// Hive-partitioned writes (sluice_write with partition_by), and datasets
+// without partitions (max_rows_per_file alone: one partition, whose path
+// is empty, so that its files go in the location itself). Each batch is
 // split by its rows' partition values ("year=2024/city=Paris"), the pieces
 // (partition columns dropped) are buffered per partition, and a partition
 // is written out when the buffers outgrow their budget (the largest first)
@@ -369,8 +371,9 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
     int32_t p = w->slots[s];
     if (p >= 0) {
       const struct partition* part = &w->parts[p];
+      // (No partition_by: one partition, its key empty, w->key.data NULL.)
       if (part->hash == h && part->key_len == w->key.len &&
-          memcmp(part->key, w->key.data, w->key.len) == 0) {
+          (w->key.len == 0 || memcmp(part->key, w->key.data, w->key.len) == 0)) {
         *out = p;
         return 0;
       }
@@ -380,7 +383,8 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
     // Values that differ but spell the same path (a null and the string
     // "__HIVE_DEFAULT_PARTITION__") share its partition: two partitions of
     // one directory would write the same file names.
-    for (int64_t q = 0; q < w->n_parts && strstr(w->path.data, "=" NULL_SEGMENT) != NULL; q++) {
+    const char* path = sl_text_cstr(&w->path);  // ("" without partition_by)
+    for (int64_t q = 0; q < w->n_parts && strstr(path, "=" NULL_SEGMENT) != NULL; q++) {
       if (w->parts[q].path_len == w->path.len &&
           memcmp(w->parts[q].path, w->path.data, w->path.len) == 0) {
         *out = q;
@@ -391,7 +395,7 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
       return sl_error_set(error, EINVAL,
                           "%s: more than %lld partitions (the next is %s); raise the limit "
                           "(max_partitions) or partition by fewer columns",
-                          w->location, (long long)w->max_parts, w->path.data);
+                          w->location, (long long)w->max_parts, path);
     }
     if (w->n_parts + 1 > w->n_slots / 2) {  // keep the table at most half full
       SL_RETURN_NOT_OK(reserve_partition(w, error));
@@ -406,7 +410,7 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
       if (part->key != NULL) sl_free(w->alloc, part->key, w->key.len);
       return oom(w, error);
     }
-    memcpy(part->key, w->key.data, w->key.len);
+    if (w->key.len > 0) memcpy(part->key, w->key.data, w->key.len);
     part->path_len = w->path.len;
     part->key_len = w->key.len;
     part->hash = h;
@@ -497,12 +501,20 @@ static int64_t part_index(const char* name, size_t len) {
   return i > 5 && (i == len || name[i] == '.') ? n : -1;
 }
 
+/// Appends "/<path>" of partition `part` to `out`: nothing for the one
+/// partition of a write without partition_by (its files go in the
+/// location itself). Non-zero when out of memory.
+static int append_partition_dir(struct sl_text* out, const struct partition* part) {
+  if (part->path_len == 0) return 0;
+  return sl_text_append_char(out, '/') != 0 || sl_text_append(out, part->path, part->path_len) != 0;
+}
+
 /// `out` = "<location>/<path>/", the prefix of partition `part`'s objects.
 static int partition_prefix(struct partitioned_write* w, const struct partition* part,
                             struct sl_text* out, struct sluice_error* error) {
   sl_text_clear(out);
-  if (sl_text_append(out, w->location, w->root_len) != 0 || sl_text_append_char(out, '/') != 0 ||
-      sl_text_append(out, part->path, part->path_len) != 0 || sl_text_append_char(out, '/') != 0) {
+  if (sl_text_append(out, w->location, w->root_len) != 0 ||
+      append_partition_dir(out, part) != 0 || sl_text_append_char(out, '/') != 0) {
     return oom(w, error);
   }
   return 0;
@@ -560,13 +572,12 @@ static int next_file(struct partitioned_write* w, struct partition* part, char**
   struct sl_text location;
   sl_text_init(&location, w->alloc);
   int rc = sl_text_append(&location, w->root, w->root_len_files) != 0 ||
-                   sl_text_append_char(&location, '/') != 0 ||
-                   sl_text_append(&location, part->path, part->path_len) != 0 ||
+                   append_partition_dir(&location, part) != 0 ||
                    sl_text_append_str(&location, name) != 0 ||
                    sl_text_append_str(&location, w->extension) != 0
                ? oom(w, error)
                : 0;
-  if (rc == 0 && !w->is_s3) {
+  if (rc == 0 && !w->is_s3 && part->path_len > 0) {
     rc = make_directories(w, location.data, w->root_len_files + 1 + part->path_len, error);
   }
   if (rc == 0 && (*out = sl_strndup(w->alloc, location.data, location.len)) == NULL) {
@@ -926,9 +937,9 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
     if (!key) w->kept_columns[w->n_kept++] = c;
   }
   if (w->n_kept == 0) {
-    return sl_error_set(error, EINVAL,
-                        "%s: every column is a partition column: the files would hold none",
-                        w->location);
+    return sl_error_set(error, EINVAL, "%s: %s: the files would hold no column", w->location,
+                        w->n_keys > 0 ? "every column is a partition column"
+                                      : "the input has no columns");
   }
   SL_RETURN_NOT_OK(sl_schema_project(&w->schema, w->kept_columns, w->n_kept, w->alloc,
                                      &w->file_schema, error));
@@ -1084,9 +1095,10 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
     closedir(dir);
     if (empty) return 0;
     return sl_error_set(error, EEXIST,
-                        "%s: the directory is not empty; partitioned output goes to a new or "
-                        "empty one unless existing_data_behavior says what to do with what is "
-                        "there (overwrite_or_ignore, delete_matching, append)",
+                        "%s: the directory is not empty; a dataset (partition_by, "
+                        "max_rows_per_file) goes to a new or empty one unless "
+                        "existing_data_behavior says what to do with what is there "
+                        "(overwrite_or_ignore, delete_matching, append)",
                         w->location);
   }
   char prefix[4096];
@@ -1104,9 +1116,9 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
   if (rc == 0 && sl_location_list_sort(list, w->alloc) != 0) rc = oom(w, error);
   if (rc != 0 || list->n == 0 || w->existing != SLUICE_EXISTING_DATA_ERROR) return rc;
   return sl_error_set(error, EEXIST,
-                      "%s: objects exist under this prefix; partitioned output goes to an "
-                      "empty one unless existing_data_behavior says what to do with them "
-                      "(overwrite_or_ignore, delete_matching, append)",
+                      "%s: objects exist under this prefix; a dataset (partition_by, "
+                      "max_rows_per_file) goes to an empty one unless existing_data_behavior "
+                      "says what to do with them (overwrite_or_ignore, delete_matching, append)",
                       w->location);
 }
 
@@ -1247,12 +1259,53 @@ static int replace(struct partitioned_write* w, struct moves* m, const char* sta
 static int staged_path(struct partitioned_write* w, const struct partition* part,
                        const char* name, struct sl_text* s, struct sluice_error* error) {
   sl_text_clear(s);
-  if (sl_text_append(s, w->root, w->root_len_files) != 0 || sl_text_append_char(s, '/') != 0 ||
-      sl_text_append(s, part->path, part->path_len) != 0 ||
+  if (sl_text_append(s, w->root, w->root_len_files) != 0 || append_partition_dir(s, part) != 0 ||
       (name != NULL && sl_text_append_str(s, name) != 0)) {
     return oom(w, error);
   }
   return 0;
+}
+
+/// delete_matching without partition_by: the one partition is the
+/// location itself, which also holds the staging directory. Its other
+/// entries are moved into the staging directory (logged: put back on
+/// failure, removed with it at the end).
+static int clear_location(struct partitioned_write* w, struct moves* m, struct sl_text* from,
+                          struct sl_text* trash, struct sluice_error* error) {
+  const char* staging = w->root + w->root_len + 1;  // its name in the location
+  struct sl_text names;  // NUL-separated: none moved while the directory is read
+  sl_text_init(&names, w->alloc);
+  int rc = 0;
+  DIR* dir = opendir(w->location);
+  if (dir == NULL) {
+    return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->location,
+                        strerror(errno));
+  }
+  for (struct dirent* e = readdir(dir); e != NULL && rc == 0; e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+        strcmp(e->d_name, staging) == 0) {
+      continue;
+    }
+    if (sl_text_append(&names, e->d_name, strlen(e->d_name) + 1) != 0) rc = oom(w, error);
+  }
+  closedir(dir);
+  int64_t n = 0;
+  for (size_t at = 0; at < names.len && rc == 0; at += strlen(names.data + at) + 1, n++) {
+    char name[64];
+    snprintf(name, sizeof name, "/.replaced-%lld", (long long)n);
+    sl_text_clear(from);
+    sl_text_clear(trash);
+    if (sl_text_append(from, w->location, w->root_len) != 0 ||
+        sl_text_append_char(from, '/') != 0 || sl_text_append_str(from, names.data + at) != 0 ||
+        sl_text_append(trash, w->root, w->root_len_files) != 0 ||
+        sl_text_append_str(trash, name) != 0) {
+      rc = oom(w, error);
+    } else {
+      rc = move(w, m, MOVE_RENAME, from->data, trash->data, error);
+    }
+  }
+  sl_text_reset(&names);
+  return rc;
 }
 
 /// Moves one partition's staged files into the destination, as
@@ -1265,15 +1318,17 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
                            struct sl_text* to, struct sl_text* trash,
                            struct sluice_error* error) {
   sl_text_clear(to);
-  if (sl_text_append(to, w->location, w->root_len) != 0 || sl_text_append_char(to, '/') != 0 ||
-      sl_text_append(to, part->path, part->path_len) != 0) {
+  if (sl_text_append(to, w->location, w->root_len) != 0 || append_partition_dir(to, part) != 0) {
     return oom(w, error);
   }
   size_t parent = to->len;
   while (parent > w->root_len && to->data[parent] != '/') parent--;
   struct stat st;
   char name[96];
-  if (w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING) {
+  if (w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING && part->path_len == 0) {
+    // Emptied first, then the files move in as below (to = the location).
+    SL_RETURN_NOT_OK(clear_location(w, m, from, trash, error));
+  } else if (w->existing == SLUICE_EXISTING_DATA_DELETE_MATCHING) {
     SL_RETURN_NOT_OK(staged_path(w, part, NULL, from, error));
     if (lstat(to->data, &st) != 0) {
       SL_RETURN_NOT_OK(make_directories(w, to->data, parent, error));
@@ -1569,7 +1624,8 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   if (strcmp(location, "-") == 0 || strncmp(location, "file://", 7) == 0 ||
       (strstr(location, "://") != NULL && strncmp(location, "s3://", 5) != 0)) {
     return sl_error_set(error, ENOTSUP,
-                        "%s: partitioned output goes to a local directory or an s3:// prefix",
+                        "%s: a dataset (partition_by, max_rows_per_file) goes to a local "
+                        "directory or an s3:// prefix",
                         location);
   }
   if (writer->open == NULL) {

@@ -175,7 +175,7 @@ void* sl_realloc_buffer(const struct sluice_allocator* alloc, void* ptr, size_t 
 char* sl_strndup(const struct sluice_allocator* alloc, const char* s, size_t n) {
   char* out = sl_alloc(alloc, n + 1);
   if (out == NULL) return NULL;
-  memcpy(out, s, n);
+  if (n > 0) memcpy(out, s, n);  // (s may be NULL when n is 0: an empty text)
   out[n] = '\0';
   return out;
 }

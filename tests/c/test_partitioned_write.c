@@ -372,13 +372,14 @@ static void test_max_rows_per_file(void** state) {
     check_read_back(dst, ROWS);
     remove_tree(dst);
   }
-  // Without partition_by: one file is asked for.
+  // A single file (no partition_by, no max_rows_per_file) refuses
+  // existing_data_behavior: it is always replaced whole.
   char single[600];
   snprintf(single, sizeof single, "%s.parquet", dst);
   assert_int_equal(write_partitioned_into(src, single, "parquet", k_keys, 0, 0,
-                                          SLUICE_EXISTING_DATA_ERROR, 10, NULL, &error),
+                                          SLUICE_EXISTING_DATA_APPEND, 0, NULL, &error),
                    EINVAL);
-  assert_non_null(strstr(error.message, "max_rows_per_file"));
+  assert_non_null(strstr(error.message, "existing_data_behavior"));
   assert_int_equal(access(single, F_OK), -1);
   assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 2, 0,
                                           SLUICE_EXISTING_DATA_ERROR, -1, NULL, &error),
@@ -422,6 +423,8 @@ struct existing_run {
   const char *src, *dst;
   int existing;
   char before[33];  ///< tree_digest of dst before each attempt
+  int64_t n_keys;         ///< of k_keys
+  int64_t max_file_rows;  ///< 0 = no limit
 };
 
 static int write_over_existing(void* ctx, const struct sluice_allocator* alloc,
@@ -429,14 +432,75 @@ static int write_over_existing(void* ctx, const struct sluice_allocator* alloc,
   struct existing_run* run = ctx;
   // One key (5 partitions), the default budget: the spills have their own
   // sweep above; this one is about what the commit does to old files.
-  int rc = write_partitioned_into(run->src, run->dst, "parquet", k_keys, 1, 0, run->existing,
-                                  0, alloc, error);
+  int rc = write_partitioned_into(run->src, run->dst, "parquet", k_keys, run->n_keys, 0,
+                                  run->existing, run->max_file_rows, alloc, error);
   if (rc != 0) {  // the old files as they were, nothing new, no staging directory
     char after[33];
     tree_digest(run->dst, after);
     assert_string_equal(after, run->before);
   }
   return rc;
+}
+
+/// max_rows_per_file without partition_by: the location becomes a directory
+/// of part-0, part-1, ... of at most that many rows, all columns in them
+/// (pyarrow's write_dataset without partitioning); what is there already
+/// as existing_data_behavior says, the location being the one partition:
+/// delete_matching empties it (other files and directories too), and any
+/// failure on the way leaves it as it was.
+static void test_dataset_without_partitions(void** state) {
+  (void)state;
+  char src[512], dst[512], other[600];
+  test_temp_path("unpartitioned.csv", src, sizeof src);
+  test_temp_path("unpartitioned_out", dst, sizeof dst);
+  make_csv(src, ROWS);
+  remove_tree(dst);
+  struct sluice_error error = {0, {0}};
+  static const char* const formats[] = {"parquet", "arrow", "avro", "csv"};
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+    int rc = write_partitioned_into(src, dst, formats[f], k_keys, 0, 16 << 10,
+                                    SLUICE_EXISTING_DATA_ERROR, 700, NULL, &error);
+    if (rc != 0) fail_msg("%s: %s", formats[f], error.message);
+    int64_t largest = 0, total = 0;
+    assert_int_equal(file_rows(dst, "part-*", &largest, &total), (ROWS + 699) / 700);
+    assert_int_equal(total, ROWS);
+    assert_int_equal(largest, 700);
+    assert_int_equal(count_files(dst, "*"), (ROWS + 699) / 700);  // nothing else, no directory
+    check_read_back(dst, ROWS);
+    remove_tree(dst);
+  }
+  assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 0, 0,
+                                          SLUICE_EXISTING_DATA_ERROR, 700, NULL, &error), 0);
+  assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 0, 0,
+                                          SLUICE_EXISTING_DATA_ERROR, 700, NULL, &error),
+                   EEXIST);
+  // overwrite_or_ignore: the same five files again.
+  assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 0, 0,
+                                          SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE, 700, NULL,
+                                          &error), 0);
+  assert_int_equal(count_files(dst, "*"), 5);
+  check_read_back(dst, ROWS);
+  // append: five more, part-5 .. part-9.
+  assert_int_equal(write_partitioned_into(src, dst, "parquet", k_keys, 0, 0,
+                                          SLUICE_EXISTING_DATA_APPEND, 700, NULL, &error), 0);
+  assert_int_equal(count_files(dst, "part-9.parquet"), 1);
+  assert_int_equal(count_rows(dst), 2 * ROWS);
+  // delete_matching: whatever was there goes (a stray file, a directory).
+  snprintf(other, sizeof other, "%s/notes.txt", dst);
+  FILE* stray = fopen(other, "w");
+  assert_non_null(stray);
+  assert_int_equal(fclose(stray), 0);
+  snprintf(other, sizeof other, "%s/k=1", dst);
+  assert_int_equal(mkdir(other, 0755), 0);
+  struct existing_run run = {src, dst, SLUICE_EXISTING_DATA_DELETE_MATCHING, {0}, 0, 1000};
+  tree_digest(dst, run.before);
+  assert_true(test_alloc_sweep(write_over_existing, &run, 99999) > 20);
+  assert_int_equal(count_files(dst, "*"), 3);
+  assert_int_equal(count_files(dst, ".sluice-*"), 0);
+  assert_int_equal(access(other, F_OK), -1);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
+  unlink(src);
 }
 
 /// Into a directory holding an earlier write: overwrite_or_ignore replaces
@@ -459,7 +523,7 @@ static void test_existing_data_kept_or_replaced(void** state) {
     // The default refuses a directory that is not empty, and names the way out.
     assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, 1, 0, NULL, &error), EEXIST);
     assert_non_null(strstr(error.message, "existing_data_behavior"));
-    struct existing_run run = {src, dst, modes[m], {0}};
+    struct existing_run run = {src, dst, modes[m], {0}, 1, 0};
     // A failure while the new files move in, after some have: the "sp ace"
     // partition comes last (first seen at row 4) and its directory's name
     // is taken by a file. Every move is undone.
@@ -506,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_max_rows_per_file),
       cmocka_unit_test(test_allocation_failures_leave_nothing),
       cmocka_unit_test(test_existing_data_kept_or_replaced),
+      cmocka_unit_test(test_dataset_without_partitions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

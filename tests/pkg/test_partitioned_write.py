@@ -3,6 +3,7 @@ pyarrow's write_dataset and DuckDB's PARTITION_BY lay it out, read back with
 equal values by pyarrow.dataset, DuckDB, polars and sluice; and nothing left
 behind when it fails."""
 import datetime
+import io
 from decimal import Decimal
 import os
 import random
@@ -266,7 +267,7 @@ def test_existing_data_behavior_refused_and_default(tmp_path):
     with pytest.raises(sluice.InvalidArgumentError, match="existing_data_behavior"):
         sluice.write(_table(), out, format="parquet", partition_by="k",
                      existing_data_behavior="nonsense")
-    with pytest.raises(sluice.InvalidArgumentError, match="partitioned output"):
+    with pytest.raises(sluice.InvalidArgumentError, match="dataset output"):
         sluice.write(_table(), tmp_path / "one.parquet", existing_data_behavior="append")
     assert _tree(out) == before and not (tmp_path / "one.parquet").exists()
     # overwrite_or_ignore of the same table: the same files, as pyarrow's.
@@ -469,6 +470,53 @@ def test_max_rows_per_file_refused(tmp_path):
         with pytest.raises(sluice.InvalidArgumentError, match="max_rows_per_file"):
             sluice.write(t, tmp_path / "a", format="parquet", partition_by="k",
                          max_rows_per_file=bad)
-    with pytest.raises(sluice.InvalidArgumentError, match="partitioned output"):
-        sluice.write(t, tmp_path / "b.parquet", max_rows_per_file=5)
+    with pytest.raises(sluice.InvalidArgumentError, match="file object"):
+        sluice.write(t, io.BytesIO(), format="parquet", max_rows_per_file=5)
+    with pytest.raises(sluice.InvalidArgumentError, match="existing_data_behavior"):
+        sluice.write(t, tmp_path / "c.parquet", existing_data_behavior="append")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv"])
+def test_max_rows_per_file_without_partitions_as_pyarrow(tmp_path, fmt):
+    """max_rows_per_file alone: `dst` becomes a directory of part-0, part-1,
+    ... holding every column, as pyarrow's write_dataset without
+    partitioning makes it (the same rows per file, in order, also when
+    the batches are smaller than the files and through sluice.Writer);
+    a name with an extension is a directory too, as with pyarrow."""
+    t = _table(n=1000)
+    batches = t.to_batches(max_chunksize=57)
+    out, pa_dir = tmp_path / "out.d", tmp_path / "pa"
+    sluice.write(pa.Table.from_batches(batches), out, format=fmt, max_rows_per_file=300)
+    ds.write_dataset(t, pa_dir, format="parquet", max_rows_per_file=300, max_rows_per_group=300,
+                     basename_template="part-{i}.parquet")
+
+    def files(root, ext):
+        names = sorted(os.listdir(root), key=lambda n: int(n.split("-")[1].split(".")[0]))
+        assert names == [f"part-{i}.{ext}" for i in range(len(names))]
+        return [pa.table(sluice.read(os.path.join(root, n))).to_pydict() for n in names]
+
+    mine, theirs = files(out, fmt), files(pa_dir, "parquet")
+    assert [len(f["v"]) for f in mine] == [300, 300, 300, 100]
+    assert [f["v"] for f in mine] == [f["v"] for f in theirs]
+    if fmt != "csv":  # (CSV reads its dates back as they are inferred)
+        assert mine == theirs
+    w_dir = tmp_path / "w"
+    with sluice.Writer(w_dir, format=fmt, max_rows_per_file=300) as w:
+        for b in batches:
+            w.write(b)
+    assert files(w_dir, fmt) == mine
+    # Written again: the default refuses, overwrite_or_ignore gives the same
+    # files, append adds four more, delete_matching leaves only the new ones.
+    with pytest.raises(sluice.SourceError, match="not empty"):
+        sluice.write(t, out, format=fmt, max_rows_per_file=300)
+    sluice.write(t, out, format=fmt, max_rows_per_file=300,
+                 existing_data_behavior="overwrite_or_ignore")
+    assert files(out, fmt) == mine
+    sluice.write(t, out, format=fmt, max_rows_per_file=300, existing_data_behavior="append")
+    assert len(os.listdir(out)) == 8
+    (out / "stray.txt").write_text("x")
+    sluice.write(t, out, format=fmt, max_rows_per_file=500,
+                 existing_data_behavior="delete_matching")
+    assert sorted(os.listdir(out)) == [f"part-0.{fmt}", f"part-1.{fmt}"]
+    assert pa.table(sluice.read(out)).num_rows == 1000

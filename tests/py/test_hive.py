@@ -269,9 +269,18 @@ def test_convert_partition_by_round_trips(sluice, pq_dataset, tmp_path):
     sizes = [pq.ParquetFile(p).metadata.num_rows for p in split.rglob("*.parquet")]
     assert max(sizes) == 7 and len(sizes) > len(list(split.iterdir()))
     assert by_id(sluice_read(sluice, split).select(list(want)))["amount"] == want["amount"]
-    res = sluice.expect_error("convert", flat, tmp_path / "one.parquet", "--max-rows-per-file",
-                              "7", "-q")
-    assert b"max_rows_per_file is for partitioned output" in res.stderr
+    # Without --partition-by: DST is a directory of part-N files (as
+    # pyarrow's write_dataset without partitioning), every column in them.
+    plain = tmp_path / "plain"
+    sluice.run("convert", flat, plain, "-t", "parquet", "--max-rows-per-file", "7", "-q")
+    names = sorted(p.name for p in plain.iterdir())
+    assert names == sorted(f"part-{i}.parquet" for i in range(len(names)))
+    sizes = [pq.ParquetFile(plain / n).metadata.num_rows for n in names]
+    assert max(sizes) == 7 and sum(sizes) == len(want["id"])
+    assert by_id(sluice_read(sluice, plain).select(list(want))) == want
+    res = sluice.expect_error("convert", flat, tmp_path / "one.parquet", "--existing-data",
+                              "append", "-q")
+    assert b"existing_data_behavior is for dataset output" in res.stderr
     assert not (tmp_path / "one.parquet").exists()
     res = sluice.run_raw("convert", flat, tmp_path / "z", "--partition-by", "city",
                          "--max-rows-per-file", "0", "-q")

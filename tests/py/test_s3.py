@@ -1368,7 +1368,50 @@ def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
     assert proc.returncode == 2 and "bad --existing-data" in proc.stderr.decode()
     proc = run(sluice, creds(s3), "convert", src, tmp_path / "one.parquet",
                "--existing-data", "append")
-    assert proc.returncode != 0 and "partitioned output" in proc.stderr.decode()
+    assert proc.returncode != 0 and "dataset output" in proc.stderr.decode()
+
+
+def test_dataset_without_partitions_under_a_prefix(sluice, s3, tmp_path):
+    """--max-rows-per-file without --partition-by to s3://bucket/prefix/:
+    objects prefix/part-0.parquet, ... (one '/', as the local files are
+    named), each equal to the local write's file; append adds objects
+    named past them; delete_matching leaves only the new objects, deleting
+    every old one under the prefix, deeper ones too."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(30)), "x": [i * 0.5 for i in range(30)]}), src)
+    local, prefix = tmp_path / "local", f"s3://{BUCKET}/unparted/"
+    stored = s3["data"] / BUCKET / "unparted"
+
+    def files(root):
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+    def write(dst, *more):
+        proc = run(sluice, creds(s3), "convert", src, dst, "-t", "parquet",
+                   "--max-rows-per-file", "12", "-q", *more)
+        assert proc.returncode == 0, proc.stderr.decode()
+
+    def ids(location, name):
+        got = read_location(sluice, creds(s3), location, tmp_path / name)
+        return sorted(got.column("id").to_pylist())
+
+    for dst in (local, prefix):
+        write(dst)
+    assert files(stored) == files(local) == [f"part-{i}.parquet" for i in range(3)]
+    for name in files(local):
+        assert (stored / name).read_bytes() == (local / name).read_bytes()
+    assert ids(prefix, "a.arrows") == list(range(30))
+    write(prefix, "--existing-data", "append")
+    assert files(stored) == [f"part-{i}.parquet" for i in range(6)]
+    assert ids(prefix, "b.arrows") == sorted(list(range(30)) * 2)
+    pq.write_table(pa.table({"id": [7]}), tmp_path / "deep.parquet")
+    proc = run(sluice, creds(s3), "convert", tmp_path / "deep.parquet",
+               f"s3://{BUCKET}/unparted/k=1/deep.parquet", "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    write(prefix, "--existing-data", "delete_matching")
+    assert files(stored) == [f"part-{i}.parquet" for i in range(6, 9)]
+    assert ids(prefix, "c.arrows") == list(range(30))
 
 
 def test_partitioned_write_of_more_objects_than_the_soft_file_limit(sluice, s3, tmp_path):
