@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "../../core/sl_alloc.h"
+#include "../../core/sl_array.h"
 #include "../../core/sl_buffer.h"
 #include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
@@ -14,7 +15,6 @@
 #include "../../core/sl_sleep.h"
 #include "../../core/sl_value_text.h"
 #include "../../io/sl_cql.h"
-#include "../text/text_writers.h"  // sl_text_write_stream: the stream walk every row writer shares
 #include "cql_create.h"
 #include "cql_encode.h"
 #include "cql_rows.h"
@@ -105,6 +105,9 @@ struct cql_write {
   struct sl_buffer row;  ///< one row's values, then its key
   struct sl_buffer key;
   int64_t rows_seen;
+  struct ArrowSchema schema;  ///< a copy: the columns' names point into it
+  struct sl_text_field columns;
+  int columns_ready;
 };
 
 /* ---- Options --------------------------------------------------------------------- */
@@ -349,12 +352,9 @@ static int create_table(struct cql_write* w, const struct sl_text_field* row,
 }
 
 /// Prepares the INSERT of the stream's columns, pairs every column with
-/// its bound variable's encoder and learns the columns' kinds
-/// (sl_text_write_stream's header step).
-static int prepare(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
+/// its bound variable's encoder and learns the columns' kinds.
+static int prepare(struct cql_write* w, const struct sl_text_field* row,
                    struct sluice_error* error) {
-  (void)sink;
-  struct cql_write* w = ctx;
   if (row->n_children == 0) {
     return sl_error_set(error, EINVAL, "%s: the data has no columns to insert", w->name);
   }
@@ -699,10 +699,8 @@ static int check_shapes(struct cql_write* w, const struct sl_text_field* row,
   return statics ? prepare_statics(w, row, error) : 0;
 }
 
-static int write_rows(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
-                      struct sl_sink* sink, struct sluice_error* error) {
-  (void)sink;
-  struct cql_write* w = ctx;
+static int write_rows(struct cql_write* w, const struct sl_text_field* row,
+                      const struct ArrowArray* batch, struct sluice_error* error) {
   SL_RETURN_NOT_OK(check_mismatched(w, batch, error));
   SL_RETURN_NOT_OK(check_shapes(w, row, batch, error));
   for (int64_t i = 0; i < batch->length; ++i) {
@@ -742,6 +740,8 @@ static int write_rows(void* ctx, const struct sl_text_field* row, const struct A
 
 static void write_free(struct cql_write* w) {
   sl_cql_close(w->conn);
+  if (w->columns_ready) sl_text_field_reset(&w->columns);
+  if (w->schema.release != NULL) w->schema.release(&w->schema);
   if (w->encoders != NULL) {
     for (int i = 0; i < w->n_columns; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
     sl_free(w->alloc, w->encoders, (size_t)w->n_columns * sizeof *w->encoders);
@@ -764,55 +764,103 @@ static void write_free(struct cql_write* w) {
   sl_buffer_reset(&w->key);
 }
 
-static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                     const struct sl_write_args* args, struct sluice_error* error) {
+static void cql_close(void* state) {
+  struct cql_write* w = state;
+  if (w == NULL) return;
+  const struct sluice_allocator* alloc = w->alloc;
+  write_free(w);
+  sl_free(alloc, w, sizeof *w);
+}
+
+/// Connects to the node, creates the table if asked, and prepares the
+/// INSERT of `schema`'s columns (a table writer: no sink).
+static int cql_open(const struct ArrowSchema* schema, struct sl_sink* sink,
+                    const struct sl_write_args* args, void** state, struct sluice_error* error) {
   (void)sink;
-  struct cql_write w;
-  memset(&w, 0, sizeof w);
-  w.alloc = args->alloc;
-  w.filling = -1;
-  sl_buffer_init(&w.group_key, w.alloc);
-  sl_buffer_init(&w.row, w.alloc);
-  sl_buffer_init(&w.key, w.alloc);
-  sl_buffer_init(&w.whole.prepare_body, w.alloc);
-  sl_buffer_init(&w.statics.prepare_body, w.alloc);
+  *state = NULL;
+  struct cql_write* w = sl_calloc(args->alloc, 1, sizeof *w);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "cql://: out of memory");
+  w->alloc = args->alloc;
+  w->filling = -1;
+  sl_buffer_init(&w->group_key, w->alloc);
+  sl_buffer_init(&w->row, w->alloc);
+  sl_buffer_init(&w->key, w->alloc);
+  sl_buffer_init(&w->whole.prepare_body, w->alloc);
+  sl_buffer_init(&w->statics.prepare_body, w->alloc);
   const char* location = args->location != NULL ? args->location : "cql://";
-  sl_cql_redacted(location, w.name, sizeof w.name);
+  sl_cql_redacted(location, w->name, sizeof w->name);
   // The location first: the TLS options go into the address it sets.
-  int rc = sl_cql_parse_location(location, &w.address, w.alloc, error);
-  if (rc == 0) rc = parse_options(&w, args->format_options, error);
+  int rc = sl_cql_parse_location(location, &w->address, w->alloc, error);
+  if (rc == 0) rc = parse_options(w, args->format_options, error);
   if (rc == 0 && args->compression != NULL) {  // --compression: the protocol's
     rc = cql_parse_compression(args->compression, strlen(args->compression), "cql write",
-                               &w.address.compression, error);
+                               &w->address.compression, error);
   }
-  if (rc == 0) rc = sl_cql_set_tls(&w.address, args->tls_insecure, args->ca_bundle, error);
-  w.address.timeout_s = args->timeout_s;
+  if (rc == 0) rc = sl_cql_set_tls(&w->address, args->tls_insecure, args->ca_bundle, error);
+  w->address.timeout_s = args->timeout_s;
   if (rc == 0) {
-    w.slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.slots);
-    w.free_slots = sl_calloc(w.alloc, (size_t)w.in_flight, sizeof *w.free_slots);
-    if (w.slots == NULL || w.free_slots == NULL) {
-      rc = sl_error_set(error, ENOMEM, "%s: out of memory", w.name);
+    w->slots = sl_calloc(w->alloc, (size_t)w->in_flight, sizeof *w->slots);
+    w->free_slots = sl_calloc(w->alloc, (size_t)w->in_flight, sizeof *w->free_slots);
+    if (w->slots == NULL || w->free_slots == NULL) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
     } else {
-      for (int i = 0; i < w.in_flight; ++i) {
-        sl_buffer_init(&w.slots[i].body, w.alloc);
-        w.free_slots[w.n_free++] = w.in_flight - 1 - i;  // stream 0 first
+      for (int i = 0; i < w->in_flight; ++i) {
+        sl_buffer_init(&w->slots[i].body, w->alloc);
+        w->free_slots[w->n_free++] = w->in_flight - 1 - i;  // stream 0 first
       }
     }
   }
-  if (rc == 0) rc = sl_cql_connect(&w.address, w.name, w.alloc, &w.conn, error);
-  if (rc == 0) {
-    struct sl_text_batch_writer rows = {prepare, write_rows, &w};
-    rc = sl_text_write_stream(stream, NULL, args, &rows, error);
+  if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
+  if (rc == 0 && (rc = sl_text_field_init(&w->columns, &w->schema, w->alloc, error)) == 0) {
+    w->columns_ready = 1;
   }
-  if (rc == 0) rc = send_group(&w, error);
-  while (rc == 0 && w.n_free < w.in_flight) rc = receive_one(&w, error);
-  write_free(&w);
+  if (rc == 0 && w->columns.type.id != SL_TYPE_STRUCT) {
+    rc = sl_error_set(error, EINVAL, "%s: stream of '%s' arrays, expected a struct", w->name,
+                      w->schema.format);
+  }
+  if (rc == 0) rc = sl_cql_connect(&w->address, w->name, w->alloc, &w->conn, error);
+  if (rc == 0) rc = prepare(w, &w->columns, error);
+  if (rc != 0) {
+    cql_close(w);
+    return rc;
+  }
+  *state = w;
+  return 0;
+}
+
+/// Sends `batch`'s rows (taken), gathered into CQL batches; a row group
+/// means nothing to a table.
+static int cql_push(void* state, struct ArrowArray* batch, int end_row_group,
+                    struct sluice_error* error) {
+  (void)end_row_group;
+  struct cql_write* w = state;
+  if (batch == NULL || batch->release == NULL) return 0;
+  int rc = batch->n_children == w->columns.n_children
+               ? write_rows(w, &w->columns, batch, error)
+               : sl_error_set(error, EINVAL, "%s: batch has %lld columns, schema %lld", w->name,
+                              (long long)batch->n_children, (long long)w->columns.n_children);
+  batch->release(batch);
   return rc;
 }
 
-const struct sl_format_writer* sl_cql_writer(void) {
-  static const char* const extensions[] = {NULL};
-  static const struct sl_format_writer writer = {
-      .name = "cql", .extensions = extensions, .write = cql_write, .table = 1};
-  return &writer;
+/// Sends the last rows gathered and waits for every answer.
+static int cql_finish(void* state, struct sluice_error* error) {
+  struct cql_write* w = state;
+  int rc = send_group(w, error);
+  while (rc == 0 && w->n_free < w->in_flight) rc = receive_one(w, error);
+  return rc;
 }
+
+static const struct sl_format_writer k_cql_writer;
+
+static int cql_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
+                     const struct sl_write_args* args, struct sluice_error* error) {
+  return sl_format_write_pushed(&k_cql_writer, stream, sink, args, error);
+}
+
+static const char* const k_cql_extensions[] = {NULL};
+static const struct sl_format_writer k_cql_writer = {
+    .name = "cql", .extensions = k_cql_extensions, .write = cql_write, .table = 1,
+    .open = cql_open, .push = cql_push, .finish = cql_finish, .close = cql_close};
+
+const struct sl_format_writer* sl_cql_writer(void) { return &k_cql_writer; }

@@ -5,52 +5,10 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
-#include "core/sl_checked_stream.h"
 #include "core/sl_error.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
 #include "text_rows_parallel.h"
-
-int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                         const struct sl_write_args* args,
-                         const struct sl_text_batch_writer* writer, struct sluice_error* error) {
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  int rc = stream->get_schema(stream, &schema);
-  if (rc != 0) return sl_input_error(stream, rc, error);
-  struct sl_text_field row;
-  rc = sl_text_field_init(&row, &schema, args->alloc, error);
-  if (rc != 0) {
-    schema.release(&schema);
-    return rc;
-  }
-  if (row.type.id != SL_TYPE_STRUCT) {
-    rc = sl_error_set(error, EINVAL, "stream of '%s' arrays, expected a struct", schema.format);
-  }
-  if (rc == 0 && writer->write_header != NULL) {
-    rc = writer->write_header(writer->ctx, &row, sink, error);
-  }
-  while (rc == 0) {
-    struct ArrowArray batch;
-    memset(&batch, 0, sizeof batch);
-    rc = stream->get_next(stream, &batch);
-    if (rc != 0) {
-      rc = sl_input_error(stream, rc, error);
-      break;
-    }
-    if (batch.release == NULL) break;
-    if (batch.n_children != row.n_children) {
-      rc = sl_error_set(error, EINVAL, "batch has %lld columns, schema %lld",
-                        (long long)batch.n_children, (long long)row.n_children);
-    } else {
-      rc = writer->write_batch(writer->ctx, &row, &batch, sink, error);
-    }
-    batch.release(&batch);
-  }
-  sl_text_field_reset(&row);
-  schema.release(&schema);
-  return rc;
-}
 
 struct text_writer {
   const struct sl_text_format* format;

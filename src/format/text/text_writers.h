@@ -13,22 +13,7 @@ const struct sl_format_writer* sl_jsonl_writer(void);
 /// line_terminator; see csv_writer.c for the spellings of values.
 const struct sl_format_writer* sl_csv_writer(void);
 
-/// Shared by the text writers (and cql's rows): walks `stream`, handing each
-/// batch (a struct array) and its parsed columns to `write_batch`, and the
-/// header to `write_header` (may be NULL). Reports stream errors with the
-/// stream's message.
 struct sl_text_field;
-struct sl_text_batch_writer {
-  int (*write_header)(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
-                      struct sluice_error* error);
-  int (*write_batch)(void* ctx, const struct sl_text_field* row, const struct ArrowArray* batch,
-                     struct sl_sink* sink, struct sluice_error* error);
-  void* ctx;
-};
-
-int sl_text_write_stream(struct ArrowArrayStream* stream, struct sl_sink* sink,
-                         const struct sl_write_args* args,
-                         const struct sl_text_batch_writer* writer, struct sluice_error* error);
 
 /// A text format for the push interface below: its state (ctx_size bytes,
 /// zeroed, then `init` with the writer's options; `release` frees what init
