@@ -254,6 +254,15 @@ struct sluice_open_options {
   /// s3:// settings that override the environment and the AWS files
   /// (NULL = none); read during sluice_dataset_open only.
   const struct sluice_s3_options* s3;
+  /// Many objects (Parquet, Arrow IPC, Avro): non-zero matches their
+  /// columns by name, as DuckDB's union_by_name: the dataset has every
+  /// object's columns, each once, in the order first met, and an object's
+  /// rows are null in the columns it lacks. A name must have one type in
+  /// every object that has it (EINVAL otherwise, naming the column and
+  /// both objects). Zero (the default): every object must have the same
+  /// columns in the same order. Not for CSV, whose types are inferred
+  /// object by object (give its schema instead).
+  int union_by_name;
 };
 
 /// Fills `options` with the defaults: detect format, all columns, ordered,

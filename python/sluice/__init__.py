@@ -125,6 +125,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     # and which of them to read.
     format_options = dict(format_options)
     hive = bool(format_options.pop("hive_partitioning", True))
+    union_by_name = bool(format_options.pop("union_by_name", False))
     filters = format_options.pop("filters", None)
     ca_bundle, insecure = _tls_settings(format_options)
     timeout = _timeout(format_options)
@@ -136,7 +137,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             threads=int(threads or 0), ordered=bool(ordered),
             limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
             memory=int(memory or 0), format_options=_options_string(format_options),
-            hive_partitioning=hive, filter=_filter_text(filters),
+            hive_partitioning=hive, union_by_name=union_by_name, filter=_filter_text(filters),
             ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
     except InvalidArgumentError as e:
         hint = _keyword_hint(str(e), format_options)
@@ -151,7 +152,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
 # The keyword arguments of read/scan that a mistyped one may have meant (the
 # unknown ones go to the format as its options).
 _KEYWORDS = ("format", "columns", "threads", "ordered", "limit", "batch_rows", "memory",
-             "hive_partitioning", "filters", "storage_options", "ca_bundle", "insecure", "timeout")
+             "hive_partitioning", "union_by_name", "filters", "storage_options", "ca_bundle",
+             "insecure", "timeout")
 
 
 def _keyword_hint(message, format_options):
@@ -388,7 +390,11 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     **format_options: format-specific options, e.g. for CSV
         ``delimiter=";", header=False``; and ``hive_partitioning=False`` to
         keep ``key=value`` directories of a dataset (``sales/year=2024/``)
-        from becoming columns, as they do by default; ``filters=[("year",
+        from becoming columns, as they do by default; ``union_by_name=True``
+        to read objects whose columns differ (Parquet, Arrow IPC, Avro): their
+        columns matched by name, in the order first met, rows null where
+        their object lacks the column (DuckDB's union_by_name; one type per
+        name); ``filters=[("year",
         ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
         all must hold; or a list of such lists, any of which may, as
         pyarrow's disjunctive normal form, then not on partition keys): on

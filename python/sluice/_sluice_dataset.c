@@ -80,11 +80,11 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   static char* keywords[] = {"location", "format", "columns", "threads", "ordered", "limit",
                              "batch_rows", "memory", "format_options", "hive_partitioning",
                              "partition_filter", "ca_bundle", "insecure", "s3", "timeout", "filter",
-                             NULL};
+                             "union_by_name", NULL};
   PyObject* location;  // a str, or a list of str (sluice_dataset_open_many)
   const char* format = NULL;
   PyObject* columns = Py_None;
-  int threads = 0, ordered = 1, hive = 1;
+  int threads = 0, ordered = 1, hive = 1, union_by_name = 0;
   long long limit = -1, batch_rows = 0, memory = 0;
   const char* format_options = NULL;
   const char* partition_filter = NULL;
@@ -93,10 +93,10 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   int insecure = 0;
   PyObject* s3_dict = Py_None;
   double timeout = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOdz", keywords, &location, &format,
-                                   &columns, &threads, &ordered, &limit, &batch_rows, &memory,
-                                   &format_options, &hive, &partition_filter, &ca_bundle,
-                                   &insecure, &s3_dict, &timeout, &filter)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOdzp", keywords, &location,
+                                   &format, &columns, &threads, &ordered, &limit, &batch_rows,
+                                   &memory, &format_options, &hive, &partition_filter, &ca_bundle,
+                                   &insecure, &s3_dict, &timeout, &filter, &union_by_name)) {
     return NULL;
   }
   struct sluice_s3_options s3;
@@ -116,6 +116,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   if (memory > 0) options.memory_budget = memory;
   options.format_options = format_options;
   options.hive_partitioning = hive;
+  options.union_by_name = union_by_name;
   options.partition_filter = partition_filter;
   options.filter = filter;
   options.ca_bundle = ca_bundle;

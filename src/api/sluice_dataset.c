@@ -510,8 +510,8 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error
-    rc = sl_files_reader_open(ds->format, &objects, source, &remote, &args, &hive, &ds->format,
-                              &ds->reader, error);
+    rc = sl_files_reader_open(ds->format, &objects, source, &remote, &args, &hive,
+                              options->union_by_name, &ds->format, &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
   } else if (rc == 0) {
     rc = ds->format->open(&args, &ds->reader, error);

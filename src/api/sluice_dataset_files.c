@@ -8,6 +8,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
+#include "../core/sl_builder.h"
 #include "../core/sl_error.h"
 #include "../core/sl_parallel.h"
 #include "../core/sl_row_filter.h"
@@ -29,6 +30,10 @@ struct files_part {
   /// over many objects holds only those being read. Then it counts again.
   atomic_llong closed;
   atomic_llong open;
+  /// union_by_name: dataset column c is this object's column columns_of[c]
+  /// (-1: the object has none of that name, its rows are null there). NULL:
+  /// the object has the dataset's columns, in its order.
+  int64_t* columns_of;
 };
 
 /// Objects ahead of the one a split opens that fetch ahead meanwhile: up to
@@ -53,12 +58,17 @@ struct sl_files_reader {
   int64_t* hive_keys;
   int64_t n_hive_cols;
   int64_t readahead;  ///< bytes a remote object's readahead may hold
+  /// union_by_name: the objects' columns matched by name, each once in the
+  /// order first met (DuckDB's union_by_name); else not set (release NULL).
+  struct ArrowSchema unified;
 };
 
-/// Where an output column of a split with partition columns comes from.
+/// Where an output column of a split with partition columns, or of an
+/// object that lacks some of the dataset's columns, comes from.
 struct files_out_column {
   int64_t from_batch;  ///< child of the object reader's batch, or -1
-  int64_t hive_key;    ///< the partition key, when from_batch is -1
+  int64_t hive_key;    ///< the partition key, or -1
+  int64_t missing;     ///< else: nulls of the dataset's (unified) column `missing`
 };
 
 /// A split being decoded: which part's reader it belongs to and, when the
@@ -70,10 +80,14 @@ struct files_split_state {
   void* state;
   const struct sluice_allocator* alloc;
   const struct sl_hive* hive;
+  const struct ArrowSchema* unified;  ///< the types of `missing` columns
   int64_t object;
   struct files_out_column* out;
   int64_t n_out;
 };
+
+/// The bytes of a files_part.columns_of for `n` dataset columns.
+static size_t columns_of_size(int64_t n) { return (size_t)(n > 0 ? n : 1) * sizeof(int64_t); }
 
 static void files_close(void* reader) {
   struct sl_files_reader* f = reader;
@@ -84,7 +98,9 @@ static void files_close(void* reader) {
     if (p->reader != NULL) f->format->close(p->reader);
     sl_source_close(p->source);
     if (p->name != NULL) sl_free(f->alloc, p->name, strlen(p->name) + 1);
+    if (p->columns_of != NULL) sl_free(f->alloc, p->columns_of, columns_of_size(f->n_file_cols));
   }
+  if (f->unified.release != NULL) f->unified.release(&f->unified);
   sl_free(f->alloc, f->parts, (size_t)f->n_parts * sizeof *f->parts);
   if (f->hive_keys != NULL) {
     sl_free(f->alloc, f->hive_keys, (size_t)f->hive.n_keys * sizeof *f->hive_keys);
@@ -174,6 +190,10 @@ static int add_partition_fields(const struct sl_files_reader* f, struct ArrowSch
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
   struct sl_files_reader* f = reader;
   out->release = NULL;
+  if (f->unified.release != NULL) {
+    SL_RETURN_NOT_OK(sl_schema_copy(&f->unified, f->alloc, out, error));
+    return f->n_hive_cols > 0 ? add_partition_fields(f, out, error) : 0;
+  }
   SL_RETURN_NOT_OK(f->format->schema(f->parts[0].reader, out, error));
   for (int64_t i = 1; i < f->n_parts; ++i) {
     struct ArrowSchema other = {0};
@@ -186,7 +206,7 @@ static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_err
                         f->parts[i].name, f->parts[0].name, why,
                         strcmp(f->format->name, "csv") == 0
                             ? ", or give every column's type (CSV option schema=...)"
-                            : "");
+                            : ", or match their columns by name (union_by_name)");
     }
     if (rc == 0) merge_nullable(out, &other);
     if (other.release != NULL) other.release(&other);
@@ -307,10 +327,11 @@ static void column_plan_free(const struct sl_files_reader* f, struct column_plan
   memset(p, 0, sizeof *p);
 }
 
-/// The plan for `columns` (NULL = all); p->out stays NULL when none is a
-/// partition column.
-static int plan_columns(const struct sl_files_reader* f, const int64_t* columns,
-                        int64_t n_columns, struct column_plan* p, struct sluice_error* error) {
+/// The plan for `columns` (NULL = all) of object `part`; p->out stays NULL
+/// when none is a partition column and the object has the dataset's columns.
+static int plan_columns(const struct sl_files_reader* f, const struct files_part* part,
+                        const int64_t* columns, int64_t n_columns, struct column_plan* p,
+                        struct sluice_error* error) {
   memset(p, 0, sizeof *p);
   int64_t n_out = columns != NULL ? n_columns : f->n_file_cols + f->n_hive_cols;
   int any_hive = 0;
@@ -321,7 +342,7 @@ static int plan_columns(const struct sl_files_reader* f, const int64_t* columns,
     }
     any_hive |= c >= f->n_file_cols;
   }
-  if (!any_hive) return 0;
+  if (!any_hive && part->columns_of == NULL) return 0;
   p->n_out = n_out;  // >= 1: a partition column is asked for
   p->out = sl_calloc(f->alloc, (size_t)n_out, sizeof *p->out);
   p->file = sl_alloc(f->alloc, (size_t)(n_out + 1) * sizeof *p->file);
@@ -331,29 +352,48 @@ static int plan_columns(const struct sl_files_reader* f, const int64_t* columns,
   }
   for (int64_t k = 0; k < n_out; ++k) {
     int64_t c = columns != NULL ? columns[k] : k;
-    if (c < f->n_file_cols) {
-      p->out[k] = (struct files_out_column){p->n_file, -1};
-      p->file[p->n_file++] = c;
+    int64_t own = c < f->n_file_cols && part->columns_of != NULL ? part->columns_of[c] : c;
+    if (c >= f->n_file_cols) {
+      p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols], -1};
+    } else if (own < 0) {
+      p->out[k] = (struct files_out_column){-1, -1, c};
     } else {
-      p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols]};
+      p->out[k] = (struct files_out_column){p->n_file, -1, -1};
+      p->file[p->n_file++] = own;
     }
   }
   if (p->n_file == 0) p->file[p->n_file++] = 0;  // read for the row counts only
   return 0;
 }
 
+/// `*out` = `rows` nulls of `type`'s type (a column an object lacks).
+static int null_column(const struct ArrowSchema* type, int64_t rows,
+                       const struct sluice_allocator* alloc, struct ArrowArray* out,
+                       struct sluice_error* error) {
+  struct sl_builder b;
+  SL_RETURN_NOT_OK(sl_builder_init_from_schema(&b, type, alloc, error));
+  int rc = sl_builder_append_nulls(&b, rows);
+  if (rc != 0) rc = sl_error_set(error, rc, "out of memory");
+  if (rc == 0) rc = sl_builder_finish(&b, out, error);
+  sl_builder_release(&b);
+  return rc;
+}
+
 /// `*out` becomes the struct `from` widened by plan `cols` (n_cols): its
 /// children move across, each partition column is object's constant for
 /// from's rows (its offset included: moved children keep their windows).
 /// `from` is consumed either way.
-static int widen_struct(const struct sl_hive* hive, int64_t object,
-                        const struct files_out_column* cols, int64_t n_cols,
+static int widen_struct(const struct sl_hive* hive, const struct ArrowSchema* unified,
+                        int64_t object, const struct files_out_column* cols, int64_t n_cols,
                         const struct sluice_allocator* alloc, struct ArrowArray* from,
                         struct ArrowArray* out, const char* name, struct sluice_error* error) {
   int rc = sl_array_init(out, alloc, 1, n_cols, error);
   for (int64_t k = 0; rc == 0 && k < n_cols; ++k) {
     const struct files_out_column* c = &cols[k];
-    if (c->from_batch < 0) {
+    if (c->missing >= 0) {
+      rc = null_column(unified->children[c->missing], from->offset + from->length, alloc,
+                       out->children[k], error);
+    } else if (c->from_batch < 0) {
       rc = sl_hive_column(hive, c->hive_key, object, from->offset + from->length, alloc,
                           out->children[k], error);
     } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release) {
@@ -383,6 +423,7 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
     if (filter->conditions[k].column >= f->n_file_cols) return 1;  // a partition column
   }
   struct files_part* part = part_of(f, split->index);
+  if (part->columns_of != NULL) return 1;  // its columns are elsewhere: rows decide
   struct sl_split one = part->splits[split->index - part->first_split];
   return f->format->split_may_match(part->reader, &one, filter);
 }
@@ -409,15 +450,18 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   }
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
-  *s = (struct files_split_state){part, f->format, NULL, f->alloc, &f->hive, part - f->parts,
-                                  NULL, 0};
+  *s = (struct files_split_state){part,     f->format,     NULL, f->alloc, &f->hive,
+                                  &f->unified, part - f->parts, NULL, 0};
   // The object's own split, with the scan's placement (its rows are the
-  // dataset's: the place's first row counts the objects before).
+  // dataset's: the place's first row counts the objects before), but for
+  // an object whose columns are not the dataset's (placement is by column).
   struct sl_split one = part->splits[split->index - part->first_split];
-  one.place = split->place;
+  one.place = part->columns_of == NULL ? split->place : NULL;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  int rc = f->n_hive_cols > 0 ? plan_columns(f, columns, n_columns, &plan, error) : 0;
+  int rc = f->n_hive_cols > 0 || part->columns_of != NULL
+               ? plan_columns(f, part, columns, n_columns, &plan, error)
+               : 0;
   if (rc == 0 && plan.out != NULL) {
     int file_projected = 0;
     rc = f->format->split_open(part->reader, &one, plan.file, plan.n_file, &s->state,
@@ -453,8 +497,8 @@ static int files_split_next(void* state, struct ArrowArray* out, struct sluice_e
   out->release = NULL;
   SL_RETURN_NOT_OK(s->format->split_next(s->state, &batch, error));
   if (batch.release == NULL) return 0;
-  return widen_struct(s->hive, s->object, s->out, s->n_out, s->alloc, &batch, out, s->part->name,
-                      error);
+  return widen_struct(s->hive, s->unified, s->object, s->out, s->n_out, s->alloc, &batch, out,
+                      s->part->name, error);
 }
 
 static void files_split_close(void* state) {
@@ -503,7 +547,10 @@ static int64_t files_column_bytes(void* reader, int64_t column) {
   int64_t total = 0;
   if (column >= f->n_file_cols) return 0;  // a partition column costs next to nothing
   for (int64_t i = 0; i < f->n_parts; ++i) {
-    total += f->format->column_bytes(f->parts[i].reader, column);
+    const int64_t* own = f->parts[i].columns_of;
+    if (own == NULL || own[column] >= 0) {
+      total += f->format->column_bytes(f->parts[i].reader, own != NULL ? own[column] : column);
+    }
   }
   return total;
 }
@@ -563,11 +610,109 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
   return open_part(f, p, job->args, error);
 }
 
+/// The index of the child named `name` in `s` among its first `n`, or -1.
+static int64_t child_named(const struct ArrowSchema* s, int64_t n, const char* name) {
+  for (int64_t c = 0; c < n; ++c) {
+    if (strcmp(s->children[c]->name != NULL ? s->children[c]->name : "", name) == 0) return c;
+  }
+  return -1;
+}
+
+/// union_by_name: the dataset's columns are every object's, matched by
+/// name, in the order first met (f->unified); a column some object lacks
+/// is nullable, and that object's rows are null in it (part->columns_of).
+/// A name must have one type in every object that has it.
+static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) {
+  if (f->format->widen_to != NULL || f->format->refine != NULL) {
+    return sl_error_set(error, EINVAL, "union_by_name: %s objects are matched by position (their "
+                        "types are inferred, object by object); give every column's type "
+                        "(CSV option schema=...) instead", f->format->name);
+  }
+  struct ArrowSchema* schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *schemas);
+  if (schemas == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  int rc = 0;
+  int64_t cap = 1;  // every object's columns: at most this many differ
+  for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+    rc = f->format->schema(f->parts[i].reader, &schemas[i], error);
+    if (rc == 0) cap += schemas[i].n_children;
+  }
+  // Where each dataset column is first met: (object, its column).
+  int64_t n = 0;
+  int64_t(*first)[2] = rc == 0 ? sl_alloc(f->alloc, (size_t)cap * sizeof *first) : NULL;
+  if (rc == 0 && first == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+  for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+    for (int64_t j = 0; rc == 0 && j < schemas[i].n_children; ++j) {
+      const struct ArrowSchema* col = schemas[i].children[j];
+      const char* name = col->name != NULL ? col->name : "";
+      if (child_named(&schemas[i], j, name) >= 0) {
+        rc = sl_error_set(error, EINVAL, "%s: two columns are named '%s': union_by_name matches "
+                          "columns by name", f->parts[i].name, name);
+        break;
+      }
+      int64_t c = 0;
+      while (c < n && strcmp(schemas[first[c][0]].children[first[c][1]]->name, name) != 0) ++c;
+      char why[512];
+      if (c < n) {
+        const struct ArrowSchema* was = schemas[first[c][0]].children[first[c][1]];
+        if (schema_differs(was, col, "", why, sizeof why)) {
+          rc = sl_error_set(error, EINVAL, "%s: union_by_name: %s; the first is in %s (cast "
+                            "the column to one type, or read the objects separately)",
+                            f->parts[i].name, why, f->parts[first[c][0]].name);
+        }
+        continue;
+      }
+      first[n][0] = i;
+      first[n][1] = j;
+      ++n;
+    }
+  }
+  if (rc == 0) {
+    rc = sl_schema_init(&f->unified, f->alloc, "+s", schemas[0].name, schemas[0].flags, n, error);
+  }
+  if (rc == 0 && schemas[0].metadata != NULL) {
+    rc = sl_schema_set_metadata(&f->unified, schemas[0].metadata, error);
+  }
+  for (int64_t c = 0; rc == 0 && c < n; ++c) {
+    rc = sl_schema_copy(schemas[first[c][0]].children[first[c][1]], f->alloc,
+                        f->unified.children[c], error);
+  }
+  f->n_file_cols = n;
+  for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+    struct files_part* p = &f->parts[i];
+    p->columns_of = sl_alloc(f->alloc, columns_of_size(n));
+    if (p->columns_of == NULL) {
+      rc = sl_error_set(error, ENOMEM, "out of memory");
+      break;
+    }
+    int same = schemas[i].n_children == n;
+    for (int64_t c = 0; c < n; ++c) {
+      struct ArrowSchema* col = f->unified.children[c];
+      int64_t j = child_named(&schemas[i], schemas[i].n_children, col->name);
+      p->columns_of[c] = j;
+      same &= j == c;
+      if (j < 0) col->flags |= ARROW_FLAG_NULLABLE;
+      else merge_nullable(col, schemas[i].children[j]);
+    }
+    if (same) {  // the dataset's own columns: read as without union_by_name
+      sl_free(f->alloc, p->columns_of, columns_of_size(n));
+      p->columns_of = NULL;
+    }
+  }
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (schemas[i].release != NULL) schemas[i].release(&schemas[i]);
+  }
+  sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
+  if (first != NULL) sl_free(f->alloc, first, (size_t)cap * sizeof *first);
+  return rc;
+}
+
 /// The partition keys that become columns: those that name no column of the
 /// objects (whose schema is object 0's).
 static int choose_partition_columns(struct sl_files_reader* f, struct sluice_error* error) {
   struct ArrowSchema schema = {0};
-  SL_RETURN_NOT_OK(f->format->schema(f->parts[0].reader, &schema, error));
+  SL_RETURN_NOT_OK(f->unified.release != NULL
+                       ? sl_schema_copy(&f->unified, f->alloc, &schema, error)
+                       : f->format->schema(f->parts[0].reader, &schema, error));
   f->n_file_cols = schema.n_children;
   f->hive_keys = sl_calloc(f->alloc, (size_t)f->hive.n_keys, sizeof *f->hive_keys);
   int rc = f->hive_keys == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
@@ -587,7 +732,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_location_list* names, struct sl_source* first,
                          const struct sl_remote_options* remote,
                          const struct sl_reader_args* args, struct sl_hive* hive,
-                         const struct sl_format_reader** vtable, void** out,
+                         int union_by_name, const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error) {
   const struct sluice_allocator* alloc = args->alloc;
   *out = NULL;
@@ -650,7 +795,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
     atomic_init(&p->open, 0);
   }
   int unified = 0;
-  if (rc == 0) rc = unify_parts(f, &unified, error);
+  if (rc == 0 && union_by_name) rc = unify_by_name(f, error);
+  if (rc == 0 && !union_by_name) rc = unify_parts(f, &unified, error);
   if (rc == 0 && f->hive.n_keys > 0) rc = choose_partition_columns(f, error);
   if (rc != 0) {
     files_close(f);
@@ -665,6 +811,10 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;
   const struct sl_files_reader* f = reader;
+  // Objects whose columns are not the dataset's: statistics are computed.
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (f->parts[i].columns_of != NULL) return 0;
+  }
   *format = f->format;
   return f->n_parts;
 }
@@ -681,7 +831,13 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
   void* object_reader = f->parts[object].reader;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  if (f->n_hive_cols > 0) SL_RETURN_NOT_OK(plan_columns(f, columns, n_columns, &plan, error));
+  if (f->parts[object].columns_of != NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: its columns are not the dataset's",
+                        f->parts[object].name);  // (sl_files_reader_objects said 0)
+  }
+  if (f->n_hive_cols > 0) {
+    SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
+  }
   if (plan.out == NULL) {
     return f->format->stored_stats(object_reader, columns, n_columns, row_count, stats, min_max,
                                    error);
@@ -711,8 +867,8 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
     }
   }
   if (rc == 0) {
-    rc = widen_struct(&f->hive, object, plan.out, plan.n_out, f->alloc, &file_bounds, min_max,
-                      f->parts[object].name, error);
+    rc = widen_struct(&f->hive, &f->unified, object, plan.out, plan.n_out, f->alloc,
+                      &file_bounds, min_max, f->parts[object].name, error);
   } else if (file_bounds.release != NULL) {
     file_bounds.release(&file_bounds);
   }

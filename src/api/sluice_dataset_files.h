@@ -17,8 +17,12 @@ struct sl_files_reader;
 /// source of names->names[0] (ownership passes to the reader, also on error);
 /// the others are opened here with `remote`. `args` gives the allocator,
 /// batch size and format options (its `source` is ignored). All objects must
-/// have the same columns (names and types); a column that is nullable in any
-/// object is nullable in the dataset's schema. `hive` (the partitions of
+/// have the same columns (names and types), unless `union_by_name`: then the
+/// dataset's columns are all the objects' columns matched by name (one type
+/// per name), in the order first met, and an object's rows are null in the
+/// columns it lacks (DuckDB's union_by_name). A column that is nullable in
+/// any object (or missing from one) is nullable in the dataset's schema.
+/// `hive` (the partitions of
 /// `names`, moved into the reader and zeroed, also on error) adds a column
 /// per key that names no column of the objects, after theirs. On success
 /// *out is the reader and *vtable its function table, both valid until
@@ -27,7 +31,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
                          const struct sl_location_list* names, struct sl_source* first,
                          const struct sl_remote_options* remote,
                          const struct sl_reader_args* args, struct sl_hive* hive,
-                         const struct sl_format_reader** vtable, void** out,
+                         int union_by_name, const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error);
 
 /// When `vtable` is a files reader's (from sl_files_reader_open): sets

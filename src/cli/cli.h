@@ -61,6 +61,7 @@ struct cli_options {
   int help;
   int insecure;           ///< --insecure: skip TLS certificate checks
   int no_hive;            ///< --no-hive: no partition columns
+  int union_by_name;      ///< --union-by-name: objects' columns matched by name
   int no_fsync;           ///< --no-fsync: commit outputs without fsync
   char** partition_by;    ///< --partition-by COLS, split (malloc'd; NULL = none)
   size_t n_partition_by;

@@ -80,6 +80,7 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
   open_options.ca_bundle = options->ca_bundle;
   open_options.timeout_s = options->timeout_s;
   open_options.hive_partitioning = !options->no_hive;
+  open_options.union_by_name = options->union_by_name;
   open_options.partition_filter = options->partitions;
   open_options.filter = options->filter;
   open_options.s3 = &options->s3;

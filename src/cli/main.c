@@ -43,6 +43,9 @@
   "  --part-size BYTES  s3 outputs: multipart part size (default 8M)\n"     \
   "  --no-hive          many objects: no columns from key=value directories\n" \
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
+  "  --union-by-name    many objects: match their columns by name; rows are\n" \
+  "                     null in the columns their object lacks (default:\n"  \
+  "                     every object must have the same columns)\n"          \
   "  --filter F         only the rows that pass F, e.g. 'x>5,city=Paris|Rome,\n" \
   "                     day>=2024-01-01' (=, !=, <, <=, >, >=; ',' and; '|'\n" \
   "                     or; ';' between groups any of which may hold; %XX\n" \
@@ -183,6 +186,7 @@ enum {
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
   OPT_PARTITION_BY, OPT_MAX_PARTITIONS, OPT_EXISTING_DATA, OPT_MAX_ROWS_PER_FILE,
+  OPT_UNION_BY_NAME,
 };
 
 static const struct option k_long_options[] = {
@@ -210,6 +214,7 @@ static const struct option k_long_options[] = {
     {"ca-bundle", required_argument, NULL, OPT_CA_BUNDLE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-hive", no_argument, NULL, OPT_NO_HIVE},
+    {"union-by-name", no_argument, NULL, OPT_UNION_BY_NAME},
     {"partitions", required_argument, NULL, OPT_PARTITIONS},
     {"filter", required_argument, NULL, OPT_FILTER},
     {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
@@ -450,6 +455,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       return CLI_OK;
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
+    case OPT_UNION_BY_NAME: options->union_by_name = 1; return CLI_OK;
     case OPT_NO_FSYNC: options->no_fsync = 1; return CLI_OK;
     case OPT_PARTITION_BY:
       if (set_partition_by(options, optarg) != 0) {

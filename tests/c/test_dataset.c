@@ -1121,6 +1121,120 @@ static int hive_once(void* ctx, const struct sluice_allocator* alloc, struct slu
   return rc;
 }
 
+/// union_by_name over three Parquet files: f1 (a, b), f2 (a, c), f3 (c, b,
+/// a): the dataset is (a, b, c), rows null where their file lacks the
+/// column; projected by name in another order too. Every allocation failure
+/// is an error, never a leak.
+struct union_run {
+  const char* dir;
+  int project;  ///< read c, a instead of all
+};
+
+static int union_once(void* ctx, const struct sluice_allocator* alloc,
+                      struct sluice_error* error) {
+  const struct union_run* run = ctx;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.threads = 2;
+  options.union_by_name = 1;
+  const char* cols[] = {"c", "a"};
+  if (run->project) {
+    options.columns = cols;
+    options.n_columns = 2;
+  }
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(run->dir, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct ArrowSchema schema;
+  rc = sluice_dataset_schema(ds, &schema, error);
+  if (rc == 0) {
+    assert_int_equal(schema.n_children, run->project ? 2 : 3);
+    const char* want = run->project ? "c,a" : "a,b,c";
+    char got[32] = "";
+    for (int64_t c = 0; c < schema.n_children; ++c) {
+      strcat(got, c > 0 ? "," : "");
+      strcat(got, schema.children[c]->name);
+    }
+    assert_string_equal(got, want);
+    schema.release(&schema);
+  }
+  struct ArrowArrayStream stream;
+  if (rc == 0) rc = sluice_dataset_scan(ds, &stream, error);
+  sluice_dataset_close(ds);
+  if (rc != 0) return rc;
+  int64_t rows = 0, sum_a = 0, c_nulls = 0, b_nulls = 0;
+  double sum_c = 0;
+  int64_t ia = run->project ? 1 : 0, ic = run->project ? 0 : 2;
+  for (;;) {
+    struct ArrowArray batch;
+    rc = stream.get_next(&stream, &batch);
+    if (rc != 0) {
+      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
+      error->code = rc;
+      break;
+    }
+    if (batch.release == NULL) break;
+    const struct ArrowArray* a = batch.children[ia];
+    const struct ArrowArray* c = batch.children[ic];
+    for (int64_t r = 0; r < batch.length; ++r) {
+      sum_a += ((const int64_t*)a->buffers[1])[a->offset + batch.offset + r];
+      int64_t at = c->offset + batch.offset + r;
+      const uint8_t* valid = c->buffers[0];
+      if (valid != NULL && !(valid[at >> 3] & (1u << (at & 7)))) {
+        c_nulls++;
+      } else {
+        sum_c += ((const double*)c->buffers[1])[at];
+      }
+      if (!run->project) {
+        const struct ArrowArray* b = batch.children[1];
+        int64_t bt = b->offset + batch.offset + r;
+        const uint8_t* bv = b->buffers[0];
+        b_nulls += bv != NULL && !(bv[bt >> 3] & (1u << (bt & 7)));
+      }
+    }
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  if (rc == 0) {
+    assert_int_equal(rows, 4);
+    assert_int_equal(sum_a, 10);
+    assert_int_equal(c_nulls, 2);
+    assert_true(sum_c == 4.0);
+    assert_int_equal(b_nulls, run->project ? 0 : 1);
+  }
+  return rc;
+}
+
+static void test_union_by_name(void** unused) {
+  (void)unused;
+  char dir[512];
+  if (sl_format_reader_find("parquet") == NULL ||
+      pyarrow_tree("dataset_union",
+                   "os.makedirs(d)\n"
+                   "pq.write_table(pa.table({'a': [1, 2], 'b': ['x', 'y']}), d + '/f1.parquet')\n"
+                   "pq.write_table(pa.table({'a': [3], 'c': [1.5]}), d + '/f2.parquet')\n"
+                   "pq.write_table(pa.table({'c': [2.5], 'b': ['z'], 'a': [4]}), "
+                   "d + '/f3.parquet')",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
+  struct sluice_error error = {0, {0}};
+  for (int project = 0; project < 2; ++project) {
+    struct union_run run = {dir, project};
+    assert_int_equal(union_once(&run, NULL, &error), 0);
+    assert_true(test_alloc_sweep(union_once, &run, 3000) > 5);
+  }
+  // Without union_by_name the columns must agree, and the message says so.
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), EINVAL);
+  assert_non_null(strstr(error.message, "union_by_name"));
+  remove_tree(dir);
+}
+
 /// dir/k=K/city=C/p.arrow (column a, K values from K * 100) for K = 1, 2, 3
 /// and cities "x y" (as x%20y) and null (the Hive spelling).
 static void test_hive_partitions_and_lists(void** unused) {
@@ -1497,6 +1611,7 @@ int main(void) {
       cmocka_unit_test(test_directory_allocation_failures),
       cmocka_unit_test(test_directory_stored_stats_allocation_failures),
       cmocka_unit_test(test_hive_partitions_and_lists),
+      cmocka_unit_test(test_union_by_name),
       cmocka_unit_test(test_scan_range_ordered_and_unordered),
       cmocka_unit_test(test_scan_range_empty_and_errors),
       cmocka_unit_test(test_scan_range_planned_rows),

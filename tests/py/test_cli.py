@@ -894,3 +894,30 @@ def test_signal_ignored_at_start_stays_ignored(sluice_bin, tmp_path):
     p.stdin.close()
     assert p.wait(timeout=60) == 0, p.stderr.read().decode()
     assert pacsv.read_csv(dst).num_rows == 2000
+
+
+def test_union_by_name_cat_and_stats(sluice_bin, tmp_path):
+    """--union-by-name: objects with different columns read as one table
+    (columns by name, nulls where an object lacks one), as DuckDB's
+    union_by_name reads them; stats are computed over it; without the flag
+    the difference is an error that names the way out."""
+    import duckdb
+    import pyarrow.parquet as pq
+    d = tmp_path / "objs"
+    d.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), d / "f1.parquet")
+    pq.write_table(pa.table({"a": [3], "c": [1.5]}), d / "f2.parquet")
+    pq.write_table(pa.table({"c": [2.5], "b": ["z"], "a": [4]}), d / "f3.parquet")
+    out = tmp_path / "u.arrow"
+    ok(sluice_bin, "convert", d, out, "--union-by-name")
+    got = pa.ipc.open_file(out).read_all()
+    want = duckdb.connect().sql(f"select * from read_parquet('{d}/*.parquet', "
+                                "union_by_name=true) order by a").arrow()
+    want = want.read_all() if hasattr(want, "read_all") else want
+    assert got.to_pylist() == want.to_pylist()
+    stats = {c["name"]: c for c in json.loads(ok(sluice_bin, "stats", d, "--union-by-name",
+                                                 "--json"))}
+    assert (stats["a"]["count"], stats["b"]["nulls"], stats["c"]["nulls"]) == (4, 1, 2)
+    assert (stats["c"]["min"], stats["c"]["max"]) == ("1.5", "2.5")
+    res = subprocess.run([str(sluice_bin), "cat", str(d)], capture_output=True)
+    assert res.returncode != 0 and b"union_by_name" in res.stderr

@@ -1,0 +1,147 @@
+"""union_by_name=True: objects whose columns differ read as one table, their
+columns matched by name in the order first met and rows null where their
+object lacks the column, as DuckDB's read_parquet(union_by_name=true) and
+pyarrow's concat_tables(promote_options="default") give them."""
+import os
+
+import duckdb
+import fastavro
+import pyarrow as pa
+import pyarrow.feather as feather
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+
+
+def _objects():
+    """Three tables: columns missing, added, reordered, a nested one."""
+    point = pa.struct([("x", pa.int32()), ("y", pa.int32())])
+    return [
+        pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", None]}),
+        pa.table({"id": pa.array([4, 5], pa.int64()), "score": [0.5, None],
+                  "p": pa.array([{"x": 1, "y": 2}, None], point)}),
+        pa.table({"score": [2.5], "name": ["c"], "id": pa.array([6], pa.int64()),
+                  "p": pa.array([{"x": 3, "y": 4}], point)}),
+    ]
+
+
+def _want():
+    return pa.concat_tables(_objects(), promote_options="default")
+
+
+@pytest.fixture()
+def parquet_dir(tmp_path):
+    d = tmp_path / "pq"
+    d.mkdir()
+    for i, t in enumerate(_objects()):
+        pq.write_table(t, d / f"f{i}.parquet")
+    return d
+
+
+def test_parquet_matches_duckdb_and_pyarrow(parquet_dir):
+    got = pa.table(sluice.read(parquet_dir, union_by_name=True))
+    want = _want()
+    assert got.column_names == ["id", "name", "score", "p"] == want.column_names
+    assert got.to_pylist() == want.to_pylist()
+    duck = duckdb.connect()
+    d = duck.sql(f"select * from read_parquet('{parquet_dir}/*.parquet', union_by_name=true) "
+                 "order by id").arrow()
+    d = d.read_all() if hasattr(d, "read_all") else d
+    assert got.to_pylist() == d.to_pylist()
+    # Every column is nullable in the dataset's schema where some object lacks it.
+    assert all(f.nullable for f in got.schema)
+
+
+def test_projection_filters_and_pandas(parquet_dir):
+    got = pa.table(sluice.read(parquet_dir, union_by_name=True, columns=["score", "id"]))
+    assert got.column_names == ["score", "id"]
+    assert got.to_pylist() == _want().select(["score", "id"]).to_pylist()
+    # A condition on a column an object lacks: its rows are null there and
+    # a null passes none.
+    got = pa.table(sluice.read(parquet_dir, union_by_name=True, filters=[("score", ">", 0)]))
+    assert sorted(got.column("id").to_pylist()) == [4, 6]
+    got = pa.table(sluice.read(parquet_dir, union_by_name=True, filters=[("name", "=", "c")]))
+    assert got.column("id").to_pylist() == [6]
+    df = sluice.read(parquet_dir, union_by_name=True).to_pandas()
+    want = _want().to_pandas()
+    assert list(df["id"]) == list(want["id"])
+    import pandas as pd
+    assert [None if pd.isna(v) else v for v in df["score"]] == \
+        [None if pd.isna(v) else v for v in want["score"]]
+    assert [None if pd.isna(v) else v for v in df["name"]] == ["a", "b", None, None, None, "c"]
+    # Statistics are computed (the objects' footers hold other columns).
+    schema = sluice.schema(parquet_dir, union_by_name=True)
+    assert [f.name for f in schema] == ["id", "name", "score", "p"]
+
+
+def test_hive_partitions_and_many_batches(tmp_path):
+    """Partition columns come after the objects' columns; many row groups
+    and batches per object, the first object lacking a column."""
+    root = tmp_path / "hive"
+    parts = []
+    for k in range(3):
+        d = root / f"k={k}"
+        d.mkdir(parents=True)
+        n = 5000 + k
+        cols = {"id": pa.array(range(k * 10000, k * 10000 + n), pa.int64())}
+        if k > 0:
+            cols["v"] = pa.array([float(i) for i in range(n)])
+        if k != 1:
+            cols["s"] = pa.array([f"s{i}" for i in range(n)])
+        t = pa.table(cols)
+        pq.write_table(t, d / "part-0.parquet", row_group_size=700)
+        parts.append(t.append_column("k", pa.array([k] * n, pa.int32())))
+    got = pa.table(sluice.read(root, union_by_name=True, batch_rows=333))
+    assert got.column_names == ["id", "s", "v", "k"]
+    want = pa.concat_tables(parts, promote_options="default").select(got.column_names)
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()
+    assert got.column("v").to_pylist() == want.column("v").to_pylist()
+    assert got.column("s").to_pylist() == want.column("s").to_pylist()
+    assert got.column("k").to_pylist() == want.column("k").to_pylist()
+    unordered = pa.table(sluice.read(root, union_by_name=True, ordered=False))
+    assert unordered.to_pylist() == got.to_pylist()
+
+
+def test_arrow_ipc_and_avro(tmp_path):
+    for fmt in ("arrow", "avro"):
+        d = tmp_path / fmt
+        d.mkdir()
+        for i, t in enumerate(_objects()):
+            t = t.drop_columns(["p"]) if "p" in t.column_names else t
+            path = d / f"f{i}.{fmt}"
+            if fmt == "arrow":
+                feather.write_feather(t, path, compression="uncompressed")
+            else:
+                sluice.write(t, path)
+        got = pa.table(sluice.read(d, union_by_name=True))
+        want = pa.concat_tables([t.drop_columns(["p"]) if "p" in t.column_names else t
+                                 for t in _objects()], promote_options="default")
+        assert got.column_names == want.column_names, fmt
+        assert got.to_pylist() == want.to_pylist(), fmt
+    # fastavro reads the same rows from each file (the avro files are sound).
+    with open(tmp_path / "avro" / "f1.avro", "rb") as f:
+        assert [r["id"] for r in fastavro.reader(f)] == [4, 5]
+
+
+def test_conflicts_and_refusals(tmp_path):
+    d = tmp_path / "clash"
+    d.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), d / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([2], pa.int32())}), d / "b.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match="union_by_name.*'id'.*a.parquet"):
+        sluice.read(d, union_by_name=True)
+    with pytest.raises(sluice.InvalidArgumentError, match="match their columns by name"):
+        sluice.read(d)
+    c = tmp_path / "csv"
+    c.mkdir()
+    (c / "a.csv").write_text("x,y\n1,2\n")
+    (c / "b.csv").write_text("y,x\n3,4\n")
+    with pytest.raises(sluice.InvalidArgumentError, match="union_by_name: csv objects"):
+        sluice.read(c, union_by_name=True)
+    # The same columns everywhere: union_by_name changes nothing.
+    same = tmp_path / "same"
+    same.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"a": [i], "b": [str(i)]}), same / f"{i}.parquet")
+    assert pa.table(sluice.read(same, union_by_name=True)).equals(pa.table(sluice.read(same)))
