@@ -811,10 +811,6 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;
   const struct sl_files_reader* f = reader;
-  // Objects whose columns are not the dataset's: statistics are computed.
-  for (int64_t i = 0; i < f->n_parts; ++i) {
-    if (f->parts[i].columns_of != NULL) return 0;
-  }
   *format = f->format;
   return f->n_parts;
 }
@@ -831,19 +827,14 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
   void* object_reader = f->parts[object].reader;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  if (f->parts[object].columns_of != NULL) {
-    return sl_error_set(error, ENOTSUP, "%s: its columns are not the dataset's",
-                        f->parts[object].name);  // (sl_files_reader_objects said 0)
-  }
-  if (f->n_hive_cols > 0) {
-    SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
-  }
+  SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
   if (plan.out == NULL) {
     return f->format->stored_stats(object_reader, columns, n_columns, row_count, stats, min_max,
                                    error);
   }
   // The object's answer for its own columns, then the partition columns'
-  // (a constant: both bounds are the value, exact; all null for a null).
+  // (a constant: both bounds are the value, exact; all null for a null)
+  // and those it lacks (all null).
   struct sl_stored_column_stats* file_stats =
       sl_calloc(f->alloc, (size_t)plan.n_file, sizeof *file_stats);
   struct ArrowArray file_bounds;
@@ -861,6 +852,8 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
     const struct files_out_column* c = &plan.out[k];
     if (c->from_batch >= 0) {
       stats[k] = file_stats[c->from_batch];
+    } else if (c->missing >= 0) {
+      stats[k] = (struct sl_stored_column_stats){*row_count, 0, 1, 1};
     } else {
       int is_null = f->hive.values[object * f->hive.n_keys + c->hive_key] == NULL;
       stats[k] = (struct sl_stored_column_stats){is_null ? *row_count : 0, !is_null, 1, 1};

@@ -1159,6 +1159,25 @@ static int union_once(void* ctx, const struct sluice_allocator* alloc,
     assert_string_equal(got, want);
     schema.release(&schema);
   }
+  if (rc == 0 && !run->project) {  // from the footers, a column's absence as nulls
+    struct sluice_column_stats* stats = NULL;
+    int64_t n = 0;
+    rc = sluice_dataset_stored_stats(ds, &stats, &n, error);
+    if (rc == 0) {
+      assert_int_equal(n, 3);
+      const int64_t nulls[] = {0, 1, 2};
+      const char* lo[] = {"1", "x", "1.5"};
+      const char* hi[] = {"4", "z", "2.5"};
+      for (int64_t c = 0; c < 3; ++c) {
+        assert_int_equal(stats[c].count, 4);
+        assert_int_equal(stats[c].null_count, nulls[c]);
+        assert_true(stats[c].from_metadata && stats[c].has_min_max);
+        assert_string_equal(stats[c].min, lo[c]);
+        assert_string_equal(stats[c].max, hi[c]);
+      }
+      sluice_stats_free(stats, n);
+    }
+  }
   struct ArrowArrayStream stream;
   if (rc == 0) rc = sluice_dataset_scan(ds, &stream, error);
   sluice_dataset_close(ds);

@@ -919,5 +919,6 @@ def test_union_by_name_cat_and_stats(sluice_bin, tmp_path):
                                                  "--json"))}
     assert (stats["a"]["count"], stats["b"]["nulls"], stats["c"]["nulls"]) == (4, 1, 2)
     assert (stats["c"]["min"], stats["c"]["max"]) == ("1.5", "2.5")
+    assert {c["source"] for c in stats.values()} == {"metadata"}  # from the footers
     res = subprocess.run([str(sluice_bin), "cat", str(d)], capture_output=True)
     assert res.returncode != 0 and b"union_by_name" in res.stderr
