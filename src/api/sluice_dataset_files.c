@@ -827,7 +827,9 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
   void* object_reader = f->parts[object].reader;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
+  if (f->n_hive_cols > 0 || f->parts[object].columns_of != NULL) {
+    SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
+  }
   if (plan.out == NULL) {
     return f->format->stored_stats(object_reader, columns, n_columns, row_count, stats, min_max,
                                    error);
