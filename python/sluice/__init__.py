@@ -656,7 +656,7 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
         of those names; the rest stays: writing a table again gives the
         same files); "delete_matching" (each partition written replaces
         what its directory held, other partitions stay; without
-        partition_by, `dst` is emptied); "append" (what is
+        partition_by, what `dst` held, if any row is written); "append" (what is
         there stays, the new files are named past their directory's
         part-<n>, as DuckDB's APPEND: writing a table again adds its rows
         again). Locally a failure puts everything back; see the README for

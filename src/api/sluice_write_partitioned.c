@@ -1020,8 +1020,32 @@ static void sync_location(struct partitioned_write* w) {
   }
 }
 
-/// Moves the staging directory's entries (the first key's directories)
-/// into the destination and removes it. On failure the entries moved are
+/// rename(from, to) that never replaces `to` (EEXIST): RENAME_NOREPLACE
+/// where the file system has it; else a file is linked and unlinked, and a
+/// directory renamed (which replaces only an empty one).
+static int move_new(const char* from, const char* to) {
+#ifdef SYS_renameat2
+  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 << 0 /* RENAME_NOREPLACE */) == 0) {
+    return 0;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+#endif
+  struct stat st;
+  if (lstat(from, &st) != 0) return -1;
+  if (S_ISDIR(st.st_mode)) return rename(from, to);
+  if (link(from, to) != 0) return -1;
+  if (unlink(from) != 0) {
+    int e = errno;
+    (void)unlink(to);
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
+/// Moves the staging directory's entries (the first key's directories, or
+/// without partition_by its files) into the destination, replacing nothing
+/// (the destination was empty when the write began), and removes it. On failure the entries moved are
 /// moved back, for clean_up to remove with the rest.
 static int publish_staging(struct partitioned_write* w, struct sluice_error* error) {
   DIR* dir = opendir(w->root);
@@ -1044,9 +1068,12 @@ static int publish_staging(struct partitioned_write* w, struct sluice_error* err
         sl_text_append_str(&to, e->d_name) != 0 ||
         sl_text_append(&moved, e->d_name, strlen(e->d_name) + 1) != 0) {
       rc = oom(w, error);
-    } else if (rename(from.data, to.data) != 0) {
-      rc = sl_error_set(error, errno, "%s: cannot move %s into place: %s", w->location,
-                        e->d_name, strerror(errno));
+    } else if (move_new(from.data, to.data) != 0) {
+      rc = errno == EEXIST || errno == ENOTEMPTY
+               ? sl_error_set(error, EEXIST, "%s: %s appeared in it during the write; nothing "
+                              "was replaced", w->location, e->d_name)
+               : sl_error_set(error, errno, "%s: cannot move %s into place: %s", w->location,
+                              e->d_name, strerror(errno));
       moved.len -= strlen(e->d_name) + 1;
     }
   }
@@ -1653,8 +1680,18 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
     return sl_error_set(error, EINVAL, "no output location given for the partitioned output "
                         "(a directory or an s3:// prefix)");
   }
-  if (!w.is_s3 && strcmp(location, "/") == 0) {
-    return sl_error_set(error, EINVAL, "/: partitioned output goes to a directory of its own");
+  if (!w.is_s3) {  // "/", "//", "/tmp/..": the root of the file system is never a dataset
+    char* real = realpath(location, NULL);
+    int root = real != NULL && strcmp(real, "/") == 0;
+    int e = errno;
+    free(real);
+    if (root) {
+      return sl_error_set(error, EINVAL, "%s: is /: a dataset goes to a directory of its own",
+                          location);
+    }
+    if (real == NULL && e != ENOENT) {
+      return sl_error_set(error, e, "%s: cannot resolve the path: %s", location, strerror(e));
+    }
   }
   for (size_t i = 0; i < sizeof w.int_cache / sizeof w.int_cache[0]; i++) w.int_cache[i].part = -1;
   w.root = (char*)location;  // S3; local outputs get a staging directory

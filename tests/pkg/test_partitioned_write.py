@@ -520,3 +520,32 @@ def test_max_rows_per_file_without_partitions_as_pyarrow(tmp_path, fmt):
                  existing_data_behavior="delete_matching")
     assert sorted(os.listdir(out)) == [f"part-0.{fmt}", f"part-1.{fmt}"]
     assert pa.table(sluice.read(out)).num_rows == 1000
+
+
+def test_dataset_output_never_replaces_a_file_that_appears(tmp_path):
+    """existing_data_behavior="error": a file that appears in the
+    destination while the write runs is not replaced; the write fails and
+    leaves it (the directories of partitions were safe already; a dataset
+    without partition_by moves files)."""
+    t = _table(n=10)
+    dst = tmp_path / "out"
+    w = sluice.Writer(dst, format="parquet", max_rows_per_file=3)
+    w.write(t)
+    # The writer's thread has checked the destination once its staging
+    # directory is there.
+    import time
+    deadline = time.monotonic() + 30
+    while not (dst.is_dir() and any(n.startswith(".sluice-") for n in os.listdir(dst))):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    (dst / "part-0.parquet").write_bytes(b"precious")
+    with pytest.raises(sluice.Error, match="appeared in it during the write"):
+        w.close()
+    assert sorted(os.listdir(dst)) == ["part-0.parquet"]
+    assert (dst / "part-0.parquet").read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("root", ["/", "//", "/.", "/tmp/.."])
+def test_dataset_output_refuses_the_root(root):
+    with pytest.raises(sluice.InvalidArgumentError, match="a directory of its own"):
+        sluice.write(_table(n=4), root, format="csv", max_rows_per_file=2)
