@@ -61,6 +61,9 @@ struct sl_files_reader {
   /// union_by_name: the objects' columns matched by name, each once in the
   /// order first met (DuckDB's union_by_name); else not set (release NULL).
   struct ArrowSchema unified;
+  /// union_by_name with partitions: the partition key named like unified
+  /// column c, or -1 (n_file_cols entries; NULL when none is).
+  int64_t* key_of_column;
 };
 
 /// Where an output column of a split with partition columns, or of an
@@ -101,6 +104,7 @@ static void files_close(void* reader) {
     if (p->columns_of != NULL) sl_free(f->alloc, p->columns_of, columns_of_size(f->n_file_cols));
   }
   if (f->unified.release != NULL) f->unified.release(&f->unified);
+  if (f->key_of_column != NULL) sl_free(f->alloc, f->key_of_column, columns_of_size(f->n_file_cols));
   sl_free(f->alloc, f->parts, (size_t)f->n_parts * sizeof *f->parts);
   if (f->hive_keys != NULL) {
     sl_free(f->alloc, f->hive_keys, (size_t)f->hive.n_keys * sizeof *f->hive_keys);
@@ -355,6 +359,9 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
     int64_t own = c < f->n_file_cols && part->columns_of != NULL ? part->columns_of[c] : c;
     if (c >= f->n_file_cols) {
       p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols], -1};
+    } else if (own < 0 && f->key_of_column != NULL && f->key_of_column[c] >= 0) {
+      // A column the object lacks but its directory names: the value there.
+      p->out[k] = (struct files_out_column){-1, f->key_of_column[c], -1};
     } else if (own < 0) {
       p->out[k] = (struct files_out_column){-1, -1, c};
     } else {
@@ -706,6 +713,35 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   return rc;
 }
 
+/// union_by_name with partitions: a key that names a column some objects
+/// lack gives those objects' rows its directory value there (the others
+/// keep their own values, as without union_by_name); its type must then be
+/// the column's.
+static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error) {
+  int64_t n = f->n_file_cols;
+  for (int64_t k = 0; k < f->hive.n_keys; ++k) {
+    int64_t c = child_named(&f->unified, n, f->hive.keys[k]);
+    int lacking = 0;
+    for (int64_t i = 0; c >= 0 && i < f->n_parts; ++i) {
+      lacking |= f->parts[i].columns_of != NULL && f->parts[i].columns_of[c] < 0;
+    }
+    if (!lacking) continue;
+    if (strcmp(f->hive.formats[k], f->unified.children[c]->format) != 0) {
+      return sl_error_set(error, EINVAL, "union_by_name: partition key '%s' (type '%s') is a "
+                          "column of type '%s' in some objects only; read without partitions "
+                          "(hive_partitioning off) or give the objects that column",
+                          f->hive.keys[k], f->hive.formats[k], f->unified.children[c]->format);
+    }
+    if (f->key_of_column == NULL) {
+      f->key_of_column = sl_alloc(f->alloc, columns_of_size(n));
+      if (f->key_of_column == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+      for (int64_t j = 0; j < n; ++j) f->key_of_column[j] = -1;
+    }
+    f->key_of_column[c] = k;
+  }
+  return 0;
+}
+
 /// The partition keys that become columns: those that name no column of the
 /// objects (whose schema is object 0's).
 static int choose_partition_columns(struct sl_files_reader* f, struct sluice_error* error) {
@@ -725,7 +761,7 @@ static int choose_partition_columns(struct sl_files_reader* f, struct sluice_err
     if (!taken) f->hive_keys[f->n_hive_cols++] = k;
   }
   schema.release(&schema);
-  return rc;
+  return rc == 0 && f->unified.release != NULL ? keys_of_columns(f, error) : rc;
 }
 
 int sl_files_reader_open(const struct sl_format_reader* format,

@@ -1226,6 +1226,47 @@ static int union_once(void* ctx, const struct sluice_allocator* alloc,
   return rc;
 }
 
+/// union_by_name over k=1/f.parquet (a, k) and k=2/f.parquet (a): k's sum
+/// is 1 + 1 + 2.
+static int union_hive_once(void* ctx, const struct sluice_allocator* alloc,
+                           struct sluice_error* error) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.union_by_name = 1;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(ctx, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct ArrowArrayStream stream;
+  rc = sluice_dataset_scan(ds, &stream, error);
+  sluice_dataset_close(ds);
+  if (rc != 0) return rc;
+  int64_t rows = 0, sum_k = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    rc = stream.get_next(&stream, &batch);
+    if (rc != 0) {
+      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
+      error->code = rc;
+      break;
+    }
+    if (batch.release == NULL) break;
+    assert_int_equal(batch.n_children, 2);
+    const struct ArrowArray* k = batch.children[1];
+    for (int64_t r = 0; r < batch.length; ++r) {
+      sum_k += ((const int64_t*)k->buffers[1])[k->offset + batch.offset + r];
+    }
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  if (rc == 0) {
+    assert_int_equal(rows, 3);
+    assert_int_equal(sum_k, 4);
+  }
+  return rc;
+}
+
 static void test_union_by_name(void** unused) {
   (void)unused;
   char dir[512];
@@ -1244,6 +1285,25 @@ static void test_union_by_name(void** unused) {
     struct union_run run = {dir, project};
     assert_int_equal(union_once(&run, NULL, &error), 0);
     assert_true(test_alloc_sweep(union_once, &run, 3000) > 5);
+  }
+  remove_tree(dir);
+  // A partition key that one object has as a column: the other's rows take
+  // the directory's value (k = 1, 1 from the file, 2 from k=2/).
+  if (pyarrow_tree("dataset_union_hive",
+                   "os.makedirs(d + '/k=1'); os.makedirs(d + '/k=2')\n"
+                   "pq.write_table(pa.table({'a': [1, 2], 'k': [1, 1]}), d + '/k=1/f.parquet')\n"
+                   "pq.write_table(pa.table({'a': [3]}), d + '/k=2/f.parquet')",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
+  assert_true(test_alloc_sweep(union_hive_once, dir, 3000) > 5);
+  remove_tree(dir);
+  if (pyarrow_tree("dataset_union",
+                   "os.makedirs(d)\n"
+                   "pq.write_table(pa.table({'a': [1]}), d + '/f1.parquet')\n"
+                   "pq.write_table(pa.table({'b': [2]}), d + '/f2.parquet')",
+                   dir, sizeof dir) != 0) {
+    skip();
   }
   // Without union_by_name the columns must agree, and the message says so.
   struct sluice_open_options options;

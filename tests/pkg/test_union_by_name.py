@@ -145,3 +145,27 @@ def test_conflicts_and_refusals(tmp_path):
     for i in range(3):
         pq.write_table(pa.table({"a": [i], "b": [str(i)]}), same / f"{i}.parquet")
     assert pa.table(sluice.read(same, union_by_name=True)).equals(pa.table(sluice.read(same)))
+
+
+def test_partition_key_that_some_objects_have_as_a_column(tmp_path):
+    """k=1/f.parquet holds a column k, k=2/f.parquet does not: the first
+    keeps its own values (as without union_by_name), the second's rows take
+    the directory's value, as DuckDB gives them; of another type than the
+    column, that is an error."""
+    root = tmp_path / "hv"
+    (root / "k=1").mkdir(parents=True)
+    (root / "k=2").mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "k": pa.array([1, 1], pa.int64())}),
+                   root / "k=1" / "f.parquet")
+    pq.write_table(pa.table({"a": [3]}), root / "k=2" / "f.parquet")
+    got = pa.table(sluice.read(root, union_by_name=True))
+    assert got.column_names == ["a", "k"]
+    duck = duckdb.connect().sql(f"select a, k from read_parquet('{root}/*/*.parquet', "
+                                "union_by_name=true, hive_partitioning=true) order by a").fetchall()
+    assert [tuple(r.values()) for r in got.to_pylist()] == duck
+    pq.write_table(pa.table({"a": [1, 2], "k": pa.array([1, 1], pa.int32())}),
+                   root / "k=1" / "f.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match="partition key 'k'"):
+        sluice.read(root, union_by_name=True)
+    assert pa.table(sluice.read(root, union_by_name=True, hive_partitioning=False)
+                    ).column("k").to_pylist() == [1, 1, None]
