@@ -1020,6 +1020,18 @@ static void sync_location(struct partitioned_write* w) {
   }
 }
 
+/// A file's rename that never replaces `to` (EEXIST), on any file system.
+static int link_then_unlink(const char* from, const char* to) {
+  if (link(from, to) != 0) return -1;
+  if (unlink(from) != 0) {
+    int e = errno;
+    (void)unlink(to);
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
 /// rename(from, to) that never replaces `to` (EEXIST): RENAME_NOREPLACE
 /// where the file system has it; else a file is linked and unlinked, and a
 /// directory renamed (which replaces only an empty one).
@@ -1032,15 +1044,7 @@ static int move_new(const char* from, const char* to) {
 #endif
   struct stat st;
   if (lstat(from, &st) != 0) return -1;
-  if (S_ISDIR(st.st_mode)) return rename(from, to);
-  if (link(from, to) != 0) return -1;
-  if (unlink(from) != 0) {
-    int e = errno;
-    (void)unlink(to);
-    errno = e;
-    return -1;
-  }
-  return 0;
+  return S_ISDIR(st.st_mode) ? rename(from, to) : link_then_unlink(from, to);
 }
 
 /// Moves the staging directory's entries (the first key's directories, or
@@ -1212,15 +1216,7 @@ static int exchange_paths(const char* a, const char* b) {
 static int do_move(enum move_kind kind, const char* from, const char* to) {
   switch (kind) {
     case MOVE_EXCHANGE: return exchange_paths(from, to);
-    case MOVE_LINK:
-      if (link(from, to) != 0) return -1;
-      if (unlink(from) != 0) {
-        int e = errno;
-        (void)unlink(to);
-        errno = e;
-        return -1;
-      }
-      return 0;
+    case MOVE_LINK: return link_then_unlink(from, to);
     default: return rename(from, to);
   }
 }
