@@ -464,15 +464,26 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   }
   // A filter's conditions on partition keys choose objects; the others
   // filter rows (parsed once the schema is known).
+  // With union_by_name every condition filters rows: a key may also be a
+  // column of some objects, whose values then differ from the directory's.
   char* row_text = NULL;
-  if (rc == 0 && options->filter != NULL) {
+  if (rc == 0 && options->filter != NULL && options->union_by_name) {
+    row_text = sl_strdup(alloc, options->filter);
+    if (row_text == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+  } else if (rc == 0 && options->filter != NULL) {
     char* key_text = NULL;
     rc = split_filter(options->filter, &hive, alloc, &key_text, &row_text, error);
-    if (rc == 0 && key_text != NULL) rc = sl_hive_filter(&hive, &objects, key_text, alloc, error);
+    if (rc == 0 && key_text != NULL) {
+      rc = sl_hive_filter(&hive, &objects, key_text, 0, alloc, error);
+    }
     if (key_text != NULL) sl_free(alloc, key_text, strlen(options->filter) + 1);
   }
+  // Objects a partition filter refuses are never opened, but with
+  // union_by_name, whose columns are every object's: opened for their
+  // columns only, so that the table has the same columns whatever is chosen.
   if (rc == 0 && options->partition_filter != NULL) {
-    rc = hive.n_keys > 0 ? sl_hive_filter(&hive, &objects, options->partition_filter, alloc, error)
+    rc = hive.n_keys > 0 ? sl_hive_filter(&hive, &objects, options->partition_filter,
+                                          options->union_by_name, alloc, error)
                          : sl_error_set(error, EINVAL, "%s: a partition filter, but no key=value "
                                         "directories below the location", location);
   }

@@ -30,6 +30,7 @@ struct files_part {
   /// over many objects holds only those being read. Then it counts again.
   atomic_llong closed;
   atomic_llong open;
+  int64_t n_columns;  ///< the object's own (set for partitions and union_by_name)
   /// union_by_name: dataset column c is this object's column columns_of[c]
   /// (-1: the object has none of that name, its rows are null there). NULL:
   /// the object has the dataset's columns, in its order.
@@ -369,7 +370,9 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
       p->file[p->n_file++] = own;
     }
   }
-  if (p->n_file == 0) p->file[p->n_file++] = 0;  // read for the row counts only
+  // Read for the row counts only; an object without columns is asked for
+  // none, and answers its rows with none.
+  if (p->n_file == 0 && part->n_columns > 0) p->file[p->n_file++] = 0;
   return 0;
 }
 
@@ -617,10 +620,13 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
   return open_part(f, p, job->args, error);
 }
 
+/// A schema node's name ("" for none).
+static const char* name_of(const struct ArrowSchema* s) { return s->name != NULL ? s->name : ""; }
+
 /// The index of the child named `name` in `s` among its first `n`, or -1.
 static int64_t child_named(const struct ArrowSchema* s, int64_t n, const char* name) {
   for (int64_t c = 0; c < n; ++c) {
-    if (strcmp(s->children[c]->name != NULL ? s->children[c]->name : "", name) == 0) return c;
+    if (strcmp(name_of(s->children[c]), name) == 0) return c;
   }
   return -1;
 }
@@ -650,14 +656,14 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     for (int64_t j = 0; rc == 0 && j < schemas[i].n_children; ++j) {
       const struct ArrowSchema* col = schemas[i].children[j];
-      const char* name = col->name != NULL ? col->name : "";
+      const char* name = name_of(col);
       if (child_named(&schemas[i], j, name) >= 0) {
         rc = sl_error_set(error, EINVAL, "%s: two columns are named '%s': union_by_name matches "
                           "columns by name", f->parts[i].name, name);
         break;
       }
       int64_t c = 0;
-      while (c < n && strcmp(schemas[first[c][0]].children[first[c][1]]->name, name) != 0) ++c;
+      while (c < n && strcmp(name_of(schemas[first[c][0]].children[first[c][1]]), name) != 0) ++c;
       char why[512];
       if (c < n) {
         const struct ArrowSchema* was = schemas[first[c][0]].children[first[c][1]];
@@ -691,10 +697,11 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       rc = sl_error_set(error, ENOMEM, "out of memory");
       break;
     }
+    p->n_columns = schemas[i].n_children;
     int same = schemas[i].n_children == n;
     for (int64_t c = 0; c < n; ++c) {
       struct ArrowSchema* col = f->unified.children[c];
-      int64_t j = child_named(&schemas[i], schemas[i].n_children, col->name);
+      int64_t j = child_named(&schemas[i], schemas[i].n_children, name_of(col));
       p->columns_of[c] = j;
       same &= j == c;
       if (j < 0) col->flags |= ARROW_FLAG_NULLABLE;
@@ -720,7 +727,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
 static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error) {
   int64_t n = f->n_file_cols;
   for (int64_t k = 0; k < f->hive.n_keys; ++k) {
-    int64_t c = child_named(&f->unified, n, f->hive.keys[k]);
+    int64_t c = child_named(&f->unified, n, f->hive.keys[k]);  // (keys are never NULL)
     int lacking = 0;
     for (int64_t i = 0; c >= 0 && i < f->n_parts; ++i) {
       lacking |= f->parts[i].columns_of != NULL && f->parts[i].columns_of[c] < 0;
@@ -750,6 +757,9 @@ static int choose_partition_columns(struct sl_files_reader* f, struct sluice_err
                        ? sl_schema_copy(&f->unified, f->alloc, &schema, error)
                        : f->format->schema(f->parts[0].reader, &schema, error));
   f->n_file_cols = schema.n_children;
+  if (f->unified.release == NULL) {
+    for (int64_t i = 0; i < f->n_parts; ++i) f->parts[i].n_columns = schema.n_children;
+  }
   f->hive_keys = sl_calloc(f->alloc, (size_t)f->hive.n_keys, sizeof *f->hive_keys);
   int rc = f->hive_keys == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
   for (int64_t k = 0; rc == 0 && k < f->hive.n_keys; ++k) {
@@ -820,7 +830,8 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   int rc = sl_parallel_for((int64_t)names->n, FILES_OPEN_THREADS, open_object, &job, NULL, error);
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     struct files_part* p = &f->parts[i];
-    if (f->hive.none_match && p->n_splits > 0) {  // kept for its schema only: no rows
+    int schema_only = f->hive.none_match || (f->hive.schema_only != NULL && f->hive.schema_only[i]);
+    if (schema_only && p->n_splits > 0) {  // kept for its columns only: no rows
       sl_free(f->alloc, p->splits, (size_t)p->n_splits * sizeof *p->splits);
       p->splits = NULL;
       p->n_splits = 0;

@@ -16,6 +16,9 @@
 #define HIVE_NULL "__HIVE_DEFAULT_PARTITION__"
 
 void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
+  if (hive->schema_only != NULL) {
+    sl_free(alloc, hive->schema_only, (size_t)(hive->n_objects > 0 ? hive->n_objects : 1));
+  }
   for (int64_t k = 0; hive->keys != NULL && k < hive->n_keys; ++k) {
     if (hive->keys[k] != NULL) sl_free(alloc, hive->keys[k], strlen(hive->keys[k]) + 1);
   }
@@ -350,6 +353,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
 }
 
 int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const char* filter,
+                   int keep_all,
                    const struct sluice_allocator* alloc, struct sluice_error* error) {
   int64_t n = hive->n_objects;
   uint8_t* keep = sl_alloc(alloc, (size_t)(n > 0 ? n : 1));
@@ -366,6 +370,17 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
   }
   int64_t kept = 0;
   for (int64_t o = 0; o < n; ++o) kept += keep[o];
+  if (rc == 0 && keep_all) {
+    for (int64_t o = 0; o < n; ++o) keep[o] = !keep[o];  // now: refused
+    if (hive->schema_only == NULL) {
+      hive->schema_only = keep;
+      keep = NULL;
+    } else {  // a second filter (filter, then partition_filter): refused by either
+      for (int64_t o = 0; o < n; ++o) hive->schema_only[o] |= keep[o];
+    }
+    if (keep != NULL) sl_free(alloc, keep, (size_t)(n > 0 ? n : 1));
+    return 0;
+  }
   if (rc == 0 && kept == 0 && n > 0) {  // the first object still gives the schema
     keep[0] = 1;
     hive->none_match = 1;

@@ -26,6 +26,9 @@ struct sl_hive {
   /// A partition filter kept no object: the objects left (one, for the
   /// schema) give no rows.
   int none_match;
+  /// [object]: 1 when a partition filter refused it but it stays for its
+  /// columns (sl_hive_filter's keep_all): it gives no rows. NULL = none.
+  uint8_t* schema_only;
 };
 
 /// Reads the partitions of `names`, the objects `location` expanded to.
@@ -45,8 +48,11 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc);
 /// dates, text bytewise); a null value passes no condition. Keys and values
 /// may be %XX-escaped (`city=S%C3%A3o%20Paulo`, a ',' as %2C). When nothing
 /// passes, the first object stays (for the schema) with hive->none_match
-/// set. EINVAL names a malformed condition or an unknown key.
+/// set. With `keep_all` (union_by_name: every object's columns count)
+/// nothing is dropped: the refused objects are marked in hive->schema_only.
+/// EINVAL names a malformed condition or an unknown key.
 int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const char* filter,
+                   int keep_all,
                    const struct sluice_allocator* alloc, struct sluice_error* error);
 
 /// Partition column `key` of object `object` for `length` rows: every row

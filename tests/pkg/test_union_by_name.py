@@ -169,3 +169,33 @@ def test_partition_key_that_some_objects_have_as_a_column(tmp_path):
         sluice.read(root, union_by_name=True)
     assert pa.table(sluice.read(root, union_by_name=True, hive_partitioning=False)
                     ).column("k").to_pylist() == [1, 1, None]
+
+
+def test_filters_keep_the_columns_and_objects_without_columns(tmp_path):
+    """The table's columns do not depend on which objects a filter or a
+    partition filter keeps (the refused objects are opened for their
+    columns only); conditions on partition keys filter rows, in OR groups
+    too; an object with rows but no columns gives rows of nulls, as
+    pyarrow's concat_tables(promote_options="default") does."""
+    root = tmp_path / "hv"
+    (root / "k=0").mkdir(parents=True)
+    (root / "k=1").mkdir()
+    pq.write_table(pa.table({"b": ["u"], "a": [1]}), root / "k=0" / "p.parquet")
+    pq.write_table(pa.table({"a": [2], "b": ["v"], "x": [1.5]}), root / "k=1" / "p.parquet")
+    cols = ["b", "a", "x", "k"]
+    for kw in ({}, {"filters": [("k", "=", 1)]}, {"filters": [("k", "=", 7)]},
+               {"filters": [[("k", "=", 0)], [("a", "=", 2)]]}):
+        got = pa.table(sluice.read(root, union_by_name=True, **kw))
+        assert got.column_names == cols, kw
+    assert pa.table(sluice.read(root, union_by_name=True, filters=[("k", "=", 1)])
+                    ).to_pylist() == [{"b": "v", "a": 2, "x": 1.5, "k": 1}]
+    assert len(pa.table(sluice.read(root, union_by_name=True,
+                                    filters=[[("k", "=", 0)], [("a", "=", 2)]]))) == 2
+    z = tmp_path / "z"
+    z.mkdir()
+    tables = [pa.table({"a": [1, 2]}), pa.table({"a": [1, 2, 3]}).select([]),
+              pa.table({"b": ["q"]})]
+    for i, t in enumerate(tables):
+        feather.write_feather(t, z / f"f{i}.arrow", compression="uncompressed")
+    assert pa.table(sluice.read(z, union_by_name=True)).to_pylist() == \
+        pa.concat_tables(tables, promote_options="default").to_pylist()
