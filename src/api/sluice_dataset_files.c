@@ -433,9 +433,40 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
     if (filter->conditions[k].column >= f->n_file_cols) return 1;  // a partition column
   }
   struct files_part* part = part_of(f, split->index);
-  if (part->columns_of != NULL) return 1;  // its columns are elsewhere: rows decide
   struct sl_split one = part->splits[split->index - part->first_split];
-  return f->format->split_may_match(part->reader, &one, filter);
+  if (part->columns_of == NULL) return f->format->split_may_match(part->reader, &one, filter);
+  // union_by_name: the conditions on the object's own columns, renumbered;
+  // a group with a condition on a column the object lacks holds for none
+  // of its rows (a null passes none), unless a partition key fills the
+  // column (that condition is dropped: the rest still bound the group).
+  struct sl_filter_condition* own =
+      sl_alloc(f->alloc, (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) *
+                             sizeof *own);
+  if (own == NULL) return 1;  // unsure: read it
+  int n_own = 0, n_groups = 0, unbounded = 0;
+  for (int k = 0; k < filter->n_conditions;) {
+    int g = filter->conditions[k].group, end = k, dead = 0;
+    while (end < filter->n_conditions && filter->conditions[end].group == g) {
+      dead |= part->columns_of[filter->conditions[end].column] < 0 &&
+              (f->key_of_column == NULL || f->key_of_column[filter->conditions[end].column] < 0);
+      ++end;
+    }
+    for (int j = k; j < end && !dead; ++j) {
+      int64_t c = part->columns_of[filter->conditions[j].column];
+      if (c < 0) continue;
+      own[n_own] = filter->conditions[j];
+      own[n_own].column = c;
+      own[n_own++].group = n_groups;
+    }
+    // A group left without conditions may hold for any row.
+    unbounded |= !dead && (n_own == 0 || own[n_own - 1].group != n_groups);
+    n_groups += !dead;
+    k = end;
+  }
+  struct sl_row_filter mapped = {n_own, own, n_groups, f->alloc};
+  int may = unbounded || (n_groups > 0 && f->format->split_may_match(part->reader, &one, &mapped));
+  sl_free(f->alloc, own, (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) * sizeof *own);
+  return may;
 }
 
 static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -844,7 +875,9 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   int unified = 0;
   if (rc == 0 && union_by_name) rc = unify_by_name(f, error);
   if (rc == 0 && !union_by_name) rc = unify_parts(f, &unified, error);
-  if (rc == 0 && f->hive.n_keys > 0) rc = choose_partition_columns(f, error);
+  // (Also without partitions: n_file_cols tells the objects' columns from
+  // partition columns, and split_may_match passed every split without it.)
+  if (rc == 0) rc = choose_partition_columns(f, error);
   if (rc != 0) {
     files_close(f);
     return rc;

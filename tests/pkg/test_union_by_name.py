@@ -199,3 +199,47 @@ def test_filters_keep_the_columns_and_objects_without_columns(tmp_path):
         feather.write_feather(t, z / f"f{i}.arrow", compression="uncompressed")
     assert pa.table(sluice.read(z, union_by_name=True)).to_pylist() == \
         pa.concat_tables(tables, promote_options="default").to_pylist()
+
+
+def _corrupt_pages(path):
+    """Overwrites every byte between the magic and the footer: the footer
+    (and its statistics) stay readable, any page read fails."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    end = len(data) - 8 - footer
+    data[4:end] = b"\xff" * (end - 4)
+    path.write_bytes(bytes(data))
+
+
+def test_statistics_prune_objects_of_other_columns(tmp_path):
+    """Row group statistics exclude splits in a dataset of many objects (the
+    pages of those excluded are never read: they are corrupt here), with
+    union_by_name too: an object's own columns are found through the
+    mapping, and one lacking a column a condition names cannot match."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64())}), plain / "f1.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(1000, 1100), pa.int64())}), plain / "f2.parquet")
+    _corrupt_pages(plain / "f2.parquet")
+    with pytest.raises(sluice.Error):
+        sluice.read(plain)
+    assert len(pa.table(sluice.read(plain, filters=[("id", "<", 100)]))) == 100
+
+    d = tmp_path / "u"
+    d.mkdir()
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64()),
+                             "score": [float(i) for i in range(100)]}), d / "f1.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(1000, 1100), pa.int64())}), d / "f2.parquet")
+    pq.write_table(pa.table({"score": [1.0] * 100,
+                             "id": pa.array(range(5000, 5100), pa.int64())}), d / "f3.parquet")
+    _corrupt_pages(d / "f2.parquet")
+    _corrupt_pages(d / "f3.parquet")
+    with pytest.raises(sluice.Error):
+        sluice.read(d, union_by_name=True)
+    # f2 lacks score; f3's id statistics (its second column) exclude it.
+    got = pa.table(sluice.read(d, union_by_name=True,
+                               filters=[("score", ">", 10.0), ("id", "<", 100)]))
+    assert got.column("id").to_pylist() == list(range(11, 100))
+    got = pa.table(sluice.read(d, union_by_name=True,
+                               filters=[[("score", "<", 1.0)], [("id", "<", 3)]]))
+    assert got.column("id").to_pylist() == [0, 1, 2]
