@@ -780,6 +780,9 @@ static void test_allocation_failures(void** state) {
       if (ta.live_bytes != 0)
         fail_msg("%s: leak of %lld bytes after failing allocation %lld (%s)", k_names[f],
                  (long long)ta.live_bytes, fail, rc ? err.message : "");
+      if (rc != 0 && rc != ENOMEM)  // a failed allocation is reported as one
+        fail_msg("%s: failing allocation %lld gave error %d (%s), not ENOMEM", k_names[f], fail,
+                 rc, err.message);
       if (rc == 0) break;
     }
   }

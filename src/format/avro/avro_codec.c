@@ -11,6 +11,7 @@
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "avro_internal.h"
 #include "codec/sl_codec_alloc.h"
@@ -114,6 +115,15 @@ static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
   return 0;
 }
 
+/// A zstd error as sluice reports it: a failed allocation is ENOMEM, the
+/// rest is bad input.
+static int zstd_error(size_t code, struct sluice_error* error) {
+  if (ZSTD_getErrorCode(code) == ZSTD_error_memory_allocation) {
+    return sl_error_set(error, ENOMEM, "zstandard: out of memory");
+  }
+  return sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(code));
+}
+
 static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
                       const struct sluice_allocator* alloc, struct sluice_error* error) {
   ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
@@ -133,7 +143,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     // writes straight into the output, where streaming goes via its window.
     size_t got = ZSTD_decompressDCtx(dctx, out->data, out->cap, in, n);
     ZSTD_freeDCtx(dctx);
-    if (ZSTD_isError(got)) return sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(got));
+    if (ZSTD_isError(got)) return zstd_error(got, error);
     if (got != fcs) return sl_error_set(error, EILSEQ, "zstandard: frame size mismatch");
     out->size = got;
     return 0;
@@ -146,7 +156,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     last = ZSTD_decompressStream(dctx, &ob, &ib);
     out->size = ob.pos;
     if (ZSTD_isError(last)) {
-      rc = sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(last));
+      rc = zstd_error(last, error);
     } else if (ib.pos == ib.size && ob.pos < ob.size) {
       if (last != 0) rc = sl_error_set(error, EILSEQ, "zstandard: truncated frame");
       break;

@@ -126,6 +126,7 @@ struct avro_program {
   int64_t n_kids, cap_kids;
   uint8_t* pool;  ///< constants: encoded defaults, enum maps
   int64_t n_pool, cap_pool;
+  int out_of_memory;  ///< an op could not be added for want of memory, not room
 };
 
 /// Compiles `s` (EINVAL when the expansion passes a size limit: a DAG of named
@@ -146,7 +147,9 @@ int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids
                             const struct avro_node* node);
 int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
                       struct sluice_error* error);
-int avro_program_too_big(struct sluice_error* error);
+/// The error of an op avro_program_new_op could not add: ENOMEM, or EINVAL
+/// when the program passed its size limit.
+int avro_program_too_big(const struct avro_program* p, struct sluice_error* error);
 /// Appends bytes to the pool; returns their offset or -1 (ENOMEM).
 int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t n);
 

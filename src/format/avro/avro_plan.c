@@ -40,7 +40,10 @@ int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids
                             const struct avro_node* node) {
   if (p->n_ops >= AVRO_MAX_OPS || p->n_kids + n_kids > AVRO_MAX_OPS) return -1;
   void* ops = p->ops;
-  if (sl_grow_array(p->alloc, &ops, &p->cap_ops, p->n_ops + 1, sizeof *p->ops) != 0) return -1;
+  if (sl_grow_array(p->alloc, &ops, &p->cap_ops, p->n_ops + 1, sizeof *p->ops) != 0) {
+    p->out_of_memory = 1;
+    return -1;
+  }
   p->ops = ops;
   if (p->n_kids + n_kids > p->cap_kids) {
     // kids and targets share one capacity.
@@ -51,6 +54,7 @@ int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids
     if (kids == NULL || targets == NULL) {
       sl_free(p->alloc, kids, (size_t)cap * sizeof *kids);
       sl_free(p->alloc, targets, (size_t)cap * sizeof *targets);
+      p->out_of_memory = 1;
       return -1;
     }
     if (p->n_kids > 0) {
@@ -88,9 +92,10 @@ static int emit_kids(struct avro_program* p, int32_t op, struct avro_node* const
   return 0;
 }
 
-int avro_program_too_big(struct sluice_error* error) {
-  return sl_error_set(error, EINVAL, "the Avro schema expands to more than %d values per row "
-                      "(or out of memory)", AVRO_MAX_OPS);
+int avro_program_too_big(const struct avro_program* p, struct sluice_error* error) {
+  if (p->out_of_memory) return sl_error_set(error, ENOMEM, "out of memory compiling the schema");
+  return sl_error_set(error, EINVAL, "the Avro schema expands to more than %d values per row",
+                      AVRO_MAX_OPS);
 }
 
 int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
@@ -99,7 +104,7 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
   int null_index;
   int32_t op;
   if (avro_node_nullable(n, &value, &null_index)) {
-    if ((op = new_op(p, OP_NULLABLE, 1, n)) < 0) return too_big(error);
+    if ((op = new_op(p, OP_NULLABLE, 1, n)) < 0) return too_big(p, error);
     p->ops[op].null_index = (int8_t)null_index;
     p->ops[op].min_size = 1;
     const struct avro_node* items[1] = {value};
@@ -150,7 +155,7 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
     case AVRO_MAP: kind = OP_MAP; n_kids = 1; break;
     default: kind = OP_UNION; n_kids = n->n; break;
   }
-  if ((op = new_op(p, kind, n_kids, n)) < 0) return too_big(error);
+  if ((op = new_op(p, kind, n_kids, n)) < 0) return too_big(p, error);
   p->ops[op].size = size;
   p->ops[op].min_size = min_size;
   if (n_kids > 0) SL_RETURN_NOT_OK(emit_kids(p, op, n->items, n_kids, error));
@@ -177,7 +182,7 @@ int avro_program_build(const struct avro_schema* s, struct avro_program* out,
   } else {
     // A non-record root becomes the single column "value" of a wrapper row.
     top = new_op(out, OP_RECORD, 1, NULL);
-    rc = top < 0 ? too_big(error) : emit_kids(out, top, &s->root, 1, error);
+    rc = top < 0 ? too_big(out, error) : emit_kids(out, top, &s->root, 1, error);
   }
   if (rc != 0) avro_program_release(out);
   return rc;

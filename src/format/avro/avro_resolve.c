@@ -178,7 +178,7 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
 static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avro_node* r,
                   int64_t min_size, int32_t* out) {
   int32_t op = avro_program_new_op(c->p, kind, n_kids, r);
-  if (op < 0) return avro_program_too_big(c->error);
+  if (op < 0) return avro_program_too_big(c->p, c->error);
   c->p->ops[op].min_size = min_size;
   *out = op;
   return 0;
@@ -439,7 +439,7 @@ int avro_program_build_resolved(const struct avro_schema* w, const struct avro_s
   } else {
     top = avro_program_new_op(out, OP_RECORD, 1, NULL);
     int32_t kid = 0;
-    rc = top < 0 ? avro_program_too_big(error) : resolve(&c, w->root, r->root, &kid);
+    rc = top < 0 ? avro_program_too_big(out, error) : resolve(&c, w->root, r->root, &kid);
     if (rc == 0) out->kids[out->ops[top].kids] = kid;
   }
   if (rc != 0) avro_program_release(out);
