@@ -370,9 +370,17 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
       p->file[p->n_file++] = own;
     }
   }
-  // Read for the row counts only; an object without columns is asked for
-  // none, and answers its rows with none.
-  if (p->n_file == 0 && part->n_columns > 0) p->file[p->n_file++] = 0;
+  // Read for the row counts only: the object's cheapest column (its
+  // smallest chunks, where the format tells); an object without columns is
+  // asked for none, and answers its rows with none.
+  if (p->n_file == 0 && part->n_columns > 0) {
+    int64_t cheapest = 0, least = -1;
+    for (int64_t j = 0; f->format->column_bytes != NULL && j < part->n_columns; ++j) {
+      int64_t bytes = f->format->column_bytes(part->reader, j);
+      if (bytes >= 0 && (least < 0 || bytes < least)) cheapest = j, least = bytes;
+    }
+    p->file[p->n_file++] = cheapest;
+  }
   return 0;
 }
 

@@ -243,3 +243,26 @@ def test_statistics_prune_objects_of_other_columns(tmp_path):
     got = pa.table(sluice.read(d, union_by_name=True,
                                filters=[[("score", "<", 1.0)], [("id", "<", 3)]]))
     assert got.column("id").to_pylist() == [0, 1, 2]
+
+
+def test_rows_counted_from_the_cheapest_column(tmp_path):
+    """Reading only partition columns (or only columns an object lacks)
+    decodes one column of each object for its row count: the smallest, not
+    the first (here the first's pages are corrupt, the second's are not)."""
+    root = tmp_path / "hv"
+    (root / "k=1").mkdir(parents=True)
+    path = root / "k=1" / "f.parquet"
+    pq.write_table(pa.table({"s": ["x" * 200 + str(i) for i in range(2000)],
+                             "id": pa.array(range(2000), pa.int64())}), path,
+                   compression="none", use_dictionary=False)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    start = chunk.data_page_offset
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    with pytest.raises(sluice.Error):
+        sluice.read(root, columns=["s"])
+    got = pa.table(sluice.read(root, columns=["k"]))
+    assert got.column("k").to_pylist() == [1] * 2000
+    got = pa.table(sluice.read(root, columns=["k"], union_by_name=True))
+    assert len(got) == 2000
