@@ -195,6 +195,31 @@ static int split_filter(const char* text, const struct sl_hive* hive,
   return 0;
 }
 
+/// A filter's conditions on partition keys chose the objects by their
+/// directories; a key that also names a column of the objects shows the
+/// objects' own values instead, which such a choice would contradict (a
+/// row showing k=99 in k=1/): refused rather than answered wrongly.
+static int key_names_a_column(const struct sluice_dataset* ds, const char* key_text,
+                              const struct sluice_allocator* alloc, struct sluice_error* error) {
+  for (const char* at = key_text; *at != '\0';) {
+    size_t len = strcspn(at, ","), name = strcspn(at, "=!<>");
+    if (name > len) name = len;
+    char* key = sl_percent_decoded(at, name, alloc);
+    if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    int clash = sl_files_reader_key_is_column(ds->format, ds->reader, key);
+    int rc = clash ? sl_error_set(error, EINVAL, "%s: filter on '%s': it is a partition key "
+                                  "(%s=... directories) and a column of the objects, whose own "
+                                  "values the rows show; read with hive_partitioning off "
+                                  "(--no-hive), or with union_by_name, where conditions filter "
+                                  "rows", ds->location, key, key)
+                   : 0;
+    sl_free(alloc, key, strlen(key) + 1);
+    if (rc != 0) return rc;
+    at += len + (at[len] == ',');
+  }
+  return 0;
+}
+
 /// Drops the splits the reader's statistics show no row of passes the
 /// filter (the others keep their index: readers know splits by it).
 static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
@@ -467,16 +492,15 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // With union_by_name every condition filters rows: a key may also be a
   // column of some objects, whose values then differ from the directory's.
   char* row_text = NULL;
+  char* key_text = NULL;  // kept until the objects' columns are known (key_names_a_column)
   if (rc == 0 && options->filter != NULL && options->union_by_name) {
     row_text = sl_strdup(alloc, options->filter);
     if (row_text == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
   } else if (rc == 0 && options->filter != NULL) {
-    char* key_text = NULL;
     rc = split_filter(options->filter, &hive, alloc, &key_text, &row_text, error);
     if (rc == 0 && key_text != NULL) {
       rc = sl_hive_filter(&hive, &objects, key_text, 0, alloc, error);
     }
-    if (key_text != NULL) sl_free(alloc, key_text, strlen(options->filter) + 1);
   }
   // Objects a partition filter refuses are never opened, but with
   // union_by_name, whose columns are every object's: opened for their
@@ -556,7 +580,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     rc = sl_row_filter_parse(row_text, &ds->full_schema, NULL, 0, alloc, &ds->filter, error);
     if (rc != 0) sl_error_prefix(error, "%s", location);
   }
+  if (rc == 0 && key_text != NULL) rc = key_names_a_column(ds, key_text, alloc, error);
   if (row_text != NULL) sl_free(alloc, row_text, strlen(options->filter) + 1);
+  if (key_text != NULL) sl_free(alloc, key_text, strlen(options->filter) + 1);
   if (rc == 0) {
     rc = ds->format->plan_splits(ds->reader, &ds->splits, &ds->n_splits, error);
     if (rc != 0) {

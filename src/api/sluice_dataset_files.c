@@ -895,6 +895,20 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   return 0;
 }
 
+int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* reader,
+                                  const char* key) {
+  if (vtable == NULL || vtable->split_open != files_split_open) return 0;
+  const struct sl_files_reader* f = reader;
+  for (int64_t k = 0; k < f->hive.n_keys; ++k) {
+    if (strcmp(f->hive.keys[k], key) != 0) continue;
+    for (int64_t j = 0; j < f->n_hive_cols; ++j) {
+      if (f->hive_keys[j] == k) return 0;  // a partition column of its own
+    }
+    return 1;
+  }
+  return 0;
+}
+
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;

@@ -34,6 +34,12 @@ int sl_files_reader_open(const struct sl_format_reader* format,
                          int union_by_name, const struct sl_format_reader** vtable, void** out,
                          struct sluice_error* error);
 
+/// When `vtable` is a files reader's: whether partition key `key` names a
+/// column of the objects (which then keep their own values: no partition
+/// column is added for it). Otherwise 0.
+int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* reader,
+                                  const char* key);
+
 /// When `vtable` is a files reader's (from sl_files_reader_open): sets
 /// *format to the real format and returns the number of objects, whose
 /// statistics sl_files_reader_object_stats gives. Otherwise 0.

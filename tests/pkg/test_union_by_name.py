@@ -266,3 +266,22 @@ def test_rows_counted_from_the_cheapest_column(tmp_path):
     assert got.column("k").to_pylist() == [1] * 2000
     got = pa.table(sluice.read(root, columns=["k"], union_by_name=True))
     assert len(got) == 2000
+
+
+def test_filter_on_a_key_that_is_also_a_column(tmp_path):
+    """k=1/ holding rows whose own k is 99: a filter on k cannot both choose
+    directories and rows, so without union_by_name it is refused (it used
+    to choose the directories and return no row); with hive_partitioning
+    off, or union_by_name, it filters the rows by the values they show."""
+    root = tmp_path / "d"
+    (root / "k=1").mkdir(parents=True)
+    (root / "k=2").mkdir()
+    pq.write_table(pa.table({"id": [1, 2], "k": [99, 99]}), root / "k=1" / "a.parquet")
+    pq.write_table(pa.table({"id": [3], "k": [5]}), root / "k=2" / "a.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match="partition key .* and a column"):
+        sluice.read(root, filters=[("k", "=", 99)])
+    for kw in ({"hive_partitioning": False}, {"union_by_name": True}):
+        got = pa.table(sluice.read(root, filters=[("k", "=", 99)], **kw))
+        assert got.column("id").to_pylist() == [1, 2], kw
+    # A filter on another column, and a key that is no column, work as before.
+    assert pa.table(sluice.read(root, filters=[("id", "=", 3)])).column("k").to_pylist() == [5]
