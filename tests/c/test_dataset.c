@@ -1049,6 +1049,17 @@ static int pyarrow_tree(const char* name, const char* script, char* dir, size_t 
   return system(cmd);
 }
 
+/// The stream's next batch; a failure's code and message go into `error`.
+static int next_batch(struct ArrowArrayStream* stream, struct ArrowArray* batch,
+                      struct sluice_error* error) {
+  int rc = stream->get_next(stream, batch);
+  if (rc != 0) {
+    snprintf(error->message, sizeof error->message, "%s", stream->get_last_error(stream));
+    error->code = rc;
+  }
+  return rc;
+}
+
 struct hive_run {
   const char* const* locations;
   size_t n;
@@ -1079,12 +1090,7 @@ static int hive_once(void* ctx, const struct sluice_allocator* alloc, struct slu
   int64_t rows = 0, sum = 0;
   for (;;) {
     struct ArrowArray batch;
-    rc = stream.get_next(&stream, &batch);
-    if (rc != 0) {
-      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
-      error->code = rc;
-      break;
-    }
+    if ((rc = next_batch(&stream, &batch, error)) != 0) break;
     if (batch.release == NULL) break;
     assert_int_equal(batch.n_children, partitioned ? 3 : 1);
     const struct ArrowArray* a = batch.children[partitioned ? 1 : 0];
@@ -1187,12 +1193,7 @@ static int union_once(void* ctx, const struct sluice_allocator* alloc,
   int64_t ia = run->project ? 1 : 0, ic = run->project ? 0 : 2;
   for (;;) {
     struct ArrowArray batch;
-    rc = stream.get_next(&stream, &batch);
-    if (rc != 0) {
-      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
-      error->code = rc;
-      break;
-    }
+    if ((rc = next_batch(&stream, &batch, error)) != 0) break;
     if (batch.release == NULL) break;
     const struct ArrowArray* a = batch.children[ia];
     const struct ArrowArray* c = batch.children[ic];
@@ -1253,12 +1254,7 @@ static int union_hive_once(void* ctx, const struct sluice_allocator* alloc,
   int64_t rows = 0, sum_k = 0;
   for (;;) {
     struct ArrowArray batch;
-    rc = stream.get_next(&stream, &batch);
-    if (rc != 0) {
-      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
-      error->code = rc;
-      break;
-    }
+    if ((rc = next_batch(&stream, &batch, error)) != 0) break;
     if (batch.release == NULL) break;
     assert_int_equal(batch.n_children, 2);
     const struct ArrowArray* k = batch.children[1];
