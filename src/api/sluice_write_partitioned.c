@@ -1020,88 +1020,6 @@ static void sync_location(struct partitioned_write* w) {
   }
 }
 
-/// A file's rename that never replaces `to` (EEXIST), on any file system.
-static int link_then_unlink(const char* from, const char* to) {
-  if (link(from, to) != 0) return -1;
-  if (unlink(from) != 0) {
-    int e = errno;
-    (void)unlink(to);
-    errno = e;
-    return -1;
-  }
-  return 0;
-}
-
-/// rename(from, to) that never replaces `to` (EEXIST): RENAME_NOREPLACE
-/// where the file system has it; else a file is linked and unlinked, and a
-/// directory renamed (which replaces only an empty one).
-static int move_new(const char* from, const char* to) {
-#ifdef SYS_renameat2
-  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 << 0 /* RENAME_NOREPLACE */) == 0) {
-    return 0;
-  }
-  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
-#endif
-  struct stat st;
-  if (lstat(from, &st) != 0) return -1;
-  return S_ISDIR(st.st_mode) ? rename(from, to) : link_then_unlink(from, to);
-}
-
-/// Moves the staging directory's entries (the first key's directories, or
-/// without partition_by its files) into the destination, replacing nothing
-/// (the destination was empty when the write began), and removes it. On failure the entries moved are
-/// moved back, for clean_up to remove with the rest.
-static int publish_staging(struct partitioned_write* w, struct sluice_error* error) {
-  DIR* dir = opendir(w->root);
-  if (dir == NULL) {
-    return sl_error_set(error, errno, "%s: cannot read the staging directory %s: %s",
-                        w->location, w->root, strerror(errno));
-  }
-  struct sl_text from, to, moved;  // moved: the names done, NUL-separated
-  sl_text_init(&from, w->alloc);
-  sl_text_init(&to, w->alloc);
-  sl_text_init(&moved, w->alloc);
-  int rc = 0;
-  for (struct dirent* e = readdir(dir); e != NULL && rc == 0; e = readdir(dir)) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    sl_text_clear(&from);
-    sl_text_clear(&to);
-    if (sl_text_append_str(&from, w->root) != 0 || sl_text_append_char(&from, '/') != 0 ||
-        sl_text_append_str(&from, e->d_name) != 0 ||
-        sl_text_append(&to, w->location, w->root_len) != 0 || sl_text_append_char(&to, '/') != 0 ||
-        sl_text_append_str(&to, e->d_name) != 0 ||
-        sl_text_append(&moved, e->d_name, strlen(e->d_name) + 1) != 0) {
-      rc = oom(w, error);
-    } else if (move_new(from.data, to.data) != 0) {
-      rc = errno == EEXIST || errno == ENOTEMPTY
-               ? sl_error_set(error, EEXIST, "%s: %s appeared in it during the write; nothing "
-                              "was replaced", w->location, e->d_name)
-               : sl_error_set(error, errno, "%s: cannot move %s into place: %s", w->location,
-                              e->d_name, strerror(errno));
-      moved.len -= strlen(e->d_name) + 1;
-    }
-  }
-  closedir(dir);
-  if (rc != 0) {  // back where clean_up looks for them
-    for (size_t at = 0; at < moved.len; at += strlen(moved.data + at) + 1) {
-      sl_text_clear(&from);
-      sl_text_clear(&to);
-      if (sl_text_append_str(&from, w->root) == 0 && sl_text_append_char(&from, '/') == 0 &&
-          sl_text_append_str(&from, moved.data + at) == 0 &&
-          sl_text_append(&to, w->location, w->root_len) == 0 &&
-          sl_text_append_char(&to, '/') == 0 && sl_text_append_str(&to, moved.data + at) == 0) {
-        (void)rename(to.data, from.data);
-      }
-    }
-  } else if (rmdir(w->root) == 0) {
-    w->staged = 0;
-  }
-  sl_text_reset(&from);
-  sl_text_reset(&to);
-  sl_text_reset(&moved);
-  return rc;
-}
-
 /// What is at the location already. A local one must be a directory if it
 /// exists; with existing_data_behavior "error" it must be empty, an S3
 /// prefix hold no object. Otherwise an S3 prefix's objects are listed, for
@@ -1187,8 +1105,8 @@ static int64_t next_free_index_local(const char* path) {
   return next;
 }
 
-/// Renames done by publish_merging, undone in reverse on failure: the log
-/// holds "kind\0from\0to\0" triples.
+/// Renames done by publish_staging and publish_merging, undone in reverse
+/// on failure: the log holds "kind\0from\0to\0" triples.
 struct moves {
   struct sl_text log;
 };
@@ -1196,6 +1114,7 @@ struct moves {
 enum move_kind {
   MOVE_RENAME = 'r',    ///< rename(from, to); undone by rename(to, from)
   MOVE_LINK = 'l',      ///< link(from, to), unlink(from): never replaces `to`
+  MOVE_NEW = 'n',       ///< rename(from, to) that never replaces `to` (files or directories)
   MOVE_EXCHANGE = 'x',  ///< from and to swapped; undone by swapping again
 };
 
@@ -1213,17 +1132,46 @@ static int exchange_paths(const char* a, const char* b) {
 #endif
 }
 
+/// A file's rename that never replaces `to` (EEXIST), on any file system.
+static int link_then_unlink(const char* from, const char* to) {
+  if (link(from, to) != 0) return -1;
+  if (unlink(from) != 0) {
+    int e = errno;
+    (void)unlink(to);
+    errno = e;
+    return -1;
+  }
+  return 0;
+}
+
+/// MOVE_NEW: RENAME_NOREPLACE
+/// where the file system has it; else a file is linked and unlinked, and a
+/// directory renamed (which replaces only an empty one: ENOTEMPTY).
+static int move_new(const char* from, const char* to) {
+#ifdef SYS_renameat2
+  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 << 0 /* RENAME_NOREPLACE */) == 0) {
+    return 0;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+#endif
+  struct stat st;
+  if (lstat(from, &st) != 0) return -1;
+  return S_ISDIR(st.st_mode) ? rename(from, to) : link_then_unlink(from, to);
+}
+
 static int do_move(enum move_kind kind, const char* from, const char* to) {
   switch (kind) {
     case MOVE_EXCHANGE: return exchange_paths(from, to);
     case MOVE_LINK: return link_then_unlink(from, to);
+    case MOVE_NEW: return move_new(from, to);
     default: return rename(from, to);
   }
 }
 
-/// Moves `from` to `to` as `kind` says and logs it. EEXIST of a MOVE_LINK
-/// and an exchange the file system does not have (ENOSYS, EINVAL, ENOTSUP)
-/// return without a message, for the caller to take another way.
+/// Moves `from` to `to` as `kind` says and logs it. EEXIST of a MOVE_LINK,
+/// EEXIST of a MOVE_NEW (ENOTEMPTY of a directory's too) and an exchange the
+/// file system does not have (ENOSYS, EINVAL, ENOTSUP) return without a
+/// message, for the caller to take another way or say what it means.
 static int move(struct partitioned_write* w, struct moves* m, enum move_kind kind,
                 const char* from, const char* to, struct sluice_error* error) {
   size_t at = m->log.len;
@@ -1237,7 +1185,8 @@ static int move(struct partitioned_write* w, struct moves* m, enum move_kind kin
   if (do_move(kind, from, to) == 0) return 0;
   int e = errno;
   m->log.len = at;
-  if ((kind == MOVE_LINK && e == EEXIST) ||
+  if (kind == MOVE_NEW && e == ENOTEMPTY) e = EEXIST;
+  if ((kind == MOVE_LINK && e == EEXIST) || (kind == MOVE_NEW && e == EEXIST) ||
       (kind == MOVE_EXCHANGE && (e == ENOSYS || e == EINVAL || e == ENOTSUP))) {
     return e;
   }
@@ -1264,6 +1213,48 @@ static void undo_moves(struct moves* m) {
     const char* kind = string_before(m->log.data, &end);
     (void)(kind[0] == MOVE_EXCHANGE ? exchange_paths(from, to) : rename(to, from));
   }
+}
+
+/// Moves the staging directory's entries (the first key's directories, or
+/// without partition_by its files) into the destination, replacing nothing
+/// (it was empty when the write began), and removes it. On failure the
+/// entries moved are moved back, for clean_up to remove with the rest.
+static int publish_staging(struct partitioned_write* w, struct sluice_error* error) {
+  DIR* dir = opendir(w->root);
+  if (dir == NULL) {
+    return sl_error_set(error, errno, "%s: cannot read the staging directory %s: %s",
+                        w->location, w->root, strerror(errno));
+  }
+  struct moves m;
+  struct sl_text from, to;
+  sl_text_init(&m.log, w->alloc);
+  sl_text_init(&from, w->alloc);
+  sl_text_init(&to, w->alloc);
+  int rc = 0;
+  for (struct dirent* e = readdir(dir); e != NULL && rc == 0; e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    sl_text_clear(&from);
+    sl_text_clear(&to);
+    if (sl_text_append_str(&from, w->root) != 0 || sl_text_append_char(&from, '/') != 0 ||
+        sl_text_append_str(&from, e->d_name) != 0 ||
+        sl_text_append(&to, w->location, w->root_len) != 0 || sl_text_append_char(&to, '/') != 0 ||
+        sl_text_append_str(&to, e->d_name) != 0) {
+      rc = oom(w, error);
+    } else if ((rc = move(w, &m, MOVE_NEW, from.data, to.data, error)) == EEXIST) {
+      rc = sl_error_set(error, EEXIST, "%s: %s appeared in it during the write; nothing was "
+                        "replaced", w->location, e->d_name);
+    }
+  }
+  closedir(dir);
+  if (rc != 0) {
+    undo_moves(&m);  // back where clean_up looks for them
+  } else if (rmdir(w->root) == 0) {
+    w->staged = 0;
+  }
+  sl_text_reset(&m.log);
+  sl_text_reset(&from);
+  sl_text_reset(&to);
+  return rc;
 }
 
 /// Puts `staged` where `target` is, in one exchange where the file system
