@@ -139,7 +139,13 @@ static void format_list_of(const char* const* names, char* out, size_t cap) {
   format_name_list(names, n, out, cap);
 }
 
-/// Chooses the reader from `format_name`, else from the first bytes of
+/// The column a filter condition `cond[0, len)` names, %XX-decoded
+/// (sl_alloc'd), or NULL when out of memory.
+static char* condition_column(const char* cond, size_t len, const struct sluice_allocator* alloc) {
+  size_t name = strcspn(cond, "=!<>");
+  return sl_percent_decoded(cond, name < len ? name : len, alloc);
+}
+
 /// Splits filter text into the conditions on partition keys (*keys) and the
 /// others (*rows), each NULL when it has none, else strlen(text) + 1 bytes.
 static int split_filter(const char* text, const struct sl_hive* hive,
@@ -161,9 +167,8 @@ static int split_filter(const char* text, const struct sl_hive* hive,
   size_t nk = 0, nr = 0;
   int groups = strchr(text, ';') != NULL;
   for (const char* at = text; *at != '\0';) {
-    size_t len = strcspn(at, ",;"), name = strcspn(at, "=!<>");
-    if (name > len) name = len;
-    char* decoded = sl_percent_decoded(at, name, alloc);
+    size_t len = strcspn(at, ",;");
+    char* decoded = condition_column(at, len, alloc);
     if (decoded == NULL) {
       sl_free(alloc, k, n + 1);
       sl_free(alloc, r, n + 1);
@@ -202,9 +207,8 @@ static int split_filter(const char* text, const struct sl_hive* hive,
 static int key_names_a_column(const struct sluice_dataset* ds, const char* key_text,
                               const struct sluice_allocator* alloc, struct sluice_error* error) {
   for (const char* at = key_text; *at != '\0';) {
-    size_t len = strcspn(at, ","), name = strcspn(at, "=!<>");
-    if (name > len) name = len;
-    char* key = sl_percent_decoded(at, name, alloc);
+    size_t len = strcspn(at, ",");
+    char* key = condition_column(at, len, alloc);
     if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
     int clash = sl_files_reader_key_is_column(ds->format, ds->reader, key);
     int rc = clash ? sl_error_set(error, EINVAL, "%s: filter on '%s': it is a partition key "

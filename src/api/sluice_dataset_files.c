@@ -30,7 +30,7 @@ struct files_part {
   /// over many objects holds only those being read. Then it counts again.
   atomic_llong closed;
   atomic_llong open;
-  int64_t n_columns;  ///< the object's own (set for partitions and union_by_name)
+  int64_t n_columns;  ///< the object's own
   /// union_by_name: dataset column c is this object's column columns_of[c]
   /// (-1: the object has none of that name, its rows are null there). NULL:
   /// the object has the dataset's columns, in its order.
@@ -105,7 +105,9 @@ static void files_close(void* reader) {
     if (p->columns_of != NULL) sl_free(f->alloc, p->columns_of, columns_of_size(f->n_file_cols));
   }
   if (f->unified.release != NULL) f->unified.release(&f->unified);
-  if (f->key_of_column != NULL) sl_free(f->alloc, f->key_of_column, columns_of_size(f->n_file_cols));
+  if (f->key_of_column != NULL) {
+    sl_free(f->alloc, f->key_of_column, columns_of_size(f->n_file_cols));
+  }
   sl_free(f->alloc, f->parts, (size_t)f->n_parts * sizeof *f->parts);
   if (f->hive_keys != NULL) {
     sl_free(f->alloc, f->hive_keys, (size_t)f->hive.n_keys * sizeof *f->hive_keys);
@@ -447,9 +449,9 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
   // a group with a condition on a column the object lacks holds for none
   // of its rows (a null passes none), unless a partition key fills the
   // column (that condition is dropped: the rest still bound the group).
-  struct sl_filter_condition* own =
-      sl_alloc(f->alloc, (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) *
-                             sizeof *own);
+  size_t own_size = (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) *
+                    sizeof(struct sl_filter_condition);
+  struct sl_filter_condition* own = sl_alloc(f->alloc, own_size);
   if (own == NULL) return 1;  // unsure: read it
   int n_own = 0, n_groups = 0, unbounded = 0;
   for (int k = 0; k < filter->n_conditions;) {
@@ -473,7 +475,7 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
   }
   struct sl_row_filter mapped = {n_own, own, n_groups, f->alloc};
   int may = unbounded || (n_groups > 0 && f->format->split_may_match(part->reader, &one, &mapped));
-  sl_free(f->alloc, own, (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) * sizeof *own);
+  sl_free(f->alloc, own, own_size);
   return may;
 }
 

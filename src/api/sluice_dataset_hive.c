@@ -372,13 +372,7 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
   for (int64_t o = 0; o < n; ++o) kept += keep[o];
   if (rc == 0 && keep_all) {
     for (int64_t o = 0; o < n; ++o) keep[o] = !keep[o];  // now: refused
-    if (hive->schema_only == NULL) {
-      hive->schema_only = keep;
-      keep = NULL;
-    } else {  // a second filter (filter, then partition_filter): refused by either
-      for (int64_t o = 0; o < n; ++o) hive->schema_only[o] |= keep[o];
-    }
-    if (keep != NULL) sl_free(alloc, keep, (size_t)(n > 0 ? n : 1));
+    hive->schema_only = keep;
     return 0;
   }
   if (rc == 0 && kept == 0 && n > 0) {  // the first object still gives the schema

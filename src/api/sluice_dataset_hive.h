@@ -49,7 +49,8 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc);
 /// may be %XX-escaped (`city=S%C3%A3o%20Paulo`, a ',' as %2C). When nothing
 /// passes, the first object stays (for the schema) with hive->none_match
 /// set. With `keep_all` (union_by_name: every object's columns count)
-/// nothing is dropped: the refused objects are marked in hive->schema_only.
+/// nothing is dropped: the refused objects are marked in hive->schema_only
+/// (made by this call: at most one keep_all filter per hive).
 /// EINVAL names a malformed condition or an unknown key.
 int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const char* filter,
                    int keep_all,
