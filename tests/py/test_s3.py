@@ -1256,6 +1256,17 @@ def test_failed_multipart_upload_aborts_that_upload_only(sluice, scripted, tmp_p
     assert writes[-1]["method"] == "DELETE"
 
 
+def _files(root):
+    """The files under `root`, relative to it, sorted."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def _ids(sluice, s3, location, out):
+    """The sorted id column of what sluice reads at `location`."""
+    got = read_location(sluice, creds(s3), location, out)
+    return sorted(got.column("id").to_pylist())
+
+
 def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
     """convert --partition-by to s3://bucket/prefix/ puts the same objects
     under the prefix as the same write puts files in a local directory
@@ -1276,11 +1287,9 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
                "--partition-by", "region,day", "-q")
     assert proc.returncode == 0, proc.stderr.decode()
     stored = s3["data"] / BUCKET / "parts"
-    def files(root):
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    assert files(stored) == files(local)
-    assert len(files(local)) == 12 and "region=us%2Fwest/day=1/part-0.parquet" in files(local)
-    for name in files(local):
+    assert _files(stored) == _files(local)
+    assert len(_files(local)) == 12 and "region=us%2Fwest/day=1/part-0.parquet" in _files(local)
+    for name in _files(local):
         assert (stored / name).read_bytes() == (local / name).read_bytes()
     got = read_location(sluice, creds(s3), f"s3://{BUCKET}/parts/", tmp_path / "r.arrows")
     want = read_location(sluice, creds(s3), local, tmp_path / "l.arrows")
@@ -1292,16 +1301,16 @@ def test_partitioned_write_to_a_prefix(sluice, s3, tmp_path):
                    "--partition-by", "region", "--max-rows-per-file", "4", "-q")
         assert proc.returncode == 0, proc.stderr.decode()
     stored2 = s3["data"] / BUCKET / "parts2"
-    assert files(stored2) == files(tmp_path / "local2")
-    assert "region=eu/part-2.parquet" in files(stored2)  # 10 rows: 4 + 4 + 2
-    for name in files(stored2):
+    assert _files(stored2) == _files(tmp_path / "local2")
+    assert "region=eu/part-2.parquet" in _files(stored2)  # 10 rows: 4 + 4 + 2
+    for name in _files(stored2):
         assert (stored2 / name).read_bytes() == (tmp_path / "local2" / name).read_bytes()
     # Objects under the prefix already: refused, nothing changed.
-    before = files(stored)
+    before = _files(stored)
     proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/parts", "-t", "parquet",
                "--partition-by", "region", "-q")
     assert proc.returncode != 0 and "objects exist under this prefix" in proc.stderr.decode()
-    assert files(stored) == before
+    assert _files(stored) == before
     # A write that fails part way (a float key is refused before any upload;
     # a truncated input fails after the first partitions were written out).
     proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/never/", "-t", "parquet",
@@ -1333,36 +1342,30 @@ def test_partitioned_write_over_existing_objects(sluice, s3, tmp_path):
     local, prefix = tmp_path / "local", f"s3://{BUCKET}/existing"
     stored = s3["data"] / BUCKET / "existing"
 
-    def files(root):
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-
     def write(source, dst, *more):
         proc = run(sluice, creds(s3), "convert", source, dst, "-t", "parquet",
                    "--partition-by", "region", "-q", *more)
         assert proc.returncode == 0, proc.stderr.decode()
 
-    def ids(location, name):
-        got = read_location(sluice, creds(s3), location, tmp_path / name)
-        return sorted(got.column("id").to_pylist())
-
     for dst in (local, prefix):
         write(src, dst)
         write(src, dst, "--existing-data", "overwrite_or_ignore")
-    assert files(stored) == files(local) and len(files(local)) == 3
+    assert _files(stored) == _files(local) and len(_files(local)) == 3
     for dst in (local, prefix):
         write(src, dst, "--existing-data", "append")
-    assert files(stored) == files(local)
-    assert "region=us%2Fwest/part-1.parquet" in files(local) and len(files(local)) == 6
-    assert ids(prefix + "/", "r.arrows") == sorted(list(range(30)) * 2)
-    kept = {name: (stored / name).read_bytes() for name in files(stored) if "eu" not in name}
+    assert _files(stored) == _files(local)
+    assert "region=us%2Fwest/part-1.parquet" in _files(local) and len(_files(local)) == 6
+    assert _ids(sluice, s3, prefix + "/", tmp_path / "r.arrows") == sorted(list(range(30)) * 2)
+    kept = {name: (stored / name).read_bytes() for name in _files(stored) if "eu" not in name}
     for dst in (local, prefix):
         write(eu, dst, "--existing-data", "delete_matching")
-    assert [n for n in files(local) if "eu" in n] == ["region=eu/part-0.parquet"]
-    assert [n for n in files(stored) if "eu" in n] == ["region=eu/part-2.parquet"]
-    assert [n for n in files(stored) if "eu" not in n] == sorted(kept)
+    assert [n for n in _files(local) if "eu" in n] == ["region=eu/part-0.parquet"]
+    assert [n for n in _files(stored) if "eu" in n] == ["region=eu/part-2.parquet"]
+    assert [n for n in _files(stored) if "eu" not in n] == sorted(kept)
     assert all((stored / name).read_bytes() == data for name, data in kept.items())
     want = sorted([i for i in range(30) if i % 3 != 0] * 2 + [100, 101])
-    assert ids(prefix + "/", "r2.arrows") == want == ids(local, "l2.arrows")
+    assert _ids(sluice, s3, prefix + "/", tmp_path / "r2.arrows") == want
+    assert _ids(sluice, s3, local, tmp_path / "l2.arrows") == want
     proc = run(sluice, creds(s3), "convert", src, prefix, "--partition-by", "region",
                "-t", "parquet", "--existing-data", "sideways")
     assert proc.returncode == 2 and "bad --existing-data" in proc.stderr.decode()
@@ -1384,34 +1387,27 @@ def test_dataset_without_partitions_under_a_prefix(sluice, s3, tmp_path):
     local, prefix = tmp_path / "local", f"s3://{BUCKET}/unparted/"
     stored = s3["data"] / BUCKET / "unparted"
 
-    def files(root):
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-
     def write(dst, *more):
         proc = run(sluice, creds(s3), "convert", src, dst, "-t", "parquet",
                    "--max-rows-per-file", "12", "-q", *more)
         assert proc.returncode == 0, proc.stderr.decode()
 
-    def ids(location, name):
-        got = read_location(sluice, creds(s3), location, tmp_path / name)
-        return sorted(got.column("id").to_pylist())
-
     for dst in (local, prefix):
         write(dst)
-    assert files(stored) == files(local) == [f"part-{i}.parquet" for i in range(3)]
-    for name in files(local):
+    assert _files(stored) == _files(local) == [f"part-{i}.parquet" for i in range(3)]
+    for name in _files(local):
         assert (stored / name).read_bytes() == (local / name).read_bytes()
-    assert ids(prefix, "a.arrows") == list(range(30))
+    assert _ids(sluice, s3, prefix, tmp_path / "a.arrows") == list(range(30))
     write(prefix, "--existing-data", "append")
-    assert files(stored) == [f"part-{i}.parquet" for i in range(6)]
-    assert ids(prefix, "b.arrows") == sorted(list(range(30)) * 2)
+    assert _files(stored) == [f"part-{i}.parquet" for i in range(6)]
+    assert _ids(sluice, s3, prefix, tmp_path / "b.arrows") == sorted(list(range(30)) * 2)
     pq.write_table(pa.table({"id": [7]}), tmp_path / "deep.parquet")
     proc = run(sluice, creds(s3), "convert", tmp_path / "deep.parquet",
                f"s3://{BUCKET}/unparted/k=1/deep.parquet", "-q")
     assert proc.returncode == 0, proc.stderr.decode()
     write(prefix, "--existing-data", "delete_matching")
-    assert files(stored) == [f"part-{i}.parquet" for i in range(6, 9)]
-    assert ids(prefix, "c.arrows") == list(range(30))
+    assert _files(stored) == [f"part-{i}.parquet" for i in range(6, 9)]
+    assert _ids(sluice, s3, prefix, tmp_path / "c.arrows") == list(range(30))
 
 
 def test_partitioned_write_of_more_objects_than_the_soft_file_limit(sluice, s3, tmp_path):
