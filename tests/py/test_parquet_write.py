@@ -414,6 +414,24 @@ def test_dictionary_columns_keep_their_dictionary(sluice, tmp_path):
     assert pq.read_table(tmp_path / "again.pq").equals(back)
 
 
+def test_dictionary_column_statistics_cover_its_rows_only(sluice, tmp_path):
+    """A dictionary column's min and max are its row group's values, not its
+    dictionary's (whose unused values would widen them, yet read as exact):
+    as pyarrow computes them, also for a sliced table over a sliced
+    dictionary. DuckDB answers min() and max() from them."""
+    cat = pa.DictionaryArray.from_arrays(pa.array([1, 1, None, 0, 3, 3], pa.int32()),
+                                         pa.array(["m", "a", "z", "q"]))
+    ints = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 1, 0, 2], pa.int8()),
+                                          pa.array([50, 10, 20, 30]).slice(1, 3))
+    for name, table in (("whole", pa.table({"c": cat, "n": ints})),
+                        ("sliced", pa.table({"c": cat, "n": ints}).slice(2, 3))):
+        out = convert(sluice, tmp_path, table, "row_group_size=2", name=name)
+        ref = reference(tmp_path, table, name=name + "_ref", row_group_size=2)
+        assert stats_of(out) == stats_of(ref), name
+        query = "select min(c), max(c), min(n), max(n) from '%s'"
+        assert duckdb.sql(query % out).fetchall() == duckdb.sql(query % ref).fetchall(), name
+
+
 def test_statistics_off(sluice, tmp_path):
     out = convert(sluice, tmp_path, mixed_table(100), "write_statistics=false")
     assert pq.ParquetFile(out).metadata.row_group(0).column(0).statistics is None

@@ -440,7 +440,10 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   if (opt->statistics && leaf->conv != PQW_CV_NULL) {
     const uint8_t* sv = d->vdata;
     int64_t sn = d->n_values;
-    if (use_dict) {
+    // The dictionary holds each value once, so its bounds are the chunk's
+    // and cheaper to find, unless it began as an Arrow dictionary's values
+    // (d->seed), some of which no row of this chunk may use.
+    if (use_dict && d->n_seed == 0) {
       sv = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
       sn = n_dict;
     }
