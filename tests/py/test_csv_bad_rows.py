@@ -115,6 +115,23 @@ def test_default_is_an_error_naming_the_line(sluice, tmp_path):
     assert "expected 4 fields, found 5" in proc.stderr.decode()
 
 
+def test_header_that_is_not_utf8_is_an_error(sluice, tmp_path):
+    """Column names are UTF-8 in Arrow: a Latin-1 header is refused with its
+    line and byte (as DuckDB refuses it; pyarrow fails decoding it), and the
+    same file reads without a header, its bytes then a binary column."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("id,caf\u00e9\n1,2\n".encode("latin-1"))
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"select * from read_csv('{path}')").fetchall()
+    proc = sluice.expect_error("schema", path)
+    err = proc.stderr.decode()
+    assert "line 1 (byte 6): the header's column 1 is not UTF-8" in err, err
+    out = tmp_path / "out.arrow"
+    sluice.run("convert", path, out, "-O", "header=false", "--schema", "f0:string,f1:binary")
+    got = pa.ipc.open_file(out).read_all()
+    assert got.column("f1").to_pylist() == ["caf\u00e9".encode("latin-1"), b"2"]
+
+
 def test_bad_option_value(sluice, tmp_path):
     path = tmp_path / "x.csv"
     path.write_text("a\n1\n")

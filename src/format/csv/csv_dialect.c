@@ -16,6 +16,7 @@
 #include "csv_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 
 int64_t csv_line_of(const uint8_t* data, int64_t offset) {
   return 1 + csv_count_byte(data, offset, '\n');
@@ -214,6 +215,16 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
       if (field_bytes(&l->dialect, a->data, f, &a->scratch, &a->scratch_cap, a->alloc, &p,
                       &len) != 0) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+      }
+      // Arrow's field names are UTF-8 (a consumer decodes them as such).
+      int64_t bad = sl_utf8_invalid_at(p, len);
+      if (bad >= 0) {
+        int64_t at = f->pos + bad < a->size ? f->pos + bad : f->pos;  // (quotes shift it)
+        return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): the header's column %lld "
+                            "is not UTF-8 text (column names must be; convert the file's "
+                            "encoding, e.g. iconv -f latin1 -t utf-8, or read it without a "
+                            "header: header=false)", a->name,
+                            (long long)csv_line_of(a->data, at), (long long)at, (long long)c);
       }
     } else if (by_position && c < o->n_schema) {
       p = (const uint8_t*)o->schema[c].name;
