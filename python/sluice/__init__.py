@@ -116,6 +116,16 @@ def _location(src):
                     "file descriptor, not %s" % type(src).__name__)
 
 
+def _destination(dst):
+    """Where a write goes (as _location tells it), as the bytes os.open
+    takes: a path need not be UTF-8."""
+    where = _location(dst)
+    if not isinstance(where, (str, bytes)):
+        raise TypeError("sluice writes to a path, a URL or a file object, not %s"
+                        % type(dst).__name__)
+    return _os.fsencode(where)
+
+
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
     if isinstance(columns, str):
         columns = [columns]
@@ -692,7 +702,7 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     if _is_file_object(dst):
         _write_into(capsule, dst, kwargs)
     else:
-        _sluice.write(capsule, _location(dst), **kwargs)
+        _sluice.write(capsule, _destination(dst), **kwargs)
 
 
 def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
@@ -785,7 +795,7 @@ class Writer:
         self._index = index
         self._dst = dst
         capsule = schema.__arrow_c_schema__() if schema is not None else None
-        self._writer = _sluice._Writer(capsule, _location(dst), **kwargs)
+        self._writer = _sluice._Writer(capsule, _destination(dst), **kwargs)
 
     def write(self, data):
         """Hands every row of `data` to the writer."""
@@ -842,7 +852,7 @@ def _write_into(capsule, dst, kwargs):
     fd, path = tempfile.mkstemp(prefix="sluice-")
     try:
         _os.close(fd)
-        _sluice.write(capsule, path, **dict(kwargs, fsync=False))
+        _sluice.write(capsule, _os.fsencode(path), **dict(kwargs, fsync=False))
         with open(path, "rb") as f:
             while True:
                 chunk = f.read(1 << 20)

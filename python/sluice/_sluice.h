@@ -223,6 +223,11 @@ PyObject* sp_schema_capsule(const struct ArrowSchema* schema_to_copy);
 PyObject* sp_array_capsule_from(struct ArrowArray* moved);
 PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved);
 
+/// The C string of a str (its UTF-8) or bytes object, owned by it; NULL
+/// with TypeError for another type, ValueError for one that holds a NUL
+/// character (C would read it cut short there). `what` names it.
+const char* sp_c_string(PyObject* object, const char* what);
+
 /* ---- module functions defined outside _sluice_module.c -------------------- */
 
 PyObject* sp_open(PyObject* self, PyObject* args, PyObject* kwargs);

@@ -137,9 +137,8 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     }
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* item = PySequence_Fast_GET_ITEM(names, i);
-      column_names[i] = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+      column_names[i] = sp_c_string(item, "a column name");
       if (column_names[i] == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "column names must be str");
         PyMem_Free(column_names);
         Py_DECREF(names);
         return NULL;
@@ -161,20 +160,25 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     if (rc != 0 && error.code == 0) error.code = rc;
     return rc != 0 ? sp_raise_error(&error) : dataset_wrap(ds);
   }
-  // The location(s) as UTF-8, kept alive by `where`.
-  PyObject* where = PyUnicode_Check(location) ? PyTuple_Pack(1, location)
+  // The location(s) as os.fsencode gives them (a path need not be UTF-8),
+  // kept alive by `where`.
+  PyObject* given = PyUnicode_Check(location) ? PyTuple_Pack(1, location)
                                               : PySequence_Tuple(location);
-  Py_ssize_t n_where = where != NULL ? PyTuple_GET_SIZE(where) : 0;
+  Py_ssize_t n_where = given != NULL ? PyTuple_GET_SIZE(given) : 0;
+  PyObject* where = given != NULL ? PyTuple_New(n_where) : NULL;
   const char** paths = where != NULL && n_where > 0 ? PyMem_Calloc((size_t)n_where, sizeof *paths)
                                                     : NULL;
   for (Py_ssize_t i = 0; paths != NULL && i < n_where; ++i) {
-    PyObject* item = PyTuple_GET_ITEM(where, i);
-    paths[i] = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+    PyObject* item = PyTuple_GET_ITEM(given, i);
+    PyObject* encoded = PyUnicode_Check(item) ? PyUnicode_EncodeFSDefault(item) : NULL;
+    if (encoded != NULL) PyTuple_SET_ITEM(where, i, encoded);
+    paths[i] = encoded != NULL ? sp_c_string(encoded, "a location") : NULL;
     if (paths[i] == NULL) {
       PyMem_Free(paths);
       paths = NULL;
     }
   }
+  Py_XDECREF(given);
   if (paths == NULL) {
     if (!PyErr_Occurred()) {
       PyErr_SetString(PyExc_TypeError, "location must be a str or a non-empty list of str");

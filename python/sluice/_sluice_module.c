@@ -38,6 +38,25 @@ static void stream_capsule_free(PyObject* capsule) {
   PyMem_RawFree(stream);
 }
 
+const char* sp_c_string(PyObject* object, const char* what) {
+  Py_ssize_t size = 0;
+  const char* text = NULL;
+  if (PyUnicode_Check(object)) {
+    text = PyUnicode_AsUTF8AndSize(object, &size);
+  } else if (PyBytes_Check(object)) {
+    text = PyBytes_AS_STRING(object);
+    size = PyBytes_GET_SIZE(object);
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(object)->tp_name);
+    return NULL;
+  }
+  if (text != NULL && strlen(text) != (size_t)size) {
+    PyErr_Format(PyExc_ValueError, "%s must not contain a NUL character: %R", what, object);
+    return NULL;
+  }
+  return text;
+}
+
 PyObject* sp_schema_capsule(const struct ArrowSchema* schema_to_copy) {
   struct ArrowSchema* copy = PyMem_RawMalloc(sizeof *copy);
   if (copy == NULL) return PyErr_NoMemory();

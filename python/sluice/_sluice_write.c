@@ -60,12 +60,8 @@ int sp_s3_options(PyObject* dict, struct sluice_s3_options* out) {
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; ++i) {
     PyObject* v = PyDict_GetItemString(dict, strings[i].key);  // borrowed
     if (v == NULL || v == Py_None) continue;
-    *strings[i].field = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-    if (*strings[i].field == NULL) {
-      if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "s3 setting %s must be a str",
-                                          strings[i].key);
-      return -1;
-    }
+    *strings[i].field = sp_c_string(v, strings[i].key);
+    if (*strings[i].field == NULL) return -1;
   }
   PyObject* v = PyDict_GetItemString(dict, "anonymous");
   if (v != NULL) {
@@ -104,7 +100,7 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   long long max_partitions = 0;
   int existing_data_behavior = 0;  // checked by the caller and by sluice_write
   long long max_rows_per_file = 0;  // likewise
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os|zzzzppOdOLiL", keywords, &out->stream,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy|zzzzppOdOLiL", keywords, &out->stream,
                                    &out->location, &format, &compression, &format_options,
                                    &ca_bundle, &insecure, &fsync, &s3_dict, &timeout,
                                    &partition_by, &max_partitions, &existing_data_behavior,
@@ -122,11 +118,8 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
     n_keys = PyList_GET_SIZE(partition_by);
     for (Py_ssize_t i = 0; i < n_keys; i++) {
       PyObject* name = PyList_GET_ITEM(partition_by, i);
-      out->keys[i] = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-      if (out->keys[i] == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "partition_by names must be str");
-        return -1;
-      }
+      out->keys[i] = sp_c_string(name, "a partition_by name");
+      if (out->keys[i] == NULL) return -1;
     }
   }
   if (sp_s3_options(s3_dict, &out->s3) != 0) return -1;

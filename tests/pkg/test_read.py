@@ -1,6 +1,8 @@
 """sluice.read / scan / schema over each format, against what pyarrow (or
 fastavro) reads from the same file; options: columns, limit, batch_rows,
 threads, format options."""
+import os
+
 import fastavro
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -229,6 +231,36 @@ def test_limit(csv_file):
 def test_pathlike_and_str(typed):
     _, path = typed
     assert sluice.read(str(path)).num_rows == sluice.read(path).num_rows
+
+
+def test_paths_need_not_be_utf8(tmp_path):
+    """A path is the bytes os.open takes: bytes, or str with os.fsdecode's
+    surrogates, for reading and for writing."""
+    t = pa.table({"a": [1, 2, 3]})
+    path = os.fsencode(tmp_path) + b"/caf\xe9.parquet"
+    sluice.write(t, path)
+    with open(path, "rb") as f:
+        assert pq.read_table(f).equals(t)
+    assert sluice.read(path).to_pydict() == t.to_pydict()
+    assert sluice.read(os.fsdecode(path)).to_pydict() == t.to_pydict()
+    assert sluice.read([os.fsdecode(path), path]).num_rows == 6
+
+
+def test_nul_characters_are_refused_not_cut(tmp_path):
+    """C would read a string only to its NUL: "x\\0.csv" would open "x"."""
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "x")
+    with pytest.raises(ValueError, match="NUL"):
+        sluice.read(str(tmp_path / "x") + "\0.csv")
+    with pytest.raises(ValueError, match="NUL"):
+        sluice.read(tmp_path / "x", format="parquet", columns=["a\0b"])
+    with pytest.raises(ValueError, match="NUL"):
+        sluice.write(pa.table({"k": [1], "v": [2]}), tmp_path / "ds", format="parquet",
+                     partition_by=["k\0z"])
+    with pytest.raises(ValueError):
+        sluice.write(pa.table({"a": [1]}), str(tmp_path / "y") + "\0.parquet")
+    with pytest.raises(ValueError, match="NUL"):
+        sluice.read("s3://bucket/key", storage_options={"region": "us\0east"})
+    assert sorted(os.listdir(tmp_path)) == ["x"]
 
 
 def test_ipc_corpus_files_match_pyarrow():
