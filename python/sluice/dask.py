@@ -68,5 +68,9 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
                    memory=memory)
     src = os.fspath(src) if hasattr(src, "__fspath__") else src
     ranges = _split_ranges(n, splits_per_partition, npartitions)
-    return dd.from_map(_ReadSplits(src, options), ranges, meta=meta, enforce_metadata=False,
-                       label="sluice-read")
+    # The dtypes are to_pandas's (strings already a string dtype); dask's
+    # conversion of object columns to strings would decode binary as text.
+    import dask
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(_ReadSplits(src, options), ranges, meta=meta,
+                           enforce_metadata=False, label="sluice-read")

@@ -127,3 +127,19 @@ def test_row_filters_reach_the_workers(cluster, tmp_path):
     want["part"] = want["part"].astype("int64")
     got = ddf.compute().sort_values("i")
     same(got[list(want.columns)], want.sort_values("i").reset_index(drop=True))
+
+
+def test_binary_and_list_columns_stay_bytes_and_lists(cluster, tmp_path):
+    """Object columns (binary, lists) are not dask's strings: bytes that are
+    not UTF-8 come back as the bytes dd.read_parquet gives."""
+    import pyarrow.parquet as pq
+    t = pa.table({"b": pa.array([b"\xff\x00", b"ok", None] * 100),
+                  "l": pa.array([[1], [2, 3], None] * 100),
+                  "s": pa.array(["x", None, "y"] * 100)})
+    pq.write_table(t, tmp_path / "bin.parquet", row_group_size=50)
+    ddf = sluice.dask.read(tmp_path / "bin.parquet", splits_per_partition=2)
+    assert str(ddf.dtypes["b"]) == str(dd.read_parquet(tmp_path / "bin.parquet").dtypes["b"])
+    got = ddf.compute()
+    assert got.b.tolist() == t.column("b").to_pylist()
+    assert [None if v is None else list(v) for v in got.l] == t.column("l").to_pylist()
+    assert got.s.astype(object).where(got.s.notna(), None).tolist() == t.column("s").to_pylist()
