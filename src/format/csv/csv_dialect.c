@@ -46,7 +46,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
     struct csv_dialect d = *base;
     d.delimiter = candidates[i];
     if (d.delimiter == d.quote || d.delimiter == d.escape || d.delimiter == d.comment) continue;
-    rows.n_rows = rows.n_fields = 0;
+    csv_rows_clear(&rows);
     int64_t pos = start, err = 0;
     enum csv_tok_status st =
         csv_tokenize(&d, data, &pos, size, INT64_MAX, 50, 64 << 10, &rows, &err);
@@ -300,7 +300,7 @@ static int sample_further_on(struct analysis* a, int64_t from, struct sluice_err
     int64_t row = nl + 1 - a->data;
     if (d->quote != 0 && memchr(a->data + at, d->quote, (size_t)(end - at)) != NULL) continue;
     if (d->escape != 0 && memchr(a->data + at, d->escape, (size_t)(end - at)) != NULL) continue;
-    a->rows.n_rows = a->rows.n_fields = 0;
+    csv_rows_clear(&a->rows);
     int64_t pos = row, err_pos = 0;
     // Up to `end`, whole rows only: a row cut by the stretch's end is left out.
     enum csv_tok_status st = csv_tokenize(d, a->data, &pos, end, INT64_MAX, 0, end - row,
@@ -429,7 +429,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   // Further chunks (infer_bytes beyond the first MiB, or "all").
   int64_t used = pos - start;
   while (pos < a->size && used < budget) {
-    a->rows.n_rows = a->rows.n_fields = 0;
+    csv_rows_clear(&a->rows);
     int64_t before = pos;
     int64_t want = budget - used < chunk ? budget - used : chunk;
     st = csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0, want, &a->rows,

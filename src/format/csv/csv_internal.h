@@ -101,6 +101,13 @@ struct csv_rows {
 };
 
 void csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc);
+/// Empties `r` for the next rows. The tokenizer starts a row at
+/// row_first[n_rows], which csv_fix_rows may have left at a dropped row's
+/// fields: reset it too.
+static inline void csv_rows_clear(struct csv_rows* r) {
+  r->n_rows = r->n_fields = 0;
+  if (r->row_first != NULL) r->row_first[0] = 0;
+}
 void csv_rows_free(struct csv_rows* r);
 
 enum csv_tok_status {

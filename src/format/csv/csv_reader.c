@@ -626,7 +626,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
 static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_bytes,
                         int64_t* got, struct sluice_error* error) {
   struct csv_reader* r = s->r;
-  s->rows.n_rows = s->rows.n_fields = 0;
+  csv_rows_clear(&s->rows);
   *got = 0;
   if (r->fast_numeric && s->fast_ok) {
     int64_t n = csv_fast_numeric(s, want, max_bytes);
@@ -662,7 +662,7 @@ again:
   if (r->opts.missing_null || r->opts.skip_bad_rows) {
     SL_RETURN_NOT_OK(csv_fix_rows(s, error));
     if (s->rows.n_rows == 0) {  // every row was dropped: read on
-      s->rows.n_fields = 0;
+      csv_rows_clear(&s->rows);
       goto again;
     }
   } else {
