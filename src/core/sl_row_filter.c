@@ -109,7 +109,14 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
     case SL_FILTER_INT:
       break;
   }
-  if (int_text(v, &out->i)) return 1;  // raw days / units are accepted for every INT column
+  // Integers, and durations in the column's unit. Dates, times and
+  // timestamps take their text forms only: a bare 2024 is not a year
+  // (it would be day 2024 of 1970, as DuckDB and pyarrow refuse it).
+  if (f[0] != 't' || f[1] == 'D') {
+    if (int_text(v, &out->i)) return 1;
+    *why = f[0] == 't' ? "an integer (the duration in the column's unit)" : "an integer";
+    return 0;
+  }
   if (f[0] == 't' && f[1] == 'd') {  // date32 (days) or date64 (milliseconds)
     int64_t days;
     if (n == 10 && sl_parse_ymd(v, &days)) {

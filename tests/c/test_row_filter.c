@@ -86,6 +86,10 @@ static void test_bad_filters_say_why(void** state) {
   expect_error(&s, "u8=-1", EINVAL, "unsigned integer");
   expect_error(&s, "d>2024-02-30", EINVAL, "YYYY-MM-DD");
   expect_error(&s, "ts>2024-01-01T00:00:00.0000001", EINVAL, "column's unit");
+  // A bare number is no date, time or timestamp (not day 2024 of 1970).
+  expect_error(&s, "d<2024", EINVAL, "'2024' is not a YYYY-MM-DD date");
+  expect_error(&s, "ts>2024", EINVAL, "date-time");
+  expect_error(&s, "t=36000000", EINVAL, "time of day");
   expect_error(&s, "b=yes", EINVAL, "true or false");
   expect_error(&s, "f<1|2", EINVAL, "several values");
   expect_error(&s, "i64~3", EINVAL, "expected NAME=VALUE");
