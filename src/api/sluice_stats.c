@@ -129,6 +129,13 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
         if (v[r] < v[lo]) lo = r;
         if (v[r] > v[hi]) hi = r;
       }
+      // -0 is below +0 (sl_stats_key_compare): a zero extreme looks again.
+      for (int64_t r = start; v[lo] == 0 && !signbit(v[lo]) && r < length; ++r) {
+        if (v[r] == 0 && signbit(v[r])) lo = r;
+      }
+      for (int64_t r = start; v[hi] == 0 && signbit(v[hi]) && r < length; ++r) {
+        if (v[r] == 0 && !signbit(v[r])) hi = r;
+      }
       min->kind = max->kind = SL_KEY_F64;
       min->d = v[lo];
       max->d = v[hi];

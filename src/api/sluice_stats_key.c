@@ -119,7 +119,9 @@ int sl_stats_key_compare(const struct sl_stats_key* a, const struct sl_stats_key
   switch (a->kind) {
     case SL_KEY_I64: return (a->i > b->i) - (a->i < b->i);
     case SL_KEY_U64: return (a->u > b->u) - (a->u < b->u);
-    case SL_KEY_F64: return (a->d > b->d) - (a->d < b->d);
+    case SL_KEY_F64:  // -0 below +0, so that which one is met first does not matter
+      if (a->d == b->d) return (signbit(b->d) != 0) - (signbit(a->d) != 0);
+      return (a->d > b->d) - (a->d < b->d);
     case SL_KEY_DECIMAL: return memcmp(a->decimal, b->decimal, (size_t)a->n);
     case SL_KEY_BYTES: {
       int64_t n = a->n < b->n ? a->n : b->n;

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import random
 import stat
 import struct
 import subprocess
@@ -448,6 +449,25 @@ def test_stats_nan_and_all_null(sluice_bin, tmp_path):
     f, n = json.loads(ok(sluice_bin, "stats", path, "--json"))
     assert (f["min"], f["max"], f["nulls"]) == ("-3.5", "1", 1)
     assert (n["min"], n["max"], n["nulls"], n["count"]) == (None, None, 4, 4)
+
+
+def test_stats_signed_zeros_whatever_the_order(sluice_bin, tmp_path):
+    """-0 is the min and +0 the max of zeros of both signs (the order the
+    Parquet spec gives them), whichever a batch or thread meets first: the
+    answer once changed from run to run."""
+    rnd = random.Random(0)
+    zeros = [rnd.choice([-0.0, 0.0, 0.0]) for _ in range(20_000)]
+    t = pa.table({"f": pa.array(zeros), "g": pa.array(zeros + [1.5])[1:],
+                  "h": pa.array([-2.0] + zeros[1:], pa.float32())})
+    path = tmp_path / "zeros.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t, max_chunksize=700)
+    for threads in ("1", "2"):
+        for _ in range(3):
+            f, g, h = json.loads(ok(sluice_bin, "stats", path, "--json", "--threads", threads))
+            assert (f["min"], f["max"]) == ("-0", "0")
+            assert (g["min"], g["max"]) == ("-0", "1.5")
+            assert (h["min"], h["max"]) == ("-2", "0")
 
 
 def test_stats_bytes_order_vs_pyarrow(sluice_bin, tmp_path):
