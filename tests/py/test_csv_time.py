@@ -166,3 +166,27 @@ def test_leap_second_is_not_a_timestamp(sluice, tmp_path):
     assert [str(t) for t in rel.types] == ["VARCHAR"]
     err = sluice.expect_error("cat", path, "--schema", "t:timestamp[s]").stderr.decode()
     assert "line 2" in err and "23:59:60" in err, err
+
+
+def test_values_without_offset_in_a_zoned_column(sluice, tmp_path):
+    """A value without an offset in a timestamp type whose zone is not UTC is
+    an error (pyarrow.csv refuses it: which instant is a guess), not 10:00
+    UTC shown as 12:00+02:00; with offsets the column reads as pyarrow reads
+    it, and in a UTC column a value without one is UTC."""
+    path = tmp_path / "naive.csv"
+    path.write_text("ts\n2024-07-01 09:00:00+01:00\n2024-07-01 10:00:00\n")
+    paris = pa.timestamp("us", tz="Europe/Paris")
+    with pytest.raises(pa.ArrowInvalid):
+        pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"ts": paris}))
+    err = sluice.expect_error("cat", path, "--schema", "ts:timestamp[us, tz=Europe/Paris]")
+    err = err.stderr.decode()
+    assert "line 3" in err and "no zone offset" in err, err
+    path.write_text("ts\n2024-07-01 09:00:00+01:00\n2024-07-01 10:00:00Z\n")
+    got = sluice_read(sluice, path, "--schema", "ts:timestamp[us, tz=Europe/Paris]")
+    peer = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"ts": paris}))
+    assert got.column("ts").type == paris
+    assert got.column("ts").to_pylist() == peer.column("ts").to_pylist()
+    path.write_text("ts\n2024-07-01 10:00:00\n")
+    utc = sluice_read(sluice, path, "--schema", "ts:timestamp[us, tz=UTC]")
+    assert utc.column("ts").to_pylist() == [
+        datetime.datetime(2024, 7, 1, 10, tzinfo=datetime.timezone.utc)]

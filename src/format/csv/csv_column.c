@@ -91,6 +91,18 @@ static int zone_less(const struct csv_column* col) {
   return col->type.timezone == NULL || col->type.timezone[0] == '\0';
 }
 
+/// A value without a zone offset in a column whose zone is not UTC: which
+/// instant it means is a guess (pyarrow.csv refuses it too). In a UTC column,
+/// inferred or given, it is taken as UTC.
+#define NAIVE "no zone offset (the column's zone is not UTC; give the offsets, or read the " \
+              "column without a zone) in"
+
+static int naive_needs_zone(const struct csv_column* col) {
+  const char* tz = col->type.timezone;
+  return !zone_less(col) && strcmp(tz, "UTC") != 0 && strcmp(tz, "Etc/UTC") != 0 &&
+         strcmp(tz, "+00:00") != 0 && strcmp(tz, "Z") != 0;
+}
+
 /// The step an inferred column must take to hold value p[0, n) that did not
 /// fit it (`too_fine`: only its fraction was too long), or CSV_WIDEN_NONE.
 static enum csv_widening widening_for(const struct csv_column* col, const uint8_t* p, int64_t n,
@@ -232,6 +244,8 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       *ok = csv_parse_timestamp(p, n, &sec, &ns, &zone);
       if (*ok && zone && zone_less(col)) {
         *ok = 0, problem = ZONED;
+      } else if (*ok && !zone && naive_needs_zone(col)) {
+        *ok = 0, problem = NAIVE;
       } else if (*ok && ns % (1000000000 / scale) != 0) {
         *ok = 0, problem = TOO_FINE;
       } else if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
@@ -374,7 +388,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       return 0;
     case CV_TIMESTAMP: {
       const int64_t scale = ts_scale(col->type.unit);
-      const int no_zone = zone_less(col);
+      const int no_zone = zone_less(col), needs_zone = naive_needs_zone(col);
       CSV_FOR_EACH_VALUE({
         int64_t sec;
         int32_t ns;
@@ -383,6 +397,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
           return value_error(s, c, f, p, n, "cannot parse", error);
         }
         if (zone && no_zone) return value_error(s, c, f, p, n, ZONED, error);
+        if (!zone && needs_zone) return value_error(s, c, f, p, n, NAIVE, error);
         if (ns % (1000000000 / scale) != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
         int64_t v;
         if (__builtin_mul_overflow(sec, scale, &v) ||
