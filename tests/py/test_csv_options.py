@@ -1112,3 +1112,26 @@ def test_first_line_longer_than_the_head(sluice, tmp_path, line_end):
             got = sluice_read(sluice, path, *options, threads=threads)
             assert got.column_names == want.column_names, (name, threads)
             assert got.to_pylist() == want.to_pylist(), (name, threads)
+
+
+def test_header_ending_in_a_delimiter(sluice, tmp_path):
+    """"a,b," over rows that leave the third field empty: rows end in a
+    delimiter (two columns). When a sampled row has a value there, it is a
+    column, as pyarrow reads it; past the sample, the error says why and
+    infer_bytes=all reads it (it once kept the first MiB's decision)."""
+    path = tmp_path / "trail.csv"
+    path.write_text("a,b,\n1,2,\n3,4,\n")
+    got = sluice_read(sluice, path)
+    assert got.column_names == ["a", "b"] and got.column("b").to_pylist() == [2, 4]
+    rows = ["%d,%d,\n" % (i, i) for i in range(400_000)]
+    rows[-1] = "7,8,9\n"  # past the first MiB, in the sample's last stretch
+    path.write_text("a,b,\n" + "".join(rows))
+    got = sluice_read(sluice, path)
+    want = pcsv.read_csv(path)
+    assert got.schema == want.schema and got.equals(want)
+    rows[-1], rows[250_000] = "1,1,\n", "7,8,9\n"  # in no sampled stretch
+    path.write_text("a,b,\n" + "".join(rows))
+    err = sluice.expect_error("cat", path).stderr.decode()
+    assert "line 250002" in err and "infer_bytes=all" in err, err
+    got = sluice_read(sluice, path, "infer_bytes=all")
+    assert got.equals(pcsv.read_csv(path))

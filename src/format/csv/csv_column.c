@@ -33,10 +33,15 @@ int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error
     if (n == want + 1 && last->len == 0 && last->flags == 0) continue;  // trailing delimiter
     int64_t line, at;
     csv_split_where(s, rows->row_pos[r], &line, &at);
+    int trailing = s->r->layout.trailing_delim && n == want + 1;
     return sl_error_set(error, EILSEQ,
                         "%s: line %" PRId64 " (byte %" PRId64 "): expected %" PRId64
-                        " fields, found %" PRId64,
-                        s->r->name, line, at, want, n);
+                        " fields, found %" PRId64 "%s",
+                        s->r->name, line, at, want, n,
+                        trailing ? " (the header ends in a delimiter, and the sampled rows left "
+                                   "that field empty, so it was taken for a delimiter that ends "
+                                   "every row; infer_bytes=all looks at every row)"
+                                 : "");
   }
   return 0;
 }

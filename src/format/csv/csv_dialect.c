@@ -142,6 +142,10 @@ struct analysis {
   uint8_t* scratch;
   int64_t scratch_cap;
   int final;  ///< the bytes end the input (0: a stream's sample, cut at a line feed)
+  /// A header ending in a delimiter was taken for rows that may end in one
+  /// (trailing_delim), and a later sampled row has a value there: analyze
+  /// again with `no_trailing`, that field then a column, as peers read it.
+  int trailing_used, no_trailing;
 };
 
 /// Rows from first_row into the type inference: their first n_cols fields,
@@ -151,7 +155,12 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
   const struct csv_dialect* d = &a->out->dialect;
   for (int64_t r = first_row; r < a->rows.n_rows; ++r) {
     int64_t n = a->rows.row_first[r + 1] - a->rows.row_first[r];
-    int whole = n == a->out->n_cols || (a->out->trailing_delim && n == a->out->n_cols + 1);
+    int whole = n == a->out->n_cols;
+    if (a->out->trailing_delim && n == a->out->n_cols + 1) {
+      const struct csv_field* last = &a->rows.fields[a->rows.row_first[r + 1] - 1];
+      whole = last->len == 0 && last->flags == 0;
+      a->trailing_used |= !whole;
+    }
     if (whole_only && !whole) continue;
     // A row bad_rows=skip will drop has no say in the types (as in pyarrow
     // and DuckDB, which skip it before inferring).
@@ -384,7 +393,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   const struct csv_field* row0 = a->rows.fields;
   l->n_cols = n0;
   if (n0 > 1 && row0[n0 - 1].len == 0 && row0[n0 - 1].flags == 0 && o->header != 0 &&
-      !last_field_used(&a->rows, n0)) {
+      !a->no_trailing && !last_field_used(&a->rows, n0)) {
     l->n_cols = n0 - 1;  // "a,b,c," header: rows may end with a delimiter too
     l->trailing_delim = 1;
   }
@@ -465,8 +474,17 @@ int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t sta
   a.final = final;
   csv_rows_init(&a.rows, alloc);
   int rc = analyze(&a, start, error);
-  csv_rows_free(&a.rows);
   sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
+  a.states = NULL;
+  if (rc == 0 && a.trailing_used) {
+    csv_layout_free(out, alloc);
+    memset(out, 0, sizeof *out);
+    csv_rows_clear(&a.rows);
+    a.no_trailing = 1;
+    rc = analyze(&a, start, error);
+    sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
+  }
+  csv_rows_free(&a.rows);
   sl_free(alloc, a.scratch, (size_t)a.scratch_cap);
   if (rc != 0) csv_layout_free(out, alloc);
   return rc;
