@@ -154,6 +154,28 @@ def test_csv_late_values_widen_inferred_types(tmp_path):
             pass
 
 
+def test_csv_late_bools_and_date_times_as_in_the_sample(tmp_path):
+    """The type of a column does not depend on where a value sits: a 1 after
+    true/false is a bool wherever it is (pyarrow's reading), and a date-time
+    after dates makes timestamps, as a sample holding both does."""
+    path = tmp_path / "late.csv"
+    rows = ["%d,%s,%s" % (i, "true" if i % 2 else "false", "2024-01-%02d" % (1 + i % 28))
+            for i in range(50_000)]
+    rows[40_000] = "40000,1,2024-03-01 10:30:00"
+    path.write_text("k,flag,day\n" + "\n".join(rows) + "\n")
+    want = pacsv.read_csv(str(path))
+    assert want.schema.field("flag").type == pa.bool_()
+    for infer in ("1k", "all"):
+        got = pa.table(sluice.read(path, infer_bytes=infer))
+        assert got.schema.field("flag").type == pa.bool_(), infer
+        assert got.column("flag").to_pylist() == want.column("flag").to_pylist()
+        assert got.schema.field("day").type == pa.timestamp("us"), infer
+        assert got.column("day").to_pylist() == want.column("day").to_pylist()
+    # Only 0 and 1: int64, as pyarrow infers.
+    path.write_text("x\n0\n1\n1\n")
+    assert pa.table(sluice.read(path)).schema == pacsv.read_csv(str(path)).schema
+
+
 def test_avro_matches_fastavro(data_dir):
     schema = {"type": "record", "name": "r", "fields": [
         {"name": "a", "type": "long"}, {"name": "s", "type": ["null", "string"]},

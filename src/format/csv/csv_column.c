@@ -119,7 +119,13 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
     case CV_TIMESTAMP: case CV_TIME:
       if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
       return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
-    case CV_F64: case CV_BOOL: case CV_DATE32: return CSV_WIDEN_STRING;
+    case CV_DATE32: {  // a date-time after dates: timestamps, as a sample holding both gives
+      int64_t sec;
+      int32_t ns;
+      int zone;
+      return csv_parse_timestamp(p, n, &sec, &ns, &zone) ? CSV_WIDEN_TIMESTAMP : CSV_WIDEN_STRING;
+    }
+    case CV_F64: case CV_BOOL: return CSV_WIDEN_STRING;
     default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error
   }
 }
@@ -136,6 +142,7 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
     if (col->conv == CV_TIME) return "time64[ns]";
     return !zone_less(col) ? "timestamp[ns,UTC]" : "timestamp[ns]";
   }
+  if (w == CSV_WIDEN_TIMESTAMP) return "timestamp[us]";
   return w == CSV_WIDEN_DOUBLE ? "float64" : "string";
 }
 

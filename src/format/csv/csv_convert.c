@@ -484,7 +484,12 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   int64_t sec;
   int32_t ns;
   int zone;
-  if ((s->can & CAN(CSV_KIND_BOOL)) && !csv_parse_bool(p, n, &b)) s->can &= ~CAN(CSV_KIND_BOOL);
+  // 0 and 1 are bools too (as the converter and pyarrow take them): a
+  // column of only 0 and 1 stays int64 (csv_infer_format asks int first).
+  if ((s->can & CAN(CSV_KIND_BOOL)) && !(n == 1 && (p[0] == '0' || p[0] == '1')) &&
+      !csv_parse_bool(p, n, &b)) {
+    s->can &= ~CAN(CSV_KIND_BOOL);
+  }
   if ((s->can & CAN(CSV_KIND_INT64)) && !csv_parse_int64(p, n, &i)) {
     s->can &= ~CAN(CSV_KIND_INT64);
   }
@@ -514,8 +519,8 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
 
 const char* csv_infer_format(const struct csv_infer_state* s) {
   if (!s->any_value) return "u";
-  if (s->can & CAN(CSV_KIND_BOOL)) return "b";
   if (s->can & CAN(CSV_KIND_INT64)) return "l";
+  if (s->can & CAN(CSV_KIND_BOOL)) return "b";
   if (s->can & CAN(CSV_KIND_DOUBLE)) return "g";
   if (s->can & CAN(CSV_KIND_DATE32)) return "tdD";
   // Microseconds (as DuckDB's TIMESTAMP and TIME), or nanoseconds when a
