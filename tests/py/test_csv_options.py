@@ -1135,3 +1135,15 @@ def test_header_ending_in_a_delimiter(sluice, tmp_path):
     assert "line 250002" in err and "infer_bytes=all" in err, err
     got = sluice_read(sluice, path, "infer_bytes=all")
     assert got.equals(pcsv.read_csv(path))
+
+
+@pytest.mark.parametrize("option", ["escape=,", "quote=,"])
+def test_sniffed_delimiter_that_is_the_quote_or_escape(sluice, tmp_path, option):
+    """A sniffed delimiter is checked as a given one is: ',' as the escape
+    character read 1,true,x as one column '1true x' before."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n1,true,x\n")
+    err = sluice.expect_error("cat", "-O", option, path).stderr.decode()
+    assert "also the quote or escape character; give delimiter=" in err, err
+    given = sluice.expect_error("cat", "-O", option, "-O", "delimiter=,", path)
+    assert "delimiter equals the quote/escape character" in given.stderr.decode()

@@ -356,6 +356,11 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
                              &l->dialect.delimiter) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   }
+  if (l->dialect.delimiter == l->dialect.quote || l->dialect.delimiter == l->dialect.escape) {
+    return sl_error_set(error, EINVAL, "%s: the delimiter '%c' (none of , ; TAB | fits) is "
+                        "also the quote or escape character; give delimiter=", a->name,
+                        l->dialect.delimiter);
+  }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
     return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "
                         "delimiter=", a->name, l->dialect.comment);
