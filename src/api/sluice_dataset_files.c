@@ -127,6 +127,11 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
     snprintf(why, cap, "column '%s%s' here, '%s%s' in the first", path, bn, path, an);
     return 1;
   }
+  // (before the formats: a dictionary's format is its index type's)
+  if ((a->dictionary == NULL) != (b->dictionary == NULL)) {
+    snprintf(why, cap, "column '%s%s' is dictionary-encoded in only one of them", path, an);
+    return 1;
+  }
   if (strcmp(a->format, b->format) != 0) {
     snprintf(why, cap, "column '%s%s' is of type '%s' here, '%s' in the first", path, an,
              b->format, a->format);
@@ -140,10 +145,6 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
       snprintf(why, cap, "'%s%s' has %lld fields here, %lld in the first", path, an,
                (long long)b->n_children, (long long)a->n_children);
     }
-    return 1;
-  }
-  if ((a->dictionary == NULL) != (b->dictionary == NULL)) {
-    snprintf(why, cap, "column '%s%s' is dictionary-encoded in only one of them", path, an);
     return 1;
   }
   char sub[256];

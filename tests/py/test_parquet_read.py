@@ -978,9 +978,11 @@ def test_invalid_utf8_in_string_column(sluice_bin, tmp_path):
 
 
 def test_dictionary_option(sluice_bin, tmp_path):
-    """-O dictionary=true: a string column whose first column chunk is
-    dictionary-encoded comes out as dictionary<int32, string> (what pyarrow's
-    read_dictionary gives); other columns as without the option."""
+    """-O dictionary=true: a string column comes out as dictionary<int32,
+    string> whether its chunks were dictionary-encoded or not (what pyarrow's
+    read_dictionary gives); other columns as without the option. Files
+    written with and without dictionaries then read as one dataset (the
+    type once followed the first chunk's encoding, and they could not)."""
     n = 3000
     table = pa.table({
         "dict_s": pa.array([None if i % 9 == 0 else f"v{i % 13}" for i in range(n)]),
@@ -997,11 +999,19 @@ def test_dictionary_option(sluice_bin, tmp_path):
                  if md.row_group(0).column(j).has_dictionary_page
                  and pa.types.is_string(table.schema.field(c).type)]
     assert dict_cols == ["dict_s"]
-    want = pq.read_table(path, read_dictionary=dict_cols)
+    want = pq.read_table(path, read_dictionary=["dict_s", "plain_s"])
     got = sluice_read(sluice_bin, path, options=["dictionary=true"])
     assert_same(got, want, "dictionary=true")
     plain = sluice_read(sluice_bin, path, options=["dictionary=false"])
     assert_same(plain, pq.read_table(path), "dictionary=false")
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    pq.write_table(table, ds / "a.parquet", row_group_size=1000)
+    pq.write_table(table, ds / "b.parquet", use_dictionary=False, row_group_size=1000)
+    got = sluice_read(sluice_bin, ds, options=["dictionary=true"])
+    assert got.schema.field("plain_s").type == pa.dictionary(pa.int32(), pa.string())
+    assert got.column("plain_s").to_pylist() == table.column("plain_s").to_pylist() * 2
+    assert got.column("dict_s").to_pylist() == table.column("dict_s").to_pylist() * 2
 
 
 def test_dictionary_as_written(sluice_bin, tmp_path):
@@ -1278,9 +1288,9 @@ def test_dictionary_option_cut_row_groups(sluice_bin, tmp_path):
     batches = list(reader)
     n_rg = pq.ParquetFile(path).metadata.num_row_groups
     assert len(batches) > 2 * n_rg
-    assert reader.stats.num_dictionary_batches <= n_rg
+    assert reader.stats.num_dictionary_batches <= 2 * n_rg  # d and p, once per chunk
     got = pa.Table.from_batches(batches, schema=reader.schema)
-    want = pq.read_table(path, read_dictionary=["d"])
+    want = pq.read_table(path, read_dictionary=["d", "p"])
     assert got.schema.field("d").type == pa.dictionary(pa.int32(), pa.string())
     assert_same(got, want, "dictionary=true, cut row groups")
 

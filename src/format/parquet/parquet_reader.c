@@ -189,16 +189,15 @@ static int check_row_groups(struct pq_reader* r, struct sluice_error* error) {
   return 0;
 }
 
-/// dictionary=true: string columns whose first chunk is dictionary-encoded
-/// come out as dictionary<int32, utf8>.
+/// dictionary=true: string columns come out as dictionary<int32, utf8>,
+/// however a chunk was encoded (a chunk of plain values is dictionary-encoded
+/// as it is read, as pyarrow's read_dictionary does), so that the type does
+/// not depend on the writer: a dataset of files from several has one.
 static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
-  if (r->meta.n_row_groups == 0) return 0;
   int changed = 0;
   for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
     struct pq_field* f = r->schema.leaves[l];
     if (f->conv != PQ_CONV_BINARY || !f->is_string || f->large || f->dict) continue;
-    const struct pq_column_chunk* cc = &r->meta.row_groups[0].columns[l];
-    if (!cc->has_meta_data || !pq_chunk_lists_dictionary(&cc->meta_data)) continue;
     f->dict = 1;
     strcpy(f->dict_index_format, "i");
     changed = 1;
