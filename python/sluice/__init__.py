@@ -794,6 +794,10 @@ class Writer:
                                existing_data_behavior, max_rows_per_file, options)
         self._index = index
         self._dst = dst
+        if schema is not None and not hasattr(schema, "__arrow_c_schema__"):
+            raise TypeError("schema must be an Arrow schema (any object with "
+                            "__arrow_c_schema__, e.g. pyarrow.Schema), not %s"
+                            % type(schema).__name__)
         capsule = schema.__arrow_c_schema__() if schema is not None else None
         self._writer = _sluice._Writer(capsule, _destination(dst), **kwargs)
 
@@ -802,7 +806,9 @@ class Writer:
         self._writer.write(_stream_capsule(data, self._index))
 
     def close(self):
-        """Writes the rest and commits: the output appears whole."""
+        """Writes the rest and commits: the output appears whole. Closing
+        again does nothing (as a file's close), but for a writer a failed
+        write() aborted: that raises ValueError."""
         self._writer.close()
 
     def abort(self):

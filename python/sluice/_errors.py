@@ -12,6 +12,8 @@ class Error(Exception):
     """Base class of every sluice error."""
 
     def __init__(self, code=0, message=""):
+        if isinstance(code, str) and not message:  # Error("message"), as other exceptions
+            code, message = 0, code
         super().__init__(code, message)
         self.code = code
         self.message = message

@@ -418,14 +418,20 @@ def table_to_pandas(schema, batches, consume=False):
         return batches_to_pandas(schema, iter(list(batches)), total)
     data = {}
     rows = sum(b.num_rows for b in batches)
+    # Taken over: the views may be writable, so that the DataFrame can be
+    # edited in place as pandas' own (where the memory is the batch's); not
+    # when the batch is held elsewhere too (a Batch or Column taken from the
+    # table), which would see the edits, and hand them on in exports.
+    import sys
+    writable = consume and all(sys.getrefcount(b) <= 3 for b in batches)  # list, b, argument
     for i, field in enumerate(fields):
-        # Taken over: the views may be writable, so that the DataFrame can
-        # be edited in place as pandas' own (where the memory is the batch's).
-        nodes = [Node(b._batch, (i,), field.type, consume) for b in batches]
+        nodes = [Node(b._batch, (i,), field.type, writable) for b in batches]
         data[i] = _column(nodes, field.type)
     if consume:
         del batches[:]
-    return _frame(pd, schema, data, rows)
+    frame = _frame(pd, schema, data, rows)
+    # Held elsewhere: the frame still owns its columns (a copy), as promised.
+    return frame.copy(deep=True) if consume and not writable else frame
 
 
 def batches_to_pandas(schema, batches, total=None):
@@ -593,8 +599,10 @@ def dataframe_to_batch(df, make_batch):
     np, pd = _np(), _pd()
     fields, columns = [], []
     n = len(df)
-    for name in df.columns:
-        s = df[name]
+    if df.columns.duplicated().any():  # (pyarrow's from_pandas refuses them too)
+        raise ValueError("Duplicate column names found: %r" % list(df.columns))
+    for j, name in enumerate(df.columns):
+        s = df.iloc[:, j]
         fmt, null_count, bufs = _series_buffers(np, pd, s)
         fields.append((str(name), fmt, True))
         columns.append((null_count, bufs))

@@ -222,7 +222,10 @@ static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* strea
 }
 
 static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) {
-  if (self->finished) return closed_error(self);
+  // Closing again does nothing, as a file's close; unless a failed write()
+  // aborted the writer, which the caller must not mistake for a commit.
+  if (self->finished && self->failed) return closed_error(self);
+  if (self->finished) Py_RETURN_NONE;
   if (busy_error(self) != 0) return NULL;
   self->finished = 1;
   if (self->writer == NULL) {

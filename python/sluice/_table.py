@@ -295,7 +295,8 @@ class Table:
         return self.num_rows
 
     def column(self, name_or_index):
-        return Column(self._schema, self._batches, _index(self._schema, name_or_index))
+        # (its own list: to_pandas(self_destruct=True) empties the table's)
+        return Column(self._schema, list(self._batches), _index(self._schema, name_or_index))
 
     def __getitem__(self, name_or_index):
         return self.column(name_or_index)
@@ -330,7 +331,9 @@ class Table:
         one concatenation. Columns with nulls become pandas nullable arrays
         (Int64, Float64, boolean); strings pandas' string dtype; timestamps
         keep their zone; dictionaries become Categoricals; dates, times,
-        decimals and nested values Python objects, as pyarrow gives them.
+        decimals and nested values Python objects (lists as Python lists,
+        where pyarrow gives numpy arrays; month-day-nano intervals as
+        (months, days, nanoseconds) tuples); float16 with nulls Float32.
         The index pandas recorded in the schema's "pandas" metadata (files
         written by DataFrame.to_parquet) is restored, as pyarrow does.
         """

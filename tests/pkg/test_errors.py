@@ -103,6 +103,13 @@ def test_errors_pickle():
     assert type(e) is sluice.FormatError and e.code == 84 and str(e) == "f: offset 3: bad"
 
 
+def test_errors_made_by_hand():
+    """sluice.FormatError("msg") is as other exceptions: str() is the message."""
+    e = sluice.FormatError("bad input")
+    assert str(e) == "bad input" and e.message == "bad input" and e.code == 0
+    assert isinstance(e, ValueError)
+
+
 def test_timeout_of_a_silent_server():
     """timeout= bounds each attempt at a server that accepts and never
     answers (the CLI's --timeout): a SourceError that says so, in seconds,

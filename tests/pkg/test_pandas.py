@@ -312,6 +312,16 @@ def test_self_destruct_edits_stay_in_the_frame(tmp_path):
     borrowed = sluice.Table.from_arrow(pa.table({"a": [1, 2, 3]})).to_pandas(self_destruct=True)
     borrowed.loc[1, "a"] = -1
     assert borrowed["a"].tolist() == [1, -1, 3]
+    # A Batch or Column taken from the table before keeps its values (the
+    # Column once became empty, the Batch saw the frame's edits).
+    t = sluice.read(tmp_path / "n.parquet", columns=["a"])
+    batch, column = t.batches[0], t.column("a")
+    mine = t.to_pandas(self_destruct=True)
+    mine.loc[0, "a"] = -9
+    assert mine.loc[0, "a"] == -9
+    assert batch.column("a").to_pylist()[:2] == [0, 1]
+    assert pa.record_batch(batch).column("a")[0].as_py() == 0
+    assert len(column) == 100_000 and column.to_pylist()[:2] == [0, 1]
 
 
 def test_column_labels_as_pandas_wrote_them(tmp_path):

@@ -346,6 +346,26 @@ def test_pandas_index_like_to_parquet(tmp_path, index):
     assert mine.index.tolist() == df.index.tolist()
 
 
+def test_pandas_duplicate_names_without_pyarrow(tmp_path):
+    """Refused as pyarrow's from_pandas refuses them (not an AttributeError)."""
+    import pandas as pd
+    df = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with pytest.raises(ValueError, match="Duplicate column names"):
+        pa.Table.from_pandas(df)
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+try:
+    sluice.write(pd.DataFrame([[1, 2]], columns=["a", "a"]), {str(tmp_path / "dup.arrow")!r})
+except ValueError as e:
+    print(e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and "Duplicate column names" in run.stdout, run.stderr
+    assert not (tmp_path / "dup.arrow").exists()
+
+
 def test_pandas_index_without_pyarrow(tmp_path):
     out, dropped = tmp_path / "nopa.arrow", tmp_path / "nopa-dropped.arrow"
     code = f"""

@@ -140,6 +140,9 @@ def test_empty_and_closed_writers(tmp_path):
     w = sluice.Writer(tmp_path / "never.parquet")
     with pytest.raises(ValueError, match="no schema"):
         w.close()
+    w.close()  # closing again does nothing, as a file's close
+    with pytest.raises(TypeError, match="Arrow schema"):
+        sluice.Writer(tmp_path / "bad.parquet", schema=5)
     with pytest.raises(ValueError, match="closed"):
         w.write(pa.table({"a": [1]}))
     assert not (tmp_path / "never.parquet").exists()
