@@ -75,8 +75,28 @@ def _options_string(options):
             value = _csv_schema(value)
         elif isinstance(value, (list, tuple)):  # null_values=["NA", "-"], as pyarrow takes it
             value = "|".join(str(v) for v in value)
-        parts.append("%s=%s" % (key, value))
+        item = "%s=%s" % (key, value)
+        if value != "," and _separates(item):
+            # It would end this option and start another (null="NA,header=false").
+            raise InvalidArgumentError(_errno.EINVAL, "option %s: its value %r holds a comma, "
+                                       "which separates options" % (key, value))
+        parts.append(item)
     return ",".join(parts) if parts else None
+
+
+def _separates(item):
+    """Whether a comma in "key=value" would separate options, as the C
+    library reads them (sl_option_comma: commas in a bracket after a letter
+    or digit, as in "timestamp[us, tz=UTC]", do not)."""
+    depth = 0
+    for i, ch in enumerate(item):
+        if ch in "[(" and i > 0 and item[i - 1].isascii() and item[i - 1].isalnum():
+            depth += 1
+        elif ch in "])" and depth > 0:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return True
+    return depth > 0 and "," in item
 
 
 def _is_data(src):

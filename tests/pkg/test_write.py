@@ -430,3 +430,17 @@ def test_write_to_an_open_file(simple, tmp_path, suffix):
         got = (pq.read_table(p) if suffix == "parquet" else pa.ipc.open_file(p).read_all()
                if suffix == "arrow" else pacsv.read_csv(p))
         assert got.column("i").to_pylist() == simple.column("i").to_pylist()
+
+
+def test_an_option_value_with_a_comma_is_refused(tmp_path):
+    """Options reach the C library as "key=value,key=value": a comma in a
+    value would end it and start another option (header=false here, unseen);
+    it is refused. A lone comma and a type's bracketed commas are values."""
+    t = pa.table({"a": [1, None], "t": pa.array([0, 1], pa.timestamp("us", tz="UTC"))})
+    with pytest.raises(sluice.InvalidArgumentError, match="holds a comma"):
+        sluice.write(t, tmp_path / "x.csv", null="NA,header=false")
+    assert not (tmp_path / "x.csv").exists()
+    sluice.write(t, tmp_path / "x.csv", delimiter=",", null="NA")
+    assert pacsv.read_csv(tmp_path / "x.csv").column("a").to_pylist() == [1, None]
+    back = sluice.read(tmp_path / "x.csv", schema={"a": "int64", "t": "timestamp[us, tz=UTC]"})
+    assert pa.table(back).column("t").equals(t.column("t"))
