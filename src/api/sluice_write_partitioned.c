@@ -739,6 +739,10 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
       w->args->location = part->file_path;
       rc = w->writer->push(part->writer, &head, last, error);
       w->args->location = w->location;
+      if (rc != 0 && part->path_len > 0) {  // a writer counts the rows it was given
+        sl_error_prefix(error, "partition %.*s (a row number counts its rows)",
+                        (int)part->path_len, part->path);
+      }
     }
   }
   // The file waits for the partition's next spill without a buffer.
@@ -1457,7 +1461,7 @@ static int delete_replaced_objects(struct partitioned_write* w, struct sluice_er
   if (rc == 0) rc = sl_parallel_for(n, S3_THREADS, delete_doomed, &d, &deleted, error);
   if (rc != 0 && n > 0) {
     sl_error_prefix(error, "every new object was uploaded, and %lld of the %lld old objects of "
-                    "the partitions written were deleted before this failure; ",
+                    "the partitions written were deleted before this failure",
                     (long long)deleted, (long long)n);
   }
   sl_free(w->alloc, d.keys, keys->n * sizeof(int64_t));
@@ -1509,10 +1513,10 @@ static int commit_all(struct partitioned_write* w, struct sluice_error* error) {
     memset(&undo, 0, sizeof undo);
     if (sl_parallel_for(w->n_pending, S3_THREADS, delete_new_objects, w, NULL, &undo) == 0) {
       sl_error_prefix(error, "the %lld objects uploaded before this failure were deleted "
-                      "again; ", (long long)uploaded);
+                      "again", (long long)uploaded);
     } else {
       sl_error_prefix(error, "%lld objects were uploaded before this failure, and deleting "
-                      "them again failed too (%s); ", (long long)uploaded, undo.message);
+                      "them again failed too (%s)", (long long)uploaded, undo.message);
     }
   }
   if (rc != 0) return rc;

@@ -549,3 +549,13 @@ def test_dataset_output_never_replaces_a_file_that_appears(tmp_path):
 def test_dataset_output_refuses_the_root(root):
     with pytest.raises(sluice.InvalidArgumentError, match="a directory of its own"):
         sluice.write(_table(n=4), root, format="csv", max_rows_per_file=2)
+
+
+def test_an_error_names_the_partition_its_row_number_counts(tmp_path):
+    """A file's writer counts the rows of its partition: the error says
+    which partition (the null is row 2 of the input, row 1 of k=b)."""
+    t = pa.table({"k": ["a", "b", "b"], "s": ["p", "q", None]})
+    with pytest.raises(sluice.InvalidArgumentError) as e:
+        sluice.write(t, tmp_path / "out", format="csv", partition_by=["k"], null="")
+    assert "partition k=b (a row number counts its rows): csv: column 's', row 1" in str(e.value)
+    assert not (tmp_path / "out").exists()
