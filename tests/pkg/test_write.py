@@ -444,3 +444,16 @@ def test_an_option_value_with_a_comma_is_refused(tmp_path):
     assert pacsv.read_csv(tmp_path / "x.csv").column("a").to_pylist() == [1, None]
     back = sluice.read(tmp_path / "x.csv", schema={"a": "int64", "t": "timestamp[us, tz=UTC]"})
     assert pa.table(back).column("t").equals(t.column("t"))
+
+
+def test_csv_of_rows_without_columns_is_refused(tmp_path):
+    """Three rows, no columns: as CSV they were three empty lines, read back
+    (by pyarrow, by sluice) as no rows; refused, nothing written. Arrow IPC
+    keeps them."""
+    t = pa.table({"a": [1, 2, 3]}).select([])
+    with pytest.raises(sluice.InvalidArgumentError, match="3 rows without columns"):
+        sluice.write(t, tmp_path / "x.csv")
+    assert not (tmp_path / "x.csv").exists()
+    sluice.write(t, tmp_path / "x.arrow")
+    assert pa.ipc.open_file(str(tmp_path / "x.arrow")).read_all().num_rows == 3
+    sluice.write(t.slice(0, 0), tmp_path / "none.csv")  # no rows: nothing lost

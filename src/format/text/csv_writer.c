@@ -436,6 +436,12 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
   // Without quotes an empty line cannot be avoided: an error, not a lost row.
   const int lone_unquoted = row->n_children == 1 && o->quote == 0;
   const int direct_ok = csv_direct_allowed(o);
+  // Rows without columns would be empty lines, which readers skip.
+  if (row->n_children == 0 && end > begin) {
+    return sl_error_set(error, EINVAL, "csv: %" PRId64 " rows without columns: an empty line "
+                        "per row would read back as no rows (Arrow IPC and Avro keep them)",
+                        end - begin);
+  }
   for (int64_t r = begin; r < end; ++r) {
     // Struct offsets apply to the children: child row = offset + r.
     int64_t child_row = batch->offset + r;
