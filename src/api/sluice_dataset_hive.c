@@ -88,10 +88,12 @@ struct detect_ctx {
   const struct sluice_allocator* alloc;
   int64_t object;
   int64_t key;
+  uint8_t* seen;  ///< n_keys flags: the keys the current object named so far
   int mismatch;
 };
 
-/// Object 0 names the keys; every later object must have the same ones.
+/// Object 0 names the keys; every later object must have the same ones,
+/// in any order (a=1/b=2 and b=3/a=4 are matched by name, as DuckDB does).
 static int take_pair(void* arg, const char* key, size_t key_len, const char* value,
                      size_t value_len) {
   struct detect_ctx* c = arg;
@@ -108,13 +110,15 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
       }
     }
   } else {
-    int same = strcmp(name, h->keys[k]) == 0;
+    k = 0;
+    while (k < h->n_keys && strcmp(name, h->keys[k]) != 0) ++k;
     sl_free(c->alloc, name, strlen(name) + 1);
-    if (!same) {
+    if (k == h->n_keys || c->seen[k]) {
       c->mismatch = 1;
       return EINVAL;
     }
   }
+  c->seen[k] = 1;
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
   char* text = sl_percent_decoded(value, value_len, c->alloc);
   if (text == NULL) return ENOMEM;
@@ -169,20 +173,27 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
-  struct detect_ctx ctx = {out, alloc, 0, 0, 0};
+  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0};
+  if (ctx.seen == NULL) {
+    return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+  }
+  int rc = 0;
   for (size_t i = 0; i < names->n; ++i) {
     ctx.object = (int64_t)i;
     ctx.key = 0;
+    memset(ctx.seen, 0, (size_t)n_keys);
     if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
       if (!ctx.mismatch) {
-        return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+        rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+      } else {
+        sl_hive_free(out, alloc);  // different keys: not partitioned
       }
-      sl_hive_free(out, alloc);  // different keys: not partitioned
-      return 0;
+      break;
     }
   }
-  infer_formats(out);
-  return 0;
+  sl_free(alloc, ctx.seen, (size_t)n_keys);
+  if (rc == 0 && out->keys != NULL) infer_formats(out);
+  return rc;
 }
 
 int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int64_t length,

@@ -145,6 +145,26 @@ def test_different_keys_or_no_hive_add_nothing(sluice, tmp_path):
     assert sluice_read(sluice, f"{pq_root}/a=*/*.parquet").column_names == ["id", "a"]
 
 
+def test_keys_in_another_order_match_by_name(sluice, tmp_path):
+    """a=1/b=2 and b=3/a=4 are the same keys (DuckDB matches them by name);
+    they once added no columns at all, and a filter on a failed."""
+    root = tmp_path / "order"
+    for i, rel in enumerate(("a=1/b=2/p.parquet", "b=3/a=4/p.parquet", "b=5/a=6/p.parquet")):
+        (root / rel).parent.mkdir(parents=True)
+        pq.write_table(pa.table({"id": [i]}), root / rel)
+    duck = duckdb.sql(f"select id, a, b from read_parquet('{root}/**/*.parquet', "
+                      "hive_partitioning=true) order by id").fetch_arrow_table()
+    got = sluice_read(sluice, root)
+    assert got.column_names == ["id", "a", "b"]
+    assert by_id(got) == duck.to_pydict()
+    assert by_id(sluice_read(sluice, root, "--filter", "a>=4")) == \
+        duck.filter(pa.compute.greater_equal(duck["a"], 4)).to_pydict()
+    # The same key twice in one object is no partition key.
+    (root / "a=7" / "a=8").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [9]}), root / "a=7" / "a=8" / "p.parquet")
+    assert sluice_read(sluice, root).column_names == ["id"]
+
+
 def test_repeated_key_and_empty_object(sluice, tmp_path):
     root = tmp_path / "rep"
     (root / "y=1" / "y=2").mkdir(parents=True)
