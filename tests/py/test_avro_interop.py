@@ -741,3 +741,42 @@ def test_reader_schema_enum_default(tmp_path, sluice):
     rs.write_text(json.dumps(bad))
     proc = sluice.expect_error("convert", "--reader-schema", rs, path, out)
     assert b"PURPLE" in proc.stderr
+
+
+def test_reader_schema_one_writer_field_for_one_reader_field(tmp_path, sluice):
+    """A writer field that one reader field names and another lists among its
+    aliases feeds the one of its name; the other takes its default, or is an
+    error without one, as fastavro resolves it (the second once got neither
+    and failed with "column 1 has no Avro field"); also in a nested record."""
+    import json
+    sub = {"type": "record", "name": "S", "fields": [{"name": "x", "type": "int"}]}
+    writer = {"type": "record", "name": "R", "fields": [{"name": "i", "type": "int"},
+                                                        {"name": "sub", "type": sub}]}
+    rows = [{"i": k, "sub": {"x": k * 10}} for k in range(5)]
+    path = tmp_path / "w.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, writer, rows)
+    rsub = {"type": "record", "name": "S", "fields": [
+        {"name": "x", "type": "int"}, {"name": "x2", "type": "int", "aliases": ["x"],
+                                       "default": 5}]}
+    good = {"type": "record", "name": "R", "fields": [
+        {"name": "i", "type": "int"},
+        {"name": "i2", "type": "int", "aliases": ["i"], "default": -7},
+        {"name": "sub", "type": rsub}]}
+    bad = {"type": "record", "name": "R", "fields": [
+        {"name": "i2", "type": "int", "aliases": ["i"]},
+        {"name": "i", "type": "int", "default": -7}]}
+    rs = tmp_path / "good.avsc"
+    rs.write_text(json.dumps(good))
+    out = tmp_path / "out.arrows"
+    sluice.run("convert", "--reader-schema", rs, path, out)
+    with open(out, "rb") as f:
+        got = ipc.open_stream(f).read_all().to_pylist()
+    with open(path, "rb") as f:
+        assert got == list(fastavro.reader(f, reader_schema=fastavro.parse_schema(good)))
+    assert got[1] == {"i": 1, "i2": -7, "sub": {"x": 10, "x2": 5}}
+    rs.write_text(json.dumps(bad))
+    with open(path, "rb") as f, pytest.raises(Exception, match="No default value for field i2"):
+        list(fastavro.reader(f, reader_schema=fastavro.parse_schema(bad)))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
+    assert "field 'i2' is not in the writer's schema and has no default" in err, err

@@ -195,34 +195,69 @@ static int field_matches(const struct avro_node* r, int64_t j, const char* name)
   return 0;
 }
 
+/// Each writer field's reader field (reader_of[k], -1: skipped): the one of
+/// its name, else the first that has it among its aliases; a reader field
+/// takes one writer field only (fastavro's choice: the name first), and
+/// one that takes none is filled with its default (taken[j] = 0).
+static void match_fields(const struct avro_node* w, const struct avro_node* r, int64_t* reader_of,
+                         uint8_t* taken) {
+  for (int64_t k = 0; k < w->n; ++k) {
+    reader_of[k] = -1;
+    for (int64_t j = 0; j < r->n && reader_of[k] < 0; ++j) {
+      if (strcmp(r->names[j], w->names[k]) == 0) reader_of[k] = j;
+    }
+    if (reader_of[k] >= 0) taken[reader_of[k]] = 1;
+  }
+  for (int64_t k = 0; k < w->n; ++k) {
+    for (int64_t j = 0; j < r->n && reader_of[k] < 0; ++j) {
+      if (!taken[j] && field_matches(r, j, w->names[k])) reader_of[k] = j;
+    }
+    if (reader_of[k] >= 0) taken[reader_of[k]] = 1;
+  }
+}
+
+static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
+                                  const struct avro_node* r, const int64_t* reader_of,
+                                  const uint8_t* taken, int32_t* out);
+
 static int resolve_record(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                           int32_t* out) {
   struct avro_program* p = c->p;
-  int64_t n_defaults = 0;
-  for (int64_t j = 0; j < r->n; ++j) {
-    int64_t k = 0;
-    while (k < w->n && !field_matches(r, j, w->names[k])) ++k;
-    if (k == w->n) ++n_defaults;
+  int64_t* reader_of = sl_calloc(p->alloc, (size_t)(w->n > 0 ? w->n : 1), sizeof *reader_of);
+  uint8_t* taken = sl_calloc(p->alloc, (size_t)(r->n > 0 ? r->n : 1), 1);
+  int rc = reader_of == NULL || taken == NULL ? sl_error_set(c->error, ENOMEM, "out of memory")
+                                               : 0;
+  if (rc == 0) {
+    match_fields(w, r, reader_of, taken);
+    rc = resolve_matched_record(c, w, r, reader_of, taken, out);
   }
+  if (reader_of != NULL) sl_free(p->alloc, reader_of, (size_t)(w->n > 0 ? w->n : 1) * sizeof *reader_of);
+  if (taken != NULL) sl_free(p->alloc, taken, (size_t)(r->n > 0 ? r->n : 1));
+  return rc;
+}
+
+static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
+                                  const struct avro_node* r, const int64_t* reader_of,
+                                  const uint8_t* taken, int32_t* out) {
+  struct avro_program* p = c->p;
+  int64_t n_defaults = 0;
+  for (int64_t j = 0; j < r->n; ++j) n_defaults += !taken[j];
   int32_t op = 0;
   SL_RETURN_NOT_OK(op_for(c, OP_RECORD, w->n + n_defaults, r, 0, &op));
   const char* outer = c->field;
   int64_t min_size = 0, slot = 0;
   for (int64_t k = 0; k < w->n; ++k, ++slot) {
-    int64_t j = 0;
-    while (j < r->n && !field_matches(r, j, w->names[k])) ++j;
+    int64_t j = reader_of[k];
     int32_t kid = 0;
     c->field = w->names[k];
-    if (j < r->n) SL_RETURN_NOT_OK(resolve(c, w->items[k], r->items[j], &kid));
+    if (j >= 0) SL_RETURN_NOT_OK(resolve(c, w->items[k], r->items[j], &kid));
     else SL_RETURN_NOT_OK(avro_program_emit(p, w->items[k], &kid, c->error));  // skipped
     p->kids[p->ops[op].kids + slot] = kid;
-    p->targets[p->ops[op].kids + slot] = j < r->n ? (int32_t)j : -1;
+    p->targets[p->ops[op].kids + slot] = j >= 0 ? (int32_t)j : -1;
     min_size += p->ops[kid].min_size;
   }
   for (int64_t j = 0; j < r->n; ++j) {
-    int64_t k = 0;
-    while (k < w->n && !field_matches(r, j, w->names[k])) ++k;
-    if (k < w->n) continue;
+    if (taken[j]) continue;
     c->field = r->names[j];
     json_t* def = json_object_get((json_t*)r->fields[j], "default");
     if (def == NULL)
