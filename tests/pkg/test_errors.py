@@ -122,3 +122,20 @@ def test_timeout_of_a_silent_server():
         assert "timed out" in str(e.value).lower() and time.monotonic() - start < 60
         with pytest.raises(ValueError, match="timeout"):
             sluice.read(url, timeout=0)
+
+
+def test_messages_quoting_bytes_that_are_not_utf8(tmp_path):
+    """A codec name of bytes that are not UTF-8 is an UnsupportedError whose
+    message shows them as \\xNN (it was a UnicodeDecodeError, which
+    `except sluice.Error` did not catch)."""
+    import fastavro
+    path = tmp_path / "odd_codec.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+                        [{"a": 1}])
+    data = path.read_bytes()
+    at = data.index(b"avro.codec") + len(b"avro.codec")
+    at = data.index(b"null", at)
+    path.write_bytes(data[:at] + b"\xb1ul\\" + data[at + 4:])
+    with pytest.raises(sluice.UnsupportedError, match=r"unsupported Avro codec '\\xb1ul\\x5c'"):
+        sluice.read(path)

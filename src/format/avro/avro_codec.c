@@ -8,6 +8,7 @@
 #include <libdeflate.h>
 #include <lzma.h>
 #include <snappy-c.h>
+#include <stdio.h>
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
 #include <zstd.h>
@@ -36,7 +37,15 @@ int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
       *out = k_codecs[i].codec;
       return 0;
     }
-  return sl_error_set(error, ENOTSUP, "unsupported Avro codec '%.*s'", (int)(n > 64 ? 64 : n), name);
+  char shown[4 * 64 + 1];  // the name as read, bytes outside printable ASCII as \xNN
+  size_t at = 0;
+  for (size_t i = 0; i < n && i < 64; ++i) {
+    unsigned char ch = (unsigned char)name[i];
+    if (ch >= 0x20 && ch < 0x7F && ch != '\\') shown[at++] = (char)ch;
+    else at += (size_t)snprintf(shown + at, sizeof shown - at, "\\x%02x", ch);
+  }
+  shown[at] = '\0';
+  return sl_error_set(error, ENOTSUP, "unsupported Avro codec '%s'", shown);
 }
 
 void avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc) {
