@@ -780,3 +780,28 @@ def test_reader_schema_one_writer_field_for_one_reader_field(tmp_path, sluice):
         list(fastavro.reader(f, reader_schema=fastavro.parse_schema(bad)))
     err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
     assert "field 'i2' is not in the writer's schema and has no default" in err, err
+
+
+def test_decimal_on_a_fixed_wider_than_32_bytes(tmp_path, sluice):
+    """A decimal on a fixed of 33 or 40 bytes (the spec sets no upper size) is
+    a decimal, read as fastavro reads it, not the fixed's raw bytes; a value
+    too wide for the precision is an error, never cut."""
+    import decimal
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "d", "type": {"type": "fixed", "name": "F", "size": 40,
+                               "logicalType": "decimal", "precision": 5, "scale": 2}},
+        {"name": "e", "type": {"type": "fixed", "name": "G", "size": 33,
+                               "logicalType": "decimal", "precision": 70, "scale": 0}}]}
+    rows = [{"d": decimal.Decimal("-123.45"), "e": decimal.Decimal(-10**69 + 7)},
+            {"d": decimal.Decimal("0.01"), "e": decimal.Decimal(10**69)}]
+    path = tmp_path / "wide.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    out = tmp_path / "wide.arrows"
+    sluice.run("convert", path, out)
+    with open(out, "rb") as f:
+        table = ipc.open_stream(f).read_all()
+    assert table.schema.field("d").type == pa.decimal128(5, 2)
+    assert table.schema.field("e").type == pa.decimal256(70, 0)
+    with open(path, "rb") as f:
+        assert table.to_pylist() == list(fastavro.reader(f))

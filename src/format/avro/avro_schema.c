@@ -221,10 +221,14 @@ static void apply_logical(json_t* j, struct avro_node* n) {
     n->logical = AVRO_LOGICAL_DURATION;
   if (strcmp(l, "decimal") == 0 && (n->kind == AVRO_BYTES || n->kind == AVRO_FIXED)) {
     int64_t p, s = 0;
+    // Precision past decimal256's 76 digits: no Arrow decimal holds it, so
+    // the underlying bytes or fixed are read (as for an invalid one).
     if (!json_int(json_object_get(j, "precision"), 1, 76, &p)) return;
     json_t* js = json_object_get(j, "scale");
     if (js != NULL && !json_int(js, 0, p, &s)) return;
-    if (n->kind == AVRO_FIXED && (n->size < 1 || n->size > 32)) return;
+    // A fixed wider than 32 bytes is fine: its extra leading bytes must be
+    // sign extension (sl_builder_append_decimal_be checks), as in bytes.
+    if (n->kind == AVRO_FIXED && n->size < 1) return;
     // The spec: a fixed of n bytes holds floor(log10(2^(8n-1) - 1)) digits at
     // most; a larger precision makes the logical type invalid (then the
     // fixed is read as fixed, as Java Avro does).
