@@ -154,7 +154,7 @@ def test_header_that_is_not_utf8_is_an_error(sluice, tmp_path):
         duckdb.sql(f"select * from read_csv('{path}')").fetchall()
     proc = sluice.expect_error("schema", path)
     err = proc.stderr.decode()
-    assert "line 1 (byte 6): the header's column 1 is not UTF-8" in err, err
+    assert "line 1 (byte 3): the header's column 1, which starts there, is not UTF-8" in err, err
     out = tmp_path / "out.arrow"
     sluice.run("convert", path, out, "-O", "header=false", "--schema", "f0:string,f1:binary")
     got = pa.ipc.open_file(out).read_all()

@@ -1138,12 +1138,29 @@ def test_header_ending_in_a_delimiter(sluice, tmp_path):
 
 
 @pytest.mark.parametrize("option", ["escape=,", "quote=,"])
-def test_sniffed_delimiter_that_is_the_quote_or_escape(sluice, tmp_path, option):
-    """A sniffed delimiter is checked as a given one is: ',' as the escape
-    character read 1,true,x as one column '1true x' before."""
-    path = tmp_path / "t.csv"
-    path.write_text("a,b,c\n1,true,x\n")
-    err = sluice.expect_error("cat", "-O", option, path).stderr.decode()
-    assert "also the quote or escape character; give delimiter=" in err, err
-    given = sluice.expect_error("cat", "-O", option, "-O", "delimiter=,", path)
+def test_sniffed_delimiter_is_never_the_quote_or_escape(sluice, tmp_path, option):
+    """The sniffer takes no delimiter that is the quote or escape character,
+    also when none fits (one column): the first candidate that is neither
+    (',' as the escape once became the delimiter too, reading 1,true,x as one
+    column). A given one that collides is an error."""
+    one = tmp_path / "one.csv"
+    one.write_text("a\n1\n2\n")
+    assert sluice_read(sluice, one, option).column("a").to_pylist() == [1, 2]
+    semi = tmp_path / "semi.csv"
+    semi.write_text("a;b\n1;x\n")
+    assert sluice_read(sluice, semi, option).column_names == ["a", "b"]
+    given = sluice.expect_error("cat", "-O", option, "-O", "delimiter=,", one)
     assert "delimiter equals the quote/escape character" in given.stderr.decode()
+
+
+def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
+    """0 and 1 count as bools in inference, so they fit a bool column when
+    the first row is tested for being a header: a first row of x,1,1.5 is
+    data, not column names (it once cost the file that row)."""
+    path = tmp_path / "bools.csv"
+    path.write_text("x,1,1.5\ny,true,2.5\nz,false,3.5\nw,0,4.5\n")
+    got = sluice_read(sluice, path)
+    assert got.column_names == ["f0", "f1", "f2"] and got.num_rows == 4
+    assert got.column("f1").to_pylist() == [True, True, False, False]
+    want = pcsv.read_csv(path, read_options=pcsv.ReadOptions(autogenerate_column_names=True))
+    assert got.column("f1").to_pylist() == want.column("f1").to_pylist()

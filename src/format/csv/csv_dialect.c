@@ -39,7 +39,13 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
                            int64_t size, const struct sluice_allocator* alloc, uint8_t* out) {
   static const uint8_t candidates[] = {',', ';', '\t', '|'};
   int64_t best_k = -1;
+  // Without a consistent candidate (one column, say): the first that is not
+  // the quote, escape or comment character.
   *out = ',';
+  for (size_t i = sizeof candidates; i-- > 0;) {
+    uint8_t c = candidates[i];
+    if (c != base->quote && c != base->escape && c != base->comment) *out = c;
+  }
   struct csv_rows rows;
   csv_rows_init(&rows, alloc);
   for (size_t i = 0; i < sizeof candidates; ++i) {
@@ -127,6 +133,7 @@ static int fits(const char* format, const struct csv_nulls* nulls, const uint8_t
   if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
   if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
   if (strncmp(format, "tt", 2) == 0) return strncmp(got, "tt", 2) == 0;
+  if (strcmp(format, "b") == 0 && n == 1 && (p[0] == '0' || p[0] == '1')) return 1;  // (an int alone)
   return strcmp(format, got) == 0;
 }
 
@@ -226,14 +233,13 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
       }
       // Arrow's field names are UTF-8 (a consumer decodes them as such).
-      int64_t bad = sl_utf8_invalid_at(p, len);
-      if (bad >= 0) {
-        int64_t at = f->pos + bad < a->size ? f->pos + bad : f->pos;  // (quotes shift it)
-        return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): the header's column %lld "
-                            "is not UTF-8 text (column names must be; convert the file's "
-                            "encoding, e.g. iconv -f latin1 -t utf-8, or read it without a "
-                            "header: header=false)", a->name,
-                            (long long)csv_line_of(a->data, at), (long long)at, (long long)c);
+      if (sl_utf8_invalid_at(p, len) >= 0) {
+        return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): the header's column %lld, "
+                            "which starts there, is not UTF-8 text (column names must be; "
+                            "convert the file's encoding, e.g. iconv -f latin1 -t utf-8, or "
+                            "read it without a header: header=false)", a->name,
+                            (long long)csv_line_of(a->data, f->pos), (long long)f->pos,
+                            (long long)c);
       }
     } else if (by_position && c < o->n_schema) {
       p = (const uint8_t*)o->schema[c].name;
@@ -355,11 +361,6 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
                              &l->dialect.delimiter) != 0) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
-  }
-  if (l->dialect.delimiter == l->dialect.quote || l->dialect.delimiter == l->dialect.escape) {
-    return sl_error_set(error, EINVAL, "%s: the delimiter '%c' (none of , ; TAB | fits) is "
-                        "also the quote or escape character; give delimiter=", a->name,
-                        l->dialect.delimiter);
   }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
     return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "
