@@ -40,11 +40,12 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   static const uint8_t candidates[] = {',', ';', '\t', '|'};
   int64_t best_k = -1;
   // Without a consistent candidate (one column, say): the first that is not
-  // the quote, escape or comment character.
+  // the quote or escape character (one that is the comment character stays,
+  // for analyze's error: comment=, in a file of commas is a mistake).
   *out = ',';
   for (size_t i = sizeof candidates; i-- > 0;) {
     uint8_t c = candidates[i];
-    if (c != base->quote && c != base->escape && c != base->comment) *out = c;
+    if (c != base->quote && c != base->escape) *out = c;
   }
   struct csv_rows rows;
   csv_rows_init(&rows, alloc);
