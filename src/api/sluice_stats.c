@@ -84,6 +84,23 @@ static void bytes_min_max(const void* offsets, int width, const uint8_t* data, i
 #undef SL_OFFSET
 }
 
+/// The first of v[from, to) whose bits are `bits` (+0 or -0), else `none`:
+/// one pass that vectorises, then a search only when there is one.
+static int64_t find_bits(const double* v, int64_t from, int64_t to, uint64_t bits, int64_t none) {
+  int any = 0;
+  for (int64_t r = from; r < to; ++r) {
+    uint64_t u;
+    memcpy(&u, &v[r], sizeof u);
+    any |= u == bits;
+  }
+  for (int64_t r = from; any && r < to; ++r) {
+    uint64_t u;
+    memcpy(&u, &v[r], sizeof u);
+    if (u == bits) return r;
+  }
+  return none;
+}
+
 /// The common case (fixed-width numbers, binary and strings, without nulls)
 /// in tight loops; the rows of the min and max go to *min_row / *max_row. 0
 /// if not applicable.
@@ -129,16 +146,20 @@ static int stats_fast_path(const struct sl_text_field* field, const struct Arrow
         if (v[r] < v[lo]) lo = r;
         if (v[r] > v[hi]) hi = r;
       }
-      // -0 is below +0 (sl_stats_key_compare): a zero extreme looks again.
-      for (int64_t r = start; v[lo] == 0 && !signbit(v[lo]) && r < length; ++r) {
-        if (v[r] == 0 && signbit(v[r])) lo = r;
-      }
-      for (int64_t r = start; v[hi] == 0 && signbit(v[hi]) && r < length; ++r) {
-        if (v[r] == 0 && !signbit(v[r])) hi = r;
-      }
       min->kind = max->kind = SL_KEY_F64;
       min->d = v[lo];
       max->d = v[hi];
+      // -0 is below +0 (sl_stats_key_compare): a zero extreme takes a zero of
+      // the other sign if there is one (a tie-break in the loop above made
+      // columns full of zeros 4x slower).
+      if (min->d == 0 && !signbit(min->d)) {
+        lo = find_bits(v, start, length, UINT64_C(0x8000000000000000), lo);
+        min->d = v[lo];
+      }
+      if (max->d == 0 && signbit(max->d)) {
+        hi = find_bits(v, start, length, 0, hi);
+        max->d = v[hi];
+      }
       break;
     }
     case SL_TYPE_STRING: case SL_TYPE_BINARY: case SL_TYPE_LARGE_STRING:
