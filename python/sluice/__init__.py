@@ -64,7 +64,8 @@ def _commas_to_bars(spec):
 
 
 def _options_string(options):
-    """{key: value} -> "key=value,key=value" (booleans as true/false)."""
+    """{key: value} -> b"key=value,key=value" (booleans as true/false), as
+    os.fsencode gives it (a path in it, reader_schema=, need not be UTF-8)."""
     parts = []
     for key, value in options.items():
         if value is None:
@@ -75,28 +76,60 @@ def _options_string(options):
             value = _csv_schema(value)
         elif isinstance(value, (list, tuple)):  # null_values=["NA", "-"], as pyarrow takes it
             value = "|".join(str(v) for v in value)
-        item = "%s=%s" % (key, value)
-        if value != "," and _separates(item):
-            # It would end this option and start another (null="NA,header=false").
-            raise InvalidArgumentError(_errno.EINVAL, "option %s: its value %r holds a comma, "
-                                       "which separates options" % (key, value))
-        parts.append(item)
-    return ",".join(parts) if parts else None
+        elif hasattr(value, "__fspath__"):
+            value = _os.fsdecode(_os.fspath(value))
+        parts.append("%s=%s" % (key, value))
+    if not parts:
+        return None
+    text = ",".join(parts)
+    # The C library must split the text back into these very options: a
+    # comma in a value would end it and start another (null="NA,header=false"
+    # setting header=false), an unclosed bracket would swallow the next.
+    got = _split_options(text)
+    for i, part in enumerate(parts):
+        if i >= len(got) or got[i] != part:
+            key, _, value = part.partition("=")
+            raise InvalidArgumentError(_errno.EINVAL, "option %s: its value %r would be read as "
+                                       "more or less than one option (a comma separates "
+                                       "options)" % (key, value))
+    return _os.fsencode(text)
 
 
-def _separates(item):
-    """Whether a comma in "key=value" would separate options, as the C
-    library reads them (sl_option_comma: commas in a bracket after a letter
-    or digit, as in "timestamp[us, tz=UTC]", do not)."""
+def _option_comma(s):
+    """The index of the first comma of `s` that separates options, or None
+    (the C library's sl_option_comma: commas in a bracket right after a
+    letter or digit, as in "timestamp[us, tz=UTC]", do not)."""
     depth = 0
-    for i, ch in enumerate(item):
-        if ch in "[(" and i > 0 and item[i - 1].isascii() and item[i - 1].isalnum():
+    for i, ch in enumerate(s):
+        if ch in "[(" and i > 0 and s[i - 1].isascii() and s[i - 1].isalnum():
             depth += 1
         elif ch in "])" and depth > 0:
             depth -= 1
         elif ch == "," and depth == 0:
-            return True
-    return depth > 0 and "," in item
+            return i
+    if depth > 0:  # a bracket never closed: its commas separate after all
+        i = s.find(",")
+        return i if i >= 0 else None
+    return None
+
+
+def _split_options(text):
+    """The options of "key=value,..." as the C library splits them
+    (sl_option_next: a lone comma right after '=' is the value)."""
+    items, at = [], 0
+    while True:
+        while at < len(text) and text[at] == ",":
+            at += 1
+        if at >= len(text):
+            return items
+        rest = text[at:]
+        end = _option_comma(rest)
+        n = end if end is not None else len(rest)
+        eq = rest.find("=", 0, n)
+        if eq >= 0 and end == eq + 1 and (end + 1 == len(rest) or rest[end + 1] == ","):
+            n += 1
+        items.append(rest[:n])
+        at += n
 
 
 def _is_data(src):
@@ -267,7 +300,7 @@ def _tls_settings(options):
     as the CLI's --ca-bundle and --insecure."""
     ca_bundle = options.pop("ca_bundle", None)
     insecure = bool(options.pop("insecure", False))
-    return (_os.fsdecode(_os.fspath(ca_bundle)) if ca_bundle is not None else None), insecure
+    return (_os.fsencode(ca_bundle) if ca_bundle is not None else None), insecure
 
 
 def _timeout(options):
@@ -506,7 +539,7 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
             batches = list(s)
             if not ordered:
                 batches.sort(key=lambda b: b.tag)
-            return Table(s.schema, batches)
+            return Table._made(s.schema, batches)
     planned = gather.placement_plan(ds, scan_options, limit)
     columns = gather.placed_columns(raw_schema, planned) if planned is not None else None
     if columns is None:
@@ -531,7 +564,7 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
             # A lone batch is taken as it is: without a limit it is a whole
             # split's rows, or a filter's (whose windows keep half or more).
             raw, _ = gather.gather_in_order(raw_schema, s._scanner, hint, limit is None)
-        return Table(s.schema, [Batch(raw, s.schema)] if raw is not None else [])
+        return Table._made(s.schema, [Batch(raw, s.schema)] if raw is not None else [])
 
 
 def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
@@ -827,8 +860,8 @@ class Writer:
 
     def close(self):
         """Writes the rest and commits: the output appears whole. Closing
-        again does nothing (as a file's close), but for a writer a failed
-        write() aborted: that raises ValueError."""
+        again after that does nothing (as a file's close); after abort() or
+        a failed write or close it raises ValueError (nothing was written)."""
         self._writer.close()
 
     def abort(self):

@@ -399,7 +399,7 @@ class _Assembler:
         return joined
 
 
-def table_to_pandas(schema, batches, consume=False):
+def table_to_pandas(schema, batches, consume=False, writable=False):
     """A pandas DataFrame of the batches' columns.
 
     One batch: numpy views over its buffers where the column allows (no copy).
@@ -418,12 +418,11 @@ def table_to_pandas(schema, batches, consume=False):
         return batches_to_pandas(schema, iter(list(batches)), total)
     data = {}
     rows = sum(b.num_rows for b in batches)
-    # Taken over: the views may be writable, so that the DataFrame can be
-    # edited in place as pandas' own (where the memory is the batch's); not
-    # when the batch is held elsewhere too (a Batch or Column taken from the
-    # table), which would see the edits, and hand them on in exports.
-    import sys
-    writable = consume and all(sys.getrefcount(b) <= 3 for b in batches)  # list, b, argument
+    # Taken over (consume): the views may be writable, so that the DataFrame
+    # can be edited in place as pandas' own (where the memory is the batch's);
+    # not when a batch is held elsewhere too (`writable` false: a Batch or
+    # Column taken from the table), which would see the edits.
+    writable = consume and writable
     for i, field in enumerate(fields):
         nodes = [Node(b._batch, (i,), field.type, writable) for b in batches]
         data[i] = _column(nodes, field.type)

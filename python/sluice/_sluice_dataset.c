@@ -86,17 +86,26 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   PyObject* columns = Py_None;
   int threads = 0, ordered = 1, hive = 1, union_by_name = 0;
   long long limit = -1, batch_rows = 0, memory = 0;
+  PyObject* options_text = Py_None;  // str or os.fsencode's bytes (paths in it need not be UTF-8)
   const char* format_options = NULL;
   const char* partition_filter = NULL;
   const char* filter = NULL;
+  PyObject* ca_bundle_path = Py_None;  // likewise
   const char* ca_bundle = NULL;
   int insecure = 0;
   PyObject* s3_dict = Py_None;
   double timeout = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLzpzzpOdzp", keywords, &location,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOipLLLOpzOpOdzp", keywords, &location,
                                    &format, &columns, &threads, &ordered, &limit, &batch_rows,
-                                   &memory, &format_options, &hive, &partition_filter, &ca_bundle,
-                                   &insecure, &s3_dict, &timeout, &filter, &union_by_name)) {
+                                   &memory, &options_text, &hive, &partition_filter,
+                                   &ca_bundle_path, &insecure, &s3_dict, &timeout, &filter,
+                                   &union_by_name)) {
+    return NULL;
+  }
+  if ((options_text != Py_None &&
+       (format_options = sp_c_string(options_text, "format_options")) == NULL) ||
+      (ca_bundle_path != Py_None &&
+       (ca_bundle = sp_c_string(ca_bundle_path, "ca_bundle")) == NULL)) {
     return NULL;
   }
   struct sluice_s3_options s3;

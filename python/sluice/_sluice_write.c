@@ -90,6 +90,8 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   memset(out, 0, sizeof *out);
   const char* format = NULL;
   const char* compression = NULL;
+  PyObject* options_text = Py_None;  // str or os.fsencode's bytes (paths need not be UTF-8)
+  PyObject* ca_bundle_path = Py_None;
   const char* format_options = NULL;
   const char* ca_bundle = NULL;
   int insecure = 0;
@@ -100,11 +102,17 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   long long max_partitions = 0;
   int existing_data_behavior = 0;  // checked by the caller and by sluice_write
   long long max_rows_per_file = 0;  // likewise
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy|zzzzppOdOLiL", keywords, &out->stream,
-                                   &out->location, &format, &compression, &format_options,
-                                   &ca_bundle, &insecure, &fsync, &s3_dict, &timeout,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oy|zzOOppOdOLiL", keywords, &out->stream,
+                                   &out->location, &format, &compression, &options_text,
+                                   &ca_bundle_path, &insecure, &fsync, &s3_dict, &timeout,
                                    &partition_by, &max_partitions, &existing_data_behavior,
                                    &max_rows_per_file)) {
+    return -1;
+  }
+  if ((options_text != Py_None &&
+       (format_options = sp_c_string(options_text, "format_options")) == NULL) ||
+      (ca_bundle_path != Py_None &&
+       (ca_bundle = sp_c_string(ca_bundle_path, "ca_bundle")) == NULL)) {
     return -1;
   }
   // partition_by: a list of str (checked by the caller); the names are

@@ -24,6 +24,7 @@ typedef struct {
   struct ArrowSchema schema;     // the writer's (release == NULL before it is known)
   int finished;                  // closed or aborted
   int failed;                    // aborted by a write() that failed after rows were taken
+  int committed;                 // closed, and the output is there
   int busy;                      // a write() runs (without the GIL): no other call now
 } WriterObject;
 
@@ -71,9 +72,11 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
 
 static PyObject* closed_error(WriterObject* self) {
   PyErr_SetString(PyExc_ValueError,
-                  self->failed ? "the writer was aborted: an earlier write() failed after "
-                                 "some of its rows were taken (nothing was written)"
-                               : "the writer is closed");
+                  self->failed      ? "the writer was aborted: an earlier write() failed "
+                                      "after some of its rows were taken (nothing was written)"
+                  : self->committed ? "the writer is closed"
+                                    : "the writer was aborted, or its close failed: nothing "
+                                      "was written");
   return NULL;
 }
 
@@ -222,10 +225,11 @@ static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* strea
 }
 
 static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) {
-  // Closing again does nothing, as a file's close; unless a failed write()
-  // aborted the writer, which the caller must not mistake for a commit.
-  if (self->finished && self->failed) return closed_error(self);
-  if (self->finished) Py_RETURN_NONE;
+  // Closing again after a commit does nothing, as a file's close; after an
+  // abort or a failed write or close it raises, so that it is never taken
+  // for a commit.
+  if (self->finished && self->committed) Py_RETURN_NONE;
+  if (self->finished) return closed_error(self);
   if (busy_error(self) != 0) return NULL;
   self->finished = 1;
   if (self->writer == NULL) {
@@ -243,6 +247,7 @@ static PyObject* writer_close(WriterObject* self, PyObject* Py_UNUSED(ignored)) 
   rc = sluice_writer_close(writer, &error);
   Py_END_ALLOW_THREADS
   if (rc != 0) return sp_raise_write_error(&error, rc);
+  self->committed = 1;
   Py_RETURN_NONE;
 }
 

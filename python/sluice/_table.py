@@ -244,11 +244,24 @@ class Table:
     exists only then).
     """
 
-    __slots__ = ("_schema", "_batches")
+    __slots__ = ("_schema", "_batches", "_sole")
 
     def __init__(self, schema, batches):
         self._schema = schema
         self._batches = list(batches)
+        # Whether no Batch of this table is held elsewhere: only then may
+        # to_pandas(self_destruct=True) hand out writable views of their
+        # memory (a holder would see the frame's edits). Tables sluice makes
+        # are (_made); one made of someone's batches is not, nor one whose
+        # batches or columns were handed out.
+        self._sole = False
+
+    @classmethod
+    def _made(cls, schema, batches):
+        """A table of batches nothing else holds (sluice's own)."""
+        table = cls(schema, batches)
+        table._sole = True
+        return table
 
     @classmethod
     def from_arrow(cls, data):
@@ -264,7 +277,7 @@ class Table:
             raise TypeError("Table.from_arrow takes an object with __arrow_c_stream__ or "
                             "__arrow_c_array__, not %s" % type(data).__name__)
         schema = Schema(raw_schema)
-        return cls(schema, [Batch(b, schema) for b in raw_batches])
+        return cls._made(schema, [Batch(b, schema) for b in raw_batches])
 
     @property
     def schema(self):
@@ -273,6 +286,7 @@ class Table:
     @property
     def batches(self):
         """The batches, in plan order."""
+        self._sole = False
         return list(self._batches)
 
     @property
@@ -296,6 +310,7 @@ class Table:
 
     def column(self, name_or_index):
         # (its own list: to_pandas(self_destruct=True) empties the table's)
+        self._sole = False
         return Column(self._schema, list(self._batches), _index(self._schema, name_or_index))
 
     def __getitem__(self, name_or_index):
@@ -303,7 +318,8 @@ class Table:
 
     @property
     def columns(self):
-        return [Column(self._schema, self._batches, i) for i in range(self.num_columns)]
+        self._sole = False
+        return [Column(self._schema, list(self._batches), i) for i in range(self.num_columns)]
 
     def to_pydict(self):
         """{name: [values]} with Python objects (None for nulls)."""
@@ -339,7 +355,8 @@ class Table:
         """
         from ._pandas import table_to_pandas
         if self_destruct:
-            return table_to_pandas(self._schema, self._batches, consume=True)
+            return table_to_pandas(self._schema, self._batches, consume=True,
+                                   writable=self._sole)
         return table_to_pandas(self._schema, self._batches)
 
     def __arrow_c_schema__(self):

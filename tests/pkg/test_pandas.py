@@ -322,6 +322,11 @@ def test_self_destruct_edits_stay_in_the_frame(tmp_path):
     assert batch.column("a").to_pylist()[:2] == [0, 1]
     assert pa.record_batch(batch).column("a")[0].as_py() == 0
     assert len(column) == 100_000 and column.to_pylist()[:2] == [0, 1]
+    t = sluice.read(tmp_path / "n.parquet", columns=["a"])
+    columns = t.columns
+    mine = t.to_pandas(self_destruct=True)
+    mine.loc[0, "a"] = -9
+    assert len(columns[0]) == 100_000 and columns[0].to_pylist()[:2] == [0, 1]
 
 
 def test_column_labels_as_pandas_wrote_them(tmp_path):

@@ -266,6 +266,17 @@ def test_paths_need_not_be_utf8(tmp_path):
     assert sluice.read(path).to_pydict() == t.to_pydict()
     assert sluice.read(os.fsdecode(path)).to_pydict() == t.to_pydict()
     assert sluice.read([os.fsdecode(path), path]).num_rows == 6
+    # Paths among the options too: an Avro reader schema's file.
+    import json
+    avro = tmp_path / "a.avro"
+    with open(avro, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+                        [{"a": 1}])
+    schema = os.fsencode(tmp_path) + b"/r\xe9.avsc"
+    with open(schema, "w") as f:
+        json.dump({"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}, f)
+    got = pa.table(sluice.read(avro, reader_schema=os.fsdecode(schema)))
+    assert got.schema.field("a").type == pa.int64() and got.column("a").to_pylist() == [1]
 
 
 def test_nul_characters_are_refused_not_cut(tmp_path):

@@ -437,8 +437,11 @@ def test_an_option_value_with_a_comma_is_refused(tmp_path):
     value would end it and start another option (header=false here, unseen);
     it is refused. A lone comma and a type's bracketed commas are values."""
     t = pa.table({"a": [1, None], "t": pa.array([0, 1], pa.timestamp("us", tz="UTC"))})
-    with pytest.raises(sluice.InvalidArgumentError, match="holds a comma"):
+    with pytest.raises(sluice.InvalidArgumentError, match="more or less than one option"):
         sluice.write(t, tmp_path / "x.csv", null="NA,header=false")
+    # An unclosed bracket would take the next option's comma as its own.
+    with pytest.raises(sluice.InvalidArgumentError, match="option null_values"):
+        sluice.read(tmp_path / "y.csv", null_values="x[", header=False, comment="]")
     assert not (tmp_path / "x.csv").exists()
     sluice.write(t, tmp_path / "x.csv", delimiter=",", null="NA")
     assert pacsv.read_csv(tmp_path / "x.csv").column("a").to_pylist() == [1, None]

@@ -140,10 +140,19 @@ def test_empty_and_closed_writers(tmp_path):
     w = sluice.Writer(tmp_path / "never.parquet")
     with pytest.raises(ValueError, match="no schema"):
         w.close()
-    w.close()  # closing again does nothing, as a file's close
+    with pytest.raises(ValueError, match="nothing was written"):
+        w.close()  # a failed close is no commit the second time either
+    w = sluice.Writer(tmp_path / "twice.parquet", schema=schema)
+    w.close()
+    w.close()  # closing again after a commit does nothing, as a file's close
+    w = sluice.Writer(tmp_path / "aborted.parquet", schema=schema)
+    w.abort()
+    with pytest.raises(ValueError, match="aborted"):
+        w.close()
+    assert not (tmp_path / "aborted.parquet").exists()
     with pytest.raises(TypeError, match="Arrow schema"):
         sluice.Writer(tmp_path / "bad.parquet", schema=5)
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(ValueError, match="aborted"):
         w.write(pa.table({"a": [1]}))
     assert not (tmp_path / "never.parquet").exists()
     with pytest.raises(sluice.InvalidArgumentError, match="file object"):
