@@ -106,9 +106,9 @@ const struct sl_format_writer* sl_format_writer_find(const char* name) {
 }
 
 /// Length of `location` once a compression suffix is looked through
-/// ("x.csv.gz" is a CSV file), and any URL query/fragment dropped.
+/// ("x.csv.gz" is a CSV file), and an http(s) URL's query/fragment dropped.
 static size_t logical_length(const char* location) {
-  size_t len = strcspn(location, "?#");
+  size_t len = sl_location_name_length(location);
   static const char* const compression_suffixes[] = {".gz", ".gzip", ".zst", ".zstd",
                                                      ".lz4", ".bz2", ".xz", ".snappy"};
   for (size_t i = 0; i < sizeof compression_suffixes / sizeof compression_suffixes[0]; ++i) {
@@ -159,7 +159,7 @@ const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
   // ".gz" / ".zst" are looked through only for writers that compress the
   // whole file (x.csv.gz): plain bytes under such a name would mislead
   // every reader.
-  size_t len = strcspn(location, "?#");
+  size_t len = sl_location_name_length(location);
   size_t logical = logical_length(location);
   int compressed = sl_compression_for_name(location) != SL_COMPRESS_NONE;
   const struct sl_format_writer* w;

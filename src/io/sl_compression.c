@@ -14,9 +14,14 @@ int sl_name_ends_with(const char* name, size_t len, const char* suffix) {
   return 1;
 }
 
+size_t sl_location_name_length(const char* location) {
+  int url = strncmp(location, "http://", 7) == 0 || strncmp(location, "https://", 8) == 0;
+  return url ? strcspn(location, "?#") : strlen(location);
+}
+
 enum sl_compression sl_compression_for_name(const char* location) {
   if (location == NULL) return SL_COMPRESS_NONE;
-  size_t len = strcspn(location, "?#");
+  size_t len = sl_location_name_length(location);
   if (sl_name_ends_with(location, len, ".gz") || sl_name_ends_with(location, len, ".gzip")) {
     return SL_COMPRESS_GZIP;
   }

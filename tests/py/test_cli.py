@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 import pytest
 
 N_ROWS = 1000
@@ -942,3 +943,20 @@ def test_union_by_name_cat_and_stats(sluice_bin, tmp_path):
     assert {c["source"] for c in stats.values()} == {"metadata"}  # from the footers
     res = subprocess.run([str(sluice_bin), "cat", str(d)], capture_output=True)
     assert res.returncode != 0 and b"union_by_name" in res.stderr
+
+
+def test_hash_and_question_mark_are_part_of_a_file_name(sluice_bin, tmp_path):
+    """Only an http(s) URL has a query or fragment: in a path, '#' and '?'
+    are characters, and the suffix after them tells format and compression
+    (out#1.csv.gz was written as plain text, o#1.parquet not recognised)."""
+    t = pa.table({"a": [1, 2, 3], "s": ["x", "y", "z"]})
+    src = tmp_path / "in.arrow"
+    with ipc.new_file(src, t.schema) as w:
+        w.write_table(t)
+    gz = tmp_path / "out#1.csv.gz"
+    ok(sluice_bin, "convert", src, gz)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    assert pacsv.read_csv(gz).to_pydict() == t.to_pydict()
+    pqt = tmp_path / "o?1#x.parquet"
+    ok(sluice_bin, "convert", src, pqt)
+    assert pq.read_table(pqt).to_pydict() == t.to_pydict()
