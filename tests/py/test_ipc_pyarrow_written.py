@@ -185,6 +185,36 @@ def test_truncated_input_fails_cleanly(sluice, tmp_path, cut):
     assert not out.exists(), "a failed convert left an output file"
 
 
+def test_stream_cut_between_its_first_dictionaries(sluice, tmp_path):
+    """A stream that ends after some of its first dictionaries but not all was
+    cut short: an error, as pyarrow says, not a table of no rows. With none
+    (a schema alone) it is an empty table, for both."""
+    t = pa.table({"a": pa.array(["x", "y"]).dictionary_encode(),
+                  "b": pa.array(["p", "q"]).dictionary_encode()})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = sink.getvalue().to_pybytes()
+    reader = pa.BufferReader(data)
+    ends = []
+    while True:
+        message = ipc.read_message(reader)  # schema, dictionary, dictionary, batch
+        ends.append(reader.tell())
+        if message.type == "record batch":
+            break
+    empty, cut = tmp_path / "empty.arrows", tmp_path / "cut.arrows"
+    empty.write_bytes(data[:ends[0]] + b"\xff\xff\xff\xff\x00\x00\x00\x00")
+    cut.write_bytes(data[:ends[1]])
+    assert ipc.open_stream(empty.read_bytes()).read_all().num_rows == 0
+    out = tmp_path / "out.arrows"
+    sluice.run("convert", empty, out)
+    assert ipc.open_stream(out.read_bytes()).read_all().num_rows == 0
+    with pytest.raises(pa.ArrowInvalid, match="dictionaries"):
+        ipc.open_stream(cut.read_bytes()).read_all()
+    err = sluice.expect_error("convert", cut, tmp_path / "out2.arrows").stderr.decode()
+    assert "ends after 1 of its 2 dictionaries" in err, err
+
+
 @pytest.mark.parametrize("compression", [None, "zstd"])
 @pytest.mark.parametrize("flavour", ["stream", "file"])
 def test_decimal32_and_decimal64_read_as_decimal128(sluice, tmp_path, flavour, compression):

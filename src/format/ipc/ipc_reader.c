@@ -639,6 +639,15 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
     }
     if (eof) {
       st->finished = 1;
+      // Some of the first dictionaries but not all: the stream was cut (as
+      // pyarrow says), not a stream of no batches.
+      int64_t have = 0;
+      for (int64_t i = 0; i < st->memo.n; ++i) have += st->memo.values[i] != NULL;
+      if (have > 0 && have < st->memo.n) {
+        return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": the stream ends after %"
+                            PRId64 " of its %" PRId64 " dictionaries, before any record batch "
+                            "(cut short?)", st->source->name, where.offset, have, st->memo.n);
+      }
       return 0;
     }
     int got = 0;
