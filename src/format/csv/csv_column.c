@@ -131,7 +131,8 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
 }
 
 /// The widened type as the schema option spells it.
-static const char* widening_name(const struct csv_column* col, enum csv_widening w) {
+static const char* widening_name(const struct csv_column* col, enum csv_widening w,
+                                 const uint8_t* p, int64_t n) {
   if (w == CSV_WIDEN_ZONE) {
     static const char* const zoned[] = {"timestamp[s, tz=UTC]", "timestamp[ms, tz=UTC]",
                                         "timestamp[us, tz=UTC]", "timestamp[ns, tz=UTC]"};
@@ -142,7 +143,14 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
     if (col->conv == CV_TIME) return "time64[ns]";
     return !zone_less(col) ? "timestamp[ns,UTC]" : "timestamp[ns]";
   }
-  if (w == CSV_WIDEN_TIMESTAMP) return "timestamp[us]";
+  if (w == CSV_WIDEN_TIMESTAMP) {  // the type that holds this value (a re-read may widen on)
+    int64_t sec;
+    int32_t ns;
+    int zone = 0;
+    int nanos = csv_parse_timestamp(p, n, &sec, &ns, &zone) && ns % 1000 != 0;
+    return zone ? (nanos ? "timestamp[ns, tz=UTC]" : "timestamp[us, tz=UTC]")
+                : (nanos ? "timestamp[ns]" : "timestamp[us]");
+  }
   return w == CSV_WIDEN_DOUBLE ? "float64" : "string";
 }
 
@@ -167,7 +175,7 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   if (!r->cols[c].user_type) w = widening_for(&r->cols[c], p, n, why);
   // Bytes that are not UTF-8 fit no text type: binary holds them.
   int not_text = strcmp(why, "invalid UTF-8 in") == 0;
-  const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w)
+  const char* wider = w != CSV_WIDEN_NONE ? widening_name(&r->cols[c], w, p, n)
                       : not_text         ? "binary"
                                          : "string";
   if (r->cols[c].user_type) {
