@@ -171,9 +171,16 @@ def test_csv_late_bools_and_date_times_as_in_the_sample(tmp_path):
         assert got.column("flag").to_pylist() == want.column("flag").to_pylist()
         assert got.schema.field("day").type == pa.timestamp("us"), infer
         assert got.column("day").to_pylist() == want.column("day").to_pylist()
-    # Only 0 and 1: int64, as pyarrow infers.
+    # Only 0 and 1: int64, as pyarrow infers; a true/false past the sample
+    # makes the column bool, as a sample holding it does.
     path.write_text("x\n0\n1\n1\n")
     assert pa.table(sluice.read(path)).schema == pacsv.read_csv(str(path)).schema
+    path.write_text("x\n" + "\n".join("true" if i == 40_000 else str(i % 2)
+                                       for i in range(50_000)) + "\n")
+    for infer in ("1k", "all"):
+        got = pa.table(sluice.read(path, infer_bytes=infer))
+        assert got.schema.field("x").type == pa.bool_(), infer
+        assert got.column("x").to_pylist()[39_998:40_001] == [False, True, True], infer
 
 
 def test_avro_matches_fastavro(data_dir):

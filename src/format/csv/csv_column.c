@@ -115,7 +115,11 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
   double v;
   int too_fine = strcmp(why, TOO_FINE) == 0;
   switch (col->conv) {
-    case CV_INT: return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
+    case CV_INT: {  // true/false after 0/1: bools, as a sample holding both gives
+      int b;
+      if (csv_parse_bool(p, n, &b)) return CSV_WIDEN_BOOL;
+      return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
+    }
     case CV_TIMESTAMP: case CV_TIME:
       if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
       return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
@@ -143,6 +147,7 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
     if (col->conv == CV_TIME) return "time64[ns]";
     return !zone_less(col) ? "timestamp[ns,UTC]" : "timestamp[ns]";
   }
+  if (w == CSV_WIDEN_BOOL) return "bool";
   if (w == CSV_WIDEN_TIMESTAMP) {  // the type that holds this value (a re-read may widen on)
     int64_t sec;
     int32_t ns;

@@ -328,6 +328,7 @@ static const char* widened_format(const char* format, enum csv_widening w, char*
       snprintf(buf, cap, "%.2sn%s", format, format + 3);
       return buf;
     case CSV_WIDEN_TIMESTAMP: return strcmp(format, "tdD") == 0 ? "tsu:" : NULL;
+    case CSV_WIDEN_BOOL: return strcmp(format, "l") == 0 ? "b" : NULL;
     case CSV_WIDEN_DOUBLE: return strcmp(format, "g") == 0 || strcmp(format, "u") == 0 ? NULL : "g";
     case CSV_WIDEN_STRING: return strcmp(format, "u") == 0 ? NULL : "u";
     default: return NULL;

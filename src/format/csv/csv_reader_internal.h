@@ -22,8 +22,8 @@ enum csv_conv {
 /// timestamp column meeting a zone offset -> UTC, as a sample with both
 /// infers it).
 enum csv_widening {
-  CSV_WIDEN_NONE, CSV_WIDEN_ZONE, CSV_WIDEN_NANOS, CSV_WIDEN_TIMESTAMP, CSV_WIDEN_DOUBLE,
-  CSV_WIDEN_STRING
+  CSV_WIDEN_NONE, CSV_WIDEN_ZONE, CSV_WIDEN_NANOS, CSV_WIDEN_TIMESTAMP, CSV_WIDEN_BOOL,
+  CSV_WIDEN_DOUBLE, CSV_WIDEN_STRING
 };
 
 struct csv_column {
