@@ -414,7 +414,7 @@ static void test_comments(void** unused) {
   // without the option '#' is data; the option is checked
   check_csv("a\n#1\n", NULL, "a:u\n\"#1\"\n");
   check_error("a\n1\n", "comment=;,delimiter=;", "comment equals");
-  check_error("a,b\n1,2\n", "comment=,", "the comment character is the delimiter");
+  check_error("a,b\n1,2\n", "comment=,", "but it is the comment character");
 
   check_error("a\n1\n", "comment=\",quote=\"", "comment equals");
 }

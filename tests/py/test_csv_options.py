@@ -1151,6 +1151,12 @@ def test_sniffed_delimiter_is_never_the_quote_or_escape(sluice, tmp_path, option
     assert sluice_read(sluice, semi, option).column_names == ["a", "b"]
     given = sluice.expect_error("cat", "-O", option, "-O", "delimiter=,", one)
     assert "delimiter equals the quote/escape character" in given.stderr.decode()
+    # Rows that split at ',' as at a delimiter, ',' being the escape or
+    # quote: an error, not one column of mangled rows ("1truex").
+    commas = tmp_path / "commas.csv"
+    commas.write_text("a,b,c\n1,true,x\n2,false,y\n")
+    err = sluice.expect_error("cat", "-O", option, commas).stderr.decode()
+    assert "the rows split at ',' as at a delimiter, but it is the" in err, err
 
 
 def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
@@ -1164,3 +1170,10 @@ def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
     assert got.column("f1").to_pylist() == [True, True, False, False]
     want = pcsv.read_csv(path, read_options=pcsv.ReadOptions(autogenerate_column_names=True))
     assert got.column("f1").to_pylist() == want.column("f1").to_pylist()
+    # A header 0,1,2 over true/false columns (pandas' default labels) is a
+    # header still: 0 and 1 fit a bool column only when its rows hold them.
+    pdbool = tmp_path / "pdbool.csv"
+    pdbool.write_text("0,1,2\nTrue,False,x\nFalse,True,y\n")
+    got = sluice_read(sluice, pdbool)
+    assert got.column_names == ["0", "1", "2"] and got.num_rows == 2
+    assert got.column("1").to_pylist() == pcsv.read_csv(pdbool).column("1").to_pylist()

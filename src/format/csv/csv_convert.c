@@ -466,6 +466,7 @@ void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
   s->any_value = 0;
   s->any_zone = 0;
   s->any_nanos = 0;
+  s->any_bit = 0;
 }
 
 void csv_infer_add_text(struct csv_infer_state* s) {
@@ -486,8 +487,9 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   int zone;
   // 0 and 1 are bools too (as the converter and pyarrow take them): a
   // column of only 0 and 1 stays int64 (csv_infer_format asks int first).
-  if ((s->can & CAN(CSV_KIND_BOOL)) && !(n == 1 && (p[0] == '0' || p[0] == '1')) &&
-      !csv_parse_bool(p, n, &b)) {
+  int bit = n == 1 && (p[0] == '0' || p[0] == '1');
+  s->any_bit |= bit;
+  if ((s->can & CAN(CSV_KIND_BOOL)) && !bit && !csv_parse_bool(p, n, &b)) {
     s->can &= ~CAN(CSV_KIND_BOOL);
   }
   if ((s->can & CAN(CSV_KIND_INT64)) && !csv_parse_int64(p, n, &i)) {

@@ -35,13 +35,19 @@ void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc)
   l->n_cols = 0;
 }
 
+/// The delimiter when none was given: the candidate that splits the first
+/// rows into the most columns, consistently. Candidates that are the quote,
+/// escape or comment character cannot be it; one of those that would split
+/// consistently with its role off goes to *clash (0: none), so that a file
+/// of commas read with escape=, is an error, not one column. Without a
+/// consistent candidate (one column, say): the first that is not the quote
+/// or escape character (the comment character may stay, for analyze's error).
 static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, int64_t start,
-                           int64_t size, const struct sluice_allocator* alloc, uint8_t* out) {
+                           int64_t size, const struct sluice_allocator* alloc, uint8_t* out,
+                           uint8_t* clash) {
   static const uint8_t candidates[] = {',', ';', '\t', '|'};
-  int64_t best_k = -1;
-  // Without a consistent candidate (one column, say): the first that is not
-  // the quote or escape character (one that is the comment character stays,
-  // for analyze's error: comment=, in a file of commas is a mistake).
+  int64_t best_k = -1, clash_k = -1;
+  *clash = 0;
   *out = ',';
   for (size_t i = sizeof candidates; i-- > 0;) {
     uint8_t c = candidates[i];
@@ -52,7 +58,12 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   for (size_t i = 0; i < sizeof candidates; ++i) {
     struct csv_dialect d = *base;
     d.delimiter = candidates[i];
-    if (d.delimiter == d.quote || d.delimiter == d.escape || d.delimiter == d.comment) continue;
+    int clashes = d.delimiter == d.quote || d.delimiter == d.escape || d.delimiter == d.comment;
+    if (clashes) {  // its role off, to see whether it would be the delimiter
+      if (d.quote == d.delimiter) d.quote = 0;
+      if (d.escape == d.delimiter) d.escape = 0;
+      if (d.comment == d.delimiter) d.comment = 0;
+    }
     csv_rows_clear(&rows);
     int64_t pos = start, err = 0;
     enum csv_tok_status st =
@@ -71,11 +82,16 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
         consistent = 0;
       }
     }
-    if (consistent && k > 1 && k > best_k) {
+    if (!consistent || k <= 1) continue;
+    if (clashes && k > clash_k) {
+      clash_k = k;
+      *clash = d.delimiter;
+    } else if (!clashes && k > best_k) {
       best_k = k;
       *out = d.delimiter;
     }
   }
+  if (best_k > 1) *clash = 0;  // a delimiter that fits was found
   csv_rows_free(&rows);
   return 0;
 }
@@ -123,8 +139,10 @@ static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
   return 0;
 }
 
-static int fits(const char* format, const struct csv_nulls* nulls, const uint8_t* p,
-                int64_t n) {
+/// Whether value p[0, n) of the first row fits the type `format` the rows
+/// below gave its column (`below`: their inference).
+static int fits(const char* format, const struct csv_infer_state* below,
+                const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
   struct csv_infer_state s;
   csv_infer_init(&s, nulls);
   csv_infer_add(&s, p, n);
@@ -134,7 +152,9 @@ static int fits(const char* format, const struct csv_nulls* nulls, const uint8_t
   if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
   if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
   if (strncmp(format, "tt", 2) == 0) return strncmp(got, "tt", 2) == 0;
-  if (strcmp(format, "b") == 0 && n == 1 && (p[0] == '0' || p[0] == '1')) return 1;  // (an int alone)
+  // A 0 or 1 is a bool only in a column whose rows hold them too (a header
+  // 0,1,2 over true/false columns, as pandas writes, is still a header).
+  if (strcmp(format, "b") == 0 && n == 1 && (p[0] == '0' || p[0] == '1')) return below->any_bit;
   return strcmp(format, got) == 0;
 }
 
@@ -359,9 +379,22 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   l->dialect.impl = (uint8_t)o->impl;
   if (o->delimiter > 0) {
     l->dialect.delimiter = (uint8_t)o->delimiter;
-  } else if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc,
-                             &l->dialect.delimiter) != 0) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  } else {
+    uint8_t clash = 0;
+    if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc, &l->dialect.delimiter,
+                        &clash) != 0) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    }
+    if (clash != 0) {
+      return sl_error_set(error, EINVAL, "%s: the rows split at '%c' as at a delimiter, but it "
+                          "is the %s character; give delimiter= (or another %s)", a->name, clash,
+                          clash == l->dialect.quote    ? "quote"
+                          : clash == l->dialect.escape ? "escape"
+                                                       : "comment",
+                          clash == l->dialect.quote    ? "quote"
+                          : clash == l->dialect.escape ? "escape"
+                                                       : "comment");
+    }
   }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {
     return sl_error_set(error, EINVAL, "%s: the comment character is the delimiter '%c'; give "
@@ -425,7 +458,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
                       &p, &len) != 0) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
       }
-      if (a->rows.n_rows > 1 && !fits(f, &o->nulls, p, len)) all_fit = 0;
+      if (a->rows.n_rows > 1 && !fits(f, &a->states[c], &o->nulls, p, len)) all_fit = 0;
       if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
         struct csv_infer_state s;
         csv_infer_init(&s, &o->nulls);

@@ -260,6 +260,7 @@ struct csv_infer_state {
   int any_value;
   int any_zone;
   int any_nanos;      ///< a time or timestamp with digits past the microsecond
+  int any_bit;        ///< a 0 or 1 (a bool column that holds them takes them as bools)
 };
 
 void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
