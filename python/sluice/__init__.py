@@ -64,8 +64,8 @@ def _commas_to_bars(spec):
 
 
 def _options_string(options):
-    """{key: value} -> b"key=value,key=value" (booleans as true/false), as
-    os.fsencode gives it (a path in it, reader_schema=, need not be UTF-8)."""
+    """{key: value} -> b"key=value,key=value" (booleans as true/false), in
+    UTF-8 (a path in it, reader_schema=, need not be: its bytes are kept)."""
     parts = []
     for key, value in options.items():
         if value is None:
@@ -92,7 +92,9 @@ def _options_string(options):
             raise InvalidArgumentError(_errno.EINVAL, "option %s: its value %r would be read as "
                                        "more or less than one option (a comma separates "
                                        "options)" % (key, value))
-    return _os.fsencode(text)
+    # UTF-8 whatever the locale; a path's bytes that are not UTF-8 (os.fsdecode's
+    # surrogates) go back as they were.
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _option_comma(s):

@@ -565,3 +565,19 @@ def test_type_names_and_batch_rows_as_pyarrow_gives_them(typed):
     got = sluice.read(path.parent / "map.arrow")
     assert str(got.schema.field("m").type) == "map<string, int64>"
     assert got.batches[0].to_pylist() == m.to_pylist()
+
+
+def test_option_values_are_utf8_whatever_the_locale(tmp_path):
+    """Option values reach C as UTF-8 under any locale (they went in the
+    locale's encoding: ASCII failed, Latin-1 would not match the data)."""
+    import subprocess
+    import sys
+    path = tmp_path / "u.csv"
+    path.write_text("\u00e9,b\n1,x\n2,\u00f1\n", encoding="utf-8")
+    code = ("import sluice; print(ascii(sluice.read(%r, null_values=['\\u00f1']).to_pydict()))"
+            % str(path))
+    env = dict(os.environ, LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0")
+    run = subprocess.run([sys.executable, "-X", "utf8=0", "-c", code], capture_output=True,
+                         text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == ascii({"\u00e9": [1, 2], "b": ["x", None]})

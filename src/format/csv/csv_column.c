@@ -147,7 +147,9 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
     if (col->conv == CV_TIME) return "time64[ns]";
     return !zone_less(col) ? "timestamp[ns,UTC]" : "timestamp[ns]";
   }
-  if (w == CSV_WIDEN_BOOL) return "bool";
+  // bool holds a column of 0/1 with true/false, but whether the column's
+  // other numbers are all 0 or 1 is not known here: string holds either.
+  if (w == CSV_WIDEN_BOOL) return "string";
   if (w == CSV_WIDEN_TIMESTAMP) {  // the type that holds this value (a re-read may widen on)
     int64_t sec;
     int32_t ns;
