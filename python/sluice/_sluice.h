@@ -227,6 +227,9 @@ PyObject* sp_stream_capsule_from(struct ArrowArrayStream* moved);
 /// with TypeError for another type, ValueError for one that holds a NUL
 /// character (C would read it cut short there). `what` names it.
 const char* sp_c_string(PyObject* object, const char* what);
+/// sp_c_string of an optional argument into *out (None gives NULL): 0, or -1
+/// with an exception set.
+int sp_c_string_or_none(PyObject* object, const char* what, const char** out);
 
 /* ---- module functions defined outside _sluice_module.c -------------------- */
 

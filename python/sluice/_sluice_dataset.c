@@ -102,10 +102,8 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
                                    &union_by_name)) {
     return NULL;
   }
-  if ((options_text != Py_None &&
-       (format_options = sp_c_string(options_text, "format_options")) == NULL) ||
-      (ca_bundle_path != Py_None &&
-       (ca_bundle = sp_c_string(ca_bundle_path, "ca_bundle")) == NULL)) {
+  if (sp_c_string_or_none(options_text, "format_options", &format_options) != 0 ||
+      sp_c_string_or_none(ca_bundle_path, "ca_bundle", &ca_bundle) != 0) {
     return NULL;
   }
   struct sluice_s3_options s3;

@@ -57,6 +57,11 @@ const char* sp_c_string(PyObject* object, const char* what) {
   return text;
 }
 
+int sp_c_string_or_none(PyObject* object, const char* what, const char** out) {
+  *out = object == Py_None ? NULL : sp_c_string(object, what);
+  return object != Py_None && *out == NULL ? -1 : 0;
+}
+
 PyObject* sp_schema_capsule(const struct ArrowSchema* schema_to_copy) {
   struct ArrowSchema* copy = PyMem_RawMalloc(sizeof *copy);
   if (copy == NULL) return PyErr_NoMemory();

@@ -109,10 +109,8 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
                                    &max_rows_per_file)) {
     return -1;
   }
-  if ((options_text != Py_None &&
-       (format_options = sp_c_string(options_text, "format_options")) == NULL) ||
-      (ca_bundle_path != Py_None &&
-       (ca_bundle = sp_c_string(ca_bundle_path, "ca_bundle")) == NULL)) {
+  if (sp_c_string_or_none(options_text, "format_options", &format_options) != 0 ||
+      sp_c_string_or_none(ca_bundle_path, "ca_bundle", &ca_bundle) != 0) {
     return -1;
   }
   // partition_by: a list of str (checked by the caller); the names are

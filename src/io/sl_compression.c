@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "sl_source.h"
+
 int sl_name_ends_with(const char* name, size_t len, const char* suffix) {
   size_t n = strlen(suffix);
   if (n == 0 || n > len) return 0;
@@ -15,8 +17,7 @@ int sl_name_ends_with(const char* name, size_t len, const char* suffix) {
 }
 
 size_t sl_location_name_length(const char* location) {
-  int url = strncmp(location, "http://", 7) == 0 || strncmp(location, "https://", 8) == 0;
-  return url ? strcspn(location, "?#") : strlen(location);
+  return sl_location_is_http(location) ? strcspn(location, "?#") : strlen(location);
 }
 
 enum sl_compression sl_compression_for_name(const char* location) {

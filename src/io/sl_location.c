@@ -21,6 +21,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
 #include "sl_location.h"
+#include "sl_source.h"
 
 static int has_prefix(const char* s, const char* prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -86,7 +87,7 @@ static const char* segment_end(const char* p) {
 
 int sl_location_is_many(const char* location) {
   if (location == NULL || location[0] == '\0') return 0;
-  if (has_prefix(location, "http://") || has_prefix(location, "https://")) return 0;
+  if (sl_location_is_http(location)) return 0;
   size_t n = strlen(location);
   if (has_prefix(location, "s3://")) {
     return has_glob(location, location + n) || location[n - 1] == '/';

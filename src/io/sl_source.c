@@ -43,9 +43,12 @@ static int has_prefix(const char* s, const char* prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+int sl_location_is_http(const char* location) {
+  return location != NULL && (has_prefix(location, "http://") || has_prefix(location, "https://"));
+}
+
 int sl_location_is_remote(const char* location) {
-  return location != NULL && (has_prefix(location, "http://") || has_prefix(location, "https://") ||
-                              has_prefix(location, "s3://"));
+  return sl_location_is_http(location) || (location != NULL && has_prefix(location, "s3://"));
 }
 
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,
@@ -70,7 +73,7 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
   }
   struct sl_remote_options defaults = {0};
   if (remote == NULL) remote = &defaults;
-  if (has_prefix(location, "http://") || has_prefix(location, "https://")) {
+  if (sl_location_is_http(location)) {
     return sl_http_source_open(location, remote, alloc, out, error);
   }
   if (has_prefix(location, "s3://")) return sl_s3_source_open(location, remote, alloc, out, error);

@@ -117,6 +117,8 @@ static inline int sl_remote_cancelled(const struct sl_remote_options* remote) {
   return remote != NULL && remote->cancelled != NULL && remote->cancelled(remote->cancelled_user);
 }
 
+/// 1 for http:// and https:// URLs.
+int sl_location_is_http(const char* location);
 /// 1 for http://, https:// and s3:// locations (read through libcurl).
 int sl_location_is_remote(const char* location);
 

@@ -197,8 +197,8 @@ static int field_matches(const struct avro_node* r, int64_t j, const char* name)
 
 /// Each writer field's reader field (reader_of[k], -1: skipped): the one of
 /// its name, else the first that has it among its aliases; a reader field
-/// takes one writer field only (fastavro's choice: the name first), and
-/// one that takes none is filled with its default (taken[j] = 0).
+/// takes one writer field only (names first, as Java Avro resolves them per
+/// reader field), and one that takes none gets its default (taken[j] = 0).
 static void match_fields(const struct avro_node* w, const struct avro_node* r, int64_t* reader_of,
                          uint8_t* taken) {
   for (int64_t k = 0; k < w->n; ++k) {
@@ -223,16 +223,17 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
 static int resolve_record(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                           int32_t* out) {
   struct avro_program* p = c->p;
-  int64_t* reader_of = sl_calloc(p->alloc, (size_t)(w->n > 0 ? w->n : 1), sizeof *reader_of);
-  uint8_t* taken = sl_calloc(p->alloc, (size_t)(r->n > 0 ? r->n : 1), 1);
+  const size_t n_w = (size_t)(w->n > 0 ? w->n : 1), n_r = (size_t)(r->n > 0 ? r->n : 1);
+  int64_t* reader_of = sl_calloc(p->alloc, n_w, sizeof *reader_of);
+  uint8_t* taken = sl_calloc(p->alloc, n_r, 1);
   int rc = reader_of == NULL || taken == NULL ? sl_error_set(c->error, ENOMEM, "out of memory")
                                                : 0;
   if (rc == 0) {
     match_fields(w, r, reader_of, taken);
     rc = resolve_matched_record(c, w, r, reader_of, taken, out);
   }
-  if (reader_of != NULL) sl_free(p->alloc, reader_of, (size_t)(w->n > 0 ? w->n : 1) * sizeof *reader_of);
-  if (taken != NULL) sl_free(p->alloc, taken, (size_t)(r->n > 0 ? r->n : 1));
+  if (reader_of != NULL) sl_free(p->alloc, reader_of, n_w * sizeof *reader_of);
+  if (taken != NULL) sl_free(p->alloc, taken, n_r);
   return rc;
 }
 

@@ -255,7 +255,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     }
     case CV_BOOL: {
       int v;
-      *ok = (n == 1 && (p[0] == '0' || p[0] == '1')) || csv_parse_bool(p, n, &v);
+      *ok = csv_is_bit(p, n) || csv_parse_bool(p, n, &v);
       break;
     }
     case CV_DATE32: {
@@ -398,7 +398,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_BOOL:
       CSV_FOR_EACH_VALUE({
         int v;
-        if (n == 1 && (p[0] == '0' || p[0] == '1')) {
+        if (csv_is_bit(p, n)) {
           v = p[0] == '1';
         } else if (!csv_parse_bool(p, n, &v)) {
           return value_error(s, c, f, p, n, "cannot parse", error);

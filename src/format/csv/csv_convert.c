@@ -487,7 +487,7 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   int zone;
   // 0 and 1 are bools too (as the converter and pyarrow take them): a
   // column of only 0 and 1 stays int64 (csv_infer_format asks int first).
-  int bit = n == 1 && (p[0] == '0' || p[0] == '1');
+  int bit = csv_is_bit(p, n);
   s->any_bit |= bit;
   if ((s->can & CAN(CSV_KIND_BOOL)) && !bit && !csv_parse_bool(p, n, &b)) {
     s->can &= ~CAN(CSV_KIND_BOOL);

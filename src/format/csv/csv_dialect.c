@@ -154,7 +154,7 @@ static int fits(const char* format, const struct csv_infer_state* below,
   if (strncmp(format, "tt", 2) == 0) return strncmp(got, "tt", 2) == 0;
   // A 0 or 1 is a bool only in a column whose rows hold them too (a header
   // 0,1,2 over true/false columns, as pandas writes, is still a header).
-  if (strcmp(format, "b") == 0 && n == 1 && (p[0] == '0' || p[0] == '1')) return below->any_bit;
+  if (strcmp(format, "b") == 0 && csv_is_bit(p, n)) return below->any_bit;
   return strcmp(format, got) == 0;
 }
 
@@ -386,14 +386,12 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
       return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
     }
     if (clash != 0) {
+      const char* role = clash == l->dialect.quote    ? "quote"
+                         : clash == l->dialect.escape ? "escape"
+                                                      : "comment";
       return sl_error_set(error, EINVAL, "%s: the rows split at '%c' as at a delimiter, but it "
                           "is the %s character; give delimiter= (or another %s)", a->name, clash,
-                          clash == l->dialect.quote    ? "quote"
-                          : clash == l->dialect.escape ? "escape"
-                                                       : "comment",
-                          clash == l->dialect.quote    ? "quote"
-                          : clash == l->dialect.escape ? "escape"
-                                                       : "comment");
+                          role, role);
     }
   }
   if (l->dialect.comment != 0 && l->dialect.comment == l->dialect.delimiter) {

@@ -110,6 +110,11 @@ static inline void csv_rows_clear(struct csv_rows* r) {
 }
 void csv_rows_free(struct csv_rows* r);
 
+/// Whether p[0, n) is "0" or "1": an int, and a bool too (as pyarrow takes it).
+static inline int csv_is_bit(const uint8_t* p, int64_t n) {
+  return n == 1 && (p[0] == '0' || p[0] == '1');
+}
+
 enum csv_tok_status {
   CSV_TOK_OK = 0,
   CSV_TOK_ENOMEM,
