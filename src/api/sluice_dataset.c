@@ -816,6 +816,14 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
   return 0;
 }
 
+/// A failed write's message, led by the file or object it was writing
+/// unless it names it already (the sink's own errors do).
+static int name_destination(const char* location, struct sluice_error* error) {
+  if (error == NULL) return EIO;
+  if (strncmp(error->message, location, strlen(location)) == 0) return error->code;
+  return sl_error_prefix(error, "%s", location);
+}
+
 /// sluice_write to one file or object: written, then committed.
 static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                       const char* location, const struct sluice_write_options* options,
@@ -827,9 +835,10 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
   int rc = writer->write(stream, sink, args, error);
   if (rc != 0) {
     sl_sink_abort(sink);
-    return rc;
+    return name_destination(location, error);
   }
-  return sl_sink_commit(sink, error);
+  rc = sl_sink_commit(sink, error);
+  return rc != 0 ? name_destination(location, error) : 0;
 }
 
 int sluice_write(struct ArrowArrayStream* stream, const char* location,

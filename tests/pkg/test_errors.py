@@ -1,5 +1,6 @@
 """Failures raise the sluice.Error subclass for the C library's error code,
 with its message, and also the built-in exception that fits."""
+import re
 import time
 
 import pyarrow as pa
@@ -95,6 +96,25 @@ def test_write_errors(tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(TypeError):
         sluice.write(object(), tmp_path / "x.arrow")
+
+
+@pytest.mark.parametrize("name,options,says", [
+    ("x.parquet", {"compression": "nope"}, "unknown Parquet compression 'nope'"),
+    ("x.avro", {"codec": "nope"}, r"unsupported Avro codec 'nope' \(known: null, deflate"),
+    ("x.avro", {"compression": "lz4"}, "unsupported Avro codec 'lz4'"),
+    ("x.csv", {"codec": "gzip"}, "unknown CSV write option 'codec'"),
+    ("x.arrow", {"level": "3"}, "unknown Arrow IPC write option 'level'"),
+])
+def test_write_option_errors_name_the_file(tmp_path, name, options, says):
+    """A mistaken write option is an InvalidArgumentError (not a format or
+    support error, as the same codec name met in a file's header is) whose
+    message starts with the file being written; nothing is left behind."""
+    dst = tmp_path / name
+    with pytest.raises(sluice.InvalidArgumentError) as e:
+        sluice.write(pa.table({"a": [1, 2]}), dst, **options)
+    assert str(e.value).startswith(f"{dst}: ")
+    assert re.search(says, str(e.value))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_errors_pickle():

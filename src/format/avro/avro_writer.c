@@ -1052,6 +1052,19 @@ static int hexval(char c) {
   return -1;
 }
 
+
+/// A codec named in the write options: an unknown name is the caller's
+/// mistake (EINVAL), where in a file's header it is a codec not supported.
+static int writer_codec(const char* name, size_t n, enum avro_codec* out,
+                        struct sluice_error* error) {
+  if (avro_codec_from_name(name, n, out, error) == 0) return 0;
+  if (error == NULL) return EINVAL;
+  char why[sizeof error->message];
+  memcpy(why, error->message, sizeof why);
+  why[sizeof why - 1] = '\0';
+  return sl_error_set(error, EINVAL, "%.400s (known: null, deflate, snappy, zstandard, bzip2, xz)",
+                      why);
+}
 static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   ctx->codec = AVRO_CODEC_NULL;
   ctx->level = -1;
@@ -1062,14 +1075,14 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
   int more;
   while ((more = sl_option_next(&options, &o)) != 0) {
     if (more < 0) {
-      return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (keys: codec, level, block_size, sync)",
+      return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (known: codec, level, block_size, sync)",
                           (int)o.key_len, o.key);
     }
     size_t vn = o.value_len;
     const char* v = o.value;
     int64_t number;
     if (sl_option_is(&o, "codec")) {
-      SL_RETURN_NOT_OK(avro_codec_from_name(v, vn, &ctx->codec, error));
+      SL_RETURN_NOT_OK(writer_codec(v, vn, &ctx->codec, error));
       have_codec = 1;
     } else if (sl_option_is(&o, "level")) {
       if (sl_parse_int64(v, vn, 0, 22, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
@@ -1086,12 +1099,12 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       }
       ctx->have_sync = 1;
     } else {
-      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (keys: codec, level, block_size, sync)", (int)o.key_len, o.key);
+      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (known: codec, level, block_size, sync)", (int)o.key_len, o.key);
     }
   }
   if (!have_codec && args->compression != NULL && strcmp(args->compression, "none") != 0) {
     const char* c = strcmp(args->compression, "zstd") == 0 ? "zstandard" : args->compression;
-    SL_RETURN_NOT_OK(avro_codec_from_name(c, strlen(c), &ctx->codec, error));
+    SL_RETURN_NOT_OK(writer_codec(c, strlen(c), &ctx->codec, error));
   }
   return 0;
 }

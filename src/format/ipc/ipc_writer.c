@@ -74,7 +74,7 @@ static int parse_write_options(const char* text, enum ipc_codec* codec,
       SL_RETURN_NOT_OK(parse_codec(name, codec, error));
       continue;
     }
-    return sl_error_set(error, EINVAL, "arrow ipc writer: unknown option '%.*s' (known: "
+    return sl_error_set(error, EINVAL, "unknown Arrow IPC write option '%.*s' (known: "
                         "compression)", (int)item.key_len, item.key);
   }
   return 0;

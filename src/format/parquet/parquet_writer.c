@@ -182,7 +182,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       SL_RETURN_NOT_OK(parse_int("threads", v, vn, 1, PQW_MAX_THREADS, &x, error));
       o->threads = (int)x;
     } else {
-      return sl_error_set(error, EINVAL, "unknown Parquet write option '%.*s' (keys: compression, "
+      return sl_error_set(error, EINVAL, "unknown Parquet write option '%.*s' (known: compression, "
                           "compression_level, row_group_size, page_size, "
                           "dictionary_page_size_limit, data_page_version, dictionary, "
                           "write_statistics, bloom_filters, bloom_filter_fpp, threads)",

@@ -116,7 +116,7 @@ int pq_codec_from_name(const char* name, enum pq_codec* out, struct sluice_error
         return 0;
       }
   }
-  return sl_error_set(error, EILSEQ,
+  return sl_error_set(error, EINVAL,
                       "unknown Parquet compression '%.64s' (none, snappy, gzip, brotli, zstd, lz4, lz4_raw)",
                       name ? name : "(null)");
 }

@@ -122,7 +122,7 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
   int more;
   while ((more = sl_option_next(&text, &item)) != 0) {
     if (more < 0) {
-      return sl_error_set(error, EINVAL, "CSV write option '%.*s': expected key=value (keys: "
+      return sl_error_set(error, EINVAL, "CSV write option '%.*s': expected key=value (known: "
                           CSV_KNOWN_KEYS ")", (int)item.key_len, item.key);
     }
     const char* s = item.key;
