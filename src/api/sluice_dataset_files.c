@@ -872,8 +872,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   int rc = sl_parallel_for((int64_t)names->n, FILES_OPEN_THREADS, open_object, &job, NULL, error);
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     struct files_part* p = &f->parts[i];
-    int schema_only = f->hive.none_match || (f->hive.schema_only != NULL && f->hive.schema_only[i]);
-    if (schema_only && p->n_splits > 0) {  // kept for its columns only: no rows
+    if (sl_files_reader_object_excluded(f, i) && p->n_splits > 0) {  // kept for its columns only: no rows
       sl_free(f->alloc, p->splits, (size_t)p->n_splits * sizeof *p->splits);
       p->splits = NULL;
       p->n_splits = 0;
@@ -918,6 +917,11 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
   const struct sl_files_reader* f = reader;
   *format = f->format;
   return f->n_parts;
+}
+
+int sl_files_reader_object_excluded(void* reader, int64_t object) {
+  const struct sl_files_reader* f = reader;
+  return f->hive.none_match || (f->hive.schema_only != NULL && f->hive.schema_only[object]);
 }
 
 int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* columns,

@@ -45,6 +45,10 @@ int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* r
 /// statistics sl_files_reader_object_stats gives. Otherwise 0.
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format);
+/// 1 when object `object` is kept for its columns only (the partition
+/// filter refused it): a scan reads none of its rows, so neither do
+/// statistics. Otherwise 0.
+int sl_files_reader_object_excluded(void* reader, int64_t object);
 /// Object `object`'s stored statistics, as the real format's stored_stats
 /// hook gives them, `columns` being the dataset's: the object answers for
 /// its own columns, the partition columns are its constant values.

@@ -195,6 +195,7 @@ int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* 
   for (int64_t c = 0; c < n; ++c) merged[c].bounds = 1;
   int rc = 0;
   for (int64_t o = 0; rc == 0 && o < objects; ++o) {
+    if (many && sl_files_reader_object_excluded(args.reader, o)) continue;  // no rows scanned
     rc = stored_object(format, args.reader, o, &args, row, merged, many, alloc, error);
   }
   for (int64_t c = 0; rc == 0 && c < n; ++c) {

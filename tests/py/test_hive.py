@@ -210,6 +210,30 @@ def test_partition_filters_match_pyarrow_and_duckdb(sluice, pq_dataset, text, py
     assert sorted(keep) == sorted(got.column("id").to_pylist())
 
 
+@pytest.mark.parametrize("text,where", [
+    ("year=1999", "year = 1999"),
+    ("year>=2021", "year >= 2021"),
+    ("city=Paris", "city = 'Paris'"),
+])
+@pytest.mark.parametrize("union", [[], ["--union-by-name"]])
+def test_stats_from_footers_count_only_objects_the_partitions_keep(sluice, pq_dataset, text,
+                                                                 where, union):
+    """Footer statistics over a partition filter are those of the objects it
+    keeps, as DuckDB's aggregates are: a refused object (kept only for its
+    columns) adds no rows, also when none passes."""
+    res = sluice.run("stats", pq_dataset, "--json", "-c", "id,amount,year", "--partitions", text,
+                     *union)
+    got = {s["name"]: s for s in json.loads(res.stdout)}
+    count, lo, hi, ylo, yhi = duckdb.sql(
+        f"select count(*), min(id), max(id), min(year), max(year) from read_parquet("
+        f"'{pq_dataset}/**/*.parquet', hive_partitioning=true) where {where}").fetchall()[0]
+    assert got["id"]["count"] == count
+    assert got["id"].get("min") == (None if count == 0 else str(lo))
+    assert got["id"].get("max") == (None if count == 0 else str(hi))
+    assert got["year"].get("max") == (None if count == 0 else str(yhi))
+    assert got["year"].get("min") == (None if count == 0 else str(ylo))
+
+
 def test_partition_filter_errors(sluice, pq_dataset, tmp_path):
     err = sluice.expect_error("cat", pq_dataset, "--partitions", "yr=1").stderr.decode()
     assert "'yr' is not a partition key" in err and "year, city" in err
