@@ -93,8 +93,8 @@ def insert_types(session) -> None:
     session.execute(f"INSERT INTO {KS}.types (id, t_udt) VALUES (1, {{x: 1.5, y: -2, label: 'p'}})")
     session.execute(f"INSERT INTO {KS}.types (id, t_udt) VALUES (2, {{x: 0, y: 0}})")
     # An empty value (zero bytes, which CQL allows for most types) reads as null.
-    session.execute(f"INSERT INTO {KS}.types (id, t_int, t_double) VALUES (5, blobAsInt(0x), "
-                    "blobAsDouble(0x))")
+    session.execute(f"INSERT INTO {KS}.types (id, t_int, t_double, t_inet) VALUES (5, "
+                    "blobAsInt(0x), blobAsDouble(0x), blobAsInet(0x))")
 
 
 def same_float(a, b) -> bool:

@@ -360,6 +360,7 @@ int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8
   switch (t->id) {
     case CQL_INET: {
       char text[INET6_ADDRSTRLEN];
+      if (n == 0) return sl_builder_append_null(b);  // as the drivers read it
       if ((n != 4 && n != 16) ||
           inet_ntop(n == 4 ? AF_INET : AF_INET6, v, text, sizeof text) == NULL) {
         *why = "an inet value that is neither 4 nor 16 bytes";
