@@ -582,7 +582,14 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
     from ._pandas import batches_to_pandas
     if limit is not None:
         ordered = True
+    _scan = dict(_scan or {})
+    planned = _scan.pop("planned_splits", None)  # sluice.dask: the plan its graph was built on
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    if planned is not None and ds.num_splits != planned:
+        now = ds.num_splits
+        ds.close()
+        raise SourceError(0, "%s: %d splits now, %d when the dask graph was built: the source "
+                          "changed (objects added, removed or rewritten)" % (src, now, planned))
 
     def read_once():
         if gatherable(ds.schema()) is not None:

@@ -323,17 +323,25 @@ def _epoch_values(ints, kind, unit, tz):
 
 
 def _zone(tz):
-    if tz in ("UTC", "Z", "+00:00", "utc"):
+    """An Arrow time zone string as a tzinfo: "UTC", a "+HH:MM" offset or an
+    IANA name (the Arrow spec's forms). Anything else is a ValueError, as in
+    pyarrow: a guess would shift every value silently."""
+    if tz in ("UTC", "+00:00", "-00:00"):
         return _dt.timezone.utc
-    if tz[:1] in "+-" and len(tz) >= 5:
-        sign = -1 if tz[0] == "-" else 1
-        hours, _, minutes = tz[1:].partition(":")
-        return _dt.timezone(sign * _dt.timedelta(hours=int(hours), minutes=int(minutes or 0)))
+    if len(tz) == 6 and tz[0] in "+-" and tz[3] == ":" and (tz[1:3] + tz[4:]).isdigit() \
+            and tz[1:3].isascii() and tz[4:].isascii():
+        hours, minutes = int(tz[1:3]), int(tz[4:])
+        if hours < 24 and minutes < 60:
+            sign = -1 if tz[0] == "-" else 1
+            return _dt.timezone(sign * _dt.timedelta(hours=hours, minutes=minutes))
     try:
         import zoneinfo
         return zoneinfo.ZoneInfo(tz)
-    except Exception:  # Python 3.8 or an unknown zone: keep UTC
-        return _dt.timezone.utc
+    except ImportError:  # Python 3.8: no zone database to ask
+        raise ValueError("time zone %r needs Python 3.9's zoneinfo" % tz) from None
+    except Exception:
+        raise ValueError("unknown time zone %r (Arrow takes an IANA name or +HH:MM)"
+                         % tz) from None
 
 
 def node_to_pylist(node):
@@ -432,6 +440,9 @@ class MonthDayNano(tuple):
 
     def __repr__(self):
         return "MonthDayNano(months=%d, days=%d, nanoseconds=%d)" % self
+
+    def __getnewargs__(self):  # pickle (dask, multiprocessing): a tuple subclass's __new__ args
+        return tuple(self)
 
 
 def _interval_values(node, fmt):

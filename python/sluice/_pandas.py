@@ -8,6 +8,8 @@ once) when it has several. Columns with nulls become pandas' nullable arrays
 (Int64, Float64, boolean) from values + mask; strings pandas' string dtype;
 timestamps keep their zone; dictionaries become Categoricals.
 """
+import datetime as _dt
+
 from ._arrow import Node, node_to_pylist, _PRIMITIVES, _zone
 
 _NUMPY_CODES = {"c": "i1", "C": "u1", "s": "i2", "S": "u2", "i": "i4", "I": "u4", "l": "i8",
@@ -118,6 +120,20 @@ def _temporal(nodes, t):
     return _temporal_finish(raw, mask, t)
 
 
+def _check_whole_microseconds(nodes):
+    """time64[ns] becomes datetime.time, which stops at microseconds: as in
+    pyarrow's to_pandas, a value with nanoseconds is an error, not cut off."""
+    for nd in nodes:
+        raw = _values(nd, "i8", 8)
+        mask = _mask(nd)
+        bad = (raw % 1000) != 0
+        if mask is not None:
+            bad &= ~mask
+        if bad.any():
+            raise ValueError("time value %d ns has non-zero nanoseconds, which "
+                             "datetime.time cannot hold" % int(raw[bad.argmax()]))
+
+
 def _temporal_finish(raw, mask, t):
     """raw: int64 values (writable when there is a mask)."""
     np, pd = _np(), _pd()
@@ -126,12 +142,14 @@ def _temporal_finish(raw, mask, t):
     unit = t.unit
     values = raw.view(("datetime64[%s]" if t.kind == "timestamp" else "timedelta64[%s]") % unit)
     if t.kind == "timestamp" and t.tz:
+        zone = _zone(t.tz)  # refuses what is not a zone, as pyarrow does
         index = pd.DatetimeIndex(values).tz_localize("UTC")
-        try:
-            index = index.tz_convert(t.tz)
-        except Exception:
-            index = index.tz_convert(_zone(t.tz))
-        return index.array
+        if t.tz == "UTC" or not isinstance(zone, _dt.timezone):
+            try:  # by name: the zone object pandas itself makes for it
+                return index.tz_convert(t.tz).array
+            except Exception:
+                pass
+        return index.tz_convert(zone).array
     return values
 
 
@@ -282,6 +300,8 @@ def _column(nodes, t):
         return _bools(nodes)
     if k in ("timestamp", "duration"):
         return _temporal(nodes, t)
+    if k == "time64" and t.unit == "ns":
+        _check_whole_microseconds(nodes)
     if k in ("string", "large_string"):
         pa = _arrow_for_strings()
         if pa is not None:
@@ -608,6 +628,33 @@ def dataframe_to_batch(df, make_batch):
     return make_batch(fields, n, columns)
 
 
+def _zone_name(tz):
+    """A pandas column's tzinfo as Arrow spells a zone: its IANA name
+    (zoneinfo, pytz, dateutil), "UTC" or "+HH:MM" (as pyarrow writes them; str()
+    gives "UTC+05:30" or a file path, which no reader takes)."""
+    for attr in ("key", "zone"):  # zoneinfo, pytz
+        name = getattr(tz, attr, None)
+        if isinstance(name, str):
+            return name
+    path = getattr(tz, "_filename", None)  # dateutil's tzfile
+    if isinstance(path, str) and "zoneinfo/" in path:
+        return path.split("zoneinfo/", 1)[1]
+    if type(tz).__name__ == "tzutc":
+        return "UTC"
+    try:  # a fixed offset (datetime.timezone, pytz's FixedOffset) has one for any time
+        offset = tz.utcoffset(None)
+    except Exception:
+        offset = None
+    if isinstance(offset, _dt.timedelta):
+        if offset == _dt.timedelta(0):
+            return "UTC"
+        minutes, seconds = divmod(int(offset.total_seconds()), 60)
+        if seconds == 0:
+            sign = "-" if minutes < 0 else "+"
+            return "%s%02d:%02d" % (sign, abs(minutes) // 60, abs(minutes) % 60)
+    raise TypeError("cannot name time zone %r as Arrow does (an IANA name or +HH:MM)" % (tz,))
+
+
 def _series_buffers(np, pd, s):
     dtype = s.dtype
     n = len(s)
@@ -615,8 +662,9 @@ def _series_buffers(np, pd, s):
         target = dtype.categories.dtype
         if target.kind in "iub" and s.isna().any():
             # int categories with missing values: the nullable dtype holds them
-            target = pd.api.types.pandas_dtype(target.name.capitalize()
-                                               if target.kind != "b" else "boolean")
+            nullable = {"b": "boolean", "i": "Int", "u": "UInt"}[target.kind]
+            target = pd.api.types.pandas_dtype(nullable + target.name.lstrip("uint")
+                                               if target.kind != "b" else nullable)
         s = s.astype(target if target != object else object)
         dtype = s.dtype
     if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
@@ -632,7 +680,7 @@ def _series_buffers(np, pd, s):
         unit = dtype.unit
         raw = s.array.asi8 if hasattr(s.array, "asi8") else s.values.view("i8")
         mask = s.isna().to_numpy()
-        fmt = "ts%s:%s" % (_UNIT_CODES[unit], str(dtype.tz))
+        fmt = "ts%s:%s" % (_UNIT_CODES[unit], _zone_name(dtype.tz))
         return _fixed(np, fmt, np.asarray(raw, dtype="i8"), mask)
     if dtype.kind in "iuf":
         values = s.to_numpy()

@@ -19,14 +19,31 @@ class _ReadSplits:
     """The task of one partition: splits [first, first + count) as pandas.
     A plain class so that it pickles to worker processes."""
 
-    def __init__(self, src, options):
+    def __init__(self, src, options, planned_splits):
         self.src = src
         self.options = options
+        self.planned_splits = planned_splits
 
     def __call__(self, split_range):
         first, count = split_range
-        return read_pandas(self.src, _scan={"first_split": first, "num_splits": count},
-                           _refine=False, **self.options)
+        # A source that no longer plans the graph's splits (a file added to a
+        # glob) is an error: its split numbers would name other rows.
+        scan = {"first_split": first, "num_splits": count, "planned_splits": self.planned_splits}
+        return read_pandas(self.src, _scan=scan, _refine=False, **self.options)
+
+
+def _absolute(src):
+    """Local paths made absolute here: a worker's working directory is not
+    the caller's."""
+    if isinstance(src, (list, tuple)):
+        return [_absolute(s) for s in src]
+    if hasattr(src, "__fspath__"):
+        src = os.fspath(src)
+    if isinstance(src, str) and "://" not in src and src != "-":
+        return os.path.abspath(src)
+    if isinstance(src, str) and src.startswith("file://") and not src.startswith("file:///"):
+        return "file://" + os.path.abspath(src[len("file://"):])
+    return src
 
 
 def _split_ranges(n, splits_per_partition, npartitions):
@@ -66,11 +83,11 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
     options = dict(format_options)
     options.update(format=format, columns=columns, threads=threads, batch_rows=batch_rows,
                    memory=memory)
-    src = os.fspath(src) if hasattr(src, "__fspath__") else src
+    src = _absolute(src)
     ranges = _split_ranges(n, splits_per_partition, npartitions)
     # The dtypes are to_pandas's (strings already a string dtype); dask's
     # conversion of object columns to strings would decode binary as text.
     import dask
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(_ReadSplits(src, options), ranges, meta=meta,
+        return dd.from_map(_ReadSplits(src, options, n), ranges, meta=meta,
                            enforce_metadata=False, label="sluice-read")

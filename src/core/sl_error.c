@@ -25,15 +25,22 @@ int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) {
   char old[sizeof error->message];
   memcpy(old, error->message, sizeof old);
   old[sizeof old - 1] = '\0';
-  // Concatenate by hand: "prefix: old", truncated to the message size.
-  size_t cap = sizeof error->message - 1, n = 0;
-  for (const char* parts[3] = {prefix, ": ", old}, **p = parts; p < parts + 3; ++p) {
-    size_t len = strlen(*p);
-    if (len > cap - n) len = cap - n;
-    memcpy(error->message + n, *p, len);
-    n += len;
+  // "prefix: old". An old message too long for what is left keeps its start
+  // and its end around " [...] ": the end may be what a caller tells the
+  // error by (a Python traceback's last line, as sl_input_error keeps it).
+  static const char cut[] = " [...] ";
+  size_t cap = sizeof error->message - 1, plen = strlen(prefix), olen = strlen(old);
+  size_t room = cap - plen - 2;  // plen < 512 < cap - 2
+  const char* tail = old + olen;
+  size_t head = olen;
+  if (olen > room) {
+    head = (room - (sizeof cut - 1)) / 4;
+    while (head > 0 && ((unsigned char)old[head] & 0xC0) == 0x80) --head;  // whole characters
+    tail = old + olen - (room - (sizeof cut - 1) - head);
+    while (((unsigned char)*tail & 0xC0) == 0x80) ++tail;
   }
-  error->message[n] = '\0';
+  snprintf(error->message, sizeof error->message, "%s: %.*s%s%s", prefix, (int)head, old,
+           olen > room ? cut : "", olen > room ? tail : "");
   return error->code;
 }
 

@@ -955,6 +955,30 @@ static void test_parallel_for_reports_the_first_failure_in_order(void** state) {
   assert_int_equal(ok, 0);
 }
 
+/// sl_error_prefix: "prefix: message"; a message too long for what the
+/// prefix leaves keeps its start and its end (a caller may tell the error by
+/// its last line), cut between whole UTF-8 characters.
+static void test_error_prefix_keeps_both_ends(void** state) {
+  (void)state;
+  struct sluice_error e;
+  sl_error_set(&e, EINVAL, "short");
+  assert_int_equal(sl_error_prefix(&e, "%s", "dst.parquet"), EINVAL);
+  assert_string_equal(e.message, "dst.parquet: short");
+  char longer[2000];
+  size_t at = 0;
+  while (at < 1500) at += (size_t)snprintf(longer + at, sizeof longer - at, "\xc3\xa9line %zu\n", at);
+  snprintf(longer + at, sizeof longer - at, "KeyboardInterrupt");
+  sl_error_set(&e, EIO, "%s", longer);  // itself cut at the message size, its end lost
+  snprintf(e.message + sizeof e.message - 1 - 18, 19, "\nKeyboardInterrupt");
+  assert_int_equal(sl_error_prefix(&e, "%s", "/a/rather/long/destination/path/out.parquet"), EIO);
+  assert_int_equal(strncmp(e.message, "/a/rather/long/destination/path/out.parquet: \xc3\xa9line 0\n", 54), 0);
+  size_t n = strlen(e.message);
+  assert_true(n <= sizeof e.message - 1);
+  assert_string_equal(e.message + n - 18, "\nKeyboardInterrupt");
+  assert_non_null(strstr(e.message, " [...] "));
+  assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -976,6 +1000,7 @@ int main(void) {
       cmocka_unit_test(test_cores_follow_cgroup_v1_quota),
       cmocka_unit_test(test_utf8_against_reference),
       cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
+      cmocka_unit_test(test_error_prefix_keeps_both_ends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

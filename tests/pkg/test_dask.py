@@ -143,3 +143,21 @@ def test_binary_and_list_columns_stay_bytes_and_lists(cluster, tmp_path):
     assert got.b.tolist() == t.column("b").to_pylist()
     assert [None if v is None else list(v) for v in got.l] == t.column("l").to_pylist()
     assert got.s.astype(object).where(got.s.notna(), None).tolist() == t.column("s").to_pylist()
+
+
+def test_source_changed_after_the_graph_is_an_error(cluster, tmp_path, monkeypatch):
+    """A glob that gains a file between building the graph and computing it
+    plans other splits: an error, where the tasks read shifted split numbers
+    (rows lost silently). A relative path is made absolute when the graph is
+    built, so a worker (or the caller) in another directory reads the same."""
+    import pyarrow.parquet as pq
+    for i in range(4):
+        pq.write_table(pa.table({"k": pa.array(range(i * 100, i * 100 + 100))}),
+                       tmp_path / f"b{i}.parquet", row_group_size=20)
+    monkeypatch.chdir(tmp_path)
+    ddf = sluice.dask.read("b*.parquet", splits_per_partition=1)
+    monkeypatch.chdir("/")
+    assert sorted(ddf.compute()["k"].tolist()) == list(range(400))
+    pq.write_table(pa.table({"k": [-1, -2]}), tmp_path / "b_added.parquet")
+    with pytest.raises(sluice.SourceError, match="splits now"):
+        ddf.compute()

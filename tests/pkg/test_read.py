@@ -2,6 +2,7 @@
 fastavro) reads from the same file; options: columns, limit, batch_rows,
 threads, format options."""
 import os
+import re
 
 import fastavro
 import pyarrow as pa
@@ -581,3 +582,41 @@ def test_option_values_are_utf8_whatever_the_locale(tmp_path):
                          text=True, env=env)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == ascii({"\u00e9": [1, 2], "b": ["x", None]})
+
+
+def test_zones_outside_the_arrow_spec_are_refused_as_pyarrow_does():
+    """A zone that is neither an IANA name nor +HH:MM is an error in
+    to_pandas and to_pylist, as in pyarrow (it was taken for UTC, and +0530 for
+    +05:00, shifting every value); the spec's forms convert as pyarrow's do."""
+    for tz in ["+0530", "Z", "utc", "Bogus/Zone", "+05"]:
+        t = sluice.Table.from_arrow(pa.table({"t": pa.array([0], pa.timestamp("s", tz))}))
+        with pytest.raises(ValueError):
+            pa.table({"t": pa.array([0], pa.timestamp("s", tz))}).to_pandas()
+        with pytest.raises(ValueError, match=re.escape(repr(tz))):
+            t.to_pandas()
+        with pytest.raises(ValueError, match=re.escape(repr(tz))):
+            t.to_pydict()
+    for tz in ["+05:30", "-03:00", "UTC", "Europe/Paris"]:
+        peer = pa.table({"t": pa.array([0, 1_700_000_000], pa.timestamp("s", tz))})
+        t = sluice.Table.from_arrow(peer)
+        assert t.to_pandas()["t"].tolist() == peer.to_pandas()["t"].tolist()
+        assert t.to_pydict() == peer.to_pydict()
+
+
+def test_time_nanoseconds_and_interval_pickling():
+    """time64[ns] with nanoseconds is an error in to_pandas as in pyarrow's
+    (datetime.time would cut them off); month_day_nano values pickle (dask
+    ships them)."""
+    import pickle
+    peer = pa.table({"t": pa.array([None, 1001], pa.time64("ns"))})
+    with pytest.raises(ValueError):
+        peer.to_pandas()
+    with pytest.raises(ValueError, match="1001"):
+        sluice.Table.from_arrow(peer).to_pandas()
+    whole = pa.table({"t": pa.array([5_000, None], pa.time64("ns"))})
+    assert sluice.Table.from_arrow(whole).to_pandas()["t"].tolist() == \
+        whole.to_pandas()["t"].tolist()
+    mdn = pa.table({"m": pa.array([pa.MonthDayNano([1, -2, 3])])})
+    value = sluice.Table.from_arrow(mdn).to_pydict()["m"][0]
+    again = pickle.loads(pickle.dumps(value))
+    assert again == value and type(again) is type(value) and again.nanoseconds == 3

@@ -460,3 +460,44 @@ def test_csv_of_rows_without_columns_is_refused(tmp_path):
     sluice.write(t, tmp_path / "x.arrow")
     assert pa.ipc.open_file(str(tmp_path / "x.arrow")).read_all().num_rows == 3
     sluice.write(t.slice(0, 0), tmp_path / "none.csv")  # no rows: nothing lost
+
+
+def test_pandas_zones_and_unsigned_categories_without_pyarrow(tmp_path):
+    """Without pyarrow, a zoned column's zone is written as pyarrow's
+    from_pandas spells it (an IANA name from zoneinfo or dateutil, "UTC",
+    "+HH:MM"; str() gave "UTC+05:30" and a file path, which readers refused or
+    took as UTC), and an unsigned categorical with missing values writes
+    (its nullable dtype is UInt8, not "Uint8")."""
+    import datetime
+    import zoneinfo
+    import dateutil.tz
+    zones = {
+        "fixed": "datetime.timezone(datetime.timedelta(hours=5, minutes=30))",
+        "west": "datetime.timezone(-datetime.timedelta(hours=3))",
+        "dateutil": "dateutil.tz.gettz('Europe/Paris')",
+        "dateutil_utc": "dateutil.tz.tzutc()",
+        "zoneinfo": "zoneinfo.ZoneInfo('America/New_York')",
+        "utc": "datetime.timezone.utc",
+    }
+    out = tmp_path / "zones.parquet"
+    frame = ", ".join(f"{k!r}: pd.date_range('2021-03-28', periods=48, freq='h', tz={v})"
+                      for k, v in zones.items())
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import datetime, zoneinfo, dateutil.tz, pandas as pd, sluice
+df = pd.DataFrame({{{frame}}})
+df["c"] = pd.Categorical([1, None] * 24, categories=pd.Index([1, 2], dtype="uint8"))
+sluice.write(df, {str(out)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    back = pq.read_table(out)
+    want = pa.Table.from_pandas(pd.DataFrame({
+        k: pd.date_range("2021-03-28", periods=48, freq="h", tz=eval(v, {"datetime": datetime, "zoneinfo": zoneinfo, "dateutil": dateutil}))
+        for k, v in zones.items()}), preserve_index=False)
+    for name in zones:
+        assert back.schema.field(name).type.tz == want.schema.field(name).type.tz, name
+        assert back.column(name).cast(want.schema.field(name).type).equals(want.column(name))
+    assert back.column("c").to_pylist() == [1, None] * 24
+    assert back.schema.field("c").type == pa.uint8()
