@@ -9,6 +9,7 @@
 #include "../core/sl_array.h"
 #include "../core/sl_error.h"
 #include "../core/sl_row_filter.h"
+#include "../core/sl_utf8.h"
 #include "../core/sl_value_text.h"
 #include "../core/sl_value_tz.h"
 
@@ -90,7 +91,12 @@ struct detect_ctx {
   int64_t key;
   uint8_t* seen;  ///< n_keys flags: the keys the current object named so far
   int mismatch;
+  int not_utf8;  ///< a key or value is not UTF-8 once decoded
 };
+
+static int is_utf8(const char* s) {
+  return sl_utf8_invalid_at((const uint8_t*)s, (int64_t)strlen(s)) < 0;
+}
 
 /// Object 0 names the keys; every later object must have the same ones,
 /// in any order (a=1/b=2 and b=3/a=4 are matched by name, as DuckDB does).
@@ -101,6 +107,11 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   int64_t k = c->key++;
   char* name = sl_percent_decoded(key, key_len, c->alloc);
   if (name == NULL) return ENOMEM;
+  if (!is_utf8(name)) {  // refused, as pyarrow and DuckDB do: no string column holds it
+    sl_free(c->alloc, name, strlen(name) + 1);
+    c->not_utf8 = 1;
+    return EILSEQ;
+  }
   if (c->object == 0) {
     h->keys[k] = name;
     for (int64_t j = 0; j < k; ++j) {
@@ -122,6 +133,11 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
   char* text = sl_percent_decoded(value, value_len, c->alloc);
   if (text == NULL) return ENOMEM;
+  if (!is_utf8(text)) {
+    sl_free(c->alloc, text, strlen(text) + 1);
+    c->not_utf8 = 1;
+    return EILSEQ;
+  }
   h->values[c->object * h->n_keys + k] = text;
   return 0;
 }
@@ -173,7 +189,7 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
-  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0};
+  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0};
   if (ctx.seen == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
@@ -183,7 +199,11 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
     ctx.key = 0;
     memset(ctx.seen, 0, (size_t)n_keys);
     if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
-      if (!ctx.mismatch) {
+      if (ctx.not_utf8) {
+        rc = sl_error_set(error, EILSEQ, "%s: a partition key or value in '%s' is not UTF-8 "
+                          "once %%XX-decoded", location, names->names[i]);
+        sl_hive_free(out, alloc);
+      } else if (!ctx.mismatch) {
         rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
       } else {
         sl_hive_free(out, alloc);  // different keys: not partitioned

@@ -165,6 +165,22 @@ def test_refused_keys_leave_nothing(tmp_path, keys, message):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("key", ["_k", ".k"])
+def test_hidden_directory_keys_are_refused(tmp_path, key):
+    """_k=1/ would be skipped on reading (by sluice and pyarrow.dataset, which
+    read such output as empty): refused, nothing written."""
+    import pyarrow.dataset as pads
+    peer = tmp_path / "peer"
+    pads.write_dataset(pa.table({"x": [0, 1], key: [1, 2]}), peer, format="parquet",
+                       partitioning=[key], partitioning_flavor="hive")
+    assert pads.dataset(peer, format="parquet", partitioning="hive").to_table().num_rows == 0
+    out = tmp_path / "out"
+    with pytest.raises(sluice.InvalidArgumentError, match=f"cannot partition by '{key}'"):
+        sluice.write(pa.table({"x": [0, 1], key: [1, 2]}), out, format="parquet",
+                     partition_by=key)
+    assert not out.exists()
+
+
 def test_every_column_a_key_is_refused(tmp_path):
     t = pa.table({"a": [1, 2], "b": ["x", "y"]})
     with pytest.raises(sluice.InvalidArgumentError, match="every column is a partition column"):

@@ -165,6 +165,28 @@ def test_keys_in_another_order_match_by_name(sluice, tmp_path):
     assert sluice_read(sluice, root).column_names == ["id"]
 
 
+@pytest.mark.parametrize("segment", [b"k=%C3", b"k=caf\xe9", b"%FF=1"])
+def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
+    """A key or value that is not UTF-8 once %XX-decoded is refused, as
+    DuckDB and pyarrow.dataset refuse it (it went into a string column as
+    it was: an Arrow array that is not valid)."""
+    import os
+    root = os.fsencode(tmp_path / "d")
+    other = b"k=a" if segment.startswith(b"k=") else b"%41=1"
+    for part, x in ((segment, 1), (other, 2)):
+        os.makedirs(os.path.join(root, part))
+        with open(os.path.join(root, part, b"f.parquet"), "wb") as f:
+            pq.write_table(pa.table({"x": [x]}), f)
+    err = sluice.expect_error("cat", tmp_path / "d").stderr
+    assert b"is not UTF-8 once %XX-decoded" in err and segment in err
+    if segment.startswith(b"k="):
+        with pytest.raises(duckdb.Error):
+            duckdb.sql(f"select * from read_parquet('{tmp_path}/d/*/*.parquet', "
+                       "hive_partitioning=true)").fetchall()
+    # Without partitions, the files read.
+    assert sorted(sluice_read(sluice, tmp_path / "d", "--no-hive").column("x").to_pylist()) == [1, 2]
+
+
 def test_repeated_key_and_empty_object(sluice, tmp_path):
     root = tmp_path / "rep"
     (root / "y=1" / "y=2").mkdir(parents=True)
