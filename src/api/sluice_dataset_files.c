@@ -8,6 +8,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
+#include "../core/sl_type.h"
 #include "../core/sl_builder.h"
 #include "../core/sl_error.h"
 #include "../core/sl_parallel.h"
@@ -133,8 +134,11 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
     return 1;
   }
   if (strcmp(a->format, b->format) != 0) {
-    snprintf(why, cap, "column '%s%s' is of type '%s' here, '%s' in the first", path, an,
-             b->format, a->format);
+    char here[64], first[64];
+    sl_format_name(b->format, here, sizeof here);
+    sl_format_name(a->format, first, sizeof first);
+    snprintf(why, cap, "column '%s%s' is of type %s here, %s in the first", path, an, here,
+             first);
     return 1;
   }
   if (a->n_children != b->n_children) {

@@ -10,6 +10,7 @@
 
 #include "sl_alloc.h"
 #include "sl_error.h"
+#include "sl_type.h"
 #include "sl_value_parse.h"
 #include "sl_value_text.h"
 #include "sl_value_tz.h"
@@ -254,8 +255,10 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     int ok = literal(c->format, c->kind, v, vn, &value, &why);
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
+        char type[64];
+        sl_format_name(c->format, type, sizeof type);
         int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
-                              "(%s) needs", (int)n, text, (int)m, p, why, c->name, c->format);
+                              "(%s) needs", (int)n, text, (int)m, p, why, c->name, type);
         sl_free(alloc, v, vn + 1);
         return rc;
       }

@@ -244,6 +244,12 @@ static const char* unit_name(enum sl_time_unit unit) {
   return (unsigned)unit < 4 ? names[unit] : "?";
 }
 
+void sl_format_name(const char* format, char* out, size_t cap) {
+  struct sl_type type;
+  if (sl_type_parse(format, &type, NULL) == 0) sl_type_name(&type, out, cap);
+  else snprintf(out, cap, "%s", format);
+}
+
 void sl_type_name(const struct sl_type* type, char* out, size_t cap) {
   static const char* const simple[SL_TYPE_COUNT] = {
       [SL_TYPE_NA] = "null", [SL_TYPE_BOOL] = "bool",

@@ -63,6 +63,10 @@ int64_t sl_type_bit_width(const struct sl_type* type);
 /// expanded): writes at most `cap` bytes into `out`.
 void sl_type_name(const struct sl_type* type, char* out, size_t cap);
 
+/// sl_type_name of a C Data Interface format string ("l" is "int64"), for
+/// messages; a format that does not parse is written as it is.
+void sl_format_name(const char* format, char* out, size_t cap);
+
 /// Writes the C Data Interface format string of `type` (the inverse of
 /// sl_type_parse, e.g. "tsu:UTC", "d:10,2", "+ud:0,1") into `out`, at most
 /// `cap` bytes including the NUL.

@@ -165,6 +165,16 @@ def test_keys_in_another_order_match_by_name(sluice, tmp_path):
     assert sluice_read(sluice, root).column_names == ["id"]
 
 
+def test_objects_of_other_types_are_named_by_type(sluice, tmp_path):
+    """The message of objects whose columns differ names the types as
+    people write them (int64, int32), not as Arrow format codes ('l', 'i')."""
+    (tmp_path / "d").mkdir()
+    pq.write_table(pa.table({"a": pa.array([1], pa.int32())}), tmp_path / "d" / "p1.parquet")
+    pq.write_table(pa.table({"a": pa.array([1], pa.int64())}), tmp_path / "d" / "p2.parquet")
+    err = sluice.expect_error("cat", tmp_path / "d").stderr.decode()
+    assert "column 'a' is of type int64 here, int32 in the first" in err, err
+
+
 @pytest.mark.parametrize("segment", [b"k=%C3", b"k=caf\xe9", b"%FF=1"])
 def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     """A key or value that is not UTF-8 once %XX-decoded is refused, as
