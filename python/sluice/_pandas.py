@@ -600,13 +600,14 @@ def _bitmap(np, valid):
 def index_as_columns(df, index):
     """`df` with its index levels as leading columns where sluice.write's
     `index` asks to keep it (None: unless it is a plain RangeIndex 0..n-1),
-    named as pandas names them (the level name, else "__index_level_i__")."""
+    named as pyarrow names them (the level name, else, or when a column has
+    that name, "__index_level_i__")."""
     pd = _pd()
     plain = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and \
         df.index.step == 1 and df.index.name is None
     if index is False or (index is None and plain):
         return df
-    names = [n if n is not None else "__index_level_%d__" % i
+    names = [n if n is not None and n not in df.columns else "__index_level_%d__" % i
              for i, n in enumerate(df.index.names)]
     return df.reset_index(names=names)
 

@@ -272,6 +272,23 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
   return 0;
 }
 
+/// Objects read with the format detected from the first: one whose name
+/// says another format (a.csv beside z/b.parquet) is an error, where it
+/// was read as the first's format and failed with a confusing message.
+static int same_format(const struct sluice_dataset* ds, const struct sl_location_list* objects,
+                       struct sluice_error* error) {
+  for (size_t i = 1; i < objects->n; ++i) {
+    const struct sl_format_reader* named = sl_format_reader_detect(objects->names[i], NULL, 0);
+    if (named != NULL && named != ds->format) {
+      return sl_error_set(error, EINVAL, "%s: '%s' is %s by its name, where '%s', the first "
+                          "object, is %s: read them separately, or name the format",
+                          ds->location, objects->names[i], named->name, objects->names[0],
+                          ds->format->name);
+    }
+  }
+  return 0;
+}
+
 /// The reader of a database location (cql://): the format is implied, and
 /// such a location stands alone.
 static int choose_database_reader(struct sluice_dataset* ds, const char* format_name,
@@ -540,6 +557,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     remote.stream_first = 0;
   }
   if (rc == 0 && !database) rc = choose_reader(ds, options->format, first, error);
+  if (rc == 0 && !database && options->format == NULL) rc = same_format(ds, &objects, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
                                 .batch_size = options->batch_size,
                                 .format_options = options->format_options,

@@ -377,6 +377,8 @@ sluice.write(df, {str(out)!r})
 sluice.write(df, {str(dropped)!r}, index=False)
 plain = pd.DataFrame({{"a": np.arange(4, dtype="i8")}})
 sluice.write(plain, {str(tmp_path / "plain.arrow")!r})
+same = pd.DataFrame({{"a": np.arange(4, dtype="i8")}}, index=pd.Index([5, 6, 7, 8], name="a"))
+sluice.write(same, {str(tmp_path / "same.arrow")!r})
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
@@ -385,6 +387,12 @@ sluice.write(plain, {str(tmp_path / "plain.arrow")!r})
     assert back.column("key").to_pylist() == [10, 20, 30, 40]
     assert pa.ipc.open_file(str(dropped)).read_all().column_names == ["a"]
     assert pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all().column_names == ["a"]
+    # An index named as a column is "__index_level_0__", as pyarrow names it.
+    same = pa.ipc.open_file(str(tmp_path / "same.arrow")).read_all()
+    assert same.column("__index_level_0__").to_pylist() == [5, 6, 7, 8]
+    assert same.column("a").to_pylist() == [0, 1, 2, 3]
+    assert "__index_level_0__" in pa.Table.from_pandas(
+        pd.DataFrame({"a": [0]}, index=pd.Index([5], name="a"))).column_names
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])

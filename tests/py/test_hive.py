@@ -175,6 +175,20 @@ def test_objects_of_other_types_are_named_by_type(sluice, tmp_path):
     assert "column 'a' is of type int64 here, int32 in the first" in err, err
 
 
+def test_objects_of_another_format_by_name_are_an_error(sluice, tmp_path):
+    """A directory whose objects' names say different formats: an error that
+    names both objects and formats (the Parquet file was read as CSV, and the
+    message spoke of a header that is not UTF-8). Named, the format is used."""
+    (tmp_path / "d" / "z").mkdir(parents=True)
+    (tmp_path / "d" / "a.csv").write_text("a\n1\n")
+    pq.write_table(pa.table({"a": [2]}), tmp_path / "d" / "z" / "c.parquet")
+    err = sluice.expect_error("cat", tmp_path / "d").stderr.decode()
+    assert "c.parquet' is parquet by its name" in err and "a.csv', the first object, is csv" in err
+    (tmp_path / "d" / "z" / "c.parquet").unlink()
+    (tmp_path / "d" / "z" / "c.txt").write_text("a\n3\n")
+    assert sorted(sluice_read(sluice, tmp_path / "d", "-f", "csv").column("a").to_pylist()) == [1, 3]
+
+
 @pytest.mark.parametrize("segment", [b"k=%C3", b"k=caf\xe9", b"%FF=1"])
 def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     """A key or value that is not UTF-8 once %XX-decoded is refused, as
