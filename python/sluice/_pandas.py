@@ -637,9 +637,11 @@ def _zone_name(tz):
         name = getattr(tz, attr, None)
         if isinstance(name, str):
             return name
-    path = getattr(tz, "_filename", None)  # dateutil's tzfile
+    path = getattr(tz, "_filename", None)  # dateutil's tzfile: a system file or a bundled name
     if isinstance(path, str) and "zoneinfo/" in path:
         return path.split("zoneinfo/", 1)[1]
+    if isinstance(path, str) and path and not path.startswith("/"):
+        return path
     if type(tz).__name__ == "tzutc":
         return "UTC"
     try:  # a fixed offset (datetime.timezone, pytz's FixedOffset) has one for any time

@@ -39,6 +39,8 @@ def _absolute(src):
         return [_absolute(s) for s in src]
     if hasattr(src, "__fspath__"):
         src = os.fspath(src)
+    if isinstance(src, bytes) and b"://" not in src:
+        return os.path.abspath(src)
     if isinstance(src, str) and "://" not in src and src != "-":
         return os.path.abspath(src)
     if isinstance(src, str) and src.startswith("file://") and not src.startswith("file:///"):

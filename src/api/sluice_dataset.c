@@ -277,9 +277,13 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
 /// was read as the first's format and failed with a confusing message.
 static int same_format(const struct sluice_dataset* ds, const struct sl_location_list* objects,
                        struct sluice_error* error) {
+  if (objects->n < 2) return 0;
+  // The first's bytes may overrule its name (IPC streams named x.arrow):
+  // a name like the first's is as good as its format.
+  const struct sl_format_reader* first = sl_format_reader_detect(objects->names[0], NULL, 0);
   for (size_t i = 1; i < objects->n; ++i) {
     const struct sl_format_reader* named = sl_format_reader_detect(objects->names[i], NULL, 0);
-    if (named != NULL && named != ds->format) {
+    if (named != NULL && named != ds->format && named != first) {
       return sl_error_set(error, EINVAL, "%s: '%s' is %s by its name, where '%s', the first "
                           "object, is %s: read them separately, or name the format",
                           ds->location, objects->names[i], named->name, objects->names[0],
@@ -836,10 +840,11 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
 
 /// A failed write's message, led by the file or object it was writing
 /// unless it names it already (the sink's own errors do).
-static int name_destination(const char* location, struct sluice_error* error) {
-  if (error == NULL) return EIO;
-  if (strncmp(error->message, location, strlen(location)) == 0) return error->code;
-  return sl_error_prefix(error, "%s", location);
+static int name_destination(const char* location, int rc, struct sluice_error* error) {
+  size_t n = strlen(location);
+  if (error != NULL && !(strncmp(error->message, location, n) == 0 && error->message[n] == ':'))
+    sl_error_prefix(error, "%s", location);
+  return rc;
 }
 
 /// sluice_write to one file or object: written, then committed.
@@ -853,10 +858,10 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
   int rc = writer->write(stream, sink, args, error);
   if (rc != 0) {
     sl_sink_abort(sink);
-    return name_destination(location, error);
+    return name_destination(location, rc, error);
   }
   rc = sl_sink_commit(sink, error);
-  return rc != 0 ? name_destination(location, error) : 0;
+  return rc != 0 ? name_destination(location, rc, error) : 0;
 }
 
 int sluice_write(struct ArrowArrayStream* stream, const char* location,

@@ -91,7 +91,7 @@ struct detect_ctx {
   int64_t key;
   uint8_t* seen;  ///< n_keys flags: the keys the current object named so far
   int mismatch;
-  int not_utf8;  ///< a key or value is not UTF-8 once decoded
+  int64_t not_utf8;  ///< 1 + the first object with a key or value not UTF-8 once decoded
 };
 
 static int is_utf8(const char* s) {
@@ -107,11 +107,9 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   int64_t k = c->key++;
   char* name = sl_percent_decoded(key, key_len, c->alloc);
   if (name == NULL) return ENOMEM;
-  if (!is_utf8(name)) {  // refused, as pyarrow and DuckDB do: no string column holds it
-    sl_free(c->alloc, name, strlen(name) + 1);
-    c->not_utf8 = 1;
-    return EILSEQ;
-  }
+  // Refused, as pyarrow and DuckDB refuse it (no string column holds it),
+  // once all objects are seen to have the same keys.
+  if (!is_utf8(name) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
   if (c->object == 0) {
     h->keys[k] = name;
     for (int64_t j = 0; j < k; ++j) {
@@ -133,11 +131,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
   char* text = sl_percent_decoded(value, value_len, c->alloc);
   if (text == NULL) return ENOMEM;
-  if (!is_utf8(text)) {
-    sl_free(c->alloc, text, strlen(text) + 1);
-    c->not_utf8 = 1;
-    return EILSEQ;
-  }
+  if (!is_utf8(text) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
   h->values[c->object * h->n_keys + k] = text;
   return 0;
 }
@@ -199,11 +193,7 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
     ctx.key = 0;
     memset(ctx.seen, 0, (size_t)n_keys);
     if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
-      if (ctx.not_utf8) {
-        rc = sl_error_set(error, EILSEQ, "%s: a partition key or value in '%s' is not UTF-8 "
-                          "once %%XX-decoded", location, names->names[i]);
-        sl_hive_free(out, alloc);
-      } else if (!ctx.mismatch) {
+      if (!ctx.mismatch) {
         rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
       } else {
         sl_hive_free(out, alloc);  // different keys: not partitioned
@@ -212,6 +202,12 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
     }
   }
   sl_free(alloc, ctx.seen, (size_t)n_keys);
+  if (rc == 0 && out->keys != NULL && ctx.not_utf8 > 0) {
+    rc = sl_error_set(error, EILSEQ, "%s: a partition key or value in '%s' is not UTF-8 once "
+                      "%%XX-decoded (--no-hive reads the objects without partitions)", location,
+                      names->names[ctx.not_utf8 - 1]);
+    sl_hive_free(out, alloc);
+  }
   if (rc == 0 && out->keys != NULL) infer_formats(out);
   return rc;
 }

@@ -912,8 +912,8 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
     }
     if (name[0] == '_' || name[0] == '.') {  // <name>=<value>/ would be a hidden directory
       return sl_error_set(error, EINVAL, "%s: cannot partition by '%s': directories whose names "
-                          "start with '_' or '.' are skipped by readers (sluice, pyarrow, "
-                          "Spark); rename the column", w->location, name);
+                          "start with '_' or '.' are skipped by readers (sluice, pyarrow); "
+                          "rename the column", w->location, name);
     }
     for (int64_t j = c + 1; j < w->schema.n_children; j++) {
       if (w->schema.children[j]->name != NULL && strcmp(w->schema.children[j]->name, name) == 0) {

@@ -977,6 +977,18 @@ static void test_error_prefix_keeps_both_ends(void** state) {
   assert_string_equal(e.message + n - 18, "\nKeyboardInterrupt");
   assert_non_null(strstr(e.message, " [...] "));
   assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
+  // A message cut at the buffer's size in the middle of a character (as
+  // vsnprintf cuts it): what is kept of its end is still whole characters.
+  char accents[2001];
+  for (size_t i = 0; i < 2000; i += 2) memcpy(accents + i, "\xc3\xa9", 2);
+  accents[2000] = '\0';
+  for (size_t shift = 0; shift < 2; ++shift) {  // the cut falls after a lead byte, then not
+    sl_error_set(&e, EINVAL, "%.*s%s", (int)shift, "x", accents);
+    assert_int_equal(sl_error_prefix(&e, "%s", "\xc3\xa9" "dst"), EINVAL);
+    n = strlen(e.message);
+    assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
+    assert_int_equal(strncmp(e.message, "\xc3\xa9" "dst: ", 7), 0);
+  }
 }
 
 int main(void) {

@@ -196,6 +196,25 @@ struct sweep_ctx {
   const char *csv, *dst;
 };
 
+/// A failed write's code is the writer's, with or without an error struct
+/// to take the message (which names the destination).
+static void test_write_error_code_and_destination(void** state) {
+  (void)state;
+  char csv[512], dst[512];
+  test_temp_path("writer_code.csv", csv, sizeof csv);
+  make_csv(csv);
+  test_temp_path("writer_code.parquet", dst, sizeof dst);
+  struct sluice_write_options o;
+  sluice_write_options_init(&o);
+  o.format_options = "compression=nope";
+  assert_int_equal(pull_all(csv, dst, &o, NULL), EINVAL);
+  struct sluice_error err;
+  assert_int_equal(pull_all(csv, dst, &o, &err), EINVAL);
+  assert_int_equal(strncmp(err.message, dst, strlen(dst)), 0);
+  assert_int_equal(err.message[strlen(dst)], ':');
+  assert_int_equal(access(dst, F_OK), -1);
+}
+
 static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct sweep_ctx* s = ctx;
   struct sluice_write_options options;
@@ -224,6 +243,7 @@ int main(void) {
       cmocka_unit_test(test_pushed_equals_pulled),
       cmocka_unit_test(test_abort_and_failures_leave_nothing),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_write_error_code_and_destination),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,6 +189,16 @@ def test_objects_of_another_format_by_name_are_an_error(sluice, tmp_path):
     assert sorted(sluice_read(sluice, tmp_path / "d", "-f", "csv").column("a").to_pylist()) == [1, 3]
 
 
+def test_ipc_streams_named_arrow_read_as_a_dataset(sluice, tmp_path):
+    """IPC streams named x.arrow (Hugging Face datasets' shards): the first
+    is a stream by its bytes, the others by a name like its own."""
+    (tmp_path / "s").mkdir()
+    for n, x in (("a", 1), ("b", 2)):
+        with ipc.new_stream(str(tmp_path / "s" / f"{n}.arrow"), pa.schema([("x", pa.int64())])) as w:
+            w.write_table(pa.table({"x": [x]}))
+    assert sluice_read(sluice, tmp_path / "s").column("x").to_pylist() == [1, 2]
+
+
 @pytest.mark.parametrize("segment", [b"k=%C3", b"k=caf\xe9", b"%FF=1"])
 def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     """A key or value that is not UTF-8 once %XX-decoded is refused, as
@@ -196,7 +206,7 @@ def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     it was: an Arrow array that is not valid)."""
     import os
     root = os.fsencode(tmp_path / "d")
-    other = b"k=a" if segment.startswith(b"k=") else b"%41=1"
+    other = b"k=a" if segment.startswith(b"k=") else b"%FF=2"
     for part, x in ((segment, 1), (other, 2)):
         os.makedirs(os.path.join(root, part))
         with open(os.path.join(root, part, b"f.parquet"), "wb") as f:
@@ -209,6 +219,17 @@ def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
                        "hive_partitioning=true)").fetchall()
     # Without partitions, the files read.
     assert sorted(sluice_read(sluice, tmp_path / "d", "--no-hive").column("x").to_pylist()) == [1, 2]
+
+
+def test_partition_not_utf8_under_different_keys_reads_plainly(sluice, tmp_path):
+    """Objects whose keys differ are not partitioned at all: a segment that
+    is not UTF-8 among them does not matter (x=%FF/ beside y=1/ reads two
+    rows, as x=1/ beside y=1/ does)."""
+    for part, x in (("x=%FF", 1), ("y=1", 2)):
+        (tmp_path / "d" / part).mkdir(parents=True)
+        pq.write_table(pa.table({"x": [x]}), tmp_path / "d" / part / "f.parquet")
+    got = sluice_read(sluice, tmp_path / "d")
+    assert got.column_names == ["x"] and sorted(got.column("x").to_pylist()) == [1, 2]
 
 
 def test_repeated_key_and_empty_object(sluice, tmp_path):

@@ -1062,7 +1062,7 @@ static int writer_codec(const char* name, size_t n, enum avro_codec* out,
   char why[sizeof error->message];
   memcpy(why, error->message, sizeof why);
   why[sizeof why - 1] = '\0';
-  return sl_error_set(error, EINVAL, "%.400s (known: null, deflate, snappy, zstandard, bzip2, xz)",
+  return sl_error_set(error, EINVAL, "%.400s (known: null, deflate, snappy, zstandard, bzip2, xz, lzma)",
                       why);
 }
 static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, struct sluice_error* error) {
