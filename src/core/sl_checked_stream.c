@@ -90,17 +90,9 @@ static void checked_release(struct ArrowArrayStream* stream) {
 int sl_input_error(struct ArrowArrayStream* stream, int rc, struct sluice_error* error) {
   const char* msg = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
   if (msg == NULL || msg[0] == '\0') return sl_error_set(error, rc, "reading the input: %s", strerror(rc));
-  // A producer's message too long for the error keeps its start and its
-  // end: a Python producer's is a traceback, whose last line names the
+  // A Python producer's message is a traceback, whose last line names the
   // exception (Python's sluice.write tells a Ctrl-C in the producer by it).
-  static const char prefix[] = "reading the input: ", cut[] = " [...] ";
-  size_t room = sizeof error->message - sizeof prefix, len = strlen(msg);
-  if (len <= room) return sl_error_set(error, rc, "%s%s", prefix, msg);
-  size_t head = room / 4, tail = room - head - (sizeof cut - 1);
-  while (head > 0 && ((unsigned char)msg[head] & 0xC0) == 0x80) --head;  // whole characters
-  const char* end = msg + len - tail;
-  while (((unsigned char)*end & 0xC0) == 0x80) ++end;
-  return sl_error_set(error, rc, "%s%.*s%s%s", prefix, (int)head, msg, cut, end);
+  return sl_error_set_ends(error, rc, "reading the input: ", msg, strlen(msg));
 }
 
 int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_allocator* alloc,

@@ -26,34 +26,42 @@ static size_t complete_utf8(const char* s, size_t n) {
   return want > back + 1 ? lead - 1 : n;
 }
 
+int sl_error_set_ends(struct sluice_error* error, int code, const char* lead, const char* text,
+                      size_t text_len) {
+  if (error == NULL) return code;
+  static const char cut[] = " [...] ";
+  size_t cap = sizeof error->message - 1;
+  size_t llen = strlen(lead);
+  llen = complete_utf8(lead, llen < cap / 2 ? llen : cap / 2);  // leaves room for " [...] "
+  size_t tlen = complete_utf8(text, text_len), room = cap - llen;
+  const char* tail = text + tlen;
+  size_t head = tlen;
+  if (tlen > room) {
+    head = (room - (sizeof cut - 1)) / 4;
+    while (head > 0 && ((unsigned char)text[head] & 0xC0) == 0x80) --head;  // whole characters
+    tail = text + tlen - (room - (sizeof cut - 1) - head);
+    while (((unsigned char)*tail & 0xC0) == 0x80) ++tail;
+  }
+  snprintf(error->message, sizeof error->message, "%.*s%.*s%s%.*s", (int)llen, lead, (int)head,
+           text, tlen > room ? cut : "", (int)(text + tlen - tail), tail);
+  error->code = code;
+  return code;
+}
+
 int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) {
   if (error == NULL) return EIO;
-  char prefix[512];
+  char lead[512];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, args);
+  int n = vsnprintf(lead, sizeof lead - 2, fmt, args);
   va_end(args);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof lead - 3 ? (size_t)n : sizeof lead - 3;
+  len = complete_utf8(lead, len);  // a character vsnprintf cut off
+  memcpy(lead + len, ": ", 3);     // "prefix: old"
   char old[sizeof error->message];
   memcpy(old, error->message, sizeof old);
   old[sizeof old - 1] = '\0';
-  // "prefix: old". An old message too long for what is left keeps its start
-  // and its end around " [...] ": the end may be what a caller tells the
-  // error by (a Python traceback's last line, as sl_input_error keeps it).
-  static const char cut[] = " [...] ";
-  size_t cap = sizeof error->message - 1;
-  size_t plen = complete_utf8(prefix, strlen(prefix)), olen = complete_utf8(old, strlen(old));
-  size_t room = cap - plen - 2;  // plen < 512 < cap - 2
-  const char* tail = old + olen;
-  size_t head = olen;
-  if (olen > room) {
-    head = (room - (sizeof cut - 1)) / 4;
-    while (head > 0 && ((unsigned char)old[head] & 0xC0) == 0x80) --head;  // whole characters
-    tail = old + olen - (room - (sizeof cut - 1) - head);
-    while (((unsigned char)*tail & 0xC0) == 0x80) ++tail;
-  }
-  snprintf(error->message, sizeof error->message, "%.*s: %.*s%s%.*s", (int)plen, prefix,
-           (int)head, old, olen > room ? cut : "", (int)(old + olen - tail), tail);
-  return error->code;
+  return sl_error_set_ends(error, error->code, lead, old, strlen(old));
 }
 
 void sl_error_clear(struct sluice_error* error) {

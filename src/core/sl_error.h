@@ -22,6 +22,13 @@ int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) SL_
 /// which object it was reading.
 int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) SL_PRINTF(2, 3);
 
+/// Records `code` and the message `lead` + `text` (text_len bytes, any
+/// length). A text too long for what `lead` leaves keeps its start and its
+/// end around " [...] ", cut between whole UTF-8 characters: the end may be
+/// what a caller tells the error by (a Python traceback's last line).
+int sl_error_set_ends(struct sluice_error* error, int code, const char* lead, const char* text,
+                      size_t text_len);
+
 /// Clears `error` (code 0, empty message).
 void sl_error_clear(struct sluice_error* error);
 
