@@ -271,7 +271,8 @@ static int holds_no_rows(const struct sl_files_reader* f, int64_t i) {
 /// Widens the types each object's reader inferred from its own sample until
 /// all read with one schema (as DuckDB and polars read a glob of CSV files):
 /// the first object with rows widens to fit every other with rows, then every
-/// other takes its types (those without rows, a CSV header alone, as they are).
+/// other takes its types (those without rows, a CSV header alone, as they are;
+/// a column an object's sample held only nulls in takes the others' type).
 static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_error* error) {
   if (f->format->widen_to == NULL) return 0;
   int64_t ref = 0;
@@ -281,13 +282,8 @@ static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_er
       if (i == ref || (pass == 0 && holds_no_rows(f, i))) continue;
       void* from = pass == 0 ? f->parts[i].reader : f->parts[ref].reader;
       void* to = pass == 0 ? f->parts[ref].reader : f->parts[i].reader;
-      struct ArrowSchema other;
-      memset(&other, 0, sizeof other);
-      SL_RETURN_NOT_OK(f->format->schema(from, &other, error));
       int widened = 0;
-      int rc = f->format->widen_to(to, &other, &widened, error);
-      other.release(&other);
-      SL_RETURN_NOT_OK(rc);
+      SL_RETURN_NOT_OK(f->format->widen_to(to, from, &widened, error));
       *changed |= widened;
     }
   }

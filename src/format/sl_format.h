@@ -167,16 +167,16 @@ struct sl_format_reader {
   /// being decoded.
   int (*refine)(void* reader, int* changed, struct sluice_error* error);
   /// Optional (NULL = the data alone decides the types): widens the column
-  /// types inferred from a sample so that values of `other`'s column types
-  /// (by position) fit too, so that the objects of one dataset read with one
-  /// schema (CSV: int64 and float64 as float64, a date and a timestamp as
-  /// the timestamp, other mixes as string). *changed = 1 when this reader's
-  /// schema changed. Not called while splits of this reader are decoded.
-  int (*widen_to)(void* reader, const struct ArrowSchema* other, int* changed,
-                  struct sluice_error* error);
+  /// types inferred from a sample so that values of the column types of
+  /// `other`, a reader of this format over another object, fit too (by
+  /// position), so that the objects of one dataset read with one schema
+  /// (CSV: int64 and float64 as float64, a date and a timestamp as the
+  /// timestamp, other mixes as string; a column of only nulls in a sample
+  /// takes the other's type). *changed = 1 when this reader's schema
+  /// changed. Not called while splits of either reader are decoded.
+  int (*widen_to)(void* reader, const void* other, int* changed, struct sluice_error* error);
   /// Optional (NULL = never): the object holds no rows at all (a CSV header
-  /// alone), so its inferred types say nothing; widen_to then takes
-  /// `other`'s types as they are.
+  /// alone), so its inferred types say nothing.
   int (*holds_no_rows)(void* reader);
   /// Optional (NULL = the open holds nothing worth letting go): the dataset
   /// opened this object with the others and reads it later, from its start;

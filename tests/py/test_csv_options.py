@@ -748,6 +748,29 @@ def test_header_only_files_take_the_types_of_the_others(sluice, tmp_path):
     assert sluice_read(sluice, d).schema.types == [pa.string(), pa.string()]
 
 
+def test_columns_of_only_nulls_take_the_types_of_the_others(sluice, tmp_path):
+    """A column whose sample in one file holds only nulls says nothing of
+    its type: the glob reads it with the type the other files give it, as
+    DuckDB does (joining its string with a double gave string). Null in
+    every file stays string, as one such file reads."""
+    d = tmp_path / "parts"
+    d.mkdir()
+    (d / "a.csv").write_text("x,y,z\n1,,\n2,,\n")
+    (d / "b.csv").write_text("x,y,z\n3,2.5,\n4,,\n")
+    (d / "c.csv").write_text("x,y,z\n5,,\n6,7,\n")
+    got = sluice_read(sluice, d)
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.sql(f"SELECT x, y, z FROM read_csv('{d}/*.csv') ORDER BY x")
+    assert [str(t) for t in rel.types] == ["BIGINT", "DOUBLE", "VARCHAR"]
+    assert got.schema.types == [pa.int64(), pa.float64(), pa.string()]
+    assert got.to_pydict() == {k: list(v) for k, v in zip("xyz", zip(*rel.fetchall()))}
+    # the first file's own late value still widens the joined type
+    (d / "a.csv").write_text("x,y,z\n1,,\n2,,\n" + "0,,\n" * 20000 + "9,oops,\n")
+    got = sluice_read(sluice, d)
+    assert got.schema.types == [pa.int64(), pa.string(), pa.string()]
+    assert got.column("y").to_pylist()[-5:] == ["oops", "2.5", None, None, "7"]
+
+
 # ---- compressed input, read as a stream ------------------------------------------
 
 def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):

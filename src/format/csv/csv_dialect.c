@@ -31,7 +31,9 @@ void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc)
   }
   sl_free(alloc, l->names, (size_t)l->n_cols * sizeof *l->names);
   sl_free(alloc, l->formats, (size_t)l->n_cols * sizeof *l->formats);
+  sl_free(alloc, l->unsampled, (size_t)l->n_cols);
   l->names = l->formats = NULL;
+  l->unsampled = NULL;
   l->n_cols = 0;
 }
 
@@ -295,6 +297,7 @@ static int make_formats(struct analysis* a, struct sluice_error* error) {
   const struct csv_options* o = a->opts;
   for (int64_t c = 0; c < l->n_cols; ++c) {
     const char* format = csv_infer_format(&a->states[c]);
+    l->unsampled[c] = !a->states[c].any_value;
     for (int64_t s = 0; s < o->n_schema; ++s) {
       if (strcmp(o->schema[s].name, l->names[c]) == 0) {
         format = o->schema[s].format;
@@ -437,8 +440,9 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   }
   l->names = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->names);
   l->formats = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->formats);
+  l->unsampled = sl_calloc(a->alloc, (size_t)l->n_cols, 1);
   a->states = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *a->states);
-  if (l->names == NULL || l->formats == NULL || a->states == NULL) {
+  if (l->names == NULL || l->formats == NULL || l->unsampled == NULL || a->states == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   }
   for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c], &o->nulls);

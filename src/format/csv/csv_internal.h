@@ -294,6 +294,10 @@ struct csv_layout {
   int64_t n_cols;
   char** names;         ///< owned, n_cols
   char** formats;       ///< owned, n_cols (Arrow format strings)
+  /// owned, n_cols, or NULL (none): 1 = the sample held only nulls in this
+  /// column, so its inferred type (string) says nothing about the values,
+  /// and another object's type for it is taken as it is (DuckDB's glob).
+  uint8_t* unsampled;
 };
 
 /// Sniffs (unless given) the delimiter and header, infers types from a sample

@@ -366,19 +366,28 @@ static int csv_holds_no_rows(void* reader) {
   return ((const struct csv_reader*)reader)->layout.no_rows;
 }
 
-static int csv_widen_to(void* reader, const struct ArrowSchema* other, int* changed,
+/// Whether object `r` knows nothing of column c's type: it holds no rows,
+/// or its sample held only nulls there.
+static int says_nothing(const struct csv_reader* r, int64_t c) {
+  return r->layout.no_rows || (r->layout.unsampled != NULL && r->layout.unsampled[c]);
+}
+
+static int csv_widen_to(void* reader, const void* other_reader, int* changed,
                         struct sluice_error* error) {
   struct csv_reader* r = reader;
+  const struct csv_reader* other = other_reader;
   *changed = 0;
-  if (other->n_children != r->layout.n_cols) return 0;  // the dataset reports the difference
+  if (other->layout.n_cols != r->layout.n_cols) return 0;  // the dataset reports the difference
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
-    if (r->cols[c].user_type) continue;
+    if (r->cols[c].user_type || says_nothing(other, c)) continue;
     char buf[32];
-    // A header alone takes the others' types (its own are strings by default).
-    const char* to = r->layout.no_rows ? other->children[c]->format
-                                       : csv_join_formats(r->layout.formats[c],
-                                                          other->children[c]->format, buf,
-                                                          sizeof buf);
+    const char* theirs = other->layout.formats[c];
+    const char* to = theirs;
+    if (says_nothing(r, c)) {
+      if (r->layout.unsampled != NULL) r->layout.unsampled[c] = 0;  // typed from now on
+    } else {
+      to = csv_join_formats(r->layout.formats[c], theirs, buf, sizeof buf);
+    }
     if (strcmp(to, r->layout.formats[c]) == 0) continue;
     SL_RETURN_NOT_OK(set_format(r, c, to, error));
     *changed = 1;
