@@ -382,12 +382,14 @@ static int lone_empty_error(const char* name, int64_t row, int is_null,
                       is_null ? ": give a null spelling (null=NA)" : "");
 }
 
-/// Whether the column's values are strings or bytes, which read back as a
-/// string, so that a quoted "" is the empty string and not a null. (Nested
-/// values, written as JSON text, do not read back as their type anyway.)
+/// Whether a quoted "" for a null in this column reads back as the empty
+/// string: strings and bytes read back as a string, and a column of the null
+/// type, "" on every line, reads as strings too. (Nested values, written as
+/// JSON text, do not read back as their type anyway.)
 static int written_as_text(const struct sl_text_field* field) {
   if (field->dictionary != NULL) return written_as_text(field->dictionary);
   switch (field->type.id) {
+    case SL_TYPE_NA:
     case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY:
     case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
       return 1;
