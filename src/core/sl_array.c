@@ -505,6 +505,49 @@ int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
   return 0;
 }
 
+int sl_schema_put_metadata(struct ArrowSchema* schema, const char* key, const char* value,
+                           struct sluice_error* error) {
+  struct sl_schema_private* p = schema->private_data;
+  size_t key_len = strlen(key), value_len = strlen(value);
+  if (key_len > INT32_MAX / 2 || value_len > INT32_MAX / 2)
+    return sl_error_set(error, EINVAL, "metadata entry '%.40s' is too long", key);
+  // The other entries as they were, in order, then this one.
+  int64_t size = 4 + 8 + (int64_t)key_len + (int64_t)value_len;
+  int32_t count = 1;
+  struct sl_metadata_iter it;
+  const char *k, *v;
+  int32_t kl, vl;
+  sl_metadata_iter_init(&it, schema->metadata);
+  while (sl_metadata_iter_next(&it, &k, &kl, &v, &vl)) {
+    if ((size_t)kl == key_len && memcmp(k, key, key_len) == 0) continue;
+    size += 8 + (int64_t)kl + vl;
+    ++count;
+  }
+  char* blob = sl_alloc(p->alloc, (size_t)size);
+  if (blob == NULL) return sl_error_set(error, ENOMEM, "out of memory setting metadata");
+  char* at = blob;
+  memcpy(at, &count, 4), at += 4;
+  sl_metadata_iter_init(&it, schema->metadata);
+  while (sl_metadata_iter_next(&it, &k, &kl, &v, &vl)) {
+    if ((size_t)kl == key_len && memcmp(k, key, key_len) == 0) continue;
+    memcpy(at, &kl, 4), at += 4;
+    if (kl > 0) memcpy(at, k, (size_t)kl), at += kl;
+    memcpy(at, &vl, 4), at += 4;
+    if (vl > 0) memcpy(at, v, (size_t)vl), at += vl;
+  }
+  int32_t n = (int32_t)key_len;
+  memcpy(at, &n, 4), at += 4;
+  memcpy(at, key, key_len), at += key_len;
+  n = (int32_t)value_len;
+  memcpy(at, &n, 4), at += 4;
+  if (value_len > 0) memcpy(at, value, value_len);
+  sl_free(p->alloc, p->metadata, (size_t)p->metadata_size);
+  p->metadata = blob;
+  p->metadata_size = size;
+  schema->metadata = blob;
+  return 0;
+}
+
 int sl_schema_set_extension(struct ArrowSchema* schema, const char* name,
                             struct sluice_error* error) {
   // {"ARROW:extension:name": name, "ARROW:extension:metadata": ""}

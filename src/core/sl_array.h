@@ -88,6 +88,11 @@ int sl_schema_init(struct ArrowSchema* out, const struct sluice_allocator* alloc
 int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
                            struct sluice_error* error);
 
+/// Sets one entry of the node's metadata (a sluice-made node): `key` takes
+/// `value`, replacing an entry of that key; the others stay, in order.
+int sl_schema_put_metadata(struct ArrowSchema* schema, const char* key, const char* value,
+                           struct sluice_error* error);
+
 /// Marks the node as the Arrow extension type `name` ("arrow.uuid", ...):
 /// its metadata becomes the extension name and an empty extension metadata.
 int sl_schema_set_extension(struct ArrowSchema* schema, const char* name,

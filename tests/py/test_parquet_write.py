@@ -649,3 +649,56 @@ def test_dictionary_probe_in_mid_size_chunks(sluice, tmp_path):
                  for g in range(2))
     assert mine < 1.2 * theirs
     assert_same_table(pq.read_table(out), table)
+
+
+def _field_ids(schema: pa.Schema):
+    """(dotted path, PARQUET:field_id) of every field, nested ones included."""
+    out = []
+
+    def walk(field, prefix):
+        out.append((prefix + field.name, (field.metadata or {}).get(b"PARQUET:field_id")))
+        if pa.types.is_struct(field.type):
+            for child in field.type:
+                walk(child, prefix + field.name + ".")
+        elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            walk(field.type.value_field, prefix + field.name + ".")
+
+    for field in schema:
+        walk(field, "")
+    return out
+
+
+@pytest.mark.parametrize("store_schema", [True, False])
+def test_field_ids_read_and_written_as_pyarrow_does(sluice, tmp_path, store_schema):
+    """Parquet field_ids (Iceberg's column ids) read as the PARQUET:field_id
+    field metadata pyarrow gives them (with or without the footer's Arrow
+    schema), and a file sluice writes from such fields keeps them, as
+    pyarrow's reader finds them."""
+    def field(name, typ, fid):
+        return pa.field(name, typ, metadata={b"PARQUET:field_id": str(fid).encode()})
+
+    schema = pa.schema([field("a", pa.int64(), 1),
+                        field("s", pa.struct([field("x", pa.string(), 3)]), 2),
+                        field("l", pa.list_(field("element", pa.int32(), 5)), 4),
+                        field("m", pa.map_(pa.string(), pa.int64()), 6),
+                        pa.field("plain", pa.int8())])
+    table = pa.table({"a": [1, None], "s": [{"x": "q"}, None], "l": [[1, 2], []],
+                      "m": [[("k", 1)], None], "plain": [1, 2]}, schema=schema)
+    src = tmp_path / "ids.parquet"
+    pq.write_table(table, src, store_schema=store_schema)
+    proc = sluice.run("cat", src, "-t", "arrows")
+    import pyarrow.ipc as ipc
+    got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    assert _field_ids(got.schema) == _field_ids(pq.read_schema(src))
+    assert dict(_field_ids(got.schema))["l.element"] == b"5"
+    out = tmp_path / "back.parquet"
+    sluice.run("convert", src, out)
+    assert _field_ids(pq.read_schema(out)) == _field_ids(schema)
+    assert pq.read_table(out).equals(pq.read_table(src))
+    # a negative id is no id, for pyarrow's writer and sluice's alike
+    negative = pa.schema([field("a", pa.int64(), -3)])
+    src = tmp_path / "negative.arrow"
+    with pa.ipc.new_file(src, negative) as w:
+        w.write_table(pa.table({"a": [1]}, schema=negative))
+    sluice.run("convert", src, out)
+    assert "int64 field_id=-1 a;" in str(pq.ParquetFile(out).schema)

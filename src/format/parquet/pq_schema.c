@@ -351,6 +351,8 @@ static int convert(struct schema_ctx* c, int64_t el, struct pq_field* f, int16_t
   const struct pq_schema_element* e = &c->meta->schema[el];
   c->next = el + 1;
   SL_RETURN_NOT_OK(set_name(c, f, &e->name));
+  f->has_field_id = e->has_field_id;
+  f->field_id = e->field_id;
   f->nullable = nullable;
   f->def = def;
   f->rep = rep;
@@ -401,6 +403,11 @@ int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocato
     rc = sl_schema_set_metadata(out, f->metadata, error);
   } else if (f->extension) {
     rc = sl_schema_set_extension(out, f->extension, error);
+  }
+  if (rc == 0 && f->has_field_id) {
+    char id[16];
+    snprintf(id, sizeof id, "%" PRId32, f->field_id);
+    rc = sl_schema_put_metadata(out, "PARQUET:field_id", id, error);
   }
   if (rc == 0 && f->kind == PQ_FIELD_LEAF && f->dict) {
     rc = sl_schema_alloc_dictionary(out, error);

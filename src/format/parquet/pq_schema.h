@@ -56,6 +56,8 @@ struct pq_field {
   int is_string;                     ///< utf8 output
   char format[80];                   ///< Arrow format string
   char* path;                        ///< dotted column path (leaves), for messages
+  int has_field_id;                  ///< the schema element's field_id (Iceberg's column
+  int32_t field_id;                  ///< ids), given as PARQUET:field_id, as pyarrow does
   /* restored from the footer's ARROW:schema (pq_arrow_schema.c) */
   char* metadata;                    ///< Arrow field metadata blob (sl_alloc'd) or NULL
   int64_t metadata_size;

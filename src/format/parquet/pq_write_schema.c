@@ -62,6 +62,23 @@ static int32_t decimal_bytes(int32_t precision) {
   return 64;
 }
 
+/// The field's PARQUET:field_id (Iceberg's column id, as pyarrow writes it
+/// from the field metadata) when it is a whole number in int32's range that
+/// is not negative; anything else is left out, as Arrow C++ leaves it.
+static void set_field_id(struct pq_schema_element* e, const char* metadata) {
+  int32_t n = 0;
+  const char* v = sl_metadata_find(metadata, "PARQUET:field_id", &n);
+  if (v == NULL || n <= 0 || n > 10) return;
+  int64_t id = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (v[i] < '0' || v[i] > '9') return;
+    id = id * 10 + (v[i] - '0');
+  }
+  if (id > INT32_MAX) return;
+  e->has_field_id = 1;
+  e->field_id = (int32_t)id;
+}
+
 /// 1 when the field metadata blob names extension type `name`
 /// (ARROW:extension:name), as arrow.uuid and arrow.json columns do.
 static int is_extension(const char* metadata, const char* name) {
@@ -303,6 +320,7 @@ static int build_node(struct build_state* st, const struct ArrowSchema* f, const
   int nullable = !force_required && ((f->flags & ARROW_FLAG_NULLABLE) || t.id == SL_TYPE_NA);
   int64_t e = 0;
   SL_RETURN_NOT_OK(add_element(s, name, &e, error));
+  set_field_id(&s->elements[e], f->metadata);
   s->elements[e].has_repetition = 1;
   s->elements[e].repetition = nullable ? PQ_OPTIONAL : PQ_REQUIRED;
   st->names[st->n_names++] = bytes_of(name);
