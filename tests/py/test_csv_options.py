@@ -580,6 +580,32 @@ def test_late_values_widen_types_from_stretches_further_on(sluice, tmp_path):
     assert f"cannot parse '{rows}.5' as int64" in err
 
 
+def test_stretches_inside_a_long_quoted_field_do_not_widen_types(sluice, tmp_path):
+    """A quoted field longer than a stretch, holding no quote, looks like
+    rows from inside: its lines ("1.5,ok") made the int64 column float64,
+    rounding ids past 2^53. A stretch that would change a type is taken only
+    when the quotes before it are even in number; the values are pyarrow's
+    (given blocks larger than the field)."""
+    path = tmp_path / "long_field.csv"
+    first = 9007199254740993
+    with open(path, "w") as f:
+        f.write("id,note\n")
+        f.writelines(f"{first + 2 * i},short\n" for i in range(100_000))
+        f.write('1,"' + "1.5,ok\n" * 300_000 + 'end"\n')
+        f.writelines(f"{first + 2 * i},short\n" for i in range(100_000))
+    got = sluice_read(sluice, path)
+    want = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                         read_options=pcsv.ReadOptions(block_size=16 << 20))
+    assert want.schema.types == [pa.int64(), pa.string()]
+    assert got.equals(want)
+    # A real late misfit after an even number of quotes still widens at open.
+    with open(path, "a") as f:
+        f.writelines(f"{i}.5,late\n" for i in range(20_000))
+    got = sluice_read(sluice, path)
+    assert got.schema.types == [pa.float64(), pa.string()]
+    assert got.num_rows == 220_001
+
+
 def _late_values_file(path: Path, rows: int) -> None:
     """Columns whose sample (the head; quotes keep the stretches further on
     out of it) says int64, int64, timestamp[us], bool, int64 until values

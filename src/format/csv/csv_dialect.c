@@ -321,15 +321,32 @@ static int make_formats(struct analysis* a, struct sluice_error* error) {
 /// user who asked for a few bytes of inference gets just those).
 #define CSV_SPREAD_FROM ((int64_t)1 << 20)
 
+/// Whether the column types the states infer differ from `before`'s.
+static int types_differ(const struct csv_infer_state* now, const struct csv_infer_state* before,
+                        int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    if (strcmp(csv_infer_format(&now[c]), csv_infer_format(&before[c])) != 0) return 1;
+  }
+  return 0;
+}
+
 /// Samples the file past `from` (where the head sample ended). Each stretch
 /// starts after a line feed; only stretches without a quote character are
-/// taken, since a line feed there cannot be inside a quoted field that
-/// began before it (unless that field is longer than the stretch).
+/// tokenized. Such a stretch may still lie inside a quoted field longer than
+/// it, where its lines are no rows: a stretch whose rows would change a
+/// type is taken only if the quotes from `from` to it are even in number
+/// (counted once, and only then: most files never need it), so that its
+/// start is known to be outside quotes.
 static int sample_further_on(struct analysis* a, int64_t from, struct sluice_error* error) {
   const struct csv_dialect* d = &a->out->dialect;
   int64_t span = a->size - from;
   if (span <= 2 * CSV_SPREAD_BYTES || a->out->n_cols == 0) return 0;
-  for (int k = 1; k <= CSV_SPREAD_SAMPLES; ++k) {
+  const int64_t n_cols = a->out->n_cols;
+  struct csv_infer_state* before = sl_alloc(a->alloc, (size_t)n_cols * sizeof *before);
+  if (before == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+  int64_t counted_to = from, quotes = 0;  // quote characters in [from, counted_to)
+  int rc = 0;
+  for (int k = 1; rc == 0 && k <= CSV_SPREAD_SAMPLES; ++k) {
     // The last stretch ends at the end of the file: late values are where
     // appended data differs most.
     int64_t at = from + (span - CSV_SPREAD_BYTES) * k / CSV_SPREAD_SAMPLES;
@@ -344,12 +361,33 @@ static int sample_further_on(struct analysis* a, int64_t from, struct sluice_err
     // Up to `end`, whole rows only: a row cut by the stretch's end is left out.
     enum csv_tok_status st = csv_tokenize(d, a->data, &pos, end, INT64_MAX, 0, end - row,
                                           &a->rows, &err_pos);
-    if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    if (st == CSV_TOK_ENOMEM) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+      break;
+    }
     if (st != CSV_TOK_OK) continue;
     if (end < a->size && a->rows.n_rows > 0 && a->data[end - 1] != '\n') --a->rows.n_rows;
-    if (add_rows(a, 0, 1) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+    memcpy(before, a->states, (size_t)n_cols * sizeof *before);
+    const int trailing_used = a->trailing_used;
+    if (add_rows(a, 0, 1) != 0) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
+      break;
+    }
+    if (!types_differ(a->states, before, n_cols)) continue;
+    // Escapes and comment lines hide quotes from a plain count: no proof.
+    int outside = d->quote == 0;
+    if (!outside && d->escape == 0 && d->comment == 0) {
+      quotes += csv_count_byte(a->data + counted_to, row - counted_to, d->quote);
+      counted_to = row;
+      outside = quotes % 2 == 0;
+    }
+    if (!outside) {  // inside a long quoted field, or unknown: its lines say nothing
+      memcpy(a->states, before, (size_t)n_cols * sizeof *before);
+      a->trailing_used = trailing_used;
+    }
   }
-  return 0;
+  sl_free(a->alloc, before, (size_t)n_cols * sizeof *before);
+  return rc;
 }
 
 /// 1 when a sample row after the first has `n` fields and something in the
