@@ -1208,6 +1208,46 @@ def test_sniffed_delimiter_is_never_the_quote_or_escape(sluice, tmp_path, option
     assert "the rows split at ',' as at a delimiter, but it is the" in err, err
 
 
+@pytest.mark.parametrize("text, rows", [
+    # apostrophes in text, at field ends on different lines: not quotes
+    ("title,year\n'90s hits,1999\nthe students',2000\nbob,3\n",
+     [["'90s hits", 1999], ["the students'", 2000], ["bob", 3]]),
+    ("name,n\n'hello',1\nx,2\n", [["'hello'", 1], ["x", 2]]),
+    ("name,n\nit's,1\n'a',2\n", [["it's", 1], ["'a'", 2]]),
+    # a field quoted with ' on one line holding the delimiter: the quote
+    ("a,b\n'x,y',1\n'z',2\n'it''s',3\n", [["x,y", 1], ["z", 2], ["it's", 3]]),
+])
+def test_sniffed_quote_takes_apostrophes_only_where_they_quote(sluice, tmp_path, text, rows):
+    """' is sniffed as the quote only when the sample reads consistently
+    with it and a one-line field quoted with it holds a delimiter: 'x,y'
+    then is one field. Otherwise apostrophes stay text, as pyarrow and polars
+    read them (a wrongly sniffed ' merged two rows into one field)."""
+    path = tmp_path / "apostrophes.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    assert [list(r.values()) for r in got.to_pylist()] == rows
+    if "x,y" not in text:
+        assert got.equals(pcsv.read_csv(path))
+
+
+def test_texts_starting_with_an_apostrophe_round_trip(sluice, tmp_path):
+    """The writer quotes a text that starts with ', so that the file holds
+    a '"' and no reader that sniffs the quote takes ' for it: these values
+    come back from sluice, pyarrow and DuckDB as written."""
+    table = pa.table({"a": ["'a", "x'", "'90s hits", "the students'", "it's"],
+                      "b": ["b'", "y", "z", "w", "'q'"]})
+    src = tmp_path / "apostrophes.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    out = tmp_path / "apostrophes.csv"
+    sluice.run("convert", src, out)
+    assert sluice_read(sluice, out).equals(table)
+    assert pcsv.read_csv(out).equals(table)
+    duckdb = pytest.importorskip("duckdb")
+    assert duckdb.sql(f"SELECT * FROM '{out}'").fetchall() == \
+        [tuple(r.values()) for r in table.to_pylist()]
+
+
 def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
     """0 and 1 count as bools in inference, so they fit a bool column when
     the first row is tested for being a header: a first row of x,1,1.5 is

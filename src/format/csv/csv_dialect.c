@@ -98,26 +98,52 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   return 0;
 }
 
-/// The quote when none was given: '\'' when data[start, end) has no '"' but
-/// has fields that start and end with '\'' (a '\'' right after a delimiter
-/// or a line start, and one right before a delimiter or a line end), as
-/// DuckDB's sniffer finds; else '"'. Apostrophes inside words (O'Brien) are
-/// neither. `cr_lines`: a CR also starts a line.
+/// The quote when none was given: '\'' when data[start, end) has no '"'
+/// and reads consistently with '\'' as the quote, which matters there (see
+/// below); else '"'. `cr_lines`: a CR also starts a line.
 static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int cr_lines) {
   static const char k_delims[] = ",;\t|";
-  if (end <= start || memchr(data + start, '"', (size_t)(end - start)) != NULL) return '"';
-  int64_t opens = 0, closes = 0;
-  for (const uint8_t* q = memchr(data + start, '\'', (size_t)(end - start)); q != NULL;
-       q = q + 1 < data + end ? memchr(q + 1, '\'', (size_t)(data + end - q - 1)) : NULL) {
-    int64_t i = q - data;
-    if (i == start || data[i - 1] == '\n' || (cr_lines && data[i - 1] == '\r') ||
-        memchr(k_delims, data[i - 1], 4) != NULL)
-      ++opens;
-    if (i + 1 == end || data[i + 1] == '\n' || data[i + 1] == '\r' ||
-        memchr(k_delims, data[i + 1], 4) != NULL)
-      ++closes;
+  if (end <= start || memchr(data + start, '"', (size_t)(end - start)) == NULL) {
+    // Reads the sample with ' as the quote. Apostrophes are common in text
+    // ("don't", "'90s"), and a wrong quote silently merges rows, so ' is
+    // taken only when every apostrophe sits where a quote can, and some
+    // field quoted with it on one line holds a delimiter (the quotes then
+    // matter); otherwise the field texts keep their apostrophes, as in
+    // pyarrow and polars, which never take ' unasked.
+    int field_start = 1, in_quote = 0, holds_delim = 0, multiline = 0;
+    int64_t evidence = 0;
+    for (int64_t i = start; i < end; ++i) {
+      uint8_t c = data[i];
+      int breaks = c == '\n' || c == '\r';
+      int delim = memchr(k_delims, c, 4) != NULL;
+      if (in_quote) {
+        if (c == '\'') {
+          if (i + 1 < end && data[i + 1] == '\'') {  // a doubled quote, inside
+            ++i;
+            continue;
+          }
+          uint8_t next = i + 1 < end ? data[i + 1] : '\n';
+          if (!(next == '\n' || next == '\r' || memchr(k_delims, next, 4) != NULL)) return '"';
+          in_quote = 0;
+          field_start = 0;
+          evidence += holds_delim && !multiline;
+          continue;
+        }
+        multiline |= breaks;
+        holds_delim |= delim;
+        continue;
+      }
+      if (c == '\'') {
+        if (!field_start) return '"';  // inside an unquoted field: text
+        in_quote = 1;
+        holds_delim = multiline = 0;
+        continue;
+      }
+      field_start = (c == '\n' || (cr_lines && c == '\r') || delim);
+    }
+    if (evidence > 0) return '\'';
   }
-  return opens > 0 && closes > 0 ? '\'' : '"';
+  return '"';
 }
 
 // The bytes of field f, unescaped into *scratch when needed.

@@ -193,6 +193,10 @@ static int csv_needs_quotes(const struct csv_write_options* o, const char* s, si
   // The spellings sluice's reader (and pandas) take as null by default:
   // quoted, they stay strings there. With quote=none they go out bare.
   if (o->quote != 0 && csv_is_null(NULL, (const uint8_t*)s, (int64_t)n)) return 1;
+  // A text that starts with an apostrophe is quoted: the file then holds a
+  // '"', and readers that sniff the quote (sluice's, DuckDB's) cannot take
+  // ' for it and merge fields such as 'a and b' on one line.
+  if (o->quote == '"' && s[0] == '\'') return 1;
   for (size_t i = 0; i < n; ++i) {
     char c = s[i];
     if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
