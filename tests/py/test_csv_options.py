@@ -1216,11 +1216,14 @@ def test_sniffed_delimiter_is_never_the_quote_or_escape(sluice, tmp_path, option
     ("name,n\nit's,1\n'a',2\n", [["it's", 1], ["'a'", 2]]),
     # a field quoted with ' on one line holding the delimiter: the quote
     ("a,b\n'x,y',1\n'z',2\n'it''s',3\n", [["x,y", 1], ["z", 2], ["it's", 3]]),
+    # a quoted line break that only ' as the quote makes rows of
+    ("a,b\n'x\ny',1\n'z',2\n", [["x\ny", 1], ["z", 2]]),
 ])
 def test_sniffed_quote_takes_apostrophes_only_where_they_quote(sluice, tmp_path, text, rows):
     """' is sniffed as the quote only when the sample reads consistently
-    with it and a one-line field quoted with it holds a delimiter: 'x,y'
-    then is one field. Otherwise apostrophes stay text, as pyarrow and polars
+    with it and it matters: a one-line field quoted with it holds a
+    delimiter ('x,y' is one field), or only it makes even rows of lines
+    broken inside a field. Otherwise apostrophes stay text, as pyarrow and polars
     read them (a wrongly sniffed ' merged two rows into one field)."""
     path = tmp_path / "apostrophes.csv"
     path.write_text(text)

@@ -106,16 +106,24 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
   if (end <= start || memchr(data + start, '"', (size_t)(end - start)) == NULL) {
     // Reads the sample with ' as the quote. Apostrophes are common in text
     // ("don't", "'90s"), and a wrong quote silently merges rows, so ' is
-    // taken only when every apostrophe sits where a quote can, and some
-    // field quoted with it on one line holds a delimiter (the quotes then
-    // matter); otherwise the field texts keep their apostrophes, as in
-    // pyarrow and polars, which never take ' unasked.
+    // taken only when every apostrophe sits where a quote can and the
+    // quotes matter: a field quoted with it on one line holds a delimiter,
+    // or rows read with it all hold as many delimiters as the first row
+    // while lines read plainly do not (a quoted line break). Otherwise the
+    // texts keep their apostrophes, as in pyarrow and polars, which never
+    // take ' unasked.
     int field_start = 1, in_quote = 0, holds_delim = 0, multiline = 0;
-    int64_t evidence = 0;
+    int plain_uneven = 0, quoted_uneven = 0, any_multiline = 0;
+    int64_t one_line_delim = 0, first = -1, row_delims = 0, line_delims = 0;
     for (int64_t i = start; i < end; ++i) {
       uint8_t c = data[i];
-      int breaks = c == '\n' || c == '\r';
+      int new_line = c == '\n' || (cr_lines && c == '\r');
       int delim = memchr(k_delims, c, 4) != NULL;
+      line_delims += delim;  // read plainly, every delimiter counts
+      if (new_line) {
+        if (first >= 0 && line_delims != first) plain_uneven = 1;
+        line_delims = 0;
+      }
       if (in_quote) {
         if (c == '\'') {
           if (i + 1 < end && data[i + 1] == '\'') {  // a doubled quote, inside
@@ -126,10 +134,11 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
           if (!(next == '\n' || next == '\r' || memchr(k_delims, next, 4) != NULL)) return '"';
           in_quote = 0;
           field_start = 0;
-          evidence += holds_delim && !multiline;
+          one_line_delim += holds_delim && !multiline;
+          any_multiline |= multiline;
           continue;
         }
-        multiline |= breaks;
+        multiline |= c == '\n' || c == '\r';
         holds_delim |= delim;
         continue;
       }
@@ -139,9 +148,15 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
         holds_delim = multiline = 0;
         continue;
       }
-      field_start = (c == '\n' || (cr_lines && c == '\r') || delim);
+      row_delims += delim;
+      if (new_line) {
+        if (first < 0) first = row_delims;
+        else if (row_delims != first) quoted_uneven = 1;
+        row_delims = 0;
+      }
+      field_start = new_line || delim;
     }
-    if (evidence > 0) return '\'';
+    if (one_line_delim > 0 || (any_multiline && plain_uneven && !quoted_uneven)) return '\'';
   }
   return '"';
 }
