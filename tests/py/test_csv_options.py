@@ -1229,8 +1229,8 @@ def test_sniffed_quote_takes_apostrophes_only_where_they_quote(sluice, tmp_path,
     path.write_text(text)
     got = sluice_read(sluice, path)
     assert [list(r.values()) for r in got.to_pylist()] == rows
-    if "x,y" not in text:
-        assert got.equals(pcsv.read_csv(path))
+    if not any(isinstance(v, str) and ("," in v or "\n" in v) for r in rows for v in r):
+        assert got.equals(pcsv.read_csv(path))  # (pyarrow takes no ' as the quote)
 
 
 def test_texts_starting_with_an_apostrophe_round_trip(sluice, tmp_path):
