@@ -1251,6 +1251,32 @@ def test_texts_starting_with_an_apostrophe_round_trip(sluice, tmp_path):
         [tuple(r.values()) for r in table.to_pylist()]
 
 
+def test_float32_schema_rounds_the_text_once(sluice, tmp_path):
+    """A float32 column parses each text straight to the nearest float, as
+    pyarrow (fast_float) does: through a double first, texts just off a
+    midpoint between two floats rounded the wrong way, and one just under
+    the largest float's upper midpoint became inf."""
+    import numpy as np
+    rng = random.Random(7)
+    texts = []
+    bits = [rng.getrandbits(31) & 0x7f7fffff for _ in range(300)] + [0x7f7ffffe, 0x00000001]
+    for b in bits:
+        lo = np.frombuffer(struct.pack("<I", b), np.float32)[0]
+        hi = np.nextafter(lo, np.float32(np.inf), dtype=np.float32)
+        mid = (decimal.Decimal(float(lo)) + decimal.Decimal(float(hi))) / 2 \
+            if np.isfinite(hi) else decimal.Decimal(2) ** 128 - decimal.Decimal(2) ** 103
+        tiny = mid.scaleb(-30)
+        for v in (mid, mid + tiny, mid - tiny):
+            texts.append(format(v, "e").replace("E", "e"))
+    path = tmp_path / "f32.csv"
+    path.write_text("a\n" + "\n".join(texts) + "\n")
+    got = sluice_read(sluice, path, "schema=a:float32")
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={"a": pa.float32()}))
+    assert got.column("a").type == pa.float32()
+    assert got.equals(want)
+
+
 def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
     """0 and 1 count as bools in inference, so they fit a bool column when
     the first row is tested for being a header: a first row of x,1,1.5 is

@@ -234,8 +234,8 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
   switch (col->conv) {
     case CV_F64:
     case CV_F32: {
-      double v;
-      *ok = csv_parse_double(p, n, &v);
+      float v;
+      *ok = csv_parse_float(p, n, &v);
       break;
     }
     case CV_INT: {
@@ -347,13 +347,13 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       return 0;
     case CV_F32:
       CSV_FOR_EACH_VALUE({
-        double v;
+        float v;
         if (csv_is_float_null(nulls, p, n)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
-        if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
-        sl_builder_append_float_unsafe(b, (float)v);
+        if (!csv_parse_float(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        sl_builder_append_float_unsafe(b, v);
       })
       return 0;
     case CV_INT:

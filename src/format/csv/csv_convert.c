@@ -326,6 +326,38 @@ int csv_parse_double(const uint8_t* p, int64_t n, double* out) {
   return parse_double_exact(p, n, out) || (trim_number(&p, &n) && parse_double_exact(p, n, out));
 }
 
+/// Whether d lies exactly halfway between two adjacent floats (the largest
+/// finite float and 2^128 included).
+static int float_midpoint(double d) {
+  float f = (float)d;
+  if ((double)f == d) return 0;
+  float lo = (double)f < d ? f : nextafterf(f, -INFINITY);
+  float hi = (double)f < d ? nextafterf(f, INFINITY) : f;
+  double lo_d = isinf(lo) ? -ldexp(1.0, 128) : (double)lo;
+  double hi_d = isinf(hi) ? ldexp(1.0, 128) : (double)hi;
+  return (lo_d + hi_d) / 2 == d;  // (exact: both have at most 24 significant bits)
+}
+
+int csv_parse_float(const uint8_t* p, int64_t n, float* out) {
+  double d;
+  if (!csv_parse_double(p, n, &d)) return 0;
+  // Text -> double -> float rounds twice, which differs from rounding the
+  // text once only where the double is a midpoint between two floats (the
+  // text may lie a little to either side of it): strtof decides those.
+  if (isfinite(d) && float_midpoint(d)) {
+    char buf[800];
+    (void)trim_number(&p, &n);  // (csv_parse_double took the text around spaces too)
+    if (n >= (int64_t)sizeof buf) return 0;
+    memcpy(buf, p, (size_t)n);
+    buf[n] = '\0';
+    char* endp = NULL;
+    *out = strtof(buf, &endp);
+    return endp == buf + n;
+  }
+  *out = (float)d;
+  return 1;
+}
+
 const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) {
   const uint8_t* s = p;
   int neg = 0;

@@ -224,6 +224,8 @@ int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out);
 /// Correctly rounded (equal to strtod for every input it accepts). Accepts
 /// decimal and scientific notation, nan, inf, infinity (any case, signed).
 int csv_parse_double(const uint8_t* p, int64_t n, double* out);
+/// As csv_parse_double, rounded once to the nearest float (as strtof).
+int csv_parse_float(const uint8_t* p, int64_t n, float* out);
 int csv_parse_bool(const uint8_t* p, int64_t n, int* out);
 /// Prefix parsers for the fused numeric path: parse a number at p (not past
 /// e) and return its end, or NULL if there is none of the common shape. A
