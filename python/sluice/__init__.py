@@ -682,7 +682,7 @@ def _is_pandas_frame(data):
     return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
 
 
-def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
+def write(data, dst, *, format=None, compression="default", index=None, fsync=True,
           partition_by=None, max_partitions=None, existing_data_behavior="error",
           max_rows_per_file=None, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
@@ -700,6 +700,9 @@ def write(data, dst, *, format=None, compression=None, index=None, fsync=True,
     compression: body compression where the format has it ("zstd", "lz4", ...);
         CSV and JSON Lines compress the whole file ("gzip", "zstd", as
         pandas' to_csv(compression=...)), whatever the name's suffix.
+        "default" (the default): the format's own (Parquet snappy, as
+        pyarrow; the others none); None or "none": uncompressed, as
+        pyarrow's write_table(compression=None).
     index: for a pandas DataFrame, as DataFrame.to_parquet's: None (default)
         keeps an index other than a plain RangeIndex as columns (and, through
         pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,
@@ -782,6 +785,10 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
         format = {"feather": "arrow", "pq": "parquet"}.get(suffix, suffix)
         if format not in writer_formats():
             format = None
+    if compression is None:  # as pyarrow and pandas take it: uncompressed
+        compression = "none"
+    elif compression == "default":
+        compression = None  # the format's default
     kwargs = dict(format=format, compression=compression, format_options=_options_string(options),
                   ca_bundle=ca_bundle, insecure=insecure, fsync=bool(fsync), s3=s3,
                   timeout=timeout)
@@ -846,7 +853,7 @@ class Writer:
     it returns.
     """
 
-    def __init__(self, dst, schema=None, *, format=None, compression=None, index=None,
+    def __init__(self, dst, schema=None, *, format=None, compression="default", index=None,
                  fsync=True, partition_by=None, max_partitions=None,
                  existing_data_behavior="error", max_rows_per_file=None, **options):
         if _is_file_object(dst):

@@ -170,14 +170,14 @@ def stats(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequen
 def read_ipc(src: Union[PathLike, Any], *, restore_order: bool = ..., columns: Optional[Sequence[str]] = ...,
              threads: Optional[int] = ...) -> Table: ...
 def write(data: Any, dst: PathLike, *, format: Optional[str] = ...,
-          compression: Optional[str] = ..., index: Optional[bool] = ...,
+          compression: Optional[str] = "default", index: Optional[bool] = ...,
           fsync: bool = ..., partition_by: Optional[Union[str, Sequence[str]]] = ...,
           max_partitions: Optional[int] = ...,
           existing_data_behavior: str = ..., max_rows_per_file: Optional[int] = ...,
           **options: Any) -> None: ...
 class Writer:
     def __init__(self, dst: PathLike, schema: Any = ..., *, format: Optional[str] = ...,
-                 compression: Optional[str] = ..., index: Optional[bool] = ...,
+                 compression: Optional[str] = "default", index: Optional[bool] = ...,
                  fsync: bool = ..., partition_by: Optional[Union[str, Sequence[str]]] = ...,
                  max_partitions: Optional[int] = ..., existing_data_behavior: str = ...,
                  max_rows_per_file: Optional[int] = ..., **options: Any) -> None: ...

@@ -83,7 +83,9 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
     case SL_FILTER_FLOAT: {
       char* end = NULL;
       errno = 0;
-      out->f = n > 0 ? strtod(v, &end) : 0;
+      // A float32 column compares with the literal as a float32 (as DuckDB
+      // and polars cast it): 0.1 finds the stored float32(0.1).
+      out->f = n == 0 ? 0 : f[0] == 'f' ? (double)strtof(v, &end) : strtod(v, &end);
       if (n == 0 || end != v + n) {
         *why = "a number";
         return 0;

@@ -394,3 +394,30 @@ def test_a_short_run_is_copied_a_long_one_is_a_window(tmp_path, flt, rows, windo
     assert offset == (rows[0] if window else 0)
     # The same rows through sluice.read (a lone batch is taken as it is).
     assert pa.table(sluice.read(str(path), filters=flt))["id"].to_pylist() == list(rows)
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow", "csv"])
+def test_float32_column_compares_with_the_literal_as_float32(tmp_path, ext):
+    """A float32 column compares with a literal rounded to float32, as
+    DuckDB and polars cast it (README: values compare as the column's type):
+    f32 == 0.1 finds the stored float32(0.1), which as a double is
+    0.10000000149..., and the row groups pruned by statistics agree."""
+    import duckdb
+    import pyarrow.parquet as pq
+    table = pa.table({"f32": pa.array([0.1, 1e30, -1.5, 0.2, None], pa.float32())})
+    path = tmp_path / f"f32.{ext}"
+    if ext == "parquet":
+        pq.write_table(table, path, row_group_size=1)
+    else:
+        sluice.write(table, path)
+    pq.write_table(table, tmp_path / "ref.parquet")
+    for op, value in [("=", 0.1), ("<", 0.2), ("<=", 0.2), (">", 0.1), ("!=", 0.1),
+                      (">=", 1e30), ("in", [0.1, -1.5])]:
+        read = {"format": "csv", "schema": "f32:float32"} if ext == "csv" else {}
+        got = pa.table(sluice.read(path, filters=[("f32", op, value)], **read))
+        sql_value = f"({', '.join(map(str, value))})" if op == "in" else value
+        sql_op = "IN" if op == "in" else op
+        want = duckdb.sql(f"SELECT f32 FROM '{tmp_path / 'ref.parquet'}' "
+                          f"WHERE f32 {sql_op} {sql_value}").to_arrow_table()
+        assert sorted(got.column("f32").to_pylist()) == \
+            sorted(want.column("f32").to_pylist()), (op, value)

@@ -509,3 +509,25 @@ sluice.write(df, {str(out)!r})
         assert back.column(name).cast(want.schema.field(name).type).equals(want.column(name))
     assert back.column("c").to_pylist() == [1, None] * 24
     assert back.schema.field("c").type == pa.uint8()
+
+
+def test_compression_none_writes_uncompressed_as_pyarrow(tmp_path):
+    """compression=None writes uncompressed, as pq.write_table and
+    DataFrame.to_parquet take it (it gave the format's default, snappy);
+    left out, Parquet is snappy, as pyarrow's default. The Writer agrees."""
+    import pyarrow.parquet as pq
+    table = pa.table({"a": list(range(100)), "s": ["x"] * 100})
+
+    def codec(path):
+        return pq.ParquetFile(path).metadata.row_group(0).column(0).compression
+
+    sluice.write(table, tmp_path / "none.parquet", compression=None)
+    pq.write_table(table, tmp_path / "pa_none.parquet", compression=None)
+    assert codec(tmp_path / "none.parquet") == codec(tmp_path / "pa_none.parquet") == \
+        "UNCOMPRESSED"
+    sluice.write(table, tmp_path / "default.parquet")
+    assert codec(tmp_path / "default.parquet") == "SNAPPY"
+    with sluice.Writer(tmp_path / "w.parquet", compression=None) as w:
+        w.write(table)
+    assert codec(tmp_path / "w.parquet") == "UNCOMPRESSED"
+    assert pq.read_table(tmp_path / "w.parquet").equals(table)
