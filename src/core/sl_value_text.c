@@ -157,27 +157,6 @@ static double half_to_double(uint16_t h) {
   return sign ? -v : v;
 }
 
-/// Shortest text that reads back as the same half float: closer to it than
-/// half a unit in its last place.
-static void format_half(uint16_t h, char* buf, size_t cap) {
-  double v = half_to_double(h);
-  int exponent = (h >> 10) & 0x1f;
-  if (!isfinite(v)) {
-    sl_format_double(v, buf, cap);
-    return;
-  }
-  // The shortest text that reads back as this half: within half the gap
-  // to each neighbour. At a power of two the gap below is half the one
-  // above (0.0078125: 0.00781 is nearer to the half below it).
-  double ulp = exponent == 0 ? ldexp(1, -24) : ldexp(1, exponent - 25);
-  double below = (h & 0x3ff) == 0 && exponent > 1 ? ulp / 2 : ulp;
-  for (int precision = 1; precision <= 9; ++precision) {
-    snprintf(buf, cap, "%.*g", precision, v);
-    double d = fabs(strtod(buf, NULL)), a = fabs(v);
-    if (d >= a ? d - a < ulp / 2 : a - d < below / 2) return;
-  }
-}
-
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
 /// civil_from_days), valid for the full int64 range of days we can meet.
 static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
@@ -587,8 +566,11 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
         v = ((const float*)data)[p];
         sl_format_float((float)v, buf, sizeof buf);
       } else {
+        // As the float32 that holds it exactly, as pyarrow writes it: the
+        // half's own shortest digits (6.55e+04 for 65504) read back as
+        // another value in every reader, which parse floats and doubles.
         v = half_to_double(((const uint16_t*)data)[p]);
-        format_half(((const uint16_t*)data)[p], buf, sizeof buf);
+        sl_format_float((float)v, buf, sizeof buf);
       }
       if (style == SL_TEXT_JSON && !isfinite(v)) snprintf(buf, sizeof buf, "null");
       rc = sl_text_append_str(out, buf);

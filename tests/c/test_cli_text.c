@@ -172,9 +172,11 @@ static void test_floats(void** state) {
   arr(&a, 5, 0, 2, bh, 0, NULL);
   PLAIN(&s, &a, 0, "1");
   PLAIN(&s, &a, 1, "-2");
-  PLAIN(&s, &a, 2, "0.3333");
+  // Halves as the float32 that holds them exactly (as pyarrow writes them):
+  // readers parse floats and doubles, never halves.
+  PLAIN(&s, &a, 2, "0.33325195");
   PLAIN(&s, &a, 3, "inf");
-  PLAIN(&s, &a, 4, "6e-08");
+  PLAIN(&s, &a, 4, "5.9604645e-08");
 }
 
 /// The fast double formatting agrees with the printf loop it replaces: same

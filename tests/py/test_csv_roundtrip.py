@@ -308,7 +308,8 @@ def test_million_random_doubles_bit_exact(sluice, tmp_path):
 
 def test_every_float16_bit_exact(sluice, tmp_path):
     """Every finite float16 is written with digits that read back as the
-    same half (as float64, then rounded to float16 as numpy does), powers of
+    same half (as float64, then rounded to float16 as numpy does) and as
+    its exact value in float32, powers of
     two included, whose neighbour below is twice as near (0.0078125 was
     written 0.00781, which reads back as the half below)."""
     bits = np.arange(0, 2**16, dtype=np.uint16)
@@ -319,6 +320,14 @@ def test_every_float16_bit_exact(sluice, tmp_path):
     got = text.column("h").to_numpy().astype(np.float16).view(np.uint16)
     bad = np.nonzero(got != bits)[0]
     assert bad.size == 0, f"{bad.size} halves differ, first {bits.view(np.float16)[bad[0]]!r}"
+    # Read as float32 (and as float64 then float32), every value is the
+    # half's exact value, as pyarrow writes them: 65504, not 6.55e+04 (which
+    # every reader, none of which parses halves, took for 65500).
+    exact = bits.view(np.float16).astype(np.float32)
+    as_f32 = pcsv.read_csv(csv_path, convert_options=pcsv.ConvertOptions(
+        column_types={"h": pa.float32()})).column("h").to_numpy()
+    assert np.array_equal(as_f32, exact)
+    assert np.array_equal(text.column("h").to_numpy().astype(np.float32), exact)
 
 
 def significant_digits(text: str) -> str:
