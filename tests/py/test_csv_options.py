@@ -449,6 +449,10 @@ def test_schema_types_as_pyarrow_prints_them(sluice, tmp_path):
                       ("t:decimal128(10)", "decimal128(10)")):
         proc = sluice.run_raw("convert", str(path), str(out), "-q", "--schema", bad)
         assert proc.returncode != 0 and says.encode() in proc.stderr, proc.stderr
+    # a type CSV cannot hold is named as pyarrow prints it, not by its format
+    for bad, says in (("s:float16", "type halffloat cannot"), ("s:date64", "type date64[ms]")):
+        err = sluice.expect_error("convert", path, out, "-q", "--schema", bad).stderr.decode()
+        assert says in err and "types that can: bool" in err, err
 
 
 def test_spaces_around_numbers_are_trimmed(sluice, tmp_path):

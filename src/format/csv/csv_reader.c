@@ -145,9 +145,14 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
       case SL_TYPE_TIME64: col->conv = CV_TIME; col->width = 8; break;
       case SL_TYPE_DECIMAL128: col->conv = CV_DECIMAL; col->width = 16; break;
       case SL_TYPE_DECIMAL256: col->conv = CV_DECIMAL; col->width = 32; break;
-      default:
-        return sl_error_set(error, ENOTSUP, "%s: column '%s': type '%s' cannot be read from CSV",
-                            r->name, l->names[c], l->formats[c]);
+      default: {
+        char type_name[64];
+        sl_format_name(l->formats[c], type_name, sizeof type_name);
+        return sl_error_set(error, ENOTSUP, "%s: column '%s': type %s cannot be read from CSV "
+                            "(types that can: bool, int8..int64, uint8..uint64, float32, "
+                            "float64, string, binary, date32, time32/64, timestamp, "
+                            "decimal128/256)", r->name, l->names[c], type_name);
+      }
     }
   }
   const uint8_t d = r->layout.dialect.delimiter;
