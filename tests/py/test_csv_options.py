@@ -244,6 +244,27 @@ def test_int32_columns_on_the_fused_path_match_pyarrow(sluice, tmp_path):
     assert "out of range" in err and "2147483648" in err and f"line {line} " in err, err
 
 
+def test_integer_columns_take_a_plus_sign_and_name_out_of_range_values(sluice, tmp_path):
+    """Unsigned columns take "+5" as signed ones do (and DuckDB's UTINYINT);
+    an integer too large for int64 (or negative for an unsigned column) is
+    "out of range", as a too-large int8 is, not "cannot parse"."""
+    path = tmp_path / "ints.csv"
+    path.write_text("u,i\n+5,+7\n6,-8\n")
+    got = sluice_read(sluice, path, "schema=u:uint8|i:int64")
+    duckdb = pytest.importorskip("duckdb")
+    want = duckdb.sql(f"SELECT * FROM read_csv('{path}', columns={{'u': 'UTINYINT', "
+                      f"'i': 'BIGINT'}}, header=true)").fetchall()
+    assert list(zip(*got.to_pydict().values())) == want
+    for text, schema, says in (("9223372036854775808", "a:int64", "out of range: '9223"),
+                               ("99999999999999999999", "a:int8", "out of range: '9999"),
+                               ("-3", "a:uint64", "out of range: '-3'"),
+                               ("x1", "a:uint64", "cannot parse 'x1'")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(f"a\n{text}\n")
+        err = sluice.expect_error("cat", bad, "--schema", schema).stderr.decode()
+        assert says in err and "line 2" in err, err
+
+
 def test_quoted_fields_across_blocks_match_pyarrow(sluice, tmp_path):
     """The block tokenizer counts each field's quote bytes across its 64-byte
     blocks; a field with exactly two, at its ends, is read as a view of its

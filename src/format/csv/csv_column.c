@@ -232,7 +232,11 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
   const char* problem = "cannot convert";
   if (csv_is_null(&s->r->opts.nulls, p, n)) return 0;  // null (or "" in a string column): always fits
   switch (col->conv) {
-    case CV_F64:
+    case CV_F64: {
+      double v;
+      *ok = csv_parse_double(p, n, &v);
+      break;
+    }
     case CV_F32: {
       float v;
       *ok = csv_parse_float(p, n, &v);
@@ -241,6 +245,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     case CV_INT: {
       int64_t v;
       *ok = csv_parse_int64(p, n, &v);
+      if (!*ok) problem = csv_integer_problem(p, n);
       if (*ok && col->width < 8) {
         int64_t lim = INT64_C(1) << (col->width * 8 - 1);
         if (v < -lim || v >= lim) *ok = 0, problem = "out of range:";
@@ -250,6 +255,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     case CV_UINT: {
       uint64_t v;
       *ok = csv_parse_uint64(p, n, &v);
+      if (!*ok) problem = csv_integer_problem(p, n);
       if (*ok && col->width < 8 && v >> (col->width * 8) != 0) *ok = 0, problem = "out of range:";
       break;
     }
@@ -359,7 +365,8 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_INT:
       CSV_FOR_EACH_VALUE({
         int64_t v;
-        if (!csv_parse_int64(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!csv_parse_int64(p, n, &v))
+          return value_error(s, c, f, p, n, csv_integer_problem(p, n), error);
         switch (col->width) {
           case 8: sl_builder_append_int64_unsafe(b, v); break;
           case 4:
@@ -383,7 +390,8 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_UINT:
       CSV_FOR_EACH_VALUE({
         uint64_t v;
-        if (!csv_parse_uint64(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!csv_parse_uint64(p, n, &v))
+          return value_error(s, c, f, p, n, csv_integer_problem(p, n), error);
         if (col->width < 8 && v >> (col->width * 8) != 0) {
           return value_error(s, c, f, p, n, "out of range:", error);
         }

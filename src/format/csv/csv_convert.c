@@ -46,6 +46,7 @@ static inline void skip_leading_zeros(const uint8_t** p, int64_t* n) {
 }
 
 static int parse_uint64_exact(const uint8_t* p, int64_t n, uint64_t* out) {
+  if (n > 1 && p[0] == '+') ++p, --n;  // as the signed parser (and DuckDB) take it
   if (n > 20) skip_leading_zeros(&p, &n);
   if (n <= 0 || n > 20) return 0;
   uint64_t v = 0;
@@ -311,6 +312,16 @@ static int trim_number(const uint8_t** p, int64_t* n) {
   *p = s;
   *n = e - s;
   return 1;
+}
+
+const char* csv_integer_problem(const uint8_t* p, int64_t n) {
+  (void)trim_number(&p, &n);
+  int64_t i = n > 0 && (p[0] == '-' || p[0] == '+') ? 1 : 0;
+  if (i == n) return "cannot parse";
+  for (; i < n; ++i) {
+    if ((unsigned)(p[i] - '0') > 9) return "cannot parse";
+  }
+  return "out of range:";
 }
 
 // The exact forms first, so that the common case pays nothing for the trim.

@@ -224,6 +224,9 @@ int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out);
 /// Correctly rounded (equal to strtod for every input it accepts). Accepts
 /// decimal and scientific notation, nan, inf, infinity (any case, signed).
 int csv_parse_double(const uint8_t* p, int64_t n, double* out);
+/// Why an integer column refused text csv_parse_int64/uint64 did not take:
+/// "out of range:" for an integer (a sign and digits), else "cannot parse".
+const char* csv_integer_problem(const uint8_t* p, int64_t n);
 /// As csv_parse_double, rounded once to the nearest float (as strtof).
 int csv_parse_float(const uint8_t* p, int64_t n, float* out);
 int csv_parse_bool(const uint8_t* p, int64_t n, int* out);
