@@ -8,6 +8,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_array.h"
+#include "../core/sl_array_cast.h"
 #include "../core/sl_type.h"
 #include "../core/sl_builder.h"
 #include "../core/sl_error.h"
@@ -36,6 +37,11 @@ struct files_part {
   /// (-1: the object has none of that name, its rows are null there). NULL:
   /// the object has the dataset's columns, in its order.
   int64_t* columns_of;
+  /// The object's own schema, kept when some of its columns are of another
+  /// type than the dataset's that joins with it (sl_cast_join: polars'
+  /// large_string beside pyarrow's string, int32 beside int64): its batches
+  /// are cast. Else released (release NULL).
+  struct ArrowSchema own_types;
 };
 
 /// Objects ahead of the one a split opens that fetch ahead meanwhile: up to
@@ -74,6 +80,9 @@ struct files_out_column {
   int64_t from_batch;  ///< child of the object reader's batch, or -1
   int64_t hive_key;    ///< the partition key, or -1
   int64_t missing;     ///< else: nulls of the dataset's (unified) column `missing`
+  /// from_batch: its format, and the dataset's it is cast to (NULL: the same)
+  const char* cast_from;
+  const char* cast_to;
 };
 
 /// A split being decoded: which part's reader it belongs to and, when the
@@ -104,6 +113,7 @@ static void files_close(void* reader) {
     sl_source_close(p->source);
     if (p->name != NULL) sl_free(f->alloc, p->name, strlen(p->name) + 1);
     if (p->columns_of != NULL) sl_free(f->alloc, p->columns_of, columns_of_size(f->n_file_cols));
+    if (p->own_types.release != NULL) p->own_types.release(&p->own_types);
   }
   if (f->unified.release != NULL) f->unified.release(&f->unified);
   if (f->key_of_column != NULL) {
@@ -350,7 +360,7 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
     }
     any_hive |= c >= f->n_file_cols;
   }
-  if (!any_hive && part->columns_of == NULL) return 0;
+  if (!any_hive && part->columns_of == NULL && part->own_types.release == NULL) return 0;
   p->n_out = n_out;  // >= 1: a partition column is asked for
   p->out = sl_calloc(f->alloc, (size_t)n_out, sizeof *p->out);
   p->file = sl_alloc(f->alloc, (size_t)(n_out + 1) * sizeof *p->file);
@@ -362,14 +372,21 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
     int64_t c = columns != NULL ? columns[k] : k;
     int64_t own = c < f->n_file_cols && part->columns_of != NULL ? part->columns_of[c] : c;
     if (c >= f->n_file_cols) {
-      p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols], -1};
+      p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols], -1, NULL, NULL};
     } else if (own < 0 && f->key_of_column != NULL && f->key_of_column[c] >= 0) {
       // A column the object lacks but its directory names: the value there.
-      p->out[k] = (struct files_out_column){-1, f->key_of_column[c], -1};
+      p->out[k] = (struct files_out_column){-1, f->key_of_column[c], -1, NULL, NULL};
     } else if (own < 0) {
-      p->out[k] = (struct files_out_column){-1, -1, c};
+      p->out[k] = (struct files_out_column){-1, -1, c, NULL, NULL};
     } else {
-      p->out[k] = (struct files_out_column){p->n_file, -1, -1};
+      p->out[k] = (struct files_out_column){p->n_file, -1, -1, NULL, NULL};
+      const char* theirs = part->own_types.release != NULL
+                               ? part->own_types.children[own]->format
+                               : NULL;
+      if (theirs != NULL && strcmp(theirs, f->unified.children[c]->format) != 0) {
+        p->out[k].cast_from = theirs;
+        p->out[k].cast_to = f->unified.children[c]->format;
+      }
       p->file[p->n_file++] = own;
     }
   }
@@ -417,6 +434,11 @@ static int widen_struct(const struct sl_hive* hive, const struct ArrowSchema* un
     } else if (c->from_batch < 0) {
       rc = sl_hive_column(hive, c->hive_key, object, from->offset + from->length, alloc,
                           out->children[k], error);
+    } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release &&
+               c->cast_to != NULL) {
+      rc = sl_array_cast(c->cast_from, from->children[c->from_batch], c->cast_to, alloc,
+                         out->children[k], error);
+      if (rc != 0) rc = sl_error_prefix(error, "%s", name);
     } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release) {
       sl_array_move(from->children[c->from_batch], out->children[k]);
     } else {
@@ -511,7 +533,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   one.place = part->columns_of == NULL ? split->place : NULL;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  int rc = f->n_hive_cols > 0 || part->columns_of != NULL
+  int rc = f->n_hive_cols > 0 || part->columns_of != NULL || part->own_types.release != NULL
                ? plan_columns(f, part, columns, n_columns, &plan, error)
                : 0;
   if (rc == 0 && plan.out != NULL) {
@@ -673,6 +695,95 @@ static int64_t child_named(const struct ArrowSchema* s, int64_t n, const char* n
   return -1;
 }
 
+/// Node `col` (a leaf) becomes of `format`, keeping its name, flags and
+/// metadata.
+static int set_leaf_format(struct ArrowSchema* col, const char* format,
+                           const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct ArrowSchema fresh;
+  SL_RETURN_NOT_OK(sl_schema_init(&fresh, alloc, format, col->name, col->flags, 0, error));
+  int rc = col->metadata != NULL ? sl_schema_set_metadata(&fresh, col->metadata, error) : 0;
+  if (rc != 0) {
+    fresh.release(&fresh);
+    return rc;
+  }
+  col->release(col);
+  *col = fresh;
+  return 0;
+}
+
+/// The leaf type that holds both columns' values (sl_cast_join of `joined`,
+/// what the dataset column is so far, and b's), or NULL: not two leaves, or
+/// no lossless join.
+static const char* leaf_join(const char* joined, const struct ArrowSchema* a,
+                             const struct ArrowSchema* b) {
+  if (a->n_children != 0 || b->n_children != 0 || a->dictionary != NULL ||
+      b->dictionary != NULL) {
+    return NULL;
+  }
+  return sl_cast_join(joined, b->format);
+}
+
+/// Objects whose columns differ from the first object's only in leaf types
+/// that join (string and large_string, int32 and int64, ...: what different
+/// writers of one table disagree on) read as one dataset of the joined
+/// types, as DuckDB and polars read them: f->unified holds them, and each
+/// object with another type keeps its own schema to cast its batches. Any
+/// other difference is left to files_schema, which reports it.
+static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
+  if (f->n_parts < 2 || f->format->widen_to != NULL) return 0;  // (CSV joins its own)
+  struct ArrowSchema* schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *schemas);
+  if (schemas == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+    rc = f->format->schema(f->parts[i].reader, &schemas[i], error);
+  }
+  const int64_t n = rc == 0 ? schemas[0].n_children : 0;
+  const char** joined = sl_calloc(f->alloc, (size_t)(n > 0 ? n : 1), sizeof *joined);
+  if (rc == 0 && joined == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+  int joins = rc == 0, any = 0;
+  for (int64_t c = 0; joins && c < n; ++c) joined[c] = schemas[0].children[c]->format;
+  for (int64_t i = 1; joins && i < f->n_parts; ++i) {
+    joins = schemas[i].n_children == n;
+    for (int64_t c = 0; joins && c < n; ++c) {
+      const struct ArrowSchema *a = schemas[0].children[c], *b = schemas[i].children[c];
+      char why[512];
+      if (strcmp(a->format, b->format) == 0) {
+        joins = !schema_differs(a, b, "", why, sizeof why);
+        continue;
+      }
+      const char* j = strcmp(name_of(a), name_of(b)) == 0 ? leaf_join(joined[c], a, b) : NULL;
+      joins = j != NULL;
+      if (j != NULL) joined[c] = j;
+      any = 1;
+    }
+  }
+  if (rc == 0 && joins && any) {
+    rc = sl_schema_copy(&schemas[0], f->alloc, &f->unified, error);
+    for (int64_t c = 0; rc == 0 && c < n; ++c) {
+      if (strcmp(joined[c], f->unified.children[c]->format) != 0) {
+        rc = set_leaf_format(f->unified.children[c], joined[c], f->alloc, error);
+      }
+    }
+    for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+      merge_nullable(&f->unified, &schemas[i]);
+      int cast = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        cast |= strcmp(schemas[i].children[c]->format, f->unified.children[c]->format) != 0;
+      }
+      if (cast) {  // its own types stay, for the casts
+        f->parts[i].own_types = schemas[i];
+        schemas[i].release = NULL;
+      }
+    }
+  }
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (schemas[i].release != NULL) schemas[i].release(&schemas[i]);
+  }
+  sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
+  if (joined != NULL) sl_free(f->alloc, joined, (size_t)(n > 0 ? n : 1) * sizeof *joined);
+  return rc;
+}
+
 /// union_by_name: the dataset's columns are every object's, matched by
 /// name, in the order first met (f->unified); a column some object lacks
 /// is nullable, and that object's rows are null in it (part->columns_of).
@@ -694,7 +805,8 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   // Where each dataset column is first met: (object, its column).
   int64_t n = 0;
   int64_t(*first)[2] = rc == 0 ? sl_alloc(f->alloc, (size_t)cap * sizeof *first) : NULL;
-  if (rc == 0 && first == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+  const char** joined = rc == 0 ? sl_alloc(f->alloc, (size_t)cap * sizeof *joined) : NULL;
+  if (rc == 0 && (first == NULL || joined == NULL)) rc = sl_error_set(error, ENOMEM, "out of memory");
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     for (int64_t j = 0; rc == 0 && j < schemas[i].n_children; ++j) {
       const struct ArrowSchema* col = schemas[i].children[j];
@@ -709,7 +821,11 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       char why[512];
       if (c < n) {
         const struct ArrowSchema* was = schemas[first[c][0]].children[first[c][1]];
-        if (schema_differs(was, col, "", why, sizeof why)) {
+        const char* j = strcmp(was->format, col->format) != 0 ? leaf_join(joined[c], was, col)
+                                                               : NULL;
+        if (j != NULL) {
+          joined[c] = j;  // read as the joined type, the objects' batches cast
+        } else if (schema_differs(was, col, "", why, sizeof why)) {
           rc = sl_error_set(error, EINVAL, "%s: union_by_name: %s; the first is in %s (cast "
                             "the column to one type, or read the objects separately)",
                             f->parts[i].name, why, f->parts[first[c][0]].name);
@@ -718,6 +834,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       }
       first[n][0] = i;
       first[n][1] = j;
+      joined[n] = col->format;
       ++n;
     }
   }
@@ -730,6 +847,9 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   for (int64_t c = 0; rc == 0 && c < n; ++c) {
     rc = sl_schema_copy(schemas[first[c][0]].children[first[c][1]], f->alloc,
                         f->unified.children[c], error);
+    if (rc == 0 && strcmp(joined[c], f->unified.children[c]->format) != 0) {
+      rc = set_leaf_format(f->unified.children[c], joined[c], f->alloc, error);
+    }
   }
   f->n_file_cols = n;
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
@@ -740,7 +860,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       break;
     }
     p->n_columns = schemas[i].n_children;
-    int same = schemas[i].n_children == n;
+    int same = schemas[i].n_children == n, cast = 0;
     for (int64_t c = 0; c < n; ++c) {
       struct ArrowSchema* col = f->unified.children[c];
       int64_t j = child_named(&schemas[i], schemas[i].n_children, name_of(col));
@@ -748,6 +868,11 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       same &= j == c;
       if (j < 0) col->flags |= ARROW_FLAG_NULLABLE;
       else merge_nullable(col, schemas[i].children[j]);
+      cast |= j >= 0 && strcmp(schemas[i].children[j]->format, col->format) != 0;
+    }
+    if (cast) {  // its own types stay, for the casts
+      p->own_types = schemas[i];
+      schemas[i].release = NULL;
     }
     if (same) {  // the dataset's own columns: read as without union_by_name
       sl_free(f->alloc, p->columns_of, columns_of_size(n));
@@ -759,6 +884,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   }
   sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
   if (first != NULL) sl_free(f->alloc, first, (size_t)cap * sizeof *first);
+  if (joined != NULL) sl_free(f->alloc, joined, (size_t)cap * sizeof *joined);
   return rc;
 }
 
@@ -885,6 +1011,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   int unified = 0;
   if (rc == 0 && union_by_name) rc = unify_by_name(f, error);
   if (rc == 0 && !union_by_name) rc = unify_parts(f, &unified, error);
+  if (rc == 0 && !union_by_name) rc = join_types(f, error);
   // (Also without partitions: n_file_cols tells the objects' columns from
   // partition columns, and split_may_match passed every split without it.)
   if (rc == 0) rc = choose_partition_columns(f, error);

@@ -1406,3 +1406,72 @@ def test_decimal_stats_need_column_orders(sluice_bin, tmp_path):
         problems = _check_decimal_stats(stats, table, ["d"])
         assert not problems, f"{p.name}: " + "\n".join(problems)
         assert stats["d"]["source"] == source, f"{p.name}: {stats['d']}"
+
+
+# ---- objects whose writers chose other types -------------------------------------
+
+
+def _mixed_writers(directory: Path, polars_first: bool) -> None:
+    """Two objects of one table, as pyarrow and polars write it: string /
+    large_string, int32 / int64, float32 / float64, binary / large_binary,
+    uint16 / int32; the file names put polars' first or second."""
+    directory.mkdir()
+    a = pa.table({"s": pa.array(["a", None, "bb"]), "i": pa.array([1, -2, None], pa.int32()),
+                  "f": pa.array([0.5, None, -1.25], pa.float32()),
+                  "b": pa.array([b"\x00x", None, b""]), "u": pa.array([65535, 1, None], pa.uint16())})
+    b = pa.table({"s": pa.array(["c", "dd"], pa.large_string()),
+                  "i": pa.array([2**40, None], pa.int64()),
+                  "f": pa.array([1e300, 0.1], pa.float64()),
+                  "b": pa.array([b"y", None], pa.large_binary()),
+                  "u": pa.array([-7, None], pa.int32())})
+    first, second = ("0", "1") if not polars_first else ("1", "0")
+    pq.write_table(a, directory / f"{first}_pyarrow.parquet")
+    pq.write_table(b, directory / f"{second}_polars.parquet")
+
+
+@pytest.mark.parametrize("polars_first", [False, True])
+@pytest.mark.parametrize("union_by_name", [False, True])
+def test_objects_of_joinable_types_read_as_one_dataset(sluice_bin, tmp_path, polars_first,
+                                                       union_by_name):
+    """A directory of files one writer wrote with string and int32 and
+    another with large_string and int64 (pyarrow's and polars' defaults)
+    reads as one table of the joined types, as DuckDB reads it (it was an
+    error): the first object's string type, the wider integer, float64,
+    int32 for uint16 with int32. The values are DuckDB's, in file order."""
+    duckdb = pytest.importorskip("duckdb")
+    d = tmp_path / "mixed"
+    _mixed_writers(d, polars_first)
+    union = ["--union-by-name"] if union_by_name else []
+    args = ["cat", d, "-t", "arrows", *union]
+    proc = _run(sluice_bin, args)
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    string = pa.large_string() if polars_first else pa.string()
+    binary = pa.large_binary() if polars_first else pa.binary()
+    assert got.schema.types == [string, pa.int64(), pa.float64(), binary, pa.int32()]
+    want = {k: [] for k in "sifbu"}
+    for path in sorted(d.iterdir()):
+        t = duckdb.sql(f"SELECT s, i, f, b, u FROM '{path}'").fetchall()
+        for row in t:
+            for k, v in zip("sifbu", row):
+                want[k].append(v)
+    assert got.to_pydict() == want
+    # filters and statistics see the joined types too
+    proc = _run(sluice_bin, ["cat", d, "-t", "arrows", *union, "--filter", "i>1"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    kept = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    assert kept.column("i").to_pylist() == [v for v in want["i"] if v is not None and v > 1]
+
+
+def test_objects_of_other_types_are_still_an_error(sluice_bin, tmp_path):
+    """Types with no lossless join (a string and an int64; int64 and
+    float64, where a double would round) stay an error naming both."""
+    d = tmp_path / "odd"
+    d.mkdir()
+    pq.write_table(pa.table({"x": pa.array(["a"])}), d / "0.parquet")
+    pq.write_table(pa.table({"x": pa.array([1], pa.int64())}), d / "1.parquet")
+    err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
+    assert "'x' is of type int64 here, string in the first" in err, err
+    pq.write_table(pa.table({"x": pa.array([1.5])}), d / "0.parquet")
+    err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
+    assert "int64 here, double in the first" in err, err

@@ -1,0 +1,153 @@
+#include "sl_array_cast.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sl_alloc.h"
+#include "sl_array.h"
+#include "sl_error.h"
+
+/// Bytes of an integer format's values (0: not an integer format).
+static int int_width(char f) {
+  switch (f) {
+    case 'c': case 'C': return 1;
+    case 's': case 'S': return 2;
+    case 'i': case 'I': return 4;
+    case 'l': case 'L': return 8;
+    default: return 0;
+  }
+}
+
+static int is_signed(char f) { return f >= 'a' && f <= 'z'; }
+static int is_string(char f) { return f == 'u' || f == 'U'; }
+static int is_binary(char f) { return f == 'z' || f == 'Z'; }
+static int is_float(char f) { return f == 'f' || f == 'g'; }
+
+const char* sl_cast_join(const char* a, const char* b) {
+  if (strcmp(a, b) == 0) return a;
+  if (a[0] == '\0' || a[1] != '\0' || b[0] == '\0' || b[1] != '\0') return NULL;
+  const char x = a[0], y = b[0];
+  if ((is_string(x) && is_string(y)) || (is_binary(x) && is_binary(y))) return a;
+  const int wx = int_width(x), wy = int_width(y);
+  if (wx > 0 && wy > 0) {
+    if (is_signed(x) == is_signed(y)) return wx >= wy ? a : b;
+    const int w_signed = is_signed(x) ? wx : wy, w_unsigned = is_signed(x) ? wy : wx;
+    if (w_signed > w_unsigned) return is_signed(x) ? a : b;
+    return w_unsigned == 1 ? "s" : w_unsigned == 2 ? "i" : w_unsigned == 4 ? "l" : NULL;
+  }
+  // A double holds every float and every integer of up to 32 bits exactly.
+  const int x_fits = is_float(x) || (wx > 0 && wx <= 4), y_fits = is_float(y) || (wy > 0 && wy <= 4);
+  if (x_fits && y_fits && (is_float(x) || is_float(y))) return "g";
+  return NULL;
+}
+
+/// Value i of an integer buffer of format f, as int64 (and *u as uint64).
+static int64_t int_at(char f, const void* data, int64_t i, uint64_t* u) {
+  int64_t v;
+  switch (f) {
+    case 'c': v = ((const int8_t*)data)[i]; break;
+    case 'C': v = ((const uint8_t*)data)[i]; break;
+    case 's': v = ((const int16_t*)data)[i]; break;
+    case 'S': v = ((const uint16_t*)data)[i]; break;
+    case 'i': v = ((const int32_t*)data)[i]; break;
+    case 'I': v = ((const uint32_t*)data)[i]; break;
+    case 'L': *u = ((const uint64_t*)data)[i]; return (int64_t)*u;
+    default: v = ((const int64_t*)data)[i]; break;
+  }
+  *u = (uint64_t)v;
+  return v;
+}
+
+/// The values (or offsets) of n entries of `from` written as `to` into out.
+static int convert(char from, const void* data, int64_t n, char to, void* out) {
+  if (is_string(from) || is_binary(from)) {  // n + 1 offsets
+    if (from == 'u' || from == 'z') {
+      for (int64_t i = 0; i <= n; ++i) ((int64_t*)out)[i] = ((const int32_t*)data)[i];
+    } else {
+      for (int64_t i = 0; i <= n; ++i) {
+        int64_t v = ((const int64_t*)data)[i];
+        if (v < 0 || v > INT32_MAX) return EOVERFLOW;
+        ((int32_t*)out)[i] = (int32_t)v;
+      }
+    }
+    return 0;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t u = 0;
+    if (to == 'g') {
+      ((double*)out)[i] = from == 'f'   ? ((const float*)data)[i]
+                          : from == 'g' ? ((const double*)data)[i]
+                                        : (double)int_at(from, data, i, &u);
+      continue;
+    }
+    int64_t v = int_at(from, data, i, &u);
+    switch (to) {
+      case 's': ((int16_t*)out)[i] = (int16_t)v; break;
+      case 'S': ((uint16_t*)out)[i] = (uint16_t)u; break;
+      case 'i': ((int32_t*)out)[i] = (int32_t)v; break;
+      case 'I': ((uint32_t*)out)[i] = (uint32_t)u; break;
+      case 'L': ((uint64_t*)out)[i] = u; break;
+      default: ((int64_t*)out)[i] = v; break;
+    }
+  }
+  return 0;
+}
+
+/// Bytes per value (offset) of a format sl_cast_join gives.
+static size_t entry_bytes(char f) {
+  if (f == 'u' || f == 'z') return 4;
+  if (f == 'U' || f == 'Z' || f == 'g') return 8;
+  return (size_t)int_width(f);
+}
+
+int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
+                  const struct sluice_allocator* alloc, struct ArrowArray* out,
+                  struct sluice_error* error) {
+  out->release = NULL;
+  if (strcmp(from, to) == 0) {
+    sl_array_move(in, out);
+    return 0;
+  }
+  const char* joined = sl_cast_join(to, from);
+  if (joined == NULL || strcmp(joined, to) != 0) {
+    in->release(in);
+    return sl_error_set(error, EINVAL, "cannot cast '%s' to '%s'", from, to);
+  }
+  const struct ArrowArray* held = NULL;
+  struct sl_ref* ref = sl_array_share(in, alloc, &held);
+  if (ref == NULL) {
+    in->release(in);
+    return sl_error_set(error, ENOMEM, "out of memory");
+  }
+  const int text = is_string(from[0]) || is_binary(from[0]);
+  const int64_t n = held->offset + held->length;  // entries from the buffers' start
+  const size_t bytes = (size_t)(n + text) * entry_bytes(to[0]);
+  void* values = sl_alloc_buffer(alloc, bytes);
+  int rc = values == NULL ? sl_error_set(error, ENOMEM, "out of memory") : 0;
+  if (rc == 0 && held->n_buffers < (text ? 3 : 2)) {
+    rc = sl_error_set(error, EINVAL, "a '%s' column with %lld buffers", from,
+                      (long long)held->n_buffers);
+  }
+  if (rc == 0) {
+    if (held->buffers[1] == NULL) {
+      memset(values, 0, bytes);  // (no entries: only a zero offset, if any)
+    } else if (convert(from[0], held->buffers[1], n, to[0], values) != 0) {
+      rc = sl_error_set(error, EOVERFLOW, "large strings past 2 GiB in one batch cannot be "
+                        "read as 32-bit offset strings");
+    }
+  }
+  if (rc == 0) rc = sl_array_init(out, alloc, text ? 3 : 2, 0, error);
+  if (rc == 0) {
+    out->length = held->length;
+    out->offset = held->offset;
+    out->null_count = held->null_count;
+    sl_array_set_buffer_view(out, 0, held->buffers[0], ref);
+    sl_array_set_buffer_owned(out, 1, values, (int64_t)bytes);
+    values = NULL;
+    if (text) sl_array_set_buffer_view(out, 2, held->buffers[2], ref);  // the bytes stay
+  }
+  if (values != NULL) sl_free_buffer(alloc, values, bytes);
+  sl_ref_release(ref);
+  return rc;
+}

@@ -1,0 +1,27 @@
+// The few lossless casts between leaf types that objects of one dataset
+// written by different tools disagree on (pyarrow writes string, polars
+// large_string; one writer int32, another int64): the joined type of two
+// formats, and a column cast to it. Buffers that stay the same (validity,
+// string bytes) are views of the input, not copies.
+#ifndef SL_ARRAY_CAST_H
+#define SL_ARRAY_CAST_H
+
+#include <stddef.h>
+
+#include "sluice.h"
+
+/// The leaf format that holds the values of both `a` (the first object's)
+/// and `b` losslessly, or NULL when there is none: `a` for string and
+/// large_string (binary and large_binary) alike, the wider of two integers
+/// (a signed one wide enough for an unsigned one), float64 for float32 and
+/// float64 and for integers of up to 32 bits with either.
+const char* sl_cast_join(const char* a, const char* b);
+
+/// `*out` = `in` (of leaf format `from`, consumed) as format `to`, which
+/// sl_cast_join gave for `from`. Same length, offset and nulls. EOVERFLOW
+/// when large strings do not fit 32-bit offsets.
+int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
+                  const struct sluice_allocator* alloc, struct ArrowArray* out,
+                  struct sluice_error* error);
+
+#endif
