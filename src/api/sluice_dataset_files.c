@@ -528,9 +528,10 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
                                   &f->unified, part - f->parts, NULL, 0};
   // The object's own split, with the scan's placement (its rows are the
   // dataset's: the place's first row counts the objects before), but for
-  // an object whose columns are not the dataset's (placement is by column).
+  // an object whose columns are not the dataset's (placement is by column)
+  // or not of its types (its batches are cast).
   struct sl_split one = part->splits[split->index - part->first_split];
-  one.place = part->columns_of == NULL ? split->place : NULL;
+  one.place = part->columns_of == NULL && part->own_types.release == NULL ? split->place : NULL;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
   int rc = f->n_hive_cols > 0 || part->columns_of != NULL || part->own_types.release != NULL
