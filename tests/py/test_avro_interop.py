@@ -338,6 +338,31 @@ def test_header_metadata_both_ways(tmp_path):
         assert [r["a"] for r in reader] == [1, 2]
 
 
+def test_header_with_many_metadata_entries(tmp_path):
+    """A header map block of 5000 entries (fastavro writes them in one block)
+    reads as fastavro reads it, every key kept; a count that the bytes left
+    cannot hold (each entry takes 2 bytes at least) is an error naming it."""
+    path = tmp_path / "many_meta.avro"
+    meta = {f"k{i}": f"v{i}" for i in range(5000)}
+    with open(path, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+                        [{"a": 1}, {"a": 2}], metadata=dict(meta))  # it adds avro.* keys
+    table = sluice_read(path, tmp_path)
+    with open(path, "rb") as f:
+        r = fastavro.reader(f)
+        assert table.to_pylist() == list(r)
+        assert all(r.metadata[k] == v for k, v in meta.items())
+    assert {k.decode(): v.decode() for k, v in table.schema.metadata.items()
+            if k.startswith(b"k")} == meta
+    data = path.read_bytes()
+    forged = tmp_path / "forged_meta.avro"
+    # the count 5002 (zigzag varint 0x94 0x4e) → 2^20
+    assert data[4:6] == bytes([0x94, 0x4e])
+    forged.write_bytes(data[:4] + bytes([0x80, 0x80, 0x80, 0x01]) + data[6:])
+    err = sluice_error(forged, tmp_path)
+    assert "1048576 metadata entries cannot fit" in err and "byte 8" in err, err
+
+
 def test_empty_file(tmp_path):
     path = tmp_path / "empty.avro"
     with open(path, "wb") as f:

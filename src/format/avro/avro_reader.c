@@ -155,9 +155,13 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
       count = -count;
       SL_RETURN_NOT_OK(input_long(r, &pos, &bytes, NULL, "header metadata", error));
     }
-    if (count > 4096)
-      return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": %" PRId64 " metadata entries",
-                          name, pos, count);
+    // Each entry takes at least 2 bytes (two length varints): a count the
+    // bytes left cannot hold is refused up front. A stream's size is unknown,
+    // but there a forged count only runs into the end of the data.
+    if (!r->forward && count > (r->source->size - pos) / 2)
+      return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": %" PRId64 " metadata entries "
+                          "cannot fit in the %" PRId64 " bytes left", name, pos, count,
+                          r->source->size - pos);
     for (int64_t i = 0; i < count; ++i) {
       int64_t klen, vlen;
       char key[64];
