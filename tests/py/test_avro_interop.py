@@ -612,6 +612,49 @@ def test_reader_schema_unions(tmp_path):
     assert proc.returncode != 0 and b"has no match" in proc.stderr
 
 
+def _rec(*fields, name="R"):
+    """A record of (field name, type) pairs."""
+    return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
+
+
+# Writer schema, rows, reader schema: sluice reads with --reader-schema what
+# fastavro reads (test_reader_schema_case) and Java avro-tools reads
+# (test_avro_java.py) from the same file.
+RESOLVE_CASES = {
+    # The writer's "null" type into a nullable reader field, either order.
+    "null_to_nullable": (
+        _rec(("n", "null"), ("m", "null"), ("k", "int")),
+        [{"n": None, "m": None, "k": k} for k in range(3)],
+        _rec(("n", ["null", "int"]), ("m", ["int", "null"]), ("k", "int"))),
+}
+
+
+def read_resolved(sluice, tmp_path: Path, writer, rows, reader):
+    """Writes `rows` with fastavro under `writer`; sluice reads the file with
+    `reader` as --reader-schema. (file, reader schema file, table)."""
+    import json
+    path, rs, out = tmp_path / "w.avro", tmp_path / "reader.avsc", tmp_path / "out.arrow"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(writer), rows)
+    rs.write_text(json.dumps(reader))
+    sluice.run("convert", "--reader-schema", rs, path, out)
+    with ipc.open_file(out) as f:
+        return path, rs, f.read_all()
+
+
+@pytest.mark.parametrize("case", sorted(RESOLVE_CASES))
+def test_reader_schema_case(tmp_path, sluice, case):
+    writer, rows, reader = RESOLVE_CASES[case]
+    path, _, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    assert table.column_names == [fl["name"] for fl in reader["fields"]]
+    for name in table.column_names:
+        col = table.column(name)
+        assert [norm_arrow(col.type, v) for v in col.to_pylist()] == \
+            [norm_avro(r[name]) for r in want], name
+
+
 def test_defaults_with_nul_characters(tmp_path, sluice):
     """A bytes or fixed default is a JSON string of code points 0-255, so
     "\\u0000" is a legal byte there (and in a string default): the writer's

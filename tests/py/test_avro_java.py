@@ -32,7 +32,8 @@ fastavro = pytest.importorskip("fastavro")
 
 from conftest import REPO  # noqa: E402
 from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
-from test_avro_interop import compare, sluice_read  # noqa: E402
+from test_avro_interop import (RESOLVE_CASES, compare, norm_arrow, read_resolved,  # noqa: E402
+                                 sluice_read)
 from test_avro_writer import all_types_table, write_arrow  # noqa: E402
 
 JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
@@ -217,3 +218,21 @@ def test_sluice_reads_java_written(tmp_path, avro_tools, zoo_json, codec):
     assert table.num_rows == ROWS
     assert table.schema.field("dec").type == pa.decimal128(20, 4)
     assert pa.types.is_union(table.schema.field("u").type)
+
+
+# ---- reader schemas: sluice resolves as Java does -----------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(RESOLVE_CASES))
+def test_reader_schema_case_as_java(tmp_path, sluice, avro_tools, case):
+    """`tojson --reader-schema-file` on the file sluice reads with
+    --reader-schema: the same values."""
+    writer, rows, reader = RESOLVE_CASES[case]
+    path, rs, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    proc = run_tool([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)])
+    names: dict = {}
+    want = [from_java_json(reader, json.loads(line), names)
+            for line in proc.stdout.decode("utf-8").split("\n") if line]
+    got = [{name: norm_arrow(table.schema.field(name).type, v) for name, v in row.items()}
+           for row in table.to_pylist()]
+    assert got == want

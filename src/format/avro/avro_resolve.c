@@ -413,7 +413,12 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
     if (r->kind == AVRO_UNION) return resolve_writer_union(c, w, r, NULL, out);
     return resolve_writer_union(c, w, r, r, out);
   }
-  if (rn) return resolve(c, w, rv, out);  // never null: the builder is nullable anyway
+  if (rn) {
+    // The writer's "null" type: all nulls, which the reader's null branch
+    // takes; any other type is never null (the builder is nullable anyway).
+    if (w->kind == AVRO_NULL) return op_for(c, OP_NULL, 0, r, 0, out);
+    return resolve(c, w, rv, out);
+  }
   if (r->kind == AVRO_UNION) {
     int64_t j = branch_for(w, r);
     if (j < 0) return cannot(c, w, r, "no branch of the reader's union matches");
