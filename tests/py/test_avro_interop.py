@@ -626,6 +626,15 @@ RESOLVE_CASES = {
         _rec(("n", "null"), ("m", "null"), ("k", "int")),
         [{"n": None, "m": None, "k": k} for k in range(3)],
         _rec(("n", ["null", "int"]), ("m", ["int", "null"]), ("k", "int"))),
+    # Values of no bytes (a null, an empty record) into a branch of a reader
+    # union: rows of 1 byte, arrays of 0-byte items (once "N objects cannot
+    # fit in M bytes").
+    "zero_bytes_to_union_branch": (
+        _rec(("n", "null"), ("e", _rec(name="E")), ("a", {"type": "array", "items": "null"}),
+             ("k", "int")),
+        [{"n": None, "e": {}, "a": [None] * (k % 3), "k": k} for k in range(10)],
+        _rec(("n", ["int", "string", "null"]), ("e", ["int", _rec(name="E")]),
+             ("a", {"type": "array", "items": ["int", "string", "null"]}), ("k", "int"))),
 }
 
 

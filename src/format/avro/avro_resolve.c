@@ -423,10 +423,13 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
     int64_t j = branch_for(w, r);
     if (j < 0) return cannot(c, w, r, "no branch of the reader's union matches");
     int32_t op = 0, kid = 0;
-    SL_RETURN_NOT_OK(op_for(c, OP_TO_BRANCH, 1, r, 1, &op));
+    SL_RETURN_NOT_OK(op_for(c, OP_TO_BRANCH, 1, r, 0, &op));
     p->ops[op].size = j;
     SL_RETURN_NOT_OK(resolve(c, w, r->items[j], &kid));
     p->kids[p->ops[op].kids] = kid;
+    // No union index is read (the writer's type is not a union): the value
+    // takes what its branch's takes, nothing for a null or an empty record.
+    p->ops[op].min_size = p->ops[kid].min_size;
     *out = op;
     return 0;
   }
