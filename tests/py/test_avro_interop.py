@@ -635,17 +635,31 @@ RESOLVE_CASES = {
         [{"n": None, "e": {}, "a": [None] * (k % 3), "k": k} for k in range(10)],
         _rec(("n", ["int", "string", "null"]), ("e", ["int", _rec(name="E")]),
              ("a", {"type": "array", "items": ["int", "string", "null"]}), ("k", "int"))),
+    # Nullable into nullable whose values do not match: all nulls read (a
+    # value would fail when met: test_reader_schema_unmatched_value_fails_when_met).
+    "nullable_unmatched_value_all_nulls": (
+        _rec(("ns", ["null", "string"]), ("sn", ["string", "null"]), ("k", "int")),
+        [{"ns": None, "sn": None, "k": k} for k in range(4)],
+        _rec(("ns", ["null", "int"]), ("sn", ["long", "null"]), ("k", "int"))),
 }
 
 
-def read_resolved(sluice, tmp_path: Path, writer, rows, reader):
-    """Writes `rows` with fastavro under `writer`; sluice reads the file with
-    `reader` as --reader-schema. (file, reader schema file, table)."""
+def write_resolved(tmp_path: Path, writer, rows, reader):
+    """Writes `rows` with fastavro under `writer`, and `reader` as a schema
+    file: (file, reader schema file)."""
     import json
-    path, rs, out = tmp_path / "w.avro", tmp_path / "reader.avsc", tmp_path / "out.arrow"
+    path, rs = tmp_path / "w.avro", tmp_path / "reader.avsc"
     with open(path, "wb") as f:
         fastavro.writer(f, fastavro.parse_schema(writer), rows)
     rs.write_text(json.dumps(reader))
+    return path, rs
+
+
+def read_resolved(sluice, tmp_path: Path, writer, rows, reader):
+    """write_resolved, then sluice reads the file with `reader` as
+    --reader-schema: (file, reader schema file, table)."""
+    path, rs = write_resolved(tmp_path, writer, rows, reader)
+    out = tmp_path / "out.arrow"
     sluice.run("convert", "--reader-schema", rs, path, out)
     with ipc.open_file(out) as f:
         return path, rs, f.read_all()
@@ -662,6 +676,18 @@ def test_reader_schema_case(tmp_path, sluice, case):
         col = table.column(name)
         assert [norm_arrow(col.type, v) for v in col.to_pylist()] == \
             [norm_avro(r[name]) for r in want], name
+
+
+def test_reader_schema_unmatched_value_fails_when_met(tmp_path, sluice):
+    """The nullable case above with one string among the nulls: an error
+    naming the object, as fastavro fails on it too."""
+    writer, rows, reader = RESOLVE_CASES["nullable_unmatched_value_all_nulls"]
+    path, rs = write_resolved(tmp_path, writer, rows + [{"ns": "x", "sn": None, "k": 9}], reader)
+    with open(path, "rb") as f, pytest.raises(fastavro.read.SchemaResolutionError):
+        list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "object 4" in err and "has no match" in err, err
 
 
 def test_defaults_with_nul_characters(tmp_path, sluice):

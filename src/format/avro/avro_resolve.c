@@ -397,6 +397,9 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
   const struct avro_node *wv, *rv;
   int wni, rni;
   int wn = avro_node_nullable(w, &wv, &wni), rn = avro_node_nullable(r, &rv, &rni);
+  // Nullable into nullable whose values do not match: the nulls still read,
+  // and a value fails only when the data has one (the general union path).
+  if (wn && rn && !matches(wv, rv, 1)) return resolve_writer_union(c, w, r, rv, out);
   if (wn && (rn || r->kind != AVRO_UNION)) {
     int32_t op = 0, kid = 0;
     SL_RETURN_NOT_OK(op_for(c, OP_NULLABLE, 1, r, 1, &op));
