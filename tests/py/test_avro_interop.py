@@ -789,6 +789,29 @@ def test_time_of_day_out_of_range_is_an_error(tmp_path, sluice):
         assert says in err and "object 3" in err, err
 
 
+def test_time_of_day_checked_after_promotion(tmp_path, sluice):
+    """A writer int read as a time-micros long (a promotion) is checked as a
+    direct read is: times of day read as the microseconds fastavro reads
+    (it leaves the reader's logical type off a promoted value, as Java's
+    tojson prints it); -1, which no time64 holds, is an error naming the
+    object, as it is read directly (test_time_of_day_out_of_range_is_an_error)."""
+    writer = _rec(("t", "int"), ("n", ["null", "int"]))
+    reader = _rec(("t", {"type": "long", "logicalType": "time-micros"}),
+                  ("n", ["null", {"type": "long", "logicalType": "time-micros"}]))
+    rows = [{"t": 0, "n": None}, {"t": 5, "n": 2**31 - 1}]
+    _, _, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    assert table.schema.field("t").type == pa.time64("us")
+    with open(tmp_path / "w.avro", "rb") as f:
+        want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    for name in ("t", "n"):
+        assert table.column(name).cast(pa.int64()).to_pylist() == [r[name] for r in want], name
+    for bad in ({"t": -1, "n": None}, {"t": 1, "n": -5}):
+        path, rs = write_resolved(tmp_path, writer, rows + [bad], reader)
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert "time-micros value -" in err and "not a time of day" in err and "object 2" in err, err
+
+
 def test_reader_schema_enum_default(tmp_path, sluice):
     """A writer enum symbol the reader's enum lacks reads as the reader's
     "default" symbol (`--reader-schema`), as fastavro resolves it; without a

@@ -101,6 +101,14 @@ static int append_low_bytes(struct sl_builder* b, int64_t v) {
   return sl_builder_append_fixed(b, le);
 }
 
+/// A time-millis or time-micros value (`day`: the day's length in its unit)
+/// must be a time of day: 0 to day - 1.
+static int check_time_of_day(int64_t v, int64_t day, struct sluice_error* error) {
+  if (v >= 0 && v < day) return 0;
+  return sl_error_set(error, EILSEQ, "%s value %" PRId64 " is not a time of day (0 to %" PRId64
+                      ")", day == INT64_C(86400000) ? "time-millis" : "time-micros", v, day - 1);
+}
+
 #define APPEND(expr)                                      \
   do {                                                    \
     int rc_ = (expr);                                     \
@@ -264,16 +272,11 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       APPEND(append_low_bytes(b, x));
       return 0;
     }
-    case OP_TIME: {  // Arrow's time32/time64 hold a time of day, as Avro's spec says
+    case OP_TIME:  // Arrow's time32/time64 hold a time of day, as Avro's spec says
       SL_RETURN_NOT_OK(read_long(d, &v, error));
-      if (v < 0 || v >= op->size) {
-        return sl_error_set(error, EILSEQ, "%s value %" PRId64 " is not a time of day "
-                            "(0 to %" PRId64 ")", op->size == INT64_C(86400000) ? "time-millis"
-                            : "time-micros", v, op->size - 1);
-      }
+      SL_RETURN_NOT_OK(check_time_of_day(v, op->size, error));
       APPEND(append_low_bytes(b, v));
       return 0;
-    }
     case OP_HALF: {
       float f;
       if (d->end - d->p < 4) return truncated(error, "float");
@@ -364,6 +367,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
     case OP_INT_AS_LONG: case OP_INT_AS_FLOAT: case OP_INT_AS_DOUBLE: {
       int32_t x = 0;
       SL_RETURN_NOT_OK(read_int(d, &x, error));
+      if (op->size > 0) SL_RETURN_NOT_OK(check_time_of_day(x, op->size, error));  // time-micros
       if (op->kind == OP_INT_AS_LONG) APPEND(sl_builder_append_int64(b, x));
       else if (op->kind == OP_INT_AS_FLOAT) APPEND(sl_builder_append_float(b, (float)x));
       else APPEND(sl_builder_append_double(b, x));

@@ -82,7 +82,8 @@ int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json
 enum avro_op_kind {
   OP_NULL, OP_BOOL, OP_INT32, OP_INT64, OP_FLOAT, OP_DOUBLE, OP_BINARY, OP_FIXED, OP_ENUM,
   OP_RECORD, OP_ARRAY, OP_MAP, OP_NULLABLE, OP_UNION, OP_DEC_BYTES, OP_DEC_FIXED, OP_DURATION,
-  // Reader schema resolution (avro_resolve.c):
+  // Reader schema resolution (avro_resolve.c); OP_INT_AS_LONG into a
+  // time-micros reader has the day's length in op->size, as OP_TIME:
   OP_INT_AS_LONG, OP_INT_AS_FLOAT, OP_INT_AS_DOUBLE, OP_LONG_AS_FLOAT, OP_LONG_AS_DOUBLE,
   OP_FLOAT_AS_DOUBLE,
   // An int or long read into a narrower or unsigned column (arrow_type; the

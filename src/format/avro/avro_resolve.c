@@ -440,7 +440,13 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
   if (wk == AVRO_INT && rk != AVRO_INT) {
     uint8_t k = rk == AVRO_LONG ? OP_INT_AS_LONG : rk == AVRO_FLOAT ? OP_INT_AS_FLOAT
                 : rk == AVRO_DOUBLE ? OP_INT_AS_DOUBLE : 0;
-    return k ? op_for(c, k, 0, r, 1, out) : cannot(c, w, r, NULL);
+    if (k == 0) return cannot(c, w, r, NULL);
+    SL_RETURN_NOT_OK(op_for(c, k, 0, r, 1, out));
+    // A time-micros reader checks the time of day as a direct read does
+    // (op size: the day's length).
+    if (k == OP_INT_AS_LONG && r->logical == AVRO_LOGICAL_TIME_US)
+      p->ops[*out].size = INT64_C(86400000000);
+    return 0;
   }
   if (wk == AVRO_LONG && (rk == AVRO_FLOAT || rk == AVRO_DOUBLE))
     return op_for(c, rk == AVRO_FLOAT ? OP_LONG_AS_FLOAT : OP_LONG_AS_DOUBLE, 0, r, 1, out);
