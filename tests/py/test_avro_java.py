@@ -32,8 +32,8 @@ fastavro = pytest.importorskip("fastavro")
 
 from conftest import REPO  # noqa: E402
 from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
-from test_avro_interop import (RESOLVE_CASES, compare, norm_arrow, read_resolved,  # noqa: E402
-                                 sluice_read)
+from test_avro_interop import (RESOLVE_CASES, SAME_SHORT_NAME_CASES, compare, norm_arrow,  # noqa: E402
+                                 read_resolved, sluice_read, union_as_branch_names)
 from test_avro_writer import all_types_table, write_arrow  # noqa: E402
 
 JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
@@ -236,3 +236,14 @@ def test_reader_schema_case_as_java(tmp_path, sluice, avro_tools, case):
     got = [{name: norm_arrow(table.schema.field(name).type, v) for name, v in row.items()}
            for row in table.to_pylist()]
     assert got == want
+
+
+@pytest.mark.parametrize("case", sorted(SAME_SHORT_NAME_CASES))
+def test_union_branches_by_full_name_as_java(tmp_path, sluice, avro_tools, case):
+    """Branches a.X and b.X of one reader union: each writer value goes to
+    the branch Java's tojson names, with all its fields."""
+    writer, rows, reader, branches = SAME_SHORT_NAME_CASES[case]
+    path, rs, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    proc = run_tool([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)])
+    want = [json.loads(line)["u"] for line in proc.stdout.decode("utf-8").split("\n") if line]
+    assert union_as_branch_names(table, "u", branches) == want

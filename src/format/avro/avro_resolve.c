@@ -351,9 +351,19 @@ static int matches(const struct avro_node* w, const struct avro_node* r, int pro
   }
 }
 
-/// The reader union's branch a writer type resolves to (exact match first,
-/// then promotion, as Java does), or -1.
+/// A named type whose full name (namespace included) is the other's.
+static int same_full_name(const struct avro_node* w, const struct avro_node* r) {
+  return w->name != NULL && r->name != NULL && strcmp(w->name, r->name) == 0;
+}
+
+/// The reader union's branch a writer type resolves to, or -1: as Java
+/// does, an exact match first (a named type by its full name, so that a.X
+/// and b.X in one union stay apart), then one by unqualified name or alias,
+/// then by promotion.
 static int64_t branch_for(const struct avro_node* w, const struct avro_node* r) {
+  const int named = w->kind == AVRO_RECORD || w->kind == AVRO_ENUM || w->kind == AVRO_FIXED;
+  for (int64_t j = 0; j < r->n; ++j)
+    if (matches(w, r->items[j], 0) && (!named || same_full_name(w, r->items[j]))) return j;
   for (int promote = 0; promote < 2; ++promote)
     for (int64_t j = 0; j < r->n; ++j)
       if (matches(w, r->items[j], promote)) return j;
