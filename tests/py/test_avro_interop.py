@@ -719,6 +719,31 @@ def test_reader_schema_union_branches_by_full_name(tmp_path, sluice, case):
         assert got == [{"b.X": {"x": 5, "y": "kept"}}]
 
 
+def test_reader_schema_decimal_of_another_scale_is_an_error(tmp_path, sluice):
+    """Decimals match only with equal scales (the spec): a reader decimal of
+    another scale is an error at open naming both, never 12.34 read as
+    0.1234 (fastavro reads 12.34: it keeps the writer's logical type). A
+    wider precision reads as fastavro reads it."""
+    def dec(p, s, fixed=None):
+        t = {"type": "bytes"} if fixed is None else {"type": "fixed", "name": fixed, "size": 8}
+        return {**t, "logicalType": "decimal", "precision": p, "scale": s}
+    writer = _rec(("d", dec(10, 2)), ("f", dec(10, 2, "F")))
+    rows = [{"d": decimal.Decimal("12.34"), "f": decimal.Decimal("-0.05")}]
+    wider = _rec(("d", dec(12, 2)), ("f", dec(18, 2, "F")))
+    _, _, table = read_resolved(sluice, tmp_path, writer, rows, wider)
+    assert table.schema.field("d").type == pa.decimal128(12, 2)
+    with open(tmp_path / "w.avro", "rb") as f:
+        assert table.to_pylist() == list(fastavro.reader(f, reader_schema=fastavro.parse_schema(wider)))
+    for bad, field in ((_rec(("d", dec(10, 4)), ("f", dec(10, 2, "F"))), "d"),
+                       (_rec(("d", dec(10, 2)), ("f", dec(10, 0, "F"))), "f")):
+        path, rs = write_resolved(tmp_path, writer, rows, bad)
+        with open(path, "rb") as f:
+            assert list(fastavro.reader(f, reader_schema=fastavro.parse_schema(bad))) == rows
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert f"field '{field}'" in err and "decimals of different scales" in err, err
+
+
 def test_reader_schema_unmatched_value_fails_when_met(tmp_path, sluice):
     """The nullable case above with one string among the nulls: an error
     naming the object, as fastavro fails on it too."""

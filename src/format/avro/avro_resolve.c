@@ -469,6 +469,17 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
              "such alias", short_name(w), short_name(r));
     return cannot(c, w, r, why);
   }
+  // The spec: two decimals match only if their scales (and precisions)
+  // match. Another scale would read each unscaled integer as another number
+  // (12.34 as 0.1234), so it is an error; another precision reads, each
+  // value checked against the reader's.
+  if (w->logical == AVRO_LOGICAL_DECIMAL && r->logical == AVRO_LOGICAL_DECIMAL &&
+      w->scale != r->scale) {
+    return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': cannot read the writer's "
+                        "decimal(%d, %d) as decimal(%d, %d): decimals of different scales do "
+                        "not match (Avro spec)", c->field, (int)w->precision, (int)w->scale,
+                        (int)r->precision, (int)r->scale);
+  }
   switch (rk) {
     case AVRO_RECORD: return resolve_record(c, w, r, out);
     case AVRO_ENUM: return resolve_enum(c, w, r, out);
