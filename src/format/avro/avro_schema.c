@@ -16,7 +16,14 @@
 #include "core/sl_error.h"
 #include "core/sl_value_tz.h"
 
-#define AVRO_MAX_DEPTH 48  // below the builders' own limit (64), wrappers included
+// Nesting is counted in Arrow levels (the root record is 0; a record field,
+// an array's items, a general union's branches add 1; a map's values 2; a
+// ["null", T] union none): at most 62, so that a non-record root's wrapper
+// column and an enum's dictionary stay within the builders' 64. Every
+// parse_type call (unions, {"type": {...}} wrappers too) counts against
+// AVRO_MAX_FRAMES, which bounds the recursion whatever the JSON.
+#define AVRO_MAX_DEPTH 62
+#define AVRO_MAX_FRAMES 256
 
 struct named {
   const char* fullname;  // points into the node
@@ -28,6 +35,7 @@ struct parse_ctx {
   struct named* named;
   int64_t n_named, cap_named;
   struct sluice_error* error;
+  int frames;  ///< parse_type calls under way
 };
 
 static struct avro_node* new_node(struct parse_ctx* c, enum avro_kind kind) {
@@ -361,6 +369,12 @@ static int parse_enum(struct parse_ctx* c, json_t* j, const char* ns, struct avr
   return 0;
 }
 
+/// "null" or {"type": "null"}.
+static int is_null_type(json_t* j) {
+  if (json_is_object(j)) j = json_object_get(j, "type");
+  return json_is_string(j) && strcmp(json_string_value(j), "null") == 0;
+}
+
 static int parse_union(struct parse_ctx* c, json_t* j, const char* ns, int depth,
                        struct avro_node** out) {
   size_t nb = json_array_size(j);
@@ -371,8 +385,11 @@ static int parse_union(struct parse_ctx* c, json_t* j, const char* ns, int depth
   n->items = sl_calloc(c->s->alloc, nb, sizeof *n->items);
   if (n->items == NULL) return oom(c);
   n->n = (int64_t)nb;
+  // ["null", T] is T's own Arrow column (nullable): no level of its own.
+  const int nullable = nb == 2 && (is_null_type(json_array_get(j, 0)) ||
+                                   is_null_type(json_array_get(j, 1)));
   for (size_t i = 0; i < nb; ++i) {
-    SL_RETURN_NOT_OK(parse_type(c, json_array_get(j, i), ns, depth + 1, &n->items[i]));
+    SL_RETURN_NOT_OK(parse_type(c, json_array_get(j, i), ns, depth + !nullable, &n->items[i]));
     const struct avro_node* b = n->items[i];
     if (b->kind == AVRO_UNION) return bad(c, "a union directly inside a union", NULL);
     for (size_t k = 0; k < i; ++k) {
@@ -385,9 +402,25 @@ static int parse_union(struct parse_ctx* c, json_t* j, const char* ns, int depth
   return 0;
 }
 
+static int parse_type_at(struct parse_ctx* c, json_t* j, const char* ns, int depth,
+                         struct avro_node** out);
+
 static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
                       struct avro_node** out) {
-  if (depth > AVRO_MAX_DEPTH) return bad(c, "types nested too deeply", NULL);
+  if (depth > AVRO_MAX_DEPTH || c->frames >= AVRO_MAX_FRAMES) {
+    // Valid Avro, but past what sluice reads (Arrow's and its builders' depth).
+    return sl_error_set(c->error, ENOTSUP, "the schema nests types deeper than sluice's limit "
+                        "of %d levels (records, arrays, maps, unions other than "
+                        "[\"null\", T])", AVRO_MAX_DEPTH);
+  }
+  ++c->frames;
+  int rc = parse_type_at(c, j, ns, depth, out);
+  --c->frames;
+  return rc;
+}
+
+static int parse_type_at(struct parse_ctx* c, json_t* j, const char* ns, int depth,
+                         struct avro_node** out) {
   enum avro_kind kind;
   if (json_is_string(j)) {
     const char* name = json_string_value(j);
@@ -406,7 +439,7 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
   if (json_is_array(j)) return parse_union(c, j, ns, depth, out);
   if (!json_is_object(j)) return bad(c, "a type is neither a name, an array nor an object", NULL);
   json_t* jt = json_object_get(j, "type");
-  if (json_is_object(jt) || json_is_array(jt)) return parse_type(c, jt, ns, depth + 1, out);
+  if (json_is_object(jt) || json_is_array(jt)) return parse_type(c, jt, ns, depth, out);  // a wrapper
   if (!json_is_string(jt)) return bad(c, "an object type without a \"type\"", NULL);
   const char* t = json_string_value(jt);
   struct avro_node* n;
@@ -435,7 +468,8 @@ static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
     n->items = sl_calloc(c->s->alloc, 1, sizeof *n->items);
     if (n->items == NULL) return oom(c);
     n->n = 1;
-    SL_RETURN_NOT_OK(parse_type(c, it, ns, depth + 1, &n->items[0]));
+    // A map's values are in its entries' struct: two levels down.
+    SL_RETURN_NOT_OK(parse_type(c, it, ns, depth + 1 + is_map, &n->items[0]));
     if (!is_map) apply_arrow_type(j, n, c->s->alloc);
   } else {
     struct avro_node* ref = lookup(c, t, ns);
