@@ -468,6 +468,44 @@ def test_null_dictionary_values_are_nulls(tmp_path, sluice):
     assert [r["e"] for r in rows] == batch.column(0).to_pylist() == ["A", None, "B", None, None]
 
 
+def test_dictionaries_of_other_values_are_written_decoded(tmp_path, sluice):
+    """A dictionary of values that are not strings (a pandas Categorical of
+    integers is dictionary<int8, int64>) is written as its values' Avro type,
+    decoded: fastavro reads the values pyarrow gives, over batches with
+    different dictionaries, a null dictionary value, a dictionary in a list
+    and a sliced batch; sluice reads them back as the value type (once
+    refused: "has no Avro type (only dictionaries of strings)")."""
+    pd = pytest.importorskip("pandas")
+    cat = pa.Table.from_pandas(pd.DataFrame({"c": pd.Categorical([10, 20, 10, None])}),
+                               preserve_index=False)
+    assert cat.schema.field("c").type == pa.dictionary(pa.int8(), pa.int64())
+
+    def batch(idx, ints, floats, blobs):
+        return pa.record_batch({
+            "c": pa.DictionaryArray.from_arrays(pa.array(idx, pa.int8()), pa.array(ints, pa.int64())),
+            "f": pa.DictionaryArray.from_arrays(pa.array(idx, pa.int16()), pa.array(floats, pa.float32())),
+            "b": pa.DictionaryArray.from_arrays(pa.array(idx, pa.uint8()), pa.array(blobs, pa.binary())),
+            "s": pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()), pa.array([v % 1000 for v in ints], pa.int16())),
+            "l": pa.array([[i] if i is not None else [] for i in ints[:1]] * len(idx),
+                          pa.list_(pa.dictionary(pa.int32(), pa.int64()))),
+        })
+    batches = [batch([0, 1, None, 0], [10, 20], [1.5, None], [b"x", b"\x00y"]),
+               batch([1, 1, 0, 2], [7, -3, 2**40], [0.25, -1.0, 3.0], [b"", b"z", b"q"]).slice(1, 3)]
+    for name, parts in (("cat", cat.to_batches()), ("multi", batches)):
+        src, dst, back = tmp_path / f"{name}.arrows", tmp_path / f"{name}.avro", tmp_path / f"{name}.arrow"
+        write_stream(src, parts)
+        sluice.run("convert", src, dst)
+        want = pa.Table.from_batches(parts)
+        _, _, rows = fastavro_rows(dst)
+        assert rows == want.to_pylist(), name
+        sluice.run("convert", dst, back)
+        got = feather.read_table(back)
+        assert got.to_pylist() == want.to_pylist(), name
+        for field in want.schema:
+            if pa.types.is_dictionary(field.type):
+                assert got.schema.field(field.name).type == field.type.value_type, field.name
+
+
 def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     src, dst = tmp_path / "in.arrows", tmp_path / "out.avro"
     write_stream(src, [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])])

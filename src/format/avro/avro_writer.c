@@ -18,7 +18,8 @@
 //   nanoseconds that are not whole milliseconds); dictionary<int, utf8> →
 //   enum when the first batch's dictionary values are distinct Avro names
 //   (its symbols, in dictionary order; a later batch's value that is not one
-//   of them is an error), else string; list/large_list/fixed_size_list →
+//   of them is an error), else string; a dictionary of other values → its
+//   values' type, decoded; list/large_list/fixed_size_list →
 //   array; struct → record (nested names: see below); map<utf8, T> → map;
 //   dense/sparse union → a union of the members' types ("null" in front when
 //   a member is nullable and none is of type null; two members of one Avro
@@ -437,12 +438,19 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
     if (node->dict == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
     SL_RETURN_NOT_OK(sl_type_parse(s->dictionary->format, &node->dict->type, error));
     enum sl_type_id v = node->dict->type.id, k = node->type.id;
-    if ((v != SL_TYPE_STRING && v != SL_TYPE_LARGE_STRING) ||
-        !(k == SL_TYPE_INT8 || k == SL_TYPE_UINT8 || k == SL_TYPE_INT16 || k == SL_TYPE_UINT16 ||
+    if (!(k == SL_TYPE_INT8 || k == SL_TYPE_UINT8 || k == SL_TYPE_INT16 || k == SL_TYPE_UINT16 ||
           k == SL_TYPE_INT32 || k == SL_TYPE_UINT32 || k == SL_TYPE_INT64 || k == SL_TYPE_UINT64)) {
-      return sl_error_set(error, ENOTSUP,
-                          "avro: column '%s': dictionary<%s, %s> has no Avro type (only "
-                          "dictionaries of strings)", column, s->format, s->dictionary->format);
+      return sl_error_set(error, ENOTSUP, "avro: column '%s': dictionary<%s, %s> has no Avro "
+                          "type (the index is not an integer)", column, s->format,
+                          s->dictionary->format);
+    }
+    if (v != SL_TYPE_STRING && v != SL_TYPE_LARGE_STRING) {
+      // Other values (a pandas Categorical of integers, say) are written
+      // decoded, as their own type; its nulls are the column's (encode).
+      SL_RETURN_NOT_OK(build(ctx, s->dictionary, a != NULL ? a->dictionary : NULL, node->dict,
+                             path, column, depth + 1, out, error));
+      node->dict->nullable = 0;
+      return 0;
     }
     int rc = 0;
     t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path, error, &rc);
@@ -712,7 +720,10 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
       }
       return put_long(ctx, en->map[k], error);
     }
-    return encode_string_at(ctx, node->dict->type.id, d, d->offset + k, error);
+    enum sl_type_id v = node->dict->type.id;
+    if (v == SL_TYPE_STRING || v == SL_TYPE_LARGE_STRING)
+      return encode_string_at(ctx, v, d, d->offset + k, error);
+    return encode(ctx, node->dict, d, k, error);  // the value, decoded
   }
   switch (node->type.id) {
     case SL_TYPE_BOOL: {
