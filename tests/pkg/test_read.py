@@ -620,3 +620,25 @@ def test_time_nanoseconds_and_interval_pickling():
     value = sluice.Table.from_arrow(mdn).to_pydict()["m"][0]
     again = pickle.loads(pickle.dumps(value))
     assert again == value and type(again) is type(value) and again.nanoseconds == 3
+
+
+def test_objects_of_joinable_types_to_pandas(tmp_path):
+    """A directory of an int32/string file (pyarrow's) and an int64/
+    large_string one (polars') reads as int64 and string into pandas too,
+    through read().to_pandas() and read_pandas() (which may decode splits
+    straight into the final columns: the cast object's must not be), with
+    pyarrow's values for each file."""
+    import numpy as np
+    d = tmp_path / "mixed"
+    d.mkdir()
+    n = 100_000
+    a = pa.table({"i": pa.array(np.arange(n), pa.int32()), "s": ["x"] * n})
+    b = pa.table({"i": pa.array(np.arange(n) + 10**10, pa.int64()),
+                  "s": pa.array(["y"] * n, pa.large_string())})
+    pq.write_table(a, d / "0.parquet")
+    pq.write_table(b, d / "1.parquet")
+    want = np.concatenate([np.arange(n), np.arange(n) + 10**10])
+    for df in (sluice.read(d).to_pandas(), sluice.read_pandas(d)):
+        assert df["i"].dtype == np.int64
+        assert np.array_equal(df["i"].to_numpy(), want)
+        assert df["s"].tolist() == ["x"] * n + ["y"] * n
