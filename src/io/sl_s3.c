@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../core/sl_alloc.h"
@@ -305,6 +306,17 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
   const char* authority = scheme_end + 3;
   size_t authority_len = strcspn(authority, "/");
   const char* base_path = authority + authority_len;  // e.g. "" or "/prefix"
+  // libcurl leaves a scheme's default port out of the Host header it sends,
+  // so the signed host must too (as botocore's canonical host does).
+  size_t scheme_len = (size_t)(scheme_end - endpoint);
+  const char* default_port = scheme_len == 4 && strncasecmp(endpoint, "http", 4) == 0    ? ":80"
+                             : scheme_len == 5 && strncasecmp(endpoint, "https", 5) == 0 ? ":443"
+                                                                                          : NULL;
+  if (default_port != NULL && authority_len > strlen(default_port) &&
+      memcmp(authority + authority_len - strlen(default_port), default_port,
+             strlen(default_port)) == 0) {
+    authority_len -= strlen(default_port);
+  }
   char encoded_key[3072];
   if (sl_sigv4_uri_encode(key, 0, encoded_key, sizeof encoded_key) == (size_t)-1) {
     s3_signer_destroy(g);

@@ -224,6 +224,82 @@ def test_session_token_is_signed(sluice, s3, tmp_path):
     assert read_s3(sluice, env, "t.arrows", tmp_path / "r.arrows", []).equals(local)
 
 
+DEFAULT_PORT_SCRIPT = r"""
+import json, subprocess, sys
+sys.path[:0] = sys.argv[1:3]
+from pathlib import Path
+from servers import S3_ACCESS_KEY, S3_SECRET_KEY, start_s3s_fs, stop
+from test_http import make_cert, start_nginx_tls
+binary, data, sluice, src, root = sys.argv[3:8]
+root = Path(root)
+log_path = root / "s3s.log"
+log = open(log_path, "wb")
+s3s = start_s3s_fs(binary, Path(data), 80, log, log_path)
+key, cert = make_cert(root, "server")
+nginx = start_nginx_tls(root, 443, cert, key, '''
+    client_max_body_size 0;
+    location / {
+      proxy_pass http://127.0.0.1:80;
+      proxy_set_header Host $http_host;
+    }''')
+import boto3
+out = []
+for ep in ("http://127.0.0.1:80", "https://localhost:443"):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "AWS_ENDPOINT_URL": ep,
+           "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY,
+           "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY}
+    peer = boto3.client("s3", endpoint_url=ep, verify=str(cert), region_name="us-east-1",
+                        aws_access_key_id=S3_ACCESS_KEY, aws_secret_access_key=S3_SECRET_KEY)
+    body = peer.get_object(Bucket="data", Key="t.csv")["Body"].read()
+    out.append([ep, "boto3", 0, str(len(body))])
+    ca = ["--ca-bundle", str(cert)]
+    for what, args in (("read", ["schema", "s3://data/t.csv"]),
+                       ("list", ["schema", "s3://data/dir/"]),
+                       ("write", ["convert", src, f"s3://data/out/port{ep.rsplit(':', 1)[1]}/t.csv", "-q"])):
+        p = subprocess.run([sluice, *args, *ca], env=env, capture_output=True)
+        out.append([ep, what, p.returncode, p.stderr.decode(errors="replace")[-400:]])
+stop(nginx)
+stop(s3s)
+print(json.dumps(out))
+"""
+
+
+def test_endpoint_with_its_default_port(sluice, s3, tmp_path):
+    """An endpoint URL that spells out the scheme's default port
+    (http://host:80, https://host:443) reads, lists and writes, as boto3
+    does: libcurl sends "Host: host" without the port, so that is the host to
+    sign (s3s-fs checks). Ports 80 and 443 are ours to bind only in a network
+    namespace of our own (unshare -n), where s3s-fs and nginx (TLS, in front
+    of it) listen on them."""
+    pytest.importorskip("boto3")
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs unshare and ip for a private network namespace")
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a network namespace: {probe.stderr.decode().strip()}")
+    import json
+    import sys
+    here = Path(__file__).resolve().parent
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable,
+         "-c", DEFAULT_PORT_SCRIPT, str(here), str(here.parent), s3["binary"], str(s3["data"]),
+         sluice.binary, str(s3["local"] / "t.csv"), str(tmp_path)],
+        capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    results = json.loads(proc.stdout)
+    assert len(results) == 8, results
+    for ep, what, rc, err in results:
+        assert rc == 0, f"{ep} {what}: {err}"
+    local = tmp_path / "local.csv"
+    subprocess.run([sluice.binary, "convert", str(s3["local"] / "t.csv"), str(local), "-q"],
+                   check=True)
+    for port in ("80", "443"):
+        assert (s3["data"] / BUCKET / "out" / f"port{port}" / "t.csv").read_bytes() == \
+            local.read_bytes()
+
+
 # ---- Writing -------------------------------------------------------------------
 
 
