@@ -371,6 +371,7 @@ void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
   errbuf[0] = '\0';
   curl->easy_reset(h);
   curl->easy_setopt(h, CURLOPT_URL, url);
+  curl->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // keys keep "." / ".." segments, as signed
   curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   sl_curl_set_timeouts(curl, h, remote != NULL ? remote->timeout_s : 0);
   curl->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);

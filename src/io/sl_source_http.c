@@ -414,6 +414,9 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   s->curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   s->curl->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
   s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  // An S3 key is a name, not a path: its "." and ".." segments are sent as
+  // they are (as botocore does), and signed so; libcurl would remove them.
+  if (s->has_signer) s->curl->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
   // A stalled transfer is a timeout, retried.
   sl_curl_set_timeouts(s->curl, h, s->timeout_s);
   s->curl->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -1230,6 +1230,43 @@ def test_region_option_signs_for_that_region(sluice, s3, observed, tmp_path):
     assert auths and all("/ap-south-1/s3/aws4_request" in a for a in auths), auths
 
 
+def test_dot_segments_of_a_key_are_sent_as_they_are(sluice, s3, observed, tmp_path):
+    """S3 keys are names: "dir/../t.csv" and "./t.csv" are keys of their own,
+    which boto3 sends as they are (and signs so). sluice's reads, unsigned
+    reads, listings and writes send the same request targets as boto3 (s3s-fs
+    checks the signatures; its file system then resolves the dots)."""
+    boto3 = pytest.importorskip("boto3")
+    counter, host = observed
+    endpoint = f"http://{host}"
+    peer = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+    keys = ["dir/../t.csv", "./t.csv", "dir/./../t.csv"]
+    for key in keys:
+        peer.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    peer_targets = [r["target"] for r in counter.requests]
+    assert peer_targets == [f"/{BUCKET}/{k}" for k in keys], peer_targets
+    counter.requests.clear()
+    env = creds(s3, AWS_ENDPOINT_URL=endpoint)
+    local = local_table(sluice, s3["local"] / "t.csv", tmp_path / "l.arrows", [])
+    for key in keys:
+        got = read_location(sluice, env, f"s3://{BUCKET}/{key}", tmp_path / "r.arrows")
+        assert got.equals(local), key
+        targets = {r["target"] for r in counter.requests}
+        assert targets == {f"/{BUCKET}/{key}"}, (key, targets)
+        counter.requests.clear()
+        # Unsigned (s3s-fs refuses it), the target is the same key.
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/{key}", "--no-sign-request")
+        check_clean_failure(proc)
+        assert {r["target"] for r in counter.requests} == {f"/{BUCKET}/{key}"}
+        counter.requests.clear()
+    proc = run(sluice, env, "convert", s3["local"] / "t.csv", f"s3://{BUCKET}/out/../dots.csv",
+               "-q")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [r["target"] for r in counter.requests if r["method"] == "PUT"] == \
+        [f"/{BUCKET}/out/../dots.csv"]
+    assert (s3["data"] / BUCKET / "dots.csv").is_file()
+
+
 # ---- A server that stops mid-read; a write killed mid-upload ----------------
 
 
