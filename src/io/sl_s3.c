@@ -115,7 +115,8 @@ static int profile_lookup(const struct aws_profile* p, const char* nested, const
 }
 
 /// The settings of one request: the caller's (`given`, may be NULL) over the
-/// environment's, over the profile's. A profile named explicitly (option or
+/// environment's, over the profile's (keys of a profile the caller names
+/// over the environment's). A profile named explicitly (option or
 /// AWS_PROFILE) that neither file has is an error, as in AWS tools; the
 /// implicit "default" may be missing (then anonymous unless keys are set).
 static int resolve_settings(struct s3_settings* s, const struct sluice_s3_options* given,
@@ -139,7 +140,11 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     return sl_error_set(error, EINVAL, "%s: an access key id needs its secret access key, and "
                         "the other way round", location);
   }
-  if (key == NULL) {
+  // A profile given explicitly (not by AWS_PROFILE) takes its keys from the
+  // files, not the environment, as botocore's Session(profile_name=...) and
+  // `aws --profile` do.
+  int explicit_profile = given != NULL && given->profile != NULL;
+  if (key == NULL && !explicit_profile) {
     key = env("AWS_ACCESS_KEY_ID");
     secret = env("AWS_SECRET_ACCESS_KEY");
     token = env("AWS_SESSION_TOKEN");

@@ -199,6 +199,56 @@ def test_named_profile_must_exist(sluice, s3, tmp_path):
         assert "profile 'nosuch' not found" in proc.stderr.decode(), proc.stderr.decode()
 
 
+PEER_GET = r"""
+import sys, boto3, botocore.exceptions
+profile, endpoint, key = sys.argv[1:4]
+session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+try:
+    session.client("s3", endpoint_url=endpoint).get_object(Bucket="data", Key=key)["Body"].read()
+    print("ok")
+except botocore.exceptions.ClientError as e:
+    print(e.response["Error"]["Code"])
+"""
+
+
+def peer_get(env, profile, endpoint, key) -> str:
+    """boto3's get_object under `env` ("ok" or S3's error code), with a
+    profile named explicitly (Session(profile_name=...)) when not None."""
+    import sys
+    proc = subprocess.run([sys.executable, "-c", PEER_GET, profile or "", endpoint, key],
+                          env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode().strip()
+
+
+def test_explicit_profile_wins_over_keys_in_the_environment(sluice, s3, tmp_path):
+    """A profile given by name (--profile) takes its keys from the files even
+    when AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are set, as boto3's
+    Session(profile_name=...) and `aws --profile` do; AWS_PROFILE does not:
+    then the environment's keys win, as in boto3. Here the profile's keys are
+    right and the environment's wrong, then the other way round."""
+    pytest.importorskip("boto3")
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    good = f"aws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    bad = "aws_access_key_id = wrongkey\naws_secret_access_key = wrongsecret\n"
+    for profile_keys, env_keys, expected in ((good, ("envkey", "envsecret"), "ok"),
+                                             (bad, (ACCESS_KEY, SECRET_KEY), "denied")):
+        (home / ".aws" / "credentials").write_text(f"[other]\n{profile_keys}")
+        env = env_with(s3, HOME=str(home), AWS_ACCESS_KEY_ID=env_keys[0],
+                       AWS_SECRET_ACCESS_KEY=env_keys[1])
+        peer = peer_get(env, "other", s3["endpoint"], "t.csv")
+        assert (peer == "ok") == (expected == "ok"), peer
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv", "--profile", "other")
+        assert (proc.returncode == 0) == (expected == "ok"), proc.stderr.decode()
+        # AWS_PROFILE: the environment's keys win, in boto3 and in sluice.
+        env["AWS_PROFILE"] = "other"
+        peer = peer_get(env, None, s3["endpoint"], "t.csv")
+        assert (peer == "ok") == (expected != "ok"), peer
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv")
+        assert (proc.returncode == 0) == (expected != "ok"), proc.stderr.decode()
+
+
 def test_no_sign_request_sends_no_credentials(sluice, s3):
     """--no-sign-request makes unsigned requests even with keys in the
     environment: s3s-fs, which wants them signed, refuses, and the message
