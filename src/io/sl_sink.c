@@ -438,6 +438,12 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
     SL_RETURN_NOT_OK(sl_file_url_path(location, file_path, sizeof file_path, error));
     path = file_path;
   } else if (strncmp(location, "s3://", 5) == 0) {
+    // A key ending in '/' is a directory marker that listings skip: refused
+    // before any work, as a local path ending in '/' is.
+    if (location[strlen(location) - 1] == '/') {
+      return sl_error_set(error, EINVAL, "%s: not a file name (an S3 key ending in '/' names "
+                          "a directory)", location);
+    }
     is_s3 = 1;
   } else if (colon != NULL) {
     return sl_error_set(error, ENOTSUP, "%s: writing to '%.*s' locations is not supported yet",

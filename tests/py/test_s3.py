@@ -1317,6 +1317,26 @@ def test_dot_segments_of_a_key_are_sent_as_they_are(sluice, s3, observed, tmp_pa
     assert (s3["data"] / BUCKET / "dots.csv").is_file()
 
 
+def test_single_output_to_a_key_ending_in_slash_is_refused(sluice, s3, observed, tmp_path):
+    """An s3:// output for one object named with a trailing '/' is refused
+    before anything is read or sent, as a local path ending in '/' is ("not a
+    file name"): S3 would store the table under a key that every listing
+    skips as a directory marker."""
+    counter, host = observed
+    env = creds(s3, AWS_ENDPOINT_URL=f"http://{host}")
+    local = run(sluice, env, "convert", s3["local"] / "t.csv", f"{tmp_path}/newdir/", "-t",
+                "parquet", "-q")
+    check_clean_failure(local)
+    assert "not a file name" in local.stderr.decode(), local.stderr.decode()
+    proc = run(sluice, env, "convert", s3["local"] / "t.csv", f"s3://{BUCKET}/newdir/", "-t",
+               "parquet", "-q")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert f"s3://{BUCKET}/newdir/: not a file name" in err, err
+    assert counter.requests == []
+    assert not (s3["data"] / BUCKET / "newdir").exists()
+
+
 # ---- A server that stops mid-read; a write killed mid-upload ----------------
 
 
