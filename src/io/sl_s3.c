@@ -29,65 +29,100 @@ static const char* env(const char* name) {
 
 /* ---- Shared config files ------------------------------------------------------- */
 
-/// Looks `key` up in section `section` of an INI-style AWS file; with
-/// `parent`, in that key's nested block ("s3 =\n  addressing_style = path").
-/// Returns 1 and fills `out` when found; with key NULL, 1 when the section
-/// is there.
-static int ini_lookup(const char* path, const char* section, const char* parent,
+/// Whether the section header `name` is profile `profile`'s. The credentials
+/// file names a profile as it is; the config file "profile NAME" (split at
+/// blanks, quotes around NAME dropped, as botocore's shlex.split does) and
+/// also "default" for the default profile, as botocore's build_profile_map.
+static int section_is(const char* name, const char* profile, int config) {
+  if (!config) return strcmp(name, profile) == 0;
+  if (strcmp(name, "default") == 0 && strcmp(profile, "default") == 0) return 1;
+  if (strncmp(name, "profile", 7) != 0) return 0;
+  const char* p = name + 7;
+  while (*p != '\0' && !isspace((unsigned char)*p)) ++p;  // "profileX y" is y's too
+  while (isspace((unsigned char)*p)) ++p;
+  size_t n = strlen(p);
+  if (n >= 2 && (p[0] == '"' || p[0] == '\'') && p[n - 1] == p[0]) {
+    ++p;
+    n -= 2;
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (isspace((unsigned char)p[i]) || p[i] == '"' || p[i] == '\'') return 0;  // 3 parts
+    }
+  }
+  return n > 0 && n == strlen(profile) && strncmp(p, profile, n) == 0;
+}
+
+/// Looks `key` up in profile `profile`'s section of an INI-style AWS file
+/// (`config`: the config file's section names); with `parent`, in that key's
+/// nested block ("s3 =\n  addressing_style = path"). Read as Python's
+/// configparser reads it for the AWS CLI: option names in any case, '=' or
+/// ':' after them (the first one), a later section of the profile replacing
+/// an earlier one ([default] and [profile default]); a nested block's lines
+/// are "name = value", names as written. Returns 1 and fills `out` when
+/// found; with key NULL, 1 when the section is there.
+static int ini_lookup(const char* path, const char* profile, int config, const char* parent,
                       const char* key, char* out, size_t cap) {
   FILE* f = fopen(path, "r");
   if (f == NULL) return 0;
-  char line[4096];
-  int in_section = 0, in_parent = 0, found = 0;
-  while (!found && fgets(line, sizeof line, f) != NULL) {
+  char line[4096], value[4096];
+  int in_section = 0, in_parent = 0, found = 0, section_seen = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
     char* s = line;
     while (isspace((unsigned char)*s)) ++s;
     size_t n = strlen(s);
     while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
     if (n == 0 || s[0] == '#' || s[0] == ';') continue;
+    int nested = line[0] == ' ' || line[0] == '\t';
     if (s[0] == '[') {
-      char* end = strchr(s, ']');
+      char* end = strrchr(s, ']');
       if (end == NULL) continue;
       *end = '\0';
       char* name = s + 1;
       while (isspace((unsigned char)*name)) ++name;
       size_t k = strlen(name);
       while (k > 0 && isspace((unsigned char)name[k - 1])) name[--k] = '\0';
-      in_section = strcmp(name, section) == 0;
+      in_section = section_is(name, profile, config);
       in_parent = 0;
-      found = in_section && key == NULL;
+      if (in_section) {
+        section_seen = 1;
+        found = 0;  // this section's keys replace an earlier one's
+      }
       continue;
     }
-    if (!in_section) continue;
-    char* eq = strchr(s, '=');
-    if (eq == NULL) continue;
+    if (!in_section || key == NULL) continue;
+    // Nested lines split at '=' (botocore's _parse_nested); others at the
+    // first '=' or ':' (configparser's delimiters).
+    char* eq = nested ? strchr(s, '=') : s + strcspn(s, "=:");
+    if (eq == NULL || *eq == '\0') continue;
     char* kend = eq;
     while (kend > s && isspace((unsigned char)kend[-1])) --kend;
+    size_t klen = (size_t)(kend - s);
     char* v = eq + 1;
     while (isspace((unsigned char)*v)) ++v;
-    // Indented lines belong to the nested block of the key above them.
-    int nested = line[0] == ' ' || line[0] == '\t';
     if (!nested) {
-      in_parent = parent != NULL && *v == '\0' && (size_t)(kend - s) == strlen(parent) &&
-                  strncmp(s, parent, strlen(parent)) == 0;
+      in_parent = parent != NULL && *v == '\0' && klen == strlen(parent) &&
+                  strncasecmp(s, parent, klen) == 0;
     }
     if (nested != (parent != NULL) || (nested && !in_parent)) continue;
-    if ((size_t)(kend - s) != strlen(key) || strncmp(s, key, strlen(key)) != 0) continue;
-    copy_field(out, cap, v, strlen(v));
+    if (klen != strlen(key) ||
+        (nested ? strncmp(s, key, klen) : strncasecmp(s, key, klen)) != 0) {
+      continue;
+    }
+    copy_field(value, sizeof value, v, strlen(v));
     found = 1;
   }
   fclose(f);
+  if (key == NULL) return section_seen;
+  if (found) copy_field(out, cap, value, strlen(value));
   return found;
 }
 
 /// Where one profile's settings live: the shared credentials and config
 /// files (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, else under ~/.aws;
-/// "" when neither is known) and the profile's section in each. The config
-/// file names it "profile NAME" ("default" stays "default"); the credentials
-/// file names it "NAME".
+/// "" when neither is known).
 struct aws_profile {
   const char* name;
-  char creds[1024], config[1024], config_section[160];
+  char creds[1024], config[1024];
 };
 
 static void aws_profile_locate(struct aws_profile* p, const char* name) {
@@ -98,8 +133,6 @@ static void aws_profile_locate(struct aws_profile* p, const char* name) {
   v = env("AWS_CONFIG_FILE");
   snprintf(p->config, sizeof p->config, "%s%s", v != NULL ? v : home != NULL ? home : "",
            v != NULL ? "" : home != NULL ? "/.aws/config" : "");
-  snprintf(p->config_section, sizeof p->config_section, "%s%s",
-           strcmp(name, "default") == 0 ? "" : "profile ", name);
   p->name = name;
 }
 
@@ -108,10 +141,11 @@ static void aws_profile_locate(struct aws_profile* p, const char* name) {
 /// file. With a NULL key, whether the profile's section exists.
 static int profile_lookup(const struct aws_profile* p, const char* nested, const char* key,
                           int credentials_too, char* out, size_t cap) {
-  if (credentials_too && p->creds[0] != '\0' && ini_lookup(p->creds, p->name, NULL, key, out, cap)) {
+  if (credentials_too && p->creds[0] != '\0' &&
+      ini_lookup(p->creds, p->name, 0, NULL, key, out, cap)) {
     return 1;
   }
-  return p->config[0] != '\0' && ini_lookup(p->config, p->config_section, nested, key, out, cap);
+  return p->config[0] != '\0' && ini_lookup(p->config, p->name, 1, nested, key, out, cap);
 }
 
 /// The settings of one request: the caller's (`given`, may be NULL) over the

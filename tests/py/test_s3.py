@@ -208,6 +208,8 @@ try:
     print("ok")
 except botocore.exceptions.ClientError as e:
     print(e.response["Error"]["Code"])
+except botocore.exceptions.NoCredentialsError:
+    print("NoCredentials")
 """
 
 
@@ -216,7 +218,8 @@ def peer_get(env, profile, endpoint, key) -> str:
     profile named explicitly (Session(profile_name=...)) when not None."""
     import sys
     proc = subprocess.run([sys.executable, "-c", PEER_GET, profile or "", endpoint, key],
-                          env=env, capture_output=True, timeout=60)
+                          env=dict(env, AWS_EC2_METADATA_DISABLED="true"), capture_output=True,
+                          timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout.decode().strip()
 
@@ -247,6 +250,44 @@ def test_explicit_profile_wins_over_keys_in_the_environment(sluice, s3, tmp_path
         assert (peer == "ok") == (expected != "ok"), peer
         proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv")
         assert (proc.returncode == 0) == (expected != "ok"), proc.stderr.decode()
+
+
+GOOD_KEYS = (ACCESS_KEY, SECRET_KEY)
+BAD_KEYS = ("wrongkey", "wrongsecret")
+
+
+@pytest.mark.parametrize("credentials,config,expected", [
+    # Option names in any case, ':' as the separator (Python's configparser).
+    ("[default]\nAWS_ACCESS_KEY_ID = {0}\nAws_Secret_Access_Key = {1}\n", None, "ok"),
+    ("[default]\naws_access_key_id: {0}\naws_secret_access_key:{1}\n", None, "ok"),
+    ("[default]\naws_access_key_id : {0}\naws_secret_access_key = {1}\n", None, "ok"),
+    # [profile default] in the config file is the default profile; a later
+    # section of the same profile replaces an earlier one.
+    (None, "[profile default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n", "ok"),
+    (None, "[default]\naws_access_key_id = {2}\naws_secret_access_key = {3}\n"
+           "[profile default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n", "ok"),
+    (None, "[profile default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n"
+           "[default]\nregion = us-east-1\n", "denied"),
+    # Section names keep their case; "profile" is not the config's [default].
+    ("[Default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n", None, "denied"),
+    (None, "[profile  \"default\"]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n", "ok"),
+])
+def test_shared_files_read_as_the_aws_cli_reads_them(sluice, s3, tmp_path, credentials, config,
+                                                     expected):
+    """~/.aws/credentials and ~/.aws/config as botocore (and the AWS CLI)
+    read them with configparser: sluice gets the same keys as boto3 (both
+    read, or both are refused: "denied" = no keys or the wrong ones)."""
+    pytest.importorskip("boto3")
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    for name, text in (("credentials", credentials), ("config", config)):
+        if text is not None:
+            (home / ".aws" / name).write_text(text.format(*GOOD_KEYS, *BAD_KEYS))
+    env = env_with(s3, HOME=str(home))
+    peer = peer_get(env, None, s3["endpoint"], "t.csv")
+    assert (peer == "ok") == (expected == "ok"), peer
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv")
+    assert (proc.returncode == 0) == (expected == "ok"), proc.stderr.decode()
 
 
 def test_no_sign_request_sends_no_credentials(sluice, s3):
