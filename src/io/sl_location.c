@@ -346,13 +346,15 @@ static int set_prefix(struct walk* w, const char* s, size_t n, int unescape) {
 }
 
 /// Copies the glob for relative paths, runs of '/' made one (a trailing '/'
-/// becomes "/**": every file under the directories it matches), and splits
+/// becomes "/*/**": every file under the directories it matches, none of the
+/// files it matches, as Python's glob and DuckDB match directories only),
+/// and splits
 /// a second copy into segments for may_descend.
 static int set_pattern(struct walk* w, const char* s, char** pattern, size_t* pattern_cap,
                        char** split, size_t* split_cap) {
   size_t n = strlen(s);
   size_t cap;
-  if (sl_add_size(n, 3, &cap) != 0) return ENOMEM;
+  if (sl_add_size(n, 5, &cap) != 0) return ENOMEM;
   char* p = sl_alloc(w->alloc, cap);
   if (p == NULL) return ENOMEM;
   *pattern = p;
@@ -371,8 +373,8 @@ static int set_pattern(struct walk* w, const char* s, char** pattern, size_t* pa
     p[len++] = s[i];
   }
   if (after_separator) {
-    p[len++] = '*';
-    p[len++] = '*';
+    memcpy(p + len, "*/**", 4);
+    len += 4;
   }
   p[len] = '\0';
 

@@ -40,7 +40,7 @@ struct lister {
   const char* location;
   char bucket[256];
   char prefix[LIST_MAX_KEY];  ///< literal prefix listed (escapes removed)
-  char glob[LIST_MAX_KEY + 3]; ///< the glob after "bucket/"; a trailing '/' gets "**"
+  char glob[LIST_MAX_KEY + 5]; ///< the glob after "bucket/"; a trailing '/' gets "*/**"
   int recursive;              ///< pattern is a plain "prefix/": every key under it
   struct s3_signer* g;
   char base_url[LIST_URL];  ///< the bucket's URL, no query
@@ -108,12 +108,13 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
   l->bucket[bucket_len] = '\0';
   const char* p = slash + 1;
   size_t pattern_len = strlen(p);
-  if (pattern_len + 3 > sizeof l->glob) {
+  if (pattern_len + 5 > sizeof l->glob) {
     return sl_error_set(error, ENAMETOOLONG, "%s: pattern too long", l->location);
   }
-  // Like local globs, "logs/2024-*/" is every object under the directories it matches.
+  // Like local globs, "logs/2024-*/" is every object under the directories it
+  // matches, not an object it matches itself (as Python's glob and DuckDB).
   snprintf(l->glob, sizeof l->glob, "%s%s", p,
-           pattern_len > 0 && p[pattern_len - 1] == '/' ? "**" : "");
+           pattern_len > 0 && p[pattern_len - 1] == '/' ? "*/**" : "");
   int glob = p[strcspn(p, "*?[")] != '\0';
   size_t k = 0;
   for (; *p != '\0'; ++p) {

@@ -149,3 +149,19 @@ def test_many_objects_opened_together_report_the_first_bad_one(sluice_bin, tmp_p
         assert "part-012.parquet" in err, (attempt, err)
         assert "part-025" not in err and "part-030" not in err, (attempt, err)
         assert not (tmp_path / "bad.arrows").exists()
+
+
+@pytest.mark.parametrize("pattern", ["*/", "n/*/", "**/", "[a-n]*/", "n/d*/"])
+def test_glob_ending_in_slash_reads_files_under_matching_directories(sluice_bin, tree, tmp_path,
+                                                                      pattern):
+    """A glob ending in '/' names the directories Python's glob (and DuckDB's)
+    gives for it, and reads every file under them, not the files the glob
+    matches itself ("*/" is not a.csv)."""
+    import glob
+    fmt, root, files = tree
+    dirs = [Path(d) for d in glob.glob(f"{root}/{pattern}", recursive=True)]
+    assert dirs and all(d.is_dir() for d in dirs)
+    chosen = [f for f in files if any(d in f.parents for d in dirs)]
+    assert chosen
+    got = convert(sluice_bin, f"{root}/{pattern}", tmp_path / "out.arrows")
+    assert_same(got, peer_table(chosen, fmt))

@@ -655,6 +655,25 @@ def test_list_globstar(sluice, s3, listing, tmp_path, page):
     same_table(got, peer_concat(files, csv_reader))
 
 
+@pytest.mark.parametrize("pattern", ["2024-*/", "*/", "**/"])
+def test_list_glob_ending_in_slash_reads_objects_under_matching_directories(
+        sluice, s3, tmp_path, pattern):
+    """s3://bucket/tg/2024-*/ names the "directories" Python's glob (and
+    DuckDB's) gives for the same tree on disk, and reads every object under
+    them, not an object the glob matches itself (tg/2024-a.csv)."""
+    import glob
+    root = s3["data"] / BUCKET / "tg"
+    for rel in ("2024-a.csv", "2024-b/x.csv", "2024-b/deep/w.csv", "2023-c/y.csv", "z.csv"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"id,name\n1,{rel}\n")
+    dirs = [Path(d) for d in glob.glob(f"{root}/{pattern}", recursive=True)]
+    assert dirs and all(d.is_dir() for d in dirs)
+    files = [(str(p.relative_to(root)), p) for p in root.rglob("*.csv")
+             if any(d in p.parents for d in dirs)]
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/tg/{pattern}", tmp_path / "r.arrows")
+    same_table(got, peer_concat(files, csv_reader))
+
+
 def read_counted(sluice, s3, location, out: Path, *extra, bytes_per_s=None, **env_extra):
     """read_location of `location` through a ConnectionCounter: (table, counter)."""
     counter = ConnectionCounter(int(s3["endpoint"].rsplit(":", 1)[1]), bytes_per_s)
