@@ -292,8 +292,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         start, end, status = 0, len(data) - 1, 200
         if rng and mode != "norange":
             a, b = rng.split("=", 1)[1].split("-")
-            start = int(a)
-            end = min(int(b), len(data) - 1) if b else len(data) - 1
+            if a:
+                start = int(a)
+                end = min(int(b), len(data) - 1) if b else len(data) - 1
+            else:  # a suffix: the last b bytes
+                start, end = max(0, len(data) - int(b)), len(data) - 1
             status = 206
             if mode == "capped":  # answers at most 50,000 bytes, as some servers cap ranges
                 end = min(end, start + 49_999)
@@ -790,3 +793,37 @@ def test_ipc_file_projection_of_every_kind_of_column(sluice, fault_server, tmp_p
             remote = read_table(sluice, f"{fault_server['url']}/ok/{path.name}",
                                 tmp_path / "r.arrows", args)
             assert remote.equals(local), (codec, name)
+
+
+def test_footer_formats_in_a_list_without_range_support(sluice, fault_server, tmp_path):
+    """Parquet and Arrow IPC files in a list of locations, from a server that
+    ignores Range or from a pipe, are spooled to a temporary file as one such
+    object is: the table is pyarrow's read of the files, concatenated in list
+    order (as DuckDB and polars read a list)."""
+    import pyarrow.parquet as pq
+    www, url = fault_server["www"], fault_server["url"]
+    pq.write_table(pacsv.read_csv(www / "t.csv").slice(0, 25_000), www / "t.parquet",
+                   row_group_size=7_000)
+    for name, read in (("t.parquet", pq.read_table),
+                       ("t.arrow", lambda p: ipc.open_file(p).read_all())):
+        want = pa.concat_tables([read(www / name)] * 3)
+        locations = [f"{url}/norange/{name}", f"{url}/ok/{name}", f"{url}/norange/{name}"]
+        proc = subprocess.run([sluice.binary, "convert", *locations, str(tmp_path / "r.arrows"),
+                               "-t", "arrows", "-q"], capture_output=True, timeout=120,
+                              env=SMALL_PARTS)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert ipc.open_stream((tmp_path / "r.arrows").read_bytes()).read_all().equals(want)
+        # A pipe among local files.
+        r, w = os.pipe()
+        feeder = threading.Thread(target=lambda: (os.write(w, (www / name).read_bytes()),
+                                                  os.close(w)))
+        feeder.start()
+        try:
+            proc = subprocess.run([sluice.binary, "convert", str(www / name), f"/dev/fd/{r}",
+                                   str(www / name), str(tmp_path / "p.arrows"), "-t", "arrows",
+                                   "-q"], capture_output=True, timeout=120, pass_fds=(r,))
+        finally:
+            feeder.join()
+            os.close(r)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert ipc.open_stream((tmp_path / "p.arrows").read_bytes()).read_all().equals(want)
