@@ -6,10 +6,17 @@
 
 int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) {
   if (error != NULL) {
+    // Formatted at full length first: a message naming a long object (a
+    // 1 KiB S3 key) keeps its end, where the reason is (sl_error_set_ends).
+    char full[8192];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(error->message, sizeof error->message, fmt, args);
+    int n = vsnprintf(full, sizeof full, fmt, args);
     va_end(args);
+    if (n < 0) full[0] = '\0';
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof full ? (size_t)n : sizeof full - 1;
+    if (len >= sizeof error->message) return sl_error_set_ends(error, code, "", full, len);
+    memcpy(error->message, full, len + 1);
     error->code = code;
   }
   return code;

@@ -356,7 +356,8 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
              strlen(default_port)) == 0) {
     authority_len -= strlen(default_port);
   }
-  char encoded_key[3072];
+  // S3 keys are up to 1024 bytes, each %XX-encoded at worst, then a NUL.
+  char encoded_key[3 * 1024 + 1];
   if (sl_sigv4_uri_encode(key, 0, encoded_key, sizeof encoded_key) == (size_t)-1) {
     s3_signer_destroy(g);
     return sl_error_set(error, ENAMETOOLONG, "%s: key too long", location);

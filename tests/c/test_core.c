@@ -968,7 +968,7 @@ static void test_error_prefix_keeps_both_ends(void** state) {
   size_t at = 0;
   while (at < 1500) at += (size_t)snprintf(longer + at, sizeof longer - at, "\xc3\xa9line %zu\n", at);
   snprintf(longer + at, sizeof longer - at, "KeyboardInterrupt");
-  sl_error_set(&e, EIO, "%s", longer);  // itself cut at the message size, its end lost
+  sl_error_set(&e, EIO, "%s", longer);  // itself cut to fit, its end kept
   snprintf(e.message + sizeof e.message - 1 - 18, 19, "\nKeyboardInterrupt");
   assert_int_equal(sl_error_prefix(&e, "%s", "/a/rather/long/destination/path/out.parquet"), EIO);
   assert_int_equal(strncmp(e.message, "/a/rather/long/destination/path/out.parquet: \xc3\xa9line 0\n", 54), 0);
@@ -989,6 +989,28 @@ static void test_error_prefix_keeps_both_ends(void** state) {
     assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
     assert_int_equal(strncmp(e.message, "\xc3\xa9" "dst: ", 7), 0);
   }
+}
+
+/// sl_error_set: a message longer than the buffer (an object named by a
+/// 1 KiB S3 key) keeps its start and its end, where the reason is, cut
+/// between whole UTF-8 characters; a short one is kept as it is.
+static void test_error_set_keeps_the_reason(void** state) {
+  (void)state;
+  struct sluice_error e;
+  assert_int_equal(sl_error_set(&e, ENOENT, "%s: %s", "s3://b/k", "HTTP 404"), ENOENT);
+  assert_string_equal(e.message, "s3://b/k: HTTP 404");
+  char key[1025];
+  for (size_t i = 0; i < 1024; i += 2) memcpy(key + i, "\xc3\xa9", 2);
+  key[1024] = '\0';
+  assert_int_equal(sl_error_set(&e, ENOENT, "s3://bucket/%s: GET: HTTP 404 (not found): NoSuchKey",
+                                key), ENOENT);
+  size_t n = strlen(e.message);
+  assert_true(n <= sizeof e.message - 1);
+  assert_int_equal(strncmp(e.message, "s3://bucket/\xc3\xa9", 14), 0);
+  assert_non_null(strstr(e.message, " [...] "));
+  const char* end = "\xc3\xa9: GET: HTTP 404 (not found): NoSuchKey";
+  assert_string_equal(e.message + n - strlen(end), end);
+  assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
 }
 
 int main(void) {
@@ -1013,6 +1035,7 @@ int main(void) {
       cmocka_unit_test(test_utf8_against_reference),
       cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
       cmocka_unit_test(test_error_prefix_keeps_both_ends),
+      cmocka_unit_test(test_error_set_keeps_the_reason),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1397,6 +1397,38 @@ def test_single_output_to_a_key_ending_in_slash_is_refused(sluice, s3, observed,
     assert not (s3["data"] / BUCKET / "newdir").exists()
 
 
+def test_longest_keys_are_sent_and_errors_keep_their_reason(sluice, s3, observed, tmp_path):
+    """A key of S3's largest size, 1024 bytes, all of them percent-encoded
+    (512 two-byte characters), goes out as boto3 sends it (it was refused as
+    "too long"); the server's answer (s3s-fs cannot store a name that long)
+    and a missing object under a key of 1000 characters are errors whose
+    message keeps its end, the reason, after the long object name."""
+    boto3 = pytest.importorskip("boto3")
+    import botocore.exceptions
+    counter, host = observed
+    endpoint = f"http://{host}"
+    peer = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+    env = creds(s3, AWS_ENDPOINT_URL=endpoint)
+    longest = "\u00e9" * 512
+    assert len(longest.encode()) == 1024
+    absent = "/".join(["k" * 199] * 5)  # 999 characters, each segment a valid file name
+    for key in (longest, absent):
+        with pytest.raises(botocore.exceptions.ClientError) as info:
+            peer.get_object(Bucket=BUCKET, Key=key)
+        code = info.value.response["Error"]["Code"]
+        peer_targets = [r["target"] for r in counter.requests]
+        counter.requests.clear()
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/{key}")
+        check_clean_failure(proc)
+        err = proc.stderr.decode(errors="replace").strip()
+        assert {r["target"] for r in counter.requests} == set(peer_targets), err[-300:]
+        counter.requests.clear()
+        status = info.value.response["ResponseMetadata"]["HTTPStatusCode"]
+        assert err.endswith(code) and f"HTTP {status}" in err[-100:], (code, status, err[-300:])
+        assert f"s3://{BUCKET}/" in err[:300], err[:300]
+
+
 # ---- A server that stops mid-read; a write killed mid-upload ----------------
 
 
