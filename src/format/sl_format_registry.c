@@ -108,15 +108,7 @@ const struct sl_format_writer* sl_format_writer_find(const char* name) {
 /// Length of `location` once a compression suffix is looked through
 /// ("x.csv.gz" is a CSV file), and an http(s) URL's query/fragment dropped.
 static size_t logical_length(const char* location) {
-  size_t len = sl_location_name_length(location);
-  static const char* const compression_suffixes[] = {".gz", ".gzip", ".zst", ".zstd",
-                                                     ".lz4", ".bz2", ".xz", ".snappy"};
-  for (size_t i = 0; i < sizeof compression_suffixes / sizeof compression_suffixes[0]; ++i) {
-    if (sl_name_ends_with(location, len, compression_suffixes[i])) {
-      return len - strlen(compression_suffixes[i]);
-    }
-  }
-  return len;
+  return sl_location_name_length(location) - sl_compression_suffix_length(location);
 }
 
 static int matches_extension(const char* const* extensions, const char* location, size_t len) {

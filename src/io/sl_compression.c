@@ -20,16 +20,39 @@ size_t sl_location_name_length(const char* location) {
   return sl_location_is_http(location) ? strcspn(location, "?#") : strlen(location);
 }
 
-enum sl_compression sl_compression_for_name(const char* location) {
-  if (location == NULL) return SL_COMPRESS_NONE;
+/// Compression suffixes and what sluice reads and writes under them (NONE:
+/// known as compression, but not one sluice compresses a whole file with).
+static const struct {
+  const char* suffix;
+  enum sl_compression kind;
+} k_suffixes[] = {{".gz", SL_COMPRESS_GZIP},    {".gzip", SL_COMPRESS_GZIP},
+                  {".zst", SL_COMPRESS_ZSTD},   {".zstd", SL_COMPRESS_ZSTD},
+                  {".bz2", SL_COMPRESS_BZIP2},  {".bzip2", SL_COMPRESS_BZIP2},
+                  {".xz", SL_COMPRESS_XZ},      {".lz4", SL_COMPRESS_NONE},
+                  {".snappy", SL_COMPRESS_NONE}};
+
+static size_t suffix_at(const char* location, enum sl_compression* kind) {
+  *kind = SL_COMPRESS_NONE;
+  if (location == NULL) return 0;
   size_t len = sl_location_name_length(location);
-  if (sl_name_ends_with(location, len, ".gz") || sl_name_ends_with(location, len, ".gzip")) {
-    return SL_COMPRESS_GZIP;
+  for (size_t i = 0; i < sizeof k_suffixes / sizeof k_suffixes[0]; ++i) {
+    if (sl_name_ends_with(location, len, k_suffixes[i].suffix)) {
+      *kind = k_suffixes[i].kind;
+      return strlen(k_suffixes[i].suffix);
+    }
   }
-  if (sl_name_ends_with(location, len, ".zst") || sl_name_ends_with(location, len, ".zstd")) {
-    return SL_COMPRESS_ZSTD;
-  }
-  return SL_COMPRESS_NONE;
+  return 0;
+}
+
+enum sl_compression sl_compression_for_name(const char* location) {
+  enum sl_compression kind;
+  (void)suffix_at(location, &kind);
+  return kind;
+}
+
+size_t sl_compression_suffix_length(const char* location) {
+  enum sl_compression kind;
+  return suffix_at(location, &kind);
 }
 
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n) {
@@ -37,5 +60,27 @@ enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n) {
   if (n >= 4 && head[0] == 0x28 && head[1] == 0xB5 && head[2] == 0x2F && head[3] == 0xFD) {
     return SL_COMPRESS_ZSTD;
   }
+  // bzip2: "BZh", the block size '1'..'9', then a block's magic (BCD pi) or,
+  // for an empty stream, the end-of-stream one (BCD sqrt(pi)). Ten bytes,
+  // not four: a text may well start "BZh1".
+  static const uint8_t block[6] = {0x31, 0x41, 0x59, 0x26, 0x53, 0x59};
+  static const uint8_t eos[6] = {0x17, 0x72, 0x45, 0x38, 0x50, 0x90};
+  if (n >= 10 && memcmp(head, "BZh", 3) == 0 && head[3] >= '1' && head[3] <= '9' &&
+      (memcmp(head + 4, block, 6) == 0 || memcmp(head + 4, eos, 6) == 0)) {
+    return SL_COMPRESS_BZIP2;
+  }
+  static const uint8_t xz[6] = {0xFD, '7', 'z', 'X', 'Z', 0x00};
+  if (n >= 6 && memcmp(head, xz, 6) == 0) return SL_COMPRESS_XZ;
   return SL_COMPRESS_NONE;
+}
+
+const char* sl_compression_name(enum sl_compression kind) {
+  switch (kind) {
+    case SL_COMPRESS_GZIP: return "gzip";
+    case SL_COMPRESS_ZSTD: return "zstd";
+    case SL_COMPRESS_BZIP2: return "bzip2";
+    case SL_COMPRESS_XZ: return "xz";
+    case SL_COMPRESS_NONE: break;
+  }
+  return "none";
 }

@@ -1,5 +1,5 @@
-// The whole-file compressions sluice reads and writes (.csv.gz, .csv.zst),
-// told from a name or from the first bytes: shared by the inflating source
+// The whole-file compressions sluice reads and writes (.csv.gz, .csv.zst,
+// .csv.bz2, .csv.xz), told from a name or from the first bytes: shared by the inflating source
 // (sl_source_inflate.h), the compressing sink (sl_sink_compress.h) and the
 // format registry's look through compression suffixes.
 #ifndef SL_COMPRESSION_H
@@ -8,7 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sl_compression { SL_COMPRESS_NONE, SL_COMPRESS_GZIP, SL_COMPRESS_ZSTD };
+enum sl_compression {
+  SL_COMPRESS_NONE,
+  SL_COMPRESS_GZIP,
+  SL_COMPRESS_ZSTD,
+  SL_COMPRESS_BZIP2,
+  SL_COMPRESS_XZ
+};
 
 /// Whether name[0, len) ends with `suffix`, ASCII case ignored.
 int sl_name_ends_with(const char* name, size_t len, const char* suffix);
@@ -19,11 +25,23 @@ int sl_name_ends_with(const char* name, size_t len, const char* suffix);
 size_t sl_location_name_length(const char* location);
 
 /// The compression a file name asks for by its suffix (.gz, .gzip, .zst,
-/// .zstd; an http(s) URL's query or fragment ignored).
+/// .zstd, .bz2, .bzip2, .xz; an http(s) URL's query or fragment ignored).
 enum sl_compression sl_compression_for_name(const char* location);
 
-/// The compression the first `n` bytes of an object start with (gzip or
-/// zstd magic), or NONE.
+/// The length of the compression suffix `location`'s name ends with (one of
+/// the above, or one sluice does not compress whole with: .lz4, .snappy),
+/// else 0.
+size_t sl_compression_suffix_length(const char* location);
+
+/// The first bytes sl_compression_of_bytes wants to tell every kind apart
+/// (bzip2's stream header and block magic).
+#define SL_COMPRESSION_MAGIC_BYTES 10
+
+/// The compression the first `n` bytes of an object start with (gzip, zstd,
+/// bzip2 or xz magic), or NONE.
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n);
+
+/// The compression's name in messages ("gzip", "zstd", "bzip2", "xz").
+const char* sl_compression_name(enum sl_compression kind);
 
 #endif

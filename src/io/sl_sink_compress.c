@@ -69,6 +69,10 @@ int sl_compressor_open(enum sl_compression kind, const char* name,
                        const struct sluice_allocator* alloc, sl_compressed_out out, void* ctx,
                        struct sl_compressor** compressor, struct sluice_error* error) {
   *compressor = NULL;
+  if (kind != SL_COMPRESS_GZIP && kind != SL_COMPRESS_ZSTD) {
+    return sl_error_set(error, ENOTSUP, "%s: cannot write %s-compressed output", name,
+                        sl_compression_name(kind));
+  }
   struct sl_compressor* c = sl_calloc(alloc, 1, sizeof *c);
   if (c == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   c->kind = kind;

@@ -1,7 +1,8 @@
 // Compressed input read as a stream: a forward-only source of the inflated
-// bytes of a gzip (any number of members back to back) or zstd (any number
-// of frames) object, over any other source, in bounded memory: one view of
-// the compressed bytes and one block of inflated ones at a time.
+// bytes of a gzip (any number of members back to back), zstd (any number of
+// frames), bzip2 or xz (any number of streams) object, over any other
+// source, in bounded memory: one view of the compressed bytes and one block
+// of inflated ones at a time. bzip2 and xz decode in sl_inflate_codec.h.
 #ifndef SL_SOURCE_INFLATE_H
 #define SL_SOURCE_INFLATE_H
 
@@ -11,7 +12,7 @@
 #include "sl_source.h"
 
 /// A forward-only source (read_next, read_some, peek) of the inflated bytes
-/// of `compressed`, which is `kind` (GZIP or ZSTD: what
+/// of `compressed`, which is `kind` (not NONE: what
 /// sl_compression_of_bytes said of its first bytes). `compressed` is
 /// borrowed: it must outlive the new source, which does not close it.
 /// Errors in the data name the object and the compressed byte offset.

@@ -254,10 +254,11 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     return rc;
   }
   if (r->opts.delimiter < 0 && ends_with(r->name, ".tsv")) r->opts.delimiter = '\t';
-  // Compressed input (.csv.gz, .csv.zst) is inflated as it is read: from
-  // here on the reader sees a forward-only source of plain text.
+  // Compressed input (.csv.gz, .csv.zst, .csv.bz2, .csv.xz) is inflated as
+  // it is read: from here on the reader sees a forward-only source of plain
+  // text.
   struct sl_view head;
-  rc = sl_source_peek(r->source, 4, &head, error);
+  rc = sl_source_peek(r->source, SL_COMPRESSION_MAGIC_BYTES, &head, error);
   if (rc == 0) {
     enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
     sl_view_release(&head);
