@@ -698,8 +698,9 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         numeric, bool, datetime, string and nullable columns).
     format: output format (default from the extension of dst).
     compression: body compression where the format has it ("zstd", "lz4", ...);
-        CSV and JSON Lines compress the whole file ("gzip", "zstd", as
-        pandas' to_csv(compression=...)), whatever the name's suffix.
+        CSV and JSON Lines compress the whole file ("gzip", "zstd", "bz2",
+        "xz", as pandas' to_csv(compression=...)), whatever the name's
+        suffix.
         "default" (the default): the format's own (Parquet snappy, as
         pyarrow; the others none); None or "none": uncompressed, as
         pyarrow's write_table(compression=None).

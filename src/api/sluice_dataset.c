@@ -816,15 +816,27 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
   if (writer->compressible && options->compression != NULL && options->compression[0] != '\0') {
-    // Asked by name (pandas' to_csv(compression="gzip")): over the suffix.
+    // Asked by name (pandas' to_csv(compression="gzip"), its spellings
+    // too): over the suffix.
     const char* c = options->compression;
     if (strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0) compression = SL_COMPRESS_GZIP;
     else if (strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0) compression = SL_COMPRESS_ZSTD;
+    else if (strcmp(c, "bz2") == 0 || strcmp(c, "bzip2") == 0) compression = SL_COMPRESS_BZIP2;
+    else if (strcmp(c, "xz") == 0) compression = SL_COMPRESS_XZ;
     else if (strcmp(c, "none") == 0) compression = SL_COMPRESS_NONE;
     else
-      return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd or none, "
-                          "not '%s'", location, writer->name, c);
+      return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd, bz2, xz "
+                          "or none, not '%s'", location, writer->name, c);
     args->compression = NULL;  // the whole file's, not the format's own
+  } else if (writer->compressible && compression == SL_COMPRESS_NONE &&
+             sl_compression_suffix_length(location) > 0) {
+    // x.csv.lz4 (-t csv): plain text under a compressed name would mislead
+    // every reader.
+    size_t len = sl_location_name_length(location);
+    const char* suffix = location + len - sl_compression_suffix_length(location);
+    return sl_error_set(error, EINVAL, "%s: the %s writer compresses whole files with gzip, "
+                        "zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), not %.*s", location,
+                        writer->name, (int)(location + len - suffix), suffix);
   }
   struct sl_sink* sink = NULL;
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, remote, args->alloc, &sink, error));

@@ -98,7 +98,8 @@ static const struct cli_command k_commands[] = {
      "  -o, --output OUT    write to OUT (format from its extension)\n"
      "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
-     "                      CSV/JSONL: gzip, zstd; cql://: lz4 (the protocol's)\n"
+     "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
+     "                      protocol's)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
          CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
@@ -126,7 +127,8 @@ static const struct cli_command k_commands[] = {
      "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl, parquet)\n"
      "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
-     "                      CSV/JSONL: gzip, zstd; cql://: lz4 (the protocol's)\n"
+     "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
+     "                      protocol's)\n"
      "  -c, --columns COLS  comma-separated columns to write\n"
      "  -n, --limit N       write at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"

@@ -1,6 +1,9 @@
 #include "sl_sink_compress.h"
 
+#include <bzlib.h>
 #include <errno.h>
+#include <limits.h>
+#include <lzma.h>
 #include <string.h>
 #include <isa-l/igzip_lib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
@@ -25,7 +28,18 @@ struct sl_compressor {
   struct isal_zstream* gzip;
   uint8_t* gzip_level_buf;
   ZSTD_CCtx* zstd;
+  bz_stream* bzip2;  ///< set up (BZ2_bzCompressInit succeeded) when not NULL
+  lzma_stream* xz;   ///< likewise (lzma_easy_encoder)
+  lzma_allocator xz_allocator;
 };
+
+/// bzip2 at level 9 (900 kB blocks), as bzip2(1), Python's bz2 and so
+/// pandas write it: the level sets the block size, hardly the speed.
+#define BZIP2_LEVEL 9
+/// xz preset 1, not xz(1)'s and Python's 6: on 20 MB of CSV 1.4 s against
+/// 36 s (26 times slower for a file 23% smaller), and 10 MB of memory
+/// against 85 MB; still 20% smaller than bzip2's.
+#define XZ_PRESET 1
 
 static int emit(struct sl_compressor* c, size_t n, struct sluice_error* error) {
   if (n == 0) return 0;
@@ -65,13 +79,45 @@ static int zstd_run(struct sl_compressor* c, ZSTD_inBuffer* in, ZSTD_EndDirectiv
   }
 }
 
+/// Runs libbz2 over the pending input until it is taken (`action` BZ_RUN)
+/// or the stream's end is written (BZ_FINISH).
+static int bzip2_run(struct sl_compressor* c, int action, struct sluice_error* error) {
+  bz_stream* z = c->bzip2;
+  for (;;) {
+    z->next_out = (char*)c->buf;
+    z->avail_out = (unsigned)COMPRESSED_BUFFER;
+    int r = BZ2_bzCompress(z, action);
+    int want = action == BZ_FINISH ? BZ_FINISH_OK : BZ_RUN_OK;
+    if (r != want && r != BZ_STREAM_END) {
+      return sl_error_set(error, EIO, "%s: bzip2 compression failed (%d)", c->name, r);
+    }
+    SL_RETURN_NOT_OK(emit(c, COMPRESSED_BUFFER - z->avail_out, error));
+    if (action == BZ_FINISH ? r == BZ_STREAM_END : z->avail_in == 0) return 0;
+  }
+}
+
+static int xz_run(struct sl_compressor* c, lzma_action action, struct sluice_error* error) {
+  lzma_stream* z = c->xz;
+  for (;;) {
+    z->next_out = c->buf;
+    z->avail_out = COMPRESSED_BUFFER;
+    lzma_ret r = lzma_code(z, action);
+    if (r != LZMA_OK && r != LZMA_STREAM_END) {
+      return sl_error_set(error, r == LZMA_MEM_ERROR ? ENOMEM : EIO,
+                          "%s: xz compression failed (%d)", c->name, (int)r);
+    }
+    SL_RETURN_NOT_OK(emit(c, COMPRESSED_BUFFER - z->avail_out, error));
+    int done = action == LZMA_FINISH ? r == LZMA_STREAM_END : z->avail_in == 0;
+    if (done && z->avail_out > 0) return 0;
+  }
+}
+
 int sl_compressor_open(enum sl_compression kind, const char* name,
                        const struct sluice_allocator* alloc, sl_compressed_out out, void* ctx,
                        struct sl_compressor** compressor, struct sluice_error* error) {
   *compressor = NULL;
-  if (kind != SL_COMPRESS_GZIP && kind != SL_COMPRESS_ZSTD) {
-    return sl_error_set(error, ENOTSUP, "%s: cannot write %s-compressed output", name,
-                        sl_compression_name(kind));
+  if (kind == SL_COMPRESS_NONE) {
+    return sl_error_set(error, EINVAL, "%s: no compression to write with", name);
   }
   struct sl_compressor* c = sl_calloc(alloc, 1, sizeof *c);
   if (c == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
@@ -93,6 +139,36 @@ int sl_compressor_open(enum sl_compression kind, const char* name,
       c->gzip->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
       c->gzip->gzip_flag = IGZIP_GZIP;
     }
+  } else if (ok && kind == SL_COMPRESS_BZIP2) {
+    bz_stream* z = sl_calloc(alloc, 1, sizeof *z);
+    if (z != NULL) {
+      z->bzalloc = sl_codec_bzip2_alloc;
+      z->bzfree = sl_codec_free;
+      z->opaque = sl_codec_opaque(alloc);
+      if (BZ2_bzCompressInit(z, BZIP2_LEVEL, 0, 0) != BZ_OK) {
+        sl_free(alloc, z, sizeof *z);
+        z = NULL;
+      }
+    }
+    c->bzip2 = z;
+    ok = z != NULL;
+  } else if (ok && kind == SL_COMPRESS_XZ) {
+    lzma_stream* z = sl_alloc(alloc, sizeof *z);
+    if (z != NULL) {
+      lzma_stream init = LZMA_STREAM_INIT;
+      *z = init;
+      c->xz_allocator.alloc = sl_codec_alloc_n;
+      c->xz_allocator.free = sl_codec_free;
+      c->xz_allocator.opaque = sl_codec_opaque(alloc);
+      z->allocator = &c->xz_allocator;
+      if (lzma_easy_encoder(z, XZ_PRESET, LZMA_CHECK_CRC64) != LZMA_OK) {
+        lzma_end(z);
+        sl_free(alloc, z, sizeof *z);
+        z = NULL;
+      }
+    }
+    c->xz = z;
+    ok = z != NULL;
   } else if (ok) {
     ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
     c->zstd = ZSTD_createCCtx_advanced(mem);
@@ -130,6 +206,22 @@ int sl_compressor_write(struct sl_compressor* c, const uint8_t* data, size_t n,
     }
     return 0;
   }
+  if (c->kind == SL_COMPRESS_BZIP2) {
+    while (n > 0) {  // libbz2 counts in unsigned int
+      unsigned piece = n > UINT_MAX ? UINT_MAX : (unsigned)n;
+      c->bzip2->next_in = (char*)(uintptr_t)data;
+      c->bzip2->avail_in = piece;
+      SL_RETURN_NOT_OK(bzip2_run(c, BZ_RUN, error));
+      data += piece;
+      n -= piece;
+    }
+    return 0;
+  }
+  if (c->kind == SL_COMPRESS_XZ) {
+    c->xz->next_in = data;
+    c->xz->avail_in = n;
+    return xz_run(c, LZMA_RUN, error);
+  }
   ZSTD_inBuffer in = {data, n, 0};
   return zstd_run(c, &in, ZSTD_e_continue, error);
 }
@@ -139,6 +231,16 @@ int sl_compressor_finish(struct sl_compressor* c, struct sluice_error* error) {
     c->gzip->next_in = NULL;
     c->gzip->avail_in = 0;
     return gzip_run(c, 1, error);
+  }
+  if (c->kind == SL_COMPRESS_BZIP2) {
+    c->bzip2->next_in = NULL;
+    c->bzip2->avail_in = 0;
+    return bzip2_run(c, BZ_FINISH, error);
+  }
+  if (c->kind == SL_COMPRESS_XZ) {
+    c->xz->next_in = NULL;
+    c->xz->avail_in = 0;
+    return xz_run(c, LZMA_FINISH, error);
   }
   ZSTD_inBuffer in = {NULL, 0, 0};
   return zstd_run(c, &in, ZSTD_e_end, error);
@@ -154,5 +256,13 @@ void sl_compressor_free(struct sl_compressor* c) {
   sl_free(alloc, c->gzip, sizeof *c->gzip);
   sl_free(alloc, c->gzip_level_buf, ISAL_DEF_LVL1_DEFAULT);
   ZSTD_freeCCtx(c->zstd);
+  if (c->bzip2 != NULL) {
+    BZ2_bzCompressEnd(c->bzip2);
+    sl_free(alloc, c->bzip2, sizeof *c->bzip2);
+  }
+  if (c->xz != NULL) {
+    lzma_end(c->xz);
+    sl_free(alloc, c->xz, sizeof *c->xz);
+  }
   sl_free(alloc, c, sizeof *c);
 }

@@ -1,7 +1,8 @@
-// Whole-file compression of a sink's bytes (a .csv.gz or .csv.zst output),
-// the writing half of sl_source_inflate.h: gzip through Intel ISA-L (level 1,
-// several times faster than zlib's fastest), zstd through libzstd (level 3,
-// its default, on all cores).
+// Whole-file compression of a sink's bytes (a .csv.gz, .csv.zst, .csv.bz2 or
+// .csv.xz output), the writing half of sl_source_inflate.h: gzip through
+// Intel ISA-L (level 1, several times faster than zlib's fastest), zstd
+// through libzstd (level 3, its default, on all cores), bzip2 through libbz2
+// (level 9), xz through liblzma (preset 1).
 #ifndef SL_SINK_COMPRESS_H
 #define SL_SINK_COMPRESS_H
 
@@ -25,7 +26,8 @@ int sl_compressor_open(enum sl_compression kind, const char* name,
 /// Compresses n bytes (output flows as buffers fill).
 int sl_compressor_write(struct sl_compressor* c, const uint8_t* data, size_t n,
                         struct sluice_error* error);
-/// Ends the compressed stream (gzip trailer, zstd epilogue).
+/// Ends the compressed stream (gzip trailer, zstd epilogue, bzip2 and xz
+/// stream ends).
 int sl_compressor_finish(struct sl_compressor* c, struct sluice_error* error);
 /// Compressed bytes handed out so far.
 int64_t sl_compressor_output_bytes(const struct sl_compressor* c);

@@ -903,11 +903,14 @@ static void test_registry(void** unused) {
   if (csv != NULL) {
     assert_ptr_equal(sl_format_writer_for_path("out.csv"), csv);
     assert_ptr_equal(sl_format_writer_for_path("/a/b/OUT.CSV"), csv);
-    // The CSV writer compresses whole files (.gz, .zst); other writers do
-    // not, so a compressed name picks nothing for them.
+    // The CSV writer compresses whole files (.gz, .zst, .bz2, .xz); other
+    // writers do not, so a compressed name picks nothing for them, nor a
+    // compression the CSV writer does not write.
     assert_ptr_equal(sl_format_writer_for_path("out.csv.gz"), csv);
     assert_ptr_equal(sl_format_writer_for_path("out.CSV.ZST"), csv);
-    assert_null(sl_format_writer_for_path("out.csv.bz2"));
+    assert_ptr_equal(sl_format_writer_for_path("out.csv.bz2"), csv);
+    assert_ptr_equal(sl_format_writer_for_path("out.csv.xz"), csv);
+    assert_null(sl_format_writer_for_path("out.csv.lz4"));
   }
   assert_null(sl_format_writer_for_path("out.parquet.gz"));
   assert_null(sl_format_writer_for_path("out.arrows.zst"));
