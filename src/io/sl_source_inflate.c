@@ -630,3 +630,22 @@ int sl_source_inflate_rewind(struct sl_source* inflated, struct sluice_error* er
   }
   return back_to_start((struct inflate_source*)inflated, error);
 }
+
+int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* error) {
+  if (inflated->ops != &inflate_ops) return 0;
+  struct inflate_source* s = (struct inflate_source*)inflated;
+  // Only a sample was inflated (a reader's open): the thread goes on from it.
+  if (!s->running && !s->done && s->decoding) {
+    if (pthread_create(&s->thread, NULL, inflate_main, s) != 0) return 0;
+    s->running = 1;
+  }
+  pthread_mutex_lock(&s->lock);
+  // As far as the thread inflates ahead: to the end, an error or a full queue.
+  while (s->running && !s->done && s->ready_count < INFLATE_AHEAD) {
+    pthread_cond_wait(&s->changed, &s->lock);
+  }
+  int rc = s->done ? s->failure.code : 0;
+  if (rc != 0 && error != NULL) *error = s->failure;
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}

@@ -27,4 +27,11 @@ int sl_source_inflate_rewindable(const struct sl_source* inflated);
 /// ENOTSUP unless rewindable. Views handed out before stay valid.
 int sl_source_inflate_rewind(struct sl_source* inflated, struct sluice_error* error);
 
+/// The error the compressed data gave as far as it was inflated ahead of
+/// the reader (waiting for the inflating thread to get there), or 0. Bytes
+/// that do not parse may be what corrupt data inflated to before its check
+/// failed (bzip2 checks a block's CRC after handing out its bytes, gzip a
+/// member's at its end): this error then says what is wrong.
+int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* error);
+
 #endif

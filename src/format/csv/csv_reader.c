@@ -239,6 +239,19 @@ static int ends_with(const char* s, const char* suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/// A parse error in compressed input may be corrupt data inflated before its
+/// check failed (a .csv.bz2 block's CRC comes after its bytes): the
+/// decompressor's error, if it has one, names the object's real fault.
+static int inflate_failure_first(struct csv_reader* r, int rc, struct sluice_error* error) {
+  if (rc == ENOMEM || r->inflated == NULL) return rc;
+  struct sluice_error why;
+  memset(&why, 0, sizeof why);
+  int bad = sl_source_inflate_failure(r->inflated, &why);
+  if (bad == 0) return rc;
+  if (error != NULL) *error = why;
+  return bad;
+}
+
 static int csv_open(const struct sl_reader_args* args, void** out, struct sluice_error* error) {
   *out = NULL;
   struct csv_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
@@ -314,6 +327,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   }
   if (rc == 0) rc = setup_columns(r, error);
   if (rc != 0) {
+    rc = inflate_failure_first(r, rc, error);
     csv_close(r);
     return rc;
   }
@@ -714,7 +728,7 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
     }
     if (rc != 0) {
       sl_builder_reset(&s->batch);
-      return rc;
+      return inflate_failure_first(r, rc, error);
     }
     if (got == 0) break;
     total += got;
