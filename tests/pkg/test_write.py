@@ -422,6 +422,32 @@ def test_text_compression_by_name(simple, tmp_path, fmt):
     assert not (tmp_path / f"bad.{fmt}").exists()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_text_compression_bz2_and_xz(tmp_path, fmt):
+    """compression="bz2" (or "bzip2") and "xz", as pandas' to_csv spells
+    them (they were "not 'bz2'" errors), and a .bz2 or .xz name: pandas
+    reads back what it reads from the uncompressed output."""
+    import bz2
+    import lzma
+    df = pd.DataFrame({"i": [1, 2, 3], "s": ["a", None, 'c, "q"\nd']})
+    plain = tmp_path / f"plain.{fmt}"
+    sluice.write(df, plain)
+    for name, compression, inflate in [(f"a.{fmt}", "bz2", bz2.decompress),
+                                       (f"b.{fmt}", "bzip2", bz2.decompress),
+                                       (f"c.{fmt}", "xz", lzma.decompress),
+                                       (f"d.{fmt}.bz2", "default", bz2.decompress),
+                                       (f"e.{fmt}.xz", "default", lzma.decompress)]:
+        out = tmp_path / name
+        sluice.write(df, out, compression=compression)
+        assert inflate(out.read_bytes()) == plain.read_bytes(), name
+        pandas_kind = "bz2" if inflate is bz2.decompress else "xz"
+        if fmt == "csv":
+            assert pd.read_csv(out, compression=pandas_kind).equals(pd.read_csv(plain)), name
+        else:
+            assert pd.read_json(out, lines=True, compression=pandas_kind).equals(
+                pd.read_json(plain, lines=True)), name
+
+
 @pytest.mark.parametrize("suffix", ["parquet", "arrow", "csv"])
 def test_write_to_an_open_file(simple, tmp_path, suffix):
     """An open file object is written in place (through /dev/fd/N), its

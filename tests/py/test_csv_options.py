@@ -9,6 +9,9 @@
   values and types.
 - `sluice convert x.parquet y.csv` and back gives what pyarrow reads from
   x.parquet.
+- .csv.bz2 and .csv.xz from Python's bz2 and lzma (one stream or several)
+  read as pyarrow reads them, bad ones a clear error; sluice's own read
+  back by pandas, pyarrow and Python's bz2 and lzma.
 - lines ending in a bare CR (classic Mac OS): generated files read as
   pyarrow.csv reads them, in small splits, gzip-compressed, from a pipe and
   through the Python package.
@@ -21,6 +24,7 @@ import decimal
 import json
 import math
 import random
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -957,6 +961,189 @@ def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
     bad.write_text("a\n" + "".join(f"{i}\n" for i in range(100_000)) + "oops,1\n")
     sluice.expect_error("convert", bad, tmp_path / "bad.csv.gz")
     assert not (tmp_path / "bad.csv.gz").exists()
+
+
+# ---- bzip2 and xz, read and written whole ------------------------------------------
+
+def _compress(kind: str, data: bytes, level: int | None = None) -> bytes:
+    import bz2
+    import lzma
+    if kind == "bz2":
+        return bz2.compress(data, 9 if level is None else level)
+    return lzma.compress(data, preset=0 if level is None else level)  # fast to make
+
+
+def _decompress(kind: str, raw: bytes) -> bytes:
+    import bz2
+    import lzma
+    return bz2.decompress(raw) if kind == "bz2" else lzma.decompress(raw)
+
+
+def _hex_rows(rows: int, seed: int) -> bytes:
+    """CSV text that compresses to about 40%: quoted fields with newlines
+    and doubled quotes around random hex."""
+    rng = random.Random(seed)
+    return ("id,name,v\n" + "".join(
+        f'{i},"{rng.getrandbits(96):024x}\n{rng.getrandbits(64):x}, ""q""",{i * 0.5}\n'
+        for i in range(rows))).encode()
+
+
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+def test_bz2_and_xz_input_streams_like_peers(sluice, tmp_path, kind):
+    """.csv.bz2 and .csv.xz written by Python's bz2 and lzma modules, one
+    stream or several back to back (cut anywhere, inside quoted fields; xz
+    with stream padding between and after), 13 MB of text in 5 MB and more
+    compressed (several of the inflating source's 4 MiB reads and chunks):
+    sluice reads the values pyarrow reads (the .bz2 file itself, which
+    pyarrow inflates by its extension; the xz text, as this pyarrow has no
+    lzma), by suffix and by magic bytes alone, from a file and from a pipe.
+    They were read as plain text ('quote character inside an unquoted
+    field', a header that is not UTF-8)."""
+    data = _hex_rows(200_000, 11)
+    assert len(data) > 12 << 20
+    parse = pcsv.ParseOptions(newlines_in_values=True)
+    want = pcsv.read_csv(pa.py_buffer(data), parse_options=parse)
+    single = tmp_path / f"one.csv.{kind}"
+    single.write_bytes(_compress(kind, data))
+    assert single.stat().st_size > 4 << 20
+    cuts = [0, 1, 1_234_567, 5_000_001, len(data)]
+    pad = b"\0" * 4 if kind == "xz" else b""
+    multi = tmp_path / f"multi.csv.{kind}"
+    multi.write_bytes(b"".join(_compress(kind, data[a:b]) + pad
+                               for a, b in zip(cuts, cuts[1:])))
+    if kind == "bz2":
+        assert _decompress(kind, multi.read_bytes()) == data
+    elif shutil.which("xz"):  # Python's lzma stops at stream padding
+        assert subprocess.run(["xz", "-dc", str(multi)], check=True,
+                              stdout=subprocess.PIPE).stdout == data
+    if kind == "bz2":
+        for path in (single, multi):
+            assert pcsv.read_csv(path, parse_options=parse).equals(want)
+    for path in (single, multi):
+        assert sluice_read(sluice, path).equals(want), path.name
+        assert sluice_read(sluice, path, threads=1).equals(want), path.name
+    # No suffix: the magic bytes tell.
+    unnamed = tmp_path / "unnamed.csv"
+    unnamed.write_bytes(multi.read_bytes())
+    assert sluice_read(sluice, unnamed).equals(want)
+    # A pipe: read forward, never mapped.
+    out = tmp_path / "pipe.arrow"
+    proc = subprocess.run([sluice.binary, "convert", "-", str(out), "-f", "csv", "-q"],
+                          input=multi.read_bytes(), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+
+
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+def test_bad_bz2_and_xz_input_is_a_clear_error(sluice, tmp_path, kind):
+    """Truncated, corrupt and trailing bytes: exit 1 with a message that
+    names the file, what is wrong and the compressed byte offset; no crash
+    and no output."""
+    name = "bzip2" if kind == "bz2" else "xz"
+    data = _hex_rows(40_000, 5)
+    raw = _compress(kind, data)
+    out = tmp_path / "out.arrow"
+
+    def error(payload: bytes, label: str) -> str:
+        path = tmp_path / f"{label}.csv.{kind}"
+        path.write_bytes(payload)
+        err = sluice.expect_error("convert", path, out).stderr.decode()
+        assert not out.exists(), label
+        assert str(path) in err, err
+        return err
+
+    err = error(raw[:len(raw) * 2 // 3], "truncated")
+    assert f"truncated {name} data near compressed byte" in err, err
+    err = error(raw[:-1], "short")
+    assert f"truncated {name} data near compressed byte" in err, err
+    corrupt = bytearray(raw)
+    for at in range(len(raw) // 2, len(raw) // 2 + 64):
+        corrupt[at] ^= 0x55
+    err = error(bytes(corrupt), "corrupt")
+    assert f"corrupt {name} data near compressed byte" in err, err
+    err = error(raw + b"garbage!", "trailing")
+    assert f"bytes after the last {name} stream near compressed byte {len(raw)}" in err, err
+    assert "trailing garbage" in err, err
+    if kind == "xz":  # stream padding is whole 4-byte words
+        err = error(raw + b"\0\0", "padding")
+        assert "corrupt xz data near compressed byte" in err, err
+        assert "padding is not a multiple of four bytes" in err, err
+
+
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+def test_bz2_and_xz_input_in_bounded_memory(sluice, tmp_path, kind):
+    """120 MB of text inflated as it is read: the peak stays far below it."""
+    import bz2
+    import lzma
+    path = tmp_path / f"big.csv.{kind}"
+    block = "".join(f"{i},abcdefghij,{i}.5\n" for i in range(100_000)).encode()
+    c = bz2.BZ2Compressor(1) if kind == "bz2" else lzma.LZMACompressor(preset=0)
+    with open(path, "wb") as f:
+        f.write(c.compress(b"a,b,c\n"))
+        for _ in range(60):
+            f.write(c.compress(block))
+        f.write(c.flush())
+    peak_kb, out = peak_rss_kib([sluice.binary, "stats", path, "--json"])
+    stats = json.loads(out)
+    columns = stats["columns"] if isinstance(stats, dict) else stats
+    assert {c["name"]: c["count"] for c in columns} == {"a": 6_000_000, "b": 6_000_000,
+                                                         "c": 6_000_000}
+    if MEASURES_RSS:
+        assert peak_kb / 1024 < 80, peak_kb  # the inflated text is 120 MB
+
+
+def test_bz2_and_xz_output_reads_back_in_peers(sluice, tmp_path):
+    """x.csv.bz2 and x.csv.xz (and --compression bz2|bzip2|xz under any
+    name) are compressed whole: pandas reads them back to what it reads
+    from the plain output, pyarrow the .bz2 one, Python's bz2 and lzma
+    inflate them to the plain bytes, and sluice reads them back. A .csv.bz2
+    name found no writer and `-t csv x.csv.bz2` wrote plain text; a
+    compressed name sluice cannot write (.lz4) is an error now."""
+    import bz2
+    import lzma
+    pd = pytest.importorskip("pandas")
+    rows = 50_000
+    src = tmp_path / "src.parquet"
+    table = pa.table({"i": pa.array(range(rows), pa.int64()),
+                      "s": pa.array([f"v{i}, \"q\"\n{i % 7}" if i % 5 else None
+                                     for i in range(rows)]),
+                      "x": pa.array([i / 8 for i in range(rows)])})
+    pq.write_table(table, src)
+    plain = tmp_path / "plain.csv"
+    sluice.run("convert", src, plain, "-q")
+    frame = pd.read_csv(plain)
+    for name, compression, magic, inflate in [
+            ("out.csv.bz2", None, b"BZh9", bz2.decompress),
+            ("out.csv.xz", None, b"\xfd7zXZ\x00", lzma.decompress),
+            ("bz2.csv", "bz2", b"BZh9", bz2.decompress),
+            ("bzip2.csv", "bzip2", b"BZh9", bz2.decompress),
+            ("xz.csv", "xz", b"\xfd7zXZ\x00", lzma.decompress)]:
+        out = tmp_path / name
+        sluice.run("convert", src, out, "-q",
+                   *(["--compression", compression] if compression else []))
+        raw = out.read_bytes()
+        assert raw.startswith(magic), name
+        assert inflate(raw) == plain.read_bytes(), name
+        pandas_kind = {"bzip2": "bz2"}.get(compression, compression) or "infer"
+        assert pd.read_csv(out, compression=pandas_kind).equals(frame), name
+        assert sluice_read(sluice, out).equals(sluice_read(sluice, plain)), name
+    got = pcsv.read_csv(tmp_path / "out.csv.bz2",
+                        parse_options=pcsv.ParseOptions(newlines_in_values=True))
+    assert got.equals(pcsv.read_csv(plain, parse_options=pcsv.ParseOptions(
+        newlines_in_values=True)))
+    # JSON Lines is compressed whole too.
+    sluice.run("convert", src, tmp_path / "plain.jsonl", "-q")
+    sluice.run("convert", src, tmp_path / "out.jsonl.xz", "-q")
+    assert lzma.decompress((tmp_path / "out.jsonl.xz").read_bytes()) == \
+        (tmp_path / "plain.jsonl").read_bytes()
+    assert pd.read_json(tmp_path / "out.jsonl.xz", lines=True).equals(
+        pd.read_json(tmp_path / "plain.jsonl", lines=True))
+    # A compressed name sluice does not write is never written plain.
+    for name in ("x.csv.lz4", "x.csv.snappy"):
+        proc = sluice.expect_error("convert", src, tmp_path / name, "-t", "csv")
+        assert b"compresses whole files with gzip, zstd, bzip2 or xz" in proc.stderr, name
+        assert not (tmp_path / name).exists(), name
 
 
 # ---- quotes where RFC 4180 has none ------------------------------------------------
