@@ -1076,7 +1076,8 @@ int sl_files_reader_object_stats(void* reader, int64_t object, const int64_t* co
   void* object_reader = f->parts[object].reader;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  if (f->n_hive_cols > 0 || f->parts[object].columns_of != NULL) {
+  if (f->n_hive_cols > 0 || f->parts[object].columns_of != NULL ||
+      f->parts[object].own_types.release != NULL) {  // (its bounds are cast too)
     SL_RETURN_NOT_OK(plan_columns(f, &f->parts[object], columns, n_columns, &plan, error));
   }
   if (plan.out == NULL) {

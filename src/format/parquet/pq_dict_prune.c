@@ -80,9 +80,14 @@ static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64
       uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                    (uint32_t)p[3] << 24;
       uint64_t low = u & ((1u << bits) - 1);
-      int64_t as_signed = (int64_t)low - ((low >> (bits - 1)) ? ((int64_t)1 << bits) : 0);
+      // The value as the column's own type reads it (a dataset that joins
+      // uint8 and int8 as int16 asks a uint8 column with a signed value).
+      int64_t value = f->format[0] == 'C' || f->format[0] == 'S'
+                          ? (int64_t)low
+                          : (int64_t)low - ((low >> (bits - 1)) ? ((int64_t)1 << bits) : 0);
       for (int k = 0; k < c->n_values; ++k)
-        if (c->kind == SL_FILTER_INT ? c->values[k].i == as_signed : c->values[k].u == low)
+        if (c->kind == SL_FILTER_INT ? c->values[k].i == value
+                                     : value >= 0 && c->values[k].u == (uint64_t)value)
           return 1;
     }
     return 0;
