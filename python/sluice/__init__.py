@@ -641,8 +641,10 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
     ``sluice cat ... -t arrows --unordered``, whose batches carry their plan
     position in their custom metadata (``sluice:split``, ``sluice:batch``).
     With restore_order, batches are put back into plan order; batches without
-    the tags keep their place in the stream (after the tagged ones' order)."""
-    t = read(src, format="arrows", columns=columns, threads=threads, _gather=False)
+    the tags keep their place in the stream (after the tagged ones' order).
+    A local Arrow IPC file (``-t arrow``, magic ARROW1) is read as one, as
+    polars' read_ipc takes either."""
+    t = read(src, format=_ipc_kind(src), columns=columns, threads=threads, _gather=False)
     if not restore_order:
         return t
     keyed = []
@@ -655,6 +657,19 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
         keyed.append((key, b))
     keyed.sort(key=lambda kb: kb[0])
     return Table(t.schema, [b for _, b in keyed])
+
+
+def _ipc_kind(src):
+    """"arrow" for a local file that starts with the IPC file magic, else
+    "arrows" (a stream: pipes, file objects, remote objects)."""
+    if isinstance(src, (str, _os.PathLike)) and src != "-":
+        try:
+            with open(src, "rb") as f:
+                if f.read(6) == b"ARROW1":
+                    return "arrow"
+        except OSError:
+            pass  # not a local file: read() says what is wrong
+    return "arrows"
 
 
 def _stream_capsule(data, index=None):

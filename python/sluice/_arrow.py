@@ -349,10 +349,12 @@ def node_to_pylist(node):
     t = node.type
     k = t.kind
     n, o = node.length, node.offset
+    # Bytes under a null are undefined (pandas' NaT is INT64_MIN, a string
+    # may be any bytes): they are never converted, only numbers copied.
+    valid = node.valid_list()
     if t.dictionary is not None:
         indices = _ints(node, _PRIMITIVES[t.format])
         values = node_to_pylist(node.dictionary_node())
-        valid = node.valid_list()  # an index under a null is undefined: not looked up
         out = [values[i] if valid is None or valid[j] else None for j, i in enumerate(indices)]
     elif k == "null":
         return [None] * n
@@ -366,11 +368,12 @@ def node_to_pylist(node):
         offs = node.offsets(large)
         data = bytes(node.buffer(2, offs[o + n]) or b"") if n else b""
         if k.endswith("string"):
-            out = [data[offs[j]:offs[j + 1]].decode("utf-8") for j in range(o, o + n)]
+            out = [data[offs[j]:offs[j + 1]].decode("utf-8")
+                   if valid is None or valid[j - o] else None for j in range(o, o + n)]
         else:
             out = [data[offs[j]:offs[j + 1]] for j in range(o, o + n)]
     elif k in ("string_view", "binary_view"):
-        out = _views(node, k == "string_view")
+        out = _views(node, k == "string_view", valid)
     elif k == "fixed_size_binary":
         w = t.width
         raw = bytes(node.buffer(1, (o + n) * w))
@@ -379,9 +382,9 @@ def node_to_pylist(node):
         raw = bytes(node.buffer(1, (o + n) * t.width // 8))
         out = _decimal_values(raw, t.width, t.scale, o, n)
     elif k in ("date32", "time32"):
-        out = _epoch_values(_ints(node, ("", "i", 4)), k, t.unit, None)
+        out = _epoch_values(_valid_only(_ints(node, ("", "i", 4)), valid), k, t.unit, None)
     elif k in ("date64", "time64", "timestamp", "duration"):
-        out = _epoch_values(_ints(node, ("", "q", 8)), k, t.unit, t.tz)
+        out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), k, t.unit, t.tz)
     elif k in ("list", "large_list", "map"):
         offs = node.offsets(k == "large_list")
         child = node_to_pylist(node.child(0))
@@ -404,10 +407,14 @@ def node_to_pylist(node):
         out = [{names[c]: cols[c][j] for c in range(len(cols))} for j in range(o, o + n)]
     else:
         raise NotImplementedError("sluice: no Python conversion for Arrow type %s" % t)
-    valid = node.valid_list()
     if valid is not None:
         out = [v if ok else None for v, ok in zip(out, valid)]
     return out
+
+
+def _valid_only(values, valid):
+    """values with 0 under the nulls (whatever was there need not convert)."""
+    return values if valid is None else [v if ok else 0 for v, ok in zip(values, valid)]
 
 
 def _union_values(node, t):
@@ -460,9 +467,10 @@ def _interval_values(node, fmt):
     return [MonthDayNano(*_struct.unpack_from("<iiq", raw, j * 16)) for j in range(n)]
 
 
-def _views(node, text):
+def _views(node, text, valid):
     """Values of a string/binary view array (16-byte views: length, then the
-    bytes inline up to 12, else prefix, buffer index, offset)."""
+    bytes inline up to 12, else prefix, buffer index, offset); None under
+    the nulls, whose views need not point anywhere."""
     o, n = node.offset, node.length
     if n == 0:
         return []
@@ -475,6 +483,9 @@ def _views(node, text):
     data = [bytes(node.buffer(2 + i, sizes[i]) or b"") for i in range(n_data)]
     out = []
     for j in range(o, o + n):
+        if valid is not None and not valid[j - o]:
+            out.append(None)
+            continue
         length, = _struct.unpack_from("<i", raw, j * 16)
         if length <= 12:
             b = raw[j * 16 + 4:j * 16 + 4 + length]

@@ -1,8 +1,11 @@
 """Schema, Batch, Column and Table: sluice's decoded data, shared with pyarrow,
 polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
 """
+import errno as _errno
+
 from . import _sluice
 from ._arrow import Node, field_from_schema, node_to_pylist, parse_metadata
+from ._errors import InvalidArgumentError
 
 
 class Schema:
@@ -247,8 +250,19 @@ class Table:
     __slots__ = ("_schema", "_batches", "_sole")
 
     def __init__(self, schema, batches):
+        """A table of `batches` (sluice Batches), which must all have
+        `schema`'s column names and types (as pyarrow's from_batches checks:
+        a batch of other types was read as if it had them)."""
         self._schema = schema
         self._batches = list(batches)
+        for i, batch in enumerate(self._batches):
+            theirs = batch.schema
+            if theirs is schema or (theirs.names == schema.names and theirs.types == schema.types):
+                continue
+            raise InvalidArgumentError(
+                _errno.EINVAL, "Table: batch %d has the columns %s, the schema %s" % (
+                    i, ", ".join("%s: %s" % (f.name, f.type) for f in theirs.fields),
+                    ", ".join("%s: %s" % (f.name, f.type) for f in schema.fields)))
         # Whether no Batch of this table is held elsewhere: only then may
         # to_pandas(self_destruct=True) hand out writable views of their
         # memory (a holder would see the frame's edits). Tables sluice makes
@@ -259,7 +273,9 @@ class Table:
     @classmethod
     def _made(cls, schema, batches):
         """A table of batches nothing else holds (sluice's own)."""
-        table = cls(schema, batches)
+        table = cls.__new__(cls)  # (sluice's own batches: no check)
+        table._schema = schema
+        table._batches = list(batches)
         table._sole = True
         return table
 
@@ -329,7 +345,9 @@ class Table:
         """[{name: value}] per row."""
         d = self.to_pydict()
         names = list(d)
-        return [dict(zip(names, row)) for row in zip(*d.values())] if names else []
+        if not names:  # one empty row per row, as pyarrow gives them
+            return [{} for _ in range(self.num_rows)]
+        return [dict(zip(names, row)) for row in zip(*d.values())]
 
     def to_pandas(self, *, self_destruct=False):
         """A pandas DataFrame, without pyarrow.

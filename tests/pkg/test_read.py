@@ -642,3 +642,23 @@ def test_objects_of_joinable_types_to_pandas(tmp_path):
         assert df["i"].dtype == np.int64
         assert np.array_equal(df["i"].to_numpy(), want)
         assert df["s"].tolist() == ["x"] * n + ["y"] * n
+
+
+def test_wide_avro_reads_into_place(tmp_path):
+    """An Avro file of 8,192 columns read whole (splits decode straight into
+    the final columns) equals fastavro's rows: the split freed its column
+    table with the size its builder had after release (one entry), which at
+    64 KiB and more corrupted the heap and aborted Python."""
+    n_cols = 8192
+    schema = {"type": "record", "name": "wide",
+              "fields": [{"name": f"c{i}", "type": "long"} for i in range(n_cols)]}
+    rows = [{f"c{i}": r * n_cols + i for i in range(n_cols)} for r in range(3)]
+    path = tmp_path / "wide.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), rows)
+    for table in (sluice.read(path), sluice.read(path, threads=1)):
+        got = table.to_pydict()
+        assert len(got) == n_cols
+        assert all(got[f"c{i}"] == [r[f"c{i}"] for r in rows] for i in range(0, n_cols, 97))
+    df = sluice.read_pandas(path)
+    assert df.shape == (3, n_cols) and df["c8191"].tolist() == [r["c8191"] for r in rows]

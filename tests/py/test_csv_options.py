@@ -259,6 +259,11 @@ def test_integer_columns_take_a_plus_sign_and_name_out_of_range_values(sluice, t
     want = duckdb.sql(f"SELECT * FROM read_csv('{path}', columns={{'u': 'UTINYINT', "
                       f"'i': 'BIGINT'}}, header=true)").fetchall()
     assert list(zip(*got.to_pydict().values())) == want
+    # two signs are no number, as before '+' was taken for unsigned ones
+    doubled = tmp_path / "doubled.csv"
+    doubled.write_text("a\n-+1234567890123456789\n++1234567890123456789\n")
+    assert sluice_read(sluice, doubled).equals(pcsv.read_csv(doubled))
+    assert sluice_read(sluice, doubled).schema.types == [pa.string()]
     for text, schema, says in (("9223372036854775808", "a:int64", "out of range: '9223"),
                                ("99999999999999999999", "a:int8", "out of range: '9999"),
                                ("-3", "a:uint64", "out of range: '-3'"),
@@ -1430,6 +1435,8 @@ def test_sniffed_delimiter_is_never_the_quote_or_escape(sluice, tmp_path, option
     ("a,b\n'x,y',1\n'z',2\n'it''s',3\n", [["x,y", 1], ["z", 2], ["it's", 3]]),
     # a quoted line break that only ' as the quote makes rows of
     ("a,b\n'x\ny',1\n'z',2\n", [["x\ny", 1], ["z", 2]]),
+    # the same with lines that end in a bare CR (told before they become LF)
+    ("a,b\r'x\ry',1\r'z',2\r", [["x\ry", 1], ["z", 2]]),
 ])
 def test_sniffed_quote_takes_apostrophes_only_where_they_quote(sluice, tmp_path, text, rows):
     """' is sniffed as the quote only when the sample reads consistently
@@ -1441,7 +1448,8 @@ def test_sniffed_quote_takes_apostrophes_only_where_they_quote(sluice, tmp_path,
     path.write_text(text)
     got = sluice_read(sluice, path)
     assert [list(r.values()) for r in got.to_pylist()] == rows
-    if not any(isinstance(v, str) and ("," in v or "\n" in v) for r in rows for v in r):
+    if not any(isinstance(v, str) and ("," in v or "\n" in v or "\r" in v)
+               for r in rows for v in r):
         assert got.equals(pcsv.read_csv(path))  # (pyarrow takes no ' as the quote)
 
 

@@ -553,6 +553,7 @@ struct avro_split {
   /// A placed scan (sl_split_place): per output column, where this split's
   /// values go (NULL = not placed), and the rows delivered so far.
   uint8_t** place_at;
+  int64_t n_place_at;  ///< its entries (the root's columns when it was made)
   const struct sl_split_place* place;
   int64_t rows_out;
 };
@@ -580,12 +581,9 @@ static void split_close(void* state) {
   sl_view_release(&s->range);
   avro_buf_release(&s->buf, alloc);
   avro_buf_release(&s->raw, alloc);
-  sl_builder_release(&s->root);
+  sl_builder_release(&s->root);  // (which sets root.n_children to 0)
   if (s->bld) sl_free(alloc, s->bld, (size_t)s->r->prog.n_ops * sizeof *s->bld);
-  if (s->place_at) {
-    sl_free(alloc, s->place_at,
-            (size_t)(s->root.n_children > 0 ? s->root.n_children : 1) * sizeof *s->place_at);
-  }
+  if (s->place_at) sl_free(alloc, s->place_at, (size_t)s->n_place_at * sizeof *s->place_at);
   sl_free(alloc, s, sizeof *s);
 }
 
@@ -596,6 +594,7 @@ static int set_place(struct avro_split* s, const struct sl_split_place* p,
   int64_t n = s->root.n_children;
   s->place_at = sl_calloc(s->r->alloc, (size_t)(n > 0 ? n : 1), sizeof *s->place_at);
   if (s->place_at == NULL) return ENOMEM;
+  s->n_place_at = n > 0 ? n : 1;
   s->place = p;
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = columns != NULL ? columns[i] : i;

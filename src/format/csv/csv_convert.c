@@ -46,7 +46,6 @@ static inline void skip_leading_zeros(const uint8_t** p, int64_t* n) {
 }
 
 static int parse_uint64_exact(const uint8_t* p, int64_t n, uint64_t* out) {
-  if (n > 1 && p[0] == '+') ++p, --n;  // as the signed parser (and DuckDB) take it
   if (n > 20) skip_leading_zeros(&p, &n);
   if (n <= 0 || n > 20) return 0;
   uint64_t v = 0;
@@ -325,8 +324,15 @@ const char* csv_integer_problem(const uint8_t* p, int64_t n) {
 }
 
 // The exact forms first, so that the common case pays nothing for the trim.
+/// An unsigned integer, with a '+' as the signed parser (and DuckDB) take it.
+static int parse_unsigned_exact(const uint8_t* p, int64_t n, uint64_t* out) {
+  if (n > 1 && p[0] == '+') ++p, --n;
+  return parse_uint64_exact(p, n, out);
+}
+
 int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
-  return parse_uint64_exact(p, n, out) || (trim_number(&p, &n) && parse_uint64_exact(p, n, out));
+  return parse_unsigned_exact(p, n, out) ||
+         (trim_number(&p, &n) && parse_unsigned_exact(p, n, out));
 }
 
 int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {

@@ -321,6 +321,10 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   if (rc == 0 && !r->stream && r->data != NULL &&
       csv_lines_end_in_cr(&r->opts, r->data, start, r->size, &cr_quote)) {
     rc = read_cr_lines_as_lf(r, start, cr_quote, error);
+    // The quote was told from the CR lines: after the rewrite a CR inside a
+    // quoted field is no line break, and sniffing again could tell another.
+    r->opts.quote = cr_quote;
+    r->opts.quote_given = 1;
   }
   if (rc == 0 && !r->stream) {
     rc = csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
