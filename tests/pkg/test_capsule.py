@@ -234,3 +234,54 @@ def test_scanner_stream_reports_the_readers_error(tmp_path):
         reader.read_all()
     with pytest.raises(Exception, match=r"line 3 .*'300' as int8"):
         pl.DataFrame(sluice.scan(path, schema="a:int8"))
+
+
+def test_values_under_nulls_are_never_converted():
+    """Bytes under a null slot are undefined (pandas' NaT is INT64_MIN): a
+    date past Python's range, an invalid UTF-8 string or a garbage view
+    under a null gave OverflowError / UnicodeDecodeError from to_pydict and
+    repr; pyarrow gives None there, and so does sluice."""
+    import numpy as np
+    valid = pa.py_buffer(np.packbits([1, 0], bitorder="little").tobytes())
+    arrays = {
+        "date32": pa.Array.from_buffers(pa.date32(), 2, [
+            valid, pa.py_buffer(np.array([1, 2**31 - 1], np.int32).tobytes())]),
+        "time64": pa.Array.from_buffers(pa.time64("us"), 2, [
+            valid, pa.py_buffer(np.array([1, -5], np.int64).tobytes())]),
+        "ts": pa.Array.from_buffers(pa.timestamp("ms", "UTC"), 2, [
+            valid, pa.py_buffer(np.array([1, 2**62], np.int64).tobytes())]),
+        "utf8": pa.Array.from_buffers(pa.string(), 2, [
+            valid, pa.py_buffer(np.array([0, 1, 3], np.int32).tobytes()),
+            pa.py_buffer(b"a\xff\xfe")]),
+    }
+    table = pa.table(arrays)
+    got = sluice.Table.from_arrow(table)
+    assert got.to_pydict() == table.to_pydict()
+    assert "None" in repr(got) or "null" in repr(got)
+    # pandas' NaT, through a file
+    import pandas as pd
+    df = pd.DataFrame({"t": pd.to_datetime(["2024-01-01", None]).astype("datetime64[us]")})
+    back = sluice.Table.from_arrow(pa.Table.from_pandas(df, preserve_index=False))
+    assert back.to_pydict() == pa.Table.from_pandas(df, preserve_index=False).to_pydict()
+
+
+def test_table_of_batches_of_another_schema_is_an_error():
+    """Table(schema, batches) checks that every batch has the schema's names
+    and types, as pyarrow's Table.from_batches does: an int64 batch under a
+    float64 schema was read as doubles (5e-324, ...)."""
+    src = sluice.Table.from_arrow(pa.table({"a": [1, 2, 3]}))
+    other = sluice.Table.from_arrow(pa.table({"q": pa.array([1.0])})).schema
+    with pytest.raises(sluice.InvalidArgumentError, match="batch 0 has the columns a: int64"):
+        sluice.Table(other, src.batches)
+    with pytest.raises(ValueError):  # (as pyarrow's ArrowInvalid is a ValueError)
+        sluice.Table(sluice.Table.from_arrow(pa.table({"a": ["x"]})).schema, src.batches)
+    same = sluice.Table(src.schema, src.batches + src.batches)
+    assert same.to_pydict() == {"a": [1, 2, 3, 1, 2, 3]}
+
+
+def test_rows_without_columns_are_empty_dicts():
+    """A table with rows and no columns gives one {} per row, as pyarrow."""
+    table = pa.table({"a": [1, 2, 3]}).select([])
+    got = sluice.Table.from_arrow(table)
+    assert got.num_rows == 3
+    assert got.to_pylist() == table.to_pylist() == [{}, {}, {}]
