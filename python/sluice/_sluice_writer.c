@@ -41,14 +41,37 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
                        const char* where, char* why, size_t cap) {
   const char* name = got->name != NULL ? got->name : "";
   if (strcmp(want->format, got->format) != 0) {
-    snprintf(why, cap, "%s%s: type '%s', the writer's is '%s'", where, name, got->format,
-             want->format);
+    char got_type[64], want_type[64];
+    sluice_type_name(got->format, got_type, sizeof got_type);
+    sluice_type_name(want->format, want_type, sizeof want_type);
+    snprintf(why, cap, "%s%s: type %s, the writer's is %s", where, name, got_type, want_type);
     return 0;
   }
   if ((want->name == NULL) != (got->name == NULL) ||
       (want->name != NULL && strcmp(want->name, got->name) != 0)) {
     snprintf(why, cap, "%scolumn '%s', the writer's is '%s'", where, name,
              want->name != NULL ? want->name : "");
+    return 0;
+  }
+  if (want->n_children != got->n_children && where[0] == '\0' && name[0] == '\0') {
+    // The table itself: name the columns (a pandas index kept as columns
+    // is one the first piece may not have had).
+    char have[256] = "", had[256] = "";
+    for (int side = 0; side < 2; ++side) {
+      const struct ArrowSchema* s = side == 0 ? got : want;
+      char* out = side == 0 ? have : had;
+      size_t at = 0;
+      for (int64_t i = 0; i < s->n_children && at + 1 < sizeof have; ++i) {
+        int n = snprintf(out + at, sizeof have - at, "%s%s", i > 0 ? ", " : "",
+                         s->children[i]->name != NULL ? s->children[i]->name : "");
+        if (n < 0) break;
+        at += (size_t)n;
+      }
+    }
+    snprintf(why, cap, "%lld columns (%s), the writer's %lld (%s)%s", (long long)got->n_children,
+             have, (long long)want->n_children, had,
+             " (a pandas DataFrame's index other than a plain RangeIndex is written as "
+             "columns: index=False leaves it out)");
     return 0;
   }
   if (want->n_children != got->n_children) {

@@ -250,6 +250,10 @@ void sl_format_name(const char* format, char* out, size_t cap) {
   else snprintf(out, cap, "%s", format);
 }
 
+void sluice_type_name(const char* format, char* out, size_t cap) {
+  sl_format_name(format, out, cap);
+}
+
 void sl_type_name(const struct sl_type* type, char* out, size_t cap) {
   static const char* const simple[SL_TYPE_COUNT] = {
       [SL_TYPE_NA] = "null", [SL_TYPE_BOOL] = "bool",

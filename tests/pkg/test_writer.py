@@ -72,7 +72,8 @@ def test_data_from_every_producer(tmp_path):
     assert got.column("s").to_pylist() == want.column("s").to_pylist()
     with sluice.Writer(tmp_path / "mixed.parquet") as w:
         w.write(_table(3))
-        with pytest.raises(sluice.InvalidArgumentError, match="type 'U', the writer's is 'u'"):
+        with pytest.raises(sluice.InvalidArgumentError,
+                           match="type large_string, the writer's is string"):
             w.write(pl.from_arrow(_table(3)))
         with pytest.raises(sluice.InvalidArgumentError, match="column 'y', the writer's is 'x'"):
             w.write(_table(3).rename_columns(["id", "y", "s", "k"]))
@@ -123,7 +124,7 @@ def test_nothing_appears_on_abort_error_or_drop(tmp_path):
     # are taken; the writer goes on, and its abort leaves nothing.
     w = sluice.Writer(out)
     w.write(t)
-    with pytest.raises(sluice.InvalidArgumentError, match="id: type 'u', the writer's is 'l'"):
+    with pytest.raises(sluice.InvalidArgumentError, match="id: type string, the writer's is int64"):
         w.write(pa.table({"id": ["not", "ints"], "x": [1.0, 2.0], "s": ["a", "b"],
                           "k": pa.array([1, 2], pa.int32())}))
     w.abort()
@@ -213,3 +214,16 @@ def test_a_write_that_fails_part_way_aborts_the_writer(tmp_path):
     w.close()
     assert len(seen) == 3
     assert pq.read_table(out).num_rows == 20
+
+
+def test_a_piece_with_more_columns_names_them(tmp_path):
+    """A pandas piece whose index is kept as a column has one column more
+    than the writer's: the message names both sides' columns and says how
+    to leave the index out (it said ': 3 fields, the writer's has 2')."""
+    pd = pytest.importorskip("pandas")
+    w = sluice.Writer(tmp_path / "w.parquet")
+    w.write(pd.DataFrame({"a": [1], "s": ["x"]}))
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"3 columns \(__index_level_0__, a, s|3 columns \(a, s, __index"):
+        w.write(pd.DataFrame({"a": [3], "s": ["z"]}, index=[7]))
+    w.abort()
