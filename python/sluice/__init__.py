@@ -330,9 +330,14 @@ def _filter_text(filters):
     if filters is None or isinstance(filters, str):
         return filters
     filters = list(filters)
-    if filters and all(isinstance(g, list) or (isinstance(g, tuple) and g and
-                                                isinstance(g[0], (list, tuple)))
-                       for g in filters):
+    # As pyarrow tells them: a list whose first item starts with a column
+    # name is one group of conditions ([["x", ">", 2]] included), else a
+    # list of groups.
+    flat = bool(filters) and isinstance(filters[0], (list, tuple)) and bool(filters[0]) and \
+        isinstance(filters[0][0], str)
+    if filters and not flat and all(isinstance(g, list) or (isinstance(g, tuple) and g and
+                                                            isinstance(g[0], (list, tuple)))
+                                    for g in filters):
         if any(not g for g in filters):
             raise ValueError("filters: an empty group in %r" % (filters,))
         return ";".join(_filter_text(list(g)) for g in filters)
@@ -943,7 +948,12 @@ def _write_into(capsule, dst, kwargs):
     fd, path = tempfile.mkstemp(prefix="sluice-")
     try:
         _os.close(fd)
-        _sluice.write(capsule, _os.fsencode(path), **dict(kwargs, fsync=False))
+        try:
+            _sluice.write(capsule, _os.fsencode(path), **dict(kwargs, fsync=False))
+        except Error as e:  # the message names the file object, not the scratch file
+            name = getattr(dst, "name", None)
+            shown = name if isinstance(name, str) else "<%s>" % type(dst).__name__
+            raise type(e)(e.code, e.message.replace(path, shown)) from None
         with open(path, "rb") as f:
             while True:
                 chunk = f.read(1 << 20)

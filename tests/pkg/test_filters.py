@@ -421,3 +421,18 @@ def test_float32_column_compares_with_the_literal_as_float32(tmp_path, ext):
                           f"WHERE f32 {sql_op} {sql_value}").to_arrow_table()
         assert sorted(got.column("f32").to_pylist()) == \
             sorted(want.column("f32").to_pylist()), (op, value)
+
+
+def test_conditions_as_lists_are_one_group_as_pyarrow_tells_them(tmp_path):
+    """A list whose first item is a [column, op, value] list is one group
+    of conditions, as pyarrow tells them apart ([['x', '>', 2]] was refused);
+    a list of lists of such is still a list of groups."""
+    path = tmp_path / "x.parquet"
+    table = pa.table({"x": [1, 2, 3, 4], "s": ["a", "b", "c", "d"]})
+    pq.write_table(table, path)
+    for filters in ([["x", ">", 2]], [["x", ">", 1], ("s", "!=", "c")],
+                    [[["x", "=", 1]], [["s", "=", "d"]]]):
+        got = pa.table(sluice.read(path, filters=filters))
+        want = pq.read_table(path, filters=[tuple(f) if isinstance(f[0], str) else
+                                            [tuple(c) for c in f] for f in filters])
+        assert got.to_pydict() == want.to_pydict(), filters

@@ -557,3 +557,21 @@ def test_compression_none_writes_uncompressed_as_pyarrow(tmp_path):
         w.write(table)
     assert codec(tmp_path / "w.parquet") == "UNCOMPRESSED"
     assert pq.read_table(tmp_path / "w.parquet").equals(table)
+
+
+def test_error_writing_into_a_file_object_names_it(tmp_path):
+    """A failed write into a file object (a producer that raises) names the
+    destination, not the scratch file the output was made in (which the
+    message named, and which is gone)."""
+    import io
+
+    def batches():
+        yield pa.record_batch({"a": [1, 2]})
+        raise RuntimeError("producer failed")
+
+    reader = pa.RecordBatchReader.from_batches(pa.schema([("a", pa.int64())]), batches())
+    with pytest.raises(sluice.Error) as info:
+        sluice.write(reader, io.BytesIO(), format="parquet")
+    message = str(info.value)
+    assert "<BytesIO>" in message and "producer failed" in message, message
+    assert "sluice-" not in message, message
