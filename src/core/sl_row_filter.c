@@ -156,6 +156,49 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
   return 0;
 }
 
+/// What a number that is no value of a plain integer column (2.5; -1 for
+/// an unsigned one; 1e30) makes of a condition, as DuckDB and pyarrow
+/// compare across numeric types: 0 and *value, *op an equivalent integer
+/// condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1 when no row passes
+/// (x = 2.5); 1 when every non-null row does (x != 2.5; x > -1 unsigned).
+/// -2 when `v` is no finite number.
+static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
+                         enum sl_filter_op* op, union sl_filter_value* value) {
+  char* end = NULL;
+  double d = n > 0 ? strtod(v, &end) : 0;
+  if (n == 0 || end != v + n || !isfinite(d)) return -2;
+  // The column's range as doubles: [-2^63, 2^63) or [0, 2^64).
+  const double lo = kind == SL_FILTER_UINT ? 0.0 : -9223372036854775808.0;
+  const double hi = kind == SL_FILTER_UINT ? 18446744073709551616.0 : 9223372036854775808.0;
+  const int below = d < lo, above = d >= hi;
+  const double fl = floor(d), ce = ceil(d);
+  switch (*op) {
+    case SL_FILTER_EQ:
+      if (below || above || fl != d) return -1;
+      break;
+    case SL_FILTER_NE:
+      if (below || above || fl != d) return 1;
+      break;
+    case SL_FILTER_GT: case SL_FILTER_GE:
+      if (below) return 1;
+      if (above) return -1;
+      if (*op == SL_FILTER_GT) d = fl;  // x > 2.5: x > 2
+      else d = ce;                       // x >= 2.5: x >= 3
+      if (d >= hi) return -1;
+      break;
+    case SL_FILTER_LT: case SL_FILTER_LE:
+      if (below) return -1;
+      if (above) return 1;
+      if (*op == SL_FILTER_LT) d = ce;  // x < 2.5: x < 3
+      else d = fl;                       // x <= 2.5: x <= 2
+      if (d >= hi) return 1;
+      break;
+  }
+  if (kind == SL_FILTER_UINT) value->u = (uint64_t)d;
+  else value->i = (int64_t)d;
+  return 0;
+}
+
 size_t sl_filter_op_parse(const char* p, size_t left, enum sl_filter_op* op) {
   // Two-character operators first, so "<=" is not read as "<" then "=".
   static const struct {
@@ -241,6 +284,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   left -= op_len;
   c->values = sl_alloc(alloc, FILTER_MAX_VALUES * sizeof *c->values);
   if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  int single_verdict = 0;  // integer_bound's for a lone value of <, <=, >, >=
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
@@ -255,6 +299,11 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     const char* why = NULL;
     union sl_filter_value value;
     int ok = literal(c->format, c->kind, v, vn, &value, &why);
+    // Another number on an integer column: compared as DuckDB compares it.
+    const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
+                          c->format[0] != 't';
+    int verdict = ok || !plain_int ? 0 : integer_bound(c->kind, v, vn, &c->op, &value);
+    if (verdict != -2 && !ok && plain_int) ok = 1;
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
         char type[64];
@@ -266,7 +315,12 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
       }
       sl_free(alloc, v, vn + 1);
     }
-    c->values[c->n_values++] = value;
+    if (verdict == 0) {
+      c->values[c->n_values++] = value;
+    } else if (c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+      single_verdict = verdict;  // (one value: several are refused below)
+      ++c->n_values;
+    }  // (= and != with a value no row holds: it drops out of the list)
     if (m == left) break;
     p += m + 1;
     left -= m + 1;
@@ -274,6 +328,14 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   if (c->n_values > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
     return sl_error_set(error, EINVAL, "filter '%.*s': several values ('|') go with = and != "
                         "only", (int)n, text);
+  }
+  if (c->n_values == 0 || single_verdict != 0) {
+    // No row passes, or every non-null row: as x < MIN, x >= MIN.
+    int none = single_verdict != 0 ? single_verdict < 0 : c->op == SL_FILTER_EQ;
+    c->op = none ? SL_FILTER_LT : SL_FILTER_GE;
+    if (c->kind == SL_FILTER_UINT) c->values[0].u = 0;
+    else c->values[0].i = INT64_MIN;
+    c->n_values = 1;
   }
   return 0;
 }

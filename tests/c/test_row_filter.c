@@ -82,8 +82,9 @@ static void test_bad_filters_say_why(void** state) {
   struct ArrowSchema s;
   make_schema(&s, NULL);
   expect_error(&s, "nope=1", EINVAL, "no column 'nope'");
-  expect_error(&s, "i64=1.5", EINVAL, "'1.5' is not an integer, as column 'i64' (int64) needs");
-  expect_error(&s, "u8=-1", EINVAL, "unsigned integer");
+  // (1.5 and -1 are numbers, compared as DuckDB compares them; text is not.)
+  expect_error(&s, "i64=1.5x", EINVAL, "'1.5x' is not an integer, as column 'i64' (int64) needs");
+  expect_error(&s, "u8=-x", EINVAL, "unsigned integer");
   expect_error(&s, "d>2024-02-30", EINVAL, "YYYY-MM-DD");
   expect_error(&s, "ts>2024-01-01T00:00:00.0000001", EINVAL, "column's unit");
   // A bare number is no date, time or timestamp (not day 2024 of 1970).
