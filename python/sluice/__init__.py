@@ -17,6 +17,7 @@ subclasses carrying the C library's message.
 """
 import errno as _errno
 import io as _io
+import operator as _operator
 import os as _os
 
 from . import _sluice
@@ -184,8 +185,22 @@ def _destination(dst):
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
     if isinstance(columns, str):
         columns = [columns]
-    if limit is not None and int(limit) < 0:
-        raise ValueError("limit must be >= 0 or None, not %r" % (limit,))
+    # Whole numbers, as Python's own APIs take them (1.5 rows was 1 row).
+    counts = {"limit": limit, "threads": threads, "batch_rows": batch_rows, "memory": memory}
+    for name, value in counts.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            try:
+                counts[name] = _operator.index(value)
+            except TypeError:
+                raise TypeError("%s must be an integer or None, not %s"
+                                % (name, type(value).__name__)) from None
+        if counts[name] < 0:
+            raise InvalidArgumentError(_errno.EINVAL, "%s must be >= 0 or None, not %r"
+                                       % (name, value))
+    limit, threads, batch_rows, memory = (counts["limit"], counts["threads"],
+                                          counts["batch_rows"], counts["memory"])
     # Not a format's options: whether key=value directories become columns,
     # and which of them to read.
     format_options = dict(format_options)

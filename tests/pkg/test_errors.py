@@ -159,3 +159,20 @@ def test_messages_quoting_bytes_that_are_not_utf8(tmp_path):
     path.write_bytes(data[:at] + b"\xb1ul\\" + data[at + 4:])
     with pytest.raises(sluice.UnsupportedError, match=r"unsupported Avro codec '\\xb1ul\\x5c'"):
         sluice.read(path)
+
+
+def test_counts_must_be_whole_numbers(tmp_path):
+    """limit=1.5 was read as 1 row; threads=-1 raised a bare ValueError.
+    Counts are whole numbers (TypeError otherwise, as Python's APIs say) and
+    not negative (InvalidArgumentError, a ValueError)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+    with pytest.raises(TypeError, match="limit must be an integer"):
+        sluice.read(path, limit=1.5)
+    for name in ("threads", "batch_rows", "memory", "limit"):
+        with pytest.raises(sluice.InvalidArgumentError, match=f"{name} must be >= 0"):
+            sluice.read(path, **{name: -1})
+    import numpy as np
+    assert sluice.read(path, limit=np.int64(2)).num_rows == 2
