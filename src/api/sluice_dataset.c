@@ -819,12 +819,7 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
     // Asked by name (pandas' to_csv(compression="gzip"), its spellings
     // too): over the suffix.
     const char* c = options->compression;
-    if (strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0) compression = SL_COMPRESS_GZIP;
-    else if (strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0) compression = SL_COMPRESS_ZSTD;
-    else if (strcmp(c, "bz2") == 0 || strcmp(c, "bzip2") == 0) compression = SL_COMPRESS_BZIP2;
-    else if (strcmp(c, "xz") == 0) compression = SL_COMPRESS_XZ;
-    else if (strcmp(c, "none") == 0) compression = SL_COMPRESS_NONE;
-    else
+    if (sl_compression_of_option(c, &compression) != 0)
       return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd, bz2, xz "
                           "or none, not '%s'", location, writer->name, c);
     args->compression = NULL;  // the whole file's, not the format's own

@@ -32,6 +32,7 @@
 #include "../core/sl_row_filter.h"
 #include "../core/sl_type.h"
 #include "../core/sl_value_text.h"
+#include "../io/sl_compression.h"
 #include "../io/sl_location.h"
 #include "../io/sl_s3.h"
 #include "../io/sl_sink.h"
@@ -1700,11 +1701,10 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   static const char* const none[] = {"", NULL};
   const char* const* ext = writer->extensions != NULL ? writer->extensions : none;
   char extension[64];
-  const char* c = options->compression;
-  const char* whole = !writer->compressible || c == NULL ? ""
-                      : strcmp(c, "gzip") == 0 || strcmp(c, "gz") == 0 ? ".gz"
-                      : strcmp(c, "zstd") == 0 || strcmp(c, "zst") == 0 ? ".zst"
-                                                                        : "";
+  enum sl_compression kind = SL_COMPRESS_NONE;
+  if (writer->compressible && options->compression != NULL)
+    (void)sl_compression_of_option(options->compression, &kind);  // (the sink refuses others)
+  const char* whole = sl_compression_suffix(kind);
   snprintf(extension, sizeof extension, "%s%s", ext[0] != NULL ? ext[0] : "", whole);
   w.extension = extension;
   w.max_open = open_file_limit(w.is_s3, whole[0] != '\0');

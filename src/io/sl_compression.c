@@ -1,5 +1,6 @@
 #include "sl_compression.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "sl_source.h"
@@ -83,4 +84,32 @@ const char* sl_compression_name(enum sl_compression kind) {
     case SL_COMPRESS_NONE: break;
   }
   return "none";
+}
+
+int sl_compression_of_option(const char* name, enum sl_compression* out) {
+  static const struct {
+    const char* name;
+    enum sl_compression kind;
+  } k_names[] = {{"gzip", SL_COMPRESS_GZIP}, {"gz", SL_COMPRESS_GZIP},
+                 {"zstd", SL_COMPRESS_ZSTD}, {"zst", SL_COMPRESS_ZSTD},
+                 {"bz2", SL_COMPRESS_BZIP2}, {"bzip2", SL_COMPRESS_BZIP2},
+                 {"xz", SL_COMPRESS_XZ},     {"none", SL_COMPRESS_NONE}};
+  for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; ++i) {
+    if (strcmp(name, k_names[i].name) == 0) {
+      *out = k_names[i].kind;
+      return 0;
+    }
+  }
+  return EINVAL;
+}
+
+const char* sl_compression_suffix(enum sl_compression kind) {
+  switch (kind) {
+    case SL_COMPRESS_GZIP: return ".gz";
+    case SL_COMPRESS_ZSTD: return ".zst";
+    case SL_COMPRESS_BZIP2: return ".bz2";
+    case SL_COMPRESS_XZ: return ".xz";
+    case SL_COMPRESS_NONE: break;
+  }
+  return "";
 }

@@ -44,4 +44,11 @@ enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n);
 /// The compression's name in messages ("gzip", "zstd", "bzip2", "xz").
 const char* sl_compression_name(enum sl_compression kind);
 
+/// The compression a writer option names, as pandas spells them ("gzip",
+/// "gz", "zstd", "zst", "bz2", "bzip2", "xz", "none"): 0, or EINVAL.
+int sl_compression_of_option(const char* name, enum sl_compression* out);
+
+/// The file name suffix of a whole-file compression (".gz", ...; "" for none).
+const char* sl_compression_suffix(enum sl_compression kind);
+
 #endif

@@ -397,3 +397,26 @@ def test_convert_partition_by_round_trips(sluice, pq_dataset, tmp_path):
     res = sluice.run_raw("convert", flat, tmp_path / "z", "--partition-by", "city",
                          "--max-rows-per-file", "0", "-q")
     assert res.returncode == 2 and b"bad --max-rows-per-file" in res.stderr  # usage
+
+
+@pytest.mark.parametrize("codec,suffix", [("gzip", ".gz"), ("zstd", ".zst"), ("bz2", ".bz2"),
+                                          ("bzip2", ".bz2"), ("xz", ".xz")])
+def test_partitioned_compressed_text_is_named_by_its_compression(sluice, tmp_path, codec, suffix):
+    """Partitions written with --compression are named part-0.csv.gz,
+    .csv.zst, .csv.bz2, .csv.xz (bz2 and xz were written as part-0.csv, which
+    readers took for plain text), and read back as the table."""
+    import bz2
+    import gzip
+    import lzma
+    src = tmp_path / "t.csv"
+    src.write_text("k,x\n" + "".join(f"{i % 3},{i}\n" for i in range(30)))
+    out = tmp_path / "out"
+    sluice.run("convert", src, out, "--partition-by", "k", "-t", "csv", "--compression", codec)
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [f"k={k}/part-0.csv{suffix}" for k in range(3)], files
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(suffix)
+    if opener is not None:
+        with opener(out / f"k=1/part-0.csv{suffix}", "rt") as f:
+            assert f.read().splitlines()[1:] == [str(i) for i in range(1, 30, 3)]
+    back = sluice_read(sluice, out)
+    assert sorted(back.column("x").to_pylist()) == list(range(30))
