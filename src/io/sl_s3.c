@@ -148,6 +148,30 @@ static int profile_lookup(const struct aws_profile* p, const char* nested, const
   return p->config[0] != '\0' && ini_lookup(p->config, p->name, 1, nested, key, out, cap);
 }
 
+/// The profile's keys as botocore takes them: key, secret and token all from
+/// the first file (credentials, then config) whose section has an access
+/// key id (a token in the other file is not this key's). 1 when found, 0
+/// when neither has a key, -1 when that file lacks the secret.
+static int profile_keys(const struct aws_profile* p, struct s3_settings* s) {
+  for (int config = 0; config < 2; ++config) {
+    const char* path = config ? p->config : p->creds;
+    if (path[0] == '\0' ||
+        !ini_lookup(path, p->name, config, NULL, "aws_access_key_id", s->access_key,
+                    sizeof s->access_key)) {
+      continue;
+    }
+    if (!ini_lookup(path, p->name, config, NULL, "aws_secret_access_key", s->secret_key,
+                    sizeof s->secret_key)) {
+      return -1;
+    }
+    s->session_token[0] = '\0';
+    ini_lookup(path, p->name, config, NULL, "aws_session_token", s->session_token,
+               sizeof s->session_token);
+    return 1;
+  }
+  return 0;
+}
+
 /// The settings of one request: the caller's (`given`, may be NULL) over the
 /// environment's, over the profile's (keys of a profile the caller names
 /// over the environment's). A profile named explicitly (option or
@@ -178,6 +202,7 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
   // files, not the environment, as botocore's Session(profile_name=...) and
   // `aws --profile` do.
   int explicit_profile = given != NULL && given->profile != NULL;
+  int found = 0;
   if (key == NULL && !explicit_profile) {
     key = env("AWS_ACCESS_KEY_ID");
     secret = env("AWS_SECRET_ACCESS_KEY");
@@ -189,12 +214,12 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     copy_field(s->access_key, sizeof s->access_key, key, strlen(key));
     copy_field(s->secret_key, sizeof s->secret_key, secret, strlen(secret));
     if (token != NULL) copy_field(s->session_token, sizeof s->session_token, token, strlen(token));
-  } else if (profile_lookup(&profile, NULL, "aws_access_key_id", 1, s->access_key,
-                            sizeof s->access_key) &&
-             profile_lookup(&profile, NULL, "aws_secret_access_key", 1, s->secret_key,
-                            sizeof s->secret_key)) {
-    profile_lookup(&profile, NULL, "aws_session_token", 1, s->session_token,
-                   sizeof s->session_token);
+  } else if ((found = profile_keys(&profile, s)) < 0) {
+    return sl_error_set(error, EINVAL, "%s: AWS profile '%s' has an aws_access_key_id but no "
+                        "aws_secret_access_key in the same file (%s or %s), as AWS tools "
+                        "require", location, s->profile, profile.creds, profile.config);
+  } else if (found > 0) {
+    // (key, secret and token from that one file)
   } else {
     s->access_key[0] = '\0';  // anonymous
     s->secret_key[0] = '\0';

@@ -290,6 +290,38 @@ def test_shared_files_read_as_the_aws_cli_reads_them(sluice, s3, tmp_path, crede
     assert (proc.returncode == 0) == (expected == "ok"), proc.stderr.decode()
 
 
+@pytest.mark.parametrize("credentials,config,token", [
+    # keys in credentials, a stale token in config: no token (botocore takes
+    # key, secret and token from the one file that has the key)
+    ("[default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n",
+     "[default]\nregion = us-east-1\naws_session_token = STALE\n", None),
+    ("[default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n"
+     "aws_session_token = FRESH\n", "[default]\naws_session_token = STALE\n", "FRESH"),
+    (None, "[default]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n"
+           "aws_session_token = FROMCONFIG\n", "FROMCONFIG"),
+])
+def test_session_token_comes_with_its_keys(sluice, s3, observed, tmp_path, credentials, config,
+                                           token):
+    """The token sent is the one in the file the keys came from, as boto3
+    sends it (a stale token in ~/.aws/config went out with keys from
+    ~/.aws/credentials, which AWS refuses)."""
+    pytest.importorskip("boto3")
+    counter, host = observed
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    for name, text in (("credentials", credentials), ("config", config)):
+        if text is not None:
+            (home / ".aws" / name).write_text(text.format(*GOOD_KEYS))
+    env = env_with(s3, HOME=str(home), AWS_ENDPOINT_URL=f"http://{host}")
+    peer_get(env, None, f"http://{host}", "t.csv")  # (whatever s3s-fs answers)
+    peer_tokens = [r["headers"].get("x-amz-security-token") for r in counter.requests]
+    counter.requests.clear()
+    run(sluice, env, "schema", f"s3://{BUCKET}/t.csv")
+    tokens = {r["headers"].get("x-amz-security-token") for r in counter.requests}
+    assert peer_tokens and set(peer_tokens) == {token}, peer_tokens
+    assert tokens == {token}, tokens
+
+
 def test_no_sign_request_sends_no_credentials(sluice, s3):
     """--no-sign-request makes unsigned requests even with keys in the
     environment: s3s-fs, which wants them signed, refuses, and the message
