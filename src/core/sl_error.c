@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) {
@@ -9,15 +10,28 @@ int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) {
     // Formatted at full length first: a message naming a long object (a
     // 1 KiB S3 key) keeps its end, where the reason is (sl_error_set_ends).
     char full[8192];
-    va_list args;
+    va_list args, again;
     va_start(args, fmt);
+    va_copy(again, args);
     int n = vsnprintf(full, sizeof full, fmt, args);
     va_end(args);
     if (n < 0) full[0] = '\0';
     size_t len = n < 0 ? 0 : (size_t)n < sizeof full ? (size_t)n : sizeof full - 1;
-    if (len >= sizeof error->message) return sl_error_set_ends(error, code, "", full, len);
-    memcpy(error->message, full, len + 1);
-    error->code = code;
+    // Longer still (a 9 KB URL): formatted again whole, so that the end kept
+    // is the message's, not the middle where the buffer cut it. (malloc, not
+    // the allocator hook: an error message is no data, and a failure here
+    // only keeps the cut text.)
+    char* whole = n > 0 && (size_t)n >= sizeof full ? malloc((size_t)n + 1) : NULL;
+    if (whole != NULL && vsnprintf(whole, (size_t)n + 1, fmt, again) == n) {
+      sl_error_set_ends(error, code, "", whole, (size_t)n);
+    } else if (len >= sizeof error->message) {
+      sl_error_set_ends(error, code, "", full, len);
+    } else {
+      memcpy(error->message, full, len + 1);
+      error->code = code;
+    }
+    free(whole);
+    va_end(again);
   }
   return code;
 }

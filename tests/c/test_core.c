@@ -1011,6 +1011,16 @@ static void test_error_set_keeps_the_reason(void** state) {
   const char* end = "\xc3\xa9: GET: HTTP 404 (not found): NoSuchKey";
   assert_string_equal(e.message + n - strlen(end), end);
   assert_true(sl_utf8_invalid_at((const uint8_t*)e.message, (int64_t)n) < 0);
+  // Past the 8 KiB it is first formatted in (a 20 KB URL): the end kept is
+  // still the message's own, not where that buffer cut it.
+  static char url[20001];
+  memset(url, 'a', sizeof url - 1);
+  url[sizeof url - 1] = '\0';
+  assert_int_equal(sl_error_set(&e, EIO, "http://h/%s.csv: GET: Couldn't connect", url), EIO);
+  n = strlen(e.message);
+  end = ".csv: GET: Couldn't connect";
+  assert_string_equal(e.message + n - strlen(end), end);
+  assert_int_equal(strncmp(e.message, "http://h/aaa", 12), 0);
 }
 
 int main(void) {
