@@ -875,10 +875,17 @@ static void test_parse_date_like_timegm(void** unused) {
     }
   }
   static const char* const bad[] = {"2020-1-01x", "2020/01/01", "20200-1-01", "2020-01-0a",
-                                    "a020-01-01", "2020-01-01 ", " 2020-01-01", "2020--1-01"};
+                                    "a020-01-01", "2020-01-01 x", " ", "2020--1-01"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     int32_t got;
     assert_false(csv_parse_date32((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), &got));
+  }
+  // Spaces and tabs around a date are trimmed (as DuckDB and pyarrow read it).
+  static const char* const spaced[] = {"2020-01-01 ", " 2020-01-01", "\t2020-01-01 "};
+  for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; ++i) {
+    int32_t got = 0;
+    assert_true(csv_parse_date32((const uint8_t*)spaced[i], (int64_t)strlen(spaced[i]), &got));
+    assert_int_equal(got, 18262);
   }
 }
 

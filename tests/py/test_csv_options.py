@@ -274,6 +274,21 @@ def test_integer_columns_take_a_plus_sign_and_name_out_of_range_values(sluice, t
         assert says in err and "line 2" in err, err
 
 
+def test_spaces_around_dates_and_times_are_trimmed(sluice, tmp_path):
+    """" 2024-01-01 " is a date and " 2024-01-01 10:00:00" a timestamp, as
+    DuckDB reads them (pyarrow trims the dates too); they were strings."""
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "spaced.csv"
+    path.write_text("d,t,h\n 2024-01-01 , 2024-01-01 10:00:00,\t12:30:00\n"
+                    "2024-01-02,2024-01-02T11:00:00.5 ,13:00:00 \n")
+    got = sluice_read(sluice, path)
+    rel = duckdb.sql(f"SELECT * FROM read_csv('{path}')")
+    assert [str(t) for t in rel.types] == ["DATE", "TIMESTAMP", "TIME"]
+    assert got.schema.types == [pa.date32(), pa.timestamp("us"), pa.time64("us")]
+    assert [tuple(r.values()) for r in got.to_pylist()] == rel.fetchall()
+    assert got.column("d").equals(pcsv.read_csv(path).column("d"))
+
+
 def test_quoted_fields_across_blocks_match_pyarrow(sluice, tmp_path):
     """The block tokenizer counts each field's quote bytes across its 64-byte
     blocks; a field with exactly two, at its ends, is read as a view of its

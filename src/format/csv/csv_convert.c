@@ -419,11 +419,26 @@ static int parse_ymd(const uint8_t* p, int64_t n, int64_t* days) {
   return n >= 10 && sl_parse_ymd((const char*)p, days);
 }
 
-int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
+static int parse_date32_exact(const uint8_t* p, int64_t n, int32_t* out) {
   int64_t days;
   if (n != 10 || !parse_ymd(p, n, &days)) return 0;
   *out = (int32_t)days;
   return 1;
+}
+
+// The exact forms first, as for numbers: the common case pays nothing.
+int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
+  return parse_date32_exact(p, n, out) || (trim_number(&p, &n) && parse_date32_exact(p, n, out));
+}
+
+int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+                        int* zoned) {
+  return sl_parse_timestamp(p, n, seconds, nanos, zoned) ||
+         (trim_number(&p, &n) && sl_parse_timestamp(p, n, seconds, nanos, zoned));
+}
+
+int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
+  return sl_parse_time(p, n, nanos) || (trim_number(&p, &n) && sl_parse_time(p, n, nanos));
 }
 
 int csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,

@@ -236,12 +236,14 @@ int csv_parse_bool(const uint8_t* p, int64_t n, int* out);
 /// the same token.
 const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out);
 const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out);
-/// YYYY-MM-DD -> days since 1970-01-01.
+/// YYYY-MM-DD -> days since 1970-01-01. These three take the text with
+/// spaces and tabs around it too (" 2024-01-01", as DuckDB reads it).
 int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
 /// ISO 8601 date-times and times of day: core/sl_value_parse.h (shared
 /// with row-filter literals).
-#define csv_parse_timestamp sl_parse_timestamp
-#define csv_parse_time sl_parse_time
+int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+                        int* zoned);
+int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
 /// A decimal number ("-12.50", "1e3", " 7 ") as decimal128/256(precision,
 /// scale): `width` (16 or 32) little-endian two's complement bytes at `out`.
 /// 0 with *why (for "%s '<value>' as <type>") when it is not a number, has
