@@ -945,12 +945,9 @@ def test_many_compressed_objects_in_bounded_memory(sluice, tmp_path):
         assert peak_kb / 1024 < 200, peak_kb
 
 
-def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
-    """x.csv.gz and x.csv.zst outputs are compressed whole (gzip by ISA-L,
-    zstd): pyarrow, DuckDB and polars read them back to the table sluice
-    wrote; a .gz name picks no other writer, and a write that fails leaves
-    nothing behind."""
-    import shutil
+def _quoted_lines_source(sluice, tmp_path):
+    """A table of 50,000 rows whose strings hold commas, quotes and line
+    feeds, as src.parquet and as sluice's plain.csv: (table, src, plain)."""
     rows = 50_000
     src = tmp_path / "src.parquet"
     table = pa.table({"i": pa.array(range(rows), pa.int64()),
@@ -960,6 +957,16 @@ def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
     pq.write_table(table, src)
     plain = tmp_path / "plain.csv"
     sluice.run("convert", src, plain, "-q")
+    return table, src, plain
+
+
+def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
+    """x.csv.gz and x.csv.zst outputs are compressed whole (gzip by ISA-L,
+    zstd): pyarrow, DuckDB and polars read them back to the table sluice
+    wrote; a .gz name picks no other writer, and a write that fails leaves
+    nothing behind."""
+    import shutil
+    table, src, plain = _quoted_lines_source(sluice, tmp_path)
     want = pcsv.read_csv(plain, parse_options=pcsv.ParseOptions(newlines_in_values=True))
     polars = pytest.importorskip("polars")
     duckdb = pytest.importorskip("duckdb")
@@ -970,7 +977,7 @@ def test_compressed_output_reads_back_in_every_peer(sluice, tmp_path):
         got = pcsv.read_csv(out, parse_options=pcsv.ParseOptions(newlines_in_values=True))
         assert got.equals(want), name
         assert duckdb.sql(f"SELECT count(*), sum(i) FROM read_csv('{out}')").fetchall() == \
-            [(rows, rows * (rows - 1) // 2)], name
+            [(table.num_rows, table.num_rows * (table.num_rows - 1) // 2)], name
         frame = polars.read_csv(out)
         assert frame["s"].fill_null("").to_list() == want.column("s").to_pylist(), name
         assert sluice_read(sluice, out).equals(sluice_read(sluice, plain)), name
@@ -1122,15 +1129,7 @@ def test_bz2_and_xz_output_reads_back_in_peers(sluice, tmp_path):
     import bz2
     import lzma
     pd = pytest.importorskip("pandas")
-    rows = 50_000
-    src = tmp_path / "src.parquet"
-    table = pa.table({"i": pa.array(range(rows), pa.int64()),
-                      "s": pa.array([f"v{i}, \"q\"\n{i % 7}" if i % 5 else None
-                                     for i in range(rows)]),
-                      "x": pa.array([i / 8 for i in range(rows)])})
-    pq.write_table(table, src)
-    plain = tmp_path / "plain.csv"
-    sluice.run("convert", src, plain, "-q")
+    table, src, plain = _quoted_lines_source(sluice, tmp_path)
     frame = pd.read_csv(plain)
     for name, compression, magic, inflate in [
             ("out.csv.bz2", None, b"BZh9", bz2.decompress),
