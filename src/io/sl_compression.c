@@ -86,30 +86,27 @@ const char* sl_compression_name(enum sl_compression kind) {
   return "none";
 }
 
+// Writer options name a compression as its suffix does, without the dot
+// ("gz", "gzip", "bz2", ...), as pandas spells them.
 int sl_compression_of_option(const char* name, enum sl_compression* out) {
-  static const struct {
-    const char* name;
-    enum sl_compression kind;
-  } k_names[] = {{"gzip", SL_COMPRESS_GZIP}, {"gz", SL_COMPRESS_GZIP},
-                 {"zstd", SL_COMPRESS_ZSTD}, {"zst", SL_COMPRESS_ZSTD},
-                 {"bz2", SL_COMPRESS_BZIP2}, {"bzip2", SL_COMPRESS_BZIP2},
-                 {"xz", SL_COMPRESS_XZ},     {"none", SL_COMPRESS_NONE}};
-  for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; ++i) {
-    if (strcmp(name, k_names[i].name) == 0) {
-      *out = k_names[i].kind;
+  if (strcmp(name, "none") == 0) {
+    *out = SL_COMPRESS_NONE;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof k_suffixes / sizeof k_suffixes[0]; ++i) {
+    if (k_suffixes[i].kind != SL_COMPRESS_NONE && strcmp(name, k_suffixes[i].suffix + 1) == 0) {
+      *out = k_suffixes[i].kind;
       return 0;
     }
   }
   return EINVAL;
 }
 
+// The first suffix k_suffixes lists for a kind is the one written.
 const char* sl_compression_suffix(enum sl_compression kind) {
-  switch (kind) {
-    case SL_COMPRESS_GZIP: return ".gz";
-    case SL_COMPRESS_ZSTD: return ".zst";
-    case SL_COMPRESS_BZIP2: return ".bz2";
-    case SL_COMPRESS_XZ: return ".xz";
-    case SL_COMPRESS_NONE: break;
+  for (size_t i = 0; kind != SL_COMPRESS_NONE && i < sizeof k_suffixes / sizeof k_suffixes[0];
+       ++i) {
+    if (k_suffixes[i].kind == kind) return k_suffixes[i].suffix;
   }
   return "";
 }
