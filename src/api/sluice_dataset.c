@@ -575,21 +575,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                               options->union_by_name, &ds->format, &ds->reader, error);
     if (rc != 0) ds->reader = NULL;
   } else if (rc == 0) {
-    rc = ds->format->open(&args, &ds->reader, error);
-    if (rc != 0) ds->reader = NULL;
-    if (rc == ENOTSUP && ds->source != NULL && sl_source_untouched(ds->source)) {
-      // A format with a footer read from a pipe: keep the bytes in a
-      // temporary file and read that instead.
-      struct sl_source* spooled = NULL;
-      rc = sl_source_spool(ds->source, &spooled, error);
-      if (rc == 0) {
-        sl_source_close(ds->source);
-        ds->source = spooled;
-        args.source = spooled;
-        rc = ds->format->open(&args, &ds->reader, error);
-        if (rc != 0) ds->reader = NULL;
-      }
-    }
+    // (a format with a footer read from a pipe reads a temporary copy)
+    rc = sl_format_open_spooling(ds->format, &args, &ds->reader, error);
+    ds->source = args.source;
   }
   sl_hive_free(&hive, alloc);  // (empty when the files reader took it)
   sl_location_list_free(&objects, alloc);

@@ -635,21 +635,10 @@ static int open_part(struct sl_files_reader* f, struct files_part* p,
                      const struct sl_reader_args* args, struct sluice_error* error) {
   struct sl_reader_args part_args = *args;
   part_args.source = p->source;
-  int rc = f->format->open(&part_args, &p->reader, error);
-  if (rc != 0) p->reader = NULL;
-  if (rc == ENOTSUP && p->source != NULL && sl_source_untouched(p->source)) {
-    // A format with a footer, from a pipe or a server without Range
-    // support: read from a temporary copy, as a single object is.
-    struct sl_source* spooled = NULL;
-    rc = sl_source_spool(p->source, &spooled, error);
-    if (rc == 0) {
-      sl_source_close(p->source);
-      p->source = spooled;
-      part_args.source = spooled;
-      rc = f->format->open(&part_args, &p->reader, error);
-      if (rc != 0) p->reader = NULL;
-    }
-  }
+  // (a format with a footer, from a pipe or a server without Range
+  // support, reads a temporary copy, as a single object does)
+  int rc = sl_format_open_spooling(f->format, &part_args, &p->reader, error);
+  p->source = part_args.source;
   if (rc != 0) return rc;
   rc = f->format->plan_splits(p->reader, &p->splits, &p->n_splits, error);
   if (rc != 0) {

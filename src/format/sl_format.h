@@ -253,6 +253,14 @@ const struct sl_format_writer* sl_format_writer_at(size_t i);
 const char* const* sl_format_reader_names(void);
 const char* const* sl_format_writer_names(void);
 const struct sl_format_reader* sl_format_reader_find(const char* name);
+
+/// format->open on args->source; when the format refuses a forward-only
+/// source it has not read from (ENOTSUP: a footer to seek to, from a pipe or
+/// a server without Range support), the bytes are copied to a temporary
+/// file (sl_source_spool), args->source is closed and becomes that copy, and
+/// the open is tried again. *reader is NULL on error.
+int sl_format_open_spooling(const struct sl_format_reader* format, struct sl_reader_args* args,
+                            void** reader, struct sluice_error* error);
 const struct sl_format_writer* sl_format_writer_find(const char* name);
 /// Picks the reader for a location: by magic bytes first, then extension
 /// (compression suffixes such as .gz/.zst are looked through).

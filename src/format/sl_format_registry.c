@@ -2,6 +2,7 @@
 // location picks one (magic bytes first, then the extension).
 #include "sl_format.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "avro/avro_reader.h"
@@ -16,6 +17,7 @@
 #include "parquet/parquet_writer.h"
 #include "text/text_writers.h"
 #include "../io/sl_compression.h"
+#include "../io/sl_source_file.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
 typedef const struct sl_format_writer* (*sl_writer_accessor)(void);
@@ -162,4 +164,19 @@ const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
     }
   }
   return NULL;
+}
+
+int sl_format_open_spooling(const struct sl_format_reader* format, struct sl_reader_args* args,
+                            void** reader, struct sluice_error* error) {
+  int rc = format->open(args, reader, error);
+  if (rc != 0) *reader = NULL;
+  if (rc != ENOTSUP || args->source == NULL || !sl_source_untouched(args->source)) return rc;
+  struct sl_source* spooled = NULL;
+  rc = sl_source_spool(args->source, &spooled, error);
+  if (rc != 0) return rc;
+  sl_source_close(args->source);
+  args->source = spooled;
+  rc = format->open(args, reader, error);
+  if (rc != 0) *reader = NULL;
+  return rc;
 }
