@@ -158,12 +158,13 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
 
 /// What a number that is no value of a plain integer column (2.5; -1 for
 /// an unsigned one; 1e30) makes of a condition, as DuckDB and pyarrow
-/// compare across numeric types: 0 and *value, *op an equivalent integer
-/// condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1 when no row passes
-/// (x = 2.5); 1 when every non-null row does (x != 2.5; x > -1 unsigned).
+/// compare across numeric types: 0 and *value, which makes `op` an
+/// equivalent integer condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1
+/// when no row passes (x = 2.5); 1 when every non-null row does (x != 2.5;
+/// x > -1 unsigned).
 /// -2 when `v` is no finite number.
-static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
-                         enum sl_filter_op* op, union sl_filter_value* value) {
+static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n, enum sl_filter_op op,
+                         union sl_filter_value* value) {
   char* end = NULL;
   double d = n > 0 ? strtod(v, &end) : 0;
   if (n == 0 || end != v + n || !isfinite(d)) return -2;
@@ -172,7 +173,7 @@ static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
   const double hi = kind == SL_FILTER_UINT ? 18446744073709551616.0 : 9223372036854775808.0;
   const int below = d < lo, above = d >= hi;
   const double fl = floor(d), ce = ceil(d);
-  switch (*op) {
+  switch (op) {
     case SL_FILTER_EQ:
       if (below || above || fl != d) return -1;
       break;
@@ -182,14 +183,14 @@ static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
     case SL_FILTER_GT: case SL_FILTER_GE:
       if (below) return 1;
       if (above) return -1;
-      if (*op == SL_FILTER_GT) d = fl;  // x > 2.5: x > 2
+      if (op == SL_FILTER_GT) d = fl;  // x > 2.5: x > 2
       else d = ce;                       // x >= 2.5: x >= 3
       if (d >= hi) return -1;
       break;
     case SL_FILTER_LT: case SL_FILTER_LE:
       if (below) return -1;
       if (above) return 1;
-      if (*op == SL_FILTER_LT) d = ce;  // x < 2.5: x < 3
+      if (op == SL_FILTER_LT) d = ce;  // x < 2.5: x < 3
       else d = fl;                       // x <= 2.5: x <= 2
       if (d >= hi) return 1;
       break;
@@ -302,7 +303,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     // Another number on an integer column: compared as DuckDB compares it.
     const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
                           c->format[0] != 't';
-    int verdict = ok || !plain_int ? 0 : integer_bound(c->kind, v, vn, &c->op, &value);
+    int verdict = ok || !plain_int ? 0 : integer_bound(c->kind, v, vn, c->op, &value);
     if (verdict != -2 && !ok && plain_int) ok = 1;
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
