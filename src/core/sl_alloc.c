@@ -32,7 +32,6 @@
 #if defined(__linux__) && !defined(SL_ASAN)
 #define DIRECT_MIN ((size_t)256 << 10)
 #define DIRECT_HEADER ((size_t)SL_BUFFER_ALIGNMENT)
-#define HUGE_MIN ((size_t)4 << 20)
 #endif
 
 size_t sl_alloc_direct_min(void) {
@@ -53,11 +52,6 @@ static void* default_allocate(void* ctx, size_t size, size_t alignment) {
     if (length < size) return NULL;
     void* block = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (block == MAP_FAILED) return NULL;
-    // Large output buffers in 2 MiB pages: one fault (and one cgroup charge)
-    // per 512 pages instead of per page. The kernel places mappings this large
-    // on 2 MiB boundaries and uses small pages for the tail, so no memory is
-    // added; where transparent huge pages are off this does nothing.
-    if (length >= HUGE_MIN) (void)madvise(block, length, MADV_HUGEPAGE);
     *(size_t*)block = length;
     return (uint8_t*)block + DIRECT_HEADER;  // page + 64: aligned for any `alignment` <= 64
   }
