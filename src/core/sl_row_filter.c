@@ -41,7 +41,173 @@ static int kind_of(const char* f, enum sl_filter_kind* kind) {
     *kind = SL_FILTER_INT;
     return 0;
   }
+  if (f[0] == 'd' && f[1] == ':') {
+    *kind = SL_FILTER_DECIMAL;
+    return 0;
+  }
   return ENOTSUP;
+}
+
+/// The least 256-bit value: no decimal is below it.
+static const uint64_t k_decimal_min[4] = {0, 0, 0, UINT64_C(1) << 63};
+
+/// A decimal format's ("d:P,S[,W]") scale and value width in bytes.
+static void decimal_layout(const char* f, int* scale, int* bytes) {
+  const char* comma = strchr(f, ',');
+  *scale = comma != NULL ? (int)strtol(comma + 1, NULL, 10) : 0;
+  const char* width = comma != NULL ? strchr(comma + 1, ',') : NULL;
+  long bits = width != NULL ? strtol(width + 1, NULL, 10) : 128;
+  *bytes = bits == 32 || bits == 64 || bits == 256 ? (int)(bits / 8) : 16;
+}
+
+void sl_filter_decimal_widen(const uint8_t* le, int n, uint64_t d[4]) {
+  uint64_t fill = (le[n - 1] & 0x80) ? UINT64_MAX : 0;
+  for (int k = 0; k < 4; ++k) d[k] = fill;
+  for (int b = 0; b < n; ++b) {
+    d[b / 8] &= ~((uint64_t)0xff << (8 * (b % 8)));
+    d[b / 8] |= (uint64_t)le[b] << (8 * (b % 8));
+  }
+}
+
+/// d = d * 10 + digit on 256 bits (magnitudes below 10^76 never overflow).
+static void decimal_push_digit(uint64_t d[4], unsigned digit) {
+  uint64_t carry = digit;  // in 32-bit halves: ISO C has no 128-bit type
+  for (int k = 0; k < 4; ++k) {
+    uint64_t lo = (d[k] & 0xffffffffu) * 10 + carry;
+    uint64_t hi = (d[k] >> 32) * 10 + (lo >> 32);
+    d[k] = (hi << 32) | (lo & 0xffffffffu);
+    carry = hi >> 32;
+  }
+}
+
+static void decimal_negate(uint64_t d[4]) {
+  unsigned carry = 1;
+  for (int k = 0; k < 4; ++k) {
+    d[k] = ~d[k] + carry;
+    carry = carry && d[k] == 0;
+  }
+}
+
+/// Adds `delta` (+1 or -1) to d.
+static void decimal_step(uint64_t d[4], int delta) {
+  for (int k = 0; k < 4; ++k) {
+    uint64_t before = d[k];
+    d[k] += delta > 0 ? 1 : UINT64_MAX;
+    if (delta > 0 ? d[k] != 0 : before != 0) break;
+  }
+}
+
+/// A number's text (sign, digits, '.', exponent: 1.5, -2, 1E+3, 2.5e-07)
+/// as an unscaled value of a decimal column of scale `scale`, bounded as
+/// integer_bound bounds numbers on integer columns: DuckDB compares a
+/// decimal column with the literal's exact value, so x > 1.255 on a scale-2
+/// column is x > 1.25, and x = 1.255 holds for no row. Returns 0 and *value,
+/// -1 when no row passes, 1 when every non-null row does, -2 when `v` is
+/// no number.
+static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op op,
+                         union sl_filter_value* value) {
+  size_t i = 0;
+  int negative = 0;
+  if (i < n && (v[i] == '+' || v[i] == '-')) negative = v[i++] == '-';
+  // Digits of the mantissa (at most 80 significant: more than any decimal
+  // holds), the count after the point, and the exponent.
+  char digits[80];
+  int n_digits = 0, fraction = 0, dot = 0, any = 0, lost_nonzero = 0, lost_count = 0;
+  for (; i < n; ++i) {
+    if (v[i] == '.' && !dot) {
+      dot = 1;
+      continue;
+    }
+    if (v[i] < '0' || v[i] > '9') break;
+    any = 1;
+    if (dot) ++fraction;
+    if (n_digits == 0 && v[i] == '0') continue;  // leading zeros
+    if (n_digits < (int)sizeof digits) {
+      digits[n_digits++] = v[i];
+    } else {  // beyond 80 digits: only whether they are zero matters
+      lost_nonzero |= v[i] != '0';
+      ++lost_count;
+    }
+  }
+  if (!any) return -2;
+  long exponent = 0;
+  if (i < n && (v[i] == 'e' || v[i] == 'E')) {
+    char* end = NULL;
+    errno = 0;
+    exponent = strtol(v + i + 1, &end, 10);
+    if (end == v + i + 1 || (size_t)(end - v) != n || errno != 0 || exponent > 100000 ||
+        exponent < -100000)
+      return -2;
+    i = n;
+  }
+  if (i != n) return -2;
+  // value = digits * 10^shift, scaled value = digits * 10^(shift + scale).
+  long shift = exponent - fraction + lost_count + scale;
+  int keep = n_digits;
+  int inexact = lost_nonzero;
+  if (shift < 0) {
+    long drop = -shift;
+    keep = drop >= n_digits ? 0 : n_digits - (int)drop;
+    for (int k = keep; k < n_digits; ++k) inexact |= digits[k] != '0';
+    shift = 0;
+  }
+  int beyond = keep > 0 && keep + shift > 76;  // |literal| >= 10^76: past every value
+  if (beyond) {
+    int above = !negative;
+    switch (op) {
+      case SL_FILTER_EQ: return -1;
+      case SL_FILTER_NE: return 1;
+      case SL_FILTER_GT: case SL_FILTER_GE: return above ? -1 : 1;
+      default: return above ? 1 : -1;
+    }
+  }
+  uint64_t d[4] = {0, 0, 0, 0};
+  for (int k = 0; k < keep; ++k) decimal_push_digit(d, (unsigned)(digits[k] - '0'));
+  for (long k = 0; k < shift && keep > 0; ++k) decimal_push_digit(d, 0);
+  if (negative) decimal_negate(d);
+  if (inexact) {
+    // d is the literal truncated toward zero; fl and fl + 1 bracket it.
+    if (negative) decimal_step(d, -1);  // now the floor
+    switch (op) {
+      case SL_FILTER_EQ: return -1;
+      case SL_FILTER_NE: return 1;
+      case SL_FILTER_GT: case SL_FILTER_LE: break;  // x > 2.5: x > 2; x <= 2.5: x <= 2
+      default: decimal_step(d, 1); break;            // x >= 2.5, x < 2.5: against 3
+    }
+  }
+  memcpy(value->d, d, sizeof d);
+  return 0;
+}
+
+/// Whether a date column's condition on a date-time literal (pyarrow
+/// compares a date with a datetime as midnight of that day) holds: the
+/// literal as days (date32) or milliseconds (date64), bounded as
+/// integer_bound bounds numbers, 2023-06-01T12:00 falling between two days.
+/// Returns as integer_bound; -2 when `v` is no date-time without a zone.
+static int date_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
+                      union sl_filter_value* value) {
+  int64_t seconds;
+  int32_t nanos;
+  int zoned;
+  if (!sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned) || zoned)
+    return -2;
+  const int64_t per = f[2] == 'D' ? 86400 : 1;  // date64 counts milliseconds
+  int64_t units = f[2] == 'D' ? seconds / per - (seconds % per < 0) : seconds;
+  int exact = f[2] == 'D' ? seconds % per == 0 && nanos == 0 : nanos % 1000000 == 0;
+  if (f[2] != 'D') {
+    if (seconds > INT64_MAX / 1000 || seconds < INT64_MIN / 1000) return -2;
+    units = seconds * 1000 + nanos / 1000000;
+  }
+  if (!exact) {
+    switch (op) {
+      case SL_FILTER_EQ: return -1;
+      case SL_FILTER_NE: return 1;
+      case SL_FILTER_GT: case SL_FILTER_LE: break;
+      default: ++units; break;
+    }
+  }
+  value->i = units;
+  return 0;
 }
 
 /// Whether `v` is `word` in any case.
@@ -109,6 +275,9 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
       out->u = u;
       return 1;
     }
+    case SL_FILTER_DECIMAL:
+      *why = "a number";
+      return 0;
     case SL_FILTER_INT:
       break;
   }
@@ -272,9 +441,11 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   c->format = typed->format;
   c->index_format = column->dictionary != NULL ? column->format : NULL;
   if (kind_of(typed->format, &c->kind) != 0) {
-    return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type '%s', which filters "
-                        "do not compare (integers, floats, bool, strings, binary, dates, times, "
-                        "timestamps and durations do)", (int)n, text, c->name, typed->format);
+    char type[64];
+    sl_format_name(typed->format, type, sizeof type);
+    return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type %s, which filters "
+                        "do not compare (integers, floats, decimals, bool, strings, binary, dates, "
+                        "times, timestamps and durations do)", (int)n, text, c->name, type);
   }
   const char* p = text + k;
   size_t left = n - k, op_len = sl_filter_op_parse(p, left, &c->op);
@@ -299,18 +470,36 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
     const char* why = NULL;
     union sl_filter_value value;
-    int ok = literal(c->format, c->kind, v, vn, &value, &why);
-    // Another number on an integer column: compared as DuckDB compares it.
-    const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
-                          c->format[0] != 't';
-    int verdict = ok || !plain_int ? 0 : integer_bound(c->kind, v, vn, c->op, &value);
-    if (verdict != -2 && !ok && plain_int) ok = 1;
+    int ok, verdict = 0;
+    if (c->kind == SL_FILTER_DECIMAL) {
+      int scale, width;
+      decimal_layout(c->format, &scale, &width);
+      verdict = decimal_bound(scale, v, vn, c->op, &value);
+      ok = verdict != -2;
+      why = "a number";
+    } else {
+      ok = literal(c->format, c->kind, v, vn, &value, &why);
+      // Another number on an integer column, a date-time on a date column:
+      // compared as DuckDB and pyarrow compare them.
+      const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
+                            c->format[0] != 't';
+      const int date = c->format[0] == 't' && c->format[1] == 'd';
+      if (!ok && (plain_int || date)) {
+        verdict = plain_int ? integer_bound(c->kind, v, vn, c->op, &value)
+                            : date_bound(c->format, v, vn, c->op, &value);
+        ok = verdict != -2;
+        if (date) why = "a YYYY-MM-DD date or a date-time without a zone";
+      }
+    }
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
         char type[64];
         sl_format_name(c->format, type, sizeof type);
+        // The value as decoded (%XX escapes are the Python layer's quoting).
+        const int shown_decoded = strlen(v) == vn;
         int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
-                              "(%s) needs", (int)n, text, (int)m, p, why, c->name, type);
+                              "(%s) needs", (int)n, text, shown_decoded ? (int)vn : (int)m,
+                              shown_decoded ? v : p, why, c->name, type);
         sl_free(alloc, v, vn + 1);
         return rc;
       }
@@ -335,6 +524,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     int none = single_verdict != 0 ? single_verdict < 0 : c->op == SL_FILTER_EQ;
     c->op = none ? SL_FILTER_LT : SL_FILTER_GE;
     if (c->kind == SL_FILTER_UINT) c->values[0].u = 0;
+    else if (c->kind == SL_FILTER_DECIMAL) memcpy(c->values[0].d, k_decimal_min, sizeof k_decimal_min);
     else c->values[0].i = INT64_MIN;
     c->n_values = 1;
   }
@@ -445,6 +635,12 @@ static int compare(enum sl_filter_kind kind, const union sl_filter_value* a,
     case SL_FILTER_FLOAT:
       if (isnan(a->f) || isnan(b->f)) return 2;
       return (a->f > b->f) - (a->f < b->f);
+    case SL_FILTER_DECIMAL: {
+      if (a->d[3] != b->d[3]) return (int64_t)a->d[3] > (int64_t)b->d[3] ? 1 : -1;
+      for (int k = 2; k >= 0; --k)
+        if (a->d[k] != b->d[k]) return a->d[k] > b->d[k] ? 1 : -1;
+      return 0;
+    }
     case SL_FILTER_BYTES: {
       int64_t n = a->bytes.len < b->bytes.len ? a->bytes.len : b->bytes.len;
       int c = n > 0 ? memcmp(a->bytes.s, b->bytes.s, (size_t)n) : 0;
@@ -531,6 +727,12 @@ static int value_at(const struct ArrowArray* a, const char* f, enum sl_filter_ki
   }
   if (kind == SL_FILTER_FLOAT) {
     v->f = f[0] == 'f' ? ((const float*)data)[j] : ((const double*)data)[j];
+    return 1;
+  }
+  if (kind == SL_FILTER_DECIMAL) {
+    int scale, width;
+    decimal_layout(f, &scale, &width);
+    sl_filter_decimal_widen((const uint8_t*)data + j * width, width, v->d);
     return 1;
   }
   // Integers of every width; temporal types by their storage width.

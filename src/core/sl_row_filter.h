@@ -28,6 +28,7 @@ enum sl_filter_kind {
   SL_FILTER_FLOAT,  ///< float32/64 (NaN passes only !=)
   SL_FILTER_BOOL,   ///< bool (i = 0 or 1)
   SL_FILTER_BYTES,  ///< utf8, binary and their large forms: bytewise order
+  SL_FILTER_DECIMAL,  ///< decimal32/64/128/256, as unscaled integers at the column's scale
 };
 
 /// A value of a condition's kind. For SL_FILTER_BYTES, `s`/`len` point into
@@ -36,6 +37,9 @@ union sl_filter_value {
   int64_t i;
   uint64_t u;
   double f;
+  /// A decimal's unscaled value, 256-bit two's complement, least significant
+  /// limb first (decimals of every width widen to it).
+  uint64_t d[4];
   struct {
     const uint8_t* s;
     int64_t len;
@@ -86,6 +90,10 @@ int sl_filter_has_empty_condition(const char* text);
 int sl_row_filter_may_pass(const struct sl_row_filter* filter,
                            int (*may)(void* ctx, const struct sl_filter_condition* c),
                            void* ctx);
+
+/// The little-endian two's complement value of `n` bytes (1 to 32) at `le`,
+/// sign-extended to a SL_FILTER_DECIMAL value.
+void sl_filter_decimal_widen(const uint8_t* le, int n, uint64_t d[4]);
 
 /// Whether some value v with min <= v <= max (bounds of a split's non-null
 /// values, in the condition's kind) may pass `c`. 1 when unsure.

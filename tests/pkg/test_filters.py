@@ -436,3 +436,75 @@ def test_conditions_as_lists_are_one_group_as_pyarrow_tells_them(tmp_path):
         want = pq.read_table(path, filters=[tuple(f) if isinstance(f[0], str) else
                                             [tuple(c) for c in f] for f in filters])
         assert got.to_pydict() == want.to_pydict(), filters
+
+
+DECIMALS = ["1.25", "2.50", None, "-1.25", "-0.01", "0", "99999999.99", "-99999999.99",
+            "1.26", "-1.24"]
+
+
+@pytest.mark.parametrize("dtype,store_as_integer", [
+    ("decimal128(10, 2)", False), ("decimal128(10, 2)", True), ("decimal128(38, 2)", False),
+    ("decimal256(40, 2)", False)])
+def test_decimal_columns_compare_by_exact_value(tmp_path, dtype, store_as_integer):
+    """Decimal columns filter as DuckDB compares them: by the literal's exact
+    value (Decimal, int or float), so on a scale-2 column x > 1.255 is
+    x > 1.25 and x = 1.255 holds for no row; Parquet row groups (one row
+    each here) are pruned by their statistics, stored as fixed-length bytes
+    or as INT32/INT64."""
+    import decimal
+    import duckdb
+    D = decimal.Decimal
+    typ = eval("pa." + dtype)
+    table = pa.table({"m": pa.array([None if v is None else D(v) for v in DECIMALS], typ),
+                      "i": pa.array(range(len(DECIMALS)), pa.int64())})
+    path = tmp_path / "dec.parquet"
+    pq.write_table(table, path, row_group_size=1, store_decimal_as_integer=store_as_integer)
+    literals = [D("1.25"), D("1.255"), D("-1.255"), D("-1.25"), D("0"), D("-0.001"), D("1E+2"),
+                D("1E-7"), D("-1E-7"), D("99999999.99"), D("1E+50"), D("-1E+50"), 1, -2, 2.5]
+    for op in ["=", "!=", "<", "<=", ">", ">="]:
+        for lit in literals:
+            got = sluice.read(path, filters=[("m", op, lit)]).to_pydict()["i"]
+            sql_op = "<>" if op == "!=" else op
+            sql_lit = f"{lit}::DOUBLE" if abs(D(str(lit))) > 10**30 else str(lit)
+            want = [r[0] for r in duckdb.sql(
+                f"SELECT i FROM '{path}' WHERE m {sql_op} {sql_lit} ORDER BY i").fetchall()]
+            assert sorted(got) == want, (op, lit)
+    got = sluice.read(path, filters=[("m", "in", [D("1.25"), D("-0.01"), D("7.777")])])
+    assert sorted(got.to_pydict()["i"]) == [0, 4]
+
+
+@pytest.mark.parametrize("store_as_integer", [False, True])
+def test_decimal_row_groups_pruned_by_statistics_are_not_read(tmp_path, store_as_integer):
+    import decimal
+    t = pa.table({"m": pa.array([decimal.Decimal(i) / 100 for i in range(10000)],
+                                pa.decimal128(12, 2))})
+    path = tmp_path / "damaged_dec.parquet"
+    pq.write_table(t, path, row_group_size=1000, compression=None, use_dictionary=False,
+                   write_page_index=False, store_decimal_as_integer=store_as_integer)
+    chunk = pq.ParquetFile(path).metadata.row_group(3).column(0)
+    data = bytearray(path.read_bytes())
+    for k in range(chunk.data_page_offset + 40, chunk.data_page_offset + chunk.total_compressed_size - 8):
+        data[k] = 0xAB
+    path.write_bytes(bytes(data))
+    got = sluice.read(path, filters=[("m", ">=", decimal.Decimal("50.005"))]).to_pydict()["m"]
+    assert got == [decimal.Decimal(i) / 100 for i in range(5001, 10000)]
+    with pytest.raises(sluice.Error):
+        sluice.read(path, filters=[("m", "=", decimal.Decimal("35.5"))])
+
+
+@pytest.mark.parametrize("dtype", ["date32", "date64"])
+def test_date_columns_compare_with_datetimes_as_pyarrow_does(tmp_path, dtype):
+    """A datetime on a date column compares with the date's midnight, as
+    pyarrow compares them (sluice refused it)."""
+    days = [dt.date(2023, 5, 30) + dt.timedelta(days=k) for k in range(5)] + [None]
+    table = pa.table({"d": pa.array(days, getattr(pa, dtype)())})
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    for op in ["=", "!=", "<", "<=", ">", ">="]:
+        for lit in [dt.datetime(2023, 6, 1), dt.datetime(2023, 6, 1, 12, 30),
+                    dt.datetime(2023, 5, 31, 0, 0, 0, 1)]:
+            got = pa.table(sluice.read(path, filters=[("d", op, lit)]))
+            want = pq.read_table(path, filters=[("d", op, lit)])
+            assert got.column("d").to_pylist() == want.column("d").to_pylist(), (op, lit)
+    with pytest.raises(sluice.InvalidArgumentError, match="'2023-06-01T00:00:00"):
+        sluice.read(path, filters=[("d", ">", dt.datetime(2023, 6, 1, tzinfo=dt.timezone.utc))])

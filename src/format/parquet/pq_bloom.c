@@ -110,6 +110,7 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
       *other_zero = v->f == 0.0;
       break;
     case SL_FILTER_BOOL:
+    case SL_FILTER_DECIMAL:
       return 0;
   }
   for (size_t i = 0; i < *n; ++i) buf[i] = (uint8_t)(bits >> (8 * i));

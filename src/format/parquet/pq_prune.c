@@ -7,7 +7,7 @@
 // condition's kind the way the page decoder turns values into the column's
 // Arrow type (a dictionary-encoded column's values are those values, so its
 // bounds serve as well, from writers known to compute them over every
-// chunk: see dictionary_stats_trusted). Anything else (nested columns, decimals, FLBA,
+// chunk: see dictionary_stats_trusted). Anything else (nested columns, FLBA,
 // float16, INT96, a kind that does not match the order the bounds are in)
 // is never pruned by its bounds.
 #include "pq_stats.h"
@@ -112,6 +112,25 @@ static int bound_value(const struct pq_field* f, const struct pq_merged_stats* m
         return 0;
       out->i = b->data[0];
       return 1;
+    case SL_FILTER_DECIMAL: {
+      // Unscaled values: INT32 / INT64 in signed order, or fixed-length
+      // big-endian two's complement (binary ones may be truncated bounds).
+      uint8_t le[32];
+      int64_t size = b->size;
+      if ((f->conv == PQ_CONV_DEC_I32 && e->type == PQ_INT32 && size == 4) ||
+          (f->conv == PQ_CONV_DEC_I64 && e->type == PQ_INT64 && size == 8)) {
+        if (m->order != PQ_STATS_ORDER_SIGNED) return 0;
+        memcpy(le, b->data, (size_t)size);
+      } else if (f->conv == PQ_CONV_DEC_BE && e->type == PQ_FIXED_LEN_BYTE_ARRAY &&
+                 size == e->type_length && size >= 1 && size <= 32) {
+        if (m->order != PQ_STATS_ORDER_DECIMAL) return 0;
+        for (int64_t k = 0; k < size; ++k) le[k] = b->data[size - 1 - k];
+      } else {
+        return 0;
+      }
+      sl_filter_decimal_widen(le, (int)size, out->d);
+      return 1;
+    }
     case SL_FILTER_BYTES:
       // Byte-array bounds may be truncated (is_*_exact = 0): a truncated min
       // is a prefix, still a lower bound; writers truncate a max by raising
