@@ -224,6 +224,11 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         if hint is None:
             raise
         raise InvalidArgumentError(e.code, "%s; %s" % (e.message, hint)) from None
+    except NotFoundError as e:
+        # As open() tells FileNotFoundError which file: .filename.
+        if e.filename is None and isinstance(src, (str, _os.PathLike)):
+            e.filename = _os.fspath(src)
+        raise
     finally:
         if schema_file is not None:
             _os.unlink(schema_file)

@@ -16,6 +16,11 @@ def test_missing_file(tmp_path):
         sluice.read(path)
     assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, sluice.SourceError)
     assert str(path) in str(e.value) and e.value.code == 2 and e.value.message == str(e.value)
+    # As open() raises it: errno and filename set.
+    for call in (sluice.read, sluice.schema, lambda p: next(iter(sluice.scan(p)))):
+        with pytest.raises(FileNotFoundError) as e:
+            call(path)
+        assert e.value.errno == 2 and e.value.filename == str(path), call
 
 
 def test_truncated_and_malformed(tmp_path, typed):
