@@ -2,12 +2,15 @@
 // a file with -o. Streams batch by batch; nothing holds the whole table.
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/sl_error.h"
 #include "format/sl_format.h"
+#include "io/sl_sink.h"
 
 static int terminal_width(void) {
   struct winsize ws;
@@ -17,39 +20,58 @@ static int terminal_width(void) {
   return 0;
 }
 
-/// The table goes to -o when its extension names no writer and no -t was
-/// given, e.g. `sluice cat data.arrow -o preview.txt`.
-static int wants_table(const struct cli_options* options) {
+/// The aligned table goes to standard output unless another format is
+/// asked for (-t, or -o's extension), and to -o with -t table or a .txt
+/// name (`sluice cat data.arrow -o preview.txt`). *unknown = 1 for an -o
+/// whose extension names no format: an error, never a preview under a name
+/// that promises another format (t.json, x.csv.lz4).
+static int wants_table(const struct cli_options* options, int* unknown) {
+  *unknown = 0;
   if (options->to != NULL) return strcmp(options->to, "table") == 0;
-  if (options->output == NULL) return 1;
-  return sl_format_writer_for_path(options->output) == NULL;
+  if (options->output == NULL || strcmp(options->output, "-") == 0) return 1;
+  if (sl_format_writer_for_path(options->output) != NULL) return 0;
+  size_t n = strlen(options->output);
+  if (n >= 4 && strcmp(options->output + n - 4, ".txt") == 0) return 1;
+  *unknown = 1;
+  return 0;
 }
 
+/// The table to -o commits as the writers do (sl_sink: a temporary file
+/// renamed over OUT once complete), so that an error, or `cat x.txt -o
+/// x.txt` (whose input truncating OUT emptied), leaves an existing OUT as it
+/// was. The table is a preview (first and last rows), small enough to be
+/// built in memory first.
 static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* options) {
   struct sluice_error error;
   memset(&error, 0, sizeof error);
-  FILE* out = stdout;
-  int width = 0;
-  if (options->output != NULL && strcmp(options->output, "-") != 0) {
-    out = fopen(options->output, "w");
-    if (out == NULL) {
-      cli_error("%s: %s", options->output, strerror(errno));
-      return CLI_ERROR;
-    }
-  } else {
-    width = terminal_width();
+  const int to_file = options->output != NULL && strcmp(options->output, "-") != 0;
+  char* text = NULL;
+  size_t size = 0;
+  FILE* out = to_file ? open_memstream(&text, &size) : stdout;
+  if (out == NULL) {
+    cli_error("%s: %s", options->output, strerror(errno));
+    return CLI_ERROR;
   }
-  int rc = cli_print_table(stream, out, width, &error);
-  int status = CLI_OK;
+  int rc = cli_print_table(stream, out, to_file ? 0 : terminal_width(), &error);
+  if (to_file && fclose(out) != 0 && rc == 0) {
+    rc = sl_error_set(&error, errno, "%s: %s", options->output, strerror(errno));
+  }
+  if (rc == 0 && to_file) {
+    struct sl_sink* sink = NULL;
+    rc = sl_sink_open(options->output, NULL, &sink, &error);
+    if (rc == 0) rc = sl_sink_write(sink, text, (int64_t)size, &error);
+    if (rc == 0) {
+      rc = sl_sink_commit(sink, &error);
+    } else {
+      sl_sink_abort(sink);
+    }
+  }
+  free(text);
   if (rc != 0) {
     cli_error("%s", error.message);
-    status = CLI_ERROR;
+    return CLI_ERROR;
   }
-  if (out != stdout && fclose(out) != 0 && status == CLI_OK) {
-    cli_error("%s: %s", options->output, strerror(errno));
-    status = CLI_ERROR;
-  }
-  return status;
+  return CLI_OK;
 }
 
 int cli_write_stream(struct ArrowArrayStream* stream, const char* location,
@@ -89,8 +111,13 @@ int cli_cmd_cat(const struct cli_options* options) {
   struct ArrowArrayStream stream;
   int status = cli_open_stream(options, options->n_positional, &dataset, &stream);
   if (status != CLI_OK) return status;
-  if (wants_table(options)) {
+  int unknown = 0;
+  if (wants_table(options, &unknown)) {
     status = cat_table(&stream, options);
+  } else if (unknown) {
+    cli_error("%s: no output format has this extension (give -t FORMAT, or -t table for the "
+              "text table)", options->output);
+    status = CLI_USAGE;
   } else {
     const char* to = options->output != NULL ? options->output : "-";
     status = cli_write_read_stream(dataset, &stream, to, options);

@@ -87,7 +87,8 @@ static const struct cli_command k_commands[] = {
      "Usage: sluice cat SRC... [-c COLS] [--limit N] [-f FMT] [-t OUTFMT] [-o OUT]\n"
      "\n"
      "Prints SRC as an aligned table (first and last rows of large tables), or\n"
-     "writes it as OUTFMT (arrow, arrows, avro, csv, jsonl) to OUT or standard output.\n"
+     "writes it as OUTFMT (arrow, arrows, avro, csv, jsonl, parquet) to OUT or\n"
+     "standard output.\n"
      "\n"
      "Options:\n"
      "  -c, --columns COLS  comma-separated columns to read, in this order (a column\n"
@@ -95,7 +96,8 @@ static const struct cli_command k_commands[] = {
      "  -n, --limit N       read at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
-     "  -o, --output OUT    write to OUT (format from its extension)\n"
+     "  -o, --output OUT    write to OUT (format from its extension; the text table\n"
+     "                      with -t table or a .txt name; another name is an error)\n"
      "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
      "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
@@ -545,6 +547,10 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   if (next < argc && strcmp(argv[next], "help") == 0) {
     options->help = 1;
     ++next;
+    // `sluice help help`, `sluice help --help`: the main help.
+    if (next < argc && (strcmp(argv[next], "help") == 0 || strcmp(argv[next], "--help") == 0 ||
+                        strcmp(argv[next], "-h") == 0))
+      ++next;
   }
   if (next < argc) {
     *command = find_command(argv[next]);

@@ -94,7 +94,8 @@ def ok(sluice_bin, *args) -> bytes:
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"], ["cat", "--help"],
                                   ["schema", "-h"], ["convert", "--help"], ["stats", "--help"],
-                                  ["help", "cat"], ["help", "convert"]])
+                                  ["help", "cat"], ["help", "convert"], ["help", "help"],
+                                  ["help", "--help"]])
 def test_help(sluice_bin, args):
     out = ok(sluice_bin, *args).decode()
     assert "Usage" in out
@@ -310,6 +311,36 @@ def test_cat_table_to_text_file(sluice_bin, data, tmp_path):
     out = tmp_path / "preview.txt"
     ok(sluice_bin, "cat", d / "small.arrow", "-o", out)
     assert out.read_text().splitlines()[-1] == "3 rows"
+    # -t table names the table whatever the extension.
+    ok(sluice_bin, "cat", d / "small.arrow", "-t", "table", "-o", tmp_path / "t.json")
+    assert (tmp_path / "t.json").read_text() == out.read_text()
+
+
+def test_cat_to_a_name_of_no_format_is_refused(sluice_bin, data, tmp_path):
+    # The text table under a name that promises another format (t.json,
+    # x.csv.lz4) was written silently: refused, as convert refuses it.
+    d, _ = data
+    for name in ("t.json", "x.csv.lz4", "noext"):
+        proc = run(sluice_bin, "cat", d / "small.arrow", "-o", tmp_path / name)
+        assert proc.returncode == 2 and b"-t table" in proc.stderr, name
+        assert not (tmp_path / name).exists()
+
+
+def test_cat_table_to_a_file_commits_atomically(sluice_bin, data, tmp_path):
+    # A failed read leaves the existing output as it was (it was truncated
+    # first), and a table written over its own input reads the input whole.
+    d, _ = data
+    cut = tmp_path / "cut.arrow"
+    cut.write_bytes((d / "small.arrow").read_bytes()[:200])
+    out = tmp_path / "prev.txt"
+    out.write_text("old")
+    assert run(sluice_bin, "cat", cut, "-o", out).returncode == 1
+    assert out.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.arrow", "prev.txt"]
+    src = tmp_path / "self.txt"
+    src.write_text("a,b\n1,2\n3,4\n")
+    ok(sluice_bin, "cat", src, "-f", "csv", "-o", src)
+    assert src.read_text().splitlines()[-1] == "2 rows"
 
 
 # ---- schema -------------------------------------------------------------------
