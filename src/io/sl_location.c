@@ -94,9 +94,11 @@ int sl_location_is_many(const char* location) {
   }
   const char* path = strip_file_scheme(location);
   if (path[0] == '\0' || strstr(path, "://") != NULL || strcmp(path, "-") == 0) return 0;
-  if (has_glob(path, path + strlen(path))) return 1;
+  // A path that exists is that file or directory, glob characters or not
+  // (data[1].parquet), as DuckDB reads it; else they make it a glob.
   struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  if (stat(path, &st) == 0) return S_ISDIR(st.st_mode);
+  return has_glob(path, path + strlen(path));
 }
 
 void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc) {
@@ -494,7 +496,8 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
     rc = sl_s3_expand(location, remote, alloc, out, error);
   } else {
     const char* path = strip_file_scheme(location);
-    const char* glob = first_glob_segment(path);
+    struct stat st;
+    const char* glob = stat(path, &st) == 0 ? NULL : first_glob_segment(path);  // as is_many
     is_directory = glob == NULL;
     rc = expand_local(path, glob, alloc, out, error);
   }

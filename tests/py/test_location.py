@@ -116,6 +116,21 @@ def test_glob(sluice_bin, tree, tmp_path, pattern, keep):
     assert_same(got, peer_table(chosen, fmt))
 
 
+def test_a_path_that_exists_is_read_whatever_characters_its_name_has(sluice_bin, tmp_path):
+    # data[1].parquet was taken as a glob that matched nothing ("no files
+    # match"): a path that exists is that file or directory, as DuckDB and
+    # pyarrow read it; in a glob, '\\' still escapes a glob character.
+    t = make_table(1, 5)
+    (tmp_path / "run[1]").mkdir()
+    pq.write_table(t, tmp_path / "lit[1]?.parquet")
+    pq.write_table(t, tmp_path / "run[1]" / "a.parquet")
+    pq.write_table(make_table(2, 3), tmp_path / "l1.parquet")  # what the glob lit[1]* would match
+    for location, want in [(tmp_path / "lit[1]?.parquet", t), (tmp_path / "run[1]", t),
+                           (tmp_path / "run[1]" / "a.parquet", t),
+                           (f"{tmp_path}/run\\[1\\]/*.parquet", t)]:
+        assert_same(convert(sluice_bin, str(location), tmp_path / "o.arrows"), want)
+
+
 def test_nothing_matches(sluice_bin, tree, tmp_path):
     fmt, root, _ = tree
     location = f"{root}/*.nothing"
