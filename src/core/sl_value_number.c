@@ -176,6 +176,14 @@ size_t sl_format_float(float v, char* buf, size_t cap) {
   return spell_shortest(v < 0, digits, exponent, 6, buf, cap);
 }
 
+size_t sl_json_float_spelling(char* buf, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (buf[i] == '.' || buf[i] == 'e' || buf[i] == 'E') return n;
+  }
+  memcpy(buf + n, ".0", 3);
+  return n + 2;
+}
+
 int sl_parse_size(const char* text, size_t n, int64_t lo, int64_t hi, int64_t* out) {
   int64_t x = 0;
   size_t i = 0;

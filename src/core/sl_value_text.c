@@ -572,7 +572,13 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
         v = half_to_double(((const uint16_t*)data)[p]);
         sl_format_float((float)v, buf, sizeof buf);
       }
-      if (style == SL_TEXT_JSON && !isfinite(v)) snprintf(buf, sizeof buf, "null");
+      if (style == SL_TEXT_JSON) {
+        if (isfinite(v)) {
+          sl_json_float_spelling(buf, strlen(buf));
+        } else {
+          snprintf(buf, sizeof buf, "null");
+        }
+      }
       rc = sl_text_append_str(out, buf);
       break;
     }

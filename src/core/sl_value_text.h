@@ -101,6 +101,11 @@ int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);
 size_t sl_format_double(double v, char* buf, size_t cap);
 /// Same for float32 (N at least 6).
 size_t sl_format_float(float v, char* buf, size_t cap);
+/// Makes the finite number spelled in buf[0, n) read back as a float in
+/// JSON (".0" after a whole number: 1 -> 1.0, -0 -> -0.0, as polars and
+/// DuckDB write them; readers type 1 as an integer). `buf` needs n + 3
+/// bytes. Returns the new length.
+size_t sl_json_float_spelling(char* buf, size_t n);
 /// Decimal text of an integer into `buf` (24 bytes), NUL-terminated; returns
 /// its length.
 size_t sl_format_int64(int64_t v, char* buf);

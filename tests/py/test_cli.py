@@ -409,6 +409,28 @@ def test_convert_to_csv_and_jsonl(sluice_bin, data, tmp_path):
     assert [r["i64"] for r in rows] == table.column("i64").to_pylist()
 
 
+def test_jsonl_floats_read_back_as_floats(sluice_bin, tmp_path):
+    # Whole floats were written as 1 and -0: polars, DuckDB and pyarrow.json
+    # then read the column as int64 (and -0.0 as 0). As polars and DuckDB
+    # write them: 1.0, -0.0, nested values too.
+    import duckdb
+    import pyarrow.json as pajson
+    table = pa.table({"f": [1.0, -0.0, 2.5, 1e20], "f32": pa.array([1, 2, 3, 4], pa.float32()),
+                      "l": [[1.0], [], None, [-0.0, 3.0]], "i": [1, 2, 3, 4]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    ok(sluice_bin, "convert", tmp_path / "t.parquet", tmp_path / "t.jsonl")
+    back = pajson.read_json(tmp_path / "t.jsonl")
+    assert back.schema.field("f").type == pa.float64()
+    assert back.schema.field("f32").type == pa.float64()
+    assert back.schema.field("l").type == pa.list_(pa.float64())
+    assert back.schema.field("i").type == pa.int64()
+    assert [math.copysign(1, x) for x in back.column("f").to_pylist()] == [1, -1, 1, 1]
+    got = duckdb.sql(f"SELECT * FROM read_json('{tmp_path / 't.jsonl'}')").to_arrow_table()
+    assert got.schema.field("f").type == pa.float64()
+    assert got.column("f").to_pylist() == table.column("f").to_pylist()
+    assert got.column("l").to_pylist() == table.column("l").to_pylist()
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")

@@ -133,6 +133,7 @@ int sl_text_spell_number(const struct sl_text_field* field, const struct ArrowAr
     case SL_TYPE_UINT64: n = sl_format_uint64(((const uint64_t*)values)[p], at); break;
     default: n = sl_format_int64(sl_int_value(id, values, p), at); break;
   }
+  if (json && (id == SL_TYPE_DOUBLE || id == SL_TYPE_FLOAT)) n = sl_json_float_spelling(at, n);
   out->len += n;
   return 1;
 }
