@@ -836,8 +836,11 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
 /// A failed write's message, led by the file or object it was writing
 /// unless it names it already (the sink's own errors do).
 static int name_destination(const char* location, int rc, struct sluice_error* error) {
+  // Not "-" (standard output): "-: reading the input: ..." read like a bad
+  // argument, and the sink names standard output in its own errors.
   size_t n = strlen(location);
-  if (error != NULL && !(strncmp(error->message, location, n) == 0 && error->message[n] == ':'))
+  if (error != NULL && strcmp(location, "-") != 0 &&
+      !(strncmp(error->message, location, n) == 0 && error->message[n] == ':'))
     sl_error_prefix(error, "%s", location);
   return rc;
 }

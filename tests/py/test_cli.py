@@ -326,6 +326,16 @@ def test_cat_to_a_name_of_no_format_is_refused(sluice_bin, data, tmp_path):
         assert not (tmp_path / name).exists()
 
 
+def test_an_input_error_written_to_stdout_names_the_input_not_dash(sluice_bin, data, tmp_path):
+    d, _ = data
+    cut = tmp_path / "cut.arrows"
+    cut.write_bytes((d / "t.arrows").read_bytes()[:3000])
+    proc = run(sluice_bin, "cat", cut, "-t", "csv")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.startswith(f"sluice: reading the input: {cut}: offset "), err
+
+
 def test_cat_table_to_a_file_commits_atomically(sluice_bin, data, tmp_path):
     # A failed read leaves the existing output as it was (it was truncated
     # first), and a table written over its own input reads the input whole.
