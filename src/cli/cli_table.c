@@ -1,8 +1,12 @@
 // The terminal table of `sluice cat`: aligned columns, a header with names and
 // types, wide values cut with an ellipsis, and for long tables only the first
 // and last rows. Streams: only HEAD_ROWS + TAIL_ROWS rows are ever kept.
+#define _XOPEN_SOURCE 700  // wcwidth
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "cli.h"
 #include "core/sl_error.h"
@@ -28,54 +32,94 @@ struct table {
   struct sl_text cell;
 };
 
-/// Display columns of a UTF-8 string (one per code point; wide scripts are
-/// counted as one, which only costs alignment).
+/// The code point of the UTF-8 sequence at s[i] (n bytes in all) in *cp:
+/// its length, or 1 with *cp = 0xFFFD for a byte that starts no valid one.
+static size_t utf8_next(const char* s, size_t n, size_t i, uint32_t* cp) {
+  const unsigned char* u = (const unsigned char*)s + i;
+  size_t left = n - i, len = u[0] < 0x80 ? 1 : u[0] >= 0xf0 ? 4 : u[0] >= 0xe0 ? 3 : 2;
+  *cp = 0xfffd;
+  if (u[0] < 0x80) {
+    *cp = u[0];
+    return 1;
+  }
+  if (u[0] < 0xc2 || u[0] > 0xf4 || len > left) return 1;
+  uint32_t v = u[0] & (0x7f >> len);
+  for (size_t k = 1; k < len; ++k) {
+    if ((u[k] & 0xc0) != 0x80) return 1;
+    v = (v << 6) | (u[k] & 0x3f);
+  }
+  *cp = v;
+  return len;
+}
+
+/// Terminal columns of code point `cp` (not a control character): two for
+/// East Asian wide ones, none for combining marks, as the terminal draws
+/// them (wcwidth, under the UTF-8 character type main sets); one where the
+/// C library does not know.
+static int char_width(uint32_t cp) {
+  if (cp < 0x80) return 1;
+  int w = wcwidth((wchar_t)cp);
+  return w < 0 ? 1 : w;
+}
+
+/// Bidirectional controls reorder what follows them on the line: shown
+/// escaped, as the other invisible controls are.
+static int is_bidi_control(uint32_t cp) {
+  return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e ||
+         cp == 0x200f || cp == 0x061c;
+}
+
+/// Display columns of a cell (a UTF-8 string make_cell produced).
 static int display_width(const char* s) {
   int w = 0;
-  for (; *s != '\0'; ++s) w += ((unsigned char)*s & 0xc0) != 0x80;
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    uint32_t cp;
+    i += utf8_next(s, n, i, &cp);
+    w += char_width(cp);
+  }
   return w;
 }
 
 /// A cell's text made safe for a single terminal line and cut to the width.
 static char* make_cell(const char* s, size_t n) {
-  size_t cap = MAX_CELL_WIDTH * 4 + 8;
+  size_t cap = MAX_CELL_WIDTH * 8 + 8;
   char* out = malloc(cap);
   if (out == NULL) return NULL;
   size_t len = 0;
   int width = 0;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = (unsigned char)s[i];
-    int starts_char = (c & 0xc0) != 0x80;
-    if (len + 8 > cap) {  // invalid UTF-8 (stray continuation bytes) has no width
+  for (size_t i = 0; i < n;) {
+    uint32_t cp;
+    size_t m = utf8_next(s, n, i, &cp);
+    char esc[16];
+    const char* text = s + i;
+    size_t text_len = m;
+    if (cp < 0x20 || cp == 0x7f) {  // control characters would break the layout
+      const char* e = cp == '\n' ? "\\n" : cp == '\t' ? "\\t" : cp == '\r' ? "\\r" : "?";
+      snprintf(esc, sizeof esc, "%s", e);
+    } else if (is_bidi_control(cp)) {
+      snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+    } else if (cp == 0xfffd && m == 1) {
+      snprintf(esc, sizeof esc, "\xef\xbf\xbd");  // not UTF-8: the replacement character
+    } else {
+      esc[0] = '\0';
+    }
+    if (esc[0] != '\0') {
+      text = esc;
+      text_len = strlen(esc);
+    }
+    int w = esc[0] != '\0' && cp != 0xfffd ? (int)text_len : char_width(cp);
+    // The last column is the ellipsis's unless this is the last character.
+    int last = i + m >= n;
+    if (width + w > MAX_CELL_WIDTH - (last ? 0 : 1) || len + text_len + 4 > cap) {
       memcpy(out + len, k_ellipsis, 3);
       len += 3;
       break;
     }
-    if (starts_char && width == MAX_CELL_WIDTH - 1) {
-      // One column left: the ellipsis, unless this is the last character.
-      size_t rest = 1;
-      while (i + rest < n && ((unsigned char)s[i + rest] & 0xc0) == 0x80) ++rest;
-      if (i + rest < n) {
-        memcpy(out + len, k_ellipsis, 3);
-        len += 3;
-        break;
-      }
-    }
-    if (c < 0x20 || c == 0x7f) {  // control characters would break the layout
-      const char* esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : "?";
-      size_t m = strlen(esc);
-      if (width + (int)m > MAX_CELL_WIDTH - 1 && i + 1 < n) {
-        memcpy(out + len, k_ellipsis, 3);
-        len += 3;
-        break;
-      }
-      memcpy(out + len, esc, m);
-      len += m;
-      width += (int)m;
-      continue;
-    }
-    out[len++] = (char)c;
-    width += starts_char;
+    memcpy(out + len, text, text_len);
+    len += text_len;
+    width += w;
+    i += m;
   }
   out[len] = '\0';
   return out;

@@ -1,6 +1,7 @@
 // sluice: read, convert and inspect tables. Dispatches to one file per
 // subcommand; this file owns the command line.
 #include <getopt.h>
+#include <locale.h>
 #if defined(__GLIBC__)
 #endif
 #include <stdio.h>
@@ -610,6 +611,10 @@ static void raise_open_file_limit(void) {
 
 int main(int argc, char** argv) {
   raise_open_file_limit();
+  // Character widths for the terminal table (wcwidth): UTF-8, whatever the
+  // environment's locale; only the character type, so numbers and messages
+  // stay as in the C locale.
+  (void)setlocale(LC_CTYPE, "C.UTF-8");
   struct cli_options options;
   memset(&options, 0, sizeof options);
   options.limit = -1;

@@ -306,6 +306,26 @@ def test_cat_table_small(sluice_bin, data):
     assert [line.split() for line in lines[3:6]] == [["1", "x"], ["2", "null"], ["null", "z"]]
 
 
+def test_cat_table_aligns_wide_and_combining_characters(sluice_bin, tmp_path):
+    # Cells were padded by code points: a CJK value took 7 columns more than
+    # its neighbours, e + U+0301 one less. Padded by terminal columns (as
+    # DuckDB and polars print them); a bidirectional override, which would
+    # reorder the rest of the line, is shown escaped.
+    import unicodedata
+
+    def columns(text):
+        return sum(0 if unicodedata.combining(ch) else
+                   2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    values = ["plain", "日本語テキスト", "e\u0301", "\u202eevil", "x" * 40, "漢" * 20]
+    pq.write_table(pa.table({"s": values, "n": list(range(len(values)))}), tmp_path / "w.parquet")
+    lines = ok(sluice_bin, "cat", tmp_path / "w.parquet").decode().splitlines()
+    body = lines[3:3 + len(values)]
+    assert len({columns(line.rstrip()) for line in body}) == 1, body
+    assert "\\u202eevil" in body[3] and "\u202e" not in "".join(lines)
+    assert all(columns(line.split("  ")[0]) <= 33 for line in body)
+
+
 def test_cat_table_to_text_file(sluice_bin, data, tmp_path):
     d, _ = data
     out = tmp_path / "preview.txt"
