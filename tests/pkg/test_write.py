@@ -311,7 +311,7 @@ def test_written_files_are_synced_unless_asked(simple, tmp_path, sluice_bin):
         assert pa.ipc.open_file(str(tmp_path / name)).read_all().equals(big)
 
 
-@pytest.mark.parametrize("index", ["named", "multi", "range", "default"])
+@pytest.mark.parametrize("index", ["named", "multi", "range", "default", "not_avro_names"])
 def test_pandas_index_like_to_parquet(tmp_path, index):
     """sluice.write(df) keeps the index as df.to_parquet does: pandas and
     sluice read it back; index=False drops it."""
@@ -320,6 +320,9 @@ def test_pandas_index_like_to_parquet(tmp_path, index):
         df.index = pd.Index(list("abcdef"), name="key")
     elif index == "multi":
         df.index = pd.MultiIndex.from_arrays([list("aabbcc"), [1, 2, 1, 2, 1, 2]], names=["k1", "k2"])
+    elif index == "not_avro_names":  # the Avro writer renames the columns ("my_idx", "_2k")
+        df.index = pd.MultiIndex.from_arrays([list("aabbcc"), [1, 2, 1, 2, 1, 2]],
+                                             names=["my idx", "2k"])
     elif index == "range":
         df.index = pd.RangeIndex(100, 112, 2, name="r")
     path = tmp_path / "kept.parquet"

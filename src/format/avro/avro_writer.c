@@ -1136,12 +1136,58 @@ static int header_key(const char* k, int32_t kn) {
   return !(kn >= 5 && memcmp(k, "avro.", 5) == 0) && !(kn >= 7 && memcmp(k, "sluice.", 7) == 0);
 }
 
+/// Whether `name`, a column name in pandas' metadata, is the top-level column
+/// `i` that was renamed; then its Avro name is root->children[i].field_name.
+static int renamed_column(const struct ArrowSchema* schema, const struct aw_node* root,
+                          const char* name, int64_t* i) {
+  for (*i = 0; *i < schema->n_children && *i < root->n_children; ++*i) {
+    const char* was = schema->children[*i]->name ? schema->children[*i]->name : "";
+    if (strcmp(was, name) == 0) return strcmp(was, root->children[*i].field_name) != 0;
+  }
+  return 0;
+}
+
+/// pandas' metadata ("pandas": index_columns, columns[].field_name) with the
+/// columns it names under their Avro names, so that the index comes back.
+/// *text: jansson's (free()), or NULL when nothing was renamed or the value
+/// is not JSON (kept as it is).
+static int pandas_renamed(const struct ArrowSchema* schema, const struct aw_node* root,
+                          const char* v, int32_t vn, char** text, struct sluice_error* error) {
+  *text = NULL;
+  json_t* meta = json_loadb(v, (size_t)vn, 0, NULL);
+  json_t* index = json_object_get(meta, "index_columns");
+  json_t* columns = json_object_get(meta, "columns");
+  int changed = 0, failed = 0;
+  size_t k;
+  json_t* e;
+  int64_t i;
+  json_array_foreach(index, k, e) {
+    if (json_is_string(e) && renamed_column(schema, root, json_string_value(e), &i)) {
+      failed |= json_array_set_new(index, k, json_string(root->children[i].field_name));
+      changed = 1;
+    }
+  }
+  json_array_foreach(columns, k, e) {
+    json_t* f = json_object_get(e, "field_name");
+    if (json_is_string(f) && renamed_column(schema, root, json_string_value(f), &i)) {
+      failed |= json_object_set_new(e, "field_name", json_string(root->children[i].field_name));
+      changed = 1;
+    }
+  }
+  if (changed && !failed) {
+    *text = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    failed = *text == NULL;
+  }
+  json_decref(meta);
+  return failed ? sl_error_set(error, ENOMEM, "avro: out of memory") : 0;
+}
+
 /// The header: schema, codec, then the table's own schema metadata (pandas'
 /// index description, say), which readers that know the keys use and the
 /// others skip; sluice's reader gives them back as schema metadata.
 static int write_header(struct aw_ctx* ctx, const char* schema_json,
-                        const struct ArrowSchema* schema, struct sl_sink* sink,
-                        struct sluice_error* error) {
+                        const struct ArrowSchema* schema, const struct aw_node* root,
+                        struct sl_sink* sink, struct sluice_error* error) {
   static const char* const k_codec_names[] = {"null", "deflate", "snappy", "zstandard", "bzip2", "xz",
                                               "lzma"};
   const char* codec = k_codec_names[ctx->codec];
@@ -1160,7 +1206,15 @@ static int write_header(struct aw_ctx* ctx, const char* schema_json,
   while (sl_metadata_iter_next(&it, &k, &kn, &v, &vn)) {
     if (!header_key(k, kn)) continue;
     SL_RETURN_NOT_OK(put_counted(ctx, k, kn, error));
-    SL_RETURN_NOT_OK(put_counted(ctx, v, vn, error));
+    // pandas' index columns by the names they have in the file
+    char* renamed = NULL;
+    if (kn == 6 && memcmp(k, "pandas", 6) == 0) {
+      SL_RETURN_NOT_OK(pandas_renamed(schema, root, v, vn, &renamed, error));
+    }
+    int rc = renamed != NULL ? put_counted(ctx, renamed, (int64_t)strlen(renamed), error)
+                             : put_counted(ctx, v, vn, error);
+    free(renamed);
+    SL_RETURN_NOT_OK(rc);
   }
   SL_RETURN_NOT_OK(put_long(ctx, 0, error));
   SL_RETURN_NOT_OK(put_bytes(ctx, ctx->sync, 16, error));
@@ -1285,7 +1339,7 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   if (rc == 0 && (text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
-  if (rc == 0) rc = write_header(&w->ctx, text, &w->schema, w->sink, error);
+  if (rc == 0) rc = write_header(&w->ctx, text, &w->schema, &w->root, w->sink, error);
   if (rc == 0) w->header_written = 1;
   free(text);
   json_decref(js);
