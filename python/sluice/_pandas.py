@@ -598,10 +598,11 @@ def _bitmap(np, valid):
 
 
 def index_as_columns(df, index):
-    """`df` with its index levels as leading columns where sluice.write's
-    `index` asks to keep it (None: unless it is a plain RangeIndex 0..n-1),
-    named as pyarrow names them (the level name, else, or when a column has
-    that name, "__index_level_i__")."""
+    """`df` with its index levels as columns after its own where
+    sluice.write's `index` asks to keep it (None: unless it is a plain
+    RangeIndex 0..n-1), placed and named as pyarrow's from_pandas does (last;
+    the level name, else, or when a column has that name,
+    "__index_level_i__")."""
     pd = _pd()
     plain = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and \
         df.index.step == 1 and df.index.name is None
@@ -609,7 +610,9 @@ def index_as_columns(df, index):
         return df
     names = [n if n is not None and n not in df.columns else "__index_level_%d__" % i
              for i, n in enumerate(df.index.names)]
-    return df.reset_index(names=names)
+    out = df.reset_index(names=names)  # (puts the levels first)
+    levels = len(names)
+    return out.iloc[:, list(range(levels, out.shape[1])) + list(range(levels))]
 
 
 def dataframe_to_batch(df, make_batch):

@@ -369,6 +369,11 @@ except ValueError as e:
     assert not (tmp_path / "dup.arrow").exists()
 
 
+# Two levels, one unnamed (built the same with and without pyarrow).
+MULTI_INDEXED = ('pd.DataFrame({"b": [1.5, 2.5], "a": [1, 2]}, index=pd.MultiIndex.from_arrays('
+                 '[["x", "y"], [3, 4]], names=["k", None]))')
+
+
 def test_pandas_index_without_pyarrow(tmp_path):
     out, dropped = tmp_path / "nopa.arrow", tmp_path / "nopa-dropped.arrow"
     code = f"""
@@ -382,11 +387,14 @@ plain = pd.DataFrame({{"a": np.arange(4, dtype="i8")}})
 sluice.write(plain, {str(tmp_path / "plain.arrow")!r})
 same = pd.DataFrame({{"a": np.arange(4, dtype="i8")}}, index=pd.Index([5, 6, 7, 8], name="a"))
 sluice.write(same, {str(tmp_path / "same.arrow")!r})
+sluice.write({MULTI_INDEXED}, {str(tmp_path / "multi.arrow")!r})
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     back = pa.ipc.open_file(str(out)).read_all()
-    assert back.column_names == ["key", "a"]
+    # The index columns last, where pyarrow's from_pandas puts them.
+    assert back.column_names == pa.Table.from_pandas(
+        pd.DataFrame({"a": [0]}, index=pd.Index([10], name="key"))).column_names == ["a", "key"]
     assert back.column("key").to_pylist() == [10, 20, 30, 40]
     assert pa.ipc.open_file(str(dropped)).read_all().column_names == ["a"]
     assert pa.ipc.open_file(str(tmp_path / "plain.arrow")).read_all().column_names == ["a"]
@@ -396,6 +404,9 @@ sluice.write(same, {str(tmp_path / "same.arrow")!r})
     assert same.column("a").to_pylist() == [0, 1, 2, 3]
     assert "__index_level_0__" in pa.Table.from_pandas(
         pd.DataFrame({"a": [0]}, index=pd.Index([5], name="a"))).column_names
+    multi = pa.ipc.open_file(str(tmp_path / "multi.arrow")).read_all()
+    assert multi.column_names == pa.Table.from_pandas(eval(MULTI_INDEXED)).column_names
+    assert multi.column("k").to_pylist() == ["x", "y"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
