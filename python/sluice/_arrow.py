@@ -387,11 +387,8 @@ def node_to_pylist(node):
         out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), k, t.unit, t.tz)
     elif k in ("list", "large_list", "map"):
         offs = node.offsets(k == "large_list")
-        child = node_to_pylist(node.child(0))
+        child = _map_entries(node.child(0)) if k == "map" else node_to_pylist(node.child(0))
         out = [child[offs[j]:offs[j + 1]] for j in range(o, o + n)]
-        if k == "map":
-            out = [[(e["key"], e["value"]) if isinstance(e, dict) else e for e in v]
-                   for v in out]
     elif k == "fixed_size_list":
         w = t.width
         child = node_to_pylist(node.child(0))
@@ -410,6 +407,17 @@ def node_to_pylist(node):
     if valid is not None:
         out = [v if ok else None for v, ok in zip(out, valid)]
     return out
+
+
+def _map_entries(entries):
+    """A map's entries as (key, value) tuples: the entry struct's first and
+    second fields, whatever they are named (as pyarrow reads them)."""
+    keys, items = node_to_pylist(entries.child(0)), node_to_pylist(entries.child(1))
+    valid = entries.valid_list()
+    # A child is read over its own window; the struct's window selects rows.
+    o = entries.offset
+    return [(keys[o + j], items[o + j]) if valid is None or valid[j] else None
+            for j in range(entries.length)]
 
 
 def _valid_only(values, valid):

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
+from pkg_helpers import write_ipc_file
 
 # Where sluice's dtype differs from pyarrow's on purpose: nulls in numeric and
 # bool columns become pandas' nullable dtypes instead of float64 / object.
@@ -342,3 +343,19 @@ def test_column_labels_as_pandas_wrote_them(tmp_path):
         want = pd.read_parquet(path)
         pd.testing.assert_frame_equal(sluice.read_pandas(path), want)
         pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want)
+
+
+def test_map_entries_not_named_key_and_value(tmp_path):
+    """A map's entries are its struct's first and second fields whatever they
+    are called, as pyarrow reads them."""
+    mt = pa.map_(pa.field("some_key", pa.string(), nullable=False),
+                 pa.field("some_value", pa.int32()))
+    table = pa.table({"m": pa.array([[("a", 1), ("b", None)], None, []] * 3, type=mt)})
+    path = write_ipc_file(table, tmp_path / "map.arrow", max_chunksize=4)
+    t = sluice.read(path)
+    assert t.to_pylist() == table.to_pylist()
+    assert [norm(v) for v in t.to_pandas()["m"].tolist()] == \
+           [norm(v) for v in table.to_pandas()["m"].tolist()]
+    # a slice (the map at an offset), through the C data interface
+    sliced = sluice.Table.from_arrow(table.slice(2, 5))
+    assert sliced.to_pylist() == table.slice(2, 5).to_pylist()
