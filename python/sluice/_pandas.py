@@ -87,8 +87,20 @@ def _numeric_finish(values, mask, fmt):
         out[mask] = float("nan")
         return out
     if fmt in "fg":
+        if _nan_is_na(pd):  # as pandas' own Float64 from Arrow (Float64Dtype.__from_arrow__)
+            mask = mask | _np().isnan(values)
         return pd.arrays.FloatingArray(values, mask)
     return pd.arrays.IntegerArray(values, mask)
+
+
+def _nan_is_na(pd):
+    """Whether pandas takes NaN in its nullable float arrays as missing:
+    pandas 3 does unless its option future.distinguish_nan_and_na is set;
+    pandas 2's Float64 from Arrow kept NaN a value."""
+    try:
+        return not pd.get_option("future.distinguish_nan_and_na")
+    except (KeyError, AttributeError):  # (pandas' OptionError is both)
+        return False
 
 
 def _bool_values(nd):

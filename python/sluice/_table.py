@@ -363,11 +363,15 @@ class Table:
         Numeric, timestamp and duration columns without nulls are numpy views
         over the decoded buffers when the table is one batch (no copy), else
         one concatenation. Columns with nulls become pandas nullable arrays
-        (Int64, Float64, boolean); strings pandas' string dtype; timestamps
-        keep their zone; dictionaries become Categoricals; dates, times,
-        decimals and nested values Python objects (lists as Python lists,
-        where pyarrow gives numpy arrays; month-day-nano intervals as
-        (months, days, nanoseconds) tuples); float16 with nulls Float32.
+        (Int64, Float64, boolean; a NaN in a Float64 one is missing too, as
+        pandas 3 takes NaN there and reads it from Arrow); strings pandas'
+        string dtype; timestamps keep their zone; dictionaries become
+        Categoricals; dates, times, decimals and nested values Python
+        objects (lists as Python lists, where pyarrow gives numpy arrays;
+        month-day-nano intervals as (months, days, nanoseconds) tuples).
+        float16 with nulls becomes numpy float32 with NaN for the nulls
+        (pandas has no nullable float16; pyarrow gives float16 with NaN,
+        the same values).
         The index pandas recorded in the schema's "pandas" metadata (files
         written by DataFrame.to_parquet) is restored, as pyarrow does.
         """

@@ -345,6 +345,53 @@ def test_column_labels_as_pandas_wrote_them(tmp_path):
         pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want)
 
 
+NULLABLE_FLOATS = {pa.float64(): pd.Float64Dtype(), pa.float32(): pd.Float32Dtype()}
+
+
+@pytest.mark.parametrize("distinguish", [False, True])
+def test_nan_in_a_float_column_with_nulls(tmp_path, distinguish):
+    """A NaN next to nulls is missing or a value as pandas itself takes it in
+    its Float64 arrays (pandas 3: missing unless distinguish_nan_and_na): what
+    pyarrow's to_pandas with pandas' nullable floats and pd.read_parquet with
+    dtype_backend="numpy_nullable" give, on every path."""
+    table = pa.table({"f64": pa.array([1.0, float("nan"), None, 3.0] * 3, pa.float64()),
+                      "f32": pa.array([float("nan"), 2.0, 3.0, None] * 3, pa.float32())})
+    one = write_ipc_file(table, tmp_path / "one.arrow")
+    many = write_ipc_file(table, tmp_path / "many.arrow", max_chunksize=5)
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=5)
+    with pd.option_context("future.distinguish_nan_and_na", distinguish):
+        want = table.to_pandas(types_mapper=NULLABLE_FLOATS.get)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "f.parquet", dtype_backend="numpy_nullable"), want)
+        for path in (one, many, tmp_path / "f.parquet"):
+            t = sluice.read(path)
+            for got in (t.to_pandas(), sluice.read_pandas(path), sluice.read(path).to_pandas(
+                    self_destruct=True), pd.concat([b.to_pandas() for b in t.batches],
+                                                   ignore_index=True)):
+                pd.testing.assert_frame_equal(got, want)
+            for name in ("f64", "f32"):
+                pd.testing.assert_series_equal(t.column(name).to_pandas(), want[name])
+    assert want["f64"].isna().tolist()[:4] == [False, not distinguish, True, False]
+    # Without nulls a column stays numpy float64 with NaN, as pyarrow gives it.
+    plain = pa.table({"f": [1.0, float("nan")]})
+    got = sluice.Table.from_arrow(plain).to_pandas()
+    assert got["f"].dtype == plain.to_pandas()["f"].dtype == np.float64
+    # Without pyarrow: the same.
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import sluice
+for path in ({str(one)!r}, {str(many)!r}):
+    print(sluice.read(path).to_pandas()["f64"].isna().tolist(),
+          sluice.read_pandas(path)["f32"].isna().tolist())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    want = table.to_pandas(types_mapper=NULLABLE_FLOATS.get)
+    line = "%s %s" % (want["f64"].isna().tolist(), want["f32"].isna().tolist())
+    assert out.stdout.splitlines() == [line, line]
+
+
 def test_map_entries_not_named_key_and_value(tmp_path):
     """A map's entries are its struct's first and second fields whatever they
     are called, as pyarrow reads them."""
@@ -359,3 +406,14 @@ def test_map_entries_not_named_key_and_value(tmp_path):
     # a slice (the map at an offset), through the C data interface
     sliced = sluice.Table.from_arrow(table.slice(2, 5))
     assert sliced.to_pylist() == table.slice(2, 5).to_pylist()
+
+
+def test_float16_with_nulls_as_documented(tmp_path):
+    # pandas has no nullable float16: float32 with NaN for the nulls, the
+    # values pyarrow gives (as float16 with NaN).
+    table = pa.table({"h": pa.array([1.5, None, -2.0], pa.float16())})
+    got = sluice.read(write_ipc_file(table, tmp_path / "h.arrow")).to_pandas()["h"]
+    want = table.to_pandas()["h"]
+    assert got.dtype == np.float32 and want.dtype == np.float16
+    assert [norm(v) for v in got.tolist()] == [norm(v) for v in want.tolist()]
+    assert "float16 with nulls becomes numpy float32" in sluice.Table.to_pandas.__doc__
