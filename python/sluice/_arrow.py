@@ -281,13 +281,33 @@ def _decimal_values(raw, width, scale, start, count):
     return out
 
 
-def _epoch_values(ints, kind, unit, tz):
+def _epoch_values(ints, t):
+    """date, time, timestamp and duration values (ints since the epoch, of
+    DataType t) as Python objects; a value past what they hold (a date after
+    year 9999) is an OverflowError naming it."""
+    convert = _epoch_converter(t.kind, t.unit, t.tz)
+    try:
+        return [convert(v) for v in ints]
+    except OverflowError:
+        pass
+    for v in ints:  # the first value that does not fit, named
+        try:
+            convert(v)
+        except OverflowError:
+            held = ("datetime.timedelta's +-999999999 days" if t.kind == "duration"
+                    else "datetime's years 1 to 9999")
+            raise OverflowError("%s value %d is outside %s" % (t, v, held)) from None
+    raise AssertionError("unreachable")
+
+
+def _epoch_converter(kind, unit, tz):
+    """A function of one int (of that kind and unit since the epoch)."""
     if kind == "date32":
         base = _dt.date(1970, 1, 1)
-        return [base + _dt.timedelta(days=v) for v in ints]
+        return lambda v: base + _dt.timedelta(days=v)
     if kind == "date64":
         base = _dt.date(1970, 1, 1)
-        return [base + _dt.timedelta(days=v // 86400000) for v in ints]
+        return lambda v: base + _dt.timedelta(days=v // 86400000)
     per = _PER_SECOND[unit]
     if per == 1000000000 and kind in ("duration", "timestamp"):
         # Nanoseconds: pandas' Timestamp / Timedelta hold them, as pyarrow
@@ -298,28 +318,26 @@ def _epoch_values(ints, kind, unit, tz):
             pd = None
         if pd is not None:
             if kind == "duration":
-                return [pd.Timedelta(v, unit="ns") for v in ints]
+                return lambda v: pd.Timedelta(v, unit="ns")
             zone = _zone(tz) if tz else None
-            return [pd.Timestamp(v, unit="ns", tz=zone) if zone is not None else
-                    pd.Timestamp(v, unit="ns") for v in ints]
+            if zone is not None:
+                return lambda v: pd.Timestamp(v, unit="ns", tz=zone)
+            return lambda v: pd.Timestamp(v, unit="ns")
     if kind == "duration":
-        return [_dt.timedelta(microseconds=v * 1000000 // per) if per > 1000000 else
-                _dt.timedelta(seconds=v // per, microseconds=(v % per) * (1000000 // per))
-                for v in ints]
+        if per > 1000000:
+            return lambda v: _dt.timedelta(microseconds=v * 1000000 // per)
+        return lambda v: _dt.timedelta(seconds=v // per, microseconds=(v % per) * (1000000 // per))
     if kind in ("time32", "time64"):
-        out = []
-        for v in ints:
-            us = v * 1000000 // per
-            out.append((_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=us)).time())
-        return out
+        midnight = _dt.datetime(1970, 1, 1)
+        return lambda v: (midnight + _dt.timedelta(microseconds=v * 1000000 // per)).time()
     # timestamp
     zone = _zone(tz) if tz else None
     epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-    out = []
-    for v in ints:
+
+    def timestamp(v):
         d = epoch + _dt.timedelta(seconds=v // per, microseconds=(v % per) * 1000000 // per)
-        out.append(d.astimezone(zone) if zone is not None else d.replace(tzinfo=None))
-    return out
+        return d.astimezone(zone) if zone is not None else d.replace(tzinfo=None)
+    return timestamp
 
 
 def _zone(tz):
@@ -342,6 +360,27 @@ def _zone(tz):
     except Exception:
         raise ValueError("unknown time zone %r (Arrow takes an IANA name or +HH:MM)"
                          % tz) from None
+
+
+class naming_column:
+    """with naming_column(name): a conversion error (a value out of range, an
+    unknown zone) raised in the block names the column, as the C library's
+    messages do. (A class: cheap enough to enter per batch and column.)"""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        # Only these exact types: sluice's own and pandas' errors have their
+        # own arguments (and sluice's name what they are about).
+        if kind in (ValueError, OverflowError, NotImplementedError):
+            raise kind("column '%s': %s" % (self.name, error)).with_traceback(tb) from None
+        return False
 
 
 def node_to_pylist(node):
@@ -382,9 +421,9 @@ def node_to_pylist(node):
         raw = bytes(node.buffer(1, (o + n) * t.width // 8))
         out = _decimal_values(raw, t.width, t.scale, o, n)
     elif k in ("date32", "time32"):
-        out = _epoch_values(_valid_only(_ints(node, ("", "i", 4)), valid), k, t.unit, None)
+        out = _epoch_values(_valid_only(_ints(node, ("", "i", 4)), valid), t)
     elif k in ("date64", "time64", "timestamp", "duration"):
-        out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), k, t.unit, t.tz)
+        out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), t)
     elif k in ("list", "large_list", "map"):
         offs = node.offsets(k == "large_list")
         child = _map_entries(node.child(0)) if k == "map" else node_to_pylist(node.child(0))

@@ -10,7 +10,7 @@ timestamps keep their zone; dictionaries become Categoricals.
 """
 import datetime as _dt
 
-from ._arrow import Node, node_to_pylist, _PRIMITIVES, _zone
+from ._arrow import Node, naming_column, node_to_pylist, _PRIMITIVES, _zone
 
 _NUMPY_CODES = {"c": "i1", "C": "u1", "s": "i2", "S": "u2", "i": "i4", "I": "u4", "l": "i8",
                 "L": "u8", "e": "f2", "f": "f4", "g": "f8"}
@@ -457,7 +457,8 @@ def table_to_pandas(schema, batches, consume=False, writable=False):
     writable = consume and writable
     for i, field in enumerate(fields):
         nodes = [Node(b._batch, (i,), field.type, writable) for b in batches]
-        data[i] = _column(nodes, field.type)
+        with naming_column(field.name):
+            data[i] = _column(nodes, field.type)
     if consume:
         del batches[:]
     frame = _frame(pd, schema, data, rows)
@@ -476,12 +477,14 @@ def batches_to_pandas(schema, batches, total=None):
     at = 0
     for batch in batches:
         for i, (field, column) in enumerate(zip(fields, columns)):
-            column.add(Node(batch._batch, (i,), field.type), at)
+            with naming_column(field.name):
+                column.add(Node(batch._batch, (i,), field.type), at)
         at += batch.num_rows
         del batch
     data = {}
     for i, column in enumerate(columns):
-        data[i] = column.finish(at)
+        with naming_column(fields[i].name):
+            data[i] = column.finish(at)
         columns[i] = None
     return _frame(pd, schema, data, at)
 
@@ -489,15 +492,16 @@ def batches_to_pandas(schema, batches, total=None):
 def column_to_pandas(nodes, t, name):
     """One column (a node per batch) as a pandas Series."""
     pd = _pd()
-    if len(nodes) > 1:
-        assembler = _Assembler(t, sum(nd.length for nd in nodes))
-        at = 0
-        for nd in nodes:
-            assembler.add(nd, at)
-            at += nd.length
-        values = assembler.finish(at)
-    else:
-        values = _column(nodes, t)
+    with naming_column(name):
+        if len(nodes) > 1:
+            assembler = _Assembler(t, sum(nd.length for nd in nodes))
+            at = 0
+            for nd in nodes:
+                assembler.add(nd, at)
+                at += nd.length
+            values = assembler.finish(at)
+        else:
+            values = _column(nodes, t)
     return pd.Series(values, name=name, copy=False)
 
 

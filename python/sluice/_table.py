@@ -4,7 +4,7 @@ polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
 import errno as _errno
 
 from . import _sluice
-from ._arrow import Node, field_from_schema, node_to_pylist, parse_metadata
+from ._arrow import Node, field_from_schema, naming_column, node_to_pylist, parse_metadata
 from ._errors import InvalidArgumentError
 
 
@@ -199,8 +199,9 @@ class Column:
 
     def to_pylist(self):
         out = []
-        for node in self._nodes():
-            out.extend(node_to_pylist(node))
+        with naming_column(self.name):
+            for node in self._nodes():
+                out.extend(node_to_pylist(node))
         return out
 
     def to_pandas(self):
@@ -371,7 +372,8 @@ class Table:
         month-day-nano intervals as (months, days, nanoseconds) tuples).
         float16 with nulls becomes numpy float32 with NaN for the nulls
         (pandas has no nullable float16; pyarrow gives float16 with NaN,
-        the same values).
+        the same values). A conversion error (a date after year 9999, an
+        unknown time zone) names the column and the value.
         The index pandas recorded in the schema's "pandas" metadata (files
         written by DataFrame.to_parquet) is restored, as pyarrow does.
         """

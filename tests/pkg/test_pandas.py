@@ -408,6 +408,35 @@ def test_map_entries_not_named_key_and_value(tmp_path):
     assert sliced.to_pylist() == table.slice(2, 5).to_pylist()
 
 
+def test_conversion_errors_name_the_column(tmp_path):
+    """A value pandas or Python cannot hold is an error naming the column
+    (and the value), as the C library's messages do; pyarrow refuses the
+    same values."""
+    cases = [
+        ("day", pa.array([0, 3_000_000], pa.date32()), OverflowError, "3000000"),
+        ("zoned", pa.array([1], pa.timestamp("s", "Mars/Base")), ValueError, "Mars/Base"),
+        ("clock", pa.array([1], pa.time64("ns")), ValueError, "1 ns"),
+    ]
+    for name, array, error, value in cases:
+        table = pa.table({"ok": pa.array(range(len(array))), name: array})
+        with pytest.raises(Exception):
+            table.to_pandas()
+        path = write_ipc_file(table, tmp_path / f"{name}.arrow")
+        t = sluice.read(path)
+        calls = [t.to_pandas, lambda: sluice.read_pandas(path), t.column(name).to_pandas,
+                 sluice.Table(t.schema, t.batches * 2).to_pandas]
+        if name != "clock":  # (to_pylist gives Python's time, which holds no nanoseconds)
+            calls.append(t.to_pylist)
+        for call in calls:
+            with pytest.raises(error, match="column '%s'.*%s" % (name, value)):
+                call()
+    # Nested: a date inside a struct names the top-level column.
+    path = write_ipc_file(pa.table({"s": pa.array([{"d": 3_000_000}], pa.struct(
+        [("d", pa.date32())]))}), tmp_path / "nested.arrow")
+    with pytest.raises(OverflowError, match="column 's'.*3000000"):
+        sluice.read(path).to_pandas()
+
+
 def test_float16_with_nulls_as_documented(tmp_path):
     # pandas has no nullable float16: float32 with NaN for the nulls, the
     # values pyarrow gives (as float16 with NaN).
