@@ -339,7 +339,6 @@ static int convert_map(struct schema_ctx* c, int64_t el, struct pq_field* f, int
   SL_RETURN_NOT_OK(alloc_children(c, entries, 2));
   for (int i = 0; i < 2; ++i)
     SL_RETURN_NOT_OK(child_field(c, &entries->children[i], edef, erep, edef, depth + 1));
-  if (entries->children[0].kind != PQ_FIELD_LEAF) return bad(c, el, "a map key must be primitive");
   sum_leaves(entries);
   sum_leaves(f);
   return 0;
