@@ -128,14 +128,24 @@ static void files_close(void* reader) {
   sl_free(f->alloc, f, sizeof *f);
 }
 
-/// 0 when `a` and `b` have the same type tree (formats, names, children,
-/// dictionaries; nullability and metadata aside); otherwise writes the first
-/// difference, at `path`, into `why`.
-static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema* b,
-                          const char* path, char* why, size_t cap) {
+/// Whether the children of a node of this format are a list's element or
+/// a map's entries, whose names carry no meaning (Arrow's type equality
+/// ignores them): `item` and `element` name the same list type.
+static int unnamed_children(const char* format) {
+  struct sl_type t;
+  if (sl_type_parse(format, &t, NULL) != 0) return 0;
+  return t.id == SL_TYPE_LIST || t.id == SL_TYPE_LARGE_LIST || t.id == SL_TYPE_FIXED_SIZE_LIST ||
+         t.id == SL_TYPE_MAP;
+}
+
+/// schema_differs; `named` is 1 where the node's name counts, 0 for a list
+/// element or map entries, -1 for map entries (whose key and value names
+/// do not count either).
+static int differs(const struct ArrowSchema* a, const struct ArrowSchema* b, const char* path,
+                   char* why, size_t cap, int named) {
   const char* an = a->name != NULL ? a->name : "";
   const char* bn = b->name != NULL ? b->name : "";
-  if (strcmp(an, bn) != 0) {
+  if (named > 0 && strcmp(an, bn) != 0) {
     snprintf(why, cap, "column '%s%s' here, '%s%s' in the first", path, bn, path, an);
     return 1;
   }
@@ -164,11 +174,22 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
   }
   char sub[256];
   snprintf(sub, sizeof sub, "%s%s%s", path, an, an[0] != '\0' ? "." : "");
+  int kids = named < 0 ? 0 : strcmp(a->format, "+m") == 0 ? -1 : !unnamed_children(a->format);
   for (int64_t i = 0; i < a->n_children; ++i) {
-    if (schema_differs(a->children[i], b->children[i], sub, why, cap)) return 1;
+    if (differs(a->children[i], b->children[i], sub, why, cap, kids)) return 1;
   }
-  if (a->dictionary != NULL) return schema_differs(a->dictionary, b->dictionary, sub, why, cap);
+  if (a->dictionary != NULL) return differs(a->dictionary, b->dictionary, sub, why, cap, 1);
   return 0;
+}
+
+/// 0 when `a` and `b` have the same type tree (formats, names, children,
+/// dictionaries; nullability, metadata and the names of list elements and
+/// map entries aside); otherwise writes the first difference, at `path`,
+/// into `why`. The dataset's type is the first object's: the others'
+/// batches are read under its names.
+static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema* b,
+                          const char* path, char* why, size_t cap) {
+  return differs(a, b, path, why, cap, 1);
 }
 
 /// Makes `into` nullable wherever `other` (of the same shape) is.

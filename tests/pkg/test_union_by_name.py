@@ -7,6 +7,7 @@ import os
 import duckdb
 import fastavro
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
@@ -286,3 +287,96 @@ def test_filter_on_a_key_that_is_also_a_column(tmp_path):
         assert got.column("id").to_pylist() == [1, 2], kw
     # A filter on another column, and a key that is no column, work as before.
     assert pa.table(sluice.read(root, filters=[("id", "=", 3)])).column("k").to_pylist() == [5]
+
+
+def _nested_names(compliant):
+    """Lists and a map whose element names are pyarrow's compliant
+    (`element`) or its pre-13 default (`item`)."""
+    name = "element" if compliant else "item"
+    li = pa.list_(pa.field(name, pa.int32()))
+    lli = pa.list_(pa.field(name, li))
+    ls = pa.list_(pa.field(name, pa.struct([("a", pa.int64())])))
+    m = pa.map_(pa.string(), li)
+    base = 0 if compliant else 10
+    return pa.table({
+        "li": pa.array([[base + 1, None], None, []], li),
+        "lli": pa.array([[[base]], [None, []], None], lli),
+        "ls": pa.array([[{"a": base}], None, [None]], ls),
+        "m": pa.array([[("k", [base])], None, [("z", None)]], m),
+    })
+
+
+@pytest.mark.parametrize("first_compliant", [True, False])
+def test_list_element_names_do_not_split_a_dataset(tmp_path, first_compliant):
+    """Files of pyarrow >= 13 (`list.element`) beside files of older pyarrow
+    (`list.item`, use_compliant_nested_type=False) were refused as columns
+    that differ ('li.item' here, 'li.element' in the first). pyarrow.dataset,
+    DuckDB and polars read them as one table; its type is the first file's."""
+    d = tmp_path / "lnds"
+    d.mkdir()
+    for i, compliant in enumerate([first_compliant, not first_compliant]):
+        pq.write_table(_nested_names(compliant), d / f"part-{i}.parquet",
+                       use_compliant_nested_type=compliant)
+    want = ds.dataset(d).to_table()
+    # (pyarrow's type equality ignores the names: compare them spelled out)
+    want_types = [str(f.type) for f in pq.read_schema(d / "part-0.parquet")]
+    want_types[3] = want_types[3].replace(" ('m')", "")  # (pyarrow names the entries 'm')
+    assert ("element" in want_types[0]) == first_compliant
+    duck = duckdb.sql(f"select li, lli from read_parquet('{d}/*.parquet') "
+                      "order by filename").fetchall()
+    for kw in ({}, {"union_by_name": True}):
+        got = pa.table(sluice.read(d, **kw))
+        assert [str(f.type) for f in got.schema] == want_types, kw
+        assert got.to_pylist() == want.to_pylist(), kw
+        assert [(r["li"], r["lli"]) for r in got.to_pylist()] == duck, kw
+    # union_by_name with a column only the second file has
+    t = pq.read_table(d / "part-1.parquet").append_column("x", pa.array([1, 2, 3]))
+    pq.write_table(t, d / "part-1.parquet", use_compliant_nested_type=not first_compliant)
+    got = pa.table(sluice.read(d, union_by_name=True))
+    assert got.column_names == ["li", "lli", "ls", "m", "x"]
+    assert got.column("x").to_pylist() == [None] * 3 + [1, 2, 3]
+    assert got.drop_columns(["x"]).to_pylist() == want.to_pylist()
+    assert [str(f.type) for f in got.schema][:4] == want_types
+
+
+def test_list_and_map_child_names_in_arrow_ipc_and_parquet(tmp_path):
+    """A list's child name, and a map's entries, key and value names, are not
+    part of the type (pyarrow's type equality ignores them); a struct's field
+    names are."""
+    d = tmp_path / "ipc"
+    d.mkdir()
+    feather.write_feather(pa.table({"li": pa.array([[1]], pa.list_(pa.field("x", pa.int32())))}),
+                          d / "a.arrow", compression="uncompressed")
+    feather.write_feather(pa.table({"li": pa.array([[2, 3], None], pa.list_(pa.int32()))}),
+                          d / "b.arrow", compression="uncompressed")
+    want = ds.dataset(d, format="ipc").to_table()
+    for kw in ({}, {"union_by_name": True}):
+        got = pa.table(sluice.read(d, **kw))
+        assert got.to_pylist() == want.to_pylist(), kw
+        assert got.schema.field("li").type.value_field.name == "x"
+    # Parquet maps from writers that name the key_value group, key and value
+    # otherwise (pyarrow writes key_value/key/value: its file renamed in place)
+    m = tmp_path / "maps"
+    m.mkdir()
+    mt = pa.map_(pa.int32(), pa.string())
+    pq.write_table(pa.table({"m": pa.array([[(1, "a")]], mt)}), m / "a.parquet",
+                   store_schema=False)
+    pq.write_table(pa.table({"m": pa.array([None, [(2, None)]], mt)}), m / "b.parquet",
+                   store_schema=False)
+    raw = (m / "a.parquet").read_bytes()
+    assert raw.count(b"\x03key") == 2 and raw.count(b"\x05value") == 2  # schema, path
+    (m / "a.parquet").write_bytes(raw.replace(b"\x03key", b"\x03kez")
+                                  .replace(b"\x05value", b"\x05valu3")
+                                  .replace(b"\x09key_value", b"\x09kay_value"))
+    assert pq.read_schema(m / "a.parquet").field("m").type.key_field.name == "kez"
+    want = ds.dataset(m).to_table()
+    for kw in ({}, {"union_by_name": True}):
+        assert pa.table(sluice.read(m, **kw)).to_pylist() == want.to_pylist(), kw
+    # a struct's field names still count
+    s = tmp_path / "st"
+    s.mkdir()
+    feather.write_feather(pa.table({"l": pa.array([[{"a": 1}]])}), s / "a.arrow")
+    feather.write_feather(pa.table({"l": pa.array([[{"b": 1}]])}), s / "b.arrow")
+    for kw in ({}, {"union_by_name": True}):
+        with pytest.raises(sluice.InvalidArgumentError, match=r"'l\.item\.b' here, 'l\.item\.a'"):
+            sluice.read(s, **kw)

@@ -1571,3 +1571,25 @@ def test_map_with_nested_keys(sluice_bin, tmp_path, writer):
     got = sluice_read_batches(sluice_bin, path, global_args=["-O", "batch_rows=7"],
                               cat_args=["-c", "msl,ms", "--limit", "400"])
     assert got.to_pylist() == want.select(["msl", "ms"]).slice(0, 400).to_pylist()
+
+
+@pytest.mark.parametrize("union", [False, True])
+def test_list_element_names_do_not_split_a_dataset(sluice_bin, tmp_path, union):
+    """`list.element` (pyarrow >= 13) beside `list.item` (older pyarrow,
+    use_compliant_nested_type=False) was refused as columns that differ, by
+    cat and convert: read as one table, of the first file's type, as
+    pyarrow.dataset reads them."""
+    import pyarrow.dataset as ds
+    li = pa.array([[1, 2], None, [None]], pa.list_(pa.int32()))
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(pa.table({"li": li, "x": [1, 2, 3]}), a)
+    pq.write_table(pa.table({"li": li.slice(1), "x": [4, 5]}), b, use_compliant_nested_type=False)
+    want = ds.dataset([str(a), str(b)]).to_table()
+    glob = ["--union-by-name"] if union else []
+    got = sluice_read_batches(sluice_bin, a, global_args=glob, cat_args=[b])
+    assert got.to_pylist() == want.to_pylist()
+    assert got.schema.field("li").type.value_field.name == "element"
+    out = tmp_path / "out.parquet"
+    proc = _run(sluice_bin, [*glob, "convert", b, a, out])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert pq.read_table(out).to_pylist() == ds.dataset([str(b), str(a)]).to_table().to_pylist()
