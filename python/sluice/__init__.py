@@ -889,7 +889,10 @@ class Writer:
     the writer (later calls raise ValueError), while one refused before
     (columns that differ from the writer's: a pyarrow string column where
     the writer has large_string, as polars and pandas give; cast first)
-    leaves it as it was. Calls from another thread while a write() runs
+    leaves it as it was. The names of a list's element and of a map's
+    entries, key and value are not compared (list<item> after
+    list<element> is taken, as pyarrow's ParquetWriter takes it): the
+    output has the writer's. Calls from another thread while a write() runs
     raise RuntimeError. Ctrl-C during a write() or close() takes effect when
     it returns.
     """

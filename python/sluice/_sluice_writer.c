@@ -35,11 +35,17 @@ static int busy_error(WriterObject* self) {
 }
 
 /// Whether `got` has the types and names of `want` (nullability and metadata
-/// aside); else the first difference in `why`. A batch is read by the
-/// writer's schema: a large_string column read as string would be garbage.
+/// aside); else the first difference in `why`, the column named by its path
+/// (`where` is its parent's, "li." say). A batch is read by the writer's
+/// schema: a large_string column read as string would be garbage. The names
+/// of a list's element and of a map's entries, key and value are not part of
+/// the type (as in pyarrow, whose ParquetWriter takes list<item> after
+/// list<element>): `named` is 0 for those nodes, -1 for map entries (whose
+/// children's names do not count either).
 static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema* got,
-                       const char* where, char* why, size_t cap) {
+                       const char* where, int named, char* why, size_t cap) {
   const char* name = got->name != NULL ? got->name : "";
+  const char* want_name = want->name != NULL ? want->name : "";
   if (strcmp(want->format, got->format) != 0) {
     char got_type[64], want_type[64];
     sluice_type_name(got->format, got_type, sizeof got_type);
@@ -47,10 +53,8 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
     snprintf(why, cap, "%s%s: type %s, the writer's is %s", where, name, got_type, want_type);
     return 0;
   }
-  if ((want->name == NULL) != (got->name == NULL) ||
-      (want->name != NULL && strcmp(want->name, got->name) != 0)) {
-    snprintf(why, cap, "%scolumn '%s', the writer's is '%s'", where, name,
-             want->name != NULL ? want->name : "");
+  if (named > 0 && strcmp(want_name, name) != 0) {
+    snprintf(why, cap, "column '%s%s', the writer's is '%s%s'", where, name, where, want_name);
     return 0;
   }
   if (want->n_children != got->n_children && where[0] == '\0' && name[0] == '\0') {
@@ -79,16 +83,31 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
              (long long)got->n_children, (long long)want->n_children);
     return 0;
   }
+  // The children's path: the writer's names (a list's child, whatever this
+  // write calls it, is reported as the writer calls it).
+  char sub[512];
+  int len = snprintf(sub, sizeof sub, "%s%s", where, want_name);
+  if (len > 0 && (size_t)len + 1 < sizeof sub && sub[len - 1] != '.') {
+    sub[len] = '.';
+    sub[len + 1] = '\0';
+  }
+  char values[512];
+  snprintf(values, sizeof values, "%s%s's dictionary", where, name);
   if ((want->dictionary == NULL) != (got->dictionary == NULL) ||
       (want->dictionary != NULL &&
-       !same_schema(want->dictionary, got->dictionary, where, why, cap))) {
+       !same_schema(want->dictionary, got->dictionary, values, 0, why, cap))) {
     if ((want->dictionary == NULL) != (got->dictionary == NULL)) {
       snprintf(why, cap, "%s%s: dictionary-encoded in one and not the other", where, name);
     }
     return 0;
   }
+  const char* f = want->format;
+  int list = f[0] == '+' && (strcmp(f + 1, "l") == 0 || strcmp(f + 1, "L") == 0 ||
+                             strncmp(f + 1, "w:", 2) == 0 || strcmp(f + 1, "vl") == 0 ||
+                             strcmp(f + 1, "vL") == 0);
+  int kids = named < 0 ? 0 : strcmp(f, "+m") == 0 ? -1 : !list;
   for (int64_t i = 0; i < want->n_children; ++i) {
-    if (!same_schema(want->children[i], got->children[i], where, why, cap)) return 0;
+    if (!same_schema(want->children[i], got->children[i], sub, kids, why, cap)) return 0;
   }
   return 1;
 }
@@ -197,7 +216,7 @@ static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* strea
   }
   if (self->writer == NULL) {
     rc = writer_open(self, &schema);
-  } else if (!same_schema(&self->schema, &schema, "", error.message, sizeof error.message)) {
+  } else if (!same_schema(&self->schema, &schema, "", 1, error.message, sizeof error.message)) {
     char why[sizeof error.message];
     memcpy(why, error.message, sizeof why);
     set_error(&error, EINVAL, "%s: this write's columns differ from the writer's: %.900s",

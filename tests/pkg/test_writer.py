@@ -227,3 +227,43 @@ def test_a_piece_with_more_columns_names_them(tmp_path):
                        match=r"3 columns \(__index_level_0__, a, s|3 columns \(a, s, __index"):
         w.write(pd.DataFrame({"a": [3], "s": ["z"]}, index=[7]))
     w.abort()
+
+
+def test_list_child_names_do_not_count_and_nested_differences_name_the_path(tmp_path):
+    """A piece of list<item> after one of list<element> (pq.read_table's,
+    pyarrow >= 13) was refused as "column 'item', the writer's is
+    'element'": pyarrow's ParquetWriter takes it (the types are equal), and
+    the names of a nested difference lacked their parents."""
+    li = pa.list_(pa.field("element", pa.int32()))
+    first = pa.table({"li": pa.array([[1, 2], None], li), "n": [1, 2]})
+    more = pa.table({"li": pa.array([[3], []], pa.list_(pa.int32())), "n": [3, 4]})
+    assert first.schema.field("li").type == more.schema.field("li").type  # in pyarrow
+    ref = tmp_path / "ref.parquet"
+    with pq.ParquetWriter(ref, first.schema) as w:
+        w.write_table(first)
+        w.write_table(more)
+    for fmt in ("parquet", "arrow"):
+        out = tmp_path / f"out.{fmt}"
+        with sluice.Writer(out) as w:
+            w.write(first)
+            w.write(more)
+        got = pa.table(sluice.read(out))
+        assert got.to_pylist() == pq.read_table(ref).to_pylist(), fmt
+        assert got.schema.field("li").type.value_field.name == "element", fmt
+    # Differences inside nested columns name the column by its whole path.
+    ls = pa.list_(pa.field("element", pa.struct([("a", pa.int32())])))
+    with sluice.Writer(tmp_path / "n.parquet") as w:
+        w.write(pa.table({"l": pa.array([[{"a": 1}]], ls),
+                          "s": pa.array([{"x": 1}], pa.struct([("x", pa.int32())]))}))
+        with pytest.raises(sluice.InvalidArgumentError,
+                           match=r"column 'l\.element\.b', the writer's is 'l\.element\.a'"):
+            w.write(pa.table({"l": pa.array([[{"b": 1}]], pa.list_(pa.struct([("b", pa.int32())]))),
+                              "s": pa.array([{"x": 1}], pa.struct([("x", pa.int32())]))}))
+        with pytest.raises(sluice.InvalidArgumentError,
+                           match=r"s\.x: type int64, the writer's is int32"):
+            w.write(pa.table({"l": pa.array([[{"a": 1}]], ls), "s": pa.array([{"x": 1}])}))
+        with pytest.raises(sluice.InvalidArgumentError,
+                           match=r"l\.element\.a: type int64, the writer's is int32"):
+            w.write(pa.table({"l": pa.array([[{"a": 1}]]),
+                              "s": pa.array([{"x": 1}], pa.struct([("x", pa.int32())]))}))
+    assert pq.read_table(tmp_path / "n.parquet").num_rows == 1
