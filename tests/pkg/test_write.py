@@ -589,3 +589,17 @@ def test_error_writing_into_a_file_object_names_it(tmp_path):
     message = str(info.value)
     assert "<BytesIO>" in message and "producer failed" in message, message
     assert "sluice-" not in message, message
+
+
+@pytest.mark.parametrize("codec", ["snappy", "none"])
+def test_compression_level_for_a_codec_without_levels_is_refused(tmp_path, codec):
+    """compression_level with snappy or none was ignored; pyarrow refuses it,
+    naming the codec. zstd takes one, as in pyarrow."""
+    t = pa.table({"x": [1]})
+    with pytest.raises(pa.ArrowInvalid, match="support setting a compression level"):
+        pq.write_table(t, tmp_path / "pa.parquet", compression=codec, compression_level=3)
+    with pytest.raises(sluice.InvalidArgumentError, match="has no compression levels"):
+        sluice.write(t, tmp_path / "sl.parquet", compression=codec, compression_level=3)
+    assert not (tmp_path / "sl.parquet").exists()
+    sluice.write(t, tmp_path / "z.parquet", compression="zstd", compression_level=3)
+    assert pq.read_table(tmp_path / "z.parquet").equals(t)

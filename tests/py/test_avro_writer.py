@@ -336,8 +336,25 @@ def test_deflate_levels(tmp_path, sluice):
     assert sizes["codec=deflate,level=12"] <= sizes["codec=deflate,level=1"]
     proc = sluice.expect_error("convert", src, tmp_path / "bad.avro", "-W",
                                "codec=deflate,level=13")
-    assert "level 13" in proc.stderr.decode()
+    assert "level=13" in proc.stderr.decode() and "0..12" in proc.stderr.decode()
     assert not (tmp_path / "bad.avro").exists()
+
+
+@pytest.mark.parametrize("opts,says", [
+    ("codec=snappy,level=3", "codec snappy has no compression levels"),
+    ("codec=null,level=5", "codec null has no compression levels"),
+    ("codec=bzip2,level=0", "codec bzip2 takes 1..9"),
+    ("codec=xz,level=10", "codec xz takes 0..9"),
+])
+def test_level_the_codec_lacks_is_refused(tmp_path, sluice, opts, says):
+    """A level was ignored for null and snappy, and clamped (to 9, or xz's 6)
+    out of bzip2's and xz's ranges: a level that does nothing is refused,
+    as pyarrow refuses one for snappy and uncompressed Parquet."""
+    src, dst = tmp_path / "in.arrow", tmp_path / "o.avro"
+    write_arrow(src, pa.table({"a": [1, 2]}))
+    err = sluice.expect_error("convert", src, dst, "-W", opts).stderr.decode()
+    assert says in err, err
+    assert not dst.exists()
 
 
 def test_compression_flag_selects_codec(tmp_path, sluice):

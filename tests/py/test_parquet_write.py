@@ -309,6 +309,32 @@ def test_compression_level(sluice, tmp_path):
     assert_same_table(pq.read_table(out), table)
 
 
+@pytest.mark.parametrize("codec", CODECS)
+def test_compression_level_for_a_codec_without_levels_is_refused(sluice, tmp_path, codec):
+    """A level with snappy or none was ignored; pyarrow refuses it ("Codec
+    'snappy' doesn't support setting a compression level"). pyarrow gives
+    lz4 levels; sluice's lz4 has none, so it refuses them too rather than
+    ignore them. Where a level is taken it reads back."""
+    table = pa.table({"x": [1, 2, 3]})
+    try:
+        reference(tmp_path, table, compression=codec, compression_level=3)
+        pyarrow_takes = True
+    except (pa.ArrowInvalid, ValueError):
+        pyarrow_takes = False
+    src = tmp_path / "t.arrow"
+    write_arrow(src, table)
+    out = tmp_path / "o.parquet"
+    args = ["convert", src, out, "-W", f"compression={codec}", "-W", "compression_level=3"]
+    if pyarrow_takes and not codec.startswith("lz4"):
+        sluice.run(*args)
+        assert_same_table(pq.read_table(out), table)
+        return
+    err = sluice.expect_error(*args).stderr.decode()
+    name = {"none": "UNCOMPRESSED", "lz4": "LZ4_RAW"}.get(codec, codec.upper())
+    assert f"codec {name} has no compression levels" in err, err
+    assert not out.exists()
+
+
 def test_many_row_groups_and_pages_from_sliced_batches(sluice, tmp_path):
     table = mixed_table(3000)
     out = convert(sluice, tmp_path, table, "row_group_size=333", "page_size=100",

@@ -1076,6 +1076,30 @@ static int writer_codec(const char* name, size_t n, enum avro_codec* out,
   return sl_error_set(error, EINVAL, "%.400s (known: null, deflate, snappy, zstandard, bzip2, xz, lzma)",
                       why);
 }
+/// A level the codec has, or none (-1): a level it lacks, or one out of its
+/// range, would be ignored or clamped by avro_compress, so it is refused.
+static int check_level(enum avro_codec codec, int level, struct sluice_error* error) {
+  static const struct {
+    const char* name;
+    int min, max;  // max < 0: no levels
+  } k_levels[] = {[AVRO_CODEC_NULL] = {"null", 0, -1},       [AVRO_CODEC_DEFLATE] = {"deflate", 0, 12},
+                  [AVRO_CODEC_SNAPPY] = {"snappy", 0, -1},   [AVRO_CODEC_ZSTD] = {"zstandard", 0, 22},
+                  [AVRO_CODEC_BZIP2] = {"bzip2", 1, 9},      [AVRO_CODEC_XZ] = {"xz", 0, 9},
+                  [AVRO_CODEC_LZMA] = {"lzma", 0, 9}};
+  if (level < 0) return 0;
+  if ((size_t)codec >= sizeof k_levels / sizeof k_levels[0]) return 0;
+  if (k_levels[codec].max < 0) {
+    return sl_error_set(error, EINVAL, "Avro write option level=%d: codec %s has no compression "
+                        "levels (deflate, zstandard, bzip2, xz and lzma have)", level,
+                        k_levels[codec].name);
+  }
+  if (level < k_levels[codec].min || level > k_levels[codec].max) {
+    return sl_error_set(error, EINVAL, "Avro write option level=%d: codec %s takes %d..%d", level,
+                        k_levels[codec].name, k_levels[codec].min, k_levels[codec].max);
+  }
+  return 0;
+}
+
 static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   ctx->codec = AVRO_CODEC_NULL;
   ctx->level = -1;
@@ -1117,7 +1141,7 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
     const char* c = strcmp(args->compression, "zstd") == 0 ? "zstandard" : args->compression;
     SL_RETURN_NOT_OK(writer_codec(c, strlen(c), &ctx->codec, error));
   }
-  return 0;
+  return check_level(ctx->codec, ctx->level, error);
 }
 
 static int random_sync(uint8_t* out, struct sluice_error* error) {
