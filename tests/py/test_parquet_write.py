@@ -312,9 +312,9 @@ def test_compression_level(sluice, tmp_path):
 @pytest.mark.parametrize("codec", CODECS)
 def test_compression_level_for_a_codec_without_levels_is_refused(sluice, tmp_path, codec):
     """A level with snappy or none was ignored; pyarrow refuses it ("Codec
-    'snappy' doesn't support setting a compression level"). pyarrow gives
-    lz4 levels; sluice's lz4 has none, so it refuses them too rather than
-    ignore them. Where a level is taken it reads back."""
+    'snappy' doesn't support setting a compression level"). Where pyarrow
+    takes a level (zstd, gzip, brotli, lz4: its high-compression coder from
+    level 3) sluice takes it too, and the file reads back."""
     table = pa.table({"x": [1, 2, 3]})
     try:
         reference(tmp_path, table, compression=codec, compression_level=3)
@@ -325,7 +325,7 @@ def test_compression_level_for_a_codec_without_levels_is_refused(sluice, tmp_pat
     write_arrow(src, table)
     out = tmp_path / "o.parquet"
     args = ["convert", src, out, "-W", f"compression={codec}", "-W", "compression_level=3"]
-    if pyarrow_takes and not codec.startswith("lz4"):
+    if pyarrow_takes:
         sluice.run(*args)
         assert_same_table(pq.read_table(out), table)
         return
@@ -333,6 +333,28 @@ def test_compression_level_for_a_codec_without_levels_is_refused(sluice, tmp_pat
     name = {"none": "UNCOMPRESSED", "lz4": "LZ4_RAW"}.get(codec, codec.upper())
     assert f"codec {name} has no compression levels" in err, err
     assert not out.exists()
+
+
+def test_lz4_levels_compress_as_pyarrow_does(sluice, tmp_path):
+    """lz4 levels from 3 use LZ4's high-compression coder, as Arrow C++
+    does: the file is smaller than at the default, readable by pyarrow, and
+    a level past 12 is refused."""
+    table = pa.table({"s": [f"value {i % 500} of a repetitive column" for i in range(20000)]})
+    src = tmp_path / "t.arrow"
+    write_arrow(src, table)
+    sizes = {}
+    for level in (None, 9):
+        out = tmp_path / f"o{level}.parquet"
+        args = ["convert", src, out, "-W", "compression=lz4", "-W", "use_dictionary=false"]
+        if level is not None:
+            args += ["-W", f"compression_level={level}"]
+        sluice.run(*args)
+        assert_same_table(pq.read_table(out), table)
+        sizes[level] = out.stat().st_size
+    assert sizes[9] < sizes[None]
+    err = sluice.expect_error("convert", src, tmp_path / "x.parquet", "-W", "compression=lz4",
+                              "-W", "compression_level=13").stderr.decode()
+    assert "level 13 is not in 0..12" in err
 
 
 def test_many_row_groups_and_pages_from_sliced_batches(sluice, tmp_path):

@@ -194,10 +194,10 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   // A level for a codec without levels would be ignored: refused, as pyarrow
   // refuses it, so that it is not taken for a smaller file.
   if (o->level >= 0 && o->codec != PQ_CODEC_ZSTD && o->codec != PQ_CODEC_GZIP &&
-      o->codec != PQ_CODEC_BROTLI) {
+      o->codec != PQ_CODEC_BROTLI && o->codec != PQ_CODEC_LZ4_RAW) {
     return sl_error_set(error, EINVAL, "parquet writer: codec %s has no compression levels "
                         "(compression_level=%d): leave compression_level out, or choose zstd, "
-                        "gzip or brotli", pq_codec_name(o->codec), o->level);
+                        "gzip, brotli or lz4", pq_codec_name(o->codec), o->level);
   }
   return 0;
 }
