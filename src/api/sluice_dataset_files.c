@@ -231,6 +231,18 @@ static int add_partition_fields(const struct sl_files_reader* f, struct ArrowSch
   return 0;
 }
 
+/// The error for object i, whose columns do not read as the first's: `why`.
+static int columns_differ(const struct sl_files_reader* f, int64_t i, const char* why,
+                          struct sluice_error* error) {
+  return sl_error_set(error, EINVAL,
+                      "%s: its columns differ from those of %s, the first object: %s; "
+                      "read the objects separately%s",
+                      f->parts[i].name, f->parts[0].name, why,
+                      strcmp(f->format->name, "csv") == 0
+                          ? ", or give every column's type (CSV option schema=...)"
+                          : ", or match their columns by name (union_by_name)");
+}
+
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
   struct sl_files_reader* f = reader;
   out->release = NULL;
@@ -244,13 +256,7 @@ static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_err
     int rc = f->format->schema(f->parts[i].reader, &other, error);
     char why[512];
     if (rc == 0 && schema_differs(out, &other, "", why, sizeof why)) {
-      rc = sl_error_set(error, EINVAL,
-                        "%s: its columns differ from those of %s, the first object: %s; "
-                        "read the objects separately%s",
-                        f->parts[i].name, f->parts[0].name, why,
-                        strcmp(f->format->name, "csv") == 0
-                            ? ", or give every column's type (CSV option schema=...)"
-                            : ", or match their columns by name (union_by_name)");
+      rc = columns_differ(f, i, why, error);
     }
     if (rc == 0) merge_nullable(out, &other);
     if (other.release != NULL) other.release(&other);
@@ -751,7 +757,9 @@ static const char* leaf_join(const char* joined, const struct ArrowSchema* a,
 /// writers of one table disagree on) read as one dataset of the joined
 /// types, as DuckDB and polars read them: f->unified holds them, and each
 /// object with another type keeps its own schema to cast its batches. Any
-/// other difference is left to files_schema, which reports it.
+/// other difference is an error naming the first object whose columns do
+/// not join those before it (not merely the first that differs: int32,
+/// int64, string blames the string).
 static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
   if (f->n_parts < 2 || f->format->widen_to != NULL) return 0;  // (CSV joins its own)
   struct ArrowSchema* schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *schemas);
@@ -766,10 +774,11 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
   int joins = rc == 0, any = 0;
   for (int64_t c = 0; joins && c < n; ++c) joined[c] = schemas[0].children[c]->format;
   for (int64_t i = 1; joins && i < f->n_parts; ++i) {
+    char why[512];
     joins = schemas[i].n_children == n;
+    if (!joins) schema_differs(&schemas[0], &schemas[i], "", why, sizeof why);
     for (int64_t c = 0; joins && c < n; ++c) {
       const struct ArrowSchema *a = schemas[0].children[c], *b = schemas[i].children[c];
-      char why[512];
       if (strcmp(a->format, b->format) == 0) {
         joins = !schema_differs(a, b, "", why, sizeof why);
         continue;
@@ -778,7 +787,20 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
       joins = j != NULL;
       if (j != NULL) joined[c] = j;
       any = 1;
+      if (j == NULL && strcmp(joined[c], a->format) != 0 && strcmp(name_of(a), name_of(b)) == 0 &&
+          b->n_children == 0 && b->dictionary == NULL) {
+        // The objects before it joined to another type than the first's.
+        char here[64], before[64], first[64];
+        sl_format_name(b->format, here, sizeof here);
+        sl_format_name(joined[c], before, sizeof before);
+        sl_format_name(a->format, first, sizeof first);
+        snprintf(why, sizeof why, "column '%s' is of type %s here, %s in the objects before it "
+                 "(%s in the first)", name_of(a), here, before, first);
+      } else if (j == NULL) {
+        schema_differs(a, b, "", why, sizeof why);
+      }
     }
+    if (rc == 0 && !joins) rc = columns_differ(f, i, why, error);
   }
   if (rc == 0 && joins && any) {
     rc = sl_schema_copy(&schemas[0], f->alloc, &f->unified, error);

@@ -1477,6 +1477,36 @@ def test_objects_of_other_types_are_still_an_error(sluice_bin, tmp_path):
     assert "int64 here, double in the first" in err, err
 
 
+def test_type_that_does_not_join_names_its_object(sluice_bin, tmp_path):
+    """Of three objects whose first two join (int32 and int64), the error
+    names the third, whose type joins neither, as DuckDB names the file it
+    cannot cast (it named the second, whose int64 joins int32). Where the
+    types before it joined to another than the first's (int8 and int16;
+    int32 and float64), the message says so."""
+    duckdb = pytest.importorskip("duckdb")
+    cases = {"string": [pa.array([1], pa.int32()), pa.array([2], pa.int64()), pa.array(["s"])],
+             "uint64": [pa.array([1], pa.int8()), pa.array([2], pa.int16()),
+                        pa.array([3], pa.uint64())],
+             "int64": [pa.array([1], pa.int32()), pa.array([2.5]), pa.array([3], pa.int64())]}
+    for name, arrays in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        for i, a in enumerate(arrays):
+            pq.write_table(pa.table({"x": a}), d / f"{i}.parquet")
+        # the first two alone read as one table: their types join
+        assert _run(sluice_bin, ["cat", d / "[01].parquet", "-t", "arrows"]).returncode == 0
+        err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
+        assert err.startswith(f"sluice: {d / '2.parquet'}: "), err
+        if name == "string":
+            with pytest.raises(duckdb.Error) as e:
+                duckdb.sql(f"SELECT * FROM read_parquet('{d}/*.parquet')").fetchall()
+            assert f'file "{d / "2.parquet"}"' in str(e.value), str(e.value)
+            assert "type string here, int64 in the objects before it (int32 in the first)" in err
+        else:
+            joined = {"uint64": "int16", "int64": "double"}[name]
+            assert f"type {name} here, {joined} in the objects before it" in err, err
+
+
 def test_joined_types_filter_and_stats_as_duckdb(sluice_bin, tmp_path):
     """Filters and `sluice stats` over objects whose types were joined: a
     uint8 object's dictionary asked for 200 in an int16 dataset (it was read
