@@ -276,6 +276,9 @@ struct condition {
   enum sl_filter_op op;
   char* values[64];
   int n_values;
+  /// A number no integer key holds (year>2023.5 is year>2023, year=2024.5
+  /// leaves the list): -1 when no value passes, 1 when every non-null does.
+  int verdict;
 };
 
 static void condition_free(struct condition* c, const struct sluice_allocator* alloc) {
@@ -298,6 +301,7 @@ static int compare_as(const char* format, const char* a, const char* b) {
 static int passes(const struct sl_hive* h, const struct condition* c, int64_t object) {
   const char* v = h->values[object * h->n_keys + c->key];
   if (v == NULL) return 0;  // null passes no condition, as in SQL
+  if (c->verdict != 0) return c->verdict > 0;
   const char* format = h->formats[c->key];
   if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) {
     int any = 0;
@@ -344,9 +348,11 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
   p += op_len;
   left -= op_len;
   const char* format = h->formats[c->key];
+  int n_given = 0;  // values written, those an integer key drops included
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
+    ++n_given;
     if (c->n_values == (int)(sizeof c->values / sizeof c->values[0])) {
       return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
                           text);
@@ -362,17 +368,35 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
                           "which no key=value directory name can", (int)n, text, (int)m, p);
     }
     c->values[c->n_values++] = v;
-    if ((strcmp(format, "l") == 0 && !is_integer(v)) || (strcmp(format, "tdD") == 0 && !is_date(v))) {
-      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not %s, as the "
-                          "values of '%s' are", (int)n, text, v,
-                          strcmp(format, "l") == 0 ? "an integer" : "a YYYY-MM-DD date",
-                          h->keys[c->key]);
+    if (strcmp(format, "l") == 0 && !is_integer(v)) {
+      // Another number, compared as row filters compare it with an
+      // integer column (as DuckDB and pyarrow do): year>2023.5 is year>2023.
+      union sl_filter_value bound;
+      int verdict = sl_filter_integer_bound(SL_FILTER_INT, v, vn, c->op, &bound);
+      if (verdict == -2) {
+        return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a number, as "
+                            "the values of '%s' are", (int)n, text, v, h->keys[c->key]);
+      }
+      sl_free(alloc, v, vn + 1);
+      c->values[--c->n_values] = NULL;
+      if (verdict == 0) {
+        char digits[24];
+        snprintf(digits, sizeof digits, "%lld", (long long)bound.i);
+        c->values[c->n_values] = sl_strdup(alloc, digits);
+        if (c->values[c->n_values] == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+        ++c->n_values;
+      } else if (c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+        c->verdict = verdict;  // (one value: several are refused below)
+      }  // (= and != with a value no key holds: it drops out of the list)
+    } else if (strcmp(format, "tdD") == 0 && !is_date(v)) {
+      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a YYYY-MM-DD "
+                          "date, as the values of '%s' are", (int)n, text, v, h->keys[c->key]);
     }
     if (m == left) break;
     p += m + 1;
     left -= m + 1;
   }
-  if (c->n_values > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+  if (n_given > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
     return sl_error_set(error, EINVAL, "partition filter '%.*s': several values ('|') go with = "
                         "and != only", (int)n, text);
   }

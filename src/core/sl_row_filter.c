@@ -99,7 +99,7 @@ static void decimal_step(uint64_t d[4], int delta) {
 
 /// A number's text (sign, digits, '.', exponent: 1.5, -2, 1E+3, 2.5e-07)
 /// as an unscaled value of a decimal column of scale `scale`, bounded as
-/// integer_bound bounds numbers on integer columns: DuckDB compares a
+/// sl_filter_integer_bound bounds numbers on integer columns: DuckDB compares a
 /// decimal column with the literal's exact value, so x > 1.255 on a scale-2
 /// column is x > 1.25, and x = 1.255 holds for no row. Returns 0 and *value,
 /// -1 when no row passes, 1 when every non-null row does, -2 when `v` is
@@ -182,8 +182,8 @@ static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op o
 /// Whether a date column's condition on a date-time literal (pyarrow
 /// compares a date with a datetime as midnight of that day) holds: the
 /// literal as days (date32) or milliseconds (date64), bounded as
-/// integer_bound bounds numbers, 2023-06-01T12:00 falling between two days.
-/// Returns as integer_bound; -2 when `v` is no date-time without a zone.
+/// sl_filter_integer_bound bounds numbers, 2023-06-01T12:00 falling between two days.
+/// Returns as sl_filter_integer_bound; -2 when `v` is no date-time without a zone.
 static int date_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
                       union sl_filter_value* value) {
   int64_t seconds;
@@ -325,15 +325,8 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
   return 0;
 }
 
-/// What a number that is no value of a plain integer column (2.5; -1 for
-/// an unsigned one; 1e30) makes of a condition, as DuckDB and pyarrow
-/// compare across numeric types: 0 and *value, which makes `op` an
-/// equivalent integer condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1
-/// when no row passes (x = 2.5); 1 when every non-null row does (x != 2.5;
-/// x > -1 unsigned).
-/// -2 when `v` is no finite number.
-static int integer_bound(enum sl_filter_kind kind, const char* v, size_t n, enum sl_filter_op op,
-                         union sl_filter_value* value) {
+int sl_filter_integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
+                            enum sl_filter_op op, union sl_filter_value* value) {
   char* end = NULL;
   double d = n > 0 ? strtod(v, &end) : 0;
   if (n == 0 || end != v + n || !isfinite(d)) return -2;
@@ -456,7 +449,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   left -= op_len;
   c->values = sl_alloc(alloc, FILTER_MAX_VALUES * sizeof *c->values);
   if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
-  int single_verdict = 0;  // integer_bound's for a lone value of <, <=, >, >=
+  int single_verdict = 0;  // sl_filter_integer_bound's for a lone value of <, <=, >, >=
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
@@ -485,7 +478,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
                             c->format[0] != 't';
       const int date = c->format[0] == 't' && c->format[1] == 'd';
       if (!ok && (plain_int || date)) {
-        verdict = plain_int ? integer_bound(c->kind, v, vn, c->op, &value)
+        verdict = plain_int ? sl_filter_integer_bound(c->kind, v, vn, c->op, &value)
                             : date_bound(c->format, v, vn, c->op, &value);
         ok = verdict != -2;
         if (date) why = "a YYYY-MM-DD date or a date-time without a zone";

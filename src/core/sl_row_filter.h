@@ -82,6 +82,17 @@ void sl_row_filter_free(struct sl_row_filter* filter);
 /// in a row), which sl_row_filter_parse refuses.
 int sl_filter_has_empty_condition(const char* text);
 
+/// What a number that is no value of a plain integer column (2.5; -1 for
+/// an unsigned one; 1e30) makes of a condition, as DuckDB and pyarrow
+/// compare across numeric types: 0 and *value, which makes `op` an
+/// equivalent integer condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1
+/// when no row passes (x = 2.5); 1 when every non-null row does (x != 2.5;
+/// x > -1 unsigned).
+/// -2 when `v` is no finite number. Shared with the partition filter, whose
+/// integer keys compare as integer columns do.
+int sl_filter_integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
+                            enum sl_filter_op op, union sl_filter_value* value);
+
 /// For pruning: whether some row of an object (a row group, a file) may
 /// pass the filter, given may(ctx, c) == 0 for each condition c that no row
 /// of it passes (by statistics, Bloom filters, dictionaries): none may when
