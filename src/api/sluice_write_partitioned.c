@@ -52,6 +52,10 @@
 // object holds its staged file until the uploads: the low bound then.
 #define MIN_OPEN_FILES 64
 #define MAX_OPEN_FILES 1024
+// Descriptors left to the rest of the process (stdio, the input and its
+// readers, Python's own), whatever the bounds above say: a soft limit of
+// 64 allows 32 open files, not 64 that it could never hold with the rest.
+#define OPEN_FILES_MARGIN 32
 // The objects' places in the spool (mmap'd from there for the upload): a
 // multiple of every page size.
 #define SPOOL_ALIGN ((int64_t)1 << 16)
@@ -114,6 +118,7 @@ struct partitioned_write {
   int scatter;  ///< sl_array_scatter takes file_schema's batches
   int staged;   ///< local: the staging directory exists (removed on error)
   int64_t n_open;  ///< files open
+  int64_t rows_before;  ///< input rows in the batches before this one (errors count from 0)
   int64_t max_open;  ///< open_file_limit()
   uint64_t clock;  ///< pushes so far
   int64_t n_keys;
@@ -248,8 +253,8 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
       return sl_error_set(error, EINVAL,
                           "%s: row %lld: the partition directory for column '%s' would be %s%zu "
                           "bytes long, past the %d a file name may have",
-                          w->location, (long long)row, column->name, unescaped ? "over " : "",
-                          segment, MAX_SEGMENT);
+                          w->location, (long long)(w->rows_before + row), column->name,
+                          unescaped ? "over " : "", segment, MAX_SEGMENT);
     }
   }
   return 0;
@@ -278,7 +283,8 @@ static int key_value(const struct partitioned_write* w, const struct ArrowArray*
     int64_t index = sl_int_value(f->type.id, a->buffers[1], i);  // a uint64 past 2^63 < 0
     if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
       return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
-                          "is out of range", w->location, (long long)row, (long long)index,
+                          "is out of range", w->location, (long long)(w->rows_before + row),
+                          (long long)index,
                           w->schema.children[w->key_columns[k]]->name);
     }
     a = a->dictionary;
@@ -1609,7 +1615,9 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
       }
     }
     if (batch.length > 0) {
+      int64_t rows = batch.length;
       rc = split_batch(w, &batch, row_part, error);  // takes the batch
+      w->rows_before += rows;
     } else {
       batch.release(&batch);
     }
@@ -1626,15 +1634,21 @@ static int run(struct partitioned_write* w, struct ArrowArrayStream* stream,
   return rc;
 }
 
-/// How many files may stay open at once (see MIN_OPEN_FILES); `compressed`:
+/// How many files may stay open at once (see MIN_OPEN_FILES and
+/// OPEN_FILES_MARGIN); `compressed`:
 /// each file compressed whole.
 static int64_t open_file_limit(int is_s3, int compressed) {
   struct rlimit limit;
-  if (is_s3 || compressed || getrlimit(RLIMIT_NOFILE, &limit) != 0) return MIN_OPEN_FILES;
-  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur / 4 >= MAX_OPEN_FILES) {
-    return MAX_OPEN_FILES;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return MIN_OPEN_FILES;
+  if (limit.rlim_cur == RLIM_INFINITY) return is_s3 || compressed ? MIN_OPEN_FILES : MAX_OPEN_FILES;
+  const uint64_t cur = (uint64_t)limit.rlim_cur;
+  int64_t want = MIN_OPEN_FILES;
+  if (!is_s3 && !compressed && cur / 4 > MIN_OPEN_FILES) {
+    want = cur / 4 >= MAX_OPEN_FILES ? MAX_OPEN_FILES : (int64_t)(cur / 4);
   }
-  return limit.rlim_cur / 4 > MIN_OPEN_FILES ? (int64_t)(limit.rlim_cur / 4) : MIN_OPEN_FILES;
+  const uint64_t room = cur > 2 * OPEN_FILES_MARGIN ? cur - OPEN_FILES_MARGIN : cur / 2;
+  if (room < (uint64_t)want) want = room > 0 ? (int64_t)room : 1;
+  return want;
 }
 
 int64_t sl_write_partitioned_budget(const struct sluice_write_options* options) {

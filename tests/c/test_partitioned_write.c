@@ -297,6 +297,16 @@ static void test_spilled_partitions_read_back(void** state) {
   assert_true(count_files(dst, "part-1.parquet") > 0);
   check_read_back(dst, ROWS);
   remove_tree(dst);
+  // Allowed 64 (the floor of open files): 32 stay open, the rest of the
+  // descriptors left to the process (64 open files failed with EMFILE).
+  lowered.rlim_cur = 64;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  rc = write_partitioned(src, dst, "parquet", k_bucket, 1, 16 << 10, NULL, &error);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &limit), 0);
+  assert_int_equal(rc, 0);
+  assert_int_equal(count_files(dst, "part-0.parquet"), 100);
+  check_read_back(dst, ROWS);
+  remove_tree(dst);
   // Batches sliced through their struct's offset (n_keys < 0 asks).
   assert_int_equal(write_partitioned(src, dst, "parquet", k_keys, -2, 16 << 10, NULL, &error), 0);
   check_read_back(dst, ROWS);

@@ -575,3 +575,46 @@ def test_an_error_names_the_partition_its_row_number_counts(tmp_path):
         sluice.write(t, tmp_path / "out", format="csv", partition_by=["k"], null="")
     assert "partition k=b (a row number counts its rows): csv: column 's', row 1" in str(e.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_key_value_names_its_row_in_the_input(tmp_path):
+    """A value too long for a directory name in a later batch is named by
+    its row in the input (it was its row in the batch: row 0 here)."""
+    schema = pa.schema([("f", pa.string()), ("v", pa.int64())])
+    batches = [pa.record_batch({"f": ["a", "c", "a"], "v": [1, 2, 3]}, schema=schema),
+               pa.record_batch({"f": ["a", "x" * 300], "v": [4, 5]}, schema=schema)]
+    bad = pa.Table.from_batches(batches).column("f").to_pylist().index("x" * 300)
+    with pytest.raises(sluice.InvalidArgumentError, match=f": row {bad}: the partition directory"):
+        sluice.write(pa.RecordBatchReader.from_batches(schema, iter(batches)), tmp_path / "out",
+                     format="parquet", partition_by=["f"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_open_files_stay_under_a_low_descriptor_limit(tmp_path):
+    """With 64 descriptors allowed (the floor of open files was 64 too),
+    300 partitions are written: the files kept open stay below the limit,
+    leaving room for the rest of the process, and read back as DuckDB reads
+    them (it failed with 'Too many open files')."""
+    import resource
+    import subprocess
+    import sys
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 64:
+        pytest.skip(f"hard limit on open files is {hard}")
+    n = 3000
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"f": [i % 300 for i in range(n)], "v": list(range(n))}), src,
+                   row_group_size=100)
+    out = tmp_path / "out"
+    code = ("import resource, sluice, pyarrow.parquet as pq\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit("
+            "resource.RLIMIT_NOFILE)[1]))\n"
+            f"sluice.write(pq.read_table({str(src)!r}), "
+            f"{str(out)!r}, format='parquet', partition_by=['f'])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(_layout(out)[0]) == 300
+    got = duckdb.sql(f"SELECT f, v FROM read_parquet('{out}/**/*.parquet', "
+                     "hive_partitioning=true) ORDER BY v").fetchall()
+    want = duckdb.sql(f"SELECT f, v FROM read_parquet('{src}') ORDER BY v").fetchall()
+    assert got == want
