@@ -136,9 +136,14 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   return 0;
 }
 
+/// Whether `s` is an int64 written as digits after an optional '-' (leading
+/// zeros allowed), as pyarrow and polars infer an integer key: `+3`, ` 3`
+/// and `3 ` stay text (sl_parse_int64 alone took the first two as 3).
 static int is_integer(const char* s) {
+  size_t n = strlen(s), sign = s[0] == '-';
+  if (n == sign || strspn(s + sign, "0123456789") != n - sign) return 0;
   int64_t v;
-  return sl_parse_int64(s, strlen(s), INT64_MIN, INT64_MAX, &v) == 0;
+  return sl_parse_int64(s, n, INT64_MIN, INT64_MAX, &v) == 0;
 }
 
 static int is_date(const char* s) {

@@ -14,8 +14,8 @@
 struct sl_hive {
   int64_t n_keys;     ///< 0 = not partitioned
   char** keys;        ///< column names (percent-decoded)
-  /// Arrow format per key: "l" (int64) when every value is a decimal
-  /// integer, "tdD" (date32) when every value is a YYYY-MM-DD date, else
+  /// Arrow format per key: "l" (int64) when every value is digits after
+  /// an optional '-', "tdD" (date32) when every value is a YYYY-MM-DD date, else
   /// "u" (utf8).
   const char** formats;
   int64_t n_objects;

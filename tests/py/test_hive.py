@@ -22,6 +22,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
+pds = pytest.importorskip("pyarrow.dataset")
 ipc = pytest.importorskip("pyarrow.ipc")
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")
@@ -117,6 +118,25 @@ def test_csv_and_dates_written_by_duckdb(sluice, tmp_path):
     want = dict(zip(duck.columns, map(list, zip(*duck.fetchall()))))
     assert by_id(got) == want
     assert datetime.date(2024, 2, 29) in want["day"]
+
+
+@pytest.mark.parametrize("values", [["+3", "4"], [" 3", "4"], ["3 ", "4"], ["1", "01", " 3"],
+                                    ["01", "007"], ["-0", "00"], ["-5", "6"], ["+0"]])
+def test_integer_keys_inferred_as_pyarrow_and_polars(sluice, tmp_path, values):
+    """A key is an integer when every value is digits after an optional '-'
+    (leading zeros too), as pyarrow.dataset and polars infer it: '+3' and
+    ' 3' keep their text (they were int64 3, and '01' beside ' 3' became 1)."""
+    root = tmp_path / "d"
+    for i, v in enumerate(values):
+        (root / f"k={v}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [i]}), root / f"k={v}" / "a.parquet")
+    got = sluice_read(sluice, root).sort_by("x")
+    peer = pds.dataset(root, partitioning="hive").to_table().sort_by("x")
+    polars = pl.read_parquet(f"{root}/**/*.parquet", hive_partitioning=True).sort("x")
+    integer = pa.types.is_integer(peer.schema.field("k").type)
+    assert integer == polars.schema["k"].is_integer()
+    assert got.schema.field("k").type == (pa.int64() if integer else pa.string())
+    assert got.column("k").to_pylist() == peer.column("k").to_pylist() == polars["k"].to_list()
 
 
 def test_key_that_is_a_file_column_adds_nothing(sluice, tmp_path):
