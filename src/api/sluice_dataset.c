@@ -148,6 +148,11 @@ static char* condition_column(const char* cond, size_t len, const struct sluice_
 
 /// Splits filter text into the conditions on partition keys (*keys) and the
 /// others (*rows), each NULL when it has none, else strlen(text) + 1 bytes.
+/// A filter of several ';' groups that names a key filters rows with all of
+/// it (the key is a column of every row) and *keys holds each group's key
+/// conditions (';' between groups, a group without any empty): an object
+/// whose directories fail every group is not read (pyarrow takes such
+/// filters; a key condition alone could not choose objects for one group).
 static int split_filter(const char* text, const struct sl_hive* hive,
                         const struct sluice_allocator* alloc, char** keys, char** rows,
                         struct sluice_error* error) {
@@ -164,8 +169,9 @@ static int split_filter(const char* text, const struct sl_hive* hive,
     sl_free(alloc, r, n + 1);
     return sl_error_set(error, ENOMEM, "out of memory");
   }
-  size_t nk = 0, nr = 0;
-  int groups = strchr(text, ';') != NULL;
+  size_t nk = 0, nr = 0, group_start = 0;
+  const int groups = strchr(text, ';') != NULL;
+  int any_key = 0;
   for (const char* at = text; *at != '\0';) {
     size_t len = strcspn(at, ",;");
     char* decoded = condition_column(at, len, alloc);
@@ -177,25 +183,29 @@ static int split_filter(const char* text, const struct sl_hive* hive,
     int is_key = 0;
     for (int64_t i = 0; i < hive->n_keys && !is_key; ++i) is_key = strcmp(hive->keys[i], decoded) == 0;
     sl_free(alloc, decoded, strlen(decoded) + 1);
-    if (is_key && groups) {
-      // Objects are chosen by all of the key conditions; in one of several
-      // OR groups a key condition holds for some rows' group only.
-      sl_free(alloc, k, n + 1);
-      sl_free(alloc, r, n + 1);
-      return sl_error_set(error, ENOTSUP, "filter '%s': '%.*s' is on a partition key, which "
-                          "a filter of several ';' groups cannot name (an 'in' list can say "
-                          "key=a|b)", text, (int)len, at);
+    any_key |= is_key;
+    if (is_key) {
+      if (nk > group_start) k[nk++] = ',';
+      memcpy(k + nk, at, len);
+      nk += len;
+    } else if (!groups) {
+      if (nr > 0) r[nr++] = ',';
+      memcpy(r + nr, at, len);
+      nr += len;
     }
-    char* out = is_key ? k : r;
-    size_t* used = is_key ? &nk : &nr;
-    if (*used > 0) out[(*used)++] = groups ? at[-1] : ',';
-    memcpy(out + *used, at, len);
-    *used += len;
+    if (groups && at[len] == ';') {
+      k[nk++] = ';';
+      group_start = nk;
+    }
     at += len + (at[len] != '\0');
+  }
+  if (groups) {  // every condition filters rows; the keys only choose objects
+    memcpy(r, text, n);
+    nr = n;
   }
   k[nk] = '\0';
   r[nr] = '\0';
-  if (nk > 0) *keys = k; else sl_free(alloc, k, n + 1);
+  if (any_key) *keys = k; else sl_free(alloc, k, n + 1);
   if (nr > 0) *rows = r; else sl_free(alloc, r, n + 1);
   return 0;
 }
@@ -207,7 +217,11 @@ static int split_filter(const char* text, const struct sl_hive* hive,
 static int key_names_a_column(const struct sluice_dataset* ds, const char* key_text,
                               const struct sluice_allocator* alloc, struct sluice_error* error) {
   for (const char* at = key_text; *at != '\0';) {
-    size_t len = strcspn(at, ",");
+    size_t len = strcspn(at, ",;");
+    if (len == 0) {  // a group without key conditions
+      ++at;
+      continue;
+    }
     char* key = condition_column(at, len, alloc);
     if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
     int clash = sl_files_reader_key_is_column(ds->format, ds->reader, key);
@@ -219,7 +233,7 @@ static int key_names_a_column(const struct sluice_dataset* ds, const char* key_t
                    : 0;
     sl_free(alloc, key, strlen(key) + 1);
     if (rc != 0) return rc;
-    at += len + (at[len] == ',');
+    at += len + (at[len] != '\0');
   }
   return 0;
 }

@@ -415,15 +415,31 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
   uint8_t* keep = sl_alloc(alloc, (size_t)(n > 0 ? n : 1));
   if (keep == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   memset(keep, 1, (size_t)(n > 0 ? n : 1));
+  // Groups separated by ';' (a row filter's OR groups): an object is kept
+  // when it passes every condition of some group; an empty group keeps all.
+  uint8_t* in_group = NULL;
   int rc = 0;
-  for (const char* at = filter; rc == 0 && *at != '\0';) {
-    size_t len = strcspn(at, ",");
-    struct condition c;
-    rc = parse_condition(hive, at, len, alloc, &c, error);
-    for (int64_t o = 0; rc == 0 && o < n; ++o) keep[o] = keep[o] && passes(hive, &c, o);
-    condition_free(&c, alloc);
-    at += len + (at[len] == ',');
+  if (strchr(filter, ';') != NULL) {
+    in_group = sl_alloc(alloc, (size_t)(n > 0 ? n : 1));
+    if (in_group == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+    else memset(keep, 0, (size_t)(n > 0 ? n : 1));
   }
+  uint8_t* group = in_group != NULL ? in_group : keep;
+  for (const char* at = filter; rc == 0;) {
+    if (in_group != NULL) memset(in_group, 1, (size_t)(n > 0 ? n : 1));
+    while (rc == 0 && *at != '\0' && *at != ';') {
+      size_t len = strcspn(at, ",;");
+      struct condition c;
+      rc = parse_condition(hive, at, len, alloc, &c, error);
+      for (int64_t o = 0; rc == 0 && o < n; ++o) group[o] = group[o] && passes(hive, &c, o);
+      condition_free(&c, alloc);
+      at += len + (at[len] == ',');
+    }
+    for (int64_t o = 0; in_group != NULL && o < n; ++o) keep[o] |= in_group[o];
+    if (*at != ';') break;
+    ++at;
+  }
+  if (in_group != NULL) sl_free(alloc, in_group, (size_t)(n > 0 ? n : 1));
   int64_t kept = 0;
   for (int64_t o = 0; o < n; ++o) kept += keep[o];
   if (rc == 0 && keep_all) {
