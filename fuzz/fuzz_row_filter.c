@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (sluice_dataset_schema(ds, &schema, &err) == 0) {
     // The same filter, evaluated again on what came out: every row passes.
     struct sl_row_filter* check = NULL;
-    if (sl_row_filter_parse(filter, &schema, NULL, 0, &alloc, &check, &err) != 0) {
+    if (sl_row_filter_parse(filter, &schema, &alloc, &check, &err) != 0) {
       fprintf(stderr, "fuzz_row_filter: the dataset took '%s' but it does not parse: %s\n",
               filter, err.message);
       abort();

@@ -605,7 +605,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                              : sl_schema_copy(&ds->full_schema, alloc, &ds->schema, error);
   }
   if (rc == 0 && row_text != NULL) {
-    rc = sl_row_filter_parse(row_text, &ds->full_schema, NULL, 0, alloc, &ds->filter, error);
+    rc = sl_row_filter_parse(row_text, &ds->full_schema, alloc, &ds->filter, error);
     if (rc != 0) sl_error_prefix(error, "%s", location);
   }
   if (rc == 0 && key_text != NULL) rc = key_names_a_column(ds, key_text, alloc, error);

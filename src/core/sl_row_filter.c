@@ -400,13 +400,10 @@ void sl_row_filter_free(struct sl_row_filter* filter) {
   sl_free(alloc, filter, sizeof *filter);
 }
 
-/// Parses text[0, n) (one condition) into *c; *skipped = 1 when it names a
-/// column in `skip`.
+/// Parses text[0, n) (one condition) into *c.
 static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
-                           const char* const* skip, int64_t n_skip,
                            const struct sluice_allocator* alloc, struct sl_filter_condition* c,
-                           int* skipped, struct sluice_error* error) {
-  *skipped = 0;
+                           struct sluice_error* error) {
   size_t k = 0;
   while (k < n && strchr("=!<>", text[k]) == NULL) ++k;
   if (k == 0 || k >= n) {
@@ -415,12 +412,6 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   }
   c->name = sl_percent_decoded(text, k, alloc);
   if (c->name == NULL) return sl_error_set(error, ENOMEM, "out of memory");
-  for (int64_t i = 0; i < n_skip; ++i) {
-    if (strcmp(skip[i], c->name) == 0) {
-      *skipped = 1;
-      return 0;
-    }
-  }
   c->column = -1;
   for (int64_t i = 0; i < schema->n_children && c->column < 0; ++i) {
     const char* name = schema->children[i]->name;
@@ -547,7 +538,6 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
 }
 
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
-                        const char* const* skip, int64_t n_skip,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error) {
   *out = NULL;
@@ -569,45 +559,22 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
     return sl_error_set(error, ENOMEM, "out of memory");
   }
   f->alloc = alloc;
-  int rc = 0, kept = 0, group = 0;
+  f->n_groups = groups;
+  f->conditions = conditions;
+  int rc = 0, group = 0;
   for (const char* at = text; rc == 0 && *at != '\0';) {
     size_t len = strcspn(at, ",;");
-    int skipped = 0;
-    struct sl_filter_condition* c = &conditions[kept];
-    rc = parse_condition(at, len, schema, skip, n_skip, alloc, c, &skipped, error);
-    if (rc == 0 && skipped && groups > 1) {
-      // Left out of one group, a condition would widen it, not the filter.
-      rc = sl_error_set(error, EINVAL, "filter '%s': '%.*s' is on a partition key, which a "
-                        "filter of several ';' groups cannot name", text, (int)len, at);
-    }
-    if (rc != 0 || skipped) {
-      condition_free(alloc, c);
-    } else {
-      c->group = group;
-      ++kept;
-    }
+    struct sl_filter_condition* c = &conditions[f->n_conditions];
+    rc = parse_condition(at, len, schema, alloc, c, error);
+    c->group = group;
+    ++f->n_conditions;  // freed with the others, parsed or not
     group += at[len] == ';';
     at += len + (at[len] != '\0');
   }
-  f->n_groups = groups;
-  f->conditions = conditions;
-  f->n_conditions = kept;
-  if (rc != 0 || kept == 0) {
-    for (int i = 0; i < kept; ++i) condition_free(alloc, &conditions[i]);
-    sl_free(alloc, conditions, (size_t)n * sizeof *conditions);
-    sl_free(alloc, f, sizeof *f);
+  if (rc != 0) {
+    f->n_conditions = n;  // (the rest are zeroed: nothing to free)
+    sl_row_filter_free(f);
     return rc;
-  }
-  if (kept < n) {  // sl_row_filter_free frees n_conditions entries
-    struct sl_filter_condition* exact = sl_alloc(alloc, (size_t)kept * sizeof *exact);
-    if (exact == NULL) {
-      f->n_conditions = n;
-      sl_row_filter_free(f);
-      return sl_error_set(error, ENOMEM, "out of memory");
-    }
-    memcpy(exact, conditions, (size_t)kept * sizeof *exact);
-    sl_free(alloc, conditions, (size_t)n * sizeof *conditions);
-    f->conditions = exact;
   }
   *out = f;
   return 0;

@@ -69,12 +69,9 @@ struct sl_row_filter {
 /// Parses `text` (conditions separated by ',': NAME OP VALUE with OP one of
 /// = != < <= > >=, several values joined by '|' for = and !=, %XX escapes in
 /// names and values; groups of them separated by ';', any of which may hold)
-/// against `schema` (a struct: one child per column). Conditions naming a
-/// column in `skip` (n_skip names; NULL = none) are left out (partition
-/// keys, decided per object; EINVAL in a filter of several groups). *out is
-/// NULL when no condition is left. Free with sl_row_filter_free.
+/// against `schema` (a struct: one child per column). *out is NULL for an
+/// empty text. Free with sl_row_filter_free.
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
-                        const char* const* skip, int64_t n_skip,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error);
 void sl_row_filter_free(struct sl_row_filter* filter);

@@ -103,7 +103,7 @@ static int pfile_open(const char* path, struct pfile* p, struct sluice_error* er
 static int check_filter(struct pfile* p, const char* text, int* may, int64_t* passing) {
   struct sl_row_filter* filter = NULL;
   struct sluice_error error = {0, {0}};
-  int rc = sl_row_filter_parse(text, &p->schema, NULL, 0, NULL, &filter, &error);
+  int rc = sl_row_filter_parse(text, &p->schema, NULL, &filter, &error);
   if (rc != 0) return rc;
   assert_non_null(filter);
   int64_t at[16];
