@@ -150,13 +150,15 @@ static char* condition_column(const char* cond, size_t len, const struct sluice_
 /// others (*rows), each NULL when it has none, else strlen(text) + 1 bytes.
 /// A filter of several ';' groups that names a key filters rows with all of
 /// it (the key is a column of every row) and *keys holds each group's key
-/// conditions (';' between groups, a group without any empty): an object
-/// whose directories fail every group is not read (pyarrow takes such
-/// filters; a key condition alone could not choose objects for one group).
+/// conditions (';' between groups): an object whose directories fail every
+/// group is not read (pyarrow takes such filters; a key condition alone
+/// could not choose objects for one group). *choose = 0 when *keys cannot
+/// choose objects: a group without key conditions may take any object.
 static int split_filter(const char* text, const struct sl_hive* hive,
                         const struct sluice_allocator* alloc, char** keys, char** rows,
-                        struct sluice_error* error) {
+                        int* choose, struct sluice_error* error) {
   *keys = *rows = NULL;
+  *choose = 1;
   if (sl_filter_has_empty_condition(text)) {
     return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' or ';' at an end, or "
                         "two in a row)", text);
@@ -193,8 +195,9 @@ static int split_filter(const char* text, const struct sl_hive* hive,
       memcpy(r + nr, at, len);
       nr += len;
     }
-    if (groups && at[len] == ';') {
-      k[nk++] = ';';
+    if (groups && at[len] != ',') {  // the group ends
+      if (nk == group_start) *choose = 0;
+      if (at[len] == ';' && nk > 0 && k[nk - 1] != ';') k[nk++] = ';';
       group_start = nk;
     }
     at += len + (at[len] != '\0');
@@ -203,6 +206,7 @@ static int split_filter(const char* text, const struct sl_hive* hive,
     memcpy(r, text, n);
     nr = n;
   }
+  if (nk > 0 && k[nk - 1] == ';') --nk;
   k[nk] = '\0';
   r[nr] = '\0';
   if (any_key) *keys = k; else sl_free(alloc, k, n + 1);
@@ -536,8 +540,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     row_text = sl_strdup(alloc, options->filter);
     if (row_text == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
   } else if (rc == 0 && options->filter != NULL) {
-    rc = split_filter(options->filter, &hive, alloc, &key_text, &row_text, error);
-    if (rc == 0 && key_text != NULL) {
+    int choose = 0;
+    rc = split_filter(options->filter, &hive, alloc, &key_text, &row_text, &choose, error);
+    if (rc == 0 && key_text != NULL && choose) {
       rc = sl_hive_filter(&hive, &objects, key_text, 0, alloc, error);
     }
   }

@@ -394,8 +394,26 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
         c->verdict = verdict;  // (one value: several are refused below)
       }  // (= and != with a value no key holds: it drops out of the list)
     } else if (strcmp(format, "tdD") == 0 && !is_date(v)) {
-      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a YYYY-MM-DD "
-                          "date, as the values of '%s' are", (int)n, text, v, h->keys[c->key]);
+      // A date-time, compared with the day's midnight as row filters
+      // compare it with a date column: day>2024-01-01T12:00 is day>2024-01-01.
+      union sl_filter_value bound;
+      int verdict = sl_filter_date_bound(format, v, vn, c->op, &bound);
+      if (verdict == -2) {
+        return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a YYYY-MM-DD "
+                            "date or a date-time without a zone, as the values of '%s' are",
+                            (int)n, text, v, h->keys[c->key]);
+      }
+      sl_free(alloc, v, vn + 1);
+      c->values[--c->n_values] = NULL;
+      if (verdict == 0) {
+        char day[48];
+        sl_format_date(bound.i, day, sizeof day);
+        c->values[c->n_values] = sl_strdup(alloc, day);
+        if (c->values[c->n_values] == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+        ++c->n_values;
+      } else if (c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+        c->verdict = verdict;
+      }
     }
     if (m == left) break;
     p += m + 1;
@@ -416,7 +434,12 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
   if (keep == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   memset(keep, 1, (size_t)(n > 0 ? n : 1));
   // Groups separated by ';' (a row filter's OR groups): an object is kept
-  // when it passes every condition of some group; an empty group keeps all.
+  // when it passes every condition of some group.
+  if (sl_filter_has_empty_condition(filter)) {
+    sl_free(alloc, keep, (size_t)(n > 0 ? n : 1));
+    return sl_error_set(error, EINVAL, "partition filter '%s': an empty condition (',' or ';' at "
+                        "an end, or two in a row)", filter);
+  }
   uint8_t* in_group = NULL;
   int rc = 0;
   if (strchr(filter, ';') != NULL) {

@@ -56,7 +56,8 @@
   "                     exclude are not read\n"                             \
   "  --partitions F     only the objects whose key=value directories pass F,\n" \
   "                     e.g. 'year>=2023,city=Paris|Rome' (=, !=, <, <=, >,\n" \
-  "                     >=; ',' and; '|' or; %XX escapes)\n"                  \
+  "                     >=; ',' and; '|' or; ';' between alternatives; %XX\n"  \
+  "                     escapes)\n"                                          \
   "  -q, --quiet        no progress bar\n"                                    \
   "  -h, --help         show help\n"
 

@@ -179,13 +179,8 @@ static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op o
   return 0;
 }
 
-/// Whether a date column's condition on a date-time literal (pyarrow
-/// compares a date with a datetime as midnight of that day) holds: the
-/// literal as days (date32) or milliseconds (date64), bounded as
-/// sl_filter_integer_bound bounds numbers, 2023-06-01T12:00 falling between two days.
-/// Returns as sl_filter_integer_bound; -2 when `v` is no date-time without a zone.
-static int date_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
-                      union sl_filter_value* value) {
+int sl_filter_date_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
+                         union sl_filter_value* value) {
   int64_t seconds;
   int32_t nanos;
   int zoned;
@@ -470,7 +465,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
       const int date = c->format[0] == 't' && c->format[1] == 'd';
       if (!ok && (plain_int || date)) {
         verdict = plain_int ? sl_filter_integer_bound(c->kind, v, vn, c->op, &value)
-                            : date_bound(c->format, v, vn, c->op, &value);
+                            : sl_filter_date_bound(c->format, v, vn, c->op, &value);
         ok = verdict != -2;
         if (date) why = "a YYYY-MM-DD date or a date-time without a zone";
       }

@@ -99,6 +99,15 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
                            int (*may)(void* ctx, const struct sl_filter_condition* c),
                            void* ctx);
 
+/// A date column's (format `f`: "tdD" days, "tdm" milliseconds) condition
+/// `op` on the date-time text v[0, n) (without a zone; pyarrow compares a
+/// date with a datetime as that day's midnight), as an equivalent condition
+/// on a value of the column's unit, bounded as sl_filter_integer_bound
+/// bounds numbers (x > 2023-06-01T12:00 is x > 2023-06-01). Returns as it
+/// does; -2 when `v` is no such date-time.
+int sl_filter_date_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
+                         union sl_filter_value* value);
+
 /// The little-endian two's complement value of `n` bytes (1 to 32) at `le`,
 /// sign-extended to a SL_FILTER_DECIMAL value.
 void sl_filter_decimal_widen(const uint8_t* le, int n, uint64_t d[4]);

@@ -177,15 +177,19 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-static int append_date(struct sl_text* out, int64_t days) {
+size_t sl_format_date(int64_t days, char* buf, size_t cap) {
   int64_t y;
   unsigned m, d;
   civil_from_days(days, &y, &m, &d);
-  char buf[48];
-  int n = snprintf(buf, sizeof buf, (y >= 0 && y <= 9999) ? "%04" PRId64 "-%02u-%02u"
-                                                          : "%+05" PRId64 "-%02u-%02u",
+  int n = snprintf(buf, cap, (y >= 0 && y <= 9999) ? "%04" PRId64 "-%02u-%02u"
+                                                   : "%+05" PRId64 "-%02u-%02u",
                    y, m, d);
-  return sl_text_append(out, buf, (size_t)n);
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static int append_date(struct sl_text* out, int64_t days) {
+  char buf[48];
+  return sl_text_append(out, buf, sl_format_date(days, buf, sizeof buf));
 }
 
 static const int64_t k_units_per_second[] = {1, 1000, 1000000, 1000000000};

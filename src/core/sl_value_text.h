@@ -106,6 +106,9 @@ size_t sl_format_float(float v, char* buf, size_t cap);
 /// DuckDB write them; readers type 1 as an integer). `buf` needs n + 3
 /// bytes. Returns the new length.
 size_t sl_json_float_spelling(char* buf, size_t n);
+/// Days since 1970-01-01 as "YYYY-MM-DD" ("+10000-01-01" past year 9999),
+/// NUL-terminated in `buf` (48 bytes hold any); returns its length.
+size_t sl_format_date(int64_t days, char* buf, size_t cap);
 /// Decimal text of an integer into `buf` (24 bytes), NUL-terminated; returns
 /// its length.
 size_t sl_format_int64(int64_t v, char* buf);

@@ -288,6 +288,10 @@ FILTERS = [
     ("year!=2021.5", [("year", "!=", 2021.5)], "year != 2021.5"),
     ("year<99999999999999999999", [("year", "<", 1e20)], "year < 99999999999999999999"),
     ("year>-1e30", [("year", ">", -1e30)], "year > -1e30"),
+    # Groups of which one must hold.
+    ("year=2020,city=Paris;year=2022", [[("year", "=", 2020), ("city", "=", "Paris")],
+                                        [("year", "=", 2022)]],
+     "(year = 2020 and city = 'Paris') or year = 2022"),
 ]
 
 
@@ -338,6 +342,10 @@ def test_partition_filter_errors(sluice, pq_dataset, tmp_path):
     assert "'x' is not a number" in err
     err = sluice.expect_error("cat", pq_dataset, "--partitions", "year<1|2").stderr.decode()
     assert "several values" in err
+    # An empty group read every object (';' a trailing separator).
+    for text in ("city=Paris;", ";", "year=2021;;city=Paris"):
+        err = sluice.expect_error("cat", pq_dataset, "--partitions", text).stderr.decode()
+        assert "an empty condition" in err, text
     flat = tmp_path / "flat"
     flat.mkdir()
     pq.write_table(pa.table({"id": [1]}), flat / "p.parquet")
@@ -382,6 +390,23 @@ def test_row_filter_errors(sluice, pq_dataset):
     err = sluice.expect_error("cat", pq_dataset, "--filter", "amount>lots").stderr.decode()
     assert "'lots' is not a number" in err
     assert "--filter" in sluice.run("cat", "--help").stdout.decode()
+
+
+@pytest.mark.parametrize("op", ["=", "!=", "<", "<=", ">", ">="])
+def test_date_keys_compare_with_date_times_as_duckdb(sluice, tmp_path, op):
+    # day>2024-01-01T12:00 was refused on day=YYYY-MM-DD directories (a
+    # date column took it): compared with the day's midnight, as DuckDB does.
+    root = tmp_path / "d"
+    for k, day in enumerate(["2024-01-01", "2024-01-02", "2024-01-03"]):
+        (root / f"day={day}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [k]}), root / f"day={day}" / "a.parquet")
+    for literal in ("2024-01-02T00:00:00", "2024-01-01T12:00"):
+        want = [r[0] for r in duckdb.sql(
+            f"select x from read_parquet('{root}/**/*.parquet', hive_partitioning=true) "
+            f"where day {op} TIMESTAMP '{literal.replace('T', ' ')}' order by x").fetchall()]
+        for flag in ("--partitions", "--filter"):
+            got = sluice_read(sluice, root, flag, f"day{op}{literal.replace(':', '%3A')}")
+            assert sorted(got.column("x").to_pylist()) == want, (flag, literal)
 
 
 def test_or_groups_on_keys_read_only_the_objects_some_group_takes(sluice, tmp_path):
