@@ -225,9 +225,17 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             raise
         raise InvalidArgumentError(e.code, "%s; %s" % (e.message, hint)) from None
     except NotFoundError as e:
-        # As open() tells FileNotFoundError which file: .filename.
-        if e.filename is None and isinstance(src, (str, _os.PathLike)):
-            e.filename = _os.fspath(src)
+        # As open() tells FileNotFoundError which file: .filename, the one
+        # the C library could not open ("... PATH: cannot open: ...": a
+        # missing reader_schema file, say), else the source when named.
+        if e.filename is None:
+            at = e.message.find(": cannot open:")
+            if at >= 0:
+                e.filename = e.message[:at].rsplit(": ", 1)[-1]
+            elif isinstance(src, (str, _os.PathLike)):
+                name = _os.fspath(src)
+                if e.message.startswith(name + ":") or ("'%s'" % name) in e.message:
+                    e.filename = name
         raise
     finally:
         if schema_file is not None:
@@ -487,9 +495,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         name); ``filters=[("year",
         ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
         all must hold; or a list of such lists, any of which may, as
-        pyarrow's disjunctive normal form, then not on partition keys): on
-        partition keys they choose the objects (the others are never
-        opened), on other columns the rows (a null passes none; Parquet row
+        pyarrow's disjunctive normal form): on partition keys they choose
+        the objects (the others are never opened; in groups, an object no
+        group's key conditions take), on other columns the rows (a null passes none; Parquet row
         groups whose statistics exclude every row, or whose Bloom filters or
         dictionaries hold none of an ``=`` / ``in`` condition's values, are
         not read); ``ca_bundle=``

@@ -21,6 +21,16 @@ def test_missing_file(tmp_path):
         with pytest.raises(FileNotFoundError) as e:
             call(path)
         assert e.value.errno == 2 and e.value.filename == str(path), call
+    # Another file missing: that one is named, not the source.
+    import pyarrow as pa
+    present = tmp_path / "present.avro"
+    sluice.write(pa.table({"x": [1]}), present)
+    with pytest.raises(FileNotFoundError) as e:
+        sluice.read(present, reader_schema=str(tmp_path / "missing.avsc"))
+    assert e.value.filename == str(tmp_path / "missing.avsc")
+    with pytest.raises(FileNotFoundError) as e:
+        sluice.read(str(tmp_path / "*.nothing"))
+    assert e.value.filename == str(tmp_path / "*.nothing")
 
 
 def test_truncated_and_malformed(tmp_path, typed):
