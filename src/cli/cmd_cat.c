@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "core/sl_error.h"
 #include "format/sl_format.h"
+#include "io/sl_compression.h"
 #include "io/sl_sink.h"
 
 static int terminal_width(void) {
@@ -30,8 +33,11 @@ static int wants_table(const struct cli_options* options, int* unknown) {
   if (options->to != NULL) return strcmp(options->to, "table") == 0;
   if (options->output == NULL || strcmp(options->output, "-") == 0) return 1;
   if (sl_format_writer_for_path(options->output) != NULL) return 0;
+  // A terminal or pipe (/dev/stdout, /dev/tty, a FIFO) has no extension.
+  struct stat st;
+  if (stat(options->output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return 1;
   size_t n = strlen(options->output);
-  if (n >= 4 && strcmp(options->output + n - 4, ".txt") == 0) return 1;
+  if (n >= 4 && strcasecmp(options->output + n - 4, ".txt") == 0) return 1;
   *unknown = 1;
   return 0;
 }
@@ -112,7 +118,13 @@ int cli_cmd_cat(const struct cli_options* options) {
   int status = cli_open_stream(options, options->n_positional, &dataset, &stream);
   if (status != CLI_OK) return status;
   int unknown = 0;
-  if (wants_table(options, &unknown)) {
+  const int table = wants_table(options, &unknown);
+  if (table && options->output != NULL && sl_compression_suffix_length(options->output) > 0) {
+    // The text table is not compressed: plain text under out.gz would not
+    // read as what its name says.
+    cli_error("%s: the text table is written uncompressed (name it .txt)", options->output);
+    status = CLI_USAGE;
+  } else if (table) {
     status = cat_table(&stream, options);
   } else if (unknown) {
     cli_error("%s: no output format has this extension (give -t FORMAT, or -t table for the "

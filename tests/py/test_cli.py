@@ -344,6 +344,15 @@ def test_cat_to_a_name_of_no_format_is_refused(sluice_bin, data, tmp_path):
         proc = run(sluice_bin, "cat", d / "small.arrow", "-o", tmp_path / name)
         assert proc.returncode == 2 and b"-t table" in proc.stderr, name
         assert not (tmp_path / name).exists()
+    # Nor under a compressed name with -t table: the table is plain text.
+    proc = run(sluice_bin, "cat", d / "small.arrow", "-t", "table", "-o", tmp_path / "t.txt.gz")
+    assert proc.returncode == 2 and b"uncompressed" in proc.stderr
+    assert not (tmp_path / "t.txt.gz").exists()
+    # .TXT as .txt; a device or pipe (no extension) takes the table.
+    ok(sluice_bin, "cat", d / "small.arrow", "-o", tmp_path / "T.TXT")
+    assert (tmp_path / "T.TXT").read_text().splitlines()[-1] == "3 rows"
+    assert ok(sluice_bin, "cat", d / "small.arrow", "-o", "/dev/stdout").decode() \
+        .splitlines()[-1] == "3 rows"
 
 
 def test_an_input_error_written_to_stdout_names_the_input_not_dash(sluice_bin, data, tmp_path):
