@@ -498,12 +498,11 @@ int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const 
       if (n > LZ4_MAX_INPUT_SIZE) return sl_error_set(error, EINVAL, "LZ4_RAW: page too large");
       int bound = LZ4_compressBound((int)n);
       SL_RETURN_NOT_OK(reserve(out, (size_t)bound, name, error));
-      if (level > LZ4HC_CLEVEL_MAX)
-        return sl_error_set(error, EINVAL, "LZ4_RAW: level %d is not in 0..%d", level, LZ4HC_CLEVEL_MAX);
       int room = (int)(out->capacity - out->size > INT_MAX ? INT_MAX : out->capacity - out->size);
       char* to = (char*)out->data + out->size;
       // As Arrow C++ compresses LZ4: levels from LZ4HC_CLEVEL_MIN up with
-      // the high-compression coder, lower ones (and none) with the fast one.
+      // the high-compression coder (which takes those past its 12 as 12, as
+      // pyarrow does), lower ones (and none) with the fast one.
       int got = level >= LZ4HC_CLEVEL_MIN
                     ? LZ4_compress_HC((const char*)src, to, (int)n, room, level)
                     : LZ4_compress_default((const char*)src, to, (int)n, room);
