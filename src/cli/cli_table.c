@@ -48,6 +48,9 @@ static size_t utf8_next(const char* s, size_t n, size_t i, uint32_t* cp) {
     if ((u[k] & 0xc0) != 0x80) return 1;
     v = (v << 6) | (u[k] & 0x3f);
   }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  static const uint32_t k_least[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < k_least[len] || (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff) return 1;
   *cp = v;
   return len;
 }
@@ -63,7 +66,7 @@ static int char_width(uint32_t cp) {
 }
 
 /// Bidirectional controls reorder what follows them on the line: shown
-/// escaped, as the other invisible controls are.
+/// escaped, as the other invisible controls (C0 and C1) are.
 static int is_bidi_control(uint32_t cp) {
   return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e ||
          cp == 0x200f || cp == 0x061c;
@@ -97,7 +100,7 @@ static char* make_cell(const char* s, size_t n) {
     if (cp < 0x20 || cp == 0x7f) {  // control characters would break the layout
       const char* e = cp == '\n' ? "\\n" : cp == '\t' ? "\\t" : cp == '\r' ? "\\r" : "?";
       snprintf(esc, sizeof esc, "%s", e);
-    } else if (is_bidi_control(cp)) {
+    } else if (is_bidi_control(cp) || (cp >= 0x80 && cp < 0xa0)) {  // and C1 controls
       snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
     } else if (cp == 0xfffd && m == 1) {
       snprintf(esc, sizeof esc, "\xef\xbf\xbd");  // not UTF-8: the replacement character
