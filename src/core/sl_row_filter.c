@@ -132,6 +132,9 @@ static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op o
   if (!any) return -2;
   long exponent = 0;
   if (i < n && (v[i] == 'e' || v[i] == 'E')) {
+    // digits, after a sign at most (strtol would skip spaces: "1e 5")
+    size_t d = i + 1 + (i + 1 < n && (v[i + 1] == '+' || v[i + 1] == '-'));
+    if (d >= n || v[d] < '0' || v[d] > '9') return -2;
     char* end = NULL;
     errno = 0;
     exponent = strtol(v + i + 1, &end, 10);

@@ -473,6 +473,10 @@ def test_decimal_columns_compare_by_exact_value(tmp_path, dtype, store_as_intege
             assert sorted(got) == want, (op, lit)
     got = sluice.read(path, filters=[("m", "in", [D("1.25"), D("-0.01"), D("7.777")])])
     assert sorted(got.to_pydict()["i"]) == [0, 4]
+    # Not numbers (strtol skipped the space of "1e 5"), as on float columns.
+    for text in ("m=1e%205", "m=1e", "m=1e+", "m=.", "m=-"):
+        with pytest.raises(sluice.InvalidArgumentError, match="is not a number"):
+            sluice.read(path, filters=text)
 
 
 @pytest.mark.parametrize("store_as_integer", [False, True])
