@@ -398,15 +398,17 @@ void sl_row_filter_free(struct sl_row_filter* filter) {
   sl_free(alloc, filter, sizeof *filter);
 }
 
-/// Parses text[0, n) (one condition) into *c.
-static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
-                           const struct sluice_allocator* alloc, struct sl_filter_condition* c,
-                           struct sluice_error* error) {
+/// Parses text[0, n) (one condition) into *c; messages quote it as
+/// shown[0, shown_n).
+static int parse_condition_shown(const char* text, size_t n, const char* shown, int shown_n,
+                                 const struct ArrowSchema* schema,
+                                 const struct sluice_allocator* alloc,
+                                 struct sl_filter_condition* c, struct sluice_error* error) {
   size_t k = 0;
   while (k < n && strchr("=!<>", text[k]) == NULL) ++k;
   if (k == 0 || k >= n) {
     return sl_error_set(error, EINVAL, "filter '%.*s': expected NAME=VALUE, NAME!=VALUE, "
-                        "NAME<VALUE, NAME<=VALUE, NAME>VALUE or NAME>=VALUE", (int)n, text);
+                        "NAME<VALUE, NAME<=VALUE, NAME>VALUE or NAME>=VALUE", shown_n, shown);
   }
   c->name = sl_percent_decoded(text, k, alloc);
   if (c->name == NULL) return sl_error_set(error, ENOMEM, "out of memory");
@@ -416,7 +418,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     if (name != NULL && strcmp(name, c->name) == 0) c->column = i;
   }
   if (c->column < 0) {
-    return sl_error_set(error, EINVAL, "filter '%.*s': no column '%s'", (int)n, text, c->name);
+    return sl_error_set(error, EINVAL, "filter '%.*s': no column '%s'", shown_n, shown, c->name);
   }
   const struct ArrowSchema* column = schema->children[c->column];
   const struct ArrowSchema* typed = column->dictionary != NULL ? column->dictionary : column;
@@ -427,12 +429,12 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     sl_format_name(typed->format, type, sizeof type);
     return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type %s, which filters "
                         "do not compare (integers, floats, decimals, bool, strings, binary, dates, "
-                        "times, timestamps and durations do)", (int)n, text, c->name, type);
+                        "times, timestamps and durations do)", shown_n, shown, c->name, type);
   }
   const char* p = text + k;
   size_t left = n - k, op_len = sl_filter_op_parse(p, left, &c->op);
   if (op_len == 0) {
-    return sl_error_set(error, EINVAL, "filter '%.*s': unknown operator", (int)n, text);
+    return sl_error_set(error, EINVAL, "filter '%.*s': unknown operator", shown_n, shown);
   }
   p += op_len;
   left -= op_len;
@@ -443,7 +445,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
     if (c->n_values == FILTER_MAX_VALUES) {
-      return sl_error_set(error, EINVAL, "filter '%.*s': more than %d values", (int)n, text,
+      return sl_error_set(error, EINVAL, "filter '%.*s': more than %d values", shown_n, shown,
                           FILTER_MAX_VALUES);
     }
     // Bytes may hold NULs (%00): a binary column's values can.
@@ -480,7 +482,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
         // The value as decoded (%XX escapes are the Python layer's quoting).
         const int shown_decoded = strlen(v) == vn;
         int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
-                              "(%s) needs", (int)n, text, shown_decoded ? (int)vn : (int)m,
+                              "(%s) needs", shown_n, shown, shown_decoded ? (int)vn : (int)m,
                               shown_decoded ? v : p, why, c->name, type);
         sl_free(alloc, v, vn + 1);
         return rc;
@@ -499,7 +501,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   }
   if (c->n_values > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
     return sl_error_set(error, EINVAL, "filter '%.*s': several values ('|') go with = and != "
-                        "only", (int)n, text);
+                        "only", shown_n, shown);
   }
   if (c->n_values == 0 || single_verdict != 0) {
     // No row passes, or every non-null row: as x < MIN, x >= MIN.
@@ -511,6 +513,21 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
     c->n_values = 1;
   }
   return 0;
+}
+
+/// parse_condition_shown, quoting the condition %XX-decoded in messages
+/// (the escapes are the Python layer's quoting, not what the user wrote),
+/// unless decoding gives a NUL byte.
+static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
+                           const struct sluice_allocator* alloc, struct sl_filter_condition* c,
+                           struct sluice_error* error) {
+  size_t dn = 0;
+  char* decoded = memchr(text, '%', n) != NULL ? sl_percent_decoded_bytes(text, n, alloc, &dn) : NULL;
+  const int use = decoded != NULL && strlen(decoded) == dn && dn <= INT32_MAX;
+  int rc = parse_condition_shown(text, n, use ? decoded : text, use ? (int)dn : (int)n, schema,
+                                 alloc, c, error);
+  if (decoded != NULL) sl_free(alloc, decoded, dn + 1);
+  return rc;
 }
 
 int sl_filter_has_empty_condition(const char* text) {
