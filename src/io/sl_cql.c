@@ -108,13 +108,13 @@ static int copy_decoded(char* dst, size_t cap, const char* s, size_t n,
   return rc;
 }
 
-/// The '@' that ends user[:password] in the authority [rest, end), or NULL
-/// (the last one: a password may hold '@' unescaped).
-static const char* userinfo_end(const char* rest, const char* end) {
-  const char* at = NULL;
-  for (const char* p = rest; p < end; ++p) {
-    if (*p == '@') at = p;
-  }
+/// The '@' that ends user[:password] after the scheme (`rest`), or NULL:
+/// the last one, so that a password may hold '@' and '/' unescaped (a
+/// keyspace or table name has neither); *slash = the '/' that ends the
+/// authority after it, or NULL.
+static const char* userinfo_end(const char* rest, const char** slash) {
+  const char* at = strrchr(rest, '@');
+  *slash = strchr(at != NULL ? at : rest, '/');
   return at;
 }
 
@@ -122,8 +122,8 @@ void sl_cql_redacted(const char* location, char* out, size_t cap) {
   if (cap == 0) return;
   const char* rest = strstr(location, "://");
   rest = rest != NULL ? rest + 3 : location;
-  const char* slash = strchr(rest, '/');
-  const char* at = userinfo_end(rest, slash != NULL ? slash : rest + strlen(rest));
+  const char* slash;
+  const char* at = userinfo_end(rest, &slash);
   const char* colon = at != NULL ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
   if (colon == NULL) {
     snprintf(out, cap, "%s", location);
@@ -142,13 +142,13 @@ int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
     return sl_error_set(error, EINVAL, "%s: not a cql:// location", shown);
   }
   const char* rest = location + sizeof scheme - 1;
-  const char* slash = strchr(rest, '/');
+  const char* slash;
+  const char* at = userinfo_end(rest, &slash);
   if (slash == NULL || slash[1] == '\0') {
     return sl_error_set(error, EINVAL,
                         "%s: no table: write cql://[user[:password]@]host[:port]/keyspace.table",
                         shown);
   }
-  const char* at = userinfo_end(rest, slash);
   int rc = 0;
   const char* host = rest;
   if (at != NULL) {

@@ -1062,3 +1062,18 @@ def test_hash_and_question_mark_are_part_of_a_file_name(sluice_bin, tmp_path):
     pqt = tmp_path / "o?1#x.parquet"
     ok(sluice_bin, "convert", src, pqt)
     assert pq.read_table(pqt).to_pydict() == t.to_pydict()
+
+
+@pytest.mark.parametrize("password", ["pass/word", "s3cr@t/x", "pw@secret", "p%40w"])
+def test_cql_messages_never_show_the_password(sluice_bin, password):
+    # A raw '/' in the password ended the authority there: the message named
+    # 'pass' as the port, and 's3cr@t/x' showed as '***@t/x'. The last '@'
+    # ends the user info (a keyspace or table name has none), as the host
+    # the message names shows; nothing listens on port 1.
+    proc = run(sluice_bin, "schema", f"cql://app:{password}@127.0.0.1:1/ks.t")
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert "cql://app:***@127.0.0.1:1/ks.t" in err, err
+    rest = err.replace("cql://app:***@127.0.0.1:1/ks.t", "")
+    for part in {password, *password.replace("@", "/").split("/")}:
+        assert len(part) < 3 or part not in rest, (part, err)
