@@ -153,7 +153,7 @@ static uint64_t rng_next_(uint64_t* s) {
 
 static void test_basic(void** unused) {
   (void)unused;
-  check_csv("a,b,c\n1,x,2.5\n2,y,3\n", NULL, "a:l|b:u|c:g\n1,\"x\",2.5\n2,\"y\",3\n");
+  check_csv("a,b,c\n1,x,2.5\n2,y,3\n", NULL, "a:l|b:u|c:g\n1,\"x\",2.5\n2,\"y\",3.0\n");
   // CRLF, BOM, no final newline, blank lines, trailing delimiter
   check_csv("\xEF\xBB\xBF" "a,b\r\n1,2\r\n\r\n3,4", NULL, "a:l|b:l\n1,2\n3,4\n");
   check_csv("a,b,\n1,2,\n3,4,\n", NULL, "a:l|b:l\n1,2\n3,4\n");
@@ -211,7 +211,7 @@ static void test_inference(void** unused) {
             "b:b|i:l|f:g|d:tdD|t:tsu:|s:u\n"
             "true,1,1.5,\"2020-01-02\",\"2020-01-02 03:04:05.000000\",\"x\"\n"
             "false,-2,null,\"1969-12-31\",\"2020-01-02 03:04:05.500000\",null\n"
-            "null,null,1000,null,null,\"\"\n");
+            "null,null,1000.0,null,null,\"\"\n");
   check_csv("t\n2020-01-02T03:04:05+01:00\n2020-01-02T03:04:05Z\n", NULL,
             "t:tsu:UTC\n\"2020-01-02 02:04:05.000000Z\"\n\"2020-01-02 03:04:05.000000Z\"\n");
   // times of day: microseconds, or nanoseconds when a value needs them
@@ -222,7 +222,7 @@ static void test_inference(void** unused) {
   check_csv("t\n2020-01-02T03:04:05.1234567\n", NULL,
             "t:tsn:\n\"2020-01-02 03:04:05.123456700\"\n");
   check_csv("a\n1\n2.5\nx\n", NULL, "a:u\n\"1\"\n\"2.5\"\n\"x\"\n");
-  check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1\n9.223372036854776e+18\n");
+  check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1.0\n9.223372036854776e+18\n");
 }
 
 /// The schema inferred for `text` (the first line read_to_text gives),
@@ -352,7 +352,7 @@ static void test_projection(void** unused) {
   sl_text_reset(&out);
   remove(path);
   check_csv("a,b\n1,0.000123456789012345678\n-0,-0.0\n00,1e-5\n2,\n3,NA\n4,5\r\n", NULL,
-            "a:l|b:g\n1,0.00012345678901234567\n0,-0\n0,1e-05\n2,null\n3,null\n4,5\n");
+            "a:l|b:g\n1,0.00012345678901234567\n0,-0.0\n0,1e-05\n2,null\n3,null\n4,5.0\n");
 }
 
 static void test_errors(void** unused) {
@@ -758,7 +758,7 @@ static void test_fused_numbers_match_strtod(void** unused) {
       if (c > 0) {
         sl_text_append_char(&csv, ',');
         sl_text_append_char(&want, ',');
-        sl_format_double(strtod(text, NULL), out, sizeof out);
+        sl_json_float_spelling(out, sl_format_double(strtod(text, NULL), out, sizeof out));
       } else {
         snprintf(out, sizeof out, "%lld", strtoll(text, NULL, 10));
       }
