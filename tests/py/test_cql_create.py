@@ -131,3 +131,51 @@ def test_create_errors(sluice, cassandra_node, session, tmp_path):  # noqa: F811
     err = sluice.expect_error("convert", src, loc.replace(f"/{KS}.", "/no_such_ks."), "-W",
                               "create=true,partition_key=id").stderr.decode()
     assert "no_such_ks" in err, err
+
+
+def test_create_keeps_uuid_and_vector_columns(sluice, cassandra_node, session, tmp_path):  # noqa: F811
+    # A table read from Cassandra (through Parquet) and created elsewhere had
+    # blob for uuid and list<float> for vector<float, 3>: now the same types.
+    import uuid
+    session.execute(f"DROP TABLE IF EXISTS {KS}.vec_src")
+    session.execute(f"DROP TABLE IF EXISTS {KS}.vec_copy")
+    session.execute(f"CREATE TABLE {KS}.vec_src (id int PRIMARY KEY, u uuid, "
+                    "v vector<float, 3>)")
+    rows = [(1, uuid.uuid4(), [1.0, 2.5, -3.0]), (2, uuid.uuid4(), [0.0, 0.5, 8.0])]
+    for r in rows:
+        session.execute(f"INSERT INTO {KS}.vec_src (id, u, v) VALUES (%s, %s, %s)", r)
+    mid = tmp_path / "mid.parquet"
+    sluice.run("convert", url(cassandra_node, "vec_src"), mid)
+    sluice.run("convert", mid, url(cassandra_node, "vec_copy"), "-W",
+               "create=true,partition_key=id")
+    cols = columns(session, "vec_copy")
+    assert cols["u"][2] == "uuid" and cols["v"][2] == "vector<float, 3>", cols
+    got = sorted((r.id, r.u, list(r.v)) for r in session.execute(f"SELECT * FROM {KS}.vec_copy"))
+    assert got == sorted((i, u, v) for i, u, v in rows)
+
+
+def test_lossy_conversions_into_blob_and_double_are_errors(sluice, cassandra_node, session,  # noqa: F811
+                                                           tmp_path):
+    # Text into blob stored its UTF-8 bytes ('01ff' from a CSV of hex) and
+    # 2**53 + 1 into double was rounded: errors naming the row, as the
+    # cassandra-driver refuses a str for a blob and pyarrow's safe cast
+    # refuses the rounding; what fits still loads.
+    session.execute(f"DROP TABLE IF EXISTS {KS}.lossy")
+    session.execute(f"CREATE TABLE {KS}.lossy (id int PRIMARY KEY, b blob, d double, f float)")
+    loc = url(cassandra_node, "lossy")
+    text = tmp_path / "text.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "b": ["01ff"]}), text)
+    err = sluice.expect_error("convert", text, loc).stderr.decode()
+    assert "Arrow string cannot be written as CQL blob" in err, err
+    for col, value, word in (("d", 2**53 + 1, "double"), ("f", 2**24 + 1, "float")):
+        bad = tmp_path / f"{col}.parquet"
+        pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()),
+                                 col: pa.array([3, value], pa.int64())}), bad)
+        err = sluice.expect_error("convert", bad, loc).stderr.decode()
+        assert f"CQL {word} cannot hold exactly" in err and "row 2" in err, err
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": pa.array([5], pa.int32()), "d": pa.array([2**53], pa.int64()),
+                             "f": pa.array([2**24], pa.int64())}), good)
+    sluice.run("convert", good, loc)
+    r = session.execute(f"SELECT d, f FROM {KS}.lossy WHERE id = 5").one()
+    assert (r.d, r.f) == (float(2**53), float(2**24))

@@ -4,9 +4,11 @@
 #include "cql_create.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/sl_alloc.h"
+#include "../../core/sl_array.h"
 #include "../../core/sl_error.h"
 #include "../../core/sl_type.h"
 #include "cql_text.h"
@@ -24,21 +26,31 @@ static int needs_freezing(const struct sl_text_field* f) {
   }
 }
 
-static int append_type(struct sl_text* t, const struct sl_text_field* f, int frozen,
-                       const char** unmapped);
+static int append_type(struct sl_text* t, const struct sl_text_field* f,
+                       const struct ArrowSchema* s, int frozen, const char** unmapped);
 
 /// `f`'s type, wrapped in frozen<> when it is a collection or tuple.
 static int append_frozen(struct sl_text* t, const struct sl_text_field* f,
-                         const char** unmapped) {
-  return append_type(t, f, needs_freezing(f), unmapped);
+                         const struct ArrowSchema* s, const char** unmapped) {
+  return append_type(t, f, s, needs_freezing(f), unmapped);
 }
 
-/// The CQL type that the writer's encoders take values of `f` as, the
-/// nearest one (int64 -> bigint, uint32 -> bigint: no CQL type is unsigned).
-/// *unmapped = the Arrow type's name when there is none.
-static int append_type(struct sl_text* t, const struct sl_text_field* f, int frozen,
-                       const char** unmapped) {
+/// Whether schema node `s` is the extension type `name` (arrow.uuid).
+static int is_extension(const struct ArrowSchema* s, const char* name) {
+  int32_t n = 0;
+  const char* v = s != NULL ? sl_metadata_find(s->metadata, "ARROW:extension:name", &n) : NULL;
+  return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
+}
+
+/// The CQL type that the writer's encoders take values of `f` (schema node
+/// `s`, whose extension names tell uuids) as, the nearest one (int64 ->
+/// bigint, uint32 -> bigint: no CQL type is unsigned), so that a table
+/// sluice read copies with its types: arrow.uuid -> uuid, fixed_size_list ->
+/// vector. *unmapped = the Arrow type's name when there is none.
+static int append_type(struct sl_text* t, const struct sl_text_field* f,
+                       const struct ArrowSchema* s, int frozen, const char** unmapped) {
   const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
+  if (f->dictionary != NULL) s = s != NULL ? s->dictionary : NULL;
   const char* name = NULL;
   switch (v->type.id) {
     case SL_TYPE_BOOL: name = "boolean"; break;
@@ -50,8 +62,11 @@ static int append_type(struct sl_text* t, const struct sl_text_field* f, int fro
     case SL_TYPE_FLOAT: name = "float"; break;
     case SL_TYPE_DOUBLE: name = "double"; break;
     case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: name = "text"; break;
-    case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
+    case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY:
       name = "blob";
+      break;
+    case SL_TYPE_FIXED_SIZE_BINARY:
+      name = v->type.byte_width == 16 && is_extension(s, "arrow.uuid") ? "uuid" : "blob";
       break;
     case SL_TYPE_DATE32: case SL_TYPE_DATE64: name = "date"; break;
     case SL_TYPE_TIME32: case SL_TYPE_TIME64: name = "time"; break;
@@ -59,34 +74,48 @@ static int append_type(struct sl_text* t, const struct sl_text_field* f, int fro
     case SL_TYPE_DECIMAL128: name = "decimal"; break;
     case SL_TYPE_DURATION: case SL_TYPE_INTERVAL_MONTH_DAY_NANO: name = "duration"; break;
     case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST:
-    case SL_TYPE_MAP: case SL_TYPE_STRUCT:
+    case SL_TYPE_MAP:
       break;
+    case SL_TYPE_STRUCT:
+      if (v->n_children > 0) break;
+      *unmapped = "it";  // CQL has no tuple<>
+      return 0;
     default:
       *unmapped = "it";  // the caller names the column and its Arrow type
       return 0;
   }
+  struct ArrowSchema* const* sc =
+      s != NULL && s->n_children == v->n_children ? s->children : NULL;
   int rc = frozen && name == NULL ? sl_text_append_str(t, "frozen<") : 0;
   if (name != NULL) {
     rc = sl_text_append_str(t, name);
   } else if (v->type.id == SL_TYPE_MAP) {
     // map<key, value>: the entries struct's two children
     const struct sl_text_field* entries = &v->children[0];
+    const struct ArrowSchema* es = sc != NULL && sc[0]->n_children == 2 ? sc[0] : NULL;
     if (rc == 0) rc = sl_text_append_str(t, "map<");
-    if (rc == 0) rc = append_frozen(t, &entries->children[0], unmapped);
+    if (rc == 0) rc = append_frozen(t, &entries->children[0], es ? es->children[0] : NULL, unmapped);
     if (rc == 0) rc = sl_text_append_str(t, ", ");
-    if (rc == 0) rc = append_frozen(t, &entries->children[1], unmapped);
+    if (rc == 0) rc = append_frozen(t, &entries->children[1], es ? es->children[1] : NULL, unmapped);
     if (rc == 0) rc = sl_text_append_char(t, '>');
   } else if (v->type.id == SL_TYPE_STRUCT) {
     // A tuple (always frozen in CQL): a UDT would need a CREATE TYPE first.
     if (rc == 0) rc = sl_text_append_str(t, "tuple<");
     for (int64_t i = 0; rc == 0 && i < v->n_children; ++i) {
       if (i > 0) rc = sl_text_append_str(t, ", ");
-      if (rc == 0) rc = append_frozen(t, &v->children[i], unmapped);
+      if (rc == 0) rc = append_frozen(t, &v->children[i], sc ? sc[i] : NULL, unmapped);
     }
     if (rc == 0) rc = sl_text_append_char(t, '>');
+  } else if (v->type.id == SL_TYPE_FIXED_SIZE_LIST) {
+    // Cassandra 5's vector<T, N> (what sluice reads vectors as).
+    if (rc == 0) rc = sl_text_append_str(t, "vector<");
+    if (rc == 0) rc = append_frozen(t, &v->children[0], sc ? sc[0] : NULL, unmapped);
+    char size[32];
+    snprintf(size, sizeof size, ", %d>", (int)v->type.list_size);
+    if (rc == 0) rc = sl_text_append_str(t, size);
   } else {  // lists
     if (rc == 0) rc = sl_text_append_str(t, "list<");
-    if (rc == 0) rc = append_frozen(t, &v->children[0], unmapped);
+    if (rc == 0) rc = append_frozen(t, &v->children[0], sc ? sc[0] : NULL, unmapped);
     if (rc == 0) rc = sl_text_append_char(t, '>');
   }
   if (rc == 0 && frozen && name == NULL) rc = sl_text_append_char(t, '>');
@@ -131,7 +160,8 @@ static int append_key(struct sl_text* t, const char* what, const char* list,
 }
 
 int cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
-                    const char* partition_key, const char* clustering_key, const char* name,
+                    const struct ArrowSchema* schema, const char* partition_key,
+                    const char* clustering_key, const char* name,
                     const struct sluice_allocator* alloc, struct sl_text* t,
                     struct sluice_error* error) {
   if (partition_key == NULL || partition_key[0] == '\0') {
@@ -158,8 +188,10 @@ int cql_create_text(const char* keyspace, const char* table, const struct sl_tex
   for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
     const char* unmapped = NULL;
     if (cql_append_ident(t, row->children[i].name) != 0 || sl_text_append_char(t, ' ') != 0 ||
-        append_type(t, &row->children[i], in_key[i] && needs_freezing(&row->children[i]),
-                    &unmapped) != 0 ||
+        append_type(t, &row->children[i],
+                    schema != NULL && schema->n_children == row->n_children ? schema->children[i]
+                                                                            : NULL,
+                    in_key[i] && needs_freezing(&row->children[i]), &unmapped) != 0 ||
         sl_text_append_str(t, ", ") != 0) {
       rc = ENOMEM;
     } else if (unmapped != NULL) {

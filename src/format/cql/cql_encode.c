@@ -76,7 +76,9 @@ static int compatible(const struct cql_type* cql, const struct sl_type* a) {
     case CQL_VARINT: return is_int(id) || (id == SL_TYPE_DECIMAL128 && a->scale == 0);
     case CQL_FLOAT: case CQL_DOUBLE: return is_float(id) || is_int(id);
     case CQL_ASCII: case CQL_VARCHAR: case CQL_INET: return is_string(id);
-    case CQL_BLOB: case CQL_CUSTOM:
+    case CQL_BLOB:  // not text: its UTF-8 bytes are not what a blob column holds
+      return id == SL_TYPE_BINARY || id == SL_TYPE_LARGE_BINARY || id == SL_TYPE_FIXED_SIZE_BINARY;
+    case CQL_CUSTOM:
       return is_string(id) || id == SL_TYPE_BINARY || id == SL_TYPE_LARGE_BINARY ||
              id == SL_TYPE_FIXED_SIZE_BINARY;
     case CQL_UUID: case CQL_TIMEUUID:
@@ -275,6 +277,22 @@ static double float_at(const struct sl_type* t, const struct ArrowArray* a, int6
   return huge ? (double)((const uint64_t*)a->buffers[1])[p] : (double)v;
 }
 
+/// Whether integer value p of `a` is exactly a double (as_float = 0) or a
+/// float (1): 2^53 + 1 is not, and rounding it silently would store another
+/// number (pyarrow's safe cast refuses it too).
+static int int_is_exact(const struct sl_type* t, const struct ArrowArray* a, int64_t p,
+                        int as_float) {
+  if (is_float(t->id)) return 1;
+  int huge;
+  int64_t v = int_at(t, a, p, &huge);
+  uint64_t u = huge ? ((const uint64_t*)a->buffers[1])[p] : 0;
+  double d = huge ? (double)u : (double)v;
+  if (as_float) d = (double)(float)d;
+  // d is integral; compare in the integer's own domain where it fits.
+  if (huge) return d < 18446744073709551616.0 && (uint64_t)d == u;
+  return d >= -9223372036854775808.0 && d < 9223372036854775808.0 && (int64_t)d == v;
+}
+
 /// v * 10^? to milliseconds, exact: EINVAL when sub-millisecond digits or
 /// an overflow would be lost.
 static int to_millis(int64_t v, enum sl_time_unit unit, int64_t* ms, const char** why) {
@@ -468,6 +486,10 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
         return put_twos_complement(out, be, 9);
       }
     case CQL_FLOAT: {
+      if (!int_is_exact(t, a, p, 1)) {
+        *why = "an integer that CQL float cannot hold exactly (past 2^24)";
+        return EINVAL;
+      }
       double d = float_at(t, a, p);
       // A finite double past float's range would become an infinity (and
       // its cast is undefined in C): an error, as the integer widths are.
@@ -481,6 +503,10 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       return sl_buffer_append_be(out, bits, 4);
     }
     case CQL_DOUBLE: {
+      if (!int_is_exact(t, a, p, 0)) {
+        *why = "an integer that CQL double cannot hold exactly (past 2^53)";
+        return EINVAL;
+      }
       double v = float_at(t, a, p);
       uint64_t bits;
       memcpy(&bits, &v, 8);

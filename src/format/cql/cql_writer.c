@@ -339,8 +339,8 @@ static int create_table(struct cql_write* w, const struct sl_text_field* row,
   }
   struct sl_text t;
   sl_text_init(&t, w->alloc);
-  int rc = cql_create_text(w->address.keyspace, w->address.table, row, w->partition_key,
-                           w->clustering_key, w->name, w->alloc, &t, error);
+  int rc = cql_create_text(w->address.keyspace, w->address.table, row, &w->schema,
+                           w->partition_key, w->clustering_key, w->name, w->alloc, &t, error);
   if (rc == 0) {
     rc = sl_cql_send_query(w->conn, sl_text_cstr(&t), w->consistency, 0, NULL, 0, 0, error);
   }
