@@ -55,10 +55,14 @@ void sl_cql_redacted(const char* location, char* out, size_t cap);
 
 /// Consistency levels ([consistency] in the protocol).
 enum {
+  SL_CQL_ANY = 0x0000,
   SL_CQL_ONE = 0x0001,
+  SL_CQL_TWO = 0x0002,
+  SL_CQL_THREE = 0x0003,
   SL_CQL_QUORUM = 0x0004,
   SL_CQL_ALL = 0x0005,
   SL_CQL_LOCAL_QUORUM = 0x0006,
+  SL_CQL_EACH_QUORUM = 0x0007,
   SL_CQL_LOCAL_ONE = 0x000A,
 };
 

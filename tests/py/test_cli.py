@@ -1077,3 +1077,15 @@ def test_cql_messages_never_show_the_password(sluice_bin, password):
     rest = err.replace("cql://app:***@127.0.0.1:1/ks.t", "")
     for part in {password, *password.replace("@", "/").split("/")}:
         assert len(part) < 3 or part not in rest, (part, err)
+
+
+def test_cql_consistency_levels_in_any_case(sluice_bin):
+    # QUORUM was refused ("expected one, local_one, ..."); cqlsh and the
+    # drivers spell levels in capitals, and two, three, each_quorum and any
+    # were missing. The option is checked before connecting (port 1: none).
+    for level in ("QUORUM", "Local_One", "two", "THREE", "each_quorum", "any"):
+        err = run(sluice_bin, "cat", "cql://127.0.0.1:1/ks.t", "-O",
+                  f"consistency={level}").stderr.decode()
+        assert "cannot connect" in err and "consistency" not in err, (level, err)
+    err = run(sluice_bin, "cat", "cql://127.0.0.1:1/ks.t", "-O", "consistency=most").stderr.decode()
+    assert "expected any, one, two, three" in err

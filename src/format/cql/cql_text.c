@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../../core/sl_error.h"
 #include "../../io/sl_cql.h"
@@ -20,18 +21,21 @@ int cql_parse_consistency(const char* v, size_t n, const char* format, int* leve
   static const struct {
     const char* name;
     int level;
-  } levels[] = {{"one", SL_CQL_ONE},       {"local_one", SL_CQL_LOCAL_ONE},
-                {"quorum", SL_CQL_QUORUM}, {"local_quorum", SL_CQL_LOCAL_QUORUM},
-                {"all", SL_CQL_ALL}};
+  } levels[] = {{"any", SL_CQL_ANY},       {"one", SL_CQL_ONE},
+                {"two", SL_CQL_TWO},       {"three", SL_CQL_THREE},
+                {"quorum", SL_CQL_QUORUM}, {"all", SL_CQL_ALL},
+                {"local_quorum", SL_CQL_LOCAL_QUORUM}, {"each_quorum", SL_CQL_EACH_QUORUM},
+                {"local_one", SL_CQL_LOCAL_ONE}};
+  // In any case, as cqlsh's CONSISTENCY and the drivers' names (QUORUM).
   for (size_t i = 0; i < sizeof levels / sizeof levels[0]; ++i) {
-    if (strlen(levels[i].name) == n && strncmp(levels[i].name, v, n) == 0) {
+    if (strlen(levels[i].name) == n && strncasecmp(levels[i].name, v, n) == 0) {
       *level = levels[i].level;
       return 0;
     }
   }
   return sl_error_set(error, EINVAL,
-                      "%s option consistency='%.*s': expected one, local_one, quorum, "
-                      "local_quorum or all",
+                      "%s option consistency='%.*s': expected any, one, two, three, quorum, all, "
+                      "local_quorum, each_quorum or local_one",
                       format, (int)n, v);
 }
 
