@@ -179,3 +179,32 @@ def test_lossy_conversions_into_blob_and_double_are_errors(sluice, cassandra_nod
     sluice.run("convert", good, loc)
     r = session.execute(f"SELECT d, f FROM {KS}.lossy WHERE id = 5").one()
     assert (r.d, r.f) == (float(2**53), float(2**24))
+
+
+def test_whole_floats_into_integers_and_integers_into_decimal(sluice, cassandra_node, session,  # noqa: F811
+                                                             tmp_path):
+    # A pandas integer column with a missing value is float64; an int column
+    # into a decimal one: refused for the whole column before (the error
+    # named row 1 even where the value fit). Now per value, as DSBulk and the
+    # driver take them: whole floats go in, 1.5 and NaN are errors naming
+    # their row.
+    import math
+    session.execute(f"DROP TABLE IF EXISTS {KS}.wholes")
+    session.execute(f"CREATE TABLE {KS}.wholes (id int PRIMARY KEY, i int, v varint, "
+                    "d decimal)")
+    loc = url(cassandra_node, "wholes")
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int32()),
+                             "i": pa.array([1.0, -7.0, None], pa.float64()),
+                             "v": pa.array([2.0**62, 3.0, 0.0], pa.float64()),
+                             "d": pa.array([5, -12, 2**63 - 1], pa.int64())}), good)
+    sluice.run("convert", good, loc)
+    got = {r.id: (r.i, r.v, r.d) for r in session.execute(f"SELECT * FROM {KS}.wholes")}
+    assert got == {1: (1, 2**62, decimal.Decimal(5)), 2: (-7, 3, decimal.Decimal(-12)),
+                   3: (None, 0, decimal.Decimal(2**63 - 1))}
+    for bad in (1.5, math.nan, 3e9):
+        path = tmp_path / "bad.parquet"
+        pq.write_table(pa.table({"id": pa.array([4, 5], pa.int32()),
+                                 "i": pa.array([2.0, bad], pa.float64())}), path)
+        err = sluice.expect_error("convert", path, loc).stderr.decode()
+        assert "row 2, column 'i'" in err, (bad, err)

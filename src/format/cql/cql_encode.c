@@ -72,8 +72,12 @@ static int compatible(const struct cql_type* cql, const struct sl_type* a) {
   if (id == SL_TYPE_NA) return 1;  // all null: fits any column
   switch (cql->id) {
     case CQL_BOOLEAN: return id == SL_TYPE_BOOL;
-    case CQL_TINYINT: case CQL_SMALLINT: case CQL_INT: case CQL_BIGINT: return is_int(id);
-    case CQL_VARINT: return is_int(id) || (id == SL_TYPE_DECIMAL128 && a->scale == 0);
+    // Floats per value, when whole (a pandas integer column with a missing
+    // value is float64), as DSBulk and the drivers take them.
+    case CQL_TINYINT: case CQL_SMALLINT: case CQL_INT: case CQL_BIGINT:
+      return is_int(id) || is_float(id);
+    case CQL_VARINT:
+      return is_int(id) || is_float(id) || (id == SL_TYPE_DECIMAL128 && a->scale == 0);
     case CQL_FLOAT: case CQL_DOUBLE: return is_float(id) || is_int(id);
     case CQL_ASCII: case CQL_VARCHAR: case CQL_INET: return is_string(id);
     case CQL_BLOB:  // not text: its UTF-8 bytes are not what a blob column holds
@@ -87,7 +91,7 @@ static int compatible(const struct cql_type* cql, const struct sl_type* a) {
       return id == SL_TYPE_TIMESTAMP || id == SL_TYPE_DATE64 || id == SL_TYPE_DATE32;
     case CQL_DATE: return id == SL_TYPE_DATE32 || id == SL_TYPE_DATE64;
     case CQL_TIME: return id == SL_TYPE_TIME32 || id == SL_TYPE_TIME64;
-    case CQL_DECIMAL: return id == SL_TYPE_DECIMAL128 || is_string(id);
+    case CQL_DECIMAL: return id == SL_TYPE_DECIMAL128 || is_string(id) || is_int(id);
     case CQL_DURATION: return id == SL_TYPE_INTERVAL_MONTH_DAY_NANO || id == SL_TYPE_DURATION;
     case CQL_LIST: case CQL_SET: return is_list(id);
     case CQL_MAP: return id == SL_TYPE_MAP;
@@ -277,6 +281,28 @@ static double float_at(const struct sl_type* t, const struct ArrowArray* a, int6
   return huge ? (double)((const uint64_t*)a->buffers[1])[p] : (double)v;
 }
 
+/// A float that is a whole number within int64 as *v; EINVAL otherwise
+/// (NaN included: an integer column has no spelling for it).
+static int whole_float(double d, int64_t* v, const char** why) {
+  if (!(d == floor(d)) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) {
+    *why = "a float that is not a whole number within int64 (NaN, 1.5, 1e30)";
+    return EINVAL;
+  }
+  *v = (int64_t)d;
+  return 0;
+}
+
+/// Integer value p of `a` as a CQL varint (uint64 past int64 included).
+static int put_int_varint(struct sl_buffer* out, const struct sl_type* t,
+                          const struct ArrowArray* a, int64_t p) {
+  int huge;
+  int64_t v = int_at(t, a, p, &huge);
+  if (!huge) return put_varint64(out, v);
+  uint8_t be[9] = {0};
+  sl_store_be(be + 1, (uint64_t)v, 8);
+  return put_twos_complement(out, be, 9);
+}
+
 /// Whether integer value p of `a` is exactly a double (as_float = 0) or a
 /// float (1): 2^53 + 1 is not, and rounding it silently would store another
 /// number (pyarrow's safe cast refuses it too).
@@ -461,7 +487,12 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       static const struct { int id, width; int64_t lo, hi; } ranges[] = {
           {CQL_TINYINT, 1, INT8_MIN, INT8_MAX}, {CQL_SMALLINT, 2, INT16_MIN, INT16_MAX},
           {CQL_INT, 4, INT32_MIN, INT32_MAX}, {CQL_BIGINT, 8, INT64_MIN, INT64_MAX}};
-      int64_t v = int_at(t, a, p, &huge);
+      int64_t v = 0;
+      if (is_float(t->id)) {
+        SL_RETURN_NOT_OK(whole_float(float_at(t, a, p), &v, why));
+      } else {
+        v = int_at(t, a, p, &huge);
+      }
       for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; ++k) {
         if (ranges[k].id != e->cql->id) continue;
         if (huge || v < ranges[k].lo || v > ranges[k].hi) {
@@ -478,12 +509,12 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
         uint8_t be[16];
         for (int k = 0; k < 16; ++k) be[k] = le[15 - k];
         return put_twos_complement(out, be, 16);
+      } else if (is_float(t->id)) {
+        int64_t v;
+        SL_RETURN_NOT_OK(whole_float(float_at(t, a, p), &v, why));
+        return put_varint64(out, v);
       } else {
-        int64_t v = int_at(t, a, p, &huge);
-        if (!huge) return put_varint64(out, v);
-        uint8_t be[9] = {0};
-        sl_store_be(be + 1, (uint64_t)v, 8);
-        return put_twos_complement(out, be, 9);
+        return put_int_varint(out, t, a, p);
       }
     case CQL_FLOAT: {
       if (!int_is_exact(t, a, p, 1)) {
@@ -591,6 +622,10 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       return sl_buffer_append_be(out, (uint64_t)(v * per), 8);
     }
     case CQL_DECIMAL:
+      if (is_int(t->id)) {  // scale 0, the integer unscaled
+        SL_RETURN_NOT_OK(sl_buffer_append_be(out, 0, 4));
+        return put_int_varint(out, t, a, p);
+      }
       if (t->id == SL_TYPE_DECIMAL128) {
         const uint8_t* le = (const uint8_t*)a->buffers[1] + p * 16;
         uint8_t be[16];
