@@ -249,10 +249,15 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
       errno = 0;
       // A float32 column compares with the literal as a float32 (as DuckDB
       // and polars cast it): 0.1 finds the stored float32(0.1).
-      out->f = n == 0 ? 0 : f[0] == 'f' ? (double)strtof(v, &end) : strtod(v, &end);
+      out->f = n == 0 ? 0 : strtod(v, &end);
       if (n == 0 || end != v + n) {
         *why = "a number";
         return 0;
+      }
+      // A number past float32's range stays a double (as float32 it would
+      // be an infinity, which f32 = 1e39 would then find).
+      if (f[0] == 'f' && !(isfinite(out->f) && isinf(strtof(v, NULL)))) {
+        out->f = (double)strtof(v, NULL);
       }
       return 1;
     }

@@ -425,6 +425,21 @@ def test_float32_column_compares_with_the_literal_as_float32(tmp_path, ext):
             sorted(want.column("f32").to_pylist()), (op, value)
 
 
+def test_float32_column_and_a_literal_past_its_range(tmp_path):
+    """1e39 is no float32: rounded to one it became infinity, so f = 1e39
+    found a stored +inf. Compared as a double instead, as DuckDB compares
+    a column with such a literal."""
+    import duckdb
+    table = pa.table({"f": pa.array([1.0, math.inf, -math.inf, 3e38, None], pa.float32())})
+    path = tmp_path / "f32big.parquet"
+    pq.write_table(table, path, row_group_size=1)
+    for op in ["=", "!=", "<", "<=", ">", ">="]:
+        for lit in ("1e39", "-1e39"):
+            got = pa.table(sluice.read(path, filters=[("f", op, float(lit))]))
+            want = duckdb.sql(f"SELECT f FROM '{path}' WHERE f {op} {lit}").to_arrow_table()
+            assert sorted(got["f"].to_pylist()) == sorted(want["f"].to_pylist()), (op, lit)
+
+
 def test_conditions_as_lists_are_one_group_as_pyarrow_tells_them(tmp_path):
     """A list whose first item is a [column, op, value] list is one group
     of conditions, as pyarrow tells them apart ([['x', '>', 2]] was refused);
