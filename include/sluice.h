@@ -232,8 +232,9 @@ struct sluice_open_options {
   /// and DuckDB lay out and read partitioned data. Values are int64 when
   /// every one is an integer, date32 when every one is a YYYY-MM-DD date,
   /// else utf8; `__HIVE_DEFAULT_PARTITION__` is null; %XX escapes are
-  /// decoded. Objects with different keys, and keys that name a column of
-  /// the objects, add nothing. Zero: never.
+  /// decoded. Objects with different keys are an error (EINVAL, as in
+  /// DuckDB); keys that name a column of the objects add nothing. Zero:
+  /// never.
   int hive_partitioning;
   /// Only the objects whose partition values pass (NULL = all): conditions
   /// `key OP value` joined by ',' (all must hold), OP one of = != < <= > >=,

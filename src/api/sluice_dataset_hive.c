@@ -90,7 +90,8 @@ struct detect_ctx {
   int64_t object;
   int64_t key;
   uint8_t* seen;  ///< n_keys flags: the keys the current object named so far
-  int mismatch;
+  int repeated;   ///< object 0 names a key twice (y=1/y=2): not partitioned
+  int differs;    ///< the current object's keys are not object 0's
   int64_t not_utf8;  ///< 1 + the first object with a key or value not UTF-8 once decoded
 };
 
@@ -114,7 +115,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
     h->keys[k] = name;
     for (int64_t j = 0; j < k; ++j) {
       if (strcmp(h->keys[j], name) == 0) {  // year=1/year=2: not columns
-        c->mismatch = 1;
+        c->repeated = 1;
         return EINVAL;
       }
     }
@@ -123,7 +124,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
     while (k < h->n_keys && strcmp(name, h->keys[k]) != 0) ++k;
     sl_free(c->alloc, name, strlen(name) + 1);
     if (k == h->n_keys || c->seen[k]) {
-      c->mismatch = 1;
+      c->differs = 1;
       return EINVAL;
     }
   }
@@ -165,6 +166,13 @@ static void infer_formats(struct sl_hive* h) {
   }
 }
 
+static int different_keys(const char* location, const struct sl_location_list* names,
+                          size_t object, struct sluice_error* error) {
+  return sl_error_set(error, EINVAL, "%s: '%s' and '%s' are partitioned by different keys "
+                      "(--no-hive, in Python hive_partitioning=False, reads the objects without "
+                      "partitions)", location, names->names[0], names->names[object]);
+}
+
 int sl_hive_detect(const char* location, const struct sl_location_list* names,
                    const struct sluice_allocator* alloc, struct sl_hive* out,
                    struct sluice_error* error) {
@@ -172,11 +180,14 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   char root[4096];
   if (names->n == 0 || !literal_root(location, root, sizeof root)) return 0;
   size_t root_len = strlen(root);
+  // Every object must name the same keys (in any order): a key missing from
+  // some objects is an error, as DuckDB makes it, rather than a column of
+  // nulls for them (pyarrow) or no partition columns at all.
   int64_t n_keys = -1;
   for (size_t i = 0; i < names->n; ++i) {
     if (strncmp(names->names[i], root, root_len) != 0) return 0;
     int64_t n = for_each_pair(names->names[i] + root_len, NULL, NULL);
-    if (n_keys >= 0 && n != n_keys) return 0;
+    if (n_keys >= 0 && n != n_keys) return different_keys(location, names, i, error);
     n_keys = n;
   }
   if (n_keys <= 0) return 0;
@@ -188,7 +199,7 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
-  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0};
+  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0, 0};
   if (ctx.seen == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
@@ -198,11 +209,12 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
     ctx.key = 0;
     memset(ctx.seen, 0, (size_t)n_keys);
     if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
-      if (!ctx.mismatch) {
+      if (ctx.differs) {
+        rc = different_keys(location, names, i, error);
+      } else if (!ctx.repeated) {
         rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
-      } else {
-        sl_hive_free(out, alloc);  // different keys: not partitioned
       }
+      sl_hive_free(out, alloc);
       break;
     }
   }

@@ -10,7 +10,8 @@ peers reading the same directory:
   DuckDB: the same rows and a date32 column.
 - Projection of partition columns alone, mixed with file columns, in any
   order; a key that is also a file column adds nothing (the file's values);
-  objects with different keys add nothing; --no-hive adds nothing.
+  objects with different keys are an error, as in DuckDB; --no-hive adds
+  nothing.
 """
 
 from __future__ import annotations
@@ -149,12 +150,7 @@ def test_key_that_is_a_file_column_adds_nothing(sluice, tmp_path):
     assert got.column("k").to_pylist() == ["from the file"] * 2
 
 
-def test_different_keys_or_no_hive_add_nothing(sluice, tmp_path):
-    root = tmp_path / "mixed"
-    for rel in ("a=1/p.parquet", "b=2/p.parquet"):
-        (root / rel).parent.mkdir(parents=True)
-        pq.write_table(pa.table({"id": [len(rel)]}), root / rel)
-    assert sluice_read(sluice, root).column_names == ["id"]
+def test_no_hive_adds_nothing(sluice, tmp_path):
     pq_root = tmp_path / "one"
     (pq_root / "a=1").mkdir(parents=True)
     pq.write_table(pa.table({"id": [7]}), pq_root / "a=1" / "p.parquet")
@@ -179,10 +175,13 @@ def test_keys_in_another_order_match_by_name(sluice, tmp_path):
     assert by_id(got) == duck.to_pydict()
     assert by_id(sluice_read(sluice, root, "--filter", "a>=4")) == \
         duck.filter(pa.compute.greater_equal(duck["a"], 4)).to_pydict()
-    # The same key twice in one object is no partition key.
+    # An object naming a twice and no b does not have the others' keys: an
+    # error, as DuckDB's (it was read with no partition columns at all).
     (root / "a=7" / "a=8").mkdir(parents=True)
     pq.write_table(pa.table({"id": [9]}), root / "a=7" / "a=8" / "p.parquet")
-    assert sluice_read(sluice, root).column_names == ["id"]
+    assert b"are partitioned by different keys" in sluice.expect_error("cat", root).stderr
+    with pytest.raises(duckdb.Error, match="Hive partition mismatch"):
+        duckdb.sql(f"select * from read_parquet('{root}/**/*.parquet', hive_partitioning=true)")
 
 
 def test_objects_of_other_types_are_named_by_type(sluice, tmp_path):
@@ -242,14 +241,29 @@ def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     assert sorted(sluice_read(sluice, tmp_path / "d", "--no-hive").column("x").to_pylist()) == [1, 2]
 
 
-def test_partition_not_utf8_under_different_keys_reads_plainly(sluice, tmp_path):
-    """Objects whose keys differ are not partitioned at all: a segment that
-    is not UTF-8 among them does not matter (x=%FF/ beside y=1/ reads two
-    rows, as x=1/ beside y=1/ does)."""
-    for part, x in (("x=%FF", 1), ("y=1", 2)):
-        (tmp_path / "d" / part).mkdir(parents=True)
-        pq.write_table(pa.table({"x": [x]}), tmp_path / "d" / part / "f.parquet")
-    got = sluice_read(sluice, tmp_path / "d")
+@pytest.mark.parametrize("layout", [
+    (("a=1/b=2", 1), ("a=2", 2)),       # a key missing below some objects
+    (("a=1", 1), ("b=2", 2)),           # other keys, as many
+    (("x=%FF", 1), ("y=1", 2)),         # other keys, one not UTF-8
+    (("a=1/b=2", 1), ("b=3/b=4", 2)),   # a key named twice
+    (("a=1", 1), (".", 2)),             # an object beside the partitions
+])
+def test_objects_with_different_keys_are_an_error(sluice, tmp_path, layout):
+    """Objects whose directories name different keys: an error naming two of
+    them, as DuckDB's 'Hive partition mismatch' (pyarrow fills the missing
+    key with nulls, polars fails on the column lengths); they were read
+    without partition columns at all. --no-hive reads them."""
+    for part, x in layout:
+        (tmp_path / "d" / part).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"x": [x]}), tmp_path / "d" / part / f"f{x}.parquet")
+    err = sluice.expect_error("cat", tmp_path / "d").stderr
+    assert b"are partitioned by different keys" in err and b"--no-hive" in err, err
+    named = [part for part, x in layout if f"f{x}.parquet".encode() in err]
+    assert len(named) == 2, err
+    with pytest.raises(duckdb.Error, match="Hive partition mismatch"):
+        duckdb.sql(f"select * from read_parquet('{tmp_path}/d/**/*.parquet', "
+                   "hive_partitioning=true)").fetchall()
+    got = sluice_read(sluice, tmp_path / "d", "--no-hive")
     assert got.column_names == ["x"] and sorted(got.column("x").to_pylist()) == [1, 2]
 
 
