@@ -624,15 +624,36 @@ def test_decimal_scale_outside_zero_to_precision_is_refused(sluice, tmp_path, dt
         assert out.read_bytes() == b"OLD"
 
 
-def test_negative_compression_level_is_refused(sluice, tmp_path):
-    """A negative level was taken silently as the codec's default."""
+@pytest.mark.parametrize("codec,level,takes", [
+    ("zstd", -5, True),        # zstd's fast levels (were refused)
+    ("zstd", -200000, True),   # below its fastest: as the fastest, as pyarrow takes it
+    ("zstd", 23, True),        # past 22: as 22 (was refused at the first page)
+    ("brotli", 20, True),      # past 11: as 11 (was refused at the first page)
+    ("lz4", -3, True),         # the fast coder
+    ("gzip", -5, False),       # pyarrow: "deflateInit failed"
+    ("gzip", 13, False),       # libdeflate stops at 12
+    ("brotli", -1, False),
+])
+def test_compression_levels_past_the_codec_range(sluice, tmp_path, codec, level, takes):
+    """Levels pyarrow takes past a codec's range are brought into it; the
+    others are refused before anything is written, naming the range."""
     import pyarrow.ipc as ipc
+    table = pa.table({"a": list(range(5000)), "s": [f"v{i % 7}" for i in range(5000)]})
     src = tmp_path / "t.arrow"
-    with ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
-        w.write_table(pa.table({"a": [1, 2]}))
-    err = sluice.expect_error("convert", src, tmp_path / "o.parquet", "-W", "compression=gzip",
-                              "-W", "compression_level=-5").stderr.decode()
-    assert "compression_level" in err and "-5" in err, err
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    out = tmp_path / "o.parquet"
+    args = ["convert", src, out, "-W", f"compression={codec}", "-W", f"compression_level={level}"]
+    if takes:
+        pq.write_table(table, tmp_path / "pa.parquet", compression=codec, compression_level=level)
+        sluice.run(*args)
+        assert_same_table(pq.read_table(out), table)
+        name = {"lz4": "LZ4"}.get(codec, codec.upper())  # pyarrow calls LZ4_RAW "LZ4"
+        assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == name
+        return
+    err = sluice.expect_error(*args).stderr.decode()
+    assert f"{codec.upper()} compression levels are" in err and str(level) in err, err
+    assert not out.exists()
 
 
 def test_bloom_filters_for_every_column_of_the_zoo(sluice, tmp_path):

@@ -107,7 +107,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
                          struct sluice_error* error) {
   struct pqw_options* o = &w->opt;
   o->codec = PQ_CODEC_SNAPPY;
-  o->level = -1;
+  o->level = PQ_LEVEL_DEFAULT;
   o->row_group_size = 1024 * 1024;
   o->page_size = 1024 * 1024;
   o->dict_limit = 1024 * 1024;
@@ -141,7 +141,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       name[vn] = '\0';
       SL_RETURN_NOT_OK(pq_codec_from_name(name, &o->codec, error));
     } else if (KEY_IS("compression_level") || KEY_IS("level")) {
-      SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, 0, 1000, &x, error));
+      SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, -1000000000, 1000000000, &x, error));
       o->level = (int)x;
     } else if (KEY_IS("row_group_size")) {
       SL_RETURN_NOT_OK(parse_int("row_group_size", v, vn, 1, INT64_C(1) << 40, &x, error));
@@ -193,11 +193,9 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   }
   // A level for a codec without levels would be ignored: refused, as pyarrow
   // refuses it, so that it is not taken for a smaller file.
-  if (o->level >= 0 && o->codec != PQ_CODEC_ZSTD && o->codec != PQ_CODEC_GZIP &&
-      o->codec != PQ_CODEC_BROTLI && o->codec != PQ_CODEC_LZ4_RAW) {
-    return sl_error_set(error, EINVAL, "parquet writer: codec %s has no compression levels "
-                        "(compression_level=%d): leave compression_level out, or choose zstd, "
-                        "gzip, brotli or lz4", pq_codec_name(o->codec), o->level);
+  if (o->level != PQ_LEVEL_DEFAULT) {
+    int rc = pq_codec_level(o->codec, &o->level, error);
+    if (rc != 0) return sl_error_prefix(error, "parquet writer");
   }
   return 0;
 }

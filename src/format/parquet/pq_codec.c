@@ -37,7 +37,7 @@
 // Page sizes are Thrift i32 fields, and LZ4 / zlib take int / uInt lengths.
 #define PQ_MAX_PAGE ((int64_t)INT32_MAX)
 
-// Defaults when level < 0:
+// Defaults (PQ_LEVEL_DEFAULT):
 // - zstd 1: what pyarrow writes by default; about snappy's speed with a
 //   clearly better ratio (level 3, zstd's own default, is ~1.5x slower to
 //   write for a few percent).
@@ -398,8 +398,6 @@ static int reserve(struct sl_buffer* out, size_t bound, const char* name,
 
 static int brotli_compress(struct pq_codec_ctx* ctx, int level, const uint8_t* src, int64_t n,
                            struct sl_buffer* out, struct sluice_error* error) {
-  if (level > BROTLI_MAX_QUALITY)
-    return sl_error_set(error, EINVAL, "BROTLI: level %d is not in 0..%d", level, BROTLI_MAX_QUALITY);
   (void)ctx;
   // malloc, not the sluice allocator: Debian's libbrotlienc (1.0.9) calls
   // exit() when an allocation fails, so an allocator that refuses (a memory
@@ -407,7 +405,7 @@ static int brotli_compress(struct pq_codec_ctx* ctx, int level, const uint8_t* s
   BrotliEncoderState* s = BrotliEncoderCreateInstance(NULL, NULL, NULL);
   if (s == NULL) return sl_error_set(error, ENOMEM, "BROTLI: out of memory for an encoder");
   BrotliEncoderSetParameter(s, BROTLI_PARAM_QUALITY,
-                            (uint32_t)(level < 0 ? PQ_BROTLI_DEFAULT_LEVEL : level));
+                            (uint32_t)(level == PQ_LEVEL_DEFAULT ? PQ_BROTLI_DEFAULT_LEVEL : level));
   BrotliEncoderSetParameter(s, BROTLI_PARAM_SIZE_HINT, (uint32_t)n);
   size_t bound = BrotliEncoderMaxCompressedSize((size_t)n);
   int rc = reserve(out, bound ? bound : (size_t)n + 1024, "BROTLI", error);
@@ -428,6 +426,35 @@ static int brotli_compress(struct pq_codec_ctx* ctx, int level, const uint8_t* s
   }
   BrotliEncoderDestroyInstance(s);
   return rc;
+}
+
+int pq_codec_level(enum pq_codec codec, int* level, struct sluice_error* error) {
+  int lo = 0, hi = 0;
+  switch (codec) {
+    case PQ_CODEC_ZSTD:  // its negative levels are its fastest
+      lo = ZSTD_minCLevel();
+      hi = ZSTD_maxCLevel();
+      *level = *level < lo ? lo : *level > hi ? hi : *level;
+      return 0;
+    case PQ_CODEC_BROTLI:
+      hi = BROTLI_MAX_QUALITY;
+      if (*level > hi) *level = hi;
+      break;
+    case PQ_CODEC_LZ4_RAW:  // below LZ4HC_CLEVEL_MIN the fast coder; LZ4HC caps at 12
+      return 0;
+    case PQ_CODEC_GZIP:
+      hi = 12;  // libdeflate's 10-12 are its slow, strongest levels
+      break;
+    default:
+      return sl_error_set(error, EINVAL, "codec %s has no compression levels (compression_level=%d): "
+                          "leave compression_level out, or choose zstd, gzip, brotli or lz4",
+                          pq_codec_name(codec), *level);
+  }
+  if (*level < lo || *level > hi) {
+    return sl_error_set(error, EINVAL, "%s compression levels are %d to %d, not %d",
+                        pq_codec_name(codec), lo, hi, *level);
+  }
+  return 0;
 }
 
 int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const uint8_t* src,
@@ -457,8 +484,7 @@ int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const 
       return 0;
     }
     case PQ_CODEC_GZIP: {
-      int lv = level < 0 ? PQ_GZIP_DEFAULT_LEVEL : level;
-      if (lv > 12) return sl_error_set(error, EINVAL, "GZIP: level %d is not in 0..12", level);
+      int lv = level == PQ_LEVEL_DEFAULT ? PQ_GZIP_DEFAULT_LEVEL : level;
       if (ctx->gzip_c == NULL || ctx->gzip_level != lv) {
         if (ctx->gzip_c) libdeflate_free_compressor(ctx->gzip_c);
         ctx->gzip_c = libdeflate_alloc_compressor(lv);
@@ -475,9 +501,7 @@ int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const 
     }
     case PQ_CODEC_BROTLI: return brotli_compress(ctx, level, src, n, out, error);
     case PQ_CODEC_ZSTD: {
-      int lv = level < 0 ? PQ_ZSTD_DEFAULT_LEVEL : level;
-      if (lv > ZSTD_maxCLevel())
-        return sl_error_set(error, EINVAL, "ZSTD: level %d is above %d", level, ZSTD_maxCLevel());
+      int lv = level == PQ_LEVEL_DEFAULT ? PQ_ZSTD_DEFAULT_LEVEL : level;
       if (ctx->zstd_c == NULL) {
         ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(ctx->alloc)};
         ctx->zstd_c = ZSTD_createCCtx_advanced(mem);

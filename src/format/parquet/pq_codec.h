@@ -10,6 +10,7 @@
 #ifndef PQ_CODEC_H
 #define PQ_CODEC_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "sluice.h"
@@ -34,9 +35,17 @@ int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* 
 int pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,
                                uint8_t* tail, int64_t tail_size, struct sluice_error* error);
 
-/// Compresses `src` and appends the result to `out`. `level` < 0 means the
-/// codec's default. Writers support UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD,
+/// A compression level that means "the codec's default".
+#define PQ_LEVEL_DEFAULT INT_MIN
+
+/// Compresses `src` and appends the result to `out`. `level` is
+/// PQ_LEVEL_DEFAULT or one pq_codec_level accepted. Writers support UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD,
 /// LZ4_RAW (ENOTSUP for the others).
+/// Checks `*level` (not PQ_LEVEL_DEFAULT) for `codec` and brings it into
+/// the codec's range where pyarrow takes a level past it (zstd past 22 or
+/// below its fastest, brotli past 11); EINVAL names the codec's range.
+int pq_codec_level(enum pq_codec codec, int* level, struct sluice_error* error);
+
 int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const uint8_t* src,
                 int64_t n, struct sl_buffer* out, struct sluice_error* error);
 

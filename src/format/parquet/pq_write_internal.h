@@ -121,7 +121,7 @@ int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
 /// Writer options that matter to a column chunk.
 struct pqw_options {
   enum pq_codec codec;
-  int level;                  ///< < 0 = codec default
+  int level;                  ///< PQ_LEVEL_DEFAULT = codec default
   int64_t row_group_size;     ///< rows
   int64_t page_size;          ///< bytes (estimated, before compression)
   int64_t dict_limit;         ///< dictionary page bytes before falling back to PLAIN
