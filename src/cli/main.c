@@ -80,7 +80,12 @@
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
   "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
-  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES)\n" \
+  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES;\n" \
+  "                      Parquet: compression_level=N, row_group_size=ROWS,\n" \
+  "                      page_size=BYTES, data_page_version=1|2,\n"          \
+  "                      dictionary=true|false, write_statistics=true|false,\n" \
+  "                      bloom_filters=COL|COL; Arrow IPC: compression=lz4|zstd;\n" \
+  "                      the README lists them all)\n"                       \
   "      --no-fsync      a local output file is renamed into place without\n" \
   "                      syncing it to disk first (faster; not crash-safe)\n"
 
