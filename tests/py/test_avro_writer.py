@@ -4,6 +4,7 @@ level, sliced and multi-batch input, empty tables, the arrow-testing corpus
 files rewritten, and the errors. avro-c and Java Avro read sluice's files in
 test_avro_avroc.py and test_avro_java.py."""
 import datetime
+import io
 import os
 import decimal
 import subprocess
@@ -345,6 +346,9 @@ def test_deflate_levels(tmp_path, sluice):
     ("codec=null,level=5", "codec null has no compression levels"),
     ("codec=bzip2,level=0", "codec bzip2 takes 1..9"),
     ("codec=xz,level=10", "codec xz takes 0..9"),
+    ("codec=deflate,level=-1", "codec deflate takes 0..12"),
+    ("codec=zstandard,level=23", "codec zstandard takes -131072..22"),
+    ("codec=zstandard,level=-131073", "codec zstandard takes -131072..22"),
 ])
 def test_level_the_codec_lacks_is_refused(tmp_path, sluice, opts, says):
     """A level was ignored for null and snappy, and clamped (to 9, or xz's 6)
@@ -355,6 +359,23 @@ def test_level_the_codec_lacks_is_refused(tmp_path, sluice, opts, says):
     err = sluice.expect_error("convert", src, dst, "-W", opts).stderr.decode()
     assert says in err, err
     assert not dst.exists()
+
+
+@pytest.mark.parametrize("level", [-1, -5, -131072])
+def test_zstandard_negative_levels(tmp_path, sluice, level):
+    """zstandard's negative (fastest) levels, which fastavro and Java take
+    (they were refused as out of 0..22): fastavro reads the rows back, and
+    fastavro takes the same level."""
+    src, dst = tmp_path / "in.arrow", tmp_path / "o.avro"
+    table = pa.table({"a": list(range(5000)), "s": [f"v{i % 13}" for i in range(5000)]})
+    write_arrow(src, table)
+    sluice.run("convert", src, dst, "-W", f"codec=zstandard,level={level}")
+    _, meta, rows = fastavro_rows(dst)
+    assert meta["avro.codec"] == "zstandard"
+    assert rows == table.to_pylist()
+    fastavro.writer(io.BytesIO(), {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "long"}]}, [{"a": 1}], codec="zstandard",
+        codec_compression_level=level)
 
 
 def test_compression_flag_selects_codec(tmp_path, sluice):

@@ -121,7 +121,7 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
       if (cctx == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory for zstd");
       int rc = reserve(out, ZSTD_compressBound(n), alloc, error);
       if (rc == 0) {
-        size_t got = ZSTD_compressCCtx(cctx, out->data, out->cap, in, n, level < 0 ? 3 : level);
+        size_t got = ZSTD_compressCCtx(cctx, out->data, out->cap, in, n, level == AVRO_LEVEL_DEFAULT ? 3 : level);
         if (ZSTD_isError(got))
           rc = sl_error_set(error, ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ? ENOMEM : EIO,
                             "avro: zstd: %s", ZSTD_getErrorName(got));

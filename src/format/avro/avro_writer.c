@@ -1076,17 +1076,19 @@ static int writer_codec(const char* name, size_t n, enum avro_codec* out,
   return sl_error_set(error, EINVAL, "%.400s (known: null, deflate, snappy, zstandard, bzip2, xz, lzma)",
                       why);
 }
-/// A level the codec has, or none (-1): a level it lacks, or one out of its
-/// range, would be ignored or clamped by avro_compress, so it is refused.
+/// A level the codec has, or none (AVRO_LEVEL_DEFAULT): a level it lacks,
+/// or one out of its range, would be ignored or clamped by avro_compress, so
+/// it is refused. zstandard's range is fastavro's and Java's, its negative
+/// levels the fastest.
 static int check_level(enum avro_codec codec, int level, struct sluice_error* error) {
   static const struct {
     const char* name;
     int min, max;  // max < 0: no levels
   } k_levels[] = {[AVRO_CODEC_NULL] = {"null", 0, -1},       [AVRO_CODEC_DEFLATE] = {"deflate", 0, 12},
-                  [AVRO_CODEC_SNAPPY] = {"snappy", 0, -1},   [AVRO_CODEC_ZSTD] = {"zstandard", 0, 22},
+                  [AVRO_CODEC_SNAPPY] = {"snappy", 0, -1},   [AVRO_CODEC_ZSTD] = {"zstandard", -131072, 22},
                   [AVRO_CODEC_BZIP2] = {"bzip2", 1, 9},      [AVRO_CODEC_XZ] = {"xz", 0, 9},
                   [AVRO_CODEC_LZMA] = {"lzma", 0, 9}};
-  if (level < 0) return 0;
+  if (level == AVRO_LEVEL_DEFAULT) return 0;
   if ((size_t)codec >= sizeof k_levels / sizeof k_levels[0]) return 0;
   if (k_levels[codec].max < 0) {
     return sl_error_set(error, EINVAL, "Avro write option level=%d: codec %s has no compression "
@@ -1102,7 +1104,7 @@ static int check_level(enum avro_codec codec, int level, struct sluice_error* er
 
 static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   ctx->codec = AVRO_CODEC_NULL;
-  ctx->level = -1;
+  ctx->level = AVRO_LEVEL_DEFAULT;
   ctx->block_size = AW_DEFAULT_BLOCK;
   int have_codec = 0;
   const char* options = args->format_options;
@@ -1120,7 +1122,7 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       SL_RETURN_NOT_OK(writer_codec(v, vn, &ctx->codec, error));
       have_codec = 1;
     } else if (sl_option_is(&o, "level")) {
-      if (sl_parse_int64(v, vn, 0, 22, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected 0..22", (int)vn, v);
+      if (sl_parse_int64(v, vn, INT32_MIN + 1, INT32_MAX, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected an integer", (int)vn, v);
       ctx->level = (int)number;
     } else if (sl_option_is(&o, "block_size") || sl_option_is(&o, "sync_interval")) {
       if (sl_parse_size(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1 byte to 1g (k, m, g suffixes)", (int)vn, v);
