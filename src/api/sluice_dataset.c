@@ -56,6 +56,10 @@ struct sluice_dataset {
   int ordered;
   int64_t limit;
   struct sl_row_filter* filter;  // the conditions not on partition keys (NULL = none)
+  /// The text `filter` was parsed from (owned, `filter_text_size` bytes):
+  /// parsed again when sluice_dataset_refine changes a column's type.
+  char* filter_text;
+  size_t filter_text_size;
 };
 
 void sluice_open_options_init(struct sluice_open_options* options) {
@@ -86,6 +90,7 @@ static void dataset_destroy(struct sluice_dataset* ds) {
   sl_free(alloc, ds->splits, (size_t)ds->n_splits * sizeof *ds->splits);
   sl_free(alloc, ds->columns, (size_t)ds->n_columns * sizeof *ds->columns);
   sl_row_filter_free(ds->filter);
+  if (ds->filter_text != NULL) sl_free(alloc, ds->filter_text, ds->filter_text_size);
   if (ds->schema.release != NULL) ds->schema.release(&ds->schema);
   if (ds->full_schema.release != NULL) ds->full_schema.release(&ds->full_schema);
   if (ds->reader != NULL) ds->format->close(ds->reader);
@@ -614,6 +619,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     if (rc != 0) sl_error_prefix(error, "%s", location);
   }
   if (rc == 0 && key_text != NULL) rc = key_names_a_column(ds, key_text, alloc, error);
+  if (ds->filter != NULL) {  // kept for sluice_dataset_refine
+    ds->filter_text = row_text;
+    ds->filter_text_size = strlen(options->filter) + 1;
+    row_text = NULL;
+  }
   if (row_text != NULL) sl_free(alloc, row_text, strlen(options->filter) + 1);
   if (key_text != NULL) sl_free(alloc, key_text, strlen(options->filter) + 1);
   if (rc == 0) {
@@ -661,20 +671,32 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
   struct ArrowSchema full, projected;
   memset(&full, 0, sizeof full);
   memset(&projected, 0, sizeof projected);
+  struct sl_row_filter* filter = NULL;
   int rc = ds->format->schema(ds->reader, &full, error);
   if (rc == 0) {
     rc = ds->columns != NULL
              ? sl_schema_project(&full, ds->columns, ds->n_columns, ds->alloc, &projected, error)
              : sl_schema_copy(&full, ds->alloc, &projected, error);
   }
+  // The row filter compares values as its columns' types: parsed again for
+  // the new ones (the old one pointed into the schema freed below).
+  if (rc == 0 && ds->filter_text != NULL) {
+    rc = sl_row_filter_parse(ds->filter_text, &full, ds->alloc, &filter, error);
+    if (rc != 0) sl_error_prefix(error, "%s", ds->location);
+  }
   if (rc != 0) {
     if (full.release != NULL) full.release(&full);
+    if (projected.release != NULL) projected.release(&projected);
     return rc;
   }
   ds->full_schema.release(&ds->full_schema);
   ds->schema.release(&ds->schema);
   ds->full_schema = full;
   ds->schema = projected;
+  if (filter != NULL) {
+    sl_row_filter_free(ds->filter);
+    ds->filter = filter;
+  }
   return 0;
 }
 

@@ -86,3 +86,30 @@ def test_other_numbers_on_integer_columns_compare_as_duckdb(sluice, tmp_path, te
     # (DuckDB's literals: 1e30 a DOUBLE; -1 against a UBIGINT column compares as numbers)
     want = duckdb.sql(f"SELECT x, u FROM '{src}' WHERE {where}").fetchall()
     assert [tuple(r.values()) for r in got.to_pylist()] == want, (text, where)
+
+
+@pytest.mark.parametrize("late,text", [("0.5", "b>399990"), ("abc", "b>=399995")])
+def test_filter_after_a_csv_column_widens(sluice, tmp_path, late, text):
+    """A CSV column whose sampled type a late value widens (int64 to double,
+    or to string) is read again as the new type: the filter is parsed again
+    for it. It compared the new values as the old type, reading freed
+    memory: `b>399990` kept 399,999 rows and stats gave min 0.5."""
+    duckdb = pytest.importorskip("duckdb")
+    rows = [str(i) for i in range(400000)]
+    rows[300000] = late
+    src = tmp_path / "w.csv"
+    src.write_text("b\n" + "\n".join(rows) + "\n")
+    dst = tmp_path / "out.arrow"
+    sluice.run("convert", "-q", src, dst, "--filter", text)
+    got = pa.ipc.open_file(dst).read_all()
+    if late == "abc":  # a string column compares the literal as text
+        want = [r for r in rows if r >= "399995"]
+    else:
+        want = [r[0] for r in duckdb.sql(f"select b from read_csv('{src}') where b > 399990")
+                .fetchall()]
+        assert len(want) == 9
+    assert sorted(got.column("b").to_pylist()) == sorted(want)
+    stats = sluice.run("stats", "-q", "--json", "--filter", text, src).stdout
+    import json
+    col = json.loads(stats)[0]
+    assert col["count"] == len(want), col
