@@ -352,10 +352,21 @@ static PyObject* dataset_stats(DatasetObject* self, PyObject* Py_UNUSED(ignored)
   Py_BEGIN_ALLOW_THREADS
   rc = sluice_dataset_stats(self->dataset, &stats, &n, &error);
   Py_END_ALLOW_THREADS
+  // Stats read a CSV again when a column widens (sluice_dataset_refine):
+  // the schema the figures are of may be wider than the one kept.
+  struct ArrowSchema schema;
+  if (rc == 0) rc = sluice_dataset_schema(self->dataset, &schema, &error);
   if (rc != 0) {
+    sluice_stats_free(stats, n);
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);
   }
+  SchemaObject* now = sp_schema_wrap(&schema);
+  if (now == NULL) {
+    sluice_stats_free(stats, n);
+    return NULL;
+  }
+  Py_SETREF(self->schema, now);
   PyObject* list = PyList_New((Py_ssize_t)n);
   for (int64_t i = 0; list != NULL && i < n; ++i) {
     const struct sluice_column_stats* s = &stats[i];

@@ -150,6 +150,12 @@ def test_csv_late_values_widen_inferred_types(tmp_path):
     assert frame["b"].tolist() == want.column("b").to_pylist()
     stats = {c["name"]: c for c in sluice.stats(path, **options)}
     assert stats["b"]["max"] == "n/a" and stats["a"]["count"] == 50_000
+    # the types the figures are of (they were the sample's: int64, max 'n/a')
+    assert [(c["name"], c["type"]) for c in stats.values()] == \
+        [(f.name, str(f.type)) for f in want.schema]
+    # a filter compares as the wider type (it compared through the freed one)
+    got = pa.table(sluice.read(path, filters=[("a", "<", 1.0)], **options))
+    assert got.column("a").to_pylist() == [0.0, 0.5]
     with pytest.raises(sluice.FormatError, match="'0.5' as int64"):
         for _ in sluice.scan(path, **options):
             pass
