@@ -674,9 +674,16 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
     ``sluice cat ... -t arrows --unordered``, whose batches carry their plan
     position in their custom metadata (``sluice:split``, ``sluice:batch``).
     With restore_order, batches are put back into plan order; batches without
-    the tags keep their place in the stream (after the tagged ones' order).
-    A local Arrow IPC file (``-t arrow``, magic ARROW1) is read as one, as
-    polars' read_ipc takes either."""
+    the tags follow the tagged ones, in their order in the stream. A list of
+    streams is each stream put back in order, one after the other (their
+    tags count from 0 each). A local Arrow IPC file (``-t arrow``, magic
+    ARROW1) is read as one, as polars' read_ipc takes either."""
+    if restore_order and isinstance(src, (list, tuple)):
+        parts = [read_ipc(one, restore_order=True, columns=columns, threads=threads)
+                 for one in src]
+        if not parts:
+            return read(src, format="arrows", columns=columns, threads=threads)
+        return Table(parts[0].schema, [b for part in parts for b in part._batches])
     t = read(src, format=_ipc_kind(src), columns=columns, threads=threads, _gather=False)
     if not restore_order:
         return t

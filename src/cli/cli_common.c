@@ -190,15 +190,13 @@ int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* 
   (void)batch;
   struct progress_stream* p = progress_stream;
   const char* in = p->last_tag.metadata;
-  int32_t count = 0;  // the source's pairs
-  if (in != NULL) memcpy(&count, in, 4);
-  if (count < 0) count = 0;
-  size_t in_size = count > 0 ? (size_t)sl_metadata_size(in) : 0;
-  if (!p->tag_positions) {  // the source's own, as it came
-    *metadata = in_size > 0 ? in : NULL;
-    return 0;
-  }
-  // The source's pairs, then the position: 2 * (4 + 12 + 4 + 20) bytes more.
+  int32_t in_count = 0;  // the source's pairs
+  if (in != NULL) memcpy(&in_count, in, 4);
+  if (in_count < 0) in_count = 0;
+  size_t in_size = in_count > 0 ? (size_t)sl_metadata_size(in) : 0;
+  // The source's pairs but its position tags, which told where its batches
+  // were in another run (a reader restoring order would believe them), then
+  // this run's position when tagging: 2 * (4 + 12 + 4 + 20) bytes more.
   size_t need = (in_size > 0 ? in_size : 4) + 80;
   if (need > p->metadata_cap) {
     char* grown = realloc(p->metadata, need);
@@ -207,20 +205,36 @@ int cli_progress_batch_metadata(void* progress_stream, const struct ArrowArray* 
     p->metadata_cap = need;
   }
   size_t at = 4;
-  if (in_size > 0) {
-    memcpy(p->metadata + 4, in + 4, in_size - 4);
-    at = in_size;
+  int32_t count = 0;
+  struct sl_metadata_iter it;
+  sl_metadata_iter_init(&it, in_count > 0 ? in : NULL);
+  const char *key, *value;
+  int32_t key_len, value_len;
+  while (sl_metadata_iter_next(&it, &key, &key_len, &value, &value_len)) {
+    if (key_len == 12 && (memcmp(key, "sluice:split", 12) == 0 ||
+                          memcmp(key, "sluice:batch", 12) == 0)) {
+      continue;
+    }
+    memcpy(p->metadata + at, &key_len, 4);
+    memcpy(p->metadata + at + 4, key, (size_t)key_len);
+    at += 4 + (size_t)key_len;
+    memcpy(p->metadata + at, &value_len, 4);
+    memcpy(p->metadata + at + 4, value, (size_t)value_len);
+    at += 4 + (size_t)value_len;
+    ++count;
   }
-  count += 2;
+  if (p->tag_positions) {
+    char split[24], index[24];
+    snprintf(split, sizeof split, "%lld", (long long)p->last_tag.split);
+    snprintf(index, sizeof index, "%lld", (long long)p->last_tag.batch);
+    at = put_metadata_string(p->metadata, at, "sluice:split");
+    at = put_metadata_string(p->metadata, at, split);
+    at = put_metadata_string(p->metadata, at, "sluice:batch");
+    put_metadata_string(p->metadata, at, index);
+    count += 2;
+  }
   memcpy(p->metadata, &count, 4);
-  char split[24], index[24];
-  snprintf(split, sizeof split, "%lld", (long long)p->last_tag.split);
-  snprintf(index, sizeof index, "%lld", (long long)p->last_tag.batch);
-  at = put_metadata_string(p->metadata, at, "sluice:split");
-  at = put_metadata_string(p->metadata, at, split);
-  at = put_metadata_string(p->metadata, at, "sluice:batch");
-  put_metadata_string(p->metadata, at, index);
-  *metadata = p->metadata;
+  *metadata = count > 0 ? p->metadata : NULL;
   return 0;
 }
 

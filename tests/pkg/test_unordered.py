@@ -140,3 +140,25 @@ def test_read_ipc_from_a_pipe(sluice_bin, big_csv):
         proc.stdout.close()
         assert proc.wait() == 0
     assert pa.table(t).equals(want)
+
+
+def test_read_ipc_of_several_tagged_streams(sluice_bin, tmp_path):
+    """read_ipc of a list of tagged streams puts each back in order, one
+    after the other: each stream's tags count from split 0, and sorting all
+    batches by their tags interleaved the streams' rows."""
+    if not _cli_has_unordered_tags(sluice_bin):
+        pytest.skip("this CLI does not tag unordered IPC output")
+    outs = []
+    for name, base in (("p1", 0), ("p2", 1000)):
+        t = pa.table({"id": list(range(base, base + 6))})
+        src = tmp_path / f"{name}.arrows"
+        with pa.ipc.new_stream(src, t.schema) as w:
+            w.write_table(t, max_chunksize=2)
+        out = tmp_path / f"u{name}.arrows"
+        with open(out, "wb") as f:
+            subprocess.run([sluice_bin, "cat", str(src), "-t", "arrows", "--unordered"],
+                           stdout=f, check=True)
+        outs.append(out)
+    want = list(range(6)) + list(range(1000, 1006))
+    assert pa.table(sluice.read_ipc(outs)).column("id").to_pylist() == want
+    assert pa.table(sluice.read_ipc(outs, restore_order=False)).num_rows == 12
