@@ -549,3 +549,23 @@ def test_lone_empty_line_without_quoting_is_an_error(sluice, tmp_path, value):
         assert pcsv.read_csv(out).num_rows == 3
     else:  # an empty string stays unwritable
         sluice.expect_error("convert", src, out, "-W", "quote=none", "-W", "null=NA")
+
+
+@pytest.mark.parametrize("table", [
+    pa.table({"a": ['x"y', "z"], "b": [1, 2]}),
+    pa.table({'a"b': ["x", "z"]}),
+])
+def test_quote_none_refuses_a_double_quote(sluice, tmp_path, table):
+    """With quote=none a '"' in a value or a name went out bare, and sluice's
+    reader (and pyarrow's, DuckDB's) then took it for a quote: refused, as
+    pyarrow's quoting_style="none" refuses it in a value (it quotes names
+    whatever the style; sluice's header follows the style, as before)."""
+    import io
+    if table.column_names == ["a", "b"]:
+        with pytest.raises(pa.ArrowInvalid):
+            pcsv.write_csv(table, io.BytesIO(), pcsv.WriteOptions(quoting_style="none"))
+    src = write_arrow(table, tmp_path / "q.arrow")
+    out = tmp_path / "q.csv"
+    err = sluice.expect_error("convert", src, out, "-W", "quote=none").stderr.decode()
+    assert "needs quotes" in err and "quote=none" in err, err
+    assert not out.exists()

@@ -197,9 +197,12 @@ static int csv_needs_quotes(const struct csv_write_options* o, const char* s, si
   // '"', and readers that sniff the quote (sluice's, DuckDB's) cannot take
   // ' for it and merge fields such as 'a and b' on one line.
   if (o->quote == '"' && s[0] == '\'') return 1;
+  // With quote=none a '"' would still start a quoted field for readers
+  // (sluice's, pyarrow's, DuckDB's): refused, as pyarrow refuses it.
+  char quote = o->quote != 0 ? o->quote : '"';
   for (size_t i = 0; i < n; ++i) {
     char c = s[i];
-    if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
+    if (c == o->delimiter || c == quote || c == '\n' || c == '\r') {
       return 1;
     }
   }
@@ -364,13 +367,13 @@ static int cell_error(int rc, const char* name, int64_t row, struct sluice_error
   if (rc == EINVAL && row < 0) {
     return sl_error_set(error, EINVAL,
                         "csv: the name of column '%s' needs quotes (it holds the delimiter, a "
-                        "line break or the null spelling, or is empty) but quote=none",
+                        "'\"', a line break or the null spelling, or is empty) but quote=none",
                         name);
   }
   if (rc == EINVAL) {
     return sl_error_set(error, EINVAL,
                         "csv: column '%s', row %" PRId64 ": the value needs quotes (it holds "
-                        "the delimiter, a line break or the null spelling) but quote=none",
+                        "the delimiter, a '\"', a line break or the null spelling) but quote=none",
                         name, row);
   }
   return sl_error_set(error, rc, "csv: out of memory");
