@@ -480,6 +480,34 @@ def test_jsonl_floats_read_back_as_floats(sluice_bin, tmp_path):
     assert got.column("l").to_pylist() == table.column("l").to_pylist()
 
 
+def test_jsonl_refuses_repeated_names(sluice_bin, tmp_path):
+    """Two columns, or two fields of a struct (in a list too), of one name
+    made objects with a repeated key ({"x":1,"x":"a"}), which pyarrow.json
+    and DuckDB refuse and polars reads as one column: refused by name, as
+    the Avro writer refuses them; no file is left."""
+    import duckdb
+    import pyarrow.json as pajson
+    twice = pa.Table.from_arrays([pa.array([1, 2]), pa.array(["a", "b"])], names=["x", "x"])
+    st = pa.StructArray.from_arrays([pa.array([1]), pa.array([2])], names=["f", "f"])
+    nested = pa.table({"l": pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), st)})
+    # what the peers make of such a line
+    (tmp_path / "peer.jsonl").write_text('{"x":1,"x":"a"}\n')
+    with pytest.raises(pa.ArrowInvalid):
+        pajson.read_json(tmp_path / "peer.jsonl")
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"select * from read_json('{tmp_path / 'peer.jsonl'}')").fetchall()
+    for table, says in ((twice, "two columns are named 'x'"),
+                        (nested, "two fields of struct 'l' are named 'f'")):
+        src = tmp_path / "t.arrow"
+        with pa.ipc.new_file(src, table.schema) as w:
+            w.write_table(table)
+        proc = run(sluice_bin, "convert", src, tmp_path / "o.jsonl")
+        assert proc.returncode == 1 and says.encode() in proc.stderr, proc.stderr
+        assert not (tmp_path / "o.jsonl").exists()
+    # one of them, chosen by -c, writes
+    ok(sluice_bin, "convert", tmp_path / "t.arrow", tmp_path / "o.jsonl", "-c", "l")
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")

@@ -47,11 +47,41 @@ oom:
   return sl_error_set(error, ENOMEM, "jsonl: out of memory");
 }
 
+/// A JSON object's keys must differ (pyarrow.json and DuckDB refuse a
+/// repeated one, polars keeps one of them): columns, and the fields of every
+/// struct below them, of one name are refused, as the Avro writer refuses
+/// them. `path` names the struct ("" at the top).
+static int check_distinct_names(const struct sl_text_field* node, const char* path,
+                                struct sluice_error* error) {
+  for (int64_t c = 0; c < node->n_children; ++c) {
+    const struct sl_text_field* child = &node->children[c];
+    for (int64_t d = 0; d < c; ++d) {
+      if (strcmp(node->children[d].name, child->name) == 0) {
+        return sl_error_set(error, EINVAL, "jsonl: two %s%s%s are named '%s', and a JSON "
+                            "object's keys must differ (leave one out with -c, or rename it)",
+                            path[0] != '\0' ? "fields of struct '" : "columns", path,
+                            path[0] != '\0' ? "'" : "", child->name);
+      }
+    }
+  }
+  for (int64_t c = 0; c < node->n_children; ++c) {
+    const struct sl_text_field* child = &node->children[c];
+    // Structs anywhere below (in lists and maps too) render as objects.
+    const struct sl_text_field* inner = child;
+    while (inner->type.id != SL_TYPE_STRUCT && inner->n_children == 1) inner = &inner->children[0];
+    if (inner->type.id == SL_TYPE_STRUCT) {
+      SL_RETURN_NOT_OK(check_distinct_names(inner, child->name, error));
+    }
+  }
+  return 0;
+}
+
 static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
                               struct sluice_error* error) {
   (void)sink;
   struct jsonl_state* state = ctx;
   if (row->n_children == 0) return 0;
+  SL_RETURN_NOT_OK(check_distinct_names(row, "", error));
   state->key_ends = sl_calloc(state->alloc, (size_t)row->n_children, sizeof(size_t));
   if (state->key_ends == NULL) return sl_error_set(error, ENOMEM, "jsonl: out of memory");
   state->n_keys = row->n_children;
