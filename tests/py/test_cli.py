@@ -505,7 +505,10 @@ def test_jsonl_refuses_repeated_names(sluice_bin, tmp_path):
         assert proc.returncode == 1 and says.encode() in proc.stderr, proc.stderr
         assert not (tmp_path / "o.jsonl").exists()
     # one of them, chosen by -c, writes
-    ok(sluice_bin, "convert", tmp_path / "t.arrow", tmp_path / "o.jsonl", "-c", "l")
+    with pa.ipc.new_file(tmp_path / "twice.arrow", twice.schema) as w:
+        w.write_table(twice)
+    ok(sluice_bin, "convert", tmp_path / "twice.arrow", tmp_path / "o.jsonl", "-c", "x")
+    assert (tmp_path / "o.jsonl").read_text() == '{"x":1}\n{"x":2}\n'
 
 
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
@@ -881,10 +884,14 @@ def test_every_corpus_type_renders(sluice_bin, path):
     """Every type of Arrow's integration corpus goes through the table, CSV,
     JSON Lines, stats and schema without an error, as valid JSON and CSV."""
     table = ipc.open_file(path).read_all()
-    lines = ok(sluice_bin, "cat", path, "-t", "jsonl").decode().splitlines()
-    assert len(lines) == table.num_rows
-    for line in lines:
-        assert set(json.loads(line)) <= set(table.column_names) | {""}
+    if len(set(table.column_names)) < table.num_columns:  # JSON keys must differ
+        proc = run(sluice_bin, "cat", path, "-t", "jsonl")
+        assert proc.returncode == 1 and b"are named" in proc.stderr, proc.stderr
+    else:
+        lines = ok(sluice_bin, "cat", path, "-t", "jsonl").decode().splitlines()
+        assert len(lines) == table.num_rows
+        for line in lines:
+            assert set(json.loads(line)) <= set(table.column_names) | {""}
     rows = list(csv.reader(io.StringIO(ok(sluice_bin, "cat", path, "-t", "csv").decode(),
                                        newline="")))
     assert len(rows) == table.num_rows + 1
