@@ -703,7 +703,7 @@ static void test_codec_roundtrips(void** state) {
       sl_buffer_init(&z, NULL);
       // Something already in the buffer: compression appends.
       assert_int_equal(sl_buffer_append(&z, "XY", 2), 0);
-      int rc = pq_compress(ctx, codec, -1, page, n, &z, &err);
+      int rc = pq_compress(ctx, codec, PQ_LEVEL_DEFAULT, page, n, &z, &err);
       if (rc != 0) fail_msg("%s compress %lld: %s", pq_codec_name(codec), (long long)n, err.message);
       assert_memory_equal(z.data, "XY", 2);
       rc = pq_decompress(ctx, codec, z.data + 2, z.size - 2, back, n, &err);
@@ -741,15 +741,29 @@ static void test_codec_roundtrips(void** state) {
       assert_int_equal(pq_compress(ctx, codec, 1, page, 5000, &z, &err), 0);
       assert_int_equal(pq_decompress(ctx, codec, z.data, z.size, back, 5000, &err), 0);
       assert_memory_equal(back, page, 5000);
-      z.size = 0;
-      assert_int_equal(pq_compress(ctx, codec, 1000, page, 5000, &z, &err), EINVAL);
+      // Past the range: gzip refuses it, zstd and brotli take their
+      // strongest, as pyarrow does; zstd's negative levels are levels.
+      int level = 1000;
+      assert_int_equal(pq_codec_level(codec, &level, &err), codec == PQ_CODEC_GZIP ? EINVAL : 0);
+      if (codec != PQ_CODEC_GZIP) assert_int_equal(level, codec == PQ_CODEC_ZSTD ? 22 : 11);
+      level = -3;
+      assert_int_equal(pq_codec_level(codec, &level, &err), codec == PQ_CODEC_ZSTD ? 0 : EINVAL);
+      if (codec == PQ_CODEC_ZSTD) {
+        z.size = 0;
+        assert_int_equal(pq_compress(ctx, codec, level, page, 5000, &z, &err), 0);
+        assert_int_equal(pq_decompress(ctx, codec, z.data, z.size, back, 5000, &err), 0);
+        assert_memory_equal(back, page, 5000);
+      }
     }
+    int level = 3;
+    assert_int_equal(pq_codec_level(codec, &level, &err),
+                     codec == PQ_CODEC_SNAPPY || codec == PQ_CODEC_UNCOMPRESSED ? EINVAL : 0);
     sl_buffer_reset(&z);
   }
   struct sl_buffer z;
   sl_buffer_init(&z, NULL);
-  assert_int_equal(pq_compress(ctx, PQ_CODEC_LZO, -1, page, 10, &z, &err), ENOTSUP);
-  assert_int_equal(pq_compress(ctx, (enum pq_codec)42, -1, page, 10, &z, &err), ENOTSUP);
+  assert_int_equal(pq_compress(ctx, PQ_CODEC_LZO, PQ_LEVEL_DEFAULT, page, 10, &z, &err), ENOTSUP);
+  assert_int_equal(pq_compress(ctx, (enum pq_codec)42, PQ_LEVEL_DEFAULT, page, 10, &z, &err), ENOTSUP);
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_LZO, page, 10, back, 10, &err), ENOTSUP);
   assert_int_equal(pq_decompress(ctx, (enum pq_codec)42, page, 10, back, 10, &err), ENOTSUP);
   assert_int_equal(pq_decompress(ctx, PQ_CODEC_ZSTD, page, -1, back, 10, &err), EILSEQ);
@@ -880,7 +894,7 @@ static void test_codec_allocation_failures(void** state) {
   assert_int_equal(pq_codec_ctx_new(NULL, &plain, &err), 0);
   for (int c = 0; c < 3; ++c) {
     sl_buffer_init(&z[c], NULL);
-    assert_int_equal(pq_compress(plain, k_codecs[c], -1, page, sizeof page, &z[c], &err), 0);
+    assert_int_equal(pq_compress(plain, k_codecs[c], PQ_LEVEL_DEFAULT, page, sizeof page, &z[c], &err), 0);
   }
   pq_codec_ctx_free(plain);
   // An LZ4 frame (codec LZ4 allocates a frame context for it).
@@ -904,7 +918,7 @@ static void test_codec_allocation_failures(void** state) {
       if (rc == 0) {
         struct sl_buffer out;
         sl_buffer_init(&out, &ta.base);
-        rc = pq_compress(ctx, k_codecs[c], -1, page, sizeof page, &out, &err);
+        rc = pq_compress(ctx, k_codecs[c], PQ_LEVEL_DEFAULT, page, sizeof page, &out, &err);
         sl_buffer_reset(&out);
       }
     }
