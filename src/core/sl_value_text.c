@@ -306,23 +306,35 @@ static int append_decimal(struct sl_text* out, const uint8_t* bytes, int width, 
     if (!nonzero) break;
   }
   while (n_digits > 1 && digits[n_digits - 1] == '0') --n_digits;
-  // digits[] is least significant first.
+  // digits[] is least significant first. A value whose text would need more
+  // than 64 zeros besides its digits (scale far from its precision: pyarrow
+  // takes decimal128(38, 250)) is spelled in E notation, as Python's
+  // Decimal spells it (5E-250, 1.5E+171); the rest fit buf.
   char buf[200];
   size_t n = 0;
   if (negative) buf[n++] = '-';
+  int64_t zeros = scale <= 0 ? -(int64_t)scale : (int64_t)scale - n_digits;
+  int is_zero = n_digits == 1 && digits[0] == '0';
+  if (zeros > 64 && !is_zero) {
+    buf[n++] = digits[n_digits - 1];
+    if (n_digits > 1) buf[n++] = '.';
+    for (int i = n_digits - 2; i >= 0; --i) buf[n++] = digits[i];
+    int64_t exponent = (int64_t)n_digits - 1 - scale;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "E%+" PRId64, exponent);
+    return sl_text_append(out, buf, n);
+  }
+  if (zeros > 64) scale = 0;  // zero: "0"
   if (scale <= 0) {
     for (int i = n_digits - 1; i >= 0; --i) buf[n++] = digits[i];
-    if (!(n_digits == 1 && digits[0] == '0')) {
-      for (int i = 0; i < -scale && n < sizeof buf - 1; ++i) buf[n++] = '0';
+    if (!is_zero) {
+      for (int i = 0; i < -scale; ++i) buf[n++] = '0';
     }
   } else {
     int int_digits = n_digits > scale ? n_digits - scale : 0;
     if (int_digits == 0) buf[n++] = '0';
     for (int i = n_digits - 1; i >= scale; --i) buf[n++] = digits[i];
     buf[n++] = '.';
-    for (int i = scale - 1; i >= 0 && n < sizeof buf - 1; --i) {
-      buf[n++] = i < n_digits ? digits[i] : '0';
-    }
+    for (int i = scale - 1; i >= 0; --i) buf[n++] = i < n_digits ? digits[i] : '0';
   }
   return sl_text_append(out, buf, n);
 }

@@ -511,6 +511,36 @@ def test_jsonl_refuses_repeated_names(sluice_bin, tmp_path):
     assert (tmp_path / "o.jsonl").read_text() == '{"x":1}\n{"x":2}\n'
 
 
+def test_decimals_far_from_their_precision_keep_their_value(sluice_bin, tmp_path):
+    """A decimal whose text needs more than 64 zeros (scale -170 or 250, which
+    pyarrow takes) is spelled in E notation, as Python's Decimal spells it;
+    its text was cut at 199 characters (10^9 times too small, or 0.000...).
+    CSV, JSON Lines and stats give the same value as pyarrow's."""
+    cols, want = {}, {}
+    for name, typ, base_type, vals in [
+            ("neg", pa.decimal128(38, -170), pa.decimal128(38, 0), [10**38 - 1, -12345, 0]),
+            ("pos", pa.decimal128(38, 250), pa.decimal128(38, 0), [5, -15, 0]),
+            ("mid", pa.decimal128(38, 62), pa.decimal128(38, 0), [15, -2, 0]),
+            ("wide", pa.decimal256(76, -60), pa.decimal256(76, 0), [10**75, 7, 0])]:
+        base = pa.array([decimal.Decimal(v) for v in vals], base_type)
+        cols[name] = pa.Array.from_buffers(typ, 3, base.buffers())
+        # (pyarrow's as_py fails on these: its text is an error marker)
+        want[name] = [decimal.Decimal(v).scaleb(-typ.scale, decimal.Context(prec=100))
+                      for v in vals]
+    table = pa.table(cols)
+    src = tmp_path / "d.arrow"
+    with pa.ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    rows = list(csv.DictReader(io.StringIO(ok(sluice_bin, "cat", src, "-t", "csv").decode())))
+    assert {n: [decimal.Decimal(r[n]) for r in rows] for n in want} == want
+    lines = ok(sluice_bin, "cat", src, "-t", "jsonl").decode().splitlines()
+    got = [json.loads(line, parse_float=decimal.Decimal, parse_int=decimal.Decimal) for line in lines]
+    assert {n: [g[n] for g in got] for n in want} == want
+    for col in json.loads(ok(sluice_bin, "stats", src, "--json")):
+        assert decimal.Decimal(col["min"]) == min(want[col["name"]])
+        assert decimal.Decimal(col["max"]) == max(want[col["name"]])
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")
