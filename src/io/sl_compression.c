@@ -30,7 +30,10 @@ static const struct {
                   {".zst", SL_COMPRESS_ZSTD},   {".zstd", SL_COMPRESS_ZSTD},
                   {".bz2", SL_COMPRESS_BZIP2},  {".bzip2", SL_COMPRESS_BZIP2},
                   {".xz", SL_COMPRESS_XZ},      {".lz4", SL_COMPRESS_NONE},
-                  {".snappy", SL_COMPRESS_NONE}};
+                  {".snappy", SL_COMPRESS_NONE}, {".zip", SL_COMPRESS_NONE},
+                  {".br", SL_COMPRESS_NONE},    {".lz", SL_COMPRESS_NONE},
+                  {".lzma", SL_COMPRESS_NONE},  {".z", SL_COMPRESS_NONE},
+                  {".7z", SL_COMPRESS_NONE},    {".tar", SL_COMPRESS_NONE}};
 
 static size_t suffix_at(const char* location, enum sl_compression* kind) {
   *kind = SL_COMPRESS_NONE;
@@ -73,6 +76,23 @@ enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n) {
   static const uint8_t xz[6] = {0xFD, '7', 'z', 'X', 'Z', 0x00};
   if (n >= 6 && memcmp(head, xz, 6) == 0) return SL_COMPRESS_XZ;
   return SL_COMPRESS_NONE;
+}
+
+const char* sl_unread_compression_of_bytes(const uint8_t* head, int64_t n) {
+  static const struct {
+    const char* name;
+    uint8_t size;
+    uint8_t magic[6];
+  } k_magics[] = {{"zip", 4, {'P', 'K', 3, 4}},          {"zip", 4, {'P', 'K', 5, 6}},
+                  {"lz4", 4, {0x04, 0x22, 0x4D, 0x18}},   {"compress (.Z)", 2, {0x1F, 0x9D}},
+                  {"lzip", 4, {'L', 'Z', 'I', 'P'}},      {"7z", 6, {'7', 'z', 0xBC, 0xAF, 0x27, 0x1C}},
+                  {"snappy", 6, {0xFF, 0x06, 0, 0, 's', 'N'}}};
+  for (size_t i = 0; i < sizeof k_magics / sizeof k_magics[0]; ++i) {
+    if (n >= k_magics[i].size && memcmp(head, k_magics[i].magic, k_magics[i].size) == 0) {
+      return k_magics[i].name;
+    }
+  }
+  return NULL;
 }
 
 const char* sl_compression_name(enum sl_compression kind) {

@@ -29,8 +29,8 @@ size_t sl_location_name_length(const char* location);
 enum sl_compression sl_compression_for_name(const char* location);
 
 /// The length of the compression suffix `location`'s name ends with (one of
-/// the above, or one sluice does not compress whole with: .lz4, .snappy),
-/// else 0.
+/// the above, or one sluice does not compress whole with: .lz4, .snappy,
+/// .zip, .br, .lz, .lzma, .Z, .7z, .tar), else 0.
 size_t sl_compression_suffix_length(const char* location);
 
 /// The first bytes sl_compression_of_bytes wants to tell every kind apart
@@ -40,6 +40,11 @@ size_t sl_compression_suffix_length(const char* location);
 /// The compression the first `n` bytes of an object start with (gzip, zstd,
 /// bzip2 or xz magic), or NONE.
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n);
+
+/// The name of a compression or archive sluice does not read whose magic
+/// the first `n` bytes start with (zip, lz4 frame, compress's .Z, lzip,
+/// 7z, framed snappy), or NULL.
+const char* sl_unread_compression_of_bytes(const uint8_t* head, int64_t n);
 
 /// The compression's name in messages ("gzip", "zstd", "bzip2", "xz").
 const char* sl_compression_name(enum sl_compression kind);

@@ -1158,10 +1158,20 @@ def test_bz2_and_xz_output_reads_back_in_peers(sluice, tmp_path):
     assert pd.read_json(tmp_path / "out.jsonl.xz", lines=True).equals(
         pd.read_json(tmp_path / "plain.jsonl", lines=True))
     # A compressed name sluice does not write is never written plain.
-    for name in ("x.csv.lz4", "x.csv.snappy"):
-        proc = sluice.expect_error("convert", src, tmp_path / name, "-t", "csv")
+    # (.zip and the rest were: pandas then failed with BadZipFile.)
+    for name in ("x.csv.lz4", "x.csv.snappy", "x.csv.zip", "x.csv.br", "x.csv.Z", "x.csv.lz",
+                 "x.csv.lzma", "x.jsonl.7z"):
+        proc = sluice.expect_error("convert", src, tmp_path / name, "-t", name.split(".")[1])
         assert b"compresses whole files with gzip, zstd, bzip2 or xz" in proc.stderr, name
         assert not (tmp_path / name).exists(), name
+    # Read: an archive or a compression sluice does not read is named as such
+    # (a zip was read as text: "the header's column 0 ... is not UTF-8").
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "z.csv.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("z.csv", plain.read_text())
+    proc = sluice.expect_error("cat", tmp_path / "z.csv.zip")
+    assert b"zip-compressed, which sluice does not read" in proc.stderr, proc.stderr
+    assert pd.read_csv(tmp_path / "z.csv.zip").equals(pd.read_csv(plain))  # pandas reads zips
 
 
 # ---- quotes where RFC 4180 has none ------------------------------------------------

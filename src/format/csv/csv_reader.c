@@ -274,8 +274,13 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   rc = sl_source_peek(r->source, SL_COMPRESSION_MAGIC_BYTES, &head, error);
   if (rc == 0) {
     enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
+    const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
     sl_view_release(&head);
-    if (kind != SL_COMPRESS_NONE) {
+    if (unread != NULL) {
+      rc = sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
+                        "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
+                        r->name, unread);
+    } else if (kind != SL_COMPRESS_NONE) {
       rc = sl_source_inflate_open(r->source, kind, &r->inflated, error);
       if (rc == 0) r->source = r->inflated;
     }
