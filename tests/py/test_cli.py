@@ -541,6 +541,28 @@ def test_decimals_far_from_their_precision_keep_their_value(sluice_bin, tmp_path
         assert decimal.Decimal(col["max"]) == max(want[col["name"]])
 
 
+@pytest.mark.parametrize("ext,flag,option,same", [
+    ("parquet", "zstd", "compression=gzip", "compression=zstd"),
+    ("avro", "zstd", "codec=deflate", "codec=zstandard"),
+    ("avro", "none", "codec=deflate", "codec=null"),
+    ("arrow", "zstd", "compression=lz4", "compression=zstd"),
+])
+def test_compression_named_twice_must_agree(sluice_bin, tmp_path, ext, flag, option, same):
+    """--compression and -W compression= (codec=) naming different codecs
+    are an error; the -W one silently won (a GZIP Parquet file for
+    --compression zstd). Naming the same codec twice is fine."""
+    src = tmp_path / "t.arrow"
+    with pa.ipc.new_file(src, pa.schema([("a", pa.int64())])) as w:
+        w.write_table(pa.table({"a": list(range(100))}))
+    out = tmp_path / f"o.{ext}"
+    proc = run(sluice_bin, "convert", src, out, "--compression", flag, "-W", option)
+    assert proc.returncode == 1 and b"name different codecs" in proc.stderr, proc.stderr
+    assert not out.exists()
+    ok(sluice_bin, "convert", src, out, "--compression", flag, "-W", same)
+    if ext == "parquet":
+        assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")

@@ -1139,9 +1139,18 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (known: codec, level, block_size, sync)", (int)o.key_len, o.key);
     }
   }
-  if (!have_codec && args->compression != NULL && strcmp(args->compression, "none") != 0) {
-    const char* c = strcmp(args->compression, "zstd") == 0 ? "zstandard" : args->compression;
-    SL_RETURN_NOT_OK(writer_codec(c, strlen(c), &ctx->codec, error));
+  if (args->compression != NULL && args->compression[0] != '\0') {
+    const char* c = strcmp(args->compression, "zstd") == 0    ? "zstandard"
+                    : strcmp(args->compression, "none") == 0 ? "null"
+                                                              : args->compression;
+    enum avro_codec flag;
+    SL_RETURN_NOT_OK(writer_codec(c, strlen(c), &flag, error));
+    // Both ways of naming it must agree: neither silently wins.
+    if (have_codec && flag != ctx->codec) {
+      return sl_error_set(error, EINVAL, "Avro writer: --compression %s and -W codec= name "
+                          "different codecs: give one", args->compression);
+    }
+    ctx->codec = flag;
   }
   return check_level(ctx->codec, ctx->level, error);
 }

@@ -59,9 +59,10 @@ static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_er
   return 0;
 }
 
-/// -W options: compression=lz4|zstd|none (as --compression, which it
-/// overrides); any other key is an error, not silently nothing.
-static int parse_write_options(const char* text, enum ipc_codec* codec,
+/// -W options: compression=lz4|zstd|none (as --compression, which must
+/// then name the same: neither silently wins); any other key is an error,
+/// not silently nothing.
+static int parse_write_options(const char* text, const char* flag, enum ipc_codec* codec,
                                struct sluice_error* error) {
   struct sl_option item;
   int more;
@@ -71,7 +72,12 @@ static int parse_write_options(const char* text, enum ipc_codec* codec,
       if (item.value_len >= sizeof name) item.value_len = sizeof name - 1;
       memcpy(name, item.value, item.value_len);
       name[item.value_len] = '\0';
+      enum ipc_codec from_flag = *codec;
       SL_RETURN_NOT_OK(parse_codec(name, codec, error));
+      if (flag != NULL && flag[0] != '\0' && *codec != from_flag) {
+        return sl_error_set(error, EINVAL, "arrow ipc writer: --compression %s and -W "
+                            "compression=%s name different codecs: give one", flag, name);
+      }
       continue;
     }
     return sl_error_set(error, EINVAL, "unknown Arrow IPC write option '%.*s' (known: "
@@ -244,7 +250,7 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   fb_init(&w->fb, w->alloc);
   ipc_body_init(&w->body, w->alloc);
   int rc = parse_codec(args->compression, &w->codec, error);
-  if (rc == 0) rc = parse_write_options(args->format_options, &w->codec, error);
+  if (rc == 0) rc = parse_write_options(args->format_options, args->compression, &w->codec, error);
   if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
   // The hooks take a non-const context; sl_alloc only reads the allocator.
   ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w->alloc)};

@@ -140,6 +140,14 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       memcpy(name, v, vn);
       name[vn] = '\0';
       SL_RETURN_NOT_OK(pq_codec_from_name(name, &o->codec, error));
+      // Both ways of naming it must agree: neither silently wins.
+      enum pq_codec flag;
+      if (args->compression != NULL && pq_codec_from_name(args->compression, &flag, NULL) == 0 &&
+          flag != o->codec) {
+        return sl_error_set(error, EINVAL, "parquet writer: --compression %s and -W %.*s=%s "
+                            "name different codecs: give one", args->compression, (int)kn, s,
+                            name);
+      }
     } else if (KEY_IS("compression_level") || KEY_IS("level")) {
       SL_RETURN_NOT_OK(parse_int("compression_level", v, vn, -1000000000, 1000000000, &x, error));
       o->level = (int)x;
