@@ -8,10 +8,11 @@ splits, each read by sluice inside the worker that computes it.
 Only the schema and the number of splits are read here; the workers open the
 source themselves, so it must be reachable from them (a shared path or a URL).
 """
+import io
 import math
 import os
 
-from . import _open, read_pandas
+from . import _is_data, _open, read_pandas
 from ._table import Schema, Table
 
 
@@ -19,24 +20,55 @@ class _ReadSplits:
     """The task of one partition: splits [first, first + count) as pandas.
     A plain class so that it pickles to worker processes."""
 
-    def __init__(self, src, options, planned_splits):
+    def __init__(self, src, options, planned_splits, meta_dtypes):
         self.src = src
         self.options = options
         self.planned_splits = planned_splits
+        self.meta_dtypes = meta_dtypes
 
     def __call__(self, split_range):
         first, count = split_range
         # A source that no longer plans the graph's splits (a file added to a
         # glob) is an error: its split numbers would name other rows.
         scan = {"first_split": first, "num_splits": count, "planned_splits": self.planned_splits}
-        return read_pandas(self.src, _scan=scan, _refine=False, **self.options)
+        frame = read_pandas(self.src, _scan=scan, _refine=False, **self.options)
+        return _numpy_where_meta_is(frame, self.meta_dtypes)
+
+
+def _numpy_where_meta_is(frame, meta_dtypes):
+    """A partition's columns that came out nullable (Int64, Float64,
+    boolean: it has nulls) where the graph's meta has the numpy dtype (the
+    schema's, without nulls) are numpy again, as pyarrow's to_pandas and
+    dd.read_parquet give them: floats with NaN, integers with nulls as
+    float64, booleans with nulls as object. dask's describe, quantile and
+    .values fail on a mix of the two kinds."""
+    import numpy as np
+    import pandas as pd
+    for name, want in meta_dtypes.items():
+        if name not in frame.columns or not isinstance(want, np.dtype):
+            continue
+        col = frame[name]
+        if not isinstance(col.dtype, pd.api.extensions.ExtensionDtype) or want.kind not in "iufb":
+            continue
+        if isinstance(col, pd.DataFrame):  # repeated column names: leave them
+            continue
+        if not col.hasnans:
+            frame[name] = col.to_numpy(dtype=want)
+        elif want.kind == "b":
+            frame[name] = col.astype(object).where(col.notna(), None)
+        else:
+            frame[name] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    return frame
 
 
 def _absolute(src):
     """Local paths made absolute here: a worker's working directory is not
-    the caller's."""
+    the caller's. A file's contents (bytes, a buffer) go to the workers as
+    bytes."""
     if isinstance(src, (list, tuple)):
         return [_absolute(s) for s in src]
+    if _is_data(src):
+        return src.getvalue() if isinstance(src, io.BytesIO) else bytes(memoryview(src))
     if hasattr(src, "__fspath__"):
         src = os.fspath(src)
     if isinstance(src, bytes) and b"://" not in src:
@@ -49,13 +81,16 @@ def _absolute(src):
 
 
 def _split_ranges(n, splits_per_partition, npartitions):
+    """(first split, count) per partition: `splits_per_partition` each, or
+    the splits spread evenly over `npartitions` (at most one per split)."""
     if n == 0:
         return [(0, 0)]
-    if splits_per_partition is None:
-        parts = npartitions or min(n, os.cpu_count() or 1)
-        splits_per_partition = math.ceil(n / max(1, parts))
-    size = max(1, int(splits_per_partition))
-    return [(first, min(size, n - first)) for first in range(0, n, size)]
+    if splits_per_partition is not None:
+        size = int(splits_per_partition)
+        return [(first, min(size, n - first)) for first in range(0, n, size)]
+    parts = min(n, npartitions or os.cpu_count() or 1)
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1] - bounds[i]) for i in range(parts)]
 
 
 def read(src, *, format=None, columns=None, splits_per_partition=None, npartitions=None,
@@ -66,12 +101,25 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
         spread over about one partition per core, or over `npartitions`).
     threads: decoding threads inside each task (default one per core).
     Other arguments as for sluice.read. Partitions are in plan order; each
-    has its own RangeIndex (divisions are unknown). Columns whose dtype
-    depends on nulls (int64 / Int64, ...) take the nullable dtype in the
-    partitions that have nulls; computing concatenates them as pandas does.
+    has its own RangeIndex (divisions are unknown). Numeric and boolean
+    columns keep their numpy dtypes in every partition, as dd.read_parquet
+    gives them (sluice.read_pandas makes a column with nulls nullable,
+    Int64 / Float64 / boolean, which dask cannot mix with numpy ones in
+    describe, quantile or .values): floats with NaN, integers with nulls as
+    float64, booleans with nulls as object.
     """
     import dask.dataframe as dd
 
+    for name in ("limit", "ordered"):  # whole-table options: no partition has them
+        if name in format_options:
+            raise TypeError(f"sluice.dask.read() takes no {name}= (partitions are read "
+                            "independently, in plan order): use .head() or .partitions[]")
+    for name, value in (("splits_per_partition", splits_per_partition),
+                        ("npartitions", npartitions)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ValueError(f"sluice.dask.read(): {name} must be a positive integer, "
+                             f"not {value!r}")
     ds = _open(src, format, columns, None, True, None, None, None, format_options)
     try:
         schema = Schema(ds.schema())
@@ -91,5 +139,6 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
     # conversion of object columns to strings would decode binary as text.
     import dask
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(_ReadSplits(src, options, n), ranges, meta=meta,
+        meta_dtypes = {name: dtype for name, dtype in meta.dtypes.items()}
+        return dd.from_map(_ReadSplits(src, options, n, meta_dtypes), ranges, meta=meta,
                            enforce_metadata=False, label="sluice-read")

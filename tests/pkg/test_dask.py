@@ -168,3 +168,49 @@ def test_source_changed_after_the_graph_is_an_error(cluster, tmp_path, monkeypat
     pq.write_table(pa.table({"k": [-1, -2]}), tmp_path / "b_added.parquet")
     with pytest.raises(sluice.SourceError, match="splits now"):
         ddf.compute()
+
+
+def test_partitions_with_nulls_keep_numpy_dtypes(cluster, tmp_path):
+    """A float or integer column with nulls in some row groups came out
+    Float64 / Int64 in those partitions beside float64 / int64 in the meta,
+    and describe, quantile and .values failed (TypeError); now they come
+    out as dd.read_parquet gives them, with its figures."""
+    import pyarrow.parquet as pq
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"f": [1.0, None, 3.0, 4.0, 5.0, 6.0],
+                             "i": [1, None, 3, 4, 5, 6],
+                             "b": [True, None, False, True, True, False]}), path,
+                   row_group_size=2)
+    got = sluice.dask.read(path, npartitions=3)
+    want = dd.read_parquet(str(path))
+    assert got.npartitions == 3
+    assert dict(got.compute().dtypes) == dict(want.compute().dtypes)
+    # (dask's quantiles are approximate, by partition: compared loosely)
+    g, w = got.f.describe().compute().to_dict(), want.f.describe().compute().to_dict()
+    assert {k: g[k] for k in ("count", "mean", "std", "min", "max")} == \
+        {k: w[k] for k in ("count", "mean", "std", "min", "max")}
+    assert 1 <= got.i.quantile(0.5).compute() <= 6
+    assert got.f.values.sum().compute() == pytest.approx(want.f.values.sum().compute(),
+                                                          nan_ok=True)
+    same(got.compute(), want.compute())
+
+
+def test_bytes_and_bad_arguments(cluster, tmp_path):
+    """A file's contents as bytes are read as data (they were taken for a
+    path: a column named after the working directory); whole-table options
+    and partition counts below 1 are refused by name; npartitions spreads
+    the splits over that many partitions (ceil(n / N) each left fewer)."""
+    data = b"a,b\n1,2\n3,4\n"
+    got = sluice.dask.read(data).compute()
+    assert got.to_dict("list") == {"a": [1, 3], "b": [2, 4]}
+    for bad in ({"limit": 10}, {"ordered": False}):
+        with pytest.raises(TypeError, match=f"takes no {next(iter(bad))}="):
+            sluice.dask.read(data, **bad)
+    for bad in ({"npartitions": 0}, {"npartitions": -2}, {"splits_per_partition": 0}):
+        with pytest.raises(ValueError, match="must be a positive integer"):
+            sluice.dask.read(data, **bad)
+    path = tmp_path / "many.csv"
+    pacsv.write_csv(pa.table({"id": list(range(400_000))}), str(path))
+    n = sluice.scan(path, batch_rows=4096).num_splits
+    parts = min(n, 5)
+    assert sluice.dask.read(path, npartitions=parts).npartitions == parts
