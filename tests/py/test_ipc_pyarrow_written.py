@@ -245,3 +245,31 @@ def test_decimal32_and_decimal64_read_as_decimal128(sluice, tmp_path, flavour, c
     assert got.to_pylist() == table.to_pylist()
     got = ipc.open_stream(io.BytesIO(sluice.run("cat", src, "-c", "d64,tail", "-t", "arrows").stdout)).read_all()
     assert got.to_pylist() == table.select(["d64", "tail"]).to_pylist()
+
+
+@pytest.mark.parametrize("flavour", ["stream", "file"])
+@pytest.mark.parametrize("kind", ["plain", "dictionary", "nested"])
+def test_invalid_utf8_in_a_string_column_is_an_error(sluice, tmp_path, flavour, kind):
+    """A utf8 column holding bytes that are not UTF-8 (pyarrow writes it
+    without checking; polars refuses to read it): an error naming the column
+    and value, as the CSV and Parquet readers give. It was read, and convert
+    then wrote a Parquet file sluice could not read back and JSON Lines of
+    other text ("\\u00ff\\u00fe")."""
+    pl = pytest.importorskip("polars")
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.array([0, 1, 3], pa.int32()).buffers()[1],
+                                                 pa.py_buffer(b"a\xff\xfe")])
+    column = {"plain": bad,
+              "dictionary": pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), bad),
+              "nested": pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad)}[kind]
+    table = pa.table({"s": column})
+    src = tmp_path / f"bad.{'arrows' if flavour == 'stream' else 'arrow'}"
+    opener = ipc.new_stream if flavour == "stream" else ipc.new_file
+    with opener(src, table.schema) as w:
+        w.write_table(table)
+    if kind == "plain":
+        with pytest.raises(Exception):
+            (pl.read_ipc_stream if flavour == "stream" else pl.read_ipc)(src)
+    out = tmp_path / "out.parquet"
+    err = sluice.expect_error("convert", src, out).stderr.decode()
+    assert "invalid UTF-8 in value 1" in err and str(src) in err, err
+    assert not out.exists()
