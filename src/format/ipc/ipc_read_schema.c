@@ -269,7 +269,13 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
     case IPC_TYPE_RUN_END_ENCODED:
     case IPC_TYPE_LIST_VIEW:
     case IPC_TYPE_LARGE_LIST_VIEW:
-      return invalid(p, ENOTSUP, "type %" PRId64 " (run-end encoded / list view) is not supported", fname, type_type);
+      return sl_error_set(p->error, ENOTSUP, "%s: offset %" PRId64 ": field '%s': type %s is "
+                          "not supported (cast it to %s first)", p->where->name, p->where->offset,
+                          fname,
+                          type_type == IPC_TYPE_RUN_END_ENCODED ? "run_end_encoded"
+                          : type_type == IPC_TYPE_LIST_VIEW     ? "list_view"
+                                                                : "large_list_view",
+                          type_type == IPC_TYPE_RUN_END_ENCODED ? "its value type" : "a list");
     default:
       return invalid(p, ENOTSUP, "unknown type tag %" PRId64, fname, type_type);
   }
