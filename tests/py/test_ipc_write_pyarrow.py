@@ -344,3 +344,20 @@ def test_write_options_are_checked(sluice_bin, tmp_path):
                               capture_output=True, timeout=120)
         assert proc.returncode == 1 and b"nope" in proc.stderr, proc.stderr
         assert not (tmp_path / out).exists()
+
+
+def test_file_dictionary_with_nulls_that_changes_is_refused_by_its_reason(sluice, tmp_path):
+    """A file cannot replace a dictionary and sluice grows only dictionaries
+    without null values: the refusal says so (it named only the column kinds,
+    which this string column is); the stream format writes it."""
+    D = pa.DictionaryArray.from_arrays
+    t = pa.table({"d": pa.chunked_array([D(pa.array([0, 1]), pa.array(["b", "a"])),
+                                         D(pa.array([0, 1]), pa.array(["c", None]))])})
+    src = tmp_path / "dn.arrows"
+    with pa.ipc.new_stream(src, t.schema) as w:
+        w.write_table(t)
+    err = sluice.expect_error("convert", src, tmp_path / "dn.arrow").stderr.decode()
+    assert "whose dictionaries hold no nulls (this one does)" in err, err
+    sluice.run("convert", src, tmp_path / "ok.arrows")
+    assert pa.ipc.open_stream(tmp_path / "ok.arrows").read_all().column("d").to_pylist() == \
+        ["b", "a", "c", None]

@@ -146,7 +146,9 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
                       "column '%s': the dictionary changed between batches (not only by "
                       "appending values), and the Arrow IPC file format cannot replace a "
                       "dictionary; sluice grows one only for top-level string and binary "
-                      "columns (write the stream format, .arrows)", e->column);
+                      "columns%s (write the stream format, .arrows)", e->column,
+                      array->null_count > 0 ? " whose dictionaries hold no nulls (this one does)"
+                                             : "");
     goto done;
   }
   uint8_t* snapshot = NULL;
