@@ -24,7 +24,12 @@
 //     or binary column "" reads back as the empty string, so a null there is
 //     an error that asks for a null spelling (null=NA).
 //   - floats: the shortest text of 15..17 digits that reads back as the same
-//     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). float_format=point
+//     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). NaN is the
+//     exception to "the same values": "nan" as pyarrow writes it, which
+//     pyarrow and sluice read as null (a default null spelling of floats),
+//     DuckDB as NaN, and polars (which parses only "NaN") as text, turning
+//     the column into strings; no spelling reads back as NaN everywhere.
+//     float_format=point
 //     adds ".0" to whole numbers ("1.0", "-0.0") so that a column of whole
 //     numbers is read back as floats rather than integers.
 //   - timestamps: "2023-01-15 12:00:00.000000" with as many fraction digits as
