@@ -853,11 +853,11 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
                           "or none, not '%s'", location, writer->name, c);
     args->compression = NULL;  // the whole file's, not the format's own
   } else if (writer->compressible && compression == SL_COMPRESS_NONE &&
-             sl_compression_suffix_length(location) > 0) {
+             sl_unwritten_compression_suffix_length(location) > 0) {
     // x.csv.lz4 (-t csv): plain text under a compressed name would mislead
     // every reader.
     size_t len = sl_location_name_length(location);
-    const char* suffix = location + len - sl_compression_suffix_length(location);
+    const char* suffix = location + len - sl_unwritten_compression_suffix_length(location);
     return sl_error_set(error, EINVAL, "%s: the %s writer compresses whole files with gzip, "
                         "zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), not %.*s", location,
                         writer->name, (int)(location + len - suffix), suffix);

@@ -30,10 +30,7 @@ static const struct {
                   {".zst", SL_COMPRESS_ZSTD},   {".zstd", SL_COMPRESS_ZSTD},
                   {".bz2", SL_COMPRESS_BZIP2},  {".bzip2", SL_COMPRESS_BZIP2},
                   {".xz", SL_COMPRESS_XZ},      {".lz4", SL_COMPRESS_NONE},
-                  {".snappy", SL_COMPRESS_NONE}, {".zip", SL_COMPRESS_NONE},
-                  {".br", SL_COMPRESS_NONE},    {".lz", SL_COMPRESS_NONE},
-                  {".lzma", SL_COMPRESS_NONE},  {".z", SL_COMPRESS_NONE},
-                  {".7z", SL_COMPRESS_NONE},    {".tar", SL_COMPRESS_NONE}};
+                  {".snappy", SL_COMPRESS_NONE}};
 
 static size_t suffix_at(const char* location, enum sl_compression* kind) {
   *kind = SL_COMPRESS_NONE;
@@ -44,6 +41,18 @@ static size_t suffix_at(const char* location, enum sl_compression* kind) {
       *kind = k_suffixes[i].kind;
       return strlen(k_suffixes[i].suffix);
     }
+  }
+  return 0;
+}
+
+size_t sl_unwritten_compression_suffix_length(const char* location) {
+  static const char* const k_others[] = {".zip", ".br", ".lz", ".lzma", ".z", ".7z", ".tar"};
+  enum sl_compression kind;
+  size_t n = suffix_at(location, &kind);
+  if (n > 0 || location == NULL) return kind == SL_COMPRESS_NONE ? n : 0;
+  size_t len = sl_location_name_length(location);
+  for (size_t i = 0; i < sizeof k_others / sizeof k_others[0]; ++i) {
+    if (sl_name_ends_with(location, len, k_others[i])) return strlen(k_others[i]);
   }
   return 0;
 }
@@ -85,7 +94,7 @@ const char* sl_unread_compression_of_bytes(const uint8_t* head, int64_t n) {
     uint8_t magic[6];
   } k_magics[] = {{"zip", 4, {'P', 'K', 3, 4}},          {"zip", 4, {'P', 'K', 5, 6}},
                   {"lz4", 4, {0x04, 0x22, 0x4D, 0x18}},   {"compress (.Z)", 2, {0x1F, 0x9D}},
-                  {"lzip", 4, {'L', 'Z', 'I', 'P'}},      {"7z", 6, {'7', 'z', 0xBC, 0xAF, 0x27, 0x1C}},
+                  {"lzip", 5, {'L', 'Z', 'I', 'P', 1}},      {"7z", 6, {'7', 'z', 0xBC, 0xAF, 0x27, 0x1C}},
                   {"snappy", 6, {0xFF, 0x06, 0, 0, 's', 'N'}}};
   for (size_t i = 0; i < sizeof k_magics / sizeof k_magics[0]; ++i) {
     if (n >= k_magics[i].size && memcmp(head, k_magics[i].magic, k_magics[i].size) == 0) {

@@ -29,9 +29,15 @@ size_t sl_location_name_length(const char* location);
 enum sl_compression sl_compression_for_name(const char* location);
 
 /// The length of the compression suffix `location`'s name ends with (one of
-/// the above, or one sluice does not compress whole with: .lz4, .snappy,
-/// .zip, .br, .lz, .lzma, .Z, .7z, .tar), else 0.
+/// the above, or one sluice does not compress whole with: .lz4, .snappy),
+/// else 0.
 size_t sl_compression_suffix_length(const char* location);
+
+/// The length of a suffix naming a compression or archive sluice does not
+/// write (.lz4, .snappy, .zip, .br, .lz, .lzma, .Z, .7z, .tar), else 0: a
+/// writer must not put plain bytes under it. (Not looked through to tell
+/// an input's format: x.csv.tar is no CSV.)
+size_t sl_unwritten_compression_suffix_length(const char* location);
 
 /// The first bytes sl_compression_of_bytes wants to tell every kind apart
 /// (bzip2's stream header and block magic).

@@ -1169,9 +1169,18 @@ def test_bz2_and_xz_output_reads_back_in_peers(sluice, tmp_path):
     import zipfile
     with zipfile.ZipFile(tmp_path / "z.csv.zip", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("z.csv", plain.read_text())
-    proc = sluice.expect_error("cat", tmp_path / "z.csv.zip")
-    assert b"zip-compressed, which sluice does not read" in proc.stderr, proc.stderr
     assert pd.read_csv(tmp_path / "z.csv.zip").equals(pd.read_csv(plain))  # pandas reads zips
+    # x.csv.zip is no CSV by its name (nor x.csv.tar: the suffix is not looked
+    # through, so a tar's bytes never reach the CSV parser)
+    proc = sluice.expect_error("cat", tmp_path / "z.csv.zip")
+    assert b"cannot tell the format" in proc.stderr, proc.stderr
+    (tmp_path / "z.csv").write_bytes((tmp_path / "z.csv.zip").read_bytes())
+    for args in (["-f", "csv", tmp_path / "z.csv.zip"], [tmp_path / "z.csv"]):
+        proc = sluice.expect_error("cat", *args)
+        assert b"zip-compressed, which sluice does not read" in proc.stderr, proc.stderr
+    # A text that starts like lzip's magic is text.
+    (tmp_path / "lz.csv").write_text("LZIPCODE,city\n1,x\n")
+    assert b"LZIPCODE" in sluice.run("cat", tmp_path / "lz.csv", "-t", "csv").stdout
 
 
 # ---- quotes where RFC 4180 has none ------------------------------------------------
