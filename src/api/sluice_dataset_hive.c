@@ -166,6 +166,55 @@ static void infer_formats(struct sl_hive* h) {
   }
 }
 
+/// The key segments of one object, as for_each_pair gives them.
+struct key_list {
+  const char** keys;
+  size_t* lens;
+  int64_t n;
+};
+
+static int collect_key(void* arg, const char* key, size_t key_len, const char* value,
+                       size_t value_len) {
+  (void)value;
+  (void)value_len;
+  struct key_list* l = arg;
+  l->keys[l->n] = key;
+  l->lens[l->n++] = key_len;
+  return 0;
+}
+
+static int64_t count_key(const struct key_list* l, const char* key, size_t len) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < l->n; ++i) n += l->lens[i] == len && memcmp(l->keys[i], key, len) == 0;
+  return n;
+}
+
+/// Whether objects `a` and `b` (names below the root, `n_keys` segments
+/// each) name the same keys as many times each, in any order: with a key
+/// named twice (y=1/y=2) no key is a column, but only when every object is
+/// alike, else the error of different keys, whichever object comes first.
+static int same_key_names(const char* a, const char* b, int64_t n_keys,
+                          const struct sluice_allocator* alloc, int* same) {
+  size_t cap = (size_t)n_keys * 2;
+  const char** keys = sl_calloc(alloc, cap, sizeof *keys);
+  size_t* lens = sl_calloc(alloc, cap, sizeof *lens);
+  if (keys == NULL || lens == NULL) {
+    if (keys != NULL) sl_free(alloc, keys, cap * sizeof *keys);
+    if (lens != NULL) sl_free(alloc, lens, cap * sizeof *lens);
+    return ENOMEM;
+  }
+  struct key_list la = {keys, lens, 0}, lb = {keys + n_keys, lens + n_keys, 0};
+  (void)for_each_pair(a, collect_key, &la);
+  (void)for_each_pair(b, collect_key, &lb);
+  *same = la.n == lb.n;
+  for (int64_t i = 0; *same && i < la.n; ++i) {
+    *same = count_key(&la, la.keys[i], la.lens[i]) == count_key(&lb, la.keys[i], la.lens[i]);
+  }
+  sl_free(alloc, keys, cap * sizeof *keys);
+  sl_free(alloc, lens, cap * sizeof *lens);
+  return 0;
+}
+
 static int different_keys(const char* location, const struct sl_location_list* names,
                           size_t object, struct sluice_error* error) {
   return sl_error_set(error, EINVAL, "%s: '%s' and '%s' are partitioned by different keys "
@@ -213,6 +262,15 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
         rc = different_keys(location, names, i, error);
       } else if (!ctx.repeated) {
         rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+      }
+      for (size_t j = 1; rc == 0 && ctx.repeated && j < names->n; ++j) {
+        int same = 1;
+        if (same_key_names(names->names[0] + root_len, names->names[j] + root_len, n_keys,
+                           alloc, &same) != 0) {
+          rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+        } else if (!same) {
+          rc = different_keys(location, names, j, error);
+        }
       }
       sl_hive_free(out, alloc);
       break;

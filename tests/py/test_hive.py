@@ -246,6 +246,7 @@ def test_partition_not_utf8_is_an_error(sluice, tmp_path, segment):
     (("a=1", 1), ("b=2", 2)),           # other keys, as many
     (("x=%FF", 1), ("y=1", 2)),         # other keys, one not UTF-8
     (("a=1/b=2", 1), ("b=3/b=4", 2)),   # a key named twice
+    (("a=1/a=2", 1), ("b=3/c=4", 2)),   # the same, in the object that sorts first
     (("a=1", 1), (".", 2)),             # an object beside the partitions
 ])
 def test_objects_with_different_keys_are_an_error(sluice, tmp_path, layout):
