@@ -48,9 +48,9 @@ def _numpy_where_meta_is(frame, meta_dtypes):
         if name not in frame.columns or not isinstance(want, np.dtype):
             continue
         col = frame[name]
-        if not isinstance(col.dtype, pd.api.extensions.ExtensionDtype) or want.kind not in "iufb":
-            continue
         if isinstance(col, pd.DataFrame):  # repeated column names: leave them
+            continue
+        if not isinstance(col.dtype, pd.api.extensions.ExtensionDtype) or want.kind not in "iufb":
             continue
         if not col.hasnans:
             frame[name] = col.to_numpy(dtype=want)

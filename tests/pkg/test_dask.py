@@ -214,3 +214,17 @@ def test_bytes_and_bad_arguments(cluster, tmp_path):
     n = sluice.scan(path, batch_rows=4096).num_splits
     parts = min(n, 5)
     assert sluice.dask.read(path, npartitions=parts).npartitions == parts
+
+
+def test_repeated_column_names(cluster, tmp_path):
+    """Two columns of one name (an IPC file pyarrow wrote): the partitions'
+    dtype fixing skipped them only after asking a DataFrame for .dtype."""
+    t = pa.Table.from_arrays([pa.array([1, None, 3]), pa.array([1.5, 2.5, None])],
+                             names=["x", "x"])
+    path = tmp_path / "twice.arrow"
+    with pa.ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    got = sluice.dask.read(path).compute()
+    want = sluice.read_pandas(path)
+    assert list(got.columns) == ["x", "x"]
+    assert got.iloc[:, 1].tolist()[:2] == want.iloc[:, 1].tolist()[:2]

@@ -502,8 +502,11 @@ def test_jsonl_refuses_repeated_names(sluice_bin, tmp_path):
         pajson.read_json(tmp_path / "peer.jsonl")
     with pytest.raises(duckdb.Error):
         duckdb.sql(f"select * from read_json('{tmp_path / 'peer.jsonl'}')").fetchall()
+    in_union = pa.table({"u": pa.UnionArray.from_sparse(pa.array([0], pa.int8()),
+                                                         [st, pa.array([5])])})
     for table, says in ((twice, "two columns are named 'x'"),
-                        (nested, "two fields of struct 'l' are named 'f'")):
+                        (nested, "two fields of struct 'l' are named 'f'"),
+                        (in_union, "two fields of struct 'u' are named 'f'")):
         src = tmp_path / "t.arrow"
         with pa.ipc.new_file(src, table.schema) as w:
             w.write_table(table)

@@ -51,6 +51,9 @@ oom:
 /// repeated one, polars keeps one of them): columns, and the fields of every
 /// struct below them, of one name are refused, as the Avro writer refuses
 /// them. `path` names the struct ("" at the top).
+static int check_structs_below(const struct sl_text_field* node, const char* column,
+                               struct sluice_error* error);
+
 static int check_distinct_names(const struct sl_text_field* node, const char* path,
                                 struct sluice_error* error) {
   for (int64_t c = 0; c < node->n_children; ++c) {
@@ -65,15 +68,20 @@ static int check_distinct_names(const struct sl_text_field* node, const char* pa
     }
   }
   for (int64_t c = 0; c < node->n_children; ++c) {
-    const struct sl_text_field* child = &node->children[c];
-    // Structs anywhere below (in lists and maps too) render as objects.
-    const struct sl_text_field* inner = child;
-    while (inner->type.id != SL_TYPE_STRUCT && inner->n_children == 1) inner = &inner->children[0];
-    if (inner->type.id == SL_TYPE_STRUCT) {
-      SL_RETURN_NOT_OK(check_distinct_names(inner, child->name, error));
-    }
+    SL_RETURN_NOT_OK(check_structs_below(&node->children[c], node->children[c].name, error));
   }
   return 0;
+}
+
+/// Every struct at or below `node` (in lists, maps, unions and dictionaries
+/// too) renders as an object: each is checked; `column` names the column.
+static int check_structs_below(const struct sl_text_field* node, const char* column,
+                               struct sluice_error* error) {
+  if (node->type.id == SL_TYPE_STRUCT) return check_distinct_names(node, column, error);
+  for (int64_t c = 0; c < node->n_children; ++c) {
+    SL_RETURN_NOT_OK(check_structs_below(&node->children[c], column, error));
+  }
+  return node->dictionary != NULL ? check_structs_below(node->dictionary, column, error) : 0;
 }
 
 static int jsonl_write_header(void* ctx, const struct sl_text_field* row, struct sl_sink* sink,
