@@ -347,7 +347,9 @@ SLUICE_EXPORT int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset
 /// and Python's sluice.read do this by themselves); 0 means the error
 /// stands. EBUSY while a scan of the dataset is still open (close its stream
 /// first). A source that can be read only once (a pipe) cannot be scanned
-/// again.
+/// again. The row filter is parsed again for the wider types; when it
+/// cannot be (a date past timestamp[ns]'s range), the error is returned with
+/// *changed = 1 and every later scan of the dataset fails with it.
 SLUICE_EXPORT int sluice_dataset_refine(struct sluice_dataset* dataset, int* changed,
                                         struct sluice_error* error);
 

@@ -60,6 +60,10 @@ struct sluice_dataset {
   /// parsed again when sluice_dataset_refine changes a column's type.
   char* filter_text;
   size_t filter_text_size;
+  /// A refine whose reader took the wider types but whose filter could not
+  /// be parsed for them: the dataset cannot be scanned (its filter would be
+  /// of the old types), and every scan gives this error.
+  struct sluice_error unusable;
 };
 
 void sluice_open_options_init(struct sluice_open_options* options) {
@@ -685,6 +689,10 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
     if (rc != 0) sl_error_prefix(error, "%s", ds->location);
   }
   if (rc != 0) {
+    // The reader has the new types already: no scan may run with the old
+    // schema and filter.
+    ds->unusable = *error;
+    if (ds->unusable.code == 0) ds->unusable.code = rc;
     if (full.release != NULL) full.release(&full);
     if (projected.release != NULL) projected.release(&projected);
     return rc;
@@ -709,6 +717,12 @@ int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset, char* first_
   if (first_reason != NULL && cap > 0) first_reason[0] = '\0';
   if (dataset == NULL || dataset->format->rows_skipped == NULL) return 0;
   return dataset->format->rows_skipped(dataset->reader, first_reason, cap);
+}
+
+int sl_dataset_usable(const struct sluice_dataset* ds, struct sluice_error* error) {
+  if (ds->unusable.code == 0) return 0;
+  if (error != NULL) *error = ds->unusable;
+  return ds->unusable.code;
 }
 
 void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) {

@@ -12,6 +12,9 @@
 /// from the dataset: keep it open, or hold a reference (sl_dataset_retain),
 /// until sl_scan_stop.
 void sl_dataset_scan_args(struct sluice_dataset* dataset, struct sl_scan_args* args);
+/// 0, or the error of a refine that left the dataset unscannable (copied
+/// into `error`).
+int sl_dataset_usable(const struct sluice_dataset* dataset, struct sluice_error* error);
 
 /// Reference counting of the dataset internals: sluice_dataset_close drops
 /// the handle's reference, scans hold their own.

@@ -586,14 +586,23 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
   if (dataset == NULL || out == NULL || n_out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
   }
+  SL_RETURN_NOT_OK(sl_dataset_usable(dataset, error));
   for (;;) {
     int rc = stats_once(dataset, out, n_out, error);
     if (rc == 0) return 0;
     // A value that did not fit a type inferred from a sample widens it:
     // then count again with the wider types (each round widens a column).
-    struct sluice_error ignored;
+    // A refine that fails after widening (a filter the wider type cannot
+    // take) says why, not the value that asked for it.
+    struct sluice_error refine_error;
+    memset(&refine_error, 0, sizeof refine_error);
     int changed = 0;
-    if (sluice_dataset_refine(dataset, &changed, &ignored) != 0 || !changed) return rc;
+    int refined = sluice_dataset_refine(dataset, &changed, &refine_error);
+    if (refined != 0 && sl_dataset_usable(dataset, NULL) != 0) {
+      *error = refine_error;
+      return refined;
+    }
+    if (refined != 0 || !changed) return rc;
     sl_error_clear(error);
   }
 }

@@ -383,13 +383,17 @@ int cli_open_stream(const struct cli_options* options, int n_sources,
 /// the type inferred for its column and that column is now wider, with
 /// *stream a new scan from the start; 0 (and *stream released) otherwise.
 static int read_again(struct sluice_dataset* dataset, const struct cli_options* options,
-                      struct ArrowArrayStream* stream, const struct sluice_error* why) {
+                      struct ArrowArrayStream* stream, struct sluice_error* why) {
   stream->release(stream);  // the dataset refines only with no scan open
-  struct sluice_error ignored;
-  memset(&ignored, 0, sizeof ignored);
+  struct sluice_error refine_error;
+  memset(&refine_error, 0, sizeof refine_error);
   int changed = 0;
-  if (sluice_dataset_refine(dataset, &changed, &ignored) != 0 || !changed ||
-      cli_progress_stream(dataset, options, stream, &ignored) != 0) {
+  int rc = sluice_dataset_refine(dataset, &changed, &refine_error);
+  if (rc != 0 && changed) {  // widened, but unusable so (a filter the new type refuses)
+    *why = refine_error;
+    return 0;
+  }
+  if (rc != 0 || !changed || cli_progress_stream(dataset, options, stream, &refine_error) != 0) {
     return 0;
   }
   if (!options->quiet) fprintf(stderr, "sluice: note: %s; reading again\n", why->message);

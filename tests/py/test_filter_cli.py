@@ -113,3 +113,24 @@ def test_filter_after_a_csv_column_widens(sluice, tmp_path, late, text):
     import json
     col = json.loads(stats)[0]
     assert col["count"] == len(want), col
+
+
+def test_filter_the_widened_type_refuses_is_the_error(sluice, tmp_path):
+    """A late value widens a CSV timestamp column to nanoseconds, which the
+    filter's date cannot be compared in (2300 is past timestamp[ns]): the
+    error says so, for stats and convert alike (they said the column would
+    widen when read again, which it had; the dataset kept the old schema and
+    filter, so a later scan compared nanoseconds as microseconds)."""
+    import datetime
+    base = datetime.datetime(2024, 1, 1)
+    rows = [(base + datetime.timedelta(seconds=i)).strftime("%Y-%m-%d %H:%M:%S")
+            for i in range(200000)]
+    rows[150000] += ".123456789"
+    src = tmp_path / "ns.csv"
+    src.write_text("t\n" + "\n".join(rows) + "\n")
+    for args in (["stats"], ["convert", "-q"]):
+        tail = [tmp_path / "o.parquet"] if args[0] == "convert" else []
+        err = sluice.expect_error(*args, "--filter", "t<2300-01-01", src, *tail).stderr.decode()
+        assert "'2300-01-01' is not a date-time" in err and "timestamp[ns]" in err, err
+        assert "when the input is read again" not in err, err
+    assert not (tmp_path / "o.parquet").exists()
