@@ -169,7 +169,7 @@ def test_unsupported_type_is_reported(sluice, tmp_path, flavour):
     write(src, [batch], flavour, None)
     out = tmp_path / "out.arrows"
     proc = sluice.expect_error("convert", src, out)
-    assert b"list view" in proc.stderr, proc.stderr
+    assert b"type list_view is not supported" in proc.stderr, proc.stderr
     assert not out.exists(), "a failed convert left an output file"
     check_clean_failure(proc)
 
