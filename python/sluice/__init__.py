@@ -683,6 +683,12 @@ def read_ipc(src, *, restore_order=True, columns=None, threads=None):
                  for one in src]
         if not parts:
             return read(src, format="arrows", columns=columns, threads=threads)
+        first = parts[0].schema
+        for one, part in zip(src, parts):
+            if part.schema.names != first.names or part.schema.types != first.types:
+                raise InvalidArgumentError(
+                    f"read_ipc: {one!s} has the columns {part.schema}, {src[0]!s} has {first}: "
+                    "streams put back in order one after the other need one schema")
         return Table(parts[0].schema, [b for part in parts for b in part._batches])
     t = read(src, format=_ipc_kind(src), columns=columns, threads=threads, _gather=False)
     if not restore_order:

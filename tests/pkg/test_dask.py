@@ -209,11 +209,13 @@ def test_bytes_and_bad_arguments(cluster, tmp_path):
     for bad in ({"npartitions": 0}, {"npartitions": -2}, {"splits_per_partition": 0}):
         with pytest.raises(ValueError, match="must be a positive integer"):
             sluice.dask.read(data, **bad)
-    path = tmp_path / "many.csv"
-    pacsv.write_csv(pa.table({"id": list(range(400_000))}), str(path))
-    n = sluice.scan(path, batch_rows=4096).num_splits
-    parts = min(n, 5)
-    assert sluice.dask.read(path, npartitions=parts).npartitions == parts
+    import pyarrow.parquet as pq
+    path = tmp_path / "many.parquet"  # 20 row groups, 20 splits
+    pq.write_table(pa.table({"id": list(range(20_000))}), path, row_group_size=1000)
+    assert sluice.scan(path).num_splits == 20
+    ddf = sluice.dask.read(path, npartitions=6)  # ceil(20 / 6) = 4 each made 5
+    assert ddf.npartitions == 6
+    assert ddf.compute()["id"].tolist() == list(range(20_000))
 
 
 def test_repeated_column_names(cluster, tmp_path):

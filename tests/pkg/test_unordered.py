@@ -162,3 +162,10 @@ def test_read_ipc_of_several_tagged_streams(sluice_bin, tmp_path):
     want = list(range(6)) + list(range(1000, 1006))
     assert pa.table(sluice.read_ipc(outs)).column("id").to_pylist() == want
     assert pa.table(sluice.read_ipc(outs, restore_order=False)).num_rows == 12
+    # streams of other schemas: the error names them
+    other = tmp_path / "other.arrows"
+    t = pa.table({"name": ["x"]})
+    with pa.ipc.new_stream(other, t.schema) as w:
+        w.write_table(t)
+    with pytest.raises(sluice.InvalidArgumentError, match="other.arrows has the columns"):
+        sluice.read_ipc([outs[0], other])

@@ -376,6 +376,11 @@ def test_zstandard_negative_levels(tmp_path, sluice, level):
     fastavro.writer(io.BytesIO(), {"type": "record", "name": "r", "fields": [
         {"name": "a", "type": "long"}]}, [{"a": 1}], codec="zstandard",
         codec_compression_level=level)
+    # the level is used, not taken for the default (3): the fastest is larger
+    if level == -131072:
+        default = tmp_path / "d.avro"
+        sluice.run("convert", src, default, "-W", "codec=zstandard")
+        assert dst.stat().st_size > default.stat().st_size
 
 
 def test_compression_flag_selects_codec(tmp_path, sluice):

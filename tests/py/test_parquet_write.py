@@ -650,6 +650,10 @@ def test_compression_levels_past_the_codec_range(sluice, tmp_path, codec, level,
         assert_same_table(pq.read_table(out), table)
         name = {"lz4": "LZ4"}.get(codec, codec.upper())  # pyarrow calls LZ4_RAW "LZ4"
         assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == name
+        if (codec, level) == ("zstd", -200000):  # used, not the default (1): larger
+            default = tmp_path / "d.parquet"
+            sluice.run("convert", src, default, "-W", "compression=zstd")
+            assert out.stat().st_size > default.stat().st_size
         return
     err = sluice.expect_error(*args).stderr.decode()
     assert f"{codec.upper()} compression levels are" in err and str(level) in err, err

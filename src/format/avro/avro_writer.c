@@ -1107,6 +1107,8 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
   ctx->level = AVRO_LEVEL_DEFAULT;
   ctx->block_size = AW_DEFAULT_BLOCK;
   int have_codec = 0;
+  const char* codec_text = "";  // as -W codec= gave it
+  size_t codec_len = 0;
   const char* options = args->format_options;
   struct sl_option o;
   int more;
@@ -1121,8 +1123,10 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
     if (sl_option_is(&o, "codec")) {
       SL_RETURN_NOT_OK(writer_codec(v, vn, &ctx->codec, error));
       have_codec = 1;
+      codec_text = v;
+      codec_len = vn;
     } else if (sl_option_is(&o, "level")) {
-      if (sl_parse_int64(v, vn, INT32_MIN + 1, INT32_MAX, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected an integer", (int)vn, v);
+      if (sl_parse_int64(v, vn, INT32_MIN + 1, INT32_MAX, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option level='%.*s': expected a level of the codec (deflate 0..12, zstandard -131072..22, bzip2 1..9, xz and lzma 0..9)", (int)vn, v);
       ctx->level = (int)number;
     } else if (sl_option_is(&o, "block_size") || sl_option_is(&o, "sync_interval")) {
       if (sl_parse_size(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1 byte to 1g (k, m, g suffixes)", (int)vn, v);
@@ -1147,8 +1151,9 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
     SL_RETURN_NOT_OK(writer_codec(c, strlen(c), &flag, error));
     // Both ways of naming it must agree: neither silently wins.
     if (have_codec && flag != ctx->codec) {
-      return sl_error_set(error, EINVAL, "Avro writer: --compression %s and -W codec= name "
-                          "different codecs: give one", args->compression);
+      return sl_error_set(error, EINVAL, "Avro writer: compression '%s' and codec=%.*s name "
+                          "different codecs: give one", args->compression, (int)codec_len,
+                          codec_text);
     }
     ctx->codec = flag;
   }

@@ -75,7 +75,7 @@ static int parse_write_options(const char* text, const char* flag, enum ipc_code
       enum ipc_codec from_flag = *codec;
       SL_RETURN_NOT_OK(parse_codec(name, codec, error));
       if (flag != NULL && flag[0] != '\0' && *codec != from_flag) {
-        return sl_error_set(error, EINVAL, "arrow ipc writer: --compression %s and -W "
+        return sl_error_set(error, EINVAL, "arrow ipc writer: compression '%s' and "
                             "compression=%s name different codecs: give one", flag, name);
       }
       continue;

@@ -144,7 +144,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
       enum pq_codec flag;
       if (args->compression != NULL && pq_codec_from_name(args->compression, &flag, NULL) == 0 &&
           flag != o->codec) {
-        return sl_error_set(error, EINVAL, "parquet writer: --compression %s and -W %.*s=%s "
+        return sl_error_set(error, EINVAL, "parquet writer: compression '%s' and %.*s=%s "
                             "name different codecs: give one", args->compression, (int)kn, s,
                             name);
       }
