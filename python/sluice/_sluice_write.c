@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "_sluice.h"
 
@@ -22,6 +23,7 @@
 struct write_watch {
   pthread_t caller;
   atomic_int cancel;
+  struct timespec checked;  // when the caller's thread last ran the signal handlers
   PyObject* type;  // the signal handler's exception, taken on the caller's thread
   PyObject* value;
   PyObject* traceback;
@@ -31,6 +33,14 @@ static int write_cancelled(void* user) {
   struct write_watch* w = user;
   if (atomic_load(&w->cancel)) return 1;
   if (!pthread_equal(pthread_self(), w->caller)) return 0;  // copy or upload threads
+  // Polled per MiB written too: the GIL (which another thread may hold for
+  // its switch interval) is taken at most every 20 ms.
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t since_ms = (int64_t)(now.tv_sec - w->checked.tv_sec) * 1000 +
+                     (now.tv_nsec - w->checked.tv_nsec) / 1000000;
+  if (since_ms < 20) return 0;
+  w->checked = now;
   PyGILState_STATE gil = PyGILState_Ensure();
   if (PyErr_CheckSignals() != 0) {
     PyErr_Fetch(&w->type, &w->value, &w->traceback);

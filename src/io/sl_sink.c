@@ -161,9 +161,21 @@ static int write_all(struct sl_sink* sink, const uint8_t* data, size_t n,
   return write_fd(sink, data, n, error);
 }
 
+int sl_sink_cancelled(const struct sl_sink* sink, struct sluice_error* error) {
+  if (!sl_remote_cancelled(sink->remote)) return 0;
+  return sl_error_set(error, ECANCELED, "%s: interrupted", sink->name);
+}
+
 static int flush(struct sl_sink* sink, struct sluice_error* error) {
   if (sink->used == 0) return 0;
-  int rc = write_all(sink, sink->buf, sink->used, error);
+  // Polled per buffer written, so that a write of one huge batch stops
+  // soon after Ctrl-C rather than at its end.
+  int rc = sl_sink_cancelled(sink, error);
+  if (rc != 0) {
+    sink->used = 0;
+    return rc;
+  }
+  rc = write_all(sink, sink->buf, sink->used, error);
   sink->used = 0;
   return rc;
 }

@@ -238,12 +238,89 @@ static void test_allocation_failures(void** state) {
   unlink(csv);
 }
 
+/// Counts the write's cancel polls, and where the stream stood at each.
+struct poll_count {
+  struct ArrowArrayStream* inner;
+  int polls;
+  int gets;
+  int polls_at_get[8];
+};
+
+static int count_poll(void* user) {
+  ((struct poll_count*)user)->polls++;
+  return 0;
+}
+
+static int counting_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  struct poll_count* c = s->private_data;
+  if (c->gets < 8) c->polls_at_get[c->gets] = c->polls;
+  c->gets++;
+  return c->inner->get_next(c->inner, out);
+}
+
+static int counting_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  struct poll_count* c = s->private_data;
+  return c->inner->get_schema(c->inner, out);
+}
+
+static const char* counting_last_error(struct ArrowArrayStream* s) {
+  struct poll_count* c = s->private_data;
+  return c->inner->get_last_error(c->inner);
+}
+
+static void counting_release(struct ArrowArrayStream* s) { s->release = NULL; }
+
+/// One big batch written as CSV and JSON Lines: the cancel callback is
+/// polled while it is written (per slice of rows and per buffer written),
+/// not only between batches, so that Ctrl-C stops such a write soon.
+static void test_cancel_is_polled_within_a_big_batch(void** state) {
+  (void)state;
+  char csv[512], dst[512];
+  test_temp_path("writer_big.csv", csv, sizeof csv);
+  FILE* f = fopen(csv, "w");
+  assert_non_null(f);
+  fprintf(f, "a,b\n");
+  for (int i = 0; i < 300000; i++) fprintf(f, "%d,%d.25\n", i, i);
+  assert_int_equal(fclose(f), 0);
+  const char* exts[] = {"writer_big_out.csv", "writer_big_out.jsonl"};
+  for (int e = 0; e < 2; e++) {
+    struct test_batches b;
+    struct sluice_error error = {0, {0}};
+    assert_int_equal(test_batches_read(sl_csv_reader(), csv, 1000000, 0, &b, &error), 0);
+    assert_true(b.n >= 1 && b.n < 8);  // a batch per split
+    struct ArrowArrayStream inner, stream;
+    test_batches_stream(&b, &inner);
+    struct poll_count c = {.inner = &inner};
+    stream = (struct ArrowArrayStream){.get_schema = counting_get_schema,
+                                       .get_next = counting_get_next,
+                                       .get_last_error = counting_last_error,
+                                       .release = counting_release,
+                                       .private_data = &c};
+    test_temp_path(exts[e], dst, sizeof dst);
+    struct sluice_write_options o;
+    sluice_write_options_init(&o);
+    o.no_fsync = 1;
+    o.cancelled = count_poll;
+    o.cancelled_user = &c;
+    assert_int_equal(sluice_write(&stream, dst, &o, &error), 0);
+    assert_int_equal(c.gets, b.n + 1);  // the batches, then the end
+    // Polled after taking a batch and before asking for the next, and (new)
+    // while writing it.
+    for (int64_t i = 0; i < b.n; i++) assert_true(c.polls_at_get[i + 1] - c.polls_at_get[i] >= 3);
+    inner.release(&inner);
+    test_batches_release(&b);
+    unlink(dst);
+  }
+  unlink(csv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pushed_equals_pulled),
       cmocka_unit_test(test_abort_and_failures_leave_nothing),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_write_error_code_and_destination),
+      cmocka_unit_test(test_cancel_is_polled_within_a_big_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

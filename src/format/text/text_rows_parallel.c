@@ -231,6 +231,9 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
   const int64_t slice = ROWS_PER_PART_ROUND * p->parts;
   for (int64_t from = 0; from < batch->length; from += slice) {
     int64_t to = batch->length - from > slice ? from + slice : batch->length;
+    // Ctrl-C stops a big batch between slices (polled here, on the thread
+    // that called the writer: Python checks its signals only there).
+    SL_RETURN_NOT_OK(sl_sink_cancelled(sink, error));
     SL_RETURN_NOT_OK(write_rows(p, row, batch, from, to, sink, error));
   }
   return 0;
