@@ -289,20 +289,28 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
 }
 
 /// The part size: the caller's (sluice_s3_options.part_size), else
-/// SLUICE_S3_PART_SIZE, else 8 MiB; within S3's limits.
-static int64_t part_size_setting(int64_t given, int64_t size) {
+/// SLUICE_S3_PART_SIZE (bytes, with k, m, g suffixes as every size option),
+/// else 8 MiB; within S3's limits. A variable that is no size is an error,
+/// not the default silently.
+static int part_size_setting(int64_t given, int64_t size, const char* location, int64_t* out,
+                             struct sluice_error* error) {
   int64_t part = S3_DEFAULT_PART;
   const char* text = getenv("SLUICE_S3_PART_SIZE");
   int64_t v;
   if (given > 0) {
     part = given;
-  } else if (text != NULL && sl_parse_int64(text, strlen(text), 1, INT64_MAX, &v) == 0) {
+  } else if (text != NULL && text[0] != '\0') {
+    if (sl_parse_size(text, strlen(text), 1, INT64_C(5) << 30, &v) != 0) {
+      return sl_error_set(error, EINVAL, "%s: SLUICE_S3_PART_SIZE='%s' is not a size in bytes "
+                          "up to 5g (k, m, g suffixes; e.g. 16m)", location, text);
+    }
     part = v;
   }
   if (part < S3_MIN_PART) part = S3_MIN_PART;
   // At most 10000 parts: larger objects get larger parts.
   while ((size + part - 1) / part > S3_MAX_PARTS) part *= 2;
-  return part;
+  *out = part;
+  return 0;
 }
 
 int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
@@ -328,8 +336,9 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   if (rc == 0 && (h == NULL || resp == NULL)) {
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
   }
+  int64_t part = 0;
+  if (rc == 0) rc = part_size_setting(g->settings.part_size, size, location, &part, error);
   if (rc == 0) {
-    int64_t part = part_size_setting(g->settings.part_size, size);
     if (size <= part) {
       rc = s3_request(g, remote, h, url, "PUT", "", data, (size_t)size, resp, location, error);
     } else {

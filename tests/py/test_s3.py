@@ -458,11 +458,18 @@ def test_multipart_upload(sluice, s3, tmp_path):
     subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q", "-O",
                     "length_prefix=u8"], check=True)
     assert local_out.stat().st_size > 3 * (5 << 20)
-    env = creds(s3, SLUICE_S3_PART_SIZE=str(5 << 20))
+    # (with a suffix, as every size option takes it: "5m" was ignored, 8 MiB parts)
+    env = creds(s3, SLUICE_S3_PART_SIZE="5m")
     proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/out/big.arrows", "-q", "-O",
                "length_prefix=u8")
     assert proc.returncode == 0, proc.stderr.decode()
     assert (s3["data"] / BUCKET / "out" / "big.arrows").read_bytes() == local_out.read_bytes()
+    # a value that is no size is an error (it was the default, silently)
+    proc = run(sluice, creds(s3, SLUICE_S3_PART_SIZE="abc"), "convert", src,
+               f"s3://{BUCKET}/out/bad.arrows", "-q", "-O", "length_prefix=u8")
+    check_clean_failure(proc)
+    assert b"SLUICE_S3_PART_SIZE='abc' is not a size" in proc.stderr, proc.stderr
+    assert not (s3["data"] / BUCKET / "out" / "bad.arrows").exists()
 
 
 def test_failed_write_leaves_no_object(sluice, s3, tmp_path):
