@@ -20,7 +20,7 @@
   "  --unordered        deliver batches as they are decoded (Arrow IPC output\n" \
   "                     tags each batch with sluice:split / sluice:batch)\n"  \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
-  "  -O KEY=VALUE       a format option, repeatable (CSV: delimiter, quote,\n"  \
+  "  -O, --option K=V   a format option, repeatable (CSV: delimiter, quote,\n"  \
   "                     header, comment, null_values, ...; see the README)\n" \
   "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV; %XX in a name\n"  \
   "                     spells , | : or %, as in 'a%2Cb:int64')\n"          \
@@ -76,7 +76,7 @@
 #define WRITE_OPTION_HELP                                                     \
   "  -W, --write-option KEY=VALUE\n"                                         \
   "                      an output format option, repeatable (CSV:\n"        \
-  "                      delimiter=comma|semicolon|tab|pipe|<char>,\n"       \
+  "                      delimiter=comma|semicolon|tab|pipe|space|<char>,\n" \
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
   "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
@@ -105,7 +105,7 @@ static const struct cli_command k_commands[] = {
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
      "  -o, --output OUT    write to OUT (format from its extension; the text table\n"
      "                      with -t table or a .txt name; another name is an error)\n"
-     "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
+     "      --compression C IPC: lz4, zstd; Avro: a codec (as -W codec=); Parquet:\n"
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
      "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
      "                      protocol's)\n"
@@ -114,16 +114,17 @@ static const struct cli_command k_commands[] = {
          CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
      1, CLI_MAX_POSITIONAL, cli_cmd_cat},
     {"schema", "print the fields, types, nullability and metadata",
-     "Usage: sluice schema SRC... [-f FMT] [--json]\n"
+     "Usage: sluice schema SRC... [-f FMT] [-c COLS] [--json]\n"
      "\n"
      "Options:\n"
      "  -f, --format FMT    input format (default: detected)\n"
+     "  -c, --columns COLS  only these columns (comma-separated)\n"
      "      --json          print the schema as JSON\n",
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
-     "Usage: sluice convert SRC... DST [-t FMT] [--compression C] [-c COLS] [--limit N]\n"
-     "                      [--partition-by COLS] [--max-rows-per-file N]\n"
-     "                      [--existing-data WHAT]\n"
+     "Usage: sluice convert SRC... DST [-f FMT] [-t FMT] [--compression C] [-c COLS]\n"
+     "                      [--limit N] [--partition-by COLS] [--max-partitions N]\n"
+     "                      [--max-rows-per-file N] [--existing-data WHAT]\n"
      "\n"
      "The output format comes from DST's extension unless -t is given. DST may\n"
      "be a Cassandra table, cql://[user[:password]@]host[:port]/ks.table: rows\n"
@@ -134,7 +135,7 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Options:\n"
      "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl, parquet)\n"
-     "      --compression C IPC: lz4, zstd; Avro: zstd (or -W codec=); Parquet:\n"
+     "      --compression C IPC: lz4, zstd; Avro: a codec (as -W codec=); Parquet:\n"
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
      "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
      "                      protocol's)\n"
@@ -581,7 +582,25 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
   if (options->help || *show_version) return CLI_OK;
   if (*command == NULL) return usage_error(NULL, "missing command%s", "");
   if ((seen & ~(*command)->options) != 0) {
-    return usage_error(options->command, "an option does not apply to '%s'", options->command);
+    static const struct {
+      unsigned bit;
+      const char* name;
+    } k_names[] = {{CLI_OPT_COLUMNS, "-c/--columns"},     {CLI_OPT_LIMIT, "-n/--limit"},
+                   {CLI_OPT_FORMAT, "-f/--format"},       {CLI_OPT_TO, "-t/--to"},
+                   {CLI_OPT_OUTPUT, "-o/--output"},       {CLI_OPT_COMPRESSION, "--compression"},
+                   {CLI_OPT_JSON, "--json"},              {CLI_OPT_WRITE_OPTION, "-W/--write-option"},
+                   {CLI_OPT_METADATA, "--metadata"},
+                   {CLI_OPT_PARTITION_BY, "--partition-by/--max-partitions"}};
+    const char* name = "an option";
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; ++i) {
+      if ((seen & ~(*command)->options) & k_names[i].bit) {
+        name = k_names[i].name;
+        break;
+      }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s does not apply to '%s'", name, options->command);
+    return usage_error(options->command, "%s", what);
   }
   if (options->n_positional < (*command)->min_positional) {
     return usage_error(options->command, "'%s' needs more arguments", options->command);

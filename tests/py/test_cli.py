@@ -572,6 +572,19 @@ def test_compression_named_twice_must_agree(sluice_bin, tmp_path, ext, flag, opt
         assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
+def test_an_option_of_another_command_is_named(sluice_bin, data):
+    """An option the command does not take is named in the usage error (it
+    said only 'an option does not apply'); schema takes -c, as its help says."""
+    d, table = data
+    proc = run(sluice_bin, "schema", d / "t.arrow", "-n", "3")
+    assert proc.returncode == 2 and b"-n/--limit does not apply to 'schema'" in proc.stderr
+    proc = run(sluice_bin, "stats", d / "t.arrow", "-t", "csv")
+    assert proc.returncode == 2 and b"-t/--to does not apply to 'stats'" in proc.stderr
+    out = json.loads(ok(sluice_bin, "schema", d / "t.arrow", "-c", table.column_names[0], "--json"))
+    assert b"-c, --columns" in ok(sluice_bin, "schema", "--help")
+    assert json.dumps(out).count(table.column_names[0]) >= 1
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")
