@@ -580,6 +580,11 @@ def test_an_option_of_another_command_is_named(sluice_bin, data):
     assert proc.returncode == 2 and b"-n/--limit does not apply to 'schema'" in proc.stderr
     proc = run(sluice_bin, "stats", d / "t.arrow", "-t", "csv")
     assert proc.returncode == 2 and b"-t/--to does not apply to 'stats'" in proc.stderr
+    # a reader's unknown option names the file it was given for
+    pq.write_table(pa.table({"x": [1]}), d / "o.parquet")
+    proc = run(sluice_bin, "cat", d / "o.parquet", "-O", "foo=1")
+    assert proc.returncode == 1 and str(d / "o.parquet").encode() + b": parquet: unknown format " \
+        b"option 'foo=1'" in proc.stderr, proc.stderr
     out = json.loads(ok(sluice_bin, "schema", d / "t.arrow", "-c", table.column_names[0], "--json"))
     assert b"-c, --columns" in ok(sluice_bin, "schema", "--help")
     assert json.dumps(out).count(table.column_names[0]) >= 1

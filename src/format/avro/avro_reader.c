@@ -364,7 +364,7 @@ static int load_reader_schema(struct avro_reader* r, const char* options, struct
   while (cursor != NULL && (k = sl_option_next(&cursor, &o)) != 0) {
     if (k < 0 || !sl_option_is(&o, "reader_schema") || o.value_len == 0 || r->reader_json != NULL)
       return sl_error_set(error, EINVAL, "%s: %s format option '%.*s' (known: reader_schema=PATH, "
-                          "once)", r->source->name, k > 0 && sl_option_is(&o, "reader_schema")
+                          "given once)", r->source->name, k > 0 && sl_option_is(&o, "reader_schema")
                           ? "bad" : "unknown", (int)o.key_len, o.key);
     {
       char* path = sl_strndup(r->alloc, o.value, o.value_len);

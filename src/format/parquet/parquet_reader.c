@@ -249,6 +249,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   r->verify_checksums = 1;
   r->max_binary_batch_bytes = INT32_MAX;
   int rc = parse_options(r, args->format_options, error);
+  if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
   if (rc == 0) rc = read_footer(r, error);
   if (rc == 0) {
     rc = pq_schema_build(&r->meta, r->alloc, r->source->name, &r->schema, error);
