@@ -200,15 +200,19 @@ struct sluice_open_options {
   int threads;
   /// Bytes of decoded batches allowed in flight, i.e. decoded but not yet
   /// returned to the consumer (0 = default, 256 MiB). Workers wait when it is
-  /// spent.
+  /// spent. It counts the batches' logical bytes: the allocator sees more
+  /// (buffers are rounded up, and each worker holds the compressed input it
+  /// decodes), about 1.3x in tests.
   int64_t memory_budget;
   /// Non-zero (default): batches are delivered in plan order. Zero: as they
   /// finish; use sluice_scanner_next's tag to restore order.
   int ordered;
-  /// Stop after this many rows (-1 = no limit).
+  /// Stop after this many rows (-1 = no limit). With ordered = 0 they are
+  /// the first rows delivered, not necessarily the input's first.
   int64_t limit;
   /// Allocator for everything the dataset and its scans allocate
-  /// (NULL = sluice_default_allocator()).
+  /// (NULL = sluice_default_allocator()), except what libraries allocate
+  /// without a hook: jansson parsing an Avro schema's JSON, brotli's encoder.
   const struct sluice_allocator* allocator;
   /// Format-specific options as "key=value,key=value" (NULL = defaults), e.g.
   /// for CSV "delimiter=;,header=false,schema=a:int32|b:string"; for Avro
@@ -354,8 +358,10 @@ SLUICE_EXPORT int sluice_dataset_refine(struct sluice_dataset* dataset, int* cha
                                         struct sluice_error* error);
 
 /// Starts a scan as an Arrow C stream of struct arrays (one child per column).
-/// Several scans of one dataset may run at once. The stream may outlive the
-/// dataset handle.
+/// Several scans of one dataset may run at once, except of a stream format
+/// (an Arrow IPC stream, length-prefixed records), which is read once per
+/// dataset, even from a file: its stats take that one read too (open the
+/// location again for another). The stream may outlive the dataset handle.
 SLUICE_EXPORT int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream* out,
                         struct sluice_error* error);
 

@@ -412,6 +412,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
 
 int sluice_dataset_open(const char* location, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (out != NULL) *out = NULL;
   if (location == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_open: NULL location or output");
@@ -423,6 +424,7 @@ int sluice_dataset_open_memory(const void* data, size_t size, const char* name,
                                void (*release)(void*), void* release_ctx,
                                const struct sluice_open_options* options,
                                struct sluice_dataset** out, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (out != NULL) *out = NULL;
   if (name == NULL) name = "<memory>";
   struct memory_args m = {data, size, release, release_ctx, 0};
@@ -436,6 +438,7 @@ int sluice_dataset_open_memory(const void* data, size_t size, const char* name,
 int sluice_dataset_open_many(const char* const* locations, size_t n,
                              const struct sluice_open_options* options,
                              struct sluice_dataset** out, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (out != NULL) *out = NULL;
   if (locations == NULL || n == 0 || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_open_many: no locations or no output");
@@ -465,6 +468,20 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                         options->n_columns);
   }
   SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
+  // Negative counts are mistakes, not defaults (as sluice_scan_options'
+  // checks take them): named rather than silently replaced.
+  const char* negative = options->threads < 0         ? "threads"
+                         : options->memory_budget < 0 ? "memory_budget"
+                         : options->batch_size < 0    ? "batch_size"
+                                                      : NULL;
+  if (negative != NULL) {
+    return sl_error_set(error, EINVAL, "%s: sluice_open_options.%s is negative (0 is the "
+                        "default)", location, negative);
+  }
+  if (options->limit < -1) {
+    return sl_error_set(error, EINVAL, "%s: sluice_open_options.limit is %lld (-1 is no limit)",
+                        location, (long long)options->limit);
+  }
   int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
   // With the default allocator, freed batch buffers are kept for the next
   // batches, up to a quarter of the budget (sl_buffer_cache.h) and a few
@@ -654,6 +671,7 @@ const char* sluice_dataset_format(const struct sluice_dataset* dataset) {
 
 int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* out,
                           struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (dataset == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_schema: NULL argument");
   }
@@ -661,6 +679,7 @@ int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* ou
 }
 
 int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (ds == NULL || changed == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_refine: NULL argument");
   }
@@ -757,6 +776,7 @@ int sluice_scanner_open(struct sluice_dataset* dataset, struct sluice_scanner** 
 
 int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
                         struct sluice_batch_tag* tag, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (scanner == NULL || out == NULL) {
     if (out != NULL) out->release = NULL;
     return sl_error_set(error, EINVAL, "sluice_scanner_next: NULL argument");
@@ -809,6 +829,7 @@ static void stream_release(struct ArrowArrayStream* stream) {
 
 int sluice_dataset_scan(struct sluice_dataset* dataset, struct ArrowArrayStream* out,
                         struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (out != NULL) out->release = NULL;
   if (dataset == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_scan: NULL argument");
@@ -919,6 +940,7 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
 
 int sluice_write(struct ArrowArrayStream* stream, const char* location,
                  const struct sluice_write_options* options, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (stream == NULL || stream->release == NULL || location == NULL) {
     return sl_error_set(error, EINVAL, "sluice_write: NULL or released stream, or no location");
   }
@@ -1016,6 +1038,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
 }
 
 int sluice_dataset_count_split_rows(struct sluice_dataset* dataset, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (dataset == NULL) return sl_error_set(error, EINVAL, "sluice_dataset_count_split_rows: NULL");
   if (dataset->format->count_split_rows == NULL || dataset->n_splits == 0) return 0;
   // Into the plan itself: scans started afterwards copy the counts with it.

@@ -583,6 +583,7 @@ static int stats_once(struct sluice_dataset* dataset, struct sluice_column_stats
 SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
                                        struct sluice_column_stats** out, int64_t* n_out,
                                        struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (dataset == NULL || out == NULL || n_out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
   }

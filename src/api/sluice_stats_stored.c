@@ -224,6 +224,7 @@ int sl_stats_stored(struct sluice_dataset* dataset, const struct sl_text_field* 
 SLUICE_EXPORT int sluice_dataset_stored_stats(struct sluice_dataset* dataset,
                                               struct sluice_column_stats** out, int64_t* n_out,
                                               struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (dataset == NULL || out == NULL || n_out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_stored_stats: NULL argument");
   }

@@ -97,6 +97,7 @@ static void writer_free(struct sluice_writer* w) {
 int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
                        const struct sluice_write_options* options, struct sluice_writer** out,
                        struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (out != NULL) *out = NULL;
   if (location == NULL || schema == NULL || schema->release == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_writer_open: NULL location, schema or out");
@@ -128,6 +129,7 @@ int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
 
 int sluice_writer_write(struct sluice_writer* w, struct ArrowArray* batch,
                         struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (w == NULL || batch == NULL || batch->release == NULL) {
     if (batch != NULL && batch->release != NULL) batch->release(batch);
     return sl_error_set(error, EINVAL, "sluice_writer_write: NULL writer or released batch");
@@ -168,6 +170,7 @@ static int finish(struct sluice_writer* w, int cancel, struct sluice_error* erro
 }
 
 int sluice_writer_close(struct sluice_writer* w, struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
   if (w == NULL) return sl_error_set(error, EINVAL, "sluice_writer_close: NULL writer");
   return finish(w, 0, error);
 }

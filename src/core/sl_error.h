@@ -17,6 +17,13 @@
 /// and returns `code`, so that callers can write `return sl_error_set(...)`.
 int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) SL_PRINTF(3, 4);
 
+/// For the public entry points, whose callers may pass error = NULL: points
+/// `error` at a scratch struct of the function's then, so that the code
+/// below never has to check (several places dereferenced it).
+#define SL_ERROR_OR_SCRATCH(error)        \
+  struct sluice_error sl_error_scratch_; \
+  if ((error) == NULL) (error) = &sl_error_scratch_
+
 /// Prefixes the message already in `error` with `"<prefix>: "` (e.g. the
 /// object name) and returns error->code. Use when an inner layer did not know
 /// which object it was reading.

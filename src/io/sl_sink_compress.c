@@ -8,6 +8,7 @@
 #include <isa-l/igzip_lib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "../codec/sl_codec_alloc.h"
 #include "../core/sl_alloc.h"
@@ -70,8 +71,9 @@ static int zstd_run(struct sl_compressor* c, ZSTD_inBuffer* in, ZSTD_EndDirectiv
     ZSTD_outBuffer ob = {c->buf, COMPRESSED_BUFFER, 0};
     size_t left = ZSTD_compressStream2(c->zstd, &ob, in, mode);
     if (ZSTD_isError(left)) {
-      return sl_error_set(error, EIO, "%s: zstd compression failed: %s", c->name,
-                          ZSTD_getErrorName(left));
+      return sl_error_set(error,
+                          ZSTD_getErrorCode(left) == ZSTD_error_memory_allocation ? ENOMEM : EIO,
+                          "%s: zstd compression failed: %s", c->name, ZSTD_getErrorName(left));
     }
     SL_RETURN_NOT_OK(emit(c, ob.pos, error));
     int done = mode == ZSTD_e_end ? left == 0 : in->pos == in->size;

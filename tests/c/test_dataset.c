@@ -1682,6 +1682,111 @@ static void test_stats_key_bounds(void** unused) {
   assert_int_equal(n, -1);
 }
 
+/// Drains a scan with error = NULL everywhere; the rows, or -1 on an error.
+static int64_t rows_without_errors(struct sluice_dataset* ds) {
+  struct ArrowArrayStream stream;
+  if (sluice_dataset_scan(ds, &stream, NULL) != 0) return -1;
+  int64_t rows = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    if (stream.get_next(&stream, &batch) != 0) {
+      rows = -1;
+      break;
+    }
+    if (batch.release == NULL) break;
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  return rows;
+}
+
+/// sluice.h lets every error struct be NULL: a pyarrow Parquet file (its
+/// encoding_stats), a damaged .csv.gz and a refine whose filter the wider
+/// type refuses dereferenced it (segfaults); the codes are those given with
+/// a struct.
+static void test_null_error_structs(void** unused) {
+  (void)unused;
+  char pq[512], gz[512], ns[512];
+  test_temp_path("nullerr.parquet", pq, sizeof pq);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys\n"
+           "pq.write_table(pa.table({'a': list(range(3)), 's': ['x', 'y', None]}), sys.argv[1])\" "
+           "'%s' 2>/dev/null", pq);
+  if (system(cmd) != 0) skip();
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open(pq, NULL, &ds, NULL), 0);
+  struct ArrowSchema schema;
+  assert_int_equal(sluice_dataset_schema(ds, &schema, NULL), 0);
+  schema.release(&schema);
+  assert_int_equal(rows_without_errors(ds), 3);
+  struct sluice_column_stats* stats = NULL;
+  int64_t n = 0;
+  assert_int_equal(sluice_dataset_stats(ds, &stats, &n, NULL), 0);
+  assert_int_equal(n, 2);
+  sluice_stats_free(stats, n);
+  assert_int_equal(sluice_dataset_count_split_rows(ds, NULL), 0);
+  sluice_dataset_close(ds);
+  // Negative counts are named, not taken for the defaults.
+  struct sluice_open_options bad;
+  for (int k = 0; k < 4; k++) {
+    sluice_open_options_init(&bad);
+    if (k == 0) bad.threads = -1;
+    if (k == 1) bad.memory_budget = -5;
+    if (k == 2) bad.batch_size = -1;
+    if (k == 3) bad.limit = -2;
+    struct sluice_error e;
+    memset(&e, 0, sizeof e);
+    assert_int_equal(sluice_dataset_open(pq, &bad, &ds, &e), EINVAL);
+    assert_non_null(strstr(e.message, k == 3 ? "limit is -2" : "is negative"));
+    assert_null(ds);
+  }
+
+  test_temp_path("nullerr.csv.gz", gz, sizeof gz);
+  static const unsigned char damaged[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0x00};
+  assert_int_equal(test_write_file(gz, (const char*)damaged, sizeof damaged), 0);
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  ds = NULL;
+  int with = sluice_dataset_open(gz, NULL, &ds, &error);
+  int64_t with_rows = with == 0 ? rows_without_errors(ds) : -1;
+  sluice_dataset_close(ds);
+  ds = NULL;
+  int without = sluice_dataset_open(gz, NULL, &ds, NULL);
+  assert_int_equal(without, with);
+  if (without == 0) assert_int_equal(rows_without_errors(ds), with_rows);
+  sluice_dataset_close(ds);
+
+  // A late nanosecond value widens t; the filter's 2300 is past timestamp[ns].
+  test_temp_path("nullerr_ns.csv", ns, sizeof ns);
+  FILE* f = fopen(ns, "w");
+  assert_non_null(f);
+  fprintf(f, "t\n");
+  for (int i = 0; i < 3000; i++) fprintf(f, "2024-01-01 00:%02d:%02d%s\n", i / 60 % 60, i % 60,
+                                          i == 2500 ? ".123456789" : "");
+  assert_int_equal(fclose(f), 0);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.format_options = "infer_bytes=1k";
+  options.filter = "t<2300-01-01";
+  ds = NULL;
+  assert_int_equal(sluice_dataset_open(ns, &options, &ds, NULL), 0);
+  assert_int_equal(rows_without_errors(ds), -1);  // the late value
+  int changed = 0;
+  assert_int_not_equal(sluice_dataset_refine(ds, &changed, NULL), 0);
+  assert_int_equal(changed, 1);
+  assert_int_equal(rows_without_errors(ds), -1);  // unusable since
+  memset(&error, 0, sizeof error);
+  struct ArrowArrayStream stream;
+  assert_int_not_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  assert_non_null(strstr(error.message, "is not a date-time"));
+  sluice_dataset_close(ds);
+  unlink(pq);
+  unlink(gz);
+  unlink(ns);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ipc_ordered_and_unordered),
@@ -1706,6 +1811,7 @@ int main(void) {
       cmocka_unit_test(test_csv_refine_after_a_late_value),
       cmocka_unit_test(test_freed_batches_are_reused),
       cmocka_unit_test(test_stats_key_bounds),
+      cmocka_unit_test(test_null_error_structs),
   };
   return cmocka_run_group_tests(tests, ipc_setup, ipc_teardown);
 }
