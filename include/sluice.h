@@ -212,7 +212,8 @@ struct sluice_open_options {
   int64_t limit;
   /// Allocator for everything the dataset and its scans allocate
   /// (NULL = sluice_default_allocator()), except what libraries allocate
-  /// without a hook: jansson parsing an Avro schema's JSON, brotli's encoder.
+  /// without a hook: jansson parsing an Avro schema's JSON, the brotli and
+  /// libdeflate compressors.
   const struct sluice_allocator* allocator;
   /// Format-specific options as "key=value,key=value" (NULL = defaults), e.g.
   /// for CSV "delimiter=;,header=false,schema=a:int32|b:string"; for Avro

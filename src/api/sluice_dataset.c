@@ -914,9 +914,11 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
 static int name_destination(const char* location, int rc, struct sluice_error* error) {
   // Not "-" (standard output): "-: reading the input: ..." read like a bad
   // argument, and the sink names standard output in its own errors.
+  // A partitioned write's own errors name a file below it ("dir/k=1/...").
   size_t n = strlen(location);
   if (error != NULL && strcmp(location, "-") != 0 &&
-      !(strncmp(error->message, location, n) == 0 && error->message[n] == ':'))
+      !(strncmp(error->message, location, n) == 0 &&
+        (error->message[n] == ':' || error->message[n] == '/')))
     sl_error_prefix(error, "%s", location);
   return rc;
 }
@@ -1027,10 +1029,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   struct ArrowArrayStream checked;
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,
                                   &checked, error);
+  if (rc != 0 && !table) name_destination(location, rc, error);
   if (rc == 0) {
     rc = table     ? writer->write(&checked, NULL, &args, error)  // no file
          : dataset ? sl_write_partitioned(writer, &checked, location, options, &args, error)
                    : write_file(writer, &checked, location, options, &args, error);
+    if (rc != 0 && dataset) name_destination(location, rc, error);
     checked.release(&checked);
   }
   sl_buffer_cache_close(cache);

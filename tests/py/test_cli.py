@@ -590,6 +590,20 @@ def test_an_option_of_another_command_is_named(sluice_bin, data):
     assert json.dumps(out).count(table.column_names[0]) >= 1
 
 
+def test_partitioned_write_errors_name_the_destination(sluice_bin, tmp_path):
+    """A partitioned write that fails on its input says where it was writing
+    (it said only 'reading the input: ...'), as a write to one file does."""
+    src = tmp_path / "in.csv"
+    src.write_text("k,x\n1,2\n2,abc\n")
+    out = tmp_path / "parts"
+    proc = run(sluice_bin, "convert", src, out, "--partition-by", "k", "-t", "parquet",
+               "--schema", "k:int64,x:int64")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith(f"sluice: {out}: reading the input: {src}: line 3".encode()), \
+        proc.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_convert_unknown_extension_is_usage_error(sluice_bin, data, tmp_path):
     d, _ = data
     proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "o.unknown")
