@@ -27,8 +27,8 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
 int sl_sink_write(struct sl_sink* sink, const void* data, int64_t n, struct sluice_error* error);
 /// ECANCELED ("interrupted") when the write this sink belongs to was
 /// cancelled (sluice_write_options.cancelled), else 0. Writers that turn one
-/// batch into much output poll it between pieces; sl_sink_write polls it
-/// per buffer written.
+/// batch into much output poll it between pieces; the sink itself polls it
+/// per buffer it writes, and before a commit.
 int sl_sink_cancelled(const struct sl_sink* sink, struct sluice_error* error);
 /// Appends `n` bytes that are both `data` in memory and bytes [offset,
 /// offset + n) of the open file `fd` (e.g. a view of a mapped file, see
