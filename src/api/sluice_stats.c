@@ -599,7 +599,7 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
     memset(&refine_error, 0, sizeof refine_error);
     int changed = 0;
     int refined = sluice_dataset_refine(dataset, &changed, &refine_error);
-    if (refined != 0 && sl_dataset_usable(dataset, NULL) != 0) {
+    if (refined != 0 && changed) {  // widened, but unusable so (as sluice.h says)
       *error = refine_error;
       return refined;
     }
