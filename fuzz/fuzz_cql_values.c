@@ -23,13 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct sluice_error err;
   struct sl_cql_cursor c = {data, data + size};
   struct cql_type type;
-  if (cql_type_read(&c, "v", 1, &alloc, &type) != 0) return 0;
+  if (sl_cql_type_read(&c, "v", 1, &alloc, &type) != 0) return 0;
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   struct sl_builder rows;
   memset(&rows, 0, sizeof rows);
   int ok = sl_schema_init(&schema, &alloc, "+s", "", 0, 1, &err) == 0 &&
-           cql_type_arrow_schema(&type, &alloc, schema.children[0], &err) == 0 &&
+           sl_cql_type_arrow_schema(&type, &alloc, schema.children[0], &err) == 0 &&
            sl_builder_init_from_schema(&rows, &schema, &alloc, &err) == 0;
   int64_t n = 0;
   for (; ok && c.p < c.end && n < 4096; ++n) {
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int32_t len;
     const char* why = NULL;
     if (sl_cql_read_bytes(&c, &v, &len) != 0) break;
-    int rc = cql_value_append(&type, sl_builder_child(&rows, 0), v, len, &why);
+    int rc = sl_cql_value_append(&type, sl_builder_child(&rows, 0), v, len, &why);
     if (rc == EILSEQ && why == NULL) {
       fprintf(stderr, "fuzz_cql_values: EILSEQ without a reason\n");
       abort();
@@ -58,6 +58,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   sl_builder_release(&rows);
   if (schema.release != NULL) schema.release(&schema);
-  cql_type_free(&type, &alloc);
+  sl_cql_type_free(&type, &alloc);
   return 0;
 }

@@ -34,10 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Every occurrence, as the listing walks <Contents> entries.
     const char* at = xml;
     struct s3_xml_element e;
-    while (s3_xml_find(at, (size_t)(xml + size - at), tags[t], &e)) {
+    while (sl_s3_xml_find(at, (size_t)(xml + size - at), tags[t], &e)) {
       check_inside(xml, size, &e, tags[t]);
       size_t len = 0;
-      if (s3_xml_decode(e.inner, e.inner_len, text, &len) == 0 &&
+      if (sl_s3_xml_decode(e.inner, e.inner_len, text, &len) == 0 &&
           (len > e.inner_len || text[len] != '\0')) {
         fprintf(stderr, "fuzz_s3_xml: <%s> decoded to %zu bytes from %zu\n", tags[t], len,
                 e.inner_len);

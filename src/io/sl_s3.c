@@ -259,7 +259,7 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
 
 /* ---- Signing ----------------------------------------------------------------- */
 
-int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
+int sl_s3_sign_request(struct s3_signer* g, const char* method, const char* query,
                     const char* payload_hash, struct curl_slist** headers,
                     struct sluice_error* error) {
   if (g->settings.access_key[0] == '\0') return 0;  // anonymous
@@ -301,10 +301,10 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
 static int s3_sign(void* ctx, const char* method, const char* url, struct curl_slist** headers,
                    struct sluice_error* error) {
   (void)url;
-  return s3_sign_request(ctx, method, "", S3_EMPTY_SHA256, headers, error);
+  return sl_s3_sign_request(ctx, method, "", S3_EMPTY_SHA256, headers, error);
 }
 
-void s3_signer_destroy(void* ctx) {
+void sl_s3_signer_destroy(void* ctx) {
   struct s3_signer* g = ctx;
   if (g == NULL) return;
   const struct sluice_allocator* alloc = g->alloc;
@@ -326,7 +326,7 @@ static int dns_safe_bucket(const char* bucket, size_t n) {
   return 1;
 }
 
-int s3_prepare(const char* location, const struct sl_remote_options* remote,
+int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
                const struct sluice_allocator* alloc, struct s3_signer** out, char* url,
                size_t url_cap, struct sluice_error* error) {
   *out = NULL;
@@ -347,7 +347,7 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
   }
   int resolved = resolve_settings(&g->settings, remote != NULL ? remote->s3 : NULL, location, error);
   if (resolved != 0) {
-    s3_signer_destroy(g);
+    sl_s3_signer_destroy(g);
     return resolved;
   }
   int custom = g->settings.endpoint[0] != '\0';
@@ -363,7 +363,7 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
   const char* endpoint = g->settings.endpoint;
   const char* scheme_end = strstr(endpoint, "://");
   if (scheme_end == NULL) {
-    s3_signer_destroy(g);
+    sl_s3_signer_destroy(g);
     return sl_error_set(error, EINVAL, "%s: endpoint '%s' is not a URL (scheme://host[:port])",
                         location, endpoint);
   }
@@ -384,12 +384,12 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
   // S3 keys are up to 1024 bytes, each %XX-encoded at worst, then a NUL.
   char encoded_key[3 * 1024 + 1];
   if (sl_sigv4_uri_encode(key, 0, encoded_key, sizeof encoded_key) == (size_t)-1) {
-    s3_signer_destroy(g);
+    sl_s3_signer_destroy(g);
     return sl_error_set(error, ENAMETOOLONG, "%s: key too long", location);
   }
   char bucket[256];
   if (bucket_len >= sizeof bucket) {
-    s3_signer_destroy(g);
+    sl_s3_signer_destroy(g);
     return sl_error_set(error, ENAMETOOLONG, "%s: bucket name too long", location);
   }
   memcpy(bucket, rest, bucket_len);
@@ -409,14 +409,14 @@ int s3_prepare(const char* location, const struct sl_remote_options* remote,
   int u = snprintf(url, url_cap, "%.*s://%s%s", (int)(scheme_end - endpoint), endpoint,
                    g->host, g->path);
   if (w < 0 || (size_t)w >= sizeof g->path || u < 0 || (size_t)u >= url_cap) {
-    s3_signer_destroy(g);
+    sl_s3_signer_destroy(g);
     return sl_error_set(error, ENAMETOOLONG, "%s: request URL too long", location);
   }
   *out = g;
   return 0;
 }
 
-void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
+void sl_s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
   if (rc == EACCES && error != NULL &&
       (strstr(error->message, "HTTP 403") != NULL || strstr(error->message, "HTTP 401") != NULL)) {
     char message[sizeof error->message];
@@ -431,7 +431,7 @@ void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
   }
 }
 
-void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
+void sl_s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
                    const struct sl_remote_options* remote, char* errbuf) {
   errbuf[0] = '\0';
   curl->easy_reset(h);
@@ -454,8 +454,8 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   *out = NULL;
   char url[8192];
   struct s3_signer* g;
-  SL_RETURN_NOT_OK(s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
-  struct sl_http_signer signer = {s3_sign, g, s3_signer_destroy};
+  SL_RETURN_NOT_OK(sl_s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
+  struct sl_http_signer signer = {s3_sign, g, sl_s3_signer_destroy};
   struct sl_http_config config;
   memset(&config, 0, sizeof config);
   config.url = url;
@@ -467,7 +467,7 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   memcpy(hint_copy.settings.access_key, g->settings.access_key, sizeof hint_copy.settings.access_key);
   hint_copy.settings.anonymous = g->settings.anonymous;
   int rc = sl_http_source_open_config(&config, alloc, out, error);  // owns g from here
-  s3_auth_hint(&hint_copy, rc, error);
+  sl_s3_auth_hint(&hint_copy, rc, error);
   memset(&hint_copy.settings.access_key, 0, sizeof hint_copy.settings.access_key);
   return rc;
 }
@@ -485,7 +485,7 @@ static const char* find_bytes(const char* hay, size_t n, const char* needle, siz
   return NULL;
 }
 
-int s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_element* out) {
+int sl_s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_element* out) {
   size_t k = strlen(tag);
   char close[80];
   if (k + 4 > sizeof close) return 0;
@@ -546,7 +546,7 @@ static int put_utf8(unsigned long c, char* out, size_t* k) {
   return 0;
 }
 
-int s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len) {
+int sl_s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len) {
   static const struct {
     const char* name;
     char c;

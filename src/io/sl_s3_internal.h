@@ -30,7 +30,7 @@ struct s3_settings {
 /// One object's signing context: settings plus the request's host and path.
 struct s3_signer {
   const struct sluice_allocator* alloc;
-  struct sl_curl curl;  ///< libcurl for the object's requests (loaded by s3_prepare)
+  struct sl_curl curl;  ///< libcurl for the object's requests (loaded by sl_s3_prepare)
   struct s3_settings settings;
   char host[512];
   char path[4096];  ///< URI-encoded canonical path
@@ -38,16 +38,16 @@ struct s3_signer {
 
 /// Parses s3://bucket/key, resolves the settings (the caller's in
 /// remote->s3 over the environment's; `remote` may be NULL), and writes the
-/// object's URL (no query) into `url`. *out is freed with s3_signer_destroy.
-int s3_prepare(const char* location, const struct sl_remote_options* remote,
+/// object's URL (no query) into `url`. *out is freed with sl_s3_signer_destroy.
+int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
                const struct sluice_allocator* alloc, struct s3_signer** out, char* url,
                size_t url_cap, struct sluice_error* error);
-void s3_signer_destroy(void* ctx);
+void sl_s3_signer_destroy(void* ctx);
 
 /// Appends the SigV4 headers for one request on the object (query already
 /// encoded and sorted or not: it is canonicalised for signing). Anonymous
 /// settings add nothing.
-int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
+int sl_s3_sign_request(struct s3_signer* g, const char* method, const char* query,
                     const char* payload_hash, struct curl_slist** headers,
                     struct sluice_error* error);
 
@@ -55,11 +55,11 @@ int s3_sign_request(struct s3_signer* g, const char* method, const char* query,
 /// shares (no signals, connect timeout, a stall under 1 byte/s for 60 s is a
 /// timeout, errors into `errbuf`) and the TLS settings of `remote` (NULL =
 /// verified against the system store).
-void s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
+void sl_s3_curl_reset(const struct sl_curl* curl, CURL* h, const char* url,
                    const struct sl_remote_options* remote, char* errbuf);
 
 /// Adds a hint about credentials to an HTTP 401/403 error.
-void s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);
+void sl_s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error);
 
 /// S3's XML answers are flat and attribute-free below the root, so a small
 /// tag finder does (no XML library is needed for them).
@@ -70,12 +70,12 @@ struct s3_xml_element {
   size_t inner_len;
   const char* end;
 };
-int s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_element* out);
+int sl_s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_element* out);
 
 /// Decodes XML character data into `out` (room for n + 1 bytes: decoding
 /// never grows the text; NUL-terminated): the five predefined entities and
 /// numeric character references as UTF-8. 0, or EILSEQ for an unknown
 /// entity, a bad or NUL reference, or a raw '<' / NUL.
-int s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len);
+int sl_s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len);
 
 #endif

@@ -134,7 +134,7 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
   return 0;
 }
 
-/// The bucket's URL and signing path. s3_prepare addresses objects, so it is
+/// The bucket's URL and signing path. sl_s3_prepare addresses objects, so it is
 /// given a one-character key that is then cut off: ".../bucket/x" becomes
 /// ".../bucket" (path-style) and "bucket.host/x" becomes "bucket.host/"
 /// (virtual-hosted), the resources ListObjectsV2 is sent to.
@@ -142,7 +142,7 @@ static int prepare_bucket(struct lister* l, struct sluice_error* error) {
   char object[300];
   snprintf(object, sizeof object, "s3://%s/x", l->bucket);
   SL_RETURN_NOT_OK(
-      s3_prepare(object, l->remote, l->alloc, &l->g, l->base_url, sizeof l->base_url, error));
+      sl_s3_prepare(object, l->remote, l->alloc, &l->g, l->base_url, sizeof l->base_url, error));
   size_t u = strlen(l->base_url), p = strlen(l->g->path);
   if (u < 2 || p < 2 || strcmp(l->base_url + u - 2, "/x") != 0 ||
       strcmp(l->g->path + p - 2, "/x") != 0) {
@@ -185,11 +185,11 @@ static const char* error_text(struct lister* l) {
   struct s3_xml_element code, message;
   char c[256] = "", m[700] = "";
   size_t n;
-  if (s3_xml_find(l->body, l->body_len, "Code", &code) && code.inner_len < sizeof c) {
-    if (s3_xml_decode(code.inner, code.inner_len, c, &n) != 0) c[0] = '\0';
+  if (sl_s3_xml_find(l->body, l->body_len, "Code", &code) && code.inner_len < sizeof c) {
+    if (sl_s3_xml_decode(code.inner, code.inner_len, c, &n) != 0) c[0] = '\0';
   }
-  if (s3_xml_find(l->body, l->body_len, "Message", &message) && message.inner_len < sizeof m) {
-    if (s3_xml_decode(message.inner, message.inner_len, m, &n) != 0) m[0] = '\0';
+  if (sl_s3_xml_find(l->body, l->body_len, "Message", &message) && message.inner_len < sizeof m) {
+    if (sl_s3_xml_decode(message.inner, message.inner_len, m, &n) != 0) m[0] = '\0';
   }
   snprintf(l->text, sizeof l->text, "%s%s%s", c, c[0] != '\0' && m[0] != '\0' ? ": " : "", m);
   return l->text;
@@ -202,7 +202,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
   unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)l;
   for (int attempt = 0;; ++attempt) {
     struct curl_slist* headers = NULL;
-    int rc = s3_sign_request(l->g, "GET", l->query, S3_EMPTY_SHA256, &headers, error);
+    int rc = sl_s3_sign_request(l->g, "GET", l->query, S3_EMPTY_SHA256, &headers, error);
     if (rc != 0) {
       l->g->curl.slist_free_all(headers);
       return sl_error_prefix(error, WHAT, WHAT_ARGS);
@@ -211,7 +211,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
     l->body_too_large = 0;
     l->status = 0;
     if (l->body != NULL) l->body[0] = '\0';
-    s3_curl_reset(&l->g->curl, h, l->url, l->remote, errbuf);
+    sl_s3_curl_reset(&l->g->curl, h, l->url, l->remote, errbuf);
     l->g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     l->g->curl.easy_setopt(h, CURLOPT_WRITEDATA, l);
     if (headers != NULL) l->g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
@@ -241,7 +241,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
                  : l->status == 404                   ? ENOENT
                                                       : EIO;
       sl_error_set(error, code, WHAT ": HTTP %ld %s", WHAT_ARGS, l->status, error_text(l));
-      s3_auth_hint(l->g, code, error);
+      sl_s3_auth_hint(l->g, code, error);
       return code;
     } else {
       return 0;
@@ -283,8 +283,8 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
   const char* body = l->body != NULL ? l->body : "";
   size_t n = l->body_len;
   struct s3_xml_element root, e;
-  if (!s3_xml_find(body, n, "ListBucketResult", &root)) {
-    if (s3_xml_find(body, n, "Error", &e)) {
+  if (!sl_s3_xml_find(body, n, "ListBucketResult", &root)) {
+    if (sl_s3_xml_find(body, n, "Error", &e)) {
       return sl_error_set(error, EIO, WHAT ": %s", WHAT_ARGS, error_text(l));
     }
     return sl_error_set(error, EIO, WHAT ": malformed answer (no ListBucketResult): %.200s",
@@ -292,10 +292,10 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
   }
   const char* at = root.inner;
   const char* end = root.inner + root.inner_len;
-  while (s3_xml_find(at, (size_t)(end - at), "Contents", &e)) {
+  while (sl_s3_xml_find(at, (size_t)(end - at), "Contents", &e)) {
     struct s3_xml_element key;
     size_t key_len;
-    if (!s3_xml_find(e.inner, e.inner_len, "Key", &key)) {
+    if (!sl_s3_xml_find(e.inner, e.inner_len, "Key", &key)) {
       return sl_error_set(error, EIO, WHAT ": malformed answer (an entry without a Key)",
                           WHAT_ARGS);
     }
@@ -303,7 +303,7 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
       return sl_error_set(error, EIO, WHAT ": malformed answer (a Key of %zu bytes)", WHAT_ARGS,
                           key.inner_len);
     }
-    if (s3_xml_decode(key.inner, key.inner_len, l->key, &key_len) != 0 || key_len == 0 ||
+    if (sl_s3_xml_decode(key.inner, key.inner_len, l->key, &key_len) != 0 || key_len == 0 ||
         memchr(l->key, '\0', key_len) != NULL) {
       return sl_error_set(error, EIO, WHAT ": malformed answer (bad Key '%.*s')", WHAT_ARGS,
                           (int)(key.inner_len < 200 ? key.inner_len : 200), key.inner);
@@ -317,7 +317,7 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
       // (a hint only: a missing or odd <Size> is just not known).
       struct s3_xml_element size_text;
       int64_t size = 0;
-      if (!s3_xml_find(e.inner, e.inner_len, "Size", &size_text) ||
+      if (!sl_s3_xml_find(e.inner, e.inner_len, "Size", &size_text) ||
           sl_parse_int64(size_text.inner, size_text.inner_len, 0, INT64_MAX, &size) != 0) {
         size = 0;
       }
@@ -328,7 +328,7 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
     at = e.end;
   }
   struct s3_xml_element truncated, token;
-  if (!s3_xml_find(root.inner, root.inner_len, "IsTruncated", &truncated)) {
+  if (!sl_s3_xml_find(root.inner, root.inner_len, "IsTruncated", &truncated)) {
     return sl_error_set(error, EIO, WHAT ": malformed answer (no IsTruncated)", WHAT_ARGS);
   }
   int more = truncated.inner_len == 4 && memcmp(truncated.inner, "true", 4) == 0;
@@ -343,14 +343,14 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
   }
   char next[LIST_MAX_TOKEN];
   size_t next_len = 0;
-  if (!s3_xml_find(root.inner, root.inner_len, "NextContinuationToken", &token) ||
+  if (!sl_s3_xml_find(root.inner, root.inner_len, "NextContinuationToken", &token) ||
       token.inner_len == 0) {
     return sl_error_set(error, EIO,
                         WHAT ": the answer is truncated but has no NextContinuationToken",
                         WHAT_ARGS);
   }
   if (token.inner_len >= sizeof next ||
-      s3_xml_decode(token.inner, token.inner_len, next, &next_len) != 0) {
+      sl_s3_xml_decode(token.inner, token.inner_len, next, &next_len) != 0) {
     return sl_error_set(error, EIO, WHAT ": malformed answer (bad NextContinuationToken)",
                         WHAT_ARGS);
   }
@@ -399,7 +399,7 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
     l->g->curl.easy_cleanup(h);
   }
   if (l->body != NULL) sl_free(alloc, l->body, (size_t)l->body_cap);
-  s3_signer_destroy(l->g);
+  sl_s3_signer_destroy(l->g);
   sl_free(alloc, l, sizeof *l);
   return rc;
 }

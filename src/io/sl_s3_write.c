@@ -88,13 +88,13 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       if (more != NULL) headers = more;
     }
     if (headers == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
-    int rc = s3_sign_request(g, method, query, payload_hash, &headers, error);
+    int rc = sl_s3_sign_request(g, method, query, payload_hash, &headers, error);
     if (rc != 0) {
       g->curl.slist_free_all(headers);
       return rc;
     }
     memset(resp, 0, sizeof *resp);
-    s3_curl_reset(&g->curl, h, url, remote, errbuf);
+    sl_s3_curl_reset(&g->curl, h, url, remote, errbuf);
     g->curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -129,7 +129,7 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       }
       sl_error_set(error, code, "%s: %s: HTTP %ld: %.300s", location, method, resp->status,
                    resp->body);
-      s3_auth_hint(g, code, error);
+      sl_s3_auth_hint(g, code, error);
       return code;
     } else {
       return 0;
@@ -143,8 +143,8 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
 static int xml_value(const char* xml, const char* tag, char* out, size_t cap) {
   struct s3_xml_element e;
   size_t n;
-  return s3_xml_find(xml, strlen(xml), tag, &e) && e.inner_len < cap &&
-         s3_xml_decode(e.inner, e.inner_len, out, &n) == 0;
+  return sl_s3_xml_find(xml, strlen(xml), tag, &e) && e.inner_len < cap &&
+         sl_s3_xml_decode(e.inner, e.inner_len, out, &n) == 0;
 }
 
 /* ---- Multipart ---------------------------------------------------------------- */
@@ -318,7 +318,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
                       struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
-  int rc = s3_prepare(location, remote, alloc, &g, url, sizeof url, error);
+  int rc = sl_s3_prepare(location, remote, alloc, &g, url, sizeof url, error);
   if (rc != 0) return rc;
   const uint8_t* data = (const uint8_t*)"";
   void* map = NULL;
@@ -362,7 +362,7 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
   if (h != NULL) g->curl.easy_cleanup(h);
   if (map != NULL) munmap(map, (size_t)size);
-  s3_signer_destroy(g);
+  sl_s3_signer_destroy(g);
   return rc;
 }
 
@@ -370,7 +370,7 @@ int sl_s3_delete_object(const char* location, const struct sl_remote_options* re
                         const struct sluice_allocator* alloc, struct sluice_error* error) {
   char url[8192];
   struct s3_signer* g;
-  SL_RETURN_NOT_OK(s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
+  SL_RETURN_NOT_OK(sl_s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
   CURL* h = g->curl.easy_init();
   struct s3_response* resp = sl_alloc(alloc, sizeof *resp);
   int rc = h == NULL || resp == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
@@ -378,6 +378,6 @@ int sl_s3_delete_object(const char* location, const struct sl_remote_options* re
                                                   location, error);
   if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
   if (h != NULL) g->curl.easy_cleanup(h);
-  s3_signer_destroy(g);
+  sl_s3_signer_destroy(g);
   return rc;
 }

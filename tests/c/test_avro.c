@@ -801,7 +801,7 @@ static void put_flat_row(struct enc* e, int32_t i, int64_t l, float f, double d)
   put(e, &d, 8);
 }
 
-/// Records of numbers only take a faster path (avro_decode_flat_rows): the
+/// Records of numbers only take a faster path (sl_avro_decode_flat_rows): the
 /// same values, including extreme varints at the end of a block where fewer
 /// than ten bytes are left, and the same errors with the object's index.
 static void test_flat_rows(void** state) {

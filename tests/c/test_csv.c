@@ -457,7 +457,7 @@ static void test_comment_random_splits(void** unused) {
   }
 }
 
-// csv_comment_transitions (block masks, runs of other bytes as one step)
+// sl_csv_comment_transitions (block masks, runs of other bytes as one step)
 // against a byte-at-a-time reference written from the state definitions.
 static int ref_step(int st, char c) {
   if (st == CSV_ST_COMMENT) return c == '\n' ? CSV_ST_LINE : CSV_ST_COMMENT;
@@ -477,7 +477,7 @@ static void test_comment_transitions(void** unused) {
     int64_t n = (int64_t)(rng_next_(&seed) % sizeof text);
     for (int64_t i = 0; i < n; ++i) text[i] = alphabet[rng_next_(&seed) % sizeof alphabet];
     int64_t from = n > 0 ? (int64_t)(rng_next_(&seed) % (uint64_t)n) : 0;
-    unsigned got = csv_comment_transitions(&d, (const uint8_t*)text, from, n);
+    unsigned got = sl_csv_comment_transitions(&d, (const uint8_t*)text, from, n);
     for (int st = 0; st < 4; ++st) {
       int s = st;
       for (int64_t i = from; i < n; ++i) s = ref_step(s, text[i]);
@@ -649,7 +649,7 @@ static void test_alloc_failures(void** unused) {
 
 static void check_double(const char* s) {
   double want = strtod(s, NULL), got = 0;
-  assert_true(csv_parse_double((const uint8_t*)s, (int64_t)strlen(s), &got));
+  assert_true(sl_csv_parse_double((const uint8_t*)s, (int64_t)strlen(s), &got));
   if (memcmp(&want, &got, sizeof want) != 0 && !(isnan(want) && isnan(got))) {
     fprintf(stderr, "%s: strtod %.17g, got %.17g\n", s, want, got);
     fail();
@@ -693,9 +693,9 @@ static void test_parse_double(void** unused) {
     check_double(buf);
   }
   int64_t v;
-  assert_true(csv_parse_int64((const uint8_t*)"-9223372036854775808", 20, &v));
+  assert_true(sl_csv_parse_int64((const uint8_t*)"-9223372036854775808", 20, &v));
   assert_true(v == INT64_MIN);
-  assert_false(csv_parse_int64((const uint8_t*)"9223372036854775808", 19, &v));
+  assert_false(sl_csv_parse_int64((const uint8_t*)"9223372036854775808", 19, &v));
 }
 
 // One number of the kinds the fused paths meet: W1's shortest forms, any
@@ -865,7 +865,7 @@ static void test_parse_date_like_timegm(void** unused) {
         int exists = gmtime_r(&t, &back) != NULL && back.tm_year == y - 1900 &&
                      back.tm_mon == m - 1 && back.tm_mday == d;
         int32_t got = 0;
-        int ok = csv_parse_date32((const uint8_t*)text, 10, &got);
+        int ok = sl_csv_parse_date32((const uint8_t*)text, 10, &got);
         if (ok != exists || (ok && got != (int32_t)((t - 12 * 3600) / 86400))) {
           fprintf(stderr, "%s: parsed %d (%d), want %d (%lld)\n", text, ok, got, exists,
                   (long long)((t - 12 * 3600) / 86400));
@@ -878,13 +878,13 @@ static void test_parse_date_like_timegm(void** unused) {
                                     "a020-01-01", "2020-01-01 x", " ", "2020--1-01"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     int32_t got;
-    assert_false(csv_parse_date32((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), &got));
+    assert_false(sl_csv_parse_date32((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), &got));
   }
   // Spaces and tabs around a date are trimmed (as DuckDB and pyarrow read it).
   static const char* const spaced[] = {"2020-01-01 ", " 2020-01-01", "\t2020-01-01 "};
   for (size_t i = 0; i < sizeof spaced / sizeof spaced[0]; ++i) {
     int32_t got = 0;
-    assert_true(csv_parse_date32((const uint8_t*)spaced[i], (int64_t)strlen(spaced[i]), &got));
+    assert_true(sl_csv_parse_date32((const uint8_t*)spaced[i], (int64_t)strlen(spaced[i]), &got));
     assert_int_equal(got, 18262);
   }
 }
@@ -1022,7 +1022,7 @@ fail:
   return 1;
 }
 
-/// csv_count_byte's SIMD paths (AVX2 where the CPU has it, SSE2) against the
+/// sl_csv_count_byte's SIMD paths (AVX2 where the CPU has it, SSE2) against the
 /// scalar count: every length up to 300 at every alignment of the first
 /// byte, and long buffers that cross the 255-step lane limit, dense and
 /// sparse, with a 255-valued byte (a lane that reads -1 must not count).
@@ -1039,24 +1039,24 @@ static void test_count_byte_paths(void** state) {
     }
     for (int64_t off = 0; off < 32; ++off) {
       for (int64_t n = 0; n <= 300; n += off % 3 == 0 ? 1 : 7) {
-        int64_t want = csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SCALAR);
-        assert_int_equal(csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SSE2), want);
-        assert_int_equal(csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_AUTO), want);
+        int64_t want = sl_csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SCALAR);
+        assert_int_equal(sl_csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_SSE2), want);
+        assert_int_equal(sl_csv_count_byte_impl(buf + off, n, '"', CSV_IMPL_AUTO), want);
       }
     }
     for (int64_t n = CAP - 100; n <= CAP; n += 33) {
       int64_t want = 0;
       for (int64_t i = 0; i < n; ++i) want += buf[3 + i] == '"';
-      assert_int_equal(csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SCALAR), want);
-      assert_int_equal(csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SSE2), want);
-      assert_int_equal(csv_count_byte(buf + 3, n, '"'), want);
-      assert_int_equal(csv_count_byte(buf + 3, n, 0xFF),
-                       csv_count_byte_impl(buf + 3, n, 0xFF, CSV_IMPL_SCALAR));
+      assert_int_equal(sl_csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SCALAR), want);
+      assert_int_equal(sl_csv_count_byte_impl(buf + 3, n, '"', CSV_IMPL_SSE2), want);
+      assert_int_equal(sl_csv_count_byte(buf + 3, n, '"'), want);
+      assert_int_equal(sl_csv_count_byte(buf + 3, n, 0xFF),
+                       sl_csv_count_byte_impl(buf + 3, n, 0xFF, CSV_IMPL_SCALAR));
     }
   }
   memset(buf, '"', CAP);  // every byte: each lane reaches 255 in one round
-  assert_int_equal(csv_count_byte(buf, CAP, '"'), CAP);
-  assert_int_equal(csv_count_byte_impl(buf, CAP, '"', CSV_IMPL_SSE2), CAP);
+  assert_int_equal(sl_csv_count_byte(buf, CAP, '"'), CAP);
+  assert_int_equal(sl_csv_count_byte_impl(buf, CAP, '"', CSV_IMPL_SSE2), CAP);
   free(buf);
 }
 
@@ -1073,8 +1073,8 @@ static void test_join_formats(void** unused) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     char buf[32];
-    assert_string_equal(csv_join_formats(cases[i][0], cases[i][1], buf, sizeof buf), cases[i][2]);
-    assert_string_equal(csv_join_formats(cases[i][1], cases[i][0], buf, sizeof buf), cases[i][2]);
+    assert_string_equal(sl_csv_join_formats(cases[i][0], cases[i][1], buf, sizeof buf), cases[i][2]);
+    assert_string_equal(sl_csv_join_formats(cases[i][1], cases[i][0], buf, sizeof buf), cases[i][2]);
   }
 }
 

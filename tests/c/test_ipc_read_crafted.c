@@ -24,7 +24,7 @@ static void frame_message(struct fb_builder* b, fb_ref msg, int64_t body_len, ui
                           size_t* n) {
   const uint8_t* data;
   size_t size;
-  assert_int_equal(fb_finish(b, msg, &data, &size, NULL), 0);
+  assert_int_equal(sl_fb_finish(b, msg, &data, &size, NULL), 0);
   uint32_t marker = 0xFFFFFFFFu;
   int32_t len = (int32_t)size;
   memcpy(out + *n, &marker, 4);
@@ -33,34 +33,34 @@ static void frame_message(struct fb_builder* b, fb_ref msg, int64_t body_len, ui
   *n += 8 + size;
   memset(out + *n, 0, (size_t)body_len);
   *n += (size_t)body_len;
-  fb_reset(b);
+  sl_fb_reset(b);
 }
 
 /// Schema { endianness, fields: [a: int32 nullable] } as a stream message.
 static void put_schema(struct fb_builder* b, int16_t endianness, uint8_t* out, size_t* n) {
-  fb_ref name = fb_string(b, "a", 1);
-  fb_table_start(b);
-  fb_add_i32(b, IPC_INT_BIT_WIDTH, 32);
-  fb_add_u8(b, IPC_INT_IS_SIGNED, 1);
-  fb_ref int_type = fb_table_end(b);
-  fb_table_start(b);
-  fb_add_ref(b, IPC_FIELD_NAME, name);
-  fb_add_u8(b, IPC_FIELD_NULLABLE, 1);
-  fb_add_u8(b, IPC_FIELD_TYPE_TYPE, IPC_TYPE_INT);
-  fb_add_ref(b, IPC_FIELD_TYPE, int_type);
-  fb_ref field = fb_table_end(b);
-  size_t base = fb_stack_depth(b);
-  fb_stack_push(b, field);
-  fb_ref fields = fb_vector_from_stack(b, base);
-  fb_table_start(b);
-  fb_add_i16(b, IPC_SCHEMA_ENDIANNESS, endianness);
-  fb_add_ref(b, IPC_SCHEMA_FIELDS, fields);
-  fb_ref schema = fb_table_end(b);
-  fb_table_start(b);
-  fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
-  fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
-  fb_add_ref(b, IPC_MESSAGE_HEADER, schema);
-  fb_ref msg = fb_table_end(b);
+  fb_ref name = sl_fb_string(b, "a", 1);
+  sl_fb_table_start(b);
+  sl_fb_add_i32(b, IPC_INT_BIT_WIDTH, 32);
+  sl_fb_add_u8(b, IPC_INT_IS_SIGNED, 1);
+  fb_ref int_type = sl_fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_ref(b, IPC_FIELD_NAME, name);
+  sl_fb_add_u8(b, IPC_FIELD_NULLABLE, 1);
+  sl_fb_add_u8(b, IPC_FIELD_TYPE_TYPE, IPC_TYPE_INT);
+  sl_fb_add_ref(b, IPC_FIELD_TYPE, int_type);
+  fb_ref field = sl_fb_table_end(b);
+  size_t base = sl_fb_stack_depth(b);
+  sl_fb_stack_push(b, field);
+  fb_ref fields = sl_fb_vector_from_stack(b, base);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_SCHEMA_ENDIANNESS, endianness);
+  sl_fb_add_ref(b, IPC_SCHEMA_FIELDS, fields);
+  fb_ref schema = sl_fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+  sl_fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
+  sl_fb_add_ref(b, IPC_MESSAGE_HEADER, schema);
+  fb_ref msg = sl_fb_table_end(b);
   frame_message(b, msg, 0, out, n);
 }
 
@@ -69,27 +69,27 @@ static void put_schema(struct fb_builder* b, int16_t endianness, uint8_t* out, s
 static void put_batch(struct fb_builder* b, int64_t rows, int64_t nulls, int64_t data_off,
                       int64_t data_len, int64_t body_len, uint8_t* out, size_t* n) {
   fb_ref nodes, buffers;
-  uint8_t* p = fb_vector_reserve(b, 1, 16, 8, &nodes);
+  uint8_t* p = sl_fb_vector_reserve(b, 1, 16, 8, &nodes);
   assert_non_null(p);
-  fb_store_le64(p, rows);
-  fb_store_le64(p + 8, nulls);
-  p = fb_vector_reserve(b, 2, 16, 8, &buffers);
+  sl_fb_store_le64(p, rows);
+  sl_fb_store_le64(p + 8, nulls);
+  p = sl_fb_vector_reserve(b, 2, 16, 8, &buffers);
   assert_non_null(p);
-  fb_store_le64(p, 0);
-  fb_store_le64(p + 8, 0);
-  fb_store_le64(p + 16, data_off);
-  fb_store_le64(p + 24, data_len);
-  fb_table_start(b);
-  fb_add_i64(b, IPC_RECORD_BATCH_LENGTH, rows);
-  fb_add_ref(b, IPC_RECORD_BATCH_NODES, nodes);
-  fb_add_ref(b, IPC_RECORD_BATCH_BUFFERS, buffers);
-  fb_ref rb = fb_table_end(b);
-  fb_table_start(b);
-  fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
-  fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_RECORD_BATCH);
-  fb_add_ref(b, IPC_MESSAGE_HEADER, rb);
-  fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, body_len);
-  fb_ref msg = fb_table_end(b);
+  sl_fb_store_le64(p, 0);
+  sl_fb_store_le64(p + 8, 0);
+  sl_fb_store_le64(p + 16, data_off);
+  sl_fb_store_le64(p + 24, data_len);
+  sl_fb_table_start(b);
+  sl_fb_add_i64(b, IPC_RECORD_BATCH_LENGTH, rows);
+  sl_fb_add_ref(b, IPC_RECORD_BATCH_NODES, nodes);
+  sl_fb_add_ref(b, IPC_RECORD_BATCH_BUFFERS, buffers);
+  fb_ref rb = sl_fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+  sl_fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_RECORD_BATCH);
+  sl_fb_add_ref(b, IPC_MESSAGE_HEADER, rb);
+  sl_fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, body_len);
+  fb_ref msg = sl_fb_table_end(b);
   frame_message(b, msg, body_len, out, n);
 }
 
@@ -97,7 +97,7 @@ static void test_crafted_messages(void** state) {
   (void)state;
   static uint8_t buf[8192];
   struct fb_builder b;
-  fb_init(&b, NULL);
+  sl_fb_init(&b, NULL);
   struct read_result res;
   struct sluice_error err = {0};
   size_t n = 0;
@@ -180,7 +180,7 @@ static void test_crafted_messages(void** state) {
     fail_msg("%s", err.message);
   assert_int_equal(res.n_batches, 1);
   assert_int_equal(res.rows[0], 2);
-  fb_free(&b);
+  sl_fb_free(&b);
 }
 
 int main(void) {

@@ -410,69 +410,69 @@ fail:
 static void test_fb_builder_roundtrip(void** state) {
   (void)state;
   struct fb_builder b;
-  fb_init(&b, NULL);
-  fb_ref s = fb_string(&b, "hello", 5);
+  sl_fb_init(&b, NULL);
+  fb_ref s = sl_fb_string(&b, "hello", 5);
   fb_ref v;
-  uint8_t* p = fb_vector_reserve(&b, 3, 16, 8, &v);
+  uint8_t* p = sl_fb_vector_reserve(&b, 3, 16, 8, &v);
   assert_non_null(p);
   for (int i = 0; i < 3; i++) {
-    fb_store_le64(p + 16 * i, i);
-    fb_store_le64(p + 16 * i + 8, 100 + i);
+    sl_fb_store_le64(p + 16 * i, i);
+    sl_fb_store_le64(p + 16 * i + 8, 100 + i);
   }
-  size_t base = fb_stack_depth(&b);
+  size_t base = sl_fb_stack_depth(&b);
   for (int i = 0; i < 2; i++) {
-    fb_table_start(&b);
-    fb_add_i32(&b, 1, 7 + i);
-    fb_stack_push(&b, fb_table_end(&b));
+    sl_fb_table_start(&b);
+    sl_fb_add_i32(&b, 1, 7 + i);
+    sl_fb_stack_push(&b, sl_fb_table_end(&b));
   }
-  fb_ref tables = fb_vector_from_stack(&b, base);
-  fb_table_start(&b);
-  fb_add_u8(&b, 0, 1);
-  fb_add_ref(&b, 2, s);
-  fb_add_i64(&b, 3, -42);
-  fb_add_ref(&b, 4, v);
-  fb_add_ref(&b, 5, tables);
-  fb_add_i16(&b, 6, 300);
-  fb_ref root = fb_table_end(&b);
+  fb_ref tables = sl_fb_vector_from_stack(&b, base);
+  sl_fb_table_start(&b);
+  sl_fb_add_u8(&b, 0, 1);
+  sl_fb_add_ref(&b, 2, s);
+  sl_fb_add_i64(&b, 3, -42);
+  sl_fb_add_ref(&b, 4, v);
+  sl_fb_add_ref(&b, 5, tables);
+  sl_fb_add_i16(&b, 6, 300);
+  fb_ref root = sl_fb_table_end(&b);
   const uint8_t* data;
   size_t size;
   struct sluice_error error = {0, {0}};
-  assert_int_equal(fb_finish(&b, root, &data, &size, &error), 0);
+  assert_int_equal(sl_fb_finish(&b, root, &data, &size, &error), 0);
   assert_int_equal(size % 8, 0);
 
   struct fb_buf buf;
   struct fb_table t, sub;
   struct fb_vec vec;
-  fb_buf_init(&buf, data, size);
-  assert_int_equal(fb_root(&buf, &t), 0);
+  sl_fb_buf_init(&buf, data, size);
+  assert_int_equal(sl_fb_root(&buf, &t), 0);
   uint8_t u8;
   int64_t i64;
   int16_t i16;
   int32_t i32;
-  assert_int_equal(fb_read_u8(&t, 0, 9, &u8), 0);
+  assert_int_equal(sl_fb_read_u8(&t, 0, 9, &u8), 0);
   assert_int_equal(u8, 1);
-  assert_int_equal(fb_read_i32(&t, 1, 77, &i32), 0);  // absent: default
+  assert_int_equal(sl_fb_read_i32(&t, 1, 77, &i32), 0);  // absent: default
   assert_int_equal(i32, 77);
   const char* str;
   uint32_t len;
-  assert_int_equal(fb_read_string(&t, 2, &str, &len), 1);
+  assert_int_equal(sl_fb_read_string(&t, 2, &str, &len), 1);
   assert_int_equal(len, 5);
   assert_memory_equal(str, "hello", 5);
-  assert_int_equal(fb_read_i64(&t, 3, 0, &i64), 0);
+  assert_int_equal(sl_fb_read_i64(&t, 3, 0, &i64), 0);
   assert_int_equal(i64, -42);
-  assert_int_equal(fb_read_vec(&t, 4, 16, &vec), 1);
+  assert_int_equal(sl_fb_read_vec(&t, 4, 16, &vec), 1);
   assert_int_equal(vec.count, 3);
-  assert_int_equal(fb_load_i64(fb_vec_elem(&vec, 2) + 8), 102);
-  assert_int_equal((uintptr_t)(fb_vec_elem(&vec, 0) - data) % 8, 0);
-  assert_int_equal(fb_read_vec(&t, 5, 4, &vec), 1);
+  assert_int_equal(fb_load_i64(sl_fb_vec_elem(&vec, 2) + 8), 102);
+  assert_int_equal((uintptr_t)(sl_fb_vec_elem(&vec, 0) - data) % 8, 0);
+  assert_int_equal(sl_fb_read_vec(&t, 5, 4, &vec), 1);
   assert_int_equal(vec.count, 2);
-  assert_int_equal(fb_vec_table(&vec, 1, &sub), 0);
-  assert_int_equal(fb_read_i32(&sub, 1, 0, &i32), 0);
+  assert_int_equal(sl_fb_vec_table(&vec, 1, &sub), 0);
+  assert_int_equal(sl_fb_read_i32(&sub, 1, 0, &i32), 0);
   assert_int_equal(i32, 8);
-  assert_int_equal(fb_read_i16(&t, 6, 0, &i16), 0);
+  assert_int_equal(sl_fb_read_i16(&t, 6, 0, &i16), 0);
   assert_int_equal(i16, 300);
   assert_null(buf.why);
-  fb_free(&b);
+  sl_fb_free(&b);
 }
 
 /// Walks the encapsulated messages of a stream at `data`: checks framing and
@@ -492,15 +492,15 @@ static int walk_messages(const uint8_t* data, size_t size, size_t at, uint8_t* t
     assert_int_equal((8 + meta_len) % 8, 0);
     struct fb_buf buf;
     struct fb_table msg;
-    fb_buf_init(&buf, data + at + 8, (size_t)meta_len);
-    assert_int_equal(fb_root(&buf, &msg), 0);
+    sl_fb_buf_init(&buf, data + at + 8, (size_t)meta_len);
+    assert_int_equal(sl_fb_root(&buf, &msg), 0);
     int16_t version;
     uint8_t type;
     int64_t body;
-    assert_int_equal(fb_read_i16(&msg, IPC_MESSAGE_VERSION, 0, &version), 0);
+    assert_int_equal(sl_fb_read_i16(&msg, IPC_MESSAGE_VERSION, 0, &version), 0);
     assert_int_equal(version, IPC_METADATA_V5);
-    assert_int_equal(fb_read_u8(&msg, IPC_MESSAGE_HEADER_TYPE, 0, &type), 0);
-    assert_int_equal(fb_read_i64(&msg, IPC_MESSAGE_BODY_LENGTH, 0, &body), 0);
+    assert_int_equal(sl_fb_read_u8(&msg, IPC_MESSAGE_HEADER_TYPE, 0, &type), 0);
+    assert_int_equal(sl_fb_read_i64(&msg, IPC_MESSAGE_BODY_LENGTH, 0, &body), 0);
     assert_int_equal(body % 8, 0);
     assert_true(n < 16);
     types[n++] = type;
@@ -561,14 +561,14 @@ static void test_file_layout(void** state) {
   struct fb_buf buf;
   struct fb_table footer, schema;
   struct fb_vec blocks;
-  fb_buf_init(&buf, data + end, (size_t)footer_len);
-  assert_int_equal(fb_root(&buf, &footer), 0);
-  assert_int_equal(fb_read_table(&footer, IPC_FOOTER_SCHEMA, &schema), 1);
+  sl_fb_buf_init(&buf, data + end, (size_t)footer_len);
+  assert_int_equal(sl_fb_root(&buf, &footer), 0);
+  assert_int_equal(sl_fb_read_table(&footer, IPC_FOOTER_SCHEMA, &schema), 1);
   assert_int_equal(
-      fb_read_vec(&footer, IPC_FOOTER_RECORD_BATCHES, IPC_BLOCK_STRUCT_SIZE, &blocks), 1);
+      sl_fb_read_vec(&footer, IPC_FOOTER_RECORD_BATCHES, IPC_BLOCK_STRUCT_SIZE, &blocks), 1);
   assert_int_equal(blocks.count, 3);
   for (uint32_t i = 0; i < 3; i++) {
-    const uint8_t* e = fb_vec_elem(&blocks, i);
+    const uint8_t* e = sl_fb_vec_elem(&blocks, i);
     int64_t off = fb_load_i64(e + IPC_BLOCK_OFFSET_AT);
     assert_int_equal(off % 8, 0);
     assert_int_equal(fb_load_u32(data + off), 0xFFFFFFFFu);
@@ -576,7 +576,7 @@ static void test_file_layout(void** state) {
                      fb_load_i32(e + IPC_BLOCK_META_DATA_LENGTH_AT));
   }
   assert_int_equal(
-      fb_read_vec(&footer, IPC_FOOTER_DICTIONARIES, IPC_BLOCK_STRUCT_SIZE, &blocks), 1);
+      sl_fb_read_vec(&footer, IPC_FOOTER_DICTIONARIES, IPC_BLOCK_STRUCT_SIZE, &blocks), 1);
   assert_int_equal(blocks.count, 1);
   free(data);
   unlink(path);

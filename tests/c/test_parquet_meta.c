@@ -8,7 +8,7 @@
 //
 // Also a driver for tests/py/test_parquet_meta.py:
 // `test_parquet_meta --rewrite-footer IN OUT` rewrites IN's footer with
-// pq_file_meta_write, for pyarrow to read back.
+// sl_pq_file_meta_write, for pyarrow to read back.
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -210,15 +210,15 @@ static void check_pages(const char* name, const struct footer* f, const struct p
         struct pq_page_header h, h2;
         int64_t used, used2;
         struct sluice_error err;
-        int rc = pq_page_header_parse(f->file + pos, end - pos, &h, &used, &err);
+        int rc = sl_pq_page_header_parse(f->file + pos, end - pos, &h, &used, &err);
         if (rc != 0) fail_msg("%s rg %lld col %lld page at %lld: %s", name, (long long)g,
                               (long long)c, (long long)pos, err.message);
         if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) values += h.num_values;
         if (h.type <= PQ_PAGE_DATA_V2 && h.type != PQ_PAGE_INDEX) {
           struct sl_buffer buf;
           sl_buffer_init(&buf, NULL);
-          assert_int_equal(pq_page_header_write(&h, &buf, &err), 0);
-          assert_int_equal(pq_page_header_parse(buf.data, buf.size, &h2, &used2, &err), 0);
+          assert_int_equal(sl_pq_page_header_write(&h, &buf, &err), 0);
+          assert_int_equal(sl_pq_page_header_parse(buf.data, buf.size, &h2, &used2, &err), 0);
           assert_int_equal(used2, buf.size);
           assert_int_equal(h.type, h2.type);
           assert_int_equal(h.compressed_page_size, h2.compressed_page_size);
@@ -265,7 +265,7 @@ static void round_trip_file(const char* path, const char* name) {
   test_allocator_init(&ta);
   struct pq_file_meta m, m2;
   struct sluice_error err;
-  int rc = pq_file_meta_parse(f.data, f.size, &ta.base, &m, &err);
+  int rc = sl_pq_file_meta_parse(f.data, f.size, &ta.base, &m, &err);
   if (rc != 0) fail_msg("%s: %s", name, err.message);
   ++g_parsed;
   struct sl_buffer buf, buf2;
@@ -280,33 +280,33 @@ static void round_trip_file(const char* path, const char* name) {
       }
     }
     CHECK(encrypted_chunks > 0, "plaintext footer without encrypted column chunks");
-    assert_int_equal(pq_file_meta_write(&m, &buf, &err), ENOTSUP);
-    pq_file_meta_free(&m);
+    assert_int_equal(sl_pq_file_meta_write(&m, &buf, &err), ENOTSUP);
+    sl_pq_file_meta_free(&m);
     sl_buffer_reset(&buf);
     footer_free(&f);
     return;
   }
-  rc = pq_file_meta_write(&m, &buf, &err);
+  rc = sl_pq_file_meta_write(&m, &buf, &err);
   if (rc != 0) fail_msg("%s: write: %s", name, err.message);
-  rc = pq_file_meta_parse(buf.data, buf.size, &ta.base, &m2, &err);
+  rc = sl_pq_file_meta_parse(buf.data, buf.size, &ta.base, &m2, &err);
   if (rc != 0) fail_msg("%s: re-parse: %s", name, err.message);
   compare_meta(name, &m, &m2);
   // Writing the copy again gives the same bytes.
-  assert_int_equal(pq_file_meta_write(&m2, &buf2, &err), 0);
+  assert_int_equal(sl_pq_file_meta_write(&m2, &buf2, &err), 0);
   if (buf.size != buf2.size || memcmp(buf.data, buf2.data, (size_t)buf.size) != 0) {
     fail_msg("%s: second write differs", name);
   }
   // Merged statistics agree between the original and the copy.
   for (int64_t leaf = 0; leaf < count_leaves(&m); ++leaf) {
     struct pq_merged_stats s1, s2;
-    assert_int_equal(pq_merge_column_stats(&m, leaf, &s1, &err), 0);
-    assert_int_equal(pq_merge_column_stats(&m2, leaf, &s2, &err), 0);
+    assert_int_equal(sl_pq_merge_column_stats(&m, leaf, &s1, &err), 0);
+    assert_int_equal(sl_pq_merge_column_stats(&m2, leaf, &s2, &err), 0);
     CHECK(s1.null_count == s2.null_count && s1.has_min_max == s2.has_min_max, "merged stats");
     CHECK(bytes_equal(&s1.min, &s2.min) && bytes_equal(&s1.max, &s2.max), "merged bounds");
   }
   check_pages(name, &f, &m);
-  pq_file_meta_free(&m);
-  pq_file_meta_free(&m2);
+  sl_pq_file_meta_free(&m);
+  sl_pq_file_meta_free(&m2);
   sl_buffer_reset(&buf);
   sl_buffer_reset(&buf2);
   if (ta.live_bytes != 0) fail_msg("%s: %lld bytes leaked", name, (long long)ta.live_bytes);
@@ -336,20 +336,20 @@ static void parse_any(const uint8_t* data, int64_t size) {
   test_allocator_init(&ta);
   struct pq_file_meta m;
   struct sluice_error err;
-  int rc = pq_file_meta_parse(data, size, &ta.base, &m, &err);
+  int rc = sl_pq_file_meta_parse(data, size, &ta.base, &m, &err);
   if (rc != 0) {
     assert_int_equal(rc, EILSEQ);
     assert_true(strstr(err.message, "byte") != NULL || strstr(err.message, "FileMetaData") != NULL);
   } else {
     struct sl_buffer buf;
     sl_buffer_init(&buf, &ta.base);
-    (void)pq_file_meta_write(&m, &buf, &err);
+    (void)sl_pq_file_meta_write(&m, &buf, &err);
     sl_buffer_reset(&buf);
     for (int64_t leaf = 0; leaf < count_leaves(&m); ++leaf) {
       struct pq_merged_stats s;
-      assert_int_equal(pq_merge_column_stats(&m, leaf, &s, &err), 0);
+      assert_int_equal(sl_pq_merge_column_stats(&m, leaf, &s, &err), 0);
     }
-    pq_file_meta_free(&m);
+    sl_pq_file_meta_free(&m);
   }
   assert_int_equal(ta.live_bytes, 0);
 }
@@ -373,7 +373,7 @@ static void test_truncations_and_flips(void** state) {
       memcpy(copy, f.data, (size_t)n);
       struct pq_file_meta m;
       struct sluice_error err;
-      int rc = pq_file_meta_parse(copy, n, NULL, &m, &err);
+      int rc = sl_pq_file_meta_parse(copy, n, NULL, &m, &err);
       if (rc != EILSEQ) fail_msg("%s: prefix of %lld bytes gave %d", k_names[k], (long long)n, rc);
     }
     uint64_t seed = 42 + k;
@@ -390,7 +390,7 @@ static void test_truncations_and_flips(void** state) {
     // Page headers of the first column chunk, flipped the same way.
     struct pq_file_meta m;
     struct sluice_error err;
-    assert_int_equal(pq_file_meta_parse(f.data, f.size, NULL, &m, &err), 0);
+    assert_int_equal(sl_pq_file_meta_parse(f.data, f.size, NULL, &m, &err), 0);
     const struct pq_column_meta* cm = &m.row_groups[0].columns[0].meta_data;
     int64_t start = cm->dictionary_page_offset > 0 ? cm->dictionary_page_offset
                                                    : cm->data_page_offset;
@@ -403,11 +403,11 @@ static void test_truncations_and_flips(void** state) {
       struct pq_page_header h;
       int64_t used;
       int64_t size = (int64_t)(lcg(&seed) % (uint64_t)(len + 1));
-      int rc = pq_page_header_parse(page, size, &h, &used, &err);
+      int rc = sl_pq_page_header_parse(page, size, &h, &used, &err);
       if (rc != 0) assert_int_equal(rc, EILSEQ);
       else assert_true(used > 0 && used <= len && h.compressed_page_size >= 0);
     }
-    pq_file_meta_free(&m);
+    sl_pq_file_meta_free(&m);
     free(copy);
     footer_free(&f);
   }
@@ -416,7 +416,7 @@ static void test_truncations_and_flips(void** state) {
 static void expect_einval(const uint8_t* data, int64_t size, const char* needle) {
   struct pq_file_meta m;
   struct sluice_error err;
-  int rc = pq_file_meta_parse(data, size, NULL, &m, &err);
+  int rc = sl_pq_file_meta_parse(data, size, NULL, &m, &err);
   assert_int_equal(rc, EILSEQ);
   if (strstr(err.message, needle) == NULL) fail_msg("message '%s' lacks '%s'", err.message, needle);
 }
@@ -463,11 +463,11 @@ static void test_crafted_thrift(void** state) {
                           0x00, 0x16, 0x00, 0x19, 0x0c, 0x00};
   struct pq_file_meta m;
   struct sluice_error err;
-  int rc = pq_file_meta_parse(good, sizeof good, NULL, &m, &err);
+  int rc = sl_pq_file_meta_parse(good, sizeof good, NULL, &m, &err);
   if (rc != 0) fail_msg("%s", err.message);
   assert_int_equal(m.n_schema, 2);
   assert_int_equal(m.schema[1].logical.kind, PQ_LOGICAL_UNKNOWN_MEMBER);
-  pq_file_meta_free(&m);
+  sl_pq_file_meta_free(&m);
 }
 
 static void test_allocation_failures(void** state) {
@@ -488,13 +488,13 @@ static void test_allocation_failures(void** state) {
       ta.fail_at = fail;
       struct pq_file_meta m;
       struct sluice_error err;
-      int rc = pq_file_meta_parse(f.data, f.size, &ta.base, &m, &err);
+      int rc = sl_pq_file_meta_parse(f.data, f.size, &ta.base, &m, &err);
       if (rc == 0) {
         struct sl_buffer buf;
         sl_buffer_init(&buf, &ta.base);
-        rc = pq_file_meta_write(&m, &buf, &err);
+        rc = sl_pq_file_meta_write(&m, &buf, &err);
         sl_buffer_reset(&buf);
-        pq_file_meta_free(&m);
+        sl_pq_file_meta_free(&m);
         succeeded = rc == 0;
       }
       if (rc != 0) assert_int_equal(rc, ENOMEM);
@@ -520,13 +520,13 @@ struct stats_fixture {
 
 static void fixture_init(struct stats_fixture* fx, enum pq_physical_type type, int n) {
   memset(fx, 0, sizeof *fx);
-  pq_schema_element_init(&fx->schema[0]);
+  sl_pq_schema_element_init(&fx->schema[0]);
   fx->schema[0].num_children = 1;
-  pq_schema_element_init(&fx->schema[1]);
+  sl_pq_schema_element_init(&fx->schema[1]);
   fx->schema[1].has_type = 1;
   fx->schema[1].type = type;
   for (int g = 0; g < n; ++g) {
-    pq_column_meta_init(&fx->chunks[g].meta_data);
+    sl_pq_column_meta_init(&fx->chunks[g].meta_data);
     fx->chunks[g].has_meta_data = 1;
     fx->chunks[g].meta_data.type = type;
     fx->chunks[g].meta_data.num_values = 10;
@@ -559,24 +559,24 @@ static void test_merge_stats(void** state) {
   fx.chunks[0].meta_data.statistics.max_value = bytes_of(five, 4);
   fx.chunks[1].meta_data.statistics.min_value = bytes_of(minus_one, 4);
   fx.chunks[1].meta_data.statistics.max_value = bytes_of(minus_one, 4);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   assert_int_equal(s.null_count, 1);
   assert_ptr_equal(s.min.data, minus_one);
   assert_ptr_equal(s.max.data, five);
   assert_true(s.min_exact && s.max_exact);
   fx.schema[1].converted_type = PQ_CT_UINT_32;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_ptr_equal(s.min.data, five);
   assert_ptr_equal(s.max.data, minus_one);
   // Unsigned: the legacy fields are not trusted.
   fx.chunks[1].meta_data.statistics.min_value.present = 0;
   fx.chunks[1].meta_data.statistics.min = bytes_of(minus_one, 4);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
   // Signed: they are.
   fx.schema[1].converted_type = PQ_CONVERTED_NONE;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   assert_ptr_equal(s.min.data, minus_one);
 
@@ -589,7 +589,7 @@ static void test_merge_stats(void** state) {
   fx.chunks[0].meta_data.statistics.is_min_value_exact = 1;
   fx.chunks[1].meta_data.statistics.min_value = bytes_of(e_acute, 1);
   fx.chunks[1].meta_data.statistics.max_value = bytes_of(e_acute, 1);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_ptr_equal(s.min.data, z);
   assert_ptr_equal(s.max.data, e_acute);
   assert_int_equal(s.min_exact, 1);
@@ -599,23 +599,23 @@ static void test_merge_stats(void** state) {
   // bytes unsigned: PARQUET-1065).
   fx.schema[1].logical.kind = PQ_LOGICAL_DECIMAL;
   fx.schema[1].logical.decimal_precision = 4;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
   int32_t type_defined = PQ_ORDER_TYPE_DEFINED;
   fx.meta.column_orders = &type_defined;
   fx.meta.n_column_orders = 1;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   assert_ptr_equal(s.min.data, e_acute);
   assert_ptr_equal(s.max.data, z);
   // A row group that is all null needs no bounds; one without stats spoils both.
   fx.chunks[1].meta_data.statistics.null_count = 10;
   fx.chunks[1].meta_data.statistics.min_value.present = 0;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   assert_int_equal(s.null_count, 10);
   fx.chunks[1].meta_data.statistics.present = 0;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
   assert_int_equal(s.null_count, -1);
 
@@ -626,7 +626,7 @@ static void test_merge_stats(void** state) {
   fx.chunks[0].meta_data.statistics.max_value = bytes_of(&two, 8);
   fx.chunks[1].meta_data.statistics.min_value = bytes_of(&two, 8);
   fx.chunks[1].meta_data.statistics.max_value = bytes_of(&two, 8);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   double got;
   memcpy(&got, s.min.data, 8);
@@ -634,20 +634,20 @@ static void test_merge_stats(void** state) {
   assert_int_equal(s.min_exact, 0);
   assert_int_equal(s.max_exact, 1);
   fx.chunks[1].meta_data.statistics.max_value = bytes_of(&nan, 8);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
 
   // A column order sluice does not know: its bounds are not comparable.
   int32_t orders[1] = {7};
   fx.chunks[1].meta_data.statistics.max_value = bytes_of(&two, 8);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
   fx.meta.column_orders = orders;
   fx.meta.n_column_orders = 1;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
   orders[0] = PQ_ORDER_IEEE754_TOTAL;
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 1);
 
   // INT96: no order.
@@ -655,13 +655,13 @@ static void test_merge_stats(void** state) {
   fixture_init(&fx, PQ_INT96, 1);
   fx.chunks[0].meta_data.statistics.min_value = bytes_of(twelve, 12);
   fx.chunks[0].meta_data.statistics.max_value = bytes_of(twelve, 12);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 0, &s, &err), 0);
   assert_int_equal(s.has_min_max, 0);
-  assert_int_equal(pq_merge_column_stats(&fx.meta, 1, &s, &err), EINVAL);
+  assert_int_equal(sl_pq_merge_column_stats(&fx.meta, 1, &s, &err), EINVAL);
 }
 
 /// Driver for tests/py/test_parquet_meta.py: copies IN to OUT with its footer
-/// re-serialised by pq_file_meta_write, so that pyarrow can judge the writer.
+/// re-serialised by sl_pq_file_meta_write, so that pyarrow can judge the writer.
 static int rewrite_footer(const char* in, const char* out) {
   struct footer f;
   if (!footer_load(in, &f) || f.encrypted) {
@@ -673,17 +673,17 @@ static int rewrite_footer(const char* in, const char* out) {
   struct sluice_error err;
   struct sl_buffer buf;
   sl_buffer_init(&buf, NULL);
-  int rc = pq_file_meta_parse(f.data, f.size, NULL, &m, &err);
+  int rc = sl_pq_file_meta_parse(f.data, f.size, NULL, &m, &err);
   if (rc == 0) {
     size_t body = (size_t)(f.data - f.file);
     rc = sl_buffer_append(&buf, f.file, (int64_t)body);
-    if (rc == 0) rc = pq_file_meta_write(&m, &buf, &err);
+    if (rc == 0) rc = sl_pq_file_meta_write(&m, &buf, &err);
     uint32_t len = (uint32_t)(buf.size - (int64_t)body);
     uint8_t tail[8] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
                        (uint8_t)(len >> 24), 'P', 'A', 'R', '1'};
     if (rc == 0) rc = sl_buffer_append(&buf, tail, 8);
     if (rc == 0) rc = test_write_file(out, buf.data, (size_t)buf.size) == 0 ? 0 : EIO;
-    pq_file_meta_free(&m);
+    sl_pq_file_meta_free(&m);
   }
   if (rc != 0) fprintf(stderr, "%s: %s\n", in, rc == EIO ? "cannot write" : err.message);
   sl_buffer_reset(&buf);

@@ -682,7 +682,7 @@ static void rewrite_footer(const char* path, const char* out) {
   size_t start = size - 8 - len;
   struct pq_file_meta meta;
   struct sluice_error error = {0, {0}};
-  assert_int_equal(pq_file_meta_parse(data + start, len, NULL, &meta, &error), 0);
+  assert_int_equal(sl_pq_file_meta_parse(data + start, len, NULL, &meta, &error), 0);
   int64_t u = leaf_of(&meta, "u"), i32 = leaf_of(&meta, "I"), l = leaf_of(&meta, "l");
   int64_t ni = leaf_of(&meta, "ni");
   static uint8_t mins[RGS][8], maxs[RGS][8];
@@ -709,7 +709,7 @@ static void rewrite_footer(const char* path, const char* out) {
   }
   struct sl_buffer footer;
   sl_buffer_init(&footer, NULL);
-  assert_int_equal(pq_file_meta_write(&meta, &footer, &error), 0);
+  assert_int_equal(sl_pq_file_meta_write(&meta, &footer, &error), 0);
   uint8_t tail[8] = {(uint8_t)footer.size, (uint8_t)(footer.size >> 8),
                      (uint8_t)(footer.size >> 16), (uint8_t)(footer.size >> 24), 'P', 'A', 'R', '1'};
   uint8_t* file = malloc(start + (size_t)footer.size + 8);
@@ -720,7 +720,7 @@ static void rewrite_footer(const char* path, const char* out) {
   assert_int_equal(test_write_file(out, file, start + (size_t)footer.size + 8), 0);
   free(file);
   sl_buffer_reset(&footer);
-  pq_file_meta_free(&meta);
+  sl_pq_file_meta_free(&meta);
   free(data);
 }
 
@@ -808,11 +808,11 @@ static void test_encoding_stats(void** state) {
   const uint8_t* footer = data + size - 8 - len;
   struct pq_file_meta meta;
   struct sluice_error error = {0, {0}};
-  assert_int_equal(pq_file_meta_parse(footer, len, NULL, &meta, &error), 0);
+  assert_int_equal(sl_pq_file_meta_parse(footer, len, NULL, &meta, &error), 0);
   const struct pq_column_meta* m = &meta.row_groups[0].columns[0].meta_data;
   assert_int_equal(m->data_pages_dictionary, 1);
   int64_t stats = m->statistics.null_count;
-  pq_file_meta_free(&meta);
+  sl_pq_file_meta_free(&meta);
   // Field 13 (list of 2 structs), then field 1 (i32) = DICTIONARY_PAGE
   // (zigzag 4): made field 1 the string "A".
   static const uint8_t pattern[] = {0x19, 0x2C, 0x15, 0x04};
@@ -829,7 +829,7 @@ static void test_encoding_stats(void** state) {
   memcpy(bad + head, text, sizeof text);
   memcpy(bad + head + sizeof text, footer + head + 2, len - head - 2);
   error.code = 0;
-  int rc = pq_file_meta_parse(bad, (int64_t)n, NULL, &meta, &error);
+  int rc = sl_pq_file_meta_parse(bad, (int64_t)n, NULL, &meta, &error);
   if (rc != 0) fprintf(stderr, "%s\n", error.message);
   assert_int_equal(rc, 0);
   assert_int_equal(error.code, 0);
@@ -837,7 +837,7 @@ static void test_encoding_stats(void** state) {
   assert_int_equal(m->data_pages_dictionary, -1);
   assert_true(m->statistics.null_count == stats);  // parsed before the list
   assert_int_equal(meta.row_groups[0].columns[1].meta_data.data_pages_dictionary, 1);
-  pq_file_meta_free(&meta);
+  sl_pq_file_meta_free(&meta);
   free(bad);
   free(data);
   unlink(path);
@@ -849,7 +849,7 @@ static void test_encoding_stats(void** state) {
 /// headers sluice must not use: the deprecated murmur3 filter, cut or forged.
 static void test_bloom_filter(void** state) {
   (void)state;
-  assert_true(pq_bloom_hash("", 0) == 0xEF46DB3751D8E999ULL);  // XXH64 of nothing, seed 0
+  assert_true(sl_pq_bloom_hash("", 0) == 0xEF46DB3751D8E999ULL);  // XXH64 of nothing, seed 0
   char path[1024];
   size_t size = 0;
   uint8_t* data = test_read_file(data_path("bloom_filter.xxhash.bin", path, sizeof path), &size);
@@ -859,58 +859,58 @@ static void test_bloom_filter(void** state) {
   }
   struct sluice_error err = {0, {0}};
   int64_t header = 0, bits = 0;
-  assert_int_equal(pq_bloom_header_parse(data, (int64_t)size, &header, &bits, &err), 0);
+  assert_int_equal(sl_pq_bloom_header_parse(data, (int64_t)size, &header, &bits, &err), 0);
   assert_int_equal(header, 16);
   assert_int_equal(bits, 1024);
   assert_int_equal((int64_t)size, header + bits);
   const char* in[] = {"hello", "parquet", "bloom", "filter"};
   for (int i = 0; i < 4; ++i) {
-    assert_int_equal(pq_bloom_may_contain(data + header, bits, pq_bloom_hash(in[i], strlen(in[i]))), 1);
+    assert_int_equal(sl_pq_bloom_may_contain(data + header, bits, sl_pq_bloom_hash(in[i], strlen(in[i]))), 1);
   }
   // Of many values never put in, few look present (4 of 8,192 bits set per value).
   int present = 0;
   for (int i = 0; i < 10000; ++i) {
     char v[32];
     int n = snprintf(v, sizeof v, "absent-%d", i);
-    present += pq_bloom_may_contain(data + header, bits, pq_bloom_hash(v, (size_t)n));
+    present += sl_pq_bloom_may_contain(data + header, bits, sl_pq_bloom_hash(v, (size_t)n));
   }
   assert_true(present < 100);
   // Cut short, a bitset length that is not whole blocks, another algorithm.
-  assert_int_not_equal(pq_bloom_header_parse(data, 5, &header, &bits, &err), 0);
+  assert_int_not_equal(sl_pq_bloom_header_parse(data, 5, &header, &bits, &err), 0);
   uint8_t forged[16];
   memcpy(forged, data, sizeof forged);
   forged[1] = 0x82;  // numBytes zigzag varint 0x1082 -> 1025 (not whole blocks)
-  assert_int_not_equal(pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
+  assert_int_not_equal(sl_pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
   memcpy(forged, data, sizeof forged);
   assert_int_equal(forged[4], 0x1c);  // BloomFilterAlgorithm's member: field 1, a struct
   forged[4] = 0x2c;                   // ... now field 2, which sluice does not know
-  assert_int_not_equal(pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
+  assert_int_not_equal(sl_pq_bloom_header_parse(forged, 16, &header, &bits, &err), 0);
   free(data);
   // Writing: the header parses back; a filter sized for 1,000 values holds
   // them all and few others at its rate.
   struct sl_buffer hb;
   sl_buffer_init(&hb, NULL);
-  int64_t want = pq_bloom_size(1000, 0.01);
+  int64_t want = sl_pq_bloom_size(1000, 0.01);
   assert_int_equal(want & (want - 1), 0);  // a power of two
   assert_true(want * 8 >= 9000 && want <= 4096);
-  assert_int_equal(pq_bloom_size(1, 0.01), 32);
-  assert_int_equal(pq_bloom_size(INT64_C(1) << 40, 0.01), INT64_C(128) << 20);
-  assert_int_equal(pq_bloom_header_write(want, &hb, &err), 0);
-  assert_int_equal(pq_bloom_header_parse(hb.data, hb.size, &header, &bits, &err), 0);
+  assert_int_equal(sl_pq_bloom_size(1, 0.01), 32);
+  assert_int_equal(sl_pq_bloom_size(INT64_C(1) << 40, 0.01), INT64_C(128) << 20);
+  assert_int_equal(sl_pq_bloom_header_write(want, &hb, &err), 0);
+  assert_int_equal(sl_pq_bloom_header_parse(hb.data, hb.size, &header, &bits, &err), 0);
   assert_int_equal(header, hb.size);
   assert_int_equal(bits, want);
   sl_buffer_reset(&hb);
   uint8_t* made = calloc(1, (size_t)want);
   assert_non_null(made);
-  for (int64_t i = 0; i < 1000; ++i) pq_bloom_insert(made, want, pq_bloom_hash(&i, sizeof i));
-  for (int64_t i = 0; i < 1000; ++i) assert_int_equal(pq_bloom_may_contain(made, want, pq_bloom_hash(&i, sizeof i)), 1);
+  for (int64_t i = 0; i < 1000; ++i) sl_pq_bloom_insert(made, want, sl_pq_bloom_hash(&i, sizeof i));
+  for (int64_t i = 0; i < 1000; ++i) assert_int_equal(sl_pq_bloom_may_contain(made, want, sl_pq_bloom_hash(&i, sizeof i)), 1);
   present = 0;
-  for (int64_t i = 1000; i < 21000; ++i) present += pq_bloom_may_contain(made, want, pq_bloom_hash(&i, sizeof i));
+  for (int64_t i = 1000; i < 21000; ++i) present += sl_pq_bloom_may_contain(made, want, sl_pq_bloom_hash(&i, sizeof i));
   assert_true(present < 20000 / 40);  // well under 2.5% at a 1% design rate
   free(made);
   uint8_t* old = test_read_file(data_path("bloom_filter.bin", path, sizeof path), &size);
   if (old != NULL) {  // the deprecated binary header with murmur3
-    assert_int_not_equal(pq_bloom_header_parse(old, (int64_t)size, &header, &bits, &err), 0);
+    assert_int_not_equal(sl_pq_bloom_header_parse(old, (int64_t)size, &header, &bits, &err), 0);
     free(old);
   }
 }

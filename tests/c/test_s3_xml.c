@@ -16,7 +16,7 @@ static void decode_ok(const char* in, const char* expected) {
   char out[256];
   size_t n = 0;
   assert_true(strlen(in) < sizeof out);
-  assert_int_equal(s3_xml_decode(in, strlen(in), out, &n), 0);
+  assert_int_equal(sl_s3_xml_decode(in, strlen(in), out, &n), 0);
   assert_int_equal(n, strlen(expected));
   assert_memory_equal(out, expected, n);
   assert_int_equal(out[n], '\0');
@@ -25,7 +25,7 @@ static void decode_ok(const char* in, const char* expected) {
 static void decode_bad(const char* in) {
   char out[256];
   size_t n = 0;
-  assert_int_equal(s3_xml_decode(in, strlen(in), out, &n), EILSEQ);
+  assert_int_equal(sl_s3_xml_decode(in, strlen(in), out, &n), EILSEQ);
 }
 
 static void test_decode_entities(void** state) {
@@ -65,23 +65,23 @@ static void test_find(void** state) {
       "<KeyCount>2</KeyCount><Contents><Key>a</Key></Contents><Contents><Key/></Contents>"
       "<IsTruncated>false</IsTruncated></ListBucketResult>";
   struct s3_xml_element root, e;
-  assert_true(s3_xml_find(xml, strlen(xml), "ListBucketResult", &root));
-  assert_true(s3_xml_find(root.inner, root.inner_len, "Key", &e));  // not <KeyCount>
+  assert_true(sl_s3_xml_find(xml, strlen(xml), "ListBucketResult", &root));
+  assert_true(sl_s3_xml_find(root.inner, root.inner_len, "Key", &e));  // not <KeyCount>
   assert_int_equal(e.inner_len, 1);
   assert_memory_equal(e.inner, "a", 1);
-  assert_true(s3_xml_find(root.inner, root.inner_len, "Contents", &e));
-  assert_true(s3_xml_find(e.end, (size_t)(root.inner + root.inner_len - e.end), "Contents", &e));
+  assert_true(sl_s3_xml_find(root.inner, root.inner_len, "Contents", &e));
+  assert_true(sl_s3_xml_find(e.end, (size_t)(root.inner + root.inner_len - e.end), "Contents", &e));
   struct s3_xml_element key;
-  assert_true(s3_xml_find(e.inner, e.inner_len, "Key", &key));
+  assert_true(sl_s3_xml_find(e.inner, e.inner_len, "Key", &key));
   assert_int_equal(key.inner_len, 0);  // <Key/>
-  assert_true(s3_xml_find(root.inner, root.inner_len, "IsTruncated", &e));
+  assert_true(sl_s3_xml_find(root.inner, root.inner_len, "IsTruncated", &e));
   assert_int_equal(e.inner_len, 5);
-  assert_false(s3_xml_find(root.inner, root.inner_len, "NextContinuationToken", &e));
+  assert_false(sl_s3_xml_find(root.inner, root.inner_len, "NextContinuationToken", &e));
   // Unterminated elements and lengths that cut a tag are "absent".
-  assert_false(s3_xml_find("<Key>abc", 8, "Key", &e));
-  assert_false(s3_xml_find("<Key>abc</Key>", 10, "Key", &e));
-  assert_false(s3_xml_find("<Ke", 3, "Key", &e));
-  assert_false(s3_xml_find("", 0, "Key", &e));
+  assert_false(sl_s3_xml_find("<Key>abc", 8, "Key", &e));
+  assert_false(sl_s3_xml_find("<Key>abc</Key>", 10, "Key", &e));
+  assert_false(sl_s3_xml_find("<Ke", 3, "Key", &e));
+  assert_false(sl_s3_xml_find("", 0, "Key", &e));
 }
 
 int main(void) {

@@ -4,6 +4,11 @@
 # PREFIX is where `cmake --install` put sluice; WORKDIR is scratch space.
 # (a) CMake: find_package(sluice), linking sluice::sluice and sluice::sluice_static
 # (b) pkg-config: cc main.c $(pkg-config --cflags --libs sluice), and --static
+# (c) namespace: the shared library exports only sluice_*, and every global
+#     symbol the static archive defines is sluice_* or sl_*, so that a program
+#     linking libsluice.a beside avro-c (avro_*), libcsv (csv_*) or another
+#     Parquet library cannot meet a clash (weak and unique symbols, such as
+#     the header-only Dragonbox tables, merge rather than clash)
 # Each consumer must run and print the version.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -60,5 +65,14 @@ if "$CC" -std=c11 -Wall -Werror "$HERE/main.c" -o "$WORK/pc_static" \
   run "pkg-config static" "$WORK/pc_static"
 else
   echo "install check: pkg-config static FAILED to build"; fail=1
+fi
+echo "install check: exported symbols"
+stray="$(nm -D --defined-only "$libdir/libsluice.so" | awk '{print $3}' | grep -v '^sluice_' || true)"
+if [ -n "$stray" ]; then
+  echo "install check: libsluice.so exports symbols outside sluice_*:" $stray; fail=1
+fi
+stray="$(nm -g --defined-only "$libdir/libsluice.a" | awk 'NF == 3 && $2 != "u" && $2 != "V" && $2 != "W" {print $3}' | grep -v -E '^(sluice_|sl_)' | sort -u || true)"
+if [ -n "$stray" ]; then
+  echo "install check: libsluice.a defines global symbols outside sluice_* and sl_*:" $stray; fail=1
 fi
 exit "$fail"

@@ -328,7 +328,7 @@ def _meta_driver():
 
 
 def _facts(meta):
-    """What pyarrow reads from a footer, minus what pq_file_meta_write drops
+    """What pyarrow reads from a footer, minus what sl_pq_file_meta_write drops
     (page indexes, bloom filters, encoding stats, sorting columns)."""
     groups = []
     for g in range(meta.num_row_groups):
@@ -348,7 +348,7 @@ def _facts(meta):
 
 @pytest.mark.parametrize("name", FILES)
 def test_rewritten_footer_reads_the_same_in_pyarrow(name, tmp_path):
-    """Parse every corpus footer, write it back with pq_file_meta_write and
+    """Parse every corpus footer, write it back with sl_pq_file_meta_write and
     splice it onto the file: pyarrow must see the same footer facts, schema
     and data."""
     driver = _meta_driver()

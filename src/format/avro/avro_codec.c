@@ -23,7 +23,7 @@
 // (and 32-bit lengths inside codecs would overflow).
 #define AVRO_MAX_BLOCK ((size_t)1 << 34)
 
-int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
+int sl_avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
                          struct sluice_error* error) {
   static const struct {
     const char* name;
@@ -48,13 +48,13 @@ int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
   return sl_error_set(error, ENOTSUP, "unsupported Avro codec '%s'", shown);
 }
 
-void avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc) {
+void sl_avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc) {
   if (b->data) sl_free_buffer(alloc, b->data, b->cap);
   b->data = NULL;
   b->size = b->cap = 0;
 }
 
-int avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
+int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
                        struct sluice_error* error) {
   if (want <= b->cap) return 0;
   if (want > AVRO_MAX_BLOCK)
@@ -83,7 +83,7 @@ static int deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
   if (d == NULL) return sl_error_set(error, ENOMEM, "out of memory for inflate");
   int rc = 0;
   for (;;) {
-    if ((rc = avro_buf_reserve(out, want, alloc, error)) != 0) break;
+    if ((rc = sl_avro_buf_reserve(out, want, alloc, error)) != 0) break;
     size_t got = 0, used = 0;
     enum libdeflate_result r =
         libdeflate_deflate_decompress_ex(d, in, n, out->data, out->cap, &used, &got);
@@ -110,7 +110,7 @@ static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
   // A snappy tag expands to at most 64 bytes per 2 input bytes; anything
   // claiming more is corrupt, so the claim cannot reserve absurd memory.
   if (len > (n + 16) * 32) return sl_error_set(error, EILSEQ, "snappy: implausible length %zu", len);
-  SL_RETURN_NOT_OK(avro_buf_reserve(out, len > 0 ? len : 1, alloc, error));
+  SL_RETURN_NOT_OK(sl_avro_buf_reserve(out, len > 0 ? len : 1, alloc, error));
   size_t got = len;
   if (snappy_uncompress((const char*)in, n - 4, (char*)out->data, &got) != SNAPPY_OK || got != len)
     return sl_error_set(error, EILSEQ, "snappy: corrupt data");
@@ -145,7 +145,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     size_t cap = n > (SIZE_MAX >> 12) ? SIZE_MAX : n * 1024 + 4096;
     first = fcs < cap ? (size_t)fcs + 1 : cap;
   }
-  int rc = avro_buf_reserve(out, first, alloc, error);
+  int rc = sl_avro_buf_reserve(out, first, alloc, error);
   if (rc == 0 && fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && fcs < first &&
       ZSTD_findFrameCompressedSize(in, n) == n) {
     // One frame of known size (what writers emit): single-shot decoding
@@ -160,7 +160,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
   ZSTD_inBuffer ib = {in, n, 0};
   size_t last = 0;
   while (rc == 0) {
-    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
     ZSTD_outBuffer ob = {out->data, out->cap, out->size};
     last = ZSTD_decompressStream(dctx, &ob, &ib);
     out->size = ob.pos;
@@ -183,11 +183,11 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
   bz.bzfree = sl_codec_free;
   bz.opaque = (void*)alloc;
   if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
-  int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  int rc = sl_avro_buf_reserve(out, n * 4 + 1024, alloc, error);
   size_t in_left = n;
   const uint8_t* next = in;
   while (rc == 0) {
-    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
     unsigned chunk_in = in_left > UINT32_MAX ? UINT32_MAX : (unsigned)in_left;
     size_t room = out->cap - out->size;
     unsigned chunk_out = room > UINT32_MAX ? UINT32_MAX : (unsigned)room;
@@ -210,7 +210,7 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
   return rc;
 }
 
-int avro_lzma_options(int level, void* lzma_options_lzma_out) {
+int sl_avro_lzma_options(int level, void* lzma_options_lzma_out) {
   lzma_options_lzma* opt = lzma_options_lzma_out;
   if (lzma_lzma_preset(opt, (uint32_t)(level < 0 || level > 9 ? 6 : level))) return EINVAL;
   if (opt->dict_size > (UINT32_C(8) << 20)) opt->dict_size = UINT32_C(8) << 20;
@@ -226,7 +226,7 @@ static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
   xs.allocator = &la;
   lzma_options_lzma opt;
   lzma_filter filters[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
-  lzma_ret init = raw ? (avro_lzma_options(6, &opt) != 0 ? LZMA_OPTIONS_ERROR
+  lzma_ret init = raw ? (sl_avro_lzma_options(6, &opt) != 0 ? LZMA_OPTIONS_ERROR
                                                          : lzma_raw_decoder(&xs, filters))
                       : lzma_stream_decoder(&xs, UINT64_MAX, LZMA_CONCATENATED);
   if (init != LZMA_OK) {
@@ -234,11 +234,11 @@ static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
     return sl_error_set(error, init == LZMA_MEM_ERROR ? ENOMEM : EINVAL, "%s: decoder setup failed (%d)",
                         raw ? "lzma" : "xz", (int)init);
   }
-  int rc = avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  int rc = sl_avro_buf_reserve(out, n * 4 + 1024, alloc, error);
   xs.next_in = in;
   xs.avail_in = n;
   while (rc == 0) {
-    if (out->size == out->cap && (rc = avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
     xs.next_out = out->data + out->size;
     xs.avail_out = out->cap - out->size;
     size_t before = xs.avail_out;
@@ -254,7 +254,7 @@ static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
   return rc;
 }
 
-int avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
+int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
                     const struct sluice_allocator* alloc, struct sluice_error* error) {
   out->size = 0;
   if (n > AVRO_MAX_BLOCK)

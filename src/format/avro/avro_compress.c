@@ -87,7 +87,7 @@ static int libdeflate_block(int level, const uint8_t* in, size_t n, struct avro_
   return rc;
 }
 
-int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
+int sl_avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
                   struct avro_buf* out, const struct sluice_allocator* alloc,
                   struct sluice_error* error) {
   out->size = 0;
@@ -165,7 +165,7 @@ int avro_compress(enum avro_codec codec, int level, const uint8_t* in, size_t n,
     case AVRO_CODEC_LZMA: {  // avro-c's codec: a raw LZMA2 stream (see avro_internal.h)
       lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
       lzma_options_lzma opt;
-      if (avro_lzma_options(level, &opt) != 0) return sl_error_set(error, EINVAL, "avro: bad lzma level %d", level);
+      if (sl_avro_lzma_options(level, &opt) != 0) return sl_error_set(error, EINVAL, "avro: bad lzma level %d", level);
       lzma_filter filters[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
       SL_RETURN_NOT_OK(reserve(out, lzma_stream_buffer_bound(n), alloc, error));
       size_t pos = 0;

@@ -523,12 +523,12 @@ static int decode_items(struct avro_decoder* d, int32_t item_i, int64_t n,
   return 0;
 }
 
-int avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error) {
-  for (*done = 0; *done < n; ++*done) SL_RETURN_NOT_OK(avro_decode_row(d, error));
+int sl_avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error) {
+  for (*done = 0; *done < n; ++*done) SL_RETURN_NOT_OK(sl_avro_decode_row(d, error));
   return 0;
 }
 
-int avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
+int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
   const struct avro_op* top = &d->prog->ops[0];
   const int32_t* kids = d->prog->kids + top->kids;
   for (int32_t k = 0; k < top->n_kids; ++k) {
@@ -559,7 +559,7 @@ int avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
 
 /* ---- flat rows ---------------------------------------------------------------- */
 
-int avro_flat_row(const struct avro_decoder* d) {
+int sl_avro_flat_row(const struct avro_decoder* d) {
   const struct avro_op* top = &d->prog->ops[0];
   if (top->n_kids <= 0 || top->n_kids > AVRO_FLAT_MAX) return 0;
   const int32_t* kids = d->prog->kids + top->kids;
@@ -592,7 +592,7 @@ static inline int flat_store_int(uint8_t kind, int64_t x, uint8_t** dst,
   return 0;
 }
 
-int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
+int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
                           struct sluice_error* error) {
   const struct avro_op* top = &d->prog->ops[0];
   const int32_t* kids = d->prog->kids + top->kids;
@@ -604,7 +604,7 @@ int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
     b[k] = d->bld[kids[k]];
     kind[k] = d->prog->ops[kids[k]].kind;
     if (b[k]->validity.data != NULL || b[k]->length > b[k]->capacity - n)
-      return avro_decode_rows(d, n, done, error);  // nullable or full: the general path
+      return sl_avro_decode_rows(d, n, done, error);  // nullable or full: the general path
     dst[k] = b[k]->values.data + b[k]->values.size;
   }
   const uint8_t* p = d->p;

@@ -60,20 +60,20 @@ struct avro_schema {
 
 /// Parses and validates the schema JSON (`n` bytes). EILSEQ with a message
 /// naming the problem (the caller prefixes the object name).
-int avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
+int sl_avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
                       struct avro_schema* out, struct sluice_error* error);
-void avro_schema_release(struct avro_schema* s);
+void sl_avro_schema_release(struct avro_schema* s);
 
 /// Is `node` a two-branch union with one "null" branch? Then *value is the
 /// other branch and *null_index the null branch's index.
-int avro_node_nullable(const struct avro_node* node, const struct avro_node** value,
+int sl_avro_node_nullable(const struct avro_node* node, const struct avro_node** value,
                        int* null_index);
 
 /// The Arrow schema of the top-level columns (a struct): the record's fields,
 /// or one column "value" when the top-level type is not a record. Metadata
 /// carries the schema JSON as "avro.schema", then the n_user entries of
 /// `user` (Arrow metadata pairs: the header's own keys).
-int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
+int sl_avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
                       const struct sl_buffer* user, int32_t n_user, struct ArrowSchema* out,
                       struct sluice_error* error);
 
@@ -132,32 +132,32 @@ struct avro_program {
 
 /// Compiles `s` (EINVAL when the expansion passes a size limit: a DAG of named
 /// types can blow up exponentially).
-int avro_program_build(const struct avro_schema* s, struct avro_program* out,
+int sl_avro_program_build(const struct avro_schema* s, struct avro_program* out,
                        struct sluice_error* error);
-void avro_program_release(struct avro_program* p);
+void sl_avro_program_release(struct avro_program* p);
 
 /// Compiles the writer schema `w` resolved against the reader schema `r`
 /// (field matching by name and aliases, defaults, promotions, enum symbol
 /// maps; the batches then have the reader's Arrow schema). EILSEQ naming the
 /// field when the schemas cannot be resolved.
-int avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
+int sl_avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
                                 struct avro_program* out, struct sluice_error* error);
 
 /* shared by avro_plan.c and avro_resolve.c */
-int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids,
+int32_t sl_avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids,
                             const struct avro_node* node);
-int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
+int sl_avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
                       struct sluice_error* error);
-/// The error of an op avro_program_new_op could not add: ENOMEM, or EINVAL
+/// The error of an op sl_avro_program_new_op could not add: ENOMEM, or EINVAL
 /// when the program passed its size limit.
-int avro_program_too_big(const struct avro_program* p, struct sluice_error* error);
+int sl_avro_program_too_big(const struct avro_program* p, struct sluice_error* error);
 /// Appends bytes to the pool; returns their offset or -1 (ENOMEM).
-int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t n);
+int64_t sl_avro_program_pool_add(struct avro_program* p, const void* data, int64_t n);
 
 /// Builder pointer for every op of the program (NULL = skip). `columns` select
 /// top-level fields in the order of `root`'s children (NULL = all). Enum
 /// dictionaries get their symbols and are frozen here.
-int avro_program_bind(const struct avro_program* p, struct sl_builder* root,
+int sl_avro_program_bind(const struct avro_program* p, struct sl_builder* root,
                       const int64_t* columns, int64_t n_columns, struct sl_builder** bld,
                       struct sluice_error* error);
 
@@ -199,19 +199,19 @@ static inline int avro_zigzag(const uint8_t** p, const uint8_t* end, int64_t* ou
 /// Decodes one top-level object (row) into the bound builders; the caller
 /// finishes the root struct row(s). Errors carry only the reason; the caller
 /// prefixes the file, block and offset.
-int avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
-/// avro_decode_row `n` times; *done: the rows decoded whole.
-int avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error);
+int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
+/// sl_avro_decode_row `n` times; *done: the rows decoded whole.
+int sl_avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error);
 
-/// The most fields avro_decode_flat_rows takes.
+/// The most fields sl_avro_decode_flat_rows takes.
 #define AVRO_FLAT_MAX 64
 /// 1 when every top-level field is a bound int, long, float or double (no
-/// unions, nothing skipped): avro_decode_flat_rows may decode the rows.
-int avro_flat_row(const struct avro_decoder* d);
-/// Decodes `n` rows of a flat record (avro_flat_row) straight into the
+/// unions, nothing skipped): sl_avro_decode_flat_rows may decode the rows.
+int sl_avro_flat_row(const struct avro_decoder* d);
+/// Decodes `n` rows of a flat record (sl_avro_flat_row) straight into the
 /// columns; the general path when a column is nullable or lacks room for `n`.
 /// *done: the rows decoded whole (on error, the failing row's index).
-int avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
+int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
                           struct sluice_error* error);
 
 /* ---- Codecs ---------------------------------------------------------------- */
@@ -223,10 +223,10 @@ enum avro_codec { AVRO_CODEC_NULL, AVRO_CODEC_DEFLATE, AVRO_CODEC_SNAPPY, AVRO_C
 
 /// The LZMA2 options avro-c's "lzma" codec uses (preset 6, so an 8 MiB
 /// dictionary; a larger one could fail in avro-c's decoder). 0 or EINVAL.
-int avro_lzma_options(int level, void* lzma_options_lzma_out);
+int sl_avro_lzma_options(int level, void* lzma_options_lzma_out);
 
 /// EINVAL with a message for an unknown codec name (`n` bytes, not NUL-terminated).
-int avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
+int sl_avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
                          struct sluice_error* error);
 
 /// A growable output buffer for decompressed blocks, reused across blocks.
@@ -234,15 +234,15 @@ struct avro_buf {
   uint8_t* data;
   size_t size, cap;
 };
-void avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc);
+void sl_avro_buf_release(struct avro_buf* b, const struct sluice_allocator* alloc);
 /// Ensures `want` bytes of capacity (contents up to size preserved); EFBIG
 /// past the block size limit.
-int avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
+int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
                      struct sluice_error* error);
 
 /// Decompresses one block into `out` (size = decompressed bytes). Errors carry
 /// only the reason.
-int avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
+int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
                     const struct sluice_allocator* alloc, struct sluice_error* error);
 
 #endif

@@ -11,7 +11,7 @@
 // an exponential tree, so the expansion is capped.
 #define AVRO_MAX_OPS (1 << 18)
 
-void avro_program_release(struct avro_program* p) {
+void sl_avro_program_release(struct avro_program* p) {
   if (p == NULL) return;
   if (p->ops) sl_free(p->alloc, p->ops, (size_t)p->cap_ops * sizeof *p->ops);
   if (p->kids) sl_free(p->alloc, p->kids, (size_t)p->cap_kids * sizeof *p->kids);
@@ -25,7 +25,7 @@ void avro_program_release(struct avro_program* p) {
   p->n_ops = p->cap_ops = p->n_kids = p->cap_kids = 0;
 }
 
-int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t n) {
+int64_t sl_avro_program_pool_add(struct avro_program* p, const void* data, int64_t n) {
   void* pool = p->pool;
   if (sl_grow_array(p->alloc, &pool, &p->cap_pool, p->n_pool + n + 1, 1) != 0) return -1;
   p->pool = pool;
@@ -36,7 +36,7 @@ int64_t avro_program_pool_add(struct avro_program* p, const void* data, int64_t 
 
 /// Appends an op with `n_kids` child slots reserved (targets = positions);
 /// returns its index or -1.
-int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids,
+int32_t sl_avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids,
                             const struct avro_node* node) {
   if (p->n_ops >= AVRO_MAX_OPS || p->n_kids + n_kids > AVRO_MAX_OPS) return -1;
   void* ops = p->ops;
@@ -78,9 +78,9 @@ int32_t avro_program_new_op(struct avro_program* p, uint8_t kind, int64_t n_kids
   return (int32_t)p->n_ops++;
 }
 
-#define new_op avro_program_new_op
-#define emit avro_program_emit
-#define too_big avro_program_too_big
+#define new_op sl_avro_program_new_op
+#define emit sl_avro_program_emit
+#define too_big sl_avro_program_too_big
 
 static int emit_kids(struct avro_program* p, int32_t op, struct avro_node* const* items,
                      int64_t n, struct sluice_error* error) {
@@ -92,18 +92,18 @@ static int emit_kids(struct avro_program* p, int32_t op, struct avro_node* const
   return 0;
 }
 
-int avro_program_too_big(const struct avro_program* p, struct sluice_error* error) {
+int sl_avro_program_too_big(const struct avro_program* p, struct sluice_error* error) {
   if (p->out_of_memory) return sl_error_set(error, ENOMEM, "out of memory compiling the schema");
   return sl_error_set(error, EINVAL, "the Avro schema expands to more than %d values per row",
                       AVRO_MAX_OPS);
 }
 
-int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
+int sl_avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t* out,
                       struct sluice_error* error) {
   const struct avro_node* value;
   int null_index;
   int32_t op;
-  if (avro_node_nullable(n, &value, &null_index)) {
+  if (sl_avro_node_nullable(n, &value, &null_index)) {
     if ((op = new_op(p, OP_NULLABLE, 1, n)) < 0) return too_big(p, error);
     p->ops[op].null_index = (int8_t)null_index;
     p->ops[op].min_size = 1;
@@ -171,7 +171,7 @@ int avro_program_emit(struct avro_program* p, const struct avro_node* n, int32_t
   return 0;
 }
 
-int avro_program_build(const struct avro_schema* s, struct avro_program* out,
+int sl_avro_program_build(const struct avro_schema* s, struct avro_program* out,
                        struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = s->alloc;
@@ -184,7 +184,7 @@ int avro_program_build(const struct avro_schema* s, struct avro_program* out,
     top = new_op(out, OP_RECORD, 1, NULL);
     rc = top < 0 ? too_big(out, error) : emit_kids(out, top, &s->root, 1, error);
   }
-  if (rc != 0) avro_program_release(out);
+  if (rc != 0) sl_avro_program_release(out);
   return rc;
 }
 
@@ -246,7 +246,7 @@ static int bind_op(const struct avro_program* p, int32_t i, struct sl_builder* b
   return sl_error_set(error, EINVAL, "Avro program and builders disagree (op %d)", (int)i);
 }
 
-int avro_program_bind(const struct avro_program* p, struct sl_builder* root,
+int sl_avro_program_bind(const struct avro_program* p, struct sl_builder* root,
                       const int64_t* columns, int64_t n_columns, struct sl_builder** bld,
                       struct sluice_error* error) {
   const struct avro_op* top = &p->ops[0];

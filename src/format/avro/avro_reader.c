@@ -128,9 +128,9 @@ static void reader_close(void* reader) {
   const struct sluice_allocator* alloc = r->alloc;
   if (r->json) sl_free(alloc, r->json, r->json_len + 1);
   sl_buffer_reset(&r->user_meta);
-  avro_program_release(&r->prog);
-  avro_schema_release(&r->schema);
-  avro_schema_release(&r->reader_schema);
+  sl_avro_program_release(&r->prog);
+  sl_avro_schema_release(&r->schema);
+  sl_avro_schema_release(&r->reader_schema);
   if (r->reader_json) sl_free(alloc, r->reader_json, r->reader_json_len + 1);
   if (r->arrow.release) r->arrow.release(&r->arrow);
   sl_free(alloc, r, sizeof *r);
@@ -199,7 +199,7 @@ static int read_header(struct avro_reader* r, struct sluice_error* error) {
           r->json_len = (size_t)vlen;
         }
       } else if (!is_long_key && strcmp(key, "avro.codec") == 0) {
-        rc = avro_codec_from_name((const char*)v.data, (size_t)vlen, &r->codec, error);
+        rc = sl_avro_codec_from_name((const char*)v.data, (size_t)vlen, &r->codec, error);
         if (rc != 0) sl_error_prefix(error, "%s: byte %" PRId64, name, at);
       } else if (user) {
         int32_t vlen32 = (int32_t)vlen;
@@ -384,7 +384,7 @@ static int load_reader_schema(struct avro_reader* r, const char* options, struct
         sl_source_close(src);
       }
       if (rc == 0) {
-        rc = avro_schema_parse(r->reader_json, r->reader_json_len, r->alloc, &r->reader_schema, error);
+        rc = sl_avro_schema_parse(r->reader_json, r->reader_json_len, r->alloc, &r->reader_schema, error);
         if (rc != 0) sl_error_prefix(error, "reader schema %s", path);
         // A reader schema's types are the plain mapping: resolution's
         // promotions write the widths Avro names.
@@ -417,18 +417,18 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   r->forward = src->ops->read_at == NULL || src->size < 0;
   int rc = read_header(r, error);
   if (rc == 0) {
-    rc = avro_schema_parse(r->json, r->json_len, r->alloc, &r->schema, error);
+    rc = sl_avro_schema_parse(r->json, r->json_len, r->alloc, &r->schema, error);
     if (rc != 0) sl_error_prefix(error, "%s: avro.schema", src->name);
   }
   if (rc == 0) rc = load_reader_schema(r, args->format_options, error);
   if (rc == 0 && r->reader_json != NULL) {
     // Batches take the reader's shape, and its schema is what a writer keeps.
-    rc = avro_program_build_resolved(&r->schema, &r->reader_schema, &r->prog, error);
-    if (rc == 0) rc = avro_arrow_schema(&r->reader_schema, r->reader_json, r->reader_json_len,
+    rc = sl_avro_program_build_resolved(&r->schema, &r->reader_schema, &r->prog, error);
+    if (rc == 0) rc = sl_avro_arrow_schema(&r->reader_schema, r->reader_json, r->reader_json_len,
                                         &r->user_meta, r->n_user_meta, &r->arrow, error);
   } else {
-    if (rc == 0) rc = avro_program_build(&r->schema, &r->prog, error);
-    if (rc == 0) rc = avro_arrow_schema(&r->schema, r->json, r->json_len, &r->user_meta,
+    if (rc == 0) rc = sl_avro_program_build(&r->schema, &r->prog, error);
+    if (rc == 0) rc = sl_avro_arrow_schema(&r->schema, r->json, r->json_len, &r->user_meta,
                                         r->n_user_meta, &r->arrow, error);
   }
   if (rc != 0 && strncmp(error->message, src->name, strlen(src->name)) != 0)
@@ -547,7 +547,7 @@ struct avro_split {
   char label[48];       ///< "block N" (or "block" where N is unknown), for errors
   int64_t rows_left;    ///< objects left in the current block
   int loaded, finished;
-  int flat;  ///< rows are narrow records of numbers (avro_decode_flat_rows)
+  int flat;  ///< rows are narrow records of numbers (sl_avro_decode_flat_rows)
   int64_t drop_from;    ///< mapped input: start of the decoded bytes not yet dropped (-1 = none)
   int64_t drop_end;     ///< mapped input: end of the last block loaded
   /// A placed scan (sl_split_place): per output column, where this split's
@@ -579,8 +579,8 @@ static void split_close(void* state) {
   drop_decoded(s, 1);
   sl_view_release(&s->view);
   sl_view_release(&s->range);
-  avro_buf_release(&s->buf, alloc);
-  avro_buf_release(&s->raw, alloc);
+  sl_avro_buf_release(&s->buf, alloc);
+  sl_avro_buf_release(&s->raw, alloc);
   sl_builder_release(&s->root);  // (which sets root.n_children to 0)
   if (s->bld) sl_free(alloc, s->bld, (size_t)s->r->prog.n_ops * sizeof *s->bld);
   if (s->place_at) sl_free(alloc, s->place_at, (size_t)s->n_place_at * sizeof *s->place_at);
@@ -657,7 +657,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
     s->bld = sl_calloc(r->alloc, (size_t)r->prog.n_ops, sizeof *s->bld);
     if (s->bld == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
-  if (rc == 0) rc = avro_program_bind(&r->prog, &s->root, columns, columns ? n_columns : 0, s->bld, error);
+  if (rc == 0) rc = sl_avro_program_bind(&r->prog, &s->root, columns, columns ? n_columns : 0, s->bld, error);
   if (rc != 0) {
     if (strncmp(error->message, name, strlen(name)) != 0) sl_error_prefix(error, "%s", name);
     split_close(s);
@@ -666,7 +666,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   s->dec.prog = &r->prog;
   s->dec.bld = s->bld;
   s->dec.empty_left = AVRO_MAX_EMPTY_VALUES;
-  s->flat = avro_flat_row(&s->dec);
+  s->flat = sl_avro_flat_row(&s->dec);
   if (split->place != NULL && !r->forward && set_place(s, split->place, columns) != 0) {
     split_close(s);
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
@@ -756,7 +756,7 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
         int64_t chunk = left < AVRO_FORWARD_CHUNK ? left : AVRO_FORWARD_CHUNK;
         struct sl_view v;
         SL_RETURN_NOT_OK(input_read(r, &s->fpos, chunk, &v, NULL, "block", error));
-        int rc = avro_buf_reserve(&s->raw, s->raw.size + (size_t)chunk, r->alloc, error);
+        int rc = sl_avro_buf_reserve(&s->raw, s->raw.size + (size_t)chunk, r->alloc, error);
         if (rc == 0) memcpy(s->raw.data + s->raw.size, v.data, (size_t)chunk);
         sl_view_release(&v);
         if (rc != 0) return sl_error_prefix(error, "%s: %s", name, s->label);
@@ -795,7 +795,7 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
   if (s->block.count == 0) {
     data_len = 0;  // writers may leave an empty block's data empty, even when compressing
   } else if (r->codec != AVRO_CODEC_NULL) {
-    int rc = avro_decompress(r->codec, data, (size_t)data_len, &s->buf, r->alloc, error);
+    int rc = sl_avro_decompress(r->codec, data, (size_t)data_len, &s->buf, r->alloc, error);
     if (rc != 0)
       return sl_error_prefix(error, "%s: %s at byte %" PRId64, name, s->label,
                              s->block.header);
@@ -903,8 +903,8 @@ static int split_next_inner(struct avro_split* s, struct ArrowArray* out, struct
     // (at most AVRO_FLAT_MAX * 8 bytes each, so batch_rows of them stay small).
     if (n > 64 && !s->flat) n = 64;
     int64_t done = 0;
-    int rc = s->flat ? avro_decode_flat_rows(&s->dec, n, &done, error)
-                     : avro_decode_rows(&s->dec, n, &done, error);
+    int rc = s->flat ? sl_avro_decode_flat_rows(&s->dec, n, &done, error)
+                     : sl_avro_decode_rows(&s->dec, n, &done, error);
     if (rc != 0) return decode_error(s, s->block.count - s->rows_left + done, error);
     rows += n;
     s->rows_left -= n;

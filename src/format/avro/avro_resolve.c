@@ -42,7 +42,7 @@ static int cannot(struct rctx* c, const struct avro_node* w, const struct avro_n
 
 static int put(struct avro_buf* b, const void* data, size_t n, const struct sluice_allocator* a,
                struct sluice_error* error) {
-  SL_RETURN_NOT_OK(avro_buf_reserve(b, b->size + n + 1, a, error));
+  SL_RETURN_NOT_OK(sl_avro_buf_reserve(b, b->size + n + 1, a, error));
   if (n > 0) memcpy(b->data + b->size, data, n);
   b->size += n;
   return 0;
@@ -123,7 +123,7 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
       if (rc == 0 && n->kind == AVRO_FIXED && (int64_t)tmp.size != n->size) rc = bad_default(c, n);
       if (rc == 0 && n->kind == AVRO_BYTES) rc = put_long(b, (int64_t)tmp.size, a, e);
       if (rc == 0) rc = put(b, tmp.data, tmp.size, a, e);
-      avro_buf_release(&tmp, a);
+      sl_avro_buf_release(&tmp, a);
       return rc;
     }
     case AVRO_ENUM:
@@ -177,8 +177,8 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
 
 static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avro_node* r,
                   int64_t min_size, int32_t* out) {
-  int32_t op = avro_program_new_op(c->p, kind, n_kids, r);
-  if (op < 0) return avro_program_too_big(c->p, c->error);
+  int32_t op = sl_avro_program_new_op(c->p, kind, n_kids, r);
+  if (op < 0) return sl_avro_program_too_big(c->p, c->error);
   c->p->ops[op].min_size = min_size;
   *out = op;
   return 0;
@@ -252,7 +252,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
     int32_t kid = 0;
     c->field = w->names[k];
     if (j >= 0) SL_RETURN_NOT_OK(resolve(c, w->items[k], r->items[j], &kid));
-    else SL_RETURN_NOT_OK(avro_program_emit(p, w->items[k], &kid, c->error));  // skipped
+    else SL_RETURN_NOT_OK(sl_avro_program_emit(p, w->items[k], &kid, c->error));  // skipped
     p->kids[p->ops[op].kids + slot] = kid;
     p->targets[p->ops[op].kids + slot] = j >= 0 ? (int32_t)j : -1;
     min_size += p->ops[kid].min_size;
@@ -266,8 +266,8 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
                           "schema and has no default", r->names[j]);
     struct avro_buf bytes = {0};
     int rc = encode_default(c, r->items[j], def, &bytes);
-    int64_t off = rc == 0 ? avro_program_pool_add(p, bytes.data, (int64_t)bytes.size) : 0;
-    avro_buf_release(&bytes, p->alloc);
+    int64_t off = rc == 0 ? sl_avro_program_pool_add(p, bytes.data, (int64_t)bytes.size) : 0;
+    sl_avro_buf_release(&bytes, p->alloc);
     if (rc == 0 && off < 0) rc = sl_error_set(c->error, ENOMEM, "out of memory");
     SL_RETURN_NOT_OK(rc);
     int64_t len = p->n_pool - off;
@@ -275,7 +275,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
     SL_RETURN_NOT_OK(op_for(c, OP_DEFAULT, 1, r->items[j], 0, &d));
     p->ops[d].pool_off = off;
     p->ops[d].pool_len = len;
-    SL_RETURN_NOT_OK(avro_program_emit(p, r->items[j], &kid, c->error));
+    SL_RETURN_NOT_OK(sl_avro_program_emit(p, r->items[j], &kid, c->error));
     p->kids[p->ops[d].kids] = kid;
     p->kids[p->ops[op].kids + slot] = d;
     p->targets[p->ops[op].kids + slot] = (int32_t)j;
@@ -296,7 +296,7 @@ static int resolve_enum(struct rctx* c, const struct avro_node* w, const struct 
     for (int64_t j = 0; j < r->n && m < 0; ++j)
       if (strcmp(w->names[k], r->names[j]) == 0) m = (int32_t)j;
     if (m < 0) m = (int32_t)(r->enum_default - 1);  // the reader's default, or still -1
-    int64_t at = avro_program_pool_add(p, &m, 4);
+    int64_t at = sl_avro_program_pool_add(p, &m, 4);
     if (at < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
     if (off < 0) off = at;
   }
@@ -387,13 +387,13 @@ static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
     if (one != NULL) {
       if (wb->kind == AVRO_NULL && r != one) t = 0;  // the reader is nullable: a null
       else if (matches(wb, one, 1)) t = 0;
-      if (t == 0 && wb->kind == AVRO_NULL && r != one) SL_RETURN_NOT_OK(avro_program_emit(p, wb, &kid, c->error));
+      if (t == 0 && wb->kind == AVRO_NULL && r != one) SL_RETURN_NOT_OK(sl_avro_program_emit(p, wb, &kid, c->error));
       else if (t == 0) SL_RETURN_NOT_OK(resolve(c, wb, one, &kid));
     } else {
       t = branch_for(wb, r);
       if (t >= 0) SL_RETURN_NOT_OK(resolve(c, wb, r->items[t], &kid));
     }
-    if (t < 0) SL_RETURN_NOT_OK(avro_program_emit(p, wb, &kid, c->error));  // for skipping
+    if (t < 0) SL_RETURN_NOT_OK(sl_avro_program_emit(p, wb, &kid, c->error));  // for skipping
     p->kids[p->ops[op].kids + k] = kid;
     p->targets[p->ops[op].kids + k] = (int32_t)t;
   }
@@ -406,7 +406,7 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
   struct avro_program* p = c->p;
   const struct avro_node *wv, *rv;
   int wni, rni;
-  int wn = avro_node_nullable(w, &wv, &wni), rn = avro_node_nullable(r, &rv, &rni);
+  int wn = sl_avro_node_nullable(w, &wv, &wni), rn = sl_avro_node_nullable(r, &rv, &rni);
   // Nullable into nullable whose values do not match: the nulls still read,
   // and a value fails only when the data has one (the general union path).
   if (wn && rn && !matches(wv, rv, 1)) return resolve_writer_union(c, w, r, rv, out);
@@ -485,7 +485,7 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
     case AVRO_ENUM: return resolve_enum(c, w, r, out);
     case AVRO_FIXED:
       if (w->size != r->size) return cannot(c, w, r, "fixed sizes differ");
-      return avro_program_emit(p, r, out, c->error);
+      return sl_avro_program_emit(p, r, out, c->error);
     case AVRO_ARRAY: case AVRO_MAP: {
       int32_t op = 0, kid = 0;
       SL_RETURN_NOT_OK(op_for(c, rk == AVRO_ARRAY ? OP_ARRAY : OP_MAP, 1, r, 1, &op));
@@ -495,11 +495,11 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
       return 0;
     }
     default:  // same primitive (or string/bytes): the reader's logical type decides the op
-      return avro_program_emit(p, r, out, c->error);
+      return sl_avro_program_emit(p, r, out, c->error);
   }
 }
 
-int avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
+int sl_avro_program_build_resolved(const struct avro_schema* w, const struct avro_schema* r,
                                 struct avro_program* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = w->alloc;
@@ -511,11 +511,11 @@ int avro_program_build_resolved(const struct avro_schema* w, const struct avro_s
   } else if (w->root->kind == AVRO_RECORD) {
     rc = resolve(&c, w->root, r->root, &top);
   } else {
-    top = avro_program_new_op(out, OP_RECORD, 1, NULL);
+    top = sl_avro_program_new_op(out, OP_RECORD, 1, NULL);
     int32_t kid = 0;
-    rc = top < 0 ? avro_program_too_big(out, error) : resolve(&c, w->root, r->root, &kid);
+    rc = top < 0 ? sl_avro_program_too_big(out, error) : resolve(&c, w->root, r->root, &kid);
     if (rc == 0) out->kids[out->ops[top].kids] = kid;
   }
-  if (rc != 0) avro_program_release(out);
+  if (rc != 0) sl_avro_program_release(out);
   return rc;
 }

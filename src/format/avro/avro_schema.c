@@ -66,7 +66,7 @@ static void free_node(const struct sluice_allocator* alloc, struct avro_node* n)
   sl_free(alloc, n, sizeof *n);
 }
 
-void avro_schema_release(struct avro_schema* s) {
+void sl_avro_schema_release(struct avro_schema* s) {
   if (s == NULL) return;
   for (int64_t i = 0; i < s->n_nodes; ++i) free_node(s->alloc, s->nodes[i]);
   if (s->nodes) sl_free(s->alloc, s->nodes, (size_t)s->cap_nodes * sizeof *s->nodes);
@@ -509,7 +509,7 @@ static const char* string_with_nul(json_t* j) {
   return NULL;
 }
 
-int avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
+int sl_avro_schema_parse(const char* json, size_t n, const struct sluice_allocator* alloc,
                       struct avro_schema* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = alloc;
@@ -529,11 +529,11 @@ int avro_schema_parse(const char* json, size_t n, const struct sluice_allocator*
   out->json = root;  // field defaults point into it
   int rc = parse_type(&c, root, "", 0, &out->root);
   if (c.named) sl_free(alloc, c.named, (size_t)c.cap_named * sizeof *c.named);
-  if (rc != 0) avro_schema_release(out);
+  if (rc != 0) sl_avro_schema_release(out);
   return rc;
 }
 
-int avro_node_nullable(const struct avro_node* node, const struct avro_node** value,
+int sl_avro_node_nullable(const struct avro_node* node, const struct avro_node** value,
                        int* null_index) {
   if (node->kind != AVRO_UNION || node->n != 2) return 0;
   for (int i = 0; i < 2; ++i)
@@ -591,7 +591,7 @@ static int arrow_node(const struct avro_node* n, const char* name, int64_t flags
                       struct sluice_error* error) {
   const struct avro_node* value;
   int null_index;
-  if (avro_node_nullable(n, &value, &null_index))
+  if (sl_avro_node_nullable(n, &value, &null_index))
     return arrow_node(value, name, ARROW_FLAG_NULLABLE, alloc, out, error);
   if (n->kind == AVRO_NULL) flags |= ARROW_FLAG_NULLABLE;
   char format[600];
@@ -653,7 +653,7 @@ static void put_str(char** p, const char* s, size_t n) {
   *p += n;
 }
 
-int avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
+int sl_avro_arrow_schema(const struct avro_schema* s, const char* json, size_t json_len,
                       const struct sl_buffer* user, int32_t n_user, struct ArrowSchema* out,
                       struct sluice_error* error) {
   const struct sluice_allocator* alloc = s->alloc;

@@ -941,7 +941,7 @@ static void* pipe_worker(void* arg) {
     memset(&err, 0, sizeof err);
     int rc = 0;
     if (!failed) {
-      rc = avro_compress(p->ctx->codec, p->ctx->level, slot->data.data, slot->data.size,
+      rc = sl_avro_compress(p->ctx->codec, p->ctx->level, slot->data.data, slot->data.size,
                          &p->packed[me], p->ctx->alloc, &err);
     }
     pthread_mutex_lock(&p->lock);
@@ -1039,7 +1039,7 @@ static int pipe_finish(struct aw_pipe* p, const struct sluice_allocator* alloc, 
   pthread_mutex_destroy(&p->lock);
   for (int i = 0; i < AW_MAX_WORKERS; ++i) {
     if (p->slots[i].data.data != NULL) sl_free_buffer(alloc, p->slots[i].data.data, p->slots[i].data.cap);
-    avro_buf_release(&p->packed[i], alloc);
+    sl_avro_buf_release(&p->packed[i], alloc);
   }
   return rc;
 }
@@ -1048,7 +1048,7 @@ static int flush_block(struct aw_ctx* ctx, struct aw_pipe* pipe, int64_t count,
                        struct sl_sink* sink, struct sluice_error* error) {
   if (count == 0) return 0;
   if (pipe != NULL) return pipe_hand(pipe, &ctx->data, count, error);
-  SL_RETURN_NOT_OK(avro_compress(ctx->codec, ctx->level, ctx->data.data, ctx->data.size,
+  SL_RETURN_NOT_OK(sl_avro_compress(ctx->codec, ctx->level, ctx->data.data, ctx->data.size,
                                  &ctx->packed, ctx->alloc, error));
   SL_RETURN_NOT_OK(emit_block(ctx, count, &ctx->packed, sink, error));
   ctx->data.size = 0;
@@ -1068,7 +1068,7 @@ static int hexval(char c) {
 /// mistake (EINVAL), where in a file's header it is a codec not supported.
 static int writer_codec(const char* name, size_t n, enum avro_codec* out,
                         struct sluice_error* error) {
-  if (avro_codec_from_name(name, n, out, error) == 0) return 0;
+  if (sl_avro_codec_from_name(name, n, out, error) == 0) return 0;
   if (error == NULL) return EINVAL;
   char why[sizeof error->message];
   memcpy(why, error->message, sizeof why);
@@ -1077,7 +1077,7 @@ static int writer_codec(const char* name, size_t n, enum avro_codec* out,
                       why);
 }
 /// A level the codec has, or none (AVRO_LEVEL_DEFAULT): a level it lacks,
-/// or one out of its range, would be ignored or clamped by avro_compress, so
+/// or one out of its range, would be ignored or clamped by sl_avro_compress, so
 /// it is refused. zstandard's range is fastavro's and Java's, its negative
 /// levels the fastest.
 static int check_level(enum avro_codec codec, int level, struct sluice_error* error) {
@@ -1333,7 +1333,7 @@ static void avro_close(void* state) {
   json_decref(w->ctx.names);
   node_reset(w->ctx.alloc, &w->root);
   if (w->ctx.data.data != NULL) sl_free_buffer(w->ctx.alloc, w->ctx.data.data, w->ctx.data.cap);
-  avro_buf_release(&w->ctx.packed, w->ctx.alloc);
+  sl_avro_buf_release(&w->ctx.packed, w->ctx.alloc);
   if (w->schema.release != NULL) w->schema.release(&w->schema);
   sl_free(w->ctx.alloc, w, sizeof *w);
 }

@@ -151,7 +151,7 @@ static int append_key(struct sl_text* t, const char* what, const char* list,
     }
     in_key[c] = 1;
     int rc = first ? 0 : sl_text_append_str(t, ", ");
-    if (rc == 0) rc = cql_append_ident(t, row->children[c].name);
+    if (rc == 0) rc = sl_cql_append_ident(t, row->children[c].name);
     if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
     first = 0;
     p += n + (p[n] == '|');
@@ -159,7 +159,7 @@ static int append_key(struct sl_text* t, const char* what, const char* list,
   return 0;
 }
 
-int cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
+int sl_cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
                     const struct ArrowSchema* schema, const char* partition_key,
                     const char* clustering_key, const char* name,
                     const struct sluice_allocator* alloc, struct sl_text* t,
@@ -181,13 +181,13 @@ int cql_create_text(const char* keyspace, const char* table, const struct sl_tex
   }
   if (rc == 0 && sl_text_append_char(&key, ')') != 0) rc = ENOMEM;
   if (rc == 0 && (sl_text_append_str(t, "CREATE TABLE IF NOT EXISTS ") != 0 ||
-                  cql_append_ident(t, keyspace) != 0 || sl_text_append_char(t, '.') != 0 ||
-                  cql_append_ident(t, table) != 0 || sl_text_append_str(t, " (") != 0)) {
+                  sl_cql_append_ident(t, keyspace) != 0 || sl_text_append_char(t, '.') != 0 ||
+                  sl_cql_append_ident(t, table) != 0 || sl_text_append_str(t, " (") != 0)) {
     rc = ENOMEM;
   }
   for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
     const char* unmapped = NULL;
-    if (cql_append_ident(t, row->children[i].name) != 0 || sl_text_append_char(t, ' ') != 0 ||
+    if (sl_cql_append_ident(t, row->children[i].name) != 0 || sl_text_append_char(t, ' ') != 0 ||
         append_type(t, &row->children[i],
                     schema != NULL && schema->n_children == row->n_children ? schema->children[i]
                                                                             : NULL,

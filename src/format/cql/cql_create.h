@@ -12,7 +12,7 @@
 /// may be NULL or ""), into `t`. EINVAL for a key that names no column or
 /// one twice, ENOTSUP for a column of a type CQL has no type for; `name`
 /// (the location) starts messages.
-int cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
+int sl_cql_create_text(const char* keyspace, const char* table, const struct sl_text_field* row,
                     const struct ArrowSchema* schema, const char* partition_key,
                     const char* clustering_key, const char* name,
                     const struct sluice_allocator* alloc, struct sl_text* t,

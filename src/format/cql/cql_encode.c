@@ -101,9 +101,9 @@ static int compatible(const struct cql_type* cql, const struct sl_type* a) {
   }
 }
 
-void cql_encoder_free(struct cql_encoder* e, const struct sluice_allocator* alloc) {
+void sl_cql_encoder_free(struct cql_encoder* e, const struct sluice_allocator* alloc) {
   if (e == NULL || e->children == NULL) return;
-  for (int i = 0; i < e->n_children; ++i) cql_encoder_free(&e->children[i], alloc);
+  for (int i = 0; i < e->n_children; ++i) sl_cql_encoder_free(&e->children[i], alloc);
   sl_free(alloc, e->children, (size_t)e->n_children * sizeof *e->children);
   e->children = NULL;
 }
@@ -116,7 +116,7 @@ static const struct sl_text_field* child_named(const struct sl_text_field* f, co
   return NULL;
 }
 
-int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
+int sl_cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
                      const struct sl_text_field* arrow, const char* column,
                      const struct sluice_allocator* alloc, struct sluice_error* error) {
   memset(e, 0, sizeof *e);
@@ -190,9 +190,9 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
   if (e->children == NULL) return sl_error_set(error, ENOMEM, "column '%s': out of memory", column);
   e->n_children = n;
   for (int i = 0; i < n; ++i) {
-    int rc = cql_encoder_init(&e->children[i], &cql->children[i], kids[i], column, alloc, error);
+    int rc = sl_cql_encoder_init(&e->children[i], &cql->children[i], kids[i], column, alloc, error);
     if (rc != 0) {
-      cql_encoder_free(e, alloc);
+      sl_cql_encoder_free(e, alloc);
       return rc;
     }
     e->children[i].struct_child = kids[i] != NULL ? kids[i] - values->children : -1;
@@ -200,7 +200,7 @@ int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
   if (cql->id == CQL_VECTOR) {
     int id = cql->children[0].id;
     if (id != CQL_FLOAT && id != CQL_DOUBLE && id != CQL_INT && id != CQL_BIGINT) {
-      cql_encoder_free(e, alloc);
+      sl_cql_encoder_free(e, alloc);
       return sl_error_set(error, ENOTSUP,
                           "column '%s': vectors of %s are not supported (float, double, int, "
                           "bigint are)",
@@ -735,7 +735,7 @@ static int encode_at(const struct cql_encoder* e, const struct ArrowArray* a, in
   return 0;
 }
 
-int cql_encode_value(const struct cql_encoder* e, const struct ArrowArray* array, int64_t i,
+int sl_cql_encode_value(const struct cql_encoder* e, const struct ArrowArray* array, int64_t i,
                      enum cql_null_mode null_mode, struct sl_buffer* out, const char** why) {
   return encode_at(e, array, i, (int)null_mode, out, why);
 }

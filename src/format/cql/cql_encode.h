@@ -33,10 +33,10 @@ struct cql_encoder {
 /// Pairs `cql` with the Arrow column `arrow` (both must outlive the
 /// encoder). When no value of that Arrow type can be written as that CQL
 /// type, encoding a value that is not null fails (see `mismatch`).
-int cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
+int sl_cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
                      const struct sl_text_field* arrow, const char* column,
                      const struct sluice_allocator* alloc, struct sluice_error* error);
-void cql_encoder_free(struct cql_encoder* e, const struct sluice_allocator* alloc);
+void sl_cql_encoder_free(struct cql_encoder* e, const struct sluice_allocator* alloc);
 
 /// What a null top-level value becomes: "unset" leaves the column as it is
 /// (no tombstone, as DSBulk does by default), "null" deletes it.
@@ -47,7 +47,7 @@ enum cql_null_mode { CQL_NULL_UNSET = -2, CQL_NULL_NULL = -1 };
 /// `null_mode` alone for null. 0, ENOMEM, or EINVAL with *why saying why the
 /// value cannot be written (out of the CQL type's range, a null inside a
 /// collection, ...); *why points to static text.
-int cql_encode_value(const struct cql_encoder* e, const struct ArrowArray* array, int64_t i,
+int sl_cql_encode_value(const struct cql_encoder* e, const struct ArrowArray* array, int64_t i,
                      enum cql_null_mode null_mode, struct sl_buffer* out, const char** why);
 
 #endif

@@ -70,10 +70,10 @@ static int parse_options(struct cql_reader* r, const char* options, int64_t batc
     }
     int64_t count;
     int connection_option;
-    SL_RETURN_NOT_OK(cql_connection_option(&o, "cql", &r->address, &connection_option, error));
+    SL_RETURN_NOT_OK(sl_cql_connection_option(&o, "cql", &r->address, &connection_option, error));
     if (connection_option) continue;
     if (sl_option_is(&o, "consistency")) {
-      SL_RETURN_NOT_OK(cql_parse_consistency(o.value, o.value_len, "cql", &r->consistency, error));
+      SL_RETURN_NOT_OK(sl_cql_parse_consistency(o.value, o.value_len, "cql", &r->consistency, error));
     } else if (sl_option_is(&o, "page_rows")) {
       if (sl_parse_int64(o.value, o.value_len, 1, INT32_MAX, &count) != 0) {
         return sl_error_set(error, EINVAL, "cql option page_rows='%.*s': expected 1 or more",
@@ -136,7 +136,7 @@ static void cql_close(void* reader) {
   struct cql_reader* r = reader;
   if (r == NULL) return;
   for (int i = 0; i < r->n_idle; ++i) sl_cql_close(r->idle[i]);
-  cql_types_free(r->columns, r->n_columns, r->alloc);
+  sl_cql_types_free(r->columns, r->n_columns, r->alloc);
   if (r->schema.release != NULL) r->schema.release(&r->schema);
   if (r->name != NULL) sl_free(r->alloc, r->name, strlen(r->name) + 1);
   if (r->table_ref != NULL) sl_free(r->alloc, r->table_ref, strlen(r->table_ref) + 1);
@@ -171,7 +171,7 @@ static int token_expr(struct cql_reader* r, const struct cql_table_columns* t,
       rc = sl_error_set(error, EPROTO, "%s: partition key position %d is missing", r->name, k);
       break;
     }
-    if ((k > 0 && sl_text_append(&key, ", ", 2) != 0) || cql_append_ident(&key, best->name) != 0) {
+    if ((k > 0 && sl_text_append(&key, ", ", 2) != 0) || sl_cql_append_ident(&key, best->name) != 0) {
       rc = ENOMEM;
     }
   }
@@ -194,16 +194,16 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   const uint8_t* v;
   int32_t n;
   const char* what = "reading system.local";
-  SL_RETURN_NOT_OK(cql_small_query(&a, conn, "SELECT partitioner FROM system.local", what, &rows,
+  SL_RETURN_NOT_OK(sl_cql_small_query(&a, conn, "SELECT partitioner FROM system.local", what, &rows,
                                    NULL, error));
   if (rows.n_rows >= 1 && rows.n_columns == 1) {
-    SL_RETURN_NOT_OK(cql_next_cell(&a, what, &rows, &v, &n, error));
+    SL_RETURN_NOT_OK(sl_cql_next_cell(&a, what, &rows, &v, &n, error));
     static const char murmur3[] = "org.apache.cassandra.dht.Murmur3Partitioner";
     r->murmur3 = n == (int32_t)sizeof murmur3 - 1 && memcmp(v, murmur3, (size_t)n) == 0;
   }
   struct cql_table_columns t;
   SL_RETURN_NOT_OK(
-      cql_table_columns_read(&a, conn, r->address.keyspace, r->address.table, 1, &t, error));
+      sl_cql_table_columns_read(&a, conn, r->address.keyspace, r->address.table, 1, &t, error));
   int rc = 0;
   if (t.n_columns == 0) {
     rc = sl_error_set(error, ENOENT,
@@ -213,7 +213,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   }
   r->virtual_table = t.virtual_table;
   if (rc == 0) rc = token_expr(r, &t, error);
-  cql_table_columns_free(&t, r->alloc);
+  sl_cql_table_columns_free(&t, r->alloc);
   return rc;
 }
 
@@ -231,14 +231,14 @@ static int read_columns(struct cql_reader* r, struct sl_cql_conn* conn,
   }
   struct cql_rows rows;
   struct cql_asker a = asker(r);
-  rc = cql_small_query(&a, conn, sl_text_cstr(&q), "reading the table's columns", &rows,
+  rc = sl_cql_small_query(&a, conn, sl_text_cstr(&q), "reading the table's columns", &rows,
                        &r->columns, error);
   sl_text_reset(&q);
   if (rc != 0) return rc;
   r->n_columns = rows.n_columns;
   rc = sl_schema_init(&r->schema, r->alloc, "+s", "", 0, r->n_columns, error);
   for (int64_t i = 0; rc == 0 && i < r->n_columns; ++i) {
-    rc = cql_type_arrow_schema(&r->columns[i], r->alloc, r->schema.children[i], error);
+    rc = sl_cql_type_arrow_schema(&r->columns[i], r->alloc, r->schema.children[i], error);
   }
   return rc;
 }
@@ -263,9 +263,9 @@ static int cql_open(const struct sl_reader_args* args, void** reader,
   if (rc == 0) {
     struct sl_text t;
     sl_text_init(&t, r->alloc);
-    rc = cql_append_ident(&t, r->address.keyspace);
+    rc = sl_cql_append_ident(&t, r->address.keyspace);
     if (rc == 0) rc = sl_text_append_char(&t, '.');
-    if (rc == 0) rc = cql_append_ident(&t, r->address.table);
+    if (rc == 0) rc = sl_cql_append_ident(&t, r->address.table);
     if (rc == 0) r->table_ref = text_copy(&t, r->alloc);
     if (rc != 0 || r->table_ref == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", shown);
     sl_text_reset(&t);
@@ -366,7 +366,7 @@ static int build_query(struct cql_split* s, const int64_t* columns, int one_spli
   int rc = sl_text_append_str(&q, "SELECT ");
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     if (i > 0) rc = sl_text_append(&q, ", ", 2);
-    if (rc == 0) rc = cql_append_ident(&q, r->columns[columns != NULL ? columns[i] : i].name);
+    if (rc == 0) rc = sl_cql_append_ident(&q, r->columns[columns != NULL ? columns[i] : i].name);
   }
   if (rc == 0) rc = sl_text_append_str(&q, " FROM ");
   if (rc == 0) rc = sl_text_append_str(&q, r->table_ref);
@@ -483,7 +483,7 @@ static int decode_page(struct cql_split* s, struct cql_rows* rows, struct sluice
       const char* why = "a value runs past the end of the page";
       int rc = sl_cql_read_bytes(&rows->rows, &v, &n) != 0
                    ? EILSEQ
-                   : cql_value_append(s->types[c], sl_builder_child(&s->batch, c), v, n, &why);
+                   : sl_cql_value_append(s->types[c], sl_builder_child(&s->batch, c), v, n, &why);
       if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
       if (rc != 0) {
         return sl_error_set(error, EILSEQ,
@@ -534,7 +534,7 @@ static int cql_split_next(void* state, struct ArrowArray* out, struct sluice_err
     }
     s->attempts = 0;
     struct cql_asker a = asker(r);
-    if (rc == 0) rc = cql_rows_parse(&a, what, body, len, &rows, NULL, error);
+    if (rc == 0) rc = sl_cql_rows_parse(&a, what, body, len, &rows, NULL, error);
     if (rc != 0) {
       s->done = 1;
       return rc;

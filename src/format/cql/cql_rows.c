@@ -7,9 +7,9 @@
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_error.h"
 
-void cql_types_free(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc) {
+void sl_cql_types_free(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc) {
   if (types == NULL) return;
-  for (int64_t i = 0; i < n; ++i) cql_type_free(&types[i], alloc);
+  for (int64_t i = 0; i < n; ++i) sl_cql_type_free(&types[i], alloc);
   sl_free(alloc, types, (size_t)(n > 0 ? n : 1) * sizeof *types);
 }
 
@@ -39,18 +39,18 @@ static int read_specs(struct cql_rows* rows, const struct sluice_allocator* allo
     }
     struct cql_type scratch;
     struct cql_type* t = all != NULL ? &all[i] : &scratch;
-    rc = cql_type_read(c, (const char*)s, n, alloc, t);
-    if (rc == 0 && all == NULL) cql_type_free(t, alloc);
+    rc = sl_cql_type_read(c, (const char*)s, n, alloc, t);
+    if (rc == 0 && all == NULL) sl_cql_type_free(t, alloc);
   }
   if (rc != 0) {
-    cql_types_free(all, rows->n_columns, alloc);  // (the ones not read are zeroed)
+    sl_cql_types_free(all, rows->n_columns, alloc);  // (the ones not read are zeroed)
     return rc;
   }
   if (types != NULL) *types = all;
   return 0;
 }
 
-int cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* body, int64_t len,
+int sl_cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* body, int64_t len,
                    struct cql_rows* rows, struct cql_type** types, struct sluice_error* error) {
   memset(rows, 0, sizeof *rows);
   struct sl_cql_cursor c = {body, body + len};
@@ -82,7 +82,7 @@ int cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* b
   }
   if (bad) {
     if (types != NULL) {
-      cql_types_free(*types, rows->n_columns, a->alloc);
+      sl_cql_types_free(*types, rows->n_columns, a->alloc);
       *types = NULL;
     }
     return sl_error_set(error, EPROTO, "%s: %s: malformed rows metadata (at byte %lld of %lld)",
@@ -92,17 +92,17 @@ int cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* b
   return 0;
 }
 
-int cql_small_query(const struct cql_asker* a, struct sl_cql_conn* conn, const char* cql,
+int sl_cql_small_query(const struct cql_asker* a, struct sl_cql_conn* conn, const char* cql,
                     const char* what, struct cql_rows* rows, struct cql_type** types,
                     struct sluice_error* error) {
   const uint8_t* body;
   int64_t len;
   SL_RETURN_NOT_OK(sl_cql_send_query(conn, cql, a->consistency, 0, NULL, 0, 0, error));
   SL_RETURN_NOT_OK(sl_cql_receive_result(conn, what, &body, &len, error));
-  return cql_rows_parse(a, what, body, len, rows, types, error);
+  return sl_cql_rows_parse(a, what, body, len, rows, types, error);
 }
 
-int cql_next_cell(const struct cql_asker* a, const char* what, struct cql_rows* rows,
+int sl_cql_next_cell(const struct cql_asker* a, const char* what, struct cql_rows* rows,
                   const uint8_t** v, int32_t* n, struct sluice_error* error) {
   if (sl_cql_read_bytes(&rows->rows, v, n) != 0) {
     return sl_error_set(error, EPROTO, "%s: %s: a row runs past the end of the answer", a->name,

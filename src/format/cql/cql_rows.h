@@ -31,21 +31,21 @@ struct cql_rows {
 
 /// Parses a RESULT body as Rows: metadata, then the cursor at the rows.
 /// With `types`, a new array of the n_columns types (named) goes there
-/// (free it with cql_types_free). `what` says what was asked (for messages).
-int cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* body, int64_t len,
+/// (free it with sl_cql_types_free). `what` says what was asked (for messages).
+int sl_cql_rows_parse(const struct cql_asker* a, const char* what, const uint8_t* body, int64_t len,
                    struct cql_rows* rows, struct cql_type** types, struct sluice_error* error);
 
 /// Runs a small unpaged query and returns its Rows (valid until the next
 /// use of `conn`).
-int cql_small_query(const struct cql_asker* a, struct sl_cql_conn* conn, const char* cql,
+int sl_cql_small_query(const struct cql_asker* a, struct sl_cql_conn* conn, const char* cql,
                     const char* what, struct cql_rows* rows, struct cql_type** types,
                     struct sluice_error* error);
 
 /// The next cell of `rows`, bounds-checked (*n = -1 for null).
-int cql_next_cell(const struct cql_asker* a, const char* what, struct cql_rows* rows,
+int sl_cql_next_cell(const struct cql_asker* a, const char* what, struct cql_rows* rows,
                   const uint8_t** v, int32_t* n, struct sluice_error* error);
 
-/// Frees `n` types (each freed by cql_type_free) and their array.
-void cql_types_free(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc);
+/// Frees `n` types (each freed by sl_cql_type_free) and their array.
+void sl_cql_types_free(struct cql_type* types, int64_t n, const struct sluice_allocator* alloc);
 
 #endif

@@ -58,9 +58,9 @@ static int copy_columns(const struct cql_asker* a, const char* what, struct cql_
   for (int32_t i = 0; i < rows->n_rows; ++i) {
     const uint8_t *name, *kind, *pos;
     int32_t nn, kn, pn;
-    SL_RETURN_NOT_OK(cql_next_cell(a, what, rows, &name, &nn, error));
-    SL_RETURN_NOT_OK(cql_next_cell(a, what, rows, &kind, &kn, error));
-    SL_RETURN_NOT_OK(cql_next_cell(a, what, rows, &pos, &pn, error));
+    SL_RETURN_NOT_OK(sl_cql_next_cell(a, what, rows, &name, &nn, error));
+    SL_RETURN_NOT_OK(sl_cql_next_cell(a, what, rows, &kind, &kn, error));
+    SL_RETURN_NOT_OK(sl_cql_next_cell(a, what, rows, &pos, &pn, error));
     if (nn <= 0) {
       return sl_error_set(error, EPROTO, "%s: %s: a column without a name", a->name, what);
     }
@@ -94,7 +94,7 @@ static int ask_schema(const struct cql_asker* a, struct sl_cql_conn* conn, const
   struct cql_rows rows;
   struct sluice_error refused;
   sl_error_clear(&refused);
-  int rc = cql_small_query(a, conn, sl_text_cstr(&q), what, &rows, NULL, &refused);
+  int rc = sl_cql_small_query(a, conn, sl_text_cstr(&q), what, &rows, NULL, &refused);
   sl_text_reset(&q);
   if (rc != 0) {
     if (refusal_is_none && sl_cql_server_error(conn) == 0x2200) return 0;
@@ -103,7 +103,7 @@ static int ask_schema(const struct cql_asker* a, struct sl_cql_conn* conn, const
   return copy_columns(a, what, &rows, out, error);
 }
 
-int cql_table_columns_read(const struct cql_asker* a, struct sl_cql_conn* conn,
+int sl_cql_table_columns_read(const struct cql_asker* a, struct sl_cql_conn* conn,
                            const char* keyspace, const char* table, int virtual_too,
                            struct cql_table_columns* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
@@ -114,15 +114,15 @@ int cql_table_columns_read(const struct cql_asker* a, struct sl_cql_conn* conn,
     // before Cassandra 4.0 have no virtual tables and refuse the query as
     // invalid (0x2200): then "no table". Any other failure (a broken
     // connection, unauthorized, overloaded) is the error.
-    cql_table_columns_free(out, a->alloc);
+    sl_cql_table_columns_free(out, a->alloc);
     rc = ask_schema(a, conn, "system_virtual_schema", keyspace, table, 1, out, error);
     out->virtual_table = rc == 0 && out->n_columns > 0;
   }
-  if (rc != 0) cql_table_columns_free(out, a->alloc);
+  if (rc != 0) sl_cql_table_columns_free(out, a->alloc);
   return rc;
 }
 
-void cql_table_columns_free(struct cql_table_columns* t, const struct sluice_allocator* alloc) {
+void sl_cql_table_columns_free(struct cql_table_columns* t, const struct sluice_allocator* alloc) {
   if (t->columns != NULL) {
     for (int32_t i = 0; i < t->n_columns; ++i) {
       sl_free(alloc, t->columns[i].name, strlen(t->columns[i].name) + 1);
@@ -132,7 +132,7 @@ void cql_table_columns_free(struct cql_table_columns* t, const struct sluice_all
   memset(t, 0, sizeof *t);
 }
 
-const struct cql_column_info* cql_table_column(const struct cql_table_columns* t,
+const struct cql_column_info* sl_cql_table_column(const struct cql_table_columns* t,
                                                const char* name) {
   for (int32_t i = 0; i < t->n_columns; ++i) {
     if (strcmp(t->columns[i].name, name) == 0) return &t->columns[i];

@@ -36,13 +36,13 @@ struct cql_table_columns {
 /// Reads what system_schema.columns lists of keyspace.table and, with
 /// `virtual_too`, system_virtual_schema.columns when the first lists
 /// nothing. A table in neither has no columns (out->n_columns 0).
-int cql_table_columns_read(const struct cql_asker* a, struct sl_cql_conn* conn,
+int sl_cql_table_columns_read(const struct cql_asker* a, struct sl_cql_conn* conn,
                            const char* keyspace, const char* table, int virtual_too,
                            struct cql_table_columns* out, struct sluice_error* error);
-void cql_table_columns_free(struct cql_table_columns* t, const struct sluice_allocator* alloc);
+void sl_cql_table_columns_free(struct cql_table_columns* t, const struct sluice_allocator* alloc);
 
 /// The column named `name` (NUL-terminated), or NULL.
-const struct cql_column_info* cql_table_column(const struct cql_table_columns* t,
+const struct cql_column_info* sl_cql_table_column(const struct cql_table_columns* t,
                                                const char* name);
 
 #endif

@@ -8,7 +8,7 @@
 #include "../../core/sl_error.h"
 #include "../../io/sl_cql.h"
 
-int cql_append_ident(struct sl_text* t, const char* name) {
+int sl_cql_append_ident(struct sl_text* t, const char* name) {
   int rc = sl_text_append_char(t, '"');
   for (const char* p = name; rc == 0 && *p != '\0'; ++p) {
     rc = *p == '"' ? sl_text_append(t, "\"\"", 2) : sl_text_append_char(t, *p);
@@ -16,7 +16,7 @@ int cql_append_ident(struct sl_text* t, const char* name) {
   return rc == 0 ? sl_text_append_char(t, '"') : rc;
 }
 
-int cql_parse_consistency(const char* v, size_t n, const char* format, int* level,
+int sl_cql_parse_consistency(const char* v, size_t n, const char* format, int* level,
                           struct sluice_error* error) {
   static const struct {
     const char* name;
@@ -39,7 +39,7 @@ int cql_parse_consistency(const char* v, size_t n, const char* format, int* leve
                       format, (int)n, v);
 }
 
-int cql_parse_compression(const char* v, size_t n, const char* format, int* out,
+int sl_cql_parse_compression(const char* v, size_t n, const char* format, int* out,
                           struct sluice_error* error) {
   if ((n == 3 && memcmp(v, "lz4", 3) == 0) || (n == 4 && memcmp(v, "none", 4) == 0)) {
     *out = n == 3;
@@ -49,13 +49,13 @@ int cql_parse_compression(const char* v, size_t n, const char* format, int* out,
                       (int)n, v);
 }
 
-int cql_connection_option(const struct sl_option* o, const char* format,
+int sl_cql_connection_option(const struct sl_option* o, const char* format,
                           struct sl_cql_address* a, int* taken, struct sluice_error* error) {
   *taken = 1;
-  if (sl_option_is(o, "tls")) return cql_parse_bool(o->value, o->value_len, format, "tls", &a->tls,
+  if (sl_option_is(o, "tls")) return sl_cql_parse_bool(o->value, o->value_len, format, "tls", &a->tls,
                                                      error);
   if (sl_option_is(o, "compression")) {
-    return cql_parse_compression(o->value, o->value_len, format, &a->compression, error);
+    return sl_cql_parse_compression(o->value, o->value_len, format, &a->compression, error);
   }
   char* file = sl_option_is(o, "tls_cert") ? a->tls_cert
                : sl_option_is(o, "tls_key") ? a->tls_key
@@ -73,7 +73,7 @@ int cql_connection_option(const struct sl_option* o, const char* format,
   return 0;
 }
 
-int cql_parse_bool(const char* v, size_t n, const char* format, const char* key, int* out,
+int sl_cql_parse_bool(const char* v, size_t n, const char* format, const char* key, int* out,
                    struct sluice_error* error) {
   if ((n == 4 && memcmp(v, "true", 4) == 0) || (n == 1 && v[0] == '1')) {
     *out = 1;

@@ -33,9 +33,9 @@ static char* copy_name(const char* s, size_t n, const struct sluice_allocator* a
   return sl_strndup(alloc, s != NULL ? s : "", s != NULL ? n : 0);
 }
 
-void cql_type_free(struct cql_type* t, const struct sluice_allocator* alloc) {
+void sl_cql_type_free(struct cql_type* t, const struct sluice_allocator* alloc) {
   if (t == NULL) return;
-  for (int i = 0; i < t->n_children; ++i) cql_type_free(&t->children[i], alloc);
+  for (int i = 0; i < t->n_children; ++i) sl_cql_type_free(&t->children[i], alloc);
   if (t->children != NULL) {
     sl_free(alloc, t->children, (size_t)(t->n_children > 0 ? t->n_children : 1) * sizeof *t->children);
   }
@@ -150,10 +150,10 @@ static int read_type(struct sl_cql_cursor* c, const char* name, size_t name_len,
   }
 }
 
-int cql_type_read(struct sl_cql_cursor* c, const char* name, size_t name_len,
+int sl_cql_type_read(struct sl_cql_cursor* c, const char* name, size_t name_len,
                   const struct sluice_allocator* alloc, struct cql_type* out) {
   int rc = read_type(c, name, name_len, alloc, out, 0);
-  if (rc != 0) cql_type_free(out, alloc);
+  if (rc != 0) sl_cql_type_free(out, alloc);
   return rc;
 }
 
@@ -179,7 +179,7 @@ static const char* leaf_format(int id) {
   }
 }
 
-int cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocator* alloc,
+int sl_cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocator* alloc,
                           struct ArrowSchema* out, struct sluice_error* error) {
   char vector[32];
   const char* format;
@@ -202,12 +202,12 @@ int cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocato
     // entries: struct<key (not null), value>
     struct ArrowSchema* entries = out->children[0];
     rc = sl_schema_init(entries, alloc, "+s", "entries", 0, 2, error);
-    if (rc == 0) rc = cql_type_arrow_schema(&t->children[0], alloc, entries->children[0], error);
+    if (rc == 0) rc = sl_cql_type_arrow_schema(&t->children[0], alloc, entries->children[0], error);
     if (rc == 0) entries->children[0]->flags &= ~ARROW_FLAG_NULLABLE;
-    if (rc == 0) rc = cql_type_arrow_schema(&t->children[1], alloc, entries->children[1], error);
+    if (rc == 0) rc = sl_cql_type_arrow_schema(&t->children[1], alloc, entries->children[1], error);
   } else {
     for (int64_t i = 0; rc == 0 && i < children; ++i) {
-      rc = cql_type_arrow_schema(&t->children[i], alloc, out->children[i], error);
+      rc = sl_cql_type_arrow_schema(&t->children[i], alloc, out->children[i], error);
     }
   }
   if (rc != 0) out->release(out);
@@ -300,7 +300,7 @@ static int append_items(const struct cql_type* item, struct sl_builder* child,
       *why = "a collection item runs past the end of its value";
       return EILSEQ;
     }
-    SL_RETURN_NOT_OK(cql_value_append(item, child, v, n, why));
+    SL_RETURN_NOT_OK(sl_cql_value_append(item, child, v, n, why));
   }
   return 0;
 }
@@ -317,7 +317,7 @@ static int fixed_width_of(int id) {
   }
 }
 
-int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8_t* v,
+int sl_cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8_t* v,
                      int32_t n, const char** why) {
   if (n < 0) return sl_builder_append_null(b);
   int width = fixed_width_of(t->id);
@@ -468,7 +468,7 @@ int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8
       }
       struct sl_builder* child = sl_builder_child(b, 0);
       for (int32_t i = 0; i < t->dimension; ++i) {
-        SL_RETURN_NOT_OK(cql_value_append(&t->children[0], child, v + (size_t)i * (size_t)w, w, why));
+        SL_RETURN_NOT_OK(sl_cql_value_append(&t->children[0], child, v + (size_t)i * (size_t)w, w, why));
       }
       return sl_builder_list_finish(b);
     }

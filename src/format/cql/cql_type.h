@@ -53,17 +53,17 @@ struct cql_type {
 
 /// Reads one [option] (recursively) into `out`, named `name` (copied).
 /// -1 when the bytes are malformed or too deeply nested, ENOMEM.
-int cql_type_read(struct sl_cql_cursor* c, const char* name, size_t name_len,
+int sl_cql_type_read(struct sl_cql_cursor* c, const char* name, size_t name_len,
                   const struct sluice_allocator* alloc, struct cql_type* out);
-void cql_type_free(struct cql_type* t, const struct sluice_allocator* alloc);
+void sl_cql_type_free(struct cql_type* t, const struct sluice_allocator* alloc);
 
 /// The Arrow field for `t` (nullable; map keys are not).
-int cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocator* alloc,
+int sl_cql_type_arrow_schema(const struct cql_type* t, const struct sluice_allocator* alloc,
                           struct ArrowSchema* out, struct sluice_error* error);
 
 /// Appends the value `v` of `n` bytes (n < 0: null) of type `t` to `b`.
 /// 0, ENOMEM, or EILSEQ with *why saying what is wrong with the bytes.
-int cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8_t* v,
+int sl_cql_value_append(const struct cql_type* t, struct sl_builder* b, const uint8_t* v,
                      int32_t n, const char** why);
 
 #endif

@@ -127,11 +127,11 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
     int64_t n;
     int connection_option;
     SL_RETURN_NOT_OK(
-        cql_connection_option(&o, "cql write", &w->address, &connection_option, error));
+        sl_cql_connection_option(&o, "cql write", &w->address, &connection_option, error));
     if (connection_option) continue;
     if (sl_option_is(&o, "consistency")) {
       SL_RETURN_NOT_OK(
-          cql_parse_consistency(o.value, o.value_len, "cql write", &w->consistency, error));
+          sl_cql_parse_consistency(o.value, o.value_len, "cql write", &w->consistency, error));
     } else if (sl_option_is(&o, "batch_rows")) {
       if (sl_parse_int64(o.value, o.value_len, 1, CQL_MAX_BATCH_ROWS, &n) != 0) {
         return sl_error_set(error, EINVAL, "cql write option batch_rows='%.*s': expected 1 to %d",
@@ -145,7 +145,7 @@ static int parse_options(struct cql_write* w, const char* options, struct sluice
       }
       w->in_flight = (int)n;
     } else if (sl_option_is(&o, "create")) {
-      SL_RETURN_NOT_OK(cql_parse_bool(o.value, o.value_len, "cql write", "create", &w->create,
+      SL_RETURN_NOT_OK(sl_cql_parse_bool(o.value, o.value_len, "cql write", "create", &w->create,
                                       error));
     } else if (sl_option_is(&o, "partition_key") || sl_option_is(&o, "clustering_key")) {
       char** list = sl_option_is(&o, "partition_key") ? &w->partition_key : &w->clustering_key;
@@ -182,13 +182,13 @@ static int column_at(const int* cols, int k) { return cols != NULL ? cols[k] : k
 static int insert_text(const struct cql_write* w, const struct sl_text_field* row,
                        const int* cols, int n, struct sl_text* t) {
   int rc = sl_text_append_str(t, "INSERT INTO ");
-  if (rc == 0) rc = cql_append_ident(t, w->address.keyspace);
+  if (rc == 0) rc = sl_cql_append_ident(t, w->address.keyspace);
   if (rc == 0) rc = sl_text_append_char(t, '.');
-  if (rc == 0) rc = cql_append_ident(t, w->address.table);
+  if (rc == 0) rc = sl_cql_append_ident(t, w->address.table);
   if (rc == 0) rc = sl_text_append_str(t, " (");
   for (int k = 0; rc == 0 && k < n; ++k) {
     if (k > 0) rc = sl_text_append_str(t, ", ");
-    if (rc == 0) rc = cql_append_ident(t, row->children[column_at(cols, k)].name);
+    if (rc == 0) rc = sl_cql_append_ident(t, row->children[column_at(cols, k)].name);
   }
   if (rc == 0) rc = sl_text_append_str(t, ") VALUES (");
   for (int k = 0; rc == 0 && k < n; ++k) rc = sl_text_append_str(t, k > 0 ? ", ?" : "?");
@@ -246,7 +246,7 @@ static int read_prepared(struct cql_write* w, struct cql_statement* st, const ui
     if (sl_cql_read_string(&c, &s, &n) != 0) {
       return sl_error_set(error, EPROTO, "%s: a Prepared result cut short", w->name);
     }
-    int rc = cql_type_read(&c, (const char*)s, n, w->alloc, &st->vars[i]);
+    int rc = sl_cql_type_read(&c, (const char*)s, n, w->alloc, &st->vars[i]);
     if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
     if (rc != 0) {
       return sl_error_set(error, EPROTO, "%s: bound variable %d of the Prepared result has a "
@@ -258,7 +258,7 @@ static int read_prepared(struct cql_write* w, struct cql_statement* st, const ui
 
 static void statement_free(struct cql_statement* st, const struct sluice_allocator* alloc) {
   if (st->vars != NULL) {
-    for (int i = 0; i < st->n_vars; ++i) cql_type_free(&st->vars[i], alloc);
+    for (int i = 0; i < st->n_vars; ++i) sl_cql_type_free(&st->vars[i], alloc);
     sl_free(alloc, st->vars, (size_t)(st->n_vars > 0 ? st->n_vars : 1) * sizeof *st->vars);
   }
   sl_buffer_reset(&st->prepare_body);
@@ -307,7 +307,7 @@ static int read_kinds(struct cql_write* w, const struct sl_text_field* row,
   struct cql_asker a = {w->name, w->alloc, w->consistency};
   struct cql_table_columns t;
   SL_RETURN_NOT_OK(
-      cql_table_columns_read(&a, w->conn, w->address.keyspace, w->address.table, 0, &t, error));
+      sl_cql_table_columns_read(&a, w->conn, w->address.keyspace, w->address.table, 0, &t, error));
   w->kinds = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->kinds);
   w->statics_cols = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->statics_cols);
   int rc = w->kinds == NULL || w->statics_cols == NULL
@@ -317,7 +317,7 @@ static int read_kinds(struct cql_write* w, const struct sl_text_field* row,
     w->table_statics += t.columns[i].kind == CQL_KIND_STATIC;
   }
   for (int v = 0; rc == 0 && v < w->n_columns; ++v) {
-    const struct cql_column_info* c = cql_table_column(&t, row->children[v].name);
+    const struct cql_column_info* c = sl_cql_table_column(&t, row->children[v].name);
     w->kinds[v] = c != NULL ? c->kind : CQL_KIND_REGULAR;
     w->n_clustering += w->kinds[v] == CQL_KIND_CLUSTERING;
     w->n_static += w->kinds[v] == CQL_KIND_STATIC;
@@ -325,7 +325,7 @@ static int read_kinds(struct cql_write* w, const struct sl_text_field* row,
       w->statics_cols[w->n_statics_cols++] = v;
     }
   }
-  cql_table_columns_free(&t, w->alloc);
+  sl_cql_table_columns_free(&t, w->alloc);
   return rc;
 }
 
@@ -339,7 +339,7 @@ static int create_table(struct cql_write* w, const struct sl_text_field* row,
   }
   struct sl_text t;
   sl_text_init(&t, w->alloc);
-  int rc = cql_create_text(w->address.keyspace, w->address.table, row, &w->schema,
+  int rc = sl_cql_create_text(w->address.keyspace, w->address.table, row, &w->schema,
                            w->partition_key, w->clustering_key, w->name, w->alloc, &t, error);
   if (rc == 0) {
     rc = sl_cql_send_query(w->conn, sl_text_cstr(&t), w->consistency, 0, NULL, 0, 0, error);
@@ -366,7 +366,7 @@ static int prepare(struct cql_write* w, const struct sl_text_field* row,
   w->encoders = sl_calloc(w->alloc, (size_t)w->n_columns, sizeof *w->encoders);
   if (w->encoders == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", w->name);
   for (int i = 0; i < w->n_columns; ++i) {
-    int rc = cql_encoder_init(&w->encoders[i], &w->whole.vars[i], &row->children[i],
+    int rc = sl_cql_encoder_init(&w->encoders[i], &w->whole.vars[i], &row->children[i],
                               row->children[i].name, w->alloc, error);
     if (rc != 0) return sl_error_prefix(error, "%s", w->name);
   }
@@ -560,7 +560,7 @@ static int encode_row(struct cql_write* w, const struct ArrowArray* batch, int64
     int v = column_at(cols, k);
     const char* why = NULL;
     int64_t at = w->row.size;
-    rc = cql_encode_value(&w->encoders[v], batch->children[v], i, w->nulls, &w->row, &why);
+    rc = sl_cql_encode_value(&w->encoders[v], batch->children[v], i, w->nulls, &w->row, &why);
     if (rc == EINVAL) {
       return sl_error_set(error, EINVAL, "%s: row %lld, column '%s': %s", w->name,
                           (long long)(w->rows_seen + i + 1), w->encoders[v].arrow->name, why);
@@ -743,7 +743,7 @@ static void write_free(struct cql_write* w) {
   if (w->columns_ready) sl_text_field_reset(&w->columns);
   if (w->schema.release != NULL) w->schema.release(&w->schema);
   if (w->encoders != NULL) {
-    for (int i = 0; i < w->n_columns; ++i) cql_encoder_free(&w->encoders[i], w->alloc);
+    for (int i = 0; i < w->n_columns; ++i) sl_cql_encoder_free(&w->encoders[i], w->alloc);
     sl_free(w->alloc, w->encoders, (size_t)w->n_columns * sizeof *w->encoders);
   }
   sl_free(w->alloc, w->kinds, (size_t)w->n_columns * sizeof *w->kinds);
@@ -793,7 +793,7 @@ static int cql_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   int rc = sl_cql_parse_location(location, &w->address, w->alloc, error);
   if (rc == 0) rc = parse_options(w, args->format_options, error);
   if (rc == 0 && args->compression != NULL) {  // --compression: the protocol's
-    rc = cql_parse_compression(args->compression, strlen(args->compression), "cql write",
+    rc = sl_cql_parse_compression(args->compression, strlen(args->compression), "cql write",
                                &w->address.compression, error);
   }
   if (rc == 0) rc = sl_cql_set_tls(&w->address, args->tls_insecure, args->ca_bundle, error);

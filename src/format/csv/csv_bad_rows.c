@@ -1,6 +1,6 @@
 // Bad rows, when the user asked to tolerate them (options missing_fields=null
 // and bad_rows=skip; by default the first bad row is an error, see
-// csv_check_field_counts and csv_convert_column). Runs on the tokenized rows
+// sl_csv_check_field_counts and sl_csv_convert_column). Runs on the tokenized rows
 // of one chunk, before any column is converted, so that a dropped row never
 // leaves some columns one value longer than others.
 #include <inttypes.h>
@@ -48,13 +48,13 @@ static void count_skip(struct csv_split_state* s, int64_t pos, const char* why) 
   int expected = 0;
   if (atomic_compare_exchange_strong(&r->first_skip_claimed, &expected, 1)) {
     int64_t line, at;
-    csv_split_where(s, pos, &line, &at);
+    sl_csv_split_where(s, pos, &line, &at);
     snprintf(r->first_skip, sizeof r->first_skip, "line %" PRId64 " (byte %" PRId64 "): %s",
              line, at, why);
   }
 }
 
-int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
+int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   struct csv_rows* rows = &s->rows;
   const int64_t want = r->layout.n_cols;
@@ -75,14 +75,14 @@ int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
       for (int64_t j = 0; ok && j < s->n_cols; ++j) {
         int64_t c = s->cols[j];
         if (!r->cols[c].user_type && csv_rereadable(r)) continue;
-        if (csv_field_converts(s, c, &rows->fields[first + c], why, sizeof why, &ok) != 0)
+        if (sl_csv_field_converts(s, c, &rows->fields[first + c], why, sizeof why, &ok) != 0)
           return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
       }
     }
     if (!ok) {
       if (!r->opts.skip_bad_rows) {  // missing_fields=null alone: too many fields is an error
         int64_t line, at;
-        csv_split_where(s, rows->row_pos[row], &line, &at);
+        sl_csv_split_where(s, rows->row_pos[row], &line, &at);
         return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s",
                             r->name, line, at, why);
       }
@@ -98,7 +98,7 @@ int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
   return 0;
 }
 
-int64_t csv_rows_skipped(void* reader, char* first_reason, size_t cap) {
+int64_t sl_csv_rows_skipped(void* reader, char* first_reason, size_t cap) {
   struct csv_reader* r = reader;
   int64_t n = atomic_load(&r->rows_skipped);
   if (first_reason != NULL && cap > 0) {

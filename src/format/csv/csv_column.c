@@ -18,12 +18,12 @@
 #include "core/sl_error.h"
 #include "core/sl_utf8.h"
 
-void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte) {
-  *line = s->lines_before + csv_line_of(s->data, pos);
+void sl_csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte) {
+  *line = s->lines_before + sl_csv_line_of(s->data, pos);
   *byte = s->base + pos;
 }
 
-int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error) {
+int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error) {
   const struct csv_rows* rows = &s->rows;
   int64_t want = s->r->layout.n_cols;
   for (int64_t r = 0; r < rows->n_rows; ++r) {
@@ -32,7 +32,7 @@ int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error
     const struct csv_field* last = &rows->fields[rows->row_first[r + 1] - 1];
     if (n == want + 1 && last->len == 0 && last->flags == 0) continue;  // trailing delimiter
     int64_t line, at;
-    csv_split_where(s, rows->row_pos[r], &line, &at);
+    sl_csv_split_where(s, rows->row_pos[r], &line, &at);
     int trailing = s->r->layout.trailing_delim && n == want + 1;
     return sl_error_set(error, EILSEQ,
                         "%s: line %" PRId64 " (byte %" PRId64 "): expected %" PRId64
@@ -70,7 +70,7 @@ static int token_slow(struct csv_split_state* s, const struct csv_field* f, cons
     s->scratch = b;
     s->scratch_cap = cap;
   }
-  *n = csv_unescape(&s->r->layout.dialect, s->data + f->pos, f->len, s->scratch);
+  *n = sl_csv_unescape(&s->r->layout.dialect, s->data + f->pos, f->len, s->scratch);
   *p = s->scratch;
   return 0;
 }
@@ -117,8 +117,8 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
   switch (col->conv) {
     case CV_INT: {  // true/false after 0/1: bools, as a sample holding both gives
       int b;
-      if (csv_parse_bool(p, n, &b)) return CSV_WIDEN_BOOL;
-      return csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
+      if (sl_csv_parse_bool(p, n, &b)) return CSV_WIDEN_BOOL;
+      return sl_csv_parse_double(p, n, &v) ? CSV_WIDEN_DOUBLE : CSV_WIDEN_STRING;
     }
     case CV_TIMESTAMP: case CV_TIME:
       if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
@@ -127,7 +127,7 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
       int64_t sec;
       int32_t ns;
       int zone;
-      return csv_parse_timestamp(p, n, &sec, &ns, &zone) ? CSV_WIDEN_TIMESTAMP : CSV_WIDEN_STRING;
+      return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) ? CSV_WIDEN_TIMESTAMP : CSV_WIDEN_STRING;
     }
     case CV_F64: case CV_BOOL: return CSV_WIDEN_STRING;
     default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error
@@ -154,7 +154,7 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
     int64_t sec;
     int32_t ns;
     int zone = 0;
-    int nanos = csv_parse_timestamp(p, n, &sec, &ns, &zone) && ns % 1000 != 0;
+    int nanos = sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) && ns % 1000 != 0;
     return zone ? (nanos ? "timestamp[ns, tz=UTC]" : "timestamp[us, tz=UTC]")
                 : (nanos ? "timestamp[ns]" : "timestamp[us]");
   }
@@ -210,7 +210,7 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
              r->opts.infer_bytes, name, wider, name, wider);
   }
   int64_t line, at;
-  csv_split_where(s, f->pos, &line, &at);
+  sl_csv_split_where(s, f->pos, &line, &at);
   return sl_error_set(error, EILSEQ,
                       "%s: line %" PRId64 " (byte %" PRId64 "): column '%s': %s '%s%s' as %s (%s)",
                       r->name, line, at, name, why, shown,
@@ -222,7 +222,7 @@ static int64_t ts_scale(enum sl_time_unit u) {
   return u == SL_SECOND ? 1 : u == SL_MILLI ? 1000 : u == SL_MICRO ? 1000000 : 1000000000;
 }
 
-int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
                        char* why, size_t why_cap, int* ok) {
   const struct csv_column* col = &s->r->cols[c];
   const uint8_t* p;
@@ -234,18 +234,18 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
   switch (col->conv) {
     case CV_F64: {
       double v;
-      *ok = csv_parse_double(p, n, &v);
+      *ok = sl_csv_parse_double(p, n, &v);
       break;
     }
     case CV_F32: {
       float v;
-      *ok = csv_parse_float(p, n, &v);
+      *ok = sl_csv_parse_float(p, n, &v);
       break;
     }
     case CV_INT: {
       int64_t v;
-      *ok = csv_parse_int64(p, n, &v);
-      if (!*ok) problem = csv_integer_problem(p, n);
+      *ok = sl_csv_parse_int64(p, n, &v);
+      if (!*ok) problem = sl_csv_integer_problem(p, n);
       if (*ok && col->width < 8) {
         int64_t lim = INT64_C(1) << (col->width * 8 - 1);
         if (v < -lim || v >= lim) *ok = 0, problem = "out of range:";
@@ -254,19 +254,19 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     }
     case CV_UINT: {
       uint64_t v;
-      *ok = csv_parse_uint64(p, n, &v);
-      if (!*ok) problem = csv_integer_problem(p, n);
+      *ok = sl_csv_parse_uint64(p, n, &v);
+      if (!*ok) problem = sl_csv_integer_problem(p, n);
       if (*ok && col->width < 8 && v >> (col->width * 8) != 0) *ok = 0, problem = "out of range:";
       break;
     }
     case CV_BOOL: {
       int v;
-      *ok = csv_is_bit(p, n) || csv_parse_bool(p, n, &v);
+      *ok = csv_is_bit(p, n) || sl_csv_parse_bool(p, n, &v);
       break;
     }
     case CV_DATE32: {
       int32_t v;
-      *ok = csv_parse_date32(p, n, &v);
+      *ok = sl_csv_parse_date32(p, n, &v);
       break;
     }
     case CV_TIMESTAMP: {
@@ -274,7 +274,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
       int32_t ns;
       int zone;
       const int64_t scale = ts_scale(col->type.unit);
-      *ok = csv_parse_timestamp(p, n, &sec, &ns, &zone);
+      *ok = sl_csv_parse_timestamp(p, n, &sec, &ns, &zone);
       if (*ok && zone && zone_less(col)) {
         *ok = 0, problem = ZONED;
       } else if (*ok && !zone && naive_needs_zone(col)) {
@@ -289,13 +289,13 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     }
     case CV_TIME: {
       int64_t ns;
-      *ok = csv_parse_time(p, n, &ns);
+      *ok = sl_csv_parse_time(p, n, &ns);
       if (*ok && ns % (1000000000 / ts_scale(col->type.unit)) != 0) *ok = 0, problem = TOO_FINE;
       break;
     }
     case CV_DECIMAL: {
       uint8_t le[32];
-      *ok = csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le,
+      *ok = sl_csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le,
                               &problem);
       break;
     }
@@ -332,7 +332,7 @@ int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_fi
     BODY                                                                            \
   }
 
-int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
+int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
                        struct sluice_error* error) {
   const struct csv_rows* rows = &s->rows;
   const struct csv_column* col = &s->r->cols[c];
@@ -347,7 +347,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
-        if (!csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!sl_csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_double_unsafe(b, v);
       })
       return 0;
@@ -358,15 +358,15 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
-        if (!csv_parse_float(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!sl_csv_parse_float(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_float_unsafe(b, v);
       })
       return 0;
     case CV_INT:
       CSV_FOR_EACH_VALUE({
         int64_t v;
-        if (!csv_parse_int64(p, n, &v))
-          return value_error(s, c, f, p, n, csv_integer_problem(p, n), error);
+        if (!sl_csv_parse_int64(p, n, &v))
+          return value_error(s, c, f, p, n, sl_csv_integer_problem(p, n), error);
         switch (col->width) {
           case 8: sl_builder_append_int64_unsafe(b, v); break;
           case 4:
@@ -390,8 +390,8 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_UINT:
       CSV_FOR_EACH_VALUE({
         uint64_t v;
-        if (!csv_parse_uint64(p, n, &v))
-          return value_error(s, c, f, p, n, csv_integer_problem(p, n), error);
+        if (!sl_csv_parse_uint64(p, n, &v))
+          return value_error(s, c, f, p, n, sl_csv_integer_problem(p, n), error);
         if (col->width < 8 && v >> (col->width * 8) != 0) {
           return value_error(s, c, f, p, n, "out of range:", error);
         }
@@ -408,7 +408,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         int v;
         if (csv_is_bit(p, n)) {
           v = p[0] == '1';
-        } else if (!csv_parse_bool(p, n, &v)) {
+        } else if (!sl_csv_parse_bool(p, n, &v)) {
           return value_error(s, c, f, p, n, "cannot parse", error);
         }
         sl_builder_append_bool_unsafe(b, v);
@@ -417,7 +417,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
     case CV_DATE32:
       CSV_FOR_EACH_VALUE({
         int32_t v;
-        if (!csv_parse_date32(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!sl_csv_parse_date32(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_int32_unsafe(b, v);
       })
       return 0;
@@ -428,7 +428,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
         int64_t sec;
         int32_t ns;
         int zone;
-        if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
+        if (!sl_csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
           return value_error(s, c, f, p, n, "cannot parse", error);
         }
         if (zone && no_zone) return value_error(s, c, f, p, n, ZONED, error);
@@ -447,7 +447,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       CSV_FOR_EACH_VALUE({
         uint8_t le[32];
         const char* why;
-        if (!csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le, &why))
+        if (!sl_csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le, &why))
           return value_error(s, c, f, p, n, why, error);
         if (sl_builder_append_fixed(b, le) != 0) return ENOMEM;
       })
@@ -456,7 +456,7 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
       const int64_t per_unit = 1000000000 / ts_scale(col->type.unit);
       CSV_FOR_EACH_VALUE({
         int64_t ns;
-        if (!csv_parse_time(p, n, &ns)) return value_error(s, c, f, p, n, "cannot parse", error);
+        if (!sl_csv_parse_time(p, n, &ns)) return value_error(s, c, f, p, n, "cannot parse", error);
         if (ns % per_unit != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
         if (col->width == 4) {
           sl_builder_append_int32_unsafe(b, (int32_t)(ns / per_unit));
@@ -520,7 +520,7 @@ static inline const uint8_t* field_end(const uint8_t* t, const uint8_t* end, uin
   return t;
 }
 
-int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes) {
+int64_t sl_csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes) {
   const struct csv_reader* r = s->r;
   // Per file column: how it is read (SKIP = not asked for) and where its
   // values go, written in place at row `rows` and committed once at the end;
@@ -566,12 +566,12 @@ int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_by
       const uint8_t* t;
       if (f.kind[c] == CSV_FUSED_F64) {
         double d = 0;
-        t = csv_scan_double(q, end, &d);
+        t = sl_csv_scan_double(q, end, &d);
         memcpy(f.out[c] + rows * 8, &d, 8);
         if (t == NULL) goto done;
       } else if (f.kind[c] != CSV_FUSED_SKIP) {
         int64_t i = 0;
-        t = csv_scan_int64(q, end, &i);
+        t = sl_csv_scan_int64(q, end, &i);
         if (t == NULL) goto done;
         if (f.kind[c] == CSV_FUSED_I64) {
           memcpy(f.out[c] + rows * 8, &i, 8);

@@ -222,7 +222,7 @@ static int parse_double_general(const uint8_t* p, int64_t n, double* out) {
 // pass with eight digits at a time. Parses a prefix of [p, e) and returns its
 // end, or NULL when the text is not of that shape (the caller then uses the
 // general parser, or gives up).
-const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) {
+const uint8_t* sl_csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) {
   const uint8_t* s = p;
   int neg = 0;
   if (s < e && (*s == '-' || *s == '+')) {
@@ -295,7 +295,7 @@ const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out) 
 }
 
 static int parse_double_exact(const uint8_t* p, int64_t n, double* out) {
-  const uint8_t* end = csv_scan_double(p, p + n, out);
+  const uint8_t* end = sl_csv_scan_double(p, p + n, out);
   if (end == NULL) return parse_double_general(p, n, out);
   return end == p + n;
 }
@@ -313,7 +313,7 @@ static int trim_number(const uint8_t** p, int64_t* n) {
   return 1;
 }
 
-const char* csv_integer_problem(const uint8_t* p, int64_t n) {
+const char* sl_csv_integer_problem(const uint8_t* p, int64_t n) {
   (void)trim_number(&p, &n);
   int64_t i = n > 0 && (p[0] == '-' || p[0] == '+') ? 1 : 0;
   if (i == n) return "cannot parse";
@@ -330,16 +330,16 @@ static int parse_unsigned_exact(const uint8_t* p, int64_t n, uint64_t* out) {
   return parse_uint64_exact(p, n, out);
 }
 
-int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
+int sl_csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out) {
   return parse_unsigned_exact(p, n, out) ||
          (trim_number(&p, &n) && parse_unsigned_exact(p, n, out));
 }
 
-int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
+int sl_csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out) {
   return parse_int64_exact(p, n, out) || (trim_number(&p, &n) && parse_int64_exact(p, n, out));
 }
 
-int csv_parse_double(const uint8_t* p, int64_t n, double* out) {
+int sl_csv_parse_double(const uint8_t* p, int64_t n, double* out) {
   return parse_double_exact(p, n, out) || (trim_number(&p, &n) && parse_double_exact(p, n, out));
 }
 
@@ -355,15 +355,15 @@ static int float_midpoint(double d) {
   return (lo_d + hi_d) / 2 == d;  // (exact: both have at most 24 significant bits)
 }
 
-int csv_parse_float(const uint8_t* p, int64_t n, float* out) {
+int sl_csv_parse_float(const uint8_t* p, int64_t n, float* out) {
   double d;
-  if (!csv_parse_double(p, n, &d)) return 0;
+  if (!sl_csv_parse_double(p, n, &d)) return 0;
   // Text -> double -> float rounds twice, which differs from rounding the
   // text once only where the double is a midpoint between two floats (the
   // text may lie a little to either side of it): strtof decides those.
   if (isfinite(d) && float_midpoint(d)) {
     char buf[800];
-    (void)trim_number(&p, &n);  // (csv_parse_double took the text around spaces too)
+    (void)trim_number(&p, &n);  // (sl_csv_parse_double took the text around spaces too)
     if (n >= (int64_t)sizeof buf) return 0;
     memcpy(buf, p, (size_t)n);
     buf[n] = '\0';
@@ -375,7 +375,7 @@ int csv_parse_float(const uint8_t* p, int64_t n, float* out) {
   return 1;
 }
 
-const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) {
+const uint8_t* sl_csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) {
   const uint8_t* s = p;
   int neg = 0;
   if (s < e && (*s == '-' || *s == '+')) {
@@ -393,7 +393,7 @@ const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) 
   if (s < e && (unsigned)(*s - '0') <= 9) {  // 19+ digits: the checked parser decides
     while (s < e && (unsigned)(*s - '0') <= 9) ++s;
     int64_t x;
-    if (!csv_parse_int64(p, s - p, &x)) return NULL;
+    if (!sl_csv_parse_int64(p, s - p, &x)) return NULL;
     *out = x;
     return s;
   }
@@ -403,7 +403,7 @@ const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out) 
 
 /* ---- bool, dates, timestamps -------------------------------------------- */
 
-int csv_parse_bool(const uint8_t* p, int64_t n, int* out) {
+int sl_csv_parse_bool(const uint8_t* p, int64_t n, int* out) {
   if (ieq(p, n, "true")) {
     *out = 1;
     return 1;
@@ -427,21 +427,21 @@ static int parse_date32_exact(const uint8_t* p, int64_t n, int32_t* out) {
 }
 
 // The exact forms first, as for numbers: the common case pays nothing.
-int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
+int sl_csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out) {
   return parse_date32_exact(p, n, out) || (trim_number(&p, &n) && parse_date32_exact(p, n, out));
 }
 
-int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+int sl_csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* zoned) {
   return sl_parse_timestamp(p, n, seconds, nanos, zoned) ||
          (trim_number(&p, &n) && sl_parse_timestamp(p, n, seconds, nanos, zoned));
 }
 
-int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
+int sl_csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
   return sl_parse_time(p, n, nanos) || (trim_number(&p, &n) && sl_parse_time(p, n, nanos));
 }
 
-int csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,
+int sl_csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,
                       uint8_t* out, const char** why) {
   *why = "cannot parse";
   trim_number(&p, &n);
@@ -523,7 +523,7 @@ int csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int
 
 #define CAN(k) (1u << (k))
 
-void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
+void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
   s->nulls = nulls;
   s->can = CAN(CSV_KIND_BOOL) | CAN(CSV_KIND_INT64) | CAN(CSV_KIND_DOUBLE) |
            CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP) | CAN(CSV_KIND_TIME);
@@ -533,12 +533,12 @@ void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls) {
   s->any_bit = 0;
 }
 
-void csv_infer_add_text(struct csv_infer_state* s) {
+void sl_csv_infer_add_text(struct csv_infer_state* s) {
   s->any_value = 1;
   s->can = 0;
 }
 
-void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
+void sl_csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   if (csv_is_null(s->nulls, p, n)) return;
   s->any_value = 1;
   if (s->can == 0) return;
@@ -550,31 +550,31 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   int32_t ns;
   int zone;
   // 0 and 1 are bools too (as the converter and pyarrow take them): a
-  // column of only 0 and 1 stays int64 (csv_infer_format asks int first).
+  // column of only 0 and 1 stays int64 (sl_csv_infer_format asks int first).
   int bit = csv_is_bit(p, n);
   s->any_bit |= bit;
-  if ((s->can & CAN(CSV_KIND_BOOL)) && !bit && !csv_parse_bool(p, n, &b)) {
+  if ((s->can & CAN(CSV_KIND_BOOL)) && !bit && !sl_csv_parse_bool(p, n, &b)) {
     s->can &= ~CAN(CSV_KIND_BOOL);
   }
-  if ((s->can & CAN(CSV_KIND_INT64)) && !csv_parse_int64(p, n, &i)) {
+  if ((s->can & CAN(CSV_KIND_INT64)) && !sl_csv_parse_int64(p, n, &i)) {
     s->can &= ~CAN(CSV_KIND_INT64);
   }
-  if ((s->can & CAN(CSV_KIND_DOUBLE)) && !csv_parse_double(p, n, &d)) {
+  if ((s->can & CAN(CSV_KIND_DOUBLE)) && !sl_csv_parse_double(p, n, &d)) {
     s->can &= ~CAN(CSV_KIND_DOUBLE);
   }
-  if ((s->can & CAN(CSV_KIND_DATE32)) && !csv_parse_date32(p, n, &day)) {
+  if ((s->can & CAN(CSV_KIND_DATE32)) && !sl_csv_parse_date32(p, n, &day)) {
     s->can &= ~CAN(CSV_KIND_DATE32);
   }
   if (s->can & CAN(CSV_KIND_TIME)) {
     int64_t t;
-    if (!csv_parse_time(p, n, &t)) {
+    if (!sl_csv_parse_time(p, n, &t)) {
       s->can &= ~CAN(CSV_KIND_TIME);
     } else {
       s->any_nanos |= t % 1000 != 0;
     }
   }
   if (s->can & CAN(CSV_KIND_TIMESTAMP)) {
-    if (!csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
+    if (!sl_csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
       s->can &= ~CAN(CSV_KIND_TIMESTAMP);
     } else {
       s->any_zone |= zone;
@@ -583,7 +583,7 @@ void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   }
 }
 
-const char* csv_infer_format(const struct csv_infer_state* s) {
+const char* sl_csv_infer_format(const struct csv_infer_state* s) {
   if (!s->any_value) return "u";
   if (s->can & CAN(CSV_KIND_INT64)) return "l";
   if (s->can & CAN(CSV_KIND_BOOL)) return "b";
@@ -600,7 +600,7 @@ const char* csv_infer_format(const struct csv_infer_state* s) {
   return "u";
 }
 
-const char* csv_join_formats(const char* a, const char* b, char* buf, size_t cap) {
+const char* sl_csv_join_formats(const char* a, const char* b, char* buf, size_t cap) {
   if (strcmp(a, b) == 0) return a;
   int a_ts = strncmp(a, "ts", 2) == 0, b_ts = strncmp(b, "ts", 2) == 0;
   if ((strcmp(a, "l") == 0 || strcmp(a, "g") == 0) && (strcmp(b, "l") == 0 || strcmp(b, "g") == 0))

@@ -74,7 +74,7 @@ static int64_t next_line_end(const struct csv_options* o, uint8_t q, const uint8
   return end;
 }
 
-int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
+int sl_csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
                         int64_t size, uint8_t* quote) {
   const int64_t sample = INT64_C(1) << 20;
   int64_t end = size - start > sample ? start + sample : size;
@@ -84,7 +84,7 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
   if (memchr(data + start, '\r', (size_t)(end - start)) == NULL &&
       (end == size || memchr(data + start, '\n', (size_t)(end - start)) != NULL))
     return 0;
-  *quote = csv_pick_quote(o, data, start, end, 1);  // the one the analysis will use
+  *quote = sl_csv_pick_quote(o, data, start, end, 1);  // the one the analysis will use
   // The first line end must be a CR not followed by LF, and no LF may end a
   // line in the head (a file mixing them is read as before: its CRs are
   // data). Line ends are found as the rewrite finds them (comment lines and
@@ -107,7 +107,7 @@ int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_
   return !first;
 }
 
-void csv_cr_to_lf(const struct csv_options* o, uint8_t q, uint8_t* data, int64_t start,
+void sl_csv_cr_to_lf(const struct csv_options* o, uint8_t q, uint8_t* data, int64_t start,
                   int64_t size) {
   enum cr_state st = CR_LINE;
   for (int64_t p = start; (p = next_line_end(o, q, data, p, size, &st)) < size; ++p) {

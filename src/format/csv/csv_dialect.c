@@ -18,11 +18,11 @@
 #include "core/sl_error.h"
 #include "core/sl_utf8.h"
 
-int64_t csv_line_of(const uint8_t* data, int64_t offset) {
-  return 1 + csv_count_byte(data, offset, '\n');
+int64_t sl_csv_line_of(const uint8_t* data, int64_t offset) {
+  return 1 + sl_csv_count_byte(data, offset, '\n');
 }
 
-void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc) {
+void sl_csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc) {
   for (int64_t i = 0; i < l->n_cols; ++i) {
     if (l->names != NULL && l->names[i] != NULL) sl_free(alloc, l->names[i], strlen(l->names[i]) + 1);
     if (l->formats != NULL && l->formats[i] != NULL) {
@@ -56,7 +56,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
     if (c != base->quote && c != base->escape) *out = c;
   }
   struct csv_rows rows;
-  csv_rows_init(&rows, alloc);
+  sl_csv_rows_init(&rows, alloc);
   for (size_t i = 0; i < sizeof candidates; ++i) {
     struct csv_dialect d = *base;
     d.delimiter = candidates[i];
@@ -69,9 +69,9 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
     csv_rows_clear(&rows);
     int64_t pos = start, err = 0;
     enum csv_tok_status st =
-        csv_tokenize(&d, data, &pos, size, INT64_MAX, 50, 64 << 10, &rows, &err);
+        sl_csv_tokenize(&d, data, &pos, size, INT64_MAX, 50, 64 << 10, &rows, &err);
     if (st == CSV_TOK_ENOMEM) {
-      csv_rows_free(&rows);
+      sl_csv_rows_free(&rows);
       return ENOMEM;
     }
     if (rows.n_rows == 0) continue;
@@ -94,7 +94,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
     }
   }
   if (best_k > 1) *clash = 0;  // a delimiter that fits was found
-  csv_rows_free(&rows);
+  sl_csv_rows_free(&rows);
   return 0;
 }
 
@@ -177,7 +177,7 @@ static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
     *scratch = b;
     *cap = f->len;
   }
-  *n = csv_unescape(d, data + f->pos, f->len, *scratch);
+  *n = sl_csv_unescape(d, data + f->pos, f->len, *scratch);
   *p = *scratch;
   return 0;
 }
@@ -187,10 +187,10 @@ static int field_bytes(const struct csv_dialect* d, const uint8_t* data,
 static int fits(const char* format, const struct csv_infer_state* below,
                 const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
   struct csv_infer_state s;
-  csv_infer_init(&s, nulls);
-  csv_infer_add(&s, p, n);
+  sl_csv_infer_init(&s, nulls);
+  sl_csv_infer_add(&s, p, n);
   if (csv_is_null(nulls, p, n)) return 1;
-  const char* got = csv_infer_format(&s);
+  const char* got = sl_csv_infer_format(&s);
   if (strcmp(format, "u") == 0) return 1;
   if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
   if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
@@ -249,9 +249,9 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
       // a null, as in pyarrow, so that it does not turn a number column
       // into strings.
       if ((f->flags & CSV_FIELD_ESCAPED) && len > 0 && csv_is_null(&a->opts->nulls, p, len)) {
-        csv_infer_add_text(&a->states[c]);
+        sl_csv_infer_add_text(&a->states[c]);
       } else {
-        csv_infer_add(&a->states[c], p, len);
+        sl_csv_infer_add(&a->states[c], p, len);
       }
     }
   }
@@ -261,10 +261,10 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
 static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos,
                      struct sluice_error* error) {
   if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
-  st = csv_tok_explain(&a->out->dialect, a->data, a->size, st, &err_pos);
+  st = sl_csv_tok_explain(&a->out->dialect, a->data, a->size, st, &err_pos);
   return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s", a->name,
-                      (long long)csv_line_of(a->data, err_pos), (long long)err_pos,
-                      csv_tok_message(st));
+                      (long long)sl_csv_line_of(a->data, err_pos), (long long)err_pos,
+                      sl_csv_tok_message(st));
 }
 
 /// f0, f1, ...: the name a column without a header gets (pyarrow's).
@@ -302,7 +302,7 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
                             "which starts there, is not UTF-8 text (column names must be; "
                             "convert the file's encoding, e.g. iconv -f latin1 -t utf-8, or "
                             "read it without a header: header=false)", a->name,
-                            (long long)csv_line_of(a->data, f->pos), (long long)f->pos,
+                            (long long)sl_csv_line_of(a->data, f->pos), (long long)f->pos,
                             (long long)c);
       }
     } else if (by_position && c < o->n_schema) {
@@ -337,7 +337,7 @@ static int make_formats(struct analysis* a, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
   for (int64_t c = 0; c < l->n_cols; ++c) {
-    const char* format = csv_infer_format(&a->states[c]);
+    const char* format = sl_csv_infer_format(&a->states[c]);
     l->unsampled[c] = !a->states[c].any_value;
     for (int64_t s = 0; s < o->n_schema; ++s) {
       if (strcmp(o->schema[s].name, l->names[c]) == 0) {
@@ -366,7 +366,7 @@ static int make_formats(struct analysis* a, struct sluice_error* error) {
 static int types_differ(const struct csv_infer_state* now, const struct csv_infer_state* before,
                         int64_t n) {
   for (int64_t c = 0; c < n; ++c) {
-    if (strcmp(csv_infer_format(&now[c]), csv_infer_format(&before[c])) != 0) return 1;
+    if (strcmp(sl_csv_infer_format(&now[c]), sl_csv_infer_format(&before[c])) != 0) return 1;
   }
   return 0;
 }
@@ -400,7 +400,7 @@ static int sample_further_on(struct analysis* a, int64_t from, struct sluice_err
     csv_rows_clear(&a->rows);
     int64_t pos = row, err_pos = 0;
     // Up to `end`, whole rows only: a row cut by the stretch's end is left out.
-    enum csv_tok_status st = csv_tokenize(d, a->data, &pos, end, INT64_MAX, 0, end - row,
+    enum csv_tok_status st = sl_csv_tokenize(d, a->data, &pos, end, INT64_MAX, 0, end - row,
                                           &a->rows, &err_pos);
     if (st == CSV_TOK_ENOMEM) {
       rc = sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
@@ -418,7 +418,7 @@ static int sample_further_on(struct analysis* a, int64_t from, struct sluice_err
     // Escapes and comment lines hide quotes from a plain count: no proof.
     int outside = d->quote == 0;
     if (!outside && d->escape == 0 && d->comment == 0) {
-      quotes += csv_count_byte(a->data + counted_to, row - counted_to, d->quote);
+      quotes += sl_csv_count_byte(a->data + counted_to, row - counted_to, d->quote);
       counted_to = row;
       outside = quotes % 2 == 0;
     }
@@ -443,7 +443,7 @@ static int last_field_used(const struct csv_rows* rows, int64_t n) {
   return 0;
 }
 
-uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
+uint8_t sl_csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
                        int64_t size, int cr_lines) {
   if (o->quote_given || o->escape == '\'' || o->delimiter == '\'' || o->comment == '\'')
     return (uint8_t)o->quote;
@@ -454,7 +454,7 @@ uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t
 static int analyze(struct analysis* a, int64_t start, struct sluice_error* error) {
   struct csv_layout* l = a->out;
   const struct csv_options* o = a->opts;
-  l->dialect.quote = csv_pick_quote(o, a->data, start, a->size, 0);
+  l->dialect.quote = sl_csv_pick_quote(o, a->data, start, a->size, 0);
   l->dialect.escape = (uint8_t)o->escape;
   l->dialect.stray_text = (uint8_t)o->stray_text;
   l->dialect.comment = (uint8_t)o->comment;
@@ -484,7 +484,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   const int64_t chunk = INT64_C(1) << 20;
   int64_t budget = o->infer_bytes < 0 ? INT64_MAX : o->infer_bytes;
   int64_t pos = start, err_pos = 0;
-  enum csv_tok_status st = csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0,
+  enum csv_tok_status st = sl_csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0,
                                         budget < chunk ? budget : chunk, &a->rows, &err_pos);
   if (st == CSV_TOK_UNTERMINATED && !a->final) {
     pos = err_pos;  // the sample of a stream ends inside a quoted field
@@ -524,14 +524,14 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   if (l->names == NULL || l->formats == NULL || l->unsampled == NULL || a->states == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   }
-  for (int64_t c = 0; c < l->n_cols; ++c) csv_infer_init(&a->states[c], &o->nulls);
+  for (int64_t c = 0; c < l->n_cols; ++c) sl_csv_infer_init(&a->states[c], &o->nulls);
   if (add_rows(a, 1, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   if (o->header >= 0) {
     l->header = o->header;
   } else {
     int all_fit = 1, any_typed = 0;
     for (int64_t c = 0; c < l->n_cols; ++c) {
-      const char* f = csv_infer_format(&a->states[c]);
+      const char* f = sl_csv_infer_format(&a->states[c]);
       any_typed |= strcmp(f, "u") != 0;
       const uint8_t* p;
       int64_t len;
@@ -542,9 +542,9 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
       if (a->rows.n_rows > 1 && !fits(f, &a->states[c], &o->nulls, p, len)) all_fit = 0;
       if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
         struct csv_infer_state s;
-        csv_infer_init(&s, &o->nulls);
-        csv_infer_add(&s, p, len);
-        if (strcmp(csv_infer_format(&s), "u") != 0) any_typed = 1;
+        sl_csv_infer_init(&s, &o->nulls);
+        sl_csv_infer_add(&s, p, len);
+        if (strcmp(sl_csv_infer_format(&s), "u") != 0) any_typed = 1;
       }
     }
     l->header = !(all_fit && any_typed);
@@ -562,7 +562,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     csv_rows_clear(&a->rows);
     int64_t before = pos;
     int64_t want = budget - used < chunk ? budget - used : chunk;
-    st = csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0, want, &a->rows,
+    st = sl_csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0, want, &a->rows,
                       &err_pos);
     int stop = 0;
     if (st == CSV_TOK_UNTERMINATED && !a->final) {
@@ -580,7 +580,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
   return make_formats(a, error);
 }
 
-int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
+int sl_csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
                 int64_t size, int final, const char* name, const struct sluice_allocator* alloc,
                 struct csv_layout* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
@@ -593,20 +593,20 @@ int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t sta
   a.alloc = alloc;
   a.out = out;
   a.final = final;
-  csv_rows_init(&a.rows, alloc);
+  sl_csv_rows_init(&a.rows, alloc);
   int rc = analyze(&a, start, error);
   sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
   a.states = NULL;
   if (rc == 0 && a.trailing_used) {
-    csv_layout_free(out, alloc);
+    sl_csv_layout_free(out, alloc);
     memset(out, 0, sizeof *out);
     csv_rows_clear(&a.rows);
     a.no_trailing = 1;
     rc = analyze(&a, start, error);
     sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
   }
-  csv_rows_free(&a.rows);
+  sl_csv_rows_free(&a.rows);
   sl_free(alloc, a.scratch, (size_t)a.scratch_cap);
-  if (rc != 0) csv_layout_free(out, alloc);
+  if (rc != 0) sl_csv_layout_free(out, alloc);
   return rc;
 }

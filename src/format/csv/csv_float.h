@@ -13,7 +13,7 @@
 #define CSV_POW5_MAX_Q 308
 
 /// 5^q to 128 bits for q in [CSV_POW5_MIN_Q, CSV_POW5_MAX_Q] (csv_pow5.c).
-extern const uint64_t csv_pow5_128[CSV_POW5_MAX_Q - CSV_POW5_MIN_Q + 1][2];
+extern const uint64_t sl_csv_pow5_128[CSV_POW5_MAX_Q - CSV_POW5_MIN_Q + 1][2];
 
 __extension__ typedef unsigned __int128 csv_u128;
 
@@ -37,7 +37,7 @@ static inline __attribute__((always_inline)) int csv_eisel_lemire(uint64_t w, in
   }
   int lz = __builtin_clzll(w);
   w <<= lz;
-  const uint64_t* pw = csv_pow5_128[q - CSV_POW5_MIN_Q];
+  const uint64_t* pw = sl_csv_pow5_128[q - CSV_POW5_MIN_Q];
   uint64_t hi, lo;
   csv_mul128(w, pw[0], &hi, &lo);
   if ((hi & 0x1FF) == 0x1FF) {  // 55 bits of precision wanted: refine

@@ -11,14 +11,14 @@
 
 #define CSV_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 
-int csv_fused_avx2_supported(void) {
+int sl_csv_fused_avx2_supported(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
          __builtin_cpu_supports("popcnt");
 }
 
 #define CSV_FUSED_TARGET CSV_AVX2
-#define CSV_FUSED_ROWS csv_fused_rows_avx2
+#define CSV_FUSED_ROWS sl_csv_fused_rows_avx2
 #include "csv_fused_rows.h"
 
 // Lane i of the result is lane i + 1 of v (lane 31 zero).
@@ -116,9 +116,9 @@ CSV_AVX2 static inline void load_window(const uint8_t* w, const struct csv_fused
 
 #else
 
-int csv_fused_avx2_supported(void) { return 0; }
+int sl_csv_fused_avx2_supported(void) { return 0; }
 
-int64_t csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
+int64_t sl_csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
                             const uint8_t* end, const uint8_t* limit, int64_t rows, int64_t want) {
   (void)f, (void)pos, (void)end, (void)limit, (void)want;
   return rows;

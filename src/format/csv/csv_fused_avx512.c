@@ -11,7 +11,7 @@
 #define CSV_AVX512 \
   __attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512vbmi2")))
 
-int csv_fused_avx512_supported(void) {
+int sl_csv_fused_avx512_supported(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi2") &&
@@ -19,7 +19,7 @@ int csv_fused_avx512_supported(void) {
 }
 
 #define CSV_FUSED_TARGET CSV_AVX512
-#define CSV_FUSED_ROWS csv_fused_rows_avx512
+#define CSV_FUSED_ROWS sl_csv_fused_rows_avx512
 #include "csv_fused_rows.h"
 
 // The field of L bytes (L < 32) at q as a decimal: an optional sign, then
@@ -80,9 +80,9 @@ CSV_AVX512 static inline void load_window(const uint8_t* w, const struct csv_fus
 
 #else
 
-int csv_fused_avx512_supported(void) { return 0; }
+int sl_csv_fused_avx512_supported(void) { return 0; }
 
-int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
+int64_t sl_csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                               const uint8_t* end, const uint8_t* limit, int64_t rows,
                               int64_t want) {
   (void)f, (void)pos, (void)end, (void)limit, (void)want;

@@ -1,4 +1,4 @@
-// The fused numeric row loop (see csv_fast_numeric), written once for the
+// The fused numeric row loop (see sl_csv_fast_numeric), written once for the
 // instruction sets that run it: csv_fused_avx512.c and csv_fused_avx2.c each
 // include this file after defining CSV_FUSED_TARGET (the function attribute,
 // __attribute__((target(...)))) and CSV_FUSED_ROWS (the loop's name), and
@@ -103,7 +103,7 @@ CSV_FUSED_TARGET int64_t CSV_FUSED_ROWS(const struct csv_fused_plan* f, const ui
         case CSV_FUSED_F64: {
           if (L >= 32) goto done;
           double v;
-          if (!field_double(q, L, &v) && csv_scan_double(q, t, &v) != t) goto done;
+          if (!field_double(q, L, &v) && sl_csv_scan_double(q, t, &v) != t) goto done;
           memcpy(f->out[c] + rows * 8, &v, 8);
           break;
         }
@@ -111,7 +111,7 @@ CSV_FUSED_TARGET int64_t CSV_FUSED_ROWS(const struct csv_fused_plan* f, const ui
         case CSV_FUSED_I32: {
           if (L >= 32) goto done;
           int64_t v;
-          if (!field_int(q, L, &v) && csv_scan_int64(q, t, &v) != t) goto done;
+          if (!field_int(q, L, &v) && sl_csv_scan_int64(q, t, &v) != t) goto done;
           if (f->kind[c] == CSV_FUSED_I64) {
             memcpy(f->out[c] + rows * 8, &v, 8);
           } else {

@@ -52,9 +52,9 @@ struct csv_options {
 
 /// Parses "key=value,key=value". Unknown keys are an error (typos should not
 /// silently change nothing). `what` names the object for messages.
-int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
+int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
                       struct csv_options* out, struct sluice_error* error);
-void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc);
+void sl_csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc);
 
 /* ---- tokenizer ------------------------------------------------------------ */
 
@@ -76,7 +76,7 @@ struct csv_dialect {
 enum { CSV_IMPL_AUTO = 0, CSV_IMPL_SCALAR, CSV_IMPL_SSE2, CSV_IMPL_AVX2 };
 
 /// Field flag: the raw bytes contain quote or escape characters and must be
-/// unescaped (csv_unescape) before use.
+/// unescaped (sl_csv_unescape) before use.
 #define CSV_FIELD_ESCAPED 1u
 /// Field flag, with CSV_FIELD_ESCAPED, from the block tokenizers: the field
 /// holds exactly two quote bytes (at its ends, when it is "text": then the
@@ -100,15 +100,15 @@ struct csv_rows {
   int64_t n_rows, cap_rows;
 };
 
-void csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc);
+void sl_csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc);
 /// Empties `r` for the next rows. The tokenizer starts a row at
-/// row_first[n_rows], which csv_fix_rows may have left at a dropped row's
+/// row_first[n_rows], which sl_csv_fix_rows may have left at a dropped row's
 /// fields: reset it too.
 static inline void csv_rows_clear(struct csv_rows* r) {
   r->n_rows = r->n_fields = 0;
   if (r->row_first != NULL) r->row_first[0] = 0;
 }
-void csv_rows_free(struct csv_rows* r);
+void sl_csv_rows_free(struct csv_rows* r);
 
 /// Whether p[0, n) is "0" or "1": an int, and a bool too (as pyarrow takes it).
 static inline int csv_is_bit(const uint8_t* p, int64_t n) {
@@ -124,7 +124,7 @@ enum csv_tok_status {
 };
 
 /// The error text of a tokenizer status other than OK and ENOMEM.
-const char* csv_tok_message(enum csv_tok_status st);
+const char* sl_csv_tok_message(enum csv_tok_status st);
 
 /// The offset in a field's raw bytes p[0, len) of the first quote character
 /// RFC 4180 does not allow there: one that is not the field's first byte
@@ -137,14 +137,14 @@ const char* csv_tok_message(enum csv_tok_status st);
 /// which is what lets a split start anywhere; a quote that does not toggle
 /// would shift every split boundary after it. So they are an error, found
 /// where the field ends, never a silently merged field.
-int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
+int64_t sl_csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
                         int two_quotes);
 
 /// The status to report for a tokenizer failure on data[0, end): an input
 /// that ends inside quotes (*err_pos = the row start) is often a quote inside
 /// an unquoted field that opened quoting; then that quote is the error
 /// (CSV_TOK_STRAY_QUOTE, *err_pos = it). Other statuses pass through.
-enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
+enum csv_tok_status sl_csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
                                     enum csv_tok_status st, int64_t* err_pos);
 
 /// Tokenizes rows from data[*pos] (a row start, outside quotes) up to `end`
@@ -153,14 +153,14 @@ enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* 
 /// Blank lines are skipped, and so are comment lines (a row whose first byte
 /// is d->comment, up to and including its line feed). A trailing CR is stripped from each line's last
 /// field. *pos is advanced to the next row start. Rows are appended to `out`.
-enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
+enum csv_tok_status sl_csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
                                  int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
                                  int64_t max_bytes, struct csv_rows* out, int64_t* err_pos);
 
 /// Number of `c` bytes in data[0, n) (SIMD-counted).
-int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c);
+int64_t sl_csv_count_byte(const uint8_t* data, int64_t n, uint8_t c);
 /// The same with the implementation forced (CSV_IMPL_*; tests compare them).
-int64_t csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl);
+int64_t sl_csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl);
 
 /// Scanner states at a byte position (the state before that byte is read).
 /// Without a comment character only OUT / QUOTE matter (quote parity); with
@@ -176,19 +176,19 @@ enum csv_scan_state {
 /// feed at or after from - 1 that ends a row or a comment line, given the
 /// scanner state at from - 1 (0/1 = quote parity works for dialects without
 /// comments). Looks no further than `end`; returns `end` if there is none.
-int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+int64_t sl_csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
                            int64_t end, int state);
 
 /// Comment dialects: the state after data[from, to) for each state before it,
 /// packed 2 bits per start state (bits 2s..2s+1 = end state from state s).
 /// Quote parity alone cannot place split starts when comment lines may hold
 /// quote characters; composing these maps chunk by chunk can.
-unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+unsigned sl_csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
                                  int64_t to);
 
 /// Unescapes a field with CSV_FIELD_ESCAPED into out (capacity >= len).
 /// Returns the unescaped length.
-int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
+int64_t sl_csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
                      uint8_t* out);
 
 /* ---- converters ----------------------------------------------------------- */
@@ -219,37 +219,37 @@ static inline int csv_is_null(const struct csv_nulls* nulls, const uint8_t* p, i
 }
 
 /// Each returns 1 on success, 0 if the token is not of that type.
-int csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out);
-int csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out);
+int sl_csv_parse_int64(const uint8_t* p, int64_t n, int64_t* out);
+int sl_csv_parse_uint64(const uint8_t* p, int64_t n, uint64_t* out);
 /// Correctly rounded (equal to strtod for every input it accepts). Accepts
 /// decimal and scientific notation, nan, inf, infinity (any case, signed).
-int csv_parse_double(const uint8_t* p, int64_t n, double* out);
-/// Why an integer column refused text csv_parse_int64/uint64 did not take:
+int sl_csv_parse_double(const uint8_t* p, int64_t n, double* out);
+/// Why an integer column refused text sl_csv_parse_int64/uint64 did not take:
 /// "out of range:" for an integer (a sign and digits), else "cannot parse".
-const char* csv_integer_problem(const uint8_t* p, int64_t n);
-/// As csv_parse_double, rounded once to the nearest float (as strtof).
-int csv_parse_float(const uint8_t* p, int64_t n, float* out);
-int csv_parse_bool(const uint8_t* p, int64_t n, int* out);
+const char* sl_csv_integer_problem(const uint8_t* p, int64_t n);
+/// As sl_csv_parse_double, rounded once to the nearest float (as strtof).
+int sl_csv_parse_float(const uint8_t* p, int64_t n, float* out);
+int sl_csv_parse_bool(const uint8_t* p, int64_t n, int* out);
 /// Prefix parsers for the fused numeric path: parse a number at p (not past
 /// e) and return its end, or NULL if there is none of the common shape. A
-/// value returned equals what csv_parse_double / csv_parse_int64 give for
+/// value returned equals what sl_csv_parse_double / sl_csv_parse_int64 give for
 /// the same token.
-const uint8_t* csv_scan_double(const uint8_t* p, const uint8_t* e, double* out);
-const uint8_t* csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out);
+const uint8_t* sl_csv_scan_double(const uint8_t* p, const uint8_t* e, double* out);
+const uint8_t* sl_csv_scan_int64(const uint8_t* p, const uint8_t* e, int64_t* out);
 /// YYYY-MM-DD -> days since 1970-01-01. These three take the text with
 /// spaces and tabs around it too (" 2024-01-01", as DuckDB reads it).
-int csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
+int sl_csv_parse_date32(const uint8_t* p, int64_t n, int32_t* out);
 /// ISO 8601 date-times and times of day: core/sl_value_parse.h (shared
 /// with row-filter literals).
-int csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
+int sl_csv_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* zoned);
-int csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
+int sl_csv_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
 /// A decimal number ("-12.50", "1e3", " 7 ") as decimal128/256(precision,
 /// scale): `width` (16 or 32) little-endian two's complement bytes at `out`.
 /// 0 with *why (for "%s '<value>' as <type>") when it is not a number, has
 /// nonzero digits past the scale, or more digits than the precision holds
 /// (as pyarrow.csv, which refuses to round).
-int csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,
+int sl_csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, int width,
                       uint8_t* out, const char** why);
 
 /* ---- inference ------------------------------------------------------------ */
@@ -275,18 +275,18 @@ struct csv_infer_state {
   int any_bit;        ///< a 0 or 1 (a bool column that holds them takes them as bools)
 };
 
-void csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
-void csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
+void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
+void sl_csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
 /// Adds a value that only a string column holds: a quoted null spelling
 /// ("NA"), which is how the writer keeps that text from reading as null.
-void csv_infer_add_text(struct csv_infer_state* s);
+void sl_csv_infer_add_text(struct csv_infer_state* s);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
 /// "tsu:", "tsn:", "ttu", "ttn", "u"). All-null columns become strings.
-const char* csv_infer_format(const struct csv_infer_state* s);
-/// The narrowest of the formats csv_infer_format gives whose values include
+const char* sl_csv_infer_format(const struct csv_infer_state* s);
+/// The narrowest of the formats sl_csv_infer_format gives whose values include
 /// the values of both `a` and `b` (into buf, cap >= 16): a column inferred
 /// as `a` in one object and `b` in another reads as this in both.
-const char* csv_join_formats(const char* a, const char* b, char* buf, size_t cap);
+const char* sl_csv_join_formats(const char* a, const char* b, char* buf, size_t cap);
 
 /* ---- open-time analysis (csv_dialect.c) ---------------------------------- */
 
@@ -311,17 +311,17 @@ struct csv_layout {
 /// of `opts->infer_bytes`, and applies `opts->schema`. `start` skips a BOM.
 /// `final` = 0 when data[0, size) is only the head of a stream (cut after a
 /// line feed, which may lie inside a quoted field).
-int csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
+int sl_csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t start,
                 int64_t size, int final, const char* name, const struct sluice_allocator* alloc,
                 struct csv_layout* out, struct sluice_error* error);
-void csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
+void sl_csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
 
 /// The quote character the reader uses: the one given, else (unless an
 /// apostrophe has another role) '\'' or '"' as the first 64 KiB of
 /// data[start, size) suggest. `cr_lines`: a CR also starts a line (the raw
 /// head of a bare-CR file, csv_cr_lines.c). The analysis and the bare-CR
 /// rewrite must agree on it.
-uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
+uint8_t sl_csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,
                        int64_t size, int cr_lines);
 
 /* ---- lines ending in a bare CR (csv_cr_lines.c) --------------------------- */
@@ -329,17 +329,17 @@ uint8_t csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t
 /// 1 when the lines of data[start, size) end in a bare CR (classic Mac OS):
 /// in its first MiB, the first line end outside quotes is a CR not followed
 /// by LF, and no line ends in LF. Sets *quote (when 1) to the quote
-/// character the analysis will use, for csv_cr_to_lf.
-int csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
+/// character the analysis will use, for sl_csv_cr_to_lf.
+int sl_csv_lines_end_in_cr(const struct csv_options* o, const uint8_t* data, int64_t start,
                         int64_t size, uint8_t* quote);
 /// Rewrites, in place, each CR (and LF) of data[start, size) that is outside
 /// quoted fields to LF, following the tokenizers' reading of quote, escape,
 /// stray_quotes and comment options: the input then reads as an LF file with
 /// every byte where it was.
-void csv_cr_to_lf(const struct csv_options* o, uint8_t quote, uint8_t* data, int64_t start,
+void sl_csv_cr_to_lf(const struct csv_options* o, uint8_t quote, uint8_t* data, int64_t start,
                   int64_t size);
 
 /// 1-based line number of byte `offset` (counts line feeds before it).
-int64_t csv_line_of(const uint8_t* data, int64_t offset);
+int64_t sl_csv_line_of(const uint8_t* data, int64_t offset);
 
 #endif

@@ -111,7 +111,7 @@ static void free_nulls(struct csv_nulls* nl, const struct sluice_allocator* allo
   memset(nl, 0, sizeof *nl);
 }
 
-void csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc) {
+void sl_csv_options_free(struct csv_options* o, const struct sluice_allocator* alloc) {
   free_schema(o, alloc);
   free_nulls(&o->nulls, alloc);
 }
@@ -223,7 +223,7 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
   return 0;
 }
 
-int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
+int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
                       struct csv_options* o, struct sluice_error* error) {
   memset(o, 0, sizeof *o);
   o->delimiter = -1;
@@ -236,7 +236,7 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
   int more;
   while ((more = sl_option_next(&text, &item)) != 0) {
     if (more < 0) {
-      csv_options_free(o, alloc);
+      sl_csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL, "CSV option '%.*s': expected key=value",
                           (int)item.key_len, item.key);
     }
@@ -293,7 +293,7 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       if (o->n_schema > 0) free_schema(o, alloc);
       rc = parse_schema(v, vlen, alloc, o, error);
     } else {
-      csv_options_free(o, alloc);
+      sl_csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL,
                           "unknown CSV option '%.*s' (known: delimiter, quote, escape, comment, "
                           "header, schema, null_values, missing_fields, bad_rows, stray_quotes, split_size, infer_bytes, "
@@ -302,22 +302,22 @@ int csv_options_parse(const char* text, const struct sluice_allocator* alloc,
     }
 #undef KEY
     if (rc != 0) {
-      csv_options_free(o, alloc);
+      sl_csv_options_free(o, alloc);
       return rc;
     }
     if (!ok) {
-      csv_options_free(o, alloc);
+      sl_csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%.*s'", (int)klen, s,
                           (int)vlen, v);
     }
   }
   if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {
-    csv_options_free(o, alloc);
+    sl_csv_options_free(o, alloc);
     return sl_error_set(error, EINVAL, "CSV options: delimiter equals the quote/escape character");
   }
   if (o->comment != 0 && (o->comment == o->delimiter || o->comment == o->quote ||
                           o->comment == o->escape)) {
-    csv_options_free(o, alloc);
+    sl_csv_options_free(o, alloc);
     return sl_error_set(error, EINVAL,
                         "CSV options: comment equals the delimiter/quote/escape character");
   }

@@ -4,7 +4,7 @@
 // up). Data only: do not edit by hand.
 #include "csv_float.h"
 
-const uint64_t csv_pow5_128[CSV_POW5_MAX_Q - CSV_POW5_MIN_Q + 1][2] = {
+const uint64_t sl_csv_pow5_128[CSV_POW5_MAX_Q - CSV_POW5_MIN_Q + 1][2] = {
     {UINT64_C(0xeef453d6923bd65a), UINT64_C(0x113faa2906a13b3f)},
     {UINT64_C(0x9558b4661b6565f8), UINT64_C(0x4ac7ca59a424c507)},
     {UINT64_C(0xbaaee17fa23ebf76), UINT64_C(0x5d79bcf00d2df649)},

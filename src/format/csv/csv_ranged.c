@@ -22,7 +22,7 @@
 /// feeds from its n bytes. Two splits may both count a chunk: same numbers.
 static void publish(struct csv_reader* r, int64_t j, const uint8_t* bytes, int64_t n) {
   long long value = csv_chunk_value(&r->layout.dialect, bytes, n);
-  long long lines = (long long)csv_count_byte(bytes, n, '\n');
+  long long lines = (long long)sl_csv_count_byte(bytes, n, '\n');
   pthread_mutex_lock(&r->chunk_lock);
   atomic_store(&r->plan_lines[j], lines);
   atomic_store(&r->plan_quotes[j], value);
@@ -78,7 +78,7 @@ static int chunk_counts(struct csv_reader* r, int64_t j, long long* value, long 
   }
 }
 
-int csv_ranged_read(struct csv_split_state* s, struct sluice_error* error) {
+int sl_csv_ranged_read(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   int64_t at = s->base + s->win_len;
   int64_t n = s->win_cap - s->win_len;
@@ -94,7 +94,7 @@ int csv_ranged_read(struct csv_split_state* s, struct sluice_error* error) {
   return 0;
 }
 
-int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error) {
+int sl_csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   int64_t left = s->win_len - keep;
   int64_t cap = 2 * left > CSV_RANGED_TAIL ? 2 * left : CSV_RANGED_TAIL;
@@ -108,7 +108,7 @@ int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_err
   return 0;
 }
 
-int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error) {
+int sl_csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   int64_t lo = csv_chunk_from(r, i);
   int64_t stop = i + 1 == r->n_plan ? r->size : r->plan_start[i + 1];
@@ -144,10 +144,10 @@ int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* 
     lines += lf;
   }
   s->lines_before = lines;
-  // Positions are window-relative from here on (csv_stream_fill shifts them).
+  // Positions are window-relative from here on (sl_csv_stream_fill shifts them).
   int64_t end = stop - lo < s->win_len ? stop - lo : s->win_len;
   s->stop = i + 1 == r->n_plan ? INT64_MAX : stop - lo;
-  s->pos = i == 0 ? 0 : csv_next_row_start(&r->layout.dialect, bytes, 1, end, state);
+  s->pos = i == 0 ? 0 : sl_csv_next_row_start(&r->layout.dialect, bytes, 1, end, state);
   int64_t limit = s->win_len;
   if (!s->eof) {
     while (limit > s->pos && bytes[limit - 1] != '\n') --limit;

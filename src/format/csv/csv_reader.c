@@ -30,13 +30,13 @@
 //   character break parity, so they get a single split. With comment=C, a
 //   comment line's quotes do not toggle anything, so the pass records per
 //   chunk the scanner state it ends in for each state it may start in
-//   (csv_comment_transitions) and composes those instead: still exact, still
+//   (sl_csv_comment_transitions) and composes those instead: still exact, still
 //   one pass. A split's search for its first row stops at its own end, so a
 //   quoted field spanning many splits is not rescanned by each of them.
 // - split_next() fills a batch of batch_size rows (or batch_bytes of input) in
 //   chunks of a few thousand rows: when every wanted column is int32, int64
 //   or float64, a fused path parses numbers straight from the bytes into the
-//   columns, crossing the fields of other columns (csv_fast_numeric; on
+//   columns, crossing the fields of other columns (sl_csv_fast_numeric; on
 //   CPUs with AVX-512 VBMI2 or AVX2, the vector loop of csv_fused_rows.h
 //   takes its rows), handing
 //   over to the general path (tokenize into field offsets, then convert
@@ -160,16 +160,16 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
                     l->n_cols > 0 && l->n_cols <= 64 &&
                     (d == ',' || d == ';' || d == '\t' || d == '|' || d == ' ');
   r->fused_rows = NULL;
-  if (r->layout.dialect.impl == CSV_IMPL_AUTO && csv_fused_avx512_supported())
-    r->fused_rows = csv_fused_rows_avx512;
+  if (r->layout.dialect.impl == CSV_IMPL_AUTO && sl_csv_fused_avx512_supported())
+    r->fused_rows = sl_csv_fused_rows_avx512;
   else if ((r->layout.dialect.impl == CSV_IMPL_AUTO || r->layout.dialect.impl == CSV_IMPL_AVX2) &&
-           csv_fused_avx2_supported())
-    r->fused_rows = csv_fused_rows_avx2;
+           sl_csv_fused_avx2_supported())
+    r->fused_rows = sl_csv_fused_rows_avx2;
   // The fused path reads every number as a value: a null spelling that is a
   // number ("-999", "NaN") must go through the general path.
   for (int64_t k = 0; r->fast_numeric && k < r->opts.nulls.n; ++k) {
     double v;
-    if (csv_parse_double(r->opts.nulls.text[k], r->opts.nulls.len[k], &v)) r->fast_numeric = 0;
+    if (sl_csv_parse_double(r->opts.nulls.text[k], r->opts.nulls.len[k], &v)) r->fast_numeric = 0;
   }
   return 0;
 }
@@ -202,8 +202,8 @@ static void csv_close(void* reader) {
   free_columns(r);
   sl_free(r->alloc, r->widen,
           (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->widen);
-  csv_layout_free(&r->layout, r->alloc);
-  csv_options_free(&r->opts, r->alloc);
+  sl_csv_layout_free(&r->layout, r->alloc);
+  sl_csv_options_free(&r->opts, r->alloc);
   free_plan(r, r->n_plan);
   sl_source_close(r->inflated);
   if (r->chunk_sync) {
@@ -230,7 +230,7 @@ static int read_cr_lines_as_lf(struct csv_reader* r, int64_t start, uint8_t quot
     sl_view_release(&r->view);
     r->data = r->owned;
   }
-  csv_cr_to_lf(&r->opts, quote, r->owned, start, r->size);
+  sl_csv_cr_to_lf(&r->opts, quote, r->owned, start, r->size);
   return 0;
 }
 
@@ -260,7 +260,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   r->source = args->source;
   r->name = args->source->name != NULL ? args->source->name : "csv";
   r->batch_size = args->batch_size > 0 ? args->batch_size : 65536;
-  int rc = csv_options_parse(args->format_options, r->alloc, &r->opts, error);
+  int rc = sl_csv_options_parse(args->format_options, r->alloc, &r->opts, error);
   if (rc != 0) {
     sl_error_prefix(error, "%s", r->name);
     csv_close(r);
@@ -294,7 +294,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     if (r->size > 0) rc = sl_source_read_at(r->source, 0, r->size, &r->view, error);
     r->data = r->view.data;
   } else {
-    rc = csv_stream_prepare(r, error);
+    rc = sl_csv_stream_prepare(r, error);
     if (rc == 0 && !r->stream) {
       rc = slurp(r, error);
       r->data = r->owned;
@@ -321,10 +321,10 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
       r->data[2] == 0xBF)
     start = 3;
   // Lines ending in a bare CR: read from a copy where they end in LF (see
-  // csv_cr_lines.c). csv_stream_prepare leaves such input to be read whole.
+  // csv_cr_lines.c). sl_csv_stream_prepare leaves such input to be read whole.
   uint8_t cr_quote = 0;
   if (rc == 0 && !r->stream && r->data != NULL &&
-      csv_lines_end_in_cr(&r->opts, r->data, start, r->size, &cr_quote)) {
+      sl_csv_lines_end_in_cr(&r->opts, r->data, start, r->size, &cr_quote)) {
     rc = read_cr_lines_as_lf(r, start, cr_quote, error);
     // The quote was told from the CR lines: after the rewrite a CR inside a
     // quoted field is no line break, and sniffing again could tell another.
@@ -332,7 +332,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     r->opts.quote_given = 1;
   }
   if (rc == 0 && !r->stream) {
-    rc = csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
+    rc = sl_csv_analyze(&r->opts, r->data, start, r->size, 1, r->name, r->alloc, &r->layout, error);
   }
   if (rc == 0) rc = setup_columns(r, error);
   if (rc != 0) {
@@ -415,7 +415,7 @@ static int csv_widen_to(void* reader, const void* other_reader, int* changed,
     if (says_nothing(r, c)) {
       if (r->layout.unsampled != NULL) r->layout.unsampled[c] = 0;  // typed from now on
     } else {
-      to = csv_join_formats(r->layout.formats[c], theirs, buf, sizeof buf);
+      to = sl_csv_join_formats(r->layout.formats[c], theirs, buf, sizeof buf);
     }
     if (strcmp(to, r->layout.formats[c]) == 0) continue;
     SL_RETURN_NOT_OK(set_format(r, c, to, error));
@@ -494,11 +494,11 @@ static int mapped_whole(const struct csv_reader* r) {
   return !r->stream && r->size > 0 && r->data == r->view.data;
 }
 
-// Scanner state at byte plan_start[i] - 1 (csv_next_row_start's `state`).
+// Scanner state at byte plan_start[i] - 1 (sl_csv_next_row_start's `state`).
 // Without comments it is the parity of the quote bytes from data_start (a row
 // start, so outside quotes) up to there. With comments a comment line's
 // quotes do not count, so each chunk records the state it ends in for each
-// state it may start in (csv_comment_transitions), and the maps compose from
+// state it may start in (sl_csv_comment_transitions), and the maps compose from
 // CSV_ST_LINE at data_start. Chunk results are computed on first need and
 // shared: the engine opens splits roughly in plan order on several threads,
 // so each open scans about one chunk instead of plan_splits scanning the
@@ -562,7 +562,7 @@ static void csv_split_close(void* state) {
   sl_builder_release(&s->batch);
   if (s->window != NULL) sl_free_buffer(alloc, s->window, (size_t)s->win_cap);
   sl_view_release(&s->range);
-  csv_rows_free(&s->rows);
+  sl_csv_rows_free(&s->rows);
   sl_free(alloc, s->scratch, (size_t)s->scratch_cap);
   sl_free(alloc, s->cols, (size_t)(s->n_cols > 0 ? s->n_cols : 1) * sizeof *s->cols);
   sl_free(alloc, s->builder_of,
@@ -590,7 +590,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   s->r = r;
   s->index = split->index;
-  csv_rows_init(&s->rows, r->alloc);
+  sl_csv_rows_init(&s->rows, r->alloc);
   s->n_cols = nc;
   s->cols = sl_alloc(r->alloc, (size_t)(nc > 0 ? nc : 1) * sizeof *s->cols);
   s->builder_of = sl_alloc(r->alloc, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) *
@@ -623,14 +623,14 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   }
   int64_t i = split->index, a = r->plan_start[i];
   if (r->ranged) {
-    rc = csv_ranged_start(s, i, error);
+    rc = sl_csv_ranged_start(s, i, error);
   } else {
     s->stop = i + 1 == r->n_plan ? INT64_MAX : r->plan_start[i + 1];
     // A row starting at or past stop belongs to the next split, so the search
     // ends there: inside one huge quoted field each split looks at its own
     // range only (not on to the field's end), keeping the total work linear.
     s->pos = i == 0 ? a
-                    : csv_next_row_start(&r->layout.dialect, r->data, a,
+                    : sl_csv_next_row_start(&r->layout.dialect, r->data, a,
                                          s->stop < r->size ? s->stop : r->size,
                                          split_start_state(r, i));
     s->data = r->data;
@@ -638,7 +638,7 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
     s->mapped = mapped_whole(r);
     if (r->stream) {
       s->stop = INT64_MAX;
-      rc = csv_stream_start(s, error);
+      rc = sl_csv_stream_start(s, error);
     }
   }
   if (rc != 0) {
@@ -669,7 +669,7 @@ static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_byt
   csv_rows_clear(&s->rows);
   *got = 0;
   if (r->fast_numeric && s->fast_ok) {
-    int64_t n = csv_fast_numeric(s, want, max_bytes);
+    int64_t n = sl_csv_fast_numeric(s, want, max_bytes);
     if (n < 0) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
     if (n > 0) {
       *got = n;
@@ -682,7 +682,7 @@ static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_byt
 again:
   while (s->rows.n_rows == 0 && s->pos < s->stop && s->pos < s->limit) {
     int64_t err_pos = 0;
-    enum csv_tok_status st = csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
+    enum csv_tok_status st = sl_csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
                                           s->stop, want, max_bytes, &s->rows, &err_pos);
     if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
     if (st == CSV_TOK_UNTERMINATED && r->stream && !s->eof) {
@@ -691,25 +691,25 @@ again:
       break;
     }
     if (st != CSV_TOK_OK) {
-      st = csv_tok_explain(&r->layout.dialect, s->data, s->limit, st, &err_pos);
+      st = sl_csv_tok_explain(&r->layout.dialect, s->data, s->limit, st, &err_pos);
       int64_t line, at;
-      csv_split_where(s, err_pos, &line, &at);
+      sl_csv_split_where(s, err_pos, &line, &at);
       return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s", r->name,
-                          line, at, csv_tok_message(st));
+                          line, at, sl_csv_tok_message(st));
     }
   }
   if (s->rows.n_rows == 0) return 0;
   if (r->opts.missing_null || r->opts.skip_bad_rows) {
-    SL_RETURN_NOT_OK(csv_fix_rows(s, error));
+    SL_RETURN_NOT_OK(sl_csv_fix_rows(s, error));
     if (s->rows.n_rows == 0) {  // every row was dropped: read on
       csv_rows_clear(&s->rows);
       goto again;
     }
   } else {
-    SL_RETURN_NOT_OK(csv_check_field_counts(s, error));
+    SL_RETURN_NOT_OK(sl_csv_check_field_counts(s, error));
   }
   for (int64_t j = 0; j < s->n_cols; ++j) {
-    int rc = csv_convert_column(s, s->cols[j], sl_builder_child(&s->batch, j), error);
+    int rc = sl_csv_convert_column(s, s->cols[j], sl_builder_child(&s->batch, j), error);
     if (rc != 0) {
       if (error != NULL && error->code == 0) sl_error_set(error, rc, "%s: out of memory", r->name);
       return rc;
@@ -730,7 +730,7 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
     int rc = decode_chunk(s, want, r->opts.batch_bytes - (s->pos - start), &got, error);
     if (rc == 0 && got == 0 && r->stream && !s->eof && s->pos < s->stop) {
       int64_t shift = 0;
-      rc = csv_stream_fill(s, s->need_more, &shift, error);
+      rc = sl_csv_stream_fill(s, s->need_more, &shift, error);
       s->need_more = 0;
       start -= shift;
       if (rc == 0) continue;
@@ -771,7 +771,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .split_next = csv_split_next,
     .split_close = csv_split_close,
     .close = csv_close,
-    .rows_skipped = csv_rows_skipped,
+    .rows_skipped = sl_csv_rows_skipped,
     .refine = csv_refine,
     .widen_to = csv_widen_to,
     .holds_no_rows = csv_holds_no_rows,

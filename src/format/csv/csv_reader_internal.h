@@ -34,7 +34,7 @@ struct csv_column {
 };
 
 struct csv_fused_plan;
-/// A vector loop of the fused numeric rows (csv_fused_rows_avx512 or _avx2).
+/// A vector loop of the fused numeric rows (sl_csv_fused_rows_avx512 or _avx2).
 typedef int64_t (*csv_fused_rows_fn)(const struct csv_fused_plan* f, const uint8_t** pos,
                                      const uint8_t* end, const uint8_t* limit, int64_t rows,
                                      int64_t want);
@@ -53,7 +53,7 @@ struct csv_reader {
   struct csv_column* cols;
   struct ArrowSchema schema;
   int64_t batch_size;
-  int fast_numeric;        ///< the dialect allows csv_fast_numeric (see split fast_ok)
+  int fast_numeric;        ///< the dialect allows sl_csv_fast_numeric (see split fast_ok)
   csv_fused_rows_fn fused_rows;  ///< ... and its vector loop (simd=auto, a CPU with one), or NULL
   int stream;              ///< forward-only source read through a window (csv_stream.c)
   int64_t stream_window;   ///< initial window size
@@ -150,8 +150,8 @@ static inline int64_t csv_chunk_to(const struct csv_reader* r, int64_t j) {
 /// 0 without quoting. csv_state_after applies it to the state before them.
 static inline long long csv_chunk_value(const struct csv_dialect* d, const uint8_t* data,
                                         int64_t n) {
-  if (d->comment != 0) return (long long)csv_comment_transitions(d, data, 0, n);
-  return d->quote != 0 ? (long long)csv_count_byte(data, n, d->quote) : 0;
+  if (d->comment != 0) return (long long)sl_csv_comment_transitions(d, data, 0, n);
+  return d->quote != 0 ? (long long)sl_csv_count_byte(data, n, d->quote) : 0;
 }
 static inline int csv_state_after(const struct csv_dialect* d, int state, long long value) {
   if (d->comment != 0) return (int)((unsigned long long)value >> (2 * state)) & 3;
@@ -163,41 +163,41 @@ static inline int csv_state_after(const struct csv_dialect* d, int state, long l
 /// r->stream, or leaves it 0 to read the input whole); per split, sets up the
 /// window; refills it (moving the undecoded tail to the front; *shift = bytes
 /// dropped), reading at least once more when `force`.
-int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error);
-int csv_stream_start(struct csv_split_state* s, struct sluice_error* error);
-int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
+int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error);
+int sl_csv_stream_start(struct csv_split_state* s, struct sluice_error* error);
+int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
                     struct sluice_error* error);
 
 /// Ranged mode (csv_ranged.c): sets up split i's window over its byte range
 /// (its first row, quote state and line count from the chunks before it);
 /// reads more of the input into the window.
-int csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error);
-int csv_ranged_read(struct csv_split_state* s, struct sluice_error* error);
+int sl_csv_ranged_start(struct csv_split_state* s, int64_t i, struct sluice_error* error);
+int sl_csv_ranged_read(struct csv_split_state* s, struct sluice_error* error);
 /// Moves the undecoded bytes [keep, win_len) of the fetched range into a
 /// new window (room to read more), releasing the range.
-int csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error);
+int sl_csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_error* error);
 
 /// Line (1-based) and input byte offset of position `pos` in s->data.
-void csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte);
+void sl_csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte);
 
 /// Every row has n_cols fields (or one more, empty: a trailing delimiter).
-int csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
+int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
 /// Whether field `f` of file column `c` converts to the column's type (or is
-/// null), exactly as csv_convert_column would take it. 0 = it would fail;
+/// null), exactly as sl_csv_convert_column would take it. 0 = it would fail;
 /// ENOMEM; *why receives a description when it fails.
-int csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv_field* f,
                        char* why, size_t why_cap, int* ok);
 /// The bad-row options (csv_bad_rows.c) applied to the tokenized rows of a
-/// chunk, in place of csv_check_field_counts: missing_fields=null pads short
+/// chunk, in place of sl_csv_check_field_counts: missing_fields=null pads short
 /// rows with null fields; bad_rows=skip drops rows with the wrong number of
 /// fields or a value that does not convert, counting them in the reader.
 /// After it, only row_first[r] (not the difference to the next row) is
 /// meaningful: dropped rows leave their fields in place.
-int csv_fix_rows(struct csv_split_state* s, struct sluice_error* error);
+int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error);
 /// The reader's rows_skipped hook (see sl_format.h).
-int64_t csv_rows_skipped(void* reader, char* first_reason, size_t cap);
+int64_t sl_csv_rows_skipped(void* reader, char* first_reason, size_t cap);
 /// Converts column `c` of the tokenized rows into builder `b`.
-int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
+int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* b,
                        struct sluice_error* error);
 
 /// The fused path for numeric projections: parses rows straight from the
@@ -205,10 +205,10 @@ int csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builder* 
 /// numbers, no quotes, nulls or CR inside; other fields are skipped), stopping at the first row that does not;
 /// the tokenizing path then takes over for a chunk. Returns rows decoded
 /// (0: the first row was not plain), -1 on ENOMEM.
-int64_t csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes);
+int64_t sl_csv_fast_numeric(struct csv_split_state* s, int64_t want, int64_t max_bytes);
 
 /// What the fused path does with each file column, and where its values go:
-/// written in place at index `rows`, committed by csv_fast_numeric.
+/// written in place at index `rows`, committed by sl_csv_fast_numeric.
 enum csv_fused_kind { CSV_FUSED_SKIP, CSV_FUSED_F64, CSV_FUSED_I64, CSV_FUSED_I32 };
 struct csv_fused_plan {
   int64_t n_cols;  ///< at most 64 (see fast_numeric)
@@ -217,19 +217,19 @@ struct csv_fused_plan {
   uint8_t delim, quote, comment;
 };
 
-/// Whether this CPU runs csv_fused_rows_avx512 (AVX-512 BW, VL, VBMI2).
-int csv_fused_avx512_supported(void);
-/// Whether this CPU runs csv_fused_rows_avx2 (AVX2, BMI2).
-int csv_fused_avx2_supported(void);
+/// Whether this CPU runs sl_csv_fused_rows_avx512 (AVX-512 BW, VL, VBMI2).
+int sl_csv_fused_avx512_supported(void);
+/// Whether this CPU runs sl_csv_fused_rows_avx2 (AVX2, BMI2).
+int sl_csv_fused_avx2_supported(void);
 /// The fused rows from *pos on while rows < want and a row starts before
 /// `limit`, field ends read from 64-byte windows of masks (csv_fused_rows.h).
 /// Stops at the first row it cannot take whole, or where a window would
-/// pass `end` (the scalar loop of csv_fast_numeric decides those); returns
+/// pass `end` (the scalar loop of sl_csv_fast_numeric decides those); returns
 /// the new row count and leaves *pos at the first row not taken.
-int64_t csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
+int64_t sl_csv_fused_rows_avx512(const struct csv_fused_plan* f, const uint8_t** pos,
                               const uint8_t* end, const uint8_t* limit, int64_t rows,
                               int64_t want);
-int64_t csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
+int64_t sl_csv_fused_rows_avx2(const struct csv_fused_plan* f, const uint8_t** pos,
                             const uint8_t* end, const uint8_t* limit, int64_t rows, int64_t want);
 
 /// Where the fused loops go on after a field that ends at t: the next field

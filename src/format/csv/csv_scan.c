@@ -24,12 +24,12 @@
 #define CSV_HAVE_X86 1
 #endif
 
-void csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc) {
+void sl_csv_rows_init(struct csv_rows* r, const struct sluice_allocator* alloc) {
   memset(r, 0, sizeof *r);
   r->alloc = alloc;
 }
 
-void csv_rows_free(struct csv_rows* r) {
+void sl_csv_rows_free(struct csv_rows* r) {
   sl_free(r->alloc, r->fields, (size_t)r->cap_fields * sizeof *r->fields);
   sl_free(r->alloc, r->row_first, (size_t)(r->cap_rows + 1) * sizeof *r->row_first);
   sl_free(r->alloc, r->row_pos, (size_t)r->cap_rows * sizeof *r->row_pos);
@@ -223,7 +223,7 @@ static inline int popcount_swar(uint64_t x) {
       field_start = at + 1;                                                                 \
       if (((m.nl >> b) & 1) && f->len > 0 && data[at - 1] == '\r') f->len--;                \
       if (fq != 0) {                                                                        \
-        int64_t bad = csv_stray_quote(d, data + f->pos, f->len,                             \
+        int64_t bad = sl_csv_stray_quote(d, data + f->pos, f->len,                             \
                                       (fq & CSV_FIELD_TWO_QUOTES) != 0);                    \
         if (bad >= 0) {                                                                     \
           *err_pos = f->pos + bad;                                                          \
@@ -235,7 +235,7 @@ static inline int popcount_swar(uint64_t x) {
         row_start = at + 1;                                                                 \
         if (rows_done >= max_rows || row_start >= stop || row_start - start >= max_bytes || \
             (comment != 0 && row_start < end && data[row_start] == comment)) {              \
-          *pos = row_start; /* a comment line: csv_tokenize skips it */                     \
+          *pos = row_start; /* a comment line: sl_csv_tokenize skips it */                     \
           return CSV_TOK_OK;                                                                \
         }                                                                                   \
         if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;   \
@@ -270,7 +270,7 @@ static enum csv_tok_status finish_tail(const struct csv_dialect* d, struct csv_r
   f->flags = field_q;
   if (f->len > 0 && data[end - 1] == '\r') f->len--;
   if (field_q != 0 && !d->stray_text) {
-    int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
+    int64_t bad = sl_csv_stray_quote(d, data + f->pos, f->len, 0);
     if (bad >= 0) {
       *err_pos = f->pos + bad;
       return CSV_TOK_STRAY_QUOTE;
@@ -349,7 +349,7 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
     field_start = p + 1;
     if (c == '\n' && f->len > 0 && data[p - 1] == '\r') f->len--;
     if (f->flags != 0 && !stray_text) {
-      int64_t bad = csv_stray_quote(d, data + f->pos, f->len, 0);
+      int64_t bad = sl_csv_stray_quote(d, data + f->pos, f->len, 0);
       if (bad >= 0) {
         *err_pos = f->pos + bad;
         return CSV_TOK_STRAY_QUOTE;
@@ -393,7 +393,7 @@ static enum csv_tok_status tokenize_rows(const struct csv_dialect* d, const uint
   return tokenize_scalar_masks(d, data, pos, end, stop, max_rows, max_bytes, out, err_pos);
 }
 
-enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
+enum csv_tok_status sl_csv_tokenize(const struct csv_dialect* d, const uint8_t* data,
                                  int64_t* pos, int64_t end, int64_t stop, int64_t max_rows,
                                  int64_t max_bytes, struct csv_rows* out, int64_t* err_pos) {
   if (max_rows <= 0) max_rows = INT64_MAX;
@@ -404,7 +404,7 @@ enum csv_tok_status csv_tokenize(const struct csv_dialect* d, const uint8_t* dat
   }
   // The tokenizers return at a row start holding the comment character; the
   // comment line is skipped here (quotes in it mean nothing, as in
-  // csv_comment_transitions) and tokenizing resumes outside quotes.
+  // sl_csv_comment_transitions) and tokenizing resumes outside quotes.
   const int64_t start = *pos, rows_before = out->n_rows;
   for (;;) {
     while (*pos < end && data[*pos] == d->comment) {
@@ -467,7 +467,7 @@ static int64_t count_byte_sse2(const uint8_t* data, int64_t* at, int64_t n, uint
 }
 #endif
 
-int64_t csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl) {
+int64_t sl_csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl) {
   // Most inputs have no quotes at all, or none in long stretches: libc's
   // memchr skips those fastest; counting starts at the first hit.
   if (n <= 0) return 0;
@@ -487,8 +487,8 @@ int64_t csv_count_byte_impl(const uint8_t* data, int64_t n, uint8_t c, int impl)
   return count;
 }
 
-int64_t csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
-  return csv_count_byte_impl(data, n, c, CSV_IMPL_AUTO);
+int64_t sl_csv_count_byte(const uint8_t* data, int64_t n, uint8_t c) {
+  return sl_csv_count_byte_impl(data, n, c, CSV_IMPL_AUTO);
 }
 
 // One step of the scanner (see enum csv_scan_state). Every quote byte
@@ -507,7 +507,7 @@ static inline int scan_step(int state, uint8_t c, uint8_t quote, uint8_t comment
   }
 }
 
-int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+int64_t sl_csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int64_t from,
                            int64_t end, int state) {
   if (from <= 0) return 0;
   if (d->comment == 0) {  // quote parity alone
@@ -529,7 +529,7 @@ int64_t csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, int
   return end;
 }
 
-unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+unsigned sl_csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
                                  int64_t to) {
   // The four start states run in lockstep, packed into one byte (2 bits per
   // start state), through a table indexed by the byte's class: other, quote,
@@ -588,7 +588,7 @@ unsigned csv_comment_transitions(const struct csv_dialect* d, const uint8_t* dat
   return packed;
 }
 
-const char* csv_tok_message(enum csv_tok_status st) {
+const char* sl_csv_tok_message(enum csv_tok_status st) {
   switch (st) {
     case CSV_TOK_UNTERMINATED: return "unterminated quoted field";
     case CSV_TOK_TOO_LONG: return "field longer than 2 GiB";
@@ -600,7 +600,7 @@ const char* csv_tok_message(enum csv_tok_status st) {
   }
 }
 
-int64_t csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
+int64_t sl_csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
                         int two_quotes) {
   const uint8_t q = d->quote, esc = d->escape;
   if (q == 0) return -1;
@@ -667,7 +667,7 @@ static int64_t find_stray_quote(const struct csv_dialect* d, const uint8_t* data
   return -1;
 }
 
-enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
+enum csv_tok_status sl_csv_tok_explain(const struct csv_dialect* d, const uint8_t* data, int64_t end,
                                     enum csv_tok_status st, int64_t* err_pos) {
   if (st != CSV_TOK_UNTERMINATED || d->stray_text) return st;
   int64_t stray = find_stray_quote(d, data, *err_pos, end);
@@ -676,7 +676,7 @@ enum csv_tok_status csv_tok_explain(const struct csv_dialect* d, const uint8_t* 
   return CSV_TOK_STRAY_QUOTE;
 }
 
-int64_t csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
+int64_t sl_csv_unescape(const struct csv_dialect* d, const uint8_t* in, int64_t len,
                      uint8_t* out) {
   int64_t o = 0;
   int in_q = 0;

@@ -15,7 +15,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
-int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
+int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   int64_t sample = r->opts.infer_bytes < 0 ? (INT64_C(64) << 20) : r->opts.infer_bytes;
   if (sample < (INT64_C(1) << 20)) sample = INT64_C(1) << 20;
   sample += INT64_C(64) << 10;
@@ -32,14 +32,14 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   uint8_t cr_quote;
   // Lines ending in a bare CR are read whole too, to be rewritten (csv_cr_lines.c).
   if (n >= sample && cut > 0 && r->opts.escape == 0 &&
-      !csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
-    rc = csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
+      !sl_csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
+    rc = sl_csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
     if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
       r->stream = 1;
-      r->header_lines = csv_count_byte(d, r->layout.data_start, '\n');
+      r->header_lines = sl_csv_count_byte(d, r->layout.data_start, '\n');
       r->stream_window = n * 2 > (INT64_C(4) << 20) ? n * 2 : (INT64_C(4) << 20);
     } else if (rc == 0) {
-      csv_layout_free(&r->layout, r->alloc);  // no complete row seen: read it all
+      sl_csv_layout_free(&r->layout, r->alloc);  // no complete row seen: read it all
       memset(&r->layout, 0, sizeof r->layout);
     }
   }
@@ -47,15 +47,15 @@ int csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   return rc;
 }
 
-int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
+int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
                     struct sluice_error* error) {
   struct csv_reader* r = s->r;
   // Drop what was decoded; keep the unfinished tail at the front.
   int64_t keep = s->pos;
   if (keep > s->win_len) keep = s->win_len;
-  s->lines_before += csv_count_byte(s->window != NULL ? s->window : s->data, keep, '\n');
+  s->lines_before += sl_csv_count_byte(s->window != NULL ? s->window : s->data, keep, '\n');
   if (s->window == NULL) {
-    SL_RETURN_NOT_OK(csv_ranged_window(s, keep, error));
+    SL_RETURN_NOT_OK(sl_csv_ranged_window(s, keep, error));
   } else if (keep > 0 && s->win_len > keep) {
     memmove(s->window, s->window + keep, (size_t)(s->win_len - keep));
   }
@@ -77,7 +77,7 @@ int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
         s->win_cap = cap;
       }
       if (r->ranged) {
-        SL_RETURN_NOT_OK(csv_ranged_read(s, error));
+        SL_RETURN_NOT_OK(sl_csv_ranged_read(s, error));
       } else {
         struct sl_view v;
         SL_RETURN_NOT_OK(sl_source_read_next(r->source, s->win_cap - s->win_len, &v, error));
@@ -103,7 +103,7 @@ int csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
   }
 }
 
-int csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
+int sl_csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   if (atomic_exchange(&r->stream_busy, 1)) {
     return sl_error_set(error, EBUSY, "%s: a stream is read by one scan at a time", r->name);
@@ -131,5 +131,5 @@ int csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   }
   s->pos = r->layout.data_start < s->win_len ? r->layout.data_start : s->win_len;
   int64_t shift;
-  return csv_stream_fill(s, 0, &shift, error);
+  return sl_csv_stream_fill(s, 0, &shift, error);
 }

@@ -8,13 +8,13 @@
 /// Flatbuffers are limited to 2 GiB (signed 32-bit offsets).
 #define FB_MAX_SIZE ((size_t)0x7FFFFFF0u)
 
-void fb_init(struct fb_builder* b, const struct sluice_allocator* alloc) {
+void sl_fb_init(struct fb_builder* b, const struct sluice_allocator* alloc) {
   memset(b, 0, sizeof *b);
   b->alloc = alloc;
   b->minalign = 8;
 }
 
-void fb_reset(struct fb_builder* b) {
+void sl_fb_reset(struct fb_builder* b) {
   b->used = 0;
   b->minalign = 8;
   b->failed = 0;
@@ -22,18 +22,18 @@ void fb_reset(struct fb_builder* b) {
   b->stack_n = 0;
 }
 
-void fb_free(struct fb_builder* b) {
+void sl_fb_free(struct fb_builder* b) {
   sl_free(b->alloc, b->buf, b->cap);
   sl_free(b->alloc, b->stack, b->stack_cap * sizeof *b->stack);
-  fb_init(b, b->alloc);
+  sl_fb_init(b, b->alloc);
 }
 
-void fb_store_le32(uint8_t* p, int32_t v) {
+void sl_fb_store_le32(uint8_t* p, int32_t v) {
   uint32_t u = (uint32_t)v;
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(u >> (8 * i));
 }
 
-void fb_store_le64(uint8_t* p, int64_t v) {
+void sl_fb_store_le64(uint8_t* p, int64_t v) {
   uint64_t u = (uint64_t)v;
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(u >> (8 * i));
 }
@@ -91,10 +91,10 @@ static void fb_prep(struct fb_builder* b, size_t align, size_t additional) {
 static void fb_push_uoffset(struct fb_builder* b, fb_ref ref) {
   fb_prep(b, 4, 0);
   uint8_t* p = fb_push(b, 4);
-  if (p != NULL) fb_store_le32(p, (int32_t)(uint32_t)(b->used - ref));
+  if (p != NULL) sl_fb_store_le32(p, (int32_t)(uint32_t)(b->used - ref));
 }
 
-fb_ref fb_string(struct fb_builder* b, const char* s, size_t n) {
+fb_ref sl_fb_string(struct fb_builder* b, const char* s, size_t n) {
   if (n > FB_MAX_SIZE) {
     b->failed = 1;
     return 0;
@@ -106,11 +106,11 @@ fb_ref fb_string(struct fb_builder* b, const char* s, size_t n) {
   p[n] = 0;
   p = fb_push(b, 4);
   if (p == NULL) return 0;
-  fb_store_le32(p, (int32_t)n);
+  sl_fb_store_le32(p, (int32_t)n);
   return (fb_ref)b->used;
 }
 
-uint8_t* fb_vector_reserve(struct fb_builder* b, size_t n, size_t elem_size, size_t align,
+uint8_t* sl_fb_vector_reserve(struct fb_builder* b, size_t n, size_t elem_size, size_t align,
                            fb_ref* ref) {
   *ref = 0;
   size_t bytes;
@@ -125,13 +125,13 @@ uint8_t* fb_vector_reserve(struct fb_builder* b, size_t n, size_t elem_size, siz
   size_t elems_pos = b->used;
   uint8_t* p = fb_push(b, 4);
   if (p == NULL) return NULL;
-  fb_store_le32(p, (int32_t)n);
+  sl_fb_store_le32(p, (int32_t)n);
   *ref = (fb_ref)b->used;
   // Pushing the length may have grown (moved) the buffer.
   return fb_at(b, elems_pos);
 }
 
-void fb_stack_push(struct fb_builder* b, fb_ref ref) {
+void sl_fb_stack_push(struct fb_builder* b, fb_ref ref) {
   if (b->failed) return;
   if (b->stack_n == b->stack_cap) {
     size_t cap = b->stack_cap ? b->stack_cap * 2 : 32;
@@ -148,9 +148,9 @@ void fb_stack_push(struct fb_builder* b, fb_ref ref) {
   b->stack[b->stack_n++] = ref;
 }
 
-size_t fb_stack_depth(const struct fb_builder* b) { return b->stack_n; }
+size_t sl_fb_stack_depth(const struct fb_builder* b) { return b->stack_n; }
 
-fb_ref fb_vector_from_stack(struct fb_builder* b, size_t base) {
+fb_ref sl_fb_vector_from_stack(struct fb_builder* b, size_t base) {
   if (b->failed || base > b->stack_n) {
     b->failed = 1;
     return 0;
@@ -162,11 +162,11 @@ fb_ref fb_vector_from_stack(struct fb_builder* b, size_t base) {
   b->stack_n = base;
   uint8_t* p = fb_push(b, 4);
   if (p == NULL) return 0;
-  fb_store_le32(p, (int32_t)n);
+  sl_fb_store_le32(p, (int32_t)n);
   return (fb_ref)b->used;
 }
 
-void fb_table_start(struct fb_builder* b) {
+void sl_fb_table_start(struct fb_builder* b) {
   if (b->in_table) b->failed = 1;  // a caller bug, reported as a failure
   b->in_table = 1;
   b->table_start = b->used;
@@ -187,27 +187,27 @@ static uint8_t* fb_add_scalar(struct fb_builder* b, int slot, size_t size) {
   return p;
 }
 
-void fb_add_u8(struct fb_builder* b, int slot, uint8_t v) {
+void sl_fb_add_u8(struct fb_builder* b, int slot, uint8_t v) {
   uint8_t* p = fb_add_scalar(b, slot, 1);
   if (p != NULL) *p = v;
 }
 
-void fb_add_i16(struct fb_builder* b, int slot, int16_t v) {
+void sl_fb_add_i16(struct fb_builder* b, int slot, int16_t v) {
   uint8_t* p = fb_add_scalar(b, slot, 2);
   if (p != NULL) store_le16(p, (uint16_t)v);
 }
 
-void fb_add_i32(struct fb_builder* b, int slot, int32_t v) {
+void sl_fb_add_i32(struct fb_builder* b, int slot, int32_t v) {
   uint8_t* p = fb_add_scalar(b, slot, 4);
-  if (p != NULL) fb_store_le32(p, v);
+  if (p != NULL) sl_fb_store_le32(p, v);
 }
 
-void fb_add_i64(struct fb_builder* b, int slot, int64_t v) {
+void sl_fb_add_i64(struct fb_builder* b, int slot, int64_t v) {
   uint8_t* p = fb_add_scalar(b, slot, 8);
-  if (p != NULL) fb_store_le64(p, v);
+  if (p != NULL) sl_fb_store_le64(p, v);
 }
 
-void fb_add_ref(struct fb_builder* b, int slot, fb_ref ref) {
+void sl_fb_add_ref(struct fb_builder* b, int slot, fb_ref ref) {
   if (ref == 0) return;
   if (!b->in_table || slot < 0 || slot >= FB_MAX_SLOTS) {
     b->failed = 1;
@@ -218,7 +218,7 @@ void fb_add_ref(struct fb_builder* b, int slot, fb_ref ref) {
   if (slot + 1 > b->n_slots) b->n_slots = slot + 1;
 }
 
-fb_ref fb_table_end(struct fb_builder* b) {
+fb_ref sl_fb_table_end(struct fb_builder* b) {
   if (!b->in_table) b->failed = 1;
   b->in_table = 0;
   // The table starts with an soffset to its vtable, patched below once the
@@ -241,11 +241,11 @@ fb_ref fb_table_end(struct fb_builder* b) {
     store_le16(vt + 4 + 2 * i, at);
   }
   // soffset = table address - vtable address (vtable is below the table).
-  fb_store_le32(fb_at(b, table), (int32_t)(b->used - table));
+  sl_fb_store_le32(fb_at(b, table), (int32_t)(b->used - table));
   return (fb_ref)table;
 }
 
-int fb_finish(struct fb_builder* b, fb_ref root, const uint8_t** data, size_t* size,
+int sl_fb_finish(struct fb_builder* b, fb_ref root, const uint8_t** data, size_t* size,
               struct sluice_error* error) {
   if (!b->failed && (b->in_table || root == 0)) b->failed = 1;
   fb_prep(b, b->minalign, 4);

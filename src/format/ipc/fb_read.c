@@ -23,7 +23,7 @@ static uint16_t fb_load_u16(const uint8_t* p) {
   return v;
 }
 
-void fb_buf_init(struct fb_buf* buf, const uint8_t* data, size_t size) {
+void sl_fb_buf_init(struct fb_buf* buf, const uint8_t* data, size_t size) {
   buf->data = data;
   buf->size = size;
   buf->why = NULL;
@@ -51,7 +51,7 @@ static int fb_table_at(struct fb_buf* buf, size_t pos, struct fb_table* out) {
   return 0;
 }
 
-int fb_root(struct fb_buf* buf, struct fb_table* out) {
+int sl_fb_root(struct fb_buf* buf, struct fb_table* out) {
   if (!fb_in(buf, 0, 4)) return fb_fail(buf, 0, "flatbuffer shorter than its root offset");
   uint32_t root = fb_load_u32(buf->data);
   return fb_table_at(buf, root, out);
@@ -69,21 +69,21 @@ static int64_t fb_field(const struct fb_table* t, int slot, size_t width) {
   return off;
 }
 
-int fb_read_u8(const struct fb_table* t, int slot, uint8_t dflt, uint8_t* out) {
+int sl_fb_read_u8(const struct fb_table* t, int slot, uint8_t dflt, uint8_t* out) {
   int64_t off = fb_field(t, slot, 1);
   if (off < 0) return -1;
   *out = off ? t->buf->data[t->pos + (size_t)off] : dflt;
   return 0;
 }
 
-int fb_read_bool(const struct fb_table* t, int slot, int dflt, int* out) {
+int sl_fb_read_bool(const struct fb_table* t, int slot, int dflt, int* out) {
   uint8_t v;
-  if (fb_read_u8(t, slot, dflt ? 1 : 0, &v) != 0) return -1;
+  if (sl_fb_read_u8(t, slot, dflt ? 1 : 0, &v) != 0) return -1;
   *out = v != 0;
   return 0;
 }
 
-int fb_read_i16(const struct fb_table* t, int slot, int16_t dflt, int16_t* out) {
+int sl_fb_read_i16(const struct fb_table* t, int slot, int16_t dflt, int16_t* out) {
   int64_t off = fb_field(t, slot, 2);
   if (off < 0) return -1;
   if (off == 0) {
@@ -94,14 +94,14 @@ int fb_read_i16(const struct fb_table* t, int slot, int16_t dflt, int16_t* out) 
   return 0;
 }
 
-int fb_read_i32(const struct fb_table* t, int slot, int32_t dflt, int32_t* out) {
+int sl_fb_read_i32(const struct fb_table* t, int slot, int32_t dflt, int32_t* out) {
   int64_t off = fb_field(t, slot, 4);
   if (off < 0) return -1;
   *out = off ? fb_load_i32(t->buf->data + t->pos + (size_t)off) : dflt;
   return 0;
 }
 
-int fb_read_i64(const struct fb_table* t, int slot, int64_t dflt, int64_t* out) {
+int sl_fb_read_i64(const struct fb_table* t, int slot, int64_t dflt, int64_t* out) {
   int64_t off = fb_field(t, slot, 8);
   if (off < 0) return -1;
   *out = off ? fb_load_i64(t->buf->data + t->pos + (size_t)off) : dflt;
@@ -127,7 +127,7 @@ static int fb_ref(const struct fb_table* t, int slot, size_t* target) {
   return 1;
 }
 
-int fb_read_table(const struct fb_table* t, int slot, struct fb_table* out) {
+int sl_fb_read_table(const struct fb_table* t, int slot, struct fb_table* out) {
   size_t target;
   int rc = fb_ref(t, slot, &target);
   if (rc <= 0) return rc;
@@ -146,7 +146,7 @@ static int fb_vec_at(struct fb_buf* buf, size_t pos, uint32_t elem_size, struct 
   return 0;
 }
 
-int fb_read_vec(const struct fb_table* t, int slot, uint32_t elem_size, struct fb_vec* out) {
+int sl_fb_read_vec(const struct fb_table* t, int slot, uint32_t elem_size, struct fb_vec* out) {
   size_t target;
   out->buf = t->buf;
   out->pos = 0;
@@ -165,7 +165,7 @@ static int fb_string_at(struct fb_buf* buf, size_t pos, const char** s, uint32_t
   return 0;
 }
 
-int fb_read_string(const struct fb_table* t, int slot, const char** s, uint32_t* len) {
+int sl_fb_read_string(const struct fb_table* t, int slot, const char** s, uint32_t* len) {
   size_t target;
   *s = NULL;
   *len = 0;
@@ -174,18 +174,18 @@ int fb_read_string(const struct fb_table* t, int slot, const char** s, uint32_t*
   return fb_string_at(t->buf, target, s, len) == 0 ? 1 : -1;
 }
 
-const uint8_t* fb_vec_elem(const struct fb_vec* v, uint32_t i) {
+const uint8_t* sl_fb_vec_elem(const struct fb_vec* v, uint32_t i) {
   return v->buf->data + v->pos + (size_t)i * v->elem_size;
 }
 
-int fb_vec_table(const struct fb_vec* v, uint32_t i, struct fb_table* out) {
+int sl_fb_vec_table(const struct fb_vec* v, uint32_t i, struct fb_table* out) {
   size_t target;
   if (i >= v->count || v->elem_size != 4) return fb_fail(v->buf, v->pos, "vector index out of range");
   if (fb_follow(v->buf, v->pos + (size_t)i * 4, &target) != 0) return -1;
   return fb_table_at(v->buf, target, out);
 }
 
-int fb_vec_string(const struct fb_vec* v, uint32_t i, const char** s, uint32_t* len) {
+int sl_fb_vec_string(const struct fb_vec* v, uint32_t i, const char** s, uint32_t* len) {
   size_t target;
   if (i >= v->count || v->elem_size != 4) return fb_fail(v->buf, v->pos, "vector index out of range");
   if (fb_follow(v->buf, v->pos + (size_t)i * 4, &target) != 0) return -1;

@@ -39,39 +39,39 @@ struct fb_vec {
 };
 
 /// Initialises `buf` over `data`/`size` with no failure recorded.
-void fb_buf_init(struct fb_buf* buf, const uint8_t* data, size_t size);
+void sl_fb_buf_init(struct fb_buf* buf, const uint8_t* data, size_t size);
 
 /// Reads the root table. -1 when the buffer is too small or malformed.
-int fb_root(struct fb_buf* buf, struct fb_table* out);
+int sl_fb_root(struct fb_buf* buf, struct fb_table* out);
 
 /// Scalars of a table field; the default when the field is absent. -1 when
 /// the field is present but lies outside the table.
-int fb_read_u8(const struct fb_table* t, int slot, uint8_t dflt, uint8_t* out);
-int fb_read_i16(const struct fb_table* t, int slot, int16_t dflt, int16_t* out);
-int fb_read_i32(const struct fb_table* t, int slot, int32_t dflt, int32_t* out);
-int fb_read_i64(const struct fb_table* t, int slot, int64_t dflt, int64_t* out);
+int sl_fb_read_u8(const struct fb_table* t, int slot, uint8_t dflt, uint8_t* out);
+int sl_fb_read_i16(const struct fb_table* t, int slot, int16_t dflt, int16_t* out);
+int sl_fb_read_i32(const struct fb_table* t, int slot, int32_t dflt, int32_t* out);
+int sl_fb_read_i64(const struct fb_table* t, int slot, int64_t dflt, int64_t* out);
 /// A bool field (any non-zero byte is true).
-int fb_read_bool(const struct fb_table* t, int slot, int dflt, int* out);
+int sl_fb_read_bool(const struct fb_table* t, int slot, int dflt, int* out);
 
 /// A sub-table. Returns 1 and fills `out` when present, 0 when absent, -1 on
 /// malformed input.
-int fb_read_table(const struct fb_table* t, int slot, struct fb_table* out);
+int sl_fb_read_table(const struct fb_table* t, int slot, struct fb_table* out);
 
 /// A vector of `elem_size`-byte elements (4 for offsets to tables/strings,
 /// the struct size for structs). 1 present, 0 absent (out->count = 0), -1 bad.
-int fb_read_vec(const struct fb_table* t, int slot, uint32_t elem_size, struct fb_vec* out);
+int sl_fb_read_vec(const struct fb_table* t, int slot, uint32_t elem_size, struct fb_vec* out);
 
 /// A string field: `*s` points into the buffer (not NUL-terminated as far as
 /// we rely on), `*len` bytes. 1 present, 0 absent (*s = NULL, *len = 0), -1 bad.
-int fb_read_string(const struct fb_table* t, int slot, const char** s, uint32_t* len);
+int sl_fb_read_string(const struct fb_table* t, int slot, const char** s, uint32_t* len);
 
 /// Element `i` of a vector of tables.
-int fb_vec_table(const struct fb_vec* v, uint32_t i, struct fb_table* out);
+int sl_fb_vec_table(const struct fb_vec* v, uint32_t i, struct fb_table* out);
 /// Element `i` of a vector of strings.
-int fb_vec_string(const struct fb_vec* v, uint32_t i, const char** s, uint32_t* len);
+int sl_fb_vec_string(const struct fb_vec* v, uint32_t i, const char** s, uint32_t* len);
 /// Address of element `i` of a vector of scalars/structs (already bounds-checked
-/// as a whole by fb_read_vec). Load with memcpy.
-const uint8_t* fb_vec_elem(const struct fb_vec* v, uint32_t i);
+/// as a whole by sl_fb_read_vec). Load with memcpy.
+const uint8_t* sl_fb_vec_elem(const struct fb_vec* v, uint32_t i);
 
 /// Little-endian loads from possibly unaligned memory.
 static inline int32_t fb_load_i32(const uint8_t* p) {

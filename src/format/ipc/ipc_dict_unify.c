@@ -102,7 +102,7 @@ static int intern(struct ipc_unify_column* c, const struct sluice_allocator* all
   return 0;
 }
 
-int ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
+int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
                    const struct sluice_allocator* alloc, struct sluice_error* error) {
   memset(u, 0, sizeof *u);
   u->alloc = alloc;
@@ -116,7 +116,7 @@ int ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
     const char* at = strchr("cCsSiIlL", f->format[0]);
     if (at == NULL) continue;
     if (sl_grow_array(alloc, (void**)&u->cols, &u->cap, u->n + 1, sizeof *u->cols) != 0) {
-      ipc_unify_free(u);
+      sl_ipc_unify_free(u);
       return oom(error);
     }
     struct ipc_unify_column* col = &u->cols[u->n++];
@@ -129,7 +129,7 @@ int ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
     sl_buffer_init(&col->offsets, alloc);
     sl_buffer_init(&col->data, alloc);
     if (sl_buffer_reserve(&col->offsets, 8) != 0) {
-      ipc_unify_free(u);
+      sl_ipc_unify_free(u);
       return oom(error);
     }
     memset(col->offsets.data, 0, 8);
@@ -138,7 +138,7 @@ int ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
   return 0;
 }
 
-void ipc_unify_free(struct ipc_unify* u) {
+void sl_ipc_unify_free(struct ipc_unify* u) {
   for (int64_t i = 0; i < u->n; ++i) {
     sl_buffer_reset(&u->cols[i].offsets);
     sl_buffer_reset(&u->cols[i].data);
@@ -241,7 +241,7 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
   return 0;
 }
 
-int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
+int sl_ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
                     struct ipc_unified_batch* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = u->alloc;
@@ -260,7 +260,7 @@ int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
   if (out->children == NULL || out->columns == NULL || out->dicts == NULL ||
       out->index_bufs == NULL || out->index_sizes == NULL || out->buffer_lists == NULL ||
       out->dict_buffers == NULL) {
-    ipc_unified_batch_free(out);
+    sl_ipc_unified_batch_free(out);
     return oom(error);
   }
   for (int64_t c = 0; c < nc; ++c) out->children[c] = batch->children[c];
@@ -280,7 +280,7 @@ int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
     int64_t m = col->dictionary->length;
     if (map != NULL) sl_free(u->alloc, map, map_size(m));
     if (rc != 0) {
-      ipc_unified_batch_free(out);
+      sl_ipc_unified_batch_free(out);
       return rc;
     }
     if (map == NULL) continue;  // not unifiable: written as it is
@@ -308,7 +308,7 @@ int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
   return 0;
 }
 
-void ipc_unified_batch_free(struct ipc_unified_batch* b) {
+void sl_ipc_unified_batch_free(struct ipc_unified_batch* b) {
   for (int64_t i = 0; b->index_bufs != NULL && i < b->n; ++i) {
     if (b->index_bufs[i] != NULL)
       sl_free_buffer(b->alloc, b->index_bufs[i], (size_t)b->index_sizes[i]);

@@ -19,7 +19,7 @@ struct ipc_unify {
 
 /// A batch as the writer sees it: `root` is the input batch with the
 /// unified columns swapped in (views; nothing here owns the input). Valid
-/// until ipc_unified_batch_free, and while the input batch lives.
+/// until sl_ipc_unified_batch_free, and while the input batch lives.
 struct ipc_unified_batch {
   struct ArrowArray root;
   const struct sluice_allocator* alloc;
@@ -35,14 +35,14 @@ struct ipc_unified_batch {
 
 /// Picks the top-level columns of `schema` to unify: dictionary-encoded
 /// with integer indices and utf8 / large_utf8 / binary / large_binary values.
-int ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
+int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
                    const struct sluice_allocator* alloc, struct sluice_error* error);
 /// Maps `batch` onto the grown dictionaries (growing them). A dictionary
 /// with null values is left as it is. Errors: more values than the index
 /// type holds, an index out of range, out of memory.
-int ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
+int sl_ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
                     struct ipc_unified_batch* out, struct sluice_error* error);
-void ipc_unified_batch_free(struct ipc_unified_batch* b);
-void ipc_unify_free(struct ipc_unify* u);
+void sl_ipc_unified_batch_free(struct ipc_unified_batch* b);
+void sl_ipc_unify_free(struct ipc_unify* u);
 
 #endif

@@ -75,7 +75,7 @@ struct ipc_where {
   int64_t offset;    ///< byte offset of the message in the object
 };
 
-/// ipc_schema_parse flag: the schema only describes types (Parquet's
+/// sl_ipc_schema_parse flag: the schema only describes types (Parquet's
 /// ARROW:schema), no IPC bodies follow, so types the IPC decoder cannot read
 /// (binary/utf8 views, 32/64-bit decimals) are described by their format
 /// strings instead of rejected.
@@ -83,16 +83,16 @@ struct ipc_where {
 
 /// Parses a Schema table. `fb` is the flatbuffer it lives in (for reporting).
 /// On error `out` is left reset. EILSEQ / ENOTSUP / ENOMEM.
-int ipc_schema_parse(const struct fb_table* schema_table, int16_t version, unsigned flags,
+int sl_ipc_schema_parse(const struct fb_table* schema_table, int16_t version, unsigned flags,
                      const struct sluice_allocator* alloc, const struct ipc_where* where,
                      struct ipc_schema* out, struct sluice_error* error);
-void ipc_schema_reset(struct ipc_schema* schema);
+void sl_ipc_schema_reset(struct ipc_schema* schema);
 
 /// Index of the dictionary declaration with `id`, or -1.
-int64_t ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id);
+int64_t sl_ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id);
 
 /// Turns an fb_buf failure into an EILSEQ error naming object and offset.
-int ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
+int sl_ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
                  struct sluice_error* error);
 
 /* ---- Messages ------------------------------------------------------------ */
@@ -110,21 +110,21 @@ struct ipc_message {
 
 /// Parses the flatbuffer of a Message (`meta`, `len` bytes, framing already
 /// removed).
-int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
+int sl_ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
                       struct ipc_message* out, struct sluice_error* error);
 
 /// Encodes the [KeyValue] vector at `slot` of `t` into `out` in the C Data
 /// Interface metadata layout (out->size = 0 when absent or empty). 0, -1 if
 /// malformed, ENOMEM.
-int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out);
+int sl_ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out);
 /// The Message's custom_metadata into `out` (size 0 when it has none).
-int ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
+int sl_ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
                          const struct ipc_where* where, struct sluice_error* error);
 
 /// Reads the framing prefix at `p` (n bytes available, n >= 8 preferred):
 /// sets *prefix (4 or 8 bytes) and *meta_len (flatbuffer bytes incl. padding;
 /// 0 = end of stream). EILSEQ on a negative length.
-int ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta_len,
+int sl_ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta_len,
                      const struct ipc_where* where, struct sluice_error* error);
 
 /* ---- Dictionaries -------------------------------------------------------- */
@@ -144,9 +144,9 @@ struct ipc_dict_memo {
   struct ipc_dict_value** values;
 };
 
-int ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,
+int sl_ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,
                        struct sluice_error* error);
-void ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc);
+void sl_ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc);
 
 /// A message body: bytes plus the ref that keeps them alive (may be NULL
 /// only for bytes that are static).
@@ -157,12 +157,12 @@ struct ipc_body {
 };
 
 /// Applies a DictionaryBatch message (replace or delta) to `memo`.
-int ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
+int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
                    const struct ipc_message* msg, const struct ipc_body* body,
                    const struct ipc_where* where, struct sluice_error* error);
 
 /// A tree of views of `src` (buffers retained through `owner`) in `dst`.
-int ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
+int sl_ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
                    const struct sluice_allocator* alloc, struct ArrowArray* dst,
                    struct sluice_error* error);
 
@@ -170,7 +170,7 @@ int ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
 
 /// Decodes a RecordBatch message into a struct array of the `columns`
 /// (indexes of top-level fields, NULL = all) and validates it fully.
-int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
+int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
                             const struct ipc_message* msg, const struct ipc_body* body,
                             const int64_t* columns, int64_t n_columns,
                             const struct ipc_where* where, struct ArrowArray* out,
@@ -185,14 +185,14 @@ struct ipc_span {
 /// column (at most n_columns; columns without buffers or whose buffers are
 /// all empty give none), unsorted: what a projected read of a record batch
 /// has to fetch. Buffers outside the body are EILSEQ.
-int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
+int sl_ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
                            const int64_t* columns, int64_t n_columns,
                            const struct ipc_where* where, struct ipc_span* spans,
                            int64_t* n_spans, struct sluice_error* error);
 
 /// Decodes the single column of a dictionary's RecordBatch (`rb` table) as
 /// `field`/`schema`, attaching nested dictionaries from `memo`, validated.
-int ipc_decode_dictionary_values(const struct ipc_schema* schema,
+int sl_ipc_decode_dictionary_values(const struct ipc_schema* schema,
                                  const struct ipc_dict_memo* memo, const struct fb_table* rb,
                                  int16_t version, const struct ipc_body* body,
                                  const struct ipc_field* field,

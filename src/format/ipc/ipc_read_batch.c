@@ -80,17 +80,17 @@ static int dec_init(struct decoder* d, const struct fb_table* rb, int16_t versio
                     int64_t n_nodes_needed) {
   struct fb_table comp;
   int rc;
-  if (fb_read_vec(rb, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE, &d->nodes) < 0 ||
-      fb_read_vec(rb, IPC_RECORD_BATCH_BUFFERS, IPC_BUFFER_STRUCT_SIZE, &d->buffers) < 0 ||
-      fb_read_vec(rb, IPC_RECORD_BATCH_VARIADIC_BUFFER_COUNTS, 8, &d->variadic) < 0 ||
-      (rc = fb_read_table(rb, IPC_RECORD_BATCH_COMPRESSION, &comp)) < 0)
-    return ipc_fb_error(rb->buf, d->where, "RecordBatch", d->error);
+  if (sl_fb_read_vec(rb, IPC_RECORD_BATCH_NODES, IPC_FIELD_NODE_STRUCT_SIZE, &d->nodes) < 0 ||
+      sl_fb_read_vec(rb, IPC_RECORD_BATCH_BUFFERS, IPC_BUFFER_STRUCT_SIZE, &d->buffers) < 0 ||
+      sl_fb_read_vec(rb, IPC_RECORD_BATCH_VARIADIC_BUFFER_COUNTS, 8, &d->variadic) < 0 ||
+      (rc = sl_fb_read_table(rb, IPC_RECORD_BATCH_COMPRESSION, &comp)) < 0)
+    return sl_ipc_fb_error(rb->buf, d->where, "RecordBatch", d->error);
   d->codec = -1;
   if (rc == 1) {
     uint8_t codec, method;
-    if (fb_read_u8(&comp, IPC_BODY_COMPRESSION_CODEC, IPC_COMPRESSION_LZ4_FRAME, &codec) < 0 ||
-        fb_read_u8(&comp, IPC_BODY_COMPRESSION_METHOD, IPC_BODY_COMPRESSION_BUFFER, &method) < 0)
-      return ipc_fb_error(rb->buf, d->where, "BodyCompression", d->error);
+    if (sl_fb_read_u8(&comp, IPC_BODY_COMPRESSION_CODEC, IPC_COMPRESSION_LZ4_FRAME, &codec) < 0 ||
+        sl_fb_read_u8(&comp, IPC_BODY_COMPRESSION_METHOD, IPC_BODY_COMPRESSION_BUFFER, &method) < 0)
+      return sl_ipc_fb_error(rb->buf, d->where, "BodyCompression", d->error);
     if (codec > IPC_COMPRESSION_ZSTD || method != IPC_BODY_COMPRESSION_BUFFER)
       return dec_fail(d, ENOTSUP, "unsupported body compression (codec %d, method %d)",
                       (int)codec, (int)method);
@@ -177,7 +177,7 @@ static int next_buffer(struct decoder* d, int want, struct body_buffer* out) {
   if (index >= d->buffers.count)
     return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " buffers, the schema needs more",
                     (int64_t)d->buffers.count);
-  const uint8_t* e = fb_vec_elem(&d->buffers, (uint32_t)index);
+  const uint8_t* e = sl_fb_vec_elem(&d->buffers, (uint32_t)index);
   int64_t off = fb_load_i64(e), len = fb_load_i64(e + 8);
   if (off < 0 || len < 0 || off > d->body->size || len > d->body->size - off)
     return dec_fail(d, EILSEQ, "record batch buffer %" PRId64 " extends past message body "
@@ -329,7 +329,7 @@ static int decode_views(struct decoder* d, int64_t node, int64_t length, struct 
     return dec_fail(d, EILSEQ, "field node %" PRId64 ": validity buffer of %" PRId64 " bytes is "
                     "too short for %" PRId64 " rows", node, se->size[0], length);
   int64_t which = d->view_i++;
-  int64_t n_data = which < d->variadic.count ? fb_load_i64(fb_vec_elem(&d->variadic, (uint32_t)which)) : 0;
+  int64_t n_data = which < d->variadic.count ? fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)which)) : 0;
   if (n_data < 0 || n_data > d->buffers.count - d->buffer_i - 1)
     return dec_fail(d, EILSEQ, "field node %" PRId64 ": %" PRId64 " variadic data buffers, the "
                     "record batch has %" PRId64 " buffers", node, n_data, (int64_t)d->buffers.count);
@@ -390,7 +390,7 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
   if (node >= d->nodes.count)
     return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " field nodes, the schema needs "
                     "more", (int64_t)d->nodes.count);
-  const uint8_t* e = fb_vec_elem(&d->nodes, (uint32_t)node);
+  const uint8_t* e = sl_fb_vec_elem(&d->nodes, (uint32_t)node);
   int64_t length = fb_load_i64(e), nulls = fb_load_i64(e + 8);
   if (length < 0 || nulls < 0 || nulls > length)
     return dec_fail(d, EILSEQ, "field node %" PRId64 " has length %" PRId64 " and null count %" PRId64, node, length, nulls);
@@ -454,14 +454,14 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
   for (int64_t i = 0; i < f->n_children; ++i)
     SL_RETURN_NOT_OK(decode_field(d, &f->children[i], s->children[i], out->children[i]));
   if (f->dict_id >= 0) {
-    int64_t k = ipc_schema_find_dict(d->schema, f->dict_id);
+    int64_t k = sl_ipc_schema_find_dict(d->schema, f->dict_id);
     const struct ipc_dict_value* v = k >= 0 && k < d->memo->n ? d->memo->values[k] : NULL;
     if (v == NULL)
       return dec_fail(d, EILSEQ, "field '%s' uses dictionary id %" PRId64
                       " before any DictionaryBatch defined it",
                       s->name ? s->name : "", f->dict_id);
     SL_RETURN_NOT_OK(sl_array_alloc_dictionary(out, d->error));
-    SL_RETURN_NOT_OK(ipc_array_view(&v->array, (struct sl_ref*)&v->ref, d->alloc,
+    SL_RETURN_NOT_OK(sl_ipc_array_view(&v->array, (struct sl_ref*)&v->ref, d->alloc,
                                     out->dictionary, d->error));
   }
   return 0;
@@ -476,7 +476,7 @@ static int validate(struct decoder* d, const struct ArrowSchema* s, const struct
   return rc;
 }
 
-int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
+int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
                             const struct ipc_message* msg, const struct ipc_body* body,
                             const int64_t* columns, int64_t n_columns,
                             const struct ipc_where* where, struct ArrowArray* out,
@@ -494,8 +494,8 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
                           where->name, col, root->n_children);
     need += root->children[col].n_nodes;
   }
-  if (fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, &length) < 0)
-    return ipc_fb_error(msg->header.buf, where, "RecordBatch", error);
+  if (sl_fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, &length) < 0)
+    return sl_ipc_fb_error(msg->header.buf, where, "RecordBatch", error);
   if (length < 0)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": negative record batch length %" PRId64,
                         where->name, where->offset, length);
@@ -510,7 +510,7 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
     // The data buffers of the view fields before this column come first.
     d.view_i = f->view_start;
     for (int64_t k = 0; k < f->view_start && k < d.variadic.count; ++k) {
-      int64_t extra = fb_load_i64(fb_vec_elem(&d.variadic, (uint32_t)k));
+      int64_t extra = fb_load_i64(sl_fb_vec_elem(&d.variadic, (uint32_t)k));
       d.buffer_i = extra < 0 || extra > d.buffers.count ? d.buffers.count : d.buffer_i + extra;
     }
     rc = decode_field(&d, f, schema->schema.children[col], out->children[i]);
@@ -534,13 +534,13 @@ int ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_di
 static int64_t first_buffer(const struct decoder* d, const struct ipc_field* f) {
   int64_t at = f->buffer_start + (d->v4 ? f->union_start : 0);
   for (int64_t k = 0; k < f->view_start && k < d->variadic.count; ++k) {
-    int64_t extra = fb_load_i64(fb_vec_elem(&d->variadic, (uint32_t)k));
+    int64_t extra = fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)k));
     at = extra < 0 || extra > d->buffers.count ? d->buffers.count : at + extra;
   }
   return at;
 }
 
-int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
+int sl_ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_message* msg,
                            const int64_t* columns, int64_t n_columns,
                            const struct ipc_where* where, struct ipc_span* spans,
                            int64_t* n_spans, struct sluice_error* error) {
@@ -562,7 +562,7 @@ int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_mes
                                             : (int64_t)d.buffers.count;
     struct ipc_span span = {INT64_MAX, 0};
     for (int64_t b = b0; b < b1 && b < (int64_t)d.buffers.count; ++b) {
-      const uint8_t* e = fb_vec_elem(&d.buffers, (uint32_t)b);
+      const uint8_t* e = sl_fb_vec_elem(&d.buffers, (uint32_t)b);
       int64_t off = fb_load_i64(e), len = fb_load_i64(e + 8);
       if (off < 0 || len < 0 || off > msg->body_length || len > msg->body_length - off) {
         rc = dec_fail(&d, EILSEQ, "record batch buffer %" PRId64 " extends past message body "
@@ -580,7 +580,7 @@ int ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_mes
   return rc;
 }
 
-int ipc_decode_dictionary_values(const struct ipc_schema* schema,
+int sl_ipc_decode_dictionary_values(const struct ipc_schema* schema,
                                  const struct ipc_dict_memo* memo, const struct fb_table* rb,
                                  int16_t version, const struct ipc_body* body,
                                  const struct ipc_field* field,

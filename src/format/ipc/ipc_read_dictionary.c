@@ -11,7 +11,7 @@
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
 
-int ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,
+int sl_ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,
                        struct sluice_error* error) {
   memo->n = schema->n_dicts;
   memo->values = NULL;
@@ -24,7 +24,7 @@ int ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* sche
   return 0;
 }
 
-void ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc) {
+void sl_ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc) {
   if (memo->values != NULL) {
     for (int64_t i = 0; i < memo->n; ++i)
       if (memo->values[i] != NULL) sl_ref_release(&memo->values[i]->ref);
@@ -40,7 +40,7 @@ static void dict_value_destroy(struct sl_ref* ref) {
   sl_free(v->alloc, v, sizeof *v);
 }
 
-int ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
+int sl_ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
                    const struct sluice_allocator* alloc, struct ArrowArray* dst,
                    struct sluice_error* error) {
   SL_RETURN_NOT_OK(sl_array_init(dst, alloc, src->n_buffers, src->n_children, error));
@@ -51,10 +51,10 @@ int ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
     if (src->buffers[i] != NULL) sl_array_set_buffer_view(dst, i, src->buffers[i], owner);
   int rc = 0;
   for (int64_t i = 0; rc == 0 && i < src->n_children; ++i)
-    rc = ipc_array_view(src->children[i], owner, alloc, dst->children[i], error);
+    rc = sl_ipc_array_view(src->children[i], owner, alloc, dst->children[i], error);
   if (rc == 0 && src->dictionary != NULL) {
     rc = sl_array_alloc_dictionary(dst, error);
-    if (rc == 0) rc = ipc_array_view(src->dictionary, owner, alloc, dst->dictionary, error);
+    if (rc == 0) rc = sl_ipc_array_view(src->dictionary, owner, alloc, dst->dictionary, error);
   }
   if (rc != 0) dst->release(dst);
   return rc;
@@ -216,28 +216,28 @@ static int attach_nested(struct concat* c, const struct ipc_field* f, const stru
                          struct ArrowArray* out, struct sl_ref* owner) {
   if (f->dict_id >= 0 && b->dictionary != NULL) {
     SL_RETURN_NOT_OK(sl_array_alloc_dictionary(out, c->error));
-    SL_RETURN_NOT_OK(ipc_array_view(b->dictionary, owner, c->alloc, out->dictionary, c->error));
+    SL_RETURN_NOT_OK(sl_ipc_array_view(b->dictionary, owner, c->alloc, out->dictionary, c->error));
   }
   for (int64_t i = 0; i < f->n_children && i < out->n_children; ++i)
     SL_RETURN_NOT_OK(attach_nested(c, &f->children[i], b->children[i], out->children[i], owner));
   return 0;
 }
 
-int ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
+int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
                    const struct ipc_message* msg, const struct ipc_body* body,
                    const struct ipc_where* where, struct sluice_error* error) {
   int64_t id;
   int is_delta;
   struct fb_table rb;
   int has_rb;
-  if (fb_read_i64(&msg->header, IPC_DICTIONARY_BATCH_ID, 0, &id) < 0 ||
-      (has_rb = fb_read_table(&msg->header, IPC_DICTIONARY_BATCH_DATA, &rb)) < 0 ||
-      fb_read_bool(&msg->header, IPC_DICTIONARY_BATCH_IS_DELTA, 0, &is_delta) < 0)
-    return ipc_fb_error(msg->header.buf, where, "DictionaryBatch", error);
+  if (sl_fb_read_i64(&msg->header, IPC_DICTIONARY_BATCH_ID, 0, &id) < 0 ||
+      (has_rb = sl_fb_read_table(&msg->header, IPC_DICTIONARY_BATCH_DATA, &rb)) < 0 ||
+      sl_fb_read_bool(&msg->header, IPC_DICTIONARY_BATCH_IS_DELTA, 0, &is_delta) < 0)
+    return sl_ipc_fb_error(msg->header.buf, where, "DictionaryBatch", error);
   if (has_rb == 0)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": DictionaryBatch without data",
                         where->name, where->offset);
-  int64_t k = ipc_schema_find_dict(schema, id);
+  int64_t k = sl_ipc_schema_find_dict(schema, id);
   if (k < 0 || k >= memo->n)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": DictionaryBatch for id %" PRId64
                         ", which no field uses", where->name, where->offset, id);
@@ -247,7 +247,7 @@ int ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
   if (v == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", where->name);
   v->alloc = alloc;
   sl_ref_init(&v->ref, dict_value_destroy);
-  int rc = ipc_decode_dictionary_values(schema, memo, &rb, msg->version, body, decl->value,
+  int rc = sl_ipc_decode_dictionary_values(schema, memo, &rb, msg->version, body, decl->value,
                                         decl->value_schema, where, &v->array, error);
   struct ipc_dict_value* old = memo->values[k];
   if (rc == 0 && is_delta && old != NULL) {

@@ -6,7 +6,7 @@
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
 
-int ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta_len,
+int sl_ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta_len,
                      const struct ipc_where* where, struct sluice_error* error) {
   if (n < 4)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": truncated message prefix",
@@ -31,17 +31,17 @@ int ipc_frame_prefix(const uint8_t* p, int64_t n, int64_t* prefix, int64_t* meta
   return 0;
 }
 
-int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
+int sl_ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* where,
                       struct ipc_message* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
-  fb_buf_init(&out->fb, meta, len);
-  if (fb_root(&out->fb, &out->message) != 0 ||
-      fb_read_i16(&out->message, IPC_MESSAGE_VERSION, IPC_METADATA_V1, &out->version) < 0 ||
-      fb_read_u8(&out->message, IPC_MESSAGE_HEADER_TYPE, 0, &out->header_type) < 0 ||
-      fb_read_i64(&out->message, IPC_MESSAGE_BODY_LENGTH, 0, &out->body_length) < 0)
-    return ipc_fb_error(&out->fb, where, "Message", error);
-  int rc = fb_read_table(&out->message, IPC_MESSAGE_HEADER, &out->header);
-  if (rc < 0) return ipc_fb_error(&out->fb, where, "Message header", error);
+  sl_fb_buf_init(&out->fb, meta, len);
+  if (sl_fb_root(&out->fb, &out->message) != 0 ||
+      sl_fb_read_i16(&out->message, IPC_MESSAGE_VERSION, IPC_METADATA_V1, &out->version) < 0 ||
+      sl_fb_read_u8(&out->message, IPC_MESSAGE_HEADER_TYPE, 0, &out->header_type) < 0 ||
+      sl_fb_read_i64(&out->message, IPC_MESSAGE_BODY_LENGTH, 0, &out->body_length) < 0)
+    return sl_ipc_fb_error(&out->fb, where, "Message", error);
+  int rc = sl_fb_read_table(&out->message, IPC_MESSAGE_HEADER, &out->header);
+  if (rc < 0) return sl_ipc_fb_error(&out->fb, where, "Message header", error);
   if (rc == 0 || out->header_type == IPC_MESSAGE_NONE)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message without a header",
                         where->name, where->offset);
@@ -57,10 +57,10 @@ int ipc_message_parse(const uint8_t* meta, size_t len, const struct ipc_where* w
 
 static int append_i32(struct sl_buffer* b, int32_t v) { return sl_buffer_append(b, &v, 4); }
 
-int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out) {
+int sl_ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* out) {
   out->size = 0;
   struct fb_vec kvs;
-  int rc = fb_read_vec(t, slot, 4, &kvs);
+  int rc = sl_fb_read_vec(t, slot, 4, &kvs);
   if (rc < 0) return -1;
   if (rc == 0 || kvs.count == 0) return 0;
   if (kvs.count > INT32_MAX / 8) return -1;
@@ -69,8 +69,8 @@ int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* o
     struct fb_table kv;
     const char *k, *v;
     uint32_t klen, vlen;
-    if (fb_vec_table(&kvs, i, &kv) != 0 || fb_read_string(&kv, IPC_KEY_VALUE_KEY, &k, &klen) < 0 ||
-        fb_read_string(&kv, IPC_KEY_VALUE_VALUE, &v, &vlen) < 0)
+    if (sl_fb_vec_table(&kvs, i, &kv) != 0 || sl_fb_read_string(&kv, IPC_KEY_VALUE_KEY, &k, &klen) < 0 ||
+        sl_fb_read_string(&kv, IPC_KEY_VALUE_VALUE, &v, &vlen) < 0)
       return -1;
     if (klen > INT32_MAX || vlen > INT32_MAX) return -1;
     if (append_i32(out, (int32_t)klen) != 0 || sl_buffer_append(out, k, klen) != 0 ||
@@ -80,10 +80,10 @@ int ipc_read_kv_metadata(const struct fb_table* t, int slot, struct sl_buffer* o
   return 0;
 }
 
-int ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
+int sl_ipc_message_metadata(const struct ipc_message* msg, struct sl_buffer* out,
                          const struct ipc_where* where, struct sluice_error* error) {
-  int rc = ipc_read_kv_metadata(&msg->message, IPC_MESSAGE_CUSTOM_METADATA, out);
-  if (rc < 0) return ipc_fb_error(&msg->fb, where, "Message custom_metadata", error);
+  int rc = sl_ipc_read_kv_metadata(&msg->message, IPC_MESSAGE_CUSTOM_METADATA, out);
+  if (rc < 0) return sl_ipc_fb_error(&msg->fb, where, "Message custom_metadata", error);
   if (rc == ENOMEM)
     return sl_error_set(error, ENOMEM, "%s: offset %" PRId64 ": out of memory reading message "
                         "metadata", where->name, where->offset);

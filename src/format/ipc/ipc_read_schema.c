@@ -24,7 +24,7 @@ struct schema_parser {
   int types_only;          ///< IPC_SCHEMA_TYPES_ONLY
 };
 
-int ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
+int sl_ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
                  struct sluice_error* error) {
   return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": malformed %s: %s at byte %zu",
                       where->name, where->offset, what, fb->why ? fb->why : "bad flatbuffer",
@@ -32,7 +32,7 @@ int ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const c
 }
 
 static int bad(struct schema_parser* p, const char* what) {
-  return ipc_fb_error(p->fb, p->where, what, p->error);
+  return sl_ipc_fb_error(p->fb, p->where, what, p->error);
 }
 
 /// An error about field `field`; `fmt` is one of the literal formats below
@@ -57,7 +57,7 @@ static void field_reset(const struct sluice_allocator* alloc, struct ipc_field* 
   memset(f, 0, sizeof *f);
 }
 
-void ipc_schema_reset(struct ipc_schema* s) {
+void sl_ipc_schema_reset(struct ipc_schema* s) {
   if (s->schema.release != NULL) s->schema.release(&s->schema);
   field_reset(s->alloc, &s->root);
   if (s->dicts != NULL) sl_free(s->alloc, s->dicts, (size_t)s->n_dicts * sizeof *s->dicts);
@@ -65,7 +65,7 @@ void ipc_schema_reset(struct ipc_schema* s) {
   s->n_dicts = 0;
 }
 
-int64_t ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id) {
+int64_t sl_ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id) {
   for (int64_t i = 0; i < schema->n_dicts; ++i)
     if (schema->dicts[i].id == id) return i;
   return -1;
@@ -84,7 +84,7 @@ static const char* scratch_str(struct schema_parser* p, const char* s, uint32_t 
 /// absent or empty vector leaves metadata NULL.
 static int set_metadata(struct schema_parser* p, const struct fb_table* t, int slot,
                         struct ArrowSchema* s) {
-  int rc = ipc_read_kv_metadata(t, slot, &p->meta);
+  int rc = sl_ipc_read_kv_metadata(t, slot, &p->meta);
   if (rc < 0) return bad(p, "custom_metadata");
   if (rc == ENOMEM)
     return sl_error_set(p->error, ENOMEM, "%s: out of memory reading schema metadata",
@@ -115,7 +115,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       snprintf(fmt, fmt_cap, "b");
       break;
     case IPC_TYPE_INT: {
-      if (fb_read_i32(tt, IPC_INT_BIT_WIDTH, 0, &i32a) || fb_read_bool(tt, IPC_INT_IS_SIGNED, 0, &b))
+      if (sl_fb_read_i32(tt, IPC_INT_BIT_WIDTH, 0, &i32a) || sl_fb_read_bool(tt, IPC_INT_IS_SIGNED, 0, &b))
         return bad(p, "Int type");
       const char* codes = b ? "csil" : "CSIL";
       int k = i32a == 8 ? 0 : i32a == 16 ? 1 : i32a == 32 ? 2 : i32a == 64 ? 3 : -1;
@@ -125,7 +125,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       break;
     }
     case IPC_TYPE_FLOATING_POINT:
-      if (fb_read_i16(tt, IPC_FLOATING_POINT_PRECISION, 0, &i16)) return bad(p, "FloatingPoint type");
+      if (sl_fb_read_i16(tt, IPC_FLOATING_POINT_PRECISION, 0, &i16)) return bad(p, "FloatingPoint type");
       if (i16 < 0 || i16 > 2) return invalid(p, EILSEQ, "unknown float precision %" PRId64, fname, i16);
       f->bit_width = 16 << i16;
       snprintf(fmt, fmt_cap, "%c", "efg"[i16]);
@@ -141,15 +141,15 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
                : type_type == IPC_TYPE_LARGE_BINARY ? "Z" : "U");
       break;
     case IPC_TYPE_FIXED_SIZE_BINARY:
-      if (fb_read_i32(tt, IPC_FIXED_SIZE_BINARY_BYTE_WIDTH, 0, &i32a)) return bad(p, "FixedSizeBinary type");
+      if (sl_fb_read_i32(tt, IPC_FIXED_SIZE_BINARY_BYTE_WIDTH, 0, &i32a)) return bad(p, "FixedSizeBinary type");
       if (i32a < 0 || i32a > (INT32_MAX >> 3))
         return invalid(p, EILSEQ, "fixed_size_binary width %" PRId64 " out of range", fname, i32a);
       f->bit_width = i32a * 8;
       snprintf(fmt, fmt_cap, "w:%d", (int)i32a);
       break;
     case IPC_TYPE_DECIMAL:
-      if (fb_read_i32(tt, IPC_DECIMAL_PRECISION, 0, &i32a) || fb_read_i32(tt, IPC_DECIMAL_SCALE, 0, &i32b) ||
-          fb_read_i32(tt, IPC_DECIMAL_BIT_WIDTH, 128, &i32c))
+      if (sl_fb_read_i32(tt, IPC_DECIMAL_PRECISION, 0, &i32a) || sl_fb_read_i32(tt, IPC_DECIMAL_SCALE, 0, &i32b) ||
+          sl_fb_read_i32(tt, IPC_DECIMAL_BIT_WIDTH, 128, &i32c))
         return bad(p, "Decimal type");
       if (i32c != 32 && i32c != 64 && i32c != 128 && i32c != 256)
         return invalid(p, ENOTSUP, "decimal bit width %" PRId64 " is not supported", fname, i32c);
@@ -163,15 +163,15 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       else snprintf(fmt, fmt_cap, "d:%d,%d,%d", (int)i32a, (int)i32b, (int)i32c);
       break;
     case IPC_TYPE_DATE:
-      if (fb_read_i16(tt, IPC_DATE_UNIT, IPC_DATE_MILLISECOND, &i16)) return bad(p, "Date type");
+      if (sl_fb_read_i16(tt, IPC_DATE_UNIT, IPC_DATE_MILLISECOND, &i16)) return bad(p, "Date type");
       if (i16 != IPC_DATE_DAY && i16 != IPC_DATE_MILLISECOND)
         return invalid(p, EILSEQ, "unknown date unit %" PRId64, fname, i16);
       f->bit_width = i16 == IPC_DATE_DAY ? 32 : 64;
       snprintf(fmt, fmt_cap, "%s", i16 == IPC_DATE_DAY ? "tdD" : "tdm");
       break;
     case IPC_TYPE_TIME:
-      if (fb_read_i16(tt, IPC_TIME_UNIT, IPC_TIME_MILLISECOND, &i16) ||
-          fb_read_i32(tt, IPC_TIME_BIT_WIDTH, 32, &i32a))
+      if (sl_fb_read_i16(tt, IPC_TIME_UNIT, IPC_TIME_MILLISECOND, &i16) ||
+          sl_fb_read_i32(tt, IPC_TIME_BIT_WIDTH, 32, &i32a))
         return bad(p, "Time type");
       if (i16 < 0 || i16 > 3) return invalid(p, EILSEQ, "unknown time unit %" PRId64, fname, i16);
       if (i32a != (i16 <= IPC_TIME_MILLISECOND ? 32 : 64))
@@ -182,8 +182,8 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
     case IPC_TYPE_TIMESTAMP: {
       const char* tz;
       uint32_t tzlen;
-      if (fb_read_i16(tt, IPC_TIMESTAMP_UNIT, 0, &i16) ||
-          fb_read_string(tt, IPC_TIMESTAMP_TIMEZONE, &tz, &tzlen) < 0)
+      if (sl_fb_read_i16(tt, IPC_TIMESTAMP_UNIT, 0, &i16) ||
+          sl_fb_read_string(tt, IPC_TIMESTAMP_TIMEZONE, &tz, &tzlen) < 0)
         return bad(p, "Timestamp type");
       if (i16 < 0 || i16 > 3) return invalid(p, EILSEQ, "unknown time unit %" PRId64, fname, i16);
       if (tzlen > fmt_cap - 8 || (tz != NULL && memchr(tz, 0, tzlen) != NULL))
@@ -193,13 +193,13 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       break;
     }
     case IPC_TYPE_DURATION:
-      if (fb_read_i16(tt, IPC_DURATION_UNIT, IPC_TIME_MILLISECOND, &i16)) return bad(p, "Duration type");
+      if (sl_fb_read_i16(tt, IPC_DURATION_UNIT, IPC_TIME_MILLISECOND, &i16)) return bad(p, "Duration type");
       if (i16 < 0 || i16 > 3) return invalid(p, EILSEQ, "unknown time unit %" PRId64, fname, i16);
       f->bit_width = 64;
       snprintf(fmt, fmt_cap, "tD%c", k_time_unit_chars[i16]);
       break;
     case IPC_TYPE_INTERVAL:
-      if (fb_read_i16(tt, IPC_INTERVAL_UNIT, 0, &i16)) return bad(p, "Interval type");
+      if (sl_fb_read_i16(tt, IPC_INTERVAL_UNIT, 0, &i16)) return bad(p, "Interval type");
       if (i16 < 0 || i16 > 2) return invalid(p, EILSEQ, "unknown interval unit %" PRId64, fname, i16);
       f->bit_width = i16 == IPC_INTERVAL_YEAR_MONTH ? 32 : i16 == IPC_INTERVAL_DAY_TIME ? 64 : 128;
       snprintf(fmt, fmt_cap, "ti%c", "MDn"[i16]);
@@ -212,7 +212,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_LIST ? "+l" : "+L");
       break;
     case IPC_TYPE_MAP:
-      if (fb_read_bool(tt, IPC_MAP_KEYS_SORTED, 0, &b)) return bad(p, "Map type");
+      if (sl_fb_read_bool(tt, IPC_MAP_KEYS_SORTED, 0, &b)) return bad(p, "Map type");
       if (b) *flags |= ARROW_FLAG_MAP_KEYS_SORTED;
       f->kind = IPC_KIND_LIST;
       f->offset_width = 4;
@@ -220,7 +220,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       snprintf(fmt, fmt_cap, "+m");
       break;
     case IPC_TYPE_FIXED_SIZE_LIST:
-      if (fb_read_i32(tt, IPC_FIXED_SIZE_LIST_LIST_SIZE, 0, &i32a)) return bad(p, "FixedSizeList type");
+      if (sl_fb_read_i32(tt, IPC_FIXED_SIZE_LIST_LIST_SIZE, 0, &i32a)) return bad(p, "FixedSizeList type");
       if (i32a < 0) return invalid(p, EILSEQ, "negative fixed_size_list size %" PRId64, fname, i32a);
       f->kind = IPC_KIND_FIXED_LIST;
       f->bit_width = i32a;  // the list size, for the decoder
@@ -234,7 +234,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       break;
     case IPC_TYPE_UNION: {
       struct fb_vec ids;
-      if (fb_read_i16(tt, IPC_UNION_MODE, 0, &i16) || fb_read_vec(tt, IPC_UNION_TYPE_IDS, 4, &ids) < 0)
+      if (sl_fb_read_i16(tt, IPC_UNION_MODE, 0, &i16) || sl_fb_read_vec(tt, IPC_UNION_TYPE_IDS, 4, &ids) < 0)
         return bad(p, "Union type");
       if (i16 != IPC_UNION_SPARSE && i16 != IPC_UNION_DENSE)
         return invalid(p, EILSEQ, "unknown union mode %" PRId64, fname, i16);
@@ -246,7 +246,7 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       size_t len = (size_t)snprintf(fmt, fmt_cap, "+u%c:", i16 == IPC_UNION_DENSE ? 'd' : 's');
       for (int64_t i = 0; i < n_children; ++i) {
         int32_t id = (int32_t)i;
-        if (ids.count != 0) id = fb_load_i32(fb_vec_elem(&ids, (uint32_t)i));
+        if (ids.count != 0) id = fb_load_i32(sl_fb_vec_elem(&ids, (uint32_t)i));
         if (id < 0 || id > 127) return invalid(p, EILSEQ, "union type id %" PRId64 " out of range", fname, id);
         len += (size_t)snprintf(fmt + len, fmt_cap - len, i ? ",%d" : "%d", (int)id);
       }
@@ -324,7 +324,7 @@ static int same_type(const struct ArrowSchema* a, const struct ArrowSchema* b) {
 static int add_dict(struct schema_parser* p, int64_t id, const struct ipc_field* value,
                     const struct ArrowSchema* value_schema) {
   struct ipc_schema* s = p->out;
-  int64_t at = ipc_schema_find_dict(s, id);
+  int64_t at = sl_ipc_schema_find_dict(s, id);
   if (at >= 0) {
     if (!same_type(s->dicts[at].value_schema, value_schema))
       return sl_error_set(p->error, EILSEQ,
@@ -367,13 +367,13 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
   if (--p->budget < 0 || depth > IPC_MAX_DEPTH)
     return sl_error_set(p->error, EILSEQ, "%s: offset %" PRId64 ": schema nests deeper than %d levels or has too many fields",
                         p->where->name, p->where->offset, IPC_MAX_DEPTH);
-  if (fb_read_string(ft, IPC_FIELD_NAME, &name, &name_len) < 0 ||
-      fb_read_bool(ft, IPC_FIELD_NULLABLE, 0, &nullable) < 0 ||
-      fb_read_u8(ft, IPC_FIELD_TYPE_TYPE, 0, &type_type) < 0)
+  if (sl_fb_read_string(ft, IPC_FIELD_NAME, &name, &name_len) < 0 ||
+      sl_fb_read_bool(ft, IPC_FIELD_NULLABLE, 0, &nullable) < 0 ||
+      sl_fb_read_u8(ft, IPC_FIELD_TYPE_TYPE, 0, &type_type) < 0)
     return bad(p, "Field");
-  int has_type = fb_read_table(ft, IPC_FIELD_TYPE, &tt);
-  int has_dict = fb_read_table(ft, IPC_FIELD_DICTIONARY, &dict);
-  if (has_type < 0 || has_dict < 0 || fb_read_vec(ft, IPC_FIELD_CHILDREN, 4, &kids) < 0)
+  int has_type = sl_fb_read_table(ft, IPC_FIELD_TYPE, &tt);
+  int has_dict = sl_fb_read_table(ft, IPC_FIELD_DICTIONARY, &dict);
+  if (has_type < 0 || has_dict < 0 || sl_fb_read_vec(ft, IPC_FIELD_CHILDREN, 4, &kids) < 0)
     return bad(p, "Field");
   if (has_type == 0) {  // parameterless types may omit the (empty) table
     memset(&tt, 0, sizeof tt);
@@ -408,12 +408,12 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
   int32_t iw = 32;
   int is_signed = 1;
   struct fb_table it;
-  int has_it = fb_read_table(&dict, IPC_DICTIONARY_ENCODING_INDEX_TYPE, &it);
-  if (fb_read_i64(&dict, IPC_DICTIONARY_ENCODING_ID, 0, &id) < 0 ||
-      fb_read_bool(&dict, IPC_DICTIONARY_ENCODING_IS_ORDERED, 0, &ordered) < 0 || has_it < 0)
+  int has_it = sl_fb_read_table(&dict, IPC_DICTIONARY_ENCODING_INDEX_TYPE, &it);
+  if (sl_fb_read_i64(&dict, IPC_DICTIONARY_ENCODING_ID, 0, &id) < 0 ||
+      sl_fb_read_bool(&dict, IPC_DICTIONARY_ENCODING_IS_ORDERED, 0, &ordered) < 0 || has_it < 0)
     return bad(p, "DictionaryEncoding");
-  if (has_it && (fb_read_i32(&it, IPC_INT_BIT_WIDTH, 0, &iw) < 0 ||
-                 fb_read_bool(&it, IPC_INT_IS_SIGNED, 0, &is_signed) < 0))
+  if (has_it && (sl_fb_read_i32(&it, IPC_INT_BIT_WIDTH, 0, &iw) < 0 ||
+                 sl_fb_read_bool(&it, IPC_INT_IS_SIGNED, 0, &is_signed) < 0))
     return bad(p, "DictionaryEncoding");
   int k = iw == 8 ? 0 : iw == 16 ? 1 : iw == 32 ? 2 : iw == 64 ? 3 : -1;
   if (k < 0) return invalid(p, EILSEQ, "dictionary index bit width %" PRId64 " is not 8/16/32/64", fname, iw);
@@ -450,13 +450,13 @@ static int parse_children(struct schema_parser* p, const struct fb_vec* kids, in
   for (uint32_t i = 0; i < kids->count; ++i) {
     struct fb_table ct;
     f->children[i].dict_id = -1;
-    if (fb_vec_table(kids, i, &ct) != 0) return bad(p, "Field children");
+    if (sl_fb_vec_table(kids, i, &ct) != 0) return bad(p, "Field children");
     SL_RETURN_NOT_OK(parse_field(p, &ct, depth + 1, s->children[i], &f->children[i]));
   }
   return 0;
 }
 
-int ipc_schema_parse(const struct fb_table* st, int16_t version, unsigned flags,
+int sl_ipc_schema_parse(const struct fb_table* st, int16_t version, unsigned flags,
                      const struct sluice_allocator* alloc, const struct ipc_where* where,
                      struct ipc_schema* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
@@ -480,8 +480,8 @@ int ipc_schema_parse(const struct fb_table* st, int16_t version, unsigned flags,
                       "is not supported", where->name, where->offset, version + 1);
     goto done;
   }
-  if (fb_read_i16(st, IPC_SCHEMA_ENDIANNESS, IPC_ENDIAN_LITTLE, &endianness) < 0 ||
-      fb_read_vec(st, IPC_SCHEMA_FIELDS, 4, &fields) < 0) {
+  if (sl_fb_read_i16(st, IPC_SCHEMA_ENDIANNESS, IPC_ENDIAN_LITTLE, &endianness) < 0 ||
+      sl_fb_read_vec(st, IPC_SCHEMA_FIELDS, 4, &fields) < 0) {
     rc = bad(&p, "Schema");
     goto done;
   }
@@ -504,14 +504,14 @@ done:
       sl_free(alloc, out->dicts, (size_t)p.dicts_cap * sizeof *out->dicts);
       out->dicts = NULL;
     }
-    ipc_schema_reset(out);
+    sl_ipc_schema_reset(out);
   } else if (out->dicts != NULL && p.dicts_cap != out->n_dicts) {
-    // ipc_schema_reset frees with the exact size: shrink to fit.
+    // sl_ipc_schema_reset frees with the exact size: shrink to fit.
     struct ipc_dict_decl* d = sl_alloc(alloc, (size_t)out->n_dicts * sizeof *d);
     if (d == NULL) {
       sl_free(alloc, out->dicts, (size_t)p.dicts_cap * sizeof *out->dicts);
       out->dicts = NULL;
-      ipc_schema_reset(out);
+      sl_ipc_schema_reset(out);
       return sl_error_set(error, ENOMEM, "%s: out of memory", where->name);
     }
     memcpy(d, out->dicts, (size_t)out->n_dicts * sizeof *d);

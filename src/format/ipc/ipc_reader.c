@@ -90,8 +90,8 @@ struct ipc_file {
 static void file_close(void* reader) {
   struct ipc_file* f = reader;
   if (f == NULL) return;
-  ipc_dict_memo_reset(&f->memo, f->alloc);
-  ipc_schema_reset(&f->schema);
+  sl_ipc_dict_memo_reset(&f->memo, f->alloc);
+  sl_ipc_schema_reset(&f->schema);
   if (f->batches)
     sl_free(f->alloc, f->batches, (size_t)(f->n_batches ? f->n_batches : 1) * sizeof *f->batches);
   sl_free(f->alloc, f, sizeof *f);
@@ -102,7 +102,7 @@ static int read_blocks(struct ipc_file* f, const struct fb_vec* v, int64_t limit
                        const struct ipc_where* where, struct ipc_block* out,
                        struct sluice_error* error) {
   for (uint32_t i = 0; i < v->count; ++i) {
-    const uint8_t* e = fb_vec_elem(v, i);
+    const uint8_t* e = sl_fb_vec_elem(v, i);
     struct ipc_block b = {fb_load_i64(e + IPC_BLOCK_OFFSET_AT),
                           fb_load_i32(e + IPC_BLOCK_META_DATA_LENGTH_AT),
                           fb_load_i64(e + IPC_BLOCK_BODY_LENGTH_AT)};
@@ -130,12 +130,12 @@ static int read_block_message(struct ipc_file* f, const struct ipc_block* b, int
   SL_RETURN_NOT_OK(sl_source_read_at(f->source, b->offset, length, view, error));
   int rc = view->size < length
                ? sl_error_set(error, EIO, "%s: offset %" PRId64 ": short read", where.name, where.offset)
-               : ipc_frame_prefix(view->data, b->meta_len, &prefix, &mlen, &where, error);
+               : sl_ipc_frame_prefix(view->data, b->meta_len, &prefix, &mlen, &where, error);
   if (rc == 0 && mlen > b->meta_len - prefix)
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message metadata (%" PRId64
                       " bytes) overruns its block (%d bytes)", where.name, where.offset, mlen,
                       (int)b->meta_len);
-  if (rc == 0) rc = ipc_message_parse(view->data + prefix, (size_t)mlen, &where, msg, error);
+  if (rc == 0) rc = sl_ipc_message_parse(view->data + prefix, (size_t)mlen, &where, msg, error);
   if (rc == 0 && msg->body_length > b->body_len)
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": message body (%" PRId64
                       " bytes) exceeds its block (%" PRId64 " bytes)", where.name, where.offset,
@@ -185,7 +185,7 @@ static int read_block_projected(struct ipc_file* f, const struct ipc_block* b,
   struct ipc_span* spans =
       sl_alloc(f->alloc, (size_t)(n_columns > 0 ? n_columns : 1) * sizeof *spans);
   int rc = spans == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", where.name) : 0;
-  if (rc == 0) rc = ipc_record_batch_spans(&f->schema, msg, columns, n_columns, &where, spans, &n, error);
+  if (rc == 0) rc = sl_ipc_record_batch_spans(&f->schema, msg, columns, n_columns, &where, spans, &n, error);
   int64_t merged = 0;
   if (rc == 0 && n > 0) {
     qsort(spans, (size_t)n, sizeof *spans, compare_spans);
@@ -280,18 +280,18 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
   int16_t version = 0;
   where.offset = footer_at;
   if (rc == 0) {
-    fb_buf_init(&fb, footer.data, (size_t)footer_len);
+    sl_fb_buf_init(&fb, footer.data, (size_t)footer_len);
     int has_schema;
-    if (fb_root(&fb, &ft) != 0 || fb_read_i16(&ft, IPC_FOOTER_VERSION, 0, &version) < 0 ||
-        (has_schema = fb_read_table(&ft, IPC_FOOTER_SCHEMA, &st)) < 0 ||
-        fb_read_vec(&ft, IPC_FOOTER_DICTIONARIES, IPC_BLOCK_STRUCT_SIZE, &dicts) < 0 ||
-        fb_read_vec(&ft, IPC_FOOTER_RECORD_BATCHES, IPC_BLOCK_STRUCT_SIZE, &batches) < 0)
-      rc = ipc_fb_error(&fb, &where, "Footer", error);
+    if (sl_fb_root(&fb, &ft) != 0 || sl_fb_read_i16(&ft, IPC_FOOTER_VERSION, 0, &version) < 0 ||
+        (has_schema = sl_fb_read_table(&ft, IPC_FOOTER_SCHEMA, &st)) < 0 ||
+        sl_fb_read_vec(&ft, IPC_FOOTER_DICTIONARIES, IPC_BLOCK_STRUCT_SIZE, &dicts) < 0 ||
+        sl_fb_read_vec(&ft, IPC_FOOTER_RECORD_BATCHES, IPC_BLOCK_STRUCT_SIZE, &batches) < 0)
+      rc = sl_ipc_fb_error(&fb, &where, "Footer", error);
     else if (has_schema == 0)
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": footer has no schema", src->name, footer_at);
   }
-  if (rc == 0) rc = ipc_schema_parse(&st, version, 0, alloc, &where, &f->schema, error);
-  if (rc == 0) rc = ipc_dict_memo_init(&f->memo, &f->schema, error);
+  if (rc == 0) rc = sl_ipc_schema_parse(&st, version, 0, alloc, &where, &f->schema, error);
+  if (rc == 0) rc = sl_ipc_dict_memo_init(&f->memo, &f->schema, error);
   struct ipc_block* dict_blocks = NULL;
   if (rc == 0) {
     f->n_batches = batches.count;
@@ -315,7 +315,7 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": dictionary block holds message "
                         "type %d, not a DictionaryBatch", src->name, w.offset, msg.header_type);
     else
-      rc = ipc_dict_apply(&f->schema, &f->memo, &msg, &body, &w, error);
+      rc = sl_ipc_dict_apply(&f->schema, &f->memo, &msg, &body, &w, error);
     sl_ref_release(body.owner);
     sl_view_release(&view);
   }
@@ -415,9 +415,9 @@ static int file_split_next(void* state, struct ArrowArray* out, struct sluice_er
     rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": record batch block holds message "
                       "type %d", where.name, where.offset, msg.header_type);
   else
-    rc = ipc_message_metadata(&msg, &s->batch_meta, &where, error);
+    rc = sl_ipc_message_metadata(&msg, &s->batch_meta, &where, error);
   if (rc == 0)
-    rc = ipc_decode_record_batch(&f->schema, &f->memo, &msg, &body, s->columns, s->n_columns,
+    rc = sl_ipc_decode_record_batch(&f->schema, &f->memo, &msg, &body, s->columns, s->n_columns,
                                  &where, out, error);
   sl_ref_release(body.owner);
   sl_view_release(&view);
@@ -508,9 +508,9 @@ static int stream_next_message(struct ipc_stream* st, struct sl_view* meta, stru
     }
     memcpy(pre + 4, v.data, 4);
     sl_view_release(&v);
-    SL_RETURN_NOT_OK(ipc_frame_prefix(pre, 8, &prefix, &mlen, where, error));
+    SL_RETURN_NOT_OK(sl_ipc_frame_prefix(pre, 8, &prefix, &mlen, where, error));
   } else {
-    SL_RETURN_NOT_OK(ipc_frame_prefix(pre, 4, &prefix, &mlen, where, error));
+    SL_RETURN_NOT_OK(sl_ipc_frame_prefix(pre, 4, &prefix, &mlen, where, error));
   }
   if (mlen == 0) {
     *eof = 1;
@@ -527,7 +527,7 @@ static int stream_next_message(struct ipc_stream* st, struct sl_view* meta, stru
     meta->size = mlen;
     meta->owner = copy.owner;
   }
-  int rc = ipc_message_parse(meta->data, (size_t)mlen, where, msg, error);
+  int rc = sl_ipc_message_parse(meta->data, (size_t)mlen, where, msg, error);
   struct sl_view bv = {0};
   if (rc == 0) rc = stream_read(st, msg->body_length, &bv, NULL, "message body", error);
   if (rc == 0) rc = own_body(&bv, 0, msg->body_length, st->alloc, where, body, error);
@@ -539,8 +539,8 @@ static int stream_next_message(struct ipc_stream* st, struct sl_view* meta, stru
 static void stream_close(void* reader) {
   struct ipc_stream* st = reader;
   if (st == NULL) return;
-  ipc_dict_memo_reset(&st->memo, st->alloc);
-  ipc_schema_reset(&st->schema);
+  sl_ipc_dict_memo_reset(&st->memo, st->alloc);
+  sl_ipc_schema_reset(&st->schema);
   sl_buffer_reset(&st->batch_meta);
   if (st->columns) sl_free(st->alloc, st->columns, (size_t)(st->n_columns > 0 ? st->n_columns : 1) * sizeof *st->columns);
   sl_free(st->alloc, st, sizeof *st);
@@ -568,8 +568,8 @@ static int stream_open(const struct sl_reader_args* args, void** reader, struct 
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": stream starts with message type %d, "
                         "not a Schema", where.name, where.offset, msg.header_type);
     else
-      rc = ipc_schema_parse(&msg.header, msg.version, 0, st->alloc, &where, &st->schema, error);
-    if (rc == 0) rc = ipc_dict_memo_init(&st->memo, &st->schema, error);
+      rc = sl_ipc_schema_parse(&msg.header, msg.version, 0, st->alloc, &where, &st->schema, error);
+    if (rc == 0) rc = sl_ipc_dict_memo_init(&st->memo, &st->schema, error);
     sl_ref_release(body.owner);
     sl_view_release(&meta);
   }
@@ -653,14 +653,14 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
     int got = 0;
     switch (msg.header_type) {
       case IPC_MESSAGE_RECORD_BATCH:
-        rc = ipc_message_metadata(&msg, &st->batch_meta, &where, error);
+        rc = sl_ipc_message_metadata(&msg, &st->batch_meta, &where, error);
         if (rc == 0)
-          rc = ipc_decode_record_batch(&st->schema, &st->memo, &msg, &body, st->columns,
+          rc = sl_ipc_decode_record_batch(&st->schema, &st->memo, &msg, &body, st->columns,
                                        st->columns ? st->n_columns : 0, &where, out, error);
         got = rc == 0;
         break;
       case IPC_MESSAGE_DICTIONARY_BATCH:
-        rc = ipc_dict_apply(&st->schema, &st->memo, &msg, &body, &where, error);
+        rc = sl_ipc_dict_apply(&st->schema, &st->memo, &msg, &body, &where, error);
         break;
       default:
         rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": unexpected message type %d in "
@@ -695,10 +695,10 @@ static int stream_probe(const uint8_t* head, int64_t n) {
   struct ipc_where where = {"", 0};
   int64_t prefix, mlen;
   struct ipc_message msg;
-  if (n < 8 || ipc_frame_prefix(head, n, &prefix, &mlen, &where, NULL) != 0 || mlen < 8) return 0;
+  if (n < 8 || sl_ipc_frame_prefix(head, n, &prefix, &mlen, &where, NULL) != 0 || mlen < 8) return 0;
   if (prefix == 4 && mlen > (1 << 24)) return 0;  // legacy framing: be strict
   if (n - prefix < mlen) return prefix == 8 ? 40 : 0;  // cannot see the whole message
-  if (ipc_message_parse(head + prefix, (size_t)mlen, &where, &msg, NULL) != 0) return 0;
+  if (sl_ipc_message_parse(head + prefix, (size_t)mlen, &where, &msg, NULL) != 0) return 0;
   if (msg.header_type != IPC_MESSAGE_SCHEMA) return 0;
   // The continuation marker and a whole Schema message that parses are as
   // good as a magic number: a stream named x.arrow is still a stream. The

@@ -32,12 +32,12 @@ static int64_t pad8(int64_t n) { return (n + 7) & ~(int64_t)7; }
 
 /* ---- Body bookkeeping ----------------------------------------------------- */
 
-void ipc_body_init(struct ipc_body* body, const struct sluice_allocator* alloc) {
+void sl_ipc_body_init(struct ipc_body* body, const struct sluice_allocator* alloc) {
   memset(body, 0, sizeof *body);
   body->alloc = alloc;
 }
 
-void ipc_body_reset(struct ipc_body* body) {
+void sl_ipc_body_reset(struct ipc_body* body) {
   for (int64_t i = 0; i < body->n_scratch; i++)
     sl_free(body->alloc, body->scratch[i].ptr, body->scratch[i].size);
   body->n_scratch = body->n_nodes = body->n_segs = body->n_pending = 0;
@@ -45,13 +45,13 @@ void ipc_body_reset(struct ipc_body* body) {
   body->codec = IPC_CODEC_NONE;
 }
 
-void ipc_body_free(struct ipc_body* body) {
-  ipc_body_reset(body);
+void sl_ipc_body_free(struct ipc_body* body) {
+  sl_ipc_body_reset(body);
   sl_free(body->alloc, body->nodes, (size_t)body->cap_nodes * 2 * sizeof *body->nodes);
   sl_free(body->alloc, body->segs, (size_t)body->cap_segs * sizeof *body->segs);
   sl_free(body->alloc, body->scratch, (size_t)body->cap_scratch * sizeof *body->scratch);
   sl_free(body->alloc, body->pending, (size_t)body->cap_pending * sizeof *body->pending);
-  ipc_body_init(body, body->alloc);
+  sl_ipc_body_init(body, body->alloc);
 }
 
 static int oom(struct sluice_error* error) {
@@ -292,7 +292,7 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
     if (a->dictionary == NULL)
       return sl_error_set(error, EINVAL, "column '%s': dictionary-encoded array has no "
                           "dictionary", p->column);
-    int64_t id = ipc_dicts_find(p->dicts, s);
+    int64_t id = sl_ipc_dicts_find(p->dicts, s);
     if (id < 0)
       return sl_error_set(error, EINVAL, "column '%s': dictionary field not in the schema",
                           p->column);
@@ -378,10 +378,10 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
   }
 }
 
-int ipc_body_plan_batch(struct ipc_body* body, const struct ArrowSchema* root,
+int sl_ipc_body_plan_batch(struct ipc_body* body, const struct ArrowSchema* root,
                         const struct ArrowArray* array, const struct ipc_dicts* dicts,
                         struct sluice_error* error) {
-  ipc_body_reset(body);
+  sl_ipc_body_reset(body);
   if (array->n_children != root->n_children || (array->n_children > 0 && array->children == NULL))
     return sl_error_set(error, EINVAL, "arrow ipc writer: batch has %lld columns, schema has %lld",
                         (long long)array->n_children, (long long)root->n_children);
@@ -396,10 +396,10 @@ int ipc_body_plan_batch(struct ipc_body* body, const struct ArrowSchema* root,
   return 0;
 }
 
-int ipc_body_plan_dictionary(struct ipc_body* body, const struct ipc_dicts* dicts, int64_t id,
+int sl_ipc_body_plan_dictionary(struct ipc_body* body, const struct ipc_dicts* dicts, int64_t id,
                              const struct ArrowArray* array, int64_t start, int64_t length,
                              struct sluice_error* error) {
-  ipc_body_reset(body);
+  sl_ipc_body_reset(body);
   const struct ipc_dict_entry* e = &dicts->items[id];
   struct plan p = {body, dicts, e->column, error};
   if (array->offset < 0 || start < 0 || length < 0 || start > INT64_MAX - array->offset)
@@ -410,7 +410,7 @@ int ipc_body_plan_dictionary(struct ipc_body* body, const struct ipc_dicts* dict
 
 /* ---- Compression ---------------------------------------------------------- */
 
-int ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd_ctx,
+int sl_ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd_ctx,
                       struct sluice_error* error) {
   body->codec = codec;
   if (codec == IPC_CODEC_NONE) return 0;
@@ -462,7 +462,7 @@ static uint8_t last_byte_mask(const struct ipc_segment* s) {
   return (s->bits & 7) ? (uint8_t)((1u << (s->bits & 7)) - 1) : 0xFF;
 }
 
-int ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
+int sl_ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
                       struct sluice_error* error) {
   size_t n = 16 + (size_t)body->n_nodes * 16 + (size_t)body->n_segs * 8;
   for (int64_t i = 0; i < body->n_segs; i++) n += (size_t)body->segs[i].length;
@@ -488,7 +488,7 @@ int ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* s
   return 0;
 }
 
-int ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size) {
+int sl_ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size) {
   if (snapshot == NULL || size < 16) return 0;
   int64_t n_nodes, n_segs;
   memcpy(&n_nodes, snapshot, 8);
@@ -515,7 +515,7 @@ int ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t
 
 /* ---- Messages ------------------------------------------------------------- */
 
-int ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t meta_size,
+int sl_ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t meta_size,
                              struct ipc_block* block, struct sluice_error* error) {
   // The body must start 8-aligned: pad the metadata, and count the padding
   // in the length so that readers skip it.
@@ -523,8 +523,8 @@ int ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t m
   if (padded > INT32_MAX)
     return sl_error_set(error, EOVERFLOW, "arrow ipc writer: metadata over 2 GiB");
   uint8_t prefix[8];
-  fb_store_le32(prefix, (int32_t)IPC_CONTINUATION_MARKER);
-  fb_store_le32(prefix + 4, (int32_t)padded);
+  sl_fb_store_le32(prefix, (int32_t)IPC_CONTINUATION_MARKER);
+  sl_fb_store_le32(prefix + 4, (int32_t)padded);
   block->offset = sl_sink_position(sink);
   block->metadata_length = (int32_t)(8 + padded);
   block->body_length = 0;
@@ -535,65 +535,65 @@ int ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t m
   return 0;
 }
 
-int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
+int sl_ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
                            const struct ipc_body* body, int64_t dict_id, int is_delta,
                            const char* metadata, struct ipc_block* block,
                            struct sluice_error* error) {
-  fb_reset(b);
+  sl_fb_reset(b);
   fb_ref custom_metadata = 0;
-  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, metadata, "record batch", &custom_metadata, error));
+  SL_RETURN_NOT_OK(sl_ipc_build_kv_metadata(b, metadata, "record batch", &custom_metadata, error));
   fb_ref nodes, buffers;
-  uint8_t* p = fb_vector_reserve(b, (size_t)body->n_nodes, IPC_FIELD_NODE_STRUCT_SIZE, 8, &nodes);
+  uint8_t* p = sl_fb_vector_reserve(b, (size_t)body->n_nodes, IPC_FIELD_NODE_STRUCT_SIZE, 8, &nodes);
   for (int64_t i = 0; p != NULL && i < body->n_nodes; i++) {
-    fb_store_le64(p + 16 * i, body->nodes[2 * i]);
-    fb_store_le64(p + 16 * i + 8, body->nodes[2 * i + 1]);
+    sl_fb_store_le64(p + 16 * i, body->nodes[2 * i]);
+    sl_fb_store_le64(p + 16 * i + 8, body->nodes[2 * i + 1]);
   }
   int64_t body_length = 0;
-  p = fb_vector_reserve(b, (size_t)body->n_segs, IPC_BUFFER_STRUCT_SIZE, 8, &buffers);
+  p = sl_fb_vector_reserve(b, (size_t)body->n_segs, IPC_BUFFER_STRUCT_SIZE, 8, &buffers);
   for (int64_t i = 0; i < body->n_segs; i++) {
     const struct ipc_segment* s = &body->segs[i];
     int64_t n = s->length + (s->has_prefix ? 8 : 0);
     if (p != NULL) {
-      fb_store_le64(p + 16 * i, body_length);
-      fb_store_le64(p + 16 * i + 8, n);
+      sl_fb_store_le64(p + 16 * i, body_length);
+      sl_fb_store_le64(p + 16 * i + 8, n);
     }
     body_length += pad8(n);
   }
   fb_ref compression = 0;
   if (body->codec != IPC_CODEC_NONE) {
-    fb_table_start(b);
-    fb_add_u8(b, IPC_BODY_COMPRESSION_CODEC, body->codec == IPC_CODEC_LZ4
+    sl_fb_table_start(b);
+    sl_fb_add_u8(b, IPC_BODY_COMPRESSION_CODEC, body->codec == IPC_CODEC_LZ4
                                                  ? IPC_COMPRESSION_LZ4_FRAME
                                                  : IPC_COMPRESSION_ZSTD);
-    fb_add_u8(b, IPC_BODY_COMPRESSION_METHOD, IPC_BODY_COMPRESSION_BUFFER);
-    compression = fb_table_end(b);
+    sl_fb_add_u8(b, IPC_BODY_COMPRESSION_METHOD, IPC_BODY_COMPRESSION_BUFFER);
+    compression = sl_fb_table_end(b);
   }
-  fb_table_start(b);
-  fb_add_i64(b, IPC_RECORD_BATCH_LENGTH, body->length);
-  fb_add_ref(b, IPC_RECORD_BATCH_NODES, nodes);
-  fb_add_ref(b, IPC_RECORD_BATCH_BUFFERS, buffers);
-  fb_add_ref(b, IPC_RECORD_BATCH_COMPRESSION, compression);
-  fb_ref header = fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i64(b, IPC_RECORD_BATCH_LENGTH, body->length);
+  sl_fb_add_ref(b, IPC_RECORD_BATCH_NODES, nodes);
+  sl_fb_add_ref(b, IPC_RECORD_BATCH_BUFFERS, buffers);
+  sl_fb_add_ref(b, IPC_RECORD_BATCH_COMPRESSION, compression);
+  fb_ref header = sl_fb_table_end(b);
   uint8_t header_type = IPC_MESSAGE_RECORD_BATCH;
   if (dict_id >= 0) {
-    fb_table_start(b);
-    fb_add_i64(b, IPC_DICTIONARY_BATCH_ID, dict_id);
-    fb_add_ref(b, IPC_DICTIONARY_BATCH_DATA, header);
-    fb_add_u8(b, IPC_DICTIONARY_BATCH_IS_DELTA, (uint8_t)(is_delta != 0));
-    header = fb_table_end(b);
+    sl_fb_table_start(b);
+    sl_fb_add_i64(b, IPC_DICTIONARY_BATCH_ID, dict_id);
+    sl_fb_add_ref(b, IPC_DICTIONARY_BATCH_DATA, header);
+    sl_fb_add_u8(b, IPC_DICTIONARY_BATCH_IS_DELTA, (uint8_t)(is_delta != 0));
+    header = sl_fb_table_end(b);
     header_type = IPC_MESSAGE_DICTIONARY_BATCH;
   }
-  fb_table_start(b);
-  fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
-  fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, header_type);
-  fb_add_ref(b, IPC_MESSAGE_HEADER, header);
-  fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, body_length);
-  fb_add_ref(b, IPC_MESSAGE_CUSTOM_METADATA, custom_metadata);
-  fb_ref message = fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+  sl_fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, header_type);
+  sl_fb_add_ref(b, IPC_MESSAGE_HEADER, header);
+  sl_fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, body_length);
+  sl_fb_add_ref(b, IPC_MESSAGE_CUSTOM_METADATA, custom_metadata);
+  fb_ref message = sl_fb_table_end(b);
   const uint8_t* meta = NULL;
   size_t meta_size = 0;
-  SL_RETURN_NOT_OK(fb_finish(b, message, &meta, &meta_size, error));
-  SL_RETURN_NOT_OK(ipc_write_message_header(sink, meta, meta_size, block, error));
+  SL_RETURN_NOT_OK(sl_fb_finish(b, message, &meta, &meta_size, error));
+  SL_RETURN_NOT_OK(sl_ipc_write_message_header(sink, meta, meta_size, block, error));
   block->body_length = body_length;
 
   // Straight from the arrays (or scratch) to the sink: no staging copy.
@@ -602,7 +602,7 @@ int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
     int64_t n = s->length;
     if (s->has_prefix) {
       uint8_t prefix[8];
-      fb_store_le64(prefix, s->prefix);
+      sl_fb_store_le64(prefix, s->prefix);
       SL_RETURN_NOT_OK(sl_sink_write(sink, prefix, 8, error));
       n += 8;
     }

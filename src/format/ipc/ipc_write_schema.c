@@ -58,7 +58,7 @@ static int collect(struct ipc_dicts* d, const struct ArrowSchema* f, const char*
   return 0;
 }
 
-int ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator* alloc,
+int sl_ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator* alloc,
                       const struct ArrowSchema* root, struct sluice_error* error) {
   memset(dicts, 0, sizeof *dicts);
   dicts->alloc = alloc;
@@ -68,14 +68,14 @@ int ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator* al
     const struct ArrowSchema* c = root->children[i];
     int rc = collect(dicts, c, field_name(c), 1, error);
     if (rc != 0) {
-      ipc_dicts_free(dicts);
+      sl_ipc_dicts_free(dicts);
       return rc;
     }
   }
   return 0;
 }
 
-void ipc_dicts_free(struct ipc_dicts* dicts) {
+void sl_ipc_dicts_free(struct ipc_dicts* dicts) {
   for (int64_t i = 0; i < dicts->n; i++)
     sl_free(dicts->alloc, dicts->items[i].last, dicts->items[i].last_size);
   sl_free(dicts->alloc, dicts->items, (size_t)dicts->cap * sizeof *dicts->items);
@@ -83,7 +83,7 @@ void ipc_dicts_free(struct ipc_dicts* dicts) {
   dicts->n = dicts->cap = 0;
 }
 
-int64_t ipc_dicts_find(const struct ipc_dicts* dicts, const struct ArrowSchema* field) {
+int64_t sl_ipc_dicts_find(const struct ipc_dicts* dicts, const struct ArrowSchema* field) {
   for (int64_t i = 0; i < dicts->n; i++)
     if (dicts->items[i].field == field) return i;
   return -1;
@@ -99,7 +99,7 @@ static int32_t read_i32(const char* p) {
 
 /// Decodes the C Data Interface metadata blob into a [KeyValue] vector
 /// (*out = 0 when there is none).
-int ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what,
+int sl_ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what,
                           fb_ref* out, struct sluice_error* error) {
   *out = 0;
   if (meta == NULL) return 0;
@@ -107,45 +107,45 @@ int ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* wh
   if (n < 0) return sl_error_set(error, EINVAL, "%s: metadata has a negative count", what);
   if (n == 0) return 0;
   const char* p = meta + 4;
-  size_t base = fb_stack_depth(b);
+  size_t base = sl_fb_stack_depth(b);
   for (int32_t i = 0; i < n; i++) {
     int32_t klen = read_i32(p);
     if (klen < 0) return sl_error_set(error, EINVAL, "%s: metadata key %d has negative length",
                                       what, (int)i);
-    fb_ref key = fb_string(b, p + 4, (size_t)klen);
+    fb_ref key = sl_fb_string(b, p + 4, (size_t)klen);
     p += 4 + klen;
     int32_t vlen = read_i32(p);
     if (vlen < 0) return sl_error_set(error, EINVAL,
                                       "%s: metadata value %d has negative length", what, (int)i);
-    fb_ref value = fb_string(b, p + 4, (size_t)vlen);
+    fb_ref value = sl_fb_string(b, p + 4, (size_t)vlen);
     p += 4 + vlen;
-    fb_table_start(b);
-    fb_add_ref(b, IPC_KEY_VALUE_KEY, key);
-    fb_add_ref(b, IPC_KEY_VALUE_VALUE, value);
-    fb_stack_push(b, fb_table_end(b));
+    sl_fb_table_start(b);
+    sl_fb_add_ref(b, IPC_KEY_VALUE_KEY, key);
+    sl_fb_add_ref(b, IPC_KEY_VALUE_VALUE, value);
+    sl_fb_stack_push(b, sl_fb_table_end(b));
   }
-  *out = fb_vector_from_stack(b, base);
+  *out = sl_fb_vector_from_stack(b, base);
   return 0;
 }
 
 /* ---- Types ---------------------------------------------------------------- */
 
 static fb_ref empty_table(struct fb_builder* b) {
-  fb_table_start(b);
-  return fb_table_end(b);
+  sl_fb_table_start(b);
+  return sl_fb_table_end(b);
 }
 
 static fb_ref int_table(struct fb_builder* b, int32_t bits, int is_signed) {
-  fb_table_start(b);
-  fb_add_i32(b, IPC_INT_BIT_WIDTH, bits);
-  fb_add_u8(b, IPC_INT_IS_SIGNED, (uint8_t)(is_signed != 0));
-  return fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i32(b, IPC_INT_BIT_WIDTH, bits);
+  sl_fb_add_u8(b, IPC_INT_IS_SIGNED, (uint8_t)(is_signed != 0));
+  return sl_fb_table_end(b);
 }
 
 static fb_ref unit_table(struct fb_builder* b, int slot, int16_t unit) {
-  fb_table_start(b);
-  fb_add_i16(b, slot, unit);
-  return fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, slot, unit);
+  return sl_fb_table_end(b);
 }
 
 /// The Type union member for a parsed type: *type_type and its table.
@@ -173,17 +173,17 @@ static int build_type(struct fb_builder* b, const struct ArrowSchema* f, const s
     case SL_TYPE_LARGE_STRING: *type_type = IPC_TYPE_LARGE_UTF8; *out = empty_table(b); return 0;
     case SL_TYPE_FIXED_SIZE_BINARY:
       *type_type = IPC_TYPE_FIXED_SIZE_BINARY;
-      fb_table_start(b);
-      fb_add_i32(b, IPC_FIXED_SIZE_BINARY_BYTE_WIDTH, t->byte_width);
-      *out = fb_table_end(b);
+      sl_fb_table_start(b);
+      sl_fb_add_i32(b, IPC_FIXED_SIZE_BINARY_BYTE_WIDTH, t->byte_width);
+      *out = sl_fb_table_end(b);
       return 0;
     case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
       *type_type = IPC_TYPE_DECIMAL;
-      fb_table_start(b);
-      fb_add_i32(b, IPC_DECIMAL_PRECISION, t->precision);
-      fb_add_i32(b, IPC_DECIMAL_SCALE, t->scale);
-      fb_add_i32(b, IPC_DECIMAL_BIT_WIDTH, t->byte_width * 8);
-      *out = fb_table_end(b);
+      sl_fb_table_start(b);
+      sl_fb_add_i32(b, IPC_DECIMAL_PRECISION, t->precision);
+      sl_fb_add_i32(b, IPC_DECIMAL_SCALE, t->scale);
+      sl_fb_add_i32(b, IPC_DECIMAL_BIT_WIDTH, t->byte_width * 8);
+      *out = sl_fb_table_end(b);
       return 0;
     case SL_TYPE_DATE32: case SL_TYPE_DATE64:
       *type_type = IPC_TYPE_DATE;
@@ -192,20 +192,20 @@ static int build_type(struct fb_builder* b, const struct ArrowSchema* f, const s
       return 0;
     case SL_TYPE_TIME32: case SL_TYPE_TIME64:
       *type_type = IPC_TYPE_TIME;
-      fb_table_start(b);
-      fb_add_i16(b, IPC_TIME_UNIT, (int16_t)t->unit);
-      fb_add_i32(b, IPC_TIME_BIT_WIDTH, t->id == SL_TYPE_TIME32 ? 32 : 64);
-      *out = fb_table_end(b);
+      sl_fb_table_start(b);
+      sl_fb_add_i16(b, IPC_TIME_UNIT, (int16_t)t->unit);
+      sl_fb_add_i32(b, IPC_TIME_BIT_WIDTH, t->id == SL_TYPE_TIME32 ? 32 : 64);
+      *out = sl_fb_table_end(b);
       return 0;
     case SL_TYPE_TIMESTAMP: {
       *type_type = IPC_TYPE_TIMESTAMP;
       fb_ref tz = 0;
       if (t->timezone != NULL && t->timezone[0] != '\0')
-        tz = fb_string(b, t->timezone, strlen(t->timezone));
-      fb_table_start(b);
-      fb_add_i16(b, IPC_TIMESTAMP_UNIT, (int16_t)t->unit);
-      fb_add_ref(b, IPC_TIMESTAMP_TIMEZONE, tz);
-      *out = fb_table_end(b);
+        tz = sl_fb_string(b, t->timezone, strlen(t->timezone));
+      sl_fb_table_start(b);
+      sl_fb_add_i16(b, IPC_TIMESTAMP_UNIT, (int16_t)t->unit);
+      sl_fb_add_ref(b, IPC_TIMESTAMP_TIMEZONE, tz);
+      *out = sl_fb_table_end(b);
       return 0;
     }
     case SL_TYPE_DURATION:
@@ -225,27 +225,27 @@ static int build_type(struct fb_builder* b, const struct ArrowSchema* f, const s
     case SL_TYPE_STRUCT: *type_type = IPC_TYPE_STRUCT; *out = empty_table(b); return 0;
     case SL_TYPE_FIXED_SIZE_LIST:
       *type_type = IPC_TYPE_FIXED_SIZE_LIST;
-      fb_table_start(b);
-      fb_add_i32(b, IPC_FIXED_SIZE_LIST_LIST_SIZE, t->list_size);
-      *out = fb_table_end(b);
+      sl_fb_table_start(b);
+      sl_fb_add_i32(b, IPC_FIXED_SIZE_LIST_LIST_SIZE, t->list_size);
+      *out = sl_fb_table_end(b);
       return 0;
     case SL_TYPE_MAP:
       *type_type = IPC_TYPE_MAP;
-      fb_table_start(b);
-      fb_add_u8(b, IPC_MAP_KEYS_SORTED, (f->flags & ARROW_FLAG_MAP_KEYS_SORTED) ? 1 : 0);
-      *out = fb_table_end(b);
+      sl_fb_table_start(b);
+      sl_fb_add_u8(b, IPC_MAP_KEYS_SORTED, (f->flags & ARROW_FLAG_MAP_KEYS_SORTED) ? 1 : 0);
+      *out = sl_fb_table_end(b);
       return 0;
     case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION: {
       *type_type = IPC_TYPE_UNION;
       fb_ref ids;
-      uint8_t* p = fb_vector_reserve(b, (size_t)t->n_type_codes, 4, 4, &ids);
+      uint8_t* p = sl_fb_vector_reserve(b, (size_t)t->n_type_codes, 4, 4, &ids);
       for (int32_t i = 0; p != NULL && i < t->n_type_codes; i++)
-        fb_store_le32(p + 4 * i, t->type_codes[i]);
-      fb_table_start(b);
-      fb_add_i16(b, IPC_UNION_MODE,
+        sl_fb_store_le32(p + 4 * i, t->type_codes[i]);
+      sl_fb_table_start(b);
+      sl_fb_add_i16(b, IPC_UNION_MODE,
                  t->id == SL_TYPE_DENSE_UNION ? IPC_UNION_DENSE : IPC_UNION_SPARSE);
-      fb_add_ref(b, IPC_UNION_TYPE_IDS, ids);
-      *out = fb_table_end(b);
+      sl_fb_add_ref(b, IPC_UNION_TYPE_IDS, ids);
+      *out = sl_fb_table_end(b);
       return 0;
     }
     default:
@@ -267,14 +267,14 @@ static int build_field(struct fb_builder* b, const struct ArrowSchema* f,
   if (rc != 0) return sl_error_prefix(error, "column '%s'", column);
 
   // Children first: tables cannot nest while being built.
-  size_t base = fb_stack_depth(b);
+  size_t base = sl_fb_stack_depth(b);
   for (int64_t i = 0; i < values->n_children; i++) {
     fb_ref child = 0;
     SL_RETURN_NOT_OK(build_field(b, values->children[i], dicts, column, depth + 1, &child,
                                  error));
-    fb_stack_push(b, child);
+    sl_fb_stack_push(b, child);
   }
-  fb_ref children = fb_vector_from_stack(b, base);
+  fb_ref children = sl_fb_vector_from_stack(b, base);
 
   uint8_t type_type = 0;
   fb_ref type = 0;
@@ -291,50 +291,50 @@ static int build_field(struct fb_builder* b, const struct ArrowSchema* f,
                           column, f->format);
     int k = (int)(index.id - SL_TYPE_INT8);
     fb_ref index_type = int_table(b, 8 << (k / 2), k % 2 == 0);
-    fb_table_start(b);
-    fb_add_i64(b, IPC_DICTIONARY_ENCODING_ID, ipc_dicts_find(dicts, f));
-    fb_add_ref(b, IPC_DICTIONARY_ENCODING_INDEX_TYPE, index_type);
-    fb_add_u8(b, IPC_DICTIONARY_ENCODING_IS_ORDERED,
+    sl_fb_table_start(b);
+    sl_fb_add_i64(b, IPC_DICTIONARY_ENCODING_ID, sl_ipc_dicts_find(dicts, f));
+    sl_fb_add_ref(b, IPC_DICTIONARY_ENCODING_INDEX_TYPE, index_type);
+    sl_fb_add_u8(b, IPC_DICTIONARY_ENCODING_IS_ORDERED,
               (f->flags & ARROW_FLAG_DICTIONARY_ORDERED) ? 1 : 0);
-    dictionary = fb_table_end(b);
+    dictionary = sl_fb_table_end(b);
   }
 
   fb_ref metadata = 0;
-  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, f->metadata, column, &metadata, error));
-  fb_ref name = fb_string(b, field_name(f), strlen(field_name(f)));
+  SL_RETURN_NOT_OK(sl_ipc_build_kv_metadata(b, f->metadata, column, &metadata, error));
+  fb_ref name = sl_fb_string(b, field_name(f), strlen(field_name(f)));
 
-  fb_table_start(b);
-  fb_add_ref(b, IPC_FIELD_NAME, name);
-  fb_add_u8(b, IPC_FIELD_NULLABLE, (f->flags & ARROW_FLAG_NULLABLE) ? 1 : 0);
-  fb_add_u8(b, IPC_FIELD_TYPE_TYPE, type_type);
-  fb_add_ref(b, IPC_FIELD_TYPE, type);
-  fb_add_ref(b, IPC_FIELD_DICTIONARY, dictionary);
-  fb_add_ref(b, IPC_FIELD_CHILDREN, children);
-  fb_add_ref(b, IPC_FIELD_CUSTOM_METADATA, metadata);
-  *out = fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_ref(b, IPC_FIELD_NAME, name);
+  sl_fb_add_u8(b, IPC_FIELD_NULLABLE, (f->flags & ARROW_FLAG_NULLABLE) ? 1 : 0);
+  sl_fb_add_u8(b, IPC_FIELD_TYPE_TYPE, type_type);
+  sl_fb_add_ref(b, IPC_FIELD_TYPE, type);
+  sl_fb_add_ref(b, IPC_FIELD_DICTIONARY, dictionary);
+  sl_fb_add_ref(b, IPC_FIELD_CHILDREN, children);
+  sl_fb_add_ref(b, IPC_FIELD_CUSTOM_METADATA, metadata);
+  *out = sl_fb_table_end(b);
   return 0;
 }
 
-int ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
+int sl_ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
                      const struct ipc_dicts* dicts, fb_ref* out, struct sluice_error* error) {
   if (root->format == NULL || strcmp(root->format, "+s") != 0)
     return sl_error_set(error, EINVAL,
                         "arrow ipc writer: the stream's schema must be a struct ('+s'), got '%s'",
                         root->format != NULL ? root->format : "(null)");
-  size_t base = fb_stack_depth(b);
+  size_t base = sl_fb_stack_depth(b);
   for (int64_t i = 0; i < root->n_children; i++) {
     fb_ref field = 0;
     const struct ArrowSchema* c = root->children[i];
     SL_RETURN_NOT_OK(build_field(b, c, dicts, field_name(c), 1, &field, error));
-    fb_stack_push(b, field);
+    sl_fb_stack_push(b, field);
   }
-  fb_ref fields = fb_vector_from_stack(b, base);
+  fb_ref fields = sl_fb_vector_from_stack(b, base);
   fb_ref metadata = 0;
-  SL_RETURN_NOT_OK(ipc_build_kv_metadata(b, root->metadata, "schema", &metadata, error));
-  fb_table_start(b);
-  fb_add_i16(b, IPC_SCHEMA_ENDIANNESS, IPC_ENDIAN_LITTLE);
-  fb_add_ref(b, IPC_SCHEMA_FIELDS, fields);
-  fb_add_ref(b, IPC_SCHEMA_CUSTOM_METADATA, metadata);
-  *out = fb_table_end(b);
+  SL_RETURN_NOT_OK(sl_ipc_build_kv_metadata(b, root->metadata, "schema", &metadata, error));
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_SCHEMA_ENDIANNESS, IPC_ENDIAN_LITTLE);
+  sl_fb_add_ref(b, IPC_SCHEMA_FIELDS, fields);
+  sl_fb_add_ref(b, IPC_SCHEMA_CUSTOM_METADATA, metadata);
+  *out = sl_fb_table_end(b);
   return 0;
 }

@@ -88,20 +88,20 @@ static int parse_write_options(const char* text, const char* flag, enum ipc_code
 
 static int write_schema_message(struct ipc_writer* w, struct sluice_error* error) {
   struct fb_builder* b = &w->fb;
-  fb_reset(b);
+  sl_fb_reset(b);
   fb_ref schema = 0;
-  SL_RETURN_NOT_OK(ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
-  fb_table_start(b);
-  fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
-  fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
-  fb_add_ref(b, IPC_MESSAGE_HEADER, schema);
-  fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, 0);
-  fb_ref message = fb_table_end(b);
+  SL_RETURN_NOT_OK(sl_ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+  sl_fb_add_u8(b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
+  sl_fb_add_ref(b, IPC_MESSAGE_HEADER, schema);
+  sl_fb_add_i64(b, IPC_MESSAGE_BODY_LENGTH, 0);
+  fb_ref message = sl_fb_table_end(b);
   const uint8_t* meta = NULL;
   size_t size = 0;
-  SL_RETURN_NOT_OK(fb_finish(b, message, &meta, &size, error));
+  SL_RETURN_NOT_OK(sl_fb_finish(b, message, &meta, &size, error));
   struct ipc_block block;
-  return ipc_write_message_header(w->sink, meta, size, &block, error);
+  return sl_ipc_write_message_header(w->sink, meta, size, &block, error);
 }
 
 /// Whether a changed dictionary `id` may be sent as a delta. Only in files:
@@ -122,19 +122,19 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
                             struct sluice_error* error) {
   struct ipc_dict_entry* e = &w->dicts.items[id];
   struct ipc_body body, part;
-  ipc_body_init(&body, w->alloc);
-  ipc_body_init(&part, w->alloc);
+  sl_ipc_body_init(&body, w->alloc);
+  sl_ipc_body_init(&part, w->alloc);
   struct ipc_body* out = &body;
   int is_delta = 0;
-  int rc = ipc_body_plan_dictionary(&body, &w->dicts, id, array, 0, array->length, error);
+  int rc = sl_ipc_body_plan_dictionary(&body, &w->dicts, id, array, 0, array->length, error);
   for (int64_t i = 0; rc == 0 && i < body.n_pending; i++)
     rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, error);
-  if (rc != 0 || (e->written && ipc_body_equals(&body, e->last, e->last_size))) goto done;
+  if (rc != 0 || (e->written && sl_ipc_body_equals(&body, e->last, e->last_size))) goto done;
   if (e->written && array->length > e->last_length && delta_allowed(w, e)) {
-    rc = ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
+    rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
     if (rc != 0) goto done;
-    if (ipc_body_equals(&part, e->last, e->last_size)) {
-      rc = ipc_body_plan_dictionary(&part, &w->dicts, id, array, e->last_length,
+    if (sl_ipc_body_equals(&part, e->last, e->last_size)) {
+      rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, e->last_length,
                                     array->length - e->last_length, error);
       if (rc != 0) goto done;
       out = &part;
@@ -153,70 +153,70 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   }
   uint8_t* snapshot = NULL;
   size_t size = 0;
-  rc = ipc_body_snapshot(&body, &snapshot, &size, error);
+  rc = sl_ipc_body_snapshot(&body, &snapshot, &size, error);
   if (rc != 0) goto done;
   sl_free(w->alloc, e->last, e->last_size);
   e->last = snapshot;
   e->last_size = size;
   e->last_length = array->length;
-  rc = ipc_body_compress(out, w->codec, w->zstd, error);
+  rc = sl_ipc_body_compress(out, w->codec, w->zstd, error);
   struct ipc_block block;
-  if (rc == 0) rc = ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, NULL, &block,
+  if (rc == 0) rc = sl_ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, NULL, &block,
                                           error);
   if (rc == 0) rc = add_block(w, &w->dict_blocks, &block, error);
   if (rc == 0) e->written = 1;
 done:
-  ipc_body_free(&part);
-  ipc_body_free(&body);
+  sl_ipc_body_free(&part);
+  sl_ipc_body_free(&body);
   return rc;
 }
 
 static int write_batch(struct ipc_writer* w, const struct ArrowArray* batch,
                        const char* metadata, struct sluice_error* error) {
-  SL_RETURN_NOT_OK(ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
+  SL_RETURN_NOT_OK(sl_ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
   for (int64_t i = 0; i < w->body.n_pending; i++)
     SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, error));
-  SL_RETURN_NOT_OK(ipc_body_compress(&w->body, w->codec, w->zstd, error));
+  SL_RETURN_NOT_OK(sl_ipc_body_compress(&w->body, w->codec, w->zstd, error));
   struct ipc_block block;
-  SL_RETURN_NOT_OK(ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, metadata, &block,
+  SL_RETURN_NOT_OK(sl_ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, metadata, &block,
                                           error));
   SL_RETURN_NOT_OK(add_block(w, &w->batch_blocks, &block, error));
-  ipc_body_reset(&w->body);  // drop scratch (compressed copies) now, not next batch
+  sl_ipc_body_reset(&w->body);  // drop scratch (compressed copies) now, not next batch
   return 0;
 }
 
 static fb_ref blocks_vector(struct fb_builder* b, const struct ipc_blocks* blocks) {
   fb_ref ref;
-  uint8_t* p = fb_vector_reserve(b, (size_t)blocks->n, IPC_BLOCK_STRUCT_SIZE, 8, &ref);
+  uint8_t* p = sl_fb_vector_reserve(b, (size_t)blocks->n, IPC_BLOCK_STRUCT_SIZE, 8, &ref);
   for (int64_t i = 0; p != NULL && i < blocks->n; i++) {
     uint8_t* q = p + i * IPC_BLOCK_STRUCT_SIZE;
     memset(q, 0, IPC_BLOCK_STRUCT_SIZE);  // includes the struct's 4 padding bytes
-    fb_store_le64(q + IPC_BLOCK_OFFSET_AT, blocks->items[i].offset);
-    fb_store_le32(q + IPC_BLOCK_META_DATA_LENGTH_AT, blocks->items[i].metadata_length);
-    fb_store_le64(q + IPC_BLOCK_BODY_LENGTH_AT, blocks->items[i].body_length);
+    sl_fb_store_le64(q + IPC_BLOCK_OFFSET_AT, blocks->items[i].offset);
+    sl_fb_store_le32(q + IPC_BLOCK_META_DATA_LENGTH_AT, blocks->items[i].metadata_length);
+    sl_fb_store_le64(q + IPC_BLOCK_BODY_LENGTH_AT, blocks->items[i].body_length);
   }
   return ref;
 }
 
 static int write_footer(struct ipc_writer* w, struct sluice_error* error) {
   struct fb_builder* b = &w->fb;
-  fb_reset(b);
+  sl_fb_reset(b);
   fb_ref schema = 0;
-  SL_RETURN_NOT_OK(ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
+  SL_RETURN_NOT_OK(sl_ipc_build_schema(b, &w->schema, &w->dicts, &schema, error));
   fb_ref dicts = blocks_vector(b, &w->dict_blocks);
   fb_ref batches = blocks_vector(b, &w->batch_blocks);
-  fb_table_start(b);
-  fb_add_i16(b, IPC_FOOTER_VERSION, IPC_METADATA_V5);
-  fb_add_ref(b, IPC_FOOTER_SCHEMA, schema);
-  fb_add_ref(b, IPC_FOOTER_DICTIONARIES, dicts);
-  fb_add_ref(b, IPC_FOOTER_RECORD_BATCHES, batches);
-  fb_ref footer = fb_table_end(b);
+  sl_fb_table_start(b);
+  sl_fb_add_i16(b, IPC_FOOTER_VERSION, IPC_METADATA_V5);
+  sl_fb_add_ref(b, IPC_FOOTER_SCHEMA, schema);
+  sl_fb_add_ref(b, IPC_FOOTER_DICTIONARIES, dicts);
+  sl_fb_add_ref(b, IPC_FOOTER_RECORD_BATCHES, batches);
+  fb_ref footer = sl_fb_table_end(b);
   const uint8_t* data = NULL;
   size_t size = 0;
-  SL_RETURN_NOT_OK(fb_finish(b, footer, &data, &size, error));
+  SL_RETURN_NOT_OK(sl_fb_finish(b, footer, &data, &size, error));
   if (size > INT32_MAX) return sl_error_set(error, EOVERFLOW, "arrow ipc writer: footer too large");
   uint8_t tail[4 + IPC_FILE_MAGIC_LEN];
-  fb_store_le32(tail, (int32_t)size);
+  sl_fb_store_le32(tail, (int32_t)size);
   memcpy(tail + 4, IPC_FILE_MAGIC, IPC_FILE_MAGIC_LEN);
   SL_RETURN_NOT_OK(sl_sink_write(w->sink, data, (int64_t)size, error));
   return sl_sink_write(w->sink, tail, sizeof tail, error);
@@ -226,10 +226,10 @@ static void ipc_close(void* state) {
   struct ipc_writer* w = state;
   if (w == NULL) return;
   ZSTD_freeCCtx(w->zstd);
-  ipc_dicts_free(&w->dicts);
-  ipc_unify_free(&w->unify);
-  ipc_body_free(&w->body);
-  fb_free(&w->fb);
+  sl_ipc_dicts_free(&w->dicts);
+  sl_ipc_unify_free(&w->unify);
+  sl_ipc_body_free(&w->body);
+  sl_fb_free(&w->fb);
   sl_free(w->alloc, w->dict_blocks.items, (size_t)w->dict_blocks.cap * sizeof(struct ipc_block));
   sl_free(w->alloc, w->batch_blocks.items, (size_t)w->batch_blocks.cap * sizeof(struct ipc_block));
   if (w->schema.release != NULL) w->schema.release(&w->schema);
@@ -249,8 +249,8 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   w->file = file;
   w->batch_metadata = args->batch_metadata;
   w->batch_metadata_user = args->batch_metadata_user;
-  fb_init(&w->fb, w->alloc);
-  ipc_body_init(&w->body, w->alloc);
+  sl_fb_init(&w->fb, w->alloc);
+  sl_ipc_body_init(&w->body, w->alloc);
   int rc = parse_codec(args->compression, &w->codec, error);
   if (rc == 0) rc = parse_write_options(args->format_options, args->compression, &w->codec, error);
   if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
@@ -258,8 +258,8 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w->alloc)};
   if (rc == 0 && w->codec == IPC_CODEC_ZSTD && (w->zstd = ZSTD_createCCtx_advanced(mem)) == NULL)
     rc = sl_error_set(error, ENOMEM, "arrow ipc writer: cannot create a zstd context");
-  if (rc == 0) rc = ipc_dicts_collect(&w->dicts, w->alloc, &w->schema, error);
-  if (rc == 0 && file) rc = ipc_unify_init(&w->unify, &w->schema, w->alloc, error);
+  if (rc == 0) rc = sl_ipc_dicts_collect(&w->dicts, w->alloc, &w->schema, error);
+  if (rc == 0 && file) rc = sl_ipc_unify_init(&w->unify, &w->schema, w->alloc, error);
   if (rc == 0 && file) {
     static const uint8_t magic[IPC_FILE_HEADER_LEN] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
     rc = sl_sink_write(w->sink, magic, sizeof magic, error);
@@ -289,9 +289,9 @@ static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
                       strerror(rc));
   } else if (w->unify.n > 0) {
     struct ipc_unified_batch unified;
-    rc = ipc_unify_batch(&w->unify, batch, &unified, error);
+    rc = sl_ipc_unify_batch(&w->unify, batch, &unified, error);
     if (rc == 0) rc = write_batch(w, &unified.root, metadata, error);
-    ipc_unified_batch_free(&unified);
+    sl_ipc_unified_batch_free(&unified);
   } else {
     rc = write_batch(w, batch, metadata, error);
   }

@@ -40,20 +40,20 @@ struct ipc_dicts {
 
 /// Finds every dictionary-encoded node of `root` (a struct schema) and gives
 /// it an id.
-int ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator* alloc,
+int sl_ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator* alloc,
                       const struct ArrowSchema* root, struct sluice_error* error);
-void ipc_dicts_free(struct ipc_dicts* dicts);
+void sl_ipc_dicts_free(struct ipc_dicts* dicts);
 /// The id of a dictionary-encoded node, or -1.
-int64_t ipc_dicts_find(const struct ipc_dicts* dicts, const struct ArrowSchema* field);
+int64_t sl_ipc_dicts_find(const struct ipc_dicts* dicts, const struct ArrowSchema* field);
 
 /// Builds a Schema table for `root` (a struct schema: one Field per child,
 /// its metadata as the schema's custom_metadata).
-int ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
+int sl_ipc_build_schema(struct fb_builder* b, const struct ArrowSchema* root,
                      const struct ipc_dicts* dicts, fb_ref* out, struct sluice_error* error);
 
 /// Builds a [KeyValue] vector from a C Data Interface metadata blob (`meta`,
 /// may be NULL: *out = 0). `what` names the owner in errors.
-int ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what, fb_ref* out,
+int sl_ipc_build_kv_metadata(struct fb_builder* b, const char* meta, const char* what, fb_ref* out,
                           struct sluice_error* error);
 
 /// Compression of message bodies.
@@ -96,35 +96,35 @@ struct ipc_body {
   int64_t n_scratch, cap_scratch;
   struct ipc_pending_dict* pending;
   int64_t n_pending, cap_pending;
-  enum ipc_codec codec;  ///< set by ipc_body_compress
+  enum ipc_codec codec;  ///< set by sl_ipc_body_compress
 };
 
-void ipc_body_init(struct ipc_body* body, const struct sluice_allocator* alloc);
+void sl_ipc_body_init(struct ipc_body* body, const struct sluice_allocator* alloc);
 /// Forgets the planned body and frees its scratch memory (keeps capacity).
-void ipc_body_reset(struct ipc_body* body);
-void ipc_body_free(struct ipc_body* body);
+void sl_ipc_body_reset(struct ipc_body* body);
+void sl_ipc_body_free(struct ipc_body* body);
 
 /// Plans the body of a record batch: `array` is a struct array matching
 /// `root`; its children are the columns.
-int ipc_body_plan_batch(struct ipc_body* body, const struct ArrowSchema* root,
+int sl_ipc_body_plan_batch(struct ipc_body* body, const struct ArrowSchema* root,
                         const struct ArrowArray* array, const struct ipc_dicts* dicts,
                         struct sluice_error* error);
 /// Plans the body of a dictionary batch for dictionary `id` from rows
 /// [start, start + length) of `array` (the dictionary values): a slice is a
 /// prefix to compare with the last dictionary, or the tail for a delta.
-int ipc_body_plan_dictionary(struct ipc_body* body, const struct ipc_dicts* dicts, int64_t id,
+int sl_ipc_body_plan_dictionary(struct ipc_body* body, const struct ipc_dicts* dicts, int64_t id,
                              const struct ArrowArray* array, int64_t start, int64_t length,
                              struct sluice_error* error);
 
 /// Compresses every non-empty buffer (each gets its int64 length prefix).
 /// `zstd_ctx` is a ZSTD_CCtx* for IPC_CODEC_ZSTD.
-int ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd_ctx,
+int sl_ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd_ctx,
                       struct sluice_error* error);
 
 /// Whether the planned (uncompressed) body equals a snapshot.
-int ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size);
-/// Serializes the planned (uncompressed) body for later ipc_body_equals.
-int ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
+int sl_ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size);
+/// Serializes the planned (uncompressed) body for later sl_ipc_body_equals.
+int sl_ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
                       struct sluice_error* error);
 
 /// Where a message landed (for the file footer's Blocks).
@@ -137,14 +137,14 @@ struct ipc_block {
 /// Writes a RecordBatch message (dict_id < 0) or a DictionaryBatch message
 /// with the planned body; `metadata` (a C Data Interface metadata blob, or
 /// NULL) becomes the message's custom_metadata.
-int ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
+int sl_ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
                            const struct ipc_body* body, int64_t dict_id, int is_delta,
                            const char* metadata, struct ipc_block* block,
                            struct sluice_error* error);
 
 /// Writes one encapsulated message with the finished flatbuffer `meta`
 /// (continuation marker, length, metadata, padding); the body follows it.
-int ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t meta_size,
+int sl_ipc_write_message_header(struct sl_sink* sink, const uint8_t* meta, size_t meta_size,
                              struct ipc_block* block, struct sluice_error* error);
 
 #endif

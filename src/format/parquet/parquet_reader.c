@@ -108,11 +108,11 @@ static int probe(const uint8_t* head, int64_t n) {
 static void reader_close(void* reader) {
   struct pq_reader* r = reader;
   if (r == NULL) return;
-  if (r->has_schema) pq_schema_release(&r->schema);
-  if (r->has_meta) pq_file_meta_free(&r->meta);
+  if (r->has_schema) sl_pq_schema_release(&r->schema);
+  if (r->has_meta) sl_pq_file_meta_free(&r->meta);
   sl_view_release(&r->footer);
-  pq_bloom_cache_release(&r->bloom);
-  if (r->plan_codec != NULL) pq_codec_ctx_free(r->plan_codec);
+  sl_pq_bloom_cache_release(&r->bloom);
+  if (r->plan_codec != NULL) sl_pq_codec_ctx_free(r->plan_codec);
   sl_free(r->alloc, r, sizeof *r);
 }
 
@@ -155,7 +155,7 @@ static int read_footer(struct pq_reader* r, struct sluice_error* error) {
   // object: the metadata's own copy lets the source drop that edge
   // (sl_source_trim) while the reader stays open for the scan.
   if (!src->mapped) SL_RETURN_NOT_OK(sl_view_detach(&r->footer, r->alloc, error));
-  int rc = pq_file_meta_parse(r->footer.data, r->footer.size, r->alloc, &r->meta, error);
+  int rc = sl_pq_file_meta_parse(r->footer.data, r->footer.size, r->alloc, &r->meta, error);
   if (rc != 0) return sl_error_prefix(error, "%s: footer at byte %" PRId64, name, at);
   r->has_meta = 1;
   if (r->meta.encrypted)
@@ -202,7 +202,7 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
     strcpy(f->dict_index_format, "i");
     changed = 1;
   }
-  return changed ? pq_schema_rebuild_arrow(&r->schema, error) : 0;
+  return changed ? sl_pq_schema_rebuild_arrow(&r->schema, error) : 0;
 }
 
 /// The footer's key/value metadata (but ARROW:schema, which became the
@@ -252,10 +252,10 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
   if (rc == 0) rc = read_footer(r, error);
   if (rc == 0) {
-    rc = pq_schema_build(&r->meta, r->alloc, r->source->name, &r->schema, error);
+    rc = sl_pq_schema_build(&r->meta, r->alloc, r->source->name, &r->schema, error);
     r->has_schema = rc == 0;
   }
-  if (rc == 0) rc = pq_schema_apply_arrow(&r->schema, &r->meta, r->source->name, error);
+  if (rc == 0) rc = sl_pq_schema_apply_arrow(&r->schema, &r->meta, r->source->name, error);
   if (rc == 0) rc = check_row_groups(r, error);
   if (rc == 0 && r->dictionary) rc = use_dictionaries(r, error);
   if (rc == 0) rc = set_file_metadata(r, error);
@@ -415,9 +415,9 @@ static void split_close(void* state) {
   struct pq_split* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->r->alloc;
-  if (s->has_cr) pq_column_reader_release(&s->cr);
+  if (s->has_cr) sl_pq_column_reader_release(&s->cr);
   if (s->leaves) {
-    for (int64_t i = 0; i < s->r->schema.n_leaves; ++i) pq_leaf_data_reset(&s->leaves[i]);
+    for (int64_t i = 0; i < s->r->schema.n_leaves; ++i) sl_pq_leaf_data_reset(&s->leaves[i]);
     sl_free(alloc, s->leaves, (size_t)s->r->schema.n_leaves * sizeof *s->leaves);
   }
   if (s->columns) sl_free(alloc, s->columns, (size_t)s->n_columns * sizeof *s->columns);
@@ -457,13 +457,13 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
   if (rc == 0 && r->schema.n_leaves > 0) {
     s->leaves = sl_alloc(r->alloc, (size_t)r->schema.n_leaves * sizeof *s->leaves);
     if (s->leaves == NULL) rc = ENOMEM;
-    for (int64_t i = 0; rc == 0 && i < r->schema.n_leaves; ++i) pq_leaf_data_init(&s->leaves[i], r->alloc);
+    for (int64_t i = 0; rc == 0 && i < r->schema.n_leaves; ++i) sl_pq_leaf_data_init(&s->leaves[i], r->alloc);
   }
   if (rc != 0) {
     split_close(s);
     return sl_error_set(error, ENOMEM, "%s: out of memory", name);
   }
-  rc = pq_column_reader_init(&s->cr, r->alloc, r->source, &r->meta, r->verify_checksums, error);
+  rc = sl_pq_column_reader_init(&s->cr, r->alloc, r->source, &r->meta, r->verify_checksums, error);
   if (rc != 0) {
     split_close(s);
     return rc;
@@ -483,7 +483,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
 
 /// For a source whose reads fetch (not a mapped file): the projected chunks
 /// of the split's row group as one span of the column reader, when they lie
-/// together. A chunk whose range is bad is left to pq_column_read to report.
+/// together. A chunk whose range is bad is left to sl_pq_column_read to report.
 static int coalesce_chunks(struct pq_split* s, struct sluice_error* error) {
   struct pq_reader* r = s->r;
   if (r->source->mapped) return 0;
@@ -494,7 +494,7 @@ static int coalesce_chunks(struct pq_split* s, struct sluice_error* error) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
       int64_t start, len;
-      if (l >= g->n_columns || pq_chunk_range(&g->columns[l].meta_data, r->source->size, &start,
+      if (l >= g->n_columns || sl_pq_chunk_range(&g->columns[l].meta_data, r->source->size, &start,
                                               &len) != 0) {
         return 0;
       }
@@ -506,7 +506,7 @@ static int coalesce_chunks(struct pq_split* s, struct sluice_error* error) {
   }
   int64_t gaps = hi - lo - bytes, slack = bytes / 8 > PQ_SPAN_GAP ? bytes / 8 : PQ_SPAN_GAP;
   if (n < 2 || hi - lo > PQ_SPAN_MAX || gaps > slack) return 0;
-  return pq_column_reader_span(&s->cr, lo, hi - lo, error);
+  return sl_pq_column_reader_span(&s->cr, lo, hi - lo, error);
 }
 
 /// Decodes the projected columns of the row group into one struct array.
@@ -517,7 +517,7 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
   SL_RETURN_NOT_OK(coalesce_chunks(s, error));
   int rc = sl_array_init(out, r->alloc, 1, s->n_columns, error);
   if (rc != 0) {
-    pq_column_reader_span(&s->cr, 0, 0, NULL);
+    sl_pq_column_reader_span(&s->cr, 0, 0, NULL);
     return rc;
   }
   out->length = rows;
@@ -534,23 +534,23 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
     first->place = placed_values(s, f, s->columns[i], rows);
     first->place_owner = first->place != NULL ? s->place->owner : NULL;
     for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l)
-      rc = pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
+      rc = sl_pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
     first->place = NULL;
     first->place_owner = NULL;
     if (rc == 0)
-      rc = pq_assemble_field(f, s->leaves, rows, r->alloc, r->source->name, s->rg,
+      rc = sl_pq_assemble_field(f, s->leaves, rows, r->alloc, r->source->name, s->rg,
                              out->children[i], error);
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
-      pq_leaf_data_reset(&s->leaves[l]);
+      sl_pq_leaf_data_reset(&s->leaves[l]);
   }
-  pq_column_reader_span(&s->cr, 0, 0, NULL);
+  sl_pq_column_reader_span(&s->cr, 0, 0, NULL);
   // The chunks are decoded into owned buffers: their file pages can go.
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
       const struct pq_column_meta* m = &r->meta.row_groups[s->rg].columns[l].meta_data;
       int64_t start, len;
-      if (pq_chunk_range(m, r->source->size, &start, &len) == 0 && m->total_compressed_size > 0)
+      if (sl_pq_chunk_range(m, r->source->size, &start, &len) == 0 && m->total_compressed_size > 0)
         sl_source_drop(r->source, start, m->total_compressed_size);
     }
   }
@@ -619,7 +619,7 @@ static int narrow_binary(struct pq_split* s, const struct pq_field* f, const str
 }
 
 static int dictionary_may_match(void* judge, const struct sl_filter_condition* c) {
-  return pq_condition_dictionary_may_match(judge, c);
+  return sl_pq_condition_dictionary_may_match(judge, c);
 }
 
 /// Whether a row of the split's row group may pass the filter by the
@@ -738,7 +738,7 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
                                int64_t* row_count, struct sl_stored_column_stats* stats,
                                struct ArrowArray* min_max, struct sluice_error* error) {
   struct pq_reader* r = reader;
-  return pq_stored_stats(&r->meta, &r->schema, r->alloc, r->source->name, columns, n_columns,
+  return sl_pq_stored_stats(&r->meta, &r->schema, r->alloc, r->source->name, columns, n_columns,
                          row_count, stats, min_max, error);
 }
 
@@ -746,8 +746,8 @@ static int reader_stored_stats(void* reader, const int64_t* columns, int64_t n_c
 /// filters, then (in mapped files) the dictionaries: cheapest first.
 static int condition_may_match(void* judge, const struct sl_filter_condition* c) {
   struct pq_row_group_judge* j = judge;
-  return pq_condition_stats_may_match(j, c) && pq_condition_bloom_may_match(j, c) &&
-         pq_condition_dictionary_may_match(j, c);
+  return sl_pq_condition_stats_may_match(j, c) && sl_pq_condition_bloom_may_match(j, c) &&
+         sl_pq_condition_dictionary_may_match(j, c);
 }
 
 /// A split is one row group (reader_plan).

@@ -117,7 +117,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   o->threads = sl_cores(PQW_MAX_THREADS);
   o->bloom_fpp = 0.01;
   if (args->compression != NULL)
-    SL_RETURN_NOT_OK(pq_codec_from_name(args->compression, &o->codec, error));
+    SL_RETURN_NOT_OK(sl_pq_codec_from_name(args->compression, &o->codec, error));
   const char* s = args->format_options;
   while (s != NULL && *s != '\0') {
     const char* end = strchr(s, ',');
@@ -139,10 +139,10 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
         return sl_error_set(error, EINVAL, "parquet writer: unknown compression '%.*s'", (int)vn, v);
       memcpy(name, v, vn);
       name[vn] = '\0';
-      SL_RETURN_NOT_OK(pq_codec_from_name(name, &o->codec, error));
+      SL_RETURN_NOT_OK(sl_pq_codec_from_name(name, &o->codec, error));
       // Both ways of naming it must agree: neither silently wins.
       enum pq_codec flag;
-      if (args->compression != NULL && pq_codec_from_name(args->compression, &flag, NULL) == 0 &&
+      if (args->compression != NULL && sl_pq_codec_from_name(args->compression, &flag, NULL) == 0 &&
           flag != o->codec) {
         return sl_error_set(error, EINVAL, "parquet writer: compression '%s' and %.*s=%s "
                             "name different codecs: give one", args->compression, (int)kn, s,
@@ -202,7 +202,7 @@ static int parse_options(struct pq_writer* w, const struct sl_write_args* args,
   // A level for a codec without levels would be ignored: refused, as pyarrow
   // refuses it, so that it is not taken for a smaller file.
   if (o->level != PQ_LEVEL_DEFAULT) {
-    int rc = pq_codec_level(o->codec, &o->level, error);
+    int rc = sl_pq_codec_level(o->codec, &o->level, error);
     if (rc != 0) return sl_error_prefix(error, "parquet writer");
   }
   return 0;
@@ -239,7 +239,7 @@ static void* worker_run(void* arg) {
   for (;;) {
     long long i = atomic_fetch_add(&job->next, 1);
     if (i >= w->ps.n_leaves || atomic_load(&job->failed)) break;
-    int rc = pqw_chunk_encode(&w->ps.leaves[i], &w->opt, w->slices, w->n_slices, k->scratch,
+    int rc = sl_pqw_chunk_encode(&w->ps.leaves[i], &w->opt, w->slices, w->n_slices, k->scratch,
                               &job->chunks[i], &k->error);
     pthread_mutex_lock(&job->mu);
     job->done[i] = 1;
@@ -276,7 +276,7 @@ static int flush_row_group(struct pq_writer* w, struct sluice_error* error) {
   if (rg->chunks == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
   w->n_rgs++;
   for (int64_t i = 0; i < n_leaves; ++i) {
-    pqw_chunk_init(&rg->chunks[i], w->alloc);
+    sl_pqw_chunk_init(&rg->chunks[i], w->alloc);
     rg->chunks[i].bytes = w->spare[i];
     sl_buffer_init(&w->spare[i], w->alloc);
   }
@@ -417,20 +417,20 @@ static int arrow_schema_b64(struct pq_writer* w, struct sl_buffer* out,
   struct ipc_dicts dicts;
   memset(&dicts, 0, sizeof dicts);
   struct fb_builder b;
-  fb_init(&b, w->alloc);
-  int rc = ipc_dicts_collect(&dicts, w->alloc, &w->schema, error);
+  sl_fb_init(&b, w->alloc);
+  int rc = sl_ipc_dicts_collect(&dicts, w->alloc, &w->schema, error);
   fb_ref schema = 0;
-  if (rc == 0) rc = ipc_build_schema(&b, &w->schema, &dicts, &schema, error);
+  if (rc == 0) rc = sl_ipc_build_schema(&b, &w->schema, &dicts, &schema, error);
   const uint8_t* meta = NULL;
   size_t size = 0;
   if (rc == 0) {
-    fb_table_start(&b);
-    fb_add_i16(&b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
-    fb_add_u8(&b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
-    fb_add_ref(&b, IPC_MESSAGE_HEADER, schema);
-    fb_add_i64(&b, IPC_MESSAGE_BODY_LENGTH, 0);
-    fb_ref message = fb_table_end(&b);
-    rc = fb_finish(&b, message, &meta, &size, error);
+    sl_fb_table_start(&b);
+    sl_fb_add_i16(&b, IPC_MESSAGE_VERSION, IPC_METADATA_V5);
+    sl_fb_add_u8(&b, IPC_MESSAGE_HEADER_TYPE, IPC_MESSAGE_SCHEMA);
+    sl_fb_add_ref(&b, IPC_MESSAGE_HEADER, schema);
+    sl_fb_add_i64(&b, IPC_MESSAGE_BODY_LENGTH, 0);
+    fb_ref message = sl_fb_table_end(&b);
+    rc = sl_fb_finish(&b, message, &meta, &size, error);
   }
   struct sl_buffer framed;
   sl_buffer_init(&framed, w->alloc);
@@ -443,8 +443,8 @@ static int arrow_schema_b64(struct pq_writer* w, struct sl_buffer* out,
       rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory (ARROW:schema)");
   }
   sl_buffer_reset(&framed);
-  fb_free(&b);
-  ipc_dicts_free(&dicts);
+  sl_fb_free(&b);
+  sl_ipc_dicts_free(&dicts);
   return rc;
 }
 
@@ -521,7 +521,7 @@ static int write_footer(struct pq_writer* w, struct sluice_error* error) {
   }
   fm.key_value_metadata = kv;
   fm.n_key_value_metadata = n_kv;
-  if (rc == 0) rc = pq_file_meta_write(&fm, &out, error);
+  if (rc == 0) rc = sl_pq_file_meta_write(&fm, &out, error);
   if (rc == 0 && out.size > INT32_MAX)
     rc = sl_error_set(error, EFBIG, "parquet writer: footer of %lld bytes", (long long)out.size);
   if (rc == 0) {
@@ -574,7 +574,7 @@ static void writer_free(struct pq_writer* w) {
   release_slices(w);
   sl_free(w->alloc, w->slices, (size_t)w->cap_slices * sizeof *w->slices);
   for (int64_t r = 0; r < w->n_rgs; ++r) {
-    for (int64_t i = 0; i < w->ps.n_leaves; ++i) pqw_chunk_free(&w->rgs[r].chunks[i]);
+    for (int64_t i = 0; i < w->ps.n_leaves; ++i) sl_pqw_chunk_free(&w->rgs[r].chunks[i]);
     sl_free(w->alloc, w->rgs[r].chunks, (size_t)w->ps.n_leaves * sizeof *w->rgs[r].chunks);
   }
   sl_free(w->alloc, w->rgs, (size_t)w->cap_rgs * sizeof *w->rgs);
@@ -583,8 +583,8 @@ static void writer_free(struct pq_writer* w) {
     sl_free(w->alloc, w->spare, (size_t)w->ps.n_leaves * sizeof *w->spare);
   }
   if (w->done != NULL) sl_free(w->alloc, w->done, (size_t)w->ps.n_leaves);
-  for (int t = 0; t < w->n_scratch; ++t) pqw_scratch_free(&w->scratch[t]);
-  pqw_schema_free(&w->ps);
+  for (int t = 0; t < w->n_scratch; ++t) sl_pqw_scratch_free(&w->scratch[t]);
+  sl_pqw_schema_free(&w->ps);
   if (w->schema.release != NULL) w->schema.release(&w->schema);
 }
 
@@ -606,7 +606,7 @@ static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   w->sink = sink;
   int rc = parse_options(w, args, error);
   if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
-  if (rc == 0) rc = pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
+  if (rc == 0) rc = sl_pqw_schema_build(&w->ps, &w->schema, w->alloc, error);
   if (rc == 0) rc = mark_bloom_leaves(w, error);
   if (rc == 0) {
     w->spare = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, sizeof *w->spare);
@@ -617,7 +617,7 @@ static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   }
   int want = w->opt.threads < w->ps.n_leaves ? w->opt.threads : (int)w->ps.n_leaves;
   for (int t = 0; rc == 0 && t < want; ++t) {
-    rc = pqw_scratch_init(&w->scratch[t], w->alloc, error);
+    rc = sl_pqw_scratch_init(&w->scratch[t], w->alloc, error);
     w->n_scratch = t + 1;
   }
   if (rc == 0) rc = sl_sink_write(sink, "PAR1", 4, error);
@@ -633,8 +633,8 @@ static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
 /// writer that waits between pushes: a partitioned write may keep many.
 static int trim_buffers(struct pq_writer* w, struct sluice_error* error) {
   for (int t = 0; t < w->n_scratch; ++t) {
-    pqw_scratch_free(&w->scratch[t]);
-    SL_RETURN_NOT_OK(pqw_scratch_init(&w->scratch[t], w->alloc, error));
+    sl_pqw_scratch_free(&w->scratch[t]);
+    SL_RETURN_NOT_OK(sl_pqw_scratch_init(&w->scratch[t], w->alloc, error));
   }
   for (int64_t i = 0; i < w->ps.n_leaves; ++i) sl_buffer_reset(&w->spare[i]);
   return 0;

@@ -166,11 +166,11 @@ static int parse_arrow_schema(const struct pq_bytes* v, const struct sluice_allo
   struct sluice_error ignored;
   int64_t prefix, meta_len;
   struct ipc_message msg;
-  if (n > 0 && ipc_frame_prefix(raw, n, &prefix, &meta_len, &where, &ignored) == 0 &&
+  if (n > 0 && sl_ipc_frame_prefix(raw, n, &prefix, &meta_len, &where, &ignored) == 0 &&
       meta_len > 0 && meta_len <= n - prefix &&
-      ipc_message_parse(raw + prefix, (size_t)meta_len, &where, &msg, &ignored) == 0 &&
+      sl_ipc_message_parse(raw + prefix, (size_t)meta_len, &where, &msg, &ignored) == 0 &&
       msg.header_type == IPC_MESSAGE_SCHEMA) {
-    rc = ipc_schema_parse(&msg.header, msg.version, IPC_SCHEMA_TYPES_ONLY, alloc, &where, out, &ignored);
+    rc = sl_ipc_schema_parse(&msg.header, msg.version, IPC_SCHEMA_TYPES_ONLY, alloc, &where, out, &ignored);
     if (rc == ENOMEM) rc = sl_error_set(error, ENOMEM, "%s: out of memory", name);
     else if (rc == 0) *ok = 1;
     else rc = 0;
@@ -179,7 +179,7 @@ static int parse_arrow_schema(const struct pq_bytes* v, const struct sluice_allo
   return rc;
 }
 
-int pq_schema_apply_arrow(struct pq_schema* s, const struct pq_file_meta* meta, const char* name,
+int sl_pq_schema_apply_arrow(struct pq_schema* s, const struct pq_file_meta* meta, const char* name,
                           struct sluice_error* error) {
   const struct pq_bytes* value = NULL;
   for (int64_t i = 0; i < meta->n_key_value_metadata; ++i) {
@@ -203,18 +203,18 @@ int pq_schema_apply_arrow(struct pq_schema* s, const struct pq_file_meta* meta, 
       rc = apply(&root->children[i], oc, s->alloc, 1);
     }
   }
-  ipc_schema_reset(&ipc);
+  sl_ipc_schema_reset(&ipc);
   if (rc != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", name);
-  return pq_schema_rebuild_arrow(s, error);
+  return sl_pq_schema_rebuild_arrow(s, error);
 }
 
-int pq_schema_rebuild_arrow(struct pq_schema* s, struct sluice_error* error) {
+int sl_pq_schema_rebuild_arrow(struct pq_schema* s, struct sluice_error* error) {
   struct pq_field* root = &s->root;
   struct ArrowSchema fresh;
   int rc;
   rc = sl_schema_init(&fresh, s->alloc, "+s", "", 0, root->n_children, error);
   for (int64_t i = 0; rc == 0 && i < root->n_children; ++i)
-    rc = pq_field_arrow_schema(&root->children[i], s->alloc, fresh.children[i], error);
+    rc = sl_pq_field_arrow_schema(&root->children[i], s->alloc, fresh.children[i], error);
   if (rc != 0) {
     if (fresh.release) fresh.release(&fresh);
     return rc;

@@ -135,7 +135,7 @@ static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct 
   int iw = index_width(f);
   int64_t max_index = index_max(iw);
   if (d->keyed && d->n_dict - 1 <= max_index) return pass_dictionary(c, f, d, out);
-  int rc = pq_leaf_unkey(d);
+  int rc = sl_pq_leaf_unkey(d);
   if (rc == EOVERFLOW)
     return asm_error(c, f, "more than 2 GiB of binary data in one column chunk of a dictionary "
                      "column (not supported)");
@@ -251,7 +251,7 @@ static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t
   }
   if (d->n_slots == slots * n) return 0;
   // Fillers go between the values: a keyed leaf's values per slot first.
-  int unkeyed = pq_leaf_unkey(d);
+  int unkeyed = sl_pq_leaf_unkey(d);
   if (unkeyed != 0) return unkeyed == ENOMEM ? oom(c) : asm_error(c, f, "over 2 GiB of values");
   int64_t total = slots * n;
   struct sl_buffer vals, offsets, validity;
@@ -421,7 +421,7 @@ static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
   return build_group(c, f, expected, out);
 }
 
-int pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
+int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
                       const struct sluice_allocator* alloc, const char* file, int64_t rg,
                       struct ArrowArray* out, struct sluice_error* error) {
   struct asm_ctx c = {.leaves = leaves, .alloc = alloc, .file = file, .rg = rg, .error = error};

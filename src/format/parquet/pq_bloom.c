@@ -9,7 +9,7 @@
 #include <xxhash.h>
 
 
-uint64_t pq_bloom_hash(const void* data, size_t size) { return XXH64(data, size, 0); }
+uint64_t sl_pq_bloom_hash(const void* data, size_t size) { return XXH64(data, size, 0); }
 
 static const uint32_t k_salt[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
                                    0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
@@ -20,7 +20,7 @@ static uint8_t* block_of(const uint8_t* bitset, int64_t num_bytes, uint64_t hash
   return (uint8_t*)(uintptr_t)(bitset + (((hash >> 32) * blocks) >> 32) * 32);
 }
 
-int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
+int sl_pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
   const uint8_t* block = block_of(bitset, num_bytes, hash);
   uint32_t key = (uint32_t)hash;
   for (int i = 0; i < 8; ++i) {
@@ -32,7 +32,7 @@ int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash
   return 1;
 }
 
-void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
+void sl_pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
   uint8_t* block = block_of(bitset, num_bytes, hash);
   uint32_t key = (uint32_t)hash;
   for (int i = 0; i < 8; ++i) {
@@ -41,7 +41,7 @@ void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash) {
   }
 }
 
-int64_t pq_bloom_size(int64_t ndv, double fpp) {
+int64_t sl_pq_bloom_size(int64_t ndv, double fpp) {
   const int64_t min_bytes = 32, max_bytes = (int64_t)128 << 20;
   if (ndv < 1) ndv = 1;
   double bits = -8.0 * (double)ndv / log1p(-pow(fpp, 1.0 / 8.0));
@@ -118,7 +118,7 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
   return 1;
 }
 
-int pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
+int sl_pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
                               struct pq_plain_values* out) {
   out->n = 0;
   if (c->n_values < 1 || c->n_values > PQ_PLAIN_LOOKUPS / 2) return 0;
@@ -146,7 +146,7 @@ int pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_c
 // The most bytes read at once for one column's filters.
 #define FILTER_SPAN_MAX ((int64_t)16 << 20)
 
-void pq_bloom_cache_release(struct pq_bloom_cache* cache) {
+void sl_pq_bloom_cache_release(struct pq_bloom_cache* cache) {
   for (int i = 0; i < cache->n; ++i) sl_view_release(&cache->spans[i].view);
   cache->n = 0;
 }
@@ -207,7 +207,7 @@ static int read_filter(const struct pq_file_meta* meta, int64_t leaf,
   if (span != NULL && at >= span->start && at < span->end) {
     const uint8_t* p = span->view.data + (at - span->start);
     int64_t avail = span->end - at;
-    if (pq_bloom_header_parse(p, avail, &header, num_bytes, &ignored) != 0 ||
+    if (sl_pq_bloom_header_parse(p, avail, &header, num_bytes, &ignored) != 0 ||
         *num_bytes > avail - header)
       return -1;
     *bitset = p + header;
@@ -219,7 +219,7 @@ static int read_filter(const struct pq_file_meta* meta, int64_t leaf,
   if (want > FILTER_MAX_HEADER + ((int64_t)128 << 20)) want = 256;
   if (want > size - at) want = size - at;
   if (sl_source_read_at(source, at, want, view, &ignored) != 0) return -1;
-  if (pq_bloom_header_parse(view->data, view->size, &header, num_bytes, &ignored) != 0 ||
+  if (sl_pq_bloom_header_parse(view->data, view->size, &header, num_bytes, &ignored) != 0 ||
       *num_bytes > size - at - header) {
     sl_view_release(view);
     return -1;
@@ -237,7 +237,7 @@ static int read_filter(const struct pq_file_meta* meta, int64_t leaf,
   return 0;
 }
 
-int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
+int sl_pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
                                  const struct sl_filter_condition* c) {
   if (j->source == NULL || j->rg < 0 || j->rg >= j->meta->n_row_groups) return 1;
   const struct pq_row_group* g = &j->meta->row_groups[j->rg];
@@ -250,7 +250,7 @@ int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
   // The values' bytes first: a column none of them can be put in as its
   // physical values (int8, a literal past INT32) needs no filter read.
   struct pq_plain_values values;
-  if (!pq_condition_plain_values(f, c, &values)) return 1;
+  if (!sl_pq_condition_plain_values(f, c, &values)) return 1;
   struct sl_view view = {0};
   const uint8_t* bitset = NULL;
   int64_t num_bytes = 0;
@@ -260,8 +260,8 @@ int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
     return 1;
   int may = 0;
   for (int i = 0; i < values.n && !may; ++i)
-    may = pq_bloom_may_contain(bitset, num_bytes,
-                               pq_bloom_hash(values.bytes[i], values.lengths[i]));
+    may = sl_pq_bloom_may_contain(bitset, num_bytes,
+                               sl_pq_bloom_hash(values.bytes[i], values.lengths[i]));
   if (owned) sl_view_release(&view);
   return may;
 }

@@ -17,17 +17,17 @@
 
 /// Whether the filter's bitset (num_bytes, a multiple of 32) may hold the
 /// value whose xxHash64 is `hash` (0 = certainly not).
-int pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash);
+int sl_pq_bloom_may_contain(const uint8_t* bitset, int64_t num_bytes, uint64_t hash);
 
 /// Sets the bits of the value whose xxHash64 is `hash`.
-void pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash);
+void sl_pq_bloom_insert(uint8_t* bitset, int64_t num_bytes, uint64_t hash);
 
 /// Bytes of a filter for `ndv` distinct values at false-positive rate `fpp`
 /// (the spec's formula), a power of two from 32 bytes to 128 MiB.
-int64_t pq_bloom_size(int64_t ndv, double fpp);
+int64_t sl_pq_bloom_size(int64_t ndv, double fpp);
 
 /// xxHash64 (seed 0) of a value's PLAIN bytes, as writers hash them.
-uint64_t pq_bloom_hash(const void* data, size_t size);
+uint64_t sl_pq_bloom_hash(const void* data, size_t size);
 
 /// A condition's values put as PLAIN physical values of a leaf, as Bloom
 /// filters hash them and dictionary pages hold them; a zero also as its
@@ -44,7 +44,7 @@ struct pq_plain_values {
 /// 1 with `out` filled when every value of `c` can be put so; 0 when one
 /// cannot (a conversion between the physical and Arrow values, a value past
 /// the physical type's range, NaN, bool, too many values).
-int pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
+int sl_pq_condition_plain_values(const struct pq_field* f, const struct sl_filter_condition* c,
                               struct pq_plain_values* out);
 
 /// The filters of a column read in one piece when they lie together (as
@@ -61,14 +61,14 @@ struct pq_bloom_cache {
   struct pq_bloom_span spans[PQ_BLOOM_CACHE_COLUMNS];
   int n;
 };
-void pq_bloom_cache_release(struct pq_bloom_cache* cache);
+void sl_pq_bloom_cache_release(struct pq_bloom_cache* cache);
 
 /// 0 when `c` is an equality (or in-list) none of whose values the Bloom
 /// filter of its column's chunk in row group j->rg holds, so no row passes;
 /// 1 otherwise, and whenever the filter is absent, unreadable, of a kind
 /// sluice does not check, or the values cannot be put as the column's
 /// physical values. Reads the filters from j->source (through j->bloom).
-int pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
+int sl_pq_condition_bloom_may_match(const struct pq_row_group_judge* j,
                                  const struct sl_filter_condition* c);
 
 #endif

@@ -11,7 +11,7 @@ static SL_ALWAYS_INLINE void bss_gather(const uint8_t* data, int64_t n, const in
     for (int k = 0; k < width; ++k) out[i * width + k] = data[k * n + i];
 }
 
-int pq_byte_stream_split_decode(const uint8_t* data, int64_t size, int64_t n, int width,
+int sl_pq_byte_stream_split_decode(const uint8_t* data, int64_t size, int64_t n, int width,
                                 uint8_t* out, struct sluice_error* error) {
   if (width <= 0 || n < 0)
     return sl_error_set(error, EILSEQ, "BYTE_STREAM_SPLIT: invalid width %d or count %lld", width,

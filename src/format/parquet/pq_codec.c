@@ -59,7 +59,7 @@ struct pq_codec_ctx {
   int gzip_level;
 };
 
-int pq_codec_ctx_new(const struct sluice_allocator* alloc, struct pq_codec_ctx** out,
+int sl_pq_codec_ctx_new(const struct sluice_allocator* alloc, struct pq_codec_ctx** out,
                      struct sluice_error* error) {
   struct pq_codec_ctx* ctx = sl_calloc(alloc, 1, sizeof *ctx);
   if (ctx == NULL) return sl_error_set(error, ENOMEM, "out of memory for a Parquet codec context");
@@ -68,7 +68,7 @@ int pq_codec_ctx_new(const struct sluice_allocator* alloc, struct pq_codec_ctx**
   return 0;
 }
 
-void pq_codec_ctx_free(struct pq_codec_ctx* ctx) {
+void sl_pq_codec_ctx_free(struct pq_codec_ctx* ctx) {
   if (ctx == NULL) return;
   ZSTD_freeDCtx(ctx->zstd_d);
   ZSTD_freeCCtx(ctx->zstd_c);
@@ -79,7 +79,7 @@ void pq_codec_ctx_free(struct pq_codec_ctx* ctx) {
   sl_free(ctx->alloc, ctx, sizeof *ctx);
 }
 
-const char* pq_codec_name(enum pq_codec codec) {
+const char* sl_pq_codec_name(enum pq_codec codec) {
   switch (codec) {
     case PQ_CODEC_UNCOMPRESSED: return "UNCOMPRESSED";
     case PQ_CODEC_SNAPPY: return "SNAPPY";
@@ -101,7 +101,7 @@ static bool name_equal(const char* a, const char* b) {
   return *a == *b;
 }
 
-int pq_codec_from_name(const char* name, enum pq_codec* out, struct sluice_error* error) {
+int sl_pq_codec_from_name(const char* name, enum pq_codec* out, struct sluice_error* error) {
   static const struct {
     const char* name;
     enum pq_codec codec;
@@ -322,7 +322,7 @@ static int lz4_page(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t
     if (n >= 4 && src[0] == 0x04 && src[1] == 0x22 && src[2] == 0x4D && src[3] == 0x18)
       return lz4_frame_page(ctx, src, n, dst, dst_size, error);
   }
-  const char* name = pq_codec_name(codec);
+  const char* name = sl_pq_codec_name(codec);
   int got = LZ4_decompress_safe((const char*)src, (char*)dst, (int)n, (int)dst_size);
   if (got < 0) {
     return sl_error_set(error, EILSEQ, "%s: corrupt data%s (or it decompresses to more than %lld bytes)",
@@ -335,9 +335,9 @@ static int lz4_page(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t
   return 0;
 }
 
-int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src, int64_t n,
+int sl_pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src, int64_t n,
                   uint8_t* dst, int64_t dst_size, struct sluice_error* error) {
-  const char* name = pq_codec_name(codec);
+  const char* name = sl_pq_codec_name(codec);
   if (n < 0 || n > PQ_MAX_PAGE || dst_size < 0 || dst_size > PQ_MAX_PAGE)
     return sl_error_set(error, EILSEQ, "%s: invalid page sizes (%lld compressed, %lld uncompressed)",
                         name, (long long)n, (long long)dst_size);
@@ -372,7 +372,7 @@ int pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* 
   return sl_error_set(error, ENOTSUP, "unknown Parquet compression codec %d", (int)codec);
 }
 
-int pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,
+int sl_pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,
                                uint8_t* tail, int64_t tail_size, struct sluice_error* error) {
   if (src == NULL || n <= 0 || n > PQ_MAX_PAGE || head_size < 0 || tail_size < 0 ||
       head_size > PQ_MAX_PAGE - tail_size)
@@ -428,7 +428,7 @@ static int brotli_compress(struct pq_codec_ctx* ctx, int level, const uint8_t* s
   return rc;
 }
 
-int pq_codec_level(enum pq_codec codec, int* level, struct sluice_error* error) {
+int sl_pq_codec_level(enum pq_codec codec, int* level, struct sluice_error* error) {
   int lo = 0, hi = 0;
   switch (codec) {
     case PQ_CODEC_ZSTD:  // its negative levels are its fastest
@@ -448,18 +448,18 @@ int pq_codec_level(enum pq_codec codec, int* level, struct sluice_error* error) 
     default:
       return sl_error_set(error, EINVAL, "codec %s has no compression levels (compression_level=%d): "
                           "leave compression_level out, or choose zstd, gzip, brotli or lz4",
-                          pq_codec_name(codec), *level);
+                          sl_pq_codec_name(codec), *level);
   }
   if (*level < lo || *level > hi) {
     return sl_error_set(error, EINVAL, "%s compression levels are %d to %d, not %d",
-                        pq_codec_name(codec), lo, hi, *level);
+                        sl_pq_codec_name(codec), lo, hi, *level);
   }
   return 0;
 }
 
-int pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const uint8_t* src,
+int sl_pq_compress(struct pq_codec_ctx* ctx, enum pq_codec codec, int level, const uint8_t* src,
                 int64_t n, struct sl_buffer* out, struct sluice_error* error) {
-  const char* name = pq_codec_name(codec);
+  const char* name = sl_pq_codec_name(codec);
   if (n < 0 || n > PQ_MAX_PAGE)
     return sl_error_set(error, EINVAL, "%s: page of %lld bytes is too large to compress", name,
                         (long long)n);

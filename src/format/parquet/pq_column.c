@@ -15,7 +15,7 @@
 #include "pq_column_internal.h"
 #include "pq_encoding.h"
 
-void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc) {
+void sl_pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc) {
   memset(d, 0, sizeof *d);
   sl_buffer_init(&d->def, alloc);
   sl_buffer_init(&d->rep, alloc);
@@ -27,7 +27,7 @@ void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* al
   d->n_dict = 0;
 }
 
-void pq_leaf_data_reset(struct pq_leaf_data* d) {
+void sl_pq_leaf_data_reset(struct pq_leaf_data* d) {
   sl_buffer_reset(&d->def);
   sl_buffer_reset(&d->rep);
   sl_buffer_reset(&d->validity);
@@ -38,7 +38,7 @@ void pq_leaf_data_reset(struct pq_leaf_data* d) {
   d->n_levels = d->n_slots = d->null_count = d->n_dict = 0;
 }
 
-int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
+int sl_pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
                           struct sl_source* source, const struct pq_file_meta* meta,
                           int verify_checksums, struct sluice_error* error) {
   memset(cr, 0, sizeof *cr);
@@ -50,15 +50,15 @@ int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_alloc
                               &cr->scratch, &cr->ptrs, &cr->lens, &cr->idx, &cr->delta,
                               &cr->saved};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_init(bufs[i], alloc);
-  return pq_codec_ctx_new(alloc, &cr->codec, error);
+  return sl_pq_codec_ctx_new(alloc, &cr->codec, error);
 }
 
-void pq_column_reader_release(struct pq_column_reader* cr) {
+void sl_pq_column_reader_release(struct pq_column_reader* cr) {
   struct sl_buffer* bufs[] = {&cr->page, &cr->dict, &cr->dict_out, &cr->dict_ptrs, &cr->dict_lens,
                               &cr->scratch, &cr->ptrs, &cr->lens, &cr->idx, &cr->delta,
                               &cr->saved};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
-  if (cr->codec) pq_codec_ctx_free(cr->codec);
+  if (cr->codec) sl_pq_codec_ctx_free(cr->codec);
   cr->codec = NULL;
   sl_view_release(&cr->span);
 }
@@ -78,28 +78,28 @@ static int ensure_total(struct sl_buffer* b, int64_t total) {
 static int decode_levels(enum pq_encoding enc, int v2, const uint8_t* data, int64_t size,
                          int64_t n, int max_level, int16_t* out, int64_t* consumed,
                          const struct chunk_where* w, struct sluice_error* error) {
-  int bw = pq_bit_width((uint64_t)max_level);
+  int bw = sl_pq_bit_width((uint64_t)max_level);
   if (v2) {
     struct pq_rle_decoder d;
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data, size, bw, error)));
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_i16(&d, out, n, error)));
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_init(&d, data, size, bw, error)));
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_get_i16(&d, out, n, error)));
     *consumed = size;
     return 0;
   }
   if (enc == PQ_ENC_RLE) {
-    if (size < 4) return pq_chunk_error(w, error, EILSEQ, "truncated level length");
+    if (size < 4) return sl_pq_chunk_error(w, error, EILSEQ, "truncated level length");
     uint32_t len;
     memcpy(&len, data, 4);
-    if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EILSEQ, "level length past the page end");
+    if ((int64_t)len > size - 4) return sl_pq_chunk_error(w, error, EILSEQ, "level length past the page end");
     struct pq_rle_decoder d;
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data + 4, len, bw, error)));
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_i16(&d, out, n, error)));
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_init(&d, data + 4, len, bw, error)));
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_get_i16(&d, out, n, error)));
     *consumed = 4 + (int64_t)len;
     return 0;
   }
   if (enc == PQ_ENC_BIT_PACKED)
-    return pq_chunk_prefix(w, error, pq_bit_packed_levels_decode(data, size, bw, n, out, consumed, error));
-  return pq_chunk_error(w, error, EILSEQ, "unsupported level encoding");
+    return sl_pq_chunk_prefix(w, error, sl_pq_bit_packed_levels_decode(data, size, bw, n, out, consumed, error));
+  return sl_pq_chunk_error(w, error, EILSEQ, "unsupported level encoding");
 }
 
 /* ---- scatter dense values over slots --------------------------------------- */
@@ -201,11 +201,11 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
   if (f->conv == PQ_CONV_BOOL) rc = ensure_total(&d->values, (cap + 7) / 8);
   else if (f->conv == PQ_CONV_BINARY && !d->keyed)  // keyed: offsets are the dictionary's
     rc = ensure_total(&d->offsets, (cap + 1) * (d->wide ? 8 : 4));
-  // Flat values are mapped page by page as pages arrive (pq_column_read).
+  // Flat values are mapped page by page as pages arrive (sl_pq_column_read).
   else if (f->out_width > 0 && f->rep == 0) rc = sl_buffer_grow_to(&d->values, cap * f->out_width);
   else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
   if (rc == 0 && d->validity.data) rc = ensure_validity(d, cap, 0);
-  if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
+  if (rc != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
   if (f->conv == PQ_CONV_BOOL && d->values.capacity > d->values.size)  // bits are OR-ed in
     memset(d->values.data + d->values.size, 0, (size_t)(d->values.capacity - d->values.size));
   p->cap_slots = cap;
@@ -218,7 +218,7 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
 static int widen_offsets(struct page_ctx* p, int64_t s0, const struct chunk_where* w,
                          struct sluice_error* error) {
   struct pq_leaf_data* d = p->out;
-  if (ensure_total(&d->offsets, (p->cap_slots + 1) * 8) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+  if (ensure_total(&d->offsets, (p->cap_slots + 1) * 8) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
   const int32_t* from = (const int32_t*)(const void*)d->offsets.data;
   int64_t* to = (int64_t*)(void*)d->offsets.data;
   for (int64_t i = s0; i >= 0; --i) {  // backwards: the int64s overlap the int32s below them
@@ -263,7 +263,7 @@ static int keyed_start(struct pq_column_reader* cr, struct pq_leaf_data* d,
   // Fresh buffers of the dictionary's size: those sized for the chunk's
   // values would be handed out (and their padding cleared) for nothing.
   struct sl_buffer offsets, values;
-  if (fresh_binary(d, n, bytes, &offsets, &values) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+  if (fresh_binary(d, n, bytes, &offsets, &values) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
   int32_t* offs = (int32_t*)(void*)offsets.data;
   int32_t at = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -289,13 +289,13 @@ static int keyed_page(struct pq_column_reader* cr, struct page_ctx* p, const uin
   struct pq_leaf_data* d = p->out;
   // Room for every slot at once when known (flat leaves: the rows).
   int64_t room = p->cap_slots > s0 + slots ? p->cap_slots : s0 + slots;
-  if (ensure_total(&d->keys, room * 4) != 0 || pq_scratch_size(&cr->idx, nv * 4) != 0)
-    return pq_chunk_prefix(w, error, ENOMEM);
+  if (ensure_total(&d->keys, room * 4) != 0 || sl_pq_scratch_size(&cr->idx, nv * 4) != 0)
+    return sl_pq_chunk_prefix(w, error, ENOMEM);
   uint32_t* keys = (uint32_t*)(void*)d->keys.data;
   // Without nulls the keys decode in place.
   uint32_t* idx = slots == nv ? keys + s0 : (uint32_t*)(void*)cr->idx.data;
   if (nv > 0)
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_dict_indices_decode(data, size, nv,
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv,
                                                                      (uint32_t)cr->dict_n, idx, error)));
   if (slots != nv) {
     int16_t maxd = p->f->def, anc = p->f->anc_def;
@@ -309,7 +309,7 @@ static int keyed_page(struct pq_column_reader* cr, struct page_ctx* p, const uin
   return 0;
 }
 
-int pq_leaf_unkey(struct pq_leaf_data* d) {
+int sl_pq_leaf_unkey(struct pq_leaf_data* d) {
   if (!d->keyed) return 0;
   const uint32_t* keys = (const uint32_t*)(const void*)d->keys.data;
   const int32_t* doffs = (const int32_t*)(const void*)d->offsets.data;
@@ -369,22 +369,22 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   }
   if (slots == 0) return 0;  // only entries under null / empty ancestors
   if (f->rep == 0 && d->n_slots + slots > p->rows)
-    return pq_chunk_error(w, error, EILSEQ, "more values than the row group has rows");
+    return sl_pq_chunk_error(w, error, EILSEQ, "more values than the row group has rows");
   if (f->dict && d->keyed && !is_dictionary_encoding(enc)) {
     // A writer's fallback to plain values (its dictionary grew too big):
     // the keys so far become values, and so do the rest.
-    int rc = pq_leaf_unkey(d);
+    int rc = sl_pq_leaf_unkey(d);
     if (rc == EOVERFLOW)
-      return pq_chunk_error(w, error, rc, "more than 2 GiB of binary data in one column chunk "
+      return sl_pq_chunk_error(w, error, rc, "more than 2 GiB of binary data in one column chunk "
                             "of a dictionary column (not supported)");
     if (rc != 0 || ensure_total(&d->offsets, (p->cap_slots + 1) * 4) != 0)
-      return pq_chunk_prefix(w, error, ENOMEM);
+      return sl_pq_chunk_prefix(w, error, ENOMEM);
   }
   SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + slots, w, error));
   int64_t s0 = d->n_slots;
   int has_nulls = slots > nv;
   if (has_nulls && f->nullable) {
-    if (ensure_validity(d, p->cap_slots, s0) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    if (ensure_validity(d, p->cap_slots, s0) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
     mark_validity(d->validity.data, s0, def, n, maxd, anc);
   } else if (d->validity.data) {
     set_bits(d->validity.data, s0, s0 + slots);
@@ -394,11 +394,11 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
                         cr->has_dict;
   if (dictionary_page && !d->keyed && s0 == 0) SL_RETURN_NOT_OK(keyed_start(cr, d, w, error));
   if (f->conv == PQ_CONV_NULL) {
-    if (nv > 0) return pq_chunk_error(w, error, EILSEQ, "values in a column of the NULL type");
+    if (nv > 0) return sl_pq_chunk_error(w, error, EILSEQ, "values in a column of the NULL type");
   } else if (dictionary_page && d->keyed) {
     SL_RETURN_NOT_OK(keyed_page(cr, p, data, size, s0, nv, slots, def, n, w, error));
   } else if (f->conv == PQ_CONV_BINARY) {
-    SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
+    SL_RETURN_NOT_OK(sl_pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
     int64_t bytes = 0;
@@ -407,14 +407,14 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
         d->values.size + bytes > (d->widen_above < INT32_MAX ? d->widen_above : INT32_MAX))
       SL_RETURN_NOT_OK(widen_offsets(p, s0, w, error));
     if (!d->wide && d->values.size + bytes > INT32_MAX)
-      return pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column "
+      return sl_pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one column "
                             "chunk of a nested column or a dictionary=true column (not supported)");
     if (bytes > INT64_MAX / 2 - d->values.size)
-      return pq_chunk_error(w, error, EOVERFLOW, "binary data size overflows");
+      return sl_pq_chunk_error(w, error, EOVERFLOW, "binary data size overflows");
     // At least one byte, so that values.data is never NULL (+ 0 on NULL is UB
     // even for pages of empty strings).
     if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
-      return pq_chunk_prefix(w, error, ENOMEM);
+      return sl_pq_chunk_prefix(w, error, ENOMEM);
     int64_t at = d->values.size;
     uint8_t* vd = d->values.data;
     int64_t s = s0, j = 0;
@@ -442,9 +442,9 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
     }
     d->values.size = at;
   } else if (f->conv == PQ_CONV_BOOL) {
-    if (pq_scratch_size(&cr->scratch, nv) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    if (sl_pq_scratch_size(&cr->scratch, nv) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
     uint8_t* b = cr->scratch.data;
-    SL_RETURN_NOT_OK(pq_dense_fixed(cr, f, enc, data, size, nv, b, w, error));
+    SL_RETURN_NOT_OK(sl_pq_dense_fixed(cr, f, enc, data, size, nv, b, w, error));
     uint8_t* bits = d->values.data;
     int64_t s = s0, j = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -458,7 +458,7 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   } else {
     int32_t ow = f->out_width;
     uint8_t* dst = d->values.data + s0 * ow;
-    SL_RETURN_NOT_OK(pq_dense_fixed(cr, f, enc, data, size, nv, dst, w, error));
+    SL_RETURN_NOT_OK(sl_pq_dense_fixed(cr, f, enc, data, size, nv, dst, w, error));
     if (has_nulls) spread_fixed(d->values.data, ow, s0, nv, def, n, maxd, anc, slots);
     d->values.size = (s0 + slots) * ow;
   }
@@ -477,13 +477,13 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
   int64_t e0 = d->n_levels, consumed = 0;
   *used = 0;
   if (f->rep > 0) {
-    if (ensure_total(&d->rep, (e0 + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    if (ensure_total(&d->rep, (e0 + n) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
     int16_t* r = (int16_t*)(void*)d->rep.data + e0;
     SL_RETURN_NOT_OK(decode_levels(rep_enc, v2, rdata, rsize, n, f->rep, r, &consumed, w, error));
     for (int64_t i = 0; i < n; ++i)
-      if (r[i] < 0 || r[i] > f->rep) return pq_chunk_error(w, error, EILSEQ, "repetition level above the maximum");
+      if (r[i] < 0 || r[i] > f->rep) return sl_pq_chunk_error(w, error, EILSEQ, "repetition level above the maximum");
     if (e0 == 0 && n > 0 && r[0] != 0)
-      return pq_chunk_error(w, error, EILSEQ, "the first repetition level is not 0");
+      return sl_pq_chunk_error(w, error, EILSEQ, "the first repetition level is not 0");
     d->rep.size = (e0 + n) * 2;
     if (!v2) {
       *used += consumed;
@@ -494,7 +494,7 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
   p->all_defined = 0;
   if (f->def > 0) {
     int64_t at = page_def_at(f, e0);
-    if (ensure_total(&d->def, (at + n) * 2) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    if (ensure_total(&d->def, (at + n) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
     int16_t* dl = (int16_t*)(void*)d->def.data + at;
     // Fast path: a page without nulls is one RLE run of the maximum level.
     const uint8_t* run = ddata;
@@ -518,7 +518,7 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
     }
     SL_RETURN_NOT_OK(decode_levels(def_enc, v2, ddata, dsize, n, f->def, dl, &consumed, w, error));
     for (int64_t i = 0; i < n; ++i)
-      if (dl[i] < 0 || dl[i] > f->def) return pq_chunk_error(w, error, EILSEQ, "definition level above the maximum");
+      if (dl[i] < 0 || dl[i] > f->def) return sl_pq_chunk_error(w, error, EILSEQ, "definition level above the maximum");
     d->def.size = (at + n) * 2;
     if (!v2) *used += consumed;
   }
@@ -545,7 +545,7 @@ static int check_utf8(const struct pq_leaf_data* d, int64_t n, const struct chun
                       w->path, slot, d->keyed ? "'s dictionary" : "");
 }
 
-uint32_t pq_page_crc(const uint8_t* data, int64_t n) {
+uint32_t sl_pq_page_crc(const uint8_t* data, int64_t n) {
   uLong c = crc32(0L, Z_NULL, 0);
   while (n > 0) {
     uInt k = n > (int64_t)1 << 30 ? (uInt)1 << 30 : (uInt)n;
@@ -585,14 +585,14 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
   if (at >= 0) {
     uint8_t saved[24];
     memcpy(saved, d->values.data + at, (size_t)lsize);
-    *rc = pq_chunk_prefix(w, error, pq_decompress(cr->codec, codec, body, bsize, d->values.data + at,
+    *rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, codec, body, bsize, d->values.data + at,
                                                h->uncompressed_page_size, error));
     memcpy(levels, d->values.data + at, (size_t)lsize);
     memcpy(d->values.data + at, saved, (size_t)lsize);
   } else if (codec == PQ_CODEC_SNAPPY) {
     // The chunk's first page has no earlier values to lend their bytes
     // (DuckDB writes one page per chunk): snappy scatters instead.
-    *rc = pq_chunk_prefix(w, error, pq_decompress_snappy_split(body, bsize, levels, lsize,
+    *rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress_snappy_split(body, bsize, levels, lsize,
                                                                d->values.data + d->n_slots * ow, n * ow,
                                                                error));
   } else {
@@ -608,7 +608,7 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
   return 1;
 }
 
-int pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
+int sl_pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
                    int64_t* length) {
   int64_t at = m->data_page_offset;
   if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < at) at = m->dictionary_page_offset;
@@ -620,47 +620,47 @@ int pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* s
   return 0;
 }
 
-int pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
+int sl_pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
                           struct sluice_error* error) {
   sl_view_release(&cr->span);
   cr->span_at = start;
   return length > 0 ? sl_source_read_at(cr->source, start, length, &cr->span, error) : 0;
 }
 
-int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
+int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
                    struct pq_leaf_data* out, struct sluice_error* error) {
   const struct pq_file_meta* meta = cr->meta;
   struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
-  pq_leaf_data_reset(out);
+  sl_pq_leaf_data_reset(out);
   cr->has_dict = 0;
   cr->dict_n = 0;
   const struct pq_row_group* g = &meta->row_groups[rg];
-  if (f->leaf >= g->n_columns) return pq_chunk_error(&w, error, EILSEQ, "the row group has no chunk for this column");
+  if (f->leaf >= g->n_columns) return sl_pq_chunk_error(&w, error, EILSEQ, "the row group has no chunk for this column");
   const struct pq_column_chunk* cc = &g->columns[f->leaf];
   if (cc->file_path.present && cc->file_path.size > 0)
-    return pq_chunk_error(&w, error, ENOTSUP, "column chunks in other files are not supported");
-  if (cc->encrypted) return pq_chunk_error(&w, error, ENOTSUP, "encrypted Parquet is not supported");
-  if (!cc->has_meta_data) return pq_chunk_error(&w, error, EILSEQ, "column chunk without metadata");
+    return sl_pq_chunk_error(&w, error, ENOTSUP, "column chunks in other files are not supported");
+  if (cc->encrypted) return sl_pq_chunk_error(&w, error, ENOTSUP, "encrypted Parquet is not supported");
+  if (!cc->has_meta_data) return sl_pq_chunk_error(&w, error, EILSEQ, "column chunk without metadata");
   const struct pq_column_meta* m = &cc->meta_data;
   if (m->type != f->element->type)
-    return pq_chunk_error(&w, error, EILSEQ, "chunk physical type differs from the schema");
+    return sl_pq_chunk_error(&w, error, EILSEQ, "chunk physical type differs from the schema");
   int64_t rows = g->num_rows;
-  if (rows < 0) return pq_chunk_error(&w, error, EILSEQ, "negative row count");
+  if (rows < 0) return sl_pq_chunk_error(&w, error, EILSEQ, "negative row count");
   if (out->place != NULL && f->out_width > 0 && f->rep == 0)
     sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
   int64_t start, len;
-  if (pq_chunk_range(m, cr->source->size, &start, &len) != 0)
-    return pq_chunk_error(&w, error, EILSEQ, "column chunk byte range outside the file");
-  if (m->num_values < 0) return pq_chunk_error(&w, error, EILSEQ, "negative value count");
+  if (sl_pq_chunk_range(m, cr->source->size, &start, &len) != 0)
+    return sl_pq_chunk_error(&w, error, EILSEQ, "column chunk byte range outside the file");
+  if (m->num_values < 0) return sl_pq_chunk_error(&w, error, EILSEQ, "negative value count");
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
   // Flat and struct-only leaves have exactly one slot per row: size once.
   if (f->rep == 0) {
     if (m->num_values != rows)
-      return pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
+      return sl_pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
     SL_RETURN_NOT_OK(grow_slots(&p, rows, &w, error));
   }
   if (f->conv == PQ_CONV_BINARY) {
-    if (ensure_total(&out->offsets, 8) != 0) return pq_chunk_prefix(&w, error, ENOMEM);
+    if (ensure_total(&out->offsets, 8) != 0) return sl_pq_chunk_prefix(&w, error, ENOMEM);
     memset(out->offsets.data, 0, 8);
     // The chunk's uncompressed size bounds its PLAIN values (lengths + bytes):
     // reserving it once spares the values buffer its doublings, each a copy
@@ -672,7 +672,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     if (hint > (int64_t)64 * len) hint = (int64_t)64 * len;
     if (hint > INT32_MAX) hint = INT32_MAX;
     if (hint > 0 && sl_buffer_grow_to(&out->values, out->values.size + hint) != 0)
-      return pq_chunk_prefix(&w, error, ENOMEM);
+      return sl_pq_chunk_prefix(&w, error, ENOMEM);
   }
   struct sl_view view = {0};
   if (cr->span.data != NULL && start >= cr->span_at && start - cr->span_at <= cr->span.size - len) {
@@ -680,7 +680,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     view.size = len;
     view.owner = sl_ref_retain(cr->span.owner);
   } else {
-    SL_RETURN_NOT_OK(pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
   }
   int rc = 0;
   int64_t pos = 0;
@@ -689,42 +689,42 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     w.page = start + pos;
     struct pq_page_header h;
     int64_t hsize;
-    rc = pq_chunk_prefix(&w, error, pq_page_header_parse(view.data + pos, len - pos, &h, &hsize, error));
+    rc = sl_pq_chunk_prefix(&w, error, sl_pq_page_header_parse(view.data + pos, len - pos, &h, &hsize, error));
     if (rc != 0) break;
     if (h.compressed_page_size > len - pos - hsize) {
-      rc = pq_chunk_error(&w, error, EILSEQ, "page extends past the column chunk");
+      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page extends past the column chunk");
       break;
     }
     const uint8_t* body = view.data + pos + hsize;
     int64_t bsize = h.compressed_page_size;
     pos += hsize + bsize;
-    if (h.has_crc && cr->verify_checksums && pq_page_crc(body, bsize) != h.crc) {
-      rc = pq_chunk_error(&w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
+    if (h.has_crc && cr->verify_checksums && sl_pq_page_crc(body, bsize) != h.crc) {
+      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
       break;
     }
     int64_t usize = h.uncompressed_page_size;
     if (h.type == PQ_PAGE_DICTIONARY) {
       if (cr->has_dict || saw_data) {
-        rc = pq_chunk_error(&w, error, EILSEQ, "a second or late dictionary page");
+        rc = sl_pq_chunk_error(&w, error, EILSEQ, "a second or late dictionary page");
         break;
       }
       const uint8_t* dd = body;
       int64_t dsize = bsize;
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (pq_scratch_size(&cr->dict, usize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
-        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
+        if (sl_pq_scratch_size(&cr->dict, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
         if (rc != 0) break;
         dd = cr->dict.data;
         dsize = usize;
       }
-      rc = pq_read_dictionary(cr, f, dd, dsize, h.num_values, &w, error);
+      rc = sl_pq_read_dictionary(cr, f, dd, dsize, h.num_values, &w, error);
       continue;
     }
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2) continue;  // index pages etc.
     saw_data = 1;
     int64_t n = h.num_values;
     if (n < 0 || n > m->num_values - out->n_levels) {
-      rc = pq_chunk_error(&w, error, EILSEQ, "page value count exceeds the column chunk's");
+      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page value count exceeds the column chunk's");
       break;
     }
     // Map the memory of the page's slots in one call (fresh or the caller's,
@@ -741,7 +741,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
     if (v2) {
       int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
       if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize) {
-        rc = pq_chunk_error(&w, error, EILSEQ, "level byte lengths exceed the page");
+        rc = sl_pq_chunk_error(&w, error, EILSEQ, "level byte lengths exceed the page");
         break;
       }
       rdata = body;
@@ -760,13 +760,13 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
         // PLAIN values decompress straight into the output (dense at the
         // page's first slot; page_values spreads them over nulls).
         uint8_t* dst = out->values.data + out->n_slots * ow;
-        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, vdata, vsize, dst, vusize, error));
+        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, dst, vusize, error));
         if (rc != 0) break;
         vdata = dst;
         vsize = vusize;
       } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        if (pq_scratch_size(&cr->page, vusize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
-        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
+        if (sl_pq_scratch_size(&cr->page, vusize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
         if (rc != 0) break;
         vdata = cr->page.data;
         vsize = vusize;
@@ -790,8 +790,8 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
         continue;
       }
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (pq_scratch_size(&cr->page, usize) != 0) { rc = pq_chunk_prefix(&w, error, ENOMEM); break; }
-        rc = pq_chunk_prefix(&w, error, pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
+        if (sl_pq_scratch_size(&cr->page, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
         if (rc != 0) break;
         pd = cr->page.data;
         psize = usize;
@@ -808,7 +808,7 @@ int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_fiel
   }
   w.page = -1;
   if (rc == 0 && out->n_levels != m->num_values)
-    rc = pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
+    rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
   if (rc == 0 && f->conv == PQ_CONV_BINARY) {
     // Keyed: the dictionary's values are checked, not each row's.
     int64_t n = out->keyed ? out->n_dict : out->n_slots;

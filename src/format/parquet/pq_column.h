@@ -33,7 +33,7 @@ struct pq_leaf_data {
   int keyed;
   int64_t n_dict;
   struct sl_buffer keys;
-  /// Set by the caller before pq_column_read (kept by reset): binary offsets
+  /// Set by the caller before sl_pq_column_read (kept by reset): binary offsets
   /// are int64, so that a chunk may hold more than 2 GiB of values (cut into
   /// int32 batches later, or output as large_string / large_binary).
   int wide;
@@ -48,12 +48,12 @@ struct pq_leaf_data {
   struct sl_ref* place_owner;
 };
 
-void pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);
-void pq_leaf_data_reset(struct pq_leaf_data* d);
+void sl_pq_leaf_data_init(struct pq_leaf_data* d, const struct sluice_allocator* alloc);
+void sl_pq_leaf_data_reset(struct pq_leaf_data* d);
 /// A keyed leaf's values written out per slot (offsets + bytes), as an
 /// unkeyed leaf holds them; nothing to do for others. 0, ENOMEM, or
 /// EOVERFLOW when they would pass 2 GiB (the caller says where).
-int pq_leaf_unkey(struct pq_leaf_data* d);
+int sl_pq_leaf_unkey(struct pq_leaf_data* d);
 
 /// Per-split scratch state, reused for every chunk of the split.
 struct pq_column_reader {
@@ -73,43 +73,43 @@ struct pq_column_reader {
   struct sl_buffer idx;      ///< dictionary indices
   struct sl_buffer delta;    ///< DELTA_BYTE_ARRAY rebuilt values
   struct sl_buffer saved;    ///< bytes saved around in-place decompression
-  /// Several chunks fetched at once (pq_column_reader_span); a chunk inside
+  /// Several chunks fetched at once (sl_pq_column_reader_span); a chunk inside
   /// it is a view of it instead of a read of its own.
   struct sl_view span;
   int64_t span_at;  ///< file offset of span.data[0]
 };
 
 /// CRC-32 (zlib's) of a page's bytes after its header, as PageHeader.crc.
-uint32_t pq_page_crc(const uint8_t* data, int64_t n);
+uint32_t sl_pq_page_crc(const uint8_t* data, int64_t n);
 
 /// The file bytes of a column chunk: from its dictionary or first data page,
 /// total_compressed_size long and a little more (old parquet-mr left the
 /// dictionary page header out of it: PARQUET-816, as Arrow C++ allows).
 /// 0, or -1 when the range lies outside a file of `file_size` bytes.
-int pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
+int sl_pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
                    int64_t* length);
 
 /// Fetches [start, start + length) in one read for the chunks about to be
 /// read from it (replacing an earlier span); released by the next call with
-/// length 0 or by pq_column_reader_release.
-int pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
+/// length 0 or by sl_pq_column_reader_release.
+int sl_pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t length,
                           struct sluice_error* error);
 
-int pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
+int sl_pq_column_reader_init(struct pq_column_reader* cr, const struct sluice_allocator* alloc,
                           struct sl_source* source, const struct pq_file_meta* meta,
                           int verify_checksums, struct sluice_error* error);
-void pq_column_reader_release(struct pq_column_reader* cr);
+void sl_pq_column_reader_release(struct pq_column_reader* cr);
 
 /// Decodes the chunk of `leaf` in row group `rg` into `out` (reset first).
 /// Errors name the file, row group, column path and page offset.
-int pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
+int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                    struct pq_leaf_data* out, struct sluice_error* error);
 
 /// Converts `n` PLAIN-encoded physical values (a statistics bound: BYTE_ARRAY
 /// without its length prefix, n = 1) into the leaf's output representation.
 /// For fixed-width outputs writes out_width bytes to `out`; BOOL writes one
 /// byte 0/1. Used by stored statistics so that bounds match the page decoder.
-int pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
+int sl_pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
                            uint8_t* out, struct sluice_error* error);
 
 #endif

@@ -16,26 +16,26 @@ struct chunk_where {
 };
 
 /// EINVAL-style error naming file, row group, column (and page).
-int pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, int code,
+int sl_pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, int code,
                    const char* why);
 /// Prefixes an inner error (decoder, codec) with the location; returns rc.
-int pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc);
+int sl_pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc);
 
 /// Makes room for `bytes` in a scratch buffer (contents not kept).
-int pq_scratch_size(struct sl_buffer* b, int64_t bytes);
+int sl_pq_scratch_size(struct sl_buffer* b, int64_t bytes);
 
 /// Byte-array values of a page (nv of them) as pointers + lengths in
 /// cr->ptrs / cr->lens (PLAIN, DELTA_*, dictionary).
-int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc, const uint8_t* data,
+int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc, const uint8_t* data,
                          int64_t size, int64_t nv, const struct chunk_where* w,
                          struct sluice_error* error);
 /// nv dense values of a fixed-width (or bool: one byte each) leaf in the
 /// output representation at dst (which may equal data: values in place).
-int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
+int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
                    const uint8_t* data, int64_t size, int64_t nv, uint8_t* dst,
                    const struct chunk_where* w, struct sluice_error* error);
 /// A dictionary page's n PLAIN values, kept in cr for the chunk.
-int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f, const uint8_t* data,
+int sl_pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f, const uint8_t* data,
                        int64_t size, int64_t n, const struct chunk_where* w,
                        struct sluice_error* error);
 

@@ -67,7 +67,7 @@ static int read_header(const uint8_t* data, int64_t size, struct delta_header* h
   return 0;
 }
 
-int pq_delta_binary_count(const uint8_t* data, int64_t size, int64_t* count,
+int sl_pq_delta_binary_count(const uint8_t* data, int64_t size, int64_t* count,
                           struct sluice_error* error) {
   struct delta_header h;
   SL_RETURN_NOT_OK(read_header(data, size, &h, error));
@@ -156,21 +156,21 @@ static int delta_decode(const uint8_t* data, int64_t size, int64_t n, int64_t* o
   return 0;
 }
 
-int pq_delta_binary_decode_i32(const uint8_t* data, int64_t size, int64_t n, int32_t* out,
+int sl_pq_delta_binary_decode_i32(const uint8_t* data, int64_t size, int64_t n, int32_t* out,
                                int64_t* consumed, struct sluice_error* error) {
   return delta_decode(data, size, n, NULL, out, consumed, error);
 }
 
-int pq_delta_binary_decode_i64(const uint8_t* data, int64_t size, int64_t n, int64_t* out,
+int sl_pq_delta_binary_decode_i64(const uint8_t* data, int64_t size, int64_t n, int64_t* out,
                                int64_t* consumed, struct sluice_error* error) {
   return delta_decode(data, size, n, out, NULL, consumed, error);
 }
 
-int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                       const uint8_t** ptrs, int32_t* lens, int64_t* consumed,
                                       struct sluice_error* error) {
   int64_t pos;
-  int rc = pq_delta_binary_decode_i32(data, size, n, lens, &pos, error);
+  int rc = sl_pq_delta_binary_decode_i32(data, size, n, lens, &pos, error);
   if (rc != 0) return sl_error_prefix(error, "DELTA_LENGTH_BYTE_ARRAY lengths");
   for (int64_t i = 0; i < n; ++i) {
     if (lens[i] < 0 || lens[i] > size - pos)
@@ -184,7 +184,7 @@ int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t
   return 0;
 }
 
-int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                struct sl_buffer* scratch, const uint8_t** ptrs, int32_t* lens,
                                struct sluice_error* error) {
   if (n < 0) return sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: negative value count");
@@ -197,12 +197,12 @@ int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
     return sl_error_set(error, ENOMEM, "DELTA_BYTE_ARRAY: out of memory for %lld prefix lengths",
                         (long long)n);
   int64_t pos = 0, used = 0;
-  int rc = pq_delta_binary_decode_i32(data, size, n, prefix, &pos, error);
+  int rc = sl_pq_delta_binary_decode_i32(data, size, n, prefix, &pos, error);
   if (rc != 0) {
     sl_error_prefix(error, "DELTA_BYTE_ARRAY prefix lengths");
     goto done;
   }
-  rc = pq_delta_length_byte_array_decode(data + pos, size - pos, n, ptrs, lens, &used, error);
+  rc = sl_pq_delta_length_byte_array_decode(data + pos, size - pos, n, ptrs, lens, &used, error);
   if (rc != 0) {
     sl_error_prefix(error, "DELTA_BYTE_ARRAY suffixes (from byte %lld)", (long long)pos);
     goto done;

@@ -18,16 +18,16 @@
 /// theirs at about 1 MiB by default.
 #define DICT_MAX_BYTES ((int64_t)64 << 20)
 
-int pq_chunk_lists_dictionary(const struct pq_column_meta* m) {
+int sl_pq_chunk_lists_dictionary(const struct pq_column_meta* m) {
   for (int64_t i = 0; i < m->n_encodings; ++i)
     if (m->encodings[i] == PQ_ENC_PLAIN_DICTIONARY || m->encodings[i] == PQ_ENC_RLE_DICTIONARY)
       return 1;
   return 0;
 }
 
-int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m) {
+int sl_pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m) {
   if (m->data_pages_dictionary >= 0) return m->data_pages_dictionary;
-  return pq_chunk_lists_dictionary(m);
+  return sl_pq_chunk_lists_dictionary(m);
 }
 
 /// Whether the pages after the dictionary page (chunk[pos, size)) are all
@@ -42,7 +42,7 @@ static int data_pages_dictionary(const struct pq_column_meta* m, const uint8_t* 
   while (values < m->num_values && pos < size) {
     struct pq_page_header h;
     int64_t header = 0;
-    if (pq_page_header_parse(chunk + pos, size - pos, &h, &header, &ignored) != 0 ||
+    if (sl_pq_page_header_parse(chunk + pos, size - pos, &h, &header, &ignored) != 0 ||
         h.compressed_page_size > size - pos - header)
       return 0;
     pos += header + h.compressed_page_size;
@@ -126,7 +126,7 @@ static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* 
   struct sluice_error ignored = {0, {0}};
   struct pq_page_header h;
   int64_t header = 0;
-  if (pq_page_header_parse(data, size, &h, &header, &ignored) != 0 ||
+  if (sl_pq_page_header_parse(data, size, &h, &header, &ignored) != 0 ||
       h.type != PQ_PAGE_DICTIONARY || h.num_values < 0 ||
       (h.encoding != PQ_ENC_PLAIN && h.encoding != PQ_ENC_PLAIN_DICTIONARY) ||
       h.compressed_page_size > size - header || h.uncompressed_page_size > DICT_MAX_BYTES)
@@ -135,14 +135,14 @@ static int page_may_hold(const struct pq_column_meta* m, const struct pq_field* 
   int64_t body_size = h.compressed_page_size;
   // A corrupt page is the decoder's to report (as it does when the row
   // group is read), not a reason to skip the row group.
-  if (h.has_crc && verify_checksums && pq_page_crc(body, body_size) != h.crc) return 1;
+  if (h.has_crc && verify_checksums && sl_pq_page_crc(body, body_size) != h.crc) return 1;
   *end = header + body_size;
   if (m->codec == PQ_CODEC_UNCOMPRESSED) return dictionary_holds(f, body, body_size, h.num_values, values);
   int may = 1;
   int64_t usize = h.uncompressed_page_size;
   uint8_t* plain = sl_alloc(alloc, usize > 0 ? (size_t)usize : 1);
-  if (plain != NULL && (*codec != NULL || pq_codec_ctx_new(alloc, codec, &ignored) == 0) &&
-      pq_decompress(*codec, m->codec, body, body_size, plain, usize, &ignored) == 0)
+  if (plain != NULL && (*codec != NULL || sl_pq_codec_ctx_new(alloc, codec, &ignored) == 0) &&
+      sl_pq_decompress(*codec, m->codec, body, body_size, plain, usize, &ignored) == 0)
     may = dictionary_holds(f, plain, usize, h.num_values, values);
   if (plain != NULL) sl_free(alloc, plain, usize > 0 ? (size_t)usize : 1);
   return may;
@@ -156,7 +156,7 @@ static int mapped_chunk_may_hold(const struct pq_row_group_judge* j,
                                  const struct dict_lookup* values) {
   struct sl_source* source = j->source;
   int64_t start, len;
-  if (pq_chunk_range(m, source->size, &start, &len) != 0) return 1;
+  if (sl_pq_chunk_range(m, source->size, &start, &len) != 0) return 1;
   struct sluice_error ignored = {0, {0}};
   struct sl_view view = {0};
   if (sl_source_read_at(source, start, len, &view, &ignored) != 0) return 1;
@@ -192,7 +192,7 @@ static int remote_chunk_may_hold(struct pq_row_group_judge* j, const struct pq_c
   return may;
 }
 
-int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
+int sl_pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
                                       const struct sl_filter_condition* c) {
   if (j->source == NULL || (!j->source->mapped && !j->remote_dictionaries) || j->failed ||
       j->rg < 0 || j->rg >= j->meta->n_row_groups)
@@ -206,14 +206,14 @@ int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
   // (Chunks the reader refuses, in another file or encrypted, are not read.)
   if (!cc->has_meta_data || cc->meta_data.type != f->element->type || cc->encrypted ||
       (cc->file_path.present && cc->file_path.size > 0) ||
-      !pq_chunk_may_be_dictionary_only(&cc->meta_data))
+      !sl_pq_chunk_may_be_dictionary_only(&cc->meta_data))
     return 1;
   struct pq_plain_values values;
   struct dict_lookup lookup = {&values, NULL};
   if ((f->conv == PQ_CONV_I32_TO_I8 || f->conv == PQ_CONV_I32_TO_I16) &&
       f->element->type == PQ_INT32 && (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT))
     lookup.narrow = c;
-  else if (!pq_condition_plain_values(f, c, &values))
+  else if (!sl_pq_condition_plain_values(f, c, &values))
     return 1;
   if (!j->source->mapped) return remote_chunk_may_hold(j, &cc->meta_data, f, &lookup);
   return mapped_chunk_may_hold(j, &cc->meta_data, f, &lookup);

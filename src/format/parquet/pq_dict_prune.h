@@ -16,12 +16,12 @@
 
 /// Whether the chunk's encodings list a dictionary encoding (some of its
 /// pages may be dictionary-encoded).
-int pq_chunk_lists_dictionary(const struct pq_column_meta* m);
+int sl_pq_chunk_lists_dictionary(const struct pq_column_meta* m);
 
 /// Whether every data page of the chunk may be dictionary-encoded, as far
 /// as the footer tells: its encoding_stats when it has them, else whether
 /// its encodings list a dictionary encoding. The page headers decide.
-int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m);
+int sl_pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m);
 
 /// 0 when `c` is an equality (or in-list) none of whose values the
 /// dictionary of its column's chunk in row group j->rg holds, so no row
@@ -30,7 +30,7 @@ int pq_chunk_may_be_dictionary_only(const struct pq_column_meta* m);
 /// when its encoding_stats say so. 1 otherwise, and whenever the dictionary
 /// cannot be read and decoded or the values cannot be put as the column's
 /// physical values (a failed remote read also sets j->failed).
-int pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
+int sl_pq_condition_dictionary_may_match(struct pq_row_group_judge* j,
                                       const struct sl_filter_condition* c);
 
 #endif

@@ -35,47 +35,47 @@ struct pq_rle_decoder {
 };
 
 /// EINVAL if bit_width is not 0..32.
-int pq_rle_init(struct pq_rle_decoder* d, const uint8_t* data, int64_t size, int bit_width,
+int sl_pq_rle_init(struct pq_rle_decoder* d, const uint8_t* data, int64_t size, int bit_width,
                 struct sluice_error* error);
 /// Decodes exactly `n` values into out. EINVAL if the runs end first or a
 /// bit-packed run is truncated. (Trailing padding values of the last
 /// bit-packed group are allowed and ignored.)
-int pq_rle_get_u32(struct pq_rle_decoder* d, uint32_t* out, int64_t n, struct sluice_error* error);
+int sl_pq_rle_get_u32(struct pq_rle_decoder* d, uint32_t* out, int64_t n, struct sluice_error* error);
 /// Same for levels (bit width <= 16): values go to int16_t.
-int pq_rle_get_i16(struct pq_rle_decoder* d, int16_t* out, int64_t n, struct sluice_error* error);
+int sl_pq_rle_get_i16(struct pq_rle_decoder* d, int16_t* out, int64_t n, struct sluice_error* error);
 
 /// Dictionary indices of a data page: first byte = bit width (0..32), then an
 /// RLE/bit-packed hybrid. Decodes exactly `n` indices and checks each is <
 /// dict_size (EINVAL naming the index and the value otherwise).
-int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_t dict_size,
+int sl_pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_t dict_size,
                            uint32_t* out, struct sluice_error* error);
 
 /// The deprecated BIT_PACKED level encoding (MSB-first bit order, no length
 /// prefix): `n` levels of `bit_width` bits. *consumed = ceil(n * bit_width / 8).
-int pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
+int sl_pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
                                 int16_t* out, int64_t* consumed, struct sluice_error* error);
 
 /// Appends the RLE/bit-packed hybrid encoding of `n` values (no length prefix,
 /// no bit-width byte) to out. Chooses RLE runs for repeats of >= 8, bit-packed
 /// groups otherwise.
-int pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct sl_buffer* out);
-int pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out);
+int sl_pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct sl_buffer* out);
+int sl_pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out);
 /// Appends `n` copies of `value` as one RLE run (levels known to be equal).
-int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out);
+int sl_pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out);
 
 /// Bits needed for values 0..max_value (0 for 0).
-int pq_bit_width(uint64_t max_value);
+int sl_pq_bit_width(uint64_t max_value);
 
 /* ---- PLAIN ---------------------------------------------------------------- */
 
 /// BOOLEAN PLAIN: `n` bit-packed booleans (LSB first) to one byte (0/1) per
 /// value. *consumed = ceil(n / 8).
-int pq_plain_bool_decode(const uint8_t* data, int64_t size, int64_t n, uint8_t* out,
+int sl_pq_plain_bool_decode(const uint8_t* data, int64_t size, int64_t n, uint8_t* out,
                          int64_t* consumed, struct sluice_error* error);
 
 /// BYTE_ARRAY PLAIN: `n` values, each a 4-byte little-endian length + bytes.
 /// Fills ptrs[i] (a pointer into data) and lens[i]. *consumed = bytes used.
-int pq_plain_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_plain_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                const uint8_t** ptrs, int32_t* lens, int64_t* consumed,
                                struct sluice_error* error);
 
@@ -87,17 +87,17 @@ int pq_plain_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
 /// values the header declares (what DELTA_LENGTH_BYTE_ARRAY and
 /// DELTA_BYTE_ARRAY need to find the bytes that follow).
 /// Arithmetic wraps (two's complement), as the spec requires.
-int pq_delta_binary_decode_i32(const uint8_t* data, int64_t size, int64_t n, int32_t* out,
+int sl_pq_delta_binary_decode_i32(const uint8_t* data, int64_t size, int64_t n, int32_t* out,
                                int64_t* consumed, struct sluice_error* error);
-int pq_delta_binary_decode_i64(const uint8_t* data, int64_t size, int64_t n, int64_t* out,
+int sl_pq_delta_binary_decode_i64(const uint8_t* data, int64_t size, int64_t n, int64_t* out,
                                int64_t* consumed, struct sluice_error* error);
 /// The total value count in a DELTA_BINARY_PACKED header (to size buffers).
-int pq_delta_binary_count(const uint8_t* data, int64_t size, int64_t* count,
+int sl_pq_delta_binary_count(const uint8_t* data, int64_t size, int64_t* count,
                           struct sluice_error* error);
 
 /// DELTA_LENGTH_BYTE_ARRAY: `n` lengths (delta-packed) then the concatenated
 /// bytes. Fills ptrs/lens (pointers into data). *consumed = bytes used.
-int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                       const uint8_t** ptrs, int32_t* lens, int64_t* consumed,
                                       struct sluice_error* error);
 
@@ -105,7 +105,7 @@ int pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int64_t
 /// values are rebuilt into `scratch` (appended; reset by the caller) and
 /// ptrs/lens point into it. `scratch` must not be touched until the caller is
 /// done with ptrs. Also used for FIXED_LEN_BYTE_ARRAY (lens all equal).
-int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                struct sl_buffer* scratch, const uint8_t** ptrs, int32_t* lens,
                                struct sluice_error* error);
 
@@ -114,7 +114,7 @@ int pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
 /// `n` values of `width` bytes (4, 8 for FLOAT/DOUBLE/INT32/INT64; any width
 /// for FIXED_LEN_BYTE_ARRAY) from `width` streams of n bytes each, into `out`
 /// (n * width bytes, values little-endian as PLAIN would give them).
-int pq_byte_stream_split_decode(const uint8_t* data, int64_t size, int64_t n, int width,
+int sl_pq_byte_stream_split_decode(const uint8_t* data, int64_t size, int64_t n, int width,
                                 uint8_t* out, struct sluice_error* error);
 
 #endif

@@ -6,7 +6,7 @@
 // Reading: every byte string (names, statistics, key/value metadata) is a
 // view into the buffer that was parsed (struct pq_bytes), so the caller keeps
 // that buffer alive as long as the metadata. Arrays are allocated with the
-// allocator and freed by pq_file_meta_free. Every length, count, enum and
+// allocator and freed by sl_pq_file_meta_free. Every length, count, enum and
 // nesting depth is validated; bad input gives EINVAL with a message naming the
 // structure, field and byte offset within the parsed buffer.
 #ifndef PQ_META_H
@@ -180,7 +180,7 @@ struct pq_file_meta {
   /// Writing: NULL writes TypeDefinedOrder for every leaf.
   int32_t* column_orders;
   int64_t n_column_orders;
-  /// Allocator the arrays came from (reading), for pq_file_meta_free.
+  /// Allocator the arrays came from (reading), for sl_pq_file_meta_free.
   const struct sluice_allocator* alloc;
 };
 
@@ -213,39 +213,39 @@ struct pq_page_header {
 /// Parses a FileMetaData from `data` (the footer bytes between the start of
 /// the footer and the 4-byte length + "PAR1"). Views into `data` stay valid
 /// while `data` does. On error *out is left empty (nothing to free).
-int pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_allocator* alloc,
+int sl_pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_allocator* alloc,
                        struct pq_file_meta* out, struct sluice_error* error);
-void pq_file_meta_free(struct pq_file_meta* meta);
+void sl_pq_file_meta_free(struct pq_file_meta* meta);
 
 /// A split block Bloom filter's header (BloomFilterHeader) at data[0..size):
 /// 0 with *header_size and *num_bytes (its bitset's length, a positive
 /// multiple of 32 up to 128 MiB) when it is one sluice can check (block
 /// algorithm, xxHash, uncompressed); EILSEQ otherwise.
-int pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
+int sl_pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
                           int64_t* num_bytes, struct sluice_error* error);
 
 /// Parses a PageHeader at the start of `data` (up to `size` bytes; a header is
 /// usually < 100 bytes but statistics can make it larger). *header_size
 /// receives the bytes the header used. EINVAL if it does not fit in `size`.
-int pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_header* out,
+int sl_pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_header* out,
                          int64_t* header_size, struct sluice_error* error);
 
 /// Writing: appends the compact-protocol encoding to `out`. Fields that are
 /// absent (present == 0, -1 sentinels, PQ_LOGICAL_NONE, ...) are not written.
-int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
+int sl_pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
                        struct sluice_error* error);
 /// Appends the BloomFilterHeader of a split block, xxHash, uncompressed filter
 /// of `num_bytes` bytes.
-int pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error);
-int pq_page_header_write(const struct pq_page_header* header, struct sl_buffer* out,
+int sl_pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error);
+int sl_pq_page_header_write(const struct pq_page_header* header, struct sl_buffer* out,
                          struct sluice_error* error);
 
 /// Initialises optional fields to "absent" (-1 sentinels, NONE kinds,
 /// is_compressed = 1, ...) so that writers fill only what they set.
-void pq_statistics_init(struct pq_statistics* stats);
-void pq_page_header_init(struct pq_page_header* header);
-void pq_schema_element_init(struct pq_schema_element* element);
-void pq_column_meta_init(struct pq_column_meta* meta);
+void sl_pq_statistics_init(struct pq_statistics* stats);
+void sl_pq_page_header_init(struct pq_page_header* header);
+void sl_pq_schema_element_init(struct pq_schema_element* element);
+void sl_pq_column_meta_init(struct pq_column_meta* meta);
 
 /// The order a column's statistics are chosen and compared in (from its
 /// logical, converted and physical type, as TypeDefinedOrder says).
@@ -278,11 +278,11 @@ struct pq_merged_stats {
   /// The order min and max are in (PQ_STATS_ORDER_NONE when !has_min_max).
   enum pq_stats_order order;
 };
-int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
+int sl_pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
                           struct pq_merged_stats* out, struct sluice_error* error);
 /// The same over row groups [first, first + count) only: with count = 1, the
 /// trusted statistics of one column chunk (what row-group pruning judges by).
-int pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
+int sl_pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
                                 int64_t count, struct pq_merged_stats* out,
                                 struct sluice_error* error);
 

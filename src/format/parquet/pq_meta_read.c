@@ -42,7 +42,7 @@ static int meta_fail(struct meta_ctx* ctx, const char* where, const char* why) {
 static int meta_int(struct meta_ctx* ctx, int type, int64_t lo, int64_t hi, int64_t* out,
                     const char* where) {
   int64_t start = ctx->r.pos;
-  int rc = pq_thrift_read_int(&ctx->r, type, out);
+  int rc = sl_pq_thrift_read_int(&ctx->r, type, out);
   if (rc != 0) {
     sl_error_prefix(ctx->r.error, "%s", where);
     return rc;
@@ -63,7 +63,7 @@ static int meta_i32(struct meta_ctx* ctx, int type, int64_t lo, int32_t* out, co
 
 static int meta_bytes(struct meta_ctx* ctx, int type, struct pq_bytes* out, const char* where) {
   SL_RETURN_NOT_OK(meta_expect(ctx, type, PQ_TT_BINARY, where));
-  META_TRY(ctx, pq_thrift_read_binary(&ctx->r, &out->data, &out->size), where);
+  META_TRY(ctx, sl_pq_thrift_read_binary(&ctx->r, &out->data, &out->size), where);
   out->present = 1;
   return 0;
 }
@@ -78,8 +78,8 @@ static int meta_list(struct meta_ctx* ctx, int type, int want, void** items, int
   if (*items != NULL || *n != 0) return meta_fail(ctx, where, "duplicate field");
   int elem_type;
   int64_t count;
-  META_TRY(ctx, pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
-  if (count == 0) return 0;  // any element type: see pq_thrift_list_begin
+  META_TRY(ctx, sl_pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
+  if (count == 0) return 0;  // any element type: see sl_pq_thrift_list_begin
   if (elem_type != want) return meta_fail(ctx, where, "unexpected list element type");
   if (count > (ctx->r.size - ctx->r.pos) / min_bytes) {
     return meta_fail(ctx, where, "more elements than the bytes left can hold");
@@ -97,11 +97,11 @@ static int meta_list(struct meta_ctx* ctx, int type, int want, void** items, int
 /// consume the value (or `continue` to skip it via the default).
 #define META_STRUCT(ctx, name, body)                                            \
   do {                                                                          \
-    META_TRY(ctx, pq_thrift_struct_begin(&(ctx)->r), name);                     \
+    META_TRY(ctx, sl_pq_thrift_struct_begin(&(ctx)->r), name);                     \
     int16_t last_id_ = 0, id;                                                   \
     int type;                                                                   \
     for (;;) {                                                                  \
-      int field_rc_ = pq_thrift_field(&(ctx)->r, &last_id_, &id, &type);        \
+      int field_rc_ = sl_pq_thrift_field(&(ctx)->r, &last_id_, &id, &type);        \
       if (field_rc_ != 0) {                                                     \
         sl_error_prefix((ctx)->r.error, "%s", name);                            \
         return field_rc_;                                                       \
@@ -109,9 +109,9 @@ static int meta_list(struct meta_ctx* ctx, int type, int want, void** items, int
       if (type == PQ_TT_STOP) break;                                            \
       int handled_ = 1;                                                         \
       body                                                                      \
-      if (!handled_) META_TRY(ctx, pq_thrift_skip(&(ctx)->r, type), name);      \
+      if (!handled_) META_TRY(ctx, sl_pq_thrift_skip(&(ctx)->r, type), name);      \
     }                                                                           \
-    pq_thrift_struct_end(&(ctx)->r);                                            \
+    sl_pq_thrift_struct_end(&(ctx)->r);                                            \
   } while (0)
 
 static int meta_key_value(struct meta_ctx* ctx, struct pq_key_value* kv) {
@@ -238,7 +238,7 @@ static int meta_logical_type(struct meta_ctx* ctx, int type, struct pq_logical_t
 }
 
 static int meta_schema_element(struct meta_ctx* ctx, struct pq_schema_element* e) {
-  pq_schema_element_init(e);
+  sl_pq_schema_element_init(e);
   META_STRUCT(ctx, "SchemaElement", {
     int64_t v;
     switch (id) {
@@ -293,12 +293,12 @@ static int meta_encoding_stats(struct meta_ctx* ctx, int list_type, struct pq_co
   static const char where[] = "ColumnMetaData.encoding_stats";
   // Another type under this id (no writer is known to put one) is skipped
   // like an unknown field: the stats only ever make the reader do less.
-  if (list_type != PQ_TT_LIST) return pq_thrift_skip(&ctx->r, list_type);
+  if (list_type != PQ_TT_LIST) return sl_pq_thrift_skip(&ctx->r, list_type);
   int elem_type;
   int64_t count;
-  META_TRY(ctx, pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
+  META_TRY(ctx, sl_pq_thrift_list_begin(&ctx->r, &elem_type, &count), where);
   if (count > 0 && elem_type != PQ_TT_STRUCT) {
-    for (int64_t i = 0; i < count; ++i) META_TRY(ctx, pq_thrift_skip(&ctx->r, elem_type), where);
+    for (int64_t i = 0; i < count; ++i) META_TRY(ctx, sl_pq_thrift_skip(&ctx->r, elem_type), where);
     return 0;
   }
   int dictionary = 0, other = 0;
@@ -338,7 +338,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
         SL_RETURN_NOT_OK(meta_list(ctx, type, PQ_TT_I32, (void**)&m->encodings, &m->n_encodings,
                                    sizeof *m->encodings, 1, "ColumnMetaData.encodings"));
         for (int64_t i = 0; i < m->n_encodings; ++i) {
-          META_TRY(ctx, pq_thrift_read_i32(&ctx->r, &m->encodings[i]), "ColumnMetaData.encodings");
+          META_TRY(ctx, sl_pq_thrift_read_i32(&ctx->r, &m->encodings[i]), "ColumnMetaData.encodings");
         }
         break;
       case 3:
@@ -346,7 +346,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
                                    sizeof *m->path_in_schema, 1, "ColumnMetaData.path_in_schema"));
         for (int64_t i = 0; i < m->n_path; ++i) {
           struct pq_bytes* p = &m->path_in_schema[i];
-          META_TRY(ctx, pq_thrift_read_binary(&ctx->r, &p->data, &p->size),
+          META_TRY(ctx, sl_pq_thrift_read_binary(&ctx->r, &p->data, &p->size),
                    "ColumnMetaData.path_in_schema");
           p->present = 1;
         }
@@ -403,7 +403,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
           ctx->r.pos = pos;
           ctx->r.depth = depth;
           m->data_pages_dictionary = -1;
-          META_TRY(ctx, pq_thrift_skip(&ctx->r, type), "ColumnMetaData.encoding_stats");
+          META_TRY(ctx, sl_pq_thrift_skip(&ctx->r, type), "ColumnMetaData.encoding_stats");
         }
         break;
       }
@@ -416,7 +416,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
           break;
         }
         int64_t v;
-        META_TRY(ctx, pq_thrift_read_int(&ctx->r, type, &v), "ColumnMetaData.bloom_filter");
+        META_TRY(ctx, sl_pq_thrift_read_int(&ctx->r, type, &v), "ColumnMetaData.bloom_filter");
         if (id == 14) m->bloom_filter_offset = v >= 0 ? v : -1;
         else m->bloom_filter_length = v > 0 ? v : -1;
         break;
@@ -432,7 +432,7 @@ static int meta_column_meta(struct meta_ctx* ctx, struct pq_column_meta* m) {
 }
 
 static int meta_column_chunk(struct meta_ctx* ctx, struct pq_column_chunk* c) {
-  pq_column_meta_init(&c->meta_data);
+  sl_pq_column_meta_init(&c->meta_data);
   META_STRUCT(ctx, "ColumnChunk", {
     switch (id) {
       case 1:
@@ -680,7 +680,7 @@ static int meta_file(struct meta_ctx* ctx, struct pq_file_meta* m) {
   return meta_check_row_groups(ctx, m, leaves);
 }
 
-int pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_allocator* alloc,
+int sl_pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_allocator* alloc,
                        struct pq_file_meta* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = alloc;
@@ -688,10 +688,10 @@ int pq_file_meta_parse(const uint8_t* data, int64_t size, const struct sluice_al
     return sl_error_set(error, EILSEQ, "FileMetaData: empty footer");
   }
   struct meta_ctx ctx;
-  pq_thrift_reader_init(&ctx.r, data, size, error);
+  sl_pq_thrift_reader_init(&ctx.r, data, size, error);
   ctx.alloc = alloc;
   int rc = meta_file(&ctx, out);
-  if (rc != 0) pq_file_meta_free(out);
+  if (rc != 0) sl_pq_file_meta_free(out);
   return rc;
 }
 
@@ -700,7 +700,7 @@ static void meta_free_key_values(const struct sluice_allocator* alloc, struct pq
   sl_free(alloc, kv, (size_t)n * sizeof *kv);
 }
 
-void pq_file_meta_free(struct pq_file_meta* m) {
+void sl_pq_file_meta_free(struct pq_file_meta* m) {
   if (m == NULL) return;
   const struct sluice_allocator* alloc = m->alloc;
   for (int64_t g = 0; g < m->n_row_groups; ++g) {
@@ -867,10 +867,10 @@ static int meta_union_first(struct meta_ctx* ctx, int type, int* is_first, const
   return 0;
 }
 
-int pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
+int sl_pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_size,
                           int64_t* num_bytes, struct sluice_error* error) {
   struct meta_ctx ctx;
-  pq_thrift_reader_init(&ctx.r, data, size, error);
+  sl_pq_thrift_reader_init(&ctx.r, data, size, error);
   ctx.alloc = NULL;
   struct meta_ctx* c = &ctx;
   int64_t n = -1;
@@ -898,16 +898,16 @@ int pq_bloom_header_parse(const uint8_t* data, int64_t size, int64_t* header_siz
   return 0;
 }
 
-int pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_header* out,
+int sl_pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_header* out,
                          int64_t* header_size, struct sluice_error* error) {
-  pq_page_header_init(out);
+  sl_pq_page_header_init(out);
   *header_size = 0;
   struct meta_ctx ctx;
-  pq_thrift_reader_init(&ctx.r, data, size, error);
+  sl_pq_thrift_reader_init(&ctx.r, data, size, error);
   ctx.alloc = NULL;
   int rc = meta_page_header(&ctx, out);
   if (rc != 0) {
-    pq_page_header_init(out);
+    sl_pq_page_header_init(out);
     return rc;
   }
   *header_size = ctx.r.pos;
@@ -916,7 +916,7 @@ int pq_page_header_parse(const uint8_t* data, int64_t size, struct pq_page_heade
 
 /* ---- initialisers -------------------------------------------------------- */
 
-void pq_statistics_init(struct pq_statistics* s) {
+void sl_pq_statistics_init(struct pq_statistics* s) {
   memset(s, 0, sizeof *s);
   s->null_count = -1;
   s->distinct_count = -1;
@@ -924,24 +924,24 @@ void pq_statistics_init(struct pq_statistics* s) {
   s->is_min_value_exact = -1;
 }
 
-void pq_page_header_init(struct pq_page_header* h) {
+void sl_pq_page_header_init(struct pq_page_header* h) {
   memset(h, 0, sizeof *h);
   h->is_compressed = 1;
-  pq_statistics_init(&h->statistics);
+  sl_pq_statistics_init(&h->statistics);
 }
 
-void pq_schema_element_init(struct pq_schema_element* e) {
+void sl_pq_schema_element_init(struct pq_schema_element* e) {
   memset(e, 0, sizeof *e);
   e->converted_type = PQ_CONVERTED_NONE;
   e->logical.kind = PQ_LOGICAL_NONE;
 }
 
-void pq_column_meta_init(struct pq_column_meta* m) {
+void sl_pq_column_meta_init(struct pq_column_meta* m) {
   memset(m, 0, sizeof *m);
   m->index_page_offset = -1;
   m->dictionary_page_offset = -1;
   m->bloom_filter_offset = -1;
   m->bloom_filter_length = -1;
   m->data_pages_dictionary = -1;
-  pq_statistics_init(&m->statistics);
+  sl_pq_statistics_init(&m->statistics);
 }

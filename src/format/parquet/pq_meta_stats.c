@@ -1,4 +1,4 @@
-// Merging column-chunk statistics over row groups (pq_merge_column_stats).
+// Merging column-chunk statistics over row groups (sl_pq_merge_column_stats).
 // The sort order follows parquet.thrift's ColumnOrder/TypeDefinedOrder: the
 // logical (or converted) type decides, then the physical type. The legacy
 // min/max fields were written with signed comparison by old writers, so they
@@ -182,12 +182,12 @@ static void stats_widen_zero(enum pq_stats_order order, struct pq_bytes* bound, 
   *exact = 0;
 }
 
-int pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
+int sl_pq_merge_column_stats(const struct pq_file_meta* meta, int64_t leaf,
                           struct pq_merged_stats* out, struct sluice_error* error) {
-  return pq_merge_column_stats_range(meta, leaf, 0, meta->n_row_groups, out, error);
+  return sl_pq_merge_column_stats_range(meta, leaf, 0, meta->n_row_groups, out, error);
 }
 
-int pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
+int sl_pq_merge_column_stats_range(const struct pq_file_meta* meta, int64_t leaf, int64_t first,
                                 int64_t count, struct pq_merged_stats* out,
                                 struct sluice_error* error) {
   memset(out, 0, sizeof *out);

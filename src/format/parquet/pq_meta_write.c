@@ -12,68 +12,68 @@
 #include "../../core/sl_error.h"
 
 static void write_bytes_field(struct pq_thrift_writer* w, int16_t id, const struct pq_bytes* b) {
-  if (b->present) pq_thrift_write_binary_field(w, id, b->data, b->size);
+  if (b->present) sl_pq_thrift_write_binary_field(w, id, b->data, b->size);
 }
 
 static void write_statistics(struct pq_thrift_writer* w, int16_t id,
                              const struct pq_statistics* s) {
   if (!s->present) return;
-  pq_thrift_write_field(w, id, PQ_TT_STRUCT);
-  pq_thrift_write_struct_begin(w);
+  sl_pq_thrift_write_field(w, id, PQ_TT_STRUCT);
+  sl_pq_thrift_write_struct_begin(w);
   write_bytes_field(w, 1, &s->max);
   write_bytes_field(w, 2, &s->min);
-  if (s->null_count >= 0) pq_thrift_write_i64_field(w, 3, s->null_count);
-  if (s->distinct_count >= 0) pq_thrift_write_i64_field(w, 4, s->distinct_count);
+  if (s->null_count >= 0) sl_pq_thrift_write_i64_field(w, 3, s->null_count);
+  if (s->distinct_count >= 0) sl_pq_thrift_write_i64_field(w, 4, s->distinct_count);
   write_bytes_field(w, 5, &s->max_value);
   write_bytes_field(w, 6, &s->min_value);
-  if (s->is_max_value_exact >= 0) pq_thrift_write_bool_field(w, 7, s->is_max_value_exact);
-  if (s->is_min_value_exact >= 0) pq_thrift_write_bool_field(w, 8, s->is_min_value_exact);
-  pq_thrift_write_struct_end(w);
+  if (s->is_max_value_exact >= 0) sl_pq_thrift_write_bool_field(w, 7, s->is_max_value_exact);
+  if (s->is_min_value_exact >= 0) sl_pq_thrift_write_bool_field(w, 8, s->is_min_value_exact);
+  sl_pq_thrift_write_struct_end(w);
 }
 
 static void write_key_values(struct pq_thrift_writer* w, int16_t id, const struct pq_key_value* kv,
                              int64_t n) {
   if (n <= 0) return;
-  pq_thrift_write_field(w, id, PQ_TT_LIST);
-  pq_thrift_write_list_begin(w, PQ_TT_STRUCT, n);
+  sl_pq_thrift_write_field(w, id, PQ_TT_LIST);
+  sl_pq_thrift_write_list_begin(w, PQ_TT_STRUCT, n);
   for (int64_t i = 0; i < n; ++i) {
-    pq_thrift_write_struct_begin(w);
-    pq_thrift_write_binary_field(w, 1, kv[i].key.data, kv[i].key.size);
+    sl_pq_thrift_write_struct_begin(w);
+    sl_pq_thrift_write_binary_field(w, 1, kv[i].key.data, kv[i].key.size);
     write_bytes_field(w, 2, &kv[i].value);
-    pq_thrift_write_struct_end(w);
+    sl_pq_thrift_write_struct_end(w);
   }
 }
 
 static void write_logical_type(struct pq_thrift_writer* w, const struct pq_logical_type* lt) {
   if (lt->kind == PQ_LOGICAL_NONE || lt->kind == PQ_LOGICAL_UNKNOWN_MEMBER) return;
-  pq_thrift_write_field(w, 10, PQ_TT_STRUCT);
-  pq_thrift_write_struct_begin(w);
-  pq_thrift_write_field(w, (int16_t)lt->kind, PQ_TT_STRUCT);
-  pq_thrift_write_struct_begin(w);
+  sl_pq_thrift_write_field(w, 10, PQ_TT_STRUCT);
+  sl_pq_thrift_write_struct_begin(w);
+  sl_pq_thrift_write_field(w, (int16_t)lt->kind, PQ_TT_STRUCT);
+  sl_pq_thrift_write_struct_begin(w);
   switch (lt->kind) {
     case PQ_LOGICAL_DECIMAL:
-      pq_thrift_write_i32_field(w, 1, lt->decimal_scale);
-      pq_thrift_write_i32_field(w, 2, lt->decimal_precision);
+      sl_pq_thrift_write_i32_field(w, 1, lt->decimal_scale);
+      sl_pq_thrift_write_i32_field(w, 2, lt->decimal_precision);
       break;
     case PQ_LOGICAL_TIME: case PQ_LOGICAL_TIMESTAMP:
-      pq_thrift_write_bool_field(w, 1, lt->is_adjusted_to_utc);
-      pq_thrift_write_field(w, 2, PQ_TT_STRUCT);
-      pq_thrift_write_struct_begin(w);  // TimeUnit union
-      pq_thrift_write_empty_struct_field(w, (int16_t)lt->unit);
-      pq_thrift_write_struct_end(w);
+      sl_pq_thrift_write_bool_field(w, 1, lt->is_adjusted_to_utc);
+      sl_pq_thrift_write_field(w, 2, PQ_TT_STRUCT);
+      sl_pq_thrift_write_struct_begin(w);  // TimeUnit union
+      sl_pq_thrift_write_empty_struct_field(w, (int16_t)lt->unit);
+      sl_pq_thrift_write_struct_end(w);
       break;
     case PQ_LOGICAL_INTEGER: {
-      pq_thrift_write_field(w, 1, PQ_TT_BYTE);
+      sl_pq_thrift_write_field(w, 1, PQ_TT_BYTE);
       uint8_t bits = (uint8_t)lt->bit_width;
       if (w->status == 0) w->status = sl_buffer_append(w->out, &bits, 1);
-      pq_thrift_write_bool_field(w, 2, lt->is_signed);
+      sl_pq_thrift_write_bool_field(w, 2, lt->is_signed);
       break;
     }
     default:
       break;  // the other members are empty structs
   }
-  pq_thrift_write_struct_end(w);
-  pq_thrift_write_struct_end(w);
+  sl_pq_thrift_write_struct_end(w);
+  sl_pq_thrift_write_struct_end(w);
 }
 
 /// The ConvertedType Arrow C++ writes beside a LogicalType (NONE if none).
@@ -109,73 +109,73 @@ static enum pq_converted_type converted_for(const struct pq_logical_type* lt) {
 }
 
 static void write_schema_element(struct pq_thrift_writer* w, const struct pq_schema_element* e) {
-  pq_thrift_write_struct_begin(w);
-  if (e->has_type) pq_thrift_write_i32_field(w, 1, (int32_t)e->type);
+  sl_pq_thrift_write_struct_begin(w);
+  if (e->has_type) sl_pq_thrift_write_i32_field(w, 1, (int32_t)e->type);
   if (e->has_type && e->type == PQ_FIXED_LEN_BYTE_ARRAY) {
-    pq_thrift_write_i32_field(w, 2, e->type_length);
+    sl_pq_thrift_write_i32_field(w, 2, e->type_length);
   }
-  if (e->has_repetition) pq_thrift_write_i32_field(w, 3, (int32_t)e->repetition);
-  pq_thrift_write_binary_field(w, 4, e->name.data, e->name.size);
-  if (!e->has_type) pq_thrift_write_i32_field(w, 5, e->num_children);
+  if (e->has_repetition) sl_pq_thrift_write_i32_field(w, 3, (int32_t)e->repetition);
+  sl_pq_thrift_write_binary_field(w, 4, e->name.data, e->name.size);
+  if (!e->has_type) sl_pq_thrift_write_i32_field(w, 5, e->num_children);
   enum pq_converted_type ct = e->converted_type != PQ_CONVERTED_NONE ? e->converted_type
                                                                      : converted_for(&e->logical);
-  if (ct != PQ_CONVERTED_NONE) pq_thrift_write_i32_field(w, 6, (int32_t)ct);
+  if (ct != PQ_CONVERTED_NONE) sl_pq_thrift_write_i32_field(w, 6, (int32_t)ct);
   if (ct == PQ_CT_DECIMAL) {
     int from_logical = e->precision == 0 && e->logical.kind == PQ_LOGICAL_DECIMAL;
-    pq_thrift_write_i32_field(w, 7, from_logical ? e->logical.decimal_scale : e->scale);
-    pq_thrift_write_i32_field(w, 8, from_logical ? e->logical.decimal_precision : e->precision);
+    sl_pq_thrift_write_i32_field(w, 7, from_logical ? e->logical.decimal_scale : e->scale);
+    sl_pq_thrift_write_i32_field(w, 8, from_logical ? e->logical.decimal_precision : e->precision);
   }
-  if (e->has_field_id) pq_thrift_write_i32_field(w, 9, e->field_id);
+  if (e->has_field_id) sl_pq_thrift_write_i32_field(w, 9, e->field_id);
   write_logical_type(w, &e->logical);
-  pq_thrift_write_struct_end(w);
+  sl_pq_thrift_write_struct_end(w);
 }
 
 static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column_meta* m) {
-  pq_thrift_write_field(w, 3, PQ_TT_STRUCT);
-  pq_thrift_write_struct_begin(w);
-  pq_thrift_write_i32_field(w, 1, (int32_t)m->type);
-  pq_thrift_write_field(w, 2, PQ_TT_LIST);
-  pq_thrift_write_list_begin(w, PQ_TT_I32, m->n_encodings);
-  for (int64_t i = 0; i < m->n_encodings; ++i) pq_thrift_write_zigzag(w, m->encodings[i]);
-  pq_thrift_write_field(w, 3, PQ_TT_LIST);
-  pq_thrift_write_list_begin(w, PQ_TT_BINARY, m->n_path);
+  sl_pq_thrift_write_field(w, 3, PQ_TT_STRUCT);
+  sl_pq_thrift_write_struct_begin(w);
+  sl_pq_thrift_write_i32_field(w, 1, (int32_t)m->type);
+  sl_pq_thrift_write_field(w, 2, PQ_TT_LIST);
+  sl_pq_thrift_write_list_begin(w, PQ_TT_I32, m->n_encodings);
+  for (int64_t i = 0; i < m->n_encodings; ++i) sl_pq_thrift_write_zigzag(w, m->encodings[i]);
+  sl_pq_thrift_write_field(w, 3, PQ_TT_LIST);
+  sl_pq_thrift_write_list_begin(w, PQ_TT_BINARY, m->n_path);
   for (int64_t i = 0; i < m->n_path; ++i) {
-    pq_thrift_write_binary(w, m->path_in_schema[i].data, m->path_in_schema[i].size);
+    sl_pq_thrift_write_binary(w, m->path_in_schema[i].data, m->path_in_schema[i].size);
   }
-  pq_thrift_write_i32_field(w, 4, (int32_t)m->codec);
-  pq_thrift_write_i64_field(w, 5, m->num_values);
-  pq_thrift_write_i64_field(w, 6, m->total_uncompressed_size);
-  pq_thrift_write_i64_field(w, 7, m->total_compressed_size);
+  sl_pq_thrift_write_i32_field(w, 4, (int32_t)m->codec);
+  sl_pq_thrift_write_i64_field(w, 5, m->num_values);
+  sl_pq_thrift_write_i64_field(w, 6, m->total_uncompressed_size);
+  sl_pq_thrift_write_i64_field(w, 7, m->total_compressed_size);
   write_key_values(w, 8, m->key_value_metadata, m->n_key_value_metadata);
-  pq_thrift_write_i64_field(w, 9, m->data_page_offset);
-  if (m->index_page_offset >= 0) pq_thrift_write_i64_field(w, 10, m->index_page_offset);
-  if (m->dictionary_page_offset >= 0) pq_thrift_write_i64_field(w, 11, m->dictionary_page_offset);
+  sl_pq_thrift_write_i64_field(w, 9, m->data_page_offset);
+  if (m->index_page_offset >= 0) sl_pq_thrift_write_i64_field(w, 10, m->index_page_offset);
+  if (m->dictionary_page_offset >= 0) sl_pq_thrift_write_i64_field(w, 11, m->dictionary_page_offset);
   write_statistics(w, 12, &m->statistics);
   if (m->n_data_pages > 0 && m->n_data_pages <= INT32_MAX) {
     // encoding_stats: what readers check before pruning by dictionaries.
     int has_dictionary = m->dictionary_page_offset >= 0;
-    pq_thrift_write_field(w, 13, PQ_TT_LIST);
-    pq_thrift_write_list_begin(w, PQ_TT_STRUCT, has_dictionary ? 2 : 1);
+    sl_pq_thrift_write_field(w, 13, PQ_TT_LIST);
+    sl_pq_thrift_write_list_begin(w, PQ_TT_STRUCT, has_dictionary ? 2 : 1);
     if (has_dictionary) {
-      pq_thrift_write_struct_begin(w);
-      pq_thrift_write_i32_field(w, 1, PQ_PAGE_DICTIONARY);
-      pq_thrift_write_i32_field(w, 2, PQ_ENC_PLAIN);
-      pq_thrift_write_i32_field(w, 3, 1);
-      pq_thrift_write_struct_end(w);
+      sl_pq_thrift_write_struct_begin(w);
+      sl_pq_thrift_write_i32_field(w, 1, PQ_PAGE_DICTIONARY);
+      sl_pq_thrift_write_i32_field(w, 2, PQ_ENC_PLAIN);
+      sl_pq_thrift_write_i32_field(w, 3, 1);
+      sl_pq_thrift_write_struct_end(w);
     }
-    pq_thrift_write_struct_begin(w);
-    pq_thrift_write_i32_field(w, 1, m->data_pages_v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
-    pq_thrift_write_i32_field(w, 2, m->data_pages_dictionary == 1 ? PQ_ENC_RLE_DICTIONARY
+    sl_pq_thrift_write_struct_begin(w);
+    sl_pq_thrift_write_i32_field(w, 1, m->data_pages_v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
+    sl_pq_thrift_write_i32_field(w, 2, m->data_pages_dictionary == 1 ? PQ_ENC_RLE_DICTIONARY
                                                                   : PQ_ENC_PLAIN);
-    pq_thrift_write_i32_field(w, 3, (int32_t)m->n_data_pages);
-    pq_thrift_write_struct_end(w);
+    sl_pq_thrift_write_i32_field(w, 3, (int32_t)m->n_data_pages);
+    sl_pq_thrift_write_struct_end(w);
   }
   if (m->bloom_filter_offset >= 0) {
-    pq_thrift_write_i64_field(w, 14, m->bloom_filter_offset);
+    sl_pq_thrift_write_i64_field(w, 14, m->bloom_filter_offset);
     if (m->bloom_filter_length > 0 && m->bloom_filter_length <= INT32_MAX)
-      pq_thrift_write_i32_field(w, 15, (int32_t)m->bloom_filter_length);
+      sl_pq_thrift_write_i32_field(w, 15, (int32_t)m->bloom_filter_length);
   }
-  pq_thrift_write_struct_end(w);
+  sl_pq_thrift_write_struct_end(w);
 }
 
 static int write_status(const struct pq_thrift_writer* w, const char* what,
@@ -187,28 +187,28 @@ static int write_status(const struct pq_thrift_writer* w, const char* what,
                                             : "nested too deeply");
 }
 
-int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
+int sl_pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
                        struct sluice_error* error) {
   if (meta->encrypted) {
     return sl_error_set(error, ENOTSUP, "writing FileMetaData: encryption is not supported");
   }
   struct pq_thrift_writer w;
-  pq_thrift_writer_init(&w, out);
+  sl_pq_thrift_writer_init(&w, out);
   int64_t leaves = 0;
   for (int64_t i = 1; i < meta->n_schema; ++i) leaves += meta->schema[i].has_type != 0;
-  pq_thrift_write_struct_begin(&w);
-  pq_thrift_write_i32_field(&w, 1, meta->version);
-  pq_thrift_write_field(&w, 2, PQ_TT_LIST);
-  pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_schema);
+  sl_pq_thrift_write_struct_begin(&w);
+  sl_pq_thrift_write_i32_field(&w, 1, meta->version);
+  sl_pq_thrift_write_field(&w, 2, PQ_TT_LIST);
+  sl_pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_schema);
   for (int64_t i = 0; i < meta->n_schema; ++i) write_schema_element(&w, &meta->schema[i]);
-  pq_thrift_write_i64_field(&w, 3, meta->num_rows);
-  pq_thrift_write_field(&w, 4, PQ_TT_LIST);
-  pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_row_groups);
+  sl_pq_thrift_write_i64_field(&w, 3, meta->num_rows);
+  sl_pq_thrift_write_field(&w, 4, PQ_TT_LIST);
+  sl_pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, meta->n_row_groups);
   for (int64_t g = 0; g < meta->n_row_groups; ++g) {
     const struct pq_row_group* rg = &meta->row_groups[g];
-    pq_thrift_write_struct_begin(&w);
-    pq_thrift_write_field(&w, 1, PQ_TT_LIST);
-    pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, rg->n_columns);
+    sl_pq_thrift_write_struct_begin(&w);
+    sl_pq_thrift_write_field(&w, 1, PQ_TT_LIST);
+    sl_pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, rg->n_columns);
     for (int64_t c = 0; c < rg->n_columns; ++c) {
       const struct pq_column_chunk* cc = &rg->columns[c];
       if (cc->encrypted || !cc->has_meta_data) {
@@ -216,21 +216,21 @@ int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
                             "writing FileMetaData: column chunk %lld of row group %lld has no "
                             "plaintext metadata", (long long)c, (long long)g);
       }
-      pq_thrift_write_struct_begin(&w);
+      sl_pq_thrift_write_struct_begin(&w);
       write_bytes_field(&w, 1, &cc->file_path);
-      pq_thrift_write_i64_field(&w, 2, cc->file_offset);
+      sl_pq_thrift_write_i64_field(&w, 2, cc->file_offset);
       write_column_meta(&w, &cc->meta_data);
-      pq_thrift_write_struct_end(&w);
+      sl_pq_thrift_write_struct_end(&w);
     }
-    pq_thrift_write_i64_field(&w, 2, rg->total_byte_size);
-    pq_thrift_write_i64_field(&w, 3, rg->num_rows);
-    if (rg->file_offset >= 0) pq_thrift_write_i64_field(&w, 5, rg->file_offset);
-    if (rg->total_compressed_size >= 0) pq_thrift_write_i64_field(&w, 6, rg->total_compressed_size);
+    sl_pq_thrift_write_i64_field(&w, 2, rg->total_byte_size);
+    sl_pq_thrift_write_i64_field(&w, 3, rg->num_rows);
+    if (rg->file_offset >= 0) sl_pq_thrift_write_i64_field(&w, 5, rg->file_offset);
+    if (rg->total_compressed_size >= 0) sl_pq_thrift_write_i64_field(&w, 6, rg->total_compressed_size);
     if (rg->ordinal >= 0) {
-      pq_thrift_write_field(&w, 7, PQ_TT_I16);
-      pq_thrift_write_zigzag(&w, rg->ordinal);
+      sl_pq_thrift_write_field(&w, 7, PQ_TT_I16);
+      sl_pq_thrift_write_zigzag(&w, rg->ordinal);
     }
-    pq_thrift_write_struct_end(&w);
+    sl_pq_thrift_write_struct_end(&w);
   }
   write_key_values(&w, 5, meta->key_value_metadata, meta->n_key_value_metadata);
   write_bytes_field(&w, 6, &meta->created_by);
@@ -239,83 +239,83 @@ int pq_file_meta_write(const struct pq_file_meta* meta, struct sl_buffer* out,
       return sl_error_set(error, EINVAL, "writing FileMetaData: %lld column orders for %lld leaves",
                           (long long)meta->n_column_orders, (long long)leaves);
     }
-    pq_thrift_write_field(&w, 7, PQ_TT_LIST);
-    pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, leaves);
+    sl_pq_thrift_write_field(&w, 7, PQ_TT_LIST);
+    sl_pq_thrift_write_list_begin(&w, PQ_TT_STRUCT, leaves);
     for (int64_t i = 0; i < leaves; ++i) {
       int32_t order = meta->column_orders != NULL ? meta->column_orders[i] : PQ_ORDER_TYPE_DEFINED;
-      pq_thrift_write_struct_begin(&w);
-      if (order > 0 && order <= INT16_MAX) pq_thrift_write_empty_struct_field(&w, (int16_t)order);
-      pq_thrift_write_struct_end(&w);
+      sl_pq_thrift_write_struct_begin(&w);
+      if (order > 0 && order <= INT16_MAX) sl_pq_thrift_write_empty_struct_field(&w, (int16_t)order);
+      sl_pq_thrift_write_struct_end(&w);
     }
   }
-  pq_thrift_write_struct_end(&w);
+  sl_pq_thrift_write_struct_end(&w);
   return write_status(&w, "writing FileMetaData", error);
 }
 
-int pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error) {
+int sl_pq_bloom_header_write(int64_t num_bytes, struct sl_buffer* out, struct sluice_error* error) {
   if (num_bytes <= 0 || num_bytes > INT32_MAX)
     return sl_error_set(error, EINVAL, "writing BloomFilterHeader: %lld bytes", (long long)num_bytes);
   struct pq_thrift_writer w;
-  pq_thrift_writer_init(&w, out);
-  pq_thrift_write_struct_begin(&w);
-  pq_thrift_write_i32_field(&w, 1, (int32_t)num_bytes);
+  sl_pq_thrift_writer_init(&w, out);
+  sl_pq_thrift_write_struct_begin(&w);
+  sl_pq_thrift_write_i32_field(&w, 1, (int32_t)num_bytes);
   // algorithm BLOCK, hash XXHASH, compression UNCOMPRESSED: each a union
   // whose member 1 is an empty struct.
   for (int16_t id = 2; id <= 4; ++id) {
-    pq_thrift_write_field(&w, id, PQ_TT_STRUCT);
-    pq_thrift_write_struct_begin(&w);
-    pq_thrift_write_empty_struct_field(&w, 1);
-    pq_thrift_write_struct_end(&w);
+    sl_pq_thrift_write_field(&w, id, PQ_TT_STRUCT);
+    sl_pq_thrift_write_struct_begin(&w);
+    sl_pq_thrift_write_empty_struct_field(&w, 1);
+    sl_pq_thrift_write_struct_end(&w);
   }
-  pq_thrift_write_struct_end(&w);
+  sl_pq_thrift_write_struct_end(&w);
   return write_status(&w, "writing BloomFilterHeader", error);
 }
 
-int pq_page_header_write(const struct pq_page_header* h, struct sl_buffer* out,
+int sl_pq_page_header_write(const struct pq_page_header* h, struct sl_buffer* out,
                          struct sluice_error* error) {
   struct pq_thrift_writer w;
-  pq_thrift_writer_init(&w, out);
-  pq_thrift_write_struct_begin(&w);
-  pq_thrift_write_i32_field(&w, 1, (int32_t)h->type);
-  pq_thrift_write_i32_field(&w, 2, h->uncompressed_page_size);
-  pq_thrift_write_i32_field(&w, 3, h->compressed_page_size);
-  if (h->has_crc) pq_thrift_write_i32_field(&w, 4, (int32_t)h->crc);
+  sl_pq_thrift_writer_init(&w, out);
+  sl_pq_thrift_write_struct_begin(&w);
+  sl_pq_thrift_write_i32_field(&w, 1, (int32_t)h->type);
+  sl_pq_thrift_write_i32_field(&w, 2, h->uncompressed_page_size);
+  sl_pq_thrift_write_i32_field(&w, 3, h->compressed_page_size);
+  if (h->has_crc) sl_pq_thrift_write_i32_field(&w, 4, (int32_t)h->crc);
   switch (h->type) {
     case PQ_PAGE_DATA:
-      pq_thrift_write_field(&w, 5, PQ_TT_STRUCT);
-      pq_thrift_write_struct_begin(&w);
-      pq_thrift_write_i32_field(&w, 1, h->num_values);
-      pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
-      pq_thrift_write_i32_field(&w, 3, (int32_t)h->definition_level_encoding);
-      pq_thrift_write_i32_field(&w, 4, (int32_t)h->repetition_level_encoding);
+      sl_pq_thrift_write_field(&w, 5, PQ_TT_STRUCT);
+      sl_pq_thrift_write_struct_begin(&w);
+      sl_pq_thrift_write_i32_field(&w, 1, h->num_values);
+      sl_pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
+      sl_pq_thrift_write_i32_field(&w, 3, (int32_t)h->definition_level_encoding);
+      sl_pq_thrift_write_i32_field(&w, 4, (int32_t)h->repetition_level_encoding);
       write_statistics(&w, 5, &h->statistics);
-      pq_thrift_write_struct_end(&w);
+      sl_pq_thrift_write_struct_end(&w);
       break;
     case PQ_PAGE_DICTIONARY:
-      pq_thrift_write_field(&w, 7, PQ_TT_STRUCT);
-      pq_thrift_write_struct_begin(&w);
-      pq_thrift_write_i32_field(&w, 1, h->num_values);
-      pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
-      if (h->is_sorted) pq_thrift_write_bool_field(&w, 3, 1);
-      pq_thrift_write_struct_end(&w);
+      sl_pq_thrift_write_field(&w, 7, PQ_TT_STRUCT);
+      sl_pq_thrift_write_struct_begin(&w);
+      sl_pq_thrift_write_i32_field(&w, 1, h->num_values);
+      sl_pq_thrift_write_i32_field(&w, 2, (int32_t)h->encoding);
+      if (h->is_sorted) sl_pq_thrift_write_bool_field(&w, 3, 1);
+      sl_pq_thrift_write_struct_end(&w);
       break;
     case PQ_PAGE_DATA_V2:
-      pq_thrift_write_field(&w, 8, PQ_TT_STRUCT);
-      pq_thrift_write_struct_begin(&w);
-      pq_thrift_write_i32_field(&w, 1, h->num_values);
-      pq_thrift_write_i32_field(&w, 2, h->num_nulls);
-      pq_thrift_write_i32_field(&w, 3, h->num_rows);
-      pq_thrift_write_i32_field(&w, 4, (int32_t)h->encoding);
-      pq_thrift_write_i32_field(&w, 5, h->definition_levels_byte_length);
-      pq_thrift_write_i32_field(&w, 6, h->repetition_levels_byte_length);
-      if (!h->is_compressed) pq_thrift_write_bool_field(&w, 7, 0);
+      sl_pq_thrift_write_field(&w, 8, PQ_TT_STRUCT);
+      sl_pq_thrift_write_struct_begin(&w);
+      sl_pq_thrift_write_i32_field(&w, 1, h->num_values);
+      sl_pq_thrift_write_i32_field(&w, 2, h->num_nulls);
+      sl_pq_thrift_write_i32_field(&w, 3, h->num_rows);
+      sl_pq_thrift_write_i32_field(&w, 4, (int32_t)h->encoding);
+      sl_pq_thrift_write_i32_field(&w, 5, h->definition_levels_byte_length);
+      sl_pq_thrift_write_i32_field(&w, 6, h->repetition_levels_byte_length);
+      if (!h->is_compressed) sl_pq_thrift_write_bool_field(&w, 7, 0);
       write_statistics(&w, 8, &h->statistics);
-      pq_thrift_write_struct_end(&w);
+      sl_pq_thrift_write_struct_end(&w);
       break;
     default:
       return sl_error_set(error, EINVAL, "writing PageHeader: page type %d is not writable",
                           (int)h->type);
   }
-  pq_thrift_write_struct_end(&w);
+  sl_pq_thrift_write_struct_end(&w);
   return write_status(&w, "writing PageHeader", error);
 }

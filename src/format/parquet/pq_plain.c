@@ -7,7 +7,7 @@
 #include "pq_encoding.h"
 #include "../../core/sl_error.h"
 
-int pq_plain_bool_decode(const uint8_t* data, int64_t size, int64_t n, uint8_t* out,
+int sl_pq_plain_bool_decode(const uint8_t* data, int64_t size, int64_t n, uint8_t* out,
                          int64_t* consumed, struct sluice_error* error) {
   if (n < 0 || n > INT64_MAX - 7)
     return sl_error_set(error, EILSEQ, "PLAIN BOOLEAN: invalid value count %lld", (long long)n);
@@ -26,7 +26,7 @@ int pq_plain_bool_decode(const uint8_t* data, int64_t size, int64_t n, uint8_t* 
   return 0;
 }
 
-int pq_plain_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
+int sl_pq_plain_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                const uint8_t** ptrs, int32_t* lens, int64_t* consumed,
                                struct sluice_error* error) {
   if (n < 0) return sl_error_set(error, EILSEQ, "PLAIN BYTE_ARRAY: negative value count");

@@ -1,6 +1,6 @@
 // Row-group pruning (sl_format_reader.split_may_match): whether a row
 // group's column chunk statistics prove that no row passes a condition.
-// The bounds are the ones `sluice stats` trusts (pq_merge_column_stats_range:
+// The bounds are the ones `sluice stats` trusts (sl_pq_merge_column_stats_range:
 // the sort order of the column's type, legacy min/max only where signed
 // order is right, NaN bounds refused, zero bounds widened to -0.0 / +0.0,
 // bounds under an unknown column order ignored), read as values of the
@@ -146,7 +146,7 @@ static int bound_value(const struct pq_field* f, const struct pq_merged_stats* m
   return 0;
 }
 
-int pq_condition_stats_may_match(const struct pq_row_group_judge* j,
+int sl_pq_condition_stats_may_match(const struct pq_row_group_judge* j,
                                  const struct sl_filter_condition* c) {
   if (j->rg < 0 || j->rg >= j->meta->n_row_groups) return 1;
   const struct pq_row_group* g = &j->meta->row_groups[j->rg];
@@ -158,7 +158,7 @@ int pq_condition_stats_may_match(const struct pq_row_group_judge* j,
     return 1;
   struct pq_merged_stats m;
   struct sluice_error ignored = {0, {0}};
-  if (pq_merge_column_stats_range(j->meta, f->leaf, j->rg, 1, &m, &ignored) != 0) return 1;
+  if (sl_pq_merge_column_stats_range(j->meta, f->leaf, j->rg, 1, &m, &ignored) != 0) return 1;
   // Every value null: no row passes (a null passes no condition), whatever
   // the column's type.
   const struct pq_column_chunk* cc = &g->columns[f->leaf];

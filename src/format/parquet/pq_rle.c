@@ -99,7 +99,7 @@ static void unpack_groups(const uint8_t* data, int64_t size, int64_t pos, int w,
 
 /* ---- decoder ------------------------------------------------------------------ */
 
-int pq_rle_init(struct pq_rle_decoder* d, const uint8_t* data, int64_t size, int bit_width,
+int sl_pq_rle_init(struct pq_rle_decoder* d, const uint8_t* data, int64_t size, int bit_width,
                 struct sluice_error* error) {
   memset(d, 0, sizeof *d);
   if (bit_width < 0 || bit_width > 32)
@@ -226,17 +226,17 @@ static int rle_get(struct pq_rle_decoder* d, uint32_t* out32, int16_t* out16, in
   return 0;
 }
 
-int pq_rle_get_u32(struct pq_rle_decoder* d, uint32_t* out, int64_t n, struct sluice_error* error) {
+int sl_pq_rle_get_u32(struct pq_rle_decoder* d, uint32_t* out, int64_t n, struct sluice_error* error) {
   return rle_get(d, out, NULL, n, error);
 }
 
-int pq_rle_get_i16(struct pq_rle_decoder* d, int16_t* out, int64_t n, struct sluice_error* error) {
+int sl_pq_rle_get_i16(struct pq_rle_decoder* d, int16_t* out, int64_t n, struct sluice_error* error) {
   if (d->bit_width > 16)
     return sl_error_set(error, EILSEQ, "RLE: level bit width %d is more than 16", d->bit_width);
   return rle_get(d, NULL, out, n, error);
 }
 
-int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_t dict_size,
+int sl_pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_t dict_size,
                            uint32_t* out, struct sluice_error* error) {
   if (n <= 0) {
     if (n < 0) return sl_error_set(error, EILSEQ, "dictionary indices: negative count %lld", (long long)n);
@@ -248,14 +248,14 @@ int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_
   if (data[0] > 32)
     return sl_error_set(error, EILSEQ, "dictionary indices: bit width %d at byte 0 is not in 0..32",
                         data[0]);
-  SL_RETURN_NOT_OK(pq_rle_init(&d, data + 1, size - 1, data[0], error));
+  SL_RETURN_NOT_OK(sl_pq_rle_init(&d, data + 1, size - 1, data[0], error));
   // Decode and check in L1-sized chunks: one branch-free pass per chunk
   // (vectorises) while the values are still in cache; find the culprit
   // only on failure.
   for (int64_t start = 0; start < n; start += 4096) {
     int64_t k = n - start < 4096 ? n - start : 4096;
     uint32_t* chunk = out + start;
-    if (pq_rle_get_u32(&d, chunk, k, error) != 0) return sl_error_prefix(error, "dictionary indices");
+    if (sl_pq_rle_get_u32(&d, chunk, k, error) != 0) return sl_error_prefix(error, "dictionary indices");
     uint32_t bad = 0;
     for (int64_t i = 0; i < k; ++i) bad |= (uint32_t)(chunk[i] >= dict_size);
     if (bad) {
@@ -269,7 +269,7 @@ int pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint32_
   return 0;
 }
 
-int pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
+int sl_pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
                                 int16_t* out, int64_t* consumed, struct sluice_error* error) {
   if (bit_width < 0 || bit_width > 16)
     return sl_error_set(error, EILSEQ, "BIT_PACKED: bit width %d is not in 0..16", bit_width);
@@ -377,11 +377,11 @@ static int rle_encode(const uint32_t* v32, const int16_t* v16, int64_t n, int bi
   return 0;
 }
 
-int pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct sl_buffer* out) {
+int sl_pq_rle_encode_u32(const uint32_t* values, int64_t n, int bit_width, struct sl_buffer* out) {
   return rle_encode(values, NULL, n, bit_width, out);
 }
 
-int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out) {
+int sl_pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer* out) {
   if (bit_width < 0 || bit_width > 32 || n < 0 ||
       (bit_width < 32 && value >> bit_width != 0))
     return EINVAL;
@@ -390,12 +390,12 @@ int pq_rle_encode_run(uint32_t value, int64_t n, int bit_width, struct sl_buffer
   return n == 0 ? 0 : put_run(out, value, n, bit_width);
 }
 
-int pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out) {
+int sl_pq_rle_encode_i16(const int16_t* values, int64_t n, int bit_width, struct sl_buffer* out) {
   if (bit_width > 16) return EINVAL;
   return rle_encode(NULL, values, n, bit_width, out);
 }
 
-int pq_bit_width(uint64_t max_value) {
+int sl_pq_bit_width(uint64_t max_value) {
   int w = 0;
   while (max_value != 0) {
     ++w;

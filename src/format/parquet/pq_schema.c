@@ -385,7 +385,7 @@ static int convert(struct schema_ctx* c, int64_t el, struct pq_field* f, int16_t
 
 /* ---- Arrow schema ---------------------------------------------------------- */
 
-int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocator* alloc,
+int sl_pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocator* alloc,
                           struct ArrowSchema* out, struct sluice_error* error) {
   char fsl[32];
   snprintf(fsl, sizeof fsl, "+w:%d", (int)f->fixed_size);
@@ -413,7 +413,7 @@ int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocato
     if (rc == 0) rc = sl_schema_init(out->dictionary, alloc, f->format, NULL, 0, 0, error);
   }
   for (int64_t i = 0; rc == 0 && f->kind != PQ_FIELD_LEAF && i < f->n_children; ++i)
-    rc = pq_field_arrow_schema(&f->children[i], alloc, out->children[i], error);
+    rc = sl_pq_field_arrow_schema(&f->children[i], alloc, out->children[i], error);
   if (rc != 0) out->release(out);
   return rc;
 }
@@ -439,14 +439,14 @@ static int collect_leaves(struct pq_schema* s, struct pq_field* f, char* path, s
   return 0;
 }
 
-void pq_schema_release(struct pq_schema* s) {
+void sl_pq_schema_release(struct pq_schema* s) {
   if (s->leaves) sl_free(s->alloc, s->leaves, (size_t)s->n_leaves * sizeof *s->leaves);
   field_release(&s->root, s->alloc);
   if (s->arrow.release) s->arrow.release(&s->arrow);
   memset(s, 0, sizeof *s);
 }
 
-int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocator* alloc,
+int sl_pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocator* alloc,
                     const char* name, struct pq_schema* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = alloc;
@@ -483,7 +483,7 @@ int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocat
   }
   if (rc == 0) rc = sl_schema_init(&out->arrow, alloc, "+s", "", 0, f->n_children, error);
   for (int64_t i = 0; rc == 0 && i < f->n_children; ++i)
-    rc = pq_field_arrow_schema(&f->children[i], alloc, out->arrow.children[i], error);
-  if (rc != 0) pq_schema_release(out);
+    rc = sl_pq_field_arrow_schema(&f->children[i], alloc, out->arrow.children[i], error);
+  if (rc != 0) sl_pq_schema_release(out);
   return rc;
 }

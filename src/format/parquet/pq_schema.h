@@ -79,23 +79,23 @@ struct pq_schema {
 
 /// Builds the tree and the Arrow schema. `name` (the file) prefixes errors.
 /// EINVAL for schemas that are malformed or that pyarrow also refuses.
-int pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocator* alloc,
+int sl_pq_schema_build(const struct pq_file_meta* meta, const struct sluice_allocator* alloc,
                     const char* name, struct pq_schema* out, struct sluice_error* error);
-void pq_schema_release(struct pq_schema* schema);
+void sl_pq_schema_release(struct pq_schema* schema);
 
 /// Restores what Parquet cannot say from the footer's "ARROW:schema" entry
 /// (written by Arrow C++), the way Arrow C++ does: timestamp time zones,
 /// large strings and lists, durations, narrow decimals, dictionaries,
 /// extension metadata. A malformed entry is ignored (ENOMEM is returned).
 /// Also rebuilds schema->arrow.
-int pq_schema_apply_arrow(struct pq_schema* schema, const struct pq_file_meta* meta,
+int sl_pq_schema_apply_arrow(struct pq_schema* schema, const struct pq_file_meta* meta,
                           const char* name, struct sluice_error* error);
 
 /// Rebuilds schema->arrow from the field tree (after changing fields).
-int pq_schema_rebuild_arrow(struct pq_schema* schema, struct sluice_error* error);
+int sl_pq_schema_rebuild_arrow(struct pq_schema* schema, struct sluice_error* error);
 
 /// The Arrow schema of one field (name, nullability, children).
-int pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocator* alloc,
+int sl_pq_field_arrow_schema(const struct pq_field* f, const struct sluice_allocator* alloc,
                           struct ArrowSchema* out, struct sluice_error* error);
 
 #endif

@@ -1,5 +1,5 @@
 // Footer statistics -> sluice's stored statistics. The bounds are converted
-// with the page decoder's own conversion (pq_convert_plain_value) so that a
+// with the page decoder's own conversion (sl_pq_convert_plain_value) so that a
 // min/max has exactly the type and value the data would decode to.
 #include "pq_stats.h"
 
@@ -101,14 +101,14 @@ static int bounds_array(const struct pq_field* f, const struct pq_merged_stats* 
     rc = zero_buffer(out, 1, 1, alloc, name, error, &bits);
     for (int i = 0; rc == 0 && i < 2; ++i) {
       uint8_t v;
-      rc = pq_convert_plain_value(f, b[i]->data, b[i]->size, &v, error);
+      rc = sl_pq_convert_plain_value(f, b[i]->data, b[i]->size, &v, error);
       if (rc == 0 && v) bits[0] |= (uint8_t)(1u << i);
     }
   } else if (rc == 0) {
     uint8_t* vals = NULL;
     rc = zero_buffer(out, 1, 2 * f->out_width, alloc, name, error, &vals);
     for (int i = 0; rc == 0 && i < 2; ++i)
-      rc = pq_convert_plain_value(f, b[i]->data, b[i]->size, vals + i * f->out_width, error);
+      rc = sl_pq_convert_plain_value(f, b[i]->data, b[i]->size, vals + i * f->out_width, error);
   }
   if (rc != 0) {
     if (rc != ENOMEM) sl_error_prefix(error, "%s: column %s: statistics", name, f->path);
@@ -117,7 +117,7 @@ static int bounds_array(const struct pq_field* f, const struct pq_merged_stats* 
   return rc;
 }
 
-int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* schema,
+int sl_pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* schema,
                     const struct sluice_allocator* alloc, const char* name,
                     const int64_t* columns, int64_t n_columns, int64_t* row_count,
                     struct sl_stored_column_stats* stats, struct ArrowArray* min_max,
@@ -139,7 +139,7 @@ int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* sch
     int usable = 0;
     struct pq_merged_stats m;
     if (f->kind == PQ_FIELD_LEAF) {
-      rc = pq_merge_column_stats(meta, f->leaf, &m, error);
+      rc = sl_pq_merge_column_stats(meta, f->leaf, &m, error);
       if (rc != 0) break;
       stats[i].null_count = m.null_count;
       // (An empty bound, the empty string, may have no data pointer.)

@@ -14,7 +14,7 @@
 #include "pq_meta.h"
 #include "pq_schema.h"
 
-int pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* schema,
+int sl_pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* schema,
                     const struct sluice_allocator* alloc, const char* name,
                     const int64_t* columns, int64_t n_columns, int64_t* row_count,
                     struct sl_stored_column_stats* stats, struct ArrowArray* min_max,
@@ -47,7 +47,7 @@ struct pq_row_group_judge {
 };
 /// By the chunk's statistics: every value null, or bounds the condition
 /// rules out.
-int pq_condition_stats_may_match(const struct pq_row_group_judge* j,
+int sl_pq_condition_stats_may_match(const struct pq_row_group_judge* j,
                                  const struct sl_filter_condition* c);
 
 #endif

@@ -10,7 +10,7 @@
 #include "pq_encoding.h"
 
 
-int pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, int code,
+int sl_pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, int code,
                        const char* why) {
   if (w->page >= 0)
     return sl_error_set(error, code, "%s: row group %" PRId64 ", column %s: page at byte %" PRId64
@@ -20,7 +20,7 @@ int pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, int 
 }
 
 /// Prefixes an inner error (decoder, codec) with the location.
-int pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc) {
+int sl_pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc) {
   if (rc == 0) return 0;
   if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", w->file);
   if (w->page >= 0)
@@ -31,7 +31,7 @@ int pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int
   return rc;
 }
 
-int pq_scratch_size(struct sl_buffer* b, int64_t bytes) {
+int sl_pq_scratch_size(struct sl_buffer* b, int64_t bytes) {
   if (bytes < 0) return ERANGE;
   if (bytes > b->capacity) sl_buffer_reset(b);  // grow without copying old contents
   b->size = 0;
@@ -121,7 +121,7 @@ static int convert_in_place_ok(const struct pq_field* f) {
   return f->conv == PQ_CONV_COPY || f->out_width <= f->phys_width;
 }
 
-int pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
+int sl_pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int64_t size,
                            uint8_t* out, struct sluice_error* error) {
   if (leaf->conv == PQ_CONV_BOOL) {
     if (size < 1) return sl_error_set(error, EILSEQ, "empty boolean bound");
@@ -146,33 +146,33 @@ int pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, int
 /* ---- dense values ----------------------------------------------------------- */
 
 /// Byte-array values of a page as pointers + lengths in cr->ptrs / cr->lens.
-int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
+int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
                              const uint8_t* data, int64_t size, int64_t nv,
                              const struct chunk_where* w, struct sluice_error* error) {
   if (enc == PQ_ENC_PLAIN && nv > size / 4)
-    return pq_chunk_error(w, error, EILSEQ, "PLAIN byte arrays past the page end");
-  int rc = pq_scratch_size(&cr->ptrs, nv * (int64_t)sizeof(const uint8_t*));
-  if (rc == 0) rc = pq_scratch_size(&cr->lens, nv * (int64_t)sizeof(int32_t));
-  if (rc != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    return sl_pq_chunk_error(w, error, EILSEQ, "PLAIN byte arrays past the page end");
+  int rc = sl_pq_scratch_size(&cr->ptrs, nv * (int64_t)sizeof(const uint8_t*));
+  if (rc == 0) rc = sl_pq_scratch_size(&cr->lens, nv * (int64_t)sizeof(int32_t));
+  if (rc != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
   const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
   int32_t* lens = (int32_t*)(void*)cr->lens.data;
   int64_t consumed;
   switch (enc) {
     case PQ_ENC_PLAIN:
-      return pq_chunk_prefix(w, error, pq_plain_byte_array_decode(data, size, nv, ptrs, lens, &consumed, error));
+      return sl_pq_chunk_prefix(w, error, sl_pq_plain_byte_array_decode(data, size, nv, ptrs, lens, &consumed, error));
     case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
-      return pq_chunk_prefix(w, error, pq_delta_length_byte_array_decode(data, size, nv, ptrs, lens,
+      return sl_pq_chunk_prefix(w, error, sl_pq_delta_length_byte_array_decode(data, size, nv, ptrs, lens,
                                                                       &consumed, error));
     case PQ_ENC_DELTA_BYTE_ARRAY:
       cr->delta.size = 0;
-      return pq_chunk_prefix(w, error, pq_delta_byte_array_decode(data, size, nv, &cr->delta, ptrs, lens, error));
+      return sl_pq_chunk_prefix(w, error, sl_pq_delta_byte_array_decode(data, size, nv, &cr->delta, ptrs, lens, error));
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY: {
-      if (!cr->has_dict) return pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
-      if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+      if (!cr->has_dict) return sl_pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
+      if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
       if (nv > 0)
-        SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n,
+        SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n,
                                                                        idx, error)));
       const uint8_t* const* dp = (const uint8_t* const*)(const void*)cr->dict_ptrs.data;
       const int32_t* dl = (const int32_t*)(const void*)cr->dict_lens.data;
@@ -183,7 +183,7 @@ int pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
       return 0;
     }
     default:
-      return pq_chunk_error(w, error, EILSEQ, "unsupported encoding for BYTE_ARRAY");
+      return sl_pq_chunk_error(w, error, EILSEQ, "unsupported encoding for BYTE_ARRAY");
   }
 }
 
@@ -203,18 +203,18 @@ static void gather(const uint8_t* dict, const uint32_t* idx, int64_t n, int32_t 
 /// Dense values of a fixed-width (or bool) leaf in the output representation,
 /// written to dst (room for nv * max(out_width, phys_width) bytes is NOT
 /// assumed: physical values wider than the output go through cr->scratch).
-int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
+int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
                        const uint8_t* data, int64_t size, int64_t nv, uint8_t* dst,
                        const struct chunk_where* w, struct sluice_error* error) {
   int32_t pw = f->phys_width, ow = f->conv == PQ_CONV_BOOL ? 1 : f->out_width;
   int direct = f->conv == PQ_CONV_COPY || f->conv == PQ_CONV_BOOL;
   if (f->element->type == PQ_BYTE_ARRAY) {  // decimal stored as BYTE_ARRAY
     if (enc == PQ_ENC_PLAIN_DICTIONARY || enc == PQ_ENC_RLE_DICTIONARY) goto dict;
-    SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
+    SL_RETURN_NOT_OK(sl_pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
     for (int64_t i = 0; i < nv; ++i) {
-      if (lens[i] < 1 || lens[i] > ow) return pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
+      if (lens[i] < 1 || lens[i] > ow) return sl_pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
       be_to_decimal(ptrs[i], lens[i], dst + (int64_t)ow * i, ow);
     }
     return 0;
@@ -223,15 +223,15 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     case PQ_ENC_PLAIN: {
       if (f->conv == PQ_CONV_BOOL) {
         int64_t consumed;
-        return pq_chunk_prefix(w, error, pq_plain_bool_decode(data, size, nv, dst, &consumed, error));
+        return sl_pq_chunk_prefix(w, error, sl_pq_plain_bool_decode(data, size, nv, dst, &consumed, error));
       }
-      if (nv > size / pw) return pq_chunk_error(w, error, EILSEQ, "PLAIN values past the page end");
+      if (nv > size / pw) return sl_pq_chunk_error(w, error, EILSEQ, "PLAIN values past the page end");
       if (direct) {
         if (dst != data) memcpy(dst, data, (size_t)(nv * pw));
       } else if (convert_in_place_ok(f)) {
         convert_fixed(f, data, nv, dst);
       } else {
-        if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+        if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         memcpy(cr->scratch.data, data, (size_t)(nv * pw));
         convert_fixed(f, cr->scratch.data, nv, dst);
       }
@@ -240,38 +240,38 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY:
     dict: {
-      if (!cr->has_dict) return pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
+      if (!cr->has_dict) return sl_pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
       if (nv == 0) return 0;
-      if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+      if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
-      SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n, idx, error)));
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n, idx, error)));
       gather(cr->dict_out.data, idx, nv, ow, dst);
       return 0;
     }
     case PQ_ENC_RLE: {
-      if (f->conv != PQ_CONV_BOOL) return pq_chunk_error(w, error, EILSEQ, "RLE encoding for a non-boolean column");
-      if (size < 4) return pq_chunk_error(w, error, EILSEQ, "truncated RLE boolean length");
+      if (f->conv != PQ_CONV_BOOL) return sl_pq_chunk_error(w, error, EILSEQ, "RLE encoding for a non-boolean column");
+      if (size < 4) return sl_pq_chunk_error(w, error, EILSEQ, "truncated RLE boolean length");
       uint32_t len;
       memcpy(&len, data, 4);
-      if ((int64_t)len > size - 4) return pq_chunk_error(w, error, EILSEQ, "RLE boolean length past the page end");
-      if (pq_scratch_size(&cr->idx, nv * 4) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+      if ((int64_t)len > size - 4) return sl_pq_chunk_error(w, error, EILSEQ, "RLE boolean length past the page end");
+      if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* tmp = (uint32_t*)(void*)cr->idx.data;
       struct pq_rle_decoder d;
-      SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_init(&d, data + 4, len, 1, error)));
-      SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_rle_get_u32(&d, tmp, nv, error)));
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_init(&d, data + 4, len, 1, error)));
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_rle_get_u32(&d, tmp, nv, error)));
       for (int64_t i = 0; i < nv; ++i) dst[i] = (uint8_t)(tmp[i] & 1);
       return 0;
     }
     case PQ_ENC_DELTA_BINARY_PACKED: {
       if (f->element->type != PQ_INT32 && f->element->type != PQ_INT64)
-        return pq_chunk_error(w, error, EILSEQ, "DELTA_BINARY_PACKED for a non-integer column");
+        return sl_pq_chunk_error(w, error, EILSEQ, "DELTA_BINARY_PACKED for a non-integer column");
       int64_t consumed;
       if (f->element->type == PQ_INT32) {
         // Decoded in 64 bits and truncated: some writers (DuckDB) compute
         // INT32 deltas in 64 bits and use miniblock widths of 33.
-        if (pq_scratch_size(&cr->scratch, nv * 8) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+        if (sl_pq_scratch_size(&cr->scratch, nv * 8) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         int64_t* wide = (int64_t*)(void*)cr->scratch.data;
-        SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_delta_binary_decode_i64(data, size, nv, wide, &consumed, error)));
+        SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_delta_binary_decode_i64(data, size, nv, wide, &consumed, error)));
         int32_t* narrow = (int32_t*)(void*)cr->scratch.data;
         for (int64_t i = 0; i < nv; ++i) narrow[i] = (int32_t)(uint32_t)(uint64_t)wide[i];
         if (direct) memcpy(dst, narrow, (size_t)(nv * 4));
@@ -280,70 +280,70 @@ int pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum p
       }
       uint8_t* out = dst;
       if (!direct) {
-        if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+        if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         out = cr->scratch.data;
       }
-      SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_delta_binary_decode_i64(data, size, nv, (int64_t*)(void*)out,
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_delta_binary_decode_i64(data, size, nv, (int64_t*)(void*)out,
                                                                          &consumed, error)));
       if (!direct) convert_fixed(f, out, nv, dst);
       return 0;
     }
     case PQ_ENC_BYTE_STREAM_SPLIT: {
       if (f->conv == PQ_CONV_BOOL || f->element->type == PQ_INT96)
-        return pq_chunk_error(w, error, EILSEQ, "BYTE_STREAM_SPLIT for an unsupported type");
+        return sl_pq_chunk_error(w, error, EILSEQ, "BYTE_STREAM_SPLIT for an unsupported type");
       uint8_t* out = dst;
       if (!direct) {
-        if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+        if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         out = cr->scratch.data;
       }
-      SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_byte_stream_split_decode(data, size, nv, pw, out, error)));
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_byte_stream_split_decode(data, size, nv, pw, out, error)));
       if (!direct) convert_fixed(f, out, nv, dst);
       return 0;
     }
     case PQ_ENC_DELTA_BYTE_ARRAY: {
       if (f->element->type != PQ_FIXED_LEN_BYTE_ARRAY)
-        return pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY for a fixed-width column");
-      SL_RETURN_NOT_OK(pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
+        return sl_pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY for a fixed-width column");
+      SL_RETURN_NOT_OK(sl_pq_dense_byte_arrays(cr, enc, data, size, nv, w, error));
       const uint8_t** ptrs = (const uint8_t**)(void*)cr->ptrs.data;
       const int32_t* lens = (const int32_t*)(void*)cr->lens.data;
-      if (pq_scratch_size(&cr->scratch, nv * pw) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+      if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
       for (int64_t i = 0; i < nv; ++i) {
-        if (lens[i] != pw) return pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY value of the wrong length");
+        if (lens[i] != pw) return sl_pq_chunk_error(w, error, EILSEQ, "DELTA_BYTE_ARRAY value of the wrong length");
         memcpy(cr->scratch.data + (int64_t)pw * i, ptrs[i], (size_t)pw);
       }
       convert_fixed(f, cr->scratch.data, nv, dst);
       return 0;
     }
     default:
-      return pq_chunk_error(w, error, EILSEQ, "unsupported value encoding");
+      return sl_pq_chunk_error(w, error, EILSEQ, "unsupported value encoding");
   }
 }
 
 /* ---- dictionary page ------------------------------------------------------ */
 
-int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
+int sl_pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
                            const uint8_t* data, int64_t size, int64_t n,
                            const struct chunk_where* w, struct sluice_error* error) {
-  if (n < 0) return pq_chunk_error(w, error, EILSEQ, "negative dictionary size");
+  if (n < 0) return sl_pq_chunk_error(w, error, EILSEQ, "negative dictionary size");
   cr->dict_n = n;
   cr->has_dict = 1;
   if (f->conv == PQ_CONV_NULL) return 0;
   if (f->conv == PQ_CONV_BINARY || f->element->type == PQ_BYTE_ARRAY) {
-    if (n > size / 4) return pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
-    if (pq_scratch_size(&cr->dict_ptrs, n * (int64_t)sizeof(const uint8_t*)) != 0 ||
-        pq_scratch_size(&cr->dict_lens, n * 4) != 0)
-      return pq_chunk_prefix(w, error, ENOMEM);
+    if (n > size / 4) return sl_pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
+    if (sl_pq_scratch_size(&cr->dict_ptrs, n * (int64_t)sizeof(const uint8_t*)) != 0 ||
+        sl_pq_scratch_size(&cr->dict_lens, n * 4) != 0)
+      return sl_pq_chunk_prefix(w, error, ENOMEM);
     int64_t consumed;
-    SL_RETURN_NOT_OK(pq_chunk_prefix(w, error, pq_plain_byte_array_decode(
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_plain_byte_array_decode(
         data, size, n, (const uint8_t**)(void*)cr->dict_ptrs.data,
         (int32_t*)(void*)cr->dict_lens.data, &consumed, error)));
     if (f->conv == PQ_CONV_BINARY) return 0;
     // decimal from BYTE_ARRAY: convert once to the output representation
-    if (pq_scratch_size(&cr->dict_out, n * f->out_width) != 0) return pq_chunk_prefix(w, error, ENOMEM);
+    if (sl_pq_scratch_size(&cr->dict_out, n * f->out_width) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
     const uint8_t** ptrs = (const uint8_t**)(void*)cr->dict_ptrs.data;
     const int32_t* lens = (const int32_t*)(void*)cr->dict_lens.data;
     for (int64_t i = 0; i < n; ++i) {
-      if (lens[i] < 1 || lens[i] > f->out_width) return pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
+      if (lens[i] < 1 || lens[i] > f->out_width) return sl_pq_chunk_error(w, error, EILSEQ, "decimal value wider than its precision");
       be_to_decimal(ptrs[i], lens[i], cr->dict_out.data + (int64_t)f->out_width * i, f->out_width);
     }
     return 0;
@@ -352,8 +352,8 @@ int pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
   int32_t pw = f->phys_width;
   int64_t room = n * (ow > pw ? ow : pw);
   if ((f->conv != PQ_CONV_BOOL && n > size / pw) || (f->conv == PQ_CONV_BOOL && n > size * 8))
-    return pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
-  if (pq_scratch_size(&cr->dict_out, room) != 0) return pq_chunk_prefix(w, error, ENOMEM);
-  return pq_dense_fixed(cr, f, PQ_ENC_PLAIN, data, size, n, cr->dict_out.data, w, error);
+    return sl_pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
+  if (sl_pq_scratch_size(&cr->dict_out, room) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+  return sl_pq_dense_fixed(cr, f, PQ_ENC_PLAIN, data, size, n, cr->dict_out.data, w, error);
 }
 

@@ -21,11 +21,11 @@
 
 #define PQW_PROBE_VALUES 16384
 
-int pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
+int sl_pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
                      struct sluice_error* error) {
   memset(s, 0, sizeof *s);
   s->alloc = alloc;
-  pqw_column_data_init(&s->data, alloc);
+  sl_pqw_column_data_init(&s->data, alloc);
   sl_buffer_init(&s->page, alloc);
   sl_buffer_init(&s->compressed, alloc);
   sl_buffer_init(&s->header, alloc);
@@ -33,12 +33,12 @@ int pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc
   sl_buffer_init(&s->dict_table, alloc);
   sl_buffer_init(&s->indices, alloc);
   sl_buffer_init(&s->dict_plain, alloc);
-  return pq_codec_ctx_new(alloc, &s->codec, error);
+  return sl_pq_codec_ctx_new(alloc, &s->codec, error);
 }
 
-void pqw_scratch_free(struct pqw_scratch* s) {
+void sl_pqw_scratch_free(struct pqw_scratch* s) {
   if (s->alloc == NULL && s->codec == NULL) return;
-  pqw_column_data_free(&s->data);
+  sl_pqw_column_data_free(&s->data);
   sl_buffer_reset(&s->page);
   sl_buffer_reset(&s->compressed);
   sl_buffer_reset(&s->header);
@@ -46,17 +46,17 @@ void pqw_scratch_free(struct pqw_scratch* s) {
   sl_buffer_reset(&s->dict_table);
   sl_buffer_reset(&s->indices);
   sl_buffer_reset(&s->dict_plain);
-  if (s->codec != NULL) pq_codec_ctx_free(s->codec);
+  if (s->codec != NULL) sl_pq_codec_ctx_free(s->codec);
   memset(s, 0, sizeof *s);
 }
 
-void pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc) {
+void sl_pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc) {
   memset(c, 0, sizeof *c);
   sl_buffer_init(&c->bytes, alloc);
-  pq_column_meta_init(&c->meta);
+  sl_pq_column_meta_init(&c->meta);
 }
 
-void pqw_chunk_free(struct pqw_chunk* c) {
+void sl_pqw_chunk_free(struct pqw_chunk* c) {
   if (c->stat_bytes != NULL) sl_free(c->bytes.alloc, c->stat_bytes, (size_t)c->stat_size);
   c->stat_bytes = NULL;
   sl_buffer_reset(&c->bytes);
@@ -295,9 +295,9 @@ static int append_levels(const struct sl_buffer* levels, int64_t l0, int64_t n, 
   int64_t start = out->size;
   if (prefixed && sl_buffer_append_zeros(out, 4) != 0) return oom(error);
   const int16_t* lv = (const int16_t*)(const void*)levels->data + l0;
-  int width = pq_bit_width((uint64_t)max_level);
-  int rc = all_max ? pq_rle_encode_run((uint32_t)max_level, n, width, out)
-                   : pq_rle_encode_i16(lv, n, width, out);
+  int width = sl_pq_bit_width((uint64_t)max_level);
+  int rc = all_max ? sl_pq_rle_encode_run((uint32_t)max_level, n, width, out)
+                   : sl_pq_rle_encode_i16(lv, n, width, out);
   if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
                                                                  "level encoding failed");
   int64_t len = out->size - start - (prefixed ? 4 : 0);
@@ -335,7 +335,7 @@ static int emit_page(struct page_writer* w, struct pq_page_header* h, int64_t le
       return oom(error);
     static const uint8_t k_empty[1] = {0};
     const uint8_t* values = s->page.size > levels_len ? s->page.data + levels_len : k_empty;
-    SL_RETURN_NOT_OK(pq_compress(s->codec, w->opt->codec, w->opt->level, values,
+    SL_RETURN_NOT_OK(sl_pq_compress(s->codec, w->opt->codec, w->opt->level, values,
                                  s->page.size - levels_len, &s->compressed, error));
     body = s->compressed.data;
     body_size = s->compressed.size;
@@ -346,7 +346,7 @@ static int emit_page(struct page_writer* w, struct pq_page_header* h, int64_t le
   h->uncompressed_page_size = (int32_t)s->page.size;
   h->compressed_page_size = (int32_t)body_size;
   s->header.size = 0;
-  SL_RETURN_NOT_OK(pq_page_header_write(h, &s->header, error));
+  SL_RETURN_NOT_OK(sl_pq_page_header_write(h, &s->header, error));
   if (sl_buffer_append(&w->out->bytes, s->header.data, s->header.size) != 0 ||
       sl_buffer_append(&w->out->bytes, body, body_size) != 0)
     return oom(error);
@@ -367,9 +367,9 @@ static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* o
   int64_t n = use_dict ? n_dict : d->n_values;
   const uint8_t* values = d->vdata;
   if (use_dict) values = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
-  int64_t size = pq_bloom_size(n, opt->bloom_fpp);
+  int64_t size = sl_pq_bloom_size(n, opt->bloom_fpp);
   s->header.size = 0;
-  SL_RETURN_NOT_OK(pq_bloom_header_write(size, &s->header, error));
+  SL_RETURN_NOT_OK(sl_pq_bloom_header_write(size, &s->header, error));
   struct pq_column_meta* m = &out->meta;
   m->bloom_filter_offset = out->bytes.size;
   m->bloom_filter_length = s->header.size + size;
@@ -379,10 +379,10 @@ static int append_bloom(const struct pqw_leaf* leaf, const struct pqw_options* o
   uint8_t* bits = out->bytes.data + out->bytes.size - size;
   if (leaf->type == PQ_BYTE_ARRAY) {
     const struct pqw_ba* v = (const struct pqw_ba*)(const void*)values;
-    for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(v[i].ptr, (size_t)v[i].len));
+    for (int64_t i = 0; i < n; ++i) sl_pq_bloom_insert(bits, size, sl_pq_bloom_hash(v[i].ptr, (size_t)v[i].len));
   } else {
     int64_t w = plain_width(leaf);
-    for (int64_t i = 0; i < n; ++i) pq_bloom_insert(bits, size, pq_bloom_hash(values + i * w, (size_t)w));
+    for (int64_t i = 0; i < n; ++i) sl_pq_bloom_insert(bits, size, sl_pq_bloom_hash(values + i * w, (size_t)w));
   }
   return 0;
 }
@@ -406,24 +406,24 @@ static int64_t chunk_size_estimate(const struct pqw_leaf* leaf, const struct pqw
   } else {
     values = leaf->type == PQ_BOOLEAN ? (n + 7) / 8 : n * plain_width(leaf);
   }
-  int64_t levels = (d->n_levels * (pq_bit_width((uint64_t)leaf->max_def) +
-                                   pq_bit_width((uint64_t)leaf->max_rep)) + 7) / 8;
+  int64_t levels = (d->n_levels * (sl_pq_bit_width((uint64_t)leaf->max_def) +
+                                   sl_pq_bit_width((uint64_t)leaf->max_rep)) + 7) / 8;
   int64_t body = values + levels;
   int64_t pages = body / (opt->page_size > 0 ? opt->page_size : 1) + 2;
   return body + body / 64 + pages * 64;  // compressor's worst case, headers
 }
 
-int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
                      const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
   struct pqw_column_data* d = &s->data;
-  SL_RETURN_NOT_OK(pqw_column_data_fill(d, leaf, slices, n_slices, error));
+  SL_RETURN_NOT_OK(sl_pqw_column_data_fill(d, leaf, slices, n_slices, error));
   out->bytes.size = 0;
   if (out->stat_bytes != NULL) sl_free(out->bytes.alloc, out->stat_bytes, (size_t)out->stat_size);
   out->stat_bytes = NULL;
   out->stat_size = 0;
   struct pq_column_meta* m = &out->meta;
-  pq_column_meta_init(m);
+  sl_pq_column_meta_init(m);
   m->type = leaf->type;
   m->path_in_schema = leaf->path;
   m->n_path = leaf->n_path;
@@ -434,7 +434,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   if (opt->dictionary && leaf->type != PQ_BOOLEAN && d->n_values > 0)
     SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, error));
   int64_t n_dict = use_dict ? s->dict_values.size / (int64_t)sizeof(struct pqw_ba) : 0;
-  int idx_width = use_dict ? pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
+  int idx_width = use_dict ? sl_pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
 
   // Arrow C++ writes no statistics for columns of the null type.
   if (opt->statistics && leaf->conv != PQW_CV_NULL) {
@@ -447,7 +447,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
       sv = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
       sn = n_dict;
     }
-    SL_RETURN_NOT_OK(pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
+    SL_RETURN_NOT_OK(sl_pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
   }
 
   if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, idx_width)) != 0)
@@ -456,7 +456,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   int n_enc = 0;
   if (use_dict) {
     struct pq_page_header h;
-    pq_page_header_init(&h);
+    sl_pq_page_header_init(&h);
     h.type = PQ_PAGE_DICTIONARY;
     h.num_values = (int32_t)n_dict;
     h.encoding = PQ_ENC_PLAIN;
@@ -511,7 +511,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
       return sl_error_set(error, EFBIG, "parquet writer: column '%s': too many values in a page",
                           leaf->name);
     struct pq_page_header h;
-    pq_page_header_init(&h);
+    sl_pq_page_header_init(&h);
     h.type = v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA;
     h.num_values = (int32_t)n_lv;
     h.encoding = use_dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN;
@@ -529,7 +529,7 @@ int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
       uint8_t bw = (uint8_t)idx_width;
       if (sl_buffer_append(&s->page, &bw, 1) != 0) return oom(error);
       const uint32_t* idx = (const uint32_t*)(void*)s->indices.data + vv;
-      int rc = pq_rle_encode_u32(idx, n_v, idx_width, &s->page);
+      int rc = sl_pq_rle_encode_u32(idx, n_v, idx_width, &s->page);
       if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
                                                                      "index encoding failed");
     } else if (leaf->conv != PQW_CV_NULL) {

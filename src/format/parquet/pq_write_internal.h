@@ -73,9 +73,9 @@ struct pqw_schema {
 /// Builds the Parquet schema for `root` (a struct schema, kept alive by the
 /// caller: names and time zones are borrowed). ENOTSUP names a column whose
 /// type Parquet cannot hold.
-int pqw_schema_build(struct pqw_schema* s, const struct ArrowSchema* root,
+int sl_pqw_schema_build(struct pqw_schema* s, const struct ArrowSchema* root,
                      const struct sluice_allocator* alloc, struct sluice_error* error);
-void pqw_schema_free(struct pqw_schema* s);
+void sl_pqw_schema_free(struct pqw_schema* s);
 
 /// A range of rows of one input batch (a struct array) in a row group.
 struct pqw_slice {
@@ -111,10 +111,10 @@ struct pqw_column_data {
   int seeded;
 };
 
-void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc);
-void pqw_column_data_free(struct pqw_column_data* d);
+void sl_pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc);
+void sl_pqw_column_data_free(struct pqw_column_data* d);
 /// Computes levels and values of `leaf` over the slices (replacing what `d` held).
-int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
                          const struct pqw_slice* slices, int64_t n_slices,
                          struct sluice_error* error);
 
@@ -146,9 +146,9 @@ struct pqw_scratch {
   struct sl_buffer dict_plain;  ///< PLAIN-encoded dictionary page body
 };
 
-int pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
+int sl_pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
                      struct sluice_error* error);
-void pqw_scratch_free(struct pqw_scratch* s);
+void sl_pqw_scratch_free(struct pqw_scratch* s);
 
 /// One encoded column chunk: its bytes and its metadata (offsets relative to
 /// the chunk's start; the caller rebases them when it writes the bytes).
@@ -160,18 +160,18 @@ struct pqw_chunk {
   int64_t stat_size;
 };
 
-void pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc);
-void pqw_chunk_free(struct pqw_chunk* c);
+void sl_pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc);
+void sl_pqw_chunk_free(struct pqw_chunk* c);
 /// Encodes leaf `leaf` over the slices into `out` (dictionary page, data
 /// pages, statistics).
-int pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
+int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
                      const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* scratch, struct pqw_chunk* out,
                      struct sluice_error* error);
 
 /// Statistics of dense values (pq_write_stats.c): fills min/max (owned by
 /// chunk->stat_bytes) and sets present / exact flags in chunk->meta.
-int pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int64_t n_values,
+int sl_pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int64_t n_values,
                       int64_t null_count, struct pqw_chunk* chunk, struct sluice_error* error);
 
 #endif

@@ -17,7 +17,7 @@ struct walk_ctx {
   int64_t row;  ///< for messages
 };
 
-void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc) {
+void sl_pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc) {
   memset(d, 0, sizeof *d);
   sl_buffer_init(&d->def, alloc);
   sl_buffer_init(&d->rep, alloc);
@@ -26,7 +26,7 @@ void pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocat
   sl_buffer_init(&d->seed, alloc);
 }
 
-void pqw_column_data_free(struct pqw_column_data* d) {
+void sl_pqw_column_data_free(struct pqw_column_data* d) {
   sl_buffer_reset(&d->def);
   sl_buffer_reset(&d->rep);
   sl_buffer_reset(&d->values);
@@ -381,7 +381,7 @@ static int size_for_all(struct pqw_column_data* d, int64_t rows, int64_t total_r
   return 0;
 }
 
-int pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
                          const struct pqw_slice* slices, int64_t n_slices,
                          struct sluice_error* error) {
   d->def.size = d->rep.size = d->values.size = d->runs.size = d->seed.size = 0;

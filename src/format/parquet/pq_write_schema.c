@@ -49,7 +49,7 @@ static int add_element(struct pqw_schema* s, const char* name, int64_t* index,
                     sizeof *s->elements) != 0)
     return sl_error_set(error, ENOMEM, "parquet writer: out of memory (schema)");
   struct pq_schema_element* e = &s->elements[s->n_elements];
-  pq_schema_element_init(e);
+  sl_pq_schema_element_init(e);
   e->name = bytes_of(name);
   *index = s->n_elements++;
   return 0;
@@ -395,7 +395,7 @@ static int build_node(struct build_state* st, const struct ArrowSchema* f, const
   return rc;
 }
 
-int pqw_schema_build(struct pqw_schema* s, const struct ArrowSchema* root,
+int sl_pqw_schema_build(struct pqw_schema* s, const struct ArrowSchema* root,
                      const struct sluice_allocator* alloc, struct sluice_error* error) {
   memset(s, 0, sizeof *s);
   s->alloc = alloc;
@@ -423,7 +423,7 @@ int pqw_schema_build(struct pqw_schema* s, const struct ArrowSchema* root,
   return rc;
 }
 
-void pqw_schema_free(struct pqw_schema* s) {
+void sl_pqw_schema_free(struct pqw_schema* s) {
   for (int64_t i = 0; i < s->n_leaves; ++i) {
     struct pqw_leaf* l = &s->leaves[i];
     if (l->steps != NULL) sl_free(s->alloc, l->steps, (size_t)l->n_steps * sizeof *l->steps);

@@ -36,10 +36,10 @@ static int cmp_bytes(const struct pqw_ba* a, const struct pqw_ba* b) {
   return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
 }
 
-int pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int64_t n,
+int sl_pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int64_t n,
                       int64_t null_count, struct pqw_chunk* chunk, struct sluice_error* error) {
   struct pq_statistics* st = &chunk->meta.statistics;
-  pq_statistics_init(st);
+  sl_pq_statistics_init(st);
   st->present = 1;
   st->null_count = null_count;
   if (n == 0 || leaf->order == PQW_ORD_NONE) return 0;
