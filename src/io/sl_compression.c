@@ -23,49 +23,45 @@ size_t sl_location_name_length(const char* location) {
 
 /// Compression suffixes and what sluice reads and writes under them (NONE:
 /// known as compression, but not one sluice compresses a whole file with).
+/// A suffix that names the format (x.csv.lz4 is CSV, whose reader then says
+/// lz4 is not read) is stripped before the format's extension is looked
+/// up; the others (.zip, .tar, ...) are only refused as outputs, since a
+/// file of such a name may be anything.
 static const struct {
   const char* suffix;
   enum sl_compression kind;
-} k_suffixes[] = {{".gz", SL_COMPRESS_GZIP},    {".gzip", SL_COMPRESS_GZIP},
-                  {".zst", SL_COMPRESS_ZSTD},   {".zstd", SL_COMPRESS_ZSTD},
-                  {".bz2", SL_COMPRESS_BZIP2},  {".bzip2", SL_COMPRESS_BZIP2},
-                  {".xz", SL_COMPRESS_XZ},      {".lz4", SL_COMPRESS_NONE},
-                  {".snappy", SL_COMPRESS_NONE}};
+  int names_format;
+} k_suffixes[] = {
+    {".gz", SL_COMPRESS_GZIP, 1},   {".gzip", SL_COMPRESS_GZIP, 1}, {".zst", SL_COMPRESS_ZSTD, 1},
+    {".zstd", SL_COMPRESS_ZSTD, 1}, {".bz2", SL_COMPRESS_BZIP2, 1}, {".bzip2", SL_COMPRESS_BZIP2, 1},
+    {".xz", SL_COMPRESS_XZ, 1},     {".lz4", SL_COMPRESS_NONE, 1},  {".snappy", SL_COMPRESS_NONE, 1},
+    {".zip", SL_COMPRESS_NONE, 0},  {".br", SL_COMPRESS_NONE, 0},   {".lz", SL_COMPRESS_NONE, 0},
+    {".lzma", SL_COMPRESS_NONE, 0}, {".z", SL_COMPRESS_NONE, 0},    {".7z", SL_COMPRESS_NONE, 0},
+    {".tar", SL_COMPRESS_NONE, 0}};
 
-static size_t suffix_at(const char* location, enum sl_compression* kind) {
-  *kind = SL_COMPRESS_NONE;
-  if (location == NULL) return 0;
+/// The entry of k_suffixes the location's name ends with, or -1.
+static int suffix_index(const char* location) {
+  if (location == NULL) return -1;
   size_t len = sl_location_name_length(location);
   for (size_t i = 0; i < sizeof k_suffixes / sizeof k_suffixes[0]; ++i) {
-    if (sl_name_ends_with(location, len, k_suffixes[i].suffix)) {
-      *kind = k_suffixes[i].kind;
-      return strlen(k_suffixes[i].suffix);
-    }
+    if (sl_name_ends_with(location, len, k_suffixes[i].suffix)) return (int)i;
   }
-  return 0;
+  return -1;
 }
 
 size_t sl_unwritten_compression_suffix_length(const char* location) {
-  static const char* const k_others[] = {".zip", ".br", ".lz", ".lzma", ".z", ".7z", ".tar"};
-  enum sl_compression kind;
-  size_t n = suffix_at(location, &kind);
-  if (n > 0 || location == NULL) return kind == SL_COMPRESS_NONE ? n : 0;
-  size_t len = sl_location_name_length(location);
-  for (size_t i = 0; i < sizeof k_others / sizeof k_others[0]; ++i) {
-    if (sl_name_ends_with(location, len, k_others[i])) return strlen(k_others[i]);
-  }
-  return 0;
+  int i = suffix_index(location);
+  return i >= 0 && k_suffixes[i].kind == SL_COMPRESS_NONE ? strlen(k_suffixes[i].suffix) : 0;
 }
 
 enum sl_compression sl_compression_for_name(const char* location) {
-  enum sl_compression kind;
-  (void)suffix_at(location, &kind);
-  return kind;
+  int i = suffix_index(location);
+  return i >= 0 ? k_suffixes[i].kind : SL_COMPRESS_NONE;
 }
 
 size_t sl_compression_suffix_length(const char* location) {
-  enum sl_compression kind;
-  return suffix_at(location, &kind);
+  int i = suffix_index(location);
+  return i >= 0 && k_suffixes[i].names_format ? strlen(k_suffixes[i].suffix) : 0;
 }
 
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n) {
