@@ -1,5 +1,7 @@
-// Decimal precision checks: whether an unscaled value has at most
-// `precision` decimal digits, as Arrow requires of decimal128/256 values.
+// Decimal values: whether an unscaled value has at most `precision`
+// decimal digits, as Arrow requires of decimal128/256 values, and the
+// text of a number read into one (by the CSV reader, for a column's values,
+// and by row filters, for a literal compared with a decimal column).
 #include "sl_decimal.h"
 
 #include <string.h>
@@ -104,4 +106,63 @@ int sl_decimal_fits(const uint8_t* le, int width, int precision) {
     if (v[i] != limit[i]) return v[i] < limit[i];
   }
   return 0;
+}
+
+int sl_decimal_text_parse(const uint8_t* p, size_t n, struct sl_decimal_text* out) {
+  size_t i = 0;
+  out->negative = 0;
+  out->n_digits = out->n_lost = out->lost_nonzero = 0;
+  out->fraction = out->exponent = 0;
+  if (i < n && (p[i] == '+' || p[i] == '-')) out->negative = p[i++] == '-';
+  int any = 0, dot = 0;
+  for (; i < n; ++i) {
+    if (p[i] == '.' && !dot) {
+      dot = 1;
+      continue;
+    }
+    if (p[i] < '0' || p[i] > '9') break;
+    any = 1;
+    out->fraction += dot;
+    if (out->n_digits == 0 && p[i] == '0') continue;  // leading zeros
+    if (out->n_digits < (int)sizeof out->digits) {
+      out->digits[out->n_digits++] = (char)p[i];
+    } else {  // past 80 digits only whether they are zero matters
+      out->lost_nonzero |= p[i] != '0';
+      ++out->n_lost;
+    }
+  }
+  if (!any) return 0;
+  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+    int negative = 0, digits = 0;
+    if (++i < n && (p[i] == '+' || p[i] == '-')) negative = p[i++] == '-';
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; ++i, ++digits) {
+      if (out->exponent < 1000000) out->exponent = out->exponent * 10 + (p[i] - '0');
+    }
+    if (digits == 0) return 0;
+    if (out->exponent > 1000000) out->exponent = 1000000;
+    if (negative) out->exponent = -out->exponent;
+  }
+  return i == n;
+}
+
+void sl_decimal_from_digits(const char* digits, int n, int64_t zeros, int negative,
+                            uint64_t d[4]) {
+  for (int k = 0; k < 4; ++k) d[k] = 0;
+  for (int64_t i = 0; n > 0 && i < n + zeros; ++i) {
+    // d = d * 10 + digit, in 32-bit halves: ISO C has no 128-bit type
+    uint64_t carry = i < n ? (uint64_t)(digits[i] - '0') : 0;
+    for (int k = 0; k < 4; ++k) {
+      uint64_t lo = (d[k] & 0xffffffffu) * 10 + carry;
+      uint64_t hi = (d[k] >> 32) * 10 + (lo >> 32);
+      d[k] = (hi << 32) | (lo & 0xffffffffu);
+      carry = hi >> 32;
+    }
+  }
+  if (negative) {  // two's complement: invert, add one
+    unsigned carry = 1;
+    for (int k = 0; k < 4; ++k) {
+      d[k] = ~d[k] + carry;
+      carry = carry && d[k] == 0;
+    }
+  }
 }

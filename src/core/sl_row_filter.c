@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sl_alloc.h"
+#include "sl_decimal.h"
 #include "sl_error.h"
 #include "sl_type.h"
 #include "sl_value_parse.h"
@@ -69,25 +70,6 @@ void sl_filter_decimal_widen(const uint8_t* le, int n, uint64_t d[4]) {
   }
 }
 
-/// d = d * 10 + digit on 256 bits (magnitudes below 10^76 never overflow).
-static void decimal_push_digit(uint64_t d[4], unsigned digit) {
-  uint64_t carry = digit;  // in 32-bit halves: ISO C has no 128-bit type
-  for (int k = 0; k < 4; ++k) {
-    uint64_t lo = (d[k] & 0xffffffffu) * 10 + carry;
-    uint64_t hi = (d[k] >> 32) * 10 + (lo >> 32);
-    d[k] = (hi << 32) | (lo & 0xffffffffu);
-    carry = hi >> 32;
-  }
-}
-
-static void decimal_negate(uint64_t d[4]) {
-  unsigned carry = 1;
-  for (int k = 0; k < 4; ++k) {
-    d[k] = ~d[k] + carry;
-    carry = carry && d[k] == 0;
-  }
-}
-
 /// Adds `delta` (+1 or -1) to d.
 static void decimal_step(uint64_t d[4], int delta) {
   for (int k = 0; k < 4; ++k) {
@@ -106,54 +88,19 @@ static void decimal_step(uint64_t d[4], int delta) {
 /// no number.
 static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op op,
                          union sl_filter_value* value) {
-  size_t i = 0;
-  int negative = 0;
-  if (i < n && (v[i] == '+' || v[i] == '-')) negative = v[i++] == '-';
-  // Digits of the mantissa (at most 80 significant: more than any decimal
-  // holds), the count after the point, and the exponent.
-  char digits[80];
-  int n_digits = 0, fraction = 0, dot = 0, any = 0, lost_nonzero = 0, lost_count = 0;
-  for (; i < n; ++i) {
-    if (v[i] == '.' && !dot) {
-      dot = 1;
-      continue;
-    }
-    if (v[i] < '0' || v[i] > '9') break;
-    any = 1;
-    if (dot) ++fraction;
-    if (n_digits == 0 && v[i] == '0') continue;  // leading zeros
-    if (n_digits < (int)sizeof digits) {
-      digits[n_digits++] = v[i];
-    } else {  // beyond 80 digits: only whether they are zero matters
-      lost_nonzero |= v[i] != '0';
-      ++lost_count;
-    }
-  }
-  if (!any) return -2;
-  long exponent = 0;
-  if (i < n && (v[i] == 'e' || v[i] == 'E')) {
-    // digits, after a sign at most (strtol would skip spaces: "1e 5")
-    size_t d = i + 1 + (i + 1 < n && (v[i + 1] == '+' || v[i + 1] == '-'));
-    if (d >= n || v[d] < '0' || v[d] > '9') return -2;
-    char* end = NULL;
-    errno = 0;
-    exponent = strtol(v + i + 1, &end, 10);
-    if (end == v + i + 1 || (size_t)(end - v) != n || errno != 0 || exponent > 100000 ||
-        exponent < -100000)
-      return -2;
-    i = n;
-  }
-  if (i != n) return -2;
+  struct sl_decimal_text t;
+  if (!sl_decimal_text_parse((const uint8_t*)v, n, &t)) return -2;
   // value = digits * 10^shift, scaled value = digits * 10^(shift + scale).
-  long shift = exponent - fraction + lost_count + scale;
-  int keep = n_digits;
-  int inexact = lost_nonzero;
+  int64_t shift = t.exponent - t.fraction + t.n_lost + scale;
+  int keep = t.n_digits;
+  int inexact = t.lost_nonzero;
   if (shift < 0) {
-    long drop = -shift;
-    keep = drop >= n_digits ? 0 : n_digits - (int)drop;
-    for (int k = keep; k < n_digits; ++k) inexact |= digits[k] != '0';
+    int64_t drop = -shift;
+    keep = drop >= t.n_digits ? 0 : t.n_digits - (int)drop;
+    for (int k = keep; k < t.n_digits; ++k) inexact |= t.digits[k] != '0';
     shift = 0;
   }
+  int negative = t.negative;
   int beyond = keep > 0 && keep + shift > 76;  // |literal| >= 10^76: past every value
   if (beyond) {
     int above = !negative;
@@ -164,10 +111,8 @@ static int decimal_bound(int scale, const char* v, size_t n, enum sl_filter_op o
       default: return above ? 1 : -1;
     }
   }
-  uint64_t d[4] = {0, 0, 0, 0};
-  for (int k = 0; k < keep; ++k) decimal_push_digit(d, (unsigned)(digits[k] - '0'));
-  for (long k = 0; k < shift && keep > 0; ++k) decimal_push_digit(d, 0);
-  if (negative) decimal_negate(d);
+  uint64_t d[4];
+  sl_decimal_from_digits(t.digits, keep, shift, negative, d);
   if (inexact) {
     // d is the literal truncated toward zero; fl and fl + 1 bracket it.
     if (negative) decimal_step(d, -1);  // now the floor

@@ -10,6 +10,7 @@
 
 #include "csv_internal.h"
 #include "csv_float.h"
+#include "core/sl_decimal.h"
 #include "core/sl_value_tz.h"
 
 static inline int is_eight_digits(uint64_t v) {
@@ -445,76 +446,31 @@ int sl_csv_parse_decimal(const uint8_t* p, int64_t n, int precision, int scale, 
                       uint8_t* out, const char** why) {
   *why = "cannot parse";
   trim_number(&p, &n);
-  int64_t i = 0;
-  int neg = 0;
-  if (i < n && (p[i] == '+' || p[i] == '-')) neg = p[i++] == '-';
-  // The significant digits (leading zeros dropped), at most 76 + some
-  // zeros the scale may drop again; a longer text is no decimal we hold.
-  char digits[160];
-  int nd = 0, frac = 0, any = 0, dot = 0;
-  for (; i < n; ++i) {
-    if (p[i] >= '0' && p[i] <= '9') {
-      any = 1;
-      frac += dot;
-      if (nd == 0 && p[i] == '0') continue;
-      if (nd == (int)sizeof digits) return 0;
-      digits[nd++] = (char)p[i];
-    } else if (p[i] == '.' && !dot) {
-      dot = 1;
-    } else {
-      break;
-    }
-  }
-  if (!any) return 0;
-  int64_t exp = 0;
-  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
-    int eneg = 0, edigits = 0;
-    ++i;
-    if (i < n && (p[i] == '+' || p[i] == '-')) eneg = p[i++] == '-';
-    for (; i < n && p[i] >= '0' && p[i] <= '9'; ++i, ++edigits) {
-      if (exp < 100000) exp = exp * 10 + (p[i] - '0');
-    }
-    if (edigits == 0) return 0;
-    if (eneg) exp = -exp;
-  }
-  if (i != n) return 0;
-  // value = digits * 10^(exp - frac); stored: value * 10^scale.
-  int64_t shift = exp - frac + scale;
+  struct sl_decimal_text t;
+  if (!sl_decimal_text_parse(p, (size_t)n, &t)) return 0;
+  // value = digits * 10^(exponent - fraction + n_lost); stored: value * 10^scale.
+  int64_t shift = t.exponent - t.fraction + t.n_lost + scale;
+  int nd = t.n_digits;
   if (shift < 0) {  // digits past the scale: only zeros may go
+    if (t.lost_nonzero) {
+      *why = "more fraction digits than the scale holds in";
+      return 0;
+    }
     for (int64_t k = 0; k < -shift && nd > 0; ++k) {
-      if (digits[nd - 1] != '0') {
+      if (t.digits[nd - 1] != '0') {
         *why = "more fraction digits than the scale holds in";
         return 0;
       }
       --nd;
     }
-  } else if (nd > 0) {
-    if (nd + shift > precision) {
-      *why = "more digits than the precision holds in";
-      return 0;
-    }
-    for (int64_t k = 0; k < shift; ++k) digits[nd++] = '0';
+    shift = 0;
   }
-  if (nd > precision) {
+  if (nd > 0 && nd + shift > precision) {
     *why = "more digits than the precision holds in";
     return 0;
   }
-  uint64_t limb[4] = {0, 0, 0, 0};  // little-endian 256-bit magnitude
-  for (int k = 0; k < nd; ++k) {
-    uint64_t carry = (uint64_t)(digits[k] - '0');
-    for (int j = 0; j < 4; ++j) {
-      csv_u128 x = (csv_u128)limb[j] * 10 + carry;
-      limb[j] = (uint64_t)x;
-      carry = (uint64_t)(x >> 64);
-    }
-  }
-  if (neg) {  // two's complement: invert, add one
-    uint64_t carry = 1;
-    for (int j = 0; j < 4; ++j) {
-      limb[j] = ~limb[j] + carry;
-      carry = carry && limb[j] == 0;
-    }
-  }
+  uint64_t limb[4];
+  sl_decimal_from_digits(t.digits, nd, shift, t.negative, limb);
   for (int b = 0; b < width; ++b) out[b] = (uint8_t)(limb[b / 8] >> (8 * (b % 8)));
   return 1;
 }
