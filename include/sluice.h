@@ -131,7 +131,8 @@ struct sluice_error {
 
 /// Writes the type of Arrow C Data Interface format string `format` as
 /// pyarrow prints it ("l" is "int64", "tsu:UTC" "timestamp[us, tz=UTC]";
-/// nested types by their kind, "list"), for messages: at most `cap` bytes,
+/// nested types by their kind, "list"; types sluice does not take, such as
+/// "vu", too: "string_view"), for messages: at most `cap` bytes,
 /// NUL-terminated. A format that does not parse is written as it is.
 SLUICE_EXPORT void sluice_type_name(const char* format, char* out, size_t cap);
 

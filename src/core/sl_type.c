@@ -246,8 +246,30 @@ static const char* unit_name(enum sl_time_unit unit) {
 
 void sl_format_name(const char* format, char* out, size_t cap) {
   struct sl_type type;
-  if (sl_type_parse(format, &type, NULL) == 0) sl_type_name(&type, out, cap);
-  else snprintf(out, cap, "%s", format);
+  if (sl_type_parse(format, &type, NULL) == 0) {
+    sl_type_name(&type, out, cap);
+    return;
+  }
+  // Arrow types sluice does not take still get pyarrow's names in messages.
+  static const struct {
+    const char* format;
+    const char* name;
+  } k_unsupported[] = {{"vu", "string_view"},    {"vz", "binary_view"},
+                       {"+vl", "list_view"},     {"+vL", "large_list_view"},
+                       {"+r", "run_end_encoded"}};
+  for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; ++i) {
+    if (strcmp(format, k_unsupported[i].format) == 0) {
+      snprintf(out, cap, "%s", k_unsupported[i].name);
+      return;
+    }
+  }
+  int precision, scale, bits, end = 0;
+  if (sscanf(format, "d:%d,%d,%d%n", &precision, &scale, &bits, &end) == 3 &&
+      format[end] == '\0' && (bits == 32 || bits == 64)) {
+    snprintf(out, cap, "decimal%d(%d, %d)", bits, precision, scale);
+    return;
+  }
+  snprintf(out, cap, "%s", format);
 }
 
 void sluice_type_name(const char* format, char* out, size_t cap) {

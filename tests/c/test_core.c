@@ -85,9 +85,18 @@ static void test_type_rejects(void** state) {
                                     "+ud:1,", "+w:", "+x", "tiX", "ttx"};
   struct sl_type t;
   struct sluice_error err = {0};
+  // Named as pyarrow names them, in messages, though not taken.
+  static const char* const names[] = {"binary_view", "string_view", "list_view",
+                                      "large_list_view", "run_end_encoded", "decimal64(5, 2)"};
   for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; ++i) {
     assert_int_equal(sl_type_parse(unsupported[i], &t, &err), ENOTSUP);
+    char name[64];
+    sluice_type_name(unsupported[i], name, sizeof name);
+    assert_string_equal(name, names[i]);
   }
+  char name[64];
+  sluice_type_name("d:5,2,16", name, sizeof name);  // no such width: as it is
+  assert_string_equal(name, "d:5,2,16");
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     assert_int_equal(sl_type_parse(bad[i], &t, &err), EINVAL);
     assert_true(strlen(err.message) > 0);
