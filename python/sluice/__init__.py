@@ -866,6 +866,9 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
         raise InvalidArgumentError(_errno.EINVAL, "existing_data_behavior is for dataset "
                                    "output (partition_by or max_rows_per_file); a single file "
                                    "is always replaced whole")
+    if max_partitions is not None and partition_by is None:
+        raise InvalidArgumentError(_errno.EINVAL, "max_partitions limits a partitioned write: "
+                                   "it needs partition_by")
     if max_rows_per_file is not None:
         if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int)
                 or not 0 < max_rows_per_file < 2**63):

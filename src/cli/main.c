@@ -149,7 +149,8 @@ static const struct cli_command k_commands[] = {
      "                      strings, dates, booleans), which the files leave out;\n"
      "                      give the format with -t\n"
      "      --max-partitions N\n"
-     "                      more partitions than N is an error (default 1024)\n"
+     "                      with --partition-by, more partitions than N is an\n"
+     "                      error (default 1024)\n"
      "      --existing-data WHAT\n"
      "                      with --partition-by or --max-rows-per-file, what may\n"
      "                      be in DST already (pyarrow's and DuckDB's names):\n"
@@ -601,6 +602,9 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
     char what[96];
     snprintf(what, sizeof what, "%s does not apply to '%s'", name, options->command);
     return usage_error(options->command, "%s", what);
+  }
+  if (options->max_partitions > 0 && options->n_partition_by == 0) {
+    return usage_error(options->command, "--max-partitions needs --partition-by%s", "");
   }
   if (options->n_positional < (*command)->min_positional) {
     return usage_error(options->command, "'%s' needs more arguments", options->command);

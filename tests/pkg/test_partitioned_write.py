@@ -618,3 +618,16 @@ def test_open_files_stay_under_a_low_descriptor_limit(tmp_path):
                      "hive_partitioning=true) ORDER BY v").fetchall()
     want = duckdb.sql(f"SELECT f, v FROM read_parquet('{src}') ORDER BY v").fetchall()
     assert got == want
+
+
+def test_max_partitions_needs_partition_by(tmp_path):
+    """max_partitions limits a partitioned write; without partition_by it was
+    ignored and one file written, as if the limit held (the CLI's
+    --max-partitions alike)."""
+    out = tmp_path / "one.parquet"
+    with pytest.raises(sluice.InvalidArgumentError, match="needs partition_by"):
+        sluice.write(pa.table({"k": [1, 2, 3]}), out, max_partitions=2)
+    assert not out.exists()
+    table = pa.table({"k": [1, 2, 3], "v": [4, 5, 6]})
+    sluice.write(table, tmp_path / "d", format="parquet", partition_by="k", max_partitions=3)
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["k=1", "k=2", "k=3"]

@@ -572,6 +572,17 @@ def test_compression_named_twice_must_agree(sluice_bin, tmp_path, ext, flag, opt
         assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
+def test_max_partitions_without_partition_by_is_a_usage_error(sluice_bin, data):
+    """--max-partitions limits a partitioned write; without --partition-by it
+    did nothing and the write succeeded, as if the limit held."""
+    d, _ = data
+    out = d / "mp.parquet"
+    proc = run(sluice_bin, "convert", d / "t.arrow", out, "--max-partitions", "5")
+    assert proc.returncode == 2 and b"--max-partitions needs --partition-by" in proc.stderr, \
+        proc.stderr
+    assert not out.exists()
+
+
 def test_an_option_of_another_command_is_named(sluice_bin, data):
     """An option the command does not take is named in the usage error (it
     said only 'an option does not apply'); schema takes -c, as its help says."""
