@@ -19,6 +19,7 @@ import errno as _errno
 import io as _io
 import operator as _operator
 import os as _os
+import typing as _typing
 
 from . import _sluice
 from ._arrow import DataType, Field
@@ -30,10 +31,31 @@ __version__ = _sluice.version
 __all__ = [
     "read", "read_pandas", "scan", "schema", "write", "Writer", "read_ipc", "stats", "reader_formats",
     "writer_formats",
-    "Table", "Batch", "Column", "Schema", "Field", "DataType",
+    "Table", "Batch", "Column", "Schema", "Field", "DataType", "Scanner",
     "Error", "FormatError", "InvalidArgumentError", "NotFoundError", "OutOfMemoryError",
     "SourceError", "UnsupportedError",
 ]
+
+
+# Aliases for annotations (as the stubs have them; usable at runtime, in
+# def f(src: sluice.Sources) without `from __future__ import annotations`).
+PathLike = _typing.Union[str, bytes, _os.PathLike[str]]
+# A file's contents in memory, read in place: anything with the buffer
+# protocol (bytes, bytearray, memoryview, numpy or pyarrow buffers), or a
+# BytesIO.
+try:
+    from collections.abc import Buffer as _Buffer  # Python 3.12+
+    InMemory = _typing.Union[_Buffer, _io.BytesIO]
+except ImportError:
+    InMemory = _typing.Union[bytes, bytearray, memoryview, _io.BytesIO]
+# One location, or several read as one table in that order, or a file's
+# contents, or a file object with a descriptor (a pipe, a subprocess's stdout).
+Sources = _typing.Union[PathLike, _typing.Sequence[PathLike], InMemory, _typing.IO[bytes]]
+# [(column, op, value)], all must hold, or a list of such lists, any of which
+# may (pyarrow's disjunctive normal form), or "year>=2023,city=a|b".
+PartitionFilters = _typing.Union[str, _typing.Sequence[_typing.Tuple[str, str, _typing.Any]],
+                                 _typing.Sequence[_typing.Sequence[_typing.Tuple[str, str,
+                                                                                 _typing.Any]]]]
 
 
 def _csv_schema(schema):
@@ -182,7 +204,8 @@ def _destination(dst):
     return _os.fsencode(where)
 
 
-def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options):
+def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
+          hive_partitioning=True, union_by_name=False, filters=None):
     if isinstance(columns, str):
         columns = [columns]
     # Whole numbers, as Python's own APIs take them (1.5 rows was 1 row).
@@ -201,12 +224,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                                        % (name, value))
     limit, threads, batch_rows, memory = (counts["limit"], counts["threads"],
                                           counts["batch_rows"], counts["memory"])
-    # Not a format's options: whether key=value directories become columns,
-    # and which of them to read.
     format_options = dict(format_options)
-    hive = bool(format_options.pop("hive_partitioning", True))
-    union_by_name = bool(format_options.pop("union_by_name", False))
-    filters = format_options.pop("filters", None)
     ca_bundle, insecure = _tls_settings(format_options)
     timeout = _timeout(format_options)
     s3 = _storage_options(format_options.pop("storage_options", None))
@@ -217,7 +235,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
             threads=int(threads or 0), ordered=bool(ordered),
             limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
             memory=int(memory or 0), format_options=_options_string(format_options),
-            hive_partitioning=hive, union_by_name=union_by_name, filter=_filter_text(filters),
+            hive_partitioning=bool(hive_partitioning), union_by_name=bool(union_by_name),
+            filter=_filter_text(filters),
             ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
     except InvalidArgumentError as e:
         hint = _keyword_hint(str(e), format_options)
@@ -451,18 +470,21 @@ class Scanner:
 
 
 def scan(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
-         batch_rows=None, memory=None, _scan=None, **format_options):
+         batch_rows=None, memory=None, hive_partitioning=True, union_by_name=False,
+         filters=None, _scan=None, **format_options):
     """Start reading `src` and return a Scanner yielding sluice.Batch objects
     as they are decoded. With ordered=False batches come as splits finish;
     each carries its (split, index) position, and a limit keeps the rows of
     the batches that came first, not the first rows. Arguments as for
     sluice.read."""
-    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
+               hive_partitioning, union_by_name, filters)
     return Scanner(ds, **(_scan or {}))
 
 
 def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
-         batch_rows=None, memory=None, _scan=None, _gather=True, **format_options):
+         batch_rows=None, memory=None, hive_partitioning=True, union_by_name=False,
+         filters=None, _scan=None, _gather=True, **format_options):
     """Read a whole table.
 
     src: a path, ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
@@ -485,22 +507,24 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     batch_rows: preferred rows per batch for formats that choose it.
     memory: bytes of decoded batches allowed in flight (default 256 MiB;
         128 MiB when batches are placed by known split row counts, below).
+    hive_partitioning: False keeps the ``key=value`` directories of a
+        dataset (``sales/year=2024/``) from becoming columns, as they do by
+        default.
+    union_by_name: True reads objects whose columns differ (Parquet, Arrow
+        IPC, Avro): their columns matched by name, in the order first met,
+        rows null where their object lacks the column (DuckDB's
+        union_by_name; one type per name).
+    filters: ``[("year", ">=", 2023), ("city", "in", ["Paris", "Rome"])]``
+        (as pyarrow's, all must hold; or a list of such lists, any of which
+        may, as pyarrow's disjunctive normal form; or the CLI's text,
+        ``"year>=2023,city=Paris|Rome"``): on partition keys they choose the
+        objects (the others are never opened; in groups, an object no
+        group's key conditions take), on other columns the rows (a null
+        passes none; Parquet row groups whose statistics exclude every row,
+        or whose Bloom filters or dictionaries hold none of an ``=`` /
+        ``in`` condition's values, are not read).
     **format_options: format-specific options, e.g. for CSV
-        ``delimiter=";", header=False``; and ``hive_partitioning=False`` to
-        keep ``key=value`` directories of a dataset (``sales/year=2024/``)
-        from becoming columns, as they do by default; ``union_by_name=True``
-        to read objects whose columns differ (Parquet, Arrow IPC, Avro): their
-        columns matched by name, in the order first met, rows null where
-        their object lacks the column (DuckDB's union_by_name; one type per
-        name); ``filters=[("year",
-        ">=", 2023), ("city", "in", ["Paris", "Rome"])]`` (as pyarrow's,
-        all must hold; or a list of such lists, any of which may, as
-        pyarrow's disjunctive normal form): on partition keys they choose
-        the objects (the others are never opened; in groups, an object no
-        group's key conditions take), on other columns the rows (a null passes none; Parquet row
-        groups whose statistics exclude every row, or whose Bloom filters or
-        dictionaries hold none of an ``=`` / ``in`` condition's values, are
-        not read); ``ca_bundle=``
+        ``delimiter=";", header=False``; and ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
         CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``
@@ -540,7 +564,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     # whichever splits finished first.
     if limit is not None:
         ordered = True
-    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
+               hive_partitioning, union_by_name, filters)
     return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather))
 
 
@@ -603,7 +628,8 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
 
 
 def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
-                batch_rows=None, memory=None, _scan=None, _refine=True, **format_options):
+                batch_rows=None, memory=None, hive_partitioning=True, union_by_name=False,
+                filters=None, _scan=None, _refine=True, **format_options):
     """``read(...).to_pandas()`` in bounded memory: the scan's batches are
     copied into the DataFrame's columns as they arrive and freed at once, so
     the peak is about the DataFrame's size plus the batches in flight
@@ -617,7 +643,8 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
         ordered = True
     _scan = dict(_scan or {})
     planned = _scan.pop("planned_splits", None)  # sluice.dask: the plan its graph was built on
-    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options)
+    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
+               hive_partitioning, union_by_name, filters)
     if planned is not None and ds.num_splits != planned:
         now = ds.num_splits
         ds.close()
@@ -635,16 +662,20 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
     return _refining(ds, read_once) if _refine else read_once()
 
 
-def schema(src, *, format=None, columns=None, **format_options):
-    """The schema of `src` (a sluice.Schema), without reading its data."""
-    ds = _open(src, format, columns, None, True, None, None, None, format_options)
+def schema(src, *, format=None, columns=None, hive_partitioning=True, union_by_name=False,
+           filters=None, **format_options):
+    """The schema of `src` (a sluice.Schema), without reading its data.
+    Arguments as for sluice.read."""
+    ds = _open(src, format, columns, None, True, None, None, None, format_options,
+               hive_partitioning, union_by_name, filters)
     try:
         return Schema(ds.schema())
     finally:
         ds.close()
 
 
-def stats(src, *, format=None, columns=None, threads=None, limit=None, **format_options):
+def stats(src, *, format=None, columns=None, threads=None, limit=None, hive_partitioning=True,
+          union_by_name=False, filters=None, **format_options):
     """Per-column statistics ({name, type, count, null_count, min, max,
     source, min_exact, max_exact} dicts), computed in parallel over all
     splits, as ``sluice stats --json`` gives them: ``type`` as the schema
@@ -656,8 +687,9 @@ def stats(src, *, format=None, columns=None, threads=None, limit=None, **format_
     min and those bytes incremented as max (strings cut at a whole
     character), as Parquet truncates statistics; ``None`` for both when no
     such max exists (64 KiB of 0xFF bytes). ``limit``: the first rows only
-    (always computed)."""
-    ds = _open(src, format, columns, threads, True, limit, None, None, format_options)
+    (always computed). Other arguments as for sluice.read."""
+    ds = _open(src, format, columns, threads, True, limit, None, None, format_options,
+               hive_partitioning, union_by_name, filters)
     try:
         out = ds.stats()
         fields = Schema(ds.schema()).fields

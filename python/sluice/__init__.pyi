@@ -1,17 +1,29 @@
 """Type hints for the sluice package."""
 import io
 import os
-from typing import (Callable, Any, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple, Union,
-                    overload, type_check_only)
+from typing import (IO, Callable, Any, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple,
+                    Union, overload, type_check_only)
+
+from typing_extensions import Buffer
+
 
 __version__: str
+__all__ = [
+    "read", "read_pandas", "scan", "schema", "write", "Writer", "read_ipc", "stats", "reader_formats",
+    "writer_formats",
+    "Table", "Batch", "Column", "Schema", "Field", "DataType", "Scanner",
+    "Error", "FormatError", "InvalidArgumentError", "NotFoundError", "OutOfMemoryError",
+    "SourceError", "UnsupportedError",
+]
 
+# These aliases exist at runtime too (sluice.PathLike, ...), for annotations.
 PathLike = Union[str, bytes, "os.PathLike[str]"]
-# A file's contents in memory, read in place: bytearray, memoryview,
+# A file's contents in memory, read in place: bytes, bytearray, memoryview,
 # io.BytesIO, numpy or pyarrow buffers (anything with the buffer protocol).
-InMemory = Union[bytearray, memoryview, "io.BytesIO", Any]
-# One location, or several read as one table in that order, or bytes.
-Sources = Union[PathLike, Sequence[PathLike], InMemory]
+InMemory = Union[Buffer, "io.BytesIO"]
+# One location, or several read as one table in that order, or a file's
+# contents, or a file object with a descriptor (a pipe, a subprocess's stdout).
+Sources = Union[PathLike, Sequence[PathLike], InMemory, IO[bytes]]
 # Filters: [(column, op, value)], all must hold, or a list of such lists, any
 # of which may (pyarrow's disjunctive normal form), or "year>=2023,city=a|b"
 # (';' between groups): on partition keys they choose objects, on other
@@ -39,6 +51,8 @@ class NotFoundError(SourceError, FileNotFoundError): ...
 class OutOfMemoryError(Error, MemoryError): ...
 
 class DataType:
+    def __init__(self, format: str, children: Sequence["Field"] = ...,
+                 dictionary: Optional["DataType"] = ..., ordered: bool = ...) -> None: ...
     format: str
     kind: str
     unit: Optional[str]
@@ -61,6 +75,8 @@ class Field:
     def __arrow_c_schema__(self) -> object: ...
 
 class Schema:
+    # Made by sluice (read, schema, Table.schema ...), not by hand.
+    def __init__(self, raw: object) -> None: ...
     @property
     def fields(self) -> List[Field]: ...
     @property
@@ -76,6 +92,8 @@ class Schema:
     def __arrow_c_schema__(self) -> object: ...
 
 class Column:
+    # Made by Table.column / Batch.column.
+    def __init__(self, schema: Schema, batches: Sequence["Batch"], i: int) -> None: ...
     @property
     def name(self) -> str: ...
     @property
@@ -92,6 +110,8 @@ class Column:
     def __arrow_c_stream__(self, requested_schema: Optional[object] = ...) -> object: ...
 
 class Batch:
+    # Made by sluice (scan, Table.batches).
+    def __init__(self, raw: object, schema: Optional[Schema] = ...) -> None: ...
     @property
     def num_rows(self) -> int: ...
     @property
@@ -148,6 +168,8 @@ class Table:
     def __arrow_c_stream__(self, requested_schema: Optional[object] = ...) -> object: ...
 
 class Scanner:
+    # Made by sluice.scan.
+    def __init__(self, dataset: object, **scan_options: Any) -> None: ...
     schema: Schema
     @property
     def format(self) -> str: ...
@@ -178,7 +200,7 @@ def schema(src: Sources, *, format: Optional[str] = ..., columns: Optional[Seque
 def stats(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
           threads: Optional[int] = ..., limit: Optional[int] = ..., hive_partitioning: bool = ..., union_by_name: bool = ..., filters: Optional[PartitionFilters] = ...,
           **format_options: Any) -> List[Dict[str, Any]]: ...
-def read_ipc(src: Union[PathLike, Any], *, restore_order: bool = ..., columns: Optional[Sequence[str]] = ...,
+def read_ipc(src: Sources, *, restore_order: bool = ..., columns: Optional[Sequence[str]] = ...,
              threads: Optional[int] = ...) -> Table: ...
 def write(data: Any, dst: Union[PathLike, _Writable], *, format: Optional[str] = ...,
           compression: Optional[str] = "default", index: Optional[bool] = ...,

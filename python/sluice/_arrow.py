@@ -1,3 +1,4 @@
+# mypy: disable-error-code="import-untyped,import-not-found"
 """Arrow types and buffers without pyarrow: the C Data Interface format strings
 parsed into readable types, and read access to one column of one batch (its
 validity bitmap, values and offsets) through zero-copy buffer views.
@@ -488,9 +489,17 @@ class MonthDayNano(tuple):
     def __new__(cls, months, days, nanoseconds):
         return tuple.__new__(cls, (months, days, nanoseconds))
 
-    months = property(lambda self: self[0])
-    days = property(lambda self: self[1])
-    nanoseconds = property(lambda self: self[2])
+    @property
+    def months(self):
+        return self[0]
+
+    @property
+    def days(self):
+        return self[1]
+
+    @property
+    def nanoseconds(self):
+        return self[2]
 
     def __repr__(self):
         return "MonthDayNano(months=%d, days=%d, nanoseconds=%d)" % self

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="import-untyped,import-not-found"
 """sluice tables to pandas DataFrames (and pandas DataFrames to Arrow batches)
 without pyarrow. numpy and pandas are imported here only, when first used.
 

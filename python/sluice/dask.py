@@ -94,7 +94,8 @@ def _split_ranges(n, splits_per_partition, npartitions):
 
 
 def read(src, *, format=None, columns=None, splits_per_partition=None, npartitions=None,
-         threads=None, batch_rows=None, memory=None, **format_options):
+         threads=None, batch_rows=None, memory=None, hive_partitioning=True, union_by_name=False,
+         filters=None, **format_options):
     """A dask.dataframe.DataFrame of `src`, one partition per group of splits.
 
     splits_per_partition: splits each partition reads (default: the splits
@@ -120,7 +121,8 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
                                   or value < 1):
             raise ValueError(f"sluice.dask.read(): {name} must be a positive integer, "
                              f"not {value!r}")
-    ds = _open(src, format, columns, None, True, None, None, None, format_options)
+    ds = _open(src, format, columns, None, True, None, None, None, format_options,
+               hive_partitioning, union_by_name, filters)
     try:
         schema = Schema(ds.schema())
         n = ds.num_splits
@@ -132,7 +134,8 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
     meta = clear_known_categories(Table(schema, []).to_pandas())
     options = dict(format_options)
     options.update(format=format, columns=columns, threads=threads, batch_rows=batch_rows,
-                   memory=memory)
+                   memory=memory, hive_partitioning=hive_partitioning,
+                   union_by_name=union_by_name, filters=filters)
     src = _absolute(src)
     ranges = _split_ranges(n, splits_per_partition, npartitions)
     # The dtypes are to_pandas's (strings already a string dtype); dask's

@@ -54,3 +54,61 @@ def test_documented_usage_type_checks(tmp_path):
                 return sum(b.num_rows for b in sc)
         """)
     assert code == 0, out
+
+
+def test_misuse_is_refused(tmp_path):
+    # src was Any to a type checker (InMemory included Any), and the classes
+    # sluice makes took no arguments (no __init__ in the stubs).
+    code, out = run_mypy(tmp_path, """\
+        import sluice
+
+
+        def misuse() -> None:
+            sluice.read(None)
+            sluice.read(123)
+            sluice.Schema()
+            sluice.Scanner()
+        """)
+    assert code == 1, out
+    lines = [line for line in out.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["5", "6", "7", "8"], out
+
+
+def test_stubtest_finds_no_difference():
+    # The stubs against the installed package: aliases only in the stubs,
+    # missing __init__s and __all__, keywords hidden in **format_options.
+    pytest.importorskip("mypy")
+    proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--concise", "sluice"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_aliases_exist_at_runtime():
+    import typing
+
+    import sluice
+
+    # Annotations evaluated at runtime (no `from __future__ import annotations`).
+    def f(src: sluice.Sources, p: sluice.PathLike, m: sluice.InMemory,
+          filters: sluice.PartitionFilters) -> sluice.Table:
+        return sluice.read(src, filters=filters)
+
+    assert typing.get_type_hints(f)["src"] is sluice.Sources
+    assert all(hasattr(sluice, name) for name in sluice.__all__)
+    assert "Scanner" in sluice.__all__
+
+
+def test_dataset_keywords_are_in_the_signatures():
+    # They were taken through **format_options: help() did not show them.
+    import inspect
+
+    import sluice
+    import sluice.dask
+    for fn in (sluice.read, sluice.scan, sluice.read_pandas, sluice.schema, sluice.stats,
+               sluice.dask.read):
+        params = inspect.signature(fn).parameters
+        for name, default in (("hive_partitioning", True), ("union_by_name", False),
+                              ("filters", None)):
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (fn, name)
+            assert params[name].default is default, (fn, name)
+    assert "hive_partitioning:" in sluice.read.__doc__ and "filters:" in sluice.read.__doc__
