@@ -151,6 +151,13 @@ class Field:
     def __str__(self):
         return "%s: %s%s" % (self.name, self.type, "" if self.nullable else " not null")
 
+    def __reduce__(self):
+        if self._column is not None:  # a column of a schema: that schema's field again
+            from ._table import Schema
+            schema, i = self._column
+            return (_schema_field, (Schema(schema), i))
+        return (Field, (self.name, self.type, self.nullable, self.metadata))
+
     def __repr__(self):
         return "Field(%s)" % self
 
@@ -160,6 +167,10 @@ class Field:
 
     def __hash__(self):
         return hash((self.name, str(self.type), self.nullable))
+
+
+def _schema_field(schema, i):
+    return schema.fields[i]
 
 
 def parse_metadata(raw):

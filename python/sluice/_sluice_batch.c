@@ -158,6 +158,30 @@ static PyObject* batch_get_metadata(BatchObject* self, void* Py_UNUSED(closure))
   return self->metadata;
 }
 
+/// The same batch (its buffers shared) with another tag and metadata: a
+/// batch read back from the Arrow IPC bytes it was pickled as gets its own.
+static PyObject* batch_with_tag(BatchObject* self, PyObject* args) {
+  long long split, index;
+  PyObject* metadata;
+  if (!PyArg_ParseTuple(args, "LLO", &split, &index, &metadata)) return NULL;
+  if (metadata != Py_None && !PyBytes_Check(metadata)) {
+    PyErr_Format(PyExc_TypeError, "_with_tag: metadata must be bytes or None, not %s",
+                 Py_TYPE(metadata)->tp_name);
+    return NULL;
+  }
+  BatchObject* copy = PyObject_New(BatchObject, &SpBatchType);
+  if (copy == NULL) return NULL;
+  sp_shared_retain(self->shared);
+  copy->shared = self->shared;
+  Py_INCREF(self->schema);
+  copy->schema = self->schema;
+  copy->split = split;
+  copy->index = index;
+  Py_INCREF(metadata);
+  copy->metadata = metadata;
+  return (PyObject*)copy;
+}
+
 static PyGetSetDef batch_getset[] = {
     {"metadata", (getter)batch_get_metadata, NULL,
      "Custom metadata the source attached to the batch (bytes, Arrow layout) or None.", NULL},
@@ -175,6 +199,9 @@ static PyMethodDef batch_methods[] = {
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))batch_arrow_c_array,
      METH_VARARGS | METH_KEYWORDS,
      "(arrow_schema, arrow_array) PyCapsules; the array shares the batch's buffers."},
+    {"_with_tag", (PyCFunction)batch_with_tag, METH_VARARGS,
+     "_with_tag(split, index, metadata) -> _Batch: the same buffers, another tag and "
+     "metadata (bytes in the Arrow layout, or None)."},
     {"_node", (PyCFunction)batch_node, METH_O,
      "_node(path) -> dict: length, offset, null_count, n_buffers, n_children, has_dictionary."},
     {"_buffer", (PyCFunction)batch_buffer, METH_VARARGS,

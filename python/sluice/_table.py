@@ -72,6 +72,12 @@ class Schema:
     def __arrow_c_schema__(self):
         return self._schema.__arrow_c_schema__()
 
+    def __reduce__(self):
+        return (_unpickle_schema, (_ipc_bytes(self, []),))
+
+    def __copy__(self):
+        return self
+
     def __repr__(self):
         lines = ["sluice.Schema"] + ["  " + str(f) for f in self.fields]
         return "\n".join(lines)
@@ -144,10 +150,68 @@ class Batch:
     def __arrow_c_stream__(self, requested_schema=None):
         return _sluice.batches_stream(self._schema._schema, [self._batch])
 
+    def __reduce__(self):
+        return (_unpickle_batch, (_ipc_bytes(self._schema, [self]), _tags([self])[0]))
+
+    def __copy__(self):
+        return self
+
     def __repr__(self):
         return "sluice.Batch(split=%d, index=%d, %d rows x %d columns: %s)" % (
             self.split, self.index, self.num_rows, self.num_columns,
             ", ".join(str(f) for f in self._schema.fields))
+
+
+# Pickling (multiprocessing, dask.distributed, copy.deepcopy): an Arrow IPC
+# stream that sluice writes and reads back in place, as pyarrow pickles its
+# tables. Each batch keeps its tag and metadata, its Arrow type (dictionaries,
+# extension and schema metadata included) and its rows; string and binary
+# views come back as large_string / large_binary (the writers' spelling).
+
+def _ipc_bytes(schema, batches):
+    """The batches (sluice Batches of `schema`) as Arrow IPC stream bytes."""
+    import io
+
+    from . import Error, write
+    buf = io.BytesIO()
+    try:
+        write(Table._made(schema, batches), buf, format="arrows", compression=None)
+    except Error as e:  # a type the IPC writer does not take (run-end encoded, list views)
+        raise type(e)(e.code, "cannot pickle sluice data (as an Arrow IPC stream): %s"
+                      % e.message.replace("<BytesIO>: ", "")) from None
+    return buf.getvalue()
+
+
+def _tags(batches):
+    return [(b._batch.split, b._batch.index, b._batch.metadata) for b in batches]
+
+
+def _from_ipc(data, tags):
+    """(Schema, [Batch]) back from _ipc_bytes' bytes, each batch re-tagged."""
+    from . import read
+    t = read(memoryview(data), format="arrows", _gather=False)
+    if len(t._batches) != len(tags):
+        raise ValueError("a pickled sluice table of %d batches came back with %d"
+                         % (len(tags), len(t._batches)))
+    schema = t._schema
+    return schema, [Batch(b._batch._with_tag(*tag), schema) for b, tag in zip(t._batches, tags)]
+
+
+def _unpickle_schema(data):
+    return _from_ipc(data, [])[0]
+
+
+def _unpickle_batch(data, tag):
+    return _from_ipc(data, [tag])[1][0]
+
+
+def _unpickle_column(data, tags, i):
+    schema, batches = _from_ipc(data, tags)
+    return Column(schema, batches, i)
+
+
+def _unpickle_table(data, tags):
+    return Table._made(*_from_ipc(data, tags))
 
 
 def _index(schema, name_or_index):
@@ -222,6 +286,14 @@ class Column:
         return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches],
                                       self._i)
 
+    def __reduce__(self):
+        # (the batches' other columns go too: sluice has no projection of a batch)
+        return (_unpickle_column, (_ipc_bytes(self._schema, self._batches), _tags(self._batches),
+                                   self._i))
+
+    def __copy__(self):
+        return Column(self._schema, list(self._batches), self._i)
+
     def __repr__(self):
         head = self.to_pylist()[:10] if len(self) <= 10_000 else _head(self, 10)
         more = ", ..." if len(self) > 10 else ""
@@ -246,6 +318,9 @@ class Table:
     DuckDB's ``duckdb.sql("select * from t")`` take it without copying;
     ``pyarrow.record_batch(t)`` too when it is one batch (``__arrow_c_array__``
     exists only then).
+
+    Pickles (and deep-copies) as an Arrow IPC stream, as pyarrow's Table
+    does; see the README for what changes on the way.
     """
 
     __slots__ = ("_schema", "_batches", "_sole")
@@ -388,6 +463,16 @@ class Table:
 
     def __arrow_c_stream__(self, requested_schema=None):
         return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches])
+
+    def __reduce__(self):
+        return (_unpickle_table, (_ipc_bytes(self._schema, self._batches), _tags(self._batches)))
+
+    def __copy__(self):
+        # Its own list of the same batches: to_pandas(self_destruct=True) on
+        # either empties only that table's list, and writes through neither's
+        # memory (the other holds the batches).
+        self._sole = False
+        return Table(self._schema, self._batches)
 
     @property
     def __arrow_c_array__(self):
