@@ -9,12 +9,20 @@ import errno as _errno
 
 
 class Error(Exception):
-    """Base class of every sluice error."""
+    """Base class of every sluice error.
+
+    Made as Error(code, message) or Error("message"); SourceError and
+    NotFoundError also as OSError is: NotFoundError(errno, message, filename)."""
 
     def __init__(self, code=0, message=""):
+        self._init(code, message, ())
+
+    def _init(self, code, message, filenames):
         if isinstance(code, str) and not message:  # Error("message"), as other exceptions
             code, message = 0, code
-        super().__init__(code, message)
+        # OSError(errno, strerror, filename[, winerror, filename2]) sets
+        # .filename (and leaves args as (errno, strerror)), as open() does.
+        super().__init__(code, message, *filenames)
         self.code = code
         self.message = message
 
@@ -22,7 +30,13 @@ class Error(Exception):
         return self.message
 
     def __reduce__(self):
-        return (type(self), (self.code, self.message))
+        # As OSError pickles: the filenames in the arguments, the rest
+        # (notes, attributes set later) in the state.
+        args = (self.code, self.message)
+        if isinstance(self, OSError) and (self.filename is not None or
+                                          self.filename2 is not None):
+            args += (self.filename, None, self.filename2)
+        return (type(self), args, self.__dict__ or None)
 
 
 class InvalidArgumentError(Error, ValueError):
@@ -39,6 +53,9 @@ class UnsupportedError(Error, NotImplementedError):
 
 class SourceError(Error, OSError):
     """The source or destination could not be read or written (EIO, ...)."""
+
+    def __init__(self, code=0, message="", *filenames):
+        self._init(code, message, filenames)
 
 
 class NotFoundError(SourceError, FileNotFoundError):

@@ -138,6 +138,44 @@ def test_errors_pickle():
     assert type(e) is sluice.FormatError and e.code == 84 and str(e) == "f: offset 3: bad"
 
 
+def test_errors_keep_filename_and_notes_when_pickled_or_copied(tmp_path):
+    """dask and multiprocessing pickle an exception back to the caller: the
+    filename (and notes) came back None; the builtin FileNotFoundError keeps
+    them."""
+    import copy
+    import pickle
+    path = str(tmp_path / "missing.parquet")
+    with pytest.raises(sluice.NotFoundError) as info:
+        sluice.read(path)
+    e = info.value
+    e.add_note("while loading the nightly batch")
+    builtin = FileNotFoundError(2, "No such file", path)
+    builtin.add_note("while loading the nightly batch")
+    for clone in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
+        assert type(clone) is sluice.NotFoundError
+        assert (clone.code, clone.errno, clone.message, str(clone)) == (e.code, e.errno, e.message,
+                                                                       str(e))
+        assert clone.filename == e.filename == path
+        assert clone.__notes__ == e.__notes__ == ["while loading the nightly batch"]
+    peer = pickle.loads(pickle.dumps(builtin))
+    assert (peer.filename, peer.__notes__) == (path, ["while loading the nightly batch"])
+    e2 = pickle.loads(pickle.dumps(sluice.SourceError(5, "m", "a", None, "b")))
+    assert (e2.filename, e2.filename2) == ("a", "b")
+
+
+def test_oserror_construction_form():
+    """NotFoundError is a FileNotFoundError: OSError(errno, strerror,
+    filename) makes one, as for the builtin (it raised TypeError)."""
+    e = sluice.NotFoundError(2, "No such file", "missing.parquet")
+    b = FileNotFoundError(2, "No such file", "missing.parquet")
+    assert (e.errno, e.strerror, e.filename, e.args) == (b.errno, b.strerror, b.filename, b.args)
+    assert e.code == 2 and e.message == "No such file"
+    assert sluice.SourceError(5, "m", "a", None, "b").filename2 == "b"
+    # Not an OSError kind: no filename to take.
+    with pytest.raises(TypeError):
+        sluice.FormatError(84, "bad", "f.csv")
+
+
 def test_errors_made_by_hand():
     """sluice.FormatError("msg") is as other exceptions: str() is the message."""
     e = sluice.FormatError("bad input")
