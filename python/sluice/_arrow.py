@@ -214,15 +214,20 @@ class Node:
     """One array node of one batch (a column, a child, a dictionary), read
     through zero-copy views of its buffers."""
 
-    __slots__ = ("batch", "path", "type", "length", "offset", "null_count", "_info", "writable")
+    __slots__ = ("batch", "path", "type", "length", "offset", "null_count", "_info", "writable",
+                 "transient")
 
-    def __init__(self, batch, path, dtype, writable=False):
+    def __init__(self, batch, path, dtype, writable=False, transient=False):
         self.batch = batch  # the _Batch
         self.path = path
         self.type = dtype
         # Views may be writable (a consumer that took the batch over; only
         # where the batch owns its memory).
         self.writable = writable
+        # The values are copied out (to_pylist, repr) and no view is kept:
+        # reading them does not stop a later to_pandas(self_destruct=True)
+        # from handing the buffers out writable.
+        self.transient = transient
         info = batch._node(path)
         self._info = info
         self.length = info["length"]
@@ -231,13 +236,15 @@ class Node:
 
     def buffer(self, i, nbytes):
         """Buffer i as a _BufferView of nbytes bytes, or None if absent."""
-        return self.batch._buffer(self.path, i, nbytes, self.writable)
+        return self.batch._buffer(self.path, i, nbytes, -1 if self.transient else int(self.writable))
 
     def child(self, i):
-        return Node(self.batch, self.path + (i,), self.type.children[i].type, self.writable)
+        return Node(self.batch, self.path + (i,), self.type.children[i].type, self.writable,
+                    self.transient)
 
     def dictionary_node(self):
-        return Node(self.batch, self.path + (-1,), self.type.dictionary, self.writable)
+        return Node(self.batch, self.path + (-1,), self.type.dictionary, self.writable,
+                    self.transient)
 
     def has_validity(self):
         k = self.type.kind

@@ -114,7 +114,7 @@ static PyObject* batch_buffer(BatchObject* self, PyObject* args) {
   PyObject* path;
   long long i, nbytes;
   int writable = 0;
-  if (!PyArg_ParseTuple(args, "O!LL|p", &PyTuple_Type, &path, &i, &nbytes, &writable)) return NULL;
+  if (!PyArg_ParseTuple(args, "O!LL|i", &PyTuple_Type, &path, &i, &nbytes, &writable)) return NULL;
   int64_t offset, length, null_count;
   const struct ArrowArray* node = batch_at(self, path, &offset, &length, &null_count);
   if (node == NULL) return NULL;
@@ -127,8 +127,12 @@ static PyObject* batch_buffer(BatchObject* self, PyObject* args) {
   BufferViewObject* view = PyObject_New(BufferViewObject, &SpBufferViewType);
   if (view == NULL) return NULL;
   struct sp_shared_array* shared = self->shared;
-  view->writable = writable && shared->own_memory && !sp_shared_marked(shared, data);
-  if (!view->writable) sp_shared_mark_buffer(shared, data);  // no writable view of it from now on
+  view->writable = writable > 0 && shared->own_memory && !sp_shared_marked(shared, data);
+  // A read-only view that may outlive the call (a numpy array) keeps any
+  // later view of the buffer read-only. writable < 0: a read whose view
+  // goes nowhere (values copied out to Python objects, repr, to_pylist),
+  // which leaves a later self_destruct free to hand the buffer out writable.
+  if (!view->writable && writable >= 0) sp_shared_mark_buffer(shared, data);
   sp_shared_retain(shared);
   view->shared = shared;
   view->data = data;
@@ -205,8 +209,9 @@ static PyMethodDef batch_methods[] = {
     {"_node", (PyCFunction)batch_node, METH_O,
      "_node(path) -> dict: length, offset, null_count, n_buffers, n_children, has_dictionary."},
     {"_buffer", (PyCFunction)batch_buffer, METH_VARARGS,
-     "_buffer(path, i, nbytes, writable=False) -> _BufferView over buffer i of the node at path, "
-     "or None; writable only when asked and the batch owns its memory."},
+     "_buffer(path, i, nbytes, writable=0) -> _BufferView over buffer i of the node at path, "
+     "or None; writable (1) only when asked and the batch owns its memory; -1: read-only and "
+     "transient (the caller copies the values out and drops the view)."},
     {NULL, NULL, 0, NULL},
 };
 

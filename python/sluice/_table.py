@@ -2,10 +2,15 @@
 polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
 """
 import errno as _errno
+import threading as _threading
 
 from . import _sluice
 from ._arrow import Node, field_from_schema, naming_column, node_to_pylist, parse_metadata
 from ._errors import InvalidArgumentError
+
+
+# Guards Table._destructed (one to_pandas(self_destruct=True) per table).
+_DESTRUCT_LOCK = _threading.Lock()
 
 
 class Schema:
@@ -250,21 +255,21 @@ class Column:
     def __len__(self):
         return sum(b.num_rows for b in self._batches)
 
-    def _nodes(self):
+    def _nodes(self, transient=False):
         t = self.type
-        return [Node(b._batch, (self._i,), t) for b in self._batches]
+        return [Node(b._batch, (self._i,), t, transient=transient) for b in self._batches]
 
     @property
     def null_count(self):
         total = 0
-        for node in self._nodes():
+        for node in self._nodes(transient=True):
             total += node.count_nulls()
         return total
 
     def to_pylist(self):
         out = []
         with naming_column(self.name):
-            for node in self._nodes():
+            for node in self._nodes(transient=True):
                 out.extend(node_to_pylist(node))
         return out
 
@@ -303,7 +308,7 @@ class Column:
 
 def _head(column, n):
     out = []
-    for node in column._nodes():
+    for node in column._nodes(transient=True):
         out.extend(node_to_pylist(node))
         if len(out) >= n:
             break
@@ -323,7 +328,7 @@ class Table:
     does; see the README for what changes on the way.
     """
 
-    __slots__ = ("_schema", "_batches", "_sole")
+    __slots__ = ("_schema", "_batches", "_sole", "_destructed")
 
     def __init__(self, schema, batches):
         """A table of `batches` (sluice Batches), which must all have
@@ -345,6 +350,7 @@ class Table:
         # are (_made); one made of someone's batches is not, nor one whose
         # batches or columns were handed out.
         self._sole = False
+        self._destructed = False  # to_pandas(self_destruct=True) took the batches
 
     @classmethod
     def _made(cls, schema, batches):
@@ -353,6 +359,7 @@ class Table:
         table._schema = schema
         table._batches = list(batches)
         table._sole = True
+        table._destructed = False
         return table
 
     @classmethod
@@ -411,11 +418,17 @@ class Table:
     @property
     def columns(self):
         self._sole = False
+        return self._columns()
+
+    def _columns(self):
+        """The columns, for reads that copy the values out (to_pylist, repr):
+        no batch is handed out, so a later to_pandas(self_destruct=True) may
+        still take the memory over."""
         return [Column(self._schema, list(self._batches), i) for i in range(self.num_columns)]
 
     def to_pydict(self):
         """{name: [values]} with Python objects (None for nulls)."""
-        return {c.name: c.to_pylist() for c in self.columns}
+        return {c.name: c.to_pylist() for c in self._columns()}
 
     def to_pylist(self):
         """[{name: value}] per row."""
@@ -432,7 +445,10 @@ class Table:
         leaves the table empty: peak memory is about the DataFrame's size
         instead of twice the data (as pyarrow's option of the same name).
         The DataFrame then owns the views (read_pandas does this): its
-        columns can be edited in place. Without it, views of a table that
+        columns can be edited in place (a table whose batches or columns
+        were handed out gives a copy; reading its values, repr or
+        to_pylist, does not count). A second self_destruct call on the table,
+        from another thread at the same time or later, raises ValueError. Without it, views of a table that
         lives on are read-only, as pyarrow's zero-copy (split_blocks)
         conversion gives them: df.loc[...] = v fails; copy first.
 
@@ -454,6 +470,15 @@ class Table:
         """
         from ._pandas import table_to_pandas
         if self_destruct:
+            # One conversion takes the batches: a second one, at the same
+            # time in another thread or after, would get some or none of
+            # the rows (as pyarrow says, the table is unusable after).
+            with _DESTRUCT_LOCK:
+                if self._destructed:
+                    raise ValueError("to_pandas(self_destruct=True) was called on this table "
+                                     "already (in another thread, or before): its batches "
+                                     "are taken")
+                self._destructed = True
             return table_to_pandas(self._schema, self._batches, consume=True,
                                    writable=self._sole)
         return table_to_pandas(self._schema, self._batches)
@@ -491,7 +516,7 @@ class Table:
             self.num_rows, self.num_columns, len(self._batches))]
         lines += ["  " + str(f) for f in self._schema.fields]
         if self._batches and self.num_columns:
-            preview = [_head(c, 5) for c in self.columns]
+            preview = [_head(c, 5) for c in self._columns()]
             rows = min(5, self.num_rows)
             lines.append("first rows:")
             for r in range(rows):

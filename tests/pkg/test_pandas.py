@@ -446,3 +446,64 @@ def test_float16_with_nulls_as_documented(tmp_path):
     assert got.dtype == np.float32 and want.dtype == np.float16
     assert [norm(v) for v in got.tolist()] == [norm(v) for v in want.tolist()]
     assert "float16 with nulls becomes numpy float32" in sluice.Table.to_pandas.__doc__
+
+
+def test_reading_values_does_not_defeat_self_destruct(tmp_path):
+    # A notebook shows the table (repr) or its values before converting:
+    # to_pandas(self_destruct=True) then copied the whole table (repr,
+    # to_pylist and to_pydict counted as handing the batches out).
+    import tracemalloc
+    n = 400_000
+    pq.write_table(pa.table({"i": np.arange(n), "f": np.arange(n) * 0.5}), tmp_path / "x.parquet")
+    sluice.read(tmp_path / "x.parquet").to_pandas(self_destruct=True)  # (lazy imports)
+    for look in (repr, str, lambda t: t.to_pylist()[:3], lambda t: t.to_pydict()):
+        t = sluice.read(tmp_path / "x.parquet")
+        assert len(t.batches) == 1
+        t = sluice.read(tmp_path / "x.parquet")  # (batches not handed out)
+        look(t)
+        tracemalloc.start()
+        df = t.to_pandas(self_destruct=True)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < n * 16 // 10, (look, peak)  # no copy of the 6.4 MB
+        # ... and the frame still owns its columns: edits in place.
+        df.loc[0, "i"] = -1
+        df.loc[0, "f"] = -1.0
+        assert df.loc[0, "i"] == -1 and df.loc[0, "f"] == -1.0
+
+
+def test_self_destruct_twice_raises(tmp_path):
+    # Two threads converting one table with self_destruct=True split its
+    # batches between two frames, silently; one call takes the batches, a
+    # second one (at the same time or later) raises.
+    import threading
+    n = 60_000
+    pa_csv_path = tmp_path / "x.csv"
+    import pyarrow.csv as pacsv
+    pacsv.write_csv(pa.table({"i": np.arange(n), "s": ["v%d" % (i % 7) for i in range(n)]}),
+                    pa_csv_path)
+    for _ in range(5):
+        t = sluice.read(pa_csv_path, batch_rows=2000)
+        assert len(t.batches) > 10
+        t = sluice.read(pa_csv_path, batch_rows=2000)
+        barrier = threading.Barrier(2)
+        frames, errors = [], []
+
+        def convert():
+            barrier.wait()
+            try:
+                frames.append(t.to_pandas(self_destruct=True))
+            except ValueError as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=convert) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(frames) == 1 and len(errors) == 1
+        assert len(frames[0]) == n and frames[0]["i"].tolist() == list(range(n))
+        assert "self_destruct" in str(errors[0])
+        with pytest.raises(ValueError, match=r"self_destruct=True\) was called on this table"):
+            t.to_pandas(self_destruct=True)
+        assert len(t.to_pandas()) == 0  # the table is empty, as before
