@@ -2,6 +2,7 @@
 polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
 """
 import errno as _errno
+import operator as _operator
 import threading as _threading
 
 from . import _sluice
@@ -50,11 +51,9 @@ class Schema:
             self._metadata = parse_metadata(self._schema._node(())["metadata"])
         return self._metadata
 
-    def field(self, name):
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError("no column %r; columns are: %s" % (name, ", ".join(self.names)))
+    def field(self, name_or_index):
+        """The Field of a column by name, or by position (as pyarrow's)."""
+        return self.fields[_index(self, name_or_index)]
 
     def index(self, name):
         for i, f in enumerate(self.fields):
@@ -131,11 +130,39 @@ class Batch:
         message's), as a dict."""
         return parse_metadata(self._batch.metadata)
 
+    @property
+    def column_names(self):
+        return self._schema.names
+
+    @property
+    def shape(self):
+        return (self.num_rows, self.num_columns)
+
     def __len__(self):
         return self._batch.num_rows
 
     def column(self, name_or_index):
         return Column(self._schema, [self], _index(self._schema, name_or_index))
+
+    def __getitem__(self, name_or_index):
+        return self.column(name_or_index)
+
+    def equals(self, other, check_metadata=False):
+        """Whether `other` (a Batch) has the same columns (names, types,
+        nullability; and metadata with check_metadata) and values, as
+        pyarrow's RecordBatch.equals. NaN equals nothing. Costs a
+        conversion of the values to Python objects."""
+        if not isinstance(other, Batch):
+            raise TypeError("Batch.equals takes a sluice.Batch, not %s" % type(other).__name__)
+        return (self.num_rows == other.num_rows and
+                _same_schema(self._schema, other._schema, check_metadata) and
+                _values_equal(self._schema, [self], [other]))
+
+    def __eq__(self, other):
+        # As pyarrow's: == compares the values.
+        return self.equals(other) if isinstance(other, Batch) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (as pyarrow's RecordBatch: equal by value)
 
     def to_pydict(self):
         return Table(self._schema, [self]).to_pydict()
@@ -220,12 +247,35 @@ def _unpickle_table(data, tags):
 
 
 def _index(schema, name_or_index):
-    if isinstance(name_or_index, int):
-        n = len(schema)
-        if not -n <= name_or_index < n:
-            raise IndexError("column %d out of range (%d columns)" % (name_or_index, n))
-        return name_or_index % n
-    return schema.index(name_or_index)
+    if isinstance(name_or_index, str):
+        return schema.index(name_or_index)
+    try:
+        i = _operator.index(name_or_index)  # an int, a numpy integer
+    except TypeError:
+        raise TypeError("a column is chosen by name (str) or position (int), not %s%s" % (
+            type(name_or_index).__name__, " (sluice tables have no row slicing: slice "
+            "pyarrow.table(t))" if isinstance(name_or_index, slice) else "")) from None
+    n = len(schema)
+    if not -n <= i < n:
+        raise IndexError("column %d out of range (%d columns)" % (i, n))
+    return i % n
+
+
+def _values_equal(schema, mine, theirs):
+    """Whether two lists of batches of `schema` hold the same values, column
+    by column (as to_pylist gives them: a null equals a null, NaN nothing),
+    whatever their batch boundaries."""
+    for i in range(len(schema)):
+        if Column(schema, mine, i).to_pylist() != Column(schema, theirs, i).to_pylist():
+            return False
+    return True
+
+
+def _same_schema(a, b, check_metadata):
+    if a != b:  # names, types, nullability
+        return False
+    return not check_metadata or (a.metadata == b.metadata and
+                                  [f.metadata for f in a.fields] == [f.metadata for f in b.fields])
 
 
 class Column:
@@ -280,9 +330,34 @@ class Column:
 
     def to_numpy(self):
         """The column as a numpy array (a view over the Arrow buffer when the
-        column is one chunk of a fixed-width type without nulls)."""
+        column is one chunk of a fixed-width type without nulls). Nulls are
+        as pyarrow's to_numpy gives them: integers and floats with nulls
+        become float64 with NaN, booleans with nulls and strings an object
+        array with None."""
         series = self.to_pandas()
+        dtype = series.dtype
+        import numpy as np
+        if isinstance(dtype, np.dtype):
+            return series.to_numpy()
+        kind = getattr(dtype, "kind", "O")
+        if kind in "iuf":  # Int64, Float64 ...: a column with nulls
+            return series.to_numpy(dtype=np.float64, na_value=np.nan)
+        if kind == "b" or self.type.kind in ("string", "large_string", "string_view"):
+            return series.to_numpy(dtype=object, na_value=None)
         return series.to_numpy()
+
+    def equals(self, other):
+        """Whether `other` (a Column) has the same type and values, whatever
+        the chunks, as pyarrow's ChunkedArray.equals. NaN equals nothing."""
+        if not isinstance(other, Column):
+            raise TypeError("Column.equals takes a sluice.Column, not %s" % type(other).__name__)
+        return (self.type == other.type and len(self) == len(other) and
+                self.to_pylist() == other.to_pylist())
+
+    def __eq__(self, other):
+        return self.equals(other) if isinstance(other, Column) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (as pyarrow's ChunkedArray)
 
     def __arrow_c_schema__(self):
         return self._schema._schema._child_capsule(self._i)
@@ -425,6 +500,24 @@ class Table:
         no batch is handed out, so a later to_pandas(self_destruct=True) may
         still take the memory over."""
         return [Column(self._schema, list(self._batches), i) for i in range(self.num_columns)]
+
+    def equals(self, other, check_metadata=False):
+        """Whether `other` (a Table) has the same columns (names, types,
+        nullability; and metadata with check_metadata) and values, whatever
+        the batch boundaries, as pyarrow's Table.equals. NaN equals nothing.
+        Costs a conversion of the values to Python objects, a column at a
+        time."""
+        if not isinstance(other, Table):
+            raise TypeError("Table.equals takes a sluice.Table, not %s" % type(other).__name__)
+        return (self.num_rows == other.num_rows and
+                _same_schema(self._schema, other._schema, check_metadata) and
+                _values_equal(self._schema, list(self._batches), list(other._batches)))
+
+    def __eq__(self, other):
+        # As pyarrow's: == compares the values (it compared identity).
+        return self.equals(other) if isinstance(other, Table) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (as pyarrow's Table: equal by value)
 
     def to_pydict(self):
         """{name: [values]} with Python objects (None for nulls)."""
