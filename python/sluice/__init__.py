@@ -197,10 +197,13 @@ def _location(src):
 def _destination(dst):
     """Where a write goes (as _location tells it), as the bytes os.open
     takes: a path need not be UTF-8."""
-    where = _location(dst)
+    try:
+        where = _location(dst)
+    except (TypeError, ValueError):  # (its message is a reader's)
+        where = None
     if not isinstance(where, (str, bytes)):
-        raise TypeError("sluice writes to a path, a URL or a file object, not %s"
-                        % type(dst).__name__)
+        raise TypeError("sluice writes to a path or URL (str or os.PathLike) or a writable "
+                        "file object (io.BytesIO, an open file), not %s" % type(dst).__name__)
     return _os.fsencode(where)
 
 
@@ -208,20 +211,27 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
           hive_partitioning=True, union_by_name=False, filters=None):
     if isinstance(columns, str):
         columns = [columns]
-    # Whole numbers, as Python's own APIs take them (1.5 rows was 1 row).
+    # Whole numbers, as Python's own APIs take them (1.5 rows was 1 row);
+    # not a bool (limit=True was 1 row), and within the C types (threads an
+    # int, the others int64: 2**70 was a bare OverflowError).
     counts = {"limit": limit, "threads": threads, "batch_rows": batch_rows, "memory": memory}
     for name, value in counts.items():
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            try:
-                counts[name] = _operator.index(value)
-            except TypeError:
-                raise TypeError("%s must be an integer or None, not %s"
-                                % (name, type(value).__name__)) from None
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            counts[name] = _operator.index(value)
+        except TypeError:
+            raise TypeError("%s must be an integer or None, not %s"
+                            % (name, type(value).__name__)) from None
         if counts[name] < 0:
             raise InvalidArgumentError(_errno.EINVAL, "%s must be >= 0 or None, not %r"
                                        % (name, value))
+        most = 2**31 - 1 if name == "threads" else 2**63 - 1
+        if counts[name] > most:
+            raise InvalidArgumentError(_errno.EINVAL, "%s must be at most %d or None, not %r"
+                                       % (name, most, value))
     limit, threads, batch_rows, memory = (counts["limit"], counts["threads"],
                                           counts["batch_rows"], counts["memory"])
     format_options = dict(format_options)

@@ -442,14 +442,26 @@ class Table:
         """A Table sharing the batches of any Arrow producer: an object with
         ``__arrow_c_stream__`` (pyarrow, polars, DuckDB) or
         ``__arrow_c_array__`` (a record batch). No copies, no pyarrow needed."""
-        if hasattr(data, "__arrow_c_stream__"):
-            raw_schema, raw_batches = _sluice.import_stream(data.__arrow_c_stream__())
-        elif hasattr(data, "__arrow_c_array__"):
-            batch = _sluice.import_array(*data.__arrow_c_array__())
-            raw_schema, raw_batches = batch.schema, [batch]
-        else:
-            raise TypeError("Table.from_arrow takes an object with __arrow_c_stream__ or "
-                            "__arrow_c_array__, not %s" % type(data).__name__)
+        try:
+            if hasattr(data, "__arrow_c_stream__"):
+                raw_schema, raw_batches = _sluice.import_stream(data.__arrow_c_stream__())
+            elif hasattr(data, "__arrow_c_array__"):
+                batch = _sluice.import_array(*data.__arrow_c_array__())
+                raw_schema, raw_batches = batch.schema, [batch]
+            else:
+                raise TypeError("Table.from_arrow takes an object with __arrow_c_stream__ or "
+                                "__arrow_c_array__, not %s" % type(data).__name__)
+        except TypeError as e:
+            # Not a struct: an array or chunked array of one type. Say what
+            # was passed, its type as pyarrow spells it (not "Arrow type 'l'").
+            text = str(e)
+            if not text.startswith("sluice imports record batches"):
+                raise
+            from ._arrow import DataType
+            fmt = text[text.index("'") + 1:-1]
+            raise TypeError("Table.from_arrow takes a table or record batches (struct arrays), "
+                            "not %s (of %s): make a table of it first (pyarrow.table({'name': "
+                            "...}))" % (type(data).__name__, DataType(fmt))) from None
         schema = Schema(raw_schema)
         return cls._made(schema, [Batch(b, schema) for b in raw_batches])
 

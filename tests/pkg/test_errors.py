@@ -229,3 +229,34 @@ def test_counts_must_be_whole_numbers(tmp_path):
             sluice.read(path, **{name: -1})
     import numpy as np
     assert sluice.read(path, limit=np.int64(2)).num_rows == 2
+
+
+def test_argument_errors_say_what_is_wrong(tmp_path):
+    """write(t, 5) said sluice "reads a path"; threads=2**70 was a bare
+    OverflowError ("Python int too large to convert to C long"); limit=True
+    was read as 1 row; from_arrow of a chunked array spoke of "Arrow type
+    'l'"."""
+    import pyarrow.parquet as pq
+    t = pa.table({"a": [1, 2, 3]})
+    for dst in (5, None, [1]):
+        with pytest.raises(TypeError, match="sluice writes to a path or URL .* or a writable "
+                                            "file object") as e:
+            sluice.write(t, dst)
+        assert "reads" not in str(e.value)
+    with pytest.raises(TypeError, match="sluice writes to"):
+        sluice.Writer(5)
+    path = tmp_path / "t.parquet"
+    pq.write_table(t, path)
+    for name in ("threads", "limit", "batch_rows", "memory"):
+        with pytest.raises(sluice.InvalidArgumentError, match=f"^{name} must be at most "):
+            sluice.read(path, **{name: 2**70})
+        # bool is not a count (it was taken as 1).
+        with pytest.raises(TypeError, match=f"{name} must be an integer or None, not bool"):
+            sluice.read(path, **{name: True})
+    with pytest.raises(sluice.InvalidArgumentError, match="threads must be at most 2147483647"):
+        sluice.scan(path, threads=2**31)
+    assert sluice.read(path, limit=2**63 - 1).num_rows == 3
+    with pytest.raises(TypeError, match=r"not ChunkedArray \(of int64\): make a table of it"):
+        sluice.Table.from_arrow(pa.chunked_array([[1, 2]]))
+    with pytest.raises(TypeError, match=r"not Int64Array \(of int64\)"):
+        sluice.Table.from_arrow(pa.array([1, 2]))
