@@ -434,18 +434,25 @@ class Scanner:
     """Batches of a running scan, as they are ready (see sluice.scan).
 
     Iterating yields sluice.Batch objects; ``close()`` (or leaving a ``with``
-    block, or dropping the scanner) stops the workers and frees what is in
-    flight. Ctrl-C while waiting stops the scan and raises KeyboardInterrupt.
+    block, or dropping the scanner) stops the workers, frees what is in
+    flight and closes the source. A scan that ends early says so: next()
+    after close() raises ValueError (as a closed file's read does), also in
+    a thread that was waiting for a batch when another one closed it, and
+    after the scanner was handed to an Arrow consumer; StopIteration means
+    every batch was taken. Ctrl-C while waiting stops the scan and raises
+    KeyboardInterrupt.
 
     Implements ``__arrow_c_stream__``: ``pyarrow.RecordBatchReader.from_stream(s)``,
     ``polars.from_arrow``-style consumers and DuckDB take the batches not yet
     taken, as they are decoded, without copies; the scanner is then consumed.
     """
 
-    __slots__ = ("_scanner", "_dataset", "schema")
+    __slots__ = ("_scanner", "_dataset", "schema", "_owns_dataset", "_closed_info")
 
     def __init__(self, dataset, **scan_options):
         self._dataset = dataset
+        self._owns_dataset = False  # sluice.scan's: closed with the scanner
+        self._closed_info = None    # (format, num_splits) once the dataset is closed
         self.schema = Schema(dataset.schema())
         # scan_options (first_split, num_splits, slow_split, ...) are for
         # sluice.dask and tests.
@@ -453,11 +460,11 @@ class Scanner:
 
     @property
     def format(self):
-        return self._dataset.format
+        return self._closed_info[0] if self._closed_info else self._dataset.format
 
     @property
     def num_splits(self):
-        return self._dataset.num_splits
+        return self._closed_info[1] if self._closed_info else self._dataset.num_splits
 
     def __iter__(self):
         return self
@@ -467,6 +474,12 @@ class Scanner:
 
     def close(self):
         self._scanner.close()
+        if self._owns_dataset and self._closed_info is None:
+            # The source (a descriptor, a mapping) is let go now, not when
+            # the scanner object is dropped; the scan's thread lets go of
+            # its own hold as soon as its current call returns.
+            self._closed_info = (self._dataset.format, self._dataset.num_splits)
+            self._dataset.close()
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self._scanner.__arrow_c_stream__(requested_schema)
@@ -489,7 +502,13 @@ def scan(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     sluice.read."""
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
                hive_partitioning, union_by_name, filters)
-    return Scanner(ds, **(_scan or {}))
+    try:
+        scanner = Scanner(ds, **(_scan or {}))
+    except BaseException:
+        ds.close()
+        raise
+    scanner._owns_dataset = True
+    return scanner
 
 
 def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,

@@ -180,11 +180,22 @@ typedef struct {
   SchemaObject* schema;
 } DatasetObject;
 
+/// Why a scanner's pump is gone (ScannerObject.state).
+enum sp_scan_state {
+  SP_SCAN_RUNNING = 0,
+  SP_SCAN_ENDED,        // its last batch was taken: next() is StopIteration
+  SP_SCAN_FAILED,       // next() raised the scan's error
+  SP_SCAN_CLOSED,       // close(): next() raises, also in a thread waiting for a batch
+  SP_SCAN_INTERRUPTED,  // Ctrl-C while waiting
+  SP_SCAN_EXPORTED,     // __arrow_c_stream__ took the rest
+};
+
 typedef struct {
   PyObject_HEAD
   struct sp_pump* pump;  // the scan, driven from its own thread
   DatasetObject* dataset;
   SchemaObject* schema;
+  int state;             // enum sp_scan_state
 } ScannerObject;
 
 extern PyTypeObject SpSchemaType;

@@ -313,6 +313,7 @@ static PyObject* dataset_scan(DatasetObject* self, PyObject* args, PyObject* kwa
     return NULL;
   }
   scan->pump = pump;
+  scan->state = SP_SCAN_RUNNING;
   Py_INCREF(self);
   scan->dataset = self;
   Py_INCREF(self->schema);
@@ -437,17 +438,41 @@ PyTypeObject SpDatasetType = {
 
 /* ---- _Scanner --------------------------------------------------------------- */
 
-static void scanner_stop(ScannerObject* self) {
+/// Ends the scan, saying why (the first reason stays): a thread waiting for
+/// a batch wakes up and reads the state before it returns.
+static void scanner_stop(ScannerObject* self, int state) {
+  if (self->state == SP_SCAN_RUNNING) self->state = state;
   struct sp_pump* pump = self->pump;
   self->pump = NULL;
   sp_pump_cancel(pump);
+}
+
+/// next() on a scan that is over: StopIteration after its end (or after it
+/// raised its error), else a ValueError that says why there is no batch,
+/// so that a consumer cannot take a closed scan's rows for all of them.
+static PyObject* scanner_over(ScannerObject* self) {
+  switch (self->state) {
+    case SP_SCAN_CLOSED:
+      PyErr_SetString(PyExc_ValueError,
+                      "the scan was closed (close() or the end of its with block)");
+      return NULL;
+    case SP_SCAN_INTERRUPTED:
+      PyErr_SetString(PyExc_ValueError, "the scan was stopped by Ctrl-C");
+      return NULL;
+    case SP_SCAN_EXPORTED:
+      PyErr_SetString(PyExc_ValueError, "the scan was handed to an Arrow consumer "
+                                        "(__arrow_c_stream__): its batches go there");
+      return NULL;
+    default:
+      return NULL;  // StopIteration
+  }
 }
 
 /// How long one wait for a batch lasts before signals are checked again.
 #define SCANNER_WAIT_SLICE_MS 50
 
 static void scanner_dealloc(ScannerObject* self) {
-  scanner_stop(self);
+  scanner_stop(self, SP_SCAN_CLOSED);
   Py_XDECREF(self->schema);
   Py_XDECREF(self->dataset);
   PyObject_Free(self);
@@ -464,30 +489,36 @@ static PyObject* scanner_next(ScannerObject* self) {
   for (;;) {
     // Another Python thread may have closed the scan while we waited.
     struct sp_pump* pump = self->pump;
-    if (pump == NULL) return NULL;  // StopIteration
+    if (pump == NULL) return scanner_over(self);
     Py_BEGIN_ALLOW_THREADS
     rc = sp_pump_next(pump, &out, &tag, &error, SCANNER_WAIT_SLICE_MS);
     Py_END_ALLOW_THREADS
-    if (rc == ECANCELED) return NULL;
+    if (rc == ECANCELED) {  // ended by another thread: closed, or its end taken there
+      if (self->state == SP_SCAN_FAILED) {
+        PyErr_SetString(PyExc_ValueError, "the scan failed in another thread");
+        return NULL;
+      }
+      return scanner_over(self);
+    }
     if (rc != ETIMEDOUT) break;
     // Ctrl-C while waiting: give the scan up; its thread frees it.
     if (PyErr_CheckSignals() != 0) {
-      scanner_stop(self);
+      scanner_stop(self, SP_SCAN_INTERRUPTED);
       return NULL;
     }
   }
   if (rc != 0) {
-    scanner_stop(self);
+    scanner_stop(self, SP_SCAN_FAILED);
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);
   }
   if (out.release == NULL) {
-    scanner_stop(self);
+    scanner_stop(self, SP_SCAN_ENDED);
     return NULL;
   }
   if (PyErr_CheckSignals() != 0) {
     out.release(&out);
-    scanner_stop(self);
+    scanner_stop(self, SP_SCAN_INTERRUPTED);
     return NULL;
   }
   // The tag's metadata stays valid until the pump's next call, which waits
@@ -495,14 +526,14 @@ static PyObject* scanner_next(ScannerObject* self) {
   struct sp_shared_array* shared = sp_shared_new(&out);
   if (shared == NULL) {
     out.release(&out);
-    scanner_stop(self);
+    scanner_stop(self, SP_SCAN_FAILED);
     return PyErr_NoMemory();
   }
   return (PyObject*)sp_batch_wrap(shared, self->schema, tag.split, tag.batch, tag.metadata);
 }
 
 static PyObject* scanner_close(ScannerObject* self, PyObject* Py_UNUSED(ignored)) {
-  scanner_stop(self);
+  scanner_stop(self, SP_SCAN_CLOSED);
   Py_RETURN_NONE;
 }
 
@@ -513,12 +544,15 @@ static PyObject* scanner_arrow_c_stream(ScannerObject* self, PyObject* args, PyO
   PyObject* requested = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", keywords, &requested)) return NULL;
   if (self->pump == NULL) {
-    PyErr_SetString(PyExc_ValueError, "the scan was closed or already consumed");
+    if (scanner_over(self) == NULL && !PyErr_Occurred()) {
+      PyErr_SetString(PyExc_ValueError, "the scan was already consumed");
+    }
     return NULL;
   }
   struct ArrowArrayStream stream;
   if (sp_pump_stream(self->pump, &self->schema->schema, &stream) != 0) return PyErr_NoMemory();
   self->pump = NULL;
+  self->state = SP_SCAN_EXPORTED;
   return sp_stream_capsule_from(&stream);
 }
 
@@ -529,7 +563,8 @@ static PyObject* scanner_iter(PyObject* self) {
 
 static PyMethodDef scanner_methods[] = {
     {"close", (PyCFunction)scanner_close, METH_NOARGS,
-     "Stop the workers and free batches in flight (batches returned stay valid)."},
+     "Stop the workers and free batches in flight (batches returned stay valid); next() "
+     "then raises ValueError, also in a thread waiting for a batch."},
     {"__arrow_c_stream__", (PyCFunction)(void (*)(void))scanner_arrow_c_stream,
      METH_VARARGS | METH_KEYWORDS,
      "__arrow_c_stream__(requested_schema=None) -> the batches not yet taken, as an "

@@ -213,7 +213,7 @@ def test_scanner_streams_to_pyarrow_polars_and_duckdb(numbers, tmp_path):
     rest = pa.RecordBatchReader.from_stream(s).read_all()
     assert first.num_rows + rest.num_rows == expected.num_rows
     assert rest.equals(expected.slice(first.num_rows))
-    with pytest.raises(ValueError, match="consumed"):
+    with pytest.raises(ValueError, match="handed to an Arrow consumer"):
         s.__arrow_c_stream__()
     assert pl.DataFrame(sluice.scan(many)).equals(pl.from_arrow(expected))
     scanned = sluice.scan(many)  # noqa: F841 (DuckDB finds it by name)

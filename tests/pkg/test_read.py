@@ -245,7 +245,7 @@ def test_scan_close_early(csv_file):
     with sluice.scan(path, batch_rows=1000) as s:
         first = next(s)
     assert first.num_rows > 0
-    with pytest.raises(StopIteration):
+    with pytest.raises(ValueError, match="the scan was closed"):  # not a normal end
         next(s)
 
 

@@ -1,0 +1,119 @@
+"""A Scanner that ends early says so: next() after close() (in this thread or
+one waiting for a batch) or after an export raises ValueError, as a closed
+file's read does; StopIteration means every batch was taken. close() lets go
+of the source at once."""
+import os
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import sluice
+
+ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def big_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scanner") / "x.csv"
+    pacsv.write_csv(pa.table({"i": np.arange(ROWS), "s": ["s%d" % (i % 1000) for i in range(ROWS)]}),
+                    path)
+    return path
+
+
+def test_next_after_close_or_export_raises(big_csv):
+    sc = sluice.scan(big_csv, batch_rows=1000)
+    assert next(sc).num_rows == 1000
+    sc.close()
+    with pytest.raises(ValueError, match="the scan was closed"):
+        next(sc)  # it was a silent StopIteration
+    with pytest.raises(ValueError, match="the scan was closed"):
+        pa.RecordBatchReader.from_stream(sc)
+    sc.close()  # closing again does nothing
+    assert sc.format == "csv" and sc.num_splits >= 1  # still known
+
+    sc = sluice.scan(big_csv)
+    assert pa.RecordBatchReader.from_stream(sc).read_all().num_rows == ROWS
+    with pytest.raises(ValueError, match="handed to an Arrow consumer"):
+        next(sc)  # it yielded nothing, silently
+
+    sc = sluice.scan(big_csv)
+    assert sum(b.num_rows for b in sc) == ROWS
+    for _ in range(2):  # the end, and again the end
+        with pytest.raises(StopIteration):
+            next(sc)
+    with pytest.raises(ValueError, match="already consumed"):
+        pa.RecordBatchReader.from_stream(sc)
+    sc.close()
+    with pytest.raises(StopIteration):  # it ended before it was closed
+        next(sc)
+
+
+def consume_in_thread(sc, per_batch=0.0):
+    got, errors = [], []
+
+    def run():
+        try:
+            for b in sc:
+                got.append(b.num_rows)
+                time.sleep(per_batch)
+        except ValueError as e:
+            errors.append(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th, got, errors
+
+
+def test_close_from_another_thread_is_not_a_normal_end(big_csv):
+    # Between batches: the consumer's loop ended normally after part of the rows.
+    sc = sluice.scan(big_csv, batch_rows=100, threads=1)
+    th, got, errors = consume_in_thread(sc, per_batch=0.001)
+    time.sleep(0.05)
+    sc.close()
+    th.join(30)
+    assert 0 < sum(got) < ROWS
+    assert len(errors) == 1 and "the scan was closed" in str(errors[0])
+    # While the consumer waits for a batch that is slow to come.
+    sc = sluice.scan(big_csv, _scan={"slow_split": 0, "slow_split_delay_us": 2_000_000})
+    th, got, errors = consume_in_thread(sc)
+    time.sleep(0.3)
+    sc.close()
+    th.join(30)
+    assert got == [] and len(errors) == 1 and "the scan was closed" in str(errors[0])
+
+
+def test_two_consumers_both_end_normally(big_csv):
+    # The end taken by one thread is an end for the other too, not an error.
+    for _ in range(3):
+        sc = sluice.scan(big_csv, batch_rows=1000)
+        runs = [consume_in_thread(sc) for _ in range(2)]
+        for th, _, _ in runs:
+            th.join(60)
+        assert sum(sum(got) for _, got, _ in runs) == ROWS
+        assert [errors for _, _, errors in runs] == [[], []]
+
+
+def open_descriptors(path):
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink("/proc/self/fd/" + fd) == str(path)
+        except OSError:
+            pass
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_close_lets_go_of_the_source(big_csv):
+    # The descriptor stayed open for as long as the scanner object lived.
+    with sluice.scan(big_csv) as sc:
+        next(sc)
+        assert open_descriptors(big_csv) >= 1
+    deadline = time.monotonic() + 10
+    while open_descriptors(big_csv) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert open_descriptors(big_csv) == 0 and sc is not None
