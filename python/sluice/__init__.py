@@ -258,11 +258,13 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         # the C library could not open ("... PATH: cannot open: ...": a
         # missing reader_schema file, say), else the source when named.
         if e.filename is None:
+            name = _os.fspath(src) if isinstance(src, (str, _os.PathLike)) else None
             at = e.message.find(": cannot open:")
-            if at >= 0:
+            if isinstance(name, str) and e.message.startswith(name + ": cannot open:"):
+                e.filename = name  # whole, though the path may hold ": "
+            elif at >= 0:
                 e.filename = e.message[:at].rsplit(": ", 1)[-1]
-            elif isinstance(src, (str, _os.PathLike)):
-                name = _os.fspath(src)
+            elif isinstance(name, str):
                 if e.message.startswith(name + ":") or ("'%s'" % name) in e.message:
                     e.filename = name
         raise

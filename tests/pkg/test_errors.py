@@ -31,6 +31,12 @@ def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         sluice.read(str(tmp_path / "*.nothing"))
     assert e.value.filename == str(tmp_path / "*.nothing")
+    # A path holding ": " is named whole (it was cut at its last ": ").
+    odd = tmp_path / "a: b" / "missing.csv"
+    odd.parent.mkdir()
+    with pytest.raises(FileNotFoundError) as e:
+        sluice.read(odd)
+    assert e.value.filename == str(odd)
 
 
 def test_truncated_and_malformed(tmp_path, typed):
