@@ -304,6 +304,22 @@ static int link_unnamed(struct sl_sink* sink) {
 #endif
 }
 
+/// Gives the file that replaces `old` (open as `fd`) the old one's owner and
+/// group where this process may (root; or the group, for a member of it), as
+/// GNU sed -i does, and its mode. The set-user-ID and set-group-ID bits
+/// are kept only when both owner and group were: a root run must not turn
+/// another user's setuid file into a setuid root one. Best effort: the
+/// data is right either way.
+static void keep_owner_and_mode(int fd, const struct stat* old) {
+  if (fchown(fd, old->st_uid, old->st_gid) != 0) (void)fchown(fd, (uid_t)-1, old->st_gid);
+  struct stat now;
+  mode_t mode = old->st_mode & 07777;
+  if (fstat(fd, &now) != 0 || now.st_uid != old->st_uid || now.st_gid != old->st_gid) {
+    mode &= (mode_t)~(S_ISUID | S_ISGID);
+  }
+  (void)fchmod(fd, mode);  // after fchown, which clears both bits
+}
+
 static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_error* error) {
   const struct sluice_allocator* alloc = sink->alloc;
   struct stat link;
@@ -351,7 +367,8 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   if (sink->tmp_path == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
   snprintf(sink->tmp_path, n, "%.*s.%s.tmp-XXXXXX", (int)dir_len, path, base);
   struct stat st;
-  mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
+  int replacing = stat(path, &st) == 0;
+  mode_t mode = replacing ? (st.st_mode & 0777) : new_file_mode();
   sink->fd = open_unnamed(path, dir_len, mode, sink->tmp_path);
   sink->unnamed = sink->fd >= 0;
   if (sink->fd < 0) sink->fd = mkstemp(sink->tmp_path);
@@ -365,7 +382,8 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
     return errno_error(error, sink->name, what, e);
   }
   // Replacing a file keeps its permissions; a new one gets the usual ones.
-  if (fchmod(sink->fd, mode) != 0) {
+  if (replacing) keep_owner_and_mode(sink->fd, &st);
+  else if (fchmod(sink->fd, mode) != 0) {
     // Not fatal: the data is still right, only less widely readable.
   }
   return 0;

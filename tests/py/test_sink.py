@@ -1,0 +1,94 @@
+"""Local output files (src/io/sl_sink.c) end to end through the CLI: what a
+replaced file keeps, what may be replaced, names, devices, and what an
+error says. Each case is compared with what cp or pyarrow does.
+
+Some cases need root (to own files as another user) and setpriv (to run
+sluice as nobody); they are skipped where those are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+NOBODY = 65534
+CSV = b"a,b\n1,x\n2,y\n"
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory anyone may enter (pytest's tmp_path is root's alone)."""
+    d = tempfile.mkdtemp(prefix="sluice-sink-", dir="/tmp")
+    os.chmod(d, 0o755)
+    with open(os.path.join(d, "in.csv"), "wb") as f:
+        f.write(CSV)
+    os.chmod(os.path.join(d, "in.csv"), 0o644)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def need_root_and_setpriv(sluice_bin):
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to make files of another user")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv, to run as nobody")
+    # The build tree must be reachable by nobody.
+    probe = as_nobody([sluice_bin, "--version"])
+    if probe.returncode != 0:
+        pytest.skip(f"nobody cannot run {sluice_bin}: {probe.stderr!r}")
+
+
+def as_nobody(cmd, **kw):
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           *map(str, cmd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120, **kw)
+
+
+def convert(sluice_bin, src, dst, *extra):
+    return subprocess.run([sluice_bin, "convert", "-q", str(src), str(dst), *map(str, extra)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+
+
+def test_replace_keeps_owner_and_never_makes_a_setuid_file_of_the_writer(sluice_bin, shared_dir):
+    """A root run replacing nobody's 6755 file leaves it nobody's and 6755,
+    as cp (which writes in place) does; it gave a setuid root file before.
+    A writer that cannot keep the owner drops the setuid/setgid bits, as the
+    kernel does for cp's write."""
+    need_root_and_setpriv(sluice_bin)
+    os.chmod(shared_dir, 0o1777)
+    src = os.path.join(shared_dir, "in.csv")
+    for name in ("out.csv", "cp.csv"):
+        p = os.path.join(shared_dir, name)
+        assert as_nobody(["sh", "-c", f"echo old > {p} && chmod 6755 {p}"]).returncode == 0
+    proc = convert(sluice_bin, src, os.path.join(shared_dir, "out.csv"))
+    assert proc.returncode == 0, proc.stderr
+    subprocess.run(["cp", src, os.path.join(shared_dir, "cp.csv")], check=True)
+    ours = os.stat(os.path.join(shared_dir, "out.csv"))
+    peer = os.stat(os.path.join(shared_dir, "cp.csv"))
+    assert (ours.st_uid, ours.st_gid) == (peer.st_uid, peer.st_gid) == (NOBODY, NOBODY)
+    assert stat.S_IMODE(ours.st_mode) == stat.S_IMODE(peer.st_mode) == 0o6755
+    with open(os.path.join(shared_dir, "out.csv"), "rb") as f:
+        assert f.read() == CSV
+
+    # nobody replacing root's 6777 file (which it may write) cannot keep the
+    # owner: the new file is nobody's, without the two bits; cp's write
+    # loses them too (no CAP_FSETID). (Not sticky: there only a file's owner
+    # may replace it.)
+    os.chmod(shared_dir, 0o777)
+    for name in ("root.csv", "rootcp.csv"):
+        p = os.path.join(shared_dir, name)
+        with open(p, "wb") as f:
+            f.write(b"old\n")
+        os.chmod(p, 0o6777)
+    proc = as_nobody([sluice_bin, "convert", "-q", src, os.path.join(shared_dir, "root.csv")])
+    assert proc.returncode == 0, proc.stderr
+    assert as_nobody(["cp", src, os.path.join(shared_dir, "rootcp.csv")]).returncode == 0
+    ours = os.stat(os.path.join(shared_dir, "root.csv"))
+    peer = os.stat(os.path.join(shared_dir, "rootcp.csv"))
+    assert ours.st_uid == NOBODY
+    assert stat.S_IMODE(ours.st_mode) == stat.S_IMODE(peer.st_mode) == 0o777
