@@ -673,8 +673,10 @@ SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* option
 /// Writes every batch of `stream` (struct arrays) to `location` ("-" =
 /// standard output). The file appears atomically: on error nothing is left at
 /// `location` and an existing file there is untouched; a local file is
-/// fsynced before it appears (see no_fsync). The stream is consumed
-/// but not released.
+/// fsynced before it appears (see no_fsync). An existing file keeps its
+/// mode (and owner where permitted); one the caller may not write is
+/// refused with EACCES, as open(O_WRONLY) would refuse it. The stream is
+/// consumed but not released.
 ///
 /// A `cql://[user[:password]@]host[:port]/keyspace.table` location loads the
 /// rows into that existing Cassandra table (format "cql", implied): INSERTs

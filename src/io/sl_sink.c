@@ -355,6 +355,13 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
     sink->in_place = 1;
     return 0;
   }
+  // The rename needs only the directory's permission; a file the caller may
+  // not write (mode 0444, another user's) is refused as cp, pyarrow and
+  // open(O_WRONLY) refuse it. Root passes, as with them.
+  if (exists && faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0 &&
+      (errno == EACCES || errno == EPERM || errno == EROFS)) {
+    return errno_error(error, sink->name, "cannot replace the existing file", errno);
+  }
   const char* slash = strrchr(path, '/');
   size_t dir_len = slash == NULL ? 0 : (size_t)(slash - path) + 1;  // keeps the '/'
   const char* base = path + dir_len;

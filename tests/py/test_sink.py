@@ -92,3 +92,34 @@ def test_replace_keeps_owner_and_never_makes_a_setuid_file_of_the_writer(sluice_
     peer = os.stat(os.path.join(shared_dir, "rootcp.csv"))
     assert ours.st_uid == NOBODY
     assert stat.S_IMODE(ours.st_mode) == stat.S_IMODE(peer.st_mode) == 0o777
+
+
+def test_a_file_the_writer_may_not_write_is_refused(sluice_bin, shared_dir):
+    """A 0444 file of the writer's own, or another user's file in a directory
+    the writer may write, is refused with "Permission denied" and left as it
+    was, as cp refuses it; the rename alone would have replaced it. Root
+    replaces a 0444 file, as cp does."""
+    need_root_and_setpriv(sluice_bin)
+    os.chown(shared_dir, NOBODY, NOBODY)
+    src = os.path.join(shared_dir, "in.csv")
+    mine, theirs = os.path.join(shared_dir, "mine.csv"), os.path.join(shared_dir, "theirs.csv")
+    assert as_nobody(["sh", "-c", f"echo PROTECTED > {mine} && chmod 444 {mine}"]).returncode == 0
+    with open(theirs, "wb") as f:
+        f.write(b"PROTECTED\n")
+    os.chmod(theirs, 0o644)
+    for target in (mine, theirs):
+        proc = as_nobody([sluice_bin, "convert", "-q", src, target])
+        peer = as_nobody(["cp", src, target])
+        assert peer.returncode != 0 and b"Permission denied" in peer.stderr
+        assert proc.returncode == 1, proc
+        assert f"{target}: cannot replace the existing file: Permission denied".encode() \
+            in proc.stderr
+        with open(target, "rb") as f:
+            assert f.read() == b"PROTECTED\n"
+    assert sorted(os.listdir(shared_dir)) == ["in.csv", "mine.csv", "theirs.csv"]
+    # Root may, as with cp.
+    proc = convert(sluice_bin, src, mine)
+    assert proc.returncode == 0, proc.stderr
+    with open(mine, "rb") as f:
+        assert f.read() == CSV
+    assert stat.S_IMODE(os.stat(mine).st_mode) == 0o444 and os.stat(mine).st_uid == NOBODY
