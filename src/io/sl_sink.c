@@ -2,7 +2,8 @@
 // the final rename stays on one file system and is atomic) and renamed over
 // the target only on commit. Where the file system allows (Linux O_TMPFILE:
 // ext4, xfs, btrfs, tmpfs), the file has no name until the commit links it
-// as "<dir>/.<name>.tmp-XXXXXX" and renames that over the target, so a
+// as "<dir>/.<name>.tmp-XXXXXX" (".sluice.tmp-XXXXXX" for a name too long
+// for that) and renames that over the target, so a
 // process killed mid-write (SIGKILL, the OOM killer, a second Ctrl-C while
 // a producer blocks) leaves nothing behind; elsewhere it is created under
 // that name at once (mkstemp) and removed on error.
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -366,13 +368,26 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   size_t dir_len = slash == NULL ? 0 : (size_t)(slash - path) + 1;  // keeps the '/'
   const char* base = path + dir_len;
   if (base[0] == '\0') return sl_error_set(error, EINVAL, "%s: not a file name", sink->name);
-  size_t n = dir_len + 1 + strlen(base) + strlen(".tmp-XXXXXX") + 1;
+  // ".<name>.tmp-XXXXXX" is 12 bytes longer than the name: a name that
+  // fits but that one does not (244-255 bytes) gets a short one instead.
+  static const char suffix[] = ".tmp-XXXXXX";
+  static const char short_name[] = ".sluice.tmp-XXXXXX";
+  size_t base_len = strlen(base);
+  if (base_len > NAME_MAX) {  // refused now, not by the rename after the work
+    return errno_error(error, sink->name, "cannot create the file", ENAMETOOLONG);
+  }
+  int long_name = 1 + base_len + strlen(suffix) > NAME_MAX;
+  size_t n = dir_len + (long_name ? strlen(short_name) : 1 + base_len + strlen(suffix)) + 1;
   sink->target = sl_strdup(alloc, path);
   if (sink->target == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
   // Filled at once: sink_free sizes the string with strlen.
   sink->tmp_path = sl_alloc(alloc, n);
   if (sink->tmp_path == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", sink->name);
-  snprintf(sink->tmp_path, n, "%.*s.%s.tmp-XXXXXX", (int)dir_len, path, base);
+  if (long_name) {
+    snprintf(sink->tmp_path, n, "%.*s%s", (int)dir_len, path, short_name);
+  } else {
+    snprintf(sink->tmp_path, n, "%.*s.%s%s", (int)dir_len, path, base, suffix);
+  }
   struct stat st;
   int replacing = stat(path, &st) == 0;
   mode_t mode = replacing ? (st.st_mode & 0777) : new_file_mode();

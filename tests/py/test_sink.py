@@ -123,3 +123,34 @@ def test_a_file_the_writer_may_not_write_is_refused(sluice_bin, shared_dir):
     with open(mine, "rb") as f:
         assert f.read() == CSV
     assert stat.S_IMODE(os.stat(mine).st_mode) == 0o444 and os.stat(mine).st_uid == NOBODY
+
+
+@pytest.mark.parametrize("length", [243, 244, 250, 255])
+def test_a_long_file_name_that_fits_is_written(sluice_bin, tmp_path, length):
+    """Names of up to NAME_MAX (255) bytes are written, as pyarrow writes them;
+    the temporary name ".<name>.tmp-XXXXXX" is 12 bytes longer, and names of
+    244-255 bytes failed with "File name too long" blamed on it. Nothing but
+    the file is left."""
+    pacsv = pytest.importorskip("pyarrow.csv")
+    (tmp_path / "in.csv").write_bytes(CSV)
+    out = tmp_path / ("a" * (length - 4) + ".csv")
+    proc = convert(sluice_bin, tmp_path / "in.csv", out)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == CSV
+    peer = tmp_path / ("b" * (length - 4) + ".csv")
+    pacsv.write_csv(pacsv.read_csv(tmp_path / "in.csv"), peer)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.csv", out.name, peer.name])
+
+
+def test_a_file_name_past_name_max_is_refused_up_front(sluice_bin, tmp_path):
+    """256 bytes: ENAMETOOLONG naming the file, as pyarrow's OSError, not an
+    error about a temporary file, and nothing left behind."""
+    pacsv = pytest.importorskip("pyarrow.csv")
+    (tmp_path / "in.csv").write_bytes(CSV)
+    out = tmp_path / ("a" * 252 + ".csv")
+    proc = convert(sluice_bin, tmp_path / "in.csv", out)
+    assert proc.returncode == 1
+    assert f"{out}: cannot create the file: File name too long".encode() in proc.stderr
+    with pytest.raises(OSError, match="too long"):
+        pacsv.write_csv(pacsv.read_csv(tmp_path / "in.csv"), str(out))
+    assert [p.name for p in tmp_path.iterdir()] == ["in.csv"]
