@@ -6,7 +6,7 @@
 // for that) and renames that over the target, so a
 // process killed mid-write (SIGKILL, the OOM killer, a second Ctrl-C while
 // a producer blocks) leaves nothing behind; elsewhere it is created under
-// that name at once (mkstemp) and removed on error.
+// that name at once (open O_CREAT | O_EXCL) and removed on error.
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE  // F_GETPIPE_SZ / F_SETPIPE_SZ, copy_file_range, splice
 #endif
@@ -179,25 +179,6 @@ static int flush(struct sl_sink* sink, struct sluice_error* error) {
   return rc;
 }
 
-/// The mode a new file gets from open(..., 0666): mkstemp creates 0600, which
-/// would make our output less readable than any other tool's. umask(2) cannot
-/// be read without changing it (racy in a library), so ask /proc.
-static mode_t new_file_mode(void) {
-  mode_t mask = 022;
-  FILE* f = fopen("/proc/self/status", "re");
-  if (f != NULL) {
-    char line[256];
-    while (fgets(line, sizeof line, f) != NULL) {
-      if (strncmp(line, "Umask:", 6) == 0) {
-        mask = (mode_t)strtol(line + 6, NULL, 8);
-        break;
-      }
-    }
-    fclose(f);
-  }
-  return (mode_t)(0666 & ~mask);
-}
-
 /// Grows the pipe behind `fd`, if it is one. Best effort: a pipe limit
 /// (pipe-max-size, pipe-user-pages-soft) or another OS only means the default.
 static void grow_pipe(int fd) {
@@ -244,20 +225,45 @@ static int link_target(const char* path, char* out, size_t cap) {
   return ELOOP;
 }
 
+/// Makes the last six characters of `name` ("XXXXXX" in a template) into
+/// the next candidate of a sequence seeded by *x (0 to start one).
+static void next_name(char* name, uint64_t* x) {
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  if (*x == 0) {
+    *x = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)name ^ (uint64_t)time(NULL);
+    *x |= 1;  // xorshift never leaves 0
+  }
+  size_t len = strlen(name);
+  for (size_t i = len - 6; i < len; ++i) {
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;  // xorshift: names need only differ
+    name[i] = letters[*x % 62];
+  }
+}
+
+/// Creates the file `name` with its "XXXXXX" made into a free name, as
+/// open(O_CREAT | O_EXCL, mode) does: unlike mkstemp's 0600 (and a chmod
+/// after), the kernel applies the umask or the directory's default ACL
+/// exactly as for any new file. The descriptor, or -1 (errno set).
+static int create_named(char* name, mode_t mode) {
+  uint64_t x = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    next_name(name, &x);
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 #if defined(O_TMPFILE)
 /// Links the unnamed file `fd` under `name` with its last six characters
 /// ("XXXXXX" in the template) made into a free name. 0, or an errno.
 static int link_fd(int fd, char* name) {
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-  size_t len = strlen(name);
-  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)name ^ (uint64_t)time(NULL);
+  uint64_t x = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
-    for (size_t i = len - 6; i < len; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift: names need only differ
-      name[i] = letters[x % 62];
-    }
+    next_name(name, &x);
     if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) return 0;
     if (errno != EEXIST) return errno;
   }
@@ -298,7 +304,7 @@ static int open_unnamed(const char* path, size_t dir_len, mode_t mode, char* nam
 static int link_unnamed(struct sl_sink* sink) {
 #if defined(O_TMPFILE)
   int e = link_fd(sink->fd, sink->tmp_path);
-  if (e == 0) sink->unnamed = 0;  // named now: removed like a mkstemp file on error
+  if (e == 0) sink->unnamed = 0;  // named now: removed like a named one on error
   return e;
 #else
   (void)sink;
@@ -388,12 +394,15 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   } else {
     snprintf(sink->tmp_path, n, "%.*s.%s%s", (int)dir_len, path, base, suffix);
   }
+  // A new file is made as open(path, O_CREAT, 0666) would make it (umask or
+  // the directory's default ACL); a replacement stays private until it gets
+  // the old file's owner and mode.
   struct stat st;
   int replacing = stat(path, &st) == 0;
-  mode_t mode = replacing ? (st.st_mode & 0777) : new_file_mode();
+  mode_t mode = replacing ? 0600 : 0666;
   sink->fd = open_unnamed(path, dir_len, mode, sink->tmp_path);
   sink->unnamed = sink->fd >= 0;
-  if (sink->fd < 0) sink->fd = mkstemp(sink->tmp_path);
+  if (sink->fd < 0) sink->fd = create_named(sink->tmp_path, mode);
   if (sink->fd < 0) {
     int e = errno;
     free_string(alloc, sink->tmp_path);
@@ -403,11 +412,7 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
              dir_len == 0 ? 1 : (int)dir_len, dir_len == 0 ? "." : path);
     return errno_error(error, sink->name, what, e);
   }
-  // Replacing a file keeps its permissions; a new one gets the usual ones.
   if (replacing) keep_owner_and_mode(sink->fd, &st);
-  else if (fchmod(sink->fd, mode) != 0) {
-    // Not fatal: the data is still right, only less widely readable.
-  }
   return 0;
 }
 

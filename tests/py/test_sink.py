@@ -154,3 +154,61 @@ def test_a_file_name_past_name_max_is_refused_up_front(sluice_bin, tmp_path):
     with pytest.raises(OSError, match="too long"):
         pacsv.write_csv(pacsv.read_csv(tmp_path / "in.csv"), str(out))
     assert [p.name for p in tmp_path.iterdir()] == ["in.csv"]
+
+
+def _acl_mask(path):
+    """The mask entry's permission bits of a file's access ACL, None without one."""
+    import struct
+    try:
+        acl = os.getxattr(path, "system.posix_acl_access")
+    except OSError:
+        return None
+    return [p for t, p, _ in struct.iter_unpack("<HHI", acl[4:]) if t == 0x10]
+
+
+def test_a_new_file_is_made_as_open_makes_it(sluice_bin, tmp_path):
+    """A new file gets what open(path, O_CREAT, 0666) gives: 0666 less the
+    umask, or, under a directory's default ACL (which the kernel applies
+    instead of the umask), that ACL with its mask rw-. A chmod to
+    0666 & ~umask after creating the file rewrote the mask to r--: a group
+    the ACL lets write was denied. A replaced file keeps its mode whatever
+    the umask."""
+    (tmp_path / "in.csv").write_bytes(CSV)
+    src = tmp_path / "in.csv"
+
+    def run_with_umask(mask, *args):
+        return subprocess.run([sluice_bin, "convert", "-q", *map(str, args)], timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=lambda: os.umask(mask))
+
+    for mask in (0o022, 0o077, 0o002):
+        out = tmp_path / f"new{mask:o}.csv"
+        assert run_with_umask(mask, src, out).returncode == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+    old = tmp_path / "old.csv"
+    old.write_bytes(b"old\n")
+    for mode in (0o600, 0o640, 0o664):
+        os.chmod(old, mode)
+        assert run_with_umask(0o022, src, old).returncode == 0
+        assert stat.S_IMODE(old.stat().st_mode) == mode and old.read_bytes() == CSV
+
+    import struct
+    acl_dir = tmp_path / "acl"
+    acl_dir.mkdir()
+    entry = lambda tag, perm, ident=0xFFFFFFFF: struct.pack("<HHI", tag, perm, ident)
+    try:  # user::rwx group::rwx group:65534:rwx mask::rwx other::r-x
+        os.setxattr(acl_dir, "system.posix_acl_default", struct.pack("<I", 2) + entry(1, 7)
+                    + entry(4, 7) + entry(8, 7, NOBODY) + entry(0x10, 7) + entry(0x20, 5))
+    except OSError as e:
+        pytest.skip(f"no POSIX ACLs here: {e}")
+    old_mask = os.umask(0o022)
+    try:
+        with open(acl_dir / "plain.csv", "w") as f:
+            f.write("x")
+    finally:
+        os.umask(old_mask)
+    assert run_with_umask(0o022, src, acl_dir / "cli.csv").returncode == 0
+    plain, ours = acl_dir / "plain.csv", acl_dir / "cli.csv"
+    assert _acl_mask(plain) == [6]
+    assert _acl_mask(ours) == _acl_mask(plain)
+    assert stat.S_IMODE(ours.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o664
