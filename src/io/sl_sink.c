@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/vfs.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -192,17 +195,44 @@ static void grow_pipe(int fd) {
 #endif
 }
 
+/// Whether the symbolic link `path` is one of /proc's (/proc/self/fd/N,
+/// where /dev/stdout and /dev/fd/N lead): it names an open descriptor (a
+/// pipe, a terminal, a file the shell opened, maybe for appending), not a
+/// file to replace.
+static int is_proc_link(const char* path) {
+#if defined(__linux__)
+  char dir[4096];
+  const char* slash = strrchr(path, '/');
+  size_t n = slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir) return 0;
+  memcpy(dir, n == 0 ? "." : path, n == 0 ? 1 : n);
+  dir[n == 0 ? 1 : n] = '\0';
+  struct statfs fs;
+  return statfs(dir, &fs) == 0 && fs.f_type == 0x9fa0;  // PROC_SUPER_MAGIC
+#else
+  return strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/dev/fd/", 8) == 0;
+#endif
+}
+
 /// The file a symbolic link `path` leads to, even when it does not exist
 /// yet (a dangling link), into `out`: the temporary file and the rename
 /// must happen there, or the rename would replace the link and leave its
-/// target as it was. 0, or an errno (a loop, a name too long).
-static int link_target(const char* path, char* out, size_t cap) {
+/// target as it was. *descriptor is set (and `out` left unset) when the
+/// chain reaches a link to an open descriptor (is_proc_link). 0, or an
+/// errno (a loop, a name too long).
+static int link_target(const char* path, char* out, size_t cap, int* descriptor) {
   char cur[4096], next[4096];
+  *descriptor = 0;
   if (strlen(path) >= sizeof cur) return ENAMETOOLONG;
   strcpy(cur, path);
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st;
-    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+    int is_link = lstat(cur, &st) == 0 && S_ISLNK(st.st_mode);
+    if (is_link && is_proc_link(cur)) {
+      *descriptor = 1;
+      return 0;
+    }
+    if (!is_link) {
       // The end of the chain: an existing file (realpath settles its
       // directories' links too) or a name still to be created.
       if (realpath(cur, out) != NULL) return 0;
@@ -333,9 +363,13 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
   struct stat link;
   char resolved[4096];
   if (lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) {
-    if (strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0) {
+    int descriptor = 0;
+    int e = link_target(path, resolved, sizeof resolved, &descriptor);
+    if (descriptor) {
       // /dev/stdout, /dev/fd/N, /proc/self/fd/N: whatever the descriptor is
       // (a redirected file, a pipe), it is written in place, as cp does.
+      // Other links, under /dev too (/dev/shm), are followed to what they
+      // name, and a regular file there is replaced atomically.
       sink->fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
       if (sink->fd < 0) return errno_error(error, sink->name, "cannot open for writing", errno);
       grow_pipe(sink->fd);
@@ -344,7 +378,6 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
       sink->in_place = 1;
       return 0;
     }
-    int e = link_target(path, resolved, sizeof resolved);
     if (e != 0) return errno_error(error, sink->name, "cannot follow the symbolic link", e);
     path = resolved;
   }

@@ -212,3 +212,52 @@ def test_a_new_file_is_made_as_open_makes_it(sluice_bin, tmp_path):
     assert _acl_mask(plain) == [6]
     assert _acl_mask(ours) == _acl_mask(plain)
     assert stat.S_IMODE(ours.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o664
+
+
+def test_a_link_under_dev_to_a_regular_file_is_replaced_atomically(sluice_bin, tmp_path):
+    """A link under /dev/ (here /dev/shm) to a regular file is followed and
+    its target replaced like any file's: an input error leaves it whole.
+    It was opened in place with O_TRUNC for its /dev/ prefix, and an input
+    error left it empty. /dev/stdout still writes where the shell
+    redirected (in place)."""
+    shm = "/dev/shm"
+    if not (os.path.isdir(shm) and os.access(shm, os.W_OK)):
+        pytest.skip("no writable /dev/shm")
+    precious = tmp_path / "precious.csv"
+    precious.write_bytes(b"PRECIOUS\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"a\n" + b"1\n" * 20000 + b"oops\n")
+    good = tmp_path / "good.csv"
+    good.write_bytes(b"a\n1\n2\n")
+    link = os.path.join(shm, f"sluice-test-{os.getpid()}.csv")
+    plain = os.path.join(shm, f"sluice-test-{os.getpid()}-plain.csv")
+    os.symlink(precious, link)
+    try:
+        proc = convert(sluice_bin, bad, link, "--schema", "a:int64")
+        assert proc.returncode == 1 and b"cannot parse 'oops'" in proc.stderr
+        assert precious.read_bytes() == b"PRECIOUS\n"
+        inode = precious.stat().st_ino
+        proc = convert(sluice_bin, good, link)
+        assert proc.returncode == 0, proc.stderr
+        assert os.path.islink(link) and precious.read_bytes() == b"a\n1\n2\n"
+        assert precious.stat().st_ino != inode  # renamed into place
+        with open(plain, "wb") as f:
+            f.write(b"PRECIOUS\n")
+        proc = convert(sluice_bin, bad, plain, "--schema", "a:int64")
+        assert proc.returncode == 1
+        with open(plain, "rb") as f:
+            assert f.read() == b"PRECIOUS\n"
+    finally:
+        os.unlink(link)
+        if os.path.exists(plain):
+            os.unlink(plain)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "good.csv", "precious.csv"]
+    # A link to the descriptor is written in place: to the file stdout is.
+    redirected = tmp_path / "redirected.csv"
+    with open(redirected, "wb") as f:
+        proc = subprocess.run([sluice_bin, "convert", "-q", "-t", "csv", str(good), "/dev/stdout"],
+                              stdout=f, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert redirected.read_bytes() == b"a\n1\n2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        ["bad.csv", "good.csv", "precious.csv", "redirected.csv"]
