@@ -87,6 +87,7 @@ struct sl_sink {
   char* target;    // the final path (NULL for stdout)
   char* tmp_path;  // the temporary file (NULL for stdout)
   char* name;      // the location as written, for messages
+  char* staging_dir;  // s3://: the directory of the staging file, for messages
   uint8_t* buf;
   size_t used;
   int64_t position;
@@ -123,6 +124,7 @@ static void sink_free(struct sl_sink* sink) {
   free_string(alloc, sink->target);
   free_string(alloc, sink->tmp_path);
   free_string(alloc, sink->name);
+  free_string(alloc, sink->staging_dir);
   if (sink->sources != NULL) drop_copies(sink);
   sl_free(alloc, sink->copies, SL_SINK_MAX_COPIES * sizeof *sink->copies);
   sl_free(alloc, sink->sources, SL_SINK_MAX_SOURCES * sizeof *sink->sources);
@@ -135,6 +137,24 @@ static int errno_error(struct sluice_error* error, const char* name, const char*
   char text[128];
   return sl_error_set(error, errnum == ENOSPC || errnum == EACCES || errnum == ENOENT ? errnum : EIO,
                       "%s: %s: %s", name, what, sl_errno_text(errnum, text, sizeof text));
+}
+
+/// The directory s3:// outputs are staged in: $TMPDIR, else /tmp.
+static const char* staging_dir(void) {
+  const char* dir = getenv("TMPDIR");
+  return dir == NULL || dir[0] == '\0' ? "/tmp" : dir;
+}
+
+/// errno_error for writing the sink's own file. An s3:// sink's is the
+/// local staging file, which the message names: a full $TMPDIR is no fault
+/// of the bucket's.
+static int file_error(const struct sl_sink* sink, struct sluice_error* error, const char* what,
+                      int errnum) {
+  if (!sink->is_s3) return errno_error(error, sink->name, what, errnum);
+  char where[128 + 4096];
+  snprintf(where, sizeof where, "%s (the local staging file in '%s', TMPDIR)", what,
+           sink->staging_dir != NULL ? sink->staging_dir : staging_dir());
+  return errno_error(error, sink->name, where, errnum);
 }
 
 int sl_sink_cancelled(const struct sl_sink* sink, struct sluice_error* error) {
@@ -156,7 +176,7 @@ static int write_fd(struct sl_sink* sink, const uint8_t* data, size_t n,
     ssize_t w = write(sink->fd, data, n > SL_SINK_BUFFER ? SL_SINK_BUFFER : n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return errno_error(error, sink->name, "write failed", errno);
+      return file_error(sink, error, "write failed", errno);
     }
     data += w;
     n -= (size_t)w;
@@ -455,8 +475,7 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
 /// and it is unlinked at once: nothing is left behind, however the process
 /// ends.
 int sl_staging_file(const char* name, int* fd, struct sluice_error* error) {
-  const char* dir = getenv("TMPDIR");
-  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  const char* dir = staging_dir();
   char staging[4096];
   if ((size_t)snprintf(staging, sizeof staging, "%s/.sluice-s3-upload.tmp-XXXXXX", dir) >=
       sizeof staging)
@@ -495,8 +514,8 @@ int sl_sink_copy_staged(const struct sl_sink* sink, int dst, int64_t offset, int
     ssize_t n = pread(sink->fd, buf, (size_t)(left < (int64_t)cap ? left : (int64_t)cap), (off_t)in);
     ssize_t m = n > 0 ? pwrite(dst, buf, (size_t)n, (off_t)out) : n;
     if (n <= 0 || m != n) {
-      rc = errno_error(error, sink->name, "cannot copy the staged object", n == 0 || m >= 0 ? EIO
-                                                                                        : errno);
+      rc = file_error(sink, error, "cannot copy the staged object",
+                      n == 0 || m >= 0 ? EIO : errno);
     } else {
       in += n, out += n, left -= n;
     }
@@ -555,7 +574,9 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
     sink->is_pipe = fstat(sink->fd, &st) == 0 && S_ISFIFO(st.st_mode);
   } else if (is_s3) {
     sink->is_s3 = 1;
-    int rc = sl_staging_file(sink->name, &sink->fd, error);
+    sink->staging_dir = sl_strdup(alloc, staging_dir());
+    int rc = sink->staging_dir == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
+                                       : sl_staging_file(sink->name, &sink->fd, error);
     if (rc != 0) {
       sink_free(sink);
       return rc;
@@ -785,7 +806,7 @@ static int run_copies(struct sl_sink* sink, struct sluice_error* error) {
   sl_free(sink->alloc, more, extra);
   drop_copies(sink);
   int e = atomic_load(&r.failed);
-  return e == 0 ? 0 : errno_error(error, sink->name, r.what, e);
+  return e == 0 ? 0 : file_error(sink, error, r.what, e);
 }
 
 /// Takes bytes [offset, offset + n) of `fd` as a run to copy later, leaving a
@@ -821,7 +842,7 @@ static int defer_copy(struct sl_sink* sink, int fd, int64_t offset, int64_t n, i
     if (src >= 0 && last->source == src && last->src_off + last->len == offset &&
         last->dst_off + last->len == dst_off) {
       if (lseek(sink->fd, (off_t)(dst_off + n), SEEK_SET) < 0) {
-        return errno_error(error, sink->name, "seek failed", errno);
+        return file_error(sink, error, "seek failed", errno);
       }
       last->len += n;  // the common case: the next buffer of the same file
       *taken = 1;
@@ -840,7 +861,7 @@ static int defer_copy(struct sl_sink* sink, int fd, int64_t offset, int64_t n, i
     sink->sources[src] = (struct sl_sink_source){.fd = own, .dev = st.st_dev, .ino = st.st_ino};
   }
   if (lseek(sink->fd, (off_t)(dst_off + n), SEEK_SET) < 0) {
-    return errno_error(error, sink->name, "seek failed", errno);
+    return file_error(sink, error, "seek failed", errno);
   }
   int64_t before = 0;
   if (sink->n_copies > 0) {

@@ -261,3 +261,30 @@ def test_a_link_under_dev_to_a_regular_file_is_replaced_atomically(sluice_bin, t
     assert redirected.read_bytes() == b"a\n1\n2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["bad.csv", "good.csv", "precious.csv", "redirected.csv"]
+
+
+def test_a_full_staging_file_of_an_s3_output_is_named(sluice_bin, tmp_path):
+    """An s3:// output is staged in $TMPDIR; when that file cannot grow (here
+    RLIMIT_FSIZE, as a full disk), the message says so and names the
+    directory, rather than blaming the object. No request is made: the
+    write fails before any upload."""
+    import resource
+    import signal
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"a,b\n" + b"".join(b"%d,%d\n" % (i, i * 7) for i in range(200000)))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write(2) fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10))
+
+    env = dict(os.environ, TMPDIR=str(staging), AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
+    proc = subprocess.run([sluice_bin, "convert", "-q", str(big), "s3://bucket/out.csv",
+                           "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=env,
+                          preexec_fn=limit)
+    assert proc.returncode == 1, proc
+    assert (f"s3://bucket/out.csv: write failed (the local staging file in '{staging}', "
+            f"TMPDIR): File too large").encode() in proc.stderr, proc.stderr
+    assert os.listdir(staging) == []
