@@ -7,7 +7,11 @@
 /// - Every function that can fail returns 0 or an errno-style code (EINVAL for
 ///   bad arguments, EIO for I/O, EILSEQ for malformed input, ENOMEM, ENOTSUP,
 ///   ENOENT) and, when `error` is not NULL, fills it with a one-line message
-///   that names the object, the byte offset or row, and the reason.
+///   that names the object, the byte offset or row, and the reason. A failed
+///   file system call returns its own errno (EACCES, EROFS, ENOTDIR,
+///   ENAMETOOLONG, ENOSPC, ...), except one that would read as another of
+///   these meanings (EINVAL, EILSEQ, ENOTSUP, ERANGE, EOVERFLOW, ECANCELED),
+///   which is EIO.
 /// - No global state. A handle may be used by one thread at a time; distinct
 ///   handles may be used from any threads concurrently.
 /// - Ownership follows the Arrow C Data Interface: whoever holds a struct

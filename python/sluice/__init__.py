@@ -253,10 +253,11 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         if hint is None:
             raise
         raise InvalidArgumentError(e.code, "%s; %s" % (e.message, hint)) from None
-    except NotFoundError as e:
-        # As open() tells FileNotFoundError which file: .filename, the one
-        # the C library could not open ("... PATH: cannot open: ...": a
-        # missing reader_schema file, say), else the source when named.
+    except SourceError as e:
+        # As open() tells FileNotFoundError (NotADirectoryError, ...) which
+        # file: .filename, the one the C library could not open ("... PATH:
+        # cannot open: ...": a missing reader_schema file, say), else the
+        # source when named.
         if e.filename is None:
             name = _os.fspath(src) if isinstance(src, (str, _os.PathLike)) else None
             at = e.message.find(": cannot open:")
@@ -892,7 +893,20 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     if _is_file_object(dst):
         _write_into(capsule, dst, kwargs)
     else:
-        _sluice.write(capsule, _destination(dst), **kwargs)
+        try:
+            _sluice.write(capsule, _destination(dst), **kwargs)
+        except SourceError as e:
+            _name_file(e, dst)
+            raise
+
+
+def _name_file(e, path):
+    """Sets an OSError's .filename, as open() does, to `path` when the C
+    message is about it ("PATH: cannot ...")."""
+    if e.filename is None and isinstance(path, (str, _os.PathLike)):
+        name = _os.fspath(path)
+        if e.message.startswith(name + ":"):
+            e.filename = name
 
 
 def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
@@ -999,17 +1013,29 @@ class Writer:
                             "__arrow_c_schema__, e.g. pyarrow.Schema), not %s"
                             % type(schema).__name__)
         capsule = schema.__arrow_c_schema__() if schema is not None else None
-        self._writer = _sluice._Writer(capsule, _destination(dst), **kwargs)
+        try:
+            self._writer = _sluice._Writer(capsule, _destination(dst), **kwargs)
+        except SourceError as e:
+            _name_file(e, dst)
+            raise
 
     def write(self, data):
         """Hands every row of `data` to the writer."""
-        self._writer.write(_stream_capsule(data, self._index))
+        try:
+            self._writer.write(_stream_capsule(data, self._index))
+        except SourceError as e:
+            _name_file(e, self._dst)
+            raise
 
     def close(self):
         """Writes the rest and commits: the output appears whole. Closing
         again after that does nothing (as a file's close); after abort() or
         a failed write or close it raises ValueError (nothing was written)."""
-        self._writer.close()
+        try:
+            self._writer.close()
+        except SourceError as e:
+            _name_file(e, self._dst)
+            raise
 
     def abort(self):
         """Stops the write: nothing appears at dst."""

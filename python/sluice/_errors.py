@@ -62,6 +62,21 @@ class NotFoundError(SourceError, FileNotFoundError):
     """The location does not exist (ENOENT)."""
 
 
+# SourceErrors that are also the built-in OSError subclass for their errno,
+# as open() and pyarrow raise them (``except PermissionError`` works).
+# Not exported: ``except sluice.SourceError`` and the built-ins catch them.
+class SourcePermissionError(SourceError, PermissionError):
+    """Permission denied (EACCES, EPERM): a write-protected file, a directory."""
+
+
+class SourceIsADirectoryError(SourceError, IsADirectoryError):
+    """A directory where a file was wanted (EISDIR)."""
+
+
+class SourceNotADirectoryError(SourceError, NotADirectoryError):
+    """A path through a file as if it were a directory (ENOTDIR)."""
+
+
 class OutOfMemoryError(Error, MemoryError):
     """An allocation failed or the memory budget cannot hold a batch (ENOMEM)."""
 
@@ -72,6 +87,10 @@ _BY_CODE = {
     _errno.ENOTSUP: UnsupportedError,
     _errno.ENOENT: NotFoundError,
     _errno.ENOMEM: OutOfMemoryError,
+    _errno.EACCES: SourcePermissionError,
+    _errno.EPERM: SourcePermissionError,
+    _errno.EISDIR: SourceIsADirectoryError,
+    _errno.ENOTDIR: SourceNotADirectoryError,
     # A value that does not fit its target (a uint64 past Avro's long, too
     # many dictionary values for the index type): pyarrow's ArrowInvalid.
     _errno.ERANGE: InvalidArgumentError,
@@ -86,7 +105,9 @@ if hasattr(_errno, "EOPNOTSUPP"):
 _SOURCE_CODES = {getattr(_errno, name) for name in (
     "EIO", "EACCES", "EISDIR", "EPIPE", "ENOSPC", "EROFS", "ENOTDIR", "ETIMEDOUT",
     "EHOSTUNREACH", "ECONNREFUSED", "ECONNRESET", "EPROTO", "ESTALE", "EAGAIN", "EFBIG",
-    "ENAMETOOLONG", "ELOOP", "EEXIST") if hasattr(_errno, name)}
+    "ENAMETOOLONG", "ELOOP", "EEXIST", "EPERM", "EBUSY", "ETXTBSY", "EMFILE", "ENFILE",
+    "EDQUOT", "EXDEV", "ENXIO", "ENODEV", "EMLINK", "ENOTEMPTY", "EBADF")
+    if hasattr(_errno, name)}
 
 
 def from_code(code, message):

@@ -26,6 +26,24 @@ const char* sl_errno_text(int errnum, char* buf, size_t cap) {
   return buf;
 }
 
+int sl_errno_code(int errnum) {
+  switch (errnum) {
+    case 0:
+    case EINVAL:
+    case EILSEQ:
+    case ENOTSUP:
+#if defined(EOPNOTSUPP) && EOPNOTSUPP != ENOTSUP
+    case EOPNOTSUPP:
+#endif
+    case ERANGE:
+    case EOVERFLOW:
+    case ECANCELED:
+      return EIO;
+    default:
+      return errnum;
+  }
+}
+
 static int errno_error(struct sluice_error* error, int code, const char* name, const char* what,
                        int errnum) {
   char text[128];
@@ -172,7 +190,7 @@ static int map_regular_file(int fd, int64_t size, const char* name,
       sl_free(alloc, f, sizeof *f);
       sl_free(alloc, name_copy, strlen(name_copy) + 1);
       sl_free(alloc, m, sizeof *m);
-      return errno_error(error, EIO, name, "cannot map the file", e);
+      return errno_error(error, sl_errno_code(e), name, "cannot map the file", e);
     }
     sl_ref_init(&m->ref, mapping_destroy);
     m->alloc = alloc;
@@ -232,7 +250,7 @@ static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* er
     ssize_t r = read(s->fd, b->data + b->end, (size_t)(b->cap - b->end));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return errno_error(error, EIO, s->base.name, "read failed", errno);
+      return errno_error(error, sl_errno_code(errno), s->base.name, "read failed", errno);
     }
     if (r == 0) {
       s->eof = 1;
@@ -314,13 +332,13 @@ int sl_file_source_open(const char* path, const char* name,
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     int e = errno;
-    return errno_error(error, e == ENOENT || e == EACCES ? e : EIO, name, "cannot open", e);
+    return errno_error(error, sl_errno_code(e), name, "cannot open", e);
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    return errno_error(error, EIO, name, "cannot stat", e);
+    return errno_error(error, sl_errno_code(e), name, "cannot stat", e);
   }
   if (S_ISDIR(st.st_mode)) {
     close(fd);

@@ -40,5 +40,11 @@ int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length
 
 /// Thread-safe strerror into `buf`; returns `buf`.
 const char* sl_errno_text(int errnum, char* buf, size_t cap);
+/// The code to return for a failed system call's errno: that errno (EROFS,
+/// ENOTDIR, ENAMETOOLONG, ENOSPC, EACCES, ...: callers and Python's
+/// e.errno can test it), except those the API gives another meaning
+/// (EINVAL a bad argument, EILSEQ malformed input, ENOTSUP, ERANGE,
+/// EOVERFLOW, ECANCELED a cancel) and 0, which are EIO.
+int sl_errno_code(int errnum);
 
 #endif

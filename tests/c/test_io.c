@@ -875,6 +875,36 @@ static void test_sink_commit_and_abort(void** unused) {
   rmdir(dir);
 }
 
+/// A failed open keeps the OS's errno as its code (EROFS, ENOTDIR,
+/// ENAMETOOLONG, ...), not EIO: callers and Python's e.errno test it, as
+/// pyarrow's OSError carries it.
+static void test_open_errors_keep_errno(void** unused) {
+  (void)unused;
+  char file[512], path[700];
+  test_temp_path("errno-file.csv", file, sizeof file);
+  assert_int_equal(test_write_file(file, "a\n1\n", 4), 0);
+  struct sluice_error error;
+  struct sl_sink* sink = NULL;
+  struct sl_source* source = NULL;
+  snprintf(path, sizeof path, "%s/x.csv", file);  // through a file
+  assert_int_equal(sl_sink_open(path, NULL, &sink, &error), ENOTDIR);
+  assert_non_null(strstr(error.message, path));
+  assert_int_equal(sl_file_source_open(path, path, NULL, &source, &error), ENOTDIR);
+  assert_non_null(strstr(error.message, "Not a directory"));
+  char name[301];  // past NAME_MAX
+  memset(name, 'a', 300);
+  name[300] = '\0';
+  test_temp_path(name, path, sizeof path);
+  assert_int_equal(sl_sink_open(path, NULL, &sink, &error), ENAMETOOLONG);
+  assert_int_equal(sl_file_source_open(path, path, NULL, &source, &error), ENAMETOOLONG);
+  // Codes the API gives other meanings stay EIO.
+  assert_int_equal(sl_errno_code(EROFS), EROFS);
+  assert_int_equal(sl_errno_code(EINVAL), EIO);
+  assert_int_equal(sl_errno_code(ECANCELED), EIO);
+  assert_int_equal(sl_errno_code(0), EIO);
+  unlink(file);
+}
+
 /* ---- Registry --------------------------------------------------------------- */
 
 static void test_registry(void** unused) {
@@ -1168,6 +1198,7 @@ int main(void) {
       cmocka_unit_test(test_stdout_sink_pipe),
       cmocka_unit_test(test_sink_write_from_file),
       cmocka_unit_test(test_sink_deferred_copies),
+      cmocka_unit_test(test_open_errors_keep_errno),
       cmocka_unit_test(test_registry),
       cmocka_unit_test(test_write_errors),
       cmocka_unit_test(test_write_end_to_end),

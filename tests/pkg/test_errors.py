@@ -119,6 +119,62 @@ def test_write_errors(tmp_path):
         sluice.write(object(), tmp_path / "x.arrow")
 
 
+def test_os_errors_keep_errno_and_filename(tmp_path):
+    """An OS error keeps its errno and names the file (.filename), as
+    pyarrow's and open()'s OSError do: ENOTDIR, ENAMETOOLONG, EROFS came back
+    as EIO (errno 5) with no filename. EACCES/EPERM, EISDIR and ENOTDIR are
+    also PermissionError, IsADirectoryError and NotADirectoryError, as open()
+    raises them; all stay SourceErrors."""
+    import errno
+    import pyarrow.parquet as pq
+    t = pa.table({"a": [1]})
+    file = tmp_path / "x.csv"
+    file.write_bytes(b"a\n1\n")
+    cases = [(file / "out.parquet", errno.ENOTDIR, NotADirectoryError),
+             (tmp_path / ("a" * 300 + ".parquet"), errno.ENAMETOOLONG, OSError),
+             (tmp_path, errno.EISDIR, IsADirectoryError)]
+    for dst, code, builtin in cases:
+        with pytest.raises(builtin) as peer:
+            pq.write_table(t, dst)
+        assert peer.value.errno == code
+        with pytest.raises(sluice.SourceError) as e:
+            sluice.write(t, dst, format="parquet")
+        assert isinstance(e.value, builtin) and e.value.errno == code == e.value.code, e.value
+        assert e.value.filename == str(dst)
+        with pytest.raises(builtin) as e:
+            with sluice.Writer(dst, t.schema, format="parquet") as w:
+                w.write(t)
+        assert e.value.errno == code and e.value.filename == str(dst)
+    with pytest.raises(NotADirectoryError) as e:  # pyarrow: the same
+        sluice.read(file / "foo.csv")
+    assert e.value.errno == errno.ENOTDIR and e.value.filename == str(file / "foo.csv")
+    for code, builtin in ((errno.EACCES, PermissionError), (errno.EPERM, PermissionError),
+                          (errno.EROFS, OSError), (errno.EXDEV, OSError)):
+        e = sluice._errors.from_code(code, "f: cannot replace the existing file: no")
+        assert isinstance(e, sluice.SourceError) and isinstance(e, builtin) and e.errno == code
+    import pickle
+    e = pickle.loads(pickle.dumps(sluice._errors.from_code(errno.EACCES, "f: no")))
+    assert isinstance(e, PermissionError) and e.code == errno.EACCES
+
+
+def test_a_read_only_file_system_is_erofs(tmp_path):
+    """EROFS, not EIO: e.errno == errno.EROFS, as pyarrow's OSError."""
+    import errno
+    import os
+    import subprocess
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs",
+                                            str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a read-only tmpfs")
+    try:
+        with pytest.raises(sluice.SourceError) as e:
+            sluice.write(pa.table({"a": [1]}), mnt / "x.parquet")
+        assert e.value.errno == errno.EROFS and e.value.filename == str(mnt / "x.parquet")
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
 @pytest.mark.parametrize("name,options,says", [
     ("x.parquet", {"compression": "nope"}, "unknown Parquet compression 'nope'"),
     ("x.avro", {"codec": "nope"}, r"unsupported Avro codec 'nope' \(known: null, deflate"),
