@@ -1273,6 +1273,15 @@ static int publish_staging(struct partitioned_write* w, struct sluice_error* err
   return rc;
 }
 
+/// Gives the staged file or directory `path` the owner and mode of `old`,
+/// which it replaces, as a single file's replacement gets them.
+static void keep_owner_and_mode(const char* path, const struct stat* old) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;  // best effort, as for a single file
+  sl_keep_owner_and_mode(fd, old);
+  close(fd);
+}
+
 /// Puts `staged` where `target` is, in one exchange where the file system
 /// has it (the old entry then sits at `staged`, inside the staging
 /// directory, removed at the end), else by moving the old entry to `trash`
@@ -1367,6 +1376,7 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
     if (!S_ISDIR(st.st_mode)) {
       return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", to->data);
     }
+    keep_owner_and_mode(from->data, &st);
     snprintf(name, sizeof name, "/.replaced-%lld", (long long)index);
     sl_text_clear(trash);
     if (sl_text_append(trash, w->root, w->root_len_files) != 0 ||
@@ -1390,9 +1400,11 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
       // in append mode: linked, the name taken gives EEXIST.
       rc = move(w, m, MOVE_LINK, from->data, to->data, error);
       if (rc == EEXIST && w->existing == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
-        if (lstat(to->data, &st) == 0 && S_ISDIR(st.st_mode)) {
+        int found = lstat(to->data, &st) == 0;
+        if (found && S_ISDIR(st.st_mode)) {
           return sl_error_set(error, EISDIR, "%s: is a directory", to->data);
         }
+        if (found && S_ISREG(st.st_mode)) keep_owner_and_mode(from->data, &st);
         snprintf(name, sizeof name, "/.replaced-%lld-%lld", (long long)index, (long long)i);
         sl_text_clear(trash);
         if (sl_text_append(trash, w->root, w->root_len_files) != 0 ||

@@ -362,13 +362,13 @@ static int link_unnamed(struct sl_sink* sink) {
 #endif
 }
 
-/// Gives the file that replaces `old` (open as `fd`) the old one's owner and
+/// Gives the file that replaces `old` (open as `fd`: a directory too) the old one's owner and
 /// group where this process may (root; or the group, for a member of it), as
 /// GNU sed -i does, and its mode. The set-user-ID and set-group-ID bits
 /// are kept only when both owner and group were: a root run must not turn
 /// another user's setuid file into a setuid root one. Best effort: the
 /// data is right either way.
-static void keep_owner_and_mode(int fd, const struct stat* old) {
+void sl_keep_owner_and_mode(int fd, const struct stat* old) {
   if (fchown(fd, old->st_uid, old->st_gid) != 0) (void)fchown(fd, (uid_t)-1, old->st_gid);
   struct stat now;
   mode_t mode = old->st_mode & 07777;
@@ -465,7 +465,7 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
              dir_len == 0 ? 1 : (int)dir_len, dir_len == 0 ? "." : path);
     return errno_error(error, sink->name, what, e);
   }
-  if (replacing) keep_owner_and_mode(sink->fd, &st);
+  if (replacing) sl_keep_owner_and_mode(sink->fd, &st);
   return 0;
 }
 

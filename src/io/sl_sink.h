@@ -72,6 +72,12 @@ int sl_sink_copy_staged(const struct sl_sink* sink, int dst, int64_t offset, int
 /// however the process ends (mkstemp: no link another user left is
 /// followed); `name` is the output it is for, in messages.
 int sl_staging_file(const char* name, int* fd, struct sluice_error* error);
+struct stat;
+/// Gives the file or directory open as `fd`, made to replace one whose
+/// stat is `old`, that one's owner and group where permitted (best
+/// effort) and its mode; setuid/setgid only when both owner and group
+/// were kept. File sinks do it for the file they replace.
+void sl_keep_owner_and_mode(int fd, const struct stat* old);
 /// sl_sink_finish, then fsyncs a local file (unless
 /// sl_sink_skip_fsync), renames it into place and fsyncs its directory,
 /// frees the sink. On failure the temporary file is removed.

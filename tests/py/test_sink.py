@@ -288,3 +288,36 @@ def test_a_full_staging_file_of_an_s3_output_is_named(sluice_bin, tmp_path):
     assert (f"s3://bucket/out.csv: write failed (the local staging file in '{staging}', "
             f"TMPDIR): File too large").encode() in proc.stderr, proc.stderr
     assert os.listdir(staging) == []
+
+
+def test_partitioned_overwrites_keep_modes(sluice_bin, tmp_path):
+    """overwrite_or_ignore keeps a replaced file's mode (600), and
+    delete_matching a replaced partition directory's (700), as pyarrow's
+    write_dataset keeps both (it writes the file in place, and empties the
+    directory); they came back 644 and 755."""
+    ds = pytest.importorskip("pyarrow.dataset")
+    import pyarrow as pa
+    src = tmp_path / "in.csv"
+    src.write_bytes(b"k,a\n0,1\n1,2\n0,3\n")
+
+    def run(dst, behavior):
+        proc = subprocess.run([sluice_bin, "convert", "-q", str(src), str(dst), "-t", "csv",
+                               "--partition-by", "k", "--existing-data", behavior],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+
+    def peer(dst, behavior):
+        ds.write_dataset(pa.table({"k": [0, 1, 0], "a": [1, 2, 3]}), dst, format="csv",
+                         partitioning=["k"], partitioning_flavor="hive",
+                         existing_data_behavior=behavior, basename_template="part-{i}.csv")
+
+    for name, write in (("ours", run), ("pyarrow", peer)):
+        d = tmp_path / name
+        write(d, "error" if write is run else "overwrite_or_ignore")
+        os.chmod(d / "k=0" / "part-0.csv", 0o600)
+        os.chmod(d / "k=1", 0o700)
+        write(d, "overwrite_or_ignore")
+        assert stat.S_IMODE((d / "k=0" / "part-0.csv").stat().st_mode) == 0o600, name
+        write(d, "delete_matching")
+        assert stat.S_IMODE((d / "k=1").stat().st_mode) == 0o700, name
+        assert sorted(p.name for p in (d / "k=1").iterdir()) == ["part-0.csv"], name
