@@ -245,10 +245,12 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
       if (field_bytes(d, a->data, f, &a->scratch, &a->scratch_cap, a->alloc, &p, &len) != 0) {
         return ENOMEM;
       }
-      // A quoted "NA" is text (the writer quotes it so); a quoted "" stays
-      // a null, as in pyarrow, so that it does not turn a number column
-      // into strings.
-      if ((f->flags & CSV_FIELD_ESCAPED) && len > 0 && csv_is_null(&a->opts->nulls, p, len)) {
+      // A quoted "NA" is text (the writer quotes it so), and so is a quoted
+      // "NaN" (a null in float columns, which would otherwise make one); a
+      // quoted "" stays a null, as in pyarrow, so that it does not turn a
+      // number column into strings.
+      if ((f->flags & CSV_FIELD_ESCAPED) && len > 0 &&
+          (csv_is_null(&a->opts->nulls, p, len) || csv_is_float_null(&a->opts->nulls, p, len))) {
         sl_csv_infer_add_text(&a->states[c]);
       } else {
         sl_csv_infer_add(&a->states[c], p, len);

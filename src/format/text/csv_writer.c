@@ -16,7 +16,8 @@
 // read them back as the same values (tests/py/test_csv_roundtrip.py):
 //   - null is the null spelling (empty by default); the empty string is
 //     quoted (""), and so is a string equal to a non-empty null spelling or
-//     to a default one of the reader (NA, NULL, null).
+//     to a default one of the reader (NA, NULL, null, and NaN, a null in
+//     float columns).
 //     (pyarrow and DuckDB read "" as null unless told otherwise:
 //     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
 //     table has one column, an empty-spelled null is written as "" since an
@@ -195,9 +196,13 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
 static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n) {
   if (n == 0) return 1;
   if (o->null_len > 0 && n == o->null_len && memcmp(s, o->null_text, n) == 0) return 1;
-  // The spellings sluice's reader (and pandas) take as null by default:
-  // quoted, they stay strings there. With quote=none they go out bare.
-  if (o->quote != 0 && csv_is_null(NULL, (const uint8_t*)s, (int64_t)n)) return 1;
+  // The spellings sluice's reader (and pandas) take as null by default, "NaN"
+  // (a null in float columns) included: quoted, they stay strings there.
+  // With quote=none they go out bare.
+  if (o->quote != 0 && (csv_is_null(NULL, (const uint8_t*)s, (int64_t)n) ||
+                        csv_is_float_null(NULL, (const uint8_t*)s, (int64_t)n))) {
+    return 1;
+  }
   // A text that starts with an apostrophe is quoted: the file then holds a
   // '"', and readers that sniff the quote (sluice's, DuckDB's) cannot take
   // ' for it and merge fields such as 'a and b' on one line.
