@@ -15,6 +15,7 @@ Needs SLUICE_BIN; DuckDB and polars checks are skipped when not installed.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import struct
 from pathlib import Path
 
@@ -593,4 +594,47 @@ def test_nan_string_stays_a_string(sluice, tmp_path):
     assert [f.type for f in back.schema] == [pa.string(), pa.string(), pa.float64()]
     assert back.to_pylist() == [{"a": "NA", "b": "NaN", "c": None},
                                 {"a": "1.5", "b": "1.5", "c": 1.5}]
+
+@pytest.mark.parametrize("null", ["1", "inf", "nan", "true", "2024-01-01"])
+def test_values_spelled_as_the_null_spelling_read_back(sluice, tmp_path, null):
+    """With null=1 the writer quotes an int 1 ("1") so that it is not read as
+    a null; sluice's reader took quotes into account in string columns only,
+    and read it back as a null. A quoted field that is not empty is a value
+    in every column, as pyarrow reads it with quoted_strings_can_be_null=False
+    (the numeric fast path and the general one alike)."""
+    n = 3000  # enough rows for the fused numeric path
+    ints = [1 if i % 7 == 0 else None if i % 11 == 0 else i for i in range(n)]
+    floats = [math.inf if i % 7 == 0 else math.nan if i % 13 == 0 else
+              None if i % 11 == 0 else i / 4 for i in range(n)]
+    bools = [None if i % 11 == 0 else i % 3 == 0 for i in range(n)]
+    dates = [None if i % 11 == 0 else dt.date(2024, 1, 1) + dt.timedelta(days=i % 5)
+             for i in range(n)]
+    table = pa.table({"i": pa.array(ints, pa.int64()), "f": pa.array(floats, pa.float64()),
+                      "b": pa.array(bools, pa.bool_()), "d": pa.array(dates, pa.date32())})
+    schema = "schema=i:int64|f:float64|b:bool|d:date32"
+    for extra in ([], ["fastpath=false"]):
+        csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table, [f"null={null}"],
+                                               [f"null_values={null}", schema, *extra])
+        assert_same_values(back, table, f"null={null} {extra}")
+    peer = pcsv.read_csv(csv_path, convert_options=pcsv.ConvertOptions(
+        column_types=table.schema, null_values=[null], quoted_strings_can_be_null=False))
+    assert_same_values(peer, table, f"pyarrow, null={null}")
+
+
+def test_quoted_null_spelling_in_a_typed_column_is_a_value(sluice, tmp_path):
+    """A quoted "NA" in an int64 column is the text NA, which is no integer
+    (an error, as pyarrow's with quoted_strings_can_be_null=False); a quoted
+    "" stays a null there, as before."""
+    bad = tmp_path / "na.csv"
+    bad.write_text('i,s\n1,x\n"NA",y\n')
+    err = sluice.expect_error("convert", bad, tmp_path / "na.arrow", "-O",
+                              "schema=i:int64|s:string").stderr.decode()
+    assert "line 3" in err and "cannot parse 'NA' as int64" in err, err
+    with pytest.raises(pa.ArrowInvalid):
+        pcsv.read_csv(bad, convert_options=pcsv.ConvertOptions(
+            column_types={"i": pa.int64()}, quoted_strings_can_be_null=False))
+    empty = tmp_path / "empty.csv"
+    empty.write_text('i,s\n1,x\n"",y\n')
+    sluice.run("convert", empty, tmp_path / "empty.arrow", "-O", "schema=i:int64|s:string")
+    assert read_arrow(tmp_path / "empty.arrow").column("i").to_pylist() == [1, None]
 

@@ -2,9 +2,13 @@
 // loop per target type, so the per-value work is a field fetch, a null check
 // and a parse (no dispatch per value).
 //
-// Nulls: an unquoted empty field, NA, NULL and null are null in every column.
-// Quoted, they are strings in string columns ("" is the only way to write an
-// empty one, and "NA" the way to write that text) and null elsewhere.
+// Nulls: an unquoted empty field, NA, NULL and null (or the null_values
+// given) are null in every column, NaN in float columns. Quoted, a
+// non-empty one is a value, never a null: the text in string columns ("NA"
+// is the way to write that text), the value in others (the writer quotes
+// an int 1 when the null spelling is "1", as pyarrow reads it with
+// quoted_strings_can_be_null=False). The quoted empty field "" is the empty
+// string in string columns and null elsewhere.
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +87,15 @@ static inline int token(struct csv_split_state* s, const struct csv_field* f, co
     return 0;
   }
   return token_slow(s, f, p, n);
+}
+
+/// Whether field f, whose text p[0, n) is a null spelling, is still a value:
+/// it is quoted and not empty. Asked only of null spellings, so that other
+/// fields pay nothing for it.
+static inline int quoted_value(const struct csv_split_state* s, const struct csv_field* f,
+                               int64_t n) {
+  uint8_t quote = s->r->layout.dialect.quote;
+  return n > 0 && f->flags != 0 && quote != 0 && f->len > 0 && s->data[f->pos] == quote;
 }
 
 /// A time or timestamp with digits the column's unit cannot hold: an error,
@@ -230,7 +243,8 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
   if (token(s, f, &p, &n) != 0) return ENOMEM;
   *ok = 1;
   const char* problem = "cannot convert";
-  if (csv_is_null(&s->r->opts.nulls, p, n)) return 0;  // null (or "" in a string column): always fits
+  // null (or "" in a string column): always fits
+  if (csv_is_null(&s->r->opts.nulls, p, n) && !quoted_value(s, f, n)) return 0;
   switch (col->conv) {
     case CV_F64: {
       double v;
@@ -325,7 +339,7 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
     const uint8_t* p;                                                               \
     int64_t n;                                                                      \
     if (token(s, f, &p, &n) != 0) return ENOMEM;                                    \
-    if (csv_is_null(nulls, p, n)) {                                                 \
+    if (csv_is_null(nulls, p, n) && !quoted_value(s, f, n)) {                       \
       if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
       continue;                                                                     \
     }                                                                               \
@@ -343,7 +357,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F64:
       CSV_FOR_EACH_VALUE({
         double v;
-        if (csv_is_float_null(nulls, p, n)) {
+        if (csv_is_float_null(nulls, p, n) && !quoted_value(s, f, n)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
@@ -354,7 +368,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F32:
       CSV_FOR_EACH_VALUE({
         float v;
-        if (csv_is_float_null(nulls, p, n)) {
+        if (csv_is_float_null(nulls, p, n) && !quoted_value(s, f, n)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
