@@ -193,8 +193,15 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
 
 /* ---- Cells ------------------------------------------------------------------ */
 
-static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n) {
+/// `first`: the cell opens the file (the first name, or with header=false
+/// the first value).
+static int csv_needs_quotes(const struct csv_write_options* o, const char* s, size_t n,
+                            int first) {
   if (n == 0) return 1;
+  // A U+FEFF there would be taken for the byte order mark, which every
+  // reader (sluice's, pyarrow's, DuckDB's, polars') drops: quoted, as
+  // pyarrow writes it, it is kept.
+  if (first && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) return 1;
   if (o->null_len > 0 && n == o->null_len && memcmp(s, o->null_text, n) == 0) return 1;
   // The spellings sluice's reader (and pandas) take as null by default, "NaN"
   // (a null in float columns) included: quoted, they stay strings there.
@@ -222,8 +229,8 @@ static int csv_needs_quotes(const struct csv_write_options* o, const char* s, si
 /// Appends one cell, quoted when needed. EINVAL (not ENOMEM) when the value
 /// needs quotes and quoting is off; the caller names the cell.
 static int csv_append_cell(const struct csv_write_options* o, struct sl_text* line, const char* s,
-                           size_t n) {
-  if (!csv_needs_quotes(o, s, n)) return sl_text_append(line, s, n);
+                           size_t n, int first) {
+  if (!csv_needs_quotes(o, s, n, first)) return sl_text_append(line, s, n);
   if (o->quote == 0) return n == 0 ? 0 : EINVAL;  // quote=none: "" reads back as null
   SL_RETURN_NOT_OK(sl_text_append_char(line, o->quote));
   size_t run = 0;
@@ -377,13 +384,16 @@ static int cell_error(int rc, const char* name, int64_t row, struct sluice_error
   if (rc == EINVAL && row < 0) {
     return sl_error_set(error, EINVAL,
                         "csv: the name of column '%s' needs quotes (it holds the delimiter, a "
-                        "'\"', a line break or the null spelling, or is empty) but quote=none",
+                        "'\"', a line break or the null spelling, is empty, or starts the file "
+                        "with U+FEFF, which readers drop as a byte order mark) but quote=none",
                         name);
   }
   if (rc == EINVAL) {
     return sl_error_set(error, EINVAL,
                         "csv: column '%s', row %" PRId64 ": the value needs quotes (it holds "
-                        "the delimiter, a '\"', a line break or the null spelling) but quote=none",
+                        "the delimiter, a '\"', a line break or the null spelling, or starts the "
+                        "file with U+FEFF, which readers drop as a byte order mark) but "
+                        "quote=none",
                         name, row);
   }
   return sl_error_set(error, rc, "csv: out of memory");
@@ -432,7 +442,7 @@ static int csv_write_header(void* ctx, const struct sl_text_field* row, struct s
       return sl_error_set(error, ENOMEM, "csv: out of memory");
     }
     const char* name = row->children[c].name;
-    int rc = csv_append_cell(o, &state->line, name, strlen(name));
+    int rc = csv_append_cell(o, &state->line, name, strlen(name), c == 0);
     if (rc != 0) return cell_error(rc, name, -1, error);
   }
   if (sl_text_append(&state->line, o->eol, o->eol_len) != 0) {
@@ -498,7 +508,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
       SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, cell, error));
       if (lone_unquoted && cell->len == 0)
         return lone_empty_error(field->name, state->rows + r, 0, error);
-      int rc = csv_append_cell(o, out, sl_text_cstr(cell), cell->len);
+      int first = !o->header && c == 0 && r == 0 && state->rows == 0;
+      int rc = csv_append_cell(o, out, sl_text_cstr(cell), cell->len, first);
       if (rc != 0) return cell_error(rc, field->name, state->rows + r, error);
     }
     if (sl_text_append(out, o->eol, o->eol_len) != 0) goto oom;
