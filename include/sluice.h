@@ -716,7 +716,8 @@ SLUICE_EXPORT int sluice_writer_open(const char* location, const struct ArrowSch
 /// writer, also on error) to the writer; waits while the previous batch is
 /// still waiting to be taken. After the write failed, returns its error.
 /// The batch is checked against the schema's layout (buffers, children,
-/// lengths) before it is written, not against its logical types: an int64
+/// lengths, offsets, the UTF-8 of strings) before it is written, not
+/// against its logical types: an int64
 /// column under an int32 schema has the same layout and would be misread,
 /// so hand over batches of the schema given to sluice_writer_open.
 SLUICE_EXPORT int sluice_writer_write(struct sluice_writer* writer, struct ArrowArray* batch,

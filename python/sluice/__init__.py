@@ -884,8 +884,9 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     kept) before KeyboardInterrupt is raised; one that comes while the
     finished output is being committed is raised after it. (A producer that
     blocks, a pipe say, is stopped by the producer's own Ctrl-C handling.)
-    A batch that does not match the stream's schema raises
-    InvalidArgumentError.
+    A batch that does not match the stream's schema, or holds a string
+    that is not UTF-8, raises InvalidArgumentError (naming the column and
+    row).
     """
     kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
                            existing_data_behavior, max_rows_per_file, options)

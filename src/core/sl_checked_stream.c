@@ -18,6 +18,7 @@ struct checked_stream {
   struct ArrowSchema schema;  ///< the inner stream's, read once (copies handed out)
   int checkable;              ///< every type in it is one sl_array_validate knows
   int64_t batches;            ///< batches handed on so far
+  int64_t rows;               ///< and their rows
   struct sluice_error error;  ///< the last failure, for get_last_error
 };
 
@@ -59,9 +60,8 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
   // pipe) must not let the end of its stream commit the output.
   if (rc == 0 && (rc = check_cancelled(c)) != 0 && out->release != NULL) out->release(out);
   if (rc != 0 || out->release == NULL) return rc;
-  // Minimal: the counts of buffers and children and the lengths, per node,
-  // which is what a writer walks by; O(columns), not O(values). (The values'
-  // offsets are the producer's word, as with every Arrow C Data consumer.)
+  // First the counts of buffers and children and the lengths, per node,
+  // which is what a writer walks by; O(columns), not O(values).
   if (c->checkable &&
       sl_array_validate(&c->schema, out, SL_VALIDATE_MINIMAL, NULL, &c->error) != 0) {
     out->release(out);
@@ -70,7 +70,22 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
     c->error.code = EINVAL;  // the caller's stream is at fault, not a file
     return EINVAL;
   }
+  // Then the values a writer would pass on as they are: offsets that
+  // increase, and string columns' UTF-8 (a JSON writer would turn bad bytes
+  // into other text, the Parquet and IPC writers make files that readers,
+  // sluice's among them, refuse). One pass over the bytes, 32 a step, and
+  // over the offsets where a byte is past ASCII: about 3% of a Parquet
+  // write of short accented strings, nothing measurable on ASCII ones.
+  if (c->checkable &&
+      sl_array_validate_rows(&c->schema, out, SL_VALIDATE_FULL_UTF8, NULL, c->rows,
+                             &c->error) != 0) {
+    out->release(out);
+    sl_error_prefix(&c->error, "batch %lld", (long long)c->batches);
+    c->error.code = EINVAL;
+    return EINVAL;
+  }
   c->batches++;
+  c->rows += out->length;
   return 0;
 }
 

@@ -17,6 +17,10 @@ struct vctx {
   enum sl_validate_level level;
   const struct sl_buffer_sizes* sizes;
   struct sluice_error* error;
+  /// >= 0: the values of the batch's own columns are rows, numbered from
+  /// this (the rows of the input before the batch); -1: "value i".
+  int64_t first_row;
+  int row_depth;  ///< the depth of those columns (1 under a struct root)
   char path[512];
   size_t path_len;
 };
@@ -132,7 +136,28 @@ static int validate_offsets(struct vctx* v, const struct ArrowArray* a, int larg
   return 0;
 }
 
-static int validate_binary(struct vctx* v, const struct sl_type* t, const struct ArrowArray* a) {
+/// The first non-null value of string array `a` that is not valid UTF-8
+/// (its index from 0, and in *byte the offset in it of the first bad
+/// byte), or -1. A null's bytes may be anything (the Arrow format allows
+/// it), so they are not looked at.
+static int64_t first_bad_value(const struct ArrowArray* a, int large, int64_t* byte) {
+  const uint8_t* data = a->buffers[2];
+  const uint8_t* valid = a->null_count != 0 ? a->buffers[0] : NULL;
+  for (int64_t i = 0; i < a->length; ++i) {
+    int64_t k = a->offset + i;
+    if (valid != NULL && !sl_bit_get(valid, k)) continue;
+    int64_t from = load_offset(a->buffers[1], k, large);
+    int64_t bad = sl_utf8_invalid_at(data + from, load_offset(a->buffers[1], k + 1, large) - from);
+    if (bad >= 0) {
+      *byte = bad;
+      return i;
+    }
+  }
+  return -1;
+}
+
+static int validate_binary(struct vctx* v, const struct sl_type* t, const struct ArrowArray* a,
+                           int rows) {
   int large = t->id == SL_TYPE_LARGE_BINARY || t->id == SL_TYPE_LARGE_STRING;
   int64_t data_size = -1;
   if (v->sizes != NULL && v->sizes->size_of != NULL) {
@@ -145,26 +170,28 @@ static int validate_binary(struct vctx* v, const struct sl_type* t, const struct
   }
   int is_string = t->id == SL_TYPE_STRING || t->id == SL_TYPE_LARGE_STRING;
   if (is_string && v->level >= SL_VALIDATE_FULL_UTF8 && last > first) {
+    // All the bytes in one pass (ASCII 32 at a time), then no value may
+    // start inside a character; only when that fails, value by value, to
+    // name the bad one (or find that only nulls hold bad bytes).
     const uint8_t* data = a->buffers[2];
-    int64_t bad_at = sl_utf8_invalid_at(data + first, last - first);
-    if (bad_at >= 0) {
-      // Report the value holding the bad byte.
-      int64_t row = 0;
-      for (int64_t i = 0; i < a->length; ++i) {
-        if (load_offset(a->buffers[1], a->offset + i + 1, large) > first + bad_at) {
-          row = i;
-          break;
-        }
-      }
-      return fail(v, "invalid UTF-8 in value %lld", (long long)row);
-    }
-    // The whole range is valid; each value is too unless a boundary splits a
-    // multi-byte character.
-    for (int64_t i = 1; i < a->length; ++i) {
+    int high = 0;
+    int valid = sl_utf8_check(data + first, last - first, &high) < 0;
+    for (int64_t i = 1; valid && high && i < a->length; ++i) {  // (ASCII splits anywhere)
       int64_t o = load_offset(a->buffers[1], a->offset + i, large);
-      if (o < last && (data[o] & 0xC0) == 0x80) {
-        return fail(v, "invalid UTF-8 in value %lld (starts inside a character)", (long long)i);
+      if (o < last && (data[o] & 0xC0) == 0x80) valid = 0;
+    }
+    int64_t byte = 0;
+    int64_t bad = valid ? -1 : first_bad_value(a, large, &byte);
+    if (bad >= 0) {
+      const uint8_t* value = data + load_offset(a->buffers[1], a->offset + bad, large);
+      unsigned at = value[byte];
+      const char* inside = byte == 0 && (at & 0xC0) == 0x80 ? " (starts inside a character)" : "";
+      if (rows) {
+        return fail(v, "invalid UTF-8 in row %lld, at byte %lld of the value (0x%02x)%s",
+                    (long long)(v->first_row + bad), (long long)byte, at, inside);
       }
+      return fail(v, "invalid UTF-8 in value %lld, at byte %lld of it (0x%02x)%s",
+                  (long long)bad, (long long)byte, at, inside);
     }
   }
   return 0;
@@ -324,7 +351,7 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
     case SL_TYPE_NA:
       break;
     case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY: case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING:
-      SL_RETURN_NOT_OK(validate_binary(v, &t, a));
+      SL_RETURN_NOT_OK(validate_binary(v, &t, a, v->first_row >= 0 && depth == v->row_depth));
       break;
     case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_MAP: {
       int64_t first, last;
@@ -395,19 +422,28 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
   return 0;
 }
 
-int sl_array_validate(const struct ArrowSchema* schema, const struct ArrowArray* array,
-                      enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
-                      struct sluice_error* error) {
+int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                           enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                           int64_t first_row, struct sluice_error* error) {
   struct vctx v;
   v.level = level;
   v.sizes = sizes;
   v.error = error;
+  v.first_row = first_row;
+  v.row_depth = 0;
   v.path[0] = '\0';
   v.path_len = 0;
-  // A named root that is not the record batch struct is a column of its own.
-  if (schema != NULL && schema->name != NULL && schema->name[0] != '\0' &&
-      !(schema->format != NULL && strcmp(schema->format, "+s") == 0)) {
+  if (schema != NULL && schema->format != NULL && strcmp(schema->format, "+s") == 0) {
+    v.row_depth = 1;  // a record batch: its columns' values are its rows
+  } else if (schema != NULL && schema->name != NULL && schema->name[0] != '\0') {
+    // A named root that is not the record batch struct is a column of its own.
     path_push(&v, schema->name, 0);
   }
   return validate_node(&v, schema, array, 0);
+}
+
+int sl_array_validate(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                      enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                      struct sluice_error* error) {
+  return sl_array_validate_rows(schema, array, level, sizes, -1, error);
 }

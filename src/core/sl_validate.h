@@ -34,4 +34,12 @@ int sl_array_validate(const struct ArrowSchema* schema, const struct ArrowArray*
                       enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
                       struct sluice_error* error);
 
+/// The same, naming a bad value of one of the batch's own columns (a
+/// record batch's children) by its row, first_row + its index, when
+/// first_row >= 0 (the rows of a stream before this batch); deeper
+/// values, and every value when first_row < 0, by their index.
+int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                           enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                           int64_t first_row, struct sluice_error* error);
+
 #endif

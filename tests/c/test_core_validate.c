@@ -86,7 +86,8 @@ static const struct corruption corruptions[] = {
     {SL_VALIDATE_FULL_UTF8, "column 'm.entries.key': invalid UTF-8"},
     {SL_VALIDATE_MINIMAL, "column 'fsb': data buffer is NULL"},
     {SL_VALIDATE_MINIMAL, "column 'i32': validity buffer is NULL with null_count 1"},
-    {SL_VALIDATE_FULL_UTF8, "column 's': invalid UTF-8 in value 1 (starts inside a character)"},
+    // value 0, "h\xc3\xa9llo" cut after its \xc3, is the first bad one
+    {SL_VALIDATE_FULL_UTF8, "column 's': invalid UTF-8 in value 0, at byte 5 of it (0xc3)"},
 };
 
 static void test_validate_rejects_corruption(void** state) {
@@ -154,6 +155,40 @@ static void test_validate_utf8_edges(void** state) {
     sl_builder_release(&b);
   }
   s.release(&s);
+}
+
+// Bad bytes in a batch's column are named by their row in the stream (the
+// write path's check) and the byte in the value; a null's bytes, which the
+// Arrow format lets be anything, are not looked at.
+static void test_validate_utf8_rows_and_nulls(void** state) {
+  (void)state;
+  struct ArrowSchema schema;
+  make_batch_schema(&schema);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &schema, NULL, &err), 0);
+  assert_int_equal(append_rows(&b), 0);
+  struct ArrowArray a;
+  assert_int_equal(sl_builder_finish(&b, &a, &err), 0);
+  struct ArrowArray* s = a.children[1];  // "row0", "h\xc3\xa9llo", "row2", null, "row4"
+  ((uint8_t*)writable(s, 2))[2] = 0xFF;  // in "row0"
+  assert_int_equal(sl_array_validate_rows(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, 1000, &err),
+                   EILSEQ);
+  assert_string_equal(err.message,
+                      "column 's': invalid UTF-8 in row 1000, at byte 2 of the value (0xff)");
+  ((uint8_t*)writable(s, 0))[0] &= (uint8_t)~1u;  // row 0 becomes a null
+  s->null_count++;
+  assert_int_equal(sl_array_validate_rows(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, 1000, &err), 0);
+  ((uint8_t*)writable(s, 2))[6] = 0x80;  // "h\xc3\x80llo" is still fine: "h\xc3\xa9" -> "h\xc3\x80"
+  assert_int_equal(sl_array_validate_rows(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, 0, &err), 0);
+  ((uint8_t*)writable(s, 2))[6] = 'x';  // the \xc3 then lacks its second byte
+  assert_int_equal(sl_array_validate_rows(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, 7, &err),
+                   EILSEQ);
+  assert_string_equal(err.message,
+                      "column 's': invalid UTF-8 in row 8, at byte 1 of the value (0xc3)");
+  a.release(&a);
+  sl_builder_release(&b);
+  schema.release(&schema);
 }
 
 /* ---- random corruption against exact-size buffers (ASan sees any overread) ------------ */
@@ -287,6 +322,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validate_rejects_corruption),
       cmocka_unit_test(test_validate_utf8_edges),
+      cmocka_unit_test(test_validate_utf8_rows_and_nulls),
       cmocka_unit_test(test_validate_random_corruption),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -603,3 +603,55 @@ def test_compression_level_for_a_codec_without_levels_is_refused(tmp_path, codec
     assert not (tmp_path / "sl.parquet").exists()
     sluice.write(t, tmp_path / "z.parquet", compression="zstd", compression_level=3)
     assert pq.read_table(tmp_path / "z.parquet").equals(t)
+
+def _strings_from_bytes(values, valid=None):
+    """A utf8 array made of raw byte values, not checked by pyarrow."""
+    offsets, data = [0], b""
+    for v in values:
+        data += v
+        offsets.append(len(data))
+    bitmap = None
+    if valid is not None:
+        bitmap = pa.py_buffer(bytes([sum(1 << i for i, ok in enumerate(valid) if ok)]))
+    return pa.Array.from_buffers(pa.string(), len(values),
+                                 [bitmap, pa.array(offsets, pa.int32()).buffers()[1],
+                                  pa.py_buffer(data)],
+                                 null_count=0 if valid is None else valid.count(False))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet", "arrow", "avro"])
+def test_strings_that_are_not_utf8_are_refused(tmp_path, fmt):
+    # A producer's utf8 column holding ff fe: JSON Lines wrote "\u00ff\u00fe"
+    # (other text), Parquet and IPC files that sluice.read then refused. As
+    # pyarrow's full validation, an error naming the column, the row and the
+    # byte; the bytes of a null may be anything (pyarrow's validation and
+    # sluice both take them), and a large_utf8 column is checked too.
+    good = pa.array(["ok", "fine"])
+    bad = _strings_from_bytes([b"ok", b"h\xc3\xa9\xff\xfe"])
+    with pytest.raises(pa.ArrowInvalid):
+        bad.validate(full=True)
+    schema = pa.schema([("s", pa.string())])
+
+    def batches():
+        yield pa.record_batch([good], schema=schema)
+        yield pa.record_batch([bad], schema=schema)
+
+    dst = tmp_path / f"out.{fmt}"
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"batch 1: column 's': invalid UTF-8 in row 3, at byte 3 of the "
+                             r"value \(0xff\)"):
+        sluice.write(pa.RecordBatchReader.from_batches(schema, batches()), dst)
+    assert list(tmp_path.iterdir()) == []
+    large = pa.table({"s": bad.cast(pa.large_string(), safe=False)})
+    with pytest.raises(sluice.InvalidArgumentError, match="row 1, at byte 3"):
+        sluice.write(large, dst)
+    in_null = _strings_from_bytes([b"ok", b"\xff\xfe", b"hi"], valid=[True, False, True])
+    in_null.validate(full=True)
+    sluice.write(pa.table({"s": in_null, "k": [1, 2, 3]}), dst)
+    if fmt == "jsonl":
+        assert dst.read_text() == '{"s":"ok","k":1}\n{"s":null,"k":2}\n{"s":"hi","k":3}\n'
+    else:
+        back = sluice.read(dst)
+        back = back if isinstance(back, pa.Table) else pa.table(back)
+        assert back.column("s").to_pylist() == ["ok", None, "hi"]
+
