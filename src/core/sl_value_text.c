@@ -240,6 +240,11 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   if (zone != NULL) {
     offset_seconds = sl_tz_offset(zone, seconds);
     fixed = 1;
+    // Local mean time (before ~1900) has offsets with seconds ("-04:56:02"),
+    // which no reader takes (polars, pyarrow.csv and pyarrow.json refuse
+    // them): the UTC instant with a Z, which every reader takes, as CSV,
+    // JSON Lines and the CLI all spell it.
+    if (offset_seconds % 60 != 0) fixed = 0;
   }
   // (value % per_second, not value - seconds * per_second: that product
   // overflows for values near INT64_MIN, which floor_div rounds below.)
@@ -261,10 +266,6 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
     int64_t m = offset_seconds < 0 ? -offset_seconds / 60 : offset_seconds / 60;
     int n = snprintf(buf, sizeof buf, "%c%02" PRId64 ":%02" PRId64,
                      offset_seconds < 0 ? '-' : '+', m / 60, m % 60);
-    if (offset_seconds % 60 != 0) {  // pre-1900 local mean times have seconds
-      int64_t sec = offset_seconds < 0 ? -offset_seconds % 60 : offset_seconds % 60;
-      n += snprintf(buf + n, sizeof buf - (size_t)n, ":%02" PRId64, sec);
-    }
     return sl_text_append(out, buf, (size_t)n);
   }
   if (tz[0] != '\0') return sl_text_append_char(out, 'Z');

@@ -38,7 +38,8 @@
 //     are the local time and its offset ("2023-01-15 13:00:00+01:00"), as
 //     pyarrow writes them, except where the offset has seconds (local mean
 //     time, before ~1900: "+00:09:21", which no reader takes): those are
-//     written as the UTC instant with a 'Z'. timestamp_format=iso writes ISO
+//     written as the UTC instant with a 'Z' (sl_value_text spells them so,
+//     for JSON Lines and `sluice cat` too). timestamp_format=iso writes ISO
 //     8601 with a 'T', zoned timestamps as the UTC instant with a 'Z'
 //     ("2023-01-15T12:00:00.000000Z"). All four readers read both forms as
 //     the same instant; the zone name itself is not kept.
@@ -290,19 +291,6 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   return sl_text_append(out, buf, (size_t)n);
 }
 
-/// Whether a rendered timestamp ends in an offset with seconds ("+00:09:21").
-static int offset_has_seconds(const struct sl_text* cell) {
-  static const char shape[] = "+00:00:00";  // '0' = a digit
-  const size_t n = sizeof shape - 1;
-  if (cell->len < n) return 0;
-  const char* tail = cell->data + cell->len - n;
-  if (tail[0] != '+' && tail[0] != '-') return 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (shape[i] == ':' ? tail[i] != ':' : (tail[i] < '0' || tail[i] > '9')) return 0;
-  }
-  return 1;
-}
-
 /// Makes a rendered float look like one: "1" -> "1.0", "-0" -> "-0.0"
 /// ("1e+300", "0.5", "nan", "inf" are left alone).
 static int float_suffix(struct sl_text* cell) {
@@ -313,8 +301,8 @@ static int float_suffix(struct sl_text* cell) {
   return sl_text_append(cell, ".0", 2);
 }
 
-/// Renders a non-null value into `cell`: sl_value_render, but for timestamps
-/// and float_format=point.
+/// Renders a non-null value into `cell`: sl_value_render, but for
+/// timestamp_format=iso and float_format=point.
 static int csv_render(const struct csv_write_options* o, const struct sl_text_field* field,
                       const struct ArrowArray* array, int64_t row, struct sl_text* cell,
                       struct sluice_error* error) {
@@ -328,11 +316,7 @@ static int csv_render(const struct csv_write_options* o, const struct sl_text_fi
   }
   switch (field->type.id) {
     case SL_TYPE_TIMESTAMP: {
-      if (!o->timestamp_iso) {
-        SL_RETURN_NOT_OK(sl_value_render(field, array, row, SL_TEXT_PLAIN, cell, error));
-        if (!offset_has_seconds(cell)) return 0;
-        sl_text_clear(cell);
-      }
+      if (!o->timestamp_iso) break;
       const int64_t* values = array->buffers[1];
       if (append_timestamp(cell, values[array->offset + row], &field->type,
                            o->timestamp_iso ? 'T' : ' ') != 0) {

@@ -1,0 +1,51 @@
+"""The JSON Lines writer: timestamps spelled as the CSV writer spells them,
+which the peers (pyarrow.json, polars, DuckDB) read as the same instants.
+
+Needs SLUICE_BIN; DuckDB and polars checks are skipped when not installed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pj = pytest.importorskip("pyarrow.json")
+
+UTC = dt.timezone.utc
+
+
+def test_local_mean_time_is_spelled_as_the_csv_writer_spells_it(sluice, tmp_path):
+    """Before ~1900 a zone's offset has seconds (New York: -04:56:02), which
+    polars and pyarrow.json cannot parse. The CSV writer fell back to the UTC
+    instant with a Z; JSON Lines wrote "1850-01-01 07:03:58-04:56:02". Both
+    (and nested values, and `sluice cat`) now spell it the same way."""
+    instants = [dt.datetime(1850, 1, 1, 12, tzinfo=UTC), dt.datetime(1880, 7, 1, 0, 30, tzinfo=UTC),
+                dt.datetime(2024, 6, 1, 12, tzinfo=UTC)]
+    zoned = pa.array(instants, pa.timestamp("us", "UTC")).cast(
+        pa.timestamp("us", "America/New_York"))
+    table = pa.table({"ts": zoned, "l": pa.array([[v] for v in instants],
+                                                  pa.list_(zoned.type))})
+    src = tmp_path / "lmt.parquet"
+    pq.write_table(table, src)
+    jsonl, csv = tmp_path / "lmt.jsonl", tmp_path / "lmt.csv"
+    sluice.run("convert", src, jsonl)
+    sluice.run("convert", src, csv)
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    json_ts = [r["ts"] for r in rows]
+    assert json_ts[:2] == ["1850-01-01 12:00:00.000000Z", "1880-07-01 00:30:00.000000Z"]
+    assert json_ts[2] == "2024-06-01 08:00:00.000000-04:00"
+    csv_cells = [line.split(",", 1)[0] for line in csv.read_text().splitlines()[1:]]
+    assert csv_cells == json_ts
+    assert [r["l"][0] for r in rows] == json_ts  # nested values alike
+    got = pj.read_json(jsonl, parse_options=pj.ParseOptions(explicit_schema=pa.schema(
+        [("ts", pa.timestamp("us", "UTC"))]), unexpected_field_behavior="ignore"))
+    assert got.column("ts").to_pylist() == instants
+    pl = pytest.importorskip("polars")
+    parsed = pl.read_ndjson(jsonl).select(pl.col("ts").str.to_datetime(time_zone="UTC"))
+    assert parsed["ts"].to_list() == instants
+    shown = sluice.run("cat", src).stdout.decode()
+    assert "1850-01-01 12:00:00.000000Z" in shown and "-04:56:02" not in shown
