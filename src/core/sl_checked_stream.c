@@ -16,7 +16,6 @@ struct checked_stream {
   int (*cancelled)(void* user);
   void* cancelled_user;
   struct ArrowSchema schema;  ///< the inner stream's, read once (copies handed out)
-  int checkable;              ///< every type in it is one sl_array_validate knows
   int64_t batches;            ///< batches handed on so far
   int64_t rows;               ///< and their rows
   struct sluice_error error;  ///< the last failure, for get_last_error
@@ -32,15 +31,36 @@ static int checked_get_schema(struct ArrowArrayStream* stream, struct ArrowSchem
   return sl_schema_copy(&c->schema, c->alloc, out, &c->error);
 }
 
-/// Whether every node of `s` has a type sl_type knows (others, list views
-/// say, are left to the writers, which refuse them by name).
-static int known_types(const struct ArrowSchema* s) {
+/// 0 when every node of `s` has a type sl_type knows; else its error for
+/// the first that has not, naming the column ("column 'a.item': unknown or
+/// malformed Arrow format string '_pli128'", a polars Int128): every writer
+/// would refuse it, some without saying which column holds it. `path` is
+/// the name so far.
+static int unknown_type(const struct ArrowSchema* s, const char* path, int top,
+                        struct sluice_error* error) {
   struct sl_type t;
-  struct sluice_error scratch;
-  if (s->format == NULL || sl_type_parse(s->format, &t, &scratch) != 0) return 0;
-  for (int64_t i = 0; i < s->n_children; ++i)
-    if (s->children == NULL || s->children[i] == NULL || !known_types(s->children[i])) return 0;
-  return s->dictionary == NULL || known_types(s->dictionary);
+  char here[256];
+  if (top) {
+    here[0] = '\0';
+  } else {
+    snprintf(here, sizeof here, "%s%s%s", path, path[0] != '\0' ? "." : "",
+             s->name != NULL ? s->name : "");
+  }
+  if (s->format == NULL) {
+    return sl_error_set(error, EINVAL, "column '%s': no Arrow format string", here);
+  }
+  if (sl_type_parse(s->format, &t, error) != 0) {
+    if (here[0] != '\0') sl_error_prefix(error, "column '%s'", here);
+    return error->code != 0 ? error->code : EINVAL;
+  }
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    if (s->children == NULL || s->children[i] == NULL) {
+      return sl_error_set(error, EINVAL, "column '%s': child %lld is missing", here,
+                          (long long)i);
+    }
+    SL_RETURN_NOT_OK(unknown_type(s->children[i], here, 0, error));
+  }
+  return s->dictionary == NULL ? 0 : unknown_type(s->dictionary, here, 0, error);
 }
 
 /// ECANCELED (the error set) if the write was cancelled, else 0.
@@ -62,8 +82,7 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
   if (rc != 0 || out->release == NULL) return rc;
   // First the counts of buffers and children and the lengths, per node,
   // which is what a writer walks by; O(columns), not O(values).
-  if (c->checkable &&
-      sl_array_validate(&c->schema, out, SL_VALIDATE_MINIMAL, NULL, &c->error) != 0) {
+  if (sl_array_validate(&c->schema, out, SL_VALIDATE_MINIMAL, NULL, &c->error) != 0) {
     out->release(out);
     sl_error_prefix(&c->error, "batch %lld does not match the stream's schema",
                     (long long)c->batches);
@@ -76,8 +95,7 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
   // sluice's among them, refuse). One pass over the bytes, 32 a step, and
   // over the offsets where a byte is past ASCII: about 3% of a Parquet
   // write of short accented strings, nothing measurable on ASCII ones.
-  if (c->checkable &&
-      sl_array_validate_rows(&c->schema, out, SL_VALIDATE_FULL_UTF8, NULL, c->rows,
+  if (sl_array_validate_rows(&c->schema, out, SL_VALIDATE_FULL_UTF8, NULL, c->rows,
                              &c->error) != 0) {
     out->release(out);
     sl_error_prefix(&c->error, "batch %lld", (long long)c->batches);
@@ -125,7 +143,12 @@ int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_a
     sl_free(alloc, c, sizeof *c);
     return sl_input_error(inner, rc, error);
   }
-  c->checkable = known_types(&c->schema);
+  rc = unknown_type(&c->schema, "", 1, error);
+  if (rc != 0) {
+    c->schema.release(&c->schema);
+    sl_free(alloc, c, sizeof *c);
+    return rc;
+  }
   out->get_schema = checked_get_schema;
   out->get_next = checked_get_next;
   out->get_last_error = checked_get_last_error;

@@ -655,3 +655,15 @@ def test_strings_that_are_not_utf8_are_refused(tmp_path, fmt):
         back = back if isinstance(back, pa.Table) else pa.table(back)
         assert back.column("s").to_pylist() == ["ok", None, "hi"]
 
+def test_a_type_sluice_cannot_write_is_named(tmp_path):
+    # A polars Int128 column ('_pli128') was refused without naming it.
+    df = pl.DataFrame({"a": [1, 2]}).with_columns(
+        big=pl.col("a").cast(pl.Int128), st=pl.struct(pl.col("a").cast(pl.Int128).alias("x")))
+    for fmt in ("csv", "jsonl", "parquet"):
+        with pytest.raises(sluice.Error, match="column 'big': unknown or malformed Arrow format "
+                                               "string '_pli128'"):
+            sluice.write(df, tmp_path / f"x.{fmt}")
+        with pytest.raises(sluice.Error, match="column 'st.x': unknown or malformed"):
+            sluice.write(df.select("st"), tmp_path / f"x.{fmt}")
+    assert list(tmp_path.iterdir()) == []
+
