@@ -659,3 +659,17 @@ def test_leading_bom_in_the_first_field_is_quoted(sluice, tmp_path):
                               "quote=none").stderr.decode()
     assert "byte order mark" in err, err
 
+def test_line_terminator_as_characters_and_escaped_messages(sluice, tmp_path, small_arrow):
+    """line_terminator="\\r\\n" (pandas' spelling) is crlf; a bad value is shown
+    with its control characters escaped, not as a raw line break."""
+    crlf = tmp_path / "crlf.csv"
+    sluice.run("convert", small_arrow, crlf, "-W", "line_terminator=crlf")
+    chars = tmp_path / "chars.csv"
+    sluice.run("convert", small_arrow, chars, "-W", "line_terminator=\r\n")
+    assert chars.read_bytes() == crlf.read_bytes() and b"\r\n" in crlf.read_bytes()
+    err = sluice.expect_error("convert", small_arrow, tmp_path / "bad.csv", "-W",
+                              "line_terminator=\n\r\x01").stderr.decode()
+    assert "bad value '\\n\\r\\x01'" in err and err.count("\n") == 1, repr(err)
+    err = sluice.expect_error("cat", "-O", "delimiter=\t\t", crlf).stderr.decode()
+    assert "bad value '\\t\\t'" in err, repr(err)
+

@@ -307,8 +307,9 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
     }
     if (!ok) {
       sl_csv_options_free(o, alloc);
-      return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%.*s'", (int)klen, s,
-                          (int)vlen, v);
+      char shown[64];
+      return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%s'", (int)klen, s,
+                          sl_option_shown(v, vlen, shown, sizeof shown));
     }
   }
   if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {

@@ -6,7 +6,7 @@
 //   header=true|false                                      (default true)
 //   null=<text>          the spelling of nulls              (default empty)
 //   quote=<char>|dquote|squote|none                        (default '"')
-//   line_terminator=lf|crlf                                (default lf)
+//   line_terminator=lf|crlf (or "\n", "\r\n")                (default lf)
 //   float_format=shortest|point                            (default shortest)
 //   timestamp_format=space|iso                             (default space)
 //
@@ -150,10 +150,11 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
       o->null_text = v;
       o->null_len = vlen;
     } else if (value_is(s, klen, "line_terminator")) {
-      if (value_is(v, vlen, "lf")) {
+      // The characters themselves too, as pandas' lineterminator= takes them.
+      if (value_is(v, vlen, "lf") || value_is(v, vlen, "\n")) {
         o->eol = "\n";
         o->eol_len = 1;
-      } else if (value_is(v, vlen, "crlf")) {
+      } else if (value_is(v, vlen, "crlf") || value_is(v, vlen, "\r\n")) {
         o->eol = "\r\n";
         o->eol_len = 2;
       } else {
@@ -173,8 +174,11 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
                           (int)klen, s);
     }
     if (!ok) {
-      return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%.*s'", (int)klen,
-                          s, (int)vlen, v);
+      char shown[64];
+      return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%s'%s", (int)klen,
+                          s, sl_option_shown(v, vlen, shown, sizeof shown),
+                          value_is(s, klen, "line_terminator") ? " (lf, crlf, \\n or \\r\\n)"
+                                                               : "");
     }
   }
   if (o->delimiter == o->quote) {
