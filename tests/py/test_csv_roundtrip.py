@@ -571,6 +571,7 @@ def test_quote_none_refuses_a_double_quote(sluice, tmp_path, table):
     assert "needs quotes" in err and "quote=none" in err, err
     assert not out.exists()
 
+
 # ---- values spelled like null spellings, and the first field -------------------
 
 def test_nan_string_stays_a_string(sluice, tmp_path):
@@ -594,6 +595,7 @@ def test_nan_string_stays_a_string(sluice, tmp_path):
     assert [f.type for f in back.schema] == [pa.string(), pa.string(), pa.float64()]
     assert back.to_pylist() == [{"a": "NA", "b": "NaN", "c": None},
                                 {"a": "1.5", "b": "1.5", "c": 1.5}]
+
 
 @pytest.mark.parametrize("null", ["1", "inf", "nan", "true", "2024-01-01"])
 def test_values_spelled_as_the_null_spelling_read_back(sluice, tmp_path, null):
@@ -638,6 +640,7 @@ def test_quoted_null_spelling_in_a_typed_column_is_a_value(sluice, tmp_path):
     sluice.run("convert", empty, tmp_path / "empty.arrow", "-O", "schema=i:int64|s:string")
     assert read_arrow(tmp_path / "empty.arrow").column("i").to_pylist() == [1, None]
 
+
 def test_leading_bom_in_the_first_field_is_quoted(sluice, tmp_path):
     """A U+FEFF at the start of the file is taken for a byte order mark and
     dropped by every reader: the first name (or, without a header, the
@@ -659,6 +662,7 @@ def test_leading_bom_in_the_first_field_is_quoted(sluice, tmp_path):
                               "quote=none").stderr.decode()
     assert "byte order mark" in err, err
 
+
 def test_line_terminator_as_characters_and_escaped_messages(sluice, tmp_path, small_arrow):
     """line_terminator="\\r\\n" (pandas' spelling) is crlf; a bad value is shown
     with its control characters escaped, not as a raw line break."""
@@ -673,3 +677,16 @@ def test_line_terminator_as_characters_and_escaped_messages(sluice, tmp_path, sm
     err = sluice.expect_error("cat", "-O", "delimiter=\t\t", crlf).stderr.decode()
     assert "bad value '\\t\\t'" in err, repr(err)
 
+
+@pytest.mark.parametrize("opts,read_opt", [(["delimiter=space"], "delimiter= "),
+                                           (["quote=squote"], "quote='")])
+def test_stray_quote_error_points_at_the_sniffed_dialect(sluice, tmp_path, opts, read_opt):
+    """A file written with delimiter=space or quote=squote whose text holds a
+    '"' is sniffed as another dialect: the error says the delimiter and quote
+    were sniffed and which, and reads back given them."""
+    table = pa.table({"s": ['5" screen', "a b"], "n": [1, 2]})
+    path = sluice_write_csv(sluice, tmp_path, table, opts)
+    err = sluice.expect_error("convert", path, tmp_path / "z.arrow").stderr.decode()
+    assert "were sniffed" in err and "give delimiter= or quote=" in err, err
+    sluice.run("convert", path, tmp_path / "z.arrow", "-O", read_opt)
+    assert read_arrow(tmp_path / "z.arrow").to_pylist() == table.to_pylist()

@@ -264,9 +264,11 @@ static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos
                      struct sluice_error* error) {
   if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   st = sl_csv_tok_explain(&a->out->dialect, a->data, a->size, st, &err_pos);
-  return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s", a->name,
+  char hint[320];
+  return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): %s%s", a->name,
                       (long long)sl_csv_line_of(a->data, err_pos), (long long)err_pos,
-                      sl_csv_tok_message(st));
+                      sl_csv_tok_message(st),
+                      sl_csv_tok_hint(a->opts, &a->out->dialect, st, hint, sizeof hint));
 }
 
 /// f0, f1, ...: the name a column without a header gets (pyarrow's).

@@ -125,6 +125,10 @@ enum csv_tok_status {
 
 /// The error text of a tokenizer status other than OK and ENOMEM.
 const char* sl_csv_tok_message(enum csv_tok_status st);
+/// What to add to sl_csv_tok_message's text when the dialect was sniffed
+/// (into buf, "" when nothing; cap >= 256).
+const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
+                            enum csv_tok_status st, char* buf, size_t cap);
 
 /// The offset in a field's raw bytes p[0, len) of the first quote character
 /// RFC 4180 does not allow there: one that is not the field's first byte

@@ -694,8 +694,10 @@ again:
       st = sl_csv_tok_explain(&r->layout.dialect, s->data, s->limit, st, &err_pos);
       int64_t line, at;
       sl_csv_split_where(s, err_pos, &line, &at);
-      return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s", r->name,
-                          line, at, sl_csv_tok_message(st));
+      char hint[320];
+      return sl_error_set(error, EILSEQ, "%s: line %" PRId64 " (byte %" PRId64 "): %s%s",
+                          r->name, line, at, sl_csv_tok_message(st),
+                          sl_csv_tok_hint(&r->opts, &r->layout.dialect, st, hint, sizeof hint));
     }
   }
   if (s->rows.n_rows == 0) return 0;

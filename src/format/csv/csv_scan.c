@@ -14,6 +14,7 @@
 //
 // With an escape character (backslash) a quote may not toggle, so parity is
 // useless: a scalar state machine tokenizes, and the reader plans one split.
+#include <stdio.h>
 #include <string.h>
 
 #include "csv_internal.h"
@@ -598,6 +599,26 @@ const char* sl_csv_tok_message(enum csv_tok_status st) {
              "the option stray_quotes=text reads such quotes as text, as pyarrow does, on one thread";
     default: return "tokenizer error";
   }
+}
+
+const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
+                            enum csv_tok_status st, char* buf, size_t cap) {
+  buf[0] = '\0';
+  if (st != CSV_TOK_STRAY_QUOTE || (o->delimiter >= 0 && o->quote_given)) return buf;
+  // A file written with quote=squote or delimiter=space whose text holds a
+  // '"' is sniffed as quoted with '"' or split by another delimiter: the
+  // quotes are not stray, the dialect is wrong.
+  char delim[8], quote[8];
+  snprintf(delim, sizeof delim, d->delimiter >= 0x20 && d->delimiter < 0x7F ? "'%c'" : "0x%02x",
+           d->delimiter);
+  snprintf(quote, sizeof quote, d->quote >= 0x20 && d->quote < 0x7F ? "'%c'" : "0x%02x",
+           d->quote);
+  snprintf(buf, cap, "; or, since the %s%s%s were sniffed (delimiter %s, quote %s), the file may "
+           "use others: give delimiter= or quote= (a file written with delimiter=space or "
+           "quote=squote, say)",
+           o->delimiter < 0 ? "delimiter" : "", o->delimiter < 0 && !o->quote_given ? " and " : "",
+           !o->quote_given ? "quote" : "", delim, quote);
+  return buf;
 }
 
 int64_t sl_csv_stray_quote(const struct csv_dialect* d, const uint8_t* p, int64_t len,
