@@ -868,7 +868,10 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         without it `dst` becomes a directory (or s3:// prefix) of
         ``part-<n>.<ext>`` files, as write_dataset without partitioning (the
         format from format=). Default: no limit (one file).
-    **options: writer options, e.g. for CSV ``delimiter=";", header=False``;
+    **options: writer options, e.g. for CSV ``delimiter=";", header=False``
+        (one given as None keeps its default, as pyarrow's
+        csv.WriteOptions(quoting_style=None) does: no quoting is
+        ``quote="none"``, not quote=None);
         and ``ca_bundle=`` (a PEM file of trusted CAs) and ``insecure=True``
         (no certificate checks) for s3:// over https and cql:// with
         ``tls=True``, as the CLI's --ca-bundle and --insecure (and

@@ -604,6 +604,7 @@ def test_compression_level_for_a_codec_without_levels_is_refused(tmp_path, codec
     sluice.write(t, tmp_path / "z.parquet", compression="zstd", compression_level=3)
     assert pq.read_table(tmp_path / "z.parquet").equals(t)
 
+
 def _strings_from_bytes(values, valid=None):
     """A utf8 array made of raw byte values, not checked by pyarrow."""
     offsets, data = [0], b""
@@ -655,6 +656,7 @@ def test_strings_that_are_not_utf8_are_refused(tmp_path, fmt):
         back = back if isinstance(back, pa.Table) else pa.table(back)
         assert back.column("s").to_pylist() == ["ok", None, "hi"]
 
+
 def test_a_type_sluice_cannot_write_is_named(tmp_path):
     # A polars Int128 column ('_pli128') was refused without naming it.
     df = pl.DataFrame({"a": [1, 2]}).with_columns(
@@ -667,3 +669,15 @@ def test_a_type_sluice_cannot_write_is_named(tmp_path):
             sluice.write(df.select("st"), tmp_path / f"x.{fmt}")
     assert list(tmp_path.iterdir()) == []
 
+
+def test_quote_none_is_the_default_quote_as_in_pyarrow(tmp_path):
+    # An option given as None keeps its default, as pyarrow's
+    # WriteOptions(quoting_style=None) is quoting_style="needed"; no quoting
+    # is quote="none".
+    assert pacsv.WriteOptions(quoting_style=None).quoting_style == "needed"
+    t = pa.table({"s": ["a,b", "c"]})
+    sluice.write(t, tmp_path / "none.csv", quote=None)
+    sluice.write(t, tmp_path / "default.csv")
+    assert (tmp_path / "none.csv").read_bytes() == (tmp_path / "default.csv").read_bytes()
+    with pytest.raises(sluice.InvalidArgumentError, match="needs quotes"):
+        sluice.write(t, tmp_path / "off.csv", quote="none")
