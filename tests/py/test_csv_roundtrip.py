@@ -623,22 +623,27 @@ def test_values_spelled_as_the_null_spelling_read_back(sluice, tmp_path, null):
     assert_same_values(peer, table, f"pyarrow, null={null}")
 
 
-def test_quoted_null_spelling_in_a_typed_column_is_a_value(sluice, tmp_path):
-    """A quoted "NA" in an int64 column is the text NA, which is no integer
-    (an error, as pyarrow's with quoted_strings_can_be_null=False); a quoted
-    "" stays a null there, as before."""
-    bad = tmp_path / "na.csv"
-    bad.write_text('i,s\n1,x\n"NA",y\n')
-    err = sluice.expect_error("convert", bad, tmp_path / "na.arrow", "-O",
-                              "schema=i:int64|s:string").stderr.decode()
-    assert "line 3" in err and "cannot parse 'NA' as int64" in err, err
-    with pytest.raises(pa.ArrowInvalid):
-        pcsv.read_csv(bad, convert_options=pcsv.ConvertOptions(
-            column_types={"i": pa.int64()}, quoted_strings_can_be_null=False))
-    empty = tmp_path / "empty.csv"
-    empty.write_text('i,s\n1,x\n"",y\n')
-    sluice.run("convert", empty, tmp_path / "empty.arrow", "-O", "schema=i:int64|s:string")
-    assert read_arrow(tmp_path / "empty.arrow").column("i").to_pylist() == [1, None]
+def test_quoted_null_spelling_in_a_typed_column(sluice, tmp_path):
+    """A quoted "NA" in an int64 column spells no integer: a null, as
+    pyarrow and DuckDB read it by default (it was an error for a while);
+    a quoted "" stays a null there; a quoted "1" under null_values=1 is the
+    1 the writer quoted to keep it."""
+    path = tmp_path / "na.csv"
+    path.write_text('i,s\n1,x\n"NA",y\n"",z\n"2",w\n')
+    sluice.run("convert", path, tmp_path / "na.arrow", "-O", "schema=i:int64|s:string")
+    got = read_arrow(tmp_path / "na.arrow").column("i").to_pylist()
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+        column_types={"i": pa.int64()})).column("i").to_pylist()
+    assert got == want == [1, None, None, 2]
+    duckdb = pytest.importorskip("duckdb")
+    assert [r[0] for r in duckdb.sql(
+        f"select i from read_csv('{path}', header=true, columns={{'i': 'BIGINT', 's': 'VARCHAR'}}, "
+        "nullstr=['NA', ''])").fetchall()] == want
+    ones = tmp_path / "ones.csv"
+    ones.write_text('i\n"1"\n1\n')
+    sluice.run("convert", ones, tmp_path / "ones.arrow", "-O", "schema=i:int64", "-O",
+               "null_values=1")
+    assert read_arrow(tmp_path / "ones.arrow").column("i").to_pylist() == [1, None]
 
 
 def test_leading_bom_in_the_first_field_is_quoted(sluice, tmp_path):

@@ -3,12 +3,11 @@
 // and a parse (no dispatch per value).
 //
 // Nulls: an unquoted empty field, NA, NULL and null (or the null_values
-// given) are null in every column, NaN in float columns. Quoted, a
-// non-empty one is a value, never a null: the text in string columns ("NA"
-// is the way to write that text), the value in others (the writer quotes
-// an int 1 when the null spelling is "1", as pyarrow reads it with
-// quoted_strings_can_be_null=False). The quoted empty field "" is the empty
-// string in string columns and null elsewhere.
+// given) are null in every column, NaN in float columns. Quoted, one is
+// the text in string columns ("NA" is the way to write that text, "" the
+// empty string); in others it is the value it spells if it spells one (the
+// writer quotes an int 1 when the null spelling is "1"), else a null ("NA"
+// or "" in an int column, as pyarrow and DuckDB read them by default).
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -333,13 +332,26 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
   return 0;
 }
 
+/// Whether field f of column c, whose text is a null spelling, is a null:
+/// unquoted, or quoted but no value of the column's type. A quoted "NA" in
+/// an int column is a null, as pyarrow and DuckDB read it by default; a
+/// quoted "1" under null_values=1 is the 1 the writer quoted to keep it.
+/// Asked only of null spellings, so that other fields pay nothing for it.
+static int null_field(struct csv_split_state* s, int64_t c, const struct csv_field* f,
+                      int64_t n) {
+  if (!quoted_value(s, f, n)) return 1;
+  char why[1];
+  int ok = 0;
+  return sl_csv_field_converts(s, c, f, why, sizeof why, &ok) != 0 || !ok;
+}
+
 #define CSV_FOR_EACH_VALUE(BODY)                                                     \
   for (int64_t row = 0; row < n_rows; ++row) {                                      \
     const struct csv_field* f = &rows->fields[rows->row_first[row] + c];            \
     const uint8_t* p;                                                               \
     int64_t n;                                                                      \
     if (token(s, f, &p, &n) != 0) return ENOMEM;                                    \
-    if (csv_is_null(nulls, p, n) && !quoted_value(s, f, n)) {                       \
+    if (csv_is_null(nulls, p, n) && null_field(s, c, f, n)) {                       \
       if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
       continue;                                                                     \
     }                                                                               \
@@ -357,7 +369,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F64:
       CSV_FOR_EACH_VALUE({
         double v;
-        if (csv_is_float_null(nulls, p, n) && !quoted_value(s, f, n)) {
+        if (csv_is_float_null(nulls, p, n) && null_field(s, c, f, n)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
@@ -368,7 +380,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F32:
       CSV_FOR_EACH_VALUE({
         float v;
-        if (csv_is_float_null(nulls, p, n) && !quoted_value(s, f, n)) {
+        if (csv_is_float_null(nulls, p, n) && null_field(s, c, f, n)) {
           if (sl_builder_append_null(b) != 0) return ENOMEM;
           continue;
         }
