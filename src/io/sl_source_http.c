@@ -83,6 +83,17 @@
 
 enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
 
+/// A validator header's value (ETag, Last-Modified). `text` holds it whole
+/// when it fits (then it can be sent back in If-Match or
+/// If-Unmodified-Since), else its start, for messages; its length and hash
+/// compare values of any length (an ETag of 256 bytes or more used to be
+/// dropped, and with it every check that the object stayed the same).
+struct http_tag {
+  char text[256];
+  size_t len;     ///< the value's length; 0 = none
+  uint64_t hash;  ///< FNV-1a of the whole value
+};
+
 /// One readahead part. `ref` owns `data`; views retain it, so a part's bytes
 /// outlive the slot that fetched them.
 struct http_part {
@@ -106,7 +117,14 @@ struct sl_http_source {
   double timeout_s;  ///< sl_curl_set_timeouts
   struct sl_http_signer signer;
   int has_signer;
-  char etag[256];  ///< the first ETag seen ("" = none); If-Match on every request
+  /// The first response's version of the object, which every later one
+  /// must be: its ETag (If-Match on ranged requests when strong and
+  /// whole), its Last-Modified (If-Unmodified-Since when there is no such
+  /// ETag) and its total size (a 206's Content-Range total, a 200's
+  /// Content-Length; -1 = unknown).
+  struct http_tag etag;
+  struct http_tag modified;
+  int64_t total;
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
   /// Where request handles come from and return to (the dataset's, or this
@@ -170,11 +188,13 @@ struct xfer {
   int64_t suffix;      ///< > 0: the Range asked for is the last `suffix` bytes
   int body_started;
   long status;
-  char etag[256];
+  struct http_tag etag;
+  struct http_tag modified;
   int accept_ranges;
   int64_t range_start;  ///< from Content-Range, -1 if absent
   int64_t range_total;  ///< from Content-Range, -1 if absent or "*"
-  int etag_changed;
+  int changed;  ///< the response is of another version of the object than the first
+  char changed_why[160];
   int bad_range;
   int open_refused;  ///< an open by download got no 206 from byte 0: it ends
   char snippet[256];  ///< the start of an error response body
@@ -207,6 +227,23 @@ static void trim_value(const char** v, size_t* n) {
   while (*n > 0 && ((*v)[*n - 1] == '\r' || (*v)[*n - 1] == '\n' || (*v)[*n - 1] == ' ')) --*n;
 }
 
+static void tag_set(struct http_tag* t, const char* v, size_t n) {
+  uint64_t h = 14695981039346656037u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ (unsigned char)v[i]) * 1099511628211u;
+  size_t k = n < sizeof t->text ? n : sizeof t->text - 1;
+  memcpy(t->text, v, k);
+  t->text[k] = '\0';
+  t->len = n;
+  t->hash = h;
+}
+
+/// Held whole (can be sent back in a request header).
+static int tag_whole(const struct http_tag* t) { return t->len > 0 && t->len < sizeof t->text; }
+
+static int tag_differs(const struct http_tag* a, const struct http_tag* b) {
+  return a->len > 0 && b->len > 0 && (a->len != b->len || a->hash != b->hash);
+}
+
 static int header_is(const char* line, size_t n, const char* name, const char** value,
                      size_t* value_len) {
   size_t k = strlen(name);
@@ -224,15 +261,15 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
   size_t vn;
   if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
     // A new response (after a redirect or a 100 Continue): forget the last.
-    x->etag[0] = '\0';
+    memset(&x->etag, 0, sizeof x->etag);
+    memset(&x->modified, 0, sizeof x->modified);
     x->accept_ranges = 0;
     x->range_start = -1;
     x->range_total = -1;
   } else if (header_is(line, n, "etag", &v, &vn)) {
-    if (vn < sizeof x->etag) {
-      memcpy(x->etag, v, vn);
-      x->etag[vn] = '\0';
-    }
+    tag_set(&x->etag, v, vn);
+  } else if (header_is(line, n, "last-modified", &v, &vn)) {
+    tag_set(&x->modified, v, vn);
   } else if (header_is(line, n, "accept-ranges", &v, &vn)) {
     x->accept_ranges = vn >= 5 && strncasecmp(v, "bytes", 5) == 0;
   } else if (header_is(line, n, "content-range", &v, &vn)) {
@@ -254,6 +291,40 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
   return n;
 }
 
+/// The object's version is the one response `x` gives, of `total` bytes.
+static void adopt_version(struct sl_http_source* s, const struct xfer* x, int64_t total) {
+  s->etag = x->etag;
+  s->modified = x->modified;
+  s->total = total;
+}
+
+/// Whether response x (a 2xx) is of another version of the object than the
+/// first response: their ETags differ; or, where one has none, their
+/// Last-Modified dates; or its total size does (a server with neither
+/// validator has only this). x->changed_why says how.
+static int other_version(struct xfer* x, CURL* h) {
+  const struct sl_http_source* s = x->s;
+  int64_t total = x->range_total;
+  if (x->status == 200) {
+    curl_off_t length = -1;
+    s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    total = length;
+  }
+  if (tag_differs(&s->etag, &x->etag)) {
+    snprintf(x->changed_why, sizeof x->changed_why, "ETag %.60s, now %.60s", s->etag.text,
+             x->etag.text);
+  } else if ((s->etag.len == 0 || x->etag.len == 0) && tag_differs(&s->modified, &x->modified)) {
+    snprintf(x->changed_why, sizeof x->changed_why, "Last-Modified %.40s, now %.40s",
+             s->modified.text, x->modified.text);
+  } else if (s->total >= 0 && total >= 0 && total != s->total) {
+    snprintf(x->changed_why, sizeof x->changed_why, "size %" PRId64 " bytes, now %" PRId64, s->total,
+             total);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 /// The response to an open by download (a 2xx one): a 206 from byte 0
 /// gives the object's size and ETag, and the parts can take its bytes; any
 /// other ends the transfer, and the opener opens the usual way.
@@ -264,7 +335,7 @@ static void settle_open_by_stream(struct xfer* x) {
   if (ok) {
     s->base.size = s->stream_end = x->range_total;
     s->n_parts = (x->range_total + s->part_size - 1) / s->part_size;
-    memcpy(s->etag, x->etag, sizeof s->etag);
+    adopt_version(s, x, x->range_total);
     s->ranges = 1;
     s->open_state = OPEN_SETTLED;
   } else {
@@ -280,8 +351,8 @@ static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
   x->s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   if (x->status < 200 || x->status > 299) return;
-  if (x->s->etag[0] != '\0' && x->etag[0] != '\0' && strcmp(x->s->etag, x->etag) != 0) {
-    x->etag_changed = 1;
+  if (other_version(x, h)) {
+    x->changed = 1;
     return;
   }
   if (x->run_lead && x->s->base.size < 0) {
@@ -340,7 +411,7 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
     x->snippet[x->snippet_len] = '\0';
     return n;
   }
-  if (x->etag_changed || x->bad_range || x->open_refused) return 0;  // abort: the caller says
+  if (x->changed || x->bad_range || x->open_refused) return 0;  // abort: the caller says
   const uint8_t* p = (const uint8_t*)data;
   int64_t left = (int64_t)n;
   if (x->skip > 0) {
@@ -395,13 +466,15 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   struct curl_slist* headers = NULL;
   struct xfer_call call = {x, h};
   // Only the write callback reads `call`, and only during curl_easy_perform.
-  char line[320];
+  char line[320];  // (the validators sent back fit: tag_whole)
   *sign_rc = 0;
   x->body_started = 0;
   x->status = 0;
   x->skip = 0;
-  x->etag[0] = '\0';
-  x->etag_changed = 0;
+  memset(&x->etag, 0, sizeof x->etag);
+  memset(&x->modified, 0, sizeof x->modified);
+  x->changed = 0;
+  x->changed_why[0] = '\0';
   x->bad_range = 0;
   x->snippet_len = 0;
   x->snippet[0] = '\0';
@@ -448,9 +521,14 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
     }
     headers = s->curl->slist_append(headers, line);
   }
-  // If-Match only with a strong ETag (weak ones never match strongly).
-  if (s->etag[0] != '\0' && strncmp(s->etag, "W/", 2) != 0 && range_from >= 0) {
-    snprintf(line, sizeof line, "If-Match: %s", s->etag);
+  // If-Match only with a strong ETag (weak ones never match strongly);
+  // without one, If-Unmodified-Since the first response's Last-Modified.
+  // The server then refuses (412) bytes of another version; other_version
+  // checks what came all the same, for servers that ignore both.
+  int strong = tag_whole(&s->etag) && strncmp(s->etag.text, "W/", 2) != 0;
+  if (range_from >= 0 && (strong || tag_whole(&s->modified))) {
+    snprintf(line, sizeof line, strong ? "If-Match: %s" : "If-Unmodified-Since: %s",
+             strong ? s->etag.text : s->modified.text);
     struct curl_slist* more = s->curl->slist_append(headers, line);
     if (more != NULL) headers = more;
   }
@@ -550,6 +628,22 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
   return sl_error_set(error, EIO, "%s: %s: %s", s->base.name, what, detail);
 }
 
+/// A response of another version of the object than the first (or a 412
+/// to If-Match / If-Unmodified-Since).
+static int changed_error(struct sl_http_source* s, const struct xfer* x, const char* what,
+                         struct sluice_error* error) {
+  char why[200];
+  if (x->changed) {
+    snprintf(why, sizeof why, "%s", x->changed_why);
+  } else if (s->etag.len > 0 && strncmp(s->etag.text, "W/", 2) != 0) {
+    snprintf(why, sizeof why, "ETag %.120s no longer matches", s->etag.text);
+  } else {
+    snprintf(why, sizeof why, "modified since %.120s", s->modified.text);
+  }
+  return sl_error_set(error, ESTALE, "%s: %s: the object changed while being read (%s)",
+                      s->base.name, what, why);
+}
+
 /// Judges a ranged GET attempt that did not bring all its bytes: the error
 /// to report now, or 0 with *retry = 1 when it may be retried (resuming from
 /// the last byte received; *error then says why, for the last attempt).
@@ -560,12 +654,7 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
   if (atomic_load(&s->stopping)) {
     return sl_error_set(error, ECANCELED, "%s: %s: cancelled", s->base.name, what);
   }
-  if (x->etag_changed || x->status == 412) {
-    return sl_error_set(error, ESTALE,
-                        "%s: %s: the object changed while being read (ETag %s no longer "
-                        "matches)",
-                        s->base.name, what, s->etag);
-  }
+  if (x->changed || x->status == 412) return changed_error(s, x, what, error);
   if (x->bad_range) {
     return sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
                         s->base.name, what);
@@ -590,7 +679,7 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
 /// and the answer counts as no failed attempt. Each such answer makes
 /// progress, so the asking ends.
 static int short_answer(const struct xfer* x, CURLcode c, int progressed) {
-  return c == CURLE_OK && x->status == 206 && progressed && !x->bad_range && !x->etag_changed;
+  return c == CURLE_OK && x->status == 206 && progressed && !x->bad_range && !x->changed;
 }
 
 /// Fetches `length` bytes at `offset` into `buf` (ranged GET, retried and
@@ -677,7 +766,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
       curl_off_t length = -1;
       s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
       s->base.size = length >= 0 ? (int64_t)length : -1;
-      memcpy(s->etag, x.etag, sizeof s->etag);
+      adopt_version(s, &x, s->base.size);
       s->ranges = x.accept_ranges && s->base.size >= 0;
       if (!s->ranges && s->base.size > 0) s->ranges = probe_ranges(s, h);
       break;
@@ -811,7 +900,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
   if (x.status == 206 && x.range_start == (tail ? total - x.got : 0) && whole_edge &&
       transferred) {
     s->base.size = total;
-    memcpy(s->etag, x.etag, sizeof s->etag);
+    adopt_version(s, &x, total);
     s->ranges = 1;
     *settled = 1;
     if (tail) {  // the tail edge; the whole object when it is that small
@@ -850,7 +939,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
   }
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
     s->base.size = 0;
-    memcpy(s->etag, x.etag, sizeof s->etag);
+    adopt_version(s, &x, 0);
     s->ranges = 1;
     *settled = 1;
   }
@@ -1313,7 +1402,7 @@ static void* stream_worker(void* arg) {
       rc = sign_rc;
       break;
     }
-    if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.etag_changed) {
+    if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.changed) {
       if (s->base.size >= 0 && x.stream_received != s->base.size) {
         rc = sl_error_set(&err, EIO, "%s: got %" PRId64 " bytes, Content-Length said %" PRId64,
                           s->base.name, x.stream_received, s->base.size);
@@ -1327,9 +1416,8 @@ static void* stream_worker(void* arg) {
                               s->base.name);
       break;
     }
-    if (x.etag_changed) {
-      rc = sl_error_set(&err, ESTALE, "%s: the object changed while being read (ETag %s)",
-                        s->base.name, s->etag);
+    if (x.changed) {
+      rc = changed_error(s, &x, "GET", &err);
       break;
     }
     int retry;
@@ -1757,6 +1845,7 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   s->curl = sl_http_pool_curl(s->handles);
   s->base.alloc = alloc;
   s->base.size = -1;
+  s->total = -1;
   s->base.owner = NULL;
   s->base.ops = &sl_http_stream_ops;
   pthread_mutex_init(&s->edge_lock, NULL);

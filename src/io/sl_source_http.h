@@ -7,8 +7,11 @@
 // memory. A server that ignores Range (or answers oddly) is
 // then asked by HEAD for the size, the ETag and Accept-Ranges.
 // - Ranged reads (read_at, for formats with footers) are ranged GETs with
-//   If-Match on the first ETag, so an object replaced mid-read is an error,
-//   never a mix of two versions.
+//   If-Match on the first ETag (If-Unmodified-Since its Last-Modified when
+//   it has no strong ETag), and every response's ETag, else Last-Modified,
+//   and total size are compared with the first's: an object replaced
+//   mid-read is an error, not a mix of two versions, unless the server
+//   gives neither validator and the new object has the same size.
 // - Forward reads (read_next, for row formats) are served from a readahead
 //   of parts (1 MiB by default). One GET streams the rest of the object
 //   into them, as curl would; when that connection brings less than 128

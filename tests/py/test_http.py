@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import http.server
 import json
 import os
@@ -225,6 +226,8 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.requests = 0
         self.generation = 0
         self.log: list[tuple[str, str | None]] = []  # (method, Range header) per request
+        self.conditions: list[tuple[str | None, str | None]] = []  # (If-Match, If-Unmodified-Since)
+        self.cut_done = False
         # Faults are dealt per request, not by the server's request count: with
         # concurrent clients a global "every other request fails" can land all of
         # one request's retries on failing turns.
@@ -240,7 +243,13 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     requests / after 1; If-Match is honoured; changing serves slowly), down (always 503),
     region (400 with S3's wrong-region error in the body, as AWS answers a request
     signed for another region), nohead (as flaky, and every HEAD is refused with
-    403, as a presigned GET URL refuses one)."""
+    403, as a presigned GET URL refuses one). Objects replaced after the first
+    request on servers without an ETag: lmchanged (only Last-Modified, which
+    changes; If-Unmodified-Since is ignored, as Python's http.server ignores
+    it), grown (neither validator; the object grows by a row), norangecutlm
+    (no Range, Last-Modified only; the first GET without a Range breaks off
+    halfway, and the object is replaced then); longetag (a 300-byte ETag,
+    which changes)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -267,7 +276,19 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
                 srv.tries.get(("cut", self.command, name, range_end), 0) + 1
             if (mode == "changing" and n > 3) or (mode == "changed" and n > 1):
                 srv.generation = 1
+            if (mode in ("lmchanged", "grown", "longetag") and n > 1) or \
+                    (mode == "norangecutlm" and srv.cut_done):
+                srv.generation = 1
             etag = f'"{name}-{srv.generation}"'
+            if mode == "longetag":
+                etag = f'"{"e" * 300}-{srv.generation}"'
+            srv.conditions.append((self.headers.get("If-Match"),
+                                   self.headers.get("If-Unmodified-Since")))
+        norange = mode in ("norange", "norangecutlm")
+        no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm")
+        modified = email.utils.formatdate(1_700_000_000 + 3600 * srv.generation, usegmt=True)
+        if mode == "grown" and srv.generation:
+            data += data[-20:]
         if mode == "region" or (mode == "nohead" and self.command == "HEAD"):
             body_text = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
                          b"AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
@@ -290,7 +311,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         start, end, status = 0, len(data) - 1, 200
-        if rng and mode != "norange":
+        if rng and not norange:
             a, b = rng.split("=", 1)[1].split("-")
             if a:
                 start = int(a)
@@ -303,13 +324,23 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         chunk = data[start:end + 1]
         self.send_response(status)
         self.send_header("Content-Length", str(len(chunk)))
-        if mode != "norange":
+        if not norange:
             self.send_header("Accept-Ranges", "bytes")
+        if not no_etag:
             self.send_header("ETag", etag)
+        if mode in ("lmchanged", "norangecutlm"):
+            self.send_header("Last-Modified", modified)
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
         self.end_headers()
         if not body:
+            return
+        if mode == "norangecutlm" and rng is None and not srv.cut_done:
+            srv.cut_done = True
+            self.wfile.write(chunk[:len(chunk) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
             return
         if mode == "cut" and len(chunk) > 1 and cut_try % 2 == 1:
             self.wfile.write(chunk[:len(chunk) // 2])
@@ -595,6 +626,31 @@ def test_object_replaced_mid_read_is_an_error(sluice, fault_server, tmp_path, mo
     assert "changed" in proc.stderr.decode(), proc.stderr.decode()
     assert not (tmp_path / "o.arrows").exists()
     assert srv.requests > (1 if mode == "changed" else 3), srv.log
+
+
+@pytest.mark.parametrize("mode,why", [
+    ("lmchanged", "Last-Modified"),  # splits are separate GETs: each is checked
+    ("grown", "size "),              # no validator at all: only the size tells
+    ("norangecutlm", "Last-Modified"),  # the stream broke off and was fetched again
+    ("longetag", "ETag"),            # an ETag too long to send back in If-Match
+])
+def test_object_replaced_without_a_usable_etag_is_an_error(sluice, fault_server, tmp_path, mode,
+                                                          why):
+    """An object replaced while being read, on a server that sends no ETag
+    (Last-Modified only, or nothing), or one too long to send back, is the
+    same error as with an ETag, not a silent mix of rows from two versions
+    (sluice exited 0 with both). Ranged requests carry If-Unmodified-Since
+    when there is no ETag to send in If-Match."""
+    srv = fault_server["server"]
+    proc = subprocess.run([sluice.binary, "convert", f"{fault_server['url']}/{mode}/t.csv",
+                           str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
+                          capture_output=True, timeout=120, env=SMALL_PARTS)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "changed while being read" in err and why in err, err
+    if mode == "lmchanged":
+        ranged = [c for (m, r), c in zip(srv.log, srv.conditions) if r and r != "bytes=0-65535"]
+        assert ranged and all(ius is not None and im is None for im, ius in ranged), srv.conditions
 
 
 def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
