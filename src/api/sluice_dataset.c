@@ -311,10 +311,12 @@ static int same_format(const struct sluice_dataset* ds, const struct sl_location
   for (size_t i = 1; i < objects->n; ++i) {
     const struct sl_format_reader* named = sl_format_reader_detect(objects->names[i], NULL, 0);
     if (named != NULL && named != ds->format && named != first) {
+      char shown[1024], shown_first[1024];  // no password in messages
+      sl_location_shown(objects->names[i], shown, sizeof shown);
+      sl_location_shown(objects->names[0], shown_first, sizeof shown_first);
       return sl_error_set(error, EINVAL, "%s: '%s' is %s by its name, where '%s', the first "
                           "object, is %s: read them separately, or name the format",
-                          ds->location, objects->names[i], named->name, objects->names[0],
-                          ds->format->name);
+                          ds->location, shown, named->name, shown_first, ds->format->name);
     }
   }
   return 0;
@@ -510,12 +512,10 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   int database = memory == NULL && strncmp(location, "cql://", 6) == 0;
   // How messages name the dataset: its location, or the first of several.
   char label[512];
-  if (database) {
-    sl_cql_redacted(location, label, sizeof label);  // no password in messages
-  } else if (n_locations > 1) {
-    snprintf(label, sizeof label, "%s (and %zu more locations)", location, n_locations - 1);
-  } else {
-    snprintf(label, sizeof label, "%s", location);
+  sl_location_shown(location, label, sizeof label);  // no password in messages
+  if (!database && n_locations > 1) {
+    size_t k = strlen(label);
+    snprintf(label + k, sizeof label - k, " (and %zu more locations)", n_locations - 1);
   }
   ds->location = sl_strdup(alloc, label);
   int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
@@ -637,7 +637,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   }
   if (rc == 0 && row_text != NULL) {
     rc = sl_row_filter_parse(row_text, &ds->full_schema, alloc, &ds->filter, error);
-    if (rc != 0) sl_error_prefix(error, "%s", location);
+    if (rc != 0) {
+      char shown[1024];
+      sl_location_shown(location, shown, sizeof shown);
+      sl_error_prefix(error, "%s", shown);
+    }
   }
   if (rc == 0 && key_text != NULL) rc = key_names_a_column(ds, key_text, alloc, error);
   if (ds->filter != NULL) {  // kept for sluice_dataset_refine

@@ -702,8 +702,13 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
   struct sl_files_reader* f = job->f;
   struct files_part* p = &f->parts[i];
   const char* name = job->names->names[i];
-  p->name = sl_strdup(f->alloc, name);
-  if (p->name == NULL) return sl_error_set(error, ENOMEM, "out of memory opening %s", name);
+  // What messages call it: without a URL's password.
+  size_t shown = sl_location_shown(name, NULL, 0) + 1;
+  p->name = sl_alloc(f->alloc, shown);
+  if (p->name == NULL) {
+    return sl_error_set(error, ENOMEM, "out of memory opening object %lld", (long long)i);
+  }
+  sl_location_shown(name, p->name, shown);
   if (i > 0) {
     struct sl_remote_options remote = *job->remote;
     remote.size_hint = job->names->sizes[i];

@@ -2,11 +2,13 @@
 #include "sl_source.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "sl_cql.h"
 #include "sl_location.h"
 #include "sl_source_file.h"
 #include "sl_s3.h"
@@ -49,6 +51,29 @@ int sl_location_is_http(const char* location) {
 
 int sl_location_is_remote(const char* location) {
   return sl_location_is_http(location) || (location != NULL && has_prefix(location, "s3://"));
+}
+
+size_t sl_location_shown(const char* location, char* out, size_t cap) {
+  if (has_prefix(location, "cql://")) {
+    char shown[4096];
+    sl_cql_redacted(location, shown, sizeof shown);
+    return (size_t)snprintf(out, cap, "%s", shown);
+  }
+  const char* rest = strstr(location, "://");
+  if (!sl_location_is_http(location) || rest == NULL) {
+    return (size_t)snprintf(out, cap, "%s", location);
+  }
+  rest += 3;
+  // The userinfo ends at the last '@' of the authority, which ends at the
+  // first '/', '?' or '#' (RFC 3986: a password has them escaped).
+  size_t authority = strcspn(rest, "/?#");
+  const char* at = NULL;
+  for (size_t i = 0; i < authority; ++i) {
+    if (rest[i] == '@') at = rest + i;
+  }
+  const char* colon = at != NULL ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
+  if (colon == NULL) return (size_t)snprintf(out, cap, "%s", location);
+  return (size_t)snprintf(out, cap, "%.*s:***%s", (int)(colon - location), location, at);
 }
 
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,

@@ -121,6 +121,11 @@ static inline int sl_remote_cancelled(const struct sl_remote_options* remote) {
 int sl_location_is_http(const char* location);
 /// 1 for http://, https:// and s3:// locations (read through libcurl).
 int sl_location_is_remote(const char* location);
+/// `location` as messages show it, into out[cap] (cut short if needed):
+/// the password of an http(s):// or cql:// location's user:password@ as
+/// "***" (libcurl sends it as Basic authentication; it appeared in every
+/// error). The length of the whole result, as snprintf.
+size_t sl_location_shown(const char* location, char* out, size_t cap);
 
 /// Opens a location: a path, "file://path", "-" (standard input), or an
 /// http:// / https:// URL, or s3://bucket/key.

@@ -1826,7 +1826,10 @@ int sl_http_source_open_config(const struct sl_http_config* config,
                                const struct sluice_allocator* alloc, struct sl_source** out,
                                struct sluice_error* error) {
   *out = NULL;
-  const char* name = config->name != NULL ? config->name : config->url;
+  // Messages name the object without the URL's password.
+  char shown_url[1024];
+  if (config->name == NULL) sl_location_shown(config->url, shown_url, sizeof shown_url);
+  const char* name = config->name != NULL ? config->name : shown_url;
   struct sl_http_source* s = sl_calloc(alloc, 1, sizeof *s);
   int rc = s == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", name) : 0;
   if (rc == 0 && config->remote.http_pool != NULL) {
@@ -1883,7 +1886,13 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   if (s->lead_window < 2) s->lead_window = 2;
   s->stream_end = -1;
   s->blocks = sl_block_pool_create(alloc, HTTP_POOL_BYTES);
-  s->base.name = sl_strdup(alloc, name);
+  if (config->name != NULL) {
+    s->base.name = sl_strdup(alloc, config->name);
+  } else {  // (a presigned URL may be longer than shown_url)
+    size_t n = sl_location_shown(config->url, NULL, 0) + 1;
+    s->base.name = sl_alloc(alloc, n);
+    if (s->base.name != NULL) sl_location_shown(config->url, s->base.name, n);
+  }
   s->url = sl_strdup(alloc, config->url);
   if (config->remote.ca_bundle != NULL) s->ca_bundle = sl_strdup(alloc, config->remote.ca_bundle);
   if (s->blocks == NULL || s->base.name == NULL || s->url == NULL ||

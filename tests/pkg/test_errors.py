@@ -259,6 +259,29 @@ def test_timeout_of_a_silent_server():
             sluice.read(url, timeout=0)
 
 
+def test_password_in_an_http_url_is_not_in_messages(tmp_path):
+    """A password in an http(s) URL (libcurl sends it as Basic
+    authentication) is shown as *** in exceptions, as a cql:// one is; it
+    was in every message."""
+    import functools
+    import http.server
+    import threading
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1garbagegarbagePAR1")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.RequestHandlerClass.log_message = lambda *a: None
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = "http://alice:s3cr3tpw@127.0.0.1:%d" % srv.server_address[1]
+    try:
+        for name, kind in (("bad.parquet", sluice.FormatError), ("missing.csv", sluice.SourceError)):
+            with pytest.raises(kind) as e:
+                sluice.read(f"{base}/{name}")
+            assert "s3cr3tpw" not in str(e.value) and "alice:***@127.0.0.1" in str(e.value), e.value
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_messages_quoting_bytes_that_are_not_utf8(tmp_path):
     """A codec name of bytes that are not UTF-8 is an UnsupportedError whose
     message shows them as \\xNN (it was a UnicodeDecodeError, which

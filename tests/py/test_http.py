@@ -653,6 +653,22 @@ def test_object_replaced_without_a_usable_etag_is_an_error(sluice, fault_server,
         assert ranged and all(ius is not None and im is None for im, ius in ranged), srv.conditions
 
 
+def test_password_in_the_url_is_not_in_messages(sluice, fault_server, tmp_path):
+    """A password in an http(s) URL (sent as Basic authentication) shows as
+    *** in every message, as a cql:// one does: missing objects, format
+    errors, a filter's, several locations'."""
+    url = fault_server["url"].replace("//", "//alice:s3cr3tpw@", 1)
+    (fault_server["www"] / "bad.parquet").write_bytes(b"PAR1garbagegarbagePAR1")
+    for args in (["schema", f"{url}/ok/absent.csv"], ["schema", f"{url}/ok/bad.parquet"],
+                 ["stats", f"{url}/ok/t.csv", "--filter", "zz=1"],
+                 ["cat", f"{url}/ok/t.csv", f"{url}/ok/bad.parquet"],
+                 ["cat", "-c", "q", f"{url}/ok/t.csv"]):
+        proc = sluice.run_raw(*args, timeout=120)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert "s3cr3tpw" not in err and "alice:***@127.0.0.1" in err, (args, err)
+
+
 def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
     """A failing opening GET is reported with the server's own words (S3's
     code and message from the body), not as a HEAD that has none; a 503 on
