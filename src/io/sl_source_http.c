@@ -744,7 +744,8 @@ static int probe_ranges(struct sl_http_source* s, CURL* h) {
 }
 
 /// HEAD at open when the ranged GET did not settle it: size, ETag,
-/// Accept-Ranges (retried like a GET).
+/// Accept-Ranges (retried like a GET). A server that does not do HEAD
+/// (405, 501) is read as one stream of unknown size.
 static int http_head(struct sl_http_source* s, struct sluice_error* error) {
   struct xfer x;
   memset(&x, 0, sizeof x);
@@ -769,6 +770,11 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
       adopt_version(s, &x, s->base.size);
       s->ranges = x.accept_ranges && s->base.size >= 0;
       if (!s->ranges && s->base.size > 0) s->ranges = probe_ranges(s, h);
+      break;
+    }
+    if (c == CURLE_OK && (x.status == 405 || x.status == 501)) {
+      s->base.size = -1;
+      s->ranges = 0;
       break;
     }
     if (c == CURLE_OK && (x.status >= 500 || x.status == 429)) {
@@ -842,11 +848,13 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
 /// HEAD: a 206's Content-Range gives the size, its ETag the
 /// version, and the bytes become the head edge (what format detection and
 /// most headers read first). One round trip fewer per remote open (2.5 ms
-/// of W3's 37 on loopback; far more against a real object store). 1 when
-/// that settled the object's size and ranges; 0 to ask by HEAD instead (the
-/// server ignored the range, gave no total, or failed in a way HEAD will
-/// retry and report); an error for a failed request signature and for a
-/// 401, 403 or 404, with what the response body says.
+/// of W3's 37 on loopback; far more against a real object store). A 200
+/// (a server that ignores Range) settles it too: its Content-Length is the
+/// size (none when chunked), and the object is read as one stream. 1 when
+/// that settled the object's size and ranges; 0 to ask by HEAD instead (a
+/// 206 without a total, or failed in a way HEAD will retry and report);
+/// an error for a failed request signature and for a 401, 403 or 404, with
+/// what the response body says.
 static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tail_first,
                             int* settled, struct sluice_error* error) {
   *settled = 0;
@@ -889,10 +897,31 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     if (!again || attempt + 1 >= HTTP_MAX_ATTEMPTS) break;
     backoff(attempt, &seed);
   }
+  curl_off_t length = -1;
+  s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   sl_http_pool_put(s->handles, h);
   if (sign_rc != 0) {
     sl_ref_release(ref);
     return sign_rc;
+  }
+  if (x.status == 200) {
+    // The server ignored the Range: this answer says what a HEAD would
+    // (which some servers refuse with a 405, or answer with another
+    // length), and the object is read as one stream. When it brought the
+    // whole object, that is edges[0], read from memory.
+    give_back(s);
+    s->base.size = length >= 0 ? (int64_t)length : -1;
+    adopt_version(s, &x, s->base.size);
+    s->ranges = 0;
+    *settled = 1;
+    if (c == CURLE_OK && length >= 0 && x.got == (int64_t)length) {
+      s->edges[0].data = data;
+      s->edges[0].ref = ref;
+      atomic_store(&s->whole, 1);
+    } else {
+      sl_ref_release(ref);
+    }
+    return 0;
   }
   int64_t total = x.range_total;
   int whole_edge = total >= 0 && x.got == (total < want ? total : want);
@@ -1404,7 +1433,8 @@ static void* stream_worker(void* arg) {
     }
     if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.changed) {
       if (s->base.size >= 0 && x.stream_received != s->base.size) {
-        rc = sl_error_set(&err, EIO, "%s: got %" PRId64 " bytes, Content-Length said %" PRId64,
+        rc = sl_error_set(&err, EIO, "%s: GET: the object ended after %" PRId64
+                          " bytes, where its size is %" PRId64 " (Content-Length)",
                           s->base.name, x.stream_received, s->base.size);
       }
       break;

@@ -4,8 +4,11 @@
 // gives the size, its ETag the version, and the bytes serve later reads
 // there. An object of at most 256 KiB is then fetched whole by one more GET
 // (by the opening GET itself when a listing gave its size) and read from
-// memory. A server that ignores Range (or answers oddly) is
-// then asked by HEAD for the size, the ETag and Accept-Ranges.
+// memory. A server that ignores Range answers with a 200, which gives the
+// size (its Content-Length) and version, and is read as one stream; one
+// that answers oddly (a 206 without a total) is then asked by HEAD for the
+// size, the ETag and Accept-Ranges (a HEAD refused with 405 or 501: one
+// stream of unknown size).
 // - Ranged reads (read_at, for formats with footers) are ranged GETs with
 //   If-Match on the first ETag (If-Unmodified-Since its Last-Modified when
 //   it has no strong ETag), and every response's ETag, else Last-Modified,

@@ -249,7 +249,9 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     it), grown (neither validator; the object grows by a row), norangecutlm
     (no Range, Last-Modified only; the first GET without a Range breaks off
     halfway, and the object is replaced then); longetag (a 300-byte ETag,
-    which changes)."""
+    which changes). Servers without Range whose HEAD is refused (norange405,
+    a 405) or lies (norangelie: a Content-Length of 1000); nototal405 answers
+    ranges with an unknown total ("bytes 0-9/*") and refuses HEAD."""
 
     protocol_version = "HTTP/1.1"
 
@@ -284,8 +286,14 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
                 etag = f'"{"e" * 300}-{srv.generation}"'
             srv.conditions.append((self.headers.get("If-Match"),
                                    self.headers.get("If-Unmodified-Since")))
-        norange = mode in ("norange", "norangecutlm")
-        no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm")
+        norange = mode in ("norange", "norangecutlm", "norange405", "norangelie")
+        no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm", "norange405",
+                           "norangelie")
+        if mode in ("norange405", "norangelie", "nototal405") and self.command == "HEAD":
+            self.send_response(200 if mode == "norangelie" else 405)
+            self.send_header("Content-Length", "0" if mode == "norange405" else "1000")
+            self.end_headers()
+            return
         modified = email.utils.formatdate(1_700_000_000 + 3600 * srv.generation, usegmt=True)
         if mode == "grown" and srv.generation:
             data += data[-20:]
@@ -331,7 +339,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode in ("lmchanged", "norangecutlm"):
             self.send_header("Last-Modified", modified)
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            total = "*" if mode == "nototal405" else len(data)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
         self.end_headers()
         if not body:
             return
@@ -424,6 +433,29 @@ def test_server_without_range_support_is_streamed(sluice, fault_server, tmp_path
         remote = read_table(sluice, f"{fault_server['url']}/norange/{name}",
                             tmp_path / "r.arrows", extra, env=SMALL_PARTS)
         assert remote.equals(local), name
+
+
+@pytest.mark.parametrize("mode", ["norange405", "norangelie", "nototal405"])
+def test_server_without_range_support_needs_no_head(sluice, fault_server, tmp_path, mode):
+    """A server that ignores Range answers the opening GET with a 200: its
+    Content-Length is the size and the object is read as one stream (Arrow
+    IPC and Parquet files spooled), with no HEAD, so a HEAD refused with a
+    405 or answered with a wrong length does not matter (both failed every
+    read). A HEAD still asked (a 206 that gave no size) and refused reads
+    the object as one stream of unknown size. The values are the local
+    file's, as pandas reads them."""
+    import pyarrow.parquet as pq
+    www, srv = fault_server["www"], fault_server["server"]
+    pq.write_table(pacsv.read_csv(www / "t.csv"), www / "t.parquet", row_group_size=10_000)
+    for name in ("t.csv", "t.arrows", "t.arrow", "m.lenprefix", "t.parquet"):
+        extra = fault_server["files"].get(name, [])
+        local = local_table(sluice, www / name, tmp_path / "l.arrows", extra)
+        srv.log.clear()
+        remote = read_table(sluice, f"{fault_server['url']}/{mode}/{name}", tmp_path / "r.arrows",
+                            extra, env=SMALL_PARTS)
+        assert remote.equals(local), (mode, name)
+        if mode != "nototal405":
+            assert all(m == "GET" for m, _ in srv.log), srv.log
 
 
 def test_avro_splits_read_their_ranges_in_one_request(sluice, fault_server, tmp_path):
@@ -557,8 +589,8 @@ def test_compressed_csv_streams_over_http(sluice, fault_server, tmp_path):
 def test_open_is_one_ranged_get(sluice, fault_server, tmp_path):
     """Opening a remote object is one GET of its first 64 KiB (the size from
     Content-Range, the bytes kept for format detection), not a HEAD and then
-    a GET; a server that ignores Range is asked by HEAD and streamed, and an
-    empty object reads as empty either way."""
+    a GET; a server that ignores Range is read from that GET's 200 (no
+    HEAD), and an empty object reads as empty either way."""
     srv, url = fault_server["server"], fault_server["url"]
     alltypes = fault_server["www"] / "alltypes_plain.avro"
     if not alltypes.exists():
@@ -573,7 +605,8 @@ def test_open_is_one_ranged_get(sluice, fault_server, tmp_path):
     srv.log.clear()
     got = sluice.run_raw("schema", f"{url}/norange/alltypes_plain.avro", timeout=60)
     assert got.returncode == 0 and got.stdout == want.stdout, got.stderr.decode()
-    assert [m for m, _ in srv.log][:2] == ["GET", "HEAD"], srv.log
+    # (its 200 holds the whole object: the schema is read from it)
+    assert srv.log == [("GET", "bytes=0-65535")], srv.log
     (fault_server["www"] / "empty.lenprefix").write_bytes(b"")
     for mode in ("ok", "norange"):
         proc = sluice.run_raw("stats", "-f", "lenprefix", f"{url}/{mode}/empty.lenprefix", "--json",
