@@ -125,6 +125,12 @@ struct sl_http_source {
   struct http_tag etag;
   struct http_tag modified;
   int64_t total;
+  /// The first response's Content-Encoding other than identity ("" =
+  /// none): an object stored compressed so (S3 serves its
+  /// Content-Encoding metadata whatever was asked). Its byte ranges are
+  /// not the object's, so it is read as one stream that libcurl decodes
+  /// (CURLOPT_ACCEPT_ENCODING), of unknown size; `total` is the encoded one.
+  char coding[64];
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
   /// Where request handles come from and return to (the dataset's, or this
@@ -191,6 +197,8 @@ struct xfer {
   struct http_tag etag;
   struct http_tag modified;
   int accept_ranges;
+  char coding[64];      ///< Content-Encoding other than identity ("" = none)
+  int coded;            ///< the response's coding is not the object's (s->coding)
   int64_t range_start;  ///< from Content-Range, -1 if absent
   int64_t range_total;  ///< from Content-Range, -1 if absent or "*"
   int changed;  ///< the response is of another version of the object than the first
@@ -263,6 +271,7 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
     // A new response (after a redirect or a 100 Continue): forget the last.
     memset(&x->etag, 0, sizeof x->etag);
     memset(&x->modified, 0, sizeof x->modified);
+    x->coding[0] = '\0';
     x->accept_ranges = 0;
     x->range_start = -1;
     x->range_total = -1;
@@ -270,6 +279,12 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
     tag_set(&x->etag, v, vn);
   } else if (header_is(line, n, "last-modified", &v, &vn)) {
     tag_set(&x->modified, v, vn);
+  } else if (header_is(line, n, "content-encoding", &v, &vn)) {
+    if (!(vn == 8 && strncasecmp(v, "identity", 8) == 0)) {
+      size_t k = vn < sizeof x->coding ? vn : sizeof x->coding - 1;
+      memcpy(x->coding, v, k);
+      x->coding[k] = '\0';
+    }
   } else if (header_is(line, n, "accept-ranges", &v, &vn)) {
     x->accept_ranges = vn >= 5 && strncasecmp(v, "bytes", 5) == 0;
   } else if (header_is(line, n, "content-range", &v, &vn)) {
@@ -330,7 +345,7 @@ static int other_version(struct xfer* x, CURL* h) {
 /// other ends the transfer, and the opener opens the usual way.
 static void settle_open_by_stream(struct xfer* x) {
   struct sl_http_source* s = x->s;
-  int ok = x->status == 206 && x->range_start == 0 && x->range_total > 0;
+  int ok = x->status == 206 && x->range_start == 0 && x->range_total > 0 && x->coding[0] == '\0';
   pthread_mutex_lock(&s->lock);
   if (ok) {
     s->base.size = s->stream_end = x->range_total;
@@ -351,6 +366,11 @@ static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
   x->s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   if (x->status < 200 || x->status > 299) return;
+  if (x->coding[0] != '\0' && strcasecmp(x->coding, x->s->coding) != 0 &&
+      !(x->run_lead && x->s->base.size < 0)) {
+    x->coded = 1;
+    return;
+  }
   if (other_version(x, h)) {
     x->changed = 1;
     return;
@@ -411,7 +431,7 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
     x->snippet[x->snippet_len] = '\0';
     return n;
   }
-  if (x->changed || x->bad_range || x->open_refused) return 0;  // abort: the caller says
+  if (x->changed || x->bad_range || x->open_refused || x->coded) return 0;  // the caller says
   const uint8_t* p = (const uint8_t*)data;
   int64_t left = (int64_t)n;
   if (x->skip > 0) {
@@ -475,6 +495,8 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   memset(&x->modified, 0, sizeof x->modified);
   x->changed = 0;
   x->changed_why[0] = '\0';
+  x->coded = 0;
+  x->coding[0] = '\0';
   x->bad_range = 0;
   x->snippet_len = 0;
   x->snippet[0] = '\0';
@@ -509,6 +531,12 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
     s->curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   if (s->ca_bundle != NULL) s->curl->easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
+  // An object stored with a Content-Encoding is read whole, decoded; no
+  // other request asks for a coding (libcurl sends no Accept-Encoding
+  // unless told).
+  if (s->coding[0] != '\0' && x->from_start) {
+    s->curl->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, s->coding);
+  }
   if (strcmp(method, "HEAD") == 0) s->curl->easy_setopt(h, CURLOPT_NOBODY, 1L);
   if (x->suffix > 0) {
     snprintf(line, sizeof line, "Range: bytes=-%" PRId64, x->suffix);
@@ -541,6 +569,9 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   }
   if (headers != NULL) s->curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   CURLcode c = s->curl->easy_perform(h);
+  // A 2xx without a body is checked as one with a body is (its version,
+  // its coding).
+  if (!x->body_started && c == CURLE_OK) on_body_start(x, h);
   if (!x->body_started) s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   s->curl->slist_free_all(headers);
   return c;
@@ -644,6 +675,16 @@ static int changed_error(struct sl_http_source* s, const struct xfer* x, const c
                       s->base.name, what, why);
 }
 
+/// A response with a Content-Encoding the object's first response did not
+/// have: its bytes are not the object's.
+static int coded_error(struct sl_http_source* s, const struct xfer* x, const char* what,
+                       struct sluice_error* error) {
+  return sl_error_set(error, EIO,
+                      "%s: %s: the server sent it with Content-Encoding: %s, where the first "
+                      "response had %s: its bytes are not the object's",
+                      s->base.name, what, x->coding, s->coding[0] != '\0' ? s->coding : "none");
+}
+
 /// Judges a ranged GET attempt that did not bring all its bytes: the error
 /// to report now, or 0 with *retry = 1 when it may be retried (resuming from
 /// the last byte received; *error then says why, for the last attempt).
@@ -655,6 +696,7 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
     return sl_error_set(error, ECANCELED, "%s: %s: cancelled", s->base.name, what);
   }
   if (x->changed || x->status == 412) return changed_error(s, x, what, error);
+  if (x->coded) return coded_error(s, x, what, error);
   if (x->bad_range) {
     return sl_error_set(error, EIO, "%s: %s: the server answered with a different range",
                         s->base.name, what);
@@ -766,9 +808,10 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
     if (c == CURLE_OK && x.status >= 200 && x.status <= 299) {
       curl_off_t length = -1;
       s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-      s->base.size = length >= 0 ? (int64_t)length : -1;
-      adopt_version(s, &x, s->base.size);
-      s->ranges = x.accept_ranges && s->base.size >= 0;
+      s->base.size = length >= 0 && x.coding[0] == '\0' ? (int64_t)length : -1;
+      adopt_version(s, &x, length >= 0 ? (int64_t)length : -1);
+      memcpy(s->coding, x.coding, sizeof s->coding);
+      s->ranges = x.accept_ranges && s->base.size >= 0 && s->coding[0] == '\0';
       if (!s->ranges && s->base.size > 0) s->ranges = probe_ranges(s, h);
       break;
     }
@@ -903,6 +946,21 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
   if (sign_rc != 0) {
     sl_ref_release(ref);
     return sign_rc;
+  }
+  if ((x.status == 200 || x.status == 206) && x.coding[0] != '\0') {
+    // Stored with a Content-Encoding (gzip, as S3 serves such an object
+    // whatever was asked): a range of its bytes is one of the encoded
+    // ones, so it is read as one stream, decoded, of unknown size (the
+    // formats with footers spool it). Its error otherwise was the
+    // format's ("no PAR1 magic").
+    give_back(s);
+    s->base.size = -1;
+    adopt_version(s, &x, x.status == 206 ? x.range_total : length >= 0 ? (int64_t)length : -1);
+    memcpy(s->coding, x.coding, sizeof s->coding);
+    s->ranges = 0;
+    *settled = 1;
+    sl_ref_release(ref);
+    return 0;
   }
   if (x.status == 200) {
     // The server ignored the Range: this answer says what a HEAD would
@@ -1431,7 +1489,7 @@ static void* stream_worker(void* arg) {
       rc = sign_rc;
       break;
     }
-    if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.changed) {
+    if (c == CURLE_OK && x.status >= 200 && x.status <= 299 && !x.changed && !x.coded) {
       if (s->base.size >= 0 && x.stream_received != s->base.size) {
         rc = sl_error_set(&err, EIO, "%s: GET: the object ended after %" PRId64
                           " bytes, where its size is %" PRId64 " (Content-Length)",
@@ -1448,6 +1506,15 @@ static void* stream_worker(void* arg) {
     }
     if (x.changed) {
       rc = changed_error(s, &x, "GET", &err);
+      break;
+    }
+    if (x.coded) {
+      rc = coded_error(s, &x, "GET", &err);
+      break;
+    }
+    if (c == CURLE_BAD_CONTENT_ENCODING) {
+      rc = sl_error_set(&err, EIO, "%s: GET: cannot decode its Content-Encoding: %s (%s)",
+                        s->base.name, s->coding, errbuf[0] != '\0' ? errbuf : "libcurl");
       break;
     }
     int retry;

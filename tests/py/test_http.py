@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import email.utils
+import gzip
 import http.server
 import json
 import os
@@ -228,6 +229,7 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.log: list[tuple[str, str | None]] = []  # (method, Range header) per request
         self.conditions: list[tuple[str | None, str | None]] = []  # (If-Match, If-Unmodified-Since)
         self.cut_done = False
+        self.accept_encodings: list[str | None] = []
         # Faults are dealt per request, not by the server's request count: with
         # concurrent clients a global "every other request fails" can land all of
         # one request's retries on failing turns.
@@ -251,7 +253,12 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     halfway, and the object is replaced then); longetag (a 300-byte ETag,
     which changes). Servers without Range whose HEAD is refused (norange405,
     a 405) or lies (norangelie: a Content-Length of 1000); nototal405 answers
-    ranges with an unknown total ("bytes 0-9/*") and refuses HEAD."""
+    ranges with an unknown total ("bytes 0-9/*") and refuses HEAD. Objects
+    stored compressed, served with Content-Encoding: gzip whatever the
+    request asked, as S3 serves such objects: gzipped (the file, gzipped
+    whole; ranges are of those bytes), cestored (the file as it is, a .gz
+    one labelled so), gzipafter (the first answer plain, later ones as
+    gzipped)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -286,6 +293,10 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
                 etag = f'"{"e" * 300}-{srv.generation}"'
             srv.conditions.append((self.headers.get("If-Match"),
                                    self.headers.get("If-Unmodified-Since")))
+            srv.accept_encodings.append(self.headers.get("Accept-Encoding"))
+            served = srv.tries[("served", mode, name)] = \
+                srv.tries.get(("served", mode, name), 0) + 1
+            coded = mode in ("gzipped", "cestored") or (mode == "gzipafter" and served > 1)
         norange = mode in ("norange", "norangecutlm", "norange405", "norangelie")
         no_etag = mode in ("norange", "lmchanged", "grown", "norangecutlm", "norange405",
                            "norangelie")
@@ -297,6 +308,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         modified = email.utils.formatdate(1_700_000_000 + 3600 * srv.generation, usegmt=True)
         if mode == "grown" and srv.generation:
             data += data[-20:]
+        if mode in ("gzipped", "gzipafter") and coded:
+            data = gzip.compress(data, compresslevel=1, mtime=0)
         if mode == "region" or (mode == "nohead" and self.command == "HEAD"):
             body_text = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
                          b"AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
@@ -338,6 +351,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("ETag", etag)
         if mode in ("lmchanged", "norangecutlm"):
             self.send_header("Last-Modified", modified)
+        if coded:
+            self.send_header("Content-Encoding", "gzip")
         if status == 206:
             total = "*" if mode == "nototal405" else len(data)
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
@@ -456,6 +471,38 @@ def test_server_without_range_support_needs_no_head(sluice, fault_server, tmp_pa
         assert remote.equals(local), (mode, name)
         if mode != "nototal405":
             assert all(m == "GET" for m, _ in srv.log), srv.log
+
+
+def test_objects_stored_with_a_content_encoding(sluice, fault_server, tmp_path):
+    """An object stored gzipped and served with Content-Encoding: gzip (S3
+    serves its Content-Encoding metadata whatever was asked) is read as one
+    stream that libcurl decodes, as pandas (fsspec) reads it: Parquet and
+    Arrow IPC files (spooled), Avro and CSV, and a .csv.gz labelled so. It
+    was the format's error ("not a Parquet file (no PAR1 magic)"). Only that
+    stream's GET sends an Accept-Encoding. A ranged answer that comes
+    encoded when the first did not is an error that names the coding."""
+    import pyarrow.parquet as pq
+    www, srv, url = fault_server["www"], fault_server["server"], fault_server["url"]
+    pq.write_table(pacsv.read_csv(www / "t.csv"), www / "t.parquet", row_group_size=10_000)
+    (www / "t.csv.gz").write_bytes(gzip.compress((www / "t.csv").read_bytes()))
+    names = ["t.parquet", "t.arrow", "t.arrows", "t.csv"] + \
+        [n for n in ("alltypes_plain.avro",) if (www / n).exists()]
+    for name in names:
+        extra = fault_server["files"].get(name, [])
+        local = local_table(sluice, www / name, tmp_path / "l.arrows", extra)
+        srv.accept_encodings.clear()
+        remote = read_table(sluice, f"{url}/gzipped/{name}", tmp_path / "r.arrows", extra)
+        assert remote.equals(local), name
+        asked = [a for a in srv.accept_encodings if a is not None]
+        assert asked == ["gzip"], (name, srv.accept_encodings)
+    local = local_table(sluice, www / "t.csv", tmp_path / "l.arrows", [])
+    assert read_table(sluice, f"{url}/cestored/t.csv.gz", tmp_path / "r.arrows", []).equals(local)
+    proc = subprocess.run([sluice.binary, "convert", f"{url}/gzipafter/t.parquet",
+                           str(tmp_path / "o.arrows"), "-t", "arrows", "-q"],
+                          capture_output=True, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "Content-Encoding: gzip" in err and "/gzipafter/t.parquet" in err, err
 
 
 def test_avro_splits_read_their_ranges_in_one_request(sluice, fault_server, tmp_path):
