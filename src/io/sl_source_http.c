@@ -207,6 +207,8 @@ struct xfer {
   int open_refused;  ///< an open by download got no 206 from byte 0: it ends
   char snippet[256];  ///< the start of an error response body
   size_t snippet_len;
+  CURLcode result;      ///< the last attempt's libcurl result
+  const char* errtext;  ///< and its error buffer (the caller's)
   /// Readahead: bytes handed to the parts go through this instead of buf.
   int (*sink)(struct xfer* x, const uint8_t* data, int64_t n);
   /// Streaming mode: every response is the object from byte 0.
@@ -574,6 +576,8 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   if (!x->body_started && c == CURLE_OK) on_body_start(x, h);
   if (!x->body_started) s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   s->curl->slist_free_all(headers);
+  x->result = c;
+  x->errtext = errbuf;
   return c;
 }
 
@@ -596,7 +600,10 @@ static const char* status_reason(long status) {
     case 404: return "not found";
     case 412: return "precondition failed";
     case 416: return "range not satisfiable";
-    default: return status >= 500 ? "server error" : "request failed";
+    default:
+      return status >= 500   ? "server error"
+             : status >= 400 ? "request failed"
+                             : "redirect not followed";
   }
 }
 
@@ -632,6 +639,15 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
   if (xml_code != NULL) {
     int w = snprintf(body, sizeof body, "%.*s%s%.*s", (int)code_len, xml_code,
                      xml_msg != NULL ? ": " : "", (int)msg_len, xml_msg != NULL ? xml_msg : "");
+    k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
+  } else if (x->status >= 300 && x->status < 400) {
+    // Why libcurl stopped there: too many redirects (a loop), a scheme it
+    // will not follow (file://), or no Location to go to.
+    const char* why = x->result == CURLE_OK ? "the answer has no Location"
+                      : x->errtext != NULL && x->errtext[0] != '\0'
+                          ? x->errtext
+                          : s->curl->easy_strerror(x->result);
+    int w = snprintf(body, sizeof body, "%s", why);
     k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
   } else {
     for (size_t i = 0; i < x->snippet_len && k + 1 < sizeof body; ++i) {

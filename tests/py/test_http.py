@@ -258,7 +258,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     request asked, as S3 serves such objects: gzipped (the file, gzipped
     whole; ranges are of those bytes), cestored (the file as it is, a .gz
     one labelled so), gzipafter (the first answer plain, later ones as
-    gzipped)."""
+    gzipped). Redirects that cannot be followed: loop (302 to itself),
+    tofile (302 to file:///etc/passwd), noloc (302 without a Location)."""
 
     protocol_version = "HTTP/1.1"
 
@@ -310,6 +311,13 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             data += data[-20:]
         if mode in ("gzipped", "gzipafter") and coded:
             data = gzip.compress(data, compresslevel=1, mtime=0)
+        if mode in ("loop", "tofile", "noloc"):
+            self.send_response(302)
+            if mode != "noloc":
+                self.send_header("Location", self.path if mode == "loop" else "file:///etc/passwd")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if mode == "region" or (mode == "nohead" and self.command == "HEAD"):
             body_text = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
                          b"AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
@@ -762,6 +770,18 @@ def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
     remote = read_table(sluice, f"{fault_server['url']}/nohead/t.arrow", tmp_path / "r.arrows",
                         extra)
     assert remote.equals(local)
+
+
+@pytest.mark.parametrize("mode,why", [("loop", "Maximum (5) redirects followed"),
+                                      ("tofile", "file"), ("noloc", "no Location")])
+def test_redirects_not_followed_say_why(sluice, fault_server, mode, why):
+    """A redirect libcurl does not follow (a loop, a scheme it refuses, no
+    Location) is reported with libcurl's reason, as other failures are; it
+    was a bare "HTTP 302 (request failed)"."""
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/{mode}/t.csv", timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "HTTP 302 (redirect not followed)" in err and why in err, err
 
 
 def test_server_down_fails_after_retries(sluice, fault_server):
