@@ -207,6 +207,11 @@ struct xfer {
   int open_refused;  ///< an open by download got no 206 from byte 0: it ends
   char snippet[256];  ///< the start of an error response body
   size_t snippet_len;
+  /// The stall timeout: when a body byte last came (or the attempt began,
+  /// or a sink returned), and the byte count libcurl last reported.
+  double last_byte_t;
+  curl_off_t last_dlnow;
+  int stalled;          ///< aborted by on_progress: no byte for stall_s
   CURLcode result;      ///< the last attempt's libcurl result
   const char* errtext;  ///< and its error buffer (the caller's)
   /// Readahead: bytes handed to the parts go through this instead of buf.
@@ -228,6 +233,8 @@ struct xfer {
   double run_waited;   ///< the lead: seconds spent waiting for a free slot
   int64_t run_bytes;   ///< the lead: bytes its stream brought
 };
+
+static double now_seconds(void);
 
 static void trim_value(const char** v, size_t* n) {
   while (*n > 0 && ((*v)[0] == ' ' || (*v)[0] == '\t')) {
@@ -424,6 +431,7 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   struct xfer_call* call = user;
   struct xfer* x = call->x;
   size_t n = size * nmemb;
+  x->last_byte_t = now_seconds();
   if (!x->body_started) on_body_start(x, call->h);
   if (x->status < 200 || x->status > 299) {
     size_t room = sizeof x->snippet - 1 - x->snippet_len;
@@ -445,6 +453,7 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   if (left == 0) return n;
   if (x->sink != NULL) {
     x->stream_rc = x->sink(x, p, left);
+    x->last_byte_t = now_seconds();  // (a sink may wait for the reader: not a stall)
     return x->stream_rc == 0 ? n : 0;
   }
   int64_t room = x->need - x->got;
@@ -456,14 +465,31 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
   return k == left ? n : 0;
 }
 
+/// The stall timeout, if not given (sl_curl_set_timeouts' default).
+#define HTTP_STALL_DEFAULT_S 60.0
+
+/// Closing cancels; and an attempt that brought no byte of its body for
+/// the timeout (`--timeout`, 60 s by default) ends as timed out. libcurl
+/// calls this at least once a second, so the stall is caught within a
+/// second of the timeout; libcurl's own low-speed check averages over
+/// about 5 s, so a stall after some data took N + 6 s to catch.
 static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow) {
-  struct sl_http_source* s = user;
+  struct xfer* x = user;
   (void)dltotal;
-  (void)dlnow;
   (void)ultotal;
   (void)ulnow;
-  return atomic_load(&s->stopping) ? 1 : 0;
+  if (atomic_load(&x->s->stopping)) return 1;
+  if (dlnow != x->last_dlnow) {  // (on_write_call noted when the bytes came)
+    x->last_dlnow = dlnow;
+    return 0;
+  }
+  double stall_s = x->s->timeout_s > 0 ? x->s->timeout_s : HTTP_STALL_DEFAULT_S;
+  if (now_seconds() - x->last_byte_t >= stall_s) {
+    x->stalled = 1;
+    return 1;
+  }
+  return 0;
 }
 
 static int is_tls_error(CURLcode c) {
@@ -527,7 +553,10 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   s->curl->easy_setopt(h, CURLOPT_WRITEDATA, &call);
   s->curl->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   s->curl->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  s->curl->easy_setopt(h, CURLOPT_XFERINFODATA, s);
+  s->curl->easy_setopt(h, CURLOPT_XFERINFODATA, x);
+  x->last_byte_t = now_seconds();
+  x->last_dlnow = 0;
+  x->stalled = 0;
   if (s->insecure) {
     s->curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
     s->curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -571,6 +600,11 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   }
   if (headers != NULL) s->curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   CURLcode c = s->curl->easy_perform(h);
+  if (c == CURLE_ABORTED_BY_CALLBACK && x->stalled) {
+    c = CURLE_OPERATION_TIMEDOUT;
+    snprintf(errbuf, CURL_ERROR_SIZE, "no byte came for %g s",
+             s->timeout_s > 0 ? s->timeout_s : HTTP_STALL_DEFAULT_S);
+  }
   // A 2xx without a body is checked as one with a body is (its version,
   // its coding).
   if (!x->body_started && c == CURLE_OK) on_body_start(x, h);

@@ -230,6 +230,8 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.conditions: list[tuple[str | None, str | None]] = []  # (If-Match, If-Unmodified-Since)
         self.cut_done = False
         self.accept_encodings: list[str | None] = []
+        self.times: list[float] = []  # when each request came (time.monotonic)
+        self.stalled = False
         # Faults are dealt per request, not by the server's request count: with
         # concurrent clients a global "every other request fails" can land all of
         # one request's retries on failing turns.
@@ -259,7 +261,9 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     whole; ranges are of those bytes), cestored (the file as it is, a .gz
     one labelled so), gzipafter (the first answer plain, later ones as
     gzipped). Redirects that cannot be followed: loop (302 to itself),
-    tofile (302 to file:///etc/passwd), noloc (302 without a Location)."""
+    tofile (302 to file:///etc/passwd), noloc (302 without a Location).
+    stall: the first GET of more than 100,000 bytes sends those and then
+    nothing for 30 s."""
 
     protocol_version = "HTTP/1.1"
 
@@ -278,6 +282,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             srv.requests += 1
             rng = self.headers.get("Range")
             srv.log.append((self.command, rng))
+            srv.times.append(time.monotonic())
             n = srv.requests
             flaky_try = srv.tries[("flaky", self.command, name, rng)] = \
                 srv.tries.get(("flaky", self.command, name, rng), 0) + 1
@@ -366,6 +371,12 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
         self.end_headers()
         if not body:
+            return
+        if mode == "stall" and self.command == "GET" and len(chunk) > 100_000 and not srv.stalled:
+            srv.stalled = True
+            self.wfile.write(chunk[:100_000])
+            self.wfile.flush()
+            time.sleep(30)
             return
         if mode == "norangecutlm" and rng is None and not srv.cut_done:
             srv.cut_done = True
@@ -806,6 +817,26 @@ def test_silent_server_times_out_as_asked(sluice):
         assert len(held) >= 2  # it was retried
         bad = sluice.run_raw("schema", url, "--timeout", "0")
         assert bad.returncode == 2 and b"--timeout" in bad.stderr, bad
+
+
+def test_stall_after_some_bytes_times_out_as_asked(sluice, fault_server, tmp_path):
+    """--timeout N: a transfer that stops bringing bytes mid-body is given
+    up after N s (within about a second: libcurl's progress calls), and
+    resumed; libcurl's low-speed check, which averages over about 5 s, took
+    N + 6 s once bytes had come. The values are the local file's."""
+    srv = fault_server["server"]
+    local = local_table(sluice, fault_server["www"] / "t.csv", tmp_path / "l.arrows", [])
+    remote = read_table(sluice, f"{fault_server['url']}/stall/t.csv", tmp_path / "r.arrows",
+                        ["--timeout", "2"])
+    assert remote.equals(local)
+    stalled = next(i for i, (m, r) in enumerate(srv.log)
+                   if m == "GET" and r and int(r.split("=")[1].split("-")[1] or 1 << 40) -
+                   int(r.split("=")[1].split("-")[0]) >= 100_000)
+    end = srv.log[stalled][1].split("-")[1]
+    retry = next(j for j in range(stalled + 1, len(srv.log))
+                 if srv.log[j][1] and srv.log[j][1].split("-")[1] == end)  # resumed, same end
+    retry_after = srv.times[retry] - srv.times[stalled]
+    assert 2 <= retry_after < 4, (retry_after, srv.log)
 
 
 def _fetched_bytes(log, size: int) -> int:
