@@ -925,6 +925,33 @@ def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_pa
             assert len(gets) <= 6, gets
 
 
+def test_parquet_row_group_requests_as_documented(sluice, fault_server, tmp_path):
+    """README's count: a Parquet object of one row group opened by its tail
+    (-f parquet) is two requests with --threads 1 (the tail, then the
+    projected chunks, which lie together, in one GET); with more threads,
+    the row group is decoded in column parts, each fetching its own chunk
+    (three columns: four requests), the same bytes either way. Values
+    equal pyarrow's."""
+    import pyarrow.parquet as pq
+    table = pa.table({f"c{i}": pa.array(range(0, 50_000 * i, i) if i else [0] * 50_000,
+                                        pa.int64()) for i in range(10)})
+    path = fault_server["www"] / "one_group.parquet"
+    pq.write_table(table, path, compression="none")
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    srv, size = fault_server["server"], path.stat().st_size
+    want = table.select(["c1", "c2", "c3"])
+    fetched = {}
+    for threads, requests in (("1", 2), ("4", 4)):
+        srv.log.clear()
+        got = read_table(sluice, f"{fault_server['url']}/ok/one_group.parquet",
+                         tmp_path / "r.arrows",
+                         ["-f", "parquet", "-c", "c1,c2,c3", "--threads", threads])
+        assert got.equals(want), threads
+        assert len(srv.log) == requests and srv.log[0] == ("GET", "bytes=-65536"), srv.log
+        fetched[threads] = _fetched_bytes(srv.log[1:], size)
+    assert abs(fetched["1"] - fetched["4"]) < 4096, fetched
+
+
 def test_parquet_lookup_by_dictionaries_fetches_one_row_group(sluice, fault_server, tmp_path):
     """Over HTTP, a lookup in pyarrow's default file (no Bloom filter,
     dictionary-encoded, encoding_stats) reads each row group's dictionary
