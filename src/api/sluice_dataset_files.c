@@ -676,9 +676,11 @@ static int open_part(struct sl_files_reader* f, struct files_part* p,
   // Every object is open before the scan starts: what its source cached
   // for the open goes now, so that memory grows with the objects being
   // read, not with all of them. The first is read first: what its open
-  // read ahead serves its scan.
-  sl_source_trim(p->source);
-  if (f->format->trim != NULL && p != f->parts) f->format->trim(p->reader);
+  // read ahead serves its scan (a remote CSV's sample, its first split).
+  if (p != f->parts) {
+    sl_source_trim(p->source);
+    if (f->format->trim != NULL) f->format->trim(p->reader);
+  }
   return 0;
 }
 

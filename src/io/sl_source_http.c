@@ -69,6 +69,9 @@
 /// 4 requests each, now 1). Within the dataset's budget for them
 /// (sl_http_pool.h); an object read to its end lets go (http_drop).
 #define HTTP_WHOLE_OBJECT (4 * HTTP_EDGE_CACHE)
+/// The largest read of the head kept for the reads after the open (a CSV's
+/// default inference sample); larger ones (an Avro split) are not read again.
+#define HTTP_KEEP_HEAD (((int64_t)1 << 20) + HTTP_EDGE_CACHE)
 #define HTTP_MAX_PARALLEL 16
 /// Read buffers kept for reuse per object (sl_block_pool.h): a CSV read
 /// holds a few 32 MiB split ranges at a time, a readahead its parts.
@@ -146,6 +149,16 @@ struct sl_http_source {
   } edges[2];            // [0] = head, [1] = tail
   atomic_int whole;      ///< edges[0] holds the whole object (HTTP_WHOLE_OBJECT)
   int64_t whole_reserved;  ///< bytes of the pool's whole-object budget held
+  /// A read of the head past the edge while opening (a CSV's inference
+  /// sample, 1 MiB), kept within the same budget: the split that reads
+  /// those bytes again takes them from here and fetches only the rest (a
+  /// 1.2 MB CSV cost 2.06 times its bytes). Under edge_lock; goes once the
+  /// first split read past it, or when the object is done (http_drop), or
+  /// with the other edges at http_trim (a dataset's objects but its first
+  /// wait for their turn: a MiB each was too much to hold meanwhile).
+  struct http_edge head;
+  int64_t head_size;  ///< bytes `head` holds (also the budget it holds)
+  int trimmed;        ///< the reader opened (http_trim): no head is kept after
 
   // Readahead (forward reads). Part k covers [k * part_size, ...) and lives in
   // slot k % depth; a worker fetches part k only when k < cur + depth, i.e.
@@ -936,6 +949,18 @@ static int fetch_whole(struct sl_http_source* s, const uint8_t* head, int64_t ha
   return 0;
 }
 
+/// An object no larger than an edge, which the opening GET brought whole
+/// into edges[0]: held as a whole object (within the budget for them), so
+/// that the reader's trim after its open keeps it. A CSV of up to 64 KiB
+/// was fetched whole twice (the opening GET, then its split's).
+static void hold_whole_edge(struct sl_http_source* s, int64_t total) {
+  if (total > 0 && total <= HTTP_EDGE_CACHE && s->whole_reserved == 0 &&
+      sl_http_pool_cache_take(s->handles, total)) {
+    s->whole_reserved = total;
+    atomic_store(&s->whole, 1);
+  }
+}
+
 /// Opening by a ranged GET of the object's first HTTP_EDGE_CACHE bytes (the
 /// whole object when a listing said it is small: `size_hint`) instead of a
 /// HEAD: a 206's Content-Range gives the size, its ETag the
@@ -1044,6 +1069,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
       struct http_edge* e = &s->edges[total <= HTTP_EDGE_CACHE ? 0 : 1];
       e->data = data;
       e->ref = ref;
+      hold_whole_edge(s, total);
       return 0;
     }
     // (The listed size may be out of date: what matters is what came.)
@@ -1059,6 +1085,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     }
     s->edges[0].data = data;  // read_at's head edge: min(size, HTTP_EDGE_CACHE) bytes, or all
     s->edges[0].ref = ref;
+    hold_whole_edge(s, total);
     return 0;
   }
   give_back(s);
@@ -1117,6 +1144,30 @@ static int edge_read(struct sl_http_source* s, int which, int64_t edge, int64_t 
 static int readahead_view(struct sl_http_source* s, int64_t length, int consume, int some,
                           struct sl_view* out, struct sluice_error* error);
 
+/// Lets go of the kept head and its budget (views keep their bytes).
+static void release_head(struct sl_http_source* s) {
+  pthread_mutex_lock(&s->edge_lock);
+  sl_ref_release(s->head.ref);
+  s->head.ref = NULL;
+  s->head.data = NULL;
+  if (s->head_size > 0) sl_http_pool_cache_give(s->handles, s->head_size);
+  s->head_size = 0;
+  pthread_mutex_unlock(&s->edge_lock);
+}
+
+/// Keeps the `size` bytes a read of the head past the edge brought, while
+/// opening and within the whole-object budget.
+static void keep_head(struct sl_http_source* s, uint8_t* data, struct sl_ref* ref, int64_t size) {
+  pthread_mutex_lock(&s->edge_lock);
+  if (!s->trimmed && s->head.ref == NULL && size <= HTTP_KEEP_HEAD &&
+      sl_http_pool_cache_take(s->handles, size)) {
+    s->head.data = data;
+    s->head.ref = sl_ref_retain(ref);
+    s->head_size = size;
+  }
+  pthread_mutex_unlock(&s->edge_lock);
+}
+
 static int http_read_at(struct sl_source* source, int64_t offset, int64_t length,
                         struct sl_view* out, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
@@ -1135,15 +1186,36 @@ static int http_read_at(struct sl_source* source, int64_t offset, int64_t length
       source->size < HTTP_EDGE_CACHE || atomic_load(&s->whole) ? source->size : HTTP_EDGE_CACHE;
   int which = offset + length <= edge ? 0 : offset >= source->size - edge ? 1 : -1;
   if (which >= 0) return edge_read(s, which, edge, offset, length, out, error);
+  // Bytes the kept head holds: a view, or copied and only the rest fetched.
+  pthread_mutex_lock(&s->edge_lock);
+  struct http_edge head = s->head;
+  int64_t have = head.ref != NULL && offset < s->head_size ? s->head_size - offset : 0;
+  if (have >= length) {
+    out->data = head.data + offset;
+    out->size = length;
+    out->owner = sl_ref_retain(head.ref);
+    pthread_mutex_unlock(&s->edge_lock);
+    return 0;
+  }
+  if (have > 0) sl_ref_retain(head.ref);
+  pthread_mutex_unlock(&s->edge_lock);
   uint8_t* data;
   struct sl_ref* ref;
   int recycled;
-  SL_RETURN_NOT_OK(new_block(s, length, &data, &ref, &recycled, error));
-  int rc = http_fetch(s, offset, length, data, recycled, error);
+  int rc = new_block(s, length, &data, &ref, &recycled, error);
+  if (rc == 0 && have > 0) memcpy(data, head.data + offset, (size_t)have);
+  if (rc == 0) rc = http_fetch(s, offset + have, length - have, data + have, recycled, error);
+  if (have > 0) {
+    sl_ref_release(head.ref);
+    // The read it was kept for: the first split's, from the head (a later
+    // split that reads its end may come first).
+    if (rc == 0 && offset < HTTP_EDGE_CACHE) release_head(s);
+  }
   if (rc != 0) {
     sl_ref_release(ref);
     return rc;
   }
+  if (offset == 0 && have == 0) keep_head(s, data, ref, length);
   out->data = data;
   out->size = length;
   out->owner = ref;
@@ -1696,7 +1768,18 @@ static int edge_view(struct sl_http_source* s, int64_t length, int consume, stru
   pthread_mutex_lock(&s->edge_lock);
   pthread_mutex_lock(&s->lock);
   int64_t at = s->pos;
-  if (s->edges[0].ref != NULL && (whole || (s->ranges && !s->started && at + length <= end))) {
+  // The kept head (a CSV's sample) serves a forward read too (an object
+  // that fits the sample is read whole, forward) before the readahead starts.
+  if (s->head.ref != NULL && !s->started &&
+      (at + length <= s->head_size || (s->head_size == s->base.size && at <= s->head_size))) {
+    int64_t n = length < s->head_size - at ? length : s->head_size - at;
+    if (consume) s->pos += n;
+    out->data = n > 0 ? s->head.data + at : sl_empty_bytes;
+    out->size = n;
+    out->owner = n > 0 ? sl_ref_retain(s->head.ref) : NULL;
+    served = 1;
+  } else if (s->edges[0].ref != NULL &&
+             (whole || (s->ranges && !s->started && at + length <= end))) {
     int64_t n = length < end - at ? length : end - at;
     if (consume) s->pos += n;
     out->data = n > 0 ? s->edges[0].data + at : sl_empty_bytes;
@@ -1852,7 +1935,10 @@ static void http_destroy(struct sl_http_source* s) {
     for (int i = 0; i < s->depth; ++i) sl_ref_release(s->slots[i].ref);
     sl_free(alloc, s->slots, (size_t)s->depth * sizeof *s->slots);
   }
-  if (s->handles != NULL) give_back(s);
+  if (s->handles != NULL) {
+    give_back(s);
+    release_head(s);
+  }
   sl_http_pool_release(s->handles);  // after the workers: they return handles
   for (int i = 0; i < 2; ++i) sl_ref_release(s->edges[i].ref);
   sl_block_pool_close(s->blocks);  // blocks still viewed go when their views do
@@ -1887,6 +1973,7 @@ static void http_drop(struct sl_source* source, int64_t offset, int64_t length) 
   atomic_store(&s->whole, 0);
   give_back(s);
   pthread_mutex_unlock(&s->edge_lock);
+  release_head(s);
   sl_block_pool_idle(s->blocks);
 }
 
@@ -1897,7 +1984,9 @@ static void http_trim(struct sl_source* source) {
   struct sl_http_source* s = (struct sl_http_source*)source;
   pthread_mutex_lock(&s->edge_lock);
   release_edges(s, atomic_load(&s->whole) ? 1 : 0);
+  s->trimmed = 1;
   pthread_mutex_unlock(&s->edge_lock);
+  release_head(s);
   sl_block_pool_idle(s->blocks);
 }
 
