@@ -19,6 +19,8 @@
 #include "core/sl_error.h"
 #include "core/sl_validate.h"
 #include "format/parquet/parquet_reader.h"
+#include "format/parquet/pq_codec.h"
+#include "format/parquet/pq_meta.h"
 #include "io/sl_source.h"
 #include "test_util.h"
 
@@ -431,6 +433,146 @@ static void test_mutations(void** state) {
   }
 }
 
+/// A crafted file of one int32 column "a": n_groups row groups of `rows`
+/// rows, each one PLAIN data page of `bsize` bytes at `body` whose header
+/// says `num_values` values and `usize` uncompressed bytes (the column's
+/// definition levels, if optional, are the caller's part of the body).
+struct crafted {
+  enum pq_codec codec;
+  enum pq_repetition repetition;
+  int n_groups;
+  int64_t rows, num_values;
+  int32_t usize;
+  const uint8_t* body;
+  int32_t bsize;
+};
+
+static void write_crafted(const char* path, const struct crafted* c) {
+  struct sl_buffer out;
+  sl_buffer_init(&out, NULL);
+  struct sluice_error err;
+  assert_int_equal(sl_buffer_append(&out, "PAR1", 4), 0);
+  struct pq_row_group groups[8];
+  struct pq_column_chunk chunks[8];
+  int32_t encodings[2] = {PQ_ENC_PLAIN, PQ_ENC_RLE};
+  struct pq_bytes name = {(const uint8_t*)"a", 1, 1};
+  assert_true(c->n_groups <= 8);
+  for (int g = 0; g < c->n_groups; ++g) {
+    int64_t at = out.size;
+    struct pq_page_header h;
+    sl_pq_page_header_init(&h);
+    h.type = PQ_PAGE_DATA;
+    h.uncompressed_page_size = c->usize;
+    h.compressed_page_size = c->bsize;
+    h.num_values = (int32_t)c->num_values;
+    h.encoding = PQ_ENC_PLAIN;
+    h.definition_level_encoding = h.repetition_level_encoding = PQ_ENC_RLE;
+    assert_int_equal(sl_pq_page_header_write(&h, &out, &err), 0);
+    assert_int_equal(sl_buffer_append(&out, c->body, c->bsize), 0);
+    struct pq_column_meta m;
+    sl_pq_column_meta_init(&m);
+    m.type = PQ_INT32;
+    m.encodings = encodings;
+    m.n_encodings = 2;
+    m.path_in_schema = &name;
+    m.n_path = 1;
+    m.codec = c->codec;
+    m.num_values = c->rows;
+    m.total_compressed_size = m.total_uncompressed_size = out.size - at;
+    m.data_page_offset = at;
+    chunks[g] = (struct pq_column_chunk){.file_offset = at, .has_meta_data = 1, .meta_data = m};
+    groups[g] = (struct pq_row_group){.columns = &chunks[g], .n_columns = 1,
+                                      .total_byte_size = out.size - at, .num_rows = c->rows,
+                                      .file_offset = -1, .total_compressed_size = -1,
+                                      .ordinal = -1};
+  }
+  struct pq_schema_element schema[2];
+  sl_pq_schema_element_init(&schema[0]);
+  schema[0].name = (struct pq_bytes){(const uint8_t*)"schema", 6, 1};
+  schema[0].num_children = 1;
+  sl_pq_schema_element_init(&schema[1]);
+  schema[1].has_type = 1;
+  schema[1].type = PQ_INT32;
+  schema[1].has_repetition = 1;
+  schema[1].repetition = c->repetition;
+  schema[1].name = name;
+  struct pq_file_meta meta = {.version = 1, .schema = schema, .n_schema = 2,
+                              .num_rows = c->rows * c->n_groups, .row_groups = groups,
+                              .n_row_groups = c->n_groups};
+  int64_t footer = out.size;
+  assert_int_equal(sl_pq_file_meta_write(&meta, &out, &err), 0);
+  uint32_t len = (uint32_t)(out.size - footer);
+  assert_int_equal(sl_buffer_append(&out, &len, 4), 0);
+  assert_int_equal(sl_buffer_append(&out, "PAR1", 4), 0);
+  assert_int_equal(test_write_file(path, out.data, (size_t)out.size), 0);
+  sl_buffer_reset(&out);
+}
+
+/// Reads a crafted file through the counting allocator: the error (which
+/// must be one) and the peak of live bytes.
+static long long read_crafted(const struct crafted* c, const char* options,
+                              struct sluice_error* err) {
+  char path[512];
+  test_temp_path("crafted.parquet", path, sizeof path);
+  write_crafted(path, c);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct result* r = malloc(sizeof *r);
+  int rc = read_file(path, &ta.base, NULL, 0, options, 0, r, err);
+  if (rc == 0) result_release(r);
+  free(r);
+  unlink(path);
+  assert_int_not_equal(rc, 0);
+  assert_int_equal(ta.live_bytes, 0);
+  return (long long)ta.peak_bytes;
+}
+
+/// A page header's uncompressed size is a claim: one its compressed bytes
+/// cannot make is refused before anything is allocated for it (it was
+/// reserved and mapped first: 2 GiB per worker for a 274-byte file),
+/// naming the page and both sizes. pyarrow: "Corrupt snappy compressed
+/// data", at 127 MB.
+static void test_declared_page_size_bounded(void** state) {
+  (void)state;
+  const int32_t claim = 1 << 28;
+  struct pq_codec_ctx* ctx;
+  struct sluice_error err;
+  assert_int_equal(sl_pq_codec_ctx_new(NULL, &ctx, &err), 0);
+  int32_t values[16];
+  for (int i = 0; i < 16; ++i) values[i] = i;
+  static const enum pq_codec k_codecs[] = {PQ_CODEC_SNAPPY, PQ_CODEC_GZIP, PQ_CODEC_BROTLI,
+                                           PQ_CODEC_ZSTD, PQ_CODEC_LZ4_RAW};
+  for (size_t i = 0; i <= sizeof k_codecs / sizeof *k_codecs; ++i) {
+    struct sl_buffer page;
+    sl_buffer_init(&page, NULL);
+    enum pq_codec codec = PQ_CODEC_SNAPPY;
+    const char* why = "more than the codec can expand";
+    if (i < sizeof k_codecs / sizeof *k_codecs) {
+      // A real page of 16 values under a header claiming 256 MiB.
+      codec = k_codecs[i];
+      assert_int_equal(sl_pq_compress(ctx, codec, PQ_LEVEL_DEFAULT, (const uint8_t*)values,
+                                      sizeof values, &page, &err), 0);
+      if (codec == PQ_CODEC_SNAPPY) why = "page decompresses to 64 bytes, header says 268435456";
+      if (codec == PQ_CODEC_ZSTD) why = "make at most 64";
+    } else {
+      // The snappy length header agrees with the claim; one byte follows.
+      static const uint8_t k_body[] = {0x80, 0x80, 0x80, 0x80, 0x01, 0x00};
+      assert_int_equal(sl_buffer_append(&page, k_body, sizeof k_body), 0);
+    }
+    struct crafted c = {.codec = codec, .repetition = PQ_REQUIRED, .n_groups = 4, .rows = 16,
+                        .num_values = 16, .usize = claim, .body = page.data,
+                        .bsize = (int32_t)page.size};
+    long long peak = read_crafted(&c, NULL, &err);
+    print_message("%s: peak %lld bytes: %s\n", sl_pq_codec_name(codec), peak, err.message);
+    assert_int_equal(err.code, EILSEQ);
+    assert_non_null(strstr(err.message, "row group 0, column a: page at byte 4: "));
+    assert_non_null(strstr(err.message, why));
+    assert_true(peak < (1 << 20));
+    sl_buffer_reset(&page);
+  }
+  sl_pq_codec_ctx_free(ctx);
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   if (!corpus_available()) skip();
@@ -478,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_bad_data),
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_declared_page_size_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <zstd_errors.h>
 
 #include "codec/sl_codec_alloc.h"
+#include "codec/sl_codec_bound.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
@@ -197,10 +198,11 @@ static int next_buffer(struct decoder* d, int want, struct body_buffer* out) {
       size = len - 8;
     } else if (ulen < 0 || (uint64_t)ulen > SIZE_MAX / 2) {
       return dec_fail(d, EILSEQ, "compressed buffer %" PRId64 " has bad uncompressed length %" PRId64, index, ulen);
-    } else if ((uint64_t)ulen > (uint64_t)(len - 8) * (d->codec == IPC_COMPRESSION_ZSTD ? 65536u : 256u) + 1024u) {
-      // No zstd frame expands more than ~32768x (a 3-byte block header per
-      // 128 KiB RLE block), no lz4 frame more than ~255x: a larger claim is
-      // forged, and believing it would allocate without bound.
+    } else if (!sl_codec_claim_fits(len - 8, ulen, d->codec == IPC_COMPRESSION_ZSTD
+                                                        ? SL_ZSTD_MAX_RATIO
+                                                        : SL_LZ4_MAX_RATIO)) {
+      // A claim past what the codec can expand to is forged, and believing
+      // it would allocate without bound.
       return dec_fail(d, EILSEQ, "compressed buffer %" PRId64 " claims %" PRId64 " bytes from %"
                       PRId64 " compressed bytes, more than the codec can expand", index, ulen, len - 8);
     } else if (ulen == 0) {

@@ -28,6 +28,7 @@
 #include <zstd_errors.h>
 
 #include "../../codec/sl_codec_alloc.h"
+#include "../../codec/sl_codec_bound.h"
 #include "../../codec/sl_gzip.h"
 #include "../../codec/sl_snappy_split.h"
 #include "../../core/sl_alloc.h"
@@ -333,6 +334,41 @@ static int lz4_page(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t
     return sl_error_set(error, EILSEQ, "%s: page decompresses to %d bytes, header says %lld", name,
                         got, (long long)dst_size);
   return 0;
+}
+
+int sl_pq_decompress_check(enum pq_codec codec, const uint8_t* src, int64_t n, int64_t dst_size,
+                           struct sluice_error* error) {
+  const char* name = sl_pq_codec_name(codec);
+  int64_t ratio;
+  switch (codec) {
+    case PQ_CODEC_SNAPPY:
+      if (n > 0) SL_RETURN_NOT_OK(snappy_check_length(src, n, dst_size, error));
+      ratio = SL_SNAPPY_MAX_RATIO;
+      break;
+    case PQ_CODEC_GZIP: ratio = SL_DEFLATE_MAX_RATIO; break;
+    case PQ_CODEC_BROTLI: ratio = SL_BROTLI_MAX_RATIO; break;
+    case PQ_CODEC_LZ4:
+    case PQ_CODEC_LZ4_RAW: ratio = SL_LZ4_MAX_RATIO; break;
+    case PQ_CODEC_ZSTD: {
+      // The frames' content sizes where they say them, else 128 KiB per
+      // block: what the bytes can make, exactly enough. Unparseable frames
+      // get the ratio, and the decoder names what is wrong with them.
+      unsigned long long most = n > 0 ? ZSTD_decompressBound(src, (size_t)n) : ZSTD_CONTENTSIZE_ERROR;
+      if (most != ZSTD_CONTENTSIZE_ERROR) {
+        if ((unsigned long long)dst_size <= most) return 0;
+        return sl_error_set(error, EILSEQ, "ZSTD: the page header says %lld uncompressed bytes, "
+                            "its %lld compressed bytes make at most %llu", (long long)dst_size,
+                            (long long)n, most);
+      }
+      ratio = SL_ZSTD_MAX_RATIO;
+      break;
+    }
+    default: return 0;  // UNCOMPRESSED is not decompressed; LZO and the rest are refused
+  }
+  if (sl_codec_claim_fits(n, dst_size, ratio)) return 0;
+  return sl_error_set(error, EILSEQ, "%s: the page header says %lld uncompressed bytes from %lld "
+                      "compressed bytes, more than the codec can expand", name, (long long)dst_size,
+                      (long long)n);
 }
 
 int sl_pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src, int64_t n,

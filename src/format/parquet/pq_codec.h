@@ -30,6 +30,14 @@ void sl_pq_codec_ctx_free(struct pq_codec_ctx* ctx);
 int sl_pq_decompress(struct pq_codec_ctx* ctx, enum pq_codec codec, const uint8_t* src,
                   int64_t n, uint8_t* dst, int64_t dst_size, struct sluice_error* error);
 
+/// Checks, before the caller allocates `dst_size` bytes for it, that the
+/// `n` compressed bytes at `src` can decompress to that many: the snappy
+/// length header must say it, zstd frames must be able to make it, and no
+/// codec expands more than its worst case (src/codec/sl_codec_bound.h).
+/// EILSEQ naming the codec and both sizes otherwise.
+int sl_pq_decompress_check(enum pq_codec codec, const uint8_t* src, int64_t n, int64_t dst_size,
+                           struct sluice_error* error);
+
 /// SNAPPY into two places: the first `head_size` bytes of the page to
 /// `head`, the other `tail_size` to `tail` (errors as sl_pq_decompress).
 int sl_pq_decompress_snappy_split(const uint8_t* src, int64_t n, uint8_t* head, int64_t head_size,

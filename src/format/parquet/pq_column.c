@@ -703,6 +703,13 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       break;
     }
     int64_t usize = h.uncompressed_page_size;
+    // The header's size is a claim until the page is decoded: one the bytes
+    // cannot make is refused before memory is reserved for it (2 GiB per
+    // worker for a 274-byte file).
+    if (m->codec != PQ_CODEC_UNCOMPRESSED && (h.type == PQ_PAGE_DICTIONARY || h.type == PQ_PAGE_DATA)) {
+      rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress_check(m->codec, body, bsize, usize, error));
+      if (rc != 0) break;
+    }
     if (h.type == PQ_PAGE_DICTIONARY) {
       if (cr->has_dict || saw_data) {
         rc = sl_pq_chunk_error(&w, error, EILSEQ, "a second or late dictionary page");
@@ -711,7 +718,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       const uint8_t* dd = body;
       int64_t dsize = bsize;
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_size(&cr->dict, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->dict, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
         if (rc != 0) break;
         dd = cr->dict.data;
@@ -754,6 +761,10 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       rc = page_levels(&p, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, &w, error);
       if (rc != 0) break;
       int ow = f->out_width;
+      if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
+        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error));
+        if (rc != 0) break;
+      }
       if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0 &&
           h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
           vusize / ow <= n && grow_slots(&p, out->n_slots + n, &w, error) == 0) {
@@ -765,7 +776,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
         vdata = dst;
         vsize = vusize;
       } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        if (sl_pq_scratch_size(&cr->page, vusize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
         if (rc != 0) break;
         vdata = cr->page.data;
@@ -790,7 +801,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
         continue;
       }
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_size(&cr->page, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->page, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
         if (rc != 0) break;
         pd = cr->page.data;

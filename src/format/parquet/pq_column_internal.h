@@ -21,8 +21,12 @@ int sl_pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, i
 /// Prefixes an inner error (decoder, codec) with the location; returns rc.
 int sl_pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc);
 
-/// Makes room for `bytes` in a scratch buffer (contents not kept).
+/// Makes room for `bytes` in a scratch buffer (contents not kept), its
+/// pages mapped at once for the caller to fill.
 int sl_pq_scratch_size(struct sl_buffer* b, int64_t bytes);
+/// The same, without mapping the pages: for a page a decompressor is to
+/// write, whose header's size holds only once the data is decoded.
+int sl_pq_scratch_lazy(struct sl_buffer* b, int64_t bytes);
 
 /// Byte-array values of a page (nv of them) as pointers + lengths in
 /// cr->ptrs / cr->lens (PLAIN, DELTA_*, dictionary).

@@ -38,6 +38,13 @@ int sl_pq_scratch_size(struct sl_buffer* b, int64_t bytes) {
   return sl_buffer_reserve(b, bytes > 0 ? bytes : 1);
 }
 
+int sl_pq_scratch_lazy(struct sl_buffer* b, int64_t bytes) {
+  if (bytes < 0) return ERANGE;
+  if (bytes > b->capacity) sl_buffer_reset(b);
+  b->size = 0;
+  return sl_buffer_grow_to(b, bytes > 0 ? bytes : 1);
+}
+
 /// Ensures capacity for `total` bytes, keeping the contents.
 /* ---- value conversion ------------------------------------------------------ */
 
