@@ -573,6 +573,39 @@ static void test_declared_page_size_bounded(void** state) {
   sl_pq_codec_ctx_free(ctx);
 }
 
+/// A page's value count is a claim too: a required PLAIN page of n int32
+/// values needs 4n bytes, and one that has fewer is refused before the
+/// row group's slots are reserved and the page's mapped (a 124-byte file
+/// made 1 GB resident before "PLAIN values past the page end"; with
+/// 2^31-1 rows, 8 GiB and a bare "out of memory").
+static void test_declared_value_count_bounded(void** state) {
+  (void)state;
+  struct pq_codec_ctx* ctx;
+  struct sluice_error err;
+  assert_int_equal(sl_pq_codec_ctx_new(NULL, &ctx, &err), 0);
+  const int32_t values[5] = {1, 2, 3, 4, 5};
+  for (int compressed = 0; compressed <= 1; ++compressed) {
+    struct sl_buffer page;
+    sl_buffer_init(&page, NULL);
+    assert_int_equal(sl_pq_compress(ctx, compressed ? PQ_CODEC_SNAPPY : PQ_CODEC_UNCOMPRESSED,
+                                    PQ_LEVEL_DEFAULT, (const uint8_t*)values, sizeof values, &page,
+                                    &err), 0);
+    struct crafted c = {.codec = compressed ? PQ_CODEC_SNAPPY : PQ_CODEC_UNCOMPRESSED,
+                        .repetition = PQ_REQUIRED, .n_groups = 1, .rows = 1 << 28,
+                        .num_values = 1 << 28, .usize = sizeof values, .body = page.data,
+                        .bsize = (int32_t)page.size};
+    long long peak = read_crafted(&c, NULL, &err);
+    print_message("peak %lld bytes: %s\n", peak, err.message);
+    assert_true(peak < (1 << 20));
+    assert_int_equal(err.code, EILSEQ);
+    assert_non_null(strstr(err.message, "row group 0, column a: page at byte 4: the page says "
+                                        "268435456 values, which need 1073741824 bytes or more; "
+                                        "it has 20"));
+    sl_buffer_reset(&page);
+  }
+  sl_pq_codec_ctx_free(ctx);
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   if (!corpus_available()) skip();
@@ -621,6 +654,7 @@ int main(void) {
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_declared_page_size_bounded),
+      cmocka_unit_test(test_declared_value_count_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

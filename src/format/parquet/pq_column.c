@@ -608,6 +608,23 @@ static int in_place_v1(struct pq_column_reader* cr, struct page_ctx* p, const st
   return 1;
 }
 
+/// The fewest bytes a data page of `n` values can be, where that is certain:
+/// a leaf whose every level is a value (no nulls, no lists) in PLAIN or
+/// BYTE_STREAM_SPLIT, whose values have a least size. 0 elsewhere (RLE and
+/// delta encodings, levels: a few bytes can say any count).
+static int64_t least_page_bytes(const struct pq_field* f, const struct pq_page_header* h, int64_t n) {
+  if (f->def != 0 || f->rep != 0) return 0;
+  enum pq_physical_type t = f->element->type;
+  if (h->encoding == PQ_ENC_PLAIN) {
+    if (t == PQ_BOOLEAN) return (n + 7) / 8;
+    if (t == PQ_BYTE_ARRAY) return 4 * n;  // each value's length
+    return n * f->phys_width;
+  }
+  if (h->encoding == PQ_ENC_BYTE_STREAM_SPLIT && t != PQ_BOOLEAN && t != PQ_BYTE_ARRAY)
+    return n * f->phys_width;
+  return 0;
+}
+
 int sl_pq_chunk_range(const struct pq_column_meta* m, int64_t file_size, int64_t* start,
                    int64_t* length) {
   int64_t at = m->data_page_offset;
@@ -653,12 +670,10 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
     return sl_pq_chunk_error(&w, error, EILSEQ, "column chunk byte range outside the file");
   if (m->num_values < 0) return sl_pq_chunk_error(&w, error, EILSEQ, "negative value count");
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
-  // Flat and struct-only leaves have exactly one slot per row: size once.
-  if (f->rep == 0) {
-    if (m->num_values != rows)
-      return sl_pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
-    SL_RETURN_NOT_OK(grow_slots(&p, rows, &w, error));
-  }
+  // Flat and struct-only leaves have exactly one slot per row: sized once,
+  // at the first data page, once it has been found able to hold its values.
+  if (f->rep == 0 && m->num_values != rows)
+    return sl_pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
   if (f->conv == PQ_CONV_BINARY) {
     if (ensure_total(&out->offsets, 8) != 0) return sl_pq_chunk_prefix(&w, error, ENOMEM);
     memset(out->offsets.data, 0, 8);
@@ -734,11 +749,24 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       rc = sl_pq_chunk_error(&w, error, EILSEQ, "page value count exceeds the column chunk's");
       break;
     }
+    // Counts are claims: one the page's bytes cannot hold is refused before
+    // memory is reserved and mapped for it (1 GB for a 124-byte file).
+    int64_t least = least_page_bytes(f, &h, n);
+    int64_t has = m->codec != PQ_CODEC_UNCOMPRESSED && (h.type == PQ_PAGE_DATA || h.is_compressed)
+                      ? usize
+                      : bsize;
+    if (least > has) {
+      rc = sl_pq_chunk_prefix(&w, error, sl_error_set(error, EILSEQ, "the page says %" PRId64
+                              " values, which need %" PRId64 " bytes or more; it has %" PRId64,
+                              n, least, has));
+      break;
+    }
+    if (f->rep == 0 && (rc = grow_slots(&p, rows, &w, error)) != 0) break;
     // Map the memory of the page's slots in one call (fresh or the caller's,
     // in a placed scan), not page fault by page fault: that was a fifth of a
     // Parquet -> pandas load. Per page, not per chunk, so that what the
     // kernel zeroes is still in cache when the values land (W1 load: 0.65 ->
-    // 0.62 s). Flat slots were sized to the rows above.
+    // 0.62 s).
     if (f->rep == 0 && f->out_width > 0)
       sl_prefault(out->values.data + out->n_slots * f->out_width, (size_t)(n * f->out_width));
     int v2 = h.type == PQ_PAGE_DATA_V2;
