@@ -606,6 +606,51 @@ static void test_declared_value_count_bounded(void** state) {
   sl_pq_codec_ctx_free(ctx);
 }
 
+/// An allocator that refuses any block over 64 MiB (the rest: malloc).
+static void* capped_allocate(void* ctx, size_t size, size_t alignment) {
+  (void)ctx;
+  if (size > ((size_t)64 << 20)) return NULL;
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  return aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+}
+static void capped_deallocate(void* ctx, void* ptr, size_t size) {
+  (void)ctx;
+  (void)size;
+  free(ptr);
+}
+
+/// Running out of memory names the row group, column and page, and what
+/// was asked for (it said "file: out of memory"). A valid page: 2^28 nulls
+/// of an optional int32 column in one RLE run (pyarrow needs 1 GiB too).
+static void test_out_of_memory_names_the_page(void** state) {
+  (void)state;
+  uint8_t body[16];
+  int n = 4;  // definition levels: their length, then one run of 2^28 zeros
+  uint64_t v = (uint64_t)1 << 29;
+  for (; v >= 0x80; v >>= 7) body[n++] = (uint8_t)(v | 0x80);
+  body[n++] = (uint8_t)v;
+  body[n++] = 0;
+  uint32_t len = (uint32_t)(n - 4);
+  memcpy(body, &len, 4);
+  struct crafted c = {.codec = PQ_CODEC_UNCOMPRESSED, .repetition = PQ_OPTIONAL, .n_groups = 1,
+                      .rows = 1 << 28, .num_values = 1 << 28, .usize = n, .body = body,
+                      .bsize = n};
+  char path[512];
+  test_temp_path("nulls.parquet", path, sizeof path);
+  write_crafted(path, &c);
+  struct sluice_allocator capped = {capped_allocate, capped_deallocate, NULL};
+  struct result* r = malloc(sizeof *r);
+  struct sluice_error err;
+  int rc = read_file(path, &capped, NULL, 0, NULL, 0, r, &err);
+  if (rc == 0) result_release(r);
+  free(r);
+  unlink(path);
+  print_message("%s\n", err.message);
+  assert_int_equal(rc, ENOMEM);
+  assert_non_null(strstr(err.message, "nulls.parquet: row group 0, column a: page at byte 4: "
+                                      "out of memory (1073741824 bytes for the row group's values)"));
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   if (!corpus_available()) skip();
@@ -655,6 +700,7 @@ int main(void) {
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_declared_page_size_bounded),
       cmocka_unit_test(test_declared_value_count_bounded),
+      cmocka_unit_test(test_out_of_memory_names_the_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

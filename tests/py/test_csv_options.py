@@ -945,6 +945,41 @@ def test_many_compressed_objects_in_bounded_memory(sluice, tmp_path):
         assert peak_kb / 1024 < 200, peak_kb
 
 
+def _gzip_of_parts(path: Path, head: bytes, block: bytes, times: int, tail: bytes = b"") -> None:
+    import zlib
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(c.compress(head))
+        for _ in range(times):
+            f.write(c.compress(block))
+        f.write(c.compress(tail) + c.flush())
+
+
+def _run_with_address_limit(cmd, limit: int) -> subprocess.CompletedProcess:
+    import resource
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=limit_memory, timeout=120)
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+def test_out_of_memory_names_the_byte(sluice, tmp_path):
+    """Input that does not fit in memory (a 400 MB address-space limit):
+    the error names where in the input, and how much was asked for (it was
+    'out of memory reading the input'). Lines ending in a bare CR are read
+    whole (150 MB here)."""
+    import re
+    cr = tmp_path / "cr.csv.gz"
+    _gzip_of_parts(cr, b"a,b\r", b"1,2\r" * (1 << 18), 150)
+    proc = _run_with_address_limit([sluice.binary, "-q", "stats", cr], 400 << 20)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert re.search(r"cr\.csv\.gz: byte \d+: out of memory \(\d+ bytes\) reading the input "
+                     r"into memory", err), err
+
+
 def _quoted_lines_source(sluice, tmp_path):
     """A table of 50,000 rows whose strings hold commas, quotes and line
     feeds, as src.parquet and as sluice's plain.csv: (table, src, plain)."""

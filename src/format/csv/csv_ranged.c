@@ -99,7 +99,12 @@ int sl_csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_
   int64_t left = s->win_len - keep;
   int64_t cap = 2 * left > CSV_RANGED_TAIL ? 2 * left : CSV_RANGED_TAIL;
   uint8_t* w = sl_alloc_buffer(r->alloc, (size_t)cap);
-  if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  if (w == NULL) {
+    // The caller counted the lines before `keep` already.
+    return sl_error_set(error, ENOMEM, "%s: line %lld (byte %lld): out of memory (%lld bytes) "
+                        "for a row of %lld bytes or more", r->name, (long long)(s->lines_before + 1),
+                        (long long)(s->base + keep), (long long)cap, (long long)left);
+  }
   if (left > 0) memcpy(w, s->data + keep, (size_t)left);
   sl_view_release(&s->range);
   s->window = w;

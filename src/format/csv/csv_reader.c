@@ -94,7 +94,8 @@ static int slurp(struct csv_reader* r, struct sluice_error* error) {
                                                         (size_t)cap);
       if (b == NULL) {
         sl_view_release(&v);
-        return sl_error_set(error, ENOMEM, "%s: out of memory reading the input", r->name);
+        return sl_error_set(error, ENOMEM, "%s: byte %" PRId64 ": out of memory (%" PRId64
+                            " bytes) reading the input into memory", r->name, r->size, cap);
       }
       r->owned = b;
       r->owned_cap = cap;
@@ -663,6 +664,14 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
 // chunks accumulate in the builders until the batch is full.
 #define CSV_CHUNK_ROWS 4096
 
+/// Out of memory decoding the rows from s->pos on.
+static int split_nomem(const struct csv_split_state* s, struct sluice_error* error) {
+  int64_t line, at;
+  sl_csv_split_where(s, s->pos, &line, &at);
+  return sl_error_set(error, ENOMEM, "%s: line %" PRId64 " (byte %" PRId64 "): out of memory "
+                      "decoding the rows", s->r->name, line, at);
+}
+
 static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_bytes,
                         int64_t* got, struct sluice_error* error) {
   struct csv_reader* r = s->r;
@@ -670,7 +679,7 @@ static int decode_chunk(struct csv_split_state* s, int64_t want, int64_t max_byt
   *got = 0;
   if (r->fast_numeric && s->fast_ok) {
     int64_t n = sl_csv_fast_numeric(s, want, max_bytes);
-    if (n < 0) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    if (n < 0) return split_nomem(s, error);
     if (n > 0) {
       *got = n;
       return 0;
@@ -684,7 +693,7 @@ again:
     int64_t err_pos = 0;
     enum csv_tok_status st = sl_csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
                                           s->stop, want, max_bytes, &s->rows, &err_pos);
-    if (st == CSV_TOK_ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    if (st == CSV_TOK_ENOMEM) return split_nomem(s, error);
     if (st == CSV_TOK_UNTERMINATED && r->stream && !s->eof) {
       s->pos = err_pos;  // the window ends inside a quoted field: keep the whole rows
       s->need_more = 1;

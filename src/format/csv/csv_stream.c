@@ -71,8 +71,14 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
         uint8_t* w = cap > s->win_cap ? sl_realloc_buffer(r->alloc, s->window, (size_t)s->win_cap,
                                                           (size_t)cap)
                                       : NULL;
-        if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory (a row of %lld bytes)",
-                                           r->name, (long long)s->win_len);
+        if (w == NULL) {
+          int64_t line, at;
+          s->data = s->window;
+          sl_csv_split_where(s, s->pos, &line, &at);
+          return sl_error_set(error, ENOMEM, "%s: line %lld (byte %lld): out of memory (%lld bytes) "
+                              "for a row of %lld bytes or more", r->name, (long long)line,
+                              (long long)at, (long long)cap, (long long)(s->win_len - s->pos));
+        }
         s->window = w;
         s->win_cap = cap;
       }
@@ -118,7 +124,9 @@ int sl_csv_stream_start(struct csv_split_state* s, struct sluice_error* error) {
   }
   s->win_cap = r->stream_window;
   s->window = sl_alloc_buffer(r->alloc, (size_t)s->win_cap);
-  if (s->window == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  if (s->window == NULL)
+    return sl_error_set(error, ENOMEM, "%s: out of memory (%lld bytes) for the stream's window",
+                        r->name, (long long)s->win_cap);
   // The header (and a BOM) are in the first bytes: read up to them, then skip.
   while (!s->eof && s->win_len < r->layout.data_start) {
     struct sl_view v;

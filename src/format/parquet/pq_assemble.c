@@ -27,11 +27,15 @@ static int asm_error(struct asm_ctx* c, const struct pq_field* f, const char* wh
                       c->rg, f->name, why);
 }
 
+static int oom(struct asm_ctx* c) {
+  return sl_error_set(c->error, ENOMEM, "%s: row group %" PRId64 ": out of memory assembling its columns",
+                      c->file, c->rg);
+}
+
 /// Moves an sl_buffer into buffer i of the array (a non-NULL buffer even when
 /// empty, since some consumers insist on one).
 static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struct sl_buffer* b) {
-  if (b->data == NULL && sl_buffer_reserve(b, 1) != 0)
-    return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file);
+  if (b->data == NULL && sl_buffer_reserve(b, 1) != 0) return oom(c);
   memset(b->data + b->size, 0, (size_t)(b->capacity - b->size));  // defined padding
   sl_array_take_buffer(a, i, b);
   return 0;
@@ -39,8 +43,6 @@ static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struc
 
 static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
                  struct ArrowArray* out);
-
-static int oom(struct asm_ctx* c) { return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file); }
 
 /// int32 offsets -> int64 (large_string / large_binary).
 static int widen_offsets(struct asm_ctx* c, struct pq_leaf_data* d) {
@@ -351,7 +353,7 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
   if (rc == 0 && is_list && sl_buffer_reserve(&offsets, (cap + 1) * (large ? 8 : 4)) != 0) rc = ENOMEM;
   if (rc != 0) {
     sl_buffer_reset(&validity);
-    return sl_error_set(c->error, ENOMEM, "%s: out of memory", c->file);
+    return oom(c);
   }
   if (validity.data) memset(validity.data, 0, (size_t)validity.capacity);
   uint8_t* bits = validity.data;

@@ -205,7 +205,10 @@ static int grow_slots(struct page_ctx* p, int64_t need, const struct chunk_where
   else if (f->out_width > 0 && f->rep == 0) rc = sl_buffer_grow_to(&d->values, cap * f->out_width);
   else if (f->out_width > 0) rc = ensure_total(&d->values, cap * f->out_width);
   if (rc == 0 && d->validity.data) rc = ensure_validity(d, cap, 0);
-  if (rc != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+  if (rc != 0) {
+    int64_t width = f->conv == PQ_CONV_BOOL ? 0 : f->conv == PQ_CONV_BINARY ? (d->wide ? 8 : 4) : f->out_width;
+    return sl_pq_chunk_nomem(w, error, width > 0 ? cap * width : (cap + 7) / 8, "the row group's values");
+  }
   if (f->conv == PQ_CONV_BOOL && d->values.capacity > d->values.size)  // bits are OR-ed in
     memset(d->values.data + d->values.size, 0, (size_t)(d->values.capacity - d->values.size));
   p->cap_slots = cap;
@@ -733,7 +736,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       const uint8_t* dd = body;
       int64_t dsize = bsize;
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_lazy(&cr->dict, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->dict, usize) != 0) { rc = sl_pq_chunk_nomem(&w, error, usize, "the decompressed dictionary page"); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
         if (rc != 0) break;
         dd = cr->dict.data;
@@ -804,7 +807,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
         vdata = dst;
         vsize = vusize;
       } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_nomem(&w, error, vusize, "the decompressed page"); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
         if (rc != 0) break;
         vdata = cr->page.data;
@@ -829,7 +832,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
         continue;
       }
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_lazy(&cr->page, usize) != 0) { rc = sl_pq_chunk_prefix(&w, error, ENOMEM); break; }
+        if (sl_pq_scratch_lazy(&cr->page, usize) != 0) { rc = sl_pq_chunk_nomem(&w, error, usize, "the decompressed page"); break; }
         rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
         if (rc != 0) break;
         pd = cr->page.data;

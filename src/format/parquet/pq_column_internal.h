@@ -20,6 +20,10 @@ int sl_pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, i
                    const char* why);
 /// Prefixes an inner error (decoder, codec) with the location; returns rc.
 int sl_pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc);
+/// ENOMEM at the location, with the size asked for and what it was for
+/// (bytes <= 0: no size known).
+int sl_pq_chunk_nomem(const struct chunk_where* w, struct sluice_error* error, int64_t bytes,
+                      const char* what);
 
 /// Makes room for `bytes` in a scratch buffer (contents not kept), its
 /// pages mapped at once for the caller to fill.

@@ -2,6 +2,7 @@
 // the leaf's Arrow representation (narrowed integers, INT96 timestamps,
 // decimals), and the dictionary page.
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -19,10 +20,18 @@ int sl_pq_chunk_error(const struct chunk_where* w, struct sluice_error* error, i
                       w->path, why);
 }
 
+int sl_pq_chunk_nomem(const struct chunk_where* w, struct sluice_error* error, int64_t bytes,
+                      const char* what) {
+  char why[160];
+  if (bytes > 0) snprintf(why, sizeof why, "out of memory (%" PRId64 " bytes for %s)", bytes, what);
+  else snprintf(why, sizeof why, "out of memory");
+  return sl_pq_chunk_error(w, error, ENOMEM, why);
+}
+
 /// Prefixes an inner error (decoder, codec) with the location.
 int sl_pq_chunk_prefix(const struct chunk_where* w, struct sluice_error* error, int rc) {
   if (rc == 0) return 0;
-  if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", w->file);
+  if (rc == ENOMEM) return sl_pq_chunk_nomem(w, error, 0, NULL);
   if (w->page >= 0)
     sl_error_prefix(error, "%s: row group %" PRId64 ", column %s: page at byte %" PRId64, w->file,
                     w->rg, w->path, w->page);
