@@ -46,6 +46,10 @@ int64_t sl_source_block_view(struct sl_source_block* b, int64_t length, int cons
   out->data = b->data + b->start;
   out->owner = sl_ref_retain(b->ref);
   if (consume) b->start += n;
+  // A block grown for a large peek (a CSV reader's sample grown for a long
+  // first row) goes once read: the view keeps its bytes, and the next fill
+  // makes a block of the usual size.
+  if (b->start == b->end && b->cap > 4 * SL_STREAM_CHUNK) sl_source_block_free(b);
   return n;
 }
 

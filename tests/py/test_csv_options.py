@@ -848,10 +848,10 @@ def test_columns_of_only_nulls_take_the_types_of_the_others(sluice, tmp_path):
 
 # ---- compressed input, read as a stream ------------------------------------------
 
-def _counts_in_bounded_memory(sluice, path, rows, limit_mb):
+def _counts_in_bounded_memory(sluice, path, rows, limit_mb, *options):
     """`sluice stats` of a compressed a,b,c file: every column counts `rows`,
     and (where RSS is measured) the process stayed under `limit_mb`."""
-    peak_kb, out = peak_rss_kib([sluice.binary, "stats", path, "--json"])
+    peak_kb, out = peak_rss_kib([sluice.binary, *options, "stats", path, "--json"])
     stats = json.loads(out)
     columns = stats["columns"] if isinstance(stats, dict) else stats
     assert {c["name"]: c["count"] for c in columns} == {"a": rows, "b": rows, "c": rows}
@@ -978,6 +978,71 @@ def test_out_of_memory_names_the_byte(sluice, tmp_path):
     err = proc.stderr.decode()
     assert re.search(r"cr\.csv\.gz: byte \d+: out of memory \(\d+ bytes\) reading the input "
                      r"into memory", err), err
+    # A first row too long for memory: where it starts, and its length so far.
+    long_row = tmp_path / "long.csv.gz"
+    _gzip_of_parts(long_row, b"a,b\n1,", b"x" * (1 << 20), 600, b"\n2,3\n")
+    proc = _run_with_address_limit([sluice.binary, "-q", "stats", long_row], 400 << 20)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert re.search(r"long\.csv\.gz: byte 4: out of memory \(\d+ bytes\) for a row of \d+ "
+                     r"bytes or more", err), err
+
+
+def _escaped_rows(rows: int) -> bytes:
+    """i,s rows whose s holds 50 backslash-escaped line feeds and an escaped
+    comma, and ends in 0-2 escaped backslashes (an even run before the row's
+    line feed): almost every line feed is data, so a window's last one
+    usually is."""
+    return b"i,s\n" + b"".join(b"%d," % i + b"x\\\n" * 50 + b"y\\," + b"\\\\" * (i % 3) + b"\n"
+                               for i in range(rows))
+
+
+def test_escape_dialect_streams(sluice, tmp_path):
+    """escape=backslash on .csv.gz and a pipe goes through the window like
+    any stream (it read the input whole): a line feed after an odd run of
+    escapes is data, not a row's end, wherever a window ends. The values are
+    pyarrow's (escape_char='\\', newlines_in_values=True), and 160 MB of
+    text stays far below that in memory."""
+    import gzip
+    data = _escaped_rows(60_000)  # 9.7 MB: a few windows
+    plain = tmp_path / "esc.csv"
+    plain.write_bytes(data)
+    gz = tmp_path / "esc.csv.gz"
+    gz.write_bytes(gzip.compress(data, 1))
+    want = pcsv.read_csv(plain, parse_options=pcsv.ParseOptions(escape_char="\\",
+                                                                newlines_in_values=True))
+    assert want.num_rows == 60_000
+    assert sluice_read(sluice, gz, "escape=backslash").equals(want)
+    out = tmp_path / "piped.arrow"
+    with open(plain, "rb") as stdin:
+        proc = subprocess.run([sluice.binary, "-q", "-O", "escape=backslash", "convert", "-f",
+                               "csv", "-", out], stdin=stdin, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+    big = tmp_path / "big.csv.gz"
+    block = "".join(f"{i},abc\\,def,{i}.5\n" for i in range(100_000)).encode()
+    _gzip_of_parts(big, b"a,b,c\n", block, 80)
+    # it held the 170 MB of text: 350 MB
+    _counts_in_bounded_memory(sluice, big, 8_000_000, 100, "-O", "escape=backslash")
+
+
+def test_long_first_row_streams(sluice, tmp_path):
+    """A first data row longer than the 1 MiB sample: the sample grows until
+    a row ends, and the stream goes through the window (the input was read
+    whole: 300 MB for 150 MB of text). Values as pyarrow reads them."""
+    import gzip
+    first = b"-1,0," + b"x" * (2 << 20) + b"\n"
+    block = b"".join(b"%d,%d,row%d\n" % (i, i * 7, i) for i in range(100_000))
+    small = tmp_path / "small.csv.gz"
+    _gzip_of_parts(small, b"a,b,c\n" + first, block, 3)
+    plain = tmp_path / "small.csv"
+    plain.write_bytes(gzip.decompress(small.read_bytes()))
+    want = pcsv.read_csv(plain, read_options=pcsv.ReadOptions(block_size=8 << 20))
+    assert sluice_read(sluice, small).equals(want)
+    big = tmp_path / "big.csv.gz"
+    _gzip_of_parts(big, b"a,b,c\n" + first, block, 80)
+    _counts_in_bounded_memory(sluice, big, 8_000_001, 100)
 
 
 def _quoted_lines_source(sluice, tmp_path):

@@ -5,8 +5,8 @@
 //   (read_at hands out a pointer into the mapping). Other sources (pipes,
 //   and HTTP / S3, whose ranged reads would fetch the whole object into
 //   memory) are read forward through a bounded window as one split
-//   (csv_stream.c), or into memory when small or of an escape-character
-//   dialect.
+//   (csv_stream.c), or into memory when small or when lines end in a bare
+//   CR.
 // - open() sniffs the dialect and header and infers column types from a sample
 //   (csv_dialect.c). The schema is fixed for a scan. A later value that does
 //   not fit its inferred type ends the scan with an error naming the line,

@@ -2,49 +2,85 @@
 // inflated) in bounded memory.
 //
 // open() peeks at the head of the stream (without consuming it) and analyses
-// it cut after its last line feed; the schema comes from that sample. The one
+// it cut after its last line feed; the schema comes from that sample. When
+// the sample holds no complete data row (a first row longer than it), the
+// peek doubles until it does, as the window does for a long row. The one
 // split then reads the stream through a window: rows are decoded from the
 // window up to its last line feed (`limit`); the unfinished tail is moved to
-// the front and more is read. A row longer than the window doubles it. When
-// the whole input fits in the sample or the dialect has an escape character,
-// the reader falls back to reading everything into memory; so it does when
-// lines end in a bare CR.
+// the front and more is read. A row longer than the window doubles it. With
+// an escape character, a line feed after an odd run of escapes is data, not
+// a row's end, so such line feeds are passed over for `limit` and the
+// sample's cut. When the whole input fits in the sample the reader falls
+// back to reading everything into memory; so it does when lines end in a
+// bare CR.
 #include <string.h>
 
 #include "csv_reader_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
+/// The end of the complete lines in d[from, n): just after the last line
+/// feed that no escape character makes data (one after an odd run of
+/// escapes is); `from` when there is none.
+static int64_t lines_end(const uint8_t* d, int64_t from, int64_t n, uint8_t esc) {
+  int64_t end = n;
+  for (;;) {
+    while (end > from && d[end - 1] != '\n') --end;
+    if (end == from || esc == 0) return end;
+    int64_t run = end - 1;
+    while (run > from && d[run - 1] == esc) --run;
+    if (((end - 1 - run) & 1) == 0) return end;
+    --end;
+  }
+}
+
 int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   int64_t sample = r->opts.infer_bytes < 0 ? (INT64_C(64) << 20) : r->opts.infer_bytes;
   if (sample < (INT64_C(1) << 20)) sample = INT64_C(1) << 20;
   sample += INT64_C(64) << 10;
-  struct sl_view v;
-  SL_RETURN_NOT_OK(sl_source_peek(r->source, sample, &v, error));
-  int rc = 0;
-  const uint8_t* d = v.data;
-  int64_t n = v.size;
-  int64_t cut = n;
-  while (cut > 0 && d[cut - 1] != '\n') --cut;
-  // With an escape character a line feed at the window's end may be escaped
-  // (inside a row yet outside quotes): such dialects read the input whole.
-  int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
-  uint8_t cr_quote;
-  // Lines ending in a bare CR are read whole too, to be rewritten (csv_cr_lines.c).
-  if (n >= sample && cut > 0 && r->opts.escape == 0 &&
-      !sl_csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
-    rc = sl_csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
-    if (rc == 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
-      r->stream = 1;
-      r->header_lines = sl_csv_count_byte(d, r->layout.data_start, '\n');
-      r->stream_window = n * 2 > (INT64_C(4) << 20) ? n * 2 : (INT64_C(4) << 20);
-    } else if (rc == 0) {
-      sl_csv_layout_free(&r->layout, r->alloc);  // no complete row seen: read it all
-      memset(&r->layout, 0, sizeof r->layout);
+  int64_t row_at = 0, row_len = 0;  // the unfinished row of the last sample
+  for (int grown = 0;; grown = 1) {
+    struct sl_view v;
+    int rc = sl_source_peek(r->source, sample, &v, error);
+    if (rc == ENOMEM && grown) {
+      return sl_error_set(error, ENOMEM, "%s: byte %lld: out of memory (%lld bytes) for a row "
+                          "of %lld bytes or more", r->name, (long long)row_at, (long long)sample,
+                          (long long)row_len);
     }
+    if (rc != 0) return rc;
+    int more = 0;
+    const uint8_t* d = v.data;
+    int64_t n = v.size;
+    int64_t cut = lines_end(d, 0, n, (uint8_t)r->opts.escape);
+    int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
+    uint8_t cr_quote;
+    // Lines ending in a bare CR are read whole, to be rewritten (csv_cr_lines.c).
+    // A sample grown for a long row streams even when it holds the end of
+    // the input: reading that whole would copy it beside the peeked bytes.
+    if ((n >= sample || grown) && !sl_csv_lines_end_in_cr(&r->opts, d, start, n, &cr_quote)) {
+      if (cut > 0)
+        rc = sl_csv_analyze(&r->opts, d, start, cut, 0, r->name, r->alloc, &r->layout, error);
+      if (rc == 0 && cut > 0 && r->layout.n_cols > 0 && r->layout.data_start < cut) {
+        r->stream = 1;
+        r->header_lines = sl_csv_count_byte(d, r->layout.data_start, '\n');
+        // A sample grown for a long first row is window enough: the peeked
+        // bytes stay buffered in the source beside it.
+        int64_t window = grown ? n : n * 2;
+        r->stream_window = window > (INT64_C(4) << 20) ? window : (INT64_C(4) << 20);
+      } else if (rc == 0) {
+        // No complete data row yet (a first row longer than the sample):
+        // look further rather than read the whole input into memory.
+        if (cut > 0) sl_csv_layout_free(&r->layout, r->alloc);
+        memset(&r->layout, 0, sizeof r->layout);
+        more = n >= sample && sample <= INT64_MAX / 2;
+        row_at = cut;
+        row_len = n - cut;
+      }
+    }
+    sl_view_release(&v);
+    if (rc != 0 || !more) return rc;
+    sample *= 2;
   }
-  sl_view_release(&v);
-  return rc;
 }
 
 int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
@@ -98,9 +134,7 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
       }
     }
     int64_t limit = s->win_len;
-    if (!s->eof) {
-      while (limit > s->pos && s->window[limit - 1] != '\n') --limit;
-    }
+    if (!s->eof) limit = lines_end(s->window, s->pos, limit, r->layout.dialect.escape);
     s->data = s->window;
     s->limit = limit;
     if (s->eof || (limit > s->pos && !force)) return 0;
