@@ -803,10 +803,16 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
     data_len = (int64_t)s->buf.size;
   }
   int64_t min = r->prog.ops[0].min_size;
-  if (min > 0 ? s->block.count > data_len / min : s->block.count > s->dec.empty_left)
+  if (min > 0 && s->block.count > data_len / min)
     return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": %" PRId64
                         " objects cannot fit in %" PRId64 " bytes", name, s->label,
                         s->block.header, s->block.count, data_len);
+  if (min == 0 && s->block.count > s->dec.empty_left)
+    return sl_error_set(error, EILSEQ, "%s: %s at byte %" PRId64 ": %" PRId64 " objects that "
+                        "take no bytes (the schema holds only nulls and empty records) pass the "
+                        "limit of %" PRId64 " such values per split (%" PRId64 " left)", name,
+                        s->label, s->block.header, s->block.count, AVRO_MAX_EMPTY_VALUES,
+                        s->dec.empty_left);
   if (min == 0) s->dec.empty_left -= s->block.count;
   s->dec.p = data;
   s->dec.end = data + data_len;
