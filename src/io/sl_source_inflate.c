@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "../codec/sl_codec_alloc.h"
+#include "../codec/sl_zstd_window.h"
 #include "../core/sl_alloc.h"
 #include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
@@ -170,7 +171,15 @@ static int inflate_into(struct inflate_source* s, uint8_t* out, int64_t room, in
     ZSTD_inBuffer ib = {in, in_left, 0};
     ZSTD_outBuffer ob = {out, (size_t)room, 0};
     size_t r = ZSTD_decompressStream(s->zstd_ctx, &ob, &ib);
-    if (ZSTD_isError(r)) return corrupt(s, "corrupt zstd data", ZSTD_getErrorName(r), error);
+    if (ZSTD_isError(r)) {
+      char why[160];
+      if (sl_zstd_window_error(r, in, in_left, why, sizeof why)) {
+        int64_t at = s->in_offset - s->in.size + s->in_used;
+        return sl_error_set(error, ENOTSUP, "%s: near compressed byte %lld: %s", s->base.name,
+                            (long long)at, why);
+      }
+      return corrupt(s, "corrupt zstd data", ZSTD_getErrorName(r), error);
+    }
     used = ib.pos;
     made = ob.pos;
     s->in_used += (int64_t)used;

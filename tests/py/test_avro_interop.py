@@ -507,6 +507,56 @@ def test_bad_inputs(tmp_path):
     assert "bad magic" in sluice_error(tmp_path / "magic.avro", tmp_path)
 
 
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _read_long(data: bytes, at: int) -> tuple:
+    shift = n = 0
+    while True:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return (n >> 1) ^ -(n & 1), at
+
+
+def test_zstd_window_over_the_limit_is_named(tmp_path):
+    """A zstandard block whose frame has no content size (so it is decoded
+    as a stream) and a window past zstd's default 128 MiB limit: the error
+    names the window it needs, not a corrupt block."""
+    zstandard = pytest.importorskip("zstandard")
+    src = tmp_path / "zstd.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]},
+                        [{"a": i} for i in range(1000)], codec="zstandard", sync_interval=1 << 20)
+    data = src.read_bytes()
+    sync = data[-16:]
+    start = data.index(sync) + 16
+    count, at = _read_long(data, start)
+    size, at = _read_long(data, at)
+    assert data[at + size:] == sync  # one block
+    raw = zstandard.ZstdDecompressor().decompress(data[at:at + size])
+    params = zstandard.ZstdCompressionParameters(window_log=28, write_content_size=False)
+    co = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    frame = co.compress(raw) + co.flush()
+    path = tmp_path / "long_window.avro"
+    path.write_bytes(data[:start] + _zigzag(count) + _zigzag(len(frame)) + frame + sync)
+    err = sluice_error(path, tmp_path)
+    assert f"block 0 at byte {start}" in err, err
+    assert "the zstd frame needs a window of 256 MiB, more than the 128 MiB limit" in err, err
+
+
 # ---- reader schema resolution ---------------------------------------------------
 
 

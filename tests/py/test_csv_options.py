@@ -1045,6 +1045,22 @@ def test_long_first_row_streams(sluice, tmp_path):
     _counts_in_bounded_memory(sluice, big, 8_000_001, 100)
 
 
+def test_zstd_window_over_the_limit_is_named(sluice, tmp_path):
+    """A .csv.zst written with a window past zstd's default 128 MiB limit
+    (zstd --long=28): the error says the window the frame needs, not
+    'corrupt zstd data'. pyarrow, polars, DuckDB and the zstd CLI refuse it
+    too (the CLI: 'Use --long=28 or --memory=256MB')."""
+    zstandard = pytest.importorskip("zstandard")
+    params = zstandard.ZstdCompressionParameters(window_log=28, write_content_size=False)
+    co = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    path = tmp_path / "long.csv.zst"
+    path.write_bytes(co.compress(b"a,b\n" + b"1,2\n" * (1 << 20)) + co.flush())
+    err = sluice.expect_error("stats", path).stderr.decode()
+    assert "long.csv.zst: near compressed byte 0: the zstd frame needs a window of 256 MiB, " \
+           "more than the 128 MiB limit" in err, err
+    assert "corrupt" not in err, err
+
+
 def _quoted_lines_source(sluice, tmp_path):
     """A table of 50,000 rows whose strings hold commas, quotes and line
     feeds, as src.parquet and as sluice's plain.csv: (table, src, plain)."""

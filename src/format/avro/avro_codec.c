@@ -16,6 +16,7 @@
 
 #include "avro_internal.h"
 #include "codec/sl_codec_alloc.h"
+#include "codec/sl_zstd_window.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 
@@ -126,10 +127,13 @@ static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
 
 /// A zstd error as sluice reports it: a failed allocation is ENOMEM, the
 /// rest is bad input.
-static int zstd_error(size_t code, struct sluice_error* error) {
+static int zstd_error(size_t code, const uint8_t* in, size_t n, struct sluice_error* error) {
   if (ZSTD_getErrorCode(code) == ZSTD_error_memory_allocation) {
     return sl_error_set(error, ENOMEM, "zstandard: out of memory");
   }
+  char why[160];
+  if (sl_zstd_window_error(code, in, n, why, sizeof why))
+    return sl_error_set(error, ENOTSUP, "zstandard: %s", why);
   return sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(code));
 }
 
@@ -152,7 +156,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     // writes straight into the output, where streaming goes via its window.
     size_t got = ZSTD_decompressDCtx(dctx, out->data, out->cap, in, n);
     ZSTD_freeDCtx(dctx);
-    if (ZSTD_isError(got)) return zstd_error(got, error);
+    if (ZSTD_isError(got)) return zstd_error(got, in, n, error);
     if (got != fcs) return sl_error_set(error, EILSEQ, "zstandard: frame size mismatch");
     out->size = got;
     return 0;
@@ -165,7 +169,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     last = ZSTD_decompressStream(dctx, &ob, &ib);
     out->size = ob.pos;
     if (ZSTD_isError(last)) {
-      rc = zstd_error(last, error);
+      rc = zstd_error(last, in, n, error);
     } else if (ib.pos == ib.size && ob.pos < ob.size) {
       if (last != 0) rc = sl_error_set(error, EILSEQ, "zstandard: truncated frame");
       break;
