@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>  // strncasecmp
 #include <unistd.h>
 
 #include "../core/sl_alloc.h"
@@ -53,6 +54,35 @@ int sl_location_is_remote(const char* location) {
   return sl_location_is_http(location) || (location != NULL && has_prefix(location, "s3://"));
 }
 
+/// Text appended to out[cap] as snprintf would write it: len counts all of
+/// it, out holds what fits, NUL-terminated.
+struct shown_text {
+  char* out;
+  size_t cap;
+  size_t len;
+};
+
+static void shown_put(struct shown_text* t, const char* p, size_t n) {
+  if (t->cap > 0 && t->len < t->cap - 1) {
+    size_t room = t->cap - 1 - t->len;
+    memcpy(t->out + t->len, p, n < room ? n : room);
+    t->out[t->len + (n < room ? n : room)] = '\0';
+  }
+  t->len += n;
+}
+
+/// Query parameters of presigned URLs whose values are credentials
+/// (S3's SigV4 and V2, Google Cloud Storage's, an Azure SAS's signature).
+static int secret_parameter(const char* name, size_t n) {
+  static const char* const k_secret[] = {"X-Amz-Signature", "X-Amz-Credential",
+                                         "X-Amz-Security-Token", "Signature", "AWSAccessKeyId",
+                                         "X-Goog-Signature", "X-Goog-Credential", "sig"};
+  for (size_t i = 0; i < sizeof k_secret / sizeof k_secret[0]; ++i) {
+    if (strlen(k_secret[i]) == n && strncasecmp(name, k_secret[i], n) == 0) return 1;
+  }
+  return 0;
+}
+
 size_t sl_location_shown(const char* location, char* out, size_t cap) {
   if (has_prefix(location, "cql://")) {
     char shown[4096];
@@ -63,6 +93,8 @@ size_t sl_location_shown(const char* location, char* out, size_t cap) {
   if (!sl_location_is_http(location) || rest == NULL) {
     return (size_t)snprintf(out, cap, "%s", location);
   }
+  if (cap > 0) out[0] = '\0';
+  struct shown_text t = {out, cap, 0};
   rest += 3;
   // The userinfo ends at the last '@' of the authority, which ends at the
   // first '/', '?' or '#' (RFC 3986: a password has them escaped).
@@ -72,8 +104,36 @@ size_t sl_location_shown(const char* location, char* out, size_t cap) {
     if (rest[i] == '@') at = rest + i;
   }
   const char* colon = at != NULL ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
-  if (colon == NULL) return (size_t)snprintf(out, cap, "%s", location);
-  return (size_t)snprintf(out, cap, "%.*s:***%s", (int)(colon - location), location, at);
+  const char* p = location;
+  if (colon != NULL) {
+    shown_put(&t, location, (size_t)(colon - location));
+    shown_put(&t, ":***", 4);
+    p = at;
+  }
+  // A presigned URL's signature is as good as a password until it expires.
+  const char* query = strchr(rest + authority, '?');
+  const char* fragment = strchr(rest + authority, '#');
+  if (query == NULL || (fragment != NULL && fragment < query)) {
+    shown_put(&t, p, strlen(p));
+    return t.len;
+  }
+  shown_put(&t, p, (size_t)(query + 1 - p));
+  const char* end = fragment != NULL ? fragment : query + strlen(query);
+  for (const char* q = query + 1; q < end;) {
+    size_t item = strcspn(q, "&#");
+    if (q + item > end) item = (size_t)(end - q);
+    const char* eq = memchr(q, '=', item);
+    if (eq != NULL && secret_parameter(q, (size_t)(eq - q))) {
+      shown_put(&t, q, (size_t)(eq + 1 - q));
+      shown_put(&t, "***", 3);
+    } else {
+      shown_put(&t, q, item);
+    }
+    q += item;
+    if (q < end) shown_put(&t, q++, 1);  // the '&'
+  }
+  shown_put(&t, end, strlen(end));
+  return t.len;
 }
 
 int sl_source_open(const char* location, const struct sluice_allocator* alloc,

@@ -124,7 +124,9 @@ int sl_location_is_remote(const char* location);
 /// `location` as messages show it, into out[cap] (cut short if needed):
 /// the password of an http(s):// or cql:// location's user:password@ as
 /// "***" (libcurl sends it as Basic authentication; it appeared in every
-/// error). The length of the whole result, as snprintf.
+/// error), and so the values of a presigned http(s) URL's signature and
+/// credential parameters (X-Amz-Signature, X-Amz-Credential, ...). The
+/// length of the whole result, as snprintf.
 size_t sl_location_shown(const char* location, char* out, size_t cap);
 
 /// Opens a location: a path, "file://path", "-" (standard input), or an

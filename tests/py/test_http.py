@@ -768,6 +768,21 @@ def test_password_in_the_url_is_not_in_messages(sluice, fault_server, tmp_path):
         assert "s3cr3tpw" not in err and "alice:***@127.0.0.1" in err, (args, err)
 
 
+def test_presigned_signature_is_not_in_messages(sluice, fault_server):
+    """The signature and credential of a presigned URL (good as a password
+    until it expires) show as *** in messages; other parameters stay, so
+    the URL can still be told apart."""
+    query = ("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDSECRETKEY%2F20261205"
+             "&X-Amz-Expires=60&x-amz-signature=deadbeefcafe&part=7")
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/ok/absent.csv?{query}#frag",
+                          timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "AKIDSECRETKEY" not in err and "deadbeefcafe" not in err, err
+    assert ("absent.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***&X-Amz-Expires=60"
+            "&x-amz-signature=***&part=7") in err, err
+
+
 def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
     """A failing opening GET is reported with the server's own words (S3's
     code and message from the body), not as a HEAD that has none; a 503 on
