@@ -838,6 +838,8 @@ def test_reader_schema_unmatched_value_fails_when_met(tmp_path, sluice):
     err = sluice.expect_error("convert", "--reader-schema", rs, path,
                               tmp_path / "out.arrow").stderr.decode()
     assert "object 4" in err and "has no match" in err, err
+    # and the field and the writer's branch (it said only "union branch 1")
+    assert "field 'ns': union branch 1 of the writer (string)" in err, err
 
 
 def test_defaults_with_nul_characters(tmp_path, sluice):

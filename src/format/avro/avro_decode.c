@@ -216,6 +216,24 @@ static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
 static int decode_items(struct avro_decoder* d, int32_t item_i, int64_t n,
                         struct sluice_error* error);
 
+/// Returns `rc`, an error inside field k of a record whose schema is
+/// `record`, with the message saying which field (nested ones as one path:
+/// "field 'a.b': ..."). Only errors pay for it.
+static int field_error(const struct avro_node* record, int32_t k, int rc,
+                       struct sluice_error* error) {
+  if (error == NULL || record == NULL || record->kind != AVRO_RECORD || k >= record->n) return rc;
+  const char* name = record->names[k];
+  if (strncmp(error->message, "field '", 7) == 0) {
+    char inner[sizeof error->message];
+    memcpy(inner, error->message + 7, sizeof inner - 7);
+    inner[sizeof inner - 7] = '\0';
+    sl_error_set(error, error->code, "field '%s.%s", name, inner);
+  } else {
+    sl_error_prefix(error, "field '%s'", name);
+  }
+  return rc;
+}
+
 static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
   const struct avro_op* op = &d->prog->ops[i];
   struct sl_builder* b = d->bld[i];
@@ -359,8 +377,9 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
     }
     case OP_RECORD:
       for (int32_t k = 0; k < op->n_kids; ++k) {
-        if (d->bld[kids[k]] != NULL) SL_RETURN_NOT_OK(decode(d, kids[k], error));
-        else SL_RETURN_NOT_OK(skip(d, kids[k], error));  // dropped by the reader schema
+        int rc = d->bld[kids[k]] != NULL ? decode(d, kids[k], error)
+                                         : skip(d, kids[k], error);  // dropped by the reader
+        if (rc != 0) return field_error(op->node, k, rc, error);
       }
       APPEND(sl_builder_struct_finish(b));
       return 0;
@@ -466,9 +485,13 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         return sl_error_set(error, EILSEQ, "invalid union index %" PRId64 " (%d branches)", v,
                             (int)op->n_kids);
       int32_t t = d->prog->targets[op->kids + v];
-      if (t < 0)
-        return sl_error_set(error, EILSEQ, "union branch %" PRId64 " of the writer has no "
-                            "match in the reader's schema", v);
+      if (t < 0) {
+        const struct avro_node* w = d->prog->ops[kids[v]].node;
+        return sl_error_set(error, EILSEQ, "union branch %" PRId64 " of the writer (%s) has no "
+                            "match in the reader's schema", v,
+                            w == NULL ? "?" : w->name != NULL ? w->name
+                                                              : sl_avro_kind_name(w->kind));
+      }
       SL_RETURN_NOT_OK(decode(d, kids[v], error));
       if (op->kind == OP_UNION_MAP) APPEND(sl_builder_union_finish(b, (int8_t)t));
       return 0;
@@ -535,7 +558,8 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
     int32_t i = kids[k];
     struct sl_builder* b = d->bld[i];
     if (b == NULL) {
-      SL_RETURN_NOT_OK(skip(d, i, error));
+      int rc = skip(d, i, error);
+      if (rc != 0) return field_error(top->node, k, rc, error);
       continue;
     }
     // Flat numeric columns (W1-like rows) are most of the work for narrow
@@ -548,10 +572,12 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
       sl_builder_append_double_unsafe(b, v);
     } else if (kind == OP_INT64 && b->length < b->capacity) {
       int64_t v = 0;
-      SL_RETURN_NOT_OK(read_long(d, &v, error));
+      int rc = read_long(d, &v, error);
+      if (rc != 0) return field_error(top->node, k, rc, error);
       sl_builder_append_int64_unsafe(b, v);
     } else {
-      SL_RETURN_NOT_OK(decode(d, i, error));
+      int rc = decode(d, i, error);
+      if (rc != 0) return field_error(top->node, k, rc, error);
     }
   }
   return 0;

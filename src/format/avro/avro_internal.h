@@ -48,6 +48,9 @@ struct avro_node {
   char arrow_type[64];
 };
 
+/// The Avro name of a kind ("int", "record", ...), for messages.
+const char* sl_avro_kind_name(enum avro_kind kind);
+
 /// A parsed writer schema: owns every node.
 struct avro_schema {
   const struct sluice_allocator* alloc;

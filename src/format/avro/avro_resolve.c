@@ -24,12 +24,7 @@ struct rctx {
   const char* field;  ///< the field being resolved, for messages
 };
 
-static const char* kind_name(const struct avro_node* n) {
-  static const char* const k_names[] = {"null", "boolean", "int", "long", "float", "double",
-                                        "bytes", "string", "record", "enum", "array", "map",
-                                        "union", "fixed"};
-  return k_names[n->kind];
-}
+static const char* kind_name(const struct avro_node* n) { return sl_avro_kind_name(n->kind); }
 
 static int cannot(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                   const char* why) {

@@ -547,15 +547,20 @@ int sl_avro_node_nullable(const struct avro_node* node, const struct avro_node**
 
 /* ---- Arrow schema ------------------------------------------------------------ */
 
-static const char* short_name(const struct avro_node* n) {
+const char* sl_avro_kind_name(enum avro_kind kind) {
   static const char* const k_kind_names[] = {
       "null", "boolean", "int", "long", "float", "double", "bytes", "string",
       "record", "enum", "array", "map", "union", "fixed"};
+  return (unsigned)kind < sizeof k_kind_names / sizeof k_kind_names[0] ? k_kind_names[kind]
+                                                                       : "?";
+}
+
+static const char* short_name(const struct avro_node* n) {
   if (n->name != NULL && n->name[0] != '\0') {
     const char* dot = strrchr(n->name, '.');
     return dot ? dot + 1 : n->name;
   }
-  return k_kind_names[n->kind];
+  return sl_avro_kind_name(n->kind);
 }
 
 static void simple_format(const struct avro_node* n, char* f, size_t cap) {
