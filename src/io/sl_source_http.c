@@ -82,6 +82,9 @@
 #define HTTP_MAX_ATTEMPTS 6
 #define HTTP_BACKOFF_BASE_MS 200
 #define HTTP_BACKOFF_CAP_MS 5000
+/// The longest a server's Retry-After is waited (curl's --retry waits it
+/// whole; a minute bounds how long a read can sit idle per attempt).
+#define HTTP_RETRY_AFTER_CAP_S 60
 
 
 enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
@@ -207,6 +210,7 @@ struct xfer {
   int64_t suffix;      ///< > 0: the Range asked for is the last `suffix` bytes
   int body_started;
   long status;
+  long retry_after_s;  ///< a 429's or 503's Retry-After in seconds (0 = none)
   struct http_tag etag;
   struct http_tag modified;
   int accept_ranges;
@@ -612,6 +616,7 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
     }
   }
   if (headers != NULL) s->curl->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  x->retry_after_s = 0;
   CURLcode c = s->curl->easy_perform(h);
   if (c == CURLE_ABORTED_BY_CALLBACK && x->stalled) {
     c = CURLE_OPERATION_TIMEDOUT;
@@ -622,14 +627,28 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   // its coding).
   if (!x->body_started && c == CURLE_OK) on_body_start(x, h);
   if (!x->body_started) s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  if (x->status == 429 || x->status == 503) {
+    // (libcurl before 7.66 does not know it: then no Retry-After is seen)
+    curl_off_t after = 0;
+    if (s->curl->easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
+      x->retry_after_s = after < HTTP_RETRY_AFTER_CAP_S ? (long)after : HTTP_RETRY_AFTER_CAP_S;
+    }
+  }
   s->curl->slist_free_all(headers);
   x->result = c;
   x->errtext = errbuf;
   return c;
 }
 
-/// Before retry `attempt` of a request.
-static void backoff(int attempt, unsigned* seed) {
+/// Before retry `attempt` of a request whose last answer was `x`: as long
+/// as the server's Retry-After asked (capped), else exponential backoff.
+static void backoff(int attempt, const struct xfer* x, unsigned* seed) {
+  if (x->retry_after_s > 0) {  // in slices, so that a source being closed need not wait
+    for (long ms = 0; ms < x->retry_after_s * 1000 && !atomic_load(&x->s->stopping); ms += 100) {
+      sl_sleep_ms(100);
+    }
+    return;
+  }
   sl_backoff(attempt, HTTP_BACKOFF_BASE_MS, HTTP_BACKOFF_CAP_MS, seed);
 }
 
@@ -825,7 +844,7 @@ static int http_fetch(struct sl_http_source* s, int64_t offset, int64_t length, 
       rc = error != NULL && error->code != 0 ? error->code : EIO;
       break;
     }
-    backoff(attempt, &seed);
+    backoff(attempt, &x, &seed);
   }
   sl_http_pool_put(s->handles, h);
   return rc;
@@ -898,7 +917,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
       rc = error != NULL && error->code != 0 ? error->code : EIO;
       break;
     }
-    backoff(attempt, &seed);
+    backoff(attempt, &x, &seed);
   }
   sl_http_pool_put(s->handles, h);
   return rc;
@@ -1013,7 +1032,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     int again = sign_rc == 0 && (x.status >= 500 || x.status == 429 ||
                                  (x.status == 0 && is_retryable_curl(c)));
     if (!again || attempt + 1 >= HTTP_MAX_ATTEMPTS) break;
-    backoff(attempt, &seed);
+    backoff(attempt, &x, &seed);
   }
   curl_off_t length = -1;
   s->curl->easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
@@ -1464,7 +1483,7 @@ static int fetch_run(struct sl_http_source* s, int64_t first, int64_t end, int l
       rc = err.code != 0 ? err.code : EIO;
       break;
     }
-    backoff(attempt - 1, &seed);
+    backoff(attempt - 1, &x, &seed);
   }
   if (h != NULL) sl_http_pool_put(s->handles, h);
   if (rc != 0) fail_run(s, &x, rc, &err);
@@ -1656,7 +1675,7 @@ static void* stream_worker(void* arg) {
       rc = err.code != 0 ? err.code : EIO;
       break;
     }
-    backoff(attempt, &seed);
+    backoff(attempt, &x, &seed);
   }
   sl_http_pool_put(s->handles, h);
   pthread_mutex_lock(&s->lock);

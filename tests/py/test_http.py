@@ -263,7 +263,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     gzipped). Redirects that cannot be followed: loop (302 to itself),
     tofile (302 to file:///etc/passwd), noloc (302 without a Location).
     stall: the first GET of more than 100,000 bytes sends those and then
-    nothing for 30 s."""
+    nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2."""
 
     protocol_version = "HTTP/1.1"
 
@@ -333,8 +333,10 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             if body:
                 self.wfile.write(body_text)
             return
-        if mode == "down" or (mode in ("flaky", "nohead") and flaky_try % 2 == 1):
+        if mode == "down" or (mode in ("flaky", "nohead", "retryafter") and flaky_try % 2 == 1):
             self.send_response(503)
+            if mode == "retryafter":
+                self.send_header("Retry-After", "2")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -750,6 +752,21 @@ def test_object_replaced_without_a_usable_etag_is_an_error(sluice, fault_server,
     if mode == "lmchanged":
         ranged = [c for (m, r), c in zip(srv.log, srv.conditions) if r and r != "bytes=0-65535"]
         assert ranged and all(ius is not None and im is None for im, ius in ranged), srv.conditions
+
+
+def test_retry_after_is_waited(sluice, fault_server, tmp_path):
+    """A 503 with Retry-After: 2 is retried after 2 s, as curl --retry waits
+    it, not after the 0.1-0.2 s of the first backoff (a server asking to be
+    left alone for a while got hammered)."""
+    srv = fault_server["server"]
+    extra = fault_server["files"]["t.csv"]
+    local = local_table(sluice, fault_server["www"] / "t.csv", tmp_path / "l.arrows", extra)
+    remote = read_table(sluice, f"{fault_server['url']}/retryafter/t.csv", tmp_path / "r.arrows",
+                        extra)
+    assert remote.equals(local)
+    # every 503 was followed by its retry no sooner than asked
+    gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
+    assert len(srv.times) >= 2 and max(gaps) >= 1.9, gaps
 
 
 def test_password_in_the_url_is_not_in_messages(sluice, fault_server, tmp_path):
