@@ -343,9 +343,11 @@ class _Assembler:
     batches give theirs back); other columns convert each batch on its own and
     are joined at the end."""
 
-    def __init__(self, t, total):
+    def __init__(self, t, total, views=False):
         """total: the final length, or None to grow as batches come (the
-        arrays are resized in place: realloc moves pages, not bytes)."""
+        arrays are resized in place: realloc moves pages, not bytes).
+        views: the batches outlive the frame (a table's to_pandas), so
+        Arrow-backed strings are views of their buffers rather than copies."""
         np = _np()
         self.t = t
         self.total = total
@@ -365,6 +367,7 @@ class _Assembler:
             self.kind = "other"
             self.parts = []
         self.arrow = None
+        self.views = views
         if t.dictionary is None and t.kind in ("string", "large_string"):
             self.arrow = _arrow_for_strings()
 
@@ -387,7 +390,8 @@ class _Assembler:
                 self.parts.append(_categorical_part(nd, t))
             elif t.kind in ("string", "large_string"):
                 if self.arrow is not None:
-                    self.parts.append(_arrow_string_chunk(self.arrow, nd, t, copy=True))
+                    self.parts.append(_arrow_string_chunk(self.arrow, nd, t,
+                                                          copy=not self.views))
                 else:
                     self.parts.append(_strings([nd], t, None))  # one conversion at the end
             elif t.kind == "string_view":
@@ -448,7 +452,7 @@ def table_to_pandas(schema, batches, consume=False, writable=False):
                 while batches:
                     yield batches.pop(0)
             return batches_to_pandas(schema, drain(), total)
-        return batches_to_pandas(schema, iter(list(batches)), total)
+        return batches_to_pandas(schema, iter(list(batches)), total, views=True)
     data = {}
     rows = sum(b.num_rows for b in batches)
     # Taken over (consume): the views may be writable, so that the DataFrame
@@ -467,14 +471,15 @@ def table_to_pandas(schema, batches, consume=False, writable=False):
     return frame.copy(deep=True) if consume and not writable else frame
 
 
-def batches_to_pandas(schema, batches, total=None):
+def batches_to_pandas(schema, batches, total=None, views=False):
     """A DataFrame from an iterator of Batches in plan order, each dropped as
     soon as it is copied: with a scan as the iterator, decoding and copying
     interleave and the decoded batches' memory is reused by the next ones, so
-    the peak is about the DataFrame plus the batches in flight."""
+    the peak is about the DataFrame plus the batches in flight. views: the
+    batches outlive the frame (see _Assembler)."""
     pd = _pd()
     fields = schema.fields
-    columns = [_Assembler(f.type, total) for f in fields]
+    columns = [_Assembler(f.type, total, views) for f in fields]
     at = 0
     for batch in batches:
         for i, (field, column) in enumerate(zip(fields, columns)):

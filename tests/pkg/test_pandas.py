@@ -230,6 +230,25 @@ def test_strings_stay_arrow_buffers_with_pyarrow(data_dir):
     assert df["s"].equals(t.to_pandas()["s"])
 
 
+def test_strings_of_many_batches_are_shared_too(data_dir):
+    """A table of several batches (a Parquet file of several row groups)
+    shares its strings' bytes with the frame as one batch's are: each batch
+    was copied, so read().to_pandas() of a string table peaked at twice the
+    frame. With self_destruct the batches are copied and freed instead."""
+    t = pa.table({"s": pa.array([f"v{i}" if i % 7 else None for i in range(30_000)])})
+    path = data_dir / "strings_many.parquet"
+    pq.write_table(t, path, row_group_size=10_000)
+    st = sluice.read(path)
+    assert len(pa.table(st).column("s").chunks) == 3
+    df = st.to_pandas()
+    assert df["s"].equals(t.to_pandas()["s"])
+    shared = pa.chunked_array(pa.array(df["s"].array))
+    ours = {c.buffers()[2].address for c in pa.table(st).column("s").chunks}
+    assert {c.buffers()[2].address for c in shared.chunks} == ours
+    own = sluice.read(path).to_pandas(self_destruct=True)
+    assert own["s"].equals(df["s"])
+
+
 def _indexed_frame(index):
     df = pd.DataFrame({"a": np.arange(6, dtype=np.int64), "s": list("uvwxyz")})
     if index == "named":
