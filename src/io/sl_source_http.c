@@ -2026,11 +2026,16 @@ static void http_prefetch(struct sl_source* source) {
 static int http_seek(struct sl_source* source, int64_t offset, struct sluice_error* error) {
   struct sl_http_source* s = (struct sl_http_source*)source;
   (void)error;
-  clear_readahead(s);
+  // The position first: a prefetch (another worker opening its split) that
+  // starts the readahead between the two takes it from the new position,
+  // or is stopped by the clearing. In the other order one could restart it
+  // from the old position (the object's end after a first scan) and leave
+  // the reader waiting for a part nobody fetches.
   pthread_mutex_lock(&s->lock);
   s->pos = offset;  // start_readahead takes cur and next_fetch from it
   atomic_store(&s->forward, 1);  // a reader that seeks reads forward: prefetch may start it
   pthread_mutex_unlock(&s->lock);
+  clear_readahead(s);
   sl_block_pool_idle(s->blocks);
   return 0;
 }
