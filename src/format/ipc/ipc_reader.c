@@ -5,6 +5,7 @@
 #include "ipc_reader.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -445,7 +446,7 @@ struct ipc_stream {
   struct ipc_schema schema;
   struct ipc_dict_memo memo;
   int64_t pos;      ///< offset of the next message
-  int scanned;      ///< the one split was opened
+  atomic_int scanned;  ///< the one split was opened (two scans may open it at once)
   int finished;     ///< end of stream seen
   int64_t* columns;
   int64_t n_columns;
@@ -608,16 +609,19 @@ static int stream_split_open(void* reader, const struct sl_split* split, const i
                              struct sluice_error* error) {
   struct ipc_stream* st = reader;
   *state = NULL;
-  if (split->index != 0 || st->scanned)
+  if (split->index != 0 || atomic_exchange(&st->scanned, 1) != 0)
     return sl_error_set(error, EINVAL, "%s: an Arrow IPC stream can be scanned only once",
                         st->source->name);
-  SL_RETURN_NOT_OK(check_columns(&st->schema, st->source->name, columns, n_columns, error));
-  if (columns != NULL) {
+  int rc = check_columns(&st->schema, st->source->name, columns, n_columns, error);
+  if (rc == 0 && columns != NULL) {
     st->columns = copy_columns(st->alloc, columns, n_columns);
-    if (st->columns == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", st->source->name);
+    if (st->columns == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", st->source->name);
     st->n_columns = n_columns;
   }
-  st->scanned = 1;
+  if (rc != 0) {
+    atomic_store(&st->scanned, 0);  // not read: a scan with other columns may still
+    return rc;
+  }
   *projected = 1;
   *state = st;
   return 0;

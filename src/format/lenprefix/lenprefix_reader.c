@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -51,7 +52,7 @@ struct lp_reader {
   int64_t chunk_pos;     ///< next unread byte in chunk
   int64_t pos;           ///< stream offset of the next unread byte
   int eof;               ///< the source has no more bytes
-  int scanned;           ///< the one split was opened
+  atomic_int scanned;    ///< the one split was opened (two scans may open it at once)
   int finished;          ///< end of stream or error seen
   /// A message whose prefix is read but whose bytes did not fit the batch
   /// (binary offsets are 32-bit): it starts the next batch.
@@ -416,11 +417,10 @@ static int lp_split_open(void* reader, const struct sl_split* split, const int64
   (void)columns;
   (void)n_columns;
   *state = NULL;
-  if (split->index != 0 || r->scanned) {
+  if (split->index != 0 || atomic_exchange(&r->scanned, 1) != 0) {
     return sl_error_set(error, EINVAL, "%s: a length-prefixed stream can be scanned only once",
                         r->source->name);
   }
-  r->scanned = 1;
   *projected = 0;  // one column: the engine projects when asked for none
   *state = r;
   return 0;
