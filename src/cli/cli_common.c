@@ -418,8 +418,9 @@ int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStrea
 
 int cli_close_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
                      const struct cli_options* options, int status) {
-  if (status == CLI_OK) cli_report_skipped(dataset, options);
+  // The scan's workers stop first: the count they add to is then final.
   if (stream->release != NULL) stream->release(stream);
+  if (status == CLI_OK) cli_report_skipped(dataset, options);
   sluice_dataset_close(dataset);
   return status;
 }

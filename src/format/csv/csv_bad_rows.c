@@ -41,17 +41,35 @@ static int pad_short_rows(struct csv_rows* rows, int64_t want) {
   return 0;
 }
 
-/// Counts a dropped row; the first one's reason is kept for the report.
+static void skip_lock(struct csv_reader* r) {
+  while (atomic_flag_test_and_set_explicit(&r->first_skip_lock, memory_order_acquire)) {
+  }
+}
+
+static void skip_unlock(struct csv_reader* r) {
+  atomic_flag_clear_explicit(&r->first_skip_lock, memory_order_release);
+}
+
+/// Counts a dropped row, and keeps its reason when it is the first in the
+/// input so far: splits finish in any order, and the report names the
+/// earliest bad row, whichever split met it first in time.
 static void count_skip(struct csv_split_state* s, int64_t pos, const char* why) {
   struct csv_reader* r = s->r;
   atomic_fetch_add(&r->rows_skipped, 1);
-  int expected = 0;
-  if (atomic_compare_exchange_strong(&r->first_skip_claimed, &expected, 1)) {
-    int64_t line, at;
-    sl_csv_split_where(s, pos, &line, &at);
+  int64_t at = s->base + pos;
+  skip_lock(r);
+  int earlier = r->first_skip_at == 0 || at + 1 < r->first_skip_at;
+  skip_unlock(r);
+  if (!earlier) return;  // the common case with many bad rows: no line counted
+  int64_t line;
+  sl_csv_split_where(s, pos, &line, &at);  // counts lines: outside the lock
+  skip_lock(r);
+  if (r->first_skip_at == 0 || at + 1 < r->first_skip_at) {
+    r->first_skip_at = at + 1;
     snprintf(r->first_skip, sizeof r->first_skip, "line %" PRId64 " (byte %" PRId64 "): %s",
              line, at, why);
   }
+  skip_unlock(r);
 }
 
 int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
@@ -103,7 +121,9 @@ int64_t sl_csv_rows_skipped(void* reader, char* first_reason, size_t cap) {
   int64_t n = atomic_load(&r->rows_skipped);
   if (first_reason != NULL && cap > 0) {
     first_reason[0] = '\0';
-    if (n > 0) snprintf(first_reason, cap, "%s", r->first_skip);
+    skip_lock(r);
+    if (n > 0 && r->first_skip_at > 0) snprintf(first_reason, cap, "%s", r->first_skip);
+    skip_unlock(r);
   }
   return n;
 }

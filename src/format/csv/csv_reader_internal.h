@@ -86,14 +86,16 @@ struct csv_reader {
   /// Scanner state at b_j (split_start_state's result for split j; -1 = not
   /// yet), so that each split's state extends a known one.
   atomic_int* plan_state;
-  /// bad_rows=skip: rows dropped so far (all splits) and why the first one
-  /// was (written once, by whichever split claims `first_skip_claimed`).
+  /// bad_rows=skip: rows dropped so far (all splits), and why the first one
+  /// in the input was: first_skip_at is its byte + 1 (0: none yet), and
+  /// first_skip_lock guards both it and the text.
   atomic_llong rows_skipped;
   /// Per column, how far a value that did not fit the inferred type asks it
   /// to widen (enum csv_widening, raised atomically by any split); applied by
   /// csv_refine before the next scan.
   atomic_int* widen;
-  atomic_int first_skip_claimed;
+  atomic_flag first_skip_lock;
+  int64_t first_skip_at;
   char first_skip[256];
 };
 
