@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,19 +242,19 @@ static void test_allocation_failures(void** state) {
 /// Counts the write's cancel polls, and where the stream stood at each.
 struct poll_count {
   struct ArrowArrayStream* inner;
-  int polls;
+  atomic_int polls;  ///< (polled from the writer's thread and its flusher)
   int gets;
   int polls_at_get[8];
 };
 
 static int count_poll(void* user) {
-  ((struct poll_count*)user)->polls++;
+  atomic_fetch_add(&((struct poll_count*)user)->polls, 1);
   return 0;
 }
 
 static int counting_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
   struct poll_count* c = s->private_data;
-  if (c->gets < 8) c->polls_at_get[c->gets] = c->polls;
+  if (c->gets < 8) c->polls_at_get[c->gets] = atomic_load(&c->polls);
   c->gets++;
   return c->inner->get_next(c->inner, out);
 }
