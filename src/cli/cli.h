@@ -57,6 +57,7 @@ struct cli_options {
   int threads;
   int ordered;
   int64_t budget;
+  int64_t batch_rows;     ///< --batch-rows N (0 = the format's choice)
   int quiet;
   int help;
   int insecure;           ///< --insecure: skip TLS certificate checks

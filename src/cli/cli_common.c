@@ -73,6 +73,7 @@ int cli_open(const struct cli_options* options, int n_sources, struct sluice_dat
   open_options.n_columns = options->n_columns;
   open_options.threads = options->threads;
   open_options.memory_budget = options->budget;
+  open_options.batch_size = options->batch_rows;
   open_options.ordered = options->ordered;
   open_options.limit = options->limit;
   open_options.format_options = options->format_options;

@@ -20,6 +20,8 @@
   "  --unordered        deliver batches as they are decoded (Arrow IPC output\n" \
   "                     tags each batch with sluice:split / sluice:batch)\n"  \
   "  --budget BYTES     decoded bytes in flight (K/M/G suffixes; 256M)\n"     \
+  "  --batch-rows N     rows per batch where the format chooses (CSV, Avro,\n" \
+  "                     Parquet, Cassandra; Python's batch_rows=)\n"         \
   "  -O, --option K=V   a format option, repeatable (CSV: delimiter, quote,\n"  \
   "                     header, comment, null_values, ...; see the README)\n" \
   "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV; %XX in a name\n"  \
@@ -194,7 +196,7 @@ static const struct cli_command k_commands[] = {
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 
 enum {
-  OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_COMPRESSION, OPT_JSON,
+  OPT_THREADS = 256, OPT_ORDERED, OPT_UNORDERED, OPT_BUDGET, OPT_BATCH_ROWS, OPT_COMPRESSION, OPT_JSON,
   OPT_VERSION, OPT_SCHEMA, OPT_READER_SCHEMA, OPT_LENGTH_PREFIX, OPT_INSECURE, OPT_CA_BUNDLE,
   OPT_METADATA, OPT_NO_HIVE, OPT_PARTITIONS, OPT_FILTER, OPT_NO_FSYNC, OPT_PROFILE, OPT_REGION,
   OPT_ENDPOINT_URL, OPT_S3_ADDRESSING, OPT_NO_SIGN_REQUEST, OPT_PART_SIZE, OPT_TIMEOUT,
@@ -215,6 +217,7 @@ static const struct option k_long_options[] = {
     {"ordered", no_argument, NULL, OPT_ORDERED},
     {"unordered", no_argument, NULL, OPT_UNORDERED},
     {"budget", required_argument, NULL, OPT_BUDGET},
+    {"batch-rows", required_argument, NULL, OPT_BATCH_ROWS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -431,6 +434,12 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         return usage_error(where, "bad --budget '%s'", optarg);
       }
       options->budget = value;
+      return CLI_OK;
+    case OPT_BATCH_ROWS:
+      if (cli_parse_count(optarg, &value) != 0 || value <= 0) {
+        return usage_error(where, "bad --batch-rows '%s' (a number of rows, > 0)", optarg);
+      }
+      options->batch_rows = value;
       return CLI_OK;
     case 'q': options->quiet = 1; return CLI_OK;
     case 'h': options->help = 1; return CLI_OK;

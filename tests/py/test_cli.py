@@ -572,6 +572,25 @@ def test_compression_named_twice_must_agree(sluice_bin, tmp_path, ext, flag, opt
         assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
+def test_batch_rows_for_every_format_that_chooses(sluice_bin, tmp_path):
+    """--batch-rows N sets the rows per batch as Python's batch_rows= does,
+    for CSV, Avro and Parquet alike (the README named -O batch_rows, which
+    only the Parquet reader took)."""
+    table = pa.table({"a": list(range(10_000)), "s": [str(i) for i in range(10_000)]})
+    sizes = {}
+    for ext in ("csv", "avro", "parquet"):
+        src = tmp_path / f"b.{ext}"
+        pq.write_table(table, tmp_path / "b_src.parquet")
+        ok(sluice_bin, "convert", tmp_path / "b_src.parquet", src)
+        out = ok(sluice_bin, "cat", src, "--batch-rows", "1000", "-t", "arrows")
+        batches = list(pa.ipc.open_stream(pa.BufferReader(out)))
+        sizes[ext] = {b.num_rows for b in batches}
+        assert pa.Table.from_batches(batches).column("a").to_pylist() == list(range(10_000))
+    assert sizes == {"csv": {1000}, "avro": {1000}, "parquet": {1000}}, sizes
+    proc = run(sluice_bin, "cat", tmp_path / "b.csv", "--batch-rows", "0")
+    assert proc.returncode == 2 and b"bad --batch-rows '0'" in proc.stderr
+
+
 def test_max_partitions_without_partition_by_is_a_usage_error(sluice_bin, data):
     """--max-partitions limits a partitioned write; without --partition-by it
     did nothing and the write succeeded, as if the limit held."""
