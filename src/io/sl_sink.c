@@ -134,9 +134,7 @@ static void sink_free(struct sl_sink* sink) {
 
 static int errno_error(struct sluice_error* error, const char* name, const char* what,
                        int errnum) {
-  char text[128];
-  return sl_error_set(error, sl_errno_code(errnum), "%s: %s: %s", name, what,
-                      sl_errno_text(errnum, text, sizeof text));
+  return sl_errno_error(error, sl_errno_code(errnum), name, what, errnum);
 }
 
 /// The directory s3:// outputs are staged in: $TMPDIR, else /tmp.

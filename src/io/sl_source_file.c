@@ -44,8 +44,8 @@ int sl_errno_code(int errnum) {
   }
 }
 
-static int errno_error(struct sluice_error* error, int code, const char* name, const char* what,
-                       int errnum) {
+int sl_errno_error(struct sluice_error* error, int code, const char* name, const char* what,
+                   int errnum) {
   char text[128];
   return sl_error_set(error, code, "%s: %s: %s", name, what,
                       sl_errno_text(errnum, text, sizeof text));
@@ -190,7 +190,7 @@ static int map_regular_file(int fd, int64_t size, const char* name,
       sl_free(alloc, f, sizeof *f);
       sl_free(alloc, name_copy, strlen(name_copy) + 1);
       sl_free(alloc, m, sizeof *m);
-      return errno_error(error, sl_errno_code(e), name, "cannot map the file", e);
+      return sl_errno_error(error, sl_errno_code(e), name, "cannot map the file", e);
     }
     sl_ref_init(&m->ref, mapping_destroy);
     m->alloc = alloc;
@@ -250,7 +250,7 @@ static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* er
     ssize_t r = read(s->fd, b->data + b->end, (size_t)(b->cap - b->end));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return errno_error(error, sl_errno_code(errno), s->base.name, "read failed", errno);
+      return sl_errno_error(error, sl_errno_code(errno), s->base.name, "read failed", errno);
     }
     if (r == 0) {
       s->eof = 1;
@@ -332,13 +332,13 @@ int sl_file_source_open(const char* path, const char* name,
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     int e = errno;
-    return errno_error(error, sl_errno_code(e), name, "cannot open", e);
+    return sl_errno_error(error, sl_errno_code(e), name, "cannot open", e);
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    return errno_error(error, sl_errno_code(e), name, "cannot stat", e);
+    return sl_errno_error(error, sl_errno_code(e), name, "cannot stat", e);
   }
   if (S_ISDIR(st.st_mode)) {
     close(fd);
@@ -372,7 +372,7 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
   }
   int fd = mkstemp(path);
   if (fd < 0) {
-    return errno_error(error, EIO, forward->name, "cannot create a temporary file to spool into",
+    return sl_errno_error(error, EIO, forward->name, "cannot create a temporary file to spool into",
                        errno);
   }
   // Nobody else needs the name; the data lives until the mapping goes.
@@ -392,7 +392,7 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
       ssize_t w = write(fd, p, (size_t)left);
       if (w < 0) {
         if (errno == EINTR) continue;
-        rc = errno_error(error, EIO, forward->name, "cannot spool to a temporary file", errno);
+        rc = sl_errno_error(error, EIO, forward->name, "cannot spool to a temporary file", errno);
         break;
       }
       p += w;
@@ -403,7 +403,7 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
   }
   struct stat st;
   if (rc == 0 && fstat(fd, &st) != 0) {
-    rc = errno_error(error, EIO, forward->name, "cannot stat the spooled data", errno);
+    rc = sl_errno_error(error, EIO, forward->name, "cannot stat the spooled data", errno);
   }
   if (rc == 0) rc = map_regular_file(fd, (int64_t)st.st_size, forward->name, forward->alloc, out, error);
   close(fd);

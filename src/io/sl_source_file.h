@@ -46,5 +46,9 @@ const char* sl_errno_text(int errnum, char* buf, size_t cap);
 /// (EINVAL a bad argument, EILSEQ malformed input, ENOTSUP, ERANGE,
 /// EOVERFLOW, ECANCELED a cancel) and 0, which are EIO.
 int sl_errno_code(int errnum);
+/// Sets `error` to "<name>: <what>: <strerror(errnum)>" with `code`, and
+/// returns it: the message of every failed system call on a file.
+int sl_errno_error(struct sluice_error* error, int code, const char* name, const char* what,
+                   int errnum);
 
 #endif
