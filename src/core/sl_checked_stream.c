@@ -9,6 +9,7 @@
 #include "core/sl_error.h"
 #include "core/sl_type.h"
 #include "core/sl_validate.h"
+#include "core/sl_widen_decimals.h"
 
 struct checked_stream {
   struct ArrowArrayStream* inner;
@@ -16,6 +17,9 @@ struct checked_stream {
   int (*cancelled)(void* user);
   void* cancelled_user;
   struct ArrowSchema schema;  ///< the inner stream's, read once (copies handed out)
+  /// The inner stream's schema as it came, when it has decimal32/64 nodes
+  /// (`schema` says decimal128 for them and batches are widened to match).
+  struct ArrowSchema narrow;
   int64_t batches;            ///< batches handed on so far
   int64_t rows;               ///< and their rows
   struct sluice_error error;  ///< the last failure, for get_last_error
@@ -80,6 +84,11 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
   // pipe) must not let the end of its stream commit the output.
   if (rc == 0 && (rc = check_cancelled(c)) != 0 && out->release != NULL) out->release(out);
   if (rc != 0 || out->release == NULL) return rc;
+  if (c->narrow.release != NULL &&
+      sl_array_widen_decimals(&c->narrow, out, c->alloc, &c->error) != 0) {
+    sl_error_prefix(&c->error, "batch %lld", (long long)c->batches);
+    return c->error.code;
+  }
   // First the counts of buffers and children and the lengths, per node,
   // which is what a writer walks by; O(columns), not O(values).
   if (sl_array_validate(&c->schema, out, SL_VALIDATE_MINIMAL, NULL, &c->error) != 0) {
@@ -116,6 +125,7 @@ static const char* checked_get_last_error(struct ArrowArrayStream* stream) {
 static void checked_release(struct ArrowArrayStream* stream) {
   struct checked_stream* c = stream->private_data;
   if (c->schema.release != NULL) c->schema.release(&c->schema);
+  if (c->narrow.release != NULL) c->narrow.release(&c->narrow);
   sl_free(c->alloc, c, sizeof *c);
   stream->release = NULL;
 }
@@ -143,9 +153,17 @@ int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_a
     sl_free(alloc, c, sizeof *c);
     return sl_input_error(inner, rc, error);
   }
-  rc = unknown_type(&c->schema, "", 1, error);
+  if (sl_schema_has_narrow_decimals(&c->schema)) {
+    // A copy of our own, whose format strings may be rewritten.
+    c->narrow = c->schema;  // a moved root stays valid (C Data Interface)
+    c->schema.release = NULL;
+    rc = sl_schema_copy(&c->narrow, alloc, &c->schema, error);
+    if (rc == 0) sl_schema_widen_decimals(&c->schema);
+  }
+  if (rc == 0) rc = unknown_type(&c->schema, "", 1, error);
   if (rc != 0) {
-    c->schema.release(&c->schema);
+    if (c->schema.release != NULL) c->schema.release(&c->schema);
+    if (c->narrow.release != NULL) c->narrow.release(&c->narrow);
     sl_free(alloc, c, sizeof *c);
     return rc;
   }

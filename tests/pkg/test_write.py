@@ -681,3 +681,33 @@ def test_quote_none_is_the_default_quote_as_in_pyarrow(tmp_path):
     assert (tmp_path / "none.csv").read_bytes() == (tmp_path / "default.csv").read_bytes()
     with pytest.raises(sluice.InvalidArgumentError, match="needs quotes"):
         sluice.write(t, tmp_path / "off.csv", quote="none")
+
+
+def test_decimal32_and_decimal64_are_written_as_decimal128(tmp_path):
+    # pyarrow's decimal32/64 (Arrow 18+) were refused by every writer; they
+    # are written as decimal128 of the same precision and scale, which the
+    # peers read back as the decimal128 cast of the input (offsets, nulls
+    # and nesting included).
+    import decimal
+    D = decimal.Decimal
+    t = pa.table({
+        "a": pa.array([D("1.23"), None, D("-9.99"), D("99999.99")], pa.decimal32(7, 2)),
+        "b": pa.array([D("123456.7"), None, D("-1"), D("-99999999999999999.9")],
+                      pa.decimal64(18, 1)),
+        "l": pa.array([[D("1.5")], None, [D("-2.5"), None], []], pa.list_(pa.decimal64(10, 1))),
+    }).slice(1)
+    wide = t.cast(pa.schema([("a", pa.decimal128(7, 2)), ("b", pa.decimal128(18, 1)),
+                             ("l", pa.list_(pa.decimal128(10, 1)))]))
+    sluice.write(t, tmp_path / "x.parquet")
+    assert pq.read_table(tmp_path / "x.parquet").cast(wide.schema).equals(wide)
+    assert duckdb.sql(f"select a::varchar, b::varchar from '{tmp_path / 'x.parquet'}'") \
+        .fetchall() == [(None, None), ("-9.99", "-1.0"), ("99999.99", "-99999999999999999.9")]
+    sluice.write(t, tmp_path / "x.arrow")
+    assert pa.ipc.open_file(str(tmp_path / "x.arrow")).read_all().equals(wide)
+    sluice.write(t, tmp_path / "x.avro")
+    with open(tmp_path / "x.avro", "rb") as f:
+        assert list(fastavro.reader(f)) == wide.to_pylist()
+    sluice.write(t.select(["a", "b"]), tmp_path / "x.csv")
+    back = pacsv.read_csv(str(tmp_path / "x.csv"), convert_options=pacsv.ConvertOptions(
+        column_types={"a": pa.decimal128(7, 2), "b": pa.decimal128(18, 1)}))
+    assert back.equals(wide.select(["a", "b"]))
