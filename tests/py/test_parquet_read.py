@@ -1623,3 +1623,25 @@ def test_list_element_names_do_not_split_a_dataset(sluice_bin, tmp_path, union):
     proc = _run(sluice_bin, [*glob, "convert", b, a, out])
     assert proc.returncode == 0, proc.stderr.decode()
     assert pq.read_table(out).to_pylist() == ds.dataset([str(b), str(a)]).to_table().to_pylist()
+
+
+def test_list_view_column_keeps_the_other_columns_stored_types(sluice_bin, tmp_path):
+    """A list_view column in the stored Arrow schema (pyarrow writes it as a
+    list) made the whole schema unusable: every other column lost its
+    restored type (zone, duration, large_string, dictionary). Now only the
+    list views come out as lists, and the rest as pyarrow reads them."""
+    t = pa.table({"tz": pa.array([1, 2], pa.timestamp("us", "Asia/Tokyo")),
+                  "dur": pa.array([1, 2], pa.duration("ms")),
+                  "ls": pa.array(["a", "b"], pa.large_string()),
+                  "lv": pa.array([[1], []], pa.list_view(pa.int32())),
+                  "llv": pa.array([[1], None], pa.large_list_view(pa.int32())),
+                  "d": pa.array(["x", "y"]).dictionary_encode()})
+    path = tmp_path / "lv.parquet"
+    pq.write_table(t, path)
+    want = pq.read_table(path)
+    got = sluice_read(sluice_bin, path)
+    for name in ("tz", "dur", "ls", "d"):
+        assert got.schema.field(name).type == want.schema.field(name).type, name
+    assert got.schema.field("lv").type == pa.list_(pa.field("element", pa.int32()))
+    assert got.schema.field("llv").type == pa.large_list(pa.field("element", pa.int32()))
+    assert got.to_pylist() == want.to_pylist()

@@ -269,6 +269,17 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
     case IPC_TYPE_RUN_END_ENCODED:
     case IPC_TYPE_LIST_VIEW:
     case IPC_TYPE_LARGE_LIST_VIEW:
+      if (p->types_only) {
+        // A description only (a Parquet file's stored Arrow schema): the
+        // column is read as its list or value type, and the other columns
+        // keep the types the schema restores.
+        f->kind = IPC_KIND_LIST;
+        want_children = type_type == IPC_TYPE_RUN_END_ENCODED ? 2 : 1;
+        snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_RUN_END_ENCODED ? "+r"
+                                     : type_type == IPC_TYPE_LIST_VIEW   ? "+vl"
+                                                                         : "+vL");
+        break;
+      }
       return sl_error_set(p->error, ENOTSUP, "%s: offset %" PRId64 ": field '%s': type %s is "
                           "not supported (cast it to %s first)", p->where->name, p->where->offset,
                           fname,

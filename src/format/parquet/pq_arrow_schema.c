@@ -124,6 +124,15 @@ static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct s
   if (depth > PQ_MAX_DEPTH || o == NULL || o->format == NULL) return 0;
   SL_RETURN_NOT_OK(copy_metadata(f, o, alloc));
   const char* of = o->format;
+  // Run-end encoded columns are stored as their values (pyarrow decodes them
+  // on write): the values' type applies.
+  if (strcmp(of, "+r") == 0 && o->n_children == 2) return apply(f, o->children[1], alloc, depth + 1);
+  // sluice has no list views: a list_view column comes out as a list.
+  if ((strcmp(of, "+vl") == 0 || strcmp(of, "+vL") == 0) && f->kind == PQ_FIELD_LIST &&
+      o->n_children == 1) {
+    f->large = of[2] == 'L';
+    return apply(&f->children[0], o->children[0], alloc, depth + 1);
+  }
   switch (f->kind) {
     case PQ_FIELD_LEAF:
       return apply_leaf(f, o);
