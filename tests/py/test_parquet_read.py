@@ -1014,6 +1014,28 @@ def test_dictionary_option(sluice_bin, tmp_path):
     assert got.column("dict_s").to_pylist() == table.column("dict_s").to_pylist() * 2
 
 
+def test_dictionary_option_leaves_extension_columns_alone(sluice_bin, tmp_path):
+    """-O dictionary=true made a JSON column (pyarrow's json_, DuckDB's
+    JSON) a dictionary still named arrow.json, which pyarrow refuses to
+    read ("Invalid storage type for JsonExtensionType"); the column keeps
+    its type, as pyarrow's read_dictionary leaves it, and the other string
+    columns become dictionaries."""
+    import duckdb
+    path = tmp_path / "json.parquet"
+    pq.write_table(pa.table({"j": pa.array(['{"a":1}', None], pa.json_()),
+                             "s": ["x", "y"]}), path)
+    want = pq.read_table(path, read_dictionary=["j", "s"])
+    got = sluice_read(sluice_bin, path, options=["dictionary=true"])
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
+    duck = tmp_path / "duck.parquet"
+    duckdb.sql(f"copy (select '[1, 2]'::json as j, 'z' as s) to '{duck}' (format parquet)")
+    got = sluice_read(sluice_bin, duck, options=["dictionary=true"])
+    assert got.schema.field("j").type == pa.json_()
+    assert got.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
+    assert got.to_pylist() == [{"j": "[1, 2]", "s": "z"}]
+
+
 def test_dictionary_as_written(sluice_bin, tmp_path):
     """A dictionary column comes back with the file's own dictionary, as
     pyarrow reads it: a pandas categorical keeps its categories' order, the

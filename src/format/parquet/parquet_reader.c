@@ -198,6 +198,11 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
   for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
     struct pq_field* f = r->schema.leaves[l];
     if (f->conv != PQ_CONV_BINARY || !f->is_string || f->large || f->dict) continue;
+    // An extension type's storage is its own (arrow.json takes a string,
+    // never a dictionary): pyarrow's read_dictionary leaves them alone too.
+    int32_t len;
+    if (f->extension != NULL || sl_metadata_find(f->metadata, "ARROW:extension:name", &len) != NULL)
+      continue;
     f->dict = 1;
     strcpy(f->dict_index_format, "i");
     changed = 1;
