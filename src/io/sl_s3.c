@@ -363,9 +363,11 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
   const char* endpoint = g->settings.endpoint;
   const char* scheme_end = strstr(endpoint, "://");
   if (scheme_end == NULL) {
+    // The message first: `endpoint` lives in `g`.
+    sl_error_set(error, EINVAL, "%s: endpoint '%s' is not a URL (scheme://host[:port])",
+                 location, endpoint);
     sl_s3_signer_destroy(g);
-    return sl_error_set(error, EINVAL, "%s: endpoint '%s' is not a URL (scheme://host[:port])",
-                        location, endpoint);
+    return EINVAL;
   }
   const char* authority = scheme_end + 3;
   size_t authority_len = strcspn(authority, "/");

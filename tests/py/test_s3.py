@@ -137,6 +137,15 @@ def test_bad_location(sluice, s3):
     assert "s3://BUCKET/KEY" in proc.stderr.decode()
 
 
+def test_endpoint_without_a_scheme_is_named(sluice, s3):
+    # The message read the endpoint from freed memory (it said endpoint '',
+    # a use-after-free under ASan); it names the endpoint given.
+    proc = run(sluice, creds(s3, AWS_ENDPOINT_URL="127.0.0.1:9"), "schema",
+               f"s3://{BUCKET}/x.csv")
+    check_clean_failure(proc)
+    assert "endpoint '127.0.0.1:9' is not a URL" in proc.stderr.decode()
+
+
 def test_profile_from_shared_files(sluice, s3, tmp_path):
     home = tmp_path / "home"
     (home / ".aws").mkdir(parents=True)
