@@ -12,6 +12,7 @@
 #include "sl_decimal.h"
 #include "sl_error.h"
 #include "sl_type.h"
+#include "sl_utf8.h"
 #include "sl_value_parse.h"
 #include "sl_value_text.h"
 #include "sl_value_tz.h"
@@ -430,7 +431,8 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
         char type[64];
         sl_format_name(c->format, type, sizeof type);
         // The value as decoded (%XX escapes are the Python layer's quoting).
-        const int shown_decoded = strlen(v) == vn;
+        const int shown_decoded =
+            strlen(v) == vn && sl_utf8_invalid_at((const uint8_t*)v, (int64_t)vn) < 0;
         int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
                               "(%s) needs", shown_n, shown, shown_decoded ? (int)vn : (int)m,
                               shown_decoded ? v : p, why, c->name, type);
@@ -467,13 +469,15 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
 
 /// parse_condition_shown, quoting the condition %XX-decoded in messages
 /// (the escapes are the Python layer's quoting, not what the user wrote),
-/// unless decoding gives a NUL byte.
+/// unless decoding gives a NUL byte or bytes that are not UTF-8 (a message
+/// must stay text: `%80` is shown as typed).
 static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
                            const struct sluice_allocator* alloc, struct sl_filter_condition* c,
                            struct sluice_error* error) {
   size_t dn = 0;
   char* decoded = memchr(text, '%', n) != NULL ? sl_percent_decoded_bytes(text, n, alloc, &dn) : NULL;
-  const int use = decoded != NULL && strlen(decoded) == dn && dn <= INT32_MAX;
+  const int use = decoded != NULL && strlen(decoded) == dn && dn <= INT32_MAX &&
+                  sl_utf8_invalid_at((const uint8_t*)decoded, (int64_t)dn) < 0;
   int rc = parse_condition_shown(text, n, use ? decoded : text, use ? (int)dn : (int)n, schema,
                                  alloc, c, error);
   if (decoded != NULL) sl_free(alloc, decoded, dn + 1);

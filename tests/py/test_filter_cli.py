@@ -134,3 +134,19 @@ def test_filter_the_widened_type_refuses_is_the_error(sluice, tmp_path):
         assert "'2300-01-01' is not a date-time" in err and "timestamp[ns]" in err, err
         assert "when the input is read again" not in err, err
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_an_escape_that_is_not_utf8_is_quoted_as_typed(sluice, tmp_path):
+    """Messages quote a condition %XX-decoded, but `%80` decoded is a lone
+    byte that is not UTF-8: the message carried it raw (invalid text on a
+    terminal or in a log) instead of the escape the user typed."""
+    src = tmp_path / "i.parquet"
+    pq.write_table(pa.table({"i": [1, 2], "u": pa.array([b"0" * 16] * 2, pa.binary(16))}), src)
+    err = sluice.expect_error("cat", "--filter", "i>%80", src).stderr
+    assert b"filter 'i>%80': '%80' is not an integer" in err, err
+    err.decode("utf-8")
+    err = sluice.expect_error("cat", "--filter", "u>%80", src).stderr
+    assert b"filter 'u>%80': column 'u' has type fixed_size_binary[16]" in err, err
+    # valid UTF-8 escapes are still shown decoded
+    err = sluice.expect_error("cat", "--filter", "i>%e2%82%ac", src).stderr.decode()
+    assert "filter 'i>\u20ac': '\u20ac' is not an integer" in err, err
