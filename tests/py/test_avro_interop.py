@@ -1082,3 +1082,43 @@ def test_decimal_on_a_fixed_wider_than_32_bytes(tmp_path, sluice):
     assert table.schema.field("e").type == pa.decimal256(70, 0)
     with open(path, "rb") as f:
         assert table.to_pylist() == list(fastavro.reader(f))
+
+
+def test_reader_schema_errors_name_the_field_of_the_value(tmp_path, sluice):
+    """An error in a value under a reader schema names the field the value
+    is in, as the reader calls it (a writer field it drops by the writer's
+    name): it named the reader's field at the writer field's position (here
+    'a' for a null in 'b'), or none past the reader's field count.
+    fastavro fails on the same null."""
+    writer = _rec(("a", "int"), ("b", ["null", "string"]), ("c", "int"),
+                  ("s", _rec(("p", "int"), ("q", ["null", "string"]), name="S")))
+    rows = [{"a": 1, "b": "x", "c": 2, "s": {"p": 3, "q": "y"}},
+            {"a": 1, "b": None, "c": 2, "s": {"p": 3, "q": "y"}},
+            {"a": 1, "b": "x", "c": 2, "s": {"p": 3, "q": None}}]
+    inner = _rec(("q", "string"), name="S")
+    for reader, at, field in (
+            (_rec(("c", "int"), ("a", "int"), ("b", "string")), 1, "b"),  # reordered
+            (_rec(("b", "string")), 1, "b"),                                # fewer fields
+            (_rec(("s", inner), ("b", ["null", "string"])), 2, "s.q"),      # nested, reordered
+    ):
+        path, rs = write_resolved(tmp_path, writer, rows, reader)
+        with open(path, "rb") as f, pytest.raises(Exception):
+            list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert f"object {at}: field '{field}': null written where the reader schema allows none" \
+            in err, err
+
+
+def test_reader_schema_error_in_a_dropped_field_names_it(tmp_path, sluice):
+    """A bad union index in a writer field the reader schema drops (skipped,
+    not read): the error names that field by the writer's name."""
+    writer = _rec(("a", "int"), ("b", ["null", "int"]), ("c", "int"))
+    path, rs = write_resolved(tmp_path, writer, [{"a": 1, "b": None, "c": 2}],
+                              _rec(("a", "int"), ("c", "int")))
+    data = path.read_bytes()
+    at = data.rindex(b"\x02\x00\x04")  # the row: a = 1, b's null branch, c = 2
+    path.write_bytes(data[:at + 1] + b"\x0a" + data[at + 2:])  # b's union index 5
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "object 0: field 'b': invalid union index 5" in err, err

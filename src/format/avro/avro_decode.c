@@ -216,13 +216,25 @@ static int skip(struct avro_decoder* d, int32_t i, struct sluice_error* error) {
 static int decode_items(struct avro_decoder* d, int32_t item_i, int64_t n,
                         struct sluice_error* error);
 
-/// Returns `rc`, an error inside field k of a record whose schema is
-/// `record`, with the message saying which field (nested ones as one path:
-/// "field 'a.b': ..."). Only errors pay for it.
-static int field_error(const struct avro_node* record, int32_t k, int rc,
+/// The name of the field kid k of record op `op` fills: the reader's field
+/// it feeds (targets), or the writer's field a reader schema drops; NULL
+/// for the wrapper row of a non-record root.
+static const char* kid_field_name(const struct avro_program* p, const struct avro_op* op,
+                                  int32_t k) {
+  int32_t t = p->targets[op->kids + k];
+  const struct avro_node* record = t >= 0 ? op->node : op->writer;
+  int64_t at = t >= 0 ? t : k;
+  if (record == NULL || record->kind != AVRO_RECORD || at >= record->n) return NULL;
+  return record->names[at];
+}
+
+/// Returns `rc`, an error inside kid k of record op `op`, with the message
+/// saying which field (nested ones as one path: "field 'a.b': ..."). Only
+/// errors pay for it.
+static int field_error(const struct avro_program* p, const struct avro_op* op, int32_t k, int rc,
                        struct sluice_error* error) {
-  if (error == NULL || record == NULL || record->kind != AVRO_RECORD || k >= record->n) return rc;
-  const char* name = record->names[k];
+  const char* name = error != NULL ? kid_field_name(p, op, k) : NULL;
+  if (name == NULL) return rc;
   if (strncmp(error->message, "field '", 7) == 0) {
     char inner[sizeof error->message];
     memcpy(inner, error->message + 7, sizeof inner - 7);
@@ -379,7 +391,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       for (int32_t k = 0; k < op->n_kids; ++k) {
         int rc = d->bld[kids[k]] != NULL ? decode(d, kids[k], error)
                                          : skip(d, kids[k], error);  // dropped by the reader
-        if (rc != 0) return field_error(op->node, k, rc, error);
+        if (rc != 0) return field_error(d->prog, op, k, rc, error);
       }
       APPEND(sl_builder_struct_finish(b));
       return 0;
@@ -559,7 +571,7 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
     struct sl_builder* b = d->bld[i];
     if (b == NULL) {
       int rc = skip(d, i, error);
-      if (rc != 0) return field_error(top->node, k, rc, error);
+      if (rc != 0) return field_error(d->prog, top, k, rc, error);
       continue;
     }
     // Flat numeric columns (W1-like rows) are most of the work for narrow
@@ -573,11 +585,11 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
     } else if (kind == OP_INT64 && b->length < b->capacity) {
       int64_t v = 0;
       int rc = read_long(d, &v, error);
-      if (rc != 0) return field_error(top->node, k, rc, error);
+      if (rc != 0) return field_error(d->prog, top, k, rc, error);
       sl_builder_append_int64_unsafe(b, v);
     } else {
       int rc = decode(d, i, error);
-      if (rc != 0) return field_error(top->node, k, rc, error);
+      if (rc != 0) return field_error(d->prog, top, k, rc, error);
     }
   }
   return 0;

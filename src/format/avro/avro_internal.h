@@ -114,6 +114,9 @@ struct avro_op {
   int64_t size;        ///< fixed size; enum symbol count
   int64_t min_size;    ///< fewest bytes one value can take (0 for null, empty records)
   const struct avro_node* node;  ///< the schema node (enum symbols: the reader's)
+  /// OP_RECORD under a reader schema: the writer's record, whose field names
+  /// the kids follow (node is the reader's); NULL otherwise.
+  const struct avro_node* writer;
   int64_t pool_off, pool_len;    ///< OP_DEFAULT bytes, OP_ENUM_MAP table
 };
 

@@ -258,17 +258,14 @@ int sl_avro_program_bind(const struct avro_program* p, struct sl_builder* root,
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = columns ? columns[i] : i;
     if (c < 0) return sl_error_set(error, EINVAL, "column %lld out of range", (long long)c);
-    int32_t k = -1, field = -1;
-    for (int32_t j = 0; j < top->n_kids && k < 0; ++j) {
-      if (p->targets[top->kids + j] == c) {
-        k = p->kids[top->kids + j];
-        field = j;
-      }
-    }
+    int32_t k = -1;
+    for (int32_t j = 0; j < top->n_kids && k < 0; ++j)
+      if (p->targets[top->kids + j] == c) k = p->kids[top->kids + j];
     if (k < 0) return sl_error_set(error, EINVAL, "column %lld has no Avro field", (long long)c);
     if (bld[k] != NULL) {
-      const char* name = top->node != NULL && top->node->kind == AVRO_RECORD && top->node->names != NULL
-                             ? top->node->names[field] : "value";
+      // Column c is the record's field c (the reader's, under a reader schema).
+      const char* name = top->node != NULL && top->node->kind == AVRO_RECORD && c < top->node->n
+                             ? top->node->names[c] : "value";
       return sl_error_set(error, EINVAL, "column '%s' is bound twice (the scan passes "
                           "each column once)", name);
     }

@@ -240,6 +240,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
   for (int64_t j = 0; j < r->n; ++j) n_defaults += !taken[j];
   int32_t op = 0;
   SL_RETURN_NOT_OK(op_for(c, OP_RECORD, w->n + n_defaults, r, 0, &op));
+  p->ops[op].writer = w;  // the kids follow the writer's fields: errors name them by it
   const char* outer = c->field;
   int64_t min_size = 0, slot = 0;
   for (int64_t k = 0; k < w->n; ++k, ++slot) {
