@@ -725,6 +725,16 @@ RESOLVE_CASES = {
         _rec(("ns", ["null", "string"]), ("sn", ["string", "null"]), ("k", "int")),
         [{"ns": None, "sn": None, "k": k} for k in range(4)],
         _rec(("ns", ["null", "int"]), ("sn", ["long", "null"]), ("k", "int"))),
+    # A union field's default is a value of the first branch it matches
+    # (Avro 1.12, AVRO-3649), not only of the first branch.
+    "union_default_of_any_branch": (
+        _rec(("k", "int")), [{"k": k} for k in range(3)],
+        {"type": "record", "name": "R", "fields": [
+            {"name": "k", "type": "int"},
+            {"name": "x", "type": ["null", "string"], "default": "dflt"},
+            {"name": "y", "type": ["string", "null"], "default": None},
+            {"name": "z", "type": ["int", "boolean", "string"], "default": "s"},
+            {"name": "m", "type": ["null", {"type": "map", "values": "long"}], "default": {"a": 1}}]}),
 }
 
 
@@ -1122,3 +1132,16 @@ def test_reader_schema_error_in_a_dropped_field_names_it(tmp_path, sluice):
     err = sluice.expect_error("convert", "--reader-schema", rs, path,
                               tmp_path / "out.arrow").stderr.decode()
     assert "object 0: field 'b': invalid union index 5" in err, err
+
+
+def test_reader_schema_union_default_of_no_branch(tmp_path, sluice):
+    """A union default that is a value of none of its branches is an error
+    naming the field, as fastavro refuses the schema."""
+    reader = {"type": "record", "name": "R", "fields": [
+        {"name": "k", "type": "int"}, {"name": "z", "type": ["int", "string"], "default": 2.5}]}
+    path, rs = write_resolved(tmp_path, _rec(("k", "int")), [{"k": 1}], reader)
+    with pytest.raises(Exception):
+        fastavro.parse_schema(reader)
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "field 'z': default is a value of no branch of the union" in err, err

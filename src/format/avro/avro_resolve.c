@@ -159,9 +159,19 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
         SL_RETURN_NOT_OK(encode_default(c, n->items[i], v, b));
       }
       return 0;
-    default:  // a union's default is a value of its first branch
-      SL_RETURN_NOT_OK(put_long(b, 0, a, e));
-      return encode_default(c, n->items[0], j, b);
+    default:
+      // A union's default is a value of the first branch it matches (Avro
+      // 1.12, AVRO-3649; it had to be the first branch's before).
+      for (int64_t i = 0; i < n->n; ++i) {
+        const size_t size = b->size;
+        SL_RETURN_NOT_OK(put_long(b, i, a, e));
+        int rc = encode_default(c, n->items[i], j, b);
+        if (rc == 0) return 0;
+        if (rc != EILSEQ) return rc;  // out of memory, too large
+        b->size = size;  // not a value of this branch: try the next
+      }
+      return sl_error_set(e, EILSEQ, "reader schema: field '%s': default is a value of no "
+                          "branch of the union", c->field);
   }
 }
 
