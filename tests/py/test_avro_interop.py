@@ -725,6 +725,19 @@ RESOLVE_CASES = {
         _rec(("ns", ["null", "string"]), ("sn", ["string", "null"]), ("k", "int")),
         [{"ns": None, "sn": None, "k": k} for k in range(4)],
         _rec(("ns", ["null", "int"]), ("sn", ["long", "null"]), ("k", "int"))),
+    # Writer union branches that match a reader type whose inner types do
+    # not resolve (array of int / of string, map of long / of int, a record
+    # lacking a required field): no value uses them, so the file reads (it
+    # failed at open). test_reader_schema_unresolved_branch_fails_when_met
+    # has values that do.
+    "union_branch_inner_types_unresolved_unused": (
+        _rec(("u", ["null", "string", {"type": "array", "items": "int"}]),
+             ("m", ["null", {"type": "map", "values": "long"}]),
+             ("x", ["null", _rec(("p", "int"), name="a.X"), _rec(("q", "string"), name="b.X")])),
+        [{"u": None, "m": None, "x": None}, {"u": "s", "m": None, "x": ("a.X", {"p": 1})}],
+        _rec(("u", ["null", "string", {"type": "array", "items": "string"}]),
+             ("m", ["null", {"type": "map", "values": "int"}]),
+             ("x", ["null", _rec(("p", "int"), name="c.X")]))),
     # A union field's default is a value of the first branch it matches
     # (Avro 1.12, AVRO-3649), not only of the first branch.
     "union_default_of_any_branch": (
@@ -1145,3 +1158,26 @@ def test_reader_schema_union_default_of_no_branch(tmp_path, sluice):
     err = sluice.expect_error("convert", "--reader-schema", rs, path,
                               tmp_path / "out.arrow").stderr.decode()
     assert "field 'z': default is a value of no branch of the union" in err, err
+
+
+def test_reader_schema_unresolved_branch_fails_when_met(tmp_path, sluice):
+    """The case above with a value in each branch that does not resolve: an
+    error naming the object, the field, the writer's branch and why, as
+    fastavro fails on them too."""
+    writer, rows, reader = RESOLVE_CASES["union_branch_inner_types_unresolved_unused"]
+    for bad, says in (
+            ({"u": [1], "m": None, "x": None},
+             "object 2: field 'u': union branch 2 of the writer (array) has no match in the "
+             "reader's schema: field 'u': cannot read the writer's int as string"),
+            ({"u": None, "m": {"k": 1}, "x": None},
+             "object 2: field 'm': union branch 1 of the writer (map) has no match in the "
+             "reader's schema: field 'm': cannot read the writer's long as int"),
+            ({"u": None, "m": None, "x": ("b.X", {"q": "v"})},
+             "object 2: field 'x': union branch 2 of the writer (b.X) has no match in the "
+             "reader's schema: field 'p' is not in the writer's schema and has no default")):
+        path, rs = write_resolved(tmp_path, writer, rows + [bad], reader)
+        with open(path, "rb") as f, pytest.raises(Exception):
+            list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert says in err, err

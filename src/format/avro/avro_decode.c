@@ -499,10 +499,14 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       int32_t t = d->prog->targets[op->kids + v];
       if (t < 0) {
         const struct avro_node* w = d->prog->ops[kids[v]].node;
+        int64_t why = -1;  // why its reader type does not take it, when it matched one
+        if (op->pool_len > 0) memcpy(&why, d->prog->pool + op->pool_off + v * 8, 8);
         return sl_error_set(error, EILSEQ, "union branch %" PRId64 " of the writer (%s) has no "
-                            "match in the reader's schema", v,
+                            "match in the reader's schema%s%s", v,
                             w == NULL ? "?" : w->name != NULL ? w->name
-                                                              : sl_avro_kind_name(w->kind));
+                                                              : sl_avro_kind_name(w->kind),
+                            why >= 0 ? ": " : "",
+                            why >= 0 ? (const char*)d->prog->pool + why : "");
       }
       SL_RETURN_NOT_OK(decode(d, kids[v], error));
       if (op->kind == OP_UNION_MAP) APPEND(sl_builder_union_finish(b, (int8_t)t));

@@ -376,9 +376,36 @@ static int64_t branch_for(const struct avro_node* w, const struct avro_node* r) 
   return -1;
 }
 
+/// Writer union branch k of union op `op` matches a reader type whose
+/// inner types do not resolve (the error just set, EILSEQ): the branch fails
+/// only when a value takes it, with this reason, kept in the pool. The op's
+/// pool_off is then a table of an int64 pool offset of a message per branch
+/// (-1: none), pool_len its size.
+static int defer_branch_error(struct rctx* c, int32_t op, int64_t k) {
+  struct avro_program* p = c->p;
+  if (p->ops[op].pool_len == 0) {
+    const int64_t none = -1;
+    int64_t at = -1;
+    for (int64_t i = 0; i < p->ops[op].n_kids; ++i) {
+      int64_t o = sl_avro_program_pool_add(p, &none, sizeof none);
+      if (o < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
+      if (at < 0) at = o;
+    }
+    p->ops[op].pool_off = at;
+    p->ops[op].pool_len = p->ops[op].n_kids * (int64_t)sizeof none;
+  }
+  const char* why = c->error->message;
+  if (strncmp(why, "reader schema: ", 15) == 0) why += 15;
+  int64_t off = sl_avro_program_pool_add(p, why, (int64_t)strlen(why) + 1);
+  if (off < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
+  memcpy(p->pool + p->ops[op].pool_off + k * (int64_t)sizeof off, &off, sizeof off);
+  return 0;
+}
+
 /// A writer union: each branch resolves to a reader branch (reader union) or
 /// to the reader type itself (`one`, the value type of a nullable reader,
-/// whose nulls the writer's null branch fills); branches that cannot are
+/// whose nulls the writer's null branch fills); branches that cannot, at
+/// the top or deeper in (an array of int read as an array of string), are
 /// kept for skipping and fail only if the data uses them.
 static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
                                 const struct avro_node* r, const struct avro_node* one,
@@ -386,18 +413,27 @@ static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
   struct avro_program* p = c->p;
   int32_t op = 0;
   SL_RETURN_NOT_OK(op_for(c, one ? OP_UNION_TO_ONE : OP_UNION_MAP, w->n, r, 1, &op));
+  const char* field = c->field;
   for (int64_t k = 0; k < w->n; ++k) {
     const struct avro_node* wb = w->items[k];
     int64_t t = -1;
     int32_t kid = 0;
+    int rc = 0;
     if (one != NULL) {
       if (wb->kind == AVRO_NULL && r != one) t = 0;  // the reader is nullable: a null
       else if (matches(wb, one, 1)) t = 0;
       if (t == 0 && wb->kind == AVRO_NULL && r != one) SL_RETURN_NOT_OK(sl_avro_program_emit(p, wb, &kid, c->error));
-      else if (t == 0) SL_RETURN_NOT_OK(resolve(c, wb, one, &kid));
+      else if (t == 0) rc = resolve(c, wb, one, &kid);
     } else {
       t = branch_for(wb, r);
-      if (t >= 0) SL_RETURN_NOT_OK(resolve(c, wb, r->items[t], &kid));
+      if (t >= 0) rc = resolve(c, wb, r->items[t], &kid);
+    }
+    c->field = field;  // an error left it inside the branch
+    if (rc == EILSEQ) {
+      SL_RETURN_NOT_OK(defer_branch_error(c, op, k));
+      t = -1;
+    } else if (rc != 0) {
+      return rc;
     }
     if (t < 0) SL_RETURN_NOT_OK(sl_avro_program_emit(p, wb, &kid, c->error));  // for skipping
     p->kids[p->ops[op].kids + k] = kid;
@@ -421,7 +457,16 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
     SL_RETURN_NOT_OK(op_for(c, OP_NULLABLE, 1, r, 1, &op));
     p->ops[op].null_index = (int8_t)wni;
     p->ops[op].null_error = !rn;
-    SL_RETURN_NOT_OK(resolve(c, wv, rn ? rv : r, &kid));
+    const char* field = c->field;
+    int rc = resolve(c, wv, rn ? rv : r, &kid);
+    // Types that match but whose inner types do not resolve (a map of long
+    // read as a map of int): the general path, where that branch fails only
+    // when a value takes it (this op is left unused).
+    if (rc == EILSEQ) {
+      c->field = field;
+      return resolve_writer_union(c, w, r, rn ? rv : r, out);
+    }
+    SL_RETURN_NOT_OK(rc);
     p->kids[p->ops[op].kids] = kid;
     *out = op;
     return 0;
