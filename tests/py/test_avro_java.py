@@ -32,8 +32,9 @@ fastavro = pytest.importorskip("fastavro")
 
 from conftest import REPO  # noqa: E402
 from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
-from test_avro_interop import (RESOLVE_CASES, SAME_SHORT_NAME_CASES, compare, norm_arrow,  # noqa: E402
-                                 read_resolved, sluice_read, union_as_branch_names)
+from test_avro_interop import (ALIAS_CASES, ALIAS_ROWS, ALIAS_WRITER, RESOLVE_CASES,  # noqa: E402
+                                 SAME_SHORT_NAME_CASES, compare, norm_arrow, read_resolved,
+                                 sluice_read, union_as_branch_names, write_resolved)
 from test_avro_writer import all_types_table, write_arrow  # noqa: E402
 
 JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
@@ -247,3 +248,23 @@ def test_union_branches_by_full_name_as_java(tmp_path, sluice, avro_tools, case)
     proc = run_tool([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)])
     want = [json.loads(line)["u"] for line in proc.stdout.decode("utf-8").split("\n") if line]
     assert union_as_branch_names(table, "u", branches) == want
+
+
+@pytest.mark.parametrize("case", sorted(ALIAS_CASES))
+def test_reader_schema_aliases_as_java(tmp_path, avro_tools, case):
+    """The rows sluice reads under ALIAS_CASES' reader schemas are Java's
+    (its aliases rename the writer's fields before matching), and Java fails
+    on the schemas sluice refuses."""
+    reader, want = ALIAS_CASES[case]
+    path, rs = write_resolved(tmp_path, ALIAS_WRITER, ALIAS_ROWS, reader)
+    proc = subprocess.run([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)],
+                          capture_output=True, timeout=300)
+    if isinstance(want, str):
+        err = proc.stderr.decode(errors="replace")
+        assert proc.returncode != 0 and ("missing required field" in err or
+                                         "Duplicate field" in err), err
+    else:
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+        names: dict = {}
+        assert [from_java_json(reader, json.loads(line), names)
+                for line in proc.stdout.decode("utf-8").split("\n") if line] == want

@@ -189,36 +189,71 @@ static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avr
   return 0;
 }
 
-static int field_matches(const struct avro_node* r, int64_t j, const char* name) {
-  if (strcmp(r->names[j], name) == 0) return 1;
-  json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
-  size_t i;
-  json_t* a;
-  json_array_foreach(aliases, i, a) {
-    if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) return 1;
+/// The reader field that lists `name` among its aliases, the last one when
+/// several do (Java Avro keeps the last), or -1.
+static int64_t alias_owner(const struct avro_node* r, const char* name) {
+  int64_t owner = -1;
+  for (int64_t j = 0; j < r->n; ++j) {
+    json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
+    size_t i;
+    json_t* a;
+    json_array_foreach(aliases, i, a) {
+      if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) owner = j;
+    }
+  }
+  return owner;
+}
+
+/// Each writer field's reader field (reader_of[k], -1: skipped): the one of
+/// its name after the reader's aliases rename it (the spec: aliases rewrite
+/// the writer's schema, so a writer field that a reader field lists among
+/// its aliases goes to that field even when another has its name, as in
+/// Java Avro's Schema.applyAliases); a reader field that takes none gets
+/// its default (taken[j] = 0). Two writer fields renamed to one name are an
+/// error (Java: a duplicate field).
+static int match_fields(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                        int64_t* reader_of, uint8_t* taken) {
+  for (int64_t k = 0; k < w->n; ++k) {
+    int64_t j = alias_owner(r, w->names[k]);
+    for (int64_t i = 0; i < r->n && j < 0; ++i)
+      if (strcmp(r->names[i], w->names[k]) == 0) j = i;
+    reader_of[k] = j;
+    if (j < 0) continue;
+    if (taken[j]) {
+      int64_t i = 0;
+      while (reader_of[i] != j) ++i;
+      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': the writer's fields "
+                          "'%s' and '%s' both go to it (aliases rename the writer's fields)",
+                          r->names[j], w->names[i], w->names[k]);
+    }
+    taken[j] = 1;
   }
   return 0;
 }
 
-/// Each writer field's reader field (reader_of[k], -1: skipped): the one of
-/// its name, else the first that has it among its aliases; a reader field
-/// takes one writer field only (names first, as Java Avro resolves them per
-/// reader field), and one that takes none gets its default (taken[j] = 0).
-static void match_fields(const struct avro_node* w, const struct avro_node* r, int64_t* reader_of,
-                         uint8_t* taken) {
+/// The error for reader field j that no writer field feeds and that has no
+/// default; when the writer has a field of its name or of one of its
+/// aliases that an alias sent to another reader field, it says so.
+static int missing_field(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
+                         int64_t j) {
   for (int64_t k = 0; k < w->n; ++k) {
-    reader_of[k] = -1;
-    for (int64_t j = 0; j < r->n && reader_of[k] < 0; ++j) {
-      if (strcmp(r->names[j], w->names[k]) == 0) reader_of[k] = j;
+    int64_t owner = alias_owner(r, w->names[k]);
+    if (owner < 0 || owner == j) continue;
+    int listed = strcmp(w->names[k], r->names[j]) == 0;
+    json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
+    size_t i;
+    json_t* a;
+    json_array_foreach(aliases, i, a) {
+      if (json_is_string(a) && strcmp(json_string_value(a), w->names[k]) == 0) listed = 1;
     }
-    if (reader_of[k] >= 0) taken[reader_of[k]] = 1;
+    if (listed)
+      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
+                          "writer's field '%s' goes to field '%s', which lists it among its "
+                          "aliases (aliases rename the writer's fields, as in Java Avro)",
+                          c->field, w->names[k], r->names[owner]);
   }
-  for (int64_t k = 0; k < w->n; ++k) {
-    for (int64_t j = 0; j < r->n && reader_of[k] < 0; ++j) {
-      if (!taken[j] && field_matches(r, j, w->names[k])) reader_of[k] = j;
-    }
-    if (reader_of[k] >= 0) taken[reader_of[k]] = 1;
-  }
+  return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' is not in the writer's "
+                      "schema and has no default", c->field);
 }
 
 static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
@@ -233,10 +268,8 @@ static int resolve_record(struct rctx* c, const struct avro_node* w, const struc
   uint8_t* taken = sl_calloc(p->alloc, n_r, 1);
   int rc = reader_of == NULL || taken == NULL ? sl_error_set(c->error, ENOMEM, "out of memory")
                                                : 0;
-  if (rc == 0) {
-    match_fields(w, r, reader_of, taken);
-    rc = resolve_matched_record(c, w, r, reader_of, taken, out);
-  }
+  if (rc == 0) rc = match_fields(c, w, r, reader_of, taken);
+  if (rc == 0) rc = resolve_matched_record(c, w, r, reader_of, taken, out);
   if (reader_of != NULL) sl_free(p->alloc, reader_of, n_w * sizeof *reader_of);
   if (taken != NULL) sl_free(p->alloc, taken, n_r);
   return rc;
@@ -267,9 +300,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
     if (taken[j]) continue;
     c->field = r->names[j];
     json_t* def = json_object_get((json_t*)r->fields[j], "default");
-    if (def == NULL)
-      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' is not in the writer's "
-                          "schema and has no default", r->names[j]);
+    if (def == NULL) return missing_field(c, w, r, j);
     struct avro_buf bytes = {0};
     int rc = encode_default(c, r->items[j], def, &bytes);
     int64_t off = rc == 0 ? sl_avro_program_pool_add(p, bytes.data, (int64_t)bytes.size) : 0;
