@@ -33,7 +33,7 @@ fastavro = pytest.importorskip("fastavro")
 from conftest import REPO  # noqa: E402
 from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
 from test_avro_interop import (ALIAS_CASES, ALIAS_ROWS, ALIAS_WRITER, RESOLVE_CASES,  # noqa: E402
-                                 SAME_SHORT_NAME_CASES, compare, norm_arrow, read_resolved,
+                                 SAME_SHORT_NAME_CASES, SPECIAL_DEFAULTS_READER, _rec, compare, norm_arrow, read_resolved,
                                  sluice_read, union_as_branch_names, write_resolved)
 from test_avro_writer import all_types_table, write_arrow  # noqa: E402
 
@@ -268,3 +268,18 @@ def test_reader_schema_aliases_as_java(tmp_path, avro_tools, case):
         names: dict = {}
         assert [from_java_json(reader, json.loads(line), names)
                 for line in proc.stdout.decode("utf-8").split("\n") if line] == want
+
+
+def test_reader_schema_non_finite_defaults_as_java(tmp_path, avro_tools):
+    """Java reads "NaN" and the infinities as float and double defaults, as
+    sluice does (test_reader_schema_non_finite_float_defaults). Java refuses
+    them as a union's default (it checks those against the spec's JSON
+    numbers, and not the others), so that field is left out here."""
+    reader = dict(SPECIAL_DEFAULTS_READER,
+                  fields=[f for f in SPECIAL_DEFAULTS_READER["fields"] if f["name"] != "u"])
+    path, rs = write_resolved(tmp_path, _rec(("k", "int")), [{"k": 1}], reader)
+    proc = run_tool([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)])
+    row, = [from_java_json(reader, json.loads(line), {})
+            for line in proc.stdout.decode("utf-8").split("\n") if line]
+    assert math.isnan(row["d"])
+    assert row["f"] == -math.inf and row["g"] == math.inf and row["n"] is None

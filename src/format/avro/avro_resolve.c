@@ -11,6 +11,7 @@
 // reader enum's "default" symbol; without one it is an error when met.
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,6 +83,23 @@ static int bad_default(struct rctx* c, const struct avro_node* n) {
                       c->field, kind_name(n));
 }
 
+/// A float or double default: a JSON number, or the strings "NaN",
+/// "Infinity" and "-Infinity", which JSON lacks and Java Avro writes (and
+/// reads) in their place.
+static int json_number_or_special(json_t* j, double* out) {
+  if (json_is_number(j)) {
+    *out = json_number_value(j);
+    return 1;
+  }
+  const char* s = json_string_value(j);
+  if (s == NULL) return 0;
+  if (strcmp(s, "NaN") == 0) *out = (double)NAN;
+  else if (strcmp(s, "Infinity") == 0) *out = (double)INFINITY;
+  else if (strcmp(s, "-Infinity") == 0) *out = -(double)INFINITY;
+  else return 0;
+  return 1;
+}
+
 static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, struct avro_buf* b) {
   const struct sluice_allocator* a = c->p->alloc;
   struct sluice_error* e = c->error;
@@ -97,15 +115,12 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
       if (n->kind == AVRO_INT && (json_integer_value(j) < INT32_MIN || json_integer_value(j) > INT32_MAX))
         return bad_default(c, n);
       return put_long(b, (int64_t)json_integer_value(j), a, e);
-    case AVRO_FLOAT: {
-      if (!json_is_number(j)) return bad_default(c, n);
-      float v = (float)json_number_value(j);
-      return put(b, &v, 4, a, e);
-    }
-    case AVRO_DOUBLE: {
-      if (!json_is_number(j)) return bad_default(c, n);
-      double v = json_number_value(j);
-      return put(b, &v, 8, a, e);
+    case AVRO_FLOAT: case AVRO_DOUBLE: {
+      double v = 0;
+      if (!json_number_or_special(j, &v)) return bad_default(c, n);
+      if (n->kind == AVRO_DOUBLE) return put(b, &v, 8, a, e);
+      float f = (float)v;
+      return put(b, &f, 4, a, e);
     }
     case AVRO_STRING:
       if (!json_is_string(j)) return bad_default(c, n);
