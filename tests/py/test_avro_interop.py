@@ -1232,3 +1232,46 @@ def test_reader_schema_non_finite_float_defaults(tmp_path, sluice):
     path, rs = write_resolved(tmp_path, _rec(("k", "int")), [{"k": 1}], bad)
     err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
     assert "field 'd': default is not a valid double" in err, err
+
+
+# A top-level record and a top-level ["null", record], either one the
+# writer's and the other the reader's: (writer, reader, rows).
+ROOT_NULLABLE_CASES = {
+    "record_read_as_nullable": (_rec(("a", "int"), ("s", "string")),
+                                ["null", _rec(("a", "long"), ("s", "string"))],
+                                [{"a": 1, "s": "x"}, {"a": 2, "s": "y"}]),
+    "nullable_read_as_record": (["null", _rec(("a", "int"), ("s", "string"))],
+                                _rec(("s", "string"), ("a", "long")),
+                                [{"a": 1, "s": "x"}, {"a": 2, "s": "y"}]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROOT_NULLABLE_CASES))
+def test_reader_schema_top_level_record_and_nullable_record(tmp_path, sluice, case):
+    """The spec's union rules hold at the top level too: a record read as
+    ["null", record] is the one column "value" that file would have without
+    a reader schema, and ["null", record] read as a record has the record's
+    columns; as fastavro reads them (and Java: test_avro_java.py). Both were
+    refused at open ("cannot read the writer's record as union")."""
+    writer, reader, rows = ROOT_NULLABLE_CASES[case]
+    _, _, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    with open(tmp_path / "w.avro", "rb") as f:
+        want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    if isinstance(reader, list):
+        assert table.column_names == ["value"]
+        assert table.column("value").to_pylist() == want
+    else:
+        assert table.to_pylist() == want
+
+
+def test_reader_schema_top_level_null_read_as_record_fails_when_met(tmp_path, sluice):
+    """A null row of a top-level ["null", record] read as a record is an
+    error naming the object and the writer's branch, as fastavro fails on it."""
+    writer, reader, rows = ROOT_NULLABLE_CASES["nullable_read_as_record"]
+    path, rs = write_resolved(tmp_path, writer, [rows[0], None], reader)
+    with open(path, "rb") as f, pytest.raises(Exception):
+        list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "object 1: union branch 0 of the writer (null) has no match in the reader's schema" \
+        in err, err

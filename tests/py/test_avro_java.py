@@ -33,6 +33,7 @@ fastavro = pytest.importorskip("fastavro")
 from conftest import REPO  # noqa: E402
 from test_avro_avroc import PRIMITIVES, SPECIAL_FLOATS, fastavro_raw, same, write_zoo  # noqa: E402
 from test_avro_interop import (ALIAS_CASES, ALIAS_ROWS, ALIAS_WRITER, RESOLVE_CASES,  # noqa: E402
+                                 ROOT_NULLABLE_CASES,
                                  SAME_SHORT_NAME_CASES, SPECIAL_DEFAULTS_READER, _rec, compare, norm_arrow, read_resolved,
                                  sluice_read, union_as_branch_names, write_resolved)
 from test_avro_writer import all_types_table, write_arrow  # noqa: E402
@@ -283,3 +284,16 @@ def test_reader_schema_non_finite_defaults_as_java(tmp_path, avro_tools):
             for line in proc.stdout.decode("utf-8").split("\n") if line]
     assert math.isnan(row["d"])
     assert row["f"] == -math.inf and row["g"] == math.inf and row["n"] is None
+
+
+@pytest.mark.parametrize("case", sorted(ROOT_NULLABLE_CASES))
+def test_reader_schema_top_level_nullable_as_java(tmp_path, sluice, avro_tools, case):
+    """A top-level record read as ["null", record] and the other way round:
+    the values Java reads (test_reader_schema_top_level_record_and_nullable_record)."""
+    writer, reader, rows = ROOT_NULLABLE_CASES[case]
+    path, rs, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    proc = run_tool([*avro_tools, "tojson", "--reader-schema-file", str(rs), str(path)])
+    want = [from_java_json(reader, json.loads(line), {})
+            for line in proc.stdout.decode("utf-8").split("\n") if line]
+    got = table.column("value").to_pylist() if isinstance(reader, list) else table.to_pylist()
+    assert got == want

@@ -570,6 +570,20 @@ int sl_avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct
 int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
   const struct avro_op* top = &d->prog->ops[0];
   const int32_t* kids = d->prog->kids + top->kids;
+  if (d->prog->root_branch > 0) {  // a writer's top-level union read as a record
+    int64_t v = 0;
+    const struct avro_node* u = d->prog->root_union;
+    SL_RETURN_NOT_OK(read_long(d, &v, error));
+    if (v < 0 || v >= u->n)
+      return sl_error_set(error, EILSEQ, "invalid union index %" PRId64 " (%d branches)", v,
+                          (int)u->n);
+    if (v != d->prog->root_branch - 1) {
+      const struct avro_node* w = u->items[v];
+      return sl_error_set(error, EILSEQ, "union branch %" PRId64 " of the writer (%s) has no "
+                          "match in the reader's schema (its top-level record)", v,
+                          w->name != NULL ? w->name : sl_avro_kind_name(w->kind));
+    }
+  }
   for (int32_t k = 0; k < top->n_kids; ++k) {
     int32_t i = kids[k];
     struct sl_builder* b = d->bld[i];
@@ -603,7 +617,7 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
 
 int sl_avro_flat_row(const struct avro_decoder* d) {
   const struct avro_op* top = &d->prog->ops[0];
-  if (top->n_kids <= 0 || top->n_kids > AVRO_FLAT_MAX) return 0;
+  if (top->n_kids <= 0 || top->n_kids > AVRO_FLAT_MAX || d->prog->root_branch > 0) return 0;
   const int32_t* kids = d->prog->kids + top->kids;
   for (int32_t k = 0; k < top->n_kids; ++k) {
     uint8_t kind = d->prog->ops[kids[k]].kind;

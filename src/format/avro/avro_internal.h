@@ -134,6 +134,11 @@ struct avro_program {
   uint8_t* pool;  ///< constants: encoded defaults, enum maps
   int64_t n_pool, cap_pool;
   int out_of_memory;  ///< an op could not be added for want of memory, not room
+  /// A writer's top-level union read as the reader schema's record: each row
+  /// starts with the union's index, which must be this (its record branch)
+  /// minus 1; 0 otherwise.
+  int64_t root_branch;
+  const struct avro_node* root_union;  ///< that writer union, for messages
 };
 
 /// Compiles `s` (EINVAL when the expansion passes a size limit: a DAG of named

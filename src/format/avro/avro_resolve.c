@@ -603,11 +603,31 @@ int sl_avro_program_build_resolved(const struct avro_schema* w, const struct avr
   struct rctx c = {out, error, "(root)"};
   int rc;
   int32_t top = 0;
-  if ((w->root->kind == AVRO_RECORD) != (r->root->kind == AVRO_RECORD)) {
-    rc = cannot(&c, w->root, r->root, NULL);
-  } else if (w->root->kind == AVRO_RECORD) {
+  if (w->root->kind == AVRO_UNION && r->root->kind == AVRO_RECORD) {
+    // A top-level union (["null", R]) read as a record: rows of its record
+    // branch read as the reader's record (columns of its fields); a row of
+    // another branch is an error when met, as in Java and fastavro.
+    int64_t k = -1;
+    for (int64_t i = 0; i < w->root->n && k < 0; ++i)
+      if (matches(w->root->items[i], r->root, 0) && same_full_name(w->root->items[i], r->root)) k = i;
+    for (int64_t i = 0; i < w->root->n && k < 0; ++i)
+      if (matches(w->root->items[i], r->root, 0)) k = i;
+    if (k < 0) {
+      rc = cannot(&c, w->root, r->root, "no branch of the writer's union is a record that "
+                  "matches it");
+    } else {
+      rc = resolve(&c, w->root->items[k], r->root, &top);
+      out->root_branch = k + 1;
+      out->root_union = w->root;
+      if (rc == 0) out->ops[top].min_size = 1;  // the union index (then a null takes no more)
+    }
+  } else if (w->root->kind == AVRO_RECORD && r->root->kind == AVRO_RECORD) {
     rc = resolve(&c, w->root, r->root, &top);
+  } else if (r->root->kind == AVRO_RECORD) {
+    rc = cannot(&c, w->root, r->root, NULL);
   } else {
+    // A non-record reader root (a record read as ["null", R] too): one
+    // column "value", as without a reader schema.
     top = sl_avro_program_new_op(out, OP_RECORD, 1, NULL);
     int32_t kid = 0;
     rc = top < 0 ? sl_avro_program_too_big(out, error) : resolve(&c, w->root, r->root, &kid);
