@@ -1196,7 +1196,7 @@ def test_reader_schema_unresolved_branch_fails_when_met(tmp_path, sluice):
              "reader's schema: field 'm': cannot read the writer's long as int"),
             ({"u": None, "m": None, "x": ("b.X", {"q": "v"})},
              "object 2: field 'x': union branch 2 of the writer (b.X) has no match in the "
-             "reader's schema: field 'p' is not in the writer's schema and has no default")):
+             "reader's schema: field 'x.p' is not in the writer's schema and has no default")):
         path, rs = write_resolved(tmp_path, writer, rows + [bad], reader)
         with open(path, "rb") as f, pytest.raises(Exception):
             list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
@@ -1275,3 +1275,31 @@ def test_reader_schema_top_level_null_read_as_record_fails_when_met(tmp_path, sl
                               tmp_path / "out.arrow").stderr.decode()
     assert "object 1: union branch 0 of the writer (null) has no match in the reader's schema" \
         in err, err
+
+
+def test_reader_schema_errors_say_what_and_where(tmp_path, sluice):
+    """Resolution errors name the writer's enum symbol (not its index), the
+    path of a nested field, and, in a branch error, the field of the union
+    after another branch failed deeper in (its path once stayed inside that
+    branch: 'u.p')."""
+    out = tmp_path / "out.arrow"
+    enum = {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}
+    path, rs = write_resolved(tmp_path, _rec(("e", enum)), [{"e": "C"}, {"e": "A"}],
+                              _rec(("e", dict(enum, symbols=["C", "B"]))))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
+    assert "object 1: field 'e': the writer's enum symbol 'A' (0) has no match" in err, err
+
+    path, rs = write_resolved(tmp_path, _rec(("s", _rec(("x", "int"), name="S"))),
+                              [{"s": {"x": 1}}],
+                              _rec(("s", _rec(("x", "int"), ("y", "int"), name="S"))))
+    err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
+    assert "reader schema: field 's.y' is not in the writer's schema and has no default" in err, err
+
+    writer = _rec(("u", [_rec(("q", "string"), name="b.X"), _rec(("p", "int"), name="a.X"),
+                         {"type": "array", "items": "int"}]))
+    reader = _rec(("u", ["null", _rec(("p", "int"), name="c.X"),
+                         {"type": "array", "items": "string"}]))
+    path, rs = write_resolved(tmp_path, writer, [{"u": ("a.X", {"p": 1})}, {"u": [1]}], reader)
+    err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
+    assert "object 1: field 'u': union branch 2 of the writer (array) has no match in the " \
+        "reader's schema: field 'u': cannot read the writer's int as string" in err, err

@@ -424,9 +424,11 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         return sl_error_set(error, EILSEQ, "enum index %d out of range (%" PRId64 " symbols)",
                             (int)x, op->size);
       memcpy(&mapped, d->prog->pool + op->pool_off + 4 * (int64_t)x, 4);
-      if (mapped < 0)
-        return sl_error_set(error, EILSEQ, "enum symbol %d of the writer has no match in the "
-                            "reader's enum (and no default)", (int)x);
+      if (mapped < 0) {
+        const char* symbol = op->writer != NULL && x < op->writer->n ? op->writer->names[x] : "?";
+        return sl_error_set(error, EILSEQ, "the writer's enum symbol '%s' (%d) has no match in "
+                            "the reader's enum (and it has no default)", symbol, (int)x);
+      }
       APPEND(sl_builder_append_int32(b, mapped));
       return 0;
     }

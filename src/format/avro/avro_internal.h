@@ -115,7 +115,8 @@ struct avro_op {
   int64_t min_size;    ///< fewest bytes one value can take (0 for null, empty records)
   const struct avro_node* node;  ///< the schema node (enum symbols: the reader's)
   /// OP_RECORD under a reader schema: the writer's record, whose field names
-  /// the kids follow (node is the reader's); NULL otherwise.
+  /// the kids follow (node is the reader's); OP_ENUM_MAP: the writer's enum
+  /// (its symbols, for messages); NULL otherwise.
   const struct avro_node* writer;
   int64_t pool_off, pool_len;    ///< OP_DEFAULT bytes, OP_ENUM_MAP table
 };

@@ -22,15 +22,24 @@
 struct rctx {
   struct avro_program* p;
   struct sluice_error* error;
-  const char* field;  ///< the field being resolved, for messages
+  char field[512];  ///< the path of the field being resolved ("s.x"; "": the root), for messages
 };
+
+/// The field being resolved, for messages.
+static const char* here(const struct rctx* c) { return c->field[0] != '\0' ? c->field : "(root)"; }
+
+/// The path of field `name` of the record at path length `outer`.
+static void enter_field(struct rctx* c, size_t outer, const char* name) {
+  if (outer + 1 < sizeof c->field)
+    snprintf(c->field + outer, sizeof c->field - outer, "%s%s", outer > 0 ? "." : "", name);
+}
 
 static const char* kind_name(const struct avro_node* n) { return sl_avro_kind_name(n->kind); }
 
 static int cannot(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                   const char* why) {
   return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': cannot read the writer's %s "
-                      "as %s%s%s", c->field, kind_name(w), kind_name(r), why ? ": " : "",
+                      "as %s%s%s", here(c), kind_name(w), kind_name(r), why ? ": " : "",
                       why ? why : "");
 }
 
@@ -67,7 +76,7 @@ static int latin1(struct rctx* c, json_t* j, struct avro_buf* tmp, const struct 
     if (s[i] >= 0x80) {
       if ((s[i] & 0xE0) != 0xC0 || i + 1 >= n || s[i] > 0xC3)
         return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': bytes default has a "
-                            "character above U+00FF", c->field);
+                            "character above U+00FF", here(c));
       byte = (uint8_t)(((s[i] & 0x03) << 6) | (s[i + 1] & 0x3F));
       ++i;
     }
@@ -80,7 +89,7 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
 
 static int bad_default(struct rctx* c, const struct avro_node* n) {
   return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': default is not a valid %s",
-                      c->field, kind_name(n));
+                      here(c), kind_name(n));
 }
 
 /// A float or double default: a JSON number, or the strings "NaN",
@@ -186,7 +195,7 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
         b->size = size;  // not a value of this branch: try the next
       }
       return sl_error_set(e, EILSEQ, "reader schema: field '%s': default is a value of no "
-                          "branch of the union", c->field);
+                          "branch of the union", here(c));
   }
 }
 
@@ -265,10 +274,10 @@ static int missing_field(struct rctx* c, const struct avro_node* w, const struct
       return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
                           "writer's field '%s' goes to field '%s', which lists it among its "
                           "aliases (aliases rename the writer's fields, as in Java Avro)",
-                          c->field, w->names[k], r->names[owner]);
+                          here(c), w->names[k], r->names[owner]);
   }
   return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' is not in the writer's "
-                      "schema and has no default", c->field);
+                      "schema and has no default", here(c));
 }
 
 static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
@@ -299,12 +308,12 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
   int32_t op = 0;
   SL_RETURN_NOT_OK(op_for(c, OP_RECORD, w->n + n_defaults, r, 0, &op));
   p->ops[op].writer = w;  // the kids follow the writer's fields: errors name them by it
-  const char* outer = c->field;
+  const size_t outer = strlen(c->field);
   int64_t min_size = 0, slot = 0;
   for (int64_t k = 0; k < w->n; ++k, ++slot) {
     int64_t j = reader_of[k];
     int32_t kid = 0;
-    c->field = w->names[k];
+    enter_field(c, outer, w->names[k]);
     if (j >= 0) SL_RETURN_NOT_OK(resolve(c, w->items[k], r->items[j], &kid));
     else SL_RETURN_NOT_OK(sl_avro_program_emit(p, w->items[k], &kid, c->error));  // skipped
     p->kids[p->ops[op].kids + slot] = kid;
@@ -313,7 +322,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
   }
   for (int64_t j = 0; j < r->n; ++j) {
     if (taken[j]) continue;
-    c->field = r->names[j];
+    enter_field(c, outer, r->names[j]);
     json_t* def = json_object_get((json_t*)r->fields[j], "default");
     if (def == NULL) return missing_field(c, w, r, j);
     struct avro_buf bytes = {0};
@@ -333,7 +342,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
     p->targets[p->ops[op].kids + slot] = (int32_t)j;
     ++slot;
   }
-  c->field = outer;
+  c->field[outer] = '\0';
   p->ops[op].min_size = min_size > INT32_MAX ? INT32_MAX : min_size;
   *out = op;
   return 0;
@@ -353,6 +362,7 @@ static int resolve_enum(struct rctx* c, const struct avro_node* w, const struct 
     if (off < 0) off = at;
   }
   SL_RETURN_NOT_OK(op_for(c, OP_ENUM_MAP, 0, r, 1, out));
+  p->ops[*out].writer = w;  // its symbols, for messages
   p->ops[*out].size = w->n;
   p->ops[*out].pool_off = off < 0 ? 0 : off;
   return 0;
@@ -459,7 +469,7 @@ static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
   struct avro_program* p = c->p;
   int32_t op = 0;
   SL_RETURN_NOT_OK(op_for(c, one ? OP_UNION_TO_ONE : OP_UNION_MAP, w->n, r, 1, &op));
-  const char* field = c->field;
+  const size_t path = strlen(c->field);
   for (int64_t k = 0; k < w->n; ++k) {
     const struct avro_node* wb = w->items[k];
     int64_t t = -1;
@@ -474,7 +484,7 @@ static int resolve_writer_union(struct rctx* c, const struct avro_node* w,
       t = branch_for(wb, r);
       if (t >= 0) rc = resolve(c, wb, r->items[t], &kid);
     }
-    c->field = field;  // an error left it inside the branch
+    c->field[path] = '\0';  // an error left it inside the branch
     if (rc == EILSEQ) {
       SL_RETURN_NOT_OK(defer_branch_error(c, op, k));
       t = -1;
@@ -503,13 +513,13 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
     SL_RETURN_NOT_OK(op_for(c, OP_NULLABLE, 1, r, 1, &op));
     p->ops[op].null_index = (int8_t)wni;
     p->ops[op].null_error = !rn;
-    const char* field = c->field;
+    const size_t path = strlen(c->field);
     int rc = resolve(c, wv, rn ? rv : r, &kid);
     // Types that match but whose inner types do not resolve (a map of long
     // read as a map of int): the general path, where that branch fails only
     // when a value takes it (this op is left unused).
     if (rc == EILSEQ) {
-      c->field = field;
+      c->field[path] = '\0';
       return resolve_writer_union(c, w, r, rn ? rv : r, out);
     }
     SL_RETURN_NOT_OK(rc);
@@ -574,7 +584,7 @@ static int resolve(struct rctx* c, const struct avro_node* w, const struct avro_
       w->scale != r->scale) {
     return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': cannot read the writer's "
                         "decimal(%d, %d) as decimal(%d, %d): decimals of different scales do "
-                        "not match (Avro spec)", c->field, (int)w->precision, (int)w->scale,
+                        "not match (Avro spec)", here(c), (int)w->precision, (int)w->scale,
                         (int)r->precision, (int)r->scale);
   }
   switch (rk) {
@@ -600,7 +610,7 @@ int sl_avro_program_build_resolved(const struct avro_schema* w, const struct avr
                                 struct avro_program* out, struct sluice_error* error) {
   memset(out, 0, sizeof *out);
   out->alloc = w->alloc;
-  struct rctx c = {out, error, "(root)"};
+  struct rctx c = {out, error, ""};
   int rc;
   int32_t top = 0;
   if (w->root->kind == AVRO_UNION && r->root->kind == AVRO_RECORD) {
