@@ -609,6 +609,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && !database && options->format == NULL) rc = same_format(ds, &objects, error);
   struct sl_reader_args args = {.source = ds->source, .location = location, .alloc = alloc,
                                 .batch_size = options->batch_size,
+                                .memory_budget = ds->memory_budget,
                                 .format_options = options->format_options,
                                 .tls_insecure = options->tls_insecure,
                                 .ca_bundle = options->ca_bundle,

@@ -47,6 +47,10 @@ struct sl_reader_args {
   const char* location;
   const struct sluice_allocator* alloc;
   int64_t batch_size;        ///< rows per batch wanted (0 = format default)
+  /// The dataset's memory budget (sluice_open_options.memory_budget, the
+  /// default filled in): readers that decode more than a batch at once (a
+  /// Parquet row group) size that unit from it. 0 = unknown.
+  int64_t memory_budget;
   /// Format-specific options as "key=value,key=value" (NULL = none), e.g.
   /// CSV: "delimiter=;,header=false,schema=a:int32|b:string".
   const char* format_options;

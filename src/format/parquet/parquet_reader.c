@@ -3,7 +3,10 @@
 // into one batch per row group (sliced into views when a row group is
 // larger than a batch should be, or when its utf8 / binary values pass what
 // int32 offsets hold: those columns decode with int64 offsets and each
-// batch gets int32 offsets of its own). A row group can be decoded by column
+// batch gets int32 offsets of its own). A row group expected to decode to
+// more than slice_bytes (a quarter of the memory budget) is instead read a
+// batch at a time, page by page (pq_chunk_cursor), when its projected leaves
+// are flat or structs (no lists). A row group can be decoded by column
 // subsets at once (split_by_columns): the scan engine zips them back.
 #include "parquet_reader.h"
 
@@ -28,6 +31,9 @@
 #define PQ_MAGIC_ENCRYPTED "PARE"
 /// Row groups up to this many rows come out as one batch.
 #define PQ_ONE_BATCH_ROWS ((int64_t)1 << 20)
+/// The least slice_bytes: below it, batches would cost more in overhead
+/// than a small budget saves.
+#define PQ_MIN_SLICE_BYTES ((int64_t)8 << 20)
 
 struct pq_reader {
   struct sl_source* source;
@@ -41,6 +47,12 @@ struct pq_reader {
   /// -O batch_rows=N: every row group cut into batches of N rows (0 = the
   /// default: row groups up to PQ_ONE_BATCH_ROWS rows come out whole).
   int64_t batch_rows;
+  /// A row group expected to decode to more than this (all its columns,
+  /// from the metadata) comes out in batches of about this many bytes, and
+  /// one whose projected columns do is read page by page a batch at a time
+  /// rather than decoded whole: a quarter of the memory budget, at least
+  /// PQ_MIN_SLICE_BYTES (-O slice_bytes=N sets it, for tests and tuning).
+  int64_t slice_bytes;
   struct sl_view footer;  ///< the footer bytes: the metadata's views point here
   struct pq_file_meta meta;
   int has_meta;
@@ -76,6 +88,13 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
       o = end ? end + 1 : NULL;
       continue;
     }
+    if (kn == 11 && strncmp(o, "slice_bytes", 11) == 0) {
+      if (sl_parse_int64(v, vn, 1, INT64_MAX, &r->slice_bytes) != 0)
+        return sl_error_set(error, EINVAL, "parquet: option slice_bytes wants a number of bytes "
+                            "of at least 1");
+      o = end ? end + 1 : NULL;
+      continue;
+    }
     if (kn == 10 && strncmp(o, "batch_rows", 10) == 0) {
       if (sl_parse_int64(v, vn, 1, INT64_MAX, &r->batch_rows) != 0)
         return sl_error_set(error, EINVAL, "parquet: option batch_rows wants a number of rows "
@@ -88,7 +107,8 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
     if (n > 0) {
       if (target == NULL)
         return sl_error_set(error, EINVAL, "parquet: unknown format option '%.*s' (known: "
-                            "verify_checksums, dictionary, max_binary_batch_bytes, batch_rows)",
+                            "verify_checksums, dictionary, max_binary_batch_bytes, batch_rows, "
+                            "slice_bytes)",
                             (int)n, o);
       if (parse_bool_option(v, vn, target) != 0)
         return sl_error_set(error, EINVAL, "parquet: option '%.*s' wants true or false", (int)kn, o);
@@ -253,6 +273,8 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   r->batch_size = args->batch_size;
   r->verify_checksums = 1;
   r->max_binary_batch_bytes = INT32_MAX;
+  r->slice_bytes = args->memory_budget / 4 > PQ_MIN_SLICE_BYTES ? args->memory_budget / 4
+                                                                  : PQ_MIN_SLICE_BYTES;
   int rc = parse_options(r, args->format_options, error);
   if (rc != 0) sl_error_prefix(error, "%s", r->source->name);
   if (rc == 0) rc = read_footer(r, error);
@@ -326,6 +348,10 @@ struct pq_split {
   /// max_binary_batch_bytes (0 = no cut needed), from the metadata alone.
   int64_t cut_rows;
   const struct sl_split_place* place;  ///< the caller's columns, or NULL
+  /// Read a batch at a time (reads_in_slices): a cursor per leaf of the
+  /// file (those of the projected columns open), opened at the first batch.
+  int sliced;
+  struct pq_chunk_cursor* cursors;
 };
 
 /// Where top-level field `c` (file numbering) of the split's row group may
@@ -378,48 +404,89 @@ static int64_t binary_cut_rows(const struct pq_reader* r, int64_t rg) {
   return rows < 1 ? 1 : (int64_t)rows;
 }
 
+/// The decoded bytes leaves [first, first + n) of row group `rg` are
+/// expected to take, from the metadata: a value's Arrow width (or its
+/// uncompressed page bytes, if more), offsets for binary values, validity.
+static int64_t leaves_decoded_estimate(const struct pq_reader* r, int64_t rg, int64_t first,
+                                       int64_t n) {
+  const struct pq_row_group* g = &r->meta.row_groups[rg];
+  int64_t bytes = 0;
+  for (int64_t l = first; l < first + n && l < g->n_columns; ++l) {
+    const struct pq_column_chunk* cc = &g->columns[l];
+    if (!cc->has_meta_data) continue;
+    int64_t size = cc->meta_data.total_uncompressed_size, values = cc->meta_data.num_values;
+    if (values < 0 || values > (INT64_C(1) << 40) || size < 0) continue;
+    int64_t width = r->schema.leaves[l]->out_width;
+    int64_t v = values * (width > 0 ? width : 0) + values / 8;
+    if (r->schema.leaves[l]->conv == PQ_CONV_BINARY) v += values * 8 + size;
+    int64_t e = v > size ? v : size;
+    if (bytes <= INT64_MAX - e) bytes += e;
+  }
+  return bytes;
+}
+
 /// Rows per batch of row group `rg` (its rows when it comes out whole): as
 /// asked (-O batch_rows, or the open options' batch size: Python's
-/// batch_rows=), else whole row groups up to a bound; never more than
-/// `cut_rows` (binary_cut_rows). From the metadata and options alone, never
-/// the columns decoded or their values (split_by_columns).
+/// batch_rows=), else whole row groups up to a bound, and cut into equal
+/// batches of at most slice_bytes when the whole row group is expected to
+/// decode to more; never more than `cut_rows` (binary_cut_rows). From the
+/// metadata and options alone, never the columns decoded or their values
+/// (split_by_columns).
 static int64_t rows_per_batch(const struct pq_reader* r, int64_t rg, int64_t cut_rows) {
   int64_t rows = r->meta.row_groups[rg].num_rows;
   int64_t asked = r->batch_rows > 0 ? r->batch_rows : r->batch_size;
   int64_t n = asked > 0 ? asked : PQ_ONE_BATCH_ROWS;
+  if (asked == 0 && rows > 1) {
+    int64_t bytes = leaves_decoded_estimate(r, rg, 0, r->schema.n_leaves);
+    if (bytes > r->slice_bytes) {
+      int64_t batches = (bytes - 1) / r->slice_bytes + 1;
+      int64_t per = batches >= rows ? 1 : (rows - 1) / batches + 1;
+      if (per < n) n = per;
+      if (per < rows && cut_rows == 0) cut_rows = n;  // not one batch
+    }
+  }
   if (cut_rows > 0 && cut_rows < n) n = cut_rows;
   if (cut_rows == 0 && (rows <= n || (asked == 0 && rows <= PQ_ONE_BATCH_ROWS))) n = rows;  // one batch
   return n;
 }
 
 /// The decoded bytes the projected columns of the split's row group are
-/// expected to take, from the metadata: a value's Arrow width (or its
-/// uncompressed page bytes, if more), offsets for binary values, validity.
+/// expected to take (leaves_decoded_estimate).
 static int64_t row_group_decoded_estimate(const struct pq_split* s) {
   const struct pq_reader* r = s->r;
-  const struct pq_row_group* g = &r->meta.row_groups[s->rg];
   int64_t bytes = 0;
   for (int64_t i = 0; i < s->n_columns; ++i) {
     const struct pq_field* f = &r->schema.root.children[s->columns[i]];
-    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves && l < g->n_columns; ++l) {
-      const struct pq_column_chunk* cc = &g->columns[l];
-      if (!cc->has_meta_data) continue;
-      int64_t size = cc->meta_data.total_uncompressed_size, values = cc->meta_data.num_values;
-      if (values < 0 || values > (INT64_C(1) << 40) || size < 0) continue;
-      int64_t width = r->schema.leaves[l]->out_width;
-      int64_t v = values * (width > 0 ? width : 0) + values / 8;
-      if (r->schema.leaves[l]->conv == PQ_CONV_BINARY) v += values * 8 + size;
-      int64_t e = v > size ? v : size;
-      if (bytes <= INT64_MAX - e) bytes += e;
-    }
+    int64_t e = leaves_decoded_estimate(r, s->rg, f->first_leaf, f->n_leaves);
+    if (bytes <= INT64_MAX - e) bytes += e;
   }
   return bytes;
+}
+
+/// Whether the split reads its row group a batch at a time (cursors) rather
+/// than decoding it whole: more than one batch, its projected columns
+/// expected to pass slice_bytes, and no list among them (their rows end
+/// where a repetition level is 0: not done yet). Placed scans decode these
+/// into their own memory, then copied.
+static int reads_in_slices(const struct pq_split* s) {
+  const struct pq_reader* r = s->r;
+  if (s->batch_rows >= s->rows || row_group_decoded_estimate(s) <= r->slice_bytes) return 0;
+  for (int64_t i = 0; i < s->n_columns; ++i) {
+    const struct pq_field* f = &r->schema.root.children[s->columns[i]];
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
+      if (r->schema.leaves[l]->rep != 0) return 0;
+  }
+  return 1;
 }
 
 static void split_close(void* state) {
   struct pq_split* s = state;
   if (s == NULL) return;
   const struct sluice_allocator* alloc = s->r->alloc;
+  if (s->cursors) {
+    for (int64_t i = 0; i < s->r->schema.n_leaves; ++i) sl_pq_cursor_release(&s->cursors[i]);
+    sl_free(alloc, s->cursors, (size_t)s->r->schema.n_leaves * sizeof *s->cursors);
+  }
   if (s->has_cr) sl_pq_column_reader_release(&s->cr);
   if (s->leaves) {
     for (int64_t i = 0; i < s->r->schema.n_leaves; ++i) sl_pq_leaf_data_reset(&s->leaves[i]);
@@ -463,6 +530,11 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
     s->leaves = sl_alloc(r->alloc, (size_t)r->schema.n_leaves * sizeof *s->leaves);
     if (s->leaves == NULL) rc = ENOMEM;
     for (int64_t i = 0; rc == 0 && i < r->schema.n_leaves; ++i) sl_pq_leaf_data_init(&s->leaves[i], r->alloc);
+  }
+  s->sliced = rc == 0 && reads_in_slices(s);
+  if (s->sliced) {  // (zeroed: not open)
+    s->cursors = sl_calloc(r->alloc, (size_t)r->schema.n_leaves, sizeof *s->cursors);
+    if (s->cursors == NULL) rc = ENOMEM;
   }
   if (rc != 0) {
     split_close(s);
@@ -561,6 +633,58 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
   }
   if (rc != 0) out->release(out);
   return rc;
+}
+
+/// The next batch of a split read in slices: each projected leaf's cursor
+/// gives the batch's rows (the cursors open at the first batch, their
+/// chunks fetched as decode_row_group does), assembled as a row group is.
+static int decode_slice(struct pq_split* s, struct ArrowArray* out, struct sluice_error* error) {
+  struct pq_reader* r = s->r;
+  const struct pq_field* root = &r->schema.root;
+  int64_t k = s->rows - s->next_row < s->batch_rows ? s->rows - s->next_row : s->batch_rows;
+  int rc = 0;
+  if (s->next_row == 0) {
+    rc = coalesce_chunks(s, error);
+    for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+      const struct pq_field* f = &root->children[s->columns[i]];
+      for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l) {
+        int64_t above = binary_leaf(f) && !f->large ? r->max_binary_batch_bytes : 0;
+        rc = sl_pq_cursor_open(&s->cr, s->rg, r->schema.leaves[l], binary_leaf(f) && f->large,
+                               above, &s->cursors[l], error);
+      }
+    }
+    sl_pq_column_reader_span(&s->cr, 0, 0, NULL);  // the cursors' views keep its bytes
+    if (rc != 0) return rc;
+  }
+  SL_RETURN_NOT_OK(sl_array_init(out, r->alloc, 1, s->n_columns, error));
+  out->length = k;
+  for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
+    const struct pq_field* f = &root->children[s->columns[i]];
+    for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l) {
+      struct pq_leaf_data* d = &s->leaves[l];
+      d->wide = s->cursors[l].wide;
+      d->widen_above = s->cursors[l].widen_above;
+      rc = sl_pq_cursor_next(&s->cr, &s->cursors[l], k, d, error);
+      if (rc == 0 && d->wide && !s->cursors[l].wide)
+        rc = sl_error_set(error, EOVERFLOW, "%s: row group %" PRId64 ", column %s: rows %" PRId64
+                          "..%" PRId64 " hold more than %" PRId64 " bytes of values, more than a "
+                          "batch may (the column chunk sizes suggested fewer, e.g. dictionary "
+                          "values repeated): read with a smaller batch size (-O batch_rows=N; "
+                          "Python: batch_rows=N)", r->source->name, s->rg, f->path, s->next_row,
+                          s->next_row + k - 1, r->max_binary_batch_bytes);
+    }
+    if (rc == 0)
+      rc = sl_pq_assemble_field(f, s->leaves, k, r->alloc, r->source->name, s->rg,
+                                out->children[i], error);
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
+      sl_pq_leaf_data_reset(&s->leaves[l]);
+  }
+  if (rc != 0) {
+    out->release(out);
+    return rc;
+  }
+  s->next_row += k;
+  return 0;
 }
 
 /// Rows [row0, row0 + k) of a wide (int64 offsets) utf8 / binary column of
@@ -664,6 +788,7 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
       s->next_row = s->rows;
       return 0;
     }
+    if (s->sliced) return decode_slice(s, out, error);
     struct ArrowArray whole;
     SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
     // The batch boundaries (split_open: rows_per_batch) depend on the
@@ -688,6 +813,7 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
     }
     s->shared_bytes = bytes;
   }
+  if (s->sliced) return s->next_row < s->rows ? decode_slice(s, out, error) : 0;
   if (s->next_row >= s->rows || s->shared == NULL) return 0;
   int64_t k = s->rows - s->next_row < s->batch_rows ? s->rows - s->next_row : s->batch_rows;
   SL_RETURN_NOT_OK(sl_array_view(s->shared, s->shared_ref, r->alloc, out, error));
@@ -722,11 +848,20 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
 
 /// What the scan counts in the budget for a split that slices a decoded row
 /// group: the bytes of its rows not handed out yet, and before decoding one
-/// that will be sliced, the whole row group (estimated).
+/// that will be sliced, the whole row group (estimated). A split read in
+/// slices holds its chunks' dictionaries and the rows of the pages its last
+/// batch ended in, and decodes a batch (estimated) at each split_next.
 static void split_held_bytes(void* state, int64_t* held, int64_t* next) {
   const struct pq_split* s = state;
   *held = 0;
   *next = 0;
+  if (s->sliced) {
+    if (s->next_row >= s->rows || s->rows <= 0) return;
+    for (int64_t l = 0; l < s->r->schema.n_leaves; ++l) *held += sl_pq_cursor_held(&s->cursors[l]);
+    double share = (double)s->batch_rows / (double)s->rows;
+    *next = (int64_t)((double)row_group_decoded_estimate(s) * (share < 1 ? share : 1)) + 1;
+    return;
+  }
   if (!s->decoded) {
     if (s->rows > 0 && s->batch_rows < s->rows) *next = row_group_decoded_estimate(s);
     return;

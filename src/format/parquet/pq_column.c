@@ -530,8 +530,8 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
 
 /// STRING values must be UTF-8 (Arrow's utf8 type promises it): the bytes
 /// as a whole, and no value starting inside a character.
-static int check_utf8(const struct pq_leaf_data* d, int64_t n, const struct chunk_where* w,
-                      struct sluice_error* error) {
+static int check_utf8(const struct pq_leaf_data* d, int64_t n, int64_t row0,
+                      const struct chunk_where* w, struct sluice_error* error) {
   const int32_t* offs = d->wide ? NULL : (const int32_t*)(const void*)d->offsets.data;
   const int64_t* offs64 = d->wide ? (const int64_t*)(const void*)d->offsets.data : NULL;
 #define PQ_OFF(i) (offs ? (int64_t)offs[i] : offs64[i])
@@ -545,7 +545,7 @@ static int check_utf8(const struct pq_leaf_data* d, int64_t n, const struct chun
 #undef PQ_OFF
   return sl_error_set(error, EILSEQ, "%s: row group %" PRId64 ", column %s: value %" PRId64
                       " of the chunk%s is not valid UTF-8 (a STRING column)", w->file, w->rg,
-                      w->path, slot, d->keyed ? "'s dictionary" : "");
+                      w->path, row0 + slot, d->keyed ? "'s dictionary" : "");
 }
 
 uint32_t sl_pq_page_crc(const uint8_t* data, int64_t n) {
@@ -647,77 +647,104 @@ int sl_pq_column_reader_span(struct pq_column_reader* cr, int64_t start, int64_t
   return length > 0 ? sl_source_read_at(cr->source, start, length, &cr->span, error) : 0;
 }
 
-int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
-                   struct pq_leaf_data* out, struct sluice_error* error) {
+/* ---- a column chunk's pages ----------------------------------------------------- */
+
+/// The column reader's dictionary and a cursor's trade places: a chunk read
+/// a slice at a time keeps its own between slices (the split's other chunks
+/// decode in between), while the scratch buffers stay the split's.
+static void swap_dictionary(struct pq_column_reader* cr, struct pq_chunk_cursor* c) {
+  struct sl_buffer* a[] = {&cr->dict, &cr->dict_out, &cr->dict_ptrs, &cr->dict_lens};
+  struct sl_buffer* b[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
+  for (size_t i = 0; i < sizeof a / sizeof *a; ++i) {
+    struct sl_buffer t = *a[i];
+    *a[i] = *b[i];
+    *b[i] = t;
+  }
+  int64_t n = cr->dict_n;
+  cr->dict_n = c->dict_n;
+  c->dict_n = n;
+  int has = cr->has_dict;
+  cr->has_dict = c->has_dict;
+  c->has_dict = has;
+}
+
+/// Checks the chunk of `f` in row group `rg` and gets its bytes (a view of
+/// the reader's span, or a read of its own) into `c`.
+static int chunk_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
+                      struct pq_chunk_cursor* c, struct chunk_where* w,
+                      struct sluice_error* error) {
   const struct pq_file_meta* meta = cr->meta;
-  struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
-  sl_pq_leaf_data_reset(out);
-  cr->has_dict = 0;
-  cr->dict_n = 0;
+  c->f = f;
+  c->rg = rg;
   const struct pq_row_group* g = &meta->row_groups[rg];
-  if (f->leaf >= g->n_columns) return sl_pq_chunk_error(&w, error, EILSEQ, "the row group has no chunk for this column");
+  if (f->leaf >= g->n_columns) return sl_pq_chunk_error(w, error, EILSEQ, "the row group has no chunk for this column");
   const struct pq_column_chunk* cc = &g->columns[f->leaf];
   if (cc->file_path.present && cc->file_path.size > 0)
-    return sl_pq_chunk_error(&w, error, ENOTSUP, "column chunks in other files are not supported");
-  if (cc->encrypted) return sl_pq_chunk_error(&w, error, ENOTSUP, "encrypted Parquet is not supported");
-  if (!cc->has_meta_data) return sl_pq_chunk_error(&w, error, EILSEQ, "column chunk without metadata");
+    return sl_pq_chunk_error(w, error, ENOTSUP, "column chunks in other files are not supported");
+  if (cc->encrypted) return sl_pq_chunk_error(w, error, ENOTSUP, "encrypted Parquet is not supported");
+  if (!cc->has_meta_data) return sl_pq_chunk_error(w, error, EILSEQ, "column chunk without metadata");
   const struct pq_column_meta* m = &cc->meta_data;
   if (m->type != f->element->type)
-    return sl_pq_chunk_error(&w, error, EILSEQ, "chunk physical type differs from the schema");
-  int64_t rows = g->num_rows;
-  if (rows < 0) return sl_pq_chunk_error(&w, error, EILSEQ, "negative row count");
-  if (out->place != NULL && f->out_width > 0 && f->rep == 0)
-    sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
-  int64_t start, len;
-  if (sl_pq_chunk_range(m, cr->source->size, &start, &len) != 0)
-    return sl_pq_chunk_error(&w, error, EILSEQ, "column chunk byte range outside the file");
-  if (m->num_values < 0) return sl_pq_chunk_error(&w, error, EILSEQ, "negative value count");
-  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
-  // Flat and struct-only leaves have exactly one slot per row: sized once,
-  // at the first data page, once it has been found able to hold its values.
-  if (f->rep == 0 && m->num_values != rows)
-    return sl_pq_chunk_error(&w, error, EILSEQ, "value count differs from the row count");
-  if (f->conv == PQ_CONV_BINARY) {
-    if (ensure_total(&out->offsets, 8) != 0) return sl_pq_chunk_prefix(&w, error, ENOMEM);
-    memset(out->offsets.data, 0, 8);
-    // The chunk's uncompressed size bounds its PLAIN values (lengths + bytes):
-    // reserving it once spares the values buffer its doublings, each a copy
-    // into fresh pages (a fifth of the time of a string column). A hint only:
-    // dictionary pages may expand further and then grow as usual; capped by
-    // what the compressed bytes can plausibly hold, so a forged size cannot
-    // reserve memory the data does not back.
-    int64_t hint = m->total_uncompressed_size;
-    if (hint > (int64_t)64 * len) hint = (int64_t)64 * len;
-    if (hint > INT32_MAX) hint = INT32_MAX;
-    if (hint > 0 && sl_buffer_grow_to(&out->values, out->values.size + hint) != 0)
-      return sl_pq_chunk_prefix(&w, error, ENOMEM);
-  }
-  struct sl_view view = {0};
+    return sl_pq_chunk_error(w, error, EILSEQ, "chunk physical type differs from the schema");
+  c->m = m;
+  c->rows = g->num_rows;
+  if (c->rows < 0) return sl_pq_chunk_error(w, error, EILSEQ, "negative row count");
+  if (sl_pq_chunk_range(m, cr->source->size, &c->start, &c->len) != 0)
+    return sl_pq_chunk_error(w, error, EILSEQ, "column chunk byte range outside the file");
+  if (m->num_values < 0) return sl_pq_chunk_error(w, error, EILSEQ, "negative value count");
+  // Flat and struct-only leaves have exactly one slot per row.
+  if (f->rep == 0 && m->num_values != c->rows)
+    return sl_pq_chunk_error(w, error, EILSEQ, "value count differs from the row count");
+  return 0;
+}
+
+static int chunk_view(struct pq_column_reader* cr, struct pq_chunk_cursor* c,
+                      const struct chunk_where* w, struct sluice_error* error) {
+  int64_t start = c->start, len = c->len;
+  c->pos = 0;
+  c->dropped = start;
   if (cr->span.data != NULL && start >= cr->span_at && start - cr->span_at <= cr->span.size - len) {
-    view.data = cr->span.data + (start - cr->span_at);
-    view.size = len;
-    view.owner = sl_ref_retain(cr->span.owner);
-  } else {
-    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(&w, error, sl_source_read_at(cr->source, start, len, &view, error)));
+    c->view.data = cr->span.data + (start - cr->span_at);
+    c->view.size = len;
+    c->view.owner = sl_ref_retain(cr->span.owner);
+    return 0;
   }
+  return sl_pq_chunk_prefix(w, error, sl_source_read_at(cr->source, start, len, &c->view, error));
+}
+
+static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t from, int64_t k,
+                       const struct chunk_where* w, struct sluice_error* error);
+static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chunk_where* w,
+                        struct sluice_error* error);
+
+/// Decodes the chunk's pages from where `c` stands into p->out until it
+/// holds `want` slots (INT64_MAX: to the chunk's end). A page that would
+/// pass `want` (a flat leaf read in slices) decodes into c->carry instead,
+/// whose first rows then complete p->out; the rest wait for the next slice.
+static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, struct page_ctx* p,
+                      int64_t want, struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = c->f;
+  const struct pq_column_meta* m = c->m;
+  const uint8_t* chunk = c->view.data;
+  int64_t start = c->start, len = c->len;
+  struct page_ctx carry_p = {.f = f, .out = &c->carry};
   int rc = 0;
-  int64_t pos = 0;
-  int saw_data = 0;
-  while (rc == 0 && pos < len && out->n_levels < m->num_values) {
-    w.page = start + pos;
+  while (rc == 0 && c->pos < len && c->levels < m->num_values && p->out->n_slots < want) {
+    int64_t pos = c->pos;
+    w->page = start + pos;
     struct pq_page_header h;
     int64_t hsize;
-    rc = sl_pq_chunk_prefix(&w, error, sl_pq_page_header_parse(view.data + pos, len - pos, &h, &hsize, error));
+    rc = sl_pq_chunk_prefix(w, error, sl_pq_page_header_parse(chunk + pos, len - pos, &h, &hsize, error));
     if (rc != 0) break;
     if (h.compressed_page_size > len - pos - hsize) {
-      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page extends past the column chunk");
+      rc = sl_pq_chunk_error(w, error, EILSEQ, "page extends past the column chunk");
       break;
     }
-    const uint8_t* body = view.data + pos + hsize;
+    const uint8_t* body = chunk + pos + hsize;
     int64_t bsize = h.compressed_page_size;
-    pos += hsize + bsize;
+    c->pos = pos + hsize + bsize;
     if (h.has_crc && cr->verify_checksums && sl_pq_page_crc(body, bsize) != h.crc) {
-      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
+      rc = sl_pq_chunk_error(w, error, EILSEQ, "page CRC mismatch (the page is corrupt)");
       break;
     }
     int64_t usize = h.uncompressed_page_size;
@@ -725,31 +752,31 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
     // cannot make is refused before memory is reserved for it (2 GiB per
     // worker for a 274-byte file).
     if (m->codec != PQ_CODEC_UNCOMPRESSED && (h.type == PQ_PAGE_DICTIONARY || h.type == PQ_PAGE_DATA)) {
-      rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress_check(m->codec, body, bsize, usize, error));
+      rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, body, bsize, usize, error));
       if (rc != 0) break;
     }
     if (h.type == PQ_PAGE_DICTIONARY) {
-      if (cr->has_dict || saw_data) {
-        rc = sl_pq_chunk_error(&w, error, EILSEQ, "a second or late dictionary page");
+      if (cr->has_dict || c->saw_data) {
+        rc = sl_pq_chunk_error(w, error, EILSEQ, "a second or late dictionary page");
         break;
       }
       const uint8_t* dd = body;
       int64_t dsize = bsize;
       if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_lazy(&cr->dict, usize) != 0) { rc = sl_pq_chunk_nomem(&w, error, usize, "the decompressed dictionary page"); break; }
-        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
+        if (sl_pq_scratch_lazy(&cr->dict, usize) != 0) { rc = sl_pq_chunk_nomem(w, error, usize, "the decompressed dictionary page"); break; }
+        rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->dict.data, usize, error));
         if (rc != 0) break;
         dd = cr->dict.data;
         dsize = usize;
       }
-      rc = sl_pq_read_dictionary(cr, f, dd, dsize, h.num_values, &w, error);
+      rc = sl_pq_read_dictionary(cr, f, dd, dsize, h.num_values, w, error);
       continue;
     }
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2) continue;  // index pages etc.
-    saw_data = 1;
+    c->saw_data = 1;
     int64_t n = h.num_values;
-    if (n < 0 || n > m->num_values - out->n_levels) {
-      rc = sl_pq_chunk_error(&w, error, EILSEQ, "page value count exceeds the column chunk's");
+    if (n < 0 || n > m->num_values - c->levels) {
+      rc = sl_pq_chunk_error(w, error, EILSEQ, "page value count exceeds the column chunk's");
       break;
     }
     // Counts are claims: one the page's bytes cannot hold is refused before
@@ -759,12 +786,26 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
                       ? usize
                       : bsize;
     if (least > has) {
-      rc = sl_pq_chunk_prefix(&w, error, sl_error_set(error, EILSEQ, "the page says %" PRId64
+      rc = sl_pq_chunk_prefix(w, error, sl_error_set(error, EILSEQ, "the page says %" PRId64
                               " values, which need %" PRId64 " bytes or more; it has %" PRId64,
                               n, least, has));
       break;
     }
-    if (f->rep == 0 && (rc = grow_slots(&p, rows, &w, error)) != 0) break;
+    // The page this slice ends in: all of it to the carry (one slot per
+    // value: max_rep 0), its first rows copied on below.
+    struct page_ctx* pc = p;
+    if (n > want - p->out->n_slots) {
+      sl_pq_leaf_data_reset(&c->carry);
+      c->carry.wide = c->wide;
+      c->carry.widen_above = c->widen_above;
+      c->carry_from = 0;
+      carry_p.cap_slots = 0;
+      carry_p.rows = n;
+      pc = &carry_p;
+      if (f->conv == PQ_CONV_BINARY && (rc = start_binary(&c->carry, 0, w, error)) != 0) break;
+    }
+    struct pq_leaf_data* out = pc->out;
+    if (f->rep == 0 && (rc = grow_slots(pc, pc->rows, w, error)) != 0) break;
     // Map the memory of the page's slots in one call (fresh or the caller's,
     // in a placed scan), not page fault by page fault: that was a fifth of a
     // Parquet -> pandas load. Per page, not per chunk, so that what the
@@ -779,7 +820,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
     if (v2) {
       int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
       if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize) {
-        rc = sl_pq_chunk_error(&w, error, EILSEQ, "level byte lengths exceed the page");
+        rc = sl_pq_chunk_error(w, error, EILSEQ, "level byte lengths exceed the page");
         break;
       }
       rdata = body;
@@ -789,26 +830,26 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       vdata = body + rl + dl;
       vsize = bsize - rl - dl;
       int64_t vusize = usize - rl - dl;
-      rc = page_levels(&p, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, &w, error);
+      rc = page_levels(pc, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, w, error);
       if (rc != 0) break;
       int ow = f->out_width;
       if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error));
+        rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error));
         if (rc != 0) break;
       }
       if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0 &&
           h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
-          vusize / ow <= n && grow_slots(&p, out->n_slots + n, &w, error) == 0) {
+          vusize / ow <= n && grow_slots(pc, out->n_slots + n, w, error) == 0) {
         // PLAIN values decompress straight into the output (dense at the
         // page's first slot; page_values spreads them over nulls).
         uint8_t* dst = out->values.data + out->n_slots * ow;
-        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, dst, vusize, error));
+        rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, dst, vusize, error));
         if (rc != 0) break;
         vdata = dst;
         vsize = vusize;
       } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_nomem(&w, error, vusize, "the decompressed page"); break; }
-        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
+        if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_nomem(w, error, vusize, "the decompressed page"); break; }
+        rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
         if (rc != 0) break;
         vdata = cr->page.data;
         vsize = vusize;
@@ -820,43 +861,279 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
       int64_t psize = bsize;
       uint8_t levels[24];
       if (m->codec != PQ_CODEC_UNCOMPRESSED &&
-          in_place_v1(cr, &p, &h, m->codec, body, bsize, levels, &vdata, &rc, &w, error)) {
+          in_place_v1(cr, pc, &h, m->codec, body, bsize, levels, &vdata, &rc, w, error)) {
         if (rc != 0) break;
         int64_t lsize = usize - n * f->out_width;
-        rc = page_levels(&p, 0, h.repetition_level_encoding, h.definition_level_encoding, levels,
-                         lsize, levels, lsize, n, &used, &w, error);
+        rc = page_levels(pc, 0, h.repetition_level_encoding, h.definition_level_encoding, levels,
+                         lsize, levels, lsize, n, &used, w, error);
         if (rc != 0) break;
-        int64_t e0 = out->n_levels;
-        out->n_levels += n;
-        rc = page_values(cr, &p, h.encoding, vdata, n * f->out_width, e0, n, &w, error);
-        continue;
-      }
-      if (m->codec != PQ_CODEC_UNCOMPRESSED) {
-        if (sl_pq_scratch_lazy(&cr->page, usize) != 0) { rc = sl_pq_chunk_nomem(&w, error, usize, "the decompressed page"); break; }
-        rc = sl_pq_chunk_prefix(&w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
+        vsize = n * f->out_width;
+      } else {
+        if (m->codec != PQ_CODEC_UNCOMPRESSED) {
+          if (sl_pq_scratch_lazy(&cr->page, usize) != 0) { rc = sl_pq_chunk_nomem(w, error, usize, "the decompressed page"); break; }
+          rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize, cr->page.data, usize, error));
+          if (rc != 0) break;
+          pd = cr->page.data;
+          psize = usize;
+        }
+        rc = page_levels(pc, 0, h.repetition_level_encoding, h.definition_level_encoding, pd, psize,
+                         pd, psize, n, &used, w, error);
         if (rc != 0) break;
-        pd = cr->page.data;
-        psize = usize;
+        vdata = pd + used;
+        vsize = psize - used;
       }
-      rc = page_levels(&p, 0, h.repetition_level_encoding, h.definition_level_encoding, pd, psize,
-                       pd, psize, n, &used, &w, error);
-      if (rc != 0) break;
-      vdata = pd + used;
-      vsize = psize - used;
     }
     int64_t e0 = out->n_levels;
     out->n_levels += n;
-    rc = page_values(cr, &p, h.encoding, vdata, vsize, e0, n, &w, error);
+    rc = page_values(cr, pc, h.encoding, vdata, vsize, e0, n, w, error);
+    if (rc != 0) break;
+    c->levels += n;
+    if (pc != p) {
+      int64_t k = want - p->out->n_slots;
+      rc = append_rows(p, &c->carry, 0, k, w, error);
+      c->carry_from = k;
+    }
   }
-  w.page = -1;
-  if (rc == 0 && out->n_levels != m->num_values)
-    rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
-  if (rc == 0 && f->conv == PQ_CONV_BINARY) {
-    // Keyed: the dictionary's values are checked, not each row's.
-    int64_t n = out->keyed ? out->n_dict : out->n_slots;
-    out->offsets.size = (n + 1) * (out->wide ? 8 : 4);
-    if (f->is_string) rc = check_utf8(out, n, &w, error);
-  }
-  sl_view_release(&view);
+  w->page = -1;
   return rc;
+}
+
+/// A binary leaf's offsets sized, and its STRING values checked (`row0`:
+/// the chunk's row of out's first, for the message).
+static int finish_binary(const struct pq_field* f, struct pq_leaf_data* out, int64_t row0,
+                         const struct chunk_where* w, struct sluice_error* error) {
+  if (f->conv != PQ_CONV_BINARY) return 0;
+  // Keyed: the dictionary's values are checked, not each row's.
+  int64_t n = out->keyed ? out->n_dict : out->n_slots;
+  out->offsets.size = (n + 1) * (out->wide ? 8 : 4);
+  return f->is_string ? check_utf8(out, n, out->keyed ? 0 : row0, w, error) : 0;
+}
+
+/// Room for offset 0 of a binary leaf, and for `hint` bytes of values.
+static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chunk_where* w,
+                        struct sluice_error* error) {
+  if (ensure_total(&out->offsets, 8) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+  memset(out->offsets.data, 0, 8);
+  if (hint > INT32_MAX) hint = INT32_MAX;
+  if (hint > 0 && sl_buffer_grow_to(&out->values, out->values.size + hint) != 0)
+    return sl_pq_chunk_prefix(w, error, ENOMEM);
+  return 0;
+}
+
+int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f,
+                   struct pq_leaf_data* out, struct sluice_error* error) {
+  struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
+  sl_pq_leaf_data_reset(out);
+  cr->has_dict = 0;
+  cr->dict_n = 0;
+  struct pq_chunk_cursor c;
+  memset(&c, 0, sizeof c);
+  SL_RETURN_NOT_OK(chunk_open(cr, rg, f, &c, &w, error));
+  int64_t rows = c.rows;
+  if (out->place != NULL && f->out_width > 0 && f->rep == 0)
+    sl_buffer_borrow(&out->values, out->place, rows * f->out_width, out->place_owner);
+  // Flat and struct-only leaves are sized once, at the first data page, once
+  // it has been found able to hold its values.
+  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
+  if (f->conv == PQ_CONV_BINARY) {
+    // The chunk's uncompressed size bounds its PLAIN values (lengths + bytes):
+    // reserving it once spares the values buffer its doublings, each a copy
+    // into fresh pages (a fifth of the time of a string column). A hint only:
+    // dictionary pages may expand further and then grow as usual; capped by
+    // what the compressed bytes can plausibly hold, so a forged size cannot
+    // reserve memory the data does not back.
+    int64_t hint = c.m->total_uncompressed_size;
+    if (hint > (int64_t)64 * c.len) hint = (int64_t)64 * c.len;
+    SL_RETURN_NOT_OK(start_binary(out, hint, &w, error));
+  }
+  SL_RETURN_NOT_OK(chunk_view(cr, &c, &w, error));
+  int rc = read_pages(cr, &c, &p, INT64_MAX, &w, error);
+  if (rc == 0 && c.levels != c.m->num_values)
+    rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
+  if (rc == 0) rc = finish_binary(f, out, 0, &w, error);
+  sl_view_release(&c.view);
+  return rc;
+}
+
+/* ---- a column chunk a slice of rows at a time --------------------------------- */
+
+/// Appends rows [from, from + k) of `src` (a max_rep 0 leaf: one page's
+/// rows, the carry) to p->out, which was sized for its slice.
+static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t from, int64_t k,
+                       const struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  if (k <= 0) return 0;
+  // The slice's slots at once (the carry's page was found to hold its values).
+  SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + k > p->rows ? d->n_slots + k : p->rows, w, error));
+  int64_t s0 = d->n_slots;
+  if (f->conv == PQ_CONV_BINARY && d->keyed != src->keyed) {
+    int rc = 0;
+    if (src->keyed && s0 == 0) {  // the slice starts keyed: the same dictionary
+      const int32_t* so = (const int32_t*)(const void*)src->offsets.data;
+      struct sl_buffer offsets, values;
+      if (fresh_binary(d, src->n_dict, so[src->n_dict], &offsets, &values) != 0)
+        return sl_pq_chunk_prefix(w, error, ENOMEM);
+      memcpy(offsets.data, so, (size_t)(src->n_dict + 1) * 4);
+      memcpy(values.data, src->values.data, (size_t)so[src->n_dict]);
+      offsets.size = (src->n_dict + 1) * 4;
+      values.size = so[src->n_dict];
+      sl_buffer_reset(&d->offsets);
+      sl_buffer_reset(&d->values);
+      d->offsets = offsets;
+      d->values = values;
+      d->n_dict = src->n_dict;
+      d->keyed = 1;
+    } else {  // a writer's fallback to plain values between the two: values
+      rc = sl_pq_leaf_unkey(d->keyed ? d : src);
+      if (rc == 0 && ensure_total(&d->offsets, (p->cap_slots + 1) * (d->wide ? 8 : 4)) != 0) rc = ENOMEM;
+    }
+    if (rc == EOVERFLOW)
+      return sl_pq_chunk_error(w, error, rc, "more than 2 GiB of binary data in one batch of a "
+                               "dictionary column (not supported)");
+    if (rc != 0) return sl_pq_chunk_prefix(w, error, rc);
+  }
+  const uint8_t* sb = src->validity.data;
+  int64_t nulls = 0;
+  for (int64_t i = 0; sb != NULL && i < k; ++i) nulls += !((sb[(from + i) >> 3] >> ((from + i) & 7)) & 1);
+  if (nulls > 0) {
+    if (ensure_validity(d, p->cap_slots, s0) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    for (int64_t i = 0; i < k; ++i)
+      if ((sb[(from + i) >> 3] >> ((from + i) & 7)) & 1)
+        d->validity.data[(s0 + i) >> 3] |= (uint8_t)(1u << ((s0 + i) & 7));
+    d->null_count += nulls;
+  } else if (d->validity.data) {
+    set_bits(d->validity.data, s0, s0 + k);
+  }
+  if (f->def > 0 && !f->top_level) {  // group nodes read a nested leaf's levels
+    if (ensure_total(&d->def, (s0 + k) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    memcpy(d->def.data + s0 * 2, src->def.data + from * 2, (size_t)k * 2);
+    d->def.size = (s0 + k) * 2;
+  }
+  if (f->conv == PQ_CONV_NULL) {
+    // no values
+  } else if (f->conv == PQ_CONV_BOOL) {
+    const uint8_t* v = src->values.data;
+    for (int64_t i = 0; i < k; ++i)
+      if ((v[(from + i) >> 3] >> ((from + i) & 7)) & 1)
+        d->values.data[(s0 + i) >> 3] |= (uint8_t)(1u << ((s0 + i) & 7));
+    d->values.size = (s0 + k + 7) / 8;
+  } else if (f->conv == PQ_CONV_BINARY && d->keyed) {
+    int64_t room = p->cap_slots > s0 + k ? p->cap_slots : s0 + k;
+    if (ensure_total(&d->keys, room * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    memcpy(d->keys.data + s0 * 4, src->keys.data + from * 4, (size_t)k * 4);
+    d->keys.size = (s0 + k) * 4;
+  } else if (f->conv == PQ_CONV_BINARY) {
+    const int32_t* o32 = src->wide ? NULL : (const int32_t*)(const void*)src->offsets.data;
+    const int64_t* o64 = src->wide ? (const int64_t*)(const void*)src->offsets.data : NULL;
+#define PQ_SRC_OFF(i) (o32 ? (int64_t)o32[i] : o64[i])
+    int64_t base = PQ_SRC_OFF(from), bytes = PQ_SRC_OFF(from + k) - base;
+    if (!d->wide && d->widen_above > 0 &&
+        d->values.size + bytes > (d->widen_above < INT32_MAX ? d->widen_above : INT32_MAX))
+      SL_RETURN_NOT_OK(widen_offsets(p, s0, w, error));
+    if (!d->wide && d->values.size + bytes > INT32_MAX)
+      return sl_pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one batch "
+                               "of a nested column or a dictionary=true column (not supported)");
+    if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
+      return sl_pq_chunk_prefix(w, error, ENOMEM);
+    int64_t at = d->values.size;
+    memcpy(d->values.data + at, src->values.data + base, (size_t)bytes);
+    d->values.size = at + bytes;
+    if (d->wide) {
+      int64_t* offs = (int64_t*)(void*)d->offsets.data;
+      for (int64_t i = 1; i <= k; ++i) offs[s0 + i] = at + PQ_SRC_OFF(from + i) - base;
+    } else {
+      int32_t* offs = (int32_t*)(void*)d->offsets.data;
+      for (int64_t i = 1; i <= k; ++i) offs[s0 + i] = (int32_t)(at + PQ_SRC_OFF(from + i) - base);
+    }
+#undef PQ_SRC_OFF
+  } else {
+    int64_t ow = f->out_width;
+    memcpy(d->values.data + s0 * ow, src->values.data + from * ow, (size_t)(k * ow));
+    d->values.size = (s0 + k) * ow;
+  }
+  d->n_slots += k;
+  d->n_levels += k;
+  return 0;
+}
+
+int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f, int wide,
+                      int64_t widen_above, struct pq_chunk_cursor* c, struct sluice_error* error) {
+  struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
+  memset(c, 0, sizeof *c);
+  struct sl_buffer* bufs[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_init(bufs[i], cr->alloc);
+  sl_pq_leaf_data_init(&c->carry, cr->alloc);
+  c->wide = wide;
+  c->widen_above = widen_above;
+  c->open = 1;
+  if (f->rep != 0) return sl_pq_chunk_error(&w, error, EINVAL, "a repeated column read in slices");
+  SL_RETURN_NOT_OK(chunk_open(cr, rg, f, c, &w, error));
+  return chunk_view(cr, c, &w, error);
+}
+
+void sl_pq_cursor_release(struct pq_chunk_cursor* c) {
+  if (!c->open) return;
+  struct sl_buffer* bufs[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
+  sl_pq_leaf_data_reset(&c->carry);
+  sl_view_release(&c->view);
+  c->open = 0;
+}
+
+int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c) {
+  if (!c->open) return 0;
+  int64_t bytes = c->dict.capacity + c->dict_out.capacity + c->dict_ptrs.capacity +
+                  c->dict_lens.capacity;
+  if (c->carry.n_slots > c->carry_from) {
+    const struct pq_leaf_data* d = &c->carry;
+    bytes += d->values.capacity + d->offsets.capacity + d->validity.capacity + d->keys.capacity +
+             d->def.capacity;
+  }
+  return bytes;
+}
+
+int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, int64_t rows,
+                      struct pq_leaf_data* out, struct sluice_error* error) {
+  const struct pq_field* f = c->f;
+  struct chunk_where w = {.file = cr->source->name, .rg = c->rg, .path = f->path, .page = -1};
+  sl_pq_leaf_data_reset(out);
+  if (!c->open || rows <= 0 || rows > c->rows - c->row)
+    return sl_pq_chunk_error(&w, error, EINVAL, "rows asked past the column chunk's");
+  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
+  int rc = 0;
+  if (f->conv == PQ_CONV_BINARY) {
+    // The slice's share of the chunk's values (see sl_pq_column_read).
+    int64_t hint = c->m->total_uncompressed_size;
+    if (hint > (int64_t)64 * c->len) hint = (int64_t)64 * c->len;
+    hint = (int64_t)((double)hint * ((double)rows / (double)c->rows));
+    rc = start_binary(out, hint, &w, error);
+  }
+  // Slots are reserved once a page is found able to hold its values (as
+  // sl_pq_column_read does), not on the row count's word alone.
+  int64_t left = c->carry.n_slots - c->carry_from;
+  if (rc == 0 && left > 0) {
+    int64_t k = left < rows ? left : rows;
+    rc = append_rows(&p, &c->carry, c->carry_from, k, &w, error);
+    c->carry_from += k;
+  }
+  if (c->carry_from >= c->carry.n_slots) {  // handed out: its memory can go
+    sl_pq_leaf_data_reset(&c->carry);
+    c->carry_from = 0;
+  }
+  if (rc == 0 && out->n_slots < rows) {
+    swap_dictionary(cr, c);
+    rc = read_pages(cr, c, &p, rows, &w, error);
+    swap_dictionary(cr, c);
+  }
+  if (rc == 0 && out->n_slots != rows)
+    rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
+  if (rc == 0) rc = finish_binary(f, out, c->row, &w, error);
+  if (rc != 0) return rc;
+  c->row += rows;
+  // The pages read are done with: a mapped file's can leave memory.
+  sl_source_drop(cr->source, c->dropped, c->start + c->pos - c->dropped);
+  c->dropped = c->start + c->pos;
+  if (c->row == c->rows) sl_pq_cursor_release(c);
+  return 0;
 }

@@ -105,6 +105,48 @@ void sl_pq_column_reader_release(struct pq_column_reader* cr);
 int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                    struct pq_leaf_data* out, struct sluice_error* error);
 
+/// A column chunk of a flat or struct-only leaf (max_rep 0) read a slice
+/// of rows at a time, for a row group too large to decode whole: where its
+/// pages stand, its dictionary (the same for every slice), and the rows of
+/// the page the last slice ended in that it did not take (the carry).
+struct pq_chunk_cursor {
+  const struct pq_field* f;
+  int64_t rg;
+  const struct pq_column_meta* m;
+  struct sl_view view;    ///< the chunk's bytes
+  int64_t start, len;     ///< their place in the file
+  int64_t pos;            ///< the next page header, from `start`
+  int64_t dropped;        ///< file bytes before this are given back (sl_source_drop)
+  int64_t levels;         ///< values read from the pages so far
+  int64_t rows;           ///< the row group's
+  int64_t row;            ///< rows handed out so far
+  int saw_data;
+  int open;
+  int wide;               ///< the carry's pq_leaf_data.wide / widen_above
+  int64_t widen_above;
+  struct sl_buffer dict, dict_out, dict_ptrs, dict_lens;  ///< see pq_column_reader
+  int64_t dict_n;
+  int has_dict;
+  struct pq_leaf_data carry;
+  int64_t carry_from;     ///< carry rows before this were handed out
+};
+
+/// Opens a cursor on the chunk of `leaf` (max_rep 0) in row group `rg`: its
+/// bytes are a view of the reader's span, or read now. `wide` / `widen_above`
+/// as the caller sets them on the leaf data it reads into.
+int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
+                      int wide, int64_t widen_above, struct pq_chunk_cursor* c,
+                      struct sluice_error* error);
+/// The chunk's next `rows` rows into `out` (reset first): the carry's first,
+/// then pages until they are covered. The cursor closes itself after the
+/// chunk's last row. Errors name the file, row group, column and page.
+int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, int64_t rows,
+                      struct pq_leaf_data* out, struct sluice_error* error);
+/// Decoded bytes the cursor holds between slices: its dictionary, and the
+/// carry while rows of it are left.
+int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c);
+void sl_pq_cursor_release(struct pq_chunk_cursor* c);
+
 /// Converts `n` PLAIN-encoded physical values (a statistics bound: BYTE_ARRAY
 /// without its length prefix, n = 1) into the leaf's output representation.
 /// For fixed-width outputs writes out_width bytes to `out`; BOOL writes one
