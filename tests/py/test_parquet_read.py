@@ -1173,6 +1173,147 @@ def test_one_row_group_small_budget(sluice_bin, big_row_group_file):
                 "one row group, --threads 2 --budget 1M")
 
 
+# ---- row groups larger than a batch should be: read page by page ------------------
+
+SLICE_ROWS = 120_000
+
+
+def sliced_table(n: int = SLICE_ROWS, seed: int = 9) -> pa.Table:
+    """Flat columns with nulls (ints, doubles, bools, strings of a few
+    thousand values and unique ones), a struct, a required column, and a
+    list<struct> (whose row groups are still decoded whole)."""
+    rng = np.random.default_rng(seed)
+
+    def mask(p):
+        return rng.random(n) < p
+
+    lengths = rng.integers(0, 3, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    m = int(offsets[-1])
+    items = pa.StructArray.from_arrays(
+        [pa.array(rng.integers(0, 100, m), pa.int32()),
+         pa.array([f"e{j % 97}" for j in range(m)], pa.string())], names=["x", "y"])
+    return pa.table({
+        "i": pa.array(rng.integers(-1000, 1000, n), pa.int64(), mask=mask(0.1)),
+        "f": pa.array(rng.standard_normal(n), mask=mask(0.2)),
+        "b": pa.array(rng.random(n) < 0.5, mask=mask(0.1)),
+        "cat": pa.array([f"c{j}" for j in rng.integers(0, 3000, n)], pa.string(), mask=mask(0.1)),
+        "u": pa.array([("é" * (j % 7)) + str(j) for j in range(n)], pa.string()),
+        "bin": pa.array([bytes([j % 251]) * (j % 5) for j in range(n)], pa.binary()),
+        "st": pa.StructArray.from_arrays(
+            [pa.array(rng.integers(0, 9, n), pa.int16()),
+             pa.array([f"k{j % 500}" for j in range(n)], pa.string())],
+            names=["p", "q"], mask=pa.array(mask(0.05))),
+        "req": pa.array(np.arange(n), pa.int64()),
+        "ls": pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(mask(0.1))),
+    })
+
+
+FLAT = ["i", "f", "b", "cat", "u", "bin", "st", "req"]
+
+
+@pytest.fixture(scope="module")
+def sliced_files(tmp_path_factory):
+    """One row group each, in pages of about 20 kB (a few thousand rows,
+    which batches do not line up with): data page v1 and v2, with and
+    without dictionaries."""
+    d = tmp_path_factory.mktemp("sliced")
+    table = sliced_table()
+    files = {}
+    for version in ("1.0", "2.0"):
+        for dictionary in (True, False):
+            path = d / f"v{version}-{'dict' if dictionary else 'plain'}.parquet"
+            pq.write_table(table, path, row_group_size=len(table), data_page_size=20_000,
+                           data_page_version=version, use_dictionary=dictionary,
+                           write_page_checksum=True)
+            assert pq.ParquetFile(path).metadata.num_row_groups == 1
+            files[(version, dictionary)] = path
+    return files
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False], ids=["dict", "plain"])
+@pytest.mark.parametrize("args", [
+    [],
+    ["--unordered", "--threads", "2"],
+    ["-c", "u,i,st"],
+    ["--threads", "2", "-c", "req,cat,f,ls"],
+    ["-O", "dictionary=true"],
+    ["--batch-rows", "7000"],
+], ids=["all", "unordered-parts", "projection", "parts-with-list", "dictionary-true",
+        "batch-rows"])
+def test_large_row_group_read_in_slices(sluice_bin, sliced_files, version, dictionary, args):
+    """A row group larger than slice_bytes (made small) comes out in batches
+    of equal rows, its flat and struct columns read page by page, and equals
+    pyarrow's reading: ordered, unordered, projected, decoded as column
+    parts on two threads next to a list column (decoded whole: the parts'
+    batches line up), with dictionary=true (one dictionary, the chunk's, in
+    every batch)."""
+    path = sliced_files[(version, dictionary)]
+    global_args = ["-O", "slice_bytes=300000"]
+    cat_args = list(args)
+    for flag in ("--unordered", "--threads", "2", "-O", "dictionary=true"):
+        if flag in cat_args:
+            cat_args.remove(flag)
+            global_args.append(flag)
+    columns = None
+    if "-c" in cat_args:
+        columns = cat_args[cat_args.index("-c") + 1].split(",")
+    schema, batches = _batches(sluice_bin, path, global_args, cat_args)
+    rows = [b.num_rows for b in batches]
+    assert len(rows) > 4, f"not cut: {rows}"
+    # All batches of the same rows but the last (the metadata decides them,
+    # so that column parts line up).
+    assert rows.count(max(rows)) >= len(rows) - 1, rows
+    if "--batch-rows" in cat_args:
+        assert max(rows) == 7000, rows
+    got = pa.Table.from_batches(batches, schema=schema)
+    if "--unordered" in global_args:
+        got = got.sort_by("req")
+    want = pq.read_table(path, columns=columns)
+    assert_same(got, want, f"{path.name} {args}", check_types="dictionary=true" not in args)
+    if "dictionary=true" in args and dictionary:
+        # Every page of "cat" uses the chunk's dictionary: each batch has it all.
+        dicts = [b.column("cat").dictionary for b in batches]
+        assert all(d.equals(dicts[0]) for d in dicts), "the dictionary changed between batches"
+        assert len(dicts[0]) == pc.count_distinct(want["cat"]).as_py()
+
+
+def test_large_row_group_sliced_by_the_budget(sluice_bin, tmp_path):
+    """Without options, a row group expected to decode to more than a
+    quarter of --budget (at least 8 MiB) comes out in batches of about that
+    many bytes; smaller ones stay whole."""
+    n = 1_200_000  # two int64 and a double: about 29 MB decoded
+    rng = np.random.default_rng(4)
+    table = pa.table({"a": pa.array(np.arange(n)),
+                      "b": pa.array(rng.integers(0, 10, n), mask=rng.random(n) < 0.3),
+                      "c": pa.array(rng.standard_normal(n))})
+    path = tmp_path / "one.parquet"
+    pq.write_table(table, path, row_group_size=n)
+    schema, batches = _batches(sluice_bin, path, ["--budget", "16M"])
+    assert [b.num_rows for b in batches] == [300_000] * 4
+    assert_same(pa.Table.from_batches(batches, schema=schema), pq.read_table(path), "--budget 16M")
+    _, batches = _batches(sluice_bin, path, ["--budget", "256M"])
+    assert [b.num_rows for b in batches] == [2**20, n - 2**20]  # as before: cut at 2^20 rows
+
+
+def test_large_row_group_sliced_errors_name_the_page(sluice_bin, tmp_path):
+    """A corrupt page met in a later batch of a row group read in slices is
+    reported with the file, row group, column and the page's offset."""
+    n = 200_000
+    path = tmp_path / "crc.parquet"
+    pq.write_table(pa.table({"a": pa.array(np.arange(n)), "b": pa.array(np.arange(n) * 2)}), path,
+                   row_group_size=n, data_page_size=20_000, write_page_checksum=True,
+                   compression="none", use_dictionary=False)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    data = bytearray(path.read_bytes())
+    at = col.data_page_offset + col.total_compressed_size - 100  # in the last page's values
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    err = expect_clean_error(sluice_bin, path, ["slice_bytes=200000"], must_say="CRC")
+    assert "row group 0, column b: page at byte" in err, err
+
+
 # ---- -O max_binary_batch_bytes (utf8 / binary columns over 2 GiB) -----------------
 
 
