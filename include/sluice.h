@@ -207,9 +207,11 @@ struct sluice_open_options {
   /// returned to the consumer (0 = default, 256 MiB). Workers wait when it is
   /// spent. It counts the batches' logical bytes: the allocator sees more
   /// (buffers are rounded up, and each worker holds the compressed input it
-  /// decodes), about 1.3x in tests. It bounds batches, not the unit a worker
-  /// decodes: a Parquet row group is decoded whole, so memory is at least the
-  /// largest row group's decoded size per worker, whatever the budget.
+  /// decodes), about 1.3x in tests. A Parquet row group expected to decode to
+  /// more than a quarter of it (at least 8 MiB) comes out in batches of about
+  /// that size, read page by page unless the columns read include a list or
+  /// map: such a row group is decoded whole, so memory is then at least its
+  /// decoded size per worker, whatever the budget.
   int64_t memory_budget;
   /// Non-zero (default): batches are delivered in plan order. Zero: as they
   /// finish; use sluice_scanner_next's tag to restore order.

@@ -539,8 +539,10 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     batch_rows: preferred rows per batch for formats that choose it.
     memory: bytes of decoded batches allowed in flight (default 256 MiB;
         128 MiB when batches are placed by known split row counts, below).
-        A Parquet row group is decoded whole by one worker, so memory is at
-        least the largest row group's decoded size per worker.
+        A Parquet row group larger than a quarter of it (at least 8 MiB
+        decoded) is read page by page in batches of about that size, unless
+        the columns read include a list or map: then it is decoded whole, so
+        memory is at least its decoded size per worker.
     hive_partitioning: False keeps the ``key=value`` directories of a
         dataset (``sales/year=2024/``) from becoming columns, as they do by
         default.

@@ -165,7 +165,9 @@ struct page_ctx {
   const struct pq_field* f;
   struct pq_leaf_data* out;
   int64_t cap_slots;  ///< slots the fixed buffers are sized for
-  int64_t rows;       ///< row group rows (max_rep 0: slots must equal this)
+  /// Slots the leaf holds at most (max_rep 0): the row group's rows, a
+  /// slice's, or a page's (the carry of a chunk read in slices).
+  int64_t rows;
   int all_defined;    ///< the current page's def levels are all the maximum
 };
 
