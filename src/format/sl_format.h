@@ -109,11 +109,10 @@ struct sl_format_reader {
   /// estimated, when it is about to decode one that it will slice; else 0).
   /// The engine reserves *next before that split_next and counts *held in
   /// the budget until the split hands it out or closes; batches cut from
-  /// what is held (*next 0) need no room. A split that holds a little but
-  /// decodes each batch anew (a Parquet row group read page by page: its
-  /// dictionaries and a page's rows left over) reports both: it waits for
-  /// room for *next as other splits do, its own *held left out. Called
-  /// between split_next calls of the split's own thread.
+  /// what is held need no room. A split that decodes each batch anew (a
+  /// Parquet row group read page by page) reports *held 0 and its batch as
+  /// *next, so that it waits for room as other splits do. Called between
+  /// split_next calls of the split's own thread.
   void (*split_held_bytes)(void* state, int64_t* held, int64_t* next);
   void (*close)(void* reader);
   /// Optional (NULL = the format stores no statistics). What the object's

@@ -14,10 +14,7 @@
 // before the split_next that decodes it, and counts what the split holds in
 // flight until it is handed out (then the queued slices count it) or the
 // split closes. A batch cut from what is held costs nothing new: it needs no
-// room (waiting for it could wait on the task's own bytes forever). A split
-// that holds a little (a Parquet row group read page by page: dictionaries,
-// a page's rows left over) but decodes each batch anew (a next unit > 0)
-// waits for room for it as any split does, its own held bytes left out.
+// room (waiting for it could wait on the task's own bytes forever).
 //
 // Deadlock avoidance (ordered mode): the consumer can only take batches of the
 // head split, so if later splits filled the budget the head could never run.
@@ -234,28 +231,25 @@ static void note_peak_locked(struct sl_scan* scan) {
   if (scan->in_flight > scan->peak_in_flight) scan->peak_in_flight = scan->in_flight;
 }
 
-/// Whether split `s` may reserve `est` bytes for its batch `b` now, `own` of
-/// what is in flight being its own held bytes (see the top). Caller holds
-/// the mutex.
-static int may_reserve_locked(const struct sl_scan* scan, int64_t s, int64_t b, int64_t est,
-                              int64_t own) {
-  int64_t in_flight = scan->in_flight - own;
+/// Whether split `s` may reserve `est` bytes for its batch `b` now. Caller
+/// holds the mutex.
+static int may_reserve_locked(const struct sl_scan* scan, int64_t s, int64_t b, int64_t est) {
   // Nothing in flight: waiting could only wait forever (a batch bigger than
   // the whole budget still has to pass).
-  if (in_flight <= 0) return 1;
+  if (scan->in_flight == 0) return 1;
   const struct sl_split_slot* slot = &scan->slots[s];
   // Parked column parts leave the budget only once this part's batch joins
   // them: it must not wait for them.
   if (slot->zip != NULL && sl_zip_holds_back(slot->zip, b)) return 1;
-  if (!scan->ordered) return in_flight + est <= scan->budget;
+  if (!scan->ordered) return scan->in_flight + est <= scan->budget;
   if (s == scan->head) {
     // A part ahead of its siblings gets no exemption: it could run ahead
     // without bound.
     int behind = slot->zip == NULL || b == sl_zip_next_batch(slot->zip);
-    return (slot->head == NULL && behind) || in_flight + est <= scan->budget;
+    return (slot->head == NULL && behind) || scan->in_flight + est <= scan->budget;
   }
   int64_t head_room = scan->head < scan->n_splits ? estimate_locked(scan, scan->head) : 0;
-  return in_flight + est + head_room <= scan->budget;
+  return scan->in_flight + est + head_room <= scan->budget;
 }
 
 /// Whether rows already decoded are sure to fill the limit before anything
@@ -539,13 +533,11 @@ static void run_task(struct sl_scan* scan, int64_t task) {
   }
   for (int64_t b = 0;; ++b) {
     pthread_mutex_lock(&scan->mutex);
-    // Held with nothing new to decode (unit 0): the batch needs no room.
-    int free_batch = held > 0 && unit == 0;
-    int64_t est = free_batch ? 0 : task_estimate_locked(scan, s, part, b);
+    int64_t est = held > 0 ? 0 : task_estimate_locked(scan, s, part, b);
     if (est < unit) est = unit;
     int covered = 0;
     while (!stopped_locked(scan, s) && !(covered = limit_covered_locked(scan, s)) &&
-           !free_batch && !may_reserve_locked(scan, s, b, est, held)) {
+           held == 0 && !may_reserve_locked(scan, s, b, est)) {
       pthread_cond_wait(&scan->work_cv, &scan->mutex);
       est = task_estimate_locked(scan, s, part, b);
       if (est < unit) est = unit;

@@ -849,17 +849,21 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
 /// What the scan counts in the budget for a split that slices a decoded row
 /// group: the bytes of its rows not handed out yet, and before decoding one
 /// that will be sliced, the whole row group (estimated). A split read in
-/// slices holds its chunks' dictionaries and the rows of the pages its last
-/// batch ended in, and decodes a batch (estimated) at each split_next.
+/// slices decodes a batch (estimated) at each split_next, next to its
+/// chunks' dictionaries and the rows of the pages its last batch ended in:
+/// those count with the batch, not as held, since held bytes exempt a split
+/// from waiting for room (its batches would pass the budget unseen) and
+/// splits that wait while holding them could each wait on the others'.
 static void split_held_bytes(void* state, int64_t* held, int64_t* next) {
   const struct pq_split* s = state;
   *held = 0;
   *next = 0;
   if (s->sliced) {
     if (s->next_row >= s->rows || s->rows <= 0) return;
-    for (int64_t l = 0; l < s->r->schema.n_leaves; ++l) *held += sl_pq_cursor_held(&s->cursors[l]);
     double share = (double)s->batch_rows / (double)s->rows;
     *next = (int64_t)((double)row_group_decoded_estimate(s) * (share < 1 ? share : 1)) + 1;
+    for (int64_t l = 0; s->cursors && l < s->r->schema.n_leaves; ++l)
+      *next += sl_pq_cursor_held(&s->cursors[l]);
     return;
   }
   if (!s->decoded) {
