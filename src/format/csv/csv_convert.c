@@ -487,6 +487,8 @@ void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls)
   s->any_zone = 0;
   s->any_nanos = 0;
   s->any_bit = 0;
+  s->any_int = 0;
+  s->any_date = 0;
 }
 
 void sl_csv_infer_add_text(struct csv_infer_state* s) {
@@ -512,13 +514,26 @@ void sl_csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   if ((s->can & CAN(CSV_KIND_BOOL)) && !bit && !sl_csv_parse_bool(p, n, &b)) {
     s->can &= ~CAN(CSV_KIND_BOOL);
   }
-  if ((s->can & CAN(CSV_KIND_INT64)) && !sl_csv_parse_int64(p, n, &i)) {
+  // (asked past an int column too, while a float one is possible: any_int)
+  if ((s->can & (CAN(CSV_KIND_INT64) | CAN(CSV_KIND_DOUBLE))) && !s->any_int) {
+    if (sl_csv_parse_int64(p, n, &i)) {
+      s->any_int = 1;
+    } else {
+      s->can &= ~CAN(CSV_KIND_INT64);
+    }
+  } else if ((s->can & CAN(CSV_KIND_INT64)) && !sl_csv_parse_int64(p, n, &i)) {
     s->can &= ~CAN(CSV_KIND_INT64);
   }
   if ((s->can & CAN(CSV_KIND_DOUBLE)) && !sl_csv_parse_double(p, n, &d)) {
     s->can &= ~CAN(CSV_KIND_DOUBLE);
   }
-  if ((s->can & CAN(CSV_KIND_DATE32)) && !sl_csv_parse_date32(p, n, &day)) {
+  if ((s->can & (CAN(CSV_KIND_DATE32) | CAN(CSV_KIND_TIMESTAMP))) && !s->any_date) {
+    if (sl_csv_parse_date32(p, n, &day)) {
+      s->any_date = 1;
+    } else {
+      s->can &= ~CAN(CSV_KIND_DATE32);
+    }
+  } else if ((s->can & CAN(CSV_KIND_DATE32)) && !sl_csv_parse_date32(p, n, &day)) {
     s->can &= ~CAN(CSV_KIND_DATE32);
   }
   if (s->can & CAN(CSV_KIND_TIME)) {

@@ -7,7 +7,8 @@
 // Header: the first row is data only if each of its fields fits the type
 // inferred for its column from the following rows and at least one column is
 // not a string (all-string tables are assumed to have a header, as pyarrow
-// and polars do).
+// and polars do). An integer does not fit a float column none of whose
+// values is an integer, nor a date a timestamp column without dates.
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -192,8 +193,15 @@ static int fits(const char* format, const struct csv_infer_state* below,
   if (csv_is_null(nulls, p, n)) return 1;
   const char* got = sl_csv_infer_format(&s);
   if (strcmp(format, "u") == 0) return 1;
-  if (strcmp(format, "g") == 0) return strcmp(got, "l") == 0 || strcmp(got, "g") == 0;
-  if (strncmp(format, "ts", 2) == 0) return strcmp(got, "tdD") == 0 || strncmp(got, "ts", 2) == 0;
+  // An integer over floats that all have a fraction or exponent, or a date
+  // over timestamps that all have a time, is of another kind than the
+  // values below: a header's "2024" over 1.5, 2.5 (pandas' to_csv writes
+  // ,0,1 over float columns). DuckDB and Python's csv.Sniffer, which only
+  // ask whether it parses as the column's type, take such a row for data.
+  if (strcmp(format, "g") == 0)
+    return (strcmp(got, "l") == 0 && below->any_int) || strcmp(got, "g") == 0;
+  if (strncmp(format, "ts", 2) == 0)
+    return (strcmp(got, "tdD") == 0 && below->any_date) || strncmp(got, "ts", 2) == 0;
   if (strncmp(format, "tt", 2) == 0) return strncmp(got, "tt", 2) == 0;
   // A 0 or 1 is a bool only in a column whose rows hold them too (a header
   // 0,1,2 over true/false columns, as pandas writes, is still a header).

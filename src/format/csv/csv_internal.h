@@ -277,6 +277,11 @@ struct csv_infer_state {
   int any_zone;
   int any_nanos;      ///< a time or timestamp with digits past the microsecond
   int any_bit;        ///< a 0 or 1 (a bool column that holds them takes them as bools)
+  /// A value that is an integer, or a date: a float or timestamp column
+  /// whose values are never so tells a header's "2024" or "2024-01-01"
+  /// from its values (header sniffing).
+  int any_int;
+  int any_date;
 };
 
 void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);

@@ -1,0 +1,92 @@
+"""CSV header and quote sniffing, type inference of nulls, and schema
+option errors, against pyarrow.csv, DuckDB and polars where they apply.
+
+- header=auto: a first row of integer names over float columns (years over
+  a pivot table, pandas' ,0,1 over float columns) is a header, as pyarrow,
+  polars and pandas (which always assume one) read it; a headerless file
+  stays headerless.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pcsv = pytest.importorskip("pyarrow.csv")
+ipc = pytest.importorskip("pyarrow.ipc")
+
+
+def sluice_read(sluice, path: Path, *options: str, schema: str | None = None) -> pa.Table:
+    out = path.with_suffix(".out.arrow")
+    args = ["convert", path, out, "-q"]
+    for o in options:
+        args += ["-O", o]
+    if schema is not None:
+        args += ["--schema", schema]
+    sluice.run(*args)
+    with ipc.open_file(out) as f:
+        return f.read_all()
+
+
+# ---- header sniffing ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "country,2022,2023,2024\nFrance,1.5,2.5,3.5\nSpain,4.0,5.0,6.0\n",
+    # pandas' DataFrame(np_array).to_csv(): an unnamed index over float columns
+    ",0,1\n0,0.5,1.25\n1,2.5,3.75\n2,1e-3,2e3\n",
+    # a date over timestamps that all have times
+    "2024-01-01,7\n2024-01-02 10:00:00,2\n2024-01-03T11:30:00,3\n",
+])
+def test_integer_names_over_float_columns_are_a_header(sluice, tmp_path, text):
+    """An integer (a date) in the first row over a column whose sampled values
+    are all floats with a fraction or exponent (timestamps with a time) is
+    of another kind than they are: the row is a header, as pyarrow, polars
+    and pandas read it. It was taken for data, the names became f0..fn."""
+    path = tmp_path / "pivot.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    want = pcsv.read_csv(path)
+    assert got.column_names == want.column_names
+    assert got.num_rows == want.num_rows
+    for name in want.column_names[1:]:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist()
+    polars = pytest.importorskip("polars")
+    assert got.column_names == polars.read_csv(path).columns
+
+
+def test_sluice_reads_back_its_float_table_with_year_names(sluice, tmp_path):
+    """sluice's own CSV of a float table with integer column names reads
+    back with those names."""
+    table = pa.table({"2023": [1.5, 2.5], "2024": [3.25, 4.75]})
+    src = tmp_path / "years.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    out = tmp_path / "years.csv"
+    sluice.run("convert", src, out)
+    assert sluice_read(sluice, out).equals(table)
+
+
+@pytest.mark.parametrize("text", [
+    # headerless: text id, bigint, ints (W4's s1.csv); floats with integers among them
+    "k1,1234567890123,1,2,3\nk2,1234567890124,4,5,6\nk3,1234567890125,7,8,9\n",
+    "x,3,2.5\ny,1.5,2\nz,4,7.5\n",
+    "2024-01-01,1\n2024-01-02,2\n2024-01-03 10:00:00,3\n",
+    # integer names over integer columns: no sniffer can tell (header=true)
+    "2023,2024\n1,2\n3,4\n",
+])
+def test_headerless_files_stay_headerless(sluice, tmp_path, text):
+    """Where the first row is of the kinds of the rows below (an integer
+    over a float column that holds integers too), it is data, as DuckDB's
+    sniffer reads it."""
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    assert got.column_names == [f"f{i}" for i in range(got.num_columns)]
+    assert got.num_rows == text.count("\n")
+    duckdb = pytest.importorskip("duckdb")
+    want = duckdb.sql(f"SELECT * FROM read_csv('{path}')")
+    assert want.columns == [f"column{i}" for i in range(got.num_columns)]
+    assert len(want.fetchall()) == got.num_rows
+    assert sluice_read(sluice, path, "header=true").num_rows == got.num_rows - 1
