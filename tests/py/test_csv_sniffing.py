@@ -9,6 +9,7 @@ option errors, against pyarrow.csv, DuckDB and polars where they apply.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,53 @@ def test_headerless_files_stay_headerless(sluice, tmp_path, text):
     assert want.columns == [f"column{i}" for i in range(got.num_columns)]
     assert len(want.fetchall()) == got.num_rows
     assert sluice_read(sluice, path, "header=true").num_rows == got.num_rows - 1
+
+
+# ---- quoted null spellings -----------------------------------------------------------
+
+@pytest.mark.parametrize("at", ["top", "middle"])
+@pytest.mark.parametrize("spelling, value, options", [
+    ('"NA"', "{i}", ()),
+    ('"NaN"', "{i}.5", ()),
+    ('"1"', "{i}", ("null_values=1|",)),  # a quoted null spelling that spells an int
+])
+def test_quoted_null_spelling_types_the_column_wherever_it_lies(sluice, tmp_path, at, spelling,
+                                                                 value, options):
+    """A quoted null spelling in a column without a given type is text (the
+    writer quotes a string "NA" or "NaN" so), which makes the column a
+    string, in the sample as past it, as DuckDB reads "NA". Past the sample
+    it was a null ("NA" in an int column), a NaN ("NaN" in a float one) or
+    an int ("1" under null_values=1), while a sampled one made the column a
+    string: the type depended on where the value lay."""
+    n = 300_000
+    k = 1 if at == "top" else n // 2 + 1234
+    path = tmp_path / "quoted.csv"
+    path.write_text("a,b\n" + "".join((spelling if i == k else value.format(i=i)) + f",{i}\n"
+                                      for i in range(n)))
+    for extra in [(), ("infer_bytes=all",)]:
+        got = sluice_read(sluice, path, *options, *extra)
+        assert got.schema.field("a").type == pa.string()
+        assert got.column("a")[k].as_py() == spelling.strip('"')
+        assert got.column("a")[k + 1].as_py() == value.format(i=k + 1)
+    if spelling == '"NA"':
+        duckdb = pytest.importorskip("duckdb")
+        want = duckdb.sql(f"SELECT a FROM read_csv('{path}', sample_size=-1)").fetchall()
+        assert got.column("a").to_pylist() == [r[0] for r in want]
+        # A given type takes it as a null, as pyarrow and DuckDB do by default.
+        got = sluice_read(sluice, path, schema="a:int64")
+        assert got.column("a").equals(pcsv.read_csv(path).column("a"))
+
+
+def test_quoted_null_spelling_from_a_pipe_is_a_null(sluice, tmp_path):
+    """From a pipe, which cannot be read again, a quoted "NA" past the sample
+    is a null in an int column, as before (pyarrow reads a null too)."""
+    n = 300_000
+    k = n // 2
+    text = "a,b\n" + "".join(('"NA"' if i == k else str(i)) + f",{i}\n" for i in range(n))
+    proc = subprocess.run([sluice.binary, "cat", "-", "-f", "csv", "-t", "arrows", "-q"],
+                          input=text.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = ipc.open_stream(proc.stdout).read_all()
+    assert got.schema.field("a").type == pa.int64()
+    assert got.column("a")[k].as_py() is None

@@ -6,8 +6,9 @@
 // given) are null in every column, NaN in float columns. Quoted, one is
 // the text in string columns ("NA" is the way to write that text, "" the
 // empty string); in others it is the value it spells if it spells one (the
-// writer quotes an int 1 when the null spelling is "1"), else a null ("NA"
-// or "" in an int column, as pyarrow and DuckDB read them by default).
+// writer quotes an int 1 when the null spelling is "1"), else a null ("" in
+// an int column; "NA" too where the type was given, as pyarrow and DuckDB
+// read it by default; see null_field).
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,10 @@ static inline int quoted_value(const struct csv_split_state* s, const struct csv
 /// pyarrow.csv), not a value silently moved to UTC.
 #define ZONED "a zone offset (the column's type has none) in"
 
+/// A quoted null spelling in an inferred column that is not a string: the
+/// text (see null_field), which widens the column to string.
+#define QUOTED_TEXT "a quoted null spelling, which is text (as in the sample), in"
+
 static int zone_less(const struct csv_column* col) {
   return col->type.timezone == NULL || col->type.timezone[0] == '\0';
 }
@@ -126,6 +131,7 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
                                       const char* why) {
   double v;
   int too_fine = strcmp(why, TOO_FINE) == 0;
+  if (strcmp(why, QUOTED_TEXT) == 0) return CSV_WIDEN_STRING;
   switch (col->conv) {
     case CV_INT: {  // true/false after 0/1: bools, as a sample holding both gives
       int b;
@@ -332,18 +338,40 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
   return 0;
 }
 
-/// Whether field f of column c, whose text is a null spelling, is a null:
-/// unquoted, or quoted but no value of the column's type. A quoted "NA" in
-/// an int column is a null, as pyarrow and DuckDB read it by default; a
-/// quoted "1" under null_values=1 is the 1 the writer quoted to keep it.
-/// Asked only of null spellings, so that other fields pay nothing for it.
+enum { FIELD_VALUE, FIELD_NULL, FIELD_TEXT };
+
+/// What field f of column c, whose text is a null spelling, is: a null when
+/// unquoted. Quoted (and not empty) in a column of a given type (or of an
+/// input that cannot be read again): the value it spells when it spells
+/// one (a quoted "1" under null_values=1 is the 1 the writer quoted to
+/// keep it), else a null ("NA" in an int column, as pyarrow and DuckDB read
+/// it by default). Quoted in an inferred column: text, as a sampled one
+/// makes its column a string (the writer quotes a string "NA" or "NaN"
+/// so), whatever it spells, so that the type does not depend on where it
+/// lies. Asked only of null spellings, so that other fields pay nothing.
 static int null_field(struct csv_split_state* s, int64_t c, const struct csv_field* f,
                       int64_t n) {
-  if (!quoted_value(s, f, n)) return 1;
+  if (!quoted_value(s, f, n)) return FIELD_NULL;
+  if (!s->r->cols[c].user_type && csv_rereadable(s->r)) return FIELD_TEXT;
   char why[1];
   int ok = 0;
-  return sl_csv_field_converts(s, c, f, why, sizeof why, &ok) != 0 || !ok;
+  return sl_csv_field_converts(s, c, f, why, sizeof why, &ok) != 0 || !ok ? FIELD_NULL
+                                                                          : FIELD_VALUE;
 }
+
+/// Field f of column c, whose text p[0, n) is a null spelling: a null
+/// appended (on to the next row), a value (falls through to convert it),
+/// or a failure (text in an inferred column that is not a string, which
+/// widens it). A block, not do-while, so that `continue` takes the next row.
+#define CSV_NULL_FIELD(s, c, f, p, n, b, error)                                      \
+  {                                                                                 \
+    int kind_ = null_field(s, c, f, n);                                             \
+    if (kind_ == FIELD_TEXT) return value_error(s, c, f, p, n, QUOTED_TEXT, error); \
+    if (kind_ == FIELD_NULL) {                                                      \
+      if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
+      continue;                                                                     \
+    }                                                                               \
+  }
 
 #define CSV_FOR_EACH_VALUE(BODY)                                                     \
   for (int64_t row = 0; row < n_rows; ++row) {                                      \
@@ -351,10 +379,7 @@ static int null_field(struct csv_split_state* s, int64_t c, const struct csv_fie
     const uint8_t* p;                                                               \
     int64_t n;                                                                      \
     if (token(s, f, &p, &n) != 0) return ENOMEM;                                    \
-    if (csv_is_null(nulls, p, n) && null_field(s, c, f, n)) {                       \
-      if (sl_builder_append_null(b) != 0) return ENOMEM;                            \
-      continue;                                                                     \
-    }                                                                               \
+    if (csv_is_null(nulls, p, n)) CSV_NULL_FIELD(s, c, f, p, n, b, error);          \
     BODY                                                                            \
   }
 
@@ -369,10 +394,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F64:
       CSV_FOR_EACH_VALUE({
         double v;
-        if (csv_is_float_null(nulls, p, n) && null_field(s, c, f, n)) {
-          if (sl_builder_append_null(b) != 0) return ENOMEM;
-          continue;
-        }
+        if (csv_is_float_null(nulls, p, n)) CSV_NULL_FIELD(s, c, f, p, n, b, error);
         if (!sl_csv_parse_double(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_double_unsafe(b, v);
       })
@@ -380,10 +402,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
     case CV_F32:
       CSV_FOR_EACH_VALUE({
         float v;
-        if (csv_is_float_null(nulls, p, n) && null_field(s, c, f, n)) {
-          if (sl_builder_append_null(b) != 0) return ENOMEM;
-          continue;
-        }
+        if (csv_is_float_null(nulls, p, n)) CSV_NULL_FIELD(s, c, f, p, n, b, error);
         if (!sl_csv_parse_float(p, n, &v)) return value_error(s, c, f, p, n, "cannot parse", error);
         sl_builder_append_float_unsafe(b, v);
       })
