@@ -141,3 +141,36 @@ def test_quoted_null_spelling_from_a_pipe_is_a_null(sluice, tmp_path):
     got = ipc.open_stream(proc.stdout).read_all()
     assert got.schema.field("a").type == pa.int64()
     assert got.column("a")[k].as_py() is None
+
+
+# ---- quote sniffing ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "id,name,poss\n1,'Allo,the Smiths'\n2,x,y\n",
+    "city,country,owner\n's-Hertogenbosch,NL,the Jones'\nParis,FR,x\n",
+])
+def test_apostrophe_is_no_quote_when_rows_would_then_differ(sluice, tmp_path, text):
+    """' is not sniffed as the quote when the rows read with it would hold
+    different numbers of delimiters while read with " they do not: the
+    apostrophes are text, as pyarrow, DuckDB and polars read them. It was
+    taken for the quote, and the read failed with "expected 3 fields"."""
+    path = tmp_path / "apostrophes.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    assert got.equals(pcsv.read_csv(path))
+    if text.startswith("id"):  # (DuckDB's sniffer makes one column of the other)
+        duckdb = pytest.importorskip("duckdb")
+        assert [tuple(r.values()) for r in got.to_pylist()] == \
+            duckdb.sql(f"SELECT * FROM read_csv('{path}')").fetchall()
+    polars = pytest.importorskip("polars")
+    assert [tuple(r.values()) for r in got.to_pylist()] == polars.read_csv(path).rows()
+
+
+def test_field_count_error_names_a_sniffed_apostrophe_quote(sluice, tmp_path):
+    """A row with the wrong field count in a file whose quote was sniffed as
+    ' says so, and how to read apostrophes as text."""
+    path = tmp_path / "late.csv"
+    path.write_text("a,b\n'x,y',1\n" + "z,2\n" * 40000 + "p,q,r\n")
+    err = sluice.expect_error("cat", path, "-t", "csv").stderr.decode()
+    assert "expected 2 fields, found 3" in err and "' was sniffed as the quote" in err, err
+    assert "quote=\"" in err

@@ -38,6 +38,7 @@ int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* er
     int64_t line, at;
     sl_csv_split_where(s, rows->row_pos[r], &line, &at);
     int trailing = s->r->layout.trailing_delim && n == want + 1;
+    int apostrophe = s->r->layout.dialect.quote == '\'' && !s->r->opts.quote_given;
     return sl_error_set(error, EILSEQ,
                         "%s: line %" PRId64 " (byte %" PRId64 "): expected %" PRId64
                         " fields, found %" PRId64 "%s",
@@ -45,7 +46,9 @@ int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* er
                         trailing ? " (the header ends in a delimiter, and the sampled rows left "
                                    "that field empty, so it was taken for a delimiter that ends "
                                    "every row; infer_bytes=all looks at every row)"
-                                 : "");
+                        : apostrophe ? " (' was sniffed as the quote character; give quote=\" "
+                                       "if apostrophes are text there)"
+                                     : "");
   }
   return 0;
 }

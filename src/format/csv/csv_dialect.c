@@ -157,7 +157,9 @@ static uint8_t sniff_quote(const uint8_t* data, int64_t start, int64_t end, int 
       }
       field_start = new_line || delim;
     }
-    if (one_line_delim > 0 || (any_multiline && plain_uneven && !quoted_uneven)) return '\'';
+    // Never when the rows read with ' differ in their delimiters ('Allo,
+    // the Smiths' with a stray apostrophe each side): " reads them evenly.
+    if (!quoted_uneven && (one_line_delim > 0 || (any_multiline && plain_uneven))) return '\'';
   }
   return '"';
 }
