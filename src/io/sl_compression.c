@@ -69,6 +69,11 @@ enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n) {
   if (n >= 4 && head[0] == 0x28 && head[1] == 0xB5 && head[2] == 0x2F && head[3] == 0xFD) {
     return SL_COMPRESS_ZSTD;
   }
+  // A zstd skippable frame (magic 0x184D2A50..5F, little-endian), which
+  // libzstd's stream decoder passes over: pzstd starts every frame with one.
+  if (n >= 4 && (head[0] & 0xF0) == 0x50 && head[1] == 0x2A && head[2] == 0x4D && head[3] == 0x18) {
+    return SL_COMPRESS_ZSTD;
+  }
   // bzip2: "BZh", the block size '1'..'9', then a block's magic (BCD pi) or,
   // for an empty stream, the end-of-stream one (BCD sqrt(pi)). Ten bytes,
   // not four: a text may well start "BZh1".

@@ -43,8 +43,8 @@ size_t sl_unwritten_compression_suffix_length(const char* location);
 /// (bzip2's stream header and block magic).
 #define SL_COMPRESSION_MAGIC_BYTES 10
 
-/// The compression the first `n` bytes of an object start with (gzip, zstd,
-/// bzip2 or xz magic), or NONE.
+/// The compression the first `n` bytes of an object start with (gzip, zstd
+/// (a frame or a skippable frame), bzip2 or xz magic), or NONE.
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n);
 
 /// The name of a compression or archive sluice does not read whose magic

@@ -9,6 +9,8 @@ option errors, against pyarrow.csv, DuckDB and polars where they apply.
 
 from __future__ import annotations
 
+import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -174,3 +176,44 @@ def test_field_count_error_names_a_sniffed_apostrophe_quote(sluice, tmp_path):
     err = sluice.expect_error("cat", path, "-t", "csv").stderr.decode()
     assert "expected 2 fields, found 3" in err and "' was sniffed as the quote" in err, err
     assert "quote=\"" in err
+
+
+# ---- compressed input told by its bytes ------------------------------------------------
+
+def _skippable(magic_low: int, payload: bytes) -> bytes:
+    return struct.pack("<II", 0x184D2A50 | magic_low, len(payload)) + payload
+
+
+def test_zstd_starting_with_a_skippable_frame(sluice, tmp_path):
+    """A zstd input whose first frame is a skippable one (magic 0x184D2A5?,
+    as pzstd writes before every frame) is zstd: it was read as text, and
+    failed on a stray quote or a header that is not UTF-8. pyarrow and
+    DuckDB read such files; so do zstd -d and libzstd's stream decoder."""
+    text = "a,b\n" + "".join(f"{i},x{i}\n" for i in range(50000))
+    plain = tmp_path / "p.csv"
+    plain.write_text(text)
+    files = []
+    # by hand: skippable frames (of two magics) around libzstd frames
+    codec = pa.Codec("zstd")
+    half = len(text) // 2
+    cut = text.index("\n", half) + 1
+    data = (_skippable(0, b"\x00\x01") + codec.compress(text[:cut].encode(), asbytes=True) +
+            _skippable(0xF, b"") + codec.compress(text[cut:].encode(), asbytes=True))
+    hand = tmp_path / "hand.csv.zst"
+    hand.write_bytes(data)
+    files.append(hand)
+    if shutil.which("pzstd"):
+        pz = tmp_path / "pz.csv.zst"
+        subprocess.run(["pzstd", "-q", "-f", "-p", "2", str(plain), "-o", str(pz)], check=True)
+        assert pz.read_bytes()[:4] == bytes.fromhex("502a4d18")
+        files.append(pz)
+    want = pcsv.read_csv(plain)
+    for path in files:
+        assert sluice_read(sluice, path).equals(want), path
+        assert pcsv.read_csv(path).equals(want)
+        # and from a pipe, told by its bytes alone
+        proc = subprocess.run([sluice.binary, "cat", "-", "-f", "csv", "-t", "arrows", "-q"],
+                              input=path.read_bytes(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert ipc.open_stream(proc.stdout).read_all().equals(want)
