@@ -67,6 +67,11 @@ def _csv_schema(schema):
         return _commas_to_bars(schema)
     from urllib.parse import quote
     pairs = schema.items() if hasattr(schema, "items") else [(f.name, f.type) for f in schema]
+    for name, type_ in pairs:
+        if str(type_).startswith("dictionary<"):  # (pyarrow.csv's column_types takes one)
+            raise InvalidArgumentError(_errno.ENOTSUP, "schema: column %r: dictionary types are "
+                                       "not supported in a CSV schema (read the column as "
+                                       "string, then dictionary-encode it)" % (name,))
     return "|".join("%s:%s" % (quote(str(name), safe=" _-."), type_) for name, type_ in pairs)
 
 

@@ -47,6 +47,21 @@ def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
         assert pa.table(sluice.read(path, schema=given)).equals(want), given
 
 
+def test_csv_schema_errors_name_the_column(data_dir):
+    """A dictionary type (which pyarrow.csv's column_types takes) is refused
+    with an error that says so, not that its text would split into several
+    options; a column named twice is an error, not the first entry's type."""
+    path = data_dir / "dict.csv"
+    path.write_text("a,b\n1,x\n")
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match="column 'a': dictionary types are not supported in a CSV schema"):
+        sluice.read(path, schema={"a": pa.dictionary(pa.int32(), pa.string())})
+    with pytest.raises(sluice.Error, match="schema names column 'a' twice"):
+        sluice.read(path, schema="a:int8,a:string")
+    with pytest.raises(sluice.Error, match="schema names column 'a' twice"):
+        sluice.read(path, schema=pa.schema([("a", pa.int8()), ("a", pa.string())]))
+
+
 def test_csv_schema_names_with_separators(data_dir):
     """Names holding the schema list's separators (, | :), a percent sign or
     non-ASCII letters are typed as pyarrow's column_types types them: Python

@@ -217,3 +217,38 @@ def test_zstd_starting_with_a_skippable_frame(sluice, tmp_path):
                               stderr=subprocess.PIPE, timeout=120)
         assert proc.returncode == 0, proc.stderr.decode()
         assert ipc.open_stream(proc.stdout).read_all().equals(want)
+
+
+# ---- option errors ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--schema", "a:int8,a:string"], "schema names column 'a' twice (int8 and string)"),
+    (["--schema", "a:int8", "-O", "schema=b:int8"],
+     "CSV option schema given twice with different values ('a:int8' and 'b:int8'"),
+    (["--schema", "a:dictionary<values=string, indices=int32, ordered=0>"],
+     "column 'a': dictionary types are not supported in a CSV schema"),
+])
+def test_schema_and_options_given_ambiguously_are_errors(sluice, tmp_path, args, message):
+    """A schema naming a column twice, or --schema with a different
+    -O schema=: an error naming them (one of them silently won). A dictionary type says it is not supported (the error
+    was about a malformed format string)."""
+    path = tmp_path / "s.csv"
+    path.write_text("a,b\n1,2\n")
+    err = sluice.expect_error("cat", path, *args).stderr.decode()
+    assert message in err, err
+
+
+def test_options_given_twice_alike_are_fine(sluice, tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text("a,b\n1,2\n")
+    got = sluice_read(sluice, path, "schema=a:int8", schema="a:int8")
+    assert got.schema.field("a").type == pa.int8()
+
+
+def test_stray_quote_hint_grammar(sluice, tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('a,b\n1,x"y\n')
+    err = sluice.expect_error("cat", path).stderr.decode()
+    assert "since the delimiter and quote were sniffed" in err, err
+    err = sluice.expect_error("cat", path, "-O", "delimiter=,").stderr.decode()
+    assert "since the quote was sniffed" in err, err

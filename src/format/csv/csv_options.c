@@ -203,6 +203,11 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
     char parameterised[128];
     if (format == NULL && parameterised_format(t, t_len, parameterised, sizeof parameterised))
       format = parameterised;
+    if (format == NULL && t_len >= 10 && memcmp(t, "dictionary", 10) == 0) {
+      return sl_error_set(error, ENOTSUP, "schema: column '%.*s': dictionary types are not "
+                          "supported in a CSV schema (read the column as string, then "
+                          "dictionary-encode it)", (int)name_len, v + i);
+    }
     struct csv_schema_entry* e = &o->schema[o->n_schema];
     // %XX escapes spell the characters that separate (",", "|", ":", "%").
     e->name = sl_percent_decoded(v + i, name_len, alloc);
@@ -214,11 +219,42 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
       return sl_error_set(error, ENOMEM, "out of memory parsing schema");
     }
     o->n_schema++;
+    for (int64_t k = 0; k + 1 < o->n_schema; ++k) {
+      if (strcmp(o->schema[k].name, e->name) == 0) {  // which would win is a guess
+        char a[64], b[64];
+        sl_format_name(o->schema[k].format, a, sizeof a);
+        sl_format_name(e->format, b, sizeof b);
+        return sl_error_set(error, EINVAL, "schema names column '%s' twice (%s and %s): give "
+                            "one type", e->name, a, b);
+      }
+    }
     struct sl_type type;
     if (sl_type_parse(e->format, &type, error) != 0) {
       return sl_error_prefix(error, "schema entry '%.*s'", (int)(j - i), v + i);
     }
     i = j + 1;
+  }
+  return 0;
+}
+
+/// An error when `item`, a schema, follows one in text[0, upto) that differs
+/// (--schema and -O schema=): which was meant is a guess, so neither
+/// silently wins (as for the writers' options given both ways).
+static int check_repeated(const char* text, const char* upto, const struct sl_option* item,
+                          struct sluice_error* error) {
+  if (!sl_option_is(item, "schema")) return 0;
+  struct sl_option earlier;
+  while (text < upto && sl_option_next(&text, &earlier) > 0 && earlier.key != item->key) {
+    if (!sl_option_is(&earlier, "schema") ||
+        (earlier.value_len == item->value_len &&
+         memcmp(earlier.value, item->value, item->value_len) == 0)) {
+      continue;
+    }
+    char a[64], b[64];
+    return sl_error_set(error, EINVAL, "CSV option schema given twice with different values "
+                        "('%s' and '%s'; --schema SPEC is -O schema=SPEC): give one",
+                        sl_option_shown(earlier.value, earlier.value_len, a, sizeof a),
+                        sl_option_shown(item->value, item->value_len, b, sizeof b));
   }
   return 0;
 }
@@ -232,6 +268,7 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
   o->infer_bytes = INT64_C(1) << 20;
   o->batch_bytes = INT64_C(64) << 20;
   if (text == NULL) return 0;
+  const char* const all = text;
   struct sl_option item;
   int more;
   while ((more = sl_option_next(&text, &item)) != 0) {
@@ -239,6 +276,10 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       sl_csv_options_free(o, alloc);
       return sl_error_set(error, EINVAL, "CSV option '%.*s': expected key=value",
                           (int)item.key_len, item.key);
+    }
+    if (check_repeated(all, item.key, &item, error) != 0) {
+      sl_csv_options_free(o, alloc);
+      return EINVAL;
     }
     const char* s = item.key;
     size_t klen = item.key_len, vlen = item.value_len;

@@ -613,11 +613,12 @@ const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialec
            d->delimiter);
   snprintf(quote, sizeof quote, d->quote >= 0x20 && d->quote < 0x7F ? "'%c'" : "0x%02x",
            d->quote);
-  snprintf(buf, cap, "; or, since the %s%s%s were sniffed (delimiter %s, quote %s), the file may "
+  const int both = o->delimiter < 0 && !o->quote_given;
+  snprintf(buf, cap, "; or, since the %s%s%s %s sniffed (delimiter %s, quote %s), the file may "
            "use others: give delimiter= or quote= (a file written with delimiter=space or "
            "quote=squote, say)",
-           o->delimiter < 0 ? "delimiter" : "", o->delimiter < 0 && !o->quote_given ? " and " : "",
-           !o->quote_given ? "quote" : "", delim, quote);
+           o->delimiter < 0 ? "delimiter" : "", both ? " and " : "",
+           !o->quote_given ? "quote" : "", both ? "were" : "was", delim, quote);
   return buf;
 }
 
