@@ -47,22 +47,6 @@ def test_csv_schema_as_dict_or_pyarrow_schema(data_dir):
         assert pa.table(sluice.read(path, schema=given)).equals(want), given
 
 
-def test_csv_column_of_nulls_in_the_sample_takes_its_values_type(data_dir):
-    """A column whose sample holds only nulls, with one 5 far past it: read
-    whole, int64 as pyarrow reads it (it was string), in sluice.read and
-    sluice.read_pandas alike; scan, which streams, fails naming the remedy."""
-    n = 300_000
-    path = data_dir / "nullfirst.csv"
-    path.write_text("a,b\n" + "".join(("5" if i == n // 2 + 1234 else "") + f",{i}\n"
-                                      for i in range(n)))
-    want = pacsv.read_csv(str(path))
-    assert want.schema.field("a").type == pa.int64()
-    assert pa.table(sluice.read(path)).equals(want)
-    assert sluice.read_pandas(path)["a"].dropna().tolist() == [5]
-    with pytest.raises((sluice.Error, OSError), match="where the sample held only nulls"):
-        pa.RecordBatchReader.from_stream(sluice.scan(path)).read_all()
-
-
 def test_csv_schema_errors_name_the_column(data_dir):
     """A dictionary type (which pyarrow.csv's column_types takes) is refused
     with an error that says so, not that its text would split into several

@@ -1520,8 +1520,8 @@ def test_first_line_longer_than_the_head(sluice, tmp_path, line_end):
         read = pcsv.ReadOptions(autogenerate_column_names=name == "value", block_size=16 << 20)
         want = pcsv.read_csv(path, read_options=read,
                              parse_options=pcsv.ParseOptions(newlines_in_values=True))
-        # (header: no data row in the sample to type by, the row past it types
-        # the columns, as pyarrow reads them)
+        if name == "header":  # no data row in the sample to type by: strings
+            want = want.cast(pa.schema([(n, pa.string()) for n in want.column_names]))
         for threads in (1, 2):
             got = sluice_read(sluice, path, *options, threads=threads)
             assert got.column_names == want.column_names, (name, threads)

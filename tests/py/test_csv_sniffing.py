@@ -95,68 +95,6 @@ def test_headerless_files_stay_headerless(sluice, tmp_path, text):
     assert sluice_read(sluice, path, "header=true").num_rows == got.num_rows - 1
 
 
-# ---- columns the sample holds only nulls in --------------------------------------------
-
-N_LATE = 300_000
-
-
-def _late_values_file(path: Path, values: list[str]) -> None:
-    """Column a is empty but for `values` around the middle (outside the 1 MiB
-    head and the stretches sampled further on), b counts rows."""
-    at = N_LATE // 2 + 1234
-    path.write_text("a,b\n" + "".join(
-        (values[i - at] if 0 <= i - at < len(values) else "") + f",{i}\n"
-        for i in range(N_LATE)))
-
-
-@pytest.mark.parametrize("values, pa_type", [
-    (["5"], pa.int64()),
-    (["5", "2.5"], pa.float64()),
-    (["2024-01-02"], pa.date32()),
-    (["true", "false"], pa.bool_()),
-    (["5", "x"], pa.string()),
-])
-def test_column_of_nulls_in_the_sample_takes_its_values_type(sluice, tmp_path, values, pa_type):
-    """A column whose sample holds only nulls is typed by its values when
-    they come: a 5 past the sample makes it int64, as pyarrow reads the
-    whole file. It stayed string for good (the type of the sample)."""
-    path = tmp_path / "late.csv"
-    _late_values_file(path, values)
-    got = sluice_read(sluice, path)
-    assert got.schema.field("a").type == pa_type
-    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
-    assert want.schema.field("a").type == pa_type
-    assert got.equals(want)
-    assert sluice_read(sluice, path, "infer_bytes=all").equals(want)
-
-
-def test_column_of_nulls_everywhere_stays_a_string(sluice, tmp_path):
-    """A column with no value at all stays string (pyarrow: null type)."""
-    path = tmp_path / "nulls.csv"
-    _late_values_file(path, [])
-    got = sluice_read(sluice, path)
-    assert got.schema.field("a").type == pa.string() and got.column("a").null_count == N_LATE
-
-
-def test_column_of_nulls_in_the_sample_where_it_cannot_be_read_again(sluice, tmp_path):
-    """cat to standard output cannot take back what it printed: a later
-    typed value is an error naming the remedy, as for any late value that
-    does not fit; from a pipe, which cannot be read twice, the column stays
-    a string."""
-    path = tmp_path / "late.csv"
-    _late_values_file(path, ["5"])
-    err = sluice.expect_error("cat", path, "-t", "csv").stderr.decode()
-    assert "column 'a': value '5' is int64, where the sample held only nulls" in err, err
-    assert "schema=a:int64" in err
-    proc = subprocess.run([sluice.binary, "cat", "-", "-f", "csv", "-t", "arrows", "-q"],
-                          input=path.read_bytes(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()
-    got = ipc.open_stream(proc.stdout).read_all()
-    assert got.schema.field("a").type == pa.string()
-    assert got.column("a").to_pylist().count("5") == 1
-
-
 # ---- quoted null spellings -----------------------------------------------------------
 
 @pytest.mark.parametrize("at", ["top", "middle"])

@@ -22,9 +22,6 @@
 #include "core/sl_error.h"
 #include "core/sl_utf8.h"
 
-const char* const csv_typed[CSV_N_TYPED] = {"b",    "l",     "g",   "tdD",     "tsu:", "tsu:UTC",
-                                             "tsn:", "tsn:UTC", "ttu", "ttn",     "u"};
-
 void sl_csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte) {
   *line = s->lines_before + sl_csv_line_of(s->data, pos);
   *byte = s->base + pos;
@@ -378,83 +375,6 @@ static int null_field(struct csv_split_state* s, int64_t c, const struct csv_fie
       continue;                                                                     \
     }                                                                               \
   }
-
-/// A provisional column (its sample held only nulls): its values here, read
-/// (error NULL: the type recorded, no message made)
-/// as inference reads them, are of a type other than string: the scan fails
-/// at the first, and the column takes that type (joined with what other
-/// splits met) when the input is read again, as a typed column widens.
-static int check_provisional(struct csv_split_state* s, int64_t c, struct sluice_error* error) {
-  struct csv_reader* r = s->r;
-  const struct csv_rows* rows = &s->rows;
-  const struct csv_nulls* nulls = &r->opts.nulls;
-  struct csv_infer_state st;
-  sl_csv_infer_init(&st, nulls);
-  const struct csv_field* first = NULL;
-  for (int64_t row = 0; row < rows->n_rows && (first == NULL || st.can != 0); ++row) {
-    const struct csv_field* f = &rows->fields[rows->row_first[row] + c];
-    const uint8_t* p;
-    int64_t n;
-    if (token(s, f, &p, &n) != 0) return ENOMEM;
-    int spelling = csv_is_null(nulls, p, n) || csv_is_float_null(nulls, p, n);
-    if (spelling && quoted_value(s, f, n)) {
-      sl_csv_infer_add_text(&st);  // a quoted null spelling: text, as the sample takes it
-    } else if (csv_is_null(nulls, p, n)) {
-      continue;
-    } else {
-      sl_csv_infer_add(&st, p, n);
-    }
-    if (first == NULL) first = f;
-  }
-  const char* format = sl_csv_infer_format(&st);
-  if (first == NULL || strcmp(format, "u") == 0) return 0;  // nulls or strings: as it is
-  int want = 0;
-  while (want < CSV_N_TYPED && strcmp(csv_typed[want], format) != 0) ++want;
-  if (want == CSV_N_TYPED) return 0;
-  int seen = atomic_load(&r->typed[c]);
-  int joined;
-  do {  // splits may meet different types: their join
-    char buf[32];
-    const char* j = seen == 0 ? format : sl_csv_join_formats(csv_typed[seen - 1], format, buf,
-                                                              sizeof buf);
-    joined = 0;
-    while (joined < CSV_N_TYPED && strcmp(csv_typed[joined], j) != 0) ++joined;
-    joined = joined < CSV_N_TYPED ? joined + 1 : CSV_N_TYPED;  // else string
-  } while (!atomic_compare_exchange_weak(&r->typed[c], &seen, joined));
-  if (error == NULL) return EILSEQ;  // recorded; another column's error is reported
-  const uint8_t* p;
-  int64_t n;
-  if (token(s, first, &p, &n) != 0) return ENOMEM;
-  char shown[48], type[64];
-  int64_t k = 0;
-  for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
-  shown[k] = '\0';
-  sl_format_name(format, type, sizeof type);
-  int64_t line, at;
-  sl_csv_split_where(s, first->pos, &line, &at);
-  return sl_error_set(error, EILSEQ,
-                      "%s: line %" PRId64 " (byte %" PRId64 "): column '%s': value '%s%s' is "
-                      "%s, where the sample held only nulls (the column was read as string for "
-                      "now; it becomes %s when the input is read again, as sluice convert, cat "
-                      "-o, stats and sluice.read do by themselves (sluice_dataset_refine in C); "
-                      "or pass schema=%s:%s or infer_bytes=all)",
-                      r->name, line, at, r->layout.names[c], shown, n > 40 ? "..." : "", type,
-                      type, r->layout.names[c], type);
-}
-
-int sl_csv_check_provisional(struct csv_split_state* s, struct sluice_error* error) {
-  if (!csv_rereadable(s->r)) return 0;  // read once: they stay strings
-  int rc = 0;
-  for (int64_t j = 0; j < s->n_cols; ++j) {
-    if (!s->r->cols[s->cols[j]].provisional) continue;
-    // Every column's type is recorded before the scan fails, so that one
-    // more read types them all (a header over one row, say).
-    int k = check_provisional(s, s->cols[j], rc == 0 ? error : NULL);
-    if (k == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", s->r->name);
-    if (rc == 0) rc = k;
-  }
-  return rc;
-}
 
 #define CSV_FOR_EACH_VALUE(BODY)                                                     \
   for (int64_t row = 0; row < n_rows; ++row) {                                      \

@@ -311,9 +311,8 @@ struct csv_layout {
   char** names;         ///< owned, n_cols
   char** formats;       ///< owned, n_cols (Arrow format strings)
   /// owned, n_cols, or NULL (none): 1 = the sample held only nulls in this
-  /// column, so its inferred type (string) says nothing about the values:
-  /// another object's type for it is taken as it is (DuckDB's glob), and
-  /// its own values past the sample type it (csv_column.provisional).
+  /// column, so its inferred type (string) says nothing about the values,
+  /// and another object's type for it is taken as it is (DuckDB's glob).
   uint8_t* unsampled;
 };
 

@@ -114,13 +114,8 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
   if (r->cols == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   if (r->widen == NULL) {
     r->widen = sl_calloc(r->alloc, n, sizeof *r->widen);
-    r->typed = sl_calloc(r->alloc, n, sizeof *r->typed);
-    if (r->widen == NULL || r->typed == NULL)
-      return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
-    for (size_t c = 0; c < n; ++c) {
-      atomic_init(&r->widen[c], CSV_WIDEN_NONE);
-      atomic_init(&r->typed[c], 0);
-    }
+    if (r->widen == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+    for (size_t c = 0; c < n; ++c) atomic_init(&r->widen[c], CSV_WIDEN_NONE);
   }
   SL_RETURN_NOT_OK(sl_schema_init(&r->schema, r->alloc, "+s", "", 0, l->n_cols, error));
   for (int64_t c = 0; c < l->n_cols; ++c) {
@@ -131,8 +126,6 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
     for (int64_t s = 0; s < r->opts.n_schema; ++s) {
       col->user_type |= strcmp(r->opts.schema[s].name, l->names[c]) == 0;
     }
-    col->provisional = !col->user_type && l->unsampled != NULL && l->unsampled[c] &&
-                       !l->no_rows && strcmp(l->formats[c], "u") == 0;
     switch (col->type.id) {
       case SL_TYPE_BOOL: col->conv = CV_BOOL; break;
       case SL_TYPE_INT8: col->conv = CV_INT; col->width = 1; break;
@@ -210,8 +203,6 @@ static void csv_close(void* reader) {
   free_columns(r);
   sl_free(r->alloc, r->widen,
           (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->widen);
-  sl_free(r->alloc, r->typed,
-          (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) * sizeof *r->typed);
   sl_csv_layout_free(&r->layout, r->alloc);
   sl_csv_options_free(&r->opts, r->alloc);
   free_plan(r, r->n_plan);
@@ -389,15 +380,6 @@ static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
   *changed = 0;
   if (!csv_rereadable(r)) return 0;  // a forward-only stream: the error stands
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
-    // A provisional column takes its values' type, and is typed from now
-    // on (string too, when splits met values that only it holds).
-    int typed = atomic_exchange(&r->typed[c], 0);
-    if (typed > 0 && typed <= CSV_N_TYPED && r->cols[c].provisional) {
-      SL_RETURN_NOT_OK(set_format(r, c, csv_typed[typed - 1], error));
-      if (r->layout.unsampled != NULL) r->layout.unsampled[c] = 0;
-      *changed = 1;
-      continue;
-    }
     enum csv_widening w = (enum csv_widening)atomic_exchange(&r->widen[c], CSV_WIDEN_NONE);
     char buf[64];
     const char* to = widened_format(r->layout.formats[c], w, buf, sizeof buf);
@@ -737,7 +719,6 @@ again:
   } else {
     SL_RETURN_NOT_OK(sl_csv_check_field_counts(s, error));
   }
-  SL_RETURN_NOT_OK(sl_csv_check_provisional(s, error));
   for (int64_t j = 0; j < s->n_cols; ++j) {
     int rc = sl_csv_convert_column(s, s->cols[j], sl_builder_child(&s->batch, j), error);
     if (rc != 0) {

@@ -31,17 +31,7 @@ struct csv_column {
   enum csv_conv conv;
   int width;          ///< bytes, for CV_INT / CV_UINT / CV_TIME
   int user_type;      ///< the type came from the schema option
-  /// The sample held only nulls here (a string column for now): the first
-  /// batch with values of another type fails, and the column takes their
-  /// type when the input is read again (see csv_typed).
-  int provisional;
 };
-
-/// The types a provisional column may take (csv_typed[k - 1] for the value
-/// k of csv_reader.typed): the formats sl_csv_infer_format and
-/// sl_csv_join_formats give.
-#define CSV_N_TYPED 11
-extern const char* const csv_typed[CSV_N_TYPED];
 
 struct csv_fused_plan;
 /// A vector loop of the fused numeric rows (sl_csv_fused_rows_avx512 or _avx2).
@@ -104,10 +94,6 @@ struct csv_reader {
   /// to widen (enum csv_widening, raised atomically by any split); applied by
   /// csv_refine before the next scan.
   atomic_int* widen;
-  /// Per column, for provisional ones: what their values are (1 + an index
-  /// of csv_typed; 0 = nothing yet), joined over the splits that met them;
-  /// applied by csv_refine.
-  atomic_int* typed;
   atomic_flag first_skip_lock;
   int64_t first_skip_at;
   char first_skip[256];
@@ -198,10 +184,6 @@ void sl_csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* l
 
 /// Every row has n_cols fields (or one more, empty: a trailing delimiter).
 int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
-/// Fails when a provisional column read (csv_column.provisional) holds
-/// values of another type than string in the split's rows, having recorded
-/// the types of every such column for csv_refine.
-int sl_csv_check_provisional(struct csv_split_state* s, struct sluice_error* error);
 /// Whether field `f` of file column `c` converts to the column's type (or is
 /// null), exactly as sl_csv_convert_column would take it. 0 = it would fail;
 /// ENOMEM; *why receives a description when it fails.
