@@ -207,7 +207,17 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     key = env("AWS_ACCESS_KEY_ID");
     secret = env("AWS_SECRET_ACCESS_KEY");
     token = env("AWS_SESSION_TOKEN");
+    // Half a pair is a mistake, not a reason to sign with the profile's
+    // keys (another identity) or not at all: botocore's
+    // PartialCredentialsError.
+    if ((key == NULL) != (secret == NULL) && !(given != NULL && given->anonymous)) {
+      return sl_error_set(error, EINVAL, "%s: %s is set but %s is not (set both, or neither "
+                          "to use a profile)", location,
+                          key != NULL ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+                          key != NULL ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+    }
   }
+  const char* provider = NULL;
   if (given != NULL && given->anonymous) {
     s->anonymous = 1;  // unsigned requests: no credentials at all
   } else if (key != NULL && secret != NULL) {

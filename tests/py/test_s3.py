@@ -208,6 +208,48 @@ def test_named_profile_must_exist(sluice, s3, tmp_path):
         assert "profile 'nosuch' not found" in proc.stderr.decode(), proc.stderr.decode()
 
 
+PEER_PARTIAL = r"""
+import boto3, botocore.exceptions
+try:
+    boto3.client("s3", region_name="us-east-1").get_object(Bucket="data", Key="t.csv")
+    print("ok")
+except botocore.exceptions.PartialCredentialsError as e:
+    print("partial", e.kwargs["cred_var"])
+"""
+
+
+@pytest.mark.parametrize("present,missing", [("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+                                             ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID")])
+def test_half_a_key_pair_in_the_environment_is_an_error(sluice, s3, tmp_path, present, missing):
+    """AWS_ACCESS_KEY_ID without AWS_SECRET_ACCESS_KEY (or the other way
+    round) is refused naming the missing variable, as boto3's
+    PartialCredentialsError for the key id; it was ignored, and the [default] profile's keys
+    (another identity) signed the read and the write."""
+    pytest.importorskip("boto3")
+    import sys
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(
+        f"[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    env = env_with(s3, HOME=str(home), **{present: "AKIAOTHERACCOUNT"})
+    peer = subprocess.run([sys.executable, "-c", PEER_PARTIAL], capture_output=True, timeout=60,
+                          env=dict(env, AWS_EC2_METADATA_DISABLED="true"))
+    # boto3 refuses a lone key id; a lone secret it ignores (and reads with
+    # [default]'s keys), which sluice refuses too: it is the same mistake.
+    expected = ["partial", missing] if present == "AWS_ACCESS_KEY_ID" else ["ok"]
+    assert peer.stdout.decode().split() == expected, peer.stderr.decode()
+    for args in (("schema", f"s3://{BUCKET}/t.csv"),
+                 ("convert", s3["local"] / "t.csv", f"s3://{BUCKET}/out/partial.csv", "-q")):
+        proc = run(sluice, env, *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert f"{present} is set but {missing} is not" in err, err
+    assert not (s3["data"] / BUCKET / "out" / "partial.csv").exists()
+    # Unsigned requests need no keys: half a pair does not matter then.
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv", "--no-sign-request")
+    assert "is set but" not in proc.stderr.decode()
+
+
 PEER_GET = r"""
 import sys, boto3, botocore.exceptions
 profile, endpoint, key = sys.argv[1:4]
