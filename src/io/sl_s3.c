@@ -172,6 +172,25 @@ static int profile_keys(const struct aws_profile* p, struct s3_settings* s) {
   return 0;
 }
 
+/// The profile's setting that makes AWS tools get credentials some other way
+/// than from static keys (a role, web identity, SSO, an external process),
+/// NULL when none: sluice implements none of these providers. botocore tries
+/// a role, web identity and SSO before the profile's static keys, so those
+/// count whether or not keys are there too; credential_process only comes
+/// into play without keys (`has_keys`).
+static const char* unsupported_provider(const struct aws_profile* p, int has_keys) {
+  static const char* const before_keys[] = {"role_arn", "web_identity_token_file",
+                                            "sso_session", "sso_start_url"};
+  char value[8];
+  for (size_t i = 0; i < sizeof before_keys / sizeof before_keys[0]; ++i) {
+    if (profile_lookup(p, NULL, before_keys[i], 1, value, sizeof value)) return before_keys[i];
+  }
+  if (!has_keys && profile_lookup(p, NULL, "credential_process", 1, value, sizeof value)) {
+    return "credential_process";
+  }
+  return NULL;
+}
+
 /// The settings of one request: the caller's (`given`, may be NULL) over the
 /// environment's, over the profile's (keys of a profile the caller names
 /// over the environment's). A profile named explicitly (option or
@@ -228,6 +247,18 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     return sl_error_set(error, EINVAL, "%s: AWS profile '%s' has an aws_access_key_id but no "
                         "aws_secret_access_key in the same file (%s or %s), as AWS tools "
                         "require", location, s->profile, profile.creds, profile.config);
+  } else if ((provider = unsupported_provider(&profile, found > 0)) != NULL) {
+    // AWS tools would sign as someone else than these keys (or than
+    // nobody): refuse rather than send requests they would not.
+    return sl_error_set(error, ENOTSUP, "%s: AWS profile '%s' gets its credentials through %s, "
+                        "which sluice does not support; sluice signs with static keys only "
+                        "(aws_access_key_id and aws_secret_access_key in %s or %s, or "
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment; "
+                        "`aws configure export-credentials --profile %s --format env` prints "
+                        "them)", location, profile.name, provider,
+                        profile.creds[0] != '\0' ? profile.creds : "~/.aws/credentials",
+                        profile.config[0] != '\0' ? profile.config : "~/.aws/config",
+                        profile.name);
   } else if (found > 0) {
     // (key, secret and token from that one file)
   } else {

@@ -250,6 +250,67 @@ def test_half_a_key_pair_in_the_environment_is_an_error(sluice, s3, tmp_path, pr
     assert "is set but" not in proc.stderr.decode()
 
 
+@pytest.mark.parametrize("section,setting", [
+    ("[profile p]\ncredential_process = {script}\n", "credential_process"),
+    ("[profile p]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = base\n"
+     "[profile base]\naws_access_key_id = {0}\naws_secret_access_key = {1}\n", "role_arn"),
+    ("[profile p]\nsso_session = s\nsso_account_id = 1\nsso_role_name = r\n"
+     "[sso-session s]\nsso_start_url = https://x.awsapps.com/start\nsso_region = us-east-1\n",
+     "sso_session"),
+    ("[profile p]\nsso_start_url = https://x.awsapps.com/start\nsso_region = us-east-1\n",
+     "sso_start_url"),
+    # A role is assumed before the profile's own keys are looked at (botocore).
+    ("[profile p]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = p\n"
+     "aws_access_key_id = {0}\naws_secret_access_key = {1}\n", "role_arn"),
+])
+def test_profile_with_an_unsupported_provider_is_an_error(sluice, s3, tmp_path, section,
+                                                          setting):
+    """A profile whose credentials come from a process, a role or SSO is
+    refused at open, naming the profile and the setting and what sluice
+    reads; requests went out unsigned and the 403 hint said to set
+    AWS_PROFILE, which was set. (boto3 reads the credential_process profile;
+    sluice does not implement these providers.)"""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    script = tmp_path / "creds.sh"
+    script.write_text("#!/bin/sh\necho '{\"Version\": 1, \"AccessKeyId\": \"%s\", "
+                      "\"SecretAccessKey\": \"%s\"}'\n" % GOOD_KEYS)
+    script.chmod(0o755)
+    (home / ".aws" / "config").write_text(section.format(*GOOD_KEYS, script=script))
+    env = env_with(s3, HOME=str(home), AWS_PROFILE="p")
+    if setting == "credential_process" and shutil.which("sh"):
+        pytest.importorskip("boto3")
+        assert peer_get(env, None, s3["endpoint"], "t.csv") == "ok"
+    for args in (("schema", f"s3://{BUCKET}/t.csv"),
+                 ("convert", s3["local"] / "t.csv", f"s3://{BUCKET}/out/provider.csv", "-q"),
+                 ("schema", f"s3://{BUCKET}/dir/", "--profile", "p")):
+        proc = run(sluice, env, *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert f"AWS profile 'p' gets its credentials through {setting}" in err, err
+        assert "static keys" in err and "AWS_ACCESS_KEY_ID" in err, err
+    # Keys in the environment win over the profile, as in AWS tools.
+    proc = run(sluice, dict(env, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY),
+               "schema", f"s3://{BUCKET}/t.csv")
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_credential_process_beside_static_keys_uses_the_keys(sluice, s3, tmp_path):
+    """Static keys in ~/.aws/credentials come before credential_process in
+    botocore's chain: such a profile reads with its keys, in boto3 and
+    sluice."""
+    pytest.importorskip("boto3")
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(
+        f"[p]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    (home / ".aws" / "config").write_text("[profile p]\ncredential_process = /nonexistent\n")
+    env = env_with(s3, HOME=str(home), AWS_PROFILE="p")
+    assert peer_get(env, None, s3["endpoint"], "t.csv") == "ok"
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv")
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
 PEER_GET = r"""
 import sys, boto3, botocore.exceptions
 profile, endpoint, key = sys.argv[1:4]
