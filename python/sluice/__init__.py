@@ -337,24 +337,58 @@ _S3_VIRTUAL = ("virtual_hosted_style_request", "aws_virtual_hosted_style_request
                "force_virtual_addressing")
 
 
+def _bool_option(key, value):
+    """A boolean storage option as polars/object_store read one: a bool, 0 /
+    1, None (false), or text true/false, 1/0, yes/no, y/n, on/off in any
+    case; anything else is an error (the string "False" is false, not a
+    non-empty string)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "1", "yes", "y", "on"):
+            return True
+        if text in ("false", "0", "no", "n", "off"):
+            return False
+    raise ValueError("storage option %s=%r: expected a boolean (True/False, or true/false, "
+                     "1/0, yes/no, on/off)" % (key, value))
+
+
+def _size_option(key, value):
+    """A size in bytes: an int, or text with the CLI's k/m/g suffixes
+    (powers of 1024: '16M', '16m', '5242880')."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        import re
+        m = re.fullmatch(r"([0-9]+)([kKmMgG]?)", value.strip())
+        if m and int(m.group(1)) > 0:
+            return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+    raise ValueError("storage option %s=%r: expected a size in bytes > 0 (an int, or text with "
+                     "a k, m or g suffix, e.g. '16M')" % (key, value))
+
+
 def _storage_options(options):
     """storage_options={...} (s3:// settings over the environment's and the
-    AWS files') as a dict of sluice_s3_options fields, or None."""
+    AWS files') as a dict of sluice_s3_options fields, or None. Booleans and
+    sizes may be text, as in polars: anon='false', part_size='16M'."""
     if not options:
         return None
     out = {}
     for key, value in dict(options).items():
         if key in _S3_VIRTUAL:
-            out["addressing_style"] = "virtual" if value not in (False, "false", 0) else "path"
+            out["addressing_style"] = "virtual" if _bool_option(key, value) else "path"
             continue
         field = _S3_ALIASES.get(key)
         if field is None:
             raise ValueError("unknown storage option %r; known: %s" % (
                 key, ", ".join(sorted(list(_S3_ALIASES) + list(_S3_VIRTUAL)))))
         if field == "anonymous":
-            value = value not in (False, "false", 0, None)
+            value = _bool_option(key, value)
         elif field == "part_size":
-            value = int(value)
+            value = _size_option(key, value) if value is not None else None
         elif value is not None:
             value = str(value)
         out[field] = value
@@ -582,6 +616,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         (``token``), ``aws_region`` (``region``), ``endpoint_url``,
         ``profile``, ``anon=True`` (unsigned requests), ``addressing_style``
         (``"path"``/``"virtual"``, or ``force_virtual_addressing=True``);
+        booleans may be text as in polars (``"false"``, ``"0"``, ``"no"``
+        are false; other text than true/false, 1/0, yes/no, on/off is an
+        error);
         for Avro, ``reader_schema=`` as a path, the schema's JSON text or a
         dict (as fastavro takes it).
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
@@ -890,7 +927,8 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         sends cql:// batches as LZ4 frames); ``timeout=``
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
-        ``part_size``, the multipart part size in bytes).
+        ``part_size``, the multipart part size in bytes: an int or text
+        with the CLI's k, m, g suffixes, ``"16M"``).
 
     Ctrl-C stops the write and undoes it (nothing new at dst, an old file
     kept) before KeyboardInterrupt is raised; one that comes while the

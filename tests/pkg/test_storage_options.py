@@ -130,3 +130,64 @@ def test_partitioned_write_of_more_objects_than_open_files(s3, tmp_path):
     assert len(stored) == 600
     ids = sorted(i for p in stored for i in pq.read_table(p).column("id").to_pylist())
     assert ids == list(range(1200))
+
+
+@pytest.mark.parametrize("text,signed", [("False", True), ("0", True), ("no", True),
+                                         ("TRUE", False), ("1", False), ("yes", False)])
+def test_boolean_options_given_as_text(s3, text, signed):
+    """anon / aws_skip_signature and force_virtual_addressing given as text
+    are read as polars/object_store reads them (true/false, 1/0, yes/no in
+    any case): anon="False" made the requests unsigned and
+    force_virtual_addressing="False" made them virtual-hosted, as any
+    non-empty string was true."""
+    pl = pytest.importorskip("polars")
+    counter, host = s3
+    keys = {"aws_access_key_id": S3_ACCESS_KEY, "aws_secret_access_key": S3_SECRET_KEY,
+            "aws_region": "us-east-1", "endpoint_url": "http://" + host}
+    # polars, the peer whose key names these are: signed or not as sluice.
+    try:
+        peer = pl.read_csv("s3://%s/k.csv" % BUCKET, storage_options=dict(
+            keys, aws_allow_http="true", aws_skip_signature=text)).height
+    except Exception:
+        peer = None
+    assert (peer == 2) == signed, peer
+    counter.requests.clear()
+    for key in ("anon", "aws_skip_signature"):
+        if signed:
+            t = sluice.read("s3://%s/k.csv" % BUCKET, storage_options=dict(keys, **{key: text}))
+            assert t.num_rows == 2
+        else:
+            with pytest.raises(sluice.Error, match="unsigned"):
+                sluice.read("s3://%s/k.csv" % BUCKET, storage_options=dict(keys, **{key: text}))
+    counter.requests.clear()
+    t = sluice.read("s3://%s/k.csv" % BUCKET,
+                    storage_options=dict(keys, force_virtual_addressing=text))
+    assert t.num_rows == 2
+    virtual = not signed  # the same text: true means virtual-hosted here
+    assert counter.requests and all(
+        (r["headers"]["host"] == "%s.%s" % (BUCKET, host)) == virtual for r in counter.requests)
+
+
+def test_bad_boolean_and_size_options(s3):
+    _, host = s3
+    for opts, what in (({"anon": "maybe"}, "anon='maybe': expected a boolean"),
+                       ({"force_virtual_addressing": "2"}, "expected a boolean"),
+                       ({"part_size": "16X"}, "part_size='16X': expected a size")):
+        with pytest.raises(ValueError, match=what):
+            sluice.read("s3://%s/k.csv" % BUCKET,
+                        storage_options=dict(opts, endpoint_url="http://" + host))
+
+
+def test_part_size_with_a_suffix(s3, tmp_path):
+    """part_size="5M" is 5 MiB, as the CLI's --part-size 5M: a 12 MB object
+    goes up in 3 parts (it was int("5M"), a ValueError)."""
+    import os
+    counter, host = s3
+    opts = {"key": S3_ACCESS_KEY, "secret": S3_SECRET_KEY, "endpoint_url": "http://" + host}
+    data = os.urandom(6 << 20).hex()
+    table = __import__("pyarrow").table({"x": [data[i:i + 1000] for i in range(0, len(data), 1000)]})
+    sluice.write(table, "s3://%s/big.arrows" % BUCKET, storage_options=dict(opts, part_size="5M"))
+    parts = [r for r in counter.requests if r["method"] == "PUT" and "partNumber=" in r["target"]]
+    assert len(parts) == 3, [r["target"] for r in counter.requests]
+    back = sluice.read("s3://%s/big.arrows" % BUCKET, storage_options=opts)
+    assert back.num_rows == table.num_rows
