@@ -638,3 +638,50 @@ int sl_s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len) {
   *out_len = k;
   return 0;
 }
+
+/// The decoded text of <tag> in xml[0, n) into out (cap bytes); "" when
+/// absent, too long or malformed.
+static void xml_field(const char* xml, size_t n, const char* tag, char* out, size_t cap) {
+  struct s3_xml_element e;
+  size_t len;
+  out[0] = '\0';
+  if (!sl_s3_xml_find(xml, n, tag, &e) || e.inner_len >= cap ||
+      sl_s3_xml_decode(e.inner, e.inner_len, out, &len) != 0) {
+    out[0] = '\0';
+  }
+}
+
+size_t sl_s3_error_text(const char* xml, size_t n, char* out, size_t cap) {
+  char code[128], message[512], endpoint[256], region[64];
+  if (cap == 0) return 0;
+  out[0] = '\0';
+  xml_field(xml, n, "Code", code, sizeof code);
+  if (code[0] == '\0') return 0;
+  xml_field(xml, n, "Message", message, sizeof message);
+  xml_field(xml, n, "Endpoint", endpoint, sizeof endpoint);
+  xml_field(xml, n, "Region", region, sizeof region);
+  // A 301 PermanentRedirect names the endpoint only: its region is the
+  // part after "s3." (or the legacy "s3-") in an AWS host name.
+  const char* r = strstr(endpoint, "s3.");
+  if (r == NULL) r = strstr(endpoint, "s3-");
+  const char* aws = strstr(endpoint, ".amazonaws.com");
+  if (region[0] == '\0' && r != NULL && aws != NULL && r + 3 < aws) {
+    size_t k = (size_t)(aws - (r + 3));
+    if (k < sizeof region && memchr(r + 3, '.', k) == NULL) {
+      memcpy(region, r + 3, k);
+      region[k] = '\0';
+    }
+  }
+  char where[512] = "";
+  if (endpoint[0] != '\0' || region[0] != '\0') {
+    // AWS tools follow such an answer to the bucket's region; sluice asks.
+    snprintf(where, sizeof where, " (%s%s%s%s%s%s)", endpoint[0] != '\0' ? "endpoint " : "",
+             endpoint, endpoint[0] != '\0' && region[0] != '\0' ? ", " : "",
+             region[0] != '\0' ? "region " : "", region,
+             region[0] != '\0' ? ": set the bucket's region (--region, AWS_REGION or the "
+                                  "region option)" : "");
+  }
+  int w = snprintf(out, cap, "%s%s%s%s", code, message[0] != '\0' ? ": " : "", message, where);
+  size_t len = w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap - 1;
+  return len;
+}

@@ -78,4 +78,11 @@ int sl_s3_xml_find(const char* xml, size_t n, const char* tag, struct s3_xml_ele
 /// entity, a bad or NUL reference, or a raw '<' / NUL.
 int sl_s3_xml_decode(const char* in, size_t n, char* out, size_t* out_len);
 
+/// What an S3 XML error answer says, for messages: "Code: Message", then
+/// the <Endpoint> and <Region> that a bucket of another region's answer
+/// names (301 PermanentRedirect, 400 AuthorizationHeaderMalformed) with a
+/// hint to set the region. "" (0) when xml[0, n) has no <Code>; else the
+/// length written into out (cut to cap - 1).
+size_t sl_s3_error_text(const char* xml, size_t n, char* out, size_t cap);
+
 #endif

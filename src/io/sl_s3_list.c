@@ -180,18 +180,10 @@ static int build_query(struct lister* l, int page_size, struct sluice_error* err
   return 0;
 }
 
-/// S3's <Code> and <Message> of an error answer, "" when there are none.
+/// S3's <Code> and <Message> of an error answer (sl_s3_error_text), "" when
+/// there are none.
 static const char* error_text(struct lister* l) {
-  struct s3_xml_element code, message;
-  char c[256] = "", m[700] = "";
-  size_t n;
-  if (sl_s3_xml_find(l->body, l->body_len, "Code", &code) && code.inner_len < sizeof c) {
-    if (sl_s3_xml_decode(code.inner, code.inner_len, c, &n) != 0) c[0] = '\0';
-  }
-  if (sl_s3_xml_find(l->body, l->body_len, "Message", &message) && message.inner_len < sizeof m) {
-    if (sl_s3_xml_decode(message.inner, message.inner_len, m, &n) != 0) m[0] = '\0';
-  }
-  snprintf(l->text, sizeof l->text, "%s%s%s", c, c[0] != '\0' && m[0] != '\0' ? ": " : "", m);
+  sl_s3_error_text(l->body != NULL ? l->body : "", l->body_len, l->text, sizeof l->text);
   return l->text;
 }
 

@@ -62,12 +62,26 @@ static size_t on_header(char* line, size_t size, size_t nitems, void* user) {
   return n;
 }
 
+/// What an error answer's body says: S3's "Code: Message" (with the region
+/// hint of sl_s3_error_text), else its first bytes on one line.
+static void answer_text(const struct s3_response* resp, char* out, size_t cap) {
+  if (sl_s3_error_text(resp->body, resp->body_len, out, cap) > 0) return;
+  size_t k = 0;
+  for (size_t i = 0; i < resp->body_len && i < 300 && k + 1 < cap; ++i) {
+    char c = resp->body[i];
+    out[k++] = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+  }
+  out[k] = '\0';
+}
+
 /// One signed request with a body (NULL/0 for none), retried on 5xx, 429 and
 /// transient transport errors. The answer's status is in resp->status.
+/// Errors name the object and the S3 operation `op` ("UploadPart 3").
 static int s3_request(struct s3_signer* g, const struct sl_remote_options* remote, CURL* h,
-                      const char* object_url, const char* method, const char* query,
-                      const uint8_t* body, size_t n, struct s3_response* resp,
-                      const char* location, struct sluice_error* error) {
+                      const char* object_url, const char* method, const char* op,
+                      const char* query, const uint8_t* body, size_t n,
+                      struct s3_response* resp, const char* location,
+                      struct sluice_error* error) {
   char url[8448];
   int w = snprintf(url, sizeof url, "%s%s%s", object_url, query[0] != '\0' ? "?" : "", query);
   if (w < 0 || (size_t)w >= sizeof url) {
@@ -113,22 +127,23 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
               c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
               c == CURLE_PARTIAL_FILE;
-      sl_error_set(error, EIO, "%s: %s: %s", location, method,
+      sl_error_set(error, EIO, "%s: %s: %s", location, op,
                    errbuf[0] != '\0' ? errbuf : g->curl.easy_strerror(c));
       if (!retry) return EIO;
     } else if (resp->status >= 500 || resp->status == 429) {
       retry = 1;
-      sl_error_set(error, EIO, "%s: %s: HTTP %ld: %.300s", location, method, resp->status,
-                   resp->body);
+      char text[1200];
+      answer_text(resp, text, sizeof text);
+      sl_error_set(error, EIO, "%s: %s: HTTP %ld%s%s", location, op, resp->status,
+                   text[0] != '\0' ? ": " : "", text);
     } else if (resp->status >= 300) {
       int code = resp->status == 403 || resp->status == 401 ? EACCES
                  : resp->status == 404                      ? ENOENT
                                                             : EIO;
-      for (char* p = resp->body; *p != '\0'; ++p) {
-        if (*p == '\n' || *p == '\r') *p = ' ';
-      }
-      sl_error_set(error, code, "%s: %s: HTTP %ld: %.300s", location, method, resp->status,
-                   resp->body);
+      char text[1200];
+      answer_text(resp, text, sizeof text);
+      sl_error_set(error, code, "%s: %s: HTTP %ld%s%s", location, op, resp->status,
+                   text[0] != '\0' ? ": " : "", text);
       sl_s3_auth_hint(g, code, error);
       return code;
     } else {
@@ -194,8 +209,10 @@ static void* upload_worker(void* arg) {
     snprintf(query, sizeof query, "partNumber=%" PRId64 "&%s", k + 1, u->upload_id_query);
     struct sluice_error err;
     memset(&err, 0, sizeof err);
-    int rc = s3_request(u->g, u->remote, h, u->url, "PUT", query, u->data + offset, (size_t)len, resp,
-                        u->location, &err);
+    char op[48];
+    snprintf(op, sizeof op, "UploadPart %" PRId64, k + 1);
+    int rc = s3_request(u->g, u->remote, h, u->url, "PUT", op, query, u->data + offset,
+                        (size_t)len, resp, u->location, &err);
     if (rc == 0 && resp->etag[0] == '\0') {
       rc = sl_error_set(&err, EIO, "%s: part %" PRId64 " was stored without an ETag",
                         u->location, k + 1);
@@ -217,8 +234,8 @@ static void* upload_worker(void* arg) {
 static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                      struct sluice_error* error) {
   const struct sluice_allocator* alloc = u->g->alloc;
-  int rc = s3_request(u->g, u->remote, h, u->url, "POST", "uploads=", (const uint8_t*)"", 0, resp,
-                      u->location, error);
+  int rc = s3_request(u->g, u->remote, h, u->url, "POST", "CreateMultipartUpload", "uploads=",
+                      (const uint8_t*)"", 0, resp, u->location, error);
   char upload_id[512];
   if (rc == 0 && !xml_value(resp->body, "UploadId", upload_id, sizeof upload_id)) {
     rc = sl_error_set(error, EIO, "%s: CreateMultipartUpload answered without an UploadId",
@@ -266,12 +283,13 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
                                 k + 1, u->etags[k]);
       }
       len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
-      rc = s3_request(u->g, u->remote, h, u->url, "POST", u->upload_id_query, (const uint8_t*)xml, len,
-                      resp, u->location, error);
+      rc = s3_request(u->g, u->remote, h, u->url, "POST", "CompleteMultipartUpload",
+                      u->upload_id_query, (const uint8_t*)xml, len, resp, u->location, error);
       // S3 may answer 200 and still report an error in the body.
       if (rc == 0 && strstr(resp->body, "<Error>") != NULL) {
-        rc = sl_error_set(error, EIO, "%s: CompleteMultipartUpload failed: %.300s", u->location,
-                          resp->body);
+        char text[1200];
+        answer_text(resp, text, sizeof text);
+        rc = sl_error_set(error, EIO, "%s: CompleteMultipartUpload: %s", u->location, text);
       }
       sl_free(alloc, xml, cap);
     }
@@ -282,8 +300,8 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
   // remove the object this write was to replace.
   if (rc != 0 && u->upload_id_query[0] != '\0') {
     struct sluice_error ignored;
-    s3_request(u->g, u->remote, h, u->url, "DELETE", u->upload_id_query, NULL, 0, resp, u->location,
-               &ignored);
+    s3_request(u->g, u->remote, h, u->url, "DELETE", "AbortMultipartUpload", u->upload_id_query,
+               NULL, 0, resp, u->location, &ignored);
   }
   return rc;
 }
@@ -340,7 +358,8 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   if (rc == 0) rc = part_size_setting(g->settings.part_size, size, location, &part, error);
   if (rc == 0) {
     if (size <= part) {
-      rc = s3_request(g, remote, h, url, "PUT", "", data, (size_t)size, resp, location, error);
+      rc = s3_request(g, remote, h, url, "PUT", "PutObject", "", data, (size_t)size, resp,
+                      location, error);
     } else {
       struct upload* u = sl_calloc(alloc, 1, sizeof *u);
       if (u == NULL) {
@@ -374,8 +393,8 @@ int sl_s3_delete_object(const char* location, const struct sl_remote_options* re
   CURL* h = g->curl.easy_init();
   struct s3_response* resp = sl_alloc(alloc, sizeof *resp);
   int rc = h == NULL || resp == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
-                                     : s3_request(g, remote, h, url, "DELETE", "", NULL, 0, resp,
-                                                  location, error);
+                                     : s3_request(g, remote, h, url, "DELETE", "DeleteObject",
+                                                  "", NULL, 0, resp, location, error);
   if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
   if (h != NULL) g->curl.easy_cleanup(h);
   sl_s3_signer_destroy(g);

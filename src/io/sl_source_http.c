@@ -21,6 +21,7 @@
 #include "../core/sl_value_text.h"
 #include "sl_curl.h"
 #include "sl_http_pool.h"
+#include "sl_s3_internal.h"
 
 /// Readahead parts are small, so that their buffers return to the block pool
 /// and are refilled while the object downloads (W3's 16.5 MiB in parts of 8
@@ -222,7 +223,7 @@ struct xfer {
   char changed_why[160];
   int bad_range;
   int open_refused;  ///< an open by download got no 206 from byte 0: it ends
-  char snippet[256];  ///< the start of an error response body
+  char snippet[2048];  ///< the start of an error response body (S3's is ~500 bytes)
   size_t snippet_len;
   /// The stall timeout: when a body byte last came (or the attempt began,
   /// or a sink returned), and the byte count libcurl last reported.
@@ -673,39 +674,15 @@ static const char* status_reason(long status) {
   }
 }
 
-/// The text between <tag> and </tag> in the first n bytes of `xml`, or NULL.
-static const char* xml_text(const char* xml, size_t n, const char* tag, size_t* len) {
-  char open[32], close[32];
-  snprintf(open, sizeof open, "<%s>", tag);
-  snprintf(close, sizeof close, "</%s>", tag);
-  for (size_t i = 0; i + strlen(open) <= n; ++i) {
-    if (memcmp(xml + i, open, strlen(open)) != 0) continue;
-    const char* start = xml + i + strlen(open);
-    for (const char* e = start; e + strlen(close) <= xml + n; ++e) {
-      if (memcmp(e, close, strlen(close)) == 0) {
-        *len = (size_t)(e - start);
-        return start;
-      }
-    }
-    return NULL;
-  }
-  return NULL;
-}
-
 /// Turns an HTTP error status into an error with what the response body
 /// says: an S3-style XML error as "Code: Message", else its first bytes.
 static int status_error(struct sl_http_source* s, const struct xfer* x, const char* what,
                         struct sluice_error* error) {
   int code = x->status == 404 ? ENOENT : (x->status == 401 || x->status == 403) ? EACCES : EIO;
-  char body[200];
-  size_t k = 0, code_len = 0, msg_len = 0;
-  const char* xml_code = xml_text(x->snippet, x->snippet_len, "Code", &code_len);
-  const char* xml_msg = xml_code != NULL ? xml_text(x->snippet, x->snippet_len, "Message", &msg_len)
-                                         : NULL;
-  if (xml_code != NULL) {
-    int w = snprintf(body, sizeof body, "%.*s%s%.*s", (int)code_len, xml_code,
-                     xml_msg != NULL ? ": " : "", (int)msg_len, xml_msg != NULL ? xml_msg : "");
-    k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
+  char body[1200];
+  size_t k = sl_s3_error_text(x->snippet, x->snippet_len, body, sizeof body);
+  if (k > 0) {
+    // (S3's Code: Message, and a wrong region's endpoint and region)
   } else if (x->status >= 300 && x->status < 400) {
     // Why libcurl stopped there: too many redirects (a loop), a scheme it
     // will not follow (file://), or no Location to go to.
@@ -716,7 +693,7 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
     int w = snprintf(body, sizeof body, "%s", why);
     k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
   } else {
-    for (size_t i = 0; i < x->snippet_len && k + 1 < sizeof body; ++i) {
+    for (size_t i = 0; i < x->snippet_len && i < 200; ++i) {
       char ch = x->snippet[i];
       body[k++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
     }

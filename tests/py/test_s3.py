@@ -1860,3 +1860,122 @@ def test_partitioned_write_of_more_objects_than_the_soft_file_limit(sluice, s3, 
     assert len([p for p in stored.rglob("*.parquet")]) == 300
     got = read_location(sluice, creds(s3), f"s3://{BUCKET}/many/", tmp_path / "r.arrows")
     assert sorted(got.column("id").to_pylist()) == list(range(600))
+
+
+REGION_XML = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AuthorizationHeaderMalformed'
+              "</Code><Message>The authorization header is malformed; the region 'us-east-1' is "
+              "wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region><RequestId>R1"
+              "</RequestId><HostId>" + "H" * 300 + "</HostId></Error>")
+REDIRECT_XML = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PermanentRedirect</Code>'
+                "<Message>The bucket you are attempting to access must be addressed using the "
+                "specified endpoint. Please send all future requests to this endpoint.</Message>"
+                "<Endpoint>data.s3.eu-west-1.amazonaws.com</Endpoint><Bucket>data</Bucket>"
+                "<RequestId>R2</RequestId><HostId>" + "H" * 300 + "</HostId></Error>")
+
+
+class FaultHandler(BaseHTTPRequestHandler):
+    """Answers each request with the first of the server's rules
+    (predicate(method, query) -> (status, body)) that applies, else 200 (an
+    UploadId for CreateMultipartUpload, an ETag for parts)."""
+
+    def log_message(self, *args):
+        pass
+
+    def _any(self):
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        if self.command in ("PUT", "POST"):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.requests.append((self.command, query))
+        status, body = 200, ""
+        if self.command == "POST" and "uploads" in query:
+            body = "<InitiateMultipartUploadResult><UploadId>u</UploadId></InitiateMultipartUploadResult>"
+        for applies, answer in self.server.rules:
+            if applies(self.command, query):
+                status, body = answer
+                break
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("ETag", '"e"')
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _any
+
+
+@pytest.fixture
+def faulty():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FaultHandler)
+    srv.daemon_threads = True
+    srv.rules, srv.requests = [], []
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _no_raw_xml(err):
+    assert "<?xml" not in err and "<Error>" not in err and "HostId" not in err, err
+
+
+def test_write_errors_name_the_operation_and_what_s3_said(sluice, faulty, tmp_path):
+    """Write errors show S3's Code: Message (as reads and listings do), name
+    the operation (PutObject, CreateMultipartUpload, UploadPart N,
+    CompleteMultipartUpload) and the object, and the region a wrong-region
+    answer names; they showed the raw XML cut at 300 bytes after "PUT:" or
+    "POST:"."""
+    src = tmp_path / "big.lenprefix"
+    from test_http import write_lenprefix
+    write_lenprefix(src, 700_000, 11)  # ~17 MB of Arrow output: 4 parts of 5 MiB
+    small = tmp_path / "t.csv"
+    small.write_text("a\n1\n")
+    env = scripted_env(faulty, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s",
+                       SLUICE_S3_PART_SIZE=str(5 << 20))
+    big = ("convert", src, f"s3://{BUCKET}/out/big.arrows", "-q", "-O", "length_prefix=u8")
+    cases = [
+        (lambda m, q: m == "PUT", (400, REGION_XML), ("convert", small, f"s3://{BUCKET}/o.csv"),
+         "PutObject: HTTP 400: AuthorizationHeaderMalformed: The authorization header is "
+         "malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1' (region eu-west-1: "
+         "set the bucket's region"),
+        (lambda m, q: m == "POST" and "uploads" in q, (400, REGION_XML), big,
+         "CreateMultipartUpload: HTTP 400: AuthorizationHeaderMalformed"),
+        (lambda m, q: m == "PUT" and q.get("partNumber") == ["2"],
+         (400, "<Error><Code>InvalidArgument</Code><Message>Part &lt;2&gt; bad</Message></Error>"),
+         big, "UploadPart 2: HTTP 400: InvalidArgument: Part <2> bad"),
+        (lambda m, q: m == "POST" and "uploadId" in q,
+         (200, "<Error><Code>InternalError</Code><Message>We encountered an internal error."
+               "</Message></Error>"), big,
+         "CompleteMultipartUpload: InternalError: We encountered an internal error."),
+        (lambda m, q: m == "PUT", (301, REDIRECT_XML), ("convert", small, f"s3://{BUCKET}/o.csv"),
+         "PutObject: HTTP 301: PermanentRedirect: The bucket you are attempting to access must "
+         "be addressed using the specified endpoint. Please send all future requests to this "
+         "endpoint. (endpoint data.s3.eu-west-1.amazonaws.com, region eu-west-1: set the "
+         "bucket's region"),
+    ]
+    for applies, answer, args, expected in cases:
+        faulty.rules[:] = [(applies, answer)]
+        proc = run(sluice, env, *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert expected in err, err
+        assert f"s3://{BUCKET}/o" in err and err.count(f"s3://{BUCKET}/") == 1, err
+        _no_raw_xml(err)
+
+
+def test_read_and_list_errors_show_a_wrong_regions_endpoint(sluice, faulty):
+    """A 301 PermanentRedirect (a bucket in another region) shows the
+    <Endpoint> it names and the region in it, with a hint to set the region,
+    for a GET and a listing; it showed the Message only."""
+    env = scripted_env(faulty, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s")
+    faulty.rules[:] = [(lambda m, q: True, (301, REDIRECT_XML))]
+    for location in (f"s3://{BUCKET}/t.csv", f"s3://{BUCKET}/dir/"):
+        proc = run(sluice, env, "schema", location)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert "PermanentRedirect" in err and "(endpoint data.s3.eu-west-1.amazonaws.com, " \
+            "region eu-west-1: set the bucket's region (--region, AWS_REGION" in err, err
+        _no_raw_xml(err)
+
