@@ -921,10 +921,17 @@ static int name_destination(const char* location, int rc, struct sluice_error* e
   // argument, and the sink names standard output in its own errors.
   // A partitioned write's own errors name a file below it ("dir/k=1/...").
   size_t n = strlen(location);
-  if (error != NULL && strcmp(location, "-") != 0 &&
-      !(strncmp(error->message, location, n) == 0 &&
-        (error->message[n] == ':' || error->message[n] == '/')))
-    sl_error_prefix(error, "%s", location);
+  if (error == NULL || strcmp(location, "-") == 0) return rc;
+  if (strncmp(error->message, location, n) == 0 &&
+      (error->message[n] == ':' || error->message[n] == '/')) {
+    return rc;
+  }
+  // A long message was cut in its middle (sl_error_set_ends): it still
+  // names the location when it starts with the location up to the cut.
+  const char* cut = strstr(error->message, " [...] ");
+  size_t k = cut != NULL ? (size_t)(cut - error->message) : 0;
+  if (k > 0 && k < n && strncmp(error->message, location, k) == 0) return rc;
+  sl_error_prefix(error, "%s", location);
   return rc;
 }
 

@@ -1979,3 +1979,21 @@ def test_read_and_list_errors_show_a_wrong_regions_endpoint(sluice, faulty):
             "region eu-west-1: set the bucket's region (--region, AWS_REGION" in err, err
         _no_raw_xml(err)
 
+
+def test_write_error_on_a_long_location_names_it_once(sluice, faulty, tmp_path):
+    """A write error on a ~1 KB location names it once, cut in its middle
+    with a marker as a read's error is; the shortened message did not start
+    with the whole location, so it was led by the location again, itself
+    cut without a marker."""
+    small = tmp_path / "t.csv"
+    small.write_text("a\n1\n")
+    env = scripted_env(faulty, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s")
+    faulty.rules[:] = [(lambda m, q: True, (
+        403, "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"))]
+    location = f"s3://{BUCKET}/" + "/".join(["d" * 120] * 8) + "/x.csv"
+    for args in (("convert", small, location), ("cat", location)):
+        proc = run(sluice, env, *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert err.count(f"s3://{BUCKET}/") == 1 and err.count(" [...] ") == 1, err
+        assert "/x.csv: " in err and "AccessDenied: Access Denied" in err, err
