@@ -545,7 +545,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   }
   // A directory, glob or prefix names many objects; read as one table.
   struct sl_location_list objects = {NULL, NULL, 0, 0};
-  if (rc == 0 && memory == NULL && (n_locations > 1 || sl_location_is_many(location))) {
+  // One object named with escapes (run\[1\].csv): its name without them.
+  int escaped = memory == NULL && !database && n_locations == 1 &&
+                sl_location_is_escaped(location);
+  if (rc == 0 && memory == NULL &&
+      (n_locations > 1 || sl_location_is_many(location) || escaped)) {
     rc = expand_locations(locations, n_locations, &remote, alloc, &objects, error);
   }
   // key=value directories below the location (a single object in one
@@ -553,7 +557,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // locations: they have no one root to count segments from.
   struct sl_hive hive;
   memset(&hive, 0, sizeof hive);
-  if (rc == 0 && objects.n > 0 && n_locations == 1 && options->hive_partitioning) {
+  if (rc == 0 && objects.n > 0 && n_locations == 1 && !escaped && options->hive_partitioning) {
     rc = sl_hive_detect(location, &objects, alloc, &hive, error);
   }
   // A filter's conditions on partition keys choose objects; the others

@@ -8,9 +8,11 @@
 // link back to an ancestor ends that branch instead of looping. Two links to
 // one directory from different places list its files under both names.
 // Only regular files are listed: FIFOs, sockets and devices are left out, and
-// so are dangling links (they name no object). Backslash escapes only have a
-// meaning inside a glob: a location without an unescaped * ? [ is taken
-// literally, backslashes included.
+// so are dangling links (they name no object). A backslash escapes the
+// character after it in a glob; a location whose glob characters are all
+// escaped (`run\[1\].csv`) is the one object named without the escapes
+// (sl_location_is_escaped); one with no `\` before a glob character is
+// taken literally, backslashes included.
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -83,6 +85,30 @@ static const char* segment_end(const char* p) {
     ++p;
   }
   return p;
+}
+
+/// 1 when [s, end) has a '\' before a glob character (or ']').
+static int has_escaped_glob(const char* s, const char* end) {
+  for (; s < end; ++s) {
+    if (*s == '\\' && s + 1 < end) {
+      ++s;
+      if (is_glob_char(*s) || *s == ']') return 1;
+    }
+  }
+  return 0;
+}
+
+int sl_location_is_escaped(const char* location) {
+  if (location == NULL || location[0] == '\0' || sl_location_is_http(location)) return 0;
+  size_t n = strlen(location);
+  if (has_glob(location, location + n) || !has_escaped_glob(location, location + n)) return 0;
+  if (has_prefix(location, "s3://")) return location[n - 1] != '/';
+  const char* path = strip_file_scheme(location);
+  if (strstr(path, "://") != NULL) return 0;
+  // A file of this very spelling is that file, as a path that exists is
+  // read whatever its characters (sl_location_is_many).
+  struct stat st;
+  return stat(path, &st) != 0;
 }
 
 int sl_location_is_many(const char* location) {
@@ -476,10 +502,24 @@ static const char* first_glob_segment(const char* path) {
 
 static int list_of_one(const char* location, const struct sluice_allocator* alloc,
                        struct sl_location_list* out, struct sluice_error* error) {
-  if (sl_location_list_add(out, location, strlen(location), 0, alloc) != 0) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  size_t n = strlen(location);
+  if (!sl_location_is_escaped(location)) {
+    if (sl_location_list_add(out, location, n, 0, alloc) != 0) {
+      return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    }
+    return 0;
   }
-  return 0;
+  // The name without its escapes, as a glob would match it.
+  char* name = sl_alloc(alloc, n + 1);
+  if (name == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (location[i] == '\\' && i + 1 < n) ++i;
+    name[k++] = location[i];
+  }
+  int rc = sl_location_list_add(out, name, k, 0, alloc);
+  sl_free(alloc, name, n + 1);
+  return rc != 0 ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
 }
 
 int sl_location_expand(const char* location, const struct sl_remote_options* remote,

@@ -26,10 +26,18 @@ struct sl_location_list {
 int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_error* error);
 
 /// 1 when `location` names a set of objects rather than one: a local
-/// directory, a path or s3:// URL with a glob character (* ? [) in it, or an
+/// directory, a path or s3:// URL with an unescaped glob character (* ? [)
+/// in it (one whose glob characters are all escaped is one object), or an
 /// s3:// URL that ends with '/'. http(s):// locations are always single
 /// objects (HTTP has no listing). `file://` prefixes are looked through.
 int sl_location_is_many(const char* location);
+
+/// 1 when `location` names one object through escapes: a `\` before a glob
+/// character (`run\[1\].csv`, `s3://b/a\*b.csv`) and no unescaped one, and,
+/// for a local path, no file of that very spelling. sl_location_expand
+/// gives that object's name without the escapes (`run[1].csv`), without
+/// touching the storage.
+int sl_location_is_escaped(const char* location);
 
 /// Expands `location` into the objects it names, sorted by name (bytewise).
 /// A single-object location (sl_location_is_many() == 0) gives a list of one,

@@ -42,6 +42,9 @@ struct lister {
   char prefix[LIST_MAX_KEY];  ///< literal prefix listed (escapes removed)
   char glob[LIST_MAX_KEY + 5]; ///< the glob after "bucket/"; a trailing '/' gets "*/**"
   int recursive;              ///< pattern is a plain "prefix/": every key under it
+  const char* literal;        ///< a glob's text as a key (run[1].csv), NULL for a prefix
+  int literal_found;          ///< the listing has that key: it is the object named
+  int64_t literal_size;
   struct s3_signer* g;
   char base_url[LIST_URL];  ///< the bucket's URL, no query
   char token[LIST_MAX_TOKEN];
@@ -127,6 +130,7 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
   }
   l->prefix[k] = '\0';
   l->recursive = !glob;
+  l->literal = glob ? slash + 1 : NULL;
   if (!glob && k > 0 && l->prefix[k - 1] != '/') {
     return sl_error_set(error, EINVAL, "%s: not a prefix (ending with '/') nor a glob",
                         l->location);
@@ -300,18 +304,22 @@ static int take_page(struct lister* l, struct sl_location_list* out, struct slui
       return sl_error_set(error, EIO, WHAT ": malformed answer (bad Key '%.*s')", WHAT_ARGS,
                           (int)(key.inner_len < 200 ? key.inner_len : 200), key.inner);
     }
+    // The size lets a small object be fetched whole by its opening GET
+    // (a hint only: a missing or odd <Size> is just not known).
+    struct s3_xml_element size_text;
+    int64_t size = 0;
+    if (!sl_s3_xml_find(e.inner, e.inner_len, "Size", &size_text) ||
+        sl_parse_int64(size_text.inner, size_text.inner_len, 0, INT64_MAX, &size) != 0) {
+      size = 0;
+    }
+    if (l->literal != NULL && strcmp(l->key, l->literal) == 0) {
+      l->literal_found = 1;
+      l->literal_size = size;
+    }
     if (wanted(l, l->key)) {
       int w = snprintf(l->name, sizeof l->name, "s3://%s/%s", l->bucket, l->key);
       if (w < 0 || (size_t)w >= sizeof l->name) {
         return sl_error_set(error, ENAMETOOLONG, WHAT ": key too long", WHAT_ARGS);
-      }
-      // The size lets a small object be fetched whole by its opening GET
-      // (a hint only: a missing or odd <Size> is just not known).
-      struct s3_xml_element size_text;
-      int64_t size = 0;
-      if (!sl_s3_xml_find(e.inner, e.inner_len, "Size", &size_text) ||
-          sl_parse_int64(size_text.inner, size_text.inner_len, 0, INT64_MAX, &size) != 0) {
-        size = 0;
       }
       if (sl_location_list_add(out, l->name, (size_t)w, size, l->alloc) != 0) {
         return sl_error_set(error, ENOMEM, WHAT ": out of memory", WHAT_ARGS);
@@ -379,6 +387,20 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
     if (rc == 0) rc = fetch_page(l, h, error);
     if (rc == 0) rc = take_page(l, out, error);
     if (rc != 0 || l->token[0] == '\0') break;
+  }
+  if (rc == 0 && l->literal_found) {
+    // A key spelled as the glob is (run[1].csv) is that object, as a local
+    // path that exists is that file and as pyarrow reads it: the objects
+    // matched instead are dropped.
+    while (out->n > before) {
+      --out->n;
+      sl_free(alloc, out->names[out->n], strlen(out->names[out->n]) + 1);
+    }
+    int w = snprintf(l->name, sizeof l->name, "s3://%s/%s", l->bucket, l->literal);
+    if (w < 0 || (size_t)w >= sizeof l->name ||
+        sl_location_list_add(out, l->name, (size_t)w, l->literal_size, alloc) != 0) {
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    }
   }
   if (rc == 0 && out->n == before) {
     rc = sl_error_set(error, ENOENT, "%s: no objects %s (bucket '%s', prefix '%s')", location,

@@ -317,15 +317,34 @@ static void test_single_objects(void** unused) {
   char location[1024];
   struct sl_location_list list;
   struct sluice_error error;
-  const char* singles[] = {"t/a.csv", "t/missing.csv", "t/a\\*.csv"};
+  const char* singles[] = {"t/a.csv", "t/missing.csv", "t/a\\b.csv"};
   for (size_t i = 0; i < sizeof singles / sizeof singles[0]; ++i) {
     snprintf(location, sizeof location, "%s/%s", base_dir, singles[i]);
     assert_int_equal(sl_location_is_many(location), 0);
+    assert_int_equal(sl_location_is_escaped(location), 0);
     assert_int_equal(sl_location_expand(location, NULL, NULL, &list, &error), 0);
     assert_int_equal(list.n, 1);
     assert_string_equal(list.names[0], location);
     sl_location_list_free(&list, NULL);
   }
+  // Glob characters all escaped: one object, named without the escapes.
+  const char* escaped[][2] = {{"t/a\\*.csv", "t/a*.csv"}, {"t/r\\[1\\].csv", "t/r[1].csv"},
+                              {"t/r\\[1].csv", "t/r[1].csv"}, {"t/q\\?\\\\.csv", "t/q?\\.csv"}};
+  for (size_t i = 0; i < sizeof escaped / sizeof escaped[0]; ++i) {
+    char want[1024];
+    snprintf(location, sizeof location, "%s/%s", base_dir, escaped[i][0]);
+    snprintf(want, sizeof want, "%s/%s", base_dir, escaped[i][1]);
+    assert_int_equal(sl_location_is_many(location), 0);
+    assert_int_equal(sl_location_is_escaped(location), 1);
+    assert_int_equal(sl_location_expand(location, NULL, NULL, &list, &error), 0);
+    assert_int_equal(list.n, 1);
+    assert_string_equal(list.names[0], want);
+    sl_location_list_free(&list, NULL);
+  }
+  assert_int_equal(sl_location_is_escaped("s3://b/run\\[1\\].csv"), 1);
+  assert_int_equal(sl_location_is_escaped("s3://b/run\\[1\\]/"), 0);
+  assert_int_equal(sl_location_is_escaped("s3://b/a\\b.csv"), 0);
+  assert_int_equal(sl_location_is_escaped("https://h/run\\[1\\].csv"), 0);
   snprintf(location, sizeof location, "file://%s/t/a.csv", base_dir);
   assert_int_equal(sl_location_expand(location, NULL, NULL, &list, &error), 0);
   assert_int_equal(list.n, 1);

@@ -131,6 +131,33 @@ def test_a_path_that_exists_is_read_whatever_characters_its_name_has(sluice_bin,
         assert_same(convert(sluice_bin, str(location), tmp_path / "o.arrows"), want)
 
 
+def test_escaped_glob_characters_name_one_file(sluice_bin, tmp_path):
+    """A path whose glob characters are all escaped (run\\[1\\].parquet) is
+    the one file named without the escapes, as a glob with another wildcard
+    matches it; it was taken literally, backslashes included, and not
+    found. A file spelled with the backslashes is still that file."""
+    t, other = make_table(1, 5), make_table(2, 3)
+    (tmp_path / "d[x]").mkdir()
+    pq.write_table(t, tmp_path / "run[1].parquet")
+    pq.write_table(t, tmp_path / "d[x]" / "a*b?.parquet")
+    pq.write_table(other, tmp_path / "run1.parquet")  # what run[1].parquet as a glob matches
+    pq.write_table(other, tmp_path / "d[x]" / "aXbY.parquet")
+    for location in (f"{tmp_path}/run\\[1\\].parquet", f"{tmp_path}/run\\[1].parquet",
+                     f"file://{tmp_path}/run\\[1\\].parquet",
+                     f"{tmp_path}/d\\[x\\]/a\\*b\\?.parquet"):
+        assert_same(convert(sluice_bin, location, tmp_path / "o.arrows"), t)
+    (tmp_path / "lit").mkdir()
+    pq.write_table(other, tmp_path / "lit" / "x\\[1\\].parquet")  # backslashes in the name
+    pq.write_table(t, tmp_path / "lit" / "x[1].parquet")
+    assert_same(convert(sluice_bin, f"{tmp_path}/lit/x\\[1\\].parquet", tmp_path / "o.arrows"),
+                other)
+    # Missing: an error naming the file, not "no files match".
+    proc = subprocess.run([sluice_bin, "schema", f"{tmp_path}/run\\[2\\].parquet"],
+                          capture_output=True, timeout=60)
+    check_clean_failure(proc)
+    assert "run[2].parquet" in proc.stderr.decode() and "match" not in proc.stderr.decode()
+
+
 def test_nothing_matches(sluice_bin, tree, tmp_path):
     fmt, root, _ = tree
     location = f"{root}/*.nothing"

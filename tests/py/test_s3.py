@@ -1997,3 +1997,44 @@ def test_write_error_on_a_long_location_names_it_once(sluice, faulty, tmp_path):
         err = proc.stderr.decode()
         assert err.count(f"s3://{BUCKET}/") == 1 and err.count(" [...] ") == 1, err
         assert "/x.csv: " in err and "AccessDenied: Access Denied" in err, err
+
+
+def test_keys_with_glob_characters_are_read_by_name(sluice, s3, tmp_path):
+    """A key with glob characters is read by its name, as pyarrow reads it
+    (pyarrow does not glob): spelled as it is (the listing has it, so it is
+    that object, as a local path that exists is that file) or with its glob
+    characters escaped (one object, no listing). run[1].csv was a glob that
+    matched run1.csv or nothing; run\\[1\\].csv sent the backslashes."""
+    pafs = pytest.importorskip("pyarrow.fs")
+    import pyarrow.csv as pacsv
+    root = s3["data"] / BUCKET / "esc"
+    root.mkdir()
+    contents = {"run[1].csv": "v\n1\n", "run1.csv": "v\n2\n", "a*b.csv": "v\n3\n",
+                "aXb.csv": "v\n4\n", "q?.csv": "v\n5\n", "x[2].csv": "v\n6\n"}
+    for name, text in contents.items():
+        (root / name).write_text(text)
+    fs = pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1",
+                           endpoint_override=s3["endpoint"], scheme="http")
+
+    def values(location):
+        proc = run(sluice, creds(s3), "convert", location, tmp_path / "o.arrows", "-t", "arrows",
+                   "-q")
+        assert proc.returncode == 0, f"{location}: {proc.stderr.decode()}"
+        return ipc.open_stream((tmp_path / "o.arrows").read_bytes()).read_all()["v"].to_pylist()
+
+    for key, spellings in (("run[1].csv", ["run[1].csv", "run\\[1\\].csv", "run\\[1].csv"]),
+                           ("a*b.csv", ["a*b.csv", "a\\*b.csv"]), ("q?.csv", ["q\\?.csv"]),
+                           ("x[2].csv", ["x[2].csv", "x\\[2\\].csv"])):
+        with fs.open_input_stream(f"{BUCKET}/esc/{key}") as f:
+            peer = pacsv.read_csv(f)["v"].to_pylist()
+        assert peer == [int(contents[key].split()[1])]
+        for spelled in spellings:
+            assert values(f"s3://{BUCKET}/esc/{spelled}") == peer, spelled
+    # Without a key of that spelling, a glob is a glob.
+    assert values(f"s3://{BUCKET}/esc/run[12].csv") == [2]
+    assert values(f"s3://{BUCKET}/esc/run*.csv") == [2, 1]  # run1.csv, run[1].csv
+    # An escaped key that is not there: S3's NoSuchKey for the key as meant.
+    proc = run(sluice, creds(s3), "schema", f"s3://{BUCKET}/esc/run\\[9\\].csv")
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert f"s3://{BUCKET}/esc/run[9].csv" in err and "NoSuchKey" in err, err
