@@ -154,3 +154,19 @@ int sl_glob_match(const char* pattern, const char* name) {
   }
   return 1;
 }
+
+int sl_glob_names_hidden(const char* pattern, size_t depth, char c) {
+  size_t i = 0;
+  int after_globstar = 0;  // segments after a `**` may match at any depth
+  for (const char* p = pattern[0] != '\0' ? pattern : NULL; p != NULL; ++i) {
+    const char* pe = pattern_segment_end(p);
+    if (is_globstar(p, pe)) {
+      after_globstar = 1;
+    } else if ((after_globstar || i == depth) &&
+               (p[0] == c || (p[0] == '\\' && p + 1 < pe && p[1] == c))) {
+      return 1;
+    }
+    p = next_segment(pe);
+  }
+  return 0;
+}

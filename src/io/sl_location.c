@@ -339,8 +339,13 @@ static int walk_dir(struct walk* w, const char* root_name, size_t depth,
       }
       break;
     }
-    // Hidden files, '.', '..', _SUCCESS and _temporary: not data.
-    if (entry->d_name[0] == '.' || entry->d_name[0] == '_') continue;
+    // Hidden files, '.', '..', _SUCCESS and _temporary: not data, unless
+    // the glob names them itself (_x*.csv).
+    if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+    if ((entry->d_name[0] == '.' || entry->d_name[0] == '_') &&
+        (w->pattern == NULL || !sl_glob_names_hidden(w->pattern, depth, entry->d_name[0]))) {
+      continue;
+    }
     if (path_push(w, entry->d_name) != 0) {
       rc = out_of_memory(w);
       break;
@@ -542,8 +547,9 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
     rc = expand_local(path, glob, alloc, out, error);
   }
   if (rc == 0 && out->n == 0) {
-    rc = sl_error_set(error, ENOENT, "no files match '%s'%s", location,
-                      is_directory ? " (names starting with '.' or '_' are skipped)" : "");
+    rc = sl_error_set(error, ENOENT, "no files match '%s' (names starting with '.' or '_' are "
+                      "skipped%s)", location,
+                      is_directory ? "" : " unless the glob spells that character: _x*.csv");
   }
   if (rc == 0 && sl_location_list_sort(out, alloc) != 0) {
     rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);

@@ -44,7 +44,8 @@ int sl_location_is_escaped(const char* location);
 /// the location itself, without touching the storage. Directories are walked
 /// recursively; files and directories whose names start with '.' or '_'
 /// (.crc files, _SUCCESS markers, hidden files) are left out, as Spark, Hive
-/// and pyarrow do. Nothing matching is an error (ENOENT) that names the
+/// and pyarrow do, unless the glob spells that first character itself
+/// (sl_glob_names_hidden). Nothing matching is an error (ENOENT) that names the
 /// location. `out` is zeroed first and must be freed with
 /// sl_location_list_free, also after an error.
 int sl_location_expand(const char* location, const struct sl_remote_options* remote,
@@ -66,6 +67,13 @@ int sl_location_list_sort(struct sl_location_list* list, const struct sluice_all
 /// `**` as a whole path segment any number of segments (zero included),
 /// `\` escapes the next character. Both are '/'-separated relative paths.
 int sl_glob_match(const char* pattern, const char* name);
+
+/// Whether a name segment at `depth` (0 = the pattern's first segment)
+/// starting with `c` ('.' or '_': a hidden name, a _SUCCESS marker) is
+/// named by the pattern itself: the pattern segment there (or any after a
+/// `**`) starts with that character (`_x*.csv`, `.*`), as Python's glob and
+/// DuckDB match such names only then. Names skipped otherwise.
+int sl_glob_names_hidden(const char* pattern, size_t depth, char c);
 
 /// The S3 part of sl_location_expand (src/io/sl_s3_list.c): `location` is an
 /// s3:// URL with a glob or a trailing '/'. Lists the keys under the literal

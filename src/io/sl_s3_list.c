@@ -247,11 +247,15 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
   }
 }
 
-/// A segment of `rel` (a '/'-separated path) starting with '.' or '_':
-/// hidden files, _SUCCESS markers, .crc files, _temporary directories.
-static int has_hidden_segment(const char* rel) {
-  for (const char* s = rel; *s != '\0';) {
-    if (*s == '.' || *s == '_') return 1;
+/// A segment of `rel` (a '/'-separated path that starts at segment
+/// `depth` of the key) starting with '.' or '_': hidden files, _SUCCESS
+/// markers, .crc files, _temporary directories; unless the glob names it
+/// itself (`_x*.csv`; `glob` NULL for a prefix).
+static int has_hidden_segment(const char* rel, size_t depth, const char* glob) {
+  for (const char* s = rel; *s != '\0'; ++depth) {
+    if ((*s == '.' || *s == '_') && (glob == NULL || !sl_glob_names_hidden(glob, depth, *s))) {
+      return 1;
+    }
     const char* slash = strchr(s, '/');
     if (slash == NULL) break;
     s = slash + 1;
@@ -269,7 +273,9 @@ static int wanted(const struct lister* l, const char* key) {
   // prefix ends in: "dir/*.csv" skips dir/_x.csv, "dir/_tmp/*.csv" does not.
   size_t dir_len = prefix_len;
   while (dir_len > 0 && l->prefix[dir_len - 1] != '/') --dir_len;
-  if (has_hidden_segment(key + dir_len)) return 0;
+  size_t depth = 0;
+  for (size_t i = 0; i < dir_len; ++i) depth += l->prefix[i] == '/';
+  if (has_hidden_segment(key + dir_len, depth, l->recursive ? NULL : l->glob)) return 0;
   return l->recursive || sl_glob_match(l->glob, key);
 }
 
@@ -403,9 +409,11 @@ int sl_s3_expand(const char* location, const struct sl_remote_options* remote,
     }
   }
   if (rc == 0 && out->n == before) {
-    rc = sl_error_set(error, ENOENT, "%s: no objects %s (bucket '%s', prefix '%s')", location,
+    rc = sl_error_set(error, ENOENT, "%s: no objects %s (bucket '%s', prefix '%s'; names "
+                      "starting with '.' or '_' are skipped%s)", location,
                       l->recursive ? "under this prefix" : "match this pattern", l->bucket,
-                      l->prefix);
+                      l->prefix,
+                      l->recursive ? "" : " unless the glob spells that character: _x*.csv");
   }
   if (pool != NULL) {
     sl_http_pool_put(pool, h);

@@ -158,6 +158,35 @@ def test_escaped_glob_characters_name_one_file(sluice_bin, tmp_path):
     assert "run[2].parquet" in proc.stderr.decode() and "match" not in proc.stderr.decode()
 
 
+HIDDEN_FILES = ["a.csv", "_x1.csv", "_x2.csv", ".h1.csv", "sub/_t/b.csv", "sub/_t/_x3.csv",
+                "sub/c.csv", "sub/_x4.csv"]
+HIDDEN_GLOBS = ["_x*.csv", ".h*.csv", "sub/_t/_x*.csv", "sub/_*/b.csv", "**/_x*.csv",
+                "sub/_x*.csv"]
+
+
+def make_hidden_tree(root: Path) -> None:
+    for i, name in enumerate(HIDDEN_FILES):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"v\n{i}\n")
+
+
+@pytest.mark.parametrize("pattern", HIDDEN_GLOBS)
+def test_a_glob_that_spells_a_hidden_name_matches_it(sluice_bin, tmp_path, pattern):
+    """A glob segment that itself starts with '_' or '.' (_x*.csv) matches
+    such names, as Python's glob and DuckDB match them; they matched
+    nothing. Names a wildcard starts (*.csv) are still skipped."""
+    import glob
+    root = tmp_path / "h"
+    make_hidden_tree(root)
+    peer = sorted(HIDDEN_FILES.index(str(Path(p).relative_to(root)))
+                  for p in glob.glob(f"{root}/{pattern}", recursive=True))
+    assert peer
+    got = convert(sluice_bin, f"{root}/{pattern}", tmp_path / "o.arrows")
+    assert sorted(got["v"].to_pylist()) == peer
+    # A wildcard at the start does not reach them: *.csv is a.csv only.
+    assert convert(sluice_bin, f"{root}/*.csv", tmp_path / "o.arrows")["v"].to_pylist() == [0]
+
+
 def test_nothing_matches(sluice_bin, tree, tmp_path):
     fmt, root, _ = tree
     location = f"{root}/*.nothing"

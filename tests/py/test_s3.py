@@ -2038,3 +2038,21 @@ def test_keys_with_glob_characters_are_read_by_name(sluice, s3, tmp_path):
     check_clean_failure(proc)
     err = proc.stderr.decode()
     assert f"s3://{BUCKET}/esc/run[9].csv" in err and "NoSuchKey" in err, err
+
+
+def test_a_glob_that_spells_a_hidden_name_matches_it(sluice, s3, tmp_path):
+    """As locally (test_location): an S3 glob whose segment starts with '_'
+    or '.' itself matches such keys, as Python's glob and DuckDB do; it
+    matched nothing ("no objects match this pattern")."""
+    import glob
+    from test_location import HIDDEN_FILES, HIDDEN_GLOBS, make_hidden_tree
+    root = s3["data"] / BUCKET / "hid"
+    make_hidden_tree(root)
+    for pattern in HIDDEN_GLOBS:
+        peer = sorted(HIDDEN_FILES.index(str(Path(p).relative_to(root)))
+                      for p in glob.glob(f"{root}/{pattern}", recursive=True))
+        got = read_location(sluice, creds(s3), f"s3://{BUCKET}/hid/{pattern}",
+                            tmp_path / "o.arrows")
+        assert sorted(got["v"].to_pylist()) == peer, pattern
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/hid/*.csv", tmp_path / "o.arrows")
+    assert got["v"].to_pylist() == [0]
