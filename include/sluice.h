@@ -300,7 +300,10 @@ struct sluice_dataset;
 /// schema. A directory, a glob (`data/*.csv`, `logs/**/*.parquet`), an S3
 /// prefix (`s3://bucket/dir/`) or an S3 glob names many objects: they are
 /// read in name order as one table (names starting with '.' or '_' are
-/// skipped) and must all have the same columns.
+/// skipped, unless the glob spells that character: `_x*.csv`) and must all
+/// have the same columns. `s3://bucket/dir` that is no object but has
+/// objects under `dir/` reads as that prefix. A `\` escapes a glob
+/// character: `s3://b/run\[1\].csv` is the one object `run[1].csv`.
 /// `cql://[user[:password]@]host[:port]/keyspace.table` names an Apache
 /// Cassandra table, read by token ranges (format "cql", implied; format
 /// options consistency=, page_rows=, splits=). On success `*out` must be

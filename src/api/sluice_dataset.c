@@ -419,7 +419,24 @@ int sluice_dataset_open(const char* location, const struct sluice_open_options* 
   if (location == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_open: NULL location or output");
   }
-  return open_dataset(&location, 1, NULL, options, out, error);
+  int rc = open_dataset(&location, 1, NULL, options, out, error);
+  // s3://b/logs that is no object but has objects under logs/: read as that
+  // prefix, as pyarrow reads it and as a local directory is read. (The GET
+  // comes first: an object of that name is the object.)
+  size_t n = strlen(location);
+  char dir[2400];
+  if (rc == ENOENT && strncmp(location, "s3://", 5) == 0 && n > 0 && location[n - 1] != '/' &&
+      strchr(location + 5, '/') != NULL && !sl_location_is_many(location) &&
+      !sl_location_is_escaped(location) && n + 2 <= sizeof dir) {
+    memcpy(dir, location, n);
+    memcpy(dir + n, "/", 2);
+    struct sluice_error first = *error;
+    const char* as_prefix = dir;
+    int again = open_dataset(&as_prefix, 1, NULL, options, out, error);
+    if (again == 0) return 0;
+    *error = first;  // no objects under it either (or no listing): the GET's error
+  }
+  return rc;
 }
 
 int sluice_dataset_open_memory(const void* data, size_t size, const char* name,

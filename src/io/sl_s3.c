@@ -373,6 +373,10 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
   *out = NULL;
   const char* rest = location + strlen("s3://");
   const char* slash = strchr(rest, '/');
+  if (slash == NULL && rest[0] != '\0') {
+    return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY (every object in the "
+                        "bucket: %s/)", location, location);
+  }
   if (slash == NULL || slash == rest || slash[1] == '\0') {
     return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY", location);
   }

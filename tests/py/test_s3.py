@@ -1573,7 +1573,9 @@ def test_longest_keys_are_sent_and_errors_keep_their_reason(sluice, s3, observed
         proc = run(sluice, env, "schema", f"s3://{BUCKET}/{key}")
         check_clean_failure(proc)
         err = proc.stderr.decode(errors="replace").strip()
-        assert {r["target"] for r in counter.requests} == set(peer_targets), err[-300:]
+        # (a missing key is then looked for as a prefix, key + "/": one listing)
+        targets = {r["target"] for r in counter.requests if "list-type=2" not in r["target"]}
+        assert targets == set(peer_targets), err[-300:]
         counter.requests.clear()
         status = info.value.response["ResponseMetadata"]["HTTPStatusCode"]
         assert err.endswith(code) and f"HTTP {status}" in err[-100:], (code, status, err[-300:])
@@ -2056,3 +2058,46 @@ def test_a_glob_that_spells_a_hidden_name_matches_it(sluice, s3, tmp_path):
         assert sorted(got["v"].to_pylist()) == peer, pattern
     got = read_location(sluice, creds(s3), f"s3://{BUCKET}/hid/*.csv", tmp_path / "o.arrows")
     assert got["v"].to_pylist() == [0]
+
+
+def test_a_prefix_named_without_its_slash_reads_as_that_prefix(sluice, scripted, s3, tmp_path):
+    """s3://b/logs that is no object (404 NoSuchKey) but has objects under
+    logs/ reads them, as pyarrow.dataset reads "b/logs" and as a local
+    directory is read; it was a bare NoSuchKey. An object of that name is
+    still the object, and a name with nothing under it keeps S3's error.
+    s3://bucket (no '/') says to write s3://bucket/."""
+    pafs = pytest.importorskip("pyarrow.fs")
+    import pyarrow.dataset as pads
+    # The peer, against s3s-fs: pyarrow reads the prefix as a directory.
+    root = s3["data"] / BUCKET / "logs"
+    root.mkdir()
+    for i in range(3):
+        (root / f"p{i}.csv").write_text(f"v\n{i}\n")
+    fs = pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1",
+                           endpoint_override=s3["endpoint"], scheme="http")
+    peer = sorted(pads.dataset(f"{BUCKET}/logs", filesystem=fs, format="csv")
+                  .to_table()["v"].to_pylist())
+    assert peer == [0, 1, 2]
+    # sluice, against a server that answers a missing key as S3 does (404;
+    # s3s-fs answers a GET of a directory with 500).
+    keys = [f"logs/p{i}.csv" for i in range(3)]
+    scripted.pages = [(200, list_page(keys))]
+    for i, key in enumerate(keys):
+        scripted.objects[key] = f"v\n{i}\n".encode()
+    scripted.objects["one"] = b"v\n7\n"
+    env = scripted_env(scripted)
+    got = read_location(sluice, env, f"s3://{BUCKET}/logs", tmp_path / "o.arrows")
+    assert sorted(got["v"].to_pylist()) == peer
+    lists = scripted.list_requests()
+    assert [r["query"]["prefix"] for r in lists] == [["logs/"]]
+    scripted.requests.clear()
+    assert read_location(sluice, env, f"s3://{BUCKET}/one", tmp_path / "o.arrows")[
+        "v"].to_pylist() == [7]
+    assert not scripted.list_requests()  # an object: no listing
+    scripted.pages = [(200, list_page([]))]
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}/nothing")
+    check_clean_failure(proc)
+    assert "404" in proc.stderr.decode() and f"s3://{BUCKET}/nothing:" in proc.stderr.decode()
+    proc = run(sluice, env, "schema", f"s3://{BUCKET}")
+    check_clean_failure(proc)
+    assert f"(every object in the bucket: s3://{BUCKET}/)" in proc.stderr.decode()
