@@ -561,7 +561,11 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     src: a path, ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
         ``cql://user:password@host/keyspace.table`` for a Cassandra table);
         or a list of them, read as one table in that order (each may be a
-        directory or a glob); or a file's contents in memory, read in place
+        directory, an ``s3://`` prefix or a glob; ``\\`` escapes a glob
+        character, so ``"s3://b/run\\[1\\].csv"`` is the one object
+        ``run[1].csv``; names starting with "." or "_" are skipped unless
+        the glob spells that character, ``"_x*.csv"``); or a file's
+        contents in memory, read in place
         without a copy: a ``memoryview``, ``bytearray``, ``io.BytesIO``
         (all of it), numpy or pyarrow buffer, or ``bytes`` (bytes that could
         be a path, with no NUL or line feed, are one: wrap them in
