@@ -202,6 +202,7 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
   const char* v = given != NULL && given->profile != NULL ? given->profile : env("AWS_PROFILE");
   copy_field(s->profile, sizeof s->profile, v != NULL ? v : "default",
              strlen(v != NULL ? v : "default"));
+  s->profile_named = v != NULL;
   struct aws_profile profile;
   aws_profile_locate(&profile, s->profile);
   if (v != NULL && !profile_lookup(&profile, NULL, NULL, 1, NULL, 0)) {
@@ -468,9 +469,15 @@ void sl_s3_auth_hint(struct s3_signer* g, int rc, struct sluice_error* error) {
       (strstr(error->message, "HTTP 403") != NULL || strstr(error->message, "HTTP 401") != NULL)) {
     char message[sizeof error->message];
     memcpy(message, error->message, sizeof message);
+    char named[300];
+    // A profile was asked for, and has no keys: AWS_PROFILE is set already.
+    snprintf(named, sizeof named, "AWS profile '%s' has no aws_access_key_id and "
+             "aws_secret_access_key, and AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set: "
+             "the request was unsigned", g->settings.profile);
     sl_error_set(error, rc, "%s (%s)", message,
                  g->settings.anonymous ? "the request was unsigned, as asked (anonymous "
                                          "access): the bucket is not public"
+                 : g->settings.access_key[0] == '\0' && g->settings.profile_named ? named
                  : g->settings.access_key[0] == '\0'
                      ? "no AWS credentials were found: set AWS_ACCESS_KEY_ID and "
                        "AWS_SECRET_ACCESS_KEY or AWS_PROFILE"
@@ -512,7 +519,9 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   // The hint needs the settings, which the source owns (and frees on error).
   struct s3_signer hint_copy;
   memcpy(hint_copy.settings.access_key, g->settings.access_key, sizeof hint_copy.settings.access_key);
+  memcpy(hint_copy.settings.profile, g->settings.profile, sizeof hint_copy.settings.profile);
   hint_copy.settings.anonymous = g->settings.anonymous;
+  hint_copy.settings.profile_named = g->settings.profile_named;
   int rc = sl_http_source_open_config(&config, alloc, out, error);  // owns g from here
   sl_s3_auth_hint(&hint_copy, rc, error);
   memset(&hint_copy.settings.access_key, 0, sizeof hint_copy.settings.access_key);

@@ -25,6 +25,7 @@ struct s3_settings {
   char addressing_style[16];  ///< "path", "virtual" or "" (by endpoint and bucket)
   int64_t part_size;          ///< multipart part size for writes (0 = default)
   int anonymous;              ///< unsigned by request (sluice_s3_options.anonymous)
+  int profile_named;          ///< `profile` was asked for (option or AWS_PROFILE)
 };
 
 /// One object's signing context: settings plus the request's host and path.

@@ -295,6 +295,22 @@ def test_profile_with_an_unsupported_provider_is_an_error(sluice, s3, tmp_path, 
     assert proc.returncode == 0, proc.stderr.decode()
 
 
+def test_named_profile_without_keys_says_so(sluice, s3, tmp_path):
+    """A profile asked for by AWS_PROFILE or --profile that has no keys (a
+    region only) sends unsigned requests, as boto3 would find no
+    credentials; the 403's hint names the profile instead of saying to set
+    AWS_PROFILE, which is set."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "config").write_text("[profile p]\nregion = us-east-1\n")
+    for env, extra in ((env_with(s3, HOME=str(home), AWS_PROFILE="p"), []),
+                       (env_with(s3, HOME=str(home)), ["--profile", "p"])):
+        proc = run(sluice, env, "schema", f"s3://{BUCKET}/t.csv", *extra)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert "AWS profile 'p' has no aws_access_key_id" in err and "set AWS_PROFILE" not in err, err
+
+
 def test_credential_process_beside_static_keys_uses_the_keys(sluice, s3, tmp_path):
     """Static keys in ~/.aws/credentials come before credential_process in
     botocore's chain: such a profile reads with its keys, in boto3 and
