@@ -130,7 +130,8 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
   }
   l->prefix[k] = '\0';
   l->recursive = !glob;
-  l->literal = glob ? slash + 1 : NULL;
+  // (not a glob ending in '/': a key ending so is a directory marker)
+  l->literal = glob && slash[pattern_len] != '/' ? slash + 1 : NULL;
   if (!glob && k > 0 && l->prefix[k - 1] != '/') {
     return sl_error_set(error, EINVAL, "%s: not a prefix (ending with '/') nor a glob",
                         l->location);

@@ -2117,3 +2117,13 @@ def test_a_prefix_named_without_its_slash_reads_as_that_prefix(sluice, scripted,
     proc = run(sluice, env, "schema", f"s3://{BUCKET}")
     check_clean_failure(proc)
     assert f"(every object in the bucket: s3://{BUCKET}/)" in proc.stderr.decode()
+
+
+def test_a_directory_marker_spelled_as_a_glob_is_not_an_object(sluice, scripted, tmp_path):
+    """A glob ending in '/' (p[1]/) whose spelling is a directory marker's
+    key is still a glob over directories: the marker is no object."""
+    scripted.pages = [(200, list_page(["p[1]/", "p1/x/a.csv"]))]
+    scripted.objects["p1/x/a.csv"] = b"v\n1\n"
+    got = read_location(sluice, scripted_env(scripted), f"s3://{BUCKET}/p[1]/",
+                        tmp_path / "o.arrows")
+    assert got["v"].to_pylist() == [1]
