@@ -38,13 +38,16 @@ ipc = pytest.importorskip("pyarrow.ipc")
 pq = pytest.importorskip("pyarrow.parquet")
 
 
-def sluice_read(sluice, path: Path, *options: str, threads: int | None = None) -> pa.Table:
+def sluice_read(sluice, path: Path, *options: str, threads: int | None = None,
+                schema: str | None = None) -> pa.Table:
     out = path.with_suffix(".out.arrow")
     args = ["convert", path, out, "-q"]
     for o in options:
         args += ["-O", o]
     if threads is not None:
         args += ["--threads", str(threads)]
+    if schema is not None:
+        args += ["--schema", schema]
     sluice.run(*args)
     with ipc.open_file(out) as f:
         return f.read_all()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +19,7 @@ pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")
 ipc = pytest.importorskip("pyarrow.ipc")
 
-
-def sluice_read(sluice, path: Path, *options: str, schema: str | None = None) -> pa.Table:
-    out = path.with_suffix(".out.arrow")
-    args = ["convert", path, out, "-q"]
-    for o in options:
-        args += ["-O", o]
-    if schema is not None:
-        args += ["--schema", schema]
-    sluice.run(*args)
-    with ipc.open_file(out) as f:
-        return f.read_all()
+from test_csv_options import sluice_read  # noqa: E402
 
 
 # ---- header sniffing ---------------------------------------------------------------
