@@ -1303,3 +1303,41 @@ def test_reader_schema_errors_say_what_and_where(tmp_path, sluice):
     err = sluice.expect_error("convert", "--reader-schema", rs, path, out).stderr.decode()
     assert "object 1: field 'u': union branch 2 of the writer (array) has no match in the " \
         "reader's schema: field 'u': cannot read the writer's int as string" in err, err
+
+
+def test_reader_schema_bad_default_in_a_union_branch_fails_at_open(tmp_path, sluice):
+    """An invalid default is the reader schema's fault, whatever the data:
+    inside a union branch it was deferred like a type mismatch, so a file of
+    nulls read without error (fastavro refuses the schema)."""
+    s = {"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]}
+    bad = {"type": "record", "name": "S", "fields": [
+        {"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": "x"}]}
+    reader = _rec(("u", ["null", bad]))
+    with pytest.raises(Exception, match="Default value"):
+        fastavro.parse_schema(reader)
+    for rows in ([{"u": None}], [{"u": {"a": 1}}]):
+        path, rs = write_resolved(tmp_path, _rec(("u", ["null", s])), rows, reader)
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert "field 'u.b': default is not a valid int" in err, err
+
+
+def test_reader_schema_messages_for_nested_aliases_and_nulls(tmp_path, sluice):
+    """Two writer fields renamed onto one nested reader field are named by
+    path ('s.x'); a null read where the reader allows none says so, also
+    when another field of the record does not resolve (it said "union branch
+    0 of the writer (null) has no match")."""
+    def s(*fields):
+        return {"type": "record", "name": "S", "fields": list(fields)}
+    writer = _rec(("s", s({"name": "a", "type": "int"}, {"name": "b", "type": "int"})))
+    reader = _rec(("s", s({"name": "x", "type": "int", "aliases": ["a", "b"]})))
+    path, rs = write_resolved(tmp_path, writer, [{"s": {"a": 1, "b": 2}}], reader)
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "field 's.x': the writer's fields 'a' and 'b' both go to it" in err, err
+    for t in ("int", "string"):
+        path, rs = write_resolved(tmp_path, _rec(("s", ["null", s({"name": "x", "type": "int"})])),
+                                  [{"s": None}], _rec(("s", s({"name": "x", "type": t}))))
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert "field 's': null written where the reader schema allows none" in err, (t, err)

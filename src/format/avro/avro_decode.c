@@ -503,6 +503,8 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         const struct avro_node* w = d->prog->ops[kids[v]].node;
         int64_t why = -1;  // why its reader type does not take it, when it matched one
         if (op->pool_len > 0) memcpy(&why, d->prog->pool + op->pool_off + v * 8, 8);
+        if (w != NULL && w->kind == AVRO_NULL && why < 0)  // as OP_NULLABLE says it
+          return sl_error_set(error, EILSEQ, "null written where the reader schema allows none");
         return sl_error_set(error, EILSEQ, "union branch %" PRId64 " of the writer (%s) has no "
                             "match in the reader's schema%s%s", v,
                             w == NULL ? "?" : w->name != NULL ? w->name

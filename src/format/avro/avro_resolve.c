@@ -75,7 +75,7 @@ static int latin1(struct rctx* c, json_t* j, struct avro_buf* tmp, const struct 
     uint8_t byte = s[i];
     if (s[i] >= 0x80) {
       if ((s[i] & 0xE0) != 0xC0 || i + 1 >= n || s[i] > 0xC3)
-        return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': bytes default has a "
+        return sl_error_set(c->error, EINVAL, "reader schema: field '%s': bytes default has a "
                             "character above U+00FF", here(c));
       byte = (uint8_t)(((s[i] & 0x03) << 6) | (s[i + 1] & 0x3F));
       ++i;
@@ -87,8 +87,11 @@ static int latin1(struct rctx* c, json_t* j, struct avro_buf* tmp, const struct 
 
 static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, struct avro_buf* b);
 
+/// An invalid default is the reader schema's fault whatever the data holds:
+/// EINVAL, which a union branch never defers (its EILSEQ mismatches fail
+/// only when a value takes the branch).
 static int bad_default(struct rctx* c, const struct avro_node* n) {
-  return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': default is not a valid %s",
+  return sl_error_set(c->error, EINVAL, "reader schema: field '%s': default is not a valid %s",
                       here(c), kind_name(n));
 }
 
@@ -191,10 +194,10 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
         SL_RETURN_NOT_OK(put_long(b, i, a, e));
         int rc = encode_default(c, n->items[i], j, b);
         if (rc == 0) return 0;
-        if (rc != EILSEQ) return rc;  // out of memory, too large
+        if (rc != EINVAL) return rc;  // out of memory, too large
         b->size = size;  // not a value of this branch: try the next
       }
-      return sl_error_set(e, EILSEQ, "reader schema: field '%s': default is a value of no "
+      return sl_error_set(e, EINVAL, "reader schema: field '%s': default is a value of no "
                           "branch of the union", here(c));
   }
 }
@@ -246,9 +249,11 @@ static int match_fields(struct rctx* c, const struct avro_node* w, const struct 
     if (taken[j]) {
       int64_t i = 0;
       while (reader_of[i] != j) ++i;
+      const size_t outer = strlen(c->field);
+      enter_field(c, outer, r->names[j]);  // its path, as other messages give it
       return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': the writer's fields "
                           "'%s' and '%s' both go to it (aliases rename the writer's fields)",
-                          r->names[j], w->names[i], w->names[k]);
+                          here(c), w->names[i], w->names[k]);
     }
     taken[j] = 1;
   }
