@@ -302,7 +302,8 @@ struct sluice_dataset;
 /// read in name order as one table (names starting with '.' or '_' are
 /// skipped, unless the glob spells that character: `_x*.csv`) and must all
 /// have the same columns. `s3://bucket/dir` that is no object but has
-/// objects under `dir/` reads as that prefix. A `\` escapes a glob
+/// objects under `dir/` reads as that prefix (here, not among the locations
+/// of sluice_dataset_open_many: spell it `dir/` there). A `\` escapes a glob
 /// character: `s3://b/run\[1\].csv` is the one object `run[1].csv`.
 /// `cql://[user[:password]@]host[:port]/keyspace.table` names an Apache
 /// Cassandra table, read by token ranges (format "cql", implied; format
