@@ -22,6 +22,9 @@ Every file is written by a peer, never by sluice:
                      a seeded shuffled order, codes uniform (only with
                      --categorical); its reference is sum over the rows of the
                      category's number (meta "categorical")
+  w1_1rg.parquet     pyarrow.parquet.write_table, snappy, the whole table as
+                     ONE row group (only with --one-row-group): task s_parquet,
+                     streaming a row group larger than the memory budget
 
 Values are reproducible: each column has its own numpy PCG64 stream seeded
 with (seed, column index), drawn chunk by chunk, so the values do not depend
@@ -31,7 +34,8 @@ Alongside the data, w1.meta.json records n, seed, the files written and the
 reference checksums sum(id) (exact) and sum(x1) (float64, math.fsum) that
 bench/run.py checks every tool's result against.
 
-Usage: python3 bench/gen_w1.py [--rows N] [--out DIR] [--avro] [--csv] [--categorical] [--force]
+Usage: python3 bench/gen_w1.py [--rows N] [--out DIR] [--avro] [--csv] [--categorical]
+                               [--one-row-group] [--force]
 """
 from __future__ import annotations
 
@@ -86,6 +90,12 @@ def write_parquet(path: str, table: pa.Table) -> None:
     import pyarrow.parquet as pq
 
     pq.write_table(table, path)  # pyarrow defaults: snappy, default row groups
+
+
+def write_one_row_group(path: str, table: pa.Table) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path, row_group_size=table.num_rows)  # snappy, one row group
 
 
 def write_duckdb_parquet(path: str, table: pa.Table) -> None:
@@ -157,6 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--avro", action="store_true", help="also write w1.avro (slow: minutes at full size)")
     ap.add_argument("--csv", action="store_true", help="also write w1.csv")
     ap.add_argument("--categorical", action="store_true", help="also write w1_cat.parquet")
+    ap.add_argument("--one-row-group", action="store_true",
+                    help="also write w1_1rg.parquet (one row group)")
     ap.add_argument("--only", default="", help="comma list of files to (re)write, e.g. arrow,parquet"
                     " (a name that matches nothing, e.g. meta, only rewrites w1.meta.json)")
     ap.add_argument("--force", action="store_true", help="rewrite files that already exist")
@@ -173,6 +185,8 @@ def main(argv=None) -> int:
     if args.categorical:
         writers.append(("categorical", "w1_cat.parquet",
                         lambda path, table: write_categorical(path, table, args.seed)))
+    if args.one_row_group:
+        writers.append(("one_row_group", "w1_1rg.parquet", write_one_row_group))
     if args.only:
         wanted = set(args.only.split(","))
         writers = [w for w in writers if w[0] in wanted or w[1] in wanted]

@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", default=None,
                     help="comma list of task ids (default a,b,c; also a_parquet, "
                          "a_duckdb_parquet, a_categorical, a_csv, a_avro, w_parquet, w_csv, pd_parquet, pd_avro, "
-                         "pd_csv, pd_arrow, c_parquet; w4: q1, q3, q1_csv, q3_csv, load_cql, q1_cql, "
+                         "pd_csv, pd_arrow, c_parquet, s_parquet; w4: q1, q3, q1_csv, q3_csv, load_cql, q1_cql, "
                          "q3_cql)")
     ap.add_argument("--quick", action="store_true", help="2^20 rows, repeat 3, scratch output")
     ap.add_argument("--data", default=None, help="data directory (default bench/data[/rowsN])")

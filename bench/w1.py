@@ -2,8 +2,9 @@
 
 Tasks a, b, c run by default; a_parquet, a_duckdb_parquet, a_categorical, a_csv, a_avro,
 w_parquet (write w1.arrow as Parquet, snappy), w_csv (as CSV), pd_parquet, pd_avro, pd_csv,
-pd_arrow (task (b): into a pandas DataFrame) and c_parquet (task (c) from
-w1.parquet) on request. See bench/README.md for what every cell does exactly.
+pd_arrow (task (b): into a pandas DataFrame), c_parquet (task (c) from
+w1.parquet) and s_parquet (task (c) from w1_1rg.parquet, one row group larger
+than the memory budget) on request. See bench/README.md for what every cell does exactly.
 """
 from __future__ import annotations
 
@@ -438,10 +439,30 @@ def cells(ctx: Context) -> list:
                           how="cp of the input to the output directory (read + write floor)",
                           parse_json=False, check=False, cleanup=[cp_out]))
     cells += pandas_and_pipe_cells(ctx, no_cat, no_unordered)
+    # Opt-in (--tasks s_parquet): W1 as ONE Parquet row group (1.34 GB decoded,
+    # more than the 256 MiB default budget) streamed through a pipe to the
+    # checksumming consumer; peak RSS is the producer's. sluice reads such a
+    # row group page by page under its budget; pyarrow's iter_batches.
+    t = "s_parquet"
+    one = os.path.join(ctx.data, "w1_1rg.parquet")
+    no_one = None if os.path.exists(one) else \
+        "no w1_1rg.parquet in the data dir (bench/gen_w1.py --one-row-group writes it)"
+    for label, extra in (("", []), (" --budget 64M", ["--budget", "64M"])):
+        cells.append(Cell(t, f"sluice{label} cat -t arrows | consumer", "sluice", "sluice",
+                          [[ctx.sluice, *extra, "cat", one, "-t", "arrows"],
+                           [PY, peers, "consume"]],
+                          how=f"`sluice{label} cat w1_1rg.parquet -t arrows` piped to the "
+                              "pyarrow consumer", skip=no_cat or no_one))
+    cells.append(Cell(t, "pyarrow iter_batches | consumer", "pyarrow", "peer",
+                      [[PY, os.path.join(HERE, "peers", "w1_pandas.py"), "produce-parquet", one,
+                        "65536"], [PY, peers, "consume"]],
+                      how="ParquetFile.iter_batches(batch_size=65536) into a "
+                          "RecordBatchStreamWriter on stdout, same consumer", skip=no_one))
     sizes = {"a": ctx.meta["table_bytes"], "w_parquet": ctx.meta["table_bytes"],
              "w_csv": ctx.meta["table_bytes"],
              "b": os.path.getsize(arrow) if os.path.exists(arrow) else None,
-             "c": os.path.getsize(arrow) if os.path.exists(arrow) else None}
+             "c": os.path.getsize(arrow) if os.path.exists(arrow) else None,
+             "s_parquet": ctx.meta["table_bytes"]}
     for t, (name, _) in others.items():
         path = os.path.join(ctx.data, name)
         sizes[t] = os.path.getsize(path) if os.path.exists(path) else None  # input bytes

@@ -34,10 +34,12 @@ DataFrame's size, both whole-process and with the import baseline taken off
                                    instead of pyarrow.
   consume-check-order              pyarrow open_stream, checksums and drops
                                    each batch, checks batches arrive in order.
-  produce-parquet PATH             the pyarrow producer of the Parquet pipe
-                                   task: pq.ParquetFile(PATH).iter_batches()
-                                   (one batch per row group) written with a
-                                   RecordBatchStreamWriter to stdout.
+  produce-parquet PATH [BATCH_ROWS]
+                                   the pyarrow producer of the Parquet pipe
+                                   tasks: pq.ParquetFile(PATH).iter_batches()
+                                   (one batch per row group, or of BATCH_ROWS
+                                   rows) written with a RecordBatchStreamWriter
+                                   to stdout.
 """
 from __future__ import annotations
 
@@ -208,7 +210,7 @@ def consume_check_order() -> None:
     emit(tool="consumer", rows=rows, batches=n, load_s=time.perf_counter() - t0, **sums)
 
 
-def produce_parquet(path: str) -> None:
+def produce_parquet(path: str, batch_rows: int = 0) -> None:
     import pyarrow as pa
     import pyarrow.ipc  # noqa: F401
     import pyarrow.parquet as pq
@@ -220,7 +222,7 @@ def produce_parquet(path: str) -> None:
                          for i in range(pf.metadata.num_row_groups)) if pf.metadata.num_row_groups \
         else 1
     with pa.ipc.new_stream(out, pf.schema_arrow) as writer:
-        for batch in pf.iter_batches(batch_size=rows_per_group):
+        for batch in pf.iter_batches(batch_size=batch_rows or rows_per_group):
             writer.write_batch(batch)
     out.flush()
     sys.stderr.write(json.dumps({"tool": "pyarrow", "load_s": time.perf_counter() - t0}) + "\n")
@@ -228,15 +230,15 @@ def produce_parquet(path: str) -> None:
 
 def main(argv) -> int:
     usage = ("usage: w1_pandas.py pandas TOOL PATH | consume-restore [--sluice] | "
-             "consume-check-order | produce-parquet PATH")
+             "consume-check-order | produce-parquet PATH [BATCH_ROWS]")
     if len(argv) == 3 and argv[0] == "pandas":
         to_pandas(argv[1], argv[2])
     elif argv[:1] == ["consume-restore"] and argv[1:] in ([], ["--sluice"]):
         consume_restore(argv[1:] == ["--sluice"])
     elif argv == ["consume-check-order"]:
         consume_check_order()
-    elif len(argv) == 2 and argv[0] == "produce-parquet":
-        produce_parquet(argv[1])
+    elif len(argv) in (2, 3) and argv[0] == "produce-parquet":
+        produce_parquet(argv[1], int(argv[2]) if len(argv) == 3 else 0)
     else:
         print(usage, file=sys.stderr)
         return 2
