@@ -911,6 +911,17 @@ static int finish_binary(const struct pq_field* f, struct pq_leaf_data* out, int
   return f->is_string ? check_utf8(out, n, out->keyed ? 0 : row0, w, error) : 0;
 }
 
+/// The bytes to reserve for a binary chunk's values. Its uncompressed size
+/// bounds its PLAIN values (lengths + bytes): reserving it once spares the
+/// values buffer its doublings, each a copy into fresh pages (a fifth of the
+/// time of a string column). A hint only: dictionary pages may expand further
+/// and then grow as usual; capped by what the compressed bytes can plausibly
+/// hold, so a forged size cannot reserve memory the data does not back.
+static int64_t binary_bytes_hint(const struct pq_chunk_cursor* c) {
+  int64_t hint = c->m->total_uncompressed_size;
+  return hint > (int64_t)64 * c->len ? (int64_t)64 * c->len : hint;
+}
+
 /// Room for offset 0 of a binary leaf, and for `hint` bytes of values.
 static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chunk_where* w,
                         struct sluice_error* error) {
@@ -938,15 +949,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
   // it has been found able to hold its values.
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
   if (f->conv == PQ_CONV_BINARY) {
-    // The chunk's uncompressed size bounds its PLAIN values (lengths + bytes):
-    // reserving it once spares the values buffer its doublings, each a copy
-    // into fresh pages (a fifth of the time of a string column). A hint only:
-    // dictionary pages may expand further and then grow as usual; capped by
-    // what the compressed bytes can plausibly hold, so a forged size cannot
-    // reserve memory the data does not back.
-    int64_t hint = c.m->total_uncompressed_size;
-    if (hint > (int64_t)64 * c.len) hint = (int64_t)64 * c.len;
-    SL_RETURN_NOT_OK(start_binary(out, hint, &w, error));
+    SL_RETURN_NOT_OK(start_binary(out, binary_bytes_hint(&c), &w, error));
   }
   SL_RETURN_NOT_OK(chunk_view(cr, &c, &w, error));
   int rc = read_pages(cr, &c, &p, INT64_MAX, &w, error);
@@ -1105,10 +1108,8 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
   struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
   int rc = 0;
   if (f->conv == PQ_CONV_BINARY) {
-    // The slice's share of the chunk's values (see sl_pq_column_read).
-    int64_t hint = c->m->total_uncompressed_size;
-    if (hint > (int64_t)64 * c->len) hint = (int64_t)64 * c->len;
-    hint = (int64_t)((double)hint * ((double)rows / (double)c->rows));
+    // The slice's share of the chunk's values.
+    int64_t hint = (int64_t)((double)binary_bytes_hint(c) * ((double)rows / (double)c->rows));
     rc = start_binary(out, hint, &w, error);
   }
   // Slots are reserved once a page is found able to hold its values (as
