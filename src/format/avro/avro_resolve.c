@@ -216,18 +216,23 @@ static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avr
   return 0;
 }
 
+/// Whether reader field j of record r lists `name` among its aliases.
+static int field_has_alias(const struct avro_node* r, int64_t j, const char* name) {
+  json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
+  size_t i;
+  json_t* a;
+  json_array_foreach(aliases, i, a) {
+    if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) return 1;
+  }
+  return 0;
+}
+
 /// The reader field that lists `name` among its aliases, the last one when
 /// several do (Java Avro keeps the last), or -1.
 static int64_t alias_owner(const struct avro_node* r, const char* name) {
   int64_t owner = -1;
-  for (int64_t j = 0; j < r->n; ++j) {
-    json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
-    size_t i;
-    json_t* a;
-    json_array_foreach(aliases, i, a) {
-      if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) owner = j;
-    }
-  }
+  for (int64_t j = 0; j < r->n; ++j)
+    if (field_has_alias(r, j, name)) owner = j;
   return owner;
 }
 
@@ -268,14 +273,7 @@ static int missing_field(struct rctx* c, const struct avro_node* w, const struct
   for (int64_t k = 0; k < w->n; ++k) {
     int64_t owner = alias_owner(r, w->names[k]);
     if (owner < 0 || owner == j) continue;
-    int listed = strcmp(w->names[k], r->names[j]) == 0;
-    json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
-    size_t i;
-    json_t* a;
-    json_array_foreach(aliases, i, a) {
-      if (json_is_string(a) && strcmp(json_string_value(a), w->names[k]) == 0) listed = 1;
-    }
-    if (listed)
+    if (strcmp(w->names[k], r->names[j]) == 0 || field_has_alias(r, j, w->names[k]))
       return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
                           "writer's field '%s' goes to field '%s', which lists it among its "
                           "aliases (aliases rename the writer's fields, as in Java Avro)",
