@@ -9,6 +9,7 @@ option errors, against pyarrow.csv, DuckDB and polars where they apply.
 
 from __future__ import annotations
 
+import math
 import shutil
 import struct
 import subprocess
@@ -89,17 +90,16 @@ def test_headerless_files_stay_headerless(sluice, tmp_path, text):
 @pytest.mark.parametrize("at", ["top", "middle"])
 @pytest.mark.parametrize("spelling, value, options", [
     ('"NA"', "{i}", ()),
-    ('"NaN"', "{i}.5", ()),
-    ('"1"', "{i}", ("null_values=1|",)),  # a quoted null spelling that spells an int
+    ('"NA"', "{i}.5", ()),
+    ('"null"', "{i}.5", ()),
 ])
 def test_quoted_null_spelling_types_the_column_wherever_it_lies(sluice, tmp_path, at, spelling,
                                                                  value, options):
-    """A quoted null spelling in a column without a given type is text (the
-    writer quotes a string "NA" or "NaN" so), which makes the column a
-    string, in the sample as past it, as DuckDB reads "NA". Past the sample
-    it was a null ("NA" in an int column), a NaN ("NaN" in a float one) or
-    an int ("1" under null_values=1), while a sampled one made the column a
-    string: the type depended on where the value lay."""
+    """A quoted null spelling that is no number, in a column without a given
+    type, is text (the writer quotes a string "NA" so), which makes the
+    column a string, in the sample as past it, as DuckDB reads "NA". Past
+    the sample it was a null ("NA" in an int column), while a sampled one
+    made the column a string: the type depended on where the value lay."""
     n = 300_000
     k = 1 if at == "top" else n // 2 + 1234
     path = tmp_path / "quoted.csv"
@@ -114,9 +114,86 @@ def test_quoted_null_spelling_types_the_column_wherever_it_lies(sluice, tmp_path
         duckdb = pytest.importorskip("duckdb")
         want = duckdb.sql(f"SELECT a FROM read_csv('{path}', sample_size=-1)").fetchall()
         assert got.column("a").to_pylist() == [r[0] for r in want]
+    if spelling == '"NA"' and value == "{i}":
         # A given type takes it as a null, as pyarrow and DuckDB do by default.
         got = sluice_read(sluice, path, schema="a:int64")
         assert got.column("a").equals(pcsv.read_csv(path).column("a"))
+
+
+@pytest.mark.parametrize("at", ["top", "middle"])
+@pytest.mark.parametrize("spelling, value, want_type, options", [
+    ('"NaN"', "{i}.5", pa.float64(), ()),
+    ('"NaN"', "{i}", pa.float64(), ()),  # an int column: the NaN makes it float
+    ('"1.5"', "{i}.5", pa.float64(), ()),
+    ('"1.5"', "{i}", pa.float64(), ()),
+    ('"inf"', "{i}.5", pa.float64(), ()),
+    ('"-inf"', "{i}.5", pa.float64(), ()),
+    ('"1"', "{i}", pa.int64(), ("null_values=1|",)),  # a quoted null spelling that is an int
+])
+def test_quoted_number_is_a_number_wherever_it_lies(sluice, tmp_path, at, spelling, value,
+                                                     want_type, options):
+    """Quoting does not change a number's type or value: a quoted "NaN" among
+    floats is a NaN in a float column, as DuckDB and polars read it (pyarrow
+    types the column float too, and takes the NaN for a null). It was text,
+    and made its column a string, being a null spelling ("NaN" in float
+    columns); a quoted "1.5" or "inf" was a number already. Past the sample,
+    one the column does not hold widens it, as an unquoted one does."""
+    n = 300_000
+    k = 1 if at == "top" else n // 2 + 1234
+    path = tmp_path / "quoted.csv"
+    path.write_text("a,b\n" + "".join((spelling if i == k else value.format(i=i)) + f",{i}\n"
+                                      for i in range(n)))
+    want = float(spelling.strip('"')) if want_type == pa.float64() else int(spelling.strip('"'))
+    for extra in [(), ("infer_bytes=all",)]:
+        got = sluice_read(sluice, path, *options, *extra)
+        assert got.schema.field("a").type == want_type
+        a = got.column("a").to_pylist()
+        assert a[k] == want or (math.isnan(want) and math.isnan(a[k]))
+        assert a[k + 1] == (float if want_type == pa.float64() else int)(value.format(i=k + 1))
+        # (the unquoted 1 in row 1 is the null spelling null_values=1 gives)
+        assert got.column("a").null_count == (1 if options and at == "middle" else 0)
+    if options:
+        return
+    # the peers, told to look at every row and that '"' quotes
+    duckdb = pytest.importorskip("duckdb")
+    rel = duckdb.sql(f"SELECT a FROM read_csv('{path}', quote='\"', sample_size=-1)")
+    assert str(rel.types[0]) == "DOUBLE"
+    peer = [r[0] for r in rel.fetchall()]
+    polars = pytest.importorskip("polars")
+    frame = polars.read_csv(path, infer_schema_length=None)
+    assert frame.schema["a"] == polars.Float64
+    for other in [peer, frame["a"].to_list()]:
+        assert [x if x == x else "nan" for x in other] == [x if x == x else "nan" for x in a]
+    # pyarrow types the column float (its "NaN" is a null, and makes no int
+    # column float) where its first block holds the value
+    if at == "top" and not (spelling == '"NaN"' and value == "{i}"):
+        assert pcsv.read_csv(path).schema.field("a").type == pa.float64()
+
+
+def test_quoted_number_from_a_pipe_is_a_number(sluice):
+    """From a pipe, which cannot be read again, a quoted "NaN" past the
+    sample is a NaN in a float column (as DuckDB and polars read it), and
+    in an int column stops the read as an unquoted 1.5 does, naming it."""
+    n = 300_000
+    k = n // 2
+
+    def cat(value, spelling):
+        text = "a,b\n" + "".join((spelling if i == k else value.format(i=i)) + f",{i}\n"
+                                 for i in range(n))
+        return subprocess.run([sluice.binary, "cat", "-", "-f", "csv", "-t", "arrows", "-q"],
+                              input=text.encode(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+
+    proc = cat("{i}.5", '"NaN"')
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = ipc.open_stream(proc.stdout).read_all()
+    assert got.schema.field("a").type == pa.float64()
+    assert math.isnan(got.column("a")[k].as_py()) and got.column("a").null_count == 0
+    for spelling in ['"NaN"', "1.5"]:
+        proc = cat("{i}", spelling)
+        err = proc.stderr.decode()
+        assert proc.returncode != 0 and f"line {k + 2} " in err, err
+        assert f"'{spelling.strip(chr(34))}' as int64" in err and "schema=a:float64" in err, err
 
 
 def test_quoted_null_spelling_from_a_pipe_is_a_null(sluice, tmp_path):

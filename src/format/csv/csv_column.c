@@ -6,9 +6,9 @@
 // given) are null in every column, NaN in float columns. Quoted, one is
 // the text in string columns ("NA" is the way to write that text, "" the
 // empty string); in others it is the value it spells if it spells one (the
-// writer quotes an int 1 when the null spelling is "1"), else a null ("" in
-// an int column; "NA" too where the type was given, as pyarrow and DuckDB
-// read it by default; see null_field).
+// writer quotes an int 1 when the null spelling is "1"; a quoted "NaN" is a
+// NaN), else a null ("" in an int column; "NA" too where the type was
+// given, as pyarrow and DuckDB read it by default; see null_field).
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,8 +108,9 @@ static inline int quoted_value(const struct csv_split_state* s, const struct csv
 /// pyarrow.csv), not a value silently moved to UTC.
 #define ZONED "a zone offset (the column's type has none) in"
 
-/// A quoted null spelling in an inferred column that is not a string: the
-/// text (see null_field), which widens the column to string.
+/// A quoted null spelling that is no number in an inferred column that is
+/// not a string: the text (see null_field), which widens the column to
+/// string.
 #define QUOTED_TEXT "a quoted null spelling, which is text (as in the sample), in"
 
 static int zone_less(const struct csv_column* col) {
@@ -343,18 +344,22 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
 
 enum { FIELD_VALUE, FIELD_NULL, FIELD_TEXT };
 
-/// What field f of column c, whose text is a null spelling, is: a null when
-/// unquoted. Quoted (and not empty) in a column of a given type (or of an
-/// input that cannot be read again): the value it spells when it spells
-/// one (a quoted "1" under null_values=1 is the 1 the writer quoted to
-/// keep it), else a null ("NA" in an int column, as pyarrow and DuckDB read
-/// it by default). Quoted in an inferred column: text, as a sampled one
-/// makes its column a string (the writer quotes a string "NA" or "NaN"
-/// so), whatever it spells, so that the type does not depend on where it
-/// lies. Asked only of null spellings, so that other fields pay nothing.
+/// What field f of column c, whose text p[0, n) is a null spelling, is: a
+/// null when unquoted. Quoted (and not empty) in a column of a given type:
+/// the value it spells when it spells one (a quoted "1" under null_values=1
+/// is the 1 the writer quoted to keep it), else a null ("NA" in an int
+/// column, as pyarrow and DuckDB read it by default). Quoted in an inferred
+/// column: a number ("NaN", "1") is that number, as a sampled one counts
+/// (one the column's type does not hold widens it, as any late value
+/// does); any other is text, as a sampled one makes its column a string
+/// (the writer quotes a string "NA" so), so that the type does not depend
+/// on where it lies; from an input that cannot be read again, it is the
+/// value it spells, else a null. Asked only of null spellings, so that
+/// other fields pay nothing.
 static int null_field(struct csv_split_state* s, int64_t c, const struct csv_field* f,
-                      int64_t n) {
+                      const uint8_t* p, int64_t n) {
   if (!quoted_value(s, f, n)) return FIELD_NULL;
+  if (!s->r->cols[c].user_type && sl_csv_is_number(p, n)) return FIELD_VALUE;
   if (!s->r->cols[c].user_type && csv_rereadable(s->r)) return FIELD_TEXT;
   char why[1];
   int ok = 0;
@@ -368,7 +373,7 @@ static int null_field(struct csv_split_state* s, int64_t c, const struct csv_fie
 /// widens it). A block, not do-while, so that `continue` takes the next row.
 #define CSV_NULL_FIELD(s, c, f, p, n, b, error)                                      \
   {                                                                                 \
-    int kind_ = null_field(s, c, f, n);                                             \
+    int kind_ = null_field(s, c, f, p, n);                                          \
     if (kind_ == FIELD_TEXT) return value_error(s, c, f, p, n, QUOTED_TEXT, error); \
     if (kind_ == FIELD_NULL) {                                                      \
       if (sl_builder_append_null(b) != 0) return ENOMEM;                            \

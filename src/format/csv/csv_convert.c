@@ -344,6 +344,11 @@ int sl_csv_parse_double(const uint8_t* p, int64_t n, double* out) {
   return parse_double_exact(p, n, out) || (trim_number(&p, &n) && parse_double_exact(p, n, out));
 }
 
+int sl_csv_is_number(const uint8_t* p, int64_t n) {
+  double d;
+  return sl_csv_parse_double(p, n, &d);
+}
+
 /// Whether d lies exactly halfway between two adjacent floats (the largest
 /// finite float and 2^128 included).
 static int float_midpoint(double d) {
@@ -498,6 +503,10 @@ void sl_csv_infer_add_text(struct csv_infer_state* s) {
 
 void sl_csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   if (csv_is_null(s->nulls, p, n)) return;
+  sl_csv_infer_add_value(s, p, n);
+}
+
+void sl_csv_infer_add_value(struct csv_infer_state* s, const uint8_t* p, int64_t n) {
   s->any_value = 1;
   if (s->can == 0) return;
   int b;

@@ -255,13 +255,19 @@ static int add_rows(struct analysis* a, int64_t first_row, int whole_only) {
       if (field_bytes(d, a->data, f, &a->scratch, &a->scratch_cap, a->alloc, &p, &len) != 0) {
         return ENOMEM;
       }
-      // A quoted "NA" is text (the writer quotes it so), and so is a quoted
-      // "NaN" (a null in float columns, which would otherwise make one); a
+      // A quoted "NA" is text (the writer quotes it so); a quoted null
+      // spelling that is a number ("NaN", or "1" under null_values=1) is
+      // that number, as the converter reads it wherever it lies (pyarrow,
+      // DuckDB and polars type a quoted "NaN" among floats as a float); a
       // quoted "" stays a null, as in pyarrow, so that it does not turn a
       // number column into strings.
       if ((f->flags & CSV_FIELD_ESCAPED) && len > 0 &&
           (csv_is_null(&a->opts->nulls, p, len) || csv_is_float_null(&a->opts->nulls, p, len))) {
-        sl_csv_infer_add_text(&a->states[c]);
+        if (sl_csv_is_number(p, len)) {
+          sl_csv_infer_add_value(&a->states[c], p, len);
+        } else {
+          sl_csv_infer_add_text(&a->states[c]);
+        }
       } else {
         sl_csv_infer_add(&a->states[c], p, len);
       }

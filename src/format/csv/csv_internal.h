@@ -206,6 +206,12 @@ static inline int csv_is_float_null(const struct csv_nulls* nulls, const uint8_t
   return (nulls == NULL || !nulls->custom) && n == 3 && p[0] == 'N' && p[1] == 'a' && p[2] == 'N';
 }
 
+/// Whether a null spelling p[0, n) spells a number ("NaN", "inf", "1" under
+/// null_values=1): quoted, it is that number in a column without a given
+/// type too, as pyarrow, DuckDB and polars read a quoted "1.5" or "NaN"
+/// among floats; other quoted null spellings ("NA") are text there.
+int sl_csv_is_number(const uint8_t* p, int64_t n);
+
 static inline int csv_is_null(const struct csv_nulls* nulls, const uint8_t* p, int64_t n) {
   if (nulls == NULL || !nulls->custom) {
     switch (n) {
@@ -286,8 +292,12 @@ struct csv_infer_state {
 
 void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls);
 void sl_csv_infer_add(struct csv_infer_state* s, const uint8_t* p, int64_t n);
+/// Adds p[0, n) as a value even when it is a null spelling: a quoted number
+/// ("NaN", or "1" under null_values=1), which quoting does not make text.
+void sl_csv_infer_add_value(struct csv_infer_state* s, const uint8_t* p, int64_t n);
 /// Adds a value that only a string column holds: a quoted null spelling
-/// ("NA"), which is how the writer keeps that text from reading as null.
+/// that is no number ("NA"), which is how the writer keeps that text from
+/// reading as null.
 void sl_csv_infer_add_text(struct csv_infer_state* s);
 /// Arrow format string of the inferred type ("b", "l", "g", "tdD", "tsu:UTC",
 /// "tsu:", "tsn:", "ttu", "ttn", "u"). All-null columns become strings.
