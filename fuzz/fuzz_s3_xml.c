@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/sl_s3_internal.h"
+#include "io/sl_s3_xml.h"
 
 static void check_inside(const char* xml, size_t n, const struct s3_xml_element* e,
                          const char* tag) {

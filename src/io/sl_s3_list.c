@@ -21,6 +21,7 @@
 #include "sl_http_pool.h"
 #include "sl_location.h"
 #include "sl_s3_internal.h"
+#include "sl_s3_xml.h"
 #include "sl_sigv4.h"
 
 #define LIST_ATTEMPTS 5

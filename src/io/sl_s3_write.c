@@ -20,6 +20,7 @@
 #include "../core/sl_value_text.h"
 #include "sl_s3.h"
 #include "sl_s3_internal.h"
+#include "sl_s3_xml.h"
 #include "sl_sigv4.h"
 
 #define S3_MIN_PART ((int64_t)5 << 20)

@@ -21,7 +21,7 @@
 #include "../core/sl_value_text.h"
 #include "sl_curl.h"
 #include "sl_http_pool.h"
-#include "sl_s3_internal.h"
+#include "sl_s3_xml.h"
 
 /// Readahead parts are small, so that their buffers return to the block pool
 /// and are refilled while the object downloads (W3's 16.5 MiB in parts of 8

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "io/sl_s3_internal.h"
+#include "io/sl_s3_xml.h"
 
 static void decode_ok(const char* in, const char* expected) {
   char out[256];
