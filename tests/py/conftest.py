@@ -79,6 +79,20 @@ class Sluice:
 
 SANITIZER_MARKERS = ("Sanitizer", "runtime error:", "Segmentation fault")
 
+
+def arrow_to_csv(sluice: Sluice, table, directory: Path, name: str, *args) -> Path:
+    """`table` written by pyarrow as the Arrow file directory/name.arrow (one
+    batch), then converted by sluice (`sluice convert ... *args`) to
+    directory/name.csv, whose path is returned."""
+    import pyarrow.ipc as ipc  # (imported here: some test files run without pyarrow)
+
+    src = directory / f"{name}.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table)
+    out = directory / f"{name}.csv"
+    sluice.run("convert", src, out, *args)
+    return out
+
 # ASan's shadow memory and quarantine are no measure of what a build holds.
 MEASURES_RSS = "ASAN_OPTIONS" not in os.environ
 

@@ -30,7 +30,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MEASURES_RSS, check_clean_failure, peak_rss_kib
+from conftest import MEASURES_RSS, arrow_to_csv, check_clean_failure, peak_rss_kib
 
 pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")
@@ -1610,11 +1610,7 @@ def test_texts_starting_with_an_apostrophe_round_trip(sluice, tmp_path):
     come back from sluice, pyarrow and DuckDB as written."""
     table = pa.table({"a": ["'a", "x'", "'90s hits", "the students'", "it's"],
                       "b": ["b'", "y", "z", "w", "'q'"]})
-    src = tmp_path / "apostrophes.arrow"
-    with ipc.new_file(src, table.schema) as w:
-        w.write_table(table)
-    out = tmp_path / "apostrophes.csv"
-    sluice.run("convert", src, out)
+    out = arrow_to_csv(sluice, table, tmp_path, "apostrophes")
     assert sluice_read(sluice, out).equals(table)
     assert pcsv.read_csv(out).equals(table)
     duckdb = pytest.importorskip("duckdb")

@@ -26,6 +26,8 @@ ipc = pytest.importorskip("pyarrow.ipc")
 pcsv = pytest.importorskip("pyarrow.csv")
 np = pytest.importorskip("numpy")
 
+from conftest import arrow_to_csv  # noqa: E402
+
 UTC = dt.timezone.utc
 
 TRICKY_DOUBLES = [
@@ -472,11 +474,7 @@ def test_big_batches_spelled_in_parallel_match_pyarrow(sluice, tmp_path):
     table = pa.table({"i": pa.array(range(rows), pa.int64()),
                       "s": pa.array([f"v{i}" if i % 3 else f"q,{i}" for i in range(rows)]),
                       "x": pa.array([i / 3 for i in range(rows)])})
-    src = tmp_path / "big.arrow"
-    with ipc.new_file(src, table.schema) as w:
-        w.write_table(table)  # one batch: cut into parts
-    out = tmp_path / "big.csv"
-    sluice.run("convert", src, out, "-q")
+    out = arrow_to_csv(sluice, table, tmp_path, "big", "-q")  # one batch: cut into parts
     small = tmp_path / "small.csv"  # batches of 5 rows: one part each
     sluice.run("convert", write_arrow(table, tmp_path / "small.arrow"), small, "-q")
     assert out.read_bytes() == small.read_bytes()

@@ -20,6 +20,7 @@ pa = pytest.importorskip("pyarrow")
 pcsv = pytest.importorskip("pyarrow.csv")
 ipc = pytest.importorskip("pyarrow.ipc")
 
+from conftest import arrow_to_csv  # noqa: E402
 from test_csv_options import sluice_read  # noqa: E402
 
 
@@ -53,11 +54,7 @@ def test_sluice_reads_back_its_float_table_with_year_names(sluice, tmp_path):
     """sluice's own CSV of a float table with integer column names reads
     back with those names."""
     table = pa.table({"2023": [1.5, 2.5], "2024": [3.25, 4.75]})
-    src = tmp_path / "years.arrow"
-    with ipc.new_file(src, table.schema) as w:
-        w.write_table(table)
-    out = tmp_path / "years.csv"
-    sluice.run("convert", src, out)
+    out = arrow_to_csv(sluice, table, tmp_path, "years")
     assert sluice_read(sluice, out).equals(table)
 
 

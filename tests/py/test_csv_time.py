@@ -25,6 +25,8 @@ pcsv = pytest.importorskip("pyarrow.csv")
 ipc = pytest.importorskip("pyarrow.ipc")
 duckdb = pytest.importorskip("duckdb")
 
+from conftest import arrow_to_csv  # noqa: E402
+
 
 def sluice_read(sluice, path: Path, *args: str) -> pa.Table:
     out = path.with_suffix(".out.arrow")
@@ -138,16 +140,12 @@ def test_bad_time_is_an_error_naming_the_row(sluice, tmp_path, bad):
 
 
 def test_written_times_read_back(sluice, tmp_path):
-    src = tmp_path / "t.arrow"
     values = [datetime.time(0, 0), datetime.time(23, 59, 59, 999999), None,
               datetime.time(7, 5, 3, 120)]
     table = pa.table({"t": pa.array(values, pa.time64("us")),
                       "s": pa.array([v.replace(microsecond=0) if v else None for v in values],
                                     pa.time32("s"))})
-    with ipc.new_file(src, table.schema) as w:
-        w.write_table(table)
-    csv_path = tmp_path / "t.csv"
-    sluice.run("convert", src, csv_path, "-q")
+    csv_path = arrow_to_csv(sluice, table, tmp_path, "t", "-q")
     back = sluice_read(sluice, csv_path, "--schema", "t:time64[us],s:time32[s]")
     assert back.equals(table), (back, csv_path.read_text())
 
