@@ -216,13 +216,19 @@ static int op_for(struct rctx* c, uint8_t kind, int64_t n_kids, const struct avr
   return 0;
 }
 
-/// Whether reader field j of record r lists `name` among its aliases.
-static int field_has_alias(const struct avro_node* r, int64_t j, const char* name) {
-  json_t* aliases = json_object_get((json_t*)r->fields[j], "aliases");
+/// Whether the schema object `obj` (a reader field, or a reader's named
+/// type; NULL: none) lists `name` among its aliases; `unqualified`: an
+/// alias's name without its namespace is compared (a named type's aliases
+/// may be full names), else the whole alias (a field's).
+static int lists_alias(const json_t* obj, const char* name, int unqualified) {
+  json_t* aliases = obj != NULL ? json_object_get((json_t*)obj, "aliases") : NULL;
   size_t i;
   json_t* a;
   json_array_foreach(aliases, i, a) {
-    if (json_is_string(a) && strcmp(json_string_value(a), name) == 0) return 1;
+    const char* alias = json_string_value(a);
+    if (alias == NULL) continue;
+    const char* dot = unqualified ? strrchr(alias, '.') : NULL;
+    if (strcmp(dot != NULL ? dot + 1 : alias, name) == 0) return 1;
   }
   return 0;
 }
@@ -232,7 +238,7 @@ static int field_has_alias(const struct avro_node* r, int64_t j, const char* nam
 static int64_t alias_owner(const struct avro_node* r, const char* name) {
   int64_t owner = -1;
   for (int64_t j = 0; j < r->n; ++j)
-    if (field_has_alias(r, j, name)) owner = j;
+    if (lists_alias(r->fields[j], name, 0)) owner = j;
   return owner;
 }
 
@@ -273,7 +279,7 @@ static int missing_field(struct rctx* c, const struct avro_node* w, const struct
   for (int64_t k = 0; k < w->n; ++k) {
     int64_t owner = alias_owner(r, w->names[k]);
     if (owner < 0 || owner == j) continue;
-    if (strcmp(w->names[k], r->names[j]) == 0 || field_has_alias(r, j, w->names[k]))
+    if (strcmp(w->names[k], r->names[j]) == 0 || lists_alias(r->fields[j], w->names[k], 0))
       return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
                           "writer's field '%s' goes to field '%s', which lists it among its "
                           "aliases (aliases rename the writer's fields, as in Java Avro)",
@@ -382,16 +388,7 @@ static const char* short_name(const struct avro_node* n) {
 static int names_agree(const struct avro_node* w, const struct avro_node* r) {
   const char* wn = short_name(w);
   if (wn[0] == '\0' || short_name(r)[0] == '\0' || strcmp(wn, short_name(r)) == 0) return 1;
-  json_t* aliases = r->json != NULL ? json_object_get((json_t*)r->json, "aliases") : NULL;
-  size_t i;
-  json_t* a;
-  json_array_foreach(aliases, i, a) {
-    const char* alias = json_string_value(a);
-    if (alias == NULL) continue;
-    const char* dot = strrchr(alias, '.');
-    if (strcmp(dot != NULL ? dot + 1 : alias, wn) == 0) return 1;
-  }
-  return 0;
+  return lists_alias(r->json, wn, 1);
 }
 
 /// Whether a writer type (not a union) matches a reader type (not a union):
