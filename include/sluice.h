@@ -683,7 +683,10 @@ enum sluice_existing_data_behavior {
 SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* options);
 
 /// Writes every batch of `stream` (struct arrays) to `location` ("-" =
-/// standard output). The file appears atomically: on error nothing is left at
+/// standard output). A batch whose struct array has null rows (a validity
+/// bitmap of its own) is refused with EINVAL naming the first, as pyarrow
+/// refuses to import one as a record batch: the writer would otherwise
+/// write the children's values under it. The file appears atomically: on error nothing is left at
 /// `location` and an existing file there is untouched; a local file is
 /// fsynced before it appears (see no_fsync). An existing file keeps its
 /// mode (and owner where permitted); one the caller may not write is

@@ -6,6 +6,8 @@
 // pyarrow. Both must be struct arrays (one child per column), as record
 // batches are exported.
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "_sluice.h"
@@ -16,6 +18,35 @@ static int check_struct(const struct ArrowSchema* schema) {
                "sluice imports record batches (struct arrays), not Arrow type '%s'",
                schema->format);
   return -1;
+}
+
+/// 0 when no row of `array` (a struct array, one child per column) is
+/// null, else -1 with sluice.InvalidArgumentError naming the first null row
+/// (`batch` is the batch's number in a stream, or -1). A batch's columns
+/// are its children, so a null row would be read as whatever the children
+/// hold under it; pyarrow refuses to import such an array as a record batch
+/// too (pushing the nulls down into every child would be a copy).
+static int check_no_null_rows(const struct ArrowArray* array, long long batch) {
+  if (array->null_count == 0 || array->n_buffers < 1 || array->buffers == NULL ||
+      array->buffers[0] == NULL) {
+    return 0;
+  }
+  const uint8_t* bits = array->buffers[0];
+  for (int64_t i = 0; i < array->length; ++i) {
+    int64_t at = array->offset + i;
+    if ((bits[at >> 3] >> (at & 7)) & 1) continue;
+    char where[64] = "";
+    if (batch >= 0) snprintf(where, sizeof where, "batch %lld, ", batch);
+    char message[320];
+    snprintf(message, sizeof message,
+             "%srow %lld: the row is null (the struct array has a validity bitmap), and sluice "
+             "imports struct arrays as record batches, whose rows cannot be null (pyarrow "
+             "refuses them too): drop or fill the null rows first",
+             where, (long long)i);
+    sp_raise(EINVAL, message);
+    return -1;
+  }
+  return 0;  // null_count -1 (not counted) and every row valid
 }
 
 PyObject* sp_import_stream(PyObject* Py_UNUSED(module), PyObject* capsule) {
@@ -65,6 +96,11 @@ PyObject* sp_import_stream(PyObject* Py_UNUSED(module), PyObject* capsule) {
       PyErr_SetString(PyExc_ValueError, "a batch of the stream does not match its schema");
       break;
     }
+    if (check_no_null_rows(&array, (long long)PyList_GET_SIZE(batches)) != 0) {
+      array.release(&array);
+      Py_CLEAR(batches);
+      break;
+    }
     struct sp_shared_array* shared = sp_shared_new(&array);
     if (shared == NULL) {
       array.release(&array);
@@ -105,6 +141,7 @@ PyObject* sp_import_array(PyObject* Py_UNUSED(module), PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the array does not match its schema");
     return NULL;
   }
+  if (check_no_null_rows(array, -1) != 0) return NULL;
   struct ArrowSchema copy;
   if (sp_schema_copy(schema, &copy) != 0) return PyErr_NoMemory();
   SchemaObject* schema_object = sp_schema_wrap(&copy);

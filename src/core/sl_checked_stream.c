@@ -7,6 +7,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "core/sl_type.h"
 #include "core/sl_validate.h"
 #include "core/sl_widen_decimals.h"
@@ -67,6 +68,19 @@ static int unknown_type(const struct ArrowSchema* s, const char* path, int top,
   return s->dictionary == NULL ? 0 : unknown_type(s->dictionary, here, 0, error);
 }
 
+/// The first null row of a batch (a struct array) whose own validity marks
+/// rows null, else -1. Writers write a batch's columns and never look at
+/// the struct's validity, so such rows would be written as whatever the
+/// children hold under them; pyarrow refuses to import such a batch too.
+/// Called after sl_array_validate: buffers[0] is there if n_buffers is 1.
+static int64_t first_null_row(const struct ArrowArray* batch) {
+  if (batch->null_count == 0 || batch->n_buffers < 1 || batch->buffers[0] == NULL) return -1;
+  for (int64_t i = 0; i < batch->length; ++i) {
+    if (!sl_bit_get(batch->buffers[0], batch->offset + i)) return i;
+  }
+  return -1;  // null_count -1 (not counted) and every row valid
+}
+
 /// ECANCELED (the error set) if the write was cancelled, else 0.
 static int check_cancelled(struct checked_stream* c) {
   if (c->cancelled == NULL || !c->cancelled(c->cancelled_user)) return 0;
@@ -97,6 +111,15 @@ static int checked_get_next(struct ArrowArrayStream* stream, struct ArrowArray* 
                     (long long)c->batches);
     c->error.code = EINVAL;  // the caller's stream is at fault, not a file
     return EINVAL;
+  }
+  int64_t null_row = first_null_row(out);
+  if (null_row >= 0) {
+    out->release(out);
+    return sl_error_set(&c->error, EINVAL,
+                        "batch %lld, row %lld: the row is null (the batch's struct array has a "
+                        "validity bitmap), and a record batch's rows cannot be null: drop or "
+                        "fill them first",
+                        (long long)c->batches, (long long)(c->rows + null_row));
   }
   // Then the values a writer would pass on as they are: offsets that
   // increase, and string columns' UTF-8 (a JSON writer would turn bad bytes

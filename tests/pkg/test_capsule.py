@@ -285,3 +285,29 @@ def test_rows_without_columns_are_empty_dicts():
     got = sluice.Table.from_arrow(table)
     assert got.num_rows == 3
     assert got.to_pylist() == table.to_pylist() == [{}, {}, {}]
+
+
+def test_struct_array_with_null_rows_is_refused(tmp_path):
+    """A struct array's rows become a batch's rows, which cannot be null:
+    pyarrow refuses to import one with nulls as a record batch. sluice read
+    the children under a null row as if it were a row ({'x': 0, 's': ''})."""
+    import pyarrow.parquet as pq
+    arr = pa.array([{"x": 1, "s": "a"}, None, {"x": 3, "s": "c"}])
+    with pytest.raises(pa.ArrowInvalid, match="non-zero null count"):
+        pa.record_batch(arr)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"^row 1: the row is null") as e:
+        sluice.Table.from_arrow(arr)
+    assert isinstance(e.value, ValueError)  # as pyarrow's ArrowInvalid
+    with pytest.raises(sluice.InvalidArgumentError, match=r"^batch 1, row 1: the row is null"):
+        sluice.Table.from_arrow(pa.chunked_array([arr.slice(2), arr]))
+    out = tmp_path / "structnull.parquet"
+    for data in (arr, pa.chunked_array([arr.slice(2), arr])):
+        with pytest.raises(sluice.InvalidArgumentError, match="row 2: the row is null"
+                           if isinstance(data, pa.ChunkedArray) else "row 1: the row is null"):
+            sluice.write(data, out)
+        assert not out.exists()
+    # Rows outside the slice the array shows do not count.
+    tail = arr.slice(2)
+    assert sluice.Table.from_arrow(tail).to_pydict() == {"x": [3], "s": ["c"]}
+    sluice.write(pa.chunked_array([tail]), out)
+    assert pq.read_table(out).to_pydict() == {"x": [3], "s": ["c"]}
