@@ -3,8 +3,11 @@
 // is released while the library opens, plans and waits for batches; a wait
 // for a batch is cut into short slices between which signals are checked, so
 // Ctrl-C stops a scan at once (its thread then closes the scanner, which
-// stops the workers and frees the batches in flight).
+// stops the workers and frees the batches in flight). Opening polls
+// signals too (open_cancelled), for a source that keeps it waiting.
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "_sluice.h"
@@ -25,6 +28,28 @@ static int dataset_check_open(DatasetObject* self) {
   if (self->dataset != NULL) return 0;
   PyErr_SetString(PyExc_ValueError, "the dataset is closed");
   return -1;
+}
+
+/// The cancel hook of an open (sluice_open_options.cancelled) run with the
+/// GIL released: on the opening thread it takes the GIL back for a moment
+/// and runs the signal handlers, so Ctrl-C stops an open that waits on a
+/// pipe or a slow server; the KeyboardInterrupt stays set for the caller.
+/// sluice's own threads only read the flag.
+struct open_cancel {
+  pthread_t opener;
+  PyThreadState* saved;  ///< the opener's, while it runs without the GIL
+  atomic_int interrupted;
+};
+
+static int open_cancelled(void* user) {
+  struct open_cancel* c = user;
+  if (atomic_load(&c->interrupted)) return 1;
+  if (!pthread_equal(pthread_self(), c->opener)) return 0;
+  PyEval_RestoreThread(c->saved);
+  int raised = PyErr_CheckSignals() != 0;
+  c->saved = PyEval_SaveThread();
+  if (raised) atomic_store(&c->interrupted, 1);
+  return raised;
 }
 
 static int sp_finalizing(void) {
@@ -196,14 +221,26 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
     return NULL;
   }
   int many = !PyUnicode_Check(location);
-  Py_BEGIN_ALLOW_THREADS
+  struct open_cancel cancel = {.opener = pthread_self()};
+  atomic_init(&cancel.interrupted, 0);
+  options.cancelled = open_cancelled;
+  options.cancelled_user = &cancel;
+  cancel.saved = PyEval_SaveThread();
   rc = many ? sluice_dataset_open_many(paths, (size_t)n_where, &options, &ds, &error)
             : sluice_dataset_open(paths[0], &options, &ds, &error);
-  Py_END_ALLOW_THREADS
+  PyEval_RestoreThread(cancel.saved);
   PyMem_Free(paths);
   Py_DECREF(where);
   PyMem_Free(column_names);
   Py_XDECREF(names);
+  if (atomic_load(&cancel.interrupted)) {  // the KeyboardInterrupt is set
+    if (rc == 0) {
+      Py_BEGIN_ALLOW_THREADS
+      sluice_dataset_close(ds);
+      Py_END_ALLOW_THREADS
+    }
+    return NULL;
+  }
   if (rc != 0) {
     if (error.code == 0) error.code = rc;
     return sp_raise_error(&error);

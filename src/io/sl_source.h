@@ -77,7 +77,20 @@ struct sl_source {
   /// its own. 0 for sources whose read_at fetches (HTTP, S3): a reader that
   /// would view the whole object reads it forward instead, in bounded memory.
   int mapped;
+  /// While sluice_dataset_open reads the source: its caller's
+  /// sluice_open_options.cancelled (NULL = none), polled by reads that wait
+  /// (a pipe, an HTTP body) every SL_SOURCE_CANCEL_POLL_MS.
+  int (*cancelled)(void* user);
+  void* cancelled_user;
 };
+
+/// How often a read that waits polls sl_source.cancelled.
+#define SL_SOURCE_CANCEL_POLL_MS 50
+
+/// Whether the open `source` is read for was cancelled.
+static inline int sl_source_cancelled(const struct sl_source* source) {
+  return source->cancelled != NULL && source->cancelled(source->cancelled_user);
+}
 
 struct sl_http_pool;
 
@@ -107,7 +120,9 @@ struct sl_remote_options {
   /// s3:// settings from the caller, over the environment's (NULL = none).
   const struct sluice_s3_options* s3;
   /// Writes: the caller's sluice_write_options.cancelled (NULL = none),
-  /// polled between the pieces of a commit (copies, S3 parts).
+  /// polled between the pieces of a commit (copies, S3 parts). Reads: the
+  /// caller's sluice_open_options.cancelled while the dataset opens, which
+  /// an http(s):// source takes as its sl_source.cancelled.
   int (*cancelled)(void* user);
   void* cancelled_user;
 };

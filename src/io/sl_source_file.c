@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,16 @@ static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* er
   if (b->end - b->start >= need || s->eof) return 0;
   SL_RETURN_NOT_OK(sl_source_block_room(b, need, s->base.alloc, s->base.name, error));
   while (b->end - b->start < need) {
+    // A pipe may keep us waiting for as long as its writer likes: with a
+    // cancel hook, wait in slices and ask it between them.
+    if (s->base.cancelled != NULL) {
+      if (sl_source_cancelled(&s->base)) {
+        return sl_error_set(error, ECANCELED, "%s: interrupted", s->base.name);
+      }
+      struct pollfd p = {.fd = s->fd, .events = POLLIN};
+      int ready = poll(&p, 1, SL_SOURCE_CANCEL_POLL_MS);
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+    }
     ssize_t r = read(s->fd, b->data + b->end, (size_t)(b->cap - b->end));
     if (r < 0) {
       if (errno == EINTR) continue;

@@ -486,7 +486,8 @@ static size_t on_write_call(char* data, size_t size, size_t nmemb, void* user) {
 /// The stall timeout, if not given (sl_curl_set_timeouts' default).
 #define HTTP_STALL_DEFAULT_S 60.0
 
-/// Closing cancels; and an attempt that brought no byte of its body for
+/// Closing cancels, and so does the open's cancel hook; and an attempt that
+/// brought no byte of its body for
 /// the timeout (`--timeout`, 60 s by default) ends as timed out. libcurl
 /// calls this at least once a second, so the stall is caught within a
 /// second of the timeout; libcurl's own low-speed check averages over
@@ -498,6 +499,7 @@ static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_of
   (void)ultotal;
   (void)ulnow;
   if (atomic_load(&x->s->stopping)) return 1;
+  if (sl_source_cancelled(&x->s->base)) return 1;  // (an open the caller gave up)
   if (dlnow != x->last_dlnow) {  // (on_write_call noted when the bytes came)
     x->last_dlnow = dlnow;
     return 0;
@@ -706,6 +708,9 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
 static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, const char* what,
                       struct sluice_error* error) {
   const char* detail = errbuf[0] != '\0' ? errbuf : s->curl->easy_strerror(c);
+  if (c == CURLE_ABORTED_BY_CALLBACK && sl_source_cancelled(&s->base)) {
+    return sl_error_set(error, ECANCELED, "%s: %s: interrupted", s->base.name, what);
+  }
   if (is_tls_error(c)) {
     return sl_error_set(error, EACCES,
                         "%s: %s: TLS error: %s (give a CA bundle with --ca-bundle FILE, or "
@@ -1746,7 +1751,26 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
       return NULL;
     }
     s->starved++;
-    pthread_cond_wait(&s->cond, &s->lock);
+    if (s->base.cancelled == NULL) {
+      pthread_cond_wait(&s->cond, &s->lock);
+      continue;
+    }
+    // An open that may be cancelled: a body that trickles is waited for in
+    // slices, the hook asked between them.
+    if (sl_source_cancelled(&s->base)) {
+      struct sluice_error ignored;
+      *rc = sl_error_set(error != NULL ? error : &ignored, ECANCELED, "%s: interrupted",
+                         s->base.name);
+      return NULL;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += SL_SOURCE_CANCEL_POLL_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cond, &s->lock, &until);
   }
 }
 
@@ -2084,6 +2108,8 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   }
   s->curl = sl_http_pool_curl(s->handles);
   s->base.alloc = alloc;
+  s->base.cancelled = config->remote.cancelled;  // (reads: while the dataset opens)
+  s->base.cancelled_user = config->remote.cancelled_user;
   s->base.size = -1;
   s->total = -1;
   s->base.owner = NULL;

@@ -110,6 +110,90 @@ def test_ctrl_c_while_waiting_for_a_stalled_source(tmp_path):
             next(s)
 
 
+TRICKLE = ("import sys, time\nsys.stdout.write('a,b\\n'); sys.stdout.flush()\n"
+           "for i in range(30):\n    time.sleep(0.5); sys.stdout.write('1,2\\n'); sys.stdout.flush()\n")
+
+
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("how", ["read", "scan"])
+def test_ctrl_c_while_opening_a_trickling_pipe(how):
+    """A pipe that sends a row every half second keeps the open waiting (the
+    CSV schema sample wants more bytes): Ctrl-C stopped it only when the
+    writer ended, 15 s later. Now within a slice of it, with the open's
+    threads and descriptors gone."""
+    import subprocess
+    import sys
+    import time
+    writer = subprocess.Popen([sys.executable, "-c", TRICKLE], stdout=subprocess.PIPE)
+    try:
+        fds, threads = open_fds(), threading.active_count()
+        killer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        killer.start()
+        with pytest.raises(KeyboardInterrupt):
+            getattr(sluice, how)(writer.stdout, format="csv", schema="a:int64,b:int64")
+        took = time.monotonic() - start
+        killer.join()
+        assert took < 1.5, "KeyboardInterrupt came %.1f s after the start (Ctrl-C at 0.5 s)" % took
+        assert writer.poll() is None  # the source had not ended
+        assert open_fds() <= fds and threading.active_count() == threads
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+
+
+def test_ctrl_c_while_opening_a_trickling_http_body():
+    """The same for an http:// object whose body trickles (the whole small
+    object is fetched as the open's first request)."""
+    import http.server
+    import time
+    body = b"a,b\n" + b"1,2\n" * 30
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_HEAD(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(0, len(body), 4):
+                    self.wfile.write(body[i:i + 4])
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:
+                pass  # the client gave up
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        killer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        killer.start()
+        with pytest.raises(KeyboardInterrupt):
+            sluice.read("http://127.0.0.1:%d/t.csv" % server.server_address[1])
+        took = time.monotonic() - start
+        killer.join()
+        assert took < 2.0, "KeyboardInterrupt came %.1f s after the start (Ctrl-C at 0.5 s)" % took
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
     n = 200_000
     path = tmp_path / "threads.csv"
