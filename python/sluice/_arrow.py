@@ -300,15 +300,62 @@ def _decimal_values(raw, width, scale, start, count):
     return out
 
 
-def _epoch_values(ints, t):
+class _OutOfRange:
+    """A value repr() shows that Python's date/time types cannot hold, as
+    pyarrow prints it: a date32 as YYYY-MM-DD, others as
+    <value out of range: N>."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _civil_date(days):
+    """YYYY-MM-DD of a day count since 1970-01-01, any year (proleptic
+    Gregorian, Howard Hinnant's days_from_civil inverted)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    return "%s%04d-%02d-%02d" % ("-" if y < 0 else "", abs(y), m, d)
+
+
+def _out_of_range(v, t):
+    # (pyarrow's ways: date32 as a date, a duration as its integer)
+    if t.kind == "date32":
+        return _OutOfRange(_civil_date(v))
+    if t.kind == "duration":
+        return v
+    return _OutOfRange("<value out of range: %d>" % v)
+
+
+def _epoch_values(ints, t, preview=False):
     """date, time, timestamp and duration values (ints since the epoch, of
     DataType t) as Python objects; a value past what they hold (a date after
-    year 9999) is an OverflowError naming it."""
+    year 9999) is an OverflowError naming it, or with `preview` an
+    _OutOfRange."""
     convert = _epoch_converter(t.kind, t.unit, t.tz)
     try:
         return [convert(v) for v in ints]
     except OverflowError:
         pass
+    if preview:
+        out = []
+        for v in ints:
+            try:
+                out.append(convert(v))
+            except OverflowError:
+                out.append(_out_of_range(v, t))
+        return out
     for v in ints:  # the first value that does not fit, named
         try:
             convert(v)
@@ -402,8 +449,10 @@ class naming_column:
         return False
 
 
-def node_to_pylist(node):
-    """The values of a node as Python objects (None for nulls)."""
+def node_to_pylist(node, preview=False):
+    """The values of a node as Python objects (None for nulls). With
+    `preview` (repr), a date or time value out of Python's range is an
+    _OutOfRange that prints as pyarrow prints it, not an OverflowError."""
     t = node.type
     k = t.kind
     n, o = node.length, node.offset
@@ -412,7 +461,7 @@ def node_to_pylist(node):
     valid = node.valid_list()
     if t.dictionary is not None:
         indices = _ints(node, _PRIMITIVES[t.format])
-        values = node_to_pylist(node.dictionary_node())
+        values = node_to_pylist(node.dictionary_node(), preview)
         out = [values[i] if valid is None or valid[j] else None for j, i in enumerate(indices)]
     elif k == "null":
         return [None] * n
@@ -440,23 +489,23 @@ def node_to_pylist(node):
         raw = bytes(node.buffer(1, (o + n) * t.width // 8))
         out = _decimal_values(raw, t.width, t.scale, o, n)
     elif k in ("date32", "time32"):
-        out = _epoch_values(_valid_only(_ints(node, ("", "i", 4)), valid), t)
+        out = _epoch_values(_valid_only(_ints(node, ("", "i", 4)), valid), t, preview)
     elif k in ("date64", "time64", "timestamp", "duration"):
-        out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), t)
+        out = _epoch_values(_valid_only(_ints(node, ("", "q", 8)), valid), t, preview)
     elif k in ("list", "large_list", "map"):
         offs = node.offsets(k == "large_list")
-        child = _map_entries(node.child(0)) if k == "map" else node_to_pylist(node.child(0))
+        child = _map_entries(node.child(0), preview) if k == "map" else node_to_pylist(node.child(0), preview)
         out = [child[offs[j]:offs[j + 1]] for j in range(o, o + n)]
     elif k == "fixed_size_list":
         w = t.width
-        child = node_to_pylist(node.child(0))
+        child = node_to_pylist(node.child(0), preview)
         out = [child[j * w:(j + 1) * w] for j in range(o, o + n)]
     elif k == "union":
-        out = _union_values(node, t)
+        out = _union_values(node, t, preview)
     elif t.format in ("tiM", "tiD", "tin"):
         out = _interval_values(node, t.format)
     elif k == "struct":
-        cols = [node_to_pylist(node.child(i)) for i in range(len(t.children))]
+        cols = [node_to_pylist(node.child(i), preview) for i in range(len(t.children))]
         names = [c.name for c in t.children]
         # A child is read over its own window; the struct's window selects rows.
         out = [{names[c]: cols[c][j] for c in range(len(cols))} for j in range(o, o + n)]
@@ -467,10 +516,10 @@ def node_to_pylist(node):
     return out
 
 
-def _map_entries(entries):
+def _map_entries(entries, preview=False):
     """A map's entries as (key, value) tuples: the entry struct's first and
     second fields, whatever they are named (as pyarrow reads them)."""
-    keys, items = node_to_pylist(entries.child(0)), node_to_pylist(entries.child(1))
+    keys, items = node_to_pylist(entries.child(0), preview), node_to_pylist(entries.child(1), preview)
     valid = entries.valid_list()
     # A child is read over its own window; the struct's window selects rows.
     o = entries.offset
@@ -483,7 +532,7 @@ def _valid_only(values, valid):
     return values if valid is None else [v if ok else 0 for v, ok in zip(values, valid)]
 
 
-def _union_values(node, t):
+def _union_values(node, t, preview=False):
     """A union's values: each row's value from the child its type id names
     (dense: at the row's offset into that child; sparse: at the row)."""
     o, n = node.offset, node.length
@@ -494,7 +543,7 @@ def _union_values(node, t):
     child_of = {code: i for i, code in enumerate(codes)}
     ids = memoryview(node.buffer(0, o + n)).cast("b")[o:o + n].tolist()
     offsets = memoryview(node.buffer(1, (o + n) * 4)).cast("i")[o:o + n].tolist() if dense else None
-    children = [node_to_pylist(node.child(i)) for i in range(len(t.children))]
+    children = [node_to_pylist(node.child(i), preview) for i in range(len(t.children))]
     # a sparse child is as long as the union, read over its own window
     return [children[child_of[tid]][offsets[j] if dense else o + j] for j, tid in enumerate(ids)]
 

@@ -375,16 +375,18 @@ class Column:
         return Column(self._schema, list(self._batches), self._i)
 
     def __repr__(self):
-        head = self.to_pylist()[:10] if len(self) <= 10_000 else _head(self, 10)
+        head = _head(self, 10)
         more = ", ..." if len(self) > 10 else ""
         return "sluice.Column %r: %s, %d rows\n[%s%s]" % (
             self.name, self.type, len(self), ", ".join(repr(v) for v in head), more)
 
 
 def _head(column, n):
+    """The first n values for repr: a value Python cannot hold (a timestamp
+    past year 9999) shows as pyarrow shows it, as repr must not raise."""
     out = []
     for node in column._nodes(transient=True):
-        out.extend(node_to_pylist(node))
+        out.extend(node_to_pylist(node, preview=True))
         if len(out) >= n:
             break
     return out[:n]

@@ -311,3 +311,24 @@ def test_struct_array_with_null_rows_is_refused(tmp_path):
     assert sluice.Table.from_arrow(tail).to_pydict() == {"x": [3], "s": ["c"]}
     sluice.write(pa.chunked_array([tail]), out)
     assert pq.read_table(out).to_pydict() == {"x": [3], "s": ["c"]}
+
+
+def test_repr_shows_values_out_of_pythons_range_as_pyarrow_does():
+    """A timestamp past year 9999 or a date32 in year 10183 made repr raise
+    OverflowError; pyarrow prints <value out of range: N> and the date (a
+    duration as its integer). Converting still names the value."""
+    t = pa.table({"ts": pa.array([2**62, 0], pa.timestamp("us")),
+                  "d": pa.array([3000000, -800000], pa.date32()),
+                  "l": pa.array([[2**62], None], pa.list_(pa.timestamp("s"))),
+                  "du": pa.array([2**62, 1], pa.duration("s"))})
+    shown = str(t)
+    for text in ("<value out of range: 4611686018427387904>", "10183-09-21", "-0221-09-04"):
+        assert text in shown
+    s = sluice.Table.from_arrow(t)
+    assert "<value out of range: ... | 10183-09-21 | [<value out of range:... | " \
+           "4611686018427387904" in repr(s)
+    assert repr(s.column("d")).endswith("[10183-09-21, -0221-09-04]")
+    assert repr(s.column("ts")).endswith(
+        "[<value out of range: 4611686018427387904>, datetime.datetime(1970, 1, 1, 0, 0)]")
+    with pytest.raises(OverflowError, match="column 'd': date32.* 3000000"):
+        s.column("d").to_pylist()
