@@ -56,9 +56,15 @@ class Schema:
         return self.fields[_index(self, name_or_index)]
 
     def index(self, name):
-        for i, f in enumerate(self.fields):
-            if f.name == name:
-                return i
+        """The position of the column named `name`. A name that several
+        columns have (a CSV header "a,a,b", columns=["a", "a"]) is a
+        KeyError, as pyarrow's Table.column raises: choose by position."""
+        at = [i for i, f in enumerate(self.fields) if f.name == name]
+        if len(at) == 1:
+            return at[0]
+        if at:
+            raise KeyError('column %r exists %d times (at positions %s): choose one by '
+                           'position' % (name, len(at), ", ".join(map(str, at))))
         raise KeyError("no column %r; columns are: %s" % (name, ", ".join(self.names)))
 
     def __len__(self):

@@ -173,3 +173,22 @@ def test_stats_of_repeats(files, name, limit):
         mm = pc.min_max(col)
         assert float(s["min"]) == mm["min"].as_py() and float(s["max"]) == mm["max"].as_py(), s
     assert st[0] == st[2] and st[1] == st[3]
+
+
+def test_a_repeated_name_is_chosen_by_position(tmp_path):
+    """column("a") of a table with two columns named a returned the first;
+    pyarrow's Table.column raises KeyError. Positions still work, and so do
+    whole-table conversions (as pyarrow's)."""
+    t = pa.Table.from_arrays([pa.array([1, 2]), pa.array(["x", "y"])], names=["a", "a"])
+    with pytest.raises(KeyError, match="exists 2 times"):
+        t.column("a")
+    path = tmp_path / "dup.csv"
+    path.write_text("a,a,b\n1,x,2\n2,y,3\n")
+    for s in (sluice.Table.from_arrow(t), sluice.read(str(path))):
+        for choose in (lambda: s.column("a"), lambda: s["a"], lambda: s.schema.field("a"),
+                       lambda: s.schema.index("a"), lambda: s.batches[0].column("a")):
+            with pytest.raises(KeyError, match=r"column 'a' exists 2 times \(at positions 0, 1\)"):
+                choose()
+        assert s.column(0).to_pylist() == [1, 2] and s.column(1).to_pylist() == ["x", "y"]
+        assert s.to_pydict()["a"] == pa.table(s).to_pydict()["a"]
+    assert sluice.read(str(path)).column("b").to_pylist() == [2, 3]
