@@ -739,8 +739,7 @@ def _series_buffers(np, pd, s):
             encoded = [bytes(v) if not m else b"" for v, m in zip(values, mask)]
             fmt = "z"
         else:
-            raise TypeError("sluice.write: column %r holds Python objects sluice cannot "
-                            "convert without pyarrow" % (s.name,))
+            raise object_column_error(s, values, mask, pyarrow=False)
         lengths = np.fromiter((len(b) for b in encoded), dtype="i8", count=n)
         offsets = np.zeros(n + 1, dtype="i8")
         np.cumsum(lengths, out=offsets[1:])
@@ -754,6 +753,38 @@ def _series_buffers(np, pd, s):
         return fmt, nulls, [_bitmap(np, ~mask) if nulls else None, off, data]
     raise TypeError("sluice.write: cannot convert column %r of dtype %s without pyarrow"
                     % (s.name, dtype))
+
+
+def object_column_error(s, values=None, mask=None, pyarrow=True):
+    """The sluice.Error for an object column (Series `s`) that sluice.write
+    cannot convert, naming the column, the row and the type found: values of
+    two types (InvalidArgumentError, as pyarrow refuses them), or, without
+    pyarrow, of a type other than str and bytes (UnsupportedError). None
+    when the column holds one type (pyarrow's error is then its own)."""
+    import errno
+    import pandas as pd
+    from ._errors import InvalidArgumentError, UnsupportedError
+    if values is None:
+        values = s.to_numpy(dtype=object)
+        mask = [v is None or (isinstance(v, float) and v != v) or v is pd.NA for v in values]
+    first = None
+    for row, (v, m) in enumerate(zip(values, mask)):
+        if m:
+            continue
+        if first is None:
+            first = (row, type(v))
+        elif not isinstance(v, first[1]) and not (isinstance(v, (bytes, bytearray)) and
+                                                   issubclass(first[1], (bytes, bytearray))):
+            return InvalidArgumentError(
+                errno.EINVAL, "sluice.write: column %r, row %d: a value of type %s where row %d has %s: a "
+                "column holds values of one type (convert it first, e.g. .astype(str))"
+                % (s.name, row, type(v).__name__, first[0], first[1].__name__))
+    if first is None or pyarrow:
+        return None
+    return UnsupportedError(
+        errno.ENOTSUP, "sluice.write: column %r, row %d: %s values, which sluice converts only with "
+        "pyarrow installed (without it, object columns must hold str or bytes)"
+        % (s.name, first[0], first[1].__name__))
 
 
 def _fixed(np, fmt, raw, mask):

@@ -711,3 +711,37 @@ def test_decimal32_and_decimal64_are_written_as_decimal128(tmp_path):
     back = pacsv.read_csv(str(tmp_path / "x.csv"), convert_options=pacsv.ConvertOptions(
         column_types={"a": pa.decimal128(7, 2), "b": pa.decimal128(18, 1)}))
     assert back.equals(wide.select(["a", "b"]))
+
+
+def test_pandas_mixed_object_column_names_column_row_and_type(tmp_path):
+    """A str column with an int in it: pyarrow's ArrowTypeError came through
+    (not a sluice.Error), and without pyarrow a TypeError named no row or
+    type. Now a sluice.Error naming the column, the row and both types, and
+    nothing written."""
+    import pandas as pd
+    out = tmp_path / "m.parquet"
+    with pytest.raises(pa.ArrowTypeError):
+        pa.Table.from_pandas(pd.DataFrame({"m": ["a", 1, None]}))
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"column 'm', row 2: a value of type int where row 0 has str") as e:
+        sluice.write(pd.DataFrame({"k": [1, 2, 3], "m": ["a", None, 1]}), out)
+    assert isinstance(e.value.__cause__, pa.ArrowTypeError) and not out.exists()
+    code = f"""
+import sys, datetime
+sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+for df in (pd.DataFrame({{"m": ["a", None, 1]}}),
+           pd.DataFrame({{"d": [None, datetime.date(2024, 1, 2)]}})):
+    try:
+        sluice.write(df, {str(out)!r})
+    except sluice.Error as e:
+        print(type(e).__name__, e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("InvalidArgumentError sluice.write: column 'm', row 2: a value "
+                               "of type int where row 0 has str"), lines
+    assert lines[1].startswith("UnsupportedError sluice.write: column 'd', row 1: date values, "
+                               "which sluice converts only with pyarrow"), lines
+    assert not out.exists()
