@@ -339,12 +339,30 @@ class Column:
         column is one chunk of a fixed-width type without nulls). Nulls are
         as pyarrow's to_numpy gives them: integers and floats with nulls
         become float64 with NaN, booleans with nulls and strings an object
-        array with None."""
+        array with None. Timestamps with a zone are datetime64 of their
+        unit holding the UTC instants, dates datetime64[D] (date32) or
+        datetime64[ms] (date64), nulls NaT, as pyarrow gives them."""
+        import numpy as np
+        kind = self.type.kind
+        if kind in ("date32", "date64"):
+            # From the Arrow ints: no datetime.date objects, any year.
+            width, unit = (4, "D") if kind == "date32" else (8, "ms")
+            parts = []
+            for node in self._nodes(transient=True):
+                o, n = node.offset, node.length
+                raw = node.buffer(1, (o + n) * width) if n else b""
+                values = np.frombuffer(raw, dtype="<i%d" % width)[o:o + n].astype("i8")
+                valid = node.valid_list()
+                if valid is not None:
+                    values[~np.array(valid, dtype=bool)] = np.iinfo("i8").min  # NaT
+                parts.append(values)
+            return (np.concatenate(parts) if parts else np.empty(0, "i8")).view("M8[%s]" % unit)
         series = self.to_pandas()
         dtype = series.dtype
-        import numpy as np
         if isinstance(dtype, np.dtype):
             return series.to_numpy()
+        if kind == "timestamp":  # with a zone: the UTC instants, as pyarrow
+            return series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
         kind = getattr(dtype, "kind", "O")
         if kind in "iuf":  # Int64, Float64 ...: a column with nulls
             return series.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -332,3 +332,25 @@ def test_repr_shows_values_out_of_pythons_range_as_pyarrow_does():
         "[<value out of range: 4611686018427387904>, datetime.datetime(1970, 1, 1, 0, 0)]")
     with pytest.raises(OverflowError, match="column 'd': date32.* 3000000"):
         s.column("d").to_pylist()
+
+
+def test_to_numpy_of_zoned_timestamps_and_dates_is_datetime64_as_pyarrow():
+    """Zoned timestamps and dates came out as object arrays of Timestamps and
+    datetime.dates; pyarrow gives datetime64 (UTC instants; [D] for date32,
+    [ms] for date64) with NaT for nulls, over chunks and slices."""
+    import numpy as np
+    t = pa.table({
+        "ts": pa.chunked_array([pa.array([0, None, 1], pa.timestamp("ms", "America/New_York")),
+                                pa.array([2**40], pa.timestamp("ms", "America/New_York"))]),
+        "utc": pa.chunked_array([pa.array([5, None], pa.timestamp("ns", "UTC")),
+                          pa.array([7, 8], pa.timestamp("ns", "UTC"))]),
+        "d": pa.chunked_array([pa.array([0, None, 3000000], pa.date32()).slice(1),
+                               pa.array([7, -800000], pa.date32())]),
+        "d64": pa.chunked_array([pa.array([86400000, None, 5], pa.date64()).slice(1),
+                                 pa.array([1, 2], pa.date64())]),
+    })
+    s = sluice.Table.from_arrow(t)
+    for name in t.column_names:
+        got, want = s.column(name).to_numpy(), t.column(name).to_numpy()
+        assert got.dtype == want.dtype, name
+        assert np.array_equal(got, want, equal_nan=True), name
