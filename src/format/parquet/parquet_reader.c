@@ -5,9 +5,9 @@
 // int32 offsets hold: those columns decode with int64 offsets and each
 // batch gets int32 offsets of its own). A row group expected to decode to
 // more than slice_bytes (a quarter of the memory budget) is instead read a
-// batch at a time, page by page (pq_chunk_cursor), when its projected leaves
-// are flat or structs (no lists). A row group can be decoded by column
-// subsets at once (split_by_columns): the scan engine zips them back.
+// batch at a time, page by page (pq_chunk_cursor). A row group can be
+// decoded by column subsets at once (split_by_columns): the scan engine
+// zips them back.
 #include "parquet_reader.h"
 
 #include <errno.h>
@@ -406,7 +406,8 @@ static int64_t binary_cut_rows(const struct pq_reader* r, int64_t rg) {
 
 /// The decoded bytes leaves [first, first + n) of row group `rg` are
 /// expected to take, from the metadata: a value's Arrow width (or its
-/// uncompressed page bytes, if more), offsets for binary values, validity.
+/// uncompressed page bytes, if more), offsets for binary values, validity,
+/// and a repeated leaf's levels (held until its batch is assembled).
 static int64_t leaves_decoded_estimate(const struct pq_reader* r, int64_t rg, int64_t first,
                                        int64_t n) {
   const struct pq_row_group* g = &r->meta.row_groups[rg];
@@ -419,6 +420,7 @@ static int64_t leaves_decoded_estimate(const struct pq_reader* r, int64_t rg, in
     int64_t width = r->schema.leaves[l]->out_width;
     int64_t v = values * (width > 0 ? width : 0) + values / 8;
     if (r->schema.leaves[l]->conv == PQ_CONV_BINARY) v += values * 8 + size;
+    if (r->schema.leaves[l]->rep > 0) v += values * 4;
     int64_t e = v > size ? v : size;
     if (bytes <= INT64_MAX - e) bytes += e;
   }
@@ -464,19 +466,12 @@ static int64_t row_group_decoded_estimate(const struct pq_split* s) {
 }
 
 /// Whether the split reads its row group a batch at a time (cursors) rather
-/// than decoding it whole: more than one batch, its projected columns
-/// expected to pass slice_bytes, and no list among them (their rows end
-/// where a repetition level is 0: not done yet). Placed scans decode these
-/// into their own memory, then copied.
+/// than decoding it whole: more than one batch, and its projected columns
+/// (lists and maps too: their batches end where a repetition level is 0)
+/// expected to pass slice_bytes. Placed scans decode these into their own
+/// memory, then copied.
 static int reads_in_slices(const struct pq_split* s) {
-  const struct pq_reader* r = s->r;
-  if (s->batch_rows >= s->rows || row_group_decoded_estimate(s) <= r->slice_bytes) return 0;
-  for (int64_t i = 0; i < s->n_columns; ++i) {
-    const struct pq_field* f = &r->schema.root.children[s->columns[i]];
-    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
-      if (r->schema.leaves[l]->rep != 0) return 0;
-  }
-  return 1;
+  return s->batch_rows < s->rows && row_group_decoded_estimate(s) > s->r->slice_bytes;
 }
 
 static void split_close(void* state) {

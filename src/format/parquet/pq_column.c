@@ -169,6 +169,7 @@ struct page_ctx {
   /// slice's, or a page's (the carry of a chunk read in slices).
   int64_t rows;
   int all_defined;    ///< the current page's def levels are all the maximum
+  int64_t row_starts; ///< repetition levels of 0 in out (a repeated leaf's rows begun)
 };
 
 static int varint_len(uint64_t v) {
@@ -489,6 +490,7 @@ static int page_levels(struct page_ctx* p, int v2, enum pq_encoding rep_enc,
       if (r[i] < 0 || r[i] > f->rep) return sl_pq_chunk_error(w, error, EILSEQ, "repetition level above the maximum");
     if (e0 == 0 && n > 0 && r[0] != 0)
       return sl_pq_chunk_error(w, error, EILSEQ, "the first repetition level is not 0");
+    for (int64_t i = 0; i < n; ++i) p->row_starts += r[i] == 0;
     d->rep.size = (e0 + n) * 2;
     if (!v2) {
       *used += consumed;
@@ -714,8 +716,9 @@ static int chunk_view(struct pq_column_reader* cr, struct pq_chunk_cursor* c,
   return sl_pq_chunk_prefix(w, error, sl_source_read_at(cr->source, start, len, &c->view, error));
 }
 
-static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t from, int64_t k,
-                       const struct chunk_where* w, struct sluice_error* error);
+static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t e_from, int64_t ne,
+                       int64_t from, int64_t k, const struct chunk_where* w,
+                       struct sluice_error* error);
 static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chunk_where* w,
                         struct sluice_error* error);
 
@@ -723,6 +726,9 @@ static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chu
 /// holds `want` slots (INT64_MAX: to the chunk's end). A page that would
 /// pass `want` (a flat leaf read in slices) decodes into c->carry instead,
 /// whose first rows then complete p->out; the rest wait for the next slice.
+/// A repeated leaf's pages all go to p->out until one starts row `want`
+/// (the caller moves that row on to the carry): only then are its rows
+/// known to be whole, since a row may go on in the next page (v1 pages).
 static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, struct page_ctx* p,
                       int64_t want, struct chunk_where* w, struct sluice_error* error) {
   const struct pq_field* f = c->f;
@@ -731,7 +737,8 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
   int64_t start = c->start, len = c->len;
   struct page_ctx carry_p = {.f = f, .out = &c->carry};
   int rc = 0;
-  while (rc == 0 && c->pos < len && c->levels < m->num_values && p->out->n_slots < want) {
+  while (rc == 0 && c->pos < len && c->levels < m->num_values &&
+         (f->rep == 0 ? p->out->n_slots < want : p->row_starts <= want)) {
     int64_t pos = c->pos;
     w->page = start + pos;
     struct pq_page_header h;
@@ -796,7 +803,7 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
     // The page this slice ends in: all of it to the carry (one slot per
     // value: max_rep 0), its first rows copied on below.
     struct page_ctx* pc = p;
-    if (n > want - p->out->n_slots) {
+    if (f->rep == 0 && n > want - p->out->n_slots) {
       sl_pq_leaf_data_reset(&c->carry);
       c->carry.wide = c->wide;
       c->carry.widen_above = c->widen_above;
@@ -892,8 +899,8 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
     c->levels += n;
     if (pc != p) {
       int64_t k = want - p->out->n_slots;
-      rc = append_rows(p, &c->carry, 0, k, w, error);
-      c->carry_from = k;
+      rc = append_rows(p, &c->carry, 0, k, 0, k, w, error);
+      c->carry_from = c->carry_slot = k;
     }
   }
   w->page = -1;
@@ -962,15 +969,34 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
 
 /* ---- a column chunk a slice of rows at a time --------------------------------- */
 
-/// Appends rows [from, from + k) of `src` (a max_rep 0 leaf: one page's
-/// rows, the carry) to p->out, which was sized for its slice.
-static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t from, int64_t k,
-                       const struct chunk_where* w, struct sluice_error* error) {
+/// Appends level entries [e_from, e_from + ne) of `src` (the carry, or the
+/// rows of a slice past its end) and their slots [from, from + k) to p->out
+/// (max_rep 0: entries and slots are the same), which for a flat leaf was
+/// sized for its slice.
+static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t e_from, int64_t ne,
+                       int64_t from, int64_t k, const struct chunk_where* w,
+                       struct sluice_error* error) {
   const struct pq_field* f = p->f;
   struct pq_leaf_data* d = p->out;
-  if (k <= 0) return 0;
+  if (ne <= 0) return 0;
+  int64_t e0 = d->n_levels;
+  if (f->rep > 0) {
+    if (ensure_total(&d->rep, (e0 + ne) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    const int16_t* r = (const int16_t*)(const void*)src->rep.data + e_from;
+    memcpy(d->rep.data + e0 * 2, r, (size_t)ne * 2);
+    d->rep.size = (e0 + ne) * 2;
+    for (int64_t i = 0; i < ne; ++i) p->row_starts += r[i] == 0;
+  }
+  if (f->def > 0 && !f->top_level) {  // group nodes read a nested leaf's levels
+    if (ensure_total(&d->def, (e0 + ne) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    memcpy(d->def.data + e0 * 2, src->def.data + e_from * 2, (size_t)ne * 2);
+    d->def.size = (e0 + ne) * 2;
+  }
+  d->n_levels += ne;
+  if (k <= 0) return 0;  // entries under empty or null lists only
   // The slice's slots at once (the carry's page was found to hold its values).
-  SL_RETURN_NOT_OK(grow_slots(p, d->n_slots + k > p->rows ? d->n_slots + k : p->rows, w, error));
+  int64_t need = d->n_slots + k;
+  SL_RETURN_NOT_OK(grow_slots(p, f->rep == 0 && need < p->rows ? p->rows : need, w, error));
   int64_t s0 = d->n_slots;
   if (f->conv == PQ_CONV_BINARY && d->keyed != src->keyed) {
     int rc = 0;
@@ -1009,11 +1035,6 @@ static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t fro
     d->null_count += nulls;
   } else if (d->validity.data) {
     set_bits(d->validity.data, s0, s0 + k);
-  }
-  if (f->def > 0 && !f->top_level) {  // group nodes read a nested leaf's levels
-    if (ensure_total(&d->def, (s0 + k) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
-    memcpy(d->def.data + s0 * 2, src->def.data + from * 2, (size_t)k * 2);
-    d->def.size = (s0 + k) * 2;
   }
   if (f->conv == PQ_CONV_NULL) {
     // no values
@@ -1058,7 +1079,59 @@ static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t fro
     d->values.size = (s0 + k) * ow;
   }
   d->n_slots += k;
-  d->n_levels += k;
+  return 0;
+}
+
+/// Slots of a repeated leaf among level entries [from, to) of d.
+static int64_t slots_in(const struct pq_field* f, const struct pq_leaf_data* d, int64_t from,
+                        int64_t to) {
+  const int16_t* def = (const int16_t*)(const void*)d->def.data;  // kept: def >= 1 under a list
+  int64_t n = 0;
+  for (int64_t i = from; i < to; ++i) n += def[i] >= f->anc_def;
+  return n;
+}
+
+/// The entry of d at which its row `row` (counted from entry `from`)
+/// starts, or d->n_levels when it does not start there.
+static int64_t row_start(const struct pq_leaf_data* d, int64_t from, int64_t row) {
+  const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
+  for (int64_t i = from; i < d->n_levels; ++i)
+    if (rep[i] == 0 && row-- == 0) return i;
+  return d->n_levels;
+}
+
+/// A repeated leaf's slice past its `rows` rows (the rest of the page the
+/// next row starts in) moved to the (empty) carry, and cut off p->out.
+static int carry_tail(struct page_ctx* p, struct pq_chunk_cursor* c, int64_t rows,
+                      const struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = p->f;
+  struct pq_leaf_data* d = p->out;
+  int64_t e = row_start(d, 0, rows), ne = d->n_levels - e;
+  int64_t s = slots_in(f, d, 0, e), k = d->n_slots - s;
+  sl_pq_leaf_data_reset(&c->carry);
+  c->carry.wide = c->wide;
+  c->carry.widen_above = c->widen_above;
+  c->carry_from = c->carry_slot = 0;
+  struct page_ctx cp = {.f = f, .out = &c->carry};
+  if (f->conv == PQ_CONV_BINARY) SL_RETURN_NOT_OK(start_binary(&c->carry, 0, w, error));
+  SL_RETURN_NOT_OK(append_rows(&cp, d, e, ne, s, k, w, error));
+  d->null_count -= c->carry.null_count;
+  d->n_levels = e;
+  d->n_slots = s;
+  p->row_starts = rows;
+  d->rep.size = e * 2;
+  d->def.size = e * 2;
+  if (d->validity.data) d->validity.size = (s + 7) / 8;
+  if (f->conv == PQ_CONV_BOOL) {
+    d->values.size = (s + 7) / 8;
+  } else if (f->conv == PQ_CONV_BINARY && d->keyed) {
+    d->keys.size = s * 4;
+  } else if (f->conv == PQ_CONV_BINARY) {
+    d->values.size = d->wide ? ((const int64_t*)(const void*)d->offsets.data)[s]
+                             : ((const int32_t*)(const void*)d->offsets.data)[s];
+  } else if (f->out_width > 0) {
+    d->values.size = s * f->out_width;
+  }
   return 0;
 }
 
@@ -1072,7 +1145,6 @@ int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_f
   c->wide = wide;
   c->widen_above = widen_above;
   c->open = 1;
-  if (f->rep != 0) return sl_pq_chunk_error(&w, error, EINVAL, "a repeated column read in slices");
   SL_RETURN_NOT_OK(chunk_open(cr, rg, f, c, &w, error));
   return chunk_view(cr, c, &w, error);
 }
@@ -1090,10 +1162,10 @@ int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c) {
   if (!c->open) return 0;
   int64_t bytes = c->dict.capacity + c->dict_out.capacity + c->dict_ptrs.capacity +
                   c->dict_lens.capacity;
-  if (c->carry.n_slots > c->carry_from) {
+  if (c->carry.n_levels > c->carry_from) {
     const struct pq_leaf_data* d = &c->carry;
     bytes += d->values.capacity + d->offsets.capacity + d->validity.capacity + d->keys.capacity +
-             d->def.capacity;
+             d->def.capacity + d->rep.capacity;
   }
   return bytes;
 }
@@ -1114,23 +1186,36 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
   }
   // Slots are reserved once a page is found able to hold its values (as
   // sl_pq_column_read does), not on the row count's word alone.
-  int64_t left = c->carry.n_slots - c->carry_from;
-  if (rc == 0 && left > 0) {
+  int64_t left = c->carry.n_levels - c->carry_from;
+  int whole = 0;  // the slice's rows are known to be whole
+  if (rc == 0 && left > 0 && f->rep == 0) {
     int64_t k = left < rows ? left : rows;
-    rc = append_rows(&p, &c->carry, c->carry_from, k, &w, error);
-    c->carry_from += k;
+    rc = append_rows(&p, &c->carry, c->carry_from, k, c->carry_from, k, &w, error);
+    c->carry_from = c->carry_slot = c->carry_from + k;
+    whole = k == rows;
+  } else if (rc == 0 && left > 0) {
+    // The carry's rows up to the one after the slice's (if it has it).
+    int64_t e = row_start(&c->carry, c->carry_from, rows);
+    int64_t k = slots_in(f, &c->carry, c->carry_from, e);
+    rc = append_rows(&p, &c->carry, c->carry_from, e - c->carry_from, c->carry_slot, k, &w, error);
+    c->carry_from = e;
+    c->carry_slot += k;
+    whole = e < c->carry.n_levels;
   }
-  if (c->carry_from >= c->carry.n_slots) {  // handed out: its memory can go
+  if (c->carry_from >= c->carry.n_levels) {  // handed out: its memory can go
     sl_pq_leaf_data_reset(&c->carry);
-    c->carry_from = 0;
+    c->carry_from = c->carry_slot = 0;
   }
-  if (rc == 0 && out->n_slots < rows) {
+  if (rc == 0 && !whole) {
     swap_dictionary(cr, c);
     rc = read_pages(cr, c, &p, rows, &w, error);
     swap_dictionary(cr, c);
+    if (rc == 0 && f->rep > 0 && p.row_starts > rows) rc = carry_tail(&p, c, rows, &w, error);
   }
-  if (rc == 0 && out->n_slots != rows)
+  if (rc == 0 && (f->rep == 0 ? out->n_slots != rows : p.row_starts != rows))
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
+  if (rc == 0 && f->rep > 0 && c->row + rows == c->rows && c->carry.n_levels > c->carry_from)
+    rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold more rows than the row group has");
   if (rc == 0) rc = finish_binary(f, out, c->row, &w, error);
   if (rc != 0) return rc;
   c->row += rows;

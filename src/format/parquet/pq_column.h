@@ -105,10 +105,12 @@ void sl_pq_column_reader_release(struct pq_column_reader* cr);
 int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                    struct pq_leaf_data* out, struct sluice_error* error);
 
-/// A column chunk of a flat or struct-only leaf (max_rep 0) read a slice
-/// of rows at a time, for a row group too large to decode whole: where its
-/// pages stand, its dictionary (the same for every slice), and the rows of
-/// the page the last slice ended in that it did not take (the carry).
+/// A column chunk read a slice of rows at a time, for a row group too large
+/// to decode whole: where its pages stand, its dictionary (the same for
+/// every slice), and the rows of the page the last slice ended in that it
+/// did not take (the carry). A repeated leaf's slice ends where a row does,
+/// at a repetition level of 0: its carry starts at one, and holds the level
+/// entries and slots of its rows.
 struct pq_chunk_cursor {
   const struct pq_field* f;
   int64_t rg;
@@ -128,17 +130,20 @@ struct pq_chunk_cursor {
   int64_t dict_n;
   int has_dict;
   struct pq_leaf_data carry;
-  int64_t carry_from;     ///< carry rows before this were handed out
+  int64_t carry_from;     ///< carry level entries before this were handed out
+  int64_t carry_slot;     ///< ... and slots (max_rep 0: the same)
 };
 
-/// Opens a cursor on the chunk of `leaf` (max_rep 0) in row group `rg`: its
+/// Opens a cursor on the chunk of `leaf` in row group `rg`: its
 /// bytes are a view of the reader's span, or read now. `wide` / `widen_above`
 /// as the caller sets them on the leaf data it reads into.
 int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                       int wide, int64_t widen_above, struct pq_chunk_cursor* c,
                       struct sluice_error* error);
 /// The chunk's next `rows` rows into `out` (reset first): the carry's first,
-/// then pages until they are covered. The cursor closes itself after the
+/// then pages until they are covered (a repeated leaf's: until the page in
+/// which the next row starts, whose rest goes to the carry). The cursor
+/// closes itself after the
 /// chunk's last row. Errors name the file, row group, column and page.
 int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, int64_t rows,
                       struct pq_leaf_data* out, struct sluice_error* error);
