@@ -1181,7 +1181,7 @@ SLICE_ROWS = 120_000
 def sliced_table(n: int = SLICE_ROWS, seed: int = 9) -> pa.Table:
     """Flat columns with nulls (ints, doubles, bools, strings of a few
     thousand values and unique ones), a struct, a required column, and a
-    list<struct> (whose row groups are still decoded whole)."""
+    list<struct>."""
     rng = np.random.default_rng(seed)
 
     def mask(p):
@@ -1244,11 +1244,10 @@ def sliced_files(tmp_path_factory):
         "batch-rows"])
 def test_large_row_group_read_in_slices(sluice_bin, sliced_files, version, dictionary, args):
     """A row group larger than slice_bytes (made small) comes out in batches
-    of equal rows, its flat and struct columns read page by page, and equals
-    pyarrow's reading: ordered, unordered, projected, decoded as column
-    parts on two threads next to a list column (decoded whole: the parts'
-    batches line up), with dictionary=true (one dictionary, the chunk's, in
-    every batch)."""
+    of equal rows, read page by page, and equals pyarrow's reading: ordered,
+    unordered, projected, decoded as column parts on two threads next to a
+    list column (the parts' batches line up), with dictionary=true (one
+    dictionary, the chunk's, in every batch)."""
     path = sliced_files[(version, dictionary)]
     global_args = ["-O", "slice_bytes=300000"]
     cat_args = list(args)
@@ -1312,6 +1311,192 @@ def test_large_row_group_sliced_errors_name_the_page(sluice_bin, tmp_path):
     path.write_bytes(bytes(data))
     err = expect_clean_error(sluice_bin, path, ["slice_bytes=200000"], must_say="CRC")
     assert "row group 0, column b: page at byte" in err, err
+
+
+# ---- lists and maps in a row group read page by page ----------------------------
+
+NESTED_ROWS = 40_000
+
+
+def nested_sliced_table(n: int = NESTED_ROWS, seed: int = 11) -> pa.Table:
+    """Lists and maps of every shape next to flat columns: list<int64> and
+    list<string> with null lists, empty lists and null elements,
+    list<struct>, map<string, int32>, list<list<int32>>, a list inside a
+    struct, and "long", whose every 997th row holds 20,000 values (160 kB,
+    many pages' worth: the row goes on from page to page)."""
+    rng = np.random.default_rng(seed)
+
+    def offsets(count, most):
+        return np.concatenate([[0], np.cumsum(rng.integers(0, most + 1, count))]).astype(np.int32)
+
+    def nulls(count, p):
+        return pa.array(rng.random(count) < p)
+
+    def list_of(values_of, count, most, p_null):
+        o = offsets(count, most)
+        return pa.ListArray.from_arrays(pa.array(o), values_of(int(o[-1])), mask=nulls(count, p_null))
+
+    li = list_of(lambda m: pa.array(rng.integers(-50, 50, m), pa.int64()), n, 5, 0.1)
+    ls = list_of(lambda m: pa.array([None if j % 7 == 0 else f"s{j % 301}" for j in range(m)],
+                                    pa.string()), n, 4, 0.1)
+    lst = list_of(lambda m: pa.StructArray.from_arrays(
+        [pa.array(rng.integers(0, 100, m), pa.int32()),
+         pa.array([f"e{j % 97}" for j in range(m)], pa.string())], names=["x", "y"],
+        mask=nulls(m, 0.05)), n, 3, 0.05)
+    mo = offsets(n, 3)
+    mm = int(mo[-1])
+    mp = pa.MapArray.from_arrays(pa.array(mo), pa.array([f"k{j % 13}" for j in range(mm)]),
+                                 pa.array(rng.integers(0, 1000, mm), pa.int32()))
+    oo = offsets(n, 2)
+    inner = list_of(lambda m: pa.array(rng.integers(0, 5, m), pa.int32()), int(oo[-1]), 3, 0.1)
+    nested = pa.ListArray.from_arrays(pa.array(oo), inner, mask=nulls(n, 0.1))
+    long = pa.array([list(range(20_000)) if i % 997 == 5 else [i] for i in range(n)],
+                    pa.list_(pa.int64()))
+    st = pa.StructArray.from_arrays(
+        [pa.array(np.arange(n)), list_of(lambda m: pa.array(np.arange(m)), n, 3, 0.2)],
+        names=["a", "l"], mask=nulls(n, 0.05))
+    return pa.table({"id": pa.array(np.arange(n)), "li": li, "ls": ls, "lst": lst, "m": mp,
+                     "nested": nested, "long": long, "st": st,
+                     "f": pa.array(rng.standard_normal(n), mask=rng.random(n) < 0.1)})
+
+
+@pytest.fixture(scope="module")
+def nested_sliced_files(tmp_path_factory):
+    """One row group each, in pages of about 4 kB written 37 levels at a
+    time: data page v1 (whose pages end where the writer's batches do, rows
+    going on into the next page) and v2 (pages end with rows), with and
+    without dictionaries."""
+    d = tmp_path_factory.mktemp("nested-sliced")
+    table = nested_sliced_table()
+    files = {}
+    for version in ("1.0", "2.0"):
+        for dictionary in (True, False):
+            path = d / f"v{version}-{'dict' if dictionary else 'plain'}.parquet"
+            pq.write_table(table, path, row_group_size=len(table), data_page_size=4_000,
+                           write_batch_size=37, data_page_version=version,
+                           use_dictionary=dictionary)
+            assert pq.ParquetFile(path).metadata.num_row_groups == 1
+            files[(version, dictionary)] = path
+    return files
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False], ids=["dict", "plain"])
+@pytest.mark.parametrize("args", [
+    [],
+    ["--unordered", "--threads", "2"],
+    ["-c", "f,nested,id,st"],
+    ["-c", "ls,m,long"],
+    ["-O", "dictionary=true"],
+    ["--batch-rows", "777"],
+    ["--batch-rows", "1"],
+], ids=["all", "unordered-parts", "flat-and-nested", "lists-and-map", "dictionary-true",
+        "batch-rows", "one-row-batches"])
+def test_large_nested_row_group_read_in_slices(sluice_bin, nested_sliced_files, version,
+                                               dictionary, args):
+    """A row group with lists and maps larger than slice_bytes (made small)
+    is read page by page too: each batch ends where a row does (a
+    repetition level of 0), the rest of its page carried over to the next
+    batch, also in the middle of a row of 20,000 values spread over pages;
+    the batches equal pyarrow's reading, ordered, unordered in column
+    parts, projected, with dictionary=true."""
+    if args == ["--batch-rows", "1"] and (version, dictionary) != ("1.0", True):
+        pytest.skip("one file is enough for 40,000 batches")
+    path = nested_sliced_files[(version, dictionary)]
+    global_args = ["-O", "slice_bytes=100000"]
+    cat_args = list(args)
+    for flag in ("--unordered", "--threads", "2", "-O", "dictionary=true"):
+        if flag in cat_args:
+            cat_args.remove(flag)
+            global_args.append(flag)
+    columns = None
+    if "-c" in cat_args:
+        columns = cat_args[cat_args.index("-c") + 1].split(",")
+    got = sluice_read_batches(sluice_bin, path, global_args, cat_args)
+    rows = [b.num_rows for b in got.to_batches()]
+    assert len(rows) > 4, f"not cut: {rows}"
+    if "--batch-rows" in cat_args:
+        assert max(rows) == int(cat_args[cat_args.index("--batch-rows") + 1]), rows
+    want = pq.read_table(path, columns=columns)
+    assert_same(got, want, f"{path.name} {args}", check_types="dictionary=true" not in args)
+
+
+def test_large_nested_row_group_sliced_equals_whole(sluice_bin, nested_sliced_files):
+    """Read page by page or decoded whole (slice_bytes large), the same
+    batches: the same rows in each, the same values and types."""
+    path = nested_sliced_files[("1.0", True)]
+    sliced = _batches(sluice_bin, path, ["-O", "slice_bytes=100000"], ["--batch-rows", "3000"])
+    whole = _batches(sluice_bin, path, ["-O", "slice_bytes=1000000000"], ["--batch-rows", "3000"])
+    assert sliced[0] == whole[0]
+    assert [b.num_rows for b in sliced[1]] == [b.num_rows for b in whole[1]]
+    for a, b in zip(sliced[1], whole[1]):
+        assert a.equals(b)
+
+
+def rows_across_pages(n: int = 3000) -> list:
+    """Null lists, empty lists, null elements, and every 97th row 300 values
+    long (six pages of 50 level entries)."""
+    return [None if i % 11 == 0 else [] if i % 7 == 0 else
+            [None if (i + k) % 5 == 0 else i * 10 + k for k in range(i % 4 + 1 if i % 97 else 300)]
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("page_entries", [50, 7])
+@pytest.mark.parametrize("batch_rows", [1, 7, 100, 2999])
+def test_rows_across_pages_read_in_slices(sluice_bin, tmp_path, page_entries, batch_rows):
+    """A list column whose rows go on from one v1 page into the next (as
+    parquet-mr wrote them), read page by page: a batch that ends in the
+    middle of a page carries its rest over, and one whose last row goes on
+    into the next page waits for that row's end; equal to pyarrow's reading."""
+    from parquet_split_pages import write_list_pages_file
+
+    path = tmp_path / "across.parquet"
+    rows = rows_across_pages()
+    write_list_pages_file(path, rows, page_entries)
+    want = pq.read_table(path)
+    assert want.column("l").to_pylist() == rows
+    got = sluice_read_batches(sluice_bin, path, ["-O", "slice_bytes=1"],
+                              ["--batch-rows", str(batch_rows)])
+    assert {b.num_rows for b in got.to_batches()[:-1]} == {batch_rows}
+    assert_same(got, want, f"pages of {page_entries} entries, batches of {batch_rows} rows")
+
+
+NESTED_CORPUS = ["list_columns.parquet", "nested_lists.snappy.parquet",
+                 "nested_maps.snappy.parquet", "nullable.impala.parquet", "null_list.parquet",
+                 "map_no_value.parquet", "old_list_structure.parquet",
+                 "repeated_no_annotation.parquet", "repeated_primitive_no_list.parquet",
+                 "nested_structs.rust.parquet", "nonnullable.impala.parquet"]
+
+
+@pytest.mark.parametrize("name", NESTED_CORPUS)
+def test_nested_corpus_read_in_slices(sluice_bin, name):
+    """Lists the way other writers spell them (legacy 2-level lists: a
+    repeated field without LIST; 3-level lists of old parquet-mr; Impala's
+    nested maps and lists) read page by page in batches of two rows equal
+    pyarrow's reading."""
+    path = DATA / name
+    if not path.exists():
+        pytest.skip(f"{name} not in the corpus")
+    got = sluice_read_batches(sluice_bin, path, ["-O", "slice_bytes=1"], ["--batch-rows", "2"])
+    assert_same(got, pq.read_table(path), f"{name} in batches of 2 rows")
+
+
+def test_large_nested_row_group_sliced_errors_name_the_page(sluice_bin, tmp_path):
+    """A corrupt page of a list column met in a later batch of a row group
+    read in slices is reported with the file, row group, column and page."""
+    n = 100_000
+    path = tmp_path / "crc.parquet"
+    lists = pa.array([[i, i + 1] if i % 3 else [] for i in range(n)], pa.list_(pa.int64()))
+    pq.write_table(pa.table({"a": pa.array(np.arange(n)), "l": lists}), path, row_group_size=n,
+                   data_page_size=20_000, write_page_checksum=True, compression="none",
+                   use_dictionary=False)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    data = bytearray(path.read_bytes())
+    at = col.data_page_offset + col.total_compressed_size - 100  # in the last page's values
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    err = expect_clean_error(sluice_bin, path, ["slice_bytes=200000"], must_say="CRC")
+    assert "row group 0, column l.element: page at byte" in err, err
 
 
 # ---- -O max_binary_batch_bytes (utf8 / binary columns over 2 GiB) -----------------
