@@ -209,9 +209,8 @@ struct sluice_open_options {
   /// (buffers are rounded up, and each worker holds the compressed input it
   /// decodes), about 1.3x in tests. A Parquet row group expected to decode to
   /// more than a quarter of it (at least 8 MiB) comes out in batches of about
-  /// that size, read page by page unless the columns read include a list or
-  /// map: such a row group is decoded whole, so memory is then at least its
-  /// decoded size per worker, whatever the budget.
+  /// that size, read page by page (lists and maps too: a batch ends where a
+  /// row does), not decoded whole.
   int64_t memory_budget;
   /// Non-zero (default): batches are delivered in plan order. Zero: as they
   /// finish; use sluice_scanner_next's tag to restore order.

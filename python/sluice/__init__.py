@@ -583,9 +583,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     memory: bytes of decoded batches allowed in flight (default 256 MiB;
         128 MiB when batches are placed by known split row counts, below).
         A Parquet row group larger than a quarter of it (at least 8 MiB
-        decoded) is read page by page in batches of about that size, unless
-        the columns read include a list or map: then it is decoded whole, so
-        memory is at least its decoded size per worker.
+        decoded) is read page by page in batches of about that size (lists
+        and maps too: a batch ends where a row does), not decoded whole.
     hive_partitioning: False keeps the ``key=value`` directories of a
         dataset (``sales/year=2024/``) from becoming columns, as they do by
         default.
