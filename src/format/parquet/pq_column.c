@@ -170,6 +170,9 @@ struct page_ctx {
   int64_t rows;
   int all_defined;    ///< the current page's def levels are all the maximum
   int64_t row_starts; ///< repetition levels of 0 in out (a repeated leaf's rows begun)
+  /// A chunk read in slices: keyed leaf data borrows its cursor's dictionary
+  /// (NULL: a copy of the chunk's of its own).
+  struct pq_chunk_cursor* cursor;
 };
 
 static int varint_len(uint64_t v) {
@@ -256,16 +259,71 @@ static int fresh_binary(const struct pq_leaf_data* d, int64_t n, int64_t bytes,
   return ENOMEM;
 }
 
+/// d's values / offsets become views of the cursor's dictionary block,
+/// which d does not own (the array they end in retains it).
+static void keyed_borrow(struct pq_leaf_data* d, const struct pq_chunk_cursor* c) {
+  int64_t osize = (c->keyed_n + 1) * 4;
+  sl_buffer_borrow(&d->offsets, c->keyed_block, osize, c->keyed_ref);
+  d->offsets.size = osize;
+  // The values' capacity is their size: no padding is written into a block
+  // that other batches read.
+  sl_buffer_borrow(&d->values, c->keyed_block + c->keyed_values_at, c->keyed_bytes, c->keyed_ref);
+  d->values.size = c->keyed_bytes;
+  d->n_dict = c->keyed_n;
+  d->keyed = 1;
+}
+
+/// The chunk's dictionary (cr) as Arrow offsets + values in one block of the
+/// cursor's, shared by its slices.
+static int keyed_share(struct pq_column_reader* cr, struct pq_chunk_cursor* c, int64_t bytes,
+                       const struct chunk_where* w, struct sluice_error* error) {
+  int64_t n = cr->dict_n;
+  int64_t at = ((n + 1) * 4 + 63) & ~(int64_t)63;
+  // Padded to 64 bytes past the values, as Arrow pads buffers.
+  int64_t size = at + ((bytes + 63) & ~(int64_t)63) + 64;
+  uint8_t* block = sl_alloc_buffer(cr->alloc, (size_t)size);
+  if (block == NULL) return sl_pq_chunk_nomem(w, error, size, "the column chunk's dictionary");
+  struct sl_ref* ref = sl_ref_wrap_buffer(cr->alloc, block, (size_t)size);
+  if (ref == NULL) {
+    sl_free_buffer(cr->alloc, block, (size_t)size);
+    return sl_pq_chunk_nomem(w, error, 0, "the column chunk's dictionary");
+  }
+  const uint8_t* const* dp = (const uint8_t* const*)(const void*)cr->dict_ptrs.data;
+  const int32_t* dl = (const int32_t*)(const void*)cr->dict_lens.data;
+  int32_t* offs = (int32_t*)(void*)block;
+  int32_t o = 0;
+  offs[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    memcpy(block + at + o, dp[i], (size_t)dl[i]);
+    o += dl[i];
+    offs[i + 1] = o;
+  }
+  memset(block + (n + 1) * 4, 0, (size_t)(at - (n + 1) * 4));
+  memset(block + at + bytes, 0, (size_t)(size - at - bytes));
+  c->keyed_ref = ref;
+  c->keyed_block = block;
+  c->keyed_n = n;
+  c->keyed_values_at = at;
+  c->keyed_bytes = bytes;
+  return 0;
+}
+
 /// The chunk's dictionary (cr) copied into d's values / offsets, before the
-/// first page's keys; d stays unkeyed when the dictionary holds over 2 GiB
-/// (its values then go the usual way).
-static int keyed_start(struct pq_column_reader* cr, struct pq_leaf_data* d,
+/// first page's keys (a chunk read in slices: made once, then borrowed);
+/// d stays unkeyed when the dictionary holds over 2 GiB (its values then go
+/// the usual way).
+static int keyed_start(struct pq_column_reader* cr, struct page_ctx* p, struct pq_leaf_data* d,
                        const struct chunk_where* w, struct sluice_error* error) {
   int64_t n = cr->dict_n, bytes = 0;
   const uint8_t* const* dp = (const uint8_t* const*)(const void*)cr->dict_ptrs.data;
   const int32_t* dl = (const int32_t*)(const void*)cr->dict_lens.data;
   for (int64_t i = 0; i < n; ++i) bytes += dl[i];  // each < the page size
   if (bytes > INT32_MAX) return 0;
+  if (p->cursor != NULL) {
+    if (p->cursor->keyed_ref == NULL) SL_RETURN_NOT_OK(keyed_share(cr, p->cursor, bytes, w, error));
+    keyed_borrow(d, p->cursor);
+    return 0;
+  }
   // Fresh buffers of the dictionary's size: those sized for the chunk's
   // values would be handed out (and their padding cleared) for nothing.
   struct sl_buffer offsets, values;
@@ -398,7 +456,7 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   if (f->nullable) d->null_count += slots - nv;
   int dictionary_page = f->conv == PQ_CONV_BINARY && f->dict && is_dictionary_encoding(enc) &&
                         cr->has_dict;
-  if (dictionary_page && !d->keyed && s0 == 0) SL_RETURN_NOT_OK(keyed_start(cr, d, w, error));
+  if (dictionary_page && !d->keyed && s0 == 0) SL_RETURN_NOT_OK(keyed_start(cr, p, d, w, error));
   if (f->conv == PQ_CONV_NULL) {
     if (nv > 0) return sl_pq_chunk_error(w, error, EILSEQ, "values in a column of the NULL type");
   } else if (dictionary_page && d->keyed) {
@@ -735,7 +793,7 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
   const struct pq_column_meta* m = c->m;
   const uint8_t* chunk = c->view.data;
   int64_t start = c->start, len = c->len;
-  struct page_ctx carry_p = {.f = f, .out = &c->carry};
+  struct page_ctx carry_p = {.f = f, .out = &c->carry, .cursor = p->cursor};
   int rc = 0;
   while (rc == 0 && c->pos < len && c->levels < m->num_values &&
          (f->rep == 0 ? p->out->n_slots < want : p->row_starts <= want)) {
@@ -908,14 +966,15 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
 }
 
 /// A binary leaf's offsets sized, and its STRING values checked (`row0`:
-/// the chunk's row of out's first, for the message).
+/// the chunk's row of out's first, for the message), unless `checked` (a
+/// cursor's dictionary, found valid for an earlier slice).
 static int finish_binary(const struct pq_field* f, struct pq_leaf_data* out, int64_t row0,
-                         const struct chunk_where* w, struct sluice_error* error) {
+                         int checked, const struct chunk_where* w, struct sluice_error* error) {
   if (f->conv != PQ_CONV_BINARY) return 0;
   // Keyed: the dictionary's values are checked, not each row's.
   int64_t n = out->keyed ? out->n_dict : out->n_slots;
-  out->offsets.size = (n + 1) * (out->wide ? 8 : 4);
-  return f->is_string ? check_utf8(out, n, out->keyed ? 0 : row0, w, error) : 0;
+  if (out->values.borrowed == NULL) out->offsets.size = (n + 1) * (out->wide ? 8 : 4);
+  return f->is_string && !checked ? check_utf8(out, n, out->keyed ? 0 : row0, w, error) : 0;
 }
 
 /// The bytes to reserve for a binary chunk's values. Its uncompressed size
@@ -962,7 +1021,7 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
   int rc = read_pages(cr, &c, &p, INT64_MAX, &w, error);
   if (rc == 0 && c.levels != c.m->num_values)
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
-  if (rc == 0) rc = finish_binary(f, out, 0, &w, error);
+  if (rc == 0) rc = finish_binary(f, out, 0, 0, &w, error);
   sl_view_release(&c.view);
   return rc;
 }
@@ -1000,7 +1059,10 @@ static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t e_f
   int64_t s0 = d->n_slots;
   if (f->conv == PQ_CONV_BINARY && d->keyed != src->keyed) {
     int rc = 0;
-    if (src->keyed && s0 == 0) {  // the slice starts keyed: the same dictionary
+    if (src->keyed && s0 == 0 && p->cursor != NULL && p->cursor->keyed_ref != NULL &&
+        src->values.borrowed == p->cursor->keyed_ref) {  // the same dictionary, shared
+      keyed_borrow(d, p->cursor);
+    } else if (src->keyed && s0 == 0) {  // the slice starts keyed: the same dictionary
       const int32_t* so = (const int32_t*)(const void*)src->offsets.data;
       struct sl_buffer offsets, values;
       if (fresh_binary(d, src->n_dict, so[src->n_dict], &offsets, &values) != 0)
@@ -1112,7 +1174,7 @@ static int carry_tail(struct page_ctx* p, struct pq_chunk_cursor* c, int64_t row
   c->carry.wide = c->wide;
   c->carry.widen_above = c->widen_above;
   c->carry_from = c->carry_slot = 0;
-  struct page_ctx cp = {.f = f, .out = &c->carry};
+  struct page_ctx cp = {.f = f, .out = &c->carry, .cursor = c};
   if (f->conv == PQ_CONV_BINARY) SL_RETURN_NOT_OK(start_binary(&c->carry, 0, w, error));
   SL_RETURN_NOT_OK(append_rows(&cp, d, e, ne, s, k, w, error));
   d->null_count -= c->carry.null_count;
@@ -1149,7 +1211,9 @@ int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_f
   return chunk_view(cr, c, &w, error);
 }
 
-void sl_pq_cursor_release(struct pq_chunk_cursor* c) {
+/// Frees what the cursor holds but its keyed dictionary, which its last
+/// slice's leaf data may still borrow.
+static void cursor_close(struct pq_chunk_cursor* c) {
   if (!c->open) return;
   struct sl_buffer* bufs[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
@@ -1158,14 +1222,23 @@ void sl_pq_cursor_release(struct pq_chunk_cursor* c) {
   c->open = 0;
 }
 
+void sl_pq_cursor_release(struct pq_chunk_cursor* c) {
+  cursor_close(c);
+  sl_ref_release(c->keyed_ref);
+  c->keyed_ref = NULL;
+  c->keyed_block = NULL;
+}
+
 int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c) {
   if (!c->open) return 0;
   int64_t bytes = c->dict.capacity + c->dict_out.capacity + c->dict_ptrs.capacity +
                   c->dict_lens.capacity;
+  if (c->keyed_ref != NULL) bytes += c->keyed_values_at + c->keyed_bytes;
   if (c->carry.n_levels > c->carry_from) {
     const struct pq_leaf_data* d = &c->carry;
-    bytes += d->values.capacity + d->offsets.capacity + d->validity.capacity + d->keys.capacity +
-             d->def.capacity + d->rep.capacity;
+    bytes += (d->values.borrowed ? 0 : d->values.capacity) +
+             (d->offsets.borrowed ? 0 : d->offsets.capacity) + d->validity.capacity +
+             d->keys.capacity + d->def.capacity + d->rep.capacity;
   }
   return bytes;
 }
@@ -1177,7 +1250,7 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
   sl_pq_leaf_data_reset(out);
   if (!c->open || rows <= 0 || rows > c->rows - c->row)
     return sl_pq_chunk_error(&w, error, EINVAL, "rows asked past the column chunk's");
-  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows};
+  struct page_ctx p = {.f = f, .out = out, .cap_slots = 0, .rows = rows, .cursor = c};
   int rc = 0;
   if (f->conv == PQ_CONV_BINARY) {
     // The slice's share of the chunk's values.
@@ -1216,12 +1289,14 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
   if (rc == 0 && f->rep > 0 && c->row + rows == c->rows && c->carry.n_levels > c->carry_from)
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold more rows than the row group has");
-  if (rc == 0) rc = finish_binary(f, out, c->row, &w, error);
+  int shared = out->keyed && c->keyed_ref != NULL && out->values.borrowed == c->keyed_ref;
+  if (rc == 0) rc = finish_binary(f, out, c->row, shared && c->keyed_checked, &w, error);
+  if (rc == 0 && shared) c->keyed_checked = 1;
   if (rc != 0) return rc;
   c->row += rows;
   // The pages read are done with: a mapped file's can leave memory.
   sl_source_drop(cr->source, c->dropped, c->start + c->pos - c->dropped);
   c->dropped = c->start + c->pos;
-  if (c->row == c->rows) sl_pq_cursor_release(c);
+  if (c->row == c->rows) cursor_close(c);
   return 0;
 }

@@ -129,6 +129,16 @@ struct pq_chunk_cursor {
   struct sl_buffer dict, dict_out, dict_ptrs, dict_lens;  ///< see pq_column_reader
   int64_t dict_n;
   int has_dict;
+  /// dictionary=true: the chunk's dictionary as Arrow int32 offsets and
+  /// values in one block (NULL until a slice is keyed), which every slice's
+  /// keyed leaf data borrows and its dictionary array retains: one copy for
+  /// the chunk, not one per batch.
+  struct sl_ref* keyed_ref;
+  uint8_t* keyed_block;
+  int64_t keyed_n;          ///< dictionary values
+  int64_t keyed_values_at;  ///< where the values start in the block
+  int64_t keyed_bytes;      ///< ... and their bytes
+  int keyed_checked;        ///< its values were found valid UTF-8 (STRING)
   struct pq_leaf_data carry;
   int64_t carry_from;     ///< carry level entries before this were handed out
   int64_t carry_slot;     ///< ... and slots (max_rep 0: the same)
@@ -150,6 +160,9 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
 /// Decoded bytes the cursor holds between slices: its dictionary, and the
 /// carry while rows of it are left.
 int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c);
+/// Frees what the cursor holds; its keyed dictionary lives on in the arrays
+/// that retain it. Also for a cursor that closed itself (its keyed
+/// dictionary outlives its last slice until then).
 void sl_pq_cursor_release(struct pq_chunk_cursor* c);
 
 /// Converts `n` PLAIN-encoded physical values (a statistics bound: BYTE_ARRAY
