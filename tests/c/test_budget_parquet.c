@@ -161,11 +161,84 @@ static void test_one_large_nested_row_group_within_budget(void** unused) {
   unlink(path);
 }
 
+/// One row group of a million rows: an int64 column and a string column
+/// of 250,000 distinct values of 32 bytes (an 8 MB dictionary page), read
+/// page by page with dictionary=true in batches of about 4 MB, every batch
+/// kept until the end.
+#define DICT_ROWS (1000 * 1000)
+#define DICT_VALUES 250000
+#define DICT_BYTES ((long long)DICT_VALUES * 32)
+
+static void test_sliced_batches_share_the_dictionary(void** unused) {
+  (void)unused;
+  char path[512];
+  test_temp_path("dict.parquet", path, sizeof path);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import pyarrow as pa, pyarrow.parquet as pq, sys\n"
+           "n=%d\n"
+           "t=pa.table({'a':pa.array(range(n),pa.int64()),"
+           "'s':pa.array(['%%032d' %% (i * 7919 %% %d) for i in range(n)])})\n"
+           "pq.write_table(t, sys.argv[1], row_group_size=n, data_page_size=1000000, "
+           "dictionary_pagesize_limit=1<<30)\" '%s' 2>/dev/null", DICT_ROWS, DICT_VALUES, path);
+  if (system(cmd) != 0) skip();  // pyarrow missing
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = &ta.base;
+  options.threads = 1;
+  options.format_options = "dictionary=true,slice_bytes=4000000";
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  if (sluice_dataset_open(path, &options, &ds, &error) != 0) fail_msg("open: %s", error.message);
+  struct ArrowArrayStream stream;
+  if (sluice_dataset_scan(ds, &stream, &error) != 0) fail_msg("scan: %s", error.message);
+  struct ArrowArray batches[64];
+  int n = 0;
+  int64_t rows = 0;
+  for (;;) {
+    assert_true(n < 64);
+    if (stream.get_next(&stream, &batches[n]) != 0) fail_msg("%s", stream.get_last_error(&stream));
+    if (batches[n].release == NULL) break;
+    rows += batches[n].length;
+    const struct ArrowArray* dict = batches[n].children[1]->dictionary;
+    assert_non_null(dict);
+    assert_int_equal(dict->length, DICT_VALUES);
+    // One dictionary, the chunk's, in every batch: the same memory.
+    assert_ptr_equal(dict->buffers[2], batches[0].children[1]->dictionary->buffers[2]);
+    ++n;
+  }
+  long long peak = atomic_load(&ta.peak_bytes);
+  // The batches outlive the scan: the dictionary lives as long as they do.
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  for (int i = 0; i < n; ++i) {
+    const struct ArrowArray* dict = batches[i].children[1]->dictionary;
+    const int32_t* offsets = dict->buffers[1];
+    assert_int_equal(offsets[DICT_VALUES] - offsets[DICT_VALUES - 1], 32);
+    batches[i].release(&batches[i]);
+  }
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  assert_int_equal(rows, DICT_ROWS);
+  // The batches' values (8 MB of int64, 4 MB of keys; twice that, buffers
+  // being rounded up to powers of two), the chunk's dictionary page decoded,
+  // its values' pointers and lengths and the dictionary the batches share:
+  // about 3 dictionaries, and a margin. Each batch had a copy of its own
+  // (126 MB for 8 batches).
+  long long bound = (long long)DICT_ROWS * (8 + 4) * 2 + 5 * DICT_BYTES + OVERHEAD;
+  print_message("%d batches: peak live bytes %lld; bound %lld\n", n, peak, bound);
+  assert_true(n > 4);
+  assert_true(peak <= bound);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sliced_row_groups_within_budget),
       cmocka_unit_test(test_one_large_row_group_within_budget),
       cmocka_unit_test(test_one_large_nested_row_group_within_budget),
+      cmocka_unit_test(test_sliced_batches_share_the_dictionary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
