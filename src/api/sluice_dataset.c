@@ -291,6 +291,13 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
   sl_view_release(&head);
   if (ds->format == NULL) {
     format_list_of(sl_format_reader_names(), known, sizeof known);
+    const struct sl_format_writer* write_only = sl_format_write_only(object);
+    if (write_only != NULL) {
+      return sl_error_set(error, ENOTSUP,
+                          "%s: named as %s, a format sluice writes but cannot read; "
+                          "to read it as another, name one of: %s",
+                          ds->source->name, write_only->name, known);
+    }
     return sl_error_set(error, EINVAL,
                         "%s: cannot tell the format from its first bytes or its name; "
                         "name one of: %s",

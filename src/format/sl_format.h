@@ -269,9 +269,14 @@ int sl_format_open_spooling(const struct sl_format_reader* format, struct sl_rea
                             void** reader, struct sluice_error* error);
 const struct sl_format_writer* sl_format_writer_find(const char* name);
 /// Picks the reader for a location: by magic bytes first, then extension
-/// (compression suffixes such as .gz/.zst are looked through).
+/// (compression suffixes such as .gz/.zst are looked through). NULL when
+/// neither tells, or when the name says a format sluice only writes
+/// (x.jsonl) and no magic bytes say otherwise.
 const struct sl_format_reader* sl_format_reader_detect(const char* location,
                                                        const uint8_t* head, int64_t n);
+/// The writer whose extension `location` has when no reader has that
+/// format's name (x.jsonl, x.ndjson.gz: "jsonl"), else NULL.
+const struct sl_format_writer* sl_format_write_only(const char* location);
 /// The writer for a location: a cql:// table's, else by extension.
 const struct sl_format_writer* sl_format_writer_for_path(const char* location);
 

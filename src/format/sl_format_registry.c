@@ -136,8 +136,10 @@ const struct sl_format_reader* sl_format_reader_detect(const char* location,
     }
   }
   // Magic bytes are proof; a weaker guess (e.g. "looks like text") loses to
-  // what the file is called.
+  // what the file is called, also when that names a format sluice cannot
+  // read (JSON Lines read as CSV gave wrong rows without an error).
   if (best_score >= 100) return best;
+  if (sl_format_write_only(location) != NULL) return NULL;
   if (location != NULL) {
     size_t len = logical_length(location);
     for (size_t i = 0; (r = sl_format_reader_at(i)) != NULL; ++i) {
@@ -145,6 +147,18 @@ const struct sl_format_reader* sl_format_reader_detect(const char* location,
     }
   }
   return best;
+}
+
+const struct sl_format_writer* sl_format_write_only(const char* location) {
+  if (location == NULL) return NULL;
+  size_t len = logical_length(location);
+  const struct sl_format_writer* w;
+  for (size_t i = 0; (w = sl_format_writer_at(i)) != NULL; ++i) {
+    if (matches_extension(w->extensions, location, len) && sl_format_reader_find(w->name) == NULL) {
+      return w;
+    }
+  }
+  return NULL;
 }
 
 const struct sl_format_writer* sl_format_writer_for_path(const char* location) {

@@ -49,3 +49,44 @@ def test_local_mean_time_is_spelled_as_the_csv_writer_spells_it(sluice, tmp_path
     assert parsed["ts"].to_list() == instants
     shown = sluice.run("cat", src).stdout.decode()
     assert "1850-01-01 12:00:00.000000Z" in shown and "-04:56:02" not in shown
+
+
+def test_a_json_lines_name_is_refused_on_read_not_read_as_csv(sluice, tmp_path):
+    """sluice writes JSON Lines but cannot read it. A .jsonl / .ndjson input
+    (also compressed, also a directory of a partitioned write's part files)
+    was read as CSV by the "looks like text" guess: `{"x":1}` lines failed
+    with a CSV quoting error, `{}` lines gave a table with one row fewer than
+    pyarrow.json reads, and `[1,2]` lines two columns. Now it is an error
+    naming the file and the format; magic bytes still decide (a Parquet file
+    named x.jsonl is Parquet), and -f csv still reads the text as CSV."""
+    import gzip
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": [1, 2, 3]}), src)
+    empty = tmp_path / "e.arrow"  # pyarrow's Parquet keeps no rows without columns
+    no_columns = pa.table({"x": [1, 2, 3]}).drop(["x"])
+    with pa.ipc.new_file(empty, no_columns.schema) as writer:
+        writer.write_table(no_columns)
+    jsonl, ndjson = tmp_path / "x.jsonl", tmp_path / "e.ndjson"
+    sluice.run("convert", src, jsonl)
+    sluice.run("convert", empty, ndjson)
+    assert pj.read_json(jsonl).column("x").to_pylist() == [1, 2, 3]
+    assert [json.loads(line) for line in ndjson.read_text().splitlines()] == [{}, {}, {}]
+    arrays = tmp_path / "a.ndjson"
+    arrays.write_text("[1,2]\n[3,4]\n")
+    zipped = tmp_path / "z.jsonl.gz"
+    zipped.write_bytes(gzip.compress(jsonl.read_bytes()))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-0.jsonl").write_bytes(jsonl.read_bytes())
+    (parts / "part-1.jsonl").write_bytes(jsonl.read_bytes())
+    for path in (jsonl, ndjson, arrays, zipped, parts):
+        proc = sluice.expect_error("cat", path)
+        assert b"a format sluice writes but cannot read" in proc.stderr, (path, proc.stderr)
+        assert b"jsonl" in proc.stderr, (path, proc.stderr)
+    # The bytes decide over the name, and a named format is obeyed.
+    disguised = tmp_path / "p.jsonl"
+    disguised.write_bytes(src.read_bytes())
+    got = sluice.run("cat", disguised, "-t", "csv").stdout.decode().split()
+    assert got == ["x", "1", "2", "3"]
+    got = sluice.run("cat", ndjson, "-f", "csv", "-O", "header=false", "-t", "csv").stdout
+    assert got.decode().split() == ["f0", "{}", "{}", "{}"]
