@@ -361,3 +361,42 @@ def test_file_dictionary_with_nulls_that_changes_is_refused_by_its_reason(sluice
     sluice.run("convert", src, tmp_path / "ok.arrows")
     assert pa.ipc.open_stream(tmp_path / "ok.arrows").read_all().column("d").to_pylist() == \
         ["b", "a", "c", None]
+
+
+@pytest.mark.parametrize("kind", ("list", "struct"))
+def test_stream_resends_outer_dictionary_when_only_its_nested_one_changes(sluice, tmp_path, kind):
+    """dictionary<list<dictionary<string>>> (or <struct<dictionary>>) whose
+    batches differ only in the inner dictionary: the outer one's bytes are
+    the same, but its indexes into the inner one now mean other values, and
+    readers bind them when they read the outer one. pyarrow's stream writer
+    sends both again; sluice sent only the inner one, so every reader
+    (pyarrow, sluice) decoded the second batch wrongly."""
+    D = pa.DictionaryArray.from_arrays
+
+    def chunk(vals):
+        inner = D(pa.array([0, 1], pa.int32()), pa.array(vals))
+        if kind == "list":
+            values = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), inner)
+        else:
+            values = pa.StructArray.from_arrays([inner], ["s"])
+        return D(pa.array([1, 0], pa.int32()), values)
+
+    t = pa.table({"nd": pa.chunked_array([chunk(["a", "b"]), chunk(["x", "y"])])})
+    src = tmp_path / "pa.arrows"
+    with ipc.new_stream(src, t.schema) as w:
+        w.write_table(t)
+    with ipc.open_stream(src) as r:
+        assert r.read_all().to_pylist() == t.to_pylist()
+        assert r.stats.num_dictionary_batches == 4  # pyarrow: outer, inner, twice
+    sluice.run("convert", src, tmp_path / "out.arrows")
+    with ipc.open_stream(tmp_path / "out.arrows") as r:
+        assert r.read_all().to_pylist() == t.to_pylist()
+        assert r.stats.num_dictionary_batches == 4
+    # a second batch equal to the first sends nothing again
+    same = pa.table({"nd": pa.chunked_array([chunk(["a", "b"]), chunk(["a", "b"])])})
+    with ipc.new_stream(src, same.schema) as w:
+        w.write_table(same)
+    sluice.run("convert", src, tmp_path / "same.arrows")
+    with ipc.open_stream(tmp_path / "same.arrows") as r:
+        assert r.read_all().to_pylist() == same.to_pylist()
+        assert r.stats.num_dictionary_batches == 2

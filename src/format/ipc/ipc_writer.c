@@ -117,10 +117,12 @@ static int delta_allowed(const struct ipc_writer* w, const struct ipc_dict_entry
 /// Writes dictionary `id` for a batch: nothing when readers already hold the
 /// same values; in files a delta (only the new rows) when the old dictionary
 /// is a prefix of the new one; in streams a replacement. Dictionaries nested
-/// in its values go first, as readers need them to decode it.
+/// in its values go first, as readers need them to decode it. `*sent` is set
+/// when a message went out.
 static int write_dictionary(struct ipc_writer* w, int64_t id, const struct ArrowArray* array,
-                            struct sluice_error* error) {
+                            int* sent, struct sluice_error* error) {
   struct ipc_dict_entry* e = &w->dicts.items[id];
+  int nested_sent = 0;
   struct ipc_body body, part;
   sl_ipc_body_init(&body, w->alloc);
   sl_ipc_body_init(&part, w->alloc);
@@ -128,8 +130,15 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   int is_delta = 0;
   int rc = sl_ipc_body_plan_dictionary(&body, &w->dicts, id, array, 0, array->length, error);
   for (int64_t i = 0; rc == 0 && i < body.n_pending; i++)
-    rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, error);
-  if (rc != 0 || (e->written && sl_ipc_body_equals(&body, e->last, e->last_size))) goto done;
+    rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, &nested_sent, error);
+  // In a stream a nested dictionary sent again replaced the one this
+  // dictionary's indexes were read against, and readers bind them when they
+  // read this one: send it again too, even with the same bytes (as pyarrow
+  // does). In a file a nested one is only ever grown by a delta, which keeps
+  // the indexes' meaning.
+  if (rc != 0 || (e->written && !(nested_sent && !w->file) &&
+                  sl_ipc_body_equals(&body, e->last, e->last_size)))
+    goto done;
   if (e->written && array->length > e->last_length && delta_allowed(w, e)) {
     rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
     if (rc != 0) goto done;
@@ -164,7 +173,10 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   if (rc == 0) rc = sl_ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, NULL, &block,
                                           error);
   if (rc == 0) rc = add_block(w, &w->dict_blocks, &block, error);
-  if (rc == 0) e->written = 1;
+  if (rc == 0) {
+    e->written = 1;
+    *sent = 1;
+  }
 done:
   sl_ipc_body_free(&part);
   sl_ipc_body_free(&body);
@@ -174,8 +186,11 @@ done:
 static int write_batch(struct ipc_writer* w, const struct ArrowArray* batch,
                        const char* metadata, struct sluice_error* error) {
   SL_RETURN_NOT_OK(sl_ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
-  for (int64_t i = 0; i < w->body.n_pending; i++)
-    SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, error));
+  for (int64_t i = 0; i < w->body.n_pending; i++) {
+    int sent = 0;
+    SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, &sent,
+                                      error));
+  }
   SL_RETURN_NOT_OK(sl_ipc_body_compress(&w->body, w->codec, w->zstd, error));
   struct ipc_block block;
   SL_RETURN_NOT_OK(sl_ipc_write_body_message(w->sink, &w->fb, &w->body, -1, 0, metadata, &block,
