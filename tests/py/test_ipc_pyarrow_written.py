@@ -292,3 +292,88 @@ def test_unsupported_types_are_named(sluice, tmp_path, name):
         w.write_table(table)
     err = sluice.expect_error("cat", src).stderr.decode()
     assert f"field 'c': type {name} is not supported" in err, err
+
+
+def _message_spans(data: bytes, start: int = 0):
+    """(offset, end) of each message of a stream from `start`, EOS excluded."""
+    reader = pa.BufferReader(data)
+    reader.seek(start)
+    spans = []
+    while True:
+        at = reader.tell()
+        try:
+            ipc.read_message(reader)
+        except (EOFError, StopIteration, OSError, pa.ArrowInvalid):
+            return spans
+        spans.append((at, reader.tell()))
+
+
+def _clear_is_delta(data: bytearray, at: int) -> None:
+    """Clears DictionaryBatch.isDelta of the message at `at` (flatbuffer walk:
+    Message.header is field 2, DictionaryBatch.isDelta field 2)."""
+    import struct
+
+    def field(table, i):
+        vt = table - struct.unpack_from("<i", data, table)[0]
+        size = struct.unpack_from("<H", data, vt)[0]
+        off = struct.unpack_from("<H", data, vt + 4 + 2 * i)[0] if 4 + 2 * i < size else 0
+        return table + off if off else None
+
+    meta = at + 8  # continuation marker, metadata length
+    root = meta + struct.unpack_from("<I", data, meta)[0]
+    header = field(root, 2)
+    header += struct.unpack_from("<I", data, header)[0]
+    flag = field(header, 2)
+    assert flag is not None and data[flag] == 1
+    data[flag] = 0
+
+
+def test_dictionary_replacement_in_a_file_is_refused(sluice, tmp_path):
+    """A file's dictionary blocks are all read before its batches, so a second
+    non-delta dictionary for an id would apply to the batches before it too:
+    the format forbids it, and pyarrow refuses it. sluice read every batch
+    with the last dictionary. A delta (the unpatched file) still reads."""
+    D = pa.DictionaryArray.from_arrays
+    b1 = pa.record_batch({"d": D(pa.array([0, 1], pa.int32()), pa.array(["a", "b"]))})
+    b2 = pa.record_batch({"d": D(pa.array([2, 0], pa.int32()), pa.array(["a", "b", "c"]))})
+    src = tmp_path / "delta.arrow"
+    with ipc.new_file(src, b1.schema,
+                      options=ipc.IpcWriteOptions(emit_dictionary_deltas=True)) as w:
+        w.write_batch(b1)
+        w.write_batch(b2)
+    got = ipc.open_stream(io.BytesIO(sluice.run("cat", src, "-t", "arrows").stdout)).read_all()
+    assert got.column("d").to_pylist() == ipc.open_file(src).read_all().column("d").to_pylist() \
+        == ["a", "b", "c", "a"]
+    data = bytearray(src.read_bytes())
+    spans = _message_spans(bytes(data), 8)  # schema, dictionary, batch, delta, batch
+    _clear_is_delta(data, spans[3][0])
+    bad = tmp_path / "replaced.arrow"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(pa.ArrowInvalid, match="Unsupported dictionary replacement in IPC file"):
+        ipc.open_file(bad).read_all()
+    err = sluice.expect_error("cat", bad, "-t", "csv").stderr.decode()
+    assert f"{bad}: offset {spans[3][0]}: dictionary block 1 replaces dictionary id 0 " \
+           "(column 'd')" in err and "allows only deltas" in err, err
+
+
+def test_stream_delta_without_its_base_dictionary_is_refused(sluice, tmp_path):
+    """A stream that lost its base dictionary starts with a delta: pyarrow
+    says the dictionary is not found; sluice took the delta as the whole
+    dictionary and read other values."""
+    D = pa.DictionaryArray.from_arrays
+    b1 = pa.record_batch({"d": D(pa.array([0, 1], pa.int32()), pa.array(["a", "b"]))})
+    b2 = pa.record_batch({"d": D(pa.array([0, 0], pa.int32()), pa.array(["a", "b", "c"]))})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, b1.schema,
+                        options=ipc.IpcWriteOptions(emit_dictionary_deltas=True)) as w:
+        w.write_batch(b1)
+        w.write_batch(b2)
+    data = sink.getvalue().to_pybytes()
+    spans = _message_spans(data)  # schema, dictionary, batch, delta ['c'], batch
+    src = tmp_path / "nobase.arrows"
+    src.write_bytes(data[:spans[0][1]] + data[spans[3][0]:])
+    with pytest.raises((pa.ArrowInvalid, KeyError), match="Dictionary with id 0 not found"):
+        ipc.open_stream(src).read_all()
+    err = sluice.expect_error("cat", src, "-t", "csv").stderr.decode()
+    assert "delta DictionaryBatch for dictionary id 0 (column 'd'), which has no dictionary " \
+           "yet" in err, err

@@ -56,6 +56,7 @@ struct ipc_field {
 /// A dictionary the schema refers to: its id and its value type.
 struct ipc_dict_decl {
   int64_t id;
+  char column[160];  ///< path of the (first) field using it, for messages
   const struct ipc_field* value;
   const struct ArrowSchema* value_schema;
 };
@@ -156,10 +157,14 @@ struct ipc_body {
   struct sl_ref* owner;
 };
 
-/// Applies a DictionaryBatch message (replace or delta) to `memo`.
+/// Applies a DictionaryBatch message (replace or delta) to `memo`. A delta
+/// for an id without a dictionary is an error; so is a replacement when
+/// `file_block` (the message's index among a file's dictionary blocks; -1
+/// in a stream) is set.
 int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
                    const struct ipc_message* msg, const struct ipc_body* body,
-                   const struct ipc_where* where, struct sluice_error* error);
+                   int64_t file_block, const struct ipc_where* where,
+                   struct sluice_error* error);
 
 /// A tree of views of `src` (buffers retained through `owner`) in `dst`.
 int sl_ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,

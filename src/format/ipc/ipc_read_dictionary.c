@@ -225,7 +225,8 @@ static int attach_nested(struct concat* c, const struct ipc_field* f, const stru
 
 int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* memo,
                    const struct ipc_message* msg, const struct ipc_body* body,
-                   const struct ipc_where* where, struct sluice_error* error) {
+                   int64_t file_block, const struct ipc_where* where,
+                   struct sluice_error* error) {
   int64_t id;
   int is_delta;
   struct fb_table rb;
@@ -241,6 +242,21 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
   if (k < 0 || k >= memo->n)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": DictionaryBatch for id %" PRId64
                         ", which no field uses", where->name, where->offset, id);
+  // A delta extends a dictionary already read: without one it is not the
+  // whole dictionary (the base was lost). A file holds one dictionary per id
+  // for all its batches, which are read after every dictionary block: a
+  // second non-delta one would apply to the batches before it too.
+  if (is_delta && memo->values[k] == NULL)
+    return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": delta DictionaryBatch for "
+                        "dictionary id %" PRId64 " (column '%s'), which has no dictionary yet "
+                        "(its base dictionary is missing)", where->name, where->offset, id,
+                        schema->dicts[k].column);
+  if (!is_delta && file_block >= 0 && memo->values[k] != NULL)
+    return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": dictionary block %" PRId64
+                        " replaces dictionary id %" PRId64 " (column '%s'), which an earlier "
+                        "block set: the Arrow IPC file format allows only deltas, not "
+                        "dictionary replacement", where->name, where->offset, file_block, id,
+                        schema->dicts[k].column);
   const struct ipc_dict_decl* decl = &schema->dicts[k];
   const struct sluice_allocator* alloc = schema->alloc;
   struct ipc_dict_value* v = sl_calloc(alloc, 1, sizeof *v);

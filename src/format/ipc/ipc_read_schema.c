@@ -22,6 +22,8 @@ struct schema_parser {
   struct sl_buffer text;   ///< scratch for NUL-terminated names / formats
   struct sl_buffer meta;   ///< scratch for encoded metadata
   int types_only;          ///< IPC_SCHEMA_TYPES_ONLY
+  char path[160];          ///< dotted path of the field being parsed
+  size_t path_len;
 };
 
 int sl_ipc_fb_error(const struct fb_buf* fb, const struct ipc_where* where, const char* what,
@@ -354,6 +356,7 @@ static int add_dict(struct schema_parser* p, int64_t id, const struct ipc_field*
     p->dicts_cap = cap;
   }
   s->dicts[s->n_dicts].id = id;
+  snprintf(s->dicts[s->n_dicts].column, sizeof s->dicts[s->n_dicts].column, "%s", p->path);
   s->dicts[s->n_dicts].value = value;
   s->dicts[s->n_dicts].value_schema = value_schema;
   s->n_dicts++;
@@ -390,7 +393,15 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
     memset(&tt, 0, sizeof tt);
     tt.buf = p->fb;
   }
-  // The name is also needed for messages; keep a private copy.
+  // Messages name the field by its path from the column (parse_children
+  // restores the parent's).
+  if (p->path_len < sizeof p->path - 1) {
+    int n = snprintf(p->path + p->path_len, sizeof p->path - p->path_len, "%s%.*s",
+                     depth > 1 ? "." : "", (int)(name_len < 120 ? name_len : 120),
+                     name ? name : "");
+    if (n > 0) p->path_len += (size_t)n;
+    if (p->path_len > sizeof p->path - 1) p->path_len = sizeof p->path - 1;
+  }
   char fname[128];
   snprintf(fname, sizeof fname, "%.*s", (int)(name_len < 120 ? name_len : 120), name ? name : "");
   if (nullable) flags |= ARROW_FLAG_NULLABLE;
@@ -462,7 +473,10 @@ static int parse_children(struct schema_parser* p, const struct fb_vec* kids, in
     struct fb_table ct;
     f->children[i].dict_id = -1;
     if (sl_fb_vec_table(kids, i, &ct) != 0) return bad(p, "Field children");
+    size_t len = p->path_len;
     SL_RETURN_NOT_OK(parse_field(p, &ct, depth + 1, s->children[i], &f->children[i]));
+    p->path_len = len;
+    p->path[len] = '\0';
   }
   return 0;
 }

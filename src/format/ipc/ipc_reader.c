@@ -316,7 +316,7 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": dictionary block holds message "
                         "type %d, not a DictionaryBatch", src->name, w.offset, msg.header_type);
     else
-      rc = sl_ipc_dict_apply(&f->schema, &f->memo, &msg, &body, &w, error);
+      rc = sl_ipc_dict_apply(&f->schema, &f->memo, &msg, &body, i, &w, error);
     sl_ref_release(body.owner);
     sl_view_release(&view);
   }
@@ -664,7 +664,7 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
         got = rc == 0;
         break;
       case IPC_MESSAGE_DICTIONARY_BATCH:
-        rc = sl_ipc_dict_apply(&st->schema, &st->memo, &msg, &body, &where, error);
+        rc = sl_ipc_dict_apply(&st->schema, &st->memo, &msg, &body, -1, &where, error);
         break;
       default:
         rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": unexpected message type %d in "
