@@ -308,22 +308,41 @@ def _message_spans(data: bytes, start: int = 0):
         spans.append((at, reader.tell()))
 
 
-def _clear_is_delta(data: bytearray, at: int) -> None:
-    """Clears DictionaryBatch.isDelta of the message at `at` (flatbuffer walk:
-    Message.header is field 2, DictionaryBatch.isDelta field 2)."""
+def _fb_field(data, table: int, i: int):
+    """Where field `i` of the flatbuffer table at `table` is stored, or None."""
     import struct
+    vt = table - struct.unpack_from("<i", data, table)[0]
+    size = struct.unpack_from("<H", data, vt)[0]
+    off = struct.unpack_from("<H", data, vt + 4 + 2 * i)[0] if 4 + 2 * i < size else 0
+    return table + off if off else None
 
-    def field(table, i):
-        vt = table - struct.unpack_from("<i", data, table)[0]
-        size = struct.unpack_from("<H", data, vt)[0]
-        off = struct.unpack_from("<H", data, vt + 4 + 2 * i)[0] if 4 + 2 * i < size else 0
-        return table + off if off else None
 
+def _fb_ref(data, table: int, i: int) -> int:
+    """The table (or vector) field `i` of `table` refers to."""
+    import struct
+    at = _fb_field(data, table, i)
+    return at + struct.unpack_from("<I", data, at)[0]
+
+
+def _message_header(data, at: int) -> int:
+    """The header table of the message at `at` (Message.header is field 2)."""
+    import struct
     meta = at + 8  # continuation marker, metadata length
-    root = meta + struct.unpack_from("<I", data, meta)[0]
-    header = field(root, 2)
-    header += struct.unpack_from("<I", data, header)[0]
-    flag = field(header, 2)
+    return _fb_ref(data, meta + struct.unpack_from("<I", data, meta)[0], 2)
+
+
+def _first_field_type(data) -> int:
+    """The type table of a stream's first field (Schema.fields is field 1,
+    Field.type field 3)."""
+    import struct
+    fields = _fb_ref(data, _message_header(data, 0), 1)
+    field = fields + 4 + struct.unpack_from("<I", data, fields + 4)[0]
+    return _fb_ref(data, field, 3)
+
+
+def _clear_is_delta(data: bytearray, at: int) -> None:
+    """Clears DictionaryBatch.isDelta (field 2) of the message at `at`."""
+    flag = _fb_field(data, _message_header(data, at), 2)
     assert flag is not None and data[flag] == 1
     data[flag] = 0
 
@@ -377,3 +396,55 @@ def test_stream_delta_without_its_base_dictionary_is_refused(sluice, tmp_path):
     err = sluice.expect_error("cat", src, "-t", "csv").stderr.decode()
     assert "delta DictionaryBatch for dictionary id 0 (column 'd'), which has no dictionary " \
            "yet" in err, err
+
+
+@pytest.mark.parametrize("width,precision", [(128, 0), (128, 39), (128, 100000), (256, 77)])
+def test_decimal_precision_out_of_range_is_refused_at_open(sluice, tmp_path, width, precision):
+    """A Decimal type whose precision the width cannot hold (or 0): pyarrow
+    refuses the schema; sluice printed it (`schema`) and failed later with a
+    message naming no file, or the output file."""
+    import struct
+    dtype = pa.decimal128(10, 2) if width == 128 else pa.decimal256(10, 2)
+    from decimal import Decimal
+    t = pa.table({"dec": pa.array([Decimal("1.25"), None], dtype)})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(sink.getvalue().to_pybytes())
+    struct.pack_into("<i", data, _fb_field(data, _first_field_type(data), 0), precision)
+    src = tmp_path / "dec.arrows"
+    src.write_bytes(bytes(data))
+    with pytest.raises(pa.ArrowInvalid, match="precision out of range"):
+        ipc.open_stream(src).read_all()
+    most = 38 if width == 128 else 76
+    for command in (("schema", src), ("cat", src, "-t", "csv"),
+                    ("convert", src, tmp_path / "out.parquet")):
+        err = sluice.expect_error(*command).stderr.decode()
+        assert f"{src}: offset 0: field 'dec': decimal{width} precision {precision} out of " \
+               f"range [1, {most}]" in err, err
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_union_type_ids_repeated_are_refused_at_open(sluice, tmp_path):
+    """A union whose typeIds repeat a code ([3, 3]): two children would claim
+    the same slots (pyarrow reads the schema and then crashes reading the
+    values). sluice printed the schema and refused only later, naming no
+    file."""
+    import struct
+    u = pa.UnionArray.from_sparse(pa.array([3, 1, 3], pa.int8()),
+                                  [pa.array([1, 2, 3]), pa.array(["a", "b", "c"])],
+                                  type_codes=[3, 1])
+    t = pa.table({"u": u})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(sink.getvalue().to_pybytes())
+    ids = _fb_ref(data, _first_field_type(data), 1)  # Union.typeIds
+    assert struct.unpack_from("<I2i", data, ids) == (2, 3, 1)
+    struct.pack_into("<i", data, ids + 8, 3)
+    src = tmp_path / "u.arrows"
+    src.write_bytes(bytes(data))
+    for command in (("schema", src), ("cat", src, "-t", "csv"), ("stats", src),
+                    ("convert", src, tmp_path / "out.parquet")):
+        err = sluice.expect_error(*command).stderr.decode()
+        assert f"{src}: offset 0: field 'u': union type id 3 is repeated" in err, err

@@ -155,6 +155,14 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
         return bad(p, "Decimal type");
       if (i32c != 32 && i32c != 64 && i32c != 128 && i32c != 256)
         return invalid(p, ENOTSUP, "decimal bit width %" PRId64 " is not supported", fname, i32c);
+      {
+        // As Arrow (and pyarrow) bounds it: the digits the width holds.
+        int32_t most = i32c == 32 ? 9 : i32c == 64 ? 18 : i32c == 128 ? 38 : 76;
+        if (i32a < 1 || i32a > most)
+          return sl_error_set(p->error, EILSEQ, "%s: offset %" PRId64 ": field '%s': decimal%d "
+                              "precision %d out of range [1, %d]", p->where->name,
+                              p->where->offset, fname, (int)i32c, (int)i32a, (int)most);
+      }
       f->bit_width = i32c;
       if (i32c < 128 && !p->types_only) {
         // decimal32 / decimal64 are read as decimal128 (see widen_decimals).
@@ -246,10 +254,13 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       f->kind = i16 == IPC_UNION_DENSE ? IPC_KIND_DENSE_UNION : IPC_KIND_SPARSE_UNION;
       want_children = -1;
       size_t len = (size_t)snprintf(fmt, fmt_cap, "+u%c:", i16 == IPC_UNION_DENSE ? 'd' : 's');
+      uint8_t seen[128] = {0};
       for (int64_t i = 0; i < n_children; ++i) {
         int32_t id = (int32_t)i;
         if (ids.count != 0) id = fb_load_i32(sl_fb_vec_elem(&ids, (uint32_t)i));
         if (id < 0 || id > 127) return invalid(p, EILSEQ, "union type id %" PRId64 " out of range", fname, id);
+        // A repeated code would make two children claim the same slots.
+        if (seen[id]++) return invalid(p, EILSEQ, "union type id %" PRId64 " is repeated", fname, id);
         len += (size_t)snprintf(fmt + len, fmt_cap - len, i ? ",%d" : "%d", (int)id);
       }
       break;
