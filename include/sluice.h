@@ -193,7 +193,8 @@ struct sluice_open_options {
   /// Format name ("arrow" = IPC file, "arrows" = IPC stream, ...), or NULL to
   /// detect it from the magic bytes, then the extension.
   const char* format;
-  /// Columns to read, by name, in the order wanted; NULL = all columns.
+  /// Columns to read, by name, in the order wanted; NULL = all columns. A
+  /// name that two columns share is an error (which one is meant?).
   const char* const* columns;
   size_t n_columns;
   /// Preferred rows per batch for formats that choose their batch size

@@ -352,11 +352,19 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
   if (ds->columns == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", ds->location);
   ds->n_columns = (int64_t)n;
   for (size_t i = 0; i < n; ++i) {
-    int64_t found = -1;
-    for (int64_t c = 0; c < schema->n_children && found < 0; ++c) {
+    int64_t found = -1, matches = 0;
+    for (int64_t c = 0; c < schema->n_children; ++c) {
       const char* name = schema->children[c]->name;
-      if (names[i] != NULL && name != NULL && strcmp(name, names[i]) == 0) found = c;
+      if (names[i] != NULL && name != NULL && strcmp(name, names[i]) == 0) {
+        if (found < 0) found = c;
+        matches++;
+      }
     }
+    // Taking the first would silently drop the others (pyarrow refuses too).
+    if (matches > 1)
+      return sl_error_set(error, EINVAL, "column '%s' appears %lld times in %s: selecting "
+                          "it by name is ambiguous (read without selecting columns, or rename "
+                          "them at the source)", names[i], (long long)matches, ds->location);
     if (found < 0) {
       char list[768];
       size_t used = 0;

@@ -513,11 +513,12 @@ def test_jsonl_refuses_repeated_names(sluice_bin, tmp_path):
         proc = run(sluice_bin, "convert", src, tmp_path / "o.jsonl")
         assert proc.returncode == 1 and says.encode() in proc.stderr, proc.stderr
         assert not (tmp_path / "o.jsonl").exists()
-    # one of them, chosen by -c, writes
+    # -c cannot choose one of them (it took the first): the name is ambiguous
     with pa.ipc.new_file(tmp_path / "twice.arrow", twice.schema) as w:
         w.write_table(twice)
-    ok(sluice_bin, "convert", tmp_path / "twice.arrow", tmp_path / "o.jsonl", "-c", "x")
-    assert (tmp_path / "o.jsonl").read_text() == '{"x":1}\n{"x":2}\n'
+    proc = run(sluice_bin, "convert", tmp_path / "twice.arrow", tmp_path / "o.jsonl", "-c", "x")
+    assert proc.returncode == 1 and b"column 'x' appears 2 times" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_decimals_far_from_their_precision_keep_their_value(sluice_bin, tmp_path):
@@ -967,6 +968,28 @@ def test_columns_empty_is_a_usage_error_twice_is_kept(sluice_bin, data):
     out = ok(sluice_bin, "cat", d / "t.arrow", "-c", "s,s", "-t", "arrows")
     got = ipc.open_stream(pa.BufferReader(out)).read_all()
     assert got.equals(table.select(["s", "s"]))
+
+
+def test_selecting_a_name_two_columns_share_is_an_error(sluice_bin, tmp_path):
+    """Two columns named 'a': -c a is ambiguous, and pyarrow refuses it
+    (Table.select: 'exists 2 times'); sluice took the first 'a' and dropped
+    the other silently, in every format. Other columns, and reading without
+    -c, still work."""
+    t = pa.Table.from_arrays([pa.array([1]), pa.array(["x"]), pa.array([2.5])],
+                             names=["a", "a", "b"])
+    with pytest.raises(KeyError, match="exists 2 times"):
+        t.select(["a"])
+    with ipc.new_file(tmp_path / "dup.arrow", t.schema) as w:
+        w.write_table(t)
+    pq.write_table(t, tmp_path / "dup.parquet")
+    (tmp_path / "dup.csv").write_text("a,a,b\n1,x,2.5\n")
+    for name in ("dup.arrow", "dup.parquet", "dup.csv"):
+        src = tmp_path / name
+        proc = run(sluice_bin, "cat", src, "-c", "a", "-t", "csv")
+        assert proc.returncode == 1 and f"column 'a' appears 2 times in {src}".encode() \
+            in proc.stderr, proc
+        assert ok(sluice_bin, "cat", src, "-c", "b", "-t", "csv") == b"b\n2.5\n"
+        assert ok(sluice_bin, "cat", src, "-t", "csv") == b"a,a,b\n1,x,2.5\n"
 
 
 def test_writes_through_symbolic_links(sluice_bin, data, tmp_path):

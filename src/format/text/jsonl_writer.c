@@ -60,10 +60,13 @@ static int check_distinct_names(const struct sl_text_field* node, const char* pa
     const struct sl_text_field* child = &node->children[c];
     for (int64_t d = 0; d < c; ++d) {
       if (strcmp(node->children[d].name, child->name) == 0) {
+        // -c cannot pick one of two columns of one name: it refuses the name.
         return sl_error_set(error, EINVAL, "jsonl: two %s%s%s are named '%s', and a JSON "
-                            "object's keys must differ (leave one out with -c, or rename it)",
+                            "object's keys must differ (%s)",
                             path[0] != '\0' ? "fields of struct '" : "columns", path,
-                            path[0] != '\0' ? "'" : "", child->name);
+                            path[0] != '\0' ? "'" : "", child->name,
+                            path[0] != '\0' ? "leave the column out with -c, or rename one"
+                                            : "rename one at the source");
       }
     }
   }
