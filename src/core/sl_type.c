@@ -89,6 +89,20 @@ static int parse_temporal(const char* format, struct sl_type* out, struct sluice
   }
 }
 
+/// pyarrow's name of an Arrow type sluice does not take, or NULL: messages
+/// still name them so.
+static const char* unsupported_name(const char* format) {
+  static const struct {
+    const char* format;
+    const char* name;
+  } k_unsupported[] = {{"vu", "string_view"},    {"vz", "binary_view"},
+                       {"+vl", "list_view"},     {"+vL", "large_list_view"},
+                       {"+r", "run_end_encoded"}};
+  for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; ++i)
+    if (strcmp(format, k_unsupported[i].format) == 0) return k_unsupported[i].name;
+  return NULL;
+}
+
 static int parse_union(const char* format, struct sl_type* out, struct sluice_error* error) {
   // "+ud:" / "+us:" then a possibly empty comma-separated list of codes.
   const char* p = format + 4;
@@ -126,8 +140,8 @@ static int parse_nested(const char* format, struct sl_type* out, struct sluice_e
   } else if (f[0] == 'u' && (f[1] == 'd' || f[1] == 's') && f[2] == ':') {
     return parse_union(format, out, error);
   } else if (strcmp(f, "vl") == 0 || strcmp(f, "vL") == 0 || strcmp(f, "r") == 0) {
-    return sl_error_set(error, ENOTSUP, "Arrow type '%s' (list view / run-end encoded) is not supported",
-                        format);
+    return sl_error_set(error, ENOTSUP, "Arrow type %s ('%s') is not supported",
+                        unsupported_name(format), format);
   } else {
     return bad_format(format, error);
   }
@@ -147,7 +161,8 @@ int sl_type_parse(const char* format, struct sl_type* out, struct sluice_error* 
   switch (format[0]) {
     case 'v':
       if (strcmp(format, "vz") == 0 || strcmp(format, "vu") == 0) {
-        return sl_error_set(error, ENOTSUP, "Arrow view type '%s' is not supported", format);
+        return sl_error_set(error, ENOTSUP, "Arrow type %s ('%s') is not supported",
+                            unsupported_name(format), format);
       }
       return bad_format(format, error);
     case 'w': {
@@ -250,18 +265,10 @@ void sl_format_name(const char* format, char* out, size_t cap) {
     sl_type_name(&type, out, cap);
     return;
   }
-  // Arrow types sluice does not take still get pyarrow's names in messages.
-  static const struct {
-    const char* format;
-    const char* name;
-  } k_unsupported[] = {{"vu", "string_view"},    {"vz", "binary_view"},
-                       {"+vl", "list_view"},     {"+vL", "large_list_view"},
-                       {"+r", "run_end_encoded"}};
-  for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; ++i) {
-    if (strcmp(format, k_unsupported[i].format) == 0) {
-      snprintf(out, cap, "%s", k_unsupported[i].name);
-      return;
-    }
+  const char* name = unsupported_name(format);
+  if (name != NULL) {
+    snprintf(out, cap, "%s", name);
+    return;
   }
   int precision, scale, bits, end = 0;
   if (sscanf(format, "d:%d,%d,%d%n", &precision, &scale, &bits, &end) == 3 &&

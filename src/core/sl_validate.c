@@ -433,7 +433,9 @@ int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowA
   v.row_depth = 0;
   v.path[0] = '\0';
   v.path_len = 0;
-  if (schema != NULL && schema->format != NULL && strcmp(schema->format, "+s") == 0) {
+  // A record batch is an unnamed struct (a struct column has its name).
+  if (schema != NULL && schema->format != NULL && strcmp(schema->format, "+s") == 0 &&
+      (schema->name == NULL || schema->name[0] == '\0')) {
     v.row_depth = 1;  // a record batch: its columns' values are its rows
   } else if (schema != NULL && schema->name != NULL && schema->name[0] != '\0') {
     // A named root that is not the record batch struct is a column of its own.

@@ -248,19 +248,22 @@ def test_decimal32_and_decimal64_read_as_decimal128(sluice, tmp_path, flavour, c
 
 
 @pytest.mark.parametrize("flavour", ["stream", "file"])
-@pytest.mark.parametrize("kind", ["plain", "dictionary", "nested"])
+@pytest.mark.parametrize("kind", ["plain", "dictionary", "nested", "struct"])
 def test_invalid_utf8_in_a_string_column_is_an_error(sluice, tmp_path, flavour, kind):
     """A utf8 column holding bytes that are not UTF-8 (pyarrow writes it
     without checking; polars refuses to read it): an error naming the column
     and value, as the CSV and Parquet readers give. It was read, and convert
     then wrote a Parquet file sluice could not read back and JSON Lines of
-    other text ("\\u00ff\\u00fe")."""
+    other text ("\\u00ff\\u00fe"). The message names the column's path:
+    it said 'array:' for a dictionary's values and dropped a struct
+    column's own name ('name', not 's.name')."""
     pl = pytest.importorskip("polars")
     bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.array([0, 1, 3], pa.int32()).buffers()[1],
                                                  pa.py_buffer(b"a\xff\xfe")])
     column = {"plain": bad,
               "dictionary": pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), bad),
-              "nested": pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad)}[kind]
+              "nested": pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad),
+              "struct": pa.StructArray.from_arrays([pa.array([1, 2]), bad], ["id", "name"])}[kind]
     table = pa.table({"s": column})
     src = tmp_path / f"bad.{'arrows' if flavour == 'stream' else 'arrow'}"
     opener = ipc.new_stream if flavour == "stream" else ipc.new_file
@@ -272,6 +275,9 @@ def test_invalid_utf8_in_a_string_column_is_an_error(sluice, tmp_path, flavour, 
     out = tmp_path / "out.parquet"
     err = sluice.expect_error("convert", src, out).stderr.decode()
     assert "invalid UTF-8 in value 1" in err and str(src) in err, err
+    path = {"plain": "s", "dictionary": "s.<dictionary>", "nested": "s.item",
+            "struct": "s.name"}[kind]
+    assert f"column '{path}': invalid UTF-8" in err, err
     assert not out.exists()
 
 
@@ -292,6 +298,34 @@ def test_unsupported_types_are_named(sluice, tmp_path, name):
         w.write_table(table)
     err = sluice.expect_error("cat", src).stderr.decode()
     assert f"field 'c': type {name} is not supported" in err, err
+    # nested, by its path from the column (it named only 'item')
+    table = pa.table({"l": pa.ListArray.from_arrays(pa.array([0, 2], pa.int32()), column)})
+    with ipc.new_stream(src, table.schema) as w:
+        w.write_table(table)
+    err = sluice.expect_error("cat", src).stderr.decode()
+    assert f"field 'l.item': type {name} is not supported" in err, err
+
+
+def test_bad_field_node_names_its_column(sluice, tmp_path):
+    """A record batch whose node for column 'price' claims 100 rows its
+    buffer cannot hold: the error names the column (it named only 'field
+    node 1'); pyarrow refuses it too."""
+    import struct
+    t = pa.table({"id": pa.array([1, 2, 3], pa.int32()), "price": pa.array([1.5, 2.5, None])})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(sink.getvalue().to_pybytes())
+    batch = _message_spans(bytes(data))[1][0]
+    nodes = _fb_ref(data, _message_header(data, batch), 1)  # RecordBatch.nodes
+    struct.pack_into("<q", data, nodes + 4 + 16 * 1, 100)
+    src = tmp_path / "node.arrows"
+    src.write_bytes(bytes(data))
+    with pytest.raises((pa.ArrowInvalid, OSError)):
+        ipc.open_stream(src).read_all().validate(full=True)
+    err = sluice.expect_error("cat", src, "-t", "csv").stderr.decode()
+    assert f"offset {batch}: column 'price' (field node 1): values buffer of 24 bytes is too " \
+           "short for 100 values of 64 bits" in err, err
 
 
 def _message_spans(data: bytes, start: int = 0):

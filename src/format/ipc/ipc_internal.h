@@ -197,11 +197,12 @@ int sl_ipc_record_batch_spans(const struct ipc_schema* schema, const struct ipc_
 
 /// Decodes the single column of a dictionary's RecordBatch (`rb` table) as
 /// `field`/`schema`, attaching nested dictionaries from `memo`, validated.
+/// Messages name it as the dictionary of `column`.
 int sl_ipc_decode_dictionary_values(const struct ipc_schema* schema,
                                  const struct ipc_dict_memo* memo, const struct fb_table* rb,
                                  int16_t version, const struct ipc_body* body,
                                  const struct ipc_field* field,
-                                 const struct ArrowSchema* field_schema,
+                                 const struct ArrowSchema* field_schema, const char* column,
                                  const struct ipc_where* where, struct ArrowArray* out,
                                  struct sluice_error* error);
 

@@ -50,6 +50,8 @@ struct decoder {
   int64_t n_sizes, cap_sizes, cursor;
   LZ4F_dctx* lz4;
   ZSTD_DCtx* zstd;
+  char path[160];          ///< the field being decoded, from its column, for messages
+  size_t path_len;
 };
 
 static int dec_fail(struct decoder* d, int code, const char* fmt, ...) SL_PRINTF(3, 4);
@@ -61,6 +63,18 @@ static int dec_fail(struct decoder* d, int code, const char* fmt, ...) {
   va_end(ap);
   return sl_error_set(d->error, code, "%s: offset %" PRId64 ": %s", d->where->name,
                       d->where->offset, reason);
+}
+
+/// A failure of the field being decoded: names its column path and node.
+static int node_fail(struct decoder* d, int64_t node, const char* fmt, ...) SL_PRINTF(3, 4);
+static int node_fail(struct decoder* d, int64_t node, const char* fmt, ...) {
+  char reason[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  return sl_error_set(d->error, EILSEQ, "%s: offset %" PRId64 ": column '%s' (field node %"
+                      PRId64 "): %s", d->where->name, d->where->offset, d->path, node, reason);
 }
 
 static int64_t size_of(void* ctx, const struct ArrowArray* array, int64_t i) {
@@ -277,19 +291,18 @@ static int views_to_offsets(struct decoder* d, int64_t node, const struct body_b
     const uint8_t* v = views->data + i * 16;
     int32_t len = fb_load_i32(v);
     if (len < 0)
-      return dec_fail(d, EILSEQ, "field node %" PRId64 ": view %" PRId64 " has negative length %"
-                      PRId64, node, i, (int64_t)len);
+      return node_fail(d, node, "view %" PRId64 " has negative length %" PRId64, i,
+                       (int64_t)len);
     if (len > 12) {
       int32_t which = fb_load_i32(v + 8), at = fb_load_i32(v + 12);
       if (which < 0 || which >= n_data || at < 0 || len > data[which].size - at)
-        return dec_fail(d, EILSEQ, "field node %" PRId64 ": view %" PRId64 " (%" PRId64
+        return node_fail(d, node, "view %" PRId64 " (%" PRId64
                         " bytes at %" PRId64 " of data buffer %" PRId64 ") is outside the %"
-                        PRId64 " data buffers", node, i, (int64_t)len, (int64_t)at,
+                        PRId64 " data buffers", i, (int64_t)len, (int64_t)at,
                         (int64_t)which, n_data);
     }
     if (len > INT64_MAX - total)  // views may share bytes: bound the sum
-      return dec_fail(d, EILSEQ, "field node %" PRId64 ": views add up to more than 2^63 bytes",
-                      node);
+      return node_fail(d, node, "views add up to more than 2^63 bytes");
     total += len;
   }
   size_t offsets_size = (size_t)(length + 1) * sizeof(int64_t);
@@ -328,21 +341,21 @@ static int decode_views(struct decoder* d, int64_t node, int64_t length, struct 
   // The validity (buffer 0, taken) is read by the copy before validation
   // would check it: check its length here.
   if (out->buffers[0] != NULL && se->size[0] < length / 8 + (length % 8 != 0))
-    return dec_fail(d, EILSEQ, "field node %" PRId64 ": validity buffer of %" PRId64 " bytes is "
-                    "too short for %" PRId64 " rows", node, se->size[0], length);
+    return node_fail(d, node, "validity buffer of %" PRId64 " bytes is "
+                    "too short for %" PRId64 " rows", se->size[0], length);
   int64_t which = d->view_i++;
   int64_t n_data = which < d->variadic.count ? fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)which)) : 0;
   if (n_data < 0 || n_data > d->buffers.count - d->buffer_i - 1)
-    return dec_fail(d, EILSEQ, "field node %" PRId64 ": %" PRId64 " variadic data buffers, the "
-                    "record batch has %" PRId64 " buffers", node, n_data, (int64_t)d->buffers.count);
+    return node_fail(d, node, "%" PRId64 " variadic data buffers, the "
+                    "record batch has %" PRId64 " buffers", n_data, (int64_t)d->buffers.count);
   struct body_buffer* b = sl_calloc(d->alloc, (size_t)n_data + 1, sizeof *b);
   if (b == NULL) return sl_error_set(d->error, ENOMEM, "%s: out of memory", d->where->name);
   int rc = 0;
   int64_t got = 0;
   for (; rc == 0 && got < n_data + 1; ++got) rc = next_buffer(d, 1, &b[got]);
   if (rc == 0 && b[0].size / 16 < length)
-    rc = dec_fail(d, EILSEQ, "field node %" PRId64 ": views buffer of %" PRId64 " bytes is too "
-                  "short for %" PRId64 " views", node, b[0].size, length);
+    rc = node_fail(d, node, "views buffer of %" PRId64 " bytes is too "
+                  "short for %" PRId64 " views", b[0].size, length);
   if (rc == 0) rc = views_to_offsets(d, node, &b[0], b + 1, n_data, length, out, se);
   release_buffers(d, b, got);
   sl_free(d->alloc, b, ((size_t)n_data + 1) * sizeof *b);
@@ -359,8 +372,8 @@ static int widen_decimals(struct decoder* d, int32_t bits, int64_t node, int64_t
   int64_t width = bits / 8;
   int rc = 0;
   if (b.size / width < length) {
-    rc = dec_fail(d, EILSEQ, "field node %" PRId64 ": values buffer of %" PRId64 " bytes is too "
-                  "short for %" PRId64 " values of %d bits", node, b.size, length, (int)bits);
+    rc = node_fail(d, node, "values buffer of %" PRId64 " bytes is too "
+                  "short for %" PRId64 " values of %d bits", b.size, length, (int)bits);
   } else {
     size_t size = length > 0 ? (size_t)length * 16 : 1;
     uint8_t* wide = sl_alloc_buffer(d->alloc, size);
@@ -389,13 +402,22 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
     [IPC_KIND_DENSE_UNION] = 2,
   };
   int64_t node = d->node_i++;
+  // Name the field in messages: its path from the column (restored on
+  // success; an error ends the decode).
+  size_t parent_len = d->path_len;
+  if (s->name != NULL && s->name[0] != '\0' && d->path_len < sizeof d->path - 1) {
+    int n = snprintf(d->path + d->path_len, sizeof d->path - d->path_len, "%s%s",
+                     d->path_len > 0 ? "." : "", s->name);
+    if (n > 0) d->path_len += (size_t)n;
+    if (d->path_len > sizeof d->path - 1) d->path_len = sizeof d->path - 1;
+  }
   if (node >= d->nodes.count)
     return dec_fail(d, EILSEQ, "record batch declares %" PRId64 " field nodes, the schema needs "
                     "more", (int64_t)d->nodes.count);
   const uint8_t* e = sl_fb_vec_elem(&d->nodes, (uint32_t)node);
   int64_t length = fb_load_i64(e), nulls = fb_load_i64(e + 8);
   if (length < 0 || nulls < 0 || nulls > length)
-    return dec_fail(d, EILSEQ, "field node %" PRId64 " has length %" PRId64 " and null count %" PRId64, node, length, nulls);
+    return node_fail(d, node, "length %" PRId64 " and null count %" PRId64, length, nulls);
   SL_RETURN_NOT_OK(sl_array_init(out, d->alloc, k_c_buffers[f->kind], f->n_children, d->error));
   out->length = length;
   out->null_count = nulls;
@@ -422,9 +444,8 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
       if (f->bit_width == 1) fits = se->size[1] > INT64_MAX / 8 ? INT64_MAX : se->size[1] * 8;
       else if (width > 0) fits = se->size[1] / width;
       if (fits < length)
-        return dec_fail(d, EILSEQ, "field node %" PRId64 ": values buffer of %" PRId64
-                        " bytes is too short for %" PRId64 " values of %d bits", node,
-                        se->size[1], length, (int)f->bit_width);
+        return node_fail(d, node, "values buffer of %" PRId64 " bytes is too short for %"
+                         PRId64 " values of %d bits", se->size[1], length, (int)f->bit_width);
       break;
     }
     case IPC_KIND_VARBIN:
@@ -460,12 +481,13 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
     const struct ipc_dict_value* v = k >= 0 && k < d->memo->n ? d->memo->values[k] : NULL;
     if (v == NULL)
       return dec_fail(d, EILSEQ, "field '%s' uses dictionary id %" PRId64
-                      " before any DictionaryBatch defined it",
-                      s->name ? s->name : "", f->dict_id);
+                      " before any DictionaryBatch defined it", d->path, f->dict_id);
     SL_RETURN_NOT_OK(sl_array_alloc_dictionary(out, d->error));
     SL_RETURN_NOT_OK(sl_ipc_array_view(&v->array, (struct sl_ref*)&v->ref, d->alloc,
                                     out->dictionary, d->error));
   }
+  d->path_len = parent_len;
+  d->path[parent_len] = '\0';
   return 0;
 }
 
@@ -586,15 +608,22 @@ int sl_ipc_decode_dictionary_values(const struct ipc_schema* schema,
                                  const struct ipc_dict_memo* memo, const struct fb_table* rb,
                                  int16_t version, const struct ipc_body* body,
                                  const struct ipc_field* field,
-                                 const struct ArrowSchema* field_schema,
+                                 const struct ArrowSchema* field_schema, const char* column,
                                  const struct ipc_where* where, struct ArrowArray* out,
                                  struct sluice_error* error) {
   struct decoder d = {.alloc = schema->alloc, .where = where, .schema = schema, .memo = memo,
                       .body = body, .error = error};
   out->release = NULL;
+  // Messages name the dictionary by the column it belongs to.
+  char name[sizeof d.path];
+  snprintf(name, sizeof name, "%.140s.<dictionary>", column);
+  memcpy(d.path, name, sizeof name);
+  d.path_len = strlen(d.path);
+  struct ArrowSchema named = *field_schema;  // shallow: validation only reads it
+  named.name = name;
   int rc = dec_init(&d, rb, version, field->n_nodes);
   if (rc == 0) rc = decode_field(&d, field, field_schema, out);
-  if (rc == 0) rc = validate(&d, field_schema, out);
+  if (rc == 0) rc = validate(&d, &named, out);
   dec_reset(&d);
   if (rc != 0 && out->release != NULL) out->release(out);
   return rc;

@@ -264,7 +264,7 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
   v->alloc = alloc;
   sl_ref_init(&v->ref, dict_value_destroy);
   int rc = sl_ipc_decode_dictionary_values(schema, memo, &rb, msg->version, body, decl->value,
-                                        decl->value_schema, where, &v->array, error);
+                                        decl->value_schema, decl->column, where, &v->array, error);
   struct ipc_dict_value* old = memo->values[k];
   if (rc == 0 && is_delta && old != NULL) {
     struct concat c = {alloc, where, error};

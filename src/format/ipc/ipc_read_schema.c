@@ -404,8 +404,8 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
     memset(&tt, 0, sizeof tt);
     tt.buf = p->fb;
   }
-  // Messages name the field by its path from the column (parse_children
-  // restores the parent's).
+  // Messages name the field by its path from the column, not only its own
+  // name ('item' of which list?); parse_children restores the parent's.
   if (p->path_len < sizeof p->path - 1) {
     int n = snprintf(p->path + p->path_len, sizeof p->path - p->path_len, "%s%.*s",
                      depth > 1 ? "." : "", (int)(name_len < 120 ? name_len : 120),
@@ -413,10 +413,8 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
     if (n > 0) p->path_len += (size_t)n;
     if (p->path_len > sizeof p->path - 1) p->path_len = sizeof p->path - 1;
   }
-  char fname[128];
-  snprintf(fname, sizeof fname, "%.*s", (int)(name_len < 120 ? name_len : 120), name ? name : "");
   if (nullable) flags |= ARROW_FLAG_NULLABLE;
-  int rc = describe_type(p, fname, type_type, &tt, kids.count, f, &flags, fmt, sizeof fmt);
+  int rc = describe_type(p, p->path, type_type, &tt, kids.count, f, &flags, fmt, sizeof fmt);
   if (rc != 0) return rc;
   const char* cname = scratch_str(p, name, name_len);
   if (cname == NULL) return sl_error_set(p->error, ENOMEM, "%s: out of memory", p->where->name);
@@ -429,7 +427,7 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
       const struct ipc_field* e = &f->children[0];
       if (e->kind != IPC_KIND_STRUCT || e->n_children != 2 || e->dict_id >= 0)
         return sl_error_set(p->error, EILSEQ, "%s: offset %" PRId64 ": field '%s': map entries must "
-                            "be a struct of 2 fields", p->where->name, p->where->offset, fname);
+                            "be a struct of 2 fields", p->where->name, p->where->offset, p->path);
     }
     count_subtree(f);
     return 0;
@@ -449,7 +447,7 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
                  sl_fb_read_bool(&it, IPC_INT_IS_SIGNED, 0, &is_signed) < 0))
     return bad(p, "DictionaryEncoding");
   int k = iw == 8 ? 0 : iw == 16 ? 1 : iw == 32 ? 2 : iw == 64 ? 3 : -1;
-  if (k < 0) return invalid(p, EILSEQ, "dictionary index bit width %" PRId64 " is not 8/16/32/64", fname, iw);
+  if (k < 0) return invalid(p, EILSEQ, "dictionary index bit width %" PRId64 " is not 8/16/32/64", p->path, iw);
   if (ordered) flags |= ARROW_FLAG_DICTIONARY_ORDERED;
   char ifmt[2] = {(is_signed ? "csil" : "CSIL")[k], 0};
   struct ipc_field* value = sl_calloc(p->alloc, 1, sizeof *value);
