@@ -482,3 +482,27 @@ def test_union_type_ids_repeated_are_refused_at_open(sluice, tmp_path):
                     ("convert", src, tmp_path / "out.parquet")):
         err = sluice.expect_error(*command).stderr.decode()
         assert f"{src}: offset 0: field 'u': union type id 3 is repeated" in err, err
+
+
+def test_file_read_as_stream_and_feather_v1_say_what_they_are(sluice, tmp_path):
+    """-f arrows on an IPC file said 'truncated message metadata (1330795073
+    bytes needed)' (the magic read as a length), -f arrow on a stream and a
+    Feather V1 file only 'no ARROW1 magic': each now says what it is and how
+    to read it."""
+    import pyarrow.feather as feather
+    t = pa.table({"x": [1, 2, 3]})
+    with ipc.new_file(tmp_path / "t.arrow", t.schema) as w:
+        w.write_table(t)
+    with ipc.new_stream(tmp_path / "t.arrows", t.schema) as w:
+        w.write_table(t)
+    feather.write_feather(t, tmp_path / "v1.feather", version=1)
+    assert feather.read_table(tmp_path / "v1.feather").equals(t)
+    err = sluice.expect_error("cat", tmp_path / "t.arrow", "-f", "arrows").stderr.decode()
+    assert "this is an Arrow IPC file (ARROW1 magic), not a stream" in err and "-f arrow" in err, err
+    err = sluice.expect_error("cat", tmp_path / "t.arrows", "-f", "arrow").stderr.decode()
+    assert "starts as an Arrow IPC stream does" in err and "-f arrows" in err, err
+    for extra in ((), ("-f", "arrows")):
+        err = sluice.expect_error("cat", tmp_path / "v1.feather", *extra).stderr.decode()
+        assert "this is a Feather V1 file (FEA1 magic), which sluice does not read" in err, err
+    assert ipc.open_stream(io.BytesIO(sluice.run("cat", tmp_path / "t.arrow", "-t", "arrows")
+                                      .stdout)).read_all().equals(t)

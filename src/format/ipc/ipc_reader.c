@@ -240,6 +240,17 @@ static int no_options(const struct sl_reader_args* args, struct sluice_error* er
                       "takes none)", args->source->name, (int)o.key_len, o.key);
 }
 
+/// What the first bytes of an object that is not an IPC file say it is.
+static const char* not_a_file_hint(const uint8_t* head, int64_t size) {
+  if (size >= 4 && memcmp(head, "FEA1", 4) == 0)
+    return ": this is a Feather V1 file (FEA1 magic), which sluice does not read (Feather V2 is "
+           "the Arrow IPC file format: rewrite it with pyarrow.feather.write_feather)";
+  if (size >= 4 && fb_load_u32(head) == IPC_CONTINUATION_MARKER)
+    return ": it starts as an Arrow IPC stream does: read it as the stream format (-f arrows, "
+           "format='arrows')";
+  return "";
+}
+
 static int file_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
   SL_RETURN_NOT_OK(no_options(args, error));
   struct sl_source* src = args->source;
@@ -260,7 +271,8 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
   struct sl_view head = {0}, tail = {0}, footer = {0};
   int rc = sl_source_read_at(src, 0, IPC_FILE_HEADER_LEN, &head, error);
   if (rc == 0 && (head.size < IPC_FILE_MAGIC_LEN || memcmp(head.data, IPC_FILE_MAGIC, IPC_FILE_MAGIC_LEN) != 0))
-    rc = sl_error_set(error, EILSEQ, "%s: offset 0: not an Arrow IPC file (no ARROW1 magic)", src->name);
+    rc = sl_error_set(error, EILSEQ, "%s: offset 0: not an Arrow IPC file (no ARROW1 magic)%s",
+                      src->name, not_a_file_hint(head.data, head.size));
   int64_t tail_at = src->size - 4 - IPC_FILE_MAGIC_LEN;
   if (rc == 0) rc = sl_source_read_at(src, tail_at, 4 + IPC_FILE_MAGIC_LEN, &tail, error);
   if (rc == 0 && (tail.size < 4 + IPC_FILE_MAGIC_LEN ||
@@ -500,6 +512,15 @@ static int stream_next_message(struct ipc_stream* st, struct sl_view* meta, stru
   if (*eof) return 0;
   memcpy(pre, v.data, 4);
   sl_view_release(&v);
+  // The magic of another layout: say which, not "metadata of 1330795073 bytes".
+  if (where->offset == 0 && memcmp(pre, IPC_FILE_MAGIC, 4) == 0)
+    return sl_error_set(error, EILSEQ, "%s: offset 0: this is an Arrow IPC file (ARROW1 magic), "
+                        "not a stream: read it as the file format (-f arrow, format='arrow')",
+                        where->name);
+  if (where->offset == 0 && memcmp(pre, "FEA1", 4) == 0)
+    return sl_error_set(error, ENOTSUP, "%s: offset 0: this is a Feather V1 file (FEA1 magic), "
+                        "which sluice does not read (Feather V2 is the Arrow IPC file format: "
+                        "rewrite it with pyarrow.feather.write_feather)", where->name);
   if (fb_load_u32(pre) == IPC_CONTINUATION_MARKER) {
     SL_RETURN_NOT_OK(stream_read(st, 4, &v, eof, "message prefix", error));
     if (*eof) {
