@@ -716,7 +716,9 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
     the peak is about the DataFrame's size plus the batches in flight
     (``memory``), not twice the data. Arguments as for sluice.read; the frame
     is in plan order whatever ``ordered`` says (False lets fixed-width tables
-    decode their splits in any order, each into its place).
+    decode their splits in any order, each into its place). Dtypes and
+    index as Table.to_pandas gives them (a file pandas wrote gets back its
+    index and the extension dtypes its "pandas" metadata records).
     """
     from ._gather import gatherable
     from ._pandas import batches_to_pandas

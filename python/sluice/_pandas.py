@@ -7,7 +7,8 @@ over the decoded Arrow buffers when the table is one batch (no copy; the
 array's base keeps the batch alive), and one concatenation (each value written
 once) when it has several. Columns with nulls become pandas' nullable arrays
 (Int64, Float64, boolean) from values + mask; strings pandas' string dtype;
-timestamps keep their zone; dictionaries become Categoricals.
+timestamps keep their zone; dictionaries become Categoricals. A file pandas
+wrote gets back the index and extension dtypes its "pandas" metadata records.
 """
 import datetime as _dt
 
@@ -343,18 +344,23 @@ class _Assembler:
     batches give theirs back); other columns convert each batch on its own and
     are joined at the end."""
 
-    def __init__(self, t, total, views=False):
+    def __init__(self, t, total, views=False, stored=None):
         """total: the final length, or None to grow as batches come (the
         arrays are resized in place: realloc moves pages, not bytes).
         views: the batches outlive the frame (a table's to_pandas), so
-        Arrow-backed strings are views of their buffers rather than copies."""
+        Arrow-backed strings are views of their buffers rather than copies.
+        stored: the column's _Stored dtype from the pandas metadata, if any."""
         np = _np()
         self.t = t
         self.total = total
         self.capacity = total if total is not None else 0
         self.mask = None
         self.parts = None
-        if t.dictionary is None and t.format in _NUMPY_CODES:
+        self.stored = stored if stored is not None and stored.arrow is not None else None
+        if self.stored is not None:
+            self.kind = "arrow"  # an ArrowDtype (or other Arrow-made) column
+            self.parts = []
+        elif t.dictionary is None and t.format in _NUMPY_CODES:
             self.kind = "numeric"
             self.out = np.empty(self.capacity, dtype=_NUMPY_CODES[t.format])
         elif t.dictionary is None and t.kind == "bool":
@@ -382,8 +388,11 @@ class _Assembler:
 
     def add(self, nd, at):
         n = nd.length
-        if self.kind != "other":
+        if self.kind not in ("other", "arrow"):
             self._reserve(at + n)
+        if self.kind == "arrow":
+            self.parts.append(_arrow_chunk(self.stored.arrow, nd, copy=not self.views))
+            return
         if self.kind == "other":
             t = self.t
             if t.dictionary is not None:
@@ -414,6 +423,8 @@ class _Assembler:
 
     def finish(self, length):
         t = self.t
+        if self.kind == "arrow":
+            return _arrow_finish(self.stored, self.parts)
         if self.kind != "other" and self.capacity != length:
             self.out.resize(length, refcheck=False)
             if self.mask is not None:
@@ -455,6 +466,7 @@ def table_to_pandas(schema, batches, consume=False, writable=False):
         return batches_to_pandas(schema, iter(list(batches)), total, views=True)
     data = {}
     rows = sum(b.num_rows for b in batches)
+    stored = _stored_dtypes(pd, schema)
     # Taken over (consume): the views may be writable, so that the DataFrame
     # can be edited in place as pandas' own (where the memory is the batch's);
     # not when a batch is held elsewhere too (`writable` false: a Batch or
@@ -463,10 +475,14 @@ def table_to_pandas(schema, batches, consume=False, writable=False):
     for i, field in enumerate(fields):
         nodes = [Node(b._batch, (i,), field.type, writable) for b in batches]
         with naming_column(field.name):
-            data[i] = _column(nodes, field.type)
+            if stored[i] is not None and stored[i].arrow is not None:
+                chunks = [_arrow_chunk(stored[i].arrow, nd, copy=consume) for nd in nodes]
+                data[i] = _arrow_finish(stored[i], chunks)
+            else:
+                data[i] = _column(nodes, field.type)
     if consume:
         del batches[:]
-    frame = _frame(pd, schema, data, rows)
+    frame = _frame(pd, schema, data, rows, stored)
     # Held elsewhere: the frame still owns its columns (a copy), as promised.
     return frame.copy(deep=True) if consume and not writable else frame
 
@@ -479,7 +495,8 @@ def batches_to_pandas(schema, batches, total=None, views=False):
     batches outlive the frame (see _Assembler)."""
     pd = _pd()
     fields = schema.fields
-    columns = [_Assembler(f.type, total, views) for f in fields]
+    stored = _stored_dtypes(pd, schema)
+    columns = [_Assembler(f.type, total, views, stored[i]) for i, f in enumerate(fields)]
     at = 0
     for batch in batches:
         for i, (field, column) in enumerate(zip(fields, columns)):
@@ -492,7 +509,7 @@ def batches_to_pandas(schema, batches, total=None, views=False):
         with naming_column(fields[i].name):
             data[i] = column.finish(at)
         columns[i] = None
-    return _frame(pd, schema, data, at)
+    return _frame(pd, schema, data, at, stored)
 
 
 def column_to_pandas(nodes, t, name):
@@ -511,11 +528,15 @@ def column_to_pandas(nodes, t, name):
     return pd.Series(values, name=name, copy=False)
 
 
-def _frame(pd, schema, data, rows):
+def _frame(pd, schema, data, rows, stored):
     fields = schema.fields
     if not fields:
         return pd.DataFrame(index=pd.RangeIndex(rows))
     names = [f.name for f in fields]
+    for i, field in enumerate(fields):
+        if stored[i] is not None and stored[i].arrow is None:
+            with naming_column(field.name):
+                data[i] = _restore(pd, stored[i], data[i])
     index, index_at = _pandas_index(pd, schema.metadata.get("pandas"), names, data, rows)
     if index_at:
         keep = [i for i in range(len(names)) if i not in index_at]
@@ -524,6 +545,133 @@ def _frame(pd, schema, data, rows):
     df = pd.DataFrame(data, index=index, copy=False)
     df.columns = _column_labels(pd, schema.metadata.get("pandas"), names)
     return df
+
+
+class _Stored:
+    """What the "pandas" metadata recorded for one column, that its Arrow
+    type does not say: `dtype` the pandas extension dtype it had (Int64,
+    boolean, string, Float32, int64[pyarrow], ...; None for a numpy one),
+    made through pyarrow when `arrow` (pyarrow, for an ArrowDtype or another
+    dtype only pyarrow's arrays make) is not None; `tz` the zone of a
+    datetimetz column."""
+
+    __slots__ = ("dtype", "arrow", "arrow_type", "tz")
+
+    def __init__(self, dtype, arrow, arrow_type, tz):
+        self.dtype = dtype
+        self.arrow = arrow
+        self.arrow_type = arrow_type  # (the column's, as pyarrow's type)
+        self.tz = tz
+
+
+def _stored_dtypes(pd, schema):
+    """A _Stored or None per field, from the "pandas" schema metadata of a
+    file pandas wrote (DataFrame.to_parquet / to_feather, pyarrow's
+    Table.from_pandas): the column dtypes pyarrow's to_pandas (and so
+    pd.read_parquet) restores. Its "numpy_type" names the dtype: an
+    extension dtype that pandas can make from Arrow (__from_arrow__) is
+    restored, except a string dtype over a dictionary column, which stays a
+    Categorical (as pyarrow). A numpy dtype changes nothing (a column with
+    nulls keeps its nullable dtype). A dtype that needs pyarrow
+    (int64[pyarrow]) is left to the default conversion without it. Index
+    columns keep the default conversion, as pyarrow gives them. Malformed
+    metadata is ignored."""
+    fields = schema.fields
+    stored = [None] * len(fields)
+    raw = schema.metadata.get("pandas")
+    if not isinstance(raw, str):
+        return stored
+    import json
+    try:
+        meta = json.loads(raw)
+        columns = list(meta.get("columns") or [])
+        index = set(s for s in meta.get("index_columns") or [] if isinstance(s, str))
+    except (ValueError, TypeError, AttributeError):
+        return stored
+    names = [f.name for f in fields]
+    made = {}
+    for column in columns:
+        if not isinstance(column, dict):
+            continue
+        name = column.get("field_name", column.get("name"))
+        if not isinstance(name, str) or names.count(name) != 1 or name in index:
+            continue
+        i = names.index(name)
+        t = fields[i].type
+        dtype, arrow = _stored_dtype(pd, column.get("numpy_type"), t, made)
+        tz = None
+        extra = column.get("metadata")
+        if column.get("pandas_type") == "datetimetz" and isinstance(extra, dict) and \
+                t.kind == "timestamp" and isinstance(extra.get("timezone"), str) and \
+                extra["timezone"] != t.tz:
+            tz = extra["timezone"]
+        if dtype is not None or tz is not None:
+            arrow_type = arrow.field(fields[i]).type if arrow is not None else None
+            stored[i] = _Stored(dtype, arrow, arrow_type, tz)
+    return stored
+
+
+def _stored_dtype(pd, spelled, t, made):
+    """(the extension dtype `spelled` names for a column of Arrow type `t`,
+    pyarrow if only pyarrow can make it, else None), or (None, None)."""
+    if not isinstance(spelled, str) or t.dictionary is not None:
+        return None, None  # (a dictionary stays a Categorical, whatever the dtype)
+    if spelled not in made:
+        try:
+            made[spelled] = pd.api.types.pandas_dtype(spelled)
+        except Exception:  # (ImportError: int64[pyarrow] without pyarrow)
+            made[spelled] = None
+    dtype = made[spelled]
+    if not isinstance(dtype, pd.api.extensions.ExtensionDtype) or \
+            not hasattr(dtype, "__from_arrow__") or isinstance(dtype, pd.CategoricalDtype):
+        return None, None
+    if isinstance(dtype, pd.StringDtype):
+        if t.kind in ("string", "large_string", "string_view"):
+            return dtype, None
+        return None, None
+    if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
+        if t.format in _NUMPY_CODES or t.kind == "bool":
+            return dtype, None
+    try:
+        import pyarrow
+    except ImportError:
+        return None, None
+    return dtype, pyarrow
+
+
+def _restore(pd, stored, values):
+    """`values` (a column as _column made it) in the dtype or zone stored."""
+    np = _np()
+    if stored.tz is not None:  # (as pyarrow: the values are UTC instants)
+        index = pd.DatetimeIndex(values)
+        if index.tz is None:
+            index = index.tz_localize("UTC")
+        values = index.tz_convert(stored.tz).array
+    dtype = stored.dtype
+    if dtype is None or values.dtype == dtype:
+        return values
+    if isinstance(values, np.ndarray) and values.dtype == getattr(dtype, "numpy_dtype", None):
+        # Int64 / Float64 / boolean without nulls: over the same values (no copy)
+        mask = np.zeros(len(values), dtype=bool)
+        if values.dtype.kind == "f" and _nan_is_na(pd):
+            mask = np.isnan(values)
+        return dtype.construct_array_type()(values, mask)
+    if isinstance(values, pd.api.extensions.ExtensionArray):
+        return values.astype(dtype, copy=False)
+    return pd.array(values, dtype=dtype)
+
+
+def _arrow_chunk(pa, nd, copy):
+    """One batch's column (top-level node `nd`) as a pyarrow array over its
+    buffers (the batch kept alive) or, copy=True, over copies of them (the
+    batch can be freed)."""
+    array = pa.record_batch(nd.batch).column(nd.path[0])
+    # (concatenating always writes new buffers)
+    return pa.concat_arrays([array, array.slice(0, 0)]) if copy else array
+
+
+def _arrow_finish(stored, chunks):
+    return stored.dtype.__from_arrow__(stored.arrow.chunked_array(chunks, type=stored.arrow_type))
 
 
 _LABEL_TYPES = {"int64": int, "int32": int, "int16": int, "int8": int, "uint64": int,

@@ -597,7 +597,10 @@ class Table:
         the same values). A conversion error (a date after year 9999, an
         unknown time zone) names the column and the value.
         The index pandas recorded in the schema's "pandas" metadata (files
-        written by DataFrame.to_parquet) is restored, as pyarrow does.
+        written by DataFrame.to_parquet) is restored, as pyarrow does, and
+        so are the extension dtypes it records for the other columns
+        (Int64, boolean, string, Float32, int64[pyarrow] with pyarrow
+        installed; see the README); numpy dtypes there change nothing.
         """
         from ._pandas import table_to_pandas
         if self_destruct:
