@@ -286,15 +286,21 @@ struct sluice_open_options {
   /// columns in the same order. Not for CSV, whose types are inferred
   /// object by object (give its schema instead).
   int union_by_name;
-  /// Polled while sluice_dataset_open waits on its one object's bytes: a
-  /// pipe, a FIFO or standard input that is slow to write, an http(s):// or
-  /// s3:// body that trickles (format detection, a header, a CSV schema
-  /// sample). A non-zero return stops the open with ECANCELED
+  /// Polled while sluice_dataset_open (or _open_many) waits on an object's
+  /// bytes: a pipe, a FIFO or standard input that is slow to write, an
+  /// http(s):// or s3:// body that trickles (format detection, a header, a
+  /// CSV schema sample); with several objects (a list, a glob, a directory,
+  /// Hive partitions) also before each object is opened, and every 50 ms
+  /// from the calling thread while it waits for the threads opening the
+  /// others. A non-zero return stops the open with ECANCELED
   /// ("interrupted") within about 50 ms (an http(s):// or s3:// transfer:
   /// within about a second, as libcurl reports progress). Called from the
-  /// opening thread, or with a lock held from sluice's: it must be quick
-  /// and thread-safe (read a flag). Not called after the open returns (a scan is stopped by
-  /// releasing its stream). NULL (default) = never cancelled.
+  /// opening thread, or from sluice's (some with a lock held): it must be
+  /// quick and thread-safe (read a flag); a hook that only the opening
+  /// thread can answer is still asked on it while the others wait. Not
+  /// called after the open returns (a scan is stopped by releasing its
+  /// stream); listing a directory, glob or prefix does not ask it. NULL
+  /// (default) = never cancelled.
   int (*cancelled)(void* user);
   void* cancelled_user;
 };

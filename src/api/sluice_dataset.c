@@ -636,21 +636,16 @@ static int open_dataset(const char* const* locations, size_t n_locations,
         options->format != NULL ? named : sl_format_reader_detect(first, NULL, 0);
     remote.stream_first = guess != NULL && guess->streams &&
                           sl_compression_for_name(first) == SL_COMPRESS_NONE;
-    // One object, read by its format's reader: the open's waits on it (a
-    // pipe, a trickling body) ask the caller's cancel hook. Not several,
-    // whose sources the files reader opens and keeps past the open.
-    int cancellable = objects.n <= 1 && hive.n_keys == 0;
-    if (cancellable) {
-      remote.cancelled = options->cancelled;
-      remote.cancelled_user = options->cancelled_user;
-    }
+    // The open's waits (a pipe, a trickling body) ask the caller's cancel
+    // hook: on this object, and on the others the files reader opens (it
+    // asks between objects too, and takes the hook off when it is done).
+    remote.cancelled = options->cancelled;
+    remote.cancelled_user = options->cancelled_user;
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
-    if (rc == 0 && cancellable) {
+    if (rc == 0) {
       ds->source->cancelled = options->cancelled;
       ds->source->cancelled_user = options->cancelled_user;
     }
-    remote.cancelled = NULL;
-    remote.cancelled_user = NULL;
     remote.size_hint = 0;  // that object's only
     remote.tail_first = 0;
     remote.stream_first = 0;

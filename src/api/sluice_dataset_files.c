@@ -711,11 +711,19 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
     return sl_error_set(error, ENOMEM, "out of memory opening object %lld", (long long)i);
   }
   sl_location_shown(name, p->name, shown);
+  // The open's cancel hook is asked before each object, and by the reads
+  // that wait on one (a pipe, a trickling body: sl_source.cancelled).
+  const struct sl_remote_options* given = job->remote;
+  if (given != NULL && given->cancelled != NULL && given->cancelled(given->cancelled_user)) {
+    return sl_error_set(error, ECANCELED, "%s: interrupted", p->name);
+  }
   if (i > 0) {
-    struct sl_remote_options remote = *job->remote;
+    struct sl_remote_options remote = *given;
     remote.size_hint = job->names->sizes[i];
     remote.tail_first = f->format->tail_first;
     SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
+    p->source->cancelled = given->cancelled;
+    p->source->cancelled_user = given->cancelled_user;
   }
   return open_part(f, p, job->args, error);
 }
@@ -1047,7 +1055,17 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   // On up to FILES_OPEN_THREADS threads; the error reported is that of the
   // first object, in the given order, that fails, as a serial open would.
   struct open_job job = {.f = f, .names = names, .remote = remote, .args = args};
-  int rc = sl_parallel_for((int64_t)names->n, FILES_OPEN_THREADS, open_object, &job, NULL, error);
+  int (*cancelled)(void*) = remote != NULL ? remote->cancelled : NULL;
+  int rc = sl_parallel_for_polled((int64_t)names->n, FILES_OPEN_THREADS, open_object, &job,
+                                  cancelled, remote != NULL ? remote->cancelled_user : NULL,
+                                  NULL, error);
+  // The hook is the open's only: scans may outlive its caller's state.
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (f->parts[i].source != NULL) {
+      f->parts[i].source->cancelled = NULL;
+      f->parts[i].source->cancelled_user = NULL;
+    }
+  }
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     struct files_part* p = &f->parts[i];
     if (sl_files_reader_object_excluded(f, i) && p->n_splits > 0) {  // kept for its columns only: no rows

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/sl_error.h"
 
@@ -18,6 +19,8 @@ struct parallel {
   int64_t succeeded;
   int rc;
   struct sluice_error error;  ///< that index's error
+  pthread_cond_t exited_cond;  ///< (with a poll: signalled as threads end)
+  int exited;                  ///< started threads that ended
 };
 
 static void* worker(void* arg) {
@@ -43,8 +46,24 @@ static void* worker(void* arg) {
   }
 }
 
+static void* worker_thread(void* arg) {
+  struct parallel* p = arg;
+  worker(p);
+  pthread_mutex_lock(&p->mutex);
+  p->exited++;
+  pthread_cond_signal(&p->exited_cond);
+  pthread_mutex_unlock(&p->mutex);
+  return NULL;
+}
+
 int sl_parallel_for(int64_t n, int max_threads, sl_parallel_job job, void* ctx,
                     int64_t* succeeded, struct sluice_error* error) {
+  return sl_parallel_for_polled(n, max_threads, job, ctx, NULL, NULL, succeeded, error);
+}
+
+int sl_parallel_for_polled(int64_t n, int max_threads, sl_parallel_job job, void* ctx,
+                           int (*poll)(void* user), void* poll_user, int64_t* succeeded,
+                           struct sluice_error* error) {
   if (succeeded != NULL) *succeeded = 0;
   if (n <= 0) return 0;
   struct parallel p;
@@ -56,16 +75,39 @@ int sl_parallel_for(int64_t n, int max_threads, sl_parallel_job job, void* ctx,
   if (pthread_mutex_init(&p.mutex, NULL) != 0) {
     return sl_error_set(error, EAGAIN, "cannot create a mutex for %lld jobs", (long long)n);
   }
+  if (pthread_cond_init(&p.exited_cond, NULL) != 0) {
+    pthread_mutex_destroy(&p.mutex);
+    return sl_error_set(error, EAGAIN, "cannot create a condition for %lld jobs", (long long)n);
+  }
   pthread_t threads[MAX_THREADS];
   int64_t want = n < max_threads ? n : max_threads;
   if (want > MAX_THREADS) want = MAX_THREADS;
   int started = 0;
   for (int64_t t = 1; t < want; ++t) {
-    if (pthread_create(&threads[started], NULL, worker, &p) != 0) break;  // fewer do
+    if (pthread_create(&threads[started], NULL, worker_thread, &p) != 0) break;  // fewer do
     ++started;
   }
   worker(&p);
+  if (poll != NULL) {
+    pthread_mutex_lock(&p.mutex);
+    while (p.exited < started) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 50 * 1000000L;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&p.exited_cond, &p.mutex, &until);
+      if (p.exited == started) break;
+      pthread_mutex_unlock(&p.mutex);
+      (void)poll(poll_user);
+      pthread_mutex_lock(&p.mutex);
+    }
+    pthread_mutex_unlock(&p.mutex);
+  }
   for (int t = 0; t < started; ++t) pthread_join(threads[t], NULL);
+  pthread_cond_destroy(&p.exited_cond);
   pthread_mutex_destroy(&p.mutex);
   if (succeeded != NULL) *succeeded = p.succeeded;
   if (p.rc != 0 && error != NULL) *error = p.error;

@@ -18,4 +18,13 @@ typedef int (*sl_parallel_job)(void* ctx, int64_t i, struct sluice_error* error)
 int sl_parallel_for(int64_t n, int max_threads, sl_parallel_job job, void* ctx,
                     int64_t* succeeded, struct sluice_error* error);
 
+/// sl_parallel_for, and while the calling thread waits for the others to
+/// finish their jobs it calls poll(poll_user) every 50 ms (its result is
+/// not used): a cancel hook that only the calling thread can answer (the
+/// Python package's, which runs the signal handlers) is asked then too, and
+/// the jobs, which ask it themselves, see the answer.
+int sl_parallel_for_polled(int64_t n, int max_threads, sl_parallel_job job, void* ctx,
+                           int (*poll)(void* user), void* poll_user, int64_t* succeeded,
+                           struct sluice_error* error);
+
 #endif

@@ -77,7 +77,8 @@ struct sl_source {
   /// its own. 0 for sources whose read_at fetches (HTTP, S3): a reader that
   /// would view the whole object reads it forward instead, in bounded memory.
   int mapped;
-  /// While sluice_dataset_open reads the source: its caller's
+  /// While sluice_dataset_open reads the source (each object's, with
+  /// several): its caller's
   /// sluice_open_options.cancelled (NULL = none), polled by reads that wait
   /// (a pipe, an HTTP body) every SL_SOURCE_CANCEL_POLL_MS.
   int (*cancelled)(void* user);

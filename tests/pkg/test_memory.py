@@ -147,6 +147,37 @@ def test_ctrl_c_while_opening_a_trickling_pipe(how):
         writer.stdout.close()
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+def test_ctrl_c_while_opening_several_objects_one_a_trickling_fifo(tmp_path):
+    """A list of locations (a file, then a FIFO that sends a row every half
+    second): Ctrl-C stopped only one object's open; the FIFO, opened by the
+    files reader (on another thread maybe), waited for its writer to end."""
+    import subprocess
+    import sys
+    import time
+    first = tmp_path / "first.csv"
+    first.write_text("a,b\n5,6\n")
+    fifo = tmp_path / "second.csv"
+    os.mkfifo(fifo)
+    code = "import sys\nsys.stdout = open(%r, 'w')\n" % str(fifo) + TRICKLE
+    writer = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        fds, threads = open_fds(), threading.active_count()
+        killer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        killer.start()
+        with pytest.raises(KeyboardInterrupt):
+            sluice.read([str(first), str(fifo)], format="csv", schema="a:int64,b:int64")
+        took = time.monotonic() - start
+        killer.join()
+        assert took < 1.5, "KeyboardInterrupt came %.1f s after the start (Ctrl-C at 0.5 s)" % took
+        assert writer.poll() is None  # the source had not ended
+        assert open_fds() <= fds and threading.active_count() == threads
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 def test_ctrl_c_while_opening_a_trickling_http_body():
     """The same for an http:// object whose body trickles (the whole small
     object is fetched as the open's first request)."""
