@@ -643,8 +643,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     remote.cancelled_user = options->cancelled_user;
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
     if (rc == 0) {
-      ds->source->cancelled = options->cancelled;
-      ds->source->cancelled_user = options->cancelled_user;
+      sl_source_ask_cancel(ds->source, options->cancelled, options->cancelled_user);
     }
     remote.size_hint = 0;  // that object's only
     remote.tail_first = 0;
@@ -708,8 +707,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   if (rc == 0 && ds->filter != NULL) rc = prune_splits(ds, error);
   // The hook is the open's only: scans may outlive its caller's state.
   if (ds->source != NULL) {
-    ds->source->cancelled = NULL;
-    ds->source->cancelled_user = NULL;
+    sl_source_stop_asking(ds->source);
   }
   sl_http_pool_release(remote.http_pool);
   if (rc != 0) {

@@ -722,8 +722,7 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
     remote.size_hint = job->names->sizes[i];
     remote.tail_first = f->format->tail_first;
     SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
-    p->source->cancelled = given->cancelled;
-    p->source->cancelled_user = given->cancelled_user;
+    sl_source_ask_cancel(p->source, given->cancelled, given->cancelled_user);
   }
   return open_part(f, p, job->args, error);
 }
@@ -1062,8 +1061,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
   // The hook is the open's only: scans may outlive its caller's state.
   for (int64_t i = 0; i < f->n_parts; ++i) {
     if (f->parts[i].source != NULL) {
-      f->parts[i].source->cancelled = NULL;
-      f->parts[i].source->cancelled_user = NULL;
+      sl_source_stop_asking(f->parts[i].source);
     }
   }
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {

@@ -5,6 +5,8 @@
 #ifndef SL_SOURCE_H
 #define SL_SOURCE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "sluice.h"
@@ -80,17 +82,53 @@ struct sl_source {
   /// While sluice_dataset_open reads the source (each object's, with
   /// several): its caller's
   /// sluice_open_options.cancelled (NULL = none), polled by reads that wait
-  /// (a pipe, an HTTP body) every SL_SOURCE_CANCEL_POLL_MS.
+  /// (a pipe, an HTTP body) every SL_SOURCE_CANCEL_POLL_MS. Set with
+  /// sl_source_ask_cancel and asked only on the thread that set it
+  /// (`cancel_asker`): the source's own threads (HTTP readahead) run on past
+  /// the open, when the hook and its caller's state may be gone, and read
+  /// only `cancel_seen`, which the asker sets when the hook says yes.
   int (*cancelled)(void* user);
   void* cancelled_user;
+  pthread_t cancel_asker;
+  int has_asker;  ///< set once, before the source's own threads start
+  atomic_int cancel_seen;
 };
 
 /// How often a read that waits polls sl_source.cancelled.
 #define SL_SOURCE_CANCEL_POLL_MS 50
 
-/// Whether the open `source` is read for was cancelled.
-static inline int sl_source_cancelled(const struct sl_source* source) {
-  return source->cancelled != NULL && source->cancelled(source->cancelled_user);
+/// Gives `source` the open's cancel hook, to be asked on the calling thread.
+/// A source that has an asker keeps it (an HTTP source takes the hook when
+/// it is made, and its threads may be reading `has_asker` by now).
+static inline void sl_source_ask_cancel(struct sl_source* source, int (*cancelled)(void* user),
+                                        void* user) {
+  if (cancelled == NULL || source->has_asker) return;
+  source->cancelled = cancelled;
+  source->cancelled_user = user;
+  source->cancel_asker = pthread_self();
+  source->has_asker = 1;
+}
+
+/// Takes the hook away when the open is done: on the asker's thread, or on
+/// one that joined it.
+static inline void sl_source_stop_asking(struct sl_source* source) {
+  source->cancelled = NULL;
+  source->cancelled_user = NULL;
+}
+
+/// Whether the reads on this thread ask the hook (and so wait in slices).
+static inline int sl_source_asks_here(const struct sl_source* source) {
+  return source->has_asker && pthread_equal(pthread_self(), source->cancel_asker) &&
+         source->cancelled != NULL;
+}
+
+/// Whether the open `source` is read for was cancelled: the hook, on the
+/// thread that asks it; elsewhere, whether that thread has heard yes.
+static inline int sl_source_cancelled(struct sl_source* source) {
+  if (atomic_load(&source->cancel_seen)) return 1;
+  if (!sl_source_asks_here(source) || !source->cancelled(source->cancelled_user)) return 0;
+  atomic_store(&source->cancel_seen, 1);
+  return 1;
 }
 
 struct sl_http_pool;

@@ -250,7 +250,7 @@ static int fd_fill(struct sl_fd_source* s, int64_t need, struct sluice_error* er
   while (b->end - b->start < need) {
     // A pipe may keep us waiting for as long as its writer likes: with a
     // cancel hook, wait in slices and ask it between them.
-    if (s->base.cancelled != NULL) {
+    if (sl_source_asks_here(&s->base)) {
       if (sl_source_cancelled(&s->base)) {
         return sl_error_set(error, ECANCELED, "%s: interrupted", s->base.name);
       }

@@ -1751,7 +1751,7 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
       return NULL;
     }
     s->starved++;
-    if (s->base.cancelled == NULL) {
+    if (!sl_source_asks_here(&s->base)) {
       pthread_cond_wait(&s->cond, &s->lock);
       continue;
     }
@@ -2108,8 +2108,8 @@ int sl_http_source_open_config(const struct sl_http_config* config,
   }
   s->curl = sl_http_pool_curl(s->handles);
   s->base.alloc = alloc;
-  s->base.cancelled = config->remote.cancelled;  // (reads: while the dataset opens)
-  s->base.cancelled_user = config->remote.cancelled_user;
+  // (reads: while the dataset opens, on this thread)
+  sl_source_ask_cancel(&s->base, config->remote.cancelled, config->remote.cancelled_user);
   s->base.size = -1;
   s->total = -1;
   s->base.owner = NULL;
