@@ -797,6 +797,43 @@ int sl_dataset_usable(const struct sluice_dataset* ds, struct sluice_error* erro
   return ds->unusable.code;
 }
 
+/// 1 (with its path from the column in `path`) if `s` or a field under it
+/// has a type only described, never read.
+static int unreadable_field(const struct ArrowSchema* s, char* path, size_t cap, size_t len,
+                            const char** format) {
+  if (s->name != NULL && s->name[0] != '\0' && len < cap - 1) {
+    int n = snprintf(path + len, cap - len, "%s%s", len > 0 ? "." : "", s->name);
+    if (n > 0) len += (size_t)n;
+    if (len > cap - 1) len = cap - 1;
+  }
+  static const char* const k_unreadable[] = {"+r", "+vl", "+vL"};
+  for (size_t i = 0; i < sizeof k_unreadable / sizeof k_unreadable[0]; ++i) {
+    if (strcmp(s->format, k_unreadable[i]) == 0) {
+      *format = s->format;
+      return 1;
+    }
+  }
+  if (s->dictionary != NULL && unreadable_field(s->dictionary, path, cap, len, format)) return 1;
+  for (int64_t i = 0; i < s->n_children; ++i)
+    if (unreadable_field(s->children[i], path, cap, len, format)) return 1;
+  path[len] = '\0';
+  return 0;
+}
+
+int sl_dataset_readable(const struct sluice_dataset* ds, struct sluice_error* error) {
+  for (int64_t i = 0; i < ds->schema.n_children; ++i) {
+    char path[256] = "";
+    const char* format = NULL;
+    if (!unreadable_field(ds->schema.children[i], path, sizeof path, 0, &format)) continue;
+    char type[64];
+    sl_format_name(format, type, sizeof type);
+    return sl_error_set(error, ENOTSUP, "%s: field '%s': type %s is not supported (cast it to "
+                        "%s first, or select only other columns: -c, columns=)", ds->location,
+                        path, type, format[1] == 'r' ? "its value type" : "a list");
+  }
+  return 0;
+}
+
 void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) {
   memset(args, 0, sizeof *args);
   args->format = ds->format;

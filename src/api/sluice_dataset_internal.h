@@ -15,6 +15,11 @@ void sl_dataset_scan_args(struct sluice_dataset* dataset, struct sl_scan_args* a
 /// 0, or the error of a refine that left the dataset unscannable (copied
 /// into `error`).
 int sl_dataset_usable(const struct sluice_dataset* dataset, struct sluice_error* error);
+/// 0, or ENOTSUP naming the first field of the dataset's columns (its
+/// projection) of a type a reader describes but cannot read (an Arrow IPC
+/// run-end encoded or list-view field): a scan fails on it before handing
+/// out the schema, while a projection that leaves such columns out reads.
+int sl_dataset_readable(const struct sluice_dataset* dataset, struct sluice_error* error);
 
 /// Reference counting of the dataset internals: sluice_dataset_close drops
 /// the handle's reference, scans hold their own.

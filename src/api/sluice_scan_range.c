@@ -115,6 +115,7 @@ int sl_scanner_open_slow_split(struct sluice_dataset* dataset,
   struct sl_scan_args args;
   sl_dataset_scan_args(dataset, &args);
   int rc = sl_dataset_usable(dataset, error);
+  if (rc == 0) rc = sl_dataset_readable(dataset, error);
   if (rc == 0) rc = check_options(location, options, args.n_splits, error);
   if (rc != 0) {
     release_placement(options);

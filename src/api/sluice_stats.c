@@ -601,6 +601,7 @@ SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset,
     return sl_error_set(error, EINVAL, "sluice_dataset_stats: NULL argument");
   }
   SL_RETURN_NOT_OK(sl_dataset_usable(dataset, error));
+  SL_RETURN_NOT_OK(sl_dataset_readable(dataset, error));
   for (;;) {
     int rc = stats_once(dataset, out, n_out, error);
     if (rc == 0) return 0;

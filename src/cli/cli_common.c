@@ -308,7 +308,27 @@ static void name_put(struct name_out* o, const char* s) {
 static void type_name_rec(const struct ArrowSchema* schema, struct name_out* o, int depth) {
   struct sl_type type;
   struct sluice_error error;
-  if (depth > 16 || sl_type_parse(schema->format, &type, &error) != 0) {
+  if (depth > 16) {
+    name_put(o, schema->format);
+    return;
+  }
+  // Types a reader describes but cannot read (an Arrow IPC file's run-end
+  // encoded and list-view columns), named as pyarrow does.
+  int ree = strcmp(schema->format, "+r") == 0;
+  if ((ree && schema->n_children == 2) ||
+      ((strcmp(schema->format, "+vl") == 0 || strcmp(schema->format, "+vL") == 0) &&
+       schema->n_children == 1)) {
+    name_put(o, ree ? "run_end_encoded<run_ends: " : schema->format[2] == 'l' ? "list_view<"
+                                                                               : "large_list_view<");
+    type_name_rec(schema->children[0], o, depth + 1);
+    if (ree) {
+      name_put(o, ", values: ");
+      type_name_rec(schema->children[1], o, depth + 1);
+    }
+    name_put(o, ">");
+    return;
+  }
+  if (sl_type_parse(schema->format, &type, &error) != 0) {
     name_put(o, schema->format);
     return;
   }

@@ -506,3 +506,102 @@ def test_file_read_as_stream_and_feather_v1_say_what_they_are(sluice, tmp_path):
         assert "this is a Feather V1 file (FEA1 magic), which sluice does not read" in err, err
     assert ipc.open_stream(io.BytesIO(sluice.run("cat", tmp_path / "t.arrow", "-t", "arrows")
                                       .stdout)).read_all().equals(t)
+
+
+def _skipped_types_batches(k):
+    """A batch of columns sluice reads between run-end encoded, list-view
+    and view columns it steps over (nested ones, and views inside them, whose
+    data buffers the batch's variadicBufferCounts count), then a dictionary
+    and an int column after them. Batch k's strings differ in length so the
+    views' data buffers and the skipped columns' buffer counts vary."""
+    n = 6
+    long = "x" * (13 + k)  # over 12 bytes: in a data buffer, not inline
+    dictionary = pa.array(["p", "q", "r"])
+    return pa.record_batch({
+        "a": pa.array([i + 10 * k for i in range(n)], pa.int64()),
+        "sv": pa.array([f"{long}{i}" if i % 2 else f"s{i}" for i in range(n)], pa.string_view()),
+        "lv": pa.array([[1, 2], None, [3], [], [4, 5, 6], [k]], pa.list_view(pa.int32())),
+        "ree": pa.RunEndEncodedArray.from_arrays(pa.array([2, n], pa.int32()),
+                                                  pa.array([long, "y"])),
+        "llv": pa.array([[long], None, ["b"], [], ["c", long], []],
+                        pa.large_list_view(pa.string_view())),
+        "bv": pa.array([long.encode() * i for i in range(n)], pa.binary_view()),
+        "st_ree": pa.StructArray.from_arrays(
+            [pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int16()), pa.array([k])),
+             pa.array([f"{long}{i}" for i in range(n)], pa.string_view())], names=["r", "v"]),
+        "l_lv": pa.ListArray.from_arrays(pa.array([0, 1, 1, 2, 2, 2, 3], pa.int32()),
+                                         pa.array([["u"], [long], None], pa.list_view(pa.utf8()))),
+        "lv_d": pa.ListViewArray.from_arrays(
+            pa.array([0, 1, 0, 2, 2, 1], pa.int32()), pa.array([1, 1, 2, 0, 1, 1], pa.int32()),
+            pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()),
+                                           pa.array(["x" * 13, "w"]))),
+        "l_sv": pa.array([[long], [], None, ["w"], ["v" * 13, "t"], [long]],
+                         pa.list_(pa.string_view())),
+        "d": pa.DictionaryArray.from_arrays(pa.array([(i + k) % 3 for i in range(n)], pa.int32()),
+                                            dictionary),
+        "b": pa.array([10, 20, None, 40, 50, k], pa.int32()),
+    })
+
+
+READ_AROUND_SKIPPED = ["a", "sv", "bv", "l_sv", "d", "b"]
+
+
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+@pytest.mark.parametrize("flavour", ["stream", "file"])
+def test_projection_leaves_out_unsupported_columns(sluice, tmp_path, flavour, compression):
+    """Run-end encoded and list-view columns (pyarrow writes them; sluice
+    cannot read them), top-level and nested, are stepped over when -c leaves
+    them out: the other columns read as pyarrow reads them, in every batch,
+    with a dictionary after them. Before, such a column anywhere made the
+    whole input unreadable."""
+    batches = [_skipped_types_batches(k) for k in range(3)]
+    src = tmp_path / ("in.arrow" if flavour == "file" else "in.arrows")
+    options = ipc.IpcWriteOptions(compression=compression)
+    opener = ipc.new_file if flavour == "file" else ipc.new_stream
+    with opener(src, batches[0].schema, options=options) as w:
+        for b in batches:
+            w.write_batch(b)
+    reader = ipc.open_file(src) if flavour == "file" else ipc.open_stream(src)
+    expected = reader.read_all().select(READ_AROUND_SKIPPED)
+    out = tmp_path / "out.arrows"
+    sluice.run("convert", src, out, "-c", ",".join(READ_AROUND_SKIPPED))
+    got = ipc.open_stream(out).read_all()
+    assert got.column_names == READ_AROUND_SKIPPED
+    assert got.to_pylist() == expected.to_pylist()
+    # one column only, each in turn (each starts at its own buffers)
+    for name in ["b", "d", "l_sv", "bv", "sv"]:
+        sluice.run("convert", src, out, "-c", name)
+        assert ipc.open_stream(out).read_all().column(0).to_pylist() == \
+            expected.column(name).to_pylist(), name
+
+    # Without -c, or with -c naming such a column: the field and its type.
+    for args, field, name in [((), "lv", "list_view"), (("-c", "a,ree"), "ree", "run_end_encoded"),
+                              (("-c", "llv"), "llv", "large_list_view"),
+                              (("-c", "b,st_ree"), "st_ree.r", "run_end_encoded"),
+                              (("-c", "l_lv"), "l_lv.item", "list_view")]:
+        out.unlink(missing_ok=True)
+        proc = sluice.expect_error("convert", src, out, *args)
+        err = proc.stderr.decode()
+        assert f"field '{field}': type {name} is not supported" in err, err
+        assert "select only other columns" in err, err
+        assert not out.exists()
+        check_clean_failure(proc)
+    err = sluice.expect_error("cat", src).stderr.decode()
+    assert f"{src}: field 'lv': type list_view is not supported" in err, err
+
+
+def test_schema_names_unsupported_types(sluice, tmp_path):
+    """sluice schema shows every column, the unreadable ones by pyarrow's
+    names for their types (it refused the whole input)."""
+    batch = _skipped_types_batches(0)
+    src = tmp_path / "in.arrows"
+    with ipc.new_stream(src, batch.schema) as w:
+        w.write_batch(batch)
+    out = sluice.run("schema", src).stdout.decode()
+    types = dict(line.split(None, 1) for line in out.splitlines())
+    assert types["lv"].strip() == "list_view<int32>", out
+    assert types["ree"].strip() == "run_end_encoded<run_ends: int32, values: string>", out
+    assert types["llv"].strip() == "large_list_view<large_string>", out
+    assert types["st_ree"].strip() == \
+        "struct<r: run_end_encoded<run_ends: int16, values: int64>, v: large_string>", out
+    assert types["b"].strip() == "int32", out

@@ -25,6 +25,10 @@ enum ipc_kind {
   IPC_KIND_STRUCT,        ///< validity; children
   IPC_KIND_SPARSE_UNION,  ///< [validity before V5], type ids; children
   IPC_KIND_DENSE_UNION,   ///< [validity before V5], type ids, offsets; children
+  // Not decoded (sluice has no such arrays): laid out only so that a
+  // projection can step over them.
+  IPC_KIND_RUN_END,       ///< no buffers; run ends and values children
+  IPC_KIND_LIST_VIEW,     ///< validity, offsets, sizes (offset_width); one child
 };
 
 struct ipc_field {
@@ -37,6 +41,10 @@ struct ipc_field {
   /// VARBIN read from a BinaryView / Utf8View field: the body holds validity,
   /// 16-byte views and variadic data buffers, decoded into offsets + data.
   int is_view;
+  /// This subtree holds a field the decoder cannot read (IPC_KIND_RUN_END /
+  /// IPC_KIND_LIST_VIEW): its column can be left out of a projection, not
+  /// read (sl_ipc_unsupported_error says why).
+  int unsupported;
   /// Dictionary id when the field is dictionary-encoded (then kind/bit_width
   /// describe the indexes and dict_value the values), else -1.
   int64_t dict_id;
@@ -88,6 +96,11 @@ int sl_ipc_schema_parse(const struct fb_table* schema_table, int16_t version, un
                      const struct sluice_allocator* alloc, const struct ipc_where* where,
                      struct ipc_schema* out, struct sluice_error* error);
 void sl_ipc_schema_reset(struct ipc_schema* schema);
+
+/// ENOTSUP naming the first field of top-level column `col` whose type the
+/// decoder cannot read (its path and type), for a read that asks for it.
+int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col, const char* name,
+                             struct sluice_error* error);
 
 /// Index of the dictionary declaration with `id`, or -1.
 int64_t sl_ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id);

@@ -399,8 +399,10 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
   static const int8_t k_c_buffers[] = {
     [IPC_KIND_NULL] = 0, [IPC_KIND_FIXED] = 2, [IPC_KIND_VARBIN] = 3, [IPC_KIND_LIST] = 2,
     [IPC_KIND_FIXED_LIST] = 1, [IPC_KIND_STRUCT] = 1, [IPC_KIND_SPARSE_UNION] = 1,
-    [IPC_KIND_DENSE_UNION] = 2,
+    [IPC_KIND_DENSE_UNION] = 2, [IPC_KIND_RUN_END] = 0, [IPC_KIND_LIST_VIEW] = 0,
   };
+  // Callers refuse such columns first (sl_ipc_unsupported_error).
+  if (f->unsupported) return dec_fail(d, ENOTSUP, "field '%s' cannot be decoded", d->path);
   int64_t node = d->node_i++;
   // Name the field in messages: its path from the column (restored on
   // success; an error ends the decode).
@@ -473,6 +475,9 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
       if (f->kind == IPC_KIND_DENSE_UNION) SL_RETURN_NOT_OK(take_buffer(d, out, 1, 1, &se->size[1]));
       break;
     }
+    case IPC_KIND_RUN_END:
+    case IPC_KIND_LIST_VIEW:
+      break;  // refused above
   }
   for (int64_t i = 0; i < f->n_children; ++i)
     SL_RETURN_NOT_OK(decode_field(d, &f->children[i], s->children[i], out->children[i]));
@@ -516,6 +521,10 @@ int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc
     if (col < 0 || col >= root->n_children)
       return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64 " columns)",
                           where->name, col, root->n_children);
+    // Only columns asked for are decoded: the others' nodes and buffers are
+    // stepped over by their counts (node_start, buffer_start, view_start).
+    if (root->children[col].unsupported)
+      return sl_ipc_unsupported_error(schema, col, where->name, error);
     need += root->children[col].n_nodes;
   }
   if (sl_fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, &length) < 0)

@@ -242,6 +242,9 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
   if (k < 0 || k >= memo->n)
     return sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": DictionaryBatch for id %" PRId64
                         ", which no field uses", where->name, where->offset, id);
+  // Values the decoder cannot read (run-end encoded, list views): only a
+  // projection without their columns reads on, and it never looks them up.
+  if (schema->dicts[k].value->unsupported) return 0;
   // A delta extends a dictionary already read: without one it is not the
   // whole dictionary (the base was lost). A file holds one dictionary per id
   // for all its batches, which are read after every dictionary block: a

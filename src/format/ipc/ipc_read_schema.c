@@ -67,6 +67,39 @@ void sl_ipc_schema_reset(struct ipc_schema* s) {
   s->n_dicts = 0;
 }
 
+/// The path (into `path`, from `len`) and type name of the first field of
+/// `s` the decoder cannot read; 0 if it has none.
+static int find_unsupported(const struct ArrowSchema* s, char* path, size_t cap, size_t len,
+                            const char** type) {
+  if (s->name != NULL && s->name[0] != '\0' && len < cap - 1) {
+    int n = snprintf(path + len, cap - len, "%s%s", len > 0 ? "." : "", s->name);
+    if (n > 0) len += (size_t)n;
+    if (len > cap - 1) len = cap - 1;
+  }
+  const char* f = s->format;
+  if (strcmp(f, "+r") == 0 || strcmp(f, "+vl") == 0 || strcmp(f, "+vL") == 0) {
+    *type = f[1] == 'r' ? "run_end_encoded" : f[2] == 'l' ? "list_view" : "large_list_view";
+    return 1;
+  }
+  if (s->dictionary != NULL && find_unsupported(s->dictionary, path, cap, len, type)) return 1;
+  for (int64_t i = 0; i < s->n_children; ++i)
+    if (find_unsupported(s->children[i], path, cap, len, type)) return 1;
+  path[len] = '\0';
+  return 0;
+}
+
+int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col, const char* name,
+                             struct sluice_error* error) {
+  const struct ArrowSchema* s = schema->schema.children[col];
+  char path[160] = "";
+  const char* type = "?";
+  find_unsupported(s, path, sizeof path, 0, &type);
+  // The path starts with the column's name.
+  return sl_error_set(error, ENOTSUP, "%s: field '%s': type %s is not supported (cast it to %s "
+                      "first, or select only other columns)", name, path, type,
+                      type[0] == 'r' ? "its value type" : "a list");
+}
+
 int64_t sl_ipc_schema_find_dict(const struct ipc_schema* schema, int64_t id) {
   for (int64_t i = 0; i < schema->n_dicts; ++i)
     if (schema->dicts[i].id == id) return i;
@@ -280,26 +313,23 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
       snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "Z" : "U");
       break;
     case IPC_TYPE_RUN_END_ENCODED:
+      // Not decoded, but described and laid out so that a projection can
+      // leave the column out (pyarrow and polars read the other columns);
+      // reading it is refused by sl_ipc_unsupported_error. A Parquet
+      // file's stored Arrow schema (types_only) reads it as its value type.
+      f->kind = IPC_KIND_RUN_END;
+      f->unsupported = 1;
+      want_children = 2;
+      snprintf(fmt, fmt_cap, "+r");
+      break;
     case IPC_TYPE_LIST_VIEW:
     case IPC_TYPE_LARGE_LIST_VIEW:
-      if (p->types_only) {
-        // A description only (a Parquet file's stored Arrow schema): the
-        // column is read as its list or value type, and the other columns
-        // keep the types the schema restores.
-        f->kind = IPC_KIND_LIST;
-        want_children = type_type == IPC_TYPE_RUN_END_ENCODED ? 2 : 1;
-        snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_RUN_END_ENCODED ? "+r"
-                                     : type_type == IPC_TYPE_LIST_VIEW   ? "+vl"
-                                                                         : "+vL");
-        break;
-      }
-      return sl_error_set(p->error, ENOTSUP, "%s: offset %" PRId64 ": field '%s': type %s is "
-                          "not supported (cast it to %s first)", p->where->name, p->where->offset,
-                          fname,
-                          type_type == IPC_TYPE_RUN_END_ENCODED ? "run_end_encoded"
-                          : type_type == IPC_TYPE_LIST_VIEW     ? "list_view"
-                                                                : "large_list_view",
-                          type_type == IPC_TYPE_RUN_END_ENCODED ? "its value type" : "a list");
+      f->kind = IPC_KIND_LIST_VIEW;
+      f->unsupported = 1;
+      f->offset_width = type_type == IPC_TYPE_LIST_VIEW ? 4 : 8;
+      want_children = 1;
+      snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_LIST_VIEW ? "+vl" : "+vL");
+      break;
     default:
       return invalid(p, ENOTSUP, "unknown type tag %" PRId64, fname, type_type);
   }
@@ -313,7 +343,7 @@ static void count_subtree(struct ipc_field* f) {
   static const int8_t k_buffers[] = {
     [IPC_KIND_NULL] = 0, [IPC_KIND_FIXED] = 2, [IPC_KIND_VARBIN] = 3, [IPC_KIND_LIST] = 2,
     [IPC_KIND_FIXED_LIST] = 1, [IPC_KIND_STRUCT] = 1, [IPC_KIND_SPARSE_UNION] = 1,
-    [IPC_KIND_DENSE_UNION] = 2,
+    [IPC_KIND_DENSE_UNION] = 2, [IPC_KIND_RUN_END] = 0, [IPC_KIND_LIST_VIEW] = 3,
   };
   // A view field has validity and views, then a per-batch number of data
   // buffers (the batch's variadicBufferCounts), counted when decoding.
@@ -332,6 +362,7 @@ static void count_subtree(struct ipc_field* f) {
     f->n_buffers += c->n_buffers;
     f->n_unions += c->n_unions;
     f->n_views += c->n_views;
+    f->unsupported |= c->unsupported;
   }
 }
 
@@ -469,6 +500,7 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
   SL_RETURN_NOT_OK(parse_children(p, &kids, depth, s->dictionary, value));
   count_subtree(value);
   count_subtree(f);
+  f->unsupported = value->unsupported;
   return add_dict(p, id, value, s->dictionary);
 }
 

@@ -62,12 +62,20 @@ static int64_t* copy_columns(const struct sluice_allocator* alloc, const int64_t
   return c;
 }
 
+/// Checks a projection (NULL = every column): indexes in range, and no
+/// column the decoder cannot read (a run-end encoded or list-view field),
+/// which only a projection that leaves it out reads past.
 static int check_columns(const struct ipc_schema* s, const char* name, const int64_t* columns,
                          int64_t n, struct sluice_error* error) {
-  for (int64_t i = 0; columns != NULL && i < n; ++i)
-    if (columns[i] < 0 || columns[i] >= s->root.n_children)
+  if (columns == NULL) n = s->root.n_children;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t col = columns != NULL ? columns[i] : i;
+    if (col < 0 || col >= s->root.n_children)
       return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64
-                          " columns)", name, columns[i], s->root.n_children);
+                          " columns)", name, col, s->root.n_children);
+    if (s->root.children[col].unsupported)
+      return sl_ipc_unsupported_error(s, col, name, error);
+  }
   return 0;
 }
 
