@@ -128,6 +128,36 @@ void sluice_dataset_close(struct sluice_dataset* dataset) { sl_dataset_release(d
 
 /* ---- Opening ---------------------------------------------------------------- */
 
+/// `name` in single quotes for an error message, so that a comma, a space or
+/// nothing in a name can be seen: ' and \ after a backslash, control bytes as
+/// \n, \t, \r or \xNN; cut with "..." to fit `cap` (at least 16).
+static const char* quoted_name(const char* name, char* out, size_t cap) {
+  size_t n = 0;
+  out[n++] = '\'';
+  for (const char* p = name; *p != '\0'; ++p) {
+    if (n + 9 > cap) {
+      memcpy(out + n, "...", 3);
+      n += 3;
+      break;
+    }
+    unsigned char c = (unsigned char)*p;
+    if (c == '\'' || c == '\\') {
+      out[n++] = '\\';
+      out[n++] = (char)c;
+    } else if (c == '\n' || c == '\t' || c == '\r') {
+      out[n++] = '\\';
+      out[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+    } else if (c < 0x20 || c == 0x7f) {
+      n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+    } else {
+      out[n++] = (char)c;
+    }
+  }
+  out[n++] = '\'';
+  out[n] = '\0';
+  return out;
+}
+
 /// "a, b, c" for error messages, shortened when the list is long.
 static void format_name_list(const char* const* names, size_t n, char* out, size_t cap) {
   size_t used = 0;
@@ -366,20 +396,22 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
                           "it by name is ambiguous (read without selecting columns, or rename "
                           "them at the source)", names[i], (long long)matches, ds->location);
     if (found < 0) {
-      char list[768];
+      char list[768], wanted[160], quoted[160];
       size_t used = 0;
       list[0] = '\0';
       for (int64_t c = 0; c < schema->n_children; ++c) {
         const char* name = schema->children[c]->name != NULL ? schema->children[c]->name : "";
-        int w = snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ", name);
+        int w = snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ",
+                         quoted_name(name, quoted, sizeof quoted));
         if (w < 0 || (size_t)w >= sizeof list - used) {
           snprintf(list + sizeof list - 6, 6, ", ...");
           break;
         }
         used += (size_t)w;
       }
-      return sl_error_set(error, EINVAL, "no column '%s' in %s; columns are: %s",
-                          names[i] != NULL ? names[i] : "(null)", ds->location, list);
+      return sl_error_set(error, EINVAL, "no column %s in %s; columns are: %s",
+                          names[i] != NULL ? quoted_name(names[i], wanted, sizeof wanted)
+                                           : "(null)", ds->location, list);
     }
     ds->columns[i] = found;
   }

@@ -10,7 +10,9 @@
 #include <sys/resource.h>
 
 #include "cli.h"
+#include "core/sl_alloc.h"
 #include "core/sl_options.h"
+#include "core/sl_value_text.h"
 
 #define GLOBAL_OPTIONS_HELP                                                   \
   "Global options:\n"                                                         \
@@ -101,7 +103,8 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Options:\n"
      "  -c, --columns COLS  comma-separated columns to read, in this order (a column\n"
-     "                      named twice comes out twice)\n"
+     "                      named twice comes out twice; %XX escapes: 'a%2Cb' is\n"
+     "                      the column a,b; an empty item names the empty name)\n"
      "  -n, --limit N       read at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
@@ -120,7 +123,8 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Options:\n"
      "  -f, --format FMT    input format (default: detected)\n"
-     "  -c, --columns COLS  only these columns (comma-separated)\n"
+     "  -c, --columns COLS  only these columns (comma-separated; %XX escapes, as\n"
+     "                      'a%2Cb' for the column a,b)\n"
      "      --json          print the schema as JSON\n",
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
@@ -141,7 +145,8 @@ static const struct cli_command k_commands[] = {
      "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
      "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
      "                      protocol's)\n"
-     "  -c, --columns COLS  comma-separated columns to write\n"
+     "  -c, --columns COLS  comma-separated columns to write (%XX escapes, as\n"
+     "                      'a%2Cb' for the column a,b)\n"
      "  -n, --limit N       write at most N rows\n"
      "  -f, --format FMT    input format (default: detected)\n"
      "      --partition-by COLS\n"
@@ -179,7 +184,8 @@ static const struct cli_command k_commands[] = {
      "Usage: sluice stats SRC... [-c COLS] [-f FMT] [--json] [--metadata]\n"
      "\n"
      "Options:\n"
-     "  -c, --columns COLS  comma-separated columns\n"
+     "  -c, --columns COLS  comma-separated columns (%XX escapes, as 'a%2Cb' for\n"
+     "                      the column a,b)\n"
      "  -n, --limit N       look at the first N rows only\n"
      "  -f, --format FMT    input format (default: detected)\n"
      "      --json          print the statistics as JSON\n"
@@ -271,7 +277,9 @@ static const struct cli_command* find_command(const char* name) {
   return NULL;
 }
 
-/// Splits "a,b,c" (possibly given several times) into options->columns.
+/// Splits "a,b,c" (possibly given several times) into options->columns. Each
+/// name is %XX-decoded (as --schema and --filter names are: '%2C' spells a
+/// comma); an empty item names the column whose name is empty.
 static int add_columns(struct cli_options* options, const char* list) {
   size_t old_len = options->columns_joined != NULL ? strlen(options->columns_joined) : 0;
   size_t add_len = strlen(list);
@@ -282,7 +290,7 @@ static int add_columns(struct cli_options* options, const char* list) {
     free(storage);
     return -1;
   }
-  if (old_len > 0) {
+  if (options->columns_joined != NULL) {  // even "": -c '' named the empty column
     memcpy(joined, options->columns_joined, old_len);
     joined[old_len++] = ',';
   }
@@ -300,7 +308,17 @@ static int add_columns(struct cli_options* options, const char* list) {
   for (char* p = storage;;) {
     char* comma = strchr(p, ',');
     if (comma != NULL) *comma = '\0';
-    if (*p != '\0') columns[k++] = p;
+    size_t len = strlen(p);
+    char* name = sl_percent_decoded(p, len, NULL);
+    if (name == NULL) {
+      free(joined);
+      free(storage);
+      free(columns);
+      return -1;
+    }
+    memcpy(p, name, strlen(name) + 1);  // no longer than the escaped text
+    sl_free(NULL, name, strlen(name) + 1);
+    columns[k++] = p;
     if (comma == NULL) break;
     p = comma + 1;
   }
@@ -396,9 +414,6 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       options->positional[options->n_positional++] = optarg;
       return CLI_OK;
     case 'c':
-      if (strspn(optarg, ",") == strlen(optarg)) {  // -c '' is a slip, not "no columns"
-        return usage_error(where, "-c wants column names, e.g. -c a,b, not '%s'", optarg);
-      }
       if (add_columns(options, optarg) != 0) {
         cli_error("out of memory");
         return CLI_ERROR;

@@ -211,7 +211,7 @@ static void test_ipc_projection_limit_and_errors(void** unused) {
   assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), EINVAL);
   assert_null(ds);
   char expect[700];
-  snprintf(expect, sizeof expect, "no column 'x' in %s; columns are: a, b, c", path);
+  snprintf(expect, sizeof expect, "no column 'x' in %s; columns are: 'a', 'b', 'c'", path);
   assert_string_equal(error.message, expect);
 
   sluice_open_options_init(&options);

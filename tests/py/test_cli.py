@@ -957,17 +957,41 @@ def test_columns_given_twice(sluice_bin, data):
     assert got.equals(table.select(["s", "i64", "dec"]))
 
 
-def test_columns_empty_is_a_usage_error_twice_is_kept(sluice_bin, data):
-    """-c '' (an empty shell variable, say) is a usage error, not a table of
-    no columns; a column named twice comes out twice, as pyarrow's
+def test_columns_empty_is_an_error_twice_is_kept(sluice_bin, data):
+    """-c '' (an empty shell variable, say) names the column whose name is
+    empty, so on a file without one it is an error, not a table of no
+    columns; a column named twice comes out twice, as pyarrow's
     read_table(columns=["s", "s"]) gives it."""
     d, table = data
     for empty in ("", ","):
         proc = run(sluice_bin, "cat", d / "t.arrow", "-c", empty)
-        assert proc.returncode == 2 and b"-c wants column names" in proc.stderr, proc
+        assert proc.returncode == 1 and b"no column '' in" in proc.stderr, proc
     out = ok(sluice_bin, "cat", d / "t.arrow", "-c", "s,s", "-t", "arrows")
     got = ipc.open_stream(pa.BufferReader(out)).read_all()
     assert got.equals(table.select(["s", "s"]))
+
+
+def test_columns_take_percent_escapes_and_empty_names(sluice_bin, tmp_path):
+    """-c takes %XX escapes as --schema and --filter names do ('a%2Cb' is the
+    column a,b), and an empty item names the column whose name is empty:
+    cat, convert and stats select what pyarrow's select() does. The "no
+    column" error quotes each name, so 'a,b' and '' can be read from it."""
+    table = pa.table({"a,b": [1, 2], "": [7, 8], "c%d": [3, 4], "x": [5, 6]})
+    path = tmp_path / "names.parquet"
+    pq.write_table(table, path)
+    want = table.select(["a,b", "", "c%d"])
+    out = ok(sluice_bin, "cat", path, "-c", "a%2Cb,,c%25d", "-t", "arrows")
+    assert ipc.open_stream(pa.BufferReader(out)).read_all().equals(want)
+    ok(sluice_bin, "convert", path, tmp_path / "out.arrow", "-c", "a%2Cb", "-c", "")
+    got = ipc.open_file(tmp_path / "out.arrow").read_all()
+    assert got.equals(table.select(["a,b", ""]))
+    stats = json.loads(ok(sluice_bin, "stats", path, "-c", ",a%2cb", "--json"))
+    assert [(c["name"], c["min"], c["max"]) for c in stats] == [("", "7", "8"),
+                                                               ("a,b", "1", "2")]
+    proc = run(sluice_bin, "stats", path, "-c", "a,b")
+    assert proc.returncode == 1, proc
+    assert b"no column 'a' in " in proc.stderr, proc
+    assert b"columns are: 'a,b', '', 'c%d', 'x'" in proc.stderr, proc
 
 
 def test_selecting_a_name_two_columns_share_is_an_error(sluice_bin, tmp_path):
