@@ -215,6 +215,11 @@ int cli_cmd_stats(const struct cli_options* options) {
             "row; it cannot apply --filter (drop one of them)\n");
     return CLI_USAGE;
   }
+  if (options->metadata && options->limit >= 0) {  // the footer speaks of every row
+    fprintf(stderr, "sluice stats: --metadata says what the stored statistics say of every "
+            "row; it cannot stop at -n/--limit rows (drop one of them)\n");
+    return CLI_USAGE;
+  }
   struct sluice_dataset* dataset = NULL;
   int status = cli_open(options, options->n_positional, &dataset);
   if (status != CLI_OK) return status;

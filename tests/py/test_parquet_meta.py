@@ -292,6 +292,26 @@ def test_text_output_marks_metadata(parquet_cli, tmp_path):
     assert out[-1].startswith("* from stored metadata")
 
 
+def test_metadata_refuses_limit_and_filter(parquet_cli, tmp_path):
+    """The footer's figures are of every row: --metadata with -n or --filter
+    is a usage error, not the whole file's figures under a limit that was
+    dropped; without --metadata, -n 2 gives the figures of pyarrow's first
+    two rows."""
+    path = tmp_path / "t.parquet"
+    table = pa.table({"u": pa.array([5, 1, 9, 0, 7, 3], pa.uint64())})
+    pq.write_table(table, path)
+    for extra, says in ((["-n", "2"], b"-n/--limit"), (["--limit", "0"], b"-n/--limit"),
+                        (["--filter", "u>1"], b"--filter")):
+        proc = _run(parquet_cli, "stats", path, "--metadata", *extra)
+        assert proc.returncode == 2, proc
+        assert b"--metadata" in proc.stderr and says in proc.stderr, proc
+        assert proc.stdout == b"", proc
+    (got,) = json.loads(_ok(parquet_cli, "stats", path, "-n", "2", "--json"))
+    head = table.slice(0, 2)["u"]
+    assert (got["count"], got["min"], got["max"]) == \
+        (len(head), str(pc.min(head).as_py()), str(pc.max(head).as_py()))
+
+
 def test_metadata_without_stored_statistics(sluice_bin, tmp_path):
     """Formats that store no statistics: everything unknown, nothing decoded."""
     path = tmp_path / "t.csv"
