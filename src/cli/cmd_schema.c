@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/sl_utf8.h"
 #include "core/sl_value_text.h"
 
 /// Calls `visit` for each key/value pair of C Data Interface metadata (int32
@@ -26,6 +27,44 @@ static void metadata_each(const char* metadata,
     p = value + value_len;
     visit(ctx, key, key_len, value, value_len, i);
   }
+}
+
+/// Appends s[0, n) as one line of the text output, every byte visible: a
+/// backslash doubled, \n, \t, \r, and other control bytes and bytes that are
+/// not UTF-8 as \xNN (so a NUL does not end the text and byte 0xff is not
+/// the character ÿ); C1 and bidirectional controls as \uXXXX.
+static int append_escaped(struct sl_text* out, const char* s, size_t n) {
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0;) {
+    unsigned char c = (unsigned char)s[i];
+    char esc[16];
+    size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (c < 0x80 || len > n - i || sl_utf8_invalid_at((const uint8_t*)s + i, (int64_t)len) >= 0) {
+      len = 1;
+      if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+        snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : c);
+      } else if (c < 0x20 || c >= 0x7f) {
+        snprintf(esc, sizeof esc, "\\x%02x", c);
+      } else {
+        esc[0] = (char)c;
+        esc[1] = '\0';
+      }
+      rc = sl_text_append_str(out, esc);
+    } else {
+      uint32_t cp = c & (0x7fu >> len);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3fu);
+      int hidden = (cp >= 0x80 && cp < 0xa0) || (cp >= 0x202a && cp <= 0x202e) ||
+                   (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c;
+      if (hidden) {
+        snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+        rc = sl_text_append_str(out, esc);
+      } else {
+        rc = sl_text_append(out, s + i, len);
+      }
+    }
+    i += len;
+  }
+  return rc;
 }
 
 static void print_pair(void* ctx, const char* key, int32_t key_len, const char* value,
@@ -104,18 +143,36 @@ static int print_json(const struct ArrowSchema* schema) {
   return CLI_OK;
 }
 
-static void print_text(const struct ArrowSchema* schema) {
+/// The field's name escaped (append_escaped) in `text`; NULL when out of memory.
+static const char* escaped_name(const struct ArrowSchema* field, struct sl_text* text) {
+  const char* name = field->name != NULL ? field->name : "";
+  sl_text_clear(text);
+  return append_escaped(text, name, strlen(name)) == 0 ? sl_text_cstr(text) : NULL;
+}
+
+/// Characters in escaped text (UTF-8: the bytes that begin one), for padding.
+static int text_width(const struct sl_text* text) {
+  int w = 0;
+  for (size_t i = 0; i < text->len; ++i) w += ((unsigned char)text->data[i] & 0xc0) != 0x80;
+  return w;
+}
+
+static int print_text(const struct ArrowSchema* schema) {
+  struct sl_text name;
+  sl_text_init(&name, NULL);
   int name_width = 4;
   for (int64_t i = 0; i < schema->n_children; ++i) {
-    const char* name = schema->children[i]->name != NULL ? schema->children[i]->name : "";
-    int w = (int)strlen(name);
+    if (escaped_name(schema->children[i], &name) == NULL) goto oom;
+    int w = text_width(&name);
     if (w > name_width) name_width = w < 40 ? w : 40;
   }
   for (int64_t i = 0; i < schema->n_children; ++i) {
     const struct ArrowSchema* field = schema->children[i];
     char type[1024];
     cli_type_name(field, type, sizeof type);
-    fprintf(stdout, "%-*s  %s%s\n", name_width, field->name != NULL ? field->name : "", type,
+    if (escaped_name(field, &name) == NULL) goto oom;
+    int pad = name_width - text_width(&name);
+    fprintf(stdout, "%s%*s  %s%s\n", sl_text_cstr(&name), pad > 0 ? pad : 0, "", type,
             (field->flags & ARROW_FLAG_NULLABLE) ? "" : " not null");
     metadata_each(field->metadata, print_pair, "    ");
   }
@@ -123,6 +180,12 @@ static void print_text(const struct ArrowSchema* schema) {
     fputs("metadata:\n", stdout);
     metadata_each(schema->metadata, print_pair, "    ");
   }
+  sl_text_reset(&name);
+  return CLI_OK;
+oom:
+  sl_text_reset(&name);
+  cli_error("out of memory");
+  return CLI_ERROR;
 }
 
 int cli_cmd_schema(const struct cli_options* options) {
@@ -141,7 +204,7 @@ int cli_cmd_schema(const struct cli_options* options) {
   if (options->json) {
     status = print_json(&schema);
   } else {
-    print_text(&schema);
+    status = print_text(&schema);
   }
   schema.release(&schema);
   sluice_dataset_close(dataset);

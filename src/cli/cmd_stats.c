@@ -98,9 +98,11 @@ static int width_of(const char* s, int at_least) {
 static void print_text(const struct sluice_column_stats* stats, int64_t n,
                        const struct ArrowSchema* schema) {
   int w_name = 6, w_type = 4, w_min = 3;
-  char type[512], cell[512], cell2[512];
+  char type[512], cell[512], cell2[512], name[512];
   for (int64_t i = 0; i < n; ++i) {
-    w_name = width_of(stats[i].name, w_name);
+    // Names are escaped as values are: a newline in one would split its row.
+    w_name = width_of(one_line(stats[i].name, (int64_t)strlen(stats[i].name), name, sizeof name),
+                      w_name);
     w_type = width_of(type_of(schema, &stats[i], i, type, sizeof type), w_type);
     if (stats[i].has_min_max) {
       const char* shown = one_line(stats[i].min, stats[i].min_len, cell, sizeof cell);
@@ -119,7 +121,8 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
              s->has_min_max ? one_line(s->min, s->min_len, cell, sizeof cell) : "");
     snprintf(max_cell, sizeof max_cell, "%s%s", s->has_min_max && !s->max_exact ? "~" : "",
              s->has_min_max ? one_line(s->max, s->max_len, cell2, sizeof cell2) : "");
-    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s%s\n", w_name, s->name, w_type,
+    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s%s\n", w_name,
+           one_line(s->name, (int64_t)strlen(s->name), name, sizeof name), w_type,
            type_of(schema, s, i, type, sizeof type),
            (long long)s->count, (long long)s->null_count, w_min, min_cell, max_cell,
            s->from_metadata ? "  *" : "");

@@ -125,7 +125,11 @@ static const struct cli_command k_commands[] = {
      "  -f, --format FMT    input format (default: detected)\n"
      "  -c, --columns COLS  only these columns (comma-separated; %XX escapes, as\n"
      "                      'a%2Cb' for the column a,b)\n"
-     "      --json          print the schema as JSON\n",
+     "      --json          print the schema as JSON\n"
+     "\n"
+     "The text output shows a name's backslash as \\\\, a newline, tab or return as\n"
+     "\\n, \\t, \\r, and other control bytes and bytes that are not UTF-8 as\n"
+     "\\xNN.\n",
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-f FMT] [-t FMT] [--compression C] [-c COLS]\n"

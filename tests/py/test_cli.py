@@ -994,6 +994,26 @@ def test_columns_take_percent_escapes_and_empty_names(sluice_bin, tmp_path):
     assert b"columns are: 'a,b', '', 'c%d', 'x'" in proc.stderr, proc
 
 
+def test_text_outputs_escape_column_names(sluice_bin, tmp_path):
+    """A column name holding a newline, a tab or a NUL-free control byte does
+    not split or garble a row of the stats table, the cat table's header or
+    the schema text: one line per column, names escaped as values are."""
+    names = ["plain", "new\nline", "tab\there", "bell\x07", "back\\slash"]
+    table = pa.table({n: [i, i + 1] for i, n in enumerate(names)})
+    path = tmp_path / "names.parquet"
+    pq.write_table(table, path)
+    stats = ok(sluice_bin, "stats", path).decode().splitlines()
+    assert len(stats) == 1 + len(names) + 1, stats  # header, rows, "* from stored ..."
+    shown = [line.split()[0] for line in stats[1:-1]]
+    assert shown == ["plain", "new\\nline", "tab\\there", "bell\\?", "back\\slash"], stats
+    schema = ok(sluice_bin, "schema", path).decode().splitlines()
+    assert [line.split()[0] for line in schema] == \
+        ["plain", "new\\nline", "tab\\there", "bell\\x07", "back\\\\slash"], schema
+    assert all(line.split()[1] == str(table.schema.field(0).type) for line in schema)
+    header = ok(sluice_bin, "cat", path).decode().splitlines()[0]
+    assert header.split() == ["plain", "new\\nline", "tab\\there", "bell?", "back\\slash"]
+
+
 def test_selecting_a_name_two_columns_share_is_an_error(sluice_bin, tmp_path):
     """Two columns named 'a': -c a is ambiguous, and pyarrow refuses it
     (Table.select: 'exists 2 times'); sluice took the first 'a' and dropped
