@@ -312,6 +312,56 @@ def test_metadata_refuses_limit_and_filter(parquet_cli, tmp_path):
         (len(head), str(pc.min(head).as_py()), str(pc.max(head).as_py()))
 
 
+def _without_exactness_flags(src, dst):
+    """dst: src with the footer's is_max/min_value_exact (Statistics fields 7
+    and 8) removed, as writers before them left them out."""
+    pytest.importorskip("fastparquet")
+    from fastparquet import cencoding
+    data = Path(src).read_bytes()
+    n = struct.unpack("<i", data[-8:-4])[0]
+    meta = cencoding.from_buffer(data[-8 - n:-8], "FileMetaData")
+    for group in meta.row_groups:
+        for chunk in group.columns:
+            stats = chunk.meta_data.statistics
+            for field in (7, 8):
+                stats.contents.pop(field, None)
+    footer = bytes(meta.to_bytes())
+    Path(dst).write_bytes(data[:-8 - n] + footer + struct.pack("<i", len(footer)) + b"PAR1")
+
+
+def test_fixed_length_bounds_without_flags_are_exact(parquet_cli, tmp_path):
+    """A FIXED_LEN_BYTE_ARRAY bound of the full length cannot be truncated:
+    without exactness flags (older writers) float16, fixed-length decimals
+    and fixed_size_binary bounds are exact, equal to pyarrow's extremes, and
+    stats answers from them without scanning the column."""
+    path = DATA / "float16_nonzeros_and_nans.parquet"
+    if not path.is_file():
+        pytest.skip("parquet-testing corpus not present")
+    values = [v for v in pq.read_table(path)["x"].to_pylist() if v is not None and v == v]
+    for args in (["--metadata"], []):
+        (got,) = json.loads(_ok(parquet_cli, "stats", path, "--json", *args))
+        assert (got["min"], got["max"]) == ("-2", "2") and (min(values), max(values)) == (-2, 2)
+        assert got["min_exact"] and got["max_exact"] and got["source"] == "metadata", got
+    table = pa.table({
+        "dec": pa.array([decimal.Decimal("-123456789012345.67"), decimal.Decimal("3.50"), None,
+                         decimal.Decimal("98765432109876.01")], pa.decimal128(20, 2)),
+        "fsb": pa.array([b"\x10\x00", b"ab", None, b"\x00\xff"], pa.binary(2)),
+    })
+    written = tmp_path / "flags.parquet"
+    pq.write_table(table, written)
+    assert pq.ParquetFile(written).metadata.row_group(0).column(0).physical_type == \
+        "FIXED_LEN_BYTE_ARRAY"
+    path = tmp_path / "noflags.parquet"
+    _without_exactness_flags(written, path)
+    want = {"dec": (str(pc.min(table["dec"]).as_py()), str(pc.max(table["dec"]).as_py())),
+            "fsb": (pc.min(table["fsb"]).as_py().hex(), pc.max(table["fsb"]).as_py().hex())}
+    for args in (["--metadata"], []):
+        got = json.loads(_ok(parquet_cli, "stats", path, "--json", *args))
+        assert {c["name"]: (c["min"], c["max"]) for c in got} == want, got
+        assert all(c["min_exact"] and c["max_exact"] and c["source"] == "metadata"
+                   for c in got), got
+
+
 def test_metadata_without_stored_statistics(sluice_bin, tmp_path):
     """Formats that store no statistics: everything unknown, nothing decoded."""
     path = tmp_path / "t.csv"

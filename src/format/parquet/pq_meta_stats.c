@@ -139,11 +139,12 @@ static int stats_bound_usable(enum pq_stats_order order, const struct pq_schema_
   }
 }
 
-/// Exactness of a bound: the flag when written, else exact except for byte
-/// arrays (whose bounds writers may truncate).
+/// Exactness of a bound: the flag when written, else exact except for
+/// variable-length byte arrays (whose bounds writers may truncate; a fixed
+/// length one is used only at its full length, stats_bound_usable).
 static int stats_exact(int flag, const struct pq_schema_element* e) {
   if (flag >= 0) return flag;
-  return e->type != PQ_BYTE_ARRAY && e->type != PQ_FIXED_LEN_BYTE_ARRAY;
+  return e->type != PQ_BYTE_ARRAY;
 }
 
 /// The schema element of leaf `leaf` (NULL if out of range).
