@@ -127,9 +127,11 @@ static const struct cli_command k_commands[] = {
      "                      'a%2Cb' for the column a,b)\n"
      "      --json          print the schema as JSON\n"
      "\n"
-     "The text output shows a name's backslash as \\\\, a newline, tab or return as\n"
-     "\\n, \\t, \\r, and other control bytes and bytes that are not UTF-8 as\n"
-     "\\xNN.\n",
+     "The text output shows a backslash in a name or metadata as \\\\, a newline,\n"
+     "tab or return as \\n, \\t, \\r, and other control bytes and bytes that are\n"
+     "not UTF-8 as \\xNN. In --json a metadata value that is not UTF-8 is\n"
+     "{\"base64\": \"...\"}, and a pair whose key is not UTF-8 is listed in\n"
+     "\"binary_metadata\": [{\"key\": {\"base64\": ...}, \"value\": ...}].\n",
      CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_COLUMNS, 1, CLI_MAX_POSITIONAL, cli_cmd_schema},
     {"convert", "write a table in another format",
      "Usage: sluice convert SRC... DST [-f FMT] [-t FMT] [--compression C] [-c COLS]\n"

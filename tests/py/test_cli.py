@@ -421,6 +421,38 @@ def test_schema_json(sluice_bin, data):
     assert full["fields"][table.column_names.index("dict")]["dictionary"]["format"] == "u"
 
 
+def test_schema_metadata_bytes_stay_distinct(sluice_bin, tmp_path):
+    """Metadata bytes that are not text: the text output shows every byte
+    (a NUL does not end a value; byte 0xff is \\xff, not a raw byte), and
+    --json gives a value that is not UTF-8 as {"base64": ...} and a pair
+    whose key is not UTF-8 in "binary_metadata", so byte 0xff and the
+    character U+00FF (bytes c3 bf) differ, as pyarrow's bytes do."""
+    import base64
+    md = {b"\xff": b"1", "\u00ff".encode(): b"2", b"k": b"v\x00hidden", b"bin": b"\xfe\\x"}
+    field = pa.field("x", pa.int8(), metadata={b"fk": b"\x80"})
+    path = tmp_path / "meta.arrows"
+    with ipc.new_stream(path, pa.schema([field], metadata=md)):
+        pass
+    read = ipc.open_stream(path).schema
+    assert read.metadata == md and read.field("x").metadata == {b"fk": b"\x80"}
+    text = ok(sluice_bin, "schema", path).decode("utf-8").splitlines()
+    assert text == ["x     int8", "    fk: \\x80", "metadata:", "    \\xff: 1",
+                    "    \u00ff: 2", "    k: v\\x00hidden", "    bin: \\xfe\\\\x"], text
+    got = json.loads(ok(sluice_bin, "schema", path, "--json"))
+
+    def decode(value):
+        return base64.b64decode(value["base64"]) if isinstance(value, dict) else value.encode()
+
+    pairs = {k.encode(): decode(v) for k, v in got["metadata"].items()}
+    pairs.update({decode(p["key"]): decode(p["value"]) for p in got["binary_metadata"]})
+    assert pairs == md
+    assert got["metadata"]["bin"] == {"base64": base64.b64encode(b"\xfe\\x").decode()}
+    assert got["metadata"]["k"] == "v\x00hidden"  # UTF-8 (a NUL too): a plain string
+    (field_json,) = got["fields"]
+    assert field_json["metadata"] == {"fk": {"base64": "gA=="}}
+    assert "binary_metadata" not in field_json
+
+
 # ---- convert ----------------------------------------------------------------
 
 @pytest.mark.parametrize("dst,reader,extra", [
