@@ -301,6 +301,27 @@ static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
   return 0;
 }
 
+/// A name's compression suffix is looked through to find the format
+/// (x.parquet.gz is Parquet by name), but only some readers inflate: for the
+/// others, compressed bytes under such a name are refused here, where they
+/// failed later with a message about the format's framing or magic.
+static int compressed_refused(const struct sluice_dataset* ds, const char* object,
+                              struct sluice_error* error) {
+  if (ds->format->inflates || object == NULL || sl_compression_suffix_length(object) == 0) {
+    return 0;
+  }
+  struct sl_view head = {NULL, 0, NULL};
+  int rc = sl_source_peek(ds->source, SL_COMPRESSION_MAGIC_BYTES, &head, error);
+  if (rc != 0) return rc;
+  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
+  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
+  sl_view_release(&head);
+  if (kind == SL_COMPRESS_NONE && unread == NULL) return 0;  // plain bytes, whatever the name
+  return sl_error_set(error, ENOTSUP, "%s: compressed %s input (%s) is not read; decompress it "
+                      "first", ds->source->name, ds->format->name,
+                      unread != NULL ? unread : sl_compression_name(kind));
+}
+
 /// ds->source and the object's name `object`.
 static int choose_reader(struct sluice_dataset* ds, const char* format_name, const char* object,
                          struct sluice_error* error) {
@@ -312,28 +333,26 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
       return sl_error_set(error, EINVAL, "%s: unknown format '%s'; formats are: %s",
                           ds->location, format_name, known);
     }
-    return 0;
+    return compressed_refused(ds, object, error);
   }
   struct sl_view head = {NULL, 0, NULL};
   int rc = sl_source_peek(ds->source, SL_DETECT_BYTES, &head, error);
   if (rc != 0) return rc;
   ds->format = sl_format_reader_detect(object, head.data, head.size);
   sl_view_release(&head);
-  if (ds->format == NULL) {
-    format_list_of(sl_format_reader_names(), known, sizeof known);
-    const struct sl_format_writer* write_only = sl_format_write_only(object);
-    if (write_only != NULL) {
-      return sl_error_set(error, ENOTSUP,
-                          "%s: named as %s, a format sluice writes but cannot read; "
-                          "to read it as another, name one of: %s",
-                          ds->source->name, write_only->name, known);
-    }
-    return sl_error_set(error, EINVAL,
-                        "%s: cannot tell the format from its first bytes or its name; "
-                        "name one of: %s",
-                        ds->source->name, known);
+  if (ds->format != NULL) return compressed_refused(ds, object, error);
+  format_list_of(sl_format_reader_names(), known, sizeof known);
+  const struct sl_format_writer* write_only = sl_format_write_only(object);
+  if (write_only != NULL) {
+    return sl_error_set(error, ENOTSUP,
+                        "%s: named as %s, a format sluice writes but cannot read; "
+                        "to read it as another, name one of: %s",
+                        ds->source->name, write_only->name, known);
   }
-  return 0;
+  return sl_error_set(error, EINVAL,
+                      "%s: cannot tell the format from its first bytes or its name; "
+                      "name one of: %s",
+                      ds->source->name, known);
 }
 
 /// Objects read with the format detected from the first: one whose name

@@ -155,6 +155,9 @@ struct sl_format_reader {
   /// object of such a format (named, or by its name) is opened by its
   /// download itself, one request fewer.
   int streams;
+  /// 1 = open inflates a compressed object itself (x.csv.gz, x.ldr.zst):
+  /// a compressed object is refused before any other reader sees its bytes.
+  int inflates;
   /// Optional (NULL = unknown): the estimated cost, in bytes, of decoding
   /// column `column` (index into the full schema) over the whole object, so
   /// that the engine can balance column parts by size rather than by count.

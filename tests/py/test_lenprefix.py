@@ -273,3 +273,70 @@ def test_message_that_does_not_fit_beside_the_batch_starts_the_next(sluice, tmp_
     assert sum(lengths, []) == [200, big, 3]
     assert lengths[1] == [big]  # the big one alone in its batch
     assert sum(heads, []) == [b"aaa", b"\0\0\0", b"xyz"]
+
+
+def _compress(codec: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+    if codec == "gz":
+        return gzip.compress(data)
+    if codec == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        return zstandard.ZstdCompressor().compress(data)
+    if codec == "xz":
+        return lzma.compress(data)
+    return bz2.compress(data)
+
+
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("codec", ["gz", "zst", "xz", "bz2"])
+def test_compressed_stream_is_inflated(sluice, tmp_path, codec, named):
+    """x.ldr.gz (.zst, .xz, .bz2) is found to be lenprefix through its
+    compression suffix and read inflated, as x.csv.gz is: the messages are
+    those Python's decompressor and the reference parser find. Before, the
+    compressed bytes were read as framing (gzip's 0x1f a 31-byte message)."""
+    rng = random.Random(7)
+    msgs = messages_for("varint", rng, 2000)
+    path = tmp_path / f"m.ldr.{codec}"
+    path.write_bytes(_compress(codec, encode("varint", msgs)))
+    out = tmp_path / "o.arrows"
+    sluice.run("convert", path, out, "-t", "arrows", *(["-f", "lenprefix"] if named else []))
+    got = [v.as_py() for v in ipc.open_stream(out.read_bytes()).read_all().column("message")]
+    assert got == reference_parse("varint", encode("varint", msgs)) == msgs
+
+
+def test_plain_bytes_under_a_compressed_name_read_as_they_are(sluice, tmp_path):
+    """A server may undo its Content-Encoding: plain bytes named x.ldr.gz
+    are read as they are."""
+    path = tmp_path / "plain.ldr.gz"
+    path.write_bytes(encode("varint", [b"abc", b"d"]))
+    out = tmp_path / "o.arrows"
+    sluice.run("convert", path, out, "-t", "arrows")
+    got = [v.as_py() for v in ipc.open_stream(out.read_bytes()).read_all().column("message")]
+    assert got == [b"abc", b"d"]
+
+
+@pytest.mark.parametrize("name", ["x.parquet.gz", "x.arrow.gz", "x.avro.gz", "x.parquet.zst"])
+def test_compressed_object_of_a_reader_that_does_not_inflate(sluice, tmp_path, name):
+    """Only CSV and lenprefix inflate: a compressed Parquet, Arrow or Avro
+    file is refused by name and compression, not with a message about the
+    format's magic bytes."""
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+    table = pa.table({"a": [1, 2]})
+    plain = tmp_path / "plain"
+    if ".parquet" in name:
+        pq.write_table(table, plain)
+    elif ".arrow" in name:
+        feather.write_feather(table, plain)
+    else:
+        fastavro = pytest.importorskip("fastavro")
+        with open(plain, "wb") as f:
+            fastavro.writer(f, {"type": "record", "name": "r",
+                                "fields": [{"name": "a", "type": "long"}]}, [{"a": 1}, {"a": 2}])
+    (tmp_path / name).write_bytes(_compress(name.rsplit(".", 1)[1], plain.read_bytes()))
+    proc = sluice.expect_error("cat", tmp_path / name, "-q")
+    err = proc.stderr.decode()
+    fmt = name.split(".")[1]
+    assert f"{name}: compressed {fmt} input" in err and "decompress it first" in err, err

@@ -775,6 +775,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .name = "csv",
     .extensions = csv_extensions,
     .probe = csv_probe,
+    .inflates = 1,
     .open = csv_open,
     .schema = csv_schema,
     .plan_splits = csv_plan_splits,

@@ -15,7 +15,9 @@
 #include "core/sl_endian.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
+#include "io/sl_compression.h"
 #include "io/sl_source.h"
+#include "io/sl_source_inflate.h"
 
 /// Bytes asked of the source per forward read.
 #define LP_CHUNK ((int64_t)1 << 20)
@@ -42,7 +44,8 @@ static const struct lp_kind_name k_kinds[] = {
 };
 
 struct lp_reader {
-  struct sl_source* source;
+  struct sl_source* source;    ///< the object, or `inflated`
+  struct sl_source* inflated;  ///< a compressed object's inflated bytes (owned), or NULL
   const struct sluice_allocator* alloc;
   struct lp_kind_name prefix;
   int64_t batch_rows;
@@ -364,9 +367,34 @@ static void lp_close(void* reader) {
   struct lp_reader* r = reader;
   if (r == NULL) return;
   sl_view_release(&r->chunk);
+  sl_source_close(r->inflated);
   sl_builder_release(&r->batch);
   if (r->schema.release != NULL) r->schema.release(&r->schema);
   sl_free(r->alloc, r, sizeof *r);
+}
+
+/// An object named compressed (x.ldr.gz, .zst, .bz2, .xz) is inflated as it
+/// is read, as CSV is. Only by name: a stream has no magic bytes, so one
+/// whose first message is 0x8b bytes long starts as gzip does. A name that
+/// says so over plain bytes (a server that undid its Content-Encoding) is
+/// read as it is. Before, the compressed bytes were read as framing.
+static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) {
+  const char* name = r->source->name;
+  if (name == NULL || sl_compression_suffix_length(name) == 0) return 0;
+  struct sl_view head;
+  SL_RETURN_NOT_OK(sl_source_peek(r->source, SL_COMPRESSION_MAGIC_BYTES, &head, error));
+  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
+  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
+  sl_view_release(&head);
+  if (unread != NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
+                        "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
+                        name, unread);
+  }
+  if (kind == SL_COMPRESS_NONE) return 0;
+  SL_RETURN_NOT_OK(sl_source_inflate_open(r->source, kind, &r->inflated, error));
+  r->source = r->inflated;
+  return 0;
 }
 
 static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
@@ -383,6 +411,11 @@ static int lp_open(const struct sl_reader_args* args, void** reader, struct slui
   if (rc != 0) {
     lp_close(r);
     return rc == ENOMEM || rc == EINVAL ? sl_error_prefix(error, "%s", args->source->name) : rc;
+  }
+  rc = lp_inflate_if_named(r, error);  // its errors name the object
+  if (rc != 0) {
+    lp_close(r);
+    return rc;
   }
   *reader = r;
   return 0;
@@ -451,6 +484,17 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
     if (rc != 0 || end || full) break;
     ++rows;
   }
+  if (rc != 0 && rc != ENOMEM && r->inflated != NULL) {
+    // Bytes that do not frame may be what corrupt data inflated to before
+    // its check failed: the decompressor's error names the real fault.
+    struct sluice_error why;
+    memset(&why, 0, sizeof why);
+    int bad = sl_source_inflate_failure(r->inflated, &why);
+    if (bad != 0) {
+      rc = bad;
+      if (error != NULL) *error = why;
+    }
+  }
   if (rc != 0) {
     r->finished = 1;  // no resynchronising after a framing error
     sl_builder_reset(&r->batch);
@@ -482,6 +526,7 @@ static const struct sl_format_reader k_reader = {
     .name = "lenprefix",
     .extensions = k_extensions,
     .streams = 1,
+    .inflates = 1,
     .probe = lp_probe,
     .open = lp_open,
     .schema = lp_schema,
