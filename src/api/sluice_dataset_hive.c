@@ -88,9 +88,8 @@ struct detect_ctx {
   struct sl_hive* hive;
   const struct sluice_allocator* alloc;
   int64_t object;
-  int64_t key;
+  int64_t n_distinct;  ///< keys object 0 names (its first n_distinct slots)
   uint8_t* seen;  ///< n_keys flags: the keys the current object named so far
-  int repeated;   ///< object 0 names a key twice (y=1/y=2): not partitioned
   int differs;    ///< the current object's keys are not object 0's
   int64_t not_utf8;  ///< 1 + the first object with a key or value not UTF-8 once decoded
 };
@@ -101,32 +100,28 @@ static int is_utf8(const char* s) {
 
 /// Object 0 names the keys; every later object must have the same ones,
 /// in any order (a=1/b=2 and b=3/a=4 are matched by name, as DuckDB does).
+/// A key named again below (a=1/k=1/k=2) keeps its first value, as pyarrow
+/// and DuckDB keep it; before, no key at all was a column then.
 static int take_pair(void* arg, const char* key, size_t key_len, const char* value,
                      size_t value_len) {
   struct detect_ctx* c = arg;
   struct sl_hive* h = c->hive;
-  int64_t k = c->key++;
   char* name = sl_percent_decoded(key, key_len, c->alloc);
   if (name == NULL) return ENOMEM;
   // Refused, as pyarrow and DuckDB refuse it (no string column holds it),
   // once all objects are seen to have the same keys.
   if (!is_utf8(name) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
-  if (c->object == 0) {
-    h->keys[k] = name;
-    for (int64_t j = 0; j < k; ++j) {
-      if (strcmp(h->keys[j], name) == 0) {  // year=1/year=2: not columns
-        c->repeated = 1;
-        return EINVAL;
-      }
-    }
+  int64_t k = 0;
+  while (k < c->n_distinct && strcmp(name, h->keys[k]) != 0) ++k;
+  if (c->object == 0 && k == c->n_distinct) {
+    h->keys[c->n_distinct++] = name;
   } else {
-    k = 0;
-    while (k < h->n_keys && strcmp(name, h->keys[k]) != 0) ++k;
     sl_free(c->alloc, name, strlen(name) + 1);
-    if (k == h->n_keys || c->seen[k]) {
+    if (k == c->n_distinct) {
       c->differs = 1;
       return EINVAL;
     }
+    if (c->seen[k]) return 0;  // named again: the first value stays
   }
   c->seen[k] = 1;
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
@@ -166,60 +161,38 @@ static void infer_formats(struct sl_hive* h) {
   }
 }
 
-/// The key segments of one object, as for_each_pair gives them.
-struct key_list {
-  const char** keys;
-  size_t* lens;
-  int64_t n;
-};
-
-static int collect_key(void* arg, const char* key, size_t key_len, const char* value,
-                       size_t value_len) {
-  (void)value;
-  (void)value_len;
-  struct key_list* l = arg;
-  l->keys[l->n] = key;
-  l->lens[l->n++] = key_len;
-  return 0;
-}
-
-static int64_t count_key(const struct key_list* l, const char* key, size_t len) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < l->n; ++i) n += l->lens[i] == len && memcmp(l->keys[i], key, len) == 0;
-  return n;
-}
-
-/// Whether objects `a` and `b` (names below the root, `n_keys` segments
-/// each) name the same keys as many times each, in any order: with a key
-/// named twice (y=1/y=2) no key is a column, but only when every object is
-/// alike, else the error of different keys, whichever object comes first.
-static int same_key_names(const char* a, const char* b, int64_t n_keys,
-                          const struct sluice_allocator* alloc, int* same) {
-  size_t cap = (size_t)n_keys * 2;
-  const char** keys = sl_calloc(alloc, cap, sizeof *keys);
-  size_t* lens = sl_calloc(alloc, cap, sizeof *lens);
-  if (keys == NULL || lens == NULL) {
-    if (keys != NULL) sl_free(alloc, keys, cap * sizeof *keys);
-    if (lens != NULL) sl_free(alloc, lens, cap * sizeof *lens);
-    return ENOMEM;
-  }
-  struct key_list la = {keys, lens, 0}, lb = {keys + n_keys, lens + n_keys, 0};
-  (void)for_each_pair(a, collect_key, &la);
-  (void)for_each_pair(b, collect_key, &lb);
-  *same = la.n == lb.n;
-  for (int64_t i = 0; *same && i < la.n; ++i) {
-    *same = count_key(&la, la.keys[i], la.lens[i]) == count_key(&lb, la.keys[i], la.lens[i]);
-  }
-  sl_free(alloc, keys, cap * sizeof *keys);
-  sl_free(alloc, lens, cap * sizeof *lens);
-  return 0;
-}
-
 static int different_keys(const char* location, const struct sl_location_list* names,
                           size_t object, struct sluice_error* error) {
   return sl_error_set(error, EINVAL, "%s: '%s' and '%s' are partitioned by different keys "
                       "(--no-hive, in Python hive_partitioning=False, reads the objects without "
                       "partitions)", location, names->names[0], names->names[object]);
+}
+
+/// Shrinks `h` (room for h->n_keys keys) to its first `n` keys: a key named
+/// twice left slots unused.
+static int keep_distinct(struct sl_hive* h, int64_t n, const struct sluice_allocator* alloc) {
+  char** keys = sl_calloc(alloc, (size_t)n, sizeof *keys);
+  const char** formats = sl_calloc(alloc, (size_t)n, sizeof *formats);
+  char** values = sl_calloc(alloc, (size_t)(n * h->n_objects), sizeof *values);
+  if (keys == NULL || formats == NULL || values == NULL) {
+    if (keys != NULL) sl_free(alloc, keys, (size_t)n * sizeof *keys);
+    if (formats != NULL) sl_free(alloc, (void*)formats, (size_t)n * sizeof *formats);
+    if (values != NULL) sl_free(alloc, values, (size_t)(n * h->n_objects) * sizeof *values);
+    return ENOMEM;
+  }
+  memcpy(keys, h->keys, (size_t)n * sizeof *keys);
+  for (int64_t o = 0; o < h->n_objects; ++o) {
+    memcpy(values + o * n, h->values + o * h->n_keys, (size_t)n * sizeof *values);
+  }
+  sl_free(alloc, h->keys, (size_t)h->n_keys * sizeof *h->keys);
+  sl_free(alloc, (void*)h->formats, (size_t)h->n_keys * sizeof *h->formats);
+  sl_free(alloc, h->values, (size_t)(h->n_keys * h->values_cap) * sizeof *h->values);
+  h->keys = keys;
+  h->formats = formats;
+  h->values = values;
+  h->n_keys = n;
+  h->values_cap = h->n_objects;
+  return 0;
 }
 
 int sl_hive_detect(const char* location, const struct sl_location_list* names,
@@ -231,13 +204,13 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   size_t root_len = strlen(root);
   // Every object must name the same keys (in any order): a key missing from
   // some objects is an error, as DuckDB makes it, rather than a column of
-  // nulls for them (pyarrow) or no partition columns at all.
-  int64_t n_keys = -1;
+  // nulls for them (pyarrow) or no partition columns at all. Room for the
+  // most key segments an object has; a key named twice takes one column.
+  int64_t n_keys = 0;
   for (size_t i = 0; i < names->n; ++i) {
     if (strncmp(names->names[i], root, root_len) != 0) return 0;
     int64_t n = for_each_pair(names->names[i] + root_len, NULL, NULL);
-    if (n_keys >= 0 && n != n_keys) return different_keys(location, names, i, error);
-    n_keys = n;
+    if (n > n_keys) n_keys = n;
   }
   if (n_keys <= 0) return 0;
   out->n_keys = n_keys;
@@ -248,35 +221,30 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
-  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0, 0};
+  struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0};
   if (ctx.seen == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
   int rc = 0;
   for (size_t i = 0; i < names->n; ++i) {
     ctx.object = (int64_t)i;
-    ctx.key = 0;
     memset(ctx.seen, 0, (size_t)n_keys);
     if (for_each_pair(names->names[i] + root_len, take_pair, &ctx) < 0) {
-      if (ctx.differs) {
-        rc = different_keys(location, names, i, error);
-      } else if (!ctx.repeated) {
-        rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
-      }
-      for (size_t j = 1; rc == 0 && ctx.repeated && j < names->n; ++j) {
-        int same = 1;
-        if (same_key_names(names->names[0] + root_len, names->names[j] + root_len, n_keys,
-                           alloc, &same) != 0) {
-          rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
-        } else if (!same) {
-          rc = different_keys(location, names, j, error);
-        }
-      }
-      sl_hive_free(out, alloc);
+      rc = ctx.differs ? different_keys(location, names, i, error)
+                       : sl_error_set(error, ENOMEM, "%s: out of memory reading partitions",
+                                      location);
+      break;
+    }
+    if (memchr(ctx.seen, 0, (size_t)ctx.n_distinct) != NULL) {  // a key of object 0 missing
+      rc = different_keys(location, names, i, error);
       break;
     }
   }
   sl_free(alloc, ctx.seen, (size_t)n_keys);
+  if (rc == 0 && ctx.n_distinct < n_keys && keep_distinct(out, ctx.n_distinct, alloc) != 0) {
+    rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+  }
+  if (rc != 0) sl_hive_free(out, alloc);
   if (rc == 0 && out->keys != NULL && ctx.not_utf8 > 0) {
     rc = sl_error_set(error, EILSEQ, "%s: a partition key or value in '%s' is not UTF-8 once "
                       "%%XX-decoded (--no-hive reads the objects without partitions)", location,

@@ -32,9 +32,9 @@ struct sl_hive {
 };
 
 /// Reads the partitions of `names`, the objects `location` expanded to.
-/// Names not under the location's literal root, or that name a key twice
-/// (y=1/y=2), give an unpartitioned result (n_keys 0); objects with
-/// different keys are EINVAL, naming two of them. `out` is zeroed first;
+/// Names not under the location's literal root give an unpartitioned result
+/// (n_keys 0); a key named twice (y=1/y=2) keeps its first value; objects
+/// with different keys are EINVAL, naming two of them. `out` is zeroed first;
 /// free it with sl_hive_free, also after an error.
 int sl_hive_detect(const char* location, const struct sl_location_list* names,
                    const struct sluice_allocator* alloc, struct sl_hive* out,

@@ -268,11 +268,28 @@ def test_objects_with_different_keys_are_an_error(sluice, tmp_path, layout):
     assert got.column_names == ["x"] and sorted(got.column("x").to_pylist()) == [1, 2]
 
 
-def test_repeated_key_and_empty_object(sluice, tmp_path):
+def test_repeated_key_keeps_its_first_value(sluice, tmp_path):
+    """A key named again below (a=1/k=1/k=2) keeps its first value, as
+    pyarrow.dataset and DuckDB read it; every partition column was dropped
+    (a too, though it is named once), silently."""
+    import pyarrow.dataset as ds
     root = tmp_path / "rep"
-    (root / "y=1" / "y=2").mkdir(parents=True)
-    pq.write_table(pa.table({"id": [1]}), root / "y=1" / "y=2" / "p.parquet")
-    assert sluice_read(sluice, root).column_names == ["id"]  # which y? none
+    for i, rel in enumerate(("a=1/k=1/k=2", "a=2/k=3/k=4", "k=5/a=3/k=6/a=7")):
+        (root / rel).mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array([i], pa.int64())}), root / rel / "p.parquet")
+    got = sluice_read(sluice, root)
+    assert got.column_names == ["id", "a", "k"]
+    arrow = ds.dataset(root, partitioning="hive").to_table().sort_by("id")
+    assert by_id(got) == {n: arrow.column(n).to_pylist() for n in ("id", "a", "k")}
+    duck = duckdb.sql(f"select id, a, k from read_parquet('{root}/**/*.parquet', "
+                      "hive_partitioning=true) order by id").fetchall()
+    assert list(zip(*by_id(got).values())) == duck
+    (root / "y=1" / "y=2").mkdir(parents=True)  # one that names only k: different keys
+    pq.write_table(pa.table({"id": [9]}), root / "y=1" / "y=2" / "p.parquet")
+    assert b"are partitioned by different keys" in sluice.expect_error("cat", root).stderr
+
+
+def test_empty_object(sluice, tmp_path):
     root = tmp_path / "empty"
     for k, rows in (("a", 0), ("b", 2)):
         (root / f"k={k}").mkdir(parents=True)
