@@ -64,6 +64,16 @@ int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_
   return 0;
 }
 
+/// The local path `location` names: a file:// URL's path, %XX-decoded as
+/// sl_source_open decodes it (into buf), else the location itself. NULL when
+/// a file:// URL does not decode: it is then one object, whose open says why.
+/// Before, directories and globs were looked for under the still-escaped
+/// spelling (file:///d/sp%20ace/ "is a directory, not a file").
+static const char* local_path(const char* location, char* buf, size_t cap) {
+  if (!has_prefix(location, "file://")) return location;
+  return sl_file_url_path(location, buf, cap, NULL) == 0 ? buf : NULL;
+}
+
 static int is_glob_char(char c) { return c == '*' || c == '?' || c == '['; }
 
 /// 1 when [s, end) has a glob character that is not escaped with '\'.
@@ -103,8 +113,9 @@ int sl_location_is_escaped(const char* location) {
   size_t n = strlen(location);
   if (has_glob(location, location + n) || !has_escaped_glob(location, location + n)) return 0;
   if (has_prefix(location, "s3://")) return location[n - 1] != '/';
-  const char* path = strip_file_scheme(location);
-  if (strstr(path, "://") != NULL) return 0;
+  char buf[4096];
+  const char* path = local_path(location, buf, sizeof buf);
+  if (path == NULL || strstr(path, "://") != NULL) return 0;
   // A file of this very spelling is that file, as a path that exists is
   // read whatever its characters (sl_location_is_many).
   struct stat st;
@@ -118,8 +129,11 @@ int sl_location_is_many(const char* location) {
   if (has_prefix(location, "s3://")) {
     return has_glob(location, location + n) || location[n - 1] == '/';
   }
-  const char* path = strip_file_scheme(location);
-  if (path[0] == '\0' || strstr(path, "://") != NULL || strcmp(path, "-") == 0) return 0;
+  char buf[4096];
+  const char* path = local_path(location, buf, sizeof buf);
+  if (path == NULL || path[0] == '\0' || strstr(path, "://") != NULL || strcmp(path, "-") == 0) {
+    return 0;
+  }
   // A path that exists is that file or directory, glob characters or not
   // (data[1].parquet), as DuckDB reads it; else they make it a glob.
   struct stat st;
@@ -540,7 +554,8 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
   if (has_prefix(location, "s3://")) {
     rc = sl_s3_expand(location, remote, alloc, out, error);
   } else {
-    const char* path = strip_file_scheme(location);
+    char buf[4096];
+    const char* path = local_path(location, buf, sizeof buf);  // not NULL: is_many
     struct stat st;
     const char* glob = stat(path, &st) == 0 ? NULL : first_glob_segment(path);  // as is_many
     is_directory = glob == NULL;

@@ -29,7 +29,8 @@ int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_
 /// directory, a path or s3:// URL with an unescaped glob character (* ? [)
 /// in it (one whose glob characters are all escaped is one object), or an
 /// s3:// URL that ends with '/'. http(s):// locations are always single
-/// objects (HTTP has no listing). `file://` prefixes are looked through.
+/// objects (HTTP has no listing). A file:// URL is its path, %XX-decoded
+/// (sl_file_url_path), as when it names one file.
 int sl_location_is_many(const char* location);
 
 /// 1 when `location` names one object through escapes: a `\` before a glob

@@ -236,3 +236,20 @@ def test_glob_ending_in_slash_reads_files_under_matching_directories(sluice_bin,
     assert chosen
     got = convert(sluice_bin, f"{root}/{pattern}", tmp_path / "out.arrows")
     assert_same(got, peer_table(chosen, fmt))
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/*/*.parquet", "/b=*/"])
+def test_file_url_escapes_name_directories_and_globs(sluice_bin, tmp_path, suffix):
+    """A file:// URL's %XX escapes are decoded for a directory or a glob as
+    for one file, and the partition root is the decoded directory: the rows
+    and columns pyarrow.dataset reads from the same URL. Before, 'sp%20ace/'
+    was 'a directory, not a file' and the glob matched nothing."""
+    top = tmp_path / "sp ace"
+    for b in (1, 2):
+        (top / f"b={b}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array([b], pa.int64())}), top / f"b={b}" / "f.parquet")
+    url = f"file://{tmp_path}/sp%20ace"
+    want = ds.dataset(url, partitioning="hive").to_table()
+    got = convert(sluice_bin, url + suffix, tmp_path / "o.arrows")
+    assert got.column_names == ["id", "b"]
+    assert got.sort_by("id").to_pydict() == want.sort_by("id").to_pydict()
