@@ -37,18 +37,18 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
 }
 
 /// The part of `location` that every object name starts with, as
-/// sl_location_expand spells names: a file:// URL's path %XX-decoded, runs
-/// of '/' made one, up to the last '/' before the first glob character (a
-/// glob), or all of it with a '/' added (a directory or prefix). Written
-/// into root (cap bytes); 0 if it does not fit.
+/// sl_location_expand spells names: for an s3:// location, runs of '/' made
+/// one, up to the last '/' before the first glob character (a glob), or all
+/// of it (a prefix); for a local one sl_location_local_root, which takes a
+/// directory that exists whole whatever its characters (`t=[x]/` was cut
+/// at '[', and its own `t=[x]` became a partition key). Written into root
+/// (cap bytes); 0 if it does not fit.
 static int literal_root(const char* location, char* root, size_t cap) {
-  char path[4096];
-  if (strncmp(location, "file://", 7) == 0) {
-    if (sl_file_url_path(location, path, sizeof path, NULL) != 0) return 0;
-    location = path;
-  }
   const char* scheme = strstr(location, "://");
-  size_t keep = scheme != NULL ? (size_t)(scheme - location) + 3 : 0;  // "s3://" stays
+  if (scheme == NULL || strncmp(location, "file://", 7) == 0) {
+    return sl_location_local_root(location, root, cap);
+  }
+  size_t keep = (size_t)(scheme - location) + 3;  // "s3://" stays
   size_t end = strcspn(location, "*?[");
   size_t n = 0;
   for (size_t i = 0; i < end; ++i) {

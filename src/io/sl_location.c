@@ -519,6 +519,26 @@ static const char* first_glob_segment(const char* path) {
   }
 }
 
+int sl_location_local_root(const char* location, char* root, size_t cap) {
+  char buf[4096];
+  const char* path = local_path(location, buf, sizeof buf);
+  if (path == NULL || cap < 2) return 0;
+  struct stat st;
+  const char* glob = stat(path, &st) == 0 ? NULL : first_glob_segment(path);  // as expand
+  size_t end = glob == NULL ? strlen(path) : (size_t)(glob - path);
+  size_t n = 0;
+  for (size_t i = 0; i < end; ++i) {  // as set_prefix spells it
+    char c = path[i];
+    if (glob != NULL && c == '\\' && i + 1 < end) c = path[++i];
+    if (c == '/' && n > 0 && root[n - 1] == '/') continue;
+    if (n + 2 >= cap) return 0;
+    root[n++] = c;
+  }
+  if (n > 0 && root[n - 1] != '/') root[n++] = '/';
+  root[n] = '\0';
+  return 1;
+}
+
 static int list_of_one(const char* location, const struct sluice_allocator* alloc,
                        struct sl_location_list* out, struct sluice_error* error) {
   size_t n = strlen(location);

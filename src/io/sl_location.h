@@ -53,6 +53,15 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
                        const struct sluice_allocator* alloc, struct sl_location_list* out,
                        struct sluice_error* error);
 
+/// The directory every name sl_location_expand gives for a local `location`
+/// starts with, spelled as it spells them: a file:// URL's path decoded, a
+/// path that exists all of it (a directory whose name has glob characters,
+/// `t=[x]/`, too), else up to the segment with the first unescaped glob
+/// character, escapes removed; runs of '/' made one and a '/' at the end
+/// ("" for a glob in the current directory). Written into root (cap bytes):
+/// 1, or 0 when it does not fit or a file:// URL does not decode.
+int sl_location_local_root(const char* location, char* root, size_t cap);
+
 void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc);
 
 /// Appends a copy of `name` (n bytes) to the list, with the object's size

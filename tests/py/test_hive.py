@@ -527,3 +527,23 @@ def test_partitioned_compressed_text_is_named_by_its_compression(sluice, tmp_pat
             assert f.read().splitlines()[1:] == [str(i) for i in range(1, 30, 3)]
     back = sluice_read(sluice, out)
     assert sorted(back.column("x").to_pylist()) == list(range(30))
+
+
+@pytest.mark.parametrize("spelling", ["dir", "dir/", "escaped-glob"])
+def test_location_whose_own_name_has_a_key_and_glob_characters(sluice, tmp_path, spelling):
+    """A directory that exists is the location whole, whatever its
+    characters: t=[x]/ gives b alone, as pyarrow.dataset reads it (only
+    segments below the location are keys). Before, the root was cut at '['
+    and t='[x]' became a column. An escaped spelling (t=\\[x\\]/*/...) is the
+    same directory."""
+    import pyarrow.dataset as ds
+    top = tmp_path / "t=[x]"
+    for b in (1, 2):
+        (top / f"b={b}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array([b], pa.int64())}), top / f"b={b}" / "f.parquet")
+    want = ds.dataset(top, partitioning="hive").to_table()
+    location = {"dir": str(top), "dir/": f"{top}/",
+                "escaped-glob": str(tmp_path / "t=\\[x\\]") + "/*/*.parquet"}[spelling]
+    got = sluice_read(sluice, location)
+    assert got.column_names == ["id", "b"]
+    assert by_id(got) == by_id(want)
