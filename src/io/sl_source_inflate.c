@@ -658,3 +658,32 @@ int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* e
   pthread_mutex_unlock(&s->lock);
   return rc;
 }
+
+int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source** inflated,
+                                    const char* name, struct sluice_error* error) {
+  struct sl_view head;
+  SL_RETURN_NOT_OK(sl_source_peek(*source, SL_COMPRESSION_MAGIC_BYTES, &head, error));
+  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
+  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
+  sl_view_release(&head);
+  if (unread != NULL) {
+    return sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
+                        "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
+                        name, unread);
+  }
+  if (kind == SL_COMPRESS_NONE) return 0;
+  SL_RETURN_NOT_OK(sl_source_inflate_open(*source, kind, inflated, error));
+  *source = *inflated;
+  return 0;
+}
+
+int sl_source_inflate_failure_first(struct sl_source* inflated, int rc,
+                                    struct sluice_error* error) {
+  if (rc == 0 || rc == ENOMEM || inflated == NULL) return rc;
+  struct sluice_error why;
+  memset(&why, 0, sizeof why);
+  int bad = sl_source_inflate_failure(inflated, &why);
+  if (bad == 0) return rc;
+  if (error != NULL) *error = why;
+  return bad;
+}

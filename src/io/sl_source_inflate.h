@@ -34,4 +34,17 @@ int sl_source_inflate_rewind(struct sl_source* inflated, struct sluice_error* er
 /// member's at its end): this error then says what is wrong.
 int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* error);
 
+/// For a reader of text or frames that inflates its input: when `*source`'s
+/// first bytes are gzip, zstd, bzip2 or xz, *inflated becomes the inflating
+/// source (owned by the caller) and *source points to it; plain bytes leave
+/// both as they are; a compression sluice does not read is ENOTSUP, named.
+int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source** inflated,
+                                    const char* name, struct sluice_error* error);
+
+/// `rc`, a reader's failure on `inflated` (NULL: plain input), or the
+/// decompressor's own error when it has one (sl_source_inflate_failure):
+/// that names the object's real fault.
+int sl_source_inflate_failure_first(struct sl_source* inflated, int rc,
+                                    struct sluice_error* error);
+
 #endif

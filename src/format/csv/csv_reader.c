@@ -240,19 +240,6 @@ static int ends_with(const char* s, const char* suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/// A parse error in compressed input may be corrupt data inflated before its
-/// check failed (a .csv.bz2 block's CRC comes after its bytes): the
-/// decompressor's error, if it has one, names the object's real fault.
-static int inflate_failure_first(struct csv_reader* r, int rc, struct sluice_error* error) {
-  if (rc == ENOMEM || r->inflated == NULL) return rc;
-  struct sluice_error why;
-  memset(&why, 0, sizeof why);
-  int bad = sl_source_inflate_failure(r->inflated, &why);
-  if (bad == 0) return rc;
-  if (error != NULL) *error = why;
-  return bad;
-}
-
 static int csv_open(const struct sl_reader_args* args, void** out, struct sluice_error* error) {
   *out = NULL;
   struct csv_reader* r = sl_calloc(args->alloc, 1, sizeof *r);
@@ -271,21 +258,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   // Compressed input (.csv.gz, .csv.zst, .csv.bz2, .csv.xz) is inflated as
   // it is read: from here on the reader sees a forward-only source of plain
   // text.
-  struct sl_view head;
-  rc = sl_source_peek(r->source, SL_COMPRESSION_MAGIC_BYTES, &head, error);
-  if (rc == 0) {
-    enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
-    const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
-    sl_view_release(&head);
-    if (unread != NULL) {
-      rc = sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
-                        "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
-                        r->name, unread);
-    } else if (kind != SL_COMPRESS_NONE) {
-      rc = sl_source_inflate_open(r->source, kind, &r->inflated, error);
-      if (rc == 0) r->source = r->inflated;
-    }
-  }
+  rc = sl_source_inflate_if_compressed(&r->source, &r->inflated, r->name, error);
   // A mapped file is viewed whole (split by byte ranges on all cores); other
   // sources (pipes, HTTP, S3) are read forward through a bounded window.
   if (rc != 0) {
@@ -337,7 +310,8 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   }
   if (rc == 0) rc = setup_columns(r, error);
   if (rc != 0) {
-    rc = inflate_failure_first(r, rc, error);
+    // (a .csv.bz2 block's CRC comes after its bytes)
+    rc = sl_source_inflate_failure_first(r->inflated, rc, error);
     csv_close(r);
     return rc;
   }
@@ -748,7 +722,7 @@ static int csv_split_next(void* state, struct ArrowArray* out, struct sluice_err
     }
     if (rc != 0) {
       sl_builder_reset(&s->batch);
-      return inflate_failure_first(r, rc, error);
+      return sl_source_inflate_failure_first(r->inflated, rc, error);
     }
     if (got == 0) break;
     total += got;

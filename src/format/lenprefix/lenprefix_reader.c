@@ -381,20 +381,7 @@ static void lp_close(void* reader) {
 static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) {
   const char* name = r->source->name;
   if (name == NULL || sl_compression_suffix_length(name) == 0) return 0;
-  struct sl_view head;
-  SL_RETURN_NOT_OK(sl_source_peek(r->source, SL_COMPRESSION_MAGIC_BYTES, &head, error));
-  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
-  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
-  sl_view_release(&head);
-  if (unread != NULL) {
-    return sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
-                        "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
-                        name, unread);
-  }
-  if (kind == SL_COMPRESS_NONE) return 0;
-  SL_RETURN_NOT_OK(sl_source_inflate_open(r->source, kind, &r->inflated, error));
-  r->source = r->inflated;
-  return 0;
+  return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, error);
 }
 
 static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
@@ -484,17 +471,9 @@ static int lp_split_next(void* state, struct ArrowArray* out, struct sluice_erro
     if (rc != 0 || end || full) break;
     ++rows;
   }
-  if (rc != 0 && rc != ENOMEM && r->inflated != NULL) {
-    // Bytes that do not frame may be what corrupt data inflated to before
-    // its check failed: the decompressor's error names the real fault.
-    struct sluice_error why;
-    memset(&why, 0, sizeof why);
-    int bad = sl_source_inflate_failure(r->inflated, &why);
-    if (bad != 0) {
-      rc = bad;
-      if (error != NULL) *error = why;
-    }
-  }
+  // Bytes that do not frame may be what corrupt data inflated to before its
+  // check failed: the decompressor's error names the real fault.
+  rc = sl_source_inflate_failure_first(r->inflated, rc, error);
   if (rc != 0) {
     r->finished = 1;  // no resynchronising after a framing error
     sl_builder_reset(&r->batch);
