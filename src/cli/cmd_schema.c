@@ -101,18 +101,14 @@ static int is_utf8(const char* s, int32_t n) {
 /// {"base64":"..."}: bytes that are not UTF-8, which a JSON string cannot
 /// hold (\u00XX escapes would read back as other characters).
 static int append_json_base64(struct sl_text* out, const char* s, int32_t n) {
-  static const char k_digits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const unsigned char* u = (const unsigned char*)s;
+  size_t len = ((size_t)n + 2) / 3 * 4;
   int rc = sl_text_append_str(out, "{\"base64\":\"");
-  for (int32_t i = 0; i < n && rc == 0; i += 3) {
-    uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
-                 (i + 2 < n ? u[i + 2] : 0);
-    char quad[4] = {k_digits[v >> 18], k_digits[(v >> 12) & 63],
-                    i + 1 < n ? k_digits[(v >> 6) & 63] : '=', i + 2 < n ? k_digits[v & 63] : '='};
-    rc = sl_text_append(out, quad, 4);
+  if (rc == 0) rc = sl_text_reserve(out, len);
+  if (rc == 0) {
+    out->len += sl_base64_encode((const uint8_t*)s, (size_t)n, out->data + out->len);
+    out->data[out->len] = '\0';
+    rc = sl_text_append_str(out, "\"}");
   }
-  if (rc == 0) rc = sl_text_append_str(out, "\"}");
   return rc;
 }
 

@@ -351,6 +351,21 @@ int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n) {
   return 0;
 }
 
+size_t sl_base64_encode(const uint8_t* data, size_t n, char* out) {
+  static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t k = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)data[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)data[i + 1] << 8;
+    if (i + 2 < n) v |= data[i + 2];
+    out[k++] = digits[(v >> 18) & 63];
+    out[k++] = digits[(v >> 12) & 63];
+    out[k++] = i + 1 < n ? digits[(v >> 6) & 63] : '=';
+    out[k++] = i + 2 < n ? digits[v & 63] : '=';
+  }
+  return k;
+}
+
 /// Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid.
 static int utf8_sequence_length(const uint8_t* s, size_t n) {
   uint8_t c = s[0];

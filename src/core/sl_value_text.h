@@ -93,6 +93,10 @@ int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 /// are spelled).
 int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);
 
+/// Writes data[0, n) as standard base64 with padding into out, which has
+/// room for (n + 2) / 3 * 4 bytes (no NUL added); returns that length.
+size_t sl_base64_encode(const uint8_t* data, size_t n, char* out);
+
 /// The fewest significant digits that read back as the same double (of
 /// those, the closest: sl_shortest.h), spelled as `%.Ng` would with N the
 /// larger of 15 and their count; "nan", "inf", "-inf" for the non-finite.

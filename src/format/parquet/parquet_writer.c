@@ -392,22 +392,9 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluic
 
 /* ---- Footer --------------------------------------------------------------------- */
 
-static const char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static int base64_append(const uint8_t* p, int64_t n, struct sl_buffer* out) {
   SL_RETURN_NOT_OK(sl_buffer_reserve(out, (n + 2) / 3 * 4));
-  char* o = (char*)out->data + out->size;
-  int64_t k = 0;
-  for (int64_t i = 0; i < n; i += 3) {
-    uint32_t v = (uint32_t)p[i] << 16;
-    if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
-    if (i + 2 < n) v |= p[i + 2];
-    o[k++] = k_b64[(v >> 18) & 63];
-    o[k++] = k_b64[(v >> 12) & 63];
-    o[k++] = i + 1 < n ? k_b64[(v >> 6) & 63] : '=';
-    o[k++] = i + 2 < n ? k_b64[v & 63] : '=';
-  }
-  out->size += k;
+  out->size += (int64_t)sl_base64_encode(p, (size_t)n, (char*)out->data + out->size);
   return 0;
 }
 
