@@ -17,6 +17,7 @@
 #include "core/sl_value_text.h"
 #include "format/sl_format.h"
 #include "io/sl_compression.h"
+#include "io/sl_source_inflate.h"
 #include "io/sl_source_memory.h"
 #include "io/sl_cql.h"
 #include "io/sl_http_pool.h"
@@ -310,12 +311,9 @@ static int compressed_refused(const struct sluice_dataset* ds, const char* objec
   if (ds->format->inflates || object == NULL || sl_compression_suffix_length(object) == 0) {
     return 0;
   }
-  struct sl_view head = {NULL, 0, NULL};
-  int rc = sl_source_peek(ds->source, SL_COMPRESSION_MAGIC_BYTES, &head, error);
-  if (rc != 0) return rc;
-  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
-  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
-  sl_view_release(&head);
+  enum sl_compression kind;
+  const char* unread;
+  SL_RETURN_NOT_OK(sl_source_compression(ds->source, &kind, &unread, error));
   if (kind == SL_COMPRESS_NONE && unread == NULL) return 0;  // plain bytes, whatever the name
   return sl_error_set(error, ENOTSUP, "%s: compressed %s input (%s) is not read; decompress it "
                       "first", ds->source->name, ds->format->name,

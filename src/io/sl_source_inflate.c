@@ -659,13 +659,21 @@ int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* e
   return rc;
 }
 
+int sl_source_compression(struct sl_source* source, enum sl_compression* kind,
+                          const char** unread, struct sluice_error* error) {
+  struct sl_view head = {NULL, 0, NULL};
+  SL_RETURN_NOT_OK(sl_source_peek(source, SL_COMPRESSION_MAGIC_BYTES, &head, error));
+  *kind = sl_compression_of_bytes(head.data, head.size);
+  *unread = sl_unread_compression_of_bytes(head.data, head.size);
+  sl_view_release(&head);
+  return 0;
+}
+
 int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source** inflated,
                                     const char* name, struct sluice_error* error) {
-  struct sl_view head;
-  SL_RETURN_NOT_OK(sl_source_peek(*source, SL_COMPRESSION_MAGIC_BYTES, &head, error));
-  enum sl_compression kind = sl_compression_of_bytes(head.data, head.size);
-  const char* unread = sl_unread_compression_of_bytes(head.data, head.size);
-  sl_view_release(&head);
+  enum sl_compression kind;
+  const char* unread;
+  SL_RETURN_NOT_OK(sl_source_compression(*source, &kind, &unread, error));
   if (unread != NULL) {
     return sl_error_set(error, ENOTSUP, "%s: the input is %s-compressed, which sluice does not "
                         "read (it reads gzip, zstd, bzip2 and xz): decompress it first",

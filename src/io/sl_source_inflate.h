@@ -34,6 +34,12 @@ int sl_source_inflate_rewind(struct sl_source* inflated, struct sluice_error* er
 /// member's at its end): this error then says what is wrong.
 int sl_source_inflate_failure(struct sl_source* inflated, struct sluice_error* error);
 
+/// What `source`'s first bytes say it is compressed with: *kind (NONE for
+/// plain bytes), and *unread, the name of a compression sluice does not
+/// read (lz4, snappy, ...) or NULL. Peeks; reads nothing away.
+int sl_source_compression(struct sl_source* source, enum sl_compression* kind,
+                          const char** unread, struct sluice_error* error);
+
 /// For a reader of text or frames that inflates its input: when `*source`'s
 /// first bytes are gzip, zstd, bzip2 or xz, *inflated becomes the inflating
 /// source (owned by the caller) and *source points to it; plain bytes leave
