@@ -302,24 +302,6 @@ static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
   return 0;
 }
 
-/// A name's compression suffix is looked through to find the format
-/// (x.parquet.gz is Parquet by name), but only some readers inflate: for the
-/// others, compressed bytes under such a name are refused here, where they
-/// failed later with a message about the format's framing or magic.
-static int compressed_refused(const struct sluice_dataset* ds, const char* object,
-                              struct sluice_error* error) {
-  if (ds->format->inflates || object == NULL || sl_compression_suffix_length(object) == 0) {
-    return 0;
-  }
-  enum sl_compression kind;
-  const char* unread;
-  SL_RETURN_NOT_OK(sl_source_compression(ds->source, &kind, &unread, error));
-  if (kind == SL_COMPRESS_NONE && unread == NULL) return 0;  // plain bytes, whatever the name
-  return sl_error_set(error, ENOTSUP, "%s: compressed %s input (%s) is not read; decompress it "
-                      "first", ds->source->name, ds->format->name,
-                      unread != NULL ? unread : sl_compression_name(kind));
-}
-
 /// ds->source and the object's name `object`.
 static int choose_reader(struct sluice_dataset* ds, const char* format_name, const char* object,
                          struct sluice_error* error) {
@@ -331,14 +313,14 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
       return sl_error_set(error, EINVAL, "%s: unknown format '%s'; formats are: %s",
                           ds->location, format_name, known);
     }
-    return compressed_refused(ds, object, error);
+    return sl_format_refuse_compressed(ds->format, ds->source, object, error);
   }
   struct sl_view head = {NULL, 0, NULL};
   int rc = sl_source_peek(ds->source, SL_DETECT_BYTES, &head, error);
   if (rc != 0) return rc;
   ds->format = sl_format_reader_detect(object, head.data, head.size);
   sl_view_release(&head);
-  if (ds->format != NULL) return compressed_refused(ds, object, error);
+  if (ds->format != NULL) return sl_format_refuse_compressed(ds->format, ds->source, object, error);
   format_list_of(sl_format_reader_names(), known, sizeof known);
   const struct sl_format_writer* write_only = sl_format_write_only(object);
   if (write_only != NULL) {

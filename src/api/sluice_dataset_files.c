@@ -723,6 +723,8 @@ static int open_object(void* ctx, int64_t i, struct sluice_error* error) {
     remote.tail_first = f->format->tail_first;
     SL_RETURN_NOT_OK(sl_source_open_remote(name, &remote, f->alloc, &p->source, error));
     sl_source_ask_cancel(p->source, given->cancelled, given->cancelled_user);
+    // (the first object was checked when its bytes chose the format)
+    SL_RETURN_NOT_OK(sl_format_refuse_compressed(f->format, p->source, name, error));
   }
   return open_part(f, p, job->args, error);
 }

@@ -270,6 +270,13 @@ const struct sl_format_reader* sl_format_reader_find(const char* name);
 /// the open is tried again. *reader is NULL on error.
 int sl_format_open_spooling(const struct sl_format_reader* format, struct sl_reader_args* args,
                             void** reader, struct sluice_error* error);
+/// A name's compression suffix is looked through to find the format
+/// (x.parquet.gz is Parquet by name), but only some readers inflate: for the
+/// others, compressed bytes in `source`, named `object`, are refused (ENOTSUP,
+/// "decompress it first"), where they would fail later with a message about
+/// the format's framing or magic. 0 for plain bytes, whatever the name.
+int sl_format_refuse_compressed(const struct sl_format_reader* format, struct sl_source* source,
+                                const char* object, struct sluice_error* error);
 const struct sl_format_writer* sl_format_writer_find(const char* name);
 /// Picks the reader for a location: by magic bytes first, then extension
 /// (compression suffixes such as .gz/.zst are looked through). NULL when

@@ -16,8 +16,10 @@
 #include "lenprefix/lenprefix_reader.h"
 #include "parquet/parquet_writer.h"
 #include "text/text_writers.h"
+#include "../core/sl_error.h"
 #include "../io/sl_compression.h"
 #include "../io/sl_source_file.h"
+#include "../io/sl_source_inflate.h"
 
 typedef const struct sl_format_reader* (*sl_reader_accessor)(void);
 typedef const struct sl_format_writer* (*sl_writer_accessor)(void);
@@ -193,4 +195,16 @@ int sl_format_open_spooling(const struct sl_format_reader* format, struct sl_rea
   rc = format->open(args, reader, error);
   if (rc != 0) *reader = NULL;
   return rc;
+}
+
+int sl_format_refuse_compressed(const struct sl_format_reader* format, struct sl_source* source,
+                                const char* object, struct sluice_error* error) {
+  if (format->inflates || object == NULL || sl_compression_suffix_length(object) == 0) return 0;
+  enum sl_compression kind;
+  const char* unread;
+  SL_RETURN_NOT_OK(sl_source_compression(source, &kind, &unread, error));
+  if (kind == SL_COMPRESS_NONE && unread == NULL) return 0;  // plain bytes, whatever the name
+  return sl_error_set(error, ENOTSUP, "%s: compressed %s input (%s) is not read; decompress it "
+                      "first", source->name, format->name,
+                      unread != NULL ? unread : sl_compression_name(kind));
 }

@@ -340,3 +340,17 @@ def test_compressed_object_of_a_reader_that_does_not_inflate(sluice, tmp_path, n
     err = proc.stderr.decode()
     fmt = name.split(".")[1]
     assert f"{name}: compressed {fmt} input" in err and "decompress it first" in err, err
+
+
+def test_compressed_object_after_the_first_in_a_glob(sluice, tmp_path):
+    """Every object of a glob is checked, not only the first, whose bytes
+    chose the format: a compressed Parquet file after a plain one is refused
+    as compressed, not with "no PAR1 magic" (pyarrow.dataset and DuckDB
+    refuse it too, with a magic-bytes message)."""
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"a": [3]}), tmp_path / "plain")
+    (tmp_path / "b.parquet.gz").write_bytes(_compress("gz", (tmp_path / "plain").read_bytes()))
+    proc = sluice.expect_error("cat", str(tmp_path / "*.parquet*"), "-q")
+    err = proc.stderr.decode()
+    assert "b.parquet.gz: compressed parquet input (gzip)" in err and "decompress it first" in err, err
