@@ -42,12 +42,19 @@ static int hex_digit(char c) {
                                 : -1;
 }
 
-int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_error* error) {
+static int is_glob_char(char c) { return c == '*' || c == '?' || c == '['; }
+
+/// A file:// URL's path, %XX-decoded into out; with `as_pattern`, a glob
+/// character, ']' or '\' spelled %XX is escaped with '\', as in the URL it
+/// is a literal character of a name, not part of a glob.
+static int decode_file_url(const char* location, int as_pattern, char* out, size_t cap,
+                           struct sluice_error* error) {
   const char* p = strip_file_scheme(location);
   if (p[0] == '\0') return sl_error_set(error, EINVAL, "%s: empty path", location);
   size_t n = 0;
   for (; *p != '\0'; ++p) {
     char c = *p;
+    int escape = 0;
     if (c == '%') {  // RFC 8089 / 3986: %XX is the byte XX
       int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
       if (lo < 0 || (hi == 0 && lo == 0)) {
@@ -56,12 +63,18 @@ int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_
       }
       c = (char)(hi * 16 + lo);
       p += 2;
+      escape = as_pattern && (is_glob_char(c) || c == ']' || c == '\\');
     }
-    if (n + 1 >= cap) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
+    if (n + 1 + escape >= cap) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
+    if (escape) out[n++] = '\\';
     out[n++] = c;
   }
   out[n] = '\0';
   return 0;
+}
+
+int sl_file_url_path(const char* location, char* out, size_t cap, struct sluice_error* error) {
+  return decode_file_url(location, 0, out, cap, error);
 }
 
 /// The local path `location` names: a file:// URL's path, %XX-decoded as
@@ -74,7 +87,12 @@ static const char* local_path(const char* location, char* buf, size_t cap) {
   return sl_file_url_path(location, buf, cap, NULL) == 0 ? buf : NULL;
 }
 
-static int is_glob_char(char c) { return c == '*' || c == '?' || c == '['; }
+/// local_path as a glob pattern: in a file:// URL, %2A is a name's '*', not
+/// a glob's (decode_file_url escapes it).
+static const char* local_pattern(const char* location, char* buf, size_t cap) {
+  if (!has_prefix(location, "file://")) return location;
+  return decode_file_url(location, 1, buf, cap, NULL) == 0 ? buf : NULL;
+}
 
 /// 1 when [s, end) has a glob character that is not escaped with '\'.
 static int has_glob(const char* s, const char* end) {
@@ -138,7 +156,9 @@ int sl_location_is_many(const char* location) {
   // (data[1].parquet), as DuckDB reads it; else they make it a glob.
   struct stat st;
   if (stat(path, &st) == 0) return S_ISDIR(st.st_mode);
-  return has_glob(path, path + strlen(path));
+  char pattern_buf[4096];
+  const char* pattern = local_pattern(location, pattern_buf, sizeof pattern_buf);
+  return pattern != NULL && has_glob(pattern, pattern + strlen(pattern));
 }
 
 void sl_location_list_free(struct sl_location_list* list, const struct sluice_allocator* alloc) {
@@ -520,11 +540,16 @@ static const char* first_glob_segment(const char* path) {
 }
 
 int sl_location_local_root(const char* location, char* root, size_t cap) {
-  char buf[4096];
+  char buf[4096], pattern_buf[4096];
   const char* path = local_path(location, buf, sizeof buf);
   if (path == NULL || cap < 2) return 0;
   struct stat st;
-  const char* glob = stat(path, &st) == 0 ? NULL : first_glob_segment(path);  // as expand
+  const char* glob = NULL;
+  if (stat(path, &st) != 0) {  // as expand
+    path = local_pattern(location, pattern_buf, sizeof pattern_buf);
+    if (path == NULL) return 0;
+    glob = first_glob_segment(path);
+  }
   size_t end = glob == NULL ? strlen(path) : (size_t)(glob - path);
   size_t n = 0;
   for (size_t i = 0; i < end; ++i) {  // as set_prefix spells it
@@ -574,10 +599,15 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
   if (has_prefix(location, "s3://")) {
     rc = sl_s3_expand(location, remote, alloc, out, error);
   } else {
-    char buf[4096];
+    char buf[4096], pattern_buf[4096];
     const char* path = local_path(location, buf, sizeof buf);  // not NULL: is_many
     struct stat st;
-    const char* glob = stat(path, &st) == 0 ? NULL : first_glob_segment(path);  // as is_many
+    const char* glob = NULL;
+    if (stat(path, &st) != 0) {  // as is_many
+      path = local_pattern(location, pattern_buf, sizeof pattern_buf);
+      if (path == NULL) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
+      glob = first_glob_segment(path);
+    }
     is_directory = glob == NULL;
     rc = expand_local(path, glob, alloc, out, error);
   }

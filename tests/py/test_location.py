@@ -8,6 +8,7 @@ the same files, listed by the test and sorted by path.
 from __future__ import annotations
 
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
@@ -253,3 +254,20 @@ def test_file_url_escapes_name_directories_and_globs(sluice_bin, tmp_path, suffi
     got = convert(sluice_bin, url + suffix, tmp_path / "o.arrows")
     assert got.column_names == ["id", "b"]
     assert got.sort_by("id").to_pydict() == want.sort_by("id").to_pydict()
+
+
+@pytest.mark.parametrize("escaped", ["%2A", "%3F", "%5B1%5D"])
+def test_file_url_escaped_glob_characters_are_literal(sluice_bin, tmp_path, escaped):
+    """In a file:// URL a glob character spelled %XX is a character of the
+    name, as in the URL it escapes: 'x%2A*.parquet' matches names starting
+    with 'x*', not every name starting with 'x' (pyarrow.fs decodes
+    'file:///d/x%2A' to the name 'x*' too). Before, the decoded '*' became
+    part of the glob."""
+    literal = urllib.parse.unquote(escaped)
+    (tmp_path / "d").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), tmp_path / "d" / f"x{literal}.parquet")
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64())}), tmp_path / "d" / f"x{literal}b.parquet")
+    pq.write_table(pa.table({"id": pa.array([3], pa.int64())}), tmp_path / "d" / "xy.parquet")
+    pq.write_table(pa.table({"id": pa.array([4], pa.int64())}), tmp_path / "d" / "x1.parquet")
+    got = convert(sluice_bin, f"file://{tmp_path}/d/x{escaped}*.parquet", tmp_path / "o.arrows")
+    assert sorted(got.column("id").to_pylist()) == [1, 2]
