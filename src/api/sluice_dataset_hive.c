@@ -49,14 +49,19 @@ static int literal_root(const char* location, char* root, size_t cap) {
     return sl_location_local_root(location, root, cap);
   }
   size_t keep = (size_t)(scheme - location) + 3;  // "s3://" stays
-  size_t end = strcspn(location, "*?[");
-  size_t n = 0;
-  for (size_t i = 0; i < end; ++i) {
-    if (i >= keep && location[i] == '/' && n > keep && root[n - 1] == '/') continue;
+  // In a glob, '\' escapes the character after it, as the listing's prefix
+  // reads it (sl_s3_list.c): `t=\[x\]/*.csv` lists under `t=[x]/`.
+  int glob = location[strcspn(location, "*?[")] != '\0';
+  size_t n = 0, i = 0;
+  for (; location[i] != '\0'; ++i) {
+    char c = location[i];
+    if (glob && (c == '*' || c == '?' || c == '[')) break;
+    if (glob && c == '\\' && location[i + 1] != '\0') c = location[++i];
+    if (i >= keep && c == '/' && n > keep && root[n - 1] == '/') continue;
     if (n + 2 >= cap) return 0;
-    root[n++] = location[i];
+    root[n++] = c;
   }
-  if (location[end] != '\0') {  // a glob: its directory part
+  if (location[i] != '\0') {  // a glob: its directory part
     while (n > keep && root[n - 1] != '/') --n;
   } else if (n > 0 && root[n - 1] != '/') {
     root[n++] = '/';

@@ -1453,6 +1453,29 @@ def test_hive_partitions_under_a_prefix(sluice, s3, tmp_path, page):
     assert glob.column_names == ["id", "day"]  # region is above the glob's root
 
 
+def test_hive_root_of_a_glob_with_escaped_characters(sluice, s3, tmp_path):
+    """A glob's escaped characters belong to its root, as they do to the
+    prefix it lists: under s3://b/esc/t=\\[x\\]/*/*.parquet, `t` is above
+    the root and `k` is the one partition column, as for the same local
+    glob. Before, the root was cut at the escaped '[' and `t` became a
+    column of value '[x]'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    local = tmp_path / "esc"
+    for k in (1, 2):
+        (local / "t=[x]" / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [k]}), local / "t=[x]" / f"k={k}" / "f.parquet")
+    remote = s3["data"] / BUCKET / "esc"
+    if remote.exists():
+        shutil.rmtree(remote)
+    shutil.copytree(local, remote)
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/esc/t=\\[x\\]/*/*.parquet",
+                        tmp_path / "r.arrows")
+    want = read_location(sluice, creds(s3), f"{local}/t=\\[x\\]/*/*.parquet", tmp_path / "l.arrows")
+    assert got.column_names == want.column_names == ["id", "k"]
+    same_table(got, want)
+
+
 @pytest.fixture
 def observed(s3, tmp_path):
     """The s3 fixture's objects, served by a second s3s-fs behind a
