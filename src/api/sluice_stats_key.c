@@ -259,7 +259,7 @@ int sl_stats_bytes_string(const struct sl_text_field* field, const uint8_t* p, i
   sl_text_init(&text, NULL);
   int rc = sl_stats_field_is_utf8(field)
                ? sl_text_append(&text, n > 0 ? (const char*)p : "", (size_t)n)
-               : sl_text_append_hex(&text, p, n);
+               : sl_text_append_binary(field, p, n, &text);
   *out = rc == 0 ? sl_strndup(NULL, sl_text_cstr(&text), text.len) : NULL;
   *len = (int64_t)text.len;
   sl_text_reset(&text);

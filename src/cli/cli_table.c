@@ -12,7 +12,8 @@
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
 
-enum { HEAD_ROWS = 10, TAIL_ROWS = 10, MAX_CELL_WIDTH = 32, MIN_CELL_WIDTH = 3 };
+// (36: a UUID, 8-4-4-4-12, shows whole, as in DuckDB's tables)
+enum { HEAD_ROWS = 10, TAIL_ROWS = 10, MAX_CELL_WIDTH = 36, MIN_CELL_WIDTH = 3 };
 
 static const char k_ellipsis[] = "\xe2\x80\xa6";  // U+2026, one column wide
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sl_alloc.h"
+#include "sl_array.h"
 #include "sl_error.h"
 #include "sl_read.h"
 #include "sl_value_tz.h"
@@ -113,6 +114,11 @@ int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* sc
     if (sl_tz_load(field->type.timezone, alloc, &field->tz) == ENOMEM) {
       return sl_error_set(error, ENOMEM, "out of memory");
     }
+  }
+  if (field->type.id == SL_TYPE_FIXED_SIZE_BINARY && field->type.byte_width == 16) {
+    int32_t n = 0;
+    const char* ext = sl_metadata_find(schema->metadata, "ARROW:extension:name", &n);
+    field->uuid = ext != NULL && n == 10 && memcmp(ext, "arrow.uuid", 10) == 0;
   }
   if (schema->n_children < 0 || (schema->n_children > 0 && schema->children == NULL)) {
     return sl_error_set(error, EINVAL, "field '%s': bad child count", field->name);
@@ -552,6 +558,18 @@ static int append_scalar(struct sl_text* out, const char* s, int quote_in_json,
   return sl_text_append_str(out, s);
 }
 
+int sl_text_append_binary(const struct sl_text_field* field, const uint8_t* bytes, int64_t n,
+                          struct sl_text* out) {
+  if (!field->uuid || n != 16) return sl_text_append_hex(out, bytes, n);
+  static const int group_end[5] = {4, 6, 8, 10, 16};
+  int rc = 0;
+  for (int g = 0, at = 0; rc == 0 && g < 5; at = group_end[g++]) {
+    if (g > 0) rc = sl_text_append_char(out, '-');
+    if (rc == 0) rc = sl_text_append_hex(out, bytes + at, group_end[g] - at);
+  }
+  return rc;
+}
+
 int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* array,
                     int64_t i, enum sl_text_style style, struct sl_text* out,
                     struct sluice_error* error) {
@@ -640,7 +658,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
         rc = append_quoted_if_json(out, (const char*)bytes, (size_t)n, style);
       } else {
         if (style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
-        if (rc == 0) rc = sl_text_append_hex(out, bytes, n);
+        if (rc == 0) rc = sl_text_append_binary(field, bytes, n, out);
         if (rc == 0 && style == SL_TEXT_JSON) rc = sl_text_append_char(out, '"');
       }
       break;

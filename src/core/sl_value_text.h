@@ -54,6 +54,9 @@ struct sl_text_field {
   /// Timestamps in a named zone: the zone, for local time and offset (NULL
   /// when UTC, a fixed offset, or a zone the system does not know).
   struct sl_tz* tz;
+  /// An arrow.uuid column: written 8-4-4-4-12 (as DuckDB, Python and
+  /// Cassandra spell a UUID), not as 32 hex digits.
+  int uuid;
   const struct sluice_allocator* alloc;
 };
 
@@ -92,6 +95,10 @@ int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 /// Appends data[0, n) as lowercase hex, two digits a byte (how binary values
 /// are spelled).
 int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);
+/// A binary value of `field` as text: an arrow.uuid as 8-4-4-4-12, any
+/// other as sl_text_append_hex.
+int sl_text_append_binary(const struct sl_text_field* field, const uint8_t* bytes, int64_t n,
+                          struct sl_text* out);
 
 /// Writes data[0, n) as standard base64 with padding into out, which has
 /// room for (n + 2) / 3 * 4 bytes (no NUL added); returns that length.

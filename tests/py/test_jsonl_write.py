@@ -90,3 +90,32 @@ def test_a_json_lines_name_is_refused_on_read_not_read_as_csv(sluice, tmp_path):
     assert got == ["x", "1", "2", "3"]
     got = sluice.run("cat", ndjson, "-f", "csv", "-O", "header=false", "-t", "csv").stdout
     assert got.decode().split() == ["f0", "{}", "{}", "{}"]
+
+
+def test_uuids_are_spelled_as_duckdb_writes_them(sluice, tmp_path):
+    """An arrow.uuid column (Parquet's UUID; Avro's and CQL's uuid) is
+    written 8-4-4-4-12 in CSV, JSON Lines, `sluice cat` and `sluice stats`,
+    as DuckDB writes the same Parquet file's column (and Python's str(UUID));
+    before, as 32 hex digits, which no UUID parser in those tools reads.
+    Other 16-byte binaries stay hex."""
+    import uuid
+    duckdb = pytest.importorskip("duckdb")
+    values = [uuid.UUID(int=0x0123456789ABCDEF0123456789ABCDEF), None, uuid.uuid4()]
+    table = pa.table({"u": pa.array([v.bytes if v else None for v in values], pa.uuid()),
+                      "b": pa.array([v.bytes if v else None for v in values], pa.binary(16))})
+    src = tmp_path / "u.parquet"
+    pq.write_table(table, src)
+    peer = duckdb.sql(f"select u::varchar as u from '{src}'").fetchall()
+    want = [r[0] for r in peer]
+    assert want == [str(v) if v else None for v in values]
+    sluice.run("convert", src, tmp_path / "u.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "u.jsonl").read_text().splitlines()]
+    assert [r["u"] for r in rows] == want
+    assert [r["b"] for r in rows] == [v.hex if v else None for v in values]
+    sluice.run("convert", src, tmp_path / "u.csv")
+    lines = (tmp_path / "u.csv").read_text().splitlines()
+    assert [line.split(",")[0] or None for line in lines[1:]] == want
+    shown = sluice.run("cat", src).stdout.decode()
+    assert all(w in shown for w in want if w)
+    stats = json.loads(sluice.run("stats", src, "--json").stdout)
+    assert {stats[0]["min"], stats[0]["max"]} <= set(w for w in want if w)
