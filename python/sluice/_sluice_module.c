@@ -135,8 +135,10 @@ static PyMethodDef module_methods[] = {
     {"write", (PyCFunction)(void (*)(void))sp_write, METH_VARARGS | METH_KEYWORDS,
      "write(stream_capsule, location, format=None, compression=None, format_options=None)"},
     {"make_batch", (PyCFunction)sp_make_batch, METH_VARARGS,
-     "make_batch(fields, length, columns) -> _Batch: fields [(name, format, nullable)], "
-     "columns [(null_count, [buffers])] (copied)."},
+     "make_batch(fields, length, columns, metadata=None) -> _Batch: fields [(name, format, "
+     "nullable[, values_format, ordered])], columns [(null_count, [buffers][, values_length, "
+     "(values_null_count, [buffers])])] (copied; a values_format makes a dictionary field, "
+     "format its indices'); metadata the schema's {str: str}."},
     {"batches_stream", (PyCFunction)sp_batches_stream, METH_VARARGS,
      "batches_stream(schema, batches, column=-1) -> 'arrow_array_stream' capsule (zero copy)."},
     {"import_stream", (PyCFunction)sp_import_stream, METH_O,

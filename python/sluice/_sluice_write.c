@@ -1,7 +1,8 @@
 // Writing: sluice_write over any 'arrow_array_stream' capsule (pyarrow,
 // polars, DuckDB, sluice's own tables), and make_batch, which builds one
 // struct array from Python buffers (numpy columns of a pandas DataFrame when
-// pyarrow is not installed). make_batch copies the buffers: the array must
+// pyarrow is not installed: dictionary columns for categoricals, the "pandas"
+// schema metadata). make_batch copies the buffers: the array must
 // stay valid after the Python objects are gone, and its release callback may
 // run without the GIL.
 #include <errno.h>
@@ -223,12 +224,17 @@ struct built_node {
   int64_t n_buffers;
   struct ArrowArray* children;
   struct ArrowArray** child_ptrs;
+  struct ArrowArray* dictionary;  // a dictionary column's values, or NULL
 };
 
 static void built_release(struct ArrowArray* array) {
   struct built_node* node = array->private_data;
   for (int64_t i = 0; i < array->n_children; ++i) {
     if (node->children[i].release != NULL) node->children[i].release(&node->children[i]);
+  }
+  if (node->dictionary != NULL) {
+    if (node->dictionary->release != NULL) node->dictionary->release(node->dictionary);
+    PyMem_RawFree(node->dictionary);
   }
   for (int64_t i = 0; i < node->n_buffers; ++i) PyMem_RawFree(node->buffers[i]);
   PyMem_RawFree(node->buffers);
@@ -279,12 +285,25 @@ static int64_t buffers_for_format(const char* format) {
   return 2;
 }
 
-/// Fills column `out` from (null_count, [buffer or None, ...]).
-static int build_column(struct ArrowArray* out, const char* format, int64_t length,
-                        PyObject* spec) {
+/// Fills column `out` from (null_count, [buffer or None, ...]) or, for a
+/// dictionary column (`values_format` not NULL: `format` is the indices'),
+/// (null_count, [buffers], values_length, (values_null_count, [buffers])).
+static int build_column(struct ArrowArray* out, const char* format, const char* values_format,
+                        int64_t length, PyObject* spec) {
   long long null_count;
   PyObject* buffers;
-  if (!PyArg_ParseTuple(spec, "LO!", &null_count, &PyList_Type, &buffers)) return -1;
+  long long values_length = -1;
+  PyObject* values = NULL;
+  if (!PyArg_ParseTuple(spec, "LO!|LO!", &null_count, &PyList_Type, &buffers, &values_length,
+                        &PyTuple_Type, &values)) {
+    return -1;
+  }
+  if ((values_format != NULL) != (values != NULL) || (values != NULL && values_length < 0)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "a dictionary field needs (null_count, buffers, values_length, values), "
+                    "another field (null_count, buffers)");
+    return -1;
+  }
   int64_t n = buffers_for_format(format);
   if (PyList_GET_SIZE(buffers) != n) {
     PyErr_Format(PyExc_ValueError, "a column of format '%s' needs %lld buffers, got %zd", format,
@@ -317,14 +336,89 @@ static int build_column(struct ArrowArray* out, const char* format, int64_t leng
     if (view.len > 0) memcpy(node->buffers[i], view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
   }
+  if (values != NULL) {
+    // (released with `out`, even half-built: calloc leaves release NULL)
+    node->dictionary = PyMem_RawCalloc(1, sizeof *node->dictionary);
+    if (node->dictionary == NULL) {
+      PyErr_NoMemory();
+      return -1;
+    }
+    out->dictionary = node->dictionary;
+    return build_column(node->dictionary, values_format, NULL, values_length, values);
+  }
   return 0;
+}
+
+/// Arrow's metadata layout (int32 count, then int32-length-prefixed key and
+/// value bytes) of a {str: str} dict, in *out (PyMem_Raw; NULL for None).
+static int build_metadata(PyObject* dict, char** out) {
+  *out = NULL;
+  if (dict == Py_None) return 0;
+  if (!PyDict_Check(dict)) {
+    PyErr_SetString(PyExc_TypeError, "make_batch: metadata must be a dict of str or None");
+    return -1;
+  }
+  Py_ssize_t pos = 0;
+  PyObject* key;
+  PyObject* value;
+  size_t size = 4;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    Py_ssize_t klen, vlen;
+    if (!PyUnicode_Check(key) || !PyUnicode_Check(value) ||
+        PyUnicode_AsUTF8AndSize(key, &klen) == NULL ||
+        PyUnicode_AsUTF8AndSize(value, &vlen) == NULL) {
+      if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "make_batch: metadata keys and values must be str");
+      }
+      return -1;
+    }
+    if (klen > INT32_MAX || vlen > INT32_MAX || size > (size_t)INT32_MAX) {
+      PyErr_SetString(PyExc_ValueError, "make_batch: metadata larger than 2 GiB");
+      return -1;
+    }
+    size += 8 + (size_t)klen + (size_t)vlen;
+  }
+  if (size > (size_t)INT32_MAX) {
+    PyErr_SetString(PyExc_ValueError, "make_batch: metadata larger than 2 GiB");
+    return -1;
+  }
+  char* buf = PyMem_RawMalloc(size);
+  if (buf == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  int32_t count = (int32_t)PyDict_GET_SIZE(dict);
+  memcpy(buf, &count, 4);
+  size_t at = 4;
+  pos = 0;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    for (int part = 0; part < 2; ++part) {
+      Py_ssize_t len;
+      const char* text = PyUnicode_AsUTF8AndSize(part == 0 ? key : value, &len);
+      int32_t n32 = (int32_t)len;  // (both checked above)
+      memcpy(buf + at, &n32, 4);
+      if (len > 0) memcpy(buf + at + 4, text, (size_t)len);
+      at += 4 + (size_t)len;
+    }
+  }
+  *out = buf;
+  return 0;
+}
+
+/// The values schema of dictionary field `field` (released with it).
+static int add_dictionary_schema(struct ArrowSchema* field, const char* values_format) {
+  field->dictionary = PyMem_RawCalloc(1, sizeof *field->dictionary);
+  if (field->dictionary == NULL) return ENOMEM;
+  return sp_schema_new(field->dictionary, values_format, NULL, NULL, ARROW_FLAG_NULLABLE, 0);
 }
 
 PyObject* sp_make_batch(PyObject* Py_UNUSED(module), PyObject* args) {
   PyObject* fields;
   long long length;
   PyObject* columns;
-  if (!PyArg_ParseTuple(args, "O!LO!", &PyList_Type, &fields, &length, &PyList_Type, &columns)) {
+  PyObject* metadata_dict = Py_None;
+  if (!PyArg_ParseTuple(args, "O!LO!|O", &PyList_Type, &fields, &length, &PyList_Type, &columns,
+                        &metadata_dict)) {
     return NULL;
   }
   Py_ssize_t n = PyList_GET_SIZE(fields);
@@ -332,8 +426,12 @@ PyObject* sp_make_batch(PyObject* Py_UNUSED(module), PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "make_batch: one column per field and length >= 0");
     return NULL;
   }
+  char* metadata;
+  if (build_metadata(metadata_dict, &metadata) != 0) return NULL;
   struct ArrowSchema schema;
-  if (sp_schema_new(&schema, "+s", "", NULL, 0, n) != 0) return PyErr_NoMemory();
+  int rc = sp_schema_new(&schema, "+s", "", metadata, 0, n);
+  PyMem_RawFree(metadata);  // (copied)
+  if (rc != 0) return PyErr_NoMemory();
   struct ArrowArray array;
   if (built_init(&array, length, 0, 1, n) != 0) {
     schema.release(&schema);
@@ -343,10 +441,17 @@ PyObject* sp_make_batch(PyObject* Py_UNUSED(module), PyObject* args) {
     const char* name;
     const char* format;
     int nullable;
-    if (!PyArg_ParseTuple(PyList_GET_ITEM(fields, i), "ssp", &name, &format, &nullable) ||
-        sp_schema_new(schema.children[i], format, name, NULL, nullable ? ARROW_FLAG_NULLABLE : 0,
+    const char* values_format = NULL;
+    int ordered = 0;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(fields, i), "ssp|sp", &name, &format, &nullable,
+                          &values_format, &ordered) ||
+        sp_schema_new(schema.children[i], format, name, NULL,
+                      (nullable ? ARROW_FLAG_NULLABLE : 0) |
+                          (ordered ? ARROW_FLAG_DICTIONARY_ORDERED : 0),
                       0) != 0 ||
-        build_column(array.children[i], format, length, PyList_GET_ITEM(columns, i)) != 0) {
+        (values_format != NULL && add_dictionary_schema(schema.children[i], values_format) != 0) ||
+        build_column(array.children[i], format, values_format, length,
+                     PyList_GET_ITEM(columns, i)) != 0) {
       if (!PyErr_Occurred()) PyErr_NoMemory();
       schema.release(&schema);
       array.release(&array);
