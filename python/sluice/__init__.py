@@ -855,8 +855,8 @@ def _stream_capsule(data, index=None):
                         if error is not None:
                             raise error from e
                 raise InvalidArgumentError(_errno.EINVAL, "sluice.write: %s" % (e,)) from e
-        from ._pandas import dataframe_to_batch, index_as_columns
-        raw = dataframe_to_batch(index_as_columns(data, index), _sluice.make_batch)
+        from ._pandas import dataframe_to_batch
+        raw = dataframe_to_batch(data, index, _sluice.make_batch)
         return Batch(raw).__arrow_c_stream__()
     if hasattr(data, "__arrow_c_array__"):
         return Table.from_arrow(data).__arrow_c_stream__()
@@ -882,7 +882,8 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     data: anything with ``__arrow_c_stream__`` (pyarrow Table/RecordBatchReader,
         polars DataFrame, DuckDB relation, sluice Table) or a pandas DataFrame
         (through pyarrow if installed, else sluice's own conversion of
-        numeric, bool, datetime, string and nullable columns).
+        numeric, bool, datetime, string, categorical and nullable columns,
+        laid out and described as pyarrow's Table.from_pandas does).
     format: output format (default from the extension of dst).
     compression: body compression where the format has it ("zstd", "lz4", ...);
         CSV and JSON Lines compress the whole file ("gzip", "zstd", "bz2",
@@ -892,10 +893,11 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         pyarrow; the others none); None or "none": uncompressed, as
         pyarrow's write_table(compression=None).
     index: for a pandas DataFrame, as DataFrame.to_parquet's: None (default)
-        keeps an index other than a plain RangeIndex as columns (and, through
-        pyarrow, a RangeIndex in the "pandas" metadata, so that pandas,
-        pyarrow and sluice restore it); True always keeps it; False drops it.
-        Without pyarrow the index columns are written, not the metadata.
+        keeps an index other than a RangeIndex as columns and a RangeIndex
+        in the "pandas" metadata (with the column labels and dtypes, so
+        that pandas, pyarrow and sluice restore them); True always keeps it
+        as columns; False drops it. With or without pyarrow (the metadata's
+        creator then says sluice).
     fsync: a local file is synced to disk before it is renamed into place
         (default), so that a crash leaves the old file or the whole new one;
         False skips that for scratch outputs (faster, not crash-safe).

@@ -767,39 +767,204 @@ def _bitmap(np, valid):
     return np.packbits(valid.astype(bool), bitorder="little").tobytes()
 
 
-def index_as_columns(df, index):
-    """`df` with its index levels as columns after its own where
-    sluice.write's `index` asks to keep it (None: unless it is a plain
-    RangeIndex 0..n-1), placed and named as pyarrow's from_pandas does (last;
-    the level name, else, or when a column has that name,
-    "__index_level_i__")."""
-    pd = _pd()
-    plain = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and \
-        df.index.step == 1 and df.index.name is None
-    if index is False or (index is None and plain):
-        return df
-    names = [n if n is not None and n not in df.columns else "__index_level_%d__" % i
-             for i, n in enumerate(df.index.names)]
-    out = df.reset_index(names=names)  # (puts the levels first)
-    levels = len(names)
-    return out.iloc[:, list(range(levels, out.shape[1])) + list(range(levels))]
-
-
-def dataframe_to_batch(df, make_batch):
+def dataframe_to_batch(df, index, make_batch):
     """A pandas DataFrame as one _Batch (buffers copied), for sluice.write
-    without pyarrow. Numeric, bool, datetime (with zone), timedelta, string and
-    pandas nullable columns; anything else raises TypeError."""
+    without pyarrow, laid out and described as pyarrow's
+    Table.from_pandas(df, preserve_index=index) does: the index levels as
+    columns after the others (None: a RangeIndex only in the metadata), a
+    categorical as a dictionary, and the "pandas" schema metadata (index,
+    column labels, dtypes) that pyarrow's to_pandas, pd.read_parquet and
+    sluice read back. Numeric, bool, datetime (with zone), timedelta,
+    string, categorical and pandas nullable columns; anything else raises
+    TypeError."""
     np, pd = _np(), _pd()
-    fields, columns = [], []
-    n = len(df)
     if df.columns.duplicated().any():  # (pyarrow's from_pandas refuses them too)
         raise ValueError("Duplicate column names found: %r" % list(df.columns))
-    for j, name in enumerate(df.columns):
-        s = df.iloc[:, j]
-        fmt, null_count, bufs = _series_buffers(np, pd, s)
-        fields.append((str(name), fmt, True))
-        columns.append((null_count, bufs))
-    return make_batch(fields, n, columns)
+    names = [_name_to_strings(c) for c in df.columns]
+    field_names = [str(n) for n in names]
+    series = [df.iloc[:, j] for j in range(df.shape[1])]
+    levels = [] if index is False else \
+        [df.index.get_level_values(i) for i in range(df.index.nlevels)]
+    descriptors, index_names, index_levels = [], [], []
+    for i, level in enumerate(levels):
+        name = _index_level_name(level, i, names + index_names)
+        if index is None and isinstance(level, pd.RangeIndex):
+            descriptors.append({"kind": "range", "name": _level_name(level.name),
+                                "start": level.start, "stop": level.stop, "step": level.step})
+            continue
+        descriptors.append(name)
+        index_names.append(name)
+        index_levels.append(level)
+        series.append(pd.Series(level, name=level.name, copy=False))
+    fields, columns, formats = [], [], []
+    for name, s in zip(field_names + index_names, series):
+        field, column = _column_buffers(np, pd, s)
+        fields.append((name,) + field[:1] + (True,) + field[1:])
+        columns.append(column)
+        formats.append(field)
+    metadata = _pandas_metadata(pd, df, index, names, field_names, series[:len(names)],
+                                index_levels, descriptors, formats)
+    return make_batch(fields, len(df), columns, {"pandas": metadata})
+
+
+def _name_to_strings(name):
+    """A column label as pyarrow's from_pandas names its field (and records
+    it): str as it is, a tuple (a MultiIndex label) as the str of the tuple of
+    its items' strings, None and NaN as they are, else str()."""
+    if isinstance(name, str):
+        return name
+    if isinstance(name, bytes):
+        return name.decode("utf8")
+    if isinstance(name, tuple):
+        return str(tuple(map(_name_to_strings, name)))
+    if name is None or (isinstance(name, float) and name != name):
+        return name
+    return str(name)
+
+
+def _index_level_name(level, i, taken):
+    """An index level's column name, as pyarrow's from_pandas gives it: its
+    name, unless it has none or a column has it: "__index_level_<i>__"."""
+    if level.name is not None and level.name not in taken:
+        return _name_to_strings(level.name)
+    j = i
+    while "__index_level_%d__" % j in taken:
+        j += 1
+    return "__index_level_%d__" % j
+
+
+def _level_name(name):
+    import json
+    try:
+        json.dumps(name)
+        return name
+    except TypeError:
+        return str(name)
+
+
+def _column_buffers(np, pd, s):
+    """((format[, values format, ordered]), column) as make_batch takes them;
+    a categorical is a dictionary of its categories over its codes, as
+    pyarrow's from_pandas writes it."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        codes = np.asarray(s.array.codes)
+        mask = codes < 0
+        fmt, data = _numpy_values(np, np.where(mask, 0, codes).astype(codes.dtype))
+        nulls = int(mask.sum())
+        categories = pd.Series(s.dtype.categories, name=s.name, copy=False)
+        values_fmt, values_nulls, values = _series_buffers(np, pd, categories)
+        return ((fmt, values_fmt, bool(s.dtype.ordered)),
+                (nulls, [_bitmap(np, ~mask) if nulls else None, data], len(categories),
+                 (values_nulls, values)))
+    fmt, nulls, bufs = _series_buffers(np, pd, s)
+    return (fmt,), (nulls, bufs)
+
+
+# Arrow formats as pyarrow's pandas metadata names their "pandas_type"
+_LOGICAL_TYPES = {"n": "empty", "b": "bool", "c": "int8", "s": "int16", "i": "int32",
+                  "l": "int64", "C": "uint8", "S": "uint16", "I": "uint32", "L": "uint64",
+                  "e": "float16", "f": "float32", "g": "float64", "tdD": "date", "tdm": "date",
+                  "z": "bytes", "u": "unicode"}
+
+
+def _logical_type(field):
+    fmt = field[0]
+    if len(field) > 1:
+        return "categorical"
+    if fmt in _LOGICAL_TYPES:
+        return _LOGICAL_TYPES[fmt]
+    if fmt.startswith("tt"):
+        return "time"
+    if fmt.startswith("w:"):
+        return "bytes"
+    if fmt.startswith("ts"):
+        return "datetimetz" if fmt.split(":", 1)[1] else "datetime"
+    return "object"  # (large strings, durations, as pyarrow)
+
+
+def _dtype_info(column):
+    """(numpy_type, metadata) of a Series or Index, as pyarrow records them."""
+    dtype = column.dtype
+    if str(dtype) == "category":
+        cats = getattr(column, "cat", column)
+        return str(cats.codes.dtype), {"num_categories": len(cats.categories),
+                                       "ordered": cats.ordered}
+    if hasattr(dtype, "tz"):
+        return "datetime64[%s]" % dtype.unit, {"timezone": _zone_name(dtype.tz)}
+    return str(dtype), None
+
+
+def _logical_type_of_labels(np, pd, level):
+    """The "pandas_type" of the column labels (an Index), as pyarrow infers it."""
+    numpy_types = {np.bool_: "bool", np.int8: "int8", np.int16: "int16", np.int32: "int32",
+                   np.int64: "int64", np.uint8: "uint8", np.uint16: "uint16",
+                   np.uint32: "uint32", np.uint64: "uint64", np.float32: "float32",
+                   np.float64: "float64", np.str_: "string", np.bytes_: "bytes"}
+    dtype = level.dtype
+    if dtype.type in numpy_types:
+        return numpy_types[dtype.type]
+    if hasattr(dtype, "tz"):
+        return "datetimetz"
+    if str(dtype).startswith("datetime64"):
+        return str(dtype)
+    inferred = pd.api.types.infer_dtype(level, skipna=False)
+    return "unicode" if inferred == "string" else inferred
+
+
+def _pandas_metadata(pd, df, index, names, field_names, series, index_levels, descriptors,
+                     formats):
+    """The "pandas" schema metadata (JSON) of pyarrow's
+    Table.from_pandas(df, preserve_index=index) for these columns, as its
+    construct_metadata writes it (the creator is sluice)."""
+    import json
+    import warnings
+    np = _np()
+
+    def column(col, name, field_name, field):
+        numpy_type, extra = _dtype_info(col)
+        return {"name": name, "field_name": field_name, "pandas_type": _logical_type(field),
+                "numpy_type": numpy_type, "metadata": extra}
+
+    columns = [column(s, n, f, fmt) for s, n, f, fmt in
+               zip(series, names, field_names, formats)]
+    column_indexes = []
+    if index is not False:
+        odd = [level.name for level in index_levels
+               if level.name is not None and not isinstance(level.name, str)]
+        columns += [column(level, _name_to_strings(level.name), d, fmt) for level, d, fmt in
+                    zip(index_levels, [d for d in descriptors if isinstance(d, str)],
+                        formats[len(names):])]
+        if odd:
+            warnings.warn("The DataFrame has non-str index name `%s` which will be converted "
+                          "to string and not roundtrip correctly." % odd, UserWarning,
+                          stacklevel=5)
+        labels = df.columns
+        for level, name in zip(getattr(labels, "levels", [labels]),
+                               getattr(labels, "names", [labels.name])):
+            numpy_type, extra = _dtype_info(level)
+            logical = _logical_type_of_labels(np, pd, level)
+            if "mixed" in logical:
+                warnings.warn("The DataFrame has column names of mixed type. They will be "
+                              "converted to strings and not roundtrip correctly.",
+                              UserWarning, stacklevel=5)
+            if logical == "unicode":
+                extra = {"encoding": "UTF-8"}
+            column_indexes.append({"name": name, "field_name": name, "pandas_type": logical,
+                                   "numpy_type": numpy_type, "metadata": extra})
+    else:
+        descriptors = []
+    attributes = df.attrs
+    try:
+        json.dumps(attributes)
+    except Exception as e:
+        attributes = {}
+        warnings.warn("Could not serialize pd.DataFrame.attrs: %s, defaulting to empty "
+                      "attributes." % e, UserWarning, stacklevel=5)
+    from ._sluice import version
+    return json.dumps({"index_columns": descriptors, "column_indexes": column_indexes,
+                       "columns": columns, "attributes": attributes,
+                       "creator": {"library": "sluice", "version": version},
+                       "pandas_version": pd.__version__})
 
 
 def _zone_name(tz):
@@ -834,15 +999,6 @@ def _zone_name(tz):
 def _series_buffers(np, pd, s):
     dtype = s.dtype
     n = len(s)
-    if isinstance(dtype, pd.CategoricalDtype):
-        target = dtype.categories.dtype
-        if target.kind in "iub" and s.isna().any():
-            # int categories with missing values: the nullable dtype holds them
-            nullable = {"b": "boolean", "i": "Int", "u": "UInt"}[target.kind]
-            target = pd.api.types.pandas_dtype(nullable + target.name.lstrip("uint")
-                                               if target.kind != "b" else nullable)
-        s = s.astype(target if target != object else object)
-        dtype = s.dtype
     if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
         values = s.array._data
         mask = s.array._mask
@@ -880,6 +1036,8 @@ def _series_buffers(np, pd, s):
         mask = np.array([v is None or (isinstance(v, float) and v != v) or v is pd.NA
                          for v in values], dtype=bool)
         present = [v for v, m in zip(values, mask) if not m]
+        if not present and dtype == object:  # (as pyarrow: nothing says a type)
+            return "n", n, []
         if all(isinstance(v, str) for v in present):
             encoded = [v.encode("utf-8") if not m else b"" for v, m in zip(values, mask)]
             fmt = "u"

@@ -409,6 +409,113 @@ sluice.write({MULTI_INDEXED}, {str(tmp_path / "multi.arrow")!r})
     assert multi.column("k").to_pylist() == ["x", "y"]
 
 
+# Frames whose index, column labels and dtypes only the "pandas" metadata
+# brings back (built the same with and without pyarrow).
+PANDAS_ZOO = """{
+    "range": pd.DataFrame({"a": np.arange(3)}, index=pd.RangeIndex(5, 11, 2, name="r")),
+    "plain": pd.DataFrame({"a": np.arange(3)}),
+    "str_index": pd.DataFrame({"a": [1, 2, 3]}, index=pd.Index(["x", "y", "z"], name="k")),
+    "multi": pd.DataFrame({"b": [1.5, 2.5], "a": [1, 2]}, index=pd.MultiIndex.from_arrays(
+        [["x", "y"], [3, 4]], names=["k", None])),
+    "dtypes": pd.DataFrame({
+        "cat": pd.Categorical(["a", "b", None, "a", "c", "b"]),
+        "ocat": pd.Categorical(["c", "a", None, "a", "b", "c"], categories=["c", "b", "a"],
+                               ordered=True),
+        "I": pd.array([1, None, 3, 4, 5, 6], dtype="Int64"),
+        "bo": pd.array([True, None, False, True, True, None], dtype="boolean"),
+        "s": pd.array(["x", None, "z", "\u00e9", "", "w"], dtype="string"),
+        "str": pd.Series(["x", None, "z", "\u00e9", "", "w"]),
+        "tz": pd.date_range("2024-01-01", periods=6, freq="h", tz="Europe/Paris"),
+        "f": [1.0, np.nan, 3.0, 4.0, 5.0, 6.0]}, index=pd.RangeIndex(0, 12, 2)),
+    "int_labels": pd.DataFrame({0: [1, 2], 1: [3.5, 4.5]}, index=pd.Index([7, 8], name="n")),
+    "no_values": pd.DataFrame({"o": pd.Series([None, None], dtype=object)}),
+}"""
+
+
+def test_pandas_metadata_without_pyarrow(tmp_path):
+    """Without pyarrow, sluice.write records the "pandas" metadata that
+    pyarrow's Table.from_pandas writes (it wrote none, so the index, the
+    column labels and the dtypes were lost): the same JSON but for the
+    creator, the same Arrow schema (a RangeIndex only in the metadata under
+    index=None, a categorical a dictionary), and the frame comes back from
+    sluice.read_pandas and pandas' readers as from the pyarrow path."""
+    import json
+    import pickle
+    import warnings
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import pickle, warnings
+import numpy as np, pandas as pd, sluice
+warnings.simplefilter("ignore")  # (the int labels: as pyarrow, a UserWarning)
+frames = {PANDAS_ZOO}
+for name, df in frames.items():
+    for index in (None, True, False):
+        for ext in ("parquet", "arrow"):
+            sluice.write(df, "{tmp_path}/%s-%s.%s" % (name, index, ext), index=index)
+with open("{tmp_path}/frames.pickle", "wb") as f:
+    pickle.dump(frames, f)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with open(tmp_path / "frames.pickle", "rb") as f:
+        written = pickle.load(f)  # (its strings stored as without pyarrow)
+    originals = eval(PANDAS_ZOO)
+    for name, df in written.items():
+        for index in (None, True, False):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = pa.Table.from_pandas(df, preserve_index=index).schema
+                sluice.write(df, tmp_path / f"pa-{name}-{index}.parquet", index=index)
+                sluice.write(df, tmp_path / f"pa-{name}-{index}.arrow", index=index)
+            original = originals[name]
+            if index is False:  # (and no column labels: pyarrow records none then)
+                original = original.reset_index(drop=True)
+                original.columns = [str(c) for c in original.columns]
+            for ext in ("parquet", "arrow"):
+                path = tmp_path / f"{name}-{index}.{ext}"
+                where = (name, index, ext)
+                got = pq.read_schema(path) if ext == "parquet" else \
+                    pa.ipc.open_file(str(path)).schema
+                mine = json.loads(got.metadata[b"pandas"])
+                theirs = json.loads(want.metadata[b"pandas"])
+                assert mine.pop("creator") == {"library": "sluice", "version": sluice.__version__}
+                theirs.pop("creator")
+                assert mine == theirs, where
+                if ext == "arrow":
+                    assert got.remove_metadata() == want.remove_metadata(), where
+                back = sluice.read_pandas(path)
+                pd.testing.assert_frame_equal(back, sluice.read_pandas(
+                    tmp_path / f"pa-{name}-{index}.{ext}"))
+                # (sluice reads a float column with missing values as Float64)
+                as_sluice = original.astype({"f": "Float64"}) if name == "dtypes" else original
+                pd.testing.assert_frame_equal(back, as_sluice)
+                pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), back)
+                theirs = pd.read_parquet(path) if ext == "parquet" else pd.read_feather(path)
+                pd.testing.assert_frame_equal(theirs, original)
+
+
+def test_pandas_integer_categorical_without_pyarrow(tmp_path):
+    """An integer categorical is a dictionary of its categories, as
+    pyarrow's from_pandas writes it (it was its categories' values, so
+    the Categorical came back as a column of numbers)."""
+    out = tmp_path / "icat.arrow"
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+df = pd.DataFrame({{"c": pd.Categorical([3, 1, None, 1], categories=[3, 2, 1], ordered=True)}})
+sluice.write(df, {str(out)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    df = pd.DataFrame({"c": pd.Categorical([3, 1, None, 1], categories=[3, 2, 1], ordered=True)})
+    back = pa.ipc.open_file(str(out)).read_all()
+    assert back.equals(pa.Table.from_pandas(df))
+    pd.testing.assert_frame_equal(sluice.read_pandas(out), df)
+    pd.testing.assert_frame_equal(pd.read_feather(out), df)
+
+
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_text_compression_by_name(simple, tmp_path, fmt):
     """compression= compresses a CSV or JSON Lines output whole, as pandas'
