@@ -549,6 +549,29 @@ def test_dictionaries_of_other_values_are_written_decoded(tmp_path, sluice):
                 assert got.schema.field(field.name).type == field.type.value_type, field.name
 
 
+def test_dictionary_of_the_null_type_is_written_as_null(tmp_path, sluice):
+    """A dictionary of null values (a pandas Categorical with no categories,
+    as pyarrow converts it) is the Avro type "null", as a null column is:
+    it was written as the union ["null", "null"], which no Avro reader
+    takes ("a union lists the same type twice"); in a list and a struct too."""
+    null_dict = pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int8()), pa.array([], pa.null()))
+    table = pa.table({"n": null_dict,
+                      "l": pa.ListArray.from_arrays(pa.array([0, 1, 1], pa.int32()), null_dict.slice(0, 1)),
+                      "s": pa.StructArray.from_arrays([null_dict], ["x"])})
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    write_arrow(src, table)
+    sluice.run("convert", src, dst)
+    schema, _, rows = fastavro_rows(dst)
+    fields = {f["name"]: f["type"] for f in schema["fields"]}
+    assert fields["n"] == "null"
+    # (pyarrow's to_pylist has no converter for dictionary<null>)
+    want = [{"n": None, "l": [None], "s": {"x": None}}, {"n": None, "l": [], "s": {"x": None}}]
+    assert rows == want
+    back = tmp_path / "back.arrow"
+    sluice.run("convert", dst, back)
+    assert feather.read_table(back).to_pylist() == want
+
+
 def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     src, dst = tmp_path / "in.arrows", tmp_path / "out.avro"
     write_stream(src, [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])])

@@ -450,6 +450,9 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       SL_RETURN_NOT_OK(build(ctx, s->dictionary, a != NULL ? a->dictionary : NULL, node->dict,
                              path, column, depth + 1, out, error));
       node->dict->nullable = 0;
+      // Values of the null type are "null" already: ["null", "null"] is no
+      // Avro union (a pandas Categorical with no categories).
+      if (v == SL_TYPE_NA) node->nullable = 0;
       return 0;
     }
     int rc = 0;
@@ -672,6 +675,7 @@ static int encode_items(struct aw_ctx* ctx, const struct aw_node* item, const st
 static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct ArrowArray* a,
                   int64_t j, struct sluice_error* error) {
   if (node->type.id == SL_TYPE_NA && node->dict == NULL) return 0;
+  if (node->dict != NULL && node->dict->type.id == SL_TYPE_NA) return 0;  // "null": no bytes
   const int64_t p = a->offset + j;
   // Unions have no validity bitmap (buffers[0] is the type ids).
   int null = node->type.id == SL_TYPE_DENSE_UNION || node->type.id == SL_TYPE_SPARSE_UNION
