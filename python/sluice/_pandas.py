@@ -544,7 +544,22 @@ def _frame(pd, schema, data, rows, stored):
         names = [names[i] for i in keep]
     df = pd.DataFrame(data, index=index, copy=False)
     df.columns = _column_labels(pd, schema.metadata.get("pandas"), names)
+    df.attrs = _attributes(schema.metadata.get("pandas"))
     return df
+
+
+def _attributes(pandas_metadata):
+    """The DataFrame.attrs the "pandas" metadata recorded (pandas 2.1+ and
+    pyarrow 14+ write them), as pyarrow's to_pandas restores them; {} when
+    there are none or the metadata is malformed."""
+    if not isinstance(pandas_metadata, str) or '"attributes"' not in pandas_metadata:
+        return {}
+    import json
+    try:
+        attributes = json.loads(pandas_metadata).get("attributes")
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return attributes if isinstance(attributes, dict) else {}
 
 
 class _Stored:

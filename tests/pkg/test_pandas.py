@@ -289,6 +289,30 @@ def test_pandas_index_restored(tmp_path, kind, index):
         assert got["a"].tolist() == df["a"].tolist() and got["s"].tolist() == df["s"].tolist()
 
 
+@pytest.mark.parametrize("kind", ["parquet", "arrow"])
+def test_pandas_attrs_restored(tmp_path, kind):
+    """DataFrame.attrs, which pandas records in the "pandas" metadata, come
+    back as pd.read_parquet and pyarrow's to_pandas give them (they were
+    dropped); a file without them gives {}."""
+    df = pd.DataFrame({"a": [1, 2]})
+    df.attrs = {"source": "sensor 7", "scale": [1, 2.5], "nested": {"k": None}}
+    path = tmp_path / f"attrs.{kind}"
+    table = pa.Table.from_pandas(df)
+    if kind == "parquet":
+        pq.write_table(table, path)
+        want = pd.read_parquet(path).attrs
+    else:
+        with pa.ipc.new_file(path, table.schema) as w:
+            w.write_table(table)
+        want = pa.ipc.open_file(path).read_all().to_pandas().attrs
+    assert want == df.attrs
+    for got in (sluice.read(path).to_pandas(), sluice.read_pandas(path)):
+        assert got.attrs == want
+    plain = tmp_path / f"plain.{kind}"
+    sluice.write(pa.table({"a": [1]}), plain)
+    assert sluice.read_pandas(plain).attrs == {}
+
+
 def test_pandas_index_left_out_when_not_read(tmp_path):
     """A projection without the index column, or a limit that shortens a
     range index, keeps the default index instead of failing."""
