@@ -130,30 +130,11 @@ void sluice_dataset_close(struct sluice_dataset* dataset) { sl_dataset_release(d
 /* ---- Opening ---------------------------------------------------------------- */
 
 /// `name` in single quotes for an error message, so that a comma, a space or
-/// nothing in a name can be seen: ' and \ after a backslash, control bytes as
-/// \n, \t, \r or \xNN; cut with "..." to fit `cap` (at least 16).
+/// nothing in a name can be seen (sl_escaped spells what is between them);
+/// cut with "..." to fit `cap` (at least 18).
 static const char* quoted_name(const char* name, char* out, size_t cap) {
-  size_t n = 0;
-  out[n++] = '\'';
-  for (const char* p = name; *p != '\0'; ++p) {
-    if (n + 9 > cap) {
-      memcpy(out + n, "...", 3);
-      n += 3;
-      break;
-    }
-    unsigned char c = (unsigned char)*p;
-    if (c == '\'' || c == '\\') {
-      out[n++] = '\\';
-      out[n++] = (char)c;
-    } else if (c == '\n' || c == '\t' || c == '\r') {
-      out[n++] = '\\';
-      out[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-    } else if (c < 0x20 || c == 0x7f) {
-      n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
-    } else {
-      out[n++] = (char)c;
-    }
-  }
+  out[0] = '\'';
+  size_t n = strlen(sl_escaped(name, strlen(name), '\'', out + 1, cap - 2)) + 1;
   out[n++] = '\'';
   out[n] = '\0';
   return out;

@@ -29,44 +29,6 @@ static void metadata_each(const char* metadata,
   }
 }
 
-/// Appends s[0, n) as one line of the text output, every byte visible: a
-/// backslash doubled, \n, \t, \r, and other control bytes and bytes that are
-/// not UTF-8 as \xNN (so a NUL does not end the text and byte 0xff is not
-/// the character ÿ); C1 and bidirectional controls as \uXXXX.
-static int append_escaped(struct sl_text* out, const char* s, size_t n) {
-  int rc = 0;
-  for (size_t i = 0; i < n && rc == 0;) {
-    unsigned char c = (unsigned char)s[i];
-    char esc[16];
-    size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-    if (c < 0x80 || len > n - i || sl_utf8_invalid_at((const uint8_t*)s + i, (int64_t)len) >= 0) {
-      len = 1;
-      if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
-        snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : c);
-      } else if (c < 0x20 || c >= 0x7f) {
-        snprintf(esc, sizeof esc, "\\x%02x", c);
-      } else {
-        esc[0] = (char)c;
-        esc[1] = '\0';
-      }
-      rc = sl_text_append_str(out, esc);
-    } else {
-      uint32_t cp = c & (0x7fu >> len);
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3fu);
-      int hidden = (cp >= 0x80 && cp < 0xa0) || (cp >= 0x202a && cp <= 0x202e) ||
-                   (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c;
-      if (hidden) {
-        snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
-        rc = sl_text_append_str(out, esc);
-      } else {
-        rc = sl_text_append(out, s + i, len);
-      }
-    }
-    i += len;
-  }
-  return rc;
-}
-
 struct text_ctx {
   const char* indent;
   int rc;
@@ -79,9 +41,9 @@ static void print_pair(void* ctx, const char* key, int32_t key_len, const char* 
   struct sl_text line;
   sl_text_init(&line, NULL);
   int rc = sl_text_append_str(&line, t->indent);
-  if (rc == 0) rc = append_escaped(&line, key, (size_t)key_len);
+  if (rc == 0) rc = sl_text_append_escaped(&line, key, (size_t)key_len, 0);
   if (rc == 0) rc = sl_text_append_str(&line, ": ");
-  if (rc == 0) rc = append_escaped(&line, value, (size_t)value_len);
+  if (rc == 0) rc = sl_text_append_escaped(&line, value, (size_t)value_len, 0);
   if (rc == 0) fprintf(stdout, "%s\n", sl_text_cstr(&line));
   if (t->rc == 0) t->rc = rc;
   sl_text_reset(&line);
@@ -204,11 +166,11 @@ static int print_json(const struct ArrowSchema* schema) {
   return CLI_OK;
 }
 
-/// The field's name escaped (append_escaped) in `text`; NULL when out of memory.
+/// The field's name escaped (sl_text_append_escaped) in `text`; NULL when out of memory.
 static const char* escaped_name(const struct ArrowSchema* field, struct sl_text* text) {
   const char* name = field->name != NULL ? field->name : "";
   sl_text_clear(text);
-  return append_escaped(text, name, strlen(name)) == 0 ? sl_text_cstr(text) : NULL;
+  return sl_text_append_escaped(text, name, strlen(name), 0) == 0 ? sl_text_cstr(text) : NULL;
 }
 
 /// Characters in escaped text (UTF-8: the bytes that begin one), for padding.

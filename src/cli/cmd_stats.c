@@ -71,23 +71,10 @@ static int print_json(const struct sluice_column_stats* stats, int64_t n,
   return CLI_OK;
 }
 
-/// min/max made safe for one line: control characters escaped; cut to `cap`
-/// before a UTF-8 character that would not fit whole (a bound may be 64 KiB).
+/// A name or a min/max on one line, every byte visible (sl_escaped, as
+/// `sluice schema` spells names); cut to `cap` (a bound may be 64 KiB).
 static const char* one_line(const char* s, int64_t len, char* buf, size_t cap) {
-  size_t n = 0;
-  for (const char* end = s + len; s < end && n + 3 < cap; ++s) {
-    unsigned char c = (unsigned char)*s;
-    size_t sequence = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (n + sequence + 2 >= cap) break;
-    if (c < 0x20 || c == 0x7f) {
-      buf[n++] = '\\';
-      buf[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : c == 0 ? '0' : '?';
-    } else {
-      buf[n++] = (char)c;
-    }
-  }
-  buf[n] = '\0';
-  return buf;
+  return sl_escaped(s, (size_t)len, 0, buf, cap);
 }
 
 static int width_of(const char* s, int at_least) {

@@ -201,7 +201,10 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Figures taken from stored metadata instead of computed are marked with *\n"
      "(\"source\": \"metadata\" in JSON); bounds marked ~ are not the extremes\n"
-     "(truncated or widened metadata, or a string/binary extreme over 64 KiB).\n",
+     "(truncated or widened metadata, or a string/binary extreme over 64 KiB).\n"
+     "The table shows names and bounds as 'sluice schema' shows names: a\n"
+     "backslash as \\\\, a newline, tab or return as \\n, \\t, \\r, and other\n"
+     "control bytes and bytes that are not UTF-8 as \\xNN.\n",
      CLI_OPT_COLUMNS | CLI_OPT_FORMAT | CLI_OPT_JSON | CLI_OPT_LIMIT | CLI_OPT_METADATA, 1,
      CLI_MAX_POSITIONAL,
      cli_cmd_stats},

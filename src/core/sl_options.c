@@ -1,36 +1,7 @@
 // Format options: see sl_options.h.
 #include "sl_options.h"
 
-#include <stdio.h>
 #include <string.h>
-
-const char* sl_option_shown(const char* v, size_t n, char* buf, size_t cap) {
-  size_t k = 0;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = (unsigned char)v[i];
-    char esc[8];
-    size_t len;
-    if (c == '\n' || c == '\r' || c == '\t') {
-      esc[0] = '\\';
-      esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-      len = 2;
-    } else if (c < 0x20 || c == 0x7F) {
-      len = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
-    } else {
-      esc[0] = (char)c;
-      len = 1;
-    }
-    if (k + len + 4 > cap) {  // room for "..." and the NUL
-      memcpy(buf + k, "...", 3);
-      k += 3;
-      break;
-    }
-    memcpy(buf + k, esc, len);
-    k += len;
-  }
-  buf[k] = '\0';
-  return buf;
-}
 
 const char* sl_option_comma(const char* s) {
   // A bracket right after a letter or digit holds a type's parameters

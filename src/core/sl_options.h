@@ -23,11 +23,6 @@ int sl_option_next(const char** cursor, struct sl_option* out);
 /// "decimal128(10, 2)") are part of the item.
 const char* sl_option_comma(const char* s);
 
-/// v[0, n) for a message, NUL-terminated in buf (cap >= 8): control
-/// characters escaped ("\n", "\r", "\t", "\x01") so that a message does not
-/// break its line; cut short with "..." when it does not fit.
-const char* sl_option_shown(const char* v, size_t n, char* buf, size_t cap);
-
 /// Whether the option's key is `key`.
 int sl_option_is(const struct sl_option* option, const char* key);
 

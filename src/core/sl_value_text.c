@@ -392,6 +392,73 @@ static int utf8_sequence_length(const uint8_t* s, size_t n) {
   return len;
 }
 
+/// The spelling of the character at s[i] (sl_text_append_escaped): either
+/// s + i itself, or esc (16 bytes) holding its escape; *len = its bytes,
+/// *consumed = the input bytes it stands for.
+static const char* escape_next(const char* s, size_t n, size_t i, char quote, char* esc,
+                               size_t* len, size_t* consumed) {
+  unsigned char c = (unsigned char)s[i];
+  size_t seq = c < 0x80 ? 1 : (size_t)utf8_sequence_length((const uint8_t*)s + i, n - i);
+  *consumed = seq == 0 ? 1 : seq;
+  if (c == '\\' || (quote != 0 && c == (unsigned char)quote) || c == '\n' || c == '\t' ||
+      c == '\r') {
+    esc[0] = '\\';
+    esc[1] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : (char)c;
+    *len = 2;
+    return esc;
+  }
+  if (seq == 0 || c < 0x20 || c == 0x7f) {
+    *len = (size_t)snprintf(esc, 16, "\\x%02x", c);
+    return esc;
+  }
+  if (seq > 1) {
+    uint32_t cp = c & (0x7fu >> seq);
+    for (size_t k = 1; k < seq; ++k) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3fu);
+    if ((cp >= 0x80 && cp < 0xa0) || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c) {
+      *len = (size_t)snprintf(esc, 16, "\\u%04x", (unsigned)cp);
+      return esc;
+    }
+  }
+  *len = seq;
+  return s + i;
+}
+
+int sl_text_append_escaped(struct sl_text* out, const char* s, size_t n, char quote) {
+  for (size_t i = 0; i < n;) {
+    char esc[16];
+    size_t len, consumed;
+    const char* spelled = escape_next(s, n, i, quote, esc, &len, &consumed);
+    SL_RETURN_NOT_OK(sl_text_append(out, spelled, len));
+    i += consumed;
+  }
+  return 0;
+}
+
+const char* sl_escaped(const char* s, size_t n, char quote, char* buf, size_t cap) {
+  char esc[16];
+  size_t len, consumed, k = 0;
+  for (size_t i = 0; i < n && k < cap; i += consumed) {
+    escape_next(s, n, i, quote, esc, &len, &consumed);
+    k += len;
+  }
+  size_t room = k < cap ? 1 : 4;  // for the NUL, and "..." when it is cut
+  k = 0;
+  for (size_t i = 0; i < n;) {
+    const char* spelled = escape_next(s, n, i, quote, esc, &len, &consumed);
+    if (k + len + room > cap) {
+      memcpy(buf + k, "...", 3);
+      k += 3;
+      break;
+    }
+    memcpy(buf + k, spelled, len);
+    k += len;
+    i += consumed;
+  }
+  buf[k] = '\0';
+  return buf;
+}
+
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {
   const uint8_t* p = (const uint8_t*)s;
   SL_RETURN_NOT_OK(sl_text_reserve(out, n + 2));

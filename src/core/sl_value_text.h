@@ -100,6 +100,17 @@ int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);
 int sl_text_append_binary(const struct sl_text_field* field, const uint8_t* bytes, int64_t n,
                           struct sl_text* out);
 
+/// The one spelling of names, metadata and option values in messages and on
+/// screen, every byte visible and all on one line: a backslash, and `quote`
+/// when not 0 (the text stands between those), after a backslash; \n, \t,
+/// \r; other control bytes and bytes that are not UTF-8 as \xNN (so a NUL
+/// does not end the text and byte 0xff is not the character ÿ); C1 and
+/// bidirectional controls as \uXXXX. Appends s[0, n) so spelled to `out`.
+int sl_text_append_escaped(struct sl_text* out, const char* s, size_t n, char quote);
+/// The same into buf (cap >= 16), NUL-terminated; when it does not fit, cut
+/// after a whole character or escape and ended with "...". Returns buf.
+const char* sl_escaped(const char* s, size_t n, char quote, char* buf, size_t cap);
+
 /// Writes data[0, n) as standard base64 with padding into out, which has
 /// room for (n + 2) / 3 * 4 bytes (no NUL added); returns that length.
 size_t sl_base64_encode(const uint8_t* data, size_t n, char* out);

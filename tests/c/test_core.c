@@ -30,6 +30,7 @@
 #include "core/sl_type.h"
 #include "core/sl_utf8.h"
 #include "core/sl_validate.h"
+#include "core/sl_value_text.h"
 #include "test_core_batch.h"
 #include "test_util.h"
 
@@ -1034,6 +1035,34 @@ static void test_error_set_keeps_the_reason(void** state) {
   assert_int_equal(strncmp(e.message, "http://h/aaa", 12), 0);
 }
 
+/// sl_escaped / sl_text_append_escaped, the one spelling of names, metadata
+/// and option values in messages and on screen: every byte visible on one
+/// line, a backslash (and the quote the text stands in) escaped, bytes that
+/// are not UTF-8 as \xNN, C1 and bidirectional controls as \uXXXX, and a cut
+/// after a whole character or escape marked with "...".
+static void test_escaped_spelling(void** state) {
+  (void)state;
+  static const char odd[] = "a'b\\c\n\t\r\x01\x7f\xff\xc3\xa9\xc2\x85\xe2\x80\xae\xc3";
+  const char* want = "a'b\\\\c\\n\\t\\r\\x01\\x7f\\xff\xc3\xa9\\u0085\\u202e\\xc3";
+  char buf[64];
+  assert_string_equal(sl_escaped(odd, sizeof odd - 1, 0, buf, sizeof buf), want);
+  assert_string_equal(sl_escaped("it's", 4, '\'', buf, sizeof buf), "it\\'s");
+  assert_string_equal(sl_escaped("a\0b", 3, 0, buf, sizeof buf), "a\\x00b");
+  struct sl_text text;
+  sl_text_init(&text, NULL);
+  assert_int_equal(sl_text_append_escaped(&text, odd, sizeof odd - 1, 0), 0);
+  assert_string_equal(sl_text_cstr(&text), want);
+  sl_text_reset(&text);
+  // Cut: what fits exactly is whole; else the last escape or character that
+  // fits with room for "...", never half of one.
+  assert_string_equal(sl_escaped("0123456789abcde", 15, 0, buf, 16), "0123456789abcde");
+  assert_string_equal(sl_escaped("0123456789abcdef", 16, 0, buf, 16), "0123456789ab...");
+  assert_string_equal(sl_escaped("0123456789a\x01z", 13, 0, buf, 16), "0123456789a...");
+  assert_string_equal(sl_escaped("0123456789\xc3\xa9zzzz", 16, 0, buf, 16),
+                      "0123456789\xc3\xa9...");
+  assert_string_equal(sl_escaped("0123456789ab\xc3\xa9zz", 16, 0, buf, 16), "0123456789ab...");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -1057,6 +1086,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
       cmocka_unit_test(test_error_prefix_keeps_both_ends),
       cmocka_unit_test(test_error_set_keeps_the_reason),
+      cmocka_unit_test(test_escaped_spelling),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1024,12 +1024,20 @@ def test_columns_take_percent_escapes_and_empty_names(sluice_bin, tmp_path):
     assert proc.returncode == 1, proc
     assert b"no column 'a' in " in proc.stderr, proc
     assert b"columns are: 'a,b', '', 'c%d', 'x'" in proc.stderr, proc
+    # Quotes, backslashes and bytes that are not UTF-8 are spelled so that the
+    # name can be read back (a raw 0xff was shown as is).
+    proc = run(sluice_bin, "stats", path, "-c", "it's\\%ff")
+    assert proc.returncode == 1, proc
+    assert b"no column 'it\\'s\\\\\\xff' in " in proc.stderr, proc
 
 
 def test_text_outputs_escape_column_names(sluice_bin, tmp_path):
     """A column name holding a newline, a tab or a NUL-free control byte does
     not split or garble a row of the stats table, the cat table's header or
-    the schema text: one line per column, names escaped as values are."""
+    the schema text: one line per column, names escaped as values are. The
+    stats table spells names as the schema text does (it showed a control
+    byte as \\? and a backslash as itself, so that 'a\\nb' and 'a<newline>b'
+    looked alike)."""
     names = ["plain", "new\nline", "tab\there", "bell\x07", "back\\slash"]
     table = pa.table({n: [i, i + 1] for i, n in enumerate(names)})
     path = tmp_path / "names.parquet"
@@ -1037,7 +1045,7 @@ def test_text_outputs_escape_column_names(sluice_bin, tmp_path):
     stats = ok(sluice_bin, "stats", path).decode().splitlines()
     assert len(stats) == 1 + len(names) + 1, stats  # header, rows, "* from stored ..."
     shown = [line.split()[0] for line in stats[1:-1]]
-    assert shown == ["plain", "new\\nline", "tab\\there", "bell\\?", "back\\slash"], stats
+    assert shown == ["plain", "new\\nline", "tab\\there", "bell\\x07", "back\\\\slash"], stats
     schema = ok(sluice_bin, "schema", path).decode().splitlines()
     assert [line.split()[0] for line in schema] == \
         ["plain", "new\\nline", "tab\\there", "bell\\x07", "back\\\\slash"], schema

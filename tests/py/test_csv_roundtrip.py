@@ -683,6 +683,9 @@ def test_line_terminator_as_characters_and_escaped_messages(sluice, tmp_path, sm
     assert "bad value '\\n\\r\\x01'" in err and err.count("\n") == 1, repr(err)
     err = sluice.expect_error("cat", "-O", "delimiter=\t\t", crlf).stderr.decode()
     assert "bad value '\\t\\t'" in err, repr(err)
+    # A backslash and the quote are escaped too: '\\t' is not a tab.
+    err = sluice.expect_error("cat", "-O", "delimiter=\\t'", crlf).stderr.decode()
+    assert "bad value '\\\\t\\''" in err, repr(err)
 
 
 @pytest.mark.parametrize("opts,read_opt", [(["delimiter=space"], "delimiter= "),

@@ -253,8 +253,8 @@ static int check_repeated(const char* text, const char* upto, const struct sl_op
     char a[64], b[64];
     return sl_error_set(error, EINVAL, "CSV option schema given twice with different values "
                         "('%s' and '%s'; --schema SPEC is -O schema=SPEC): give one",
-                        sl_option_shown(earlier.value, earlier.value_len, a, sizeof a),
-                        sl_option_shown(item->value, item->value_len, b, sizeof b));
+                        sl_escaped(earlier.value, earlier.value_len, '\'', a, sizeof a),
+                        sl_escaped(item->value, item->value_len, '\'', b, sizeof b));
   }
   return 0;
 }
@@ -350,7 +350,7 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       sl_csv_options_free(o, alloc);
       char shown[64];
       return sl_error_set(error, EINVAL, "CSV option '%.*s': bad value '%s'", (int)klen, s,
-                          sl_option_shown(v, vlen, shown, sizeof shown));
+                          sl_escaped(v, vlen, '\'', shown, sizeof shown));
     }
   }
   if (o->delimiter > 0 && (o->delimiter == o->quote || o->delimiter == o->escape)) {

@@ -176,7 +176,7 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
     if (!ok) {
       char shown[64];
       return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%s'%s", (int)klen,
-                          s, sl_option_shown(v, vlen, shown, sizeof shown),
+                          s, sl_escaped(v, vlen, '\'', shown, sizeof shown),
                           value_is(s, klen, "line_terminator") ? " (lf, crlf, \\n or \\r\\n)"
                                                                : "");
     }
