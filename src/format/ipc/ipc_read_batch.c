@@ -56,7 +56,7 @@ struct decoder {
 
 static int dec_fail(struct decoder* d, int code, const char* fmt, ...) SL_PRINTF(3, 4);
 static int dec_fail(struct decoder* d, int code, const char* fmt, ...) {
-  char reason[512];
+  char reason[512 + sizeof d->path + 64];  // node_fail's reason and what it puts before it
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
@@ -73,8 +73,7 @@ static int node_fail(struct decoder* d, int64_t node, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
-  return sl_error_set(d->error, EILSEQ, "%s: offset %" PRId64 ": column '%s' (field node %"
-                      PRId64 "): %s", d->where->name, d->where->offset, d->path, node, reason);
+  return dec_fail(d, EILSEQ, "column '%s' (field node %" PRId64 "): %s", d->path, node, reason);
 }
 
 static int64_t size_of(void* ctx, const struct ArrowArray* array, int64_t i) {
