@@ -115,6 +115,21 @@ def peak_rss_kib(cmd, env=None, timeout=300) -> tuple:
     return peak, out
 
 
+def uvarint(n: int) -> bytes:
+    """n >= 0 as an unsigned LEB128 varint (protobuf's, Avro's after zigzag,
+    Parquet's Thrift compact protocol's and RLE headers'), for tests that
+    write such bytes by hand."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
 def check_clean_failure(proc: subprocess.CompletedProcess) -> None:
     err = proc.stderr.decode(errors="replace")
     what = " ".join(map(str, proc.args))

@@ -5,17 +5,7 @@ read page by page (test_parquet_read.py)."""
 
 import struct
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+from conftest import uvarint
 
 
 class _Compact:
@@ -34,12 +24,12 @@ class _Compact:
 
     def int(self, fid, v, i64=False):
         self._field(fid, 6 if i64 else 5)
-        self.out += _uvarint((v << 1) ^ (v >> 63))
+        self.out += uvarint((v << 1) ^ (v >> 63))
 
     def str(self, fid, s):
         self._field(fid, 8)
         b = s.encode()
-        self.out += _uvarint(len(b)) + b
+        self.out += uvarint(len(b)) + b
 
     def begin(self, fid):
         self._field(fid, 12)
@@ -54,7 +44,7 @@ class _Compact:
         n = len(items)
         self.out.append((n << 4 | etype) if n < 15 else (0xF0 | etype))
         if n >= 15:
-            self.out += _uvarint(n)
+            self.out += uvarint(n)
         for it in items:
             if etype == 12:
                 self.last.append(0)
@@ -73,7 +63,7 @@ def _rle_levels(levels, width):
         j = i
         while j < len(levels) and levels[j] == levels[i]:
             j += 1
-        body += _uvarint((j - i) << 1) + bytes([levels[i]]) * ((width + 7) // 8)
+        body += uvarint((j - i) << 1) + bytes([levels[i]]) * ((width + 7) // 8)
         i = j
     return struct.pack("<I", len(body)) + bytes(body)
 
@@ -141,9 +131,9 @@ def write_list_pages_file(path, rows, page_entries):
             m.int(2, start, i64=True)
             m.begin(3)
             m.int(1, 2)  # INT64
-            m.list(2, 5, [0, 3], lambda e: m.out.extend(_uvarint(e << 1)))
+            m.list(2, 5, [0, 3], lambda e: m.out.extend(uvarint(e << 1)))
             m.list(3, 8, ["l", "list", "element"],
-                   lambda s: m.out.extend(_uvarint(len(s)) + s.encode()))
+                   lambda s: m.out.extend(uvarint(len(s)) + s.encode()))
             m.int(4, 0)
             m.int(5, len(rep), i64=True)
             m.int(6, size, i64=True)

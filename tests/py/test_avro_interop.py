@@ -26,7 +26,7 @@ import pytest
 
 fastavro = pytest.importorskip("fastavro")
 
-from conftest import SANITIZER_MARKERS, corpora_dir  # noqa: E402
+from conftest import SANITIZER_MARKERS, corpora_dir, uvarint  # noqa: E402
 
 AVRO_DIR = corpora_dir() / "arrow-testing" / "data" / "avro"
 
@@ -508,16 +508,7 @@ def test_bad_inputs(tmp_path):
 
 
 def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return uvarint((n << 1) ^ (n >> 63))
 
 
 def _read_long(data: bytes, at: int) -> tuple:

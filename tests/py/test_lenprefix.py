@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from conftest import MEASURES_RSS, check_clean_failure
+from conftest import MEASURES_RSS, check_clean_failure, uvarint
 
 FIXED = {  # kind -> (struct format, max length)
     "u8": ("<B", 0xFF),
@@ -30,23 +30,11 @@ FIXED = {  # kind -> (struct format, max length)
 KINDS = ["varint", *FIXED]
 
 
-def encode_varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def encode(kind: str, messages: list[bytes]) -> bytes:
     parts = []
     for m in messages:
         if kind == "varint":
-            parts.append(encode_varint(len(m)))
+            parts.append(uvarint(len(m)))
         else:
             parts.append(struct.pack(FIXED[kind][0], len(m)))
         parts.append(m)
