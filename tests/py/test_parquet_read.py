@@ -1212,23 +1212,28 @@ def sliced_table(n: int = SLICE_ROWS, seed: int = 9) -> pa.Table:
 FLAT = ["i", "f", "b", "cat", "u", "bin", "st", "req"]
 
 
+def one_row_group_files(d: Path, table: pa.Table, **kw) -> dict:
+    """`table` written to `d` once per data page version (1.0, 2.0) and
+    dictionary setting, each file one row group (pq.write_table's other
+    options in `kw`): {(version, dictionary): path}."""
+    files = {}
+    for version in ("1.0", "2.0"):
+        for dictionary in (True, False):
+            path = d / f"v{version}-{'dict' if dictionary else 'plain'}.parquet"
+            pq.write_table(table, path, row_group_size=len(table), data_page_version=version,
+                           use_dictionary=dictionary, **kw)
+            assert pq.ParquetFile(path).metadata.num_row_groups == 1
+            files[(version, dictionary)] = path
+    return files
+
+
 @pytest.fixture(scope="module")
 def sliced_files(tmp_path_factory):
     """One row group each, in pages of about 20 kB (a few thousand rows,
     which batches do not line up with): data page v1 and v2, with and
     without dictionaries."""
-    d = tmp_path_factory.mktemp("sliced")
-    table = sliced_table()
-    files = {}
-    for version in ("1.0", "2.0"):
-        for dictionary in (True, False):
-            path = d / f"v{version}-{'dict' if dictionary else 'plain'}.parquet"
-            pq.write_table(table, path, row_group_size=len(table), data_page_size=20_000,
-                           data_page_version=version, use_dictionary=dictionary,
-                           write_page_checksum=True)
-            assert pq.ParquetFile(path).metadata.num_row_groups == 1
-            files[(version, dictionary)] = path
-    return files
+    return one_row_group_files(tmp_path_factory.mktemp("sliced"), sliced_table(),
+                               data_page_size=20_000, write_page_checksum=True)
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
@@ -1366,18 +1371,8 @@ def nested_sliced_files(tmp_path_factory):
     time: data page v1 (whose pages end where the writer's batches do, rows
     going on into the next page) and v2 (pages end with rows), with and
     without dictionaries."""
-    d = tmp_path_factory.mktemp("nested-sliced")
-    table = nested_sliced_table()
-    files = {}
-    for version in ("1.0", "2.0"):
-        for dictionary in (True, False):
-            path = d / f"v{version}-{'dict' if dictionary else 'plain'}.parquet"
-            pq.write_table(table, path, row_group_size=len(table), data_page_size=4_000,
-                           write_batch_size=37, data_page_version=version,
-                           use_dictionary=dictionary)
-            assert pq.ParquetFile(path).metadata.num_row_groups == 1
-            files[(version, dictionary)] = path
-    return files
+    return one_row_group_files(tmp_path_factory.mktemp("nested-sliced"), nested_sliced_table(),
+                               data_page_size=4_000, write_batch_size=37)
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
