@@ -154,6 +154,43 @@ def test_create_keeps_uuid_and_vector_columns(sluice, cassandra_node, session, t
     assert got == sorted((i, u, v) for i, u, v in rows)
 
 
+def test_vectors_the_writer_cannot_fill_are_not_created(sluice, cassandra_node, session,  # noqa: F811
+                                                       tmp_path):
+    # A fixed_size_list of text, bool or int16 made a vector<text|boolean|
+    # smallint, 2> table that the writer then refused to fill ("cannot be
+    # written as CQL custom type"), leaving the table behind: now refused
+    # before the CREATE, naming the column and the element types vectors
+    # take; into such an existing table, the message names its CQL type.
+    loc = url(cassandra_node, "made_vec")
+    for element, values, cql in ((pa.string(), ["a", "b"], "text"),
+                                 (pa.bool_(), [True, False], "boolean"),
+                                 (pa.int16(), [1, 2], "smallint")):
+        session.execute(f"DROP TABLE IF EXISTS {KS}.made_vec")
+        src = tmp_path / "v.parquet"
+        pq.write_table(pa.table({"id": pa.array([1], pa.int32()),
+                                 "v": pa.array([values], pa.list_(element, 2))}), src)
+        err = sluice.expect_error("convert", src, loc, "-W",
+                                  "create=true,partition_key=id").stderr.decode()
+        assert "column 'v'" in err and "vectors of float, double, int and bigint" in err, err
+        assert session.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name "
+                               f"= '{KS}' AND table_name = 'made_vec'").one() is None, element
+        session.execute(f"CREATE TABLE {KS}.made_vec (id int PRIMARY KEY, v vector<{cql}, 2>)")
+        err = sluice.expect_error("convert", src, loc).stderr.decode()
+        assert f"column 'v': Arrow fixed_size_list[2] cannot be written as CQL vector<{cql}, 2>" \
+            in err, err
+    # int32 and int64 elements still make vectors it fills.
+    session.execute(f"DROP TABLE IF EXISTS {KS}.made_vec")
+    src = tmp_path / "ok.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()),
+                             "v": pa.array([[3, -4]], pa.list_(pa.int32(), 2)),
+                             "w": pa.array([[2**40, 5]], pa.list_(pa.int64(), 2))}), src)
+    sluice.run("convert", src, loc, "-W", "create=true,partition_key=id")
+    cols = columns(session, "made_vec")
+    assert (cols["v"][2], cols["w"][2]) == ("vector<int, 2>", "vector<bigint, 2>"), cols
+    r = session.execute(f"SELECT v, w FROM {KS}.made_vec").one()
+    assert (list(r.v), list(r.w)) == ([3, -4], [2**40, 5])
+
+
 def test_lossy_conversions_into_blob_and_double_are_errors(sluice, cassandra_node, session,  # noqa: F811
                                                            tmp_path):
     # Text into blob stored its UTF-8 bytes ('01ff' from a CSV of hex) and

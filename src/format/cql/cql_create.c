@@ -27,11 +27,12 @@ static int needs_freezing(const struct sl_text_field* f) {
 }
 
 static int append_type(struct sl_text* t, const struct sl_text_field* f,
-                       const struct ArrowSchema* s, int frozen, const char** unmapped);
+                       const struct ArrowSchema* s, int frozen,
+                       const struct sl_text_field** unmapped);
 
 /// `f`'s type, wrapped in frozen<> when it is a collection or tuple.
 static int append_frozen(struct sl_text* t, const struct sl_text_field* f,
-                         const struct ArrowSchema* s, const char** unmapped) {
+                         const struct ArrowSchema* s, const struct sl_text_field** unmapped) {
   return append_type(t, f, s, needs_freezing(f), unmapped);
 }
 
@@ -42,13 +43,30 @@ static int is_extension(const struct ArrowSchema* s, const char* name) {
   return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
 }
 
+/// Whether a fixed_size_list of `element` makes a vector the writer can fill:
+/// it encodes vectors of float, double, int and bigint only (the fixed-size
+/// elements; the others have a length before each element).
+static int vector_element_ok(const struct sl_text_field* element) {
+  const struct sl_text_field* e = element->dictionary != NULL ? element->dictionary : element;
+  switch (e->type.id) {
+    case SL_TYPE_FLOAT: case SL_TYPE_DOUBLE: case SL_TYPE_INT32: case SL_TYPE_UINT16:
+    case SL_TYPE_INT64: case SL_TYPE_UINT32:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 /// The CQL type that the writer's encoders take values of `f` (schema node
 /// `s`, whose extension names tell uuids) as, the nearest one (int64 ->
 /// bigint, uint32 -> bigint: no CQL type is unsigned), so that a table
 /// sluice read copies with its types: arrow.uuid -> uuid, fixed_size_list ->
-/// vector. *unmapped = the Arrow type's name when there is none.
+/// vector. *unmapped = the field (f or a part of it) that has none: also a
+/// fixed_size_list whose elements would make a vector the writer cannot
+/// fill (vector_element_ok).
 static int append_type(struct sl_text* t, const struct sl_text_field* f,
-                       const struct ArrowSchema* s, int frozen, const char** unmapped) {
+                       const struct ArrowSchema* s, int frozen,
+                       const struct sl_text_field** unmapped) {
   const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
   if (f->dictionary != NULL) s = s != NULL ? s->dictionary : NULL;
   const char* name = NULL;
@@ -78,10 +96,10 @@ static int append_type(struct sl_text* t, const struct sl_text_field* f,
       break;
     case SL_TYPE_STRUCT:
       if (v->n_children > 0) break;
-      *unmapped = "it";  // CQL has no tuple<>
+      *unmapped = f;  // CQL has no tuple<>
       return 0;
     default:
-      *unmapped = "it";  // the caller names the column and its Arrow type
+      *unmapped = f;  // the caller names the column and its Arrow type
       return 0;
   }
   struct ArrowSchema* const* sc =
@@ -108,6 +126,10 @@ static int append_type(struct sl_text* t, const struct sl_text_field* f,
     if (rc == 0) rc = sl_text_append_char(t, '>');
   } else if (v->type.id == SL_TYPE_FIXED_SIZE_LIST) {
     // Cassandra 5's vector<T, N> (what sluice reads vectors as).
+    if (!vector_element_ok(&v->children[0])) {
+      *unmapped = v;
+      return 0;
+    }
     if (rc == 0) rc = sl_text_append_str(t, "vector<");
     if (rc == 0) rc = append_frozen(t, &v->children[0], sc ? sc[0] : NULL, unmapped);
     char size[32];
@@ -186,7 +208,7 @@ int sl_cql_create_text(const char* keyspace, const char* table, const struct sl_
     rc = ENOMEM;
   }
   for (int64_t i = 0; rc == 0 && i < row->n_children; ++i) {
-    const char* unmapped = NULL;
+    const struct sl_text_field* unmapped = NULL;
     if (sl_cql_append_ident(t, row->children[i].name) != 0 || sl_text_append_char(t, ' ') != 0 ||
         append_type(t, &row->children[i],
                     schema != NULL && schema->n_children == row->n_children ? schema->children[i]
@@ -194,6 +216,15 @@ int sl_cql_create_text(const char* keyspace, const char* table, const struct sl_
                     in_key[i] && needs_freezing(&row->children[i]), &unmapped) != 0 ||
         sl_text_append_str(t, ", ") != 0) {
       rc = ENOMEM;
+    } else if (unmapped != NULL && unmapped->type.id == SL_TYPE_FIXED_SIZE_LIST) {
+      const struct sl_text_field* e = &unmapped->children[0];
+      char element[128];
+      sl_type_name(&(e->dictionary != NULL ? e->dictionary : e)->type, element, sizeof element);
+      rc = sl_error_set(error, ENOTSUP, "%s: column '%s': a fixed_size_list is created as a CQL "
+                        "vector, and sluice writes vectors of float, double, int and bigint "
+                        "only (Arrow float32, float64, int32, int64 elements), not of %s; cast "
+                        "the column, or create the table yourself (a list takes it)", name,
+                        row->children[i].name, element);
     } else if (unmapped != NULL) {
       char arrow[128];
       sl_type_name(&row->children[i].type, arrow, sizeof arrow);

@@ -56,6 +56,51 @@ static const char* cql_type_name(int id) {
   }
 }
 
+/// The CQL spelling of a custom type's class, as cqlsh and system_schema
+/// show it: "VectorType(UTF8Type, 2)" is vector<text, 2>; other classes by
+/// name.
+static void custom_type_text(const char* custom, char* out, size_t cap) {
+  static const char k_marshal[] = "org.apache.cassandra.db.marshal.";
+  static const char k_vector[] = "org.apache.cassandra.db.marshal.VectorType(";
+  static const struct {
+    const char* cls;
+    const char* cql;
+  } simple[] = {{"AsciiType", "ascii"},     {"LongType", "bigint"},
+                {"BytesType", "blob"},      {"BooleanType", "boolean"},
+                {"DecimalType", "decimal"}, {"DoubleType", "double"},
+                {"DurationType", "duration"}, {"FloatType", "float"},
+                {"InetAddressType", "inet"}, {"Int32Type", "int"},
+                {"UTF8Type", "text"},       {"TimestampType", "timestamp"},
+                {"UUIDType", "uuid"},       {"IntegerType", "varint"},
+                {"TimeUUIDType", "timeuuid"}, {"SimpleDateType", "date"},
+                {"TimeType", "time"},       {"ShortType", "smallint"},
+                {"ByteType", "tinyint"}};
+  size_t k = sizeof k_vector - 1;
+  const char* comma = strrchr(custom, ',');
+  size_t len = strlen(custom);
+  if (strncmp(custom, k_vector, k) != 0 || comma == NULL || custom[len - 1] != ')') {
+    snprintf(out, cap, "custom type %s", custom);
+    return;
+  }
+  const char* cls = custom + k;
+  size_t n = (size_t)(comma - cls);
+  while (n > 0 && cls[n - 1] == ' ') --n;
+  if (n > sizeof k_marshal - 1 && strncmp(cls, k_marshal, sizeof k_marshal - 1) == 0) {
+    cls += sizeof k_marshal - 1;
+    n -= sizeof k_marshal - 1;
+  }
+  for (size_t i = 0; i < sizeof simple / sizeof simple[0]; ++i) {
+    if (strlen(simple[i].cls) == n && strncmp(cls, simple[i].cls, n) == 0) {
+      cls = simple[i].cql;
+      n = strlen(cls);
+      break;
+    }
+  }
+  const char* dim = comma + 1;
+  while (*dim == ' ') ++dim;
+  snprintf(out, cap, "vector<%.*s, %.*s>", (int)n, cls, (int)(custom + len - 1 - dim), dim);
+}
+
 static int is_int(enum sl_type_id id) { return id >= SL_TYPE_INT8 && id <= SL_TYPE_UINT64; }
 static int is_float(enum sl_type_id id) { return id == SL_TYPE_FLOAT || id == SL_TYPE_DOUBLE; }
 static int is_string(enum sl_type_id id) {
@@ -128,9 +173,20 @@ int sl_cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
   if (!compatible(cql, &values->type)) {
     char arrow_name[96];
     sl_type_name(&values->type, arrow_name, sizeof arrow_name);
-    const char* hint = cql->id == CQL_VECTOR ? " (a fixed_size_list of its dimension)" : "";
+    char cql_name[160];
+    const char* hint = "";
+    if (cql->custom != NULL && (cql->id == CQL_CUSTOM || cql->id == CQL_VECTOR)) {
+      custom_type_text(cql->custom, cql_name, sizeof cql_name);
+    } else {
+      snprintf(cql_name, sizeof cql_name, "%s", cql_type_name(cql->id));
+    }
+    if (cql->id == CQL_VECTOR) {
+      hint = " (a fixed_size_list of its dimension)";
+    } else if (cql->id == CQL_CUSTOM && strncmp(cql_name, "vector<", 7) == 0) {
+      hint = " (sluice writes vectors of float, double, int and bigint only)";
+    }
     snprintf(e->mismatch, sizeof e->mismatch, "Arrow %s cannot be written as CQL %s%s",
-             arrow_name, cql_type_name(cql->id), hint);
+             arrow_name, cql_name, hint);
     return 0;
   }
   if (values->type.id == SL_TYPE_NA) return 0;  // never encoded: every value is null

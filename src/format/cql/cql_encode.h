@@ -27,7 +27,7 @@ struct cql_encoder {
   /// the reason, given for the first value that is not null. A column with
   /// nulls only still fits (a CSV column empty in every row is read as
   /// strings, and fills a column of any type with unset cells).
-  char mismatch[256];
+  char mismatch[640];
 };
 
 /// Pairs `cql` with the Arrow column `arrow` (both must outlive the
