@@ -151,8 +151,10 @@ int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
   }
   int rc = 0;
   const char* host = rest;
+  int has_password = 0;  // "user:password@" (even an empty one): the env's is not used
   if (at != NULL) {
     const char* colon = memchr(rest, ':', (size_t)(at - rest));
+    has_password = colon != NULL;
     size_t user_len = (size_t)((colon != NULL ? colon : at) - rest);
     rc = copy_decoded(out->user, sizeof out->user, rest, user_len, alloc);
     if (rc == 0 && colon != NULL) {
@@ -210,16 +212,18 @@ int sl_cql_parse_location(const char* location, struct sl_cql_address* out,
       copy_part(out->table, sizeof out->table, dot + 1, strlen(dot + 1)) != 0) {
     return sl_error_set(error, EINVAL, "%s: the keyspace or table name is too long", shown);
   }
-  if (out->user[0] == '\0') {
-    const char* user = getenv("SLUICE_CQL_USER");
-    const char* password = getenv("SLUICE_CQL_PASSWORD");
-    if (user != NULL && copy_part(out->user, sizeof out->user, user, strlen(user)) != 0) {
-      return sl_error_set(error, EINVAL, "SLUICE_CQL_USER is too long");
-    }
-    if (user != NULL && password != NULL &&
-        copy_part(out->password, sizeof out->password, password, strlen(password)) != 0) {
-      return sl_error_set(error, EINVAL, "SLUICE_CQL_PASSWORD is too long");
-    }
+  // The user from the location, else from SLUICE_CQL_USER; the password
+  // from SLUICE_CQL_PASSWORD unless the location has one (as PGPASSWORD
+  // with psql -U user: cql://user@host keeps the password off the command
+  // line).
+  const char* user = out->user[0] == '\0' ? getenv("SLUICE_CQL_USER") : NULL;
+  const char* password = getenv("SLUICE_CQL_PASSWORD");
+  if (user != NULL && copy_part(out->user, sizeof out->user, user, strlen(user)) != 0) {
+    return sl_error_set(error, EINVAL, "SLUICE_CQL_USER is too long");
+  }
+  if (out->user[0] != '\0' && !has_password && password != NULL &&
+      copy_part(out->password, sizeof out->password, password, strlen(password)) != 0) {
+    return sl_error_set(error, EINVAL, "SLUICE_CQL_PASSWORD is too long");
   }
   return 0;
 }

@@ -13,7 +13,8 @@
 
 /// What `cql://[user[:password]@]host[:port]/keyspace.table` names. The
 /// user and password may also come from SLUICE_CQL_USER / SLUICE_CQL_PASSWORD
-/// (so that a password need not appear in a command line); the URL wins.
+/// (so that a password need not appear in a command line); the URL wins,
+/// and a user in it without a password takes SLUICE_CQL_PASSWORD's.
 struct sl_cql_address {
   char host[256];
   char port[8];

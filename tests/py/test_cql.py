@@ -355,6 +355,22 @@ def test_login_from_environment(sluice, node, events, monkeypatch):
     assert f'"count":{ROWS}' in out.decode().replace(" ", "")
 
 
+def test_password_from_environment_for_the_location_user(sluice, node, events, monkeypatch):
+    # cql://user@host with the password in SLUICE_CQL_PASSWORD (as psql -U
+    # with PGPASSWORD): the password was ignored unless SLUICE_CQL_USER was
+    # set too, and the node said "Password must not be null".
+    monkeypatch.delenv("SLUICE_CQL_USER", raising=False)
+    monkeypatch.setenv("SLUICE_CQL_PASSWORD", node.password)
+    loc = f"cql://{node.username}@{node.host}:{node.port}/{KS}.events"
+    out = sluice.run("stats", loc, "-c", "seq", "--json").stdout
+    assert f'"count":{ROWS}' in out.decode().replace(" ", "")
+    # A password in the location (even an empty one) wins.
+    monkeypatch.setenv("SLUICE_CQL_PASSWORD", "wrong")
+    sluice.run("stats", url(node, "events"), "-c", "seq")
+    err = sluice.expect_error("stats", loc.replace("@", ":@", 1), "-c", "seq").stderr.decode()
+    assert "authentication error" in err, err
+
+
 def test_virtual_tables(sluice, node):
     """Virtual tables (system_views.*, listed in system_virtual_schema, not
     system_schema) read as one split, with the rows the driver reads."""
