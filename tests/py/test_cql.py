@@ -250,6 +250,27 @@ def test_varint_past_38_digits_is_an_error(sluice, node):
         assert "38 digits" in err and "'v'" in err, err
 
 
+def test_value_errors_name_the_row_and_its_key(sluice, node):
+    """A value that cannot be read names its row counted from 1 (as the
+    writer's errors do; it was 0-based within the split) and the row's
+    primary key values, when the scan reads them."""
+    session = node.session(KS)
+    session.execute(f"CREATE TABLE IF NOT EXISTS {KS}.bad_rows (k int, c text, v varint, "
+                    "PRIMARY KEY (k, c))")
+    session.execute(f"INSERT INTO {KS}.bad_rows (k, c, v) VALUES (7, 'a', 1)")
+    session.execute(f"INSERT INTO {KS}.bad_rows (k, c, v) VALUES (7, 'x', {10**50})")
+    for args in ((), ("-O", "splits=1")):
+        err = sluice.expect_error("cat", url(node, "bad_rows"), "-t", "arrows",
+                                  *args).stderr.decode()
+        assert "row 2 of the split (k=7, c='x'), column 'v': a varint beyond" in err, err
+    err = sluice.expect_error("cat", url(node, "bad_rows"), "-t", "arrows", "-c", "v,c",
+                              "-O", "splits=1").stderr.decode()
+    assert "row 2 of the split (c='x'), column 'v'" in err, err
+    err = sluice.expect_error("cat", url(node, "bad_rows"), "-t", "arrows", "-c", "v",
+                              "-O", "splits=1").stderr.decode()
+    assert "row 2 of the split, column 'v'" in err, err
+
+
 # ---- splits, paging, order, projection ---------------------------------------------
 
 ROWS = 20_000

@@ -31,6 +31,8 @@
 #define CQL_MAX_SPLITS 65536
 /// Idle connections kept for later splits.
 #define CQL_POOL 16
+/// Key columns named in a value's error (a row's key is a few columns).
+#define CQL_MAX_KEY_NAMES 8
 
 struct cql_reader {
   const struct sluice_allocator* alloc;
@@ -45,6 +47,10 @@ struct cql_reader {
   int virtual_table;
   char* table_ref;   ///< "ks"."t"
   char* token_expr;  ///< token("pk1", "pk2")
+  /// The primary key's columns (partition key, then clustering), to name a
+  /// row in a value's error.
+  char** key_names;
+  int n_key_names;
   struct cql_type* columns;
   int64_t n_columns;
   struct ArrowSchema schema;
@@ -141,6 +147,12 @@ static void cql_close(void* reader) {
   if (r->name != NULL) sl_free(r->alloc, r->name, strlen(r->name) + 1);
   if (r->table_ref != NULL) sl_free(r->alloc, r->table_ref, strlen(r->table_ref) + 1);
   if (r->token_expr != NULL) sl_free(r->alloc, r->token_expr, strlen(r->token_expr) + 1);
+  for (int i = 0; i < r->n_key_names; ++i) {
+    sl_free(r->alloc, r->key_names[i], strlen(r->key_names[i]) + 1);
+  }
+  if (r->key_names != NULL) {
+    sl_free(r->alloc, r->key_names, CQL_MAX_KEY_NAMES * sizeof *r->key_names);
+  }
   pthread_mutex_destroy(&r->lock);
   sl_free(r->alloc, r, sizeof *r);
 }
@@ -185,6 +197,30 @@ static int token_expr(struct cql_reader* r, const struct cql_table_columns* t,
   return rc;
 }
 
+/// r->key_names: the partition key's columns, then the clustering ones, each
+/// in its position (the first CQL_MAX_KEY_NAMES).
+static int key_names(struct cql_reader* r, const struct cql_table_columns* t,
+                     struct sluice_error* error) {
+  r->key_names = sl_calloc(r->alloc, CQL_MAX_KEY_NAMES, sizeof *r->key_names);
+  if (r->key_names == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+  static const int kinds[] = {CQL_KIND_PARTITION_KEY, CQL_KIND_CLUSTERING};
+  for (int k = 0; k < 2; ++k) {
+    for (int32_t pos = 0; pos < t->n_columns && r->n_key_names < CQL_MAX_KEY_NAMES; ++pos) {
+      const struct cql_column_info* c = NULL;
+      for (int32_t i = 0; i < t->n_columns; ++i) {
+        if (t->columns[i].kind == kinds[k] && t->columns[i].position == pos) c = &t->columns[i];
+      }
+      if (c == NULL) break;
+      r->key_names[r->n_key_names] = sl_strdup(r->alloc, c->name);
+      if (r->key_names[r->n_key_names] == NULL) {
+        return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
+      }
+      ++r->n_key_names;
+    }
+  }
+  return 0;
+}
+
 /// The partitioner (token splits only for Murmur3), the partition key
 /// columns in order (token(...)), the table's existence.
 static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
@@ -213,6 +249,7 @@ static int read_table_facts(struct cql_reader* r, struct sl_cql_conn* conn,
   }
   r->virtual_table = t.virtual_table;
   if (rc == 0) rc = token_expr(r, &t, error);
+  if (rc == 0) rc = key_names(r, &t, error);
   sl_cql_table_columns_free(&t, r->alloc);
   return rc;
 }
@@ -466,6 +503,73 @@ static int cql_split_open(void* reader, const struct sl_split* split, const int6
   return 0;
 }
 
+/// " (k=7, c='x')": the primary key of the row at `at` (its columns the
+/// split reads), to find a row whose value is an error; "" when the split
+/// reads none of them or they cannot be decoded either.
+static void row_key_text(struct cql_split* s, struct sl_cql_cursor at, char* out, size_t cap) {
+  struct cql_reader* r = s->r;
+  out[0] = '\0';
+  const uint8_t* cell[CQL_MAX_KEY_NAMES];
+  int32_t len[CQL_MAX_KEY_NAMES];
+  int64_t column[CQL_MAX_KEY_NAMES];
+  const char* name[CQL_MAX_KEY_NAMES];
+  int n = 0;
+  for (int k = 0; k < r->n_key_names; ++k) {
+    for (int64_t c = 0; c < s->n_columns; ++c) {
+      if (strcmp(s->types[c]->name, r->key_names[k]) == 0) {
+        name[n] = r->key_names[k], column[n++] = c;
+        break;
+      }
+    }
+  }
+  if (n == 0) return;
+  // The row's cells into a one-row batch: its key columns' values, others null.
+  struct sl_builder b;
+  struct sluice_error ignored = {0};
+  if (sl_builder_init_from_schema(&b, &s->schema, r->alloc, &ignored) != 0) return;
+  int rc = 0;
+  for (int64_t c = 0; rc == 0 && c < s->n_columns; ++c) {
+    const uint8_t* v;
+    int32_t vn;
+    if (sl_cql_read_bytes(&at, &v, &vn) != 0) rc = EILSEQ;
+    for (int k = 0; rc == 0 && k < n; ++k) {
+      if (column[k] == c) cell[k] = v, len[k] = vn;
+    }
+  }
+  const char* why;
+  for (int64_t c = 0; rc == 0 && c < s->n_columns; ++c) {
+    int k = 0;
+    while (k < n && column[k] != c) ++k;
+    rc = sl_cql_value_append(s->types[c], sl_builder_child(&b, c), k < n ? cell[k] : NULL,
+                             k < n ? len[k] : -1, &why);
+  }
+  struct ArrowArray batch = {0};
+  if (rc == 0) rc = sl_builder_struct_finish_rows(&b, 1);
+  if (rc == 0) rc = sl_builder_finish(&b, &batch, &ignored);
+  sl_builder_release(&b);
+  struct sl_text_field f;
+  if (rc == 0 && sl_text_field_init(&f, &s->schema, r->alloc, &ignored) == 0) {
+    struct sl_text t;
+    sl_text_init(&t, r->alloc);
+    for (int k = 0; rc == 0 && k < n; ++k) {
+      const struct sl_text_field* kf = &f.children[column[k]];
+      int quote = kf->type.id == SL_TYPE_STRING || kf->type.id == SL_TYPE_LARGE_STRING;
+      rc = sl_text_append_str(&t, k == 0 ? " (" : ", ");
+      if (rc == 0) rc = sl_text_append_str(&t, name[k]);
+      if (rc == 0) rc = sl_text_append_str(&t, quote ? "='" : "=");
+      if (rc == 0) {
+        rc = sl_value_render(kf, batch.children[column[k]], 0, SL_TEXT_PLAIN, &t, &ignored);
+      }
+      if (rc == 0 && quote) rc = sl_text_append_char(&t, '\'');
+    }
+    if (rc == 0) rc = sl_text_append_char(&t, ')');
+    if (rc == 0) snprintf(out, cap, "%s", sl_text_cstr(&t));
+    sl_text_reset(&t);
+    sl_text_field_reset(&f);
+  }
+  if (batch.release != NULL) batch.release(&batch);
+}
+
 /// Decodes the rows of one page into the batch builder.
 static int decode_page(struct cql_split* s, struct cql_rows* rows, struct sluice_error* error) {
   struct cql_reader* r = s->r;
@@ -477,6 +581,7 @@ static int decode_page(struct cql_split* s, struct cql_rows* rows, struct sluice
     return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
   }
   for (int32_t row = 0; row < rows->n_rows; ++row) {
+    struct sl_cql_cursor row_start = rows->rows;
     for (int64_t c = 0; c < s->n_columns; ++c) {
       const uint8_t* v;
       int32_t n;
@@ -486,11 +591,14 @@ static int decode_page(struct cql_split* s, struct cql_rows* rows, struct sluice
                    : sl_cql_value_append(s->types[c], sl_builder_child(&s->batch, c), v, n, &why);
       if (rc == ENOMEM) return sl_error_set(error, ENOMEM, "%s: out of memory", r->name);
       if (rc != 0) {
+        // Rows count from 1, as the writer's do.
+        char key[512];
+        row_key_text(s, row_start, key, sizeof key);
         return sl_error_set(error, EILSEQ,
                             "%s: split %" PRId64 " (tokens %" PRId64 " to %" PRId64
-                            "), row %" PRId64 " of the split, column '%s': %s",
+                            "), row %" PRId64 " of the split%s, column '%s': %s",
                             r->name, s->index, s->token_lo, s->token_hi,
-                            s->rows_read + row, s->types[c]->name, why);
+                            s->rows_read + row + 1, key, s->types[c]->name, why);
       }
     }
   }
