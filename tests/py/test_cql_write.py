@@ -190,6 +190,11 @@ def test_decimal_text_and_csv_input(sluice, node, session, tmp_path):
     csv = tmp_path / "in.csv"
     csv.write_text("k,d,u,a\n" + "".join(
         f"{i},{v},{uuid.UUID(int=i)},192.168.0.{i}\n" for i, v in enumerate(values)))
+    # Without the schema, the CSV's d is float64: refused (a float has no
+    # exact decimal digits), and the error says how to read it as text.
+    err = sluice.expect_error("convert", csv, url(node, "fromcsv")).stderr.decode()
+    assert "column 'd': Arrow double cannot be written as CQL decimal" in err, err
+    assert "schema=d:string (CLI: --schema d:string)" in err, err
     sluice.run("convert", csv, url(node, "fromcsv"), "--schema", "k:int64,d:string")
     got = table_rows(session, "fromcsv", "k")
     for i, v in enumerate(values):

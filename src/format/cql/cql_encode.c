@@ -180,8 +180,16 @@ int sl_cql_encoder_init(struct cql_encoder* e, const struct cql_type* cql,
     } else {
       snprintf(cql_name, sizeof cql_name, "%s", cql_type_name(cql->id));
     }
+    char decimal_hint[256];
     if (cql->id == CQL_VECTOR) {
       hint = " (a fixed_size_list of its dimension)";
+    } else if (cql->id == CQL_DECIMAL && is_float(values->type.id)) {
+      // Refused: a float holds a binary fraction, not the decimal digits a
+      // CSV had (1.10 would become 1.100000000000000088817841970012523).
+      snprintf(decimal_hint, sizeof decimal_hint, " (a float is not an exact decimal: read the "
+               "column as text, schema=%.40s:string (CLI: --schema %.40s:string) for a CSV, or "
+               "as decimal128)", column, column);
+      hint = decimal_hint;
     } else if (cql->id == CQL_CUSTOM && strncmp(cql_name, "vector<", 7) == 0) {
       hint = " (sluice writes vectors of float, double, int and bigint only)";
     }
