@@ -766,10 +766,11 @@ static int start_tls(struct sl_cql_conn* c, const struct sl_cql_address* a,
   }
   if (SSL_connect(c->tls) == 1) return 0;
   long verify = SSL_get_verify_result(c->tls);
-  char why[256];
+  char why[384];
   if (verify != X509_V_OK) {
-    snprintf(why, sizeof why, "the node's certificate: %s (--insecure skips the check, "
-             "--ca-bundle names the CA)", X509_verify_cert_error_string(verify));
+    snprintf(why, sizeof why, "the node's certificate: %s (insecure=True skips the check, "
+             "ca_bundle=FILE names the CA; CLI: --insecure, --ca-bundle FILE)",
+             X509_verify_cert_error_string(verify));
   } else {
     char detail[160] = "no answer";
     unsigned long e = ERR_peek_last_error();

@@ -65,6 +65,8 @@ def test_certificate_checked(sluice, cassandra_node, table):
     err = sluice.expect_error("cat", url(cassandra_node, "tls_rows"), "-O",
                               cert(cassandra_node)).stderr.decode()
     assert "TLS with 127.0.0.1" in err and "certificate" in err
+    # The hint names the Python keywords too (it named only the CLI's flags).
+    assert "insecure=True" in err and "ca_bundle=" in err and "--ca-bundle" in err, err
     # --insecure skips the check (and says nothing about it being safe).
     out = sluice.run("cat", url(cassandra_node, "tls_rows"), "-t", "arrows", "-O",
                      cert(cassandra_node), "--insecure").stdout
