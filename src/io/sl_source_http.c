@@ -713,8 +713,8 @@ static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, 
   }
   if (is_tls_error(c)) {
     return sl_error_set(error, EACCES,
-                        "%s: %s: TLS error: %s (give a CA bundle with --ca-bundle FILE, or "
-                        "--insecure to skip verification)",
+                        "%s: %s: TLS error: %s (ca_bundle=FILE names the CA, insecure=True "
+                        "skips verification; CLI: --ca-bundle FILE, --insecure)",
                         s->base.name, what, detail);
   }
   if (c == CURLE_OPERATION_TIMEDOUT) {

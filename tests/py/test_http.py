@@ -197,7 +197,7 @@ def test_untrusted_certificate_is_a_clear_tls_error(sluice, nginx, tmp_path):
         proc = sluice.run_raw("schema", f"{nginx['url']}/t.csv", *extra)
         check_clean_failure(proc)
         err = proc.stderr.decode()
-        assert "TLS" in err and "certificate" in err and "--ca-bundle" in err, err
+        assert "TLS" in err and "certificate" in err and "--ca-bundle" in err and "ca_bundle=FILE" in err, err
 
 
 def test_missing_ca_bundle_file(sluice, nginx, tmp_path):
