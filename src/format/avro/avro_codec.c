@@ -19,6 +19,7 @@
 #include "codec/sl_zstd_window.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 
 // Blocks are decoded whole in memory; beyond this a file is not sane input
 // (and 32-bit lengths inside codecs would overflow).
@@ -38,14 +39,8 @@ int sl_avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
       *out = k_codecs[i].codec;
       return 0;
     }
-  char shown[4 * 64 + 1];  // the name as read, bytes outside printable ASCII as \xNN
-  size_t at = 0;
-  for (size_t i = 0; i < n && i < 64; ++i) {
-    unsigned char ch = (unsigned char)name[i];
-    if (ch >= 0x20 && ch < 0x7F && ch != '\\') shown[at++] = (char)ch;
-    else at += (size_t)snprintf(shown + at, sizeof shown - at, "\\x%02x", ch);
-  }
-  shown[at] = '\0';
+  char shown[4 * 64 + 8];  // the name as read, escaped (\xNN for bytes that are not UTF-8)
+  sl_escaped(name, n, '\'', shown, sizeof shown);
   return sl_error_set(error, ENOTSUP, "unsupported Avro codec '%s'", shown);
 }
 
