@@ -288,8 +288,9 @@ struct sluice_open_options {
   int union_by_name;
   /// Polled while sluice_dataset_open (or _open_many) waits on an object's
   /// bytes: a pipe, a FIFO or standard input that is slow to write, an
-  /// http(s):// or s3:// body that trickles (format detection, a header, a
-  /// CSV schema sample); with several objects (a list, a glob, a directory,
+  /// http(s):// or s3:// server that is slow to answer or a body that
+  /// trickles (format detection, a header, a CSV schema sample); with
+  /// several objects (a list, a glob, a directory,
   /// Hive partitions) also before each object is opened, and every 50 ms
   /// from the calling thread while it waits for the threads opening the
   /// others. A non-zero return stops the open with ECANCELED

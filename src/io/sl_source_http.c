@@ -1521,6 +1521,20 @@ static void* open_lead_worker(void* arg) {
   return NULL;
 }
 
+/// Waits (lock held) for the source's condition at most one
+/// SL_SOURCE_CANCEL_POLL_MS slice: a wait that asks the open's cancel hook
+/// between slices.
+static void wait_cancel_slice(struct sl_http_source* s) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += SL_SOURCE_CANCEL_POLL_MS * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&s->cond, &s->lock, &until);
+}
+
 /// Opens an object its reader streams from byte 0 (remote.stream_first) by
 /// its download: a lead GETs bytes=0-; its response's Content-Range and
 /// ETag settle the object, and the lead goes on into the readahead's parts
@@ -1536,12 +1550,26 @@ static int http_open_by_stream(struct sl_http_source* s, int* settled,
   pthread_mutex_lock(&s->lock);
   s->open_state = OPEN_WAITING;
   s->n_parts = 1;  // the lead's first part; its response gives the rest
+  int cancelled = 0;
   if (pthread_create(&s->threads[0], NULL, open_lead_worker, s) == 0) {
     s->started = 1;
     s->n_threads = 1;
-    while (s->open_state == OPEN_WAITING) pthread_cond_wait(&s->cond, &s->lock);
+    // The lead's requests run on its thread, which only reads `cancel_seen`:
+    // with a hook, this thread waits in slices and asks it (a server that
+    // never answers was waited for until the timeout, Ctrl-C or not).
+    while (s->open_state == OPEN_WAITING && !cancelled) {
+      if (!sl_source_asks_here(&s->base)) {
+        pthread_cond_wait(&s->cond, &s->lock);
+      } else if (!(cancelled = sl_source_cancelled(&s->base))) {
+        wait_cancel_slice(s);
+      }
+    }
   } else {
     s->open_state = OPEN_REFUSED;
+  }
+  if (cancelled) {  // (the lead, which now sees cancel_seen, is joined by http_destroy)
+    pthread_mutex_unlock(&s->lock);
+    return sl_error_set(error, ECANCELED, "%s: interrupted", s->base.name);
   }
   *settled = s->open_state == OPEN_SETTLED;
   pthread_mutex_unlock(&s->lock);
@@ -1763,14 +1791,7 @@ static struct http_part* wait_part(struct sl_http_source* s, int64_t k, int64_t 
                          s->base.name);
       return NULL;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += SL_SOURCE_CANCEL_POLL_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec += 1;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&s->cond, &s->lock, &until);
+    wait_cancel_slice(s);
   }
 }
 

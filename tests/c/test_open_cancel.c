@@ -1,17 +1,20 @@
 // sluice_open_options.cancelled: an open that waits on a FIFO that never
-// sends is stopped by the hook with ECANCELED, for one object and for
-// several (a list, a glob, Hive partitions), leaving nothing allocated and
-// no descriptor open; the hook is asked between objects, and not after the
-// open returns.
+// sends, or on an http:// server that never answers, is stopped by the hook
+// with ECANCELED, for one object and for several (a list, a glob, Hive
+// partitions), leaving nothing allocated and no descriptor open; the hook is
+// asked between objects, and not after the open returns.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,13 +115,18 @@ static int open_fds(void) { return test_dir_entries("/proc/self/fd"); }
 /// as a list) with the hook and a counting allocator, and checks that the
 /// open is cancelled cleanly: ECANCELED, "interrupted" naming an object,
 /// no bytes left allocated, no descriptor left open.
-static void expect_cancelled(const char* const* locations, size_t n, struct hook* h) {
+/// Returns the error, whose message the caller may check further.
+static struct sluice_error expect_cancelled_as(const char* const* locations, size_t n,
+                                               const char* format, struct hook* h) {
   struct test_allocator ta;
   test_allocator_init(&ta);
   struct sluice_open_options options;
   sluice_open_options_init(&options);
   options.allocator = &ta.base;
-  options.format = "csv";
+  options.format = format;
+  // A stalled server not stopped by the hook is given up on after this
+  // (and it may be waited for again, by another request).
+  options.timeout_s = 20;
   options.cancelled = hook_cancelled;
   options.cancelled_user = h;
   h->opener = pthread_self();
@@ -126,15 +134,25 @@ static void expect_cancelled(const char* const* locations, size_t n, struct hook
   struct sluice_dataset* ds = NULL;
   struct sluice_error error;
   memset(&error, 0, sizeof error);
+  struct timespec start, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   int rc = n == 1 ? sluice_dataset_open(locations[0], &options, &ds, &error)
                   : sluice_dataset_open_many(locations, n, &options, &ds, &error);
+  clock_gettime(CLOCK_MONOTONIC, &end);
   if (rc == 0) sluice_dataset_close(ds);
   assert_int_equal(rc, ECANCELED);
   assert_null(ds);
   assert_non_null(strstr(error.message, "interrupted"));
   assert_true(atomic_load(&h->calls) >= 1);
+  // Stopped by the hook, not after the timeout (a bound, not a speed test).
+  assert_true(end.tv_sec - start.tv_sec < (time_t)(options.timeout_s / 2));
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
   assert_int_equal(open_fds(), fds);
+  return error;
+}
+
+static void expect_cancelled(const char* const* locations, size_t n, struct hook* h) {
+  expect_cancelled_as(locations, n, "csv", h);
 }
 
 static void test_one_fifo(void** state) {
@@ -243,11 +261,41 @@ static void test_glob_and_hive_asked_between_objects(void** state) {
   rmdir(dir);
 }
 
+static void test_server_that_never_answers(void** state) {
+  // A loopback server that takes the connection (the kernel's backlog) and
+  // never sends the response's headers: the hook stops the open, for a
+  // stream format too (opened by a download on its own thread, which the
+  // opening thread waited for without asking the hook: only the timeout
+  // ended it), whose requests are asked by libcurl's progress calls.
+  (void)state;
+  int sock = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(sock >= 0);
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(sock, (struct sockaddr*)&addr, sizeof addr), 0);
+  assert_int_equal(listen(sock, 16), 0);
+  socklen_t len = sizeof addr;
+  assert_int_equal(getsockname(sock, (struct sockaddr*)&addr, &len), 0);
+  static const char* const formats[] = {"arrows", "parquet", "csv"};
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; ++i) {
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/t.%s", ntohs(addr.sin_port), formats[i]);
+    const char* where[] = {url};
+    struct hook h = {.after = 3, .opener_only = 1};
+    struct sluice_error error = expect_cancelled_as(where, 1, formats[i], &h);
+    assert_non_null(strstr(error.message, url));
+  }
+  close(sock);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_fifo),
       cmocka_unit_test(test_list_with_a_fifo),
       cmocka_unit_test(test_glob_and_hive_asked_between_objects),
+      cmocka_unit_test(test_server_that_never_answers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -225,6 +225,77 @@ def test_ctrl_c_while_opening_a_trickling_http_body():
         server.server_close()
 
 
+class SilentServer:
+    """A loopback server that accepts connections and never answers (a
+    stalled server: the request waits for the response's headers)."""
+
+    def __init__(self):
+        import socket
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self):
+        import socket
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # (wakes accept)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join()
+        for conn in self.accepted:
+            conn.close()
+
+
+# The open's timeout: a Ctrl-C that the hook did not stop came only then.
+STALL_TIMEOUT_S = 30
+
+
+def _ctrl_c_at(seconds, call):
+    """Runs call() with a SIGINT sent after `seconds`: the seconds until the
+    KeyboardInterrupt it must raise."""
+    import time
+    killer = threading.Timer(seconds, os.kill, args=(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    killer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        killer.cancel()
+        killer.join()
+    return time.monotonic() - start
+
+
+@pytest.mark.parametrize("name", ["t.arrows", "t.parquet"])
+def test_ctrl_c_while_a_server_never_answers(name):
+    """An http:// object whose server accepts the connection and never sends
+    the response's headers: Ctrl-C stops the open, well before the timeout.
+    A stream format (arrows) is opened by a download on its own thread, and
+    the opening thread waited for its headers without asking the hook: a
+    Ctrl-C came only with the timeout."""
+    server = SilentServer()
+    try:
+        took = _ctrl_c_at(0.5, lambda: sluice.read("http://127.0.0.1:%d/%s" % (server.port, name),
+                                                   timeout=STALL_TIMEOUT_S))
+        assert took < STALL_TIMEOUT_S / 2, "KeyboardInterrupt only with the timeout (%.1f s)" % took
+        assert server.accepted  # the request was sent, and waited for an answer
+    finally:
+        server.close()
+
+
 def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
     n = 200_000
     path = tmp_path / "threads.csv"
