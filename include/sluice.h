@@ -289,8 +289,10 @@ struct sluice_open_options {
   /// Polled while sluice_dataset_open (or _open_many) waits on an object's
   /// bytes: a pipe, a FIFO or standard input that is slow to write, an
   /// http(s):// or s3:// server that is slow to answer or a body that
-  /// trickles (format detection, a header, a CSV schema sample); with
-  /// several objects (a list, a glob, a directory,
+  /// trickles (format detection, a header, a CSV schema sample); while a
+  /// directory or glob is walked (when the walk starts, then every 50 ms)
+  /// and an s3:// prefix or glob is listed (before each page, and while one
+  /// is waited for); with several objects (a list, a glob, a directory,
   /// Hive partitions) also before each object is opened, and every 50 ms
   /// from the calling thread while it waits for the threads opening the
   /// others. A non-zero return stops the open with ECANCELED
@@ -300,8 +302,7 @@ struct sluice_open_options {
   /// quick and thread-safe (read a flag); a hook that only the opening
   /// thread can answer is still asked on it while the others wait. Not
   /// called after the open returns (a scan is stopped by releasing its
-  /// stream); listing a directory, glob or prefix does not ask it. NULL
-  /// (default) = never cancelled.
+  /// stream). NULL (default) = never cancelled.
   int (*cancelled)(void* user);
   void* cancelled_user;
 };

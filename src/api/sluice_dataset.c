@@ -569,7 +569,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                      .ca_bundle = options->ca_bundle,
                                      .timeout_s = options->timeout_s,
                                      .readahead_bytes = ds->memory_budget / 8,
-                                     .s3 = options->s3};
+                                     .s3 = options->s3,
+                                     // (asked by the listing of a directory,
+                                     // glob or prefix too)
+                                     .cancelled = options->cancelled,
+                                     .cancelled_user = options->cancelled_user};
   // The objects share request handles, so a connection opened for one
   // object serves the next (sl_http_pool.h), and a quarter of the budget for
   // small objects held whole (all objects are opened before the scan; the
@@ -649,10 +653,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     remote.stream_first = guess != NULL && guess->streams &&
                           sl_compression_for_name(first) == SL_COMPRESS_NONE;
     // The open's waits (a pipe, a trickling body) ask the caller's cancel
-    // hook: on this object, and on the others the files reader opens (it
-    // asks between objects too, and takes the hook off when it is done).
-    remote.cancelled = options->cancelled;
-    remote.cancelled_user = options->cancelled_user;
+    // hook (remote.cancelled): on this object, and on the others the files
+    // reader opens (it asks between objects too, and takes the hook off when
+    // it is done).
     rc = sl_source_open_remote(first, &remote, alloc, &ds->source, error);
     if (rc == 0) {
       sl_source_ask_cancel(ds->source, options->cancelled, options->cancelled_user);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
@@ -259,7 +260,30 @@ struct walk {
   char** segments;
   size_t n_segments;
   size_t first_globstar;
+  /// The caller's cancel hook (NULL = none), asked when the walk starts and
+  /// then at most every SL_SOURCE_CANCEL_POLL_MS (a hook may be slow to ask:
+  /// Python's takes the GIL), between entries: a `**` over a big tree, or a
+  /// slow file system, kept a Ctrl-C waiting until the whole walk ended.
+  const struct sl_remote_options* remote;
+  const char* location;
+  struct timespec asked_at;
+  int asked;
 };
+
+/// Whether the caller's hook says the walk is cancelled (then the error).
+static int walk_cancelled(struct walk* w) {
+  if (w->remote == NULL || w->remote->cancelled == NULL) return 0;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t ms = (int64_t)(now.tv_sec - w->asked_at.tv_sec) * 1000 +
+               (now.tv_nsec - w->asked_at.tv_nsec) / 1000000;
+  if (w->asked && ms < SL_SOURCE_CANCEL_POLL_MS) return 0;
+  w->asked = 1;
+  w->asked_at = now;
+  if (!w->remote->cancelled(w->remote->cancelled_user)) return 0;
+  return sl_error_set(w->error, ECANCELED, "%s: interrupted while listing (at '%s')",
+                      w->location, w->len > 0 ? w->path : ".");
+}
 
 /// Makes room for `need` bytes in w->path.
 static int path_reserve(struct walk* w, size_t need) {
@@ -384,7 +408,8 @@ static int walk_dir(struct walk* w, const char* root_name, size_t depth,
       rc = out_of_memory(w);
       break;
     }
-    rc = visit_entry(w, entry, depth, frame);
+    rc = walk_cancelled(w);
+    if (rc == 0) rc = visit_entry(w, entry, depth, frame);
     path_truncate(w, base);
     if (rc != 0) break;
   }
@@ -472,7 +497,8 @@ static int set_pattern(struct walk* w, const char* s, char** pattern, size_t* pa
 
 /// Walks `path` (a directory when `glob_start` is NULL; else a glob whose
 /// first segment with a glob character starts at `glob_start`).
-static int expand_local(const char* path, const char* glob_start,
+static int expand_local(const char* location, const char* path, const char* glob_start,
+                        const struct sl_remote_options* remote,
                         const struct sluice_allocator* alloc, struct sl_location_list* out,
                         struct sluice_error* error) {
   struct walk w;
@@ -480,6 +506,8 @@ static int expand_local(const char* path, const char* glob_start,
   w.alloc = alloc;
   w.out = out;
   w.error = error;
+  w.remote = remote;
+  w.location = location;
   char* pattern = NULL;
   char* split = NULL;
   size_t pattern_cap = 0;
@@ -516,7 +544,8 @@ static int expand_local(const char* path, const char* glob_start,
     goto done;
   }
   struct dir_frame top = {st.st_dev, st.st_ino, NULL};
-  rc = walk_dir(&w, root, 0, &top);
+  rc = walk_cancelled(&w);
+  if (rc == 0) rc = walk_dir(&w, root, 0, &top);
 
 done:
   if (root != NULL) sl_free(alloc, root, strlen(root) + 1);
@@ -609,7 +638,7 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
       glob = first_glob_segment(path);
     }
     is_directory = glob == NULL;
-    rc = expand_local(path, glob, alloc, out, error);
+    rc = expand_local(location, path, glob, remote, alloc, out, error);
   }
   if (rc == 0 && out->n == 0) {
     rc = sl_error_set(error, ENOENT, "no files match '%s' (names starting with '.' or '_' are "

@@ -47,8 +47,11 @@ int sl_location_is_escaped(const char* location);
 /// (.crc files, _SUCCESS markers, hidden files) are left out, as Spark, Hive
 /// and pyarrow do, unless the glob spells that first character itself
 /// (sl_glob_names_hidden). Nothing matching is an error (ENOENT) that names the
-/// location. `out` is zeroed first and must be freed with
-/// sl_location_list_free, also after an error.
+/// location. `remote`'s cancel hook (if any) is asked during the listing
+/// (sl_s3_expand: before each page and while one is waited for; a local
+/// walk: when it starts, then every SL_SOURCE_CANCEL_POLL_MS), and a yes
+/// ends it with ECANCELED ("interrupted"). `out` is zeroed first and must be
+/// freed with sl_location_list_free, also after an error.
 int sl_location_expand(const char* location, const struct sl_remote_options* remote,
                        const struct sluice_allocator* alloc, struct sl_location_list* out,
                        struct sluice_error* error);

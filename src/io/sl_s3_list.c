@@ -60,7 +60,28 @@ struct lister {
   size_t body_len;
   int body_too_large;
   long status;
+  int cancelled;  ///< the caller's cancel hook said yes (list_progress)
 };
+
+/// The caller's cancel hook (sl_remote_options.cancelled: the open's or the
+/// write's, called on the thread that lists), asked before each page (and
+/// retry) and by libcurl's progress calls during one (at least once a
+/// second, also while a server keeps the answer waiting): a Ctrl-C during a
+/// long listing or a stalled one stopped the open only when the listing
+/// ended or timed out.
+static int list_cancelled(struct lister* l) {
+  if (!l->cancelled && sl_remote_cancelled(l->remote)) l->cancelled = 1;
+  return l->cancelled;
+}
+
+static int list_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                         curl_off_t ulnow) {
+  (void)dltotal;
+  (void)dlnow;
+  (void)ultotal;
+  (void)ulnow;
+  return list_cancelled(user);
+}
 
 static size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
   struct lister* l = user;
@@ -199,6 +220,9 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
   char errbuf[CURL_ERROR_SIZE];
   unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)l;
   for (int attempt = 0;; ++attempt) {
+    if (list_cancelled(l)) {  // (before each page, and each retry)
+      return sl_error_set(error, ECANCELED, WHAT ": interrupted", WHAT_ARGS);
+    }
     struct curl_slist* headers = NULL;
     int rc = sl_s3_sign_request(l->g, "GET", l->query, S3_EMPTY_SHA256, &headers, error);
     if (rc != 0) {
@@ -212,11 +236,19 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
     sl_s3_curl_reset(&l->g->curl, h, l->url, l->remote, errbuf);
     l->g->curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     l->g->curl.easy_setopt(h, CURLOPT_WRITEDATA, l);
+    if (l->remote != NULL && l->remote->cancelled != NULL) {
+      l->g->curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      l->g->curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, list_progress);
+      l->g->curl.easy_setopt(h, CURLOPT_XFERINFODATA, l);
+    }
     if (headers != NULL) l->g->curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     CURLcode c = l->g->curl.easy_perform(h);
     l->g->curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &l->status);
     l->g->curl.slist_free_all(headers);
     int retry = 0;
+    if (c == CURLE_ABORTED_BY_CALLBACK && l->cancelled) {
+      return sl_error_set(error, ECANCELED, WHAT ": interrupted", WHAT_ARGS);
+    }
     if (c != CURLE_OK) {
       if (l->body_too_large) {
         return sl_error_set(error, EIO, WHAT ": the answer is larger than %lld bytes", WHAT_ARGS,

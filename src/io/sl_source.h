@@ -161,7 +161,8 @@ struct sl_remote_options {
   /// Writes: the caller's sluice_write_options.cancelled (NULL = none),
   /// polled between the pieces of a commit (copies, S3 parts). Reads: the
   /// caller's sluice_open_options.cancelled while the dataset opens, which
-  /// an http(s):// source takes as its sl_source.cancelled.
+  /// an http(s):// source takes as its sl_source.cancelled. Both: asked by
+  /// sl_location_expand's listing, on its (the calling) thread.
   int (*cancelled)(void* user);
   void* cancelled_user;
 };

@@ -2,7 +2,8 @@
 // sends, or on an http:// server that never answers, is stopped by the hook
 // with ECANCELED, for one object and for several (a list, a glob, Hive
 // partitions), leaving nothing allocated and no descriptor open; the hook is
-// asked between objects, and not after the open returns.
+// asked while a directory or glob is listed and between objects, and not
+// after the open returns.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -261,6 +262,49 @@ static void test_glob_and_hive_asked_between_objects(void** state) {
   rmdir(dir);
 }
 
+static void test_listing_asks_the_hook(void** state) {
+  // A directory or glob is listed before any object is opened: a hook that
+  // says yes at once stops the listing (before, it was not asked until the
+  // first object, so a `**` over a big tree kept Ctrl-C waiting for the
+  // whole walk, and a glob that matched nothing ended with ENOENT).
+  (void)state;
+  char dir[256], sub[300], deep[350], a[400], glob[400], none[400];
+  test_temp_path("walk", dir, sizeof dir);
+  mkdir(dir, 0700);
+  snprintf(sub, sizeof sub, "%s/x", dir);
+  snprintf(deep, sizeof deep, "%s/y", sub);
+  mkdir(sub, 0700);
+  mkdir(deep, 0700);
+  snprintf(a, sizeof a, "%s/a.csv", deep);
+  write_csv(a);
+  snprintf(glob, sizeof glob, "%s/**/*.csv", dir);
+  snprintf(none, sizeof none, "%s/**/*.none", dir);
+  const char* where[] = {dir, glob, none};
+  for (int k = 0; k < 3; ++k) {
+    struct hook h = {.after = 1};
+    struct sluice_error error = expect_cancelled_as(&where[k], 1, "csv", &h);
+    assert_non_null(strstr(error.message, "interrupted while listing"));
+    assert_non_null(strstr(error.message, where[k]));
+    assert_int_equal(atomic_load(&h.calls), 1);  // (and never again)
+  }
+  // A hook that says no: the listing asks it (once at least) and goes on.
+  struct hook never = {.after = 0};
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.format = "csv";
+  options.cancelled = hook_cancelled;
+  options.cancelled_user = &never;
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  assert_int_equal(sluice_dataset_open(none, &options, &ds, &error), ENOENT);
+  assert_true(atomic_load(&never.calls) >= 1);
+  unlink(a);
+  rmdir(deep);
+  rmdir(sub);
+  rmdir(dir);
+}
+
 static void test_server_that_never_answers(void** state) {
   // A loopback server that takes the connection (the kernel's backlog) and
   // never sends the response's headers: the hook stops the open, for a
@@ -295,6 +339,7 @@ int main(void) {
       cmocka_unit_test(test_one_fifo),
       cmocka_unit_test(test_list_with_a_fifo),
       cmocka_unit_test(test_glob_and_hive_asked_between_objects),
+      cmocka_unit_test(test_listing_asks_the_hook),
       cmocka_unit_test(test_server_that_never_answers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,6 +296,23 @@ def test_ctrl_c_while_a_server_never_answers(name):
         server.close()
 
 
+@pytest.mark.parametrize("location", ["s3://bucket/logs/", "s3://bucket/**/*.parquet"])
+def test_ctrl_c_while_an_s3_listing_waits(location):
+    """Listing an s3:// prefix or glob (ListObjectsV2) from a server that
+    never answers: Ctrl-C stops it, well before the timeout (the listing
+    did not ask the hook)."""
+    server = SilentServer()
+    try:
+        opts = {"key": "k", "secret": "s", "region": "us-east-1",
+                "endpoint_url": "http://127.0.0.1:%d" % server.port}
+        took = _ctrl_c_at(0.5, lambda: sluice.read(location, storage_options=opts,
+                                                   timeout=STALL_TIMEOUT_S))
+        assert took < STALL_TIMEOUT_S / 2, "KeyboardInterrupt only with the timeout (%.1f s)" % took
+        assert server.accepted
+    finally:
+        server.close()
+
+
 def test_scanner_shared_by_threads_and_closed_from_another(tmp_path):
     n = 200_000
     path = tmp_path / "threads.csv"
