@@ -1465,11 +1465,11 @@ def test_hive_root_of_a_glob_with_escaped_characters(sluice, s3, tmp_path):
     for k in (1, 2):
         (local / "t=[x]" / f"k={k}").mkdir(parents=True)
         pq.write_table(pa.table({"id": [k]}), local / "t=[x]" / f"k={k}" / "f.parquet")
-    remote = s3["data"] / BUCKET / "esc"
+    remote = s3["data"] / BUCKET / "hive_esc"
     if remote.exists():
         shutil.rmtree(remote)
     shutil.copytree(local, remote)
-    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/esc/t=\\[x\\]/*/*.parquet",
+    got = read_location(sluice, creds(s3), f"s3://{BUCKET}/hive_esc/t=\\[x\\]/*/*.parquet",
                         tmp_path / "r.arrows")
     want = read_location(sluice, creds(s3), f"{local}/t=\\[x\\]/*/*.parquet", tmp_path / "l.arrows")
     assert got.column_names == want.column_names == ["id", "k"]
