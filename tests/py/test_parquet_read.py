@@ -1584,6 +1584,27 @@ def test_max_binary_batch_bytes_bad_value(sluice_bin, tmp_path):
         expect_clean_error(sluice_bin, path, [f"batch_rows={v}"], must_say="batch_rows")
 
 
+def test_size_options_take_suffixes(sluice_bin, tmp_path):
+    """slice_bytes and max_binary_batch_bytes are sizes as every other size
+    option: 1m cuts a row group as 1048576 does, 100k as 102400; a bad
+    value is refused naming the option and what it takes."""
+    path = tmp_path / "cut.parquet"
+    pq.write_table(binary_cut_table(), path, row_group_size=30000)
+    want = pq.read_table(path)
+    for key, suffixed, plain in [("slice_bytes", "1m", "1048576"),
+                                 ("max_binary_batch_bytes", "100k", "102400")]:
+        _, whole = _batches(sluice_bin, path)
+        _, a = _batches(sluice_bin, path, ["-O", f"{key}={suffixed}"])
+        schema, b = _batches(sluice_bin, path, ["-O", f"{key}={plain}"])
+        rows = [x.num_rows for x in a]
+        assert len(rows) > len(whole), f"{key}={suffixed} did not cut the row group: {rows}"
+        assert rows == [x.num_rows for x in b], f"{key}={suffixed} and ={plain} differ"
+        assert_same(pa.Table.from_batches(b, schema=schema), want, f"{key}={plain}")
+        for v in ["1q", "1mb", "k", "0k"]:
+            err = expect_clean_error(sluice_bin, path, [f"{key}={v}"], must_say=key)
+            assert "k, m, g" in err and f"'{v}'" in err, err
+
+
 @pytest.mark.skipif(not __import__("os").environ.get("SLUICE_SLOW_TESTS"),
                     reason="writes and reads a 2.2 GiB string column (SLUICE_SLOW_TESTS=1)")
 def test_string_column_over_2gib(sluice_bin, tmp_path):

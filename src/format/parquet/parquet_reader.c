@@ -82,16 +82,17 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
     size_t vn = eq ? n - kn - 1 : 0;
     int* target = NULL;
     if (kn == 22 && strncmp(o, "max_binary_batch_bytes", 22) == 0) {
-      if (sl_parse_int64(v, vn, 1, INT32_MAX, &r->max_binary_batch_bytes) != 0)
+      if (sl_parse_size(v, vn, 1, INT32_MAX, &r->max_binary_batch_bytes) != 0)
         return sl_error_set(error, EINVAL, "parquet: option max_binary_batch_bytes wants a "
-                            "number of bytes from 1 to %d", (int)INT32_MAX);
+                            "size from 1 to %d bytes (k, m, g suffixes), not '%.*s'",
+                            (int)INT32_MAX, (int)vn, v);
       o = end ? end + 1 : NULL;
       continue;
     }
     if (kn == 11 && strncmp(o, "slice_bytes", 11) == 0) {
-      if (sl_parse_int64(v, vn, 1, INT64_MAX, &r->slice_bytes) != 0)
-        return sl_error_set(error, EINVAL, "parquet: option slice_bytes wants a number of bytes "
-                            "of at least 1");
+      if (sl_parse_size(v, vn, 1, INT64_MAX, &r->slice_bytes) != 0)
+        return sl_error_set(error, EINVAL, "parquet: option slice_bytes wants a size of at least "
+                            "1 byte (k, m, g suffixes), not '%.*s'", (int)vn, v);
       o = end ? end + 1 : NULL;
       continue;
     }
