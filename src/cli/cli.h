@@ -25,7 +25,11 @@ enum cli_option_bit {
   CLI_OPT_JSON = 1 << 6,
   CLI_OPT_WRITE_OPTION = 1 << 7,  ///< -W KEY=VALUE
   CLI_OPT_METADATA = 1 << 8,      ///< stats --metadata
-  CLI_OPT_PARTITION_BY = 1 << 9,  ///< convert --partition-by, --max-partitions
+  CLI_OPT_PARTITION_BY = 1 << 9,  ///< convert --partition-by
+  CLI_OPT_MAX_PARTITIONS = 1 << 10,
+  CLI_OPT_MAX_ROWS_PER_FILE = 1 << 11,
+  CLI_OPT_EXISTING_DATA = 1 << 12,
+  CLI_OPT_NO_FSYNC = 1 << 13,  ///< cat/convert --no-fsync (no output elsewhere)
 };
 
 /// Sources (and a destination) a command takes at most.

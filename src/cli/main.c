@@ -116,7 +116,7 @@ static const struct cli_command k_commands[] = {
      "                      protocol's)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
-         CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION,
+         CLI_OPT_COMPRESSION | CLI_OPT_WRITE_OPTION | CLI_OPT_NO_FSYNC,
      1, CLI_MAX_POSITIONAL, cli_cmd_cat},
     {"schema", "print the fields, types, nullability and metadata",
      "Usage: sluice schema SRC... [-f FMT] [-c COLS] [--json]\n"
@@ -183,11 +183,12 @@ static const struct cli_command k_commands[] = {
      "                      part-N.EXT files; give the format with -t\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_COMPRESSION |
-         CLI_OPT_WRITE_OPTION | CLI_OPT_PARTITION_BY,
+         CLI_OPT_WRITE_OPTION | CLI_OPT_NO_FSYNC | CLI_OPT_PARTITION_BY |
+         CLI_OPT_MAX_PARTITIONS | CLI_OPT_MAX_ROWS_PER_FILE | CLI_OPT_EXISTING_DATA,
      2, CLI_MAX_POSITIONAL,
      cli_cmd_convert},
     {"stats", "per column: count, nulls, min, max (computed in parallel)",
-     "Usage: sluice stats SRC... [-c COLS] [-f FMT] [--json] [--metadata]\n"
+     "Usage: sluice stats SRC... [-c COLS] [-n N] [-f FMT] [--json] [--metadata]\n"
      "\n"
      "Options:\n"
      "  -c, --columns COLS  comma-separated columns (%XX escapes, as 'a%2Cb' for\n"
@@ -503,7 +504,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
     case OPT_INSECURE: options->insecure = 1; return CLI_OK;
     case OPT_NO_HIVE: options->no_hive = 1; return CLI_OK;
     case OPT_UNION_BY_NAME: options->union_by_name = 1; return CLI_OK;
-    case OPT_NO_FSYNC: options->no_fsync = 1; return CLI_OK;
+    case OPT_NO_FSYNC: options->no_fsync = 1; *seen |= CLI_OPT_NO_FSYNC; return CLI_OK;
     case OPT_PARTITION_BY:
       if (set_partition_by(options, optarg) != 0) {
         return usage_error(where, "bad --partition-by '%s' (column names, comma-separated)",
@@ -512,18 +513,19 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
       *seen |= CLI_OPT_PARTITION_BY;
       return CLI_OK;
     case OPT_MAX_PARTITIONS:
-      if (cli_parse_bytes(optarg, &value) != 0 || value <= 0) {
-        return usage_error(where, "bad --max-partitions '%s'", optarg);
+      if (cli_parse_count(optarg, &value) != 0 || value <= 0) {
+        return usage_error(where, "bad --max-partitions '%s' (a number of partitions, > 0)",
+                           optarg);
       }
       options->max_partitions = value;
-      *seen |= CLI_OPT_PARTITION_BY;
+      *seen |= CLI_OPT_MAX_PARTITIONS;
       return CLI_OK;
     case OPT_MAX_ROWS_PER_FILE:
       if (cli_parse_count(optarg, &value) != 0 || value <= 0) {
         return usage_error(where, "bad --max-rows-per-file '%s' (a number of rows, > 0)", optarg);
       }
       options->max_rows_per_file = value;
-      *seen |= CLI_OPT_PARTITION_BY;
+      *seen |= CLI_OPT_MAX_ROWS_PER_FILE;
       return CLI_OK;
     case OPT_EXISTING_DATA:
       if (strcmp(optarg, "error") == 0) {
@@ -538,7 +540,7 @@ static int apply_option(int c, char** argv, struct cli_options* options, unsigne
         return usage_error(where, "bad --existing-data '%s' (error, overwrite_or_ignore, "
                            "delete_matching or append)", optarg);
       }
-      *seen |= CLI_OPT_PARTITION_BY;
+      *seen |= CLI_OPT_EXISTING_DATA;
       return CLI_OK;
     case OPT_PROFILE: options->s3.profile = optarg; return CLI_OK;
     case OPT_REGION: options->s3.region = optarg; return CLI_OK;
@@ -624,8 +626,11 @@ static int parse_args(int argc, char** argv, struct cli_options* options,
                    {CLI_OPT_FORMAT, "-f/--format"},       {CLI_OPT_TO, "-t/--to"},
                    {CLI_OPT_OUTPUT, "-o/--output"},       {CLI_OPT_COMPRESSION, "--compression"},
                    {CLI_OPT_JSON, "--json"},              {CLI_OPT_WRITE_OPTION, "-W/--write-option"},
-                   {CLI_OPT_METADATA, "--metadata"},
-                   {CLI_OPT_PARTITION_BY, "--partition-by/--max-partitions"}};
+                   {CLI_OPT_METADATA, "--metadata"},          {CLI_OPT_NO_FSYNC, "--no-fsync"},
+                   {CLI_OPT_PARTITION_BY, "--partition-by"},
+                   {CLI_OPT_MAX_PARTITIONS, "--max-partitions"},
+                   {CLI_OPT_MAX_ROWS_PER_FILE, "--max-rows-per-file"},
+                   {CLI_OPT_EXISTING_DATA, "--existing-data"}};
     const char* name = "an option";
     for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; ++i) {
       if ((seen & ~(*command)->options) & k_names[i].bit) {

@@ -653,6 +653,48 @@ def test_an_option_of_another_command_is_named(sluice_bin, data):
     assert json.dumps(out).count(table.column_names[0]) >= 1
 
 
+def test_write_only_options_are_named_where_they_do_not_apply(sluice_bin, data, tmp_path):
+    """cat refuses each of convert's dataset options by its own name (all
+    four were reported as '--partition-by/--max-partitions'); stats and
+    schema, which write nothing, refuse --no-fsync as they refuse -W (they
+    took it and did nothing); cat and convert take it."""
+    d, table = data
+    for args, name in [(["--max-rows-per-file", "10"], "--max-rows-per-file"),
+                       (["--existing-data", "append"], "--existing-data"),
+                       (["--partition-by", table.column_names[0]], "--partition-by"),
+                       (["--max-partitions", "5"], "--max-partitions")]:
+        proc = run(sluice_bin, "cat", d / "t.arrow", *args)
+        assert proc.returncode == 2 and \
+            f"sluice: {name} does not apply to 'cat'".encode() in proc.stderr, proc.stderr
+    for command in ("stats", "schema"):
+        for args, name in [(["--no-fsync"], "--no-fsync"), (["-W", "a=b"], "-W/--write-option")]:
+            proc = run(sluice_bin, command, d / "t.arrow", *args)
+            assert proc.returncode == 2 and \
+                f"{name} does not apply to '{command}'".encode() in proc.stderr, proc.stderr
+    ok(sluice_bin, "cat", d / "t.arrow", "-o", tmp_path / "c.arrow", "--no-fsync")
+    ok(sluice_bin, "--no-fsync", "convert", d / "t.arrow", tmp_path / "v.arrow")
+    assert pa.ipc.open_file(tmp_path / "c.arrow").read_all().equals(table)
+    assert pa.ipc.open_file(tmp_path / "v.arrow").read_all().equals(table)
+
+
+def test_stats_help_and_count_options(sluice_bin, data, tmp_path):
+    """stats' usage line lists -n, as its options do; --max-partitions is a
+    count as --max-rows-per-file and --limit are: no k/m/g suffix (it took
+    1k as 1024, undocumented)."""
+    d, table = data
+    usage = ok(sluice_bin, "stats", "--help").splitlines()[0]
+    assert b"[-n N]" in usage, usage
+    col = table.column_names[0]
+    for flag, value in [("--max-partitions", "1k"), ("--max-rows-per-file", "1k"),
+                        ("--max-partitions", "0")]:
+        proc = run(sluice_bin, "convert", d / "t.arrow", tmp_path / "p", "-t", "parquet",
+                   "--partition-by", col, flag, value)
+        assert proc.returncode == 2 and f"bad {flag} '{value}'".encode() in proc.stderr, \
+            proc.stderr
+    proc = run(sluice_bin, "-n", "1k", "cat", d / "t.arrow")
+    assert proc.returncode == 2 and b"bad --limit '1k'" in proc.stderr, proc.stderr
+
+
 def test_partitioned_write_errors_name_the_destination(sluice_bin, tmp_path):
     """A partitioned write that fails on its input says where it was writing
     (it said only 'reading the input: ...'), as a write to one file does."""
