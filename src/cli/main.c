@@ -88,8 +88,8 @@
   "                      Parquet: compression_level=N, row_group_size=ROWS,\n" \
   "                      page_size=BYTES, data_page_version=1|2,\n"          \
   "                      dictionary=true|false, write_statistics=true|false,\n" \
-  "                      bloom_filters=COL|COL; Arrow IPC: compression=lz4|zstd;\n" \
-  "                      the README lists them all)\n"                       \
+  "                      bloom_filters=COL|COL; Arrow IPC:\n"                \
+  "                      compression=lz4|zstd|none; the README lists them all)\n" \
   "      --no-fsync      a local output file is renamed into place without\n" \
   "                      syncing it to disk first (faster; not crash-safe)\n"
 
@@ -110,9 +110,9 @@ static const struct cli_command k_commands[] = {
      "  -t, --to OUTFMT     output format, or 'table' (default: table)\n"
      "  -o, --output OUT    write to OUT (format from its extension; the text table\n"
      "                      with -t table or a .txt name; another name is an error)\n"
-     "      --compression C IPC: lz4, zstd; Avro: a codec (as -W codec=); Parquet:\n"
-     "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
-     "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
+     "      --compression C IPC: lz4, zstd, none; Avro: a codec (as -W codec=);\n"
+     "                      Parquet: snappy (default), zstd, gzip, lz4, brotli,\n"
+     "                      none; CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
      "                      protocol's)\n"
      WRITE_OPTION_HELP,
      CLI_OPT_COLUMNS | CLI_OPT_LIMIT | CLI_OPT_FORMAT | CLI_OPT_TO | CLI_OPT_OUTPUT |
@@ -147,9 +147,9 @@ static const struct cli_command k_commands[] = {
      "\n"
      "Options:\n"
      "  -t, --to FMT        output format (arrow, arrows, avro, csv, jsonl, parquet)\n"
-     "      --compression C IPC: lz4, zstd; Avro: a codec (as -W codec=); Parquet:\n"
-     "                      snappy (default), zstd, gzip, lz4, brotli, none;\n"
-     "                      CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
+     "      --compression C IPC: lz4, zstd, none; Avro: a codec (as -W codec=);\n"
+     "                      Parquet: snappy (default), zstd, gzip, lz4, brotli,\n"
+     "                      none; CSV/JSONL: gzip, zstd, bz2, xz; cql://: lz4 (the\n"
      "                      protocol's)\n"
      "  -c, --columns COLS  comma-separated columns to write (%XX escapes, as\n"
      "                      'a%2Cb' for the column a,b)\n"

@@ -677,6 +677,43 @@ def test_write_only_options_are_named_where_they_do_not_apply(sluice_bin, data, 
     assert pa.ipc.open_file(tmp_path / "v.arrow").read_all().equals(table)
 
 
+def test_documented_option_spellings(sluice_bin, tmp_path):
+    """The spellings the README lists beside the main ones mean the same:
+    CSV sep/delim, space, \\t, squote/dquote (reader and writer); Parquet
+    codec/level/use_dictionary/statistics/bloom_filter_columns (as pyarrow
+    sees the file); Avro sync_interval (as block_size); IPC compression=none."""
+    src = tmp_path / "sp.txt"
+    src.write_bytes(b"a b\n'x y' 2\n\"q\" 3\n")
+    want = ok(sluice_bin, "cat", src, "-O", "delimiter= ", "-O", "quote='", "-t", "csv")
+    assert want == b'a,b\nx y,2\n"""q""",3\n', want
+    for args in (["-O", "sep=space", "-O", "quote=squote"], ["-O", "delim=space", "-O", "quote=squote"]):
+        assert ok(sluice_bin, "cat", src, *args, "-t", "csv") == want, args
+    tsv = tmp_path / "t.tsv"
+    tsv.write_bytes(b"a\tb\n1\t2\n")
+    assert ok(sluice_bin, "cat", tsv, "-O", "delimiter=\\t", "-O", "quote=dquote", "-O",
+              "escape=none", "-t", "csv") == b"a,b\n1,2\n"
+    assert ok(sluice_bin, "cat", src, "-O", "sep=space", "-O", "quote=squote", "-t", "csv",
+              "-W", "sep=pipe", "-W", "quote=squote") == b"a|b\nx y|2\n\"q\"|3\n"
+    pq_a, pq_b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    ok(sluice_bin, "convert", tsv, pq_a, "-W", "compression=zstd", "-W", "compression_level=3",
+       "-W", "dictionary=false", "-W", "write_statistics=false", "-W", "bloom_filters=a")
+    ok(sluice_bin, "convert", tsv, pq_b, "-W", "codec=zstd", "-W", "level=3",
+       "-W", "use_dictionary=false", "-W", "statistics=false", "-W", "bloom_filter_columns=a")
+    assert pq_a.read_bytes() == pq_b.read_bytes()
+    col = pq.ParquetFile(pq_b).metadata.row_group(0).column(0)
+    assert col.compression == "ZSTD" and not col.is_stats_set and col.dictionary_page_offset is None
+    sync = "0123456789abcdef0123456789abcdef"
+    av_a, av_b = tmp_path / "a.avro", tmp_path / "b.avro"
+    ok(sluice_bin, "convert", tsv, av_a, "-W", "block_size=16k", "-W", f"sync={sync}")
+    ok(sluice_bin, "convert", tsv, av_b, "-W", "sync_interval=16k", "-W", f"sync={sync}")
+    assert av_a.read_bytes() == av_b.read_bytes()
+    ipc_a, ipc_b = tmp_path / "a.arrow", tmp_path / "b.arrow"
+    ok(sluice_bin, "convert", tsv, ipc_a)
+    ok(sluice_bin, "convert", tsv, ipc_b, "-W", "compression=none", "--compression", "none")
+    assert ipc_a.read_bytes() == ipc_b.read_bytes()
+    assert b"lz4|zstd|none" in ok(sluice_bin, "convert", "--help")
+
+
 def test_stats_help_and_count_options(sluice_bin, data, tmp_path):
     """stats' usage line lists -n, as its options do; --max-partitions is a
     count as --max-rows-per-file and --limit are: no k/m/g suffix (it took
