@@ -57,7 +57,8 @@ class OutOfMemoryError(Error, MemoryError): ...
 
 class DataType:
     def __init__(self, format: str, children: Sequence["Field"] = ...,
-                 dictionary: Optional["DataType"] = ..., ordered: bool = ...) -> None: ...
+                 dictionary: Optional["DataType"] = ..., ordered: bool = ...,
+                 extension: Optional[str] = ...) -> None: ...
     format: str
     kind: str
     unit: Optional[str]
@@ -68,6 +69,7 @@ class DataType:
     children: Tuple["Field", ...]
     dictionary: Optional["DataType"]
     ordered: bool
+    extension: Optional[str]
     @property
     def is_dictionary(self) -> bool: ...
 

@@ -6,6 +6,7 @@ validity bitmap, values and offsets) through zero-copy buffer views.
 import datetime as _dt
 import decimal as _decimal
 import struct as _struct
+import uuid as _uuid
 
 # format string -> (name, struct code for memoryview.cast, byte width)
 _PRIMITIVES = {
@@ -21,23 +22,32 @@ _SIMPLE = {"n": "null", "b": "bool", "u": "string", "U": "large_string", "z": "b
            "tiD": "day_time_interval", "tin": "month_day_nano_interval"}
 _UNITS = {"s": "s", "m": "ms", "u": "us", "n": "ns"}
 _PER_SECOND = {"s": 1, "ms": 1000, "us": 1000000, "ns": 1000000000}
+# Extension types (a field's ARROW:extension:name) that sluice converts as
+# pyarrow does, and the storage formats each takes; another name, or one over
+# other storage, is its storage type (as pyarrow reads an unregistered one).
+_EXTENSIONS = {"arrow.uuid": ("w:16",)}
 
 
 class DataType:
     """An Arrow data type, described by its C Data Interface format string.
 
     ``str(t)`` spells it the way pyarrow does (``int64``, ``string``,
-    ``timestamp[us, tz=UTC]``, ``list<item: int32>``).
+    ``timestamp[us, tz=UTC]``, ``list<item: int32>``, ``extension<arrow.uuid>``).
+    ``extension`` names the extension type (``"arrow.uuid"``: values are
+    ``uuid.UUID``) or is None; ``kind`` is then its storage's
+    (``fixed_size_binary``).
     """
 
     __slots__ = ("format", "kind", "unit", "tz", "width", "precision", "scale", "children",
-                 "dictionary", "ordered", "_name")
+                 "dictionary", "ordered", "extension", "_name")
 
-    def __init__(self, format, children=(), dictionary=None, ordered=False):
+    def __init__(self, format, children=(), dictionary=None, ordered=False, extension=None):
         self.format = format
         self.children = tuple(children)  # Field objects
         self.dictionary = dictionary     # DataType of the values, when dictionary-encoded
         self.ordered = ordered
+        self.extension = extension if dictionary is None and \
+            format in _EXTENSIONS.get(extension, ()) else None
         self.unit = self.tz = None
         self.width = self.precision = self.scale = None
         self._name = None
@@ -92,6 +102,8 @@ class DataType:
             index = DataType(self.format)
             return "dictionary<values=%s, indices=%s, ordered=%d>" % (
                 self.dictionary, index, int(self.ordered))
+        if self.extension is not None:
+            return "extension<%s>" % self.extension
         k = self.kind
         if k in ("date32", "date64"):
             return "date32[day]" if k == "date32" else "date64[ms]"
@@ -205,9 +217,10 @@ def field_from_schema(schema, path):
     dictionary = None
     if node["has_dictionary"]:
         dictionary = field_from_schema(schema, path + (-1,)).type
-    dtype = DataType(node["format"], children, dictionary, bool(node["flags"] & 1))
-    return Field(node["name"] or "", dtype, bool(node["flags"] & 2),
-                 parse_metadata(node["metadata"]))
+    metadata = parse_metadata(node["metadata"])
+    dtype = DataType(node["format"], children, dictionary, bool(node["flags"] & 1),
+                     metadata.get("ARROW:extension:name"))
+    return Field(node["name"] or "", dtype, bool(node["flags"] & 2), metadata)
 
 
 class Node:
@@ -485,6 +498,8 @@ def node_to_pylist(node, preview=False):
         w = t.width
         raw = bytes(node.buffer(1, (o + n) * w))
         out = [raw[j * w:(j + 1) * w] for j in range(o, o + n)]
+        if t.extension == "arrow.uuid":  # as pyarrow gives them (any 16 bytes are one)
+            out = [_uuid.UUID(bytes=b) for b in out]
     elif k == "decimal":
         raw = bytes(node.buffer(1, (o + n) * t.width // 8))
         out = _decimal_values(raw, t.width, t.scale, o, n)

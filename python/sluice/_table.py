@@ -4,6 +4,7 @@ polars, DuckDB and pandas without copies through the Arrow PyCapsule protocol.
 import errno as _errno
 import operator as _operator
 import threading as _threading
+import uuid as _uuid
 
 from . import _sluice
 from ._arrow import Node, field_from_schema, naming_column, node_to_pylist, parse_metadata
@@ -357,6 +358,9 @@ class Column:
                     values[~np.array(valid, dtype=bool)] = np.iinfo("i8").min  # NaT
                 parts.append(values)
             return (np.concatenate(parts) if parts else np.empty(0, "i8")).view("M8[%s]" % unit)
+        if self.type.extension == "arrow.uuid":  # its bytes, as pyarrow's (to_pandas: UUIDs)
+            return np.array([None if v is None else v.bytes for v in self.to_pylist()],
+                            dtype=object)
         series = self.to_pandas()
         dtype = series.dtype
         if isinstance(dtype, np.dtype):
@@ -661,5 +665,6 @@ class Table:
 
 
 def _short(value):
-    s = repr(value)
+    # a UUID as the CLI spells it (its repr's first 21 characters tell little)
+    s = str(value) if isinstance(value, _uuid.UUID) else repr(value)
     return s if len(s) <= 24 else s[:21] + "..."
