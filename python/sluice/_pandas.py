@@ -11,11 +11,15 @@ timestamps keep their zone; dictionaries become Categoricals. A file pandas
 wrote gets back the index and extension dtypes its "pandas" metadata records.
 """
 import datetime as _dt
+import uuid as _uuid
 
 from ._arrow import Node, naming_column, node_to_pylist, _PRIMITIVES, _zone
 
 _NUMPY_CODES = {"c": "i1", "C": "u1", "s": "i2", "S": "u2", "i": "i4", "I": "u4", "l": "i8",
                 "L": "u8", "e": "f2", "f": "f4", "g": "f8"}
+# The storage of arrow.uuid; sluice's pandas conversion makes it of UUIDs only
+_UUID_FORMAT = "w:16"
+_NO_UUID = bytes(16)
 
 
 def _np():
@@ -790,8 +794,8 @@ def dataframe_to_batch(df, index, make_batch):
     categorical as a dictionary, and the "pandas" schema metadata (index,
     column labels, dtypes) that pyarrow's to_pandas, pd.read_parquet and
     sluice read back. Numeric, bool, datetime (with zone), timedelta,
-    string, categorical and pandas nullable columns; anything else raises
-    TypeError."""
+    string, bytes, uuid.UUID (arrow.uuid), categorical and pandas nullable
+    columns; anything else raises TypeError."""
     np, pd = _np(), _pd()
     if df.columns.duplicated().any():  # (pyarrow's from_pandas refuses them too)
         raise ValueError("Duplicate column names found: %r" % list(df.columns))
@@ -857,10 +861,14 @@ def _level_name(name):
         return str(name)
 
 
+# The field metadata of an arrow.uuid column, as pyarrow writes it
+_UUID_METADATA = {"ARROW:extension:name": "arrow.uuid", "ARROW:extension:metadata": ""}
+
+
 def _column_buffers(np, pd, s):
-    """((format[, values format, ordered]), column) as make_batch takes them;
-    a categorical is a dictionary of its categories over its codes, as
-    pyarrow's from_pandas writes it."""
+    """((format[, values format, ordered[, field metadata]]), column) as
+    make_batch takes them; a categorical is a dictionary of its categories
+    over its codes, as pyarrow's from_pandas writes it."""
     if isinstance(s.dtype, pd.CategoricalDtype):
         codes = np.asarray(s.array.codes)
         mask = codes < 0
@@ -868,10 +876,15 @@ def _column_buffers(np, pd, s):
         nulls = int(mask.sum())
         categories = pd.Series(s.dtype.categories, name=s.name, copy=False)
         values_fmt, values_nulls, values = _series_buffers(np, pd, categories)
+        if values_fmt == _UUID_FORMAT:  # (a dictionary of arrow.uuid: pyarrow's to make)
+            raise TypeError("sluice.write: cannot convert column %r (categories of UUID) "
+                            "without pyarrow" % (s.name,))
         return ((fmt, values_fmt, bool(s.dtype.ordered)),
                 (nulls, [_bitmap(np, ~mask) if nulls else None, data], len(categories),
                  (values_nulls, values)))
     fmt, nulls, bufs = _series_buffers(np, pd, s)
+    if fmt == _UUID_FORMAT:  # UUID objects: the arrow.uuid extension type, as pyarrow makes
+        return (fmt, None, False, _UUID_METADATA), (nulls, bufs)
     return (fmt,), (nulls, bufs)
 
 
@@ -884,6 +897,8 @@ _LOGICAL_TYPES = {"n": "empty", "b": "bool", "c": "int8", "s": "int16", "i": "in
 
 def _logical_type(field):
     fmt = field[0]
+    if len(field) > 3:  # an extension type (arrow.uuid)
+        return "object"
     if len(field) > 1:
         return "categorical"
     if fmt in _LOGICAL_TYPES:
@@ -1059,6 +1074,10 @@ def _series_buffers(np, pd, s):
         elif all(isinstance(v, (bytes, bytearray)) for v in present):
             encoded = [bytes(v) if not m else b"" for v, m in zip(values, mask)]
             fmt = "z"
+        elif all(isinstance(v, _uuid.UUID) for v in present):
+            # 16 bytes each, zeros under the nulls: arrow.uuid (_column_buffers)
+            data = b"".join(_NO_UUID if m else v.bytes for v, m in zip(values, mask))
+            return _fixed(np, _UUID_FORMAT, data, mask)
         else:
             raise object_column_error(s, values, mask, pyarrow=False)
         lengths = np.fromiter((len(b) for b in encoded), dtype="i8", count=n)
@@ -1080,7 +1099,7 @@ def object_column_error(s, values=None, mask=None, pyarrow=True):
     """The sluice.Error for an object column (Series `s`) that sluice.write
     cannot convert, naming the column, the row and the type found: values of
     two types (InvalidArgumentError, as pyarrow refuses them), or, without
-    pyarrow, of a type other than str and bytes (UnsupportedError). None
+    pyarrow, of a type other than str, bytes and uuid.UUID (UnsupportedError). None
     when the column holds one type (pyarrow's error is then its own)."""
     import errno
     import pandas as pd
@@ -1104,13 +1123,15 @@ def object_column_error(s, values=None, mask=None, pyarrow=True):
         return None
     return UnsupportedError(
         errno.ENOTSUP, "sluice.write: column %r, row %d: %s values, which sluice converts only with "
-        "pyarrow installed (without it, object columns must hold str or bytes)"
+        "pyarrow installed (without it, object columns must hold str, bytes or uuid.UUID)"
         % (s.name, first[0], first[1].__name__))
 
 
 def _fixed(np, fmt, raw, mask):
     nulls = int(mask.sum())
-    return fmt, nulls, [_bitmap(np, ~mask) if nulls else None, np.ascontiguousarray(raw).tobytes()]
+    if not isinstance(raw, bytes):
+        raw = np.ascontiguousarray(raw).tobytes()
+    return fmt, nulls, [_bitmap(np, ~mask) if nulls else None, raw]
 
 
 def _numpy_values(np, values):

@@ -136,7 +136,7 @@ static PyMethodDef module_methods[] = {
      "write(stream_capsule, location, format=None, compression=None, format_options=None)"},
     {"make_batch", (PyCFunction)sp_make_batch, METH_VARARGS,
      "make_batch(fields, length, columns, metadata=None) -> _Batch: fields [(name, format, "
-     "nullable[, values_format, ordered])], columns [(null_count, [buffers][, values_length, "
+     "nullable[, values_format or None, ordered, field metadata {str: str}])], columns [(null_count, [buffers][, values_length, "
      "(values_null_count, [buffers])])] (copied; a values_format makes a dictionary field, "
      "format its indices'); metadata the schema's {str: str}."},
     {"batches_stream", (PyCFunction)sp_batches_stream, METH_VARARGS,

@@ -443,12 +443,20 @@ PyObject* sp_make_batch(PyObject* Py_UNUSED(module), PyObject* args) {
     int nullable;
     const char* values_format = NULL;
     int ordered = 0;
-    if (!PyArg_ParseTuple(PyList_GET_ITEM(fields, i), "ssp|sp", &name, &format, &nullable,
-                          &values_format, &ordered) ||
-        sp_schema_new(schema.children[i], format, name, NULL,
-                      (nullable ? ARROW_FLAG_NULLABLE : 0) |
-                          (ordered ? ARROW_FLAG_DICTIONARY_ORDERED : 0),
-                      0) != 0 ||
+    PyObject* field_metadata_dict = Py_None;  // (an extension type's name)
+    char* field_metadata = NULL;
+    int failed = !PyArg_ParseTuple(PyList_GET_ITEM(fields, i), "ssp|zpO", &name, &format,
+                                   &nullable, &values_format, &ordered, &field_metadata_dict) ||
+                 build_metadata(field_metadata_dict, &field_metadata) != 0;
+    if (!failed) {
+      rc = sp_schema_new(schema.children[i], format, name, field_metadata,
+                         (nullable ? ARROW_FLAG_NULLABLE : 0) |
+                             (ordered ? ARROW_FLAG_DICTIONARY_ORDERED : 0),
+                         0);
+      PyMem_RawFree(field_metadata);  // (copied)
+      failed = rc != 0;
+    }
+    if (failed ||
         (values_format != NULL && add_dictionary_schema(schema.children[i], values_format) != 0) ||
         build_column(array.children[i], format, values_format, length,
                      PyList_GET_ITEM(columns, i)) != 0) {

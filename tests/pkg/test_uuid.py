@@ -156,6 +156,56 @@ def test_pandas_uuids_written_as_pyarrow_writes_them(tmp_path):
     pd.testing.assert_frame_equal(sluice.read_pandas(out), df)
 
 
+def test_pandas_uuids_written_without_pyarrow(tmp_path):
+    ids = _ids(50)
+    out = tmp_path / "nopa.parquet"
+    code = f"""
+import sys, uuid
+sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+ids = [None if v is None else uuid.UUID(v) for v in {[None if v is None else str(v) for v in ids]!r}]
+sluice.write(pd.DataFrame({{"u": ids, "none": [None] * len(ids)}}), {str(out)!r})
+df = sluice.read_pandas({str(out)!r})
+print(str(sluice.schema({str(out)!r}).field("u").type), df["u"].tolist() == ids)
+indexed = pd.DataFrame({{"x": [1, 2]}}, index=pd.Index([uuid.UUID(int=1), uuid.UUID(int=2)], name="id"))
+sluice.write(indexed, {str(out.with_name("index.parquet"))!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["extension<arrow.uuid>", "True"]
+    back = pq.read_table(out)
+    want = pa.Table.from_pandas(pd.DataFrame({"u": ids, "none": [None] * len(ids)}))
+    assert back.schema.field("u").type == pa.uuid()
+    assert back.column("u").to_pylist() == ids
+    assert back.schema.pandas_metadata["columns"] == [
+        {k: v for k, v in c.items()} for c in want.schema.pandas_metadata["columns"]]
+    pd.testing.assert_frame_equal(pd.read_parquet(out), want.to_pandas())
+    # an index of UUIDs too, as pyarrow stores it
+    back = pd.read_parquet(out.with_name("index.parquet"))
+    assert back.index.name == "id" and back.index.tolist() == [uuid.UUID(int=1), uuid.UUID(int=2)]
+
+
+def test_uuids_beside_other_values_are_refused_without_pyarrow(tmp_path):
+    # as pyarrow's from_pandas refuses them: the column, the row and the types named
+    out = tmp_path / "mixed.parquet"
+    code = f"""
+import sys, uuid
+sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+try:
+    sluice.write(pd.DataFrame({{"u": [uuid.UUID(int=1), "x"]}}), {str(out)!r})
+except sluice.Error as e:
+    print(type(e).__name__, e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("InvalidArgumentError")
+    assert "column 'u', row 1: a value of type str where row 0 has UUID" in run.stdout
+    with pytest.raises((pa.ArrowTypeError, pa.ArrowInvalid)):
+        pa.Table.from_pandas(pd.DataFrame({"u": [uuid.UUID(int=1), "x"]}))
+    assert not out.exists()
+
+
 def test_pickled_type_keeps_the_extension(uuid_file):
     import pickle
     _, path = uuid_file
