@@ -681,3 +681,35 @@ def test_noted_arrow_types_are_checked_or_ignored(tmp_path, sluice):
     sluice.run("convert", good, tmp_path / "r.arrow", "--reader-schema", reader)
     got = feather.read_table(tmp_path / "r.arrow")
     assert got.column("v").type == pa.int64() and got.column("v").to_pylist() == [0, 255]
+
+
+def test_uuid_columns_are_fixed_uuid_both_ways(tmp_path, sluice):
+    """arrow.uuid (Parquet's UUID) is written as Avro 1.12's uuid over
+    fixed(16), and such a fixed reads back as arrow.uuid, so a Parquet ->
+    Avro -> Parquet round trip keeps the UUID type (it became plain
+    fixed_size_binary[16]). fastavro, which does not know the logical type
+    on fixed, reads the 16 bytes; so does Java Avro."""
+    import pyarrow.parquet as pq
+    values = [uuid.UUID(int=0x0123456789ABCDEF0123456789ABCDEF), None, uuid.uuid4()]
+    table = pa.table({"u": pa.array([v.bytes if v else None for v in values], pa.uuid())})
+    pq.write_table(table, tmp_path / "u.parquet")
+    sluice.run("convert", tmp_path / "u.parquet", tmp_path / "u.avro")
+    schema, _, rows = fastavro_rows(tmp_path / "u.avro")
+    (fixed,) = [b for b in schema["fields"][0]["type"] if b != "null"]
+    assert fixed["type"] == "fixed" and fixed["size"] == 16 and fixed["logicalType"] == "uuid"
+    assert [r["u"] for r in rows] == [v.bytes if v else None for v in values]
+    sluice.run("convert", tmp_path / "u.avro", tmp_path / "back.parquet")
+    back = pq.read_table(tmp_path / "back.parquet")
+    assert back.schema.field("u").type == pa.uuid()
+    assert back.column("u").to_pylist() == values
+    # A fixed uuid another writer made reads as arrow.uuid too.
+    other = tmp_path / "fastavro.avro"
+    with open(other, "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [
+            {"name": "u", "type": {"type": "fixed", "name": "U", "size": 16, "logicalType": "uuid"}},
+            {"name": "f", "type": {"type": "fixed", "name": "F", "size": 16}}]},
+            [{"u": values[0].bytes, "f": values[0].bytes}])
+    sluice.run("convert", other, tmp_path / "other.parquet")
+    got = pq.read_table(tmp_path / "other.parquet")
+    assert got.schema.field("u").type == pa.uuid() and got.column("u").to_pylist() == [values[0]]
+    assert got.schema.field("f").type == pa.binary(16)

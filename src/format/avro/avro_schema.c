@@ -225,6 +225,9 @@ static void apply_logical(json_t* j, struct avro_node* n) {
   };
   for (size_t i = 0; i < sizeof k_simple / sizeof k_simple[0]; ++i)
     if (strcmp(l, k_simple[i].name) == 0 && n->kind == k_simple[i].kind) n->logical = k_simple[i].logical;
+  if (strcmp(l, "uuid") == 0 && n->kind == AVRO_FIXED && n->size == 16) {
+    n->logical = AVRO_LOGICAL_UUID;  // (Avro 1.12) read as arrow.uuid, as Parquet's UUID
+  }
   if (strcmp(l, "duration") == 0 && n->kind == AVRO_FIXED && n->size == 12)
     n->logical = AVRO_LOGICAL_DURATION;
   if (strcmp(l, "decimal") == 0 && (n->kind == AVRO_BYTES || n->kind == AVRO_FIXED)) {
@@ -637,6 +640,11 @@ static int arrow_node(const struct avro_node* n, const char* name, int64_t flags
       for (int64_t i = 0; i < n->n; ++i)
         SL_RETURN_NOT_OK(arrow_node(n->items[i], short_name(n->items[i]), 0, alloc,
                                     out->children[i], error));
+      break;
+    case AVRO_FIXED:
+      if (n->logical == AVRO_LOGICAL_UUID) {
+        SL_RETURN_NOT_OK(sl_schema_set_extension(out, "arrow.uuid", error));
+      }
       break;
     case AVRO_ENUM:
       SL_RETURN_NOT_OK(sl_schema_alloc_dictionary(out, error));
