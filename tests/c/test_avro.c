@@ -1198,6 +1198,84 @@ static void test_sync_marker_in_data(void** state) {
   free(f.buf);
 }
 
+/// Reads `path` in byte-range splits and through a forward-only source:
+/// both must fail, the split read with a message holding `want`.
+static void expect_error_both_ways(const char* path, const char* want) {
+  struct result* r = malloc(sizeof *r);
+  assert_non_null(r);
+  struct sluice_error err = {0};
+  int rc = read_path(path, NULL, NULL, 0, r, &err);
+  if (rc == 0) fail_msg("%s: %lld rows and no error (wanted %s)", path, (long long)r->rows, want);
+  if (strstr(err.message, want) == NULL) fail_msg("%s (wanted %s)", err.message, want);
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  struct sl_source* src;
+  struct sluice_error err2 = {0};
+  assert_int_equal(sl_fd_source_open(fd, 1, "serial.avro", NULL, &src, &err2), 0);
+  assert_int_not_equal(read_source(src, NULL, NULL, 0, 0, r, &err2), 0);
+  sl_source_close(src);
+  free(r);
+}
+
+/// A corrupt or truncated block right after a split boundary (the first
+/// block the next split owns): the split that ends there checks that the
+/// next one starts where it stopped, so it is the error it is in one pass,
+/// not a block stepped over by the next split's search and its rows lost.
+static void test_corrupt_block_after_boundary(void** state) {
+  (void)state;
+  struct big f = {0};
+  size_t data_start = big_header(&f);
+  const size_t boundary = data_start + ((size_t)1 << 20);
+  int64_t rows = 0;
+  size_t first = 0;  // the header of the first block at or past the boundary
+  while (f.n < data_start + ((size_t)5 << 19)) {
+    if (first == 0 && f.n >= boundary) first = f.n;
+    big_block(&f, rows, 500, -1, 0);
+    rows += 500;
+  }
+  assert_true(first > 0);
+  char path[512];
+  test_temp_path("boundary.avro", path, sizeof path);
+  struct sluice_error err = {0};
+  int64_t got = 0;
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  if (read_both_ways(path, &got, &err) != 0) fail_msg("%s", err.message);  // clean
+  assert_int_equal(got, rows);
+  // Its header: count 500 (two varint bytes), then the size.
+  size_t data = first + 2, size = 0;
+  for (int shift = 0;; shift += 7) {
+    size |= (size_t)(f.buf[data] & 0x7f) << shift;
+    if ((f.buf[data++] & 0x80) == 0) break;
+  }
+  size >>= 1;
+  size_t sync_at = data + size;
+  assert_memory_equal(f.buf + sync_at, k_sync, 16);
+  char want[96];
+  // A bad sync marker after it.
+  f.buf[sync_at + 5] ^= 0xFF;
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  expect_error_both_ways(path, "bad sync marker after block");
+  snprintf(want, sizeof want, "at byte %zu", sync_at);
+  expect_error_both_ways(path, want);
+  f.buf[sync_at + 5] ^= 0xFF;
+  // A size one byte short (its sync is then not where it says).
+  f.buf[data - 1] ^= 0x02;
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  expect_error_both_ways(path, "bad sync marker after block");
+  f.buf[data - 1] ^= 0x02;
+  // The file cut inside it.
+  assert_int_equal(test_write_file(path, f.buf, data + 100), 0);
+  snprintf(want, sizeof want, "at byte %zu: truncated block", first);
+  expect_error_both_ways(path, want);
+  // Cut inside its sync marker, and inside its header.
+  assert_int_equal(test_write_file(path, f.buf, sync_at + 3), 0);
+  expect_error_both_ways(path, "the file ends inside the block's sync marker");
+  assert_int_equal(test_write_file(path, f.buf, first + 1), 0);
+  expect_error_both_ways(path, "truncated or overlong block header");
+  unlink(path);
+  free(f.buf);
+}
+
 #include "avro_driver.h"
 
 int main(int argc, char** argv) {
@@ -1215,6 +1293,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_byte_range_splits),
       cmocka_unit_test(test_flat_rows),
       cmocka_unit_test(test_sync_marker_in_data),
+      cmocka_unit_test(test_corrupt_block_after_boundary),
       cmocka_unit_test(test_codecs_crafted),
       cmocka_unit_test(test_reader_schema),
       cmocka_unit_test(test_mutations),

@@ -319,28 +319,35 @@ static int find_sync(struct avro_reader* r, const struct sl_view* range, int64_t
   return 0;
 }
 
+/// Checks the block whose header is at `h` as load_block would: a sane
+/// header, and data that ends in the sync marker (nothing at the file's end
+/// is fine). The error names the block (`label`) and the offset.
+static int check_block_at(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
+                          int64_t h, const char* label, struct sluice_error* error) {
+  if (h == r->source->size) return 0;
+  struct avro_block b;
+  struct sl_view v;
+  int64_t hn = r->source->size - h < 20 ? r->source->size - h : 20;
+  SL_RETURN_NOT_OK(range_bytes(r, range, range_off, h, hn, &v, error));
+  int rc = parse_block_header(r, v.data, hn, h, label, &b, error);
+  sl_view_release(&v);
+  SL_RETURN_NOT_OK(rc);
+  // parse_block_header checked that the data and a marker fit in the file.
+  SL_RETURN_NOT_OK(range_bytes(r, range, range_off, b.data + b.size, AVRO_SYNC_LEN, &v, error));
+  int ok = memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
+  sl_view_release(&v);
+  return ok ? 0 : bad_sync(r, label, b.data + b.size, error);
+}
+
 /// Whether the sync marker at `at` is a real block boundary: it ends the
 /// file, or a sane block header follows whose data ends in the marker again.
 /// Data may contain the marker's 16 bytes (a file copied into a bytes
 /// field, say); a split must not start there. Read errors count as "no".
 static int block_follows(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
                          int64_t at) {
-  int64_t h = at + AVRO_SYNC_LEN;
-  if (h == r->source->size) return 1;
   struct sluice_error scratch;
   memset(&scratch, 0, sizeof scratch);
-  struct avro_block b;
-  struct sl_view v;
-  int64_t hn = r->source->size - h < 20 ? r->source->size - h : 20;
-  if (range_bytes(r, range, range_off, h, hn, &v, &scratch) != 0) return 0;
-  int ok = parse_block_header(r, v.data, hn, h, "block", &b, &scratch) == 0;
-  sl_view_release(&v);
-  // parse_block_header checked that the data and a marker fit in the file.
-  if (!ok || range_bytes(r, range, range_off, b.data + b.size, AVRO_SYNC_LEN, &v, &scratch) != 0)
-    return 0;
-  ok = memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
-  sl_view_release(&v);
-  return ok;
+  return check_block_at(r, range, range_off, at + AVRO_SYNC_LEN, "block", &scratch) == 0;
 }
 
 /// The first sync marker in [from, limit) that is a real block boundary
@@ -706,13 +713,21 @@ static int find_first_block(struct avro_split* s, struct sluice_error* error) {
 
 /// After the split's last block (which ends at s->pos, at or past its end):
 /// the next split starts at the first marker ending at or after that end
-/// that a block follows, so none may occur inside the data decoded here past
-/// it. Markers in data are skipped by that test; one that passes it (a
-/// forged block after a copy of the marker) would make the file unsplittable,
-/// and it is an error rather than a wrong answer.
+/// that a block follows (block_follows). That must be the marker ending at
+/// s->pos, so that no block is read twice or skipped: the block there must
+/// pass the test (a corrupt or truncated one would be stepped over, its rows
+/// lost, so it is the error it is when read in one pass), and no marker
+/// inside the data decoded here past the end may pass it (a forged block
+/// after a copy of the marker would make the file unsplittable: an error
+/// rather than a wrong answer).
 static int check_next_split_start(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
-  if (s->pos == INT64_MAX || s->pos - AVRO_SYNC_LEN <= s->end - AVRO_SYNC_LEN) return 0;
+  if (s->pos == INT64_MAX || s->pos >= r->source->size) return 0;
+  char label[48];
+  if (s->numbered) snprintf(label, sizeof label, "block %" PRId64, s->blocks_seen);
+  else snprintf(label, sizeof label, "block");
+  SL_RETURN_NOT_OK(check_block_at(r, &s->range, s->range_off, s->pos, label, error));
+  if (s->pos <= s->end) return 0;
   int64_t at;
   SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, s->end - AVRO_SYNC_LEN,
                                     s->pos - AVRO_SYNC_LEN, &at, error));
