@@ -242,6 +242,30 @@ def test_sync_option_is_deterministic(tmp_path, sluice):
     assert r1.read_bytes() != r2.read_bytes()  # random sync markers
 
 
+def test_all_zero_sync_reads_back_with_any_thread_count(tmp_path, sluice):
+    """A file written with sync=00..00 (4 MB, rows of 40 zero longs, so the
+    data is full of runs of 34 zero bytes that look like a marker, an empty
+    block and the marker) reads back from a file, with 1 and 2 threads, as
+    fastavro reads it: one split reads it in one pass. Byte-range splits
+    started inside the data ("bad sync marker" with 2 threads, "cannot be
+    read in byte-range splits" with 1), though a pipe read it."""
+    n = 100000
+    fields = [pa.field(f"c{i}", pa.int64(), nullable=False) for i in range(40)]
+    fields.append(pa.field("id", pa.int64(), nullable=False))  # no union: a long is 1 byte
+    arrays = [pa.array([0] * n, pa.int64())] * 40 + [pa.array(range(n), pa.int64())]
+    src, dst = tmp_path / "in.arrow", tmp_path / "zero.avro"
+    write_arrow(src, pa.Table.from_arrays(arrays, schema=pa.schema(fields)))
+    sluice.run("convert", src, dst, "-W", "sync=" + "0" * 32)
+    assert dst.read_bytes().endswith(bytes(16)) and dst.stat().st_size > (3 << 20)
+    _, _, rows = fastavro_rows(dst)
+    want = [r["id"] for r in rows]
+    assert want == list(range(n))
+    for threads in ("1", "2"):
+        out = tmp_path / f"back{threads}.arrow"
+        sluice.run("--threads", threads, "convert", dst, out)
+        assert feather.read_table(out).column("id").to_pylist() == want, threads
+
+
 def test_names_sanitized(tmp_path, sluice):
     table = pa.table({"a b": [1], "1x": [2], "ok_": [3], "": [4]})
     src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"

@@ -454,6 +454,17 @@ static int reader_schema(void* reader, struct ArrowSchema* out, struct sluice_er
   return sl_schema_copy(&r->arrow, r->alloc, out, error);
 }
 
+/// A sync marker of few distinct bytes (all zeros, say, which sluice's
+/// writer takes as sync=) may well occur in data followed by what looks like
+/// a block (34 zero bytes are a marker, an empty block and the marker), so
+/// no split could be sure where it starts. Random markers (fastavro, Java,
+/// avro-c, sluice) have about 15 distinct bytes of 16.
+static int sync_is_degenerate(const uint8_t* sync) {
+  int seen[256] = {0}, distinct = 0;
+  for (int i = 0; i < AVRO_SYNC_LEN; ++i) distinct += seen[sync[i]]++ == 0;
+  return distinct < 4;
+}
+
 static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
                        struct sluice_error* error) {
   struct avro_reader* r = reader;
@@ -478,6 +489,9 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   // 1 MiB splits fetched every byte twice (a 17 MB object: 17 requests,
   // 34 MB).
   if (!r->source->mapped) target = (int64_t)8 << 20;
+  // Such a marker cannot be trusted to start a split: one split reads the
+  // file in one pass, as from a pipe (and the same with any thread count).
+  if (sync_is_degenerate(r->sync)) target = total;
   int64_t count = (total + target - 1) / target;
   struct sl_split* s = sl_calloc(r->alloc, (size_t)count, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
