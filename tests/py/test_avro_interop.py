@@ -614,6 +614,24 @@ def test_corrupt_block_after_a_split_boundary(tmp_path):
     assert errors > 0
 
 
+@pytest.mark.parametrize("name", ["Beträge", "1R", "a-b", "R.", "a..b"])
+def test_type_names_outside_the_spec(name, tmp_path):
+    """Type names that the spec's [A-Za-z_][A-Za-z0-9_]* does not allow are
+    read, defined and referred to, as fastavro and Java read them (Java 1.12
+    writes Unicode letters), and as sluice reads such field names; it
+    refused the file ("invalid type name")."""
+    inner = {"type": "record", "name": name, "fields": [{"name": "w", "type": "int"}]}
+    sch = {"type": "record", "name": "Z", "namespace": "de.bank",
+           "fields": [{"name": "b", "type": inner}, {"name": "c", "type": name}]}
+    path = tmp_path / "names.avro"
+    rows = [{"b": {"w": 5}, "c": {"w": 6}}]
+    with open(path, "wb") as f:
+        fastavro.writer(f, sch, rows)
+    with open(path, "rb") as f:
+        assert list(fastavro.reader(f)) == rows
+    assert sluice_read(path, tmp_path).to_pylist() == rows
+
+
 # ---- reader schema resolution ---------------------------------------------------
 
 

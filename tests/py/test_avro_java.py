@@ -222,6 +222,24 @@ def test_sluice_reads_java_written(tmp_path, avro_tools, zoo_json, codec):
     assert pa.types.is_union(table.schema.field("u").type)
 
 
+def test_sluice_reads_java_unicode_type_name(tmp_path, avro_tools):
+    """Java 1.12 writes a record named `Beträge` (its name validator takes
+    Unicode letters); Java and fastavro read it back, and so does sluice (it
+    refused the file: "invalid type name")."""
+    avsc, data, out = tmp_path / "r.avsc", tmp_path / "r.json", tmp_path / "r.avro"
+    avsc.write_text(json.dumps({"type": "record", "name": "Zahlung", "namespace": "de.bank",
+                                "fields": [{"name": "betrag", "type": {
+                                    "type": "record", "name": "Beträge",
+                                    "fields": [{"name": "wert", "type": "int"}]}}]},
+                               ensure_ascii=False), encoding="utf-8")
+    data.write_text('{"betrag": {"wert": 5}}\n')
+    with open(out, "wb") as f:
+        run_tool([*avro_tools, "fromjson", "--schema-file", str(avsc), str(data)], stdout=f)
+    with open(out, "rb") as f:
+        assert list(fastavro.reader(f)) == [{"betrag": {"wert": 5}}]
+    assert sluice_read(out, tmp_path).to_pylist() == [{"betrag": {"wert": 5}}]
+
+
 # ---- reader schemas: sluice resolves as Java does -----------------------------------
 
 

@@ -86,31 +86,6 @@ static int bad(struct parse_ctx* c, const char* what, const char* detail) {
                       detail ? ": " : "", detail ? detail : "");
 }
 
-static int valid_name(const char* s) {
-  if (s[0] == '\0') return 0;
-  for (const char* p = s; *p; ++p) {
-    int alpha = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_';
-    if (!alpha && !(p != s && *p >= '0' && *p <= '9')) return 0;
-  }
-  return 1;
-}
-
-/// Dotted full names: every component must be a valid name.
-static int valid_fullname(const char* s) {
-  char part[256];
-  while (*s) {
-    const char* dot = strchr(s, '.');
-    size_t n = dot ? (size_t)(dot - s) : strlen(s);
-    if (n == 0 || n >= sizeof part) return 0;
-    memcpy(part, s, n);
-    part[n] = '\0';
-    if (!valid_name(part)) return 0;
-    s += n + (dot ? 1 : 0);
-    if (dot && *s == '\0') return 0;
-  }
-  return 1;
-}
-
 static struct avro_node* lookup(struct parse_ctx* c, const char* name, const char* ns) {
   char full[512];
   if (strchr(name, '.') == NULL && ns != NULL && ns[0] != '\0') {
@@ -153,6 +128,9 @@ static int define_named(struct parse_ctx* c, json_t* j, const char* ns, struct a
   json_t* jns = json_object_get(j, "namespace");
   const char* space = json_is_string(jns) ? json_string_value(jns) : ns;
   char full[512];
+  // Names only identify types here, so any text is taken, as for field names
+  // and enum symbols: Java 1.12 writes (and it and fastavro read) Unicode
+  // letters (a record `Beträge`), and fastavro and Java read `1R` or `a-b`.
   if (name[0] == '\0') {
     if (n->kind != AVRO_RECORD) return bad(c, "empty type name", NULL);
     // polars writes these; the data is unambiguous as long as nothing refers
@@ -178,7 +156,6 @@ static int define_named(struct parse_ctx* c, json_t* j, const char* ns, struct a
     }
     snprintf(ns_out, 512, "%s", space ? space : "");
   }
-  if (full[0] != '\0' && !valid_fullname(full)) return bad(c, "invalid type name", full);
   if (full[0] != '\0' && lookup(c, full, NULL) != NULL) return bad(c, "type defined twice", full);
   n->name = sl_strdup(c->s->alloc, full);
   if (n->name == NULL) return oom(c);
