@@ -642,6 +642,15 @@ static void test_bad_input_messages(void** state) {
   expect_error(e->buf, e->n, "block 0 at byte 75: 1099511627776 objects that take no bytes (the "
                              "schema holds only nulls and empty records) pass the limit of "
                              "268435456 such values per split");
+  // A top-level "long" (wrapped in a record of one column): its values take
+  // a byte at least, so a forged count is the count that cannot fit (it was
+  // taken for values of no bytes, and charged to that limit).
+  e->n = 0;
+  blk->n = 0;
+  put_header(e, "\"long\"", NULL);
+  put_long(blk, 5);
+  put_block(e, INT64_C(1) << 30, blk->buf, blk->n);
+  expect_error(e->buf, e->n, "1073741824 objects cannot fit in 1 bytes");
   // Truncated block, too many objects for the bytes, left-over bytes.
   e->n = 0;
   put_header(e, k_schema_ls, NULL);

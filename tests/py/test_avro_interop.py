@@ -548,6 +548,33 @@ def test_zstd_window_over_the_limit_is_named(tmp_path):
     assert "the zstd frame needs a window of 256 MiB, more than the 128 MiB limit" in err, err
 
 
+def test_forged_count_of_a_top_level_long(tmp_path):
+    """A file of top-level "long" values with a forged count: the count that
+    cannot fit in the block's bytes, with a reader schema too. The one-column
+    wrapper row was taken for a value of no bytes ("the schema holds only
+    nulls and empty records")."""
+    binary = os.environ.get("SLUICE_BIN")
+    if not binary:
+        pytest.skip("needs the sluice CLI")
+    good = tmp_path / "top.avro"
+    with open(good, "wb") as f:
+        fastavro.writer(f, "long", [5])
+    data = good.read_bytes()
+    sync = data[-16:]
+    start = data.index(sync) + 16
+    assert data[start:start + 2] == _zigzag(1) + _zigzag(1)  # one value of one byte
+    path = tmp_path / "forged.avro"
+    path.write_bytes(data[:start] + _zigzag(1 << 30) + data[start + 1:])
+    rs = tmp_path / "long.avsc"
+    rs.write_text('"long"')
+    for extra in ([], ["--reader-schema", str(rs)]):
+        proc = subprocess.run([binary, "convert", *extra, str(path), str(tmp_path / "o.arrow")],
+                              capture_output=True, timeout=60)
+        err = proc.stderr.decode(errors="replace")
+        assert proc.returncode != 0
+        assert f"block 0 at byte {start}: 1073741824 objects cannot fit in 1 bytes" in err, (extra, err)
+
+
 def _fastavro_ids(path: Path) -> tuple:
     """The ids fastavro reads, and whether it read the whole file."""
     ids = []

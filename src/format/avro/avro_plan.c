@@ -183,6 +183,8 @@ int sl_avro_program_build(const struct avro_schema* s, struct avro_program* out,
     // A non-record root becomes the single column "value" of a wrapper row.
     top = new_op(out, OP_RECORD, 1, NULL);
     rc = top < 0 ? too_big(out, error) : emit_kids(out, top, &s->root, 1, error);
+    // A row takes what its value takes (load_block bounds counts by it).
+    if (rc == 0) out->ops[top].min_size = out->ops[out->kids[out->ops[top].kids]].min_size;
   }
   if (rc != 0) sl_avro_program_release(out);
   return rc;

@@ -642,6 +642,7 @@ int sl_avro_program_build_resolved(const struct avro_schema* w, const struct avr
     int32_t kid = 0;
     rc = top < 0 ? sl_avro_program_too_big(out, error) : resolve(&c, w->root, r->root, &kid);
     if (rc == 0) out->kids[out->ops[top].kids] = kid;
+    if (rc == 0) out->ops[top].min_size = out->ops[kid].min_size;  // a row takes what its value takes
   }
   if (rc != 0) sl_avro_program_release(out);
   return rc;
