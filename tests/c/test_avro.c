@@ -891,16 +891,14 @@ static void test_flat_rows(void** state) {
   e->n = 0;
   put_header(e, k_schema_flat, NULL);
   put_block(e, 10, blk->buf, blk->n);
-  expect_error(e->buf, e->n, "out of the 32-bit range");
-  expect_error(e->buf, e->n, "object 5");
+  expect_error(e->buf, e->n, "object 5: field 'i': int value 1099511627776 out of the 32-bit range");
   blk->n = 0;
   // Wide varints, so the rows still look as if they fit the block.
   for (int64_t k2 = 0; k2 < 10; ++k2) put_flat_row(blk, 1, INT64_C(1) << 60, 3, 4);
   e->n = 0;
   put_header(e, k_schema_flat, NULL);
   put_block(e, 10, blk->buf, blk->n - 3);
-  expect_error(e->buf, e->n, "truncated double");
-  expect_error(e->buf, e->n, "object 9");
+  expect_error(e->buf, e->n, "object 9: field 'd': truncated double");
   // An 11-byte varint in object 3, with whole rows' worth of bytes after it
   // (the unchecked path).
   blk->n = 0;
@@ -919,8 +917,7 @@ static void test_flat_rows(void** state) {
   e->n = 0;
   put_header(e, k_schema_flat, NULL);
   put_block(e, 10, blk->buf, blk->n);
-  expect_error(e->buf, e->n, "varint longer than 10 bytes");
-  expect_error(e->buf, e->n, "object 3");
+  expect_error(e->buf, e->n, "object 3: field 'l': varint longer than 10 bytes");
   free(blk);
   free(e);
 }

@@ -675,6 +675,7 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
   for (int32_t k = 0; k < nk; ++k)
     row_max += kind[k] == OP_DOUBLE ? 8 : kind[k] == OP_FLOAT ? 4 : 10;
   int rc = 0;
+  int32_t bad = 0;  // the field an error is in
   int64_t r = 0;
   for (; r < n && end - p >= row_max; ++r) {
     for (int32_t k = 0; k < nk && rc == 0; ++k) {
@@ -687,6 +688,7 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
           int64_t x = 0;
           int zr = avro_zigzag(&p, p + 10, &x);
           rc = zr != 0 ? varint_error(zr, error) : flat_store_int(kind[k], x, &dst[k], error);
+          if (rc != 0) bad = k;
         }
       }
     }
@@ -700,6 +702,7 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
       if (kind[k] == OP_DOUBLE) {
         if (end - p < 8) {
           rc = truncated(error, "double");
+          bad = k;
           break;
         }
         memcpy(dst[k], p, 8);  // constant sizes: one load and one store
@@ -710,6 +713,7 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
       if (kind[k] == OP_FLOAT) {
         if (end - p < 4) {
           rc = truncated(error, "float");
+          bad = k;
           break;
         }
         memcpy(dst[k], p, 4);
@@ -720,7 +724,10 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
       int64_t x = 0;
       int zr = avro_zigzag(&p, end, &x);
       rc = zr != 0 ? varint_error(zr, error) : flat_store_int(kind[k], x, &dst[k], error);
-      if (rc != 0) break;
+      if (rc != 0) {
+        bad = k;
+        break;
+      }
     }
   }
   // Whole rows only: a row that failed part-way is not kept.
@@ -730,5 +737,5 @@ int sl_avro_decode_flat_rows(struct avro_decoder* d, int64_t n, int64_t* done,
     b[k]->length += *done;
   }
   d->p = p;
-  return rc;
+  return rc != 0 ? field_error(d->prog, top, bad, rc, error) : 0;
 }
