@@ -575,6 +575,54 @@ def test_forged_count_of_a_top_level_long(tmp_path):
         assert f"block 0 at byte {start}: 1073741824 objects cannot fit in 1 bytes" in err, (extra, err)
 
 
+def test_map_block_size_is_checked(tmp_path):
+    """A map block with a negative count gives its byte size: a wrong one is
+    an error whichever columns are read, as for arrays (the map was decoded
+    by its count and the size ignored, while a projection that skips the
+    map jumps by the size: the file read whole but failed with -c z)."""
+    binary = os.environ.get("SLUICE_BIN")
+    if not binary:
+        pytest.skip("needs the sluice CLI")
+    sch = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": {"type": "map", "values": "int"}}, {"name": "z", "type": "int"}]}
+    good = tmp_path / "map.avro"
+    with open(good, "wb") as f:
+        fastavro.writer(f, sch, [{"a": {"k": 1, "j": 0}, "z": 42}])
+    data = good.read_bytes()
+    sync = data[-16:]
+    start = data.index(sync) + 16
+    _, at = _read_long(data, start)
+    _, at = _read_long(data, at)
+    entries = _zigzag(1) + b"k" + _zigzag(1) + _zigzag(1) + b"j" + _zigzag(0)
+    assert data[at:at + 1 + len(entries) + 2] == _zigzag(2) + entries + _zigzag(0) + _zigzag(42)
+
+    def with_size(size: int) -> Path:
+        rec = _zigzag(-2) + _zigzag(size) + entries + _zigzag(0) + _zigzag(42)
+        path = tmp_path / f"map{size}.avro"
+        path.write_bytes(data[:start] + _zigzag(1) + _zigzag(len(rec)) + rec + sync)
+        return path
+
+    right = with_size(len(entries))
+    with open(right, "rb") as f:
+        assert list(fastavro.reader(f)) == [{"a": {"k": 1, "j": 0}, "z": 42}]
+    for cols in (["a", "z"], ["z"], ["a"]):
+        out = tmp_path / "o.arrow"
+        subprocess.run([binary, "convert", "-c", ",".join(cols), str(right), str(out)], check=True,
+                       capture_output=True)
+        with open(out, "rb") as f:
+            got = ipc.open_file(f).read_all().to_pylist()
+        assert got == [{k: v for k, v in {"a": [("k", 1), ("j", 0)], "z": 42}.items() if k in cols}]
+    wrong = with_size(0)
+    for cols in (["a", "z"], ["z"], ["a"]):
+        proc = subprocess.run([binary, "convert", "-c", ",".join(cols), str(wrong),
+                               str(tmp_path / "o.arrow")], capture_output=True)
+        err = proc.stderr.decode(errors="replace")
+        assert proc.returncode != 0, cols
+        assert "object 0: field 'a'" in err, (cols, err)
+        if "a" in cols:
+            assert "map block of 6 bytes declared 0" in err, err
+
+
 def _fastavro_ids(path: Path) -> tuple:
     """The ids fastavro reads, and whether it read the whole file."""
     ids = []

@@ -466,6 +466,7 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
       for (;;) {
         SL_RETURN_NOT_OK(read_count(d, NULL, &n, &bytes, error));
         if (n == 0) break;
+        const uint8_t* start = d->p;
         for (int64_t k = 0; k < n; ++k) {
           SL_RETURN_NOT_OK(read_len(d, &v, "map key", error));
           if (sl_utf8_invalid_at(d->p, v) >= 0) return sl_error_set(error, EILSEQ, "map key is not valid UTF-8");
@@ -474,6 +475,11 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
           SL_RETURN_NOT_OK(decode(d, kids[0], error));
           APPEND(sl_builder_struct_finish(entries));
         }
+        // skip() trusts the declared size: checked here, so that a read does
+        // not depend on the columns asked for.
+        if (bytes >= 0 && d->p - start != bytes)
+          return sl_error_set(error, EILSEQ, "map block of %" PRId64 " bytes declared "
+                              "%" PRId64, (int64_t)(d->p - start), bytes);
       }
       APPEND(sl_builder_list_finish(b));
       return 0;
