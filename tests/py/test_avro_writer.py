@@ -657,6 +657,29 @@ def test_block_size_takes_size_suffixes(tmp_path, sluice):
     assert "block_size" in err.stderr.decode()
 
 
+def test_timestamp_with_unknown_zone_keeps_its_unit(tmp_path, sluice):
+    """A timestamp whose zone the tz database lacks comes back in UTC, in its
+    own unit: timestamp[s] came back as timestamp[ms, UTC] (the whole note
+    was dropped). String views come back as large strings (documented)."""
+    for tz in ("Not/AZone", "utc"):
+        table = pa.table({"t": pa.array([0, 1, -5], pa.timestamp("s", tz=tz))})
+        src, dst, back = tmp_path / "in.arrow", tmp_path / "t.avro", tmp_path / "back.arrow"
+        write_arrow(src, table)
+        sluice.run("convert", src, dst)
+        sluice.run("convert", dst, back)
+        got = feather.read_table(back)
+        assert got.schema.field("t").type == pa.timestamp("s", tz="UTC"), tz
+        assert got.column("t").cast(pa.int64()).to_pylist() == [0, 1, -5]
+    table = pa.table({"sv": pa.array(["a", None], pa.string_view())})
+    src, dst, back = tmp_path / "in.arrow", tmp_path / "v.avro", tmp_path / "back.arrow"
+    write_arrow(src, table)
+    sluice.run("convert", src, dst)
+    sluice.run("convert", dst, back)
+    got = feather.read_table(back)
+    assert got.schema.field("sv").type == pa.large_string()
+    assert got.column("sv").to_pylist() == ["a", None]
+
+
 def test_noted_arrow_types_are_checked_or_ignored(tmp_path, sluice):
     """A file another writer made with "sluice.arrow_type": a value that does
     not fit the noted type is an error naming it; a note that does not fit

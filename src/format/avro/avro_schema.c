@@ -272,7 +272,12 @@ static void apply_arrow_type(json_t* j, struct avro_node* n, const struct sluice
                                       lt == AVRO_LOGICAL_TS_NS)) {
     char unit = lt == AVRO_LOGICAL_TS_MS ? 'm' : lt == AVRO_LOGICAL_TS_US ? 'u' : 'n';
     ok = len > 4 && f[0] == 't' && f[1] == 's' && (f[2] == unit || (f[2] == 's' && unit == 'm')) &&
-         f[3] == ':' && known_zone(f + 4, alloc);
+         f[3] == ':';
+    if (ok && !known_zone(f + 4, alloc)) {
+      // A zone the tz database lacks reads as UTC, in the unit written.
+      snprintf(n->arrow_type, sizeof n->arrow_type, "ts%c:UTC", f[2]);
+      return;
+    }
   } else if (n->kind == AVRO_ARRAY) {
     char* end = NULL;
     ok = strcmp(f, "+L") == 0 ||
