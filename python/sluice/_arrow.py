@@ -25,7 +25,8 @@ _PER_SECOND = {"s": 1, "ms": 1000, "us": 1000000, "ns": 1000000000}
 # Extension types (a field's ARROW:extension:name) that sluice converts as
 # pyarrow does, and the storage formats each takes; another name, or one over
 # other storage, is its storage type (as pyarrow reads an unregistered one).
-_EXTENSIONS = {"arrow.uuid": ("w:16",)}
+# arrow.json (Parquet's JSON) keeps its values as str, as pyarrow does.
+_EXTENSIONS = {"arrow.uuid": ("w:16",), "arrow.json": ("u", "U", "vu")}
 
 
 class DataType:
@@ -34,7 +35,7 @@ class DataType:
     ``str(t)`` spells it the way pyarrow does (``int64``, ``string``,
     ``timestamp[us, tz=UTC]``, ``list<item: int32>``, ``extension<arrow.uuid>``).
     ``extension`` names the extension type (``"arrow.uuid"``: values are
-    ``uuid.UUID``) or is None; ``kind`` is then its storage's
+    ``uuid.UUID``; ``"arrow.json"``: values are ``str``) or is None; ``kind`` is then its storage's
     (``fixed_size_binary``).
     """
 

@@ -215,3 +215,20 @@ def test_pickled_type_keeps_the_extension(uuid_file):
     assert str(pickle.loads(pickle.dumps(t)).schema.field("u").type) == "extension<arrow.uuid>"
     assert np.array_equal(pickle.loads(pickle.dumps(t)).column("u").to_numpy(),
                           t.column("u").to_numpy())
+
+
+def test_json_columns_are_strings_typed_as_arrow_json(tmp_path):
+    """Parquet's JSON logical type reads as the arrow.json extension over
+    utf8: its values are str and its type is spelled extension<arrow.json>,
+    as pyarrow reads them (it was spelled string)."""
+    table = pa.table({"j": pa.array(['{"a": 1}', None, "[]"], pa.json_())})
+    path = tmp_path / "j.parquet"
+    pq.write_table(table, path)
+    want = pq.read_table(path)
+    got = sluice.read(path)
+    assert str(got.schema.field("j").type) == str(want.schema.field("j").type) == "extension<arrow.json>"
+    assert got.to_pydict() == want.to_pydict()
+    # (a pandas string column, as for any utf8 column: its null is NA)
+    column = got.to_pandas()["j"]
+    assert column.isna().tolist() == [False, True, False]
+    assert column.dropna().tolist() == want.to_pandas()["j"].dropna().tolist()
