@@ -487,6 +487,12 @@ const char* sl_metadata_find(const char* metadata, const char* key, int32_t* val
   return NULL;
 }
 
+int sl_metadata_is_extension(const char* metadata, const char* name) {
+  int32_t n = 0;
+  const char* v = sl_metadata_find(metadata, "ARROW:extension:name", &n);
+  return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
+}
+
 int sl_schema_set_metadata(struct ArrowSchema* schema, const char* metadata,
                            struct sluice_error* error) {
   struct sl_schema_private* p = schema->private_data;

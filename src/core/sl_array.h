@@ -103,6 +103,9 @@ int64_t sl_metadata_size(const char* metadata);
 /// The value of `key` in a C Data Interface metadata blob (NULL metadata
 /// allowed), with its length in *value_len; NULL when the key is absent.
 const char* sl_metadata_find(const char* metadata, const char* key, int32_t* value_len);
+/// 1 when field metadata `metadata` names the extension type `name`
+/// (ARROW:extension:name = "arrow.uuid", ...).
+int sl_metadata_is_extension(const char* metadata, const char* name);
 /// The entries of a metadata blob in order (NULL metadata has none).
 struct sl_metadata_iter {
   const char* at;  ///< the next entry

@@ -115,11 +115,8 @@ int sl_text_field_init(struct sl_text_field* field, const struct ArrowSchema* sc
       return sl_error_set(error, ENOMEM, "out of memory");
     }
   }
-  if (field->type.id == SL_TYPE_FIXED_SIZE_BINARY && field->type.byte_width == 16) {
-    int32_t n = 0;
-    const char* ext = sl_metadata_find(schema->metadata, "ARROW:extension:name", &n);
-    field->uuid = ext != NULL && n == 10 && memcmp(ext, "arrow.uuid", 10) == 0;
-  }
+  field->uuid = field->type.id == SL_TYPE_FIXED_SIZE_BINARY && field->type.byte_width == 16 &&
+                sl_metadata_is_extension(schema->metadata, "arrow.uuid");
   if (schema->n_children < 0 || (schema->n_children > 0 && schema->children == NULL)) {
     return sl_error_set(error, EINVAL, "field '%s': bad child count", field->name);
   }

@@ -229,13 +229,6 @@ static json_t* with_logical(const char* base, const char* logical) {
 
 /// Notes the Arrow type where Avro's is wider (the reader gives it back; other
 /// readers ignore the attribute, as the spec lets them).
-/// Whether schema node `s` is the extension type arrow.uuid.
-static int is_uuid(const struct ArrowSchema* s) {
-  int32_t n = 0;
-  const char* ext = sl_metadata_find(s->metadata, "ARROW:extension:name", &n);
-  return ext != NULL && n == 10 && memcmp(ext, "arrow.uuid", 10) == 0;
-}
-
 static json_t* with_arrow_type(json_t* t, const char* format) {
   if (json_is_string(t)) {
     json_t* o = json_pack("{s:O}", "type", t);
@@ -495,7 +488,8 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                       (json_int_t)node->type.byte_width);
         // arrow.uuid: Avro 1.12's uuid over fixed(16) (readers that do not
         // know it read the fixed, as fastavro does)
-        if (t != NULL && node->type.byte_width == 16 && is_uuid(s) &&
+        if (t != NULL && node->type.byte_width == 16 &&
+            sl_metadata_is_extension(s->metadata, "arrow.uuid") &&
             json_object_set_new(t, "logicalType", json_string("uuid")) != 0) {
           json_decref(t);
           t = NULL;

@@ -36,13 +36,6 @@ static int append_frozen(struct sl_text* t, const struct sl_text_field* f,
   return append_type(t, f, s, needs_freezing(f), unmapped);
 }
 
-/// Whether schema node `s` is the extension type `name` (arrow.uuid).
-static int is_extension(const struct ArrowSchema* s, const char* name) {
-  int32_t n = 0;
-  const char* v = s != NULL ? sl_metadata_find(s->metadata, "ARROW:extension:name", &n) : NULL;
-  return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
-}
-
 /// Whether a fixed_size_list of `element` makes a vector the writer can fill:
 /// it encodes vectors of float, double, int and bigint only (the fixed-size
 /// elements; the others have a length before each element).
@@ -84,7 +77,10 @@ static int append_type(struct sl_text* t, const struct sl_text_field* f,
       name = "blob";
       break;
     case SL_TYPE_FIXED_SIZE_BINARY:
-      name = v->type.byte_width == 16 && is_extension(s, "arrow.uuid") ? "uuid" : "blob";
+      name = v->type.byte_width == 16 && s != NULL &&
+                     sl_metadata_is_extension(s->metadata, "arrow.uuid")
+                 ? "uuid"
+                 : "blob";
       break;
     case SL_TYPE_DATE32: case SL_TYPE_DATE64: name = "date"; break;
     case SL_TYPE_TIME32: case SL_TYPE_TIME64: name = "time"; break;

@@ -79,14 +79,6 @@ static void set_field_id(struct pq_schema_element* e, const char* metadata) {
   e->field_id = (int32_t)id;
 }
 
-/// 1 when the field metadata blob names extension type `name`
-/// (ARROW:extension:name), as arrow.uuid and arrow.json columns do.
-static int is_extension(const char* metadata, const char* name) {
-  int32_t n = 0;
-  const char* v = sl_metadata_find(metadata, "ARROW:extension:name", &n);
-  return v != NULL && (size_t)n == strlen(name) && memcmp(v, name, (size_t)n) == 0;
-}
-
 /// Physical type, annotations and conversion of a leaf.
 static int map_leaf(const struct build_state* st, const struct sl_type* t,
                     struct pq_schema_element* e, struct pqw_leaf* leaf,
@@ -161,7 +153,7 @@ static int map_leaf(const struct build_state* st, const struct sl_type* t,
       if (t->id == SL_TYPE_STRING || t->id == SL_TYPE_LARGE_STRING) {
         // arrow.json is JSON text: Parquet's JSON annotation (DuckDB then
         // reads a JSON column, pyarrow arrow.json again).
-        int json = st->extension != NULL && is_extension(st->extension, "arrow.json");
+        int json = st->extension != NULL && sl_metadata_is_extension(st->extension, "arrow.json");
         lg->kind = json ? PQ_LOGICAL_JSON : PQ_LOGICAL_STRING;
         e->converted_type = json ? PQ_CT_JSON : PQ_CT_UTF8;
       }
@@ -175,7 +167,8 @@ static int map_leaf(const struct build_state* st, const struct sl_type* t,
                             "width %d has no Parquet type", st->column_name, (int)t->byte_width);
       e->type = PQ_FIXED_LEN_BYTE_ARRAY;
       e->type_length = t->byte_width;
-      if (t->byte_width == 16 && st->extension != NULL && is_extension(st->extension, "arrow.uuid"))
+      if (t->byte_width == 16 && st->extension != NULL &&
+          sl_metadata_is_extension(st->extension, "arrow.uuid"))
         lg->kind = PQ_LOGICAL_UUID;  // as Arrow C++ writes arrow.uuid
       leaf->conv = PQW_CV_FLBA;
       leaf->order = PQW_ORD_BYTES;
