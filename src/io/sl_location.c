@@ -568,17 +568,27 @@ static const char* first_glob_segment(const char* path) {
   }
 }
 
+/// Where the walk of local `location` starts: the path itself when it
+/// exists (*glob NULL: that file or directory, whatever its characters),
+/// else its glob spelling (local_pattern) with *glob at its first segment
+/// that has a glob character. NULL when the location does not decode into
+/// the 4096-byte buf / pattern_buf.
+static const char* walk_start(const char* location, char* buf, char* pattern_buf,
+                              const char** glob) {
+  *glob = NULL;
+  const char* path = local_path(location, buf, 4096);
+  struct stat st;
+  if (path == NULL || stat(path, &st) == 0) return path;
+  path = local_pattern(location, pattern_buf, 4096);
+  if (path != NULL) *glob = first_glob_segment(path);
+  return path;
+}
+
 int sl_location_local_root(const char* location, char* root, size_t cap) {
   char buf[4096], pattern_buf[4096];
-  const char* path = local_path(location, buf, sizeof buf);
+  const char* glob;
+  const char* path = walk_start(location, buf, pattern_buf, &glob);  // as expand
   if (path == NULL || cap < 2) return 0;
-  struct stat st;
-  const char* glob = NULL;
-  if (stat(path, &st) != 0) {  // as expand
-    path = local_pattern(location, pattern_buf, sizeof pattern_buf);
-    if (path == NULL) return 0;
-    glob = first_glob_segment(path);
-  }
   size_t end = glob == NULL ? strlen(path) : (size_t)(glob - path);
   size_t n = 0;
   for (size_t i = 0; i < end; ++i) {  // as set_prefix spells it
@@ -629,14 +639,9 @@ int sl_location_expand(const char* location, const struct sl_remote_options* rem
     rc = sl_s3_expand(location, remote, alloc, out, error);
   } else {
     char buf[4096], pattern_buf[4096];
-    const char* path = local_path(location, buf, sizeof buf);  // not NULL: is_many
-    struct stat st;
-    const char* glob = NULL;
-    if (stat(path, &st) != 0) {  // as is_many
-      path = local_pattern(location, pattern_buf, sizeof pattern_buf);
-      if (path == NULL) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
-      glob = first_glob_segment(path);
-    }
+    const char* glob;
+    const char* path = walk_start(location, buf, pattern_buf, &glob);  // as is_many
+    if (path == NULL) return sl_error_set(error, ENAMETOOLONG, "%s: path too long", location);
     is_directory = glob == NULL;
     rc = expand_local(location, path, glob, remote, alloc, out, error);
   }
