@@ -38,9 +38,9 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
 
 /// The part of `location` that every object name starts with, as
 /// sl_location_expand spells names: for an s3:// location, runs of '/' made
-/// one, up to the last '/' before the first glob character (a glob), or all
-/// of it (a prefix); for a local one sl_location_local_root, which takes a
-/// directory that exists whole whatever its characters (`t=[x]/` was cut
+/// one, up to the last '/' before the first glob character with escapes
+/// removed (a glob), or all of it (a prefix); for a local one
+/// sl_location_local_root, which takes a directory that exists whole whatever its characters (`t=[x]/` was cut
 /// at '[', and its own `t=[x]` became a partition key). Written into root
 /// (cap bytes); 0 if it does not fit.
 static int literal_root(const char* location, char* root, size_t cap) {
@@ -49,21 +49,20 @@ static int literal_root(const char* location, char* root, size_t cap) {
     return sl_location_local_root(location, root, cap);
   }
   size_t keep = (size_t)(scheme - location) + 3;  // "s3://" stays
-  // In a glob, '\' escapes the character after it, as the listing's prefix
-  // reads it (sl_s3_list.c): `t=\[x\]/*.csv` lists under `t=[x]/`.
-  int glob = location[strcspn(location, "*?[")] != '\0';
-  size_t n = 0, i = 0;
-  for (; location[i] != '\0'; ++i) {
-    char c = location[i];
-    if (glob && (c == '*' || c == '?' || c == '[')) break;
-    if (glob && c == '\\' && location[i + 1] != '\0') c = location[++i];
-    if (i >= keep && c == '/' && n > keep && root[n - 1] == '/') continue;
-    if (n + 2 >= cap) return 0;
-    root[n++] = c;
+  if (keep + 1 >= cap) return 0;
+  memcpy(root, location, keep);
+  // The listing's prefix (sl_s3_list.c), leaving room for a trailing '/'.
+  int glob;
+  long len = sl_glob_literal_prefix(location + keep, root + keep, cap - keep - 1, &glob);
+  if (len < 0) return 0;
+  size_t n = keep;
+  for (size_t i = keep; i < keep + (size_t)len; ++i) {
+    if (root[i] == '/' && n > keep && root[n - 1] == '/') continue;
+    root[n++] = root[i];
   }
-  if (location[i] != '\0') {  // a glob: its directory part
+  if (glob) {  // its directory part
     while (n > keep && root[n - 1] != '/') --n;
-  } else if (n > 0 && root[n - 1] != '/') {
+  } else if (root[n - 1] != '/') {
     root[n++] = '/';
   }
   root[n] = '\0';

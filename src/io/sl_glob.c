@@ -9,6 +9,7 @@
 // only the most recent star ever needs to be retried, and patterns such as
 // `*a*a*a*a*b` cost O(pattern * name) instead of exponential time.
 #include <stddef.h>
+#include <string.h>
 
 #include "sl_location.h"
 
@@ -169,4 +170,19 @@ int sl_glob_names_hidden(const char* pattern, size_t depth, char c) {
     p = next_segment(pe);
   }
   return 0;
+}
+
+long sl_glob_literal_prefix(const char* pattern, char* out, size_t cap, int* is_glob) {
+  if (cap == 0) return -1;
+  int glob = pattern[strcspn(pattern, "*?[")] != '\0';
+  size_t n = 0;
+  for (const char* p = pattern; *p != '\0'; ++p) {
+    if (glob && (*p == '*' || *p == '?' || *p == '[')) break;
+    if (glob && *p == '\\' && p[1] != '\0') ++p;
+    if (n + 1 >= cap) return -1;
+    out[n++] = *p;
+  }
+  out[n] = '\0';
+  *is_glob = glob;
+  return (long)n;
 }

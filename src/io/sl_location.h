@@ -88,6 +88,14 @@ int sl_glob_match(const char* pattern, const char* name);
 /// DuckDB match such names only then. Names skipped otherwise.
 int sl_glob_names_hidden(const char* pattern, size_t depth, char c);
 
+/// The literal part of the S3 glob `pattern` (a key or a key pattern): its
+/// characters before the first `*`, `?` or `[`, with each `\` escape
+/// removed (`t=\[x\]/*.csv` gives `t=[x]/`), or the whole pattern as it is
+/// when it has no glob character. Written into out (cap bytes, with its
+/// NUL); returns its length, or -1 when it does not fit. *is_glob says
+/// whether the pattern has a glob character.
+long sl_glob_literal_prefix(const char* pattern, char* out, size_t cap, int* is_glob);
+
 /// The S3 part of sl_location_expand (src/io/sl_s3_list.c): `location` is an
 /// s3:// URL with a glob or a trailing '/'. Lists the keys under the literal
 /// prefix before the first glob character with ListObjectsV2 (paginated with

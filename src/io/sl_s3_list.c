@@ -140,17 +140,9 @@ static int parse_location(struct lister* l, struct sluice_error* error) {
   // matches, not an object it matches itself (as Python's glob and DuckDB).
   snprintf(l->glob, sizeof l->glob, "%s%s", p,
            pattern_len > 0 && p[pattern_len - 1] == '/' ? "*/**" : "");
-  int glob = p[strcspn(p, "*?[")] != '\0';
-  size_t k = 0;
-  for (; *p != '\0'; ++p) {
-    if (glob && (*p == '*' || *p == '?' || *p == '[')) break;
-    if (glob && *p == '\\' && p[1] != '\0') ++p;
-    if (k + 1 >= sizeof l->prefix) {
-      return sl_error_set(error, ENAMETOOLONG, "%s: prefix too long", l->location);
-    }
-    l->prefix[k++] = *p;
-  }
-  l->prefix[k] = '\0';
+  int glob;
+  long k = sl_glob_literal_prefix(p, l->prefix, sizeof l->prefix, &glob);
+  if (k < 0) return sl_error_set(error, ENAMETOOLONG, "%s: prefix too long", l->location);
   l->recursive = !glob;
   // (not a glob ending in '/': a key ending so is a directory marker)
   l->literal = glob && slash[pattern_len] != '/' ? slash + 1 : NULL;
