@@ -255,19 +255,6 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (civil_from_days).
-static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
-  z += 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  unsigned doe = (unsigned)(z - era * 146097);
-  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  unsigned mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 /// "YYYY-MM-DD<sep>HH:MM:SS[.f{3,6,9}][Z]"; the UTC instant with a 'Z' when
 /// the type has a timezone, the wall time as stored when it has none.
 static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type,
@@ -276,23 +263,21 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   static const int digits_of[] = {0, 3, 6, 9};
   int64_t per_second = per_second_of[type->unit];
   int64_t seconds = floor_div(value, per_second);
-  int64_t fraction = value - seconds * per_second;
+  // (value % per_second, not value - seconds * per_second: that product
+  // overflows for values near INT64_MIN, which floor_div rounds below.)
+  int64_t fraction = value % per_second;
+  if (fraction < 0) fraction += per_second;
   int64_t days = floor_div(seconds, 86400);
   int64_t in_day = seconds - days * 86400;
-  int64_t y;
-  unsigned m, d;
-  civil_from_days(days, &y, &m, &d);
   char buf[96];
-  int n = snprintf(buf, sizeof buf,
-                   (y >= 0 && y <= 9999) ? "%04" PRId64 "-%02u-%02u%c%02d:%02d:%02d"
-                                         : "%+05" PRId64 "-%02u-%02u%c%02d:%02d:%02d",
-                   y, m, d, sep, (int)(in_day / 3600), (int)(in_day / 60 % 60), (int)(in_day % 60));
+  size_t n = sl_format_date(days, buf, sizeof buf);
+  n += (size_t)snprintf(buf + n, sizeof buf - n, "%c%02d:%02d:%02d", sep, (int)(in_day / 3600),
+                        (int)(in_day / 60 % 60), (int)(in_day % 60));
   if (digits_of[type->unit] > 0) {
-    n += snprintf(buf + n, sizeof buf - (size_t)n, ".%0*" PRId64, digits_of[type->unit],
-                  fraction);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ".%0*" PRId64, digits_of[type->unit], fraction);
   }
   if (type->timezone != NULL && type->timezone[0] != '\0') buf[n++] = 'Z';
-  return sl_text_append(out, buf, (size_t)n);
+  return sl_text_append(out, buf, n);
 }
 
 /// Makes a rendered float look like one: "1" -> "1.0", "-0" -> "-0.0"
