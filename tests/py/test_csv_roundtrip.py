@@ -215,6 +215,39 @@ def test_timestamp_spellings(sluice, tmp_path):
             table.column("ns_paris").cast(pa.int64()).to_pylist()
 
 
+def test_timestamp_extremes_spelled_exactly(sluice, tmp_path):
+    # The int64 ends in every unit: the seconds round below INT64_MIN, so the
+    # fraction is taken as a remainder, not as value - seconds * unit.
+    units = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
+    values = [-(2**63), -(2**63) + 1, -1, 2**63 - 1]
+    table = pa.table({u: pa.array(values, pa.timestamp(u, tz="UTC")) for u in units})
+    src = write_arrow(table, tmp_path / "ends.arrow")
+    rows = sluice.run("cat", src, "-t", "csv", "-W", "timestamp_format=iso").stdout.decode()
+    got = [line.split(",") for line in rows.splitlines()[1:]]
+
+    def spelled(value: int, per_second: int) -> str:
+        seconds, fraction = divmod(value, per_second)
+        days, in_day = divmod(seconds, 86400)
+        # proleptic Gregorian from days (Python's date stops at year 1..9999)
+        z = days + 719468
+        era = z // 146097
+        doe = z - era * 146097
+        yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+        doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+        mp = (5 * doy + 2) // 153
+        d = doy - (153 * mp + 2) // 5 + 1
+        m = mp + 3 if mp < 10 else mp - 9
+        y = yoe + era * 400 + (m <= 2)
+        year = f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}"
+        text = f"{year}-{m:02d}-{d:02d}T{in_day // 3600:02d}:{in_day // 60 % 60:02d}:{in_day % 60:02d}"
+        digits = len(str(per_second)) - 1
+        return text + (f".{fraction:0{digits}d}" if digits else "") + "Z"
+
+    want = [[spelled(v, per) for per in units.values()] for v in values]
+    assert got == want
+    assert got[2][1] == "1969-12-31T23:59:59.999Z"  # -1 ms
+
+
 def test_strings_that_look_like_other_types(sluice, tmp_path):
     table = pa.table({"s": pa.array(["123", "true", "2023-01-15", "1e5", "-0", "", None, "x"]),
                       "i": pa.array(range(8), pa.int64())})
