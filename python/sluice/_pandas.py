@@ -698,16 +698,21 @@ _LABEL_TYPES = {"int64": int, "int32": int, "int16": int, "int8": int, "uint64":
 
 
 def _column_labels(pd, pandas_metadata, names):
-    """The column labels pandas recorded ("column_indexes"), as pyarrow's
-    to_pandas gives them back: numbers as numbers (DataFrame({0: ...})), a
-    MultiIndex from its stringified tuples, the columns' own name; else the
-    names as they are."""
+    """The column labels pandas recorded, as pyarrow's to_pandas gives them
+    back: each field's recorded "name" (a label the format had to rename,
+    "a b" written to Avro as a_b), then by "column_indexes" numbers as
+    numbers (DataFrame({0: ...})), a MultiIndex from its stringified tuples,
+    the columns' own name; else the names as they are."""
     if not isinstance(pandas_metadata, str):
         return names
     import ast
     import json
     try:
-        levels = json.loads(pandas_metadata).get("column_indexes") or []
+        meta = json.loads(pandas_metadata)
+        recorded = {c.get("field_name", _name_to_strings(c.get("name"))): c.get("name")
+                    for c in meta.get("columns") or [] if isinstance(c, dict)}
+        names = [recorded.get(n, n) for n in names]
+        levels = meta.get("column_indexes") or []
         kinds = [_LABEL_TYPES.get(level.get("pandas_type")) for level in levels]
         level_names = [level.get("name") for level in levels]
         if len(levels) > 1:

@@ -2,6 +2,7 @@
 and without pyarrow), read back by the peers."""
 import subprocess
 import sys
+import warnings
 
 import duckdb
 import numpy as np
@@ -347,6 +348,35 @@ def test_pandas_index_like_to_parquet(tmp_path, index):
     mine = sluice.read_pandas(tmp_path / "kept.avro")
     assert list(mine.index.names) == list(df.index.names)
     assert mine.index.tolist() == df.index.tolist()
+
+
+@pytest.mark.parametrize("labels", ["renamed", "numbers", "multi"])
+def test_pandas_column_labels_back_from_avro(tmp_path, labels):
+    """The Avro writer renames labels that are not Avro names ("a b" -> a_b,
+    7 -> _7, a MultiIndex's tuples); the "pandas" metadata records each
+    label beside its field name, and to_pandas / read_pandas give the labels
+    back, as pyarrow's to_pandas of the same table does (they gave the Avro
+    names, and a MultiIndex as flat strings)."""
+    if labels == "renamed":
+        df = pd.DataFrame({"a b": [1], "1x": [3], 7: [5]}, index=pd.Index(["r"], name="my idx"))
+    elif labels == "numbers":
+        df = pd.DataFrame({0: [1], 1: [2.5]})
+        df.columns.name = "axis name"
+    else:
+        df = pd.DataFrame([[1, 2, 3]], columns=pd.MultiIndex.from_tuples(
+            [("a", "x"), ("a", "y y"), ("b", "x")], names=["top", None]))
+    path = tmp_path / "labels.avro"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (mixed label types: pyarrow's warning too)
+        sluice.write(df, path)
+    assert sluice.read(path).schema.names != [str(c) for c in df.columns]  # renamed
+    want = pa.table(sluice.read(path)).to_pandas()
+    for got in (sluice.read_pandas(path), sluice.read(path).to_pandas()):
+        assert got.columns.equals(want.columns), (got.columns, want.columns)
+        assert list(got.columns.names) == list(want.columns.names)
+        assert got.index.equals(want.index)
+    if labels != "renamed":  # (a mixed label 7 comes back "7", as from Parquet)
+        pd.testing.assert_frame_equal(sluice.read_pandas(path), df)
 
 
 def test_pandas_duplicate_names_without_pyarrow(tmp_path):
