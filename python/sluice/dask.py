@@ -41,7 +41,8 @@ def _numpy_where_meta_is(frame, meta_dtypes):
     schema's, without nulls) are numpy again, as pyarrow's to_pandas and
     dd.read_parquet give them: floats with NaN, integers with nulls as
     float64, booleans with nulls as object. dask's describe, quantile and
-    .values fail on a mix of the two kinds."""
+    .values fail on a mix of the two kinds. Floats keep the meta's width
+    (float32, float16), as dd.read_parquet gives them."""
     import numpy as np
     import pandas as pd
     for name, want in meta_dtypes.items():
@@ -50,14 +51,20 @@ def _numpy_where_meta_is(frame, meta_dtypes):
         col = frame[name]
         if isinstance(col, pd.DataFrame):  # repeated column names: leave them
             continue
-        if not isinstance(col.dtype, pd.api.extensions.ExtensionDtype) or want.kind not in "iufb":
+        if want.kind not in "iufb":
+            continue
+        if not isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+            # float16 with nulls is float32 (pandas has no nullable float16)
+            if want.kind == "f" and col.dtype.kind == "f" and col.dtype != want:
+                frame[name] = col.to_numpy(dtype=want)
             continue
         if not col.hasnans:
             frame[name] = col.to_numpy(dtype=want)
         elif want.kind == "b":
             frame[name] = col.astype(object).where(col.notna(), None)
-        else:
-            frame[name] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:  # floats keep their width (Float32 -> float32), integers become float64
+            frame[name] = col.to_numpy(dtype=want if want.kind == "f" else np.float64,
+                                       na_value=np.nan)
     return frame
 
 

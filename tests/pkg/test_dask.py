@@ -195,6 +195,27 @@ def test_partitions_with_nulls_keep_numpy_dtypes(cluster, tmp_path):
     same(got.compute(), want.compute())
 
 
+def test_float32_and_float16_with_nulls_keep_their_width(cluster, tmp_path):
+    """A partition whose float32 / float16 column has nulls came out float64
+    / float32 beside the meta's float32 / float16 (and the other
+    partitions'); now every partition has the meta's dtypes, as
+    dd.read_parquet gives them."""
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"f32": pa.array([1.5, None], pa.float32()),
+                             "f16": pa.array([1.5, None], pa.float16())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"f32": pa.array([2.5, 3.5], pa.float32()),
+                             "f16": pa.array([2.0, 1.0], pa.float16())}), tmp_path / "b.parquet")
+    got = sluice.dask.read(str(tmp_path / "*.parquet"), splits_per_partition=1)
+    want = dd.read_parquet(str(tmp_path / "*.parquet"))
+    assert got.npartitions == want.npartitions == 2
+    assert dict(got.dtypes) == dict(want.dtypes) == {"f32": "float32", "f16": "float16"}
+    for i in range(2):
+        part, peer = got.partitions[i].compute(), want.partitions[i].compute()
+        assert dict(part.dtypes) == dict(peer.dtypes) == dict(want.dtypes), i
+        assert part.isna().equals(peer.isna()) and part.fillna(0).equals(peer.fillna(0))
+    assert dict(got.compute().dtypes) == dict(want.compute().dtypes)
+
+
 def test_bytes_and_bad_arguments(cluster, tmp_path):
     """A file's contents as bytes are read as data (they were taken for a
     path: a column named after the working directory); whole-table options
