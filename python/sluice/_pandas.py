@@ -1034,6 +1034,8 @@ def _zone_name(tz):
 def _series_buffers(np, pd, s):
     dtype = s.dtype
     n = len(s)
+    if isinstance(dtype, pd.SparseDtype):  # (numeric: to_numpy() would densify it)
+        raise TypeError("Sparse pandas data (column %s) not supported." % _name_to_strings(s.name))
     if isinstance(dtype, pd.core.dtypes.dtypes.BaseMaskedDtype):
         values = s.array._data
         mask = s.array._mask

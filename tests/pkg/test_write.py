@@ -150,6 +150,34 @@ sluice.write(df, {str(out)!r})
         str(pd.to_timedelta(np.arange(1), unit="s").dtype).split("[")[1][:-1])
 
 
+@pytest.mark.parametrize("pyarrow", [True, False])
+def test_pandas_sparse_column_refused(tmp_path, pyarrow):
+    """A pandas Sparse column is refused with pyarrow's TypeError, with or
+    without pyarrow (without it, the column was written densified, its
+    dtype lost, silently)."""
+    code = f"""
+import sys
+if not {pyarrow}:
+    sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+df = pd.DataFrame({{"x": pd.arrays.SparseArray([0, 0, 1]), 7: pd.arrays.SparseArray([0.5, None])[[0, 1, 1]]}})
+for frame in (df, df[[7]]):
+    try:
+        sluice.write(frame, {str(tmp_path / "sparse.parquet")!r})
+        print("written")
+    except TypeError as e:
+        print("TypeError", e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["TypeError Sparse pandas data (column x) not supported.",
+                                       "TypeError Sparse pandas data (column 7) not supported."]
+    assert not (tmp_path / "sparse.parquet").exists()
+    with pytest.raises(TypeError) as peer:
+        pa.Table.from_pandas(pd.DataFrame({"x": pd.arrays.SparseArray([0, 0, 1])}))
+    assert str(peer.value) == "Sparse pandas data (column x) not supported."
+
+
 def test_failed_write_leaves_nothing(tmp_path):
     schema = pa.schema([("a", pa.int64())])
 
