@@ -7,7 +7,8 @@ over the decoded Arrow buffers when the table is one batch (no copy; the
 array's base keeps the batch alive), and one concatenation (each value written
 once) when it has several. Columns with nulls become pandas' nullable arrays
 (Int64, Float64, boolean) from values + mask; strings pandas' string dtype;
-timestamps keep their zone; dictionaries become Categoricals. A file pandas
+timestamps keep their zone; dictionaries become Categoricals; a list cell is
+a numpy array, as pyarrow's to_pandas gives it. A file pandas
 wrote gets back the index and extension dtypes its "pandas" metadata records.
 """
 import datetime as _dt
@@ -300,9 +301,204 @@ def _objects(nodes):
     out = np.empty(sum(nd.length for nd in nodes), dtype=object)
     at = 0
     for nd in nodes:
-        vals = node_to_pylist(nd)
+        vals = _pandas_objects(nd)
         out[at:at + len(vals)] = vals
         at += len(vals)
+    return out
+
+
+# ---- nested values, as pyarrow's to_pandas gives them -----------------------------
+#
+# A list cell is a numpy array: a slice of the list's values converted once
+# for the whole column (every batch), so a null anywhere among them makes
+# every cell's ints float64 (pyarrow's ConvertListsLike). The values convert
+# as pyarrow's inner conversion does: numbers keep their dtype (NaN for nulls,
+# ints with nulls float64, bools with nulls object), timestamps datetime64 of
+# their unit (UTC, the zone dropped), durations timedelta64, dictionaries
+# their values, anything else an object array (str, bytes, dicts, ...).
+
+_LISTS = ("list", "large_list", "fixed_size_list")
+
+
+def _narrow(node, start, length):
+    """The node over rows [start, start + length) of its window."""
+    import copy
+    out = copy.copy(node)
+    out.offset = node.offset + start
+    out.length = length
+    if node.null_count != 0:  # (the node's count is not the window's)
+        out.null_count = -1
+    return out
+
+
+class _Flat:
+    """Nested values (one node's, or several joined) before their numpy
+    dtype is chosen. kind "numbers": `values` a numpy array of the Arrow
+    type's dtype; "objects": an object array (None under the nulls); "list":
+    `values` the int64 offsets (from 0) into `child`, the values' _Flat.
+    `mask`: True under a null, or None."""
+
+    __slots__ = ("kind", "values", "mask", "child")
+
+    def __init__(self, kind, values, mask, child=None):
+        self.kind, self.values, self.mask, self.child = kind, values, mask, child
+
+
+def _flat(nd, copy=False):
+    """A node's values as a _Flat; copy: none of it a view of the batch."""
+    np = _np()
+    t = nd.type
+    k = t.kind
+    if t.dictionary is not None:
+        return _flat_decoded(nd)
+    if t.format in _NUMPY_CODES or k in ("bool", "timestamp", "duration"):
+        if k == "bool":
+            values = _bool_values(nd)
+        elif t.format in _NUMPY_CODES:
+            values = _values(nd, _NUMPY_CODES[t.format], _PRIMITIVES[t.format][2])
+        else:
+            values = _values(nd, "i8", 8).view(
+                ("datetime64[%s]" if k == "timestamp" else "timedelta64[%s]") % t.unit)
+        return _Flat("numbers", values.copy() if copy else values, _mask(nd))
+    if k in _LISTS:
+        o, n = nd.offset, nd.length
+        if k == "fixed_size_list":
+            offsets = np.arange(n + 1, dtype="i8") * t.width
+            start = o * t.width
+        elif n == 0:
+            offsets, start = np.zeros(1, dtype="i8"), 0
+        else:
+            large = k == "large_list"
+            offsets = np.frombuffer(nd.buffer(1, (o + n + 1) * (8 if large else 4)),
+                                    dtype="i8" if large else "i4")[o:o + n + 1].astype("i8")
+            start = int(offsets[0])
+            offsets -= start
+        child = _narrow(nd.child(0), start, int(offsets[-1]))
+        return _Flat("list", offsets, _mask(nd), _flat(child, copy))
+    return _Flat("objects", _pandas_objects(nd), None)
+
+
+def _flat_decoded(nd):
+    """A dictionary node's values, decoded (as pyarrow's inner conversion;
+    taken: not a view of the batch)."""
+    np = _np()
+    t = nd.type
+    mask = _mask(nd)
+    codes = _values(nd, _NUMPY_CODES[t.format], _PRIMITIVES[t.format][2]).astype("i8")
+    if mask is not None:
+        codes[mask] = 0
+    values = _flat(nd.dictionary_node(), copy=False)
+    if values.kind == "list":  # (a dictionary of lists: its cells, taken)
+        values = _Flat("objects", _flat_finish(values), None)
+    if len(values.values) == 0:  # every row null (else the codes are out of range)
+        return _Flat(values.kind, np.full(len(codes), None, dtype=object)
+                     if values.kind == "objects" else np.zeros(len(codes), values.values.dtype),
+                     np.ones(len(codes), dtype=bool))
+    taken = values.values[codes]
+    if values.mask is not None:
+        mask = values.mask[codes] if mask is None else mask | values.mask[codes]
+    if values.kind == "objects" and mask is not None:
+        taken[mask] = None
+    return _Flat(values.kind, taken, mask)
+
+
+def _flat_join(parts):
+    """One _Flat of several (a column's batches, in order)."""
+    np = _np()
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    mask = None
+    if any(p.mask is not None for p in parts):
+        mask = np.concatenate([p.mask if p.mask is not None else
+                               np.zeros(len(p.values) - (p.kind == "list"), dtype=bool)
+                               for p in parts])
+    if first.kind != "list":
+        return _Flat(first.kind, np.concatenate([p.values for p in parts]), mask)
+    offsets, at = [parts[0].values[:1]], 0
+    for p in parts:
+        offsets.append(p.values[1:] + at)
+        at += int(p.values[-1])
+    return _Flat("list", np.concatenate(offsets), mask, _flat_join([p.child for p in parts]))
+
+
+def _flat_finish(flat):
+    """The numpy array pyarrow's to_pandas makes of the values; a list's
+    cells are views of its values' array, None for a null list."""
+    np = _np()
+    values, mask = flat.values, flat.mask
+    if flat.kind == "objects":
+        return values
+    if flat.kind == "list":
+        child = _flat_finish(flat.child)
+        bounds = values.tolist()
+        out = np.fromiter((child[a:b] for a, b in zip(bounds, bounds[1:])), dtype=object,
+                          count=len(bounds) - 1)
+        if mask is not None:
+            out[mask] = None
+        return out
+    if mask is None:
+        return values
+    kind = values.dtype.kind
+    if kind == "b":
+        out = values.astype(object)
+        out[mask] = None
+    elif kind in "iu":
+        out = values.astype("f8")
+        out[mask] = float("nan")
+    else:  # floats, datetime64, timedelta64 (NaT)
+        out = values.copy()
+        out[mask] = np.array("NaT", dtype=values.dtype) if kind in "mM" else float("nan")
+    return out
+
+
+def _pandas_objects(nd):
+    """A node's values as the objects of pyarrow's to_pandas: lists as numpy
+    arrays (over every level: in structs and maps too), structs as dicts,
+    maps as lists of (key, value) tuples, the rest as to_pylist gives them;
+    None for nulls."""
+    np = _np()
+    t = nd.type
+    k = t.kind
+    o, n = nd.offset, nd.length
+    out = np.empty(n, dtype=object)
+    if n == 0:
+        return out
+    if t.dictionary is not None:  # (in a struct or map: a column's is a Categorical)
+        values = _pandas_objects(nd.dictionary_node())
+        mask = _mask(nd)
+        if len(values) == 0:
+            return out
+        codes = _values(nd, _NUMPY_CODES[t.format], _PRIMITIVES[t.format][2]).astype("i8")
+        if mask is not None:
+            codes[mask] = 0
+        out = values[codes]
+    elif k in _LISTS:
+        return _flat_finish(_flat(nd))
+    if k == "struct":
+        names = [c.name for c in t.children]
+        # A child is read over its own window; the struct's window selects rows.
+        fields = [_pandas_objects(_narrow(nd.child(i), o, n)) for i in range(len(names))]
+        rows = zip(*fields) if fields else [()] * n
+        out = np.fromiter((dict(zip(names, row)) for row in rows), dtype=object, count=n)
+    elif k == "map":
+        offsets = np.frombuffer(nd.buffer(1, (o + n + 1) * 4), dtype="i4")[o:o + n + 1]
+        start, end = int(offsets[0]), int(offsets[-1])
+        entries = _narrow(nd.child(0), start, end - start)
+        keys = _pandas_objects(_narrow(entries.child(0), entries.offset, end - start))
+        items = _pandas_objects(_narrow(entries.child(1), entries.offset, end - start))
+        pairs = list(zip(keys, items))
+        bounds = (offsets - start).tolist()
+        out = np.fromiter((pairs[a:b] for a, b in zip(bounds, bounds[1:])), dtype=object,
+                          count=n)
+    elif k in ("string", "large_string", "binary", "large_binary"):
+        return _strings([nd], t, None)  # (one decode for the batch)
+    else:
+        out[:] = node_to_pylist(nd)
+        return out
+    mask = _mask(nd)
+    if mask is not None:
+        out[mask] = None
     return out
 
 
@@ -334,8 +530,11 @@ def _column(nodes, t):
         return _pd().array(objects, dtype=dtype) if dtype is not None else objects
     if k == "null":
         return np.full(sum(nd.length for nd in nodes), None, dtype=object)
+    if k in _LISTS:  # numpy arrays, over values converted once for the column
+        return _flat_finish(_flat_join([_flat(nd) for nd in nodes])) if nodes \
+            else np.empty(0, dtype=object)
     # dates and times as datetime.date / datetime.time, decimals as Decimal,
-    # nested types as lists and dicts: what pyarrow's to_pandas gives.
+    # structs as dicts, maps as lists of tuples: what pyarrow's to_pandas gives.
     return _objects(nodes)
 
 
@@ -409,6 +608,8 @@ class _Assembler:
                     self.parts.append(_strings([nd], t, None))  # one conversion at the end
             elif t.kind == "string_view":
                 self.parts.append(_objects([nd]))
+            elif t.kind in _LISTS:  # (converted at the end: a null in any batch counts)
+                self.parts.append(_flat(nd, copy=not self.views))
             else:
                 self.parts.append(_column([nd], t))
             return
@@ -444,6 +645,8 @@ class _Assembler:
         if self.arrow is not None:
             return _arrow_strings_finish(self.arrow, self.parts, t)
         np = _np()
+        if t.kind in _LISTS and self.parts:
+            return _flat_finish(_flat_join(self.parts))
         joined = np.concatenate(self.parts) if self.parts else _column([], t)
         if t.kind in ("string", "large_string", "string_view") and self.parts:
             dtype = _string_dtype()

@@ -593,9 +593,11 @@ class Table:
         (Int64, Float64, boolean; a NaN in a Float64 one is missing too, as
         pandas 3 takes NaN there and reads it from Arrow); strings pandas'
         string dtype; timestamps keep their zone; dictionaries become
-        Categoricals; dates, times, decimals and nested values Python
-        objects (lists as Python lists, where pyarrow gives numpy arrays;
-        month-day-nano intervals as (months, days, nanoseconds) tuples).
+        Categoricals; dates, times, decimals, structs (dicts) and maps
+        (lists of tuples) Python objects, and a list cell a numpy array, as
+        pyarrow gives them (its values' dtype; ints with nulls anywhere in
+        the column float64, bools with nulls object; None for a null list);
+        month-day-nano intervals are (months, days, nanoseconds) tuples.
         float16 with nulls becomes numpy float32 with NaN for the nulls
         (pandas has no nullable float16; pyarrow gives float16 with NaN,
         the same values). A conversion error (a date after year 9999, an

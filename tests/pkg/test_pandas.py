@@ -686,3 +686,143 @@ def test_stored_zone_of_a_naive_column(tmp_path):
     got = sluice.read_pandas(path)
     assert str(got["t"].dt.tz) == str(want["t"].dt.tz) == "America/Chicago"
     assert got["t"].tolist() == want["t"].tolist() == df["t"].tolist()
+
+
+def same_cell(got, want, path, loose=False):
+    """got (sluice's to_pandas value) is want (pyarrow's): the same type, a
+    numpy array of the same dtype and shape with the same items (NaN, NaT
+    and None where pyarrow has them), dicts, tuples, DateOffsets alike.
+    loose: in a struct, where sluice keeps ints as ints (pyarrow gives 1.0
+    and NaN for an int field with nulls), only the values count."""
+    if isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), (path, type(got), want)
+        assert got.dtype == want.dtype and got.shape == want.shape, (path, got, want)
+        items = (lambda a: list(a) if a.dtype == object else a.tolist())
+        for i, (g, w) in enumerate(zip(items(got), items(want))):
+            same_cell(g, w, f"{path}[{i}]", loose)
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), (path, got, want)
+        for k in want:
+            same_cell(got[k], want[k], f"{path}.{k}", True)
+    elif isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want), (path, got, want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            same_cell(g, w, f"{path}[{i}]", loose)
+    elif want is None or (isinstance(want, float) and math.isnan(want)):
+        if want is None and not loose:
+            assert got is None, (path, got)
+        else:
+            assert got is None or (isinstance(got, float) and math.isnan(got)), (path, got)
+    elif isinstance(want, pd.DateOffset):
+        assert isinstance(got, pd.DateOffset) and got.kwds == want.kwds, (path, got, want)
+    else:
+        assert loose or type(got) is type(want), (path, type(got), type(want))
+        assert got == want, (path, got, want)
+
+
+def _list_table():
+    import datetime
+    import decimal
+    ts = datetime.datetime(2020, 1, 1, 12)
+    return pa.table({
+        "i64": pa.array([[1, 2], None, [], [3]]),
+        "i64_nulls": pa.array([[1, 2], None, [], [3, None]]),  # (in the last batch only)
+        "f32": pa.array([[1.5, None], [2], None, []], pa.list_(pa.float32())),
+        "f16": pa.array([[1.5, None], [2], [], None], pa.list_(pa.float16())),
+        "u64": pa.array([[2**64 - 1], [None], [], [0]], pa.list_(pa.uint64())),
+        "bool": pa.array([[True, False], [True], None, []]),
+        "bool_nulls": pa.array([[True, None], [True], None, []]),
+        "str": pa.array([["a", None], ["b"], None, ["é"]]),
+        "large_str": pa.array([["a", None], ["b"], None, []], pa.list_(pa.large_string())),
+        "bin": pa.array([[b"a", None], [b"\xff"], None, []]),
+        "structs": pa.array([[{"x": 1, "y": "a"}], [{"x": None, "y": None}], None, []]),
+        "nested": pa.array([[[1, 2], [3]], [None], None, [[]]]),
+        "nested_nulls": pa.array([[[1, None]], [[2], []], None, []]),
+        "large": pa.array([[1, 2], None, [3], []], pa.large_list(pa.int16())),
+        "fixed": pa.array([[1, 2], None, [3, 4], [5, 6]], pa.list_(pa.int32(), 2)),
+        "fixed_f": pa.array([[1.5, 2], [5, 6], [3, 4], [0, 0]], pa.list_(pa.float64(), 2)),
+        "ts": pa.array([[ts], [None], [], None], pa.list_(pa.timestamp("us"))),
+        "ts_zone": pa.array([[ts], [None], None, []], pa.list_(pa.timestamp("ms", tz="Europe/Paris"))),
+        "dur": pa.array([[1], [None], [2], []], pa.list_(pa.duration("s"))),
+        "date": pa.array([[ts.date()], [None], [], None], pa.list_(pa.date32())),
+        "time": pa.array([[ts.time()], [None], [], None], pa.list_(pa.time64("us"))),
+        "dec": pa.array([[decimal.Decimal("1.5")], [None], [], None], pa.list_(pa.decimal128(5, 2))),
+        "nulls": pa.array([[None], [], None, [None, None]], pa.list_(pa.null())),
+        "dict_str": pa.ListArray.from_arrays([0, 1, 3, 3, 3], pa.array(["a", "b", None]).dictionary_encode()),
+        "dict_int": pa.ListArray.from_arrays([0, 1, 3, 3, 3], pa.array([1, 2, None]).dictionary_encode()),
+        "maps": pa.array([[[(1, "a")]], None, [], [[]]], pa.list_(pa.map_(pa.int32(), pa.string()))),
+        "sliced_values": pa.ListArray.from_arrays(pa.array([2, 3, 5, 5, 6]), pa.array([None, 9, 1, 2, 3, 4])),
+        "struct_of_list": pa.array([{"a": [1, 2], "b": 1}, {"a": None, "b": None}, None, {"a": [], "b": 2}]),
+        "map_of_list": pa.array([[(1, [1, 2])], None, [], [(2, None)]], pa.map_(pa.int32(), pa.list_(pa.int8()))),
+    })
+
+
+def _same_frames(got, want, label):
+    assert list(got.columns) == list(want.columns), label
+    for name in want.columns:
+        assert got[name].dtype == want[name].dtype, (label, name)
+        same_cell(list(got[name]), list(want[name]), f"{label}:{name}")
+
+
+@pytest.mark.parametrize("chunks", [None, 1, 3])
+def test_list_cells_are_numpy_arrays_as_pyarrow_gives_them(tmp_path, chunks):
+    """A list, large_list or fixed_size_list cell is a numpy array, as
+    pyarrow's to_pandas (and pd.read_parquet, polars' and DuckDB's frames)
+    give it (sluice gave Python lists): the values' dtype, NaN / NaT / None
+    for nulls inside (ints with nulls anywhere in the column float64, in
+    every cell and every batch, bools with nulls object), None for a null
+    list, object arrays of str, dicts, arrays for nested lists; in structs
+    and maps too."""
+    t = _list_table()
+    path = write_ipc_file(t, tmp_path / "lists.arrow", max_chunksize=chunks)
+    want = pa.ipc.open_file(str(path)).read_all().to_pandas()
+    _same_frames(sluice.read(path).to_pandas(), want, "to_pandas")
+    _same_frames(sluice.read_pandas(path), want, "read_pandas")
+    _same_frames(sluice.read(path).to_pandas(self_destruct=True), want, "self_destruct")
+    table = sluice.read(path)
+    _same_frames(pd.DataFrame({n: table.column(n).to_pandas() for n in t.column_names}), want,
+                 "Column.to_pandas")
+    sliced = t.slice(1, 2)  # (offsets not from 0; values outside the slice do not count)
+    _same_frames(sluice.Table.from_arrow(sliced).to_pandas(), sliced.to_pandas(), "slice")
+    got = sluice.read(path).to_pandas()
+    assert got["i64"][0].sum() == 3 and np.stack(got["fixed_f"]).shape == (4, 2)
+
+
+def test_list_cells_without_pyarrow(tmp_path):
+    t = _list_table()
+    path = write_ipc_file(t, tmp_path / "lists.arrow", max_chunksize=2)
+    code = f"""
+import pickle, sys
+sys.modules["pyarrow"] = None
+import sluice
+frames = [sluice.read({str(path)!r}).to_pandas(), sluice.read_pandas({str(path)!r})]
+assert "pyarrow" not in [m for m in sys.modules if sys.modules[m] is not None]
+pickle.dump(frames, open({str(tmp_path / "frames.pickle")!r}, "wb"))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import pickle
+    with open(tmp_path / "frames.pickle", "rb") as f:
+        frames = pickle.load(f)
+    want = pa.ipc.open_file(str(path)).read_all().to_pandas()
+    for label, got in zip(("to_pandas", "read_pandas"), frames):
+        _same_frames(got, want, label)
+
+
+def test_list_cells_are_views_of_one_batch(tmp_path):
+    """One batch's list cells are read-only views of its values buffer (no
+    copy; the view keeps the batch alive), as pyarrow's are of its own."""
+    t = pa.table({"l": pa.array([[i, i + 1] for i in range(1000)] + [None])})
+    path = write_ipc_file(t, tmp_path / "view.arrow")
+    st = sluice.read(path)
+    df = st.to_pandas()
+    values = pa.table(st).column("l").chunk(0).values.buffers()[1]
+    cell = df["l"][7]
+    at = cell.__array_interface__["data"][0]
+    assert values.address <= at < values.address + values.size and not cell.flags.owndata
+    assert not cell.flags.writeable and not t.to_pandas()["l"][7].flags.writeable
+    del st, df, values
+    gc.collect()
+    assert cell.tolist() == [7, 8]
+    own = sluice.read_pandas(path)["l"]
+    assert own[7].tolist() == [7, 8] and own[1000] is None
