@@ -452,11 +452,16 @@ def _flat_finish(flat):
     return out
 
 
+def _date_offset(months, days, nanoseconds):
+    """A month-day-nano interval as pyarrow's to_pandas makes it."""
+    return _pd().DateOffset(months=months, days=days, nanoseconds=nanoseconds)
+
+
 def _pandas_objects(nd):
     """A node's values as the objects of pyarrow's to_pandas: lists as numpy
-    arrays (over every level: in structs and maps too), structs as dicts,
-    maps as lists of (key, value) tuples, the rest as to_pylist gives them;
-    None for nulls."""
+    arrays (over every level: in structs and maps too), month-day-nano
+    intervals as pd.DateOffset, structs as dicts, maps as lists of (key,
+    value) tuples, the rest as to_pylist gives them; None for nulls."""
     np = _np()
     t = nd.type
     k = t.kind
@@ -493,6 +498,9 @@ def _pandas_objects(nd):
                           count=n)
     elif k in ("string", "large_string", "binary", "large_binary"):
         return _strings([nd], t, None)  # (one decode for the batch)
+    elif t.format == "tin":
+        out[:] = [None if v is None else _date_offset(*v) for v in node_to_pylist(nd)]
+        return out
     else:
         out[:] = node_to_pylist(nd)
         return out
@@ -534,7 +542,8 @@ def _column(nodes, t):
         return _flat_finish(_flat_join([_flat(nd) for nd in nodes])) if nodes \
             else np.empty(0, dtype=object)
     # dates and times as datetime.date / datetime.time, decimals as Decimal,
-    # structs as dicts, maps as lists of tuples: what pyarrow's to_pandas gives.
+    # structs as dicts, maps as lists of tuples, month-day-nano intervals as
+    # pd.DateOffset: what pyarrow's to_pandas gives.
     return _objects(nodes)
 
 

@@ -597,7 +597,7 @@ class Table:
         (lists of tuples) Python objects, and a list cell a numpy array, as
         pyarrow gives them (its values' dtype; ints with nulls anywhere in
         the column float64, bools with nulls object; None for a null list);
-        month-day-nano intervals are (months, days, nanoseconds) tuples.
+        month-day-nano intervals pd.DateOffset, as pyarrow gives them.
         float16 with nulls becomes numpy float32 with NaN for the nulls
         (pandas has no nullable float16; pyarrow gives float16 with NaN,
         the same values). A conversion error (a date after year 9999, an

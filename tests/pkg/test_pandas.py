@@ -751,6 +751,8 @@ def _list_table():
         "dict_str": pa.ListArray.from_arrays([0, 1, 3, 3, 3], pa.array(["a", "b", None]).dictionary_encode()),
         "dict_int": pa.ListArray.from_arrays([0, 1, 3, 3, 3], pa.array([1, 2, None]).dictionary_encode()),
         "maps": pa.array([[[(1, "a")]], None, [], [[]]], pa.list_(pa.map_(pa.int32(), pa.string()))),
+        "intervals": pa.array([[pa.MonthDayNano([1, 2, 3]), None], None, [], []],
+                              pa.list_(pa.month_day_nano_interval())),
         "sliced_values": pa.ListArray.from_arrays(pa.array([2, 3, 5, 5, 6]), pa.array([None, 9, 1, 2, 3, 4])),
         "struct_of_list": pa.array([{"a": [1, 2], "b": 1}, {"a": None, "b": None}, None, {"a": [], "b": 2}]),
         "map_of_list": pa.array([[(1, [1, 2])], None, [], [(2, None)]], pa.map_(pa.int32(), pa.list_(pa.int8()))),
@@ -826,3 +828,19 @@ def test_list_cells_are_views_of_one_batch(tmp_path):
     assert cell.tolist() == [7, 8]
     own = sluice.read_pandas(path)["l"]
     assert own[7].tolist() == [7, 8] and own[1000] is None
+
+
+def test_month_day_nano_intervals_are_date_offsets(tmp_path):
+    """A month_day_nano interval is a pd.DateOffset, as pyarrow's to_pandas
+    gives it (sluice gave its MonthDayNano tuple, which a Timestamp cannot be
+    added to); to_pylist keeps MonthDayNano, as pyarrow's."""
+    t = pa.table({"iv": pa.array([pa.MonthDayNano([1, 2, 3]), None, pa.MonthDayNano([0, -1, -1500]),
+                                  pa.MonthDayNano([-3, 0, 86_400_000_000_007])],
+                                 pa.month_day_nano_interval())})
+    path = write_ipc_file(t, tmp_path / "iv.arrow", max_chunksize=3)
+    want = t.to_pandas()
+    for got in (sluice.read(path).to_pandas(), sluice.read_pandas(path)):
+        _same_frames(got, want, "iv")
+        ts = pd.Timestamp("2020-01-31")
+        assert ts + got["iv"][0] == ts + want["iv"][0] == pd.Timestamp("2020-03-02 00:00:00.000000003")
+    assert sluice.read(path).to_pylist() == t.to_pylist()
