@@ -228,18 +228,12 @@ def test_timestamp_extremes_spelled_exactly(sluice, tmp_path):
     def spelled(value: int, per_second: int) -> str:
         seconds, fraction = divmod(value, per_second)
         days, in_day = divmod(seconds, 86400)
-        # proleptic Gregorian from days (Python's date stops at year 1..9999)
-        z = days + 719468
-        era = z // 146097
-        doe = z - era * 146097
-        yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-        doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-        mp = (5 * doy + 2) // 153
-        d = doy - (153 * mp + 2) // 5 + 1
-        m = mp + 3 if mp < 10 else mp - 9
-        y = yoe + era * 400 + (m <= 2)
-        year = f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}"
-        text = f"{year}-{m:02d}-{d:02d}T{in_day // 3600:02d}:{in_day // 60 % 60:02d}:{in_day % 60:02d}"
+        # numpy's calendar (Python's date stops at year 9999); years past
+        # 0..9999 signed, as ISO 8601's expanded years
+        date = str(np.datetime_as_string(np.datetime64(days, "D")))
+        y, rest = date[:-6], date[-6:]
+        year = y if 0 <= int(y) <= 9999 else f"{int(y):+05d}"
+        text = f"{year}{rest}T{in_day // 3600:02d}:{in_day // 60 % 60:02d}:{in_day % 60:02d}"
         digits = len(str(per_second)) - 1
         return text + (f".{fraction:0{digits}d}" if digits else "") + "Z"
 
