@@ -96,3 +96,16 @@ int sl_parse_time(const uint8_t* p, int64_t n, int64_t* nanos) {
   return 1;
 }
 
+
+int sl_timestamp_in_unit(int64_t seconds, int32_t nanos, int64_t per_second, int64_t* out) {
+  int64_t part = (int64_t)nanos / (1000000000 / per_second);
+  // Below the epoch with a fraction: (seconds + 1) units less what the
+  // fraction lacks of a second, so that no product passes the sum.
+  if (seconds < 0 && part > 0) ++seconds, part -= per_second;
+  int64_t v;
+  if (__builtin_mul_overflow(seconds, per_second, &v) || __builtin_add_overflow(v, part, &v)) {
+    return 0;
+  }
+  *out = v;
+  return 1;
+}

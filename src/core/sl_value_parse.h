@@ -13,5 +13,11 @@ int sl_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* n
 /// ninth must be zeros), 00:00 to 23:59:59.999999999, as nanoseconds since
 /// midnight. 1 on success, else 0.
 int sl_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
+/// seconds + nanos (0 <= nanos < 10^9, a whole number of units) as a count of
+/// units of which `per_second` make a second (1, 10^3, 10^6 or 10^9): 1 with
+/// *out, or 0 when it is outside int64. Exact to the ends: a second before
+/// the epoch times per_second may overflow where the sum does not
+/// (1677-09-21 00:12:43.145224192 is INT64_MIN ns).
+int sl_timestamp_in_unit(int64_t seconds, int32_t nanos, int64_t per_second, int64_t* out);
 
 #endif

@@ -222,6 +222,17 @@ static void test_inference(void** unused) {
   check_csv("t\n2020-01-02T03:04:05.1234567\n", NULL,
             "t:tsn:\n\"2020-01-02 03:04:05.123456700\"\n");
   check_csv("a\n1\n2.5\nx\n", NULL, "a:u\n\"1\"\n\"2.5\"\n\"x\"\n");
+  // timestamp[ns]'s ends, INT64_MIN and INT64_MAX nanoseconds, read (the
+  // seconds before 1677-09-21 00:12:44 times 10^9 pass INT64_MIN, though
+  // the value with its fraction does not; polars reads them too).
+  check_csv("t\n1677-09-21 00:12:43.145224192\n2262-04-11 23:47:16.854775807\n", NULL,
+            "t:tsn:\n\"1677-09-21 00:12:43.145224192\"\n\"2262-04-11 23:47:16.854775807\"\n");
+  check_csv("t\n1677-09-21 00:12:43.145224193\n", "schema=t:timestamp[ns]",
+            "t:tsn:\n\"1677-09-21 00:12:43.145224193\"\n");
+  check_error("t\n1677-09-21 00:12:43.145224191\n", "schema=t:timestamp[ns]",
+              "out of range: '1677-09-21 00:12:43.145224191' as timestamp[ns]");
+  check_error("t\n2262-04-11 23:47:16.854775808\n", "schema=t:timestamp[ns]",
+              "out of range: '2262-04-11 23:47:16.854775808' as timestamp[ns]");
   check_csv("a\n1\n9223372036854775808\n", NULL, "a:g\n1.0\n9.223372036854776e+18\n");
 }
 
@@ -889,6 +900,29 @@ static void test_parse_date_like_timegm(void** unused) {
   }
 }
 
+/// Seconds and nanoseconds in a unit: exact to int64's ends, on both sides
+/// of the epoch.
+static void test_timestamp_in_unit(void** unused) {
+  (void)unused;
+  int64_t v = 0;
+  assert_true(sl_timestamp_in_unit(-1, 500000000, 1000, &v));
+  assert_true(v == -500);
+  assert_true(sl_timestamp_in_unit(-2, 999999000, 1000000, &v));
+  assert_true(v == -1000001);
+  assert_true(sl_timestamp_in_unit(-9223372037, 145224192, 1000000000, &v));
+  assert_true(v == INT64_MIN);
+  assert_false(sl_timestamp_in_unit(-9223372037, 145224191, 1000000000, &v));
+  assert_false(sl_timestamp_in_unit(-9223372037, 0, 1000000000, &v));
+  assert_true(sl_timestamp_in_unit(9223372036, 854775807, 1000000000, &v));
+  assert_true(v == INT64_MAX);
+  assert_false(sl_timestamp_in_unit(9223372036, 854775808, 1000000000, &v));
+  assert_true(sl_timestamp_in_unit(INT64_MIN, 0, 1, &v));
+  assert_true(v == INT64_MIN);
+  assert_true(sl_timestamp_in_unit(INT64_MIN / 1000, 192000000, 1000, &v));  // (ms)
+  assert_true(v == INT64_MIN / 1000 * 1000 + 192);
+  assert_false(sl_timestamp_in_unit(INT64_MIN / 1000 - 1, 0, 1000, &v));
+}
+
 static void test_corpus(void** unused) {
   (void)unused;
   char path[1024];
@@ -1095,6 +1129,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_fused_crosses_quoted_columns),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
       cmocka_unit_test(test_count_byte_paths), cmocka_unit_test(test_join_formats),
+      cmocka_unit_test(test_timestamp_in_unit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

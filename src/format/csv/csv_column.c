@@ -304,8 +304,7 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
         *ok = 0, problem = NAIVE;
       } else if (*ok && ns % (1000000000 / scale) != 0) {
         *ok = 0, problem = TOO_FINE;
-      } else if (*ok && (__builtin_mul_overflow(sec, scale, &v) ||
-                         __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v))) {
+      } else if (*ok && !sl_timestamp_in_unit(sec, ns, scale, &v)) {
         *ok = 0, problem = "out of range:";
       }
       break;
@@ -488,8 +487,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
         if (!zone && needs_zone) return value_error(s, c, f, p, n, NAIVE, error);
         if (ns % (1000000000 / scale) != 0) return value_error(s, c, f, p, n, TOO_FINE, error);
         int64_t v;
-        if (__builtin_mul_overflow(sec, scale, &v) ||
-            __builtin_add_overflow(v, (int64_t)ns / (1000000000 / scale), &v)) {
+        if (!sl_timestamp_in_unit(sec, ns, scale, &v)) {
           return value_error(s, c, f, p, n, "out of range:", error);
         }
         sl_builder_append_int64_unsafe(b, v);
