@@ -222,6 +222,21 @@ static void test_inference(void** unused) {
   check_csv("t\n2020-01-02T03:04:05.1234567\n", NULL,
             "t:tsn:\n\"2020-01-02 03:04:05.123456700\"\n");
   check_csv("a\n1\n2.5\nx\n", NULL, "a:u\n\"1\"\n\"2.5\"\n\"x\"\n");
+  // Digits past the microsecond need [ns], which spans 1677-09-21 to
+  // 2262-04-11 only: a sampled value out of that range with them, or one
+  // beside them, makes the column text (as pyarrow infers it), not a type
+  // its own sample fails (DuckDB and polars cut the digits to [us]).
+  check_csv("t\n2024-01-01 00:00:00.000000000\n9999-12-31 23:59:59.999999999\n", NULL,
+            "t:u\n\"2024-01-01 00:00:00.000000000\"\n\"9999-12-31 23:59:59.999999999\"\n");
+  check_csv("t\n1500-01-01 00:00:00.123456789\n", NULL,
+            "t:u\n\"1500-01-01 00:00:00.123456789\"\n");
+  check_csv("t\n1677-09-21 00:12:43.145224191\n", NULL,
+            "t:u\n\"1677-09-21 00:12:43.145224191\"\n");
+  check_csv("t\n9999-12-31 23:59:59\n2024-01-01 00:00:00.000000001\n", NULL,
+            "t:u\n\"9999-12-31 23:59:59\"\n\"2024-01-01 00:00:00.000000001\"\n");
+  check_csv("t\n9999-12-31 23:59:59.999999\n", NULL, "t:tsu:\n\"9999-12-31 23:59:59.999999\"\n");
+  check_csv("t\n9999-12-31 23:59:59+01:00\n0001-01-01 00:00:00.000001Z\n", NULL,
+            "t:tsu:UTC\n\"9999-12-31 22:59:59.000000Z\"\n\"0001-01-01 00:00:00.000001Z\"\n");
   // timestamp[ns]'s ends, INT64_MIN and INT64_MAX nanoseconds, read (the
   // seconds before 1677-09-21 00:12:44 times 10^9 pass INT64_MIN, though
   // the value with its fraction does not; polars reads them too).

@@ -744,6 +744,49 @@ def test_late_zone_offset_makes_the_column_utc(sluice, tmp_path):
             (f"line {2 * rows // 3 + 2}" in err and "08:00:00Z" in err)) and "zone offset" in err, err
 
 
+def test_nanosecond_digits_outside_the_nanosecond_range_infer_string(sluice, tmp_path):
+    """timestamp[ns] spans 1677-09-21 to 2262-04-11 only: a sampled date-time
+    with digits past the microsecond outside it (the sentinel
+    9999-12-31 23:59:59.999999999) makes the column a string, as pyarrow.csv
+    infers it, so that sluice cat, cat -o and infer_bytes=all read the file
+    (sluice once inferred timestamp[ns] and failed on its own sample). One
+    past the sample widens the column to string in one more read. The ends,
+    INT64_MIN and INT64_MAX nanoseconds, read as polars reads them."""
+    path = tmp_path / "sentinel.csv"
+    path.write_text("c\n2024-01-01 00:00:00.000000000\n9999-12-31 23:59:59.999999999\n")
+    want = pcsv.read_csv(path)
+    assert want.schema.field("c").type == pa.string()
+    assert sluice.run("schema", path).stdout.decode().split() == ["c", "string"]
+    assert sluice_read(sluice, path).equals(want)
+    for extra in ([], ["--option", "infer_bytes=all"]):
+        out = sluice.run("cat", path, "-t", "csv", *extra).stdout.decode()
+        assert out.splitlines()[2] == "9999-12-31 23:59:59.999999999", out
+    # past the sample (quotes keep the stretches further on out of it)
+    rows = 120_000
+    late = tmp_path / "late.csv"
+    lines = ["ts,q"] + [f'2020-01-01T00:00:{i % 60:02d},"q"' for i in range(rows)]
+    lines[1 + rows // 2] = '9999-12-31 23:59:59.999999999,"q"'
+    late.write_text("\n".join(lines) + "\n")
+    assert sluice.run("schema", late).stdout.decode().split()[:2] == ["ts", "timestamp[us]"]
+    proc = sluice.run("cat", late, "-t", "arrow", "-o", tmp_path / "late.arrow")
+    assert proc.stderr.decode().count("reading again") == 1, proc.stderr.decode()
+    with ipc.open_file(tmp_path / "late.arrow") as f:
+        got = f.read_all()
+    assert got.equals(pcsv.read_csv(late, convert_options=pcsv.ConvertOptions(
+        column_types={"ts": pa.string()})))
+    # the ends of timestamp[ns]
+    ends = tmp_path / "ends.csv"
+    ends.write_text("c\n1677-09-21 00:12:43.145224192\n2262-04-11 23:47:16.854775807\n")
+    got = sluice_read(sluice, ends)
+    assert got.schema.field("c").type == pa.timestamp("ns")
+    assert got.column("c").cast(pa.int64()).to_pylist() == [-2**63, 2**63 - 1]
+    pl = pytest.importorskip("polars")
+    want = pl.read_csv(ends, schema={"c": pl.Datetime("ns")})["c"].cast(pl.Int64).to_list()
+    assert want == [-2**63, 2**63 - 1]
+    err = sluice.expect_error("cat", ends, "-t", "csv", "--schema", "c:timestamp[ms]")
+    assert "more fraction digits than the unit holds" in err.stderr.decode()
+
+
 def test_late_values_stay_errors_where_a_second_read_cannot_help(sluice, tmp_path):
     rows = 120_000
     path = tmp_path / "late.csv"

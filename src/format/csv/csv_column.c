@@ -129,6 +129,17 @@ static int naive_needs_zone(const struct csv_column* col) {
          strcmp(tz, "+00:00") != 0 && strcmp(tz, "Z") != 0;
 }
 
+/// Whether p[0, n) is a date-time with digits past the microsecond outside
+/// timestamp[ns]'s range, which no timestamp unit holds (as inference
+/// makes such a sampled column a string).
+static int past_nanos(const uint8_t* p, int64_t n) {
+  int64_t sec, v;
+  int32_t ns;
+  int zone;
+  return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) && ns % 1000 != 0 &&
+         !sl_timestamp_in_unit(sec, ns, 1000000000, &v);
+}
+
 /// The step an inferred column must take to hold value p[0, n) that did not
 /// fit it (`too_fine`: only its fraction was too long), or CSV_WIDEN_NONE.
 static enum csv_widening widening_for(const struct csv_column* col, const uint8_t* p, int64_t n,
@@ -144,12 +155,16 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
     }
     case CV_TIMESTAMP: case CV_TIME:
       if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
-      return too_fine && col->type.unit != SL_NANO ? CSV_WIDEN_NANOS : CSV_WIDEN_STRING;
+      // (a date-time too fine for [us] and out of [ns]'s range: no unit holds it)
+      return too_fine && col->type.unit != SL_NANO && !past_nanos(p, n) ? CSV_WIDEN_NANOS
+                                                                         : CSV_WIDEN_STRING;
     case CV_DATE32: {  // a date-time after dates: timestamps, as a sample holding both gives
       int64_t sec;
       int32_t ns;
       int zone;
-      return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) ? CSV_WIDEN_TIMESTAMP : CSV_WIDEN_STRING;
+      return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) && !past_nanos(p, n)
+                 ? CSV_WIDEN_TIMESTAMP
+                 : CSV_WIDEN_STRING;
     }
     case CV_F64: case CV_BOOL: return CSV_WIDEN_STRING;
     default: return CSV_WIDEN_NONE;  // invalid UTF-8 stays an error

@@ -491,6 +491,7 @@ void sl_csv_infer_init(struct csv_infer_state* s, const struct csv_nulls* nulls)
   s->any_value = 0;
   s->any_zone = 0;
   s->any_nanos = 0;
+  s->any_wide = 0;
   s->any_bit = 0;
   s->any_int = 0;
   s->any_date = 0;
@@ -557,8 +558,14 @@ void sl_csv_infer_add_value(struct csv_infer_state* s, const uint8_t* p, int64_t
     if (!sl_csv_parse_timestamp(p, n, &sec, &ns, &zone)) {
       s->can &= ~CAN(CSV_KIND_TIMESTAMP);
     } else {
+      int64_t v;
       s->any_zone |= zone;
       s->any_nanos |= ns % 1000 != 0;
+      s->any_wide |= !sl_timestamp_in_unit(sec, ns, 1000000000, &v);
+      // Digits past the microsecond need [ns], which does not reach this
+      // far: no unit holds the column without cutting digits, so it is
+      // text (as pyarrow infers it; DuckDB and polars cut to [us]).
+      if (s->any_nanos && s->any_wide) s->can &= ~CAN(CSV_KIND_TIMESTAMP);
     }
   }
 }

@@ -282,6 +282,7 @@ struct csv_infer_state {
   int any_value;
   int any_zone;
   int any_nanos;      ///< a time or timestamp with digits past the microsecond
+  int any_wide;       ///< a timestamp outside timestamp[ns]'s range (before 1677, after 2262)
   int any_bit;        ///< a 0 or 1 (a bool column that holds them takes them as bools)
   /// A value that is an integer, or a date: a float or timestamp column
   /// whose values are never so tells a header's "2024" or "2024-01-01"
