@@ -24,7 +24,7 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
     if (hive->keys[k] != NULL) sl_free(alloc, hive->keys[k], strlen(hive->keys[k]) + 1);
   }
   for (int64_t i = 0; hive->values != NULL && i < hive->n_keys * hive->n_objects; ++i) {
-    if (hive->values[i] != NULL) sl_free(alloc, hive->values[i], strlen(hive->values[i]) + 1);
+    if (hive->values[i] != NULL) sl_free(alloc, hive->values[i], hive->value_lens[i] + 1);
   }
   if (hive->keys != NULL) sl_free(alloc, hive->keys, (size_t)hive->n_keys * sizeof *hive->keys);
   if (hive->formats != NULL) {
@@ -32,6 +32,10 @@ void sl_hive_free(struct sl_hive* hive, const struct sluice_allocator* alloc) {
   }
   if (hive->values != NULL) {
     sl_free(alloc, hive->values, (size_t)(hive->n_keys * hive->values_cap) * sizeof *hive->values);
+  }
+  if (hive->value_lens != NULL) {
+    sl_free(alloc, hive->value_lens,
+            (size_t)(hive->n_keys * hive->values_cap) * sizeof *hive->value_lens);
   }
   memset(hive, 0, sizeof *hive);
 }
@@ -102,8 +106,8 @@ struct detect_ctx {
   int64_t not_utf8;  ///< 1 + the first object with a key or value not UTF-8 once decoded
 };
 
-static int is_utf8(const char* s) {
-  return sl_utf8_invalid_at((const uint8_t*)s, (int64_t)strlen(s)) < 0;
+static int is_utf8(const char* s, size_t n) {
+  return sl_utf8_invalid_at((const uint8_t*)s, (int64_t)n) < 0;
 }
 
 /// Object 0 names the keys; every later object must have the same ones,
@@ -118,7 +122,7 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   if (name == NULL) return ENOMEM;
   // Refused, as pyarrow and DuckDB refuse it (no string column holds it),
   // once all objects are seen to have the same keys.
-  if (!is_utf8(name) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
+  if (!is_utf8(name, strlen(name)) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
   int64_t k = 0;
   while (k < c->n_distinct && strcmp(name, h->keys[k]) != 0) ++k;
   if (c->object == 0 && k == c->n_distinct) {
@@ -133,26 +137,31 @@ static int take_pair(void* arg, const char* key, size_t key_len, const char* val
   }
   c->seen[k] = 1;
   if (value_len == strlen(HIVE_NULL) && memcmp(value, HIVE_NULL, value_len) == 0) return 0;
-  char* text = sl_percent_decoded(value, value_len, c->alloc);
+  // %00 is a NUL byte in the value (a string holds it), as pyarrow and
+  // DuckDB read it and as sluice's partitioned writes spell it.
+  size_t len = 0;
+  char* text = sl_percent_decoded_bytes(value, value_len, c->alloc, &len);
   if (text == NULL) return ENOMEM;
-  if (!is_utf8(text) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
+  if (!is_utf8(text, len) && c->not_utf8 == 0) c->not_utf8 = 1 + c->object;
   h->values[c->object * h->n_keys + k] = text;
+  h->value_lens[c->object * h->n_keys + k] = len;
   return 0;
 }
 
-/// Whether `s` is an int64 written as digits after an optional '-' (leading
-/// zeros allowed), as pyarrow and polars infer an integer key: `+3`, ` 3`
-/// and `3 ` stay text (sl_parse_int64 alone took the first two as 3).
-static int is_integer(const char* s) {
-  size_t n = strlen(s), sign = s[0] == '-';
+/// Whether s[0, n) is an int64 written as digits after an optional '-'
+/// (leading zeros allowed), as pyarrow and polars infer an integer key:
+/// `+3`, ` 3` and `3 ` stay text (sl_parse_int64 alone took the first two
+/// as 3), and so does `3` followed by a NUL byte.
+static int is_integer(const char* s, size_t n) {
+  size_t sign = s[0] == '-';
   if (n == sign || strspn(s + sign, "0123456789") != n - sign) return 0;
   int64_t v;
   return sl_parse_int64(s, n, INT64_MIN, INT64_MAX, &v) == 0;
 }
 
-static int is_date(const char* s) {
+static int is_date(const char* s, size_t n) {
   int64_t days;
-  return strlen(s) == 10 && sl_parse_ymd(s, &days) && days >= INT32_MIN && days <= INT32_MAX;
+  return n == 10 && strlen(s) == 10 && sl_parse_ymd(s, &days) && days >= INT32_MIN && days <= INT32_MAX;
 }
 
 /// Each key's type: the narrowest that all its values (nulls aside) spell.
@@ -162,8 +171,9 @@ static void infer_formats(struct sl_hive* h) {
     for (int64_t o = 0; o < h->n_objects; ++o) {
       const char* v = h->values[o * h->n_keys + k];
       if (v == NULL) continue;
-      ints = ints && is_integer(v);
-      dates = dates && is_date(v);
+      size_t n = h->value_lens[o * h->n_keys + k];
+      ints = ints && is_integer(v, n);
+      dates = dates && is_date(v, n);
     }
     h->formats[k] = ints ? "l" : dates ? "tdD" : "u";
   }
@@ -182,22 +192,27 @@ static int keep_distinct(struct sl_hive* h, int64_t n, const struct sluice_alloc
   char** keys = sl_calloc(alloc, (size_t)n, sizeof *keys);
   const char** formats = sl_calloc(alloc, (size_t)n, sizeof *formats);
   char** values = sl_calloc(alloc, (size_t)(n * h->n_objects), sizeof *values);
-  if (keys == NULL || formats == NULL || values == NULL) {
+  size_t* lens = sl_calloc(alloc, (size_t)(n * h->n_objects), sizeof *lens);
+  if (keys == NULL || formats == NULL || values == NULL || lens == NULL) {
     if (keys != NULL) sl_free(alloc, keys, (size_t)n * sizeof *keys);
     if (formats != NULL) sl_free(alloc, (void*)formats, (size_t)n * sizeof *formats);
     if (values != NULL) sl_free(alloc, values, (size_t)(n * h->n_objects) * sizeof *values);
+    if (lens != NULL) sl_free(alloc, lens, (size_t)(n * h->n_objects) * sizeof *lens);
     return ENOMEM;
   }
   memcpy(keys, h->keys, (size_t)n * sizeof *keys);
   for (int64_t o = 0; o < h->n_objects; ++o) {
     memcpy(values + o * n, h->values + o * h->n_keys, (size_t)n * sizeof *values);
+    memcpy(lens + o * n, h->value_lens + o * h->n_keys, (size_t)n * sizeof *lens);
   }
   sl_free(alloc, h->keys, (size_t)h->n_keys * sizeof *h->keys);
   sl_free(alloc, (void*)h->formats, (size_t)h->n_keys * sizeof *h->formats);
   sl_free(alloc, h->values, (size_t)(h->n_keys * h->values_cap) * sizeof *h->values);
+  sl_free(alloc, h->value_lens, (size_t)(h->n_keys * h->values_cap) * sizeof *h->value_lens);
   h->keys = keys;
   h->formats = formats;
   h->values = values;
+  h->value_lens = lens;
   h->n_keys = n;
   h->values_cap = h->n_objects;
   return 0;
@@ -226,7 +241,9 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
   out->keys = sl_calloc(alloc, (size_t)n_keys, sizeof *out->keys);
   out->formats = sl_calloc(alloc, (size_t)n_keys, sizeof *out->formats);
   out->values = sl_calloc(alloc, (size_t)(n_keys * out->n_objects), sizeof *out->values);
-  if (out->keys == NULL || out->formats == NULL || out->values == NULL) {
+  out->value_lens = sl_calloc(alloc, (size_t)(n_keys * out->n_objects), sizeof *out->value_lens);
+  if (out->keys == NULL || out->formats == NULL || out->values == NULL ||
+      out->value_lens == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
   }
   struct detect_ctx ctx = {out, alloc, 0, 0, sl_calloc(alloc, (size_t)n_keys, 1), 0, 0};
@@ -272,7 +289,7 @@ int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int6
   SL_RETURN_NOT_OK(sl_array_init(out, alloc, utf8 ? 3 : 2, 0, error));
   out->length = length;
   size_t n = length > 0 ? (size_t)length : 0;
-  size_t vlen = value != NULL && utf8 ? strlen(value) : 0;
+  size_t vlen = value != NULL && utf8 ? hive->value_lens[object * hive->n_keys + key] : 0;
   // Sizes: offsets and data of a string column, values of the others (a
   // null's are zeros), a validity bitmap of zeros for a null.
   size_t width = utf8 ? 4 : strcmp(format, "l") == 0 ? 8 : 4;
@@ -326,6 +343,7 @@ struct condition {
   int64_t key;
   enum sl_filter_op op;
   char* values[64];
+  size_t lens[64];  ///< of values[] (text may hold NUL bytes)
   int n_values;
   /// A number no integer key holds (year>2023.5 is year>2023, year=2024.5
   /// leaves the list): -1 when no value passes, 1 when every non-null does.
@@ -333,33 +351,37 @@ struct condition {
 };
 
 static void condition_free(struct condition* c, const struct sluice_allocator* alloc) {
-  for (int i = 0; i < c->n_values; ++i) sl_free(alloc, c->values[i], strlen(c->values[i]) + 1);
+  for (int i = 0; i < c->n_values; ++i) sl_free(alloc, c->values[i], c->lens[i] + 1);
   c->n_values = 0;
 }
 
-/// Sign of a - b for a key of `format` (both already checked to parse).
-static int compare_as(const char* format, const char* a, const char* b) {
+/// Sign of a[0, an) - b[0, bn) for a key of `format` (both already checked
+/// to parse).
+static int compare_as(const char* format, const char* a, size_t an, const char* b, size_t bn) {
   if (strcmp(format, "l") == 0) {
     int64_t x = 0, y = 0;
-    sl_parse_int64(a, strlen(a), INT64_MIN, INT64_MAX, &x);
-    sl_parse_int64(b, strlen(b), INT64_MIN, INT64_MAX, &y);
+    sl_parse_int64(a, an, INT64_MIN, INT64_MAX, &x);
+    sl_parse_int64(b, bn, INT64_MIN, INT64_MAX, &y);
     return (x > y) - (x < y);
   }
-  int c = strcmp(a, b);  // dates YYYY-MM-DD order as text; text bytewise
+  // Dates YYYY-MM-DD order as text; text bytewise, NUL bytes included.
+  int c = memcmp(a, b, an < bn ? an : bn);
+  if (c == 0) c = (an > bn) - (an < bn);
   return (c > 0) - (c < 0);
 }
 
 static int passes(const struct sl_hive* h, const struct condition* c, int64_t object) {
   const char* v = h->values[object * h->n_keys + c->key];
+  size_t vn = h->value_lens[object * h->n_keys + c->key];
   if (v == NULL) return 0;  // null passes no condition, as in SQL
   if (c->verdict != 0) return c->verdict > 0;
   const char* format = h->formats[c->key];
   if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) {
     int any = 0;
-    for (int i = 0; i < c->n_values && !any; ++i) any = compare_as(format, v, c->values[i]) == 0;
+    for (int i = 0; i < c->n_values && !any; ++i) any = compare_as(format, v, vn, c->values[i], c->lens[i]) == 0;
     return c->op == SL_FILTER_EQ ? any : !any;
   }
-  int s = compare_as(format, v, c->values[0]);
+  int s = compare_as(format, v, vn, c->values[0], c->lens[0]);
   return c->op == SL_FILTER_LT ? s < 0 : c->op == SL_FILTER_LE ? s <= 0 : c->op == SL_FILTER_GT ? s > 0 : s >= 0;
 }
 
@@ -408,18 +430,13 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
                           text);
     }
-    // %00 decoded as row filters decode it (a NUL byte): no directory
-    // name holds one, so such a value is refused rather than read as text.
+    // %00 decoded as row filters and directory names decode it (a NUL byte).
     size_t vn = 0;
     char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
-    if (strlen(v) != vn) {
-      sl_free(alloc, v, vn + 1);
-      return sl_error_set(error, EINVAL, "partition filter '%.*s': '%.*s' holds a NUL byte, "
-                          "which no key=value directory name can", (int)n, text, (int)m, p);
-    }
+    c->lens[c->n_values] = vn;
     c->values[c->n_values++] = v;
-    if (strcmp(format, "l") == 0 && !is_integer(v)) {
+    if (strcmp(format, "l") == 0 && !is_integer(v, vn)) {
       // Another number, compared as row filters compare it with an
       // integer column (as DuckDB and pyarrow do): year>2023.5 is year>2023.
       union sl_filter_value bound;
@@ -435,11 +452,11 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
         snprintf(digits, sizeof digits, "%lld", (long long)bound.i);
         c->values[c->n_values] = sl_strdup(alloc, digits);
         if (c->values[c->n_values] == NULL) return sl_error_set(error, ENOMEM, "out of memory");
-        ++c->n_values;
+        c->lens[c->n_values++] = strlen(digits);
       } else if (c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
         c->verdict = verdict;  // (one value: several are refused below)
       }  // (= and != with a value no key holds: it drops out of the list)
-    } else if (strcmp(format, "tdD") == 0 && !is_date(v)) {
+    } else if (strcmp(format, "tdD") == 0 && !is_date(v, vn)) {
       // A date-time, compared with the day's midnight as row filters
       // compare it with a date column: day>2024-01-01T12:00 is day>2024-01-01.
       union sl_filter_value bound;
@@ -456,7 +473,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
         sl_format_date(bound.i, day, sizeof day);
         c->values[c->n_values] = sl_strdup(alloc, day);
         if (c->values[c->n_values] == NULL) return sl_error_set(error, ENOMEM, "out of memory");
-        ++c->n_values;
+        c->lens[c->n_values++] = strlen(day);
       } else if (c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
         c->verdict = verdict;
       }
@@ -523,16 +540,18 @@ int sl_hive_filter(struct sl_hive* hive, struct sl_location_list* names, const c
   // Compact the names and the values rows of the objects kept.
   for (int64_t o = 0, w = 0; rc == 0 && o < n; ++o) {
     char** row = hive->values + o * hive->n_keys;
+    size_t* lens = hive->value_lens + o * hive->n_keys;
     if (!keep[o]) {
       sl_free(alloc, names->names[o], strlen(names->names[o]) + 1);
       for (int64_t k = 0; k < hive->n_keys; ++k) {
-        if (row[k] != NULL) sl_free(alloc, row[k], strlen(row[k]) + 1);
+        if (row[k] != NULL) sl_free(alloc, row[k], lens[k] + 1);
       }
       continue;
     }
     names->names[w] = names->names[o];
     names->sizes[w] = names->sizes[o];
     memmove(hive->values + w * hive->n_keys, row, (size_t)hive->n_keys * sizeof *row);
+    memmove(hive->value_lens + w * hive->n_keys, lens, (size_t)hive->n_keys * sizeof *lens);
     ++w;
   }
   if (rc == 0) {

@@ -19,9 +19,13 @@ struct sl_hive {
   /// "u" (utf8).
   const char** formats;
   int64_t n_objects;
-  /// [object * n_keys + key]: the value's text (percent-decoded), or NULL
-  /// for a null (`__HIVE_DEFAULT_PARTITION__`). Room for values_cap objects.
+  /// [object * n_keys + key]: the value's text (percent-decoded, NUL-
+  /// terminated), or NULL for a null (`__HIVE_DEFAULT_PARTITION__`). Room
+  /// for values_cap objects.
   char** values;
+  /// [object * n_keys + key]: the length of values[], which may hold NUL
+  /// bytes (`k=a%00b`, as pyarrow writes and reads "a\0b").
+  size_t* value_lens;
   int64_t values_cap;
   /// A partition filter kept no object: the objects left (one, for the
   /// schema) give no rows.
