@@ -442,8 +442,10 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       union sl_filter_value bound;
       int verdict = sl_filter_integer_bound(SL_FILTER_INT, v, vn, c->op, &bound);
       if (verdict == -2) {
-        return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a number, as "
-                            "the values of '%s' are", (int)n, text, v, h->keys[c->key]);
+        char shown[96];
+        return sl_error_set(error, EINVAL, "partition filter: '%s' is not a number, as the "
+                            "values of '%s' are", sl_escaped(v, vn, '\'', shown, sizeof shown),
+                            h->keys[c->key]);
       }
       sl_free(alloc, v, vn + 1);
       c->values[--c->n_values] = NULL;
@@ -462,9 +464,10 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       union sl_filter_value bound;
       int verdict = sl_filter_date_bound(format, v, vn, c->op, &bound);
       if (verdict == -2) {
-        return sl_error_set(error, EINVAL, "partition filter '%.*s': '%s' is not a YYYY-MM-DD "
-                            "date or a date-time without a zone, as the values of '%s' are",
-                            (int)n, text, v, h->keys[c->key]);
+        char shown[96];
+        return sl_error_set(error, EINVAL, "partition filter: '%s' is not a YYYY-MM-DD date or a "
+                            "date-time without a zone, as the values of '%s' are",
+                            sl_escaped(v, vn, '\'', shown, sizeof shown), h->keys[c->key]);
       }
       sl_free(alloc, v, vn + 1);
       c->values[--c->n_values] = NULL;
