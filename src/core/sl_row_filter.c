@@ -274,41 +274,50 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
   return 0;
 }
 
+/// Whether v[0, n) is `word` (lower case) in any case.
+static int same_word_n(const char* v, size_t n, const char* word) {
+  size_t k = 0;
+  for (; k < n && word[k] != '\0'; ++k)
+    if ((v[k] | 0x20) != word[k]) return 0;
+  return k == n && word[k] == '\0';
+}
+
 int sl_filter_integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
                             enum sl_filter_op op, union sl_filter_value* value) {
-  char* end = NULL;
-  double d = n > 0 ? strtod(v, &end) : 0;
-  if (n == 0 || end != v + n || !isfinite(d)) return -2;
-  // The column's range as doubles: [-2^63, 2^63) or [0, 2^64).
-  const double lo = kind == SL_FILTER_UINT ? 0.0 : -9223372036854775808.0;
-  const double hi = kind == SL_FILTER_UINT ? 18446744073709551616.0 : 9223372036854775808.0;
-  const int below = d < lo, above = d >= hi;
-  const double fl = floor(d), ce = ceil(d);
-  switch (op) {
-    case SL_FILTER_EQ:
-      if (below || above || fl != d) return -1;
-      break;
-    case SL_FILTER_NE:
-      if (below || above || fl != d) return 1;
-      break;
-    case SL_FILTER_GT: case SL_FILTER_GE:
-      if (below) return 1;
-      if (above) return -1;
-      if (op == SL_FILTER_GT) d = fl;  // x > 2.5: x > 2
-      else d = ce;                       // x >= 2.5: x >= 3
-      if (d >= hi) return -1;
-      break;
-    case SL_FILTER_LT: case SL_FILTER_LE:
-      if (below) return -1;
-      if (above) return 1;
-      if (op == SL_FILTER_LT) d = ce;  // x < 2.5: x < 3
-      else d = fl;                       // x <= 2.5: x <= 2
-      if (d >= hi) return 1;
-      break;
+  // inf and nan compare as pyarrow compares them with an integer column
+  // (DuckDB agrees but for NaN, which it orders above every number).
+  const int sign = n > 0 && (v[0] == '+' || v[0] == '-');
+  if (same_word_n(v + sign, n - (size_t)sign, "nan")) return op == SL_FILTER_NE ? 1 : -1;
+  int below = 0, above = 0;
+  if (same_word_n(v + sign, n - (size_t)sign, "inf") ||
+      same_word_n(v + sign, n - (size_t)sign, "infinity")) {
+    below = sign && v[0] == '-';
+    above = !below;
+  } else {
+    // The literal's exact value (strtod would round 9007199254740993.0 to
+    // ...992), bounded to an integer as a scale-0 decimal column bounds it.
+    union sl_filter_value d;
+    int verdict = decimal_bound(0, v, n, op, &d);
+    if (verdict != 0) return verdict;
+    const int negative = (int64_t)d.d[3] < 0;
+    const uint64_t fill = negative ? UINT64_MAX : 0;
+    const int fits = d.d[1] == fill && d.d[2] == fill && d.d[3] == fill &&
+                     (kind == SL_FILTER_UINT ? !negative : ((int64_t)d.d[0] < 0) == negative);
+    if (fits) {
+      if (kind == SL_FILTER_UINT) value->u = d.d[0];
+      else value->i = (int64_t)d.d[0];
+      return 0;
+    }
+    below = negative;
+    above = !negative;
   }
-  if (kind == SL_FILTER_UINT) value->u = (uint64_t)d;
-  else value->i = (int64_t)d;
-  return 0;
+  // Past the column's range: every value is on one side of the literal.
+  switch (op) {
+    case SL_FILTER_EQ: return -1;
+    case SL_FILTER_NE: return 1;
+    case SL_FILTER_GT: case SL_FILTER_GE: return below ? 1 : -1;
+    default: return above ? 1 : -1;
+  }
 }
 
 size_t sl_filter_op_parse(const char* p, size_t left, enum sl_filter_op* op) {

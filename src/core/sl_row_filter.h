@@ -84,8 +84,10 @@ int sl_filter_has_empty_condition(const char* text);
 /// compare across numeric types: 0 and *value, which makes `op` an
 /// equivalent integer condition (x > 2.5 is x > 2; x >= 2.5 is x >= 3); -1
 /// when no row passes (x = 2.5); 1 when every non-null row does (x != 2.5;
-/// x > -1 unsigned).
-/// -2 when `v` is no finite number. Shared with the partition filter, whose
+/// x > -1 unsigned). By the literal's exact value (9007199254740993.0 is
+/// no double); inf, -inf and nan compare as pyarrow compares them (x < inf
+/// holds for every row, x = nan for none, x != nan for every one).
+/// -2 when `v` is no number. Shared with the partition filter, whose
 /// integer keys compare as integer columns do.
 int sl_filter_integer_bound(enum sl_filter_kind kind, const char* v, size_t n,
                             enum sl_filter_op op, union sl_filter_value* value);

@@ -199,6 +199,55 @@ static void test_range_test_is_sound_and_tight(void** state) {
   s.release(&s);
 }
 
+static int bound(enum sl_filter_kind kind, const char* v, enum sl_filter_op op,
+                 union sl_filter_value* out) {
+  return sl_filter_integer_bound(kind, v, strlen(v), op, out);
+}
+
+/// Other numbers on integer columns by their exact value (they went through
+/// a double: 9007199254740993.0 was ...992, 18446744073709551615.0 past
+/// uint64), inf and nan as pyarrow compares them (they were refused).
+static void test_numbers_on_integer_columns_compare_exactly(void** state) {
+  (void)state;
+  union sl_filter_value v;
+  assert_int_equal(bound(SL_FILTER_INT, "9007199254740993.0", SL_FILTER_EQ, &v), 0);
+  assert_true(v.i == 9007199254740993LL);
+  assert_int_equal(bound(SL_FILTER_INT, "9007199254740993.5", SL_FILTER_EQ, &v), -1);
+  assert_int_equal(bound(SL_FILTER_INT, "9007199254740993.5", SL_FILTER_NE, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "9007199254740993.5", SL_FILTER_GT, &v), 0);
+  assert_true(v.i == 9007199254740993LL);
+  assert_int_equal(bound(SL_FILTER_INT, "9007199254740993.5", SL_FILTER_GE, &v), 0);
+  assert_true(v.i == 9007199254740994LL);
+  assert_int_equal(bound(SL_FILTER_INT, "-9007199254740993.5", SL_FILTER_LT, &v), 0);
+  assert_true(v.i == -9007199254740993LL);
+  assert_int_equal(bound(SL_FILTER_INT, "9.007199254740993e15", SL_FILTER_EQ, &v), 0);
+  assert_true(v.i == 9007199254740993LL);
+  assert_int_equal(bound(SL_FILTER_UINT, "18446744073709551615.0", SL_FILTER_EQ, &v), 0);
+  assert_true(v.u == UINT64_MAX);
+  assert_int_equal(bound(SL_FILTER_UINT, "18446744073709551615.5", SL_FILTER_GT, &v), 0);
+  assert_true(v.u == UINT64_MAX);
+  assert_int_equal(bound(SL_FILTER_UINT, "18446744073709551615.5", SL_FILTER_GE, &v), -1);
+  assert_int_equal(bound(SL_FILTER_UINT, "-0.5", SL_FILTER_GT, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "-9223372036854775808.0", SL_FILTER_EQ, &v), 0);
+  assert_true(v.i == INT64_MIN);
+  assert_int_equal(bound(SL_FILTER_INT, "-9223372036854775808.5", SL_FILTER_GT, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "9223372036854775807.5", SL_FILTER_LE, &v), 0);
+  assert_true(v.i == INT64_MAX);
+  assert_int_equal(bound(SL_FILTER_INT, "9223372036854775807.5", SL_FILTER_LT, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "1e100000000", SL_FILTER_LT, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "inf", SL_FILTER_GT, &v), -1);
+  assert_int_equal(bound(SL_FILTER_INT, "Infinity", SL_FILTER_LT, &v), 1);
+  assert_int_equal(bound(SL_FILTER_UINT, "-inf", SL_FILTER_GE, &v), 1);
+  assert_int_equal(bound(SL_FILTER_UINT, "-INF", SL_FILTER_EQ, &v), -1);
+  assert_int_equal(bound(SL_FILTER_INT, "nan", SL_FILTER_NE, &v), 1);
+  assert_int_equal(bound(SL_FILTER_INT, "-NaN", SL_FILTER_LT, &v), -1);
+  assert_int_equal(bound(SL_FILTER_INT, "nanx", SL_FILTER_LT, &v), -2);
+  assert_int_equal(bound(SL_FILTER_INT, " 5", SL_FILTER_EQ, &v), -2);
+  assert_int_equal(bound(SL_FILTER_INT, "5 ", SL_FILTER_EQ, &v), -2);
+  assert_int_equal(bound(SL_FILTER_INT, "0x10", SL_FILTER_EQ, &v), -2);
+  assert_int_equal(bound(SL_FILTER_INT, "", SL_FILTER_EQ, &v), -2);
+}
+
 static int parse_attempt(void* ctx, const struct sluice_allocator* alloc,
                          struct sluice_error* error) {
   (void)ctx;
@@ -226,6 +275,7 @@ int main(void) {
       cmocka_unit_test(test_unsupported_types),
       cmocka_unit_test(test_or_groups),
       cmocka_unit_test(test_range_test_is_sound_and_tight),
+      cmocka_unit_test(test_numbers_on_integer_columns_compare_exactly),
       cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

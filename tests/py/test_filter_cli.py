@@ -150,3 +150,51 @@ def test_an_escape_that_is_not_utf8_is_quoted_as_typed(sluice, tmp_path):
     # valid UTF-8 escapes are still shown decoded
     err = sluice.expect_error("cat", "--filter", "i>%e2%82%ac", src).stderr.decode()
     assert "filter 'i>\u20ac': '\u20ac' is not an integer" in err, err
+
+
+@pytest.mark.parametrize("text", [
+    "x=9007199254740993.0", "x=9007199254740993.5", "x!=9007199254740993.0",
+    "x<9007199254740993.0", "x<=9007199254740992.5", "x>9007199254740992.5",
+    "x>=9007199254740993.0", "x=9.007199254740993e15", "x<9223372036854775807.5",
+    "x>-9223372036854775808.5", "x=-9223372036854775808.0", "x>9223372036854775807.0",
+    "u=18446744073709551615.0", "u>=18446744073709551614.5", "u<18446744073709551615.5",
+    "u>18446744073709551615.0", "u=1.8446744073709551615e19", "x=9007199254740993.0|2.5"])
+def test_numbers_past_2_53_on_int64_columns_compare_exactly_as_duckdb(sluice, tmp_path, text):
+    """A number with a fraction or exponent on an int64/uint64 column is
+    compared by its exact value, as DuckDB compares it: it went through a
+    double, so x=9007199254740993.0 found 9007199254740992 and
+    u=18446744073709551615.0 found nothing."""
+    import re
+    duckdb = pytest.importorskip("duckdb")
+    big = 2**53
+    table = pa.table({"x": pa.array([big, big + 1, big + 2, 2**63 - 1, -2**63, None], pa.int64()),
+                      "u": pa.array([2**64 - 1, 2**64 - 2, 1, None, 0, big + 1], pa.uint64())})
+    src = tmp_path / "big.parquet"
+    pq.write_table(table, src, row_group_size=2)
+    proc = sluice.run("cat", "-q", src, "--filter", text, "-t", "arrows")
+    got = pa.ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    col, op, values = re.match(r"(\w)(!=|>=|<=|=|<|>)(.*)", text).groups()
+    values = values.split("|")
+    where = f"{col} {op} {values[0]}" if len(values) == 1 else f"{col} IN ({', '.join(values)})"
+    # (DuckDB reads 9007199254740993.0 as an exact DECIMAL, 9.007e15 as a DOUBLE: cast both.)
+    where = re.sub(r"([0-9.]+e[0-9]+)", r"'\1'::DECIMAL(38,1)", where)
+    want = duckdb.sql(f"SELECT x, u FROM '{src}' WHERE {where}").fetchall()
+    assert [tuple(r.values()) for r in got.to_pylist()] == want, (text, where)
+
+
+@pytest.mark.parametrize("col", ["x", "u"])
+@pytest.mark.parametrize("op", ["=", "!=", "<", "<=", ">", ">="])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_inf_and_nan_on_integer_columns_compare_as_pyarrow(sluice, tmp_path, col, op, value):
+    """x>inf on an integer column was refused ("'inf' is not an integer"):
+    pyarrow compares it (none pass; x<inf, all), and so does DuckDB, which
+    differs only for NaN, which it orders above every number."""
+    table = pa.table({"x": pa.array([1, None, -3], pa.int64()),
+                      "u": pa.array([1, None, 3], pa.uint64())})
+    src = tmp_path / "i.parquet"
+    pq.write_table(table, src)
+    proc = sluice.run("cat", "-q", src, "-c", col, "--filter", f"{col}{op}{value}", "-t", "arrows")
+    got = pa.ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    want = pq.read_table(src, columns=[col], filters=[(col, op, value)])
+    assert got.column(col).to_pylist() == want.column(col).to_pylist()
+

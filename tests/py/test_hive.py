@@ -472,6 +472,28 @@ def test_date_keys_compare_with_date_times_as_duckdb(sluice, tmp_path, op):
             assert sorted(got.column("x").to_pylist()) == want, (flag, literal)
 
 
+@pytest.mark.parametrize("text,where", [
+    ("y=9007199254740993.0", "y = 9007199254740993.0"),
+    ("y=9007199254740993.5", "y = 9007199254740993.5"),
+    ("y<9007199254740993.0", "y < 9007199254740993.0"),
+    ("y>=9007199254740992.5", "y >= 9007199254740992.5"),
+    ("y<inf", "y < 'inf'::DOUBLE"),
+    ("y>-inf,y!=9007199254740992", "y > '-inf'::DOUBLE and y != 9007199254740992")])
+def test_integer_keys_past_2_53_compare_exactly_as_duckdb(sluice, tmp_path, text, where):
+    # --partitions y=9007199254740993.0 chose y=9007199254740992 (the
+    # literal went through a double), and y<inf was refused.
+    root = tmp_path / "big"
+    for k, y in enumerate([2**53, 2**53 + 1, 2**53 + 2]):
+        (root / f"y={y}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [k]}), root / f"y={y}" / "a.parquet")
+    want = [r[0] for r in duckdb.sql(
+        f"select x from read_parquet('{root}/**/*.parquet', hive_partitioning=true) "
+        f"where {where} order by x").fetchall()]
+    for flag in ("--partitions", "--filter"):
+        got = sluice_read(sluice, root, flag, text)
+        assert sorted(got.column("x").to_pylist()) == want, (flag, text)
+
+
 def test_or_groups_on_keys_read_only_the_objects_some_group_takes(sluice, tmp_path):
     # An object whose directories fail every group's key conditions is not
     # read (its data here is damaged); as pyarrow answers the same filter.
