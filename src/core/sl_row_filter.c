@@ -162,9 +162,15 @@ static int same_word(const char* v, const char* word) {
   return *v == *word;
 }
 
+/// Whether a number's text starts with a blank, which strtod and strtoll
+/// would skip: refused, as a trailing one is.
+static int blank_first(const char* v) {
+  return *v == ' ' || (*v >= '\t' && *v <= '\r');
+}
+
 /// Integer text (optional sign, digits) as int64; 1 on success.
 static int int_text(const char* v, int64_t* out) {
-  return sl_parse_int64(v, strlen(v), INT64_MIN, INT64_MAX, out) == 0;
+  return !blank_first(v) && sl_parse_int64(v, strlen(v), INT64_MIN, INT64_MAX, out) == 0;
 }
 
 /// Parses literal `v` for a column of format `f` and kind `kind`.
@@ -196,7 +202,7 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
       // A float32 column compares with the literal as a float32 (as DuckDB
       // and polars cast it): 0.1 finds the stored float32(0.1).
       out->f = n == 0 ? 0 : strtod(v, &end);
-      if (n == 0 || end != v + n) {
+      if (n == 0 || end != v + n || blank_first(v)) {
         *why = "a number";
         return 0;
       }

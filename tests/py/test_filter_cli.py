@@ -198,3 +198,12 @@ def test_inf_and_nan_on_integer_columns_compare_as_pyarrow(sluice, tmp_path, col
     want = pq.read_table(src, columns=[col], filters=[(col, op, value)])
     assert got.column(col).to_pylist() == want.column(col).to_pylist()
 
+
+@pytest.mark.parametrize("text", ["x= 5", "x=5 ", "x=%205", "f= 1.5", "f=1.5 "])
+def test_blanks_around_a_number_are_refused_at_either_end(sluice, tmp_path, text):
+    """strtod and strtoll skip leading blanks, so x= 5 was 5 where x=5 was
+    an error: both ends are refused now, as the blank in a name is."""
+    src = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"x": pa.array([5], pa.int64()), "f": [1.5]}), src)
+    err = sluice.expect_error("cat", "-q", src, "--filter", text).stderr.decode()
+    assert "is not" in err and ("an integer" in err or "a number" in err), err
