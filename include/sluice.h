@@ -266,9 +266,11 @@ struct sluice_open_options {
   /// are alternatives: a row passes every condition of some group
   /// ("x>5,city=Paris;y<0"); such groups may not name partition keys, and
   /// a literal ';' is %3B. Compared as the
-  /// column's type: integers, floats, bool, strings and binary (bytewise),
+  /// column's type: integers (another number by its exact value, as DuckDB
+  /// compares it), floats, bool, strings and binary (bytewise),
   /// dates (YYYY-MM-DD), times (HH:MM:SS[.f]), timestamps (ISO 8601; a zone
-  /// in the value is honoured, else it is taken as written) and durations
+  /// in the value is honoured, else it is taken as written; a time or
+  /// timestamp finer than the unit by its exact value) and durations
   /// (integers in the column's unit); other types are an error. The columns
   /// a filter needs are read even when not projected. With a filter, split
   /// row counts are unknown (sluice_dataset_split_rows gives -1).

@@ -154,6 +154,48 @@ int sl_filter_date_bound(const char* f, const char* v, size_t n, enum sl_filter_
   return 0;
 }
 
+/// A time-of-day or timestamp column's (format `f`) condition `op` on the
+/// text v[0, n), as an equivalent condition on a value of the column's
+/// unit, bounded as sl_filter_date_bound bounds dates: pyarrow and DuckDB
+/// compare a literal finer than the unit exactly, so on a timestamp[ms]
+/// column ts > 12:00:00.0005 is ts > 12:00:00.000 and ts = 12:00:00.0005
+/// holds for no row. A zone in a timestamp's text is honoured, else it is
+/// taken as written. Returns as sl_filter_date_bound does; -3 when the
+/// value is past the column's range (timestamp[ns] spans 1677 to 2262).
+static int temporal_bound(const char* f, const char* v, size_t n, enum sl_filter_op op,
+                          union sl_filter_value* value) {
+  const int64_t per = units_per_second(f[2]), step = 1000000000 / per;
+  int64_t units;
+  int exact;
+  if (f[1] == 't') {
+    int64_t nanos;
+    if (!sl_parse_time((const uint8_t*)v, (int64_t)n, &nanos)) return -2;
+    units = nanos / step;
+    exact = nanos % step == 0;
+  } else {
+    int64_t seconds;
+    int32_t nanos;
+    int zoned;
+    if (!sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned)) return -2;
+    // The floor in the unit (INT64_MIN ns included).
+    exact = nanos % step == 0;
+    if (!sl_timestamp_in_unit(seconds, nanos - (int32_t)(nanos % step), per, &units)) return -3;
+  }
+  if (!exact) {
+    switch (op) {
+      case SL_FILTER_EQ: return -1;
+      case SL_FILTER_NE: return 1;
+      case SL_FILTER_GT: case SL_FILTER_LE: break;  // ts > 0.5 ms: ts > 0
+      default:                                        // ts >= 0.5 ms: ts >= 1
+        if (units == INT64_MAX) return op == SL_FILTER_GE ? -1 : 1;
+        ++units;
+        break;
+    }
+  }
+  value->i = units;
+  return 0;
+}
+
 /// Whether `v` is `word` in any case.
 static int same_word(const char* v, const char* word) {
   for (; *v != '\0' && *word != '\0'; ++v, ++word) {
@@ -253,27 +295,12 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
     *why = "a YYYY-MM-DD date";
     return 0;
   }
-  if (f[0] == 't' && f[1] == 't') {  // time of day
-    int64_t nanos;
-    int64_t per = units_per_second(f[2]), step = 1000000000 / per;
-    if (sl_parse_time((const uint8_t*)v, (int64_t)n, &nanos) && nanos % step == 0) {
-      out->i = nanos / step;
-      return 1;
-    }
-    *why = "a time of day (HH:MM:SS) in the column's unit";
+  if (f[0] == 't' && f[1] == 't') {  // time of day: temporal_bound
+    *why = "a time of day (HH:MM:SS[.f])";
     return 0;
   }
-  if (f[0] == 't' && f[1] == 's') {  // timestamp: a zone in the text is honoured, else as written
-    int64_t seconds;
-    int32_t nanos;
-    int zoned;
-    int64_t per = units_per_second(f[2]), step = 1000000000 / per;
-    if (sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned) &&
-        nanos % step == 0 && seconds <= INT64_MAX / per && seconds >= INT64_MIN / per) {
-      out->i = seconds * per + nanos / step;
-      return 1;
-    }
-    *why = "a date-time (YYYY-MM-DD[ hh:mm:ss[.f]][Z|+hh:mm]) in the column's unit";
+  if (f[0] == 't' && f[1] == 's') {  // timestamp: temporal_bound
+    *why = "a date-time (YYYY-MM-DD[ hh:mm:ss[.f]][Z|+hh:mm])";
     return 0;
   }
   *why = "an integer";
@@ -434,11 +461,22 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
       const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
                             c->format[0] != 't';
       const int date = c->format[0] == 't' && c->format[1] == 'd';
-      if (!ok && (plain_int || date)) {
+      const int clock = c->format[0] == 't' && (c->format[1] == 't' || c->format[1] == 's');
+      if (!ok && (plain_int || date || clock)) {
         verdict = plain_int ? sl_filter_integer_bound(c->kind, v, vn, c->op, &value)
-                            : sl_filter_date_bound(c->format, v, vn, c->op, &value);
-        ok = verdict != -2;
+                  : date    ? sl_filter_date_bound(c->format, v, vn, c->op, &value)
+                            : temporal_bound(c->format, v, vn, c->op, &value);
+        ok = verdict != -2 && verdict != -3;
         if (date) why = "a YYYY-MM-DD date or a date-time without a zone";
+        if (verdict == -3) {
+          char type[64];
+          sl_format_name(c->format, type, sizeof type);
+          int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%s' is past the range of column "
+                                "'%s' (%s%s)", shown_n, shown, v, c->name, type,
+                                c->format[2] == 'n' ? ": years 1677 to 2262" : "");
+          sl_free(alloc, v, vn + 1);
+          return rc;
+        }
       }
     }
     if (!ok || c->kind != SL_FILTER_BYTES) {
