@@ -342,9 +342,10 @@ int sl_hive_column(const struct sl_hive* hive, int64_t key, int64_t object, int6
 struct condition {
   int64_t key;
   enum sl_filter_op op;
-  char* values[64];
-  size_t lens[64];  ///< of values[] (text may hold NUL bytes)
+  char** values;  ///< room for every value written ('|' between them)
+  size_t* lens;   ///< of values[] (text may hold NUL bytes)
   int n_values;
+  size_t capacity;
   /// A number no integer key holds (year>2023.5 is year>2023, year=2024.5
   /// leaves the list): -1 when no value passes, 1 when every non-null does.
   int verdict;
@@ -352,6 +353,10 @@ struct condition {
 
 static void condition_free(struct condition* c, const struct sluice_allocator* alloc) {
   for (int i = 0; i < c->n_values; ++i) sl_free(alloc, c->values[i], c->lens[i] + 1);
+  if (c->values != NULL) sl_free(alloc, c->values, c->capacity * sizeof *c->values);
+  if (c->lens != NULL) sl_free(alloc, c->lens, c->capacity * sizeof *c->lens);
+  c->values = NULL;
+  c->lens = NULL;
   c->n_values = 0;
 }
 
@@ -390,10 +395,13 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
                            const struct sluice_allocator* alloc, struct condition* c,
                            struct sluice_error* error) {
   memset(c, 0, sizeof *c);
+  char head[SL_FILTER_QUOTE_SIZE];  // a long condition is quoted by its start
+  int shown_n;
+  const char* shown = sl_filter_quoted(text, n, head, &shown_n);
   size_t k = strcspn(text, "=!<>");
   if (k == 0 || k >= n) {
     return sl_error_set(error, EINVAL, "partition filter '%.*s': expected KEY=VALUE, KEY!=VALUE, "
-                        "KEY<VALUE, ...", (int)n, text);
+                        "KEY<VALUE, ...", shown_n, shown);
   }
   char* key = sl_percent_decoded(text, k, alloc);
   if (key == NULL) return sl_error_set(error, ENOMEM, "out of memory");
@@ -416,20 +424,26 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
   size_t left = n - k;
   size_t op_len = sl_filter_op_parse(p, left, &c->op);
   if (op_len == 0) {
-    return sl_error_set(error, EINVAL, "partition filter '%.*s': unknown operator", (int)n, text);
+    return sl_error_set(error, EINVAL, "partition filter '%.*s': unknown operator", shown_n,
+                        shown);
   }
   p += op_len;
   left -= op_len;
   const char* format = h->formats[c->key];
+  c->capacity = 1;
+  for (size_t i = 0; i < left; ++i) c->capacity += p[i] == '|';
+  if (c->capacity > INT32_MAX / sizeof *c->values) {
+    return sl_error_set(error, EINVAL, "partition filter on key '%s': %zu values, more than %d",
+                        h->keys[c->key], c->capacity, (int)(INT32_MAX / sizeof *c->values));
+  }
+  c->values = sl_alloc(alloc, c->capacity * sizeof *c->values);
+  c->lens = sl_alloc(alloc, c->capacity * sizeof *c->lens);
+  if (c->values == NULL || c->lens == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   int n_given = 0;  // values written, those an integer key drops included
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
     ++n_given;
-    if (c->n_values == (int)(sizeof c->values / sizeof c->values[0])) {
-      return sl_error_set(error, EINVAL, "partition filter '%.*s': more than 64 values", (int)n,
-                          text);
-    }
     // %00 decoded as row filters and directory names decode it (a NUL byte).
     size_t vn = 0;
     char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
@@ -442,9 +456,9 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       union sl_filter_value bound;
       int verdict = sl_filter_integer_bound(SL_FILTER_INT, v, vn, c->op, &bound);
       if (verdict == -2) {
-        char shown[96];
+        char quoted[96];
         return sl_error_set(error, EINVAL, "partition filter: '%s' is not a number, as the "
-                            "values of '%s' are", sl_escaped(v, vn, '\'', shown, sizeof shown),
+                            "values of '%s' are", sl_escaped(v, vn, '\'', quoted, sizeof quoted),
                             h->keys[c->key]);
       }
       sl_free(alloc, v, vn + 1);
@@ -464,10 +478,10 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       union sl_filter_value bound;
       int verdict = sl_filter_date_bound(format, v, vn, c->op, &bound);
       if (verdict == -2) {
-        char shown[96];
+        char quoted[96];
         return sl_error_set(error, EINVAL, "partition filter: '%s' is not a YYYY-MM-DD date or a "
                             "date-time without a zone, as the values of '%s' are",
-                            sl_escaped(v, vn, '\'', shown, sizeof shown), h->keys[c->key]);
+                            sl_escaped(v, vn, '\'', quoted, sizeof quoted), h->keys[c->key]);
       }
       sl_free(alloc, v, vn + 1);
       c->values[--c->n_values] = NULL;
@@ -487,7 +501,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
   }
   if (n_given > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
     return sl_error_set(error, EINVAL, "partition filter '%.*s': several values ('|') go with = "
-                        "and != only", (int)n, text);
+                        "and != only", shown_n, shown);
   }
   return 0;
 }

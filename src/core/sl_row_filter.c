@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,8 @@
 #include "sl_value_text.h"
 #include "sl_value_tz.h"
 
-/// Most values of one condition ('|' between them).
-#define FILTER_MAX_VALUES 256
+static int compare(enum sl_filter_kind kind, const union sl_filter_value* a,
+                   const union sl_filter_value* b);
 
 /* ---- Parsing ------------------------------------------------------------------ */
 
@@ -377,7 +378,7 @@ static void condition_free(const struct sluice_allocator* alloc, struct sl_filte
         sl_free(alloc, (void*)c->values[i].bytes.s, (size_t)c->values[i].bytes.len + 1);
       }
     }
-    sl_free(alloc, c->values, FILTER_MAX_VALUES * sizeof *c->values);
+    sl_free(alloc, c->values, (size_t)c->values_capacity * sizeof *c->values);
   }
   if (c->name != NULL) sl_free(alloc, c->name, strlen(c->name) + 1);
   memset(c, 0, sizeof *c);
@@ -389,6 +390,26 @@ void sl_row_filter_free(struct sl_row_filter* filter) {
   for (int i = 0; i < filter->n_conditions; ++i) condition_free(alloc, &filter->conditions[i]);
   sl_free(alloc, filter->conditions, (size_t)filter->n_conditions * sizeof *filter->conditions);
   sl_free(alloc, filter, sizeof *filter);
+}
+
+/// qsort's orders of filter values of each kind (qsort takes no context).
+static int order_int(const void* a, const void* b) { return compare(SL_FILTER_INT, a, b); }
+static int order_uint(const void* a, const void* b) { return compare(SL_FILTER_UINT, a, b); }
+static int order_decimal(const void* a, const void* b) { return compare(SL_FILTER_DECIMAL, a, b); }
+static int order_bytes(const void* a, const void* b) { return compare(SL_FILTER_BYTES, a, b); }
+static int order_float(const void* a, const void* b) {  // NaNs last
+  int s = compare(SL_FILTER_FLOAT, a, b);
+  if (s != 2) return s;
+  return isnan(((const union sl_filter_value*)a)->f) - isnan(((const union sl_filter_value*)b)->f);
+}
+
+/// Sorts an = or != condition's values for `holds`.
+static void sort_values(struct sl_filter_condition* c) {
+  int (*order)(const void*, const void*) =
+      c->kind == SL_FILTER_UINT ? order_uint : c->kind == SL_FILTER_FLOAT ? order_float
+      : c->kind == SL_FILTER_DECIMAL ? order_decimal : c->kind == SL_FILTER_BYTES ? order_bytes
+      : order_int;
+  if (c->n_values > 1) qsort(c->values, (size_t)c->n_values, sizeof *c->values, order);
 }
 
 /// Parses text[0, n) (one condition) into *c; messages quote it as
@@ -431,16 +452,20 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
   }
   p += op_len;
   left -= op_len;
-  c->values = sl_alloc(alloc, FILTER_MAX_VALUES * sizeof *c->values);
+  // Room for every value ('|' between them): as many as pyarrow's `in` takes.
+  size_t room = 1;
+  for (size_t i = 0; i < left; ++i) room += p[i] == '|';
+  if (room > INT32_MAX / sizeof *c->values) {
+    return sl_error_set(error, EINVAL, "filter on column '%s': %zu values, more than %d",
+                        c->name, room, (int)(INT32_MAX / sizeof *c->values));
+  }
+  c->values = sl_alloc(alloc, room * sizeof *c->values);
   if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  c->values_capacity = (int)room;
   int single_verdict = 0;  // sl_filter_integer_bound's for a lone value of <, <=, >, >=
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
-    if (c->n_values == FILTER_MAX_VALUES) {
-      return sl_error_set(error, EINVAL, "filter '%.*s': more than %d values", shown_n, shown,
-                          FILTER_MAX_VALUES);
-    }
     // Bytes may hold NULs (%00): a binary column's values can.
     size_t vn = 0;
     char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
@@ -517,6 +542,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     else c->values[0].i = INT64_MIN;
     c->n_values = 1;
   }
+  if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) sort_values(c);
   return 0;
 }
 
@@ -531,10 +557,23 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   char* decoded = memchr(text, '%', n) != NULL ? sl_percent_decoded_bytes(text, n, alloc, &dn) : NULL;
   const int use = decoded != NULL && strlen(decoded) == dn && dn <= INT32_MAX &&
                   sl_utf8_invalid_at((const uint8_t*)decoded, (int64_t)dn) < 0;
-  int rc = parse_condition_shown(text, n, use ? decoded : text, use ? (int)dn : (int)n, schema,
-                                 alloc, c, error);
+  char head[SL_FILTER_QUOTE_SIZE];
+  int shown_n;
+  const char* shown = sl_filter_quoted(use ? decoded : text, use ? dn : n, head, &shown_n);
+  int rc = parse_condition_shown(text, n, shown, shown_n, schema, alloc, c, error);
   if (decoded != NULL) sl_free(alloc, decoded, dn + 1);
   return rc;
+}
+
+const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n) {
+  if (n <= SL_FILTER_QUOTE_SIZE - 8) {
+    *shown_n = (int)n;
+    return s;
+  }
+  size_t k = SL_FILTER_QUOTE_SIZE - 32;
+  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) --k;  // whole UTF-8 characters
+  *shown_n = snprintf(buf, SL_FILTER_QUOTE_SIZE, "%.*s...", (int)k, s);
+  return buf;
 }
 
 int sl_filter_has_empty_condition(const char* text) {
@@ -637,8 +676,14 @@ static int compare(enum sl_filter_kind kind, const union sl_filter_value* a,
 /// only !=, as in SQL and Arrow compute).
 static int passes(const struct sl_filter_condition* c, const union sl_filter_value* v) {
   if (c->op == SL_FILTER_EQ || c->op == SL_FILTER_NE) {
-    int any = 0;
-    for (int i = 0; i < c->n_values && !any; ++i) any = compare(c->kind, v, &c->values[i]) == 0;
+    // Bisection over the sorted values; a NaN (last) equals nothing.
+    int lo = 0, hi = c->n_values, any = 0;
+    while (lo < hi && !any) {
+      int mid = lo + (hi - lo) / 2, s = compare(c->kind, &c->values[mid], v);
+      any = s == 0;
+      if (s < 0) lo = mid + 1;
+      else hi = mid;  // (2: a NaN at mid, or v is NaN and nothing equals it)
+    }
     return c->op == SL_FILTER_EQ ? any : !any;
   }
   int s = compare(c->kind, v, &c->values[0]);

@@ -9,6 +9,7 @@
 #ifndef SL_ROW_FILTER_H
 #define SL_ROW_FILTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sluice.h"
@@ -55,7 +56,10 @@ struct sl_filter_condition {
   /// A dictionary-encoded column's index format ("c", "i", "L", ...), else NULL.
   const char* index_format;
   int n_values;        ///< > 1 only for = and != (any of / none of)
+  /// The values; for = and != sorted (NaNs last), so a row's is looked up
+  /// by bisection however many there are.
   union sl_filter_value* values;
+  int values_capacity;  ///< how many `values` holds room for
   int group;           ///< the OR group it belongs to (0 ..; a group's conditions are adjacent)
 };
 
@@ -78,6 +82,13 @@ void sl_row_filter_free(struct sl_row_filter* filter);
 /// Whether `text` has an empty condition (',' or ';' first, last, or two
 /// in a row), which sl_row_filter_parse refuses.
 int sl_filter_has_empty_condition(const char* text);
+
+/// A condition's text as messages quote it: s[0, n) itself when short,
+/// else its first hundred bytes or so (whole UTF-8 characters) and "..."
+/// in `buf` (SL_FILTER_QUOTE_SIZE bytes), so that an `in` of thousands of
+/// values does not fill the message. *shown_n = the quote's length.
+#define SL_FILTER_QUOTE_SIZE 128
+const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n);
 
 /// What a number that is no value of a plain integer column (2.5; -1 for
 /// an unsigned one; 1e30) makes of a condition, as DuckDB and pyarrow

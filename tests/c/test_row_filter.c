@@ -282,6 +282,38 @@ static void test_numbers_on_integer_columns_compare_exactly(void** state) {
   assert_int_equal(bound(SL_FILTER_INT, "", SL_FILTER_EQ, &v), -2);
 }
 
+/// Any number of values (more than 256 were refused), kept sorted for
+/// bisection (NaNs last); a long condition is quoted by its start.
+static void test_values_any_number_sorted(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  static char text[8192];
+  int used = snprintf(text, sizeof text, "i64!=");
+  for (int v = 999; v >= 0; --v) used += snprintf(text + used, sizeof text - (size_t)used, "%d|", v);
+  text[used - 1] = '\0';
+  struct sl_row_filter* f = parse_ok(&s, text);
+  assert_int_equal(f->conditions[0].n_values, 1000);
+  for (int k = 0; k < 1000; ++k) assert_true(f->conditions[0].values[k].i == k);
+  sl_row_filter_free(f);
+  f = parse_ok(&s, "f=nan|1|-2|nan|0.5,s=b|a|ab|%00");
+  const union sl_filter_value* v = f->conditions[0].values;
+  assert_true(v[0].f == -2 && v[1].f == 0.5 && v[2].f == 1 && isnan(v[3].f) && isnan(v[4].f));
+  v = f->conditions[1].values;
+  assert_true(v[0].bytes.len == 1 && v[0].bytes.s[0] == 0);
+  assert_memory_equal(v[1].bytes.s, "a", 1);
+  assert_memory_equal(v[2].bytes.s, "ab", 2);
+  assert_memory_equal(v[3].bytes.s, "b", 1);
+  sl_row_filter_free(f);
+  memcpy(text + used - 1, "|x", 3);
+  struct sluice_error err;
+  assert_int_equal(sl_row_filter_parse(text, &s, NULL, &f, &err), EINVAL);
+  assert_non_null(strstr(err.message, "filter 'i64!=999|998|"));
+  assert_non_null(strstr(err.message, "...': 'x' is not an integer"));
+  assert_true(strlen(err.message) < 250);
+  s.release(&s);
+}
+
 static int parse_attempt(void* ctx, const struct sluice_allocator* alloc,
                          struct sluice_error* error) {
   (void)ctx;
@@ -311,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_range_test_is_sound_and_tight),
       cmocka_unit_test(test_numbers_on_integer_columns_compare_exactly),
       cmocka_unit_test(test_times_finer_than_the_unit_are_bounded),
+      cmocka_unit_test(test_values_any_number_sorted),
       cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -494,6 +494,27 @@ def test_integer_keys_past_2_53_compare_exactly_as_duckdb(sluice, tmp_path, text
         assert sorted(got.column("x").to_pylist()) == want, (flag, text)
 
 
+def test_partition_keys_take_any_number_of_values(sluice, pq_dataset):
+    # More than 64 values on a key were refused (256 on a column), with the
+    # whole condition echoed into the message.
+    years = [1900 + i for i in range(121)] + [2022.5]
+    text = "year=" + "|".join(map(str, years))
+    duck = duckdb.sql(f"select id from read_parquet('{pq_dataset}/**/*.parquet', "
+                      f"hive_partitioning=true) where year in ({', '.join(map(str, years))}) "
+                      f"order by id").fetchall()
+    assert duck
+    for flag in ("--partitions", "--filter"):
+        got = sluice_read(sluice, pq_dataset, flag, text, "-c", "id")
+        assert sorted(got.column("id").to_pylist()) == [r[0] for r in duck], flag
+    # A bad value in a long condition: the message does not echo it whole.
+    err = sluice.expect_error("cat", pq_dataset, "--partitions", text + "|x").stderr.decode()
+    assert "'x' is not a number" in err and len(err) < 400, err
+    err = sluice.expect_error("cat", pq_dataset, "--partitions",
+                              "year<" + text[5:]).stderr.decode()
+    assert "partition filter 'year<1900|1901|" in err and "...': several values" in err, err
+    assert len(err) < 400, err
+
+
 def test_or_groups_on_keys_read_only_the_objects_some_group_takes(sluice, tmp_path):
     # An object whose directories fail every group's key conditions is not
     # read (its data here is damaged); as pyarrow answers the same filter.

@@ -85,10 +85,17 @@ static int dictionary_holds(const struct pq_field* f, const uint8_t* data, int64
       int64_t value = f->format[0] == 'C' || f->format[0] == 'S'
                           ? (int64_t)low
                           : (int64_t)low - ((low >> (bits - 1)) ? ((int64_t)1 << bits) : 0);
-      for (int k = 0; k < c->n_values; ++k)
-        if (c->kind == SL_FILTER_INT ? c->values[k].i == value
-                                     : value >= 0 && c->values[k].u == (uint64_t)value)
-          return 1;
+      // The condition's values are sorted (sl_row_filter_parse): bisect.
+      union sl_filter_value v = {.i = value};
+      if (c->kind == SL_FILTER_UINT && value < 0) continue;
+      for (int lo = 0, hi = c->n_values; lo < hi;) {
+        int mid = lo + (hi - lo) / 2;
+        int s = c->kind == SL_FILTER_INT ? (c->values[mid].i > v.i) - (c->values[mid].i < v.i)
+                                         : (c->values[mid].u > v.u) - (c->values[mid].u < v.u);
+        if (s == 0) return 1;
+        if (s < 0) lo = mid + 1;
+        else hi = mid;
+      }
     }
     return 0;
   }
