@@ -428,6 +428,12 @@ def _filter_text(filters):
     partition keys they choose objects, on other columns rows."""
     if filters is None or isinstance(filters, str):
         return filters
+    if not isinstance(filters, (list, tuple)):
+        # (A pyarrow.compute.Expression, which pq.read_table also takes,
+        # failed as "object is not iterable".)
+        raise TypeError("filters: a list of (column, op, value) tuples, all of which must hold, "
+                        "a list of such lists, any of which may, or the text form "
+                        "('x>5,city=Paris|Rome'); not %s" % type(filters).__name__)
     filters = list(filters)
     # As pyarrow tells them: a list whose first item starts with a column
     # name is one group of conditions ([["x", ">", 2]] included), else a

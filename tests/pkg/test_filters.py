@@ -535,6 +535,15 @@ def test_date_columns_compare_with_datetimes_as_pyarrow_does(tmp_path, dtype):
     assert "filter 'd>2023-06-01T00:00:00" in str(e.value) and "%3A" not in str(e.value)
 
 
+def test_an_expression_is_a_clear_type_error(parquet_file):
+    """pq.read_table takes a pyarrow Expression as filters=; sluice takes the
+    list forms and the text: it said "'Expression' object is not iterable"."""
+    with pytest.raises(TypeError, match=r"a list of \(column, op, value\) tuples.*not Expression"):
+        sluice.read(str(parquet_file), filters=pc.field("i") > 5)
+    with pytest.raises(TypeError, match="not int"):
+        sluice.read(str(parquet_file), filters=5)
+
+
 def test_repro_cases_of_the_review_equal_pyarrows(tmp_path):
     """A datetime with microseconds on a timestamp[ms] column (refused as
     "not a date-time"), an `in` of 300 ids (refused past 256), a number
