@@ -18,6 +18,7 @@
 #include "../core/sl_error.h"
 #include "sl_source_block.h"
 #include "sl_source_http.h"
+#include "sl_source_inflate.h"
 
 
 const char* sl_errno_text(int errnum, char* buf, size_t cap) {
@@ -365,8 +366,11 @@ int sl_file_source_open(const char* path, const char* name,
 /* ---- Spooling a stream to a temporary file -------------------------------- */
 
 int sl_source_untouched(const struct sl_source* source) {
-  // An HTTP server without Range support is a forward stream too.
-  if (source->ops != &sl_fd_source_ops) return sl_http_source_untouched(source);
+  // An HTTP server without Range support is a forward stream too, and so
+  // is a body it sent with a Content-Encoding, which is inflated.
+  if (source->ops != &sl_fd_source_ops) {
+    return sl_http_source_untouched(source) || sl_source_inflate_untouched(source);
+  }
   return ((const struct sl_fd_source*)source)->consumed == 0;
 }
 

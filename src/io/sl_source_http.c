@@ -22,6 +22,7 @@
 #include "sl_curl.h"
 #include "sl_http_pool.h"
 #include "sl_s3_xml.h"
+#include "sl_source_inflate.h"
 
 /// Readahead parts are small, so that their buffers return to the block pool
 /// and are refilled while the object downloads (W3's 16.5 MiB in parts of 8
@@ -135,8 +136,12 @@ struct sl_http_source {
   /// The first response's Content-Encoding other than identity ("" =
   /// none): an object stored compressed so (S3 serves its
   /// Content-Encoding metadata whatever was asked). Its byte ranges are
-  /// not the object's, so it is read as one stream that libcurl decodes
-  /// (CURLOPT_ACCEPT_ENCODING), of unknown size; `total` is the encoded one.
+  /// not the object's, so it is read as one stream, of unknown size;
+  /// `total` is the encoded one. gzip and zstd come as they are sent and
+  /// sl_http_source_open_config inflates them (sl_source_inflate_adopt):
+  /// libcurl's gzip decoder stops after the first member (a .csv.gz
+  /// written by `cat a.gz b.gz` failed with "Failed writing received
+  /// data"); libcurl decodes the others (deflate, br).
   char coding[64];
   int ranges;      ///< the server honours Range requests
   struct sl_block_pool* blocks;  ///< where read buffers come from and return to
@@ -388,13 +393,23 @@ static void settle_open_by_stream(struct xfer* x) {
   pthread_mutex_unlock(&s->lock);
 }
 
+/// A Content-Encoding sl_source_inflate decodes (as SL_COMPRESS_*, else
+/// NONE): its bytes are fetched as they are sent, not decoded by libcurl.
+static enum sl_compression own_decoding(const char* coding) {
+  if (strcasecmp(coding, "gzip") == 0 || strcasecmp(coding, "x-gzip") == 0) {
+    return SL_COMPRESS_GZIP;
+  }
+  return strcasecmp(coding, "zstd") == 0 ? SL_COMPRESS_ZSTD : SL_COMPRESS_NONE;
+}
+
 /// Checks the response once its body starts: status, ETag, range.
 static void on_body_start(struct xfer* x, CURL* h) {
   x->body_started = 1;
   x->s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
   if (x->status < 200 || x->status > 299) return;
-  if (x->coding[0] != '\0' && strcasecmp(x->coding, x->s->coding) != 0 &&
-      !(x->run_lead && x->s->base.size < 0)) {
+  // (a body inflated here must come encoded as the first did, not plain)
+  if ((x->coding[0] != '\0' || own_decoding(x->s->coding) != SL_COMPRESS_NONE) &&
+      strcasecmp(x->coding, x->s->coding) != 0 && !(x->run_lead && x->s->base.size < 0)) {
     x->coded = 1;
     return;
   }
@@ -584,9 +599,13 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   if (s->ca_bundle != NULL) s->curl->easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
   // An object stored with a Content-Encoding is read whole, decoded; no
   // other request asks for a coding (libcurl sends no Accept-Encoding
-  // unless told).
+  // unless told). gzip and zstd are decoded by the inflating source over
+  // this one, which reads any number of members.
   if (s->coding[0] != '\0' && x->from_start) {
     s->curl->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, s->coding);
+    if (own_decoding(s->coding) != SL_COMPRESS_NONE) {
+      s->curl->easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    }
   }
   if (strcmp(method, "HEAD") == 0) s->curl->easy_setopt(h, CURLOPT_NOBODY, 1L);
   if (x->suffix > 0) {
@@ -1663,7 +1682,8 @@ static void* stream_worker(void* arg) {
       rc = coded_error(s, &x, "GET", &err);
       break;
     }
-    if (c == CURLE_BAD_CONTENT_ENCODING) {
+    if (c == CURLE_BAD_CONTENT_ENCODING || (c == CURLE_WRITE_ERROR && s->coding[0] != '\0')) {
+      // (a write error here is libcurl's decoder failing on the body)
       rc = sl_error_set(&err, EIO, "%s: GET: cannot decode its Content-Encoding: %s (%s)",
                         s->base.name, s->coding, errbuf[0] != '\0' ? errbuf : "libcurl");
       break;
@@ -2202,6 +2222,8 @@ int sl_http_source_open_config(const struct sl_http_config* config,
     // (an open by download set it, and its lead reads it now)
     if (s->open_state != OPEN_SETTLED) s->stream_end = s->base.size;
   }
+  enum sl_compression coding = own_decoding(s->coding);
+  if (coding != SL_COMPRESS_NONE) return sl_source_inflate_adopt(&s->base, coding, out, error);
   *out = &s->base;
   return 0;
 }

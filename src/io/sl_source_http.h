@@ -67,6 +67,10 @@ struct sl_http_config {
   const struct sl_http_signer* signer;
 };
 
+/// An object sent with Content-Encoding gzip or zstd is opened as a
+/// forward-only inflating source (sl_source_inflate_adopt) over the encoded
+/// bytes: any number of gzip members or zstd frames, which libcurl's gzip
+/// decoder is not.
 int sl_http_source_open(const char* url, const struct sl_remote_options* remote,
                         const struct sluice_allocator* alloc, struct sl_source** out,
                         struct sluice_error* error);

@@ -37,7 +37,8 @@ struct inflate_chunk {
 
 struct inflate_source {
   struct sl_source base;  // first
-  struct sl_source* compressed;  ///< borrowed
+  struct sl_source* compressed;  ///< borrowed, unless `owns`
+  int owns;                      ///< closes `compressed` (sl_source_inflate_adopt)
 
   // The decoder: the inflating thread's alone while it runs.
   int zstd;                      ///< else gzip, or `codec`
@@ -460,6 +461,7 @@ static void inflate_close(struct sl_source* source) {
   sl_source_block_free(&s->block);
   free_decoder(s);
   sl_block_pool_close(s->pool);
+  if (s->owns) sl_source_close(s->compressed);
   if (source->name != NULL) sl_free(alloc, source->name, strlen(source->name) + 1);
   sl_free(alloc, s, sizeof *s);
 }
@@ -508,6 +510,11 @@ static void inflate_trim(struct sl_source* source) {
   sl_block_pool_idle(s->pool);
 }
 
+/// A dataset's next object: its compressed source fetches ahead.
+static void inflate_prefetch(struct sl_source* source) {
+  sl_source_prefetch(((struct inflate_source*)source)->compressed);
+}
+
 static const struct sl_source_ops inflate_ops = {
     .read_at = NULL,
     .read_next = inflate_read_next,
@@ -516,6 +523,7 @@ static const struct sl_source_ops inflate_ops = {
     .peek = inflate_peek,
     .drop = inflate_drop,
     .trim = inflate_trim,
+    .prefetch = inflate_prefetch,
 };
 
 /// Starts the decompressor at the first compressed byte (making its state
@@ -595,6 +603,21 @@ int sl_source_inflate_open(struct sl_source* compressed, enum sl_compression kin
   }
   *out = &s->base;
   return 0;
+}
+
+int sl_source_inflate_adopt(struct sl_source* compressed, enum sl_compression kind,
+                            struct sl_source** out, struct sluice_error* error) {
+  int rc = sl_source_inflate_open(compressed, kind, out, error);
+  if (rc != 0) {
+    sl_source_close(compressed);
+    return rc;
+  }
+  ((struct inflate_source*)*out)->owns = 1;
+  return 0;
+}
+
+int sl_source_inflate_untouched(const struct sl_source* source) {
+  return source->ops == &inflate_ops && !((const struct inflate_source*)source)->consumed;
 }
 
 /// A mapped file is read by ranges from any offset; a remote object's

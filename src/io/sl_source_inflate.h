@@ -19,6 +19,16 @@
 int sl_source_inflate_open(struct sl_source* compressed, enum sl_compression kind,
                            struct sl_source** out, struct sluice_error* error);
 
+/// As sl_source_inflate_open, and the new source owns `compressed`: it
+/// closes it (also when this fails). An HTTP body sent with a
+/// Content-Encoding is decoded so.
+int sl_source_inflate_adopt(struct sl_source* compressed, enum sl_compression kind,
+                            struct sl_source** out, struct sluice_error* error);
+
+/// Whether `source` is an inflating source nothing was read from yet
+/// (peeks aside): sl_source_untouched's answer for it.
+int sl_source_inflate_untouched(const struct sl_source* source);
+
 /// Whether the inflated stream can start again from its first byte (the
 /// compressed object has ranged reads of memory already there: a file).
 int sl_source_inflate_rewindable(const struct sl_source* inflated);
