@@ -1705,3 +1705,39 @@ def test_header_sniffing_with_0_and_1_in_a_bool_column(sluice, tmp_path):
     got = sluice_read(sluice, pdbool)
     assert got.column_names == ["0", "1", "2"] and got.num_rows == 2
     assert got.column("1").to_pylist() == pcsv.read_csv(pdbool).column("1").to_pylist()
+
+
+# ---- names that say compressed --------------------------------------------------
+
+
+def _compress(kind: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+    if kind == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        return zstandard.ZstdCompressor().compress(data)
+    return {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind](data)
+
+
+def test_tsv_names_read_with_tabs_compressed_too(sluice, tmp_path):
+    """x.tsv is read with tab as its delimiter (not sniffed), and so are
+    x.tsv.gz, .zst, .bz2, .xz and X.TSV.GZ: the compressed copies were
+    sniffed, and rows like `1,1<TAB>1` split at the comma, so the same bytes
+    gave another table. pyarrow with delimiter tab reads them all as sluice
+    reads the plain one."""
+    data = ("a,b\tc\n" + "".join(f"{i},{i}\t{i}\n" for i in range(50))).encode()
+    plain = tmp_path / "amb.tsv"
+    plain.write_bytes(data)
+    want = sluice_read(sluice, plain)
+    assert want.column_names == ["a,b", "c"]
+    assert want.equals(pcsv.read_csv(plain, parse_options=pcsv.ParseOptions(delimiter="\t")))
+    for kind in ("gz", "zst", "bz2", "xz"):
+        for name in (f"amb.tsv.{kind}", f"AMB.TSV.{kind.upper()}"):
+            path = tmp_path / name
+            path.write_bytes(_compress(kind, data))
+            assert sluice_read(sluice, path).equals(want), name
+    # A delimiter given is taken over the name's.
+    comma = sluice_read(sluice, tmp_path / "amb.tsv.gz", "delimiter=comma")
+    assert comma.column_names == ["a", "b\tc"]
+

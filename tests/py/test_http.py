@@ -590,6 +590,22 @@ def test_content_encoding_of_many_gzip_members(sluice, fault_server, tmp_path):
         local_csv.column("id").to_pylist()
 
 
+def test_tsv_url_with_a_query_reads_with_tabs(sluice, fault_server, tmp_path):
+    """http://h/x.tsv?v=1 is read with tab as its delimiter, as http://h/x.tsv
+    and the local file are (and as pyarrow reads it with delimiter tab): the
+    query hid the name's .tsv, the delimiter was sniffed, and rows like
+    `1,1<TAB>1` split at the comma."""
+    www, url = fault_server["www"], fault_server["url"]
+    data = ("a,b\tc\n" + "".join(f"{i},{i}\t{i}\n" for i in range(50))).encode()
+    (www / "amb.tsv").write_bytes(data)
+    (www / "amb.tsv.gz").write_bytes(gzip.compress(data))
+    want = pacsv.read_csv(www / "amb.tsv", parse_options=pacsv.ParseOptions(delimiter="\t"))
+    assert local_table(sluice, www / "amb.tsv", tmp_path / "l.arrows", []).equals(want)
+    for path in ("ok/amb.tsv", "ok/amb.tsv?v=1", "ok/amb.tsv.gz?v=1#top", "norange/amb.tsv?v=1"):
+        got = read_table(sluice, f"{url}/{path}", tmp_path / "r.arrows", [])
+        assert got.equals(want), (path, got.column_names)
+
+
 def test_avro_splits_read_their_ranges_in_one_request(sluice, fault_server, tmp_path):
     """An Avro file of many small blocks splits by byte range; each split
     fetches its bytes in one GET (not one per block), through faults too, and

@@ -235,9 +235,13 @@ static int read_cr_lines_as_lf(struct csv_reader* r, int64_t start, uint8_t quot
   return 0;
 }
 
-static int ends_with(const char* s, const char* suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
+/// Whether `name` says tab-separated: x.tsv, also compressed (x.tsv.gz) and
+/// as a URL with a query (http://h/x.tsv?v=1); the plain and compressed
+/// copies of one file were read with different delimiters.
+static int named_tsv(const char* name) {
+  size_t len = sl_location_name_length(name);
+  size_t suffix = sl_compression_suffix_length(name);
+  return sl_name_ends_with(name, suffix < len ? len - suffix : 0, ".tsv");
 }
 
 static int csv_open(const struct sl_reader_args* args, void** out, struct sluice_error* error) {
@@ -254,7 +258,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     csv_close(r);
     return rc;
   }
-  if (r->opts.delimiter < 0 && ends_with(r->name, ".tsv")) r->opts.delimiter = '\t';
+  if (r->opts.delimiter < 0 && named_tsv(r->name)) r->opts.delimiter = '\t';
   // Compressed input (.csv.gz, .csv.zst, .csv.bz2, .csv.xz) is inflated as
   // it is read: from here on the reader sees a forward-only source of plain
   // text.
