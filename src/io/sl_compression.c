@@ -105,6 +105,37 @@ const char* sl_unread_compression_of_bytes(const uint8_t* head, int64_t n) {
   return NULL;
 }
 
+int sl_compression_magic_prefix(enum sl_compression kind, const uint8_t* head, int64_t n) {
+  static const uint8_t gzip[] = {0x1F, 0x8B};
+  static const uint8_t zstd[] = {0x28, 0xB5, 0x2F, 0xFD};
+  static const uint8_t skippable[] = {0x50, 0x2A, 0x4D, 0x18};
+  static const uint8_t bzip2[] = {'B', 'Z', 'h', '9', 0x31, 0x41, 0x59, 0x26, 0x53, 0x59};
+  static const uint8_t bzip2_eos[] = {'B', 'Z', 'h', '9', 0x17, 0x72, 0x45, 0x38, 0x50, 0x90};
+  static const uint8_t xz[] = {0xFD, '7', 'z', 'X', 'Z', 0x00};
+  const uint8_t* magics[2] = {NULL, NULL};
+  int64_t size = 0;
+  switch (kind) {
+    case SL_COMPRESS_GZIP: magics[0] = gzip, size = 2; break;
+    case SL_COMPRESS_ZSTD: magics[0] = zstd, magics[1] = skippable, size = 4; break;
+    case SL_COMPRESS_BZIP2: magics[0] = bzip2, magics[1] = bzip2_eos, size = 10; break;
+    case SL_COMPRESS_XZ: magics[0] = xz, size = 6; break;
+    case SL_COMPRESS_NONE: break;
+  }
+  if (n < 1 || n >= size) return 0;
+  for (int m = 0; m < 2 && magics[m] != NULL; ++m) {
+    int64_t i = 0;
+    for (; i < n; ++i) {
+      uint8_t a = head[i], b = magics[m][i];
+      // (a skippable frame's first byte is 0x50..0x5F; bzip2's level '1'..'9')
+      if (magics[m] == skippable && i == 0) a &= 0xF0;
+      if ((magics[m] == bzip2 || magics[m] == bzip2_eos) && i == 3 && a >= '1' && a <= '9') a = '9';
+      if (a != b) break;
+    }
+    if (i == n) return 1;
+  }
+  return 0;
+}
+
 const char* sl_compression_name(enum sl_compression kind) {
   switch (kind) {
     case SL_COMPRESS_GZIP: return "gzip";

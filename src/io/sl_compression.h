@@ -43,6 +43,11 @@ size_t sl_unwritten_compression_suffix_length(const char* location);
 /// (bzip2's stream header and block magic).
 #define SL_COMPRESSION_MAGIC_BYTES 10
 
+/// Whether the `n` bytes (fewer than SL_COMPRESSION_MAGIC_BYTES, at least
+/// one) are a strict prefix of `kind`'s magic: an object that ends there was
+/// cut short within it.
+int sl_compression_magic_prefix(enum sl_compression kind, const uint8_t* head, int64_t n);
+
 /// The compression the first `n` bytes of an object start with (gzip, zstd
 /// (a frame or a skippable frame), bzip2 or xz magic), or NONE.
 enum sl_compression sl_compression_of_bytes(const uint8_t* head, int64_t n);

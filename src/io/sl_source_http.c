@@ -2115,6 +2115,14 @@ int sl_http_source_untouched(const struct sl_source* source) {
   return s->pos == 0;
 }
 
+int sl_http_source_coded(const struct sl_source* source) {
+  if (source == NULL ||
+      (source->ops != &sl_http_stream_ops && source->ops != &sl_http_ranged_ops)) {
+    return 0;
+  }
+  return ((const struct sl_http_source*)source)->coding[0] != '\0';
+}
+
 /// The environment variable `name` as a positive number, or `fallback`.
 static int64_t size_from_env(const char* name, int64_t fallback) {
   const char* text = getenv(name);

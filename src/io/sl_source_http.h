@@ -79,6 +79,10 @@ int sl_http_source_open(const char* url, const struct sl_remote_options* remote,
 /// support) from which nothing was consumed yet (see sl_source_untouched).
 int sl_http_source_untouched(const struct sl_source* source);
 
+/// Whether `source` is an HTTP object sent with a Content-Encoding (its
+/// bytes are decoded ones).
+int sl_http_source_coded(const struct sl_source* source);
+
 int sl_http_source_open_config(const struct sl_http_config* config,
                                const struct sluice_allocator* alloc, struct sl_source** out,
                                struct sluice_error* error);

@@ -1,7 +1,9 @@
 #include "sl_source_inflate.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <isa-l/igzip_lib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: our allocator
@@ -13,6 +15,7 @@
 #include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
 #include "sl_inflate_codec.h"
+#include "sl_source_http.h"
 #include "sl_source_block.h"
 
 /// Compressed bytes asked of the inner source at a time.
@@ -692,8 +695,57 @@ int sl_source_compression(struct sl_source* source, enum sl_compression* kind,
   return 0;
 }
 
+/// Bytes of an object named compressed looked at when they are not: binary
+/// ones show a damaged header within them.
+#define NAMED_PLAIN_PEEK 64
+
+/// An object named compressed (x.csv.gz) whose first bytes carry no magic
+/// is read as the plain text it may well be (a body a server decoded in
+/// transit, a misnamed file); but bytes that end within the named
+/// compression's magic were cut short (read as text they gave 0 rows under
+/// a bogus header, exit 0), and binary ones are a damaged header (they
+/// gave a parse error about the compressed bytes).
+static int check_named_plain(struct sl_source* source, const char* name, int text,
+                             struct sluice_error* error) {
+  enum sl_compression named = sl_compression_for_name(name);
+  // (a body its server sent with a Content-Encoding was decoded on its way:
+  // x.csv.gz stored so on S3 comes plain)
+  if (named == SL_COMPRESS_NONE || source->ops == &inflate_ops || sl_http_source_coded(source)) {
+    return 0;
+  }
+  struct sl_view head = {NULL, 0, NULL};
+  SL_RETURN_NOT_OK(sl_source_peek(source, NAMED_PLAIN_PEEK, &head, error));
+  const char* what = sl_compression_name(named);
+  int rc = 0;
+  if (sl_compression_magic_prefix(named, head.data, head.size)) {
+    rc = sl_error_set(error, EIO, "%s: truncated %s data: the object ends after %" PRId64
+                      " bytes, within the %s header", name, what, head.size, what);
+  }
+  int64_t binary = -1;
+  for (int64_t i = 0; text && rc == 0 && binary < 0 && i < head.size; ++i) {
+    uint8_t b = head.data[i];
+    if (b < 0x20 && b != '\t' && b != '\n' && b != '\r' && b != '\f' && b != '\v' && b != 0x1B) {
+      binary = i;
+    }
+  }
+  if (binary >= 0) {
+    char hex[3 * 8 + 1] = "";
+    for (int64_t i = 0; i < head.size && i < 8; ++i) {
+      snprintf(hex + 3 * i, sizeof hex - (size_t)(3 * i), "%02x ", head.data[i]);
+    }
+    if (hex[0] != '\0') hex[strlen(hex) - 1] = '\0';
+    size_t len = sl_location_name_length(name);
+    size_t suffix = sl_compression_suffix_length(name);
+    rc = sl_error_set(error, EINVAL, "%s: named %.*s but not %s data: its first bytes (%s) are "
+                      "binary, not the %s magic (damaged?)", name, (int)suffix,
+                      name + len - suffix, what, hex, what);
+  }
+  sl_view_release(&head);
+  return rc;
+}
+
 int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source** inflated,
-                                    const char* name, struct sluice_error* error) {
+                                    const char* name, int text, struct sluice_error* error) {
   enum sl_compression kind;
   const char* unread;
   SL_RETURN_NOT_OK(sl_source_compression(*source, &kind, &unread, error));
@@ -702,7 +754,7 @@ int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source*
                         "read (it reads gzip, zstd, bzip2 and xz): decompress it first",
                         name, unread);
   }
-  if (kind == SL_COMPRESS_NONE) return 0;
+  if (kind == SL_COMPRESS_NONE) return check_named_plain(*source, name, text, error);
   SL_RETURN_NOT_OK(sl_source_inflate_open(*source, kind, inflated, error));
   *source = *inflated;
   return 0;

@@ -54,8 +54,13 @@ int sl_source_compression(struct sl_source* source, enum sl_compression* kind,
 /// first bytes are gzip, zstd, bzip2 or xz, *inflated becomes the inflating
 /// source (owned by the caller) and *source points to it; plain bytes leave
 /// both as they are; a compression sluice does not read is ENOTSUP, named.
+/// Plain bytes under a name that says compressed (`name`, x.csv.gz) are
+/// read as they are (misnamed, or decoded by the server), unless they end
+/// within that compression's magic (EIO, "truncated") or, for a reader of
+/// `text`, their first bytes are binary (EINVAL, "named .gz but not gzip
+/// data": a damaged header).
 int sl_source_inflate_if_compressed(struct sl_source** source, struct sl_source** inflated,
-                                    const char* name, struct sluice_error* error);
+                                    const char* name, int text, struct sluice_error* error);
 
 /// `rc`, a reader's failure on `inflated` (NULL: plain input), or the
 /// decompressor's own error when it has one (sl_source_inflate_failure):

@@ -1741,3 +1741,41 @@ def test_tsv_names_read_with_tabs_compressed_too(sluice, tmp_path):
     comma = sluice_read(sluice, tmp_path / "amb.tsv.gz", "delimiter=comma")
     assert comma.column_names == ["a", "b\tc"]
 
+
+@pytest.mark.parametrize("kind", ["gz", "zst", "bz2", "xz"])
+def test_named_compressed_with_cut_or_damaged_magic(sluice, tmp_path, kind):
+    """An object named compressed that ends within that compression's magic
+    (a .csv.bz2 cut to 6 bytes, a .csv.gz to 1) is "truncated" data, as
+    pyarrow ("Truncated compressed stream"), gzip -t and bzip2 -t say: it
+    was read as text, 0 rows under a header such as "BZh91A", exit 0. One
+    whose first bytes are binary but not the magic (a damaged header) is
+    "named .gz but not gzip data", which pyarrow refuses too: it was a CSV
+    parse error about the compressed bytes. Plain text under such a name is
+    still read as it is (a misnamed file, or a body its server decoded)."""
+    name = {"gz": "gzip", "zst": "zstd", "bz2": "bzip2", "xz": "xz"}[kind]
+    magic_size = {"gz": 2, "zst": 4, "bz2": 10, "xz": 6}[kind]
+    raw = _compress(kind, b"a,b\n1,2\n")
+    out = tmp_path / "out.arrow"
+    for n in range(1, magic_size):
+        path = tmp_path / f"cut{n}.csv.{kind}"
+        path.write_bytes(raw[:n])
+        err = sluice.expect_error("convert", path, out).stderr.decode()
+        assert f"{path}: truncated {name} data: the object ends after {n} bytes" in err, err
+        assert not out.exists()
+        with pytest.raises(Exception):
+            pcsv.read_csv(path)
+    damaged = bytearray(raw)
+    damaged[magic_size - 1] ^= 0x04  # the magic's last byte
+    path = tmp_path / f"damaged.csv.{kind}"
+    path.write_bytes(bytes(damaged))
+    err = sluice.expect_error("convert", path, out).stderr.decode()
+    assert f"{path}: named .{kind} but not {name} data" in err, err
+    with pytest.raises(Exception):
+        pcsv.read_csv(path)
+    # Plain text under the name: read as it is.
+    for text in (b"a,b\n1,2\n", b"BZh,x\n1,2\n", b"(,x\n1,2\n"):
+        path = tmp_path / f"plain.csv.{kind}"
+        path.write_bytes(text)
+        (tmp_path / "plain.csv").write_bytes(text)
+        assert sluice_read(sluice, path).equals(sluice_read(sluice, tmp_path / "plain.csv"))
+

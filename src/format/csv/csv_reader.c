@@ -262,7 +262,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
   // Compressed input (.csv.gz, .csv.zst, .csv.bz2, .csv.xz) is inflated as
   // it is read: from here on the reader sees a forward-only source of plain
   // text.
-  rc = sl_source_inflate_if_compressed(&r->source, &r->inflated, r->name, error);
+  rc = sl_source_inflate_if_compressed(&r->source, &r->inflated, r->name, 1, error);
   // A mapped file is viewed whole (split by byte ranges on all cores); other
   // sources (pipes, HTTP, S3) are read forward through a bounded window.
   if (rc != 0) {

@@ -381,7 +381,7 @@ static void lp_close(void* reader) {
 static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) {
   const char* name = r->source->name;
   if (name == NULL || sl_compression_suffix_length(name) == 0) return 0;
-  return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, error);
+  return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, 0, error);
 }
 
 static int lp_open(const struct sl_reader_args* args, void** reader, struct sluice_error* error) {
