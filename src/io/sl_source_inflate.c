@@ -201,8 +201,12 @@ static int inflate_into(struct inflate_source* s, uint8_t* out, int64_t room, in
   if (s->member_done && in_left > 0) {  // the next member of `cat a.gz b.gz`
     // ... or bytes that are no gzip member (gzip(1) warns "trailing garbage
     // ignored"): an error that says so, not a truncated member.
+    // Zero padding (tar pads so) too: gzip(1) skips it; pyarrow, polars
+    // and DuckDB refuse it, as here.
     if (in[0] != 0x1f || (in_left > 1 && in[1] != 0x8b))
-      return corrupt(s, "bytes after the last gzip member", "not gzip data (trailing garbage)",
+      return corrupt(s, "bytes after the last gzip member",
+                     in[0] == 0 ? "not gzip data (trailing garbage: zero padding is not read)"
+                                : "not gzip data (trailing garbage)",
                      error);
     isal_inflate_reset(g);
     g->crc_flag = ISAL_GZIP;

@@ -1779,3 +1779,20 @@ def test_named_compressed_with_cut_or_damaged_magic(sluice, tmp_path, kind):
         (tmp_path / "plain.csv").write_bytes(text)
         assert sluice_read(sluice, path).equals(sluice_read(sluice, tmp_path / "plain.csv"))
 
+
+def test_gzip_zero_padding_is_refused_as_peers_refuse_it(sluice, tmp_path):
+    """Zero bytes after the last gzip member (tar pads so) are refused as
+    trailing garbage, as pyarrow refuses them (and polars and DuckDB); the
+    message says they are zero padding. gzip(1) and Python's gzip skip
+    them."""
+    import gzip
+    path = tmp_path / "zp.csv.gz"
+    body = gzip.compress(b"a,b\n1,2\n")
+    path.write_bytes(body + b"\0" * 512)
+    assert gzip.decompress(path.read_bytes()) == b"a,b\n1,2\n"
+    with pytest.raises(Exception):
+        pcsv.read_csv(path)
+    err = sluice.expect_error("convert", path, tmp_path / "o.arrow").stderr.decode()
+    assert f"after the last gzip member near compressed byte {len(body)}" in err, err
+    assert "trailing garbage: zero padding is not read" in err, err
+
