@@ -992,12 +992,17 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
       return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd, bz2, xz "
                           "or none, not '%s'", location, writer->name, c);
     args->compression = NULL;  // the whole file's, not the format's own
-  } else if (writer->compressible && compression == SL_COMPRESS_NONE &&
-             sl_unwritten_compression_suffix_length(location) > 0) {
+  } else if (writer->compressible &&
+             ((compression == SL_COMPRESS_NONE &&
+               sl_unwritten_compression_suffix_length(location) > 0) ||
+              sl_archive_suffix_length(location) > 0)) {
     // x.csv.lz4 (-t csv): plain text under a compressed name would mislead
-    // every reader.
+    // every reader; so would a gzipped CSV named x.tar.gz or x.tgz, which
+    // readers (pandas) open as a tar archive.
     size_t len = sl_location_name_length(location);
-    const char* suffix = location + len - sl_unwritten_compression_suffix_length(location);
+    size_t archive = sl_archive_suffix_length(location);
+    const char* suffix =
+        location + len - (archive > 0 ? archive : sl_unwritten_compression_suffix_length(location));
     return sl_error_set(error, EINVAL, "%s: the %s writer compresses whole files with gzip, "
                         "zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), not %.*s", location,
                         writer->name, (int)(location + len - suffix), suffix);

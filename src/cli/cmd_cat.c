@@ -121,7 +121,8 @@ int cli_cmd_cat(const struct cli_options* options) {
   const int table = wants_table(options, &unknown);
   if (table && options->output != NULL &&
       (sl_compression_suffix_length(options->output) > 0 ||
-       sl_unwritten_compression_suffix_length(options->output) > 0)) {
+       sl_unwritten_compression_suffix_length(options->output) > 0 ||
+       sl_archive_suffix_length(options->output) > 0)) {
     // The text table is not compressed: plain text under out.gz would not
     // read as what its name says.
     cli_error("%s: the text table is written uncompressed (name it .txt)", options->output);

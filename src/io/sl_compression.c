@@ -54,6 +54,19 @@ size_t sl_unwritten_compression_suffix_length(const char* location) {
   return i >= 0 && k_suffixes[i].kind == SL_COMPRESS_NONE ? strlen(k_suffixes[i].suffix) : 0;
 }
 
+size_t sl_archive_suffix_length(const char* location) {
+  if (location == NULL) return 0;
+  size_t len = sl_location_name_length(location);
+  static const char* const short_forms[] = {".tgz", ".tbz2", ".tbz", ".txz", ".tzst"};
+  for (size_t i = 0; i < sizeof short_forms / sizeof short_forms[0]; ++i) {
+    if (sl_name_ends_with(location, len, short_forms[i])) return strlen(short_forms[i]);
+  }
+  int i = suffix_index(location);
+  size_t compressed = i >= 0 && k_suffixes[i].kind != SL_COMPRESS_NONE
+                          ? strlen(k_suffixes[i].suffix) : 0;
+  return sl_name_ends_with(location, len - compressed, ".tar") ? compressed + 4 : 0;
+}
+
 enum sl_compression sl_compression_for_name(const char* location) {
   int i = suffix_index(location);
   return i >= 0 ? k_suffixes[i].kind : SL_COMPRESS_NONE;

@@ -39,6 +39,11 @@ size_t sl_compression_suffix_length(const char* location);
 /// an input's format: x.csv.tar is no CSV.)
 size_t sl_unwritten_compression_suffix_length(const char* location);
 
+/// The length of a suffix naming a tar archive, compressed or not (.tar,
+/// .tar.gz and .tar with any suffix above, .tgz, .tbz2, .tbz, .txz, .tzst),
+/// else 0: a writer of one table must not put it under such a name.
+size_t sl_archive_suffix_length(const char* location);
+
 /// The first bytes sl_compression_of_bytes wants to tell every kind apart
 /// (bzip2's stream header and block magic).
 #define SL_COMPRESSION_MAGIC_BYTES 10

@@ -1796,3 +1796,26 @@ def test_gzip_zero_padding_is_refused_as_peers_refuse_it(sluice, tmp_path):
     assert f"after the last gzip member near compressed byte {len(body)}" in err, err
     assert "trailing garbage: zero padding is not read" in err, err
 
+
+def test_tar_archive_names_are_not_written(sluice, tmp_path):
+    """-t csv x.tar.gz (or .tgz, .tar.zst, .tbz2, .txz) is refused, as .tar
+    is: it wrote a gzipped CSV, which is no tar, so pandas (which opens
+    such a name as a tar archive) failed on it and sluice could not tell
+    its format by name."""
+    src = tmp_path / "s.csv"
+    src.write_text("a,b\n1,x\n")
+    for name in ("x.tar.gz", "x.TAR.GZ", "x.tgz", "x.tar.zst", "x.tar.bz2", "x.tbz2", "x.txz",
+                 "x.tar.xz", "x.tar"):
+        proc = sluice.expect_error("convert", src, tmp_path / name, "-t", "csv")
+        err = proc.stderr.decode()
+        suffix = name[1:]
+        assert f"compresses whole files with gzip, zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), " \
+            f"not {suffix}" in err, err
+        assert not (tmp_path / name).exists(), name
+        proc = sluice.run_raw("cat", src, "-o", tmp_path / name, "-t", "table")  # (usage: 2)
+        assert proc.returncode == 2 and b"the text table is written uncompressed" in proc.stderr
+        assert not (tmp_path / name).exists(), name
+    # A name that only ends like one is written: x.star.gz is a gzipped CSV.
+    import gzip
+    sluice.run("convert", src, tmp_path / "x.star.gz", "-t", "csv", "-q")
+    assert gzip.decompress((tmp_path / "x.star.gz").read_bytes()) == src.read_bytes()
