@@ -896,8 +896,10 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         "xz", as pandas' to_csv(compression=...)), whatever the name's
         suffix.
         "default" (the default): the format's own (Parquet snappy, as
-        pyarrow; the others none); None or "none": uncompressed, as
-        pyarrow's write_table(compression=None).
+        pyarrow; the others none; a CSV or JSON Lines name's suffix,
+        x.csv.gz, compresses it whole); "infer", pandas' to_csv default,
+        is the same; None or "none": uncompressed, as pyarrow's
+        write_table(compression=None).
     index: for a pandas DataFrame, as DataFrame.to_parquet's: None (default)
         keeps an index other than a RangeIndex as columns and a RangeIndex
         in the "pandas" metadata (with the column labels and dtypes, so
@@ -1001,8 +1003,8 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
             format = None
     if compression is None:  # as pyarrow and pandas take it: uncompressed
         compression = "none"
-    elif compression == "default":
-        compression = None  # the format's default
+    elif compression in ("default", "infer"):  # ("infer": pandas' to_csv default)
+        compression = None  # the format's default; a whole-file one from the name
     kwargs = dict(format=format, compression=compression, format_options=_options_string(options),
                   ca_bundle=ca_bundle, insecure=insecure, fsync=bool(fsync), s3=s3,
                   timeout=timeout)

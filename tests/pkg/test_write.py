@@ -627,6 +627,30 @@ def test_text_compression_bz2_and_xz(tmp_path, fmt):
                 pd.read_json(plain, lines=True)), name
 
 
+def test_compression_infer_takes_it_from_the_name_as_pandas(tmp_path):
+    """compression="infer", pandas' to_csv default, compresses by the name's
+    suffix as pandas does (it was an error, "not 'infer'"): the files are
+    the ones pandas writes with it, byte for byte once inflated; a plain
+    name is written plain. A tar archive's name is refused (pandas writes a
+    tar there; a gzipped CSV is no tar)."""
+    import bz2
+    import gzip
+    import lzma
+    df = pd.DataFrame({"i": [1, 2, 3], "s": ["a", None, "c"]})
+    inflate = {"gz": gzip.decompress, "bz2": bz2.decompress, "xz": lzma.decompress,
+               "csv": lambda b: b}
+    for name in ("x.csv.gz", "x.csv.bz2", "x.csv.xz", "x.csv"):
+        ours, theirs = tmp_path / f"s_{name}", tmp_path / f"p_{name}"
+        sluice.write(df, ours, compression="infer")
+        df.to_csv(theirs, index=False, compression="infer")
+        raw = inflate[name.rsplit(".", 1)[1]]
+        assert raw(ours.read_bytes()) == raw(theirs.read_bytes()), name
+        assert pd.read_csv(ours, compression="infer").equals(df), name
+    with pytest.raises(sluice.InvalidArgumentError, match="not .tar.gz"):
+        sluice.write(df, tmp_path / "x.tar.gz", format="csv", compression="infer")
+    assert not (tmp_path / "x.tar.gz").exists()
+
+
 @pytest.mark.parametrize("suffix", ["parquet", "arrow", "csv"])
 def test_write_to_an_open_file(simple, tmp_path, suffix):
     """An open file object is written in place (through /dev/fd/N), its
