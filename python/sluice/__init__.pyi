@@ -207,6 +207,9 @@ class Scanner:
     def __enter__(self) -> "Scanner": ...
     def __exit__(self, *exc: object) -> None: ...
 
+# **format_options: the format's options as keywords (README), e.g. CSV's
+# delimiter=";", header=False, schema=..., max_row_bytes=256 << 20 (the
+# longest row a stream holds, default ``memory`` and at least 256 MiB).
 def read(src: Sources, *, format: Optional[str] = ..., columns: Optional[Sequence[str]] = ...,
          threads: Optional[int] = ..., ordered: bool = ..., limit: Optional[int] = ...,
          batch_rows: Optional[int] = ..., memory: Optional[int] = ...,

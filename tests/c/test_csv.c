@@ -404,6 +404,11 @@ static void test_errors(void** unused) {
             "a:l|b:u\n1,\"5\\\" screen\"\n2,\"x\\\"y\"\n3,\"abcd\\\"e\"\n4,\"l\\nm\"\n");
   check_error("a\n\"x\n", "stray_quotes=text", "line 2 (byte 2): unterminated quoted field");
   check_error("a\n1\n", "stray_quotes=maybe", "stray_quotes");
+  // max_row_bytes bounds what a stream copies; a mapped file's rows are not
+  // copied, so a local file reads rows past it (README, max_row_bytes).
+  check_error("a\n1\n", "max_row_bytes=0", "CSV option 'max_row_bytes': bad value '0'");
+  check_error("a\n1\n", "max_row_bytes=big", "CSV option 'max_row_bytes': bad value 'big'");
+  check_csv("a,b\n1,xyzzy\n", "max_row_bytes=4", "a:l|b:u\n1,\"xyzzy\"\n");
   // Well-formed quoting next to them still reads.
   check_csv("a,b\n\"x\"\"y\",\"\"\n\"\"\"\",\"a,\"\"\"\r\n", NULL,
             "a:u|b:u\n\"x\\\"y\",\"\"\n\"\\\"\",\"a,\\\"\"\n");

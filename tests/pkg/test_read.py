@@ -133,6 +133,33 @@ def test_csv_format_options(data_dir):
     assert pa.table(t).column(0).to_pylist() == want.column(0).to_pylist()
 
 
+def test_csv_max_row_bytes_keyword(tmp_path):
+    """max_row_bytes= as a keyword, on a .csv.gz (a stream) and on bytes
+    from a pipe-like file object: a row of that many bytes (its line feed
+    included) reads, one more byte is a ValueError (pyarrow raises
+    ArrowInvalid, a ValueError, for a row past its block_size) naming the
+    line, the byte and the option. The default follows memory= but not
+    below 256 MiB: a budget of 1 MiB still reads the 1.5 MB row, as it did
+    before the option."""
+    import gzip
+    limit = 1_500_000
+    head = b"a,b\n" + b"".join(b"%d,x\n" % i for i in range(200_000))
+    for size in (limit, limit + 1):
+        data = head + b"1," + b"y" * (size - 3) + b"\n" + b"2,z\n"
+        path = tmp_path / "long.csv.gz"
+        path.write_bytes(gzip.compress(data, 1))
+        if size == limit:
+            t = pa.table(sluice.read(path, max_row_bytes=limit))
+            assert t.num_rows == 200_002 and len(t.column("b")[200_000].as_py()) == size - 3
+            assert pa.table(sluice.read(path, memory=1 << 20)).equals(t)
+        else:
+            with pytest.raises(ValueError, match=rf"long\.csv\.gz: line 200002 \(byte {len(head)}\): "
+                                                 rf"a row longer than {limit} bytes \(the CSV "
+                                                 "option max_row_bytes") as e:
+                sluice.read(path, max_row_bytes=limit)
+            assert isinstance(e.value, sluice.Error)
+
+
 def _late_value_csv(path, rows=50_000):
     """Column a looks int64 in the sampled head (quotes keep the stretches
     further on out of the sample); row rows // 2 holds 0.5, row 3 * rows // 4

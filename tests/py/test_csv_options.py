@@ -1027,7 +1027,9 @@ def test_out_of_memory_names_the_byte(sluice, tmp_path):
     # A first row too long for memory: where it starts, and its length so far.
     long_row = tmp_path / "long.csv.gz"
     _gzip_of_parts(long_row, b"a,b\n1,", b"x" * (1 << 20), 600, b"\n2,3\n")
-    proc = _run_with_address_limit([sluice.binary, "-q", "stats", long_row], 400 << 20)
+    # (max_row_bytes above the memory: that limit would come first.)
+    proc = _run_with_address_limit([sluice.binary, "-q", "-O", "max_row_bytes=2g", "stats",
+                                    long_row], 400 << 20)
     check_clean_failure(proc)
     err = proc.stderr.decode()
     assert re.search(r"long\.csv\.gz: byte 4: out of memory \(\d+ bytes\) for a row of \d+ "
@@ -1089,6 +1091,126 @@ def test_long_first_row_streams(sluice, tmp_path):
     big = tmp_path / "big.csv.gz"
     _gzip_of_parts(big, b"a,b,c\n" + first, block, 80)
     _counts_in_bounded_memory(sluice, big, 8_000_001, 100)
+
+
+# ---- max_row_bytes: one row of a stream in bounded memory -------------------------
+
+# Above the 1 MiB sample, so that a long first row grows the sample too.
+ROW_LIMIT = 1_500_000
+
+
+def _long_row_input(where: str, row_bytes: int) -> tuple[bytes, int, int]:
+    """a,b rows with one row of `row_bytes` bytes, its line feed included
+    ("last" ends the input without one, and DuckDB counts one byte for
+    that): (input, its line, its byte)."""
+    head = b"a,b\n"
+    short = b"".join(b"%d,x\n" % i for i in range(200_000))  # 1.6 MB: past the sample
+    if where == "quoted":  # quoted line feeds inside, as in a JSON or text value
+        body = b"\"" + b"y\n" * ((row_bytes - 5) // 2) + b"y" * ((row_bytes - 5) % 2) + b"\""
+        row = b"1," + body + b"\n"
+    else:
+        row = b"1," + b"y" * (row_bytes - 3) + b"\n"
+    assert len(row) == row_bytes
+    if where == "first":
+        return head + row + short, 2, len(head)
+    if where == "last":
+        return head + short + row[:-1], 200_002, len(head) + len(short)
+    return head + short + row + short, 200_002, len(head) + len(short)
+
+
+def _stream_of(sluice, tmp_path, data: bytes, source: str, *options: str):
+    """`sluice convert` of `data` as a .csv.gz, a .csv.zst or standard input."""
+    import gzip
+    args = [x for o in options for x in ("-O", o)]
+    out = tmp_path / "out.arrow"
+    if source == "stdin":
+        return subprocess.run([sluice.binary, "-q", *args, "convert", "-f", "csv", "-", out],
+                              input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=120), out
+    path = tmp_path / f"in.csv.{source}"
+    if source == "gz":
+        path.write_bytes(gzip.compress(data, 1))
+    else:
+        zstandard = pytest.importorskip("zstandard")
+        path.write_bytes(zstandard.ZstdCompressor(level=1).compress(data))
+    return subprocess.run([sluice.binary, "-q", *args, "convert", path, out],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120), out
+
+
+@pytest.mark.parametrize("source", ["gz", "zst", "stdin"])
+@pytest.mark.parametrize("where", ["first", "later", "last", "quoted"])
+def test_max_row_bytes_bounds_one_row_of_a_stream(sluice, tmp_path, where, source):
+    """max_row_bytes=N: a row of N bytes (its line ending included) reads,
+    with pyarrow's values; one of N + 1 is an error naming the object, the
+    line and byte where the row starts, and the option. DuckDB's
+    max_line_size counts the same way (N reads, N + 1 is 'Maximum line size
+    of N bytes exceeded'). Before, no row was too long: a stream grew its
+    window for any row, until memory ran out."""
+    duckdb = pytest.importorskip("duckdb")
+    option = f"max_row_bytes={ROW_LIMIT}"
+    for size in (ROW_LIMIT, ROW_LIMIT + 1):
+        data, line, at = _long_row_input(where, size)
+        plain = tmp_path / "plain.csv"
+        plain.write_bytes(data)
+        def duckdb_rows():
+            return duckdb.sql(f"SELECT count(*) FROM read_csv('{plain}', header=true, quote='\"', "
+                              f"max_line_size={ROW_LIMIT})").fetchall()[0][0]
+        if size == ROW_LIMIT:
+            proc, out = _stream_of(sluice, tmp_path, data, source, option)
+            assert proc.returncode == 0, proc.stderr
+            with ipc.open_file(out) as f:
+                got = f.read_all()
+            want = pcsv.read_csv(plain, read_options=pcsv.ReadOptions(block_size=4 << 20),
+                                 parse_options=pcsv.ParseOptions(newlines_in_values=True))
+            assert got.equals(want)
+            assert duckdb_rows() == want.num_rows
+        else:
+            with pytest.raises(duckdb.Error, match=f"Maximum line size of {ROW_LIMIT} bytes"):
+                duckdb_rows()
+            proc, _ = _stream_of(sluice, tmp_path, data, source, option)
+            check_clean_failure(proc)
+            err = proc.stderr.decode()
+            name = "<stdin>" if source == "stdin" else f"in.csv.{source}"
+            assert f"{name}: line {line} (byte {at}): a row longer than {ROW_LIMIT} bytes (the " \
+                   "CSV option max_row_bytes" in err, err
+
+
+def _peak_rss_of_failure(cmd) -> tuple[int, str]:
+    """Runs `cmd`, which must fail: (its peak RSS in KiB, its stderr), as
+    conftest's peak_rss_kib measures it."""
+    import sys
+    probe = ("import json, resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+             "print(json.dumps([p.returncode, p.stderr.decode(errors='replace'),\n"
+             "                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, *map(str, cmd)], stdout=subprocess.PIPE,
+                          check=True, timeout=120)
+    rc, err, peak = json.loads(proc.stdout)
+    assert rc == 1, err
+    return peak, err
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_row_bomb_stops_at_max_row_bytes(sluice, tmp_path, late):
+    """200 MB of zeros (no line feed) in a .csv.gz of 0.2 MB (1.4 MB with
+    1.6 MB of rows before it), as the first row or after those rows: with max_row_bytes=1m the read stops at once
+    with the row's line and byte, its memory far below the row's (the
+    sample, or the window, never grows past the limit). Before, it grew
+    with the row (3 GB of zeros passed 6.9 GB); pyarrow refuses such a row
+    by its block_size, DuckDB by max_line_size."""
+    import time
+    head = b"a,b\n" + (b"".join(b"%d,x\n" % i for i in range(200_000)) if late else b"")
+    bomb = tmp_path / "bomb.csv.gz"
+    _gzip_of_parts(bomb, head, bytes(1 << 20), 200)
+    assert bomb.stat().st_size < 2 << 20
+    started = time.monotonic()
+    peak_kb, err = _peak_rss_of_failure([sluice.binary, "-q", "-O", "max_row_bytes=1m", "stats",
+                                         bomb])
+    assert time.monotonic() - started < 30
+    line, at = (200_002, len(head)) if late else (2, 4)
+    assert f"bomb.csv.gz: line {line} (byte {at}): a row longer than 1048576 bytes" in err, err
+    if MEASURES_RSS:
+        assert peak_kb < 60 << 10, peak_kb
 
 
 def test_zstd_window_over_the_limit_is_named(sluice, tmp_path):

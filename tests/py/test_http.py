@@ -719,6 +719,35 @@ def test_csv_rows_longer_than_a_splits_tail_over_http(sluice, fault_server, tmp_
             assert got.column(name).to_pylist() == want.column(name).to_pylist(), (mode, name)
 
 
+def test_csv_max_row_bytes_over_http(sluice, fault_server, tmp_path):
+    """max_row_bytes=N over HTTP, in byte-range splits (a row that crosses a
+    split's end is copied into a window from its start) and streamed from a
+    server without ranges: a row of N bytes (line feed included) reads, one
+    of N + 1 is an error naming the object, the row's line and its byte, as
+    DuckDB's max_line_size counts (test_csv_options has DuckDB's side)."""
+    www = fault_server["www"]
+    limit = 2_000_000
+    head = "id,text\n" + "".join(f"{i},x\n" for i in range(30_000))
+    for size in (limit, limit + 1):
+        row = "30000," + "y" * (size - 7) + "\n"
+        (www / "rows.csv").write_text(head + row + "30001,z\n")
+        for mode in ("ok", "norange"):
+            args = ["-O", f"max_row_bytes={limit}", "-O", "split_size=256k", "--threads", "4"]
+            url = f"{fault_server['url']}/{mode}/rows.csv"
+            if size == limit:
+                got = read_table(sluice, url, tmp_path / "r.arrows", args, env=SMALL_PARTS)
+                assert got.column("id").to_pylist() == list(range(30_002)), mode
+                assert got.column("text")[30_000].as_py() == "y" * (size - 7), mode
+            else:
+                proc = subprocess.run([sluice.binary, "-q", "stats", url, *args],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                                      env=SMALL_PARTS)
+                err = proc.stderr.decode()
+                assert proc.returncode == 1, err
+                assert f"rows.csv: line 30002 (byte {len(head)}): a row longer than {limit} " \
+                       "bytes (the CSV option max_row_bytes" in err, (mode, err)
+
+
 def test_compressed_csv_streams_over_http(sluice, fault_server, tmp_path):
     """A .csv.gz object is inflated as it downloads (servers with and
     without ranges, through faults): the same rows as the plain local file."""

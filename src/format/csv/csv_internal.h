@@ -40,6 +40,10 @@ struct csv_options {
   int64_t split_size; ///< 0 = automatic
   int64_t infer_bytes;///< bytes of data sampled for type inference (-1 = whole input)
   int64_t batch_bytes;///< cut a batch once its rows span this many bytes
+  /// The most bytes of one row (its line ending included) a stream holds
+  /// while it waits for the row's end (csv_stream.c); 0 until csv_open sets
+  /// the default, the larger of the memory budget and CSV_MAX_ROW_BYTES.
+  int64_t max_row_bytes;
   int impl;           ///< CSV_IMPL_* ("simd=scalar|sse2|avx2|auto")
   int no_fastpath;    ///< "fastpath=false": always tokenize (tests compare both)
   int missing_null;   ///< "missing_fields=null": short rows end with nulls
@@ -49,6 +53,11 @@ struct csv_options {
   struct csv_schema_entry* schema;
   struct csv_nulls nulls;
 };
+
+/// max_row_bytes's floor: the default memory budget, 128 times DuckDB's
+/// max_line_size (2 MB) and 256 times pyarrow's block_size (1 MiB), which
+/// refuse longer rows by default; a string value cannot pass 2 GiB anyway.
+#define CSV_MAX_ROW_BYTES ((int64_t)256 << 20)
 
 /// Parses "key=value,key=value". Unknown keys are an error (typos should not
 /// silently change nothing). `what` names the object for messages.

@@ -98,6 +98,10 @@ int sl_csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_
   struct csv_reader* r = s->r;
   int64_t left = s->win_len - keep;
   int64_t cap = 2 * left > CSV_RANGED_TAIL ? 2 * left : CSV_RANGED_TAIL;
+  // No more than max_row_bytes: a row that fills that is too long
+  // (sl_csv_stream_fill says so before anything grows).
+  const int64_t most = r->opts.max_row_bytes;
+  if (cap > most) cap = left > most ? left : most;
   uint8_t* w = sl_alloc_buffer(r->alloc, (size_t)cap);
   if (w == NULL) {
     // The caller counted the lines before `keep` already.

@@ -166,6 +166,10 @@ static inline int csv_state_after(const struct csv_dialect* d, int state, long l
 /// window; refills it (moving the undecoded tail to the front; *shift = bytes
 /// dropped), reading at least once more when `force`.
 int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error);
+/// The error for a row longer than max_row_bytes that starts at input byte
+/// `at`, on `line` (1-based).
+int sl_csv_row_too_long(const struct csv_reader* r, int64_t line, int64_t at,
+                        struct sluice_error* error);
 int sl_csv_stream_start(struct csv_split_state* s, struct sluice_error* error);
 int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
                     struct sluice_error* error);

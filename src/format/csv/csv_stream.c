@@ -13,6 +13,14 @@
 // sample's cut. When the whole input fits in the sample the reader falls
 // back to reading everything into memory; so it does when lines end in a
 // bare CR.
+//
+// Neither the sample nor the window grows past max_row_bytes for one row:
+// a row counts its line ending (one byte when the input ends without one,
+// as DuckDB's max_line_size counts), so the window of at most that many
+// bytes holds any row short enough, and one that fills it without ending
+// is too long. That is an error naming the line and byte where the row
+// starts, found before anything grows, so that a decompression bomb of one
+// endless row stops there rather than after allocating its size.
 #include <string.h>
 
 #include "csv_reader_internal.h"
@@ -34,11 +42,20 @@ static int64_t lines_end(const uint8_t* d, int64_t from, int64_t n, uint8_t esc)
   }
 }
 
+int sl_csv_row_too_long(const struct csv_reader* r, int64_t line, int64_t at,
+                        struct sluice_error* error) {
+  return sl_error_set(error, ERANGE, "%s: line %lld (byte %lld): a row longer than %lld bytes "
+                      "(the CSV option max_row_bytes, by default the memory budget and at "
+                      "least 256 MiB: raise it to read longer rows)", r->name, (long long)line,
+                      (long long)at, (long long)r->opts.max_row_bytes);
+}
+
 int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
   int64_t sample = r->opts.infer_bytes < 0 ? (INT64_C(64) << 20) : r->opts.infer_bytes;
   if (sample < (INT64_C(1) << 20)) sample = INT64_C(1) << 20;
   sample += INT64_C(64) << 10;
   int64_t row_at = 0, row_len = 0;  // the unfinished row of the last sample
+  const int64_t most = r->opts.max_row_bytes;
   for (int grown = 0;; grown = 1) {
     struct sl_view v;
     int rc = sl_source_peek(r->source, sample, &v, error);
@@ -66,7 +83,11 @@ int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
         // A sample grown for a long first row is window enough: the peeked
         // bytes stay buffered in the source beside it.
         int64_t window = grown ? n : n * 2;
-        r->stream_window = window > (INT64_C(4) << 20) ? window : (INT64_C(4) << 20);
+        if (window < (INT64_C(4) << 20)) window = INT64_C(4) << 20;
+        // No more than a row may hold (the window is then exact about
+        // max_row_bytes), but room for the header, which the sample held.
+        if (window > most) window = most;
+        r->stream_window = window > r->layout.data_start ? window : r->layout.data_start;
       } else if (rc == 0) {
         // No complete data row yet (a first row longer than the sample):
         // look further rather than read the whole input into memory.
@@ -75,11 +96,29 @@ int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
         more = n >= sample && sample <= INT64_MAX / 2;
         row_at = cut;
         row_len = n - cut;
+        // The bytes since the last line feed are one row (or the header),
+        // too long if they are max_row_bytes without its line ending;
+        // quoted line feeds may hide where a row began, but the header
+        // and the first row together are at most twice max_row_bytes.
+        if (row_len >= most) {
+          rc = sl_csv_row_too_long(r, (int64_t)sl_csv_count_byte(d, row_at, '\n') + 1, row_at,
+                                   error);
+        } else if (more && n > 2 * most) {
+          rc = sl_error_set(error, ERANGE, "%s: no complete data row in the first %lld bytes: "
+                            "the header or the first row is longer than %lld bytes (the CSV "
+                            "option max_row_bytes, by default the memory budget and at least "
+                            "256 MiB: raise it to read longer rows)", r->name, (long long)n,
+                            (long long)most);
+        }
       }
     }
     sl_view_release(&v);
     if (rc != 0 || !more) return rc;
-    sample *= 2;
+    // Enough to see whether the row ends before max_row_bytes.
+    int64_t next = sample * 2;
+    if (next > row_at + most) next = row_at + most;
+    if (next > 2 * most + 1) next = 2 * most + 1;
+    sample = next;
   }
 }
 
@@ -100,10 +139,28 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
   s->pos -= keep;
   if (s->stop != INT64_MAX) s->stop -= keep;
   *shift = keep;
+  // The decoder found the row at pos unfinished in the window's bytes.
+  int seen = force;
   for (;;) {
     if (!s->eof) {
-      if (s->win_len == s->win_cap) {
+      if (s->win_len == s->win_cap && s->win_len - s->pos >= r->opts.max_row_bytes) {
+        // A full window of max_row_bytes from s->pos (0 here): a row that
+        // has not ended in it is too long (with its line ending, or the end
+        // of the input). Checked before the window grows. A line feed the
+        // decoder has not seen may end the row (a quoted one): it looks.
+        int64_t end = seen ? s->pos : lines_end(s->window, s->pos, s->win_len,
+                                                r->layout.dialect.escape);
+        s->data = s->window;
+        if (end > s->pos) {
+          s->limit = end;
+          return 0;
+        }
+        int64_t line, at;
+        sl_csv_split_where(s, s->pos, &line, &at);
+        return sl_csv_row_too_long(r, line, at, error);
+      } else if (s->win_len == s->win_cap) {
         int64_t cap = s->win_cap * 2;
+        if (cap > s->pos + r->opts.max_row_bytes) cap = s->pos + r->opts.max_row_bytes;
         uint8_t* w = cap > s->win_cap ? sl_realloc_buffer(r->alloc, s->window, (size_t)s->win_cap,
                                                           (size_t)cap)
                                       : NULL;
@@ -132,6 +189,7 @@ int sl_csv_stream_fill(struct csv_split_state* s, int force, int64_t* shift,
         }
         sl_view_release(&v);
       }
+      seen = 0;
     }
     int64_t limit = s->win_len;
     if (!s->eof) limit = lines_end(s->window, s->pos, limit, r->layout.dialect.escape);
