@@ -609,9 +609,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ``in`` condition's values, are not read).
     **format_options: format-specific options, e.g. for CSV
         ``delimiter=";", header=False``, ``max_row_bytes=`` (the longest
-        row read from a stream: compressed, a pipe, HTTP; default
-        ``memory`` and at least 256 MiB; a longer one is an error naming
-        its line and byte); and ``ca_bundle=``
+        row, or lenprefix message, read from a stream: compressed, a pipe,
+        HTTP; default ``memory`` and at least 256 MiB; a longer one is an
+        error naming its line or message and byte); and ``ca_bundle=``
         (a PEM file of trusted CAs) and ``insecure=True`` (no certificate
         checks) for https://, s3:// and cql:// with ``tls=True``, as the
         CLI's --ca-bundle and --insecure (cql:// also takes ``tls_cert=``

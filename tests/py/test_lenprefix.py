@@ -249,7 +249,8 @@ def test_message_that_does_not_fit_beside_the_batch_starts_the_next(sluice, tmp_
         f.seek(4 + 200 + 4 + big)
         f.write(struct.pack("<I", 3) + b"xyz")
     reader = subprocess.Popen([sluice.binary, "-q", "cat", str(path), "-O", "length_prefix=u32le",
-                               "-t", "arrows"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               "-O", "max_row_bytes=2g", "-t", "arrows"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     import pyarrow.compute as pc
     lengths, heads = [], []
     for batch in ipc.open_stream(reader.stdout):
@@ -261,6 +262,66 @@ def test_message_that_does_not_fit_beside_the_batch_starts_the_next(sluice, tmp_
     assert sum(lengths, []) == [200, big, 3]
     assert lengths[1] == [big]  # the big one alone in its batch
     assert sum(heads, []) == [b"aaa", b"\0\0\0", b"xyz"]
+
+
+@pytest.mark.parametrize("how", ["file", "pipe", "gz"])
+@pytest.mark.parametrize("limit", [1000, 3_000_000])
+def test_max_row_bytes_bounds_a_message(sluice, tmp_path, how, limit):
+    """max_row_bytes=N: a message of N bytes reads; one of N + 1 is an error
+    naming the object, the message's number and the offset of its prefix,
+    and the option, before any room is made for it. 1000 bytes: among
+    small messages of one chunk (the fast path); 3 MB: across chunks."""
+    import gzip
+    for size in (limit, limit + 1):
+        msgs = [b"a" * 10, b"b" * 300, b"c" * size, b"d" * 5]
+        data = encode("varint", msgs)
+        path = tmp_path / ("m.ldr.gz" if how == "gz" else "m.ldr")
+        path.write_bytes(gzip.compress(data) if how == "gz" else data)
+        cmd = [sluice.binary, "-q", "convert", "-" if how == "pipe" else path,
+               tmp_path / "o.arrows", "-t", "arrows", "-f", "lenprefix", "-O",
+               f"max_row_bytes={limit}"]
+        proc = subprocess.run(cmd, input=data if how == "pipe" else None, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+        if size == limit:
+            assert proc.returncode == 0, proc.stderr.decode()
+            table = ipc.open_stream((tmp_path / "o.arrows").read_bytes()).read_all()
+            assert [v.as_py() for v in table.column("message")] == msgs
+        else:
+            check_clean_failure(proc)
+            name = "<stdin>" if how == "pipe" else path.name
+            offset = len(encode("varint", msgs[:2]))
+            assert f"{name}: message 3 (offset {offset}): {size} bytes, longer than {limit} (the " \
+                   "lenprefix option max_row_bytes" in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_a_message_bomb_stops_before_its_room_is_made(sluice, tmp_path):
+    """A .ldr.gz of 0.3 MB whose one message declares (and holds) 300 MB of
+    zeros: with the default max_row_bytes (the memory budget, at least 256
+    MiB) the declared length is an error at once, in little memory. Before,
+    the reader made room for the message as its bytes arrived, and held all
+    300 MB."""
+    import json
+    import sys
+    import zlib
+    path = tmp_path / "bomb.ldr.gz"
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(c.compress(uvarint(300_000_000)))
+        for _ in range(300):
+            f.write(c.compress(bytes(1_000_000)))
+        f.write(c.flush())
+    assert path.stat().st_size < 1 << 20
+    probe = ("import json, resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+             "print(json.dumps([p.returncode, p.stderr.decode(errors='replace'),\n"
+             "                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, sluice.binary, "-q", "stats", str(path)],
+                          stdout=subprocess.PIPE, check=True, timeout=120)
+    rc, err, peak_kb = json.loads(proc.stdout)
+    assert rc == 1, err
+    assert "bomb.ldr.gz: message 1 (offset 0): 300000000 bytes, longer than 268435456" in err, err
+    if MEASURES_RSS:
+        assert peak_kb < 60 << 10, peak_kb
 
 
 def _compress(codec: str, data: bytes) -> bytes:

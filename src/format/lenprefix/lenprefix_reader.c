@@ -15,6 +15,7 @@
 #include "core/sl_endian.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
+#include "core/sl_value_text.h"
 #include "io/sl_compression.h"
 #include "io/sl_source.h"
 #include "io/sl_source_inflate.h"
@@ -27,6 +28,9 @@
 #define LP_BATCH_BYTES ((int64_t)8 << 20)
 /// Largest message a binary (32-bit offsets) column can hold on its own.
 #define LP_MAX_MESSAGE ((int64_t)INT32_MAX)
+/// max_row_bytes's floor, as CSV's (CSV_MAX_ROW_BYTES): the default memory
+/// budget. A longer message is an error before any room is made for it.
+#define LP_MAX_ROW_BYTES ((int64_t)256 << 20)
 
 enum lp_kind { LP_VARINT, LP_U8, LP_U16LE, LP_U16BE, LP_U32LE, LP_U32BE, LP_U64LE, LP_U64BE };
 
@@ -49,6 +53,8 @@ struct lp_reader {
   const struct sluice_allocator* alloc;
   struct lp_kind_name prefix;
   int64_t batch_rows;
+  int64_t max_row_bytes;  ///< the longest message read (max_row_bytes=)
+  int64_t messages;       ///< messages appended so far (for errors)
   struct ArrowSchema schema;
   struct sl_builder batch;
   struct sl_view chunk;  ///< the current forward read
@@ -76,9 +82,16 @@ static int parse_options(struct lp_reader* r, const char* options, struct sluice
       return sl_error_set(error, EINVAL, "lenprefix option '%.*s': expected key=value",
                           (int)o.key_len, o.key);
     }
+    if (sl_option_is(&o, "max_row_bytes")) {
+      if (sl_parse_size(o.value, o.value_len, 1, INT64_MAX, &r->max_row_bytes) != 0) {
+        return sl_error_set(error, EINVAL, "lenprefix option max_row_bytes='%.*s': expected a "
+                            "positive size (e.g. 512m)", (int)o.value_len, o.value);
+      }
+      continue;
+    }
     if (!sl_option_is(&o, k_key)) {
-      return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s)",
-                          (int)o.key_len, o.key, k_key);
+      return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s, "
+                          "max_row_bytes)", (int)o.key_len, o.key, k_key);
     }
     int found = 0;
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; ++i) {
@@ -229,6 +242,13 @@ static int lp_read_message(struct lp_reader* r, int* end, int* full, struct slui
                         ", only %" PRId64 " bytes left)",
                         r->source->name, at, length, size - r->pos);
   }
+  if (length > (uint64_t)r->max_row_bytes) {
+    return sl_error_set(error, ERANGE,
+                        "%s: message %" PRId64 " (offset %" PRId64 "): %" PRIu64 " bytes, longer "
+                        "than %" PRId64 " (the lenprefix option max_row_bytes, by default the "
+                        "memory budget and at least 256 MiB: raise it to read longer messages)",
+                        r->source->name, r->messages + 1, at, length, r->max_row_bytes);
+  }
   if (length > (uint64_t)LP_MAX_MESSAGE) {
     return sl_error_set(error, EFBIG,
                         "%s: offset %" PRId64 ": message of %" PRIu64
@@ -269,6 +289,7 @@ static int lp_read_message(struct lp_reader* r, int* end, int* full, struct slui
   }
   // The bytes are in place: record the row's end offset.
   sl_builder_append_binary_unsafe(column, NULL, 0);
+  r->messages++;
   return 0;
 }
 
@@ -284,6 +305,7 @@ struct lp_run {
   uint8_t* data;     ///< the column's bytes
   int64_t size;      ///< bytes in data so far (updated)
   int64_t limit;     ///< size may not pass this
+  uint64_t longest;  ///< a longer message is left to lp_read_message
   int32_t* ends;     ///< where the next rows' end offsets go
   int64_t pos;       ///< bytes of p consumed (out)
   int64_t n;         ///< rows appended (out)
@@ -296,10 +318,14 @@ static SL_ALWAYS_INLINE void lp_copy_run(struct lp_run* run, enum lp_kind kind, 
   uint8_t* data = run->data;
   int32_t* ends = run->ends;
   int64_t avail = run->avail, size = run->size, limit = run->limit, pos = 0, n = 0;
+  const uint64_t longest = run->longest;
   while (n < run->most && size < LP_BATCH_BYTES) {
     uint64_t length;
     int w = lp_prefix_at(kind, width, big_endian, p + pos, avail - pos, &length);
-    if (w == 0 || length > (uint64_t)(avail - pos - w) || length > (uint64_t)(limit - size)) break;
+    if (w == 0 || length > (uint64_t)(avail - pos - w) || length > (uint64_t)(limit - size) ||
+        length > longest) {
+      break;
+    }
     const uint8_t* src = p + pos + w;
     if (length <= LP_SHORT_COPY && avail - pos - w >= LP_SHORT_COPY) {
       memcpy(data + size, src, LP_SHORT_COPY);
@@ -342,6 +368,7 @@ static int64_t lp_read_run(struct lp_reader* r, struct sl_builder* column, int64
       .data = column->extra.data,
       .size = column->extra.size,
       .limit = column->extra.capacity - LP_SHORT_COPY,  // a short copy's 64 bytes fit
+      .longest = (uint64_t)r->max_row_bytes,
       .ends = (int32_t*)column->values.data + column->length + 1,
   };
   switch (r->prefix.kind) {  // one loop per framing, its prefix decoding inlined
@@ -356,6 +383,7 @@ static int64_t lp_read_run(struct lp_reader* r, struct sl_builder* column, int64
   }
   column->extra.size = run.size;
   column->length += run.n;
+  r->messages += run.n;
   r->chunk_pos += run.pos;
   r->pos += run.pos;
   return run.n;
@@ -392,6 +420,10 @@ static int lp_open(const struct sl_reader_args* args, void** reader, struct slui
   r->alloc = args->alloc;
   r->batch_rows = args->batch_size > 0 ? args->batch_size : LP_DEFAULT_BATCH_ROWS;
   int rc = parse_options(r, args->format_options, error);
+  if (r->max_row_bytes == 0) {
+    r->max_row_bytes =
+        args->memory_budget > LP_MAX_ROW_BYTES ? args->memory_budget : LP_MAX_ROW_BYTES;
+  }
   if (rc == 0) rc = sl_schema_init(&r->schema, r->alloc, "+s", "", 0, 1, error);
   if (rc == 0) rc = sl_schema_init(r->schema.children[0], r->alloc, "z", "message", 0, 0, error);
   if (rc == 0) rc = sl_builder_init_from_schema(&r->batch, &r->schema, r->alloc, error);
