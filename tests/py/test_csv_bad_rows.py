@@ -161,6 +161,28 @@ def test_header_that_is_not_utf8_is_an_error(sluice, tmp_path):
     assert got.column("f1").to_pylist() == ["caf\u00e9".encode("latin-1"), b"2"]
 
 
+@pytest.mark.parametrize("name_bytes", [3, 100_000])
+def test_header_with_a_nul_byte_is_an_error(sluice, tmp_path, name_bytes):
+    """A column name is a C string (ArrowSchema.name ends at a NUL): a
+    header field holding a NUL byte is refused with its line and byte, as a
+    header that is not UTF-8 is, and the file reads without a header.
+    Before, the name was cut at the NUL (pyarrow keeps 'a\\0b', which its C
+    interface then cuts), and a field of 64 KiB and more crashed the reader
+    as it freed the name ('free(): invalid pointer')."""
+    path = tmp_path / "nul.csv"
+    name = b"a\0" + b"b" * (name_bytes - 2)
+    path.write_bytes(b"id," + name + b"\n1,2\n")
+    import pyarrow.csv as pacsv
+    assert pacsv.read_csv(path).column_names == ["id", name.decode()]
+    proc = sluice.expect_error("schema", path)
+    err = proc.stderr.decode()
+    assert "nul.csv: line 1 (byte 3): the header's column 1, which starts there, holds a NUL " \
+           "byte" in err, err
+    out = tmp_path / "out.arrow"
+    sluice.run("convert", path, out, "-O", "header=false", "--schema", "f0:string,f1:binary")
+    assert pa.ipc.open_file(out).read_all().column("f1").to_pylist() == [name, b"2"]
+
+
 def test_bad_option_value(sluice, tmp_path):
     path = tmp_path / "x.csv"
     path.write_text("a\n1\n")

@@ -325,6 +325,17 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
                             (long long)sl_csv_line_of(a->data, f->pos), (long long)f->pos,
                             (long long)c);
       }
+      // A name is a C string (ArrowSchema.name): it would end at a NUL,
+      // and be freed as that shorter string.
+      if (len > 0 && memchr(p, 0, (size_t)len) != NULL) {
+        return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): the header's column %lld, "
+                            "which starts there, holds a NUL byte, which a column name cannot "
+                            "(Arrow's C interface ends names there; a UTF-16 file? convert it, "
+                            "e.g. iconv -f utf-16 -t utf-8, or read it without a header: "
+                            "header=false)", a->name,
+                            (long long)sl_csv_line_of(a->data, f->pos), (long long)f->pos,
+                            (long long)c);
+      }
     } else if (by_position && c < o->n_schema) {
       p = (const uint8_t*)o->schema[c].name;
       len = (int64_t)strlen(o->schema[c].name);
