@@ -633,11 +633,13 @@ struct sluice_write_options {
   /// error none does: a local output is written in a hidden directory
   /// made inside it (`.sluice-XXXXXX`), whose partitions are moved into
   /// place at the end; S3 objects are uploaded at the end (8 at a time). What may be
-  /// there already: see existing_data_behavior.
+  /// there already: see existing_data_behavior. n_partition_by > 0 with
+  /// partition_by NULL is EINVAL.
   const char* const* partition_by;
   int64_t n_partition_by;
   /// Partitioned output: more distinct partitions than this is an error
-  /// (0 = 1024, as pyarrow's max_partitions).
+  /// (0 = 1024, as pyarrow's max_partitions). Here and in the counts below
+  /// (and n_partition_by), a negative value is EINVAL, not the default.
   int64_t max_partitions;
   /// Partitioned output: rows are buffered per partition until this many
   /// bytes are held in all, then the partition holding the most is written

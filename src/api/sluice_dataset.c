@@ -1040,6 +1040,27 @@ static int name_destination(const char* location, int rc, struct sluice_error* e
   return rc;
 }
 
+int sl_write_options_check(const char* location, const struct sluice_write_options* options,
+                           struct sluice_error* error) {
+  const char* shown = strncmp(location, "cql://", 6) == 0 ? "cql://" : location;  // no password
+  // Negative counts are mistakes, not defaults (as the open and scan
+  // options take them): named rather than silently replaced.
+  const char* negative = options->n_partition_by < 0           ? "n_partition_by"
+                         : options->max_partitions < 0         ? "max_partitions"
+                         : options->partition_buffer_bytes < 0 ? "partition_buffer_bytes"
+                         : options->max_rows_per_file < 0      ? "max_rows_per_file"
+                                                               : NULL;
+  if (negative != NULL) {
+    return sl_error_set(error, EINVAL, "%s: sluice_write_options.%s is negative (0 is the "
+                        "default)", shown, negative);
+  }
+  if (options->n_partition_by > 0 && options->partition_by == NULL) {
+    return sl_error_set(error, EINVAL, "%s: n_partition_by is %lld but partition_by is NULL",
+                        shown, (long long)options->n_partition_by);
+  }
+  return 0;
+}
+
 /// sluice_write to one file or object: written, then committed.
 static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                       const char* location, const struct sluice_write_options* options,
@@ -1099,14 +1120,11 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
                         location, writer->name);
   }
+  SL_RETURN_NOT_OK(sl_write_options_check(location, options, error));
   // A dataset (a directory or prefix of part-<n> files) is written for
   // partition_by, and without it for max_rows_per_file (pyarrow's
   // write_dataset without partitioning): files of at most that many rows.
   int dataset = options->n_partition_by > 0 || options->max_rows_per_file > 0;
-  if (options->max_rows_per_file < 0) {
-    return sl_error_set(error, EINVAL, "%s: max_rows_per_file must not be negative",
-                        table ? "cql://" : location);
-  }
   if (options->existing_data_behavior != SLUICE_EXISTING_DATA_ERROR && !dataset) {
     return sl_error_set(error, EINVAL, "%s: existing_data_behavior is for dataset output "
                         "(partition_by or max_rows_per_file); a single file is always "

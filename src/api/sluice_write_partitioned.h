@@ -28,6 +28,12 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
                        const struct sl_remote_options* remote, struct sl_write_args* args,
                        struct sl_sink** out, struct sluice_error* error);
 
+/// EINVAL, naming the field, for write options no write can take: a
+/// negative count, or n_partition_by > 0 without partition_by. Checked by
+/// sluice_write and, before its thread starts, sluice_writer_open.
+int sl_write_options_check(const char* location, const struct sluice_write_options* options,
+                           struct sluice_error* error);
+
 /// Writes `stream` (checked already) partitioned by options->partition_by
 /// under `location`, a directory or an s3:// prefix: rows are buffered per
 /// partition and written out to `part-<n><ext>` files (the partition

@@ -13,6 +13,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "sluice_write_partitioned.h"
 
 /// The hand-over between the producer (push) and the writing thread
 /// (get_next): one batch at a time.
@@ -102,6 +103,8 @@ int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
   if (location == NULL || schema == NULL || schema->release == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_writer_open: NULL location, schema or out");
   }
+  // Options no write can take fail here, not later on the writer's thread.
+  if (options != NULL) SL_RETURN_NOT_OK(sl_write_options_check(location, options, error));
   const struct sluice_allocator* alloc = options != NULL ? options->allocator : NULL;
   struct sluice_writer* w = sl_calloc(alloc, 1, sizeof *w);
   if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);

@@ -216,6 +216,50 @@ static void test_write_error_code_and_destination(void** state) {
   assert_int_equal(access(dst, F_OK), -1);
 }
 
+/// Options no write can take (a negative count, n_partition_by without
+/// partition_by) are EINVAL naming the field, from sluice_write and from
+/// sluice_writer_open itself, as the open options refuse theirs; before,
+/// partition_by NULL crashed and negative counts became the defaults (a
+/// single file for n_partition_by -1). Nothing is left at the location.
+static void test_bad_write_options_refused(void** state) {
+  (void)state;
+  char csv[512], dst[512];
+  test_temp_path("writer_bad_options.csv", csv, sizeof csv);
+  test_temp_path("writer_bad_options_out", dst, sizeof dst);
+  make_csv(csv);
+  remove_tree(dst);
+  static const char* const keys[] = {"k"};
+  static const char* const fields[] = {"partition_by is NULL", "n_partition_by",
+                                       "max_partitions", "partition_buffer_bytes",
+                                       "max_rows_per_file"};
+  struct test_batches b;
+  read_batches(csv, &b);
+  for (int c = 0; c < 5; c++) {
+    struct sluice_write_options o;
+    sluice_write_options_init(&o);
+    o.format = "csv";
+    o.no_fsync = 1;
+    o.partition_by = c == 0 ? NULL : keys;
+    o.n_partition_by = c == 0 ? 1 : c == 1 ? -1 : 1;
+    if (c == 2) o.max_partitions = -3;
+    if (c == 3) o.partition_buffer_bytes = -3;
+    if (c == 4) o.max_rows_per_file = -1;
+    struct sluice_error error = {0, {0}};
+    assert_int_equal(pull_all(csv, dst, &o, &error), EINVAL);
+    if (strstr(error.message, fields[c]) == NULL) fail_msg("case %d: %s", c, error.message);
+    assert_int_equal(strncmp(error.message, dst, strlen(dst)), 0);
+    assert_int_equal(access(dst, F_OK), -1);
+    struct sluice_writer* w = (struct sluice_writer*)&b;  // overwritten with NULL
+    memset(&error, 0, sizeof error);
+    assert_int_equal(sluice_writer_open(dst, &b.schema, &o, &w, &error), EINVAL);
+    assert_null(w);
+    assert_non_null(strstr(error.message, fields[c]));
+    assert_int_equal(access(dst, F_OK), -1);
+  }
+  test_batches_release(&b);
+  unlink(csv);
+}
+
 static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct sweep_ctx* s = ctx;
   struct sluice_write_options options;
@@ -322,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_write_error_code_and_destination),
       cmocka_unit_test(test_cancel_is_polled_within_a_big_batch),
+      cmocka_unit_test(test_bad_write_options_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
