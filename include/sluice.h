@@ -571,7 +571,9 @@ SLUICE_EXPORT void sluice_stats_free(struct sluice_column_stats* stats, int64_t 
 struct sluice_write_options {
   /// Output format name, or NULL to choose from the extension of `location`.
   const char* format;
-  /// Body compression where the format has it: NULL/"none", "lz4", "zstd", ...
+  /// Body compression where the format has it: "none", "lz4", "zstd", ...
+  /// NULL or "" = the format's default (Parquet: snappy, as pyarrow; CSV
+  /// and JSON Lines: from the name's suffix, .gz, .zst, ...; others: none).
   const char* compression;
   /// Allocator for the writer's own memory (NULL = default).
   const struct sluice_allocator* allocator;

@@ -1157,7 +1157,11 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
       options->allocator != NULL ? options->allocator
       : cache != NULL            ? sl_buffer_cache_allocator(cache)
                                  : sluice_default_allocator();
-  struct sl_write_args args = {alloc, options->compression, options->format_options,
+  // "" is no codec asked for, as NULL, for every format (the Parquet writer
+  // refused it while the others took it so).
+  const char* compression =
+      options->compression != NULL && options->compression[0] != '\0' ? options->compression : NULL;
+  struct sl_write_args args = {alloc, compression, options->format_options,
                                options->batch_metadata, options->batch_metadata_user, location,
                                options->tls_insecure, options->ca_bundle, options->timeout_s};
   // Every batch is checked against the schema before a writer walks it.

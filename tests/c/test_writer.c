@@ -260,6 +260,37 @@ static void test_bad_write_options_refused(void** state) {
   unlink(csv);
 }
 
+/// compression "" is no codec asked for, as NULL, in every format: the
+/// same bytes as the default (before, Parquet refused it, the others took
+/// it so).
+static void test_empty_compression_is_the_default(void** state) {
+  (void)state;
+  char csv[512], a[512], b[512];
+  test_temp_path("writer_empty_codec.csv", csv, sizeof csv);
+  make_csv(csv);
+  static const char* const exts[] = {"parquet", "csv", "arrow", "avro", "jsonl", "csv.gz"};
+  for (size_t e = 0; e < sizeof exts / sizeof exts[0]; e++) {
+    char name[64];
+    snprintf(name, sizeof name, "writer_codec_null.%s", exts[e]);
+    test_temp_path(name, a, sizeof a);
+    snprintf(name, sizeof name, "writer_codec_empty.%s", exts[e]);
+    test_temp_path(name, b, sizeof b);
+    struct sluice_write_options options;
+    sluice_write_options_init(&options);
+    options.no_fsync = 1;
+    options.format_options = strcmp(exts[e], "avro") == 0 ? "sync=000102030405060708090a0b0c0d0e0f"
+                                                          : NULL;
+    struct sluice_error error = {0, {0}};
+    assert_int_equal(pull_all(csv, a, &options, &error), 0);
+    options.compression = "";
+    if (pull_all(csv, b, &options, &error) != 0) fail_msg("%s: %s", exts[e], error.message);
+    test_assert_same_files(a, b);
+    unlink(a);
+    unlink(b);
+  }
+  unlink(csv);
+}
+
 static int write_once(void* ctx, const struct sluice_allocator* alloc, struct sluice_error* error) {
   struct sweep_ctx* s = ctx;
   struct sluice_write_options options;
@@ -367,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_write_error_code_and_destination),
       cmocka_unit_test(test_cancel_is_polled_within_a_big_batch),
       cmocka_unit_test(test_bad_write_options_refused),
+      cmocka_unit_test(test_empty_compression_is_the_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
