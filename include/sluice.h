@@ -123,9 +123,11 @@ struct ArrowArrayStream {
 
 /* ---- Errors --------------------------------------------------------------- */
 
-/// Room for one error message, filled by any failing call.
+/// Room for one error message, filled by any failing call. Every function
+/// taking one clears it on entry (code 0, message ""), so a struct reused
+/// across calls holds the last call's outcome, never an older failure's.
 struct sluice_error {
-  /// The errno-style code the call returned (0 when no error was recorded).
+  /// The errno-style code the call returned (0 when it succeeded).
   int code;
   /// NUL-terminated, one line: "<object>: <where>: <reason>".
   char message[1024];

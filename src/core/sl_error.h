@@ -19,10 +19,13 @@ int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) SL_
 
 /// For the public entry points, whose callers may pass error = NULL: points
 /// `error` at a scratch struct of the function's then, so that the code
-/// below never has to check (several places dereferenced it).
-#define SL_ERROR_OR_SCRATCH(error)        \
-  struct sluice_error sl_error_scratch_; \
-  if ((error) == NULL) (error) = &sl_error_scratch_
+/// below never has to check (several places dereferenced it); and clears
+/// it, so that a caller's struct reused after a failure does not keep that
+/// failure's code through a call that succeeds (sluice.h: code 0 then).
+#define SL_ERROR_OR_SCRATCH(error)                   \
+  struct sluice_error sl_error_scratch_;            \
+  if ((error) == NULL) (error) = &sl_error_scratch_; \
+  sl_error_clear(error)
 
 /// Prefixes the message already in `error` with `"<prefix>: "` (e.g. the
 /// object name) and returns error->code. Use when an inner layer did not know

@@ -1798,6 +1798,26 @@ static void test_null_error_structs(void** unused) {
     assert_null(ds);
   }
 
+  // A struct reused after a failure: the call that succeeds clears it
+  // (code 0, "no error recorded"), as sluice.h says; it kept the old one.
+  struct sluice_error reused;
+  memset(&reused, 0, sizeof reused);
+  sluice_open_options_init(&bad);
+  bad.threads = -1;
+  assert_int_equal(sluice_dataset_open(pq, &bad, &ds, &reused), EINVAL);
+  assert_int_equal(reused.code, EINVAL);
+  assert_int_equal(sluice_dataset_open(pq, NULL, &ds, &reused), 0);
+  assert_int_equal(reused.code, 0);
+  assert_string_equal(reused.message, "");
+  reused.code = ENOENT;
+  snprintf(reused.message, sizeof reused.message, "old");
+  assert_int_equal(sluice_dataset_schema(ds, &schema, &reused), 0);
+  schema.release(&schema);
+  assert_int_equal(reused.code, 0);
+  assert_string_equal(reused.message, "");
+  sluice_dataset_close(ds);
+  ds = NULL;
+
   test_temp_path("nullerr.csv.gz", gz, sizeof gz);
   static const unsigned char damaged[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0x00};
   assert_int_equal(test_write_file(gz, (const char*)damaged, sizeof damaged), 0);
