@@ -139,7 +139,9 @@ struct sluice_error {
 /// pyarrow prints it ("l" is "int64", "tsu:UTC" "timestamp[us, tz=UTC]";
 /// nested types by their kind, "list"; types sluice does not take, such as
 /// "vu", too: "string_view"), for messages: at most `cap` bytes,
-/// NUL-terminated. A format that does not parse is written as it is.
+/// NUL-terminated. A format that does not parse is written as it is, a
+/// NULL format as "(null)"; nothing is written when `out` is NULL or `cap`
+/// is 0.
 SLUICE_EXPORT void sluice_type_name(const char* format, char* out, size_t cap);
 
 /* ---- Allocation ----------------------------------------------------------- */

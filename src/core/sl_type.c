@@ -280,6 +280,11 @@ void sl_format_name(const char* format, char* out, size_t cap) {
 }
 
 void sluice_type_name(const char* format, char* out, size_t cap) {
+  if (out == NULL || cap == 0) return;
+  if (format == NULL) {  // (a public entry: strcmp on NULL crashed)
+    snprintf(out, cap, "(null)");
+    return;
+  }
   sl_format_name(format, out, cap);
 }
 

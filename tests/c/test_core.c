@@ -100,6 +100,12 @@ static void test_type_rejects(void** state) {
   char name[64];
   sluice_type_name("d:5,2,16", name, sizeof name);  // no such width: as it is
   assert_string_equal(name, "d:5,2,16");
+  // A NULL format is named, not taken to strcmp (it crashed); no room, no write.
+  sluice_type_name(NULL, name, sizeof name);
+  assert_string_equal(name, "(null)");
+  sluice_type_name("l", name, 0);
+  assert_string_equal(name, "(null)");
+  sluice_type_name("l", NULL, 64);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     assert_int_equal(sl_type_parse(bad[i], &t, &err), EINVAL);
     assert_true(strlen(err.message) > 0);
