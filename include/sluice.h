@@ -192,7 +192,10 @@ struct sluice_s3_options {
   int64_t part_size;
 };
 
-/// Options for sluice_dataset_open. Always start from sluice_open_options_init.
+/// Options for sluice_dataset_open. Always start from sluice_open_options_init:
+/// unlike sluice_s3_options, a zeroed struct ({0}, memset) is not the
+/// defaults. Its limit 0 reads no rows at all (and succeeds), and its
+/// ordered 0 delivers batches out of order.
 struct sluice_open_options {
   /// Format name ("arrow" = IPC file, "arrows" = IPC stream, ...), or NULL to
   /// detect it from the magic bytes, then the extension.
@@ -220,7 +223,8 @@ struct sluice_open_options {
   /// Non-zero (default): batches are delivered in plan order. Zero: as they
   /// finish; use sluice_scanner_next's tag to restore order.
   int ordered;
-  /// Stop after this many rows (-1 = no limit). With ordered = 0 they are
+  /// Stop after this many rows (-1 = no limit, the default that
+  /// sluice_open_options_init sets; 0 = no rows). With ordered = 0 they are
   /// the first rows delivered, not necessarily the input's first.
   int64_t limit;
   /// Allocator for everything the dataset and its scans allocate
