@@ -121,6 +121,14 @@ const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset*
 
 const char* sl_dataset_location(const struct sluice_dataset* ds) { return ds->location; }
 
+int sl_dataset_name_error(const struct sluice_dataset* ds, int rc, struct sluice_error* error) {
+  if (rc == 0 || ds == NULL || ds->location == NULL || error == NULL) return rc;
+  if (!sl_files_reader_names_object(ds->format, ds->reader, error)) {
+    sl_error_name(error, ds->location);
+  }
+  return rc;
+}
+
 struct sl_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* ds) {
   return ds->cache;
 }
@@ -500,6 +508,28 @@ int sluice_dataset_open_many(const char* const* locations, size_t n,
   return open_dataset(locations, n, NULL, options, out, error);
 }
 
+/// A failed open's message, led by the dataset's `label` unless it names
+/// the dataset already: the label, an object of it (a file under a
+/// directory, what a glob matched: their directory), or a location
+/// itself. An allocation's message names nothing.
+static void name_open_error(const struct sluice_dataset* ds, const char* const* locations,
+                            size_t n_locations, const char* label, struct sluice_error* error) {
+  if (sl_error_names(error, label)) return;
+  if (ds->reader != NULL && sl_files_reader_names_object(ds->format, ds->reader, error)) return;
+  for (size_t i = 0; i < n_locations; ++i) {
+    if (sl_error_names(error, locations[i])) return;
+    char root[1024];
+    sl_location_shown(locations[i], root, sizeof root);
+    size_t n = strcspn(root, "*?[{");
+    if (root[n] != '\0') {  // a glob: the directory its matches are under
+      while (n > 0 && root[n - 1] != '/') --n;
+    }
+    root[n] = '\0';
+    if (n > 0 && sl_error_names(error, root)) return;
+  }
+  sl_error_name(error, label);
+}
+
 static int open_dataset(const char* const* locations, size_t n_locations,
                         struct memory_args* memory, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error) {
@@ -726,6 +756,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   }
   sl_http_pool_release(remote.http_pool);
   if (rc != 0) {
+    name_open_error(ds, locations, n_locations, label, error);
     dataset_destroy(ds);
     return rc;
   }
@@ -743,7 +774,8 @@ int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* ou
   if (dataset == NULL || out == NULL) {
     return sl_error_set(error, EINVAL, "sluice_dataset_schema: NULL argument");
   }
-  return sl_schema_copy(&dataset->schema, dataset->alloc, out, error);
+  return sl_dataset_name_error(dataset, sl_schema_copy(&dataset->schema, dataset->alloc, out, error),
+                               error);
 }
 
 int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice_error* error) {
@@ -757,13 +789,14 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
   if (atomic_load(&ds->refs) > 1) {
     return sl_error_set(error, EBUSY, "%s: a scan of the dataset is still open", ds->location);
   }
-  SL_RETURN_NOT_OK(ds->format->refine(ds->reader, changed, error));
+  int rc = ds->format->refine(ds->reader, changed, error);
+  if (rc != 0) return sl_dataset_name_error(ds, rc, error);
   if (!*changed) return 0;
   struct ArrowSchema full, projected;
   memset(&full, 0, sizeof full);
   memset(&projected, 0, sizeof projected);
   struct sl_row_filter* filter = NULL;
-  int rc = ds->format->schema(ds->reader, &full, error);
+  rc = ds->format->schema(ds->reader, &full, error);
   if (rc == 0) {
     rc = ds->columns != NULL
              ? sl_schema_project(&full, ds->columns, ds->n_columns, ds->alloc, &projected, error)
@@ -778,6 +811,7 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
   if (rc != 0) {
     // The reader has the new types already: no scan may run with the old
     // schema and filter.
+    sl_dataset_name_error(ds, rc, error);
     ds->unusable = *error;
     if (ds->unusable.code == 0) ds->unusable.code = rc;
     if (full.release != NULL) full.release(&full);
@@ -888,7 +922,9 @@ int sluice_scanner_next(struct sluice_scanner* scanner, struct ArrowArray* out,
   }
   int rc = sl_scan_next(scanner->scan, out, tag, error);
   if (rc == 0 && tag != NULL && out->release != NULL) tag->split += scanner->first_split;
-  return rc;
+  // The engine's and a split's own messages may name no object (an
+  // allocation's): the caller learns which dataset failed.
+  return sl_dataset_name_error(scanner->dataset, rc, error);
 }
 
 void sluice_scanner_close(struct sluice_scanner* scanner) {
@@ -1185,6 +1221,7 @@ int sluice_dataset_count_split_rows(struct sluice_dataset* dataset, struct sluic
   if (dataset == NULL) return sl_error_set(error, EINVAL, "sluice_dataset_count_split_rows: NULL");
   if (dataset->format->count_split_rows == NULL || dataset->n_splits == 0) return 0;
   // Into the plan itself: scans started afterwards copy the counts with it.
-  return dataset->format->count_split_rows(dataset->reader, dataset->splits, dataset->n_splits,
-                                           error);
+  int rc = dataset->format->count_split_rows(dataset->reader, dataset->splits, dataset->n_splits,
+                                             error);
+  return sl_dataset_name_error(dataset, rc, error);
 }

@@ -250,10 +250,13 @@ static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_err
     SL_RETURN_NOT_OK(sl_schema_copy(&f->unified, f->alloc, out, error));
     return f->n_hive_cols > 0 ? add_partition_fields(f, out, error) : 0;
   }
-  SL_RETURN_NOT_OK(f->format->schema(f->parts[0].reader, out, error));
+  if (f->format->schema(f->parts[0].reader, out, error) != 0) {
+    return sl_error_name(error, f->parts[0].name);
+  }
   for (int64_t i = 1; i < f->n_parts; ++i) {
     struct ArrowSchema other = {0};
     int rc = f->format->schema(f->parts[i].reader, &other, error);
+    if (rc != 0) sl_error_name(error, f->parts[i].name);
     char why[512];
     if (rc == 0 && schema_differs(out, &other, "", why, sizeof why)) {
       rc = columns_differ(f, i, why, error);
@@ -585,7 +588,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   if (rc != 0) {
     if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
     sl_free(f->alloc, s, sizeof *s);
-    return rc;
+    return sl_error_name(error, part->name);  // (an allocation's names no object)
   }
   atomic_fetch_add(&part->open, 1);
   *state = s;
@@ -594,14 +597,20 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
 
 static int files_split_next(void* state, struct ArrowArray* out, struct sluice_error* error) {
   struct files_split_state* s = state;
-  if (s->out == NULL) return s->format->split_next(s->state, out, error);
-  struct ArrowArray batch;
-  batch.release = NULL;
-  out->release = NULL;
-  SL_RETURN_NOT_OK(s->format->split_next(s->state, &batch, error));
-  if (batch.release == NULL) return 0;
-  return widen_struct(s->hive, s->unified, s->object, s->out, s->n_out, s->alloc, &batch, out,
-                      s->part->name, error);
+  int rc = 0;
+  if (s->out == NULL) {
+    rc = s->format->split_next(s->state, out, error);
+  } else {
+    struct ArrowArray batch;
+    batch.release = NULL;
+    out->release = NULL;
+    rc = s->format->split_next(s->state, &batch, error);
+    if (rc == 0 && batch.release != NULL) {
+      rc = widen_struct(s->hive, s->unified, s->object, s->out, s->n_out, s->alloc, &batch, out,
+                        s->part->name, error);
+    }
+  }
+  return rc != 0 ? sl_error_name(error, s->part->name) : 0;
 }
 
 static void files_split_close(void* state) {
@@ -1114,6 +1123,16 @@ int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* rea
   const struct sl_files_reader* f = reader;
   *format = f->format;
   return f->n_parts;
+}
+
+int sl_files_reader_names_object(const struct sl_format_reader* vtable, void* reader,
+                                 const struct sluice_error* error) {
+  if (vtable == NULL || vtable->split_open != files_split_open) return 0;
+  const struct sl_files_reader* f = reader;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (f->parts[i].name != NULL && sl_error_names(error, f->parts[i].name)) return 1;
+  }
+  return 0;
 }
 
 int sl_files_reader_object_excluded(void* reader, int64_t object) {

@@ -45,6 +45,10 @@ int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* r
 /// statistics sl_files_reader_object_stats gives. Otherwise 0.
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format);
+/// When `vtable` is a files reader's: 1 when the message in `error` names
+/// one of its objects. Otherwise 0.
+int sl_files_reader_names_object(const struct sl_format_reader* vtable, void* reader,
+                                 const struct sluice_error* error);
 /// 1 when object `object` is kept for its columns only (the partition
 /// filter refused it): a scan reads none of its rows, so neither do
 /// statistics. Otherwise 0.

@@ -21,6 +21,12 @@ int sl_dataset_usable(const struct sluice_dataset* dataset, struct sluice_error*
 /// out the schema, while a projection that leaves such columns out reads.
 int sl_dataset_readable(const struct sluice_dataset* dataset, struct sluice_error* error);
 
+/// A failed call's message on `dataset`, led by its location unless it
+/// names it or one of its objects already (an allocation's, the scan
+/// engine's and some readers' messages name none); returns rc.
+int sl_dataset_name_error(const struct sluice_dataset* dataset, int rc,
+                          struct sluice_error* error);
+
 /// Reference counting of the dataset internals: sluice_dataset_close drops
 /// the handle's reference, scans hold their own.
 void sl_dataset_retain(struct sluice_dataset* dataset);

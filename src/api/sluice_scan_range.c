@@ -166,5 +166,6 @@ int sluice_scanner_open_with(struct sluice_dataset* dataset,
                              const struct sluice_scan_options* options,
                              struct sluice_scanner** out, struct sluice_error* error) {
   SL_ERROR_OR_SCRATCH(error);
-  return sl_scanner_open_slow_split(dataset, options, -1, 0, out, error);
+  int rc = sl_scanner_open_slow_split(dataset, options, -1, 0, out, error);
+  return sl_dataset_name_error(dataset, rc, error);  // (the engine's messages name none)
 }

@@ -85,6 +85,19 @@ int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) {
   return sl_error_set_ends(error, error->code, lead, old, strlen(old));
 }
 
+int sl_error_names(const struct sluice_error* error, const char* name) {
+  if (strstr(error->message, name) != NULL) return 1;
+  const char* cut = strstr(error->message, " [...] ");
+  size_t k = cut != NULL ? (size_t)(cut - error->message) : 0;
+  return k > 0 && k < strlen(name) && strncmp(error->message, name, k) == 0;
+}
+
+int sl_error_name(struct sluice_error* error, const char* name) {
+  if (error == NULL) return EIO;
+  if (name == NULL || name[0] == '\0' || sl_error_names(error, name)) return error->code;
+  return sl_error_prefix(error, "%s", name);
+}
+
 void sl_error_clear(struct sluice_error* error) {
   if (error == NULL) return;
   error->code = 0;

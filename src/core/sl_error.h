@@ -32,6 +32,15 @@ int sl_error_set(struct sluice_error* error, int code, const char* fmt, ...) SL_
 /// which object it was reading.
 int sl_error_prefix(struct sluice_error* error, const char* fmt, ...) SL_PRINTF(2, 3);
 
+/// Whether the message in `error` names `name`: holds it, or starts with
+/// its first part where a long message was cut (" [...] ").
+int sl_error_names(const struct sluice_error* error, const char* name);
+/// Leads the message in `error` with "<name>: " unless it names `name`
+/// already (sl_error_names); returns error->code. For the places that hand
+/// out an inner layer's error (an allocation, the scan engine), whose
+/// message may name no object.
+int sl_error_name(struct sluice_error* error, const char* name);
+
 /// Records `code` and the message `lead` + `text` (text_len bytes, any
 /// length). A text too long for what `lead` leaves keeps its start and its
 /// end around " [...] ", cut between whole UTF-8 characters: the end may be

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1018,6 +1019,114 @@ static void test_scan_range_allocation_failures(void** unused) {
   assert_true(test_alloc_sweep(scan_range_once, &run, 2000) > 5);
 }
 
+struct named_run {
+  const char* location;  ///< opened
+  const char* name;      ///< what every message must hold
+  int64_t rows;
+};
+
+/// Opens, reads the schema and scans (the stream and a scanner) `location`;
+/// a failure's message must name the object, as sluice.h promises.
+static int named_once(void* ctx, const struct sluice_allocator* alloc,
+                      struct sluice_error* error) {
+  const struct named_run* run = ctx;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.threads = 2;
+  options.batch_size = 100;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(run->location, &options, &ds, error);
+  struct ArrowSchema schema;
+  if (rc == 0 && (rc = sluice_dataset_schema(ds, &schema, error)) == 0) schema.release(&schema);
+  struct ArrowArrayStream stream;
+  stream.release = NULL;
+  if (rc == 0) rc = sluice_dataset_scan(ds, &stream, error);
+  int64_t rows = 0;
+  while (rc == 0) {
+    struct ArrowArray batch;
+    rc = stream.get_next(&stream, &batch);
+    if (rc != 0) {
+      snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
+      error->code = rc;
+    }
+    if (rc != 0 || batch.release == NULL) break;
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  if (stream.release != NULL) stream.release(&stream);
+  struct sluice_scanner* scanner = NULL;
+  int again = strstr(run->location, ".arrows") == NULL;  // (a stream is read once)
+  if (rc == 0 && again) rc = sluice_scanner_open(ds, &scanner, error);
+  while (rc == 0 && again) {
+    struct ArrowArray batch;
+    rc = sluice_scanner_next(scanner, &batch, NULL, error);
+    if (rc != 0 || batch.release == NULL) break;
+    batch.release(&batch);
+  }
+  sluice_scanner_close(scanner);
+  sluice_dataset_close(ds);
+  if (rc == 0) assert_int_equal(rows, run->rows);
+  if (rc != 0 && strstr(error->message, run->name) == NULL) {
+    fail_msg("the message names no object: \"%s\"", error->message);
+  }
+  return rc;
+}
+
+/// Every failed allocation of an open, a schema and a scan gives a message
+/// naming the file, or for a directory one of its files or the directory,
+/// in each format; an allocation's, the scan engine's and some readers'
+/// messages named none ("scan: out of memory planning 5 splits", "out of
+/// memory allocating a schema node (68 bytes)").
+static void test_out_of_memory_names_the_object(void** unused) {
+  (void)unused;
+  char csv[512], dir[512];
+  test_temp_path("oom_named.csv", csv, sizeof csv);
+  test_temp_path("oom_named_dir", dir, sizeof dir);
+  remove_tree(dir);
+  FILE* f = fopen(csv, "w");
+  assert_non_null(f);
+  fprintf(f, "a,b,s\n");
+  for (int i = 0; i < 1000; i++) fprintf(f, "%d,%d.5,v%d\n", i, i % 13, i % 7);
+  assert_int_equal(fclose(f), 0);
+  struct sluice_error error = {0, {0}};
+  assert_int_equal(mkdir(dir, 0755), 0);
+  static const char* const exts[] = {"parquet", "arrow", "arrows", "avro"};
+  char paths[4][600];
+  for (int e = 0; e < 4; e++) {
+    snprintf(paths[e], sizeof paths[e], "%s/t.%s", dir, exts[e]);
+    struct sluice_dataset* ds = NULL;
+    struct sluice_open_options o;
+    sluice_open_options_init(&o);
+    o.batch_size = 200;  // several row groups, batches and blocks
+    assert_int_equal(sluice_dataset_open(csv, &o, &ds, &error), 0);
+    struct ArrowArrayStream stream;
+    assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+    sluice_dataset_close(ds);
+    struct sluice_write_options w;
+    sluice_write_options_init(&w);
+    w.no_fsync = 1;
+    w.format_options = e == 0 ? "row_group_size=200" : NULL;
+    if (sluice_write(&stream, paths[e], &w, &error) != 0) fail_msg("%s", error.message);
+    stream.release(&stream);
+  }
+  struct named_run run = {csv, csv, 1000};
+  assert_true(test_alloc_sweep(named_once, &run, 5000) > 5);
+  for (int e = 0; e < 4; e++) {
+    run = (struct named_run){paths[e], paths[e], 1000};
+    assert_true(test_alloc_sweep(named_once, &run, 5000) > 5);
+  }
+  // A directory of two Parquet files: the file, or the directory, named.
+  for (int e = 1; e < 4; e++) unlink(paths[e]);
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s/u.parquet'", paths[0], dir);
+  assert_int_equal(system(cmd), 0);
+  run = (struct named_run){dir, dir, 2000};
+  assert_true(test_alloc_sweep(named_once, &run, 5000) > 5);
+  remove_tree(dir);
+  unlink(csv);
+}
+
 /// Allocation failures anywhere while expanding a glob, opening its files
 /// and scanning them all: a clean error and nothing leaked.
 static void test_directory_allocation_failures(void** unused) {
@@ -1875,6 +1984,7 @@ int main(void) {
       cmocka_unit_test(test_directory_as_one_table),
       cmocka_unit_test(test_directory_errors),
       cmocka_unit_test(test_directory_allocation_failures),
+      cmocka_unit_test(test_out_of_memory_names_the_object),
       cmocka_unit_test(test_directory_stored_stats_allocation_failures),
       cmocka_unit_test(test_hive_partitions_and_lists),
       cmocka_unit_test(test_union_by_name),
