@@ -189,8 +189,9 @@ static int split_filter(const char* text, const struct sl_hive* hive,
   *keys = *rows = NULL;
   *choose = 1;
   if (sl_filter_has_empty_condition(text)) {
+    char line[1024];  // (one line)
     return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' or ';' at an end, or "
-                        "two in a row)", text);
+                        "two in a row)", sl_escaped_line(text, line, sizeof line));
   }
   size_t n = strlen(text);
   char* k = sl_alloc(alloc, n + 1);
@@ -299,8 +300,11 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
     ds->format = sl_format_reader_find(format_name);
     if (ds->format == NULL) {
       format_list_of(sl_format_reader_names(), known, sizeof known);
+      char shown[256];  // (one line)
       return sl_error_set(error, EINVAL, "%s: unknown format '%s'; formats are: %s",
-                          ds->location, format_name, known);
+                          ds->location,
+                          sl_escaped(format_name, strlen(format_name), '\'', shown, sizeof shown),
+                          known);
     }
     return sl_format_refuse_compressed(ds->format, ds->source, object, error);
   }
@@ -534,16 +538,18 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                         struct memory_args* memory, const struct sluice_open_options* options,
                         struct sluice_dataset** out, struct sluice_error* error) {
   const char* location = locations[0];
+  char line[1024];  // how messages name it: on one line
+  const char* named = sl_escaped_line(location, line, sizeof line);
   struct sluice_open_options defaults;
   if (options == NULL) {
     sluice_open_options_init(&defaults);
     options = &defaults;
   }
   if (options->n_columns > 0 && options->columns == NULL) {
-    return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", location,
+    return sl_error_set(error, EINVAL, "%s: n_columns is %zu but columns is NULL", named,
                         options->n_columns);
   }
-  SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
+  SL_RETURN_NOT_OK(check_timeout(named, options->timeout_s, error));
   // Negative counts are mistakes, not defaults (as sluice_scan_options'
   // checks take them): named rather than silently replaced.
   const char* negative = options->threads < 0         ? "threads"
@@ -552,11 +558,11 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                                       : NULL;
   if (negative != NULL) {
     return sl_error_set(error, EINVAL, "%s: sluice_open_options.%s is negative (0 is the "
-                        "default)", location, negative);
+                        "default)", named, negative);
   }
   if (options->limit < -1) {
     return sl_error_set(error, EINVAL, "%s: sluice_open_options.limit is %lld (-1 is no limit)",
-                        location, (long long)options->limit);
+                        named, (long long)options->limit);
   }
   int64_t budget = options->memory_budget > 0 ? options->memory_budget : SL_DEFAULT_MEMORY_BUDGET;
   // With the default allocator, freed batch buffers are kept for the next
@@ -566,14 +572,14 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   struct sl_buffer_cache* cache =
       options->allocator == NULL ? sl_buffer_cache_create(NULL, budget / 4, 64) : NULL;
   if (options->allocator == NULL && cache == NULL) {
-    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", named);
   }
   const struct sluice_allocator* alloc =
       cache != NULL ? sl_buffer_cache_allocator(cache) : options->allocator;
   struct sluice_dataset* ds = sl_calloc(alloc, 1, sizeof *ds);
   if (ds == NULL) {
     sl_buffer_cache_close(cache);
-    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", named);
   }
   atomic_init(&ds->refs, 1);
   ds->alloc = alloc;
@@ -592,7 +598,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     snprintf(label + k, sizeof label - k, " (and %zu more locations)", n_locations - 1);
   }
   ds->location = sl_strdup(alloc, label);
-  int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location) : 0;
+  int rc = ds->location == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", named) : 0;
   // Remote readahead gets an eighth of the budget (the default 256 MiB gives
   // 32 parts of 1 MiB); decoded batches get the rest.
   struct sl_remote_options remote = {.tls_insecure = options->tls_insecure,
@@ -661,7 +667,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     rc = hive.n_keys > 0 ? sl_hive_filter(&hive, &objects, options->partition_filter,
                                           options->union_by_name, alloc, error)
                          : sl_error_set(error, EINVAL, "%s: a partition filter, but no key=value "
-                                        "directories below the location", location);
+                                        "directories below the location", named);
   }
   const char* first = objects.n > 0 ? objects.names[0] : location;
   if (rc == 0 && database) rc = choose_database_reader(ds, options->format, n_locations, error);
@@ -1139,8 +1145,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     writer = sl_format_writer_find(options->format);
     if (writer == NULL) {
       format_list_of(sl_format_writer_names(), known, sizeof known);
+      char shown[256];  // (one line)
       return sl_error_set(error, EINVAL, "%s: unknown output format '%s'; formats are: %s",
-                          location, options->format, known);
+                          location,
+                          sl_escaped(options->format, strlen(options->format), '\'', shown,
+                                     sizeof shown),
+                          known);
     }
   } else {
     writer = sl_format_writer_for_path(location);

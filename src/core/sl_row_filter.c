@@ -432,7 +432,9 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     if (name != NULL && strcmp(name, c->name) == 0) c->column = i;
   }
   if (c->column < 0) {
-    return sl_error_set(error, EINVAL, "filter '%.*s': no column '%s'", shown_n, shown, c->name);
+    char name[256];  // (one line)
+    return sl_error_set(error, EINVAL, "filter '%.*s': no column '%s'", shown_n, shown,
+                        sl_escaped(c->name, strlen(c->name), 0, name, sizeof name));
   }
   const struct ArrowSchema* column = schema->children[c->column];
   const struct ArrowSchema* typed = column->dictionary != NULL ? column->dictionary : column;
@@ -511,9 +513,10 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
         // The value as decoded (%XX escapes are the Python layer's quoting).
         const int shown_decoded =
             strlen(v) == vn && sl_utf8_invalid_at((const uint8_t*)v, (int64_t)vn) < 0;
-        int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%.*s' is not %s, as column '%s' "
-                              "(%s) needs", shown_n, shown, shown_decoded ? (int)vn : (int)m,
-                              shown_decoded ? v : p, why, c->name, type);
+        char value[256];  // (one line: a newline in it spelled \n)
+        sl_escaped(shown_decoded ? v : p, shown_decoded ? vn : m, 0, value, sizeof value);
+        int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%s' is not %s, as column '%s' "
+                              "(%s) needs", shown_n, shown, value, why, c->name, type);
         sl_free(alloc, v, vn + 1);
         return rc;
       }
@@ -566,6 +569,13 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
 }
 
 const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {  // it would break the message's line
+      sl_escaped(s, n, 0, buf, SL_FILTER_QUOTE_SIZE);
+      *shown_n = (int)strlen(buf);
+      return buf;
+    }
+  }
   if (n <= SL_FILTER_QUOTE_SIZE - 8) {
     *shown_n = (int)n;
     return s;
@@ -604,8 +614,9 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
   *out = NULL;
   if (text == NULL || *text == '\0') return 0;
   if (sl_filter_has_empty_condition(text)) {
+    char line[1024];  // (one line)
     return sl_error_set(error, EINVAL, "filter '%s': an empty condition (',' or ';' at an "
-                        "end, or two in a row)", text);
+                        "end, or two in a row)", sl_escaped_line(text, line, sizeof line));
   }
   int n = 1, groups = 1;
   for (const char* at = text; *at != '\0'; ++at) {

@@ -86,7 +86,9 @@ int sl_filter_has_empty_condition(const char* text);
 /// A condition's text as messages quote it: s[0, n) itself when short,
 /// else its first hundred bytes or so (whole UTF-8 characters) and "..."
 /// in `buf` (SL_FILTER_QUOTE_SIZE bytes), so that an `in` of thousands of
-/// values does not fill the message. *shown_n = the quote's length.
+/// values does not fill the message; one holding a control byte (a
+/// newline) spelled by sl_escaped, so that the message stays one line.
+/// *shown_n = the quote's length.
 #define SL_FILTER_QUOTE_SIZE 128
 const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n);
 

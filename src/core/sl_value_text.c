@@ -456,6 +456,13 @@ const char* sl_escaped(const char* s, size_t n, char quote, char* buf, size_t ca
   return buf;
 }
 
+const char* sl_escaped_line(const char* s, char* buf, size_t cap) {
+  for (const unsigned char* p = (const unsigned char*)s; *p != '\0'; ++p) {
+    if (*p < 0x20 || *p >= 0x7f) return sl_escaped(s, strlen(s), 0, buf, cap);
+  }
+  return s;
+}
+
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {
   const uint8_t* p = (const uint8_t*)s;
   SL_RETURN_NOT_OK(sl_text_reserve(out, n + 2));

@@ -9,6 +9,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
 #include "sl_cql.h"
 #include "sl_location.h"
 #include "sl_source_file.h"
@@ -83,7 +84,16 @@ static int secret_parameter(const char* name, size_t n) {
   return 0;
 }
 
+static size_t location_shown(const char* location, char* out, size_t cap);
+
 size_t sl_location_shown(const char* location, char* out, size_t cap) {
+  // One line, as messages are: a newline or a control byte in the name is
+  // spelled (\n, \x01), not copied.
+  char line[4096];
+  return location_shown(sl_escaped_line(location, line, sizeof line), out, cap);
+}
+
+static size_t location_shown(const char* location, char* out, size_t cap) {
   if (has_prefix(location, "cql://")) {
     char shown[4096];
     sl_cql_redacted(location, shown, sizeof shown);
@@ -154,7 +164,9 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
   if (has_prefix(location, "file://")) {
     char path[4096];
     SL_RETURN_NOT_OK(sl_file_url_path(location, path, sizeof path, error));
-    return sl_file_source_open(path, location, alloc, out, error);
+    char line[4096];  // (messages are one line)
+    return sl_file_source_open(path, sl_escaped_line(location, line, sizeof line), alloc, out,
+                               error);
   }
   struct sl_remote_options defaults = {0};
   if (remote == NULL) remote = &defaults;
@@ -167,7 +179,9 @@ int sl_source_open_remote(const char* location, const struct sl_remote_options* 
     return sl_error_set(error, ENOTSUP, "%s: unknown scheme '%.*s'", location,
                         (int)(colon - location), location);
   }
-  return sl_file_source_open(location, location, alloc, out, error);
+  char line[4096];  // (messages are one line)
+  return sl_file_source_open(location, sl_escaped_line(location, line, sizeof line), alloc, out,
+                             error);
 }
 
 int sl_source_read_at(struct sl_source* source, int64_t offset, int64_t length,

@@ -180,8 +180,9 @@ int sl_location_is_remote(const char* location);
 /// the password of an http(s):// or cql:// location's user:password@ as
 /// "***" (libcurl sends it as Basic authentication; it appeared in every
 /// error), and so the values of a presigned http(s) URL's signature and
-/// credential parameters (X-Amz-Signature, X-Amz-Credential, ...). The
-/// length of the whole result, as snprintf.
+/// credential parameters (X-Amz-Signature, X-Amz-Credential, ...); on one
+/// line (a name with a newline or another control byte as sl_escaped_line
+/// spells it). The length of the whole result, as snprintf.
 size_t sl_location_shown(const char* location, char* out, size_t cap);
 
 /// Opens a location: a path, "file://path", "-" (standard input), or an

@@ -1127,6 +1127,54 @@ static void test_out_of_memory_names_the_object(void** unused) {
   unlink(csv);
 }
 
+/// Messages are one line (sluice.h): a location, a filter or a format name
+/// holding a newline is spelled with \n, as column names are; the text was
+/// copied raw and broke the line. An ordinary path is shown as it is.
+static void test_messages_stay_on_one_line(void** unused) {
+  (void)unused;
+  char csv[512], odd[600];
+  test_temp_path("one_line.csv", csv, sizeof csv);
+  assert_int_equal(test_write_file(csv, "a,b\n1,x\n", 8), 0);
+  struct sluice_dataset* ds = NULL;
+  struct sluice_error e;
+  snprintf(odd, sizeof odd, "%s.d/no\nsuch.csv", csv);
+  assert_int_equal(sluice_dataset_open(odd, NULL, &ds, &e), ENOENT);
+  assert_null(strchr(e.message, '\n'));
+  assert_non_null(strstr(e.message, "no\\nsuch.csv: "));
+  struct sluice_open_options o;
+  sluice_open_options_init(&o);
+  o.filter = "a=1\n2";
+  assert_int_equal(sluice_dataset_open(csv, &o, &ds, &e), EINVAL);
+  assert_null(strchr(e.message, '\n'));
+  assert_non_null(strstr(e.message, "filter 'a=1\\n2'"));
+  o.filter = "a=1,\n,";
+  assert_int_equal(sluice_dataset_open(csv, &o, &ds, &e), EINVAL);
+  assert_null(strchr(e.message, '\n'));
+  sluice_open_options_init(&o);
+  o.format = "par\nquet";
+  assert_int_equal(sluice_dataset_open(csv, &o, &ds, &e), EINVAL);
+  assert_null(strchr(e.message, '\n'));
+  assert_non_null(strstr(e.message, "unknown format 'par\\nquet'"));
+  // Writes: the format name too.
+  assert_int_equal(sluice_dataset_open(csv, NULL, &ds, &e), 0);
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &e), 0);
+  sluice_dataset_close(ds);
+  struct sluice_write_options w;
+  sluice_write_options_init(&w);
+  w.format = "cs\nv";
+  snprintf(odd, sizeof odd, "%s.out", csv);
+  assert_int_equal(sluice_write(&stream, odd, &w, &e), EINVAL);
+  assert_null(strchr(e.message, '\n'));
+  assert_non_null(strstr(e.message, "'cs\\nv'"));
+  stream.release(&stream);
+  // An ordinary path is named as it is.
+  snprintf(odd, sizeof odd, "%s.d/missing.csv", csv);
+  assert_int_equal(sluice_dataset_open(odd, NULL, &ds, &e), ENOENT);
+  assert_int_equal(strncmp(e.message, odd, strlen(odd)), 0);
+  unlink(csv);
+}
+
 /// Allocation failures anywhere while expanding a glob, opening its files
 /// and scanning them all: a clean error and nothing leaked.
 static void test_directory_allocation_failures(void** unused) {
@@ -1985,6 +2033,7 @@ int main(void) {
       cmocka_unit_test(test_directory_errors),
       cmocka_unit_test(test_directory_allocation_failures),
       cmocka_unit_test(test_out_of_memory_names_the_object),
+      cmocka_unit_test(test_messages_stay_on_one_line),
       cmocka_unit_test(test_directory_stored_stats_allocation_failures),
       cmocka_unit_test(test_hive_partitions_and_lists),
       cmocka_unit_test(test_union_by_name),
