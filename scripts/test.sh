@@ -27,7 +27,8 @@
 #   FUZZ_SECONDS   time per fuzz target (default 60)
 #   SLUICE_CORPORA peer-written corpora (default ../shared/corpora)
 #   PYTHON         Python interpreter (default python3)
-#   CTEST_TIMEOUT  seconds before CTest kills one test (default 600; x2 under ASan)
+#   CTEST_TIMEOUT  seconds before CTest kills one C test (default 600; x2 under ASan;
+#                  interop_python, all of tests/py, has SLUICE_INTEROP_TIMEOUT: 1800, 3600)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -102,7 +103,8 @@ run_ctest() {  # run_ctest DIR TIMEOUT [ctest args...]
 gcc_build() { configure "$GCC_DIR" gcc Release && build "$GCC_DIR"; }
 
 asan_build() {
-  configure "$ASAN_DIR" clang Debug -DSLUICE_SANITIZE=ON && build "$ASAN_DIR"
+  configure "$ASAN_DIR" clang Debug -DSLUICE_SANITIZE=ON -DSLUICE_INTEROP_TIMEOUT=3600 &&
+    build "$ASAN_DIR"
 }
 
 asan_ctest() {
