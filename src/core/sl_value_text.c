@@ -260,10 +260,11 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
     offset_seconds = 0;
   }
   int64_t days = floor_div(seconds, 86400);
+  int64_t in_day = seconds % 86400;  // (days * 86400 overflows near INT64_MIN seconds)
+  if (in_day < 0) in_day += 86400;
   SL_RETURN_NOT_OK(append_date(out, days));
   SL_RETURN_NOT_OK(sl_text_append_char(out, ' '));
-  SL_RETURN_NOT_OK(
-      append_time_of_day(out, (seconds - days * 86400) * per_second + sub, type->unit));
+  SL_RETURN_NOT_OK(append_time_of_day(out, in_day * per_second + sub, type->unit));
   if (fixed) {
     char buf[48];
     int64_t m = offset_seconds < 0 ? -offset_seconds / 60 : offset_seconds / 60;

@@ -268,7 +268,8 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   int64_t fraction = value % per_second;
   if (fraction < 0) fraction += per_second;
   int64_t days = floor_div(seconds, 86400);
-  int64_t in_day = seconds - days * 86400;
+  int64_t in_day = seconds % 86400;  // (days * 86400 overflows near INT64_MIN seconds)
+  if (in_day < 0) in_day += 86400;
   char buf[96];
   size_t n = sl_format_date(days, buf, sizeof buf);
   n += (size_t)snprintf(buf + n, sizeof buf - n, "%c%02d:%02d:%02d", sep, (int)(in_day / 3600),
