@@ -569,20 +569,12 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
 }
 
 const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n) {
-  for (size_t i = 0; i < n; ++i) {
-    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {  // it would break the message's line
-      sl_escaped(s, n, 0, buf, SL_FILTER_QUOTE_SIZE);
-      *shown_n = (int)strlen(buf);
-      return buf;
-    }
-  }
-  if (n <= SL_FILTER_QUOTE_SIZE - 8) {
+  if (n <= SL_FILTER_QUOTE_SIZE - 8 && sl_plain_ascii(s, n)) {
     *shown_n = (int)n;
     return s;
   }
-  size_t k = SL_FILTER_QUOTE_SIZE - 32;
-  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) --k;  // whole UTF-8 characters
-  *shown_n = snprintf(buf, SL_FILTER_QUOTE_SIZE, "%.*s...", (int)k, s);
+  sl_escaped(s, n, 0, buf, SL_FILTER_QUOTE_SIZE);
+  *shown_n = (int)strlen(buf);
   return buf;
 }
 

@@ -83,12 +83,11 @@ void sl_row_filter_free(struct sl_row_filter* filter);
 /// in a row), which sl_row_filter_parse refuses.
 int sl_filter_has_empty_condition(const char* text);
 
-/// A condition's text as messages quote it: s[0, n) itself when short,
-/// else its first hundred bytes or so (whole UTF-8 characters) and "..."
-/// in `buf` (SL_FILTER_QUOTE_SIZE bytes), so that an `in` of thousands of
-/// values does not fill the message; one holding a control byte (a
-/// newline) spelled by sl_escaped, so that the message stays one line.
-/// *shown_n = the quote's length.
+/// A condition's text as messages quote it: s[0, n) itself when short and
+/// printable ASCII, else spelled by sl_escaped (the one rule for messages:
+/// a newline does not break the line) into `buf` (SL_FILTER_QUOTE_SIZE
+/// bytes) and cut with "..." when long, so that an `in` of thousands of
+/// values does not fill the message. *shown_n = the quote's length.
 #define SL_FILTER_QUOTE_SIZE 128
 const char* sl_filter_quoted(const char* s, size_t n, char* buf, int* shown_n);
 

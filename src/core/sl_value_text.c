@@ -457,11 +457,16 @@ const char* sl_escaped(const char* s, size_t n, char quote, char* buf, size_t ca
   return buf;
 }
 
-const char* sl_escaped_line(const char* s, char* buf, size_t cap) {
-  for (const unsigned char* p = (const unsigned char*)s; *p != '\0'; ++p) {
-    if (*p < 0x20 || *p >= 0x7f) return sl_escaped(s, strlen(s), 0, buf, cap);
+int sl_plain_ascii(const char* s, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f) return 0;
   }
-  return s;
+  return 1;
+}
+
+const char* sl_escaped_line(const char* s, char* buf, size_t cap) {
+  size_t n = strlen(s);
+  return sl_plain_ascii(s, n) ? s : sl_escaped(s, n, 0, buf, cap);
 }
 
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n) {

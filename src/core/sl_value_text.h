@@ -110,6 +110,8 @@ int sl_text_append_escaped(struct sl_text* out, const char* s, size_t n, char qu
 /// The same into buf (cap >= 16), NUL-terminated; when it does not fit, cut
 /// after a whole character or escape and ended with "...". Returns buf.
 const char* sl_escaped(const char* s, size_t n, char quote, char* buf, size_t cap);
+/// Whether s[0, n) is printable ASCII only, shown as it is in messages.
+int sl_plain_ascii(const char* s, size_t n);
 /// A name for a one-line message (a location, a format name): `s`
 /// (NUL-terminated) itself when it is all printable ASCII, as ordinary
 /// paths are, else spelled by sl_escaped (quote 0) into buf.

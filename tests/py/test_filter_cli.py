@@ -6,6 +6,8 @@ runs at a batch's end and start), and copies when shorter (id<1234,
 id>19990): every writer must honour those offsets, nested columns included."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pa = pytest.importorskip("pyarrow")
@@ -151,6 +153,18 @@ def test_an_escape_that_is_not_utf8_is_quoted_as_typed(sluice, tmp_path):
     # valid UTF-8 escapes are still shown decoded
     err = sluice.expect_error("cat", "--filter", "i>%e2%82%ac", src).stderr.decode()
     assert "filter 'i>\u20ac': '\u20ac' is not an integer" in err, err
+
+
+def test_a_filter_of_bytes_that_are_not_plain_text_is_spelled_escaped(sluice, tmp_path):
+    """A condition holding a raw byte that is not UTF-8, or a bidirectional
+    control, is quoted with escapes, as a location is: the filter's own rule
+    escaped only control bytes and copied the rest raw into the message."""
+    src = tmp_path / "i.parquet"
+    pq.write_table(pa.table({"i": [1, 2]}), src)
+    err = sluice.expect_error("cat", "--filter", "i>" + os.fsdecode(b"\xff"), src).stderr
+    assert b"filter 'i>\\xff': " in err, err
+    err = sluice.expect_error("cat", "--filter", "i>\u202e1", src).stderr.decode()
+    assert "filter 'i>\\u202e1': " in err, err
 
 
 @pytest.mark.parametrize("text", [
