@@ -292,6 +292,44 @@ static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
   return 0;
 }
 
+/// The format of a gzip, zstd, bzip2 or xz object whose name does not tell
+/// it (`gunzip`-able data.gz, `cat x.csv.gz | sluice cat -`): told from the
+/// first bytes `head` inflates to, as `-f` would have read it. NULL (and 0)
+/// when `head` is not compressed or its inflated bytes tell nothing; ENOTSUP
+/// for a format that does not read compressed input (gzipped Parquet).
+static int detect_inflated(struct sluice_dataset* ds, const struct sl_view* head,
+                           const struct sl_format_reader** found, struct sluice_error* error) {
+  *found = NULL;
+  enum sl_compression kind = sl_compression_of_bytes(head->data, head->size);
+  if (kind == SL_COMPRESS_NONE) return 0;
+  struct sluice_error ignored;  // a head too short to inflate tells nothing
+  memset(&ignored, 0, sizeof ignored);
+  // bzip2 hands out nothing before a whole block (up to 900 kB) is in.
+  struct sl_view bigger = {NULL, 0, NULL};
+  if (kind == SL_COMPRESS_BZIP2 && head->size == SL_DETECT_BYTES &&
+      sl_source_peek(ds->source, (int64_t)1 << 20, &bigger, &ignored) == 0) {
+    head = &bigger;
+  }
+  struct sl_source* compressed = NULL;
+  struct sl_source* inflated = NULL;
+  if (sl_memory_source_open(head->data, (size_t)head->size, NULL, NULL, ds->source->name,
+                            ds->alloc, &compressed, &ignored) == 0 &&
+      sl_source_inflate_open(compressed, kind, &inflated, &ignored) == 0) {
+    struct sl_view plain = {NULL, 0, NULL};
+    // A quarter of the compressed head: text inflates to more than it takes.
+    if (sl_source_peek(inflated, SL_DETECT_BYTES / 4, &plain, &ignored) == 0) {
+      *found = sl_format_reader_detect(NULL, plain.data, plain.size);
+      sl_view_release(&plain);
+    }
+  }
+  if (inflated != NULL) sl_source_close(inflated);
+  if (compressed != NULL) sl_source_close(compressed);
+  sl_view_release(&bigger);
+  if (*found == NULL || (*found)->inflates) return 0;
+  return sl_error_set(error, ENOTSUP, "%s: %s-compressed %s input is not read; decompress it first",
+                      ds->source->name, sl_compression_name(kind), (*found)->name);
+}
+
 /// ds->source and the object's name `object`.
 static int choose_reader(struct sluice_dataset* ds, const char* format_name, const char* object,
                          struct sluice_error* error) {
@@ -312,10 +350,12 @@ static int choose_reader(struct sluice_dataset* ds, const char* format_name, con
   int rc = sl_source_peek(ds->source, SL_DETECT_BYTES, &head, error);
   if (rc != 0) return rc;
   ds->format = sl_format_reader_detect(object, head.data, head.size);
+  const struct sl_format_writer* write_only = sl_format_write_only(object);
+  if (ds->format == NULL && write_only == NULL) rc = detect_inflated(ds, &head, &ds->format, error);
   sl_view_release(&head);
+  if (rc != 0) return rc;
   if (ds->format != NULL) return sl_format_refuse_compressed(ds->format, ds->source, object, error);
   format_list_of(sl_format_reader_names(), known, sizeof known);
-  const struct sl_format_writer* write_only = sl_format_write_only(object);
   if (write_only != NULL) {
     return sl_error_set(error, ENOTSUP,
                         "%s: named as %s, a format sluice writes but cannot read; "

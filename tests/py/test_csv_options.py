@@ -962,6 +962,43 @@ def test_compressed_input_streams_in_bounded_memory(sluice, tmp_path):
     _counts_in_bounded_memory(sluice, big, 8_000_000, 100)  # the inflated text is 160 MB
 
 
+@pytest.mark.parametrize("kind", ["gzip", "zstd", "bzip2", "xz"])
+def test_compressed_input_whose_name_does_not_tell_is_read_by_its_contents(sluice, tmp_path,
+                                                                           kind):
+    """Compressed CSV on a pipe (`curl ... | sluice cat -`) or named without
+    the format (data.gz): the format is told from the bytes the head
+    inflates to, as `-f csv` reads it (it was "cannot tell the format").
+    bzip2 holds back a whole block (up to 900 kB) before its first byte,
+    so 1.2 MB of text checks the larger head. Compressed Parquet is
+    refused by name."""
+    import shutil
+    if shutil.which(kind) is None:
+        pytest.skip(f"no {kind} command")
+    rows = 60_000
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id,v,s\n" + "".join(f"{i},{i * 0.25},s{i % 97}\n" for i in range(rows)))
+    suffix = {"gzip": "gz", "zstd": "zst", "bzip2": "bz2", "xz": "xz"}[kind]
+    packed = tmp_path / f"data.{suffix}"
+    with open(plain, "rb") as src, open(packed, "wb") as dst:
+        subprocess.run([kind, "-c"], stdin=src, stdout=dst, check=True)
+    want = pcsv.read_csv(plain)
+    out = tmp_path / "out.arrow"
+    with open(packed, "rb") as stdin:
+        subprocess.run([str(sluice.binary), "convert", "-q", "-", str(out), "-t", "arrow"],
+                       stdin=stdin, check=True)
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+    sluice.run("convert", "-q", packed, out)
+    with ipc.open_file(out) as f:
+        assert f.read_all().equals(want)
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(want, tmp_path / "t.parquet")
+    with open(tmp_path / "t.parquet", "rb") as src, open(tmp_path / "t.bin", "wb") as dst:
+        subprocess.run([kind, "-c"], stdin=src, stdout=dst, check=True)
+    err = sluice.expect_error("cat", tmp_path / "t.bin").stderr.decode()
+    assert f"t.bin: {kind}-compressed parquet input is not read; decompress it first" in err, err
+
+
 def test_many_compressed_objects_in_bounded_memory(sluice, tmp_path):
     """A directory of .csv.gz files is one table (values as pyarrow reads
     them); memory does not grow with the files: each opens without
