@@ -326,8 +326,8 @@ static int detect_inflated(struct sluice_dataset* ds, const struct sl_view* head
   if (compressed != NULL) sl_source_close(compressed);
   sl_view_release(&bigger);
   if (*found == NULL || (*found)->inflates) return 0;
-  return sl_error_set(error, ENOTSUP, "%s: %s-compressed %s input is not read; decompress it first",
-                      ds->source->name, sl_compression_name(kind), (*found)->name);
+  return sl_error_set(error, ENOTSUP, "%s: compressed %s input (%s) is not read; decompress it "
+                      "first", ds->source->name, (*found)->name, sl_compression_name(kind));
 }
 
 /// ds->source and the object's name `object`.

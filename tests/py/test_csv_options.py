@@ -996,7 +996,7 @@ def test_compressed_input_whose_name_does_not_tell_is_read_by_its_contents(sluic
     with open(tmp_path / "t.parquet", "rb") as src, open(tmp_path / "t.bin", "wb") as dst:
         subprocess.run([kind, "-c"], stdin=src, stdout=dst, check=True)
     err = sluice.expect_error("cat", tmp_path / "t.bin").stderr.decode()
-    assert f"t.bin: {kind}-compressed parquet input is not read; decompress it first" in err, err
+    assert f"t.bin: compressed parquet input ({kind}) is not read; decompress it first" in err, err
 
 
 def test_many_compressed_objects_in_bounded_memory(sluice, tmp_path):

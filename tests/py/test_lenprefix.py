@@ -355,6 +355,41 @@ def test_compressed_stream_is_inflated(sluice, tmp_path, codec, named):
     assert got == reference_parse("varint", encode("varint", msgs)) == msgs
 
 
+@pytest.mark.parametrize("codec,name", [("gz", "gzip"), ("zst", "zstd"), ("xz", "xz"),
+                                        ("bz2", "bzip2")])
+def test_compression_option_names_a_piped_stream_s_compression(sluice, tmp_path, codec, name):
+    """A pipe has no name to tell that it is compressed (its first bytes
+    cannot: 0x1f starts a 31-byte message as well as gzip), so it was read
+    as framing; `-O compression=` says what it is (as pandas' and polars'
+    `compression=`), checked against the first bytes; `none` reads a .gz
+    name's bytes as they are."""
+    rng = random.Random(11)
+    msgs = messages_for("u32le", rng, 500)
+    packed = tmp_path / "m.bin"
+    packed.write_bytes(_compress(codec, encode("u32le", msgs)))
+    out = tmp_path / "o.arrows"
+    with open(packed, "rb") as stdin:
+        subprocess.run([str(sluice.binary), "convert", "-q", "-f", "lenprefix", "-O",
+                        f"length_prefix=u32le,compression={name}", "-", str(out), "-t", "arrows"],
+                       stdin=stdin, check=True)
+    got = [v.as_py() for v in ipc.open_stream(out.read_bytes()).read_all().column("message")]
+    assert got == msgs
+    plain = tmp_path / "plain.ldr.gz"
+    plain.write_bytes(encode("u32le", msgs))
+    err = sluice.expect_error("cat", "-f", "lenprefix", "-O",
+                              f"length_prefix=u32le,compression={name}", plain).stderr.decode()
+    assert f"plain.ldr.gz: compression={name}, but the input does not start as {name} data " \
+           "does" in err, err
+    raw = tmp_path / "raw.ldr.gz"
+    raw.write_bytes(encode("u32le", [packed.read_bytes()]))
+    sluice.run("convert", "-q", "-O", "length_prefix=u32le,compression=none", raw, out,
+               "-t", "arrows")
+    got = [v.as_py() for v in ipc.open_stream(out.read_bytes()).read_all().column("message")]
+    assert got == [packed.read_bytes()]
+    err = sluice.expect_error("cat", "-O", "compression=lz4", raw).stderr.decode()
+    assert "compression='lz4': expected one of infer (from the name), none, gzip" in err, err
+
+
 def test_plain_bytes_under_a_compressed_name_read_as_they_are(sluice, tmp_path):
     """A server may undo its Content-Encoding: plain bytes named x.ldr.gz
     are read as they are."""

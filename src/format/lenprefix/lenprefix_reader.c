@@ -54,6 +54,9 @@ struct lp_reader {
   struct lp_kind_name prefix;
   int64_t batch_rows;
   int64_t max_row_bytes;  ///< the longest message read (max_row_bytes=)
+  /// compression=: -1 to infer it from the name, else what the input is
+  /// (SL_COMPRESS_NONE: read as it is, whatever the name)
+  int compression;
   int64_t messages;       ///< messages appended so far (for errors)
   struct ArrowSchema schema;
   struct sl_builder batch;
@@ -75,6 +78,7 @@ struct lp_reader {
 static int parse_options(struct lp_reader* r, const char* options, struct sluice_error* error) {
   static const char k_key[] = "length_prefix";
   r->prefix = k_kinds[0];
+  r->compression = -1;
   struct sl_option o;
   int more;
   while ((more = sl_option_next(&options, &o)) != 0) {
@@ -89,9 +93,26 @@ static int parse_options(struct lp_reader* r, const char* options, struct sluice
       }
       continue;
     }
+    if (sl_option_is(&o, "compression")) {
+      char name[16];
+      enum sl_compression kind = SL_COMPRESS_NONE;
+      if (o.value_len >= sizeof name) o.value_len = sizeof name - 1;  // unknown either way
+      memcpy(name, o.value, o.value_len);
+      name[o.value_len] = '\0';
+      if (strcmp(name, "infer") == 0) {
+        r->compression = -1;
+      } else if (sl_compression_of_option(name, &kind) == 0) {
+        r->compression = (int)kind;
+      } else {
+        return sl_error_set(error, EINVAL, "lenprefix option compression='%.*s': expected one of "
+                            "infer (from the name), none, gzip, zstd, bzip2, xz",
+                            (int)o.value_len, o.value);
+      }
+      continue;
+    }
     if (!sl_option_is(&o, k_key)) {
       return sl_error_set(error, EINVAL, "unknown lenprefix option '%.*s' (known: %s, "
-                          "max_row_bytes)", (int)o.key_len, o.key, k_key);
+                          "max_row_bytes, compression)", (int)o.key_len, o.key, k_key);
     }
     int found = 0;
     for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; ++i) {
@@ -406,8 +427,23 @@ static void lp_close(void* reader) {
 /// whose first message is 0x8b bytes long starts as gzip does. A name that
 /// says so over plain bytes (a server that undid its Content-Encoding) is
 /// read as it is. Before, the compressed bytes were read as framing.
+/// `compression=` names it instead (a pipe has no name), or says none.
 static int lp_inflate_if_named(struct lp_reader* r, struct sluice_error* error) {
   const char* name = r->source->name;
+  if (r->compression == SL_COMPRESS_NONE) return 0;
+  if (r->compression > 0) {
+    enum sl_compression kind;
+    const char* unread;
+    SL_RETURN_NOT_OK(sl_source_compression(r->source, &kind, &unread, error));
+    if (kind != (enum sl_compression)r->compression) {
+      const char* told = sl_compression_name((enum sl_compression)r->compression);
+      return sl_error_set(error, EINVAL, "%s: compression=%s, but the input does not start as "
+                          "%s data does", name, told, told);
+    }
+    SL_RETURN_NOT_OK(sl_source_inflate_open(r->source, kind, &r->inflated, error));
+    r->source = r->inflated;
+    return 0;
+  }
   if (name == NULL || sl_compression_suffix_length(name) == 0) return 0;
   return sl_source_inflate_if_compressed(&r->source, &r->inflated, name, 0, error);
 }
