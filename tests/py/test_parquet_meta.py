@@ -329,6 +329,31 @@ def _without_exactness_flags(src, dst):
     Path(dst).write_bytes(data[:-8 - n] + footer + struct.pack("<i", len(footer)) + b"PAR1")
 
 
+@pytest.mark.parametrize("stated", [0, 999])
+def test_stats_counts_the_row_groups_rows_not_the_file_s_num_rows(parquet_cli, tmp_path, stated):
+    """FileMetaData.num_rows is 0 from some writers (parquet-testing's
+    repeated_no_annotation.parquet) and may be wrong: stats took it as every
+    column's count (0 also passed for an all-null column, so no bounds),
+    while `cat`, pyarrow and DuckDB go by the row groups."""
+    pytest.importorskip("fastparquet")
+    from fastparquet import cencoding
+    table = pa.table({"x": [3, 1, None, 2], "s": ["b", "a", "c", None]})
+    src = tmp_path / "src.parquet"
+    pq.write_table(table, src, row_group_size=3)
+    data = src.read_bytes()
+    n = struct.unpack("<i", data[-8:-4])[0]
+    meta = cencoding.from_buffer(data[-8 - n:-8], "FileMetaData")
+    meta.num_rows = stated
+    footer = bytes(meta.to_bytes())
+    path = tmp_path / "t.parquet"
+    path.write_bytes(data[:-8 - n] + footer + struct.pack("<i", len(footer)) + b"PAR1")
+    assert pq.read_table(path).num_rows == 4
+    for args in (["--metadata"], []):
+        got = json.loads(_ok(parquet_cli, "stats", path, "--json", *args))
+        assert {c["name"]: (c["count"], c["nulls"], c["min"], c["max"]) for c in got} == \
+            {"x": (4, 1, "1", "3"), "s": (4, 1, "a", "c")}, got
+
+
 def test_fixed_length_bounds_without_flags_are_exact(parquet_cli, tmp_path):
     """A FIXED_LEN_BYTE_ARRAY bound of the full length cannot be truncated:
     without exactness flags (older writers) float16, fixed-length decimals

@@ -124,7 +124,11 @@ int sl_pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* 
                     struct sluice_error* error) {
   const struct pq_field* root = &schema->root;
   if (columns == NULL) n_columns = root->n_children;
-  *row_count = meta->num_rows;
+  // The row groups' counts, as every reader goes by (their sum cannot
+  // overflow: the footer's check): FileMetaData.num_rows is 0 from some
+  // writers, and was taken for the column counts.
+  *row_count = 0;
+  for (int64_t g = 0; g < meta->n_row_groups; ++g) *row_count += meta->row_groups[g].num_rows;
   SL_RETURN_NOT_OK(sl_array_init(min_max, alloc, 1, n_columns, error));
   min_max->length = 2;
   int rc = 0;
