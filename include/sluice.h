@@ -532,7 +532,10 @@ struct sluice_column_stats {
   char* type;          ///< Arrow format string of the column
   int64_t count;       ///< values, nulls included
   int64_t null_count;
-  int has_min_max;     ///< 0 when the type has no order or all values are null
+  /// 0 when the type has no order, all values are null, a float column
+  /// holds only NaN and nulls (min and max skip NaN, as pyarrow's min_max),
+  /// or a string/binary max is over 64 KiB of 0xff bytes (no bound above it)
+  int has_min_max;
   char* min;
   char* max;
   /// Bytes of min / max before their terminating NUL: a string value may
@@ -550,9 +553,10 @@ struct sluice_column_stats {
 };
 
 /// Computes statistics for the (projected) columns in parallel over all splits.
-/// When the data's stored statistics answer every column exactly (known null
-/// counts, exact bounds; no row limit), they are used instead of decoding and
-/// from_metadata is set.
+/// Column by column: a column whose stored statistics answer it exactly in
+/// every file (known null counts, exact bounds) is taken from them, with
+/// from_metadata set, and only the other columns are decoded. With a row
+/// limit or a row filter nothing is taken from stored statistics.
 /// `*out` is an array of `*n_out` entries; free it with sluice_stats_free.
 SLUICE_EXPORT int sluice_dataset_stats(struct sluice_dataset* dataset, struct sluice_column_stats** out,
                          int64_t* n_out, struct sluice_error* error);

@@ -77,14 +77,47 @@ static const char* one_line(const char* s, int64_t len, char* buf, size_t cap) {
   return sl_escaped(s, (size_t)len, 0, buf, cap);
 }
 
+/// Screen columns of UTF-8 text (one per character: escaped names and
+/// bounds are ASCII or printable UTF-8).
+static int columns_of(const char* s) {
+  int n = 0;
+  for (; *s != '\0'; ++s) n += ((unsigned char)*s & 0xC0) != 0x80;
+  return n;
+}
+
+/// A cell is at most this wide, cut with "..." (a bound may be 64 KiB; a
+/// struct's type as long): wider ones pushed the columns after them right.
+#define STATS_CELL_COLUMNS 40
+
 static int width_of(const char* s, int at_least) {
-  int w = (int)strlen(s);
-  return w > at_least ? (w < 40 ? w : 40) : at_least;
+  int w = columns_of(s);
+  return w > at_least ? (w < STATS_CELL_COLUMNS ? w : STATS_CELL_COLUMNS) : at_least;
+}
+
+/// `s` padded with spaces to `width` columns, cut to STATS_CELL_COLUMNS.
+static void print_cell(const char* s, int width) {
+  int shown = 0;
+  if (columns_of(s) <= STATS_CELL_COLUMNS) {
+    fputs(s, stdout);
+    shown = columns_of(s);
+  } else {
+    const char* p = s;
+    while (shown < STATS_CELL_COLUMNS - 3) {  // whole characters
+      const char* next = p + 1;
+      while (((unsigned char)*next & 0xC0) == 0x80) ++next;
+      p = next;
+      ++shown;
+    }
+    fwrite(s, 1, (size_t)(p - s), stdout);
+    fputs("...", stdout);
+    shown += 3;
+  }
+  for (; shown < width; ++shown) putchar(' ');
 }
 
 static void print_text(const struct sluice_column_stats* stats, int64_t n,
                        const struct ArrowSchema* schema) {
-  int w_name = 6, w_type = 4, w_min = 3;
+  int w_name = 6, w_type = 4, w_min = 3, w_max = 3;
   char type[512], cell[512], cell2[512], name[512];
   for (int64_t i = 0; i < n; ++i) {
     // Names are escaped as values are: a newline in one would split its row.
@@ -94,8 +127,12 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
     if (stats[i].has_min_max) {
       const char* shown = one_line(stats[i].min, stats[i].min_len, cell, sizeof cell);
       w_min = width_of(shown, w_min - !stats[i].min_exact) + !stats[i].min_exact;
+      shown = one_line(stats[i].max, stats[i].max_len, cell, sizeof cell);
+      w_max = width_of(shown, w_max - !stats[i].max_exact) + !stats[i].max_exact;
     }
   }
+  if (w_min > STATS_CELL_COLUMNS) w_min = STATS_CELL_COLUMNS;
+  if (w_max > STATS_CELL_COLUMNS) w_max = STATS_CELL_COLUMNS;
   printf("%-*s  %-*s  %12s  %12s  %-*s  %s\n", w_name, "column", w_type, "type", "count",
          "nulls", w_min, "min", "max");
   int any_metadata = 0, any_inexact = 0;
@@ -108,11 +145,14 @@ static void print_text(const struct sluice_column_stats* stats, int64_t n,
              s->has_min_max ? one_line(s->min, s->min_len, cell, sizeof cell) : "");
     snprintf(max_cell, sizeof max_cell, "%s%s", s->has_min_max && !s->max_exact ? "~" : "",
              s->has_min_max ? one_line(s->max, s->max_len, cell2, sizeof cell2) : "");
-    printf("%-*s  %-*s  %12lld  %12lld  %-*s  %s%s\n", w_name,
-           one_line(s->name, (int64_t)strlen(s->name), name, sizeof name), w_type,
-           type_of(schema, s, i, type, sizeof type),
-           (long long)s->count, (long long)s->null_count, w_min, min_cell, max_cell,
-           s->from_metadata ? "  *" : "");
+    print_cell(one_line(s->name, (int64_t)strlen(s->name), name, sizeof name), w_name);
+    fputs("  ", stdout);
+    print_cell(type_of(schema, s, i, type, sizeof type), w_type);
+    printf("  %12lld  %12lld  ", (long long)s->count, (long long)s->null_count);
+    print_cell(min_cell, w_min);
+    fputs("  ", stdout);
+    print_cell(max_cell, s->from_metadata ? w_max : 0);  // (the marks line up)
+    puts(s->from_metadata ? "  *" : "");
     any_metadata |= s->from_metadata;
     any_inexact |= s->has_min_max && (!s->min_exact || !s->max_exact);
   }

@@ -799,6 +799,34 @@ def test_stats_columns_and_text(sluice_bin, data):
     assert len(out) == 3
 
 
+def test_stats_text_columns_line_up_whatever_the_cells(sluice_bin, tmp_path):
+    """Cells wider than 40 columns (a struct's type, a long string bound)
+    are cut with "...", and a non-ASCII name counts its characters: the
+    count, nulls and min columns start at the same place on every line (a
+    long cell pushed the columns after it right)."""
+    table = pa.table({
+        "a": [1, 2],
+        "st": pa.array([{"alpha_field": 1, "beta_field": "x", "gamma": 2.5}] * 2),
+        "long": ["x" * 50, "y"],
+        "\u00e9t\u00e9": [True, False],
+    })
+    path = tmp_path / "t.arrow"
+    with pa.ipc.new_file(path, table.schema) as w:
+        w.write_table(table)
+    lines = ok(sluice_bin, "stats", path).decode().splitlines()
+    assert len(lines) == 5, lines
+    head = lines[0]
+    for field in ("count", "nulls", "min", "max"):
+        end = head.index(field) + len(field)
+        for line in lines[1:]:
+            if field in ("count", "nulls"):  # right-aligned numbers end under the heading
+                assert line[end - 1] != " " and (end == len(line) or line[end] == " "), lines
+            else:  # left-aligned cells start under it
+                assert line[head.index(field) - 1] == " ", lines
+    assert "x" * 37 + "..." in lines[3], lines
+    assert all(len(line.split("  ")[0]) <= 40 for line in lines), lines
+
+
 def test_stats_limit(sluice_bin, data):
     d, table = data
     got = json.loads(ok(sluice_bin, "stats", d / "t.arrow", "--json", "-c", "i64",
