@@ -317,7 +317,10 @@ def test_file_grows_one_dictionary_across_batches(sluice_bin, tmp_path):
     # nested: not grown, still refused cleanly
     nested = [pa.record_batch({"l": pa.array([[v]], pa.list_(pa.dictionary(pa.int32(), pa.string())))})
               for v in ("a", "b")]
-    for batches, says in ((many, b"indices hold"), (nested, b"cannot replace")):
+    for batches, says in ((many, b"column 'd': the unified dictionary has 130 values, more "
+                                 b"than its 1-byte indices hold (an IPC file holds one "
+                                 b"dictionary per column; write a stream, .arrows"),
+                          (nested, b"cannot replace")):
         with ipc.new_stream(src, batches[0].schema) as w:
             for b in batches:
                 w.write_batch(b)

@@ -13,9 +13,11 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 
 struct ipc_unify_column {
   int64_t column;       ///< index among the batch's children
+  const char* name;     ///< its name (the writer's schema holds it)
   int large_values;     ///< 'U' / 'Z': int64 offsets
   int index_width;      ///< bytes per index
   int index_signed;
@@ -122,6 +124,7 @@ int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
     struct ipc_unify_column* col = &u->cols[u->n++];
     memset(col, 0, sizeof *col);
     col->column = c;
+    col->name = f->name != NULL ? f->name : "";
     col->large_values = d->format[0] == 'U' || d->format[0] == 'Z';
     int64_t k = at - "cCsSiIlL";
     col->index_width = 1 << (k / 2);
@@ -214,9 +217,12 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
   int64_t max = c->index_signed ? (INT64_C(1) << (8 * w - 1)) - 1
                                 : w == 8 ? INT64_MAX : (INT64_C(1) << (8 * w)) - 1;
   if (c->n - 1 > max) {
-    return sl_error_set(error, EOVERFLOW, "arrow ipc writer: column %lld: the unified dictionary "
-                        "has %lld values, more than its %d-byte indices hold",
-                        (long long)c->column, (long long)c->n, w);
+    char shown[160];
+    return sl_error_set(error, EOVERFLOW, "arrow ipc writer: column '%s': the unified dictionary "
+                        "has %lld values, more than its %d-byte indices hold (an IPC file holds "
+                        "one dictionary per column; write a stream, .arrows, or cast the "
+                        "indices wider)", sl_escaped(c->name, strlen(c->name), '\'', shown,
+                        sizeof shown), (long long)c->n, w);
   }
   size_t size = (size_t)(slots > 0 ? slots * w : 1);
   uint8_t* buf = sl_alloc_buffer(u->alloc, size);
