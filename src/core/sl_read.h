@@ -1,15 +1,30 @@
-// Reading single values out of Arrow buffers: a validity/boolean bit, and an
-// integer of any width and sign (dictionary indexes, integer columns).
+// Reading values out of Arrow buffers: a validity/boolean bit, a bitmap's
+// nulls, and an integer of any width and sign (dictionary indexes, integer
+// columns).
 #ifndef SL_READ_H
 #define SL_READ_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "sl_type.h"
 
 /// Bit `i` (LSB first, as Arrow lays out bitmaps).
 static inline int sl_bit_get(const void* bits, int64_t i) {
   return (((const uint8_t*)bits)[i >> 3] >> (i & 7)) & 1;
+}
+
+/// Bits in [offset, offset + length) that are 0: a validity bitmap's nulls.
+static inline int64_t sl_bitmap_count_unset(const uint8_t* bits, int64_t offset, int64_t length) {
+  int64_t set = 0, i = offset, end = offset + length;
+  for (; i < end && (i & 7); i++) set += sl_bit_get(bits, i);
+  for (; i + 64 <= end; i += 64) {
+    uint64_t w;
+    memcpy(&w, bits + (i >> 3), 8);
+    set += __builtin_popcountll(w);
+  }
+  for (; i < end; i++) set += sl_bit_get(bits, i);
+  return length - set;
 }
 
 /// Element `i` of an integer buffer of type `id` (int8..uint64), widened to

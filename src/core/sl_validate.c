@@ -345,6 +345,15 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
       return fail(v, "validity buffer is NULL with null_count %lld", (long long)a->null_count);
     }
     if (a->buffers[0] != NULL) SL_RETURN_NOT_OK(check_size(v, a, 0, (end + 7) / 8, "validity"));
+    // A count the bitmap denies: readers that trust it (a copy's "no nulls"
+    // shortcut, to_pandas' dtype) and those that count differ.
+    if (v->level >= SL_VALIDATE_FULL && a->buffers[0] != NULL && a->null_count >= 0) {
+      int64_t nulls = sl_bitmap_count_unset(a->buffers[0], a->offset, a->length);
+      if (nulls != a->null_count) {
+        return fail(v, "null_count %lld, but the validity bitmap has %lld nulls",
+                    (long long)a->null_count, (long long)nulls);
+      }
+    }
   }
   int64_t bits = sl_type_bit_width(&t);
   switch (t.id) {

@@ -328,6 +328,85 @@ def test_bad_field_node_names_its_column(sluice, tmp_path):
            "short for 100 values of 64 bits" in err, err
 
 
+def test_batch_length_shorter_than_its_columns_is_refused(sluice, tmp_path):
+    """A record batch that declares 3 rows over columns of 6: pyarrow
+    refuses it ("Array length did not match record batch length"); sluice
+    cut the columns to 3 rows and exited 0, three rows gone without a word."""
+    import struct
+    t = pa.table({"a": [1, 2, 3, 4, 5, 6], "s": list("abcdef")})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(sink.getvalue().to_pybytes())
+    batch = _message_spans(bytes(data))[1][0]
+    struct.pack_into("<q", data, _fb_field(data, _message_header(data, batch), 0), 3)
+    src = tmp_path / "len3.arrows"
+    src.write_bytes(bytes(data))
+    with pytest.raises((pa.ArrowInvalid, OSError), match="did not match record batch length"):
+        ipc.open_stream(src).read_all()
+    for args in (["cat", "-t", "csv"], ["stats"]):
+        err = sluice.expect_error(args[0], src, *args[1:]).stderr.decode()
+        assert f"offset {batch}: column 'a' has 6 rows, the record batch 3" in err, err
+
+
+def test_legacy_framed_stream_named_as_a_file_says_so(sluice, tmp_path):
+    """A stream in the framing before Arrow 0.15 (no continuation marker)
+    named .arrow: 'no ARROW1 magic' now says it starts as a stream does, as
+    for a current stream (which is read as one)."""
+    t = pa.table({"a": [1, 2]})
+    path = tmp_path / "old.arrow"
+    with ipc.new_stream(path, t.schema,
+                        options=ipc.IpcWriteOptions(use_legacy_format=True)) as w:
+        w.write_table(t)
+    err = sluice.expect_error("cat", path).stderr.decode()
+    assert "no ARROW1 magic): it starts as an Arrow IPC stream does" in err, err
+    got = sluice.run("cat", path, "-f", "arrows", "-t", "arrows").stdout
+    assert ipc.open_stream(io.BytesIO(got)).read_all().equals(t)
+
+
+@pytest.mark.parametrize("fmt", ["arrow", "arrows", "parquet"])
+def test_a_column_name_holding_a_nul_byte_is_refused(sluice, tmp_path, fmt):
+    """Arrow's C interface ends a name at its first NUL: columns 'a\\0b' and
+    'a\\0c' (pyarrow keeps them whole) were both read as 'a', and `convert`
+    wrote the cut names on. The error names the field, escaped."""
+    t = pa.table({"a\0b": [1], "a\0c": [2]})
+    path = tmp_path / f"nul.{fmt}"
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        pq.write_table(t, path, store_schema=False)
+        assert pq.read_table(path).column_names == ["a\0b", "a\0c"]
+    else:
+        with (ipc.new_file if fmt == "arrow" else ipc.new_stream)(path, t.schema) as w:
+            w.write_table(t)
+    for args in (["schema"], ["cat", "-t", "csv"]):
+        err = sluice.expect_error(args[0], path, *args[1:]).stderr.decode()
+        assert "name 'a\\x00b' holds a NUL byte, which a column name cannot hold" in err, err
+    assert not (tmp_path / "o.arrow").exists()
+
+
+def test_null_count_the_bitmap_denies_is_refused(sluice, tmp_path):
+    """A field node declaring 3 nulls over a bitmap with 1: pyarrow's full
+    validation refuses it; sluice passed it on, and its own outputs then
+    disagreed (the read said 3 nulls, stats, which count, said 1)."""
+    import struct
+    t = pa.table({"a": [1, None, 3, 4, 5, 6]})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    data = bytearray(sink.getvalue().to_pybytes())
+    batch = _message_spans(bytes(data))[1][0]
+    nodes = _fb_ref(data, _message_header(data, batch), 1)  # RecordBatch.nodes
+    struct.pack_into("<q", data, nodes + 4 + 8, 3)  # node 0's null_count
+    src = tmp_path / "nc3.arrows"
+    src.write_bytes(bytes(data))
+    with pytest.raises(pa.ArrowInvalid, match="null"):
+        ipc.open_stream(src).read_all().validate(full=True)
+    for args in (["cat", "-t", "csv"], ["stats"]):
+        err = sluice.expect_error(args[0], src, *args[1:]).stderr.decode()
+        assert f"offset {batch}" in err and "column 'a'" in err and \
+            "null_count 3, but the validity bitmap has 1 nulls" in err, err
+
+
 def _message_spans(data: bytes, start: int = 0):
     """(offset, end) of each message of a stream from `start`, EOS excluded."""
     reader = pa.BufferReader(data)

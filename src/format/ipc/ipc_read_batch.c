@@ -546,7 +546,9 @@ int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc
       d.buffer_i = extra < 0 || extra > d.buffers.count ? d.buffers.count : d.buffer_i + extra;
     }
     rc = decode_field(&d, f, schema->schema.children[col], out->children[i]);
-    if (rc == 0 && out->children[i]->length < length)
+    // Longer is as wrong as shorter (pyarrow refuses both): the rows past
+    // the batch's length were dropped without a word.
+    if (rc == 0 && out->children[i]->length != length)
       rc = sl_error_set(error, EILSEQ, "%s: offset %" PRId64 ": column '%s' has %" PRId64
                         " rows, the record batch %" PRId64, where->name, where->offset,
                         schema->schema.children[col]->name, out->children[i]->length, length);

@@ -8,6 +8,7 @@
 #include "core/sl_array.h"
 #include "core/sl_buffer.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
 
@@ -427,6 +428,15 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
       sl_fb_read_bool(ft, IPC_FIELD_NULLABLE, 0, &nullable) < 0 ||
       sl_fb_read_u8(ft, IPC_FIELD_TYPE_TYPE, 0, &type_type) < 0)
     return bad(p, "Field");
+  if (name != NULL && memchr(name, '\0', name_len) != NULL) {
+    // Arrow's C interface ends a name at its first NUL: 'a\0b' and 'a\0c'
+    // were both read (and written on) as 'a'.
+    char shown[160];
+    return sl_error_set(p->error, EILSEQ, "%s: offset %" PRId64 ": field name '%s' holds a NUL "
+                        "byte, which a column name cannot hold (Arrow's C interface ends a name "
+                        "there)", p->where->name, p->where->offset,
+                        sl_escaped(name, name_len, '\'', shown, sizeof shown));
+  }
   int has_type = sl_fb_read_table(ft, IPC_FIELD_TYPE, &tt);
   int has_dict = sl_fb_read_table(ft, IPC_FIELD_DICTIONARY, &dict);
   if (has_type < 0 || has_dict < 0 || sl_fb_read_vec(ft, IPC_FIELD_CHILDREN, 4, &kids) < 0)

@@ -248,12 +248,15 @@ static int no_options(const struct sl_reader_args* args, struct sluice_error* er
                       "takes none)", args->source->name, (int)o.key_len, o.key);
 }
 
+static int stream_probe(const uint8_t* head, int64_t n);
+
 /// What the first bytes of an object that is not an IPC file say it is.
 static const char* not_a_file_hint(const uint8_t* head, int64_t size) {
   if (size >= 4 && memcmp(head, "FEA1", 4) == 0)
     return ": this is a Feather V1 file (FEA1 magic), which sluice does not read (Feather V2 is "
            "the Arrow IPC file format: rewrite it with pyarrow.feather.write_feather)";
-  if (size >= 4 && fb_load_u32(head) == IPC_CONTINUATION_MARKER)
+  // (also a stream in the framing before Arrow 0.15, a bare length first)
+  if ((size >= 4 && fb_load_u32(head) == IPC_CONTINUATION_MARKER) || stream_probe(head, size) > 0)
     return ": it starts as an Arrow IPC stream does: read it as the stream format (-f arrows, "
            "format='arrows')";
   return "";
@@ -278,9 +281,17 @@ static int file_open(const struct sl_reader_args* args, void** reader, struct sl
   f->schema.alloc = alloc;
   struct sl_view head = {0}, tail = {0}, footer = {0};
   int rc = sl_source_read_at(src, 0, IPC_FILE_HEADER_LEN, &head, error);
-  if (rc == 0 && (head.size < IPC_FILE_MAGIC_LEN || memcmp(head.data, IPC_FILE_MAGIC, IPC_FILE_MAGIC_LEN) != 0))
+  if (rc == 0 && (head.size < IPC_FILE_MAGIC_LEN || memcmp(head.data, IPC_FILE_MAGIC, IPC_FILE_MAGIC_LEN) != 0)) {
+    // A stream's whole first message says more than its first bytes.
+    struct sl_view more = {0};
+    struct sluice_error ignored;
+    int64_t n = src->size < ((int64_t)64 << 10) ? src->size : (int64_t)64 << 10;
+    int seen = sl_source_read_at(src, 0, n, &more, &ignored) == 0;
     rc = sl_error_set(error, EILSEQ, "%s: offset 0: not an Arrow IPC file (no ARROW1 magic)%s",
-                      src->name, not_a_file_hint(head.data, head.size));
+                      src->name, seen ? not_a_file_hint(more.data, more.size)
+                                      : not_a_file_hint(head.data, head.size));
+    sl_view_release(&more);
+  }
   int64_t tail_at = src->size - 4 - IPC_FILE_MAGIC_LEN;
   if (rc == 0) rc = sl_source_read_at(src, tail_at, 4 + IPC_FILE_MAGIC_LEN, &tail, error);
   if (rc == 0 && (tail.size < 4 + IPC_FILE_MAGIC_LEN ||

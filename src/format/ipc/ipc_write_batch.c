@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_read.h"
 #include "core/sl_type.h"
 #include "format/ipc/ipc_fbs.h"
 #include "format/ipc/ipc_writer.h"
@@ -122,18 +123,6 @@ struct plan {
   struct sluice_error* error;
 };
 
-static int64_t count_nulls(const uint8_t* bits, int64_t off, int64_t len) {
-  int64_t set = 0, i = off, end = off + len;
-  for (; i < end && (i & 7); i++) set += (bits[i >> 3] >> (i & 7)) & 1;
-  for (; i + 64 <= end; i += 64) {
-    uint64_t w;
-    memcpy(&w, bits + (i >> 3), 8);
-    set += __builtin_popcountll(w);
-  }
-  for (; i < end; i++) set += (bits[i >> 3] >> (i & 7)) & 1;
-  return len - set;
-}
-
 /// A bitmap of `len` bits starting at bit `off`: written in place when the
 /// slice starts on a byte, shifted into scratch otherwise.
 static int plan_bitmap(struct plan* p, const uint8_t* bits, int64_t off, int64_t len) {
@@ -161,7 +150,7 @@ static int plan_node(struct plan* p, const struct ArrowArray* a, int64_t off, in
   int64_t nulls = 0;
   if (v != NULL && a->null_count != 0) {
     if (off == a->offset && len == a->length && a->null_count > 0) nulls = a->null_count;
-    else nulls = count_nulls(v, off, len);
+    else nulls = sl_bitmap_count_unset(v, off, len);
   }
   if (add_node(p->body, len, nulls) < 0) return oom(p->error);
   if (no_validity) return 0;

@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 
 struct schema_ctx {
   const struct pq_file_meta* meta;
@@ -42,6 +43,15 @@ static void field_release(struct pq_field* f, const struct sluice_allocator* all
 }
 
 static int set_name(struct schema_ctx* c, struct pq_field* f, const struct pq_bytes* name) {
+  if (name->data != NULL && memchr(name->data, '\0', (size_t)name->size) != NULL) {
+    // Arrow's C interface ends a name at its first NUL: 'a\0b' and 'a\0c'
+    // were both read as 'a' (pyarrow keeps them whole).
+    char shown[160];
+    return sl_error_set(c->error, EILSEQ, "%s: column name '%s' holds a NUL byte, which a column "
+                        "name cannot hold (Arrow's C interface ends a name there)", c->name,
+                        sl_escaped((const char*)name->data, (size_t)name->size, '\'', shown,
+                                   sizeof shown));
+  }
   f->name = sl_strndup(c->alloc, name->data ? (const char*)name->data : "", (size_t)name->size);
   return f->name ? 0 : oom(c);
 }
