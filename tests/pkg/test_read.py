@@ -256,6 +256,27 @@ def test_parquet_matches_pyarrow(data_dir):
     assert pa.table(sluice.read(path)).equals(pq.read_table(str(path)))
 
 
+@pytest.mark.skipif(not has_format("parquet"), reason="this build reads no parquet")
+def test_parquet_int96_timestamp_unit(tmp_path):
+    """int96_timestamp_unit= (pyarrow's coerce_int96_timestamp_unit) reads
+    INT96 dates int64 nanoseconds cannot hold; without it they are an error
+    naming the row and the keyword, not dates wrapped into others."""
+    import datetime as dt
+    vals = [dt.datetime(2020, 1, 1), None, dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)]
+    path = tmp_path / "int96.parquet"
+    pq.write_table(pa.table({"t": pa.array(vals, pa.timestamp("us"))}), str(path),
+                   use_deprecated_int96_timestamps=True)
+    for unit in ("s", "ms", "us"):
+        got = pa.table(sluice.read(path, int96_timestamp_unit=unit))
+        assert got.equals(pq.read_table(str(path), coerce_int96_timestamp_unit=unit)), unit
+        assert got.column("t").to_pylist() == vals
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"column t: row 2: .*Python: int96_timestamp_unit=\"us\""):
+        sluice.read(path)
+    with pytest.raises(sluice.InvalidArgumentError, match="int96_timestamp_unit wants"):
+        sluice.read(path, int96_timestamp_unit="days")
+
+
 def test_columns_projection_in_order(typed):
     expected, path = typed
     t = sluice.read(path, columns=["str", "i8"])

@@ -286,6 +286,13 @@ CHECKSUM_CORRUPT = {"datapage_v1-corrupt-checksum.parquet",
 # pyarrow cannot read these for a pyarrow limitation, not a fault of the file:
 # sluice may read them or refuse them cleanly.
 PYARROW_LIMITATION = {"large_string_map.brotli.parquet"}  # 2 GiB of strings in one chunk
+# INT96 dates that timestamp[ns] cannot hold: pyarrow's default wraps them
+# into other dates, sluice refuses them unless -O int96_timestamp_unit says a
+# unit that holds them (compared with pyarrow's coerce_int96_timestamp_unit).
+# int96_from_spark holds 9999-12-31 and a value Spark overflowed on write
+# (year 11465252 read as Arrow C++ and DuckDB read it, the Julian day
+# unsigned), which only ms and s hold (pyarrow's us wraps it too).
+INT96_PAST_NS = {"int96_from_spark.parquet": "ms"}
 
 
 def _files(d: Path, pattern: str) -> list:
@@ -311,6 +318,17 @@ def test_corpus_file(sluice_bin, path):
         assert not any(m in err for m in SANITIZER_MARKERS), err
         assert proc.returncode >= 0, f"{path.name}: killed by signal {-proc.returncode}"
         assert proc.returncode == 0 or err.strip(), f"{path.name}: failed without a message"
+        return
+    if path.name in INT96_PAST_NS:
+        unit = INT96_PAST_NS[path.name]
+        expect_clean_error(sluice_bin, path, must_say="int96_timestamp_unit=us")
+        got = sluice_read(sluice_bin, path, options=[f"int96_timestamp_unit={unit}"])
+        want = pyarrow_read(path, coerce_int96_timestamp_unit=unit)
+        assert got.schema == want.schema
+        # (as int64: Python's datetime stops at year 9999)
+        for name in want.schema.names:
+            assert got.column(name).cast(pa.int64()).to_pylist() == \
+                want.column(name).cast(pa.int64()).to_pylist(), name
         return
     try:
         want = pyarrow_read(path)
@@ -2009,3 +2027,134 @@ def test_list_view_column_keeps_the_other_columns_stored_types(sluice_bin, tmp_p
     assert got.schema.field("lv").type == pa.list_(pa.field("element", pa.int32()))
     assert got.schema.field("llv").type == pa.large_list(pa.field("element", pa.int32()))
     assert got.to_pylist() == want.to_pylist()
+
+
+# ---- INT96 timestamps outside timestamp[ns] (-O int96_timestamp_unit) ----------
+
+# Old Spark / Impala / Hive files hold dates int64 nanoseconds cannot
+# (0001-01-01 sentinels): they wrapped silently into other dates, as
+# pyarrow's default still does.
+INT96_WIDE = [dt.datetime(1000, 1, 1), dt.datetime(3000, 1, 1, 1, 2, 3, 456789), None,
+              dt.datetime(2020, 1, 1), dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+              dt.datetime(1677, 9, 21, 0, 12, 43, 145225), dt.datetime(1969, 12, 31, 23, 59, 59, 999999)]
+
+
+def int96_file(path: Path, values, n_copies=1, **kw) -> Path:
+    t = pa.table({"i": pa.array(range(len(values) * n_copies), pa.int64()),
+                  "t": pa.array(values * n_copies, pa.timestamp("us")),
+                  "lt": pa.array([[v, None] for v in values] * n_copies,
+                                 pa.list_(pa.timestamp("us")))})
+    pq.write_table(t, path, use_deprecated_int96_timestamps=True, **kw)
+    return path
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(use_dictionary=False), dict(data_page_version="2.0"),
+                                dict(store_schema=False, row_group_size=3, data_page_size=16)],
+                         ids=["dict", "plain", "v2", "small-pages"])
+@pytest.mark.parametrize("unit", ["s", "ms", "us"])
+def test_int96_timestamp_unit(sluice_bin, tmp_path, kw, unit):
+    """-O int96_timestamp_unit=s|ms|us reads INT96 timestamps as that unit,
+    as pyarrow's coerce_int96_timestamp_unit does: every date of years 1 to
+    9999 right (DuckDB gives the same for us)."""
+    path = int96_file(tmp_path / "wide.parquet", INT96_WIDE, **kw)
+    want = pq.read_table(path, coerce_int96_timestamp_unit=unit)
+    got = sluice_read(sluice_bin, path, options=[f"int96_timestamp_unit={unit}"])
+    assert got.schema.field("t").type == pa.timestamp(unit)
+    assert_same(got, want, f"int96_timestamp_unit={unit} {kw}")
+    if unit == "us":
+        import duckdb
+        rows = duckdb.sql(f"select t from '{path}' order by i").fetchall()
+        assert got.column("t").to_pylist() == [r[0] for r in rows]
+
+
+def test_int96_in_range_default_ns(sluice_bin, tmp_path):
+    """Dates that int64 nanoseconds hold read as timestamp[ns] by default, as
+    pyarrow reads them, the edges of the range included."""
+    vals = [dt.datetime(1677, 9, 21, 0, 12, 43, 145225), dt.datetime(2262, 4, 11, 23, 47, 16, 854775),
+            dt.datetime(1969, 12, 31, 23, 59, 59, 999999), None, dt.datetime(2020, 6, 1, 12)]
+    for kw in (dict(), dict(use_dictionary=False)):
+        path = int96_file(tmp_path / "ns.parquet", vals, **kw)
+        got = sluice_read(sluice_bin, path)
+        assert got.schema.field("t").type == pa.timestamp("ns")
+        assert_same(got, pq.read_table(path), f"default unit {kw}")
+        assert_same(sluice_read(sluice_bin, path, options=["int96_timestamp_unit=ns"]),
+                    pq.read_table(path, coerce_int96_timestamp_unit="ns"), "ns")
+    # a microsecond past either end: int64 nanoseconds end at
+    # 1677-09-21 00:12:43.145224192 and 2262-04-11 23:47:16.854775807
+    for past in (dt.datetime(1677, 9, 21, 0, 12, 43, 145224), dt.datetime(2262, 4, 11, 23, 47, 16, 854776)):
+        path = int96_file(tmp_path / "past.parquet", [past])
+        expect_clean_error(sluice_bin, path, must_say="row 0: the INT96 timestamp " + str(past)[:19])
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(use_dictionary=False)], ids=["dict", "plain"])
+@pytest.mark.parametrize("args", [[], ["slice_bytes=20000"]], ids=["whole", "sliced"])
+def test_int96_out_of_ns_range_is_an_error(sluice_bin, tmp_path, kw, args):
+    """A date int64 nanoseconds cannot hold is an error naming the file,
+    row group, column and row (counted in the row group, nulls included)
+    and the option that reads it, not a silently wrapped date (pyarrow's
+    default gives 2169-02-08 for 1000-01-01)."""
+    n = 3000
+    vals = [dt.datetime(2000, 1, 1) + dt.timedelta(days=i) if i % 7 else None for i in range(n)]
+    vals[2345] = dt.datetime(1000, 1, 1)
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"x": pa.array(range(n)), "t": pa.array(vals, pa.timestamp("us"))}),
+                   path, use_deprecated_int96_timestamps=True, row_group_size=2000,
+                   data_page_size=1000, **kw)
+    assert pq.ParquetFile(path).metadata.row_group(1).column(1).physical_type == "INT96"
+    err = expect_clean_error(sluice_bin, path, args, must_say="int96_timestamp_unit=us")
+    assert f"{path.name}: row group 1, column t: row 345:" in err, err
+    assert "1000-01-01" in err and "timestamp[ns]" in err, err
+    # pyarrow's default wraps it into another date; DuckDB and the option agree
+    assert pq.read_table(path).column("t")[2345].as_py().year == 2169
+    got = sluice_read(sluice_bin, path, options=["int96_timestamp_unit=us", *args])
+    assert_same(got, pq.read_table(path, coerce_int96_timestamp_unit="us"), "us")
+    assert got.column("t")[2345].as_py() == dt.datetime(1000, 1, 1)
+    # the other column reads without it
+    assert sluice_read(sluice_bin, path, columns=["x"]).column("x").to_pylist() == list(range(n))
+
+
+def test_int96_out_of_ns_range_in_a_list(sluice_bin, tmp_path):
+    """Under a list the error names the level entry of the chunk."""
+    path = int96_file(tmp_path / "list.parquet", [dt.datetime(2000, 1, 1), dt.datetime(1, 1, 1)])
+    got = sluice_read(sluice_bin, path, columns=["lt"], options=["int96_timestamp_unit=ms"])
+    assert_same(got, pq.read_table(path, columns=["lt"], coerce_int96_timestamp_unit="ms"), "ms")
+    proc = _run(sluice_bin, ["cat", path, "-c", "lt", "-t", "arrows"])
+    assert proc.returncode > 0
+    # entries: [2000-01-01, null], [0001-01-01, null]
+    assert "column lt.element: level entry 2: the INT96 timestamp 0001-01-01" \
+        in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_int96_timestamp_unit_bad_value(sluice_bin, tmp_path):
+    path = int96_file(tmp_path / "t.parquet", [dt.datetime(2000, 1, 1)])
+    for v in ("", "ns2", "h", "US", "micros"):
+        expect_clean_error(sluice_bin, path, [f"int96_timestamp_unit={v}"],
+                           must_say="int96_timestamp_unit wants s, ms, us or ns")
+
+
+def test_int96_stats_and_filters(sluice_bin, tmp_path):
+    """`sluice stats` (INT96 has no usable footer statistics: the values are
+    decoded) and row filters on an INT96 column go through the same
+    conversion: the right bounds and rows with the option, an error without."""
+    import json
+
+    import pyarrow.compute as pc
+    path = int96_file(tmp_path / "wide.parquet", INT96_WIDE, n_copies=50, row_group_size=100)
+    want = pq.read_table(path, coerce_int96_timestamp_unit="us")
+    proc = _run(sluice_bin, ["-O", "int96_timestamp_unit=us", "stats", path, "--json", "-c", "t"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    s = json.loads(proc.stdout)[0]
+    mm = pc.min_max(want.column("t")).as_py()
+    text = [f"{d.year:04d}{d.strftime('-%m-%d %H:%M:%S.%f')}" for d in (mm["min"], mm["max"])]
+    assert [s["min"], s["max"]] == text
+    assert s["nulls"] == want.column("t").null_count
+    proc = _run(sluice_bin, ["stats", path, "-c", "t"])
+    assert proc.returncode > 0 and b"int96_timestamp_unit" in proc.stderr
+    for text, (op, value) in [("t<1500-01-01", ("<", dt.datetime(1500, 1, 1))),
+                              ("t>=2500-01-01", (">=", dt.datetime(2500, 1, 1))),
+                              ("t=1000-01-01", ("=", dt.datetime(1000, 1, 1)))]:
+        got = sluice_read_batches(sluice_bin, path, global_args=["-O", "int96_timestamp_unit=us"],
+                                  cat_args=["--filter", text])
+        exp = pq.read_table(path, coerce_int96_timestamp_unit="us", filters=[("t", op, value)])
+        assert got.sort_by("i").column("t").to_pylist() == exp.sort_by("i").column("t").to_pylist(), text
+        assert got.num_rows > 0, text

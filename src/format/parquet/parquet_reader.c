@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,9 @@ struct pq_reader {
   /// rather than decoded whole: a quarter of the memory budget, at least
   /// PQ_MIN_SLICE_BYTES (-O slice_bytes=N sets it, for tests and tuning).
   int64_t slice_bytes;
+  /// -O int96_timestamp_unit: INT96 timestamps are read in units of this
+  /// many nanoseconds (1, the default, as pyarrow's; 1000 = us, ...).
+  int64_t int96_unit_ns;
   struct sl_view footer;  ///< the footer bytes: the metadata's views point here
   struct pq_file_meta meta;
   int has_meta;
@@ -103,13 +107,25 @@ static int parse_options(struct pq_reader* r, const char* options, struct sluice
       o = end ? end + 1 : NULL;
       continue;
     }
+    if (kn == 20 && strncmp(o, "int96_timestamp_unit", 20) == 0) {
+      static const char* const units[] = {"s", "ms", "us", "ns"};
+      static const int64_t unit_ns[] = {1000000000, 1000000, 1000, 1};
+      r->int96_unit_ns = 0;
+      for (int u = 0; u < 4; ++u)
+        if (vn == strlen(units[u]) && strncmp(v, units[u], vn) == 0) r->int96_unit_ns = unit_ns[u];
+      if (r->int96_unit_ns == 0)
+        return sl_error_set(error, EINVAL, "parquet: option int96_timestamp_unit wants s, ms, us "
+                            "or ns, not '%.*s'", (int)vn, v);
+      o = end ? end + 1 : NULL;
+      continue;
+    }
     if (kn == 16 && strncmp(o, "verify_checksums", 16) == 0) target = &r->verify_checksums;
     else if (kn == 10 && strncmp(o, "dictionary", 10) == 0) target = &r->dictionary;
     if (n > 0) {
       if (target == NULL)
         return sl_error_set(error, EINVAL, "parquet: unknown format option '%.*s' (known: "
                             "verify_checksums, dictionary, max_binary_batch_bytes, batch_rows, "
-                            "slice_bytes)",
+                            "slice_bytes, int96_timestamp_unit)",
                             (int)n, o);
       if (parse_bool_option(v, vn, target) != 0)
         return sl_error_set(error, EINVAL, "parquet: option '%.*s' wants true or false", (int)kn, o);
@@ -231,6 +247,21 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
   return changed ? sl_pq_schema_rebuild_arrow(&r->schema, error) : 0;
 }
 
+/// -O int96_timestamp_unit: INT96 columns as timestamps of that unit.
+static int set_int96_unit(struct pq_reader* r, struct sluice_error* error) {
+  int changed = 0;
+  for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
+    struct pq_field* f = r->schema.leaves[l];
+    if (f->conv != PQ_CONV_INT96) continue;
+    int64_t u = r->int96_unit_ns;
+    f->int96_unit_ns = u;
+    snprintf(f->format, sizeof f->format, "ts%c:",
+             u == 1 ? 'n' : u == 1000 ? 'u' : u == 1000000 ? 'm' : 's');
+    changed = 1;
+  }
+  return changed ? sl_pq_schema_rebuild_arrow(&r->schema, error) : 0;
+}
+
 /// The footer's key/value metadata (but ARROW:schema, which became the
 /// types) as the Arrow schema's metadata, as pyarrow shows it.
 static int set_file_metadata(struct pq_reader* r, struct sluice_error* error) {
@@ -274,6 +305,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   r->batch_size = args->batch_size;
   r->verify_checksums = 1;
   r->max_binary_batch_bytes = INT32_MAX;
+  r->int96_unit_ns = 1;
   r->slice_bytes = args->memory_budget / 4 > PQ_MIN_SLICE_BYTES ? args->memory_budget / 4
                                                                   : PQ_MIN_SLICE_BYTES;
   int rc = parse_options(r, args->format_options, error);
@@ -286,6 +318,7 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
   if (rc == 0) rc = sl_pq_schema_apply_arrow(&r->schema, &r->meta, r->source->name, error);
   if (rc == 0) rc = check_row_groups(r, error);
   if (rc == 0 && r->dictionary) rc = use_dictionaries(r, error);
+  if (rc == 0 && r->int96_unit_ns != 1) rc = set_int96_unit(r, error);
   if (rc == 0) rc = set_file_metadata(r, error);
   if (rc != 0) {
     reader_close(r);

@@ -411,6 +411,26 @@ int sl_pq_leaf_unkey(struct pq_leaf_data* d) {
 /// (group nodes read them when the row group is assembled).
 static int64_t page_def_at(const struct pq_field* f, int64_t e0) { return f->top_level ? 0 : e0; }
 
+/// An INT96 value of the page that its unit cannot hold (sl_pq_dense_fixed
+/// left which in cr): the error names its row (a flat column) or its level
+/// entry in the chunk (under a list: entries are not rows).
+static int int96_row_error(const struct pq_column_reader* cr, const struct pq_field* f,
+                           const int16_t* def, int64_t n, const struct chunk_where* w,
+                           struct sluice_error* error) {
+  int64_t entry = cr->int96_unfit;
+  if (def)
+    for (int64_t i = 0, k = -1; i < n; ++i)
+      if (def[i] == f->def && ++k == cr->int96_unfit) {
+        entry = i;
+        break;
+      }
+  char what[400];
+  sl_pq_int96_describe(cr->int96_unfit_raw, f->int96_unit_ns, what, sizeof what);
+  return sl_error_set(error, ERANGE, "%s: row group %" PRId64 ", column %s: %s %" PRId64 ": %s",
+                      w->file, w->rg, w->path, f->rep == 0 ? "row" : "level entry",
+                      w->page_entry + entry, what);
+}
+
 /// Decodes the values of one data page whose levels are in out->def/rep at
 /// entries [e0, e0 + n) (page_def_at).
 static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_encoding enc,
@@ -522,7 +542,9 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
   } else {
     int32_t ow = f->out_width;
     uint8_t* dst = d->values.data + s0 * ow;
-    SL_RETURN_NOT_OK(sl_pq_dense_fixed(cr, f, enc, data, size, nv, dst, w, error));
+    int rc = sl_pq_dense_fixed(cr, f, enc, data, size, nv, dst, w, error);
+    if (rc == ERANGE && f->conv == PQ_CONV_INT96) return int96_row_error(cr, f, def, n, w, error);
+    if (rc != 0) return rc;
     if (has_nulls) spread_fixed(d->values.data, ow, s0, nv, def, n, maxd, anc, slots);
     d->values.size = (s0 + slots) * ow;
   }
@@ -799,6 +821,7 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
          (f->rep == 0 ? p->out->n_slots < want : p->row_starts <= want)) {
     int64_t pos = c->pos;
     w->page = start + pos;
+    w->page_entry = c->levels;
     struct pq_page_header h;
     int64_t hsize;
     rc = sl_pq_chunk_prefix(w, error, sl_pq_page_header_parse(chunk + pos, len - pos, &h, &hsize, error));

@@ -73,6 +73,10 @@ struct pq_column_reader {
   struct sl_buffer idx;      ///< dictionary indices
   struct sl_buffer delta;    ///< DELTA_BYTE_ARRAY rebuilt values
   struct sl_buffer saved;    ///< bytes saved around in-place decompression
+  /// An INT96 value its unit cannot hold: dense value k of the page (for
+  /// the message), and its bytes.
+  int64_t int96_unfit;
+  uint8_t int96_unfit_raw[12];
   /// Several chunks fetched at once (sl_pq_column_reader_span); a chunk inside
   /// it is a view of it instead of a read of its own.
   struct sl_view span;

@@ -13,6 +13,7 @@ struct chunk_where {
   int64_t rg;
   const char* path;
   int64_t page;  ///< byte offset of the page header in the file (-1 = none)
+  int64_t page_entry;  ///< the chunk's level entries before the page (its row, when flat)
 };
 
 /// EINVAL-style error naming file, row group, column (and page).
@@ -42,6 +43,11 @@ int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc, c
 int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
                    const uint8_t* data, int64_t size, int64_t nv, uint8_t* dst,
                    const struct chunk_where* w, struct sluice_error* error);
+/// INT96 value raw[0..12) as int64 in units of unit_ns nanoseconds (1 =
+/// ns, 1000 = us, ...): 0, or ERANGE when it does not fit.
+int sl_pq_int96_to_unit(const uint8_t raw[12], int64_t unit_ns, int64_t* out);
+/// Why INT96 value raw does not fit the unit, with the option to use.
+void sl_pq_int96_describe(const uint8_t raw[12], int64_t unit_ns, char* buf, size_t cap);
 /// A dictionary page's n PLAIN values, kept in cr for the chunk.
 int sl_pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f, const uint8_t* data,
                        int64_t size, int64_t n, const struct chunk_where* w,

@@ -85,7 +85,12 @@ static void physical_type(struct pq_field* f, const struct pq_schema_element* e)
     case PQ_BOOLEAN: strcpy(f->format, "b"); f->conv = PQ_CONV_BOOL; f->out_width = 0; break;
     case PQ_INT32: strcpy(f->format, "i"); break;
     case PQ_INT64: strcpy(f->format, "l"); break;
-    case PQ_INT96: strcpy(f->format, "tsn:"); f->conv = PQ_CONV_INT96_NS; f->out_width = 8; break;
+    case PQ_INT96:
+      strcpy(f->format, "tsn:");
+      f->conv = PQ_CONV_INT96;
+      f->out_width = 8;
+      f->int96_unit_ns = 1;
+      break;
     case PQ_FLOAT: strcpy(f->format, "f"); break;
     case PQ_DOUBLE: strcpy(f->format, "g"); break;
     case PQ_BYTE_ARRAY: strcpy(f->format, "z"); f->conv = PQ_CONV_BINARY; f->out_width = 0; break;

@@ -22,7 +22,7 @@ enum pq_conv {
   PQ_CONV_BOOL,       ///< one byte per value -> bitmap
   PQ_CONV_I32_TO_I8,  ///< INT32 annotated as 8-bit integer
   PQ_CONV_I32_TO_I16,
-  PQ_CONV_INT96_NS,   ///< Impala timestamp -> int64 nanoseconds
+  PQ_CONV_INT96,      ///< Impala timestamp -> int64 in the unit of int96_unit_ns
   PQ_CONV_DEC_I32,    ///< INT32 / INT64 unscaled -> decimal128/256 little-endian
   PQ_CONV_DEC_I64,
   PQ_CONV_DEC_BE,     ///< big-endian two's complement bytes (FLBA / BYTE_ARRAY) -> decimal
@@ -66,6 +66,9 @@ struct pq_field {
   int dict;                          ///< dictionary<index_format, format> output
   int dict_ordered;                  ///< ... whose order means something (pandas ordered categorical)
   int32_t fixed_size;                ///< LIST read as fixed_size_list<N> (leaf child only)
+  /// INT96: nanoseconds per unit of the timestamp read (1 = ns, the
+  /// default; 1000 = us, ...: -O int96_timestamp_unit).
+  int64_t int96_unit_ns;
   char dict_index_format[4];
 };
 

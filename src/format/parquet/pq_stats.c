@@ -147,7 +147,7 @@ int sl_pq_stored_stats(const struct pq_file_meta* meta, const struct pq_schema* 
       if (rc != 0) break;
       stats[i].null_count = m.null_count;
       // (An empty bound, the empty string, may have no data pointer.)
-      usable = m.has_min_max && f->conv != PQ_CONV_NULL && f->conv != PQ_CONV_INT96_NS &&
+      usable = m.has_min_max && f->conv != PQ_CONV_NULL && f->conv != PQ_CONV_INT96 &&
                (m.min.data != NULL || m.min.size == 0) &&
                (m.max.data != NULL || m.max.size == 0) && !f->dict;
       if (usable && f->is_string) {

@@ -7,6 +7,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_value_text.h"
 #include "pq_column_internal.h"
 #include "pq_encoding.h"
 
@@ -64,10 +65,47 @@ static void be_to_decimal(const uint8_t* src, int32_t len, uint8_t* dst, int32_t
   memset(dst + len, fill, (size_t)(width - len));
 }
 
+int sl_pq_int96_to_unit(const uint8_t v[12], int64_t unit_ns, int64_t* out) {
+  uint64_t nanos;
+  uint32_t day;
+  memcpy(&nanos, v, 8);
+  memcpy(&day, v + 8, 4);
+  // Julian day 2440588 is 1970-01-01. The nanoseconds of the day are
+  // unsigned, as Arrow C++ takes them (a writer's extra days carry over);
+  // a unit coarser than ns truncates them, as Arrow C++ does.
+  const uint64_t ns_per_day = UINT64_C(86400000000000);
+  int64_t days = (int64_t)day - 2440588 + (int64_t)(nanos / ns_per_day);
+  int64_t per_day = (int64_t)(ns_per_day / (uint64_t)unit_ns);
+  int64_t part = (int64_t)(nanos % ns_per_day / (uint64_t)unit_ns);
+  // Before 1970 the day's part is counted from the next midnight, so that
+  // the product only overflows when the sum does (the first day that fits
+  // ns, 1677-09-21, starts before INT64_MIN).
+  if (days < 0 && part > 0) {
+    days += 1;
+    part -= per_day;
+  }
+  return __builtin_mul_overflow(days, per_day, out) || __builtin_add_overflow(*out, part, out)
+             ? ERANGE
+             : 0;
+}
+
+/// INT96 timestamps into int64 of the field's unit, walking forward (dst
+/// may be src). Returns the index of the first that does not fit, or -1.
+static int64_t convert_int96(int64_t unit_ns, const uint8_t* src, int64_t n, uint8_t* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v;
+    if (sl_pq_int96_to_unit(src + 12 * i, unit_ns, &v) != 0) return i;
+    memcpy(dst + 8 * i, &v, 8);
+  }
+  return -1;
+}
+
 /// Converts n dense fixed-width physical values (src) into the output
 /// representation at dst. src and dst may alias only when the output is not
-/// wider than the input (conversions walk forward).
-static void convert_fixed(const struct pq_field* f, const uint8_t* src, int64_t n, uint8_t* dst) {
+/// wider than the input (conversions walk forward). Returns -1, or for INT96
+/// the index of the first value the unit cannot hold (dst is then partly
+/// written).
+static int64_t convert_fixed(const struct pq_field* f, const uint8_t* src, int64_t n, uint8_t* dst) {
   switch (f->conv) {
     case PQ_CONV_COPY:
     case PQ_CONV_BOOL:
@@ -88,17 +126,8 @@ static void convert_fixed(const struct pq_field* f, const uint8_t* src, int64_t 
         memcpy(dst + 2 * i, &w, 2);
       }
       break;
-    case PQ_CONV_INT96_NS:
-      for (int64_t i = 0; i < n; ++i) {
-        uint64_t nanos;
-        uint32_t day;
-        memcpy(&nanos, src + 12 * i, 8);
-        memcpy(&day, src + 12 * i + 8, 4);
-        // Julian day 2440588 is 1970-01-01; wraps like Arrow C++ does.
-        uint64_t v = (uint64_t)((int64_t)day - 2440588) * UINT64_C(86400000000000) + nanos;
-        memcpy(dst + 8 * i, &v, 8);
-      }
-      break;
+    case PQ_CONV_INT96:
+      return convert_int96(f->int96_unit_ns, src, n, dst);
     case PQ_CONV_DEC_I32:
       for (int64_t i = n - 1; i >= 0; --i) {  // widening: backwards is alias-safe
         int32_t v;
@@ -130,6 +159,7 @@ static void convert_fixed(const struct pq_field* f, const uint8_t* src, int64_t 
     default:
       break;
   }
+  return -1;
 }
 
 /// Whether the output may be written over the dense physical values in place.
@@ -155,7 +185,8 @@ int sl_pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, 
                         (int)leaf->phys_width);
   uint8_t tmp[64];
   memcpy(tmp, data, (size_t)size);
-  convert_fixed(leaf, tmp, 1, out);
+  if (convert_fixed(leaf, tmp, 1, out) >= 0)
+    return sl_error_set(error, ERANGE, "bound out of the range of %s", leaf->format);
   return 0;
 }
 
@@ -216,6 +247,40 @@ static void gather(const uint8_t* dict, const uint32_t* idx, int64_t n, int32_t 
   }
 }
 
+void sl_pq_int96_describe(const uint8_t raw[12], int64_t unit_ns, char* buf, size_t cap) {
+  uint64_t nanos;
+  uint32_t day;
+  memcpy(&nanos, raw, 8);
+  memcpy(&day, raw + 8, 4);
+  const uint64_t ns_per_day = UINT64_C(86400000000000);
+  char date[48];
+  sl_format_date((int64_t)day - 2440588 + (int64_t)(nanos / ns_per_day), date, sizeof date);
+  uint64_t secs = nanos % ns_per_day / 1000000000u;
+  // Only ns and us can fail (ms holds every INT96): the suggestion is the
+  // next unit that holds the value.
+  int64_t v;
+  const char* coarser = sl_pq_int96_to_unit(raw, 1000, &v) == 0 ? "us" : "ms";
+  snprintf(buf, cap, "the INT96 timestamp %s %02u:%02u:%02u (Julian day %" PRIu32 ") does not fit "
+           "timestamp[%s]%s: read it with a coarser unit (-O int96_timestamp_unit=%s; Python: "
+           "int96_timestamp_unit=\"%s\"; as pyarrow's coerce_int96_timestamp_unit)",
+           date, (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60), day,
+           unit_ns == 1 ? "ns" : "us",
+           unit_ns == 1 ? " (1677-09-21 to 2262-04-11)" : "", coarser, coarser);
+}
+
+/// The error for INT96 value `raw`, dense value `k` of the page, that the
+/// field's unit cannot hold (page_values names the row, from k).
+static int int96_unfit(struct pq_column_reader* cr, const struct pq_field* f, const uint8_t* raw,
+                       int64_t k, const struct chunk_where* w, struct sluice_error* error) {
+  cr->int96_unfit = k;
+  memcpy(cr->int96_unfit_raw, raw, 12);
+  char what[400];
+  sl_pq_int96_describe(raw, f->int96_unit_ns, what, sizeof what);
+  char why[440];
+  snprintf(why, sizeof why, "value %" PRId64 " of the page: %s", k, what);
+  return sl_pq_chunk_error(w, error, ERANGE, why);
+}
+
 /// Dense values of a fixed-width (or bool) leaf in the output representation,
 /// written to dst (room for nv * max(out_width, phys_width) bytes is NOT
 /// assumed: physical values wider than the output go through cr->scratch).
@@ -242,16 +307,17 @@ int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enu
         return sl_pq_chunk_prefix(w, error, sl_pq_plain_bool_decode(data, size, nv, dst, &consumed, error));
       }
       if (nv > size / pw) return sl_pq_chunk_error(w, error, EILSEQ, "PLAIN values past the page end");
+      int64_t bad = -1;
       if (direct) {
         if (dst != data) memcpy(dst, data, (size_t)(nv * pw));
       } else if (convert_in_place_ok(f)) {
-        convert_fixed(f, data, nv, dst);
+        bad = convert_fixed(f, data, nv, dst);
       } else {
         if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         memcpy(cr->scratch.data, data, (size_t)(nv * pw));
-        convert_fixed(f, cr->scratch.data, nv, dst);
+        bad = convert_fixed(f, cr->scratch.data, nv, dst);
       }
-      return 0;
+      return bad >= 0 ? int96_unfit(cr, f, data + 12 * bad, bad, w, error) : 0;
     }
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY:
@@ -261,6 +327,14 @@ int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enu
       if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
       SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n, idx, error)));
+      if (f->conv == PQ_CONV_INT96) {
+        // The dictionary is kept as it is stored: a value the unit cannot
+        // hold is an error only where a row uses it.
+        if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+        gather(cr->dict_out.data, idx, nv, pw, cr->scratch.data);
+        int64_t bad = convert_fixed(f, cr->scratch.data, nv, dst);
+        return bad >= 0 ? int96_unfit(cr, f, cr->dict_out.data + 12 * (int64_t)idx[bad], bad, w, error) : 0;
+      }
       gather(cr->dict_out.data, idx, nv, ow, dst);
       return 0;
     }
@@ -370,6 +444,10 @@ int sl_pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
   if ((f->conv != PQ_CONV_BOOL && n > size / pw) || (f->conv == PQ_CONV_BOOL && n > size * 8))
     return sl_pq_chunk_error(w, error, EILSEQ, "dictionary values past the page end");
   if (sl_pq_scratch_size(&cr->dict_out, room) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+  if (f->conv == PQ_CONV_INT96) {  // converted as rows use them
+    if (n > 0) memcpy(cr->dict_out.data, data, (size_t)(n * pw));
+    return 0;
+  }
   return sl_pq_dense_fixed(cr, f, PQ_ENC_PLAIN, data, size, n, cr->dict_out.data, w, error);
 }
 
