@@ -2158,3 +2158,27 @@ def test_int96_stats_and_filters(sluice_bin, tmp_path):
         exp = pq.read_table(path, coerce_int96_timestamp_unit="us", filters=[("t", op, value)])
         assert got.sort_by("i").column("t").to_pylist() == exp.sort_by("i").column("t").to_pylist(), text
         assert got.num_rows > 0, text
+
+
+def test_enum_reads_as_binary_as_pyarrow(sluice_bin, tmp_path):
+    """A BYTE_ARRAY column annotated ENUM (logical and converted type) reads
+    as binary, as pyarrow reads it (polars and DuckDB give strings); the
+    README listed ENUM with the utf8 types."""
+    import struct
+    path = tmp_path / "enum.parquet"
+    pq.write_table(pa.table({"enumcol": ["x", "y", None]}), path, store_schema=False)
+    d = bytearray(path.read_bytes())
+    flen = struct.unpack("<i", d[-8:-4])[0]
+    k = d.find(b"enumcol", len(d) - 8 - flen) + len("enumcol")
+    # converted_type UTF8 (0), logicalType {STRING: field 1} ->
+    # converted_type ENUM (4, zigzag 8), logicalType {ENUM: field 4}
+    assert d[k:k + 4] == bytes([0x25, 0x00, 0x4c, 0x1c]), "pyarrow's footer layout changed"
+    d[k + 1] = 8
+    d[k + 3] = 0x4c
+    path.write_bytes(bytes(d))
+    col = pq.ParquetFile(path).schema.column(0)
+    assert (str(col.logical_type), col.converted_type) == ("Enum", "ENUM")
+    want = pq.read_table(path)
+    assert want.schema.field("enumcol").type == pa.binary()
+    got = sluice_read(sluice_bin, path)
+    assert_same(got, want, "ENUM column")
