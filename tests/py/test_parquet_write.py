@@ -602,6 +602,50 @@ def test_peers_filter_with_statistics(sluice, tmp_path):
         assert got == want
 
 
+def test_long_byte_array_bound_drops_only_itself(sluice, tmp_path):
+    """A string / binary chunk whose max (or min) is longer than the 4096-byte
+    statistics limit keeps its other bound, as Arrow C++ writes it (sluice
+    dropped both); filters pushed down on such a one-sided statistic lose no
+    row in sluice, DuckDB or pyarrow."""
+    import json
+    import subprocess
+    long_z, long_a = "z" * 5000, "a" * 5000
+    # row groups of 4: long max / long min / both long / neither
+    s = ["abc", long_z, "m", None, long_a, "q", "r", "b",
+         long_a, "k", long_z, "c", "d", "e", "f", "g"]
+    table = pa.table({"i": pa.array(range(len(s)), pa.int32()), "s": pa.array(s),
+                      "b": pa.array([None if v is None else v.encode() for v in s], pa.binary())})
+    out = convert(sluice, tmp_path, table, "row_group_size=4")
+    ref = reference(tmp_path, table, row_group_size=4)
+    q = ("select row_group_id, path_in_schema, stats_min_value, stats_max_value, min_is_exact, "
+         "max_is_exact from parquet_metadata('{}') order by row_group_id, column_id")
+    got, want = duckdb.sql(q.format(out)).fetchall(), duckdb.sql(q.format(ref)).fetchall()
+    assert got == want
+    one_sided = [(r[0], r[1]) for r in got if r[1] != "i" and (r[2] is None) != (r[3] is None)]
+    assert one_sided == [(0, "s"), (0, "b"), (1, "s"), (1, "b")], got
+    assert got[1][2:] == ("abc", None, True, None)  # row group 0, column s
+    # Readers: every filter gives the rows a full scan gives.
+    conds = [("s", ">", "y"), ("s", "<", "b"), ("s", "=", long_z), ("s", "=", long_a),
+             ("s", ">=", "m"), ("s", "<=", "abc"), ("s", "=", "q"), ("s", ">", long_z)]
+    for col, op, v in conds:
+        py_op = {"=": "__eq__", ">": "__gt__", "<": "__lt__", ">=": "__ge__", "<=": "__le__"}[op]
+        expect = sorted(i for i, x in enumerate(s) if x is not None and getattr(x, py_op)(v))
+        for path in (out, ref):
+            rows = duckdb.execute(f"select i from read_parquet('{path}') where {col} {op} ? "
+                                  "order by i", [v]).fetchall()
+            assert [r[0] for r in rows] == expect, (path.name, "duckdb", op, v[:10])
+            t = pq.read_table(path, filters=[(col, op, v)])
+            assert sorted(t.column("i").to_pylist()) == expect, (path.name, "pyarrow", op, v[:10])
+            proc = subprocess.run([sluice.binary, "cat", path, "--filter", f"{col}{op}{v}", "-t",
+                                   "csv"], capture_output=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr.decode()
+            lines = proc.stdout.decode().splitlines()[1:]
+            assert sorted(int(x.split(",")[0]) for x in lines) == expect, (path.name, "sluice", op)
+    # sluice stats cannot take the one-sided footer bounds: it computes them
+    stats = {c["name"]: c for c in json.loads(sluice.run("stats", out, "--json", "-c", "s").stdout)}
+    assert (stats["s"]["min"], stats["s"]["max"]) == (min(x for x in s if x), max(x for x in s if x))
+
+
 @pytest.mark.parametrize("dtype", [pa.decimal128(5, -3), pa.decimal256(40, -10), pa.decimal128(1, 3)])
 def test_decimal_scale_outside_zero_to_precision_is_refused(sluice, tmp_path, dtype):
     """Parquet and Avro hold a decimal's scale in 0..precision (Arrow allows

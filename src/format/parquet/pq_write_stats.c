@@ -2,8 +2,9 @@
 // order the column's logical type implies (signed or unsigned integers,
 // IEEE floats ignoring NaN with -0.0 / +0.0 at the bounds as Arrow C++ does,
 // unsigned lexicographic bytes, big-endian two's complement decimals,
-// float16). Bounds are exact (never truncated); byte-array bounds longer than
-// 4096 bytes are left out, like Arrow C++'s default max_statistics_size.
+// float16). Bounds are exact (never truncated); a byte-array bound longer
+// than 4096 bytes is left out and the other kept, as Arrow C++ does with its
+// default max_statistics_size (readers then know one side only).
 #include <math.h>
 #include <string.h>
 
@@ -148,18 +149,25 @@ int sl_pqw_stats_compute(const struct pqw_leaf* leaf, const uint8_t* values, int
         if (cmp_bytes(&v[i], lo) < 0) lo = &v[i];
         if (cmp_bytes(&v[i], hi) > 0) hi = &v[i];
       }
-      if (lo->len > PQW_MAX_STAT_BYTES || hi->len > PQW_MAX_STAT_BYTES) return 0;
+      int keep_lo = lo->len <= PQW_MAX_STAT_BYTES, keep_hi = hi->len <= PQW_MAX_STAT_BYTES;
+      if (!keep_lo && !keep_hi) return 0;
+      int64_t lo_len = keep_lo ? lo->len : 0, hi_len = keep_hi ? hi->len : 0;
       // One byte more than the bounds, so that two empty strings still own
       // an allocation of the size recorded.
-      chunk->stat_size = lo->len + hi->len + 1;
+      chunk->stat_size = lo_len + hi_len + 1;
       chunk->stat_bytes = sl_alloc(chunk->bytes.alloc, (size_t)chunk->stat_size);
       if (chunk->stat_bytes == NULL)
         return sl_error_set(error, ENOMEM, "parquet writer: out of memory (statistics)");
-      if (lo->len > 0) memcpy(chunk->stat_bytes, lo->ptr, (size_t)lo->len);
-      if (hi->len > 0) memcpy(chunk->stat_bytes + lo->len, hi->ptr, (size_t)hi->len);
-      st->min_value = (struct pq_bytes){chunk->stat_bytes, lo->len, 1};
-      st->max_value = (struct pq_bytes){chunk->stat_bytes + lo->len, hi->len, 1};
-      st->is_min_value_exact = st->is_max_value_exact = 1;
+      if (lo_len > 0) memcpy(chunk->stat_bytes, lo->ptr, (size_t)lo_len);
+      if (hi_len > 0) memcpy(chunk->stat_bytes + lo_len, hi->ptr, (size_t)hi_len);
+      if (keep_lo) {
+        st->min_value = (struct pq_bytes){chunk->stat_bytes, lo_len, 1};
+        st->is_min_value_exact = 1;
+      }
+      if (keep_hi) {
+        st->max_value = (struct pq_bytes){chunk->stat_bytes + lo_len, hi_len, 1};
+        st->is_max_value_exact = 1;
+      }
       return 0;
     }
     case PQ_FIXED_LEN_BYTE_ARRAY: {
