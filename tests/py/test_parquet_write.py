@@ -395,9 +395,86 @@ def test_dictionary_falls_back_to_plain_when_large(sluice, tmp_path):
     assert "RLE_DICTIONARY" not in rg.column(0).encodings
     assert "RLE_DICTIONARY" in rg.column(1).encodings
     assert_same_table(pq.read_table(out), table)
+    # Past the limit at its third value, the chunk's first two rows are
+    # dictionary-encoded and the rest PLAIN (as Arrow C++ falls back)
     out2 = convert(sluice, tmp_path, table, "dictionary_page_size_limit=10", name="small")
-    assert "RLE_DICTIONARY" not in pq.ParquetFile(out2).metadata.row_group(0).column(1).encodings
+    stats = duckdb.sql(f"select encoding_stats from parquet_metadata('{out2}') "
+                       "where path_in_schema = 'few'").fetchall()[0][0]
+    assert [(e["encoding"], e["count"]) for e in stats] == \
+        [("PLAIN", 1), ("PLAIN", 1), ("RLE_DICTIONARY", 1)]
     assert_same_table(pq.read_table(out2), table)
+
+
+FALLBACK_N = 100_000
+
+
+def fallback_table(n=FALLBACK_N) -> pa.Table:
+    """Columns that begin with few distinct values and end with many: a
+    dictionary fills up part-way through the chunk. Nullable strings, a
+    list of strings (a page ends where a row does) and int64."""
+    few = n * 9 // 10
+    s = [None if i % 11 == 0 else f"category_{i % 10}" for i in range(few)] + \
+        [f"unique_value_{i:012d}" for i in range(n - few)]
+    return pa.table({
+        "i": pa.array(range(n), pa.int64()),
+        "s": pa.array(s),
+        "l": pa.array([None if v is None else [v, "x", None] if i % 3 else [] for i, v in enumerate(s)],
+                      pa.list_(pa.string())),
+        "n": pa.array([i % 7 if i < few else i * 1000 for i in range(n)], pa.int64()),
+    })
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_dictionary_fallback_keeps_the_pages_written(sluice, tmp_path, version):
+    """Past dictionary_page_size_limit, the pages so far stay dictionary-
+    encoded (their dictionary the one collected until then) and only the
+    rest are PLAIN, as Arrow C++ writes them; the whole chunk was PLAIN (4.5x
+    pyarrow's file). The chunk lists both encodings in encoding_stats;
+    pyarrow, DuckDB, polars and sluice read the same values; statistics and
+    Bloom filters cover the PLAIN part; filters on a value only there (which
+    the dictionary lacks) find it in sluice, DuckDB and pyarrow."""
+    import subprocess
+    table = fallback_table()
+    opts = [f"data_page_version={version}", "dictionary_page_size_limit=64k", "page_size=16k",
+            "compression=none", "bloom_filters=s"]
+    out = convert(sluice, tmp_path, table, *opts)
+    ref = reference(tmp_path, table, data_page_version="1.0" if version == "1" else "2.0",
+                    dictionary_pagesize_limit=64 << 10, data_page_size=16 << 10,
+                    compression="none")
+    md = pq.ParquetFile(out).metadata.row_group(0)
+    for c in range(md.num_columns):
+        assert md.column(c).encodings == pq.ParquetFile(ref).metadata.row_group(0).column(c).encodings
+    page = "DATA_PAGE_V2" if version == "2" else "DATA_PAGE"
+    rows = duckdb.sql(f"select path_in_schema, encoding_stats from parquet_metadata('{out}') "
+                      "order by column_id").fetchall()
+    for name, st in rows:
+        if name == "i":
+            continue
+        kinds = [(e["page_type"], e["encoding"]) for e in st]
+        assert kinds == [("DICTIONARY_PAGE", "PLAIN"), (page, "PLAIN"), (page, "RLE_DICTIONARY")], \
+            (name, st)
+    # about pyarrow's size, not 4.5 times it
+    assert out.stat().st_size < 1.5 * ref.stat().st_size, (out.stat().st_size, ref.stat().st_size)
+    assert_same_table(pq.read_table(out), table)
+    assert pl.read_parquet(out).to_arrow().equals(pl.read_parquet(ref).to_arrow())
+    q = "select * from read_parquet('{}') order by i"
+    assert duckdb.sql(q.format(out)).fetchall() == duckdb.sql(q.format(ref)).fetchall()
+    got = pa.ipc.open_stream(sluice.run("cat", out, "-t", "arrows").stdout).read_all()
+    assert_same_table(got, table)
+    got = pa.ipc.open_stream(sluice.run("-O", "dictionary=true", "cat", out, "-t", "arrows",
+                                        "-c", "s").stdout).read_all()
+    assert got.column("s").to_pylist() == table.column("s").to_pylist()
+    assert stats_of(out) == stats_of(ref)
+    # a value only in the PLAIN pages, one only in the dictionary-encoded ones
+    for v in ("unique_value_000000009999", "category_3", "absent"):
+        want = [i for i, x in enumerate(table.column("s").to_pylist()) if x == v]
+        proc = subprocess.run([sluice.binary, "cat", out, "--filter", f"s={v}", "-c", "i", "-t", "csv"],
+                              capture_output=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert [int(x) for x in proc.stdout.decode().split()[1:]] == want, v
+        assert [r[0] for r in duckdb.execute(f"select i from read_parquet('{out}') where s = ? "
+                                             "order by i", [v]).fetchall()] == want, v
+        assert pq.read_table(out, filters=[("s", "=", v)]).column("i").to_pylist() == want, v
 
 
 @pytest.mark.parametrize("version", ["1", "2"])

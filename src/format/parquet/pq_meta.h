@@ -131,11 +131,12 @@ struct pq_column_meta {
   /// when some is not, -1 when the writer did not say (no stats, or no
   /// data page in them).
   int data_pages_dictionary;
-  /// Writing: encoding_stats for a chunk whose data pages (n_data_pages of
-  /// them, v2 or not) share one encoding, RLE_DICTIONARY when
-  /// data_pages_dictionary is 1, else PLAIN, after its dictionary page if
+  /// Writing: encoding_stats for a chunk of n_data_pages data pages (v2 or
+  /// not), n_dictionary_data_pages of them RLE_DICTIONARY and the rest PLAIN
+  /// (a writer's fallback), after its dictionary page if
   /// dictionary_page_offset >= 0. None are written when n_data_pages is 0.
   int64_t n_data_pages;
+  int64_t n_dictionary_data_pages;
   int data_pages_v2;
 };
 

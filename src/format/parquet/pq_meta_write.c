@@ -153,9 +153,14 @@ static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column
   write_statistics(w, 12, &m->statistics);
   if (m->n_data_pages > 0 && m->n_data_pages <= INT32_MAX) {
     // encoding_stats: what readers check before pruning by dictionaries.
+    // A chunk that fell back from its dictionary has pages of both, listed
+    // PLAIN first as Arrow C++ lists them.
     int has_dictionary = m->dictionary_page_offset >= 0;
+    int64_t n_dict = m->n_dictionary_data_pages, n_plain = m->n_data_pages - n_dict;
+    int64_t counts[2] = {n_plain, n_dict};
+    const int32_t encodings[2] = {PQ_ENC_PLAIN, PQ_ENC_RLE_DICTIONARY};
     sl_pq_thrift_write_field(w, 13, PQ_TT_LIST);
-    sl_pq_thrift_write_list_begin(w, PQ_TT_STRUCT, has_dictionary ? 2 : 1);
+    sl_pq_thrift_write_list_begin(w, PQ_TT_STRUCT, has_dictionary + (n_plain > 0) + (n_dict > 0));
     if (has_dictionary) {
       sl_pq_thrift_write_struct_begin(w);
       sl_pq_thrift_write_i32_field(w, 1, PQ_PAGE_DICTIONARY);
@@ -163,12 +168,14 @@ static void write_column_meta(struct pq_thrift_writer* w, const struct pq_column
       sl_pq_thrift_write_i32_field(w, 3, 1);
       sl_pq_thrift_write_struct_end(w);
     }
-    sl_pq_thrift_write_struct_begin(w);
-    sl_pq_thrift_write_i32_field(w, 1, m->data_pages_v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
-    sl_pq_thrift_write_i32_field(w, 2, m->data_pages_dictionary == 1 ? PQ_ENC_RLE_DICTIONARY
-                                                                  : PQ_ENC_PLAIN);
-    sl_pq_thrift_write_i32_field(w, 3, (int32_t)m->n_data_pages);
-    sl_pq_thrift_write_struct_end(w);
+    for (int k = 0; k < 2; ++k) {
+      if (counts[k] <= 0) continue;
+      sl_pq_thrift_write_struct_begin(w);
+      sl_pq_thrift_write_i32_field(w, 1, m->data_pages_v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
+      sl_pq_thrift_write_i32_field(w, 2, encodings[k]);
+      sl_pq_thrift_write_i32_field(w, 3, (int32_t)counts[k]);
+      sl_pq_thrift_write_struct_end(w);
+    }
   }
   if (m->bloom_filter_offset >= 0) {
     sl_pq_thrift_write_i64_field(w, 14, m->bloom_filter_offset);

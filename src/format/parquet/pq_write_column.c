@@ -5,11 +5,12 @@
 //
 // Dictionary: every value goes through a hash table; when the PLAIN
 // dictionary would outgrow opt->dict_limit (1 MiB by default, as in Arrow
-// C++), the whole chunk is written PLAIN instead. Arrow C++ keeps the pages it
-// already wrote dictionary-encoded; deciding per chunk gives the same kind of
-// file with one encoding per chunk. To not waste time on columns that cannot
-// benefit (random doubles, ids), the attempt is also abandoned early when,
-// after the first 16384 values, more than half were distinct.
+// C++), the rows before that value (whole rows, where a page may end) are
+// written dictionary-encoded with the dictionary so far, and the rest PLAIN,
+// as Arrow C++ falls back (the chunk lists both in its encoding_stats). To
+// not waste time on columns that cannot benefit (random doubles, ids), the
+// attempt is abandoned for the whole chunk when, after the first 16384
+// values, more than half were distinct.
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -188,10 +189,13 @@ static int dict_find_or_add(struct dict_build* b, const struct pqw_options* opt,
   return 0;
 }
 
-/// Dictionary-encodes the values into s->indices and s->dict_values. *used =
-/// 0 when the dictionary is abandoned (too large or too many distinct values).
+/// Dictionary-encodes the values into s->indices and s->dict_values: the
+/// first *n_encoded of them (all, or those before the one that would pass the
+/// size limit). *used = 0 when the dictionary is abandoned (too many distinct
+/// values, or a dictionary column's own dictionary passes the limit).
 static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
-                    struct pqw_scratch* s, int* used, struct sluice_error* error) {
+                    struct pqw_scratch* s, int* used, int64_t* n_encoded,
+                    struct sluice_error* error) {
   struct pqw_column_data* d = &s->data;
   struct dict_build b;
   memset(&b, 0, sizeof b);
@@ -199,6 +203,7 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
   b.s = s;
   b.width = leaf->type == PQ_BYTE_ARRAY ? 0 : plain_width(leaf);
   *used = 0;
+  *n_encoded = 0;
   s->dict_values.size = 0;
   s->indices.size = 0;
   if (sl_buffer_reserve(&s->indices, d->n_values * 4) != 0) return oom(error);
@@ -218,10 +223,14 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
     if (found == 0) return 0;  // past the size limit: plain values
   }
   const uint8_t* values = d->vdata;
-  for (int64_t i = 0; i < d->n_values; ++i) {
+  int64_t n = d->n_values;
+  for (int64_t i = 0; i < n; ++i) {
     uint32_t found;
     SL_RETURN_NOT_OK(dict_find_or_add(&b, opt, value_at(&b, values, i), &found, error));
-    if (found == 0) return 0;
+    if (found == 0) {  // past the size limit: the rest falls back to PLAIN
+      n = i;
+      break;
+    }
     idx[i] = found - 1;
     // Mostly distinct values: not worth a dictionary (unless the column is
     // one: its dictionary is kept). More than half of the probe distinct
@@ -235,7 +244,8 @@ static int dict_try(const struct pqw_leaf* leaf, const struct pqw_options* opt,
       if (b.n_entries > most) return 0;
     }
   }
-  s->indices.size = d->n_values * 4;
+  s->indices.size = n * 4;
+  *n_encoded = n;
   // The PLAIN dictionary page body.
   s->dict_plain.size = 0;
   if (sl_buffer_reserve(&s->dict_plain, b.plain_bytes) != 0) return oom(error);
@@ -413,6 +423,26 @@ static int64_t chunk_size_estimate(const struct pqw_leaf* leaf, const struct pqw
   return body + body / 64 + pages * 64;  // compressor's worst case, headers
 }
 
+/// Where the dictionary-encoded pages of a chunk end when only its first
+/// n_encoded values are (a fallback): the level entry of the first value
+/// that is not, moved back to its row's start (a page holds whole rows).
+static int64_t dictionary_levels(const struct pqw_leaf* leaf, const struct pqw_column_data* d,
+                                 int64_t n_encoded) {
+  const int16_t* def = (const int16_t*)(const void*)d->def.data;
+  const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
+  int64_t l = n_encoded;
+  if (d->n_values != d->n_levels) {  // nulls or lists: walk the levels to the value
+    int64_t v = 0;
+    for (l = 0; l < d->n_levels; ++l) {
+      if (leaf->max_def > 0 && def[l] != leaf->max_def) continue;
+      if (v == n_encoded) break;
+      ++v;
+    }
+  }
+  while (leaf->max_rep > 0 && l > 0 && rep[l] != 0) --l;
+  return l;
+}
+
 int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
                      const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
@@ -431,8 +461,17 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
   m->num_values = d->n_levels;
 
   int use_dict = 0;
+  int64_t n_encoded = 0;
   if (opt->dictionary && leaf->type != PQ_BOOLEAN && d->n_values > 0)
-    SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, error));
+    SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, &n_encoded, error));
+  // Level entries [0, dict_levels) go to dictionary-encoded pages, the rest
+  // (after a fallback) to PLAIN ones.
+  int64_t dict_levels = d->n_levels;
+  if (use_dict && n_encoded < d->n_values) {
+    dict_levels = dictionary_levels(leaf, d, n_encoded);
+    if (dict_levels == 0) use_dict = 0;  // not even the first row fits
+  }
+  int all_dict = use_dict && dict_levels == d->n_levels;
   int64_t n_dict = use_dict ? s->dict_values.size / (int64_t)sizeof(struct pqw_ba) : 0;
   int idx_width = use_dict ? sl_pq_bit_width((uint64_t)(n_dict > 1 ? n_dict - 1 : 1)) : 0;
 
@@ -442,15 +481,16 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
     int64_t sn = d->n_values;
     // The dictionary holds each value once, so its bounds are the chunk's
     // and cheaper to find, unless it began as an Arrow dictionary's values
-    // (d->seed), some of which no row of this chunk may use.
-    if (use_dict && d->n_seed == 0) {
+    // (d->seed), some of which no row of this chunk may use, or the chunk
+    // fell back to PLAIN values it does not hold.
+    if (all_dict && d->n_seed == 0) {
       sv = leaf->type == PQ_BYTE_ARRAY ? s->dict_values.data : s->dict_plain.data;
       sn = n_dict;
     }
     SL_RETURN_NOT_OK(sl_pqw_stats_compute(leaf, sv, sn, d->null_count, out, error));
   }
 
-  if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, idx_width)) != 0)
+  if (sl_buffer_grow_to(&out->bytes, chunk_size_estimate(leaf, opt, s, all_dict ? idx_width : 0)) != 0)
     return oom(error);
   struct page_writer w = {leaf, opt, s, out, 0};
   int n_enc = 0;
@@ -485,25 +525,27 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
   while (lv < d->n_levels) {
     int64_t l_end = lv, v_end = vv, bits = 0;
     int sized = 0;
+    int dict_page = use_dict && lv < dict_levels;
+    int64_t end = dict_page ? dict_levels : d->n_levels;  // of this page's encoding
     if (d->n_values == d->n_levels && leaf->max_rep == 0 && leaf->type != PQ_BYTE_ARRAY) {
       // Every level is a value of fixed cost: the page's end is arithmetic.
-      int64_t per = (use_dict ? idx_width : fixed_cost) + 2;
+      int64_t per = (dict_page ? idx_width : fixed_cost) + 2;
       int64_t n_page = (page_bits + per - 1) / per;
-      l_end = d->n_levels - lv < n_page ? d->n_levels : lv + n_page;
+      l_end = end - lv < n_page ? end : lv + n_page;
       v_end = l_end;
       sized = 1;
     }
-    while (!sized && l_end < d->n_levels) {
+    while (!sized && l_end < end) {
       int present = !has_levels || leaf->max_def == 0 || def[l_end] == leaf->max_def;
       if (present) {
-        if (use_dict) bits += idx_width;
+        if (dict_page) bits += idx_width;
         else if (leaf->type == PQ_BYTE_ARRAY) bits += (4 + ba[v_end].len) * 8;
         else bits += fixed_cost;
         v_end++;
       }
       bits += 2;  // levels, roughly
       l_end++;
-      if (bits >= page_bits && (leaf->max_rep == 0 || l_end == d->n_levels || rep[l_end] == 0))
+      if (bits >= page_bits && (leaf->max_rep == 0 || l_end == end || rep[l_end] == 0))
         break;
     }
     int64_t n_lv = l_end - lv, n_v = v_end - vv;
@@ -514,7 +556,7 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
     sl_pq_page_header_init(&h);
     h.type = v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA;
     h.num_values = (int32_t)n_lv;
-    h.encoding = use_dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN;
+    h.encoding = dict_page ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN;
     h.definition_level_encoding = PQ_ENC_RLE;
     h.repetition_level_encoding = PQ_ENC_RLE;
     s->page.size = 0;
@@ -525,7 +567,7 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
       SL_RETURN_NOT_OK(append_levels(&d->def, lv, n_lv, leaf->max_def, all_defined, !v2, &s->page,
                                      &def_len, error));
     int64_t levels_len = s->page.size;
-    if (use_dict) {
+    if (dict_page) {
       uint8_t bw = (uint8_t)idx_width;
       if (sl_buffer_append(&s->page, &bw, 1) != 0) return oom(error);
       const uint32_t* idx = (const uint32_t*)(void*)s->indices.data + vv;
@@ -549,13 +591,13 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
     }
     SL_RETURN_NOT_OK(emit_page(&w, &h, v2 ? levels_len : 0, error));
     m->n_data_pages++;
+    m->n_dictionary_data_pages += dict_page;
     lv = l_end;
     vv = v_end;
   }
-  m->data_pages_dictionary = use_dict;
   m->data_pages_v2 = v2;
   m->total_uncompressed_size = w.uncompressed_total;
   m->total_compressed_size = out->bytes.size;
-  if (leaf->bloom) SL_RETURN_NOT_OK(append_bloom(leaf, opt, s, use_dict, n_dict, out, error));
+  if (leaf->bloom) SL_RETURN_NOT_OK(append_bloom(leaf, opt, s, all_dict, n_dict, out, error));
   return 0;
 }
