@@ -59,6 +59,47 @@ def test_sluice_reads_back_its_float_table_with_year_names(sluice, tmp_path):
 
 
 @pytest.mark.parametrize("text", [
+    # pandas' DataFrame({'city': [...], 'country': [...]}).to_csv(): its index
+    ",city,country\n0,Paris,FR\n1,Rome,IT\n",
+    ",name\n10,x\n20,y\n",
+    # a first row of nulls alone
+    ",\n1,2\n3,4\n",
+])
+def test_empty_first_name_over_an_integer_column_is_a_header(sluice, tmp_path, text):
+    """An empty first name fits the integer column below it as a null does,
+    and the other names fit their string columns: the row was taken for
+    data (names f0.., the names a row of data, a null row added) on the
+    strength of a column whose first-row value is null. It is a header, as
+    pyarrow, polars and pandas read it (a first row of nulls alone too)."""
+    path = tmp_path / "index.csv"
+    path.write_text(text)
+    got = sluice_read(sluice, path)
+    want = pcsv.read_csv(path)
+    assert got.column_names == want.column_names
+    assert got.to_pydict() == want.to_pydict()
+    # (polars and pandas rename empty and repeated names)
+    polars = pytest.importorskip("polars")
+    assert got.num_rows == polars.read_csv(path).height
+    pandas = pytest.importorskip("pandas")
+    assert got.num_rows == len(pandas.read_csv(path))
+
+
+def test_sluice_reads_back_its_table_with_an_empty_name(sluice, tmp_path):
+    """sluice writes a column named "" as a quoted "" (as pyarrow and polars
+    name pandas' unnamed index): it reads back as that header, and so does
+    a table of that column alone."""
+    table = pa.table({"": pa.array([10, 20], pa.int64()), "name": ["x", "y"]})
+    out = arrow_to_csv(sluice, table, tmp_path, "unnamed")
+    assert out.read_text() == '"",name\n10,x\n20,y\n'
+    assert sluice_read(sluice, out).equals(table)
+    assert pcsv.read_csv(out).equals(table)
+    alone = pa.table({"": pa.array([10, 20], pa.int64())})
+    out = arrow_to_csv(sluice, alone, tmp_path, "unnamed_alone")
+    assert sluice_read(sluice, out).equals(alone)
+    assert pcsv.read_csv(out).equals(alone)
+
+
+@pytest.mark.parametrize("text", [
     # headerless: text id, bigint, ints (W4's s1.csv); floats with integers among them
     "k1,1234567890123,1,2,3\nk2,1234567890124,4,5,6\nk3,1234567890125,7,8,9\n",
     "x,3,2.5\ny,1.5,2\nz,4,7.5\n",

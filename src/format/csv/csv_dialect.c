@@ -563,13 +563,19 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     int all_fit = 1, any_typed = 0;
     for (int64_t c = 0; c < l->n_cols; ++c) {
       const char* f = sl_csv_infer_format(&a->states[c]);
-      any_typed |= strcmp(f, "u") != 0;
       const uint8_t* p;
       int64_t len;
       if (field_bytes(&l->dialect, a->data, &row0[c], &a->scratch, &a->scratch_cap, a->alloc,
                       &p, &len) != 0) {
         return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
       }
+      // A typed column is evidence of data only where the first row has a
+      // value there: an empty name fits any column, so pandas' index header
+      // (",city,country" over "0,Paris,FR") or sluice's own "" name over
+      // ints was taken for data on its int column alone.
+      // (A first row of nulls alone is then a header, as pyarrow, polars
+      // and pandas take it; DuckDB skips it.)
+      any_typed |= strcmp(f, "u") != 0 && !csv_is_null(&o->nulls, p, len);
       if (a->rows.n_rows > 1 && !fits(f, &a->states[c], &o->nulls, p, len)) all_fit = 0;
       if (a->rows.n_rows == 1) {  // a lone row: a header unless it holds typed values
         struct csv_infer_state s;
