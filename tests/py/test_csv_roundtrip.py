@@ -301,6 +301,54 @@ def test_single_column_nulls_keep_their_rows(sluice, tmp_path):
         ["a", None, ""]
 
 
+@pytest.mark.parametrize("values, written_before", [
+    (pa.array([[1], None], pa.list_(pa.int64())), 'c\n"[1]"\n""\n'),
+    (pa.array([{"a": 1}, None], pa.struct([("a", pa.int64())])), 'c\n"{""a"":1}"\n""\n'),
+    (pa.array([pa.MonthDayNano([1, 2, 3]), None], pa.month_day_nano_interval()),
+     'c\n1M2d3ns\n""\n'),
+    (pa.array([None, None], pa.int64()), 'c\n""\n""\n'),
+])
+def test_single_column_nulls_that_read_back_as_strings_are_an_error(sluice, tmp_path, values,
+                                                                    written_before):
+    """A lone null written "" read back as the empty string wherever the
+    column reads back as strings: nested values (JSON text) and intervals
+    are strings to pyarrow's reader and sluice's, and a column with no value
+    at all is a column of strings (a null type in pyarrow, whose own writer
+    loses such rows as empty lines). These are refused as string columns
+    are, naming the column, and nothing is written; a null spelling writes
+    them. Before, `[[1], None]` came back as `['[1]', '']`."""
+    table = pa.table({"c": values})
+    src = write_arrow(table, tmp_path / "lone.arrow")
+    out = tmp_path / "lone.csv"
+    err = sluice.expect_error("convert", src, out).stderr.decode()
+    assert "column 'c'" in err and "null=NA" in err, err
+    assert not out.exists()
+    # what was written before: pyarrow too reads its "" as the empty string
+    before = tmp_path / "before.csv"
+    before.write_text(written_before)
+    if values.null_count < len(values):
+        assert pcsv.read_csv(before).column("c").to_pylist()[-1] == ""
+    _, back = sluice_csv_round_trip(sluice, tmp_path, table, write_opts=["null=NA"])
+    assert back.column("c").to_pylist()[-1] is None
+
+
+def test_single_column_nulls_before_the_first_value_round_trip(sluice, tmp_path):
+    """Nulls of a typed column written "" over several batches before its
+    one value: the column has a value, so it reads back as int64 with its
+    nulls, as in pyarrow and DuckDB."""
+    table = pa.table({"i": pa.array([None] * 5 + [7], pa.int64())})
+    src = tmp_path / "late.arrow"
+    with ipc.new_file(src, table.schema) as w:
+        w.write_table(table, max_chunksize=2)
+    out = tmp_path / "late.csv"
+    sluice.run("convert", src, out, "--threads", "4")
+    assert out.read_text() == 'i\n' + '""\n' * 5 + '7\n'
+    assert pcsv.read_csv(out).column("i").to_pylist() == [None] * 5 + [7]
+    back = tmp_path / "late_back.arrow"
+    sluice.run("convert", out, back)
+    assert read_arrow(back).equals(table)
+
+
 def test_null_spelling_strings_round_trip(sluice, tmp_path):
     """Strings spelled like the reader's default nulls are written quoted,
     and a quoted field in a string column is a string: they come back (as

@@ -21,9 +21,10 @@
 //     (pyarrow and DuckDB read "" as null unless told otherwise:
 //     quoted_strings_can_be_null=False, allow_quoted_nulls=false.) When the
 //     table has one column, an empty-spelled null is written as "" since an
-//     empty line would be skipped by readers and lose the row; in a string
-//     or binary column "" reads back as the empty string, so a null there is
-//     an error that asks for a null spelling (null=NA).
+//     empty line would be skipped by readers and lose the row; where the
+//     column reads back as strings (string, binary, nested and interval
+//     columns, a column without a value) "" reads back as the empty string,
+//     so a null there is an error that asks for a null spelling (null=NA).
 //   - floats: the shortest text of 15..17 digits that reads back as the same
 //     double ("0.1", "1", "-0", "1e+300", "nan", "inf"). NaN is the
 //     exception to "the same values": "nan" as pyarrow writes it, which
@@ -79,6 +80,9 @@ struct csv_write_options {
 /// every byte.
 struct csv_cell {
   _Alignas(64) struct sl_text text;
+  /// One-column tables: a null was written "", a value was written (for
+  /// csv_finish: a column of such nulls alone reads back as strings).
+  int lone_null, lone_value;
 };
 
 struct csv_state {
@@ -384,16 +388,27 @@ static int lone_empty_error(const char* name, int64_t row, int is_null,
 }
 
 /// Whether a quoted "" for a null in this column reads back as the empty
-/// string: strings and bytes read back as a string, and a column of the null
-/// type, "" on every line, reads as strings too. (Nested values, written as
-/// JSON text, do not read back as their type anyway.)
+/// string: the column reads back as strings. So do strings and bytes, nested
+/// values (JSON text) and intervals ("1M2d3ns"), as in pyarrow; a column of
+/// the null type is "" on every line, which reads as strings too. (A column
+/// of another type whose values are all null does as well: csv_finish.)
 static int written_as_text(const struct sl_text_field* field) {
   if (field->dictionary != NULL) return written_as_text(field->dictionary);
   switch (field->type.id) {
     case SL_TYPE_NA:
     case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY:
     case SL_TYPE_LARGE_BINARY: case SL_TYPE_FIXED_SIZE_BINARY:
+    case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST:
+    case SL_TYPE_STRUCT: case SL_TYPE_MAP:
+    case SL_TYPE_INTERVAL_MONTHS: case SL_TYPE_INTERVAL_DAY_TIME:
+    case SL_TYPE_INTERVAL_MONTH_DAY_NANO:
       return 1;
+    case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
+      // Spelled as the member's value: text when a member is.
+      for (int64_t i = 0; i < field->n_children; ++i) {
+        if (written_as_text(&field->children[i])) return 1;
+      }
+      return 0;
     default:
       return 0;
   }
@@ -431,7 +446,8 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
                           struct sl_text* out, struct sluice_error* error) {
   struct csv_state* state = ctx;
   const struct csv_write_options* o = &state->options;
-  struct sl_text* cell = &state->cell[part].text;
+  struct csv_cell* part_cell = &state->cell[part];
+  struct sl_text* cell = &part_cell->text;
   // With one column and an empty null spelling a null row would be an empty
   // line, which readers skip: write "" instead (an error where "" would read
   // back as the empty string).
@@ -463,7 +479,10 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
                        ? 0
                        : sl_text_spell_number(field, column, child_row, 0, out);
         if (done < 0) goto oom;
-        if (done) continue;
+        if (done) {
+          part_cell->lone_value |= lone_null_quoted;
+          continue;
+        }
       }
       if (sl_value_is_null(field, column, child_row)) {
         if (lone_unquoted && o->null_len == 0)
@@ -473,11 +492,13 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
           if (sl_text_append_char(out, o->quote) != 0 || sl_text_append_char(out, o->quote) != 0) {
             goto oom;
           }
+          part_cell->lone_null = 1;
         } else if (sl_text_append(out, o->null_text, o->null_len) != 0) {
           goto oom;
         }
         continue;
       }
+      part_cell->lone_value |= lone_null_quoted;
       sl_text_clear(cell);
       SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, cell, error));
       if (lone_unquoted && cell->len == 0)
@@ -494,6 +515,23 @@ oom:
 }
 
 static void csv_rows_written(void* ctx, int64_t rows) { ((struct csv_state*)ctx)->rows += rows; }
+
+/// A one-column table whose nulls were written "" and that has no value:
+/// the reader infers such a column as strings and reads "" as the empty
+/// string (the file is that of a column of empty strings).
+static int csv_finish(void* ctx, const struct sl_text_field* row, struct sluice_error* error) {
+  const struct csv_state* state = ctx;
+  int nulls = 0, values = 0;
+  for (int i = 0; i < CSV_MAX_PARTS; ++i) {
+    nulls |= state->cell[i].lone_null;
+    values |= state->cell[i].lone_value;
+  }
+  if (!nulls || values) return 0;
+  return sl_error_set(error, EINVAL, "csv: column '%s' holds only nulls: alone on their lines "
+                      "they are written \"\" (an empty line is skipped by readers), which reads "
+                      "back as the empty string in a column no value types; give a null "
+                      "spelling (null=NA)", row->children[0].name);
+}
 
 static int csv_init(void* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   struct csv_state* state = ctx;
@@ -517,7 +555,7 @@ static int csv_start(void* ctx, const struct sl_text_field* row, struct sl_sink*
 static const struct sl_text_format k_csv_format = {
     .name = "csv", .ctx_size = sizeof(struct csv_state), .max_parts = CSV_MAX_PARTS,
     .init = csv_init, .release = csv_release, .start = csv_start, .spell = csv_spell_rows,
-    .written = csv_rows_written};
+    .written = csv_rows_written, .finish = csv_finish};
 
 static int csv_open(const struct ArrowSchema* schema, struct sl_sink* sink,
                     const struct sl_write_args* args, void** state, struct sluice_error* error) {

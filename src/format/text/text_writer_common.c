@@ -95,7 +95,10 @@ int sl_text_writer_push(void* state, struct ArrowArray* batch, int end_row_group
 }
 
 int sl_text_writer_finish(void* state, struct sluice_error* error) {
-  return stop_pool(state, 0, error);
+  struct text_writer* w = state;
+  int rc = stop_pool(w, 0, error);
+  if (rc == 0 && w->format->finish != NULL) rc = w->format->finish(w->ctx, &w->row, error);
+  return rc;
 }
 
 int sl_text_spell_number(const struct sl_text_field* field, const struct ArrowArray* column,

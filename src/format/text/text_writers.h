@@ -20,7 +20,8 @@ struct sl_text_field;
 /// and the rest made), the header (`start`, NULL = none; written at open),
 /// and how a range of rows is spelled (on up to max_parts threads,
 /// text_rows_parallel.h). `written` (NULL = none) learns how many rows each
-/// batch had, for row numbers in messages.
+/// batch had, for row numbers in messages. `finish` (NULL = none) checks,
+/// after the last batch is spelled, what no single batch could tell.
 struct sl_text;
 struct sl_text_format {
   const char* name;
@@ -34,6 +35,7 @@ struct sl_text_format {
                const struct ArrowArray* batch, int64_t begin, int64_t end, struct sl_text* out,
                struct sluice_error* error);
   void (*written)(void* ctx, int64_t rows);
+  int (*finish)(void* ctx, const struct sl_text_field* row, struct sluice_error* error);
 };
 
 /// The push interface of sl_format_writer for a text format. The spelling
