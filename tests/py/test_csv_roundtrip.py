@@ -242,6 +242,25 @@ def test_timestamp_extremes_spelled_exactly(sluice, tmp_path):
     assert got[2][1] == "1969-12-31T23:59:59.999Z"  # -1 ms
 
 
+def test_uint64_past_int64_is_inferred_as_float64_and_read_exactly_by_schema(sluice, tmp_path):
+    """The writer spells uint64 exactly. Inferred, integers past int64 make
+    the column float64, as pyarrow infers it (18446744073709551615 becomes
+    2**64); --schema u:uint64 reads them exactly, the values DuckDB reads as
+    HUGEINT (README: CSV types)."""
+    values = [1, 2**64 - 1, 2**63 + 1, None]
+    table = pa.table({"u": pa.array(values, pa.uint64()), "i": pa.array([1, 2, 3, 4])})
+    csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table)
+    assert csv_path.read_text() == \
+        "u,i\n1,1\n18446744073709551615,2\n9223372036854775809,3\n,4\n"
+    assert back.schema.field("u").type == pcsv.read_csv(csv_path).schema.field("u").type \
+        == pa.float64()
+    assert back.column("u").to_pylist() == [1.0, 2.0**64, 2.0**63, None]
+    _, exact = sluice_csv_round_trip(sluice, tmp_path, table, read_opts=["schema=u:uint64"])
+    assert exact.equals(table)
+    duckdb = pytest.importorskip("duckdb")
+    assert [r[0] for r in duckdb.sql(f"select u from '{csv_path}'").fetchall()] == values
+
+
 def test_strings_that_look_like_other_types(sluice, tmp_path):
     table = pa.table({"s": pa.array(["123", "true", "2023-01-15", "1e5", "-0", "", None, "x"]),
                       "i": pa.array(range(8), pa.int64())})
