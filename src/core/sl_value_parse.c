@@ -42,10 +42,13 @@ static int64_t clock_at(const uint8_t* p, int64_t i, int64_t n, int comma, int* 
 int sl_parse_timestamp(const uint8_t* p, int64_t n, int64_t* seconds, int32_t* nanos,
                         int* has_zone) {
   int64_t days;
-  if (!(n >= 10 && sl_parse_ymd((const char*)p, &days))) return 0;
+  int64_t i = 10;
+  if (!(n >= 10 && sl_parse_ymd((const char*)p, &days)) &&
+      (n < 11 || (i = sl_parse_ymd_expanded(p, n, &days)) == 0)) {  // a year past 0..9999
+    return 0;
+  }
   int hh = 0, mm = 0, ss = 0;
   int32_t ns = 0;
-  int64_t i = 10;
   *has_zone = 0;
   if (i < n) {
     if (p[i] != 'T' && p[i] != ' ') return 0;

@@ -137,6 +137,28 @@ int sl_parse_ymd(const char* text, int64_t* days) {
   return 1;
 }
 
+int64_t sl_parse_ymd_expanded(const uint8_t* p, int64_t n, int64_t* days) {
+  static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int64_t i = 0;
+  int sign = 1;
+  if (n > 0 && (p[0] == '+' || p[0] == '-')) sign = p[i++] == '-' ? -1 : 1;
+  int64_t y = 0, start = i;
+  for (; i < n && (unsigned)(p[i] - '0') <= 9; ++i) {
+    if (i - start == 9) return 0;  // (no date32 or timestamp reaches a billion years)
+    y = y * 10 + (p[i] - '0');
+  }
+  int64_t digits = i - start;
+  if (digits < 4 || (start == 0 && digits < 5)) return 0;  // sign and 4+, or 5+
+  if (n < i + 6 || p[i] != '-' || p[i + 3] != '-') return 0;
+  unsigned m0 = p[i + 1] - '0', m1 = p[i + 2] - '0', d0 = p[i + 4] - '0', d1 = p[i + 5] - '0';
+  if ((m0 > 9) | (m1 > 9) | (d0 > 9) | (d1 > 9)) return 0;
+  int m = (int)(m0 * 10 + m1), d = (int)(d0 * 10 + d1);
+  y *= sign;
+  if (m < 1 || m > 12 || d < 1 || d > dim[m - 1] + (m == 2 && is_leap(y))) return 0;
+  *days = days_from_civil(y, m, d);
+  return i + 6;
+}
+
 static int64_t year_of_days(int64_t days) {
   int64_t y = floor_div(days * 400, 146097) + 1970;  // close; then fix up
   while (days_from_civil(y, 1, 1) > days) --y;

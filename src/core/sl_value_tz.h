@@ -23,5 +23,11 @@ int32_t sl_tz_offset(const struct sl_tz* tz, int64_t utc_seconds);
 /// The date `YYYY-MM-DD` in text[0, 10) (a real day of the proleptic
 /// Gregorian calendar) as days since 1970-01-01: 1 and *days, else 0.
 int sl_parse_ymd(const char* text, int64_t* days);
+/// A date at the start of p[0, n) whose year is an ISO 8601 expanded one: a
+/// sign and 4 or more digits (`+10000-01-01`, as sluice writes years past
+/// 9999; `-0001-01-01`, astronomical: 2 BC), or 5 or more digits without a
+/// sign (`10000-01-01`, as pyarrow, DuckDB and numpy write them); at most 9
+/// digits. Returns the bytes it takes (0: none) and *days.
+int64_t sl_parse_ymd_expanded(const uint8_t* p, int64_t n, int64_t* days);
 
 #endif

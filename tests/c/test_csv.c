@@ -920,6 +920,60 @@ static void test_parse_date_like_timegm(void** unused) {
   }
 }
 
+// Years outside 0..9999, ISO 8601's expanded form: a sign and 4+ digits
+// (as sluice writes them), or 5+ digits without one (as pyarrow and DuckDB
+// write years past 9999); as glibc's calendar has them, to date32's ends.
+static void test_parse_date_expanded_years(void** unused) {
+  (void)unused;
+  char text[32];
+  for (int y = -20000; y <= 300000; y += (y > -10 && y < 10010) ? 1 : 997) {
+    for (int m = 1; m <= 12; m += 1) {
+      for (int d = 27; d <= 31; ++d) {
+        struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d, .tm_hour = 12};
+        time_t t = timegm(&tm);
+        struct tm back;
+        int exists = gmtime_r(&t, &back) != NULL && back.tm_year == y - 1900 &&
+                     back.tm_mon == m - 1 && back.tm_mday == d;
+        int32_t want = (int32_t)((t - 12 * 3600) / 86400);
+        for (int form = 0; form < 2; ++form) {
+          if (form == 1 && (y < 10000)) continue;
+          snprintf(text, sizeof text, form == 0 ? "%+05d-%02d-%02d" : "%d-%02d-%02d", y, m, d);
+          int32_t got = 0;
+          int ok = sl_csv_parse_date32((const uint8_t*)text, (int64_t)strlen(text), &got);
+          if (ok != exists || (ok && got != want)) {
+            fprintf(stderr, "%s: parsed %d (%d), want %d (%d)\n", text, ok, got, exists, want);
+            fail();
+          }
+          int64_t sec;
+          int32_t ns;
+          int zone;
+          snprintf(text + strlen(text), sizeof text - strlen(text), " 12:00:00");
+          ok = sl_parse_timestamp((const uint8_t*)text, (int64_t)strlen(text), &sec, &ns, &zone);
+          if (ok != exists || (ok && sec != (int64_t)t)) {
+            fprintf(stderr, "%s: parsed %d (%lld), want %d\n", text, ok, (long long)sec, exists);
+            fail();
+          }
+        }
+      }
+    }
+  }
+  int32_t got = 0;
+  assert_true(sl_csv_parse_date32((const uint8_t*)"+5881580-07-11", 14, &got));
+  assert_int_equal(got, INT32_MAX);
+  assert_true(sl_csv_parse_date32((const uint8_t*)"-5877641-06-23", 14, &got));
+  assert_int_equal(got, INT32_MIN);
+  static const char* const bad[] = {"+5881580-07-12", "-5877641-06-22", "+999-01-01",
+                                    "-001-01-01",     "1000-01-01x",    "-0001-02-29",
+                                    "+1234567890-01-01", "12345-13-01", "+-1234-01-01",
+                                    "+12345-01-01x", "12345-1-01"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    if (sl_csv_parse_date32((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), &got)) {
+      fprintf(stderr, "%s: parsed\n", bad[i]);
+      fail();
+    }
+  }
+}
+
 /// Seconds and nanoseconds in a unit: exact to int64's ends, on both sides
 /// of the epoch.
 static void test_timestamp_in_unit(void** unused) {
@@ -1146,6 +1200,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_parse_double),
       cmocka_unit_test(test_fused_numbers_match_strtod),
       cmocka_unit_test(test_parse_date_like_timegm),
+    cmocka_unit_test(test_parse_date_expanded_years),
       cmocka_unit_test(test_fused_crosses_quoted_columns),
       cmocka_unit_test(test_corpus),         cmocka_unit_test(test_parsed_pages_leave),
       cmocka_unit_test(test_count_byte_paths), cmocka_unit_test(test_join_formats),

@@ -242,6 +242,50 @@ def test_timestamp_extremes_spelled_exactly(sluice, tmp_path):
     assert got[2][1] == "1969-12-31T23:59:59.999Z"  # -1 ms
 
 
+def test_years_outside_0_to_9999_read_back(sluice, tmp_path):
+    """Years past 9999 are written with a sign, ISO 8601's expanded form
+    (`+10000-01-01`, which polars and numpy read; `-0001-01-01` is 2 BC, as
+    pyarrow and numpy write it). sluice's reader took them for text (with a
+    schema: "cannot parse"); it reads them now, inferred or given, and reads
+    DuckDB's and pyarrow's unsigned `10000-01-01` too. Values no timestamp
+    unit holds stay text."""
+    days = [int(np.datetime64(d, "D").astype(np.int64)) for d in
+            ["2024-01-01", "+10000-01-01", "-0001-01-01", "0000-02-29", "+294246-12-31"]]
+    table = pa.table({"d": pa.array(days, pa.date32()),
+                      "ts": pa.array([d * 86400 * 10**6 + 1 for d in days], pa.timestamp("us")),
+                      "tsz": pa.array([d * 86400 for d in days], pa.timestamp("s", tz="UTC"))})
+    csv_path, back = sluice_csv_round_trip(sluice, tmp_path, table)
+    lines = csv_path.read_text().splitlines()
+    assert lines[2] == "+10000-01-01,+10000-01-01 00:00:00.000001,+10000-01-01 00:00:00Z"
+    assert lines[3].startswith("-0001-01-01,")
+    want = table.set_column(2, "tsz", table.column("tsz").cast(pa.timestamp("us", tz="UTC")))
+    assert back.equals(want)
+    _, given = sluice_csv_round_trip(sluice, tmp_path, table, read_opts=[
+        "schema=d:date32|ts:timestamp[us]|tsz:timestamp[s, tz=UTC]"])
+    assert given.equals(table)
+    polars = pytest.importorskip("polars")
+    dates = tmp_path / "dates.csv"  # (polars takes no year past 262143)
+    dates.write_text("\n".join(line.split(",")[0] for line in lines[:-1]) + "\n")
+    got = polars.read_csv(dates, try_parse_dates=True)
+    assert got["d"].cast(polars.Int32).to_list() == days[:-1]
+    duckdb = pytest.importorskip("duckdb")
+    theirs = tmp_path / "duck.csv"
+    duckdb.sql("copy (select DATE '10000-01-01' d, TIMESTAMP '10000-01-01 00:00:01' ts, "
+               "DATE '2024-01-01' d2) to '%s'" % theirs)
+    assert theirs.read_text().splitlines()[1] == "10000-01-01,10000-01-01 00:00:01,2024-01-01"
+    out = tmp_path / "duck.arrow"
+    sluice.run("convert", theirs, out)
+    back = read_arrow(out)
+    assert back.schema.types == [pa.date32(), pa.timestamp("us"), pa.date32()]
+    assert back.column("d").cast(pa.int32()).to_pylist() == [days[1]]
+    assert back.column("ts").cast(pa.int64()).to_pylist() == [days[1] * 86400 * 10**6 + 10**6]
+    # no timestamp unit reaches these: text, as pyarrow reads any of them
+    big = tmp_path / "big.csv"
+    big.write_text("d\n+300000-01-01 00:00:00\n2024-01-01\n")
+    sluice.run("convert", big, tmp_path / "big.arrow")
+    assert read_arrow(tmp_path / "big.arrow").schema.field("d").type == pa.string()
+
+
 def test_uint64_past_int64_is_inferred_as_float64_and_read_exactly_by_schema(sluice, tmp_path):
     """The writer spells uint64 exactly. Inferred, integers past int64 make
     the column float64, as pyarrow infers it (18446744073709551615 becomes

@@ -130,14 +130,15 @@ static int naive_needs_zone(const struct csv_column* col) {
 }
 
 /// Whether p[0, n) is a date-time with digits past the microsecond outside
-/// timestamp[ns]'s range, which no timestamp unit holds (as inference
-/// makes such a sampled column a string).
+/// timestamp[ns]'s range, or one outside timestamp[us]'s, which no timestamp
+/// unit holds (as inference makes such a sampled column a string).
 static int past_nanos(const uint8_t* p, int64_t n) {
   int64_t sec, v;
   int32_t ns;
   int zone;
-  return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) && ns % 1000 != 0 &&
-         !sl_timestamp_in_unit(sec, ns, 1000000000, &v);
+  return sl_csv_parse_timestamp(p, n, &sec, &ns, &zone) &&
+         ((ns % 1000 != 0 && !sl_timestamp_in_unit(sec, ns, 1000000000, &v)) ||
+          !sl_timestamp_in_unit(sec, ns, 1000000, &v));
 }
 
 /// The step an inferred column must take to hold value p[0, n) that did not

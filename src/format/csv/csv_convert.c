@@ -427,7 +427,12 @@ static int parse_ymd(const uint8_t* p, int64_t n, int64_t* days) {
 
 static int parse_date32_exact(const uint8_t* p, int64_t n, int32_t* out) {
   int64_t days;
-  if (n != 10 || !parse_ymd(p, n, &days)) return 0;
+  if (n == 10) {
+    if (!parse_ymd(p, n, &days)) return 0;
+  } else if (n < 11 || sl_parse_ymd_expanded(p, n, &days) != n || days < INT32_MIN ||
+             days > INT32_MAX) {  // years past 0..9999, as the writers spell them
+    return 0;
+  }
   *out = (int32_t)days;
   return 1;
 }
@@ -562,6 +567,8 @@ void sl_csv_infer_add_value(struct csv_infer_state* s, const uint8_t* p, int64_t
       s->any_zone |= zone;
       s->any_nanos |= ns % 1000 != 0;
       s->any_wide |= !sl_timestamp_in_unit(sec, ns, 1000000000, &v);
+      // A year past [us]'s +-294,247 (an expanded one): no unit holds it.
+      if (!sl_timestamp_in_unit(sec, ns, 1000000, &v)) s->can &= ~CAN(CSV_KIND_TIMESTAMP);
       // Digits past the microsecond need [ns], which does not reach this
       // far: no unit holds the column without cutting digits, so it is
       // text (as pyarrow infers it; DuckDB and polars cut to [us]).
