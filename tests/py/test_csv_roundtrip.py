@@ -708,6 +708,26 @@ def test_quote_none_refuses_a_double_quote(sluice, tmp_path, table):
     assert not out.exists()
 
 
+def test_quote_none_refuses_a_double_quote_in_the_null_spelling(sluice, tmp_path):
+    """null='"N' with quote=none was written bare ('"N,2'), a quoted field
+    to readers: sluice's reader then failed "unterminated quoted field" and
+    pyarrow's "Expected 2 columns, got 1". Refused as a value holding '"' is;
+    with quoting on, the quote character is refused as before."""
+    table = pa.table({"s": ["ok", None], "i": [1, 2]})
+    src = write_arrow(table, tmp_path / "qn.arrow")
+    out = tmp_path / "qn.csv"
+    err = sluice.expect_error("convert", src, out, "-W", "quote=none",
+                              "-W", 'null="N').stderr.decode()
+    assert "null='\"N'" in err and "quote=none" in err, err
+    assert not out.exists()
+    err = sluice.expect_error("convert", src, out, "-W", "quote=squote",
+                              "-W", "null='N").stderr.decode()
+    assert "the quote" in err, err
+    # a '"' is fine where quotes are another character
+    sluice.run("convert", src, out, "-W", "quote=squote", "-W", 'null="N')
+    assert out.read_text() == "s,i\nok,1\n\"N,2\n"
+
+
 # ---- values spelled like null spellings, and the first field -------------------
 
 def test_nan_string_stays_a_string(sluice, tmp_path):

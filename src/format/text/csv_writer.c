@@ -188,13 +188,18 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
   if (o->delimiter == o->quote) {
     return sl_error_set(error, EINVAL, "CSV write options: the delimiter equals the quote");
   }
+  // With quote=none a '"' still starts a quoted field for readers, as in
+  // csv_needs_quotes (null="N went out bare, and the file did not read back).
+  const char quote = o->quote != 0 ? o->quote : '"';
   for (size_t i = 0; i < o->null_len; ++i) {
     char c = o->null_text[i];
-    if (c == o->delimiter || (o->quote != 0 && c == o->quote) || c == '\n' || c == '\r') {
+    if (c == o->delimiter || c == quote || c == '\n' || c == '\r') {
       return sl_error_set(error, EINVAL,
                           "CSV write option null='%.*s': the null spelling cannot contain the "
-                          "delimiter, the quote or a line break",
-                          (int)o->null_len, o->null_text);
+                          "delimiter, the quote%s or a line break",
+                          (int)o->null_len, o->null_text,
+                          o->quote == 0 ? " (a '\"', which readers take for one with quote=none)"
+                                        : "");
     }
   }
   return 0;
