@@ -592,6 +592,12 @@ def small_arrow(tmp_path) -> Path:
     ("null=x;y", None),
     ("quote=none", "needs quotes"),
     ("delimiter=\"", "delimiter equals the quote"),
+    # the reason, not only the value (review finding)
+    ("delimiter=é", "bad value 'é' (one single-byte character other than a line break, or "
+                    "comma, semicolon, tab, pipe or space)"),
+    ("quote=ab", "or dquote, squote or none)"),
+    ("header=yes", "bad value 'yes' (true or false)"),
+    ("compression=gzip", "by its name's suffix (.gz, .zst, .bz2, .xz) or by --compression"),
 ])
 def test_bad_write_options(sluice, tmp_path, small_arrow, opt, message):
     out = tmp_path / "o.csv"
@@ -836,6 +842,14 @@ def test_line_terminator_as_characters_and_escaped_messages(sluice, tmp_path, sm
     chars = tmp_path / "chars.csv"
     sluice.run("convert", small_arrow, chars, "-W", "line_terminator=\r\n")
     assert chars.read_bytes() == crlf.read_bytes() and b"\r\n" in crlf.read_bytes()
+    # Spelled with backslashes, as a shell passes -W 'line_terminator=\r\n'
+    # (as delimiter=\t is taken): the message listed the spelling as valid
+    # and refused it.
+    for spelled, want in (("\\r\\n", crlf), ("\\n", None)):
+        out = tmp_path / "spelled.csv"
+        sluice.run("convert", small_arrow, out, "-W", f"line_terminator={spelled}")
+        assert out.read_bytes() == (want.read_bytes() if want else
+                                    crlf.read_bytes().replace(b"\r\n", b"\n"))
     err = sluice.expect_error("convert", small_arrow, tmp_path / "bad.csv", "-W",
                               "line_terminator=\n\r\x01").stderr.decode()
     assert "bad value '\\n\\r\\x01'" in err and err.count("\n") == 1, repr(err)

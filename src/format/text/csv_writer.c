@@ -6,7 +6,7 @@
 //   header=true|false                                      (default true)
 //   null=<text>          the spelling of nulls              (default empty)
 //   quote=<char>|dquote|squote|none                        (default '"')
-//   line_terminator=lf|crlf (or "\n", "\r\n")                (default lf)
+//   line_terminator=lf|crlf (or "\n", "\r\n", or spelled \n, \r\n) (default lf)
 //   float_format=shortest|point                            (default shortest)
 //   timestamp_format=space|iso                             (default space)
 //
@@ -154,11 +154,14 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
       o->null_text = v;
       o->null_len = vlen;
     } else if (value_is(s, klen, "line_terminator")) {
-      // The characters themselves too, as pandas' lineterminator= takes them.
-      if (value_is(v, vlen, "lf") || value_is(v, vlen, "\n")) {
+      // The characters themselves too, as pandas' lineterminator= takes them,
+      // and spelled with backslashes, as a shell passes '\r\n' (and as
+      // delimiter=\t is taken).
+      if (value_is(v, vlen, "lf") || value_is(v, vlen, "\n") || value_is(v, vlen, "\\n")) {
         o->eol = "\n";
         o->eol_len = 1;
-      } else if (value_is(v, vlen, "crlf") || value_is(v, vlen, "\r\n")) {
+      } else if (value_is(v, vlen, "crlf") || value_is(v, vlen, "\r\n") ||
+                 value_is(v, vlen, "\\r\\n")) {
         o->eol = "\r\n";
         o->eol_len = 2;
       } else {
@@ -173,16 +176,37 @@ static int csv_write_options_parse(const char* text, struct csv_write_options* o
       else if (value_is(v, vlen, "iso")) o->timestamp_iso = 1;
       else ok = 0;
     } else {
+      // The file's compression is the sink's, not the CSV writer's: say where it goes.
+      const int compression = value_is(s, klen, "compression") || value_is(s, klen, "codec");
       return sl_error_set(error, EINVAL,
-                          "unknown CSV write option '%.*s' (known: " CSV_KNOWN_KEYS ")",
-                          (int)klen, s);
+                          "unknown CSV write option '%.*s' (known: " CSV_KNOWN_KEYS ")%s",
+                          (int)klen, s,
+                          compression ? "; a CSV file is compressed whole by its name's suffix "
+                                        "(.gz, .zst, .bz2, .xz) or by --compression (Python: "
+                                        "compression=)"
+                                      : "");
     }
     if (!ok) {
       char shown[64];
+      const char* why = "";
+      if (value_is(s, klen, "line_terminator")) {
+        why = " (lf, crlf, or the characters: a line feed or CR LF, or \\n and \\r\\n "
+              "spelled with backslashes)";
+      } else if (value_is(s, klen, "quote")) {
+        why = " (one single-byte character other than a line break, or dquote, squote or none)";
+      } else if (value_is(s, klen, "delimiter") || value_is(s, klen, "delim") ||
+                 value_is(s, klen, "sep")) {
+        why = " (one single-byte character other than a line break, or comma, semicolon, "
+              "tab, pipe or space)";
+      } else if (value_is(s, klen, "header")) {
+        why = " (true or false)";
+      } else if (value_is(s, klen, "float_format")) {
+        why = " (shortest or point)";
+      } else if (value_is(s, klen, "timestamp_format")) {
+        why = " (space or iso)";
+      }
       return sl_error_set(error, EINVAL, "CSV write option '%.*s': bad value '%s'%s", (int)klen,
-                          s, sl_escaped(v, vlen, '\'', shown, sizeof shown),
-                          value_is(s, klen, "line_terminator") ? " (lf, crlf, \\n or \\r\\n)"
-                                                               : "");
+                          s, sl_escaped(v, vlen, '\'', shown, sizeof shown), why);
     }
   }
   if (o->delimiter == o->quote) {
