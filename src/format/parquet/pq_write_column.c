@@ -11,6 +11,11 @@
 // not waste time on columns that cannot benefit (random doubles, ids), the
 // attempt is abandoned for the whole chunk when, after the first 16384
 // values, more than half were distinct.
+//
+// Each dictionary-encoded page's indices take the bits of that page's
+// largest index, not of the whole dictionary's (Arrow C++ sizes them from
+// the dictionary so far): 10 categories take 4 bits, although the chunk's
+// dictionary later grows to 36000 values.
 #include <string.h>
 
 #include "core/sl_alloc.h"
@@ -21,6 +26,10 @@
 #include "format/parquet/pq_write_internal.h"
 
 #define PQW_PROBE_VALUES 16384
+/// A dictionary page ends before the row of an index that would widen all
+/// its indices by more than this many bits in all (more than a new page
+/// costs), so that a few wide indices do not widen many narrow ones.
+#define PQW_WIDEN_CUT_BITS 8192
 
 int sl_pqw_scratch_init(struct pqw_scratch* s, const struct sluice_allocator* alloc,
                      struct sluice_error* error) {
@@ -518,6 +527,7 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
   const struct pqw_ba* ba = (const struct pqw_ba*)(const void*)d->vdata;
   const int16_t* def = (const int16_t*)(const void*)d->def.data;
   const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
+  const uint32_t* idx = (const uint32_t*)(const void*)s->indices.data;
   int has_levels = leaf->max_def > 0 || leaf->max_rep > 0;
   int all_defined = leaf->max_rep == 0 && d->null_count == 0;  // every level max_def
   int v2 = opt->data_page_version == 2;
@@ -527,20 +537,70 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
     int sized = 0;
     int dict_page = use_dict && lv < dict_levels;
     int64_t end = dict_page ? dict_levels : d->n_levels;  // of this page's encoding
-    if (d->n_values == d->n_levels && leaf->max_rep == 0 && leaf->type != PQ_BYTE_ARRAY) {
+    if (!dict_page && d->n_values == d->n_levels && leaf->max_rep == 0 &&
+        leaf->type != PQ_BYTE_ARRAY) {
       // Every level is a value of fixed cost: the page's end is arithmetic.
-      int64_t per = (dict_page ? idx_width : fixed_cost) + 2;
+      int64_t per = fixed_cost + 2;
       int64_t n_page = (page_bits + per - 1) / per;
       l_end = end - lv < n_page ? end : lv + n_page;
       v_end = l_end;
       sized = 1;
     }
+    uint32_t page_max = 0;  // the page's largest index so far
+    int page_width = 1;     // its bits (at least 1, as Arrow C++ writes them)
+    int rescan = 0;         // page_max may be of an index left to the next page
+    if (dict_page && d->n_values == d->n_levels && leaf->max_rep == 0) {
+      // Every level is an index: the page ends where indices of its width
+      // so far fill it, or before one that would widen too many.
+      int64_t k = lv;
+      for (;;) {
+        int64_t per = page_width + 2, fill = (page_bits + per - 1) / per;
+        int64_t stop = end - lv < fill ? end : lv + fill;
+        while (stop - k >= 64) {  // blocks without a wider index, vectorised
+          uint32_t most = 0;
+          for (int j = 0; j < 64; ++j) most = idx[k + j] > most ? idx[k + j] : most;
+          if (most > page_max) break;
+          k += 64;
+        }
+        while (k < stop && idx[k] <= page_max) ++k;
+        if (k >= stop) break;
+        int wider = sl_pq_bit_width(idx[k]);
+        if (wider > page_width && k > lv && (k - lv) * (wider - page_width) > PQW_WIDEN_CUT_BITS)
+          break;
+        page_max = idx[k++];
+        if (wider > page_width) page_width = wider;
+      }
+      l_end = v_end = k;
+      sized = 1;
+    }
+    int64_t row_l = lv, row_v = vv;        // where the last row begun starts
     while (!sized && l_end < end) {
+      if (leaf->max_rep == 0 || rep[l_end] == 0) {
+        row_l = l_end;
+        row_v = v_end;
+      }
       int present = !has_levels || leaf->max_def == 0 || def[l_end] == leaf->max_def;
       if (present) {
-        if (dict_page) bits += idx_width;
-        else if (leaf->type == PQ_BYTE_ARRAY) bits += (4 + ba[v_end].len) * 8;
-        else bits += fixed_cost;
+        if (dict_page) {
+          uint32_t ix = idx[v_end];
+          if (ix > page_max) {
+            int wider = sl_pq_bit_width(ix);
+            if (wider > page_width && row_l > lv &&
+                (v_end - vv) * (wider - page_width) > PQW_WIDEN_CUT_BITS) {
+              rescan = row_l < l_end;  // the next page begins with this row
+              l_end = row_l;
+              v_end = row_v;
+              break;
+            }
+            page_max = ix;
+            if (wider > page_width) page_width = wider;
+          }
+          bits = (v_end + 1 - vv) * page_width + 2 * (l_end - lv);
+        } else if (leaf->type == PQ_BYTE_ARRAY) {
+          bits += (4 + ba[v_end].len) * 8;
+        } else {
+          bits += fixed_cost;
+        }
         v_end++;
       }
       bits += 2;  // levels, roughly
@@ -568,10 +628,14 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
                                      &def_len, error));
     int64_t levels_len = s->page.size;
     if (dict_page) {
-      uint8_t bw = (uint8_t)idx_width;
+      if (rescan) {
+        page_max = 0;
+        for (int64_t k = vv; k < v_end; ++k) page_max = idx[k] > page_max ? idx[k] : page_max;
+        page_width = page_max > 1 ? sl_pq_bit_width(page_max) : 1;
+      }
+      uint8_t bw = (uint8_t)page_width;  // the byte before the indices
       if (sl_buffer_append(&s->page, &bw, 1) != 0) return oom(error);
-      const uint32_t* idx = (const uint32_t*)(void*)s->indices.data + vv;
-      int rc = sl_pq_rle_encode_u32(idx, n_v, idx_width, &s->page);
+      int rc = sl_pq_rle_encode_u32(idx + vv, n_v, page_width, &s->page);
       if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
                                                                      "index encoding failed");
     } else if (leaf->conv != PQW_CV_NULL) {
