@@ -1229,7 +1229,16 @@ def test_every_corpus_type_renders(sluice_bin, path):
         assert len(lines) == table.num_rows
         for line in lines:
             assert set(json.loads(line)) <= set(table.column_names) | {""}
-    rows = list(csv.reader(io.StringIO(ok(sluice_bin, "cat", path, "-t", "csv").decode(),
+    csv_args = ["-t", "csv"]
+    proc = run(sluice_bin, "cat", path, *csv_args)
+    if proc.returncode != 0:
+        # A null alone on its line, where "" would read back as the empty
+        # string (a column that reads back as text: nested, intervals):
+        # refused, asking for a spelling; with one, it renders.
+        assert table.num_columns == 1 and table.column(0).null_count > 0, proc.stderr
+        assert b"give a null spelling (null=NA)" in proc.stderr, proc.stderr
+        csv_args += ["-W", "null=NA"]
+    rows = list(csv.reader(io.StringIO(ok(sluice_bin, "cat", path, *csv_args).decode(),
                                        newline="")))
     assert len(rows) == table.num_rows + 1
     # (A null in a one-column table is an empty line: CSV's own ambiguity.)
