@@ -36,7 +36,7 @@ from test_avro_interop import (ALIAS_CASES, ALIAS_ROWS, ALIAS_WRITER, RESOLVE_CA
                                  ROOT_NULLABLE_CASES,
                                  SAME_SHORT_NAME_CASES, SPECIAL_DEFAULTS_READER, _rec, compare, norm_arrow, read_resolved,
                                  sluice_read, union_as_branch_names, write_resolved)
-from test_avro_writer import all_types_table, write_arrow  # noqa: E402
+from test_avro_writer import NAMED_ROWS, NAMED_SCHEMA, all_types_table, write_arrow  # noqa: E402
 
 JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
 ROWS = 120
@@ -165,6 +165,50 @@ def test_java_reads_sluice_empty(tmp_path, sluice, avro_tools):
     write_arrow(src, all_types_table()[0].slice(0, 0))
     sluice.run("convert", src, out, "-W", "codec=deflate")
     assert check_java_reads(avro_tools, out) == []
+
+
+def tojson_lines(avro_tools, path: Path, reader: Path | None = None) -> list[str]:
+    extra = ["--reader-schema-file", str(reader)] if reader is not None else []
+    proc = run_tool([*avro_tools, "tojson", *extra, str(path)])
+    return [line for line in proc.stdout.decode("utf-8").split("\n") if line]
+
+
+# Java's way of naming: short names and "namespace" keys.
+JAVA_NAMED_SCHEMA = {"type": "record", "name": "Event", "namespace": "com.example", "fields": [
+    {"name": "rec", "type": {"type": "record", "name": "Sub", "fields": [{"name": "x", "type": "int"}]}},
+    {"name": "e", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}},
+    {"name": "f", "type": {"type": "fixed", "name": "MD5", "namespace": "org.x", "size": 2}},
+    {"name": "u", "type": ["null", "Sub", {"type": "record", "name": "B", "namespace": "other",
+                                           "fields": [{"name": "b", "type": "string"}]}, "Color"]}]}
+JAVA_NAMED_ROWS = [
+    {"rec": {"x": 1}, "e": "RED", "f": "ab", "u": {"com.example.Sub": {"x": 2}}},
+    {"rec": {"x": 3}, "e": "GREEN", "f": "cd", "u": {"other.B": {"b": "s"}}},
+    {"rec": {"x": 4}, "e": "GREEN", "f": "ef", "u": {"com.example.Color": "GREEN"}},
+    {"rec": {"x": 5}, "e": "RED", "f": "gh", "u": None}]
+
+
+@pytest.mark.parametrize("writer", ["fastavro", "java"])
+def test_java_reads_sluice_copy_with_the_original_schema(tmp_path, sluice, avro_tools, writer):
+    """A copy `sluice convert` makes of an Avro file keeps the names of its
+    records, enums and fixed types, so Java reads the copy with the original
+    schema as reader schema, as it reads the original: of a fastavro-written
+    file (full names) and of a Java-written one ("namespace" keys). Java
+    refused the copy ("Found Root_e, expecting com.example.Color")."""
+    src, copy, avsc = tmp_path / "in.avro", tmp_path / "copy.avro", tmp_path / "in.avsc"
+    schema = NAMED_SCHEMA if writer == "fastavro" else JAVA_NAMED_SCHEMA
+    avsc.write_text(json.dumps(schema))
+    if writer == "fastavro":
+        with open(src, "wb") as f:
+            fastavro.writer(f, NAMED_SCHEMA, NAMED_ROWS)
+    else:
+        data = tmp_path / "in.json"
+        data.write_text("".join(json.dumps(r) + "\n" for r in JAVA_NAMED_ROWS))
+        with open(src, "wb") as f:
+            run_tool([*avro_tools, "fromjson", "--schema-file", str(avsc), str(data)], stdout=f)
+    sluice.run("convert", src, copy)
+    want = tojson_lines(avro_tools, src)
+    assert len(want) == 4
+    assert tojson_lines(avro_tools, copy, avsc) == want
 
 
 # ---- Java writes, sluice reads ------------------------------------------------------

@@ -5,6 +5,7 @@ files rewritten, and the errors. avro-c and Java Avro read sluice's files in
 test_avro_avroc.py and test_avro_java.py."""
 import datetime
 import io
+import json
 import os
 import decimal
 import subprocess
@@ -613,6 +614,93 @@ def test_record_name_kept_only_when_fields_match(tmp_path, sluice):
     assert fastavro_rows(full)[0]["name"] == fastavro_rows(src)[0]["name"]
     sluice.run("convert", src, part, "-c", "id,bool_col")
     assert fastavro_rows(part)[0]["name"] == "Root"
+
+
+# Named types in several namespaces (a dotted top-level name, as fastavro
+# writes full names; one in the null namespace inside a namespaced record),
+# used twice, in unions, arrays and maps: test_convert_keeps_avro_names, and
+# Java in test_avro_java.py.
+NAMED_SCHEMA = {"type": "record", "name": "com.example.Event", "fields": [
+    {"name": "rec", "type": {"type": "record", "name": "Sub", "fields": [
+        {"name": "x", "type": "int"},
+        {"name": "c2", "type": {"type": "enum", "name": "Inner", "namespace": "",
+                                "symbols": ["P", "Q"]}}]}},
+    {"name": "rec2", "type": ["null", "Sub"]},
+    {"name": "e", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}},
+    {"name": "f", "type": {"type": "fixed", "name": "org.x.MD5", "size": 4}},
+    {"name": "u", "type": ["null", {"type": "record", "name": "A", "fields": [{"name": "a", "type": "int"}]},
+                           {"type": "record", "name": "other.B", "fields": [{"name": "b", "type": "string"}]},
+                           "Color"]},
+    {"name": "arr", "type": {"type": "array", "items": "org.x.MD5"}},
+    {"name": "m", "type": {"type": "map", "values": "Color"}},
+    {"name": "uu", "type": {"type": "fixed", "name": "U16", "size": 16, "logicalType": "uuid"}}]}
+NAMED_ROWS = [
+    {"rec": {"x": 1, "c2": "Q"}, "rec2": {"x": 2, "c2": "P"}, "e": "RED", "f": b"abcd",
+     "u": ("com.example.A", {"a": 5}), "arr": [b"wxyz", b"1234"], "m": {"k": "RED"},
+     "uu": bytes(15) + b"\x01"},
+    {"rec": {"x": 3, "c2": "P"}, "rec2": None, "e": "GREEN", "f": b"efgh",
+     "u": ("other.B", {"b": "s"}), "arr": [], "m": {}, "uu": bytes(15) + b"\x02"},
+    {"rec": {"x": 4, "c2": "P"}, "rec2": None, "e": "GREEN", "f": b"ijkl", "u": "RED",
+     "arr": [b"mnop"], "m": {"a": "GREEN", "b": "RED"}, "uu": bytes(15) + b"\x03"},
+    {"rec": {"x": 5, "c2": "Q"}, "rec2": None, "e": "RED", "f": b"qrst", "u": None,
+     "arr": [], "m": {}, "uu": bytes(15) + b"\x04"}]
+
+
+def test_convert_keeps_avro_names(tmp_path, sluice):
+    """`sluice convert x.avro y.avro` keeps the full names of records, enums
+    and fixed types (from the avro.schema sluice's reader attaches), so the
+    original schema reads the copy as reader schema, in fastavro and in
+    sluice: they were renamed after their column (Root_rec, Root_e), and a
+    dotted top-level name became Root, and both refused the copy."""
+    src, copy, avsc = tmp_path / "in.avro", tmp_path / "copy.avro", tmp_path / "in.avsc"
+    with open(src, "wb") as f:
+        fastavro.writer(f, NAMED_SCHEMA, NAMED_ROWS)
+    avsc.write_text(json.dumps(NAMED_SCHEMA))
+    sluice.run("convert", src, copy)
+    with open(copy, "rb") as f:
+        r = fastavro.reader(f, reader_schema=NAMED_SCHEMA)
+        got, schema = list(r), r.writer_schema
+    with open(src, "rb") as f:
+        assert got == list(fastavro.reader(f))
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    assert schema["name"] == "com.example.Event"
+    assert types["rec"]["name"] == "com.example.Sub" and types["rec2"] == ["null", "com.example.Sub"]
+    assert types["rec"]["fields"][1]["type"]["name"] == "Inner"  # the null namespace
+    assert types["f"]["name"] == "org.x.MD5" and types["arr"]["items"] == "org.x.MD5"
+    assert [b if isinstance(b, str) else b["name"] for b in types["u"]] == \
+        ["null", "com.example.A", "other.B", "com.example.Color"]
+    # sluice reads the copy with the original schema as it reads the original.
+    back, want = tmp_path / "back.arrow", tmp_path / "want.arrow"
+    sluice.run("convert", "--reader-schema", avsc, copy, back)
+    sluice.run("convert", src, want)
+    assert feather.read_table(back).to_pylist() == feather.read_table(want).to_pylist()
+    # A projection keeps the nested names (the top level's fields differ: Root).
+    part = tmp_path / "part.avro"
+    sluice.run("convert", src, part, "-c", "rec,e")
+    schema = fastavro_rows(part)[0]
+    assert schema["name"] == "Root"
+    assert [f["type"]["name"] for f in schema["fields"]] == ["com.example.Sub", "com.example.Color"]
+
+
+def test_union_member_names_name_records(tmp_path, sluice):
+    """Without an Avro schema, a union's struct members are records named
+    after the members (Foo, Bar), as the reader names branches; a name used
+    again for the same type is a reference, for another type a new name."""
+    def union(names, second):
+        return pa.UnionArray.from_dense(
+            pa.array([0, 1], pa.int8()), pa.array([0, 0], pa.int32()),
+            [pa.array([{"a": 1}], pa.struct([("a", pa.int32())])), pa.array([second])], names)
+    table = pa.table({"u": union(["Foo", "Bar"], {"b": "x"}), "v": union(["Foo", "Bar"], {"b": "y"}),
+                      "w": union(["Foo", "Bar"], {"c": 1.5})})
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    write_arrow(src, table)
+    sluice.run("convert", src, dst)
+    schema, _, rows = fastavro_rows(dst)
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    assert [b["name"] for b in types["u"][1:]] == ["Foo", "Bar"]
+    assert types["v"] == ["null", "Foo", "Bar"]
+    assert types["w"][1] == "Foo" and types["w"][2]["name"] == "Root_w_1"
+    assert rows == table.to_pylist()
 
 
 @pytest.mark.parametrize("codec", ["null", "deflate", "bzip2", "zstandard"])

@@ -38,10 +38,11 @@
 // every level, validity bitmaps); arrays and maps are one block of items
 // then 0; zero rows give a header-only file.
 //
-// Names: the top-level record is "Root", or, when the stream came from an
-// Avro file with the same top-level fields (schema metadata "avro.schema"),
-// that file's record name and namespace; nested named types (records, fixed)
-// are called after their path ("Root_a_b", "Root_l_item"), made unique. Field
+// Names: records, enums and fixed types keep the full names of the Avro
+// schema the stream came from (schema metadata "avro.schema"; a record only
+// while it has that schema's fields in that order), else a union member's
+// name, else one after their path ("Root" at the top, "Root_a_b",
+// "Root_l_item"), made unique (see "Names" below). Field
 // names that are not Avro names ([A-Za-z_][A-Za-z0-9_]*) are sanitized:
 // other characters become '_', a leading digit gets a '_' in front, and two
 // fields sanitized to the same name are an error.
@@ -117,7 +118,9 @@ struct aw_ctx {
   const struct sluice_allocator* alloc;
   struct aw_buf data;
   struct avro_buf packed;
-  json_t* names;  ///< named types used so far (as an object = a set)
+  json_t* names;      ///< full name -> the type defined so far under it
+  json_t* src_named;  ///< the stream's Avro schema's named types (full name -> type)
+  const char* ns;     ///< the namespace the type being built is in
   const char* column;
   int64_t row;
   int64_t gen;  ///< batch counter (enum index maps are rebuilt per batch)
@@ -212,15 +215,279 @@ static char* sanitize(const struct sluice_allocator* alloc, const char* name) {
   return out;
 }
 
-/// A unique named-type name from `path`.
-static json_t* unique_name(struct aw_ctx* ctx, const char* path) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (int i = 2; json_object_get(ctx->names, buf) != NULL; ++i) {
-    snprintf(buf, sizeof buf, "%.480s_%d", path, i);
+/* ---- Names ------------------------------------------------------------------ */
+
+// Named types (records, enums, fixed) keep the names the stream's Avro schema
+// gives them (schema metadata "avro.schema", which sluice's reader attaches:
+// the writer's schema, or the reader schema), so that the original schema
+// still resolves against the copy; else a union member's name (the reader
+// names members after their branch's type); else a name made from the path.
+// While the schema is built every name is a full name; relative_names()
+// then writes them as Avro does, short within their namespace.
+
+static int is_avro_name(const uint8_t* p, int64_t n);
+
+static const char* const k_type_words[] = {"null", "boolean", "int", "long", "float", "double",
+                                           "bytes", "string", "record", "error", "enum",
+                                           "array", "map", "union", "fixed"};
+
+static int is_type_word(const char* s) {
+  for (size_t i = 0; i < sizeof k_type_words / sizeof k_type_words[0]; ++i) {
+    if (strcmp(s, k_type_words[i]) == 0) return 1;
   }
-  json_object_set_new(ctx->names, buf, json_true());
+  return 0;
+}
+
+/// Whether `s` is a full name a writer may give: dotted Avro names, the last
+/// not a type's name.
+static int is_full_name(const char* s) {
+  const char* p = s;
+  for (;;) {
+    const char* dot = strchr(p, '.');
+    size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
+    if (!is_avro_name((const uint8_t*)p, (int64_t)n)) return 0;
+    if (dot == NULL) return !is_type_word(p);
+    p = dot + 1;
+  }
+}
+
+static int is_named_kind(const char* type) {
+  return type != NULL && (strcmp(type, "record") == 0 || strcmp(type, "error") == 0 ||
+                          strcmp(type, "enum") == 0 || strcmp(type, "fixed") == 0);
+}
+
+/// `full`'s namespace into ns (empty for the null namespace).
+static void namespace_of(const char* full, char* ns, size_t cap) {
+  const char* dot = strrchr(full, '.');
+  snprintf(ns, cap, "%.*s", dot != NULL ? (int)(dot - full) : 0, full);
+}
+
+/// A copy of the Avro schema `t` (in namespace `ns`) in which each named
+/// type's "name" is its full name and each reference the full name it
+/// resolves to; the named types go into `named` (full name -> definition).
+/// NULL for what is not a schema (or out of memory: then no names are kept).
+static json_t* src_norm(const json_t* t, const char* ns, json_t* named, int depth) {
+  char full[1024], inner[1024];
+  if (depth > 4 * AW_MAX_DEPTH) return NULL;
+  if (json_is_string(t)) {
+    const char* s = json_string_value(t);
+    if (strchr(s, '.') != NULL || ns[0] == '\0' || is_type_word(s)) return json_string(s);
+    snprintf(full, sizeof full, "%s.%s", ns, s);
+    // The enclosing namespace's type, else the null namespace's (as Java looks it up).
+    int outer = json_object_get(named, full) == NULL && json_object_get(named, s) != NULL;
+    return json_string(outer ? s : full);
+  }
+  if (json_is_array(t)) {
+    json_t* u = json_array();
+    size_t i;
+    const json_t* b;
+    json_array_foreach(t, i, b) {
+      json_t* nb = src_norm(b, ns, named, depth + 1);
+      if (nb == NULL || json_array_append_new(u, nb) != 0) {
+        json_decref(u);
+        return NULL;
+      }
+    }
+    return u;
+  }
+  const json_t* type = json_object_get(t, "type");
+  if (type != NULL && !json_is_string(type)) return src_norm(type, ns, named, depth + 1);
+  const char* k = json_string_value(type);
+  json_t* c = k != NULL ? json_copy((json_t*)t) : NULL;
+  if (c == NULL) return NULL;
+  snprintf(inner, sizeof inner, "%s", ns);
+  int ok = 1;
+  if (is_named_kind(k)) {
+    const char* n = json_string_value(json_object_get(t, "name"));
+    const char* space = json_string_value(json_object_get(t, "namespace"));
+    if (space == NULL) space = ns;
+    if (n == NULL) {
+      ok = 0;
+    } else {
+      if (strchr(n, '.') != NULL || space[0] == '\0') snprintf(full, sizeof full, "%s", n);
+      else snprintf(full, sizeof full, "%s.%s", space, n);
+      namespace_of(full, inner, sizeof inner);
+      json_object_del(c, "namespace");
+      ok = json_object_set_new(c, "name", json_string(full)) == 0 &&
+           json_object_set(named, full, c) == 0;
+    }
+  }
+  const char* sub = strcmp(k, "array") == 0 ? "items" : strcmp(k, "map") == 0 ? "values" : NULL;
+  if (ok && sub != NULL) {
+    json_t* x = src_norm(json_object_get(t, sub), inner, named, depth + 1);
+    ok = x != NULL && json_object_set_new(c, sub, x) == 0;
+  }
+  const json_t* fields = json_object_get(t, "fields");
+  if (ok && json_is_array(fields)) {
+    json_t* nf = json_array();
+    size_t i;
+    const json_t* f;
+    ok = nf != NULL && json_object_set_new(c, "fields", nf) == 0;
+    json_array_foreach(fields, i, f) {
+      json_t* fc = ok ? json_copy((json_t*)f) : NULL;
+      json_t* x = fc != NULL ? src_norm(json_object_get(f, "type"), inner, named, depth + 1) : NULL;
+      ok = x != NULL && json_object_set_new(fc, "type", x) == 0;
+      if (!ok) {
+        json_decref(fc);
+        break;
+      }
+      ok = json_array_append_new(nf, fc) == 0;  // takes fc, also on failure
+      if (!ok) break;
+    }
+  }
+  if (!ok) {
+    json_decref(c);
+    return NULL;
+  }
+  return c;
+}
+
+/// The definition a reference names (itself when the source defines no such type).
+static const json_t* src_resolve(const struct aw_ctx* ctx, const json_t* src) {
+  const json_t* d = json_is_string(src) && ctx->src_named != NULL
+                        ? json_object_get(ctx->src_named, json_string_value(src))
+                        : NULL;
+  return d != NULL ? d : src;
+}
+
+/// The source type of a node that is not a union: ["null", T] is T.
+static const json_t* src_value(const struct aw_ctx* ctx, const json_t* src) {
+  src = src_resolve(ctx, src);
+  if (!json_is_array(src)) return src;
+  if (json_array_size(src) != 2) return NULL;
+  for (size_t i = 0; i < 2; ++i) {
+    const char* b = json_string_value(json_array_get(src, i));
+    if (b != NULL && strcmp(b, "null") == 0) return src_resolve(ctx, json_array_get(src, 1 - i));
+  }
+  return NULL;
+}
+
+/// The full name the source gives a named type of kind `kind`: a definition's,
+/// or a name (an unresolved reference, a union member's name); NULL if none.
+static const char* src_name(const struct aw_ctx* ctx, const json_t* src, const char* kind) {
+  src = src_resolve(ctx, src);
+  const char* name = json_string_value(src);
+  if (json_is_object(src)) {
+    const char* type = json_string_value(json_object_get(src, "type"));
+    int same = type != NULL && (strcmp(type, kind) == 0 ||
+                                (strcmp(kind, "record") == 0 && strcmp(type, "error") == 0));
+    name = same ? json_string_value(json_object_get(src, "name")) : NULL;
+  }
+  return name != NULL && is_full_name(name) ? name : NULL;
+}
+
+/// A unique full name made from `path`, in the enclosing namespace
+/// (registered; NULL when out of memory).
+static json_t* unique_name(struct aw_ctx* ctx, const char* path) {
+  char buf[1024];
+  const char* dot = ctx->ns[0] != '\0' ? "." : "";
+  snprintf(buf, sizeof buf, "%.500s%s%.400s", ctx->ns, dot, path);
+  for (int i = 2; json_object_get(ctx->names, buf) != NULL; ++i) {
+    snprintf(buf, sizeof buf, "%.500s%s%.400s_%d", ctx->ns, dot, path, i);
+  }
+  if (json_object_set_new(ctx->names, buf, json_true()) != 0) return NULL;
   return json_string(buf);
+}
+
+/// The name a nested named type has (NULL if `t` is none).
+static const char* named_of(const json_t* t) {
+  if (json_is_string(t)) return is_type_word(json_string_value(t)) ? NULL : json_string_value(t);
+  return is_named_kind(json_string_value(json_object_get(t, "type")))
+             ? json_string_value(json_object_get(t, "name"))
+             : NULL;
+}
+
+/// Whether two types built under one full name are the same: nested named
+/// types compare by name (Avro defines each once; the second is a reference).
+static int same_def(const json_t* a, const json_t* b, int top) {
+  const char* na = top ? NULL : named_of(a);
+  const char* nb = top ? NULL : named_of(b);
+  if (na != NULL || nb != NULL) return na != NULL && nb != NULL && strcmp(na, nb) == 0;
+  if (json_is_object(a) && json_is_object(b)) {
+    if (json_object_size(a) != json_object_size(b)) return 0;
+    const char* k;
+    const json_t* v;
+    json_object_foreach((json_t*)a, k, v) {
+      const json_t* w = json_object_get(b, k);
+      if (w == NULL || !same_def(v, w, 0)) return 0;
+    }
+    return 1;
+  }
+  if (json_is_array(a) && json_is_array(b)) {
+    if (json_array_size(a) != json_array_size(b)) return 0;
+    for (size_t i = 0; i < json_array_size(a); ++i) {
+      if (!same_def(json_array_get(a, i), json_array_get(b, i), 0)) return 0;
+    }
+    return 1;
+  }
+  return json_equal(a, b);
+}
+
+/// Names `def` (a record, enum or fixed just built; taken): `want` (a full
+/// name) when no type has it yet, or a reference to it when the type that
+/// has it is the same (the stream's schema uses one named type twice); else
+/// a new name from `path`. NULL when out of memory.
+static json_t* name_type(struct aw_ctx* ctx, json_t* def, const char* want, const char* path) {
+  if (def == NULL) return NULL;
+  if (want != NULL) {
+    const json_t* had = json_object_get(ctx->names, want);
+    if (json_object_set_new(def, "name", json_string(want)) != 0) {
+      json_decref(def);
+      return NULL;
+    }
+    if (had == NULL) {
+      if (json_object_set(ctx->names, want, def) == 0) return def;
+      json_decref(def);
+      return NULL;
+    }
+    if (json_is_object(had) && same_def(had, def, 1)) {
+      json_decref(def);
+      return json_string(want);
+    }
+  }
+  json_t* name = unique_name(ctx, path);
+  if (name == NULL || json_object_set(ctx->names, json_string_value(name), def) != 0 ||
+      json_object_set_new(def, "name", name) != 0) {
+    json_decref(def);
+    return NULL;
+  }
+  return def;
+}
+
+/// Writes the full names in `t` (in namespace `ns`) as short names within
+/// their namespace; a type of the null namespace inside another namespace
+/// gets "namespace": "", others keep their full name. References stay full.
+static int relative_names(json_t* t, const char* ns) {
+  int rc = 0;
+  if (json_is_array(t)) {
+    size_t i;
+    json_t* b;
+    json_array_foreach(t, i, b) rc |= relative_names(b, ns);
+    return rc;
+  }
+  const char* type = json_string_value(json_object_get(t, "type"));
+  if (type == NULL) return 0;
+  char inner[1024], short_name[1024];
+  snprintf(inner, sizeof inner, "%s", ns);
+  if (is_named_kind(type)) {
+    const char* full = json_string_value(json_object_get(t, "name"));
+    const char* dot = full != NULL ? strrchr(full, '.') : NULL;
+    if (full != NULL) namespace_of(full, inner, sizeof inner);
+    if (dot != NULL && strcmp(inner, ns) == 0) {
+      snprintf(short_name, sizeof short_name, "%s", dot + 1);
+      rc |= json_object_set_new(t, "name", json_string(short_name));
+    } else if (full != NULL && dot == NULL && ns[0] != '\0') {
+      rc |= json_object_set_new(t, "namespace", json_string(""));
+    }
+  }
+  if (strcmp(type, "array") == 0) rc |= relative_names(json_object_get(t, "items"), inner);
+  if (strcmp(type, "map") == 0) rc |= relative_names(json_object_get(t, "values"), inner);
+  size_t i;
+  json_t* f;
+  json_array_foreach(json_object_get(t, "fields"), i, f) {
+    rc |= relative_names(json_object_get(f, "type"), inner);
+  }
+  return rc;
 }
 
 static json_t* with_logical(const char* base, const char* logical) {
@@ -241,15 +508,43 @@ static json_t* with_arrow_type(json_t* t, const char* format) {
 
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
                  struct aw_node* node, const char* path, const char* column, int depth,
-                 json_t** out, struct sluice_error* error);
+                 const json_t* src, json_t** out, struct sluice_error* error);
 
 /// Child `i` of the first batch's array `a` (NULL if there is none).
 static const struct ArrowArray* child_of(const struct ArrowArray* a, int64_t i) {
   return a != NULL && i < a->n_children ? a->children[i] : NULL;
 }
 
+/// Whether the source record `src` has the fields of `s`, in its order.
+static int same_fields(const json_t* src, const struct ArrowSchema* s) {
+  const json_t* fields = json_object_get(src, "fields");
+  if (json_array_size(fields) != (size_t)s->n_children) return 0;
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)i), "name"));
+    const char* an = s->children[i]->name;
+    if (fn == NULL || an == NULL || strcmp(fn, an) != 0) return 0;
+  }
+  return 1;
+}
+
+/// The type of the source record's field `name` (NULL if none).
+static const json_t* src_field(const json_t* src, const char* name) {
+  size_t i;
+  const json_t* f;
+  json_array_foreach(json_object_get(src, "fields"), i, f) {
+    const char* fn = json_string_value(json_object_get(f, "name"));
+    if (fn != NULL && name != NULL && strcmp(fn, name) == 0) return json_object_get(f, "type");
+  }
+  return NULL;
+}
+
+/// A record for the struct `s`. Its name is the source record's when that
+/// has the same fields in the same order (a projection keeps nested names
+/// only), else one made from `path`; `*out` is a reference when the source
+/// uses that record twice.
 static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
-                        const struct ArrowArray* a, struct aw_node* node, const char* path, int depth, json_t** out, struct sluice_error* error) {
+                        const struct ArrowArray* a, struct aw_node* node, const char* path,
+                        int depth, const json_t* src, json_t** out, struct sluice_error* error) {
   node->n_children = s->n_children;
   node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
                              sizeof *node->children);
@@ -257,47 +552,60 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     node->n_children = 0;
     return sl_error_set(error, ENOMEM, "avro: out of memory");
   }
+  src = src_resolve(ctx, src);
+  const char* want = src_name(ctx, src, "record");
+  if (want != NULL && json_is_object(src) && !same_fields(src, s)) want = NULL;
   json_t* fields = json_array();
-  json_t* rec = json_pack("{s:s, s:o, s:o}", "type", "record", "name", unique_name(ctx, path),
-                          "fields", fields);
+  json_t* rec = json_pack("{s:s, s:s, s:o}", "type", "record", "name", "", "fields", fields);
   if (rec == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
-  for (int64_t i = 0; i < s->n_children; ++i) {
+  // Nested types made up here are in the record's namespace.
+  const char* outer = ctx->ns;
+  char ns[1024];
+  if (want != NULL) {
+    namespace_of(want, ns, sizeof ns);
+    ctx->ns = ns;
+  }
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < s->n_children; ++i) {
     const struct ArrowSchema* c = s->children[i];
     struct aw_node* child = &node->children[i];
     child->field_name = sanitize(ctx->alloc, c->name);
     if (child->field_name == NULL) {
-      json_decref(rec);
-      return sl_error_set(error, ENOMEM, "avro: out of memory");
+      rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+      break;
     }
     for (int64_t j = 0; j < i; ++j) {
       if (strcmp(node->children[j].field_name, child->field_name) == 0) {
-        json_decref(rec);
-        return sl_error_set(error, EINVAL,
-                            "avro: columns '%s' and '%s' both become the Avro name '%s'",
-                            s->children[j]->name ? s->children[j]->name : "",
-                            c->name ? c->name : "", child->field_name);
+        rc = sl_error_set(error, EINVAL,
+                          "avro: columns '%s' and '%s' both become the Avro name '%s'",
+                          s->children[j]->name ? s->children[j]->name : "",
+                          c->name ? c->name : "", child->field_name);
+        break;
       }
     }
+    if (rc != 0) break;
     char sub[512];
     snprintf(sub, sizeof sub, "%.200s_%.200s", path, child->field_name);
     json_t* t = NULL;
-    int rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1, &t, error);
-    if (rc != 0) {
-      json_decref(rec);
-      return rc;
-    }
+    rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1,
+               src_field(src, c->name), &t, error);
+    if (rc != 0) break;
     if (child->nullable) t = json_pack("[s, o]", "null", t);
     json_t* f = t == NULL ? NULL
                 : child->nullable
                     ? json_pack("{s:s, s:o, s:n}", "name", child->field_name, "type", t, "default")
                     : json_pack("{s:s, s:o}", "name", child->field_name, "type", t);
     if (f == NULL || json_array_append_new(fields, f) != 0) {
-      json_decref(rec);
-      return sl_error_set(error, ENOMEM, "avro: out of memory");
+      rc = sl_error_set(error, ENOMEM, "avro: out of memory");
     }
   }
-  *out = rec;
-  return 0;
+  ctx->ns = outer;
+  if (rc != 0) {
+    json_decref(rec);
+    return rc;
+  }
+  *out = name_type(ctx, rec, want, path);
+  return *out != NULL ? 0 : sl_error_set(error, ENOMEM, "avro: out of memory");
 }
 
 /// The key under which Avro forbids two branches of one union: the type
@@ -313,7 +621,8 @@ static const char* union_key(const json_t* t) {
 }
 
 static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
-                       const struct ArrowArray* a, struct aw_node* node, const char* path, const char* column, int depth, json_t** out,
+                       const struct ArrowArray* a, struct aw_node* node, const char* path,
+                       const char* column, int depth, const json_t* src, json_t** out,
                        struct sluice_error* error) {
   node->n_children = s->n_children;
   node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
@@ -326,11 +635,27 @@ static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
   if (branches == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
   int any_nullable = 0;
   node->null_branch = -1;
+  src = src_resolve(ctx, src);
+  int by_branch = json_is_array(src) && json_array_size(src) == (size_t)s->n_children;
   for (int64_t i = 0; i < s->n_children; ++i) {
     char sub[512];
     snprintf(sub, sizeof sub, "%.400s_%" PRId64, path, i);
+    // The source's branch; else the member's name names a record, enum or fixed.
+    const json_t* branch = by_branch ? json_array_get(src, (size_t)i) : NULL;
+    json_t* member = NULL;
+    const char* mn = s->children[i]->name;
+    if (branch == NULL && mn != NULL && strchr(mn, '.') == NULL && is_full_name(mn)) {
+      member = ctx->ns[0] != '\0' ? json_sprintf("%s.%s", ctx->ns, mn) : json_string(mn);
+      if (member == NULL) {
+        json_decref(branches);
+        return sl_error_set(error, ENOMEM, "avro: out of memory");
+      }
+      branch = member;
+    }
     json_t* t = NULL;
-    int rc = build(ctx, s->children[i], child_of(a, i), &node->children[i], sub, column, depth + 1, &t, error);
+    int rc = build(ctx, s->children[i], child_of(a, i), &node->children[i], sub, column,
+                   depth + 1, branch, &t, error);
+    json_decref(member);
     if (rc != 0) {
       json_decref(branches);
       return rc;
@@ -394,7 +719,8 @@ static int is_null(const struct ArrowArray* a, int64_t p);
 /// An enum schema from the first batch's dictionary `d` when every value is
 /// a distinct Avro name; else NULL (the column is written as strings).
 static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct ArrowArray* d,
-                        const char* path, struct sluice_error* error, int* rc) {
+                        const char* path, const json_t* src, struct sluice_error* error,
+                        int* rc) {
   *rc = 0;
   if (d == NULL || d->length <= 0 || d->length > 100000) return NULL;
   json_t* index = json_object();
@@ -418,20 +744,32 @@ static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct A
   }
   node->en->index = index;
   node->en->gen = -1;
-  return json_pack("{s:s, s:o, s:o}", "type", "enum", "name", unique_name(ctx, path), "symbols",
-                   symbols);
+  json_t* def = json_pack("{s:s, s:s, s:o}", "type", "enum", "name", "", "symbols", symbols);
+  return name_type(ctx, def, src_name(ctx, src, "enum"), path);
 fail:
   json_decref(index);
   json_decref(symbols);
   return NULL;
 }
 
+/// The source's name for a fixed of `size` bytes (NULL if none or of another size).
+static const char* fixed_name(const struct aw_ctx* ctx, const json_t* src, int64_t size) {
+  const json_t* n = json_object_get(src_resolve(ctx, src), "size");
+  if (n != NULL && (!json_is_integer(n) || json_integer_value(n) != size)) return NULL;
+  return src_name(ctx, src, "fixed");
+}
+
+/// Builds `node` and its Avro type for the column `s` (`a` its first batch,
+/// `src` its type in the stream's Avro schema, if any: names come from it).
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
                  struct aw_node* node, const char* path, const char* column, int depth,
-                 json_t** out, struct sluice_error* error) {
+                 const json_t* src, json_t** out, struct sluice_error* error) {
   if (depth > AW_MAX_DEPTH) return sl_error_set(error, ENOTSUP, "avro: column '%s' nested too deeply", column);
   SL_RETURN_NOT_OK(sl_type_parse(s->format, &node->type, error));
   node->nullable = (s->flags & ARROW_FLAG_NULLABLE) != 0;
+  if (node->type.id != SL_TYPE_DENSE_UNION && node->type.id != SL_TYPE_SPARSE_UNION) {
+    src = src_value(ctx, src);
+  }
   json_t* t = NULL;
   if (s->dictionary != NULL) {
     node->dict = sl_calloc(ctx->alloc, 1, sizeof *node->dict);
@@ -448,7 +786,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       // Other values (a pandas Categorical of integers, say) are written
       // decoded, as their own type; its nulls are the column's (encode).
       SL_RETURN_NOT_OK(build(ctx, s->dictionary, a != NULL ? a->dictionary : NULL, node->dict,
-                             path, column, depth + 1, out, error));
+                             path, column, depth + 1, src, out, error));
       node->dict->nullable = 0;
       // Values of the null type are "null" already: ["null", "null"] is no
       // Avro union (a pandas Categorical with no categories).
@@ -456,7 +794,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       return 0;
     }
     int rc = 0;
-    t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path, error, &rc);
+    t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path, src, error, &rc);
     if (rc != 0) return rc;
     if (t == NULL && node->en != NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
     if (t == NULL) t = json_string("string");
@@ -484,7 +822,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       case SL_TYPE_BINARY: t = json_string("bytes"); break;
       case SL_TYPE_LARGE_BINARY: t = with_arrow_type(json_string("bytes"), "Z"); break;
       case SL_TYPE_FIXED_SIZE_BINARY:
-        t = json_pack("{s:s, s:o, s:I}", "type", "fixed", "name", unique_name(ctx, path), "size",
+        t = json_pack("{s:s, s:s, s:I}", "type", "fixed", "name", "", "size",
                       (json_int_t)node->type.byte_width);
         // arrow.uuid: Avro 1.12's uuid over fixed(16) (readers that do not
         // know it read the fixed, as fastavro does)
@@ -494,6 +832,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
           json_decref(t);
           t = NULL;
         }
+        t = name_type(ctx, t, fixed_name(ctx, src, node->type.byte_width), path);
         break;
       case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
         if (node->type.scale < 0 || node->type.scale > node->type.precision) {
@@ -528,8 +867,9 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         break;
       }
       case SL_TYPE_INTERVAL_MONTH_DAY_NANO:
-        t = json_pack("{s:s, s:o, s:I, s:s}", "type", "fixed", "name", unique_name(ctx, path),
-                      "size", (json_int_t)12, "logicalType", "duration");
+        t = name_type(ctx, json_pack("{s:s, s:s, s:I, s:s}", "type", "fixed", "name", "", "size",
+                                     (json_int_t)12, "logicalType", "duration"),
+                      fixed_name(ctx, src, 12), path);
         break;
       case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: {
         if (s->n_children != 1) return sl_error_set(error, EINVAL, "avro: column '%s': list without an item type", column);
@@ -542,7 +882,11 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         char sub[512];
         snprintf(sub, sizeof sub, "%.400s_item", path);
         json_t* item = NULL;
-        SL_RETURN_NOT_OK(build(ctx, s->children[0], child_of(a, 0), &node->children[0], sub, column, depth + 1, &item, error));
+        const char* st = json_string_value(json_object_get(src, "type"));
+        const json_t* items =
+            st != NULL && strcmp(st, "array") == 0 ? json_object_get(src, "items") : NULL;
+        SL_RETURN_NOT_OK(build(ctx, s->children[0], child_of(a, 0), &node->children[0], sub, column,
+                               depth + 1, items, &item, error));
         if (node->children[0].nullable) item = json_pack("[s, o]", "null", item);
         t = json_pack("{s:s, s:o}", "type", "array", "items", item);
         if (node->type.id != SL_TYPE_LIST) t = with_arrow_type(t, s->format);  // +L, +w:N
@@ -564,24 +908,29 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
           return sl_error_set(error, ENOMEM, "avro: out of memory");
         }
         json_t* kj = NULL;
-        SL_RETURN_NOT_OK(build(ctx, e->children[0], child_of(child_of(a, 0), 0), &node->children[0], path, column, depth + 1, &kj, error));
+        SL_RETURN_NOT_OK(build(ctx, e->children[0], child_of(child_of(a, 0), 0), &node->children[0],
+                               path, column, depth + 1, NULL, &kj, error));
         json_decref(kj);
         node->children[0].nullable = 0;
         char sub[512];
         snprintf(sub, sizeof sub, "%.400s_value", path);
         json_t* vj = NULL;
-        SL_RETURN_NOT_OK(build(ctx, e->children[1], child_of(child_of(a, 0), 1), &node->children[1], sub, column, depth + 1, &vj, error));
+        const char* st = json_string_value(json_object_get(src, "type"));
+        const json_t* values =
+            st != NULL && strcmp(st, "map") == 0 ? json_object_get(src, "values") : NULL;
+        SL_RETURN_NOT_OK(build(ctx, e->children[1], child_of(child_of(a, 0), 1), &node->children[1],
+                               sub, column, depth + 1, values, &vj, error));
         if (node->children[1].nullable) vj = json_pack("[s, o]", "null", vj);
         t = json_pack("{s:s, s:o}", "type", "map", "values", vj);
         break;
       }
       case SL_TYPE_STRUCT:
-        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, &t, error));
+        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, src, &t, error));
         break;
       case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
         // No validity bitmap: nulls are the members'.
         node->nullable = 0;
-        SL_RETURN_NOT_OK(build_union(ctx, s, a, node, path, column, depth, &t, error));
+        SL_RETURN_NOT_OK(build_union(ctx, s, a, node, path, column, depth, src, &t, error));
         break;
       default: {
         char tn[64];
@@ -1275,50 +1624,6 @@ static int write_header(struct aw_ctx* ctx, const char* schema_json,
   return 0;
 }
 
-static int is_avro_namespace(const char* s) {
-  // Dotted names; the empty namespace is allowed.
-  const char* p = s;
-  while (*p != '\0') {
-    const char* dot = strchr(p, '.');
-    size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
-    if (!is_avro_name((const uint8_t*)p, (int64_t)n)) return 0;
-    p += n;
-    if (*p == '.') p++;
-  }
-  return 1;
-}
-
-/// When the stream came from an Avro file (its schema metadata has
-/// "avro.schema") whose top-level record has the same fields in the same
-/// order, keeps that record's name and namespace; else leaves "Root".
-static void source_record_name(const struct ArrowSchema* s, char* name, size_t cap, char* ns,
-                               size_t ns_cap) {
-  snprintf(name, cap, "Root");
-  ns[0] = '\0';
-  int32_t vn;
-  const char* v = sl_metadata_find(s->metadata, "avro.schema", &vn);
-  if (v == NULL || vn <= 0) return;
-  json_t* j = json_loadb(v, (size_t)vn, 0, NULL);
-  const json_t* fields = json_object_get(j, "fields");
-  const char* rn = json_string_value(json_object_get(j, "name"));
-  const char* rns = json_string_value(json_object_get(j, "namespace"));
-  int ok = json_is_object(j) && rn != NULL && json_is_array(fields) &&
-           json_array_size(fields) == (size_t)s->n_children &&
-           is_avro_name((const uint8_t*)rn, (int64_t)strlen(rn)) && strlen(rn) < cap &&
-           (rns == NULL || (is_avro_namespace(rns) && strlen(rns) < ns_cap));
-  // A dotted name carries its namespace.
-  if (ok && strchr(rn, '.') != NULL) ok = 0;
-  for (int64_t c = 0; ok && c < s->n_children; ++c) {
-    const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)c), "name"));
-    ok = fn != NULL && s->children[c]->name != NULL && strcmp(fn, s->children[c]->name) == 0;
-  }
-  if (ok) {
-    snprintf(name, cap, "%s", rn);
-    if (rns != NULL) snprintf(ns, ns_cap, "%s", rns);
-  }
-  json_decref(j);
-}
-
 /// An open Avro writer (the push interface). The header waits for the first
 /// batch, whose dictionaries give the symbols of enums.
 struct avro_writer {
@@ -1343,6 +1648,7 @@ static void avro_close(void* state) {
   if (w == NULL) return;
   stop_pipe(w, EINTR, NULL);  // after an error: what it holds goes to an aborted sink
   json_decref(w->ctx.names);
+  json_decref(w->ctx.src_named);
   node_reset(w->ctx.alloc, &w->root);
   if (w->ctx.data.data != NULL) sl_free_buffer(w->ctx.alloc, w->ctx.data.data, w->ctx.data.cap);
   sl_avro_buf_release(&w->ctx.packed, w->ctx.alloc);
@@ -1364,7 +1670,9 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
                       schema->format);
   }
   if (rc == 0) rc = sl_schema_copy(schema, w->ctx.alloc, &w->schema, error);
-  if (rc == 0 && (w->ctx.names = json_object()) == NULL) {
+  w->ctx.ns = "";
+  if (rc == 0 && ((w->ctx.names = json_object()) == NULL ||
+                  (w->ctx.src_named = json_object()) == NULL)) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
   if (rc != 0) {
@@ -1380,13 +1688,35 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
 static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
                          struct sluice_error* error) {
   if (w->header_written) return 0;
-  char top[256], ns[256];
-  source_record_name(&w->schema, top, sizeof top, ns, sizeof ns);
+  // The stream's Avro schema (it came from an Avro file), for its names.
+  int32_t vn;
+  const char* v = sl_metadata_find(w->schema.metadata, "avro.schema", &vn);
+  json_t* given = v != NULL && vn > 0 ? json_loadb(v, (size_t)vn, 0, NULL) : NULL;
+  json_t* src = given != NULL ? src_norm(given, "", w->ctx.src_named, 0) : NULL;
+  json_decref(given);
+  // The top-level record: the source's (with the same fields in the same
+  // order), else "Root".
+  const char* want = src_name(&w->ctx, src, "record");
+  if (want != NULL && !same_fields(src, &w->schema)) want = NULL;
+  const char* dot = want != NULL ? strrchr(want, '.') : NULL;
+  char top[1024], ns[1024];
+  snprintf(top, sizeof top, "%s", want == NULL ? "Root" : dot != NULL ? dot + 1 : want);
   json_t* js = NULL;
   char* text = NULL;
-  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, &js, error);
-  if (rc == 0 && ns[0] != '\0' && json_object_set_new(js, "namespace", json_string(ns)) != 0) {
+  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, src, &js, error);
+  json_decref(src);
+  if (rc == 0 && (!json_is_object(js) || relative_names(js, "") != 0)) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
+  // As Java writes it: a short name and its namespace.
+  const char* full = rc == 0 ? json_string_value(json_object_get(js, "name")) : NULL;
+  if (full != NULL && (dot = strrchr(full, '.')) != NULL) {
+    snprintf(top, sizeof top, "%s", dot + 1);
+    namespace_of(full, ns, sizeof ns);
+    if (json_object_set_new(js, "name", json_string(top)) != 0 ||
+        json_object_set_new(js, "namespace", json_string(ns)) != 0) {
+      rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+    }
   }
   if (rc == 0 && (text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
