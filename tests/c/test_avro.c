@@ -1153,9 +1153,13 @@ static int read_both_ways(const char* path, int64_t* rows, struct sluice_error* 
 
 /// The sync marker's bytes inside the data of a block that crosses a split
 /// boundary: the next split skips them (no block follows) and the split read
-/// equals the serial one. A forged block after such a copy would start the
-/// next split inside that data: an error naming the offset, not rows read
-/// twice or lost.
+/// equals the serial one. A forged block after such a copy, whose objects do
+/// not fit it, is not believed: the next split finds its first block by
+/// walking the blocks from the first, and the read still equals the serial
+/// one (it was an error). A forged block that holds its objects and ends
+/// where the real one does, so that real blocks follow, would start the next
+/// split inside that data: an error naming the offset, not rows read twice
+/// or lost.
 static void test_sync_marker_in_data(void** state) {
   (void)state;
   struct big f = {0};
@@ -1195,10 +1199,22 @@ static void test_sync_marker_in_data(void** state) {
   memcpy(f.buf + boundary + 116, forged, sizeof forged);
   memcpy(f.buf + boundary + 118, k_sync, 16);
   assert_int_equal(test_write_file(path, f.buf, f.n), 0);
+  got = 0;
+  if (read_both_ways(path, &got, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(got, rows);
+  // A forged block of one object (a = 0, a string of 20 bytes) that ends
+  // where the real block's data does, so that the real marker ends it and
+  // real blocks follow: believed, and the next split would start there.
+  memcpy(f.buf + boundary + 100, f.buf + boundary + 200, 34);  // the string again
+  size_t data_end = at + ((size_t)128 << 10), marker = data_end - 40;
+  static const uint8_t forged_block[4] = {0x02, 44, 0x00, 40};  // 1, 22 bytes; 0, 20 bytes
+  memcpy(f.buf + marker, k_sync, 16);
+  memcpy(f.buf + marker + 16, forged_block, sizeof forged_block);
+  assert_int_equal(test_write_file(path, f.buf, f.n), 0);
   assert_int_not_equal(read_both_ways(path, &got, &err), 0);
   assert_non_null(strstr(err.message, "cannot be read in byte-range splits"));
   char where[64];
-  snprintf(where, sizeof where, "byte %zu", boundary + 100);
+  snprintf(where, sizeof where, "byte %zu", marker);
   if (strstr(err.message, where) == NULL) fail_msg("%s (wanted %s)", err.message, where);
   unlink(path);
   free(f.buf);

@@ -689,6 +689,40 @@ def test_corrupt_block_after_a_split_boundary(tmp_path):
     assert errors > 0
 
 
+def test_sync_marker_and_a_block_inside_data(tmp_path):
+    """Every tenth row holds, in a bytes field, the file's sync marker, a
+    well-formed block of one object and the marker again (fastavro writes
+    the file). Where a split boundary falls before such a copy, the next
+    split does not believe it (the rows after it do not fit as blocks) and
+    finds its first block by walking from the first: sluice reads the rows
+    fastavro reads, in order, with 1, 2 and 8 threads. It read 1,156 rows and
+    then refused the file ("the sync marker also occurs inside the data"),
+    with 1 thread too, which a pipe read whole."""
+    binary = os.environ.get("SLUICE_BIN")
+    if not binary:
+        pytest.skip("needs the sluice CLI")
+    import io
+    sch = {"type": "record", "name": "R", "fields": [{"name": "i", "type": "long"},
+                                                     {"name": "b", "type": "bytes"}]}
+    sync = b"SYNCSYNCSYNCSYNC"
+    inner = io.BytesIO()
+    fastavro.schemaless_writer(inner, sch, {"i": 999, "b": b""})
+    fake = sync + bytes([2, 2 * len(inner.getvalue())]) + inner.getvalue() + sync
+    path = tmp_path / "embedded_sync.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, sch, [{"i": i, "b": fake if i % 10 == 0 else b"x" * 1000}
+                                 for i in range(3000)], sync_marker=sync, sync_interval=20000)
+    with open(path, "rb") as f:
+        want = [r["i"] for r in fastavro.reader(f)]
+    for threads in ("1", "2", "8"):
+        out = tmp_path / "out.arrows"
+        proc = subprocess.run([binary, "--threads", threads, "convert", str(path), str(out)],
+                              capture_output=True, timeout=300)
+        assert proc.returncode == 0, (threads, proc.stderr.decode(errors="replace"))
+        with open(out, "rb") as f:
+            assert ipc.open_stream(f).read_all().column("i").to_pylist() == want, threads
+
+
 @pytest.mark.parametrize("name", ["Beträge", "1R", "a-b", "R.", "a..b"])
 def test_type_names_outside_the_spec(name, tmp_path):
     """Type names that the spec's [A-Za-z_][A-Za-z0-9_]* does not allow are

@@ -577,6 +577,26 @@ int sl_avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct
   return 0;
 }
 
+int sl_avro_objects_fill(const struct avro_program* prog, const uint8_t* p, const uint8_t* end,
+                         int64_t n) {
+  const struct avro_op* top = &prog->ops[0];
+  if (n == 0 || top->min_size <= 0) return 1;  // (load_block ignores an empty block's data)
+  if (n > (end - p) / top->min_size) return 0;
+  struct avro_decoder d = {.p = p, .end = end, .prog = prog, .empty_left = AVRO_MAX_EMPTY_VALUES};
+  struct sluice_error scratch;
+  memset(&scratch, 0, sizeof scratch);
+  const int32_t* kids = prog->kids + top->kids;
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t v = 0;
+    if (prog->root_branch > 0 && (read_long(&d, &v, &scratch) != 0 || v != prog->root_branch - 1))
+      return 0;
+    for (int32_t k = 0; k < top->n_kids; ++k) {
+      if (skip(&d, kids[k], &scratch) != 0) return 0;
+    }
+  }
+  return d.p == d.end;
+}
+
 int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error) {
   const struct avro_op* top = &d->prog->ops[0];
   const int32_t* kids = d->prog->kids + top->kids;

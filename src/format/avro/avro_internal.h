@@ -219,6 +219,13 @@ int sl_avro_decode_row(struct avro_decoder* d, struct sluice_error* error);
 /// sl_avro_decode_row `n` times; *done: the rows decoded whole.
 int sl_avro_decode_rows(struct avro_decoder* d, int64_t n, int64_t* done, struct sluice_error* error);
 
+/// Whether `n` top-level objects fill [p, end) exactly, skipped rather than
+/// decoded (1 = yes; also when objects may take no bytes, which the data
+/// cannot bound): how a block after a copy of the sync marker in data is
+/// told from a real one.
+int sl_avro_objects_fill(const struct avro_program* prog, const uint8_t* p, const uint8_t* end,
+                         int64_t n);
+
 /// The most fields sl_avro_decode_flat_rows takes.
 #define AVRO_FLAT_MAX 64
 /// 1 when every top-level field is a bound int, long, float or double (no

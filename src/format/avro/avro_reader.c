@@ -321,9 +321,12 @@ static int find_sync(struct avro_reader* r, const struct sl_view* range, int64_t
 
 /// Checks the block whose header is at `h` as load_block would: a sane
 /// header, and data that ends in the sync marker (nothing at the file's end
-/// is fine). The error names the block (`label`) and the offset.
+/// is fine); *next (if not NULL): where the block after it starts. The
+/// error names the block (`label`) and the offset.
 static int check_block_at(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
-                          int64_t h, const char* label, struct sluice_error* error) {
+                          int64_t h, const char* label, int64_t* next,
+                          struct sluice_error* error) {
+  if (next != NULL) *next = h;
   if (h == r->source->size) return 0;
   struct avro_block b;
   struct sl_view v;
@@ -336,6 +339,7 @@ static int check_block_at(struct avro_reader* r, const struct sl_view* range, in
   SL_RETURN_NOT_OK(range_bytes(r, range, range_off, b.data + b.size, AVRO_SYNC_LEN, &v, error));
   int ok = memcmp(v.data, r->sync, AVRO_SYNC_LEN) == 0;
   sl_view_release(&v);
+  if (next != NULL) *next = b.data + b.size + AVRO_SYNC_LEN;
   return ok ? 0 : bad_sync(r, label, b.data + b.size, error);
 }
 
@@ -347,7 +351,7 @@ static int block_follows(struct avro_reader* r, const struct sl_view* range, int
                          int64_t at) {
   struct sluice_error scratch;
   memset(&scratch, 0, sizeof scratch);
-  return check_block_at(r, range, range_off, at + AVRO_SYNC_LEN, "block", &scratch) == 0;
+  return check_block_at(r, range, range_off, at + AVRO_SYNC_LEN, "block", NULL, &scratch) == 0;
 }
 
 /// The first sync marker in [from, limit) that is a real block boundary
@@ -360,6 +364,57 @@ static int find_block_start(struct avro_reader* r, const struct sl_view* range,
     if (*at < 0 || block_follows(r, range, range_off, *at)) return 0;
     from = *at + 1;
   }
+}
+
+/// How far past a split's first marker its blocks must hold up
+/// (marker_believed) for the split to start there.
+#define AVRO_CHAIN_CHECK ((int64_t)1 << 20)
+
+/// Whether the sync marker at `at`, which a block follows, is believed to
+/// be a real boundary: the blocks from there on pass check_block_at for
+/// AVRO_CHAIN_CHECK bytes (or to the file's end), and without a codec the
+/// first two hold their objects exactly. A copy of the marker in data (an
+/// Avro file stored in a bytes field, say) is followed by what happens to be
+/// there: a row of a long and bytes reads as a block header, but its objects
+/// do not fit. Read errors count as "no".
+static int marker_believed(struct avro_reader* r, const struct sl_view* range, int64_t range_off,
+                           int64_t at) {
+  struct sluice_error scratch;
+  memset(&scratch, 0, sizeof scratch);
+  int64_t h = at + AVRO_SYNC_LEN, bound = h + AVRO_CHAIN_CHECK;
+  for (int k = 0; h < bound && h < r->source->size; ++k) {
+    struct avro_block b;
+    int64_t next;
+    if (check_block_at(r, range, range_off, h, "block", &next, &scratch) != 0) return 0;
+    if (k < 2 && r->codec == AVRO_CODEC_NULL) {
+      struct sl_view v, hv;
+      int64_t hn = r->source->size - h < 20 ? r->source->size - h : 20;
+      if (range_bytes(r, range, range_off, h, hn, &hv, &scratch) != 0) return 0;
+      int rc = parse_block_header(r, hv.data, hn, h, "block", &b, &scratch);
+      sl_view_release(&hv);
+      if (rc != 0 || range_bytes(r, range, range_off, b.data, b.size, &v, &scratch) != 0) return 0;
+      int fill = sl_avro_objects_fill(&r->prog, v.data, v.data + v.size, b.count);
+      sl_view_release(&v);
+      if (!fill) return 0;
+    }
+    h = next;
+  }
+  return 1;
+}
+
+/// The first block that starts at or after `begin`, found by walking the
+/// blocks from the first one (every marker checked, the errors naming the
+/// block): *at (r->source->size if none) and its number.
+static int walk_to_block(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
+                         struct sluice_error* error) {
+  const struct sl_view none = {0};
+  char label[48];
+  *number = 0;
+  for (*at = r->pos; *at < begin && *at < r->source->size; ++*number) {
+    snprintf(label, sizeof label, "block %" PRId64, *number);
+    SL_RETURN_NOT_OK(check_block_at(r, &none, 0, *at, label, at, error));
+  }
+  return 0;
 }
 
 /// The format options: reader_schema=PATH (a .avsc file, read and parsed
@@ -715,40 +770,60 @@ static int fetch_range(struct avro_split* s, struct sluice_error* error) {
 
 /// The split's first block: right after the first sync marker that ends at
 /// or after its first byte, starts before its end and is followed by a block
-/// (none: no blocks).
+/// (none: no blocks). When that marker is not believed (marker_believed), it
+/// may be a copy inside a block's data: the first block is then found by
+/// walking the blocks from the file's first, as a pipe reads them.
 static int find_first_block(struct avro_split* s, struct sluice_error* error) {
+  struct avro_reader* r = s->r;
   int64_t at;
   SL_RETURN_NOT_OK(fetch_range(s, error));
-  SL_RETURN_NOT_OK(find_block_start(s->r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
+  SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
                                     s->end - AVRO_SYNC_LEN, &at, error));
   s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
+  if (at < 0 || marker_believed(r, &s->range, s->range_off, at)) return 0;
+  int64_t number;
+  SL_RETURN_NOT_OK(walk_to_block(r, s->begin, &s->pos, &number, error));
+  if (s->pos >= s->end) {
+    s->pos = INT64_MAX;
+  } else {
+    s->numbered = 1;
+    s->blocks_seen = number;
+  }
   return 0;
 }
 
 /// After the split's last block (which ends at s->pos, at or past its end):
-/// the next split starts at the first marker ending at or after that end
-/// that a block follows (block_follows). That must be the marker ending at
-/// s->pos, so that no block is read twice or skipped: the block there must
-/// pass the test (a corrupt or truncated one would be stepped over, its rows
-/// lost, so it is the error it is when read in one pass), and no marker
-/// inside the data decoded here past the end may pass it (a forged block
-/// after a copy of the marker would make the file unsplittable: an error
-/// rather than a wrong answer).
+/// the next split starts at the first believed marker ending at or after
+/// that end that a block follows (find_first_block), else where a walk from
+/// the first block leads, which is s->pos. So that no block is read twice or
+/// skipped, the block at s->pos must pass the test (a corrupt or truncated
+/// one would be stepped over, its rows lost, so it is the error it is when
+/// read in one pass), and no marker inside the data decoded here past the
+/// end may be believed (a copy of the marker followed by a megabyte of what
+/// looks like blocks would make the file unsplittable: an error rather
+/// than a wrong answer).
 static int check_next_split_start(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   if (s->pos == INT64_MAX || s->pos >= r->source->size) return 0;
   char label[48];
   if (s->numbered) snprintf(label, sizeof label, "block %" PRId64, s->blocks_seen);
   else snprintf(label, sizeof label, "block");
-  SL_RETURN_NOT_OK(check_block_at(r, &s->range, s->range_off, s->pos, label, error));
-  if (s->pos <= s->end) return 0;
-  int64_t at;
-  SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, s->end - AVRO_SYNC_LEN,
-                                    s->pos - AVRO_SYNC_LEN, &at, error));
-  if (at < 0) return 0;
-  return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs inside "
-                      "the data of %s at byte %" PRId64 ", so the file cannot be read in byte-"
-                      "range splits", r->source->name, at, s->label, s->block.header);
+  SL_RETURN_NOT_OK(check_block_at(r, &s->range, s->range_off, s->pos, label, NULL, error));
+  for (int64_t from = s->end - AVRO_SYNC_LEN; from < s->pos - AVRO_SYNC_LEN;) {
+    int64_t at;
+    SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, from, s->pos - AVRO_SYNC_LEN,
+                                      &at, error));
+    if (at < 0) return 0;
+    if (marker_believed(r, &s->range, s->range_off, at)) {
+      return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs "
+                          "inside the data of the %s at byte %" PRId64 ", followed by what "
+                          "looks like blocks, so the file cannot be read in byte-range splits "
+                          "(read it from a pipe)", r->source->name, at, s->label,
+                          s->block.header);
+    }
+    from = at + 1;
+  }
+  return 0;
 }
 
 /// Makes the next block current; *done when the split has no more.
