@@ -234,7 +234,7 @@ static int lists_alias(const json_t* obj, const char* name, int unqualified) {
 }
 
 /// The reader field that lists `name` among its aliases, the last one when
-/// several do (Java Avro keeps the last), or -1.
+/// several do (fastavro and Java Avro keep the last), or -1.
 static int64_t alias_owner(const struct avro_node* r, const char* name) {
   int64_t owner = -1;
   for (int64_t j = 0; j < r->n; ++j)
@@ -242,19 +242,25 @@ static int64_t alias_owner(const struct avro_node* r, const char* name) {
   return owner;
 }
 
+/// The reader field a writer field named `name` goes to: the one of its
+/// name, else the one that lists it among its aliases (-1: none).
+static int64_t reader_field(const struct avro_node* r, const char* name) {
+  for (int64_t i = 0; i < r->n; ++i)
+    if (strcmp(r->names[i], name) == 0) return i;
+  return alias_owner(r, name);
+}
+
 /// Each writer field's reader field (reader_of[k], -1: skipped): the one of
-/// its name after the reader's aliases rename it (the spec: aliases rewrite
-/// the writer's schema, so a writer field that a reader field lists among
-/// its aliases goes to that field even when another has its name, as in
-/// Java Avro's Schema.applyAliases); a reader field that takes none gets
-/// its default (taken[j] = 0). Two writer fields renamed to one name are an
-/// error (Java: a duplicate field).
+/// its name, else the one that lists it among its aliases, as fastavro
+/// matches them and Java Avro does for fields that aliases swap (a reader a
+/// with alias b and b with alias a read the writer's a and b as they are);
+/// a reader field that takes none gets its default (taken[j] = 0). Two
+/// writer fields that go to one reader field are an error (Java: a
+/// duplicate field).
 static int match_fields(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                         int64_t* reader_of, uint8_t* taken) {
   for (int64_t k = 0; k < w->n; ++k) {
-    int64_t j = alias_owner(r, w->names[k]);
-    for (int64_t i = 0; i < r->n && j < 0; ++i)
-      if (strcmp(r->names[i], w->names[k]) == 0) j = i;
+    int64_t j = reader_field(r, w->names[k]);
     reader_of[k] = j;
     if (j < 0) continue;
     if (taken[j]) {
@@ -263,8 +269,8 @@ static int match_fields(struct rctx* c, const struct avro_node* w, const struct 
       const size_t outer = strlen(c->field);
       enter_field(c, outer, r->names[j]);  // its path, as other messages give it
       return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': the writer's fields "
-                          "'%s' and '%s' both go to it (aliases rename the writer's fields)",
-                          here(c), w->names[i], w->names[k]);
+                          "'%s' and '%s' both go to it (by name or alias)", here(c),
+                          w->names[i], w->names[k]);
     }
     taken[j] = 1;
   }
@@ -272,18 +278,19 @@ static int match_fields(struct rctx* c, const struct avro_node* w, const struct 
 }
 
 /// The error for reader field j that no writer field feeds and that has no
-/// default; when the writer has a field of its name or of one of its
-/// aliases that an alias sent to another reader field, it says so.
+/// default; when the writer has a field of one of its aliases that went to
+/// another reader field, it says so.
 static int missing_field(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                          int64_t j) {
   for (int64_t k = 0; k < w->n; ++k) {
-    int64_t owner = alias_owner(r, w->names[k]);
-    if (owner < 0 || owner == j) continue;
-    if (strcmp(w->names[k], r->names[j]) == 0 || lists_alias(r->fields[j], w->names[k], 0))
-      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
-                          "writer's field '%s' goes to field '%s', which lists it among its "
-                          "aliases (aliases rename the writer's fields, as in Java Avro)",
-                          here(c), w->names[k], r->names[owner]);
+    int64_t other = reader_field(r, w->names[k]);
+    if (other < 0 || other == j || !lists_alias(r->fields[j], w->names[k], 0)) continue;
+    int by_name = strcmp(r->names[other], w->names[k]) == 0;
+    return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
+                        "writer's field '%s', which it lists among its aliases, goes to field "
+                        "'%s' (%s)", here(c), w->names[k], r->names[other],
+                        by_name ? "a field of its name comes before aliases"
+                                : "the last field to list it takes it");
   }
   return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' is not in the writer's "
                       "schema and has no default", here(c));
