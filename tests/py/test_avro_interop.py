@@ -1524,6 +1524,32 @@ def test_reader_schema_bad_default_in_a_union_branch_fails_at_open(tmp_path, slu
         assert "field 'u.b': default is not a valid int" in err, err
 
 
+@pytest.mark.parametrize("field,says", [
+    ({"name": "t", "type": {"type": "int", "logicalType": "time-millis"}, "default": -5},
+     "field 't': default -5 is not a time of day (time-millis: 0 to 86399999)"),
+    ({"name": "t", "type": {"type": "long", "logicalType": "time-micros"},
+      "default": 86400000000},
+     "field 't': default 86400000000 is not a time of day (time-micros: 0 to 86399999999)"),
+    ({"name": "d", "type": {"type": "fixed", "name": "D", "size": 12, "logicalType": "duration"},
+      "default": "\u0000\u0000\u0000\u0080" + "\u0000" * 8},
+     "field 'd': default duration has more than 2147483647 months or days"),
+])
+def test_reader_schema_default_outside_its_logical_type(tmp_path, sluice, field, says):
+    """A default the reader's logical type cannot hold (a time of day
+    outside 0 to 24 h, a duration of more months than Arrow holds) is a
+    reader-schema error at open naming the field, as sluice's decoder refuses
+    such values in the data (and Java's time conversions refuse the -5: "Invalid
+    value for NanoOfDay"; fastavro and Java without conversions give the raw
+    number). Every read failed on the file's data instead ("block 0 at byte
+    128: object 0: field 't': time-millis value -5 is not a time of day")."""
+    reader = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}, field]}
+    path, rs = write_resolved(tmp_path, _rec(("a", "int")), [{"a": 1}], reader)
+    err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                              tmp_path / "out.arrow").stderr.decode()
+    assert "reader schema: " + says in err, err
+    assert "block" not in err, err
+
+
 def test_reader_schema_messages_for_nested_aliases_and_nulls(tmp_path, sluice):
     """Two writer fields renamed onto one nested reader field are named by
     path ('s.x'); a null read where the reader allows none says so, also

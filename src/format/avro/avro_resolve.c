@@ -122,11 +122,22 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
       uint8_t v = json_is_true(j);
       return put(b, &v, 1, a, e);
     }
-    case AVRO_INT: case AVRO_LONG:
+    case AVRO_INT: case AVRO_LONG: {
       if (!json_is_integer(j)) return bad_default(c, n);
-      if (n->kind == AVRO_INT && (json_integer_value(j) < INT32_MIN || json_integer_value(j) > INT32_MAX))
-        return bad_default(c, n);
-      return put_long(b, (int64_t)json_integer_value(j), a, e);
+      int64_t v = (int64_t)json_integer_value(j);
+      if (n->kind == AVRO_INT && (v < INT32_MIN || v > INT32_MAX)) return bad_default(c, n);
+      // As the data's values are checked (a time of day, Arrow's time32/64):
+      // here, so that the reader schema is named, not the file's first block.
+      int64_t day = n->logical == AVRO_LOGICAL_TIME_MS   ? INT64_C(86400000)
+                    : n->logical == AVRO_LOGICAL_TIME_US ? INT64_C(86400000000)
+                                                         : 0;
+      if (day > 0 && (v < 0 || v >= day)) {
+        return sl_error_set(e, EINVAL, "reader schema: field '%s': default %" PRId64 " is not a "
+                            "time of day (%s: 0 to %" PRId64 ")", here(c), v,
+                            day == INT64_C(86400000) ? "time-millis" : "time-micros", day - 1);
+      }
+      return put_long(b, v, a, e);
+    }
     case AVRO_FLOAT: case AVRO_DOUBLE: {
       double v = 0;
       if (!json_number_or_special(j, &v)) return bad_default(c, n);
@@ -143,6 +154,14 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
       struct avro_buf tmp = {0};
       int rc = latin1(c, j, &tmp, a);
       if (rc == 0 && n->kind == AVRO_FIXED && (int64_t)tmp.size != n->size) rc = bad_default(c, n);
+      // A duration's months and days (little-endian uint32s) must fit
+      // Arrow's int32s, as the data's are checked.
+      if (rc == 0 && n->logical == AVRO_LOGICAL_DURATION && tmp.size == 12 &&
+          ((tmp.data[3] | tmp.data[7]) & 0x80) != 0) {
+        rc = sl_error_set(e, EINVAL, "reader schema: field '%s': default duration has more "
+                          "than %" PRId32 " months or days, which Arrow's month_day_nano "
+                          "holds at most", here(c), INT32_MAX);
+      }
       if (rc == 0 && n->kind == AVRO_BYTES) rc = put_long(b, (int64_t)tmp.size, a, e);
       if (rc == 0) rc = put(b, tmp.data, tmp.size, a, e);
       sl_avro_buf_release(&tmp, a);
