@@ -245,14 +245,20 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     s3 = _storage_options(format_options.pop("storage_options", None))
     schema_file = _reader_schema_file(format_options)
     try:
-        return _sluice.open(
-            _location(src), format=format, columns=list(columns) if columns is not None else None,
-            threads=int(threads or 0), ordered=bool(ordered),
-            limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
-            memory=int(memory or 0), format_options=_options_string(format_options),
-            hive_partitioning=bool(hive_partitioning), union_by_name=bool(union_by_name),
-            filter=_filter_text(filters),
-            ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
+        try:
+            return _sluice.open(
+                _location(src), format=format,
+                columns=list(columns) if columns is not None else None,
+                threads=int(threads or 0), ordered=bool(ordered),
+                limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
+                memory=int(memory or 0), format_options=_options_string(format_options),
+                hive_partitioning=bool(hive_partitioning), union_by_name=bool(union_by_name),
+                filter=_filter_text(filters),
+                ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
+        except Error as e:
+            if schema_file is not None:
+                _name_reader_schema(e, schema_file)
+            raise
     except InvalidArgumentError as e:
         hint = _keyword_hint(str(e), format_options)
         if hint is None:
@@ -276,7 +282,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         raise
     finally:
         if schema_file is not None:
-            _os.unlink(schema_file)
+            _os.unlink(schema_file[0])
 
 
 # The keyword arguments of read/scan that a mistyped one may have meant (the
@@ -299,24 +305,50 @@ def _keyword_hint(message, format_options):
     return None
 
 
+_AVRO_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+
+
 def _reader_schema_file(options):
-    """Avro's reader_schema= may be a path, the schema as JSON text, or a
-    dict/list (as fastavro takes it): the last two go through a temporary
-    file (the option is read at open), whose path replaces them in
-    `options`; returns that path to delete after the open, or None."""
+    """Avro's reader_schema= may be a path, the schema as JSON text, a
+    dict/list (as fastavro takes it) or a primitive type's name ("long", when
+    no file has that name): all but a path go through a temporary file (the
+    option is read at open), whose path replaces them in `options`; returns
+    (that path, to delete after the open, and what the user gave, to name in
+    errors instead), or None."""
     value = options.get("reader_schema")
     if value is None or hasattr(value, "__fspath__"):
         return None
-    if isinstance(value, str) and not value.lstrip().startswith(("{", "[", '"')):
-        return None  # a path
     import json
+    if isinstance(value, str) and value in _AVRO_PRIMITIVES and not _os.path.exists(value):
+        text, given = json.dumps(value), "reader schema (given as the type %r)" % value
+    elif isinstance(value, str) and not value.lstrip().startswith(("{", "[", '"')):
+        return None  # a path
+    elif isinstance(value, str):
+        text, given = value, "reader schema (given as JSON text)"
+    else:
+        text = json.dumps(value)
+        given = "reader schema (given as a %s)" % type(value).__name__
     import tempfile
-    text = value if isinstance(value, str) else json.dumps(value)
     fd, path = tempfile.mkstemp(suffix=".avsc", prefix="sluice-reader-schema-")
     with _os.fdopen(fd, "w") as f:
         f.write(text)
     options["reader_schema"] = path
-    return path
+    return path, given
+
+
+def _name_reader_schema(e, schema_file):
+    """An error that names the temporary reader schema file names what the
+    user gave instead (the file is gone when they read it)."""
+    path, given = schema_file
+    if path not in e.message:
+        return
+    message = e.message.replace("reader schema " + path, given).replace(path, given)
+    e.message = message
+    e.args = (e.args[0], message) + e.args[2:]
+    if isinstance(e, OSError):
+        e.strerror = message
+        if e.filename == path:
+            e.filename = None
 
 
 # storage_options keys, as pandas/s3fs, polars/object_store and pyarrow spell
@@ -631,8 +663,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         booleans may be text as in polars (``"false"``, ``"0"``, ``"no"``
         are false; other text than true/false, 1/0, yes/no, on/off is an
         error);
-        for Avro, ``reader_schema=`` as a path, the schema's JSON text or a
-        dict (as fastavro takes it).
+        for Avro, ``reader_schema=`` as a path, the schema's JSON text, a
+        dict, or a primitive type's name such as ``"long"`` (as fastavro
+        takes them; a file of that name is a path); errors name it as given.
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     CSV column types are inferred from a sample; a value past it that does

@@ -607,6 +607,44 @@ def test_avro_reader_schema_as_dict_text_or_path(tmp_path):
     assert set(glob.glob(tempfile.gettempdir() + "/sluice-reader-schema-*")) == before
 
 
+def test_avro_reader_schema_errors_name_what_was_given(tmp_path, monkeypatch):
+    """An error in a reader schema given as a dict or JSON text names it so,
+    not the temporary file it went through (gone when the error is read); a
+    primitive type's name is a schema, as fastavro takes it, unless a file
+    has that name; a map default whose key holds a NUL character, which
+    sluice cannot read, says so (it said "not valid JSON")."""
+    import json
+    with open(tmp_path / "w.avro", "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+                        [{"a": 1}])
+    bad = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "foo"}]}
+    for given, says in ((bad, "(given as a dict)"), (json.dumps(bad), "(given as JSON text)")):
+        with pytest.raises(sluice.FormatError) as e:
+            sluice.read(tmp_path / "w.avro", reader_schema=given)
+        assert "reader schema %s: invalid Avro schema: unknown type: foo" % says in str(e.value)
+        assert "sluice-reader-schema-" not in str(e.value) and e.value.message == str(e.value)
+    with open(tmp_path / "l.avro", "wb") as f:
+        fastavro.writer(f, "long", [1, 2, 3])
+    with open(tmp_path / "l.avro", "rb") as f:
+        assert list(fastavro.reader(f, reader_schema="long")) == [1, 2, 3]
+    assert sluice.read(tmp_path / "l.avro", reader_schema="long").to_pydict() == {"value": [1, 2, 3]}
+    assert sluice.read(tmp_path / "l.avro", reader_schema="double").to_pydict() == \
+        {"value": [1.0, 2.0, 3.0]}
+    with pytest.raises(sluice.FormatError, match="cannot read the writer's long as int"):
+        sluice.read(tmp_path / "l.avro", reader_schema="int")
+    monkeypatch.chdir(tmp_path)  # a file named "long" is a path
+    (tmp_path / "long").write_text(json.dumps("double"))
+    assert sluice.read(tmp_path / "l.avro", reader_schema="long").to_pydict() == \
+        {"value": [1.0, 2.0, 3.0]}
+    nul = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": "int"},
+        {"name": "m", "type": {"type": "map", "values": "int"}, "default": {"a\u0000b": 1}}]}
+    with pytest.raises(sluice.Error) as e:
+        sluice.read(tmp_path / "w.avro", reader_schema=nul)
+    assert "object key holding a NUL character" in str(e.value)
+    assert "map default" in str(e.value) and "(given as a dict)" in str(e.value)
+
+
 def test_float16_values_and_repr(tmp_path):
     # memoryview.cast takes no half floats: to_pylist, to_pydict and repr
     # go through struct (pyarrow gives the same Python floats).

@@ -500,6 +500,12 @@ int sl_avro_schema_parse(const char* json, size_t n, const struct sluice_allocat
   out->alloc = alloc;
   json_error_t jerr;
   json_t* root = json_loadb(json, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  // jansson keeps object keys as C strings: a map default's key with a NUL
+  // (valid JSON, which fastavro and Java take) cannot be read.
+  if (root == NULL && strstr(jerr.text, "NUL byte in object key") != NULL)
+    return sl_error_set(error, ENOTSUP, "the schema has an object key holding a NUL character "
+                        "(\\u0000), such as a map default's key, which sluice cannot read (line "
+                        "%d column %d: %s)", jerr.line, jerr.column, jerr.text);
   if (root == NULL)
     return sl_error_set(error, EILSEQ, "the schema is not valid JSON (line %d column %d: %s)",
                         jerr.line, jerr.column, jerr.text);
