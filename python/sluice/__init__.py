@@ -915,8 +915,10 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
           partition_by=None, max_partitions=None, existing_data_behavior="error",
           max_rows_per_file=None, **options):
     """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
-    writable file object (``io.BytesIO``, ... with ``format=``: the output is
-    made whole first, so an error writes nothing into it), or into an
+    writable file object (``io.BytesIO``, an open file, any object with
+    ``write()``; ``format=`` unless an open file's name tells it), or into a
+    pipe's file object (a subprocess's stdin, ``sys.stdout`` on a pipe or a
+    terminal), or into an
     existing Cassandra table (``"cql://[user[:password]@]host[:port]/ks.table"``:
     rows INSERTed by column name, not atomically; options ``consistency``,
     ``batch_rows``, ``in_flight``, ``nulls="unset"|"null"``).
@@ -999,6 +1001,18 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     A batch that does not match the stream's schema, or holds a string
     that is not UTF-8, raises InvalidArgumentError (naming the column and
     row).
+
+    A file object is written as pyarrow writes one: the bytes go at its
+    current position through its ``write()`` (after what Python buffers for
+    it; in append mode at the end), earlier contents stay and its position
+    ends past them, so a later ``f.write`` follows; a text file takes them
+    through its binary ``buffer``. The output is made whole in a scratch
+    file first, so an error making it (a producer's, a value's) writes
+    nothing into the object; an error while it is copied in (the disk full)
+    can leave part of it there, as pyarrow leaves a partial write: the
+    caller owns the file, sluice cannot put it back. A pipe's file object
+    (a FIFO or a terminal) is flushed, then written through its descriptor
+    as the output is made: an error leaves what went out so far.
     """
     kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
                            existing_data_behavior, max_rows_per_file, options)
@@ -1006,6 +1020,7 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     if _is_file_object(dst):
         _write_into(capsule, dst, kwargs)
     else:
+        _flush_stream(dst)
         try:
             _sluice.write(capsule, _destination(dst), **kwargs)
         except SourceError as e:
@@ -1031,8 +1046,8 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
     s3 = _storage_options(options.pop("storage_options", None))
     name = getattr(dst, "name", None)
     if format is None and hasattr(dst, "fileno") and isinstance(name, str):
-        # An open file is written through /dev/fd/N: its own name tells the
-        # format ("out.parquet" -> parquet), as a path's would.
+        # An open file (or a pipe's, written through /dev/fd/N): its own
+        # name tells the format ("out.parquet" -> parquet), as a path's would.
         suffix = _os.path.splitext(name)[1].lstrip(".").lower()
         format = {"feather": "arrow", "pq": "parquet"}.get(suffix, suffix)
         if format not in writer_formats():
@@ -1088,7 +1103,8 @@ class Writer:
 
     dst and the keywords are sluice.write's (format, compression, fsync,
     partition_by, max_partitions, existing_data_behavior, max_rows_per_file, writer options,
-    storage_options, ...; not a file object). schema: anything with
+    storage_options, ...; not a file object, but a pipe's, as sluice.write
+    takes it). schema: anything with
     ``__arrow_c_schema__`` (a pyarrow Schema); without it the first write's
     schema is taken, and every later write must have the same.
 
@@ -1126,6 +1142,7 @@ class Writer:
                             "__arrow_c_schema__, e.g. pyarrow.Schema), not %s"
                             % type(schema).__name__)
         capsule = schema.__arrow_c_schema__() if schema is not None else None
+        _flush_stream(dst)
         try:
             self._writer = _sluice._Writer(capsule, _destination(dst), **kwargs)
         except SourceError as e:
@@ -1172,27 +1189,58 @@ class Writer:
         return "sluice.Writer(%r%s)" % (self._dst, ", closed" if self.closed else "")
 
 
+def _stream_descriptor(dst):
+    """The descriptor of a file object open on a pipe or a character device
+    (a subprocess's stdin, sys.stdout on a terminal or a pipe), which the C
+    library writes as it makes the output (through /dev/fd/N, as the CLI
+    writes a shell redirect); else None. A regular file is not one: reopened
+    there it would be truncated, its position and append mode lost."""
+    import stat
+    try:
+        fd = dst.fileno()
+        mode = _os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError, TypeError):
+        return None
+    if (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)) and _os.path.isdir("/dev/fd"):
+        return fd
+    return None
+
+
+def _flush_stream(dst):
+    """Before the C library writes into a pipe's descriptor, what Python
+    still buffers for it goes first, so the bytes keep their order."""
+    if _stream_descriptor(dst) is not None and hasattr(dst, "flush"):
+        dst.flush()
+
+
 def _is_file_object(dst):
-    """A writable Python object with no descriptor (io.BytesIO, a wrapper of
-    a socket or a response): not a location."""
+    """A writable Python object written through its write() (io.BytesIO, an
+    open regular file, a wrapper of a socket or a response): not a location
+    (a path, or a pipe's descriptor)."""
     if isinstance(dst, (str, bytes)) or hasattr(dst, "__fspath__"):
         return False
     if not hasattr(dst, "write"):
         return False
-    try:
-        dst.fileno()
-    except (AttributeError, OSError, ValueError):
-        return True
-    return False
+    return _stream_descriptor(dst) is None
 
 
 def _write_into(capsule, dst, kwargs):
     """sluice.write into a file object: the output is made whole in a
-    scratch file (so an error leaves `dst` untouched), then copied
-    into `dst` from the current position, 1 MiB at a time."""
+    scratch file (so an error making it leaves `dst` untouched), then
+    written into `dst` through its write(), 1 MiB at a time: at its current
+    position (an open file's append mode, and the bytes Python buffers for
+    it, respected as by any write), which ends past them. A text file
+    (open(..., "w")) takes them through its binary buffer, after what its
+    text layer holds."""
     if kwargs["format"] is None:
         raise InvalidArgumentError(_errno.EINVAL, "writing into a file object needs format= (it "
                                    "has no name to tell the format by)")
+    if isinstance(dst, _io.TextIOBase):
+        if not isinstance(getattr(dst, "buffer", None), _io.BufferedIOBase):
+            raise TypeError("sluice.write writes bytes: a text file object without a binary "
+                            "buffer cannot take them (open the file in binary mode, 'wb')")
+        dst.flush()
+        dst = dst.buffer
     import tempfile
     fd, path = tempfile.mkstemp(prefix="sluice-")
     try:

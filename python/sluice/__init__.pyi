@@ -32,7 +32,8 @@ PartitionFilters = Union[str, Sequence[Tuple[str, str, Any]], Sequence[Sequence[
 
 @type_check_only
 class _Writable(Protocol):
-    # A file object sluice.write writes into (io.BytesIO, an open file, ...).
+    # A file object sluice.write writes into (io.BytesIO, an open file, ...),
+    # at its current position, through write().
     def write(self, data: memoryview, /) -> object: ...
 
 class Error(Exception):

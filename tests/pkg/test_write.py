@@ -1,5 +1,6 @@
 """sluice.write from pyarrow, polars, DuckDB, sluice tables and pandas (with
 and without pyarrow), read back by the peers."""
+import io
 import subprocess
 import sys
 import warnings
@@ -653,10 +654,9 @@ def test_compression_infer_takes_it_from_the_name_as_pandas(tmp_path):
 
 @pytest.mark.parametrize("suffix", ["parquet", "arrow", "csv"])
 def test_write_to_an_open_file(simple, tmp_path, suffix):
-    """An open file object is written in place (through /dev/fd/N), its
-    format told by its name's suffix or format=; the data is what the peer
-    reads (it failed: no format from "/dev/fd/4", or a temporary file
-    refused in /dev/fd/)."""
+    """An open file object is written, its format told by its name's suffix
+    or format=; the data is what the peer reads (it failed: no format from
+    "/dev/fd/4", or a temporary file refused in /dev/fd/)."""
     path = tmp_path / f"out.{suffix}"
     with open(path, "wb") as f:
         sluice.write(simple, f)
@@ -667,6 +667,126 @@ def test_write_to_an_open_file(simple, tmp_path, suffix):
         got = (pq.read_table(p) if suffix == "parquet" else pa.ipc.open_file(p).read_all()
                if suffix == "arrow" else pacsv.read_csv(p))
         assert got.column("i").to_pylist() == simple.column("i").to_pylist()
+
+
+_FILE_FORMATS = ["parquet", "arrow", "arrows", "csv", "jsonl", "avro"]
+
+
+def _parts(data, *lengths):
+    """`data` cut into pieces of these lengths (the last takes the rest),
+    an Avro piece as its records (its sync marker is random)."""
+    out, at = [], 0
+    for n in lengths:
+        out.append(data[at:at + n] if n is not None else data[at:])
+        at += n or 0
+    return [list(fastavro.reader(io.BytesIO(p))) if p.startswith(b"Obj\x01") else p
+            for p in out]
+
+
+@pytest.mark.parametrize("fmt", _FILE_FORMATS)
+def test_open_file_is_written_at_its_position(tmp_path, fmt):
+    """Into an open file, sluice.write puts its output at the file's
+    position, between what was written before (buffered or flushed) and
+    after, as pyarrow's writers do. It was reopened as /dev/fd/N with
+    O_TRUNC: the header was lost, the trailer landed at Python's old offset
+    (NUL bytes between), or the output itself was lost."""
+    t = pa.table({"a": [1, 2], "s": ["x", None]})
+    sluice.write(t, tmp_path / f"alone.{fmt}")
+    body = (tmp_path / f"alone.{fmt}").read_bytes()
+    for flush in (False, True):
+        p = tmp_path / f"into.{fmt}"
+        with open(p, "wb") as f:
+            f.write(b"# header\n")
+            if flush:
+                f.flush()
+            sluice.write(t, f, format=fmt)
+            assert f.tell() == len(b"# header\n") + len(body)
+            f.write(b"# trailer\n")
+        assert _parts(p.read_bytes(), 9, len(body), None) == \
+            _parts(b"# header\n" + body + b"# trailer\n", 9, len(body), None), (fmt, flush)
+    if fmt == "csv":  # what pyarrow does with the same file object
+        with open(tmp_path / "pa.csv", "wb") as f:
+            f.write(b"# header\n")
+            pacsv.write_csv(t, f)
+            f.write(b"# trailer\n")
+        data = (tmp_path / "pa.csv").read_bytes()
+        assert data.startswith(b"# header\n") and data.endswith(b"\n2,\n# trailer\n"), data
+
+
+@pytest.mark.parametrize("fmt", _FILE_FORMATS)
+def test_open_file_append_mode_and_two_writes(tmp_path, fmt):
+    """A file opened "ab" keeps what it held; two writes into one open file
+    keep both outputs, one after the other (as into io.BytesIO). Append mode
+    truncated the file; the second write replaced the first."""
+    t = pa.table({"a": [1, 2]})
+    sluice.write(t, tmp_path / f"alone.{fmt}")
+    body = (tmp_path / f"alone.{fmt}").read_bytes()
+    p = tmp_path / f"log.{fmt}"
+    p.write_bytes(b"old\n")
+    with open(p, "ab") as f:
+        sluice.write(t, f, format=fmt)
+    n = len(body)
+    assert _parts(p.read_bytes(), 4, None) == _parts(b"old\n" + body, 4, None)
+    with open(p, "wb") as f:
+        sluice.write(t, f, format=fmt)
+        sluice.write(t, f, format=fmt)
+    assert _parts(p.read_bytes(), n, None) == _parts(body + body, n, None)
+    mem = io.BytesIO()
+    sluice.write(t, mem, format=fmt)
+    sluice.write(t, mem, format=fmt)
+    assert _parts(mem.getvalue(), n, None) == _parts(body + body, n, None)
+
+
+@pytest.mark.parametrize("fmt", _FILE_FORMATS)
+def test_open_file_keeps_its_contents_when_the_producer_fails(tmp_path, fmt):
+    """A producer that fails mid-stream writes nothing into an open file:
+    the output is made whole first. (It truncated the file and left part of
+    the output, and the error named /dev/fd/N.)"""
+    def batches():
+        yield pa.record_batch({"a": [1, 2]})
+        raise RuntimeError("producer failed")
+
+    p = tmp_path / f"kept.{fmt}"
+    with open(p, "wb") as f:
+        f.write(b"# header\n")
+        reader = pa.RecordBatchReader.from_batches(pa.schema([("a", pa.int64())]), batches())
+        with pytest.raises(sluice.Error, match="producer failed") as info:
+            sluice.write(reader, f, format=fmt)
+        assert str(p) in str(info.value) and "/dev/fd" not in str(info.value)
+        assert f.tell() == len(b"# header\n")
+        f.write(b"# trailer\n")
+    assert p.read_bytes() == b"# header\n# trailer\n"
+
+
+def test_text_file_and_pipe_keep_the_order_of_writes(tmp_path):
+    """A text file takes the bytes through its binary buffer after its own
+    text; a pipe's file object (a subprocess's stdin) is flushed first, so
+    the output comes between what Python wrote before and after."""
+    t = pa.table({"a": [1, 2]})
+    p = tmp_path / "t.csv"
+    with open(p, "w") as f:
+        f.write("# text\n")
+        sluice.write(t, f)
+        f.write("# end\n")
+    assert p.read_bytes() == b"# text\na\n1\n2\n# end\n"
+    cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    cat.stdin.write(b"before\n")
+    sluice.write(t, cat.stdin, format="csv")
+    cat.stdin.write(b"after\n")
+    cat.stdin.close()
+    assert cat.stdout.read() == b"before\na\n1\n2\nafter\n"
+    assert cat.wait() == 0
+
+
+def test_writer_refuses_an_open_file(tmp_path):
+    """sluice.Writer takes no file object (its docstring said so, but an
+    open file went to /dev/fd/N and was truncated)."""
+    p = tmp_path / "w.parquet"
+    p.write_bytes(b"old")
+    with open(p, "ab") as f:
+        with pytest.raises(sluice.InvalidArgumentError, match="not a file object"):
+            sluice.Writer(f)
+    assert p.read_bytes() == b"old"
 
 
 def test_an_option_value_with_a_comma_is_refused(tmp_path):
