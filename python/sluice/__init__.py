@@ -889,14 +889,8 @@ def _stream_capsule(data, index=None):
                 return pyarrow.Table.from_pandas(data, preserve_index=index).__arrow_c_stream__()
             except (pyarrow.ArrowTypeError, pyarrow.ArrowInvalid) as e:
                 # pyarrow names the column only: say which row holds what.
-                from ._pandas import object_column_error
-                for name in data.columns:
-                    column = data[name]
-                    if getattr(column, "dtype", None) == object:
-                        error = object_column_error(column)
-                        if error is not None:
-                            raise error from e
-                raise InvalidArgumentError(_errno.EINVAL, "sluice.write: %s" % (e,)) from e
+                from ._pandas import pyarrow_conversion_error
+                raise pyarrow_conversion_error(pyarrow, data, index, e) from e
         from ._pandas import dataframe_to_batch
         raw = dataframe_to_batch(data, index, _sluice.make_batch)
         return Batch(raw).__arrow_c_stream__()

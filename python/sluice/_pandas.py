@@ -1360,3 +1360,57 @@ def _numpy_values(np, values):
         if c == code:
             return fmt, values.astype(values.dtype.newbyteorder("<")).tobytes()
     raise TypeError("sluice.write: numpy dtype %s has no Arrow type" % values.dtype)
+
+
+def pyarrow_conversion_error(pa, frame, index, exc):
+    """The sluice.Error for pyarrow's failure `exc` to convert DataFrame
+    `frame` (Table.from_pandas): naming the column that fails (the one
+    pyarrow's message names, else the first, index levels after, that fails
+    on its own) and the first row whose value makes it fail, with pyarrow's
+    reason, or the two types met when they differ."""
+    import errno
+    import re
+    import numpy as np
+    from ._errors import InvalidArgumentError
+    reason = str(exc.args[0]) if exc.args else str(exc)
+    said = re.search(r"Conversion failed for column (.*) with type \S+$",
+                     str(exc.args[-1]) if exc.args else "", re.S)
+    columns = [("column %r" % (frame.columns[i],), frame.columns[i], frame.iloc[:, i])
+               for i in range(frame.shape[1])]
+    if index is not False:
+        for i, name in enumerate(frame.index.names):
+            what = "index level %d" % i if name is None else "index %r" % (name,)
+            columns.append((what, name, frame.index.get_level_values(i)))
+
+    def fails(values):
+        try:
+            pa.array(values, from_pandas=True)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            return True
+        return False
+
+    named = [c for c in columns if said and str(c[1]) == said.group(1)]
+    culprit = next((c for c in named + columns if fails(c[2])), None)
+    if culprit is None:
+        return InvalidArgumentError(errno.EINVAL, "sluice.write: %s" % (exc,))
+    what, values = culprit[0], np.asarray(culprit[2], dtype=object)
+    if not fails(values):  # (fails only as a pandas Series: no row to name)
+        return InvalidArgumentError(errno.EINVAL, "sluice.write: %s: %s" % (what, reason))
+    # The first row whose value makes the column's first rows fail.
+    lo, hi = 0, len(values)  # values[:lo] converts, values[:hi] fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(values[:mid]):
+            hi = mid
+        else:
+            lo = mid
+    row, bad = hi - 1, values[hi - 1]
+    first = next(((r, v) for r, v in enumerate(values[:row])
+                  if not (v is None or (isinstance(v, float) and v != v) or v is _pd().NA)),
+                 None)
+    if first is not None and not isinstance(bad, type(first[1])):
+        return InvalidArgumentError(
+            errno.EINVAL, "sluice.write: %s, row %d: a value of type %s where row %d has "
+            "%s: a column holds values of one type (convert it first, e.g. .astype(str)); %s"
+            % (what, row, type(bad).__name__, first[0], type(first[1]).__name__, reason))
+    return InvalidArgumentError(errno.EINVAL, "sluice.write: %s, row %d: %s" % (what, row, reason))

@@ -1022,6 +1022,33 @@ def test_decimal32_and_decimal64_are_written_as_decimal128(tmp_path):
     assert back.equals(wide.select(["a", "b"]))
 
 
+def test_pandas_conversion_error_names_the_column_pyarrow_fails_on(tmp_path):
+    """pyarrow fails on column 'b' (a list holding an int and a str); sluice
+    named column 'a' (an int and a float, which pyarrow takes as double),
+    blaming a column that converts. Now the column pyarrow names, the row
+    whose value makes it fail and pyarrow's reason; an index level too."""
+    import pandas as pd
+    out = tmp_path / "m.parquet"
+    df = pd.DataFrame({"a": pd.Series([1, 2.5], dtype=object),
+                       "b": pd.Series([[2], [1, "x"]], dtype=object)})
+    with pytest.raises(pa.ArrowInvalid) as theirs:
+        pa.Table.from_pandas(df)
+    assert "column b" in str(theirs.value)
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"column 'b', row 1: Could not convert 'x'") as e:
+        sluice.write(df, out)
+    assert "'a'" not in str(e.value) and isinstance(e.value.__cause__, pa.ArrowInvalid)
+    sluice.write(df[["a"]], out)  # 'a' alone converts, as in pyarrow
+    assert pq.read_table(out).column("a").to_pylist() == [1.0, 2.5]
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"column 'a', row 2: a value of type str where row 0 has int"):
+        sluice.write(pd.DataFrame({"a": pd.Series([1, 2.5, "x"], dtype=object)}), out)
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"index 'ix', row 1: a value of type str where row 0 has int"):
+        sluice.write(pd.DataFrame({"a": [1, 2]}, index=pd.Index([1, "x"], dtype=object,
+                                                                  name="ix")), out)
+
+
 def test_pandas_mixed_object_column_names_column_row_and_type(tmp_path):
     """A str column with an int in it: pyarrow's ArrowTypeError came through
     (not a sluice.Error), and without pyarrow a TypeError named no row or
