@@ -806,9 +806,12 @@ def _stored_dtypes(pd, schema):
     nulls keeps its nullable dtype). A dtype that needs pyarrow
     (int64[pyarrow]) is left to the default conversion without it. Index
     columns keep the default conversion, as pyarrow gives them. Malformed
-    metadata is ignored."""
+    metadata is ignored. Whatever the metadata says, and in index columns
+    too, pandas' own Arrow extension types (pandas.period, pandas.interval)
+    become Period and Interval arrays with pyarrow installed, as
+    pd.read_parquet gives them."""
     fields = schema.fields
-    stored = [None] * len(fields)
+    stored = [_extension_stored(pd, f) for f in fields]
     raw = schema.metadata.get("pandas")
     if not isinstance(raw, str):
         return stored
@@ -828,6 +831,8 @@ def _stored_dtypes(pd, schema):
         if not isinstance(name, str) or names.count(name) != 1 or name in index:
             continue
         i = names.index(name)
+        if stored[i] is not None:  # (an extension type says more)
+            continue
         t = fields[i].type
         dtype, arrow = _stored_dtype(pd, column.get("numpy_type"), t, made)
         tz = None
@@ -840,6 +845,36 @@ def _stored_dtypes(pd, schema):
             arrow_type = arrow.field(fields[i]).type if arrow is not None else None
             stored[i] = _Stored(dtype, arrow, arrow_type, tz)
     return stored
+
+
+def _extension_stored(pd, field):
+    """A _Stored for a field of pandas' Arrow extension types, pandas.period
+    (int64 ordinals, {"freq": "M"}) and pandas.interval (a struct of left
+    and right, {"closed": "right"}): the Period or Interval dtype that
+    pandas' registered types give pyarrow's to_pandas (made through
+    pyarrow, so None without it), or None."""
+    name = field.metadata.get("ARROW:extension:name")
+    if name not in ("pandas.period", "pandas.interval"):
+        return None
+    try:
+        import pyarrow
+    except ImportError:
+        return None
+    import json
+    try:
+        meta = json.loads(field.metadata.get("ARROW:extension:metadata") or "")
+        t = pyarrow.field(field).type
+        storage = t.storage_type if isinstance(t, pyarrow.ExtensionType) else t
+        if name == "pandas.period" and storage == pyarrow.int64():
+            dtype = pd.PeriodDtype(meta["freq"])
+        elif name == "pandas.interval" and pyarrow.types.is_struct(storage) and \
+                storage.num_fields == 2 and storage.field(0).type == storage.field(1).type:
+            dtype = pd.IntervalDtype(storage.field(0).type.to_pandas_dtype(), meta["closed"])
+        else:
+            return None
+    except Exception:  # (malformed metadata, a freq pandas does not know)
+        return None
+    return _Stored(dtype, pyarrow, t, None)
 
 
 def _stored_dtype(pd, spelled, t, made):

@@ -607,6 +607,10 @@ class Table:
         so are the extension dtypes it records for the other columns
         (Int64, boolean, string, Float32, int64[pyarrow] with pyarrow
         installed; see the README); numpy dtypes there change nothing.
+        With pyarrow installed, pandas' own Arrow extension types
+        (pandas.period, pandas.interval) become Period and Interval dtypes,
+        in the index too and without that metadata, as pd.read_parquet
+        gives them.
         """
         from ._pandas import table_to_pandas
         if self_destruct:

@@ -844,3 +844,40 @@ def test_month_day_nano_intervals_are_date_offsets(tmp_path):
         ts = pd.Timestamp("2020-01-31")
         assert ts + got["iv"][0] == ts + want["iv"][0] == pd.Timestamp("2020-03-02 00:00:00.000000003")
     assert sluice.read(path).to_pylist() == t.to_pylist()
+
+
+def test_period_and_interval_index_and_columns_without_metadata(tmp_path):
+    """pandas' Arrow extension types (pandas.period, pandas.interval) come
+    back as Period / Interval arrays in the index too, and in columns of a
+    file without the "pandas" metadata, as pd.read_parquet (pyarrow's
+    to_pandas through pandas' registered types) gives them. The index came
+    back as int64 ordinals or {'left', 'right'} dicts; such columns without
+    the metadata as int64 and dicts."""
+    import pyarrow.parquet as pq
+    frames = {
+        "period_index": pd.DataFrame({"v": [1, 2, 3]},
+                                     index=pd.period_range("2020-01", periods=3, freq="M")),
+        "interval_index": pd.DataFrame({"v": [1, 2]}, index=pd.interval_range(0, 2)),
+        "time_intervals": pd.DataFrame(
+            {"v": [1, 2]}, index=pd.interval_range(pd.Timestamp("2020-01-01"), periods=2,
+                                                   closed="left", name="when")),
+        "multi": pd.DataFrame({"v": [1, 2]}, index=pd.MultiIndex.from_arrays(
+            [pd.period_range("2021-01-01", periods=2, freq="D"), ["a", "b"]])),
+        "columns": pd.DataFrame({"p": pd.PeriodIndex(["2020Q1", None, "2021Q3"], freq="Q"),
+                                 "i": pd.arrays.IntervalArray.from_breaks([0.5, 1, 2, 4])}),
+    }
+    for name, df in frames.items():
+        path = tmp_path / f"{name}.parquet"
+        sluice.write(df, path)
+        want = pd.read_parquet(path)
+        pd.testing.assert_frame_equal(want, df)
+        pd.testing.assert_frame_equal(sluice.read_pandas(path), want, obj=name)
+        pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want, obj=name)
+        sluice.write(df, tmp_path / f"{name}.arrow")
+        pd.testing.assert_frame_equal(sluice.read_pandas(tmp_path / f"{name}.arrow"),
+                                      pd.read_feather(tmp_path / f"{name}.arrow"), obj=name)
+    bare = pa.Table.from_pandas(frames["columns"]).replace_schema_metadata(None)
+    pq.write_table(bare, tmp_path / "bare.parquet")
+    want = pd.read_parquet(tmp_path / "bare.parquet")
+    assert [str(d) for d in want.dtypes] == ["period[Q-DEC]", "interval[float64, right]"]
+    pd.testing.assert_frame_equal(sluice.read_pandas(tmp_path / "bare.parquet"), want)
