@@ -134,10 +134,35 @@ class DataType:
         return "DataType(%s)" % self
 
     def __eq__(self, other):
-        return isinstance(other, DataType) and str(self) == str(other)
+        # As pyarrow's ==: the names of a list's element and of a map's
+        # entries, key and value do not count (list<item> from Arrow equals
+        # list<element> from Parquet); a struct's names and any child's
+        # nullability do.
+        return isinstance(other, DataType) and type_key(self) == type_key(other)
 
     def __hash__(self):
-        return hash(str(self))
+        return hash(type_key(self))
+
+
+# Nested types whose children's names are not part of the type, as pyarrow
+# compares them.
+_UNNAMED_CHILDREN = ("list", "large_list", "fixed_size_list", "list_view", "map")
+
+
+def type_key(t, check_metadata=False, unnamed=False):
+    """What makes two DataTypes equal, as pyarrow's DataType.equals:
+    without check_metadata the names of list-like children and map entries
+    (`unnamed`: a map's entries struct) are left out; with it they count,
+    and so does the children's metadata."""
+    if t.dictionary is not None:
+        return ("dictionary", t.format, t.ordered, type_key(t.dictionary, check_metadata))
+    if not t.children:
+        return str(t)
+    loose = not check_metadata and (unnamed or t.kind in _UNNAMED_CHILDREN)
+    return (t.format, tuple((None if loose else c.name, c.nullable,
+                             frozenset(c.metadata.items()) if check_metadata else None,
+                             type_key(c.type, check_metadata, t.kind == "map"))
+                            for c in t.children))
 
 
 class Field:
@@ -179,7 +204,7 @@ class Field:
                 and self.nullable == other.nullable)
 
     def __hash__(self):
-        return hash((self.name, str(self.type), self.nullable))
+        return hash((self.name, self.type, self.nullable))
 
 
 def _schema_field(schema, i):

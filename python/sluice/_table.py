@@ -7,7 +7,8 @@ import threading as _threading
 import uuid as _uuid
 
 from . import _sluice
-from ._arrow import Node, field_from_schema, naming_column, node_to_pylist, parse_metadata
+from ._arrow import (Node, field_from_schema, naming_column, node_to_pylist, parse_metadata,
+                     type_key)
 from ._errors import InvalidArgumentError
 
 
@@ -156,7 +157,8 @@ class Batch:
 
     def equals(self, other, check_metadata=False):
         """Whether `other` (a Batch) has the same columns (names, types,
-        nullability; and metadata with check_metadata) and values, as
+        nullability; and metadata, and the names of list elements and map
+        entries, with check_metadata) and values, as
         pyarrow's RecordBatch.equals. NaN equals nothing. Costs a
         conversion of the values to Python objects."""
         if not isinstance(other, Batch):
@@ -279,10 +281,13 @@ def _values_equal(schema, mine, theirs):
 
 
 def _same_schema(a, b, check_metadata):
-    if a != b:  # names, types, nullability
+    if a != b:  # names, types (not a list's element name), nullability
         return False
+    # With check_metadata, as pyarrow's: the children's names and metadata too.
     return not check_metadata or (a.metadata == b.metadata and
-                                  [f.metadata for f in a.fields] == [f.metadata for f in b.fields])
+                                  [f.metadata for f in a.fields] == [f.metadata for f in b.fields]
+                                  and [type_key(f.type, True) for f in a.fields] ==
+                                  [type_key(f.type, True) for f in b.fields])
 
 
 class Column:
@@ -375,8 +380,9 @@ class Column:
         return series.to_numpy()
 
     def equals(self, other):
-        """Whether `other` (a Column) has the same type and values, whatever
-        the chunks, as pyarrow's ChunkedArray.equals. NaN equals nothing."""
+        """Whether `other` (a Column) has the same type (a list's element
+        name aside) and values, whatever the chunks, as pyarrow's
+        ChunkedArray.equals. NaN equals nothing."""
         if not isinstance(other, Column):
             raise TypeError("Column.equals takes a sluice.Column, not %s" % type(other).__name__)
         return (self.type == other.type and len(self) == len(other) and
@@ -545,7 +551,8 @@ class Table:
 
     def equals(self, other, check_metadata=False):
         """Whether `other` (a Table) has the same columns (names, types,
-        nullability; and metadata with check_metadata) and values, whatever
+        nullability; and metadata, and the names of list elements and map
+        entries, with check_metadata) and values, whatever
         the batch boundaries, as pyarrow's Table.equals. NaN equals nothing.
         Costs a conversion of the values to Python objects, a column at a
         time."""

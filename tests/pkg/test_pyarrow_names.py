@@ -61,6 +61,39 @@ def test_equality_by_value(small, tmp_path):
         hash(t)
 
 
+def test_list_element_names_do_not_count_as_in_pyarrow(tmp_path):
+    """A list column read from Parquet (list<element>) equals the same one
+    from Arrow (list<item>), and map entries named k/v equal key/value, as
+    pyarrow's (and polars') equals say; they were unequal (sluice compared
+    the printed types). A struct's names and a child's nullability count;
+    with check_metadata=True the element names count too, as in pyarrow."""
+    data = pa.table({"l": [[1], None], "m": pa.array([[("a", 1)], []],
+                                                     pa.map_(pa.string(), pa.int64()))})
+    pq.write_table(data, tmp_path / "l.parquet")
+    sluice.write(data, tmp_path / "l.arrow")
+    a, b = sluice.read(tmp_path / "l.arrow"), sluice.read(tmp_path / "l.parquet")
+    pa_a, pa_b = pa.table(a), pa.table(b)
+    assert pa_a.schema.field("l").type.value_field.name != \
+        pa_b.schema.field("l").type.value_field.name
+    assert pa_a.equals(pa_b) and a.equals(b) and a == b
+    assert a.column("l").equals(b.column("l")) == pa_a.column("l").equals(pa_b.column("l"))
+    assert a.schema == b.schema and a.schema.field("l").type == b.schema.field("l").type
+    assert hash(a.schema.field("l").type) == hash(b.schema.field("l").type)
+    assert a.equals(b, check_metadata=True) == pa_a.equals(pa_b, check_metadata=True) is False
+    kv = pa.map_(pa.field("k", pa.string(), nullable=False), pa.field("v", pa.int64()))
+    pa_m = pa_a.select(["m"])
+    pa_kv = pa_m.cast(pa.schema([("m", kv)]))
+    assert pa_kv.equals(pa_m)
+    assert sluice.Table.from_arrow(pa_kv).equals(sluice.Table.from_arrow(pa_m))
+    for left, right in ((pa.struct([("x", pa.int64())]), pa.struct([("y", pa.int64())])),
+                        (pa.list_(pa.field("item", pa.int64(), nullable=False)),
+                         pa.list_(pa.int64()))):
+        x = sluice.Table.from_arrow(pa.table({"c": pa.array([None], left)}))
+        y = sluice.Table.from_arrow(pa.table({"c": pa.array([None], right)}))
+        assert (x.schema.field("c").type == y.schema.field("c").type) == (left == right) is False
+        assert x.equals(y) == pa.table(x).equals(pa.table(y)) is False
+
+
 def test_batch_has_tables_accessors(small):
     t = sluice.read(small)
     b, rb = t.batches[0], pq.read_table(small).to_batches()[0]
