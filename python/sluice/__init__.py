@@ -887,17 +887,30 @@ def _stream_capsule(data, index=None):
         if pyarrow is not None:
             try:
                 return pyarrow.Table.from_pandas(data, preserve_index=index).__arrow_c_stream__()
-            except (pyarrow.ArrowTypeError, pyarrow.ArrowInvalid) as e:
-                # pyarrow names the column only: say which row holds what.
+            except (pyarrow.ArrowException, OverflowError, TypeError, ValueError) as e:
+                # A sluice.Error, as the README promises, that names the
+                # column (pyarrow names it only sometimes) and row.
                 from ._pandas import pyarrow_conversion_error
                 raise pyarrow_conversion_error(pyarrow, data, index, e) from e
         from ._pandas import dataframe_to_batch
-        raw = dataframe_to_batch(data, index, _sluice.make_batch)
+        try:
+            raw = dataframe_to_batch(data, index, _sluice.make_batch)
+        except Error:
+            raise
+        except TypeError as e:  # (a dtype it cannot convert; as pyarrow's, a TypeError)
+            raise UnsupportedError(_errno.ENOTSUP, _write_message(e)) from e
+        except (OverflowError, ValueError) as e:
+            raise InvalidArgumentError(_errno.EINVAL, _write_message(e)) from e
         return Batch(raw).__arrow_c_stream__()
     if hasattr(data, "__arrow_c_array__"):
         return Table.from_arrow(data).__arrow_c_stream__()
     raise TypeError("sluice.write takes an object with __arrow_c_stream__ (pyarrow, polars, "
                     "DuckDB, sluice tables) or a pandas DataFrame, not %s" % type(data).__name__)
+
+
+def _write_message(e):
+    text = str(e)
+    return text if text.startswith("sluice.write") else "sluice.write: " + text
 
 
 def _is_pandas_frame(data):

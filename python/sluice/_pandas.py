@@ -1401,13 +1401,22 @@ def pyarrow_conversion_error(pa, frame, index, exc):
     """The sluice.Error for pyarrow's failure `exc` to convert DataFrame
     `frame` (Table.from_pandas): naming the column that fails (the one
     pyarrow's message names, else the first, index levels after, that fails
-    on its own) and the first row whose value makes it fail, with pyarrow's
-    reason, or the two types met when they differ."""
+    on its own) and, in an object column, the first row whose value makes
+    it fail, with pyarrow's reason, or the two types met when they differ.
+    UnsupportedError for what pyarrow does not convert at all (complex
+    numbers, sparse data), else InvalidArgumentError (OutOfMemoryError for
+    a MemoryError)."""
     import errno
     import re
     import numpy as np
-    from ._errors import InvalidArgumentError
+    from ._errors import InvalidArgumentError, OutOfMemoryError, UnsupportedError
     reason = str(exc.args[0]) if exc.args else str(exc)
+    if isinstance(exc, MemoryError):
+        return OutOfMemoryError(errno.ENOMEM, "sluice.write: %s" % (reason,))
+    unsupported = isinstance(exc, pa.ArrowNotImplementedError) or (
+        isinstance(exc, TypeError) and not isinstance(exc, pa.ArrowException))
+    cls, code = (UnsupportedError, errno.ENOTSUP) if unsupported else \
+        (InvalidArgumentError, errno.EINVAL)
     said = re.search(r"Conversion failed for column (.*) with type \S+$",
                      str(exc.args[-1]) if exc.args else "", re.S)
     columns = [("column %r" % (frame.columns[i],), frame.columns[i], frame.iloc[:, i])
@@ -1427,10 +1436,11 @@ def pyarrow_conversion_error(pa, frame, index, exc):
     named = [c for c in columns if said and str(c[1]) == said.group(1)]
     culprit = next((c for c in named + columns if fails(c[2])), None)
     if culprit is None:
-        return InvalidArgumentError(errno.EINVAL, "sluice.write: %s" % (exc,))
-    what, values = culprit[0], np.asarray(culprit[2], dtype=object)
-    if not fails(values):  # (fails only as a pandas Series: no row to name)
-        return InvalidArgumentError(errno.EINVAL, "sluice.write: %s: %s" % (what, reason))
+        return cls(code, "sluice.write: %s" % (reason,))
+    what, dtype = culprit[0], culprit[2].dtype
+    values = np.asarray(culprit[2], dtype=object) if dtype == object else None
+    if values is None or not fails(values):  # the dtype, not a value, fails
+        return cls(code, "sluice.write: %s (%s): %s" % (what, dtype, reason))
     # The first row whose value makes the column's first rows fail.
     lo, hi = 0, len(values)  # values[:lo] converts, values[:hi] fails
     while hi - lo > 1:
@@ -1444,8 +1454,8 @@ def pyarrow_conversion_error(pa, frame, index, exc):
                   if not (v is None or (isinstance(v, float) and v != v) or v is _pd().NA)),
                  None)
     if first is not None and not isinstance(bad, type(first[1])):
-        return InvalidArgumentError(
-            errno.EINVAL, "sluice.write: %s, row %d: a value of type %s where row %d has "
+        return cls(
+            code, "sluice.write: %s, row %d: a value of type %s where row %d has "
             "%s: a column holds values of one type (convert it first, e.g. .astype(str)); %s"
             % (what, row, type(bad).__name__, first[0], type(first[1]).__name__, reason))
-    return InvalidArgumentError(errno.EINVAL, "sluice.write: %s, row %d: %s" % (what, row, reason))
+    return cls(code, "sluice.write: %s, row %d: %s" % (what, row, reason))

@@ -1,6 +1,7 @@
 """sluice.write from pyarrow, polars, DuckDB, sluice tables and pandas (with
 and without pyarrow), read back by the peers."""
 import io
+import re
 import subprocess
 import sys
 import warnings
@@ -153,9 +154,10 @@ sluice.write(df, {str(out)!r})
 
 @pytest.mark.parametrize("pyarrow", [True, False])
 def test_pandas_sparse_column_refused(tmp_path, pyarrow):
-    """A pandas Sparse column is refused with pyarrow's TypeError, with or
-    without pyarrow (without it, the column was written densified, its
-    dtype lost, silently)."""
+    """A pandas Sparse column is refused, with or without pyarrow (without
+    it, the column was written densified, its dtype lost, silently): an
+    UnsupportedError (a sluice.Error, as all errors) with pyarrow's
+    message, its TypeError as the __cause__."""
     code = f"""
 import sys
 if not {pyarrow}:
@@ -166,13 +168,15 @@ for frame in (df, df[[7]]):
     try:
         sluice.write(frame, {str(tmp_path / "sparse.parquet")!r})
         print("written")
-    except TypeError as e:
-        print("TypeError", e)
+    except sluice.UnsupportedError as e:
+        print(type(e.__cause__).__name__, e)
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines() == ["TypeError Sparse pandas data (column x) not supported.",
-                                       "TypeError Sparse pandas data (column 7) not supported."]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("TypeError sluice.write: ") for line in lines)
+    assert lines[0].endswith("Sparse pandas data (column x) not supported."), lines
+    assert lines[1].endswith("Sparse pandas data (column 7) not supported."), lines
     assert not (tmp_path / "sparse.parquet").exists()
     with pytest.raises(TypeError) as peer:
         pa.Table.from_pandas(pd.DataFrame({"x": pd.arrays.SparseArray([0, 0, 1])}))
@@ -1047,6 +1051,52 @@ def test_pandas_conversion_error_names_the_column_pyarrow_fails_on(tmp_path):
                        match=r"index 'ix', row 1: a value of type str where row 0 has int"):
         sluice.write(pd.DataFrame({"a": [1, 2]}, index=pd.Index([1, "x"], dtype=object,
                                                                   name="ix")), out)
+
+
+def test_pandas_conversion_failures_are_sluice_errors(tmp_path):
+    """What pyarrow (or, without it, sluice) cannot convert is a
+    sluice.Error naming the column, pyarrow's exception its __cause__, as
+    the README says of all errors: a complex column was pyarrow's
+    ArrowNotImplementedError, an int past 2**64 a bare OverflowError, a
+    sparse column a TypeError, duplicate labels a ValueError."""
+    import pandas as pd
+    out = tmp_path / "x.parquet"
+    cases = [  # frame, sluice's class, pyarrow's, what the message says
+        (pd.DataFrame({"c": np.array([1 + 2j])}), sluice.UnsupportedError,
+         pa.ArrowNotImplementedError, "column 'c' (complex128)"),
+        (pd.DataFrame({"o": pd.Series([1, 2**70], dtype=object)}),
+         sluice.InvalidArgumentError, OverflowError, "column 'o', row 1"),
+        (pd.DataFrame({"s": pd.arrays.SparseArray([0, 1, 0])}), sluice.UnsupportedError,
+         TypeError, "column 's'"),
+        (pd.DataFrame([[1, 2]], columns=["a", "a"]), sluice.InvalidArgumentError, ValueError,
+         "Duplicate column names"),
+    ]
+    for df, ours, theirs, says in cases:
+        with pytest.raises(theirs):
+            pa.Table.from_pandas(df)
+        with pytest.raises(ours, match=re.escape(says)) as e:
+            sluice.write(df, out)
+        assert type(e.value.__cause__) is theirs, (says, e.value.__cause__)
+        assert not out.exists()
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+for df in (pd.DataFrame({{"c": np.array([1 + 2j])}}),
+           pd.DataFrame({{"s": pd.arrays.SparseArray([0, 1, 0])}}),
+           pd.DataFrame([[1, 2]], columns=["a", "a"])):
+    try:
+        sluice.write(df, {str(out)!r})
+    except sluice.Error as e:
+        print(type(e).__name__, e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("UnsupportedError sluice.write: cannot convert column 'c'"), lines
+    assert lines[1].startswith("UnsupportedError sluice.write: Sparse"), lines
+    assert lines[2].startswith("InvalidArgumentError sluice.write: Duplicate"), lines
+    assert not out.exists()
 
 
 def test_pandas_mixed_object_column_names_column_row_and_type(tmp_path):
