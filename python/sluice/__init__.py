@@ -914,8 +914,12 @@ def _write_message(e):
 
 
 def _is_pandas_frame(data):
-    cls = type(data)
-    return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
+    """Whether `data` is a pandas DataFrame, a subclass too (pandas is not
+    imported for this: without it, nothing is one)."""
+    import sys
+    pandas = sys.modules.get("pandas")
+    frame = getattr(pandas, "DataFrame", None)
+    return isinstance(frame, type) and isinstance(data, frame)
 
 
 def write(data, dst, *, format=None, compression="default", index=None, fsync=True,
@@ -931,7 +935,7 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     ``batch_rows``, ``in_flight``, ``nulls="unset"|"null"``).
 
     data: anything with ``__arrow_c_stream__`` (pyarrow Table/RecordBatchReader,
-        polars DataFrame, DuckDB relation, sluice Table) or a pandas DataFrame
+        polars DataFrame, DuckDB relation, sluice Table) or a pandas DataFrame (or subclass)
         (through pyarrow if installed, else sluice's own conversion of
         numeric, bool, datetime, string, categorical and nullable columns,
         laid out and described as pyarrow's Table.from_pandas does).

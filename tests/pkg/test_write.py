@@ -1099,6 +1099,25 @@ for df in (pd.DataFrame({{"c": np.array([1 + 2j])}}),
     assert not out.exists()
 
 
+def test_pandas_dataframe_subclass_takes_index_false(tmp_path):
+    """A DataFrame subclass goes sluice's pandas way as a DataFrame does:
+    index=False drops its index, as to_parquet(index=False) does. It went
+    through pandas' own __arrow_c_stream__, which kept the index."""
+    import pandas as pd
+
+    class Sub(pd.DataFrame):
+        pass
+
+    df = Sub({"a": [1, 2]}, index=["x", "y"])
+    df.to_parquet(tmp_path / "pd.parquet", index=False)
+    want = pq.read_table(tmp_path / "pd.parquet").column_names
+    assert want == ["a"]
+    sluice.write(df, tmp_path / "sub.parquet", index=False)
+    assert pq.read_table(tmp_path / "sub.parquet").column_names == want
+    sluice.write(df, tmp_path / "kept.parquet")
+    assert pd.read_parquet(tmp_path / "kept.parquet").index.tolist() == ["x", "y"]
+
+
 def test_pandas_mixed_object_column_names_column_row_and_type(tmp_path):
     """A str column with an int in it: pyarrow's ArrowTypeError came through
     (not a sluice.Error), and without pyarrow a TypeError named no row or
