@@ -25,6 +25,7 @@ from . import _sluice
 from ._arrow import DataType, Field
 from ._errors import (Error, FormatError, InvalidArgumentError, NotFoundError, OutOfMemoryError,
                       SourceError, UnsupportedError)
+from . import _table
 from ._table import Batch, Column, Schema, Table
 
 __version__ = _sluice.version
@@ -875,7 +876,7 @@ def _ipc_kind(src):
     return "arrows"
 
 
-def _stream_capsule(data, index=None):
+def _stream_capsule(data, index=None, who="sluice.write"):
     # pandas DataFrames have __arrow_c_stream__ too, but only through pyarrow.
     if hasattr(data, "__arrow_c_stream__") and not _is_pandas_frame(data):
         return data.__arrow_c_stream__()
@@ -903,7 +904,7 @@ def _stream_capsule(data, index=None):
             raise InvalidArgumentError(_errno.EINVAL, _write_message(e)) from e
         return Batch(raw).__arrow_c_stream__()
     if hasattr(data, "__arrow_c_array__"):
-        return Table.from_arrow(data).__arrow_c_stream__()
+        return Table._from_arrow(data, who).__arrow_c_stream__()
     raise TypeError("sluice.write takes an object with __arrow_c_stream__ (pyarrow, polars, "
                     "DuckDB, sluice tables) or a pandas DataFrame, not %s" % type(data).__name__)
 
@@ -1027,16 +1028,22 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
     """
     kwargs = _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
                            existing_data_behavior, max_rows_per_file, options)
-    capsule = _stream_capsule(data, index)
-    if _is_file_object(dst):
-        _write_into(capsule, dst, kwargs)
-    else:
-        _flush_stream(dst)
-        try:
-            _sluice.write(capsule, _destination(dst), **kwargs)
-        except SourceError as e:
-            _name_file(e, dst)
+    capsule = _stream_capsule(data, index, "sluice.write")
+    try:
+        if _is_file_object(dst):
+            _write_into(capsule, dst, kwargs)
+        else:
+            _flush_stream(dst)
+            try:
+                _sluice.write(capsule, _destination(dst), **kwargs)
+            except SourceError as e:
+                _name_file(e, dst)
+                raise
+    except TypeError as e:
+        error = _table.not_a_table_error(e, data, "sluice.write")
+        if error is None:
             raise
+        raise error from None
 
 
 def _name_file(e, path):
@@ -1163,10 +1170,15 @@ class Writer:
     def write(self, data):
         """Hands every row of `data` to the writer."""
         try:
-            self._writer.write(_stream_capsule(data, self._index))
+            self._writer.write(_stream_capsule(data, self._index, "Writer.write"))
         except SourceError as e:
             _name_file(e, self._dst)
             raise
+        except TypeError as e:
+            error = _table.not_a_table_error(e, data, "Writer.write")
+            if error is None:
+                raise
+            raise error from None
 
     def close(self):
         """Writes the rest and commits: the output appears whole. Closing

@@ -262,6 +262,11 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
 /// raised, KeyboardInterrupt for a Ctrl-C in a Python producer, else the
 /// sluice error. Returns NULL.
 PyObject* sp_raise_write_error(struct sluice_error* error, int rc);
+/// 0 when `stream`'s schema is a struct (record batches), else -1 with a
+/// TypeError "sluice writes record batches (struct arrays), not Arrow type
+/// 'l'" (a Series or chunked array: each writer refused it in its own
+/// words), which the Python side words for the object passed.
+int sp_check_struct_stream(struct ArrowArrayStream* stream);
 extern PyTypeObject SpWriterType;
 /// A dict of sluice_s3_options fields (None = none) into *out, whose strings
 /// point into the dict's values. Returns 0, or -1 with an exception set.

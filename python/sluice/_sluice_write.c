@@ -158,6 +158,23 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   return 0;
 }
 
+int sp_check_struct_stream(struct ArrowArrayStream* stream) {
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = stream->get_schema(stream, &schema);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) return 0;  // the write reports it, with the producer's message
+  int is_struct = schema.format != NULL && strcmp(schema.format, "+s") == 0;
+  if (!is_struct) {
+    PyErr_Format(PyExc_TypeError, "sluice writes record batches (struct arrays), not Arrow type '%s'",
+                 schema.format != NULL ? schema.format : "");
+  }
+  if (schema.release != NULL) schema.release(&schema);
+  return is_struct ? 0 : -1;
+}
+
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
   struct sp_write_setup setup;
   if (sp_write_setup_parse(args, kwargs, &setup) != 0) return NULL;
@@ -167,6 +184,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
+  if (sp_check_struct_stream(stream) != 0) return NULL;
   const char* location = setup.location;
   struct sluice_write_options options = setup.options;
   options.s3 = setup.options.s3 != NULL ? &setup.s3 : NULL;

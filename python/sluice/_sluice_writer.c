@@ -177,6 +177,7 @@ static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
+  if (sp_check_struct_stream(stream) != 0) return NULL;  // (the writer stays as it was)
   // Busy from before the GIL is first released to the end: another
   // thread's close, abort or write is refused meanwhile.
   self->busy = 1;

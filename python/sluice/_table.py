@@ -7,8 +7,8 @@ import threading as _threading
 import uuid as _uuid
 
 from . import _sluice
-from ._arrow import (Node, field_from_schema, naming_column, node_to_pylist, parse_metadata,
-                     type_key)
+from ._arrow import (DataType, Node, field_from_schema, naming_column, node_to_pylist,
+                     parse_metadata, type_key)
 from ._errors import InvalidArgumentError
 
 
@@ -280,6 +280,20 @@ def _values_equal(schema, mine, theirs):
     return True
 
 
+def not_a_table_error(e, data, who):
+    """For the C library's TypeError `e` on `data` that is not a struct (an
+    array, chunked array or Series of one type: "sluice imports record
+    batches (struct arrays), not Arrow type 'l'"), one that says what was
+    passed, its type as pyarrow spells it, and what to do; else None."""
+    text = str(e)
+    if not text.startswith(("sluice imports record batches", "sluice writes record batches")):
+        return None
+    fmt = text[text.index("'") + 1:-1]
+    return TypeError("%s takes a table or record batches (struct arrays), not %s (of %s): make "
+                     "a table of it first (pyarrow.table({'name': ...}), series.to_frame())"
+                     % (who, type(data).__name__, DataType(fmt)))
+
+
 def _same_schema(a, b, check_metadata):
     if a != b:  # names, types (not a list's element name), nullability
         return False
@@ -478,6 +492,10 @@ class Table:
         """A Table sharing the batches of any Arrow producer: an object with
         ``__arrow_c_stream__`` (pyarrow, polars, DuckDB) or
         ``__arrow_c_array__`` (a record batch). No copies, no pyarrow needed."""
+        return cls._from_arrow(data, "Table.from_arrow")
+
+    @classmethod
+    def _from_arrow(cls, data, who):
         try:
             if hasattr(data, "__arrow_c_stream__"):
                 raw_schema, raw_batches = _sluice.import_stream(data.__arrow_c_stream__())
@@ -488,16 +506,10 @@ class Table:
                 raise TypeError("Table.from_arrow takes an object with __arrow_c_stream__ or "
                                 "__arrow_c_array__, not %s" % type(data).__name__)
         except TypeError as e:
-            # Not a struct: an array or chunked array of one type. Say what
-            # was passed, its type as pyarrow spells it (not "Arrow type 'l'").
-            text = str(e)
-            if not text.startswith("sluice imports record batches"):
+            error = not_a_table_error(e, data, who)
+            if error is None:
                 raise
-            from ._arrow import DataType
-            fmt = text[text.index("'") + 1:-1]
-            raise TypeError("Table.from_arrow takes a table or record batches (struct arrays), "
-                            "not %s (of %s): make a table of it first (pyarrow.table({'name': "
-                            "...}))" % (type(data).__name__, DataType(fmt))) from None
+            raise error from None
         schema = Schema(raw_schema)
         return cls._made(schema, [Batch(b, schema) for b in raw_batches])
 

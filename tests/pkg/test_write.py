@@ -1118,6 +1118,32 @@ def test_pandas_dataframe_subclass_takes_index_false(tmp_path):
     assert pd.read_parquet(tmp_path / "kept.parquet").index.tolist() == ["x", "y"]
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "arrow", "arrows", "jsonl", "avro"])
+def test_a_single_column_object_is_refused_as_not_a_table(tmp_path, fmt):
+    """A pandas Series, a pyarrow ChunkedArray or Array, a polars Series:
+    one TypeError saying a table is needed and what was passed, for every
+    format (each writer refused the stream in its own words, "the stream's
+    schema must be a struct, got 'l'"); pa.Array's was already such a one."""
+    import io
+    import pandas as pd
+    for data, name in ((pd.Series([1, 2]), "Series"), (pa.chunked_array([[1, 2]]), "ChunkedArray"),
+                       (pa.array([1, 2]), "Int64Array"), (pl.Series("x", [1, 2]), "Series")):
+        for dst in (tmp_path / f"x.{fmt}", io.BytesIO()):
+            with pytest.raises(TypeError, match=rf"^sluice.write takes a table or record batches "
+                               rf"\(struct arrays\), not {name} \(of int64\): make a table"):
+                sluice.write(data, dst, format=fmt)
+        assert not (tmp_path / f"x.{fmt}").exists()
+    with sluice.Writer(tmp_path / f"w.{fmt}") as w:
+        with pytest.raises(TypeError, match=r"^Writer.write takes a table .* not Series"):
+            w.write(pd.Series([1]))
+        w.write(pa.table({"a": [1]}))  # the writer is as it was
+    if fmt == "jsonl":
+        import pyarrow.json as pajson
+        assert pajson.read_json(tmp_path / f"w.{fmt}").to_pydict() == {"a": [1]}
+    else:
+        assert sluice.read(tmp_path / f"w.{fmt}").to_pydict() == {"a": [1]}
+
+
 def test_pandas_mixed_object_column_names_column_row_and_type(tmp_path):
     """A str column with an int in it: pyarrow's ArrowTypeError came through
     (not a sluice.Error), and without pyarrow a TypeError named no row or
