@@ -944,12 +944,34 @@ _LABEL_TYPES = {"int64": int, "int32": int, "int16": int, "int8": int, "uint64":
                 "uint32": int, "uint16": int, "uint8": int, "float64": float, "float32": float}
 
 
+def _label_level(pd, level, values):
+    """One level of column labels, `values` as the field names spell them,
+    in the type its "column_indexes" entry `level` records: numbers as
+    numbers, timestamps (zoned or not, in their unit) as a DatetimeIndex, as
+    pyarrow's to_pandas restores them; other labels as they are."""
+    kind = _LABEL_TYPES.get(level.get("pandas_type"))
+    if kind is not None:
+        return pd.Index([kind(v) for v in values], name=level.get("name"))
+    pandas_type, numpy_type = level.get("pandas_type"), level.get("numpy_type")
+    if isinstance(pandas_type, str) and pandas_type.startswith("datetime64["):
+        return pd.Index(values, name=level.get("name")).astype(pandas_type)
+    if pandas_type == "datetimetz" and isinstance(numpy_type, str) and \
+            numpy_type.startswith("datetime64["):
+        tz = (level.get("metadata") or {}).get("timezone")
+        if isinstance(tz, str):
+            unit = numpy_type[len("datetime64["):-1]
+            stamps = pd.to_datetime(values, utc=True).tz_convert(tz).as_unit(unit)
+            return pd.Index(stamps, name=level.get("name"))
+    return pd.Index(values, name=level.get("name"))
+
+
 def _column_labels(pd, pandas_metadata, names):
     """The column labels pandas recorded, as pyarrow's to_pandas gives them
     back: each field's recorded "name" (a label the format had to rename,
     "a b" written to Avro as a_b), then by "column_indexes" numbers as
-    numbers (DataFrame({0: ...})), a MultiIndex from its stringified tuples,
-    the columns' own name; else the names as they are."""
+    numbers (DataFrame({0: ...})) and timestamps as timestamps, a
+    MultiIndex from its stringified tuples, the columns' own name; else the
+    names as they are."""
     if not isinstance(pandas_metadata, str):
         return names
     import ast
@@ -959,20 +981,18 @@ def _column_labels(pd, pandas_metadata, names):
         recorded = {c.get("field_name", _name_to_strings(c.get("name"))): c.get("name")
                     for c in meta.get("columns") or [] if isinstance(c, dict)}
         names = [recorded.get(n, n) for n in names]
-        levels = meta.get("column_indexes") or []
-        kinds = [_LABEL_TYPES.get(level.get("pandas_type")) for level in levels]
-        level_names = [level.get("name") for level in levels]
+        levels = [level if isinstance(level, dict) else {}
+                  for level in meta.get("column_indexes") or []]
         if len(levels) > 1:
             tuples = [ast.literal_eval(n) for n in names]
             if not all(isinstance(t, tuple) and len(t) == len(levels) for t in tuples):
                 return names
-            tuples = [tuple(k(v) if k is not None else v for k, v in zip(kinds, t))
-                      for t in tuples]
-            return pd.MultiIndex.from_tuples(tuples, names=level_names)
+            arrays = [_label_level(pd, level, [t[k] for t in tuples])
+                      for k, level in enumerate(levels)]
+            return pd.MultiIndex.from_arrays(arrays, names=[level.get("name") for level in levels])
         if len(levels) == 1:
-            labels = [kinds[0](n) for n in names] if kinds[0] is not None else names
-            return pd.Index(labels, name=level_names[0])
-    except (ValueError, TypeError, AttributeError, SyntaxError):
+            return _label_level(pd, levels[0], names)
+    except (ValueError, TypeError, AttributeError, SyntaxError, OverflowError):
         pass
     return names
 

@@ -881,3 +881,27 @@ def test_period_and_interval_index_and_columns_without_metadata(tmp_path):
     want = pd.read_parquet(tmp_path / "bare.parquet")
     assert [str(d) for d in want.dtypes] == ["period[Q-DEC]", "interval[float64, right]"]
     pd.testing.assert_frame_equal(sluice.read_pandas(tmp_path / "bare.parquet"), want)
+
+
+def test_datetime_column_labels_come_back_as_timestamps(tmp_path):
+    """Timestamp column labels (naive or zoned, in their unit; a level of a
+    MultiIndex too) come back as timestamps, as pyarrow's to_pandas (and
+    pd.read_parquet / read_feather) restores them; they came back as the
+    strings the field names spell."""
+    frames = [
+        pd.DataFrame({pd.Timestamp("2020-01-01"): [1],
+                      pd.Timestamp("2020-01-02 03:04:05.123456789"): [2]}),
+        pd.DataFrame({pd.Timestamp("2020-01-01", tz="Europe/Paris"): [1]}),
+        pd.DataFrame([[1]], columns=pd.DatetimeIndex(["2020-01-01"], name="when").as_unit("s")),
+        pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples(
+            [(pd.Timestamp("2020-01-01"), "a"), (pd.Timestamp("2020-01-02"), "b")],
+            names=["day", "k"])),
+    ]
+    for k, df in enumerate(frames):
+        for suffix, peer in (("parquet", pd.read_parquet), ("arrow", pd.read_feather)):
+            path = tmp_path / f"{k}.{suffix}"
+            sluice.write(df, path)
+            want = peer(path).columns
+            pd.testing.assert_index_equal(want, df.columns)
+            pd.testing.assert_index_equal(sluice.read_pandas(path).columns, want)
+            pd.testing.assert_index_equal(sluice.read(path).to_pandas().columns, want)
