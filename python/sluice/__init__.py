@@ -179,11 +179,20 @@ def _is_data(src):
     return True
 
 
+def _expand(path):
+    """A local path's leading ~ (or ~user) expanded, as pyarrow, pandas and
+    polars take it; a URL, "-" and other paths as they are (the CLI's shell
+    expands it already)."""
+    if isinstance(path, (str, bytes)) and path[:1] in ("~", b"~"):
+        return _os.path.expanduser(path)
+    return path
+
+
 def _location(src):
     if _is_data(src):  # read in place (sluice_dataset_open_memory)
         return src.getbuffer() if isinstance(src, _io.BytesIO) else src
     if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
-        return _os.fsdecode(_os.fspath(src))
+        return _expand(_os.fsdecode(_os.fspath(src)))
     if isinstance(src, (list, tuple)):  # several locations read as one table
         if not src:
             raise ValueError("an empty list of locations")
@@ -271,7 +280,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         # cannot open: ...": a missing reader_schema file, say), else the
         # source when named.
         if e.filename is None:
-            name = _os.fspath(src) if isinstance(src, (str, _os.PathLike)) else None
+            name = _expand(_os.fspath(src)) if isinstance(src, (str, _os.PathLike)) else None
             at = e.message.find(": cannot open:")
             if isinstance(name, str) and e.message.startswith(name + ": cannot open:"):
                 e.filename = name  # whole, though the path may hold ": "
@@ -597,7 +606,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
          filters=None, _scan=None, _gather=True, **format_options):
     """Read a whole table.
 
-    src: a path, ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
+    src: a path (a leading ``~`` is the home directory, as in pyarrow and
+        pandas), ``"-"`` (standard input) or a URL (``s3://``, ``https://``,
         ``cql://user:password@host/keyspace.table`` for a Cassandra table);
         or a list of them, read as one table in that order (each may be a
         directory, an ``s3://`` prefix or a glob; ``\\`` escapes a glob
@@ -868,7 +878,7 @@ def _ipc_kind(src):
     "arrows" (a stream: pipes, file objects, remote objects)."""
     if isinstance(src, (str, _os.PathLike)) and src != "-":
         try:
-            with open(src, "rb") as f:
+            with open(_expand(_os.fspath(src)), "rb") as f:
                 if f.read(6) == b"ARROW1":
                     return "arrow"
         except OSError:
@@ -926,7 +936,8 @@ def _is_pandas_frame(data):
 def write(data, dst, *, format=None, compression="default", index=None, fsync=True,
           partition_by=None, max_partitions=None, existing_data_behavior="error",
           max_rows_per_file=None, **options):
-    """Write `data` to `dst` (a path or ``"-"``) atomically, or into a
+    """Write `data` to `dst` (a path, ``~`` the home directory as in pyarrow,
+    or ``"-"``) atomically, or into a
     writable file object (``io.BytesIO``, an open file, any object with
     ``write()``; ``format=`` unless an open file's name tells it), or into a
     pipe's file object (a subprocess's stdin, ``sys.stdout`` on a pipe or a
@@ -1050,7 +1061,7 @@ def _name_file(e, path):
     """Sets an OSError's .filename, as open() does, to `path` when the C
     message is about it ("PATH: cannot ...")."""
     if e.filename is None and isinstance(path, (str, _os.PathLike)):
-        name = _os.fspath(path)
+        name = _expand(_os.fspath(path))
         if e.message.startswith(name + ":"):
             e.filename = name
 

@@ -79,9 +79,9 @@ def _absolute(src):
     if hasattr(src, "__fspath__"):
         src = os.fspath(src)
     if isinstance(src, bytes) and b"://" not in src:
-        return os.path.abspath(src)
+        return os.path.abspath(os.path.expanduser(src))
     if isinstance(src, str) and "://" not in src and src != "-":
-        return os.path.abspath(src)
+        return os.path.abspath(os.path.expanduser(src))  # (~ as sluice.read takes it)
     if isinstance(src, str) and src.startswith("file://") and not src.startswith("file:///"):
         return "file://" + os.path.abspath(src[len("file://"):])
     return src

@@ -1176,3 +1176,36 @@ for df in (pd.DataFrame({{"m": ["a", None, 1]}}),
     assert lines[1].startswith("UnsupportedError sluice.write: column 'd', row 1: date values, "
                                "which sluice converts only with pyarrow"), lines
     assert not out.exists()
+
+
+def test_a_leading_tilde_is_the_home_directory(tmp_path, monkeypatch):
+    """"~/x.parquet" is $HOME/x.parquet for write and read, as pyarrow,
+    pandas and polars take it (sluice made a file under a directory named
+    "~" or failed: "cannot create a temporary file in '~/'")."""
+    import pathlib
+    import pandas as pd
+    monkeypatch.setenv("HOME", str(tmp_path))
+    t = pa.table({"a": [1, 2]})
+    pq.write_table(t, "~/pa.parquet")  # the peers
+    pl.DataFrame({"a": [1, 2]}).write_parquet("~/pl.parquet")
+    assert (tmp_path / "pa.parquet").exists() and (tmp_path / "pl.parquet").exists()
+    sluice.write(t, "~/x.parquet")
+    sluice.write(t, pathlib.Path("~/x.csv"))
+    sluice.write(t, b"~/x.arrow")
+    sluice.write(pa.table({"a": [1, 2], "b": [3, 4]}), "~/parts", format="parquet",
+                 partition_by="a")
+    with sluice.Writer("~/w.parquet") as w:
+        w.write(t)
+    for name in ("x.parquet", "x.csv", "x.arrow", "w.parquet"):
+        assert sluice.read(tmp_path / name).equals(sluice.Table.from_arrow(t)), name
+        assert sluice.read("~/" + name).equals(sluice.Table.from_arrow(t)), name
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["a=1", "a=2"]
+    assert sluice.read("~/pa.parquet").to_pydict() == {"a": [1, 2]}
+    assert sluice.read_pandas("~/pl.parquet").equals(pd.DataFrame({"a": [1, 2]}))
+    assert sluice.schema(pathlib.Path("~/x.parquet")).names == ["a"]
+    assert sluice.read_ipc("~/x.arrow").to_pydict() == {"a": [1, 2]}
+    assert sluice.read(["~/x.parquet", "~/pa.parquet"]).num_rows == 4
+    assert not (pathlib.Path.cwd() / "~").exists()
+    with pytest.raises(sluice.NotFoundError) as e:
+        sluice.read("~/missing.parquet")
+    assert str(tmp_path) in str(e.value)
