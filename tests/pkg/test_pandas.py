@@ -905,3 +905,24 @@ def test_datetime_column_labels_come_back_as_timestamps(tmp_path):
             pd.testing.assert_index_equal(want, df.columns)
             pd.testing.assert_index_equal(sluice.read_pandas(path).columns, want)
             pd.testing.assert_index_equal(sluice.read(path).to_pandas().columns, want)
+
+
+def test_write_then_read_pandas_round_trip_caveats_as_documented(tmp_path):
+    """The README's "sluice.write(df) then sluice.read_pandas gives df back"
+    holds but for the nulls conversion it names: a float64 column or index
+    with NaN comes back Float64 (pd.read_parquet: float64), a float16 one
+    with NaN float32 (pd.read_parquet: float16); the values are equal."""
+    df = pd.DataFrame({"f": [1.0, np.nan], "h": np.array([1, np.nan], dtype="float16"),
+                       "i": [1, 2]}, index=pd.Index([0.5, np.nan], name="x"))
+    path = tmp_path / "caveats.parquet"
+    sluice.write(df, path)
+    got, peer = sluice.read_pandas(path), pd.read_parquet(path)
+    pd.testing.assert_frame_equal(peer, df)
+    assert got.dtypes.astype(str).to_dict() == {"f": "Float64", "h": "float32", "i": "int64"}
+    assert str(got.index.dtype) == "Float64"
+    back = got.astype({"f": "float64", "h": "float16"})
+    back.index = got.index.astype("float64")
+    pd.testing.assert_frame_equal(back, df)
+    clean = df.dropna()
+    sluice.write(clean, path)
+    pd.testing.assert_frame_equal(sluice.read_pandas(path), clean)  # no NaN: df back exactly
