@@ -1209,3 +1209,22 @@ def test_a_leading_tilde_is_the_home_directory(tmp_path, monkeypatch):
     with pytest.raises(sluice.NotFoundError) as e:
         sluice.read("~/missing.parquet")
     assert str(tmp_path) in str(e.value)
+
+
+def test_parquet_without_columns_is_refused_as_documented(tmp_path):
+    """A table without columns is refused as Parquet (the README says why):
+    DuckDB cannot read the file pyarrow writes for it, and pyarrow's file
+    holds 0 rows whatever the table had. Arrow IPC keeps the rows."""
+    import pandas as pd
+    t = pa.table({"a": [1, 2, 3]}).select([])
+    pq.write_table(t, tmp_path / "pa.parquet")
+    assert pq.read_metadata(tmp_path / "pa.parquet").num_rows == 0  # the 3 rows are lost
+    with pytest.raises(duckdb.Error, match="at least one non-root column"):
+        duckdb.sql(f"select count(*) from '{tmp_path / 'pa.parquet'}'").fetchall()
+    for data in (t, pd.DataFrame(index=range(3)), pd.DataFrame()):
+        with pytest.raises(sluice.UnsupportedError, match="a table without columns cannot be "
+                                                          "written as Parquet"):
+            sluice.write(data, tmp_path / "sl.parquet", index=False)
+        assert not (tmp_path / "sl.parquet").exists()
+    sluice.write(t, tmp_path / "sl.arrow")
+    assert pa.ipc.open_file(tmp_path / "sl.arrow").read_all().num_rows == 3
