@@ -174,12 +174,6 @@ static void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
   *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 size_t sl_format_date(int64_t days, char* buf, size_t cap) {
   int64_t y;
   unsigned m, d;
@@ -202,7 +196,7 @@ static const int k_fraction_digits[] = {0, 3, 6, 9};
 /// `value` units past midnight, 0 <= value < one day.
 static int append_time_of_day(struct sl_text* out, int64_t value, enum sl_time_unit unit) {
   int64_t per_second = k_units_per_second[unit];
-  int64_t seconds = floor_div(value, per_second);
+  int64_t seconds = sl_floor_div(value, per_second);
   int64_t fraction = value - seconds * per_second;
   char buf[64];
   int n = snprintf(buf, sizeof buf, "%02" PRId64 ":%02" PRId64 ":%02" PRId64, seconds / 3600,
@@ -239,7 +233,7 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   int fixed = parse_fixed_offset(tz, &offset_seconds);
   // Local wall time and its offset, as Arrow prints zoned timestamps; UTC and
   // zones the system lacks print the UTC instant with a Z.
-  int64_t seconds = floor_div(value, per_second);
+  int64_t seconds = sl_floor_div(value, per_second);
   if (zone != NULL) {
     offset_seconds = sl_tz_offset(zone, seconds);
     fixed = 1;
@@ -249,19 +243,15 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
     // JSON Lines and the CLI all spell it.
     if (offset_seconds % 60 != 0) fixed = 0;
   }
-  // (value % per_second, not value - seconds * per_second: that product
-  // overflows for values near INT64_MIN, which floor_div rounds below.)
-  int64_t sub = value % per_second;
-  if (sub < 0) sub += per_second;
+  int64_t sub = sl_floor_mod(value, per_second);
   // Values within a day of the int64 range stay in UTC rather than overflow.
   if (fixed && seconds > INT64_MIN + 86400 && seconds < INT64_MAX - 86400) {
     seconds += offset_seconds;
   } else {
     offset_seconds = 0;
   }
-  int64_t days = floor_div(seconds, 86400);
-  int64_t in_day = seconds % 86400;  // (days * 86400 overflows near INT64_MIN seconds)
-  if (in_day < 0) in_day += 86400;
+  int64_t days = sl_floor_div(seconds, 86400);
+  int64_t in_day = sl_floor_mod(seconds, 86400);
   SL_RETURN_NOT_OK(append_date(out, days));
   SL_RETURN_NOT_OK(sl_text_append_char(out, ' '));
   SL_RETURN_NOT_OK(append_time_of_day(out, in_day * per_second + sub, type->unit));
@@ -749,7 +739,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     case SL_TYPE_DATE32: case SL_TYPE_DATE64: {
       struct sl_text tmp;
       int64_t days = type->id == SL_TYPE_DATE32 ? ((const int32_t*)data)[p]
-                                                : floor_div(((const int64_t*)data)[p], 86400000);
+                                                : sl_floor_div(((const int64_t*)data)[p], 86400000);
       sl_text_init(&tmp, out->alloc);
       rc = append_date(&tmp, days);
       if (rc == 0) rc = append_scalar(out, sl_text_cstr(&tmp), 1, style);

@@ -101,15 +101,10 @@ static int parse_posix_tz(const char* s, struct sl_tz* tz) {
 
 /* ---- Calendar ---------------------------------------------------------------- */
 
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 /// Days since 1970-01-01 of y-m-d (H. Hinnant's days_from_civil).
 static int64_t days_from_civil(int64_t y, int m, int d) {
   y -= m <= 2;
-  int64_t era = floor_div(y, 400);
+  int64_t era = sl_floor_div(y, 400);
   int64_t yoe = y - era * 400;
   int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
   int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
@@ -121,24 +116,25 @@ static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 =
 // Straight-line: CSV date and timestamp columns call this once per value
 // (a loop over the three parts, kept in memory, was a sixth of a mixed
 // CSV's load).
-int sl_parse_ymd(const char* text, int64_t* days) {
+/// "-MM-DD" at t of year y, a real day: 1 and *days, else 0.
+static inline int month_day(int64_t y, const unsigned char* t, int64_t* days) {
   static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const unsigned char* t = (const unsigned char*)text;
-  unsigned y0 = t[0] - '0', y1 = t[1] - '0', y2 = t[2] - '0', y3 = t[3] - '0';
-  unsigned m0 = t[5] - '0', m1 = t[6] - '0', d0 = t[8] - '0', d1 = t[9] - '0';
-  if ((y0 > 9) | (y1 > 9) | (y2 > 9) | (y3 > 9) | (m0 > 9) | (m1 > 9) | (d0 > 9) | (d1 > 9) |
-      (t[4] != '-') | (t[7] != '-')) {
-    return 0;
-  }
-  int y = (int)(y0 * 1000 + y1 * 100 + y2 * 10 + y3);
+  unsigned m0 = t[1] - '0', m1 = t[2] - '0', d0 = t[4] - '0', d1 = t[5] - '0';
+  if ((m0 > 9) | (m1 > 9) | (d0 > 9) | (d1 > 9) | (t[0] != '-') | (t[3] != '-')) return 0;
   int m = (int)(m0 * 10 + m1), d = (int)(d0 * 10 + d1);
   if (m < 1 || m > 12 || d < 1 || d > dim[m - 1] + (m == 2 && is_leap(y))) return 0;
   *days = days_from_civil(y, m, d);
   return 1;
 }
 
+int sl_parse_ymd(const char* text, int64_t* days) {
+  const unsigned char* t = (const unsigned char*)text;
+  unsigned y0 = t[0] - '0', y1 = t[1] - '0', y2 = t[2] - '0', y3 = t[3] - '0';
+  if ((y0 > 9) | (y1 > 9) | (y2 > 9) | (y3 > 9)) return 0;
+  return month_day(y0 * 1000 + y1 * 100 + y2 * 10 + y3, t + 4, days);
+}
+
 int64_t sl_parse_ymd_expanded(const uint8_t* p, int64_t n, int64_t* days) {
-  static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   int64_t i = 0;
   int sign = 1;
   if (n > 0 && (p[0] == '+' || p[0] == '-')) sign = p[i++] == '-' ? -1 : 1;
@@ -149,18 +145,12 @@ int64_t sl_parse_ymd_expanded(const uint8_t* p, int64_t n, int64_t* days) {
   }
   int64_t digits = i - start;
   if (digits < 4 || (start == 0 && digits < 5)) return 0;  // sign and 4+, or 5+
-  if (n < i + 6 || p[i] != '-' || p[i + 3] != '-') return 0;
-  unsigned m0 = p[i + 1] - '0', m1 = p[i + 2] - '0', d0 = p[i + 4] - '0', d1 = p[i + 5] - '0';
-  if ((m0 > 9) | (m1 > 9) | (d0 > 9) | (d1 > 9)) return 0;
-  int m = (int)(m0 * 10 + m1), d = (int)(d0 * 10 + d1);
-  y *= sign;
-  if (m < 1 || m > 12 || d < 1 || d > dim[m - 1] + (m == 2 && is_leap(y))) return 0;
-  *days = days_from_civil(y, m, d);
+  if (n < i + 6 || !month_day(y * sign, p + i, days)) return 0;
   return i + 6;
 }
 
 static int64_t year_of_days(int64_t days) {
-  int64_t y = floor_div(days * 400, 146097) + 1970;  // close; then fix up
+  int64_t y = sl_floor_div(days * 400, 146097) + 1970;  // close; then fix up
   while (days_from_civil(y, 1, 1) > days) --y;
   while (days_from_civil(y + 1, 1, 1) <= days) ++y;
   return y;
@@ -188,7 +178,7 @@ static int64_t rule_local_time(const struct tz_rule_date* d, int64_t y) {
 
 static int32_t rule_offset(const struct sl_tz* tz, int64_t t) {
   if (!tz->has_dst) return tz->std_offset;
-  int64_t y = year_of_days(floor_div(t + tz->std_offset, 86400));
+  int64_t y = year_of_days(sl_floor_div(t + tz->std_offset, 86400));
   // Start is given in standard local time, end in daylight local time.
   int64_t start = rule_local_time(&tz->start, y) - tz->std_offset;
   int64_t end = rule_local_time(&tz->end, y) - tz->dst_offset;

@@ -10,6 +10,20 @@
 
 struct sl_tz;
 
+/// a / b rounded toward negative infinity (b > 0): days of a second count,
+/// seconds of a timestamp, before 1970 too.
+static inline int64_t sl_floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/// a - sl_floor_div(a, b) * b in [0, b), without that product, which
+/// overflows for a near INT64_MIN (the time of day of such a second).
+static inline int64_t sl_floor_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return r < 0 ? r + b : r;
+}
+
 /// Loads zone `name` from $TZDIR or /usr/share/zoneinfo. ENOENT when there is
 /// no such zone (or the name is not a plain zone name), EILSEQ when its file
 /// is malformed, ENOMEM.

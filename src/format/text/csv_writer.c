@@ -55,6 +55,7 @@
 #include "core/sl_options.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
+#include "core/sl_value_tz.h"
 #include "format/csv/csv_internal.h"
 #include "io/sl_sink.h"
 
@@ -282,12 +283,6 @@ static int csv_append_cell(const struct csv_write_options* o, struct sl_text* li
   return sl_text_append_char(line, o->quote);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 /// "YYYY-MM-DD<sep>HH:MM:SS[.f{3,6,9}][Z]"; the UTC instant with a 'Z' when
 /// the type has a timezone, the wall time as stored when it has none.
 static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_type* type,
@@ -295,14 +290,10 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
   static const int64_t per_second_of[] = {1, 1000, 1000000, 1000000000};
   static const int digits_of[] = {0, 3, 6, 9};
   int64_t per_second = per_second_of[type->unit];
-  int64_t seconds = floor_div(value, per_second);
-  // (value % per_second, not value - seconds * per_second: that product
-  // overflows for values near INT64_MIN, which floor_div rounds below.)
-  int64_t fraction = value % per_second;
-  if (fraction < 0) fraction += per_second;
-  int64_t days = floor_div(seconds, 86400);
-  int64_t in_day = seconds % 86400;  // (days * 86400 overflows near INT64_MIN seconds)
-  if (in_day < 0) in_day += 86400;
+  int64_t seconds = sl_floor_div(value, per_second);
+  int64_t fraction = sl_floor_mod(value, per_second);
+  int64_t days = sl_floor_div(seconds, 86400);
+  int64_t in_day = sl_floor_mod(seconds, 86400);
   char buf[96];
   size_t n = sl_format_date(days, buf, sizeof buf);
   n += (size_t)snprintf(buf + n, sizeof buf - n, "%c%02d:%02d:%02d", sep, (int)(in_day / 3600),
