@@ -267,6 +267,9 @@ PyObject* sp_raise_write_error(struct sluice_error* error, int rc);
 /// 'l'" (a Series or chunked array: each writer refused it in its own
 /// words), which the Python side words for the object passed.
 int sp_check_struct_stream(struct ArrowArrayStream* stream);
+/// 0 when `schema` is a struct, else -1 with a TypeError "sluice <verb>
+/// record batches (struct arrays), not Arrow type '...'".
+int sp_check_struct(const struct ArrowSchema* schema, const char* verb);
 extern PyTypeObject SpWriterType;
 /// A dict of sluice_s3_options fields (None = none) into *out, whose strings
 /// point into the dict's values. Returns 0, or -1 with an exception set.

@@ -12,11 +12,11 @@
 
 #include "_sluice.h"
 
-static int check_struct(const struct ArrowSchema* schema) {
-  if (strcmp(schema->format, "+s") == 0) return 0;
-  PyErr_Format(PyExc_TypeError,
-               "sluice imports record batches (struct arrays), not Arrow type '%s'",
-               schema->format);
+int sp_check_struct(const struct ArrowSchema* schema, const char* verb) {
+  const char* format = schema->format != NULL ? schema->format : "";
+  if (strcmp(format, "+s") == 0) return 0;
+  PyErr_Format(PyExc_TypeError, "sluice %s record batches (struct arrays), not Arrow type '%s'",
+               verb, format);
   return -1;
 }
 
@@ -67,7 +67,7 @@ PyObject* sp_import_stream(PyObject* Py_UNUSED(module), PyObject* capsule) {
     const char* message = stream->get_last_error != NULL ? stream->get_last_error(stream) : NULL;
     return sp_raise(rc, message != NULL ? message : "the stream failed to give its schema");
   }
-  if (check_struct(&schema) != 0) {
+  if (sp_check_struct(&schema, "imports") != 0) {
     schema.release(&schema);
     return NULL;
   }
@@ -136,7 +136,7 @@ PyObject* sp_import_array(PyObject* Py_UNUSED(module), PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the capsules were already consumed");
     return NULL;
   }
-  if (check_struct(schema) != 0) return NULL;
+  if (sp_check_struct(schema, "imports") != 0) return NULL;
   if (array->n_children != schema->n_children) {
     PyErr_SetString(PyExc_ValueError, "the array does not match its schema");
     return NULL;

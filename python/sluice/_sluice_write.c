@@ -166,13 +166,9 @@ int sp_check_struct_stream(struct ArrowArrayStream* stream) {
   rc = stream->get_schema(stream, &schema);
   Py_END_ALLOW_THREADS
   if (rc != 0) return 0;  // the write reports it, with the producer's message
-  int is_struct = schema.format != NULL && strcmp(schema.format, "+s") == 0;
-  if (!is_struct) {
-    PyErr_Format(PyExc_TypeError, "sluice writes record batches (struct arrays), not Arrow type '%s'",
-                 schema.format != NULL ? schema.format : "");
-  }
+  rc = sp_check_struct(&schema, "writes");
   if (schema.release != NULL) schema.release(&schema);
-  return is_struct ? 0 : -1;
+  return rc;
 }
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
