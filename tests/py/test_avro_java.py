@@ -37,7 +37,8 @@ from test_avro_interop import (ALIAS_CASES, ALIAS_ROWS, ALIAS_WRITER, JAVA_ALIAS
                                  ROOT_NULLABLE_CASES,
                                  SAME_SHORT_NAME_CASES, SPECIAL_DEFAULTS_READER, _rec, compare, norm_arrow, read_resolved,
                                  sluice_read, union_as_branch_names, write_resolved)
-from test_avro_writer import NAMED_ROWS, NAMED_SCHEMA, all_types_table, write_arrow  # noqa: E402
+from test_avro_writer import (FIXED_DECIMAL_ROWS, FIXED_DECIMAL_SCHEMA, NAMED_ROWS, NAMED_SCHEMA,  # noqa: E402
+                               all_types_table, write_arrow)
 
 JAVA_CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
 ROWS = 120
@@ -209,6 +210,25 @@ def test_java_reads_sluice_copy_with_the_original_schema(tmp_path, sluice, avro_
     sluice.run("convert", src, copy)
     want = tojson_lines(avro_tools, src)
     assert len(want) == 4
+    assert tojson_lines(avro_tools, copy, avsc) == want
+
+
+def test_java_reads_sluice_copy_of_fixed_decimals(tmp_path, sluice, avro_tools):
+    """Decimals over fixed, as Java writes them (`fromjson`): sluice's copy
+    keeps each fixed, so Java reads the copy with the original schema as
+    reader schema, as it reads the original (it refused the copy, whose
+    decimals were bytes: "Found bytes, expecting money.Amount")."""
+    src, copy, avsc = tmp_path / "in.avro", tmp_path / "copy.avro", tmp_path / "in.avsc"
+    avsc.write_text(json.dumps(FIXED_DECIMAL_SCHEMA))
+    buf = io.StringIO()
+    fastavro.json_writer(buf, FIXED_DECIMAL_SCHEMA, FIXED_DECIMAL_ROWS)
+    data = tmp_path / "in.json"
+    data.write_text(buf.getvalue())
+    with open(src, "wb") as f:
+        run_tool([*avro_tools, "fromjson", "--schema-file", str(avsc), str(data)], stdout=f)
+    sluice.run("convert", src, copy)
+    want = tojson_lines(avro_tools, src)
+    assert len(want) == len(FIXED_DECIMAL_ROWS)
     assert tojson_lines(avro_tools, copy, avsc) == want
 
 

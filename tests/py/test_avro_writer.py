@@ -848,3 +848,73 @@ def test_uuid_columns_are_fixed_uuid_both_ways(tmp_path, sluice):
     got = pq.read_table(tmp_path / "other.parquet")
     assert got.schema.field("u").type == pa.uuid() and got.column("u").to_pylist() == [values[0]]
     assert got.schema.field("f").type == pa.binary(16)
+
+
+# Decimals over fixed, as Java Avro and Spark write them: in a namespace,
+# nullable, decimal256 (precision 40 in 20 bytes), used again by name in an
+# array, and a bytes decimal beside them.
+FIXED_DECIMAL_SCHEMA = {"type": "record", "name": "Pay", "namespace": "com.example", "fields": [
+    {"name": "d", "type": {"type": "fixed", "name": "Amount", "namespace": "money", "size": 8,
+                           "logicalType": "decimal", "precision": 18, "scale": 2}},
+    {"name": "n", "type": ["null", {"type": "fixed", "name": "Big", "size": 20,
+                                    "logicalType": "decimal", "precision": 40, "scale": 3}]},
+    {"name": "a", "type": {"type": "array", "items": "money.Amount"}},
+    {"name": "b", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 1}}]}
+FIXED_DECIMAL_ROWS = [
+    {"d": decimal.Decimal("1.23"), "n": decimal.Decimal("-1234567890123456789012345678901234567.890"),
+     "a": [decimal.Decimal("-0.01"), decimal.Decimal("9999999999999999.99")], "b": decimal.Decimal("-5.5")},
+    {"d": decimal.Decimal("-9999999999999999.99"), "n": None, "a": [], "b": decimal.Decimal("12345678.9")},
+    {"d": decimal.Decimal("0.00"), "n": decimal.Decimal("0.001"), "a": [decimal.Decimal("-128.00")],
+     "b": decimal.Decimal("0.0")}]
+
+
+def test_convert_keeps_fixed_decimals(tmp_path, sluice):
+    """A decimal read from an Avro fixed is written as that fixed (name,
+    namespace, size), so the original schema reads `sluice convert`'s copy
+    as reader schema; fastavro refused the copy ("bytes ... is not ...
+    fixed": a fixed and bytes do not resolve in Avro). Without such an origin
+    a decimal is bytes."""
+    src, copy = tmp_path / "in.avro", tmp_path / "copy.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, FIXED_DECIMAL_SCHEMA, FIXED_DECIMAL_ROWS)
+    sluice.run("convert", src, copy)
+    with open(copy, "rb") as f:
+        r = fastavro.reader(f, reader_schema=FIXED_DECIMAL_SCHEMA)
+        got, schema = list(r), r.writer_schema
+    assert got == FIXED_DECIMAL_ROWS
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    assert (types["d"]["type"], types["d"]["name"], types["d"]["size"]) == ("fixed", "money.Amount", 8)
+    assert (types["n"][1]["name"], types["n"][1]["size"]) == ("com.example.Big", 20)
+    assert types["a"]["items"] == "money.Amount" and types["b"]["type"] == "bytes"
+    # Through Arrow IPC the avro.schema metadata comes along, and so does the fixed.
+    arrow, again = tmp_path / "in.arrow", tmp_path / "again.avro"
+    sluice.run("convert", src, arrow)
+    sluice.run("convert", arrow, again)
+    with open(again, "rb") as f:
+        assert list(fastavro.reader(f, reader_schema=FIXED_DECIMAL_SCHEMA)) == FIXED_DECIMAL_ROWS
+    # Without it (or with another precision) the decimal is bytes.
+    table = feather.read_table(arrow)
+    plain = tmp_path / "plain.arrow"
+    write_arrow(plain, table.replace_schema_metadata(None))
+    sluice.run("convert", plain, tmp_path / "plain.avro")
+    schema = fastavro_rows(tmp_path / "plain.avro")[0]
+    assert [f["type"] for f in schema["fields"]][0]["type"] == "bytes"
+
+
+def test_fixed_decimal_value_too_wide_is_an_error(tmp_path, sluice):
+    """A value with more digits than the fixed's precision (Arrow does not
+    check the precision) does not fit the fixed: an error naming column and
+    row, as fastavro's writer refuses it."""
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "d", "type": {"type": "fixed", "name": "F", "size": 2, "logicalType": "decimal",
+                               "precision": 4, "scale": 0}}]}
+    with pytest.raises(Exception):
+        fastavro.writer(io.BytesIO(), schema, [{"d": decimal.Decimal(99999)}])
+    wide = pa.array([decimal.Decimal(1), decimal.Decimal(99999)], pa.decimal128(5, 0))
+    table = pa.table({"d": wide.view(pa.decimal128(4, 0))}).replace_schema_metadata(
+        {"avro.schema": json.dumps(schema)})
+    src = tmp_path / "in.arrow"
+    write_arrow(src, table.cast(pa.schema([pa.field("d", pa.decimal128(4, 0), nullable=False)],
+                                          table.schema.metadata), safe=False))
+    err = sluice.expect_error("convert", src, tmp_path / "out.avro").stderr.decode()
+    assert "'d'" in err and "row 1" in err and "fixed" in err

@@ -217,14 +217,17 @@ static void apply_logical(json_t* j, struct avro_node* n) {
     // A fixed wider than 32 bytes is fine: its extra leading bytes must be
     // sign extension (sl_builder_append_decimal_be checks), as in bytes.
     if (n->kind == AVRO_FIXED && n->size < 1) return;
-    // The spec: a fixed of n bytes holds floor(log10(2^(8n-1) - 1)) digits at
-    // most; a larger precision makes the logical type invalid (then the
-    // fixed is read as fixed, as Java Avro does).
-    if (n->kind == AVRO_FIXED && p > (int64_t)floor((8.0 * (double)n->size - 1) * log10(2.0))) return;
+    // A larger precision than the fixed holds makes the logical type
+    // invalid: then the fixed is read as fixed, as Java Avro does.
+    if (n->kind == AVRO_FIXED && p > sl_avro_fixed_decimal_digits(n->size)) return;
     n->logical = AVRO_LOGICAL_DECIMAL;
     n->precision = (int32_t)p;
     n->scale = (int32_t)s;
   }
+}
+
+int64_t sl_avro_fixed_decimal_digits(int64_t size) {
+  return (int64_t)floor((8.0 * (double)size - 1) * log10(2.0));
 }
 
 /// A zone a timestamp's arrow_type may name: an offset ("+01:00") or a

@@ -7,7 +7,10 @@
 //   → float; float64 → double; utf8/large_utf8 → string; binary/large_binary
 //   → bytes; fixed_size_binary[N] → fixed N; decimal128/256 → bytes with
 //   logicalType decimal (big-endian two's complement, minimal length; the
-//   reader gives decimal256 back only above precision 38); date32 → int date;
+//   reader gives decimal256 back only above precision 38), or the fixed of
+//   the stream's Avro schema when it read the decimal from one (of that
+//   precision and scale: same name and size, values sign-extended to it);
+//   date32 → int date;
 //   date64 → int date (an error unless a whole day); time32[s|ms] → int
 //   time-millis (s × 1000); time64[us] → long time-micros; time64[ns] → long
 //   time-micros (an error unless whole microseconds); timestamp[s|ms] → long
@@ -107,6 +110,7 @@ struct aw_node {
   char* field_name;          ///< sanitized (owned)
   int null_branch;           ///< unions: the branch nulls take, -1 = none
   int branch_shift;          ///< unions: 1 when "null" was put in front
+  int64_t fixed_size;        ///< decimals: written as a fixed of this size (0: bytes)
 };
 
 struct aw_buf {
@@ -759,6 +763,30 @@ static const char* fixed_name(const struct aw_ctx* ctx, const json_t* src, int64
   return src_name(ctx, src, "fixed");
 }
 
+/// The size of the fixed a decimal(precision, scale) was read from: `src`
+/// (resolved) is a fixed with that decimal logical type, its precision valid
+/// for its size; else 0 (bytes). A fixed and bytes do not resolve against
+/// each other in Avro, so the copy of a file keeps the fixed (Java and Spark
+/// write decimals so).
+static int64_t decimal_fixed_size(const struct aw_ctx* ctx, const json_t* src, int precision,
+                                  int scale) {
+  src = src_resolve(ctx, src);
+  const char* type = json_string_value(json_object_get(src, "type"));
+  const char* logical = json_string_value(json_object_get(src, "logicalType"));
+  const json_t* jp = json_object_get(src, "precision");
+  const json_t* js = json_object_get(src, "scale");
+  const json_t* jn = json_object_get(src, "size");
+  if (type == NULL || strcmp(type, "fixed") != 0 || logical == NULL ||
+      strcmp(logical, "decimal") != 0 || !json_is_integer(jp) ||
+      json_integer_value(jp) != precision || (js != NULL && !json_is_integer(js)) ||
+      (js != NULL ? json_integer_value(js) : 0) != scale || !json_is_integer(jn)) {
+    return 0;
+  }
+  json_int_t size = json_integer_value(jn);
+  if (size < 1 || size > INT32_MAX || sl_avro_fixed_decimal_digits(size) < precision) return 0;
+  return (int64_t)size;
+}
+
 /// Builds `node` and its Avro type for the column `s` (`a` its first batch,
 /// `src` its type in the stream's Avro schema, if any: names come from it).
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
@@ -840,9 +868,18 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                               "is 0 to the precision (cast the column first)", column,
                               (int)node->type.precision, (int)node->type.scale);
         }
-        t = json_pack("{s:s, s:s, s:I, s:I}", "type", "bytes", "logicalType", "decimal",
-                      "precision", (json_int_t)node->type.precision, "scale",
-                      (json_int_t)node->type.scale);
+        node->fixed_size = decimal_fixed_size(ctx, src, node->type.precision, node->type.scale);
+        if (node->fixed_size > 0) {
+          t = name_type(ctx, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I}", "type", "fixed", "name",
+                                       "", "size", (json_int_t)node->fixed_size, "logicalType",
+                                       "decimal", "precision", (json_int_t)node->type.precision,
+                                       "scale", (json_int_t)node->type.scale),
+                        fixed_name(ctx, src, node->fixed_size), path);
+        } else {
+          t = json_pack("{s:s, s:s, s:I, s:I}", "type", "bytes", "logicalType", "decimal",
+                        "precision", (json_int_t)node->type.precision, "scale",
+                        (json_int_t)node->type.scale);
+        }
         break;
       case SL_TYPE_DATE32: t = with_logical("int", "date"); break;
       case SL_TYPE_DATE64: t = with_arrow_type(with_logical("int", "date"), "tdm"); break;
@@ -1136,7 +1173,17 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
                            (tmp[s] == 0xff && (tmp[s + 1] & 0x80)))) {
         s++;
       }
-      return put_counted(ctx, tmp + s, (int64_t)(w - s), error);
+      if (node->fixed_size == 0) return put_counted(ctx, tmp + s, (int64_t)(w - s), error);
+      // A fixed: sign-extended to its size, which must hold the value.
+      size_t n = (size_t)node->fixed_size;
+      if (w - s > n) {
+        return value_error(ctx, ERANGE, "decimal value does not fit the column's Avro fixed "
+                           "(more digits than its precision)", error);
+      }
+      SL_RETURN_NOT_OK(buf_reserve(ctx, n, error));
+      memset(ctx->data.data + ctx->data.size, (tmp[s] & 0x80) ? 0xff : 0x00, n - (w - s));
+      ctx->data.size += n - (w - s);
+      return put_bytes(ctx, tmp + s, w - s, error);
     }
     case SL_TYPE_DATE32: return put_long(ctx, ((const int32_t*)a->buffers[1])[p], error);
     case SL_TYPE_DATE64: {
