@@ -4,6 +4,7 @@
 
 #include "sl_alloc.h"
 #include "sl_array.h"
+#include "sl_decimal.h"
 #include "sl_error.h"
 #include "sl_ref.h"
 
@@ -420,14 +421,7 @@ int sl_builder_append_decimal_be(struct sl_builder* b, const uint8_t* be, int64_
     return EINVAL;
   }
   uint8_t le[32];
-  uint8_t sign = (n > 0 && (be[0] & 0x80)) ? 0xFF : 0x00;
-  // Bytes beyond the width are allowed only as sign extension.
-  for (int64_t i = 0; i + w < n; ++i) {
-    if (be[i] != sign) return EOVERFLOW;
-  }
-  if (n > w && ((be[n - w] & 0x80) ? 0xFF : 0x00) != sign) return EOVERFLOW;
-  memset(le, sign, sizeof le);
-  for (int64_t i = 0; i < w && i < n; ++i) le[i] = be[n - 1 - i];
+  SL_RETURN_NOT_OK(sl_decimal_from_be(be, n, (int)w, le));
   return sl_builder_append_fixed(b, le);
 }
 

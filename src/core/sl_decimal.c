@@ -1,9 +1,11 @@
 // Decimal values: whether an unscaled value has at most `precision`
 // decimal digits, as Arrow requires of decimal128/256 values, and the
 // text of a number read into one (by the CSV reader, for a column's values,
-// and by row filters, for a literal compared with a decimal column).
+// and by row filters, for a literal compared with a decimal column), and
+// the big-endian bytes Avro and CQL store them as.
 #include "sl_decimal.h"
 
+#include <errno.h>
 #include <string.h>
 
 /// 10^p for p = 0..76, as four little-endian 64-bit limbs (10^76 < 2^253).
@@ -105,6 +107,17 @@ int sl_decimal_fits(const uint8_t* le, int width, int precision) {
   for (int i = 3; i >= 0; --i) {  // |v| < 10^precision
     if (v[i] != limit[i]) return v[i] < limit[i];
   }
+  return 0;
+}
+
+int sl_decimal_from_be(const uint8_t* be, int64_t n, int width, uint8_t* le) {
+  uint8_t sign = (n > 0 && (be[0] & 0x80)) ? 0xFF : 0x00;
+  for (int64_t i = 0; i + width < n; ++i) {
+    if (be[i] != sign) return EOVERFLOW;
+  }
+  if (n > width && ((be[n - width] & 0x80) ? 0xFF : 0x00) != sign) return EOVERFLOW;
+  memset(le, sign, (size_t)width);
+  for (int64_t i = 0; i < width && i < n; ++i) le[i] = be[n - 1 - i];
   return 0;
 }
 

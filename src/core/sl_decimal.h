@@ -37,4 +37,10 @@ void sl_decimal_from_digits(const char* digits, int n, int64_t zeros, int negati
 /// decimal digits, i.e. |value| < 10^precision; else 0.
 int sl_decimal_fits(const uint8_t* le, int width, int precision);
 
+/// The big-endian two's complement `be` (`n` bytes, as Avro and CQL store
+/// decimals) as the little-endian value of `width` bytes (16 or 32) at
+/// `le`, sign-extended: 0, or EOVERFLOW when the value needs more bytes
+/// (bytes past the width may only repeat the sign).
+int sl_decimal_from_be(const uint8_t* be, int64_t n, int width, uint8_t* le);
+
 #endif

@@ -1550,6 +1550,45 @@ def test_reader_schema_default_outside_its_logical_type(tmp_path, sluice, field,
     assert "block" not in err, err
 
 
+def _latin1(n: int, size: int) -> str:
+    """A decimal default: the big-endian two's complement bytes as a JSON string."""
+    return n.to_bytes(size, "big", signed=True).decode("latin-1")
+
+
+@pytest.mark.parametrize("t,ok,wide", [
+    ({"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 1}, 99, -100),
+    ({"type": "fixed", "name": "F", "size": 4, "logicalType": "decimal", "precision": 2, "scale": 0},
+     -99, 1000),
+    ({"type": "fixed", "name": "G", "size": 20, "logicalType": "decimal", "precision": 40, "scale": 0},
+     10**40 - 1, 10**40),
+])
+def test_reader_schema_decimal_default_past_its_precision(tmp_path, sluice, t, ok, wide):
+    """A decimal default with more digits than its precision is a reader-
+    schema error at open naming the field, as the data's decimals are
+    checked (Arrow's decimals require it): it failed only on the first row
+    ("block 0 at byte 128: object 0: field 'd': decimal value with more
+    digits than its precision 2"), and a file of 0 rows read without error.
+    The peers take it: Java Avro 1.12 (GenericDatumReader with the
+    DecimalConversion) gives the BigDecimal 1000 for a precision of 2, and
+    fastavro gives the default's JSON string unconverted; neither checks the
+    precision. A default of as many digits as the precision reads, 0 rows
+    or 1, with the value Python's int of those bytes has."""
+    size = t.get("size", 20)
+    for rows in (0, 1):
+        reader = {"type": "record", "name": "R", "fields": [
+            {"name": "a", "type": "int"}, {"name": "d", "type": t, "default": _latin1(wide, size)}]}
+        path, rs = write_resolved(tmp_path, _rec(("a", "int")), [{"a": 1}] * rows, reader)
+        err = sluice.expect_error("convert", "--reader-schema", rs, path,
+                                  tmp_path / "out.arrow").stderr.decode()
+        assert "reader schema: field 'd': default decimal has more digits than its " \
+            f"precision {t['precision']}" in err, err
+        assert "block" not in err, err
+        reader["fields"][1]["default"] = _latin1(ok, size)
+        _, _, table = read_resolved(sluice, tmp_path, _rec(("a", "int")), [{"a": 1}] * rows, reader)
+        assert table.column("d").to_pylist() == \
+            [decimal.Decimal(ok).scaleb(-t["scale"], decimal.Context(prec=80))] * rows
+
+
 def test_reader_schema_messages_for_nested_aliases_and_nulls(tmp_path, sluice):
     """Two writer fields renamed onto one nested reader field are named by
     path ('s.x'); a null read where the reader allows none says so, also

@@ -17,6 +17,7 @@
 
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
+#include "core/sl_decimal.h"
 #include "core/sl_error.h"
 
 struct rctx {
@@ -161,6 +162,15 @@ static int encode_default(struct rctx* c, const struct avro_node* n, json_t* j, 
         rc = sl_error_set(e, EINVAL, "reader schema: field '%s': default duration has more "
                           "than %" PRId32 " months or days, which Arrow's month_day_nano "
                           "holds at most", here(c), INT32_MAX);
+      }
+      // A decimal's digits, which Arrow's decimals require to fit the
+      // precision, as the data's are checked.
+      uint8_t le[32];
+      if (rc == 0 && n->logical == AVRO_LOGICAL_DECIMAL &&
+          (sl_decimal_from_be(tmp.data, (int64_t)tmp.size, 32, le) != 0 ||
+           !sl_decimal_fits(le, 32, n->precision))) {
+        rc = sl_error_set(e, EINVAL, "reader schema: field '%s': default decimal has more "
+                          "digits than its precision %" PRId32, here(c), n->precision);
       }
       if (rc == 0 && n->kind == AVRO_BYTES) rc = put_long(b, (int64_t)tmp.size, a, e);
       if (rc == 0) rc = put(b, tmp.data, tmp.size, a, e);
