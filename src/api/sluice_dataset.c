@@ -1066,13 +1066,15 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
   // own layout whatever the suffix (x.arrow.zst with ZSTD buffers inside).
   enum sl_compression compression =
       writer->compressible ? sl_compression_for_name(location) : SL_COMPRESS_NONE;
+  char shown[4096];  // the location in messages, as the sink shows it
+  sl_location_shown(location, shown, sizeof shown);
   if (writer->compressible && options->compression != NULL && options->compression[0] != '\0') {
     // Asked by name (pandas' to_csv(compression="gzip"), its spellings
     // too): over the suffix.
     const char* c = options->compression;
     if (sl_compression_of_option(c, &compression) != 0)
       return sl_error_set(error, EINVAL, "%s: the %s writer compresses with gzip, zstd, bz2, xz "
-                          "or none, not '%s'", location, writer->name, c);
+                          "or none, not '%s'", shown, writer->name, c);
     args->compression = NULL;  // the whole file's, not the format's own
   } else if (writer->compressible &&
              ((compression == SL_COMPRESS_NONE &&
@@ -1085,9 +1087,11 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
     size_t archive = sl_archive_suffix_length(location);
     const char* suffix =
         location + len - (archive > 0 ? archive : sl_unwritten_compression_suffix_length(location));
+    char named[64];
     return sl_error_set(error, EINVAL, "%s: the %s writer compresses whole files with gzip, "
-                        "zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), not %.*s", location,
-                        writer->name, (int)(location + len - suffix), suffix);
+                        "zstd, bzip2 or xz (.gz, .zst, .bz2, .xz), not %s", shown,
+                        writer->name, sl_escaped(suffix, (size_t)(location + len - suffix), 0,
+                                                 named, sizeof named));
   }
   struct sl_sink* sink = NULL;
   SL_RETURN_NOT_OK(sl_sink_open_remote(location, remote, args->alloc, &sink, error));
@@ -1102,29 +1106,32 @@ int sl_write_open_sink(const struct sl_format_writer* writer, const char* locati
 }
 
 /// A failed write's message, led by the file or object it was writing
-/// unless it names it already (the sink's own errors do).
-static int name_destination(const char* location, int rc, struct sluice_error* error) {
+/// (`shown`: the location as sl_location_shown spells it) unless it names
+/// it already (the sink's own errors do).
+static int name_destination(const char* shown, int rc, struct sluice_error* error) {
   // Not "-" (standard output): "-: reading the input: ..." read like a bad
   // argument, and the sink names standard output in its own errors.
   // A partitioned write's own errors name a file below it ("dir/k=1/...").
-  size_t n = strlen(location);
-  if (error == NULL || strcmp(location, "-") == 0) return rc;
-  if (strncmp(error->message, location, n) == 0 &&
+  size_t n = strlen(shown);
+  if (error == NULL || strcmp(shown, "-") == 0) return rc;
+  if (strncmp(error->message, shown, n) == 0 &&
       (error->message[n] == ':' || error->message[n] == '/')) {
     return rc;
   }
   // A long message was cut in its middle (sl_error_set_ends): it still
-  // names the location when it starts with the location up to the cut.
+  // names the location when it starts with it up to the cut.
   const char* cut = strstr(error->message, " [...] ");
   size_t k = cut != NULL ? (size_t)(cut - error->message) : 0;
-  if (k > 0 && k < n && strncmp(error->message, location, k) == 0) return rc;
-  sl_error_prefix(error, "%s", location);
+  if (k > 0 && k < n && strncmp(error->message, shown, k) == 0) return rc;
+  sl_error_prefix(error, "%s", shown);
   return rc;
 }
 
 int sl_write_options_check(const char* location, const struct sluice_write_options* options,
                            struct sluice_error* error) {
-  const char* shown = strncmp(location, "cql://", 6) == 0 ? "cql://" : location;  // no password
+  char shown[4096];  // one line; no password
+  if (strncmp(location, "cql://", 6) == 0) snprintf(shown, sizeof shown, "cql://");
+  else sl_location_shown(location, shown, sizeof shown);
   // Negative counts are mistakes, not defaults (as the open and scan
   // options take them): named rather than silently replaced.
   const char* negative = options->n_partition_by < 0           ? "n_partition_by"
@@ -1145,8 +1152,9 @@ int sl_write_options_check(const char* location, const struct sluice_write_optio
 
 /// sluice_write to one file or object: written, then committed.
 static int write_file(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
-                      const char* location, const struct sluice_write_options* options,
-                      struct sl_write_args* args, struct sluice_error* error) {
+                      const char* location, const char* shown,
+                      const struct sluice_write_options* options, struct sl_write_args* args,
+                      struct sluice_error* error) {
   struct sl_remote_options remote;  // the sink keeps a pointer: lives until the commit
   sl_write_remote_options(options, &remote);
   struct sl_sink* sink = NULL;
@@ -1154,10 +1162,10 @@ static int write_file(const struct sl_format_writer* writer, struct ArrowArraySt
   int rc = writer->write(stream, sink, args, error);
   if (rc != 0) {
     sl_sink_abort(sink);
-    return name_destination(location, rc, error);
+    return name_destination(shown, rc, error);
   }
   rc = sl_sink_commit(sink, error);
-  return rc != 0 ? name_destination(location, rc, error) : 0;
+  return rc != 0 ? name_destination(shown, rc, error) : 0;
 }
 
 int sluice_write(struct ArrowArrayStream* stream, const char* location,
@@ -1173,6 +1181,8 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   }
   const struct sl_format_writer* writer = NULL;
   char known[512];
+  char shown[4096];  // the location in messages: one line, no password
+  sl_location_shown(location, shown, sizeof shown);
   int table = strncmp(location, "cql://", 6) == 0;
   if (table && options->format != NULL && strcmp(options->format, "cql") != 0) {
     char shown[1024];  // no password in messages
@@ -1180,16 +1190,16 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: a cql:// location is a Cassandra table, not '%s'",
                         shown, options->format);
   }
-  SL_RETURN_NOT_OK(check_timeout(location, options->timeout_s, error));
+  SL_RETURN_NOT_OK(check_timeout(shown, options->timeout_s, error));
   if (options->format != NULL) {
     writer = sl_format_writer_find(options->format);
     if (writer == NULL) {
       format_list_of(sl_format_writer_names(), known, sizeof known);
-      char shown[256];  // (one line)
+      char format[256];  // (one line)
       return sl_error_set(error, EINVAL, "%s: unknown output format '%s'; formats are: %s",
-                          location,
-                          sl_escaped(options->format, strlen(options->format), '\'', shown,
-                                     sizeof shown),
+                          shown,
+                          sl_escaped(options->format, strlen(options->format), '\'', format,
+                                     sizeof format),
                           known);
     }
   } else {
@@ -1199,12 +1209,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
       return sl_error_set(error, EINVAL,
                           "%s: cannot choose an output format from the name; "
                           "name one of: %s",
-                          location, known);
+                          shown, known);
     }
   }
   if (writer->table != table) {
     return sl_error_set(error, EINVAL, "%s: the '%s' format writes to cql:// tables only",
-                        location, writer->name);
+                        shown, writer->name);
   }
   SL_RETURN_NOT_OK(sl_write_options_check(location, options, error));
   // A dataset (a directory or prefix of part-<n> files) is written for
@@ -1215,7 +1225,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     return sl_error_set(error, EINVAL, "%s: existing_data_behavior is for dataset output "
                         "(partition_by or max_rows_per_file); a single file is always "
                         "replaced whole",
-                        table ? "cql://" : location);
+                        table ? "cql://" : shown);
   }
   if (table && dataset) {
     char shown[1024];
@@ -1254,12 +1264,12 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
   struct ArrowArrayStream checked;
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,
                                   &checked, error);
-  if (rc != 0 && !table) name_destination(location, rc, error);
+  if (rc != 0 && !table) name_destination(shown, rc, error);
   if (rc == 0) {
     rc = table     ? writer->write(&checked, NULL, &args, error)  // no file
          : dataset ? sl_write_partitioned(writer, &checked, location, options, &args, error)
-                   : write_file(writer, &checked, location, options, &args, error);
-    if (rc != 0 && dataset) name_destination(location, rc, error);
+                   : write_file(writer, &checked, location, shown, options, &args, error);
+    if (rc != 0 && dataset) name_destination(shown, rc, error);
     checked.release(&checked);
   }
   sl_buffer_cache_close(cache);

@@ -106,6 +106,7 @@ struct partitioned_write {
   struct sl_remote_options remote;  ///< the sinks point at it
   const struct sluice_allocator* alloc;
   const char* location;
+  char shown[4096];  ///< the location in messages (sl_location_shown)
   size_t root_len;  ///< of location, without trailing '/'
   /// Where the files go: the location (S3), or a hidden staging directory
   /// inside it (local), whose entries are moved into it at the end.
@@ -151,7 +152,7 @@ struct partitioned_write {
 };
 
 static int oom(struct partitioned_write* w, struct sluice_error* error) {
-  return sl_error_set(error, ENOMEM, "%s: out of memory writing partitions", w->location);
+  return sl_error_set(error, ENOMEM, "%s: out of memory writing partitions", w->shown);
 }
 
 /// `items` (cap entries of `size` bytes) with room for `need`: the same
@@ -253,7 +254,7 @@ static int row_path(struct partitioned_write* w, const struct ArrowArray* batch,
       return sl_error_set(error, EINVAL,
                           "%s: row %lld: the partition directory for column '%s' would be %s%zu "
                           "bytes long, past the %d a file name may have",
-                          w->location, (long long)(w->rows_before + row), column->name,
+                          w->shown, (long long)(w->rows_before + row), column->name,
                           unescaped ? "over " : "", segment, MAX_SEGMENT);
     }
   }
@@ -283,7 +284,7 @@ static int key_value(const struct partitioned_write* w, const struct ArrowArray*
     int64_t index = sl_int_value(f->type.id, a->buffers[1], i);  // a uint64 past 2^63 < 0
     if (index < 0 || a->dictionary == NULL || index >= a->dictionary->length) {
       return sl_error_set(error, EINVAL, "%s: row %lld: dictionary index %lld of column '%s' "
-                          "is out of range", w->location, (long long)(w->rows_before + row),
+                          "is out of range", w->shown, (long long)(w->rows_before + row),
                           (long long)index,
                           w->schema.children[w->key_columns[k]]->name);
     }
@@ -402,7 +403,7 @@ static int find_partition(struct partitioned_write* w, const struct ArrowArray* 
       return sl_error_set(error, EINVAL,
                           "%s: more than %lld partitions (the next is %s); raise the limit "
                           "(max_partitions) or partition by fewer columns",
-                          w->location, (long long)w->max_parts, path);
+                          w->shown, (long long)w->max_parts, path);
     }
     if (w->n_parts + 1 > w->n_slots / 2) {  // keep the table at most half full
       SL_RETURN_NOT_OK(reserve_partition(w, error));
@@ -485,8 +486,10 @@ static int make_directories(struct partitioned_write* w, char* path, size_t len,
     }
     struct stat st;
     if (!made && (e != EEXIST || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      char shown[4096];
       int rc = sl_error_set(error, e == EEXIST ? ENOTDIR : e, "%s: cannot make the directory: %s",
-                            path, strerror(e == EEXIST ? ENOTDIR : e));
+                            sl_escaped_line(path, shown, sizeof shown),
+                            strerror(e == EEXIST ? ENOTDIR : e));
       path[i] = saved;
       return rc;
     }
@@ -598,7 +601,7 @@ static int next_file(struct partitioned_write* w, struct partition* part, char**
 /// receives their place.
 static int spool_object(struct partitioned_write* w, const struct sl_sink* sink,
                         int64_t* offset, int64_t* size, struct sluice_error* error) {
-  if (w->spool_fd < 0) SL_RETURN_NOT_OK(sl_staging_file(w->location, &w->spool_fd, error));
+  if (w->spool_fd < 0) SL_RETURN_NOT_OK(sl_staging_file(w->shown, &w->spool_fd, error));
   *offset = (w->spool_end + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN;
   SL_RETURN_NOT_OK(sl_sink_copy_staged(sink, w->spool_fd, *offset, size, error));
   w->spool_end = *offset + *size;
@@ -914,24 +917,24 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
     const char* name = o->partition_by[k];
     int c = name != NULL ? column_index(&w->schema, name) : -1;
     if (c < 0) {
-      return sl_error_set(error, EINVAL, "%s: no column '%s' to partition by", w->location,
+      return sl_error_set(error, EINVAL, "%s: no column '%s' to partition by", w->shown,
                           name != NULL ? name : "(null)");
     }
     if (name[0] == '_' || name[0] == '.') {  // <name>=<value>/ would be a hidden directory
       return sl_error_set(error, EINVAL, "%s: cannot partition by '%s': directories whose names "
                           "start with '_' or '.' are skipped by readers (sluice, pyarrow); "
-                          "rename the column", w->location, name);
+                          "rename the column", w->shown, name);
     }
     for (int64_t j = c + 1; j < w->schema.n_children; j++) {
       if (w->schema.children[j]->name != NULL && strcmp(w->schema.children[j]->name, name) == 0) {
         return sl_error_set(error, EINVAL, "%s: the input has two columns named '%s'; partition "
-                            "by a name that is not repeated", w->location, name);
+                            "by a name that is not repeated", w->shown, name);
       }
     }
     for (int64_t j = 0; j < k; j++) {
       if (w->key_columns[j] == c) {
         return sl_error_set(error, EINVAL, "%s: column '%s' named twice in partition_by",
-                            w->location, name);
+                            w->shown, name);
       }
     }
     w->key_columns[k] = c;
@@ -944,7 +947,7 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
                           "%s: cannot partition by column '%s' (%s): partition values must be "
                           "integers, strings, dates (date32) or booleans, whose directory "
                           "names read back as the same values",
-                          w->location, name, rc != 0 ? w->schema.children[c]->format : type);
+                          w->shown, name, rc != 0 ? w->schema.children[c]->format : type);
     }
   }
   for (int64_t c = 0; c < w->schema.n_children; c++) {
@@ -953,7 +956,7 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
     if (!key) w->kept_columns[w->n_kept++] = c;
   }
   if (w->n_kept == 0) {
-    return sl_error_set(error, EINVAL, "%s: %s: the files would hold no column", w->location,
+    return sl_error_set(error, EINVAL, "%s: %s: the files would hold no column", w->shown,
                         w->n_keys > 0 ? "every column is a partition column"
                                       : "the input has no columns");
   }
@@ -1013,7 +1016,7 @@ static int make_staging(struct partitioned_write* w, struct sluice_error* error)
   }
   if (rc == 0 && mkdtemp(staging.data) == NULL) {
     rc = sl_error_set(error, errno, "%s: cannot make a staging directory in it: %s",
-                      w->location, strerror(errno));
+                      w->shown, strerror(errno));
   }
   if (rc == 0 && remember_directory(w, staging.data) != 0) rc = oom(w, error);
   if (rc == 0 && (w->root = sl_strndup(w->alloc, staging.data, staging.len)) == NULL) {
@@ -1045,12 +1048,12 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
     struct stat st;
     if (stat(w->location, &st) != 0) return 0;  // made with the staging directory
     if (!S_ISDIR(st.st_mode)) {
-      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->location);
+      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", w->shown);
     }
     if (w->existing != SLUICE_EXISTING_DATA_ERROR) return 0;
     DIR* dir = opendir(w->location);
     if (dir == NULL) {
-      return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->location,
+      return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->shown,
                           strerror(errno));
     }
     int empty = 1;
@@ -1064,12 +1067,12 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
                         "max_rows_per_file) goes to a new or empty one unless "
                         "existing_data_behavior says what to do with what is there "
                         "(overwrite_or_ignore, delete_matching, append)",
-                        w->location);
+                        w->shown);
   }
   char prefix[4096];
   int len = snprintf(prefix, sizeof prefix, "%.*s/", (int)w->root_len, w->location);
   if (len < 0 || (size_t)len >= sizeof prefix) {
-    return sl_error_set(error, ENAMETOOLONG, "%s: location too long", w->location);
+    return sl_error_set(error, ENAMETOOLONG, "%s: location too long", w->shown);
   }
   struct sl_location_list* list = &w->existing_keys;
   int rc = sl_location_expand(prefix, &w->remote, w->alloc, list, error);
@@ -1084,7 +1087,7 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
                       "%s: objects exist under this prefix; a dataset (partition_by, "
                       "max_rows_per_file) goes to an empty one unless existing_data_behavior "
                       "says what to do with them (overwrite_or_ignore, delete_matching, append)",
-                      w->location);
+                      w->shown);
 }
 
 /// rm -r of `name` in the directory `at` (symbolic links removed, not
@@ -1206,8 +1209,10 @@ static int move(struct partitioned_write* w, struct moves* m, enum move_kind kin
       (kind == MOVE_EXCHANGE && (e == ENOSYS || e == EINVAL || e == ENOTSUP))) {
     return e;
   }
-  return sl_error_set(error, e, "%s: cannot move %s to %s: %s", w->location, from, to,
-                      strerror(e));
+  char shown_from[4096], shown_to[4096];
+  return sl_error_set(error, e, "%s: cannot move %s to %s: %s", w->shown,
+                      sl_escaped_line(from, shown_from, sizeof shown_from),
+                      sl_escaped_line(to, shown_to, sizeof shown_to), strerror(e));
 }
 
 /// The string that ends just before data[*end] (after its NUL); *end moves
@@ -1238,8 +1243,9 @@ static void undo_moves(struct moves* m) {
 static int publish_staging(struct partitioned_write* w, struct sluice_error* error) {
   DIR* dir = opendir(w->root);
   if (dir == NULL) {
+    char root[4096];
     return sl_error_set(error, errno, "%s: cannot read the staging directory %s: %s",
-                        w->location, w->root, strerror(errno));
+                        w->shown, sl_escaped_line(w->root, root, sizeof root), strerror(errno));
   }
   struct moves m;
   struct sl_text from, to;
@@ -1257,8 +1263,9 @@ static int publish_staging(struct partitioned_write* w, struct sluice_error* err
         sl_text_append_str(&to, e->d_name) != 0) {
       rc = oom(w, error);
     } else if ((rc = move(w, &m, MOVE_NEW, from.data, to.data, error)) == EEXIST) {
+      char name[1024];
       rc = sl_error_set(error, EEXIST, "%s: %s appeared in it during the write; nothing was "
-                        "replaced", w->location, e->d_name);
+                        "replaced", w->shown, sl_escaped_line(e->d_name, name, sizeof name));
     }
   }
   closedir(dir);
@@ -1317,7 +1324,7 @@ static int clear_location(struct partitioned_write* w, struct moves* m, struct s
   int rc = 0;
   DIR* dir = opendir(w->location);
   if (dir == NULL) {
-    return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->location,
+    return sl_error_set(error, errno, "%s: cannot read the directory: %s", w->shown,
                         strerror(errno));
   }
   for (struct dirent* e = readdir(dir); e != NULL && rc == 0; e = readdir(dir)) {
@@ -1374,7 +1381,9 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
       return move(w, m, MOVE_RENAME, from->data, to->data, error);
     }
     if (!S_ISDIR(st.st_mode)) {
-      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory", to->data);
+      char shown[4096];
+      return sl_error_set(error, ENOTDIR, "%s: exists and is not a directory",
+                          sl_escaped_line(to->data, shown, sizeof shown));
     }
     keep_owner_and_mode(from->data, &st);
     snprintf(name, sizeof name, "/.replaced-%lld", (long long)index);
@@ -1402,7 +1411,9 @@ static int merge_partition(struct partitioned_write* w, const struct partition* 
       if (rc == EEXIST && w->existing == SLUICE_EXISTING_DATA_OVERWRITE_OR_IGNORE) {
         int found = lstat(to->data, &st) == 0;
         if (found && S_ISDIR(st.st_mode)) {
-          return sl_error_set(error, EISDIR, "%s: is a directory", to->data);
+          char shown[4096];
+          return sl_error_set(error, EISDIR, "%s: is a directory",
+                              sl_escaped_line(to->data, shown, sizeof shown));
         }
         if (found && S_ISREG(st.st_mode)) keep_owner_and_mode(from->data, &st);
         snprintf(name, sizeof name, "/.replaced-%lld-%lld", (long long)index, (long long)i);
@@ -1497,7 +1508,9 @@ static int upload_pending(void* ctx, int64_t i, struct sluice_error* error) {
   struct partitioned_write* w = ctx;
   const struct pending_file* f = &w->pending[i];
   if (sl_remote_cancelled(&w->remote)) {  // as a sink's commit checks before its upload
-    return sl_error_set(error, ECANCELED, "%s: interrupted", f->path);
+    char shown[4096];
+    sl_location_shown(f->path, shown, sizeof shown);
+    return sl_error_set(error, ECANCELED, "%s: interrupted", shown);
   }
   SL_RETURN_NOT_OK(sl_s3_upload_file(f->path, &w->remote, w->spool_fd, f->offset, f->size,
                                      w->alloc, error));
@@ -1671,31 +1684,32 @@ int64_t sl_write_partitioned_budget(const struct sluice_write_options* options) 
 int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArrayStream* stream,
                          const char* location, const struct sluice_write_options* options,
                          struct sl_write_args* args, struct sluice_error* error) {
+  struct partitioned_write w;
+  memset(&w, 0, sizeof w);
+  w.location = location;
+  sl_location_shown(location, w.shown, sizeof w.shown);
   if (strcmp(location, "-") == 0 || strncmp(location, "file://", 7) == 0 ||
       (strstr(location, "://") != NULL && strncmp(location, "s3://", 5) != 0)) {
     return sl_error_set(error, ENOTSUP,
                         "%s: a dataset (partition_by, max_rows_per_file) goes to a local "
                         "directory or an s3:// prefix",
-                        location);
+                        w.shown);
   }
   if (writer->open == NULL) {
-    return sl_error_set(error, ENOTSUP, "%s: the %s writer cannot write partitions", location,
+    return sl_error_set(error, ENOTSUP, "%s: the %s writer cannot write partitions", w.shown,
                         writer->name);
   }
   if (options->existing_data_behavior < SLUICE_EXISTING_DATA_ERROR ||
       options->existing_data_behavior > SLUICE_EXISTING_DATA_APPEND) {
-    return sl_error_set(error, EINVAL, "%s: unknown existing_data_behavior %d", location,
+    return sl_error_set(error, EINVAL, "%s: unknown existing_data_behavior %d", w.shown,
                         options->existing_data_behavior);
   }
-  struct partitioned_write w;
-  memset(&w, 0, sizeof w);
   w.spool_fd = -1;
   w.writer = writer;
   w.existing = options->existing_data_behavior;
   w.options = options;
   w.args = args;
   w.alloc = args->alloc;
-  w.location = location;
   w.root_len = strlen(location);
   while (w.root_len > 1 && location[w.root_len - 1] == '/') w.root_len--;
   w.is_s3 = strncmp(location, "s3://", 5) == 0;
@@ -1710,10 +1724,10 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
     free(real);
     if (root) {
       return sl_error_set(error, EINVAL, "%s: is /: a dataset goes to a directory of its own",
-                          location);
+                          w.shown);
     }
     if (real == NULL && e != ENOENT) {
-      return sl_error_set(error, e, "%s: cannot resolve the path: %s", location, strerror(e));
+      return sl_error_set(error, e, "%s: cannot resolve the path: %s", w.shown, strerror(e));
     }
   }
   for (size_t i = 0; i < sizeof w.int_cache / sizeof w.int_cache[0]; i++) w.int_cache[i].part = -1;

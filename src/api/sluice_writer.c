@@ -13,6 +13,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "io/sl_source.h"
 #include "sluice_write_partitioned.h"
 
 /// The hand-over between the producer (push) and the writing thread
@@ -31,6 +32,7 @@ struct sluice_writer {
   pthread_t thread;
   int synced;  ///< 1: lock made, 2: and changed (what writer_free destroys)
   char* location;
+  char shown[4096];  ///< the location in messages (sl_location_shown)
   const struct sluice_write_options* options;
 };
 
@@ -107,20 +109,22 @@ int sluice_writer_open(const char* location, const struct ArrowSchema* schema,
   if (options != NULL) SL_RETURN_NOT_OK(sl_write_options_check(location, options, error));
   const struct sluice_allocator* alloc = options != NULL ? options->allocator : NULL;
   struct sluice_writer* w = sl_calloc(alloc, 1, sizeof *w);
-  if (w == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  if (w == NULL) return sl_error_set(error, ENOMEM, "sluice_writer_open: out of memory");
   w->alloc = alloc;
   w->options = options;
+  sl_location_shown(location, w->shown, sizeof w->shown);
   int rc = (w->location = sl_strdup(alloc, location)) == NULL
-               ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
+               ? sl_error_set(error, ENOMEM, "%s: out of memory", w->shown)
                : 0;
   if (rc == 0 && pthread_mutex_init(&w->lock, NULL) == 0) w->synced = 1;
   if (w->synced == 1 && pthread_cond_init(&w->changed, NULL) == 0) w->synced = 2;
   if (rc == 0 && w->synced < 2) {
-    rc = sl_error_set(error, EAGAIN, "%s: cannot create a mutex or condition variable", location);
+    rc = sl_error_set(error, EAGAIN, "%s: cannot create a mutex or condition variable",
+                      w->shown);
   }
   if (rc == 0) rc = sl_schema_copy(schema, alloc, &w->schema, error);
   if (rc == 0 && pthread_create(&w->thread, NULL, write_thread, w) != 0) {
-    rc = sl_error_set(error, EAGAIN, "%s: cannot start the writing thread", location);
+    rc = sl_error_set(error, EAGAIN, "%s: cannot start the writing thread", w->shown);
   }
   if (rc != 0) {
     writer_free(w);
@@ -146,7 +150,7 @@ int sluice_writer_write(struct sluice_writer* w, struct ArrowArray* batch,
     if (w->done && w->rc != 0) {
       if (error != NULL) *error = w->error;
     } else {
-      sl_error_set(error, rc, "%s: the writer is closed", w->location);
+      sl_error_set(error, rc, "%s: the writer is closed", w->shown);
     }
     batch->release(batch);
   } else {

@@ -14,6 +14,7 @@
 #include "format/sl_format.h"
 #include "io/sl_compression.h"
 #include "io/sl_sink.h"
+#include "io/sl_source.h"
 
 static int terminal_width(void) {
   struct winsize ws;
@@ -54,13 +55,15 @@ static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* 
   char* text = NULL;
   size_t size = 0;
   FILE* out = to_file ? open_memstream(&text, &size) : stdout;
+  char shown[4096];  // the output in messages, as the sink shows it
+  if (to_file) sl_location_shown(options->output, shown, sizeof shown);
   if (out == NULL) {
-    cli_error("%s: %s", options->output, strerror(errno));
+    cli_error("%s: %s", shown, strerror(errno));
     return CLI_ERROR;
   }
   int rc = cli_print_table(stream, out, to_file ? 0 : terminal_width(), &error);
   if (to_file && fclose(out) != 0 && rc == 0) {
-    rc = sl_error_set(&error, errno, "%s: %s", options->output, strerror(errno));
+    rc = sl_error_set(&error, errno, "%s: %s", shown, strerror(errno));
   }
   if (rc == 0 && to_file) {
     struct sl_sink* sink = NULL;
@@ -125,13 +128,17 @@ int cli_cmd_cat(const struct cli_options* options) {
        sl_archive_suffix_length(options->output) > 0)) {
     // The text table is not compressed: plain text under out.gz would not
     // read as what its name says.
-    cli_error("%s: the text table is written uncompressed (name it .txt)", options->output);
+    char shown[4096];
+    sl_location_shown(options->output, shown, sizeof shown);
+    cli_error("%s: the text table is written uncompressed (name it .txt)", shown);
     status = CLI_USAGE;
   } else if (table) {
     status = cat_table(&stream, options);
   } else if (unknown) {
+    char shown[4096];
+    sl_location_shown(options->output, shown, sizeof shown);
     cli_error("%s: no output format has this extension (give -t FORMAT, or -t table for the "
-              "text table)", options->output);
+              "text table)", shown);
     status = CLI_USAGE;
   } else {
     const char* to = options->output != NULL ? options->output : "-";

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/sl_value_text.h"
 #include "format/sl_format.h"
 
 int cli_cmd_convert(const struct cli_options* options) {
@@ -16,7 +17,9 @@ int cli_cmd_convert(const struct cli_options* options) {
     return CLI_USAGE;
   }
   if (options->to == NULL && sl_format_writer_for_path(destination) == NULL) {
-    cli_error("convert: cannot tell the format of '%s' from its extension; use -t", destination);
+    char shown[4096];
+    cli_error("convert: cannot tell the format of '%s' from its extension; use -t",
+              sl_escaped(destination, strlen(destination), '\'', shown, sizeof shown));
     return CLI_USAGE;
   }
   struct sluice_dataset* dataset = NULL;

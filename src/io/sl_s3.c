@@ -14,6 +14,7 @@
 #include "../core/sl_error.h"
 #include "sl_s3_internal.h"
 #include "sl_sigv4.h"
+#include "sl_source.h"
 #include "sl_source_http.h"
 
 static void copy_field(char* dst, size_t cap, const char* src, size_t n) {
@@ -372,26 +373,30 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
                const struct sluice_allocator* alloc, struct s3_signer** out, char* url,
                size_t url_cap, struct sluice_error* error) {
   *out = NULL;
+  // Messages show the name on one line, as the other sources do.
+  char shown[sizeof ((struct s3_signer*)0)->name];
+  sl_location_shown(location, shown, sizeof shown);
   const char* rest = location + strlen("s3://");
   const char* slash = strchr(rest, '/');
   if (slash == NULL && rest[0] != '\0') {
     return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY (every object in the "
-                        "bucket: %s/)", location, location);
+                        "bucket: %s/)", shown, shown);
   }
   if (slash == NULL || slash == rest || slash[1] == '\0') {
-    return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY", location);
+    return sl_error_set(error, EINVAL, "%s: expected s3://BUCKET/KEY", shown);
   }
   size_t bucket_len = (size_t)(slash - rest);
   const char* key = slash + 1;
   struct s3_signer* g = sl_calloc(alloc, 1, sizeof *g);
-  if (g == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  if (g == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
   g->alloc = alloc;
-  int loaded = sl_curl_open(&g->curl, location, error);
+  memcpy(g->name, shown, sizeof g->name);
+  int loaded = sl_curl_open(&g->curl, shown, error);
   if (loaded != 0) {
     sl_free(alloc, g, sizeof *g);
     return loaded;
   }
-  int resolved = resolve_settings(&g->settings, remote != NULL ? remote->s3 : NULL, location, error);
+  int resolved = resolve_settings(&g->settings, remote != NULL ? remote->s3 : NULL, shown, error);
   if (resolved != 0) {
     sl_s3_signer_destroy(g);
     return resolved;
@@ -411,7 +416,7 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
   if (scheme_end == NULL) {
     // The message first: `endpoint` lives in `g`.
     sl_error_set(error, EINVAL, "%s: endpoint '%s' is not a URL (scheme://host[:port])",
-                 location, endpoint);
+                 shown, endpoint);
     sl_s3_signer_destroy(g);
     return EINVAL;
   }
@@ -433,12 +438,12 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
   char encoded_key[3 * 1024 + 1];
   if (sl_sigv4_uri_encode(key, 0, encoded_key, sizeof encoded_key) == (size_t)-1) {
     sl_s3_signer_destroy(g);
-    return sl_error_set(error, ENAMETOOLONG, "%s: key too long", location);
+    return sl_error_set(error, ENAMETOOLONG, "%s: key too long", shown);
   }
   char bucket[256];
   if (bucket_len >= sizeof bucket) {
     sl_s3_signer_destroy(g);
-    return sl_error_set(error, ENAMETOOLONG, "%s: bucket name too long", location);
+    return sl_error_set(error, ENAMETOOLONG, "%s: bucket name too long", shown);
   }
   memcpy(bucket, rest, bucket_len);
   bucket[bucket_len] = '\0';
@@ -458,7 +463,7 @@ int sl_s3_prepare(const char* location, const struct sl_remote_options* remote,
                    g->host, g->path);
   if (w < 0 || (size_t)w >= sizeof g->path || u < 0 || (size_t)u >= url_cap) {
     sl_s3_signer_destroy(g);
-    return sl_error_set(error, ENAMETOOLONG, "%s: request URL too long", location);
+    return sl_error_set(error, ENAMETOOLONG, "%s: request URL too long", shown);
   }
   *out = g;
   return 0;
@@ -513,7 +518,9 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
   struct sl_http_config config;
   memset(&config, 0, sizeof config);
   config.url = url;
-  config.name = location;
+  char shown[sizeof g->name];  // (the source owns g from its open on)
+  memcpy(shown, g->name, sizeof shown);
+  config.name = shown;
   if (remote != NULL) config.remote = *remote;
   config.signer = &signer;
   // The hint needs the settings, which the source owns (and frees on error).

@@ -35,6 +35,7 @@ struct s3_signer {
   struct s3_settings settings;
   char host[512];
   char path[4096];  ///< URI-encoded canonical path
+  char name[4096];  ///< the location as messages show it (sl_location_shown)
 };
 
 /// Parses s3://bucket/key, resolves the settings (the caller's in

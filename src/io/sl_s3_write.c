@@ -339,13 +339,14 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   struct s3_signer* g;
   int rc = sl_s3_prepare(location, remote, alloc, &g, url, sizeof url, error);
   if (rc != 0) return rc;
+  const char* shown = g->name;  // for messages
   const uint8_t* data = (const uint8_t*)"";
   void* map = NULL;
   if (size > 0) {
     map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, (off_t)offset);
     if (map == MAP_FAILED) {
       map = NULL;
-      rc = sl_error_set(error, EIO, "%s: cannot map the staged output", location);
+      rc = sl_error_set(error, EIO, "%s: cannot map the staged output", shown);
     } else {
       data = map;
     }
@@ -353,22 +354,22 @@ int sl_s3_upload_file(const char* location, const struct sl_remote_options* remo
   CURL* h = rc == 0 ? g->curl.easy_init() : NULL;
   struct s3_response* resp = rc == 0 ? sl_alloc(alloc, sizeof *resp) : NULL;
   if (rc == 0 && (h == NULL || resp == NULL)) {
-    rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    rc = sl_error_set(error, ENOMEM, "%s: out of memory", shown);
   }
   int64_t part = 0;
-  if (rc == 0) rc = part_size_setting(g->settings.part_size, size, location, &part, error);
+  if (rc == 0) rc = part_size_setting(g->settings.part_size, size, shown, &part, error);
   if (rc == 0) {
     if (size <= part) {
       rc = s3_request(g, remote, h, url, "PUT", "PutObject", "", data, (size_t)size, resp,
-                      location, error);
+                      shown, error);
     } else {
       struct upload* u = sl_calloc(alloc, 1, sizeof *u);
       if (u == NULL) {
-        rc = sl_error_set(error, ENOMEM, "%s: out of memory", location);
+        rc = sl_error_set(error, ENOMEM, "%s: out of memory", shown);
       } else {
         u->g = g;
         u->remote = remote;
-        u->location = location;
+        u->location = shown;
         u->url = url;
         u->data = data;
         u->size = size;
@@ -391,11 +392,12 @@ int sl_s3_delete_object(const char* location, const struct sl_remote_options* re
   char url[8192];
   struct s3_signer* g;
   SL_RETURN_NOT_OK(sl_s3_prepare(location, remote, alloc, &g, url, sizeof url, error));
+  const char* shown = g->name;  // for messages
   CURL* h = g->curl.easy_init();
   struct s3_response* resp = sl_alloc(alloc, sizeof *resp);
-  int rc = h == NULL || resp == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
+  int rc = h == NULL || resp == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", shown)
                                      : s3_request(g, remote, h, url, "DELETE", "DeleteObject",
-                                                  "", NULL, 0, resp, location, error);
+                                                  "", NULL, 0, resp, shown, error);
   if (resp != NULL) sl_free(alloc, resp, sizeof *resp);
   if (h != NULL) g->curl.easy_cleanup(h);
   sl_s3_signer_destroy(g);

@@ -31,6 +31,7 @@
 
 #include "../core/sl_alloc.h"
 #include "../core/sl_error.h"
+#include "../core/sl_value_text.h"
 #include "sl_location.h"
 #include "sl_s3.h"
 #include "sl_source_file.h"
@@ -84,9 +85,9 @@ struct sl_sink {
   const struct sl_remote_options* remote;  // s3:// outputs' TLS settings (NULL = defaults)
   int fd;
   int is_stdout;
-  char* target;    // the final path (NULL for stdout)
+  char* target;    // the final path, or the s3:// location (NULL for stdout)
   char* tmp_path;  // the temporary file (NULL for stdout)
-  char* name;      // the location as written, for messages
+  char* name;      // the location as messages show it (sl_location_shown)
   char* staging_dir;  // s3://: the directory of the staging file, for messages
   uint8_t* buf;
   size_t used;
@@ -149,9 +150,10 @@ static const char* staging_dir(void) {
 static int file_error(const struct sl_sink* sink, struct sluice_error* error, const char* what,
                       int errnum) {
   if (!sink->is_s3) return errno_error(error, sink->name, what, errnum);
-  char where[128 + 4096];
+  char where[128 + 4096], dir[4096];
+  const char* d = sink->staging_dir != NULL ? sink->staging_dir : staging_dir();
   snprintf(where, sizeof where, "%s (the local staging file in '%s', TMPDIR)", what,
-           sink->staging_dir != NULL ? sink->staging_dir : staging_dir());
+           sl_escaped(d, strlen(d), '\'', dir, sizeof dir));
   return errno_error(error, sink->name, where, errnum);
 }
 
@@ -458,9 +460,10 @@ static int open_file_sink(struct sl_sink* sink, const char* path, struct sluice_
     int e = errno;
     free_string(alloc, sink->tmp_path);
     sink->tmp_path = NULL;
-    char what[64 + 256];
-    snprintf(what, sizeof what, "cannot create a temporary file in '%.*s'",
-             dir_len == 0 ? 1 : (int)dir_len, dir_len == 0 ? "." : path);
+    char what[64 + 256], dir[256];
+    snprintf(what, sizeof what, "cannot create a temporary file in '%s'",
+             sl_escaped(dir_len == 0 ? "." : path, dir_len == 0 ? 1 : dir_len, '\'', dir,
+                        sizeof dir));
     return errno_error(error, sink->name, what, e);
   }
   if (replacing) sl_keep_owner_and_mode(sink->fd, &st);
@@ -480,8 +483,9 @@ int sl_staging_file(const char* name, int* fd, struct sluice_error* error) {
     return sl_error_set(error, ENAMETOOLONG, "%s: TMPDIR is too long", name);
   *fd = mkstemp(staging);
   if (*fd < 0) {
-    char what[64 + 4096];
-    snprintf(what, sizeof what, "cannot create the staging file in '%s' (TMPDIR)", dir);
+    char what[64 + 4096], shown[4096];
+    snprintf(what, sizeof what, "cannot create the staging file in '%s' (TMPDIR)",
+             sl_escaped(dir, strlen(dir), '\'', shown, sizeof shown));
     return errno_error(error, name, what, errno);
   }
   unlink(staging);
@@ -534,6 +538,9 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
   if (location == NULL || location[0] == '\0') {
     return sl_error_set(error, EINVAL, "no output location given (a path or \"-\")");
   }
+  // Messages show the location on one line, as the read side does.
+  char shown[4096];
+  sl_location_shown(location, shown, sizeof shown);
   const char* colon = strstr(location, "://");
   const char* path = location;
   char file_path[4096];
@@ -546,23 +553,25 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
     // before any work, as a local path ending in '/' is.
     if (location[strlen(location) - 1] == '/') {
       return sl_error_set(error, EINVAL, "%s: not a file name (an S3 key ending in '/' names "
-                          "a directory)", location);
+                          "a directory)", shown);
     }
     is_s3 = 1;
   } else if (colon != NULL) {
-    return sl_error_set(error, ENOTSUP, "%s: writing to '%.*s' locations is not supported yet",
-                        location, (int)(colon - location), location);
+    char scheme[64];
+    return sl_error_set(error, ENOTSUP, "%s: writing to '%s' locations is not supported yet",
+                        shown, sl_escaped(location, (size_t)(colon - location), '\'', scheme,
+                                          sizeof scheme));
   }
   struct sl_sink* sink = sl_calloc(alloc, 1, sizeof *sink);
-  if (sink == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+  if (sink == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
   sink->alloc = alloc;
   sink->remote = remote;
   sink->fd = -1;
-  sink->name = sl_strdup(alloc, location);
+  sink->name = sl_strdup(alloc, shown);
   sink->buf = sl_alloc(alloc, SL_SINK_BUFFER);
   if (sink->name == NULL || sink->buf == NULL) {
     sink_free(sink);
-    return sl_error_set(error, ENOMEM, "%s: out of memory", location);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
   }
   if (strcmp(location, "-") == 0) {
     sink->is_stdout = 1;
@@ -573,8 +582,10 @@ int sl_sink_open_remote(const char* location, const struct sl_remote_options* re
   } else if (is_s3) {
     sink->is_s3 = 1;
     sink->staging_dir = sl_strdup(alloc, staging_dir());
-    int rc = sink->staging_dir == NULL ? sl_error_set(error, ENOMEM, "%s: out of memory", location)
-                                       : sl_staging_file(sink->name, &sink->fd, error);
+    sink->target = sl_strdup(alloc, location);
+    int rc = sink->staging_dir == NULL || sink->target == NULL
+                 ? sl_error_set(error, ENOMEM, "%s: out of memory", shown)
+                 : sl_staging_file(sink->name, &sink->fd, error);
     if (rc != 0) {
       sink_free(sink);
       return rc;
@@ -990,7 +1001,7 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
   // Last call for a cancel: past this point the output is committed.
   if (rc == 0) rc = sl_sink_cancelled(sink, error);
   if (rc == 0 && sink->is_s3) {
-    rc = sl_s3_upload_file(sink->name, sink->remote, sink->fd, 0, sink->file_size, sink->alloc,
+    rc = sl_s3_upload_file(sink->target, sink->remote, sink->fd, 0, sink->file_size, sink->alloc,
                            error);
   }
   // A local file reaches the disk before the rename makes it visible: after

@@ -321,3 +321,84 @@ def test_partitioned_overwrites_keep_modes(sluice_bin, tmp_path):
         write(d, "delete_matching")
         assert stat.S_IMODE((d / "k=1").stat().st_mode) == 0o700, name
         assert sorted(p.name for p in (d / "k=1").iterdir()) == ["part-0.csv"], name
+
+
+# Output names with a newline, a control byte and bytes that are not UTF-8,
+# and a bidirectional control (which reorders what follows it on a line).
+ODD_NAMES = [b"a\nb", b"a\x01\xffb", "a\u202eb".encode()]
+
+
+def read_side_spelling(sluice_bin, path: bytes, *extra) -> bytes:
+    """How the read side shows `path` in its messages: the text before
+    ": " in the error of reading it (there is no such input)."""
+    proc = subprocess.run([sluice_bin, "schema", path, *extra], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.startswith(b"sluice: "), proc
+    return proc.stderr[len(b"sluice: "):].split(b": ")[0]
+
+
+def one_clean_line(stderr: bytes) -> str:
+    text = stderr.decode("utf-8")  # not UTF-8 raises
+    assert text.count("\n") == 1 and text.endswith("\n"), text
+    assert all(ch >= " " and not ("\x7f" <= ch <= "\x9f") and ch not in "\u202a\u202b\u202c"
+               "\u202d\u202e\u2066\u2067\u2068\u2069" for ch in text[:-1]), text
+    return text
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_output_names_are_shown_as_input_names_are(sluice_bin, tmp_path, name):
+    """A write's messages show the output's name by the read side's one rule
+    (one line: \\n, \\x01, \\xff, \\u202e), as they show an input's: the
+    sink's errors (a temporary file it cannot make), a writer's error led by
+    the output's name (once), the CLI's own, a partitioned write's and an S3
+    upload's. They printed the raw bytes (the CLI turned a newline into a
+    space)."""
+    d = os.fsencode(tmp_path)
+    blocker = d + b"/file"
+    with open(blocker, "wb") as f:
+        f.write(b"x")  # a file, not a directory: nothing can be made below it
+    src = d + b"/in.csv"
+    with open(src, "wb") as f:
+        f.write(CSV)
+
+    def fails(*args, env=None):
+        proc = subprocess.run([sluice_bin, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120, env=env)
+        assert proc.returncode in (1, 2), proc
+        return one_clean_line(proc.stderr)
+
+    # The sink: no temporary file can be made beside the output.
+    out = blocker + b"/" + name + b".csv"
+    shown = read_side_spelling(sluice_bin, out).decode()
+    err = fails("convert", "-q", src, out)
+    assert f"sluice: {shown}: cannot create a temporary file in " in err, err
+    # A writer's error, which the write leads with the output's name.
+    import pyarrow as pa
+    import pyarrow.feather as feather
+    feather.write_feather(pa.table({"d": pa.array([1], pa.duration("s"))}),
+                          os.fsdecode(d + b"/dur.arrow"))
+    out = d + b"/" + name + b".avro"
+    shown = read_side_spelling(sluice_bin, out).decode()
+    err = fails("convert", "-q", d + b"/dur.arrow", out)
+    assert err == f"sluice: {shown}: avro: column 'd': type duration[s] has no Avro mapping\n", err
+    # The CLI's own: no format for the name.
+    out = d + b"/" + name + b".zzz"
+    shown = read_side_spelling(sluice_bin, out).decode()
+    assert f"'{shown}'" in fails("convert", src, out)
+    assert f"sluice: {shown}: no output format" in fails("cat", src, "-o", out)
+    # A partitioned write.
+    out = d + b"/" + name
+    shown = read_side_spelling(sluice_bin, out).decode()
+    err = fails("convert", "-q", src, "-t", "csv", "--partition-by", "zz", out)
+    assert f"sluice: {shown}: no column 'zz' to partition by" in err, err
+    # An S3 upload (to a port that refuses connections: no request is made).
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        port = s.getsockname()[1]
+        env = dict(os.environ, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
+        remote = ["--endpoint-url", f"http://127.0.0.1:{port}", "--region", "us-east-1"]
+        out = b"s3://bucket/" + name + b".csv"
+        shown = read_side_spelling(sluice_bin, out, *remote).decode()
+        err = fails("convert", "-q", src, out, *remote, env=env)
+        assert err.startswith(f"sluice: {shown}: PutObject: "), err
