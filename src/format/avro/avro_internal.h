@@ -51,11 +51,6 @@ struct avro_node {
 /// The Avro name of a kind ("int", "record", ...), for messages.
 const char* sl_avro_kind_name(enum avro_kind kind);
 
-/// The most digits a decimal over a fixed of `size` bytes may have (the
-/// spec: floor(log10(2^(8 size - 1) - 1))); a larger precision makes the
-/// logical type invalid.
-int64_t sl_avro_fixed_decimal_digits(int64_t size);
-
 /// A parsed writer schema: owns every node.
 struct avro_schema {
   const struct sluice_allocator* alloc;

@@ -98,19 +98,14 @@ static struct avro_node* lookup(struct parse_ctx* c, const char* name, const cha
   return NULL;
 }
 
-static const struct {
-  const char* name;
-  enum avro_kind kind;
-} k_primitives[] = {{"null", AVRO_NULL},     {"boolean", AVRO_BOOLEAN}, {"int", AVRO_INT},
-                    {"long", AVRO_LONG},     {"float", AVRO_FLOAT},     {"double", AVRO_DOUBLE},
-                    {"bytes", AVRO_BYTES},   {"string", AVRO_STRING}};
-
+/// The primitive kinds (null to string, in enum avro_kind's order) by name.
 static int primitive_kind(const char* name, enum avro_kind* out) {
-  for (size_t i = 0; i < sizeof k_primitives / sizeof k_primitives[0]; ++i)
-    if (strcmp(k_primitives[i].name, name) == 0) {
-      *out = k_primitives[i].kind;
+  for (int k = AVRO_NULL; k <= AVRO_STRING; ++k) {
+    if (strcmp(sl_avro_kind_name((enum avro_kind)k), name) == 0) {
+      *out = (enum avro_kind)k;
       return 1;
     }
+  }
   return 0;
 }
 
@@ -217,17 +212,14 @@ static void apply_logical(json_t* j, struct avro_node* n) {
     // A fixed wider than 32 bytes is fine: its extra leading bytes must be
     // sign extension (sl_builder_append_decimal_be checks), as in bytes.
     if (n->kind == AVRO_FIXED && n->size < 1) return;
-    // A larger precision than the fixed holds makes the logical type
-    // invalid: then the fixed is read as fixed, as Java Avro does.
-    if (n->kind == AVRO_FIXED && p > sl_avro_fixed_decimal_digits(n->size)) return;
+    // The spec: a fixed of n bytes holds floor(log10(2^(8n-1) - 1)) digits at
+    // most; a larger precision makes the logical type invalid (then the
+    // fixed is read as fixed, as Java Avro does).
+    if (n->kind == AVRO_FIXED && p > (int64_t)floor((8.0 * (double)n->size - 1) * log10(2.0))) return;
     n->logical = AVRO_LOGICAL_DECIMAL;
     n->precision = (int32_t)p;
     n->scale = (int32_t)s;
   }
-}
-
-int64_t sl_avro_fixed_decimal_digits(int64_t size) {
-  return (int64_t)floor((8.0 * (double)size - 1) * log10(2.0));
 }
 
 /// A zone a timestamp's arrow_type may name: an offset ("+01:00") or a

@@ -123,7 +123,6 @@ struct aw_ctx {
   struct aw_buf data;
   struct avro_buf packed;
   json_t* names;      ///< full name -> the type defined so far under it
-  json_t* src_named;  ///< the stream's Avro schema's named types (full name -> type)
   const char* ns;     ///< the namespace the type being built is in
   const char* column;
   int64_t row;
@@ -223,23 +222,22 @@ static char* sanitize(const struct sluice_allocator* alloc, const char* name) {
 
 // Named types (records, enums, fixed) keep the names the stream's Avro schema
 // gives them (schema metadata "avro.schema", which sluice's reader attaches:
-// the writer's schema, or the reader schema), so that the original schema
-// still resolves against the copy; else a union member's name (the reader
-// names members after their branch's type); else a name made from the path.
+// the writer's schema, or the reader schema; parsed as the reader parses it,
+// which resolves names and references), so that the original schema still
+// resolves against the copy; else a union member's name (the reader names
+// members after their branch's type); else a name made from the path.
 // While the schema is built every name is a full name; relative_names()
 // then writes them as Avro does, short within their namespace.
 
 static int is_avro_name(const uint8_t* p, int64_t n);
 
-static const char* const k_type_words[] = {"null", "boolean", "int", "long", "float", "double",
-                                           "bytes", "string", "record", "error", "enum",
-                                           "array", "map", "union", "fixed"};
-
+/// Whether `s` is the name of an Avro type ("int", "record", and "error",
+/// a record's other spelling), which no named type may have.
 static int is_type_word(const char* s) {
-  for (size_t i = 0; i < sizeof k_type_words / sizeof k_type_words[0]; ++i) {
-    if (strcmp(s, k_type_words[i]) == 0) return 1;
+  for (int k = AVRO_NULL; k <= AVRO_FIXED; ++k) {
+    if (strcmp(s, sl_avro_kind_name((enum avro_kind)k)) == 0) return 1;
   }
-  return 0;
+  return strcmp(s, "error") == 0;
 }
 
 /// Whether `s` is a full name a writer may give: dotted Avro names, the last
@@ -266,117 +264,21 @@ static void namespace_of(const char* full, char* ns, size_t cap) {
   snprintf(ns, cap, "%.*s", dot != NULL ? (int)(dot - full) : 0, full);
 }
 
-/// A copy of the Avro schema `t` (in namespace `ns`) in which each named
-/// type's "name" is its full name and each reference the full name it
-/// resolves to; the named types go into `named` (full name -> definition).
-/// NULL for what is not a schema (or out of memory: then no names are kept).
-static json_t* src_norm(const json_t* t, const char* ns, json_t* named, int depth) {
-  char full[1024], inner[1024];
-  if (depth > 4 * AW_MAX_DEPTH) return NULL;
-  if (json_is_string(t)) {
-    const char* s = json_string_value(t);
-    if (strchr(s, '.') != NULL || ns[0] == '\0' || is_type_word(s)) return json_string(s);
-    snprintf(full, sizeof full, "%s.%s", ns, s);
-    // The enclosing namespace's type, else the null namespace's (as Java looks it up).
-    int outer = json_object_get(named, full) == NULL && json_object_get(named, s) != NULL;
-    return json_string(outer ? s : full);
-  }
-  if (json_is_array(t)) {
-    json_t* u = json_array();
-    size_t i;
-    const json_t* b;
-    json_array_foreach(t, i, b) {
-      json_t* nb = src_norm(b, ns, named, depth + 1);
-      if (nb == NULL || json_array_append_new(u, nb) != 0) {
-        json_decref(u);
-        return NULL;
-      }
-    }
-    return u;
-  }
-  const json_t* type = json_object_get(t, "type");
-  if (type != NULL && !json_is_string(type)) return src_norm(type, ns, named, depth + 1);
-  const char* k = json_string_value(type);
-  json_t* c = k != NULL ? json_copy((json_t*)t) : NULL;
-  if (c == NULL) return NULL;
-  snprintf(inner, sizeof inner, "%s", ns);
-  int ok = 1;
-  if (is_named_kind(k)) {
-    const char* n = json_string_value(json_object_get(t, "name"));
-    const char* space = json_string_value(json_object_get(t, "namespace"));
-    if (space == NULL) space = ns;
-    if (n == NULL) {
-      ok = 0;
-    } else {
-      if (strchr(n, '.') != NULL || space[0] == '\0') snprintf(full, sizeof full, "%s", n);
-      else snprintf(full, sizeof full, "%s.%s", space, n);
-      namespace_of(full, inner, sizeof inner);
-      json_object_del(c, "namespace");
-      ok = json_object_set_new(c, "name", json_string(full)) == 0 &&
-           json_object_set(named, full, c) == 0;
-    }
-  }
-  const char* sub = strcmp(k, "array") == 0 ? "items" : strcmp(k, "map") == 0 ? "values" : NULL;
-  if (ok && sub != NULL) {
-    json_t* x = src_norm(json_object_get(t, sub), inner, named, depth + 1);
-    ok = x != NULL && json_object_set_new(c, sub, x) == 0;
-  }
-  const json_t* fields = json_object_get(t, "fields");
-  if (ok && json_is_array(fields)) {
-    json_t* nf = json_array();
-    size_t i;
-    const json_t* f;
-    ok = nf != NULL && json_object_set_new(c, "fields", nf) == 0;
-    json_array_foreach(fields, i, f) {
-      json_t* fc = ok ? json_copy((json_t*)f) : NULL;
-      json_t* x = fc != NULL ? src_norm(json_object_get(f, "type"), inner, named, depth + 1) : NULL;
-      ok = x != NULL && json_object_set_new(fc, "type", x) == 0;
-      if (!ok) {
-        json_decref(fc);
-        break;
-      }
-      ok = json_array_append_new(nf, fc) == 0;  // takes fc, also on failure
-      if (!ok) break;
-    }
-  }
-  if (!ok) {
-    json_decref(c);
-    return NULL;
-  }
-  return c;
+/// The source type of a node that is not a union: ["null", T] is T; NULL
+/// for none (or another union).
+static const struct avro_node* src_value(const struct avro_node* src) {
+  const struct avro_node* value = NULL;
+  int null_index;
+  if (src == NULL || src->kind != AVRO_UNION) return src;
+  return sl_avro_node_nullable(src, &value, &null_index) ? value : NULL;
 }
 
-/// The definition a reference names (itself when the source defines no such type).
-static const json_t* src_resolve(const struct aw_ctx* ctx, const json_t* src) {
-  const json_t* d = json_is_string(src) && ctx->src_named != NULL
-                        ? json_object_get(ctx->src_named, json_string_value(src))
-                        : NULL;
-  return d != NULL ? d : src;
-}
-
-/// The source type of a node that is not a union: ["null", T] is T.
-static const json_t* src_value(const struct aw_ctx* ctx, const json_t* src) {
-  src = src_resolve(ctx, src);
-  if (!json_is_array(src)) return src;
-  if (json_array_size(src) != 2) return NULL;
-  for (size_t i = 0; i < 2; ++i) {
-    const char* b = json_string_value(json_array_get(src, i));
-    if (b != NULL && strcmp(b, "null") == 0) return src_resolve(ctx, json_array_get(src, 1 - i));
-  }
-  return NULL;
-}
-
-/// The full name the source gives a named type of kind `kind`: a definition's,
-/// or a name (an unresolved reference, a union member's name); NULL if none.
-static const char* src_name(const struct aw_ctx* ctx, const json_t* src, const char* kind) {
-  src = src_resolve(ctx, src);
-  const char* name = json_string_value(src);
-  if (json_is_object(src)) {
-    const char* type = json_string_value(json_object_get(src, "type"));
-    int same = type != NULL && (strcmp(type, kind) == 0 ||
-                                (strcmp(kind, "record") == 0 && strcmp(type, "error") == 0));
-    name = same ? json_string_value(json_object_get(src, "name")) : NULL;
-  }
+/// The full name for a named type of kind `kind`: the source's (`src`, a
+/// type of that kind), else `member` (a union member's name), else NULL;
+/// only a name a writer may give.
+static const char* src_name(const struct avro_node* src, enum avro_kind kind,
+                            const char* member) {
+  const char* name = src != NULL && src->kind == kind ? src->name : member;
   return name != NULL && is_full_name(name) ? name : NULL;
 }
 
@@ -512,7 +414,8 @@ static json_t* with_arrow_type(json_t* t, const char* format) {
 
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
                  struct aw_node* node, const char* path, const char* column, int depth,
-                 const json_t* src, json_t** out, struct sluice_error* error);
+                 const struct avro_node* src, const char* member, json_t** out,
+                 struct sluice_error* error);
 
 /// Child `i` of the first batch's array `a` (NULL if there is none).
 static const struct ArrowArray* child_of(const struct ArrowArray* a, int64_t i) {
@@ -520,35 +423,32 @@ static const struct ArrowArray* child_of(const struct ArrowArray* a, int64_t i) 
 }
 
 /// Whether the source record `src` has the fields of `s`, in its order.
-static int same_fields(const json_t* src, const struct ArrowSchema* s) {
-  const json_t* fields = json_object_get(src, "fields");
-  if (json_array_size(fields) != (size_t)s->n_children) return 0;
+static int same_fields(const struct avro_node* src, const struct ArrowSchema* s) {
+  if (src == NULL || src->kind != AVRO_RECORD || src->n != s->n_children) return 0;
   for (int64_t i = 0; i < s->n_children; ++i) {
-    const char* fn = json_string_value(json_object_get(json_array_get(fields, (size_t)i), "name"));
     const char* an = s->children[i]->name;
-    if (fn == NULL || an == NULL || strcmp(fn, an) != 0) return 0;
+    if (an == NULL || strcmp(src->names[i], an) != 0) return 0;
   }
   return 1;
 }
 
 /// The type of the source record's field `name` (NULL if none).
-static const json_t* src_field(const json_t* src, const char* name) {
-  size_t i;
-  const json_t* f;
-  json_array_foreach(json_object_get(src, "fields"), i, f) {
-    const char* fn = json_string_value(json_object_get(f, "name"));
-    if (fn != NULL && name != NULL && strcmp(fn, name) == 0) return json_object_get(f, "type");
+static const struct avro_node* src_field(const struct avro_node* src, const char* name) {
+  if (src == NULL || src->kind != AVRO_RECORD || name == NULL) return NULL;
+  for (int64_t i = 0; i < src->n; ++i) {
+    if (strcmp(src->names[i], name) == 0) return src->items[i];
   }
   return NULL;
 }
 
 /// A record for the struct `s`. Its name is the source record's when that
 /// has the same fields in the same order (a projection keeps nested names
-/// only), else one made from `path`; `*out` is a reference when the source
-/// uses that record twice.
+/// only), else `member`'s, else one made from `path`; `*out` is a reference
+/// when the source uses that record twice.
 static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
                         const struct ArrowArray* a, struct aw_node* node, const char* path,
-                        int depth, const json_t* src, json_t** out, struct sluice_error* error) {
+                        int depth, const struct avro_node* src, const char* member,
+                        json_t** out, struct sluice_error* error) {
   node->n_children = s->n_children;
   node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
                              sizeof *node->children);
@@ -556,9 +456,8 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     node->n_children = 0;
     return sl_error_set(error, ENOMEM, "avro: out of memory");
   }
-  src = src_resolve(ctx, src);
-  const char* want = src_name(ctx, src, "record");
-  if (want != NULL && json_is_object(src) && !same_fields(src, s)) want = NULL;
+  const char* want = src_name(src, AVRO_RECORD, member);
+  if (want != NULL && src != NULL && src->kind == AVRO_RECORD && !same_fields(src, s)) want = NULL;
   json_t* fields = json_array();
   json_t* rec = json_pack("{s:s, s:s, s:o}", "type", "record", "name", "", "fields", fields);
   if (rec == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
@@ -592,7 +491,7 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     snprintf(sub, sizeof sub, "%.200s_%.200s", path, child->field_name);
     json_t* t = NULL;
     rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1,
-               src_field(src, c->name), &t, error);
+               src_field(src, c->name), NULL, &t, error);
     if (rc != 0) break;
     if (child->nullable) t = json_pack("[s, o]", "null", t);
     json_t* f = t == NULL ? NULL
@@ -626,7 +525,7 @@ static const char* union_key(const json_t* t) {
 
 static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
                        const struct ArrowArray* a, struct aw_node* node, const char* path,
-                       const char* column, int depth, const json_t* src, json_t** out,
+                       const char* column, int depth, const struct avro_node* src, json_t** out,
                        struct sluice_error* error) {
   node->n_children = s->n_children;
   node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
@@ -639,27 +538,18 @@ static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
   if (branches == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
   int any_nullable = 0;
   node->null_branch = -1;
-  src = src_resolve(ctx, src);
-  int by_branch = json_is_array(src) && json_array_size(src) == (size_t)s->n_children;
+  int by_branch = src != NULL && src->kind == AVRO_UNION && src->n == s->n_children;
   for (int64_t i = 0; i < s->n_children; ++i) {
-    char sub[512];
+    char sub[512], member[1024];
     snprintf(sub, sizeof sub, "%.400s_%" PRId64, path, i);
     // The source's branch; else the member's name names a record, enum or fixed.
-    const json_t* branch = by_branch ? json_array_get(src, (size_t)i) : NULL;
-    json_t* member = NULL;
+    const struct avro_node* branch = by_branch ? src->items[i] : NULL;
     const char* mn = s->children[i]->name;
-    if (branch == NULL && mn != NULL && strchr(mn, '.') == NULL && is_full_name(mn)) {
-      member = ctx->ns[0] != '\0' ? json_sprintf("%s.%s", ctx->ns, mn) : json_string(mn);
-      if (member == NULL) {
-        json_decref(branches);
-        return sl_error_set(error, ENOMEM, "avro: out of memory");
-      }
-      branch = member;
-    }
+    int named = branch == NULL && mn != NULL && strchr(mn, '.') == NULL && is_full_name(mn);
+    if (named) snprintf(member, sizeof member, "%.500s%s%.300s", ctx->ns, ctx->ns[0] ? "." : "", mn);
     json_t* t = NULL;
     int rc = build(ctx, s->children[i], child_of(a, i), &node->children[i], sub, column,
-                   depth + 1, branch, &t, error);
-    json_decref(member);
+                   depth + 1, branch, named ? member : NULL, &t, error);
     if (rc != 0) {
       json_decref(branches);
       return rc;
@@ -723,7 +613,7 @@ static int is_null(const struct ArrowArray* a, int64_t p);
 /// An enum schema from the first batch's dictionary `d` when every value is
 /// a distinct Avro name; else NULL (the column is written as strings).
 static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct ArrowArray* d,
-                        const char* path, const json_t* src, struct sluice_error* error,
+                        const char* path, const char* name, struct sluice_error* error,
                         int* rc) {
   *rc = 0;
   if (d == NULL || d->length <= 0 || d->length > 100000) return NULL;
@@ -749,54 +639,43 @@ static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct A
   node->en->index = index;
   node->en->gen = -1;
   json_t* def = json_pack("{s:s, s:s, s:o}", "type", "enum", "name", "", "symbols", symbols);
-  return name_type(ctx, def, src_name(ctx, src, "enum"), path);
+  return name_type(ctx, def, name, path);
 fail:
   json_decref(index);
   json_decref(symbols);
   return NULL;
 }
 
-/// The source's name for a fixed of `size` bytes (NULL if none or of another size).
-static const char* fixed_name(const struct aw_ctx* ctx, const json_t* src, int64_t size) {
-  const json_t* n = json_object_get(src_resolve(ctx, src), "size");
-  if (n != NULL && (!json_is_integer(n) || json_integer_value(n) != size)) return NULL;
-  return src_name(ctx, src, "fixed");
+/// The name for a fixed of `size` bytes: the source's (none if of another
+/// size), else `member`'s (src_name).
+static const char* fixed_name(const struct avro_node* src, int64_t size, const char* member) {
+  if (src != NULL && src->kind == AVRO_FIXED && src->size != size) return NULL;
+  return src_name(src, AVRO_FIXED, member);
 }
 
 /// The size of the fixed a decimal(precision, scale) was read from: `src`
-/// (resolved) is a fixed with that decimal logical type, its precision valid
-/// for its size; else 0 (bytes). A fixed and bytes do not resolve against
-/// each other in Avro, so the copy of a file keeps the fixed (Java and Spark
-/// write decimals so).
-static int64_t decimal_fixed_size(const struct aw_ctx* ctx, const json_t* src, int precision,
-                                  int scale) {
-  src = src_resolve(ctx, src);
-  const char* type = json_string_value(json_object_get(src, "type"));
-  const char* logical = json_string_value(json_object_get(src, "logicalType"));
-  const json_t* jp = json_object_get(src, "precision");
-  const json_t* js = json_object_get(src, "scale");
-  const json_t* jn = json_object_get(src, "size");
-  if (type == NULL || strcmp(type, "fixed") != 0 || logical == NULL ||
-      strcmp(logical, "decimal") != 0 || !json_is_integer(jp) ||
-      json_integer_value(jp) != precision || (js != NULL && !json_is_integer(js)) ||
-      (js != NULL ? json_integer_value(js) : 0) != scale || !json_is_integer(jn)) {
-    return 0;
-  }
-  json_int_t size = json_integer_value(jn);
-  if (size < 1 || size > INT32_MAX || sl_avro_fixed_decimal_digits(size) < precision) return 0;
-  return (int64_t)size;
+/// is a fixed with that decimal logical type (the parse checked that its
+/// size holds the precision); else 0 (bytes). A fixed and bytes do not
+/// resolve against each other in Avro, so the copy of a file keeps the
+/// fixed (Java and Spark write decimals so).
+static int64_t decimal_fixed_size(const struct avro_node* src, int precision, int scale) {
+  int same = src != NULL && src->kind == AVRO_FIXED && src->logical == AVRO_LOGICAL_DECIMAL &&
+             src->precision == precision && src->scale == scale;
+  return same ? src->size : 0;
 }
 
 /// Builds `node` and its Avro type for the column `s` (`a` its first batch,
-/// `src` its type in the stream's Avro schema, if any: names come from it).
+/// `src` its type in the stream's Avro schema, if any: names come from it;
+/// else from `member`, a union member's full name, if any).
 static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct ArrowArray* a,
                  struct aw_node* node, const char* path, const char* column, int depth,
-                 const json_t* src, json_t** out, struct sluice_error* error) {
+                 const struct avro_node* src, const char* member, json_t** out,
+                 struct sluice_error* error) {
   if (depth > AW_MAX_DEPTH) return sl_error_set(error, ENOTSUP, "avro: column '%s' nested too deeply", column);
   SL_RETURN_NOT_OK(sl_type_parse(s->format, &node->type, error));
   node->nullable = (s->flags & ARROW_FLAG_NULLABLE) != 0;
   if (node->type.id != SL_TYPE_DENSE_UNION && node->type.id != SL_TYPE_SPARSE_UNION) {
-    src = src_value(ctx, src);
+    src = src_value(src);
   }
   json_t* t = NULL;
   if (s->dictionary != NULL) {
@@ -814,7 +693,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       // Other values (a pandas Categorical of integers, say) are written
       // decoded, as their own type; its nulls are the column's (encode).
       SL_RETURN_NOT_OK(build(ctx, s->dictionary, a != NULL ? a->dictionary : NULL, node->dict,
-                             path, column, depth + 1, src, out, error));
+                             path, column, depth + 1, src, member, out, error));
       node->dict->nullable = 0;
       // Values of the null type are "null" already: ["null", "null"] is no
       // Avro union (a pandas Categorical with no categories).
@@ -822,7 +701,8 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       return 0;
     }
     int rc = 0;
-    t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path, src, error, &rc);
+    t = try_enum(ctx, node, a != NULL ? a->dictionary : NULL, path,
+                 src_name(src, AVRO_ENUM, member), error, &rc);
     if (rc != 0) return rc;
     if (t == NULL && node->en != NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
     if (t == NULL) t = json_string("string");
@@ -860,7 +740,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
           json_decref(t);
           t = NULL;
         }
-        t = name_type(ctx, t, fixed_name(ctx, src, node->type.byte_width), path);
+        t = name_type(ctx, t, fixed_name(src, node->type.byte_width, member), path);
         break;
       case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256:
         if (node->type.scale < 0 || node->type.scale > node->type.precision) {
@@ -868,13 +748,13 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                               "is 0 to the precision (cast the column first)", column,
                               (int)node->type.precision, (int)node->type.scale);
         }
-        node->fixed_size = decimal_fixed_size(ctx, src, node->type.precision, node->type.scale);
+        node->fixed_size = decimal_fixed_size(src, node->type.precision, node->type.scale);
         if (node->fixed_size > 0) {
           t = name_type(ctx, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I}", "type", "fixed", "name",
                                        "", "size", (json_int_t)node->fixed_size, "logicalType",
                                        "decimal", "precision", (json_int_t)node->type.precision,
                                        "scale", (json_int_t)node->type.scale),
-                        fixed_name(ctx, src, node->fixed_size), path);
+                        fixed_name(src, node->fixed_size, NULL), path);
         } else {
           t = json_pack("{s:s, s:s, s:I, s:I}", "type", "bytes", "logicalType", "decimal",
                         "precision", (json_int_t)node->type.precision, "scale",
@@ -906,7 +786,7 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       case SL_TYPE_INTERVAL_MONTH_DAY_NANO:
         t = name_type(ctx, json_pack("{s:s, s:s, s:I, s:s}", "type", "fixed", "name", "", "size",
                                      (json_int_t)12, "logicalType", "duration"),
-                      fixed_name(ctx, src, 12), path);
+                      fixed_name(src, 12, member), path);
         break;
       case SL_TYPE_LIST: case SL_TYPE_LARGE_LIST: case SL_TYPE_FIXED_SIZE_LIST: {
         if (s->n_children != 1) return sl_error_set(error, EINVAL, "avro: column '%s': list without an item type", column);
@@ -919,11 +799,9 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         char sub[512];
         snprintf(sub, sizeof sub, "%.400s_item", path);
         json_t* item = NULL;
-        const char* st = json_string_value(json_object_get(src, "type"));
-        const json_t* items =
-            st != NULL && strcmp(st, "array") == 0 ? json_object_get(src, "items") : NULL;
+        const struct avro_node* items = src != NULL && src->kind == AVRO_ARRAY ? src->items[0] : NULL;
         SL_RETURN_NOT_OK(build(ctx, s->children[0], child_of(a, 0), &node->children[0], sub, column,
-                               depth + 1, items, &item, error));
+                               depth + 1, items, NULL, &item, error));
         if (node->children[0].nullable) item = json_pack("[s, o]", "null", item);
         t = json_pack("{s:s, s:o}", "type", "array", "items", item);
         if (node->type.id != SL_TYPE_LIST) t = with_arrow_type(t, s->format);  // +L, +w:N
@@ -946,23 +824,21 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         }
         json_t* kj = NULL;
         SL_RETURN_NOT_OK(build(ctx, e->children[0], child_of(child_of(a, 0), 0), &node->children[0],
-                               path, column, depth + 1, NULL, &kj, error));
+                               path, column, depth + 1, NULL, NULL, &kj, error));
         json_decref(kj);
         node->children[0].nullable = 0;
         char sub[512];
         snprintf(sub, sizeof sub, "%.400s_value", path);
         json_t* vj = NULL;
-        const char* st = json_string_value(json_object_get(src, "type"));
-        const json_t* values =
-            st != NULL && strcmp(st, "map") == 0 ? json_object_get(src, "values") : NULL;
+        const struct avro_node* values = src != NULL && src->kind == AVRO_MAP ? src->items[0] : NULL;
         SL_RETURN_NOT_OK(build(ctx, e->children[1], child_of(child_of(a, 0), 1), &node->children[1],
-                               sub, column, depth + 1, values, &vj, error));
+                               sub, column, depth + 1, values, NULL, &vj, error));
         if (node->children[1].nullable) vj = json_pack("[s, o]", "null", vj);
         t = json_pack("{s:s, s:o}", "type", "map", "values", vj);
         break;
       }
       case SL_TYPE_STRUCT:
-        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, src, &t, error));
+        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, src, member, &t, error));
         break;
       case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
         // No validity bitmap: nulls are the members'.
@@ -1695,7 +1571,6 @@ static void avro_close(void* state) {
   if (w == NULL) return;
   stop_pipe(w, EINTR, NULL);  // after an error: what it holds goes to an aborted sink
   json_decref(w->ctx.names);
-  json_decref(w->ctx.src_named);
   node_reset(w->ctx.alloc, &w->root);
   if (w->ctx.data.data != NULL) sl_free_buffer(w->ctx.alloc, w->ctx.data.data, w->ctx.data.cap);
   sl_avro_buf_release(&w->ctx.packed, w->ctx.alloc);
@@ -1718,8 +1593,7 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   }
   if (rc == 0) rc = sl_schema_copy(schema, w->ctx.alloc, &w->schema, error);
   w->ctx.ns = "";
-  if (rc == 0 && ((w->ctx.names = json_object()) == NULL ||
-                  (w->ctx.src_named = json_object()) == NULL)) {
+  if (rc == 0 && (w->ctx.names = json_object()) == NULL) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
   if (rc != 0) {
@@ -1735,23 +1609,26 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
 static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
                          struct sluice_error* error) {
   if (w->header_written) return 0;
-  // The stream's Avro schema (it came from an Avro file), for its names.
+  // The stream's Avro schema (it came from an Avro file), for its names;
+  // one that does not parse gives none.
   int32_t vn;
   const char* v = sl_metadata_find(w->schema.metadata, "avro.schema", &vn);
-  json_t* given = v != NULL && vn > 0 ? json_loadb(v, (size_t)vn, 0, NULL) : NULL;
-  json_t* src = given != NULL ? src_norm(given, "", w->ctx.src_named, 0) : NULL;
-  json_decref(given);
+  struct avro_schema parsed;
+  struct sluice_error ignored;
+  int have = v != NULL && vn > 0 &&
+             sl_avro_schema_parse(v, (size_t)vn, w->ctx.alloc, &parsed, &ignored) == 0;
+  const struct avro_node* src = have ? parsed.root : NULL;
   // The top-level record: the source's (with the same fields in the same
   // order), else "Root".
-  const char* want = src_name(&w->ctx, src, "record");
+  const char* want = src_name(src, AVRO_RECORD, NULL);
   if (want != NULL && !same_fields(src, &w->schema)) want = NULL;
   const char* dot = want != NULL ? strrchr(want, '.') : NULL;
   char top[1024], ns[1024];
   snprintf(top, sizeof top, "%s", want == NULL ? "Root" : dot != NULL ? dot + 1 : want);
   json_t* js = NULL;
   char* text = NULL;
-  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, src, &js, error);
-  json_decref(src);
+  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, src, NULL, &js, error);
+  if (have) sl_avro_schema_release(&parsed);
   if (rc == 0 && (!json_is_object(js) || relative_names(js, "") != 0)) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
