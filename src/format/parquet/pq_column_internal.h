@@ -40,6 +40,8 @@ int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc, c
                          struct sluice_error* error);
 /// nv dense values of a fixed-width (or bool: one byte each) leaf in the
 /// output representation at dst (which may equal data: values in place).
+/// ERANGE, with no message, for an INT96 value its unit cannot hold: which
+/// one is in cr (int96_unfit, int96_unfit_raw), for the caller's message.
 int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enum pq_encoding enc,
                    const uint8_t* data, int64_t size, int64_t nv, uint8_t* dst,
                    const struct chunk_where* w, struct sluice_error* error);

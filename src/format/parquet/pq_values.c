@@ -268,17 +268,13 @@ void sl_pq_int96_describe(const uint8_t raw[12], int64_t unit_ns, char* buf, siz
            unit_ns == 1 ? " (1677-09-21 to 2262-04-11)" : "", coarser, coarser);
 }
 
-/// The error for INT96 value `raw`, dense value `k` of the page, that the
-/// field's unit cannot hold (page_values names the row, from k).
-static int int96_unfit(struct pq_column_reader* cr, const struct pq_field* f, const uint8_t* raw,
-                       int64_t k, const struct chunk_where* w, struct sluice_error* error) {
+/// INT96 value `raw`, dense value `k` of the page, that the field's unit
+/// cannot hold: kept in cr for the message, which page_values builds (it
+/// names the row, from k).
+static int int96_unfit(struct pq_column_reader* cr, const uint8_t* raw, int64_t k) {
   cr->int96_unfit = k;
   memcpy(cr->int96_unfit_raw, raw, 12);
-  char what[400];
-  sl_pq_int96_describe(raw, f->int96_unit_ns, what, sizeof what);
-  char why[440];
-  snprintf(why, sizeof why, "value %" PRId64 " of the page: %s", k, what);
-  return sl_pq_chunk_error(w, error, ERANGE, why);
+  return ERANGE;
 }
 
 /// Dense values of a fixed-width (or bool) leaf in the output representation,
@@ -317,7 +313,7 @@ int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enu
         memcpy(cr->scratch.data, data, (size_t)(nv * pw));
         bad = convert_fixed(f, cr->scratch.data, nv, dst);
       }
-      return bad >= 0 ? int96_unfit(cr, f, data + 12 * bad, bad, w, error) : 0;
+      return bad >= 0 ? int96_unfit(cr, data + 12 * bad, bad) : 0;
     }
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY:
@@ -333,7 +329,7 @@ int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enu
         if (sl_pq_scratch_size(&cr->scratch, nv * pw) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
         gather(cr->dict_out.data, idx, nv, pw, cr->scratch.data);
         int64_t bad = convert_fixed(f, cr->scratch.data, nv, dst);
-        return bad >= 0 ? int96_unfit(cr, f, cr->dict_out.data + 12 * (int64_t)idx[bad], bad, w, error) : 0;
+        return bad >= 0 ? int96_unfit(cr, cr->dict_out.data + 12 * (int64_t)idx[bad], bad) : 0;
       }
       gather(cr->dict_out.data, idx, nv, ow, dst);
       return 0;
