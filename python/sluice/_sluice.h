@@ -99,10 +99,12 @@ int sp_stream_new(const struct ArrowSchema* schema, struct sp_shared_array* cons
 /// Bytes of Arrow metadata ("int32 n, then n (key, value)" pairs), 0 for NULL.
 int64_t sp_metadata_size(const char* metadata);
 
-/// If `input`'s schema has string or binary views, moves `input` into `out`,
-/// a stream that delivers them as large strings / binaries, and sets
-/// *wrapped; else leaves `input` alone. Returns 0 or ENOMEM.
-int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowArrayStream* out, int* wrapped);
+/// If `schema` (`input`'s, taken; released is none) has string or binary
+/// views, moves `input` into `out`, a stream that delivers them as large
+/// strings / binaries, and sets *wrapped; else leaves `input` alone.
+/// Returns 0 or ENOMEM.
+int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowSchema* schema,
+                    struct ArrowArrayStream* out, int* wrapped);
 
 /// Something that yields tagged batches (a sluice_scanner, of all splits or a
 /// range of them: _sluice_splits.c).
@@ -265,8 +267,10 @@ PyObject* sp_raise_write_error(struct sluice_error* error, int rc);
 /// 0 when `stream`'s schema is a struct (record batches), else -1 with a
 /// TypeError "sluice writes record batches (struct arrays), not Arrow type
 /// 'l'" (a Series or chunked array: each writer refused it in its own
-/// words), which the Python side words for the object passed.
-int sp_check_struct_stream(struct ArrowArrayStream* stream);
+/// words), which the Python side words for the object passed. The schema
+/// goes to *out (released when the stream could not give it: the write
+/// reports that) for sp_plain_stream, so that a write gets it once.
+int sp_check_struct_stream(struct ArrowArrayStream* stream, struct ArrowSchema* out);
 /// 0 when `schema` is a struct, else -1 with a TypeError "sluice <verb>
 /// record batches (struct arrays), not Arrow type '...'".
 int sp_check_struct(const struct ArrowSchema* schema, const char* verb);

@@ -209,24 +209,23 @@ static void plain_stream_release(struct ArrowArrayStream* stream) {
   stream->release = NULL;
 }
 
-int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowArrayStream* out, int* wrapped) {
+int sp_plain_stream(struct ArrowArrayStream* input, struct ArrowSchema* schema,
+                    struct ArrowArrayStream* out, int* wrapped) {
   *wrapped = 0;
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  int rc = input->get_schema(input, &schema);
-  if (rc != 0) return 0;  // let the writer report the stream's own error
-  if (!has_views(&schema)) {
-    schema.release(&schema);
+  if (schema->release == NULL) return 0;  // let the writer report the stream's own error
+  if (!has_views(schema)) {
+    schema->release(schema);
     return 0;
   }
   struct plain_stream* s = PyMem_RawCalloc(1, sizeof *s);
-  if (s == NULL || sp_schema_copy(&schema, &s->schema) != 0) {
+  if (s == NULL || sp_schema_copy(schema, &s->schema) != 0) {
     PyMem_RawFree(s);
-    schema.release(&schema);
+    schema->release(schema);
     return ENOMEM;
   }
   rename_views(&s->schema);
-  s->input_schema = schema;
+  s->input_schema = *schema;
+  schema->release = NULL;  // moved into the adapter
   s->input = *input;
   input->release = NULL;  // moved into the adapter
   out->get_schema = plain_get_schema;

@@ -158,17 +158,20 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   return 0;
 }
 
-int sp_check_struct_stream(struct ArrowArrayStream* stream) {
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
+int sp_check_struct_stream(struct ArrowArrayStream* stream, struct ArrowSchema* out) {
+  memset(out, 0, sizeof *out);
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = stream->get_schema(stream, &schema);
+  rc = stream->get_schema(stream, out);
   Py_END_ALLOW_THREADS
-  if (rc != 0) return 0;  // the write reports it, with the producer's message
-  rc = sp_check_struct(&schema, "writes");
-  if (schema.release != NULL) schema.release(&schema);
-  return rc;
+  if (rc != 0) {  // the write reports it, with the producer's message
+    if (out->release != NULL) out->release(out);
+    out->release = NULL;
+    return 0;
+  }
+  if (sp_check_struct(out, "writes") == 0) return 0;
+  out->release(out);
+  return -1;
 }
 
 PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs) {
@@ -180,7 +183,8 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
-  if (sp_check_struct_stream(stream) != 0) return NULL;
+  struct ArrowSchema schema;
+  if (sp_check_struct_stream(stream, &schema) != 0) return NULL;
   const char* location = setup.location;
   struct sluice_write_options options = setup.options;
   options.s3 = setup.options.s3 != NULL ? &setup.s3 : NULL;
@@ -192,7 +196,7 @@ PyObject* sp_write(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs
   int wrapped = 0;
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = sp_plain_stream(stream, &plain, &wrapped);
+  rc = sp_plain_stream(stream, &schema, &plain, &wrapped);
   Py_END_ALLOW_THREADS
   if (rc != 0) return PyErr_NoMemory();
   struct write_watch watch = {.caller = pthread_self()};

@@ -166,7 +166,8 @@ static int writer_init(WriterObject* self, PyObject* args, PyObject* kwargs) {
   return writer_open(self, schema);
 }
 
-static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream);
+static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream,
+                              struct ArrowSchema* input_schema);
 
 static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
   if (self->finished) return closed_error(self);
@@ -177,17 +178,20 @@ static PyObject* writer_write(WriterObject* self, PyObject* capsule) {
     PyErr_SetString(PyExc_ValueError, "the arrow_array_stream capsule was already consumed");
     return NULL;
   }
-  if (sp_check_struct_stream(stream) != 0) return NULL;  // (the writer stays as it was)
+  struct ArrowSchema schema;
+  if (sp_check_struct_stream(stream, &schema) != 0) return NULL;  // (the writer stays as it was)
   // Busy from before the GIL is first released to the end: another
   // thread's close, abort or write is refused meanwhile.
   self->busy = 1;
-  PyObject* result = write_stream(self, stream);
+  PyObject* result = write_stream(self, stream, &schema);
   self->busy = 0;
   return result;
 }
 
-/// write() with the writer busy: hands over every batch of `stream`.
-static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream) {
+/// write() with the writer busy: hands over every batch of `stream`
+/// (`input_schema`, its schema, is taken).
+static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* stream,
+                              struct ArrowSchema* input_schema) {
   struct ArrowArrayStream input = *stream;
   stream->release = NULL;  // ours now
   // Writers take offsets + data: views (polars' strings) are rewritten.
@@ -195,7 +199,7 @@ static PyObject* write_stream(WriterObject* self, struct ArrowArrayStream* strea
   int wrapped = 0;
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = sp_plain_stream(&input, &plain, &wrapped);
+  rc = sp_plain_stream(&input, input_schema, &plain, &wrapped);
   Py_END_ALLOW_THREADS
   if (rc != 0) {
     input.release(&input);
