@@ -2160,6 +2160,33 @@ def test_int96_stats_and_filters(sluice_bin, tmp_path):
         assert got.num_rows > 0, text
 
 
+def test_json_by_converted_type_alone_as_pyarrow(sluice_bin, tmp_path):
+    """A BYTE_ARRAY column marked JSON only by its converted_type (no
+    logicalType, as parquet-mr and Spark wrote it) is arrow.json, as pyarrow
+    reads it and as a column with the logical type reads; it was plain utf8."""
+    import struct
+    path = tmp_path / "json_converted.parquet"
+    pq.write_table(pa.table({"jsoncol": ['{"a": 1}', None, "[2]"]}), path, store_schema=False)
+    d = bytearray(path.read_bytes())
+    flen = struct.unpack("<i", d[-8:-4])[0]
+    k = d.find(b"jsoncol", len(d) - 8 - flen) + len("jsoncol")
+    # converted_type UTF8 (0), logicalType {STRING: {}} -> converted_type
+    # JSON (19, zigzag 38) and no logicalType; the footer holds no offsets
+    # into itself, so only its length changes.
+    assert d[k:k + 6] == bytes([0x25, 0x00, 0x4c, 0x1c, 0x00, 0x00]), "pyarrow's footer layout changed"
+    d[k + 1] = 38
+    del d[k + 2:k + 6]
+    d[-8:-4] = struct.pack("<i", flen - 4)
+    path.write_bytes(bytes(d))
+    col = pq.ParquetFile(path).schema.column(0)
+    assert col.converted_type == "JSON"  # (pyarrow derives a logical type from it)
+    want = pq.read_table(path)
+    assert str(want.schema.field("jsoncol").type) == "extension<arrow.json>"
+    got = sluice_read(sluice_bin, path)
+    assert str(got.schema.field("jsoncol").type) == "extension<arrow.json>"
+    assert got.column("jsoncol").to_pylist() == want.column("jsoncol").to_pylist()
+
+
 def test_enum_reads_as_binary_as_pyarrow(sluice_bin, tmp_path):
     """A BYTE_ARRAY column annotated ENUM (logical and converted type) reads
     as binary, as pyarrow reads it (polars and DuckDB give strings); the

@@ -202,8 +202,12 @@ static void leaf_type(struct pq_field* f, const struct pq_schema_element* e) {
     return;
   }
   switch (e->converted_type) {
-    case PQ_CT_UTF8: case PQ_CT_JSON:
-      if (e->type == PQ_BYTE_ARRAY) { strcpy(f->format, "u"); f->is_string = 1; }
+    case PQ_CT_UTF8: case PQ_CT_JSON:  // JSON as its logical type (older writers set only this)
+      if (e->type == PQ_BYTE_ARRAY) {
+        strcpy(f->format, "u");
+        f->is_string = 1;
+        if (e->converted_type == PQ_CT_JSON) f->extension = "arrow.json";
+      }
       return;
     case PQ_CT_DECIMAL: done = decimal_type(f, e, e->precision, e->scale); break;
     case PQ_CT_DATE: if (e->type == PQ_INT32) strcpy(f->format, "tdD"); return;
