@@ -498,6 +498,14 @@ def _filter_text(filters):
             return "true" if v else "false"
         if isinstance(v, bytes):
             return quote(v, safe="")
+        if isinstance(v, float) or getattr(getattr(v, "dtype", None), "kind", "") == "f":
+            # The double's value, as pyarrow compares it: str() of a numpy
+            # float32 is its own shortest form ('0.1', another double), and
+            # one of 2**53 or more drops digits an integer column compares.
+            # A whole number goes exact; any other in its shortest round-trip
+            # form (no integer lies between that and the double).
+            f = float(v)
+            return str(int(f)) if f.is_integer() else repr(f)
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []

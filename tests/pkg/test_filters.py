@@ -567,3 +567,35 @@ def test_repro_cases_of_the_review_equal_pyarrows(tmp_path):
     flt = [("big", "<", decimal.Decimal("9007199254740995.0"))]
     assert sorted(pa.table(sluice.read(str(path), filters=flt)).column("id").to_pylist()) == \
         [0, 1, 2]
+
+
+def test_float_values_compare_by_the_double_they_are(tmp_path):
+    """A float value in filters= is the double it holds: it went through
+    str(), so numpy's float32(0.1) became '0.1' (another double) and 2.0**63
+    '9.223372036854776e+18' (not 2**63 on a uint64 column). Float columns
+    compared with pyarrow's reading of the same filters; integer columns,
+    which pyarrow refuses to compare with a double past 2**53, with Python's
+    own int-float comparisons, which are exact (as the README says filters
+    compare)."""
+    import operator
+    import numpy as np
+    import pyarrow.parquet as pq
+    path = tmp_path / "fl.parquet"
+    table = pa.table({"f": [float(np.float32(0.1)), 0.1, 2.5],
+                      "u": pa.array([2**63, 2**63 + 1, 7], pa.uint64()),
+                      "i": pa.array([-2**63, -2**63 + 1, 7], pa.int64())})
+    pq.write_table(table, path)
+    for flt in [("f", "=", np.float32(0.1)), ("f", "!=", np.float32(0.1)), ("f", "=", 0.1),
+                ("f", "in", [np.float32(0.1), np.float64(2.5)]), ("f", ">", np.float32(0.1))]:
+        got = pa.table(sluice.read(str(path), filters=[flt]))
+        want = pq.read_table(path, filters=[flt])
+        assert got.to_pylist() == want.to_pylist(), flt
+    ops = {"<": operator.lt, "=": operator.eq, ">=": operator.ge, ">": operator.gt,
+           "<=": operator.le}
+    rows = table.to_pylist()
+    for col, op, value in [("u", "<", 2.0**63), ("u", "=", 2.0**63), ("u", ">=", np.float64(2**63)),
+                           ("u", ">", np.float32(2**63)), ("i", "=", -2.0**63),
+                           ("i", ">", -2.0**63), ("i", "<", 6.5), ("i", "<=", np.float64(7.0))]:
+        got = pa.table(sluice.read(str(path), filters=[(col, op, value)]))
+        want = [r for r in rows if ops[op](r[col], float(value))]
+        assert got.to_pylist() == want, (col, op, value)
