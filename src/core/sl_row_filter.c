@@ -444,7 +444,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     char type[64];
     sl_format_name(typed->format, type, sizeof type);
     return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type %s, which filters "
-                        "do not compare (integers, floats, decimals, bool, strings, binary, dates, "
+                        "do not compare (integers, 32- and 64-bit floats, decimals, bool, strings, binary, dates, "
                         "times, timestamps and durations do)", shown_n, shown, c->name, type);
   }
   const char* p = text + k;
