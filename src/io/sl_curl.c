@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/sl_error.h"
@@ -69,4 +70,27 @@ void sl_curl_set_timeouts(const struct sl_curl* curl, CURL* h, double timeout_s)
   // Under 1 byte/s for stall_s seconds (whole seconds: libcurl's unit).
   curl->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+}
+
+static int is_tls_error(CURLcode c) {
+  return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
+         c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CERTPROBLEM ||
+         c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_CRL_BADFILE ||
+         c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
+
+int sl_curl_reason(const struct sl_curl* curl, CURLcode c, const char* errbuf, char* out,
+                   size_t cap) {
+  const char* detail = errbuf != NULL && errbuf[0] != '\0' ? errbuf : curl->easy_strerror(c);
+  if (is_tls_error(c)) {
+    snprintf(out, cap, "TLS error: %s (ca_bundle=FILE names the CA, insecure=True skips "
+             "verification; CLI: --ca-bundle FILE, --insecure)", detail);
+    return EACCES;
+  }
+  if (c == CURLE_OPERATION_TIMEDOUT) {
+    snprintf(out, cap, "timed out: %s", detail);
+    return ETIMEDOUT;
+  }
+  snprintf(out, cap, "%s", detail);
+  return EIO;
 }

@@ -41,4 +41,13 @@ void sl_curl_close(struct sl_curl* curl);
 /// connect and 60 s without a byte.
 void sl_curl_set_timeouts(const struct sl_curl* curl, CURL* h, double timeout_s);
 
+/// Why a request failed, for its message, into out[cap]: libcurl's error
+/// buffer `errbuf` (else its text for `c`); "TLS error: " before it and how
+/// to trust the server's certificate after it when the certificate or the
+/// handshake failed; "timed out: " before it for a timeout. Every request
+/// (reads, listings, uploads) words its failures so. Returns the errno
+/// value that goes with it: EACCES, ETIMEDOUT or EIO.
+int sl_curl_reason(const struct sl_curl* curl, CURLcode c, const char* errbuf, char* out,
+                   size_t cap);
+
 #endif

@@ -1,6 +1,7 @@
 // Location → source: picks the source kind from the location's scheme.
 #include "sl_source.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,16 @@ static int secret_parameter(const char* name, size_t n) {
 
 static size_t location_shown(const char* location, char* out, size_t cap);
 
+/// Whether s[0, n) is a URL scheme (RFC 3986: a letter, then letters,
+/// digits, '+', '-', '.').
+static int is_scheme(const char* s, size_t n) {
+  if (n == 0 || !isalpha((unsigned char)s[0])) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '-' && s[i] != '.') return 0;
+  }
+  return 1;
+}
+
 size_t sl_location_shown(const char* location, char* out, size_t cap) {
   // One line, as messages are: a newline or a control byte in the name is
   // spelled (\n, \x01), not copied.
@@ -100,7 +111,7 @@ static size_t location_shown(const char* location, char* out, size_t cap) {
     return (size_t)snprintf(out, cap, "%s", shown);
   }
   const char* rest = strstr(location, "://");
-  if (!sl_location_is_http(location) || rest == NULL) {
+  if (rest == NULL || !is_scheme(location, (size_t)(rest - location))) {
     return (size_t)snprintf(out, cap, "%s", location);
   }
   if (cap > 0) out[0] = '\0';
@@ -119,6 +130,11 @@ static size_t location_shown(const char* location, char* out, size_t cap) {
     shown_put(&t, location, (size_t)(colon - location));
     shown_put(&t, ":***", 4);
     p = at;
+  }
+  // (A URL of another scheme: where a redirect led, ftp://user:pw@host/.)
+  if (!sl_location_is_http(location)) {
+    shown_put(&t, p, strlen(p));
+    return t.len;
   }
   // A presigned URL's signature is as good as a password until it expires.
   const char* query = strchr(rest + authority, '?');

@@ -179,7 +179,7 @@ int sl_location_is_remote(const char* location);
 /// `location` as messages show it, into out[cap] (cut short if needed):
 /// the password of an http(s):// or cql:// location's user:password@ as
 /// "***" (libcurl sends it as Basic authentication; it appeared in every
-/// error), and so the values of a presigned http(s) URL's signature and
+/// error), and of any other URL's (where a redirect led: ftp://), and so the values of a presigned http(s) URL's signature and
 /// credential parameters (X-Amz-Signature, X-Amz-Credential, ...); on one
 /// line (a name with a newline or another control byte as sl_escaped_line
 /// spells it). The length of the whole result, as snprintf.

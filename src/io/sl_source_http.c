@@ -87,6 +87,8 @@
 /// The longest a server's Retry-After is waited (curl's --retry waits it
 /// whole; a minute bounds how long a read can sit idle per attempt).
 #define HTTP_RETRY_AFTER_CAP_S 60
+/// Redirects followed per request (curl -L follows 50).
+#define HTTP_MAX_REDIRECTS 5
 
 
 enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
@@ -235,8 +237,10 @@ struct xfer {
   double last_byte_t;
   curl_off_t last_dlnow;
   int stalled;          ///< aborted by on_progress: no byte for stall_s
-  CURLcode result;      ///< the last attempt's libcurl result
-  const char* errtext;  ///< and its error buffer (the caller's)
+  /// Where the attempt's redirects led, as messages show a location
+  /// (sl_location_shown): the last URL asked for, or for too many
+  /// redirects the one not followed; "" = no redirect.
+  char target[1024];
   /// Readahead: bytes handed to the parts go through this instead of buf.
   int (*sink)(struct xfer* x, const uint8_t* data, int64_t n);
   /// Streaming mode: every response is the object from byte 0.
@@ -527,18 +531,28 @@ static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_of
   return 0;
 }
 
-static int is_tls_error(CURLcode c) {
-  return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
-         c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CERTPROBLEM ||
-         c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_CRL_BADFILE ||
-         c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
-}
-
 static int is_retryable_curl(CURLcode c) {
   return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
          c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_PARTIAL_FILE ||
          c == CURLE_GOT_NOTHING || c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM ||
          c == CURLE_COULDNT_RESOLVE_HOST;
+}
+
+/// Where the attempt's redirects led (x->target). A 3xx that libcurl went
+/// on from and then failed (the target's connection or certificate, a
+/// scheme it refuses, too many redirects) is no answer: the failure is the
+/// target's, reported as a direct request's would be (and retried so), not
+/// as "HTTP 302".
+static void note_redirects(const struct sl_http_source* s, CURL* h, CURLcode c, struct xfer* x) {
+  long redirects = 0;
+  s->curl->easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &redirects);
+  if (redirects > 0 || c == CURLE_TOO_MANY_REDIRECTS) {
+    char* url = NULL;
+    s->curl->easy_getinfo(
+        h, c == CURLE_TOO_MANY_REDIRECTS ? CURLINFO_REDIRECT_URL : CURLINFO_EFFECTIVE_URL, &url);
+    if (url != NULL) sl_location_shown(url, x->target, sizeof x->target);
+  }
+  if (c != CURLE_OK && x->status >= 300 && x->status <= 399) x->status = 0;
 }
 
 /// Performs one request attempt. `range_from` / `range_to` (inclusive; -1 =
@@ -566,12 +580,13 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   x->range_from = range_from;
   x->range_start = -1;
   x->range_total = -1;
+  x->target[0] = '\0';
   errbuf[0] = '\0';
   s->curl->easy_reset(h);
   s->curl->easy_setopt(h, CURLOPT_URL, s->url);
   s->curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   s->curl->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, (long)HTTP_MAX_REDIRECTS);
   // An S3 key is a name, not a path: its "." and ".." segments are sent as
   // they are (as botocore does), and signed so; libcurl would remove them.
   if (s->has_signer) s->curl->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
@@ -649,6 +664,7 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   // its coding).
   if (!x->body_started && c == CURLE_OK) on_body_start(x, h);
   if (!x->body_started) s->curl->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->status);
+  note_redirects(s, h, c, x);
   if (x->status == 429 || x->status == 503) {
     // (libcurl before 7.66 does not know it: then no Retry-After is seen)
     curl_off_t after = 0;
@@ -657,8 +673,6 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
     }
   }
   s->curl->slist_free_all(headers);
-  x->result = c;
-  x->errtext = errbuf;
   return c;
 }
 
@@ -704,15 +718,11 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
   size_t k = sl_s3_error_text(x->snippet, x->snippet_len, body, sizeof body);
   if (k > 0) {
     // (S3's Code: Message, and a wrong region's endpoint and region)
-  } else if (x->status >= 300 && x->status < 400) {
-    // Why libcurl stopped there: too many redirects (a loop), a scheme it
-    // will not follow (file://), or no Location to go to.
-    const char* why = x->result == CURLE_OK ? "the answer has no Location"
-                      : x->errtext != NULL && x->errtext[0] != '\0'
-                          ? x->errtext
-                          : s->curl->easy_strerror(x->result);
-    int w = snprintf(body, sizeof body, "%s", why);
-    k = w < 0 ? 0 : (size_t)w < sizeof body ? (size_t)w : sizeof body - 1;
+  } else if ((x->status >= 300 && x->status <= 303) || x->status == 307 ||
+             x->status == 308) {
+    // A redirect libcurl stopped at (it goes on from one with a Location;
+    // where it failed to, note_redirects made the failure the target's).
+    k = (size_t)snprintf(body, sizeof body, "the answer has no Location");
   } else {
     for (size_t i = 0; i < x->snippet_len && i < 200; ++i) {
       char ch = x->snippet[i];
@@ -720,26 +730,29 @@ static int status_error(struct sl_http_source* s, const struct xfer* x, const ch
     }
     body[k] = '\0';
   }
-  return sl_error_set(error, code, "%s: %s: HTTP %ld (%s)%s%s", s->base.name, what, x->status,
-                      status_reason(x->status), k > 0 ? ": " : "", body);
+  return sl_error_set(error, code, "%s: %s: %s%s%sHTTP %ld (%s)%s%s", s->base.name, what,
+                      x->target[0] != '\0' ? "redirected to " : "", x->target,
+                      x->target[0] != '\0' ? ": " : "", x->status, status_reason(x->status),
+                      k > 0 ? ": " : "", body);
 }
 
-static int curl_error(struct sl_http_source* s, CURLcode c, const char* errbuf, const char* what,
-                      struct sluice_error* error) {
-  const char* detail = errbuf[0] != '\0' ? errbuf : s->curl->easy_strerror(c);
+/// A failed attempt `x` that got no answer: libcurl's reason (sl_curl_reason),
+/// after where a redirect led.
+static int curl_error(struct sl_http_source* s, const struct xfer* x, CURLcode c,
+                      const char* errbuf, const char* what, struct sluice_error* error) {
   if (c == CURLE_ABORTED_BY_CALLBACK && sl_source_cancelled(&s->base)) {
     return sl_error_set(error, ECANCELED, "%s: %s: interrupted", s->base.name, what);
   }
-  if (is_tls_error(c)) {
-    return sl_error_set(error, EACCES,
-                        "%s: %s: TLS error: %s (ca_bundle=FILE names the CA, insecure=True "
-                        "skips verification; CLI: --ca-bundle FILE, --insecure)",
-                        s->base.name, what, detail);
+  if (c == CURLE_TOO_MANY_REDIRECTS) {
+    return sl_error_set(error, EIO, "%s: %s: too many redirects (%d)%s%s", s->base.name, what,
+                        HTTP_MAX_REDIRECTS, x->target[0] != '\0' ? ", the last to " : "",
+                        x->target);
   }
-  if (c == CURLE_OPERATION_TIMEDOUT) {
-    return sl_error_set(error, ETIMEDOUT, "%s: %s: timed out: %s", s->base.name, what, detail);
-  }
-  return sl_error_set(error, EIO, "%s: %s: %s", s->base.name, what, detail);
+  char reason[512];
+  int code = sl_curl_reason(s->curl, c, errbuf, reason, sizeof reason);
+  return sl_error_set(error, code, "%s: %s: %s%s%s%s", s->base.name, what,
+                      x->target[0] != '\0' ? "redirected to " : "", x->target,
+                      x->target[0] != '\0' ? ": " : "", reason);
 }
 
 /// A response of another version of the object than the first (or a 412
@@ -794,8 +807,8 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
   int answered = x->status >= 200;
   *retry = (answered && c == CURLE_OK) || is_retryable_curl(c);
   int e = answered && c == CURLE_OK
-              ? curl_error(s, CURLE_PARTIAL_FILE, "transfer ended early", what, error)
-              : curl_error(s, c, errbuf, what, error);
+              ? curl_error(s, x, CURLE_PARTIAL_FILE, "transfer ended early", what, error)
+              : curl_error(s, x, c, errbuf, what, error);
   return *retry ? 0 : e;
 }
 
@@ -910,7 +923,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
       rc = status_error(s, &x, "HEAD", error);
     } else {
       retry = is_retryable_curl(c);
-      int e = curl_error(s, c, errbuf, "HEAD", error);
+      int e = curl_error(s, &x, c, errbuf, "HEAD", error);
       if (!retry) rc = e;
     }
     if (!retry) break;
@@ -1119,7 +1132,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
   }
   if (x.status == 0 && c != CURLE_OK) {  // no answer at all (TLS, refused, timed out)
     sl_ref_release(ref);
-    return curl_error(s, c, errbuf, "GET", error);
+    return curl_error(s, &x, c, errbuf, "GET", error);
   }
   if (x.status == 416 && total == 0) {  // an empty object has no byte 0
     s->base.size = 0;
@@ -1697,7 +1710,7 @@ static void* stream_worker(void* arg) {
       rc = status_error(s, &x, "GET", &err);
     } else {
       retry = is_retryable_curl(c) || c == CURLE_OK;
-      int e = curl_error(s, c == CURLE_OK ? CURLE_PARTIAL_FILE : c, errbuf, "GET", &err);
+      int e = curl_error(s, &x, c == CURLE_OK ? CURLE_PARTIAL_FILE : c, errbuf, "GET", &err);
       if (!retry) rc = e;
     }
     if (!retry) break;

@@ -19,6 +19,7 @@ import http.server
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -232,6 +233,7 @@ class FaultServer(http.server.ThreadingHTTPServer):
         self.accept_encodings: list[str | None] = []
         self.times: list[float] = []  # when each request came (time.monotonic)
         self.stalled = False
+        self.redirect_to = ""  # where mode elsewhere redirects
         # Faults are dealt per request, not by the server's request count: with
         # concurrent clients a global "every other request fails" can land all of
         # one request's retries on failing turns.
@@ -265,7 +267,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     without a Range breaks off halfway), zstframes (three zstd frames,
     Content-Encoding: zstd). A URL's query is not part of the file's name.
     Redirects that cannot be followed: loop (302 to itself),
-    tofile (302 to file:///etc/passwd), noloc (302 without a Location).
+    tofile (302 to file:///etc/passwd), noloc (302 without a Location);
+    elsewhere: 302 to the server's redirect_to (a test sets it).
     stall: the first GET of more than 100,000 bytes sends those and then
     nothing for 30 s. retryafter: as flaky, each 503 with Retry-After: 2."""
 
@@ -328,10 +331,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode == "zstframes":
             import zstandard
             data = b"".join(zstandard.ZstdCompressor().compress(t) for t in thirds)
-        if mode in ("loop", "tofile", "noloc"):
+        if mode in ("loop", "tofile", "noloc", "elsewhere"):
             self.send_response(302)
             if mode != "noloc":
-                self.send_header("Location", self.path if mode == "loop" else "file:///etc/passwd")
+                self.send_header("Location", {"loop": self.path, "tofile": "file:///etc/passwd",
+                                              "elsewhere": srv.redirect_to}[mode])
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -924,16 +928,92 @@ def test_opening_get_says_what_the_server_said(sluice, fault_server, tmp_path):
     assert remote.equals(local)
 
 
-@pytest.mark.parametrize("mode,why", [("loop", "Maximum (5) redirects followed"),
-                                      ("tofile", "file"), ("noloc", "no Location")])
-def test_redirects_not_followed_say_why(sluice, fault_server, mode, why):
-    """A redirect libcurl does not follow (a loop, a scheme it refuses, no
-    Location) is reported with libcurl's reason, as other failures are; it
-    was a bare "HTTP 302 (request failed)"."""
-    proc = sluice.run_raw("schema", f"{fault_server['url']}/{mode}/t.csv", timeout=120)
+def curl_says(url: str, *args: str) -> tuple[int, str]:
+    """What `curl -L` (as many redirects as sluice follows) says of `url`:
+    its exit code and the first line of its error without the "curl: (N) "
+    before it, the milliseconds a connect took spelled "after N ms"."""
+    if shutil.which("curl") is None:
+        pytest.skip("the curl command is not installed")
+    proc = subprocess.run(["curl", "-sS", "-L", "--max-redirs", "5", "-o", os.devnull, *args, url],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    line = proc.stderr.decode().strip().split("\n", 1)[0]
+    return proc.returncode, re.sub(r"after \d+ ms", "after N ms", line.split(") ", 1)[-1])
+
+
+def test_redirect_loop_and_refused_scheme_say_why(sluice, fault_server):
+    """A redirect libcurl cannot follow is reported as curl -L reports it,
+    naming where it led: a loop as too many redirects (it was "HTTP 302
+    (redirect not followed): Maximum (5) redirects followed"), a scheme
+    libcurl refuses with its reason. A 302 without a Location is an answer:
+    its status, and why it went no further; so is a target's error status,
+    after where the redirect led."""
+    url = f"{fault_server['url']}/loop/t.csv"
+    proc = sluice.run_raw("schema", url, timeout=120)
     check_clean_failure(proc)
     err = proc.stderr.decode()
-    assert "HTTP 302 (redirect not followed)" in err and why in err, err
+    assert curl_says(url)[0] == 47  # CURLE_TOO_MANY_REDIRECTS
+    assert f"{url}: GET: too many redirects (5), the last to {url}\n" in err, err
+    url = f"{fault_server['url']}/tofile/t.csv"
+    proc = sluice.run_raw("schema", url, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    code, why = curl_says(url)
+    assert code == 1 and '"file"' in why, why  # CURLE_UNSUPPORTED_PROTOCOL
+    assert f"{url}: GET: redirected to file:///etc/passwd: {why}\n" in err, err
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/noloc/t.csv", timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "GET: HTTP 302 (redirect not followed): the answer has no Location" in err, err
+    # A target that answers with an error: its status, naming the target.
+    fault_server["server"].redirect_to = f"{fault_server['url']}/ok/absent.csv"
+    proc = sluice.run_raw("schema", f"{fault_server['url']}/elsewhere/t.csv", timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert (f"GET: redirected to {fault_server['url']}/ok/absent.csv: HTTP 404 (not found)"
+            in err), err
+
+
+@pytest.mark.parametrize("scheme,user,query", [
+    ("http", "", ""), ("http", "bob:pa55w0rd@", "?X-Amz-Signature=5ecret&part=1"),
+    ("ftp", "bob:pa55w0rd@", "")])
+def test_followed_redirect_that_cannot_connect_names_the_target(sluice, fault_server, scheme,
+                                                                 user, query):
+    """A redirect followed to a server that does not answer fails as curl
+    -L says, naming the target as locations are named (no password, of
+    any scheme libcurl follows to; no presigned signature); it was "HTTP 302 (redirect not followed): Failed
+    to connect ...", which named neither. (Retried, as a server that does
+    not answer is.)"""
+    port = free_port()
+    fault_server["server"].redirect_to = f"{scheme}://{user}127.0.0.1:{port}/x.csv{query}"
+    url = f"{fault_server['url']}/elsewhere/t.csv"
+    proc = sluice.run_raw("schema", url, timeout=120)
+    check_clean_failure(proc)
+    err = re.sub(r"after \d+ ms", "after N ms", proc.stderr.decode())
+    code, why = curl_says(url)
+    assert code == 7, why  # CURLE_COULDNT_CONNECT
+    shown = f"{scheme}://{'bob:***@' if user else ''}127.0.0.1:{port}/x.csv" + \
+        ("?X-Amz-Signature=***&part=1" if query else "")
+    assert f"{url}: GET: redirected to {shown}: {why}\n" in err, err
+    assert "302" not in err and "pa55w0rd" not in err and "5ecret" not in err, err
+
+
+def test_followed_redirect_to_an_untrusted_certificate(sluice, nginx, fault_server, tmp_path):
+    """A redirect to https:// whose certificate is not trusted is the TLS
+    error of a direct read, with how to trust the certificate, naming the
+    target; with --ca-bundle the same URL reads as the file does locally."""
+    fault_server["server"].redirect_to = f"{nginx['url']}/t.csv"
+    url = f"{fault_server['url']}/elsewhere/t.csv"
+    proc = sluice.run_raw("schema", url, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    code, why = curl_says(url)
+    assert code == 60, why  # CURLE_PEER_FAILED_VERIFICATION
+    assert (f"{url}: GET: redirected to {nginx['url']}/t.csv: TLS error: {why} (ca_bundle=FILE "
+            "names the CA, insecure=True skips verification; CLI: --ca-bundle FILE, "
+            "--insecure)") in err, err
+    local = local_table(sluice, nginx["www"] / "t.csv", tmp_path / "l.arrows", [])
+    remote = read_table(sluice, url, tmp_path / "r.arrows", ["--ca-bundle", str(nginx["cert"])])
+    assert remote.equals(local)
 
 
 def test_server_down_fails_after_retries(sluice, fault_server):
