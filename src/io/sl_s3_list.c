@@ -252,9 +252,10 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
       retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
               c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
               c == CURLE_PARTIAL_FILE || c == CURLE_COULDNT_RESOLVE_HOST;
-      sl_error_set(error, EIO, WHAT ": %s", WHAT_ARGS,
-                   errbuf[0] != '\0' ? errbuf : l->g->curl.easy_strerror(c));
-      if (!retry) return EIO;
+      char reason[512];
+      int code = sl_curl_reason(&l->g->curl, c, errbuf, reason, sizeof reason);
+      sl_error_set(error, code, WHAT ": %s", WHAT_ARGS, reason);
+      if (!retry) return code;
     } else if (l->status >= 500 || l->status == 429) {
       retry = 1;
       sl_error_set(error, EIO, WHAT ": HTTP %ld %s", WHAT_ARGS, l->status, error_text(l));

@@ -128,9 +128,10 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
       retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
               c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
               c == CURLE_PARTIAL_FILE;
-      sl_error_set(error, EIO, "%s: %s: %s", location, op,
-                   errbuf[0] != '\0' ? errbuf : g->curl.easy_strerror(c));
-      if (!retry) return EIO;
+      char reason[512];
+      int code = sl_curl_reason(&g->curl, c, errbuf, reason, sizeof reason);
+      sl_error_set(error, code, "%s: %s: %s", location, op, reason);
+      if (!retry) return code;
     } else if (resp->status >= 500 || resp->status == 429) {
       retry = 1;
       char text[1200];

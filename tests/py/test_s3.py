@@ -715,6 +715,38 @@ def test_tls_untrusted_write_is_refused(sluice, s3, s3_tls, tmp_path):
     check_clean_failure(proc)
 
 
+def test_tls_hint_on_every_kind_of_request(sluice, s3, s3_tls, tmp_path):
+    """An untrusted certificate is the same TLS error, with how to trust
+    it, whichever request meets it: an object's GET, a listing, a PUT, a
+    multipart upload's first request (listings and writes gave libcurl's
+    words alone). The reason is curl's own for the endpoint."""
+    proc = subprocess.run(["curl", "-sS", "-o", os.devnull, s3_tls["endpoint"] + "/"],
+                          stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 60, proc.stderr  # CURLE_PEER_FAILED_VERIFICATION
+    why = proc.stderr.decode().split("\n", 1)[0].split(") ", 1)[1]
+    hint = ("(ca_bundle=FILE names the CA, insecure=True skips verification; CLI: --ca-bundle "
+            "FILE, --insecure)")
+    from test_http import write_lenprefix
+    big = tmp_path / "big.lenprefix"
+    write_lenprefix(big, 250_000, 3)  # more than one 5 MiB part of Arrow output
+    env = tls_creds(s3, s3_tls)
+    for args, what in (
+            (["schema", f"s3://{BUCKET}/t.csv"], f"s3://{BUCKET}/t.csv: GET"),
+            (["schema", f"s3://{BUCKET}/dir/*"],
+             f"s3://{BUCKET}/dir/*: listing bucket '{BUCKET}' under prefix 'dir/'"),
+            (["convert", s3["local"] / "t.arrows", f"s3://{BUCKET}/tls/hint.arrows", "-q"],
+             f"s3://{BUCKET}/tls/hint.arrows: PutObject"),
+            (["convert", big, f"s3://{BUCKET}/tls/hint-big.arrows", "-q", "-O",
+              "length_prefix=u8", "--part-size", "5m"],
+             f"s3://{BUCKET}/tls/hint-big.arrows: CreateMultipartUpload")):
+        proc = run(sluice, env, *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert f"{what}: TLS error: {why} {hint}" in err, (args, err)
+    assert not (s3["data"] / BUCKET / "tls" / "hint.arrows").exists()
+    assert not (s3["data"] / BUCKET / "tls" / "hint-big.arrows").exists()
+
+
 # ---- Listing prefixes and globs (ListObjectsV2) ------------------------------------
 #
 # Objects laid under ls/ in the bucket are read through a prefix or a glob,
