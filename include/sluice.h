@@ -188,7 +188,8 @@ struct sluice_s3_options {
   int anonymous;
   /// Writes: bytes per part of a multipart upload (0 = SLUICE_S3_PART_SIZE
   /// or 8 MiB; at least 5 MiB; doubled as needed to stay within 10,000
-  /// parts). Outputs up to one part go up in one PUT.
+  /// parts). Outputs up to one part go up in one PUT. More than 5 GiB
+  /// (S3's most for a part) is EINVAL when the write starts.
   int64_t part_size;
 };
 

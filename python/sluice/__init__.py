@@ -1023,7 +1023,8 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
         as for sluice.read; and
         ``storage_options={...}`` for s3:// as for sluice.read (with
         ``part_size``, the multipart part size in bytes: an int or text
-        with the CLI's k, m, g suffixes, ``"16M"``).
+        with the CLI's k, m, g suffixes, ``"16M"``; at most ``"5g"``, S3's
+        limit, else InvalidArgumentError before the write).
 
     Ctrl-C stops the write and undoes it (nothing new at dst, an old file
     kept) before KeyboardInterrupt is raised; one that comes while the

@@ -22,6 +22,7 @@
 #include "io/sl_cql.h"
 #include "io/sl_http_pool.h"
 #include "io/sl_location.h"
+#include "io/sl_s3.h"
 #include "io/sl_sink.h"
 #include "io/sl_source.h"
 #include "io/sl_source_file.h"
@@ -1146,6 +1147,13 @@ int sl_write_options_check(const char* location, const struct sluice_write_optio
   if (options->n_partition_by > 0 && options->partition_by == NULL) {
     return sl_error_set(error, EINVAL, "%s: n_partition_by is %lld but partition_by is NULL",
                         shown, (long long)options->n_partition_by);
+  }
+  // A part size S3 would refuse, before the output is written (S3 would
+  // refuse its first part only after the whole output was staged).
+  if (strncmp(location, "s3://", 5) == 0) {
+    int64_t part;
+    SL_RETURN_NOT_OK(sl_s3_part_size(options->s3 != NULL ? options->s3->part_size : 0, location,
+                                     &part, error));
   }
   return 0;
 }

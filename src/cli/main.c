@@ -45,7 +45,8 @@
   "  --endpoint-url U   s3: the endpoint, e.g. http://127.0.0.1:9000\n"    \
   "  --s3-addressing S  s3: path or virtual (default: by endpoint, bucket)\n" \
   "  --no-sign-request  s3: anonymous requests (public buckets)\n"          \
-  "  --part-size BYTES  s3 outputs: multipart part size (default 8M)\n"     \
+  "  --part-size BYTES  s3 outputs: multipart part size, 5M to 5G (default\n" \
+  "                     8M; less is 5M)\n"                                  \
   "  --no-hive          many objects: no columns from key=value directories\n" \
   "                     (default: sales/year=2024/x.parquet adds 'year')\n"  \
   "  --union-by-name    many objects: match their columns by name; rows are\n" \

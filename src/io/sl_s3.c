@@ -293,10 +293,7 @@ static int resolve_settings(struct s3_settings* s, const struct sluice_s3_option
     return sl_error_set(error, EINVAL, "%s: addressing style '%s': expected path, virtual or auto",
                         location, s->addressing_style);
   }
-  s->part_size = given != NULL ? given->part_size : 0;
-  if (s->part_size < 0) {
-    return sl_error_set(error, EINVAL, "%s: negative multipart part size", location);
-  }
+  s->part_size = given != NULL ? given->part_size : 0;  // (checked by sl_s3_part_size)
   return 0;
 }
 

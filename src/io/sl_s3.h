@@ -31,13 +31,21 @@ int sl_s3_source_open(const char* location, const struct sl_remote_options* remo
 
 /// Uploads bytes [offset, offset + size) of the open file `fd` (offset a
 /// multiple of the page size) as the object at `location`
-/// (s3://bucket/key): one PUT up to the part size (sluice_s3_options'
-/// part_size, else SLUICE_S3_PART_SIZE, else 8 MiB; at least 5 MiB), else a multipart upload with parts sent
-/// in parallel, aborted on any error so that no partial object appears.
+/// (s3://bucket/key): one PUT up to the part size (sl_s3_part_size), else
+/// a multipart upload with parts sent in parallel, aborted on any error so
+/// that no partial object appears.
 /// `remote` (NULL = defaults) gives the TLS and S3 settings.
 int sl_s3_upload_file(const char* location, const struct sl_remote_options* remote, int fd,
                       int64_t offset, int64_t size, const struct sluice_allocator* alloc,
                       struct sluice_error* error);
+
+/// The multipart part size a write to `location` (s3://bucket/key) asks
+/// for: `given` (sluice_s3_options.part_size; 0 = none), else
+/// SLUICE_S3_PART_SIZE, else 8 MiB; raised to S3's least, 5 MiB. The one
+/// check of every spelling of it: more than S3's most for a part (5 GiB),
+/// a negative one or a variable that is no size is EINVAL naming it.
+int sl_s3_part_size(int64_t given, const char* location, int64_t* out,
+                    struct sluice_error* error);
 
 /// Deletes the object at `location` (s3://bucket/key): one DELETE, retried
 /// as every request; S3 answers success for a key that is not there.

@@ -25,6 +25,7 @@
 
 #define S3_MIN_PART ((int64_t)5 << 20)
 #define S3_DEFAULT_PART ((int64_t)8 << 20)
+#define S3_MAX_PART ((int64_t)5 << 30)
 #define S3_MAX_PARTS 10000
 #define S3_UPLOAD_THREADS 4
 #define S3_ATTEMPTS 5
@@ -308,26 +309,42 @@ static int multipart(struct upload* u, CURL* h, struct s3_response* resp,
   return rc;
 }
 
-/// The part size: the caller's (sluice_s3_options.part_size), else
-/// SLUICE_S3_PART_SIZE (bytes, with k, m, g suffixes as every size option),
-/// else 8 MiB; within S3's limits. A variable that is no size is an error,
-/// not the default silently.
-static int part_size_setting(int64_t given, int64_t size, const char* location, int64_t* out,
-                             struct sluice_error* error) {
+int sl_s3_part_size(int64_t given, const char* location, int64_t* out,
+                    struct sluice_error* error) {
   int64_t part = S3_DEFAULT_PART;
   const char* text = getenv("SLUICE_S3_PART_SIZE");
-  int64_t v;
+  char shown[128];  // (the variable's value as messages spell values)
+  if (given < 0) return sl_error_set(error, EINVAL, "%s: negative multipart part size", location);
   if (given > 0) {
     part = given;
   } else if (text != NULL && text[0] != '\0') {
-    if (sl_parse_size(text, strlen(text), 1, INT64_C(5) << 30, &v) != 0) {
+    if (sl_parse_size(text, strlen(text), 1, INT64_MAX, &part) != 0) {
       return sl_error_set(error, EINVAL, "%s: SLUICE_S3_PART_SIZE='%s' is not a size in bytes "
-                          "up to 5g (k, m, g suffixes; e.g. 16m)", location, text);
+                          "(k, m, g suffixes; e.g. 16m)", location,
+                          sl_escaped(text, strlen(text), '\'', shown, sizeof shown));
     }
-    part = v;
   }
-  if (part < S3_MIN_PART) part = S3_MIN_PART;
-  // At most 10000 parts: larger objects get larger parts.
+  if (part > S3_MAX_PART) {
+    char from[192];
+    if (given > 0) {
+      snprintf(from, sizeof from, "part size %" PRId64 " bytes (part_size; CLI --part-size)", part);
+    } else {
+      snprintf(from, sizeof from, "SLUICE_S3_PART_SIZE='%s'",
+               sl_escaped(text, strlen(text), '\'', shown, sizeof shown));
+    }
+    return sl_error_set(error, EINVAL, "%s: %s is more than S3 takes in one part: at most 5g "
+                        "(5 GiB, %" PRId64 " bytes)", location, from, S3_MAX_PART);
+  }
+  *out = part < S3_MIN_PART ? S3_MIN_PART : part;
+  return 0;
+}
+
+/// The part size for an object of `size` bytes: sl_s3_part_size's, doubled
+/// as needed to stay within 10,000 parts.
+static int part_size_setting(int64_t given, int64_t size, const char* location, int64_t* out,
+                             struct sluice_error* error) {
+  int64_t part;
+  SL_RETURN_NOT_OK(sl_s3_part_size(given, location, &part, error));
   while ((size + part - 1) / part > S3_MAX_PARTS) part *= 2;
   *out = part;
   return 0;

@@ -260,6 +260,47 @@ static void test_bad_write_options_refused(void** state) {
   unlink(csv);
 }
 
+/// A multipart part size over S3's 5 GiB is refused by the write API when
+/// the output opens (it was taken, and S3 would have refused the first
+/// part after the whole output was written); 5 GiB itself is taken. No
+/// request is made: the endpoint does not listen.
+static void test_part_size_over_s3s_limit_refused(void** state) {
+  (void)state;
+  char csv[512];
+  test_temp_path("writer_part_size.csv", csv, sizeof csv);
+  make_csv(csv);
+  struct test_batches b;
+  read_batches(csv, &b);
+  for (int big = 0; big < 2; big++) {
+    struct sluice_s3_options s3;
+    memset(&s3, 0, sizeof s3);
+    s3.endpoint_url = "http://127.0.0.1:1";
+    s3.anonymous = 1;
+    s3.part_size = (INT64_C(5) << 30) + big;
+    struct sluice_write_options o;
+    sluice_write_options_init(&o);
+    o.format = "csv";
+    o.s3 = &s3;
+    struct sluice_error error = {0, {0}};
+    struct sluice_writer* w = NULL;
+    int rc = sluice_writer_open("s3://bucket/part.csv", &b.schema, &o, &w, &error);
+    if (!big) {
+      assert_int_equal(rc, 0);
+      sluice_writer_abort(w);
+      continue;
+    }
+    assert_int_equal(rc, EINVAL);
+    assert_null(w);
+    assert_non_null(strstr(error.message, "s3://bucket/part.csv: part size 5368709121 bytes"));
+    assert_non_null(strstr(error.message, "at most 5g"));
+    memset(&error, 0, sizeof error);
+    assert_int_equal(pull_all(csv, "s3://bucket/part.csv", &o, &error), EINVAL);
+    assert_non_null(strstr(error.message, "at most 5g"));
+  }
+  test_batches_release(&b);
+  unlink(csv);
+}
+
 /// compression "" is no codec asked for, as NULL, in every format: the
 /// same bytes as the default (before, Parquet refused it, the others took
 /// it so).
@@ -399,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_is_polled_within_a_big_batch),
       cmocka_unit_test(test_bad_write_options_refused),
       cmocka_unit_test(test_empty_compression_is_the_default),
+      cmocka_unit_test(test_part_size_over_s3s_limit_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

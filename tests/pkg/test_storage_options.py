@@ -191,3 +191,24 @@ def test_part_size_with_a_suffix(s3, tmp_path):
     assert len(parts) == 3, [r["target"] for r in counter.requests]
     back = sluice.read("s3://%s/big.arrows" % BUCKET, storage_options=opts)
     assert back.num_rows == table.num_rows
+
+
+def test_part_size_over_s3s_limit(s3):
+    """part_size over S3's 5 GiB a part is an error before any request (it
+    was taken, and S3 refused the first part after the whole output was
+    staged), as the CLI's --part-size and SLUICE_S3_PART_SIZE are; 5g is
+    taken."""
+    counter, host = s3
+    opts = {"key": S3_ACCESS_KEY, "secret": S3_SECRET_KEY, "endpoint_url": "http://" + host}
+    pa = __import__("pyarrow")
+    table = pa.table({"x": [1, 2, 3]})
+    counter.requests.clear()
+    for size in (6 << 30, "6g", (5 << 30) + 1):
+        with pytest.raises(ValueError, match=r"s3://bkt/p\.arrows: part size \d+ bytes "
+                           r"\(part_size; CLI --part-size\) is more than S3 takes in one part: "
+                           r"at most 5g"):
+            sluice.write(table, "s3://%s/p.arrows" % BUCKET,
+                         storage_options=dict(opts, part_size=size))
+    assert not counter.requests, counter.requests
+    sluice.write(table, "s3://%s/p.arrows" % BUCKET, storage_options=dict(opts, part_size="5g"))
+    assert pa.table(sluice.read("s3://%s/p.arrows" % BUCKET, storage_options=opts)).equals(table)

@@ -715,6 +715,31 @@ def test_tls_untrusted_write_is_refused(sluice, s3, s3_tls, tmp_path):
     check_clean_failure(proc)
 
 
+def test_part_size_over_s3s_limit_is_refused(sluice, s3, tmp_path):
+    """A part size over S3's 5 GiB a part is refused before the output is
+    written, from --part-size as from SLUICE_S3_PART_SIZE (only the
+    variable was checked: --part-size 6g went up, for S3 to refuse its
+    first part once the whole output was staged); 5g itself is taken (this
+    output then goes up in one PUT, the bytes of a local write)."""
+    src = s3["local"] / "t.arrows"
+    key = "out/part-size.arrows"
+    for args, env, named in (
+            (["--part-size", "6g"], creds(s3),
+             "part size 6442450944 bytes (part_size; CLI --part-size)"),
+            ([], creds(s3, SLUICE_S3_PART_SIZE="6g"), "SLUICE_S3_PART_SIZE='6g'")):
+        proc = run(sluice, env, "convert", src, f"s3://{BUCKET}/{key}", "-q", *args)
+        check_clean_failure(proc)
+        err = proc.stderr.decode()
+        assert (f"s3://{BUCKET}/{key}: {named} is more than S3 takes in one part: at most 5g "
+                "(5 GiB, 5368709120 bytes)") in err, err
+        assert not (s3["data"] / BUCKET / key).exists()
+    local_out = tmp_path / "local.arrows"
+    subprocess.run([sluice.binary, "convert", str(src), str(local_out), "-q"], check=True)
+    proc = run(sluice, creds(s3), "convert", src, f"s3://{BUCKET}/{key}", "-q", "--part-size", "5g")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (s3["data"] / BUCKET / key).read_bytes() == local_out.read_bytes()
+
+
 def test_tls_hint_on_every_kind_of_request(sluice, s3, s3_tls, tmp_path):
     """An untrusted certificate is the same TLS error, with how to trust
     it, whichever request meets it: an object's GET, a listing, a PUT, a
