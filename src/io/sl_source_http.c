@@ -587,6 +587,13 @@ static CURLcode http_perform(struct sl_http_source* s, CURL* h, const char* meth
   s->curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   s->curl->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
   s->curl->easy_setopt(h, CURLOPT_MAXREDIRS, (long)HTTP_MAX_REDIRECTS);
+  // Redirects stay on HTTP(S): libcurl's default also follows one to ftp://
+  // (and others), which a server should not be able to send a read to.
+#if LIBCURL_VERSION_NUM >= 0x075500
+  s->curl->easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+  s->curl->easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
   // An S3 key is a name, not a path: its "." and ".." segments are sent as
   // they are (as botocore does), and signed so; libcurl would remove them.
   if (s->has_signer) s->curl->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);

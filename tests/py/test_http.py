@@ -960,6 +960,18 @@ def test_redirect_loop_and_refused_scheme_say_why(sluice, fault_server):
     code, why = curl_says(url)
     assert code == 1 and '"file"' in why, why  # CURLE_UNSUPPORTED_PROTOCOL
     assert f"{url}: GET: redirected to file:///etc/passwd: {why}\n" in err, err
+    # Nor to ftp:// (libcurl's default would follow it): only http and https,
+    # as curl -L --proto-redir =http,https says.
+    fault_server["server"].redirect_to = f"ftp://bob:pa55w0rd@127.0.0.1:{free_port()}/x.csv"
+    url = f"{fault_server['url']}/elsewhere/t.csv"
+    proc = sluice.run_raw("schema", url, timeout=120)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    code, why = curl_says(url, "--proto-redir", "=http,https")
+    assert code == 1 and '"ftp"' in why, why  # CURLE_UNSUPPORTED_PROTOCOL
+    shown = fault_server["server"].redirect_to.replace("pa55w0rd", "***")
+    assert f"{url}: GET: redirected to {shown}: {why}\n" in err, err
+    assert "pa55w0rd" not in err, err
     proc = sluice.run_raw("schema", f"{fault_server['url']}/noloc/t.csv", timeout=120)
     check_clean_failure(proc)
     err = proc.stderr.decode()
@@ -975,7 +987,7 @@ def test_redirect_loop_and_refused_scheme_say_why(sluice, fault_server):
 
 @pytest.mark.parametrize("scheme,user,query", [
     ("http", "", ""), ("http", "bob:pa55w0rd@", "?X-Amz-Signature=5ecret&part=1"),
-    ("ftp", "bob:pa55w0rd@", "")])
+    ("https", "bob:pa55w0rd@", "")])
 def test_followed_redirect_that_cannot_connect_names_the_target(sluice, fault_server, scheme,
                                                                  user, query):
     """A redirect followed to a server that does not answer fails as curl
