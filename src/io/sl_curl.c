@@ -79,6 +79,13 @@ static int is_tls_error(CURLcode c) {
          c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
 }
 
+int sl_curl_retryable(CURLcode c) {
+  return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
+         c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_PARTIAL_FILE ||
+         c == CURLE_GOT_NOTHING || c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM ||
+         c == CURLE_COULDNT_RESOLVE_HOST;
+}
+
 int sl_curl_reason(const struct sl_curl* curl, CURLcode c, const char* errbuf, char* out,
                    size_t cap) {
   const char* detail = errbuf != NULL && errbuf[0] != '\0' ? errbuf : curl->easy_strerror(c);

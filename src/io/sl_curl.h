@@ -50,4 +50,9 @@ void sl_curl_set_timeouts(const struct sl_curl* curl, CURL* h, double timeout_s)
 int sl_curl_reason(const struct sl_curl* curl, CURLcode c, const char* errbuf, char* out,
                    size_t cap);
 
+/// Whether a request that failed with `c` is worth sending again (with
+/// backoff): the server or the network did not answer, or broke off.
+/// Every request (reads, listings, uploads) retries the same failures.
+int sl_curl_retryable(CURLcode c);
+
 #endif

@@ -249,9 +249,7 @@ static int fetch_page(struct lister* l, CURL* h, struct sluice_error* error) {
       if (c == CURLE_WRITE_ERROR) {
         return sl_error_set(error, ENOMEM, WHAT ": out of memory", WHAT_ARGS);
       }
-      retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
-              c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
-              c == CURLE_PARTIAL_FILE || c == CURLE_COULDNT_RESOLVE_HOST;
+      retry = sl_curl_retryable(c);
       char reason[512];
       int code = sl_curl_reason(&l->g->curl, c, errbuf, reason, sizeof reason);
       sl_error_set(error, code, WHAT ": %s", WHAT_ARGS, reason);

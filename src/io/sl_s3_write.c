@@ -126,9 +126,7 @@ static int s3_request(struct s3_signer* g, const struct sl_remote_options* remot
     g->curl.slist_free_all(headers);
     int retry = 0;
     if (c != CURLE_OK) {
-      retry = c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
-              c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
-              c == CURLE_PARTIAL_FILE;
+      retry = sl_curl_retryable(c);
       char reason[512];
       int code = sl_curl_reason(&g->curl, c, errbuf, reason, sizeof reason);
       sl_error_set(error, code, "%s: %s: %s", location, op, reason);

@@ -531,13 +531,6 @@ static int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_of
   return 0;
 }
 
-static int is_retryable_curl(CURLcode c) {
-  return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
-         c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_PARTIAL_FILE ||
-         c == CURLE_GOT_NOTHING || c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM ||
-         c == CURLE_COULDNT_RESOLVE_HOST;
-}
-
 /// Where the attempt's redirects led (x->target). A 3xx that libcurl went
 /// on from and then failed (the target's connection or certificate, a
 /// scheme it refuses, too many redirects) is no answer: the failure is the
@@ -812,7 +805,7 @@ static int ranged_attempt_error(struct sl_http_source* s, const struct xfer* x, 
   if (x->status >= 300) return status_error(s, x, what, error);
   // A 2xx with a short body: the connection broke. Or no response at all.
   int answered = x->status >= 200;
-  *retry = (answered && c == CURLE_OK) || is_retryable_curl(c);
+  *retry = (answered && c == CURLE_OK) || sl_curl_retryable(c);
   int e = answered && c == CURLE_OK
               ? curl_error(s, x, CURLE_PARTIAL_FILE, "transfer ended early", what, error)
               : curl_error(s, x, c, errbuf, what, error);
@@ -929,7 +922,7 @@ static int http_head(struct sl_http_source* s, struct sluice_error* error) {
     } else if (c == CURLE_OK) {
       rc = status_error(s, &x, "HEAD", error);
     } else {
-      retry = is_retryable_curl(c);
+      retry = sl_curl_retryable(c);
       int e = curl_error(s, &x, c, errbuf, "HEAD", error);
       if (!retry) rc = e;
     }
@@ -1051,7 +1044,7 @@ static int http_open_by_get(struct sl_http_source* s, int64_t size_hint, int tai
     // GET again, as every ranged GET is retried (a presigned URL may refuse
     // the HEAD below).
     int again = sign_rc == 0 && (x.status >= 500 || x.status == 429 ||
-                                 (x.status == 0 && is_retryable_curl(c)));
+                                 (x.status == 0 && sl_curl_retryable(c)));
     if (!again || attempt + 1 >= HTTP_MAX_ATTEMPTS) break;
     backoff(attempt, &x, &seed);
   }
@@ -1716,7 +1709,7 @@ static void* stream_worker(void* arg) {
       retry = 0;
       rc = status_error(s, &x, "GET", &err);
     } else {
-      retry = is_retryable_curl(c) || c == CURLE_OK;
+      retry = sl_curl_retryable(c) || c == CURLE_OK;
       int e = curl_error(s, &x, c == CURLE_OK ? CURLE_PARTIAL_FILE : c, errbuf, "GET", &err);
       if (!retry) rc = e;
     }
