@@ -258,3 +258,83 @@ def test_first_skipped_row_is_the_first_in_the_input(sluice, tmp_path):
         _, err = _sluice(sluice, path, "bad_rows=skip", "split_size=64k", threads=2)
         seen.add(re.search(r"first: line (\d+)", err).group(1))
     assert seen == {str(first)}, (seen, first)
+
+
+def _pyarrow_skipping(path):
+    """pyarrow.csv's reading with bad rows skipped, and their line numbers."""
+    import pyarrow.csv as pcsv
+    bad = []
+
+    def handler(row):
+        bad.append(row.number)
+        return "skip"
+
+    table = pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False),
+                          parse_options=pcsv.ParseOptions(invalid_row_handler=handler))
+    return table, bad
+
+
+@pytest.mark.parametrize("text", ["id,comment\n1,great,\n2,ok\n", "c0\nz\nab,\n",
+                                  "c0,c1\n1,2\n3,\n4,,\n"])
+def test_extra_empty_field_is_a_bad_row(sluice, tmp_path, text):
+    """A row with one empty field more than the header names is a row with
+    too many fields, as pyarrow and polars refuse it: an error naming its
+    line and byte, or dropped and counted with bad_rows=skip. Once, such a
+    field was dropped silently in every file (`ab,` read as `ab`), though
+    only a header ending in a delimiter makes rows that may end in one."""
+    import pyarrow.csv as pcsv
+    polars = pytest.importorskip("polars")
+    path = tmp_path / "extra.csv"
+    path.write_text(text)
+    with pytest.raises(pa.ArrowInvalid, match="Expected . columns, got"):
+        pcsv.read_csv(path)
+    with pytest.raises(Exception, match="more fields than defined"):
+        polars.read_csv(path)
+    want, bad = _pyarrow_skipping(path)
+    line = bad[0]
+    byte = len("".join(text.splitlines(keepends=True)[:line - 1]).encode())
+    err = sluice.expect_error("cat", path).stderr.decode()
+    assert f"line {line} (byte {byte}): expected {want.num_columns} fields, found " \
+           f"{want.num_columns + 1}" in err, err
+    proc = sluice.run("cat", "-t", "arrows", "-O", "bad_rows=skip", path)
+    got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    assert got.to_pylist() == want.to_pylist()
+    assert f"skipped {len(bad)} bad row" in proc.stderr.decode()
+    # missing_fields=null fills short rows only: a long one stays an error.
+    err = sluice.expect_error("cat", "-O", "missing_fields=null", path).stderr.decode()
+    assert f"line {line} (byte {byte})" in err, err
+
+
+@pytest.mark.parametrize("simd", ["scalar", "sse2", "avx2", "auto"])
+def test_extra_empty_field_on_every_path(sluice, tmp_path, simd):
+    """Numeric rows (the fused loops' shape) with an extra empty field here
+    and there: every loop, with one thread or two, whole splits or 4 KiB
+    ones, the general path, and a compressed stream report the first such
+    row, and bad_rows=skip drops just the rows pyarrow.csv drops."""
+    import gzip
+    rnd = random.Random(7)
+    lines = ["a,b,c"]
+    for i in range(30_000):
+        row = f"{i},{rnd.random()},{rnd.randrange(-10**9, 10**9)}"
+        lines.append(row + ("," if i in (7_000, 12_345, 29_999) else ""))
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / "numbers.csv"
+    path.write_text(text)
+    gz = tmp_path / "numbers.csv.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    want, bad = _pyarrow_skipping(path)
+    assert len(bad) == 3
+    byte = len("".join(text.splitlines(keepends=True)[:bad[0] - 1]).encode())
+    for source in (path, gz):
+        for options in ([], ["fastpath=false"], ["split_size=4096"]):
+            for threads in (1, 2):
+                args = ["--threads", threads, "-O", f"simd={simd}"]
+                for o in options:
+                    args += ["-O", o]
+                err = sluice.expect_error("cat", *args, source).stderr.decode()
+                assert f"line {bad[0]} (byte {byte}): expected 3 fields, found 4" in err, \
+                    (source, options, threads, err)
+                proc = sluice.run("cat", "-t", "arrows", "-O", "bad_rows=skip", *args, source)
+                got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+                assert got.equals(want), (source, options, threads)
+                assert "skipped 3 bad rows" in proc.stderr.decode()

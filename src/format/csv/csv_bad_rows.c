@@ -81,9 +81,8 @@ int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
   int64_t kept = 0;
   for (int64_t row = 0; row < rows->n_rows; ++row) {
     int64_t first = rows->row_first[row], n = rows->row_first[row + 1] - first;
-    const struct csv_field* last = &rows->fields[first + n - 1];
     char why[200];
-    int ok = n == want || (n == want + 1 && last->len == 0 && last->flags == 0);
+    int ok = n == want || csv_trailing_delim_row(&r->layout, rows, row);
     if (!ok) {
       snprintf(why, sizeof why, "expected %" PRId64 " fields, found %" PRId64, want, n);
     } else if (r->opts.skip_bad_rows) {

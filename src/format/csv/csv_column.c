@@ -33,8 +33,7 @@ int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* er
   for (int64_t r = 0; r < rows->n_rows; ++r) {
     int64_t n = rows->row_first[r + 1] - rows->row_first[r];
     if (n == want) continue;
-    const struct csv_field* last = &rows->fields[rows->row_first[r + 1] - 1];
-    if (n == want + 1 && last->len == 0 && last->flags == 0) continue;  // trailing delimiter
+    if (csv_trailing_delim_row(&s->r->layout, rows, r)) continue;
     int64_t line, at;
     sl_csv_split_where(s, rows->row_pos[r], &line, &at);
     int trailing = s->r->layout.trailing_delim && n == want + 1;

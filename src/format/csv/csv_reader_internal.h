@@ -186,7 +186,21 @@ int sl_csv_ranged_window(struct csv_split_state* s, int64_t keep, struct sluice_
 /// Line (1-based) and input byte offset of position `pos` in s->data.
 void sl_csv_split_where(const struct csv_split_state* s, int64_t pos, int64_t* line, int64_t* byte);
 
-/// Every row has n_cols fields (or one more, empty: a trailing delimiter).
+/// Whether row r of `rows` has one field more than the layout's columns, an
+/// empty unquoted one, in the dialect where rows may end in a delimiter (a
+/// header that ends in one, csv_layout.trailing_delim). Elsewhere such a row
+/// has a field too many, as pyarrow and polars read it: `ab,` in a
+/// one-column file is no `ab`.
+static inline int csv_trailing_delim_row(const struct csv_layout* l, const struct csv_rows* rows,
+                                         int64_t r) {
+  if (!l->trailing_delim || rows->row_first[r + 1] - rows->row_first[r] != l->n_cols + 1)
+    return 0;
+  const struct csv_field* last = &rows->fields[rows->row_first[r + 1] - 1];
+  return last->len == 0 && last->flags == 0;
+}
+
+/// Every row has n_cols fields (or one more, empty, where rows may end in a
+/// delimiter: csv_trailing_delim_row).
 int sl_csv_check_field_counts(struct csv_split_state* s, struct sluice_error* error);
 /// Whether field `f` of file column `c` converts to the column's type (or is
 /// null), exactly as sl_csv_convert_column would take it. 0 = it would fail;
