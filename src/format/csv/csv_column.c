@@ -113,7 +113,7 @@ static inline int quoted_value(const struct csv_split_state* s, const struct csv
 #define QUOTED_TEXT "a quoted null spelling, which is text (as in the sample), in"
 
 static int zone_less(const struct csv_column* col) {
-  return col->type.timezone == NULL || col->type.timezone[0] == '\0';
+  return col->timezone == NULL || col->timezone[0] == '\0';
 }
 
 /// A value without a zone offset in a column whose zone is not UTC: which
@@ -123,7 +123,7 @@ static int zone_less(const struct csv_column* col) {
               "column without a zone) in"
 
 static int naive_needs_zone(const struct csv_column* col) {
-  const char* tz = col->type.timezone;
+  const char* tz = col->timezone;
   return !zone_less(col) && strcmp(tz, "UTC") != 0 && strcmp(tz, "Etc/UTC") != 0 &&
          strcmp(tz, "+00:00") != 0 && strcmp(tz, "Z") != 0;
 }
@@ -156,7 +156,7 @@ static enum csv_widening widening_for(const struct csv_column* col, const uint8_
     case CV_TIMESTAMP: case CV_TIME:
       if (strcmp(why, ZONED) == 0) return CSV_WIDEN_ZONE;  // timestamps only
       // (a date-time too fine for [us] and out of [ns]'s range: no unit holds it)
-      return too_fine && col->type.unit != SL_NANO && !past_nanos(p, n) ? CSV_WIDEN_NANOS
+      return too_fine && col->unit != SL_NANO && !past_nanos(p, n) ? CSV_WIDEN_NANOS
                                                                          : CSV_WIDEN_STRING;
     case CV_DATE32: {  // a date-time after dates: timestamps, as a sample holding both gives
       int64_t sec;
@@ -177,8 +177,8 @@ static const char* widening_name(const struct csv_column* col, enum csv_widening
   if (w == CSV_WIDEN_ZONE) {
     static const char* const zoned[] = {"timestamp[s, tz=UTC]", "timestamp[ms, tz=UTC]",
                                         "timestamp[us, tz=UTC]", "timestamp[ns, tz=UTC]"};
-    return zoned[col->type.unit == SL_SECOND ? 0 : col->type.unit == SL_MILLI ? 1
-                 : col->type.unit == SL_MICRO ? 2 : 3];
+    return zoned[col->unit == SL_SECOND ? 0 : col->unit == SL_MILLI ? 1
+                 : col->unit == SL_MICRO ? 2 : 3];
   }
   if (w == CSV_WIDEN_NANOS) {
     if (col->conv == CV_TIME) return "time64[ns]";
@@ -207,7 +207,7 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
   for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
   shown[k] = '\0';
   char tname[64];
-  sl_type_name(&r->cols[c].type, tname, sizeof tname);
+  sl_format_name(r->layout.formats[c], tname, sizeof tname);
   char name[64];
   int64_t m = 0;
   for (const char* q = r->layout.names[c]; *q != '\0' && m < 60; ++q) {
@@ -311,7 +311,7 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
       int64_t sec, v;
       int32_t ns;
       int zone;
-      const int64_t scale = ts_scale(col->type.unit);
+      const int64_t scale = ts_scale(col->unit);
       *ok = sl_csv_parse_timestamp(p, n, &sec, &ns, &zone);
       if (*ok && zone && zone_less(col)) {
         *ok = 0, problem = ZONED;
@@ -327,12 +327,12 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
     case CV_TIME: {
       int64_t ns;
       *ok = sl_csv_parse_time(p, n, &ns);
-      if (*ok && ns % (1000000000 / ts_scale(col->type.unit)) != 0) *ok = 0, problem = TOO_FINE;
+      if (*ok && ns % (1000000000 / ts_scale(col->unit)) != 0) *ok = 0, problem = TOO_FINE;
       break;
     }
     case CV_DECIMAL: {
       uint8_t le[32];
-      *ok = sl_csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le,
+      *ok = sl_csv_parse_decimal(p, n, col->precision, col->scale, col->width, le,
                               &problem);
       break;
     }
@@ -349,7 +349,7 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
     for (; k < n && k < 40; ++k) shown[k] = p[k] >= 0x20 && p[k] < 0x7F ? (char)p[k] : '?';
     shown[k] = '\0';
     char tname[64];
-    sl_type_name(&col->type, tname, sizeof tname);
+    sl_format_name(s->r->layout.formats[c], tname, sizeof tname);
     snprintf(why, why_cap, "column '%s': %s '%s%s' as %s", s->r->layout.names[c], problem, shown,
              n > 40 ? "..." : "", tname);
   }
@@ -489,7 +489,7 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
       })
       return 0;
     case CV_TIMESTAMP: {
-      const int64_t scale = ts_scale(col->type.unit);
+      const int64_t scale = ts_scale(col->unit);
       const int no_zone = zone_less(col), needs_zone = naive_needs_zone(col);
       CSV_FOR_EACH_VALUE({
         int64_t sec;
@@ -513,13 +513,13 @@ int sl_csv_convert_column(struct csv_split_state* s, int64_t c, struct sl_builde
       CSV_FOR_EACH_VALUE({
         uint8_t le[32];
         const char* why;
-        if (!sl_csv_parse_decimal(p, n, col->type.precision, col->type.scale, col->width, le, &why))
+        if (!sl_csv_parse_decimal(p, n, col->precision, col->scale, col->width, le, &why))
           return value_error(s, c, f, p, n, why, error);
         if (sl_builder_append_fixed(b, le) != 0) return ENOMEM;
       })
       return 0;
     case CV_TIME: {
-      const int64_t per_unit = 1000000000 / ts_scale(col->type.unit);
+      const int64_t per_unit = 1000000000 / ts_scale(col->unit);
       CSV_FOR_EACH_VALUE({
         int64_t ns;
         if (!sl_csv_parse_time(p, n, &ns)) return value_error(s, c, f, p, n, "cannot parse", error);

@@ -122,11 +122,16 @@ static int setup_columns(struct csv_reader* r, struct sluice_error* error) {
     struct csv_column* col = &r->cols[c];
     SL_RETURN_NOT_OK(sl_schema_init(r->schema.children[c], r->alloc, l->formats[c], l->names[c],
                                     ARROW_FLAG_NULLABLE, 0, error));
-    SL_RETURN_NOT_OK(sl_type_parse(l->formats[c], &col->type, error));
+    struct sl_type type;
+    SL_RETURN_NOT_OK(sl_type_parse(l->formats[c], &type, error));
+    col->unit = type.unit;
+    col->precision = type.precision;
+    col->scale = type.scale;
+    col->timezone = type.timezone;
     for (int64_t s = 0; s < r->opts.n_schema; ++s) {
       col->user_type |= strcmp(r->opts.schema[s].name, l->names[c]) == 0;
     }
-    switch (col->type.id) {
+    switch (type.id) {
       case SL_TYPE_BOOL: col->conv = CV_BOOL; break;
       case SL_TYPE_INT8: col->conv = CV_INT; col->width = 1; break;
       case SL_TYPE_INT16: col->conv = CV_INT; col->width = 2; break;

@@ -26,11 +26,16 @@ enum csv_widening {
   CSV_WIDEN_DOUBLE, CSV_WIDEN_STRING
 };
 
+/// What converting a column needs of its type (not a struct sl_type, whose
+/// union codes made this 184 bytes a column; messages name the type from
+/// layout.formats[c]).
 struct csv_column {
-  struct sl_type type;
   enum csv_conv conv;
-  int width;          ///< bytes, for CV_INT / CV_UINT / CV_TIME
-  int user_type;      ///< the type came from the schema option
+  int width;               ///< bytes, for CV_INT / CV_UINT / CV_TIME / CV_DECIMAL
+  int user_type;           ///< the type came from the schema option
+  enum sl_time_unit unit;  ///< CV_TIME, CV_TIMESTAMP
+  int32_t precision, scale;///< CV_DECIMAL
+  const char* timezone;    ///< CV_TIMESTAMP: points into layout.formats[c], "" if none
 };
 
 struct csv_fused_plan;
