@@ -1250,6 +1250,76 @@ def test_a_row_bomb_stops_at_max_row_bytes(sluice, tmp_path, late):
         assert peak_kb < 60 << 10, peak_kb
 
 
+# ---- max_columns: the columns of a row in bounded memory ---------------------------
+
+@pytest.mark.parametrize("source", ["csv", "zst"])
+def test_a_column_bomb_stops_at_max_columns(sluice, tmp_path, source):
+    """A header of 2.2 million empty names ('a' and 2.2 MB of commas; a .zst
+    of a few hundred bytes): each column costs memory whatever its bytes (1
+    to 5 KiB through a read), and the row is far shorter than max_row_bytes,
+    so it passed: 1 GB for `schema` at a million columns, 3.5 GB for `cat`.
+    Now more than max_columns (by default the memory budget / 1 KiB:
+    262,144) is an error naming the line, byte and option, found while the
+    row is tokenized, in a few MB. pyarrow and DuckDB refuse the row for
+    its length (block_size, max_line_size)."""
+    duckdb = pytest.importorskip("duckdb")
+    data = b"a" + b"," * 2_200_000 + b"\n"
+    plain = tmp_path / "bomb.csv"
+    plain.write_bytes(data)
+    with pytest.raises(pa.ArrowInvalid):
+        pcsv.read_csv(plain)
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"SELECT * FROM read_csv('{plain}')").fetchall()
+    path = plain
+    if source == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        path = tmp_path / "bomb.csv.zst"
+        path.write_bytes(zstandard.ZstdCompressor(level=19).compress(data))
+        assert path.stat().st_size < 1000
+    for command in ("schema", "cat"):
+        peak_kb, err = _peak_rss_of_failure([sluice.binary, command, path])
+        assert f"{path.name}: line 1 (byte 0): a row of too many fields (more than 262144, the " \
+               "CSV option max_columns" in err, err
+        if MEASURES_RSS:
+            assert peak_kb < 100 << 10, (command, peak_kb)
+
+
+def test_max_columns_bounds_the_header_and_every_row(sluice, tmp_path):
+    """max_columns=N: a file of N columns reads as pyarrow reads it; one of
+    N + 1 is an error naming the count and the option, and so is a later
+    row of more fields (with bad_rows=skip too: its fields would cost the
+    memory), at the line pyarrow's invalid-row handler names."""
+    n = 1000
+    path = tmp_path / "wide.csv"
+    names = ",".join(f"c{i}" for i in range(n))
+    rows = "".join(",".join(str(r * n + i) for i in range(n)) + "\n" for r in range(3))
+    path.write_text(names + "\n" + rows)
+    got = sluice_read(sluice, path, f"max_columns={n}")
+    assert got.equals(pcsv.read_csv(path))
+    path.write_text(names + ",extra\n" + rows)
+    err = sluice.expect_error("schema", "-O", f"max_columns={n}", path).stderr.decode()
+    assert f"wide.csv: line 1 (byte 0): {n + 1} columns, more than the CSV option max_columns " \
+           f"({n}:" in err, err
+    long_row = tmp_path / "long_row.csv"
+    long_row.write_text("a,b\n1,2\n3" + "," * 50_000 + "\n4,5\n")
+    bad = []
+
+    def handler(row):
+        bad.append(row.number)
+        return "skip"
+
+    pcsv.read_csv(long_row, read_options=pcsv.ReadOptions(use_threads=False),
+                  parse_options=pcsv.ParseOptions(invalid_row_handler=handler))
+    for options in ([], ["bad_rows=skip"]):
+        args = [x for o in options + [f"max_columns={n}"] for x in ("-O", o)]
+        err = sluice.expect_error("cat", *args, long_row).stderr.decode()
+        assert f"long_row.csv: line {bad[0]} (byte 8): a row of too many fields (more than " \
+               f"{n}, the CSV option max_columns" in err, err
+    # By default the row is one of the wrong field count, and skipped so.
+    proc = sluice.run("cat", "-t", "csv", "-O", "bad_rows=skip", long_row)
+    assert "skipped 1 bad row" in proc.stderr.decode()
+
+
 def test_zstd_window_over_the_limit_is_named(sluice, tmp_path):
     """A .csv.zst written with a window past zstd's default 128 MiB limit
     (zstd --long=28): the error says the window the frame needs, not

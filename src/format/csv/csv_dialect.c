@@ -46,8 +46,8 @@ void sl_csv_layout_free(struct csv_layout* l, const struct sluice_allocator* all
 /// consistent candidate (one column, say): the first that is not the quote
 /// or escape character (the comment character may stay, for analyze's error).
 static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, int64_t start,
-                           int64_t size, const struct sluice_allocator* alloc, uint8_t* out,
-                           uint8_t* clash) {
+                           int64_t size, int64_t max_fields, const struct sluice_allocator* alloc,
+                           uint8_t* out, uint8_t* clash) {
   static const uint8_t candidates[] = {',', ';', '\t', '|'};
   int64_t best_k = -1, clash_k = -1;
   *clash = 0;
@@ -58,6 +58,7 @@ static int sniff_delimiter(const struct csv_dialect* base, const uint8_t* data, 
   }
   struct csv_rows rows;
   sl_csv_rows_init(&rows, alloc);
+  rows.max_row_fields = max_fields;
   for (size_t i = 0; i < sizeof candidates; ++i) {
     struct csv_dialect d = *base;
     d.delimiter = candidates[i];
@@ -494,8 +495,8 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     l->dialect.delimiter = (uint8_t)o->delimiter;
   } else {
     uint8_t clash = 0;
-    if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->alloc, &l->dialect.delimiter,
-                        &clash) != 0) {
+    if (sniff_delimiter(&l->dialect, a->data, start, a->size, a->rows.max_row_fields, a->alloc,
+                        &l->dialect.delimiter, &clash) != 0) {
       return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
     }
     if (clash != 0) {
@@ -547,6 +548,15 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
       !a->no_trailing && !last_field_used(&a->rows, n0)) {
     l->n_cols = n0 - 1;  // "a,b,c," header: rows may end with a delimiter too
     l->trailing_delim = 1;
+  }
+  if (o->max_columns > 0 && l->n_cols > o->max_columns) {  // before any per-column state
+    return sl_error_set(error, ERANGE, "%s: line %lld (byte %lld): %lld columns, more than "
+                        "the CSV option max_columns (%lld: each column costs 1 to 5 KiB of "
+                        "memory whatever its bytes; by default the memory budget / 1 KiB, at "
+                        "least 262144; raise it to read more)", a->name,
+                        (long long)sl_csv_line_of(a->data, a->rows.row_pos[0]),
+                        (long long)a->rows.row_pos[0], (long long)l->n_cols,
+                        (long long)o->max_columns);
   }
   l->names = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->names);
   l->formats = sl_calloc(a->alloc, (size_t)l->n_cols, sizeof *l->formats);
@@ -631,6 +641,8 @@ int sl_csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t 
   a.out = out;
   a.final = final;
   sl_csv_rows_init(&a.rows, alloc);
+  // (one field more than max_columns: a header ending in a delimiter)
+  if (opts->max_columns > 0) a.rows.max_row_fields = opts->max_columns + 1;
   int rc = analyze(&a, start, error);
   sl_free(alloc, a.states, (size_t)out->n_cols * sizeof *a.states);
   a.states = NULL;

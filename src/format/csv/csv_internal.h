@@ -44,6 +44,10 @@ struct csv_options {
   /// while it waits for the row's end (csv_stream.c); 0 until csv_open sets
   /// the default, the larger of the memory budget and CSV_MAX_ROW_BYTES.
   int64_t max_row_bytes;
+  /// The most columns (fields of a row) the reader takes: each costs memory
+  /// whatever its bytes (a 5 MB row of commas is 5 million columns). 0
+  /// until csv_open sets the default (csv_default_max_columns).
+  int64_t max_columns;
   int impl;           ///< CSV_IMPL_* ("simd=scalar|sse2|avx2|auto")
   int no_fastpath;    ///< "fastpath=false": always tokenize (tests compare both)
   int missing_null;   ///< "missing_fields=null": short rows end with nulls
@@ -58,6 +62,23 @@ struct csv_options {
 /// max_line_size (2 MB) and 256 times pyarrow's block_size (1 MiB), which
 /// refuse longer rows by default; a string value cannot pass 2 GiB anyway.
 #define CSV_MAX_ROW_BYTES ((int64_t)256 << 20)
+
+/// What max_columns's default charges a column against the memory budget:
+/// a read holds 1 to 5 KiB of state per column (names, types, schema copies,
+/// builders, a writer's), measured at 100,000 columns. pyarrow and DuckDB
+/// refuse a 5 MB row of commas for its length (block_size, max_line_size);
+/// sluice maps a local file whole and takes long rows, so it counts columns.
+#define CSV_COLUMN_BYTES 1024
+/// max_columns's ceiling: the most children sl_schema_init takes.
+#define CSV_MAX_COLUMNS ((int64_t)1 << 24)
+
+/// max_columns's default for a read whose memory budget is `budget`: the
+/// larger of it and CSV_MAX_ROW_BYTES over CSV_COLUMN_BYTES (262,144 with
+/// the default budget).
+static inline int64_t csv_default_max_columns(int64_t budget) {
+  int64_t base = budget > CSV_MAX_ROW_BYTES ? budget : CSV_MAX_ROW_BYTES;
+  return base / CSV_COLUMN_BYTES < CSV_MAX_COLUMNS ? base / CSV_COLUMN_BYTES : CSV_MAX_COLUMNS;
+}
 
 /// Parses "key=value,key=value". Unknown keys are an error (typos should not
 /// silently change nothing). `what` names the object for messages.
@@ -102,6 +123,10 @@ struct csv_field {
 /// [row_first[r], row_first[r + 1]) and started at byte row_pos[r].
 struct csv_rows {
   const struct sluice_allocator* alloc;
+  /// 0, or the most fields a row may have: the tokenizer stops with
+  /// CSV_TOK_TOO_MANY_FIELDS where more would grow `fields`, so that a row
+  /// of commas costs no more than max_columns allows (16 bytes a field).
+  int64_t max_row_fields;
   struct csv_field* fields;
   int64_t n_fields, cap_fields;
   int64_t* row_first;  ///< n_rows + 1 entries
@@ -130,12 +155,13 @@ enum csv_tok_status {
   CSV_TOK_UNTERMINATED,  ///< input ended inside quotes; *err_pos = row start
   CSV_TOK_TOO_LONG,      ///< a field longer than 2 GiB; *err_pos = row start
   CSV_TOK_STRAY_QUOTE,   ///< a quote not where RFC 4180 allows one; *err_pos = it
+  CSV_TOK_TOO_MANY_FIELDS, ///< a row of more than max_row_fields fields; *err_pos = row start
 };
 
 /// The error text of a tokenizer status other than OK and ENOMEM.
 const char* sl_csv_tok_message(enum csv_tok_status st);
-/// What to add to sl_csv_tok_message's text when the dialect was sniffed
-/// (into buf, "" when nothing; cap >= 256).
+/// What to add to sl_csv_tok_message's text: for a sniffed dialect, or the
+/// max_columns option (into buf, "" when nothing; cap >= 256).
 const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
                             enum csv_tok_status st, char* buf, size_t cap);
 

@@ -13,6 +13,7 @@
 //   stray_quotes=error|text    (text: quotes open quoting only at a field's start)
 //   split_size=N[k|m|g]  infer_bytes=N[k|m|g]|all  batch_bytes=N[k|m|g]
 //   max_row_bytes=N[k|m|g]     (the longest row a stream holds; see csv_stream.c)
+//   max_columns=N              (the most fields a row may have; see csv_internal.h)
 //   simd=auto|scalar|sse2|avx2, fastpath=true|false (tests)
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +313,8 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
     } else if (KEY("max_row_bytes")) {
       ok = sl_parse_size(v, vlen, 0, INT64_MAX / 4, &o->max_row_bytes) == 0 &&
            o->max_row_bytes > 0;
+    } else if (KEY("max_columns")) {
+      ok = sl_parse_int64(v, vlen, 1, CSV_MAX_COLUMNS, &o->max_columns) == 0;
     } else if (KEY("simd")) {
       if (vlen == 6 && memcmp(v, "scalar", 6) == 0) o->impl = CSV_IMPL_SCALAR;
       else if (vlen == 4 && memcmp(v, "sse2", 4) == 0) o->impl = CSV_IMPL_SSE2;
@@ -342,7 +345,7 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
       return sl_error_set(error, EINVAL,
                           "unknown CSV option '%.*s' (known: delimiter, quote, escape, comment, "
                           "header, schema, null_values, missing_fields, bad_rows, stray_quotes, split_size, infer_bytes, "
-                          "batch_bytes, max_row_bytes)",
+                          "batch_bytes, max_row_bytes, max_columns)",
                           (int)klen, s);
     }
 #undef KEY

@@ -268,6 +268,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     int64_t budget = args->memory_budget < INT64_MAX / 4 ? args->memory_budget : INT64_MAX / 4;
     r->opts.max_row_bytes = budget > CSV_MAX_ROW_BYTES ? budget : CSV_MAX_ROW_BYTES;
   }
+  if (r->opts.max_columns == 0) r->opts.max_columns = csv_default_max_columns(args->memory_budget);
   // Compressed input (.csv.gz, .csv.zst, .csv.bz2, .csv.xz) is inflated as
   // it is read: from here on the reader sees a forward-only source of plain
   // text.
@@ -579,6 +580,9 @@ static int csv_split_open(void* reader, const struct sl_split* split, const int6
   s->r = r;
   s->index = split->index;
   sl_csv_rows_init(&s->rows, r->alloc);
+  // A row of more fields than max_columns is refused before its fields
+  // cost memory (16 bytes each); one of more than n_cols + 1 is bad anyway.
+  s->rows.max_row_fields = r->opts.max_columns + 1;
   s->n_cols = nc;
   s->cols = sl_alloc(r->alloc, (size_t)(nc > 0 ? nc : 1) * sizeof *s->cols);
   s->builder_of = sl_alloc(r->alloc, (size_t)(r->layout.n_cols > 0 ? r->layout.n_cols : 1) *

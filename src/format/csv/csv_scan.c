@@ -35,24 +35,33 @@ void sl_csv_rows_free(struct csv_rows* r) {
   sl_free(r->alloc, r->row_first, (size_t)(r->cap_rows + 1) * sizeof *r->row_first);
   sl_free(r->alloc, r->row_pos, (size_t)r->cap_rows * sizeof *r->row_pos);
   const struct sluice_allocator* a = r->alloc;
+  const int64_t max_row_fields = r->max_row_fields;
   memset(r, 0, sizeof *r);
   r->alloc = a;
+  r->max_row_fields = max_row_fields;
 }
 
-static int grow_fields(struct csv_rows* r, int64_t need) {
-  if (r->cap_fields - r->n_fields >= need) return 0;
+/// Room for `need` more fields. Only growing costs memory, so the row
+/// being tokenized (from row_first[n_rows]) is held to max_row_fields here,
+/// off the per-field path: the array stops within twice what the limit
+/// allows, and the row is refused (by the caller, with its start).
+static enum csv_tok_status grow_fields(struct csv_rows* r, int64_t need) {
+  if (r->cap_fields - r->n_fields >= need) return CSV_TOK_OK;
+  if (r->max_row_fields > 0 && r->row_first != NULL &&
+      r->n_fields - r->row_first[r->n_rows] > r->max_row_fields)
+    return CSV_TOK_TOO_MANY_FIELDS;
   int64_t cap = r->cap_fields < 1024 ? 1024 : r->cap_fields;
   while (cap - r->n_fields < need) {
-    if (cap > (INT64_C(1) << 40)) return -1;
+    if (cap > (INT64_C(1) << 40)) return CSV_TOK_ENOMEM;
     cap *= 2;
   }
   struct csv_field* f = sl_alloc(r->alloc, (size_t)cap * sizeof *f);
-  if (f == NULL) return -1;
+  if (f == NULL) return CSV_TOK_ENOMEM;
   if (r->n_fields > 0) memcpy(f, r->fields, (size_t)r->n_fields * sizeof *f);
   sl_free(r->alloc, r->fields, (size_t)r->cap_fields * sizeof *r->fields);
   r->fields = f;
   r->cap_fields = cap;
-  return 0;
+  return CSV_TOK_OK;
 }
 
 static int grow_rows(struct csv_rows* r, int64_t need) {
@@ -78,6 +87,16 @@ static int grow_rows(struct csv_rows* r, int64_t need) {
   r->row_pos = pos;
   r->cap_rows = cap;
   return 0;
+}
+
+/// Room for `fields` more fields and `rows` more rows: CSV_TOK_OK, ENOMEM,
+/// or TOO_MANY_FIELDS for the row that starts at row_start (*err_pos).
+static inline enum csv_tok_status grow(struct csv_rows* r, int64_t fields, int64_t rows,
+                                       int64_t row_start, int64_t* err_pos) {
+  enum csv_tok_status st = grow_fields(r, fields);
+  if (st == CSV_TOK_OK && grow_rows(r, rows) != 0) st = CSV_TOK_ENOMEM;
+  if (st == CSV_TOK_TOO_MANY_FIELDS) *err_pos = row_start;
+  return st;
 }
 
 /* ---- bitmasks ------------------------------------------------------------- */
@@ -184,7 +203,8 @@ static inline int popcount_swar(uint64_t x) {
   uint64_t field_qn = 0; /* quote bytes of the open field in earlier blocks */              \
   uint8_t tail[64];                                                                         \
   while (p < end) {                                                                         \
-    if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;       \
+    enum csv_tok_status grown = grow(out, 65, 65, row_start, err_pos);                    \
+    if (grown != CSV_TOK_OK) return grown;                                                 \
     struct csv_masks m;                                                                     \
     int64_t avail = end - p;                                                                \
     if (avail >= 64) {                                                                      \
@@ -239,7 +259,8 @@ static inline int popcount_swar(uint64_t x) {
           *pos = row_start; /* a comment line: sl_csv_tokenize skips it */                     \
           return CSV_TOK_OK;                                                                \
         }                                                                                   \
-        if (grow_fields(out, 65) != 0 || grow_rows(out, 65) != 0) return CSV_TOK_ENOMEM;   \
+        grown = grow(out, 65, 65, row_start, err_pos);                                      \
+        if (grown != CSV_TOK_OK) return grown;                                             \
       }                                                                                     \
     }                                                                                       \
     if (qrem != 0) {                                                                        \
@@ -260,7 +281,8 @@ static enum csv_tok_status finish_tail(const struct csv_dialect* d, struct csv_r
                                        uint32_t field_q, int64_t* pos, int64_t* err_pos) {
   *pos = end;
   if (field_start >= end && out->n_fields == out->row_first[out->n_rows]) return CSV_TOK_OK;
-  if (grow_fields(out, 1) != 0 || grow_rows(out, 1) != 0) return CSV_TOK_ENOMEM;
+  enum csv_tok_status grown = grow(out, 1, 1, row_start, err_pos);
+  if (grown != CSV_TOK_OK) return grown;
   if (end - field_start > INT32_MAX) {
     *err_pos = row_start;
     return CSV_TOK_TOO_LONG;
@@ -317,7 +339,8 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
   int64_t rows_done = 0;
   int in_q = 0;
   uint32_t field_q = 0;
-  if (grow_fields(out, 2) != 0 || grow_rows(out, 2) != 0) return CSV_TOK_ENOMEM;
+  enum csv_tok_status grown = grow(out, 2, 2, row_start, err_pos);
+  if (grown != CSV_TOK_OK) return grown;
   for (int64_t p = start; p < end; ++p) {
     uint8_t c = data[p];
     if (esc != 0 && c == esc) {
@@ -365,7 +388,8 @@ static enum csv_tok_status tokenize_escape(const struct csv_dialect* d, const ui
         return CSV_TOK_OK;
       }
     }
-    if (grow_fields(out, 2) != 0 || grow_rows(out, 2) != 0) return CSV_TOK_ENOMEM;
+    grown = grow(out, 2, 2, row_start, err_pos);
+    if (grown != CSV_TOK_OK) return grown;
   }
   if (in_q) {
     *err_pos = row_start;
@@ -597,6 +621,7 @@ const char* sl_csv_tok_message(enum csv_tok_status st) {
       return "quote character inside an unquoted field, or text after a closing quote "
              "(RFC 4180 quotes a whole field and doubles the quotes inside it); "
              "the option stray_quotes=text reads such quotes as text, as pyarrow does, on one thread";
+    case CSV_TOK_TOO_MANY_FIELDS: return "a row of too many fields";
     default: return "tokenizer error";
   }
 }
@@ -604,6 +629,12 @@ const char* sl_csv_tok_message(enum csv_tok_status st) {
 const char* sl_csv_tok_hint(const struct csv_options* o, const struct csv_dialect* d,
                             enum csv_tok_status st, char* buf, size_t cap) {
   buf[0] = '\0';
+  if (st == CSV_TOK_TOO_MANY_FIELDS) {
+    snprintf(buf, cap, " (more than %lld, the CSV option max_columns: each column costs 1 to 5 "
+             "KiB of memory whatever its bytes; by default the memory budget / 1 KiB, at least "
+             "262144; raise it to read more)", (long long)o->max_columns);
+    return buf;
+  }
   if (st != CSV_TOK_STRAY_QUOTE || (o->delimiter >= 0 && o->quote_given)) return buf;
   // A file written with quote=squote or delimiter=space whose text holds a
   // '"' is sniffed as quoted with '"' or split by another delimiter: the
