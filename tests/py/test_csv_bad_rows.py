@@ -183,6 +183,52 @@ def test_header_with_a_nul_byte_is_an_error(sluice, tmp_path, name_bytes):
     assert pa.ipc.open_file(out).read_all().column("f1").to_pylist() == [name, b"2"]
 
 
+@pytest.mark.parametrize("python_name, bom, named, iconv_from", [
+    ("utf-16", True, "UTF-16LE", "UTF-16"),      # Python writes its mark, little-endian
+    ("utf-16-be", True, "UTF-16BE", "UTF-16"),
+    ("utf-16-le", False, "UTF-16LE", "UTF-16LE"),
+    ("utf-32", True, "UTF-32LE", "UTF-32"),
+    ("utf-32-be", False, "UTF-32BE", "UTF-32BE"),
+])
+def test_utf16_and_utf32_files_are_named(sluice, tmp_path, python_name, bom, named, iconv_from):
+    """A UTF-16 or UTF-32 file, with a byte-order mark or without one (told
+    by where its NUL bytes fall): an error naming the encoding and the iconv
+    command that converts it, with header=false too. Before, the header
+    error suggested iconv -f latin1, and header=false, which the README said
+    reads such a file, split it into made-up rows ('expected 2 fields,
+    found 1'). The command the message gives makes the file pyarrow reads
+    with its encoding= option."""
+    import subprocess
+    import pyarrow.csv as pacsv
+    text = "name,city,n\nZo\u00eb,Krak\u00f3w,1\nAl,Paris,2\nBo,Oslo,3\n"
+    path = tmp_path / "wide_chars.csv"
+    mark = "\ufeff" if bom and python_name.endswith(("-be", "-le")) else ""
+    path.write_bytes((mark + text).encode(python_name))
+    want = pacsv.read_csv(path, read_options=pacsv.ReadOptions(encoding=python_name))
+    for options in ([], ["-O", "header=false"]):
+        err = sluice.expect_error("cat", *options, path).stderr.decode()
+        assert f"wide_chars.csv: byte 0: {named} text" in err, err
+        assert f"iconv -f {iconv_from} -t UTF-8" in err, err
+        assert ("byte-order mark" in err) and ("latin1" not in err), err
+    converted = tmp_path / "converted.csv"
+    with open(converted, "wb") as out:
+        subprocess.run(["iconv", "-f", iconv_from, "-t", "UTF-8", path], stdout=out, check=True)
+    proc = sluice.run("cat", "-t", "arrows", converted)
+    assert pa.ipc.open_stream(pa.BufferReader(proc.stdout)).read_all().equals(want)
+
+
+def test_utf16_stream_is_named_before_it_is_sampled(sluice, tmp_path):
+    """A .csv.gz of UTF-16 text past the 1 MiB sample (read as a stream):
+    the same error, from the head of the stream."""
+    import gzip
+    text = "a,b\n" + "".join(f"{i},x{i}\n" for i in range(300_000))
+    path = tmp_path / "big.csv.gz"
+    path.write_bytes(gzip.compress(text.encode("utf-16"), 1))
+    err = sluice.expect_error("schema", path).stderr.decode()
+    assert "big.csv.gz: byte 0: UTF-16LE text (its byte-order mark FF FE)" in err, err
+    assert "iconv -f UTF-16 -t UTF-8" in err, err
+
+
 def test_bad_option_value(sluice, tmp_path):
     path = tmp_path / "x.csv"
     path.write_text("a\n1\n")

@@ -331,8 +331,7 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
       if (len > 0 && memchr(p, 0, (size_t)len) != NULL) {
         return sl_error_set(error, EILSEQ, "%s: line %lld (byte %lld): the header's column %lld, "
                             "which starts there, holds a NUL byte, which a column name cannot "
-                            "(Arrow's C interface ends names there; a UTF-16 file? convert it, "
-                            "e.g. iconv -f utf-16 -t utf-8, or read it without a header: "
+                            "(Arrow's C interface ends names there; read it without a header: "
                             "header=false)", a->name,
                             (long long)sl_csv_line_of(a->data, f->pos), (long long)f->pos,
                             (long long)c);
@@ -473,6 +472,56 @@ static int last_field_used(const struct csv_rows* rows, int64_t n) {
     if (last->len != 0 || last->flags != 0) return 1;
   }
   return 0;
+}
+
+int sl_csv_check_encoding(const uint8_t* data, int64_t n, const char* name,
+                          struct sluice_error* error) {
+  const char* encoding = NULL;  // as iconv names it
+  const char* bom = NULL;
+  if (n >= 4 && data[0] == 0xFF && data[1] == 0xFE && data[2] == 0 && data[3] == 0) {
+    encoding = "UTF-32LE", bom = "FF FE 00 00";
+  } else if (n >= 4 && data[0] == 0 && data[1] == 0 && data[2] == 0xFE && data[3] == 0xFF) {
+    encoding = "UTF-32BE", bom = "00 00 FE FF";
+  } else if (n >= 2 && data[0] == 0xFF && data[1] == 0xFE) {
+    encoding = "UTF-16LE", bom = "FF FE";
+  } else if (n >= 2 && data[0] == 0xFE && data[1] == 0xFF) {
+    encoding = "UTF-16BE", bom = "FE FF";
+  } else {
+    // No mark: NUL bytes at the places the high bytes of ASCII characters
+    // take, in at least three of four characters of the first KiB, and
+    // seldom elsewhere (a UTF-8 file with a stray NUL is not this).
+    int64_t m = (n < 1024 ? n : 1024) & ~(int64_t)3;
+    int64_t zeros[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < m; ++i) zeros[i & 3] += data[i] == 0;
+    const int64_t each = m / 4;  // bytes at each position mod 4
+#define CSV_MOSTLY(z, all) (4 * (z) >= 3 * (all))
+#define CSV_SELDOM(z, all) (4 * (z) < (all))
+    if (m < 8) {
+      // too short to tell
+    } else if (CSV_MOSTLY(zeros[2] + zeros[3], 2 * each) && CSV_SELDOM(zeros[0], each)) {
+      encoding = "UTF-32LE";
+    } else if (CSV_MOSTLY(zeros[0] + zeros[1], 2 * each) && CSV_SELDOM(zeros[3], each)) {
+      encoding = "UTF-32BE";
+    } else if (CSV_MOSTLY(zeros[1] + zeros[3], 2 * each) &&
+               CSV_SELDOM(zeros[0] + zeros[2], 2 * each)) {
+      encoding = "UTF-16LE";
+    } else if (CSV_MOSTLY(zeros[0] + zeros[2], 2 * each) &&
+               CSV_SELDOM(zeros[1] + zeros[3], 2 * each)) {
+      encoding = "UTF-16BE";
+    }
+#undef CSV_MOSTLY
+#undef CSV_SELDOM
+  }
+  if (encoding == NULL) return 0;
+  // With a mark iconv's UTF-16 / UTF-32 read it (and drop it); without
+  // one they would take big-endian, so the byte order is named.
+  char from[16];
+  snprintf(from, sizeof from, "%.*s", bom != NULL ? 6 : 8, encoding);
+  return sl_error_set(error, EILSEQ, "%s: byte 0: %s text (%s%s), but CSV is read as UTF-8: "
+                      "convert it first, e.g. iconv -f %s -t UTF-8", name, encoding,
+                      bom != NULL ? "its byte-order mark " : "no byte-order mark, but NUL bytes "
+                                                             "where ASCII text in it has them",
+                      bom != NULL ? bom : "", from);
 }
 
 uint8_t sl_csv_pick_quote(const struct csv_options* o, const uint8_t* data, int64_t start,

@@ -371,6 +371,14 @@ int sl_csv_analyze(const struct csv_options* opts, const uint8_t* data, int64_t 
                 struct csv_layout* out, struct sluice_error* error);
 void sl_csv_layout_free(struct csv_layout* l, const struct sluice_allocator* alloc);
 
+/// EILSEQ, with an error naming the encoding and the iconv command that
+/// converts it, when data[0, n) (the head of the input) is UTF-16 or UTF-32
+/// text: told by its byte-order mark, or without one by the NUL bytes ASCII
+/// text has there (every second byte in UTF-16LE). The reader splits bytes
+/// at ',' and '\n', which would cut such text into made-up rows.
+int sl_csv_check_encoding(const uint8_t* data, int64_t n, const char* name,
+                          struct sluice_error* error);
+
 /// The quote character the reader uses: the one given, else (unless an
 /// apostrophe has another role) '\'' or '"' as the first 64 KiB of
 /// data[start, size) suggest. `cr_lines`: a CR also starts a line (the raw

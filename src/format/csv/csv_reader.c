@@ -304,6 +304,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     }
   }
   if (rc == 0 && r->data == NULL && !r->ranged) r->size = 0;
+  if (rc == 0 && r->data != NULL) rc = sl_csv_check_encoding(r->data, r->size, r->name, error);
   int64_t start = 0;
   if (r->data != NULL && r->size >= 3 && r->data[0] == 0xEF && r->data[1] == 0xBB &&
       r->data[2] == 0xBF)

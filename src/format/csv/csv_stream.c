@@ -68,6 +68,11 @@ int sl_csv_stream_prepare(struct csv_reader* r, struct sluice_error* error) {
     int more = 0;
     const uint8_t* d = v.data;
     int64_t n = v.size;
+    rc = sl_csv_check_encoding(d, n, r->name, error);
+    if (rc != 0) {
+      sl_view_release(&v);
+      return rc;
+    }
     int64_t cut = lines_end(d, 0, n, (uint8_t)r->opts.escape);
     int64_t start = n >= 3 && d[0] == 0xEF && d[1] == 0xBB && d[2] == 0xBF ? 3 : 0;
     uint8_t cr_quote;
