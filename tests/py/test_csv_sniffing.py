@@ -123,6 +123,25 @@ def test_headerless_files_stay_headerless(sluice, tmp_path, text):
     assert sluice_read(sluice, path, "header=true").num_rows == got.num_rows - 1
 
 
+@pytest.mark.parametrize("text", ["1,2,\n3,4,\n5,6,\n", "x,1.5,\ny,2.5,\nz,3,\n", "1,\n2,\n"])
+def test_headerless_lines_ending_in_a_delimiter_keep_that_column(sluice, tmp_path, text):
+    """Lines that all end in a delimiter, with no header (told so by
+    header=auto): the empty last field is a column of nulls, as with
+    header=false and as pyarrow, polars and DuckDB read it (the README says
+    so); header=auto dropped it, taking the file for the dialect of a
+    header that ends in a delimiter."""
+    import pyarrow.csv as pacsv
+    polars = pytest.importorskip("polars")
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    want = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True))
+    got = sluice_read(sluice, path)
+    assert got.column_names == want.column_names
+    assert got.to_pylist() == want.to_pylist()
+    assert got.num_columns == polars.read_csv(path, has_header=False).width
+    assert sluice_read(sluice, path, "header=false").to_pylist() == got.to_pylist()
+
+
 # ---- quoted null spellings -----------------------------------------------------------
 
 @pytest.mark.parametrize("at", ["top", "middle"])

@@ -644,9 +644,16 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
       }
     }
     l->header = !(all_fit && any_typed);
+    // Told from its rows to have no header, row 0's trailing empty field is
+    // a column, as with header=false (and as pyarrow, polars and DuckDB
+    // read it): analysed again with no_trailing.
+    if (!l->header && l->trailing_delim) {
+      a->trailing_used = 1;
+      return 0;
+    }
   }
   l->no_rows = a->final && l->header && a->rows.n_rows == 1 && pos >= a->size;
-  if (!l->header) {  // (a trailing empty field in row 0 then means rows end in a delimiter)
+  if (!l->header) {  // (header=false: a trailing empty field in row 0 is a column, f<n>)
     if (add_rows(a, 0, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);
   } else {
     l->data_start = a->rows.n_rows > 1 ? a->rows.row_pos[1] : pos;
