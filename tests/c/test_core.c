@@ -25,6 +25,7 @@
 #include "core/sl_builder.h"
 #include "core/sl_cores.h"
 #include "core/sl_error.h"
+#include "core/sl_name_set.h"
 #include "core/sl_parallel.h"
 #include "core/sl_ref.h"
 #include "core/sl_type.h"
@@ -1069,6 +1070,49 @@ static void test_escaped_spelling(void** state) {
   assert_string_equal(sl_escaped("0123456789ab\xc3\xa9zz", 16, 0, buf, 16), "0123456789ab...");
 }
 
+// The name set the Avro and JSON Lines writers and the Avro schema parser
+// find repeated names with: the first value of a name is kept by add and
+// reported, put replaces it, and growing (from 64 slots) keeps every name;
+// a failed allocation leaves nothing behind.
+static int name_set_attempt(void* ctx, const struct sluice_allocator* alloc,
+                            struct sluice_error* error) {
+  char(*names)[16] = ctx;
+  struct sl_name_set set;
+  sl_name_set_init(&set, alloc);
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < 1000; ++i) {
+    int64_t had = 0;
+    rc = sl_name_set_add(&set, names[i], i, &had);
+    if (rc == 0) assert_int_equal(had, -1);
+  }
+  for (int64_t i = 0; rc == 0 && i < 1000; ++i) {
+    int64_t had = -1;
+    rc = sl_name_set_add(&set, names[i], i + 5000, &had);  // a repeat: kept, reported
+    if (rc == 0) assert_int_equal(had, i);
+  }
+  if (rc == 0) rc = sl_name_set_put(&set, names[999], 7);
+  if (rc == 0) {
+    assert_int_equal(set.n, 1000);
+    for (int64_t i = 0; i < 999; ++i) assert_int_equal(sl_name_set_find(&set, names[i]), i);
+    assert_int_equal(sl_name_set_find(&set, names[999]), 7);
+    assert_int_equal(sl_name_set_find(&set, "n"), -1);
+    assert_int_equal(sl_name_set_find(&set, ""), -1);
+  }
+  sl_name_set_release(&set);
+  return rc == 0 ? 0 : sl_error_set(error, rc, "name set: out of memory");
+}
+
+static void test_name_set(void** state) {
+  (void)state;
+  static char names[1000][16];
+  for (int i = 0; i < 1000; ++i) snprintf(names[i], sizeof names[i], "n%d", i);
+  struct sl_name_set empty;
+  sl_name_set_init(&empty, NULL);
+  assert_int_equal(sl_name_set_find(&empty, "n0"), -1);  // no slots yet
+  sl_name_set_release(&empty);
+  assert_true(test_alloc_sweep(name_set_attempt, names, 100) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_type_round_trip),
@@ -1079,6 +1123,7 @@ int main(void) {
       cmocka_unit_test(test_builder_bulk_and_shape),
       cmocka_unit_test(test_builder_frozen_dictionary),
       cmocka_unit_test(test_misc_out_of_memory),
+      cmocka_unit_test(test_name_set),
       cmocka_unit_test(test_schema_copy_foreign),
       cmocka_unit_test(test_array_project_and_views),
       cmocka_unit_test(test_array_init_failure),
