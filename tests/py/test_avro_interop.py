@@ -1608,3 +1608,76 @@ def test_reader_schema_messages_for_nested_aliases_and_nulls(tmp_path, sluice):
         err = sluice.expect_error("convert", "--reader-schema", rs, path,
                                   tmp_path / "out.arrow").stderr.decode()
         assert "field 's': null written where the reader schema allows none" in err, (t, err)
+
+
+# ---- wide schemas ---------------------------------------------------------------
+
+WIDE = 50_000  # fields or symbols: wide enough that a quadratic check shows
+
+
+def avro_header_only(schema: str) -> bytes:
+    """An Avro file of no blocks whose header holds `schema` as it is (fastavro
+    would refuse to write a schema that repeats a name)."""
+    def put_bytes(b: bytes) -> bytes:
+        return uvarint(2 * len(b)) + b  # zigzag of a non-negative long
+    return (b"Obj\x01" + uvarint(2) + put_bytes(b"avro.schema") +
+            put_bytes(schema.encode()) + uvarint(0) + bytes(range(16)))
+
+
+def test_wide_schemas_refuse_names_repeated_far_apart(tmp_path):
+    """A record whose field 0 and field 49,999 share a name, and an enum whose
+    symbol 0 and symbol 49,999 do, are refused naming the name, as short ones
+    are (each name was compared with every earlier one: minutes for 100k
+    fields; they are hashed now). fastavro refuses the enum too; Java Avro
+    refuses both."""
+    import json
+    names = [f"f{i}" for i in range(WIDE)]
+    names[WIDE - 1] = "f0"
+    rec = {"type": "record", "name": "r",
+           "fields": [{"name": n, "type": "long"} for n in names]}
+    path = tmp_path / "dup_field.avro"
+    path.write_bytes(avro_header_only(json.dumps(rec)))
+    err = sluice_error(path, tmp_path)
+    assert "duplicate field name: f0" in err, err
+    syms = [f"S{i}" for i in range(WIDE)]
+    syms[WIDE - 1] = "S0"
+    enum = {"type": "record", "name": "r", "fields": [
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": syms}}]}
+    with pytest.raises(fastavro.schema.SchemaParseException, match="unique"):
+        fastavro.parse_schema(enum)
+    path = tmp_path / "dup_symbol.avro"
+    path.write_bytes(avro_header_only(json.dumps(enum)))
+    err = sluice_error(path, tmp_path)
+    assert "duplicate enum symbol: S0" in err, err
+    # Without the repeat both read as fastavro reads them.
+    names[WIDE - 1], syms[WIDE - 1] = f"f{WIDE - 1}", f"S{WIDE - 1}"
+    rec["fields"][WIDE - 1]["name"] = names[WIDE - 1]
+    rec["fields"][1] = {"name": "f1", "type": enum["fields"][0]["type"]}
+    path = tmp_path / "wide.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(rec),
+                        [{n: (syms[-1] if n == "f1" else i) for i, n in enumerate(names)}])
+    compare(path, sluice_read(path, tmp_path))
+
+
+def test_wide_reader_schema_matches_fields_and_symbols_as_fastavro(sluice, tmp_path):
+    """A reader schema of 50,000 fields in reverse order, each renamed with
+    the writer's name as alias (the last of two fields to list one takes
+    it), and an enum of 50,000 symbols in reverse order: read as fastavro
+    resolves them (each writer field and symbol was looked for in all the
+    reader's: quadratic; they are hashed now)."""
+    syms = [f"S{i}" for i in range(WIDE)]
+    enum = {"type": "enum", "name": "E", "symbols": syms}
+    writer = {"type": "record", "name": "r", "fields": [
+        {"name": "e", "type": enum}] + [{"name": f"f{i}", "type": "long"} for i in range(WIDE)]}
+    rows = [{"e": syms[k], **{f"f{i}": i * 10 + k for i in range(WIDE)}} for k in (0, WIDE - 1)]
+    fields = [{"name": f"g{i}", "aliases": [f"f{i}"], "type": "long"}
+              for i in reversed(range(WIDE))]
+    fields[0]["aliases"].append("f0")  # g49999 lists f0 too, before g0 does: g0 takes it
+    reader = {"type": "record", "name": "r", "fields": [
+        {"name": "e", "type": {**enum, "symbols": syms[::-1]}}] + fields}
+    path, _, table = read_resolved(sluice, tmp_path, writer, rows, reader)
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f, reader_schema=fastavro.parse_schema(reader)))
+    assert table.column_names == [fl["name"] for fl in reader["fields"]]
+    assert table.to_pylist() == want

@@ -19,6 +19,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_decimal.h"
 #include "core/sl_error.h"
+#include "core/sl_name_set.h"
 
 struct rctx {
   struct avro_program* p;
@@ -262,21 +263,23 @@ static int lists_alias(const json_t* obj, const char* name, int unqualified) {
   return 0;
 }
 
-/// The reader field that lists `name` among its aliases, the last one when
-/// several do (fastavro and Java Avro keep the last), or -1.
-static int64_t alias_owner(const struct avro_node* r, const char* name) {
-  int64_t owner = -1;
-  for (int64_t j = 0; j < r->n; ++j)
-    if (lists_alias(r->fields[j], name, 0)) owner = j;
-  return owner;
-}
-
-/// The reader field a writer field named `name` goes to: the one of its
-/// name, else the one that lists it among its aliases (-1: none).
-static int64_t reader_field(const struct avro_node* r, const char* name) {
-  for (int64_t i = 0; i < r->n; ++i)
-    if (strcmp(r->names[i], name) == 0) return i;
-  return alias_owner(r, name);
+/// The reader's field names (value: the field) and its fields' aliases
+/// (value: the last field to list one: fastavro and Java Avro keep the
+/// last), hashed: searching them for each writer field was quadratic.
+static int index_reader_fields(const struct avro_node* r, struct sl_name_set* names,
+                               struct sl_name_set* aliases) {
+  for (int64_t j = 0; j < r->n; ++j) {
+    SL_RETURN_NOT_OK(sl_name_set_put(names, r->names[j], j));  // distinct: the parser checks
+    json_t* list = r->fields[j] != NULL ? json_object_get((json_t*)r->fields[j], "aliases")
+                                        : NULL;
+    size_t i;
+    json_t* a;
+    json_array_foreach(list, i, a) {
+      const char* alias = json_string_value(a);
+      if (alias != NULL) SL_RETURN_NOT_OK(sl_name_set_put(aliases, alias, j));
+    }
+  }
+  return 0;
 }
 
 /// Each writer field's reader field (reader_of[k], -1: skipped): the one of
@@ -288,8 +291,13 @@ static int64_t reader_field(const struct avro_node* r, const char* name) {
 /// duplicate field).
 static int match_fields(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
                         int64_t* reader_of, uint8_t* taken) {
-  for (int64_t k = 0; k < w->n; ++k) {
-    int64_t j = reader_field(r, w->names[k]);
+  struct sl_name_set names, aliases;
+  sl_name_set_init(&names, c->p->alloc);
+  sl_name_set_init(&aliases, c->p->alloc);
+  int rc = index_reader_fields(r, &names, &aliases);
+  for (int64_t k = 0; rc == 0 && k < w->n; ++k) {
+    int64_t j = sl_name_set_find(&names, w->names[k]);
+    if (j < 0) j = sl_name_set_find(&aliases, w->names[k]);
     reader_of[k] = j;
     if (j < 0) continue;
     if (taken[j]) {
@@ -297,22 +305,26 @@ static int match_fields(struct rctx* c, const struct avro_node* w, const struct 
       while (reader_of[i] != j) ++i;
       const size_t outer = strlen(c->field);
       enter_field(c, outer, r->names[j]);  // its path, as other messages give it
-      return sl_error_set(c->error, EILSEQ, "reader schema: field '%s': the writer's fields "
-                          "'%s' and '%s' both go to it (by name or alias)", here(c),
-                          w->names[i], w->names[k]);
+      rc = sl_error_set(c->error, EILSEQ, "reader schema: field '%s': the writer's fields "
+                        "'%s' and '%s' both go to it (by name or alias)", here(c),
+                        w->names[i], w->names[k]);
+      break;
     }
     taken[j] = 1;
   }
-  return 0;
+  sl_name_set_release(&names);
+  sl_name_set_release(&aliases);
+  if (rc == ENOMEM) rc = sl_error_set(c->error, ENOMEM, "out of memory");
+  return rc;
 }
 
 /// The error for reader field j that no writer field feeds and that has no
 /// default; when the writer has a field of one of its aliases that went to
 /// another reader field, it says so.
 static int missing_field(struct rctx* c, const struct avro_node* w, const struct avro_node* r,
-                         int64_t j) {
+                         const int64_t* reader_of, int64_t j) {
   for (int64_t k = 0; k < w->n; ++k) {
-    int64_t other = reader_field(r, w->names[k]);
+    int64_t other = reader_of[k];
     if (other < 0 || other == j || !lists_alias(r->fields[j], w->names[k], 0)) continue;
     int by_name = strcmp(r->names[other], w->names[k]) == 0;
     return sl_error_set(c->error, EILSEQ, "reader schema: field '%s' has no default, and the "
@@ -369,7 +381,7 @@ static int resolve_matched_record(struct rctx* c, const struct avro_node* w,
     if (taken[j]) continue;
     enter_field(c, outer, r->names[j]);
     json_t* def = json_object_get((json_t*)r->fields[j], "default");
-    if (def == NULL) return missing_field(c, w, r, j);
+    if (def == NULL) return missing_field(c, w, r, reader_of, j);
     struct avro_buf bytes = {0};
     int rc = encode_default(c, r->items[j], def, &bytes);
     int64_t off = rc == 0 ? sl_avro_program_pool_add(p, bytes.data, (int64_t)bytes.size) : 0;
@@ -397,15 +409,21 @@ static int resolve_enum(struct rctx* c, const struct avro_node* w, const struct 
                         int32_t* out) {
   struct avro_program* p = c->p;
   int64_t off = -1;
-  for (int64_t k = 0; k < w->n; ++k) {
-    int32_t m = -1;
-    for (int64_t j = 0; j < r->n && m < 0; ++j)
-      if (strcmp(w->names[k], r->names[j]) == 0) m = (int32_t)j;
+  // The reader's symbols, hashed: searching them for each writer symbol was
+  // quadratic (minutes for 1M symbols).
+  struct sl_name_set syms;
+  sl_name_set_init(&syms, p->alloc);
+  int rc = 0;
+  for (int64_t j = 0; rc == 0 && j < r->n; ++j) rc = sl_name_set_put(&syms, r->names[j], j);
+  for (int64_t k = 0; rc == 0 && k < w->n; ++k) {
+    int32_t m = (int32_t)sl_name_set_find(&syms, w->names[k]);  // distinct: the parser checks
     if (m < 0) m = (int32_t)(r->enum_default - 1);  // the reader's default, or still -1
     int64_t at = sl_avro_program_pool_add(p, &m, 4);
-    if (at < 0) return sl_error_set(c->error, ENOMEM, "out of memory");
+    if (at < 0) rc = ENOMEM;
     if (off < 0) off = at;
   }
+  sl_name_set_release(&syms);
+  if (rc != 0) return sl_error_set(c->error, ENOMEM, "out of memory");
   SL_RETURN_NOT_OK(op_for(c, OP_ENUM_MAP, 0, r, 1, out));
   p->ops[*out].writer = w;  // its symbols, for messages
   p->ops[*out].size = w->n;
