@@ -918,3 +918,26 @@ def test_fixed_decimal_value_too_wide_is_an_error(tmp_path, sluice):
                                           table.schema.metadata), safe=False))
     err = sluice.expect_error("convert", src, tmp_path / "out.avro").stderr.decode()
     assert "'d'" in err and "row 1" in err and "fixed" in err
+
+
+def test_wide_table_names_repeated_far_apart_are_refused(tmp_path, sluice):
+    """Columns 0 and 49,999 of one Avro name ("a b" and "a_b": the writer
+    renames the first) are refused naming both, as two neighbours are (each
+    name was compared with every earlier one: a minute for 100k columns;
+    they are hashed now); without the repeat the table converts as fastavro
+    reads it."""
+    n = 50_000
+    names = [f"c{i}" for i in range(n)]
+    names[0], names[n - 1] = "a b", "a_b"
+    src = tmp_path / "wide.arrow"
+    write_arrow(src, pa.Table.from_arrays([pa.array([i], pa.int64()) for i in range(n)],
+                                          names=names))
+    proc = sluice.expect_error("convert", src, tmp_path / "o.avro")
+    assert b"columns 'a b' and 'a_b' both become the Avro name 'a_b'" in proc.stderr, proc.stderr
+    names[n - 1] = "z"
+    write_arrow(src, pa.Table.from_arrays([pa.array([i], pa.int64()) for i in range(n)],
+                                          names=names))
+    sluice.run("convert", src, tmp_path / "o.avro")
+    schema, _, rows = fastavro_rows(tmp_path / "o.avro")
+    assert [f["name"] for f in schema["fields"]] == ["a_b", *names[1:]]
+    assert rows == [dict(zip(["a_b", *names[1:]], range(n)))]

@@ -119,3 +119,32 @@ def test_uuids_are_spelled_as_duckdb_writes_them(sluice, tmp_path):
     assert all(w in shown for w in want if w)
     stats = json.loads(sluice.run("stats", src, "--json").stdout)
     assert {stats[0]["min"], stats[0]["max"]} <= set(w for w in want if w)
+
+
+def test_wide_tables_names_repeated_far_apart_are_refused(sluice, tmp_path):
+    """Columns 0 and 49,999 of one name, or fields 0 and 49,999 of a struct,
+    would make objects with a repeated key, which pyarrow.json refuses: they
+    are refused naming the key, as two neighbours are (each name was compared
+    with every earlier one: 23 s for 100k columns; they are hashed now).
+    Without the repeat the wide table reads back as pyarrow wrote it."""
+    n = 50_000
+    names = [f"c{i}" for i in range(n)]
+    names[n - 1] = "c0"
+    line = "{" + ",".join(f'"{k}":{i}' for i, k in enumerate(names)) + "}\n"
+    (tmp_path / "peer.jsonl").write_text(line)
+    with pytest.raises(pa.ArrowInvalid):
+        pj.read_json(tmp_path / "peer.jsonl")
+    cols = [pa.array([i], pa.int64()) for i in range(n)]
+    struct = pa.StructArray.from_arrays(cols, names=names)
+    for table, says in ((pa.Table.from_arrays(cols, names=names), "two columns are named 'c0'"),
+                        (pa.table({"s": struct}), "two fields of struct 's' are named 'c0'")):
+        src = tmp_path / "wide.parquet"
+        pq.write_table(table, src)
+        proc = sluice.expect_error("convert", src, tmp_path / "o.jsonl")
+        assert says.encode() in proc.stderr, proc.stderr
+        assert not (tmp_path / "o.jsonl").exists()
+    names[n - 1] = f"c{n - 1}"
+    table = pa.Table.from_arrays(cols, names=names)
+    pq.write_table(table, tmp_path / "wide.parquet")
+    sluice.run("convert", tmp_path / "wide.parquet", tmp_path / "o.jsonl")
+    assert pj.read_json(tmp_path / "o.jsonl").equals(table)

@@ -75,6 +75,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_name_set.h"
 #include "core/sl_options.h"
 #include "core/sl_read.h"
 #include "core/sl_value_text.h"
@@ -432,15 +433,6 @@ static int same_fields(const struct avro_node* src, const struct ArrowSchema* s)
   return 1;
 }
 
-/// The type of the source record's field `name` (NULL if none).
-static const struct avro_node* src_field(const struct avro_node* src, const char* name) {
-  if (src == NULL || src->kind != AVRO_RECORD || name == NULL) return NULL;
-  for (int64_t i = 0; i < src->n; ++i) {
-    if (strcmp(src->names[i], name) == 0) return src->items[i];
-  }
-  return NULL;
-}
-
 /// A record for the struct `s`. Its name is the source record's when that
 /// has the same fields in the same order (a projection keeps nested names
 /// only), else `member`'s, else one made from `path`; `*out` is a reference
@@ -468,30 +460,40 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     namespace_of(want, ns, sizeof ns);
     ctx->ns = ns;
   }
+  // Field names made so far, and the source record's, hashed: searching
+  // them linearly for each field took minutes on 100k columns.
+  struct sl_name_set made, src_names;
+  sl_name_set_init(&made, ctx->alloc);
+  sl_name_set_init(&src_names, ctx->alloc);
   int rc = 0;
+  if (src != NULL && src->kind == AVRO_RECORD) {
+    for (int64_t i = 0; rc == 0 && i < src->n; ++i) {
+      rc = sl_name_set_put(&src_names, src->names[i], i);  // distinct: the parser checks
+    }
+    if (rc != 0) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+  }
   for (int64_t i = 0; rc == 0 && i < s->n_children; ++i) {
     const struct ArrowSchema* c = s->children[i];
     struct aw_node* child = &node->children[i];
     child->field_name = sanitize(ctx->alloc, c->name);
-    if (child->field_name == NULL) {
+    int64_t j = -1;
+    if (child->field_name == NULL || sl_name_set_add(&made, child->field_name, i, &j) != 0) {
       rc = sl_error_set(error, ENOMEM, "avro: out of memory");
       break;
     }
-    for (int64_t j = 0; j < i; ++j) {
-      if (strcmp(node->children[j].field_name, child->field_name) == 0) {
-        rc = sl_error_set(error, EINVAL,
-                          "avro: columns '%s' and '%s' both become the Avro name '%s'",
-                          s->children[j]->name ? s->children[j]->name : "",
-                          c->name ? c->name : "", child->field_name);
-        break;
-      }
+    if (j >= 0) {
+      rc = sl_error_set(error, EINVAL,
+                        "avro: columns '%s' and '%s' both become the Avro name '%s'",
+                        s->children[j]->name ? s->children[j]->name : "",
+                        c->name ? c->name : "", child->field_name);
+      break;
     }
-    if (rc != 0) break;
     char sub[512];
     snprintf(sub, sizeof sub, "%.200s_%.200s", path, child->field_name);
     json_t* t = NULL;
+    int64_t from = c->name != NULL ? sl_name_set_find(&src_names, c->name) : -1;
     rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1,
-               src_field(src, c->name), NULL, &t, error);
+               from >= 0 ? src->items[from] : NULL, NULL, &t, error);
     if (rc != 0) break;
     if (child->nullable) t = json_pack("[s, o]", "null", t);
     json_t* f = t == NULL ? NULL
@@ -503,6 +505,8 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     }
   }
   ctx->ns = outer;
+  sl_name_set_release(&made);
+  sl_name_set_release(&src_names);
   if (rc != 0) {
     json_decref(rec);
     return rc;
