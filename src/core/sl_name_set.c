@@ -2,15 +2,14 @@
 
 #include <errno.h>
 #include <string.h>
+#define XXH_INLINE_ALL  // from its header, as pq_bloom.c: no library to link
+#include <xxhash.h>
 
 #include "sl_alloc.h"
 
-// FNV-1a: names are short, and any spread will do for open addressing.
-static uint64_t hash_name(const char* p) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *p != '\0'; ++p) h = (h ^ (uint8_t)*p) * 1099511628211ull;
-  return h ^ (h >> 29);
-}
+// xxHash (libxxhash, which the Parquet Bloom filters use too): a name's
+// slot needs a good spread, not a hash of our own.
+static uint64_t hash_name(const char* p) { return XXH3_64bits(p, strlen(p)); }
 
 void sl_name_set_init(struct sl_name_set* s, const struct sluice_allocator* alloc) {
   memset(s, 0, sizeof *s);
