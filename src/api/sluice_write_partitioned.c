@@ -27,6 +27,7 @@
 #include "../core/sl_array_scatter.h"
 #include "../core/sl_checked_stream.h"
 #include "../core/sl_error.h"
+#include "../core/sl_hash.h"
 #include "../core/sl_parallel.h"
 #include "../core/sl_read.h"
 #include "../core/sl_row_filter.h"
@@ -169,12 +170,6 @@ static void* grow(const struct sluice_allocator* alloc, void* items, int64_t* ca
   sl_free(alloc, items, (size_t)*cap * size);
   *cap = cap2;
   return bigger;
-}
-
-static uint64_t hash_bytes(const char* s, size_t n) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
 }
 
 /* ---- Path segments ---------------------------------------------------------- */
@@ -373,7 +368,7 @@ static int same_as_previous(const struct partitioned_write* w, const struct Arro
 /// if new.
 static int find_partition(struct partitioned_write* w, const struct ArrowArray* batch, int64_t row,
                           int64_t* out, struct sluice_error* error) {
-  uint64_t h = hash_bytes(w->key.data, w->key.len);
+  uint64_t h = sl_hash_bytes(w->key.data, w->key.len);
   int64_t mask = w->n_slots - 1;
   for (int64_t s = (int64_t)(h & (uint64_t)mask);; s = (s + 1) & mask) {
     int32_t p = w->slots[s];

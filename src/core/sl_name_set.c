@@ -2,14 +2,10 @@
 
 #include <errno.h>
 #include <string.h>
-#define XXH_INLINE_ALL  // from its header, as pq_bloom.c: no library to link
-#include <xxhash.h>
-
 #include "sl_alloc.h"
+#include "sl_hash.h"
 
-// xxHash (libxxhash, which the Parquet Bloom filters use too): a name's
-// slot needs a good spread, not a hash of our own.
-static uint64_t hash_name(const char* p) { return XXH3_64bits(p, strlen(p)); }
+static uint64_t hash_name(const char* p) { return sl_hash_bytes(p, strlen(p)); }
 
 void sl_name_set_init(struct sl_name_set* s, const struct sluice_allocator* alloc) {
   memset(s, 0, sizeof *s);

@@ -17,6 +17,7 @@
 #include "../core/sl_alloc.h"
 #include "../core/sl_block_pool.h"
 #include "../core/sl_error.h"
+#include "../core/sl_hash.h"
 #include "../core/sl_sleep.h"
 #include "../core/sl_value_text.h"
 #include "sl_curl.h"
@@ -101,7 +102,7 @@ enum part_state { PART_EMPTY, PART_FETCHING, PART_READY, PART_FAILED };
 struct http_tag {
   char text[256];
   size_t len;     ///< the value's length; 0 = none
-  uint64_t hash;  ///< FNV-1a of the whole value
+  uint64_t hash;  ///< of the whole value
 };
 
 /// One readahead part. `ref` owns `data`; views retain it, so a part's bytes
@@ -272,13 +273,11 @@ static void trim_value(const char** v, size_t* n) {
 }
 
 static void tag_set(struct http_tag* t, const char* v, size_t n) {
-  uint64_t h = 14695981039346656037u;
-  for (size_t i = 0; i < n; ++i) h = (h ^ (unsigned char)v[i]) * 1099511628211u;
   size_t k = n < sizeof t->text ? n : sizeof t->text - 1;
   memcpy(t->text, v, k);
   t->text[k] = '\0';
   t->len = n;
-  t->hash = h;
+  t->hash = sl_hash_bytes(v, n);
 }
 
 /// Held whole (can be sent back in a request header).

@@ -13,6 +13,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_hash.h"
 #include "core/sl_value_text.h"
 
 struct ipc_unify_column {
@@ -29,12 +30,6 @@ struct ipc_unify_column {
 };
 
 static void noop_release(struct ArrowArray* array) { array->release = NULL; }
-
-static uint64_t hash_bytes(const uint8_t* p, int64_t n) {
-  uint64_t h = 1469598103934665603u;  // FNV-1a: dictionaries are small
-  for (int64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211u;
-  return h;
-}
 
 static int64_t value_end(const struct ipc_unify_column* c, int64_t k) {
   if (c->large_values) {
@@ -58,7 +53,7 @@ static int grow_table(struct ipc_unify_column* c, const struct sluice_allocator*
   if (table == NULL) return oom(error);
   for (int64_t k = 0; k < c->n; ++k) {
     int64_t start = value_end(c, k), end = value_end(c, k + 1);
-    uint64_t h = hash_bytes(c->data.data + start, end - start) & (uint64_t)(cap - 1);
+    uint64_t h = sl_hash_bytes(c->data.data + start, (size_t)(end - start)) & (uint64_t)(cap - 1);
     while (table[h] != 0) h = (h + 1) & (uint64_t)(cap - 1);
     table[h] = k + 1;
   }
@@ -72,7 +67,7 @@ static int grow_table(struct ipc_unify_column* c, const struct sluice_allocator*
 static int intern(struct ipc_unify_column* c, const struct sluice_allocator* alloc,
                   const uint8_t* p, int64_t n, int64_t* index, struct sluice_error* error) {
   if (2 * (c->n + 1) >= c->table_cap) SL_RETURN_NOT_OK(grow_table(c, alloc, error));
-  uint64_t h = hash_bytes(p, n) & (uint64_t)(c->table_cap - 1);
+  uint64_t h = sl_hash_bytes(p, (size_t)n) & (uint64_t)(c->table_cap - 1);
   for (;; h = (h + 1) & (uint64_t)(c->table_cap - 1)) {
     int64_t e = c->table[h];
     if (e == 0) break;
