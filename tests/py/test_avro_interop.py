@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import math
 import os
 import random
@@ -485,6 +486,28 @@ def test_nesting_depth_limit(tmp_path):
         assert fastavro_rows(path)[1] == rows
         err = sluice_error(path, tmp_path)
         assert "deeper than sluice's limit of 62 levels" in err and "invalid" not in err, err
+
+
+def test_schema_json_past_parser_depth(tmp_path):
+    """A schema nested past the JSON parser's 2,048 levels is still valid
+    JSON: the error says how deep is too deep, not "not valid JSON"."""
+    def zigzag(n):
+        n, out = (n << 1) ^ (n >> 63), b""
+        while n > 0x7F:
+            out, n = out + bytes([(n & 0x7F) | 0x80]), n >> 7
+        return out + bytes([n])
+
+    def text(b):
+        return zigzag(len(b)) + b
+
+    schema = '{"type": "array", "items": ' * 3000 + '"int"' + "}" * 3000
+    assert schema.count("[") == 0 and schema.count("{") == schema.count("}")  # balanced JSON
+    path = tmp_path / "deep_json.avro"
+    path.write_bytes(b"Obj\x01" + zigzag(1) + text(b"avro.schema") + text(schema.encode())
+                     + zigzag(0) + bytes(16))
+    err = sluice_error(path, tmp_path)
+    assert "deeper than the JSON parser's limit of 2048 levels" in err and "not valid JSON" not in err, err
+    assert "at most 62 deep" in err, err
 
 
 # ---- bad input ----------------------------------------------------------------

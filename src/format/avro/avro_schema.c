@@ -522,10 +522,16 @@ int sl_avro_schema_parse(const char* json, size_t n, const struct sluice_allocat
   json_t* root = json_loadb(json, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
   // jansson keeps object keys as C strings: a map default's key with a NUL
   // (valid JSON, which fastavro and Java take) cannot be read.
-  if (root == NULL && strstr(jerr.text, "NUL byte in object key") != NULL)
+  if (root == NULL && json_error_code(&jerr) == json_error_null_byte_in_key)
     return sl_error_set(error, ENOTSUP, "the schema has an object key holding a NUL character "
                         "(\\u0000), such as a map default's key, which sluice cannot read (line "
                         "%d column %d: %s)", jerr.line, jerr.column, jerr.text);
+  // Valid JSON nested past jansson's parser depth is past sluice's own
+  // type depth too: say that, not "not valid JSON".
+  if (root == NULL && json_error_code(&jerr) == json_error_stack_overflow)
+    return sl_error_set(error, ENOTSUP, "the schema nests deeper than the JSON parser's limit of "
+                        "%d levels (line %d column %d); sluice reads types nested at most %d "
+                        "deep", JSON_PARSER_MAX_DEPTH, jerr.line, jerr.column, AVRO_MAX_DEPTH);
   if (root == NULL)
     return sl_error_set(error, EILSEQ, "the schema is not valid JSON (line %d column %d: %s)",
                         jerr.line, jerr.column, jerr.text);
