@@ -1287,8 +1287,8 @@ def test_a_column_bomb_stops_at_max_columns(sluice, tmp_path, source):
 def test_max_columns_bounds_the_header_and_every_row(sluice, tmp_path):
     """max_columns=N: a file of N columns reads as pyarrow reads it; one of
     N + 1 is an error naming the count and the option, and so is a later
-    row of more fields (with bad_rows=skip too: its fields would cost the
-    memory), at the line pyarrow's invalid-row handler names."""
+    row of more fields, at the line pyarrow's invalid-row handler names;
+    bad_rows=skip skips that row (without keeping its fields)."""
     n = 1000
     path = tmp_path / "wide.csv"
     names = ",".join(f"c{i}" for i in range(n))
@@ -1310,14 +1310,69 @@ def test_max_columns_bounds_the_header_and_every_row(sluice, tmp_path):
 
     pcsv.read_csv(long_row, read_options=pcsv.ReadOptions(use_threads=False),
                   parse_options=pcsv.ParseOptions(invalid_row_handler=handler))
-    for options in ([], ["bad_rows=skip"]):
-        args = [x for o in options + [f"max_columns={n}"] for x in ("-O", o)]
-        err = sluice.expect_error("cat", *args, long_row).stderr.decode()
-        assert f"long_row.csv: line {bad[0]} (byte 8): a row of too many fields (more than " \
-               f"{n}, the CSV option max_columns" in err, err
-    # By default the row is one of the wrong field count, and skipped so.
-    proc = sluice.run("cat", "-t", "csv", "-O", "bad_rows=skip", long_row)
-    assert "skipped 1 bad row" in proc.stderr.decode()
+    err = sluice.expect_error("cat", "-O", f"max_columns={n}", long_row).stderr.decode()
+    assert f"long_row.csv: line {bad[0]} (byte 8): a row of too many fields (more than " \
+           f"{n}, the CSV option max_columns" in err, err
+    # Skipped either way: past max_columns, or as a row of the wrong count.
+    want = pcsv.read_csv(long_row, parse_options=pcsv.ParseOptions(invalid_row_handler=handler))
+    for limit, why in ((n, f"more than {n} fields (the CSV option max_columns)"),
+                       (100_000, "expected 2 fields, found 50001")):
+        proc = sluice.run("cat", "-t", "csv", "-O", "bad_rows=skip", "-O", f"max_columns={limit}",
+                          long_row)
+        assert pcsv.read_csv(pa.py_buffer(proc.stdout)).equals(want)
+        assert f"skipped 1 bad row (first: line {bad[0]} (byte 8): {why})" in \
+            proc.stderr.decode(), proc.stderr
+
+
+@pytest.mark.parametrize("dialect", ["quoted", "escape", "stray"])
+def test_bad_rows_skip_drops_rows_past_max_columns(sluice, tmp_path, dialect):
+    """bad_rows=skip with rows wider than max_columns anywhere (in the
+    sample, at split boundaries, at the end, with quoted delimiters and
+    line feeds in them): the same table and skip count as with a
+    max_columns they fit (rows of the wrong count are skipped either way),
+    with 1 and 2 threads and from a .zst stream, and the table pyarrow's
+    invalid-row handler gives."""
+    zstandard = pytest.importorskip("zstandard")
+    rng = random.Random(7)
+    escape = dialect == "escape"
+    options = ["bad_rows=skip"] + (["escape=\\"] if escape else []) + \
+        (["stray_quotes=text", "delimiter=,"] if dialect == "stray" else [])
+    lines, n_wide = ["id,text,x"], 0
+    for i in range(30_000):
+        if rng.random() < 0.0005 or i in (1, 29_999):
+            # Wide enough to pass the field array's spare room (the check
+            # runs when it grows), with quoted delimiters and line feeds.
+            n_wide += 1
+            cells = ["7"] * 100_000
+            for j in rng.sample(range(100_000), 50):
+                cells[j] = f'"q,{j}\n"'
+
+            if escape:
+                cells[5] = 'a\\"b\\,c'
+            elif dialect == "stray":
+                cells[5] = 'a"b'
+            lines.append(",".join(cells))
+        else:
+            lines.append(f'{i},"t {i}, ""quoted""\nline",{i / 8}')
+    path = tmp_path / "wide_rows.csv"
+    path.write_text("\n".join(lines) + "\n")
+    zst = tmp_path / "wide_rows.csv.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(path.read_bytes()))
+    reference = sluice_read(sluice, path, *options, "max_columns=200000")
+    assert reference.num_rows == 30_000 - n_wide  # each wide row took a row's place
+    if not escape:
+        handler = lambda row: "skip"  # noqa: E731
+        want = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(invalid_row_handler=handler,
+                                                                   newlines_in_values=True))
+        assert reference.equals(want)
+    for source in (path, zst):
+        for threads in (1, 2):
+            out = tmp_path / f"out{threads}.arrow"
+            proc = sluice.run("convert", source, out, "--threads", str(threads), "--batch-rows",
+                              "977", *[x for o in options + ["max_columns=100"] for x in ("-O", o)])
+            with ipc.open_file(out) as f:
+                assert f.read_all().equals(reference), (source, threads)
+            assert f"skipped {n_wide} bad rows" in proc.stderr.decode(), proc.stderr
 
 
 def test_zstd_window_over_the_limit_is_named(sluice, tmp_path):

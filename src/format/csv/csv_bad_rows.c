@@ -72,6 +72,13 @@ static void count_skip(struct csv_split_state* s, int64_t pos, const char* why) 
   skip_unlock(r);
 }
 
+void sl_csv_skip_wide_row(struct csv_split_state* s, int64_t pos) {
+  char why[96];
+  snprintf(why, sizeof why, "more than %" PRId64 " fields (the CSV option max_columns)",
+           s->r->opts.max_columns);
+  count_skip(s, pos, why);
+}
+
 int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error) {
   struct csv_reader* r = s->r;
   struct csv_rows* rows = &s->rows;

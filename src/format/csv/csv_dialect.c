@@ -288,6 +288,18 @@ static int tok_error(struct analysis* a, enum csv_tok_status st, int64_t err_pos
                       sl_csv_tok_hint(a->opts, &a->out->dialect, st, hint, sizeof hint));
 }
 
+/// bad_rows=skip: a row after the first one wider than max_columns has no
+/// say in the sample (the scan skips and counts it); the rows before it stay
+/// and sampling goes on after it. 1 if that is the case (*pos moved on).
+static int skip_wide_row(struct analysis* a, enum csv_tok_status st, int64_t err_pos,
+                         int64_t* pos) {
+  if (st != CSV_TOK_TOO_MANY_FIELDS || !a->opts->skip_bad_rows || a->rows.n_rows == 0) return 0;
+  a->rows.n_fields = a->rows.row_first[a->rows.n_rows];
+  int64_t next = sl_csv_row_end(&a->out->dialect, a->data, err_pos, a->size);
+  *pos = next >= 0 ? next : a->size;
+  return 1;
+}
+
 /// f0, f1, ...: the name a column without a header gets (pyarrow's).
 static int is_default_name(const char* s) {
   if (s[0] != 'f' || s[1] < '0' || s[1] > '9' || (s[1] == '0' && s[2] != '\0')) return 0;
@@ -569,7 +581,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
                                         budget < chunk ? budget : chunk, &a->rows, &err_pos);
   if (st == CSV_TOK_UNTERMINATED && !a->final) {
     pos = err_pos;  // the sample of a stream ends inside a quoted field
-  } else if (st != CSV_TOK_OK) {
+  } else if (st != CSV_TOK_OK && !skip_wide_row(a, st, err_pos, &pos)) {
     return tok_error(a, st, err_pos, error);
   }
   l->data_start = start;
@@ -670,7 +682,7 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     int stop = 0;
     if (st == CSV_TOK_UNTERMINATED && !a->final) {
       stop = 1;
-    } else if (st != CSV_TOK_OK) {
+    } else if (st != CSV_TOK_OK && !skip_wide_row(a, st, err_pos, &pos)) {
       return tok_error(a, st, err_pos, error);
     }
     if (add_rows(a, 0, 0) != 0) return sl_error_set(error, ENOMEM, "%s: out of memory", a->name);

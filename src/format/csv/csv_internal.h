@@ -211,6 +211,12 @@ enum csv_scan_state {
   CSV_ST_COMMENT = 3 ///< within a comment line
 };
 
+/// The position after the line feed that ends the row starting at `from`
+/// (outside quotes), by the tokenizers' rules; -1 if the row does not end
+/// before `end`. Finds the end of a row refused as too wide to keep.
+int64_t sl_csv_row_end(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                       int64_t end);
+
 /// The first row start at or after `from`: the position after the first line
 /// feed at or after from - 1 that ends a row or a comment line, given the
 /// scanner state at from - 1 (0/1 = quote parity works for dialects without

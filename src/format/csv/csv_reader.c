@@ -686,6 +686,20 @@ again:
     enum csv_tok_status st = sl_csv_tokenize(&r->layout.dialect, s->data, &s->pos, s->limit,
                                           s->stop, want, max_bytes, &s->rows, &err_pos);
     if (st == CSV_TOK_ENOMEM) return split_nomem(s, error);
+    if (st == CSV_TOK_TOO_MANY_FIELDS && r->opts.skip_bad_rows) {
+      // The rows before it stay; the wide row's fields so far go, and so
+      // does the rest of it (found without keeping its fields).
+      s->rows.n_fields = s->rows.row_first[s->rows.n_rows];
+      int64_t next = sl_csv_row_end(&r->layout.dialect, s->data, err_pos, s->limit);
+      if (next < 0 && r->stream && !s->eof) {
+        s->pos = err_pos;  // it ends past the window: read on, then refuse it again
+        s->need_more = 1;
+        break;
+      }
+      sl_csv_skip_wide_row(s, err_pos);
+      s->pos = next < 0 ? s->limit : next;
+      continue;
+    }
     if (st == CSV_TOK_UNTERMINATED && r->stream && !s->eof) {
       s->pos = err_pos;  // the window ends inside a quoted field: keep the whole rows
       s->need_more = 1;

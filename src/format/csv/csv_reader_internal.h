@@ -219,6 +219,9 @@ int sl_csv_field_converts(struct csv_split_state* s, int64_t c, const struct csv
 /// After it, only row_first[r] (not the difference to the next row) is
 /// meaningful: dropped rows leave their fields in place.
 int sl_csv_fix_rows(struct csv_split_state* s, struct sluice_error* error);
+/// bad_rows=skip for a row the tokenizer refused as wider than max_columns
+/// (its fields were never kept): counts it as skipped, with its start `pos`.
+void sl_csv_skip_wide_row(struct csv_split_state* s, int64_t pos);
 /// The reader's rows_skipped hook (see sl_format.h).
 int64_t sl_csv_rows_skipped(void* reader, char* first_reason, size_t cap);
 /// Converts column `c` of the tokenized rows into builder `b`.

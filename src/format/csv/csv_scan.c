@@ -554,6 +554,33 @@ int64_t sl_csv_next_row_start(const struct csv_dialect* d, const uint8_t* data, 
   return end;
 }
 
+int64_t sl_csv_row_end(const struct csv_dialect* d, const uint8_t* data, int64_t from,
+                       int64_t end) {
+  // The tokenizers' rules (tokenize_escape's, which every dialect shares),
+  // with nothing kept: an escape makes the next byte literal; a quote
+  // toggles quoting, only at a field's start when stray quotes are text.
+  int in_q = 0;
+  int64_t field_start = from;
+  for (int64_t p = from; p < end; ++p) {
+    uint8_t c = data[p];
+    if (d->escape != 0 && c == d->escape) {
+      ++p;
+    } else if (d->quote != 0 && c == d->quote) {
+      if (d->stray_text && !in_q && p != field_start) continue;
+      if (d->stray_text && in_q && p + 1 < end && data[p + 1] == d->quote) {
+        ++p;
+        continue;
+      }
+      in_q ^= 1;
+    } else if (!in_q && c == d->delimiter) {
+      field_start = p + 1;
+    } else if (!in_q && c == '\n') {
+      return p + 1;
+    }
+  }
+  return -1;
+}
+
 unsigned sl_csv_comment_transitions(const struct csv_dialect* d, const uint8_t* data, int64_t from,
                                  int64_t to) {
   // The four start states run in lockstep, packed into one byte (2 bits per
