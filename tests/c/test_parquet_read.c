@@ -3,6 +3,7 @@
 // from its published content, projection, options, stored statistics,
 // corrupt checksums, every bad_data file gives an error, and an
 // allocation-failure sweep that must never leak.
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -619,19 +620,27 @@ static void capped_deallocate(void* ctx, void* ptr, size_t size) {
   free(ptr);
 }
 
-/// Running out of memory names the row group, column and page, and what
-/// was asked for (it said "file: out of memory"). A valid page: 2^28 nulls
-/// of an optional int32 column in one RLE run (pyarrow needs 1 GiB too).
-static void test_out_of_memory_names_the_page(void** state) {
-  (void)state;
-  uint8_t body[16];
-  int n = 4;  // definition levels: their length, then one run of 2^28 zeros
-  uint64_t v = (uint64_t)1 << 29;
+/// A page of `rows` nulls of an optional int32 column: its definition
+/// levels one RLE run (the v1 length first), no values.
+static int null_run_page(uint8_t body[16], int64_t rows) {
+  int n = 4;
+  uint64_t v = (uint64_t)rows << 1;
   for (; v >= 0x80; v >>= 7) body[n++] = (uint8_t)(v | 0x80);
   body[n++] = (uint8_t)v;
   body[n++] = 0;
   uint32_t len = (uint32_t)(n - 4);
   memcpy(body, &len, 4);
+  return n;
+}
+
+/// Running out of memory names the row group, column and page, and what
+/// was asked for (it said "file: out of memory"). A valid page: 2^28 nulls
+/// of an optional int32 column in one RLE run, its row group decoded whole
+/// (slice_bytes above it: pyarrow's read_table needs 1 GiB too).
+static void test_out_of_memory_names_the_page(void** state) {
+  (void)state;
+  uint8_t body[16];
+  int n = null_run_page(body, (int64_t)1 << 28);
   struct crafted c = {.codec = PQ_CODEC_UNCOMPRESSED, .repetition = PQ_OPTIONAL, .n_groups = 1,
                       .rows = 1 << 28, .num_values = 1 << 28, .usize = n, .body = body,
                       .bsize = n};
@@ -641,7 +650,7 @@ static void test_out_of_memory_names_the_page(void** state) {
   struct sluice_allocator capped = {capped_allocate, capped_deallocate, NULL};
   struct result* r = malloc(sizeof *r);
   struct sluice_error err;
-  int rc = read_file(path, &capped, NULL, 0, NULL, 0, r, &err);
+  int rc = read_file(path, &capped, NULL, 0, "slice_bytes=4G", 0, r, &err);
   if (rc == 0) result_release(r);
   free(r);
   unlink(path);
@@ -649,6 +658,70 @@ static void test_out_of_memory_names_the_page(void** state) {
   assert_int_equal(rc, ENOMEM);
   assert_non_null(strstr(err.message, "nulls.parquet: row group 0, column a: page at byte 4: "
                                       "out of memory (1073741824 bytes for the row group's values)"));
+}
+
+/// A row group read a batch at a time decodes a page a batch's share at a
+/// time: a page of 2^31 - 1 nulls in 13 bytes (17 GB decoded whole; it was
+/// refused, or read whole for 10^8 of them) comes out in batches of 65536
+/// rows with a few MiB live, every row null. Also with the page's rows
+/// split over two row groups' worth of batches that do not line up.
+static void test_null_run_read_in_pieces(void** state) {
+  (void)state;
+  static const int64_t k_rows[] = {INT32_MAX, 100000000};
+  static const int64_t k_batch[] = {65536, 1000003};
+  for (int t = 0; t < 2; ++t) {
+    uint8_t body[16];
+    int n = null_run_page(body, k_rows[t]);
+    struct crafted c = {.codec = PQ_CODEC_UNCOMPRESSED, .repetition = PQ_OPTIONAL,
+                        .n_groups = 1, .rows = k_rows[t], .num_values = k_rows[t], .usize = n,
+                        .body = body, .bsize = n};
+    char path[512];
+    test_temp_path("nulls.parquet", path, sizeof path);
+    write_crafted(path, &c);
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    const struct sl_format_reader* fmt = sl_parquet_reader();
+    struct sluice_error err;
+    struct sl_source* src;
+    assert_int_equal(sl_source_open(path, &ta.base, &src, &err), 0);
+    struct sl_reader_args args = {.source = src, .alloc = &ta.base, .batch_size = k_batch[t]};
+    void* reader;
+    assert_int_equal(fmt->open(&args, &reader, &err), 0);
+    struct sl_split* splits = NULL;
+    int64_t n_splits = 0;
+    assert_int_equal(fmt->plan_splits(reader, &splits, &n_splits, &err), 0);
+    assert_int_equal(n_splits, 1);
+    void* st;
+    int projected;
+    assert_int_equal(fmt->split_open(reader, &splits[0], NULL, 0, &st, &projected, &err), 0);
+    int64_t rows = 0, nulls = 0, batches = 0;
+    // 10^8 rows are enough to show the pages decode in pieces; 2^31 - 1
+    // take a while: the first 64 batches of them.
+    while (t == 1 || batches < 64) {
+      struct ArrowArray b;
+      int rc = fmt->split_next(st, &b, &err);
+      if (rc != 0) fail_msg("%s", err.message);
+      if (b.release == NULL) break;
+      assert_int_equal(b.n_children, 1);
+      assert_true(b.length == k_batch[t] || rows + b.length == k_rows[t]);
+      rows += b.length;
+      nulls += b.children[0]->null_count;
+      ++batches;
+      b.release(&b);
+    }
+    assert_int_equal(nulls, rows);
+    if (t == 1) assert_int_equal(rows, k_rows[t]);
+    fmt->split_close(st);
+    sl_free(&ta.base, splits, (size_t)n_splits * sizeof *splits);
+    fmt->close(reader);
+    sl_source_close(src);
+    unlink(path);
+    print_message("%" PRId64 " rows of %" PRId64 " in batches of %" PRId64 ": peak %lld bytes\n",
+                  rows, k_rows[t], k_batch[t], (long long)ta.peak_bytes);
+    // A batch: 4 bytes a row and its validity, its levels, and the slack.
+    assert_true(ta.peak_bytes < k_batch[t] * 16 + (4 << 20));
+    assert_int_equal(ta.live_bytes, 0);
+  }
 }
 
 static void test_allocation_failures(void** state) {
@@ -701,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_declared_page_size_bounded),
       cmocka_unit_test(test_declared_value_count_bounded),
       cmocka_unit_test(test_out_of_memory_names_the_page),
+    cmocka_unit_test(test_null_run_read_in_pieces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

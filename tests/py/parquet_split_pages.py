@@ -150,3 +150,68 @@ def write_list_pages_file(path, rows, page_entries):
     data += m.out + struct.pack("<I", len(m.out)) + b"PAR1"
     with open(path, "wb") as f:
         f.write(bytes(data))
+
+
+def write_null_run_file(path, rows_per_page, pages=1):
+    """One row group of an optional INT64 column `a` whose `pages` v1 data
+    pages each hold `rows_per_page` nulls as one RLE run of definition
+    levels: a few bytes a page however many rows it says (2^31 - 1 at
+    most), and no values."""
+    run = uvarint(rows_per_page << 1) + b"\x00"
+    body = struct.pack("<I", len(run)) + run
+    data = bytearray(b"PAR1")
+    start = len(data)
+    for _ in range(pages):
+        h = _Compact()
+        h.int(1, 0)  # DATA_PAGE
+        h.int(2, len(body))
+        h.int(3, len(body))
+        h.begin(5)
+        h.int(1, rows_per_page)
+        h.int(2, 0)  # PLAIN
+        h.int(3, 3)  # RLE
+        h.int(4, 3)
+        h.end()
+        h.out.append(0)
+        data += h.out + body
+    size = len(data) - start
+    rows = rows_per_page * pages
+    m = _Compact()
+    m.int(1, 1)
+
+    def element(e):
+        name, typ, repetition, children = e
+        if typ is not None:
+            m.int(1, typ)
+        if repetition is not None:
+            m.int(3, repetition)
+        m.str(4, name)
+        if children is not None:
+            m.int(5, children)
+
+    m.list(2, 12, [("schema", None, None, 1), ("a", 2, 1, None)], element)
+    m.int(3, rows, i64=True)
+
+    def row_group(_):
+        def column(_):
+            m.int(2, start, i64=True)
+            m.begin(3)
+            m.int(1, 2)  # INT64
+            m.list(2, 5, [0, 3], lambda e: m.out.extend(uvarint(e << 1)))
+            m.list(3, 8, ["a"], lambda s: m.out.extend(uvarint(len(s)) + s.encode()))
+            m.int(4, 0)
+            m.int(5, rows, i64=True)
+            m.int(6, size, i64=True)
+            m.int(7, size, i64=True)
+            m.int(9, start, i64=True)
+            m.end()
+
+        m.list(1, 12, [0], column)
+        m.int(2, size, i64=True)
+        m.int(3, rows, i64=True)
+
+    m.list(4, 12, [0], row_group)
+    m.out.append(0)
+    data += m.out + struct.pack("<I", len(m.out)) + b"PAR1"
+    with open(path, "wb") as f:
+        f.write(bytes(data))

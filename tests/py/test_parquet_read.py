@@ -35,7 +35,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SANITIZER_MARKERS, corpora_dir  # noqa: E402
+from conftest import MEASURES_RSS, SANITIZER_MARKERS, corpora_dir  # noqa: E402
 
 PQ_DIR = corpora_dir() / "parquet-testing"
 DATA = PQ_DIR / "data"
@@ -1510,6 +1510,209 @@ def test_large_nested_row_group_sliced_errors_name_the_page(sluice_bin, tmp_path
     path.write_bytes(bytes(data))
     err = expect_clean_error(sluice_bin, path, ["slice_bytes=200000"], must_say="CRC")
     assert "row group 0, column l.element: page at byte" in err, err
+
+
+# ---- pages decoded a batch's share at a time ---------------------------------------
+
+PIECE_ROWS = 20_000
+
+
+def pieces_table(n: int = PIECE_ROWS, seed: int = 17) -> pa.Table:
+    """A column for every value encoding pyarrow writes (named after it),
+    nullable and required, and lists, a map and a struct with nulls and
+    empty lists, for pages read in pieces."""
+    rng = np.random.default_rng(seed)
+
+    def mask(p):
+        return rng.random(n) < p
+
+    ints = rng.integers(-10**6, 10**6, n)
+    words = [f"w{j % 37}-" + "x" * int(j % 11) for j in range(n)]
+    lists = [None if i % 13 == 0 else [] if i % 7 == 0 else
+             [None if (i + k) % 5 == 0 else i * 10 + k for k in range(i % 4 + 1 if i % 97 else 300)]
+             for i in range(n)]
+    return pa.table({
+        "plain_i64": pa.array(ints, pa.int64(), mask=mask(0.1)),
+        "plain_req": pa.array(np.arange(n), pa.int64()),
+        "plain_s": pa.array(words, pa.string(), mask=mask(0.1)),
+        "plain_b": pa.array(rng.random(n) < 0.5, mask=mask(0.1)),
+        "plain_b_req": pa.array(rng.random(n) < 0.3),
+        "plain_i96": pa.array(np.arange(n) * 1_000_000_007, pa.timestamp("ns"), mask=mask(0.1)),
+        "rle_b": pa.array(rng.random(n) < 0.5, mask=mask(0.2)),
+        "dict_s": pa.array([f"c{j}" for j in rng.integers(0, 300, n)], pa.string(), mask=mask(0.1)),
+        "dict_i32": pa.array(rng.integers(0, 50, n), pa.int32(), mask=mask(0.1)),
+        "dict_req": pa.array([f"r{j % 5}" for j in range(n)], pa.string()),
+        "dbp_i32": pa.array(ints.astype(np.int32), pa.int32(), mask=mask(0.1)),
+        "dbp_i64": pa.array(np.cumsum(ints), pa.int64()),
+        "dlba_s": pa.array(words, pa.string(), mask=mask(0.15)),
+        "dba_s": pa.array(sorted(words), pa.string(), mask=mask(0.15)),
+        "dba_flba": pa.array([bytes([j % 7, j % 3, 1]) for j in range(n)], pa.binary(3),
+                             mask=mask(0.1)),
+        "bss_f64": pa.array(rng.standard_normal(n), mask=mask(0.1)),
+        "bss_f32": pa.array(rng.standard_normal(n).astype(np.float32)),
+        "bss_dec": pa.array([decimal.Decimal(int(v)) / 100 for v in ints], pa.decimal128(12, 2),
+                            mask=mask(0.1)),
+        "list_i64": pa.array(lists, pa.list_(pa.int64())),
+        "list_s": pa.array([None if v is None else [None if x is None else f"e{x % 41}" for x in v]
+                            for v in lists], pa.list_(pa.string())),
+        "map": pa.array([None if i % 9 == 0 else [(f"k{k}", i + k) for k in range(i % 3)]
+                         for i in range(n)], pa.map_(pa.string(), pa.int32())),
+        "st": pa.StructArray.from_arrays(
+            [pa.array(ints, pa.int64(), mask=mask(0.1)),
+             pa.array([None if i % 6 == 0 else [i] * (i % 3) for i in range(n)],
+                      pa.list_(pa.int32()))],
+            names=["x", "l"], mask=pa.array(mask(0.05))),
+    })
+
+
+PIECE_ENCODINGS = {"plain_": "PLAIN", "rle_": "RLE", "dbp_": "DELTA_BINARY_PACKED",
+                   "dlba_": "DELTA_LENGTH_BYTE_ARRAY", "dba_": "DELTA_BYTE_ARRAY",
+                   "bss_": "BYTE_STREAM_SPLIT"}
+
+
+def write_pieces_file(path: Path, table: pa.Table, version: str, page_size: int) -> None:
+    """`table` in one row group, each column in the encoding its name
+    starts with (dict_*: RLE_DICTIONARY; lists, map, struct: dictionary
+    where pyarrow chooses it), in data pages of about `page_size` bytes."""
+    encodings = {name: enc for name in table.column_names
+                 for prefix, enc in PIECE_ENCODINGS.items() if name.startswith(prefix)}
+    dictionary = [c for c in table.column_names if c not in encodings]
+    pq.write_table(table, path, row_group_size=len(table), data_page_version=version,
+                   use_dictionary=dictionary, column_encoding=encodings,
+                   use_deprecated_int96_timestamps=True, data_page_size=page_size,
+                   write_batch_size=len(table), dictionary_pagesize_limit=1 << 30,
+                   compression="snappy")
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    for i in range(meta.num_columns):
+        col = meta.column(i)
+        name = col.path_in_schema.split(".")[0]
+        if name in encodings:
+            assert encodings[name] in col.encodings, (col.path_in_schema, col.encodings)
+        elif name.startswith("dict_"):
+            assert "RLE_DICTIONARY" in col.encodings, (col.path_in_schema, col.encodings)
+
+
+@pytest.fixture(scope="module")
+def pieces_files(tmp_path_factory):
+    """The table of every encoding in one page per column (whatever a
+    batch asks, the page holds more) and in pages of ~3 kB (batches and
+    pages do not line up), data page v1 and v2: {(version, pages): path}."""
+    d = tmp_path_factory.mktemp("pieces")
+    table = pieces_table()
+    files = {}
+    for version in ("1.0", "2.0"):
+        for pages, size in (("one", 1 << 30), ("small", 3000)):
+            path = d / f"v{version}-{pages}.parquet"
+            write_pieces_file(path, table, version, size)
+            files[(version, pages)] = path
+    return files
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("pages", ["one", "small"])
+@pytest.mark.parametrize("batch_rows", [1, 7, 1000, 65536])
+def test_pages_read_in_pieces(sluice_bin, pieces_files, version, pages, batch_rows):
+    """A row group read a batch at a time decodes each page a batch's share
+    at a time (levels, then the values they hold) and goes on from there
+    with the next batch, in every value encoding, nullable and required,
+    flat and nested (a list's batch ends where a row does): the batches
+    equal pyarrow's iter_batches of the same size."""
+    if batch_rows == 1 and pages == "small":
+        pytest.skip("20,000 one-row batches once per file version are enough")
+    path = pieces_files[(version, pages)]
+    got = sluice_read_batches(sluice_bin, path, ["-O", "slice_bytes=1"],
+                              ["--batch-rows", str(batch_rows)])
+    want = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+    want = pa.Table.from_batches(list(want))
+    assert [b.num_rows for b in got.to_batches()] == \
+        [min(batch_rows, PIECE_ROWS - i) for i in range(0, PIECE_ROWS, batch_rows)]
+    assert_same(got, want, f"{path.name} in batches of {batch_rows}")
+
+
+def test_pages_read_in_pieces_dictionary_true(sluice_bin, pieces_files):
+    """dictionary=true: a page's keys decoded a batch's share at a time,
+    every batch with the chunk's dictionary."""
+    path = pieces_files[("2.0", "one")]
+    got = sluice_read_batches(sluice_bin, path, ["-O", "slice_bytes=1", "-O", "dictionary=true"],
+                              ["--batch-rows", "777", "-c", "dict_s,dict_req,list_s,plain_i64"])
+    want = pq.read_table(path, columns=["dict_s", "dict_req", "list_s", "plain_i64"])
+    assert_same(got, want, "dictionary=true in batches of 777", check_types=False)
+    dicts = [b.column("dict_s").dictionary for b in got.to_batches()]
+    assert all(d.equals(dicts[0]) for d in dicts)
+
+
+def _run_limited(sluice_bin: str, args: list, limit: int) -> list:
+    """The batches of a sluice run whose address space is capped at `limit`
+    bytes (RLIMIT_AS), which must succeed."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    cmd = [sluice_bin, "-q", *map(str, args)]
+    proc = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, preexec_fn=cap)
+    err = proc.stderr.decode(errors="replace").strip()
+    assert proc.returncode == 0, f"{' '.join(cmd)}: exit {proc.returncode}: {err[-1500:]}"
+    return list(ipc.open_stream(pa.BufferReader(proc.stdout)))
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+def test_null_run_page_read_in_pieces(sluice_bin, tmp_path):
+    """A page of 2^31 - 1 nulls in a few bytes (one run of definition
+    levels) was decoded whole: 17 GB asked for before a batch came out (and
+    1 GB for 10^8 nulls). Read in batches it takes a batch's memory, under
+    a 1 GiB address-space cap, and its batches equal pyarrow's
+    iter_batches; also over pages of 10^8 nulls each."""
+    from parquet_split_pages import write_null_run_file
+
+    for rows, pages, limit in ((2**31 - 1, 1, 300_000), (10**8, 3, 10**8 + 70_000)):
+        path = tmp_path / f"nulls-{rows}.parquet"
+        write_null_run_file(path, rows, pages)
+        at = limit - 200_000  # the batches around the end of the first page
+        got = _run_limited(sluice_bin, ["--batch-rows", "65536", "cat", path, "-t", "arrows",
+                                        "--limit", limit], 1 << 30)
+        got = pa.Table.from_batches(got).slice(at)
+        want = []
+        n = 0
+        for b in pq.ParquetFile(path).iter_batches(batch_size=65536):
+            if n + b.num_rows > at:
+                want.append(b)
+            n += b.num_rows
+            if n >= limit:
+                break
+        want = pa.Table.from_batches(want)
+        want = want.slice(at - (n - want.num_rows) if n - want.num_rows < at else 0)
+        want = want.slice(0, limit - at)
+        assert got.num_rows == want.num_rows == limit - at
+        assert got.column("a").null_count == want.column("a").null_count == got.num_rows
+        assert_same(got, want, f"{rows} nulls a page")
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+@pytest.mark.parametrize("dictionary", ["false", "true"])
+def test_dictionary_page_read_in_pieces(sluice_bin, tmp_path, dictionary):
+    """100,000 indices into one 30,000-byte string in one page (a 1.5 kB
+    file pyarrow writes): the page's values were materialised whole (3 GB)
+    whatever the batch size. In batches of 1000 rows, a batch's share under
+    a 1 GiB address-space cap; the same values as pyarrow's iter_batches.
+    dictionary=true: keys, and the one value in each batch's dictionary."""
+    path = tmp_path / "dict.parquet"
+    pq.write_table(pa.table({"s": pa.array(["x" * 30000] * 100_000)}), path,
+                   use_dictionary=True, data_page_size=1 << 30, write_batch_size=1 << 20)
+    assert "RLE_DICTIONARY" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+    args = ["-O", f"dictionary={dictionary}", "--batch-rows", "1000", "cat", path, "-t", "arrows"]
+    if dictionary == "false":
+        args += ["--limit", "5500"]  # 165 MB of output is enough
+    got = _run_limited(sluice_bin, args, 1 << 30)
+    f = pq.ParquetFile(path, read_dictionary=["s"] if dictionary == "true" else None)
+    want = list(f.iter_batches(batch_size=1000))
+    assert sum(b.num_rows for b in got) == (5500 if dictionary == "false" else 100_000)
+    if dictionary == "false":
+        got = pa.Table.from_batches(got)
+        assert_same(got, pa.Table.from_batches(want).slice(0, 5500), "dictionary=false")
+        return
+    for a, b in zip(got, want, strict=True):  # 3 GB decoded: compared as keys
+        assert a.column("s").indices.equals(b.column("s").indices)
+        assert a.column("s").dictionary.equals(b.column("s").dictionary)
 
 
 # ---- -O max_binary_batch_bytes (utf8 / binary columns over 2 GiB) -----------------

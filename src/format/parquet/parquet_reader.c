@@ -636,6 +636,11 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
       s->leaves[f->first_leaf].wide = f->large || s->cut_rows > 0;
       s->leaves[f->first_leaf].widen_above = r->max_binary_batch_bytes;
     }
+    // Binary values beyond what the metadata said (dictionary values
+    // repeated) end the decoding of the whole row group: when it has more
+    // than one batch, split_next reads it a batch at a time instead.
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
+      s->leaves[l].give_up_above = s->batch_rows < rows ? r->slice_bytes : 0;
     struct pq_leaf_data* first = &s->leaves[f->first_leaf];
     first->place = placed_values(s, f, s->columns[i], rows);
     first->place_owner = first->place != NULL ? s->place->owner : NULL;
@@ -819,7 +824,15 @@ static int split_next(void* state, struct ArrowArray* out, struct sluice_error* 
     }
     if (s->sliced) return decode_slice(s, out, error);
     struct ArrowArray whole;
-    SL_RETURN_NOT_OK(decode_row_group(s, &whole, error));
+    int rc = decode_row_group(s, &whole, error);
+    if (rc == EFBIG && s->batch_rows < s->rows) {  // its values pass slice_bytes: read in slices
+      for (int64_t l = 0; l < r->schema.n_leaves; ++l) s->leaves[l].give_up_above = 0;
+      s->cursors = sl_calloc(r->alloc, (size_t)r->schema.n_leaves, sizeof *s->cursors);
+      if (s->cursors == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+      s->sliced = 1;
+      return decode_slice(s, out, error);
+    }
+    if (rc != 0) return rc;
     // The batch boundaries (split_open: rows_per_batch) depend on the
     // metadata and the options only (split_by_columns).
     int narrow = 0;

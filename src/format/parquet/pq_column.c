@@ -165,8 +165,8 @@ struct page_ctx {
   const struct pq_field* f;
   struct pq_leaf_data* out;
   int64_t cap_slots;  ///< slots the fixed buffers are sized for
-  /// Slots the leaf holds at most (max_rep 0): the row group's rows, a
-  /// slice's, or a page's (the carry of a chunk read in slices).
+  /// Slots the leaf holds at most (max_rep 0): the row group's rows, or a
+  /// slice's.
   int64_t rows;
   int all_defined;    ///< the current page's def levels are all the maximum
   int64_t row_starts; ///< repetition levels of 0 in out (a repeated leaf's rows begun)
@@ -353,14 +353,13 @@ static int keyed_page(struct pq_column_reader* cr, struct page_ctx* p, const uin
   struct pq_leaf_data* d = p->out;
   // Room for every slot at once when known (flat leaves: the rows).
   int64_t room = p->cap_slots > s0 + slots ? p->cap_slots : s0 + slots;
-  if (ensure_total(&d->keys, room * 4) != 0 || sl_pq_scratch_size(&cr->idx, nv * 4) != 0)
+  int ready = cr->ready == PQ_READY_IDX;  // a piece's indices, in cr->idx
+  if (ensure_total(&d->keys, room * 4) != 0 || (!ready && sl_pq_scratch_size(&cr->idx, nv * 4) != 0))
     return sl_pq_chunk_prefix(w, error, ENOMEM);
   uint32_t* keys = (uint32_t*)(void*)d->keys.data;
   // Without nulls the keys decode in place.
   uint32_t* idx = slots == nv ? keys + s0 : (uint32_t*)(void*)cr->idx.data;
-  if (nv > 0)
-    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv,
-                                                                     (uint32_t)cr->dict_n, idx, error)));
+  if (nv > 0) SL_RETURN_NOT_OK(sl_pq_dict_indices(cr, data, size, nv, idx, w, error));
   if (slots != nv) {
     int16_t maxd = p->f->def, anc = p->f->anc_def;
     int64_t s = s0, j = 0;
@@ -495,6 +494,9 @@ static int page_values(struct pq_column_reader* cr, struct page_ctx* p, enum pq_
                             "chunk of a nested column or a dictionary=true column (not supported)");
     if (bytes > INT64_MAX / 2 - d->values.size)
       return sl_pq_chunk_error(w, error, EOVERFLOW, "binary data size overflows");
+    if (d->give_up_above > 0 && d->values.size + bytes > d->give_up_above)
+      return sl_pq_chunk_error(w, error, EFBIG, "the values pass what the row group may decode to "
+                               "at once");
     // At least one byte, so that values.data is never NULL (+ 0 on NULL is UB
     // even for pages of empty strings).
     if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
@@ -796,29 +798,159 @@ static int chunk_view(struct pq_column_reader* cr, struct pq_chunk_cursor* c,
   return sl_pq_chunk_prefix(w, error, sl_source_read_at(cr->source, start, len, &c->view, error));
 }
 
-static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t e_from, int64_t ne,
-                       int64_t from, int64_t k, const struct chunk_where* w,
-                       struct sluice_error* error);
-static int start_binary(struct pq_leaf_data* out, int64_t hint, const struct chunk_where* w,
-                        struct sluice_error* error);
+/// The next share of the piece's page into p->out: a flat leaf's entries
+/// up to `want` slots; a repeated leaf's up to the entry that starts row
+/// `want` + 1 of p->out (then *done), a step at a time, since where rows
+/// start is known from the levels only (entries decoded past it are
+/// decoded again by the next slice).
+static int piece_take(struct pq_column_reader* cr, struct pq_chunk_cursor* c, struct page_ctx* p,
+                      int64_t want, int* done, struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_field* f = c->f;
+  struct pq_page_piece* pc = &c->piece;
+  struct pq_leaf_data* d = p->out;
+  w->page = c->start + pc->header;
+  w->page_entry = pc->entry0 + pc->taken;
+  int64_t left = pc->n - pc->taken, e0 = d->n_levels, k;
+  if (f->rep == 0) {
+    k = want - d->n_slots < left ? want - d->n_slots : left;
+    SL_RETURN_NOT_OK(grow_slots(p, p->rows, w, error));
+    if (f->out_width > 0)
+      sl_prefault(d->values.data + d->n_slots * f->out_width, (size_t)(k * f->out_width));
+  } else {
+    int64_t step = 2 * (want - p->row_starts) + 64;
+    k = step < left ? step : left;
+    if (ensure_total(&d->rep, (e0 + k) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    int16_t* r = (int16_t*)(void*)d->rep.data + e0;
+    struct pq_level_stream before = pc->rep;
+    SL_RETURN_NOT_OK(sl_pq_level_stream_get(&pc->rep, r, k, w, error));
+    if (e0 == 0 && k > 0 && r[0] != 0)
+      return sl_pq_chunk_error(w, error, EILSEQ, "the first repetition level is not 0");
+    int64_t starts = p->row_starts, cut = k;
+    for (int64_t i = 0; i < k; ++i) {
+      if (r[i] < 0 || r[i] > f->rep) return sl_pq_chunk_error(w, error, EILSEQ, "repetition level above the maximum");
+      if (r[i] != 0) continue;
+      if (starts == want) {
+        cut = i;
+        *done = 1;
+        break;
+      }
+      ++starts;
+    }
+    if (cut < k) {  // the levels past the cut are the next slice's
+      pc->rep = before;
+      SL_RETURN_NOT_OK(sl_pq_level_stream_get(&pc->rep, r, cut, w, error));
+      k = cut;
+    }
+    p->row_starts = starts;
+    d->rep.size = (e0 + k) * 2;
+  }
+  p->all_defined = 0;
+  if (f->def > 0 && k > 0) {
+    int64_t at = page_def_at(f, e0);
+    if (ensure_total(&d->def, (at + k) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+    int16_t* dl = (int16_t*)(void*)d->def.data + at;
+    SL_RETURN_NOT_OK(sl_pq_level_stream_get(&pc->def, dl, k, w, error));
+    int16_t maxd = f->def;
+    int all = 1;
+    for (int64_t i = 0; i < k; ++i) {
+      if (dl[i] < 0 || dl[i] > maxd) return sl_pq_chunk_error(w, error, EILSEQ, "definition level above the maximum");
+      all &= dl[i] == maxd;
+    }
+    d->def.size = (at + k) * 2;
+    p->all_defined = all && f->rep == 0;
+  }
+  if (k > 0) {
+    const int16_t* def = f->def > 0 && !p->all_defined
+                             ? (const int16_t*)(const void*)d->def.data + page_def_at(f, e0)
+                             : NULL;
+    int64_t nv = k;
+    if (def) {
+      nv = 0;
+      for (int64_t i = 0; i < k; ++i) nv += def[i] == f->def;
+    }
+    enum pq_encoding enc;
+    const uint8_t* vdata;
+    int64_t vsize;
+    d->n_levels += k;
+    int rc = sl_pq_piece_values(cr, f, pc, nv, &enc, &vdata, &vsize, w, error);
+    if (rc == 0) rc = page_values(cr, p, enc, vdata, vsize, e0, k, w, error);
+    cr->ready = 0;
+    if (rc != 0) return rc;
+    pc->taken += k;
+    c->levels += k;
+  }
+  if (pc->taken == pc->n) sl_pq_piece_end(pc);
+  if (f->rep == 0 && d->n_slots >= want) *done = 1;
+  return 0;
+}
+
+/// Starts the data page of header h (its bytes at `body`, its header at
+/// `pos` in the chunk) as the cursor's piece: decompressed into the
+/// piece's own buffer, which outlives the slice (the reader's is the
+/// split's, for every chunk).
+static int piece_start(struct pq_column_reader* cr, struct pq_chunk_cursor* c,
+                       const struct pq_page_header* h, const uint8_t* body, int64_t bsize,
+                       int64_t pos, struct chunk_where* w, struct sluice_error* error) {
+  const struct pq_column_meta* m = c->m;
+  struct pq_page_piece* pc = &c->piece;
+  int64_t usize = h->uncompressed_page_size;
+  const uint8_t *rdata = body, *ddata = body, *vdata = body;
+  int64_t rsize = bsize, dsize = bsize, vsize = bsize;
+  if (h->type == PQ_PAGE_DATA_V2) {
+    int64_t rl = h->repetition_levels_byte_length, dl = h->definition_levels_byte_length;
+    if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize)
+      return sl_pq_chunk_error(w, error, EILSEQ, "level byte lengths exceed the page");
+    rsize = rl;
+    ddata = body + rl;
+    dsize = dl;
+    vdata = body + rl + dl;
+    vsize = bsize - rl - dl;
+    int64_t vusize = usize - rl - dl;
+    if (h->is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error)));
+      if (sl_pq_scratch_lazy(&pc->bytes, vusize) != 0) return sl_pq_chunk_nomem(w, error, vusize, "the decompressed page");
+      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize,
+                                                                   pc->bytes.data, vusize, error)));
+      vdata = pc->bytes.data;
+      vsize = vusize;
+    } else if (vusize <= 0) {
+      vsize = 0;
+    }
+  } else if (m->codec != PQ_CODEC_UNCOMPRESSED) {
+    if (sl_pq_scratch_lazy(&pc->bytes, usize) != 0) return sl_pq_chunk_nomem(w, error, usize, "the decompressed page");
+    SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, body, bsize,
+                                                                 pc->bytes.data, usize, error)));
+    rdata = ddata = vdata = pc->bytes.data;
+    rsize = dsize = vsize = usize;
+  }
+  SL_RETURN_NOT_OK(sl_pq_piece_open(pc, c->f, h, rdata, rsize, ddata, dsize, vdata, vsize, w, error));
+  pc->header = pos;
+  pc->entry0 = c->levels;
+  return 0;
+}
 
 /// Decodes the chunk's pages from where `c` stands into p->out until it
-/// holds `want` slots (INT64_MAX: to the chunk's end). A page that would
-/// pass `want` (a flat leaf read in slices) decodes into c->carry instead,
-/// whose first rows then complete p->out; the rest wait for the next slice.
-/// A repeated leaf's pages all go to p->out until one starts row `want`
-/// (the caller moves that row on to the carry): only then are its rows
-/// known to be whole, since a row may go on in the next page (v1 pages).
+/// holds `want` slots (INT64_MAX: to the chunk's end), a repeated leaf's
+/// until the entry that starts its row `want` + 1: only then are its rows
+/// known to be whole, since a row may go on in the next page (v1 pages). A
+/// page that holds more than that (a flat leaf's), or may (a repeated
+/// leaf's), becomes the cursor's piece, decoded as far as the slice needs
+/// and on from there by the next.
 static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, struct page_ctx* p,
                       int64_t want, struct chunk_where* w, struct sluice_error* error) {
   const struct pq_field* f = c->f;
   const struct pq_column_meta* m = c->m;
   const uint8_t* chunk = c->view.data;
   int64_t start = c->start, len = c->len;
-  struct page_ctx carry_p = {.f = f, .out = &c->carry, .cursor = p->cursor};
-  int rc = 0;
-  while (rc == 0 && c->pos < len && c->levels < m->num_values &&
-         (f->rep == 0 ? p->out->n_slots < want : p->row_starts <= want)) {
+  int rc = 0, done = 0;
+  while (rc == 0 && !done) {
+    if (c->piece.active) {
+      rc = piece_take(cr, c, p, want, &done, w, error);
+      continue;
+    }
+    if (c->pos >= len || c->levels >= m->num_values ||
+        (f->rep == 0 ? p->out->n_slots >= want : p->row_starts > want))
+      break;
     int64_t pos = c->pos;
     w->page = start + pos;
     w->page_entry = c->levels;
@@ -881,19 +1013,11 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
                               n, least, has));
       break;
     }
-    // The page this slice ends in: all of it to the carry (one slot per
-    // value: max_rep 0), its first rows copied on below.
-    struct page_ctx* pc = p;
-    if (f->rep == 0 && n > want - p->out->n_slots) {
-      sl_pq_leaf_data_reset(&c->carry);
-      c->carry.wide = c->wide;
-      c->carry.widen_above = c->widen_above;
-      c->carry_from = 0;
-      carry_p.cap_slots = 0;
-      carry_p.rows = n;
-      pc = &carry_p;
-      if (f->conv == PQ_CONV_BINARY && (rc = start_binary(&c->carry, 0, w, error)) != 0) break;
+    if (want != INT64_MAX && (f->rep == 0 ? n > want - p->out->n_slots : n > want - p->row_starts)) {
+      rc = piece_start(cr, c, &h, body, bsize, pos, w, error);
+      continue;
     }
+    struct page_ctx* pc = p;
     struct pq_leaf_data* out = pc->out;
     if (f->rep == 0 && (rc = grow_slots(pc, pc->rows, w, error)) != 0) break;
     // Map the memory of the page's slots in one call (fresh or the caller's,
@@ -978,11 +1102,6 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
     rc = page_values(cr, pc, h.encoding, vdata, vsize, e0, n, w, error);
     if (rc != 0) break;
     c->levels += n;
-    if (pc != p) {
-      int64_t k = want - p->out->n_slots;
-      rc = append_rows(p, &c->carry, 0, k, 0, k, w, error);
-      c->carry_from = c->carry_slot = k;
-    }
   }
   w->page = -1;
   return rc;
@@ -1051,182 +1170,13 @@ int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_f
 
 /* ---- a column chunk a slice of rows at a time --------------------------------- */
 
-/// Appends level entries [e_from, e_from + ne) of `src` (the carry, or the
-/// rows of a slice past its end) and their slots [from, from + k) to p->out
-/// (max_rep 0: entries and slots are the same), which for a flat leaf was
-/// sized for its slice.
-static int append_rows(struct page_ctx* p, struct pq_leaf_data* src, int64_t e_from, int64_t ne,
-                       int64_t from, int64_t k, const struct chunk_where* w,
-                       struct sluice_error* error) {
-  const struct pq_field* f = p->f;
-  struct pq_leaf_data* d = p->out;
-  if (ne <= 0) return 0;
-  int64_t e0 = d->n_levels;
-  if (f->rep > 0) {
-    if (ensure_total(&d->rep, (e0 + ne) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
-    const int16_t* r = (const int16_t*)(const void*)src->rep.data + e_from;
-    memcpy(d->rep.data + e0 * 2, r, (size_t)ne * 2);
-    d->rep.size = (e0 + ne) * 2;
-    for (int64_t i = 0; i < ne; ++i) p->row_starts += r[i] == 0;
-  }
-  if (f->def > 0 && !f->top_level) {  // group nodes read a nested leaf's levels
-    if (ensure_total(&d->def, (e0 + ne) * 2) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
-    memcpy(d->def.data + e0 * 2, src->def.data + e_from * 2, (size_t)ne * 2);
-    d->def.size = (e0 + ne) * 2;
-  }
-  d->n_levels += ne;
-  if (k <= 0) return 0;  // entries under empty or null lists only
-  // The slice's slots at once (the carry's page was found to hold its values).
-  int64_t need = d->n_slots + k;
-  SL_RETURN_NOT_OK(grow_slots(p, f->rep == 0 && need < p->rows ? p->rows : need, w, error));
-  int64_t s0 = d->n_slots;
-  if (f->conv == PQ_CONV_BINARY && d->keyed != src->keyed) {
-    int rc = 0;
-    if (src->keyed && s0 == 0 && p->cursor != NULL && p->cursor->keyed_ref != NULL &&
-        src->values.borrowed == p->cursor->keyed_ref) {  // the same dictionary, shared
-      keyed_borrow(d, p->cursor);
-    } else if (src->keyed && s0 == 0) {  // the slice starts keyed: the same dictionary
-      const int32_t* so = (const int32_t*)(const void*)src->offsets.data;
-      struct sl_buffer offsets, values;
-      if (fresh_binary(d, src->n_dict, so[src->n_dict], &offsets, &values) != 0)
-        return sl_pq_chunk_prefix(w, error, ENOMEM);
-      memcpy(offsets.data, so, (size_t)(src->n_dict + 1) * 4);
-      memcpy(values.data, src->values.data, (size_t)so[src->n_dict]);
-      offsets.size = (src->n_dict + 1) * 4;
-      values.size = so[src->n_dict];
-      sl_buffer_reset(&d->offsets);
-      sl_buffer_reset(&d->values);
-      d->offsets = offsets;
-      d->values = values;
-      d->n_dict = src->n_dict;
-      d->keyed = 1;
-    } else {  // a writer's fallback to plain values between the two: values
-      rc = sl_pq_leaf_unkey(d->keyed ? d : src);
-      if (rc == 0 && ensure_total(&d->offsets, (p->cap_slots + 1) * (d->wide ? 8 : 4)) != 0) rc = ENOMEM;
-    }
-    if (rc == EOVERFLOW)
-      return sl_pq_chunk_error(w, error, rc, "more than 2 GiB of binary data in one batch of a "
-                               "dictionary column (not supported)");
-    if (rc != 0) return sl_pq_chunk_prefix(w, error, rc);
-  }
-  const uint8_t* sb = src->validity.data;
-  int64_t nulls = 0;
-  for (int64_t i = 0; sb != NULL && i < k; ++i) nulls += !((sb[(from + i) >> 3] >> ((from + i) & 7)) & 1);
-  if (nulls > 0) {
-    if (ensure_validity(d, p->cap_slots, s0) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
-    for (int64_t i = 0; i < k; ++i)
-      if ((sb[(from + i) >> 3] >> ((from + i) & 7)) & 1)
-        d->validity.data[(s0 + i) >> 3] |= (uint8_t)(1u << ((s0 + i) & 7));
-    d->null_count += nulls;
-  } else if (d->validity.data) {
-    set_bits(d->validity.data, s0, s0 + k);
-  }
-  if (f->conv == PQ_CONV_NULL) {
-    // no values
-  } else if (f->conv == PQ_CONV_BOOL) {
-    const uint8_t* v = src->values.data;
-    for (int64_t i = 0; i < k; ++i)
-      if ((v[(from + i) >> 3] >> ((from + i) & 7)) & 1)
-        d->values.data[(s0 + i) >> 3] |= (uint8_t)(1u << ((s0 + i) & 7));
-    d->values.size = (s0 + k + 7) / 8;
-  } else if (f->conv == PQ_CONV_BINARY && d->keyed) {
-    int64_t room = p->cap_slots > s0 + k ? p->cap_slots : s0 + k;
-    if (ensure_total(&d->keys, room * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
-    memcpy(d->keys.data + s0 * 4, src->keys.data + from * 4, (size_t)k * 4);
-    d->keys.size = (s0 + k) * 4;
-  } else if (f->conv == PQ_CONV_BINARY) {
-    const int32_t* o32 = src->wide ? NULL : (const int32_t*)(const void*)src->offsets.data;
-    const int64_t* o64 = src->wide ? (const int64_t*)(const void*)src->offsets.data : NULL;
-#define PQ_SRC_OFF(i) (o32 ? (int64_t)o32[i] : o64[i])
-    int64_t base = PQ_SRC_OFF(from), bytes = PQ_SRC_OFF(from + k) - base;
-    if (!d->wide && d->widen_above > 0 &&
-        d->values.size + bytes > (d->widen_above < INT32_MAX ? d->widen_above : INT32_MAX))
-      SL_RETURN_NOT_OK(widen_offsets(p, s0, w, error));
-    if (!d->wide && d->values.size + bytes > INT32_MAX)
-      return sl_pq_chunk_error(w, error, EOVERFLOW, "more than 2 GiB of binary data in one batch "
-                               "of a nested column or a dictionary=true column (not supported)");
-    if (sl_buffer_reserve(&d->values, bytes > 0 ? bytes : 1) != 0)
-      return sl_pq_chunk_prefix(w, error, ENOMEM);
-    int64_t at = d->values.size;
-    memcpy(d->values.data + at, src->values.data + base, (size_t)bytes);
-    d->values.size = at + bytes;
-    if (d->wide) {
-      int64_t* offs = (int64_t*)(void*)d->offsets.data;
-      for (int64_t i = 1; i <= k; ++i) offs[s0 + i] = at + PQ_SRC_OFF(from + i) - base;
-    } else {
-      int32_t* offs = (int32_t*)(void*)d->offsets.data;
-      for (int64_t i = 1; i <= k; ++i) offs[s0 + i] = (int32_t)(at + PQ_SRC_OFF(from + i) - base);
-    }
-#undef PQ_SRC_OFF
-  } else {
-    int64_t ow = f->out_width;
-    memcpy(d->values.data + s0 * ow, src->values.data + from * ow, (size_t)(k * ow));
-    d->values.size = (s0 + k) * ow;
-  }
-  d->n_slots += k;
-  return 0;
-}
-
-/// Slots of a repeated leaf among level entries [from, to) of d.
-static int64_t slots_in(const struct pq_field* f, const struct pq_leaf_data* d, int64_t from,
-                        int64_t to) {
-  const int16_t* def = (const int16_t*)(const void*)d->def.data;  // kept: def >= 1 under a list
-  int64_t n = 0;
-  for (int64_t i = from; i < to; ++i) n += def[i] >= f->anc_def;
-  return n;
-}
-
-/// The entry of d at which its row `row` (counted from entry `from`)
-/// starts, or d->n_levels when it does not start there.
-static int64_t row_start(const struct pq_leaf_data* d, int64_t from, int64_t row) {
-  const int16_t* rep = (const int16_t*)(const void*)d->rep.data;
-  for (int64_t i = from; i < d->n_levels; ++i)
-    if (rep[i] == 0 && row-- == 0) return i;
-  return d->n_levels;
-}
-
-/// A repeated leaf's slice past its `rows` rows (the rest of the page the
-/// next row starts in) moved to the (empty) carry, and cut off p->out.
-static int carry_tail(struct page_ctx* p, struct pq_chunk_cursor* c, int64_t rows,
-                      const struct chunk_where* w, struct sluice_error* error) {
-  const struct pq_field* f = p->f;
-  struct pq_leaf_data* d = p->out;
-  int64_t e = row_start(d, 0, rows), ne = d->n_levels - e;
-  int64_t s = slots_in(f, d, 0, e), k = d->n_slots - s;
-  sl_pq_leaf_data_reset(&c->carry);
-  c->carry.wide = c->wide;
-  c->carry.widen_above = c->widen_above;
-  c->carry_from = c->carry_slot = 0;
-  struct page_ctx cp = {.f = f, .out = &c->carry, .cursor = c};
-  if (f->conv == PQ_CONV_BINARY) SL_RETURN_NOT_OK(start_binary(&c->carry, 0, w, error));
-  SL_RETURN_NOT_OK(append_rows(&cp, d, e, ne, s, k, w, error));
-  d->null_count -= c->carry.null_count;
-  d->n_levels = e;
-  d->n_slots = s;
-  p->row_starts = rows;
-  d->rep.size = e * 2;
-  d->def.size = e * 2;
-  if (d->validity.data) d->validity.size = (s + 7) / 8;
-  if (f->conv == PQ_CONV_BOOL) {
-    d->values.size = (s + 7) / 8;
-  } else if (f->conv == PQ_CONV_BINARY && d->keyed) {
-    d->keys.size = s * 4;
-  } else if (f->conv == PQ_CONV_BINARY) {
-    d->values.size = d->wide ? ((const int64_t*)(const void*)d->offsets.data)[s]
-                             : ((const int32_t*)(const void*)d->offsets.data)[s];
-  } else if (f->out_width > 0) {
-    d->values.size = s * f->out_width;
-  }
-  return 0;
-}
-
 int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* f, int wide,
                       int64_t widen_above, struct pq_chunk_cursor* c, struct sluice_error* error) {
   struct chunk_where w = {.file = cr->source->name, .rg = rg, .path = f->path, .page = -1};
   memset(c, 0, sizeof *c);
   struct sl_buffer* bufs[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_init(bufs[i], cr->alloc);
-  sl_pq_leaf_data_init(&c->carry, cr->alloc);
+  sl_pq_piece_init(&c->piece, cr->alloc);
   c->wide = wide;
   c->widen_above = widen_above;
   c->open = 1;
@@ -1240,7 +1190,7 @@ static void cursor_close(struct pq_chunk_cursor* c) {
   if (!c->open) return;
   struct sl_buffer* bufs[] = {&c->dict, &c->dict_out, &c->dict_ptrs, &c->dict_lens};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i) sl_buffer_reset(bufs[i]);
-  sl_pq_leaf_data_reset(&c->carry);
+  sl_pq_piece_release(&c->piece);
   sl_view_release(&c->view);
   c->open = 0;
 }
@@ -1255,14 +1205,8 @@ void sl_pq_cursor_release(struct pq_chunk_cursor* c) {
 int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c) {
   if (!c->open) return 0;
   int64_t bytes = c->dict.capacity + c->dict_out.capacity + c->dict_ptrs.capacity +
-                  c->dict_lens.capacity;
+                  c->dict_lens.capacity + sl_pq_piece_held(&c->piece);
   if (c->keyed_ref != NULL) bytes += c->keyed_values_at + c->keyed_bytes;
-  if (c->carry.n_levels > c->carry_from) {
-    const struct pq_leaf_data* d = &c->carry;
-    bytes += (d->values.borrowed ? 0 : d->values.capacity) +
-             (d->offsets.borrowed ? 0 : d->offsets.capacity) + d->validity.capacity +
-             d->keys.capacity + d->def.capacity + d->rep.capacity;
-  }
   return bytes;
 }
 
@@ -1282,44 +1226,27 @@ int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, in
   }
   // Slots are reserved once a page is found able to hold its values (as
   // sl_pq_column_read does), not on the row count's word alone.
-  int64_t left = c->carry.n_levels - c->carry_from;
-  int whole = 0;  // the slice's rows are known to be whole
-  if (rc == 0 && left > 0 && f->rep == 0) {
-    int64_t k = left < rows ? left : rows;
-    rc = append_rows(&p, &c->carry, c->carry_from, k, c->carry_from, k, &w, error);
-    c->carry_from = c->carry_slot = c->carry_from + k;
-    whole = k == rows;
-  } else if (rc == 0 && left > 0) {
-    // The carry's rows up to the one after the slice's (if it has it).
-    int64_t e = row_start(&c->carry, c->carry_from, rows);
-    int64_t k = slots_in(f, &c->carry, c->carry_from, e);
-    rc = append_rows(&p, &c->carry, c->carry_from, e - c->carry_from, c->carry_slot, k, &w, error);
-    c->carry_from = e;
-    c->carry_slot += k;
-    whole = e < c->carry.n_levels;
-  }
-  if (c->carry_from >= c->carry.n_levels) {  // handed out: its memory can go
-    sl_pq_leaf_data_reset(&c->carry);
-    c->carry_from = c->carry_slot = 0;
-  }
-  if (rc == 0 && !whole) {
+  if (rc == 0) {
     swap_dictionary(cr, c);
     rc = read_pages(cr, c, &p, rows, &w, error);
     swap_dictionary(cr, c);
-    if (rc == 0 && f->rep > 0 && p.row_starts > rows) rc = carry_tail(&p, c, rows, &w, error);
   }
   if (rc == 0 && (f->rep == 0 ? out->n_slots != rows : p.row_starts != rows))
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold fewer values than the column chunk claims");
-  if (rc == 0 && f->rep > 0 && c->row + rows == c->rows && c->carry.n_levels > c->carry_from)
+  if (rc == 0 && f->rep > 0 && c->row + rows == c->rows && c->piece.active)
     rc = sl_pq_chunk_error(&w, error, EILSEQ, "the pages hold more rows than the row group has");
   int shared = out->keyed && c->keyed_ref != NULL && out->values.borrowed == c->keyed_ref;
   if (rc == 0) rc = finish_binary(f, out, c->row, shared && c->keyed_checked, &w, error);
   if (rc == 0 && shared) c->keyed_checked = 1;
   if (rc != 0) return rc;
   c->row += rows;
-  // The pages read are done with: a mapped file's can leave memory.
-  sl_source_drop(cr->source, c->dropped, c->start + c->pos - c->dropped);
-  c->dropped = c->start + c->pos;
+  // The pages read are done with (a mapped file's can leave memory), up to
+  // the piece's, whose bytes the next slice reads on.
+  int64_t upto = c->start + (c->piece.active ? c->piece.header : c->pos);
+  if (upto > c->dropped) {
+    sl_source_drop(cr->source, c->dropped, upto - c->dropped);
+    c->dropped = upto;
+  }
   if (c->row == c->rows) cursor_close(c);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "core/sl_buffer.h"
 #include "io/sl_source.h"
 #include "pq_codec.h"
+#include "pq_encoding.h"
 #include "pq_meta.h"
 #include "pq_schema.h"
 
@@ -41,6 +42,12 @@ struct pq_leaf_data {
   /// many value bytes, switch to int64 offsets (`wide`) mid-chunk; 0 = never
   /// (then more than INT32_MAX bytes is an error).
   int64_t widen_above;
+  /// Set by the caller (kept by reset): sl_pq_column_read stops with
+  /// EFBIG, before reserving them, when a binary chunk's values would pass
+  /// this many bytes (dictionary values repeated, DELTA_BYTE_ARRAY prefixes:
+  /// more than the chunk sizes said), for the caller to read the row group
+  /// a batch at a time instead; 0 = never.
+  int64_t give_up_above;
   /// Set by the caller (kept by reset): a flat fixed-width chunk's values
   /// go to this memory (room for the row group's values), owned by
   /// place_owner: a placed scan (sl_split_place). NULL = own memory.
@@ -73,6 +80,10 @@ struct pq_column_reader {
   struct sl_buffer idx;      ///< dictionary indices
   struct sl_buffer delta;    ///< DELTA_BYTE_ARRAY rebuilt values
   struct sl_buffer saved;    ///< bytes saved around in-place decompression
+  /// A page decoded in pieces has decoded the piece's dictionary indices
+  /// (cr->idx) or byte arrays (cr->ptrs / cr->lens) already: the value
+  /// decoders take them instead of decoding the page's bytes.
+  int ready;
   /// An INT96 value its unit cannot hold: dense value k of the page (for
   /// the message), and its bytes.
   int64_t int96_unfit;
@@ -109,12 +120,46 @@ void sl_pq_column_reader_release(struct pq_column_reader* cr);
 int sl_pq_column_read(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                    struct pq_leaf_data* out, struct sluice_error* error);
 
+/// Level entries decoded from one level run: RLE (the hybrid), or the
+/// deprecated BIT_PACKED, by position.
+struct pq_level_stream {
+  int kind;  ///< 0: none, 1: RLE, 2: BIT_PACKED
+  struct pq_rle_decoder rle;
+  const uint8_t* data;  ///< BIT_PACKED
+  int64_t size, at;
+  int bit_width;
+};
+
+/// A data page of a chunk read in slices that is decoded a slice's share
+/// at a time: a slice decodes the levels of its rows only, and the values
+/// those levels hold, and the next slice goes on from where the page's
+/// decoders stand. A page may say billions of values in a few bytes (runs
+/// of nulls, of one dictionary index); decoded whole, its memory would
+/// follow the page, not the slice.
+struct pq_page_piece {
+  int active;
+  int64_t header;           ///< the page's header, from the chunk's start (messages, drops)
+  int64_t entry0;           ///< the chunk's level entries before the page
+  int64_t n, taken;         ///< the page's level entries, and those handed out
+  enum pq_encoding enc;     ///< of the values
+  struct sl_buffer bytes;   ///< the page decompressed (v1) or its values (v2), if compressed
+  struct pq_level_stream rep, def;
+  const uint8_t* vdata;     ///< the values' bytes
+  int64_t vsize;
+  int64_t vtaken;           ///< dense values handed out
+  int vopen;                ///< the value decoder below is set up (at the first value)
+  int64_t vpos;             ///< PLAIN: the next value's byte (BOOLEAN: bit)
+  struct pq_rle_decoder idx;            ///< dictionary indices; RLE booleans
+  struct pq_delta_stream delta;         ///< DELTA_BINARY_PACKED
+  struct pq_byte_array_stream arrays;   ///< DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY
+  struct sl_buffer plain;   ///< a piece's values laid out as PLAIN (BYTE_STREAM_SPLIT, delta, bool)
+};
+
 /// A column chunk read a slice of rows at a time, for a row group too large
 /// to decode whole: where its pages stand, its dictionary (the same for
-/// every slice), and the rows of the page the last slice ended in that it
-/// did not take (the carry). A repeated leaf's slice ends where a row does,
-/// at a repetition level of 0: its carry starts at one, and holds the level
-/// entries and slots of its rows.
+/// every slice), and the page the last slice ended inside (the piece). A
+/// repeated leaf's slice ends where a row does, at a repetition level of
+/// 0: the next slice starts there.
 struct pq_chunk_cursor {
   const struct pq_field* f;
   int64_t rg;
@@ -128,7 +173,7 @@ struct pq_chunk_cursor {
   int64_t row;            ///< rows handed out so far
   int saw_data;
   int open;
-  int wide;               ///< the carry's pq_leaf_data.wide / widen_above
+  int wide;               ///< the slices' pq_leaf_data.wide / widen_above
   int64_t widen_above;
   struct sl_buffer dict, dict_out, dict_ptrs, dict_lens;  ///< see pq_column_reader
   int64_t dict_n;
@@ -143,9 +188,7 @@ struct pq_chunk_cursor {
   int64_t keyed_values_at;  ///< where the values start in the block
   int64_t keyed_bytes;      ///< ... and their bytes
   int keyed_checked;        ///< its values were found valid UTF-8 (STRING)
-  struct pq_leaf_data carry;
-  int64_t carry_from;     ///< carry level entries before this were handed out
-  int64_t carry_slot;     ///< ... and slots (max_rep 0: the same)
+  struct pq_page_piece piece;
 };
 
 /// Opens a cursor on the chunk of `leaf` in row group `rg`: its
@@ -154,15 +197,14 @@ struct pq_chunk_cursor {
 int sl_pq_cursor_open(struct pq_column_reader* cr, int64_t rg, const struct pq_field* leaf,
                       int wide, int64_t widen_above, struct pq_chunk_cursor* c,
                       struct sluice_error* error);
-/// The chunk's next `rows` rows into `out` (reset first): the carry's first,
-/// then pages until they are covered (a repeated leaf's: until the page in
-/// which the next row starts, whose rest goes to the carry). The cursor
-/// closes itself after the
-/// chunk's last row. Errors name the file, row group, column and page.
+/// The chunk's next `rows` rows into `out` (reset first): the rest of the
+/// piece's page first, then pages until they are covered; a page that holds
+/// more (or, for a repeated leaf, may) becomes the piece. The cursor closes
+/// itself after the chunk's last row. Errors name the file, row group, column and page.
 int sl_pq_cursor_next(struct pq_column_reader* cr, struct pq_chunk_cursor* c, int64_t rows,
                       struct pq_leaf_data* out, struct sluice_error* error);
-/// Decoded bytes the cursor holds between slices: its dictionary, and the
-/// carry while rows of it are left.
+/// Decoded bytes the cursor holds between slices: its dictionary, and its
+/// piece's page and decoders.
 int64_t sl_pq_cursor_held(const struct pq_chunk_cursor* c);
 /// Frees what the cursor holds; its keyed dictionary lives on in the arrays
 /// that retain it. Also for a cursor that closed itself (its keyed

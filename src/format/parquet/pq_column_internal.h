@@ -55,5 +55,35 @@ int sl_pq_read_dictionary(struct pq_column_reader* cr, const struct pq_field* f,
                        int64_t size, int64_t n, const struct chunk_where* w,
                        struct sluice_error* error);
 
+/// Dictionary indices of nv values of a page into idx: decoded from `data`,
+/// or taken from cr->idx when a piece decoded them (cr->ready).
+int sl_pq_dict_indices(struct pq_column_reader* cr, const uint8_t* data, int64_t size, int64_t nv,
+                       uint32_t* idx, const struct chunk_where* w, struct sluice_error* error);
+
+/// cr->ready: what a page piece decoded already.
+enum { PQ_READY_IDX = 1, PQ_READY_PTRS = 2 };
+
+void sl_pq_piece_init(struct pq_page_piece* pc, const struct sluice_allocator* alloc);
+/// The page is done with (its buffers are kept for the next).
+void sl_pq_piece_end(struct pq_page_piece* pc);
+void sl_pq_piece_release(struct pq_page_piece* pc);
+int64_t sl_pq_piece_held(const struct pq_page_piece* pc);
+/// Starts decoding the data page of header h in pieces: its level runs
+/// (v2: the sections rdata / ddata; v1: from the page's start, which all
+/// three pointers give) and where its values start (v2: vdata).
+int sl_pq_piece_open(struct pq_page_piece* pc, const struct pq_field* f,
+                     const struct pq_page_header* h, const uint8_t* rdata, int64_t rsize,
+                     const uint8_t* ddata, int64_t dsize, const uint8_t* vdata, int64_t vsize,
+                     const struct chunk_where* w, struct sluice_error* error);
+/// The next n levels of a level run.
+int sl_pq_level_stream_get(struct pq_level_stream* ls, int16_t* out, int64_t n,
+                           const struct chunk_where* w, struct sluice_error* error);
+/// The piece's next nv dense values as the page decoder takes them: *enc,
+/// *data and *size a run of their own (PLAIN), or the page's as they are
+/// with cr->ready set.
+int sl_pq_piece_values(struct pq_column_reader* cr, const struct pq_field* f,
+                       struct pq_page_piece* pc, int64_t nv, enum pq_encoding* enc,
+                       const uint8_t** data, int64_t* size, const struct chunk_where* w,
+                       struct sluice_error* error);
 
 #endif

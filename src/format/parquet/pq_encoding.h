@@ -54,6 +54,10 @@ int sl_pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint
 /// prefix): `n` levels of `bit_width` bits. *consumed = ceil(n * bit_width / 8).
 int sl_pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
                                 int16_t* out, int64_t* consumed, struct sluice_error* error);
+/// Levels [first, first + n) of such a run (a page decoded in pieces).
+int sl_pq_bit_packed_levels_decode_at(const uint8_t* data, int64_t size, int bit_width,
+                                      int64_t first, int64_t n, int16_t* out,
+                                      struct sluice_error* error);
 
 /// Appends the RLE/bit-packed hybrid encoding of `n` values (no length prefix,
 /// no bit-width byte) to out. Chooses RLE runs for repeats of >= 8, bit-packed
@@ -108,6 +112,57 @@ int sl_pq_delta_length_byte_array_decode(const uint8_t* data, int64_t size, int6
 int sl_pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
                                struct sl_buffer* scratch, const uint8_t** ptrs, int32_t* lens,
                                struct sluice_error* error);
+
+/// DELTA_BINARY_PACKED read a few values at a time (a page decoded in
+/// pieces): where the run stands between calls.
+struct pq_delta_stream {
+  const uint8_t* data;
+  int64_t size;
+  int64_t end;            ///< byte length of the whole run (as *consumed above)
+  int64_t miniblocks, per_miniblock;
+  int64_t left;           ///< values not handed out yet
+  int64_t deltas_left;    ///< deltas in miniblocks not started yet
+  int first;              ///< the header's first value is not handed out yet
+  uint64_t last;          ///< the last value handed out
+  int64_t pos;            ///< the next miniblock or block header
+  uint64_t min_delta;     ///< the current block's
+  const uint8_t* widths;  ///< ... and its miniblocks' bit widths
+  int64_t mb;             ///< the current miniblock of the block
+  int width;              ///< ... its bit width
+  int64_t mb_at, mb_n, mb_used;  ///< its bytes, its values, and those handed out
+};
+
+/// Checks the whole run (header, block headers, widths up to max_width,
+/// lengths) and sets s->end; values come with the calls below.
+int sl_pq_delta_stream_init(struct pq_delta_stream* s, const uint8_t* data, int64_t size,
+                            int max_width, struct sluice_error* error);
+/// The next `n` values (EINVAL past the header's count).
+int sl_pq_delta_stream_get_i64(struct pq_delta_stream* s, int64_t* out, int64_t n,
+                               struct sluice_error* error);
+int sl_pq_delta_stream_get_i32(struct pq_delta_stream* s, int32_t* out, int64_t n,
+                               struct sluice_error* error);
+
+/// DELTA_LENGTH_BYTE_ARRAY, or DELTA_BYTE_ARRAY (`prefixed`), read a few
+/// values at a time.
+struct pq_byte_array_stream {
+  int prefixed;
+  struct pq_delta_stream prefix, lengths;
+  const uint8_t* data;
+  int64_t size, pos;      ///< pos: the next value's bytes (suffix)
+  int64_t index;          ///< values handed out (messages)
+  struct sl_buffer prev;  ///< DELTA_BYTE_ARRAY: the last value, for the next prefix
+};
+
+int sl_pq_byte_array_stream_init(struct pq_byte_array_stream* s, int prefixed, const uint8_t* data,
+                                 int64_t size, const struct sluice_allocator* alloc,
+                                 struct sluice_error* error);
+/// The next `n` values as ptrs / lens: into the page (DELTA_LENGTH), or
+/// rebuilt into `scratch` (appended; DELTA_BYTE_ARRAY, which also needs
+/// `prefix`, room for n int32).
+int sl_pq_byte_array_stream_get(struct pq_byte_array_stream* s, int64_t n, const uint8_t** ptrs,
+                                int32_t* lens, int32_t* prefix, struct sl_buffer* scratch,
+                                struct sluice_error* error);
+void sl_pq_byte_array_stream_reset(struct pq_byte_array_stream* s);
 
 /* ---- BYTE_STREAM_SPLIT ------------------------------------------------------ */
 

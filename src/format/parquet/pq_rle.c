@@ -269,26 +269,33 @@ int sl_pq_dict_indices_decode(const uint8_t* data, int64_t size, int64_t n, uint
   return 0;
 }
 
-int sl_pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
-                                int16_t* out, int64_t* consumed, struct sluice_error* error) {
+int sl_pq_bit_packed_levels_decode_at(const uint8_t* data, int64_t size, int bit_width,
+                                      int64_t first, int64_t n, int16_t* out,
+                                      struct sluice_error* error) {
   if (bit_width < 0 || bit_width > 16)
     return sl_error_set(error, EILSEQ, "BIT_PACKED: bit width %d is not in 0..16", bit_width);
-  if (n < 0 || n > (INT64_MAX - 7) / 16)
+  if (n < 0 || first < 0 || n > (INT64_MAX - 7) / 16 - first)
     return sl_error_set(error, EILSEQ, "BIT_PACKED: invalid level count %lld", (long long)n);
-  int64_t need = (n * bit_width + 7) / 8;
+  int64_t need = ((first + n) * bit_width + 7) / 8;
   if (size < need || (data == NULL && need > 0))
     return sl_error_set(error, EILSEQ, "BIT_PACKED: %lld levels of %d bits need %lld bytes, have %lld",
-                        (long long)n, bit_width, (long long)need, (long long)size);
+                        (long long)(first + n), bit_width, (long long)need, (long long)size);
   // MSB-first: value i occupies bits [i*w, i*w+w) counting from the top bit
   // of byte 0. Deprecated and rare, so a simple bit loop.
-  int64_t bit = 0;
+  int64_t bit = first * bit_width;
   for (int64_t i = 0; i < n; ++i) {
     uint32_t v = 0;
     for (int b = 0; b < bit_width; ++b, ++bit)
       v = v << 1 | ((data[bit >> 3] >> (7 - (bit & 7))) & 1u);
     out[i] = (int16_t)v;
   }
-  *consumed = need;
+  return 0;
+}
+
+int sl_pq_bit_packed_levels_decode(const uint8_t* data, int64_t size, int bit_width, int64_t n,
+                                int16_t* out, int64_t* consumed, struct sluice_error* error) {
+  SL_RETURN_NOT_OK(sl_pq_bit_packed_levels_decode_at(data, size, bit_width, 0, n, out, error));
+  *consumed = (n * bit_width + 7) / 8;
   return 0;
 }
 

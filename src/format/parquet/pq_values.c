@@ -192,10 +192,21 @@ int sl_pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, 
 
 /* ---- dense values ----------------------------------------------------------- */
 
+int sl_pq_dict_indices(struct pq_column_reader* cr, const uint8_t* data, int64_t size, int64_t nv,
+                       uint32_t* idx, const struct chunk_where* w, struct sluice_error* error) {
+  if (cr->ready == PQ_READY_IDX) {  // a piece's, decoded and checked already
+    if (idx != (uint32_t*)(void*)cr->idx.data) memcpy(idx, cr->idx.data, (size_t)nv * 4);
+    return 0;
+  }
+  return sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n,
+                                                                idx, error));
+}
+
 /// Byte-array values of a page as pointers + lengths in cr->ptrs / cr->lens.
 int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
                              const uint8_t* data, int64_t size, int64_t nv,
                              const struct chunk_where* w, struct sluice_error* error) {
+  if (cr->ready == PQ_READY_PTRS) return 0;  // a piece's, decoded already
   if (enc == PQ_ENC_PLAIN && nv > size / 4)
     return sl_pq_chunk_error(w, error, EILSEQ, "PLAIN byte arrays past the page end");
   int rc = sl_pq_scratch_size(&cr->ptrs, nv * (int64_t)sizeof(const uint8_t*));
@@ -216,11 +227,10 @@ int sl_pq_dense_byte_arrays(struct pq_column_reader* cr, enum pq_encoding enc,
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY: {
       if (!cr->has_dict) return sl_pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
-      if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+      if (cr->ready != PQ_READY_IDX && sl_pq_scratch_size(&cr->idx, nv * 4) != 0)
+        return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
-      if (nv > 0)
-        SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n,
-                                                                       idx, error)));
+      if (nv > 0) SL_RETURN_NOT_OK(sl_pq_dict_indices(cr, data, size, nv, idx, w, error));
       const uint8_t* const* dp = (const uint8_t* const*)(const void*)cr->dict_ptrs.data;
       const int32_t* dl = (const int32_t*)(const void*)cr->dict_lens.data;
       for (int64_t i = 0; i < nv; ++i) {
@@ -320,9 +330,10 @@ int sl_pq_dense_fixed(struct pq_column_reader* cr, const struct pq_field* f, enu
     dict: {
       if (!cr->has_dict) return sl_pq_chunk_error(w, error, EILSEQ, "dictionary-encoded page without a dictionary page");
       if (nv == 0) return 0;
-      if (sl_pq_scratch_size(&cr->idx, nv * 4) != 0) return sl_pq_chunk_prefix(w, error, ENOMEM);
+      if (cr->ready != PQ_READY_IDX && sl_pq_scratch_size(&cr->idx, nv * 4) != 0)
+        return sl_pq_chunk_prefix(w, error, ENOMEM);
       uint32_t* idx = (uint32_t*)(void*)cr->idx.data;
-      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_dict_indices_decode(data, size, nv, (uint32_t)cr->dict_n, idx, error)));
+      SL_RETURN_NOT_OK(sl_pq_dict_indices(cr, data, size, nv, idx, w, error));
       if (f->conv == PQ_CONV_INT96) {
         // The dictionary is kept as it is stored: a value the unit cannot
         // hold is an error only where a row uses it.
