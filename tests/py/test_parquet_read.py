@@ -1409,8 +1409,8 @@ def test_large_nested_row_group_read_in_slices(sluice_bin, nested_sliced_files, 
                                                dictionary, args):
     """A row group with lists and maps larger than slice_bytes (made small)
     is read page by page too: each batch ends where a row does (a
-    repetition level of 0), the rest of its page carried over to the next
-    batch, also in the middle of a row of 20,000 values spread over pages;
+    repetition level of 0) and the next goes on from there inside its page,
+    also in the middle of a row of 20,000 values spread over pages;
     the batches equal pyarrow's reading, ordered, unordered in column
     parts, projected, with dictionary=true."""
     if args == ["--batch-rows", "1"] and (version, dictionary) != ("1.0", True):
@@ -1459,8 +1459,9 @@ def rows_across_pages(n: int = 3000) -> list:
 def test_rows_across_pages_read_in_slices(sluice_bin, tmp_path, page_entries, batch_rows):
     """A list column whose rows go on from one v1 page into the next (as
     parquet-mr wrote them), read page by page: a batch that ends in the
-    middle of a page carries its rest over, and one whose last row goes on
-    into the next page waits for that row's end; equal to pyarrow's reading."""
+    middle of a page leaves its rest to the next, and one whose last row goes
+    on into the next page waits for that row's end; equal to pyarrow's
+    reading."""
     from parquet_split_pages import write_list_pages_file
 
     path = tmp_path / "across.parquet"
