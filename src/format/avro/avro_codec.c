@@ -1,7 +1,10 @@
 // Block codecs. Avro stores no uncompressed size (except inside snappy and
 // zstd frames, where it is untrusted), so output buffers grow as data really
 // arrives; a size a header claims only seeds the first reservation, capped.
-// Every codec library allocates through the sluice allocator.
+// Output never grows past the reader's limit (max_block_bytes): the first
+// byte past it stops decoding, so a small block that inflates to gigabytes
+// costs the limit, not the gigabytes. Every codec library allocates through
+// the sluice allocator.
 #include <bzlib.h>
 #include <stdint.h>
 #include <inttypes.h>
@@ -20,10 +23,6 @@
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
 #include "core/sl_value_text.h"
-
-// Blocks are decoded whole in memory; beyond this a file is not sane input
-// (and 32-bit lengths inside codecs would overflow).
-#define AVRO_MAX_BLOCK ((size_t)1 << 34)
 
 int sl_avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
                          struct sluice_error* error) {
@@ -50,13 +49,15 @@ void sl_avro_buf_release(struct avro_buf* b, const struct sluice_allocator* allo
   b->size = b->cap = 0;
 }
 
-int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
-                       struct sluice_error* error) {
+/// Capacity for `want` bytes, doubling, but never more than `most`.
+static int buf_grow(struct avro_buf* b, size_t want, size_t most,
+                    const struct sluice_allocator* alloc, struct sluice_error* error) {
   if (want <= b->cap) return 0;
   if (want > AVRO_MAX_BLOCK)
     return sl_error_set(error, EFBIG, "decompressed block larger than %zu bytes", AVRO_MAX_BLOCK);
   size_t cap = b->cap ? b->cap : 64 << 10;
   while (cap < want) cap *= 2;
+  if (cap > most) cap = most;
   uint8_t* p = b->data ? sl_realloc_buffer(alloc, b->data, b->cap, cap) : sl_alloc_buffer(alloc, cap);
   if (p == NULL) return sl_error_set(error, ENOMEM, "out of memory (%zu bytes) decompressing a block", cap);
   b->data = p;
@@ -64,22 +65,66 @@ int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_all
   return 0;
 }
 
+int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
+                       struct sluice_error* error) {
+  return buf_grow(b, want, SIZE_MAX, alloc, error);
+}
+
+/// Room for decompressed output: up to `want` bytes, never more than
+/// `limit`. A codec that fills `limit` bytes decodes on into a few bytes of
+/// spill: any byte there means the block passes the limit. (Room for limit
+/// + 1 bytes would cost a copy of the whole buffer for that one byte.)
+static int out_reserve(struct avro_buf* out, size_t want, size_t limit,
+                       const struct sluice_allocator* alloc, struct sluice_error* error) {
+  return buf_grow(out, want <= limit ? want : limit, limit, alloc, error);
+}
+
+/// Before each call of a streaming decoder: room for more output, doubled
+/// when full, else (at the limit) the spill. Sets *dst and *room.
+static int out_next(struct avro_buf* out, size_t limit, uint8_t* spill, size_t spill_size,
+                    uint8_t** dst, size_t* room, const struct sluice_allocator* alloc,
+                    struct sluice_error* error) {
+  if (out->size == out->cap && out->cap < limit)
+    SL_RETURN_NOT_OK(out_reserve(out, out->cap * 2, limit, alloc, error));
+  if (out->size < out->cap) {
+    *dst = out->data + out->size;
+    *room = out->cap - out->size;
+  } else {
+    *dst = spill;
+    *room = spill_size;
+  }
+  return 0;
+}
+
+static int too_large(const char* codec, size_t limit, struct sluice_error* error) {
+  return sl_error_set(error, ERANGE, "%s data decompress to more than %zu bytes", codec, limit);
+}
+
+/// After each call: `made` bytes came out at `dst`. ERANGE if into the spill.
+static int out_took(struct avro_buf* out, const uint8_t* dst, const uint8_t* spill, size_t made,
+                    const char* codec, size_t limit, struct sluice_error* error) {
+  if (dst == spill) return made > 0 ? too_large(codec, limit, error) : 0;
+  out->size += made;
+  return 0;
+}
+
 /* ---- codecs ------------------------------------------------------------------ */
 
 /// libdeflate decodes whole buffers about twice as fast as zlib's inflate,
-/// but needs room for all of the output: retry with double the room. Its
+/// but needs room for all of the output: retry with double the room, up to
+/// the limit (where too little room means more than the limit). Its
 /// decompressor (a few KiB of tables) comes from malloc: libdeflate 1.14 has
 /// no allocator hook with a context, only a process-global one.
-static int deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
+static int deflate_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf* out,
                          const struct sluice_allocator* alloc, struct sluice_error* error) {
   // Deflate expands at most 1032:1; a buffer larger than that means bad data.
-  size_t limit = n > (SIZE_MAX >> 11) ? SIZE_MAX : n * 1032 + 4096;
+  size_t most = n > (SIZE_MAX >> 11) ? SIZE_MAX : n * 1032 + 4096;
   size_t want = out->cap > n * 2 ? out->cap : n * 4 + 4096;
   struct libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   if (d == NULL) return sl_error_set(error, ENOMEM, "out of memory for inflate");
   int rc = 0;
   for (;;) {
-    if ((rc = sl_avro_buf_reserve(out, want, alloc, error)) != 0) break;
+    if ((rc = out_reserve(out, want, limit, alloc, error)) != 0) break;
     size_t got = 0, used = 0;
     enum libdeflate_result r =
         libdeflate_deflate_decompress_ex(d, in, n, out->data, out->cap, &used, &got);
@@ -87,8 +132,12 @@ static int deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
       out->size = got;
       break;
     }
-    if (r != LIBDEFLATE_INSUFFICIENT_SPACE || out->cap >= limit) {
+    if (r != LIBDEFLATE_INSUFFICIENT_SPACE || out->cap >= most) {
       rc = sl_error_set(error, EILSEQ, "deflate: corrupt or truncated data");
+      break;
+    }
+    if (out->cap >= limit) {
+      rc = too_large("deflate", limit, error);
       break;
     }
     want = out->cap * 2;
@@ -97,7 +146,7 @@ static int deflate_block(const uint8_t* in, size_t n, struct avro_buf* out,
   return rc;
 }
 
-static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
+static int snappy_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf* out,
                         const struct sluice_allocator* alloc, struct sluice_error* error) {
   if (n < 4) return sl_error_set(error, EILSEQ, "snappy block shorter than its CRC");
   size_t len;
@@ -106,7 +155,10 @@ static int snappy_block(const uint8_t* in, size_t n, struct avro_buf* out,
   // A snappy tag expands to at most 64 bytes per 2 input bytes; anything
   // claiming more is corrupt, so the claim cannot reserve absurd memory.
   if (len > (n + 16) * 32) return sl_error_set(error, EILSEQ, "snappy: implausible length %zu", len);
-  SL_RETURN_NOT_OK(sl_avro_buf_reserve(out, len > 0 ? len : 1, alloc, error));
+  if (len > limit)
+    return sl_error_set(error, ERANGE, "snappy data declare %zu decompressed bytes, more than %zu",
+                        len, limit);
+  SL_RETURN_NOT_OK(out_reserve(out, len > 0 ? len : 1, limit, alloc, error));
   size_t got = len;
   if (snappy_uncompress((const char*)in, n - 4, (char*)out->data, &got) != SNAPPY_OK || got != len)
     return sl_error_set(error, EILSEQ, "snappy: corrupt data");
@@ -132,23 +184,27 @@ static int zstd_error(size_t code, const uint8_t* in, size_t n, struct sluice_er
   return sl_error_set(error, EILSEQ, "zstandard: %s", ZSTD_getErrorName(code));
 }
 
-static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
+static int zstd_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf* out,
                       const struct sluice_allocator* alloc, struct sluice_error* error) {
+  unsigned long long fcs = ZSTD_getFrameContentSize(in, n);
+  int known = fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR;
+  if (known && fcs > limit)
+    return sl_error_set(error, ERANGE, "zstandard data declare %llu decompressed bytes (the frame "
+                        "header), more than %zu", fcs, limit);
   ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(alloc)};
   ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(mem);
   if (dctx == NULL) return sl_error_set(error, ENOMEM, "out of memory for zstd");
-  unsigned long long fcs = ZSTD_getFrameContentSize(in, n);
   size_t first = n * 4 + 1024;
-  if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR) {
+  if (known) {
     // Trust the claim only up to a bounded ratio; growth handles the rest.
     size_t cap = n > (SIZE_MAX >> 12) ? SIZE_MAX : n * 1024 + 4096;
     first = fcs < cap ? (size_t)fcs + 1 : cap;
   }
-  int rc = sl_avro_buf_reserve(out, first, alloc, error);
-  if (rc == 0 && fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && fcs < first &&
-      ZSTD_findFrameCompressedSize(in, n) == n) {
+  int rc = out_reserve(out, first, limit, alloc, error);
+  if (rc == 0 && known && fcs < first && ZSTD_findFrameCompressedSize(in, n) == n) {
     // One frame of known size (what writers emit): single-shot decoding
     // writes straight into the output, where streaming goes via its window.
+    // (The room is at least fcs: fcs + 1, or the limit, which fcs is within.)
     size_t got = ZSTD_decompressDCtx(dctx, out->data, out->cap, in, n);
     ZSTD_freeDCtx(dctx);
     if (ZSTD_isError(got)) return zstd_error(got, in, n, error);
@@ -157,15 +213,20 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
     return 0;
   }
   ZSTD_inBuffer ib = {in, n, 0};
-  size_t last = 0;
+  uint8_t spill[64];
   while (rc == 0) {
-    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
-    ZSTD_outBuffer ob = {out->data, out->cap, out->size};
-    last = ZSTD_decompressStream(dctx, &ob, &ib);
-    out->size = ob.pos;
+    uint8_t* dst;
+    size_t room;
+    if ((rc = out_next(out, limit, spill, sizeof spill, &dst, &room, alloc, error)) != 0) break;
+    ZSTD_outBuffer ob = {dst, room, 0};
+    size_t last = ZSTD_decompressStream(dctx, &ob, &ib);
     if (ZSTD_isError(last)) {
       rc = zstd_error(last, in, n, error);
-    } else if (ib.pos == ib.size && ob.pos < ob.size) {
+    } else if ((rc = out_took(out, dst, spill, ob.pos, "zstandard", limit, error)) != 0) {
+      break;
+    } else if (ib.pos == ib.size && (last == 0 || ob.pos < ob.size)) {
+      // (0: the frame is decoded and flushed; called again, zstd would wait
+      // for the next frame's header and call the data truncated)
       if (last != 0) rc = sl_error_set(error, EILSEQ, "zstandard: truncated frame");
       break;
     }
@@ -174,7 +235,7 @@ static int zstd_block(const uint8_t* in, size_t n, struct avro_buf* out,
   return rc;
 }
 
-static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
+static int bzip2_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf* out,
                        const struct sluice_allocator* alloc, struct sluice_error* error) {
   bz_stream bz;
   memset(&bz, 0, sizeof bz);
@@ -182,22 +243,24 @@ static int bzip2_block(const uint8_t* in, size_t n, struct avro_buf* out,
   bz.bzfree = sl_codec_free;
   bz.opaque = (void*)alloc;
   if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
-  int rc = sl_avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  int rc = out_reserve(out, n * 4 + 1024, limit, alloc, error);
   size_t in_left = n;
   const uint8_t* next = in;
+  uint8_t spill[64];
   while (rc == 0) {
-    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
+    uint8_t* dst;
+    size_t room;
+    if ((rc = out_next(out, limit, spill, sizeof spill, &dst, &room, alloc, error)) != 0) break;
     unsigned chunk_in = in_left > UINT32_MAX ? UINT32_MAX : (unsigned)in_left;
-    size_t room = out->cap - out->size;
     unsigned chunk_out = room > UINT32_MAX ? UINT32_MAX : (unsigned)room;
     bz.next_in = (char*)next;
     bz.avail_in = chunk_in;
-    bz.next_out = (char*)out->data + out->size;
+    bz.next_out = (char*)dst;
     bz.avail_out = chunk_out;
     int br = BZ2_bzDecompress(&bz);
     next += chunk_in - bz.avail_in;
     in_left -= chunk_in - bz.avail_in;
-    out->size += chunk_out - bz.avail_out;
+    if ((rc = out_took(out, dst, spill, chunk_out - bz.avail_out, "bzip2", limit, error)) != 0) break;
     if (br == BZ_STREAM_END) break;
     if (br != BZ_OK) {
       rc = sl_error_set(error, br == BZ_MEM_ERROR ? ENOMEM : EILSEQ, "bzip2: corrupt data (%d)", br);
@@ -218,7 +281,7 @@ int sl_avro_lzma_options(int level, void* lzma_options_lzma_out) {
 
 /// An xz container (codec "xz"), or avro-c's raw LZMA2 stream (`raw`, codec
 /// "lzma").
-static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
+static int xz_block(const uint8_t* in, size_t n, int raw, size_t limit, struct avro_buf* out,
                     const struct sluice_allocator* alloc, struct sluice_error* error) {
   lzma_allocator la = {sl_codec_alloc_n, sl_codec_free, sl_codec_opaque(alloc)};
   lzma_stream xs = LZMA_STREAM_INIT;
@@ -233,18 +296,20 @@ static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
     return sl_error_set(error, init == LZMA_MEM_ERROR ? ENOMEM : EINVAL, "%s: decoder setup failed (%d)",
                         raw ? "lzma" : "xz", (int)init);
   }
-  int rc = sl_avro_buf_reserve(out, n * 4 + 1024, alloc, error);
+  const char* what = raw ? "lzma" : "xz";
+  int rc = out_reserve(out, n * 4 + 1024, limit, alloc, error);
   xs.next_in = in;
   xs.avail_in = n;
+  uint8_t spill[64];
   while (rc == 0) {
-    if (out->size == out->cap && (rc = sl_avro_buf_reserve(out, out->cap * 2, alloc, error)) != 0) break;
-    xs.next_out = out->data + out->size;
-    xs.avail_out = out->cap - out->size;
-    size_t before = xs.avail_out;
+    uint8_t* dst;
+    size_t room;
+    if ((rc = out_next(out, limit, spill, sizeof spill, &dst, &room, alloc, error)) != 0) break;
+    xs.next_out = dst;
+    xs.avail_out = room;
     lzma_ret r = lzma_code(&xs, xs.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
-    out->size += before - xs.avail_out;
+    if ((rc = out_took(out, dst, spill, room - xs.avail_out, what, limit, error)) != 0) break;
     if (r == LZMA_STREAM_END) break;
-    const char* what = raw ? "lzma" : "xz";
     if (r == LZMA_MEM_ERROR) rc = sl_error_set(error, ENOMEM, "%s: out of memory", what);
     else if (r == LZMA_BUF_ERROR && xs.avail_out != 0) rc = sl_error_set(error, EILSEQ, "%s: truncated data", what);
     else if (r != LZMA_OK && r != LZMA_BUF_ERROR) rc = sl_error_set(error, EILSEQ, "%s: corrupt data (%d)", what, (int)r);
@@ -253,18 +318,20 @@ static int xz_block(const uint8_t* in, size_t n, int raw, struct avro_buf* out,
   return rc;
 }
 
-int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
-                    const struct sluice_allocator* alloc, struct sluice_error* error) {
+int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, size_t limit,
+                       struct avro_buf* out, const struct sluice_allocator* alloc,
+                       struct sluice_error* error) {
   out->size = 0;
   if (n > AVRO_MAX_BLOCK)
     return sl_error_set(error, EFBIG, "compressed block larger than %zu bytes", AVRO_MAX_BLOCK);
+  if (limit > AVRO_MAX_BLOCK) limit = AVRO_MAX_BLOCK;
   switch (codec) {
-    case AVRO_CODEC_DEFLATE: return deflate_block(in, n, out, alloc, error);
-    case AVRO_CODEC_SNAPPY: return snappy_block(in, n, out, alloc, error);
-    case AVRO_CODEC_ZSTD: return zstd_block(in, n, out, alloc, error);
-    case AVRO_CODEC_BZIP2: return bzip2_block(in, n, out, alloc, error);
-    case AVRO_CODEC_XZ: return xz_block(in, n, 0, out, alloc, error);
-    case AVRO_CODEC_LZMA: return xz_block(in, n, 1, out, alloc, error);
+    case AVRO_CODEC_DEFLATE: return deflate_block(in, n, limit, out, alloc, error);
+    case AVRO_CODEC_SNAPPY: return snappy_block(in, n, limit, out, alloc, error);
+    case AVRO_CODEC_ZSTD: return zstd_block(in, n, limit, out, alloc, error);
+    case AVRO_CODEC_BZIP2: return bzip2_block(in, n, limit, out, alloc, error);
+    case AVRO_CODEC_XZ: return xz_block(in, n, 0, limit, out, alloc, error);
+    case AVRO_CODEC_LZMA: return xz_block(in, n, 1, limit, out, alloc, error);
     default: return sl_error_set(error, EINVAL, "codec %d needs no decompression", (int)codec);
   }
 }

@@ -252,6 +252,12 @@ int sl_avro_lzma_options(int level, void* lzma_options_lzma_out);
 int sl_avro_codec_from_name(const char* name, size_t n, enum avro_codec* out,
                          struct sluice_error* error);
 
+/// Blocks are decoded whole in memory; beyond this a file is not sane input
+/// (and 32-bit lengths inside codecs would overflow).
+#define AVRO_MAX_BLOCK ((size_t)1 << 34)
+/// max_block_bytes's floor, as CSV's max_row_bytes's: the default memory budget.
+#define AVRO_MIN_BLOCK_LIMIT ((int64_t)256 << 20)
+
 /// A growable output buffer for decompressed blocks, reused across blocks.
 struct avro_buf {
   uint8_t* data;
@@ -263,9 +269,12 @@ void sl_avro_buf_release(struct avro_buf* b, const struct sluice_allocator* allo
 int sl_avro_buf_reserve(struct avro_buf* b, size_t want, const struct sluice_allocator* alloc,
                      struct sluice_error* error);
 
-/// Decompresses one block into `out` (size = decompressed bytes). Errors carry
-/// only the reason.
-int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, struct avro_buf* out,
-                    const struct sluice_allocator* alloc, struct sluice_error* error);
+/// Decompresses one block into `out` (size = decompressed bytes), stopping
+/// as soon as more than `limit` (at most AVRO_MAX_BLOCK) bytes come out, or
+/// a size the data declare passes it: ERANGE then, `out` never grown past
+/// `limit` bytes. Errors carry only the reason.
+int sl_avro_decompress(enum avro_codec codec, const uint8_t* in, size_t n, size_t limit,
+                       struct avro_buf* out, const struct sluice_allocator* alloc,
+                       struct sluice_error* error);
 
 #endif

@@ -15,6 +15,7 @@
 #include "core/sl_buffer.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
+#include "core/sl_value_text.h"
 
 #define AVRO_MAGIC "Obj\x01"
 #define AVRO_SYNC_LEN 16
@@ -44,6 +45,9 @@ struct avro_reader {
   struct sl_source* source;
   const struct sluice_allocator* alloc;
   int64_t batch_rows;
+  /// The most bytes a block may take in memory (max_block_bytes=): its
+  /// decompressed bytes, and a block copied from a pipe or remote object.
+  int64_t max_block_bytes;
   char* json;  ///< the writer schema text
   size_t json_len;
   /// The header's other entries (not avro.*: what the writer added, such as
@@ -418,16 +422,24 @@ static int walk_to_block(struct avro_reader* r, int64_t begin, int64_t* at, int6
 }
 
 /// The format options: reader_schema=PATH (a .avsc file, read and parsed
-/// here; the only option, others are errors).
-static int load_reader_schema(struct avro_reader* r, const char* options, struct sluice_error* error) {
+/// here) and max_block_bytes=SIZE; others are errors.
+static int parse_options(struct avro_reader* r, const char* options, struct sluice_error* error) {
   const char* cursor = options;
   struct sl_option o;
   int k;
   while (cursor != NULL && (k = sl_option_next(&cursor, &o)) != 0) {
+    if (k > 0 && sl_option_is(&o, "max_block_bytes")) {
+      if (sl_parse_size(o.value, o.value_len, 1, (int64_t)AVRO_MAX_BLOCK, &r->max_block_bytes) != 0)
+        return sl_error_set(error, EINVAL, "%s: Avro option max_block_bytes='%.*s': expected a "
+                            "size from 1 byte to 16g (k, m, g suffixes)", r->source->name,
+                            (int)o.value_len, o.value);
+      continue;
+    }
     if (k < 0 || !sl_option_is(&o, "reader_schema") || o.value_len == 0 || r->reader_json != NULL)
       return sl_error_set(error, EINVAL, "%s: %s format option '%.*s' (known: reader_schema=PATH, "
-                          "given once)", r->source->name, k > 0 && sl_option_is(&o, "reader_schema")
-                          ? "bad" : "unknown", (int)o.key_len, o.key);
+                          "given once; max_block_bytes=SIZE)", r->source->name,
+                          k > 0 && sl_option_is(&o, "reader_schema") ? "bad" : "unknown",
+                          (int)o.key_len, o.key);
     {
       char* path = sl_strndup(r->alloc, o.value, o.value_len);
       if (path == NULL) return sl_error_set(error, ENOMEM, "out of memory");
@@ -482,7 +494,12 @@ static int reader_open(const struct sl_reader_args* args, void** reader, struct 
     rc = sl_avro_schema_parse(r->json, r->json_len, r->alloc, &r->schema, error);
     if (rc != 0) sl_error_prefix(error, "%s: avro.schema", src->name);
   }
-  if (rc == 0) rc = load_reader_schema(r, args->format_options, error);
+  if (rc == 0) rc = parse_options(r, args->format_options, error);
+  if (rc == 0 && r->max_block_bytes == 0) {
+    int64_t budget = args->memory_budget < (int64_t)AVRO_MAX_BLOCK ? args->memory_budget
+                                                                    : (int64_t)AVRO_MAX_BLOCK;
+    r->max_block_bytes = budget > AVRO_MIN_BLOCK_LIMIT ? budget : AVRO_MIN_BLOCK_LIMIT;
+  }
   if (rc == 0 && r->reader_json != NULL) {
     // Batches take the reader's shape, and its schema is what a writer keeps.
     rc = sl_avro_program_build_resolved(&r->schema, &r->reader_schema, &r->prog, error);
@@ -714,6 +731,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
       rc = sl_error_set(error, EINVAL, "%s: an Avro stream can be scanned only once", name);
     r->scanned = 1;
     s->fpos = r->pos;
+    s->numbered = 1;  // read from the first block on
   } else {
     // A split owns the blocks that start in [offset, end); the first split
     // starts at the first block, the others find theirs after a sync marker.
@@ -826,6 +844,25 @@ static int check_next_split_start(struct avro_split* s, struct sluice_error* err
   return 0;
 }
 
+/// The error for a block that passes max_block_bytes: `why` says how.
+static int block_too_large(struct avro_split* s, const char* why, struct sluice_error* error) {
+  return sl_error_set(error, ERANGE, "%s: %s at byte %" PRId64 ": %s (the Avro option "
+                      "max_block_bytes, by default the memory budget and at least 256 MiB: "
+                      "raise it to read larger blocks)", s->r->source->name, s->label,
+                      s->block.header, why);
+}
+
+/// A block whose bytes are copied (a pipe's, a remote object's; a mapped
+/// file's are not) takes its declared size in memory: at most max_block_bytes.
+static int check_copied_size(struct avro_split* s, struct sluice_error* error) {
+  struct avro_reader* r = s->r;
+  if (r->source->mapped || s->block.size <= r->max_block_bytes) return 0;
+  char why[128];
+  snprintf(why, sizeof why, "%" PRId64 " bytes declared, more than %" PRId64, s->block.size,
+           r->max_block_bytes);
+  return block_too_large(s, why, error);
+}
+
 /// Makes the next block current; *done when the split has no more.
 static int load_block(struct avro_split* s, int* done, struct sluice_error* error) {
   struct avro_reader* r = s->r;
@@ -847,6 +884,7 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
     s->blocks_seen++;
     if (s->block.size > INT64_MAX - AVRO_SYNC_LEN)
       return sl_error_set(error, EILSEQ, "%s: %s: bad size", name, s->label);
+    SL_RETURN_NOT_OK(check_copied_size(s, error));
     int64_t total = s->block.size + AVRO_SYNC_LEN;
     if (total <= AVRO_FORWARD_CHUNK) {
       // Data and sync in one read: a source may recycle a view's bytes on the next.
@@ -884,6 +922,7 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
     sl_view_release(&h);
     SL_RETURN_NOT_OK(rc);
     s->blocks_seen++;
+    SL_RETURN_NOT_OK(check_copied_size(s, error));
     // check_block_header made sure that the data and the sync fit in the file.
     SL_RETURN_NOT_OK(range_bytes(r, &s->range, s->range_off, s->block.data,
                                  s->block.size + AVRO_SYNC_LEN, &s->view, error));
@@ -899,7 +938,13 @@ static int load_block(struct avro_split* s, int* done, struct sluice_error* erro
   if (s->block.count == 0) {
     data_len = 0;  // writers may leave an empty block's data empty, even when compressing
   } else if (r->codec != AVRO_CODEC_NULL) {
-    int rc = sl_avro_decompress(r->codec, data, (size_t)data_len, &s->buf, r->alloc, error);
+    int rc = sl_avro_decompress(r->codec, data, (size_t)data_len, (size_t)r->max_block_bytes,
+                                &s->buf, r->alloc, error);
+    if (rc == ERANGE) {
+      char why[256];  // the codec's reason is short
+      snprintf(why, sizeof why, "its %" PRId64 " bytes of %.200s", data_len, error->message);
+      return block_too_large(s, why, error);
+    }
     if (rc != 0)
       return sl_error_prefix(error, "%s: %s at byte %" PRId64, name, s->label,
                              s->block.header);
