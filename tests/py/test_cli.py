@@ -1373,6 +1373,43 @@ def test_second_signal_while_the_input_blocks_leaves_nothing(sluice_bin, tmp_pat
     assert dst.read_bytes() == b"old"
 
 
+@pytest.mark.parametrize("fmt", ["avro", "parquet", "csv", "jsonl"])
+def test_signal_stops_a_write_of_rows_that_take_no_bytes(sluice_bin, tmp_path, fmt):
+    """A null column of 2^40 rows (an IPC stream of 224 bytes) converted:
+    SIGTERM stops the write, which leaves nothing behind, and the process
+    dies of it. The writers poll by rows (Avro every 64Ki rows or items,
+    Parquet per row group, CSV and JSON Lines per slice of rows), not only
+    per MiB written: Avro and Parquet write almost nothing for such rows and
+    ignored SIGTERM for minutes. (Arrow IPC writes the batch at once: no
+    buffer at all.)"""
+    import io
+    import signal
+    n = 77777  # pyarrow would allocate for 2^40 nulls: the lengths are set after
+    batch = pa.record_batch([pa.nulls(n)], names=["n"])
+    stream = io.BytesIO()
+    with ipc.new_stream(stream, batch.schema) as w:
+        w.write_batch(batch)
+    data = stream.getvalue()
+    assert data.count(n.to_bytes(8, "little")) == 3  # the batch's and its node's length, nulls
+    src = tmp_path / "nulls.arrows"
+    src.write_bytes(data.replace(n.to_bytes(8, "little"), (1 << 40).to_bytes(8, "little")))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    options = ["-W", "null=NA"] if fmt == "csv" else []
+    p = subprocess.Popen([sluice_bin, "-q", "convert", str(src), str(out_dir / f"o.{fmt}"),
+                          *options], stderr=subprocess.PIPE)
+    _wait_until_writing(p, out_dir)
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        pytest.fail(f"{fmt}: the write went on for a minute after SIGTERM")
+    assert rc == -signal.SIGTERM, p.stderr.read().decode()
+    assert list(out_dir.iterdir()) == []
+
+
 def test_signal_ignored_at_start_stays_ignored(sluice_bin, tmp_path):
     # nohup (or `cmd &` in a script, for SIGINT) starts a command with the
     # signal ignored: it must not die of it, mid-write or not.

@@ -121,6 +121,8 @@ struct aw_buf {
 
 struct aw_ctx {
   const struct sluice_allocator* alloc;
+  struct sl_sink* sink;  ///< polled for a cancelled write (aw_poll)
+  int64_t poll_left;     ///< values to encode before the next poll
   struct aw_buf data;
   struct avro_buf packed;
   json_t* names;      ///< full name -> the type defined so far under it
@@ -900,6 +902,18 @@ static int value_error(struct aw_ctx* ctx, int code, const char* what, struct sl
 static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct ArrowArray* a,
                   int64_t j, struct sluice_error* error);
 
+/// Rows and array or map items between polls of the sink for a cancelled
+/// write (Ctrl-C). The sink polls per MiB it writes, but values may take no
+/// bytes at all: 2^40 rows of a null column ignored SIGTERM for minutes.
+#define AW_POLL_VALUES 65536
+
+/// Counts one row or item; every AW_POLL_VALUES, ECANCELED if the write was cancelled.
+static int aw_poll(struct aw_ctx* ctx, struct sluice_error* error) {
+  if (--ctx->poll_left > 0) return 0;
+  ctx->poll_left = AW_POLL_VALUES;
+  return sl_sink_cancelled(ctx->sink, error);
+}
+
 static int encode_string_at(struct aw_ctx* ctx, enum sl_type_id id, const struct ArrowArray* a,
                             int64_t p, struct sluice_error* error) {
   const uint8_t* data = a->buffers[2];
@@ -940,7 +954,10 @@ static int encode_items(struct aw_ctx* ctx, const struct aw_node* item, const st
         ctx->data.size += n * (w + 1);
       }
     } else {
-      for (int64_t k = start; k < end; ++k) SL_RETURN_NOT_OK(encode(ctx, item, child, k, error));
+      for (int64_t k = start; k < end; ++k) {
+        SL_RETURN_NOT_OK(aw_poll(ctx, error));
+        SL_RETURN_NOT_OK(encode(ctx, item, child, k, error));
+      }
     }
   }
   return put_long(ctx, 0, error);
@@ -1132,6 +1149,7 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
       if (end > start) {
         SL_RETURN_NOT_OK(put_long(ctx, end - start, error));
         for (int64_t k = start; k < end; ++k) {
+          SL_RETURN_NOT_OK(aw_poll(ctx, error));
           int64_t ep = e->offset + k;
           SL_RETURN_NOT_OK(encode(ctx, &node->children[0], e->children[0], ep, error));
           SL_RETURN_NOT_OK(encode(ctx, &node->children[1], e->children[1], ep, error));
@@ -1588,6 +1606,8 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   struct avro_writer* w = sl_calloc(args->alloc, 1, sizeof *w);
   if (w == NULL) return sl_error_set(error, ENOMEM, "avro: out of memory");
   w->ctx.alloc = args->alloc;
+  w->ctx.sink = sink;
+  w->ctx.poll_left = AW_POLL_VALUES;
   w->sink = sink;
   int rc = parse_options(&w->ctx, args, error);
   if (rc == 0 && !w->ctx.have_sync) rc = random_sync(w->ctx.sync, error);
@@ -1675,6 +1695,7 @@ static int avro_push(void* state, struct ArrowArray* batch, int end_row_group,
     struct aw_pipe* pipe = w->pipe_on ? &w->pipe : NULL;
     ctx->gen++;
     for (int64_t r = 0; rc == 0 && r < batch->length; ++r) {
+      if ((rc = aw_poll(ctx, error)) != 0) break;
       if (is_null(batch, batch->offset + r)) {
         rc = sl_error_set(error, EINVAL, "avro: row %" PRId64 " is null (a null struct row)",
                           ctx->row);

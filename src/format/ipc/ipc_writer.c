@@ -297,17 +297,19 @@ static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
   struct ipc_writer* w = state;
   if (batch == NULL || batch->release == NULL) return 0;
   const char* metadata = NULL;
-  int rc = 0;
-  if (w->batch_metadata != NULL &&
+  // Polled per batch too: the sink polls per MiB it writes, but a batch of
+  // null columns is a few hundred bytes however many rows it holds.
+  int rc = sl_sink_cancelled(w->sink, error);
+  if (rc == 0 && w->batch_metadata != NULL &&
       (rc = w->batch_metadata(w->batch_metadata_user, batch, &metadata)) != 0) {
     rc = sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
                       strerror(rc));
-  } else if (w->unify.n > 0) {
+  } else if (rc == 0 && w->unify.n > 0) {
     struct ipc_unified_batch unified;
     rc = sl_ipc_unify_batch(&w->unify, batch, &unified, error);
     if (rc == 0) rc = write_batch(w, &unified.root, metadata, error);
     sl_ipc_unified_batch_free(&unified);
-  } else {
+  } else if (rc == 0) {
     rc = write_batch(w, batch, metadata, error);
   }
   batch->release(batch);

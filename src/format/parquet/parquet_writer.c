@@ -367,6 +367,10 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluic
   int rc = 0;
   int64_t off = 0;
   while (rc == 0 && off < hb->array.length) {
+    // Polled per row group too: the sink polls per MiB it writes, but a row
+    // group may take a few bytes (2^40 rows of a null column ignored SIGTERM
+    // for minutes, a million row groups of 1Mi rows).
+    if ((rc = sl_sink_cancelled(w->sink, error)) != 0) break;
     int64_t take = hb->array.length - off;
     if (take > w->opt.row_group_size - w->pending_rows) take = w->opt.row_group_size - w->pending_rows;
     if (sl_grow_array(w->alloc, (void**)&w->slices, &w->cap_slices, w->n_slices + 1,
