@@ -8,7 +8,9 @@ import datetime
 import decimal
 import functools
 import math
+import os
 import random
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -17,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import check_clean_failure, corpora_dir
+from conftest import MEASURES_RSS, check_clean_failure, corpora_dir
 
 CODECS = ["snappy", "zstd", "gzip", "lz4", "lz4_raw", "brotli", "none"]
 
@@ -974,3 +976,73 @@ def test_field_ids_read_and_written_as_pyarrow_does(sluice, tmp_path, store_sche
         w.write_table(pa.table({"a": [1]}, schema=negative))
     sluice.run("convert", src, out)
     assert "int64 field_id=-1 a;" in str(pq.ParquetFile(out).schema)
+
+
+def _convert_within(sluice, src: Path, dst: Path, limit_mib: int) -> None:
+    """`sluice convert` under an address-space limit: glibc's malloc arenas
+    are kept to one (each thread's own reserves 128 MB of address space,
+    which would count however little it holds), and two threads."""
+    import resource
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mib << 20, limit_mib << 20))
+    proc = subprocess.run([sluice.binary, "--threads", "2", "convert", str(src), str(dst)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                          preexec_fn=limit_memory, env=dict(os.environ, MALLOC_ARENA_MAX="1"))
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+
+
+def assert_peers_read(path: Path, table: pa.Table):
+    """pyarrow, DuckDB and polars read the rows of `table` (of flat string
+    and integer columns) back from `path`."""
+    assert_same_table(pq.read_table(path), table)
+    rows = list(zip(*(table.column(n).to_pylist() for n in table.schema.names)))
+    assert duckdb.sql(f"SELECT * FROM read_parquet('{path}')").fetchall() == rows
+    assert pl.read_parquet(path).rows() == rows
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+def test_dictionary_delta_stream_is_not_held_batch_by_batch(sluice, tmp_path):
+    """3,000 one-row batches, each adding a value of 300 bytes to the
+    dictionary as a delta: every batch read carries the whole dictionary so
+    far, and the writer held them all until the row group was full (1.35 GB
+    of them; 5,000 values of 110 bytes: 1.39 GB, 20,000 ran out of memory).
+    Their rows are folded into the row group's values as they come now: 512
+    MiB of address space is plenty (160 do)."""
+    n, width = 3000, 300
+    values = [f"v{k:06d}".ljust(width, "x") for k in range(n)]
+    full = pa.array(values)
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), pa.string())), ("i", pa.int64())])
+    src, dst = tmp_path / "deltas.arrows", tmp_path / "out.parquet"
+    options = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with pa.ipc.new_stream(src, schema, options=options) as w:
+        for k in range(n):
+            d = pa.DictionaryArray.from_arrays(pa.array([k], pa.int32()), full.slice(0, k + 1))
+            w.write_batch(pa.record_batch([d, pa.array([k])], schema=schema))
+    assert src.stat().st_size < 10 * n * width  # deltas, not whole dictionaries (n * n / 2)
+    _convert_within(sluice, src, dst, 512)
+    md = pq.ParquetFile(dst).metadata
+    assert md.num_row_groups == 1
+    assert "RLE_DICTIONARY" in md.row_group(0).column(0).encodings
+    assert_peers_read(dst, pa.table({"d": pa.array(values).dictionary_encode(),
+                                     "i": pa.array(range(n))}))
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+def test_many_one_row_batches_are_not_held_one_by_one(sluice, tmp_path):
+    """200,000 one-row batches of an int and a string: each held batch cost
+    about a KiB of array nodes until the row group was full (320 MiB of
+    address space were not enough); folded as they come, 256 MiB are plenty
+    (160 do), and the file is byte for byte the one the same rows in one
+    batch make."""
+    n = 200_000
+    table = pa.table({"i": pa.array(range(n)), "s": pa.array([f"s{k:07d}" for k in range(n)])})
+    tiny, whole = tmp_path / "tiny.arrows", tmp_path / "whole.arrows"
+    with pa.ipc.new_stream(tiny, table.schema) as w:
+        w.write_table(table, max_chunksize=1)
+    with pa.ipc.new_stream(whole, table.schema) as w:
+        w.write_table(table)
+    _convert_within(sluice, tiny, tmp_path / "tiny.parquet", 256)
+    sluice.run("convert", whole, tmp_path / "whole.parquet")
+    assert (tmp_path / "tiny.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+    assert_peers_read(tmp_path / "tiny.parquet", table)

@@ -1,9 +1,13 @@
 // The Parquet writer: Arrow record batches -> "PAR1", row groups of column
 // chunks, footer (FileMetaData), footer length, "PAR1".
 //
-// Batches are held (not copied) until a row group's worth of rows arrived;
-// then every leaf column's chunk is encoded in memory (levels, dictionary or
-// PLAIN pages, compression, statistics: pq_write_column.c), on several
+// Batches are held (not copied) until a row group's worth of rows arrived.
+// Many tiny batches, or batches that each bring a dictionary of their own
+// (a delta stream's: the whole dictionary so far), are folded into owned
+// levels and values as they come instead (fold_held), so that what is held
+// is bounded by the row group's rows and one dictionary, not by the number
+// of batches. Then every leaf column's chunk is encoded in memory (levels,
+// dictionary or PLAIN pages, compression, statistics: pq_write_column.c), on several
 // threads when there are several leaves, while this thread writes each
 // finished chunk in schema order (so that writing overlaps encoding). The
 // output does not depend on the number of threads. The type mapping follows Arrow C++ (pq_write_schema.c); the
@@ -42,6 +46,13 @@
 #include "core/sl_cores.h"
 
 #define PQW_MAX_THREADS 8
+/// Held batches are folded (fold_held) when there are this many and they
+/// average fewer rows than PQW_FOLD_ROWS_PER_BATCH (each costs about a KiB
+/// held, more than such rows), or when their distinct dictionaries pass
+/// PQW_FOLD_DICT_BYTES and outweigh their rows 64 to 1.
+#define PQW_FOLD_BATCHES 1024
+#define PQW_FOLD_ROWS_PER_BATCH 64
+#define PQW_FOLD_DICT_BYTES (16 << 20)
 
 /// A batch of the stream, held while row groups refer to it.
 struct held_batch {
@@ -65,7 +76,12 @@ struct pq_writer {
   struct pqw_schema ps;
   struct pqw_slice* slices;
   int64_t n_slices, cap_slices;
-  int64_t pending_rows;
+  int64_t pending_rows;      ///< the row group's, folded ones included
+  struct pqw_acc* acc;       ///< per leaf: rows folded out of their batches (NULL before a fold)
+  int64_t folded_rows;       ///< the row group's first rows, in acc
+  int64_t held_batches;      ///< batches the slices hold
+  int64_t held_dict_bytes;   ///< bytes of the distinct dictionaries they hold
+  const void** last_dict;    ///< per leaf: the last batch's dictionary (sl_pqw_dict_bytes)
   struct rg_out* rgs;
   int64_t n_rgs, cap_rgs;
   struct sl_buffer* spare;   ///< per leaf: chunk byte buffers reused across row groups
@@ -239,8 +255,8 @@ static void* worker_run(void* arg) {
   for (;;) {
     long long i = atomic_fetch_add(&job->next, 1);
     if (i >= w->ps.n_leaves || atomic_load(&job->failed)) break;
-    int rc = sl_pqw_chunk_encode(&w->ps.leaves[i], &w->opt, w->slices, w->n_slices, k->scratch,
-                              &job->chunks[i], &k->error);
+    int rc = sl_pqw_chunk_encode(&w->ps.leaves[i], &w->opt, w->acc != NULL ? &w->acc[i] : NULL,
+                                 w->slices, w->n_slices, k->scratch, &job->chunks[i], &k->error);
     pthread_mutex_lock(&job->mu);
     job->done[i] = 1;
     if (rc != 0) {
@@ -254,7 +270,8 @@ static void* worker_run(void* arg) {
   return NULL;
 }
 
-static void release_slices(struct pq_writer* w) {
+/// Releases the batches the slices hold (their rows are written or folded).
+static void release_held(struct pq_writer* w) {
   for (int64_t i = 0; i < w->n_slices; ++i) {
     struct held_batch* hb = (struct held_batch*)(void*)w->slices[i].batch;
     if (--hb->refs == 0) {
@@ -263,7 +280,40 @@ static void release_slices(struct pq_writer* w) {
     }
   }
   w->n_slices = 0;
+  w->held_batches = 0;
+  w->held_dict_bytes = 0;
+  for (int64_t i = 0; w->last_dict != NULL && i < w->ps.n_leaves; ++i) w->last_dict[i] = NULL;
+}
+
+static void release_slices(struct pq_writer* w) {
+  release_held(w);
+  for (int64_t i = 0; w->acc != NULL && i < w->ps.n_leaves; ++i) sl_pqw_acc_free(&w->acc[i]);
   w->pending_rows = 0;
+  w->folded_rows = 0;
+}
+
+/// Folds the rows of the slices into w->acc and releases their batches.
+static int fold_held(struct pq_writer* w, struct sluice_error* error) {
+  int64_t n_leaves = w->ps.n_leaves;
+  if (w->acc == NULL) {
+    w->acc = sl_calloc(w->alloc, (size_t)n_leaves, sizeof *w->acc);
+    if (w->acc == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
+    for (int64_t i = 0; i < n_leaves; ++i) sl_pqw_acc_init(&w->acc[i], w->alloc);
+  }
+  for (int64_t i = 0; i < n_leaves; ++i)
+    SL_RETURN_NOT_OK(sl_pqw_acc_fold(&w->acc[i], &w->ps.leaves[i], w->slices, w->n_slices, error));
+  release_held(w);
+  w->folded_rows = w->pending_rows;
+  return 0;
+}
+
+/// Whether the batches held cost more than folding their rows (see
+/// PQW_FOLD_BATCHES).
+static int fold_due(const struct pq_writer* w) {
+  int64_t rows = w->pending_rows - w->folded_rows;
+  return (w->held_batches >= PQW_FOLD_BATCHES &&
+          rows < w->held_batches * PQW_FOLD_ROWS_PER_BATCH) ||
+         (w->held_dict_bytes >= PQW_FOLD_DICT_BYTES && w->held_dict_bytes / 64 > rows);
 }
 
 static int flush_row_group(struct pq_writer* w, struct sluice_error* error) {
@@ -386,6 +436,13 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluic
     w->pending_rows += take;
     off += take;
     if (w->pending_rows >= w->opt.row_group_size) rc = flush_row_group(w, error);
+  }
+  // Still held by the row group being filled: counted, maybe folded.
+  if (rc == 0 && w->n_slices > 0 && w->slices[w->n_slices - 1].batch == &hb->array) {
+    w->held_batches++;
+    for (int64_t i = 0; i < w->ps.n_leaves; ++i)
+      w->held_dict_bytes += sl_pqw_dict_bytes(&w->ps.leaves[i], &hb->array, &w->last_dict[i]);
+    if (fold_due(w)) rc = fold_held(w, error);
   }
   if (--hb->refs == 0) {
     hb->array.release(&hb->array);
@@ -564,6 +621,9 @@ static void writer_free(struct pq_writer* w) {
   if (w->bloom_columns != NULL) sl_free(w->alloc, w->bloom_columns, strlen(w->bloom_columns) + 1);
   release_slices(w);
   sl_free(w->alloc, w->slices, (size_t)w->cap_slices * sizeof *w->slices);
+  if (w->acc != NULL) sl_free(w->alloc, w->acc, (size_t)w->ps.n_leaves * sizeof *w->acc);
+  if (w->last_dict != NULL)
+    sl_free(w->alloc, w->last_dict, (size_t)w->ps.n_leaves * sizeof *w->last_dict);
   for (int64_t r = 0; r < w->n_rgs; ++r) {
     for (int64_t i = 0; i < w->ps.n_leaves; ++i) sl_pqw_chunk_free(&w->rgs[r].chunks[i]);
     sl_free(w->alloc, w->rgs[r].chunks, (size_t)w->ps.n_leaves * sizeof *w->rgs[r].chunks);
@@ -602,7 +662,8 @@ static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   if (rc == 0) {
     w->spare = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, sizeof *w->spare);
     w->done = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, 1);
-    if (w->spare == NULL || w->done == NULL)
+    w->last_dict = sl_calloc(w->alloc, (size_t)w->ps.n_leaves, sizeof *w->last_dict);
+    if (w->spare == NULL || w->done == NULL || w->last_dict == NULL)
       rc = sl_error_set(error, ENOMEM, "parquet writer: out of memory");
     for (int64_t i = 0; rc == 0 && i < w->ps.n_leaves; ++i) sl_buffer_init(&w->spare[i], w->alloc);
   }

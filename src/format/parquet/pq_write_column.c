@@ -453,10 +453,10 @@ static int64_t dictionary_levels(const struct pqw_leaf* leaf, const struct pqw_c
 }
 
 int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
-                     const struct pqw_slice* slices, int64_t n_slices,
+                     struct pqw_acc* acc, const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* s, struct pqw_chunk* out, struct sluice_error* error) {
   struct pqw_column_data* d = &s->data;
-  SL_RETURN_NOT_OK(sl_pqw_column_data_fill(d, leaf, slices, n_slices, error));
+  SL_RETURN_NOT_OK(sl_pqw_column_data_fill(d, leaf, acc, slices, n_slices, error));
   out->bytes.size = 0;
   if (out->stat_bytes != NULL) sl_free(out->bytes.alloc, out->stat_bytes, (size_t)out->stat_size);
   out->stat_bytes = NULL;

@@ -113,9 +113,39 @@ struct pqw_column_data {
 
 void sl_pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc);
 void sl_pqw_column_data_free(struct pqw_column_data* d);
-/// Computes levels and values of `leaf` over the slices (replacing what `d` held).
+
+/// The first rows of a row group folded out of the batches they came in
+/// (sl_pqw_acc_fold), so that those batches need not be held: tiny batches
+/// cost more held than their rows, and batches of a dictionary-delta stream
+/// each hold the whole dictionary so far. A leaf's levels and values as
+/// sl_pqw_column_data_fill makes them, with byte-array values (and the
+/// seed) copied into `bytes`: their ptr fields hold offsets into it. A
+/// dictionary leaf's values are stored once each, however many rows use them.
+struct pqw_acc {
+  struct pqw_column_data data;
+  struct sl_buffer bytes;
+  struct sl_buffer distinct;  ///< dictionary leaves: struct pqw_ba (offset) per value stored
+  struct sl_buffer table;     ///< hash slots over `distinct` (uint32 entry + 1, 0 = empty)
+};
+
+void sl_pqw_acc_init(struct pqw_acc* a, const struct sluice_allocator* alloc);
+void sl_pqw_acc_free(struct pqw_acc* a);
+/// Appends the levels and values of `leaf` over the slices to `a`, copying
+/// what they point to, so that the slices' batches can be released.
+int sl_pqw_acc_fold(struct pqw_acc* a, const struct pqw_leaf* leaf,
+                    const struct pqw_slice* slices, int64_t n_slices, struct sluice_error* error);
+/// About the bytes of the dictionary of `leaf` in `batch`; 0 when it is
+/// `*last` (the previous batch's: an IPC stream's batches share one), which
+/// it then becomes.
+int64_t sl_pqw_dict_bytes(const struct pqw_leaf* leaf, const struct ArrowArray* batch,
+                          const void** last);
+
+/// Computes levels and values of `leaf` over the rows folded into `acc`
+/// (NULL: none), then the slices (replacing what `d` held). The folded rows'
+/// buffers move to `d` (`acc` gets d's and keeps `bytes`, which d's values
+/// then point into: it lives until the chunk is encoded).
 int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
-                         const struct pqw_slice* slices, int64_t n_slices,
+                         struct pqw_acc* acc, const struct pqw_slice* slices, int64_t n_slices,
                          struct sluice_error* error);
 
 /// Writer options that matter to a column chunk.
@@ -162,10 +192,10 @@ struct pqw_chunk {
 
 void sl_pqw_chunk_init(struct pqw_chunk* c, const struct sluice_allocator* alloc);
 void sl_pqw_chunk_free(struct pqw_chunk* c);
-/// Encodes leaf `leaf` over the slices into `out` (dictionary page, data
-/// pages, statistics).
+/// Encodes leaf `leaf` over the rows folded into `acc` (NULL: none) and the
+/// slices into `out` (dictionary page, data pages, statistics).
 int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* opt,
-                     const struct pqw_slice* slices, int64_t n_slices,
+                     struct pqw_acc* acc, const struct pqw_slice* slices, int64_t n_slices,
                      struct pqw_scratch* scratch, struct pqw_chunk* out,
                      struct sluice_error* error);
 

@@ -5,6 +5,8 @@
 // row. Values are gathered as runs of positions in the leaf array, then
 // converted to their Parquet physical form in bulk.
 #include <string.h>
+#define XXH_INLINE_ALL  // from its header, as pq_bloom.c: no library to link
+#include <xxhash.h>
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
@@ -368,34 +370,33 @@ static int fill_flat(struct walk_ctx* c, const struct ArrowArray* a, int64_t sta
 /// value per row, so never far above what they will hold). A partitioned write's row group
 /// is hundreds of small slices, and growing by doubling copied the buffers
 /// and mapped fresh pages at every step (a third of its page faults).
-static int size_for_all(struct pqw_column_data* d, int64_t rows, int64_t total_rows,
-                        struct sluice_error* error) {
+/// base: the buffers' sizes before the first slice (rows folded before).
+static int size_for_all(struct pqw_column_data* d, const int64_t base[3], int64_t rows,
+                        int64_t total_rows, struct sluice_error* error) {
   if (rows <= 0 || total_rows <= rows) return 0;
   struct sl_buffer* grown[3] = {&d->def, &d->rep, &d->values};
   for (int k = 0; k < 3; ++k) {
-    int64_t per_row = (grown[k]->size + rows - 1) / rows;
-    if (per_row > 0 && per_row <= INT64_MAX / total_rows &&
-        sl_buffer_grow_to(grown[k], per_row * total_rows) != 0)
+    int64_t per_row = (grown[k]->size - base[k] + rows - 1) / rows;
+    if (per_row > 0 && per_row <= (INT64_MAX - base[k]) / total_rows &&
+        sl_buffer_grow_to(grown[k], base[k] + per_row * total_rows) != 0)
       return oom(error);
   }
   return 0;
 }
 
-int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
-                         const struct pqw_slice* slices, int64_t n_slices,
-                         struct sluice_error* error) {
-  d->def.size = d->rep.size = d->values.size = d->runs.size = d->seed.size = 0;
-  d->n_seed = 0;
-  d->seeded = 0;
-  d->n_levels = d->n_values = d->null_count = d->n_rows = 0;
-  d->vdata = NULL;
-  struct walk_ctx c = {leaf, d, 0};
+/// Appends the levels and values of the slices to what `d` holds.
+/// allow_view: `d` is empty and this is its one slice (see fill_flat).
+static int fill_append(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+                       const struct pqw_slice* slices, int64_t n_slices, int allow_view,
+                       struct sluice_error* error) {
+  struct walk_ctx c = {leaf, d, d->n_rows};
   int64_t total_rows = 0;
   for (int64_t i = 0; i < n_slices; ++i) total_rows += slices[i].n_rows;
+  const int64_t base[3] = {d->def.size, d->rep.size, d->values.size};
   for (int64_t i = 0; i < n_slices; ++i) {
     const struct pqw_slice* sl = &slices[i];
     if (i == 1 && leaf->n_steps == 1 && !leaf->is_dict)  // flat: at most a value per row
-      SL_RETURN_NOT_OK(size_for_all(d, slices[0].n_rows, total_rows, error));
+      SL_RETURN_NOT_OK(size_for_all(d, base, slices[0].n_rows, total_rows, error));
     if (leaf->column >= sl->batch->n_children)
       return sl_error_set(error, EINVAL, "parquet writer: batch has %lld columns, schema more",
                           (long long)sl->batch->n_children);
@@ -406,7 +407,7 @@ int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* le
                           "the schema", leaf->name);
     int64_t start = sl->batch->offset + sl->row;
     if (leaf->n_steps == 1 && !leaf->is_dict) {
-      SL_RETURN_NOT_OK(fill_flat(&c, col, start, sl->n_rows, n_slices == 1, error));
+      SL_RETURN_NOT_OK(fill_flat(&c, col, start, sl->n_rows, allow_view, error));
     } else {
       for (int64_t r = 0; r < sl->n_rows; ++r) {
         c.row = d->n_rows + r;
@@ -418,6 +419,172 @@ int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* le
     c.row = d->n_rows;
   }
   d->null_count = d->n_levels - d->n_values;
+  return 0;
+}
+
+static int is_byte_array(const struct pqw_leaf* leaf) {
+  return leaf->conv == PQW_CV_BYTES32 || leaf->conv == PQW_CV_BYTES64;
+}
+
+static void swap_buffers(struct sl_buffer* a, struct sl_buffer* b) {
+  struct sl_buffer t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/// Moves the rows folded into `a` to the empty `d`: buffers swapped (no
+/// copy), byte-array offsets made pointers into a->bytes.
+static void take_folded(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+                        struct pqw_acc* a) {
+  struct pqw_column_data* f = &a->data;
+  swap_buffers(&d->def, &f->def);
+  swap_buffers(&d->rep, &f->rep);
+  swap_buffers(&d->values, &f->values);
+  swap_buffers(&d->seed, &f->seed);
+  d->n_levels = f->n_levels;
+  d->n_values = f->n_values;
+  d->n_rows = f->n_rows;
+  d->n_seed = f->n_seed;
+  d->seeded = f->seeded;
+  f->def.size = f->rep.size = f->values.size = f->seed.size = 0;
+  f->n_levels = f->n_values = f->n_rows = f->n_seed = f->null_count = 0;
+  f->seeded = 0;
+  if (!is_byte_array(leaf)) return;
+  // (No bytes stored when every value is empty: their pointers must not be NULL.)
+  static const uint8_t k_none[1] = {0};
+  const uint8_t* base = a->bytes.data != NULL ? a->bytes.data : k_none;
+  struct sl_buffer* rebased[2] = {&d->values, &d->seed};
+  for (int k = 0; k < 2; ++k) {
+    struct pqw_ba* v = (struct pqw_ba*)(void*)rebased[k]->data;
+    int64_t n = rebased[k]->size / (int64_t)sizeof *v;
+    for (int64_t i = 0; i < n; ++i) v[i].ptr = base + (uintptr_t)v[i].ptr;
+  }
+}
+
+int sl_pqw_column_data_fill(struct pqw_column_data* d, const struct pqw_leaf* leaf,
+                         struct pqw_acc* acc, const struct pqw_slice* slices, int64_t n_slices,
+                         struct sluice_error* error) {
+  d->def.size = d->rep.size = d->values.size = d->runs.size = d->seed.size = 0;
+  d->n_seed = 0;
+  d->seeded = 0;
+  d->n_levels = d->n_values = d->null_count = d->n_rows = 0;
+  d->vdata = NULL;
+  if (acc != NULL && acc->data.n_rows > 0) take_folded(d, leaf, acc);
+  SL_RETURN_NOT_OK(fill_append(d, leaf, slices, n_slices, n_slices == 1 && d->n_rows == 0, error));
   if (d->vdata == NULL) d->vdata = d->values.data;
   return 0;
+}
+
+/* ---- Folded rows ------------------------------------------------------------ */
+
+void sl_pqw_acc_init(struct pqw_acc* a, const struct sluice_allocator* alloc) {
+  sl_pqw_column_data_init(&a->data, alloc);
+  sl_buffer_init(&a->bytes, alloc);
+  sl_buffer_init(&a->distinct, alloc);
+  sl_buffer_init(&a->table, alloc);
+}
+
+void sl_pqw_acc_free(struct pqw_acc* a) {
+  sl_pqw_column_data_free(&a->data);
+  a->data.n_levels = a->data.n_values = a->data.n_rows = a->data.n_seed = 0;
+  a->data.null_count = 0;
+  a->data.seeded = 0;
+  sl_buffer_reset(&a->bytes);
+  sl_buffer_reset(&a->distinct);
+  sl_buffer_reset(&a->table);
+}
+
+/// Doubles the hash table over the values stored (from 1024 slots).
+static int acc_table_grow(struct pqw_acc* a, struct sluice_error* error) {
+  int64_t slots = a->table.size > 0 ? a->table.size / 4 * 2 : 1024;
+  struct sl_buffer t;
+  sl_buffer_init(&t, a->table.alloc);
+  if (sl_buffer_append_zeros(&t, slots * 4) != 0) return oom(error);
+  uint32_t* table = (uint32_t*)(void*)t.data;
+  const struct pqw_ba* e = (const struct pqw_ba*)(const void*)a->distinct.data;
+  int64_t n = a->distinct.size / (int64_t)sizeof *e;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* bytes = e[i].len > 0 ? a->bytes.data + (uintptr_t)e[i].ptr : NULL;
+    uint64_t slot = XXH3_64bits(bytes, (size_t)e[i].len) & (uint64_t)(slots - 1);
+    while (table[slot] != 0) slot = (slot + 1) & (uint64_t)(slots - 1);
+    table[slot] = (uint32_t)(i + 1);
+  }
+  sl_buffer_reset(&a->table);
+  a->table = t;
+  return 0;
+}
+
+/// Copies the bytes `v` points to into a->bytes and makes v->ptr their
+/// offset there; `once`: bytes already stored are not stored again.
+static int acc_own(struct pqw_acc* a, struct pqw_ba* v, int once, struct sluice_error* error) {
+  uint32_t* slot_at = NULL;
+  int64_t n = a->distinct.size / (int64_t)sizeof(struct pqw_ba);
+  if (once && n < (int64_t)UINT32_MAX - 1) {
+    if ((n + 1) * 2 > a->table.size / 4) SL_RETURN_NOT_OK(acc_table_grow(a, error));
+    uint64_t mask = (uint64_t)(a->table.size / 4 - 1);
+    uint32_t* table = (uint32_t*)(void*)a->table.data;
+    const struct pqw_ba* e = (const struct pqw_ba*)(const void*)a->distinct.data;
+    uint64_t slot = XXH3_64bits(v->ptr, (size_t)v->len) & mask;
+    for (; table[slot] != 0; slot = (slot + 1) & mask) {
+      const struct pqw_ba* x = &e[table[slot] - 1];
+      if (x->len == v->len &&
+          (v->len == 0 || memcmp(a->bytes.data + (uintptr_t)x->ptr, v->ptr, (size_t)v->len) == 0)) {
+        v->ptr = x->ptr;
+        return 0;
+      }
+    }
+    slot_at = &table[slot];
+  }
+  struct pqw_ba stored = {(const uint8_t*)(uintptr_t)a->bytes.size, v->len};
+  if (v->len > 0 && sl_buffer_append(&a->bytes, v->ptr, v->len) != 0) return oom(error);
+  if (slot_at != NULL) {
+    if (sl_buffer_append(&a->distinct, &stored, sizeof stored) != 0) return oom(error);
+    *slot_at = (uint32_t)(n + 1);
+  }
+  *v = stored;
+  return 0;
+}
+
+int sl_pqw_acc_fold(struct pqw_acc* a, const struct pqw_leaf* leaf,
+                    const struct pqw_slice* slices, int64_t n_slices, struct sluice_error* error) {
+  struct pqw_column_data* d = &a->data;
+  int64_t v0 = d->values.size / (int64_t)sizeof(struct pqw_ba);
+  int seeded = d->seeded;
+  // No views of the batches' buffers: fixed-width values are copied.
+  SL_RETURN_NOT_OK(fill_append(d, leaf, slices, n_slices, 0, error));
+  if (!is_byte_array(leaf)) return 0;
+  struct pqw_ba* v = (struct pqw_ba*)(void*)d->values.data;
+  int64_t n = d->values.size / (int64_t)sizeof *v;
+  for (int64_t i = v0; i < n; ++i) SL_RETURN_NOT_OK(acc_own(a, &v[i], leaf->is_dict, error));
+  if (!seeded && d->seeded) {  // the seed (a dictionary's values) came in these slices
+    v = (struct pqw_ba*)(void*)d->seed.data;
+    n = d->seed.size / (int64_t)sizeof *v;
+    for (int64_t i = 0; i < n; ++i) SL_RETURN_NOT_OK(acc_own(a, &v[i], 1, error));
+  }
+  return 0;
+}
+
+int64_t sl_pqw_dict_bytes(const struct pqw_leaf* leaf, const struct ArrowArray* batch,
+                          const void** last) {
+  if (!leaf->is_dict || leaf->column >= batch->n_children) return 0;
+  const struct ArrowArray* la = leaf_array(leaf, batch->children[leaf->column]);
+  const struct ArrowArray* dict = la != NULL ? la->dictionary : NULL;
+  if (dict == NULL || dict->n_buffers < 2 || dict->buffers[1] == NULL ||
+      dict->buffers[1] == *last)
+    return 0;
+  *last = dict->buffers[1];
+  int64_t n = dict->length, p = dict->offset;
+  if (is_byte_array(leaf) && dict->n_buffers > 2) {
+    int64_t b, e;
+    if (leaf->conv == PQW_CV_BYTES32) {
+      b = ((const int32_t*)dict->buffers[1])[p];
+      e = ((const int32_t*)dict->buffers[1])[p + n];
+    } else {
+      b = ((const int64_t*)dict->buffers[1])[p];
+      e = ((const int64_t*)dict->buffers[1])[p + n];
+    }
+    return n * 8 + (e > b ? e - b : 0);
+  }
+  int64_t w = leaf->type == PQ_FIXED_LEN_BYTE_ARRAY ? leaf->type_length : 8;
+  return n * (w > 0 ? w : 8);
 }
