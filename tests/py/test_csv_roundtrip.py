@@ -26,7 +26,7 @@ ipc = pytest.importorskip("pyarrow.ipc")
 pcsv = pytest.importorskip("pyarrow.csv")
 np = pytest.importorskip("numpy")
 
-from conftest import arrow_to_csv  # noqa: E402
+from conftest import MEASURES_RSS, arrow_to_csv  # noqa: E402
 
 UTC = dt.timezone.utc
 
@@ -872,3 +872,37 @@ def test_stray_quote_error_points_at_the_sniffed_dialect(sluice, tmp_path, opts,
     assert "were sniffed" in err and "give delimiter= or quote=" in err, err
     sluice.run("convert", path, tmp_path / "z.arrow", "-O", read_opt)
     assert read_arrow(tmp_path / "z.arrow").to_pylist() == table.to_pylist()
+
+
+@pytest.mark.skipif(not MEASURES_RSS, reason="address-space limits and ASan do not mix")
+def test_many_one_row_batches_keep_up_with_the_reader(sluice, tmp_path):
+    """200,000 one-row batches to CSV and JSON Lines: each batch's text went
+    to the flusher thread on its own (two thread switches a batch: 3.5 s for
+    100,000), the reader ran ahead, and the batches waiting took over 256
+    MiB of address space; small batches' text is now gathered (256 KiB) and
+    128 MiB do. The text is the one the same rows in one batch make."""
+    import os
+    import resource
+    import subprocess
+    pj = pytest.importorskip("pyarrow.json")
+    n = 200_000
+    table = pa.table({"i": pa.array(range(n)), "s": pa.array([f"s{k:07d}" for k in range(n)])})
+    tiny, whole = tmp_path / "tiny.arrows", tmp_path / "whole.arrows"
+    with ipc.new_stream(tiny, table.schema) as w:
+        w.write_table(table, max_chunksize=1)
+    with ipc.new_stream(whole, table.schema) as w:
+        w.write_table(table)
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (192 << 20, 192 << 20))
+    for ext in ["csv", "jsonl"]:
+        out, ref = tmp_path / f"tiny.{ext}", tmp_path / f"whole.{ext}"
+        # One malloc arena: each thread's own reserves 128 MB of address space.
+        proc = subprocess.run([sluice.binary, "--threads", "2", "convert", str(tiny), str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                              preexec_fn=limit_memory, env=dict(os.environ, MALLOC_ARENA_MAX="1"))
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+        sluice.run("convert", whole, ref)
+        assert out.read_bytes() == ref.read_bytes(), ext
+    assert pcsv.read_csv(tmp_path / "tiny.csv").equals(table)
+    assert pj.read_json(tmp_path / "tiny.jsonl").equals(table)

@@ -15,6 +15,11 @@
 #define MIN_ROWS_TO_SHARE 4096
 /// Rows each part spells per round (see sl_text_rows_pool_write).
 #define ROWS_PER_PART_ROUND 65536
+/// The text of batches the caller spells alone gathers in its part up to
+/// this many bytes before it goes to the sink: handing the flusher each
+/// tiny batch's text (two thread switches) cost more than the batch
+/// (100,000 one-row batches: 3.5 s). The sink buffers a MiB anyway.
+#define GATHER_BYTES ((size_t)256 << 10)
 
 struct rows_part {
   _Alignas(64) struct sl_text out;  // (a cache line of its own: see csv_cell)
@@ -50,6 +55,10 @@ struct sl_text_rows_pool {
   /// the flusher writes the previous batch's set to the sink.
   struct rows_part part[2][MAX_PARTS];
   int cur;
+  /// part[cur][0] holds the text of small batches not yet handed on
+  /// (GATHER_BYTES), for `gather_sink`.
+  int gathered;
+  struct sl_sink* gather_sink;
   // The flusher (a thread when helpers run): writes set `flush_set`'s first
   // `flush_parts` parts to `flush_sink` while `flush_pending`.
   int has_flusher;
@@ -62,14 +71,18 @@ struct sl_text_rows_pool {
   struct sluice_error flush_error;
 };
 
-static void spell_part(struct sl_text_rows_pool* p, int i) {
+/// append: after the text gathered in the part (a failed batch's own is
+/// dropped).
+static void spell_part(struct sl_text_rows_pool* p, int i, int append) {
   struct rows_part* part = &p->part[p->cur][i];
-  sl_text_clear(&part->out);
+  if (!append) sl_text_clear(&part->out);
+  size_t before = part->out.len;
   memset(&part->error, 0, sizeof part->error);
   part->rc = part->begin < part->end
                  ? p->spell(p->ctx, i, p->row, p->batch, part->begin, part->end, &part->out,
                             &part->error)
                  : 0;
+  if (part->rc != 0) part->out.len = before;
 }
 
 /// Writes one set's parts in order (lock not held). The first error stops it.
@@ -126,7 +139,7 @@ static void* helper_main(void* arg) {
     if (p->stop) break;
     seen = p->generation;
     pthread_mutex_unlock(&p->lock);
-    spell_part(p, i);
+    spell_part(p, i, 0);
     pthread_mutex_lock(&p->lock);
     if (--p->busy == 0) pthread_cond_broadcast(&p->cond);
   }
@@ -172,12 +185,37 @@ int sl_text_rows_pool_start(const struct sluice_allocator* alloc, int max_parts,
   return 0;
 }
 
-/// Spells rows [from, to) of the batch on all parts and hands them on.
+/// Hands the current set's first `parts` parts on to the sink: to the
+/// flusher (the next text goes to the other set), or written here.
+static int hand_on(struct sl_text_rows_pool* p, int parts, struct sl_sink* sink,
+                   struct sluice_error* error) {
+  p->gathered = 0;
+  if (!p->has_flusher) return write_parts(p->part[p->cur], parts, sink, error);
+  // Once the flusher is done with the previous set; the next batch is
+  // spelled into the other set meanwhile.
+  pthread_mutex_lock(&p->lock);
+  int rc = wait_flushed_locked(p, error);
+  if (rc == 0) {
+    p->flush_set = p->cur;
+    p->flush_parts = parts;
+    p->flush_sink = sink;
+    p->flush_pending = 1;
+    pthread_cond_broadcast(&p->cond);
+    p->cur ^= 1;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+/// Spells rows [from, to) of the batch on all parts and hands them on (a
+/// small batch's text is gathered first, see GATHER_BYTES).
 static int write_rows(struct sl_text_rows_pool* p, const struct sl_text_field* row,
                       const struct ArrowArray* batch, int64_t from, int64_t to,
                       struct sl_sink* sink, struct sluice_error* error) {
   int64_t n = to - from;
   int parts = n >= MIN_ROWS_TO_SHARE ? p->parts : 1;
+  if (p->gathered && (parts > 1 || sink != p->gather_sink))
+    SL_RETURN_NOT_OK(hand_on(p, 1, p->gather_sink, error));
   int64_t per = (n + parts - 1) / parts;
   for (int i = 0; i < p->parts; ++i) {
     int64_t begin = from + (int64_t)i * per, end = begin + per;
@@ -193,7 +231,7 @@ static int write_rows(struct sl_text_rows_pool* p, const struct sl_text_field* r
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
   }
-  spell_part(p, 0);
+  spell_part(p, 0, p->gathered);
   if (parts > 1) {
     pthread_mutex_lock(&p->lock);
     while (p->busy > 0) pthread_cond_wait(&p->cond, &p->lock);
@@ -206,21 +244,12 @@ static int write_rows(struct sl_text_rows_pool* p, const struct sl_text_field* r
       return set[i].rc;
     }
   }
-  if (!p->has_flusher) return write_parts(set, parts, sink, error);
-  // Hand this set to the flusher once it is done with the previous one; the
-  // next batch is spelled into the other set meanwhile.
-  pthread_mutex_lock(&p->lock);
-  int rc = wait_flushed_locked(p, error);
-  if (rc == 0) {
-    p->flush_set = p->cur;
-    p->flush_parts = parts;
-    p->flush_sink = sink;
-    p->flush_pending = 1;
-    pthread_cond_broadcast(&p->cond);
-    p->cur ^= 1;
+  if (parts == 1 && set[0].out.len < GATHER_BYTES) {
+    p->gathered = set[0].out.len > 0;
+    p->gather_sink = sink;
+    return 0;
   }
-  pthread_mutex_unlock(&p->lock);
-  return rc;
+  return hand_on(p, parts, sink, error);
 }
 
 int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_field* row,
@@ -240,7 +269,9 @@ int sl_text_rows_pool_write(struct sl_text_rows_pool* p, const struct sl_text_fi
 }
 
 int sl_text_rows_pool_finish(struct sl_text_rows_pool* p, int rc, struct sluice_error* error) {
-  if (p == NULL || !p->has_flusher) return rc;
+  if (p == NULL) return rc;
+  if (rc == 0 && p->gathered) rc = hand_on(p, 1, p->gather_sink, error);
+  if (!p->has_flusher) return rc;
   struct sluice_error flush_error;
   pthread_mutex_lock(&p->lock);
   int flushed = wait_flushed_locked(p, &flush_error);
