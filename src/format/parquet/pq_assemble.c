@@ -13,6 +13,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_hash.h"
 
 struct asm_ctx {
   struct pq_leaf_data* leaves;
@@ -64,12 +65,6 @@ static int widen_offsets(struct asm_ctx* c, struct pq_leaf_data* d) {
   sl_buffer_reset(&d->offsets);
   d->offsets = wide;
   return 0;
-}
-
-static uint64_t hash_bytes(const uint8_t* p, int32_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)n;
-  for (int32_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3u;
-  return h ^ (h >> 29);
 }
 
 static int index_width(const struct pq_field* f) {
@@ -176,7 +171,7 @@ static int build_dictionary(struct asm_ctx* c, const struct pq_field* f, struct 
     if (!bits || (bits[i >> 3] >> (i & 7)) & 1) {
       const uint8_t* p = data + offs[i];
       int32_t len = offs[i + 1] - offs[i];
-      uint64_t h = hash_bytes(p, len) & (uint64_t)(slots - 1);
+      uint64_t h = sl_hash_bytes(p, (size_t)len) & (uint64_t)(slots - 1);
       for (;;) {
         int64_t e = tab[h];
         if (e == 0) {

@@ -20,6 +20,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_hash.h"
 #include "format/parquet/pq_bloom.h"
 #include "format/parquet/pq_encoding.h"
 #include "format/parquet/pq_meta.h"
@@ -95,20 +96,6 @@ static inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-static uint64_t hash_bytes(const uint8_t* p, int64_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
-  while (n >= 8) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    h = mix64(h ^ x);
-    p += 8;
-    n -= 8;
-  }
-  uint64_t x = 0;
-  if (n > 0) memcpy(&x, p, (size_t)n);
-  return mix64(h ^ x);
-}
-
 struct dict_build {
   const struct pqw_leaf* leaf;
   struct pqw_scratch* s;
@@ -136,7 +123,7 @@ static inline uint64_t value_hash(const struct dict_build* b, struct pqw_ba v) {
     memcpy(&x, v.ptr, 4);
     return mix64(x);
   }
-  return hash_bytes(v.ptr, v.len);
+  return sl_hash_bytes(v.ptr, (size_t)v.len);
 }
 
 static int table_resize(struct dict_build* b, uint64_t cap, struct sluice_error* error) {
