@@ -274,8 +274,16 @@ class Node:
         self.null_count = info["null_count"]
 
     def buffer(self, i, nbytes):
-        """Buffer i as a _BufferView of nbytes bytes, or None if absent."""
-        return self.batch._buffer(self.path, i, nbytes, -1 if self.transient else int(self.writable))
+        """Buffer i as a _BufferView of nbytes bytes. A NULL validity
+        bitmap (no nulls) is None; any other NULL buffer of an empty node,
+        or one that would hold no bytes (the C Data Interface allows both:
+        a list's child when every list is empty, all strings empty), reads
+        as nbytes zero bytes."""
+        view = self.batch._buffer(self.path, i, nbytes, -1 if self.transient else int(self.writable))
+        if view is None and (i > 0 or self.type.kind == "union") and \
+                (self.length == 0 or nbytes == 0):
+            return bytearray(nbytes) if self.writable else bytes(nbytes)
+        return view
 
     def child(self, i):
         return Node(self.batch, self.path + (i,), self.type.children[i].type, self.writable,
