@@ -517,15 +517,24 @@ class Table:
     def schema(self):
         return self._schema
 
+    def _live(self):
+        """The batches; a ValueError once to_pandas(self_destruct=True) took
+        them (the table would read as empty, and write an empty file)."""
+        if self._destructed:
+            raise ValueError("this sluice.Table was consumed by to_pandas(self_destruct=True): "
+                             "its batches were freed; read the source again")
+        return self._batches
+
     @property
     def batches(self):
         """The batches, in plan order."""
+        batches = self._live()
         self._sole = False
-        return list(self._batches)
+        return list(batches)
 
     @property
     def num_rows(self):
-        return sum(b.num_rows for b in self._batches)
+        return sum(b.num_rows for b in self._live())
 
     @property
     def num_columns(self):
@@ -543,23 +552,28 @@ class Table:
         return self.num_rows
 
     def column(self, name_or_index):
+        """The column named `name_or_index`, or at that position (an int;
+        negative counts from the end), as a Column sharing the batches."""
         # (its own list: to_pandas(self_destruct=True) empties the table's)
+        batches = list(self._live())
         self._sole = False
-        return Column(self._schema, list(self._batches), _index(self._schema, name_or_index))
+        return Column(self._schema, batches, _index(self._schema, name_or_index))
 
     def __getitem__(self, name_or_index):
         return self.column(name_or_index)
 
     @property
     def columns(self):
+        columns = self._columns()
         self._sole = False
-        return self._columns()
+        return columns
 
     def _columns(self):
         """The columns, for reads that copy the values out (to_pylist, repr):
         no batch is handed out, so a later to_pandas(self_destruct=True) may
         still take the memory over."""
-        return [Column(self._schema, list(self._batches), i) for i in range(self.num_columns)]
+        batches = self._live()
+        return [Column(self._schema, list(batches), i) for i in range(self.num_columns)]
 
     def equals(self, other, check_metadata=False):
         """Whether `other` (a Table) has the same columns (names, types,
@@ -570,9 +584,10 @@ class Table:
         time."""
         if not isinstance(other, Table):
             raise TypeError("Table.equals takes a sluice.Table, not %s" % type(other).__name__)
-        return (self.num_rows == other.num_rows and
+        mine, theirs = list(self._live()), list(other._live())
+        return (sum(b.num_rows for b in mine) == sum(b.num_rows for b in theirs) and
                 _same_schema(self._schema, other._schema, check_metadata) and
-                _values_equal(self._schema, list(self._batches), list(other._batches)))
+                _values_equal(self._schema, mine, theirs))
 
     def __eq__(self, other):
         # As pyarrow's: == compares the values (it compared identity).
@@ -596,13 +611,15 @@ class Table:
         """A pandas DataFrame, without pyarrow.
 
         self_destruct=True frees each batch as soon as it is converted and
-        leaves the table empty: peak memory is about the DataFrame's size
+        consumes the table: peak memory is about the DataFrame's size
         instead of twice the data (as pyarrow's option of the same name).
         The DataFrame then owns the views (read_pandas does this): its
         columns can be edited in place (a table whose batches or columns
         were handed out gives a copy; reading its values, repr or
-        to_pylist, does not count). A second self_destruct call on the table,
-        from another thread at the same time or later, raises ValueError. Without it, views of a table that
+        to_pylist, does not count). Any later use of the table's rows (a
+        second to_pandas, from another thread at the same time too,
+        num_rows, columns, to_pylist, pyarrow.table(t), sluice.write)
+        raises ValueError; its schema stays. Without it, views of a table that
         lives on are read-only, as pyarrow's zero-copy (split_blocks)
         conversion gives them: df.loc[...] = v fails; copy first.
 
@@ -637,30 +654,28 @@ class Table:
             # time in another thread or after, would get some or none of
             # the rows (as pyarrow says, the table is unusable after).
             with _DESTRUCT_LOCK:
-                if self._destructed:
-                    raise ValueError("to_pandas(self_destruct=True) was called on this table "
-                                     "already (in another thread, or before): its batches "
-                                     "are taken")
+                batches = self._live()
                 self._destructed = True
-            return table_to_pandas(self._schema, self._batches, consume=True,
-                                   writable=self._sole)
-        return table_to_pandas(self._schema, self._batches)
+            return table_to_pandas(self._schema, batches, consume=True, writable=self._sole)
+        return table_to_pandas(self._schema, self._live())
 
     def __arrow_c_schema__(self):
         return self._schema.__arrow_c_schema__()
 
     def __arrow_c_stream__(self, requested_schema=None):
-        return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._batches])
+        return _sluice.batches_stream(self._schema._schema, [b._batch for b in self._live()])
 
     def __reduce__(self):
-        return (_unpickle_table, (_ipc_bytes(self._schema, self._batches), _tags(self._batches)))
+        batches = self._live()
+        return (_unpickle_table, (_ipc_bytes(self._schema, batches), _tags(batches)))
 
     def __copy__(self):
         # Its own list of the same batches: to_pandas(self_destruct=True) on
         # either empties only that table's list, and writes through neither's
         # memory (the other holds the batches).
+        batches = self._live()
         self._sole = False
-        return Table(self._schema, self._batches)
+        return Table(self._schema, batches)
 
     @property
     def __arrow_c_array__(self):
@@ -669,12 +684,16 @@ class Table:
         its batch, no copy. A table of several batches is a stream only, and
         has no such attribute, so that consumers which prefer an array
         (polars) take the stream rather than a copy or an error."""
-        if len(self._batches) != 1:
+        batches = self._live()
+        if len(batches) != 1:
             raise AttributeError("a sluice.Table of %d batches is a stream: use "
-                                 "__arrow_c_stream__" % len(self._batches))
-        return self._batches[0].__arrow_c_array__
+                                 "__arrow_c_stream__" % len(batches))
+        return batches[0].__arrow_c_array__
 
     def __repr__(self):
+        if self._destructed:
+            return "\n".join(["sluice.Table: <consumed by to_pandas(self_destruct=True)>"] +
+                             ["  " + str(f) for f in self._schema.fields])
         lines = ["sluice.Table: %d rows x %d columns in %d batches" % (
             self.num_rows, self.num_columns, len(self._batches))]
         lines += ["  " + str(f) for f in self._schema.fields]

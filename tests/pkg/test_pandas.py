@@ -196,7 +196,8 @@ def test_self_destruct_and_read_pandas(typed, numbers):
     want = sluice.read(path).to_pandas()
     t = sluice.read(path)
     got = t.to_pandas(self_destruct=True)
-    assert t.num_rows == 0 and t.batches == []
+    with pytest.raises(ValueError, match="consumed"):
+        t.num_rows
     pd.testing.assert_frame_equal(got, want)
     pd.testing.assert_frame_equal(sluice.read_pandas(path), want)
     _, _, many = numbers
@@ -547,9 +548,49 @@ def test_self_destruct_twice_raises(tmp_path):
         assert len(frames) == 1 and len(errors) == 1
         assert len(frames[0]) == n and frames[0]["i"].tolist() == list(range(n))
         assert "self_destruct" in str(errors[0])
-        with pytest.raises(ValueError, match=r"self_destruct=True\) was called on this table"):
+        with pytest.raises(ValueError, match=r"consumed by to_pandas\(self_destruct=True\)"):
             t.to_pandas(self_destruct=True)
-        assert len(t.to_pandas()) == 0  # the table is empty, as before
+        with pytest.raises(ValueError, match=r"consumed by to_pandas\(self_destruct=True\)"):
+            t.to_pandas()
+
+
+def test_a_consumed_table_refuses_every_use(tmp_path):
+    """After to_pandas(self_destruct=True) the table's batches are freed.
+    It used to read as a valid empty table: num_rows 0, pyarrow.table(t)
+    and to_pandas() empty, sluice.write(t, ...) a 0-row file without an
+    error. Every use of its rows raises ValueError saying so; its schema
+    stays, and repr says it was consumed."""
+    import copy
+    import pickle
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"i": list(range(10)), "s": [str(i) for i in range(10)]}), path)
+    for batch_rows in (None, 3):  # one batch (__arrow_c_array__ exists) or several
+        t = sluice.read(path, batch_rows=batch_rows)
+        df = t.to_pandas(self_destruct=True)
+        assert df["i"].tolist() == list(range(10))
+        uses = {
+            "num_rows": lambda: t.num_rows, "len": lambda: len(t), "shape": lambda: t.shape,
+            "batches": lambda: t.batches, "columns": lambda: t.columns,
+            "column": lambda: t.column("i"), "getitem": lambda: t[0],
+            "iter": lambda: list(t), "to_pylist": t.to_pylist, "to_pydict": t.to_pydict,
+            "to_pandas": t.to_pandas, "self_destruct": lambda: t.to_pandas(self_destruct=True),
+            "equals": lambda: t.equals(sluice.read(path)), "eq": lambda: t == t,
+            "other_equals": lambda: sluice.read(path).equals(t),
+            "stream": lambda: t.__arrow_c_stream__(), "array": lambda: t.__arrow_c_array__(),
+            "pa.table": lambda: pa.table(t), "pa.record_batch": lambda: pa.record_batch(t),
+            "polars": lambda: __import__("polars").DataFrame(t),
+            "write": lambda: sluice.write(t, tmp_path / "out.parquet"),
+            "pickle": lambda: pickle.dumps(t), "copy": lambda: copy.copy(t),
+        }
+        for name, use in uses.items():
+            with pytest.raises(ValueError, match=r"consumed by to_pandas\(self_destruct=True\)"):
+                use()
+        assert not (tmp_path / "out.parquet").exists()
+        import duckdb  # (DuckDB wraps the producer's error in its own)
+        with pytest.raises(duckdb.Error, match=r"consumed by to_pandas\(self_destruct=True\)"):
+            duckdb.from_arrow(t).fetchall()
+        assert t.column_names == ["i", "s"] and t.num_columns == 2
+        assert "consumed" in repr(t) and "i: int64" in repr(t)
 
 
 def _dtyped_frame(nulls, rows=30):
