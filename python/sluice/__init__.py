@@ -648,7 +648,8 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     union_by_name: True reads objects whose columns differ (Parquet, Arrow
         IPC, Avro): their columns matched by name, in the order first met,
         rows null where their object lacks the column (DuckDB's
-        union_by_name; one type per name).
+        union_by_name; one type per name, or types that join, as int32
+        and int64; a column of type null, all None, takes the others' type).
     filters: ``[("year", ">=", 2023), ("city", "in", ["Paris", "Rome"])]``
         (as pyarrow's, all must hold; or a list of such lists, any of which
         may, as pyarrow's disjunctive normal form; or the CLI's text,

@@ -35,8 +35,10 @@ struct files_part {
   atomic_llong open;
   int64_t n_columns;  ///< the object's own
   /// union_by_name: dataset column c is this object's column columns_of[c]
-  /// (-1: the object has none of that name, its rows are null there). NULL:
-  /// the object has the dataset's columns, in its order.
+  /// (FILES_NO_COLUMN: the object has none of that name, its rows are null
+  /// there; FILES_NULL_COLUMN: its column is of type null, read as nulls of
+  /// the dataset's type). Also without union_by_name when some column is
+  /// of type null. NULL: the object has the dataset's columns, in its order.
   int64_t* columns_of;
   /// The object's own schema, kept when some of its columns are of another
   /// type than the dataset's that joins with it (sl_cast_join: polars'
@@ -44,6 +46,14 @@ struct files_part {
   /// are cast. Else released (release NULL).
   struct ArrowSchema own_types;
 };
+
+/// files_part.columns_of for a column the object lacks, and for one it has
+/// as type null (an all-None pandas column: pyarrow writes it so), which
+/// joins any type, as in DuckDB's union_by_name and pyarrow's
+/// concat_tables(promote_options="default"). Both read as nulls; only a
+/// lacking column takes a partition key's value.
+#define FILES_NO_COLUMN (-1)
+#define FILES_NULL_COLUMN (-2)
 
 /// Objects ahead of the one a split opens that fetch ahead meanwhile: up to
 /// this many, while the bytes they may hold (each its size or its
@@ -140,13 +150,13 @@ static int unnamed_children(const char* format) {
 
 /// schema_differs; `named` is 1 where the node's name counts, 0 for a list
 /// element or map entries, -1 for map entries (whose key and value names
-/// do not count either).
+/// do not count either); `ref` names where `a` is from ("the first").
 static int differs(const struct ArrowSchema* a, const struct ArrowSchema* b, const char* path,
-                   char* why, size_t cap, int named) {
+                   char* why, size_t cap, int named, const char* ref) {
   const char* an = a->name != NULL ? a->name : "";
   const char* bn = b->name != NULL ? b->name : "";
   if (named > 0 && strcmp(an, bn) != 0) {
-    snprintf(why, cap, "column '%s%s' here, '%s%s' in the first", path, bn, path, an);
+    snprintf(why, cap, "column '%s%s' here, '%s%s' in %s", path, bn, path, an, ref);
     return 1;
   }
   // (before the formats: a dictionary's format is its index type's)
@@ -158,17 +168,17 @@ static int differs(const struct ArrowSchema* a, const struct ArrowSchema* b, con
     char here[64], first[64];
     sl_format_name(b->format, here, sizeof here);
     sl_format_name(a->format, first, sizeof first);
-    snprintf(why, cap, "column '%s%s' is of type %s here, %s in the first", path, an, here,
-             first);
+    snprintf(why, cap, "column '%s%s' is of type %s here, %s in %s", path, an, here, first,
+             ref);
     return 1;
   }
   if (a->n_children != b->n_children) {
     if (path[0] == '\0' && an[0] == '\0') {
-      snprintf(why, cap, "%lld columns here, %lld in the first", (long long)b->n_children,
-               (long long)a->n_children);
+      snprintf(why, cap, "%lld columns here, %lld in %s", (long long)b->n_children,
+               (long long)a->n_children, ref);
     } else {
-      snprintf(why, cap, "'%s%s' has %lld fields here, %lld in the first", path, an,
-               (long long)b->n_children, (long long)a->n_children);
+      snprintf(why, cap, "'%s%s' has %lld fields here, %lld in %s", path, an,
+               (long long)b->n_children, (long long)a->n_children, ref);
     }
     return 1;
   }
@@ -176,9 +186,9 @@ static int differs(const struct ArrowSchema* a, const struct ArrowSchema* b, con
   snprintf(sub, sizeof sub, "%s%s%s", path, an, an[0] != '\0' ? "." : "");
   int kids = named < 0 ? 0 : strcmp(a->format, "+m") == 0 ? -1 : !unnamed_children(a->format);
   for (int64_t i = 0; i < a->n_children; ++i) {
-    if (differs(a->children[i], b->children[i], sub, why, cap, kids)) return 1;
+    if (differs(a->children[i], b->children[i], sub, why, cap, kids, ref)) return 1;
   }
-  if (a->dictionary != NULL) return differs(a->dictionary, b->dictionary, sub, why, cap, 1);
+  if (a->dictionary != NULL) return differs(a->dictionary, b->dictionary, sub, why, cap, 1, ref);
   return 0;
 }
 
@@ -189,7 +199,7 @@ static int differs(const struct ArrowSchema* a, const struct ArrowSchema* b, con
 /// batches are read under its names.
 static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema* b,
                           const char* path, char* why, size_t cap) {
-  return differs(a, b, path, why, cap, 1);
+  return differs(a, b, path, why, cap, 1, "the first");
 }
 
 /// Makes `into` nullable wherever `other` (of the same shape) is.
@@ -404,7 +414,7 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
     int64_t own = c < f->n_file_cols && part->columns_of != NULL ? part->columns_of[c] : c;
     if (c >= f->n_file_cols) {
       p->out[k] = (struct files_out_column){-1, f->hive_keys[c - f->n_file_cols], -1, NULL, NULL};
-    } else if (own < 0 && f->key_of_column != NULL && f->key_of_column[c] >= 0) {
+    } else if (own == FILES_NO_COLUMN && f->key_of_column != NULL && f->key_of_column[c] >= 0) {
       // A column the object lacks but its directory names: the value there.
       p->out[k] = (struct files_out_column){-1, f->key_of_column[c], -1, NULL, NULL};
     } else if (own < 0) {
@@ -500,9 +510,10 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
   struct sl_split one = part->splits[split->index - part->first_split];
   if (part->columns_of == NULL) return f->format->split_may_match(part->reader, &one, filter);
   // union_by_name: the conditions on the object's own columns, renumbered;
-  // a group with a condition on a column the object lacks holds for none
-  // of its rows (a null passes none), unless a partition key fills the
-  // column (that condition is dropped: the rest still bound the group).
+  // a group with a condition on a column the object lacks (or has as type
+  // null) holds for none of its rows (a null passes none), unless a
+  // partition key fills the column (that condition is dropped: the rest
+  // still bound the group).
   size_t own_size = (size_t)(filter->n_conditions > 0 ? filter->n_conditions : 1) *
                     sizeof(struct sl_filter_condition);
   struct sl_filter_condition* own = sl_alloc(f->alloc, own_size);
@@ -511,8 +522,10 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
   for (int k = 0; k < filter->n_conditions;) {
     int g = filter->conditions[k].group, end = k, dead = 0;
     while (end < filter->n_conditions && filter->conditions[end].group == g) {
-      dead |= part->columns_of[filter->conditions[end].column] < 0 &&
-              (f->key_of_column == NULL || f->key_of_column[filter->conditions[end].column] < 0);
+      int64_t has = part->columns_of[filter->conditions[end].column];
+      dead |= has == FILES_NULL_COLUMN ||
+              (has == FILES_NO_COLUMN &&
+               (f->key_of_column == NULL || f->key_of_column[filter->conditions[end].column] < 0));
       ++end;
     }
     for (int j = k; j < end && !dead; ++j) {
@@ -765,6 +778,12 @@ static int set_leaf_format(struct ArrowSchema* col, const char* format,
   return 0;
 }
 
+/// Whether a column is of type null (every value null, no buffers): it
+/// joins any type (FILES_NULL_COLUMN).
+static int null_typed(const struct ArrowSchema* s) {
+  return strcmp(s->format, "n") == 0 && s->n_children == 0 && s->dictionary == NULL;
+}
+
 /// The leaf type that holds both columns' values (sl_cast_join of `joined`,
 /// what the dataset column is so far, and b's), or NULL: not two leaves, or
 /// no lossless join.
@@ -779,12 +798,14 @@ static const char* leaf_join(const char* joined, const struct ArrowSchema* a,
 
 /// Objects whose columns differ from the first object's only in leaf types
 /// that join (string and large_string, int32 and int64, ...: what different
-/// writers of one table disagree on) read as one dataset of the joined
-/// types, as DuckDB and polars read them: f->unified holds them, and each
-/// object with another type keeps its own schema to cast its batches. Any
-/// other difference is an error naming the first object whose columns do
-/// not join those before it (not merely the first that differs: int32,
-/// int64, string blames the string).
+/// writers of one table disagree on), or in columns of type null in some
+/// (an all-None pandas column), read as one dataset of the joined types, as
+/// DuckDB and polars read them: f->unified holds them, each object with
+/// another type keeps its own schema to cast its batches, and one with a
+/// column of type null reads nulls of the dataset's type there. Any other
+/// difference is an error naming the first object whose columns do not
+/// join those before it (not merely the first that differs: int32, int64,
+/// string blames the string).
 static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
   if (f->n_parts < 2 || f->format->widen_to != NULL) return 0;  // (CSV joins its own)
   struct ArrowSchema* schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *schemas);
@@ -794,8 +815,12 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
     rc = f->format->schema(f->parts[i].reader, &schemas[i], error);
   }
   const int64_t n = rc == 0 ? schemas[0].n_children : 0;
-  const char** joined = sl_calloc(f->alloc, (size_t)(n > 0 ? n : 1), sizeof *joined);
-  if (rc == 0 && joined == NULL) rc = sl_error_set(error, ENOMEM, "out of memory");
+  const size_t n_size = (size_t)(n > 0 ? n : 1);
+  const char** joined = sl_calloc(f->alloc, n_size, sizeof *joined);
+  // The object whose column c gives the dataset its type: the first one
+  // whose column is not of type null.
+  int64_t* typed = sl_calloc(f->alloc, n_size, sizeof *typed);
+  if (rc == 0 && (joined == NULL || typed == NULL)) rc = sl_error_set(error, ENOMEM, "out of memory");
   int joins = rc == 0, any = 0;
   for (int64_t c = 0; joins && c < n; ++c) joined[c] = schemas[0].children[c]->format;
   for (int64_t i = 1; joins && i < f->n_parts; ++i) {
@@ -803,45 +828,87 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
     joins = schemas[i].n_children == n;
     if (!joins) schema_differs(&schemas[0], &schemas[i], "", why, sizeof why);
     for (int64_t c = 0; joins && c < n; ++c) {
-      const struct ArrowSchema *a = schemas[0].children[c], *b = schemas[i].children[c];
-      if (strcmp(a->format, b->format) == 0) {
-        joins = !schema_differs(a, b, "", why, sizeof why);
+      const struct ArrowSchema* a = schemas[typed[c]].children[c];
+      const struct ArrowSchema* b = schemas[i].children[c];
+      const int same_name = strcmp(name_of(a), name_of(b)) == 0;
+      if (same_name && null_typed(a) != null_typed(b)) {
+        if (null_typed(a)) {  // the objects before it have it as type null
+          typed[c] = i;
+          joined[c] = b->format;
+        }
+        any = 1;
         continue;
       }
-      const char* j = strcmp(name_of(a), name_of(b)) == 0 ? leaf_join(joined[c], a, b) : NULL;
+      const char* ref = typed[c] == 0 ? "the first" : f->parts[typed[c]].name;
+      if (strcmp(a->format, b->format) == 0) {
+        joins = !differs(a, b, "", why, sizeof why, 1, ref);
+        continue;
+      }
+      const char* j = same_name ? leaf_join(joined[c], a, b) : NULL;
       joins = j != NULL;
       if (j != NULL) joined[c] = j;
       any = 1;
-      if (j == NULL && strcmp(joined[c], a->format) != 0 && strcmp(name_of(a), name_of(b)) == 0 &&
-          b->n_children == 0 && b->dictionary == NULL) {
+      if (j == NULL && strcmp(joined[c], a->format) != 0 && same_name && b->n_children == 0 &&
+          b->dictionary == NULL) {
         // The objects before it joined to another type than the first's.
         char here[64], before[64], first[64];
         sl_format_name(b->format, here, sizeof here);
         sl_format_name(joined[c], before, sizeof before);
         sl_format_name(a->format, first, sizeof first);
         snprintf(why, sizeof why, "column '%s' is of type %s here, %s in the objects before it "
-                 "(%s in the first)", name_of(a), here, before, first);
+                 "(%s in %s)", name_of(a), here, before, first, ref);
       } else if (j == NULL) {
-        schema_differs(a, b, "", why, sizeof why);
+        differs(a, b, "", why, sizeof why, 1, ref);
       }
     }
     if (rc == 0 && !joins) rc = columns_differ(f, i, why, error);
   }
   if (rc == 0 && joins && any) {
+    f->n_file_cols = n;  // (what files_close frees columns_of by)
     rc = sl_schema_copy(&schemas[0], f->alloc, &f->unified, error);
     for (int64_t c = 0; rc == 0 && c < n; ++c) {
-      if (strcmp(joined[c], f->unified.children[c]->format) != 0) {
-        rc = set_leaf_format(f->unified.children[c], joined[c], f->alloc, error);
+      struct ArrowSchema* col = f->unified.children[c];
+      if (typed[c] != 0) {  // of type null in the first: the type of the first that is not
+        struct ArrowSchema fresh;
+        rc = sl_schema_copy(schemas[typed[c]].children[c], f->alloc, &fresh, error);
+        if (rc != 0) break;
+        col->release(col);
+        *col = fresh;
+      }
+      if (strcmp(joined[c], col->format) != 0) {
+        rc = set_leaf_format(col, joined[c], f->alloc, error);
       }
     }
     for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
-      merge_nullable(&f->unified, &schemas[i]);
-      int cast = 0;
+      struct files_part* p = &f->parts[i];
+      f->unified.flags |= schemas[i].flags & ARROW_FLAG_NULLABLE;
+      p->n_columns = n;
+      int cast = 0, nulls = 0;
       for (int64_t c = 0; c < n; ++c) {
-        cast |= strcmp(schemas[i].children[c]->format, f->unified.children[c]->format) != 0;
+        struct ArrowSchema *col = f->unified.children[c], *own = schemas[i].children[c];
+        if (null_typed(own) && !null_typed(col)) {
+          col->flags |= ARROW_FLAG_NULLABLE;
+          nulls = 1;
+          continue;
+        }
+        merge_nullable(col, own);
+        cast |= strcmp(own->format, col->format) != 0;
+      }
+      if (nulls) {  // its columns of type null read as nulls of the dataset's types
+        p->columns_of = sl_alloc(f->alloc, columns_of_size(n));
+        if (p->columns_of == NULL) {
+          rc = sl_error_set(error, ENOMEM, "out of memory");
+          break;
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          p->columns_of[c] = null_typed(schemas[i].children[c]) &&
+                                     !null_typed(f->unified.children[c])
+                                 ? FILES_NULL_COLUMN
+                                 : c;
+        }
       }
       if (cast) {  // its own types stay, for the casts
-        f->parts[i].own_types = schemas[i];
+        p->own_types = schemas[i];
         schemas[i].release = NULL;
       }
     }
@@ -850,14 +917,16 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
     if (schemas[i].release != NULL) schemas[i].release(&schemas[i]);
   }
   sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
-  if (joined != NULL) sl_free(f->alloc, joined, (size_t)(n > 0 ? n : 1) * sizeof *joined);
+  if (joined != NULL) sl_free(f->alloc, joined, n_size * sizeof *joined);
+  if (typed != NULL) sl_free(f->alloc, typed, n_size * sizeof *typed);
   return rc;
 }
 
 /// union_by_name: the dataset's columns are every object's, matched by
 /// name, in the order first met (f->unified); a column some object lacks
 /// is nullable, and that object's rows are null in it (part->columns_of).
-/// A name must have one type in every object that has it.
+/// A name must have one type in every object that has it, or types that
+/// join (sl_cast_join), or be of type null in some (the others' type).
 static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) {
   if (f->format->widen_to != NULL || f->format->refine != NULL) {
     return sl_error_set(error, EINVAL, "union_by_name: %s objects are matched by position (their "
@@ -891,6 +960,13 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       char why[512];
       if (c < n) {
         const struct ArrowSchema* was = schemas[first[c][0]].children[first[c][1]];
+        if (null_typed(col)) continue;  // read as nulls of the column's type
+        if (null_typed(was)) {  // the first of another type gives the column its type
+          first[c][0] = i;
+          first[c][1] = j;
+          joined[c] = col->format;
+          continue;
+        }
         const char* j = strcmp(was->format, col->format) != 0 ? leaf_join(joined[c], was, col)
                                                                : NULL;
         if (j != NULL) {
@@ -934,6 +1010,9 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
     for (int64_t c = 0; c < n; ++c) {
       struct ArrowSchema* col = f->unified.children[c];
       int64_t j = child_named(&schemas[i], schemas[i].n_children, name_of(col));
+      if (j >= 0 && null_typed(schemas[i].children[j]) && !null_typed(col)) {
+        j = FILES_NULL_COLUMN;
+      }
       p->columns_of[c] = j;
       same &= j == c;
       if (j < 0) col->flags |= ARROW_FLAG_NULLABLE;
@@ -968,7 +1047,7 @@ static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error
     int64_t c = child_named(&f->unified, n, f->hive.keys[k]);  // (keys are never NULL)
     int lacking = 0;
     for (int64_t i = 0; c >= 0 && i < f->n_parts; ++i) {
-      lacking |= f->parts[i].columns_of != NULL && f->parts[i].columns_of[c] < 0;
+      lacking |= f->parts[i].columns_of != NULL && f->parts[i].columns_of[c] == FILES_NO_COLUMN;
     }
     if (!lacking) continue;
     if (strcmp(f->hive.formats[k], f->unified.children[c]->format) != 0) {

@@ -1429,6 +1429,90 @@ static int union_hive_once(void* ctx, const struct sluice_allocator* alloc,
   return rc;
 }
 
+/// Columns of type null (pandas' all-None columns) beside typed ones, with
+/// and without union_by_name: f1 (a, b null, l null), f2 (a, b string, l
+/// list<int64>), f3 (a, b null, l list with a null). b and l read as
+/// string and list, null in the objects that have them as type null (also
+/// in the footers' statistics). Every allocation failure is an error,
+/// never a leak.
+struct union_null_run {
+  const char* dir;
+  int union_by_name;
+};
+
+static int union_null_once(void* ctx, const struct sluice_allocator* alloc,
+                           struct sluice_error* error) {
+  const struct union_null_run* run = ctx;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.union_by_name = run->union_by_name;
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(run->dir, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct ArrowSchema schema;
+  rc = sluice_dataset_schema(ds, &schema, error);
+  if (rc == 0) {
+    assert_int_equal(schema.n_children, 3);
+    assert_string_equal(schema.children[1]->format, "u");
+    assert_string_equal(schema.children[2]->format, "+l");
+    assert_string_equal(schema.children[2]->children[0]->format, "l");
+    assert_true(schema.children[1]->flags & ARROW_FLAG_NULLABLE);
+    schema.release(&schema);
+  }
+  if (rc == 0) {
+    struct sluice_column_stats* stats = NULL;
+    int64_t n = 0;
+    rc = sluice_dataset_stored_stats(ds, &stats, &n, error);
+    if (rc == 0) {
+      assert_int_equal(n, 3);
+      assert_int_equal(stats[1].count, 4);
+      assert_int_equal(stats[1].null_count, 3);
+      assert_true(stats[1].has_min_max);
+      assert_string_equal(stats[1].min, "x");
+      sluice_stats_free(stats, n);
+    }
+  }
+  struct ArrowArrayStream stream;
+  if (rc == 0) rc = sluice_dataset_scan(ds, &stream, error);
+  sluice_dataset_close(ds);
+  if (rc != 0) return rc;
+  int64_t rows = 0, b_nulls = 0, l_nulls = 0, l_sum = 0;
+  for (;;) {
+    struct ArrowArray batch;
+    if ((rc = next_batch(&stream, &batch, error)) != 0) break;
+    if (batch.release == NULL) break;
+    assert_int_equal(batch.n_children, 3);
+    const struct ArrowArray *b = batch.children[1], *l = batch.children[2];
+    assert_int_equal(b->n_buffers, 3);
+    assert_int_equal(l->n_buffers, 2);
+    for (int64_t r = 0; r < batch.length; ++r) {
+      int64_t bt = b->offset + batch.offset + r, lt = l->offset + batch.offset + r;
+      const uint8_t *bv = b->buffers[0], *lv = l->buffers[0];
+      b_nulls += b->null_count != 0 && bv != NULL && !(bv[bt >> 3] & (1u << (bt & 7)));
+      if (l->null_count != 0 && lv != NULL && !(lv[lt >> 3] & (1u << (lt & 7)))) {
+        l_nulls++;
+        continue;
+      }
+      const int32_t* off = l->buffers[1];
+      const struct ArrowArray* item = l->children[0];
+      for (int32_t k = off[lt]; k < off[lt + 1]; ++k) {
+        l_sum += ((const int64_t*)item->buffers[1])[item->offset + k];
+      }
+    }
+    rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  if (rc == 0) {
+    assert_int_equal(rows, 4);
+    assert_int_equal(b_nulls, 3);
+    assert_int_equal(l_nulls, 3);
+    assert_int_equal(l_sum, 11);
+  }
+  return rc;
+}
+
 static void test_union_by_name(void** unused) {
   (void)unused;
   char dir[512];
@@ -1475,6 +1559,24 @@ static void test_union_by_name(void** unused) {
   struct sluice_dataset* ds = NULL;
   assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), EINVAL);
   assert_non_null(strstr(error.message, "union_by_name"));
+  remove_tree(dir);
+  // A column of type null joins any type.
+  if (pyarrow_tree("dataset_union_null",
+                   "os.makedirs(d)\n"
+                   "pq.write_table(pa.table({'a': [1, 2], 'b': pa.nulls(2), 'l': pa.nulls(2)}), "
+                   "d + '/f1.parquet')\n"
+                   "pq.write_table(pa.table({'a': [3], 'b': ['x'], 'l': [[5, 6]]}), "
+                   "d + '/f2.parquet')\n"
+                   "pq.write_table(pa.table({'a': [4], 'b': pa.nulls(1), "
+                   "'l': pa.array([None], pa.list_(pa.int64()))}), d + '/f3.parquet')",
+                   dir, sizeof dir) != 0) {
+    skip();
+  }
+  for (int by_name = 0; by_name < 2; ++by_name) {
+    struct union_null_run run = {dir, by_name};
+    assert_int_equal(union_null_once(&run, NULL, &error), 0);
+    assert_true(test_alloc_sweep(union_null_once, &run, 3000) > 5);
+  }
   remove_tree(dir);
 }
 

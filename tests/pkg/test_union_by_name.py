@@ -2,11 +2,13 @@
 columns matched by name in the order first met and rows null where their
 object lacks the column, as DuckDB's read_parquet(union_by_name=true) and
 pyarrow's concat_tables(promote_options="default") give them."""
+import decimal
 import os
 
 import duckdb
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
@@ -380,3 +382,144 @@ def test_list_and_map_child_names_in_arrow_ipc_and_parquet(tmp_path):
     for kw in ({}, {"union_by_name": True}):
         with pytest.raises(sluice.InvalidArgumentError, match=r"'l\.item\.b' here, 'l\.item\.a'"):
             sluice.read(s, **kw)
+
+
+def _null_column_tables():
+    """(name, [tables]): column `b` of type null (all None, as pandas'
+    to_parquet writes an all-None column) beside b of another type, the null
+    one first, second, or in the middle of three; a column only the null
+    object has; a column of type null everywhere."""
+    point = pa.struct([("x", pa.int32()), ("y", pa.string())])
+    typed = {
+        "string": pa.array(["x", None, "y"]),
+        "int64": pa.array([1, 2, None], pa.int64()),
+        "timestamp": pa.array([0, None, 10**15], pa.timestamp("us", "UTC")),
+        "decimal": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.50")],
+                            pa.decimal128(9, 2)),
+        "list": pa.array([[1, None], None, []], pa.list_(pa.int32())),
+        "struct": pa.array([{"x": 1, "y": "p"}, None, {"x": None, "y": None}], point),
+        "map": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64())),
+        "dictionary": pa.array(["red", None, "red"]).dictionary_encode(),
+    }
+    out = []
+    for kind, values in typed.items():
+        full = pa.table({"a": pa.array([1, 2, 3], pa.int64()), "b": values})
+        empty = pa.table({"a": pa.array([4, 5], pa.int64()), "b": pa.nulls(2)})
+        other = pa.table({"b": values.slice(1, 2), "a": pa.array([6, 7], pa.int64())})
+        out.append((kind + "-null-first", [empty, full]))
+        out.append((kind + "-null-second", [full, empty]))
+        out.append((kind + "-null-middle", [full, empty, other]))
+    out.append(("only-in-null-object", [
+        pa.table({"a": pa.array([1], pa.int64())}),
+        pa.table({"a": pa.array([2], pa.int64()), "z": pa.nulls(1)})]))
+    out.append(("null-everywhere", [
+        pa.table({"a": pa.array([1], pa.int64()), "b": pa.nulls(1)}),
+        pa.table({"b": pa.nulls(2), "a": pa.array([2, 3], pa.int64())})]))
+    return out
+
+
+def _write(tables, d, fmt):
+    d.mkdir()
+    for i, t in enumerate(tables):
+        if fmt == "parquet":
+            pq.write_table(t, d / f"f{i}.parquet")
+        else:
+            feather.write_feather(t, d / f"f{i}.arrow", compression="uncompressed")
+    return sorted(str(p) for p in d.iterdir())
+
+
+def _as_read(t):
+    """pyarrow's table with dictionaries decoded (DuckDB's and concat_tables'
+    results hold the same values, one as a dictionary, one not)."""
+    return pa.table({name: (c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c)
+                     for name, c in zip(t.column_names, t.columns)})
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+@pytest.mark.parametrize("name,tables", _null_column_tables(),
+                         ids=[n for n, _ in _null_column_tables()])
+def test_a_column_of_type_null_joins_any_type(tmp_path, fmt, name, tables):
+    """A column of type null in some objects (all None) reads as nulls of
+    the others' type, as DuckDB's union_by_name and pyarrow's
+    concat_tables(promote_options="default") read it; it was refused
+    ("column 'b' is of type null here, string in the first"). The same
+    without union_by_name when the objects' columns are in one order."""
+    files = _write(tables, tmp_path / "d", fmt)
+    want = pa.concat_tables(tables, promote_options="default")
+    got = pa.table(sluice.read(files, union_by_name=True))
+    assert got.column_names == want.column_names
+    assert [f.type for f in _as_read(got).schema] == [f.type for f in _as_read(want).schema]
+    assert got.to_pylist() == want.to_pylist()
+    if fmt == "parquet":
+        duck = duckdb.sql(f"select * from read_parquet({files!r}, union_by_name=true)").arrow()
+        duck = duck.read_all() if hasattr(duck, "read_all") else duck
+        assert got.to_pylist() == duck.to_pylist()
+    # projections: the column alone (the null object's rows counted from
+    # its other column), and filtered rows (a null passes no condition)
+    alone = pa.table(sluice.read(files, union_by_name=True, columns=["a", want.column_names[-1]]))
+    assert alone.to_pylist() == want.select(alone.column_names).to_pylist()
+    if "b" in want.column_names and pa.types.is_integer(want.schema.field("b").type):
+        got = pa.table(sluice.read(files, union_by_name=True, filters=[("b", ">=", 1)]))
+        assert got.column("a").to_pylist() == want.filter(
+            pc.greater_equal(want["b"], 1)).column("a").to_pylist()
+    # The same columns in the same order: read as one without union_by_name.
+    if all(t.column_names == tables[0].column_names for t in tables):
+        assert pa.table(sluice.read(files)).to_pylist() == want.to_pylist()
+    assert sluice.read(files, union_by_name=True).to_pandas()["a"].tolist() == \
+        want.column("a").to_pylist()
+
+
+def test_avro_null_fields_join(tmp_path):
+    """Avro's own null type ({"type": "null"}) beside a string field, both
+    orders, against fastavro's records."""
+    typed = {"type": "record", "name": "r",
+             "fields": [{"name": "a", "type": "long"}, {"name": "b", "type": ["null", "string"]}]}
+    nulled = {"type": "record", "name": "r",
+              "fields": [{"name": "b", "type": "null"}, {"name": "a", "type": "long"}]}
+    d = tmp_path / "avro"
+    d.mkdir()
+    with open(d / "f0.avro", "wb") as f:
+        fastavro.writer(f, nulled, [{"a": 1, "b": None}, {"a": 2, "b": None}])
+    with open(d / "f1.avro", "wb") as f:
+        fastavro.writer(f, typed, [{"a": 3, "b": "x"}, {"a": 4, "b": None}])
+    for files in ([d / "f0.avro", d / "f1.avro"], [d / "f1.avro", d / "f0.avro"]):
+        want = []
+        for p in files:
+            with open(p, "rb") as f:
+                want += [{"a": r["a"], "b": r["b"]} for r in fastavro.reader(f)]
+        got = pa.table(sluice.read(files, union_by_name=True))
+        assert got.schema.field("b").type == pa.string()
+        assert got.select(["a", "b"]).to_pylist() == want
+
+
+def test_csv_with_an_empty_column(tmp_path):
+    """CSV (positional: its types are inferred object by object) already
+    reads a column empty in one file as the others' type, as DuckDB's
+    read_csv(union_by_name=true) does."""
+    d = tmp_path / "csv"
+    d.mkdir()
+    (d / "f0.csv").write_text("a,b\n1,\n2,\n")
+    (d / "f1.csv").write_text("a,b\n3,x\n")
+    for files in ([d / "f0.csv", d / "f1.csv"], [d / "f1.csv", d / "f0.csv"]):
+        names = [str(p) for p in files]
+        duck = duckdb.sql(f"select * from read_csv({names!r}, union_by_name=true)").fetchall()
+        got = pa.table(sluice.read(files))
+        assert got.schema.field("b").type == pa.string()
+        assert [tuple(r.values()) for r in got.to_pylist()] == duck
+
+
+def test_a_column_of_type_null_still_refuses_other_differences(tmp_path):
+    """A null column joins any type; the types of the others must still
+    join, and the error names the object that gave the column its type."""
+    d = tmp_path / "clash"
+    d.mkdir()
+    pq.write_table(pa.table({"b": pa.nulls(1)}), d / "f0.parquet")
+    pq.write_table(pa.table({"b": ["x"]}), d / "f1.parquet")
+    pq.write_table(pa.table({"b": [[1]]}), d / "f2.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"f2.parquet: union_by_name: column "
+                       r"'b' is of type list here, string in the first; the first is in "
+                       r".*f1.parquet"):
+        sluice.read(d, union_by_name=True)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"f2.parquet: its columns differ .*"
+                       r"column 'b' is of type list here, string in .*f1.parquet"):
+        sluice.read(d)

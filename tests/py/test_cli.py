@@ -1465,6 +1465,35 @@ def test_union_by_name_cat_and_stats(sluice_bin, tmp_path):
     assert res.returncode != 0 and b"union_by_name" in res.stderr
 
 
+def test_a_column_of_type_null_joins_the_others_type(sluice_bin, tmp_path):
+    """A Parquet column of type null (pandas' all-None column) beside one of
+    another type: cat, convert and stats read it as nulls of that type, with
+    --union-by-name and without (the columns in one order), as DuckDB's
+    union_by_name does; it was refused ("column 'b' is of type null here,
+    string in the first")."""
+    import duckdb
+    import pyarrow.parquet as pq
+    d = tmp_path / "objs"
+    d.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", None]}), d / "f1.parquet")
+    pq.write_table(pa.table({"a": [3], "b": pa.nulls(1)}), d / "f2.parquet")
+    pq.write_table(pa.table({"a": [4], "b": ["z"]}), d / "f3.parquet")
+    for files in (["f1", "f2", "f3"], ["f2", "f1", "f3"], ["f1", "f3", "f2"]):
+        paths = [str(d / f"{f}.parquet") for f in files]
+        want = duckdb.connect().sql(f"select * from read_parquet({paths!r}, "
+                                    "union_by_name=true)").fetchall()
+        for union in (["--union-by-name"], []):
+            out = tmp_path / "u.arrow"
+            ok(sluice_bin, "convert", *paths, out, *union)
+            got = pa.ipc.open_file(out).read_all()
+            assert got.schema.field("b").type == pa.string(), (files, union)
+            assert [tuple(r.values()) for r in got.to_pylist()] == want, (files, union)
+            stats = {c["name"]: c for c in json.loads(ok(sluice_bin, "stats", *paths, *union,
+                                                         "--json"))}
+            assert (stats["b"]["count"], stats["b"]["nulls"]) == (4, 2), (files, union)
+            assert (stats["b"]["min"], stats["b"]["max"]) == ("x", "z"), (files, union)
+
+
 def test_hash_and_question_mark_are_part_of_a_file_name(sluice_bin, tmp_path):
     """Only an http(s) URL has a query or fragment: in a path, '#' and '?'
     are characters, and the suffix after them tells format and compression
