@@ -226,6 +226,20 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
           hive_partitioning=True, union_by_name=False, filters=None):
     if isinstance(columns, str):
         columns = [columns]
+    elif columns is not None:
+        # (columns=5 was "'int' object is not iterable"; b"ab" the names 97, 98)
+        try:
+            if isinstance(columns, (bytes, bytearray)):
+                raise TypeError
+            columns = list(columns)
+        except TypeError:
+            raise TypeError("columns must be a list of column names (str), one name, or None "
+                            "(all columns), not %s" % type(columns).__name__) from None
+        for name in columns:
+            if not isinstance(name, (str, bytes)):
+                raise TypeError("columns must be a list of column names (str), not of %s "
+                                "(%r): columns are chosen by name, not position"
+                                % (type(name).__name__, name))
     # Whole numbers, as Python's own APIs take them (1.5 rows was 1 row);
     # not a bool (limit=True was 1 row), and within the C types (threads an
     # int, the others int64: 2**70 was a bare OverflowError).
@@ -258,7 +272,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
         try:
             return _sluice.open(
                 _location(src), format=format,
-                columns=list(columns) if columns is not None else None,
+                columns=columns,
                 threads=int(threads or 0), ordered=bool(ordered),
                 limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
                 memory=int(memory or 0), format_options=_options_string(format_options),
@@ -571,6 +585,10 @@ class Scanner:
         return Batch(next(self._scanner), self.schema)
 
     def close(self):
+        """Stops the scan: the workers stop, batches in flight are freed and
+        the source is closed. Batches already taken stay valid. A second
+        call does nothing; next() then raises ValueError, also in a thread
+        waiting for a batch."""
         self._scanner.close()
         if self._owns_dataset and self._closed_info is None:
             # The source (a descriptor, a mapping) is let go now, not when
@@ -656,7 +674,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ``"year>=2023,city=Paris|Rome"``): on partition keys they choose the
         objects (the others are never opened; in groups, an object no
         group's key conditions take), on other columns the rows (a null
-        passes none; Parquet row groups whose statistics exclude every row,
+        passes none, as in SQL: ``not in`` and ``!=`` drop rows whose value
+        is null, as DuckDB and polars do, where pyarrow's ``not in`` keeps
+        them; Parquet row groups whose statistics exclude every row,
         or whose Bloom filters or dictionaries hold none of an ``=`` /
         ``in`` condition's values, are not read).
     **format_options: format-specific options, e.g. for CSV

@@ -279,7 +279,8 @@ class Node:
         or one that would hold no bytes (the C Data Interface allows both:
         a list's child when every list is empty, all strings empty), reads
         as nbytes zero bytes."""
-        view = self.batch._buffer(self.path, i, nbytes, -1 if self.transient else int(self.writable))
+        how = -1 if self.transient else int(self.writable)
+        view = self.batch._buffer(self.path, i, nbytes, how)
         if view is None and (i > 0 or self.type.kind == "union") and \
                 (self.length == 0 or nbytes == 0):
             return bytearray(nbytes) if self.writable else bytes(nbytes)

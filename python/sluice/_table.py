@@ -150,6 +150,10 @@ class Batch:
         return self._batch.num_rows
 
     def column(self, name_or_index):
+        """The column named `name_or_index`, or at that position (an int;
+        negative counts from the end), as a Column of one chunk sharing the
+        batch's memory. A name several columns have is a KeyError (choose
+        by position)."""
         return Column(self._schema, [self], _index(self._schema, name_or_index))
 
     def __getitem__(self, name_or_index):
@@ -174,12 +178,18 @@ class Batch:
     __hash__ = None  # type: ignore[assignment]  # (as pyarrow's RecordBatch: equal by value)
 
     def to_pydict(self):
+        """{name: [values]} with Python objects (None for nulls), as
+        Table.to_pydict and pyarrow's RecordBatch.to_pydict give them."""
         return Table(self._schema, [self]).to_pydict()
 
     def to_pylist(self):
+        """[{name: value}] per row, as Table.to_pylist."""
         return Table(self._schema, [self]).to_pylist()
 
     def to_pandas(self):
+        """The batch as a pandas DataFrame, converted as Table.to_pandas
+        converts a table (numeric columns without nulls are read-only views
+        of the batch's memory)."""
         return Table(self._schema, [self]).to_pandas()
 
     def __arrow_c_schema__(self):
@@ -343,6 +353,12 @@ class Column:
         return total
 
     def to_pylist(self):
+        """The values as Python objects (None for nulls), as pyarrow's
+        ChunkedArray.to_pylist gives them: ints, floats, bools, str, bytes,
+        datetime/date/time/timedelta (pandas Timestamp/Timedelta for
+        nanoseconds), Decimal, uuid.UUID (arrow.uuid), dicts for structs,
+        lists of (key, value) tuples for maps. A value Python cannot hold
+        (a date after year 9999) is an OverflowError naming the column."""
         out = []
         with naming_column(self.name):
             for node in self._nodes(transient=True):

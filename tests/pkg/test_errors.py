@@ -345,3 +345,28 @@ def test_argument_errors_say_what_is_wrong(tmp_path):
         sluice.Table.from_arrow(pa.chunked_array([[1, 2]]))
     with pytest.raises(TypeError, match=r"not Int64Array \(of int64\)"):
         sluice.Table.from_arrow(pa.array([1, 2]))
+
+
+def test_columns_must_be_names(tmp_path):
+    """columns=5 was "'int' object is not iterable" (pyarrow's read_table
+    raises ValueError "Expected a list or a dict for 'columns'"); a
+    TypeError now names columns and what it takes, in read, scan, schema,
+    stats and read_pandas alike. One name, a tuple, a generator of names
+    still choose columns, as pyarrow takes them."""
+    import pyarrow.parquet as pq
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), path)
+    with pytest.raises(ValueError, match="columns"):
+        pq.read_table(path, columns=5)
+    for how in (sluice.read, sluice.scan, sluice.schema, sluice.stats, sluice.read_pandas):
+        for bad in (5, 1.5, b"ab", object()):
+            with pytest.raises(TypeError, match=r"^columns must be a list of column names "
+                                                r"\(str\), one name, or None \(all columns\), "
+                                                r"not " + type(bad).__name__):
+                how(path, columns=bad)
+        with pytest.raises(TypeError, match=r"^columns must be a list of column names \(str\), "
+                                            r"not of int \(0\): columns are chosen by name"):
+            how(path, columns=[0])
+    for ok in ("b", ["b"], ("b",), (n for n in ["b"])):
+        assert sluice.read(path, columns=ok).column_names == \
+            pq.read_table(path, columns=["b"]).column_names

@@ -112,3 +112,17 @@ def test_dataset_keywords_are_in_the_signatures():
             assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (fn, name)
             assert params[name].default is default, (fn, name)
     assert "hive_partitioning:" in sluice.read.__doc__ and "filters:" in sluice.read.__doc__
+
+
+def test_public_methods_have_docstrings():
+    """help() showed nothing for these."""
+    import sluice
+    for fn in (sluice.Table.column, sluice.Batch.column, sluice.Batch.to_pydict,
+               sluice.Batch.to_pylist, sluice.Batch.to_pandas, sluice.Column.to_pylist,
+               sluice.Scanner.close):
+        assert fn.__doc__ and len(fn.__doc__.split()) > 5, fn.__qualname__
+    # filters=: what `not in` does with nulls (as the README's CLI section
+    # says): dropped, as DuckDB and polars do; pyarrow keeps them.
+    doc = " ".join(sluice.read.__doc__.split())
+    assert "``not in`` and ``!=`` drop rows whose value is null" in doc
+    assert "pyarrow's ``not in`` keeps them" in doc
