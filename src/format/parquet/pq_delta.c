@@ -198,56 +198,11 @@ int sl_pq_delta_byte_array_decode(const uint8_t* data, int64_t size, int64_t n,
   if (prefix == NULL)
     return sl_error_set(error, ENOMEM, "DELTA_BYTE_ARRAY: out of memory for %lld prefix lengths",
                         (long long)n);
-  int64_t pos = 0, used = 0;
-  int rc = sl_pq_delta_binary_decode_i32(data, size, n, prefix, &pos, error);
-  if (rc != 0) {
-    sl_error_prefix(error, "DELTA_BYTE_ARRAY prefix lengths");
-    goto done;
-  }
-  rc = sl_pq_delta_length_byte_array_decode(data + pos, size - pos, n, ptrs, lens, &used, error);
-  if (rc != 0) {
-    sl_error_prefix(error, "DELTA_BYTE_ARRAY suffixes (from byte %lld)", (long long)pos);
-    goto done;
-  }
-  // Validate every prefix against the previous value and size the output
-  // once, so the scratch buffer does not move while ptrs point into it.
-  int64_t total = 0, prev_len = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (prefix[i] < 0 || prefix[i] > prev_len) {
-      rc = sl_error_set(error, EILSEQ,
-                        "DELTA_BYTE_ARRAY: value %lld has prefix length %d but the previous value has %lld bytes",
-                        (long long)i, prefix[i], (long long)prev_len);
-      goto done;
-    }
-    int64_t len = (int64_t)prefix[i] + lens[i];
-    if (len > INT32_MAX) {
-      rc = sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: value %lld is longer than 2 GiB", (long long)i);
-      goto done;
-    }
-    total += len;
-    if (total > ((int64_t)1 << 40)) {
-      rc = sl_error_set(error, EILSEQ, "DELTA_BYTE_ARRAY: values expand to more than 1 TiB");
-      goto done;
-    }
-    prev_len = len;
-  }
-  rc = sl_buffer_reserve(scratch, total > 0 ? total : 1);
-  if (rc != 0) {
-    rc = sl_error_set(error, rc, "DELTA_BYTE_ARRAY: out of memory for %lld bytes of values",
-                      (long long)total);
-    goto done;
-  }
-  const uint8_t* prev = NULL;
-  for (int64_t i = 0; i < n; ++i) {
-    uint8_t* dst = scratch->data + scratch->size;
-    if (prefix[i] > 0) memcpy(dst, prev, (size_t)prefix[i]);
-    if (lens[i] > 0) memcpy(dst + prefix[i], ptrs[i], (size_t)lens[i]);
-    lens[i] += prefix[i];
-    ptrs[i] = dst;
-    scratch->size += lens[i];
-    prev = dst;
-  }
-done:
+  // The whole page is the stream read once (one decoder for both).
+  struct pq_byte_array_stream stream;
+  int rc = sl_pq_byte_array_stream_init(&stream, 1, data, size, scratch->alloc, error);
+  if (rc == 0) rc = sl_pq_byte_array_stream_get(&stream, n, ptrs, lens, prefix, scratch, error);
+  sl_pq_byte_array_stream_reset(&stream);
   sl_free(scratch->alloc, prefix, prefix_bytes);
   return rc;
 }
