@@ -361,6 +361,17 @@ int64_t sl_array_byte_size(const struct ArrowSchema* schema, const struct ArrowA
   return byte_size_rec(schema, array, 0);
 }
 
+static int64_t node_count(const struct ArrowArray* array, int depth) {
+  if (array == NULL || array->release == NULL || depth > 64) return 0;
+  int64_t n = 1;
+  for (int64_t i = 0; i < array->n_children; ++i) n += node_count(array->children[i], depth + 1);
+  return n + node_count(array->dictionary, depth + 1);
+}
+
+int64_t sl_array_held_bytes(const struct ArrowSchema* schema, const struct ArrowArray* array) {
+  return byte_size_rec(schema, array, 0) + node_count(array, 0) * SL_ARRAY_NODE_BYTES;
+}
+
 /* ---- schema nodes --------------------------------------------------------------- */
 
 struct sl_schema_private {

@@ -58,6 +58,16 @@ int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_co
 /// Bytes reachable from the array's buffers (counting each buffer once at the
 /// size its type implies for length+offset; used for the memory budget).
 int64_t sl_array_byte_size(const struct ArrowSchema* schema, const struct ArrowArray* array);
+/// What the memory budget charges for an array: sl_array_byte_size plus
+/// SL_ARRAY_NODE_BYTES for each node (child, dictionary). A batch of one
+/// row holds a few hundred bytes of structs and allocations per column,
+/// so counting its data alone let a reader run thousands of tiny batches
+/// past the budget.
+int64_t sl_array_held_bytes(const struct ArrowSchema* schema, const struct ArrowArray* array);
+/// An array node's own memory: the struct (80 bytes), its private block
+/// and buffer pointers, and up to three allocations' headers and 64-byte
+/// padding.
+#define SL_ARRAY_NODE_BYTES 384
 
 /// Moves `*array` into a new reference-counted holder so that several arrays
 /// can share it (a dictionary that applies to many batches). `*shared`

@@ -309,7 +309,7 @@ static int64_t part_byte_size(const struct sl_scan* scan, int part, const struct
   if (a->n_children < n) n = a->n_children;  // the zip reports the mismatch
   for (int64_t j = 0; j < n; ++j) {
     int64_t pos = layout->positions[layout->first[part] + j];
-    int64_t size = sl_array_byte_size(scan->schema.children[pos], a->children[j]);
+    int64_t size = sl_array_held_bytes(scan->schema.children[pos], a->children[j]);
     if (size > 0) bytes += size;
   }
   return bytes;
@@ -450,7 +450,7 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
     return 0;
   }
   // Measured before the repeats, which are views costing no more memory.
-  it->bytes = scan->schema.release != NULL ? sl_array_byte_size(&scan->schema, &it->array) : 0;
+  it->bytes = scan->schema.release != NULL ? sl_array_held_bytes(&scan->schema, &it->array) : 0;
   if (it->bytes < 0) it->bytes = 0;
   rc = expand_repeats(scan, &it->array, error);
   if (rc == 0 && scan->on_batch != NULL) rc = scan->on_batch(scan->on_batch_ctx, &it->array, error);
