@@ -85,7 +85,8 @@
   "                      header=true|false, null=TEXT, quote=<char>|none,\n" \
   "                      line_terminator=lf|crlf, float_format=shortest|point,\n" \
   "                      timestamp_format=space|iso; Avro: codec=null|deflate|\n" \
-  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES;\n" \
+  "                      snappy|zstandard|bzip2|xz|lzma, level=N, block_size=BYTES,\n" \
+  "                      enums=true|false;\n"                                 \
   "                      Parquet: compression_level=N, row_group_size=ROWS,\n" \
   "                      page_size=BYTES, data_page_version=1|2,\n"          \
   "                      dictionary=true|false, write_statistics=true|false,\n" \

@@ -602,7 +602,31 @@ def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
     write_stream(src, [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])])
     proc = sluice.expect_error("convert", src, dst)
     err = proc.stderr.decode()
-    assert "'e'" in err and "row 1" in err and "enum" in err
+    assert "'e'" in err and "row 1" in err and "enum" in err and "enums=false" in err
+
+
+def test_enums_false_writes_growing_dictionaries_as_strings(tmp_path, sluice):
+    """A stream of dictionary deltas (pyarrow's emit_dictionary_deltas: each
+    batch adds values) has no enum symbols up front: with -W enums=false the
+    column is an Avro string, and fastavro reads every value pyarrow wrote."""
+    src, dst = tmp_path / "deltas.arrows", tmp_path / "out.avro"
+    values = [f"v{i}" for i in range(50)]
+    schema = pa.schema([("e", pa.dictionary(pa.int32(), pa.string()))])
+    options = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with pa.OSFile(str(src), "wb") as sink, pa.ipc.new_stream(sink, schema, options=options) as w:
+        for i in range(1, 51):
+            arr = pa.DictionaryArray.from_arrays(pa.array([i - 1, 0, None], pa.int32()),
+                                                 pa.array(values[:i]))
+            w.write_batch(pa.record_batch([arr], schema=schema))
+    want = pa.ipc.open_stream(src).read_all().column("e").to_pylist()
+    err = sluice.expect_error("convert", src, dst).stderr.decode()
+    assert "enums=false" in err, err
+    sluice.run("convert", src, dst, "-W", "enums=false")
+    avro_schema, _, rows = fastavro_rows(dst)
+    assert avro_schema["fields"][0]["type"] == ["null", "string"]
+    assert [r["e"] for r in rows] == want
+    err = sluice.expect_error("convert", src, dst, "-W", "enums=maybe").stderr.decode()
+    assert "enums='maybe': expected true or false" in err, err
 
 
 def test_record_name_kept_only_when_fields_match(tmp_path, sluice):

@@ -60,6 +60,9 @@
 //   block_size=N     uncompressed bytes per block before a new one starts
 //                    (alias sync_interval; default 256 KiB)
 //   sync=<32 hex>    the 16-byte sync marker (default: random)
+//   enums=true|false string dictionaries as enums of the first batch's
+//                    values (default), or as strings: a stream whose
+//                    dictionary grows (IPC deltas) has no symbols up front
 #include "avro_writer.h"
 
 #include <inttypes.h>
@@ -133,6 +136,7 @@ struct aw_ctx {
   enum avro_codec codec;
   int level;
   size_t block_size;
+  int no_enums;  ///< enums=false: string dictionaries are written as strings
   uint8_t sync[16];
   int have_sync;
 };
@@ -622,7 +626,7 @@ static json_t* try_enum(struct aw_ctx* ctx, struct aw_node* node, const struct A
                         const char* path, const char* name, struct sluice_error* error,
                         int* rc) {
   *rc = 0;
-  if (d == NULL || d->length <= 0 || d->length > 100000) return NULL;
+  if (ctx->no_enums || d == NULL || d->length <= 0 || d->length > 100000) return NULL;
   json_t* index = json_object();
   json_t* symbols = json_array();
   if (index == NULL || symbols == NULL) goto fail;
@@ -1011,7 +1015,8 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
       }
       if (en->map[k] < 0) {
         return value_error(ctx, EINVAL, "value is not one of the enum's symbols (the first "
-                           "batch's dictionary values)", error);
+                           "batch's dictionary values; the Avro write option enums=false "
+                           "writes the column as strings)", error);
       }
       return put_long(ctx, en->map[k], error);
     }
@@ -1420,7 +1425,7 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
   int more;
   while ((more = sl_option_next(&options, &o)) != 0) {
     if (more < 0) {
-      return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (known: codec, level, block_size, sync)",
+      return sl_error_set(error, EINVAL, "Avro write option '%.*s': expected key=value (known: codec, level, block_size, sync, enums)",
                           (int)o.key_len, o.key);
     }
     size_t vn = o.value_len;
@@ -1437,6 +1442,10 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
     } else if (sl_option_is(&o, "block_size") || sl_option_is(&o, "sync_interval")) {
       if (sl_parse_size(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1 byte to 1g (k, m, g suffixes)", (int)vn, v);
       ctx->block_size = (size_t)number;
+    } else if (sl_option_is(&o, "enums")) {
+      int yes = vn == 4 && memcmp(v, "true", 4) == 0, no = vn == 5 && memcmp(v, "false", 5) == 0;
+      if (!yes && !no) return sl_error_set(error, EINVAL, "Avro write option enums='%.*s': expected true or false", (int)vn, v);
+      ctx->no_enums = no;
     } else if (sl_option_is(&o, "sync")) {
       if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
       for (int i = 0; i < 16; ++i) {
@@ -1446,7 +1455,7 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       }
       ctx->have_sync = 1;
     } else {
-      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (known: codec, level, block_size, sync)", (int)o.key_len, o.key);
+      return sl_error_set(error, EINVAL, "unknown Avro write option '%.*s' (known: codec, level, block_size, sync, enums)", (int)o.key_len, o.key);
     }
   }
   if (args->compression != NULL && args->compression[0] != '\0') {
