@@ -995,6 +995,25 @@ def test_invalid_utf8_in_string_column(sluice_bin, tmp_path):
 # ---- -O dictionary=true -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("parents", ["all null", "some null"])
+def test_dictionary_option_required_string_under_null_parents(sluice_bin, tmp_path, parents):
+    """-O dictionary=true on a required string inside structs that are all
+    null in a row group: the leaf has slots but no value, so no dictionary.
+    Its indices pointed into an empty dictionary (pyarrow's read_dictionary
+    builds the same invalid array), which full validation refuses and
+    sluice's own IPC writer would not write; the dictionary now holds one
+    empty value. Values equal pyarrow's plain read."""
+    leaf = pa.struct([pa.field("s", pa.string(), nullable=False), pa.field("i", pa.int32())])
+    rows = [None] * 5 if parents == "all null" else [None, {"s": "x", "i": 1}, None]
+    table = pa.table({"c": pa.array(rows, leaf), "k": pa.array(range(len(rows)), pa.int64())})
+    path = tmp_path / "null_parents.parquet"
+    pq.write_table(table, path)
+    got = sluice_read(sluice_bin, path, options=["dictionary=true"])
+    got.validate(full=True)
+    assert got.schema.field("c").type.field("s").type == pa.dictionary(pa.int32(), pa.string())
+    assert got.to_pylist() == pq.read_table(path).to_pylist()
+
+
 def test_dictionary_option(sluice_bin, tmp_path):
     """-O dictionary=true: a string column comes out as dictionary<int32,
     string> whether its chunks were dictionary-encoded or not (what pyarrow's

@@ -82,6 +82,18 @@ static int64_t index_max(int width) {
 static int dictionary_array(struct asm_ctx* c, struct pq_leaf_data* d, struct sl_buffer* idx,
                             int64_t n_values, struct sl_buffer* offsets, struct sl_buffer* data,
                             int64_t nd, struct ArrowArray* out) {
+  if (nd == 0 && n_values > d->null_count) {
+    // A required leaf whose parents are all null has non-null slots but
+    // no value, and so no dictionary: its indices (0) point past an empty
+    // one, which Arrow's validation and sluice's IPC writer refuse
+    // (pyarrow's reader builds that array too). One empty value puts them
+    // in range.
+    const int32_t empty[2] = {0, 0};
+    offsets->size = 0;
+    if (sl_buffer_append(offsets, empty, sizeof empty) != 0) return oom(c);
+    memset(idx->data, 0, (size_t)idx->size);
+    nd = 1;
+  }
   int rc = sl_array_init(out, c->alloc, 2, 0, c->error);
   if (rc != 0) return rc;
   out->length = n_values;
