@@ -981,12 +981,15 @@ def test_field_ids_read_and_written_as_pyarrow_does(sluice, tmp_path, store_sche
 def _convert_within(sluice, src: Path, dst: Path, limit_mib: int) -> None:
     """`sluice convert` under an address-space limit: glibc's malloc arenas
     are kept to one (each thread's own reserves 128 MB of address space,
-    which would count however little it holds), and two threads."""
+    which would count however little it holds), and two threads. A 32 MiB
+    budget bounds how far the reader runs ahead of the writer: with the
+    default 256 MiB, a loaded machine can fill the limit with batches in
+    flight before the writer takes them."""
     import resource
 
     def limit_memory():
         resource.setrlimit(resource.RLIMIT_AS, (limit_mib << 20, limit_mib << 20))
-    proc = subprocess.run([sluice.binary, "--threads", "2", "convert", str(src), str(dst)],
+    proc = subprocess.run([sluice.binary, "--threads", "2", "--budget", "32M", "convert", str(src), str(dst)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
                           preexec_fn=limit_memory, env=dict(os.environ, MALLOC_ARENA_MAX="1"))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
