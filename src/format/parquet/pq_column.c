@@ -884,6 +884,37 @@ static int piece_take(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
   return 0;
 }
 
+/// A v2 data page's sections: repetition and definition levels, stored
+/// uncompressed ahead of the values, and the values, compressed or not
+/// (`compressed`: decompress `values_size` bytes to `values_usize`, a size
+/// already checked against the codec's bound).
+struct v2_sections {
+  const uint8_t *rep, *def, *values;
+  int64_t rep_size, def_size, values_size, values_usize;
+  int compressed;
+};
+
+static int v2_sections(const struct pq_column_meta* m, const struct pq_page_header* h,
+                       const uint8_t* body, int64_t bsize, struct v2_sections* s,
+                       struct chunk_where* w, struct sluice_error* error) {
+  int64_t rl = h->repetition_levels_byte_length, dl = h->definition_levels_byte_length;
+  int64_t usize = h->uncompressed_page_size;
+  if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize)
+    return sl_pq_chunk_error(w, error, EILSEQ, "level byte lengths exceed the page");
+  s->rep = body;
+  s->rep_size = rl;
+  s->def = body + rl;
+  s->def_size = dl;
+  s->values = body + rl + dl;
+  s->values_usize = usize - rl - dl;
+  s->values_size = s->values_usize > 0 ? bsize - rl - dl : 0;
+  s->compressed = h->is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && s->values_usize > 0;
+  if (s->compressed)
+    return sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, s->values, s->values_size,
+                                                            s->values_usize, error));
+  return 0;
+}
+
 /// Starts the data page of header h (its bytes at `body`, its header at
 /// `pos` in the chunk) as the cursor's piece: decompressed into the
 /// piece's own buffer, which outlives the slice (the reader's is the
@@ -897,24 +928,21 @@ static int piece_start(struct pq_column_reader* cr, struct pq_chunk_cursor* c,
   const uint8_t *rdata = body, *ddata = body, *vdata = body;
   int64_t rsize = bsize, dsize = bsize, vsize = bsize;
   if (h->type == PQ_PAGE_DATA_V2) {
-    int64_t rl = h->repetition_levels_byte_length, dl = h->definition_levels_byte_length;
-    if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize)
-      return sl_pq_chunk_error(w, error, EILSEQ, "level byte lengths exceed the page");
-    rsize = rl;
-    ddata = body + rl;
-    dsize = dl;
-    vdata = body + rl + dl;
-    vsize = bsize - rl - dl;
-    int64_t vusize = usize - rl - dl;
-    if (h->is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-      SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error)));
-      if (sl_pq_scratch_lazy(&pc->bytes, vusize) != 0) return sl_pq_chunk_nomem(w, error, vusize, "the decompressed page");
+    struct v2_sections s;
+    SL_RETURN_NOT_OK(v2_sections(m, h, body, bsize, &s, w, error));
+    rdata = s.rep;
+    rsize = s.rep_size;
+    ddata = s.def;
+    dsize = s.def_size;
+    vdata = s.values;
+    vsize = s.values_size;
+    if (s.compressed) {
+      if (sl_pq_scratch_lazy(&pc->bytes, s.values_usize) != 0)
+        return sl_pq_chunk_nomem(w, error, s.values_usize, "the decompressed page");
       SL_RETURN_NOT_OK(sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize,
-                                                                   pc->bytes.data, vusize, error)));
+                                                                   pc->bytes.data, s.values_usize, error)));
       vdata = pc->bytes.data;
-      vsize = vusize;
-    } else if (vusize <= 0) {
-      vsize = 0;
+      vsize = s.values_usize;
     }
   } else if (m->codec != PQ_CODEC_UNCOMPRESSED) {
     if (sl_pq_scratch_lazy(&pc->bytes, usize) != 0) return sl_pq_chunk_nomem(w, error, usize, "the decompressed page");
@@ -1032,27 +1060,19 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
     int64_t rsize = 0, dsize = 0, vsize;
     int64_t used = 0;
     if (v2) {
-      int64_t rl = h.repetition_levels_byte_length, dl = h.definition_levels_byte_length;
-      if (rl < 0 || dl < 0 || rl > bsize - dl || rl + dl > usize) {
-        rc = sl_pq_chunk_error(w, error, EILSEQ, "level byte lengths exceed the page");
-        break;
-      }
-      rdata = body;
-      rsize = rl;
-      ddata = body + rl;
-      dsize = dl;
-      vdata = body + rl + dl;
-      vsize = bsize - rl - dl;
-      int64_t vusize = usize - rl - dl;
+      struct v2_sections s;
+      if ((rc = v2_sections(m, &h, body, bsize, &s, w, error)) != 0) break;
+      rdata = s.rep;
+      rsize = s.rep_size;
+      ddata = s.def;
+      dsize = s.def_size;
+      vdata = s.values;
+      vsize = s.values_size;
+      int64_t vusize = s.values_usize;
       rc = page_levels(pc, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, w, error);
       if (rc != 0) break;
       int ow = f->out_width;
-      if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
-        rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress_check(m->codec, vdata, vsize, vusize, error));
-        if (rc != 0) break;
-      }
-      if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0 &&
-          h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
+      if (s.compressed && h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
           vusize / ow <= n && grow_slots(pc, out->n_slots + n, w, error) == 0) {
         // PLAIN values decompress straight into the output (dense at the
         // page's first slot; page_values spreads them over nulls).
@@ -1061,14 +1081,12 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
         if (rc != 0) break;
         vdata = dst;
         vsize = vusize;
-      } else if (h.is_compressed && m->codec != PQ_CODEC_UNCOMPRESSED && vusize > 0) {
+      } else if (s.compressed) {
         if (sl_pq_scratch_lazy(&cr->page, vusize) != 0) { rc = sl_pq_chunk_nomem(w, error, vusize, "the decompressed page"); break; }
         rc = sl_pq_chunk_prefix(w, error, sl_pq_decompress(cr->codec, m->codec, vdata, vsize, cr->page.data, vusize, error));
         if (rc != 0) break;
         vdata = cr->page.data;
         vsize = vusize;
-      } else if (vusize <= 0) {
-        vsize = 0;
       }
     } else {
       const uint8_t* pd = body;
