@@ -128,6 +128,11 @@ def read(src, *, format=None, columns=None, splits_per_partition=None, npartitio
                                   or value < 1):
             raise ValueError(f"sluice.dask.read(): {name} must be a positive integer, "
                              f"not {value!r}")
+    if columns is not None and not isinstance(columns, (str, bytes, bytearray)):
+        try:  # once: the graph and every partition open with these names
+            columns = list(columns)
+        except TypeError:
+            pass  # _open says what columns= takes
     ds = _open(src, format, columns, None, True, None, None, None, format_options,
                hive_partitioning, union_by_name, filters)
     try:

@@ -56,6 +56,11 @@ def test_columns_and_npartitions(cluster, csv_file):
     ddf = sluice.dask.read(csv_file, columns=["city", "id"], npartitions=3)
     assert list(ddf.columns) == ["city", "id"]
     same(ddf.compute(), sluice.read_pandas(csv_file, columns=["city", "id"]))
+    # Any iterable of names, as sluice.read takes: a generator is read once,
+    # for the schema, and the partitions used to get what it had left (none).
+    ddf = sluice.dask.read(csv_file, columns=(name for name in ["city", "id"]), npartitions=3)
+    assert list(ddf.columns) == ["city", "id"]
+    same(ddf.compute(), sluice.read_pandas(csv_file, columns=["city", "id"]))
 
 
 def test_ipc_file_and_empty_input(cluster, tmp_path):
