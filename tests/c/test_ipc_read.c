@@ -463,6 +463,32 @@ static void test_allocation_failures(void** state) {
     }
     free(data);
   }
+  // Dictionary deltas: the first one copies the dictionary into growable
+  // buffers, each batch gets a view of them.
+  static const struct {
+    const char* name;
+    const uint8_t* data;
+    size_t size;
+  } deltas[] = {{"delta.arrows", k_delta_stream, sizeof k_delta_stream},
+                {"delta.arrow", k_delta_file, sizeof k_delta_file}};
+  for (size_t f = 0; f < sizeof deltas / sizeof *deltas; ++f) {
+    const struct sl_format_reader* fmt =
+        ends_with(deltas[f].name, ".arrows") ? sl_ipc_stream_reader() : sl_ipc_file_reader();
+    for (long long fail_at = 1;; ++fail_at) {
+      struct test_allocator ta;
+      test_allocator_init(&ta);
+      atomic_store(&ta.fail_at, fail_at);
+      struct read_result res;
+      struct sluice_error err = {0};
+      int rc = read_bytes(fmt, deltas[f].name, deltas[f].data, deltas[f].size, 0, 0, &ta.base,
+                          &res, &err);
+      assert_int_equal(atomic_load(&ta.live_bytes), 0);
+      if (rc == 0) break;
+      if (rc != ENOMEM) fail_msg("%s: allocation %lld failed with %d: %s", deltas[f].name, fail_at, rc, err.message);
+      if (strstr(err.message, deltas[f].name) == NULL) fail_msg("error without the object name: %s", err.message);
+      assert_true(fail_at < 100000);
+    }
+  }
   if (tested == 0) skip();
 }
 

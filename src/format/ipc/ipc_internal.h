@@ -151,11 +151,33 @@ struct ipc_dict_value {
   struct ArrowArray array;
 };
 
+/// A buffer that dictionary deltas are appended to in place: `size` bytes
+/// used of `cap`, kept alive by `owner` (one reference is the memo's, one
+/// more per array viewing it). Growing it moves the bytes to a new block and
+/// leaves the old one to the arrays that still view it.
+struct ipc_grow_buf {
+  uint8_t* data;
+  size_t size, cap;
+  struct sl_ref* owner;
+};
+
+/// The values of a flat dictionary (fixed-width, bool, binary / utf8) that
+/// has received deltas, with room to append the next ones: each
+/// ipc_dict_value is a view of its first `length` values, which never
+/// change. Unused (active = 0) until a delta comes, and for nested values.
+struct ipc_dict_grow {
+  int active;
+  int has_validity;  ///< buffer 0 holds validity bits (some value was null)
+  int64_t length, null_count;
+  struct ipc_grow_buf buf[3];  ///< validity, values / offsets, data
+};
+
 /// The current dictionary of each declaration (parallel to schema->dicts;
 /// NULL until a DictionaryBatch defines it).
 struct ipc_dict_memo {
   int64_t n;
   struct ipc_dict_value** values;
+  struct ipc_dict_grow* grow;  ///< parallel to values
 };
 
 int sl_ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* schema,

@@ -1,5 +1,6 @@
-// Dictionary batches: decoding, replacement, deltas (concatenation), and
-// sharing one decoded dictionary among all batches through view trees.
+// Dictionary batches: decoding, replacement, deltas (appended in place for
+// flat values, concatenated for nested ones), and sharing one decoded
+// dictionary among all batches through view trees.
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
@@ -15,13 +16,20 @@ int sl_ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* s
                        struct sluice_error* error) {
   memo->n = schema->n_dicts;
   memo->values = NULL;
+  memo->grow = NULL;
   if (memo->n == 0) return 0;
   memo->values = sl_calloc(schema->alloc, (size_t)memo->n, sizeof *memo->values);
-  if (memo->values == NULL) {
-    memo->n = 0;
+  memo->grow = sl_calloc(schema->alloc, (size_t)memo->n, sizeof *memo->grow);
+  if (memo->values == NULL || memo->grow == NULL) {
+    sl_ipc_dict_memo_reset(memo, schema->alloc);
     return sl_error_set(error, ENOMEM, "out of memory (dictionary table)");
   }
   return 0;
+}
+
+static void grow_reset(struct ipc_dict_grow* g) {
+  for (int i = 0; i < 3; ++i) sl_ref_release(g->buf[i].owner);
+  memset(g, 0, sizeof *g);
 }
 
 void sl_ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allocator* alloc) {
@@ -30,7 +38,12 @@ void sl_ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allo
       if (memo->values[i] != NULL) sl_ref_release(&memo->values[i]->ref);
     sl_free(alloc, memo->values, (size_t)memo->n * sizeof *memo->values);
   }
+  if (memo->grow != NULL) {
+    for (int64_t i = 0; i < memo->n; ++i) grow_reset(&memo->grow[i]);
+    sl_free(alloc, memo->grow, (size_t)memo->n * sizeof *memo->grow);
+  }
   memo->values = NULL;
+  memo->grow = NULL;
   memo->n = 0;
 }
 
@@ -209,6 +222,150 @@ static int concat_rec(struct concat* c, const struct ipc_field* f, const struct 
   }
 }
 
+/* ---- Deltas appended in place (flat values) ------------------------------ */
+
+// A stream may grow a dictionary by thousands of small deltas: joining each
+// to a copy of every value before it made reading quadratic. Flat values
+// (fixed-width, bool, binary / utf8 and their large variants: the common
+// string and integer dictionaries) are appended to buffers with spare room
+// instead, and each dictionary handed to batches views the first `length`
+// of them, which later appends never change. Nested values (lists,
+// structs, ...) are rare as dictionaries and keep concat_rec above.
+
+static int flat_values(const struct ipc_field* f) {
+  return (f->kind == IPC_KIND_FIXED || f->kind == IPC_KIND_VARBIN) && f->n_children == 0;
+}
+
+/// Room for `need` bytes in `b` (always a block, even for 0), doubling: the
+/// bytes used so far move to a new block, and the arrays viewing the old one
+/// keep it alive.
+static int grow_reserve(struct concat* c, struct ipc_grow_buf* b, size_t need) {
+  if (need <= b->cap && b->data != NULL) return 0;
+  size_t cap = b->cap < 64 ? 64 : b->cap;
+  while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+  uint8_t* data = sl_alloc_buffer(c->alloc, cap);
+  if (data == NULL) return concat_oom(c);
+  struct sl_ref* owner = sl_ref_wrap_buffer(c->alloc, data, cap);
+  if (owner == NULL) {
+    sl_free_buffer(c->alloc, data, cap);
+    return concat_oom(c);
+  }
+  if (b->size) memcpy(data, b->data, b->size);
+  memset(data + b->size, 0, cap - b->size);
+  sl_ref_release(b->owner);
+  b->data = data;
+  b->cap = cap;
+  b->owner = owner;
+  return 0;
+}
+
+/// Sets or clears bit `i`. The byte holding it may also hold the last bits
+/// of a dictionary already handed out (perhaps read by another thread): the
+/// byte is stored whole, with those bits as they were.
+static void put_bit(uint8_t* bits, int64_t i, int on) {
+  uint8_t m = (uint8_t)(1u << (i & 7));
+  bits[i >> 3] = on ? (uint8_t)(bits[i >> 3] | m) : (uint8_t)(bits[i >> 3] & ~m);
+}
+
+/// Appends the values of `b` (a validated array of the flat type `f`) to
+/// `g`. Every size is checked and every block reserved before anything is
+/// written, so a failure leaves `g` holding the values it held.
+static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_dict_grow* g,
+                       const struct ArrowArray* b) {
+  int64_t len = g->length, n = b->length, at = b->offset;
+  const uint8_t* valid = b->buffers[0];
+  int validity = g->has_validity || (valid != NULL && b->null_count != 0);
+  size_t bit_bytes = (size_t)((len + n + 7) / 8);
+  size_t values_size, data_size = 0;
+  int64_t d0 = 0, d1 = 0, end = 0;
+  int w = f->offset_width;
+  if (f->kind == IPC_KIND_VARBIN) {
+    values_size = (size_t)(len + n + 1) * (size_t)w;
+    d0 = load_offset(b->buffers[1], w, at);
+    d1 = load_offset(b->buffers[1], w, at + n);
+    end = len > 0 ? load_offset(g->buf[1].data, w, len) : 0;
+    if (d1 - d0 > (w == 4 ? INT32_MAX : INT64_MAX) - end)
+      return sl_error_set(c->error, EOVERFLOW, "%s: offset %" PRId64 ": dictionary delta makes "
+                          "%d-bit offsets overflow", c->where->name, c->where->offset, w * 8);
+    data_size = (size_t)(end + (d1 - d0));
+  } else if (f->bit_width == 1) {
+    values_size = bit_bytes;
+  } else {
+    values_size = (size_t)(len + n) * (size_t)(f->bit_width / 8);
+  }
+  if (validity) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[0], bit_bytes));
+  SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[1], values_size));
+  if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[2], data_size));
+  if (validity) {
+    uint8_t* bits = g->buf[0].data;
+    if (!g->has_validity) {
+      // The values so far had no nulls: the block is new, not viewed yet.
+      for (int64_t i = 0; i < len; ++i) put_bit(bits, i, 1);
+      g->has_validity = 1;
+    }
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int on = valid == NULL || sl_bit_get(valid, at + i);
+      put_bit(bits, len + i, on);
+      zeros += !on;
+    }
+    g->null_count += zeros;
+    g->buf[0].size = bit_bytes;
+  }
+  uint8_t* dst = g->buf[1].data;
+  const uint8_t* src = b->buffers[1];
+  if (f->kind == IPC_KIND_VARBIN) {
+    if (len == 0) memset(dst, 0, (size_t)w);  // offsets start at 0
+    for (int64_t i = 1; i <= n; ++i) {
+      int64_t o = end + load_offset(src, w, at + i) - d0;
+      if (w == 4) {
+        int32_t o32 = (int32_t)o;
+        memcpy(dst + (len + i) * 4, &o32, 4);
+      } else {
+        memcpy(dst + (len + i) * 8, &o, 8);
+      }
+    }
+    if (d1 > d0) memcpy(g->buf[2].data + end, (const uint8_t*)b->buffers[2] + d0, (size_t)(d1 - d0));
+    g->buf[2].size = data_size;
+  } else if (f->bit_width == 1) {
+    for (int64_t i = 0; i < n; ++i) put_bit(dst, len + i, sl_bit_get(src, at + i));
+  } else if (n > 0) {
+    size_t bw = (size_t)f->bit_width / 8;
+    memcpy(dst + (size_t)len * bw, src + (size_t)at * bw, (size_t)n * bw);
+  }
+  g->buf[1].size = values_size;
+  g->length = len + n;
+  return 0;
+}
+
+/// A view of the first g->length values of `g` into `out`.
+static int grow_view(struct concat* c, const struct ipc_field* f, const struct ipc_dict_grow* g,
+                     struct ArrowArray* out) {
+  int n_buffers = f->kind == IPC_KIND_VARBIN ? 3 : 2;
+  SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, n_buffers, 0, c->error));
+  out->length = g->length;
+  out->null_count = g->has_validity ? g->null_count : 0;
+  for (int i = g->has_validity ? 0 : 1; i < n_buffers; ++i)
+    sl_array_set_buffer_view(out, i, g->buf[i].data, g->buf[i].owner);
+  return 0;
+}
+
+/// A dictionary value holding `array` (moved in) in *out.
+static int dict_value_new(const struct sluice_allocator* alloc, struct ArrowArray* array,
+                          const struct ipc_where* where, struct ipc_dict_value** out,
+                          struct sluice_error* error) {
+  struct ipc_dict_value* v = sl_calloc(alloc, 1, sizeof *v);
+  if (v == NULL) {
+    array->release(array);
+    return sl_error_set(error, ENOMEM, "%s: out of memory", where->name);
+  }
+  v->alloc = alloc;
+  sl_ref_init(&v->ref, dict_value_destroy);
+  sl_array_move(array, &v->array);
+  *out = v;
+  return 0;
+}
+
 /// Dictionary-encoded nodes inside the values keep the newer dictionary,
 /// which (being a superset through deltas, or a replacement the writer
 /// vouches for) covers both halves' indexes.
@@ -269,32 +426,38 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
   int rc = sl_ipc_decode_dictionary_values(schema, memo, &rb, msg->version, body, decl->value,
                                         decl->value_schema, decl->column, where, &v->array, error);
   struct ipc_dict_value* old = memo->values[k];
-  if (rc == 0 && is_delta && old != NULL) {
-    struct concat c = {alloc, where, error};
-    struct ArrowArray joined;
+  struct ipc_dict_grow* g = &memo->grow[k];
+  struct concat c = {alloc, where, error};
+  struct ArrowArray joined = {0};
+  if (rc == 0 && is_delta && flat_values(decl->value)) {
+    // The first delta copies the dictionary it extends into growable
+    // buffers; later ones only append.
+    if (!g->active) {
+      rc = grow_append(&c, decl->value, g, &old->array);
+      g->active = rc == 0;
+    }
+    if (rc == 0) rc = grow_append(&c, decl->value, g, &v->array);
+    if (rc == 0) rc = grow_view(&c, decl->value, g, &joined);
+  } else if (rc == 0 && is_delta) {
     rc = concat_rec(&c, decl->value, &old->array, 0, old->array.length, &v->array, 0,
                     v->array.length, &joined);
     // The new part's nested dictionaries are shared by reference.
     if (rc == 0) rc = attach_nested(&c, decl->value, &v->array, &joined, &v->ref);
-    if (rc != 0 && joined.release != NULL) joined.release(&joined);
+  }
+  if (rc == 0 && is_delta) {
+    struct ipc_dict_value* nv = NULL;
+    rc = dict_value_new(alloc, &joined, where, &nv, error);
     if (rc == 0) {
-      struct ipc_dict_value* nv = sl_calloc(alloc, 1, sizeof *nv);
-      if (nv == NULL) {
-        joined.release(&joined);
-        rc = sl_error_set(error, ENOMEM, "%s: out of memory", where->name);
-      } else {
-        nv->alloc = alloc;
-        sl_ref_init(&nv->ref, dict_value_destroy);
-        sl_array_move(&joined, &nv->array);
-        sl_ref_release(&v->ref);
-        v = nv;
-      }
+      sl_ref_release(&v->ref);
+      v = nv;
     }
   }
   if (rc != 0) {
+    if (joined.release != NULL) joined.release(&joined);
     sl_ref_release(&v->ref);
     return rc;
   }
+  if (!is_delta) grow_reset(g);  // a replacement: the next delta extends it
   memo->values[k] = v;
   if (old != NULL) sl_ref_release(&old->ref);
   return 0;
