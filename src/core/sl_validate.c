@@ -21,6 +21,9 @@ struct vctx {
   /// this (the rows of the input before the batch); -1: "value i".
   int64_t first_row;
   int row_depth;  ///< the depth of those columns (1 under a struct root)
+  /// Dictionaries of flat values were validated in full by their producer:
+  /// give them only the O(1) checks (sl_array_validate_shared_dicts).
+  int flat_dicts_checked;
   char path[512];
   size_t path_len;
 };
@@ -421,7 +424,10 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
   for (int64_t i = 0; i < nc; ++i) SL_RETURN_NOT_OK(validate_child(v, s, a, i, depth));
   if (is_dict) {
     size_t old = path_push(v, "<dictionary>", 0);
+    enum sl_validate_level level = v->level;
+    if (v->flat_dicts_checked && a->dictionary->n_children == 0) v->level = SL_VALIDATE_MINIMAL;
     rc = validate_node(v, s->dictionary, a->dictionary, depth + 1);
+    v->level = level;
     path_pop(v, old);
     if (rc != 0) return rc;
     if (v->level >= SL_VALIDATE_FULL && a->length > 0) {
@@ -431,11 +437,12 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
   return 0;
 }
 
-int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowArray* array,
-                           enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
-                           int64_t first_row, struct sluice_error* error) {
+static int validate_root(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                         enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                         int64_t first_row, int flat_dicts_checked, struct sluice_error* error) {
   struct vctx v;
   v.level = level;
+  v.flat_dicts_checked = flat_dicts_checked;
   v.sizes = sizes;
   v.error = error;
   v.first_row = first_row;
@@ -453,8 +460,21 @@ int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowA
   return validate_node(&v, schema, array, 0);
 }
 
+int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowArray* array,
+                           enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
+                           int64_t first_row, struct sluice_error* error) {
+  return validate_root(schema, array, level, sizes, first_row, 0, error);
+}
+
 int sl_array_validate(const struct ArrowSchema* schema, const struct ArrowArray* array,
                       enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
                       struct sluice_error* error) {
-  return sl_array_validate_rows(schema, array, level, sizes, -1, error);
+  return validate_root(schema, array, level, sizes, -1, 0, error);
+}
+
+int sl_array_validate_shared_dicts(const struct ArrowSchema* schema,
+                                   const struct ArrowArray* array, enum sl_validate_level level,
+                                   const struct sl_buffer_sizes* sizes,
+                                   struct sluice_error* error) {
+  return validate_root(schema, array, level, sizes, -1, 1, error);
 }

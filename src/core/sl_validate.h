@@ -42,4 +42,16 @@ int sl_array_validate_rows(const struct ArrowSchema* schema, const struct ArrowA
                            enum sl_validate_level level, const struct sl_buffer_sizes* sizes,
                            int64_t first_row, struct sluice_error* error);
 
+/// sl_array_validate for a producer that shares one dictionary among many
+/// arrays and validated it in full when it built it (the IPC reader, whose
+/// dictionaries grow by deltas): dictionaries of flat values (no children)
+/// get only the O(1) checks, so that a batch does not cost its whole
+/// dictionary again. Nested ones, whose parts may refer to dictionaries
+/// attached later, and the indexes into every dictionary are checked at
+/// `level`.
+int sl_array_validate_shared_dicts(const struct ArrowSchema* schema,
+                                   const struct ArrowArray* array, enum sl_validate_level level,
+                                   const struct sl_buffer_sizes* sizes,
+                                   struct sluice_error* error);
+
 #endif

@@ -130,6 +130,48 @@ static void test_validate_rejects_corruption(void** state) {
   schema.release(&schema);
 }
 
+/// A producer that validated its shared dictionaries as it built them (the
+/// IPC reader) has them checked only for shape per batch: bad UTF-8 in a
+/// dictionary of strings goes unseen there, an index past it or a dictionary
+/// of the wrong shape does not.
+static void test_validate_shared_dicts(void** state) {
+  (void)state;
+  struct ArrowSchema schema;
+  make_batch_schema(&schema);
+  struct sl_builder b;
+  struct sluice_error err = {0};
+  assert_int_equal(sl_builder_init_from_schema(&b, &schema, NULL, &err), 0);
+  for (int which = 0; which < 3; ++which) {
+    assert_int_equal(append_rows(&b), 0);
+    struct ArrowArray a;
+    assert_int_equal(sl_builder_finish(&b, &a, &err), 0);
+    struct ArrowArray* dict = a.children[9]->dictionary;
+    ((uint8_t*)writable(dict, 2))[0] = 0xFF;  // "red" is no longer UTF-8
+    assert_int_equal(sl_array_validate(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, &err), EILSEQ);
+    assert_non_null(strstr(err.message, "column 'd.<dictionary>': invalid UTF-8"));
+    if (which == 0) {
+      assert_int_equal(
+          sl_array_validate_shared_dicts(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, &err), 0);
+    } else {
+      const char* want = "column 'd': dictionary index 7 out of range (dictionary length 2)";
+      if (which == 1) {
+        put_i32(a.children[9], 1, 0, 7);
+      } else {
+        dict->n_buffers = 2;
+        want = "column 'd.<dictionary>': has 2 buffers, type 'u' needs 3";
+      }
+      sl_error_clear(&err);
+      assert_int_equal(
+          sl_array_validate_shared_dicts(&schema, &a, SL_VALIDATE_FULL_UTF8, NULL, &err), EILSEQ);
+      if (strstr(err.message, want) == NULL) fail_msg("'%s', wanted '%s'", err.message, want);
+      dict->n_buffers = 3;
+    }
+    a.release(&a);
+  }
+  sl_builder_release(&b);
+  schema.release(&schema);
+}
+
 static void test_validate_utf8_edges(void** state) {
   (void)state;
   static const struct {
@@ -321,6 +363,7 @@ static void test_validate_random_corruption(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validate_rejects_corruption),
+      cmocka_unit_test(test_validate_shared_dicts),
       cmocka_unit_test(test_validate_utf8_edges),
       cmocka_unit_test(test_validate_utf8_rows_and_nulls),
       cmocka_unit_test(test_validate_random_corruption),

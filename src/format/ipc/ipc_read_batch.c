@@ -498,8 +498,11 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
 static int validate(struct decoder* d, const struct ArrowSchema* s, const struct ArrowArray* a) {
   struct sl_buffer_sizes sizes = {.size_of = size_of, .ctx = d};
   // UTF-8 too, as the CSV and Parquet readers check it: a utf8 column of
-  // other bytes would be written on as text no reader takes back.
-  int rc = sl_array_validate(s, a, SL_VALIDATE_FULL_UTF8, &sizes, d->error);
+  // other bytes would be written on as text no reader takes back. The
+  // dictionaries come from the memo, each validated in full as it was read
+  // (a delta's new values too): checking them again per batch cost a stream
+  // of many small deltas its whole dictionary per batch.
+  int rc = sl_array_validate_shared_dicts(s, a, SL_VALIDATE_FULL_UTF8, &sizes, d->error);
   if (rc != 0) sl_error_prefix(d->error, "%s: offset %" PRId64, d->where->name, d->where->offset);
   return rc;
 }
