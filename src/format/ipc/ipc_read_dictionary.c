@@ -238,9 +238,9 @@ static int flat_values(const struct ipc_field* f) {
 
 /// Room for `need` bytes in `b` (always a block, even for 0), doubling: the
 /// bytes used so far move to a new block, and the arrays viewing the old one
-/// keep it alive.
-static int grow_reserve(struct concat* c, struct ipc_grow_buf* b, size_t need) {
-  if (need <= b->cap && b->data != NULL) return 0;
+/// keep it alive. `fresh`: a new block even if this one has room.
+static int grow_reserve(struct concat* c, struct ipc_grow_buf* b, size_t need, int fresh) {
+  if (need <= b->cap && b->data != NULL && !fresh) return 0;
   size_t cap = b->cap < 64 ? 64 : b->cap;
   while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
   uint8_t* data = sl_alloc_buffer(c->alloc, cap);
@@ -259,9 +259,8 @@ static int grow_reserve(struct concat* c, struct ipc_grow_buf* b, size_t need) {
   return 0;
 }
 
-/// Sets or clears bit `i`. The byte holding it may also hold the last bits
-/// of a dictionary already handed out (perhaps read by another thread): the
-/// byte is stored whole, with those bits as they were.
+/// Sets or clears bit `i` of a block no array handed out views at `i`'s
+/// byte (see grow_append).
 static void put_bit(uint8_t* bits, int64_t i, int on) {
   uint8_t m = (uint8_t)(1u << (i & 7));
   bits[i >> 3] = on ? (uint8_t)(bits[i >> 3] | m) : (uint8_t)(bits[i >> 3] & ~m);
@@ -293,9 +292,16 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
   } else {
     values_size = (size_t)(len + n) * (size_t)(f->bit_width / 8);
   }
-  if (validity) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[0], bit_bytes));
-  SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[1], values_size));
-  if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[2], data_size));
+  // Bits past a length that is not a multiple of 8 share a byte with the
+  // last values of the dictionary batches already hold, which another
+  // thread may be reading: such bits go into a copy (a bitmap is an eighth
+  // of a byte per value, so copying it per delta stays cheap), never into
+  // the byte being read.
+  int shared_byte = len % 8 != 0;
+  if (validity) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[0], bit_bytes, shared_byte));
+  SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[1], values_size, shared_byte && f->bit_width == 1 &&
+                                                             f->kind != IPC_KIND_VARBIN));
+  if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[2], data_size, 0));
   if (validity) {
     uint8_t* bits = g->buf[0].data;
     if (!g->has_validity) {
