@@ -288,14 +288,15 @@ struct sluice_open_options {
   /// s3:// settings that override the environment and the AWS files
   /// (NULL = none); read during sluice_dataset_open only.
   const struct sluice_s3_options* s3;
-  /// Many objects (Parquet, Arrow IPC, Avro): non-zero matches their
+  /// Many objects (Parquet, Arrow IPC, Avro, CSV): non-zero matches their
   /// columns by name, as DuckDB's union_by_name: the dataset has every
   /// object's columns, each once, in the order first met, and an object's
   /// rows are null in the columns it lacks. A name must have one type in
-  /// every object that has it (EINVAL otherwise, naming the column and
-  /// both objects). Zero (the default): every object must have the same
-  /// columns in the same order. Not for CSV, whose types are inferred
-  /// object by object (give its schema instead).
+  /// every object that has it, or types that join (EINVAL otherwise,
+  /// naming the column and both objects); CSV types, inferred object by
+  /// object, are joined by name (int64 and float64 as float64, other mixes
+  /// as string). Zero (the default): every object must have the same
+  /// columns in the same order.
   int union_by_name;
   /// Polled while sluice_dataset_open (or _open_many) waits on an object's
   /// bytes: a pipe, a FIFO or standard input that is slow to write, an
@@ -396,8 +397,11 @@ SLUICE_EXPORT int64_t sluice_dataset_rows_skipped(struct sluice_dataset* dataset
 /// stands. EBUSY while a scan of the dataset is still open (close its stream
 /// first). A source that can be read only once (a pipe) cannot be scanned
 /// again. The row filter is parsed again for the wider types; when it
-/// cannot be (a date past timestamp[ns]'s range), the error is returned with
-/// *changed = 1 and every later scan of the dataset fails with it.
+/// cannot be (a date past timestamp[ns]'s range), or when the objects of a
+/// dataset cannot take the wider types together (union_by_name: a partition
+/// key named like a column that is now of another type), the error is
+/// returned with *changed = 1 and every later scan of the dataset fails
+/// with it.
 SLUICE_EXPORT int sluice_dataset_refine(struct sluice_dataset* dataset, int* changed,
                                         struct sluice_error* error);
 

@@ -664,10 +664,13 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         dataset (``sales/year=2024/``) from becoming columns, as they do by
         default.
     union_by_name: True reads objects whose columns differ (Parquet, Arrow
-        IPC, Avro): their columns matched by name, in the order first met,
-        rows null where their object lacks the column (DuckDB's
+        IPC, Avro, CSV): their columns matched by name, in the order first
+        met, rows null where their object lacks the column (DuckDB's
         union_by_name; one type per name, or types that join, as int32
-        and int64; a column of type null, all None, takes the others' type).
+        and int64; a column of type null, all None, takes the others' type;
+        CSV types inferred file by file join as without it: int64 and
+        float64 as float64, a date and a timestamp as the timestamp, other
+        mixes as string).
     filters: ``[("year", ">=", 2023), ("city", "in", ["Paris", "Rome"])]``
         (as pyarrow's, all must hold; or a list of such lists, any of which
         may, as pyarrow's disjunctive normal form; or the CLI's text,

@@ -83,6 +83,7 @@ struct sl_files_reader {
   /// union_by_name with partitions: the partition key named like unified
   /// column c, or -1 (n_file_cols entries; NULL when none is).
   int64_t* key_of_column;
+  int by_name;  ///< union_by_name: a refine matches the objects' types by name again
 };
 
 /// Where an output column of a split with partition columns, or of an
@@ -246,11 +247,9 @@ static int columns_differ(const struct sl_files_reader* f, int64_t i, const char
                           struct sluice_error* error) {
   return sl_error_set(error, EINVAL,
                       "%s: its columns differ from those of %s, the first object: %s; "
-                      "read the objects separately%s",
-                      f->parts[i].name, f->parts[0].name, why,
-                      strcmp(f->format->name, "csv") == 0
-                          ? ", or give every column's type (CSV option schema=...)"
-                          : ", or match their columns by name (union_by_name)");
+                      "read the objects separately, or match their columns by name "
+                      "(union_by_name)",
+                      f->parts[i].name, f->parts[0].name, why);
 }
 
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
@@ -334,15 +333,19 @@ static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_er
       void* from = pass == 0 ? f->parts[i].reader : f->parts[ref].reader;
       void* to = pass == 0 ? f->parts[ref].reader : f->parts[i].reader;
       int widened = 0;
-      SL_RETURN_NOT_OK(f->format->widen_to(to, from, &widened, error));
+      SL_RETURN_NOT_OK(f->format->widen_to(to, from, NULL, &widened, error));
       *changed |= widened;
     }
   }
   return 0;
 }
 
+static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error);
+static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error);
+
 /// Each object's reader refines its own types, and then all are unified
-/// again.
+/// again (by name with union_by_name: the dataset's types are made anew
+/// from the objects' widened ones).
 static int files_refine(void* reader, int* changed, struct sluice_error* error) {
   struct sl_files_reader* f = reader;
   *changed = 0;
@@ -351,7 +354,21 @@ static int files_refine(void* reader, int* changed, struct sluice_error* error) 
     SL_RETURN_NOT_OK(f->format->refine(f->parts[i].reader, &part_changed, error));
     *changed |= part_changed;
   }
-  return *changed ? unify_parts(f, changed, error) : 0;
+  if (!*changed) return 0;
+  if (!f->by_name) return unify_parts(f, changed, error);
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    struct files_part* p = &f->parts[i];
+    if (p->columns_of != NULL) sl_free(f->alloc, p->columns_of, columns_of_size(f->n_file_cols));
+    p->columns_of = NULL;
+    if (p->own_types.release != NULL) p->own_types.release(&p->own_types);
+  }
+  if (f->unified.release != NULL) f->unified.release(&f->unified);
+  if (f->key_of_column != NULL) {
+    sl_free(f->alloc, f->key_of_column, columns_of_size(f->n_file_cols));
+    f->key_of_column = NULL;
+  }
+  SL_RETURN_NOT_OK(unify_by_name(f, error));
+  return f->hive.n_keys > 0 ? keys_of_columns(f, error) : 0;
 }
 
 /// The part whose splits include the dataset's split `index`.
@@ -922,16 +939,154 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
   return rc;
 }
 
+/// What widen_by_name works with: each object's columns as dataset
+/// columns (names matched, in the order first met), and each dataset
+/// column's reference, the object whose type the others take.
+struct name_match {
+  struct ArrowSchema* schemas;  ///< n_parts: the objects' own (for their names)
+  int64_t** column;  ///< [i][j]: object i's column j is dataset column column[i][j]
+  int64_t n;         ///< dataset columns
+  int64_t* ref;      ///< per dataset column: the reference object
+  int64_t* ref_col;  ///< ... and its column there
+  int64_t* refs;     ///< the objects that are some column's reference, in order
+  int64_t n_refs;
+  int64_t* map;      ///< scratch for widen_to: max columns of an object
+  int64_t* where;    ///< scratch: per dataset column, the column of one object, or -1
+  int64_t cap;       ///< entries allocated in ref, ref_col, where
+  int64_t widest;    ///< entries allocated in map
+};
+
+static void name_match_free(struct sl_files_reader* f, struct name_match* m) {
+  for (int64_t i = 0; m->schemas != NULL && i < f->n_parts; ++i) {
+    if (m->column != NULL && m->column[i] != NULL) {
+      sl_free(f->alloc, m->column[i], columns_of_size(m->schemas[i].n_children));
+    }
+    if (m->schemas[i].release != NULL) m->schemas[i].release(&m->schemas[i]);
+  }
+  sl_free(f->alloc, m->schemas, (size_t)f->n_parts * sizeof *m->schemas);
+  sl_free(f->alloc, m->column, (size_t)f->n_parts * sizeof *m->column);
+  sl_free(f->alloc, m->refs, (size_t)f->n_parts * sizeof *m->refs);
+  sl_free(f->alloc, m->ref, columns_of_size(m->cap));
+  sl_free(f->alloc, m->ref_col, columns_of_size(m->cap));
+  sl_free(f->alloc, m->where, columns_of_size(m->cap));
+  sl_free(f->alloc, m->map, columns_of_size(m->widest));
+}
+
+/// Fills `m` (zeroed) from the objects' schemas.
+static int name_match_init(struct sl_files_reader* f, struct name_match* m,
+                           struct sluice_error* error) {
+  m->schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *m->schemas);
+  m->column = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *m->column);
+  if (m->schemas == NULL || m->column == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+  m->cap = 1;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    if (f->format->schema(f->parts[i].reader, &m->schemas[i], error) != 0) {
+      return sl_error_name(error, f->parts[i].name);
+    }
+    m->cap += m->schemas[i].n_children;
+    if (m->schemas[i].n_children > m->widest) m->widest = m->schemas[i].n_children;
+  }
+  m->ref = sl_alloc(f->alloc, columns_of_size(m->cap));
+  m->ref_col = sl_alloc(f->alloc, columns_of_size(m->cap));
+  m->where = sl_alloc(f->alloc, columns_of_size(m->cap));
+  m->map = sl_alloc(f->alloc, columns_of_size(m->widest));
+  m->refs = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *m->refs);
+  if (m->ref == NULL || m->ref_col == NULL || m->where == NULL || m->map == NULL ||
+      m->refs == NULL) {
+    return sl_error_set(error, ENOMEM, "out of memory");
+  }
+  // The reference of a column: the first object with rows that has it (as
+  // unify_parts takes the first object with rows), else the first that has it.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t i = 0; i < f->n_parts; ++i) {
+      const struct ArrowSchema* s = &m->schemas[i];
+      if ((pass == 0) == (holds_no_rows(f, i) != 0)) continue;
+      if (m->column[i] == NULL) {
+        m->column[i] = sl_alloc(f->alloc, columns_of_size(s->n_children));
+        if (m->column[i] == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+      }
+      for (int64_t j = 0; j < s->n_children; ++j) {
+        const char* name = s->children[j]->name != NULL ? s->children[j]->name : "";
+        int64_t c = 0;
+        while (c < m->n) {
+          const struct ArrowSchema* at = m->schemas[m->ref[c]].children[m->ref_col[c]];
+          if (strcmp(at->name != NULL ? at->name : "", name) == 0) break;
+          ++c;
+        }
+        if (c == m->n) {
+          m->ref[c] = i;
+          m->ref_col[c] = j;
+          ++m->n;
+        }
+        m->column[i][j] = c;
+      }
+    }
+  }
+  // (the references in object order: each is met once)
+  for (int64_t c = 0; c < m->n; ++c) m->where[c] = -1;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    int is_ref = 0;
+    for (int64_t j = 0; !is_ref && j < m->schemas[i].n_children; ++j) {
+      is_ref = m->ref[m->column[i][j]] == i;
+    }
+    if (is_ref) m->refs[m->n_refs++] = i;
+  }
+  return 0;
+}
+
+/// unify_parts by name, for formats that infer their types object by object
+/// (CSV): each dataset column's reference widens to fit every other object
+/// with rows that has the column, and then each of those takes its type,
+/// so that every object parses the column as the joined type itself (no
+/// cast). The objects' names and column counts are left alone: unify_by_name
+/// then matches them.
+static int widen_by_name(struct sl_files_reader* f, int* changed, struct sluice_error* error) {
+  struct name_match m;
+  memset(&m, 0, sizeof m);
+  int rc = name_match_init(f, &m, error);
+  // Pass 0: each reference R widens to object i (its columns that it is the
+  // reference of, against i's of the same name); pass 1: i widens to R.
+  for (int pass = 0; rc == 0 && pass < 2; ++pass) {
+    for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
+      if (pass == 0 && holds_no_rows(f, i)) continue;
+      const int64_t* own = m.column[i];
+      for (int64_t j = 0; j < m.schemas[i].n_children; ++j) m.where[own[j]] = j;
+      for (int64_t k = 0; rc == 0 && k < m.n_refs; ++k) {
+        int64_t r = m.refs[k];
+        if (r == i) continue;
+        const int64_t* to_cols = pass == 0 ? m.column[r] : own;
+        int64_t n_to = pass == 0 ? m.schemas[r].n_children : m.schemas[i].n_children, any = 0;
+        for (int64_t j = 0; j < n_to; ++j) {
+          int64_t c = to_cols[j];
+          m.map[j] = m.ref[c] != r ? -1 : pass == 0 ? m.where[c] : m.ref_col[c];
+          any |= m.map[j] >= 0;
+        }
+        if (!any) continue;
+        int widened = 0;
+        rc = f->format->widen_to(f->parts[pass == 0 ? r : i].reader,
+                                 f->parts[pass == 0 ? i : r].reader, m.map, &widened, error);
+        if (rc != 0) sl_error_name(error, f->parts[pass == 0 ? r : i].name);
+        *changed |= widened;
+      }
+      for (int64_t j = 0; j < m.schemas[i].n_children; ++j) m.where[own[j]] = -1;
+    }
+  }
+  name_match_free(f, &m);
+  return rc;
+}
+
 /// union_by_name: the dataset's columns are every object's, matched by
 /// name, in the order first met (f->unified); a column some object lacks
 /// is nullable, and that object's rows are null in it (part->columns_of).
 /// A name must have one type in every object that has it, or types that
 /// join (sl_cast_join), or be of type null in some (the others' type).
+/// Objects whose types are inferred (CSV) are widened by name first, so
+/// that they agree.
 static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) {
-  if (f->format->widen_to != NULL || f->format->refine != NULL) {
-    return sl_error_set(error, EINVAL, "union_by_name: %s objects are matched by position (their "
-                        "types are inferred, object by object); give every column's type "
-                        "(CSV option schema=...) instead", f->format->name);
+  f->by_name = 1;
+  if (f->format->widen_to != NULL) {
+    int widened = 0;
+    SL_RETURN_NOT_OK(widen_by_name(f, &widened, error));
   }
   struct ArrowSchema* schemas = sl_calloc(f->alloc, (size_t)f->n_parts, sizeof *schemas);
   if (schemas == NULL) return sl_error_set(error, ENOMEM, "out of memory");

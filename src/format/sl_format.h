@@ -177,13 +177,17 @@ struct sl_format_reader {
   int (*refine)(void* reader, int* changed, struct sluice_error* error);
   /// Optional (NULL = the data alone decides the types): widens the column
   /// types inferred from a sample so that values of the column types of
-  /// `other`, a reader of this format over another object, fit too (by
-  /// position), so that the objects of one dataset read with one schema
-  /// (CSV: int64 and float64 as float64, a date and a timestamp as the
-  /// timestamp, other mixes as string; a column of only nulls in a sample
-  /// takes the other's type). *changed = 1 when this reader's schema
-  /// changed. Not called while splits of either reader are decoded.
-  int (*widen_to)(void* reader, const void* other, int* changed, struct sluice_error* error);
+  /// `other`, a reader of this format over another object, fit too, so that
+  /// the objects of one dataset read with one schema (CSV: int64 and float64
+  /// as float64, a date and a timestamp as the timestamp, other mixes as
+  /// string; a column of only nulls in a sample takes the other's type).
+  /// `map` NULL: column c against other's column c (by position; objects of
+  /// other column counts are left alone); else column c against other's
+  /// column map[c], and not at all where map[c] < 0 (union_by_name matches
+  /// them by name). *changed = 1 when this reader's schema changed. Not
+  /// called while splits of either reader are decoded.
+  int (*widen_to)(void* reader, const void* other, const int64_t* map, int* changed,
+                  struct sluice_error* error);
   /// Optional (NULL = never): the object holds no rows at all (a CSV header
   /// alone), so its inferred types say nothing.
   int (*holds_no_rows)(void* reader);

@@ -141,8 +141,11 @@ def test_conflicts_and_refusals(tmp_path):
     c.mkdir()
     (c / "a.csv").write_text("x,y\n1,2\n")
     (c / "b.csv").write_text("y,x\n3,4\n")
-    with pytest.raises(sluice.InvalidArgumentError, match="union_by_name: csv objects"):
-        sluice.read(c, union_by_name=True)
+    # (CSV was refused: "union_by_name: csv objects are matched by position")
+    assert pa.table(sluice.read(c, union_by_name=True)).to_pylist() == \
+        [{"x": 1, "y": 2}, {"x": 4, "y": 3}]
+    with pytest.raises(sluice.InvalidArgumentError, match="match their columns by name"):
+        sluice.read(c)
     # The same columns everywhere: union_by_name changes nothing.
     same = tmp_path / "same"
     same.mkdir()
@@ -523,3 +526,52 @@ def test_a_column_of_type_null_still_refuses_other_differences(tmp_path):
     with pytest.raises(sluice.InvalidArgumentError, match=r"f2.parquet: its columns differ .*"
                        r"column 'b' is of type list here, string in .*f1.parquet"):
         sluice.read(d)
+
+
+def _duck_csv(files, **kw):
+    names = [str(p) for p in files]
+    opts = "".join(f", {k}={v}" for k, v in kw.items())
+    d = duckdb.sql(f"select * from read_csv({names!r}, union_by_name=true{opts})")
+    t = d.arrow()
+    return t.read_all() if hasattr(t, "read_all") else t
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_csv_matches_duckdb(tmp_path, threads):
+    """CSV objects of other columns (added, dropped, reordered), their types
+    inferred file by file and joined by name (int64 and float64 as float64,
+    a date and text as string), as DuckDB's read_csv(union_by_name=true)
+    reads them; a glob, a list and a projection."""
+    d = tmp_path / "csv"
+    d.mkdir()
+    (d / "f0.csv").write_text("id,when,v\n1,2024-01-01,3\n2,2024-02-03,4\n")
+    (d / "f1.csv").write_text("v,id\n0.5,3\n,4\n")
+    (d / "f2.csv").write_text("note,id,when\nhi,5,not a date\n")
+    (d / "f3.csv").write_text("id,b\n6,\n7,\n")  # b empty here, text in f4
+    (d / "f4.csv").write_text("b,id\nx,8\n")
+    files = sorted(d.glob("*.csv"))
+    want = _duck_csv(files)
+    for src in (str(d / "*.csv"), [str(p) for p in files]):
+        got = pa.table(sluice.read(src, union_by_name=True, threads=threads))
+        assert got.column_names == want.column_names == ["id", "when", "v", "note", "b"]
+        assert got.schema.types == want.schema.types
+        assert got.to_pylist() == want.to_pylist()
+    got = pa.table(sluice.read(d, union_by_name=True, columns=["note", "v"], threads=threads))
+    assert got.to_pylist() == want.select(["note", "v"]).to_pylist()
+    got = pa.table(sluice.read(d, union_by_name=True, filters=[("v", ">", 1)], threads=threads))
+    assert got.column("id").to_pylist() == [1, 2]
+
+
+def test_csv_late_value_reads_again(tmp_path):
+    """A value past the sample widens its column in that file; sluice.read
+    reads again with every file's column of that name widened too, as
+    DuckDB (whose sample holds the files whole) types them."""
+    d = tmp_path / "late"
+    d.mkdir()
+    (d / "a.csv").write_text("n,x\n" + "".join(f"{i},{i}\n" for i in range(4000)) + "4000,2.5\n")
+    (d / "b.csv").write_text("x,s\n7,q\n")
+    want = _duck_csv(sorted(d.glob("*.csv")))
+    assert want.schema.field("x").type == pa.float64()
+    got = pa.table(sluice.read(d, union_by_name=True, infer_bytes=500))
+    assert got.schema.types == want.schema.types
+    assert got.to_pylist() == want.to_pylist()

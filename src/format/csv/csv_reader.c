@@ -391,16 +391,19 @@ static int says_nothing(const struct csv_reader* r, int64_t c) {
   return r->layout.no_rows || (r->layout.unsampled != NULL && r->layout.unsampled[c]);
 }
 
-static int csv_widen_to(void* reader, const void* other_reader, int* changed,
-                        struct sluice_error* error) {
+static int csv_widen_to(void* reader, const void* other_reader, const int64_t* map,
+                        int* changed, struct sluice_error* error) {
   struct csv_reader* r = reader;
   const struct csv_reader* other = other_reader;
   *changed = 0;
-  if (other->layout.n_cols != r->layout.n_cols) return 0;  // the dataset reports the difference
+  // (by position, the dataset reports a difference in the columns)
+  if (map == NULL && other->layout.n_cols != r->layout.n_cols) return 0;
   for (int64_t c = 0; c < r->layout.n_cols; ++c) {
-    if (r->cols[c].user_type || says_nothing(other, c)) continue;
+    int64_t o = map != NULL ? map[c] : c;
+    if (o < 0 || o >= other->layout.n_cols) continue;  // no column of that name there
+    if (r->cols[c].user_type || says_nothing(other, o)) continue;
     char buf[32];
-    const char* theirs = other->layout.formats[c];
+    const char* theirs = other->layout.formats[o];
     const char* to = theirs;
     if (says_nothing(r, c)) {
       if (r->layout.unsampled != NULL) r->layout.unsampled[c] = 0;  // typed from now on
