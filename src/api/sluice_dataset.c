@@ -837,6 +837,14 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
     return sl_error_set(error, EBUSY, "%s: a scan of the dataset is still open", ds->location);
   }
   int rc = ds->format->refine(ds->reader, changed, error);
+  if (rc != 0 && *changed) {
+    // Some objects took wider types, the others or the dataset's could not
+    // follow: no scan may run on what is left.
+    sl_dataset_name_error(ds, rc, error);
+    ds->unusable = *error;
+    if (ds->unusable.code == 0) ds->unusable.code = rc;
+    return rc;
+  }
   if (rc != 0) return sl_dataset_name_error(ds, rc, error);
   if (!*changed) return 0;
   struct ArrowSchema full, projected;

@@ -1795,6 +1795,167 @@ static void test_csv_refine_after_a_late_value(void** unused) {
   remove(path);
 }
 
+/// CSV with union_by_name: a.csv (x, v) whose v holds 0.5 past the 1 KiB
+/// sample, b.csv (v, y), c.csv (y, x). The dataset is (x, v, y); the first
+/// scan stops at the late value, the refine widens v in a.csv and, matched
+/// by name, in b.csv, and the second scan reads v as float64 from both.
+/// Every allocation failure on the way is an error, never a leak.
+struct csv_union_sums {
+  int64_t rows, sum_x, x_nulls, v_nulls, y_nulls;
+  double sum_v;
+};
+
+static int csv_union_drain(struct sluice_dataset* ds, struct csv_union_sums* out,
+                           struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  struct ArrowArrayStream stream;
+  int rc = sluice_dataset_scan(ds, &stream, error);
+  if (rc != 0) return rc;
+  struct ArrowSchema schema;
+  rc = stream.get_schema(&stream, &schema);
+  if (rc != 0) {
+    snprintf(error->message, sizeof error->message, "%s", stream.get_last_error(&stream));
+    error->code = rc;
+    stream.release(&stream);
+    return rc;
+  }
+  assert_int_equal(schema.n_children, 3);
+  const int v_double = strcmp(schema.children[1]->format, "g") == 0;
+  schema.release(&schema);
+  for (;;) {
+    struct ArrowArray batch;
+    if ((rc = next_batch(&stream, &batch, error)) != 0 || batch.release == NULL) break;
+    for (int64_t r = 0; r < batch.length; ++r) {
+      int64_t nulls[3] = {0, 0, 0};
+      for (int c = 0; c < 3; ++c) {
+        const struct ArrowArray* col = batch.children[c];
+        int64_t at = col->offset + batch.offset + r;
+        const uint8_t* valid = col->buffers[0];
+        nulls[c] = valid != NULL && !(valid[at >> 3] & (1u << (at & 7)));
+        if (nulls[c] || c == 2) continue;
+        if (c == 0) out->sum_x += ((const int64_t*)col->buffers[1])[at];
+        if (c == 1) {
+          out->sum_v += v_double ? ((const double*)col->buffers[1])[at]
+                                 : (double)((const int64_t*)col->buffers[1])[at];
+        }
+      }
+      out->x_nulls += nulls[0];
+      out->v_nulls += nulls[1];
+      out->y_nulls += nulls[2];
+    }
+    out->rows += batch.length;
+    batch.release(&batch);
+  }
+  stream.release(&stream);
+  return rc;
+}
+
+struct csv_union_run {
+  const char* dir;
+  /// > 0: a test_allocator that fails nothing until the refine, and then
+  /// its refine_fail_at-th allocation from there
+  long long refine_fail_at;
+};
+
+static int csv_union_once(void* ctx, const struct sluice_allocator* alloc,
+                          struct sluice_error* error) {
+  const struct csv_union_run* run = ctx;
+  const char* dir = run->dir;
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.allocator = alloc;
+  options.threads = 2;
+  options.union_by_name = 1;
+  options.format_options = "infer_bytes=1k";
+  struct sluice_dataset* ds = NULL;
+  int rc = sluice_dataset_open(dir, &options, &ds, error);
+  if (rc != 0) return rc;
+  struct ArrowSchema schema;
+  rc = sluice_dataset_schema(ds, &schema, error);
+  if (rc == 0) {
+    assert_int_equal(schema.n_children, 3);
+    assert_string_equal(schema.children[0]->name, "x");
+    assert_string_equal(schema.children[1]->name, "v");
+    assert_string_equal(schema.children[2]->name, "y");
+    assert_string_equal(schema.children[1]->format, "l");  // (from the samples)
+    schema.release(&schema);
+  }
+  struct csv_union_sums sums;
+  if (rc == 0) rc = csv_union_drain(ds, &sums, error);
+  assert_int_not_equal(rc, 0);  // the late value
+  if (rc == EILSEQ) {
+    assert_non_null(strstr(error->message, "a.csv"));
+    assert_non_null(strstr(error->message, "'0.5' as int64"));
+    int changed = 0;
+    if (run->refine_fail_at > 0) {  // the k-th allocation from here fails
+      struct test_allocator* ta = (struct test_allocator*)alloc;  // (base is its first member)
+      atomic_store(&ta->fail_at, atomic_load(&ta->allocations) + run->refine_fail_at);
+    }
+    rc = sluice_dataset_refine(ds, &changed, error);
+    if (rc == 0) assert_int_equal(changed, 1);
+    if (rc == 0) rc = sluice_dataset_schema(ds, &schema, error);
+    if (rc == 0) {
+      assert_string_equal(schema.children[0]->format, "l");
+      assert_string_equal(schema.children[1]->format, "g");
+      assert_string_equal(schema.children[2]->format, "u");
+      schema.release(&schema);
+    }
+    if (rc == 0) rc = csv_union_drain(ds, &sums, error);
+    if (rc == 0) {
+      assert_int_equal(sums.rows, 3001 + 2 + 1);
+      assert_int_equal(sums.sum_x, 3000 * 2999 / 2 + 3000 + 7);
+      assert_true(sums.sum_v == 3000.0 * 2999 / 2 + 0.5 + 1 + 2);
+      assert_int_equal(sums.x_nulls, 2);
+      assert_int_equal(sums.v_nulls, 1);
+      assert_int_equal(sums.y_nulls, 3001);
+    }
+  }
+  sluice_dataset_close(ds);
+  return rc;
+}
+
+static void test_csv_union_by_name_refine(void** unused) {
+  (void)unused;
+  char dir[512], path[600];
+  test_temp_path("csv_union", dir, sizeof dir);
+  remove_tree(dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  size_t cap = 3001 * 24 + 16, at = 0;
+  char* text = malloc(cap);
+  assert_non_null(text);
+  at += (size_t)snprintf(text, cap, "x,v\n");
+  for (int i = 0; i < 3000; ++i) at += (size_t)snprintf(text + at, cap - at, "%d,%d\n", i, i);
+  at += (size_t)snprintf(text + at, cap - at, "3000,0.5\n");
+  snprintf(path, sizeof path, "%s/a.csv", dir);
+  assert_int_equal(test_write_file(path, text, at), 0);
+  free(text);
+  snprintf(path, sizeof path, "%s/b.csv", dir);
+  assert_int_equal(test_write_file(path, "v,y\n1,p\n2,q\n", 12), 0);
+  snprintf(path, sizeof path, "%s/c.csv", dir);
+  assert_int_equal(test_write_file(path, "y,x\nr,7\n", 8), 0);
+  struct sluice_error error = {0, {0}};
+  struct csv_union_run run = {dir, 0};
+  assert_int_equal(csv_union_once(&run, NULL, &error), 0);
+  assert_true(test_alloc_sweep(csv_union_once, &run, 20000) > 5);
+  // The sweep ends at the first run that gets by without an allocation
+  // (a tolerated one in the scan): the refine and the scan after it fail
+  // their allocations one by one here.
+  long long failures = 0;
+  for (run.refine_fail_at = 1; run.refine_fail_at < 20000; ++run.refine_fail_at) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    memset(&error, 0, sizeof error);
+    int rc = csv_union_once(&run, &ta.base, &error);
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+    if (rc == 0) break;
+    assert_int_equal(rc, ENOMEM);
+    assert_true(error.message[0] != '\0');
+    failures++;
+  }
+  assert_true(failures > 5);
+  remove_tree(dir);
+}
+
 /* ---- Freed batch buffers are reused ------------------------------------------ */
 
 /// A streaming consumer frees each batch before taking the next: with the
@@ -2145,6 +2306,7 @@ int main(void) {
       cmocka_unit_test(test_placed_scan),
       cmocka_unit_test(test_scan_range_allocation_failures),
       cmocka_unit_test(test_csv_refine_after_a_late_value),
+      cmocka_unit_test(test_csv_union_by_name_refine),
       cmocka_unit_test(test_freed_batches_are_reused),
       cmocka_unit_test(test_stats_key_bounds),
       cmocka_unit_test(test_null_error_structs),
