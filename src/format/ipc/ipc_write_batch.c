@@ -451,55 +451,114 @@ static uint8_t last_byte_mask(const struct ipc_segment* s) {
   return (s->bits & 7) ? (uint8_t)((1u << (s->bits & 7)) - 1) : 0xFF;
 }
 
-int sl_ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
-                      struct sluice_error* error) {
-  size_t n = 16 + (size_t)body->n_nodes * 16 + (size_t)body->n_segs * 8;
-  for (int64_t i = 0; i < body->n_segs; i++) n += (size_t)body->segs[i].length;
-  uint8_t* p = sl_alloc(body->alloc, n);
-  if (p == NULL) return oom(error);
-  uint8_t* w = p;
-  memcpy(w, &body->n_nodes, 8);
-  memcpy(w + 8, &body->n_segs, 8);
-  w += 16;
-  if (body->n_nodes) memcpy(w, body->nodes, (size_t)body->n_nodes * 16);
-  w += body->n_nodes * 16;
-  for (int64_t i = 0; i < body->n_segs; i++) {
-    const struct ipc_segment* s = &body->segs[i];
-    memcpy(w, &s->length, 8);
-    if (s->length) {
-      memcpy(w + 8, s->data, (size_t)s->length);
-      w[8 + s->length - 1] &= last_byte_mask(s);
-    }
-    w += 8 + s->length;
-  }
-  *snapshot = p;
-  *size = n;
+/// Sizes the snapshot for `body`'s nodes and buffers (their bytes not yet).
+static int snapshot_shape(struct ipc_snapshot* snap, const struct sluice_allocator* alloc,
+                          const struct ipc_body* body, struct sluice_error* error) {
+  void* nodes = snap->nodes;
+  void* segs = snap->segs;
+  int64_t old_segs = snap->cap_segs;
+  if (sl_grow_array(alloc, &nodes, &snap->cap_nodes, body->n_nodes, 2 * sizeof(int64_t)) != 0)
+    return oom(error);
+  snap->nodes = nodes;
+  if (sl_grow_array(alloc, &segs, &snap->cap_segs, body->n_segs, sizeof *snap->segs) != 0)
+    return oom(error);
+  snap->segs = segs;
+  if (snap->cap_segs > old_segs)  // new slots hold no memory yet
+    memset(snap->segs + old_segs, 0, (size_t)(snap->cap_segs - old_segs) * sizeof *snap->segs);
+  if (body->n_nodes) memcpy(snap->nodes, body->nodes, (size_t)body->n_nodes * 16);
+  snap->n_nodes = body->n_nodes;
+  snap->n_segs = body->n_segs;
   return 0;
 }
 
-int sl_ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size) {
-  if (snapshot == NULL || size < 16) return 0;
-  int64_t n_nodes, n_segs;
-  memcpy(&n_nodes, snapshot, 8);
-  memcpy(&n_segs, snapshot + 8, 8);
-  if (n_nodes != body->n_nodes || n_segs != body->n_segs) return 0;
-  size_t at = 16;
-  if ((size_t)n_nodes * 16 > size - at ||
-      (n_nodes && memcmp(snapshot + at, body->nodes, (size_t)n_nodes * 16) != 0))
-    return 0;
-  at += (size_t)n_nodes * 16;
-  for (int64_t i = 0; i < n_segs; i++) {
-    const struct ipc_segment* s = &body->segs[i];
-    int64_t len;
-    if (size - at < 8) return 0;
-    memcpy(&len, snapshot + at, 8);
-    at += 8;
-    if (len != s->length || (size_t)len > size - at) return 0;
-    if (len > 1 && memcmp(snapshot + at, s->data, (size_t)len - 1) != 0) return 0;
-    if (len && snapshot[at + (size_t)len - 1] != (s->data[len - 1] & last_byte_mask(s))) return 0;
-    at += (size_t)len;
+/// Copies s->data[from, s->length) to seg at `from`, growing it (doubling,
+/// so that a dictionary grown by deltas is copied O(1) times per byte).
+static int snapshot_copy(struct ipc_snapshot_seg* seg, const struct sluice_allocator* alloc,
+                         const struct ipc_segment* s, int64_t from, struct sluice_error* error) {
+  if (from == 0 && seg->cap > 4096 && seg->cap / 4 > s->length) {
+    // Copied whole and far smaller: let a replaced large dictionary go.
+    sl_free(alloc, seg->data, (size_t)seg->cap);
+    seg->data = NULL;
+    seg->cap = 0;
   }
-  return at == size;
+  if (s->length > seg->cap) {
+    void* data = seg->data;
+    int64_t cap = seg->cap;
+    if (sl_grow_array(alloc, &data, &cap, s->length, 1) != 0) return oom(error);
+    seg->data = data;
+    seg->cap = cap;
+  }
+  if (s->length > from) memcpy(seg->data + from, s->data + from, (size_t)(s->length - from));
+  seg->length = s->length;
+  if (s->length) seg->data[s->length - 1] &= last_byte_mask(s);
+  return 0;
+}
+
+int sl_ipc_snapshot_set(struct ipc_snapshot* snap, const struct sluice_allocator* alloc,
+                        const struct ipc_body* body, struct sluice_error* error) {
+  snap->valid = 0;
+  SL_RETURN_NOT_OK(snapshot_shape(snap, alloc, body, error));
+  for (int64_t i = 0; i < body->n_segs; i++)
+    SL_RETURN_NOT_OK(snapshot_copy(&snap->segs[i], alloc, &body->segs[i], 0, error));
+  snap->valid = 1;
+  return 0;
+}
+
+/// Whether buffer `p` (of a prefix's body) is a prefix of buffer `s` (of the
+/// whole array's): the same memory (an array's own buffer), or the same
+/// bytes (scratch: rebased offsets, shifted bitmaps), a bitmap's last byte
+/// up to its bits.
+static int seg_is_prefix(const struct ipc_segment* p, const struct ipc_segment* s) {
+  if (p->length > s->length || (p->bits != 0) != (s->bits != 0)) return 0;
+  if (p->length == 0 || p->data == s->data) return 1;
+  if (p->length > 1 && memcmp(p->data, s->data, (size_t)p->length - 1) != 0) return 0;
+  uint8_t mask = last_byte_mask(p);
+  return (p->data[p->length - 1] & mask) == (s->data[p->length - 1] & mask);
+}
+
+int sl_ipc_snapshot_extend(struct ipc_snapshot* snap, const struct sluice_allocator* alloc,
+                           const struct ipc_body* prefix, const struct ipc_body* body,
+                           struct sluice_error* error) {
+  if (!snap->valid || prefix->n_segs != body->n_segs || snap->n_segs != body->n_segs)
+    return sl_ipc_snapshot_set(snap, alloc, body, error);
+  snap->valid = 0;
+  SL_RETURN_NOT_OK(snapshot_shape(snap, alloc, body, error));
+  for (int64_t i = 0; i < body->n_segs; i++) {
+    const struct ipc_segment* s = &body->segs[i];
+    // The snapshot holds prefix's bytes: where those begin s, only s's
+    // tail is new (and a bitmap's last byte, whose padding was zeroed).
+    int64_t from = 0;
+    if (seg_is_prefix(&prefix->segs[i], s)) {
+      from = prefix->segs[i].length;
+      if (from > 0 && s->bits != 0) from--;
+    }
+    SL_RETURN_NOT_OK(snapshot_copy(&snap->segs[i], alloc, s, from, error));
+  }
+  snap->valid = 1;
+  return 0;
+}
+
+void sl_ipc_snapshot_free(struct ipc_snapshot* snap, const struct sluice_allocator* alloc) {
+  for (int64_t i = 0; i < snap->cap_segs; i++)
+    sl_free(alloc, snap->segs[i].data, (size_t)snap->segs[i].cap);
+  sl_free(alloc, snap->segs, (size_t)snap->cap_segs * sizeof *snap->segs);
+  sl_free(alloc, snap->nodes, (size_t)snap->cap_nodes * 2 * sizeof *snap->nodes);
+  memset(snap, 0, sizeof *snap);
+}
+
+int sl_ipc_body_equals(const struct ipc_body* body, const struct ipc_snapshot* snap) {
+  if (!snap->valid || snap->n_nodes != body->n_nodes || snap->n_segs != body->n_segs) return 0;
+  if (body->n_nodes && memcmp(snap->nodes, body->nodes, (size_t)body->n_nodes * 16) != 0)
+    return 0;
+  for (int64_t i = 0; i < body->n_segs; i++) {
+    const struct ipc_segment* s = &body->segs[i];
+    const struct ipc_snapshot_seg* t = &snap->segs[i];
+    int64_t len = s->length;
+    if (t->length != len) return 0;
+    if (len > 1 && memcmp(t->data, s->data, (size_t)len - 1) != 0) return 0;
+    if (len && t->data[len - 1] != (s->data[len - 1] & last_byte_mask(s))) return 0;
+  }
+  return 1;
 }
 
 /* ---- Messages ------------------------------------------------------------- */

@@ -77,7 +77,7 @@ int sl_ipc_dicts_collect(struct ipc_dicts* dicts, const struct sluice_allocator*
 
 void sl_ipc_dicts_free(struct ipc_dicts* dicts) {
   for (int64_t i = 0; i < dicts->n; i++)
-    sl_free(dicts->alloc, dicts->items[i].last, dicts->items[i].last_size);
+    sl_ipc_snapshot_free(&dicts->items[i].last, dicts->alloc);
   sl_free(dicts->alloc, dicts->items, (size_t)dicts->cap * sizeof *dicts->items);
   dicts->items = NULL;
   dicts->n = dicts->cap = 0;

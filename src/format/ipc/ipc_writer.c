@@ -137,14 +137,18 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   // does). In a file a nested one is only ever grown by a delta, which keeps
   // the indexes' meaning.
   if (rc != 0 || (e->written && !(nested_sent && !w->file) &&
-                  sl_ipc_body_equals(&body, e->last, e->last_size)))
+                  sl_ipc_body_equals(&body, &e->last)))
     goto done;
   if (e->written && array->length > e->last_length && delta_allowed(w, e)) {
+    // Rows [0, last) planned are compared with what readers hold; the
+    // snapshot then grows by the new rows' bytes only (not copied whole).
     rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
     if (rc != 0) goto done;
-    if (sl_ipc_body_equals(&part, e->last, e->last_size)) {
-      rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, e->last_length,
-                                    array->length - e->last_length, error);
+    if (sl_ipc_body_equals(&part, &e->last)) {
+      rc = sl_ipc_snapshot_extend(&e->last, w->alloc, &part, &body, error);
+      if (rc == 0)
+        rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, e->last_length,
+                                      array->length - e->last_length, error);
       if (rc != 0) goto done;
       out = &part;
       is_delta = 1;
@@ -160,13 +164,8 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
                                              : "");
     goto done;
   }
-  uint8_t* snapshot = NULL;
-  size_t size = 0;
-  rc = sl_ipc_body_snapshot(&body, &snapshot, &size, error);
+  if (!is_delta) rc = sl_ipc_snapshot_set(&e->last, w->alloc, &body, error);
   if (rc != 0) goto done;
-  sl_free(w->alloc, e->last, e->last_size);
-  e->last = snapshot;
-  e->last_size = size;
   e->last_length = array->length;
   rc = sl_ipc_body_compress(out, w->codec, w->zstd, error);
   struct ipc_block block;

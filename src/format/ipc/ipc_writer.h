@@ -20,14 +20,30 @@ const struct sl_format_writer* sl_ipc_stream_writer(void);
 
 struct sl_sink;
 
+/// One buffer of a snapshot: its bytes (a bitmap's padding bits zeroed).
+struct ipc_snapshot_seg {
+  uint8_t* data;
+  int64_t length, cap;
+};
+
+/// A copy of a planned (uncompressed) dictionary body: what readers hold,
+/// to tell whether the next batch's dictionary is the same or extends it.
+/// Kept per buffer, so that a delta grows it by the new bytes only.
+struct ipc_snapshot {
+  int64_t* nodes;  ///< (length, null_count) pairs
+  int64_t n_nodes, cap_nodes;
+  struct ipc_snapshot_seg* segs;
+  int64_t n_segs, cap_segs;
+  int valid;       ///< holds a body
+};
+
 /// One dictionary-encoded field of the schema; its id is its index in
 /// ipc_dicts (pre-order over the schema, descending into dictionary values).
 struct ipc_dict_entry {
   const struct ArrowSchema* field;  ///< the node with ->dictionary set
   const char* column;               ///< top-level column name, for errors
   int written;                      ///< a DictionaryBatch was emitted
-  uint8_t* last;                    ///< snapshot of the dictionary readers now hold
-  size_t last_size;
+  struct ipc_snapshot last;         ///< the dictionary readers now hold
   int64_t last_length;              ///< its rows
 };
 
@@ -122,10 +138,18 @@ int sl_ipc_body_compress(struct ipc_body* body, enum ipc_codec codec, void* zstd
                       struct sluice_error* error);
 
 /// Whether the planned (uncompressed) body equals a snapshot.
-int sl_ipc_body_equals(const struct ipc_body* body, const uint8_t* snapshot, size_t size);
-/// Serializes the planned (uncompressed) body for later sl_ipc_body_equals.
-int sl_ipc_body_snapshot(const struct ipc_body* body, uint8_t** snapshot, size_t* size,
-                      struct sluice_error* error);
+int sl_ipc_body_equals(const struct ipc_body* body, const struct ipc_snapshot* snapshot);
+/// Makes `snapshot` a copy of the planned (uncompressed) body.
+int sl_ipc_snapshot_set(struct ipc_snapshot* snapshot, const struct sluice_allocator* alloc,
+                        const struct ipc_body* body, struct sluice_error* error);
+/// Makes `snapshot`, which equals `prefix` (rows [0, k) of an array),
+/// a copy of `body` (rows [0, n) of the same array, n >= k), copying only
+/// the bytes `body` has past `prefix` in each buffer that `prefix` is a
+/// prefix of (the others whole).
+int sl_ipc_snapshot_extend(struct ipc_snapshot* snapshot, const struct sluice_allocator* alloc,
+                           const struct ipc_body* prefix, const struct ipc_body* body,
+                           struct sluice_error* error);
+void sl_ipc_snapshot_free(struct ipc_snapshot* snapshot, const struct sluice_allocator* alloc);
 
 /// Where a message landed (for the file footer's Blocks).
 struct ipc_block {
