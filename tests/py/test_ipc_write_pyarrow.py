@@ -330,6 +330,34 @@ def test_file_grows_one_dictionary_across_batches(sluice_bin, tmp_path):
         assert not (tmp_path / "bad.arrow").exists()
 
 
+def test_file_grows_dictionaries_that_share_a_prefix_with_the_grown_one(sluice, tmp_path):
+    """The file writer compares each batch's dictionary with the grown one
+    (its first values map to themselves without hashing) and interns the
+    rest: a prefix that ends inside a value's bytes, at a value whose length
+    differs, a shorter or empty dictionary, one equal to the grown one plus
+    a value. pyarrow reads the values of the input back, the dictionary in
+    first-seen order."""
+    dicts = [["aa", "bb", "cc"], ["aa", "bb", "cc", "dd"], ["aa", "bx", "cc"], ["aa", "bbcc"],
+             ["aa"], [], ["aa", "bb", "cc", "dd", "bx", "bbcc", "new"], ["bb", "aa"],
+             ["aa", "bb", "cc", "dd", "bx", "bbcc", "new", "", "z"]]
+    batches = []
+    for values in dicts:
+        idx = pa.array(list(range(len(values)))[::-1] + [None], pa.int16())
+        batches.append(pa.record_batch({"d": pa.DictionaryArray.from_arrays(
+            idx, pa.array(values, pa.string()))}))
+    src = tmp_path / "in.arrows"
+    with ipc.new_stream(src, batches[0].schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    sluice.run("convert", src, tmp_path / "out.arrow")
+    with ipc.open_file(tmp_path / "out.arrow") as f:
+        got = f.read_all()
+    got.validate(full=True)
+    assert got.to_pylist() == ipc.open_stream(src).read_all().to_pylist()
+    first_seen = list(dict.fromkeys(v for d in dicts for v in d))
+    assert got.column("d").chunk(got.column("d").num_chunks - 1).dictionary.to_pylist() == first_seen
+
+
 def test_write_options_are_checked(sluice_bin, tmp_path):
     """-W compression=zstd (the Parquet writer's spelling) compresses an IPC
     output as --compression does; an unknown -W key for the IPC or JSON

@@ -155,6 +155,57 @@ static int64_t read_index(const uint8_t* p, int width, int is_signed) {
   }
 }
 
+/// Offset `at` of a dictionary's int32 or int64 offsets.
+static int64_t load_offset(const uint8_t* offs, int large, int64_t at) {
+  if (large) {
+    int64_t v;
+    memcpy(&v, offs + 8 * at, 8);
+    return v;
+  }
+  int32_t v;
+  memcpy(&v, offs + 4 * at, 4);
+  return v;
+}
+
+/// The first byte at which a[0, n) and b[0, n) differ, or n.
+static int64_t first_difference(const uint8_t* a, const uint8_t* b, int64_t n) {
+  int64_t at = 0;
+  for (const int64_t step = 4096; n - at > step && memcmp(a + at, b + at, step) == 0; at += step) {}
+  while (at < n && a[at] == b[at]) at++;
+  return at;
+}
+
+/// How many of the first values of `dict` (m values) are the grown
+/// dictionary's first values, in its order: a dictionary that grew by
+/// appending (a stream of deltas, or one fallen back to plain pages) is
+/// compared, not hashed value by value, as the unified one holds it as the
+/// last batch left it. Those values map to themselves.
+static int64_t common_prefix(const struct ipc_unify_column* c, const struct ArrowArray* dict,
+                             int64_t m) {
+  const uint8_t* offs = dict->buffers[1];
+  const uint8_t* data = dict->buffers[2];
+  int64_t n = m < c->n ? m : c->n;
+  if (n == 0) return 0;
+  int64_t base = load_offset(offs, c->large_values, dict->offset);
+  if (base < 0) return 0;  // bad offsets: interning reports them
+  int64_t j = 0;
+  while (j < n && load_offset(offs, c->large_values, dict->offset + j + 1) - base ==
+                      value_end(c, j + 1))
+    j++;
+  int64_t bytes = value_end(c, j);
+  if (bytes == 0) return j;
+  if (data == NULL) return 0;
+  int64_t same = first_difference(data + base, c->data.data, bytes);
+  if (same == bytes) return j;
+  int64_t lo = 0, hi = j;  // the most values that end by `same`
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (value_end(c, mid) <= same) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 /// Bytes of a map over a dictionary of m values (at least one entry).
 static size_t map_size(int64_t m) { return (size_t)(m > 0 ? m : 1) * sizeof(int64_t); }
 
@@ -174,17 +225,12 @@ static int map_dictionary(struct ipc_unify* u, struct ipc_unify_column* c,
   if (out == NULL) return oom(error);
   const uint8_t* offs = dict->buffers[1];
   const uint8_t* data = dict->buffers[2];
-  for (int64_t k = 0; k < m; ++k) {
-    int64_t at = dict->offset + k, start, end;
-    if (c->large_values) {
-      memcpy(&start, offs + 8 * at, 8);
-      memcpy(&end, offs + 8 * (at + 1), 8);
-    } else {
-      int32_t s32, e32;
-      memcpy(&s32, offs + 4 * at, 4);
-      memcpy(&e32, offs + 4 * (at + 1), 4);
-      start = s32, end = e32;
-    }
+  int64_t same = m > 0 ? common_prefix(c, dict, m) : 0;
+  for (int64_t k = 0; k < same; ++k) out[k] = k;
+  for (int64_t k = same; k < m; ++k) {
+    int64_t at = dict->offset + k;
+    int64_t start = load_offset(offs, c->large_values, at);
+    int64_t end = load_offset(offs, c->large_values, at + 1);
     if (start < 0 || end < start || (end > start && data == NULL)) {
       sl_free(u->alloc, out, map_size(m));
       return sl_error_set(error, EINVAL, "arrow ipc writer: a dictionary of column %lld has "
