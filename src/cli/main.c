@@ -91,7 +91,8 @@
   "                      page_size=BYTES, data_page_version=1|2,\n"          \
   "                      dictionary=true|false, write_statistics=true|false,\n" \
   "                      bloom_filters=COL|COL; Arrow IPC:\n"                \
-  "                      compression=lz4|zstd|none; the README lists them all)\n" \
+  "                      compression=lz4|zstd|none, dictionary_deltas=true|false;\n" \
+  "                      the README lists them all)\n"                        \
   "      --no-fsync      a local output file is renamed into place without\n" \
   "                      syncing it to disk first (faster; not crash-safe)\n"
 

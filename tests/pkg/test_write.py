@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
+from ipc_messages import dictionary_messages
 from pkg_helpers import unsynced_pages
 
 
@@ -1228,3 +1229,38 @@ def test_parquet_without_columns_is_refused_as_documented(tmp_path):
         assert not (tmp_path / "sl.parquet").exists()
     sluice.write(t, tmp_path / "sl.arrow")
     assert pa.ipc.open_file(tmp_path / "sl.arrow").read_all().num_rows == 3
+
+
+def test_ipc_dictionary_deltas_option(tmp_path):
+    """dictionary_deltas=True reaches the Arrow IPC stream writer from
+    sluice.write and sluice.Writer: a dictionary that grows by appending goes
+    out as deltas, the messages pyarrow's writer sends with
+    emit_dictionary_deltas=True; without it, as replacements. The
+    dictionaries are slices as pyarrow hands them over (offsets not at 0, a
+    validity bitmap starting at bit 3), which the writer rebases."""
+    D = pa.DictionaryArray.from_arrays
+    strings = pa.array([None if k % 5 == 0 else "v%d" % k for k in range(80)])
+    ints = pa.array([None if k % 7 == 0 else k * 3 for k in range(80)], pa.int64())
+    chunks = {"s": [], "i": []}
+    for b in range(1, 14):
+        idx = pa.array([5 * b - 1, 0, None], pa.int32())
+        chunks["s"].append(D(idx, strings.slice(3, 5 * b)))
+        chunks["i"].append(D(idx, ints.slice(3, 5 * b)))
+    t = pa.table({k: pa.chunked_array(v) for k, v in chunks.items()})
+    options = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with pa.ipc.new_stream(tmp_path / "pa.arrows", t.schema, options=options) as w:
+        w.write_table(t)
+    want = dictionary_messages(tmp_path / "pa.arrows")
+    assert sum(delta for _, delta in want) == 2 * 12, want
+    sluice.write(t, tmp_path / "d.arrows", dictionary_deltas=True)
+    with sluice.Writer(tmp_path / "w.arrows", t.schema, dictionary_deltas=True) as w:
+        for batch in t.to_batches():
+            w.write(pa.Table.from_batches([batch]))
+    sluice.write(t, tmp_path / "r.arrows")
+    for name in ("d.arrows", "w.arrows", "r.arrows"):
+        assert pa.ipc.open_stream(tmp_path / name).read_all().to_pylist() == t.to_pylist(), name
+    assert dictionary_messages(tmp_path / "d.arrows") == want
+    assert dictionary_messages(tmp_path / "w.arrows") == want
+    assert not any(delta for _, delta in dictionary_messages(tmp_path / "r.arrows"))
+    with pytest.raises(sluice.InvalidArgumentError, match="dictionary_deltas='maybe'"):
+        sluice.write(t, tmp_path / "x.arrows", dictionary_deltas="maybe")

@@ -25,6 +25,7 @@ struct ipc_writer {
   const struct sluice_allocator* alloc;
   struct sl_sink* sink;
   int file;                 ///< file format: no dictionary replacement, footer
+  int deltas;               ///< dictionary_deltas: a grown dictionary goes as a delta
   enum ipc_codec codec;
   ZSTD_CCtx* zstd;
   struct ArrowSchema schema;
@@ -60,10 +61,10 @@ static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_er
 }
 
 /// -W options: compression=lz4|zstd|none (as --compression, which must
-/// then name the same: neither silently wins); any other key is an error,
-/// not silently nothing.
+/// then name the same: neither silently wins), dictionary_deltas=true|false;
+/// any other key is an error, not silently nothing.
 static int parse_write_options(const char* text, const char* flag, enum ipc_codec* codec,
-                               struct sluice_error* error) {
+                               int* deltas, struct sluice_error* error) {
   struct sl_option item;
   int more;
   while ((more = sl_option_next(&text, &item)) != 0) {
@@ -80,8 +81,18 @@ static int parse_write_options(const char* text, const char* flag, enum ipc_code
       }
       continue;
     }
+    if (more > 0 && sl_option_is(&item, "dictionary_deltas")) {
+      size_t n = item.value_len;
+      int yes = n == 4 && memcmp(item.value, "true", 4) == 0;
+      int no = n == 5 && memcmp(item.value, "false", 5) == 0;
+      if (!yes && !no)
+        return sl_error_set(error, EINVAL, "Arrow IPC write option dictionary_deltas='%.*s': "
+                            "expected true or false", (int)n, item.value);
+      *deltas = yes;
+      continue;
+    }
     return sl_error_set(error, EINVAL, "unknown Arrow IPC write option '%.*s' (known: "
-                        "compression)", (int)item.key_len, item.key);
+                        "compression, dictionary_deltas)", (int)item.key_len, item.key);
   }
   return 0;
 }
@@ -104,25 +115,38 @@ static int write_schema_message(struct ipc_writer* w, struct sluice_error* error
   return sl_ipc_write_message_header(w->sink, meta, size, &block, error);
 }
 
-/// Whether a changed dictionary `id` may be sent as a delta. Only in files:
-/// there the alternative is failing (the format forbids replacement), while
-/// in streams a replacement reads everywhere and deltas do not (polars
-/// rejects them). Readers concatenate deltas, which sluice's reader (like
-/// others) does not do for unions.
+/// Whether values of type `s` hold a dictionary-encoded node.
+static int holds_dictionary(const struct ArrowSchema* s, int depth) {
+  if (s->dictionary != NULL) return 1;
+  for (int64_t i = 0; depth < 64 && i < s->n_children; i++)
+    if (holds_dictionary(s->children[i], depth + 1)) return 1;
+  return 0;
+}
+
+/// Whether a changed dictionary `id` may be sent as a delta: with
+/// dictionary_deltas, the default in files, where the alternative is failing
+/// (the format forbids replacement), and not in streams, where a
+/// replacement reads everywhere and deltas do not (polars rejects them).
+/// Readers concatenate deltas, which sluice's reader (like others) does not
+/// do for unions. A stream also replaces one whose values hold dictionaries,
+/// as pyarrow's writer does: pyarrow reads no delta of such a dictionary.
 static int delta_allowed(const struct ipc_writer* w, const struct ipc_dict_entry* e) {
-  const char* f = e->field->dictionary->format;
-  return w->file && !(f[0] == '+' && f[1] == 'u');
+  const struct ArrowSchema* values = e->field->dictionary;
+  const char* f = values->format;
+  return w->deltas && !(f[0] == '+' && f[1] == 'u') &&
+         (w->file || !holds_dictionary(values, 0));
 }
 
 /// Writes dictionary `id` for a batch: nothing when readers already hold the
-/// same values; in files a delta (only the new rows) when the old dictionary
-/// is a prefix of the new one; in streams a replacement. Dictionaries nested
-/// in its values go first, as readers need them to decode it. `*sent` is set
-/// when a message went out.
+/// same values; a delta (only the new rows) when deltas are allowed and the
+/// old dictionary is a prefix of the new one; else in streams a
+/// replacement. Dictionaries nested in its values go first, as readers need
+/// them to decode it. `*replaced` is set when it went out whole (not as a
+/// delta).
 static int write_dictionary(struct ipc_writer* w, int64_t id, const struct ArrowArray* array,
-                            int* sent, struct sluice_error* error) {
+                            int* replaced, struct sluice_error* error) {
   struct ipc_dict_entry* e = &w->dicts.items[id];
-  int nested_sent = 0;
+  int nested_replaced = 0;
   struct ipc_body body, part;
   sl_ipc_body_init(&body, w->alloc);
   sl_ipc_body_init(&part, w->alloc);
@@ -130,16 +154,15 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   int is_delta = 0;
   int rc = sl_ipc_body_plan_dictionary(&body, &w->dicts, id, array, 0, array->length, error);
   for (int64_t i = 0; rc == 0 && i < body.n_pending; i++)
-    rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, &nested_sent, error);
-  // In a stream a nested dictionary sent again replaced the one this
-  // dictionary's indexes were read against, and readers bind them when they
-  // read this one: send it again too, even with the same bytes (as pyarrow
-  // does). In a file a nested one is only ever grown by a delta, which keeps
-  // the indexes' meaning.
-  if (rc != 0 || (e->written && !(nested_sent && !w->file) &&
-                  sl_ipc_body_equals(&body, &e->last)))
+    rc = write_dictionary(w, body.pending[i].id, body.pending[i].array, &nested_replaced, error);
+  // A nested dictionary sent again whole replaced the one this dictionary's
+  // indexes were read against, and readers bind them when they read this
+  // one: send it again too, whole, even with the same bytes (as pyarrow
+  // does). A nested delta keeps the indexes' meaning (and files have no
+  // replacements).
+  if (rc != 0 || (e->written && !nested_replaced && sl_ipc_body_equals(&body, &e->last)))
     goto done;
-  if (e->written && array->length > e->last_length && delta_allowed(w, e)) {
+  if (e->written && !nested_replaced && array->length > e->last_length && delta_allowed(w, e)) {
     // Rows [0, last) planned are compared with what readers hold; the
     // snapshot then grows by the new rows' bytes only (not copied whole).
     rc = sl_ipc_body_plan_dictionary(&part, &w->dicts, id, array, 0, e->last_length, error);
@@ -155,13 +178,20 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
     }
   }
   if (e->written && !is_delta && w->file) {
-    rc = sl_error_set(error, ENOTSUP,
-                      "column '%s': the dictionary changed between batches (not only by "
-                      "appending values), and the Arrow IPC file format cannot replace a "
-                      "dictionary; sluice grows one only for top-level string and binary "
-                      "columns%s (write the stream format, .arrows)", e->column,
-                      array->null_count > 0 ? " whose dictionaries hold no nulls (this one does)"
-                                             : "");
+    if (!w->deltas)
+      rc = sl_error_set(error, ENOTSUP,
+                        "column '%s': the dictionary changed between batches, and the Arrow "
+                        "IPC file format cannot replace a dictionary (with dictionary_deltas="
+                        "false it cannot grow one either; write the stream format, .arrows)",
+                        e->column);
+    else
+      rc = sl_error_set(error, ENOTSUP,
+                        "column '%s': the dictionary changed between batches (not only by "
+                        "appending values), and the Arrow IPC file format cannot replace a "
+                        "dictionary; sluice grows one only for top-level string and binary "
+                        "columns%s (write the stream format, .arrows)", e->column,
+                        array->null_count > 0 ? " whose dictionaries hold no nulls (this one "
+                                                "does)" : "");
     goto done;
   }
   if (!is_delta) rc = sl_ipc_snapshot_set(&e->last, w->alloc, &body, error);
@@ -174,7 +204,7 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
   if (rc == 0) rc = add_block(w, &w->dict_blocks, &block, error);
   if (rc == 0) {
     e->written = 1;
-    *sent = 1;
+    if (!is_delta) *replaced = 1;
   }
 done:
   sl_ipc_body_free(&part);
@@ -186,9 +216,9 @@ static int write_batch(struct ipc_writer* w, const struct ArrowArray* batch,
                        const char* metadata, struct sluice_error* error) {
   SL_RETURN_NOT_OK(sl_ipc_body_plan_batch(&w->body, &w->schema, batch, &w->dicts, error));
   for (int64_t i = 0; i < w->body.n_pending; i++) {
-    int sent = 0;
-    SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array, &sent,
-                                      error));
+    int replaced = 0;
+    SL_RETURN_NOT_OK(write_dictionary(w, w->body.pending[i].id, w->body.pending[i].array,
+                                      &replaced, error));
   }
   SL_RETURN_NOT_OK(sl_ipc_body_compress(&w->body, w->codec, w->zstd, error));
   struct ipc_block block;
@@ -261,12 +291,14 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   w->alloc = args->alloc;
   w->sink = sink;
   w->file = file;
+  w->deltas = file;  // streams replace by default: more readers take replacements
   w->batch_metadata = args->batch_metadata;
   w->batch_metadata_user = args->batch_metadata_user;
   sl_fb_init(&w->fb, w->alloc);
   sl_ipc_body_init(&w->body, w->alloc);
   int rc = parse_codec(args->compression, &w->codec, error);
-  if (rc == 0) rc = parse_write_options(args->format_options, args->compression, &w->codec, error);
+  if (rc == 0) rc = parse_write_options(args->format_options, args->compression, &w->codec,
+                                          &w->deltas, error);
   if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
   // The hooks take a non-const context; sl_alloc only reads the allocator.
   ZSTD_customMem mem = {sl_codec_alloc, sl_codec_free, sl_codec_opaque(w->alloc)};
