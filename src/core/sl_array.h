@@ -5,10 +5,24 @@
 #define SL_ARRAY_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "sluice.h"
 #include "sl_buffer.h"
 #include "sl_ref.h"
+
+/// Offset `i` of an int64 (`large`) or int32 offsets buffer, which need not
+/// be aligned (a buffer read in place from a file).
+static inline int64_t sl_offset_at(const void* offsets, int64_t i, int large) {
+  if (large) {
+    int64_t v;
+    memcpy(&v, (const uint8_t*)offsets + i * 8, 8);
+    return v;
+  }
+  int32_t v;
+  memcpy(&v, (const uint8_t*)offsets + i * 4, 4);
+  return v;
+}
 
 /// Makes `out` a valid node with `n_buffers` NULL buffers and `n_children`
 /// children that are allocated but empty (release == NULL) for the caller to

@@ -317,10 +317,6 @@ static struct filter_sel ranges_sel(const struct range_list* l) {
 
 /* ---- Offsets: binary, utf8, lists, maps ----------------------------------- */
 
-static inline int64_t offset_at(const void* offsets, int large, int64_t i) {
-  return large ? ((const int64_t*)offsets)[i] : ((const int32_t*)offsets)[i];
-}
-
 /// Writes the kept elements' offsets, rebased to start at 0, into `dst` and
 /// adds each run's span of child items (or bytes) to `spans` (may be NULL),
 /// copying the bytes of `data` (may be NULL) to `out_data`.
@@ -332,8 +328,8 @@ static int rebase_offsets(const void* offsets, int large, int64_t first,
   int64_t start, len, j = 0, at = 0;
   while (run_next(&it, &start, &len)) {
     int64_t s = first + start;
-    int64_t from = offset_at(offsets, large, s);
-    int64_t to = offset_at(offsets, large, s + len);
+    int64_t from = sl_offset_at(offsets, s, large);
+    int64_t to = sl_offset_at(offsets, s + len, large);
     int64_t shift = at - from;
     if (large) {
       const int64_t* o = (const int64_t*)offsets + s;
@@ -360,8 +356,8 @@ static int64_t kept_span(const void* offsets, int large, int64_t first,
   run_iter_init(&it, sel);
   int64_t start, len, total = 0;
   while (run_next(&it, &start, &len)) {
-    total += offset_at(offsets, large, first + start + len) -
-             offset_at(offsets, large, first + start);
+    total += sl_offset_at(offsets, first + start + len, large) -
+             sl_offset_at(offsets, first + start, large);
   }
   return total;
 }

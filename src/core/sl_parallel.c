@@ -23,6 +23,22 @@ struct parallel {
   int exited;                  ///< started threads that ended
 };
 
+/// Runs job i and records how it went.
+static void run_job(struct parallel* p, int64_t i) {
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  int rc = p->job(p->ctx, i, &error);
+  pthread_mutex_lock(&p->mutex);
+  if (rc == 0) {
+    p->succeeded++;
+  } else if (i < p->failed_at) {
+    p->failed_at = i;
+    p->rc = rc;
+    p->error = error;
+  }
+  pthread_mutex_unlock(&p->mutex);
+}
+
 static void* worker(void* arg) {
   struct parallel* p = arg;
   for (;;) {
@@ -31,18 +47,7 @@ static void* worker(void* arg) {
     int stop = i >= p->n || i > p->failed_at;
     pthread_mutex_unlock(&p->mutex);
     if (stop) return NULL;
-    struct sluice_error error;
-    memset(&error, 0, sizeof error);
-    int rc = p->job(p->ctx, i, &error);
-    pthread_mutex_lock(&p->mutex);
-    if (rc == 0) {
-      p->succeeded++;
-    } else if (i < p->failed_at) {
-      p->failed_at = i;
-      p->rc = rc;
-      p->error = error;
-    }
-    pthread_mutex_unlock(&p->mutex);
+    run_job(p, i);
   }
 }
 
@@ -82,11 +87,17 @@ int sl_parallel_for_polled(int64_t n, int max_threads, sl_parallel_job job, void
   pthread_t threads[MAX_THREADS];
   int64_t want = n < max_threads ? n : max_threads;
   if (want > MAX_THREADS) want = MAX_THREADS;
+  // Job 0 is the calling thread's, whoever starts first: the first object
+  // of an open was opened on it, and its source asks the cancel hook only
+  // there (sl_source_asks_here). Read on another thread, a FIFO that never
+  // sends kept that thread in read() however soon the hook said yes.
+  p.next = 1;
   int started = 0;
   for (int64_t t = 1; t < want; ++t) {
     if (pthread_create(&threads[started], NULL, worker_thread, &p) != 0) break;  // fewer do
     ++started;
   }
+  run_job(&p, 0);
   worker(&p);
   if (poll != NULL) {
     pthread_mutex_lock(&p.mutex);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sl_array.h"
 #include "sl_error.h"
 #include "sl_read.h"
 #include "sl_type.h"
@@ -58,17 +59,6 @@ static void path_pop(struct vctx* v, size_t old) {
   v->path[old] = '\0';
 }
 
-static inline int64_t load_offset(const void* buf, int64_t i, int large) {
-  if (large) {
-    int64_t x;
-    memcpy(&x, (const uint8_t*)buf + i * 8, 8);
-    return x;
-  }
-  int32_t x;
-  memcpy(&x, (const uint8_t*)buf + i * 4, 4);
-  return x;
-}
-
 // Checks that buffer `i` holds at least `need` bytes when its size is known.
 static int check_size(struct vctx* v, const struct ArrowArray* a, int64_t i, int64_t need,
                       const char* what) {
@@ -103,8 +93,8 @@ static int validate_offsets(struct vctx* v, const struct ArrowArray* a, int larg
   if (a->length == 0 && off == NULL) return 0;
   if (off == NULL) return fail(v, "offsets buffer is NULL with length %lld", (long long)a->length);
   SL_RETURN_NOT_OK(check_size(v, a, 1, (end + 1) * (large ? 8 : 4), "offsets"));
-  int64_t first = load_offset(off, a->offset, large);
-  int64_t last = load_offset(off, end, large);
+  int64_t first = sl_offset_at(off, a->offset, large);
+  int64_t last = sl_offset_at(off, end, large);
   if (first < 0) return fail(v, "negative offset %lld at index 0", (long long)first);
   if (last < first) return fail(v, "last offset %lld is below the first %lld", (long long)last,
                                 (long long)first);
@@ -118,14 +108,14 @@ static int validate_offsets(struct vctx* v, const struct ArrowArray* a, int larg
     if (large) {
       int64_t prev = first;
       for (int64_t i = a->offset + 1; i <= end; ++i) {
-        int64_t o = load_offset(off, i, 1);
+        int64_t o = sl_offset_at(off, i, 1);
         if (o < prev) { bad = i; break; }
         prev = o;
       }
     } else {
       int32_t prev = (int32_t)first;
       for (int64_t i = a->offset + 1; i <= end; ++i) {
-        int32_t o = (int32_t)load_offset(off, i, 0);
+        int32_t o = (int32_t)sl_offset_at(off, i, 0);
         if (o < prev) { bad = i; break; }
         prev = o;
       }
@@ -149,8 +139,8 @@ static int64_t first_bad_value(const struct ArrowArray* a, int large, int64_t* b
   for (int64_t i = 0; i < a->length; ++i) {
     int64_t k = a->offset + i;
     if (valid != NULL && !sl_bit_get(valid, k)) continue;
-    int64_t from = load_offset(a->buffers[1], k, large);
-    int64_t bad = sl_utf8_invalid_at(data + from, load_offset(a->buffers[1], k + 1, large) - from);
+    int64_t from = sl_offset_at(a->buffers[1], k, large);
+    int64_t bad = sl_utf8_invalid_at(data + from, sl_offset_at(a->buffers[1], k + 1, large) - from);
     if (bad >= 0) {
       *byte = bad;
       return i;
@@ -180,13 +170,13 @@ static int validate_binary(struct vctx* v, const struct sl_type* t, const struct
     int high = 0;
     int valid = sl_utf8_check(data + first, last - first, &high) < 0;
     for (int64_t i = 1; valid && high && i < a->length; ++i) {  // (ASCII splits anywhere)
-      int64_t o = load_offset(a->buffers[1], a->offset + i, large);
+      int64_t o = sl_offset_at(a->buffers[1], a->offset + i, large);
       if (o < last && (data[o] & 0xC0) == 0x80) valid = 0;
     }
     int64_t byte = 0;
     int64_t bad = valid ? -1 : first_bad_value(a, large, &byte);
     if (bad >= 0) {
-      const uint8_t* value = data + load_offset(a->buffers[1], a->offset + bad, large);
+      const uint8_t* value = data + sl_offset_at(a->buffers[1], a->offset + bad, large);
       unsigned at = value[byte];
       const char* inside = byte == 0 && (at & 0xC0) == 0x80 ? " (starts inside a character)" : "";
       if (rows) {

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -974,6 +976,32 @@ static void test_parallel_for_reports_the_first_failure_in_order(void** state) {
   assert_int_equal(ok, 0);
 }
 
+/// Job 0 of sl_parallel_for runs on the calling thread, whichever thread
+/// starts first: an open's first object asks the cancel hook only on the
+/// thread that opened it (a FIFO read elsewhere waited in read() until its
+/// writer closed it, however soon the hook said yes).
+struct job_threads {
+  pthread_t caller;
+  _Atomic int job0_elsewhere;
+};
+
+static int note_thread_job(void* ctx, int64_t i, struct sluice_error* error) {
+  (void)error;
+  struct job_threads* t = ctx;
+  if (i == 0 && !pthread_equal(pthread_self(), t->caller)) atomic_store(&t->job0_elsewhere, 1);
+  return 0;
+}
+
+static void test_parallel_for_runs_job_0_on_the_caller(void** state) {
+  (void)state;
+  struct job_threads t = {.caller = pthread_self()};
+  atomic_init(&t.job0_elsewhere, 0);
+  for (int round = 0; round < 2000; ++round) {
+    assert_int_equal(sl_parallel_for(2, 2, note_thread_job, &t, NULL, NULL), 0);
+  }
+  assert_int_equal(atomic_load(&t.job0_elsewhere), 0);
+}
+
 /// sl_error_prefix: "prefix: message"; a message too long for what the
 /// prefix leaves keeps its start and its end (a caller may tell the error by
 /// its last line), cut between whole UTF-8 characters.
@@ -1135,6 +1163,7 @@ int main(void) {
       cmocka_unit_test(test_cores_follow_cgroup_v1_quota),
       cmocka_unit_test(test_utf8_against_reference),
       cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
+      cmocka_unit_test(test_parallel_for_runs_job_0_on_the_caller),
       cmocka_unit_test(test_error_prefix_keeps_both_ends),
       cmocka_unit_test(test_error_set_keeps_the_reason),
       cmocka_unit_test(test_escaped_spelling),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/sl_alloc.h"
+#include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_hash.h"
 #include "core/sl_value_text.h"
@@ -155,18 +156,6 @@ static int64_t read_index(const uint8_t* p, int width, int is_signed) {
   }
 }
 
-/// Offset `at` of a dictionary's int32 or int64 offsets.
-static int64_t load_offset(const uint8_t* offs, int large, int64_t at) {
-  if (large) {
-    int64_t v;
-    memcpy(&v, offs + 8 * at, 8);
-    return v;
-  }
-  int32_t v;
-  memcpy(&v, offs + 4 * at, 4);
-  return v;
-}
-
 /// The first byte at which a[0, n) and b[0, n) differ, or n.
 static int64_t first_difference(const uint8_t* a, const uint8_t* b, int64_t n) {
   int64_t at = 0;
@@ -186,10 +175,10 @@ static int64_t common_prefix(const struct ipc_unify_column* c, const struct Arro
   const uint8_t* data = dict->buffers[2];
   int64_t n = m < c->n ? m : c->n;
   if (n == 0) return 0;
-  int64_t base = load_offset(offs, c->large_values, dict->offset);
+  int64_t base = sl_offset_at(offs, dict->offset, c->large_values);
   if (base < 0) return 0;  // bad offsets: interning reports them
   int64_t j = 0;
-  while (j < n && load_offset(offs, c->large_values, dict->offset + j + 1) - base ==
+  while (j < n && sl_offset_at(offs, dict->offset + j + 1, c->large_values) - base ==
                       value_end(c, j + 1))
     j++;
   int64_t bytes = value_end(c, j);
@@ -229,8 +218,8 @@ static int map_dictionary(struct ipc_unify* u, struct ipc_unify_column* c,
   for (int64_t k = 0; k < same; ++k) out[k] = k;
   for (int64_t k = same; k < m; ++k) {
     int64_t at = dict->offset + k;
-    int64_t start = load_offset(offs, c->large_values, at);
-    int64_t end = load_offset(offs, c->large_values, at + 1);
+    int64_t start = sl_offset_at(offs, at, c->large_values);
+    int64_t end = sl_offset_at(offs, at + 1, c->large_values);
     if (start < 0 || end < start || (end > start && data == NULL)) {
       sl_free(u->alloc, out, map_size(m));
       return sl_error_set(error, EINVAL, "arrow ipc writer: a dictionary of column %lld has "

@@ -120,17 +120,6 @@ static int concat_bytes(struct concat* c, const uint8_t* a, size_t a_len, const 
   return 0;
 }
 
-static int64_t load_offset(const void* buf, int width, int64_t i) {
-  if (width == 4) {
-    int32_t v;
-    memcpy(&v, (const uint8_t*)buf + i * 4, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, (const uint8_t*)buf + i * 8, 8);
-  return v;
-}
-
 /// Offsets of both ranges rebased to start at 0 and run on from a's end.
 static int concat_offsets(struct concat* c, int width, const void* a, int64_t a_start, int64_t a_len,
                           const void* b, int64_t b_start, int64_t b_len, struct ArrowArray* out,
@@ -138,11 +127,11 @@ static int concat_offsets(struct concat* c, int width, const void* a, int64_t a_
   size_t n = (size_t)(a_len + b_len + 1);
   uint8_t* dst = sl_alloc_buffer(c->alloc, n * (size_t)width);
   if (dst == NULL) return concat_oom(c);
-  int64_t a0 = load_offset(a, width, a_start), b0 = load_offset(b, width, b_start);
-  int64_t a_end = load_offset(a, width, a_start + a_len) - a0;
+  int64_t a0 = sl_offset_at(a, a_start, width == 8), b0 = sl_offset_at(b, b_start, width == 8);
+  int64_t a_end = sl_offset_at(a, a_start + a_len, width == 8) - a0;
   for (int64_t i = 0; i <= a_len + b_len; ++i) {
-    int64_t v = i <= a_len ? load_offset(a, width, a_start + i) - a0
-                           : a_end + load_offset(b, width, b_start + i - a_len) - b0;
+    int64_t v = i <= a_len ? sl_offset_at(a, a_start + i, width == 8) - a0
+                           : a_end + sl_offset_at(b, b_start + i - a_len, width == 8) - b0;
     if (width == 4) {
       if (v > INT32_MAX) {
         sl_free_buffer(c->alloc, dst, n * 4);
@@ -197,10 +186,10 @@ static int concat_rec(struct concat* c, const struct ipc_field* f, const struct 
       int w = f->offset_width;
       SL_RETURN_NOT_OK(concat_offsets(c, w, a->buffers[1], a_start, a_len, b->buffers[1], b_start,
                                       b_len, out, 1));
-      int64_t a0 = load_offset(a->buffers[1], w, a_start);
-      int64_t a1 = load_offset(a->buffers[1], w, a_start + a_len);
-      int64_t b0 = load_offset(b->buffers[1], w, b_start);
-      int64_t b1 = load_offset(b->buffers[1], w, b_start + b_len);
+      int64_t a0 = sl_offset_at(a->buffers[1], a_start, w == 8);
+      int64_t a1 = sl_offset_at(a->buffers[1], a_start + a_len, w == 8);
+      int64_t b0 = sl_offset_at(b->buffers[1], b_start, w == 8);
+      int64_t b1 = sl_offset_at(b->buffers[1], b_start + b_len, w == 8);
       if (f->kind == IPC_KIND_VARBIN)
         return concat_bytes(c, (const uint8_t*)a->buffers[2] + a0, (size_t)(a1 - a0),
                             (const uint8_t*)b->buffers[2] + b0, (size_t)(b1 - b0), out, 2);
@@ -280,9 +269,9 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
   int w = f->offset_width;
   if (f->kind == IPC_KIND_VARBIN) {
     values_size = (size_t)(len + n + 1) * (size_t)w;
-    d0 = load_offset(b->buffers[1], w, at);
-    d1 = load_offset(b->buffers[1], w, at + n);
-    end = len > 0 ? load_offset(g->buf[1].data, w, len) : 0;
+    d0 = sl_offset_at(b->buffers[1], at, w == 8);
+    d1 = sl_offset_at(b->buffers[1], at + n, w == 8);
+    end = len > 0 ? sl_offset_at(g->buf[1].data, len, w == 8) : 0;
     if (d1 - d0 > (w == 4 ? INT32_MAX : INT64_MAX) - end)
       return sl_error_set(c->error, EOVERFLOW, "%s: offset %" PRId64 ": dictionary delta makes "
                           "%d-bit offsets overflow", c->where->name, c->where->offset, w * 8);
@@ -323,7 +312,7 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
   if (f->kind == IPC_KIND_VARBIN) {
     if (len == 0) memset(dst, 0, (size_t)w);  // offsets start at 0
     for (int64_t i = 1; i <= n; ++i) {
-      int64_t o = end + load_offset(src, w, at + i) - d0;
+      int64_t o = end + sl_offset_at(src, at + i, w == 8) - d0;
       if (w == 4) {
         int32_t o32 = (int32_t)o;
         memcpy(dst + (len + i) * 4, &o32, 4);

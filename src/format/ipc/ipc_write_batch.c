@@ -158,17 +158,6 @@ static int plan_node(struct plan* p, const struct ArrowArray* a, int64_t off, in
   return plan_bitmap(p, v, off, len);
 }
 
-static int64_t load_offset(const uint8_t* offsets, int64_t i, int width) {
-  if (width == 4) {
-    int32_t v;
-    memcpy(&v, offsets + 4 * i, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, offsets + 8 * i, 8);
-  return v;
-}
-
 /// The offsets buffer of a binary or list slice, rebased to start at 0;
 /// [*start, *end) is the range of the data (or child) it covers.
 static int plan_offsets(struct plan* p, const uint8_t* offsets, int64_t off, int64_t len,
@@ -177,8 +166,8 @@ static int plan_offsets(struct plan* p, const uint8_t* offsets, int64_t off, int
   if (len == 0) return add_seg(p->body, ipc_zeros, width) ? oom(p->error) : 0;
   if (offsets == NULL)
     return sl_error_set(p->error, EINVAL, "column '%s': offsets buffer is missing", p->column);
-  *start = load_offset(offsets, off, width);
-  *end = load_offset(offsets, off + len, width);
+  *start = sl_offset_at(offsets, off, width == 8);
+  *end = sl_offset_at(offsets, off + len, width == 8);
   if (*start < 0 || *end < *start)
     return sl_error_set(p->error, EINVAL,
                         "column '%s': offsets are decreasing or negative (%lld..%lld)",
@@ -188,7 +177,7 @@ static int plan_offsets(struct plan* p, const uint8_t* offsets, int64_t off, int
   uint8_t* out = add_scratch(p->body, (size_t)((len + 1) * width));
   if (out == NULL) return oom(p->error);
   for (int64_t i = 0; i <= len; i++) {
-    int64_t v = load_offset(offsets, off + i, width) - *start;
+    int64_t v = sl_offset_at(offsets, off + i, width == 8) - *start;
     if (width == 4) {
       int32_t v32 = (int32_t)v;
       memcpy(out + 4 * i, &v32, 4);
