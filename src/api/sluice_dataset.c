@@ -749,7 +749,8 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                                 .format_options = options->format_options,
                                 .tls_insecure = options->tls_insecure,
                                 .ca_bundle = options->ca_bundle,
-                                .timeout_s = options->timeout_s};
+                                .timeout_s = options->timeout_s,
+                                .columns_by_name = options->union_by_name};
   if (rc == 0 && (objects.n > 1 || hive.n_keys > 0)) {
     struct sl_source* source = ds->source;
     ds->source = NULL;  // the files reader owns it from here, also on error

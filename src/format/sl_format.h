@@ -61,6 +61,9 @@ struct sl_reader_args {
   /// For readers that connect themselves: seconds to connect and without a
   /// byte of an answer (sluice_open_options.timeout_s; 0 = their default).
   double timeout_s;
+  /// union_by_name: the object is matched with others by column name, so a
+  /// column the options name (CSV schema=) may be one it lacks.
+  int columns_by_name;
 };
 
 /// Stored statistics of one column over the whole object (see stored_stats).

@@ -87,6 +87,24 @@ def test_added_dropped_reordered_and_joined_types(sluice, tmp_path, which, threa
     assert rows_of(got) == rows
 
 
+def test_a_schema_names_columns_some_files_lack(sluice, tmp_path):
+    """--schema types a column wherever a file has it; a file without it
+    reads nulls there, as DuckDB's types= and pyarrow's column_types take a
+    name a file lacks (it was an error: "schema names column 'a', which the
+    header lacks"). Without union_by_name a missing name stays an error."""
+    files = write(tmp_path / "s", {"0.csv": "a,b\n1,x\n", "1.csv": "b,a,c\ny,2.5,3\n",
+                                   "2.csv": "c\n4\n"})
+    for schema, duck_types in (("a:string", "{'a': 'VARCHAR'}"), ("c:int64", "{'c': 'BIGINT'}")):
+        got = sluice_read(sluice, tmp_path / "s", "--schema", schema)
+        rel = duckdb.sql(f"select * from read_csv({[str(p) for p in files]!r}, "
+                         f"union_by_name=true, types={duck_types})")
+        assert got.column_names == rel.columns
+        assert [f.type for f in got.schema] == [DUCK_TYPES[str(t)] for t in rel.types]
+        assert rows_of(got) == rel.fetchall()
+    proc = sluice.expect_error("cat", files[0], files[1], "--schema", "c:int64")
+    assert b"schema names column 'c', which the header lacks" in proc.stderr
+
+
 @pytest.mark.parametrize("gz", [False, True])
 def test_a_late_value_refines_every_file(sluice, tmp_path, gz):
     """A value past the sample (infer_bytes=1000) that int64 cannot hold: the

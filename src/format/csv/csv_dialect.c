@@ -368,7 +368,7 @@ static int make_names(struct analysis* a, struct sluice_error* error) {
   for (int64_t s = 0; s < o->n_schema; ++s) {
     int64_t c = 0;
     while (c < l->n_cols && strcmp(o->schema[s].name, l->names[c]) != 0) ++c;
-    if (c == l->n_cols) {
+    if (c == l->n_cols && !(o->schema_partial && l->header)) {
       return sl_error_set(error, EINVAL, "%s: schema names column '%s', which the %s lacks",
                           a->name, o->schema[s].name, l->header ? "header" : "input");
     }

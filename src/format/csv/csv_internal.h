@@ -55,6 +55,9 @@ struct csv_options {
   int stray_text;     ///< "stray_quotes=text": see csv_dialect.stray_text
   int64_t n_schema;
   struct csv_schema_entry* schema;
+  /// Schema names a header may lack (union_by_name: another file has the
+  /// column), as pyarrow's column_types and DuckDB's types= take them.
+  int schema_partial;
   struct csv_nulls nulls;
 };
 

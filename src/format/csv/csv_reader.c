@@ -264,6 +264,7 @@ static int csv_open(const struct sl_reader_args* args, void** out, struct sluice
     return rc;
   }
   if (r->opts.delimiter < 0 && named_tsv(r->name)) r->opts.delimiter = '\t';
+  r->opts.schema_partial = args->columns_by_name;
   if (r->opts.max_row_bytes == 0) {  // (twice it, and offsets past it, stay in range)
     int64_t budget = args->memory_budget < INT64_MAX / 4 ? args->memory_budget : INT64_MAX / 4;
     r->opts.max_row_bytes = budget > CSV_MAX_ROW_BYTES ? budget : CSV_MAX_ROW_BYTES;
