@@ -1056,20 +1056,17 @@ static int read_pages(struct pq_column_reader* cr, struct pq_chunk_cursor* c, st
     if (f->rep == 0 && f->out_width > 0)
       sl_prefault(out->values.data + out->n_slots * f->out_width, (size_t)(n * f->out_width));
     int v2 = h.type == PQ_PAGE_DATA_V2;
-    const uint8_t *rdata = NULL, *ddata = NULL, *vdata;
-    int64_t rsize = 0, dsize = 0, vsize;
+    const uint8_t* vdata;
+    int64_t vsize;
     int64_t used = 0;
     if (v2) {
       struct v2_sections s;
       if ((rc = v2_sections(m, &h, body, bsize, &s, w, error)) != 0) break;
-      rdata = s.rep;
-      rsize = s.rep_size;
-      ddata = s.def;
-      dsize = s.def_size;
       vdata = s.values;
       vsize = s.values_size;
       int64_t vusize = s.values_usize;
-      rc = page_levels(pc, 1, PQ_ENC_RLE, PQ_ENC_RLE, rdata, rsize, ddata, dsize, n, &used, w, error);
+      rc = page_levels(pc, 1, PQ_ENC_RLE, PQ_ENC_RLE, s.rep, s.rep_size, s.def, s.def_size, n,
+                       &used, w, error);
       if (rc != 0) break;
       int ow = f->out_width;
       if (s.compressed && h.encoding == PQ_ENC_PLAIN && f->conv == PQ_CONV_COPY && ow > 0 && vusize % ow == 0 &&
