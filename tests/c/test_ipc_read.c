@@ -435,6 +435,28 @@ static void test_bad_magic_and_empty(void** state) {
 
 /* ---- Allocation failures ------------------------------------------------- */
 
+/// Reads `data` failing the 1st, 2nd, ... allocation until a read succeeds:
+/// each failure is ENOMEM naming the object, with nothing left allocated.
+/// Returns how many failures were tried.
+static int sweep_allocation_failures(const struct sl_format_reader* fmt, const char* name,
+                                     const uint8_t* data, size_t size) {
+  int tested = 0;
+  for (long long fail_at = 1;; ++fail_at) {
+    struct test_allocator ta;
+    test_allocator_init(&ta);
+    atomic_store(&ta.fail_at, fail_at);
+    struct read_result res;
+    struct sluice_error err = {0};
+    int rc = read_bytes(fmt, name, data, size, 0, 0, &ta.base, &res, &err);
+    assert_int_equal(atomic_load(&ta.live_bytes), 0);
+    if (rc == 0) return tested;
+    if (rc != ENOMEM) fail_msg("%s: allocation %lld failed with %d: %s", name, fail_at, rc, err.message);
+    if (strstr(err.message, name) == NULL) fail_msg("error without the object name: %s", err.message);
+    assert_true(fail_at < 100000);
+    tested++;
+  }
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   static const char* const files[] = {"generated_nested_dictionary.arrow_file",
@@ -447,48 +469,15 @@ static void test_allocation_failures(void** state) {
     if (data == NULL) continue;
     const struct sl_format_reader* fmt =
         ends_with(files[f], ".stream") ? sl_ipc_stream_reader() : sl_ipc_file_reader();
-    for (long long fail_at = 1;; ++fail_at) {
-      struct test_allocator ta;
-      test_allocator_init(&ta);
-      atomic_store(&ta.fail_at, fail_at);
-      struct read_result res;
-      struct sluice_error err = {0};
-      int rc = read_bytes(fmt, files[f], data, size, 0, 0, &ta.base, &res, &err);
-      assert_int_equal(atomic_load(&ta.live_bytes), 0);
-      if (rc == 0) break;
-      if (rc != ENOMEM) fail_msg("%s: allocation %lld failed with %d: %s", files[f], fail_at, rc, err.message);
-      if (strstr(err.message, files[f]) == NULL) fail_msg("error without the object name: %s", err.message);
-      assert_true(fail_at < 100000);
-      tested++;
-    }
+    tested += sweep_allocation_failures(fmt, files[f], data, size);
     free(data);
   }
   // Dictionary deltas: the first one copies the dictionary into growable
   // buffers, each batch gets a view of them.
-  static const struct {
-    const char* name;
-    const uint8_t* data;
-    size_t size;
-  } deltas[] = {{"delta.arrows", k_delta_stream, sizeof k_delta_stream},
-                {"delta.arrow", k_delta_file, sizeof k_delta_file}};
-  for (size_t f = 0; f < sizeof deltas / sizeof *deltas; ++f) {
-    const struct sl_format_reader* fmt =
-        ends_with(deltas[f].name, ".arrows") ? sl_ipc_stream_reader() : sl_ipc_file_reader();
-    for (long long fail_at = 1;; ++fail_at) {
-      struct test_allocator ta;
-      test_allocator_init(&ta);
-      atomic_store(&ta.fail_at, fail_at);
-      struct read_result res;
-      struct sluice_error err = {0};
-      int rc = read_bytes(fmt, deltas[f].name, deltas[f].data, deltas[f].size, 0, 0, &ta.base,
-                          &res, &err);
-      assert_int_equal(atomic_load(&ta.live_bytes), 0);
-      if (rc == 0) break;
-      if (rc != ENOMEM) fail_msg("%s: allocation %lld failed with %d: %s", deltas[f].name, fail_at, rc, err.message);
-      if (strstr(err.message, deltas[f].name) == NULL) fail_msg("error without the object name: %s", err.message);
-      assert_true(fail_at < 100000);
-    }
-  }
+  assert_true(sweep_allocation_failures(sl_ipc_stream_reader(), "delta.arrows", k_delta_stream,
+                                        sizeof k_delta_stream) > 0);
+  assert_true(sweep_allocation_failures(sl_ipc_file_reader(), "delta.arrow", k_delta_file,
+                                        sizeof k_delta_file) > 0);
   if (tested == 0) skip();
 }
 
