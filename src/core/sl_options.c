@@ -53,3 +53,11 @@ int sl_option_next(const char** cursor, struct sl_option* out) {
 int sl_option_is(const struct sl_option* option, const char* key) {
   return strlen(key) == option->key_len && memcmp(option->key, key, option->key_len) == 0;
 }
+
+int sl_option_true_false(const struct sl_option* option, int* out) {
+  size_t n = option->value_len;
+  if (n == 4 && memcmp(option->value, "true", 4) == 0) *out = 1;
+  else if (n == 5 && memcmp(option->value, "false", 5) == 0) *out = 0;
+  else return -1;
+  return 0;
+}

@@ -26,4 +26,8 @@ const char* sl_option_comma(const char* s);
 /// Whether the option's key is `key`.
 int sl_option_is(const struct sl_option* option, const char* key);
 
+/// The option's value as a flag: 0 and *out = 1 for "true", 0 for "false";
+/// -1 (*out unchanged) for any other value.
+int sl_option_true_false(const struct sl_option* option, int* out);
+
 #endif

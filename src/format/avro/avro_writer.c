@@ -1443,9 +1443,9 @@ static int parse_options(struct aw_ctx* ctx, const struct sl_write_args* args, s
       if (sl_parse_size(v, vn, 1, INT64_C(1) << 30, &number) != 0) return sl_error_set(error, EINVAL, "Avro write option block_size='%.*s': expected 1 byte to 1g (k, m, g suffixes)", (int)vn, v);
       ctx->block_size = (size_t)number;
     } else if (sl_option_is(&o, "enums")) {
-      int yes = vn == 4 && memcmp(v, "true", 4) == 0, no = vn == 5 && memcmp(v, "false", 5) == 0;
-      if (!yes && !no) return sl_error_set(error, EINVAL, "Avro write option enums='%.*s': expected true or false", (int)vn, v);
-      ctx->no_enums = no;
+      int enums;
+      if (sl_option_true_false(&o, &enums) != 0) return sl_error_set(error, EINVAL, "Avro write option enums='%.*s': expected true or false", (int)vn, v);
+      ctx->no_enums = !enums;
     } else if (sl_option_is(&o, "sync")) {
       if (vn != 32) return sl_error_set(error, EINVAL, "Avro write option sync: expected 32 hex digits");
       for (int i = 0; i < 16; ++i) {

@@ -82,13 +82,9 @@ static int parse_write_options(const char* text, const char* flag, enum ipc_code
       continue;
     }
     if (more > 0 && sl_option_is(&item, "dictionary_deltas")) {
-      size_t n = item.value_len;
-      int yes = n == 4 && memcmp(item.value, "true", 4) == 0;
-      int no = n == 5 && memcmp(item.value, "false", 5) == 0;
-      if (!yes && !no)
+      if (sl_option_true_false(&item, deltas) != 0)
         return sl_error_set(error, EINVAL, "Arrow IPC write option dictionary_deltas='%.*s': "
-                            "expected true or false", (int)n, item.value);
-      *deltas = yes;
+                            "expected true or false", (int)item.value_len, item.value);
       continue;
     }
     return sl_error_set(error, EINVAL, "unknown Arrow IPC write option '%.*s' (known: "
