@@ -1206,10 +1206,13 @@ static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error
     }
     if (!lacking) continue;
     if (strcmp(f->hive.formats[k], f->unified.children[c]->format) != 0) {
-      return sl_error_set(error, EINVAL, "union_by_name: partition key '%s' (type '%s') is a "
-                          "column of type '%s' in some objects only; read without partitions "
+      char key_type[64], column_type[64];
+      sl_format_name(f->hive.formats[k], key_type, sizeof key_type);
+      sl_format_name(f->unified.children[c]->format, column_type, sizeof column_type);
+      return sl_error_set(error, EINVAL, "union_by_name: partition key '%s' (type %s) is a "
+                          "column of type %s in some objects only; read without partitions "
                           "(hive_partitioning off) or give the objects that column",
-                          f->hive.keys[k], f->hive.formats[k], f->unified.children[c]->format);
+                          f->hive.keys[k], key_type, column_type);
     }
     if (f->key_of_column == NULL) {
       f->key_of_column = sl_alloc(f->alloc, columns_of_size(n));

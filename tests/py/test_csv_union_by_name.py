@@ -182,6 +182,28 @@ def test_hive_partitions(sluice, tmp_path, late):
     assert rows_of(got) == rows
 
 
+@pytest.mark.parametrize("late", [False, True])
+def test_a_partition_key_that_a_column_of_other_type_names(sluice, tmp_path, late):
+    """A key that names a column some files lack must have that column's
+    type (the lacking files' rows take the directory's value). Here k's
+    column turns to text, at open or by a late value that refines it (the
+    files matched by name again): a clear error naming both types, and no
+    output (DuckDB lets the directory's value win in every file instead)."""
+    root = tmp_path / "hk"
+    rows = "".join(f"{i},{i % 5}\n" for i in range(3000))
+    (a,) = write(root / "k=1", {"a.csv": "id,k\n" + ("" if late else "1,x\n") + rows + "9,oops\n"})
+    if late:  # compressed: no stretch past the head is sampled, so the refine finds it
+        a.with_suffix(".csv.gz").write_bytes(gzip.compress(a.read_bytes()))
+        a.unlink()
+    write(root / "k=2", {"b.csv": "id\n7\n"})
+    out = tmp_path / "hk.arrow"
+    proc = sluice.expect_error("convert", root, out, "--union-by-name", "-q",
+                               "-O", "infer_bytes=2000")
+    assert "partition key 'k' (type int64) is a column of type string in some objects only" \
+        in proc.stderr.decode()
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_projection_and_filter_on_a_column_some_files_lack(sluice, tmp_path, threads):
     d = tmp_path / "pf"
