@@ -231,3 +231,45 @@ def test_nested_dictionaries_with_deltas(sluice, tmp_path, case):
         assert pa_flags[3:] == [(0, False)] and got == pa_flags[:3]
     else:
         assert got == pa_flags
+
+
+def _struct_outer(inner_values, outer_idx, n_outer):
+    """dictionary<struct<k: dictionary<string>, x: int64>>."""
+    inner = D(pa.array(list(range(n_outer)), pa.int32()), pa.array(inner_values))
+    st = pa.StructArray.from_arrays([inner, pa.array(range(n_outer), pa.int64())], ["k", "x"])
+    return D(pa.array(outer_idx, pa.int32()), st)
+
+
+@pytest.mark.parametrize("kind", ("list", "struct"))
+@pytest.mark.parametrize("case", ("inner_grows", "outer_grows", "both_grow"))
+def test_file_never_writes_a_delta_of_a_dictionary_holding_a_dictionary(sluice, tmp_path,
+                                                                       kind, case):
+    """pyarrow reads no delta of a dictionary whose values hold a dictionary
+    ("unresolved nested dictionary"), and its file writer refuses all of
+    these inputs. A .arrow file that sluice writes pyarrow reads with the
+    input's values (the inner dictionary grown by a delta, the outer one
+    unchanged); an outer one that changed is an error naming the column and
+    why, with or without dictionary_deltas, and nothing is written (it
+    wrote deltas pyarrow could not read)."""
+    make = _outer if kind == "list" else _struct_outer
+    first = make(["a", "b"] + (["c"] if case == "outer_grows" else []), [1, 0], 2)
+    second = make(["a", "b", "c"], [1, 0] if case == "inner_grows" else [2, 0],
+                  2 if case == "inner_grows" else 3)
+    t = pa.table({"nd": pa.chunked_array([first, second])})
+    src = tmp_path / "in.arrows"
+    write_pyarrow(src, t.to_batches(), deltas=True)
+    with pytest.raises(pa.ArrowInvalid):
+        write_pyarrow(tmp_path / "pa.arrow", t.to_batches(), deltas=True, file=True)
+    for opts in ((), ("-W", "dictionary_deltas=true")):
+        out = tmp_path / "out.arrow"
+        if case == "inner_grows":
+            sluice.run("convert", src, out, *opts)
+            got = _read(out)
+            got.validate(full=True)
+            assert got.to_pylist() == t.to_pylist()
+            assert dictionary_messages(out) == [(1, False), (0, False), (1, True)]
+            continue
+        err = sluice.expect_error("convert", src, out, *opts).stderr.decode()
+        assert "column 'nd': the dictionary changed between batches, and its values hold a " \
+               "dictionary" in err and "pyarrow reads no delta" in err, err
+        assert not out.exists()

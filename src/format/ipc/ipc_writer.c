@@ -124,13 +124,13 @@ static int holds_dictionary(const struct ArrowSchema* s, int depth) {
 /// (the format forbids replacement), and not in streams, where a
 /// replacement reads everywhere and deltas do not (polars rejects them).
 /// Readers concatenate deltas, which sluice's reader (like others) does not
-/// do for unions. A stream also replaces one whose values hold dictionaries,
-/// as pyarrow's writer does: pyarrow reads no delta of such a dictionary.
+/// do for unions. Never one whose values hold dictionaries: pyarrow reads
+/// no delta of such a dictionary ("unresolved nested dictionary"), so a
+/// stream replaces it, as pyarrow's writer does, and a file refuses it.
 static int delta_allowed(const struct ipc_writer* w, const struct ipc_dict_entry* e) {
   const struct ArrowSchema* values = e->field->dictionary;
   const char* f = values->format;
-  return w->deltas && !(f[0] == '+' && f[1] == 'u') &&
-         (w->file || !holds_dictionary(values, 0));
+  return w->deltas && !(f[0] == '+' && f[1] == 'u') && !holds_dictionary(values, 0);
 }
 
 /// Writes dictionary `id` for a batch: nothing when readers already hold the
@@ -180,6 +180,12 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
                         "IPC file format cannot replace a dictionary (with dictionary_deltas="
                         "false it cannot grow one either; write the stream format, .arrows)",
                         e->column);
+    else if (holds_dictionary(e->field->dictionary, 0))
+      rc = sl_error_set(error, ENOTSUP,
+                        "column '%s': the dictionary changed between batches, and its values "
+                        "hold a dictionary: the Arrow IPC file format cannot replace it, and "
+                        "pyarrow reads no delta of such a dictionary (write the stream format, "
+                        ".arrows)", e->column);
     else
       rc = sl_error_set(error, ENOTSUP,
                         "column '%s': the dictionary changed between batches (not only by "
