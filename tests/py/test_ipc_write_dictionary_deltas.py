@@ -273,3 +273,66 @@ def test_file_never_writes_a_delta_of_a_dictionary_holding_a_dictionary(sluice, 
         assert "column 'nd': the dictionary changed between batches, and its values hold a " \
                "dictionary" in err and "pyarrow reads no delta" in err, err
         assert not out.exists()
+
+
+def test_file_grows_a_dictionary_nested_in_a_list(sluice, tmp_path):
+    """list<dictionary<string>> whose batches bring their own dictionaries
+    (Parquet list<string> row groups read with dictionary=true, a chunk
+    fallen back to plain pages among them, or a stream of separately
+    encoded batches): a .arrow file grows one dictionary for the list's
+    values, as for a top-level column, and writes deltas. pyarrow's file
+    writer refuses such batches; it reads sluice's file with the input's
+    values. A list dictionary with null values is still refused."""
+    import pyarrow.parquet as pq
+    words = ["red", "green", "blue", "cyan", "", "magenta", "teal", "olive"]
+    rows = [None if i % 13 == 0 else
+            [words[i // 100 + (i + k) % 3] for k in range(i % 4)] +
+            ([None] if i % 7 == 0 else []) for i in range(600)]
+    table = pa.table({"l": pa.array(rows, pa.list_(pa.string())), "i": range(600)})
+    for name, kw in (("rg", {}), ("plain", {"dictionary_pagesize_limit": 8})):
+        pq.write_table(table, tmp_path / f"{name}.parquet", row_group_size=97, **kw)
+        out = tmp_path / f"{name}.arrow"
+        sluice.run("convert", tmp_path / f"{name}.parquet", out, "-O", "dictionary=true")
+        with ipc.open_file(out) as f:
+            got = f.read_all()
+            assert f.stats.num_dictionary_deltas > 0, name
+        got.validate(full=True)
+        assert pa.types.is_dictionary(got.schema.field("l").type.value_type), name
+        assert got.to_pylist() == table.to_pylist(), name
+
+    # separately encoded batches, int8 indices, in list, large list and
+    # fixed-size list columns (sliced: the values have an offset)
+    def lists(kind, idx, vals):
+        d = D(pa.array(idx, pa.int8()), pa.array(vals))
+        if kind == "fixed":
+            return pa.FixedSizeListArray.from_arrays(d, 2)
+        offsets = pa.array(range(0, len(idx) + 1, 2), pa.int32())
+        if kind == "large":
+            return pa.LargeListArray.from_arrays(offsets.cast(pa.int64()), d)
+        return pa.ListArray.from_arrays(offsets, d)
+
+    for kind in ("list", "large", "fixed"):
+        batches = [pa.record_batch({"l": lists(kind, idx, vals)[k:]}) for k, (idx, vals) in
+                   enumerate((([0, 1, 1, None], ["a", "b"]), ([1, 0, 2, 2, 0, 1], ["z", "a", "b"]),
+                              ([0, 0], ["a"]), ([3, 1, None, 0], ["q", "b", "", "x"])))]
+        src, out = tmp_path / f"{kind}.arrows", tmp_path / f"{kind}.arrow"
+        write_pyarrow(src, batches, deltas=True)
+        with pytest.raises(pa.ArrowInvalid):
+            write_pyarrow(tmp_path / "pa.arrow", batches, deltas=True, file=True)
+        sluice.run("convert", src, out)
+        got = _read(out)
+        got.validate(full=True)
+        assert got.to_pylist() == pa.Table.from_batches(batches).to_pylist(), kind
+        assert [d for _, d in dictionary_messages(out)] == [False, True, True], kind
+        # without deltas a file cannot grow it
+        err = sluice.expect_error("convert", src, tmp_path / "no.arrow", "-W",
+                                  "dictionary_deltas=false").stderr.decode()
+        assert "column 'l': the dictionary changed" in err, err
+
+    nulls = [pa.record_batch({"l": pa.ListArray.from_arrays(
+        pa.array([0, 2], pa.int32()), D(pa.array([0, 1], pa.int32()), pa.array(vals)))})
+        for vals in (["a", None], ["b", None])]
+    write_pyarrow(src, nulls, deltas=True)
+    err = sluice.expect_error("convert", src, tmp_path / "bad.arrow").stderr.decode()
+    assert "whose dictionaries hold no nulls (this one does)" in err, err
+    assert not (tmp_path / "bad.arrow").exists()

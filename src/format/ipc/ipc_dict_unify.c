@@ -1,8 +1,9 @@
 // One dictionary per column across the batches of an IPC file. The file
 // format cannot replace a dictionary, only extend it with deltas, yet a
 // Parquet categorical column (one dictionary per row group) or any stream
-// of separately encoded batches changes it. For top-level columns whose
-// dictionary values are strings or binary (without nulls), the writer keeps
+// of separately encoded batches changes it. For top-level columns (or the
+// values of top-level list columns) whose dictionary values are strings or
+// binary (without nulls), the writer keeps
 // one growing dictionary per column, its values in first-seen order, and
 // maps each batch's indices into it: every dictionary it writes extends the
 // last, so it goes out as a delta. A batch whose dictionary already is a
@@ -19,6 +20,7 @@
 
 struct ipc_unify_column {
   int64_t column;       ///< index among the batch's children
+  int in_list;          ///< the dictionary is the values of that (list) column
   const char* name;     ///< its name (the writer's schema holds it)
   int large_values;     ///< 'U' / 'Z': int64 offsets
   int index_width;      ///< bytes per index
@@ -106,6 +108,12 @@ int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
   u->alloc = alloc;
   for (int64_t c = 0; c < schema->n_children; ++c) {
     const struct ArrowSchema* f = schema->children[c];
+    // A list's values: a Parquet list<string> read with dictionary=true
+    // brings a dictionary per row group, like a categorical column.
+    const char* lf = f->format;
+    int in_list = (strcmp(lf, "+l") == 0 || strcmp(lf, "+L") == 0 ||
+                   strncmp(lf, "+w:", 3) == 0) && f->n_children == 1;
+    if (in_list) f = f->children[0];
     const struct ArrowSchema* d = f->dictionary;
     if (d == NULL || d->dictionary != NULL || strlen(d->format) != 1 ||
         strchr("uUzZ", d->format[0]) == NULL || strlen(f->format) != 1) {
@@ -120,6 +128,8 @@ int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
     struct ipc_unify_column* col = &u->cols[u->n++];
     memset(col, 0, sizeof *col);
     col->column = c;
+    col->in_list = in_list;
+    f = schema->children[c];
     col->name = f->name != NULL ? f->name : "";
     col->large_values = d->format[0] == 'U' || d->format[0] == 'Z';
     int64_t k = at - "cCsSiIlL";
@@ -263,9 +273,10 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
     int64_t k = read_index(in + i * w, w, c->index_signed);
     if (k < 0 || k >= m) {
       sl_free_buffer(u->alloc, buf, size);
-      return sl_error_set(error, EINVAL, "arrow ipc writer: column %lld, row %lld: dictionary "
+      return sl_error_set(error, EINVAL, "arrow ipc writer: column %lld, %s %lld: dictionary "
                           "index %lld out of range (%lld values)", (long long)c->column,
-                          (long long)(i - col->offset), (long long)k, (long long)m);
+                          c->in_list ? "list value" : "row", (long long)(i - col->offset),
+                          (long long)k, (long long)m);
     }
     int64_t v = map[k];
     uint8_t le[8];
@@ -292,10 +303,12 @@ int sl_ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
   out->index_sizes = sl_calloc(u->alloc, (size_t)u->n, sizeof *out->index_sizes);
   out->buffer_lists = sl_calloc(u->alloc, (size_t)u->n, sizeof *out->buffer_lists);
   out->dict_buffers = sl_calloc(u->alloc, (size_t)u->n, sizeof *out->dict_buffers);
+  out->lists = sl_calloc(u->alloc, (size_t)u->n, sizeof *out->lists);
+  out->list_children = sl_calloc(u->alloc, (size_t)u->n, sizeof *out->list_children);
   out->n = u->n;
   if (out->children == NULL || out->columns == NULL || out->dicts == NULL ||
       out->index_bufs == NULL || out->index_sizes == NULL || out->buffer_lists == NULL ||
-      out->dict_buffers == NULL) {
+      out->dict_buffers == NULL || out->lists == NULL || out->list_children == NULL) {
     sl_ipc_unified_batch_free(out);
     return oom(error);
   }
@@ -304,7 +317,10 @@ int sl_ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
   for (int64_t i = 0; i < u->n; ++i) {
     struct ipc_unify_column* c = &u->cols[i];
     if (c->column >= nc) continue;
-    const struct ArrowArray* col = batch->children[c->column];
+    const struct ArrowArray* list = batch->children[c->column];
+    const struct ArrowArray* col = list;
+    if (c->in_list)
+      col = list != NULL && list->n_children == 1 ? list->children[0] : NULL;
     if (col == NULL || col->dictionary == NULL || col->n_buffers != 2) continue;
     int64_t* map = NULL;
     int identity = 1;
@@ -340,6 +356,13 @@ int sl_ipc_unify_batch(struct ipc_unify* u, const struct ArrowArray* batch,
       v->buffers = out->buffer_lists[i];
     }
     out->children[c->column] = v;
+    if (c->in_list) {  // the list node again, its values the column above
+      out->lists[i] = *list;
+      out->lists[i].release = noop_release;
+      out->list_children[i] = v;
+      out->lists[i].children = &out->list_children[i];
+      out->children[c->column] = &out->lists[i];
+    }
   }
   return 0;
 }
@@ -357,5 +380,7 @@ void sl_ipc_unified_batch_free(struct ipc_unified_batch* b) {
   sl_free(b->alloc, b->index_sizes, (size_t)b->n * sizeof *b->index_sizes);
   sl_free(b->alloc, b->buffer_lists, (size_t)b->n * sizeof *b->buffer_lists);
   sl_free(b->alloc, b->dict_buffers, (size_t)b->n * sizeof *b->dict_buffers);
+  sl_free(b->alloc, b->lists, (size_t)b->n * sizeof *b->lists);
+  sl_free(b->alloc, b->list_children, (size_t)b->n * sizeof *b->list_children);
   memset(b, 0, sizeof *b);
 }

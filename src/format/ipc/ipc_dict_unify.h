@@ -1,4 +1,5 @@
-// One growing dictionary per string/binary dictionary column, so that an
+// One growing dictionary per string/binary dictionary column (or list of
+// them), so that an
 // IPC file (which cannot replace a dictionary) takes batches whose
 // dictionaries differ. See ipc_dict_unify.c.
 #ifndef IPC_DICT_UNIFY_H
@@ -30,11 +31,14 @@ struct ipc_unified_batch {
   int64_t* index_sizes;
   const void* (*buffer_lists)[2];
   const void* (*dict_buffers)[3];
+  struct ArrowArray* lists;    ///< list columns whose values were swapped
+  struct ArrowArray** list_children;
   int64_t n;
 };
 
-/// Picks the top-level columns of `schema` to unify: dictionary-encoded
-/// with integer indices and utf8 / large_utf8 / binary / large_binary values.
+/// Picks the top-level columns of `schema` to unify, or the values of its
+/// list, large list and fixed-size list columns: dictionary-encoded with
+/// integer indices and utf8 / large_utf8 / binary / large_binary values.
 int sl_ipc_unify_init(struct ipc_unify* u, const struct ArrowSchema* schema,
                    const struct sluice_allocator* alloc, struct sluice_error* error);
 /// Maps `batch` onto the grown dictionaries (growing them). A dictionary

@@ -190,10 +190,10 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
       rc = sl_error_set(error, ENOTSUP,
                         "column '%s': the dictionary changed between batches (not only by "
                         "appending values), and the Arrow IPC file format cannot replace a "
-                        "dictionary; sluice grows one only for top-level string and binary "
-                        "columns%s (write the stream format, .arrows)", e->column,
-                        array->null_count > 0 ? " whose dictionaries hold no nulls (this one "
-                                                "does)" : "");
+                        "dictionary; sluice grows one only for string and binary columns "
+                        "(top-level, or a list's values)%s (write the stream format, .arrows)",
+                        e->column, array->null_count > 0 ? " whose dictionaries hold no nulls "
+                                                           "(this one does)" : "");
     goto done;
   }
   if (!is_delta) rc = sl_ipc_snapshot_set(&e->last, w->alloc, &body, error);
