@@ -1264,3 +1264,42 @@ def test_ipc_dictionary_deltas_option(tmp_path):
     assert not any(delta for _, delta in dictionary_messages(tmp_path / "r.arrows"))
     with pytest.raises(sluice.InvalidArgumentError, match="dictionary_deltas='maybe'"):
         sluice.write(t, tmp_path / "x.arrows", dictionary_deltas="maybe")
+
+
+def test_ipc_file_nested_dictionaries(tmp_path):
+    """sluice.write to .arrow: a list column whose chunks have their own
+    dictionaries (slices, as pyarrow hands them over) grows one dictionary
+    and writes deltas, which pyarrow reads with the table's values (its own
+    file writer refuses the table); a dictionary whose values hold a
+    dictionary that changed is an error naming the column, with or without
+    dictionary_deltas (pyarrow reads no delta of it)."""
+    D = pa.DictionaryArray.from_arrays
+    words = pa.array(["a", "b", "c", "d", "e", "f"])
+    chunks = []
+    for b in range(4):
+        d = D(pa.array([2, 0, None, 1, 2, 1], pa.int8()), words.slice(b, 3))
+        chunks.append(pa.ListArray.from_arrays(pa.array([0, 2, 2, 5, 6], pa.int32()), d)[1:])
+    t = pa.table({"l": pa.chunked_array(chunks)})
+    options = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with pytest.raises(pa.ArrowInvalid):
+        with pa.ipc.new_file(tmp_path / "pa.arrow", t.schema, options=options) as w:
+            w.write_table(t)
+    for deltas in (None, True):
+        kw = {} if deltas is None else {"dictionary_deltas": deltas}
+        sluice.write(t, tmp_path / "l.arrow", **kw)
+        got = pa.ipc.open_file(tmp_path / "l.arrow").read_all()
+        got.validate(full=True)
+        assert got.to_pylist() == t.to_pylist()
+    with pytest.raises(sluice.UnsupportedError, match="column 'l': the dictionary changed"):
+        sluice.write(t, tmp_path / "no.arrow", dictionary_deltas=False)
+
+    def outer(n):  # dictionary<list<dictionary<string>>>, n outer values
+        inner = D(pa.array(range(n), pa.int32()), words.slice(0, n))
+        lists = pa.ListArray.from_arrays(pa.array(range(n + 1), pa.int32()), inner)
+        return D(pa.array([n - 1, 0], pa.int32()), lists)
+    t = pa.table({"nd": pa.chunked_array([outer(2), outer(3)])})
+    for kw in ({}, {"dictionary_deltas": True}):
+        with pytest.raises(sluice.UnsupportedError, match="column 'nd': the dictionary changed "
+                           "between batches, and its values hold a dictionary"):
+            sluice.write(t, tmp_path / "nd.arrow", **kw)
+        assert not (tmp_path / "nd.arrow").exists()
