@@ -5,8 +5,8 @@ nulls among the indexes and the values, at the top level and inside struct
 and list columns, a replacement between deltas. sluice reads them to what
 pyarrow reads from the same bytes.
 
-sluice appends a delta of flat values to the dictionary in place (each batch
-viewing the values it was sent with); the checks here cover the growth
+sluice appends a delta to the dictionary in place, nested values too (each
+batch viewing the values it was sent with); the checks here cover the growth
 (blocks moved as they fill), the batches read before a move, and the
 replacement that starts a dictionary over.
 """
@@ -83,8 +83,18 @@ def sample_values(value_type, n):
             return i * 0.5 - 3
         if pa.types.is_integer(value_type):
             return i * 1000003 - 7
+        if pa.types.is_list(value_type) and pa.types.is_struct(value_type.value_type):
+            return [{"b": i % 3 == 1, "s": f"s{i}"}, None][: i % 3]
         if pa.types.is_list(value_type):
             return [i, None, i + 1][: i % 4]
+        if pa.types.is_large_list(value_type):
+            return [f"e{i}", None, ""][: i % 4]
+        if pa.types.is_fixed_size_list(value_type):
+            return [i % 100, None if i % 3 else -i % 100]
+        if pa.types.is_map(value_type):
+            return [(f"k{i}", i), ("z", None)][: i % 3]
+        if pa.types.is_struct(value_type) and value_type.names == ["b", "l"]:
+            return {"b": None if i % 4 == 1 else i % 3 == 0, "l": [i % 100, -1][: i % 3]}
         if pa.types.is_struct(value_type):
             return {"x": i, "y": None if i % 5 == 0 else f"y{i}"}
         raise AssertionError(value_type)
@@ -115,7 +125,10 @@ def growing_dictionary_batches(value_type, sizes=SIZES, replace_at=None):
 
 FLAT_TYPES = [pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.int64(),
               pa.int8(), pa.float64(), pa.bool_(), pa.binary(3), pa.decimal128(12, 2)]
-NESTED_TYPES = [pa.list_(pa.int64()), pa.struct([("x", pa.int32()), ("y", pa.string())])]
+NESTED_TYPES = [pa.list_(pa.int64()), pa.struct([("x", pa.int32()), ("y", pa.string())]),
+                pa.large_list(pa.string()), pa.list_(pa.struct([("b", pa.bool_()), ("s", pa.string())])),
+                pa.list_(pa.int16(), 2), pa.map_(pa.string(), pa.int32()),
+                pa.struct([("b", pa.bool_()), ("l", pa.list_(pa.int8()))])]
 
 
 @pytest.mark.parametrize("value_type", FLAT_TYPES + NESTED_TYPES, ids=str)
@@ -132,7 +145,7 @@ def test_growing_dictionary_reads_as_pyarrow_reads_it(sluice, tmp_path, value_ty
 
 
 @pytest.mark.parametrize("value_type", [pa.string(), pa.int64(), pa.bool_(),
-                                        pa.list_(pa.int64())], ids=str)
+                                        pa.list_(pa.int64()), NESTED_TYPES[-1]], ids=str)
 def test_replacement_between_deltas(sluice, tmp_path, value_type):
     """A stream replaces a grown dictionary and grows the new one: the
     batches before keep the old values, those after see only the new."""

@@ -161,15 +161,18 @@ struct ipc_grow_buf {
   struct sl_ref* owner;
 };
 
-/// The values of a flat dictionary (fixed-width, bool, binary / utf8) that
-/// has received deltas, with room to append the next ones: each
-/// ipc_dict_value is a view of its first `length` values, which never
-/// change. Unused (active = 0) until a delta comes, and for nested values.
+/// The values of a dictionary that has received deltas, with room to append
+/// the next ones: each ipc_dict_value is a view of its first `length`
+/// values, which never change. Unused (active = 0) until a delta comes, and
+/// for values holding dictionaries or unions. A list's or struct's children
+/// grow in `children` (their `active` unused).
 struct ipc_dict_grow {
   int active;
   int has_validity;  ///< buffer 0 holds validity bits (some value was null)
   int64_t length, null_count;
   struct ipc_grow_buf buf[3];  ///< validity, values / offsets, data
+  int64_t n_children;
+  struct ipc_dict_grow* children;
 };
 
 /// The current dictionary of each declaration (parallel to schema->dicts;

@@ -1,5 +1,5 @@
-// Dictionary batches: decoding, replacement, deltas (appended in place for
-// flat values, concatenated for nested ones), and sharing one decoded
+// Dictionary batches: decoding, replacement, deltas (appended in place, or
+// concatenated for values holding dictionaries), and sharing one decoded
 // dictionary among all batches through view trees.
 #include <inttypes.h>
 #include <stddef.h>
@@ -27,8 +27,10 @@ int sl_ipc_dict_memo_init(struct ipc_dict_memo* memo, const struct ipc_schema* s
   return 0;
 }
 
-static void grow_reset(struct ipc_dict_grow* g) {
+static void grow_reset(struct ipc_dict_grow* g, const struct sluice_allocator* alloc) {
   for (int i = 0; i < 3; ++i) sl_ref_release(g->buf[i].owner);
+  for (int64_t i = 0; i < g->n_children; ++i) grow_reset(&g->children[i], alloc);
+  sl_free(alloc, g->children, (size_t)g->n_children * sizeof *g->children);
   memset(g, 0, sizeof *g);
 }
 
@@ -39,7 +41,7 @@ void sl_ipc_dict_memo_reset(struct ipc_dict_memo* memo, const struct sluice_allo
     sl_free(alloc, memo->values, (size_t)memo->n * sizeof *memo->values);
   }
   if (memo->grow != NULL) {
-    for (int64_t i = 0; i < memo->n; ++i) grow_reset(&memo->grow[i]);
+    for (int64_t i = 0; i < memo->n; ++i) grow_reset(&memo->grow[i], alloc);
     sl_free(alloc, memo->grow, (size_t)memo->n * sizeof *memo->grow);
   }
   memo->values = NULL;
@@ -211,18 +213,32 @@ static int concat_rec(struct concat* c, const struct ipc_field* f, const struct 
   }
 }
 
-/* ---- Deltas appended in place (flat values) ------------------------------ */
+/* ---- Deltas appended in place ------------------------------------------- */
 
 // A stream may grow a dictionary by thousands of small deltas: joining each
-// to a copy of every value before it made reading quadratic. Flat values
-// (fixed-width, bool, binary / utf8 and their large variants: the common
-// string and integer dictionaries) are appended to buffers with spare room
-// instead, and each dictionary handed to batches views the first `length`
-// of them, which later appends never change. Nested values (lists,
-// structs, ...) are rare as dictionaries and keep concat_rec above.
+// to a copy of every value before it made reading quadratic. The values
+// (fixed-width, bool, binary / utf8, and lists, fixed-size lists and
+// structs of them) are appended to buffers with spare room instead, one
+// ipc_dict_grow per node of the value type, and each dictionary handed to
+// batches views the first `length` of them, which later appends never
+// change. Values holding a dictionary, a union or a null-type field are
+// rare and keep concat_rec above.
 
-static int flat_values(const struct ipc_field* f) {
-  return (f->kind == IPC_KIND_FIXED || f->kind == IPC_KIND_VARBIN) && f->n_children == 0;
+static int growable(const struct ipc_field* f) {
+  if (f->dict_id >= 0 || f->unsupported) return 0;
+  switch (f->kind) {
+    case IPC_KIND_FIXED:
+    case IPC_KIND_VARBIN:
+      return f->n_children == 0;
+    case IPC_KIND_LIST:
+    case IPC_KIND_FIXED_LIST:
+    case IPC_KIND_STRUCT:
+      for (int64_t i = 0; i < f->n_children; ++i)
+        if (!growable(&f->children[i])) return 0;
+      return f->kind == IPC_KIND_STRUCT || f->n_children == 1;
+    default:
+      return 0;
+  }
 }
 
 /// Room for `need` bytes in `b` (always a block, even for 0), doubling: the
@@ -255,19 +271,22 @@ static void put_bit(uint8_t* bits, int64_t i, int on) {
   bits[i >> 3] = on ? (uint8_t)(bits[i >> 3] | m) : (uint8_t)(bits[i >> 3] & ~m);
 }
 
-/// Appends the values of `b` (a validated array of the flat type `f`) to
-/// `g`. Every size is checked and every block reserved before anything is
-/// written, so a failure leaves `g` holding the values it held.
+/// Appends values [at, at + n) of `b` (slots, b->offset included; a
+/// validated array of the growable type `f`) to `g`, children first
+/// rebased the same way. Called twice: `write` 0 checks every size and
+/// reserves every block of the tree, 1 writes, so a failure leaves `g`
+/// holding the values it held.
 static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_dict_grow* g,
-                       const struct ArrowArray* b) {
-  int64_t len = g->length, n = b->length, at = b->offset;
+                       const struct ArrowArray* b, int64_t at, int64_t n, int write) {
+  int64_t len = g->length;
   const uint8_t* valid = b->buffers[0];
   int validity = g->has_validity || (valid != NULL && b->null_count != 0);
   size_t bit_bytes = (size_t)((len + n + 7) / 8);
-  size_t values_size, data_size = 0;
+  size_t values_size = 0, data_size = 0;
   int64_t d0 = 0, d1 = 0, end = 0;
   int w = f->offset_width;
-  if (f->kind == IPC_KIND_VARBIN) {
+  int offsets = f->kind == IPC_KIND_VARBIN || f->kind == IPC_KIND_LIST;
+  if (offsets) {
     values_size = (size_t)(len + n + 1) * (size_t)w;
     d0 = sl_offset_at(b->buffers[1], at, w == 8);
     d1 = sl_offset_at(b->buffers[1], at + n, w == 8);
@@ -275,22 +294,40 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
     if (d1 - d0 > (w == 4 ? INT32_MAX : INT64_MAX) - end)
       return sl_error_set(c->error, EOVERFLOW, "%s: offset %" PRId64 ": dictionary delta makes "
                           "%d-bit offsets overflow", c->where->name, c->where->offset, w * 8);
-    data_size = (size_t)(end + (d1 - d0));
-  } else if (f->bit_width == 1) {
+    if (f->kind == IPC_KIND_VARBIN) data_size = (size_t)(end + (d1 - d0));
+  } else if (f->kind == IPC_KIND_FIXED && f->bit_width == 1) {
     values_size = bit_bytes;
-  } else {
+  } else if (f->kind == IPC_KIND_FIXED) {
     values_size = (size_t)(len + n) * (size_t)(f->bit_width / 8);
   }
-  // Bits past a length that is not a multiple of 8 share a byte with the
-  // last values of the dictionary batches already hold, which another
-  // thread may be reading: such bits go into a copy (a bitmap is an eighth
-  // of a byte per value, so copying it per delta stays cheap), never into
-  // the byte being read.
-  int shared_byte = len % 8 != 0;
-  if (validity) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[0], bit_bytes, shared_byte));
-  SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[1], values_size, shared_byte && f->bit_width == 1 &&
-                                                             f->kind != IPC_KIND_VARBIN));
-  if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[2], data_size, 0));
+  if (!write) {
+    // Bits past a length that is not a multiple of 8 share a byte with the
+    // last values of the dictionary batches already hold, which another
+    // thread may be reading: such bits go into a copy (a bitmap is an
+    // eighth of a byte per value, so copying it per delta stays cheap),
+    // never into the byte being read.
+    int shared_byte = len % 8 != 0;
+    if (validity) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[0], bit_bytes, shared_byte));
+    if (f->kind == IPC_KIND_FIXED || offsets)
+      SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[1], values_size, shared_byte && f->bit_width == 1 &&
+                                                                 f->kind == IPC_KIND_FIXED));
+    if (f->kind == IPC_KIND_VARBIN) SL_RETURN_NOT_OK(grow_reserve(c, &g->buf[2], data_size, 0));
+    if (f->n_children > 0 && g->children == NULL) {
+      g->children = sl_calloc(c->alloc, (size_t)f->n_children, sizeof *g->children);
+      if (g->children == NULL) return concat_oom(c);
+      g->n_children = f->n_children;
+    }
+  }
+  // The children's rows for these values.
+  for (int64_t i = 0; i < f->n_children; ++i) {
+    const struct ArrowArray* child = b->children[i];
+    int64_t from = at, count = n;
+    if (f->kind == IPC_KIND_LIST) from = d0, count = d1 - d0;
+    if (f->kind == IPC_KIND_FIXED_LIST) from = at * f->bit_width, count = n * f->bit_width;
+    SL_RETURN_NOT_OK(grow_append(c, &f->children[i], &g->children[i], child,
+                                 child->offset + from, count, write));
+  }
+  if (!write) return 0;
   if (validity) {
     uint8_t* bits = g->buf[0].data;
     if (!g->has_validity) {
@@ -309,7 +346,7 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
   }
   uint8_t* dst = g->buf[1].data;
   const uint8_t* src = b->buffers[1];
-  if (f->kind == IPC_KIND_VARBIN) {
+  if (offsets) {
     if (len == 0) memset(dst, 0, (size_t)w);  // offsets start at 0
     for (int64_t i = 1; i <= n; ++i) {
       int64_t o = end + sl_offset_at(src, at + i, w == 8) - d0;
@@ -320,11 +357,13 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
         memcpy(dst + (len + i) * 8, &o, 8);
       }
     }
+  }
+  if (f->kind == IPC_KIND_VARBIN) {
     if (d1 > d0) memcpy(g->buf[2].data + end, (const uint8_t*)b->buffers[2] + d0, (size_t)(d1 - d0));
     g->buf[2].size = data_size;
-  } else if (f->bit_width == 1) {
+  } else if (f->kind == IPC_KIND_FIXED && f->bit_width == 1) {
     for (int64_t i = 0; i < n; ++i) put_bit(dst, len + i, sl_bit_get(src, at + i));
-  } else if (n > 0) {
+  } else if (f->kind == IPC_KIND_FIXED && n > 0) {
     size_t bw = (size_t)f->bit_width / 8;
     memcpy(dst + (size_t)len * bw, src + (size_t)at * bw, (size_t)n * bw);
   }
@@ -333,15 +372,25 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
   return 0;
 }
 
+/// The values of `b` appended to `g` (see grow_append).
+static int grow_append_all(struct concat* c, const struct ipc_field* f, struct ipc_dict_grow* g,
+                           const struct ArrowArray* b) {
+  SL_RETURN_NOT_OK(grow_append(c, f, g, b, b->offset, b->length, 0));
+  return grow_append(c, f, g, b, b->offset, b->length, 1);
+}
+
 /// A view of the first g->length values of `g` into `out`.
 static int grow_view(struct concat* c, const struct ipc_field* f, const struct ipc_dict_grow* g,
                      struct ArrowArray* out) {
-  int n_buffers = f->kind == IPC_KIND_VARBIN ? 3 : 2;
-  SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, n_buffers, 0, c->error));
+  int n_buffers = f->kind == IPC_KIND_VARBIN ? 3 : f->kind == IPC_KIND_FIXED ||
+                  f->kind == IPC_KIND_LIST ? 2 : 1;
+  SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, n_buffers, f->n_children, c->error));
   out->length = g->length;
   out->null_count = g->has_validity ? g->null_count : 0;
   for (int i = g->has_validity ? 0 : 1; i < n_buffers; ++i)
     sl_array_set_buffer_view(out, i, g->buf[i].data, g->buf[i].owner);
+  for (int64_t i = 0; i < f->n_children; ++i)
+    SL_RETURN_NOT_OK(grow_view(c, &f->children[i], &g->children[i], out->children[i]));
   return 0;
 }
 
@@ -424,14 +473,14 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
   struct ipc_dict_grow* g = &memo->grow[k];
   struct concat c = {alloc, where, error};
   struct ArrowArray joined = {0};
-  if (rc == 0 && is_delta && flat_values(decl->value)) {
+  if (rc == 0 && is_delta && growable(decl->value)) {
     // The first delta copies the dictionary it extends into growable
     // buffers; later ones only append.
     if (!g->active) {
-      rc = grow_append(&c, decl->value, g, &old->array);
+      rc = grow_append_all(&c, decl->value, g, &old->array);
       g->active = rc == 0;
     }
-    if (rc == 0) rc = grow_append(&c, decl->value, g, &v->array);
+    if (rc == 0) rc = grow_append_all(&c, decl->value, g, &v->array);
     if (rc == 0) rc = grow_view(&c, decl->value, g, &joined);
   } else if (rc == 0 && is_delta) {
     rc = concat_rec(&c, decl->value, &old->array, 0, old->array.length, &v->array, 0,
@@ -452,7 +501,7 @@ int sl_ipc_dict_apply(const struct ipc_schema* schema, struct ipc_dict_memo* mem
     sl_ref_release(&v->ref);
     return rc;
   }
-  if (!is_delta) grow_reset(g);  // a replacement: the next delta extends it
+  if (!is_delta) grow_reset(g, alloc);  // a replacement: the next delta extends it
   memo->values[k] = v;
   if (old != NULL) sl_ref_release(&old->ref);
   return 0;
