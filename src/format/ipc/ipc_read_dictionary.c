@@ -345,7 +345,7 @@ static int grow_append(struct concat* c, const struct ipc_field* f, struct ipc_d
     g->buf[0].size = bit_bytes;
   }
   uint8_t* dst = g->buf[1].data;
-  const uint8_t* src = b->buffers[1];
+  const uint8_t* src = b->n_buffers > 1 ? b->buffers[1] : NULL;  // (a struct has one)
   if (offsets) {
     if (len == 0) memset(dst, 0, (size_t)w);  // offsets start at 0
     for (int64_t i = 1; i <= n; ++i) {
