@@ -377,6 +377,17 @@ SLUICE_EXPORT const char* sluice_dataset_format(const struct sluice_dataset* dat
 SLUICE_EXPORT int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* out,
                           struct sluice_error* error);
 
+/// Copies the schema of every column, projected or not (partition keys
+/// included): the columns a filter may name, as it compares them. The
+/// caller releases it.
+SLUICE_EXPORT int sluice_dataset_full_schema(struct sluice_dataset* dataset,
+                                             struct ArrowSchema* out, struct sluice_error* error);
+
+/// 1 when the dataset's column `column` takes its values from key=value
+/// directories (a partition key), else 0.
+SLUICE_EXPORT int sluice_dataset_is_partition_key(struct sluice_dataset* dataset,
+                                                  const char* column);
+
 /// Number of independent splits the dataset plans to read (>= 0).
 SLUICE_EXPORT int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset);
 

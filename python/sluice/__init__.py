@@ -268,17 +268,25 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     timeout = _timeout(format_options)
     s3 = _storage_options(format_options.pop("storage_options", None))
     schema_file = _reader_schema_file(format_options)
+    filter_values = []
     try:
         try:
-            return _sluice.open(
+            filter_text = _filter_text(filters, filter_values)
+            dataset = _sluice.open(
                 _location(src), format=format,
                 columns=columns,
                 threads=int(threads or 0), ordered=bool(ordered),
                 limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
                 memory=int(memory or 0), format_options=_options_string(format_options),
                 hive_partitioning=bool(hive_partitioning), union_by_name=bool(union_by_name),
-                filter=_filter_text(filters),
+                filter=filter_text,
                 ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
+            try:
+                _check_filter_types(dataset, filter_values)
+            except BaseException:
+                dataset.close()
+                raise
+            return dataset
         except Error as e:
             if schema_file is not None:
                 _name_reader_schema(e, schema_file)
@@ -476,12 +484,87 @@ def _timeout(options):
 _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
-def _filter_text(filters):
+_NUMBER_KINDS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "halffloat", "float", "double", "decimal"}
+_TEXT_KINDS = {"string", "large_string", "string_view", "binary", "large_binary",
+               "binary_view", "fixed_size_binary"}
+
+
+def _filter_value_fits(value, dtype, key):
+    """Whether a Python filter value may compare with a column of `dtype`
+    (its values' type, for a dictionary): as pyarrow's filters take them
+    (its compute kernels refuse the others), with an integer also on a
+    duration or decimal column (the README's "another number"), and text
+    on a date partition key (`key`: pyarrow's is text)."""
+    import datetime
+    import decimal
+    kind = dtype.kind
+    numpy_kind = getattr(getattr(value, "dtype", None), "kind", "")
+    if isinstance(value, bool) or numpy_kind == "b":
+        return kind == "bool"
+    if isinstance(value, int) or numpy_kind in ("i", "u"):
+        return kind in _NUMBER_KINDS or kind == "duration"
+    if isinstance(value, (float, decimal.Decimal)) or numpy_kind == "f":
+        return kind in _NUMBER_KINDS
+    if isinstance(value, str) and kind in ("date32", "date64"):
+        return key  # (pyarrow reads such a key as text: "2024-01-02" too)
+    if isinstance(value, (str, bytes)):
+        return kind in _TEXT_KINDS
+    if isinstance(value, datetime.datetime) or numpy_kind == "M":
+        if kind not in ("timestamp", "date32", "date64"):
+            return False
+        # A naive value on a column with a zone (or an aware one on a column
+        # without) is refused, as pyarrow refuses to compare them: taken as
+        # UTC, or as written, it chose rows by another clock.
+        aware = isinstance(value, datetime.datetime) and value.utcoffset() is not None
+        return kind != "timestamp" or aware == (dtype.tz is not None)
+    if isinstance(value, datetime.date):
+        return kind in ("timestamp", "date32", "date64")
+    if isinstance(value, datetime.time):
+        return kind in ("time32", "time64")
+    return True  # (the library tells what it cannot read as the column's type)
+
+
+def _check_filter_types(dataset, pairs):
+    """Refuses a pyarrow-style filter value whose Python type is not the
+    column's (an int on a string column was compared as its text, a str on
+    an int column as the number it spells), as pyarrow refuses it, before
+    anything is read. `pairs`: (column, value) for every value, as
+    _filter_text collects them. Text filters are typed by the column, by
+    design."""
+    import datetime
+    if not pairs:
+        return
+    fields = {}
+    for f in Schema(dataset.full_schema()).fields:
+        fields.setdefault(f.name, f)
+    for name, value in pairs:
+        field = fields.get(name)
+        if field is None:
+            continue  # (the library named it)
+        dtype = field.type.dictionary or field.type
+        key = isinstance(value, str) and dtype.kind in ("date32", "date64") and \
+            dataset.is_partition_key(name)
+        if not _filter_value_fits(value, dtype, key):
+            zone = ""
+            if dtype.kind == "timestamp" and isinstance(value, datetime.datetime):
+                zone = " with a time zone" if value.utcoffset() is not None else \
+                    " without a time zone"
+            elif dtype.kind == "timestamp" and getattr(getattr(value, "dtype", None), "kind",
+                                                       "") == "M":
+                zone = " without a time zone"
+            raise InvalidArgumentError(
+                _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
+                "does not compare with it" % (name, field.type, type(value).__name__, zone, value))
+
+
+def _filter_text(filters, pairs=None):
     """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
     "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
     or a list of such lists, any of which may hold (pyarrow's disjunctive
     normal form), groups joined by ';'; or such a string as it is. On
-    partition keys they choose objects, on other columns rows."""
+    partition keys they choose objects, on other columns rows. Appends
+    (column, value) for every value to `pairs` (_check_filter_types's)."""
     if filters is None or isinstance(filters, str):
         return filters
     if not isinstance(filters, (list, tuple)):
@@ -501,7 +584,7 @@ def _filter_text(filters):
                                     for g in filters):
         if any(not g for g in filters):
             raise ValueError("filters: an empty group in %r" % (filters,))
-        return ";".join(_filter_text(list(g)) for g in filters)
+        return ";".join(_filter_text(list(g), pairs) for g in filters)
     from urllib.parse import quote
 
     def text(v):
@@ -532,9 +615,13 @@ def _filter_text(filters):
             values = list(value)
             if not values:
                 raise ValueError("filters: %r with no values" % (item,))
+            if pairs is not None:
+                pairs.extend((key, v) for v in values)
             parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
                                      "|".join(text(v) for v in values)))
         elif op in _FILTER_OPS:
+            if pairs is not None:
+                pairs.append((key, value))
             parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value)))
         else:
             raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"

@@ -279,6 +279,28 @@ static PyObject* dataset_schema(DatasetObject* self, PyObject* Py_UNUSED(ignored
   return (PyObject*)self->schema;
 }
 
+/// Every column's type, projected or not: those a filter may name (the
+/// Python layer checks its filters' values against them).
+static PyObject* dataset_full_schema(DatasetObject* self, PyObject* Py_UNUSED(ignored)) {
+  if (dataset_check_open(self) != 0) return NULL;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  struct ArrowSchema schema;
+  int rc = sluice_dataset_full_schema(self->dataset, &schema, &error);
+  if (rc != 0) {
+    if (error.code == 0) error.code = rc;
+    return sp_raise_error(&error);
+  }
+  return (PyObject*)sp_schema_wrap(&schema);
+}
+
+static PyObject* dataset_is_partition_key(DatasetObject* self, PyObject* name) {
+  if (dataset_check_open(self) != 0) return NULL;
+  const char* column = PyUnicode_AsUTF8(name);
+  if (column == NULL) return NULL;
+  return PyBool_FromLong(sluice_dataset_is_partition_key(self->dataset, column));
+}
+
 static PyObject* dataset_get_format(DatasetObject* self, void* Py_UNUSED(closure)) {
   if (dataset_check_open(self) != 0) return NULL;
   return PyUnicode_FromString(sluice_dataset_format(self->dataset));
@@ -447,6 +469,10 @@ static PyGetSetDef dataset_getset[] = {
 
 static PyMethodDef dataset_methods[] = {
     {"schema", (PyCFunction)dataset_schema, METH_NOARGS, "The (projected) _Schema."},
+    {"full_schema", (PyCFunction)dataset_full_schema, METH_NOARGS,
+     "The _Schema of every column, projected or not (those a filter may name)."},
+    {"is_partition_key", (PyCFunction)dataset_is_partition_key, METH_O,
+     "is_partition_key(name) -> whether column `name` comes from key=value directories."},
     {"scan", (PyCFunction)(void (*)(void))dataset_scan, METH_VARARGS | METH_KEYWORDS,
      "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0, ordered=-1, "
      "memory=0, placement=None, split_rows=None) -> _Scanner over all splits or splits "

@@ -826,6 +826,21 @@ int sluice_dataset_schema(struct sluice_dataset* dataset, struct ArrowSchema* ou
                                error);
 }
 
+int sluice_dataset_full_schema(struct sluice_dataset* dataset, struct ArrowSchema* out,
+                               struct sluice_error* error) {
+  SL_ERROR_OR_SCRATCH(error);
+  if (dataset == NULL || out == NULL) {
+    return sl_error_set(error, EINVAL, "sluice_dataset_full_schema: NULL argument");
+  }
+  return sl_dataset_name_error(
+      dataset, sl_schema_copy(&dataset->full_schema, dataset->alloc, out, error), error);
+}
+
+int sluice_dataset_is_partition_key(struct sluice_dataset* dataset, const char* column) {
+  if (dataset == NULL || column == NULL) return 0;
+  return sl_files_reader_is_partition_column(dataset->format, dataset->reader, column);
+}
+
 int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice_error* error) {
   SL_ERROR_OR_SCRATCH(error);
   if (ds == NULL || changed == NULL) {

@@ -1354,6 +1354,19 @@ int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* r
   return 0;
 }
 
+int sl_files_reader_is_partition_column(const struct sl_format_reader* vtable, void* reader,
+                                        const char* name) {
+  if (vtable == NULL || vtable->split_open != files_split_open || name == NULL) return 0;
+  const struct sl_files_reader* f = reader;
+  for (int64_t j = 0; j < f->n_hive_cols; ++j) {
+    if (strcmp(f->hive.keys[f->hive_keys[j]], name) == 0) return 1;
+  }
+  for (int64_t c = 0; f->key_of_column != NULL && c < f->n_file_cols; ++c) {
+    if (f->key_of_column[c] >= 0 && strcmp(f->hive.keys[f->key_of_column[c]], name) == 0) return 1;
+  }
+  return 0;
+}
+
 int64_t sl_files_reader_objects(const struct sl_format_reader* vtable, void* reader,
                                 const struct sl_format_reader** format) {
   if (vtable == NULL || vtable->split_open != files_split_open) return 0;

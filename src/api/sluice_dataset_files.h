@@ -40,6 +40,11 @@ int sl_files_reader_open(const struct sl_format_reader* format,
 int sl_files_reader_key_is_column(const struct sl_format_reader* vtable, void* reader,
                                   const char* key);
 
+/// When `vtable` is a files reader's: whether the dataset's column `name`
+/// takes its values from key=value directories. Otherwise 0.
+int sl_files_reader_is_partition_column(const struct sl_format_reader* vtable, void* reader,
+                                        const char* name);
+
 /// When `vtable` is a files reader's (from sl_files_reader_open): sets
 /// *format to the real format and returns the number of objects, whose
 /// statistics sl_files_reader_object_stats gives. Otherwise 0.

@@ -1616,6 +1616,30 @@ static void test_hive_partitions_and_lists(void** unused) {
   struct sluice_dataset* ds = NULL;
   assert_int_equal(sluice_dataset_open_many(bad, 2, NULL, &ds, &error), EINVAL);
   assert_non_null(strstr(error.message, "standard input"));
+  // A projection keeps a filter's columns in the full schema, and the keys
+  // are told from the objects' columns (the Python layer checks filter
+  // values' types with them).
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  const char* only_a[] = {"a"};
+  options.columns = only_a;
+  options.n_columns = 1;
+  assert_int_equal(sluice_dataset_open(dir, &options, &ds, &error), 0);
+  struct ArrowSchema full, projected;
+  assert_int_equal(sluice_dataset_schema(ds, &projected, &error), 0);
+  assert_int_equal(sluice_dataset_full_schema(ds, &full, &error), 0);
+  assert_int_equal(projected.n_children, 1);
+  assert_int_equal(full.n_children, 3);
+  assert_string_equal(full.children[1]->name, "k");
+  assert_string_equal(full.children[1]->format, "l");
+  projected.release(&projected);
+  full.release(&full);
+  assert_int_equal(sluice_dataset_is_partition_key(ds, "k"), 1);
+  assert_int_equal(sluice_dataset_is_partition_key(ds, "city"), 1);
+  assert_int_equal(sluice_dataset_is_partition_key(ds, "a"), 0);
+  assert_int_equal(sluice_dataset_is_partition_key(ds, "nope"), 0);
+  assert_int_equal(sluice_dataset_full_schema(ds, NULL, &error), EINVAL);
+  sluice_dataset_close(ds);
   remove_tree(dir);
 }
 
