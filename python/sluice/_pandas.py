@@ -784,15 +784,18 @@ class _Stored:
     boolean, string, Float32, int64[pyarrow], ...; None for a numpy one),
     made through pyarrow when `arrow` (pyarrow, for an ArrowDtype or another
     dtype only pyarrow's arrays make) is not None; `tz` the zone of a
-    datetimetz column."""
+    datetimetz column; `ordered` the ordered flag of a categorical that the
+    Arrow type does not keep (an Avro file's: its enums have none, and its
+    integers no categories), else None."""
 
-    __slots__ = ("dtype", "arrow", "arrow_type", "tz")
+    __slots__ = ("dtype", "arrow", "arrow_type", "tz", "ordered")
 
-    def __init__(self, dtype, arrow, arrow_type, tz):
+    def __init__(self, dtype, arrow, arrow_type, tz, ordered=None):
         self.dtype = dtype
         self.arrow = arrow
         self.arrow_type = arrow_type  # (the column's, as pyarrow's type)
         self.tz = tz
+        self.ordered = ordered
 
 
 def _stored_dtypes(pd, schema):
@@ -824,6 +827,7 @@ def _stored_dtypes(pd, schema):
         return stored
     names = [f.name for f in fields]
     made = {}
+    avro = "avro.schema" in schema.metadata
     for column in columns:
         if not isinstance(column, dict):
             continue
@@ -834,9 +838,17 @@ def _stored_dtypes(pd, schema):
         if stored[i] is not None:  # (an extension type says more)
             continue
         t = fields[i].type
+        extra = column.get("metadata")
+        if avro and column.get("pandas_type") == "categorical" and isinstance(extra, dict) and \
+                isinstance(extra.get("ordered"), bool) and \
+                (t.dictionary is None or t.ordered != extra["ordered"]):
+            # (Avro keeps a categorical as an enum without order, or as its
+            # values: pd.read_parquet / read_feather give the Categorical
+            # back from Arrow's dictionary type)
+            stored[i] = _Stored(None, None, None, None, extra["ordered"])
+            continue
         dtype, arrow = _stored_dtype(pd, column.get("numpy_type"), t, made)
         tz = None
-        extra = column.get("metadata")
         if column.get("pandas_type") == "datetimetz" and isinstance(extra, dict) and \
                 t.kind == "timestamp" and isinstance(extra.get("timezone"), str) and \
                 extra["timezone"] != t.tz:
@@ -908,6 +920,18 @@ def _stored_dtype(pd, spelled, t, made):
 def _restore(pd, stored, values):
     """`values` (a column as _column made it) in the dtype or zone stored."""
     np = _np()
+    if stored.ordered is not None:
+        if isinstance(values, pd.Categorical):
+            return values.set_ordered(stored.ordered)
+        # The values as categories, in order, as pandas makes a Categorical
+        # of them (those no row holds are not in an Avro file); a missing
+        # value is code -1.
+        codes, uniques = pd.factorize(values, sort=True)
+        numpy_dtype = getattr(uniques.dtype, "numpy_dtype", None)
+        if numpy_dtype is not None:  # (Int64's: the categories an int64 Index)
+            uniques = uniques.to_numpy(dtype=numpy_dtype)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(uniques),
+                                         ordered=stored.ordered)
     if stored.tz is not None:  # (as pyarrow: the values are UTC instants)
         index = pd.DatetimeIndex(values)
         if index.tz is None:

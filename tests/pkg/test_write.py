@@ -1303,3 +1303,53 @@ def test_ipc_file_nested_dictionaries(tmp_path):
                            "between batches, and its values hold a dictionary"):
             sluice.write(t, tmp_path / "nd.arrow", **kw)
         assert not (tmp_path / "nd.arrow").exists()
+
+
+AVRO_CATEGORICALS = """pd.DataFrame({
+    "cat": pd.Categorical(["a", "b", None, "a", "c", "b"]),
+    "ocat": pd.Categorical(["c", "a", None, "a", "b", "c"], categories=["c", "x", "b", "a"],
+                           ordered=True),
+    "icat": pd.Categorical([3, 1, None, 1, 2, 3], ordered=True),
+    "ucat": pd.Categorical(np.array([3, 1, 1, 1, 2, 3], dtype="uint8")),
+    "fcat": pd.Categorical([1.5, 2.5, None, 1.5, 1.5, 1.5])})"""
+
+
+@pytest.mark.parametrize("pyarrow_writes", [True, False])
+@pytest.mark.parametrize("pyarrow_reads", [True, False])
+def test_pandas_categoricals_round_trip_through_avro(tmp_path, pyarrow_writes, pyarrow_reads):
+    """A categorical written to Avro comes back from read_pandas as pandas'
+    Arrow readers give it from Feather: its ordered flag (an Avro enum has
+    none; the "pandas" metadata recorded it) and, for numbers (written as
+    their values), a Categorical rather than a column of them; with and
+    without pyarrow on either side."""
+    path = tmp_path / "cats.avro"
+    code = f"""
+import sys
+if not {pyarrow_writes}:
+    sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+sluice.write({AVRO_CATEGORICALS}, {str(path)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    df = eval(AVRO_CATEGORICALS)
+    feather = tmp_path / "cats.arrow"
+    df.to_feather(feather)
+    want = pd.read_feather(feather)
+    pd.testing.assert_frame_equal(want, df)
+    if pyarrow_reads:
+        pd.testing.assert_frame_equal(sluice.read_pandas(path), want)
+        pd.testing.assert_frame_equal(sluice.read(path).to_pandas(), want)
+        return
+    # (the frame as pandas makes it without pyarrow: what write took)
+    code = f"""
+import sys
+sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+df = {AVRO_CATEGORICALS}
+pd.testing.assert_frame_equal(sluice.read_pandas({str(path)!r}), df)
+pd.testing.assert_frame_equal(sluice.read({str(path)!r}).to_pandas(), df)
+assert "pyarrow" not in [m for m in sys.modules if sys.modules[m] is not None], "pyarrow imported"
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
