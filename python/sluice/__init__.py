@@ -92,6 +92,10 @@ def _commas_to_bars(spec):
     return "".join(out) if depth == 0 else spec.replace(",", "|")
 
 
+# Options whose values are characters or text (CSV's reader and writer).
+_TEXT_OPTIONS = ("delimiter", "sep", "delim", "quote", "escape", "comment", "line_terminator")
+
+
 def _options_string(options):
     """{key: value} -> b"key=value,key=value" (booleans as true/false), in
     UTF-8 (a path in it, reader_schema=, need not be: its bytes are kept)."""
@@ -99,6 +103,10 @@ def _options_string(options):
     for key, value in options.items():
         if value is None:
             continue
+        if key in _TEXT_OPTIONS and not isinstance(value, (str, bool)):
+            # (delimiter=5 was the delimiter "5"; pandas and pyarrow raise
+            # TypeError)
+            raise TypeError("option %s must be a str, not %s" % (key, type(value).__name__))
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif key == "schema":
@@ -225,15 +233,18 @@ def _destination(dst):
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
           hive_partitioning=True, union_by_name=False, filters=None):
     if isinstance(columns, str):
-        columns = [columns]
-    elif columns is not None:
+        # (as pyarrow's read_table refuses it; pandas reads one column per
+        # character)
+        raise InvalidArgumentError(_errno.EINVAL, "columns must be a list of column names, "
+                                   "not one name (columns=[%r])" % (columns,))
+    if columns is not None:
         # (columns=5 was "'int' object is not iterable"; b"ab" the names 97, 98)
         try:
             if isinstance(columns, (bytes, bytearray)):
                 raise TypeError
             columns = list(columns)
         except TypeError:
-            raise TypeError("columns must be a list of column names (str), one name, or None "
+            raise TypeError("columns must be a list of column names (str) or None "
                             "(all columns), not %s" % type(columns).__name__) from None
         for name in columns:
             if not isinstance(name, (str, bytes)):
@@ -263,6 +274,12 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                                        % (name, most, value))
     limit, threads, batch_rows, memory = (counts["limit"], counts["threads"],
                                           counts["batch_rows"], counts["memory"])
+    # (ordered="no" was true)
+    for name, value in (("ordered", ordered), ("hive_partitioning", hive_partitioning),
+                        ("union_by_name", union_by_name)):
+        if not isinstance(value, bool) and getattr(getattr(value, "dtype", None), "kind",
+                                                   "") != "b":
+            raise TypeError("%s must be True or False, not %s" % (name, type(value).__name__))
     format_options = dict(format_options)
     ca_bundle, insecure = _tls_settings(format_options)
     timeout = _timeout(format_options)

@@ -351,8 +351,9 @@ def test_columns_must_be_names(tmp_path):
     """columns=5 was "'int' object is not iterable" (pyarrow's read_table
     raises ValueError "Expected a list or a dict for 'columns'"); a
     TypeError now names columns and what it takes, in read, scan, schema,
-    stats and read_pandas alike. One name, a tuple, a generator of names
-    still choose columns, as pyarrow takes them."""
+    stats and read_pandas alike. A tuple, a generator of names still choose
+    columns, as pyarrow takes them; one name (a str) is a ValueError, as
+    pyarrow raises it (it was taken as [name])."""
     import pyarrow.parquet as pq
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), path)
@@ -361,12 +362,49 @@ def test_columns_must_be_names(tmp_path):
     for how in (sluice.read, sluice.scan, sluice.schema, sluice.stats, sluice.read_pandas):
         for bad in (5, 1.5, b"ab", object()):
             with pytest.raises(TypeError, match=r"^columns must be a list of column names "
-                                                r"\(str\), one name, or None \(all columns\), "
+                                                r"\(str\) or None \(all columns\), "
                                                 r"not " + type(bad).__name__):
                 how(path, columns=bad)
         with pytest.raises(TypeError, match=r"^columns must be a list of column names \(str\), "
                                             r"not of int \(0\): columns are chosen by name"):
             how(path, columns=[0])
-    for ok in ("b", ["b"], ("b",), (n for n in ["b"])):
+        with pytest.raises(ValueError, match=r"columns"):
+            pq.read_table(path, columns="b")
+        with pytest.raises(sluice.InvalidArgumentError,
+                           match=r"^columns must be a list of column names, not one name "
+                                 r"\(columns=\['b'\]\)"):
+            how(path, columns="b")
+    for ok in (["b"], ("b",), (n for n in ["b"])):
         assert sluice.read(path, columns=ok).column_names == \
             pq.read_table(path, columns=["b"]).column_names
+
+
+def test_flags_and_text_options_must_have_their_type(tmp_path):
+    """ordered="no" was true (bool() of any non-empty str), as were
+    hive_partitioning and union_by_name; delimiter=5 was the delimiter "5"
+    (pandas' read_csv and pyarrow's ParseOptions raise TypeError): now
+    TypeErrors that name the argument."""
+    import io
+    import pandas as pd
+    import pyarrow.csv as pacsv
+    path = tmp_path / "t.csv"
+    path.write_text("a5b\n152\n")
+    with pytest.raises(TypeError):
+        pd.read_csv(io.StringIO(path.read_text()), delimiter=5)
+    with pytest.raises(TypeError):
+        pacsv.ParseOptions(delimiter=5)
+    for key in ("delimiter", "sep", "quote", "escape", "comment"):
+        with pytest.raises(TypeError, match="^option %s must be a str, not int" % key):
+            sluice.read(path, **{key: 5})
+    with pytest.raises(TypeError, match="^option delimiter must be a str, not bytes"):
+        sluice.read(path, delimiter=b";")
+    with pytest.raises(TypeError, match="^option delimiter must be a str, not int"):
+        sluice.write(pa.table({"a": [1]}), tmp_path / "o.csv", delimiter=5)
+    assert not (tmp_path / "o.csv").exists()
+    for name in ("ordered", "hive_partitioning", "union_by_name"):
+        for bad in ("no", 1, None):
+            with pytest.raises(TypeError, match="^%s must be True or False, not %s"
+                               % (name, type(bad).__name__)):
+                sluice.read(path, **{name: bad})
+    np = pytest.importorskip("numpy")
+    assert sluice.read(path, ordered=np.False_, delimiter="5").column_names == ["a", "b"]
