@@ -268,9 +268,9 @@ static int append_timestamp(struct sl_text* out, int64_t value, const struct sl_
 
 /// Decimal128/256: little-endian two's complement integers of `width` bytes,
 /// printed with `scale` digits after the point.
-static int append_decimal(struct sl_text* out, const uint8_t* bytes, int width, int scale) {
-  uint32_t limbs[8];
-  int n_limbs = width / 4;
+int sl_text_append_decimal(struct sl_text* out, const uint8_t* bytes, int width, int scale) {
+  uint32_t limbs[8] = {0};
+  int n_limbs = width == 32 ? 8 : 4;
   for (int i = 0; i < n_limbs; ++i) {
     memcpy(&limbs[i], bytes + 4 * i, 4);
   }
@@ -733,7 +733,7 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
     case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
       int width = type->id == SL_TYPE_DECIMAL128 ? 16 : 32;
       // Decimals are JSON numbers: exact digits, no float rounding.
-      rc = append_decimal(out, (const uint8_t*)data + p * width, width, type->scale);
+      rc = sl_text_append_decimal(out, (const uint8_t*)data + p * width, width, type->scale);
       break;
     }
     case SL_TYPE_DATE32: case SL_TYPE_DATE64: {

@@ -92,6 +92,11 @@ int sl_value_render(const struct sl_text_field* field, const struct ArrowArray* 
 /// UTF-8 become \u00XX escapes of the byte.
 int sl_text_append_json_string(struct sl_text* out, const char* s, size_t n);
 
+/// Appends the decimal128/256 value at `bytes` (little-endian two's
+/// complement, `width` 16 or 32 bytes) with `scale` digits after the point,
+/// as sl_value_render spells it (for messages naming a value).
+int sl_text_append_decimal(struct sl_text* out, const uint8_t* bytes, int width, int scale);
+
 /// Appends data[0, n) as lowercase hex, two digits a byte (how binary values
 /// are spelled).
 int sl_text_append_hex(struct sl_text* out, const uint8_t* data, int64_t n);

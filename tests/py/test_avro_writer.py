@@ -941,7 +941,7 @@ def test_fixed_decimal_value_too_wide_is_an_error(tmp_path, sluice):
     write_arrow(src, table.cast(pa.schema([pa.field("d", pa.decimal128(4, 0), nullable=False)],
                                           table.schema.metadata), safe=False))
     err = sluice.expect_error("convert", src, tmp_path / "out.avro").stderr.decode()
-    assert "'d'" in err and "row 1" in err and "fixed" in err
+    assert "'d'" in err and "row 1" in err and "precision 4" in err
 
 
 def test_wide_table_names_repeated_far_apart_are_refused(tmp_path, sluice):
@@ -965,3 +965,72 @@ def test_wide_table_names_repeated_far_apart_are_refused(tmp_path, sluice):
     schema, _, rows = fastavro_rows(tmp_path / "o.avro")
     assert [f["name"] for f in schema["fields"]] == ["a_b", *names[1:]]
     assert rows == [dict(zip(["a_b", *names[1:]], range(n)))]
+
+
+def decimal_past_precision(value: str, typ: pa.DataType) -> pa.Array:
+    """One decimal of `typ` holding `value`, which may have more digits than
+    its precision (Arrow does not check it; pyarrow passes such arrays
+    through, as arrow-testing's generated_decimal files hold them)."""
+    unscaled = int(decimal.Decimal(value).scaleb(typ.scale))
+    raw = unscaled.to_bytes(typ.bit_width // 8, "little", signed=True)
+    return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(raw)])
+
+
+@pytest.mark.parametrize("value,typ", [
+    ("128.10", pa.decimal128(3, 2)),
+    ("-1000", pa.decimal128(3, 0)),
+    ("1" + "0" * 38, pa.decimal128(38, 0)),  # past 10^38, below 2^127
+    ("12345.6", pa.decimal256(4, 1)),
+    ("1" + "0" * 76, pa.decimal256(76, 0)),  # past 10^76, below 2^255
+])
+def test_decimal_past_its_precision_is_an_error(tmp_path, sluice, value, typ):
+    """A value with more digits than its decimal's precision is refused,
+    naming column, row, value and precision, and leaves no file: fastavro's
+    writer refuses it too, sluice's reader would refuse the file, and
+    fastavro would read another number (128.10 in decimal(3, 2) as 128)."""
+    arr = decimal_past_precision(value, typ)
+    with pytest.raises(pa.ArrowInvalid):
+        arr.validate(full=True)
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "d", "type": {"type": "bytes", "logicalType": "decimal",
+                               "precision": typ.precision, "scale": typ.scale}}]}
+    with pytest.raises(Exception):
+        fastavro.writer(io.BytesIO(), schema, [{"d": decimal.Decimal(value)}])
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    ok = pa.array([decimal.Decimal(0)], typ)
+    write_arrow(src, pa.table({"d": pa.concat_arrays([ok, arr])}))
+    err = sluice.expect_error("convert", src, dst).stderr.decode()
+    assert "'d' row 1" in err and f"decimal value {value} " in err, err
+    assert f"precision {typ.precision}" in err, err
+    assert not dst.exists()
+
+
+def test_arrow_testing_decimals_past_precision_are_refused(tmp_path, sluice):
+    """arrow-testing's generated_decimal files hold values with more digits
+    than their precision (pyarrow's full validation refuses them): the
+    writer names the first such value in row order."""
+    path = (corpora_dir() / "arrow-testing" / "data" / "arrow-ipc-stream" / "integration" /
+            "1.0.0-littleendian" / "generated_decimal.arrow_file")
+    if not path.exists():
+        pytest.skip("arrow-testing corpus missing")
+    table = pa.ipc.open_file(str(path)).read_all()
+    with pytest.raises(pa.ArrowInvalid):
+        table.validate(full=True)
+    first = None
+    for row in range(table.num_rows):
+        for name in table.column_names:
+            col = table.column(name)
+            one = col.slice(row, 1).combine_chunks()
+            if one.null_count == 0:
+                try:
+                    one.validate(full=True)
+                except pa.ArrowInvalid:
+                    first = (name, row, col.type.precision)
+                    break
+        if first is not None:
+            break
+    assert first is not None
+    dst = tmp_path / "out.avro"
+    err = sluice.expect_error("convert", path, dst).stderr.decode()
+    assert f"'{first[0]}' row {first[1]}:" in err and f"precision {first[2]} " in err, err
+    assert not dst.exists()

@@ -77,6 +77,7 @@
 #include "avro_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_decimal.h"
 #include "core/sl_error.h"
 #include "core/sl_name_set.h"
 #include "core/sl_options.h"
@@ -906,6 +907,21 @@ static int value_error(struct aw_ctx* ctx, int code, const char* what, struct sl
 static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct ArrowArray* a,
                   int64_t j, struct sluice_error* error);
 
+/// A decimal value with more digits than its column's precision, named.
+static int decimal_error(struct aw_ctx* ctx, const struct aw_node* node, const uint8_t* le,
+                         int width, struct sluice_error* error) {
+  struct sl_text value;
+  sl_text_init(&value, ctx->alloc);
+  int rc = sl_text_append_decimal(&value, le, width, node->type.scale);
+  rc = sl_error_set(error, ERANGE, "avro: column '%s' row %" PRId64 ": decimal value %s has "
+                    "more digits than the column's precision %d (decimal(%d, %d); cast the "
+                    "column to a wider decimal first)", ctx->column, ctx->row,
+                    rc == 0 ? sl_text_cstr(&value) : "?", (int)node->type.precision,
+                    (int)node->type.precision, (int)node->type.scale);
+  sl_text_reset(&value);
+  return rc;
+}
+
 /// Rows and array or map items between polls of the sink for a cancelled
 /// write (Ctrl-C). The sink polls per MiB it writes, but values may take no
 /// bytes at all: 2^40 rows of a null column ignored SIGTERM for minutes.
@@ -1068,6 +1084,13 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
     case SL_TYPE_DECIMAL128: case SL_TYPE_DECIMAL256: {
       size_t w = node->type.id == SL_TYPE_DECIMAL128 ? 16 : 32;
       const uint8_t* le = (const uint8_t*)a->buffers[1] + (size_t)p * w;
+      // Readers take the schema's precision as a bound (sluice's refuses a
+      // longer value, fastavro reads 128.10 in decimal(3, 2) as 128): a
+      // value past it would read back as an error or another number. Even
+      // at 38 (76) digits: 2^127 (2^255) is past 10^38 (10^76).
+      if (!sl_decimal_fits(le, (int)w, node->type.precision)) {
+        return decimal_error(ctx, node, le, (int)w, error);
+      }
       // Big-endian, then drop leading bytes that only repeat the sign.
       for (size_t i = 0; i < w; ++i) tmp[i] = le[w - 1 - i];
       size_t s = 0;
