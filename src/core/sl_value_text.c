@@ -208,20 +208,12 @@ static int append_time_of_day(struct sl_text* out, int64_t value, enum sl_time_u
   return sl_text_append(out, buf, (size_t)n);
 }
 
-/// A fixed "+HH:MM" / "-HHMM" / "+HH" offset in seconds, or 0 when `tz` is not
-/// a fixed offset.
+/// A fixed offset zone (sl_tz_fixed_offset: Arrow C++'s forms) in seconds,
+/// or 0 when `tz` is not one.
 static int parse_fixed_offset(const char* tz, int64_t* seconds) {
-  if (tz[0] != '+' && tz[0] != '-') return 0;
-  int digits[4], n = 0;
-  for (const char* p = tz + 1; *p != '\0'; ++p) {
-    if (*p == ':' && n == 2) continue;
-    if (*p < '0' || *p > '9' || n == 4) return 0;
-    digits[n++] = *p - '0';
-  }
-  if (n != 2 && n != 4) return 0;
-  int64_t minutes = (digits[0] * 10 + digits[1]) * 60;
-  if (n == 4) minutes += digits[2] * 10 + digits[3];
-  *seconds = (tz[0] == '-' ? -minutes : minutes) * 60;
+  int32_t s;
+  if (!sl_tz_fixed_offset(tz, &s)) return 0;
+  *seconds = s;
   return 1;
 }
 

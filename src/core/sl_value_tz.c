@@ -34,6 +34,21 @@ static int64_t read_be(const uint8_t* p, int bytes) {
   return bytes == 4 ? (int32_t)(uint32_t)v : (int64_t)v;
 }
 
+int sl_tz_fixed_offset(const char* zone, int32_t* seconds) {
+  if (zone[0] != '+' && zone[0] != '-') return 0;
+  const char* p = zone + 1;
+  int d[4];
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2 && *p == ':') ++p;  // the colon is optional, as in Arrow C++
+    if (*p < '0' || *p > '9') return 0;
+    d[i] = *p++ - '0';
+  }
+  int h = d[0] * 10 + d[1], m = d[2] * 10 + d[3];
+  if (*p != '\0' || h > 23 || m > 59) return 0;
+  *seconds = (zone[0] == '-' ? -1 : 1) * (h * 3600 + m * 60);
+  return 1;
+}
+
 /* ---- POSIX TZ strings ("CET-1CEST,M3.5.0,M10.5.0/3") --------------------- */
 
 static const char* parse_name(const char* p) {

@@ -30,6 +30,11 @@ static inline int64_t sl_floor_mod(int64_t a, int64_t b) {
 int sl_tz_load(const char* name, const struct sluice_allocator* alloc, struct sl_tz** out);
 void sl_tz_free(struct sl_tz* tz);
 
+/// A fixed-offset zone as Arrow C++ takes one: "+HH:MM" or "+HHMM" (or
+/// '-'), hours 00..23 and minutes 00..59 ("+05", "+5:30" and "+24:00" are
+/// not zones to it). 1 and *seconds (east of UTC), else 0.
+int sl_tz_fixed_offset(const char* zone, int32_t* seconds);
+
 /// The UTC offset in seconds in effect at `utc_seconds` (seconds since the
 /// epoch, UTC).
 int32_t sl_tz_offset(const struct sl_tz* tz, int64_t utc_seconds);

@@ -792,6 +792,37 @@ def test_timestamp_with_unknown_zone_keeps_its_unit(tmp_path, sluice):
     assert got.column("sv").to_pylist() == ["a", None]
 
 
+@pytest.mark.parametrize("tz", ["+0530", "-0800", "+05:30", "+2359", "-00:00",
+                                "+05", "+2400", "+0560", "+5:30"])
+def test_fixed_offset_zones_as_arrow_cpp_takes_them(tmp_path, sluice, tz):
+    """Arrow C++ takes a fixed offset as +HH:MM or +HHMM (hours below 24,
+    minutes below 60; pyarrow's compute refuses other spellings): those
+    zones come back through Avro as written (+0530 came back as UTC), the
+    others as UTC, as unknown names do. The wall times agree with pyarrow's."""
+    import pyarrow.compute as pc
+    table = pa.table({"t": pa.array([0, 1_700_000_000, None], pa.timestamp("s", tz=tz))})
+    try:
+        want_local = pc.local_timestamp(table.column("t"))
+        arrow_takes = True
+    except pa.ArrowInvalid:
+        arrow_takes = False
+    src, dst, back = tmp_path / "in.arrow", tmp_path / "t.avro", tmp_path / "back.arrow"
+    write_arrow(src, table)
+    sluice.run("convert", src, dst)
+    sluice.run("convert", dst, back)
+    got = feather.read_table(back)
+    assert got.schema.field("t").type == pa.timestamp("s", tz=tz if arrow_takes else "UTC")
+    assert got.column("t").cast(pa.int64()).to_pylist() == [0, 1_700_000_000, None]
+    if arrow_takes:
+        assert pc.local_timestamp(got.column("t")).equals(want_local)
+        # sluice's own rendering shows the same wall times with the offset
+        text = sluice.run("cat", back, "-t", "csv").stdout.decode().splitlines()
+        offset = tz if ":" in tz else tz[:3] + ":" + tz[3:]
+        offset = "+00:00" if offset == "-00:00" else offset
+        assert text[1:3] == [f"{v.as_py():%Y-%m-%d %H:%M:%S}{offset}"
+                             for v in want_local.combine_chunks()[:2]]
+
+
 def test_noted_arrow_types_are_checked_or_ignored(tmp_path, sluice):
     """A file another writer made with "sluice.arrow_type": a value that does
     not fit the noted type is an error naming it; a note that does not fit

@@ -223,15 +223,13 @@ static void apply_logical(json_t* j, struct avro_node* n) {
   }
 }
 
-/// A zone a timestamp's arrow_type may name: an offset ("+01:00") or a
-/// zone of the tz database (a name pyarrow would refuse later is dropped).
+/// A zone a timestamp's arrow_type may name: an offset as Arrow C++ takes
+/// one ("+01:00", "+0100") or a zone of the tz database (a name Arrow
+/// would refuse later is dropped).
 static int known_zone(const char* zone, const struct sluice_allocator* alloc) {
-  size_t len = strlen(zone);
+  int32_t offset;
   if (strcmp(zone, "UTC") == 0) return 1;  // even without a tz database
-  if (len == 6 && (zone[0] == '+' || zone[0] == '-') && isdigit((unsigned char)zone[1]) &&
-      isdigit((unsigned char)zone[2]) && zone[3] == ':' && isdigit((unsigned char)zone[4]) &&
-      isdigit((unsigned char)zone[5]))
-    return 1;
+  if (sl_tz_fixed_offset(zone, &offset)) return 1;
   struct sl_tz* tz = NULL;
   if (sl_tz_load(zone, alloc, &tz) != 0) return 0;
   sl_tz_free(tz);
