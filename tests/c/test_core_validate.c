@@ -80,7 +80,7 @@ static const struct corruption corruptions[] = {
     {SL_VALIDATE_FULL_UTF8, "column 's': invalid UTF-8 in value 0"},
     {SL_VALIDATE_MINIMAL, "column 'li': last offset 60 exceeds the child length (6)"},
     {SL_VALIDATE_MINIMAL, "column 'st.a': length 2 is shorter than its parent's 5"},
-    {SL_VALIDATE_MINIMAL, "column 'i32': has 1 buffers, type 'i' needs 2"},
+    {SL_VALIDATE_MINIMAL, "column 'i32': has 1 buffers, type int32 needs 2"},
     {SL_VALIDATE_MINIMAL, "column 'nul': null_count 9 with length 5"},
     {SL_VALIDATE_MINIMAL, "column 'fsl': child length 5 is shorter than 5 lists of 2"},
     {SL_VALIDATE_FULL_UTF8, "column 'm.entries.key': invalid UTF-8"},
@@ -158,7 +158,7 @@ static void test_validate_shared_dicts(void** state) {
         put_i32(a.children[9], 1, 0, 7);
       } else {
         dict->n_buffers = 2;
-        want = "column 'd.<dictionary>': has 2 buffers, type 'u' needs 3";
+        want = "column 'd.<dictionary>': has 2 buffers, type string needs 3";
       }
       sl_error_clear(&err);
       assert_int_equal(

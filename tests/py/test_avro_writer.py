@@ -287,7 +287,12 @@ def test_names_sanitized(tmp_path, sluice):
     (pa.table({"t": pa.array([100_000], pa.time32("s"))}), "time32 value is not a time of day"),
     (pa.table({"t": pa.array([-1], pa.time64("us"))}), "time64 value is not a time of day"),
     (pa.table({"a b": [1], "a_b": [2]}), "a_b"),
-    (pa.table({"m": pa.array([[(1, 2)]], pa.map_(pa.int32(), pa.int32()))}), "map keys"),
+    # the key type by name, as other messages name types (it was 'i')
+    (pa.table({"m": pa.array([[(1, 2)]], pa.map_(pa.int32(), pa.int32()))}),
+     "column 'm': map keys must be strings (are int32)"),
+    (pa.table({"m": pa.MapArray.from_arrays([0, 1], pa.array(["a"]).dictionary_encode(),
+                                            pa.array(["b"]))}),
+     "map keys must be strings (are dictionary<int32, string>)"),
 ])
 def test_errors(tmp_path, sluice, table, needle):
     src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
@@ -839,7 +844,7 @@ def test_noted_arrow_types_are_checked_or_ignored(tmp_path, sluice):
     proc = subprocess.run([sluice.binary, "convert", str(bad), str(tmp_path / "o.arrow")],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     check_clean_failure(proc)
-    assert "value 300 does not fit the Arrow type 'c'" in proc.stderr.decode(), proc.stderr.decode()
+    assert "value 300 does not fit the Arrow type int8 its schema names (sluice.arrow_type 'c')" in proc.stderr.decode(), proc.stderr.decode()
     for t, values, needle in (
             ({"type": "float", "sluice.arrow_type": "e"}, [1.5, 0.1], "float 0.100000001 is not"),
             ({"type": "int", "logicalType": "time-millis", "sluice.arrow_type": "tts"},

@@ -8,6 +8,7 @@
 #include "avro_internal.h"
 #include "core/sl_decimal.h"
 #include "core/sl_error.h"
+#include "core/sl_type.h"
 #include "core/sl_utf8.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -279,8 +280,10 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
         default: break;  // 'L': a uint64 the writer stored as a non-negative long
       }
       if (v < lo || v > hi) {
-        return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type '%c' "
-                            "its schema names (sluice.arrow_type)", v, (char)op->size);
+        char f[2] = {(char)op->size, '\0'}, tn[32];
+        sl_format_name(f, tn, sizeof tn);
+        return sl_error_set(error, EILSEQ, "value %" PRId64 " does not fit the Arrow type %s "
+                            "its schema names (sluice.arrow_type '%s')", v, tn, f);
       }
       APPEND(append_low_bytes(b, v));
       return 0;

@@ -696,9 +696,11 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
     enum sl_type_id v = node->dict->type.id, k = node->type.id;
     if (!(k == SL_TYPE_INT8 || k == SL_TYPE_UINT8 || k == SL_TYPE_INT16 || k == SL_TYPE_UINT16 ||
           k == SL_TYPE_INT32 || k == SL_TYPE_UINT32 || k == SL_TYPE_INT64 || k == SL_TYPE_UINT64)) {
+      char kn[64], vn[64];
+      sl_format_name(s->format, kn, sizeof kn);
+      sl_format_name(s->dictionary->format, vn, sizeof vn);
       return sl_error_set(error, ENOTSUP, "avro: column '%s': dictionary<%s, %s> has no Avro "
-                          "type (the index is not an integer)", column, s->format,
-                          s->dictionary->format);
+                          "type (the index is not an integer)", column, kn, vn);
     }
     if (v != SL_TYPE_STRING && v != SL_TYPE_LARGE_STRING) {
       // Other values (a pandas Categorical of integers, say) are written
@@ -824,8 +826,15 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         struct sl_type kt;
         SL_RETURN_NOT_OK(sl_type_parse(e->children[0]->format, &kt, error));
         if ((kt.id != SL_TYPE_STRING && kt.id != SL_TYPE_LARGE_STRING) || e->children[0]->dictionary != NULL) {
-          return sl_error_set(error, ENOTSUP, "avro: column '%s': map keys must be strings (are '%s')",
-                              column, e->children[0]->format);
+          const struct ArrowSchema* key = e->children[0];
+          char kn[64], vn[64], both[160];
+          sl_format_name(key->format, kn, sizeof kn);
+          if (key->dictionary != NULL) {
+            sl_format_name(key->dictionary->format, vn, sizeof vn);
+            snprintf(both, sizeof both, "dictionary<%s, %s>", kn, vn);
+          }
+          return sl_error_set(error, ENOTSUP, "avro: column '%s': map keys must be strings (are %s)",
+                              column, key->dictionary != NULL ? both : kn);
         }
         node->n_children = 2;
         node->children = sl_calloc(ctx->alloc, 2, sizeof *node->children);
@@ -1644,8 +1653,9 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   int rc = parse_options(&w->ctx, args, error);
   if (rc == 0 && !w->ctx.have_sync) rc = random_sync(w->ctx.sync, error);
   if (rc == 0 && strcmp(schema->format, "+s") != 0) {
-    rc = sl_error_set(error, EINVAL, "avro: stream of '%s' arrays, expected a struct",
-                      schema->format);
+    char tn[64];
+    sl_format_name(schema->format, tn, sizeof tn);
+    rc = sl_error_set(error, EINVAL, "avro: stream of %s arrays, expected a struct", tn);
   }
   if (rc == 0) rc = sl_schema_copy(schema, w->ctx.alloc, &w->schema, error);
   w->ctx.ns = "";

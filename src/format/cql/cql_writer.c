@@ -815,8 +815,9 @@ static int cql_open(const struct ArrowSchema* schema, struct sl_sink* sink,
     w->columns_ready = 1;
   }
   if (rc == 0 && w->columns.type.id != SL_TYPE_STRUCT) {
-    rc = sl_error_set(error, EINVAL, "%s: stream of '%s' arrays, expected a struct", w->name,
-                      w->schema.format);
+    char tn[64];
+    sl_format_name(w->schema.format, tn, sizeof tn);
+    rc = sl_error_set(error, EINVAL, "%s: stream of %s arrays, expected a struct", w->name, tn);
   }
   if (rc == 0) rc = sl_cql_connect(&w->address, w->name, w->alloc, &w->conn, error);
   if (rc == 0) rc = prepare(w, &w->columns, error);

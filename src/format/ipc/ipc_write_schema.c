@@ -248,8 +248,11 @@ static int build_type(struct fb_builder* b, const struct ArrowSchema* f, const s
       *out = sl_fb_table_end(b);
       return 0;
     }
-    default:
-      return sl_error_set(error, ENOTSUP, "type '%s' cannot be written to Arrow IPC", f->format);
+    default: {
+      char tn[64];
+      sl_type_name(t, tn, sizeof tn);
+      return sl_error_set(error, ENOTSUP, "type %s cannot be written to Arrow IPC", tn);
+    }
   }
 }
 
@@ -285,10 +288,13 @@ static int build_field(struct fb_builder* b, const struct ArrowSchema* f,
     struct sl_type index;
     rc = sl_type_parse(f->format, &index, error);
     if (rc != 0) return sl_error_prefix(error, "column '%s': dictionary index", column);
-    if (index.id < SL_TYPE_INT8 || index.id > SL_TYPE_UINT64)
+    if (index.id < SL_TYPE_INT8 || index.id > SL_TYPE_UINT64) {
+      char tn[64];
+      sl_type_name(&index, tn, sizeof tn);
       return sl_error_set(error, EINVAL,
-                          "column '%s': dictionary index type '%s' is not an integer type",
-                          column, f->format);
+                          "column '%s': dictionary index type %s is not an integer type",
+                          column, tn);
+    }
     int k = (int)(index.id - SL_TYPE_INT8);
     fb_ref index_type = int_table(b, 8 << (k / 2), k % 2 == 0);
     sl_fb_table_start(b);

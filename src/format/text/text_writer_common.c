@@ -53,8 +53,9 @@ int sl_text_writer_open(const struct sl_text_format* format, const struct ArrowS
     w->row_ready = 1;
   }
   if (rc == 0 && w->row.type.id != SL_TYPE_STRUCT) {
-    rc = sl_error_set(error, EINVAL, "stream of '%s' arrays, expected a struct",
-                      w->schema.format);
+    char tn[64];
+    sl_format_name(w->schema.format, tn, sizeof tn);
+    rc = sl_error_set(error, EINVAL, "stream of %s arrays, expected a struct", tn);
   }
   if (rc == 0 && format->start != NULL) rc = format->start(w->ctx, &w->row, sink, error);
   if (rc != 0) {
