@@ -1070,3 +1070,40 @@ def test_arrow_testing_decimals_past_precision_are_refused(tmp_path, sluice):
     err = sluice.expect_error("convert", path, dst).stderr.decode()
     assert f"'{first[0]}' row {first[1]}:" in err and f"precision {first[2]} " in err, err
     assert not dst.exists()
+
+
+def test_uuid_strings_keep_their_logical_type(tmp_path, sluice):
+    """A string with logicalType uuid keeps it through Avro -> Avro (the
+    copy's was a plain string: fastavro gave uuid.UUID for the source, str
+    for the copy); fastavro reads the copy as it reads the source."""
+    src = AVRO_DIR / "duration_uuid.avro"
+    if not src.exists():
+        pytest.skip("arrow-testing corpus missing")
+    dst = tmp_path / "copy.avro"
+    sluice.run("convert", src, dst)
+    want_schema, _, want = fastavro_rows(src)
+    got_schema, _, got = fastavro_rows(dst)
+    field = lambda schema: next(f["type"] for f in schema["fields"] if f["name"] == "uuid_field")
+    assert field(got_schema) == field(want_schema)
+    assert [r["uuid_field"] for r in got] == [r["uuid_field"] for r in want]
+    assert all(isinstance(r["uuid_field"], uuid.UUID) for r in got)
+
+
+def test_uuid_string_that_is_no_uuid_is_an_error(tmp_path, sluice):
+    """A value of such a column that is not a UUID is an error naming column
+    and row: fastavro's writer writes it, and its reader then cannot read
+    the file."""
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "u", "type": {"type": "string", "logicalType": "uuid"}}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [{"u": "not-a-uuid"}])
+    buf.seek(0)
+    with pytest.raises(ValueError):
+        list(fastavro.reader(buf))
+    table = pa.table({"u": pa.array([str(uuid.UUID(int=7)), "not-a-uuid"])}).replace_schema_metadata(
+        {"avro.schema": json.dumps(schema)})
+    src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"
+    write_arrow(src, table)
+    err = sluice.expect_error("convert", src, dst).stderr.decode()
+    assert "column 'u' row 1: value is not a UUID" in err, err
+    assert not dst.exists()

@@ -116,6 +116,7 @@ struct aw_node {
   int null_branch;           ///< unions: the branch nulls take, -1 = none
   int branch_shift;          ///< unions: 1 when "null" was put in front
   int64_t fixed_size;        ///< decimals: written as a fixed of this size (0: bytes)
+  int uuid;                  ///< strings: a uuid logical type (each value checked)
 };
 
 struct aw_buf {
@@ -738,8 +739,13 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
       case SL_TYPE_HALF_FLOAT: t = with_arrow_type(json_string("float"), "e"); break;
       case SL_TYPE_FLOAT: t = json_string("float"); break;
       case SL_TYPE_DOUBLE: t = json_string("double"); break;
-      case SL_TYPE_STRING: t = json_string("string"); break;
-      case SL_TYPE_LARGE_STRING: t = with_arrow_type(json_string("string"), "U"); break;
+      case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING:
+        // A string the source schema has as a uuid stays one (readers such
+        // as fastavro give UUID objects for it), its values checked.
+        node->uuid = src != NULL && src->kind == AVRO_STRING && src->logical == AVRO_LOGICAL_UUID;
+        t = node->uuid ? with_logical("string", "uuid") : json_string("string");
+        if (node->type.id == SL_TYPE_LARGE_STRING) t = with_arrow_type(t, "U");
+        break;
       case SL_TYPE_BINARY: t = json_string("bytes"); break;
       case SL_TYPE_LARGE_BINARY: t = with_arrow_type(json_string("bytes"), "Z"); break;
       case SL_TYPE_FIXED_SIZE_BINARY:
@@ -907,6 +913,18 @@ static float half_to_float(uint16_t h) {
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+/// The spec's uuid string: RFC 4122's 8-4-4-4-12 hex digits.
+static int is_uuid_text(const uint8_t* p, int64_t n) {
+  if (n != 36) return 0;
+  for (int i = 0; i < 36; ++i) {
+    int dash = i == 8 || i == 13 || i == 18 || i == 23;
+    uint8_t c = p[i];
+    int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (dash ? c != '-' : !hex) return 0;
+  }
+  return 1;
 }
 
 static int value_error(struct aw_ctx* ctx, int code, const char* what, struct sluice_error* error) {
@@ -1085,6 +1103,16 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
       return put_bytes(ctx, tmp, w, error);
     }
     case SL_TYPE_STRING: case SL_TYPE_LARGE_STRING: case SL_TYPE_BINARY: case SL_TYPE_LARGE_BINARY:
+      if (node->uuid) {
+        const uint8_t* sp;
+        int64_t sn;
+        string_at(node->type.id, a, p, &sp, &sn);
+        if (!is_uuid_text(sp, sn)) {
+          return value_error(ctx, EINVAL, "value is not a UUID (8-4-4-4-12 hex digits), "
+                             "which the column's logicalType uuid (from the source's Avro "
+                             "schema) requires", error);
+        }
+      }
       return encode_string_at(ctx, node->type.id, a, p, error);
     case SL_TYPE_FIXED_SIZE_BINARY: {
       size_t w = (size_t)node->type.byte_width;
