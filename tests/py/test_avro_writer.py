@@ -1087,6 +1087,18 @@ def test_uuid_strings_keep_their_logical_type(tmp_path, sluice):
     assert field(got_schema) == field(want_schema)
     assert [r["uuid_field"] for r in got] == [r["uuid_field"] for r in want]
     assert all(isinstance(r["uuid_field"], uuid.UUID) for r in got)
+    # a large string keeps both the uuid and its width
+    back = tmp_path / "back.arrow"
+    sluice.run("convert", src, back)
+    table = feather.read_table(back)
+    table = table.cast(pa.schema([f.with_type(pa.large_string()) if f.name == "uuid_field" else f
+                                  for f in table.schema], table.schema.metadata))
+    big, big_avro, again = tmp_path / "big.arrow", tmp_path / "big.avro", tmp_path / "again.arrow"
+    write_arrow(big, table)
+    sluice.run("convert", big, big_avro)
+    assert field(fastavro_rows(big_avro)[0])["logicalType"] == "uuid"
+    sluice.run("convert", big_avro, again)
+    assert feather.read_table(again).schema.field("uuid_field").type == pa.large_string()
 
 
 def test_uuid_string_that_is_no_uuid_is_an_error(tmp_path, sluice):

@@ -251,7 +251,9 @@ static void apply_arrow_type(json_t* j, struct avro_node* n, const struct sluice
   if (len >= sizeof n->arrow_type) return;
   int ok = 0;
   enum avro_logical lt = n->logical;
-  if (lt == AVRO_LOGICAL_NONE && len == 1) {
+  // (A uuid string may be a large one: the writer keeps the logical type.)
+  if ((lt == AVRO_LOGICAL_NONE || (lt == AVRO_LOGICAL_UUID && n->kind == AVRO_STRING)) &&
+      len == 1) {
     const char* allowed = n->kind == AVRO_INT ? "csCS" : n->kind == AVRO_LONG ? "IL"
                           : n->kind == AVRO_FLOAT ? "e" : n->kind == AVRO_STRING ? "U"
                           : n->kind == AVRO_BYTES ? "Z" : "";
