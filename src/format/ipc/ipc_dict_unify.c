@@ -254,8 +254,9 @@ static int remap_indices(struct ipc_unify* u, const struct ipc_unify_column* c,
   int64_t slots = col->offset + col->length;
   const uint8_t* valid = col->null_count != 0 ? col->buffers[0] : NULL;
   const uint8_t* in = col->buffers[1];
-  int64_t max = c->index_signed ? (INT64_C(1) << (8 * w - 1)) - 1
-                                : w == 8 ? INT64_MAX : (INT64_C(1) << (8 * w)) - 1;
+  int64_t max = w == 8 ? INT64_MAX  // (a shift by 63 or 64 is undefined)
+                       : c->index_signed ? (INT64_C(1) << (8 * w - 1)) - 1
+                                         : (INT64_C(1) << (8 * w)) - 1;
   if (c->n - 1 > max) {
     char shown[160];
     return sl_error_set(error, EOVERFLOW, "arrow ipc writer: column '%s': the unified dictionary "

@@ -191,14 +191,17 @@ static int write_dictionary(struct ipc_writer* w, int64_t id, const struct Arrow
                         "column '%s': the dictionary changed between batches (not only by "
                         "appending values), and the Arrow IPC file format cannot replace a "
                         "dictionary; sluice grows one only for string and binary columns "
-                        "(top-level, or a list's values)%s (write the stream format, .arrows)",
-                        e->column, array->null_count > 0 ? " whose dictionaries hold no nulls "
-                                                           "(this one does)" : "");
+                        "(top-level, or the values of a top-level list)%s (write the stream "
+                        "format, .arrows)", e->column,
+                        array->null_count > 0 || e->held_nulls
+                            ? " whose dictionaries hold no null values (one of this column's "
+                              "does)" : "");
     goto done;
   }
   if (!is_delta) rc = sl_ipc_snapshot_set(&e->last, w->alloc, &body, error);
   if (rc != 0) goto done;
   e->last_length = array->length;
+  e->held_nulls |= array->null_count != 0;
   rc = sl_ipc_body_compress(out, w->codec, w->zstd, error);
   struct ipc_block block;
   if (rc == 0) rc = sl_ipc_write_body_message(w->sink, &w->fb, out, id, is_delta, NULL, &block,

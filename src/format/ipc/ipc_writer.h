@@ -45,6 +45,7 @@ struct ipc_dict_entry {
   int written;                      ///< a DictionaryBatch was emitted
   struct ipc_snapshot last;         ///< the dictionary readers now hold
   int64_t last_length;              ///< its rows
+  int held_nulls;                   ///< a dictionary written for it held a null value
 };
 
 struct ipc_dicts {
