@@ -7,6 +7,7 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_type.h"
 #include "core/sl_value_text.h"
 #include "pq_column_internal.h"
 #include "pq_encoding.h"
@@ -185,8 +186,11 @@ int sl_pq_convert_plain_value(const struct pq_field* leaf, const uint8_t* data, 
                         (int)leaf->phys_width);
   uint8_t tmp[64];
   memcpy(tmp, data, (size_t)size);
-  if (convert_fixed(leaf, tmp, 1, out) >= 0)
-    return sl_error_set(error, ERANGE, "bound out of the range of %s", leaf->format);
+  if (convert_fixed(leaf, tmp, 1, out) >= 0) {
+    char type[64];
+    sl_format_name(leaf->format, type, sizeof type);
+    return sl_error_set(error, ERANGE, "bound out of the range of %s", type);
+  }
   return 0;
 }
 
