@@ -798,6 +798,14 @@ class _Stored:
         self.ordered = ordered
 
 
+# Arrow kinds whose values can be a Categorical's categories (an Avro
+# file's "pandas" metadata may call any column categorical).
+_CATEGORY_KINDS = frozenset((
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "halffloat",
+    "float", "double", "bool", "string", "large_string", "binary", "large_binary", "date32",
+    "date64", "timestamp", "decimal"))
+
+
 def _stored_dtypes(pd, schema):
     """A _Stored or None per field, from the "pandas" schema metadata of a
     file pandas wrote (DataFrame.to_parquet / to_feather, pyarrow's
@@ -841,7 +849,8 @@ def _stored_dtypes(pd, schema):
         extra = column.get("metadata")
         if avro and column.get("pandas_type") == "categorical" and isinstance(extra, dict) and \
                 isinstance(extra.get("ordered"), bool) and \
-                (t.dictionary is None or t.ordered != extra["ordered"]):
+                (t.dictionary is None or t.ordered != extra["ordered"]) and \
+                (t.dictionary is not None or t.kind in _CATEGORY_KINDS):
             # (Avro keeps a categorical as an enum without order, or as its
             # values: pd.read_parquet / read_feather give the Categorical
             # back from Arrow's dictionary type)
@@ -921,17 +930,17 @@ def _restore(pd, stored, values):
     """`values` (a column as _column made it) in the dtype or zone stored."""
     np = _np()
     if stored.ordered is not None:
-        if isinstance(values, pd.Categorical):
+        if isinstance(values, pd.Categorical):  # (an enum: its symbols in the categories' order)
             return values.set_ordered(stored.ordered)
-        # The values as categories, in order, as pandas makes a Categorical
-        # of them (those no row holds are not in an Avro file); a missing
-        # value is code -1.
+        # The values as categories, sorted, as pandas makes a Categorical of
+        # them (those no row holds are not in an Avro file); a missing value
+        # is code -1. Unordered: the categories' order is not in the file,
+        # and sorted ones would make min, max and < answer by another order.
         codes, uniques = pd.factorize(values, sort=True)
         numpy_dtype = getattr(uniques.dtype, "numpy_dtype", None)
         if numpy_dtype is not None:  # (Int64's: the categories an int64 Index)
             uniques = uniques.to_numpy(dtype=numpy_dtype)
-        return pd.Categorical.from_codes(codes, categories=pd.Index(uniques),
-                                         ordered=stored.ordered)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(uniques), ordered=False)
     if stored.tz is not None:  # (as pyarrow: the values are UTC instants)
         index = pd.DatetimeIndex(values)
         if index.tz is None:

@@ -1309,7 +1309,7 @@ AVRO_CATEGORICALS = """pd.DataFrame({
     "cat": pd.Categorical(["a", "b", None, "a", "c", "b"]),
     "ocat": pd.Categorical(["c", "a", None, "a", "b", "c"], categories=["c", "x", "b", "a"],
                            ordered=True),
-    "icat": pd.Categorical([3, 1, None, 1, 2, 3], ordered=True),
+    "icat": pd.Categorical([3, 1, None, 1, 2, 3]),
     "ucat": pd.Categorical(np.array([3, 1, 1, 1, 2, 3], dtype="uint8")),
     "fcat": pd.Categorical([1.5, 2.5, None, 1.5, 1.5, 1.5])})"""
 
@@ -1321,7 +1321,8 @@ def test_pandas_categoricals_round_trip_through_avro(tmp_path, pyarrow_writes, p
     Arrow readers give it from Feather: its ordered flag (an Avro enum has
     none; the "pandas" metadata recorded it) and, for numbers (written as
     their values), a Categorical rather than a column of them; with and
-    without pyarrow on either side."""
+    without pyarrow on either side. (Ordered ones written as their values:
+    the next test.)"""
     path = tmp_path / "cats.avro"
     code = f"""
 import sys
@@ -1353,3 +1354,61 @@ assert "pyarrow" not in [m for m in sys.modules if sys.modules[m] is not None], 
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("pyarrow_writes", [True, False])
+def test_ordered_categoricals_avro_keeps_as_values_come_back_unordered(tmp_path,
+                                                                       pyarrow_writes):
+    """An ordered categorical of numbers, or of strings that are not Avro
+    enum symbols, is written as its values: the categories' order is not in
+    the file, so read_pandas gives a Categorical of the values (sorted
+    categories) without the ordered flag, never one ordered by the sorted
+    categories, which made min, max and < answer by another order."""
+    path = tmp_path / "ordered.avro"
+    frame = """pd.DataFrame({
+    "size": pd.Categorical(["small", "extra large", "medium"],
+                           categories=["small", "medium", "extra large"], ordered=True),
+    "rank": pd.Categorical([3, 1, 2], categories=[3, 1, 2], ordered=True)})"""
+    code = f"""
+import sys
+if not {pyarrow_writes}:
+    sys.modules["pyarrow"] = None
+import pandas as pd, sluice
+sluice.write({frame}, {str(path)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    df = eval(frame)
+    got = sluice.read_pandas(path)
+    for c in ("size", "rank"):
+        assert isinstance(got[c].dtype, pd.CategoricalDtype), got.dtypes
+        assert not got[c].cat.ordered, c
+        assert got[c].tolist() == df[c].tolist(), c
+        assert list(got[c].cat.categories) == sorted(set(df[c])), c
+
+
+@pytest.mark.parametrize("avro_type", [{"type": "array", "items": "long"},
+                                       {"type": "record", "name": "R",
+                                        "fields": [{"name": "x", "type": "long"}]}])
+def test_foreign_pandas_metadata_calling_a_nested_column_categorical(tmp_path, avro_type):
+    """An Avro file whose "pandas" metadata (written by another tool, or
+    wrong) calls a list or record column an ordered categorical: read_pandas
+    gives the column's values as they are, as fastavro reads them (it raised
+    TypeError: unhashable type)."""
+    fastavro = pytest.importorskip("fastavro")
+    import json
+    path = tmp_path / "foreign.avro"
+    schema = {"type": "record", "name": "T", "fields": [{"name": "c", "type": avro_type}]}
+    rows = [{"c": [1, 2]}, {"c": [3]}] if avro_type["type"] == "array" else \
+        [{"c": {"x": 1}}, {"c": {"x": 2}}]
+    meta = {"index_columns": [], "columns": [{
+        "name": "c", "field_name": "c", "pandas_type": "categorical", "numpy_type": "int8",
+        "metadata": {"num_categories": 2, "ordered": True}}]}
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), rows,
+                        metadata={"pandas": json.dumps(meta)})
+    got = sluice.read_pandas(path)
+    with open(path, "rb") as f:
+        want = [r["c"] for r in fastavro.reader(f)]
+    values = [list(v) if avro_type["type"] == "array" else v for v in got["c"]]
+    assert values == want
