@@ -231,7 +231,10 @@ def _destination(dst):
 
 
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-          hive_partitioning=True, union_by_name=False, filters=None):
+          hive_partitioning=True, union_by_name=False, filters=None, filter_values=None):
+    """The open dataset. `filter_values`, when given a list, receives
+    (column, value) for every Python filter value (_check_filter_types's,
+    again after a refine)."""
     if isinstance(columns, str):
         # (as pyarrow's read_table refuses it; pandas reads one column per
         # character)
@@ -285,7 +288,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     timeout = _timeout(format_options)
     s3 = _storage_options(format_options.pop("storage_options", None))
     schema_file = _reader_schema_file(format_options)
-    filter_values = []
+    if filter_values is None:
+        filter_values = []
     try:
         try:
             filter_text = _filter_text(filters, filter_values)
@@ -546,12 +550,19 @@ def _check_filter_types(dataset, pairs):
     """Refuses a pyarrow-style filter value whose Python type is not the
     column's (an int on a string column was compared as its text, a str on
     an int column as the number it spells), as pyarrow refuses it, before
-    anything is read. `pairs`: (column, value) for every value, as
-    _filter_text collects them. Text filters are typed by the column, by
-    design."""
+    anything is read, and again after a refine widened a column. `pairs`:
+    (column, value) for every value, as _filter_text collects them. Text
+    filters are typed by the column, by design."""
+    error = _filter_type_error(dataset, pairs)
+    if error is not None:
+        raise error
+
+
+def _filter_type_error(dataset, pairs):
+    """_check_filter_types's error, or None."""
     import datetime
     if not pairs:
-        return
+        return None
     fields = {}
     for f in Schema(dataset.full_schema()).fields:
         fields.setdefault(f.name, f)
@@ -570,9 +581,10 @@ def _check_filter_types(dataset, pairs):
             elif dtype.kind == "timestamp" and getattr(getattr(value, "dtype", None), "kind",
                                                        "") == "M":
                 zone = " without a time zone"
-            raise InvalidArgumentError(
+            return InvalidArgumentError(
                 _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
                 "does not compare with it" % (name, field.type, type(value).__name__, zone, value))
+    return None
 
 
 def _filter_text(filters, pairs=None):
@@ -836,22 +848,28 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
     # whichever splits finished first.
     if limit is not None:
         ordered = True
+    filter_values = []
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-               hive_partitioning, union_by_name, filters)
-    return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather))
+               hive_partitioning, union_by_name, filters, filter_values)
+    return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather), filter_values)
 
 
-def _refining(ds, read_once):
+def _refining(ds, read_once, filter_values):
     """read_once(), again for as long as each failure widened a column type
     inferred from a sample (a later CSV value that did not fit it: int64 ->
     float64 -> string), so that the table has the types of the whole input.
-    Each round widens at least one column, so this ends."""
+    Each round widens at least one column, so this ends. The filter values
+    are checked again on the wider types (an int on a column now string
+    would compare as text)."""
     while True:
         try:
             return read_once()
         except Error:
             if not ds.refine():
                 raise
+            error = _filter_type_error(ds, filter_values)
+            if error is not None:
+                raise error from None
 
 
 # Bytes in flight for a gathered read placed by split row counts when
@@ -917,8 +935,9 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
         ordered = True
     _scan = dict(_scan or {})
     planned = _scan.pop("planned_splits", None)  # sluice.dask: the plan its graph was built on
+    filter_values = []
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-               hive_partitioning, union_by_name, filters)
+               hive_partitioning, union_by_name, filters, filter_values)
     if planned is not None and ds.num_splits != planned:
         now = ds.num_splits
         ds.close()
@@ -933,7 +952,7 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
         with Scanner(ds, **dict(_scan or {}, ordered=1)) as s:
             return batches_to_pandas(s.schema, s)
     # A dask partition keeps the types the graph was built with.
-    return _refining(ds, read_once) if _refine else read_once()
+    return _refining(ds, read_once, filter_values) if _refine else read_once()
 
 
 def schema(src, *, format=None, columns=None, hive_partitioning=True, union_by_name=False,
@@ -962,11 +981,15 @@ def stats(src, *, format=None, columns=None, threads=None, limit=None, hive_part
     character), as Parquet truncates statistics; ``None`` for both when no
     such max exists (64 KiB of 0xFF bytes). ``limit``: the first rows only
     (always computed). Other arguments as for sluice.read."""
+    filter_values = []
     ds = _open(src, format, columns, threads, True, limit, None, None, format_options,
-               hive_partitioning, union_by_name, filters)
+               hive_partitioning, union_by_name, filters, filter_values)
     try:
         out = ds.stats()
         fields = Schema(ds.schema()).fields
+        # The library read a CSV again when a column widened: figures of a
+        # filter whose value no longer fits its column's type are dropped.
+        _check_filter_types(ds, filter_values)
     finally:
         ds.close()
     for s, f in zip(out, fields):  # one per column, in schema order

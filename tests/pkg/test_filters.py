@@ -705,3 +705,63 @@ def test_a_naive_datetime_on_a_column_with_a_zone_is_refused(tmp_path):
         want = pq.read_table(path, filters=[("t", "<", value)]).column("t").to_pylist()
         got = pa.table(sluice.read(path, filters=[("t", "<", value)])).column("t").to_pylist()
         assert got == want and 0 < len(got) < 24, value
+
+
+def _widening_csv(tmp_path):
+    """x: ints in the first rows (the sample, infer_bytes=16) and text at
+    the end, so x is int64 at the open and string after the refine."""
+    path = tmp_path / "late.csv"
+    path.write_text("x,y\n" + "".join("%d,%d\n" % (k, k) for k in range(10)) + "b,10\n")
+    return path
+
+
+def test_a_value_checked_again_after_a_csv_column_widens(tmp_path):
+    """A CSV column sampled as int64 and widened to string by a later
+    value (the read again with the wider types) compared ("x", ">", 5) as
+    the text "5" (kept "6".."9" and "b"): the check runs again on the
+    refined types, as pyarrow, given the whole file's type, refuses int
+    against string. The paths that do not refine (scan, dask partitions)
+    stop at the late value, never with rows compared as text."""
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as pads
+    path = _widening_csv(tmp_path)
+    whole = pacsv.read_csv(path)
+    assert whole.schema.field("x").type == pa.string()
+    with pytest.raises(pa.ArrowNotImplementedError):
+        pads.dataset(whole).to_table(filter=pq.filters_to_expression([("x", ">", 5)]))
+    assert sluice.schema(path, infer_bytes=16).field("x").type.kind == "int64"
+    match = "'x' has type string; a value of type int"
+    with pytest.raises(sluice.InvalidArgumentError, match=match):
+        sluice.read(path, infer_bytes=16, filters=[("x", ">", 5)])
+    with pytest.raises(sluice.InvalidArgumentError, match=match):
+        sluice.read_pandas(path, infer_bytes=16, filters=[("x", ">", 5)])
+    with pytest.raises(sluice.InvalidArgumentError, match=match):
+        sluice.read(path, infer_bytes=16, filters=[[("y", "<", 0)], [("x", "in", [5])]])
+    with pytest.raises(sluice.InvalidArgumentError, match=match):
+        sluice.stats(path, infer_bytes=16, filters=[("x", ">", 5)])
+    with pytest.raises(sluice.Error):
+        list(sluice.scan(path, infer_bytes=16, filters=[("x", ">", 5)]))
+    # (a str value, pyarrow's for the whole file's type, is refused at the
+    # open, on the sampled int64: infer_bytes=all types it by every row)
+    want = pads.dataset(whole).to_table(filter=pq.filters_to_expression([("x", ">", "5")]))
+    got = pa.table(sluice.read(path, infer_bytes="all", filters=[("x", ">", "5")]))
+    assert got.column("x").to_pylist() == want.column("x").to_pylist()
+    # A widening the value still fits (int64 -> float64) keeps it.
+    path2 = tmp_path / "float.csv"
+    path2.write_text("x\n" + "".join("%d\n" % k for k in range(10)) + "2.5\n")
+    want = pads.dataset(pacsv.read_csv(path2)).to_table(
+        filter=pq.filters_to_expression([("x", ">", 5)]))
+    got = pa.table(sluice.read(path2, infer_bytes=8, filters=[("x", ">", 5)]))
+    assert got.column("x").to_pylist() == want.column("x").to_pylist()
+
+
+def test_a_dask_partition_does_not_compare_a_widened_column_as_text(tmp_path):
+    """sluice.dask keeps the graph's types (int64 here): the partition that
+    meets the late text stops, its rows are never compared as text."""
+    pytest.importorskip("dask")
+    import sluice.dask
+    path = _widening_csv(tmp_path)
+    ddf = sluice.dask.read(str(path), infer_bytes=16, filters=[("x", ">", 5)])
+    with pytest.raises(sluice.Error):
+        ddf.compute(scheduler="synchronous")
+
