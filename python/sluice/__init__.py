@@ -293,15 +293,39 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     try:
         try:
             filter_text = _filter_text(filters, filter_values)
-            dataset = _sluice.open(
-                _location(src), format=format,
-                columns=columns,
-                threads=int(threads or 0), ordered=bool(ordered),
-                limit=-1 if limit is None else int(limit), batch_rows=int(batch_rows or 0),
-                memory=int(memory or 0), format_options=_options_string(format_options),
-                hive_partitioning=bool(hive_partitioning), union_by_name=bool(union_by_name),
-                filter=filter_text,
-                ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
+            location = _location(src)
+
+            def opened(row_filter):
+                return _sluice.open(
+                    location, format=format,
+                    columns=columns,
+                    threads=int(threads or 0), ordered=bool(ordered),
+                    limit=-1 if limit is None else int(limit),
+                    batch_rows=int(batch_rows or 0),
+                    memory=int(memory or 0), format_options=_options_string(format_options),
+                    hive_partitioning=bool(hive_partitioning),
+                    union_by_name=bool(union_by_name),
+                    filter=row_filter,
+                    ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
+
+            if any(_is_timedelta(v) for _, v in filter_values):
+                # A timedelta is written as a number in its column's unit,
+                # which only the schema tells: one open without the filter
+                # first (a stream cannot be opened twice).
+                if not _reopenable(location):
+                    raise InvalidArgumentError(
+                        _errno.EINVAL, "filters: a timedelta value needs its column's unit, "
+                        "which a stream (%s) cannot be opened twice to learn: give the "
+                        "duration as an integer in the column's unit" % (location,))
+                probe = opened(None)
+                try:
+                    _check_filter_types(probe, filter_values)
+                    units = {f.name: f.type.unit for f in Schema(probe.full_schema()).fields
+                             if f.type.kind == "duration"}
+                finally:
+                    probe.close()
+                filter_text = _filter_text(filters, [], units)
+            dataset = opened(filter_text)
             try:
                 _check_filter_types(dataset, filter_values)
             except BaseException:
@@ -543,7 +567,61 @@ def _filter_value_fits(value, dtype, key):
         return kind in ("timestamp", "date32", "date64")
     if isinstance(value, datetime.time):
         return kind in ("time32", "time64")
+    if _is_timedelta(value):
+        return kind == "duration"
     return True  # (the library tells what it cannot read as the column's type)
+
+
+def _is_timedelta(value):
+    """datetime.timedelta, pd.Timedelta (a subclass) or np.timedelta64."""
+    import datetime
+    return isinstance(value, datetime.timedelta) or \
+        getattr(getattr(value, "dtype", None), "kind", "") == "m"
+
+
+# numpy's fixed timedelta64 units, as (seconds, per) fractions: seconds / per.
+_SECONDS_PER = {"W": (604800, 1), "D": (86400, 1), "h": (3600, 1), "m": (60, 1), "s": (1, 1),
+                "ms": (1, 10**3), "us": (1, 10**6), "ns": (1, 10**9), "ps": (1, 10**12),
+                "fs": (1, 10**15), "as": (1, 10**18)}
+
+
+def _duration_text(value, unit):
+    """A timedelta as its exact number of `unit` (the column's: s, ms, us,
+    ns), as the library reads a duration value: 1.5 s on a duration[s]
+    column is "1.5", which compares by its exact value as pyarrow compares
+    it (it casts the column to the value's finer unit)."""
+    import datetime
+    import decimal
+    from fractions import Fraction
+    if hasattr(value, "to_timedelta64"):  # pd.Timedelta: its nanoseconds
+        value = value.to_timedelta64()
+    if isinstance(value, datetime.timedelta):
+        seconds = Fraction((value.days * 86400 + value.seconds) * 10**6 + value.microseconds,
+                           10**6)
+    else:
+        import numpy as np
+        if np.isnat(value):
+            raise ValueError("filters compare with numbers, bools, dates, times or text, not "
+                             "NaT (a null passes no condition)")
+        base, count = np.datetime_data(value.dtype)
+        if base not in _SECONDS_PER:  # (months and years have no fixed length)
+            raise ValueError("filters: %r has no fixed length in seconds" % (value,))
+        seconds = int(value.astype(np.int64)) * count * Fraction(*_SECONDS_PER[base])
+    units = seconds * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit]
+    if units.denominator == 1:
+        return str(units.numerator)
+    with decimal.localcontext() as context:  # (a power of ten divides it: exact)
+        context.prec = 80
+        return format(decimal.Decimal(units.numerator) / units.denominator, "f")
+
+
+def _reopenable(location):
+    """Whether a location can be opened again (not a stream read once)."""
+    if isinstance(location, list):
+        return all(_reopenable(one) for one in location)
+    if not isinstance(location, str):
+        return True  # (a buffer in memory)
+    return location != "-" and not location.startswith(("/dev/fd/", "/dev/stdin", "/proc/"))
 
 
 def _check_filter_types(dataset, pairs):
@@ -587,13 +665,14 @@ def _filter_type_error(dataset, pairs):
     return None
 
 
-def _filter_text(filters, pairs=None):
+def _filter_text(filters, pairs=None, units=None):
     """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
     "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
     or a list of such lists, any of which may hold (pyarrow's disjunctive
     normal form), groups joined by ';'; or such a string as it is. On
     partition keys they choose objects, on other columns rows. Appends
-    (column, value) for every value to `pairs` (_check_filter_types's)."""
+    (column, value) for every value to `pairs` (_check_filter_types's).
+    `units`: the unit of each duration column, for timedelta values."""
     if filters is None or isinstance(filters, str):
         return filters
     if not isinstance(filters, (list, tuple)):
@@ -613,10 +692,10 @@ def _filter_text(filters, pairs=None):
                                     for g in filters):
         if any(not g for g in filters):
             raise ValueError("filters: an empty group in %r" % (filters,))
-        return ";".join(_filter_text(list(g), pairs) for g in filters)
+        return ";".join(_filter_text(list(g), pairs, units) for g in filters)
     from urllib.parse import quote
 
-    def text(v):
+    def text(v, key):
         if v is None:
             raise ValueError("filters compare with numbers, bools, dates, times or text, not None "
                              "(a null passes no condition)")
@@ -632,6 +711,8 @@ def _filter_text(filters, pairs=None):
             # form (no integer lies between that and the double).
             f = float(v)
             return str(int(f)) if f.is_integer() else repr(f)
+        if _is_timedelta(v) and units is not None and key in units:
+            return _duration_text(v, units[key])
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []
@@ -647,11 +728,11 @@ def _filter_text(filters, pairs=None):
             if pairs is not None:
                 pairs.extend((key, v) for v in values)
             parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
-                                     "|".join(text(v) for v in values)))
+                                     "|".join(text(v, key) for v in values)))
         elif op in _FILTER_OPS:
             if pairs is not None:
                 pairs.append((key, value))
-            parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value)))
+            parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value, key)))
         else:
             raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"
                              % (op,))

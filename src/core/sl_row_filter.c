@@ -484,9 +484,12 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     } else {
       ok = literal(c->format, c->kind, v, vn, &value, &why);
       // Another number on an integer column, a date-time on a date column:
-      // compared as DuckDB and pyarrow compare them.
+      // compared as DuckDB and pyarrow compare them. A duration's is a
+      // number of its unit (Python writes a timedelta of 1.5 s so on a
+      // duration[s] column): compared by its exact value, as pyarrow
+      // compares a timedelta finer than the column.
       const int plain_int = (c->kind == SL_FILTER_INT || c->kind == SL_FILTER_UINT) &&
-                            c->format[0] != 't';
+                            (c->format[0] != 't' || c->format[1] == 'D');
       const int date = c->format[0] == 't' && c->format[1] == 'd';
       const int clock = c->format[0] == 't' && (c->format[1] == 't' || c->format[1] == 's');
       if (!ok && (plain_int || date || clock)) {

@@ -282,6 +282,26 @@ static void test_numbers_on_integer_columns_compare_exactly(void** state) {
   assert_int_equal(bound(SL_FILTER_INT, "", SL_FILTER_EQ, &v), -2);
 }
 
+/// A duration's value is a number of its unit, bounded exactly as on an
+/// integer column (Python writes a timedelta of 1.5 s so on duration[s]).
+static void test_numbers_on_duration_columns_compare_exactly(void** state) {
+  (void)state;
+  struct sluice_error err;
+  struct ArrowSchema s;
+  assert_int_equal(sl_schema_init(&s, NULL, "+s", "", 0, 1, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0], NULL, "tDs", "d", 2, 0, &err), 0);
+  struct sl_row_filter* f = parse_ok(&s, "d>1.5,d>=1.5,d<-2.5,d=3");
+  assert_int_equal(f->n_conditions, 4);
+  const struct sl_filter_condition* c = f->conditions;
+  assert_true(c[0].op == SL_FILTER_GT && c[0].values[0].i == 1);
+  assert_true(c[1].op == SL_FILTER_GE && c[1].values[0].i == 2);
+  assert_true(c[2].op == SL_FILTER_LT && c[2].values[0].i == -2);
+  assert_true(c[3].op == SL_FILTER_EQ && c[3].values[0].i == 3);
+  sl_row_filter_free(f);
+  expect_error(&s, "d>1s", EINVAL, "'1s' is not an integer (the duration in the column's unit)");
+  s.release(&s);
+}
+
 /// Any number of values (more than 256 were refused), kept sorted for
 /// bisection (NaNs last); a long condition is quoted by its start.
 static void test_values_any_number_sorted(void** state) {
@@ -342,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_or_groups),
       cmocka_unit_test(test_range_test_is_sound_and_tight),
       cmocka_unit_test(test_numbers_on_integer_columns_compare_exactly),
+      cmocka_unit_test(test_numbers_on_duration_columns_compare_exactly),
       cmocka_unit_test(test_times_finer_than_the_unit_are_bounded),
       cmocka_unit_test(test_values_any_number_sorted),
       cmocka_unit_test(test_allocation_failures),
