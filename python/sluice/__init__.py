@@ -325,7 +325,16 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                 finally:
                     probe.close()
                 filter_text = _filter_text(filters, [], units)
-            dataset = opened(filter_text)
+            try:
+                dataset = opened(filter_text)
+            except InvalidArgumentError:
+                # The library parses the values as their columns' types
+                # ("'b' is not an integer"): a value of another Python type
+                # is told as the check after the open tells it.
+                better = _filter_type_error_of(location, opened, filter_values)
+                if better is not None:
+                    raise better from None
+                raise
             try:
                 _check_filter_types(dataset, filter_values)
             except BaseException:
@@ -622,6 +631,22 @@ def _reopenable(location):
     if not isinstance(location, str):
         return True  # (a buffer in memory)
     return location != "-" and not location.startswith(("/dev/fd/", "/dev/stdin", "/proc/"))
+
+
+def _filter_type_error_of(location, opened, pairs):
+    """The error _check_filter_types gives for `pairs`, on the schema of an
+    open without the filter (`opened(None)`), or None (no such mismatch,
+    or no open without the filter is possible)."""
+    if not pairs or not _reopenable(location):
+        return None
+    try:
+        probe = opened(None)
+    except Error:
+        return None
+    try:
+        return _filter_type_error(probe, pairs)
+    finally:
+        probe.close()
 
 
 def _check_filter_types(dataset, pairs):
