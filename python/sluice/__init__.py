@@ -277,11 +277,16 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                                        % (name, most, value))
     limit, threads, batch_rows, memory = (counts["limit"], counts["threads"],
                                           counts["batch_rows"], counts["memory"])
-    # (ordered="no" was true)
+    # (ordered="no" was true; 0 and 1 are taken as pyarrow's flags take
+    # them, and None is the default)
+    ordered = True if ordered is None else ordered
+    hive_partitioning = True if hive_partitioning is None else hive_partitioning
+    union_by_name = False if union_by_name is None else union_by_name
     for name, value in (("ordered", ordered), ("hive_partitioning", hive_partitioning),
                         ("union_by_name", union_by_name)):
-        if not isinstance(value, bool) and getattr(getattr(value, "dtype", None), "kind",
-                                                   "") != "b":
+        if isinstance(value, (str, bytes)) or not (
+                isinstance(value, (bool, int)) or
+                getattr(getattr(value, "dtype", None), "kind", "") in ("b", "i", "u")):
             raise TypeError("%s must be True or False, not %s" % (name, type(value).__name__))
     format_options = dict(format_options)
     ca_bundle, insecure = _tls_settings(format_options)
@@ -549,7 +554,7 @@ def _filter_value_fits(value, dtype, key):
     (its values' type, for a dictionary): as pyarrow's filters take them
     (its compute kernels refuse the others), with an integer also on a
     duration or decimal column (the README's "another number"), and text
-    on a date partition key (`key`: pyarrow's is text)."""
+    on a partition key (`key`), as pyarrow takes it."""
     import datetime
     import decimal
     kind = dtype.kind
@@ -560,8 +565,8 @@ def _filter_value_fits(value, dtype, key):
         return kind in _NUMBER_KINDS or kind == "duration"
     if isinstance(value, (float, decimal.Decimal)) or numpy_kind == "f":
         return kind in _NUMBER_KINDS
-    if isinstance(value, str) and kind in ("date32", "date64"):
-        return key  # (pyarrow reads such a key as text: "2024-01-02" too)
+    if isinstance(value, str) and key:
+        return True  # (pyarrow takes text on a partition key: "2024", "2024-01-02")
     if isinstance(value, (str, bytes)):
         return kind in _TEXT_KINDS
     if isinstance(value, datetime.datetime) or numpy_kind == "M":
@@ -578,7 +583,9 @@ def _filter_value_fits(value, dtype, key):
         return kind in ("time32", "time64")
     if _is_timedelta(value):
         return kind == "duration"
-    return True  # (the library tells what it cannot read as the column's type)
+    # Another type (uuid.UUID, Fraction, complex, ...) reached the library
+    # as its text and compared as a string: pyarrow refuses them all.
+    return False
 
 
 def _is_timedelta(value):
@@ -674,8 +681,7 @@ def _filter_type_error(dataset, pairs):
         if field is None:
             continue  # (the library named it)
         dtype = field.type.dictionary or field.type
-        key = isinstance(value, str) and dtype.kind in ("date32", "date64") and \
-            dataset.is_partition_key(name)
+        key = isinstance(value, str) and dataset.is_partition_key(name)
         if not _filter_value_fits(value, dtype, key):
             zone = ""
             if dtype.kind == "timestamp" and isinstance(value, datetime.datetime):

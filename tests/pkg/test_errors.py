@@ -402,9 +402,16 @@ def test_flags_and_text_options_must_have_their_type(tmp_path):
         sluice.write(pa.table({"a": [1]}), tmp_path / "o.csv", delimiter=5)
     assert not (tmp_path / "o.csv").exists()
     for name in ("ordered", "hive_partitioning", "union_by_name"):
-        for bad in ("no", 1, None):
+        for bad in ("no", b"yes", 1.5, [True]):
             with pytest.raises(TypeError, match="^%s must be True or False, not %s"
                                % (name, type(bad).__name__)):
                 sluice.read(path, **{name: bad})
+        # as pyarrow's flags take them (read_table(use_threads=0) works):
+        # 0 and 1, and None for the default
+        for ok in (0, 1, None):
+            assert sluice.read(path, delimiter="5", **{name: ok}).column_names == ["a", "b"]
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "t.parquet")
+    assert pq.read_table(tmp_path / "t.parquet", use_threads=0).num_rows == 1
     np = pytest.importorskip("numpy")
     assert sluice.read(path, ordered=np.False_, delimiter="5").column_names == ["a", "b"]
