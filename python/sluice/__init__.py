@@ -637,7 +637,15 @@ def _reopenable(location):
         return all(_reopenable(one) for one in location)
     if not isinstance(location, str):
         return True  # (a buffer in memory)
-    return location != "-" and not location.startswith(("/dev/fd/", "/dev/stdin", "/proc/"))
+    if location == "-" or location.startswith(("/dev/fd/", "/dev/stdin", "/proc/")):
+        return False
+    import os
+    import stat
+    try:  # (a named pipe or a device: a second open waits for another writer)
+        mode = os.stat(location[7:] if location.startswith("file://") else location).st_mode
+    except (OSError, ValueError):
+        return True  # (a URL, a glob: the library opens it)
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _filter_type_error_of(location, opened, pairs):
@@ -690,10 +698,29 @@ def _filter_type_error(dataset, pairs):
             elif dtype.kind == "timestamp" and getattr(getattr(value, "dtype", None), "kind",
                                                        "") == "M":
                 zone = " without a time zone"
+            # (a CSV column's type may come from a sample that a later
+            # value widens: say how to type it from the whole file)
+            hint = "; a CSV column's type is inferred from a sample of the file unless " \
+                "schema= gives it: infer_bytes='all' reads the whole file to infer it" \
+                if dataset.format == "csv" else ""
             return InvalidArgumentError(
                 _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
-                "does not compare with it" % (name, field.type, type(value).__name__, zone, value))
+                "does not compare with it%s" % (name, field.type, type(value).__name__, zone,
+                                                value, hint))
     return None
+
+
+def _filter_value(v):
+    """A filter value as the plain Python value it stands for: a pyarrow
+    scalar's (pyarrow's filters take them), and a str, int or float
+    subclass's own (an enum.Enum mixed with str gave str() "S.A", its
+    member's name, and compared as that)."""
+    if type(v).__module__.startswith("pyarrow") and hasattr(v, "as_py"):
+        return v.as_py()
+    for base in (str, int, float):
+        if isinstance(v, base) and type(v) is not base and not isinstance(v, bool):
+            return base(v) if base is not str else str.__str__(v)
+    return v
 
 
 def _filter_text(filters, pairs=None, units=None):
@@ -753,7 +780,7 @@ def _filter_text(filters, pairs=None, units=None):
                              "or a list of such lists, any of which may: %r" % (item,))
         key, op, value = item
         if op in ("in", "not in"):
-            values = list(value)
+            values = [_filter_value(v) for v in value]
             if not values:
                 raise ValueError("filters: %r with no values" % (item,))
             if pairs is not None:
@@ -761,6 +788,7 @@ def _filter_text(filters, pairs=None, units=None):
             parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
                                      "|".join(text(v, key) for v in values)))
         elif op in _FILTER_OPS:
+            value = _filter_value(value)
             if pairs is not None:
                 pairs.append((key, value))
             parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value, key)))

@@ -678,8 +678,9 @@ def test_a_value_of_another_type_is_refused_as_pyarrow_refuses_it(tmp_path):
                 # the library refuses as it parses it, naming both too)
                 with pytest.raises(sluice.InvalidArgumentError,
                                    match=r"column '%s' has type .*; a value of type %s |"
-                                   r"is not .*column '%s'" % (column, type(value).__name__,
-                                                              column)):
+                                   r"is not .*column '%s'" % (
+                                       column, "str" if isinstance(value, str) else
+                                       type(value).__name__, column)):
                     sluice.read(path, filters=[(column, ">", value)])
                 with pytest.raises(sluice.InvalidArgumentError, match="column '%s'" % column):
                     sluice.read(path, columns=["i" if column != "i" else "s"],
@@ -772,7 +773,11 @@ def test_a_value_checked_again_after_a_csv_column_widens(tmp_path):
     with pytest.raises(sluice.Error):
         list(sluice.scan(path, infer_bytes=16, filters=[("x", ">", 5)]))
     # (a str value, pyarrow's for the whole file's type, is refused at the
-    # open, on the sampled int64: infer_bytes=all types it by every row)
+    # open, on the sampled int64, with a message that says how to type the
+    # column by every row: infer_bytes=all)
+    with pytest.raises(sluice.InvalidArgumentError, match="has type int64; a value of type str "
+                       r".*inferred from a sample.*infer_bytes='all'"):
+        sluice.read(path, infer_bytes=16, filters=[("x", ">", "5")])
     want = pads.dataset(whole).to_table(filter=pq.filters_to_expression([("x", ">", "5")]))
     got = pa.table(sluice.read(path, infer_bytes="all", filters=[("x", ">", "5")]))
     assert got.column("x").to_pylist() == want.column("x").to_pylist()
@@ -853,3 +858,51 @@ def test_timedelta_values_on_duration_columns_as_pyarrow_compares_them(tmp_path)
                 with pytest.raises(sluice.InvalidArgumentError, match="a stream .* integer"):
                     sluice.read(cat.stdout, format="parquet", filters=[("d_s", ">", value)])
             cat.stdout.close()
+
+
+def test_enum_and_pyarrow_scalar_values_are_the_values_they_stand_for(tmp_path):
+    """A str-mixin Enum member compared as its name ("S.A": no row for
+    ('s', '=', S.A)), and a pyarrow scalar, which pyarrow's filters take,
+    was refused: each is the value it stands for, as pyarrow compares it."""
+    import enum
+
+    class S(str, enum.Enum):
+        A = "a"
+
+    class I(enum.IntEnum):
+        TWO = 2
+
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"s": ["a", "b", "a"], "i": [1, 2, 3], "f": [0.5, 1.5, 2.5]}), path)
+    for flt in ([("s", "=", S.A)], [("s", "!=", S.A)], [("s", "in", [S.A])], [("i", ">=", I.TWO)],
+                [("s", "=", pa.scalar("a"))], [("i", "<", pa.scalar(3, pa.int8()))],
+                [("f", ">", pa.scalar(1.0))], [("i", "in", [pa.scalar(1), pa.scalar(3)])]):
+        want = pq.read_table(path, filters=flt)
+        got = pa.table(sluice.read(path, filters=flt))
+        assert got.to_pylist() == want.to_pylist(), flt
+
+
+def test_a_named_pipe_is_not_opened_twice(tmp_path):
+    """The open that learns a duration's unit, or the types a refused value
+    is named by, reads the source a second time: a named pipe (whose second
+    open waited forever for another writer) is refused as a stream is."""
+    import os
+    import subprocess
+    import sys
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code = f"""
+import threading, sluice
+def feed():
+    with open({str(fifo)!r}, "w") as f:
+        f.write("a\\n1\\n")
+threading.Thread(target=feed, daemon=True).start()
+try:
+    sluice.read({str(fifo)!r}, format="csv", filters=[("nope", "=", 1)])
+except sluice.Error as e:
+    print("error:", e)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "error:" in run.stdout and "nope" in run.stdout, run.stdout
