@@ -1314,6 +1314,20 @@ AVRO_CATEGORICALS = """pd.DataFrame({
     "fcat": pd.Categorical([1.5, 2.5, None, 1.5, 1.5, 1.5])})"""
 
 
+def write_frame_in_a_child(frame: str, path, pyarrow: bool) -> None:
+    """sluice.write of the pandas frame the expression `frame` makes, in a
+    child process, with pyarrow importable or not."""
+    code = f"""
+import sys
+if not {pyarrow}:
+    sys.modules["pyarrow"] = None
+import numpy as np, pandas as pd, sluice
+sluice.write({frame}, {str(path)!r})
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
 @pytest.mark.parametrize("pyarrow_writes", [True, False])
 @pytest.mark.parametrize("pyarrow_reads", [True, False])
 def test_pandas_categoricals_round_trip_through_avro(tmp_path, pyarrow_writes, pyarrow_reads):
@@ -1324,15 +1338,7 @@ def test_pandas_categoricals_round_trip_through_avro(tmp_path, pyarrow_writes, p
     without pyarrow on either side. (Ordered ones written as their values:
     the next test.)"""
     path = tmp_path / "cats.avro"
-    code = f"""
-import sys
-if not {pyarrow_writes}:
-    sys.modules["pyarrow"] = None
-import numpy as np, pandas as pd, sluice
-sluice.write({AVRO_CATEGORICALS}, {str(path)!r})
-"""
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    write_frame_in_a_child(AVRO_CATEGORICALS, path, pyarrow_writes)
     df = eval(AVRO_CATEGORICALS)
     feather = tmp_path / "cats.arrow"
     df.to_feather(feather)
@@ -1369,15 +1375,7 @@ def test_ordered_categoricals_avro_keeps_as_values_come_back_unordered(tmp_path,
     "size": pd.Categorical(["small", "extra large", "medium"],
                            categories=["small", "medium", "extra large"], ordered=True),
     "rank": pd.Categorical([3, 1, 2], categories=[3, 1, 2], ordered=True)})"""
-    code = f"""
-import sys
-if not {pyarrow_writes}:
-    sys.modules["pyarrow"] = None
-import pandas as pd, sluice
-sluice.write({frame}, {str(path)!r})
-"""
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    write_frame_in_a_child(frame, path, pyarrow_writes)
     df = eval(frame)
     got = sluice.read_pandas(path)
     for c in ("size", "rank"):
