@@ -259,7 +259,7 @@ static const char* unit_name(enum sl_time_unit unit) {
   return (unsigned)unit < 4 ? names[unit] : "?";
 }
 
-void sl_format_name(const char* format, char* out, size_t cap) {
+static void write_format_name(const char* format, char* out, size_t cap) {
   struct sl_type type;
   if (sl_type_parse(format, &type, NULL) == 0) {
     sl_type_name(&type, out, cap);
@@ -288,7 +288,7 @@ void sluice_type_name(const char* format, char* out, size_t cap) {
   sl_format_name(format, out, cap);
 }
 
-void sl_type_name(const struct sl_type* type, char* out, size_t cap) {
+static void write_type_name(const struct sl_type* type, char* out, size_t cap) {
   static const char* const simple[SL_TYPE_COUNT] = {
       [SL_TYPE_NA] = "null", [SL_TYPE_BOOL] = "bool",
       [SL_TYPE_INT8] = "int8", [SL_TYPE_UINT8] = "uint8",
@@ -378,4 +378,14 @@ void sl_type_format(const struct sl_type* type, char* out, size_t cap) {
       return;
     }
   }
+}
+
+const char* sl_type_name(const struct sl_type* type, char* out, size_t cap) {
+  write_type_name(type, out, cap);
+  return out;
+}
+
+const char* sl_format_name(const char* format, char* out, size_t cap) {
+  write_format_name(format, out, cap);
+  return out;
 }

@@ -60,12 +60,13 @@ int sl_type_buffers_ok(enum sl_type_id id, int64_t n);
 int64_t sl_type_bit_width(const struct sl_type* type);
 
 /// A short human name ("int64", "timestamp[us, tz=UTC]", "list<...>" is not
-/// expanded): writes at most `cap` bytes into `out`.
-void sl_type_name(const struct sl_type* type, char* out, size_t cap);
+/// expanded): writes at most `cap` bytes into `out` and returns `out` (so
+/// that a message's argument names the type only when the message is made).
+const char* sl_type_name(const struct sl_type* type, char* out, size_t cap);
 
 /// sl_type_name of a C Data Interface format string ("l" is "int64"), for
-/// messages; a format that does not parse is written as it is.
-void sl_format_name(const char* format, char* out, size_t cap);
+/// messages; a format that does not parse is written as it is. Returns `out`.
+const char* sl_format_name(const char* format, char* out, size_t cap);
 
 /// Writes the C Data Interface format string of `type` (the inverse of
 /// sl_type_parse, e.g. "tsu:UTC", "d:10,2", "+ud:0,1") into `out`, at most

@@ -310,20 +310,22 @@ static int validate_node(struct vctx* v, const struct ArrowSchema* s, const stru
   if (is_dict != (a->dictionary != NULL)) {
     return fail(v, is_dict ? "dictionary missing" : "unexpected dictionary");
   }
-  char tn[64];  // the type's name for messages
-  sl_type_name(&t, tn, sizeof tn);
+  char tn[64];  // the type's name, made only for a message
   if (is_dict && !(t.id >= SL_TYPE_INT8 && t.id <= SL_TYPE_UINT64)) {
-    return fail(v, "dictionary index type %s is not an integer", tn);
+    return fail(v, "dictionary index type %s is not an integer",
+                sl_type_name(&t, tn, sizeof tn));
   }
   int nb = sl_type_n_buffers(t.id);
   if (!sl_type_buffers_ok(t.id, a->n_buffers)) {
-    return fail(v, "has %lld buffers, type %s needs %d", (long long)a->n_buffers, tn, nb);
+    return fail(v, "has %lld buffers, type %s needs %d", (long long)a->n_buffers,
+                sl_type_name(&t, tn, sizeof tn), nb);
   }
   if (nb > 0 && a->buffers == NULL) return fail(v, "buffers array is NULL");
   int nc = expected_children(&t, s);
   if (s->n_children != nc || a->n_children != nc) {
     return fail(v, "has %lld children (schema %lld), type %s needs %d",
-                (long long)a->n_children, (long long)s->n_children, tn, nc);
+                (long long)a->n_children, (long long)s->n_children,
+                sl_type_name(&t, tn, sizeof tn), nc);
   }
   if (nc > 0 && (a->children == NULL || s->children == NULL)) {
     return fail(v, "children array is NULL");

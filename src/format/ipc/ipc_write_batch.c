@@ -250,25 +250,26 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
   struct sl_type t;
   if (sl_type_parse(s->format, &t, error) != 0)
     return sl_error_prefix(error, "column '%s'", p->column);
-  char tn[64];  // the type's name for messages
-  sl_type_name(&t, tn, sizeof tn);
+  char tn[64];  // the type's name, made only for a message
   int expect_children = dict ? 0 : (int)s->n_children;
   if (a->n_children != expect_children || (a->n_children > 0 && a->children == NULL))
     return sl_error_set(error, EINVAL, "column '%s': array has %lld children, type %s has %d",
-                        p->column, (long long)a->n_children, tn, expect_children);
+                        p->column, (long long)a->n_children, sl_type_name(&t, tn, sizeof tn),
+                        expect_children);
   int union_type = !dict && (t.id == SL_TYPE_DENSE_UNION || t.id == SL_TYPE_SPARSE_UNION);
   int64_t want_buffers = sl_type_n_buffers(t.id);
   // Unions had a validity buffer before Arrow 1.0; tolerate it, use the tail.
   if (union_type ? (a->n_buffers < want_buffers || a->n_buffers > want_buffers + 1)
                  : !sl_type_buffers_ok(t.id, a->n_buffers))
     return sl_error_set(error, EINVAL, "column '%s': array has %lld buffers, type %s needs %lld",
-                        p->column, (long long)a->n_buffers, tn, (long long)want_buffers);
+                        p->column, (long long)a->n_buffers, sl_type_name(&t, tn, sizeof tn),
+                        (long long)want_buffers);
   const uint8_t* const* buf = (const uint8_t* const*)a->buffers;
 
   if (dict) {
     if (t.id < SL_TYPE_INT8 || t.id > SL_TYPE_UINT64)
       return sl_error_set(error, EINVAL, "column '%s': dictionary index type %s is not an "
-                          "integer type", p->column, tn);
+                          "integer type", p->column, sl_type_name(&t, tn, sizeof tn));
     if (a->dictionary == NULL)
       return sl_error_set(error, EINVAL, "column '%s': dictionary-encoded array has no "
                           "dictionary", p->column);
@@ -349,7 +350,7 @@ static int plan_array(struct plan* p, const struct ArrowSchema* s, const struct 
       }
       if (bits == 0)
         return sl_error_set(error, ENOTSUP, "column '%s': type %s cannot be written to Arrow "
-                            "IPC", p->column, tn);
+                            "IPC", p->column, sl_type_name(&t, tn, sizeof tn));
       SL_RETURN_NOT_OK(plan_node(p, a, off, len, 0));
       SL_RETURN_NOT_OK(plan_fixed(p, buf[1], bits, off, len));
       if (bits >= 8) seg_from_buffer(p, a, 1);  // bitmaps may be shifted copies
