@@ -112,3 +112,26 @@ int sl_timestamp_in_unit(int64_t seconds, int32_t nanos, int64_t per_second, int
   *out = v;
   return 1;
 }
+
+static int hex_digit(uint8_t c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                             : -1;
+}
+
+int sl_parse_uuid(const uint8_t* p, int64_t n, uint8_t out[16]) {
+  if (n != 36 && n != 32) return 0;
+  int k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (n == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
+      if (p[i] != '-') return 0;
+      continue;
+    }
+    int d = hex_digit(p[i]);
+    if (d < 0) return 0;
+    if (k % 2 == 0) out[k / 2] = (uint8_t)(d << 4);
+    else out[k / 2] |= (uint8_t)d;
+    ++k;
+  }
+  return k == 32;
+}

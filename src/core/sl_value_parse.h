@@ -1,4 +1,4 @@
-// Dates, times and timestamps spelled as ISO 8601 text.
+// Values spelled as text: dates, times and timestamps as ISO 8601, UUIDs.
 #ifndef SL_VALUE_PARSE_H
 #define SL_VALUE_PARSE_H
 
@@ -19,5 +19,8 @@ int sl_parse_time(const uint8_t* p, int64_t n, int64_t* nanos);
 /// the epoch times per_second may overflow where the sum does not
 /// (1677-09-21 00:12:43.145224192 is INT64_MIN ns).
 int sl_timestamp_in_unit(int64_t seconds, int32_t nanos, int64_t per_second, int64_t* out);
+/// A UUID as RFC 4122 spells it, 8-4-4-4-12 hex digits (either case), or
+/// as 32 hex digits without hyphens: 1 with its 16 bytes in `out`, else 0.
+int sl_parse_uuid(const uint8_t* p, int64_t n, uint8_t out[16]);
 
 #endif

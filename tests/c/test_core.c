@@ -33,6 +33,7 @@
 #include "core/sl_type.h"
 #include "core/sl_utf8.h"
 #include "core/sl_validate.h"
+#include "core/sl_value_parse.h"
 #include "core/sl_value_text.h"
 #include "test_core_batch.h"
 #include "test_util.h"
@@ -992,6 +993,32 @@ static int note_thread_job(void* ctx, int64_t i, struct sluice_error* error) {
   return 0;
 }
 
+/// UUID text (the Avro writer's check, CQL's encoding): RFC 4122's
+/// 8-4-4-4-12 form in either case, or 32 hex digits; anything else refused.
+static void test_parse_uuid(void** state) {
+  (void)state;
+  // RFC 4122's own example, with the bytes it spells.
+  static const uint8_t want[16] = {0xf8, 0x1d, 0x4f, 0xae, 0x7d, 0xec, 0x11, 0xd0,
+                                   0xa7, 0x65, 0x00, 0xa0, 0xc9, 0x1e, 0x6b, 0xf6};
+  const char* good[] = {"f81d4fae-7dec-11d0-a765-00a0c91e6bf6", "F81D4FAE-7DEC-11D0-A765-00A0C91E6BF6",
+                        "f81d4fae7dec11d0a76500a0c91e6bf6"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; ++i) {
+    uint8_t got[16] = {0};
+    assert_int_equal(sl_parse_uuid((const uint8_t*)good[i], (int64_t)strlen(good[i]), got), 1);
+    assert_memory_equal(got, want, 16);
+  }
+  const char* bad[] = {"", "f81d4fae-7dec-11d0-a765-00a0c91e6bf",  // 35
+                       "f81d4fae-7dec-11d0-a765-00a0c91e6bf6a",       // 37
+                       "f81d4fae+7dec-11d0-a765-00a0c91e6bf6",        // not a hyphen
+                       "g81d4fae-7dec-11d0-a765-00a0c91e6bf6",        // not hex
+                       "f81d4fae7dec-11d0-a765-00a0c91e6bf6-",        // hyphens misplaced
+                       "f81d4fae7dec11d0a76500a0c91e6bfg"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
+    uint8_t got[16];
+    assert_int_equal(sl_parse_uuid((const uint8_t*)bad[i], (int64_t)strlen(bad[i]), got), 0);
+  }
+}
+
 static void test_parallel_for_runs_job_0_on_the_caller(void** state) {
   (void)state;
   struct job_threads t = {.caller = pthread_self()};
@@ -1164,6 +1191,7 @@ int main(void) {
       cmocka_unit_test(test_utf8_against_reference),
       cmocka_unit_test(test_parallel_for_reports_the_first_failure_in_order),
       cmocka_unit_test(test_parallel_for_runs_job_0_on_the_caller),
+      cmocka_unit_test(test_parse_uuid),
       cmocka_unit_test(test_error_prefix_keeps_both_ends),
       cmocka_unit_test(test_error_set_keeps_the_reason),
       cmocka_unit_test(test_escaped_spelling),

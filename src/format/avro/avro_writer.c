@@ -82,6 +82,7 @@
 #include "core/sl_name_set.h"
 #include "core/sl_options.h"
 #include "core/sl_read.h"
+#include "core/sl_value_parse.h"
 #include "core/sl_value_text.h"
 #include "core/sl_type.h"
 #include "io/sl_sink.h"
@@ -915,18 +916,6 @@ static float half_to_float(uint16_t h) {
   return f;
 }
 
-/// The spec's uuid string: RFC 4122's 8-4-4-4-12 hex digits.
-static int is_uuid_text(const uint8_t* p, int64_t n) {
-  if (n != 36) return 0;
-  for (int i = 0; i < 36; ++i) {
-    int dash = i == 8 || i == 13 || i == 18 || i == 23;
-    uint8_t c = p[i];
-    int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-    if (dash ? c != '-' : !hex) return 0;
-  }
-  return 1;
-}
-
 static int value_error(struct aw_ctx* ctx, int code, const char* what, struct sluice_error* error) {
   return sl_error_set(error, code, "avro: column '%s' row %" PRId64 ": %s", ctx->column, ctx->row, what);
 }
@@ -1107,7 +1096,8 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
         const uint8_t* sp;
         int64_t sn;
         string_at(node->type.id, a, p, &sp, &sn);
-        if (!is_uuid_text(sp, sn)) {
+        uint8_t bytes[16];
+        if (sn != 36 || !sl_parse_uuid(sp, sn, bytes)) {  // (the spec's form only)
           return value_error(ctx, EINVAL, "value is not a UUID (8-4-4-4-12 hex digits), "
                              "which the column's logicalType uuid (from the source's Avro "
                              "schema) requires", error);

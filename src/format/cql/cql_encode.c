@@ -17,6 +17,7 @@
 #include "../../core/sl_endian.h"
 #include "../../core/sl_error.h"
 #include "../../core/sl_read.h"
+#include "../../core/sl_value_parse.h"
 
 #define MS_PER_DAY INT64_C(86400000)
 #define NS_PER_DAY INT64_C(86400000000000)
@@ -408,30 +409,6 @@ static int to_millis(int64_t v, enum sl_time_unit unit, int64_t* ms, const char*
   }
 }
 
-static int hex_digit(uint8_t c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                             : -1;
-}
-
-/// "8-4-4-4-12" hex digits (or 32 without hyphens) to 16 bytes.
-static int parse_uuid(const uint8_t* s, int64_t n, uint8_t out[16]) {
-  if (n != 36 && n != 32) return -1;
-  int k = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (n == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
-      if (s[i] != '-') return -1;
-      continue;
-    }
-    int d = hex_digit(s[i]);
-    if (d < 0) return -1;
-    if (k % 2 == 0) out[k / 2] = (uint8_t)(d << 4);
-    else out[k / 2] |= (uint8_t)d;
-    ++k;
-  }
-  return k == 32 ? 0 : -1;
-}
-
 /// "[-+]digits[.digits][(e|E)[-+]digits]" as CQL decimal: a scale and the
 /// unscaled varint. The digits go to binary by schoolbook base-256
 /// multiply-add (no bignum library in Debian's C set is worth a dependency
@@ -623,7 +600,7 @@ static int encode_body(const struct cql_encoder* e, const struct sl_text_field* 
       binary_at(t, a, p, &data, &n);
       uint8_t uuid[16];
       if (t->id == SL_TYPE_FIXED_SIZE_BINARY) return sl_buffer_append(out, data, 16);
-      if (parse_uuid(data, n, uuid) != 0) {
+      if (!sl_parse_uuid(data, n, uuid)) {
         *why = "text that is not a UUID (8-4-4-4-12 hex digits)";
         return EINVAL;
       }
