@@ -286,7 +286,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                         ("union_by_name", union_by_name)):
         if isinstance(value, (str, bytes)) or not (
                 isinstance(value, (bool, int)) or
-                getattr(getattr(value, "dtype", None), "kind", "") in ("b", "i", "u")):
+                _numpy_kind(value) in ("b", "i", "u")):
             raise TypeError("%s must be True or False, not %s" % (name, type(value).__name__))
     format_options = dict(format_options)
     ca_bundle, insecure = _tls_settings(format_options)
@@ -543,6 +543,12 @@ def _timeout(options):
 _FILTER_OPS = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
+def _numpy_kind(value):
+    """numpy's kind letter of a numpy scalar or array ("b", "i", "u", "f",
+    "M", "m", ...), or "" for any other value."""
+    return getattr(getattr(value, "dtype", None), "kind", "")
+
+
 _NUMBER_KINDS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "halffloat", "float", "double", "decimal"}
 _TEXT_KINDS = {"string", "large_string", "string_view", "binary", "large_binary",
@@ -558,7 +564,7 @@ def _filter_value_fits(value, dtype, key):
     import datetime
     import decimal
     kind = dtype.kind
-    numpy_kind = getattr(getattr(value, "dtype", None), "kind", "")
+    numpy_kind = _numpy_kind(value)
     if isinstance(value, bool) or numpy_kind == "b":
         return kind == "bool"
     if isinstance(value, int) or numpy_kind in ("i", "u"):
@@ -591,8 +597,7 @@ def _filter_value_fits(value, dtype, key):
 def _is_timedelta(value):
     """datetime.timedelta, pd.Timedelta (a subclass) or np.timedelta64."""
     import datetime
-    return isinstance(value, datetime.timedelta) or \
-        getattr(getattr(value, "dtype", None), "kind", "") == "m"
+    return isinstance(value, datetime.timedelta) or _numpy_kind(value) == "m"
 
 
 # numpy's fixed timedelta64 units, as (seconds, per) fractions: seconds / per.
@@ -695,8 +700,7 @@ def _filter_type_error(dataset, pairs):
             if dtype.kind == "timestamp" and isinstance(value, datetime.datetime):
                 zone = " with a time zone" if value.utcoffset() is not None else \
                     " without a time zone"
-            elif dtype.kind == "timestamp" and getattr(getattr(value, "dtype", None), "kind",
-                                                       "") == "M":
+            elif dtype.kind == "timestamp" and _numpy_kind(value) == "M":
                 zone = " without a time zone"
             # (a CSV column's type may come from a sample that a later
             # value widens: say how to type it from the whole file)
@@ -761,7 +765,7 @@ def _filter_text(filters, pairs=None, units=None):
             return "true" if v else "false"
         if isinstance(v, bytes):
             return quote(v, safe="")
-        if isinstance(v, float) or getattr(getattr(v, "dtype", None), "kind", "") == "f":
+        if isinstance(v, float) or _numpy_kind(v) == "f":
             # The double's value, as pyarrow compares it: str() of a numpy
             # float32 is its own shortest form ('0.1', another double), and
             # one of 2**53 or more drops digits an integer column compares.
