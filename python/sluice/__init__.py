@@ -313,6 +313,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                     filter=row_filter,
                     ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
 
+            types = None
             if any(_is_timedelta(v) for _, v in filter_values):
                 # A timedelta is written as a number in its column's unit,
                 # which only the schema tells: one open without the filter
@@ -325,21 +326,38 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                 probe = opened(None)
                 try:
                     _check_filter_types(probe, filter_values)
-                    units = {f.name: f.type.unit for f in Schema(probe.full_schema()).fields
-                             if f.type.kind == "duration"}
+                    types = _filter_types(probe)
                 finally:
                     probe.close()
-                filter_text = _filter_text(filters, [], units)
+                filter_text = _filter_text(filters, [], types)
             try:
                 dataset = opened(filter_text)
-            except InvalidArgumentError:
+            except InvalidArgumentError:  # (a second open is after the except: no chained error)
                 # The library parses the values as their columns' types
                 # ("'b' is not an integer"): a value of another Python type
-                # is told as the check after the open tells it.
-                better = _filter_type_error_of(location, opened, filter_values)
+                # is told as the check after the open tells it. A value that
+                # its column's type writes otherwise (an aware datetime on a
+                # date column, '2024' on a date key) is written so.
+                better, typed = _filter_type_error_of(location, opened, filter_values, filters)
                 if better is not None:
                     raise better from None
-                raise
+                if typed is None or types is not None or typed == filter_text:
+                    raise
+                dataset = None
+            if dataset is None:
+                dataset = opened(typed)
+            elif types is None and filter_values and _reopenable(location):
+                # (the same, where the library took the untyped text but
+                # compares it otherwise than pyarrow: '2024-01-02T00:00' on a
+                # date key, which pyarrow, whose key is text, compares as text)
+                try:
+                    typed = _filter_text(filters, [], _filter_types(dataset))
+                except BaseException:
+                    dataset.close()
+                    raise
+                if typed != filter_text:
+                    dataset.close()
+                    dataset = opened(typed)
             try:
                 _check_filter_types(dataset, filter_values)
             except BaseException:
@@ -636,6 +654,60 @@ def _duration_text(value, unit):
         return format(decimal.Decimal(units.numerator) / units.denominator, "f")
 
 
+def _check_timedelta64_unit(value, key):
+    """Refuses an np.timedelta64 in a unit pyarrow's filters refuse
+    ("Unsupported timedelta64 time unit": W, D, h, m, ps, fs, as, and one
+    without a unit), as pyarrow refuses it."""
+    import numpy as np
+    base = np.datetime_data(value.dtype)[0]
+    if base not in ("s", "ms", "us", "ns") and not (base == "generic" and np.isnat(value)):
+        raise InvalidArgumentError(
+            _errno.EINVAL, "filters: column %r: a value of type timedelta64 in unit %r (%r) "
+            "does not compare with it, as pyarrow refuses it: give it in s, ms, us or ns "
+            "(value.astype('timedelta64[s]'))" % (key, base, value))
+
+
+# The first date a partition key's text can spell (YYYY-MM-DD).
+_FIRST_DATE = "0001-01-01"
+
+
+def _date_key_bound(value):
+    """For a str on a date-typed partition key that spells no date as
+    YYYY-MM-DD ('2024', '2024-01', '2024-01-02T00:00'): the first date
+    whose YYYY-MM-DD text sorts after it ("" if none does); else None.
+    pyarrow types such a key as text and compares the value with that
+    text (the library reads it as a date, refusing '2024')."""
+    import datetime
+    if not isinstance(value, str):
+        return None
+    try:
+        if datetime.date.fromisoformat(value).isoformat() == value:
+            return None
+    except ValueError:
+        pass
+    # The text order of YYYY-MM-DD is the date order: bisect the days.
+    lo, hi = 1, datetime.date.max.toordinal() + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if datetime.date.fromordinal(mid).isoformat() > value:
+            hi = mid
+        else:
+            lo = mid + 1
+    return "" if lo > datetime.date.max.toordinal() else datetime.date.fromordinal(lo).isoformat()
+
+
+def _date_key_condition(name, op, bound):
+    """The condition on a date key that holds where its text compares with
+    a value that no key spells as `op` does; `bound`: _date_key_bound's."""
+    if op in ("=", "=="):
+        return "%s<%s" % (name, _FIRST_DATE)  # no row
+    if op == "!=":
+        return "%s>=%s" % (name, _FIRST_DATE)  # every non-null row
+    if op in (">", ">="):
+        return "%s>=%s" % (name, bound) if bound else "%s<%s" % (name, _FIRST_DATE)
+    return "%s<%s" % (name, bound) if bound else "%s>=%s" % (name, _FIRST_DATE)
+
+
 def _reopenable(location):
     """Whether a location can be opened again (not a stream read once)."""
     if isinstance(location, list):
@@ -653,20 +725,33 @@ def _reopenable(location):
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
-def _filter_type_error_of(location, opened, pairs):
-    """The error _check_filter_types gives for `pairs`, on the schema of an
-    open without the filter (`opened(None)`), or None (no such mismatch,
-    or no open without the filter is possible)."""
+def _filter_type_error_of(location, opened, pairs, filters):
+    """(the error _check_filter_types gives for `pairs`, the filter text
+    typed by the columns (_filter_text's `types`)) on the schema of an open
+    without the filter (`opened(None)`); (None, None) where no open without
+    the filter is possible."""
     if not pairs or not _reopenable(location):
-        return None
+        return None, None
     try:
         probe = opened(None)
     except Error:
-        return None
+        return None, None
     try:
-        return _filter_type_error(probe, pairs)
+        error = _filter_type_error(probe, pairs)
+        return error, (None if error is not None else
+                       _filter_text(filters, [], _filter_types(probe)))
     finally:
         probe.close()
+
+
+def _filter_types(dataset):
+    """{column: (its type, its values' for a dictionary; whether it is a
+    partition key)}: what _filter_text writes a value by."""
+    types = {}
+    for f in Schema(dataset.full_schema()).fields:
+        if f.name not in types:
+            types[f.name] = (f.type.dictionary or f.type, dataset.is_partition_key(f.name))
+    return types
 
 
 def _check_filter_types(dataset, pairs):
@@ -727,14 +812,17 @@ def _filter_value(v):
     return v
 
 
-def _filter_text(filters, pairs=None, units=None):
+def _filter_text(filters, pairs=None, types=None):
     """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
     "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
     or a list of such lists, any of which may hold (pyarrow's disjunctive
     normal form), groups joined by ';'; or such a string as it is. On
     partition keys they choose objects, on other columns rows. Appends
     (column, value) for every value to `pairs` (_check_filter_types's).
-    `units`: the unit of each duration column, for timedelta values."""
+    `types`: _filter_types's, to write a value as its column's type takes
+    it (a timedelta as a number of a duration's unit, an aware datetime on
+    a date column as its UTC date-time, a str on a date partition key as
+    pyarrow compares it with the key's text)."""
     if filters is None or isinstance(filters, str):
         return filters
     if not isinstance(filters, (list, tuple)):
@@ -754,7 +842,8 @@ def _filter_text(filters, pairs=None, units=None):
                                     for g in filters):
         if any(not g for g in filters):
             raise ValueError("filters: an empty group in %r" % (filters,))
-        return ";".join(_filter_text(list(g), pairs, units) for g in filters)
+        return ";".join(_filter_text(list(g), pairs, types) for g in filters)
+    import datetime
     from urllib.parse import quote
 
     def text(v, key):
@@ -773,8 +862,16 @@ def _filter_text(filters, pairs=None, units=None):
             # form (no integer lies between that and the double).
             f = float(v)
             return str(int(f)) if f.is_integer() else repr(f)
-        if _is_timedelta(v) and units is not None and key in units:
-            return _duration_text(v, units[key])
+        kind = types[key][0].kind if types is not None and key in types else None
+        if _numpy_kind(v) == "m":
+            _check_timedelta64_unit(v, key)
+        if _is_timedelta(v) and kind == "duration":
+            return _duration_text(v, types[key][0].unit)
+        if kind in ("date32", "date64") and isinstance(v, datetime.datetime) and \
+                v.utcoffset() is not None:
+            # pyarrow compares the date's midnight in UTC with the instant;
+            # the library takes a date-time without a zone
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []
@@ -783,18 +880,31 @@ def _filter_text(filters, pairs=None, units=None):
             raise ValueError("filters: a list of (key, op, value) tuples, all of which must hold, "
                              "or a list of such lists, any of which may: %r" % (item,))
         key, op, value = item
+        date_key = types is not None and key in types and types[key][1] and \
+            types[key][0].kind in ("date32", "date64")
         if op in ("in", "not in"):
             values = [_filter_value(v) for v in value]
             if not values:
                 raise ValueError("filters: %r with no values" % (item,))
             if pairs is not None:
                 pairs.extend((key, v) for v in values)
+            if date_key:
+                # (text that is no key's date is no key's text either)
+                values = [v for v in values if _date_key_bound(v) is None]
+                if not values:  # no row is in, every non-null one not in
+                    parts.append("%s%s%s" % (quote(key, safe=""), "<" if op == "in" else ">=",
+                                             _FIRST_DATE))
+                    continue
             parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
                                      "|".join(text(v, key) for v in values)))
         elif op in _FILTER_OPS:
             value = _filter_value(value)
             if pairs is not None:
                 pairs.append((key, value))
+            bound = _date_key_bound(value) if date_key else None
+            if bound is not None:
+                parts.append(_date_key_condition(quote(key, safe=""), op, bound))
+                continue
             parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value, key)))
         else:
             raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"

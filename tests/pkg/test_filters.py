@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import fractions
 import math
+import re
 import uuid
 
 import pytest
@@ -557,10 +558,70 @@ def test_date_columns_compare_with_datetimes_as_pyarrow_does(tmp_path, dtype):
             got = pa.table(sluice.read(path, filters=[("d", op, lit)]))
             want = pq.read_table(path, filters=[("d", op, lit)])
             assert got.column("d").to_pylist() == want.column("d").to_pylist(), (op, lit)
-    with pytest.raises(sluice.InvalidArgumentError, match="'2023-06-01T00:00:00") as e:
-        sluice.read(path, filters=[("d", ">", dt.datetime(2023, 6, 1, tzinfo=dt.timezone.utc))])
-    # The condition as written, not as Python escaped it for the library.
+    # An aware datetime on a stream, whose column type no second open can
+    # tell, reaches the library as written: the condition as written in its
+    # error, not as Python escaped it for the library.
+    import subprocess
+    with subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE) as cat:
+        with pytest.raises(sluice.InvalidArgumentError, match="'2023-06-01T00:00:00") as e:
+            sluice.read(cat.stdout, format="parquet",
+                        filters=[("d", ">", dt.datetime(2023, 6, 1, tzinfo=dt.timezone.utc))])
+        cat.stdout.close()
     assert "filter 'd>2023-06-01T00:00:00" in str(e.value) and "%3A" not in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", ["date32", "date64"])
+def test_aware_datetimes_on_date_columns_as_pyarrow_compares_them(tmp_path, dtype):
+    """pyarrow compares an aware datetime on a date column with the date's
+    midnight in UTC; sluice passed its check and the library refused the
+    zone. Naive ones and dates too, on a file and on a date partition key."""
+    pd = pytest.importorskip("pandas")
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=k) for k in range(4)] + [None]
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": pa.array(days, getattr(pa, dtype)())}), path, row_group_size=2)
+    zone = dt.timezone
+    values = [dt.datetime(2024, 1, 2, tzinfo=zone.utc),
+              dt.datetime(2024, 1, 2, tzinfo=zone(dt.timedelta(hours=5))),
+              dt.datetime(2024, 1, 2, 23, tzinfo=zone(dt.timedelta(hours=-2))),
+              pd.Timestamp("2024-01-02 09:00", tz="Asia/Tokyo"),
+              pd.Timestamp("2024-01-02 03:00", tz="Asia/Tokyo"),
+              dt.datetime(2024, 1, 2), dt.datetime(2024, 1, 2, 12), dt.date(2024, 1, 3)]
+    for value in values:
+        for op in ["=", "!=", "<", "<=", ">", ">="]:
+            want = pq.read_table(path, filters=[("d", op, value)]).column("d").to_pylist()
+            got = pa.table(sluice.read(path, filters=[("d", op, value)])).column("d").to_pylist()
+            assert got == want, (op, value)
+    # (`in` as the `=` of each value; pyarrow's casts the values to dates in
+    # the first one's zone, and prunes row groups comparing timestamps,
+    # which disagree off midnight: these are at a UTC midnight)
+    for flt in ([("d", "in", [values[0], dt.datetime(2024, 1, 4, tzinfo=zone.utc)])],
+                [("d", "not in", [values[0]])], [("d", "in", [values[3]])]):
+        # (`not in` drops nulls, as SQL does, where pyarrow keeps them)
+        want = [d for d in pq.read_table(path, filters=flt).column("d").to_pylist() if d]
+        assert pa.table(sluice.read(path, filters=flt)).column("d").to_pylist() == want, flt
+
+
+def test_str_on_a_date_partition_key_compares_as_pyarrow_compares_it(tmp_path):
+    """pyarrow types a key d=2024-01-02 as text and compares a str with that
+    text; sluice types it as a date, and its library refused '2024' (not a
+    date) and read '2024-01-02T00:00' as the date's midnight (a row that
+    pyarrow's text comparison does not keep). A str that spells no date
+    is compared as pyarrow compares it: by the keys' YYYY-MM-DD text."""
+    for k, day in enumerate(["2023-12-31", "2024-01-01", "2024-01-02", "2024-02-01"]):
+        (tmp_path / ("d=" + day)).mkdir()
+        pq.write_table(pa.table({"x": [k]}), tmp_path / ("d=" + day) / "p.parquet")
+    assert pa.table(sluice.read(tmp_path)).schema.field("d").type == pa.date32()
+    for value in ["2024", "2024-01", "2024-01-02", "2024-01-02T00:00:00", "2024-01-02 12:00",
+                  "2024-1", "2025", "abc", "", "0000", "99999"]:
+        for flt in ([("d", op, value)] for op in ["=", "!=", "<", "<=", ">", ">="]):
+            want = sorted(pq.read_table(tmp_path, filters=flt).column("x").to_pylist())
+            got = sorted(pa.table(sluice.read(tmp_path, filters=flt)).column("x").to_pylist())
+            assert got == want, flt
+        for flt in ([("d", "in", [value])], [("d", "in", [value, "2024-01-01"])],
+                    [("d", "not in", [value])], [("d", "not in", [value, "2024-01-01"])]):
+            want = sorted(pq.read_table(tmp_path, filters=flt).column("x").to_pylist())
+            got = sorted(pa.table(sluice.read(tmp_path, filters=flt)).column("x").to_pylist())
+            assert got == want, flt
 
 
 def test_an_expression_is_a_clear_type_error(parquet_file):
@@ -858,6 +919,32 @@ def test_timedelta_values_on_duration_columns_as_pyarrow_compares_them(tmp_path)
                 with pytest.raises(sluice.InvalidArgumentError, match="a stream .* integer"):
                     sluice.read(cat.stdout, format="parquet", filters=[("d_s", ">", value)])
             cat.stdout.close()
+
+
+def test_timedelta64_units_pyarrow_refuses_are_refused(tmp_path):
+    """pyarrow's filters take an np.timedelta64 in s, ms, us or ns only
+    ("Unsupported timedelta64 time unit" for W, D, h, m, ps, ...; "Unbound
+    or generic" for one without a unit); sluice compared them by their
+    length. Refused as pyarrow refuses them, naming the column and the
+    value; the units pyarrow takes give its rows."""
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "dur.parquet"
+    pq.write_table(pa.table({"d": pa.array([k * 3600 for k in (0, 1, 2, 24, 168, 200)],
+                                           pa.duration("s"))}), path)
+    for value in [np.timedelta64(1, "W"), np.timedelta64(1, "D"), np.timedelta64(2, "h"),
+                  np.timedelta64(120, "m"), np.timedelta64(7200), np.timedelta64(3, "ps")]:
+        for flt in ([("d", ">", value)], [("d", "in", [value])]):
+            with pytest.raises(pa.ArrowNotImplementedError, match="timedelta64 time unit"):
+                pq.read_table(path, filters=flt)
+            with pytest.raises(sluice.InvalidArgumentError, match=r"column 'd'.*timedelta64 "
+                               r"in unit .*%s" % re.escape(repr(value))):
+                sluice.read(path, filters=flt)
+    for value in [np.timedelta64(7200, "s"), np.timedelta64(7200001, "ms"),
+                  np.timedelta64(86400 * 10**6, "us"), np.timedelta64(3600 * 10**9 + 1, "ns")]:
+        for op in ["=", "<", ">="]:
+            want = pq.read_table(path, filters=[("d", op, value)]).column("d").to_pylist()
+            got = pa.table(sluice.read(path, filters=[("d", op, value)])).column("d").to_pylist()
+            assert got == want, (op, value)
 
 
 def test_enum_and_pyarrow_scalar_values_are_the_values_they_stand_for(tmp_path):
