@@ -480,7 +480,7 @@ static int parse_condition(const struct sl_hive* h, const char* text, size_t n,
       if (verdict == -2) {
         char quoted[96];
         return sl_error_set(error, EINVAL, "partition filter: '%s' is not a YYYY-MM-DD date or a "
-                            "date-time without a zone, as the values of '%s' are",
+                            "date-time, as the values of '%s' are",
                             sl_escaped(v, vn, '\'', quoted, sizeof quoted), h->keys[c->key]);
       }
       sl_free(alloc, v, vn + 1);

@@ -134,8 +134,10 @@ int sl_filter_date_bound(const char* f, const char* v, size_t n, enum sl_filter_
   int64_t seconds;
   int32_t nanos;
   int zoned;
-  if (!sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned) || zoned)
-    return -2;
+  // With a zone, seconds are UTC's: the date's midnight in UTC compares
+  // with the instant, as pyarrow compares an aware datetime with a date.
+  if (!sl_parse_timestamp((const uint8_t*)v, (int64_t)n, &seconds, &nanos, &zoned)) return -2;
+  (void)zoned;
   const int64_t per = f[2] == 'D' ? 86400 : 1;  // date64 counts milliseconds
   int64_t units = f[2] == 'D' ? seconds / per - (seconds % per < 0) : seconds;
   int exact = f[2] == 'D' ? seconds % per == 0 && nanos == 0 : nanos % 1000000 == 0;
@@ -247,6 +249,12 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
       out->f = n == 0 ? 0 : strtod(v, &end);
       if (n == 0 || end != v + n || blank_first(v)) {
         *why = "a number";
+        return 0;
+      }
+      // A finite number past float64's range is refused, as pyarrow refuses
+      // it (as an infinity, f = 1e400 found the inf rows).
+      if (isinf(out->f) && errno == ERANGE) {
+        *why = "a number within float64's range";
         return 0;
       }
       // A number past float32's range stays a double (as float32 it would
@@ -497,7 +505,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
                   : date    ? sl_filter_date_bound(c->format, v, vn, c->op, &value)
                             : temporal_bound(c->format, v, vn, c->op, &value);
         ok = verdict != -2 && verdict != -3;
-        if (date) why = "a YYYY-MM-DD date or a date-time without a zone";
+        if (date) why = "a YYYY-MM-DD date or a date-time";
         if (verdict == -3) {
           char type[64];
           sl_format_name(c->format, type, sizeof type);

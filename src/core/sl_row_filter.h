@@ -114,8 +114,9 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
                            void* ctx);
 
 /// A date column's (format `f`: "tdD" days, "tdm" milliseconds) condition
-/// `op` on the date-time text v[0, n) (without a zone; pyarrow compares a
-/// date with a datetime as that day's midnight), as an equivalent condition
+/// `op` on the date-time text v[0, n) (pyarrow compares a date with a
+/// datetime as that day's midnight; with a zone, as the midnight in UTC
+/// with the instant), as an equivalent condition
 /// on a value of the column's unit, bounded as sl_filter_integer_bound
 /// bounds numbers (x > 2023-06-01T12:00 is x > 2023-06-01). Returns as it
 /// does; -2 when `v` is no such date-time.

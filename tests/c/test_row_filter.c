@@ -349,6 +349,53 @@ static int parse_attempt(void* ctx, const struct sluice_allocator* alloc,
   return rc;
 }
 
+/// A date-time with a zone on a date column compares as pyarrow compares an
+/// aware datetime with a date: the date's midnight in UTC with the instant
+/// (it was refused, so Python shifted the value itself and overflowed near
+/// the calendar's ends); date32 and date64 alike.
+static void test_zoned_date_times_on_date_columns(void** state) {
+  (void)state;
+  struct sluice_error err;
+  struct ArrowSchema s;
+  assert_int_equal(sl_schema_init(&s, NULL, "+s", "", 0, 2, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0], NULL, "tdD", "d", 2, 0, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[1], NULL, "tdm", "dm", 2, 0, &err), 0);
+  struct sl_row_filter* f = parse_ok(
+      &s, "d>=2024-01-01T19:00:00-05:00,d>2024-01-01T23:00-05:00,d=2024-01-02T00:00Z,"
+          "dm=2024-01-02T05:00+0500,d>9999-12-31T23:00-05:00,d<0001-01-01T01:00+05:00,"
+          "dm<=2024-01-02T05:00:00.5+05:00");
+  assert_int_equal(f->n_conditions, 7);
+  const struct sl_filter_condition* c = f->conditions;
+  assert_true(c[0].op == SL_FILTER_GE && c[0].values[0].i == 19724);  // 2024-01-02
+  assert_true(c[1].op == SL_FILTER_GT && c[1].values[0].i == 19724);  // 04:00 UTC on 01-02
+  assert_true(c[2].op == SL_FILTER_EQ && c[2].values[0].i == 19724);
+  assert_true(c[3].op == SL_FILTER_EQ && c[3].values[0].i == 19724LL * 86400000);
+  assert_true(c[4].op == SL_FILTER_GT && c[4].values[0].i == 2932897);  // 10000-01-01
+  assert_true(c[5].op == SL_FILTER_LT && c[5].values[0].i == -719162);  // 0001-01-01
+  assert_true(c[6].op == SL_FILTER_LE && c[6].values[0].i == 19724LL * 86400000 + 500);
+  sl_row_filter_free(f);
+  f = parse_ok(&s, "d=2024-01-02T05:00+05:30");  // not a midnight in UTC: no row
+  assert_true(f->conditions[0].op != SL_FILTER_EQ || f->conditions[0].n_values == 0);
+  sl_row_filter_free(f);
+  expect_error(&s, "d=2024-01-02T05:00+5:00", EINVAL, "is not a YYYY-MM-DD date");
+  s.release(&s);
+}
+
+/// A finite number past float64's range is refused, as pyarrow refuses it
+/// (it parsed as an infinity: f = 1e400 found the inf rows); inf itself and
+/// a number that underflows to zero are taken.
+static void test_finite_numbers_past_float64_are_refused(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  expect_error(&s, "f=1e400", EINVAL, "'1e400' is not a number within float64's range");
+  expect_error(&s, "f>-1e309", EINVAL, "float64's range");
+  struct sl_row_filter* f = parse_ok(&s, "f<inf,f>-Infinity,f!=1e-400");
+  assert_true(isinf(f->conditions[0].values[0].f) && f->conditions[2].values[0].f == 0);
+  sl_row_filter_free(f);
+  s.release(&s);
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   assert_true(test_alloc_sweep(parse_attempt, NULL, 200) > 3);
@@ -365,6 +412,8 @@ int main(void) {
       cmocka_unit_test(test_numbers_on_duration_columns_compare_exactly),
       cmocka_unit_test(test_times_finer_than_the_unit_are_bounded),
       cmocka_unit_test(test_values_any_number_sorted),
+      cmocka_unit_test(test_zoned_date_times_on_date_columns),
+      cmocka_unit_test(test_finite_numbers_past_float64_are_refused),
       cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
