@@ -396,6 +396,21 @@ static void test_finite_numbers_past_float64_are_refused(void** state) {
   s.release(&s);
 }
 
+/// NaN on a decimal column as pyarrow compares it: no row for =, <, ...;
+/// every non-null row for != (it was "not a number").
+static void test_nan_on_a_decimal_column(void** state) {
+  (void)state;
+  struct sluice_error err;
+  struct ArrowSchema s;
+  assert_int_equal(sl_schema_init(&s, NULL, "+s", "", 0, 1, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0], NULL, "d:5,2", "m", 2, 0, &err), 0);
+  struct sl_row_filter* f = parse_ok(&s, "m=nan|2,m!=NaN,m<-nan");
+  const struct sl_filter_condition* c = f->conditions;
+  assert_true(c[0].op == SL_FILTER_EQ && c[0].n_values == 1);  // = 2 only
+  sl_row_filter_free(f);
+  s.release(&s);
+}
+
 static void test_allocation_failures(void** state) {
   (void)state;
   assert_true(test_alloc_sweep(parse_attempt, NULL, 200) > 3);
@@ -414,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_values_any_number_sorted),
       cmocka_unit_test(test_zoned_date_times_on_date_columns),
       cmocka_unit_test(test_finite_numbers_past_float64_are_refused),
+      cmocka_unit_test(test_nan_on_a_decimal_column),
       cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
