@@ -667,6 +667,19 @@ def _check_timedelta64_unit(value, key):
             "(value.astype('timedelta64[s]'))" % (key, base, value))
 
 
+def _check_datetime64_unit(value, key):
+    """Refuses an np.datetime64 in a unit pyarrow's filters refuse
+    ("Unsupported datetime64 time unit": D, h, m, W, M, Y, ..., and one
+    without a unit), as pyarrow refuses it."""
+    import numpy as np
+    base = np.datetime_data(value.dtype)[0]
+    if base not in ("s", "ms", "us", "ns") and not (base == "generic" and np.isnat(value)):
+        raise InvalidArgumentError(
+            _errno.EINVAL, "filters: column %r: a value of type datetime64 in unit %r (%r) "
+            "does not compare with it, as pyarrow refuses it: give it in s, ms, us or ns "
+            "(value.astype('datetime64[s]'))" % (key, base, value))
+
+
 # The first date a partition key's text can spell (YYYY-MM-DD).
 _FIRST_DATE = "0001-01-01"
 
@@ -708,6 +721,33 @@ def _date_key_condition(name, op, bound):
     return "%s<%s" % (name, bound) if bound else "%s>=%s" % (name, _FIRST_DATE)
 
 
+_INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+def _int_key_value(value, dtype):
+    """For a str on an int-typed partition key: the int it spells when it
+    is an int's canonical decimal text within the key's type (as a
+    directory name spells the key: '7', '-3'), which compares numerically
+    as its text would; else None: it equals no key ('07', '7.0', 'abc')."""
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    if str(number) != value:
+        return None
+    if dtype.kind in _INT_RANGES:
+        bits = _INT_RANGES[dtype.kind]
+        return number if -2**(bits - 1) <= number < 2**(bits - 1) else None
+    return number if 0 <= number < 2**int(dtype.kind[4:]) else None
+
+
+def _int_key_condition(name, op, dtype):
+    """A condition on an int key that holds for no row (op `=`, `in`) or
+    for every non-null one (`!=`, `not in`)."""
+    least = -2**(_INT_RANGES[dtype.kind] - 1) if dtype.kind in _INT_RANGES else 0
+    return "%s%s%d" % (name, "<" if op in ("=", "==", "in") else ">=", least)
+
+
 def _reopenable(location):
     """Whether a location can be opened again (not a stream read once)."""
     if isinstance(location, list):
@@ -738,8 +778,12 @@ def _filter_type_error_of(location, opened, pairs, filters):
         return None, None
     try:
         error = _filter_type_error(probe, pairs)
-        return error, (None if error is not None else
-                       _filter_text(filters, [], _filter_types(probe)))
+        if error is not None:
+            return error, None
+        try:
+            return None, _filter_text(filters, [], _filter_types(probe))
+        except InvalidArgumentError as e:  # (a str ordered with an int key)
+            return e, None
     finally:
         probe.close()
 
@@ -796,7 +840,33 @@ def _filter_type_error(dataset, pairs):
                 _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
                 "does not compare with it%s" % (name, field.type, type(value).__name__, zone,
                                                 value, hint))
+        if dtype.kind in ("halffloat", "float", "double") and _past_double(value):
+            return InvalidArgumentError(
+                _errno.EINVAL, "filters: column %r has type %s; the value %s is past the range "
+                "of a double, as pyarrow refuses it" % (name, field.type, _short_repr(value)))
     return None
+
+
+def _past_double(value):
+    """Whether an int or a finite Decimal is past a double's range (its text
+    parsed to an infinity, which compared with the column's inf rows)."""
+    import decimal
+    import math
+    if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
+        return False
+    if isinstance(value, decimal.Decimal) and not value.is_finite():
+        return False
+    try:
+        return math.isinf(float(value))
+    except OverflowError:
+        return True
+
+
+def _short_repr(value):
+    """repr(value), its middle cut when long (10**400)."""
+    text = repr(value)
+    return text if len(text) <= 60 else "%s...%s (%d characters)" % (text[:24], text[-12:],
+                                                                      len(text))
 
 
 def _filter_value(v):
@@ -806,6 +876,8 @@ def _filter_value(v):
     member's name, and compared as that)."""
     if type(v).__module__.startswith("pyarrow") and hasattr(v, "as_py"):
         return v.as_py()
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)  # (as pyarrow takes them on a binary column)
     for base in (str, int, float):
         if isinstance(v, base) and type(v) is not base and not isinstance(v, bool):
             return base(v) if base is not str else str.__str__(v)
@@ -865,13 +937,20 @@ def _filter_text(filters, pairs=None, types=None):
         kind = types[key][0].kind if types is not None and key in types else None
         if _numpy_kind(v) == "m":
             _check_timedelta64_unit(v, key)
+        if _numpy_kind(v) == "M":
+            _check_datetime64_unit(v, key)
         if _is_timedelta(v) and kind == "duration":
             return _duration_text(v, types[key][0].unit)
-        if kind in ("date32", "date64") and isinstance(v, datetime.datetime) and \
-                v.utcoffset() is not None:
-            # pyarrow compares the date's midnight in UTC with the instant;
-            # the library takes a date-time without a zone
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        if isinstance(v, datetime.datetime) and v.utcoffset() is not None and \
+                v.utcoffset() % datetime.timedelta(minutes=1):
+            # (the library takes an offset in whole minutes, as ISO 8601
+            # spells it: one with seconds is written as UTC)
+            try:
+                v = v.astimezone(datetime.timezone.utc)
+            except OverflowError:
+                raise InvalidArgumentError(
+                    _errno.EINVAL, "filters: column %r: %r is past the range of a datetime "
+                    "in UTC" % (key, v)) from None
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []
@@ -882,6 +961,8 @@ def _filter_text(filters, pairs=None, types=None):
         key, op, value = item
         date_key = types is not None and key in types and types[key][1] and \
             types[key][0].kind in ("date32", "date64")
+        int_key = types is not None and key in types and types[key][1] and \
+            (types[key][0].kind in _INT_RANGES or types[key][0].kind.startswith("uint"))
         if op in ("in", "not in"):
             values = [_filter_value(v) for v in value]
             if not values:
@@ -895,6 +976,13 @@ def _filter_text(filters, pairs=None, types=None):
                     parts.append("%s%s%s" % (quote(key, safe=""), "<" if op == "in" else ">=",
                                              _FIRST_DATE))
                     continue
+            if int_key:
+                # (a str that spells no key's int equals no key)
+                values = [v for v in values if not isinstance(v, str) or
+                          _int_key_value(v, types[key][0]) is not None]
+                if not values:
+                    parts.append(_int_key_condition(quote(key, safe=""), op, types[key][0]))
+                    continue
             parts.append("%s%s%s" % (quote(key, safe=""), "=" if op == "in" else "!=",
                                      "|".join(text(v, key) for v in values)))
         elif op in _FILTER_OPS:
@@ -905,6 +993,16 @@ def _filter_text(filters, pairs=None, types=None):
             if bound is not None:
                 parts.append(_date_key_condition(quote(key, safe=""), op, bound))
                 continue
+            if int_key and isinstance(value, str):
+                if op not in ("=", "==", "!="):
+                    raise InvalidArgumentError(
+                        _errno.EINVAL, "filters: partition key %r has type %s; a str (%r) "
+                        "compares with it by =, !=, in and not in only, as its text order is "
+                        "not the keys' number order: give an int"
+                        % (key, types[key][0], value))
+                if _int_key_value(value, types[key][0]) is None:
+                    parts.append(_int_key_condition(quote(key, safe=""), op, types[key][0]))
+                    continue
             parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value, key)))
         else:
             raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"
