@@ -1410,3 +1410,55 @@ def test_foreign_pandas_metadata_calling_a_nested_column_categorical(tmp_path, a
         want = [r["c"] for r in fastavro.reader(f)]
     values = [list(v) if avro_type["type"] == "array" else v for v in got["c"]]
     assert values == want
+
+
+def _nested_lists(n):
+    """One row: an int32 inside n lists (n + 1 Arrow levels with the column)."""
+    v = pa.array([1], pa.int32())
+    for _ in range(n):
+        v = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), v)
+    return v
+
+
+def _nested_list_structs(levels):
+    """One row: lists and structs alternating, `levels` Arrow levels deep
+    (3 Parquet groups for every 2 of them)."""
+    v = pa.array([1], pa.int32())
+    for i in range(levels - 1):
+        if i % 2:
+            v = pa.StructArray.from_arrays([v], ["f"])
+        else:
+            v = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), v)
+    return v
+
+
+@pytest.mark.parametrize("column, peers_read", [
+    (_nested_lists(32), True), (_nested_lists(62), False), (_nested_lists(63), False),
+    (_nested_list_structs(44), True), (_nested_list_structs(64), False)],
+    ids=["lists32", "lists62", "lists63", "mixed44", "mixed64"])
+def test_parquet_as_deep_as_the_writer_goes_reads_back(tmp_path, column, peers_read):
+    """Each Arrow list takes two Parquet schema levels: sluice reads what it
+    writes (up to its 64 Arrow levels), and what pyarrow writes as deep, as
+    pyarrow, DuckDB and polars do (it refused from 32 lists on as if the
+    footer were corrupt). pyarrow's reader stops at 100 schema levels."""
+    t = pa.table({"c": column})
+    want = t.to_pylist()
+    sluice.write(t, tmp_path / "s.parquet")
+    pq.write_table(t, tmp_path / "p.parquet")
+    for name in ("s.parquet", "p.parquet"):
+        if peers_read:
+            assert pq.read_table(tmp_path / name).to_pylist() == want, name
+            got = duckdb.sql("select c from '%s'" % (tmp_path / name)).fetchall()
+            assert got == [(want[0]["c"],)], name
+            assert pl.read_parquet(tmp_path / name)["c"].to_list() == [want[0]["c"]], name
+        assert sluice.read(tmp_path / name).to_pylist() == want, name
+        assert sluice.schema(tmp_path / name).names == ["c"], name
+
+
+def test_parquet_deeper_than_sluice_arrow_limit_is_named(tmp_path):
+    """A file nested past the 64 Arrow levels sluice represents (pyarrow
+    writes one) is refused as past sluice's limit, not as a corrupt footer."""
+    for n in (64, 80):
+        pq.write_table(pa.table({"c": _nested_lists(n)}), tmp_path / "p.parquet")
+        with pytest.raises(sluice.UnsupportedError, match="sluice's limit of 64"):
+            sluice.read(tmp_path / "p.parquet")

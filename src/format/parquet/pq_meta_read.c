@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pq_meta.h"
+#include "pq_schema.h"
 #include "pq_thrift.h"
 #include "../../core/sl_alloc.h"
 #include "../../core/sl_error.h"
@@ -508,10 +509,10 @@ static int meta_row_group(struct meta_ctx* ctx, struct pq_row_group* g) {
 }
 
 /// Checks that num_children describe one tree covering exactly the list,
-/// no deeper than PQ_THRIFT_MAX_DEPTH, and returns the number of leaves.
+/// no deeper than PQ_MAX_SCHEMA_GROUPS, and returns the number of leaves.
 static int meta_check_schema(struct meta_ctx* ctx, const struct pq_file_meta* m, int64_t* leaves) {
   if (m->n_schema < 1) return meta_fail(ctx, "FileMetaData.schema", "empty schema");
-  int64_t remaining[PQ_THRIFT_MAX_DEPTH];  // children still expected per open group
+  int64_t remaining[PQ_MAX_SCHEMA_GROUPS];  // children still expected per open group
   int depth = 0;
   *leaves = 0;
   for (int64_t i = 0; i < m->n_schema; ++i) {
@@ -544,9 +545,10 @@ static int meta_check_schema(struct meta_ctx* ctx, const struct pq_file_meta* m,
       return sl_error_set(ctx->r.error, EILSEQ,
                           "FileMetaData.schema[%lld]: group without children", (long long)i);
     }
-    if (depth >= PQ_THRIFT_MAX_DEPTH) {
-      return sl_error_set(ctx->r.error, EILSEQ, "FileMetaData.schema[%lld]: nested too deeply",
-                          (long long)i);
+    if (depth >= PQ_MAX_SCHEMA_GROUPS) {
+      // Valid Parquet, but more groups than PQ_MAX_DEPTH Arrow levels take.
+      return sl_error_set(ctx->r.error, ENOTSUP, "FileMetaData.schema[%lld]: nested deeper than "
+                          "sluice's limit of %d levels", (long long)i, PQ_MAX_DEPTH);
     }
     remaining[depth++] = e->num_children;
   }

@@ -365,7 +365,13 @@ static int convert_map(struct schema_ctx* c, int64_t el, struct pq_field* f, int
 
 static int convert(struct schema_ctx* c, int64_t el, struct pq_field* f, int16_t def, int16_t rep,
                    int16_t anc, int nullable, int depth) {
-  if (depth > PQ_MAX_DEPTH) return bad(c, el, "nesting deeper than 64 levels");
+  if (depth > PQ_MAX_DEPTH) {
+    const struct pq_bytes* n = &c->meta->schema[el].name;
+    return sl_error_set(c->error, ENOTSUP, "%s: schema element %" PRId64 " ('%.*s'): nested "
+                        "deeper than sluice's limit of %d levels", c->name, el,
+                        (int)(n->size > 200 ? 200 : n->size), n->data ? (const char*)n->data : "",
+                        PQ_MAX_DEPTH);
+  }
   const struct pq_schema_element* e = &c->meta->schema[el];
   c->next = el + 1;
   SL_RETURN_NOT_OK(set_name(c, f, &e->name));

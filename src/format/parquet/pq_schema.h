@@ -13,6 +13,9 @@
 
 /// Deepest nesting accepted (levels fit int16 with room to spare).
 #define PQ_MAX_DEPTH 64
+/// Parquet groups (the root included) that PQ_MAX_DEPTH Arrow levels may
+/// take: a LIST or MAP takes two (the annotated group and its repeated one).
+#define PQ_MAX_SCHEMA_GROUPS (2 * PQ_MAX_DEPTH + 1)
 
 enum pq_field_kind { PQ_FIELD_LEAF, PQ_FIELD_STRUCT, PQ_FIELD_LIST, PQ_FIELD_MAP };
 
