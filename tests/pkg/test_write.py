@@ -1462,3 +1462,39 @@ def test_parquet_deeper_than_sluice_arrow_limit_is_named(tmp_path):
         pq.write_table(pa.table({"c": _nested_lists(n)}), tmp_path / "p.parquet")
         with pytest.raises(sluice.UnsupportedError, match="sluice's limit of 64"):
             sluice.read(tmp_path / "p.parquet")
+
+
+def test_parquet_all_null_chunks_keep_their_dictionary(tmp_path):
+    """A dictionary column chunk of nulls only gets a dictionary page (and
+    a data page of null keys) as pyarrow writes it: an all-null categorical,
+    or a row group of nulls only, keeps its categories; an all-null string
+    column gets an empty dictionary page, as pyarrow's."""
+    d = pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()), pa.array(["x", "y"]))
+    mixed = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, None], pa.int32()),
+                                           pa.array(["x", "y"]))
+    cases = [(pa.table({"c": d}), {}),
+             (pa.table({"c": pa.array([None, None], pa.string())}), {}),
+             (pa.table({"c": mixed}), {"row_group_size": 2})]
+    for t, opts in cases:
+        sluice.write(t, tmp_path / "s.parquet", **opts)
+        pq.write_table(t, tmp_path / "p.parquet", **opts)
+        s, p = pq.ParquetFile(tmp_path / "s.parquet"), pq.ParquetFile(tmp_path / "p.parquet")
+        assert s.metadata.num_row_groups == p.metadata.num_row_groups
+        for g in range(p.metadata.num_row_groups):
+            sc, pc = s.metadata.row_group(g).column(0), p.metadata.row_group(g).column(0)
+            assert sc.has_dictionary_page == pc.has_dictionary_page, (t, g)
+            assert sc.encodings == pc.encodings, (t, g)
+        want = pq.read_table(tmp_path / "p.parquet")
+        got = pq.read_table(tmp_path / "s.parquet")
+        assert got.equals(want), t
+        if pa.types.is_dictionary(t.column(0).type):
+            for chunk in got.column(0).chunks:
+                assert chunk.dictionary.to_pylist() == ["x", "y"]
+            assert pa.table(sluice.read(tmp_path / "s.parquet")).column(0).combine_chunks() \
+                .dictionary.to_pylist() == ["x", "y"]
+            cats = sluice.read_pandas(tmp_path / "s.parquet")["c"].cat.categories
+            assert list(cats) == ["x", "y"]
+        assert pl.read_parquet(tmp_path / "s.parquet")["c"].to_list() == \
+            t.column(0).to_pylist()
+        assert duckdb.sql("select c from '%s'" % (tmp_path / "s.parquet")).fetchall() == \
+            [(v,) for v in t.column(0).to_pylist()]

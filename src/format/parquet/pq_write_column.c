@@ -458,7 +458,10 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
 
   int use_dict = 0;
   int64_t n_encoded = 0;
-  if (opt->dictionary && leaf->type != PQ_BOOLEAN && d->n_values > 0)
+  // A chunk of nulls only gets a dictionary page too (empty, or an Arrow
+  // dictionary's values), as Arrow C++ writes it: a categorical keeps its
+  // categories.
+  if (opt->dictionary && leaf->type != PQ_BOOLEAN)
     SL_RETURN_NOT_OK(dict_try(leaf, opt, s, &use_dict, &n_encoded, error));
   // Level entries [0, dict_levels) go to dictionary-encoded pages, the rest
   // (after a fallback) to PLAIN ones.

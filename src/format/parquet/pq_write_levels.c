@@ -282,6 +282,10 @@ static int convert_runs(const struct pqw_leaf* leaf, const struct ArrowArray* a,
                         struct pqw_column_data* d, struct sluice_error* error) {
   const int64_t* runs = (const int64_t*)(void*)d->runs.data;
   int64_t n_runs = d->runs.size / 16;
+  // Seeded even when the slice holds nulls only, so that a chunk of nulls
+  // still writes the Arrow dictionary's values (as Arrow C++ does).
+  if (leaf->is_dict && !d->seeded && a->dictionary != NULL)
+    SL_RETURN_NOT_OK(seed_dictionary(leaf, a->dictionary, d, error));
   for (int64_t r = 0; r < n_runs; ++r) {
     int64_t p = runs[2 * r], n = runs[2 * r + 1];
     d->n_values += n;
