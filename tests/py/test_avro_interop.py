@@ -457,10 +457,10 @@ def test_double_arrays_over_many_splits(codec, tmp_path):
 def test_nesting_depth_limit(tmp_path):
     """Nesting is counted in Arrow levels, so ["null", record] wrappers cost
     none: 24 (once refused as "invalid Avro schema: types nested too
-    deeply") and 61 nested optional records read as fastavro reads them, and
-    so do 62 arrays (a non-record root) of an enum, whose column and
-    dictionary take the last two of the builders' 64 levels; one more level
-    is an error naming sluice's limit of 62 (fastavro reads it)."""
+    deeply") and 63 nested optional records read as fastavro reads them, and
+    so do 62 arrays (a non-record root) of an enum, whose wrapper column and
+    dictionary take two of the builders' (and writers') 64 levels; one more
+    level is an error naming sluice's limit of 64 (fastavro reads it)."""
     def optional_records(n):
         t, v = "int", 1
         for i in range(n):
@@ -474,18 +474,18 @@ def test_nesting_depth_limit(tmp_path):
             t, v = {"type": "array", "items": t}, [v]
         return t, [v]
 
-    for i, (schema, rows) in enumerate([optional_records(24), optional_records(61), arrays(62)]):
+    for i, (schema, rows) in enumerate([optional_records(24), optional_records(63), arrays(62)]):
         path = tmp_path / f"deep{i}.avro"
         with open(path, "wb") as f:
             fastavro.writer(f, fastavro.parse_schema(schema), rows)
         compare(path, sluice_read(path, tmp_path))
-    for i, (schema, rows) in enumerate([optional_records(62), arrays(63)]):
+    for i, (schema, rows) in enumerate([optional_records(64), arrays(63)]):
         path = tmp_path / f"too_deep{i}.avro"
         with open(path, "wb") as f:
             fastavro.writer(f, fastavro.parse_schema(schema), rows)
         assert fastavro_rows(path)[1] == rows
         err = sluice_error(path, tmp_path)
-        assert "deeper than sluice's limit of 62 levels" in err and "invalid" not in err, err
+        assert "deeper than sluice's limit of 64 levels" in err and "invalid" not in err, err
 
 
 def test_schema_json_past_parser_depth(tmp_path):
@@ -507,7 +507,7 @@ def test_schema_json_past_parser_depth(tmp_path):
                      + zigzag(0) + bytes(16))
     err = sluice_error(path, tmp_path)
     assert "deeper than the JSON parser's limit of 2048 levels" in err and "not valid JSON" not in err, err
-    assert "at most 62 deep" in err, err
+    assert "at most 64 deep" in err, err
 
 
 # ---- bad input ----------------------------------------------------------------

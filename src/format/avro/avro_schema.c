@@ -19,11 +19,11 @@
 
 // Nesting is counted in Arrow levels (the root record is 0; a record field,
 // an array's items, a general union's branches add 1; a map's values 2; a
-// ["null", T] union none): at most 62, so that a non-record root's wrapper
-// column and an enum's dictionary stay within the builders' 64. Every
+// ["null", T] union none; an enum's dictionary 1): at most 64, the builders'
+// (and writers') limit, a non-record root's wrapper column counted too. Every
 // parse_type call (unions, {"type": {...}} wrappers too) counts against
 // AVRO_MAX_FRAMES, which bounds the recursion whatever the JSON.
-#define AVRO_MAX_DEPTH 62
+#define AVRO_MAX_DEPTH 64
 #define AVRO_MAX_FRAMES 256
 
 struct named {
@@ -37,6 +37,7 @@ struct parse_ctx {
   int64_t n_named, cap_named;
   struct sluice_error* error;
   int frames;  ///< parse_type calls under way
+  int deepest;  ///< the deepest Arrow level parsed so far
 };
 
 static struct avro_node* new_node(struct parse_ctx* c, enum avro_kind kind) {
@@ -410,14 +411,17 @@ static int parse_union(struct parse_ctx* c, json_t* j, const char* ns, int depth
 static int parse_type_at(struct parse_ctx* c, json_t* j, const char* ns, int depth,
                          struct avro_node** out);
 
+/// Valid Avro, but past what sluice reads (Arrow's and its builders' depth).
+static int too_deep(struct parse_ctx* c) {
+  return sl_error_set(c->error, ENOTSUP, "the schema nests types deeper than sluice's limit "
+                      "of %d levels (records, arrays, maps, enums, unions other than "
+                      "[\"null\", T])", AVRO_MAX_DEPTH);
+}
+
 static int parse_type(struct parse_ctx* c, json_t* j, const char* ns, int depth,
                       struct avro_node** out) {
-  if (depth > AVRO_MAX_DEPTH || c->frames >= AVRO_MAX_FRAMES) {
-    // Valid Avro, but past what sluice reads (Arrow's and its builders' depth).
-    return sl_error_set(c->error, ENOTSUP, "the schema nests types deeper than sluice's limit "
-                        "of %d levels (records, arrays, maps, unions other than "
-                        "[\"null\", T])", AVRO_MAX_DEPTH);
-  }
+  if (depth > AVRO_MAX_DEPTH || c->frames >= AVRO_MAX_FRAMES) return too_deep(c);
+  if (depth > c->deepest) c->deepest = depth;
   ++c->frames;
   int rc = parse_type_at(c, j, ns, depth, out);
   --c->frames;
@@ -456,6 +460,9 @@ static int parse_type_at(struct parse_ctx* c, json_t* j, const char* ns, int dep
     if ((n = new_node(c, AVRO_RECORD)) == NULL) return oom(c);
     SL_RETURN_NOT_OK(parse_record(c, j, ns, depth, n));
   } else if (strcmp(t, "enum") == 0) {
+    // Read as an Arrow dictionary: its values are one level further down.
+    if (depth + 1 > AVRO_MAX_DEPTH) return too_deep(c);
+    if (depth + 1 > c->deepest) c->deepest = depth + 1;
     if ((n = new_node(c, AVRO_ENUM)) == NULL) return oom(c);
     SL_RETURN_NOT_OK(parse_enum(c, j, ns, n));
   } else if (strcmp(t, "fixed") == 0) {
@@ -545,6 +552,10 @@ int sl_avro_schema_parse(const char* json, size_t n, const struct sluice_allocat
   struct parse_ctx c = {.s = out, .error = error};
   out->json = root;  // field defaults point into it
   int rc = parse_type(&c, root, "", 0, &out->root);
+  // A non-record root is read as the single column of a wrapper row: one
+  // level more.
+  if (rc == 0 && out->root->kind != AVRO_RECORD && c.deepest + 1 > AVRO_MAX_DEPTH)
+    rc = too_deep(&c);
   if (c.named) sl_free(alloc, c.named, (size_t)c.cap_named * sizeof *c.named);
   if (rc != 0) sl_avro_schema_release(out);
   return rc;
