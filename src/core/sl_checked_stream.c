@@ -10,6 +10,10 @@
 #include "core/sl_read.h"
 #include "core/sl_type.h"
 #include "core/sl_validate.h"
+
+/// sl_array_validate's depth limit (the root is 0, a column 1, a child or
+/// dictionary one more).
+#define CHECKED_MAX_DEPTH 64
 #include "core/sl_widen_decimals.h"
 
 struct checked_stream {
@@ -39,17 +43,24 @@ static int checked_get_schema(struct ArrowArrayStream* stream, struct ArrowSchem
 /// 0 when every node of `s` has a type sl_type knows; else its error for
 /// the first that has not, naming the column ("column 'a.item': unknown or
 /// malformed Arrow format string '_pli128'", a polars Int128): every writer
-/// would refuse it, some without saying which column holds it. `path` is
-/// the name so far.
-static int unknown_type(const struct ArrowSchema* s, const char* path, int top,
+/// would refuse it, some without saying which column holds it; or an
+/// error for nesting deeper than CHECKED_MAX_DEPTH (which also bounds the
+/// recursion). `path` is the name so far, `depth` 0 at the root.
+static int unknown_type(const struct ArrowSchema* s, const char* path, int depth,
                         struct sluice_error* error) {
   struct sl_type t;
   char here[256];
-  if (top) {
+  if (depth == 0) {
     here[0] = '\0';
   } else {
     snprintf(here, sizeof here, "%s%s%s", path, path[0] != '\0' ? "." : "",
              s->name != NULL ? s->name : "");
+  }
+  // Said here, before any batch: sl_array_validate would refuse every batch
+  // at this depth as if it did not match its schema.
+  if (depth > CHECKED_MAX_DEPTH) {
+    return sl_error_set(error, ENOTSUP, "column '%s': the input is nested deeper than "
+                        "sluice's limit of %d levels", here, CHECKED_MAX_DEPTH);
   }
   if (s->format == NULL) {
     return sl_error_set(error, EINVAL, "column '%s': no Arrow format string", here);
@@ -63,9 +74,9 @@ static int unknown_type(const struct ArrowSchema* s, const char* path, int top,
       return sl_error_set(error, EINVAL, "column '%s': child %lld is missing", here,
                           (long long)i);
     }
-    SL_RETURN_NOT_OK(unknown_type(s->children[i], here, 0, error));
+    SL_RETURN_NOT_OK(unknown_type(s->children[i], here, depth + 1, error));
   }
-  return s->dictionary == NULL ? 0 : unknown_type(s->dictionary, here, 0, error);
+  return s->dictionary == NULL ? 0 : unknown_type(s->dictionary, here, depth + 1, error);
 }
 
 /// The first null row of a batch (a struct array) whose own validity marks
@@ -183,7 +194,7 @@ int sl_checked_stream_init(struct ArrowArrayStream* inner, const struct sluice_a
     rc = sl_schema_copy(&c->narrow, alloc, &c->schema, error);
     if (rc == 0) sl_schema_widen_decimals(&c->schema);
   }
-  if (rc == 0) rc = unknown_type(&c->schema, "", 1, error);
+  if (rc == 0) rc = unknown_type(&c->schema, "", 0, error);
   if (rc != 0) {
     if (c->schema.release != NULL) c->schema.release(&c->schema);
     if (c->narrow.release != NULL) c->narrow.release(&c->narrow);

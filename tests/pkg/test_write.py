@@ -1432,10 +1432,19 @@ def _nested_list_structs(levels):
     return v
 
 
+def _nested_maps(k):
+    """One row: an int32 inside k maps (each takes two Arrow levels)."""
+    t, v = pa.int32(), 1
+    for _ in range(k):
+        t, v = pa.map_(pa.int32(), t), [(0, v)]
+    return pa.array([v], t)
+
+
 @pytest.mark.parametrize("column, peers_read", [
     (_nested_lists(32), True), (_nested_lists(62), False), (_nested_lists(63), False),
-    (_nested_list_structs(44), True), (_nested_list_structs(64), False)],
-    ids=["lists32", "lists62", "lists63", "mixed44", "mixed64"])
+    (_nested_list_structs(44), True), (_nested_list_structs(64), False),
+    (_nested_maps(31), False)],
+    ids=["lists32", "lists62", "lists63", "mixed44", "mixed64", "maps31"])
 def test_parquet_as_deep_as_the_writer_goes_reads_back(tmp_path, column, peers_read):
     """Each Arrow list takes two Parquet schema levels: sluice reads what it
     writes (up to its 64 Arrow levels), and what pyarrow writes as deep, as
@@ -1458,8 +1467,8 @@ def test_parquet_as_deep_as_the_writer_goes_reads_back(tmp_path, column, peers_r
 def test_parquet_deeper_than_sluice_arrow_limit_is_named(tmp_path):
     """A file nested past the 64 Arrow levels sluice represents (pyarrow
     writes one) is refused as past sluice's limit, not as a corrupt footer."""
-    for n in (64, 80):
-        pq.write_table(pa.table({"c": _nested_lists(n)}), tmp_path / "p.parquet")
+    for column in (_nested_lists(64), _nested_lists(80), _nested_maps(32)):
+        pq.write_table(pa.table({"c": column}), tmp_path / "p.parquet")
         with pytest.raises(sluice.UnsupportedError, match="sluice's limit of 64"):
             sluice.read(tmp_path / "p.parquet")
 
@@ -1498,3 +1507,45 @@ def test_parquet_all_null_chunks_keep_their_dictionary(tmp_path):
             t.column(0).to_pylist()
         assert duckdb.sql("select c from '%s'" % (tmp_path / "s.parquet")).fetchall() == \
             [(v,) for v in t.column(0).to_pylist()]
+
+
+def test_avro_as_deep_as_the_writer_goes_reads_back(tmp_path):
+    """sluice reads the Avro files it writes at every depth it writes them
+    (it refused lists 62 and 63 deep, which fastavro reads), enums (Arrow
+    dictionaries, one level more) included; a non-record root (a wrapper
+    column) as deep as sluice's 64 levels reads too, one deeper is refused
+    as past the limit."""
+    for n in (61, 62, 63):
+        t = pa.table({"c": _nested_lists(n)})
+        sluice.write(t, tmp_path / "x.avro")
+        with open(tmp_path / "x.avro", "rb") as f:
+            assert [r["c"] for r in fastavro.reader(f)] == [t.to_pylist()[0]["c"]]
+        assert sluice.read(tmp_path / "x.avro").to_pylist() == t.to_pylist(), n
+    d = pa.DictionaryArray.from_arrays(pa.array([1], pa.int32()), pa.array(["x", "y"]))
+    for _ in range(62):
+        d = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), d)
+    sluice.write(pa.table({"c": d}), tmp_path / "e.avro")
+    assert sluice.read(tmp_path / "e.avro").to_pylist() == pa.table({"c": d}).to_pylist()
+    for n, ok in ((63, True), (64, False)):
+        schema = "long"
+        value = 7
+        for _ in range(n):
+            schema, value = {"type": "array", "items": schema}, [value]
+        with open(tmp_path / "r.avro", "wb") as f:
+            fastavro.writer(f, fastavro.parse_schema(schema), [value])
+        if ok:
+            assert len(sluice.read(tmp_path / "r.avro").to_pylist()) == 1
+        else:
+            with pytest.raises(sluice.UnsupportedError, match="sluice's limit of 64"):
+                sluice.read(tmp_path / "r.avro")
+
+
+@pytest.mark.parametrize("fmt", ["avro", "csv", "jsonl", "arrow", "parquet"])
+def test_input_deeper_than_sluice_limit_says_so(tmp_path, fmt):
+    """An input nested past sluice's 64 levels is refused as that, not as a
+    batch that "does not match the stream's schema"."""
+    t = pa.table({"c": _nested_lists(64)})
+    with pytest.raises(sluice.Error, match="deeper than (sluice's limit of )?64 levels") as e:
+        sluice.write(t, tmp_path / ("x." + fmt))
+    assert "does not match" not in str(e.value)
+    assert not (tmp_path / ("x." + fmt)).exists()

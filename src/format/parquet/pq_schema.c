@@ -356,8 +356,9 @@ static int convert_map(struct schema_ctx* c, int64_t el, struct pq_field* f, int
   entries->rep = erep;
   entries->anc_def = edef;
   SL_RETURN_NOT_OK(alloc_children(c, entries, 2));
+  // Keys and values are two Arrow levels down (under the entries struct).
   for (int i = 0; i < 2; ++i)
-    SL_RETURN_NOT_OK(child_field(c, &entries->children[i], edef, erep, edef, depth + 1));
+    SL_RETURN_NOT_OK(child_field(c, &entries->children[i], edef, erep, edef, depth + 2));
   sum_leaves(entries);
   sum_leaves(f);
   return 0;
