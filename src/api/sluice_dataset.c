@@ -1291,7 +1291,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
       options->compression != NULL && options->compression[0] != '\0' ? options->compression : NULL;
   struct sl_write_args args = {alloc, compression, options->format_options,
                                options->batch_metadata, options->batch_metadata_user, location,
-                               options->tls_insecure, options->ca_bundle, options->timeout_s};
+                               options->tls_insecure, options->ca_bundle, options->timeout_s, 0};
   // Every batch is checked against the schema before a writer walks it.
   struct ArrowArrayStream checked;
   int rc = sl_checked_stream_init(stream, alloc, options->cancelled, options->cancelled_user,

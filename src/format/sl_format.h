@@ -217,6 +217,9 @@ struct sl_write_args {
   int tls_insecure;
   const char* ca_bundle;
   double timeout_s;
+  /// The rows of the input before this file's (a dataset's next part
+  /// file): writers number the rows their errors name from it.
+  int64_t first_row;
 };
 
 struct sl_sink;

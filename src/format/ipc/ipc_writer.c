@@ -12,6 +12,7 @@
 #include "core/sl_array.h"
 #include "core/sl_error.h"
 #include "core/sl_options.h"
+#include "core/sl_required.h"
 #include "format/ipc/ipc_dict_unify.h"
 #include "format/ipc/ipc_fbs.h"
 #include "io/sl_sink.h"
@@ -37,6 +38,7 @@ struct ipc_writer {
   /// sl_write_args.batch_metadata: custom metadata per record batch message.
   int (*batch_metadata)(void* user, const struct ArrowArray* batch, const char** metadata);
   void* batch_metadata_user;
+  int64_t rows;  ///< rows written so far, from sl_write_args.first_row (errors name rows)
 };
 
 static int add_block(struct ipc_writer* w, struct ipc_blocks* blocks,
@@ -299,6 +301,7 @@ static int ipc_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   w->deltas = file;  // streams replace by default: more readers take replacements
   w->batch_metadata = args->batch_metadata;
   w->batch_metadata_user = args->batch_metadata_user;
+  w->rows = args->first_row;
   sl_fb_init(&w->fb, w->alloc);
   sl_ipc_body_init(&w->body, w->alloc);
   int rc = parse_codec(args->compression, &w->codec, error);
@@ -336,7 +339,10 @@ static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
   // Polled per batch too: the sink polls per MiB it writes, but a batch of
   // null columns is a few hundred bytes however many rows it holds.
   int rc = sl_sink_cancelled(w->sink, error);
-  if (rc == 0 && w->batch_metadata != NULL &&
+  // The schema message says "not null": a null there would be read back.
+  if (rc == 0 && (rc = sl_batch_check_required(&w->schema, batch, w->rows, error)) != 0) {
+    sl_error_prefix(error, "arrow ipc writer");
+  } else if (rc == 0 && w->batch_metadata != NULL &&
       (rc = w->batch_metadata(w->batch_metadata_user, batch, &metadata)) != 0) {
     rc = sl_error_set(error, rc, "arrow ipc writer: the batch metadata callback failed (%s)",
                       strerror(rc));
@@ -348,6 +354,7 @@ static int ipc_push(void* state, struct ArrowArray* batch, int end_row_group,
   } else if (rc == 0) {
     rc = write_batch(w, batch, metadata, error);
   }
+  w->rows += batch->length;
   batch->release(batch);
   return rc;
 }
