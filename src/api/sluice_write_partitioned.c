@@ -83,6 +83,7 @@ struct partition {
   char* file_path;
   uint64_t last_used;
   int64_t file_rows;  ///< rows in the open file so far
+  int64_t rows;       ///< rows handed to its files so far (errors count them)
 };
 
 /// A finished, uncommitted file: local, named in the staging directory;
@@ -199,7 +200,8 @@ static int append_escaped(struct sl_text* out, const char* s, size_t n, int name
   return 0;
 }
 
-/// Whether partition values of this type read back as the same values.
+/// Whether a directory name spells partition values of this type exactly (booleans
+/// read back as strings, as pyarrow and DuckDB read them).
 static int key_type_ok(const struct sl_text_field* f) {
   const struct sl_text_field* v = f->dictionary != NULL ? f->dictionary : f;
   switch (v->type.id) {
@@ -674,8 +676,10 @@ static int open_file(struct partitioned_write* w, struct partition* part,
   }
   if (rc == 0) {
     w->args->location = part->file_path;
+    w->args->first_row = part->rows;  // a row its errors name counts the partition's rows
     rc = w->writer->open(&w->file_schema, part->sink, w->args, &part->writer, error);
     w->args->location = w->location;
+    w->args->first_row = 0;
     if (rc == 0) w->n_open++;
   }
   if (rc != 0) {
@@ -741,6 +745,7 @@ static int push_pieces(struct partitioned_write* w, int64_t p, struct sluice_err
       }
       if (rc != 0) break;
       part->file_rows += head.length;
+      part->rows += head.length;
       w->args->location = part->file_path;
       rc = w->writer->push(part->writer, &head, last, error);
       w->args->location = w->location;
@@ -940,8 +945,10 @@ static int set_up(struct partitioned_write* w, struct ArrowArrayStream* stream,
       sl_type_name(&w->key_fields[k].type, type, sizeof type);
       return sl_error_set(error, EINVAL,
                           "%s: cannot partition by column '%s' (%s): partition values must be "
-                          "integers, strings, dates (date32) or booleans, whose directory "
-                          "names read back as the same values",
+                          "integers, strings, dates (date32) or booleans, which a directory "
+                          "name spells exactly (a float's, a timestamp's need not read back as "
+                          "the same value; cast the column first). Booleans read back as the "
+                          "strings 'true' and 'false' (as pyarrow and DuckDB read them)",
                           w->shown, name, rc != 0 ? w->schema.children[c]->format : type);
     }
   }

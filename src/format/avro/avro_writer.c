@@ -1667,6 +1667,7 @@ static int avro_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   w->ctx.alloc = args->alloc;
   w->ctx.sink = sink;
   w->ctx.poll_left = AW_POLL_VALUES;
+  w->ctx.row = args->first_row;  // errors name rows from it
   w->sink = sink;
   int rc = parse_options(&w->ctx, args, error);
   if (rc == 0 && !w->ctx.have_sync) rc = random_sync(w->ctx.sync, error);

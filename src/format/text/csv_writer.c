@@ -91,6 +91,7 @@ struct csv_state {
   struct csv_cell cell[CSV_MAX_PARTS];  ///< per spelling thread
   struct csv_write_options options;
   int64_t rows;  ///< data rows written so far
+  int64_t first_row;  ///< sl_write_args.first_row: errors name rows from it
 };
 
 /* ---- Options ---------------------------------------------------------------- */
@@ -506,9 +507,11 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
       }
       if (sl_value_is_null(field, column, child_row)) {
         if (lone_unquoted && o->null_len == 0)
-          return lone_empty_error(field->name, state->rows + r, 1, error);
+          return lone_empty_error(field->name, state->first_row + state->rows + r, 1, error);
         if (lone_null_quoted) {
-          if (written_as_text(field)) return lone_text_null_error(field->name, state->rows + r, error);
+          if (written_as_text(field)) {
+            return lone_text_null_error(field->name, state->first_row + state->rows + r, error);
+          }
           if (sl_text_append_char(out, o->quote) != 0 || sl_text_append_char(out, o->quote) != 0) {
             goto oom;
           }
@@ -522,10 +525,10 @@ static int csv_spell_rows(void* ctx, int part, const struct sl_text_field* row,
       sl_text_clear(cell);
       SL_RETURN_NOT_OK(csv_render(o, field, column, child_row, cell, error));
       if (lone_unquoted && cell->len == 0)
-        return lone_empty_error(field->name, state->rows + r, 0, error);
+        return lone_empty_error(field->name, state->first_row + state->rows + r, 0, error);
       int first = !o->header && c == 0 && r == 0 && state->rows == 0;
       int rc = csv_append_cell(o, out, sl_text_cstr(cell), cell->len, first);
-      if (rc != 0) return cell_error(rc, field->name, state->rows + r, error);
+      if (rc != 0) return cell_error(rc, field->name, state->first_row + state->rows + r, error);
     }
     if (sl_text_append(out, o->eol, o->eol_len) != 0) goto oom;
   }
@@ -556,6 +559,7 @@ static int csv_finish(void* ctx, const struct sl_text_field* row, struct sluice_
 static int csv_init(void* ctx, const struct sl_write_args* args, struct sluice_error* error) {
   struct csv_state* state = ctx;
   sl_text_init(&state->line, args->alloc);
+  state->first_row = args->first_row;
   for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_init(&state->cell[i].text, args->alloc);
   return csv_write_options_parse(args->format_options, &state->options, error);
 }
