@@ -1772,6 +1772,35 @@ def _is_file_object(dst):
     return _stream_descriptor(dst) is None
 
 
+def _shown(dst):
+    """A file object as an error names it: its name, or its type."""
+    name = getattr(dst, "name", None)
+    return name if isinstance(name, str) else "<%s>" % type(dst).__name__
+
+
+def _check_written(dst, n, size):
+    """What dst.write() of `size` bytes returned, checked as io.BufferedWriter
+    checks a raw stream's: a number of bytes it took, 0 < n <= size (0, which
+    io.BufferedWriter would retry forever, is an error too)."""
+    if n is None:
+        raise BlockingIOError(_errno.EAGAIN, "%s: write() returned None: the raw stream is "
+                              "non-blocking and took no bytes (give a blocking one)"
+                              % _shown(dst))
+    try:
+        k = _operator.index(n)
+    except TypeError:
+        k = None
+    if k is None or not 0 < k <= size:
+        raise SourceError(_errno.EIO, "%s: write() returned %s (%s) for %d bytes: it should "
+                          "return how many it took, between 1 and %d"
+                          % (_shown(dst), _short_repr(n), type(n).__name__, size, size))
+
+
+def _short_repr(v):
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def _write_into(capsule, dst, kwargs):
     """sluice.write into a file object: the output is made whole in a
     scratch file (so an error making it leaves `dst` untouched), then
@@ -1796,9 +1825,12 @@ def _write_into(capsule, dst, kwargs):
         try:
             _sluice.write(capsule, _os.fsencode(path), **dict(kwargs, fsync=False))
         except Error as e:  # the message names the file object, not the scratch file
-            name = getattr(dst, "name", None)
-            shown = name if isinstance(name, str) else "<%s>" % type(dst).__name__
-            raise type(e)(e.code, e.message.replace(path, shown)) from None
+            raise type(e)(e.code, e.message.replace(path, _shown(dst))) from None
+        # A raw stream's write() returns None when it took nothing (it is
+        # non-blocking and would block): an error, as io.BufferedWriter makes
+        # it. Another object's None (a plain writer that returns nothing)
+        # took it all, as pyarrow takes it.
+        raw = isinstance(dst, _io.RawIOBase)
         with open(path, "rb") as f:
             while True:
                 chunk = f.read(1 << 20)
@@ -1807,10 +1839,9 @@ def _write_into(capsule, dst, kwargs):
                 view = memoryview(chunk)
                 while view:  # a raw writer may take part of it
                     n = dst.write(view)
-                    if n is None:  # a plain writer that returns nothing took it all
+                    if n is None and not raw:
                         break
-                    if n <= 0:
-                        raise OSError("the file object took no bytes")
+                    _check_written(dst, n, len(view))
                     view = view[n:]
     finally:
         try:
