@@ -432,3 +432,30 @@ def test_stream_resends_outer_dictionary_when_only_its_nested_one_changes(sluice
     with ipc.open_stream(tmp_path / "same.arrows") as r:
         assert r.read_all().to_pylist() == same.to_pylist()
         assert r.stats.num_dictionary_batches == 2
+
+
+def test_convert_refuses_null_in_non_nullable_field(tmp_path):
+    """pyarrow's IPC writer writes a "not null" field holding a null (and
+    reads it back so); sluice convert to Arrow IPC refuses it, as its
+    Parquet and Avro writers do, naming the column path and the input's row
+    (across the part files of --max-rows-per-file too), and leaves nothing."""
+    cli = os.environ.get("SLUICE_BIN", "sluice")
+    struct = pa.struct([pa.field("x", pa.int64(), nullable=False)])
+    schema = pa.schema([pa.field("a", pa.int64(), nullable=False), pa.field("s", struct)])
+    table = pa.Table.from_arrays(
+        [pa.array([1, 2, 3, None, 5]),
+         pa.StructArray.from_arrays([pa.array([1, 2, 3, 4, None])], fields=list(struct))],
+        schema=schema)
+    src = tmp_path / "in.arrows"
+    with ipc.new_stream(str(src), schema) as w:
+        w.write_table(table)
+    assert ipc.open_stream(str(src)).read_all().column("a").null_count == 1
+    cases = [([str(tmp_path / "o.arrow")], "column 'a' row 3: a null in a field that is not "
+              "nullable"),
+             (["-c", "s", str(tmp_path / "o.arrows")], "column 's.x' row 4: a null"),
+             (["-t", "arrow", "--max-rows-per-file", "2", str(tmp_path / "d") + "/"],
+              "column 'a' row 3: a null")]
+    for args, message in cases:
+        r = subprocess.run([cli, "convert", str(src), *args], capture_output=True, text=True)
+        assert r.returncode != 0 and message in r.stderr, (args, r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.arrows"]
