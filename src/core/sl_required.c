@@ -28,6 +28,31 @@ static int has_required(const struct ArrowSchema* s, int depth) {
   return 0;
 }
 
+/// Whether array `a` (of `s`) may hold a null: its validity, a null
+/// type, or nulls among its dictionary's values.
+static int may_hold_null(const struct ArrowSchema* s, const struct ArrowArray* a) {
+  return strcmp(s->format, "n") == 0 || (a->null_count != 0 && a->buffers[0] != NULL) ||
+         (a->dictionary != NULL && a->dictionary->null_count != 0 &&
+          a->dictionary->buffers[0] != NULL);
+}
+
+/// Whether some field at or under `s` that is not nullable has an array
+/// that may hold a null. Only then are the column's values walked one by
+/// one (a null under a null parent is allowed, so the walk decides); a map's
+/// keys, never nullable, usually hold no null, and are not walked.
+static int required_may_hold_null(const struct ArrowSchema* s, const struct ArrowArray* a,
+                                  int depth) {
+  if (!nullable(s) && may_hold_null(s, a)) return 1;
+  if (depth >= REQUIRED_MAX_DEPTH || s->dictionary != NULL || a->n_children != s->n_children)
+    return 0;
+  for (int64_t i = 0; i < s->n_children; i++) {
+    if (s->children[i] != NULL && a->children[i] != NULL &&
+        required_may_hold_null(s->children[i], a->children[i], depth + 1))
+      return 1;
+  }
+  return 0;
+}
+
 static int64_t index_at(const char* format, const void* data, int64_t p) {
   switch (format[0]) {
     case 'c': return ((const int8_t*)data)[p];
@@ -112,12 +137,9 @@ int sl_batch_check_required(const struct ArrowSchema* schema, const struct Arrow
   for (int64_t col = 0; col < schema->n_children; col++) {
     const struct ArrowSchema* s = schema->children[col];
     const struct ArrowArray* a = batch->children[col];
-    if (!has_required(s, 0)) continue;
-    // Most often a flat column without nulls: nothing to look at.
-    int flat = s->n_children == 0 || s->dictionary != NULL;
-    int maybe_null = strcmp(s->format, "n") == 0 || (a->null_count != 0 && a->buffers[0] != NULL) ||
-                     (a->dictionary != NULL && a->dictionary->null_count != 0);
-    if (flat && (nullable(s) || !maybe_null)) continue;
+    // Most often no field that must not be null has an array with nulls:
+    // nothing to look at.
+    if (!has_required(s, 0) || !required_may_hold_null(s, a, 0)) continue;
     struct rctx c;
     c.depth = 0;
     for (int64_t r = 0; r < batch->length; r++) {
