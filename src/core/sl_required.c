@@ -10,23 +10,20 @@
 // Deeper nesting is not looked into (the readers refuse it anyway); bounds
 // the recursion.
 #define REQUIRED_MAX_DEPTH 64
+// Nodes of a column's type whose verdict (look into it or not) is worked out
+// once per batch; past them it is worked out per value, which costs a walk
+// of the node's subtree each time (fine for wide structs of flat fields).
+#define REQUIRED_PLAN_NODES 256
 
 struct rctx {
   const char* names[REQUIRED_MAX_DEPTH];  ///< the bad field's path, filled on the way out
   int depth;                              ///< how many of names are set
+  int64_t n_nodes;                        ///< nodes planned so far, in preorder
+  int64_t size[REQUIRED_PLAN_NODES];      ///< nodes in each planned node's subtree
+  unsigned char need[REQUIRED_PLAN_NODES];  ///< whether the walk looks into it
 };
 
 static int nullable(const struct ArrowSchema* s) { return (s->flags & ARROW_FLAG_NULLABLE) != 0; }
-
-/// Whether `s` or a field under it is not nullable.
-static int has_required(const struct ArrowSchema* s, int depth) {
-  if (!nullable(s)) return 1;
-  if (depth >= REQUIRED_MAX_DEPTH) return 0;
-  for (int64_t i = 0; i < s->n_children; i++) {
-    if (s->children[i] != NULL && has_required(s->children[i], depth + 1)) return 1;
-  }
-  return 0;
-}
 
 /// Whether array `a` (of `s`) may hold a null: its validity, a null
 /// type, or nulls among its dictionary's values.
@@ -36,21 +33,47 @@ static int may_hold_null(const struct ArrowSchema* s, const struct ArrowArray* a
           a->dictionary->buffers[0] != NULL);
 }
 
-/// Whether some field at or under `s` that is not nullable has an array
-/// that may hold a null. Only then are the column's values walked one by
-/// one (a null under a null parent is allowed, so the walk decides); a map's
-/// keys, never nullable, usually hold no null, and are not walked.
-static int required_may_hold_null(const struct ArrowSchema* s, const struct ArrowArray* a,
-                                  int depth) {
-  if (!nullable(s) && may_hold_null(s, a)) return 1;
-  if (depth >= REQUIRED_MAX_DEPTH || s->dictionary != NULL || a->n_children != s->n_children)
-    return 0;
-  for (int64_t i = 0; i < s->n_children; i++) {
-    if (s->children[i] != NULL && a->children[i] != NULL &&
-        required_may_hold_null(s->children[i], a->children[i], depth + 1))
-      return 1;
+/// Whether the walk looks into the children of `s` at `depth`: structs,
+/// lists, maps and fixed-size lists (not unions, run-end encoded arrays or
+/// dictionaries' values).
+static int walked_into(const struct ArrowSchema* s, const struct ArrowArray* a, int depth) {
+  const char* f = s->format;
+  return depth + 1 < REQUIRED_MAX_DEPTH && s->dictionary == NULL && f[0] == '+' &&
+         (strcmp(f, "+s") == 0 || strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0 ||
+          strcmp(f, "+m") == 0 || strncmp(f, "+w:", 3) == 0) &&
+         a->n_children == s->n_children;
+}
+
+/// Whether a value at or under `s` (array `a`, at `depth`) may be a null in
+/// a field that must not be null: only then does the walk look into it (a
+/// null under a null parent is allowed, so the walk decides). With `c`,
+/// records the verdict and the subtree's node count of the first
+/// REQUIRED_PLAN_NODES nodes in preorder, so that the walk asks once per
+/// batch, not once per value. *nodes: the subtree's node count.
+static int plan(struct rctx* c, const struct ArrowSchema* s, const struct ArrowArray* a, int depth,
+                int64_t* nodes) {
+  const int64_t at = c != NULL ? c->n_nodes++ : -1;
+  int need = !nullable(s) && may_hold_null(s, a);
+  *nodes = 1;
+  if (walked_into(s, a, depth)) {
+    for (int64_t i = 0; i < s->n_children; i++) {
+      int64_t sub = 1;
+      if (s->children[i] == NULL || a->children[i] == NULL) {
+        if (c != NULL && c->n_nodes++ < REQUIRED_PLAN_NODES) {
+          c->size[c->n_nodes - 1] = 1;
+          c->need[c->n_nodes - 1] = 0;
+        }
+      } else {
+        need |= plan(c, s->children[i], a->children[i], depth + 1, &sub);
+      }
+      *nodes += sub;
+    }
   }
-  return 0;
+  if (at >= 0 && at < REQUIRED_PLAN_NODES) {
+    c->size[at] = *nodes;
+    c->need[at] = (unsigned char)need;
+  }
+  return need;
 }
 
 static int64_t index_at(const char* format, const void* data, int64_t p) {
@@ -82,22 +105,27 @@ static int value_null(const struct ArrowSchema* s, const struct ArrowArray* a, i
 }
 
 static int check_range(struct rctx* c, const struct ArrowSchema* s, const struct ArrowArray* a,
-                       int64_t begin, int64_t end, int depth);
+                       int64_t begin, int64_t end, int depth, int64_t at);
 
 /// Element `p` (physical) of `a`: 1 (path in c) if it, or a value under
-/// it, is a null in a field that is not nullable.
+/// it, is a null in a field that is not nullable. `at`: the node's index in
+/// c's plan, -1 past it.
 static int check_value(struct rctx* c, const struct ArrowSchema* s, const struct ArrowArray* a,
-                       int64_t p, int depth) {
+                       int64_t p, int depth, int64_t at) {
   int found = 0;
   if (value_null(s, a, p)) {
     found = !nullable(s);
-  } else if (depth + 1 < REQUIRED_MAX_DEPTH && s->dictionary == NULL && s->format[0] == '+' &&
-             a->n_children == s->n_children) {
+  } else if (walked_into(s, a, depth)) {
     const char* f = s->format;
+    int64_t child_at = at >= 0 ? at + 1 : -1;
     for (int64_t i = 0; i < s->n_children && !found; i++) {
       const struct ArrowSchema* cs = s->children[i];
       const struct ArrowArray* ca = a->children[i];
-      if (cs == NULL || ca == NULL || !has_required(cs, depth + 1)) continue;
+      const int64_t this_at = child_at < REQUIRED_PLAN_NODES ? child_at : -1;
+      child_at = this_at >= 0 ? this_at + c->size[this_at] : -1;
+      if (cs == NULL || ca == NULL) continue;
+      int64_t unused;
+      if (!(this_at >= 0 ? c->need[this_at] : plan(NULL, cs, ca, depth + 1, &unused))) continue;
       int64_t begin = -1, end = -1;  // of the child's elements, logical
       if (strcmp(f, "+s") == 0) {
         begin = p;  // a struct's offset applies to its children too
@@ -115,7 +143,7 @@ static int check_value(struct rctx* c, const struct ArrowSchema* s, const struct
       }
       // Malformed offsets are the writer's to report; not looked into here.
       if (begin < 0 || end < begin || end > ca->length) continue;
-      found = check_range(c, cs, ca, begin, end, depth + 1);
+      found = check_range(c, cs, ca, begin, end, depth + 1, this_at);
     }
   }
   if (found && c->depth < REQUIRED_MAX_DEPTH) c->names[c->depth++] = s->name != NULL ? s->name : "";
@@ -124,9 +152,9 @@ static int check_value(struct rctx* c, const struct ArrowSchema* s, const struct
 
 /// Elements [begin, end) (logical) of `a`.
 static int check_range(struct rctx* c, const struct ArrowSchema* s, const struct ArrowArray* a,
-                       int64_t begin, int64_t end, int depth) {
+                       int64_t begin, int64_t end, int depth, int64_t at) {
   for (int64_t i = begin; i < end; i++) {
-    if (check_value(c, s, a, a->offset + i, depth)) return 1;
+    if (check_value(c, s, a, a->offset + i, depth, at)) return 1;
   }
   return 0;
 }
@@ -137,14 +165,17 @@ int sl_batch_check_required(const struct ArrowSchema* schema, const struct Arrow
   for (int64_t col = 0; col < schema->n_children; col++) {
     const struct ArrowSchema* s = schema->children[col];
     const struct ArrowArray* a = batch->children[col];
+    if (s == NULL || a == NULL) continue;
     // Most often no field that must not be null has an array with nulls:
     // nothing to look at.
-    if (!has_required(s, 0) || !required_may_hold_null(s, a, 0)) continue;
     struct rctx c;
     c.depth = 0;
+    c.n_nodes = 0;
+    int64_t nodes;
+    if (!plan(&c, s, a, 0, &nodes)) continue;
     for (int64_t r = 0; r < batch->length; r++) {
       // A struct's offset applies to its children.
-      if (!check_value(&c, s, a, a->offset + batch->offset + r, 0)) continue;
+      if (!check_value(&c, s, a, a->offset + batch->offset + r, 0, 0)) continue;
       char path[512];
       size_t len = 0;
       path[0] = '\0';

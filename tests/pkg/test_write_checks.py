@@ -80,6 +80,36 @@ def test_nested_required_children(tmp_path):
     assert not (tmp_path / "bad.arrow").exists() and not (tmp_path / "l.arrows").exists()
 
 
+def test_required_children_deep_and_wide(tmp_path):
+    """The walk's plan covers a column's first 256 type nodes: a required
+    field past them (a struct of 300 fields, then a list of structs) and one
+    40 levels deep are still checked, and a null under a null parent there
+    is still allowed (pyarrow reads the file back equal)."""
+    inner = pa.StructArray.from_arrays([pa.array([1, None, 3])],
+                                       fields=[pa.field("x", pa.int64(), nullable=False)])
+    fields = [pa.field("f%d" % i, pa.int64()) for i in range(300)]
+    for mask, bad in ((None, True), (pa.array([False, True]), False)):
+        deep = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), inner, mask=mask)
+        wide = pa.StructArray.from_arrays([pa.array([0, 1])] * 300 + [deep],
+                                          fields=fields + [pa.field("deep", deep.type)])
+        out = tmp_path / ("bad.arrow" if bad else "ok.arrow")
+        if bad:
+            with pytest.raises(sluice.InvalidArgumentError, match=r"column 'w.deep.item.x' row 1"):
+                sluice.write(pa.table({"w": wide}), out)
+            assert not out.exists()
+        else:
+            sluice.write(pa.table({"w": wide}), out)
+            assert pa.ipc.open_file(out).read_all().equals(pa.table({"w": wide}))
+    chain = pa.StructArray.from_arrays([pa.array([1, None, 3])],
+                                       fields=[pa.field("x", pa.int64(), nullable=False)],
+                                       mask=pa.array([False, True, False]))
+    for _ in range(40):
+        chain = pa.StructArray.from_arrays([chain], fields=[pa.field("s", chain.type)])
+    sluice.write(pa.table({"c": chain}), tmp_path / "chain.arrow")
+    assert pa.ipc.open_file(tmp_path / "chain.arrow").read_all().column("c").to_pylist() == \
+        pa.table({"c": chain}).column("c").to_pylist()
+
+
 def test_cli_convert_refuses_a_null(tmp_path):
     """sluice convert of a stream whose "not null" field holds a null (which
     pyarrow, polars and sluice read as it is) refuses to write it to Arrow
