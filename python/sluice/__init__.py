@@ -725,16 +725,14 @@ _INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 
 
 def _int_key_value(value, dtype):
-    """For a str on an int-typed partition key: the int it spells when it
-    is an int's canonical decimal text within the key's type (as a
-    directory name spells the key: '7', '-3'), which compares numerically
-    as its text would; else None: it equals no key ('07', '7.0', 'abc')."""
-    try:
-        number = int(value)
-    except ValueError:
+    """For a str on an int-typed partition key: the int it spells as
+    pyarrow's cast of a string to an int reads it (ASCII digits after an
+    optional '-': '7', '07', '-0'; pyarrow's `in` compares so) within the
+    key's type; else None: it equals no key ('7.0', '+7', ' 7', 'abc')."""
+    import re
+    if not re.fullmatch(r"-?[0-9]+", value):
         return None
-    if str(number) != value:
-        return None
+    number = int(value)
     if dtype.kind in _INT_RANGES:
         bits = _INT_RANGES[dtype.kind]
         return number if -2**(bits - 1) <= number < 2**(bits - 1) else None
@@ -978,8 +976,9 @@ def _filter_text(filters, pairs=None, types=None):
                     continue
             if int_key:
                 # (a str that spells no key's int equals no key)
-                values = [v for v in values if not isinstance(v, str) or
-                          _int_key_value(v, types[key][0]) is not None]
+                values = [_int_key_value(v, types[key][0]) if isinstance(v, str) else v
+                          for v in values]
+                values = [v for v in values if v is not None]
                 if not values:
                     parts.append(_int_key_condition(quote(key, safe=""), op, types[key][0]))
                     continue
@@ -1000,7 +999,8 @@ def _filter_text(filters, pairs=None, types=None):
                         "compares with it by =, !=, in and not in only, as its text order is "
                         "not the keys' number order: give an int"
                         % (key, types[key][0], value))
-                if _int_key_value(value, types[key][0]) is None:
+                value = _int_key_value(value, types[key][0])
+                if value is None:
                     parts.append(_int_key_condition(quote(key, safe=""), op, types[key][0]))
                     continue
             parts.append("%s%s%s" % (quote(key, safe=""), _FILTER_OPS[op], text(value, key)))
@@ -1794,11 +1794,6 @@ def _check_written(dst, n, size):
         raise SourceError(_errno.EIO, "%s: write() returned %s (%s) for %d bytes: it should "
                           "return how many it took, between 1 and %d"
                           % (_shown(dst), _short_repr(n), type(n).__name__, size, size))
-
-
-def _short_repr(v):
-    r = repr(v)
-    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _write_into(capsule, dst, kwargs):
