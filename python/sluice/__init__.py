@@ -654,30 +654,18 @@ def _duration_text(value, unit):
         return format(decimal.Decimal(units.numerator) / units.denominator, "f")
 
 
-def _check_timedelta64_unit(value, key):
-    """Refuses an np.timedelta64 in a unit pyarrow's filters refuse
-    ("Unsupported timedelta64 time unit": W, D, h, m, ps, fs, as, and one
-    without a unit), as pyarrow refuses it."""
+def _check_numpy_time_unit(value, key):
+    """Refuses an np.datetime64 or np.timedelta64 in a unit pyarrow's
+    filters refuse ("Unsupported datetime64 / timedelta64 time unit": W, D,
+    h, m, M, Y, ps, fs, as, and one without a unit), as pyarrow refuses it."""
     import numpy as np
     base = np.datetime_data(value.dtype)[0]
     if base not in ("s", "ms", "us", "ns") and not (base == "generic" and np.isnat(value)):
+        kind = "timedelta64" if _numpy_kind(value) == "m" else "datetime64"
         raise InvalidArgumentError(
-            _errno.EINVAL, "filters: column %r: a value of type timedelta64 in unit %r (%r) "
+            _errno.EINVAL, "filters: column %r: a value of type %s in unit %r (%r) "
             "does not compare with it, as pyarrow refuses it: give it in s, ms, us or ns "
-            "(value.astype('timedelta64[s]'))" % (key, base, value))
-
-
-def _check_datetime64_unit(value, key):
-    """Refuses an np.datetime64 in a unit pyarrow's filters refuse
-    ("Unsupported datetime64 time unit": D, h, m, W, M, Y, ..., and one
-    without a unit), as pyarrow refuses it."""
-    import numpy as np
-    base = np.datetime_data(value.dtype)[0]
-    if base not in ("s", "ms", "us", "ns") and not (base == "generic" and np.isnat(value)):
-        raise InvalidArgumentError(
-            _errno.EINVAL, "filters: column %r: a value of type datetime64 in unit %r (%r) "
-            "does not compare with it, as pyarrow refuses it: give it in s, ms, us or ns "
-            "(value.astype('datetime64[s]'))" % (key, base, value))
+            "(value.astype('%s[s]'))" % (key, kind, base, value, kind))
 
 
 # The first date a partition key's text can spell (YYYY-MM-DD).
@@ -933,10 +921,8 @@ def _filter_text(filters, pairs=None, types=None):
             f = float(v)
             return str(int(f)) if f.is_integer() else repr(f)
         kind = types[key][0].kind if types is not None and key in types else None
-        if _numpy_kind(v) == "m":
-            _check_timedelta64_unit(v, key)
-        if _numpy_kind(v) == "M":
-            _check_datetime64_unit(v, key)
+        if _numpy_kind(v) in ("m", "M"):
+            _check_numpy_time_unit(v, key)
         if _is_timedelta(v) and kind == "duration":
             return _duration_text(v, types[key][0].unit)
         if isinstance(v, datetime.datetime) and v.utcoffset() is not None and \
