@@ -625,7 +625,8 @@ int sl_pqw_chunk_encode(const struct pqw_leaf* leaf, const struct pqw_options* o
       }
       uint8_t bw = (uint8_t)page_width;  // the byte before the indices
       if (sl_buffer_append(&s->page, &bw, 1) != 0) return oom(error);
-      int rc = sl_pq_rle_encode_u32(idx + vv, n_v, page_width, &s->page);
+      // (no indices at all in a chunk of nulls only: idx may be NULL)
+      int rc = sl_pq_rle_encode_u32(n_v > 0 ? idx + vv : idx, n_v, page_width, &s->page);
       if (rc != 0) return rc == ENOMEM ? oom(error) : sl_error_set(error, rc, "parquet writer: "
                                                                      "index encoding failed");
     } else if (leaf->conv != PQW_CV_NULL) {
