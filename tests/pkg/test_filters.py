@@ -937,11 +937,19 @@ def test_timedelta64_units_pyarrow_refuses_are_refused(tmp_path):
             with pytest.raises(sluice.InvalidArgumentError, match=r"column 'd'.*timedelta64 "
                                r"in unit .*%s" % re.escape(repr(value))):
                 sluice.read(path, filters=flt)
-    for value in [np.timedelta64(7200, "s"), np.timedelta64(7200001, "ms"),
-                  np.timedelta64(86400 * 10**6, "us"), np.timedelta64(3600 * 10**9 + 1, "ns")]:
+    _rows_as_pyarrow(path, "d", [np.timedelta64(7200, "s"), np.timedelta64(7200001, "ms"),
+                                 np.timedelta64(86400 * 10**6, "us"),
+                                 np.timedelta64(3600 * 10**9 + 1, "ns")])
+
+
+def _rows_as_pyarrow(path, column, values):
+    """sluice.read gives pyarrow's rows of `column` for each value with =,
+    < and >= (the numpy units pyarrow takes)."""
+    for value in values:
         for op in ["=", "<", ">="]:
-            want = pq.read_table(path, filters=[("d", op, value)]).column("d").to_pylist()
-            got = pa.table(sluice.read(path, filters=[("d", op, value)])).column("d").to_pylist()
+            flt = [(column, op, value)]
+            want = pq.read_table(path, filters=flt).column(column).to_pylist()
+            got = pa.table(sluice.read(path, filters=flt)).column(column).to_pylist()
             assert got == want, (op, value)
 
 
@@ -1109,12 +1117,9 @@ def test_datetime64_units_pyarrow_refuses_are_refused(tmp_path):
                 with pytest.raises(sluice.InvalidArgumentError, match=r"column '%s'.*datetime64 "
                                    r"in unit .*%s" % (column, re.escape(repr(value)))):
                     sluice.read(path, filters=flt)
-    for value in [np.datetime64(86400, "s"), np.datetime64(86400001, "ms"),
-                  np.datetime64(90000 * 10**6, "us"), np.datetime64(86400 * 10**9 + 1, "ns")]:
-        for op in ["=", "<", ">="]:
-            want = pq.read_table(path, filters=[("t", op, value)]).column("t").to_pylist()
-            got = pa.table(sluice.read(path, filters=[("t", op, value)])).column("t").to_pylist()
-            assert got == want, (op, value)
+    _rows_as_pyarrow(path, "t", [np.datetime64(86400, "s"), np.datetime64(86400001, "ms"),
+                                 np.datetime64(90000 * 10**6, "us"),
+                                 np.datetime64(86400 * 10**9 + 1, "ns")])
 
 
 def test_bytearray_memoryview_and_nan_on_decimal_as_pyarrow_takes_them(tmp_path):
