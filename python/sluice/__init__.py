@@ -336,8 +336,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                 # The library parses the values as their columns' types
                 # ("'b' is not an integer"): a value of another Python type
                 # is told as the check after the open tells it. A value that
-                # its column's type writes otherwise (an aware datetime on a
-                # date column, '2024' on a date key) is written so.
+                # its column's type writes otherwise ('2024' on a date key, a
+                # str on an int key) is written so.
                 better, typed = _filter_type_error_of(location, opened, filter_values, filters)
                 if better is not None:
                     raise better from None
