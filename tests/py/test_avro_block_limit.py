@@ -259,3 +259,52 @@ def test_bad_max_block_bytes(sluice, tmp_path):
         check_clean_failure(proc)
         assert f"Avro option max_block_bytes='{bad}': expected a size from 1 byte to 16g" in \
             proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_a_bzip2_block_of_several_streams_reads_whole(sluice, tmp_path):
+    """A bzip2 block that is several bzip2 streams one after the other (as
+    `bz2.compress(a) + bz2.compress(b)`, or pbzip2, writes them) is all of
+    them, as fastavro (Python's bz2) reads it; it was cut off after the first
+    stream. Trailing bytes that are no bzip2 stream are still an error (Python's
+    bz2 drops them, and with them a second stream whose header is damaged:
+    rows lost without a word)."""
+    values = b"".join(zigzag(i) for i in range(1000))
+    half = len(b"".join(zigzag(i) for i in range(500)))
+    streams = bz2.compress(values[:half]) + bz2.compress(values[half:])
+    data, _ = container("bzip2", [(1000, streams)])
+    path = tmp_path / "multi.avro"
+    path.write_bytes(data)
+    out = tmp_path / "o.arrows"
+    proc = sluice_convert(sluice, path, out)
+    assert proc.returncode == 0, proc.stderr.decode()
+    same_as_fastavro(path, out)
+    assert ipc.open_stream(out.read_bytes()).read_all().num_rows == 1000
+
+    data, _ = container("bzip2", [(1000, streams + b"junk")])
+    path.write_bytes(data)
+    proc = sluice_convert(sluice, path, out)
+    check_clean_failure(proc)
+    assert "bzip2: corrupt data" in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_a_boolean_byte_other_than_0_or_1_is_an_error(sluice, tmp_path):
+    """The spec writes a boolean as one byte, 0 or 1. Another byte is refused
+    with the object and byte (fastavro reads 2 as true, Java as false: the
+    readers disagree, so no answer would be right)."""
+    schema = {"type": "record", "name": "R", "fields": [{"name": "b", "type": "boolean"}]}
+    meta = {b"avro.schema": json.dumps(schema).encode(), b"avro.codec": b"null"}
+    head = bytearray(b"Obj\x01" + zigzag(len(meta)))
+    for k, v in meta.items():
+        head += zigzag(len(k)) + k + zigzag(len(v)) + v
+    head += zigzag(0) + SYNC
+    path = tmp_path / "b.avro"
+    out = tmp_path / "o.arrows"
+    path.write_bytes(bytes(head) + zigzag(3) + zigzag(3) + b"\x01\x00\x01" + SYNC)
+    proc = sluice_convert(sluice, path, out)
+    assert proc.returncode == 0, proc.stderr.decode()
+    same_as_fastavro(path, out)
+    path.write_bytes(bytes(head) + zigzag(3) + zigzag(3) + b"\x01\x00\x02" + SYNC)
+    proc = sluice_convert(sluice, path, out)
+    check_clean_failure(proc)
+    err = proc.stderr.decode()
+    assert "object 2: field 'b': invalid boolean byte 0x02 (a boolean is 0 or 1)" in err, err

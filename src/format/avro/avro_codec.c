@@ -235,14 +235,20 @@ static int zstd_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf
   return rc;
 }
 
+static int bzip2_begin(bz_stream* bz, const struct sluice_allocator* alloc,
+                       struct sluice_error* error) {
+  memset(bz, 0, sizeof *bz);
+  bz->bzalloc = sl_codec_bzip2_alloc;
+  bz->bzfree = sl_codec_free;
+  bz->opaque = (void*)alloc;
+  if (BZ2_bzDecompressInit(bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
+  return 0;
+}
+
 static int bzip2_block(const uint8_t* in, size_t n, size_t limit, struct avro_buf* out,
                        const struct sluice_allocator* alloc, struct sluice_error* error) {
   bz_stream bz;
-  memset(&bz, 0, sizeof bz);
-  bz.bzalloc = sl_codec_bzip2_alloc;
-  bz.bzfree = sl_codec_free;
-  bz.opaque = (void*)alloc;
-  if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) return sl_error_set(error, ENOMEM, "out of memory for bzip2");
+  SL_RETURN_NOT_OK(bzip2_begin(&bz, alloc, error));
   int rc = out_reserve(out, n * 4 + 1024, limit, alloc, error);
   size_t in_left = n;
   const uint8_t* next = in;
@@ -261,7 +267,15 @@ static int bzip2_block(const uint8_t* in, size_t n, size_t limit, struct avro_bu
     next += chunk_in - bz.avail_in;
     in_left -= chunk_in - bz.avail_in;
     if ((rc = out_took(out, dst, spill, chunk_out - bz.avail_out, "bzip2", limit, error)) != 0) break;
-    if (br == BZ_STREAM_END) break;
+    if (br == BZ_STREAM_END) {
+      if (in_left == 0) break;
+      // Another stream follows (bzip2 files may be several streams, as
+      // pbzip2 or `bz2.compress(a) + bz2.compress(b)` write them; Python's
+      // bz2, which fastavro reads with, decodes them all): a fresh decoder.
+      BZ2_bzDecompressEnd(&bz);
+      SL_RETURN_NOT_OK(bzip2_begin(&bz, alloc, error));
+      continue;
+    }
     if (br != BZ_OK) {
       rc = sl_error_set(error, br == BZ_MEM_ERROR ? ENOMEM : EILSEQ, "bzip2: corrupt data (%d)", br);
     } else if (in_left == 0 && bz.avail_out != 0) {

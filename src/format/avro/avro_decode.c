@@ -256,6 +256,10 @@ static int decode(struct avro_decoder* d, int32_t i, struct sluice_error* error)
     case OP_NULL: APPEND(sl_builder_append_null(b)); return 0;
     case OP_BOOL:
       if (d->p >= d->end) return truncated(error, "boolean");
+      // (the spec's byte is 0 or 1; fastavro reads 2 as true, Java as false)
+      if (*d->p > 1)
+        return sl_error_set(error, EILSEQ, "invalid boolean byte 0x%02x (a boolean is 0 or 1)",
+                            *d->p);
       APPEND(sl_builder_append_bool(b, *d->p++ != 0));
       return 0;
     case OP_INT32: {
