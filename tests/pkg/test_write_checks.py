@@ -144,7 +144,7 @@ def _write_stream_unchecked(path, table):
     path.write_bytes(strict_schema + loose_b[len(loose_schema):])
 
 
-@pytest.mark.parametrize("fmt", ["avro", "csv", "arrow"])
+@pytest.mark.parametrize("fmt", ["avro", "csv", "arrow", "parquet"])
 def test_max_rows_per_file_rows_count_the_input(tmp_path, fmt):
     """An error in the third part file names the row as the input counts it
     (10), not as its file does (2)."""

@@ -700,6 +700,33 @@ def test_null_in_non_nullable_field_is_an_error(sluice, tmp_path):
     assert not dst.exists()
 
 
+@pytest.mark.parametrize("bad,chunk", [(10, None), (2000, 1), (2600, 1)])
+@pytest.mark.parametrize("nested", [False, True])
+def test_null_in_non_nullable_field_names_the_input_row(sluice, tmp_path, bad, chunk, nested):
+    """Past the first row group the message names the row as the input
+    counts it, not its index in the row group: row groups of 4 rows, or of
+    1500 rows fed one row a batch (the rows of row group 2 are folded out of
+    their batches after 1024 of them: row 2000 is met while folding, row
+    2600 after it)."""
+    n = bad + 5
+    values = pa.array([None if i == bad else i for i in range(n)], pa.int32())
+    if nested:
+        x = pa.field("x", pa.int32(), nullable=False)
+        table = pa.table({"s": pa.StructArray.from_arrays([values], fields=[x])})
+        name = "s.x"
+    else:
+        table = pa.Table.from_arrays([values], schema=pa.schema(
+            [pa.field("a", pa.int32(), nullable=False)]))
+        name = "a"
+    src = tmp_path / "in.arrow"
+    write_arrow(src, table, max_chunksize=chunk)
+    dst = tmp_path / "out.parquet"
+    size = 4 if chunk is None else 1500
+    proc = sluice.expect_error("convert", src, dst, "-W", f"row_group_size={size}")
+    assert f"column '{name}' row {bad}: a null in a non-nullable field".encode() in proc.stderr
+    assert not dst.exists()
+
+
 def test_schema_metadata_is_kept(sluice, tmp_path):
     table = mixed_table(10).replace_schema_metadata({"origin": "test", "k2": "v2"})
     out = convert(sluice, tmp_path, table)

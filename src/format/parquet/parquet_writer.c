@@ -89,6 +89,7 @@ struct pq_writer {
   struct pqw_scratch scratch[PQW_MAX_THREADS];
   int n_scratch;
   int64_t num_rows;
+  int64_t first_row;         ///< sl_write_args.first_row: errors name rows from it
   char* bloom_columns;       ///< -W bloom_filters: '|'-separated column names (owned)
 };
 
@@ -431,6 +432,7 @@ static int add_batch(struct pq_writer* w, struct ArrowArray* batch, struct sluic
     w->slices[w->n_slices].batch = &hb->array;
     w->slices[w->n_slices].row = off;
     w->slices[w->n_slices].n_rows = take;
+    w->slices[w->n_slices].input_row = w->first_row + w->num_rows + w->pending_rows;
     w->n_slices++;
     hb->refs++;
     w->pending_rows += take;
@@ -655,6 +657,7 @@ static int parquet_open(const struct ArrowSchema* schema, struct sl_sink* sink,
   if (w == NULL) return sl_error_set(error, ENOMEM, "parquet writer: out of memory");
   w->alloc = args->alloc;
   w->sink = sink;
+  w->first_row = args->first_row;
   int rc = parse_options(w, args, error);
   if (rc == 0) rc = sl_schema_copy(schema, w->alloc, &w->schema, error);
   if (rc == 0) rc = sl_pqw_schema_build(&w->ps, &w->schema, w->alloc, error);

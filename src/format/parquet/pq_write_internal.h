@@ -81,6 +81,7 @@ void sl_pqw_schema_free(struct pqw_schema* s);
 struct pqw_slice {
   const struct ArrowArray* batch;
   int64_t row, n_rows;
+  int64_t input_row;  ///< its first row as the input counts it (errors name rows from it)
 };
 
 /// A byte-array value (points into the input batch).

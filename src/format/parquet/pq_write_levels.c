@@ -16,7 +16,7 @@
 struct walk_ctx {
   const struct pqw_leaf* leaf;
   struct pqw_column_data* d;
-  int64_t row;  ///< for messages
+  int64_t row;  ///< for messages: as the input counts it
 };
 
 void sl_pqw_column_data_init(struct pqw_column_data* d, const struct sluice_allocator* alloc) {
@@ -83,8 +83,8 @@ static int dict_value_null(const struct ArrowArray* a, const struct pqw_leaf* le
 }
 
 static int null_error(struct walk_ctx* c, struct sluice_error* error) {
-  return sl_error_set(error, EINVAL, "parquet writer: column '%s': a null in a non-nullable "
-                      "field (row %lld of the row group)", c->leaf->name, (long long)c->row);
+  return sl_error_set(error, EINVAL, "parquet writer: column '%s' row %lld: a null in a "
+                      "non-nullable field", c->leaf->name, (long long)c->row);
 }
 
 /// Visits element `i` (logical, before a->offset) of the node at step `s`.
@@ -393,7 +393,7 @@ static int size_for_all(struct pqw_column_data* d, const int64_t base[3], int64_
 static int fill_append(struct pqw_column_data* d, const struct pqw_leaf* leaf,
                        const struct pqw_slice* slices, int64_t n_slices, int allow_view,
                        struct sluice_error* error) {
-  struct walk_ctx c = {leaf, d, d->n_rows};
+  struct walk_ctx c = {leaf, d, 0};
   int64_t total_rows = 0;
   for (int64_t i = 0; i < n_slices; ++i) total_rows += slices[i].n_rows;
   const int64_t base[3] = {d->def.size, d->rep.size, d->values.size};
@@ -410,17 +410,17 @@ static int fill_append(struct pqw_column_data* d, const struct pqw_leaf* leaf,
       return sl_error_set(error, EINVAL, "parquet writer: column '%s': array does not match "
                           "the schema", leaf->name);
     int64_t start = sl->batch->offset + sl->row;
+    c.row = sl->input_row;
     if (leaf->n_steps == 1 && !leaf->is_dict) {
       SL_RETURN_NOT_OK(fill_flat(&c, col, start, sl->n_rows, allow_view, error));
     } else {
       for (int64_t r = 0; r < sl->n_rows; ++r) {
-        c.row = d->n_rows + r;
+        c.row = sl->input_row + r;
         SL_RETURN_NOT_OK(walk(&c, 0, col, start + r, 0, 0, error));
       }
     }
     SL_RETURN_NOT_OK(convert_runs(leaf, la, d, error));
     d->n_rows += sl->n_rows;
-    c.row = d->n_rows;
   }
   d->null_count = d->n_levels - d->n_values;
   return 0;
