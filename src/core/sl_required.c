@@ -33,15 +33,33 @@ static int may_hold_null(const struct ArrowSchema* s, const struct ArrowArray* a
           a->dictionary->buffers[0] != NULL);
 }
 
+static int is_union(const char* f) {
+  return strncmp(f, "+ud:", 4) == 0 || strncmp(f, "+us:", 4) == 0;
+}
+
 /// Whether the walk looks into the children of `s` at `depth`: structs,
-/// lists, maps and fixed-size lists (not unions, run-end encoded arrays or
+/// lists, maps, fixed-size lists and unions (not run-end encoded arrays or
 /// dictionaries' values).
 static int walked_into(const struct ArrowSchema* s, const struct ArrowArray* a, int depth) {
   const char* f = s->format;
   return depth + 1 < REQUIRED_MAX_DEPTH && s->dictionary == NULL && f[0] == '+' &&
          (strcmp(f, "+s") == 0 || strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0 ||
-          strcmp(f, "+m") == 0 || strncmp(f, "+w:", 3) == 0) &&
+          strcmp(f, "+m") == 0 || strncmp(f, "+w:", 3) == 0 || is_union(f)) &&
          a->n_children == s->n_children;
+}
+
+/// The child of union format `f` ("+ud:0,5") whose type code is `id`: its
+/// place in the list of codes, -1 if none has it (the writer reports it).
+static int64_t union_child(const char* f, int id) {
+  const char* p = f + 4;
+  for (int64_t k = 0; *p != '\0'; k++) {
+    char* end;
+    long code = strtol(p, &end, 10);
+    if (end == p) return -1;
+    if (code == id) return k;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return -1;
 }
 
 /// Whether a value at or under `s` (array `a`, at `depth`) may be a null in
@@ -117,6 +135,15 @@ static int check_value(struct rctx* c, const struct ArrowSchema* s, const struct
     found = !nullable(s);
   } else if (walked_into(s, a, depth)) {
     const char* f = s->format;
+    // A union's value is the slot of one child: of the child its type id
+    // names, the same slot (sparse) or the one its offset names (dense).
+    // The other children's slots there are no values.
+    int64_t member = -1, member_at = -1;
+    if (is_union(f) && a->n_buffers >= (f[2] == 'd' ? 2 : 1) && a->buffers[0] != NULL) {
+      member = union_child(f, ((const int8_t*)a->buffers[0])[p]);
+      if (f[2] == 'd') member_at = a->buffers[1] != NULL ? ((const int32_t*)a->buffers[1])[p] : -1;
+      else member_at = p;  // a sparse union's offset applies to its children too
+    }
     int64_t child_at = at >= 0 ? at + 1 : -1;
     for (int64_t i = 0; i < s->n_children && !found; i++) {
       const struct ArrowSchema* cs = s->children[i];
@@ -127,7 +154,11 @@ static int check_value(struct rctx* c, const struct ArrowSchema* s, const struct
       int64_t unused;
       if (!(this_at >= 0 ? c->need[this_at] : plan(NULL, cs, ca, depth + 1, &unused))) continue;
       int64_t begin = -1, end = -1;  // of the child's elements, logical
-      if (strcmp(f, "+s") == 0) {
+      if (f[1] == 'u') {
+        if (i != member) continue;
+        begin = member_at;
+        end = member_at + 1;
+      } else if (strcmp(f, "+s") == 0) {
         begin = p;  // a struct's offset applies to its children too
         end = p + 1;
       } else if ((strcmp(f, "+l") == 0 || strcmp(f, "+m") == 0) && a->buffers[1] != NULL) {

@@ -13,8 +13,9 @@
 /// against `schema`: a null in a field that is not nullable, at any depth
 /// under a value that is not null (a null dictionary value counts as null),
 /// is EINVAL naming the column path ("s.x") and the row, first_row + its
-/// index in the batch. Union and run-end encoded children are not looked
-/// into. Returns 0 otherwise.
+/// index in the batch. A union's value is its type id's child's slot (the
+/// other children's slots there are not looked at); run-end encoded
+/// children are not looked into. Returns 0 otherwise.
 int sl_batch_check_required(const struct ArrowSchema* schema, const struct ArrowArray* batch,
                             int64_t first_row, struct sluice_error* error);
 

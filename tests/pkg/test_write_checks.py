@@ -110,6 +110,61 @@ def test_required_children_deep_and_wide(tmp_path):
         pa.table({"c": chain}).column("c").to_pylist()
 
 
+def _union(mode, type_ids, children, offsets=None):
+    fields = [pa.field("x", pa.int64(), nullable=False), pa.field("y", pa.string())]
+    if len(children) == 3:
+        fields.append(pa.field("s", children[2].type))
+    t = (pa.dense_union if mode == "dense" else pa.sparse_union)(fields)
+    bufs = [None, pa.array(type_ids, pa.int8()).buffers()[1]]
+    if offsets is not None:
+        bufs.append(pa.array(offsets, pa.int32()).buffers()[1])
+    return pa.UnionArray.from_buffers(t, len(type_ids), bufs, children=children)
+
+
+@pytest.mark.parametrize("name", ["u.arrow", "u.arrows"])
+def test_union_required_children(tmp_path, name):
+    """A union's value is its type id's child's slot (sparse: the same slot;
+    dense: the one its offset names): a null there in a required field is
+    refused. Slots no value selects are no values: their nulls are written
+    (pyarrow's validate(full=True) looks at neither; it reads both back as
+    to_pylist shows them)."""
+    xs, ys = pa.array([1, None, 3], pa.int64()), pa.array(["a", "b", "c"])
+    bad = [(_union("sparse", [0, 0, 1], [xs, ys]), 1),
+           (_union("dense", [1, 0, 0], [xs, ys], offsets=[0, 0, 1]), 2)]
+    for u, row in bad:
+        u.validate(full=True)
+        assert u.to_pylist()[row] is None
+        with pytest.raises(sluice.InvalidArgumentError, match=r"column 'u.x' row %d: a null in "
+                           r"a field that is not nullable" % row):
+            sluice.write(pa.table({"u": u}), tmp_path / name)
+        assert not (tmp_path / name).exists()
+    ok = [_union("sparse", [0, 1, 0], [xs, ys]),
+          _union("dense", [0, 1, 0], [xs, ys], offsets=[0, 1, 2])]
+    for u in ok:
+        sluice.write(pa.table({"u": u}), tmp_path / name)
+        assert pa.table(sluice.read(tmp_path / name)).column("u").to_pylist() == [1, "b", 3]
+        os.remove(tmp_path / name)
+    # Deeper: a required field of a struct member, under a list of unions.
+    st = pa.StructArray.from_arrays([pa.array([5, None])],
+                                    fields=[pa.field("z", pa.int64(), nullable=False)],
+                                    mask=pa.array([False, True]))
+    u = _union("dense", [2, 0, 2], [xs, ys, st], offsets=[0, 0, 1])  # [{z: 5}, 1, None]
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), u)
+    sluice.write(pa.table({"l": lists}), tmp_path / name)  # the null struct: no value under it
+    assert pa.table(sluice.read(tmp_path / name)).column("l").to_pylist() == \
+        [[{"z": 5}], [1, None]]
+    os.remove(tmp_path / name)
+    st = pa.StructArray.from_arrays([pa.array([5, None])],
+                                    fields=[pa.field("z", pa.int64(), nullable=False)])
+    u = _union("sparse", [1, 2, 2], [pa.array([0, 0, 0]), ys,
+                                     pa.StructArray.from_arrays(
+                                         [pa.array([7, 5, None])], fields=list(st.type))])
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), u)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"column 'l.item.s.z' row 1"):
+        sluice.write(pa.table({"l": lists}), tmp_path / name)
+    assert not (tmp_path / name).exists()
+
+
 def test_cli_convert_refuses_a_null(tmp_path):
     """sluice convert of a stream whose "not null" field holds a null (which
     pyarrow, polars and sluice read as it is) refuses to write it to Arrow
