@@ -137,6 +137,9 @@ def test_union_required_children(tmp_path, name):
         with pytest.raises(sluice.InvalidArgumentError, match=r"column 'u.x' row %d: a null in "
                            r"a field that is not nullable" % row):
             sluice.write(pa.table({"u": u}), tmp_path / name)
+        # Sliced: the union's offset applies to its type ids (and a sparse one's children).
+        with pytest.raises(sluice.InvalidArgumentError, match=r"column 'u.x' row %d" % (row - 1)):
+            sluice.write(pa.table({"u": u.slice(1)}), tmp_path / name)
         assert not (tmp_path / name).exists()
     ok = [_union("sparse", [0, 1, 0], [xs, ys]),
           _union("dense", [0, 1, 0], [xs, ys], offsets=[0, 1, 2])]
