@@ -151,6 +151,14 @@ int cli_progress_stream(struct sluice_dataset* dataset, const struct cli_options
 int cli_open_stream(const struct cli_options* options, int n_sources,
                     struct sluice_dataset** dataset, struct ArrowArrayStream* stream);
 
+/// After a failed read of a stream from cli_open_stream (error `why`): 1
+/// when it failed on a CSV value that did not fit the type inferred for its
+/// column and that column is now wider, with *stream a new scan from the
+/// start (and a note on stderr); 0 (and *stream released) otherwise, *why
+/// then the error to report.
+int cli_read_again(struct sluice_dataset* dataset, const struct cli_options* options,
+                   struct ArrowArrayStream* stream, struct sluice_error* why);
+
 /// cli_write_stream of a stream from cli_open_stream, written again from the
 /// start (with a note on stderr) each time it fails on a CSV value that did
 /// not fit the type inferred for its column and widened it, unless writing

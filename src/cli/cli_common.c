@@ -400,10 +400,7 @@ int cli_open_stream(const struct cli_options* options, int n_sources,
   return CLI_OK;
 }
 
-/// After a failed write: 1 when it failed on a CSV value that did not fit
-/// the type inferred for its column and that column is now wider, with
-/// *stream a new scan from the start; 0 (and *stream released) otherwise.
-static int read_again(struct sluice_dataset* dataset, const struct cli_options* options,
+int cli_read_again(struct sluice_dataset* dataset, const struct cli_options* options,
                       struct ArrowArrayStream* stream, struct sluice_error* why) {
   stream->release(stream);  // the dataset refines only with no scan open
   struct sluice_error refine_error;
@@ -430,7 +427,7 @@ int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStrea
     // Standard output cannot be taken back; files and tables can be written
     // again (a failed write leaves nothing behind).
     if (status == CLI_OK || strcmp(location, "-") == 0 ||
-        !read_again(dataset, options, stream, &error)) {
+        !cli_read_again(dataset, options, stream, &error)) {
       if (status != CLI_OK) cli_error("%s", error.message);
       return status;
     }

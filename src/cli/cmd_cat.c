@@ -47,8 +47,11 @@ static int wants_table(const struct cli_options* options, int* unknown) {
 /// renamed over OUT once complete), so that an error, or `cat x.txt -o
 /// x.txt` (whose input truncating OUT emptied), leaves an existing OUT as it
 /// was. The table is a preview (first and last rows), small enough to be
-/// built in memory first.
-static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* options) {
+/// built in memory first. Nothing is printed until the input has been read
+/// to its end, so a CSV column that widens past the inference sample is
+/// read again with the wider type, as convert and cat -o do.
+static int cat_table(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
+                     const struct cli_options* options) {
   struct sluice_error error;
   memset(&error, 0, sizeof error);
   const int to_file = options->output != NULL && strcmp(options->output, "-") != 0;
@@ -61,7 +64,11 @@ static int cat_table(struct ArrowArrayStream* stream, const struct cli_options* 
     cli_error("%s: %s", shown, strerror(errno));
     return CLI_ERROR;
   }
-  int rc = cli_print_table(stream, out, to_file ? 0 : terminal_width(), &error);
+  int rc;
+  while ((rc = cli_print_table(stream, out, to_file ? 0 : terminal_width(), &error)) != 0 &&
+         cli_read_again(dataset, options, stream, &error)) {
+    memset(&error, 0, sizeof error);  // (a failed read printed nothing to out)
+  }
   if (to_file && fclose(out) != 0 && rc == 0) {
     rc = sl_error_set(&error, errno, "%s: %s", shown, strerror(errno));
   }
@@ -133,7 +140,7 @@ int cli_cmd_cat(const struct cli_options* options) {
     cli_error("%s: the text table is written uncompressed (name it .txt)", shown);
     status = CLI_USAGE;
   } else if (table) {
-    status = cat_table(&stream, options);
+    status = cat_table(dataset, &stream, options);
   } else if (unknown) {
     char shown[4096];
     sl_location_shown(options->output, shown, sizeof shown);

@@ -744,6 +744,51 @@ def test_late_zone_offset_makes_the_column_utc(sluice, tmp_path):
             (f"line {2 * rows // 3 + 2}" in err and "08:00:00Z" in err)) and "zone offset" in err, err
 
 
+def _table_rows(text: str) -> tuple[list[str], list[str], list[list[str]]]:
+    """`sluice cat`'s text table: names, types, and the rows shown (head and
+    tail, without the ellipsis row and the row count)."""
+    lines = text.splitlines()
+    rows = [line.split() for line in lines[3:-1] if set(line.split()) != {"…"}]
+    return lines[0].split(), lines[1].split(), rows
+
+
+def test_table_view_reads_a_column_widened_past_the_sample_again(sluice, tmp_path):
+    """`sluice cat` (the text table, on standard output or -o x.txt) prints
+    nothing until the input ends, so a CSV value past the inference sample
+    that widens its column makes it read the input again with the wider
+    type, as convert and cat -o x.arrow do (it failed: "cannot parse 'hello'
+    as int64"). The types and the rows shown are pyarrow's, reading the whole
+    file; a stream to standard output (-t csv) still fails: it cannot take
+    back what it wrote."""
+    rows = 400_000
+    path = tmp_path / "r.csv"
+    with open(path, "w") as f:
+        f.write("id,b,c\n")
+        for i in range(rows):
+            b = "hello" if i == 170_000 else i % 7
+            c = "true" if i == 170_001 else i % 2
+            f.write(f"{i},{b},{c}\n")
+    assert sluice.run("schema", path).stdout.decode().split() == \
+        ["id", "int64", "b", "int64", "c", "int64"]
+    want = pcsv.read_csv(path, read_options=pcsv.ReadOptions(block_size=1 << 26))
+    assert want.schema.types == [pa.int64(), pa.string(), pa.bool_()]
+    txt = tmp_path / "t.txt"
+    for args, out in ((["cat", path], None), (["cat", path, "-o", txt], txt),
+                      (["cat", path, "-t", "table", "--threads", "1"], None)):
+        proc = sluice.run(*args)
+        assert "reading again" in proc.stderr.decode(), proc.stderr.decode()
+        text = out.read_text() if out is not None else proc.stdout.decode()
+        names, types, shown = _table_rows(text)
+        assert names == want.column_names and types == ["int64", "string", "bool"], text
+        assert text.splitlines()[-1] == f"{rows} rows", text
+        head, tail = want.slice(0, 10).to_pylist(), want.slice(rows - 10).to_pylist()
+        expect = [[str(r["id"]), r["b"], "true" if r["c"] else "false"] for r in head + tail]
+        assert shown == expect, text
+    proc = sluice.expect_error("cat", path, "-t", "csv")
+    assert b"cannot parse 'hello' as int64" in proc.stderr
+    assert b"reading again" not in proc.stderr
+
+
 def test_nanosecond_digits_outside_the_nanosecond_range_infer_string(sluice, tmp_path):
     """timestamp[ns] spans 1677-09-21 to 2262-04-11 only: a sampled date-time
     with digits past the microsecond outside it (the sentinel

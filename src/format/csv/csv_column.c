@@ -236,8 +236,9 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
     }
     snprintf(hint, sizeof hint,
              "the type was inferred from a sample; the column becomes %s when the input is "
-             "read again, as sluice convert, cat -o, stats and sluice.read do by themselves "
-             "(sluice_dataset_refine in C); or pass schema=%s:%s or infer_bytes=all",
+             "read again, as sluice convert, cat (its table, -o), stats and sluice.read do by "
+             "themselves (sluice_dataset_refine in C); or pass schema=%s:%s or "
+             "infer_bytes=all",
              wider, name, wider);
   } else {
     snprintf(hint, sizeof hint,
