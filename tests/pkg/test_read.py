@@ -76,6 +76,32 @@ def test_csv_schema_names_with_separators(data_dir):
     assert pa.table(sluice.read(path, schema=escaped)).equals(want)
 
 
+def test_csv_schema_types_a_column_named_empty(data_dir):
+    """A header field that is empty names a column "" (sluice writes such
+    headers too): schema= types it as pyarrow's column_types={"": ...} does;
+    it read as "expected name:type"."""
+    path = data_dir / "empty_name.csv"
+    path.write_text(",b,c\n1,2,x\n,3,y\n")
+    types = {"": pa.string(), "b": pa.int64()}
+    want = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(column_types=types,
+                                                               strings_can_be_null=True))
+    assert want.schema.field(0).type == pa.string()
+    for given in (types, pa.schema(list(types.items())), ":string|b:int64", ":string,b:int64",
+                  "b:int64|:string"):
+        assert pa.table(sluice.read(path, schema=given)).equals(want), given
+    # sluice's own output under its own schema
+    out = data_dir / "empty_name_back.csv"
+    sluice.write(want, out)
+    back = pa.table(sluice.read(out, schema=want.schema))
+    assert back.equals(pacsv.read_csv(str(out), convert_options=pacsv.ConvertOptions(
+        column_types=types, strings_can_be_null=True)))
+    # still one entry per name, and an entry still needs its colon
+    with pytest.raises(sluice.Error, match="schema names column '' twice"):
+        sluice.read(path, schema=":string|:int64")
+    with pytest.raises(sluice.Error, match="expected name:type"):
+        sluice.read(path, schema="string|b:int64")
+
+
 def test_csv_null_values_as_a_list(data_dir):
     """null_values=[...] as pyarrow's ConvertOptions and polars take it."""
     path = data_dir / "nulls.csv"

@@ -789,6 +789,33 @@ def test_table_view_reads_a_column_widened_past_the_sample_again(sluice, tmp_pat
     assert b"reading again" not in proc.stderr
 
 
+def test_schema_types_a_column_named_empty(sluice, tmp_path):
+    """An empty header field names a column "" (sluice writes such headers
+    too): --schema ':string' types it, as pyarrow's column_types={'': ...}
+    does (it was "schema entry ':string': expected name:type"). The CSV
+    sluice writes from it reads back under its own schema."""
+    path = tmp_path / "en.csv"
+    path.write_text(",b\n1,2\n,3\n")
+    types = {"": pa.string(), "b": pa.int64()}
+    want = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types,
+                                                               strings_can_be_null=True))
+    assert want.schema.types == [pa.string(), pa.int64()]
+    for spec in (":string", ":string,b:int64", "b:int64,:string"):
+        out = tmp_path / "en.arrow"
+        sluice.run("convert", path, out, "-q", "--schema", spec)
+        with ipc.open_file(out) as f:
+            assert f.read_all().equals(want), spec
+    assert sluice_read(sluice, path, "schema=:string|b:int64").equals(want)
+    back = tmp_path / "back.csv"
+    sluice.run("convert", path, back, "-q", "--schema", ":string")
+    assert back.read_text().splitlines()[0] == '"",b'  # (pyarrow writes it so too)
+    got = sluice_read(sluice, back, schema=":string,b:int64")
+    assert got.equals(pcsv.read_csv(back, convert_options=pcsv.ConvertOptions(
+        column_types=types, strings_can_be_null=True)))
+    bad = sluice.run_raw("cat", path, "--schema", "string")
+    assert bad.returncode != 0 and b"expected name:type" in bad.stderr
+
+
 def test_nanosecond_digits_outside_the_nanosecond_range_infer_string(sluice, tmp_path):
     """timestamp[ns] spans 1677-09-21 to 2262-04-11 only: a sampled date-time
     with digits past the microsecond outside it (the sentinel

@@ -187,8 +187,10 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
   while (i <= n) {
     size_t j = i;
     while (j < n && v[j] != '|') ++j;
+    // The first ':' ends the name (a name's own ':' is %3A); an empty name
+    // is the column an empty header field names.
     const char* colon = memchr(v + i, ':', j - i);
-    if (colon == NULL || colon == v + i) {
+    if (colon == NULL) {
       return sl_error_set(error, EINVAL, "schema entry '%.*s': expected name:type", (int)(j - i),
                           v + i);
     }
