@@ -162,7 +162,7 @@ int cli_read_again(struct sluice_dataset* dataset, const struct cli_options* opt
 /// cli_write_stream of a stream from cli_open_stream, written again from the
 /// start (with a note on stderr) each time it fails on a CSV value that did
 /// not fit the type inferred for its column and widened it, unless writing
-/// to standard output. Prints the error and returns CLI_ERROR on failure;
+/// to standard output or in place (a device, FIFO or socket: -o /dev/stdout). Prints the error and returns CLI_ERROR on failure;
 /// *stream may be a new scan, or released.
 int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
                           const char* location, const struct cli_options* options);

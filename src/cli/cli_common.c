@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -418,6 +419,14 @@ int cli_read_again(struct sluice_dataset* dataset, const struct cli_options* opt
   return 1;
 }
 
+/// A device, FIFO or socket (-o /dev/stdout to a pipe) is written in place,
+/// as it goes: what reached it cannot be taken back.
+static int written_in_place(const char* location) {
+  struct stat st;
+  return strcmp(location, "-") == 0 ||
+         (stat(location, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+}
+
 int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
                           const char* location, const struct cli_options* options) {
   for (;;) {
@@ -426,7 +435,7 @@ int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStrea
     int status = cli_write_stream(stream, location, options, &error);
     // Standard output cannot be taken back; files and tables can be written
     // again (a failed write leaves nothing behind).
-    if (status == CLI_OK || strcmp(location, "-") == 0 ||
+    if (status == CLI_OK || written_in_place(location) ||
         !cli_read_again(dataset, options, stream, &error)) {
       if (status != CLI_OK) cli_error("%s", error.message);
       return status;

@@ -787,6 +787,12 @@ def test_table_view_reads_a_column_widened_past_the_sample_again(sluice, tmp_pat
     proc = sluice.expect_error("cat", path, "-t", "csv")
     assert b"cannot parse 'hello' as int64" in proc.stderr
     assert b"reading again" not in proc.stderr
+    # so does one to -o /dev/stdout when that is a pipe, written in place (a
+    # second read wrote its rows after the first's: 485,483 lines, exit 0)
+    proc = sluice.expect_error("cat", path, "-t", "csv", "-o", "/dev/stdout")
+    assert b"cannot parse 'hello' as int64" in proc.stderr
+    assert b"reading again" not in proc.stderr
+    assert proc.stdout.count(b"\n") < rows
 
 
 def test_schema_types_a_column_named_empty(sluice, tmp_path):
