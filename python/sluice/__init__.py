@@ -1578,9 +1578,11 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
         # An open file (or a pipe's, written through /dev/fd/N): its own
         # name tells the format ("out.parquet" -> parquet), as a path's would.
         suffix = _os.path.splitext(name)[1].lstrip(".").lower()
-        format = {"feather": "arrow", "pq": "parquet"}.get(suffix, suffix)
+        format = {"feather": "arrow", "pq": "parquet", "tsv": "csv"}.get(suffix, suffix)
         if format not in writer_formats():
             format = None
+        elif suffix == "tsv" and not {"delimiter", "sep", "delim"} & options.keys():
+            options["delimiter"] = "\t"  # as a path named .tsv is written
     if compression is None:  # as pyarrow and pandas take it: uncompressed
         compression = "none"
     elif compression in ("default", "infer"):  # ("infer": pandas' to_csv default)

@@ -1739,9 +1739,16 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   sl_text_init(&w.key, w.alloc);
   sl_text_init(&w.path, w.alloc);
   sl_text_init(&w.value, w.alloc);
-  // part-0.parquet; part-0.csv.gz when the CSV is compressed whole.
+  // part-0.parquet; part-0.csv.gz when the CSV is compressed whole; the
+  // format's extension the output is named by, if any (out.tsv/ ->
+  // part-0.tsv, tab-separated as the CSV writer and reader take that name).
   static const char* const none[] = {"", NULL};
   const char* const* ext = writer->extensions != NULL ? writer->extensions : none;
+  size_t root_name = strlen(location);
+  while (root_name > 1 && location[root_name - 1] == '/') --root_name;
+  for (const char* const* e = ext + 1; *e != NULL; ++e) {
+    if (sl_name_ends_with(location, root_name, *e)) ext = e;
+  }
   char extension[64];
   enum sl_compression kind = SL_COMPRESS_NONE;
   if (writer->compressible && options->compression != NULL)

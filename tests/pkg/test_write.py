@@ -56,6 +56,38 @@ def test_csv_writer_options(simple, tmp_path):
     assert first == "0;"
 
 
+def test_tsv_name_writes_tab_separated(simple, tmp_path):
+    """A .tsv name (also .tsv.gz / .tsv.zst, compressed whole as .csv.gz is)
+    writes CSV with a tab delimiter, as the reader reads such a name (it was
+    "cannot choose an output format"); pyarrow reads it back with
+    delimiter='\\t'. delimiter= given still wins."""
+    import gzip
+    t = simple.select(["i", "s"])
+    parse = pacsv.ParseOptions(delimiter="\t")
+    convert = pacsv.ConvertOptions(strings_can_be_null=True)
+    for name in ("x.tsv", "x.TSV", "x.tsv.gz", "x.tsv.zst"):
+        path = tmp_path / name
+        sluice.write(t, path)
+        if name.endswith(".gz"):
+            assert gzip.decompress(path.read_bytes()).startswith(b"i\ts\n"), name
+        elif not name.endswith(".zst"):
+            assert path.read_bytes().startswith(b"i\ts\n"), name
+        back = pacsv.read_csv(str(path), parse_options=parse, convert_options=convert)
+        assert back.column("i").to_pylist() == t.column("i").to_pylist(), name
+        assert back.column("s").to_pylist() == t.column("s").to_pylist(), name
+        assert pa.table(sluice.read(path)).equals(back), name
+    sluice.write(t, tmp_path / "semi.tsv", delimiter=";")
+    assert (tmp_path / "semi.tsv").read_text().splitlines()[0] == "i;s"
+    sluice.write(t, tmp_path / "fmt.tsv", format="csv")
+    assert (tmp_path / "fmt.tsv").read_text().splitlines()[0] == "i\ts"
+    with open(tmp_path / "open.tsv", "wb") as f:  # an open file, told by its name too
+        sluice.write(t, f)
+    assert (tmp_path / "open.tsv").read_text().splitlines()[0] == "i\ts"
+    with open(tmp_path / "open_semi.tsv", "wb") as f:
+        sluice.write(t, f, sep=";")
+    assert (tmp_path / "open_semi.tsv").read_text().splitlines()[0] == "i;s"
+
+
 def test_sluice_table_round_trip(typed, tmp_path):
     expected, path = typed
     t = sluice.read(path)

@@ -173,6 +173,47 @@ def test_header_false(sluice, tmp_path):
     assert_same_values(back.rename_columns(table.column_names), table, "header=false")
 
 
+def test_tsv_name_writes_tab_separated(sluice, tmp_path):
+    """`convert x y.tsv` (and y.tsv.gz, y.tsv.zst, compressed whole as
+    y.csv.gz is) writes CSV with a tab delimiter, as the reader reads a .tsv
+    name (it was "cannot choose an output format"); pyarrow reads it with
+    delimiter='\\t' as sluice reads it back. -W delimiter= still wins, -t csv
+    to a .tsv name is tab-separated too, and a dataset named out.tsv/ is
+    written as part-0.tsv files."""
+    import gzip
+    table = source_table().select(["i64", "s", "d"])
+    src = write_arrow(table, tmp_path / "x.arrow")
+    parse = pcsv.ParseOptions(delimiter="\t", newlines_in_values=True)
+    convert = pcsv.ConvertOptions(strings_can_be_null=True, quoted_strings_can_be_null=False)
+    for name in ("y.tsv", "y.tsv.gz", "y.tsv.zst"):
+        out = tmp_path / name
+        sluice.run("convert", src, out)
+        raw = gzip.decompress(out.read_bytes()) if name.endswith(".gz") else out.read_bytes()
+        if not name.endswith(".zst"):
+            assert raw.startswith(b"i64\ts\td\n"), raw[:40]
+        want = pcsv.read_csv(out, parse_options=parse, convert_options=convert)
+        assert_same_values(want, table, name)
+        back = tmp_path / "back.arrow"
+        sluice.run("convert", out, back)
+        assert_same_values(read_arrow(back), table, name)
+    out = tmp_path / "semi.tsv"
+    sluice.run("convert", src, out, "-W", "delimiter=;")
+    assert out.read_text().startswith("i64;s;d\n")
+    out = tmp_path / "t.tsv"
+    sluice.run("cat", src, "-t", "csv", "-o", out)
+    assert out.read_text().startswith("i64\ts\td\n")
+    keyed = pa.table({"k": pa.array([1, 2, 1], pa.int64()), "v": pa.array(["a", "b", "c"]),
+                      "w": pa.array([7, 8, 9], pa.int64())})
+    ds_src = write_arrow(keyed, tmp_path / "k.arrow")
+    root = tmp_path / "out.tsv"
+    sluice.run("convert", ds_src, root, "--partition-by", "k")
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert files == ["k=1/part-0.tsv", "k=2/part-0.tsv"], files
+    assert (root / "k=1/part-0.tsv").read_text() == "v\tw\na\t7\nc\t9\n"
+    got = pcsv.read_csv(root / "k=1/part-0.tsv", parse_options=parse)
+    assert got.to_pydict() == {"v": ["a", "c"], "w": [7, 9]}
+
+
 def test_float_format_point_keeps_whole_floats_floats(sluice, tmp_path):
     table = pa.table({"f": pa.array([1.0, -0.0, 2.0, 1e300, None, 3.0]),
                       "h": pa.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], pa.float32())})

@@ -2,7 +2,8 @@
 // (or "\r\n") line endings. Options come from sl_write_args.format_options
 // ("key=value,key=value"; a comma right after '=' is the value):
 //
-//   delimiter=comma|semicolon|tab|pipe|space|<one char>   (default ',')
+//   delimiter=comma|semicolon|tab|pipe|space|<one char>   (default ',';
+//     tab for a destination named .tsv, also compressed, as the reader reads it)
 //   header=true|false                                      (default true)
 //   null=<text>          the spelling of nulls              (default empty)
 //   quote=<char>|dquote|squote|none                        (default '"')
@@ -57,6 +58,7 @@
 #include "core/sl_value_text.h"
 #include "core/sl_value_tz.h"
 #include "format/csv/csv_internal.h"
+#include "io/sl_compression.h"
 #include "io/sl_sink.h"
 
 #define CSV_KNOWN_KEYS \
@@ -120,9 +122,18 @@ static int parse_char(const char* v, size_t n, char* out) {
   return 0;
 }
 
-static int csv_write_options_parse(const char* text, struct csv_write_options* o,
-                                   struct sluice_error* error) {
-  o->delimiter = ',';
+/// Whether `location` says tab-separated: x.tsv, also compressed (x.tsv.gz)
+/// and as a URL with a query, as the reader tells it (csv_reader.c).
+static int named_tsv(const char* location) {
+  if (location == NULL) return 0;
+  size_t len = sl_location_name_length(location);
+  size_t suffix = sl_compression_suffix_length(location);
+  return sl_name_ends_with(location, suffix < len ? len - suffix : 0, ".tsv");
+}
+
+static int csv_write_options_parse(const char* text, const char* location,
+                                   struct csv_write_options* o, struct sluice_error* error) {
+  o->delimiter = named_tsv(location) ? '\t' : ',';
   o->quote = '"';
   o->header = 1;
   o->null_text = "";
@@ -561,7 +572,8 @@ static int csv_init(void* ctx, const struct sl_write_args* args, struct sluice_e
   sl_text_init(&state->line, args->alloc);
   state->first_row = args->first_row;
   for (int i = 0; i < CSV_MAX_PARTS; ++i) sl_text_init(&state->cell[i].text, args->alloc);
-  return csv_write_options_parse(args->format_options, &state->options, error);
+  return csv_write_options_parse(args->format_options, args->location, &state->options,
+                                 error);
 }
 
 static void csv_release(void* ctx) {
@@ -593,7 +605,7 @@ static int csv_write(struct ArrowArrayStream* stream, struct sl_sink* sink,
   return sl_format_write_pushed(&k_csv_writer, stream, sink, args, error);
 }
 
-static const char* const k_csv_extensions[] = {".csv", NULL};
+static const char* const k_csv_extensions[] = {".csv", ".tsv", NULL};
 static const struct sl_format_writer k_csv_writer = {
     .name = "csv", .extensions = k_csv_extensions, .write = csv_write, .compressible = 1,
     .open = csv_open, .push = sl_text_writer_push, .finish = sl_text_writer_finish,
