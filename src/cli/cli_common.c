@@ -420,11 +420,13 @@ int cli_read_again(struct sluice_dataset* dataset, const struct cli_options* opt
 }
 
 /// A device, FIFO or socket (-o /dev/stdout to a pipe) is written in place,
-/// as it goes: what reached it cannot be taken back.
+/// as it goes: what reached it cannot be taken back. /dev/null keeps
+/// nothing, so writing it again is harmless (a timing run's sink).
 static int written_in_place(const char* location) {
-  struct stat st;
-  return strcmp(location, "-") == 0 ||
-         (stat(location, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+  struct stat st, null;
+  if (strcmp(location, "-") == 0) return 1;
+  if (stat(location, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 0;
+  return !(S_ISCHR(st.st_mode) && stat("/dev/null", &null) == 0 && st.st_rdev == null.st_rdev);
 }
 
 int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,

@@ -794,6 +794,9 @@ def test_table_view_reads_a_column_widened_past_the_sample_again(sluice, tmp_pat
     assert b"cannot parse 'hello' as int64" in proc.stderr
     assert b"reading again" not in proc.stderr
     assert proc.stdout.count(b"\n") < rows
+    # /dev/null keeps nothing: it is written again, as a file is
+    proc = sluice.run("cat", path, "-t", "csv", "-o", "/dev/null")
+    assert b"reading again" in proc.stderr, proc.stderr.decode()
 
 
 def test_schema_types_a_column_named_empty(sluice, tmp_path):
