@@ -139,6 +139,84 @@ def test_filter_the_widened_type_refuses_is_the_error(sluice, tmp_path):
     assert not (tmp_path / "o.parquet").exists()
 
 
+def _late_values_csv(tmp_path, c_late="true"):
+    """id,b,c over 400,000 rows: b and c sampled as int64, and past the
+    sample b holds 'hello' (the column widens to string) and c `c_late`."""
+    src = tmp_path / "late.csv"
+    with open(src, "w") as f:
+        f.write("id,b,c\n")
+        for i in range(400000):
+            f.write("%d,%s,%s\n" % (i, "hello" if i == 170000 else i % 7,
+                                     c_late if i == 170001 else i % 2))
+    return src
+
+
+@pytest.mark.parametrize("text,expr", [
+    ("c=true", lambda ds: ds.field("c") == True),  # noqa: E712
+    ("c!=true", lambda ds: ds.field("c") != True),  # noqa: E712
+    ("b=hello", lambda ds: ds.field("b") == "hello"),
+    ("b=hello|3", lambda ds: ds.field("b").isin(["hello", "3"])),
+    ("b>=6,c=false", lambda ds: (ds.field("b") >= "6") & (ds.field("c") == False)),  # noqa: E712
+    ("c=true,id<10;b=hello", lambda ds: ((ds.field("c") == True) & (ds.field("id") < 10)) |  # noqa: E712,E501
+     (ds.field("b") == "hello")),
+])
+def test_a_value_the_sampled_type_refuses_filters_the_widened_column(sluice, tmp_path, text,
+                                                                     expr):
+    """A CSV column's type inferred from a sample (int64) widens when a later
+    value does not fit it (b to string, c to bool): a filter value that fits
+    only the wider type ('hello', 'true') was refused before the input was
+    read; it filters the widened column as pyarrow filters the file read
+    with those types."""
+    import pyarrow.csv as pcsv
+    import pyarrow.dataset as pads
+    src = _late_values_csv(tmp_path)
+    dst = tmp_path / "o.arrow"
+    sluice.run("convert", "-q", src, dst, "--filter", text)
+    got = pa.ipc.open_file(dst).read_all()
+    assert got.schema.field("b").type == pa.string() and got.schema.field("c").type == pa.bool_()
+    whole = pads.dataset(src, format=pads.CsvFileFormat(convert_options=pcsv.ConvertOptions(
+        column_types={"id": pa.int64(), "b": pa.string(), "c": pa.bool_()})))
+    want = whole.to_table(filter=expr(pads))
+    assert got.num_rows == want.num_rows > 0, text
+    assert got.sort_by("id").equals(want.sort_by("id")), text
+    stats = sluice.run("stats", "-q", "--json", "--filter", text, src).stdout
+    import json
+    assert json.loads(stats)[0]["count"] == want.num_rows
+
+
+@pytest.mark.parametrize("c_late,text,why", [
+    ("true", "c=hello", "'hello' is not true or false, as column 'c' (bool) needs"),
+    ("1", "c=true", "'true' is not an integer, as column 'c' (int64) needs"),
+    ("1", "b=x", "'x' is not an integer, as column 'b' (int64) needs"),
+])
+def test_a_value_the_whole_columns_type_refuses_is_the_error_after_the_read(sluice, tmp_path,
+                                                                            c_late, text, why):
+    """The value fits neither the sampled type nor the type the column has
+    once the whole input is read (c widens to bool and 'hello' is no bool;
+    c stays int64 and 'true' is no integer): the error is the one the
+    sampled type gave, saying the type was inferred from the data, and no
+    output is left."""
+    src = _late_values_csv(tmp_path, c_late)
+    if text.startswith("b="):  # (b never widens in this file)
+        src.write_text(src.read_text().replace("hello", "5"))
+    for args in (["stats"], ["convert", "-q"]):
+        tail = [tmp_path / "o.parquet"] if args[0] == "convert" else []
+        err = sluice.expect_error(*args, "--filter", text, src, *tail).stderr.decode()
+        assert why in err and "inferred from the data" in err, err
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_a_type_the_schema_gives_refuses_a_value_before_reading(sluice, tmp_path):
+    """A column typed by --schema never widens: a value it refuses is refused
+    up front, as before, without the note on inferred types."""
+    src = _late_values_csv(tmp_path, "1")
+    src.write_text(src.read_text().replace("hello", "5"))
+    err = sluice.expect_error("convert", "-q", "--schema", "c:int64", "--filter", "c=true", src,
+                              tmp_path / "o.parquet").stderr.decode()
+    assert "'true' is not an integer, as column 'c' (int64) needs" in err, err
+    assert "inferred" not in err, err
+
+
 def test_an_escape_that_is_not_utf8_is_quoted_as_typed(sluice, tmp_path):
     """Messages quote a condition %XX-decoded, but `%80` decoded is a lone
     byte that is not UTF-8: the message carried it raw (invalid text on a
