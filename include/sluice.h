@@ -280,7 +280,10 @@ struct sluice_open_options {
   /// dates (YYYY-MM-DD), times (HH:MM:SS[.f]), timestamps (ISO 8601; a zone
   /// in the value is honoured, else it is taken as written; a time or
   /// timestamp finer than the unit by its exact value) and durations
-  /// (integers in the column's unit); other types are an error. The columns
+  /// (integers in the column's unit); other types are an error. A value a
+  /// type inferred from a sample does not take is an error only once the
+  /// whole input is read and the column did not widen to a type that takes
+  /// it (sluice_dataset_type_inferred). The columns
   /// a filter needs are read even when not projected. With a filter, split
   /// row counts are unknown (sluice_dataset_split_rows gives -1).
   /// E.g. "x>5,city=Paris|Rome,day>=2024-01-01".
@@ -387,6 +390,16 @@ SLUICE_EXPORT int sluice_dataset_full_schema(struct sluice_dataset* dataset,
 /// directories (a partition key), else 0.
 SLUICE_EXPORT int sluice_dataset_is_partition_key(struct sluice_dataset* dataset,
                                                   const char* column);
+
+/// 1 when the dataset's column `column` has a type inferred from a sample
+/// of the data that a later value may still widen (a CSV column that no
+/// schema option types, read from a source that can be read again: see
+/// sluice_dataset_refine), else 0. A filter value such a type does not take
+/// is not refused when the dataset opens: no row passes it, and a scan that
+/// reaches its end fails with the error the value gives, unless a value on
+/// the way widened the column (the filter then compares as the wider type).
+SLUICE_EXPORT int sluice_dataset_type_inferred(struct sluice_dataset* dataset,
+                                               const char* column);
 
 /// Number of independent splits the dataset plans to read (>= 0).
 SLUICE_EXPORT int64_t sluice_dataset_num_splits(struct sluice_dataset* dataset);

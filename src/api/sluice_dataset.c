@@ -273,6 +273,29 @@ static int key_names_a_column(const struct sluice_dataset* ds, const char* key_t
   return 0;
 }
 
+/// The row filter `text` parsed against `schema` (the reader's full one):
+/// a value that a column's type inferred from a sample does not take is
+/// pending (sl_filter_condition.pending), not an error, as the whole input
+/// may widen the column to a type that does. Errors name `shown`.
+static int parse_row_filter(struct sluice_dataset* ds, const char* text,
+                            const struct ArrowSchema* schema, const char* shown,
+                            struct sl_row_filter** out, struct sluice_error* error) {
+  uint8_t* inferred = NULL;
+  size_t n = (size_t)(schema->n_children > 0 ? schema->n_children : 1);
+  if (ds->format->type_inferred != NULL) {
+    inferred = sl_calloc(ds->alloc, n, 1);
+    if (inferred == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", shown);
+    for (int64_t i = 0; i < schema->n_children; ++i) {
+      inferred[i] = (uint8_t)(ds->format->type_inferred(ds->reader, i) != 0);
+    }
+  }
+  int rc = sl_row_filter_parse_inferred(text, schema, inferred, ds->alloc, out, error);
+  if (inferred != NULL) sl_free(ds->alloc, inferred, n);
+  if (rc != 0) return sl_error_prefix(error, "%s", shown);
+  if (*out != NULL && (*out)->pending.code != 0) sl_error_prefix(&(*out)->pending, "%s", shown);
+  return 0;
+}
+
 /// Drops the splits the reader's statistics show no row of passes the
 /// filter (the others keep their index: readers know splits by it).
 static int prune_splits(struct sluice_dataset* ds, struct sluice_error* error) {
@@ -774,12 +797,9 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                              : sl_schema_copy(&ds->full_schema, alloc, &ds->schema, error);
   }
   if (rc == 0 && row_text != NULL) {
-    rc = sl_row_filter_parse(row_text, &ds->full_schema, alloc, &ds->filter, error);
-    if (rc != 0) {
-      char shown[1024];
-      sl_location_shown(location, shown, sizeof shown);
-      sl_error_prefix(error, "%s", shown);
-    }
+    char shown[1024];
+    sl_location_shown(location, shown, sizeof shown);
+    rc = parse_row_filter(ds, row_text, &ds->full_schema, shown, &ds->filter, error);
   }
   if (rc == 0 && key_text != NULL) rc = key_names_a_column(ds, key_text, alloc, error);
   if (ds->filter != NULL) {  // kept for sluice_dataset_refine
@@ -876,8 +896,7 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
   // The row filter compares values as its columns' types: parsed again for
   // the new ones (the old one pointed into the schema freed below).
   if (rc == 0 && ds->filter_text != NULL) {
-    rc = sl_row_filter_parse(ds->filter_text, &full, ds->alloc, &filter, error);
-    if (rc != 0) sl_error_prefix(error, "%s", ds->location);
+    rc = parse_row_filter(ds, ds->filter_text, &full, ds->location, &filter, error);
   }
   if (rc != 0) {
     // The reader has the new types already: no scan may run with the old
@@ -915,6 +934,17 @@ int sl_dataset_usable(const struct sluice_dataset* ds, struct sluice_error* erro
   if (ds->unusable.code == 0) return 0;
   if (error != NULL) *error = ds->unusable;
   return ds->unusable.code;
+}
+
+int sluice_dataset_type_inferred(struct sluice_dataset* dataset, const char* column) {
+  if (dataset == NULL || column == NULL || dataset->format->type_inferred == NULL) return 0;
+  for (int64_t i = 0; i < dataset->full_schema.n_children; ++i) {
+    const char* name = dataset->full_schema.children[i]->name;
+    if (name != NULL && strcmp(name, column) == 0) {
+      return dataset->format->type_inferred(dataset->reader, i);
+    }
+  }
+  return 0;
 }
 
 /// 1 (with its path from the column in `path`) if `s` or a field under it

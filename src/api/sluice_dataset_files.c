@@ -343,6 +343,19 @@ static int unify_parts(struct sl_files_reader* f, int* changed, struct sluice_er
 static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error);
 static int keys_of_columns(struct sl_files_reader* f, struct sluice_error* error);
 
+/// Whether some object's own column behind dataset column `column` has a
+/// type that object inferred and may still widen (partition keys do not).
+static int files_type_inferred(void* reader, int64_t column) {
+  struct sl_files_reader* f = reader;
+  if (column < 0 || column >= f->n_file_cols) return 0;
+  for (int64_t i = 0; i < f->n_parts; ++i) {
+    const struct files_part* p = &f->parts[i];
+    int64_t c = p->columns_of != NULL ? p->columns_of[column] : column;
+    if (c >= 0 && f->format->type_inferred(p->reader, c)) return 1;
+  }
+  return 0;
+}
+
 /// Each object's reader refines its own types, and then all are unified
 /// again (by name with union_by_name: the dataset's types are made anew
 /// from the objects' widened ones).
@@ -557,7 +570,7 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
     n_groups += !dead;
     k = end;
   }
-  struct sl_row_filter mapped = {n_own, own, n_groups, f->alloc};
+  struct sl_row_filter mapped = {n_own, own, n_groups, f->alloc, filter->pending};
   int may = unbounded || (n_groups > 0 && f->format->split_may_match(part->reader, &one, &mapped));
   sl_free(f->alloc, own, own_size);
   return may;
@@ -1297,6 +1310,7 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
       .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
       .refine = format->refine != NULL ? files_refine : NULL,
+      .type_inferred = format->type_inferred != NULL ? files_type_inferred : NULL,
       .split_may_match = format->split_may_match != NULL ? files_split_may_match : NULL,
   };
   // On up to FILES_OPEN_THREADS threads; the error reported is that of the

@@ -423,7 +423,7 @@ static void sort_values(struct sl_filter_condition* c) {
 /// Parses text[0, n) (one condition) into *c; messages quote it as
 /// shown[0, shown_n).
 static int parse_condition_shown(const char* text, size_t n, const char* shown, int shown_n,
-                                 const struct ArrowSchema* schema,
+                                 const struct ArrowSchema* schema, const uint8_t* inferred,
                                  const struct sluice_allocator* alloc,
                                  struct sl_filter_condition* c, struct sluice_error* error) {
   size_t k = 0;
@@ -511,6 +511,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
         ok = verdict != -2 && verdict != -3;
         if (date) why = "a YYYY-MM-DD date or a date-time";
         if (verdict == -3) {
+          c->pending = inferred != NULL && inferred[c->column];
           char type[64];
           sl_format_name(c->format, type, sizeof type);
           int rc = sl_error_set(error, EINVAL, "filter '%.*s': '%s' is past the range of column "
@@ -523,6 +524,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     }
     if (!ok || c->kind != SL_FILTER_BYTES) {
       if (!ok) {
+        c->pending = inferred != NULL && inferred[c->column];
         char type[64];
         sl_format_name(c->format, type, sizeof type);
         // The value as decoded (%XX escapes are the Python layer's quoting).
@@ -569,8 +571,8 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
 /// unless decoding gives a NUL byte or bytes that are not UTF-8 (a message
 /// must stay text: `%80` is shown as typed).
 static int parse_condition(const char* text, size_t n, const struct ArrowSchema* schema,
-                           const struct sluice_allocator* alloc, struct sl_filter_condition* c,
-                           struct sluice_error* error) {
+                           const uint8_t* inferred, const struct sluice_allocator* alloc,
+                           struct sl_filter_condition* c, struct sluice_error* error) {
   size_t dn = 0;
   char* decoded = memchr(text, '%', n) != NULL ? sl_percent_decoded_bytes(text, n, alloc, &dn) : NULL;
   const int use = decoded != NULL && strlen(decoded) == dn && dn <= INT32_MAX &&
@@ -578,7 +580,7 @@ static int parse_condition(const char* text, size_t n, const struct ArrowSchema*
   char head[SL_FILTER_QUOTE_SIZE];
   int shown_n;
   const char* shown = sl_filter_quoted(use ? decoded : text, use ? dn : n, head, &shown_n);
-  int rc = parse_condition_shown(text, n, shown, shown_n, schema, alloc, c, error);
+  int rc = parse_condition_shown(text, n, shown, shown_n, schema, inferred, alloc, c, error);
   if (decoded != NULL) sl_free(alloc, decoded, dn + 1);
   return rc;
 }
@@ -609,7 +611,8 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
   for (int k = 0; k < filter->n_conditions;) {
     int group = filter->conditions[k].group, ruled_out = 0;
     for (; k < filter->n_conditions && filter->conditions[k].group == group; ++k)
-      if (!ruled_out && !may(ctx, &filter->conditions[k])) ruled_out = 1;
+      if (!ruled_out && !filter->conditions[k].pending && !may(ctx, &filter->conditions[k]))
+        ruled_out = 1;
     if (!ruled_out) return 1;
   }
   return 0;
@@ -618,6 +621,12 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error) {
+  return sl_row_filter_parse_inferred(text, schema, NULL, alloc, out, error);
+}
+
+int sl_row_filter_parse_inferred(const char* text, const struct ArrowSchema* schema,
+                                 const uint8_t* inferred, const struct sluice_allocator* alloc,
+                                 struct sl_row_filter** out, struct sluice_error* error) {
   *out = NULL;
   if (text == NULL || *text == '\0') return 0;
   if (sl_filter_has_empty_condition(text)) {
@@ -644,7 +653,21 @@ int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
   for (const char* at = text; rc == 0 && *at != '\0';) {
     size_t len = strcspn(at, ",;");
     struct sl_filter_condition* c = &conditions[f->n_conditions];
-    rc = parse_condition(at, len, schema, alloc, c, error);
+    struct sluice_error why;
+    memset(&why, 0, sizeof why);
+    rc = parse_condition(at, len, schema, inferred, alloc, c, &why);
+    if (rc != 0 && c->pending) {
+      // Told only if the whole input leaves the column's type as it is.
+      if (f->pending.code == 0) {
+        f->pending = why;
+        size_t used = strlen(f->pending.message);
+        snprintf(f->pending.message + used, sizeof f->pending.message - used,
+                 " (the column's type was inferred from the data)");
+      }
+      rc = 0;
+    } else if (rc != 0 && error != NULL) {
+      *error = why;
+    }
     c->group = group;
     ++f->n_conditions;  // freed with the others, parsed or not
     group += at[len] == ';';
@@ -717,6 +740,7 @@ static int passes(const struct sl_filter_condition* c, const union sl_filter_val
 int sl_filter_range_may_pass(const struct sl_filter_condition* c,
                              const union sl_filter_value* min,
                              const union sl_filter_value* max) {
+  if (c->pending) return 1;
   if (compare(c->kind, min, max) == 2) return 1;  // NaN bounds say nothing
   switch (c->op) {
     case SL_FILTER_EQ:
@@ -931,7 +955,8 @@ int sl_row_filter_select(const struct sl_row_filter* filter, const struct ArrowA
                         PRId64, c->name, a->length, rows);
       break;
     }
-    rc = select_condition(c, a, c->index_format, rows, group_selection, filter->alloc, error);
+    if (c->pending) memset(group_selection, 0, (size_t)bytes);  // no row passes
+    else rc = select_condition(c, a, c->index_format, rows, group_selection, filter->alloc, error);
     int group_ends = k + 1 == filter->n_conditions || filter->conditions[k + 1].group != c->group;
     if (rc == 0 && group_ends && group_selection != selection)
       for (int64_t i = 0; i < bytes; ++i) selection[i] |= group_selection[i];

@@ -61,6 +61,15 @@ struct sl_filter_condition {
   union sl_filter_value* values;
   int values_capacity;  ///< how many `values` holds room for
   int group;           ///< the OR group it belongs to (0 ..; a group's conditions are adjacent)
+  /// 1: a value does not fit the column's type, which was inferred from a
+  /// sample and may still widen (sl_row_filter_parse_inferred). No row
+  /// passes it: a value that the type does not take equals none of its
+  /// values, and the rows do not matter, since a scan either fails on the
+  /// value that widens the column (the filter is then parsed again for the
+  /// wider type) or ends with the filter's `pending` error. `values` are
+  /// not to be read. Pruning takes it as "may pass", so that every split
+  /// is read and a widening value is found.
+  int pending;
 };
 
 struct sl_row_filter {
@@ -68,6 +77,10 @@ struct sl_row_filter {
   struct sl_filter_condition* conditions;
   int n_groups;        ///< a row passes when it passes every condition of some group
   const struct sluice_allocator* alloc;
+  /// The error of the first pending condition (code 0: none is): what a
+  /// scan that reaches its end gives instead of the end, as the column
+  /// did not widen to a type that takes the value.
+  struct sluice_error pending;
 };
 
 /// Parses `text` (conditions separated by ',': NAME OP VALUE with OP one of
@@ -78,6 +91,13 @@ struct sl_row_filter {
 int sl_row_filter_parse(const char* text, const struct ArrowSchema* schema,
                         const struct sluice_allocator* alloc, struct sl_row_filter** out,
                         struct sluice_error* error);
+/// sl_row_filter_parse, but a condition on column i with inferred[i] != 0
+/// (a type inferred from a sample that may still widen; `inferred` NULL:
+/// none is) whose value the type does not take is pending (see
+/// sl_filter_condition.pending) instead of an error.
+int sl_row_filter_parse_inferred(const char* text, const struct ArrowSchema* schema,
+                                 const uint8_t* inferred, const struct sluice_allocator* alloc,
+                                 struct sl_row_filter** out, struct sluice_error* error);
 void sl_row_filter_free(struct sl_row_filter* filter);
 /// Whether `text` has an empty condition (',' or ';' first, last, or two
 /// in a row), which sl_row_filter_parse refuses.

@@ -178,6 +178,10 @@ struct sl_format_reader {
   /// the schema is now wider. Not called while splits of this reader are
   /// being decoded.
   int (*refine)(void* reader, int* changed, struct sluice_error* error);
+  /// Optional (NULL = never): 1 when column `column`'s type was inferred
+  /// from a sample and a later value may still widen it (refine), so that a
+  /// filter value it does not take may yet fit (sl_row_filter_parse_inferred).
+  int (*type_inferred)(void* reader, int64_t column);
   /// Optional (NULL = the data alone decides the types): widens the column
   /// types inferred from a sample so that values of the column types of
   /// `other`, a reader of this format over another object, fit too, so that

@@ -1010,6 +1010,13 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
     int code = scan->ended ? 0 : scan->error_code;
     if (code != 0 && error != NULL) memcpy(error, &scan->error, sizeof *error);
     pthread_mutex_unlock(&scan->mutex);
+    // The end, and a filter value still does not fit its column's type
+    // (inferred, and no value on the way widened it): the value's error.
+    // (A scan cut by the limit says so too: the rest was not read.)
+    if (code == 0 && scan->filter != NULL && scan->filter->pending.code != 0) {
+      code = scan->filter->pending.code;
+      if (error != NULL) *error = scan->filter->pending;
+    }
     return code;
   }
   scan->in_flight -= item->bytes;

@@ -382,6 +382,13 @@ static int csv_refine(void* reader, int* changed, struct sluice_error* error) {
   return setup_columns(r, error);
 }
 
+static int csv_type_inferred(void* reader, int64_t column) {
+  const struct csv_reader* r = reader;
+  // (a forward-only stream is not read again: its types stay)
+  return column >= 0 && column < r->layout.n_cols && !r->cols[column].user_type &&
+         csv_rereadable(r);
+}
+
 static int csv_holds_no_rows(void* reader) {
   return ((const struct csv_reader*)reader)->layout.no_rows;
 }
@@ -795,6 +802,7 @@ static const struct sl_format_reader csv_reader_vtable = {
     .close = csv_close,
     .rows_skipped = sl_csv_rows_skipped,
     .refine = csv_refine,
+    .type_inferred = csv_type_inferred,
     .widen_to = csv_widen_to,
     .holds_no_rows = csv_holds_no_rows,
     .trim = csv_trim,
