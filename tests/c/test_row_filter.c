@@ -416,6 +416,51 @@ static void test_allocation_failures(void** state) {
   assert_true(test_alloc_sweep(parse_attempt, NULL, 200) > 3);
 }
 
+static int may_none(void* ctx, const struct sl_filter_condition* c) {
+  (void)ctx;
+  (void)c;
+  return 0;
+}
+
+/// A value that a column's type inferred from a sample does not take is a
+/// pending condition (its error kept for the scan's end), not an error: the
+/// whole input may widen the column. A column not inferred refuses it.
+static void test_values_an_inferred_type_refuses_are_pending(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  make_schema(&s, NULL);
+  uint8_t inferred[N_COLUMNS] = {1, 0, 0, 0, 0, 1};  // i64 and b
+  struct sluice_error err;
+  memset(&err, 0, sizeof err);
+  struct sl_row_filter* f = NULL;
+  assert_int_equal(sl_row_filter_parse_inferred("i64=true,s=x;i64=1|hello;b=maybe,i32=2", &s,
+                                                inferred, NULL, &f, &err), 0);
+  assert_int_equal(err.code, 0);
+  assert_int_equal(f->n_conditions, 5);
+  const struct sl_filter_condition* c = f->conditions;
+  assert_true(c[0].pending && !c[1].pending && c[2].pending && c[3].pending && !c[4].pending);
+  assert_int_equal(f->pending.code, EINVAL);  // the first one's
+  assert_non_null(strstr(f->pending.message, "'true' is not an integer, as column 'i64' (int64) "
+                         "needs (the column's type was inferred from the data)"));
+  union sl_filter_value lo = {.i = 0}, hi = {.i = 10};
+  assert_true(sl_filter_range_may_pass(&c[0], &lo, &hi));
+  // Pruning never rules a group out by a pending condition: the splits
+  // must be read for the value that widens the column.
+  assert_int_equal(sl_row_filter_may_pass(f, may_none, NULL), 1);  // (the second group)
+  sl_row_filter_free(f);
+  f = NULL;
+  assert_int_equal(sl_row_filter_parse_inferred("i64=true,s=x", &s, inferred, NULL, &f, &err), 0);
+  assert_int_equal(sl_row_filter_may_pass(f, may_none, NULL), 0);  // (s=x rules it out)
+  sl_row_filter_free(f);
+  f = NULL;
+  // Without inferred types (or on a column whose type is given): refused.
+  expect_error(&s, "i64=true", EINVAL, "'true' is not an integer, as column 'i64' (int64) needs");
+  assert_int_equal(sl_row_filter_parse_inferred("i32=true", &s, inferred, NULL, &f, &err), EINVAL);
+  assert_null(f);
+  assert_null(strstr(err.message, "inferred"));
+  s.release(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_literals_take_the_columns_types),
@@ -431,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_finite_numbers_past_float64_are_refused),
       cmocka_unit_test(test_nan_on_a_decimal_column),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_values_an_inferred_type_refuses_are_pending),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
