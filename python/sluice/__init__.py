@@ -231,10 +231,15 @@ def _destination(dst):
 
 
 def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-          hive_partitioning=True, union_by_name=False, filters=None, filter_values=None):
+          hive_partitioning=True, union_by_name=False, filters=None, filter_values=None,
+          settled=True):
     """The open dataset. `filter_values`, when given a list, receives
     (column, value) for every Python filter value (_check_filter_types's,
-    again after a refine)."""
+    again after a refine). `settled`: whether the caller reads with the
+    types of the open (a scan, a dask partition), so that a value is
+    checked against them here; False for the reads that refine (_refining),
+    which check a value on a type inferred from a sample once the whole
+    input is read, as that may widen it to a type the value fits."""
     if isinstance(columns, str):
         # (as pyarrow's read_table refuses it; pandas reads one column per
         # character)
@@ -325,7 +330,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                         "duration as an integer in the column's unit" % (location,))
                 probe = opened(None)
                 try:
-                    _check_filter_types(probe, filter_values)
+                    _check_filter_types(probe, filter_values, settled)
                     types = _filter_types(probe)
                 finally:
                     probe.close()
@@ -338,7 +343,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                 # is told as the check after the open tells it. A value that
                 # its column's type writes otherwise ('2024' on a date key, a
                 # str on an int key) is written so.
-                better, typed = _filter_type_error_of(location, opened, filter_values, filters)
+                better, typed = _filter_type_error_of(location, opened, filter_values, filters,
+                                                      settled)
                 if better is not None:
                     raise better from None
                 if typed is None or types is not None or typed == filter_text:
@@ -359,7 +365,7 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                     dataset.close()
                     dataset = opened(typed)
             try:
-                _check_filter_types(dataset, filter_values)
+                _check_filter_types(dataset, filter_values, settled)
             except BaseException:
                 dataset.close()
                 raise
@@ -751,7 +757,7 @@ def _reopenable(location):
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
-def _filter_type_error_of(location, opened, pairs, filters):
+def _filter_type_error_of(location, opened, pairs, filters, settled=True):
     """(the error _check_filter_types gives for `pairs`, the filter text
     typed by the columns (_filter_text's `types`)) on the schema of an open
     without the filter (`opened(None)`); (None, None) where no open without
@@ -763,7 +769,7 @@ def _filter_type_error_of(location, opened, pairs, filters):
     except Error:
         return None, None
     try:
-        error = _filter_type_error(probe, pairs)
+        error = _filter_type_error(probe, pairs, settled)
         if error is not None:
             return error, None
         try:
@@ -784,19 +790,23 @@ def _filter_types(dataset):
     return types
 
 
-def _check_filter_types(dataset, pairs):
+def _check_filter_types(dataset, pairs, settled=True, whole=False):
     """Refuses a pyarrow-style filter value whose Python type is not the
     column's (an int on a string column was compared as its text, a str on
     an int column as the number it spells), as pyarrow refuses it, before
-    anything is read, and again after a refine widened a column. `pairs`:
-    (column, value) for every value, as _filter_text collects them. Text
-    filters are typed by the column, by design."""
-    error = _filter_type_error(dataset, pairs)
+    anything is read, and once a read that refines has read the whole input.
+    `pairs`: (column, value) for every value, as _filter_text collects them.
+    Text filters are typed by the column, by design. With `settled` False,
+    values on columns whose type is inferred from a sample and may still
+    widen (dataset.type_inferred) are left for later: the whole input may
+    widen the column to a type they fit ('hello' past a sample of ints).
+    `whole`: the whole input was read, so an inferred type is final."""
+    error = _filter_type_error(dataset, pairs, settled, whole)
     if error is not None:
         raise error
 
 
-def _filter_type_error(dataset, pairs):
+def _filter_type_error(dataset, pairs, settled=True, whole=False):
     """_check_filter_types's error, or None."""
     import datetime
     if not pairs:
@@ -808,6 +818,8 @@ def _filter_type_error(dataset, pairs):
         field = fields.get(name)
         if field is None:
             continue  # (the library named it)
+        if not settled and dataset.type_inferred(name):
+            continue
         dtype = field.type.dictionary or field.type
         key = isinstance(value, str) and dataset.is_partition_key(name)
         if not _filter_value_fits(value, dtype, key):
@@ -822,6 +834,9 @@ def _filter_type_error(dataset, pairs):
             hint = "; a CSV column's type is inferred from a sample of the file unless " \
                 "schema= gives it: infer_bytes='all' reads the whole file to infer it" \
                 if dataset.format == "csv" else ""
+            if whole and dataset.type_inferred(name):
+                hint = "; the column's type was inferred from the data (the whole input was " \
+                    "read, unless a limit stopped it)"
             return InvalidArgumentError(
                 _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
                 "does not compare with it%s" % (name, field.type, type(value).__name__, zone,
@@ -1188,7 +1203,7 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         ordered = True
     filter_values = []
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-               hive_partitioning, union_by_name, filters, filter_values)
+               hive_partitioning, union_by_name, filters, filter_values, settled=False)
     return _refining(ds, lambda: _read(ds, ordered, limit, memory, _scan, _gather), filter_values)
 
 
@@ -1197,17 +1212,32 @@ def _refining(ds, read_once, filter_values):
     inferred from a sample (a later CSV value that did not fit it: int64 ->
     float64 -> string), so that the table has the types of the whole input.
     Each round widens at least one column, so this ends. The filter values
-    are checked again on the wider types (an int on a column now string
-    would compare as text)."""
+    are checked on the types of the whole input (an int on a column now
+    string would compare as text; a str on one that stayed int64 as the
+    number it spells): those of other columns after each refine, those of
+    columns still inferred once a read went through (the dataset was opened
+    with settled=False)."""
     while True:
         try:
-            return read_once()
-        except Error:
-            if not ds.refine():
-                raise
-            error = _filter_type_error(ds, filter_values)
-            if error is not None:
-                raise error from None
+            result = read_once()
+        except Error as e:
+            if ds.refine():
+                error = _filter_type_error(ds, filter_values, False)
+                if error is not None:
+                    raise error from None
+                continue
+            if isinstance(e, InvalidArgumentError):
+                # (the library's error for a filter value that the whole
+                # input left its inferred column's type refusing: told as
+                # the open tells a value of another Python type)
+                error = _filter_type_error(ds, filter_values, whole=True)
+                if error is not None:
+                    raise error from None
+            raise
+        error = _filter_type_error(ds, filter_values, whole=True)
+        if error is not None:
+            raise error
+        return result
 
 
 # Bytes in flight for a gathered read placed by split row counts when
@@ -1275,7 +1305,7 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
     planned = _scan.pop("planned_splits", None)  # sluice.dask: the plan its graph was built on
     filter_values = []
     ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-               hive_partitioning, union_by_name, filters, filter_values)
+               hive_partitioning, union_by_name, filters, filter_values, settled=not _refine)
     if planned is not None and ds.num_splits != planned:
         now = ds.num_splits
         ds.close()
@@ -1321,13 +1351,19 @@ def stats(src, *, format=None, columns=None, threads=None, limit=None, hive_part
     (always computed). Other arguments as for sluice.read."""
     filter_values = []
     ds = _open(src, format, columns, threads, True, limit, None, None, format_options,
-               hive_partitioning, union_by_name, filters, filter_values)
+               hive_partitioning, union_by_name, filters, filter_values, settled=False)
     try:
-        out = ds.stats()
+        try:
+            out = ds.stats()
+        except InvalidArgumentError:
+            # (a value the whole input left its inferred column refusing)
+            _check_filter_types(ds, filter_values, whole=True)
+            raise
         fields = Schema(ds.schema()).fields
-        # The library read a CSV again when a column widened: figures of a
-        # filter whose value no longer fits its column's type are dropped.
-        _check_filter_types(ds, filter_values)
+        # The library read a CSV again when a column widened (and read the
+        # whole input): figures of a filter whose value does not fit its
+        # column's type are dropped.
+        _check_filter_types(ds, filter_values, whole=True)
     finally:
         ds.close()
     for s, f in zip(out, fields):  # one per column, in schema order

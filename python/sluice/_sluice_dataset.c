@@ -301,6 +301,13 @@ static PyObject* dataset_is_partition_key(DatasetObject* self, PyObject* name) {
   return PyBool_FromLong(sluice_dataset_is_partition_key(self->dataset, column));
 }
 
+static PyObject* dataset_type_inferred(DatasetObject* self, PyObject* name) {
+  if (dataset_check_open(self) != 0) return NULL;
+  const char* column = PyUnicode_AsUTF8(name);
+  if (column == NULL) return NULL;
+  return PyBool_FromLong(sluice_dataset_type_inferred(self->dataset, column));
+}
+
 static PyObject* dataset_get_format(DatasetObject* self, void* Py_UNUSED(closure)) {
   if (dataset_check_open(self) != 0) return NULL;
   return PyUnicode_FromString(sluice_dataset_format(self->dataset));
@@ -473,6 +480,9 @@ static PyMethodDef dataset_methods[] = {
      "The _Schema of every column, projected or not (those a filter may name)."},
     {"is_partition_key", (PyCFunction)dataset_is_partition_key, METH_O,
      "is_partition_key(name) -> whether column `name` comes from key=value directories."},
+    {"type_inferred", (PyCFunction)dataset_type_inferred, METH_O,
+     "type_inferred(name) -> whether column `name`'s type was inferred from a sample and a "
+     "later value may still widen it (refine)."},
     {"scan", (PyCFunction)(void (*)(void))dataset_scan, METH_VARARGS | METH_KEYWORDS,
      "scan(first_split=0, num_splits=-1, slow_split=-1, slow_split_delay_us=0, ordered=-1, "
      "memory=0, placement=None, split_rows=None) -> _Scanner over all splits or splits "

@@ -831,15 +831,17 @@ def test_a_value_checked_again_after_a_csv_column_widens(tmp_path):
         sluice.stats(path, infer_bytes=16, filters=[("x", ">", 5)])
     with pytest.raises(sluice.Error):
         list(sluice.scan(path, infer_bytes=16, filters=[("x", ">", 5)]))
-    # (a str value, pyarrow's for the whole file's type, is refused at the
-    # open, on the sampled int64, with a message that says how to type the
-    # column by every row: infer_bytes=all)
+    # A str value, pyarrow's for the whole file's type, is not refused on
+    # the sampled int64 (it was, at the open): the column widens to string.
+    want = pads.dataset(whole).to_table(filter=pq.filters_to_expression([("x", ">", "5")]))
+    for infer_bytes in (16, "all"):
+        got = pa.table(sluice.read(path, infer_bytes=infer_bytes, filters=[("x", ">", "5")]))
+        assert got.column("x").to_pylist() == want.column("x").to_pylist()
+    # (a scan reads with the sampled types: refused at the open, with a
+    # message that says how to type the column by every row)
     with pytest.raises(sluice.InvalidArgumentError, match="has type int64; a value of type str "
                        r".*inferred from a sample.*infer_bytes='all'"):
-        sluice.read(path, infer_bytes=16, filters=[("x", ">", "5")])
-    want = pads.dataset(whole).to_table(filter=pq.filters_to_expression([("x", ">", "5")]))
-    got = pa.table(sluice.read(path, infer_bytes="all", filters=[("x", ">", "5")]))
-    assert got.column("x").to_pylist() == want.column("x").to_pylist()
+        sluice.scan(path, infer_bytes=16, filters=[("x", ">", "5")])
     # A widening the value still fits (int64 -> float64) keeps it.
     path2 = tmp_path / "float.csv"
     path2.write_text("x\n" + "".join("%d\n" % k for k in range(10)) + "2.5\n")
@@ -847,6 +849,72 @@ def test_a_value_checked_again_after_a_csv_column_widens(tmp_path):
         filter=pq.filters_to_expression([("x", ">", 5)]))
     got = pa.table(sluice.read(path2, infer_bytes=8, filters=[("x", ">", 5)]))
     assert got.column("x").to_pylist() == want.column("x").to_pylist()
+
+
+def _late_values_csv(tmp_path, c_late="true"):
+    """id,b,c: b and c sampled as int64 (infer_bytes=64); past the sample b
+    holds 'hello' (the column widens to string) and c `c_late`."""
+    path = tmp_path / "late.csv"
+    rows = ["%d,%d,%d" % (i, i % 7, i % 2) for i in range(200)]
+    rows[150] = "150,hello,0"
+    rows[151] = "151,3,%s" % c_late
+    path.write_text("id,b,c\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("filters", [
+    [("c", "=", True)], [("c", "!=", True)], [("b", "=", "hello")],
+    [("b", "in", ["hello", "3"])], [("b", ">=", "6"), ("c", "=", False)],
+    [[("c", "=", True), ("id", "<", 10)], [("b", "=", "hello")]],
+])
+def test_a_value_of_the_widened_type_filters_the_widened_column(tmp_path, filters):
+    """A value that the type inferred from a sample (int64) does not take
+    but the whole file's type does (c widens to bool, b to string) was
+    refused at the open; it filters the widened column as pyarrow filters
+    the file read with the whole file's types. A scan, which keeps the
+    sampled types, still refuses it at the open."""
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as pads
+    path = _late_values_csv(tmp_path)
+    assert sluice.schema(path, infer_bytes=64).field("c").type.kind == "int64"
+    whole = pacsv.read_csv(path)
+    assert (whole.schema.field("b").type, whole.schema.field("c").type) == (pa.string(), pa.bool_())
+    want = pads.dataset(whole).to_table(filter=pq.filters_to_expression(filters))
+    got = pa.table(sluice.read(path, infer_bytes=64, filters=filters))
+    assert got.num_rows == want.num_rows > 0
+    assert got.sort_by("id").equals(want.sort_by("id"))
+    frame = sluice.read_pandas(path, infer_bytes=64, filters=filters)
+    assert sorted(frame["id"]) == sorted(want.column("id").to_pylist())
+    stats = sluice.stats(path, infer_bytes=64, filters=filters)
+    assert stats[0]["count"] == want.num_rows
+    with pytest.raises(sluice.InvalidArgumentError, match="has type int64"):
+        sluice.scan(path, infer_bytes=64, filters=filters)
+
+
+@pytest.mark.parametrize("c_late,filters,match", [
+    # (c widens to bool; pyarrow compares no int with a bool column)
+    ("true", [("c", "=", 1)], "'c' has type bool; a value of type int"),
+    # (b widens to string; pyarrow compares no int with a string column)
+    ("true", [("b", "=", 3)], "'b' has type string; a value of type int"),
+    # (c stays int64 in the whole file: a bool or a str is no value of it)
+    ("1", [("c", "=", True)], "'c' has type int64; a value of type bool"),
+    ("1", [("c", "=", "1")], "'c' has type int64; a value of type str"),
+    ("1", [("id", "<", 10), ("c", "=", "x")], "'c' has type int64; a value of type str"),
+])
+def test_a_value_the_whole_files_type_refuses_is_refused_as_pyarrow_refuses_it(
+        tmp_path, c_late, filters, match):
+    """A value that neither the sampled type nor the whole file's fits is
+    refused once the whole file is read, as pyarrow refuses it given the
+    whole file's types, the message saying the type was inferred from the
+    data."""
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as pads
+    path = _late_values_csv(tmp_path, c_late)
+    with pytest.raises((pa.ArrowNotImplementedError, pa.ArrowInvalid)):
+        pads.dataset(pacsv.read_csv(path)).to_table(filter=pq.filters_to_expression(filters))
+    for call in (sluice.read, sluice.read_pandas, sluice.stats):
+        with pytest.raises(sluice.InvalidArgumentError, match=match + ".*inferred from the data"):
+            call(path, infer_bytes=64, filters=filters)
 
 
 def test_a_dask_partition_does_not_compare_a_widened_column_as_text(tmp_path):
