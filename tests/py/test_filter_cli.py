@@ -206,6 +206,28 @@ def test_a_value_the_whole_columns_type_refuses_is_the_error_after_the_read(slui
     assert not (tmp_path / "o.parquet").exists()
 
 
+@pytest.mark.parametrize("by_name", [False, True])
+def test_a_value_the_sampled_type_refuses_filters_a_directory_of_csv(sluice, tmp_path, by_name):
+    """The same over a directory of CSV files, one of which widens b late
+    (the dataset's column widens with it), by position and by name."""
+    import pyarrow.csv as pcsv
+    import pyarrow.dataset as pads
+    d = tmp_path / "d"
+    d.mkdir()
+    _late_values_csv(tmp_path, "1").rename(d / "a.csv")
+    (d / "b.csv").write_text("id,b,c\n" + "".join("%d,%d,%d\n" % (i, i % 7, i % 2)
+                                                   for i in range(1000, 2000)))
+    dst = tmp_path / "o.arrow"
+    sluice.run("convert", "-q", d, dst, "--filter", "b=hello|3",
+               *(["--union-by-name"] if by_name else []))
+    got = pa.ipc.open_file(dst).read_all()
+    whole = pads.dataset(d, format=pads.CsvFileFormat(convert_options=pcsv.ConvertOptions(
+        column_types={"id": pa.int64(), "b": pa.string(), "c": pa.int64()})))
+    want = whole.to_table(filter=pads.field("b").isin(["hello", "3"]))
+    assert got.num_rows == want.num_rows > 1
+    assert got.sort_by("id").equals(want.sort_by("id").cast(got.schema))
+
+
 def test_a_type_the_schema_gives_refuses_a_value_before_reading(sluice, tmp_path):
     """A column typed by --schema never widens: a value it refuses is refused
     up front, as before, without the note on inferred types."""
