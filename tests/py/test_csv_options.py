@@ -794,6 +794,11 @@ def test_table_view_reads_a_column_widened_past_the_sample_again(sluice, tmp_pat
     assert b"cannot parse 'hello' as int64" in proc.stderr
     assert b"reading again" not in proc.stderr
     assert proc.stdout.count(b"\n") < rows
+    # 0/1 then 'true': the hint names bool, which the re-read gives (it said
+    # string)
+    proc = sluice.expect_error("cat", path, "-c", "c", "-t", "csv")
+    assert b"the column becomes bool (string if it holds numbers other than 0 and 1) when" \
+        in proc.stderr, proc.stderr.decode()
     # /dev/null keeps nothing: it is written again, as a file is
     proc = sluice.run("cat", path, "-t", "csv", "-o", "/dev/null")
     assert b"reading again" in proc.stderr, proc.stderr.decode()

@@ -234,12 +234,17 @@ static int value_error(struct csv_split_state* s, int64_t c, const struct csv_fi
     int seen = atomic_load(&r->widen[c]);
     while (seen < (int)w && !atomic_compare_exchange_weak(&r->widen[c], &seen, (int)w)) {
     }
+    // (a re-read takes 0/1 with true/false as bools, and widens on to
+    // string at a number past 1)
+    const char* becomes = w == CSV_WIDEN_BOOL ? "bool (string if it holds numbers other than 0 "
+                                                "and 1)"
+                                              : wider;
     snprintf(hint, sizeof hint,
              "the type was inferred from a sample; the column becomes %s when the input is "
              "read again, as sluice convert, cat (its table, -o), stats and sluice.read do by "
              "themselves (sluice_dataset_refine in C); or pass schema=%s:%s or "
              "infer_bytes=all",
-             wider, name, wider);
+             becomes, name, wider);
   } else {
     snprintf(hint, sizeof hint,
              "the type was inferred from a sample (the first %" PRId64 " bytes, and in a "
