@@ -589,6 +589,10 @@ def _filter_value_fits(value, dtype, key):
     import decimal
     kind = dtype.kind
     numpy_kind = _numpy_kind(value)
+    if getattr(dtype, "extension", None) == "arrow.uuid":
+        # pyarrow's filters compare no value with a uuid column (no kernel
+        # for uuid.UUID, bytes or str); the text form takes a UUID's text.
+        return False
     if isinstance(value, bool) or numpy_kind == "b":
         return kind == "bool"
     if isinstance(value, int) or numpy_kind in ("i", "u"):
@@ -834,6 +838,12 @@ def _filter_type_error(dataset, pairs, settled=True, whole=False):
             hint = "; a CSV column's type is inferred from a sample of the file unless " \
                 "schema= gives it: infer_bytes='all' reads the whole file to infer it" \
                 if dataset.format == "csv" else ""
+            if getattr(dtype, "extension", None) == "arrow.uuid":
+                import uuid
+                from urllib.parse import quote
+                hint = ", as pyarrow refuses any value on it; the text form takes a UUID's " \
+                    "text: filters=\"%s=%s\"" % (quote(name, safe=""), value) \
+                    if isinstance(value, uuid.UUID) else ", as pyarrow refuses any value on it"
             if whole and dataset.type_inferred(name):
                 hint = "; the column's type was inferred from the data (the whole input was " \
                     "read, unless a limit stopped it)"

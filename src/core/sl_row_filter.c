@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sl_alloc.h"
+#include "sl_array.h"
 #include "sl_decimal.h"
 #include "sl_error.h"
 #include "sl_type.h"
@@ -46,6 +47,10 @@ static int kind_of(const char* f, enum sl_filter_kind* kind) {
   }
   if (f[0] == 'd' && f[1] == ':') {
     *kind = SL_FILTER_DECIMAL;
+    return 0;
+  }
+  if (f[0] == 'w' && f[1] == ':') {  // fixed_size_binary: bytewise, as pyarrow compares it
+    *kind = SL_FILTER_BYTES;
     return 0;
   }
   return ENOTSUP;
@@ -197,6 +202,28 @@ static int temporal_bound(const char* f, const char* v, size_t n, enum sl_filter
   }
   value->i = units;
   return 0;
+}
+
+/// A UUID's text v[0, n) as its 16 bytes, as DuckDB reads one: 32 hex
+/// digits in any case, '-' anywhere between them, optionally in braces.
+/// 1 on success.
+static int uuid_text(const char* v, size_t n, uint8_t out[16]) {
+  if (n >= 2 && v[0] == '{' && v[n - 1] == '}') {
+    ++v;
+    n -= 2;
+  }
+  int digits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    char ch = v[i];
+    if (ch == '-' && digits > 0 && digits < 32) continue;
+    int d = ch >= '0' && ch <= '9' ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f'
+                                                    ? (ch | 0x20) - 'a' + 10 : -1;
+    if (d < 0 || digits == 32) return 0;
+    if (digits % 2 == 0) out[digits / 2] = (uint8_t)(d << 4);
+    else out[digits / 2] |= (uint8_t)d;
+    ++digits;
+  }
+  return digits == 32;
 }
 
 /// Whether `v` is `word` in any case.
@@ -428,7 +455,8 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
                                  struct sl_filter_condition* c, struct sluice_error* error) {
   size_t k = 0;
   while (k < n && strchr("=!<>", text[k]) == NULL) ++k;
-  if (k == 0 || k >= n) {
+  // (k == 0: a column named '', which pyarrow's filters take)
+  if (k >= n) {
     return sl_error_set(error, EINVAL, "filter '%.*s': expected NAME=VALUE, NAME!=VALUE, "
                         "NAME<VALUE, NAME<=VALUE, NAME>VALUE or NAME>=VALUE", shown_n, shown);
   }
@@ -452,8 +480,9 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     char type[64];
     sl_format_name(typed->format, type, sizeof type);
     return sl_error_set(error, ENOTSUP, "filter '%.*s': column '%s' has type %s, which filters "
-                        "do not compare (integers, 32- and 64-bit floats, decimals, bool, strings, binary, dates, "
-                        "times, timestamps and durations do)", shown_n, shown, c->name, type);
+                        "do not compare (integers, 32- and 64-bit floats, decimals, bool, strings, "
+                        "binary, fixed-size binary, dates, times, timestamps and durations do)",
+                        shown_n, shown, c->name, type);
   }
   const char* p = text + k;
   size_t left = n - k, op_len = sl_filter_op_parse(p, left, &c->op);
@@ -473,6 +502,10 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
   if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   c->values_capacity = (int)room;
   int single_verdict = 0;  // sl_filter_integer_bound's for a lone value of <, <=, >, >=
+  // A UUID column's values are UUIDs' text (its 16 bytes, which the text
+  // form could spell only as %XX escapes, compare as they are stored).
+  const int uuid = strcmp(typed->format, "w:16") == 0 &&
+                   sl_metadata_is_extension(column->metadata, "arrow.uuid");
   for (;;) {
     size_t m = 0;
     while (m < left && p[m] != '|') ++m;
@@ -480,6 +513,20 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
     size_t vn = 0;
     char* v = sl_percent_decoded_bytes(p, m, alloc, &vn);
     if (v == NULL) return sl_error_set(error, ENOMEM, "out of memory");
+    uint8_t id[16];
+    const int not_uuid = uuid && !(strlen(v) == vn && uuid_text(v, vn, id));
+    if (uuid && !not_uuid) {
+      char* bytes = sl_alloc(alloc, sizeof id + 1);
+      if (bytes == NULL) {
+        sl_free(alloc, v, vn + 1);
+        return sl_error_set(error, ENOMEM, "out of memory");
+      }
+      memcpy(bytes, id, sizeof id);
+      bytes[sizeof id] = '\0';
+      sl_free(alloc, v, vn + 1);
+      v = bytes;
+      vn = sizeof id;
+    }
     const char* why = NULL;
     union sl_filter_value value;
     int ok, verdict = 0;
@@ -493,6 +540,9 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
                     : decimal_bound(scale, v, vn, c->op, &value);
       ok = verdict != -2;
       why = "a number";
+    } else if (not_uuid) {
+      ok = 0;
+      why = "a UUID (32 hex digits, '-' between them)";
     } else {
       ok = literal(c->format, c->kind, v, vn, &value, &why);
       // Another number on an integer column, a date-time on a date column:
@@ -781,6 +831,12 @@ static int value_at(const struct ArrowArray* a, const char* f, enum sl_filter_ki
   if (!valid_at(a, i)) return 0;
   int64_t j = a->offset + i;
   const void* data = a->buffers[1];
+  if (kind == SL_FILTER_BYTES && f[0] == 'w') {  // fixed_size_binary: "w:N"
+    int64_t width = strtol(f + 2, NULL, 10);
+    v->bytes.s = (const uint8_t*)data + j * width;
+    v->bytes.len = width;
+    return 1;
+  }
   if (kind == SL_FILTER_BYTES) {
     int large = f[0] == 'U' || f[0] == 'Z';
     const uint8_t* bytes = a->buffers[2];

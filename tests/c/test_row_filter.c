@@ -461,6 +461,76 @@ static void test_values_an_inferred_type_refuses_are_pending(void** state) {
   s.release(&s);
 }
 
+/// A schema of fixed_size_binary[3] "fb", uuid "u" (w:16, arrow.uuid) and
+/// int64 "" (a column named '').
+static int make_fixed_schema(struct ArrowSchema* s, const struct sluice_allocator* alloc,
+                             struct sluice_error* err) {
+  int rc = sl_schema_init(s, alloc, "+s", "", 0, 3, err);
+  if (rc != 0) return rc;
+  rc = sl_schema_init(s->children[0], alloc, "w:3", "fb", 2, 0, err);
+  if (rc == 0) rc = sl_schema_init(s->children[1], alloc, "w:16", "u", 2, 0, err);
+  if (rc == 0) rc = sl_schema_set_extension(s->children[1], "arrow.uuid", err);
+  if (rc == 0) rc = sl_schema_init(s->children[2], alloc, "l", "", 2, 0, err);
+  if (rc != 0) s->release(s);
+  return rc;
+}
+
+/// fixed_size_binary compares bytewise (values of any length, as pyarrow
+/// compares them); a uuid column takes a UUID's text as its 16 bytes, as
+/// DuckDB does; a column named '' is the empty name before the operator.
+static void test_fixed_size_binary_uuid_and_the_empty_name(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  struct sluice_error err;
+  assert_int_equal(make_fixed_schema(&s, NULL, &err), 0);
+  struct sl_row_filter* f = parse_ok(
+      &s, "fb<ab%00,fb=abcd|,u=0102030405060708090a0B0C0D0E0F10|{ffffffff-ffff-ffff-ffff-"
+          "ffffffffffff},=8");
+  assert_int_equal(f->n_conditions, 4);
+  const struct sl_filter_condition* c = f->conditions;
+  assert_true(c[0].kind == SL_FILTER_BYTES && c[0].values[0].bytes.len == 3);
+  assert_memory_equal(c[0].values[0].bytes.s, "ab\0", 3);
+  assert_true(c[1].n_values == 2 && c[1].values[0].bytes.len == 0 &&
+              c[1].values[1].bytes.len == 4);
+  assert_true(c[2].kind == SL_FILTER_BYTES && c[2].n_values == 2);
+  const uint8_t first[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  assert_int_equal(c[2].values[0].bytes.len, 16);
+  assert_memory_equal(c[2].values[0].bytes.s, first, 16);
+  assert_int_equal(c[2].values[1].bytes.s[15], 0xff);
+  assert_true(c[3].column == 2 && c[3].kind == SL_FILTER_INT && c[3].values[0].i == 8);
+  sl_row_filter_free(f);
+  expect_error(&s, "u=0102", EINVAL, "'0102' is not a UUID");
+  expect_error(&s, "u=0102030405060708090a0b0c0d0e0f100", EINVAL, "is not a UUID");
+  expect_error(&s, "u=-0102030405060708090a0b0c0d0e0f10", EINVAL, "is not a UUID");
+  expect_error(&s, "u=0102030405060708090a0b0c0d0e0f1g", EINVAL, "is not a UUID");
+  expect_error(&s, "u=01020304-0506-0708-090a-0b0c0d0e0f10%00", EINVAL, "is not a UUID");
+  expect_error(&s, "=x", EINVAL, "'x' is not an integer, as column '' (int64) needs");
+  s.release(&s);
+  // (a schema without a column named '')
+  make_schema(&s, NULL);
+  expect_error(&s, "=8", EINVAL, "no column ''");
+  s.release(&s);
+}
+
+static int fixed_parse_attempt(void* ctx, const struct sluice_allocator* alloc,
+                               struct sluice_error* error) {
+  (void)ctx;
+  struct ArrowSchema s;
+  int rc = make_fixed_schema(&s, alloc, error);
+  if (rc != 0) return rc;
+  struct sl_row_filter* f = NULL;
+  rc = sl_row_filter_parse("fb=a|bb,u=01020304-0506-0708-090a-0b0c0d0e0f10|"
+                           "{ffffffffffffffffffffffffffffffff},=1", &s, alloc, &f, error);
+  sl_row_filter_free(f);
+  s.release(&s);
+  return rc;
+}
+
+static void test_allocation_failures_on_fixed_size_binary(void** state) {
+  (void)state;
+  assert_true(test_alloc_sweep(fixed_parse_attempt, NULL, 200) > 3);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_literals_take_the_columns_types),
@@ -477,6 +547,8 @@ int main(void) {
       cmocka_unit_test(test_nan_on_a_decimal_column),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_values_an_inferred_type_refuses_are_pending),
+      cmocka_unit_test(test_fixed_size_binary_uuid_and_the_empty_name),
+      cmocka_unit_test(test_allocation_failures_on_fixed_size_binary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

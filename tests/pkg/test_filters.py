@@ -1209,3 +1209,112 @@ def test_bytearray_memoryview_and_nan_on_decimal_as_pyarrow_takes_them(tmp_path)
     # (`not in` drops nulls, as SQL does, where pyarrow keeps them)
     got = pa.table(sluice.read(path, filters=[("m", "not in", [math.nan])])).column("m")
     assert got.to_pylist() == [decimal.Decimal("1.5"), decimal.Decimal(2)]
+
+
+def _fixed_binary_table():
+    vals = [b"abc", b"abd", None, b"zzz", b"ab\x00", b"\xff\x00a", b"%00", b"ab|"]
+    return pa.table({"fb": pa.array(vals * 40, pa.binary(3)),
+                     "n": pa.array(range(len(vals) * 40), pa.int64())})
+
+
+FIXED_BINARY_FILTERS = [
+    [("fb", "=", b"abc")], [("fb", "!=", b"abc")], [("fb", "<", b"abd")],
+    [("fb", "<=", b"abd")], [("fb", ">", b"ab\x00")], [("fb", ">=", b"\xff")],
+    [("fb", "in", [b"zzz", b"ab\x00", b"%00", b"ab|"])], [("fb", "=", "abc")],
+    [("fb", "=", bytearray(b"abd"))],
+    # another length than the column's compares as binary, as pyarrow does
+    [("fb", "=", b"ab")], [("fb", "<", b"ab")], [("fb", ">", b"ab")], [("fb", "<", b"abcd")],
+    [("fb", ">=", b"abcd")], [("fb", "in", [b"", b"abcd", b"zzz"])], [("fb", "=", b"")],
+]
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_fixed_size_binary_columns_compare_as_pyarrow(tmp_path, ext):
+    """A fixed_size_binary column took no filter ("filters do not compare");
+    pyarrow.dataset compares it as binary, a value of another length
+    included, and so does sluice now (Parquet row groups whose FLBA
+    statistics would exclude a value are still read correctly)."""
+    import pyarrow.dataset as ds
+    t = _fixed_binary_table()
+    path = tmp_path / ("fb." + ext)
+    if ext == "parquet":
+        pq.write_table(t, path, row_group_size=16)
+    else:
+        with pa.ipc.new_file(str(path), t.schema) as w:
+            w.write_table(t)
+    fmt = "ipc" if ext == "arrow" else ext
+    for flt in FIXED_BINARY_FILTERS:
+        want = ds.dataset(str(path), format=fmt).to_table(
+            filter=pq.filters_to_expression(flt)).to_pylist()
+        got = pa.table(sluice.read(str(path), filters=flt)).to_pylist()
+        assert got == want, flt
+    # `not in` drops nulls, as SQL does (pyarrow keeps them)
+    got = pa.table(sluice.read(str(path), filters=[("fb", "not in", [b"abc", b"zzz"])]))
+    want = [r for r in t.to_pylist() if r["fb"] is not None and r["fb"] not in (b"abc", b"zzz")]
+    assert got.to_pylist() == want
+
+
+def test_fixed_size_binary_dictionary_column(tmp_path):
+    """A dictionary-encoded fixed_size_binary column (Arrow IPC) compares
+    through its dictionary's values."""
+    import pyarrow.dataset as ds
+    t = _fixed_binary_table()
+    t = t.set_column(0, "fb", t.column("fb").dictionary_encode())
+    path = tmp_path / "fbd.arrow"
+    with pa.ipc.new_file(str(path), t.schema) as w:
+        w.write_table(t)
+    for flt in FIXED_BINARY_FILTERS[:7]:
+        want = ds.dataset(str(path), format="ipc").to_table(
+            filter=pq.filters_to_expression(flt)).to_pylist()
+        got = pa.table(sluice.read(str(path), filters=flt)).to_pylist()
+        assert got == want, flt
+
+
+def test_uuid_column_values_are_refused_as_pyarrow_refuses_them(tmp_path):
+    """A Parquet UUID column reads as extension<arrow.uuid>, which pyarrow's
+    filters refuse any value on (no kernel): uuid.UUID, bytes and str are
+    refused so, naming the column; the text form takes a UUID's text, as
+    DuckDB compares a UUID column, and refuses text that is no UUID."""
+    ids = [uuid.UUID(int=k * 0x0101010101) for k in range(1, 6)]
+    path = tmp_path / "u.parquet"
+    pq.write_table(pa.table({"u": pa.array([x.bytes for x in ids], pa.uuid()),
+                             "n": range(5)}), path)
+    assert str(sluice.schema(str(path)).field("u").type) == "extension<arrow.uuid>"
+    for value in (ids[1], ids[1].bytes, str(ids[1])):
+        with pytest.raises(pa.ArrowNotImplementedError):
+            pq.read_table(path, filters=[("u", "=", value)])
+        with pytest.raises(sluice.InvalidArgumentError, match="column 'u' has type "
+                           "extension<arrow.uuid>; a value of type %s" % type(value).__name__):
+            sluice.read(str(path), filters=[("u", "=", value)])
+    got = pa.table(sluice.read(str(path), filters="u=%s" % ids[1])).column("n").to_pylist()
+    assert got == [1]
+    got = pa.table(sluice.read(str(path), filters="u>%s" % ids[1].hex.upper()))
+    assert got.column("n").to_pylist() == [2, 3, 4]
+    got = pa.table(sluice.read(str(path), filters="u=%s|%s" % (ids[0], ids[4])))
+    assert got.column("n").to_pylist() == [0, 4]
+    with pytest.raises(sluice.InvalidArgumentError, match="'abc' is not a UUID"):
+        sluice.read(str(path), filters="u=abc")
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow", "csv"])
+def test_a_column_named_empty_takes_a_filter_as_pyarrow(tmp_path, ext):
+    """A column named '' (which columns=[''] takes) gave "filter '=8':
+    expected NAME=VALUE" for filters=[('', '=', 8)]; pyarrow keeps its row."""
+    import pyarrow.csv as pcsv
+    import pyarrow.dataset as ds
+    t = pa.table({"": pa.array([8, 9, None, 8], pa.int64()), "x": pa.array([1, 2, 3, 4])})
+    path = tmp_path / ("e." + ext)
+    if ext == "parquet":
+        pq.write_table(t, path)
+    elif ext == "arrow":
+        with pa.ipc.new_file(str(path), t.schema) as w:
+            w.write_table(t)
+    else:
+        pcsv.write_csv(t, path)
+    fmt = {"arrow": "ipc"}.get(ext, ext)
+    for flt in ([("", "=", 8)], [("", "!=", 8)], [("", ">=", 9)], [("", "in", [9, 10])],
+                [[("", "=", 9)], [("x", "=", 1)]]):
+        want = ds.dataset(str(path), format=fmt).to_table(
+            filter=pq.filters_to_expression(flt)).to_pylist()
+        got = pa.table(sluice.read(str(path), filters=flt)).to_pylist()
+        assert got == want, flt
