@@ -2432,3 +2432,24 @@ def test_enum_reads_as_binary_as_pyarrow(sluice_bin, tmp_path):
     assert want.schema.field("enumcol").type == pa.binary()
     got = sluice_read(sluice_bin, path)
     assert_same(got, want, "ENUM column")
+
+
+def _cat_table(sluice_bin, path, *args) -> pa.Table:
+    proc = _run(sluice_bin, ["cat", path, "-t", "arrows", *args])
+    assert proc.returncode == 0, proc.stderr.decode()
+    return ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+
+
+def test_sorted_map_keys_flag_as_pyarrow(sluice_bin, tmp_path):
+    """pyarrow keeps map<..., keys_sorted=True> in ARROW:schema and restores
+    the flag on read; so does sluice."""
+    t = pa.table({"m": pa.array([[("a", 1), ("b", 2)]],
+                                pa.map_(pa.string(), pa.int32(), keys_sorted=True)),
+                  "u": pa.array([[("b", 1)]], pa.map_(pa.string(), pa.int32()))})
+    pq.write_table(t, tmp_path / "m.parquet")
+    want = pq.read_table(tmp_path / "m.parquet").schema
+    assert want.field("m").type.keys_sorted and not want.field("u").type.keys_sorted
+    got = _cat_table(sluice_bin, tmp_path / "m.parquet")
+    assert got.schema.field("m").type.keys_sorted
+    assert not got.schema.field("u").type.keys_sorted
+    assert got.to_pylist() == t.to_pylist()

@@ -2,7 +2,7 @@
 // written by Arrow C++ writers) restores the Arrow types Parquet cannot
 // express, following Arrow C++'s ApplyOriginalMetadata: a timestamp's time
 // zone, large binary and lists, durations, decimal32/64/256,
-// dictionaries, and field metadata (extension types).
+// dictionaries, a map's sorted keys, and field metadata (extension types).
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +155,7 @@ static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct s
       return apply(&f->children[0], o->children[0], alloc, depth + 1);
     case PQ_FIELD_MAP:
       if (strcmp(of, "+m") != 0 || o->n_children != 1) return 0;
+      f->keys_sorted = (o->flags & ARROW_FLAG_MAP_KEYS_SORTED) != 0;  // (as pyarrow restores it)
       return apply(&f->children[0], o->children[0], alloc, depth + 1);
   }
   return 0;

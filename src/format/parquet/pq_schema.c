@@ -421,6 +421,7 @@ int sl_pq_field_arrow_schema(const struct pq_field* f, const struct sluice_alloc
                                                     : "+m";
   int64_t flags = f->nullable ? ARROW_FLAG_NULLABLE : 0;
   if (f->kind == PQ_FIELD_LEAF && f->dict && f->dict_ordered) flags |= ARROW_FLAG_DICTIONARY_ORDERED;
+  if (f->kind == PQ_FIELD_MAP && f->keys_sorted) flags |= ARROW_FLAG_MAP_KEYS_SORTED;
   SL_RETURN_NOT_OK(sl_schema_init(out, alloc, format, f->name, flags,
                                   f->kind == PQ_FIELD_LEAF ? 0 : f->n_children, error));
   int rc = 0;
