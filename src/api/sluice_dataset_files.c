@@ -92,9 +92,9 @@ struct files_out_column {
   int64_t from_batch;  ///< child of the object reader's batch, or -1
   int64_t hive_key;    ///< the partition key, or -1
   int64_t missing;     ///< else: nulls of the dataset's (unified) column `missing`
-  /// from_batch: its format, and the dataset's it is cast to (NULL: the same)
-  const char* cast_from;
-  const char* cast_to;
+  /// from_batch: its type, and the dataset's it is cast to (NULL: the same)
+  const struct ArrowSchema* cast_from;
+  const struct ArrowSchema* cast_to;
 };
 
 /// A split being decoded: which part's reader it belongs to and, when the
@@ -242,14 +242,26 @@ static int add_partition_fields(const struct sl_files_reader* f, struct ArrowSch
   return 0;
 }
 
-/// The error for object i, whose columns do not read as the first's: `why`.
+/// Whether two objects' columns differ in number or names (what
+/// union_by_name can read), not only in types.
+static int names_differ(const struct ArrowSchema* a, const struct ArrowSchema* b) {
+  if (a->n_children != b->n_children) return 1;
+  for (int64_t c = 0; c < a->n_children; ++c) {
+    const char* an = a->children[c]->name != NULL ? a->children[c]->name : "";
+    const char* bn = b->children[c]->name != NULL ? b->children[c]->name : "";
+    if (strcmp(an, bn) != 0) return 1;
+  }
+  return 0;
+}
+
+/// The error for object i, whose columns do not read as the first's: `why`
+/// (union_by_name is proposed only when `by_name`: names differ).
 static int columns_differ(const struct sl_files_reader* f, int64_t i, const char* why,
-                          struct sluice_error* error) {
-  return sl_error_set(error, EINVAL,
-                      "%s: its columns differ from those of %s, the first object: %s; "
-                      "read the objects separately, or match their columns by name "
-                      "(union_by_name)",
-                      f->parts[i].name, f->parts[0].name, why);
+                          int by_name, struct sluice_error* error) {
+  return sl_error_set(error, EINVAL, "%s: its columns differ from those of %s, the first object: "
+                      "%s; read the objects separately%s",
+                      f->parts[i].name, f->parts[0].name, why,
+                      by_name ? ", or match their columns by name (union_by_name)" : "");
 }
 
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {
@@ -268,7 +280,7 @@ static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_err
     if (rc != 0) sl_error_name(error, f->parts[i].name);
     char why[512];
     if (rc == 0 && schema_differs(out, &other, "", why, sizeof why)) {
-      rc = columns_differ(f, i, why, error);
+      rc = columns_differ(f, i, why, names_differ(out, &other), error);
     }
     if (rc == 0) merge_nullable(out, &other);
     if (other.release != NULL) other.release(&other);
@@ -451,12 +463,11 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
       p->out[k] = (struct files_out_column){-1, -1, c, NULL, NULL};
     } else {
       p->out[k] = (struct files_out_column){p->n_file, -1, -1, NULL, NULL};
-      const char* theirs = part->own_types.release != NULL
-                               ? part->own_types.children[own]->format
-                               : NULL;
-      if (theirs != NULL && strcmp(theirs, f->unified.children[c]->format) != 0) {
+      const struct ArrowSchema* theirs =
+          part->own_types.release != NULL ? part->own_types.children[own] : NULL;
+      if (theirs != NULL && sl_types_differ(theirs, f->unified.children[c])) {
         p->out[k].cast_from = theirs;
-        p->out[k].cast_to = f->unified.children[c]->format;
+        p->out[k].cast_to = f->unified.children[c];
       }
       p->file[p->n_file++] = own;
     }
@@ -507,8 +518,8 @@ static int widen_struct(const struct sl_hive* hive, const struct ArrowSchema* un
                           out->children[k], error);
     } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release &&
                c->cast_to != NULL) {
-      rc = sl_array_cast(c->cast_from, from->children[c->from_batch], c->cast_to, alloc,
-                         out->children[k], error);
+      rc = sl_array_cast_type(c->cast_from, from->children[c->from_batch], c->cast_to, alloc,
+                              out->children[k], error);
       if (rc != 0) rc = sl_error_prefix(error, "%s", name);
     } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release) {
       sl_array_move(from->children[c->from_batch], out->children[k]);
@@ -814,16 +825,42 @@ static int null_typed(const struct ArrowSchema* s) {
   return strcmp(s->format, "n") == 0 && s->n_children == 0 && s->dictionary == NULL;
 }
 
-/// The leaf type that holds both columns' values (sl_cast_join of `joined`,
-/// what the dataset column is so far, and b's), or NULL: not two leaves, or
-/// no lossless join.
-static const char* leaf_join(const char* joined, const struct ArrowSchema* a,
-                             const struct ArrowSchema* b) {
-  if (a->n_children != 0 || b->n_children != 0 || a->dictionary != NULL ||
-      b->dictionary != NULL) {
-    return NULL;
+static int is_list_format(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
+
+/// Joins b's type into `into` (a copy of the dataset's column so far,
+/// b's namesake), as the objects' batches can be cast to it
+/// (sl_array_cast_type): leaves by sl_cast_join; lists, fixed-size lists,
+/// maps and structs (the same field names in the same order) by their
+/// children, list and large_list as into's (as string and large_string
+/// are: the first object's). Else *joins = 0 and `why` names the first
+/// difference (at `path`; `named` and `ref` as differs()).
+static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
+                     const struct sluice_allocator* alloc, const char* path, int named,
+                     const char* ref, char* why, size_t cap, int* joins, int depth,
+                     struct sluice_error* error) {
+  *joins = 1;
+  if (into->dictionary == NULL && b->dictionary == NULL && into->n_children == 0 &&
+      b->n_children == 0) {
+    const char* j = sl_cast_join(into->format, b->format);
+    if (j == NULL) *joins = !differs(into, b, path, why, cap, named, ref);
+    return j != NULL && strcmp(j, into->format) != 0 ? set_leaf_format(into, j, alloc, error) : 0;
   }
-  return sl_cast_join(joined, b->format);
+  const char* an = name_of(into);
+  if (depth > 64 || into->dictionary != NULL || b->dictionary != NULL ||
+      into->n_children != b->n_children || (named > 0 && strcmp(an, name_of(b)) != 0) ||
+      (strcmp(into->format, b->format) != 0 &&
+       !(is_list_format(into->format) && is_list_format(b->format)))) {
+    *joins = !differs(into, b, path, why, cap, named, ref);
+    return 0;
+  }
+  char sub[256];
+  snprintf(sub, sizeof sub, "%s%s%s", path, an, an[0] != '\0' ? "." : "");
+  int kids = named < 0 ? 0 : strcmp(into->format, "+m") == 0 ? -1 : !unnamed_children(into->format);
+  for (int64_t i = 0; *joins && i < into->n_children; ++i) {
+    SL_RETURN_NOT_OK(join_into(into->children[i], b->children[i], alloc, sub, kids, ref, why, cap,
+                               joins, depth + 1, error));
+  }
+  return 0;
 }
 
 /// Objects whose columns differ from the first object's only in leaf types
@@ -846,68 +883,64 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
   }
   const int64_t n = rc == 0 ? schemas[0].n_children : 0;
   const size_t n_size = (size_t)(n > 0 ? n : 1);
-  const char** joined = sl_calloc(f->alloc, n_size, sizeof *joined);
+  // Each column's type so far (a copy: leaves inside are joined in place).
+  struct ArrowSchema* joined = sl_calloc(f->alloc, n_size, sizeof *joined);
   // The object whose column c gives the dataset its type: the first one
   // whose column is not of type null.
   int64_t* typed = sl_calloc(f->alloc, n_size, sizeof *typed);
   if (rc == 0 && (joined == NULL || typed == NULL)) rc = sl_error_set(error, ENOMEM, "out of memory");
+  for (int64_t c = 0; rc == 0 && c < n; ++c) {
+    rc = sl_schema_copy(schemas[0].children[c], f->alloc, &joined[c], error);
+  }
   int joins = rc == 0, any = 0;
-  for (int64_t c = 0; joins && c < n; ++c) joined[c] = schemas[0].children[c]->format;
-  for (int64_t i = 1; joins && i < f->n_parts; ++i) {
+  for (int64_t i = 1; rc == 0 && joins && i < f->n_parts; ++i) {
     char why[512];
     joins = schemas[i].n_children == n;
     if (!joins) schema_differs(&schemas[0], &schemas[i], "", why, sizeof why);
-    for (int64_t c = 0; joins && c < n; ++c) {
+    for (int64_t c = 0; rc == 0 && joins && c < n; ++c) {
       const struct ArrowSchema* a = schemas[typed[c]].children[c];
       const struct ArrowSchema* b = schemas[i].children[c];
       const int same_name = strcmp(name_of(a), name_of(b)) == 0;
       if (same_name && null_typed(a) != null_typed(b)) {
         if (null_typed(a)) {  // the objects before it have it as type null
           typed[c] = i;
-          joined[c] = b->format;
+          joined[c].release(&joined[c]);
+          rc = sl_schema_copy(b, f->alloc, &joined[c], error);
         }
         any = 1;
         continue;
       }
       const char* ref = typed[c] == 0 ? "the first" : f->parts[typed[c]].name;
-      if (strcmp(a->format, b->format) == 0) {
+      if (!same_name) {
         joins = !differs(a, b, "", why, sizeof why, 1, ref);
         continue;
       }
-      const char* j = same_name ? leaf_join(joined[c], a, b) : NULL;
-      joins = j != NULL;
-      if (j != NULL) joined[c] = j;
-      any = 1;
-      if (j == NULL && strcmp(joined[c], a->format) != 0 && same_name && b->n_children == 0 &&
-          b->dictionary == NULL) {
+      any |= sl_types_differ(a, b);
+      rc = join_into(&joined[c], b, f->alloc, "", 1, ref, why, sizeof why, &joins, 0, error);
+      if (rc == 0 && !joins && strcmp(joined[c].format, a->format) != 0 &&
+          b->n_children == 0 && b->dictionary == NULL && joined[c].n_children == 0) {
         // The objects before it joined to another type than the first's.
         char here[64], before[64], first[64];
         sl_format_name(b->format, here, sizeof here);
-        sl_format_name(joined[c], before, sizeof before);
+        sl_format_name(joined[c].format, before, sizeof before);
         sl_format_name(a->format, first, sizeof first);
         snprintf(why, sizeof why, "column '%s' is of type %s here, %s in the objects before it "
                  "(%s in %s)", name_of(a), here, before, first, ref);
-      } else if (j == NULL) {
-        differs(a, b, "", why, sizeof why, 1, ref);
       }
     }
-    if (rc == 0 && !joins) rc = columns_differ(f, i, why, error);
+    if (rc == 0 && !joins) {
+      rc = columns_differ(f, i, why, names_differ(&schemas[0], &schemas[i]), error);
+    }
   }
   if (rc == 0 && joins && any) {
     f->n_file_cols = n;  // (what files_close frees columns_of by)
     rc = sl_schema_copy(&schemas[0], f->alloc, &f->unified, error);
     for (int64_t c = 0; rc == 0 && c < n; ++c) {
+      // (of type null in the first: the type of the first that is not)
       struct ArrowSchema* col = f->unified.children[c];
-      if (typed[c] != 0) {  // of type null in the first: the type of the first that is not
-        struct ArrowSchema fresh;
-        rc = sl_schema_copy(schemas[typed[c]].children[c], f->alloc, &fresh, error);
-        if (rc != 0) break;
-        col->release(col);
-        *col = fresh;
-      }
-      if (strcmp(joined[c], col->format) != 0) {
-        rc = set_leaf_format(col, joined[c], f->alloc, error);
-      }
+      col->release(col);
+      *col = joined[c];  // moved
+      joined[c].release = NULL;
     }
     for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
       struct files_part* p = &f->parts[i];
@@ -922,7 +955,7 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
           continue;
         }
         merge_nullable(col, own);
-        cast |= strcmp(own->format, col->format) != 0;
+        cast |= sl_types_differ(own, col);
       }
       if (nulls) {  // its columns of type null read as nulls of the dataset's types
         p->columns_of = sl_alloc(f->alloc, columns_of_size(n));
@@ -947,6 +980,9 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
     if (schemas[i].release != NULL) schemas[i].release(&schemas[i]);
   }
   sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
+  for (int64_t c = 0; joined != NULL && c < n; ++c) {
+    if (joined[c].release != NULL) joined[c].release(&joined[c]);
+  }
   if (joined != NULL) sl_free(f->alloc, joined, n_size * sizeof *joined);
   if (typed != NULL) sl_free(f->alloc, typed, n_size * sizeof *typed);
   return rc;
@@ -1112,7 +1148,8 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   // Where each dataset column is first met: (object, its column).
   int64_t n = 0;
   int64_t(*first)[2] = rc == 0 ? sl_alloc(f->alloc, (size_t)cap * sizeof *first) : NULL;
-  const char** joined = rc == 0 ? sl_alloc(f->alloc, (size_t)cap * sizeof *joined) : NULL;
+  // Each dataset column's type so far (a copy: leaves inside are joined in place).
+  struct ArrowSchema* joined = rc == 0 ? sl_calloc(f->alloc, (size_t)cap, sizeof *joined) : NULL;
   if (rc == 0 && (first == NULL || joined == NULL)) rc = sl_error_set(error, ENOMEM, "out of memory");
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
     for (int64_t j = 0; rc == 0 && j < schemas[i].n_children; ++j) {
@@ -1132,14 +1169,15 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
         if (null_typed(was)) {  // the first of another type gives the column its type
           first[c][0] = i;
           first[c][1] = j;
-          joined[c] = col->format;
+          joined[c].release(&joined[c]);
+          rc = sl_schema_copy(col, f->alloc, &joined[c], error);
           continue;
         }
-        const char* j = strcmp(was->format, col->format) != 0 ? leaf_join(joined[c], was, col)
-                                                               : NULL;
-        if (j != NULL) {
-          joined[c] = j;  // read as the joined type, the objects' batches cast
-        } else if (schema_differs(was, col, "", why, sizeof why)) {
+        // (read as the joined type, the objects' batches cast)
+        int joins = 1;
+        rc = join_into(&joined[c], col, f->alloc, "", 1, "the first", why, sizeof why, &joins, 0,
+                       error);
+        if (rc == 0 && !joins) {
           rc = sl_error_set(error, EINVAL, "%s: union_by_name: %s; the first is in %s (cast "
                             "the column to one type, or read the objects separately)",
                             f->parts[i].name, why, f->parts[first[c][0]].name);
@@ -1148,7 +1186,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       }
       first[n][0] = i;
       first[n][1] = j;
-      joined[n] = col->format;
+      rc = sl_schema_copy(col, f->alloc, &joined[n], error);
       ++n;
     }
   }
@@ -1159,11 +1197,8 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
     rc = sl_schema_set_metadata(&f->unified, schemas[0].metadata, error);
   }
   for (int64_t c = 0; rc == 0 && c < n; ++c) {
-    rc = sl_schema_copy(schemas[first[c][0]].children[first[c][1]], f->alloc,
-                        f->unified.children[c], error);
-    if (rc == 0 && strcmp(joined[c], f->unified.children[c]->format) != 0) {
-      rc = set_leaf_format(f->unified.children[c], joined[c], f->alloc, error);
-    }
+    *f->unified.children[c] = joined[c];  // moved
+    joined[c].release = NULL;
   }
   f->n_file_cols = n;
   for (int64_t i = 0; rc == 0 && i < f->n_parts; ++i) {
@@ -1185,7 +1220,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       same &= j == c;
       if (j < 0) col->flags |= ARROW_FLAG_NULLABLE;
       else merge_nullable(col, schemas[i].children[j]);
-      cast |= j >= 0 && strcmp(schemas[i].children[j]->format, col->format) != 0;
+      cast |= j >= 0 && sl_types_differ(schemas[i].children[j], col);
     }
     if (cast) {  // its own types stay, for the casts
       p->own_types = schemas[i];
@@ -1201,6 +1236,9 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
   }
   sl_free(f->alloc, schemas, (size_t)f->n_parts * sizeof *schemas);
   if (first != NULL) sl_free(f->alloc, first, (size_t)cap * sizeof *first);
+  for (int64_t c = 0; joined != NULL && c < n; ++c) {
+    if (joined[c].release != NULL) joined[c].release(&joined[c]);
+  }
   if (joined != NULL) sl_free(f->alloc, joined, (size_t)cap * sizeof *joined);
   return rc;
 }

@@ -151,3 +151,98 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
   sl_ref_release(ref);
   return rc;
 }
+
+int sl_types_differ(const struct ArrowSchema* from, const struct ArrowSchema* to) {
+  if (strcmp(from->format, to->format) != 0 || from->n_children != to->n_children) return 1;
+  for (int64_t i = 0; i < from->n_children; ++i) {
+    if (sl_types_differ(from->children[i], to->children[i])) return 1;
+  }
+  return 0;
+}
+
+static int is_list_format(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
+
+/// A list's n + 1 offsets of one width written in the other's.
+static int convert_offsets(int from_large, const void* data, int64_t n, void* out) {
+  for (int64_t i = 0; i <= n; ++i) {
+    if (from_large) {
+      int64_t v = ((const int64_t*)data)[i];
+      if (v < 0 || v > INT32_MAX) return EOVERFLOW;
+      ((int32_t*)out)[i] = (int32_t)v;
+    } else {
+      ((int64_t*)out)[i] = ((const int32_t*)data)[i];
+    }
+  }
+  return 0;
+}
+
+static int cast_type_rec(const struct ArrowSchema* from, struct ArrowArray* in,
+                         const struct ArrowSchema* to, const struct sluice_allocator* alloc,
+                         struct ArrowArray* out, int depth, struct sluice_error* error) {
+  out->release = NULL;
+  if (!sl_types_differ(from, to)) {
+    sl_array_move(in, out);
+    return 0;
+  }
+  if (from->n_children == 0 && to->n_children == 0) {
+    return sl_array_cast(from->format, in, to->format, alloc, out, error);
+  }
+  const int relist = is_list_format(from->format) && is_list_format(to->format) &&
+                     strcmp(from->format, to->format) != 0;
+  if (depth > 64 || (!relist && strcmp(from->format, to->format) != 0) ||
+      from->n_children != to->n_children || in->n_children != from->n_children ||
+      from->dictionary != NULL || in->n_buffers < (relist ? 2 : 1)) {
+    in->release(in);
+    return sl_error_set(error, EINVAL, "cannot cast '%s' to '%s'", from->format, to->format);
+  }
+  const struct ArrowArray* held = NULL;
+  struct sl_ref* ref = sl_array_share(in, alloc, &held);
+  if (ref == NULL) {
+    in->release(in);
+    return sl_error_set(error, ENOMEM, "out of memory");
+  }
+  int rc = sl_array_init(out, alloc, held->n_buffers, held->n_children, error);
+  if (rc == 0) {
+    out->length = held->length;
+    out->offset = held->offset;
+    out->null_count = held->null_count;
+    for (int64_t i = 0; i < held->n_buffers; ++i) {
+      if (!relist || i != 1) sl_array_set_buffer_view(out, i, held->buffers[i], ref);
+    }
+  }
+  if (rc == 0 && relist) {
+    const int64_t n = held->offset + held->length;  // offsets from the buffer's start
+    const size_t bytes = (size_t)(n + 1) * (to->format[1] == 'L' ? 8 : 4);
+    void* offsets = sl_alloc_buffer(alloc, bytes);
+    if (offsets == NULL) {
+      rc = sl_error_set(error, ENOMEM, "out of memory");
+    } else if (held->buffers[1] == NULL) {
+      memset(offsets, 0, bytes);  // (no entries: only a zero offset)
+    } else if (convert_offsets(from->format[1] == 'L', held->buffers[1], n, offsets) != 0) {
+      rc = sl_error_set(error, EOVERFLOW, "large lists past 2^31 items in one batch cannot be "
+                        "read as 32-bit offset lists");
+    }
+    if (rc == 0) {
+      sl_array_set_buffer_owned(out, 1, offsets, (int64_t)bytes);
+    } else if (offsets != NULL) {
+      sl_free_buffer(alloc, offsets, bytes);
+    }
+  }
+  for (int64_t i = 0; rc == 0 && i < held->n_children; ++i) {
+    struct ArrowArray child;
+    rc = sl_array_view(held->children[i], ref, alloc, &child, error);
+    if (rc == 0) {
+      rc = cast_type_rec(from->children[i], &child, to->children[i], alloc, out->children[i],
+                         depth + 1, error);
+    }
+  }
+  if (rc != 0 && out->release != NULL) out->release(out);
+  sl_ref_release(ref);
+  return rc;
+}
+
+int sl_array_cast_type(const struct ArrowSchema* from, struct ArrowArray* in,
+                       const struct ArrowSchema* to, const struct sluice_allocator* alloc,
+                       struct ArrowArray* out, struct sluice_error* error) {
+  return cast_type_rec(from, in, to, alloc, out, 0, error);
+}

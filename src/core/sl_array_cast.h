@@ -24,4 +24,17 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
                   const struct sluice_allocator* alloc, struct ArrowArray* out,
                   struct sluice_error* error);
 
+/// Whether `from` and `to` differ in some format of their trees (the
+/// casts sl_array_cast_type makes; names, flags and metadata aside).
+int sl_types_differ(const struct ArrowSchema* from, const struct ArrowSchema* to);
+
+/// `*out` = `in` (of type `from`, consumed) as type `to`, of the same
+/// shape but for leaves sl_array_cast casts and lists whose offsets are
+/// 32-bit in one, 64-bit in the other (list and large_list): leaves inside
+/// lists, structs and maps are cast too. Unchanged buffers are views.
+/// EOVERFLOW when large offsets do not fit 32 bits.
+int sl_array_cast_type(const struct ArrowSchema* from, struct ArrowArray* in,
+                       const struct ArrowSchema* to, const struct sluice_allocator* alloc,
+                       struct ArrowArray* out, struct sluice_error* error);
+
 #endif

@@ -2440,6 +2440,81 @@ def _cat_table(sluice_bin, path, *args) -> pa.Table:
     return ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
 
 
+def test_nested_types_join_like_top_level_columns(sluice_bin, tmp_path):
+    """Objects whose lists, structs and maps differ only in types that join
+    (polars writes large_list and large_string everywhere, pyarrow list and
+    string) read as one dataset, as pyarrow.dataset, DuckDB and polars read
+    them, by the top-level rule applied inside: a list's kind and a
+    string's as the first object's (as pq.read_table), integers as the
+    wider (int32 beside int64 is int64, as top-level columns and
+    pa.unify_schemas(promote_options="permissive"); pq.read_table gives the
+    first's int32, and fails on 2**40). Values equal pq.read_table's (the
+    written ones where it fails), also with union_by_name."""
+    big = pa.large_list(pa.int64())
+    cases = {
+        "list_large": ([[1], None, [2, 3]], pa.list_(pa.int64()), [[4, None]], big,
+                       pa.list_(pa.int64())),
+        "large_list": ([[1]], big, [[2], []], pa.list_(pa.int64()), big),
+        "items": ([[1]], pa.list_(pa.int32()), [[2**40]], pa.list_(pa.int64()),
+                  pa.list_(pa.int64())),
+        "struct": ([{"a": "x", "b": 1}], pa.struct([("a", pa.string()), ("b", pa.int32())]),
+                   [{"a": "yy", "b": None}, None],
+                   pa.struct([("a", pa.large_string()), ("b", pa.int32())]),
+                   pa.struct([("a", pa.string()), ("b", pa.int32())])),
+        "map": ([[("k", 1)]], pa.map_(pa.string(), pa.int32()), [[("kk", 2), ("l", None)]],
+                pa.map_(pa.large_string(), pa.int64()), pa.map_(pa.string(), pa.int64())),
+        "deep": ([{"l": ["a"]}], pa.struct([("l", pa.list_(pa.string()))]), [{"l": ["b", None]}],
+                 pa.struct([("l", pa.large_list(pa.large_string()))]),
+                 pa.struct([("l", pa.list_(pa.string()))])),
+        "fixed": ([[1, 2]], pa.list_(pa.int16(), 2), [[3, 4]], pa.list_(pa.int32(), 2),
+                  pa.list_(pa.int32(), 2)),
+    }
+    for name, (v1, t1, v2, t2, want_type) in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        pq.write_table(pa.table({"c": pa.array(v1, t1), "n": [1] * len(v1)}), d / "0.parquet")
+        pq.write_table(pa.table({"c": pa.array(v2, t2), "n": [2] * len(v2)}), d / "1.parquet")
+        want = [{"c": v, "n": 1} for v in v1] + [{"c": v, "n": 2} for v in v2]
+        if name != "items":
+            assert pq.read_table(d).to_pylist() == want
+        for args in ([], ["--union-by-name"]):
+            got = _cat_table(sluice_bin, d, *args)
+            assert got.schema.field("c").type.equals(want_type), (name, args, got.schema)
+            assert got.to_pylist() == want, (name, args)
+    # The polars-written file of the finding, beside pyarrow's.
+    pl = pytest.importorskip("polars")
+    d = tmp_path / "polars"
+    d.mkdir()
+    t = pa.table({"l": pa.array([[1]], pa.list_(pa.int64())),
+                  "st": pa.array([{"a": "x"}], pa.struct([("a", pa.string())]))})
+    pq.write_table(t, d / "p1.parquet")
+    pl.from_arrow(t).write_parquet(d / "p2.parquet")
+    assert _cat_table(sluice_bin, d).to_pylist() == pq.read_table(d).to_pylist()
+
+
+def test_nested_types_that_do_not_join_stay_an_error(sluice_bin, tmp_path):
+    """A struct whose fields differ, or a list of strings beside one of
+    integers, is still an error naming the field; the hint proposes
+    union_by_name only where the columns' names differ."""
+    cases = {"fields": (pa.struct([("a", pa.int32())]), [{"a": 1}],
+                        pa.struct([("b", pa.int32())]), [{"b": 1}], "'c.b' here, 'c.a'"),
+             "items": (pa.list_(pa.string()), [["s"]], pa.list_(pa.int64()), [[1]],
+                       "'c.element' is of type int64 here, string in the first")}
+    for name, (t1, v1, t2, v2, says) in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        pq.write_table(pa.table({"c": pa.array(v1, t1)}), d / "0.parquet")
+        pq.write_table(pa.table({"c": pa.array(v2, t2)}), d / "1.parquet")
+        err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
+        assert says in err, err
+        assert "union_by_name" not in err, err
+    d = tmp_path / "names"
+    d.mkdir()
+    pq.write_table(pa.table({"a": [1]}), d / "0.parquet")
+    pq.write_table(pa.table({"b": [1]}), d / "1.parquet")
+    assert "union_by_name" in expect_clean_error(sluice_bin, d, must_say="its columns differ")
+
+
 def test_sorted_map_keys_flag_as_pyarrow(sluice_bin, tmp_path):
     """pyarrow keeps map<..., keys_sorted=True> in ARROW:schema and restores
     the flag on read; so does sluice."""
