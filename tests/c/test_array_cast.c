@@ -2,7 +2,9 @@
 // type of every pair of leaf formats a dataset's objects may disagree on,
 // casts of sliced columns with nulls compared value by value with their
 // input, string bytes kept as views, the 2 GiB limit of 32-bit offsets, and
-// every allocation failing in turn.
+// every allocation failing in turn; and sl_array_cast_type of nested columns
+// (a sliced list<struct<string, int32>> as large_list<struct<large_string,
+// int64>>) checked value by value.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,12 +192,159 @@ static void test_allocation_failures(void** state) {
   test_alloc_sweep(cast_attempt, (void*)int_pair, 20);
 }
 
+/// A sliced list<struct<a: string, b: int32>> of `n` rows from `offset`:
+/// row i null when i % 5 == 4, else i % 4 items; item j of row i is
+/// {"s<i>_<j>", i * 10 + j}, b null when j == 2.
+static void make_nested(int64_t n, int64_t offset, const struct sluice_allocator* alloc,
+                        struct ArrowArray* out) {
+  struct sluice_error err = {0};
+  struct ArrowSchema schema;
+  assert_int_equal(sl_schema_init(&schema, NULL, "+l", "x", ARROW_FLAG_NULLABLE, 1, &err), 0);
+  assert_int_equal(sl_schema_init(schema.children[0], NULL, "+s", "item", ARROW_FLAG_NULLABLE, 2,
+                                  &err), 0);
+  struct ArrowSchema* st = schema.children[0];
+  assert_int_equal(sl_schema_init(st->children[0], NULL, "u", "a", ARROW_FLAG_NULLABLE, 0, &err), 0);
+  assert_int_equal(sl_schema_init(st->children[1], NULL, "i", "b", ARROW_FLAG_NULLABLE, 0, &err), 0);
+  struct sl_builder b;
+  assert_int_equal(sl_builder_init_from_schema(&b, &schema, alloc, &err), 0);
+  struct sl_builder* item = sl_builder_child(&b, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 5 == 4) {
+      assert_int_equal(sl_builder_append_null(&b), 0);
+      continue;
+    }
+    for (int64_t j = 0; j < i % 4; ++j) {
+      char text[32];
+      int len = snprintf(text, sizeof text, "s%lld_%lld", (long long)i, (long long)j);
+      assert_int_equal(sl_builder_append_binary(sl_builder_child(item, 0), text, len), 0);
+      assert_int_equal(j == 2 ? sl_builder_append_null(sl_builder_child(item, 1))
+                              : sl_builder_append_int32(sl_builder_child(item, 1),
+                                                        (int32_t)(i * 10 + j)),
+                       0);
+      assert_int_equal(sl_builder_struct_finish(item), 0);
+    }
+    assert_int_equal(sl_builder_list_finish(&b), 0);
+  }
+  int rc = sl_builder_finish(&b, out, &err);
+  sl_builder_release(&b);
+  schema.release(&schema);
+  assert_int_equal(rc, 0);
+  out->offset = offset;
+  out->length = n - offset;
+  out->null_count = -1;
+}
+
+/// The schema of make_nested's column with `list`, `text` and `num` formats.
+static void nested_schema(const char* list, const char* text, const char* num,
+                          struct ArrowSchema* out) {
+  struct sluice_error err = {0};
+  assert_int_equal(sl_schema_init(out, NULL, list, "x", ARROW_FLAG_NULLABLE, 1, &err), 0);
+  struct ArrowSchema* st = out->children[0];
+  assert_int_equal(sl_schema_init(st, NULL, "+s", "item", ARROW_FLAG_NULLABLE, 2, &err), 0);
+  assert_int_equal(sl_schema_init(st->children[0], NULL, text, "a", ARROW_FLAG_NULLABLE, 0, &err), 0);
+  assert_int_equal(sl_schema_init(st->children[1], NULL, num, "b", ARROW_FLAG_NULLABLE, 0, &err), 0);
+}
+
+static void test_nested_cast_keeps_values(void** state) {
+  (void)state;
+  struct test_allocator t;
+  test_allocator_init(&t);
+  struct ArrowSchema from, to;
+  nested_schema("+l", "u", "i", &from);
+  nested_schema("+L", "U", "l", &to);
+  assert_true(sl_types_differ(&from, &to));
+  assert_false(sl_types_differ(&from, &from));
+  struct ArrowArray in, out;
+  make_nested(60, 3, &t.base, &in);
+  struct sluice_error err = {0};
+  assert_int_equal(sl_array_cast_type(&from, &in, &to, &t.base, &out, &err), 0);
+  assert_null(in.release);  // consumed
+  assert_int_equal(sl_array_validate(&to, &out, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(out.length, 57);
+  const int64_t* offsets = out.buffers[1];
+  const struct ArrowArray* st = out.children[0];
+  const int64_t* text_offsets = st->children[0]->buffers[1];
+  const char* bytes = st->children[0]->buffers[2];
+  const int64_t* nums = st->children[1]->buffers[1];
+  for (int64_t k = 0; k < out.length; ++k) {
+    int64_t i = k + 3, o = out.offset + k;
+    assert_int_equal(is_valid(&out, k), i % 5 != 4);
+    if (i % 5 == 4) continue;
+    assert_int_equal(offsets[o + 1] - offsets[o], i % 4);
+    for (int64_t j = 0; j < i % 4; ++j) {
+      int64_t e = st->offset + offsets[o] + j;
+      char text[32];
+      int len = snprintf(text, sizeof text, "s%lld_%lld", (long long)i, (long long)j);
+      int64_t t0 = text_offsets[st->children[0]->offset + e];
+      assert_int_equal(text_offsets[st->children[0]->offset + e + 1] - t0, len);
+      assert_memory_equal(bytes + t0, text, (size_t)len);
+      assert_int_equal(is_valid(st->children[1], e), j != 2);
+      if (j != 2) assert_int_equal(nums[st->children[1]->offset + e], i * 10 + j);
+    }
+  }
+  out.release(&out);
+  from.release(&from);
+  to.release(&to);
+  assert_int_equal(atomic_load(&t.live_bytes), 0);
+}
+
+static void test_large_list_offsets_past_int32(void** state) {
+  (void)state;
+  struct sluice_error err = {0};
+  struct ArrowSchema from, to;
+  assert_int_equal(sl_schema_init(&from, NULL, "+L", "x", 0, 1, &err), 0);
+  assert_int_equal(sl_schema_init(from.children[0], NULL, "n", "item", 0, 0, &err), 0);
+  assert_int_equal(sl_schema_init(&to, NULL, "+l", "x", 0, 1, &err), 0);
+  assert_int_equal(sl_schema_init(to.children[0], NULL, "n", "item", 0, 0, &err), 0);
+  struct ArrowArray in, out;
+  assert_int_equal(sl_array_init(&in, NULL, 2, 1, &err), 0);
+  int64_t* offsets = sl_alloc_buffer(NULL, 3 * sizeof *offsets);
+  assert_non_null(offsets);
+  offsets[0] = 0, offsets[1] = 5, offsets[2] = INT64_C(3) << 30;
+  sl_array_set_buffer_owned(&in, 1, offsets, 3 * sizeof *offsets);
+  in.length = 2;
+  assert_int_equal(sl_array_init(in.children[0], NULL, 0, 0, &err), 0);
+  in.children[0]->length = INT64_C(3) << 30;  // (type null: no buffers)
+  assert_int_equal(sl_array_cast_type(&from, &in, &to, NULL, &out, &err), EOVERFLOW);
+  assert_null(in.release);
+  assert_null(out.release);
+  from.release(&from);
+  to.release(&to);
+}
+
+static int nested_attempt(void* ctx, const struct sluice_allocator* alloc,
+                          struct sluice_error* error) {
+  (void)ctx;
+  struct ArrowSchema from, to;
+  nested_schema("+L", "U", "i", &from);
+  nested_schema("+l", "u", "l", &to);
+  struct ArrowArray small, in, out;
+  make_nested(40, 2, NULL, &small);  // (made with the default allocator)
+  struct ArrowSchema small_schema;
+  nested_schema("+l", "u", "i", &small_schema);
+  int rc = sl_array_cast_type(&small_schema, &small, &from, NULL, &in, error);  // large first
+  if (rc == 0) rc = sl_array_cast_type(&from, &in, &to, alloc, &out, error);
+  if (rc == 0) out.release(&out);
+  small_schema.release(&small_schema);
+  from.release(&from);
+  to.release(&to);
+  return rc;
+}
+
+static void test_nested_allocation_failures(void** state) {
+  (void)state;
+  test_alloc_sweep(nested_attempt, NULL, 200);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_join),
       cmocka_unit_test(test_casts_keep_values),
       cmocka_unit_test(test_large_offsets_past_int32),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_nested_cast_keeps_values),
+      cmocka_unit_test(test_large_list_offsets_past_int32),
+      cmocka_unit_test(test_nested_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
