@@ -865,7 +865,8 @@ static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
 
 /// Objects whose columns differ from the first object's only in leaf types
 /// that join (string and large_string, int32 and int64, ...: what different
-/// writers of one table disagree on), or in columns of type null in some
+/// writers of one table disagree on), also inside lists, structs and maps
+/// (list and large_list: join_into), or in columns of type null in some
 /// (an all-None pandas column), read as one dataset of the joined types, as
 /// DuckDB and polars read them: f->unified holds them, each object with
 /// another type keeps its own schema to cast its batches, and one with a
@@ -1128,7 +1129,7 @@ static int widen_by_name(struct sl_files_reader* f, int* changed, struct sluice_
 /// name, in the order first met (f->unified); a column some object lacks
 /// is nullable, and that object's rows are null in it (part->columns_of).
 /// A name must have one type in every object that has it, or types that
-/// join (sl_cast_join), or be of type null in some (the others' type).
+/// join (join_into), or be of type null in some (the others' type).
 /// Objects whose types are inferred (CSV) are widened by name first, so
 /// that they agree.
 static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) {

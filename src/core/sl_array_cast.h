@@ -2,7 +2,9 @@
 // written by different tools disagree on (pyarrow writes string, polars
 // large_string; one writer int32, another int64): the joined type of two
 // formats, and a column cast to it. Buffers that stay the same (validity,
-// string bytes) are views of the input, not copies.
+// string bytes) are views of the input, not copies. Nested columns (lists,
+// structs, maps) are cast by their leaves, list and large_list by their
+// offsets (sl_array_cast_type).
 #ifndef SL_ARRAY_CAST_H
 #define SL_ARRAY_CAST_H
 
