@@ -839,13 +839,13 @@ static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
                      const char* ref, char* why, size_t cap, int* joins, int depth,
                      struct sluice_error* error) {
   *joins = 1;
+  const char* an = name_of(into);
   if (into->dictionary == NULL && b->dictionary == NULL && into->n_children == 0 &&
-      b->n_children == 0) {
+      b->n_children == 0 && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
     const char* j = sl_cast_join(into->format, b->format);
     if (j == NULL) *joins = !differs(into, b, path, why, cap, named, ref);
     return j != NULL && strcmp(j, into->format) != 0 ? set_leaf_format(into, j, alloc, error) : 0;
   }
-  const char* an = name_of(into);
   if (depth > 64 || into->dictionary != NULL || b->dictionary != NULL ||
       into->n_children != b->n_children || (named > 0 && strcmp(an, name_of(b)) != 0) ||
       (strcmp(into->format, b->format) != 0 &&

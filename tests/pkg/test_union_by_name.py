@@ -576,3 +576,22 @@ def test_csv_late_value_reads_again(tmp_path):
     got = pa.table(sluice.read(d, union_by_name=True, infer_bytes=500))
     assert got.schema.types == want.schema.types
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_polars_nested_large_types_beside_pyarrows(tmp_path):
+    """A polars-written object (large_list, large_string inside a struct)
+    beside pyarrow's reads as pyarrow.dataset and DuckDB read the two, with
+    and without union_by_name (columns reordered in the second case)."""
+    pl = pytest.importorskip("polars")
+    t = pa.table({"l": pa.array([[1], None], pa.list_(pa.int64())),
+                  "st": pa.array([{"a": "x"}, {"a": None}], pa.struct([("a", pa.string())]))})
+    pq.write_table(t, tmp_path / "p1.parquet")
+    pl.from_arrow(t).write_parquet(tmp_path / "p2.parquet")
+    want = ds.dataset(tmp_path).to_table()
+    got = pa.table(sluice.read(tmp_path))
+    assert got.schema == want.schema and got.to_pylist() == want.to_pylist()
+    assert sorted(map(str, duckdb.sql(f"select * from '{tmp_path}/*.parquet'").fetchall())) == \
+        sorted(str((r["l"], r["st"])) for r in got.to_pylist())
+    pl.from_arrow(t.select(["st", "l"])).write_parquet(tmp_path / "p2.parquet")
+    got = pa.table(sluice.read(tmp_path, union_by_name=True))
+    assert got.schema == want.schema and got.to_pylist() == want.to_pylist()

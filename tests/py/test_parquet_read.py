@@ -2508,6 +2508,8 @@ def test_nested_types_that_do_not_join_stay_an_error(sluice_bin, tmp_path):
         err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
         assert says in err, err
         assert "union_by_name" not in err, err
+        proc = _run(sluice_bin, ["cat", d, "-t", "arrows", "--union-by-name"])
+        assert proc.returncode == 1 and says in proc.stderr.decode(), proc.stderr.decode()
     d = tmp_path / "names"
     d.mkdir()
     pq.write_table(pa.table({"a": [1]}), d / "0.parquet")
