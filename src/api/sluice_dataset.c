@@ -51,6 +51,9 @@ struct sluice_dataset {
   struct ArrowSchema schema;  // projected
   int64_t* columns;           // NULL = all
   int64_t n_columns;
+  /// Per column of `columns`: NULL, or the struct field under it that a
+  /// dotted name ("st.x") selects: {depth, child index per level}.
+  int64_t** paths;  // NULL = no column is a field
   struct sl_split* splits;
   int64_t n_splits;
   int threads;
@@ -94,6 +97,11 @@ const char* const* sluice_writer_formats(void) { return sl_format_writer_names()
 static void dataset_destroy(struct sluice_dataset* ds) {
   const struct sluice_allocator* alloc = ds->alloc;
   sl_free(alloc, ds->splits, (size_t)ds->n_splits * sizeof *ds->splits);
+  for (int64_t i = 0; ds->paths != NULL && i < ds->n_columns; ++i) {
+    if (ds->paths[i] != NULL)
+      sl_free(alloc, ds->paths[i], (size_t)(ds->paths[i][0] + 1) * sizeof *ds->paths[i]);
+  }
+  sl_free(alloc, ds->paths, (size_t)ds->n_columns * sizeof *ds->paths);
   sl_free(alloc, ds->columns, (size_t)ds->n_columns * sizeof *ds->columns);
   sl_row_filter_free(ds->filter);
   if (ds->filter_text != NULL) sl_free(alloc, ds->filter_text, ds->filter_text_size);
@@ -431,6 +439,91 @@ static int choose_database_reader(struct sluice_dataset* ds, const char* format_
   return ds->format != NULL ? 0 : sl_error_set(error, ENOTSUP, "%s: built without cql://", ds->location);
 }
 
+/// The field of `s` named `name` (len bytes), or -1; *matches counts them.
+static int64_t child_named(const struct ArrowSchema* s, const char* name, size_t len,
+                           int64_t* matches) {
+  int64_t found = -1;
+  *matches = 0;
+  for (int64_t c = 0; c < s->n_children; ++c) {
+    const char* n = s->children[c]->name;
+    if (n != NULL && strlen(n) == len && memcmp(n, name, len) == 0) {
+      if (found < 0) found = c;
+      ++*matches;
+    }
+  }
+  return found;
+}
+
+/// A dotted name that is no column ("st.x"), as pyarrow's read_table takes
+/// it: split at every dot, the first part a column, each next a field of the
+/// struct before it. 0 with *column and a new path ({depth, indexes}) in
+/// *path; ENOENT when the first part is no column (the caller lists the
+/// columns); else an error naming the part that fails.
+static int resolve_path(struct sluice_dataset* ds, const char* name, int64_t* column,
+                        int64_t** path, struct sluice_error* error) {
+  const struct ArrowSchema* s = &ds->full_schema;
+  const char* dot = strchr(name, '.');
+  if (dot == NULL) return ENOENT;
+  int64_t matches = 0;
+  *column = child_named(s, name, (size_t)(dot - name), &matches);
+  if (*column < 0) return ENOENT;
+  if (matches > 1)
+    return sl_error_set(error, EINVAL, "column '%.*s' appears %lld times in %s: selecting '%s' "
+                        "is ambiguous", (int)(dot - name), name, (long long)matches,
+                        ds->location, name);
+  int64_t depth = 0;
+  for (const char* p = dot; p != NULL; p = strchr(p + 1, '.')) ++depth;
+  if (depth > 64) return sl_error_set(error, EINVAL, "'%s': a path of more than 64 fields", name);
+  *path = sl_alloc(ds->alloc, (size_t)(depth + 1) * sizeof **path);
+  if (*path == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", ds->location);
+  (*path)[0] = depth;
+  s = s->children[*column];
+  int rc = 0;
+  for (int64_t k = 1; rc == 0 && k <= depth; ++k) {
+    const char* part = dot + 1;
+    dot = strchr(part, '.');
+    size_t len = dot != NULL ? (size_t)(dot - part) : strlen(part);
+    int sub = (int)(part - 1 - name);  // the path so far, for messages
+    if (strcmp(s->format, "+s") != 0) {
+      char type[64];
+      sl_format_name(s->format, type, sizeof type);
+      rc = sl_error_set(error, EINVAL, "no column '%s' in %s: '%.*s' is %s, not a struct (a "
+                        "dotted name selects fields of structs only, as pyarrow's read_table)",
+                        name, ds->location, sub, name, type);
+      break;
+    }
+    (*path)[k] = child_named(s, part, len, &matches);
+    if (matches > 1) {
+      rc = sl_error_set(error, EINVAL, "struct '%.*s' has %lld fields named '%.*s' in %s: "
+                        "selecting '%s' is ambiguous", sub, name, (long long)matches, (int)len,
+                        part, ds->location, name);
+    } else if ((*path)[k] < 0) {
+      char list[512];
+      size_t used = 0;
+      list[0] = '\0';
+      for (int64_t c = 0; c < s->n_children && used < sizeof list; ++c) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", c == 0 ? "" : ", ",
+                         s->children[c]->name != NULL ? s->children[c]->name : "");
+        if (w < 0) break;
+        used += (size_t)w;
+      }
+      rc = sl_error_set(error, EINVAL, "no column '%s' in %s: struct '%.*s' has no field "
+                        "'%.*s'; its fields are: %s", name, ds->location, sub, name, (int)len,
+                        part, list);
+    }
+    if (rc == 0) s = s->children[(*path)[k]];
+  }
+  if (rc == 0 && strncmp(s->format, "+u", 2) == 0)
+    rc = sl_error_set(error, ENOTSUP, "'%s' in %s: a union field cannot be selected alone (a "
+                      "union has no nulls of its own); select its struct whole", name,
+                      ds->location);
+  if (rc != 0) {
+    sl_free(ds->alloc, *path, (size_t)(depth + 1) * sizeof **path);
+    *path = NULL;
+  }
+  return rc;
+}
+
 static int resolve_columns(struct sluice_dataset* ds, const char* const* names, size_t n,
                            struct sluice_error* error) {
   const struct ArrowSchema* schema = &ds->full_schema;
@@ -451,6 +544,20 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
       return sl_error_set(error, EINVAL, "column '%s' appears %lld times in %s: selecting "
                           "it by name is ambiguous (read without selecting columns, or rename "
                           "them at the source)", names[i], (long long)matches, ds->location);
+    if (found < 0 && names[i] != NULL) {  // a field of a struct column ("st.x")?
+      int64_t* path = NULL;
+      int rc = resolve_path(ds, names[i], &found, &path, error);
+      if (rc != 0 && rc != ENOENT) return rc;
+      if (rc == ENOENT) found = -1;
+      if (path != NULL && ds->paths == NULL) {
+        ds->paths = sl_calloc(ds->alloc, n, sizeof *ds->paths);
+        if (ds->paths == NULL) {
+          sl_free(ds->alloc, path, (size_t)(path[0] + 1) * sizeof *path);
+          return sl_error_set(error, ENOMEM, "%s: out of memory", ds->location);
+        }
+      }
+      if (path != NULL) ds->paths[i] = path;
+    }
     if (found < 0) {
       char list[768], wanted[160], quoted[160];
       size_t used = 0;
@@ -470,6 +577,40 @@ static int resolve_columns(struct sluice_dataset* ds, const char* const* names, 
                                            : "(null)", ds->location, list);
     }
     ds->columns[i] = found;
+  }
+  return 0;
+}
+
+/// The schema of the dataset's projection of `full` (all columns when it
+/// selects none): a column that is a struct field ("st.x") is that field,
+/// nullable when a struct above it is (its rows are null where those are).
+static int project_schema(const struct sluice_dataset* ds, const struct ArrowSchema* full,
+                          struct ArrowSchema* out, struct sluice_error* error) {
+  if (ds->columns == NULL) return sl_schema_copy(full, ds->alloc, out, error);
+  SL_RETURN_NOT_OK(sl_schema_project(full, ds->columns, ds->n_columns, ds->alloc, out, error));
+  for (int64_t i = 0; ds->paths != NULL && i < ds->n_columns; ++i) {
+    const int64_t* path = ds->paths[i];
+    if (path == NULL) continue;
+    const struct ArrowSchema* s = full->children[ds->columns[i]];
+    int64_t nullable = 0;
+    for (int64_t k = 1; k <= path[0]; ++k) {
+      if (path[k] < 0 || path[k] >= s->n_children) {  // (refine changed the structs)
+        out->release(out);
+        return sl_error_set(error, EINVAL, "%s: column %lld's struct field is gone",
+                            ds->location, (long long)i);
+      }
+      nullable |= s->flags & ARROW_FLAG_NULLABLE;
+      s = s->children[path[k]];
+    }
+    struct ArrowSchema field;
+    int rc = sl_schema_copy(s, ds->alloc, &field, error);
+    if (rc != 0) {
+      out->release(out);
+      return rc;
+    }
+    field.flags |= nullable;
+    out->children[i]->release(out->children[i]);
+    memcpy(out->children[i], &field, sizeof field);
   }
   return 0;
 }
@@ -792,9 +933,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
     rc = resolve_columns(ds, options->columns, options->n_columns, error);
   }
   if (rc == 0) {
-    rc = ds->columns != NULL ? sl_schema_project(&ds->full_schema, ds->columns, ds->n_columns,
-                                                 alloc, &ds->schema, error)
-                             : sl_schema_copy(&ds->full_schema, alloc, &ds->schema, error);
+    rc = project_schema(ds, &ds->full_schema, &ds->schema, error);
   }
   if (rc == 0 && row_text != NULL) {
     char shown[1024];
@@ -889,9 +1028,7 @@ int sluice_dataset_refine(struct sluice_dataset* ds, int* changed, struct sluice
   struct sl_row_filter* filter = NULL;
   rc = ds->format->schema(ds->reader, &full, error);
   if (rc == 0) {
-    rc = ds->columns != NULL
-             ? sl_schema_project(&full, ds->columns, ds->n_columns, ds->alloc, &projected, error)
-             : sl_schema_copy(&full, ds->alloc, &projected, error);
+    rc = project_schema(ds, &full, &projected, error);
   }
   // The row filter compares values as its columns' types: parsed again for
   // the new ones (the old one pointed into the schema freed below).
@@ -992,6 +1129,7 @@ void sl_dataset_scan_args(struct sluice_dataset* ds, struct sl_scan_args* args) 
   args->n_splits = ds->n_splits;
   args->columns = ds->columns;
   args->n_columns = ds->n_columns;
+  args->paths = (const int64_t* const*)ds->paths;
   args->schema = &ds->full_schema;
   args->threads = ds->threads;
   args->memory_budget = ds->memory_budget;

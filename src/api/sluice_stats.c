@@ -361,7 +361,9 @@ static int stats_from_metadata(struct sluice_dataset* dataset, const struct stat
   memset(&args, 0, sizeof args);
   sl_dataset_scan_args(dataset, &args);
   int64_t n = state->n_columns;
-  if (args.limit >= 0 || args.filter != NULL || args.format == NULL || n == 0) {  // no hook: sl_stats_stored says so
+  // (stored statistics are of whole columns, not of a struct's field)
+  if (args.limit >= 0 || args.filter != NULL || args.format == NULL || n == 0 ||
+      args.paths != NULL) {  // no hook: sl_stats_stored says so
     return 0;
   }
   struct sluice_column_stats* s = sl_calloc(NULL, (size_t)n, sizeof *s);
@@ -465,6 +467,16 @@ static int stats_bytes_result(const struct sl_text_field* field, const struct st
   return 0;
 }
 
+/// Whether projected columns k and c are the same column, or the same
+/// struct field of it ("st.x" twice, not "st.x" and "st.y").
+static int same_selection(const struct sl_scan_args* args, int64_t k, int64_t c) {
+  if (args->columns[k] != args->columns[c]) return 0;
+  const int64_t* a = args->paths != NULL ? args->paths[k] : NULL;
+  const int64_t* b = args->paths != NULL ? args->paths[c] : NULL;
+  if (a == NULL || b == NULL) return a == b;
+  return a[0] == b[0] && memcmp(a + 1, b + 1, (size_t)a[0] * sizeof *a) == 0;
+}
+
 /// Sets state->first when a column is asked for more than once.
 static int stats_find_repeats(struct sluice_dataset* dataset, struct stats_state* state,
                               struct sluice_error* error) {
@@ -477,7 +489,7 @@ static int stats_find_repeats(struct sluice_dataset* dataset, struct stats_state
   if (state->first == NULL) return sl_error_set(error, ENOMEM, "stats: out of memory");
   for (int64_t c = 0; c < n; ++c) {
     int64_t k = 0;
-    while (args.columns[k] != args.columns[c]) ++k;
+    while (!same_selection(&args, k, c)) ++k;
     state->first[c] = k;
   }
   return 0;

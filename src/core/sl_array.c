@@ -289,6 +289,78 @@ static int project_shared(struct ArrowArray* in, const int64_t* columns, int64_t
   return rc;
 }
 
+static int bit_set(const void* bitmap, int64_t i) {
+  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
+}
+
+int sl_array_struct_field(struct ArrowArray* column, const int64_t* path, int64_t depth,
+                          const struct sluice_allocator* alloc, struct ArrowArray* out,
+                          struct sluice_error* error) {
+  memset(out, 0, sizeof *out);
+  if (column->release == NULL) return sl_error_set(error, EINVAL, "a field of a released array");
+  const struct ArrowArray* top = NULL;
+  struct sl_ref* ref = sl_array_share(column, alloc, &top);
+  if (ref == NULL) {
+    column->release(column);
+    return sl_error_set(error, ENOMEM, "out of memory taking a struct field");
+  }
+  // Row j of node k is at index node->offset + base[k] + j of its buffers:
+  // a child's rows start at its parent's offset.
+  const struct ArrowArray* nodes[65];
+  int64_t base[65];
+  int rc = 0, masked = 0;
+  nodes[0] = top;
+  base[0] = 0;
+  if (depth < 1 || depth > 64) rc = sl_error_set(error, EINVAL, "struct field path of %lld levels",
+                                                 (long long)depth);
+  for (int64_t k = 0; rc == 0 && k < depth; ++k) {
+    const struct ArrowArray* n = nodes[k];
+    if (path[k] < 0 || path[k] >= n->n_children) {
+      rc = sl_error_set(error, EINVAL, "struct field %lld of a node with %lld children",
+                        (long long)path[k], (long long)n->n_children);
+      break;
+    }
+    if (n->null_count != 0 && n->n_buffers > 0 && n->buffers[0] != NULL) masked = 1;
+    nodes[k + 1] = n->children[path[k]];
+    base[k + 1] = base[k] + n->offset;
+  }
+  if (rc == 0) rc = sl_array_view(nodes[depth], ref, alloc, out, error);
+  if (rc == 0) {
+    const struct ArrowArray* leaf = nodes[depth];
+    int64_t rows = top->length, first = leaf->offset + base[depth];
+    out->offset = first;
+    out->length = rows;
+    out->null_count = leaf->null_count == 0 ? 0 : -1;  // (counted over its own rows)
+    if (masked && out->n_buffers > 0) {
+      // Null where the field or a struct above it is: a new bitmap, laid out
+      // from index 0 so that the view's offset holds for every buffer.
+      size_t bytes = (size_t)((first + rows + 7) / 8);
+      uint8_t* bits = sl_alloc_buffer(alloc, bytes > 0 ? bytes : 1);
+      if (bits == NULL) {
+        rc = sl_error_set(error, ENOMEM, "out of memory masking a struct field (%zu bytes)", bytes);
+        out->release(out);
+      } else {
+        memset(bits, 0, bytes > 0 ? bytes : 1);
+        int64_t nulls = 0;
+        for (int64_t j = 0; j < rows; ++j) {
+          int valid = 1;
+          for (int64_t k = 0; valid && k <= depth; ++k) {
+            const struct ArrowArray* n = nodes[k];
+            if (n->n_buffers > 0 && n->buffers[0] != NULL && n->null_count != 0)
+              valid = bit_set(n->buffers[0], n->offset + base[k] + j);
+          }
+          if (valid) bits[(first + j) >> 3] |= (uint8_t)(1u << ((first + j) & 7));
+          nulls += !valid;
+        }
+        sl_array_set_buffer_owned(out, 0, bits, (int64_t)(bytes > 0 ? bytes : 1));
+        out->null_count = nulls;
+      }
+    }
+  }
+  sl_ref_release(ref);
+  return rc;
+}
+
 /* ---- byte size --------------------------------------------------------------- */
 
 static int64_t bitmap_bytes(int64_t bits) { return (bits + 7) / 8; }

@@ -69,6 +69,16 @@ int sl_array_project(struct ArrowArray* in, const int64_t* columns, int64_t n_co
                      const struct sluice_allocator* alloc, struct ArrowArray* out,
                      struct sluice_error* error);
 
+/// `*column` (consumed) becomes `out`: its struct field at `path` (`depth`
+/// child indexes, each into a struct node; 1..64), one row per row of the
+/// column, null where the field or a struct on the way is null. Views of
+/// the column's buffers but for the validity bitmap, made anew when a
+/// struct on the way has nulls. The field must have a validity bitmap
+/// (not a union).
+int sl_array_struct_field(struct ArrowArray* column, const int64_t* path, int64_t depth,
+                          const struct sluice_allocator* alloc, struct ArrowArray* out,
+                          struct sluice_error* error);
+
 /// Bytes reachable from the array's buffers (counting each buffer once at the
 /// size its type implies for length+offset; used for the memory budget).
 int64_t sl_array_byte_size(const struct ArrowSchema* schema, const struct ArrowArray* array);

@@ -93,6 +93,7 @@ struct sl_scan {
   /// that no reader decodes a column twice or needs to know.
   int64_t* repeat;
   int64_t n_asked;            // the projection's length (repeat is this long)
+  const int64_t* const* paths;  // per asked column: a struct field under it (borrowed; NULL = none)
   int64_t columns_cap;        // entries of `columns` allocated
   /// Rows not passing it are dropped from each decoded batch, before the
   /// repeats (which also drop the columns only the filter needed).
@@ -324,6 +325,20 @@ static int expand_repeats(const struct sl_scan* scan, struct ArrowArray* array,
   return sl_array_project(&distinct, scan->repeat, scan->n_asked, scan->alloc, array, error);
 }
 
+/// The asked columns that are struct fields ("st.x") become those fields.
+static int take_fields(const struct sl_scan* scan, struct ArrowArray* array,
+                       struct sluice_error* error) {
+  for (int64_t i = 0; scan->paths != NULL && i < scan->n_asked && i < array->n_children; ++i) {
+    const int64_t* path = scan->paths[i];
+    if (path == NULL) continue;
+    struct ArrowArray column;
+    sl_array_move(array->children[i], &column);
+    SL_RETURN_NOT_OK(
+        sl_array_struct_field(&column, path + 1, path[0], scan->alloc, array->children[i], error));
+  }
+  return 0;
+}
+
 /// Whether the `selected` set bits of selection[0, rows) are consecutive;
 /// *first = the first one's row.
 static int one_run(const uint8_t* selection, int64_t rows, int64_t selected, int64_t* first) {
@@ -453,6 +468,7 @@ static int decode_batch(struct sl_scan* scan, void* state, int projected, int64_
   it->bytes = scan->schema.release != NULL ? sl_array_held_bytes(&scan->schema, &it->array) : 0;
   if (it->bytes < 0) it->bytes = 0;
   rc = expand_repeats(scan, &it->array, error);
+  if (rc == 0) rc = take_fields(scan, &it->array, error);
   if (rc == 0 && scan->on_batch != NULL) rc = scan->on_batch(scan->on_batch_ctx, &it->array, error);
   if (rc != 0) {
     release_item(scan->alloc, it);
@@ -589,7 +605,8 @@ static void run_task(struct sl_scan* scan, int64_t task) {
     if (part >= 0) {
       rc = zip_part_locked(scan, s, part, &item, &error);
       if (rc == 0 && item != NULL &&
-          (scan->on_batch != NULL || scan->repeat != NULL || scan->filter != NULL)) {
+          (scan->on_batch != NULL || scan->repeat != NULL || scan->filter != NULL ||
+           scan->paths != NULL)) {
         // The filter, repeats and the hook see whole batches, outside the lock.
         // The sibling parts cannot complete a later batch meanwhile: this part
         // has not parked it.
@@ -598,6 +615,7 @@ static void run_task(struct sl_scan* scan, int64_t task) {
         rc = filter_rows(scan, &item->array, &rows, &error);
         int empty = rc == 0 && rows == 0;
         if (rc == 0 && !empty) rc = expand_repeats(scan, &item->array, &error);
+        if (rc == 0 && !empty) rc = take_fields(scan, &item->array, &error);
         if (rc == 0 && !empty && scan->on_batch != NULL)
           rc = scan->on_batch(scan->on_batch_ctx, &item->array, &error);
         pthread_mutex_lock(&scan->mutex);
@@ -814,6 +832,7 @@ static int set_places(struct sl_scan* scan, const struct sl_scan_args* args) {
   for (int64_t k = 0; k < p->n_columns; ++k) {
     int64_t c = args->columns != NULL ? args->columns[k] : k;
     if (c < 0 || c >= fields || p->values[k] == NULL || p->widths[k] <= 0) continue;
+    if (args->paths != NULL && args->paths[k] != NULL) continue;  // a field of c: gathered by copy
     scan->place_base[c] = p->values[k];
     scan->place_width[c] = p->widths[k];
   }
@@ -850,6 +869,7 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   scan->limit = args->limit;
   scan->budget = args->memory_budget > 0 ? args->memory_budget : SL_DEFAULT_BUDGET;
   scan->on_batch = args->on_batch;
+  scan->paths = args->columns != NULL ? args->paths : NULL;
   scan->on_batch_ctx = args->on_batch_ctx;
   scan->slow_split = args->slow_split;
   scan->slow_split_delay_us = args->slow_split_delay_us;

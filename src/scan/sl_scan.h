@@ -44,6 +44,11 @@ struct sl_scan_args {
   /// the projection are decoded and dropped after it. Borrowed: outlives
   /// the scan. Not with `placement`.
   const struct sl_row_filter* filter;
+  /// Optional (with `columns`): per asked column NULL, or a struct field
+  /// under it that the column becomes ({depth, child index per level}, as
+  /// sl_array_struct_field). Borrowed: outlives the scan. Placement skips
+  /// such columns.
+  const int64_t* const* paths;
   /// Test hook: delay in microseconds before decoding split `slow_split`.
   int64_t slow_split;              ///< -1 = none
   int64_t slow_split_delay_us;

@@ -1,0 +1,201 @@
+"""A dotted column name that is no column selects a field of a struct column
+(columns=["st.x"], sluice cat -c st.x), as pyarrow.parquet.read_table takes
+it (pyarrow >= 15, the dataset reader): the name is split at every dot, the
+first part names a column and each next part a field of the struct before
+it; the result is a top-level column named by the field, null where the
+field or a struct above it is null, in the order asked (two fields of one
+struct are two columns, a repeat is a repeat). A column whose own name has a
+dot ("a.b") is taken by that name first. A path through a list or a map, a
+missing field or a field of a non-struct is refused, as pyarrow refuses it.
+Values and schema are compared with pyarrow's reading of the same file.
+
+One deliberate difference: a field declared non-nullable under a nullable
+struct comes out nullable (its rows are null where the struct is); pyarrow
+keeps the "not null" flag on a column that holds nulls."""
+import subprocess
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+
+ROWS = 3000
+
+INNER = pa.struct([("p", pa.int32()), ("q", pa.string())])
+ST = pa.struct([("x", pa.int64()), ("y", pa.string()), ("z", INNER),
+                ("w", pa.float64()), ("l", pa.list_(pa.int64()))])
+
+
+def _table():
+    def st(i):
+        if i % 13 == 5:
+            return None  # the struct itself null
+        z = None if i % 7 == 2 else {"p": None if i % 5 == 1 else i, "q": "q%d" % (i % 17)}
+        return {"x": None if i % 3 == 0 else i, "y": "y%d" % i, "z": z,
+                "w": i * 0.25, "l": list(range(i % 4))}
+    n = ROWS
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "st": pa.array([st(i) for i in range(n)], ST),
+        "l": pa.array([[{"x": i}] if i % 2 else None for i in range(n)],
+                      pa.list_(pa.struct([("x", pa.int64())]))),
+        "m": pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+        "a.b": pa.array(range(n, 2 * n), pa.int64()),          # a column with a dot
+        "a": pa.array([{"b": {"c": i}} for i in range(n)],   # and the path a.b.c
+                      pa.struct([("b", pa.struct([("c", pa.int64())]))])),
+        "v": pa.array(["v%d" % i for i in range(n)]),
+    })
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nested")
+    t = _table()
+    many = d / "many.parquet"
+    pq.write_table(t, many, row_group_size=700)
+    one = d / "one.parquet"
+    pq.write_table(t, one)
+    return {"many": many, "one": one}
+
+
+CASES = [
+    ["st.x"],
+    ["st.y", "id", "st.x"],          # order as asked, two fields of one struct
+    ["st.z.p"],                      # nested struct, null at two levels
+    ["st.z"],                        # a struct field that is a struct
+    ["st.z.p", "st.x", "st.z.q"],
+    ["st", "st.x"],                  # whole column and a field of it
+    ["st.x", "st"],
+    ["st.x", "st.x", "id"],          # a repeat
+    ["st.l", "st.w"],                # a list field, a float field
+    ["a.b"],                         # the column named "a.b", not a's field b
+    ["a.b.c", "a.b"],
+    ["v", "st.y"],
+]
+
+
+def _want(path, names):
+    return pq.read_table(path, columns=names)
+
+
+def _check(got, want):
+    got = got if isinstance(got, pa.Table) else pa.table(got)
+    assert got.column_names == want.column_names
+    for g, w in zip(got.columns, want.columns):
+        assert g.type == w.type, (g.type, w.type)
+        assert g.to_pylist() == w.to_pylist()
+    for f, w in zip(got.schema, want.schema):
+        assert f.nullable
+
+
+@pytest.mark.parametrize("names", CASES, ids=",".join)
+@pytest.mark.parametrize("which", ["many", "one"])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_read_like_pyarrow(files, names, which, threads):
+    path = files[which]
+    want = _want(path, names)
+    _check(sluice.read(str(path), columns=names, threads=threads), want)
+    if "id" in names:  # unordered, by id
+        got = pa.table(sluice.read(str(path), columns=names, threads=threads, ordered=False,
+                                   batch_rows=333))
+        _check(got.take(pc.sort_indices(got.column(names.index("id")))), want)
+    _check(sluice.read(str(path), columns=names, threads=threads, batch_rows=333), want)
+    _check(sluice.read(str(path), columns=names, threads=threads, limit=1234),
+           want.slice(0, 1234))
+    schema = pa.schema(sluice.schema(str(path), columns=names))
+    assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in want.schema]
+
+
+def test_batches(files):
+    """Batch by batch (sliced row groups): each batch's rows are the file's."""
+    names = ["st.z.p", "id", "st.x"]
+    want = _want(files["one"], names)
+    got = []
+    with sluice.scan(str(files["one"]), columns=names, batch_rows=257, threads=3) as sc:
+        for b in sc:
+            rb = pa.record_batch(b) if not isinstance(b, pa.RecordBatch) else b
+            rb.validate(full=True)
+            got.append(rb)
+    _check(pa.Table.from_batches(got), want)
+
+
+def test_not_null_field_under_nullable_struct(tmp_path):
+    typ = pa.struct([pa.field("x", pa.int64(), nullable=False)])
+    t = pa.table({"s": pa.array([{"x": 1}, None, {"x": 3}], typ)})
+    path = tmp_path / "nn.parquet"
+    pq.write_table(t, path)
+    want = pq.read_table(path, columns=["s.x"])
+    got = pa.table(sluice.read(str(path), columns=["s.x"]))
+    assert got.column(0).to_pylist() == want.column(0).to_pylist() == [1, None, 3]
+    assert got.schema.field(0).nullable  # pyarrow says "not null" here
+
+
+@pytest.mark.parametrize("name, pyarrow_refuses", [
+    ("st.nope", True), ("st.x.y", True), ("l.list.element.x", True), ("l.element", True),
+    ("l.x", True), ("m.key", True), ("m.key_value.key", True), ("st.", True),
+    ("nope.x", True),
+])
+def test_bad_path(files, name, pyarrow_refuses):
+    path = files["many"]
+    with pytest.raises(Exception):
+        pq.read_table(path, columns=[name])
+    with pytest.raises(sluice.Error, match="no column '%s'" % name.replace(".", r"\.")):
+        sluice.read(str(path), columns=[name])
+
+
+def test_bad_path_messages(files):
+    path = str(files["many"])
+    with pytest.raises(sluice.Error, match="struct 'st' has no field 'nope'; its fields "
+                                                 "are: x, y, z, w, l"):
+        sluice.read(path, columns=["st.nope"])
+    with pytest.raises(sluice.Error, match="'l' is list, not a struct"):
+        sluice.read(path, columns=["l.list.element.x"])
+    with pytest.raises(sluice.Error, match="'st.x' is int64, not a struct"):
+        sluice.read(path, columns=["st.x.y"])
+
+
+def test_cli(sluice_bin, files):
+    names = ["st.y", "id", "st.z.p", "a.b"]
+    want = _want(files["many"], names)
+    for threads in ("1", "4"):
+        proc = subprocess.run([sluice_bin, "--threads", threads, "cat", str(files["many"]),
+                               "-c", ",".join(names), "-t", "arrows"], capture_output=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        _check(ipc.open_stream(pa.BufferReader(proc.stdout)).read_all(), want)
+    proc = subprocess.run([sluice_bin, "cat", str(files["many"]), "-c", "st.nope"],
+                          capture_output=True, timeout=120)
+    assert proc.returncode != 0
+    assert b"struct 'st' has no field 'nope'" in proc.stderr
+
+
+def test_stats(sluice_bin, files):
+    names = ["st.x", "id", "st.y", "st.z.p", "st.x"]
+    want = _want(files["many"], names)
+    st = sluice.stats(str(files["many"]), columns=names)
+    assert [s["name"] for s in st] == want.column_names
+    for s, col in zip(st, want.columns):
+        assert s["count"] == len(col) and s["null_count"] == col.null_count, s
+        mm = pc.min_max(col)
+        assert s["min"] == str(mm["min"].as_py()) and s["max"] == str(mm["max"].as_py()), s
+    proc = subprocess.run([sluice_bin, "stats", str(files["many"]), "-c", "st.z.p"],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[1].split()[:4] == \
+        ["p", "int32", str(ROWS), str(want.column("p").null_count)]
+
+
+def test_arrow_ipc(tmp_path):
+    """The Arrow IPC reader takes the same paths (pyarrow's dataset does)."""
+    t = _table().select(["id", "st"])
+    path = tmp_path / "t.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=500):
+            w.write_batch(b)
+    names = ["st.z.q", "id", "st.x"]
+    want = pads.dataset(path, format="ipc").to_table(columns=names)
+    _check(sluice.read(str(path), columns=names, threads=3), want)
