@@ -520,6 +520,77 @@ static void test_array_project_and_views(void** state) {
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
 }
 
+/// The struct column top{mid{leaf}} with offsets at every level (row j of a
+/// node is at index node.offset + the offsets above + j): row 0 null in mid
+/// and leaf, row 1 null in top, rows 2, 3 the leaf's values 6, 7.
+static void make_nested(struct ArrowArray* top, const struct sluice_allocator* alloc,
+                        int with_nulls) {
+  static const int32_t values[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  static const uint8_t leaf_bits[2] = {0xEF, 0x03};  // index 4 null
+  static const uint8_t mid_bits[1] = {0xF7};         // index 3 null
+  static const uint8_t top_bits[1] = {0xFB};         // index 2 null
+  struct sluice_error err = {0};
+  assert_int_equal(sl_array_init(top, alloc, 1, 1, &err), 0);
+  top->offset = 1;
+  top->length = 4;
+  struct ArrowArray* mid = top->children[0];
+  assert_int_equal(sl_array_init(mid, alloc, 1, 1, &err), 0);
+  mid->offset = 2;
+  mid->length = 5;
+  struct ArrowArray* leaf = mid->children[0];
+  assert_int_equal(sl_array_init(leaf, alloc, 2, 0, &err), 0);
+  leaf->offset = 1;
+  leaf->length = 7;
+  leaf->null_count = 1;
+  sl_array_set_buffer_view(leaf, 0, leaf_bits, NULL);
+  sl_array_set_buffer_view(leaf, 1, values, NULL);
+  if (with_nulls) {
+    sl_array_set_buffer_view(mid, 0, mid_bits, NULL);
+    sl_array_set_buffer_view(top, 0, top_bits, NULL);
+    mid->null_count = top->null_count = 1;
+  }
+}
+
+static int valid_at(const struct ArrowArray* a, int64_t j) {
+  if (a->buffers[0] == NULL) return 1;
+  int64_t i = a->offset + j;
+  return (((const uint8_t*)a->buffers[0])[i >> 3] >> (i & 7)) & 1;
+}
+
+static void test_array_struct_field(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error err = {0};
+  struct ArrowSchema leaf_schema;
+  node(&leaf_schema, "i", "leaf", 0);
+  const int64_t path[] = {0, 0};
+  for (int with_nulls = 0; with_nulls <= 1; ++with_nulls) {
+    struct ArrowArray top, field;
+    make_nested(&top, &ta.base, with_nulls);
+    assert_int_equal(sl_array_struct_field(&top, path, 2, &ta.base, &field, &err), 0);
+    assert_null(top.release);
+    assert_int_equal(field.length, 4);
+    assert_int_equal(sl_array_validate(&leaf_schema, &field, SL_VALIDATE_FULL, NULL, &err), 0);
+    const int want_valid[2][4] = {{0, 1, 1, 1}, {0, 0, 1, 1}};
+    for (int64_t j = 0; j < 4; ++j) {
+      assert_int_equal(valid_at(&field, j), want_valid[with_nulls][j]);
+      if (want_valid[with_nulls][j]) assert_int_equal(i32_at(&field, 1, field.offset + j), 4 + j);
+    }
+    if (with_nulls) assert_int_equal(field.null_count, 2);
+    field.release(&field);
+  }
+  // A bad path consumes the column too.
+  struct ArrowArray top, field;
+  make_nested(&top, &ta.base, 1);
+  const int64_t bad[] = {0, 1};
+  assert_int_equal(sl_array_struct_field(&top, bad, 2, &ta.base, &field, &err), EINVAL);
+  assert_null(top.release);
+  assert_null(field.release);
+  leaf_schema.release(&leaf_schema);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
 static void test_array_init_failure(void** state) {
   (void)state;
   struct test_allocator ta;
@@ -1181,6 +1252,7 @@ int main(void) {
       cmocka_unit_test(test_name_set),
       cmocka_unit_test(test_schema_copy_foreign),
       cmocka_unit_test(test_array_project_and_views),
+      cmocka_unit_test(test_array_struct_field),
       cmocka_unit_test(test_array_init_failure),
       cmocka_unit_test(test_block_pool_recycles),
       cmocka_unit_test(test_buffer_cache_recycles),
