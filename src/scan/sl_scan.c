@@ -104,6 +104,10 @@ struct sl_scan {
   size_t tag_metadata_size;
   int ordered;
   int64_t limit;
+  /// A filter value waits for its column's whole input (pending): the
+  /// limit (here, -1 = none) only cuts what is delivered, and the rest is
+  /// read and dropped, as a widening value may come anywhere in it.
+  int64_t deliver_limit;
   int64_t budget;
   int (*on_batch)(void* ctx, const struct ArrowArray* batch, struct sluice_error* error);
   void* on_batch_ctx;
@@ -867,6 +871,11 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
   scan->error_split = -1;
   scan->stop_after = INT64_MAX;
   scan->limit = args->limit;
+  scan->deliver_limit = -1;
+  if (args->filter != NULL && args->filter->pending.code != 0 && args->limit >= 0) {
+    scan->deliver_limit = args->limit;
+    scan->limit = -1;
+  }
   scan->budget = args->memory_budget > 0 ? args->memory_budget : SL_DEFAULT_BUDGET;
   scan->on_batch = args->on_batch;
   scan->paths = args->columns != NULL ? args->paths : NULL;
@@ -1026,13 +1035,23 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
   out->release = NULL;
   pthread_mutex_lock(&scan->mutex);
   struct sl_scan_item* item = take_locked(scan);
+  while (item != NULL && scan->deliver_limit >= 0 && scan->rows_delivered >= scan->deliver_limit) {
+    // Past the limit of a scan whose filter waits (deliver_limit): dropped.
+    scan->in_flight -= item->bytes;
+    scan->slots[item->split].queued_rows -= item->array.length;
+    scan->queued_rows -= item->array.length;
+    pthread_cond_broadcast(&scan->work_cv);
+    pthread_mutex_unlock(&scan->mutex);
+    release_item(scan->alloc, item);
+    pthread_mutex_lock(&scan->mutex);
+    item = take_locked(scan);
+  }
   if (item == NULL) {
     int code = scan->ended ? 0 : scan->error_code;
     if (code != 0 && error != NULL) memcpy(error, &scan->error, sizeof *error);
     pthread_mutex_unlock(&scan->mutex);
     // The end, and a filter value still does not fit its column's type
     // (inferred, and no value on the way widened it): the value's error.
-    // (A scan cut by the limit says so too: the rest was not read.)
     if (code == 0 && scan->filter != NULL && scan->filter->pending.code != 0) {
       code = scan->filter->pending.code;
       if (error != NULL) *error = scan->filter->pending;
@@ -1043,8 +1062,9 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
   scan->slots[item->split].queued_rows -= item->array.length;
   scan->queued_rows -= item->array.length;
   pthread_cond_broadcast(&scan->work_cv);
-  if (scan->limit >= 0) {
-    int64_t remaining = scan->limit - scan->rows_delivered;
+  int64_t limit = scan->limit >= 0 ? scan->limit : scan->deliver_limit;
+  if (limit >= 0) {
+    int64_t remaining = limit - scan->rows_delivered;
     if (item->array.length >= remaining) {
       // A struct array may be shorter than its children: cutting the top
       // level is a valid slice without touching any buffer.
@@ -1052,8 +1072,10 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
         item->array.length = remaining;
         if (item->array.null_count != 0) item->array.null_count = -1;
       }
-      scan->ended = 1;
-      scan->stop = 1;
+      if (scan->limit >= 0) {
+        scan->ended = 1;
+        scan->stop = 1;
+      }
     }
   }
   scan->rows_delivered += item->array.length;

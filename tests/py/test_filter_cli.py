@@ -184,6 +184,28 @@ def test_a_value_the_sampled_type_refuses_filters_the_widened_column(sluice, tmp
     assert json.loads(stats)[0]["count"] == want.num_rows
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "4"])
+def test_a_waiting_value_with_a_limit_reads_on_to_the_widening(sluice, tmp_path, threads):
+    """'b=hello;id<5' with --limit 3: the other group fills the limit long
+    before row 170,000 widens b. The scan went on or stopped depending on
+    how far the threads had decoded (an error with 1 thread, 3 rows with 4):
+    now rows past the limit are read and dropped, so the widening is always
+    met and the result is DuckDB's over the whole file's types."""
+    import duckdb
+    src = _late_values_csv(tmp_path)
+    dst = tmp_path / "o.arrow"
+    sluice.run("--threads", threads, "convert", "-q", src, dst, "--filter", "b=hello;id<5",
+               "--limit", "3")
+    got = pa.ipc.open_file(dst).read_all()
+    want = duckdb.sql(f"select * from read_csv('{src}', sample_size=-1, "
+                      "types={'b': 'VARCHAR', 'c': 'BOOLEAN'}) where b = 'hello' or id < 5 "
+                      "order by id limit 3").arrow()
+    want = want.read_all() if hasattr(want, "read_all") else want
+    assert got.schema.field("b").type == pa.string()
+    assert got.column("id").to_pylist() == want.column("id").to_pylist() == [0, 1, 2]
+    assert got.column("b").to_pylist() == want.column("b").to_pylist()
+
+
 @pytest.mark.parametrize("c_late,text,why", [
     ("true", "c=hello", "'hello' is not true or false, as column 'c' (bool) needs"),
     ("1", "c=true", "'true' is not an integer, as column 'c' (int64) needs"),
