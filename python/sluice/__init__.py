@@ -845,8 +845,9 @@ def _filter_type_error(dataset, pairs, settled=True, whole=False):
                     "text: filters=\"%s=%s\"" % (quote(name, safe=""), value) \
                     if isinstance(value, uuid.UUID) else ", as pyarrow refuses any value on it"
             if whole and dataset.type_inferred(name):
-                hint = "; the column's type was inferred from the data (the whole input was " \
-                    "read, unless a limit stopped it)"
+                hint = "; the column's type was inferred from the data read (objects a " \
+                    "filter on partition keys skipped are not read), which no value widened: " \
+                    "schema= gives the type"
             return InvalidArgumentError(
                 _errno.EINVAL, "filters: column %r has type %s; a value of type %s%s (%r) "
                 "does not compare with it%s" % (name, field.type, type(value).__name__, zone,

@@ -712,7 +712,8 @@ int sl_row_filter_parse_inferred(const char* text, const struct ArrowSchema* sch
         f->pending = why;
         size_t used = strlen(f->pending.message);
         snprintf(f->pending.message + used, sizeof f->pending.message - used,
-                 " (the column's type was inferred from the data)");
+                 " (the column's type was inferred from the data read, which no value widened; "
+                 "schema=%s:TYPE gives it)", c->name);
       }
       rc = 0;
     } else if (rc != 0 && error != NULL) {

@@ -441,7 +441,8 @@ static void test_values_an_inferred_type_refuses_are_pending(void** state) {
   assert_true(c[0].pending && !c[1].pending && c[2].pending && c[3].pending && !c[4].pending);
   assert_int_equal(f->pending.code, EINVAL);  // the first one's
   assert_non_null(strstr(f->pending.message, "'true' is not an integer, as column 'i64' (int64) "
-                         "needs (the column's type was inferred from the data)"));
+                         "needs (the column's type was inferred from the data read, which no "
+                         "value widened; schema=i64:TYPE gives it)"));
   union sl_filter_value lo = {.i = 0}, hi = {.i = 10};
   assert_true(sl_filter_range_may_pass(&c[0], &lo, &hi));
   // Pruning never rules a group out by a pending condition: the splits
