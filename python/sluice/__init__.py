@@ -1621,15 +1621,16 @@ def _write_kwargs(dst, format, compression, fsync, partition_by, max_partitions,
     timeout = _timeout(options)
     s3 = _storage_options(options.pop("storage_options", None))
     name = getattr(dst, "name", None)
-    if format is None and hasattr(dst, "fileno") and isinstance(name, str):
+    if hasattr(dst, "fileno") and isinstance(name, str):
         # An open file (or a pipe's, written through /dev/fd/N): its own
         # name tells the format ("out.parquet" -> parquet), as a path's would.
         suffix = _os.path.splitext(name)[1].lstrip(".").lower()
-        format = {"feather": "arrow", "pq": "parquet", "tsv": "csv"}.get(suffix, suffix)
-        if format not in writer_formats():
-            format = None
-        elif suffix == "tsv" and not {"delimiter", "sep", "delim"} & options.keys():
-            options["delimiter"] = "\t"  # as a path named .tsv is written
+        named = {"feather": "arrow", "pq": "parquet", "tsv": "csv"}.get(suffix, suffix)
+        if format is None and named in writer_formats():
+            format = named
+        if suffix == "tsv" and format == "csv" and \
+                not {"delimiter", "sep", "delim"} & options.keys():
+            options["delimiter"] = "\t"  # as a path named .tsv is written (format='csv' too)
     if compression is None:  # as pyarrow and pandas take it: uncompressed
         compression = "none"
     elif compression in ("default", "infer"):  # ("infer": pandas' to_csv default)

@@ -86,6 +86,9 @@ def test_tsv_name_writes_tab_separated(simple, tmp_path):
     with open(tmp_path / "open_semi.tsv", "wb") as f:
         sluice.write(t, f, sep=";")
     assert (tmp_path / "open_semi.tsv").read_text().splitlines()[0] == "i;s"
+    with open(tmp_path / "open_fmt.tsv", "wb") as f:  # format='csv' as for a path
+        sluice.write(t, f, format="csv")
+    assert (tmp_path / "open_fmt.tsv").read_text().splitlines()[0] == "i\ts"
 
 
 def test_sluice_table_round_trip(typed, tmp_path):
