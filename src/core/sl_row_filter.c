@@ -205,7 +205,7 @@ static int temporal_bound(const char* f, const char* v, size_t n, enum sl_filter
 }
 
 /// A UUID's text v[0, n) as its 16 bytes, as DuckDB reads one: 32 hex
-/// digits in any case, '-' anywhere between them, optionally in braces.
+/// digits in any case, '-' anywhere among them, optionally in braces.
 /// 1 on success.
 static int uuid_text(const char* v, size_t n, uint8_t out[16]) {
   if (n >= 2 && v[0] == '{' && v[n - 1] == '}') {
@@ -215,7 +215,7 @@ static int uuid_text(const char* v, size_t n, uint8_t out[16]) {
   int digits = 0;
   for (size_t i = 0; i < n; ++i) {
     char ch = v[i];
-    if (ch == '-' && digits > 0 && digits < 32) continue;
+    if (ch == '-') continue;  // (anywhere, as DuckDB's UUID text takes them)
     int d = ch >= '0' && ch <= '9' ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f'
                                                     ? (ch | 0x20) - 'a' + 10 : -1;
     if (d < 0 || digits == 32) return 0;

@@ -502,7 +502,7 @@ static void test_fixed_size_binary_uuid_and_the_empty_name(void** state) {
   sl_row_filter_free(f);
   expect_error(&s, "u=0102", EINVAL, "'0102' is not a UUID");
   expect_error(&s, "u=0102030405060708090a0b0c0d0e0f100", EINVAL, "is not a UUID");
-  expect_error(&s, "u=-0102030405060708090a0b0c0d0e0f10", EINVAL, "is not a UUID");
+  expect_error(&s, "u=-", EINVAL, "is not a UUID");
   expect_error(&s, "u=0102030405060708090a0b0c0d0e0f1g", EINVAL, "is not a UUID");
   expect_error(&s, "u=01020304-0506-0708-090a-0b0c0d0e0f10%00", EINVAL, "is not a UUID");
   expect_error(&s, "=x", EINVAL, "'x' is not an integer, as column '' (int64) needs");
