@@ -917,7 +917,10 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
         continue;
       }
       any |= sl_types_differ(a, b);
-      rc = join_into(&joined[c], b, f->alloc, "", 1, ref, why, sizeof why, &joins, 0, error);
+      // (a field joined to a wider type than that object's: not its type
+      // to name; a column's own is told below)
+      const char* within = sl_types_differ(a, &joined[c]) ? "the objects before it" : ref;
+      rc = join_into(&joined[c], b, f->alloc, "", 1, within, why, sizeof why, &joins, 0, error);
       if (rc == 0 && !joins && strcmp(joined[c].format, a->format) != 0 &&
           b->n_children == 0 && b->dictionary == NULL && joined[c].n_children == 0) {
         // The objects before it joined to another type than the first's.
@@ -1176,8 +1179,11 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
         }
         // (read as the joined type, the objects' batches cast)
         int joins = 1;
-        rc = join_into(&joined[c], col, f->alloc, "", 1, "the first", why, sizeof why, &joins, 0,
-                       error);
+        // (joined to a wider type than the first's: not its type to name)
+        const int widened = sl_types_differ(was, &joined[c]);
+        rc = join_into(&joined[c], col, f->alloc, "", 1,
+                       widened ? "the objects before it" : "the first", why, sizeof why, &joins,
+                       0, error);
         if (rc == 0 && !joins) {
           rc = sl_error_set(error, EINVAL, "%s: union_by_name: %s; the first is in %s (cast "
                             "the column to one type, or read the objects separately)",

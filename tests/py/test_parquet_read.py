@@ -2515,6 +2515,18 @@ def test_nested_types_that_do_not_join_stay_an_error(sluice_bin, tmp_path):
     pq.write_table(pa.table({"a": [1]}), d / "0.parquet")
     pq.write_table(pa.table({"b": [1]}), d / "1.parquet")
     assert "union_by_name" in expect_clean_error(sluice_bin, d, must_say="its columns differ")
+    # int32, then uint32 (joined: int64), then uint64: the type the third
+    # meets is the objects' before it, not the first's (it said "int64 in
+    # the first", whose items are int32)
+    d = tmp_path / "widened"
+    d.mkdir()
+    for i, t in enumerate((pa.int32(), pa.uint32(), pa.uint64())):
+        pq.write_table(pa.table({"x": pa.array([[1]], pa.list_(t))}), d / f"{i}.parquet")
+    says = "'x.element' is of type uint64 here, int64 in the objects before it"
+    err = expect_clean_error(sluice_bin, d, must_say="its columns differ")
+    assert says in err, err
+    proc = _run(sluice_bin, ["cat", d, "-t", "arrows", "--union-by-name"])
+    assert proc.returncode == 1 and says in proc.stderr.decode(), proc.stderr.decode()
 
 
 def test_sorted_map_keys_flag_as_pyarrow(sluice_bin, tmp_path):
