@@ -520,7 +520,11 @@ static int widen_struct(const struct sl_hive* hive, const struct ArrowSchema* un
                c->cast_to != NULL) {
       rc = sl_array_cast_type(c->cast_from, from->children[c->from_batch], c->cast_to, alloc,
                               out->children[k], error);
-      if (rc != 0) rc = sl_error_prefix(error, "%s", name);
+      if (rc != 0) {
+        rc = sl_error_prefix(error, "%s: column '%s' as the dataset's type (the objects' "
+                             "types joined)", name,
+                             c->cast_to->name != NULL ? c->cast_to->name : "");
+      }
     } else if (c->from_batch < from->n_children && from->children[c->from_batch]->release) {
       sl_array_move(from->children[c->from_batch], out->children[k]);
     } else {
