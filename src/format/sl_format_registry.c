@@ -166,6 +166,17 @@ const struct sl_format_writer* sl_format_write_only(const char* location) {
 const struct sl_format_writer* sl_format_writer_for_path(const char* location) {
   if (location == NULL) return NULL;
   if (strncmp(location, "cql://", 6) == 0) return sl_format_writer_find("cql");
+  size_t full = strlen(location);
+  if (full > 1 && location[full - 1] == '/' && !sl_location_is_http(location)) {
+    // A directory named by its format (out.parquet/, the partitioned
+    // writer's output): its name without the slashes tells it.
+    char name[4096];
+    while (full > 1 && location[full - 1] == '/') --full;
+    if (full >= sizeof name) return NULL;
+    memcpy(name, location, full);
+    name[full] = '\0';
+    return sl_format_writer_for_path(name);
+  }
   // ".gz" / ".zst" are looked through only for writers that compress the
   // whole file (x.csv.gz): plain bytes under such a name would mislead
   // every reader.

@@ -11,6 +11,7 @@ import random
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.csv as pcsv
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -108,6 +109,23 @@ def test_other_formats(tmp_path, fmt, ext, compression):
     if fmt == "csv":
         got = ds.dataset(out, format="csv", partitioning="hive").to_table()
         assert sorted(got.column("v").to_pylist()) == list(range(100))
+
+
+@pytest.mark.parametrize("name,fmt", [("out.parquet/", "parquet"), ("out.tsv/", "csv"),
+                                      ("out.arrow//", "arrow")])
+def test_a_directory_named_by_its_format_with_a_slash(tmp_path, name, fmt):
+    """'out.parquet/' (as a directory is often spelled) tells the format as
+    'out.parquet' does: it was "cannot tell the format". The parts take the
+    directory's extension, and read back as pyarrow.dataset reads them."""
+    t = _table(100)
+    sluice.write(t, str(tmp_path) + "/" + name, partition_by="k")
+    root = tmp_path / name.rstrip("/")
+    ext = os.path.splitext(name.rstrip("/"))[1]
+    assert {n for _, _, ns in os.walk(root) for n in ns} == {"part-0" + ext}
+    fileformat = {"csv": ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter="\t")),
+                  "arrow": "ipc"}.get(fmt, fmt)
+    got = ds.dataset(root, format=fileformat, partitioning="hive").to_table()
+    assert sorted(got.column("v").to_pylist()) == sorted(t.column("v").to_pylist())
 
 
 def test_many_batches_in_and_out_of_order(tmp_path):
