@@ -206,10 +206,15 @@ static int schema_differs(const struct ArrowSchema* a, const struct ArrowSchema*
 /// Makes `into` nullable wherever `other` (of the same shape) is.
 static void merge_nullable(struct ArrowSchema* into, const struct ArrowSchema* other) {
   into->flags |= other->flags & ARROW_FLAG_NULLABLE;
+  // (a field of type null in `other`, read as nulls of into's type: into
+  // is nullable there already, join_into, and other has no children)
+  if (into->n_children != other->n_children) return;
   for (int64_t i = 0; i < into->n_children; ++i) {
     merge_nullable(into->children[i], other->children[i]);
   }
-  if (into->dictionary != NULL) merge_nullable(into->dictionary, other->dictionary);
+  if (into->dictionary != NULL && other->dictionary != NULL) {
+    merge_nullable(into->dictionary, other->dictionary);
+  }
 }
 
 /// Widens the objects' schema `*out` with the partition columns (nullable,
@@ -486,19 +491,6 @@ static int plan_columns(const struct sl_files_reader* f, const struct files_part
   return 0;
 }
 
-/// `*out` = `rows` nulls of `type`'s type (a column an object lacks).
-static int null_column(const struct ArrowSchema* type, int64_t rows,
-                       const struct sluice_allocator* alloc, struct ArrowArray* out,
-                       struct sluice_error* error) {
-  struct sl_builder b;
-  SL_RETURN_NOT_OK(sl_builder_init_from_schema(&b, type, alloc, error));
-  int rc = sl_builder_append_nulls(&b, rows);
-  if (rc != 0) rc = sl_error_set(error, rc, "out of memory");
-  if (rc == 0) rc = sl_builder_finish(&b, out, error);
-  sl_builder_release(&b);
-  return rc;
-}
-
 /// `*out` becomes the struct `from` widened by plan `cols` (n_cols): its
 /// children move across, each partition column is object's constant for
 /// from's rows (its offset included: moved children keep their windows).
@@ -511,7 +503,7 @@ static int widen_struct(const struct sl_hive* hive, const struct ArrowSchema* un
   for (int64_t k = 0; rc == 0 && k < n_cols; ++k) {
     const struct files_out_column* c = &cols[k];
     if (c->missing >= 0) {
-      rc = null_column(unified->children[c->missing], from->offset + from->length, alloc,
+      rc = sl_array_nulls(unified->children[c->missing], from->offset + from->length, alloc,
                        out->children[k], error);
     } else if (c->from_batch < 0) {
       rc = sl_hive_column(hive, c->hive_key, object, from->offset + from->length, alloc,
@@ -831,6 +823,31 @@ static int null_typed(const struct ArrowSchema* s) {
 
 static int is_list_format(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
 
+/// Node `into` (of type null) becomes of b's type (a copy of b's tree and
+/// metadata), keeping its name (a list's item may be "item" in one object,
+/// "element" in another) and nullable.
+static int take_type(struct ArrowSchema* into, const struct ArrowSchema* b,
+                     const struct sluice_allocator* alloc, struct sluice_error* error) {
+  struct ArrowSchema fresh;
+  SL_RETURN_NOT_OK(sl_schema_init(&fresh, alloc, b->format, into->name,
+                                  b->flags | ARROW_FLAG_NULLABLE, b->n_children, error));
+  int rc = sl_schema_set_metadata(&fresh, b->metadata, error);
+  for (int64_t i = 0; rc == 0 && i < b->n_children; ++i) {
+    rc = sl_schema_copy(b->children[i], alloc, fresh.children[i], error);
+  }
+  if (rc == 0 && b->dictionary != NULL) {
+    rc = sl_schema_alloc_dictionary(&fresh, error);
+    if (rc == 0) rc = sl_schema_copy(b->dictionary, alloc, fresh.dictionary, error);
+  }
+  if (rc != 0) {
+    fresh.release(&fresh);
+    return rc;
+  }
+  into->release(into);
+  *into = fresh;
+  return 0;
+}
+
 /// Joins b's type into `into` (a copy of the dataset's column so far,
 /// b's namesake), as the objects' batches can be cast to it
 /// (sl_array_cast_type): leaves by sl_cast_join; lists, fixed-size lists,
@@ -844,6 +861,13 @@ static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
                      struct sluice_error* error) {
   *joins = 1;
   const char* an = name_of(into);
+  if (null_typed(into) != null_typed(b) && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
+    // A field of type null (None in every row: struct<a: null>, the items
+    // of empty lists) takes the other's type, as a column of type null
+    // does; its batches read as nulls of it (sl_array_cast_type).
+    into->flags |= ARROW_FLAG_NULLABLE;
+    return null_typed(into) ? take_type(into, b, alloc, error) : 0;
+  }
   if (into->dictionary == NULL && b->dictionary == NULL && into->n_children == 0 &&
       b->n_children == 0 && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
     const char* j = sl_cast_join(into->format, b->format);

@@ -6,6 +6,7 @@
 
 #include "sl_alloc.h"
 #include "sl_array.h"
+#include "sl_builder.h"
 #include "sl_error.h"
 
 /// Bytes of an integer format's values (0: not an integer format).
@@ -176,12 +177,45 @@ static int convert_offsets(int from_large, const void* data, int64_t n, void* ou
   return 0;
 }
 
+int sl_array_nulls(const struct ArrowSchema* type, int64_t rows,
+                   const struct sluice_allocator* alloc, struct ArrowArray* out,
+                   struct sluice_error* error) {
+  out->release = NULL;
+  struct sl_builder b;
+  SL_RETURN_NOT_OK(sl_builder_init_from_schema(&b, type, alloc, error));
+  int rc = sl_builder_append_nulls(&b, rows);
+  if (rc != 0) rc = sl_error_set(error, rc, "out of memory");
+  if (rc == 0) rc = sl_builder_finish(&b, out, error);
+  sl_builder_release(&b);
+  return rc;
+}
+
+/// Whether `s` is of type null (no buffers, every value null).
+static int null_typed(const struct ArrowSchema* s) {
+  return strcmp(s->format, "n") == 0 && s->n_children == 0 && s->dictionary == NULL;
+}
+
 static int cast_type_rec(const struct ArrowSchema* from, struct ArrowArray* in,
                          const struct ArrowSchema* to, const struct sluice_allocator* alloc,
                          struct ArrowArray* out, int depth, struct sluice_error* error) {
   out->release = NULL;
   if (!sl_types_differ(from, to)) {
     sl_array_move(in, out);
+    return 0;
+  }
+  if (null_typed(from)) {
+    // Nulls of to's type over the same entries: in's offset stays (a
+    // parent's offsets or window index them from the buffers' start).
+    const int64_t offset = in->offset, length = in->length;
+    in->release(in);
+    if (offset < 0 || length < 0 || offset > INT64_MAX - length) {
+      return sl_error_set(error, EINVAL, "a null column of offset %lld and length %lld",
+                          (long long)offset, (long long)length);
+    }
+    SL_RETURN_NOT_OK(sl_array_nulls(to, offset + length, alloc, out, error));
+    out->offset = offset;
+    out->length = length;
+    out->null_count = length;
     return 0;
   }
   if (from->n_children == 0 && to->n_children == 0) {

@@ -30,11 +30,19 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
 /// casts sl_array_cast_type makes; names, flags and metadata aside).
 int sl_types_differ(const struct ArrowSchema* from, const struct ArrowSchema* to);
 
+/// `*out` = `rows` nulls of `type`'s type (any type, nested ones too), at
+/// offset 0.
+int sl_array_nulls(const struct ArrowSchema* type, int64_t rows,
+                   const struct sluice_allocator* alloc, struct ArrowArray* out,
+                   struct sluice_error* error);
+
 /// `*out` = `in` (of type `from`, consumed) as type `to`, of the same
 /// shape but for leaves sl_array_cast casts and lists whose offsets are
 /// 32-bit in one, 64-bit in the other (list and large_list): leaves inside
-/// lists, structs and maps are cast too. Unchanged buffers are views.
-/// EOVERFLOW when large offsets do not fit 32 bits.
+/// lists, structs and maps are cast too. Unchanged buffers are views. A
+/// node of type null (a struct field None in every row, the items of
+/// empty lists) becomes nulls of `to`'s type there, of its offset and
+/// length. EOVERFLOW when large offsets do not fit 32 bits.
 int sl_array_cast_type(const struct ArrowSchema* from, struct ArrowArray* in,
                        const struct ArrowSchema* to, const struct sluice_allocator* alloc,
                        struct ArrowArray* out, struct sluice_error* error);

@@ -4,7 +4,8 @@
 // input, string bytes kept as views, the 2 GiB limit of 32-bit offsets, and
 // every allocation failing in turn; and sl_array_cast_type of nested columns
 // (a sliced list<struct<string, int32>> as large_list<struct<large_string,
-// int64>>) checked value by value.
+// int64>>) checked value by value; a field of type null inside a sliced
+// struct and list cast to a typed one (nulls of it, offsets kept).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -336,6 +337,132 @@ static void test_nested_allocation_failures(void** state) {
   test_alloc_sweep(nested_attempt, NULL, 200);
 }
 
+/// struct<a: null, b: int32> of `n` rows from `offset`, a's array itself
+/// a window from 2 (its own offset: type null has no buffers), b = i, null
+/// when i % 3 == 0.
+static void make_null_field(int64_t n, int64_t offset, struct ArrowSchema* schema,
+                            struct ArrowArray* out) {
+  struct sluice_error err = {0};
+  assert_int_equal(sl_schema_init(schema, NULL, "+s", "x", ARROW_FLAG_NULLABLE, 2, &err), 0);
+  assert_int_equal(sl_schema_init(schema->children[0], NULL, "n", "a", ARROW_FLAG_NULLABLE, 0,
+                                  &err), 0);
+  assert_int_equal(sl_schema_init(schema->children[1], NULL, "i", "b", ARROW_FLAG_NULLABLE, 0,
+                                  &err), 0);
+  struct sl_builder b;
+  assert_int_equal(sl_builder_init_from_schema(&b, schema, NULL, &err), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    assert_int_equal(sl_builder_append_null(sl_builder_child(&b, 0)), 0);
+    assert_int_equal(i % 3 == 0 ? sl_builder_append_null(sl_builder_child(&b, 1))
+                                : sl_builder_append_int32(sl_builder_child(&b, 1), (int32_t)i),
+                     0);
+    assert_int_equal(sl_builder_struct_finish(&b), 0);
+  }
+  assert_int_equal(sl_builder_finish(&b, out, &err), 0);
+  sl_builder_release(&b);
+  out->offset = offset;
+  out->length = n - offset;
+  out->null_count = 0;
+  out->children[0]->offset = 2;
+}
+
+static void test_null_field_cast_to_type(void** state) {
+  (void)state;
+  struct test_allocator t;
+  test_allocator_init(&t);
+  struct sluice_error err = {0};
+  struct ArrowSchema from, to, list_from, list_to;
+  struct ArrowArray in, out;
+  make_null_field(40, 5, &from, &in);
+  // to: struct<a: struct<s: large_string, l: list<int64>>, b: int64>
+  assert_int_equal(sl_schema_init(&to, NULL, "+s", "x", ARROW_FLAG_NULLABLE, 2, &err), 0);
+  struct ArrowSchema* a = to.children[0];
+  assert_int_equal(sl_schema_init(a, NULL, "+s", "a", ARROW_FLAG_NULLABLE, 2, &err), 0);
+  assert_int_equal(sl_schema_init(a->children[0], NULL, "U", "s", ARROW_FLAG_NULLABLE, 0, &err), 0);
+  assert_int_equal(sl_schema_init(a->children[1], NULL, "+l", "l", ARROW_FLAG_NULLABLE, 1, &err), 0);
+  assert_int_equal(sl_schema_init(a->children[1]->children[0], NULL, "l", "item",
+                                  ARROW_FLAG_NULLABLE, 0, &err), 0);
+  assert_int_equal(sl_schema_init(to.children[1], NULL, "l", "b", ARROW_FLAG_NULLABLE, 0, &err), 0);
+  assert_true(sl_types_differ(&from, &to));
+  assert_int_equal(sl_array_cast_type(&from, &in, &to, &t.base, &out, &err), 0);
+  assert_null(in.release);  // consumed
+  assert_int_equal(sl_array_validate(&to, &out, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(out.offset, 5);
+  assert_int_equal(out.length, 35);
+  const struct ArrowArray* got_a = out.children[0];
+  assert_int_equal(got_a->offset, 2);  // (the window the struct's rows index)
+  assert_int_equal(got_a->length, 40);
+  assert_int_equal(got_a->null_count, 40);
+  for (int64_t i = 0; i < got_a->length; ++i) assert_false(is_valid(got_a, i));
+  const int64_t* nums = out.children[1]->buffers[1];
+  for (int64_t k = 0; k < out.length; ++k) {
+    int64_t i = k + 5;
+    assert_int_equal(is_valid(out.children[1], i), i % 3 != 0);
+    if (i % 3 != 0) assert_int_equal(nums[i], i);
+  }
+  out.release(&out);
+  // list<null> (items sliced too) as list<string>
+  assert_int_equal(sl_schema_init(&list_from, NULL, "+l", "x", ARROW_FLAG_NULLABLE, 1, &err), 0);
+  assert_int_equal(sl_schema_init(list_from.children[0], NULL, "n", "item", ARROW_FLAG_NULLABLE, 0,
+                                  &err), 0);
+  assert_int_equal(sl_schema_init(&list_to, NULL, "+l", "x", ARROW_FLAG_NULLABLE, 1, &err), 0);
+  assert_int_equal(sl_schema_init(list_to.children[0], NULL, "u", "element", ARROW_FLAG_NULLABLE,
+                                  0, &err), 0);
+  struct sl_builder b;
+  assert_int_equal(sl_builder_init_from_schema(&b, &list_from, NULL, &err), 0);
+  for (int64_t i = 0; i < 20; ++i) {  // row i: i % 3 null items
+    assert_int_equal(sl_builder_append_nulls(sl_builder_child(&b, 0), i % 3), 0);
+    assert_int_equal(sl_builder_list_finish(&b), 0);
+  }
+  assert_int_equal(sl_builder_finish(&b, &in, &err), 0);
+  sl_builder_release(&b);
+  in.offset = 4;
+  in.length = 16;
+  in.null_count = 0;
+  const int64_t items = in.children[0]->length;
+  assert_int_equal(sl_array_cast_type(&list_from, &in, &list_to, &t.base, &out, &err), 0);
+  assert_int_equal(sl_array_validate(&list_to, &out, SL_VALIDATE_FULL, NULL, &err), 0);
+  assert_int_equal(out.offset, 4);
+  assert_int_equal(out.children[0]->length, items);
+  const int32_t* offsets = out.buffers[1];
+  for (int64_t k = 0; k < out.length; ++k) {
+    assert_int_equal(offsets[4 + k + 1] - offsets[4 + k], (k + 4) % 3);
+  }
+  for (int64_t e = 0; e < items; ++e) assert_false(is_valid(out.children[0], e));
+  out.release(&out);
+  from.release(&from);
+  to.release(&to);
+  list_from.release(&list_from);
+  list_to.release(&list_to);
+  assert_int_equal(atomic_load(&t.live_bytes), 0);
+}
+
+static int null_field_attempt(void* ctx, const struct sluice_allocator* alloc,
+                              struct sluice_error* error) {
+  (void)ctx;
+  struct ArrowSchema from, to;
+  struct ArrowArray in, out;
+  make_null_field(30, 3, &from, &in);  // (made with the default allocator)
+  int rc = sl_schema_copy(&from, NULL, &to, error);
+  if (rc == 0) {
+    to.children[0]->release(to.children[0]);
+    rc = sl_schema_init(to.children[0], NULL, "U", "a", ARROW_FLAG_NULLABLE, 0, error);
+  }
+  if (rc == 0) {
+    rc = sl_array_cast_type(&from, &in, &to, alloc, &out, error);
+  } else {
+    in.release(&in);
+  }
+  if (rc == 0) out.release(&out);
+  from.release(&from);
+  if (to.release != NULL) to.release(&to);
+  return rc;
+}
+
+static void test_null_field_allocation_failures(void** state) {
+  (void)state;
+  test_alloc_sweep(null_field_attempt, NULL, 100);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_join),
@@ -345,6 +472,8 @@ int main(void) {
       cmocka_unit_test(test_nested_cast_keeps_values),
       cmocka_unit_test(test_large_list_offsets_past_int32),
       cmocka_unit_test(test_nested_allocation_failures),
+      cmocka_unit_test(test_null_field_cast_to_type),
+      cmocka_unit_test(test_null_field_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

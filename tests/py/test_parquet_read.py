@@ -2492,6 +2492,50 @@ def test_nested_types_join_like_top_level_columns(sluice_bin, tmp_path):
     assert _cat_table(sluice_bin, d).to_pylist() == pq.read_table(d).to_pylist()
 
 
+def test_nested_null_type_joins_like_a_null_column(sluice_bin, tmp_path):
+    """A field of type null inside a struct, list or map (pyarrow writes
+    struct<a: null> for a field None in every row, list<null> for a column
+    of empty lists) takes the other objects' type, as a top-level column of
+    type null does; pyarrow.dataset and DuckDB read them so when the typed
+    object is first (they fail the other way round: sluice gives the typed
+    one's type in both orders, as pa.unify_schemas(permissive) does), also
+    with union_by_name. The rows of type null read as nulls of that type."""
+    import pyarrow.dataset as pads
+    st = pa.struct([("x", pa.int64())])
+    cases = {  # typed values and type, the null-typed ones and type
+        "struct": ([{"a": "x"}, None], pa.struct([("a", pa.string())]),
+                   [{"a": None}, None, {"a": None}], pa.struct([("a", pa.null())])),
+        "list": ([["t"], None, ["u", None]], pa.list_(pa.string()),
+                 [[], None, [None, None]], pa.list_(pa.null())),
+        "map": ([[("k", "v")]], pa.map_(pa.string(), pa.string()),
+                [[("k", None), ("l", None)], None], pa.map_(pa.string(), pa.null())),
+        "deep": ([{"a": {"x": 1}}], pa.struct([("a", st)]),
+                 [{"a": None}, {"a": None}], pa.struct([("a", pa.null())])),
+        "list_of_structs": ([[{"x": 1}, None]], pa.list_(st), [[None], []], pa.list_(pa.null())),
+    }
+    for name, (v1, t1, v2, t2) in cases.items():
+        for null_first in (False, True):
+            d = tmp_path / f"{name}-{int(null_first)}"
+            d.mkdir()
+            typed = pa.table({"c": pa.array(v1, t1), "n": [1] * len(v1)})
+            nulls = pa.table({"c": pa.array(v2, t2), "n": [2] * len(v2)})
+            first, second = (nulls, typed) if null_first else (typed, nulls)
+            pq.write_table(first, d / "0.parquet")
+            pq.write_table(second, d / "1.parquet")
+            schema_of = {k: pq.read_schema(d / f"{int(k != null_first)}.parquet")
+                         for k in (False, True)}  # (by: is it the null-typed one)
+            assert schema_of[True].field("c").type.equals(t2)
+            want_type = schema_of[False].field("c").type
+            want = first.to_pylist() + second.to_pylist()
+            if not null_first:  # (pyarrow.dataset cannot cast the other way)
+                assert pads.dataset(d).to_table().to_pylist() == want
+            for args in ([], ["--union-by-name"]):
+                got = _cat_table(sluice_bin, d, *args)
+                assert got.schema.field("c").type.equals(want_type), (name, null_first, args,
+                                                                        got.schema)
+                assert got.to_pylist() == want, (name, null_first, args)
+
+
 def test_nested_types_that_do_not_join_stay_an_error(sluice_bin, tmp_path):
     """A struct whose fields differ, or a list of strings beside one of
     integers, is still an error naming the field; the hint proposes
