@@ -815,14 +815,6 @@ static int set_leaf_format(struct ArrowSchema* col, const char* format,
   return 0;
 }
 
-/// Whether a column is of type null (every value null, no buffers): it
-/// joins any type (FILES_NULL_COLUMN).
-static int null_typed(const struct ArrowSchema* s) {
-  return strcmp(s->format, "n") == 0 && s->n_children == 0 && s->dictionary == NULL;
-}
-
-static int is_list_format(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
-
 /// Node `into` (of type null) becomes of b's type (a copy of b's tree and
 /// metadata), keeping its name (a list's item may be "item" in one object,
 /// "element" in another) and nullable.
@@ -861,12 +853,12 @@ static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
                      struct sluice_error* error) {
   *joins = 1;
   const char* an = name_of(into);
-  if (null_typed(into) != null_typed(b) && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
+  if (sl_type_is_null(into) != sl_type_is_null(b) && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
     // A field of type null (None in every row: struct<a: null>, the items
     // of empty lists) takes the other's type, as a column of type null
     // does; its batches read as nulls of it (sl_array_cast_type).
     into->flags |= ARROW_FLAG_NULLABLE;
-    return null_typed(into) ? take_type(into, b, alloc, error) : 0;
+    return sl_type_is_null(into) ? take_type(into, b, alloc, error) : 0;
   }
   if (into->dictionary == NULL && b->dictionary == NULL && into->n_children == 0 &&
       b->n_children == 0 && (named <= 0 || strcmp(an, name_of(b)) == 0)) {
@@ -877,7 +869,7 @@ static int join_into(struct ArrowSchema* into, const struct ArrowSchema* b,
   if (depth > 64 || into->dictionary != NULL || b->dictionary != NULL ||
       into->n_children != b->n_children || (named > 0 && strcmp(an, name_of(b)) != 0) ||
       (strcmp(into->format, b->format) != 0 &&
-       !(is_list_format(into->format) && is_list_format(b->format)))) {
+       !(sl_format_is_list(into->format) && sl_format_is_list(b->format)))) {
     *joins = !differs(into, b, path, why, cap, named, ref);
     return 0;
   }
@@ -930,8 +922,8 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
       const struct ArrowSchema* a = schemas[typed[c]].children[c];
       const struct ArrowSchema* b = schemas[i].children[c];
       const int same_name = strcmp(name_of(a), name_of(b)) == 0;
-      if (same_name && null_typed(a) != null_typed(b)) {
-        if (null_typed(a)) {  // the objects before it have it as type null
+      if (same_name && sl_type_is_null(a) != sl_type_is_null(b)) {
+        if (sl_type_is_null(a)) {  // the objects before it have it as type null
           typed[c] = i;
           joined[c].release(&joined[c]);
           rc = sl_schema_copy(b, f->alloc, &joined[c], error);
@@ -981,7 +973,7 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
       int cast = 0, nulls = 0;
       for (int64_t c = 0; c < n; ++c) {
         struct ArrowSchema *col = f->unified.children[c], *own = schemas[i].children[c];
-        if (null_typed(own) && !null_typed(col)) {
+        if (sl_type_is_null(own) && !sl_type_is_null(col)) {
           col->flags |= ARROW_FLAG_NULLABLE;
           nulls = 1;
           continue;
@@ -996,8 +988,8 @@ static int join_types(struct sl_files_reader* f, struct sluice_error* error) {
           break;
         }
         for (int64_t c = 0; c < n; ++c) {
-          p->columns_of[c] = null_typed(schemas[i].children[c]) &&
-                                     !null_typed(f->unified.children[c])
+          p->columns_of[c] = sl_type_is_null(schemas[i].children[c]) &&
+                                     !sl_type_is_null(f->unified.children[c])
                                  ? FILES_NULL_COLUMN
                                  : c;
         }
@@ -1197,8 +1189,8 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
       char why[512];
       if (c < n) {
         const struct ArrowSchema* was = schemas[first[c][0]].children[first[c][1]];
-        if (null_typed(col)) continue;  // read as nulls of the column's type
-        if (null_typed(was)) {  // the first of another type gives the column its type
+        if (sl_type_is_null(col)) continue;  // read as nulls of the column's type
+        if (sl_type_is_null(was)) {  // the first of another type gives the column its type
           first[c][0] = i;
           first[c][1] = j;
           joined[c].release(&joined[c]);
@@ -1248,7 +1240,7 @@ static int unify_by_name(struct sl_files_reader* f, struct sluice_error* error) 
     for (int64_t c = 0; c < n; ++c) {
       struct ArrowSchema* col = f->unified.children[c];
       int64_t j = child_named(&schemas[i], schemas[i].n_children, name_of(col));
-      if (j >= 0 && null_typed(schemas[i].children[j]) && !null_typed(col)) {
+      if (j >= 0 && sl_type_is_null(schemas[i].children[j]) && !sl_type_is_null(col)) {
         j = FILES_NULL_COLUMN;
       }
       p->columns_of[c] = j;

@@ -161,7 +161,7 @@ int sl_types_differ(const struct ArrowSchema* from, const struct ArrowSchema* to
   return 0;
 }
 
-static int is_list_format(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
+int sl_format_is_list(const char* f) { return strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0; }
 
 /// A list's n + 1 offsets of one width written in the other's.
 static int convert_offsets(int from_large, const void* data, int64_t n, void* out) {
@@ -190,8 +190,7 @@ int sl_array_nulls(const struct ArrowSchema* type, int64_t rows,
   return rc;
 }
 
-/// Whether `s` is of type null (no buffers, every value null).
-static int null_typed(const struct ArrowSchema* s) {
+int sl_type_is_null(const struct ArrowSchema* s) {
   return strcmp(s->format, "n") == 0 && s->n_children == 0 && s->dictionary == NULL;
 }
 
@@ -203,7 +202,7 @@ static int cast_type_rec(const struct ArrowSchema* from, struct ArrowArray* in,
     sl_array_move(in, out);
     return 0;
   }
-  if (null_typed(from)) {
+  if (sl_type_is_null(from)) {
     // Nulls of to's type over the same entries: in's offset stays (a
     // parent's offsets or window index them from the buffers' start).
     const int64_t offset = in->offset, length = in->length;
@@ -221,7 +220,7 @@ static int cast_type_rec(const struct ArrowSchema* from, struct ArrowArray* in,
   if (from->n_children == 0 && to->n_children == 0) {
     return sl_array_cast(from->format, in, to->format, alloc, out, error);
   }
-  const int relist = is_list_format(from->format) && is_list_format(to->format) &&
+  const int relist = sl_format_is_list(from->format) && sl_format_is_list(to->format) &&
                      strcmp(from->format, to->format) != 0;
   if (depth > 64 || (!relist && strcmp(from->format, to->format) != 0) ||
       from->n_children != to->n_children || in->n_children != from->n_children ||

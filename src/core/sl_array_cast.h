@@ -26,6 +26,13 @@ int sl_array_cast(const char* from, struct ArrowArray* in, const char* to,
                   const struct sluice_allocator* alloc, struct ArrowArray* out,
                   struct sluice_error* error);
 
+/// Whether `s` is of type null (no buffers, every value null): a column of
+/// it joins any type, its values cast to nulls of that type.
+int sl_type_is_null(const struct ArrowSchema* s);
+
+/// Whether `format` is a list's ("+l") or a large list's ("+L").
+int sl_format_is_list(const char* format);
+
 /// Whether `from` and `to` differ in some format of their trees (the
 /// casts sl_array_cast_type makes; names, flags and metadata aside).
 int sl_types_differ(const struct ArrowSchema* from, const struct ArrowSchema* to);
