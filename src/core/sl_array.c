@@ -4,6 +4,7 @@
 
 #include "sl_alloc.h"
 #include "sl_error.h"
+#include "sl_read.h"
 #include "sl_type.h"
 
 // Everything a node owns hangs off one allocation: the header below followed by
@@ -289,10 +290,6 @@ static int project_shared(struct ArrowArray* in, const int64_t* columns, int64_t
   return rc;
 }
 
-static int bit_set(const void* bitmap, int64_t i) {
-  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
-}
-
 int sl_array_struct_field(struct ArrowArray* column, const int64_t* path, int64_t depth,
                           const struct sluice_allocator* alloc, struct ArrowArray* out,
                           struct sluice_error* error) {
@@ -347,7 +344,7 @@ int sl_array_struct_field(struct ArrowArray* column, const int64_t* path, int64_
           for (int64_t k = 0; valid && k <= depth; ++k) {
             const struct ArrowArray* n = nodes[k];
             if (n->n_buffers > 0 && n->buffers[0] != NULL && n->null_count != 0)
-              valid = bit_set(n->buffers[0], n->offset + base[k] + j);
+              valid = sl_bit_get(n->buffers[0], n->offset + base[k] + j);
           }
           if (valid) bits[(first + j) >> 3] |= (uint8_t)(1u << ((first + j) & 7));
           nulls += !valid;
