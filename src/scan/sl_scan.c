@@ -1034,17 +1034,17 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
                  struct sluice_error* error) {
   out->release = NULL;
   pthread_mutex_lock(&scan->mutex);
-  struct sl_scan_item* item = take_locked(scan);
-  while (item != NULL && scan->deliver_limit >= 0 && scan->rows_delivered >= scan->deliver_limit) {
-    // Past the limit of a scan whose filter waits (deliver_limit): dropped.
+  struct sl_scan_item* item;
+  while ((item = take_locked(scan)) != NULL) {
     scan->in_flight -= item->bytes;
     scan->slots[item->split].queued_rows -= item->array.length;
     scan->queued_rows -= item->array.length;
     pthread_cond_broadcast(&scan->work_cv);
+    if (scan->deliver_limit < 0 || scan->rows_delivered < scan->deliver_limit) break;
+    // Past the limit of a scan whose filter waits (deliver_limit): dropped.
     pthread_mutex_unlock(&scan->mutex);
     release_item(scan->alloc, item);
     pthread_mutex_lock(&scan->mutex);
-    item = take_locked(scan);
   }
   if (item == NULL) {
     int code = scan->ended ? 0 : scan->error_code;
@@ -1058,10 +1058,6 @@ int sl_scan_next(struct sl_scan* scan, struct ArrowArray* out, struct sluice_bat
     }
     return code;
   }
-  scan->in_flight -= item->bytes;
-  scan->slots[item->split].queued_rows -= item->array.length;
-  scan->queued_rows -= item->array.length;
-  pthread_cond_broadcast(&scan->work_cv);
   int64_t limit = scan->limit >= 0 ? scan->limit : scan->deliver_limit;
   if (limit >= 0) {
     int64_t remaining = limit - scan->rows_delivered;
