@@ -542,7 +542,7 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
       why = "a number";
     } else if (not_uuid) {
       ok = 0;
-      why = "a UUID (32 hex digits, '-' between them)";
+      why = "a UUID (32 hex digits, '-' anywhere among them)";
     } else {
       ok = literal(c->format, c->kind, v, vn, &value, &why);
       // Another number on an integer column, a date-time on a date column:
