@@ -613,6 +613,7 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   // or not of its types (its batches are cast).
   struct sl_split one = part->splits[split->index - part->first_split];
   one.place = part->columns_of == NULL && part->own_types.release == NULL ? split->place : NULL;
+  one.fields = NULL;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
   int rc = f->n_hive_cols > 0 || part->columns_of != NULL || part->own_types.release != NULL
@@ -631,6 +632,8 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
     s->n_out = plan.n_out;
     plan.out = NULL;
   } else if (rc == 0) {
+    // The object's columns are the dataset's: so are the fields kept.
+    one.fields = part->columns_of == NULL && part->own_types.release == NULL ? split->fields : NULL;
     rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
                                error);
   }

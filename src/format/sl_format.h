@@ -27,8 +27,20 @@ struct sl_split_place {
   struct sl_ref* owner;  ///< arrays over the memory retain it
 };
 
+/// Columns the scan keeps only some struct fields of (asked as "st.x" and
+/// never whole): entry k is field path[k] ({depth, child index per level},
+/// as sl_array_struct_field) under file column column[k]. A reader may
+/// leave every other field of such a struct undecoded, as nulls of its
+/// type; readers that cannot ignore it.
+struct sl_split_fields {
+  int64_t n;
+  const int64_t* column;
+  const int64_t* const* path;
+};
+
 /// An independent unit of work: a file, a byte range, a record batch, a row
-/// group. Fields other than `index` and `place` are the format's to interpret.
+/// group. Fields other than `index`, `place` and `fields` are the format's
+/// to interpret.
 struct sl_split {
   int64_t index;      ///< position in plan order (0..n-1)
   int64_t offset;     ///< e.g. byte offset of the block / range
@@ -38,6 +50,8 @@ struct sl_split {
   /// Set by the scan for placed scans (NULL = none); readers that can
   /// decode in place use it, the others ignore it.
   const struct sl_split_place* place;
+  /// Set by the scan (NULL = none): struct fields it keeps of some columns.
+  const struct sl_split_fields* fields;
 };
 
 struct sl_reader_args {

@@ -94,6 +94,11 @@ struct sl_scan {
   int64_t* repeat;
   int64_t n_asked;            // the projection's length (repeat is this long)
   const int64_t* const* paths;  // per asked column: a struct field under it (borrowed; NULL = none)
+  /// The struct fields kept of columns asked only for fields (every split's
+  /// `fields` when n > 0), over the two arrays below (paths borrowed).
+  struct sl_split_fields fields;
+  int64_t* fields_column;
+  const int64_t** fields_path;
   int64_t columns_cap;        // entries of `columns` allocated
   /// Rows not passing it are dropped from each decoded batch, before the
   /// repeats (which also drop the columns only the filter needed).
@@ -727,6 +732,8 @@ static void scan_free(struct sl_scan* scan) {
     sl_free(alloc, scan->filter_at, (size_t)scan->filter->n_conditions * sizeof *scan->filter_at);
   }
   sl_free(alloc, scan->repeat, (size_t)scan->n_asked * sizeof *scan->repeat);
+  sl_free(alloc, scan->fields_column, (size_t)scan->n_asked * sizeof *scan->fields_column);
+  sl_free(alloc, scan->fields_path, (size_t)scan->n_asked * sizeof *scan->fields_path);
   sl_free(alloc, scan->threads, (size_t)SL_MAX_THREADS * sizeof *scan->threads);
   pthread_cond_destroy(&scan->ready_cv);
   pthread_cond_destroy(&scan->work_cv);
@@ -853,6 +860,32 @@ static int set_places(struct sl_scan* scan, const struct sl_scan_args* args) {
   return 0;
 }
 
+/// The columns asked only as struct fields, never whole nor by the filter
+/// (whose conditions see the decoded column), with the fields kept: what
+/// readers may leave undecoded (sl_split_fields). ENOMEM.
+static int set_fields(struct sl_scan* scan, const struct sl_scan_args* args) {
+  const struct sluice_allocator* alloc = scan->alloc;
+  if (scan->paths == NULL || scan->n_asked == 0) return 0;
+  scan->fields_column = sl_alloc(alloc, (size_t)scan->n_asked * sizeof *scan->fields_column);
+  scan->fields_path = sl_alloc(alloc, (size_t)scan->n_asked * sizeof *scan->fields_path);
+  if (scan->fields_column == NULL || scan->fields_path == NULL) return ENOMEM;
+  int64_t n = 0;
+  for (int64_t i = 0; i < scan->n_asked; ++i) {
+    int64_t c = args->columns[i];
+    int whole = scan->paths[i] == NULL;
+    for (int64_t j = 0; !whole && j < scan->n_asked; ++j)
+      whole = args->columns[j] == c && scan->paths[j] == NULL;
+    for (int k = 0; !whole && scan->filter != NULL && k < scan->filter->n_conditions; ++k)
+      whole = scan->filter->conditions[k].column == c;
+    if (whole) continue;
+    scan->fields_column[n] = c;
+    scan->fields_path[n++] = scan->paths[i];
+  }
+  scan->fields = (struct sl_split_fields){n, scan->fields_column, scan->fields_path};
+  for (int64_t s = 0; n > 0 && s < scan->n_splits; ++s) scan->splits[s].fields = &scan->fields;
+  return 0;
+}
+
 int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
                   struct sluice_error* error) {
   *out = NULL;
@@ -931,7 +964,14 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
     scan->filter_at[c] = args->filter->conditions[c].column;
   }
   if (n > 0) memcpy(scan->splits, args->splits, n * sizeof *scan->splits);
-  for (size_t s = 0; s < n; ++s) scan->splits[s].place = NULL;
+  for (size_t s = 0; s < n; ++s) {
+    scan->splits[s].place = NULL;
+    scan->splits[s].fields = NULL;
+  }
+  if (set_fields(scan, args) != 0) {
+    scan_free(scan);
+    return sl_error_set(error, ENOMEM, "scan: out of memory");
+  }
   if (args->placement != NULL && set_places(scan, args) != 0) {
     scan_free(scan);
     return sl_error_set(error, ENOMEM, "scan: out of memory placing %lld splits",

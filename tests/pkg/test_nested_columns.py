@@ -199,3 +199,62 @@ def test_arrow_ipc(tmp_path):
     names = ["st.z.q", "id", "st.x"]
     want = pads.dataset(path, format="ipc").to_table(columns=names)
     _check(sluice.read(str(path), columns=names, threads=3), want)
+
+
+@pytest.fixture(scope="module")
+def torn(files, tmp_path_factory):
+    """Copies of the files with every column chunk of st.y overwritten: a
+    read that touches st.y fails, so one that succeeds did not read it."""
+    d = tmp_path_factory.mktemp("torn")
+    out = {}
+    for which, path in files.items():
+        md = pq.ParquetFile(path).metadata
+        data = bytearray(path.read_bytes())
+        for rg in range(md.num_row_groups):
+            cc = next(md.row_group(rg).column(k) for k in range(md.num_columns)
+                      if md.row_group(rg).column(k).path_in_schema == "st.y")
+            start = cc.dictionary_page_offset or cc.data_page_offset
+            data[start:start + cc.total_compressed_size] = b"\xab" * cc.total_compressed_size
+        out[which] = d / path.name
+        out[which].write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("names", [c for c in CASES if "st.y" not in c and "st" not in c],
+                         ids=",".join)
+@pytest.mark.parametrize("which", ["many", "one"])
+def test_fields_read_only_their_chunks(files, torn, names, which):
+    """st's other fields are not decoded (as leaves of a Parquet file: only
+    the chunks under the fields asked are read), in whole row groups and in
+    slices, and with a filter on another column."""
+    want = _want(files[which], names)
+    for threads in (1, 4):
+        _check(sluice.read(str(torn[which]), columns=names, threads=threads), want)
+        _check(sluice.read(str(torn[which]), columns=names, threads=threads, batch_rows=333),
+               want)
+    got = sluice.read(str(torn[which]), columns=names, filters=[("id", ">=", 1000)])
+    keep = pq.read_table(files[which], columns=["id"]).column(0).to_numpy() >= 1000
+    _check(got, want.filter(pa.array(keep)))
+
+
+@pytest.mark.parametrize("names", [["st.y"], ["st"], ["st.x", "st"]], ids=",".join)
+def test_fields_torn_chunk_is_read(torn, names):
+    """The torn chunk is read (and refused) whenever st.y is asked, itself or
+    within st: what the test above relies on."""
+    with pytest.raises(sluice.Error, match="column st.y"):
+        sluice.read(str(torn["many"]), columns=names)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_fields_read_only_their_chunks_in_slices(sluice_bin, files, torn, threads):
+    """The same when a row group is read a batch at a time (slice_bytes made
+    small: the column chunks are read page by page through cursors)."""
+    names = ["st.z.p", "id", "st.x", "st.l"]
+    want = _want(files["one"], names)
+    proc = subprocess.run([sluice_bin, "-O", "slice_bytes=20000", "--threads", threads, "cat",
+                           str(torn["one"]), "-c", ",".join(names), "--batch-rows", "333",
+                           "-t", "arrows"], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
+    assert max(len(b) for b in got.to_batches()) <= 333
+    _check(got, want)

@@ -1119,6 +1119,33 @@ def test_ipc_file_projection_fetches_only_its_columns(sluice, fault_server, tmp_
                 assert fetched < data_bytes * 1.1 + (1 << 20), (projection, fetched, size)
 
 
+def test_parquet_struct_field_fetches_only_its_chunks(sluice, fault_server, tmp_path):
+    """`-c st.x` over HTTP fetches the footer and st.x's column chunks, not
+    the struct's other leaves (a 6 MB string field beside it); the values
+    equal pyarrow's read_table(columns=["st.x"]) of the file."""
+    import pyarrow.parquet as pq
+    n = 300_000
+    st = pa.StructArray.from_arrays(
+        [pa.array(range(n), pa.int64()), pa.array([f"{i:019d}" for i in range(n)]),
+         pa.array([i * 0.5 for i in range(n)])], names=["x", "y", "w"])
+    path = fault_server["www"] / "nested.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(n)), "st": st}), path, compression="none",
+                   use_dictionary=False, row_group_size=100_000)
+    size = path.stat().st_size
+    md = pq.ParquetFile(path).metadata
+    x_bytes = sum(md.row_group(g).column(1).total_compressed_size
+                  for g in range(md.num_row_groups))
+    assert md.row_group(0).column(1).path_in_schema == "st.x"
+    srv = fault_server["server"]
+    for cols, needed in ((["st.x"], x_bytes), (["st.x", "st.w"], 2 * x_bytes)):
+        before = len(srv.log)
+        got = read_table(sluice, f"{fault_server['url']}/ok/nested.parquet",
+                         tmp_path / "r.arrows", ["-c", ",".join(cols)])
+        assert got.equals(pq.read_table(path, columns=cols)), cols
+        fetched = _fetched_bytes(srv.log[before:], size)
+        assert fetched < needed * 1.1 + (1 << 20), (cols, fetched, needed, size)
+
+
 def test_parquet_point_lookup_fetches_one_row_group(sluice, fault_server, tmp_path):
     """A lookup that Bloom filters settle reads, over HTTP, the footer, the
     filters (in one request: they lie together) and the one row group that

@@ -371,6 +371,9 @@ struct pq_split {
   struct pq_column_reader cr;
   int has_cr;
   struct pq_leaf_data* leaves;  ///< one per leaf of the file
+  /// Per leaf of the file: decoded (NULL = every leaf of the columns): of a
+  /// column the scan keeps only struct fields of, the leaves under those.
+  uint8_t* need;
   int decoded;
   /// A decoded row group larger than one batch, handed out in slices.
   struct sl_ref* shared_ref;
@@ -522,8 +525,53 @@ static void split_close(void* state) {
     sl_free(alloc, s->leaves, (size_t)s->r->schema.n_leaves * sizeof *s->leaves);
   }
   if (s->columns) sl_free(alloc, s->columns, (size_t)s->n_columns * sizeof *s->columns);
+  if (s->need) sl_free(alloc, s->need, (size_t)s->r->schema.n_leaves);
   sl_ref_release(s->shared_ref);
   sl_free(alloc, s, sizeof *s);
+}
+
+/// The struct field `path` ({depth, child index per level}) names under
+/// `f`, or NULL if it names none.
+static const struct pq_field* field_at(const struct pq_field* f, const int64_t* path) {
+  for (int64_t d = 1; f != NULL && d <= path[0]; ++d) {
+    int64_t i = path[d];
+    f = f->kind == PQ_FIELD_STRUCT && i >= 0 && i < f->n_children ? &f->children[i] : NULL;
+  }
+  return f;
+}
+
+static void mark_leaves(uint8_t* need, const struct pq_field* f) {
+  memset(need + f->first_leaf, 1, (size_t)f->n_leaves);
+}
+
+/// s->need from the fields the scan keeps (NULL = none): the columns it
+/// keeps some struct fields of decode only the leaves under those, so that
+/// `columns=["st.x"]` reads st.x's column chunks alone, as pyarrow does.
+static int set_needed_leaves(struct pq_split* s, const struct sl_split_fields* fields) {
+  const struct pq_reader* r = s->r;
+  if (fields == NULL || fields->n == 0 || r->schema.n_leaves == 0) return 0;
+  s->need = sl_calloc(r->alloc, (size_t)r->schema.n_leaves, 1);
+  if (s->need == NULL) return ENOMEM;
+  for (int64_t i = 0; i < s->n_columns; ++i) {
+    const struct pq_field* f = &r->schema.root.children[s->columns[i]];
+    int some = 0, whole = 0;
+    for (int64_t k = 0; k < fields->n && !whole; ++k) {
+      if (fields->column[k] != s->columns[i]) continue;
+      const struct pq_field* at = field_at(f, fields->path[k]);
+      whole = at == NULL;
+      if (at != NULL) mark_leaves(s->need, at);
+      some = 1;
+    }
+    // A column kept whole, or whose fields hold no leaf (an empty struct).
+    int64_t marked = 0;
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) marked += s->need[l];
+    if (!some || whole || marked == 0) mark_leaves(s->need, f);
+  }
+  return 0;
+}
+
+static int leaf_needed(const struct pq_split* s, int64_t l) {
+  return s->need == NULL || s->need[l];
 }
 
 static int split_open(void* reader, const struct sl_split* split, const int64_t* columns,
@@ -555,6 +603,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
     if (s->columns == NULL) rc = ENOMEM;
     for (int64_t i = 0; rc == 0 && i < n_columns; ++i) s->columns[i] = columns ? columns[i] : i;
   }
+  if (rc == 0) rc = set_needed_leaves(s, split->fields);
   if (rc == 0 && r->schema.n_leaves > 0) {
     s->leaves = sl_alloc(r->alloc, (size_t)r->schema.n_leaves * sizeof *s->leaves);
     if (s->leaves == NULL) rc = ENOMEM;
@@ -600,6 +649,7 @@ static int coalesce_chunks(struct pq_split* s, struct sluice_error* error) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
       int64_t start, len;
+      if (!leaf_needed(s, l)) continue;
       if (l >= g->n_columns || sl_pq_chunk_range(&g->columns[l].meta_data, r->source->size, &start,
                                               &len) != 0) {
         return 0;
@@ -645,12 +695,13 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
     first->place = placed_values(s, f, s->columns[i], rows);
     first->place_owner = first->place != NULL ? s->place->owner : NULL;
     for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l)
-      rc = sl_pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
+      if (leaf_needed(s, l))
+        rc = sl_pq_column_read(&s->cr, s->rg, r->schema.leaves[l], &s->leaves[l], error);
     first->place = NULL;
     first->place_owner = NULL;
     if (rc == 0)
-      rc = sl_pq_assemble_field(f, s->leaves, rows, r->alloc, r->source->name, s->rg,
-                             out->children[i], error);
+      rc = sl_pq_assemble_field(f, s->leaves, s->need, rows, r->alloc, r->source->name, s->rg,
+                                out->children[i], error);
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
       sl_pq_leaf_data_reset(&s->leaves[l]);
   }
@@ -659,6 +710,7 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
+      if (!leaf_needed(s, l)) continue;
       const struct pq_column_meta* m = &r->meta.row_groups[s->rg].columns[l].meta_data;
       int64_t start, len;
       if (sl_pq_chunk_range(m, r->source->size, &start, &len) == 0 && m->total_compressed_size > 0)
@@ -682,6 +734,7 @@ static int decode_slice(struct pq_split* s, struct ArrowArray* out, struct sluic
     for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
       const struct pq_field* f = &root->children[s->columns[i]];
       for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l) {
+        if (!leaf_needed(s, l)) continue;
         int64_t above = binary_leaf(f) && !f->large ? r->max_binary_batch_bytes : 0;
         rc = sl_pq_cursor_open(&s->cr, s->rg, r->schema.leaves[l], binary_leaf(f) && f->large,
                                above, &s->cursors[l], error);
@@ -695,6 +748,7 @@ static int decode_slice(struct pq_split* s, struct ArrowArray* out, struct sluic
   for (int64_t i = 0; rc == 0 && i < s->n_columns; ++i) {
     const struct pq_field* f = &root->children[s->columns[i]];
     for (int64_t l = f->first_leaf; rc == 0 && l < f->first_leaf + f->n_leaves; ++l) {
+      if (!leaf_needed(s, l)) continue;
       struct pq_leaf_data* d = &s->leaves[l];
       d->wide = s->cursors[l].wide;
       d->widen_above = s->cursors[l].widen_above;
@@ -708,7 +762,7 @@ static int decode_slice(struct pq_split* s, struct ArrowArray* out, struct sluic
                           s->next_row + k - 1, r->max_binary_batch_bytes);
     }
     if (rc == 0)
-      rc = sl_pq_assemble_field(f, s->leaves, k, r->alloc, r->source->name, s->rg,
+      rc = sl_pq_assemble_field(f, s->leaves, s->need, k, r->alloc, r->source->name, s->rg,
                                 out->children[i], error);
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
       sl_pq_leaf_data_reset(&s->leaves[l]);

@@ -12,11 +12,13 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
+#include "core/sl_array_cast.h"
 #include "core/sl_error.h"
 #include "core/sl_hash.h"
 
 struct asm_ctx {
   struct pq_leaf_data* leaves;
+  const uint8_t* need;  ///< per leaf: decoded (NULL = every leaf under the field)
   const struct sluice_allocator* alloc;
   const char* file;
   int64_t rg;
@@ -51,6 +53,34 @@ static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struc
 
 static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
                  struct ArrowArray* out);
+
+/// Whether some leaf under `f` was decoded.
+static int decoded(const struct asm_ctx* c, const struct pq_field* f) {
+  for (int64_t l = f->first_leaf; c->need != NULL && l < f->first_leaf + f->n_leaves; ++l)
+    if (c->need[l]) return 1;
+  return c->need == NULL;
+}
+
+/// The leaf whose levels describe `f`: its first decoded one (NULL = none).
+static const struct pq_field* levels_leaf(const struct asm_ctx* c, const struct pq_field* f) {
+  while (f != NULL && f->kind != PQ_FIELD_LEAF) {
+    const struct pq_field* next = NULL;
+    for (int64_t i = 0; i < f->n_children && next == NULL; ++i)
+      if (decoded(c, &f->children[i])) next = &f->children[i];
+    f = next;
+  }
+  return f;
+}
+
+/// A struct field left undecoded (the scan keeps only others): `n` nulls.
+static int undecoded_field(struct asm_ctx* c, const struct pq_field* f, int64_t n,
+                           struct ArrowArray* out) {
+  struct ArrowSchema type;
+  SL_RETURN_NOT_OK(sl_pq_field_arrow_schema(f, c->alloc, &type, c->error));
+  int rc = sl_array_nulls(&type, n, c->alloc, out, c->error);
+  type.release(&type);
+  return rc;
+}
 
 /// int32 offsets -> int64 (large_string / large_binary).
 static int widen_offsets(struct asm_ctx* c, struct pq_leaf_data* d) {
@@ -346,9 +376,9 @@ static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t
 /// Slots, validity and (lists) offsets of a group node.
 static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
                        struct ArrowArray* out) {
-  struct pq_leaf_data* d = &c->leaves[f->first_leaf];
-  const struct pq_field* leaf_first = f;
-  while (leaf_first->kind != PQ_FIELD_LEAF) leaf_first = &leaf_first->children[0];
+  const struct pq_field* leaf_first = levels_leaf(c, f);
+  if (leaf_first == NULL) return asm_error(c, f, "no column under it was read");
+  struct pq_leaf_data* d = &c->leaves[leaf_first->leaf];
   int64_t n = d->n_levels;
   const int16_t* def = leaf_first->def > 0 ? (const int16_t*)(const void*)d->def.data : NULL;
   const int16_t* rep = leaf_first->rep > 0 ? (const int16_t*)(const void*)d->rep.data : NULL;
@@ -422,8 +452,12 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
     out->null_count = nulls;
     if (nulls > 0 && bits) rc = give_buffer(c, out, 0, &validity);
     if (rc == 0 && is_list && !fixed) rc = give_buffer(c, out, 1, &offsets);
-    for (int64_t i = 0; rc == 0 && i < nchild; ++i)
-      rc = build(c, &f->children[i], is_list ? elems : slots, out->children[i]);
+    for (int64_t i = 0; rc == 0 && i < nchild; ++i) {
+      const struct pq_field* child = &f->children[i];
+      int64_t n = is_list ? elems : slots;
+      rc = decoded(c, child) ? build(c, child, n, out->children[i])
+                             : undecoded_field(c, child, n, out->children[i]);
+    }
     if (rc != 0) out->release(out);
   }
   sl_buffer_reset(&validity);
@@ -437,9 +471,11 @@ static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
   return build_group(c, f, expected, out);
 }
 
-int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
-                      const struct sluice_allocator* alloc, const char* file, int64_t rg,
-                      struct ArrowArray* out, struct sluice_error* error) {
-  struct asm_ctx c = {.leaves = leaves, .alloc = alloc, .file = file, .rg = rg, .error = error};
+int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves,
+                         const uint8_t* need, int64_t rows, const struct sluice_allocator* alloc,
+                         const char* file, int64_t rg, struct ArrowArray* out,
+                         struct sluice_error* error) {
+  struct asm_ctx c = {.leaves = leaves, .need = need, .alloc = alloc, .file = file, .rg = rg,
+                      .error = error};
   return build(&c, f, rows, out);
 }

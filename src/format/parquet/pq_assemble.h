@@ -11,10 +11,13 @@
 #include "pq_schema.h"
 
 /// Builds the array of top-level field `f` (`rows` slots) from `leaves`
-/// (indexed by leaf number; the leaves under `f` must have been read). The
-/// leaves' buffers are moved into the array. `file` / `rg` name errors.
-int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves, int64_t rows,
-                      const struct sluice_allocator* alloc, const char* file, int64_t rg,
-                      struct ArrowArray* out, struct sluice_error* error);
+/// (indexed by leaf number; the leaves under `f` must have been read, or
+/// those `need` marks: a struct field with none of them read comes out as
+/// nulls). The leaves' buffers are moved into the array. `file` / `rg`
+/// name errors.
+int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves,
+                         const uint8_t* need, int64_t rows, const struct sluice_allocator* alloc,
+                         const char* file, int64_t rg, struct ArrowArray* out,
+                         struct sluice_error* error);
 
 #endif
