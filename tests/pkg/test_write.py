@@ -1584,3 +1584,21 @@ def test_input_deeper_than_sluice_limit_says_so(tmp_path, fmt):
         sluice.write(t, tmp_path / ("x." + fmt))
     assert "does not match" not in str(e.value)
     assert not (tmp_path / ("x." + fmt)).exists()
+
+
+@pytest.mark.parametrize("name", ["LZ4", "lz4_frame", "ZSTD", "Zstd", "lz4"])
+def test_ipc_compression_names_as_pyarrow(tmp_path, name):
+    """The IPC writer takes the codec names pyarrow's IpcWriteOptions takes
+    (any case, lz4_frame); it refused 'LZ4'. pyarrow reads the bodies back."""
+    import pyarrow.ipc as ipc
+    pa.ipc.IpcWriteOptions(compression=name)  # pyarrow takes the name too
+    table = pa.table({"a": list(range(5000)), "s": ["x%d" % (i % 7) for i in range(5000)]})
+    sluice.write(table, tmp_path / "c.arrow", compression=name)
+    with pa.memory_map(str(tmp_path / "c.arrow")) as src:
+        assert ipc.open_file(src).read_all().equals(table)
+    raw = (tmp_path / "c.arrow").read_bytes()
+    plain = tmp_path / "p.arrow"
+    sluice.write(table, plain, compression="none")
+    assert len(raw) < plain.stat().st_size  # the bodies are compressed
+    with pytest.raises(sluice.Error, match="unsupported compression 'snappy'"):
+        sluice.write(table, tmp_path / "bad.arrow", compression="snappy")

@@ -4,6 +4,7 @@
 #include "format/ipc/ipc_writer.h"
 
 #include <string.h>
+#include <strings.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: our allocator
 #include <zstd.h>
 
@@ -51,10 +52,13 @@ static int add_block(struct ipc_writer* w, struct ipc_blocks* blocks,
   return 0;
 }
 
+/// The codec names pyarrow's IpcWriteOptions takes, in any case (LZ4,
+/// lz4_frame: Arrow's name for the only LZ4 framing IPC bodies use).
 static int parse_codec(const char* name, enum ipc_codec* codec, struct sluice_error* error) {
-  if (name == NULL || name[0] == '\0' || strcmp(name, "none") == 0) *codec = IPC_CODEC_NONE;
-  else if (strcmp(name, "lz4") == 0) *codec = IPC_CODEC_LZ4;
-  else if (strcmp(name, "zstd") == 0) *codec = IPC_CODEC_ZSTD;
+  if (name == NULL || name[0] == '\0' || strcasecmp(name, "none") == 0) *codec = IPC_CODEC_NONE;
+  else if (strcasecmp(name, "lz4") == 0 || strcasecmp(name, "lz4_frame") == 0)
+    *codec = IPC_CODEC_LZ4;
+  else if (strcasecmp(name, "zstd") == 0) *codec = IPC_CODEC_ZSTD;
   else
     return sl_error_set(error, EINVAL,
                         "arrow ipc writer: unsupported compression '%s' (use lz4, zstd or none)",
