@@ -384,6 +384,29 @@ def test_a_column_name_holding_a_nul_byte_is_refused(sluice, tmp_path, fmt):
     assert not (tmp_path / "o.arrow").exists()
 
 
+@pytest.mark.parametrize("fmt", ["arrow", "arrows", "parquet"])
+def test_a_column_name_not_utf8_is_refused(sluice, tmp_path, fmt):
+    """Names are UTF-8 in Arrow and Parquet: a name of other bytes (written
+    by editing a file: pyarrow's Python side cannot open the result) was
+    read and written on by `convert`, into files pyarrow 26 cannot open
+    either. The error names the field, escaped, and the bad byte."""
+    t = pa.table({"ok": [1], "QQ": [2]})
+    path = tmp_path / f"latin.{fmt}"
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        pq.write_table(t, path, store_schema=False)
+    else:
+        with (ipc.new_file if fmt == "arrow" else ipc.new_stream)(path, t.schema) as w:
+            w.write_table(t)
+    data = path.read_bytes()
+    assert b"QQ" in data
+    path.write_bytes(data.replace(b"QQ", b"\xe9\xe9"))
+    for args in (["schema"], ["convert", str(tmp_path / "o.arrow")]):
+        err = sluice.expect_error(args[0], path, *args[1:]).stderr.decode()
+        assert "name '\\xe9\\xe9' is not valid UTF-8 (at byte 0)" in err, err
+    assert not (tmp_path / "o.arrow").exists()
+
+
 def test_null_count_the_bitmap_denies_is_refused(sluice, tmp_path):
     """A field node declaring 3 nulls over a bitmap with 1: pyarrow's full
     validation refuses it; sluice passed it on, and its own outputs then

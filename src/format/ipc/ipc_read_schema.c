@@ -8,6 +8,7 @@
 #include "core/sl_array.h"
 #include "core/sl_buffer.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 #include "core/sl_value_text.h"
 #include "ipc_fbs.h"
 #include "ipc_internal.h"
@@ -436,6 +437,16 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
                         "byte, which a column name cannot hold (Arrow's C interface ends a name "
                         "there)", p->where->name, p->where->offset,
                         sl_escaped(name, name_len, '\'', shown, sizeof shown));
+  }
+  int64_t bad_at = name != NULL ? sl_utf8_invalid_at((const uint8_t*)name, name_len) : -1;
+  if (bad_at >= 0) {
+    // Names are UTF-8 in Arrow: pyarrow's Python side cannot even open a
+    // file that names a column otherwise, and it would pass through to
+    // every file written from this one.
+    char shown[160];
+    return sl_error_set(p->error, EILSEQ, "%s: offset %" PRId64 ": field name '%s' is not "
+                        "valid UTF-8 (at byte %" PRId64 ")", p->where->name, p->where->offset,
+                        sl_escaped(name, name_len, '\'', shown, sizeof shown), bad_at);
   }
   int has_type = sl_fb_read_table(ft, IPC_FIELD_TYPE, &tt);
   int has_dict = sl_fb_read_table(ft, IPC_FIELD_DICTIONARY, &dict);

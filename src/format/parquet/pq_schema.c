@@ -11,6 +11,7 @@
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 #include "core/sl_value_text.h"
 
 struct schema_ctx {
@@ -51,6 +52,16 @@ static int set_name(struct schema_ctx* c, struct pq_field* f, const struct pq_by
                         "name cannot hold (Arrow's C interface ends a name there)", c->name,
                         sl_escaped((const char*)name->data, (size_t)name->size, '\'', shown,
                                    sizeof shown));
+  }
+  int64_t bad_at = name->data != NULL ? sl_utf8_invalid_at(name->data, name->size) : -1;
+  if (bad_at >= 0) {
+    // Names are UTF-8 (Parquet's strings and Arrow's names): pyarrow's
+    // Python side cannot open such a file, nor any written from it.
+    char shown[160];
+    return sl_error_set(c->error, EILSEQ, "%s: column name '%s' is not valid UTF-8 (at byte %"
+                        PRId64 ")", c->name,
+                        sl_escaped((const char*)name->data, (size_t)name->size, '\'', shown,
+                                   sizeof shown), bad_at);
   }
   f->name = sl_strndup(c->alloc, name->data ? (const char*)name->data : "", (size_t)name->size);
   return f->name ? 0 : oom(c);
