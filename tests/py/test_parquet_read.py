@@ -853,6 +853,97 @@ def test_required_fixed_size_list_under_null_struct(sluice_bin, tmp_path):
     assert got.to_pylist() == table.to_pylist()
     assert got.schema == table.schema
 
+# fixed_size_list<T> for the child types whose restoring came later than the
+# plain leaves': each written by pyarrow (a list plus ARROW:schema).
+FSL_CHILDREN = {
+    "string": pa.string(), "large_string": pa.large_string(), "binary": pa.binary(),
+    "large_binary": pa.large_binary(), "list": pa.list_(pa.int32()),
+    "struct": pa.struct([("a", pa.int32()), ("b", pa.string())]),
+    "fsl": pa.list_(pa.int16(), 2),
+}
+
+
+def _fsl_value(t: pa.DataType, i: int, nulls: bool = True):
+    """Value i of type t (None now and then when `nulls`)."""
+    if nulls and i % 5 == 1:
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "s%d" % i * (i % 3)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return bytes([i % 256]) * (i % 4)
+    if pa.types.is_fixed_size_list(t):
+        return [i, None if nulls and i % 7 == 0 else -i]
+    if pa.types.is_list(t):
+        return list(range(i % 3)) + ([None] if nulls and i % 4 == 0 else [])
+    return {"a": None if nulls and i % 6 == 0 else i, "b": None if nulls and i % 4 == 0 else f"b{i}"}
+
+
+def fsl_table(t: pa.DataType, rows: int = 11) -> pa.Table:
+    """fixed_size_list<t> columns with nulls at the list level and inside,
+    under null structs, inside lists, and with required items."""
+    def lists(n, k, nulls=True):
+        return [None if nulls and r % 4 == 2 else [_fsl_value(t, r * n + j, nulls) for j in range(n)]
+                for r in range(k)]
+    v = lists(3, rows)
+    s = [None if r % 3 == 1 else {"f": x} for r, x in enumerate(lists(2, rows))]
+    flat = lists(2, 3 * rows)
+    li = [None if r % 5 == 3 else flat[r:r + r % 3] for r in range(rows)]
+    req = [None if r % 3 == 0 else x for r, x in enumerate(lists(2, rows, nulls=False))]
+    return pa.table({
+        "v": pa.array(v, pa.list_(t, 3)),
+        "s": pa.array(s, pa.struct([("f", pa.list_(t, 2))])),
+        "l": pa.array(li, pa.list_(pa.list_(t, 2))),
+        "r": pa.array(req, pa.list_(pa.field("item", t, nullable=False), 2)),
+    })
+
+
+@pytest.mark.parametrize("child", list(FSL_CHILDREN))
+def test_fixed_size_list_of_any_child(sluice_bin, tmp_path, child):
+    """fixed_size_list<T> comes back as pq.read_table gives it (type and
+    values) whatever T is: strings and binaries of both widths, lists,
+    structs and fixed-size lists, not only plain leaves; across a row group
+    boundary, and for a table without rows."""
+    t = FSL_CHILDREN[child]
+    for name, table, rgs in (("rows", fsl_table(t), 4), ("empty", fsl_table(t, 0), None)):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table, path, row_group_size=rgs)
+        want = pyarrow_read(path)
+        assert want.schema == table.schema  # (pyarrow restores them all)
+        got = sluice_read(sluice_bin, path)
+        got.validate(full=True)
+        assert got.schema == want.schema, f"{child} {name}"
+        assert_same(got, want, f"fixed_size_list<{child}> {name}")
+        assert got.to_pylist() == table.to_pylist()
+
+
+@pytest.mark.parametrize("child", ["string", "large_string", "list", "struct", "fsl"])
+def test_fixed_size_list_of_the_wrong_length_is_an_error(sluice_bin, tmp_path, child):
+    """A list whose ARROW:schema says fixed_size_list<T, 2> but that holds
+    one value in some row: pyarrow refuses it ("Expected all lists to be of
+    size=2"), sluice too, naming the file, the column, the row and why,
+    never giving the values shifted. (pyarrow writes the ARROW:schema it
+    is given before its own, and reads the first, as sluice does.)"""
+    t = FSL_CHILDREN[child]
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"v": pa.array([[_fsl_value(t, 0), _fsl_value(t, 2)]],
+                                           pa.list_(t, 2))}), good)
+    arrow_schema = pq.read_metadata(good).metadata[b"ARROW:schema"]
+    rows = [[_fsl_value(t, 2 * r), _fsl_value(t, 2 * r + 2)] for r in range(7)]
+    rows[1] = None
+    rows[5] = [_fsl_value(t, 3)]
+    bad = pa.table({"v": pa.array(rows, pa.list_(t))})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(bad.replace_schema_metadata({b"ARROW:schema": arrow_schema}), path,
+                   row_group_size=4)
+    with pytest.raises(pa.ArrowInvalid, match="size=2"):
+        pq.read_table(path)
+    err = expect_clean_error(sluice_bin, path)
+    # (row 5 of the file: row 1 of row group 1)
+    for says in ("bad.parquet: row group 1, column v: row 1: a list of 1 value where",
+                 "fixed_size_list of 2"):
+        assert says in err, (says, err)
+
+
 FASTPARQUET_CASES = [("SNAPPY", "int64", None), ("GZIP", "int96", 100), ("ZSTD", "int64", [0, 5, 7]),
                      (None, "int96", 1000)]
 
@@ -2468,6 +2559,10 @@ def test_nested_types_join_like_top_level_columns(sluice_bin, tmp_path):
                  pa.struct([("l", pa.list_(pa.string()))])),
         "fixed": ([[1, 2]], pa.list_(pa.int16(), 2), [[3, 4]], pa.list_(pa.int32(), 2),
                   pa.list_(pa.int32(), 2)),
+        "fixed_strings": ([["a", None], None], pa.list_(pa.string(), 2), [["b", "cc"]],
+                          pa.list_(pa.large_string(), 2), pa.list_(pa.string(), 2)),
+        "fixed_large_first": ([["a", "b"]], pa.list_(pa.large_binary(), 2), [[b"c", None]],
+                              pa.list_(pa.binary(), 2), pa.list_(pa.large_binary(), 2)),
     }
     for name, (v1, t1, v2, t2, want_type) in cases.items():
         d = tmp_path / name
