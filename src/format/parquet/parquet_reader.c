@@ -701,7 +701,7 @@ static int decode_row_group(struct pq_split* s, struct ArrowArray* out, struct s
     first->place_owner = NULL;
     if (rc == 0)
       rc = sl_pq_assemble_field(f, s->leaves, s->need, rows, r->alloc, r->source->name, s->rg,
-                                out->children[i], error);
+                                0, out->children[i], error);
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
       sl_pq_leaf_data_reset(&s->leaves[l]);
   }
@@ -763,7 +763,7 @@ static int decode_slice(struct pq_split* s, struct ArrowArray* out, struct sluic
     }
     if (rc == 0)
       rc = sl_pq_assemble_field(f, s->leaves, s->need, k, r->alloc, r->source->name, s->rg,
-                                out->children[i], error);
+                                s->next_row, out->children[i], error);
     for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l)
       sl_pq_leaf_data_reset(&s->leaves[l]);
   }

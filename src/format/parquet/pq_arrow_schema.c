@@ -119,6 +119,15 @@ static int apply_leaf(struct pq_field* f, const struct ArrowSchema* o) {
   return 0;
 }
 
+/// Whether a dictionary column is at or under f: a fixed-size list of them
+/// stays a list (its null lists' fillers are not made for dictionaries).
+static int has_dictionary(const struct pq_field* f, int depth) {
+  if (f->dict) return 1;
+  for (int64_t i = 0; depth < PQ_MAX_DEPTH && i < f->n_children; ++i)
+    if (has_dictionary(&f->children[i], depth + 1)) return 1;
+  return 0;
+}
+
 static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct sluice_allocator* alloc,
                  int depth) {
   if (depth > PQ_MAX_DEPTH || o == NULL || o->format == NULL) return 0;
@@ -144,9 +153,8 @@ static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct s
     case PQ_FIELD_LIST:
       if (strncmp(of, "+w:", 3) == 0 && o->n_children == 1) {
         SL_RETURN_NOT_OK(apply(&f->children[0], o->children[0], alloc, depth + 1));
-        const struct pq_field* e = &f->children[0];
         long n = strtol(of + 3, NULL, 10);
-        if (e->kind == PQ_FIELD_LEAF && !e->dict && !e->large && n > 0 && n <= (1 << 20))
+        if (!has_dictionary(&f->children[0], 0) && n > 0 && n <= (1 << 20))
           f->fixed_size = (int32_t)n;
         return 0;
       }
@@ -191,8 +199,10 @@ static int parse_arrow_schema(const struct pq_bytes* v, const struct sluice_allo
 
 int sl_pq_schema_apply_arrow(struct pq_schema* s, const struct pq_file_meta* meta, const char* name,
                           struct sluice_error* error) {
+  // The first entry, as Arrow C++ takes it: pyarrow writes the table's own
+  // metadata (which may hold an ARROW:schema) before the one it makes.
   const struct pq_bytes* value = NULL;
-  for (int64_t i = 0; i < meta->n_key_value_metadata; ++i) {
+  for (int64_t i = 0; value == NULL && i < meta->n_key_value_metadata; ++i) {
     const struct pq_key_value* kv = &meta->key_value_metadata[i];
     if (kv->key.size == 12 && memcmp(kv->key.data, "ARROW:schema", 12) == 0 && kv->value.present)
       value = &kv->value;

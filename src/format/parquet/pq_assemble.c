@@ -15,6 +15,7 @@
 #include "core/sl_array_cast.h"
 #include "core/sl_error.h"
 #include "core/sl_hash.h"
+#include "core/sl_read.h"
 
 struct asm_ctx {
   struct pq_leaf_data* leaves;
@@ -22,6 +23,8 @@ struct asm_ctx {
   const struct sluice_allocator* alloc;
   const char* file;
   int64_t rg;
+  int64_t first_row;            ///< the batch's first row in the row group
+  const struct pq_field* top;   ///< the column assembled
   struct sluice_error* error;
 };
 
@@ -280,97 +283,171 @@ static int build_leaf(struct asm_ctx* c, const struct pq_field* f, int64_t expec
   return rc;
 }
 
-/// fixed_size_list<N> over a leaf: every non-null list must hold N values;
-/// null lists and those under a null parent (0 values in Parquet; `bits`
-/// marks the present ones) get N filler entries in the child so that slot
-/// k's values sit at k * N.
-static int fsl_expand(struct asm_ctx* c, const struct pq_field* f, const int32_t* offs,
-                      const uint8_t* bits, int64_t slots) {
+/// The row of the batch (counted from the row group's first) in which group
+/// node f's slot k sits, for messages.
+static int64_t slot_row(const struct asm_ctx* c, const struct pq_field* f, int64_t k) {
+  const struct pq_field* lf = levels_leaf(c, f);
+  if (lf == NULL) return -1;
+  const struct pq_leaf_data* d = &c->leaves[lf->leaf];
+  const int16_t* def = lf->def > 0 ? (const int16_t*)(const void*)d->def.data : NULL;
+  const int16_t* rep = lf->rep > 0 ? (const int16_t*)(const void*)d->rep.data : NULL;
+  int64_t row = -1, slots = 0;
+  for (int64_t i = 0; i < d->n_levels; ++i) {
+    int16_t dl = def ? def[i] : 0, rl = rep ? rep[i] : 0;
+    if (rl == 0) ++row;
+    if (rl <= f->rep && dl >= f->anc_def && slots++ == k) break;
+  }
+  return c->first_row + row;
+}
+
+/// fixed_size_list<N>: every non-null list must hold N values; a null one,
+/// or one under a null parent, holds none in Parquet (`bits` marks the
+/// present ones, NULL = all).
+static int fsl_check(struct asm_ctx* c, const struct pq_field* f, const int32_t* offs,
+                     const uint8_t* bits, int64_t slots) {
   int64_t n = f->fixed_size;
-  const struct pq_field* leaf = &f->children[0];
-  struct pq_leaf_data* d = &c->leaves[leaf->leaf];
   for (int64_t k = 0; k < slots; ++k) {
     int64_t len = offs[k + 1] - offs[k];
-    int valid = bits == NULL || ((bits[k >> 3] >> (k & 7)) & 1);
-    if (len != n && !(len == 0 && !valid))
-      return asm_error(c, f, "a fixed_size_list value of the wrong length");
+    int valid = bits == NULL || sl_bit_get(bits, k);
+    if (len == n || (len == 0 && !valid)) continue;
+    int nested = f != c->top;
+    return sl_error_set(c->error, EILSEQ, "%s: row group %" PRId64 ", column %s: row %" PRId64
+                        ": a list of %" PRId64 " value%s where the ARROW:schema says "
+                        "fixed_size_list of %" PRId64 "%s%s%s", c->file, c->rg, c->top->name,
+                        slot_row(c, f, k), len, len == 1 ? "" : "s", n,
+                        nested ? " (field '" : "", nested ? f->name : "", nested ? "')" : "");
   }
-  if (d->n_slots == slots * n) return 0;
-  // Fillers go between the values: a keyed leaf's values per slot first.
-  int unkeyed = sl_pq_leaf_unkey(d);
-  if (unkeyed != 0) return unkeyed == ENOMEM ? oom(c) : asm_error(c, f, "over 2 GiB of values");
-  int64_t total = slots * n;
-  struct sl_buffer vals, offsets, validity;
-  sl_buffer_init(&vals, c->alloc);
-  sl_buffer_init(&offsets, c->alloc);
-  sl_buffer_init(&validity, c->alloc);
-  int binary = leaf->conv == PQ_CONV_BINARY, boolean = leaf->conv == PQ_CONV_BOOL;
-  int64_t ow = leaf->out_width;
-  int64_t vbytes = binary ? 0 : boolean ? (total + 7) / 8 : total * ow;
-  int fail = sl_buffer_reserve(&validity, (total + 7) / 8 + 1) != 0;
-  if (!fail && !binary && leaf->conv != PQ_CONV_NULL) fail = sl_buffer_reserve(&vals, vbytes + 1) != 0;
-  if (!fail && binary) fail = sl_buffer_reserve(&offsets, (total + 1) * 4) != 0;
-  if (fail) {
-    sl_buffer_reset(&vals);
-    sl_buffer_reset(&offsets);
-    sl_buffer_reset(&validity);
-    return oom(c);
-  }
-  memset(validity.data, 0, (size_t)validity.capacity);
-  if (vals.data) memset(vals.data, 0, (size_t)vals.capacity);
-  const uint8_t* old_bits = d->null_count > 0 ? d->validity.data : NULL;
-  const int32_t* old_offs = (const int32_t*)(const void*)d->offsets.data;
-  int32_t* new_offs = (int32_t*)(void*)offsets.data;
-  if (new_offs) new_offs[0] = 0;
-  int64_t nulls = 0;
-  for (int64_t k = 0; k < slots; ++k) {
-    int64_t src = offs[k], len = offs[k + 1] - offs[k];
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t dst = k * n + j;
-      int ok = len > 0 && (old_bits == NULL || ((old_bits[(src + j) >> 3] >> ((src + j) & 7)) & 1));
-      if (ok) validity.data[dst >> 3] |= (uint8_t)(1u << (dst & 7));
-      else ++nulls;
-      if (binary) {
-        continue;  // offsets below
-      } else if (len > 0 && boolean) {
-        if ((d->values.data[(src + j) >> 3] >> ((src + j) & 7)) & 1)
-          vals.data[dst >> 3] |= (uint8_t)(1u << (dst & 7));
-      } else if (len > 0 && ow > 0) {
-        memcpy(vals.data + dst * ow, d->values.data + (src + j) * ow, (size_t)ow);
-      }
-    }
-  }
-  // binary: the data bytes stay as they are (fillers are empty); offsets
-  // are rebuilt relative to the old first offset of each kept value
-  if (binary) {
-    int64_t at = 0;
-    for (int64_t k = 0; k < slots; ++k) {
-      int64_t len = offs[k + 1] - offs[k];
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t dst = k * n + j;
-        if (len > 0) at = old_offs[offs[k] + j + 1];
-        new_offs[dst + 1] = (int32_t)at;
-      }
-    }
-    offsets.size = (total + 1) * 4;
-    sl_buffer_reset(&d->offsets);
-    d->offsets = offsets;
-  } else {
-    vals.size = vbytes;
-    sl_buffer_reset(&d->values);
-    d->values = vals;
-  }
-  validity.size = (total + 7) / 8;
-  sl_buffer_reset(&d->validity);
-  if (leaf->nullable) {
-    d->validity = validity;
-    d->null_count = nulls;
-  } else {
-    sl_buffer_reset(&validity);
-    d->null_count = 0;
-  }
-  d->n_slots = total;
   return 0;
+}
+
+/// Entry k * width + j of a spread column: block k comes from the source
+/// (its next `width` entries) when `present` has bit k, else it is a filler.
+static int block_present(const uint8_t* present, int64_t k) {
+  return present == NULL || sl_bit_get(present, k);
+}
+
+/// Bitmap spread (dst zeroed): fillers get `fill`; *zeros counts the 0 bits.
+static void spread_bits(const uint8_t* src, uint8_t* dst, const uint8_t* present, int64_t blocks,
+                        int64_t width, int fill, int64_t* zeros) {
+  int64_t s = 0, z = 0;
+  for (int64_t k = 0; k < blocks; ++k) {
+    int here = block_present(present, k);
+    for (int64_t j = 0; j < width; ++j) {
+      int64_t t = k * width + j;
+      int v = here ? (src == NULL || sl_bit_get(src, s + j)) : fill;
+      if (v) dst[t >> 3] |= (uint8_t)(1u << (t & 7));
+      else ++z;
+    }
+    if (here) s += width;
+  }
+  *zeros = z;
+}
+
+/// Offsets spread: a filler is empty (repeats the offset before it).
+static void put_offset(uint8_t* dst, int64_t i, int64_t v, int large) {
+  if (large) {
+    memcpy(dst + i * 8, &v, 8);
+  } else {
+    int32_t v32 = (int32_t)v;  // one of the source's int32 offsets
+    memcpy(dst + i * 4, &v32, 4);
+  }
+}
+
+static void spread_offsets(const void* src, uint8_t* dst, int large, const uint8_t* present,
+                           int64_t blocks, int64_t width) {
+  int64_t s = 0, at = sl_offset_at(src, 0, large);
+  put_offset(dst, 0, at, large);
+  for (int64_t k = 0; k < blocks; ++k) {
+    int here = block_present(present, k);
+    for (int64_t j = 0; j < width; ++j) {
+      if (here) at = sl_offset_at(src, s + j + 1, large);
+      put_offset(dst, k * width + j + 1, at, large);
+    }
+    if (here) s += width;
+  }
+}
+
+/// A zeroed buffer of `bytes` for the caller to fill and hand to an array
+/// (give_buffer).
+static int new_buffer(struct asm_ctx* c, struct sl_buffer* buf, int64_t bytes) {
+  sl_buffer_init(buf, c->alloc);
+  if (sl_buffer_reserve(buf, bytes + 1) != 0) return oom(c);
+  memset(buf->data, 0, (size_t)buf->capacity);
+  buf->size = bytes;
+  return 0;
+}
+
+/// The child of a fixed_size_list whose lists are not all present: array
+/// `a` (of field f) holds `width` entries for each block k < `blocks` whose
+/// bit is set in `present` (a non-null list), none for the others (null
+/// lists and those under a null parent, which Parquet stores without
+/// values). Rewrites it so that block k's entries sit at k * width, the
+/// others filled in: null, or valid zeros / empty values when f is required.
+/// Nested children follow (a struct's with the same blocks, a fixed-size
+/// list's with `width` times its size); a list's are left as they are, its
+/// fillers being empty.
+static int spread(struct asm_ctx* c, const struct pq_field* f, struct ArrowArray* a,
+                  const uint8_t* present, int64_t blocks, int64_t width, int depth) {
+  static const char too_many_entries[] =
+      "more than 2^31 fixed_size_list entries (null lists filled in) in one row group";
+  if (depth > PQ_MAX_DEPTH) return asm_error(c, f, "nested too deep");
+  if (width > 0 && blocks > INT32_MAX / width) return asm_error(c, f, too_many_entries);
+  int64_t total = blocks * width;
+  if (f->kind == PQ_FIELD_LEAF && f->conv == PQ_CONV_NULL) {
+    a->length = a->null_count = total;
+    return 0;
+  }
+  struct sl_buffer buf;
+  int rc = 0;
+  if (f->nullable || a->null_count > 0) {
+    const uint8_t* old = a->null_count > 0 ? a->buffers[0] : NULL;
+    int64_t nulls = 0;
+    SL_RETURN_NOT_OK(new_buffer(c, &buf, (total + 7) / 8));
+    spread_bits(old, buf.data, present, blocks, width, !f->nullable, &nulls);
+    if (nulls > 0) rc = give_buffer(c, a, 0, &buf);
+    else sl_array_set_buffer_owned(a, 0, NULL, 0);
+    sl_buffer_reset(&buf);
+    a->null_count = nulls;
+    if (rc != 0) return rc;
+  }
+  int large = f->large;
+  if (f->kind == PQ_FIELD_STRUCT) {
+    for (int64_t i = 0; rc == 0 && i < f->n_children; ++i)
+      rc = spread(c, &f->children[i], a->children[i], present, blocks, width, depth + 1);
+  } else if (f->kind != PQ_FIELD_LEAF && f->fixed_size > 0) {
+    int64_t n = f->fixed_size;
+    if (width > INT32_MAX / n) return asm_error(c, f, too_many_entries);
+    rc = spread(c, &f->children[0], a->children[0], present, blocks, width * n, depth + 1);
+  } else if (f->kind != PQ_FIELD_LEAF || f->conv == PQ_CONV_BINARY) {
+    if (f->kind == PQ_FIELD_LEAF && f->dict)  // (pq_arrow_schema.c keeps those lists)
+      return asm_error(c, f, "a fixed_size_list of dictionaries (not supported)");
+    rc = new_buffer(c, &buf, (total + 1) * (large ? 8 : 4));
+    if (rc != 0) return rc;
+    spread_offsets(a->buffers[1], buf.data, large, present, blocks, width);
+    rc = give_buffer(c, a, 1, &buf);
+    sl_buffer_reset(&buf);
+  } else if (f->conv == PQ_CONV_BOOL) {
+    int64_t zeros;
+    rc = new_buffer(c, &buf, (total + 7) / 8);
+    if (rc != 0) return rc;
+    spread_bits(a->buffers[1], buf.data, present, blocks, width, 0, &zeros);
+    rc = give_buffer(c, a, 1, &buf);
+    sl_buffer_reset(&buf);
+  } else {
+    int64_t w = f->out_width, s = 0;
+    rc = new_buffer(c, &buf, total * w);
+    if (rc != 0) return rc;
+    const uint8_t* src = a->buffers[1];
+    for (int64_t k = 0; k < blocks; ++k) {
+      if (!block_present(present, k)) continue;
+      memcpy(buf.data + k * width * w, src + s * w, (size_t)(width * w));
+      s += width;
+    }
+    rc = give_buffer(c, a, 1, &buf);
+    sl_buffer_reset(&buf);
+  }
+  if (rc == 0) a->length = total;
+  return rc;
 }
 
 /// Slots, validity and (lists) offsets of a group node.
@@ -441,10 +518,7 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
   validity.size = (slots + 7) / 8;
   if (!f->nullable) nulls = 0;
   int fixed = is_list && f->fixed_size > 0;
-  if (rc == 0 && fixed) {
-    rc = fsl_expand(c, f, offs, bits, slots);
-    elems = slots * f->fixed_size;
-  }
+  if (rc == 0 && fixed) rc = fsl_check(c, f, offs, bits, slots);
   int64_t nchild = f->kind == PQ_FIELD_STRUCT ? f->n_children : 1;
   if (rc == 0) rc = sl_array_init(out, c->alloc, is_list && !fixed ? 2 : 1, nchild, c->error);
   if (rc == 0) {
@@ -458,6 +532,9 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
       rc = decoded(c, child) ? build(c, child, n, out->children[i])
                              : undecoded_field(c, child, n, out->children[i]);
     }
+    // (bits: now out's validity buffer, or still `validity`)
+    if (rc == 0 && fixed && elems != slots * f->fixed_size)
+      rc = spread(c, &f->children[0], out->children[0], bits, slots, f->fixed_size, 0);
     if (rc != 0) out->release(out);
   }
   sl_buffer_reset(&validity);
@@ -473,9 +550,9 @@ static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
 
 int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves,
                          const uint8_t* need, int64_t rows, const struct sluice_allocator* alloc,
-                         const char* file, int64_t rg, struct ArrowArray* out,
+                         const char* file, int64_t rg, int64_t first_row, struct ArrowArray* out,
                          struct sluice_error* error) {
   struct asm_ctx c = {.leaves = leaves, .need = need, .alloc = alloc, .file = file, .rg = rg,
-                      .error = error};
+                      .first_row = first_row, .top = f, .error = error};
   return build(&c, f, rows, out);
 }

@@ -14,10 +14,11 @@
 /// (indexed by leaf number; the leaves under `f` must have been read, or
 /// those `need` marks: a struct field with none of them read comes out as
 /// nulls). The leaves' buffers are moved into the array. `file` / `rg`
-/// name errors.
+/// name errors, and `first_row` (the first row's number in the row group)
+/// their rows.
 int sl_pq_assemble_field(const struct pq_field* f, struct pq_leaf_data* leaves,
                          const uint8_t* need, int64_t rows, const struct sluice_allocator* alloc,
-                         const char* file, int64_t rg, struct ArrowArray* out,
+                         const char* file, int64_t rg, int64_t first_row, struct ArrowArray* out,
                          struct sluice_error* error);
 
 #endif

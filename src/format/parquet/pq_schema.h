@@ -68,7 +68,7 @@ struct pq_field {
   int large;                         ///< 64-bit offsets (large_list / large_string / large_binary)
   int dict;                          ///< dictionary<index_format, format> output
   int dict_ordered;                  ///< ... whose order means something (pandas ordered categorical)
-  int32_t fixed_size;                ///< LIST read as fixed_size_list<N> (leaf child only)
+  int32_t fixed_size;                ///< LIST read as fixed_size_list<N> (no dictionary under it)
   int keys_sorted;                   ///< MAP whose ARROW:schema says its keys are sorted
   /// INT96: nanoseconds per unit of the timestamp read (1 = ns, the
   /// default; 1000 = us, ...: -O int96_timestamp_unit).
