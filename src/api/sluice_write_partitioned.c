@@ -1741,17 +1741,26 @@ int sl_write_partitioned(const struct sl_format_writer* writer, struct ArrowArra
   sl_text_init(&w.value, w.alloc);
   // part-0.parquet; part-0.csv.gz when the CSV is compressed whole; the
   // format's extension the output is named by, if any (out.tsv/ ->
-  // part-0.tsv, tab-separated as the CSV writer and reader take that name).
+  // part-0.tsv, tab-separated as the CSV writer and reader take that name),
+  // and its whole-file compression: out.tsv.gz/ holds part-0.tsv.gz, as
+  // out.tsv.gz is one such file (the parts were plain part-0.csv).
   static const char* const none[] = {"", NULL};
   const char* const* ext = writer->extensions != NULL ? writer->extensions : none;
-  size_t root_name = strlen(location);
-  while (root_name > 1 && location[root_name - 1] == '/') --root_name;
+  char root_name[4096];
+  size_t root_len = strlen(location);
+  while (root_len > 1 && location[root_len - 1] == '/') --root_len;
+  if (root_len >= sizeof root_name) root_len = 0;  // (too long to name a file anyway)
+  memcpy(root_name, location, root_len);
+  root_name[root_len] = '\0';
+  enum sl_compression kind =
+      writer->compressible ? sl_compression_for_name(root_name) : SL_COMPRESS_NONE;
+  if (kind != SL_COMPRESS_NONE) root_len -= sl_compression_suffix_length(root_name);
   for (const char* const* e = ext + 1; *e != NULL; ++e) {
-    if (sl_name_ends_with(location, root_name, *e)) ext = e;
+    if (sl_name_ends_with(root_name, root_len, *e)) ext = e;
   }
   char extension[64];
-  enum sl_compression kind = SL_COMPRESS_NONE;
-  if (writer->compressible && options->compression != NULL)
+  // A compression asked for by name wins over the suffix, as for one file.
+  if (writer->compressible && options->compression != NULL && options->compression[0] != '\0')
     (void)sl_compression_of_option(options->compression, &kind);  // (the sink refuses others)
   const char* whole = sl_compression_suffix(kind);
   snprintf(extension, sizeof extension, "%s%s", ext[0] != NULL ? ext[0] : "", whole);

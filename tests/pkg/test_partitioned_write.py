@@ -128,6 +128,48 @@ def test_a_directory_named_by_its_format_with_a_slash(tmp_path, name, fmt):
     assert sorted(got.column("v").to_pylist()) == sorted(t.column("v").to_pylist())
 
 
+@pytest.mark.parametrize("name", ["out.tsv.gz/", "out.csv.gz/", "out.csv.zst/", "out.tsv.zst",
+                                  "out.tsv.gzip/"])
+@pytest.mark.parametrize("partition", [True, False])
+def test_a_directory_named_compressed_text_compresses_its_parts(tmp_path, name, partition):
+    """'out.tsv.gz/' names tab-separated text compressed whole, as 'out.tsv.gz'
+    does for one file: its parts are part-0.tsv.gz, gzip-compressed and
+    tab-separated (they were plain comma-separated part-0.csv). pyarrow.csv
+    reads every part back, decompressed, with the input's values."""
+    import gzip
+    t = pa.table({"k": pa.array([1, 2, 1, 3, 2], pa.int64()),
+                  "v": pa.array(range(5), pa.int64()),
+                  "s": pa.array(["a", "b\tc", None, "d,e", "f"])})
+    ext = name.rstrip("/")[3:].replace(".gzip", ".gz")  # ".tsv.gz", ...
+    codec = "gzip" if ext.endswith(".gz") else "zstd"
+    delimiter = "\t" if ".tsv" in ext else ","
+    kw = {"partition_by": "k"} if partition else {"max_rows_per_file": 2}
+    sluice.write(t, str(tmp_path) + "/" + name, **kw)
+    root = tmp_path / name.rstrip("/")
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    if partition:
+        assert files == [f"k={k}/part-0{ext}" for k in (1, 2, 3)], files
+    else:
+        assert files == [f"part-{i}{ext}" for i in range(3)], files
+    rows = []
+    for f in files:
+        raw = (root / f).read_bytes()
+        magic = b"\x1f\x8b" if codec == "gzip" else b"\x28\xb5\x2f\xfd"
+        assert raw.startswith(magic), (f, raw[:8])
+        if codec == "gzip":
+            assert gzip.decompress(raw).split(b"\n", 1)[0] == delimiter.join(
+                ["v", "s"] if partition else ["k", "v", "s"]).encode()
+        stream = pa.CompressedInputStream(pa.BufferReader(raw), codec)
+        got = pcsv.read_csv(stream, parse_options=pcsv.ParseOptions(delimiter=delimiter),
+                            convert_options=pcsv.ConvertOptions(
+                                column_types={"s": pa.string()}, strings_can_be_null=True,
+                                quoted_strings_can_be_null=False)).to_pydict()
+        if partition:
+            got["k"] = [int(f.split("/")[0][2:])] * len(got["v"])
+        rows += zip(got["k"], got["v"], got["s"])
+    assert sorted(rows) == sorted(zip(*t.to_pydict().values()))
+
+
 def test_many_batches_in_and_out_of_order(tmp_path):
     # Sorted input gives batches of one partition (kept without a copy);
     # shuffled input splits every batch.

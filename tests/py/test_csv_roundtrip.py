@@ -214,6 +214,35 @@ def test_tsv_name_writes_tab_separated(sluice, tmp_path):
     assert got.to_pydict() == {"v": ["a", "c"], "w": [7, 9]}
 
 
+def test_compressed_tsv_directory_name_writes_compressed_tsv_parts(sluice, tmp_path):
+    """`convert x p.tsv.gz/ --partition-by k` (and a dataset of
+    --max-rows-per-file) writes part-0.tsv.gz files, gzip-compressed and
+    tab-separated as `convert x y.tsv.gz` writes one file: they were plain
+    comma-separated part-0.csv. pyarrow.csv reads them with the input's
+    values."""
+    keyed = pa.table({"k": pa.array([1, 2, 1], pa.int64()), "v": pa.array(["a", "b", "c"]),
+                      "w": pa.array([7, 8, 9], pa.int64())})
+    src = write_arrow(keyed, tmp_path / "k.arrow")
+    parse = pcsv.ParseOptions(delimiter="\t")
+    for name, codec in (("p.tsv.gz", "gzip"), ("p.tsv.zst", "zstd")):
+        root = tmp_path / name
+        sluice.run("convert", src, str(root) + "/", "--partition-by", "k")
+        ext = name[1:]
+        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+        assert files == [f"k=1/part-0{ext}", f"k=2/part-0{ext}"], files
+        stream = pa.CompressedInputStream(pa.OSFile(str(root / files[0])), codec)
+        assert pcsv.read_csv(stream, parse_options=parse).to_pydict() == {
+            "v": ["a", "c"], "w": [7, 9]}
+    root = tmp_path / "m.tsv.gz"
+    sluice.run("convert", src, str(root) + "/", "--max-rows-per-file", "2")
+    files = sorted(p.name for p in root.iterdir())
+    assert files == ["part-0.tsv.gz", "part-1.tsv.gz"], files
+    got = pa.concat_tables(
+        pcsv.read_csv(pa.CompressedInputStream(pa.OSFile(str(root / f)), "gzip"),
+                      parse_options=parse) for f in files)
+    assert got.to_pydict() == keyed.to_pydict()
+
+
 def test_float_format_point_keeps_whole_floats_floats(sluice, tmp_path):
     table = pa.table({"f": pa.array([1.0, -0.0, 2.0, 1e300, None, 3.0]),
                       "h": pa.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], pa.float32())})
