@@ -347,6 +347,20 @@ def test_avroc_reads_sluice_empty(tmp_path, sluice, avroc_reader):
     assert avroc_rows(avroc_reader, out, schema) == []
 
 
+@pytest.mark.parametrize("kind", ["enum", "fixed", "array", "map", "union"])
+def test_avroc_reads_sluice_copy_of_a_non_record_root(tmp_path, sluice, avroc_reader, kind):
+    """A copy `sluice convert` makes of a file whose root is no record is
+    written with that root again, its names kept (test_avro_writer.py):
+    avro-c parses it and reads the values fastavro reads from the original."""
+    from test_avro_writer import NON_RECORD_ROOTS
+    schema, rows = NON_RECORD_ROOTS[kind]
+    src, copy = tmp_path / "in.avro", tmp_path / "copy.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    sluice.run("convert", src, copy, "-W", "codec=deflate")
+    assert check_avroc_reads(avroc_reader, copy) == fastavro_raw(src)[1]
+
+
 def test_avrocat_reads_sluice_zoo(tmp_path, sluice, avrocat):
     """Debian's avrocat tool itself (its JSON is lossy for bytes with NUL
     bytes, so only the row count and the plain columns are checked)."""

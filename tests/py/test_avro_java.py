@@ -213,6 +213,24 @@ def test_java_reads_sluice_copy_with_the_original_schema(tmp_path, sluice, avro_
     assert tojson_lines(avro_tools, copy, avsc) == want
 
 
+@pytest.mark.parametrize("kind", ["enum", "array", "union"])
+def test_java_reads_sluice_copy_of_a_non_record_root(tmp_path, sluice, avro_tools, kind):
+    """A copy `sluice convert` makes of a fastavro file whose root is no
+    record keeps that root and its names: Java reads it with the original
+    schema as reader schema, as it reads the original (the copy was a record
+    Root of one field "value")."""
+    from test_avro_writer import NON_RECORD_ROOTS
+    schema, rows = NON_RECORD_ROOTS[kind]
+    src, copy, avsc = tmp_path / "in.avro", tmp_path / "copy.avro", tmp_path / "in.avsc"
+    avsc.write_text(json.dumps(schema))
+    with open(src, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    sluice.run("convert", src, copy)
+    want = tojson_lines(avro_tools, src)
+    assert len(want) == len(rows)
+    assert tojson_lines(avro_tools, copy, avsc) == want
+
+
 def test_java_reads_sluice_copy_of_fixed_decimals(tmp_path, sluice, avro_tools):
     """Decimals over fixed, as Java writes them (`fromjson`): sluice's copy
     keeps each fixed, so Java reads the copy with the original schema as

@@ -711,6 +711,110 @@ def test_convert_keeps_avro_names(tmp_path, sluice):
     assert [f["type"]["name"] for f in schema["fields"]] == ["com.example.Sub", "com.example.Color"]
 
 
+def avro_names(schema) -> list:
+    """(path, kind, full name) of every named type `schema` defines or
+    references, as fastavro resolves them (namespaces inherited, "namespace"
+    keys and dotted names alike)."""
+    out = []
+
+    def walk(t, path):
+        if isinstance(t, str):
+            if t not in ("null", "boolean", "int", "long", "float", "double", "bytes", "string"):
+                out.append((path, "ref", t))
+        elif isinstance(t, list):
+            for i, b in enumerate(t):
+                walk(b, f"{path}|{i}")
+        elif t["type"] in ("record", "error", "enum", "fixed"):
+            out.append((path, t["type"], t["name"]))
+            for f in t.get("fields", []):
+                walk(f["type"], f"{path}.{f['name']}")
+        elif t["type"] == "array":
+            walk(t["items"], path + "[]")
+        elif t["type"] == "map":
+            walk(t["values"], path + "{}")
+        elif isinstance(t["type"], (dict, list)):
+            walk(t["type"], path)
+    walk(fastavro.parse_schema(schema, _write_hint=False), "$")
+    return out
+
+
+def header_schema(path: Path):
+    """The schema JSON a file's header holds, as written."""
+    with open(path, "rb") as f:
+        return json.loads(fastavro.reader(f).metadata["avro.schema"])
+
+
+# Files whose root is not a record (sluice reads the one column "value" of
+# a wrapper row), with named records, enums and fixed in namespaces, one
+# referenced twice by name: test_convert_keeps_a_non_record_root.
+_ITEM = {"type": "record", "name": "Item", "namespace": "shop.v1", "fields": [
+    {"name": "sku", "type": {"type": "fixed", "name": "Sku", "size": 3}},
+    {"name": "state", "type": {"type": "enum", "name": "State", "namespace": "shop.common",
+                               "symbols": ["NEW", "USED"]}},
+    {"name": "was", "type": ["null", "shop.common.State"]},
+    {"name": "alt", "type": {"type": "array", "items": "Sku"}}]}
+_ITEM_ROWS = [{"sku": b"abc", "state": "NEW", "was": None, "alt": [b"xyz"]},
+              {"sku": b"def", "state": "USED", "was": "NEW", "alt": []}]
+NON_RECORD_ROOTS = {
+    "enum": ({"type": "enum", "name": "Color", "namespace": "paint", "symbols": ["RED", "BLUE"]},
+             ["RED", "BLUE", "RED"]),
+    "fixed": ({"type": "fixed", "name": "org.x.Id", "size": 2}, [b"ab", b"cd"]),
+    "array": ({"type": "array", "items": _ITEM}, [_ITEM_ROWS, [], _ITEM_ROWS[:1]]),
+    "map": ({"type": "map", "values": _ITEM}, [{"a": _ITEM_ROWS[0], "b": _ITEM_ROWS[1]}, {}]),
+    "nullable": (["null", _ITEM], [None, *_ITEM_ROWS]),
+    "union": (["null", _ITEM, {"type": "record", "name": "Other", "namespace": "shop.v2",
+                               "fields": [{"name": "s", "type": "shop.common.State"}]}],
+              [("shop.v1.Item", _ITEM_ROWS[0]), None, ("shop.v2.Other", {"s": "USED"})]),
+}
+
+
+@pytest.mark.parametrize("kind", list(NON_RECORD_ROOTS))
+def test_convert_keeps_a_non_record_root(tmp_path, sluice, kind):
+    """`sluice convert x.avro y.avro` of a file whose root is an enum, a
+    fixed, an array, a map or a union (fastavro writes them; sluice reads the
+    column "value") writes that root again, with every record, enum and fixed
+    keeping the full name fastavro gave it: the copy was a record "Root" of
+    one field "value", its named types renamed after the path (Root_value,
+    Root_value_item_state), so the original schema no longer read it."""
+    schema, rows = NON_RECORD_ROOTS[kind]
+    src, copy = tmp_path / "in.avro", tmp_path / "copy.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    sluice.run("convert", src, copy)
+    written = header_schema(copy)
+    assert avro_names(written) == avro_names(header_schema(src)), json.dumps(written)
+    with open(copy, "rb") as f:
+        assert list(fastavro.reader(f)) == fastavro_rows(src)[2]
+    with open(copy, "rb") as f:  # the original schema reads the copy
+        assert list(fastavro.reader(f, reader_schema=schema)) == fastavro_rows(src)[2]
+    back, want = tmp_path / "back.arrow", tmp_path / "want.arrow"
+    sluice.run("convert", copy, back)
+    sluice.run("convert", src, want)
+    assert feather.read_table(back).equals(feather.read_table(want))
+
+
+def test_non_record_root_with_other_columns_is_a_record(tmp_path, sluice):
+    """A non-record root's column "value" next to others (the Avro schema
+    still in the Arrow schema's metadata) is a field of a record "Root"; its
+    named types keep their names there (they were Root_value_item, ...)."""
+    schema, rows = NON_RECORD_ROOTS["array"]
+    src, arrow, out = tmp_path / "in.avro", tmp_path / "in.arrow", tmp_path / "out.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    sluice.run("convert", src, arrow)
+    table = feather.read_table(arrow)
+    assert b"avro.schema" in table.schema.metadata
+    table = table.append_column("n", pa.array(range(table.num_rows), pa.int64()))
+    two = tmp_path / "two.arrow"
+    write_arrow(two, table)
+    sluice.run("convert", two, out)
+    written = header_schema(out)
+    assert written["name"] == "Root" and [f["name"] for f in written["fields"]] == ["value", "n"]
+    want = [(p.replace("$", "$.value", 1), k, n) for p, k, n in avro_names(header_schema(src))]
+    assert avro_names(written)[1:] == want
+    assert fastavro_rows(out)[2] == [{"value": r, "n": i} for i, r in enumerate(rows)]
+
+
 def test_union_member_names_name_records(tmp_path, sluice):
     """Without an Avro schema, a union's struct members are records named
     after the members (Foo, Bar), as the reader names branches; a name used

@@ -45,7 +45,9 @@
 // schema the stream came from (schema metadata "avro.schema"; a record only
 // while it has that schema's fields in that order), else a union member's
 // name, else one after their path ("Root" at the top, "Root_a_b",
-// "Root_l_item"), made unique (see "Names" below). Field
+// "Root_l_item"), made unique (see "Names" below). A schema whose root is
+// no record names the column "value" the reader made of it; that column
+// alone is written as the root (ensure_header). Field
 // names that are not Avro names ([A-Za-z_][A-Za-z0-9_]*) are sanitized:
 // other characters become '_', a leading digit gets a '_' in front, and two
 // fields sanitized to the same name are an error.
@@ -1703,6 +1705,21 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   int have = v != NULL && vn > 0 &&
              sl_avro_schema_parse(v, (size_t)vn, w->ctx.alloc, &parsed, &ignored) == 0;
   const struct avro_node* src = have ? parsed.root : NULL;
+  // A root that is no record (an enum, array, union...) the reader read as
+  // the column "value" of a wrapper row: that column takes the root's names,
+  // and alone it is written as the root again (a record of one field is
+  // encoded as that field's value alone), so the copy has the source's schema.
+  struct avro_node* wrapped = NULL;
+  char value[] = "value";  // (the reader's name for it, avro_schema.c)
+  char* value_name = value;
+  struct avro_node wrapper = {.kind = AVRO_RECORD, .n = 1, .items = &wrapped, .names = &value_name};
+  int unwrap = 0;
+  if (src != NULL && src->kind != AVRO_RECORD) {
+    wrapped = (struct avro_node*)src;
+    src = &wrapper;
+    unwrap = w->schema.n_children == 1 && w->schema.children[0]->name != NULL &&
+             strcmp(w->schema.children[0]->name, value) == 0;
+  }
   // The top-level record: the source's (with the same fields in the same
   // order), else "Root".
   const char* want = src_name(src, AVRO_RECORD, NULL);
@@ -1717,8 +1734,22 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   if (rc == 0 && (!json_is_object(js) || relative_names(js, "") != 0)) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
+  if (rc == 0 && unwrap) {
+    json_t* field = json_array_get(json_object_get(js, "fields"), 0);
+    json_t* type = json_object_get(field, "type");
+    if (type == NULL) {
+      rc = sl_error_set(error, ENOMEM, "avro: out of memory");
+    } else {
+      json_incref(type);
+      json_decref(js);
+      js = type;
+    }
+  }
   // As Java writes it: a short name and its namespace.
-  const char* full = rc == 0 ? json_string_value(json_object_get(js, "name")) : NULL;
+  const char* full =
+      rc == 0 && json_is_object(js) && is_named_kind(json_string_value(json_object_get(js, "type")))
+          ? json_string_value(json_object_get(js, "name"))
+          : NULL;
   if (full != NULL && (dot = strrchr(full, '.')) != NULL) {
     snprintf(top, sizeof top, "%s", dot + 1);
     namespace_of(full, ns, sizeof ns);
@@ -1727,7 +1758,8 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
       rc = sl_error_set(error, ENOMEM, "avro: out of memory");
     }
   }
-  if (rc == 0 && (text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL) {
+  if (rc == 0 &&
+      (text = json_dumps(js, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)) == NULL) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
   if (rc == 0) rc = write_header(&w->ctx, text, &w->schema, &w->root, w->sink, error);
