@@ -815,6 +815,41 @@ def test_non_record_root_with_other_columns_is_a_record(tmp_path, sluice):
     assert fastavro_rows(out)[2] == [{"value": r, "n": i} for i, r in enumerate(rows)]
 
 
+def test_renamed_column_keeps_its_types_names(tmp_path, sluice):
+    """A column renamed after the read (the Avro schema still in the Arrow
+    schema's metadata) keeps the names of its records, enums and fixed: it
+    takes the source field at its position, which no column names. They
+    were named after the path (Root_addr, Root_addr_kind), and the type the
+    next column used by reference was defined there under its own name. The
+    top level's fields differ, so it is Root, as for a projection."""
+    src, arrow, out = tmp_path / "in.avro", tmp_path / "in.arrow", tmp_path / "out.avro"
+    with open(src, "wb") as f:
+        fastavro.writer(f, NAMED_SCHEMA, NAMED_ROWS)
+    sluice.run("convert", src, arrow)
+    table = feather.read_table(arrow)
+    renamed = [{"rec": "record", "f": "digest"}.get(n, n) for n in table.column_names]
+    table = table.rename_columns(renamed).replace_schema_metadata(table.schema.metadata)
+    moved = tmp_path / "renamed.arrow"
+    write_arrow(moved, table)
+    sluice.run("convert", moved, out)
+    written = header_schema(out)
+    assert written["name"] == "Root"
+    rename = {"$.rec": "$.record", "$.f": "$.digest"}
+
+    def renamed_path(p):
+        for old, new in rename.items():
+            if p == old or p.startswith(old + ".") or p.startswith(old + "["):
+                return new + p[len(old):]
+        return p
+    want = [(renamed_path(p), k, n) for p, k, n in avro_names(NAMED_SCHEMA)[1:]]
+    assert avro_names(written)[1:] == want, json.dumps(written)
+    with open(src, "rb") as f:
+        orig = list(fastavro.reader(f))
+    for row in orig:
+        row["record"], row["digest"] = row.pop("rec"), row.pop("f")
+    assert fastavro_rows(out)[2] == [{n: r[n] for n in renamed} for r in orig]
+
+
 def test_union_member_names_name_records(tmp_path, sluice):
     """Without an Avro schema, a union's struct members are records named
     after the members (Foo, Bar), as the reader names branches; a name used

@@ -43,7 +43,8 @@
 //
 // Names: records, enums and fixed types keep the full names of the Avro
 // schema the stream came from (schema metadata "avro.schema"; a record only
-// while it has that schema's fields in that order), else a union member's
+// while it has that schema's fields in that order; a column renamed since
+// takes the source field at its place), else a union member's
 // name, else one after their path ("Root" at the top, "Root_a_b",
 // "Root_l_item"), made unique (see "Names" below). A schema whose root is
 // no record names the column "value" the reader made of it; that column
@@ -473,13 +474,21 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
   }
   // Field names made so far, and the source record's, hashed: searching
   // them linearly for each field took minutes on 100k columns.
-  struct sl_name_set made, src_names;
+  struct sl_name_set made, src_names, columns;
   sl_name_set_init(&made, ctx->alloc);
   sl_name_set_init(&src_names, ctx->alloc);
+  sl_name_set_init(&columns, ctx->alloc);
   int rc = 0;
+  // As many fields as the source record: a column it has no field of (one
+  // renamed) is the source's field at its position, unless a column has
+  // that field's name; so a renamed column keeps its types' names.
+  int by_position = src != NULL && src->kind == AVRO_RECORD && src->n == s->n_children;
   if (src != NULL && src->kind == AVRO_RECORD) {
     for (int64_t i = 0; rc == 0 && i < src->n; ++i) {
       rc = sl_name_set_put(&src_names, src->names[i], i);  // distinct: the parser checks
+    }
+    for (int64_t i = 0; rc == 0 && by_position && i < s->n_children; ++i) {
+      if (s->children[i]->name != NULL) rc = sl_name_set_put(&columns, s->children[i]->name, i);
     }
     if (rc != 0) rc = sl_error_set(error, ENOMEM, "avro: out of memory");
   }
@@ -503,6 +512,7 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     snprintf(sub, sizeof sub, "%.200s_%.200s", path, child->field_name);
     json_t* t = NULL;
     int64_t from = c->name != NULL ? sl_name_set_find(&src_names, c->name) : -1;
+    if (from < 0 && by_position && sl_name_set_find(&columns, src->names[i]) < 0) from = i;
     rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1,
                from >= 0 ? src->items[from] : NULL, NULL, &t, error);
     if (rc != 0) break;
@@ -518,6 +528,7 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
   ctx->ns = outer;
   sl_name_set_release(&made);
   sl_name_set_release(&src_names);
+  sl_name_set_release(&columns);
   if (rc != 0) {
     json_decref(rec);
     return rc;
