@@ -1014,6 +1014,8 @@ static void planned_close(struct planned* p) {
   sl_source_close(p->src);
 }
 
+static void check_splits_last_first(const char* path, int64_t rows);
+
 /// count_split_rows gives each split the rows that decoding it yields.
 /// Returns the number of splits.
 static int64_t check_counted_split_rows(const char* path) {
@@ -1062,6 +1064,7 @@ static void test_byte_range_splits(void** state) {
   test_temp_path("splits.avro", path, sizeof path);
   assert_int_equal(test_write_file(path, f.buf, f.n), 0);
   assert_true(check_counted_split_rows(path) >= 4);
+  check_splits_last_first(path, rows);
   // A bad sync marker found while counting: an error, and no counts.
   uint8_t saved = f.buf[f.n - 1];
   f.buf[f.n - 1] ^= 0xFF;
@@ -1151,21 +1154,68 @@ static int read_both_ways(const char* path, int64_t* rows, struct sluice_error* 
   return rc;
 }
 
+/// Decodes the splits of `path` last first (so that each finds its first
+/// block before the splits ahead of it have run) and checks that together,
+/// in plan order, they hold rows a = 0..rows-1 once each.
+static void check_splits_last_first(const char* path, int64_t rows) {
+  struct planned p;
+  plan_file(path, &p);
+  assert_true(p.n >= 2);
+  struct sluice_error err = {0};
+  int64_t* first = calloc((size_t)p.n, sizeof *first);
+  int64_t* count = calloc((size_t)p.n, sizeof *count);
+  assert_non_null(first);
+  assert_non_null(count);
+  for (int64_t i = p.n - 1; i >= 0; --i) {
+    void* st;
+    int projected;
+    assert_int_equal(p.fmt->split_open(p.reader, &p.splits[i], NULL, 0, &st, &projected, &err),
+                     0);
+    for (;;) {
+      struct ArrowArray b;
+      if (p.fmt->split_next(st, &b, &err) != 0) fail_msg("split %lld: %s", (long long)i, err.message);
+      if (b.release == NULL) break;
+      const struct ArrowArray* a = b.children[0];
+      const int64_t* av = (const int64_t*)a->buffers[1] + a->offset;
+      for (int64_t k = 0; k < b.length; ++k, ++count[i]) {
+        if (count[i] == 0) first[i] = av[k];
+        if (av[k] != first[i] + count[i]) fail_msg("split %lld: row %lld", (long long)i, (long long)av[k]);
+      }
+      b.release(&b);
+    }
+    p.fmt->split_close(st);
+  }
+  int64_t next = 0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    if (count[i] == 0) continue;
+    if (first[i] != next) fail_msg("split %lld starts at row %lld, not %lld", (long long)i,
+                                   (long long)first[i], (long long)next);
+    next += count[i];
+  }
+  assert_int_equal(next, rows);
+  free(first);
+  free(count);
+  planned_close(&p);
+}
+
 /// The sync marker's bytes inside the data of a block that crosses a split
 /// boundary: the next split skips them (no block follows) and the split read
 /// equals the serial one. A forged block after such a copy, whose objects do
 /// not fit it, is not believed: the next split finds its first block by
 /// walking the blocks from the first, and the read still equals the serial
 /// one (it was an error). A forged block that holds its objects and ends
-/// where the real one does, so that real blocks follow, would start the next
-/// split inside that data: an error naming the offset, not rows read twice
-/// or lost.
-static void test_sync_marker_in_data(void** state) {
-  (void)state;
+/// where the real one does, so that real blocks follow, is believed by a
+/// search for the marker: a mapped file's splits walk to their first block,
+/// so the read still equals the serial one, in any order of the splits
+/// (it was an error); where a walk would be a request per block (a remote
+/// object, read here as one that is not mapped) it is an error naming the
+/// offset, not rows read twice or lost. `mib`: the boundary's MiB (8 for
+/// the split boundary of an object that is not mapped).
+static void sync_marker_in_data(size_t mib) {
   struct big f = {0};
   size_t data_start = big_header(&f);
   int64_t rows = 0;
-  const size_t boundary = data_start + ((size_t)1 << 20);
+  const size_t boundary = data_start + (mib << 20);
   while (f.n + 40000 < boundary) {
     big_block(&f, rows, 500, -1, 0);
     rows += 500;
@@ -1175,8 +1225,8 @@ static void test_sync_marker_in_data(void** state) {
   assert_true(at < boundary && at + ((size_t)128 << 10) > boundary + 100);
   rows += 1;
   for (int k = 0; k < 60; ++k, rows += 500) big_block(&f, rows, 500, -1, 0);
-  // Bigger than 2 MiB in all, so there are at least two splits.
-  while (f.n < data_start + ((size_t)5 << 19)) {
+  // 1.5 MiB past the boundary, so there are at least two splits.
+  while (f.n < boundary + ((size_t)3 << 19)) {
     big_block(&f, rows, 500, -1, 0);
     rows += 500;
   }
@@ -1211,13 +1261,35 @@ static void test_sync_marker_in_data(void** state) {
   memcpy(f.buf + marker, k_sync, 16);
   memcpy(f.buf + marker + 16, forged_block, sizeof forged_block);
   assert_int_equal(test_write_file(path, f.buf, f.n), 0);
-  assert_int_not_equal(read_both_ways(path, &got, &err), 0);
+  got = 0;
+  if (read_both_ways(path, &got, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(got, rows);
+  check_splits_last_first(path, rows);
+  if (mib != 8) {
+    unlink(path);
+    free(f.buf);
+    return;
+  }
+  struct sl_source* src;
+  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
+  src->mapped = 0;  // read_at still works: as a remote object reads
+  struct result* r = malloc(sizeof *r);
+  assert_non_null(r);
+  assert_int_not_equal(read_source(src, NULL, NULL, 0, 0, r, &err), 0);
+  sl_source_close(src);
+  free(r);
   assert_non_null(strstr(err.message, "cannot be read in byte-range splits"));
   char where[64];
   snprintf(where, sizeof where, "byte %zu", marker);
   if (strstr(err.message, where) == NULL) fail_msg("%s (wanted %s)", err.message, where);
   unlink(path);
   free(f.buf);
+}
+
+static void test_sync_marker_in_data(void** state) {
+  (void)state;
+  sync_marker_in_data(1);
+  sync_marker_in_data(8);
 }
 
 /// Reads `path` in byte-range splits and through a forward-only source:

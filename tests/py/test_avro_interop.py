@@ -746,6 +746,50 @@ def test_sync_marker_and_a_block_inside_data(tmp_path):
             assert ipc.open_stream(f).read_all().column("i").to_pylist() == want, threads
 
 
+def test_embedded_avro_file_with_the_same_sync_marker(tmp_path):
+    """Two rows hold, in a bytes field, a whole Avro file of 3 MB written
+    with the outer file's sync marker and schema (fastavro's sync_marker=):
+    its blocks hold up as blocks for far more than the 1 MiB a split checks
+    past its first marker, so a split boundary before them started a split
+    inside the outer block. sluice reads the rows fastavro reads, from a
+    path with 1, 2 and 8 threads (1 MiB splits: 10 of them) and from a
+    pipe. It refused the path ("the sync marker also occurs inside the
+    data ... read it from a pipe"), with 1 thread too."""
+    binary = os.environ.get("SLUICE_BIN")
+    if not binary:
+        pytest.skip("needs the sluice CLI")
+    import io
+    sch = {"type": "record", "name": "R", "fields": [{"name": "i", "type": "long"},
+                                                     {"name": "b", "type": "bytes"}]}
+    sync = bytes(range(16))
+    inner = io.BytesIO()
+    fastavro.writer(inner, sch, ({"i": -j, "b": bytes([j % 251]) * 900} for j in range(3500)),
+                    sync_marker=sync, sync_interval=16000)
+    emb = inner.getvalue()
+    path = tmp_path / "embedded_file.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, sch, ({"i": i, "b": emb if i in (40, 190) else b"y" * 20000}
+                                 for i in range(250)), sync_marker=sync, sync_interval=16000)
+    assert path.stat().st_size > 10 << 20
+    with open(path, "rb") as f:
+        want = [(r["i"], r["b"]) for r in fastavro.reader(f)]
+    assert [i for i, _ in want] == list(range(250))
+    for threads in ("1", "2", "8", "pipe"):
+        out = tmp_path / "out.arrows"
+        if threads == "pipe":
+            with open(path, "rb") as f:
+                proc = subprocess.run([binary, "convert", "-f", "avro", "-", str(out)], stdin=f,
+                                      capture_output=True, timeout=300)
+        else:
+            proc = subprocess.run([binary, "--threads", threads, "convert", str(path), str(out)],
+                                  capture_output=True, timeout=300)
+        assert proc.returncode == 0, (threads, proc.stderr.decode(errors="replace"))
+        with open(out, "rb") as f:
+            got = ipc.open_stream(f).read_all()
+        assert list(zip(got.column("i").to_pylist(), got.column("b").to_pylist())) == want, \
+            threads
+
+
 @pytest.mark.parametrize("name", ["Beträge", "1R", "a-b", "R.", "a..b"])
 def test_type_names_outside_the_spec(name, tmp_path):
     """Type names that the spec's [A-Za-z_][A-Za-z0-9_]* does not allow are

@@ -6,6 +6,7 @@
 #include "avro_reader.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +66,15 @@ struct avro_reader {
   int64_t pos;  ///< after the header
   int forward;
   int scanned;  ///< forward-only: the one split was opened
+  /// A mapped file's plan: split k starts at byte pos + k * split_bytes,
+  /// and chain_at[k] is the header of its first block (the first whose
+  /// header is at or past that byte; -1 = not known yet), block number
+  /// chain_no[k], as found by walking the blocks (chain_start). Splits
+  /// publish what they find, so that the next one walks from there.
+  int64_t split_bytes;
+  int64_t n_chain;
+  _Atomic int64_t* chain_at;
+  _Atomic int64_t* chain_no;
 };
 
 /* ---- byte input over either kind of source ------------------------------------ */
@@ -137,6 +147,8 @@ static void reader_close(void* reader) {
   sl_avro_schema_release(&r->reader_schema);
   if (r->reader_json) sl_free(alloc, r->reader_json, r->reader_json_len + 1);
   if (r->arrow.release) r->arrow.release(&r->arrow);
+  sl_free(alloc, r->chain_at, (size_t)r->n_chain * sizeof *r->chain_at);
+  sl_free(alloc, r->chain_no, (size_t)r->n_chain * sizeof *r->chain_no);
   sl_free(alloc, r, sizeof *r);
 }
 
@@ -407,16 +419,61 @@ static int marker_believed(struct avro_reader* r, const struct sl_view* range, i
 }
 
 /// The first block that starts at or after `begin`, found by walking the
-/// blocks from the first one (every marker checked, the errors naming the
-/// block): *at (r->source->size if none) and its number.
-static int walk_to_block(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
-                         struct sluice_error* error) {
+/// blocks from block *number at *at, a real block's header (every marker
+/// checked, the errors naming the block): *at (r->source->size if none)
+/// and its number.
+static int walk_blocks(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
+                       struct sluice_error* error) {
   const struct sl_view none = {0};
   char label[48];
-  *number = 0;
-  for (*at = r->pos; *at < begin && *at < r->source->size; ++*number) {
+  for (; *at < begin && *at < r->source->size; ++*number) {
     snprintf(label, sizeof label, "block %" PRId64, *number);
     SL_RETURN_NOT_OK(check_block_at(r, &none, 0, *at, label, at, error));
+  }
+  return 0;
+}
+
+/// walk_blocks from the file's first block.
+static int walk_to_block(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
+                         struct sluice_error* error) {
+  *at = r->pos;
+  *number = 0;
+  return walk_blocks(r, begin, at, number, error);
+}
+
+/// The planned split (chain_at's index) that starts at byte `offset`, or -1.
+static int64_t chain_index(const struct avro_reader* r, int64_t offset) {
+  if (r->chain_at == NULL || offset < r->pos || (offset - r->pos) % r->split_bytes != 0) return -1;
+  int64_t k = (offset - r->pos) / r->split_bytes;
+  return k < r->n_chain ? k : -1;
+}
+
+/// Split k's first block is at `at`, block number `number` (walked: exact).
+static void chain_publish(struct avro_reader* r, int64_t k, int64_t at, int64_t number) {
+  if (k < 0 || k >= r->n_chain) return;
+  atomic_store(&r->chain_no[k], number);  // before chain_at, which readers test first
+  atomic_store(&r->chain_at[k], at);
+}
+
+/// A mapped file: the first block at or after `begin` (a split's first
+/// byte) and its number, walked from the nearest planned split before it
+/// whose first block is known (the file's first block at worst), so that
+/// each split mostly walks the headers of the one before it. Walking is
+/// exact where a search for the marker is not: the marker's 16 bytes inside
+/// data (an Avro file written with the same marker, stored in a bytes
+/// field) may be followed by megabytes of what are blocks in every way.
+/// Headers and markers alone are read, from memory already mapped.
+static int chain_start(struct avro_reader* r, int64_t begin, int64_t* at, int64_t* number,
+                       struct sluice_error* error) {
+  int64_t k = chain_index(r, begin);
+  if (k < 0) return walk_to_block(r, begin, at, number, error);
+  int64_t j = k;
+  while (j > 0 && atomic_load(&r->chain_at[j]) < 0) --j;
+  *at = j > 0 ? atomic_load(&r->chain_at[j]) : r->pos;
+  *number = j > 0 ? atomic_load(&r->chain_no[j]) : 0;
+  for (++j; j <= k; ++j) {  // each split on the way learns its first block too
+    SL_RETURN_NOT_OK(walk_blocks(r, r->pos + j * r->split_bytes, at, number, error));
+    chain_publish(r, j, *at, *number);
   }
   return 0;
 }
@@ -567,6 +624,27 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   int64_t count = (total + target - 1) / target;
   struct sl_split* s = sl_calloc(r->alloc, (size_t)count, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+  if (r->source->mapped) {
+    sl_free(r->alloc, r->chain_at, (size_t)r->n_chain * sizeof *r->chain_at);
+    sl_free(r->alloc, r->chain_no, (size_t)r->n_chain * sizeof *r->chain_no);
+    r->n_chain = 0;
+    r->chain_at = sl_alloc(r->alloc, (size_t)count * sizeof *r->chain_at);
+    r->chain_no = sl_alloc(r->alloc, (size_t)count * sizeof *r->chain_no);
+    if (r->chain_at == NULL || r->chain_no == NULL) {
+      sl_free(r->alloc, r->chain_at, (size_t)count * sizeof *r->chain_at);
+      sl_free(r->alloc, r->chain_no, (size_t)count * sizeof *r->chain_no);
+      r->chain_at = NULL;
+      r->chain_no = NULL;
+      sl_free(r->alloc, s, (size_t)count * sizeof *s);
+      return sl_error_set(error, ENOMEM, "%s: out of memory", r->source->name);
+    }
+    r->n_chain = count;
+    r->split_bytes = target;
+    for (int64_t k = 0; k < count; ++k) {
+      atomic_init(&r->chain_at[k], k == 0 ? r->pos : -1);
+      atomic_init(&r->chain_no[k], 0);
+    }
+  }
   int64_t ratio = r->codec == AVRO_CODEC_NULL ? 1 : 3;
   for (int64_t k = 0; k < count; ++k) {
     int64_t off = r->pos + k * target;
@@ -607,7 +685,10 @@ static int reader_count_split_rows(void* reader, struct sl_split* splits, int64_
       rc = bad_sync(r, label, b.data + b.size, error);
       break;
     }
-    while (k + 1 < n && b.header >= splits[k + 1].offset) ++k;
+    while (k + 1 < n && b.header >= splits[k + 1].offset) {
+      ++k;
+      chain_publish(r, chain_index(r, splits[k].offset), b.header, i);  // spares the walks
+    }
     splits[k].est_rows = b.count > INT64_MAX - splits[k].est_rows ? INT64_MAX
                                                                    : splits[k].est_rows + b.count;
   }
@@ -627,6 +708,7 @@ struct avro_split {
   struct sl_view range;  ///< ranged: the split's bytes, fetched once (see fetch_range)
   int64_t range_off;     ///< the file offset of range.data[0]
   int numbered;   ///< block numbers are known (the split starts at the first block)
+  int64_t chain;  ///< a mapped file: the planned split's index (chain_index), else -1
   int64_t fpos;                   ///< forward: stream position
   struct sl_builder root;
   struct sl_builder** bld;
@@ -739,6 +821,7 @@ static int split_open(void* reader, const struct sl_split* split, const int64_t*
     s->pos = s->numbered ? r->pos : -1;
     s->end = split->offset + split->length;
     s->begin = split->offset;
+    s->chain = chain_index(r, split->offset);
   }
   struct ArrowSchema proj = {0};
   if (rc == 0) {
@@ -786,15 +869,24 @@ static int fetch_range(struct avro_split* s, struct sluice_error* error) {
   return sl_source_read_at(r->source, lo, hi - lo, &s->range, error);
 }
 
-/// The split's first block: right after the first sync marker that ends at
-/// or after its first byte, starts before its end and is followed by a block
-/// (none: no blocks). When that marker is not believed (marker_believed), it
-/// may be a copy inside a block's data: the first block is then found by
-/// walking the blocks from the file's first, as a pipe reads them.
+/// The split's first block. A mapped file's is walked to (chain_start).
+/// Else (a remote object, where a walk is a request per block) it is right
+/// after the first sync marker that ends at or after its first byte, starts
+/// before its end and is followed by a block (none: no blocks). When that
+/// marker is not believed (marker_believed), it may be a copy inside a
+/// block's data: the first block is then found by walking the blocks from
+/// the file's first, as a pipe reads them.
 static int find_first_block(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
   int64_t at;
   SL_RETURN_NOT_OK(fetch_range(s, error));
+  if (r->source->mapped) {
+    int64_t number;
+    SL_RETURN_NOT_OK(chain_start(r, s->begin, &s->pos, &number, error));
+    s->numbered = 1;
+    s->blocks_seen = number;
+    return 0;
+  }
   SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, s->begin - AVRO_SYNC_LEN,
                                     s->end - AVRO_SYNC_LEN, &at, error));
   s->pos = at < 0 ? INT64_MAX : at + AVRO_SYNC_LEN;
@@ -822,11 +914,15 @@ static int find_first_block(struct avro_split* s, struct sluice_error* error) {
 /// than a wrong answer).
 static int check_next_split_start(struct avro_split* s, struct sluice_error* error) {
   struct avro_reader* r = s->r;
+  // A mapped file's splits start where the walk leads (chain_start): this
+  // split's end is the next one's start, which it need not walk to again.
+  if (s->chain >= 0 && s->pos != INT64_MAX) chain_publish(r, s->chain + 1, s->pos, s->blocks_seen);
   if (s->pos == INT64_MAX || s->pos >= r->source->size) return 0;
   char label[48];
   if (s->numbered) snprintf(label, sizeof label, "block %" PRId64, s->blocks_seen);
   else snprintf(label, sizeof label, "block");
   SL_RETURN_NOT_OK(check_block_at(r, &s->range, s->range_off, s->pos, label, NULL, error));
+  if (r->source->mapped) return 0;
   for (int64_t from = s->end - AVRO_SYNC_LEN; from < s->pos - AVRO_SYNC_LEN;) {
     int64_t at;
     SL_RETURN_NOT_OK(find_block_start(r, &s->range, s->range_off, from, s->pos - AVRO_SYNC_LEN,
