@@ -273,6 +273,36 @@ def test_avro_matches_fastavro(data_dir):
     assert t.to_pandas()["s"].tolist()[:3] == [want[0]["s"] or t.to_pandas()["s"][0], "v1", "v2"]
 
 
+def test_avro_file_inside_avro_with_the_same_sync_marker(data_dir):
+    """A row holds, in a bytes field, a 3 MB Avro file written with the
+    outer file's sync marker and schema, whose blocks hold up as blocks past
+    the 1 MiB a marker search checks: sluice.read gives fastavro's rows with
+    1 and 2 threads, in order and as they come (placed by the split row
+    counts, which agree with what the splits decode). It was an error
+    ("cannot be read in byte-range splits"), with 1 thread too."""
+    import io
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "i", "type": "long"}, {"name": "b", "type": "bytes"}]}
+    sync = bytes(range(16))
+    inner = io.BytesIO()
+    fastavro.writer(inner, schema, ({"i": -j, "b": bytes([j % 251]) * 900} for j in range(3500)),
+                    sync_marker=sync, sync_interval=16000)
+    path = data_dir / "embedded.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, ({"i": i, "b": inner.getvalue() if i == 40 else b"y" * 20000}
+                                    for i in range(100)), sync_marker=sync, sync_interval=16000)
+    with open(path, "rb") as f:
+        want = list(fastavro.reader(f))
+    rows = sluice._sluice.open(str(path), threads=2).split_rows()
+    assert len(rows) >= 4 and sum(rows) == len(want), rows
+    for threads in (1, 2):
+        for ordered in (True, False):
+            got = sluice.read(path, threads=threads, ordered=ordered).to_pylist()
+            if not ordered:
+                got.sort(key=lambda r: r["i"])
+            assert got == want, (threads, ordered)
+
+
 @pytest.mark.skipif(not has_format("parquet"), reason="this build reads no parquet")
 def test_parquet_matches_pyarrow(data_dir):
     t = pa.table({"a": pa.array(range(10_000), pa.int64()),
