@@ -455,9 +455,9 @@ static int walk_blocks(struct avro_reader* r, int64_t begin, int64_t* at, int64_
   int64_t size = r->source->size;
   if (r->source->mapped) {
     // Headers and markers read in place through a window of the mapping,
-    // without two views and a label per block (files of 1 KiB blocks were
-    // walked 30% slower so). A block that fails is walked again below, for
-    // its error.
+    // not with two views (two counts on the mapping's shared reference,
+    // which every split's thread touches) and a label per block. A block
+    // that fails is walked again below, for its error.
     struct sl_view win = {0};
     int64_t win_off = 0;
     struct sluice_error scratch;
