@@ -1129,6 +1129,30 @@ def test_dictionary_option_required_string_under_null_parents(sluice_bin, tmp_pa
     assert got.to_pylist() == pq.read_table(path).to_pylist()
 
 
+@pytest.mark.parametrize("child", ["string", "large_string"])
+def test_dictionary_option_leaves_fixed_size_lists_alone(sluice_bin, tmp_path, child):
+    """-O dictionary=true reads the strings inside a fixed_size_list as
+    strings, whatever the data: with a null list (its slots get fillers)
+    the read failed ('a fixed_size_list of dictionaries'), without one it
+    gave dictionaries. Other string columns become dictionaries."""
+    t = FSL_CHILDREN[child]
+    for nulls in (True, False):
+        table = fsl_table(t).append_column("plain", pa.array(["p%d" % (i % 3) for i in range(11)]))
+        if not nulls:
+            table = table.select(["r", "plain"]).filter(pa.array([i % 3 != 0 for i in range(11)]))
+        path = tmp_path / f"fsl_dict_{nulls}.parquet"
+        pq.write_table(table, path, row_group_size=4)
+        got = sluice_read(sluice_bin, path, options=["dictionary=true"])
+        got.validate(full=True)
+        want = pyarrow_read(path)
+        for name in table.column_names:
+            if name == "plain":
+                assert got.schema.field(name).type == pa.dictionary(pa.int32(), pa.string())
+            else:
+                assert got.schema.field(name).type == want.schema.field(name).type, name
+        assert got.to_pylist() == want.to_pylist()
+
+
 def test_dictionary_option(sluice_bin, tmp_path):
     """-O dictionary=true: a string column comes out as dictionary<int32,
     string> whether its chunks were dictionary-encoded or not (what pyarrow's

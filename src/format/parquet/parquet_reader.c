@@ -226,10 +226,28 @@ static int check_row_groups(struct pq_reader* r, struct sluice_error* error) {
   return 0;
 }
 
+/// Whether leaf `l` lies inside a fixed_size_list of the tree under `f`.
+static int in_fixed_size_list(const struct pq_field* f, int64_t l) {
+  while (f->kind != PQ_FIELD_LEAF) {
+    if (f->fixed_size > 0) return 1;
+    const struct pq_field* next = NULL;
+    for (int64_t i = 0; i < f->n_children && next == NULL; ++i) {
+      const struct pq_field* c = &f->children[i];
+      if (l >= c->first_leaf && l < c->first_leaf + c->n_leaves) next = c;
+    }
+    if (next == NULL) return 0;
+    f = next;
+  }
+  return 0;
+}
+
 /// dictionary=true: string columns come out as dictionary<int32, utf8>,
 /// however a chunk was encoded (a chunk of plain values is dictionary-encoded
 /// as it is read, as pyarrow's read_dictionary does), so that the type does
-/// not depend on the writer: a dataset of files from several has one.
+/// not depend on the writer: a dataset of files from several has one. Not
+/// inside a fixed_size_list, whose null lists get filler values (an index
+/// would need a dictionary entry that an all-null batch lacks), so that the
+/// type does not depend on the data either.
 static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
   int changed = 0;
   for (int64_t l = 0; l < r->schema.n_leaves; ++l) {
@@ -240,6 +258,7 @@ static int use_dictionaries(struct pq_reader* r, struct sluice_error* error) {
     int32_t len;
     if (f->extension != NULL || sl_metadata_find(f->metadata, "ARROW:extension:name", &len) != NULL)
       continue;
+    if (in_fixed_size_list(&r->schema.root, l)) continue;
     f->dict = 1;
     strcpy(f->dict_index_format, "i");
     changed = 1;
