@@ -11,6 +11,7 @@
 #include "core/sl_buffer.h"
 #include "core/sl_ref.h"
 #include "fb_read.h"
+#include "format/sl_format.h"
 
 /// Deepest nesting of fields accepted: bounds recursion on hostile input.
 #define IPC_MAX_DEPTH 64
@@ -97,9 +98,23 @@ int sl_ipc_schema_parse(const struct fb_table* schema_table, int16_t version, un
                      struct ipc_schema* out, struct sluice_error* error);
 void sl_ipc_schema_reset(struct ipc_schema* schema);
 
+/// How much of a field of column `col` a read keeps, given the struct
+/// fields the scan keeps (sl_split_fields, NULL = none): the field's path of
+/// struct child indexes is at[1..depth] (depth 0 = the column itself), and
+/// its parent is kept in part (IPC_USE_SOME) unless depth is 0.
+enum ipc_use {
+  IPC_USE_NONE,  ///< not decoded: the scan drops it (read as nulls)
+  IPC_USE_SOME,  ///< a struct of which only some fields are kept
+  IPC_USE_ALL,   ///< decoded whole
+};
+enum ipc_use sl_ipc_field_use(const struct sl_split_fields* fields, int64_t col,
+                              const int64_t* at, int64_t depth);
+
 /// ENOTSUP naming the first field of top-level column `col` whose type the
-/// decoder cannot read (its path and type), for a read that asks for it.
-int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col, const char* name,
+/// decoder cannot read (its path and type) among those a read with `fields`
+/// decodes (sl_ipc_field_use); 0 if there is none.
+int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col,
+                             const struct sl_split_fields* fields, const char* name,
                              struct sluice_error* error);
 
 /// Index of the dictionary declaration with `id`, or -1.
@@ -212,10 +227,13 @@ int sl_ipc_array_view(const struct ArrowArray* src, struct sl_ref* owner,
 /* ---- Record batches ------------------------------------------------------ */
 
 /// Decodes a RecordBatch message into a struct array of the `columns`
-/// (indexes of top-level fields, NULL = all) and validates it fully.
+/// (indexes of top-level fields, NULL = all) and validates it fully. The
+/// struct fields `fields` leaves out (NULL = none) are not decoded: they
+/// read as nulls of type null, whatever their type.
 int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
                             const struct ipc_message* msg, const struct ipc_body* body,
                             const int64_t* columns, int64_t n_columns,
+                            const struct sl_split_fields* fields,
                             const struct ipc_where* where, struct ArrowArray* out,
                             struct sluice_error* error);
 

@@ -52,6 +52,11 @@ struct decoder {
   ZSTD_DCtx* zstd;
   char path[160];          ///< the field being decoded, from its column, for messages
   size_t path_len;
+  /// The struct fields the scan keeps (NULL = none) and, as decode_field
+  /// descends, the column and the path of struct child indexes at.
+  const struct sl_split_fields* fields;
+  int64_t column;
+  int64_t at[IPC_MAX_DEPTH + 2];
 };
 
 static int dec_fail(struct decoder* d, int code, const char* fmt, ...) SL_PRINTF(3, 4);
@@ -393,15 +398,48 @@ static int widen_decimals(struct decoder* d, int32_t bits, int64_t node, int64_t
   return rc;
 }
 
+/// How much of child i of `f` (at `depth`, kept as `use` says) is decoded:
+/// only a plain struct is kept in part (as find_unsupported walks it).
+static enum ipc_use child_use(struct decoder* d, const struct ipc_field* f, int64_t depth,
+                              enum ipc_use use, int64_t i) {
+  if (use != IPC_USE_SOME || f->kind != IPC_KIND_STRUCT || f->dict_id >= 0 ||
+      depth >= IPC_MAX_DEPTH)
+    return IPC_USE_ALL;
+  d->at[depth + 1] = i;
+  return sl_ipc_field_use(d->fields, d->column, d->at, depth + 1);
+}
+
+/// A struct field the scan does not keep (beside the fields asked): its
+/// nodes and buffers are stepped over, whatever its type (one sluice cannot
+/// read too), and it reads as `length` nulls of type null, which the scan
+/// drops (validated as such: decoded_schema).
+static int skip_field(struct decoder* d, const struct ipc_field* f, int64_t length,
+                      struct ArrowArray* out) {
+  d->node_i += f->n_nodes;
+  d->buffer_i += f->n_buffers + (d->v4 ? f->n_unions : 0);
+  for (int64_t k = 0; k < f->n_views; ++k) {  // the views' data buffers
+    int64_t at = d->view_i + k;
+    int64_t extra = at < d->variadic.count ? fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)at)) : 0;
+    d->buffer_i = extra < 0 || extra > d->buffers.count ? d->buffers.count : d->buffer_i + extra;
+  }
+  d->view_i += f->n_views;
+  SL_RETURN_NOT_OK(sl_array_init(out, d->alloc, 0, 0, d->error));
+  out->length = length;
+  out->null_count = length;
+  return 0;
+}
+
 static int decode_field(struct decoder* d, const struct ipc_field* f,
-                        const struct ArrowSchema* s, struct ArrowArray* out) {
+                        const struct ArrowSchema* s, struct ArrowArray* out, int64_t depth,
+                        enum ipc_use use) {
   static const int8_t k_c_buffers[] = {
     [IPC_KIND_NULL] = 0, [IPC_KIND_FIXED] = 2, [IPC_KIND_VARBIN] = 3, [IPC_KIND_LIST] = 2,
     [IPC_KIND_FIXED_LIST] = 1, [IPC_KIND_STRUCT] = 1, [IPC_KIND_SPARSE_UNION] = 1,
     [IPC_KIND_DENSE_UNION] = 2, [IPC_KIND_RUN_END] = 0, [IPC_KIND_LIST_VIEW] = 0,
   };
-  // Callers refuse such columns first (sl_ipc_unsupported_error).
-  if (f->unsupported) return dec_fail(d, ENOTSUP, "field '%s' cannot be decoded", d->path);
+  // Callers refuse such columns first (sl_ipc_unsupported_error); a struct
+  // kept in part holds them only among the fields it leaves out.
+  if (f->unsupported && use == IPC_USE_ALL) return dec_fail(d, ENOTSUP, "field '%s' cannot be decoded", d->path);
   int64_t node = d->node_i++;
   // Name the field in messages: its path from the column (restored on
   // success; an error ends the decode).
@@ -478,8 +516,14 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
     case IPC_KIND_LIST_VIEW:
       break;  // refused above
   }
-  for (int64_t i = 0; i < f->n_children; ++i)
-    SL_RETURN_NOT_OK(decode_field(d, &f->children[i], s->children[i], out->children[i]));
+  for (int64_t i = 0; i < f->n_children; ++i) {
+    enum ipc_use kept = child_use(d, f, depth, use, i);
+    if (kept == IPC_USE_NONE)
+      SL_RETURN_NOT_OK(skip_field(d, &f->children[i], length, out->children[i]));
+    else
+      SL_RETURN_NOT_OK(decode_field(d, &f->children[i], s->children[i], out->children[i],
+                                    depth + 1, kept));
+  }
   if (f->dict_id >= 0) {
     int64_t k = sl_ipc_schema_find_dict(d->schema, f->dict_id);
     const struct ipc_dict_value* v = k >= 0 && k < d->memo->n ? d->memo->values[k] : NULL;
@@ -493,6 +537,43 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
   d->path_len = parent_len;
   d->path[parent_len] = '\0';
   return 0;
+}
+
+/// Shallow schema nodes for decoded_schema, `cap` of each.
+struct schema_nodes {
+  struct ArrowSchema* nodes;
+  struct ArrowSchema** children;
+  int64_t n_nodes, n_children, cap;
+};
+
+/// Column schema `s` as the decoder read it (`f`, kept as `use` says): the
+/// fields left out become type null. Shallow copies (the validator only
+/// reads them) from `pool`, which holds the column's node count.
+static const struct ArrowSchema* decoded_schema(struct decoder* d, struct schema_nodes* pool,
+                                                const struct ipc_field* f,
+                                                const struct ArrowSchema* s, int64_t depth,
+                                                enum ipc_use use) {
+  if (use == IPC_USE_ALL) return s;
+  if (pool->n_nodes >= pool->cap || pool->n_children + s->n_children > pool->cap) return NULL;
+  struct ArrowSchema* node = &pool->nodes[pool->n_nodes++];
+  *node = *s;
+  if (use == IPC_USE_NONE) {
+    node->format = "n";
+    node->n_children = 0;
+    node->children = NULL;
+    node->dictionary = NULL;
+    return node;
+  }
+  node->children = &pool->children[pool->n_children];
+  pool->n_children += s->n_children;
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    const struct ArrowSchema* c =
+        decoded_schema(d, pool, &f->children[i], s->children[i], depth + 1,
+                       child_use(d, f, depth, use, i));
+    if (c == NULL) return NULL;
+    node->children[i] = (struct ArrowSchema*)(uintptr_t)c;  // read only
+  }
+  return node;
 }
 
 static int validate(struct decoder* d, const struct ArrowSchema* s, const struct ArrowArray* a) {
@@ -510,10 +591,11 @@ static int validate(struct decoder* d, const struct ArrowSchema* s, const struct
 int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc_dict_memo* memo,
                             const struct ipc_message* msg, const struct ipc_body* body,
                             const int64_t* columns, int64_t n_columns,
+                            const struct sl_split_fields* fields,
                             const struct ipc_where* where, struct ArrowArray* out,
                             struct sluice_error* error) {
   struct decoder d = {.alloc = schema->alloc, .where = where, .schema = schema, .memo = memo,
-                      .body = body, .error = error};
+                      .body = body, .error = error, .fields = fields};
   const struct ipc_field* root = &schema->root;
   int64_t n = columns ? n_columns : root->n_children;
   int64_t need = 0, length;
@@ -525,8 +607,9 @@ int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc
                           where->name, col, root->n_children);
     // Only columns asked for are decoded: the others' nodes and buffers are
     // stepped over by their counts (node_start, buffer_start, view_start).
-    if (root->children[col].unsupported)
-      return sl_ipc_unsupported_error(schema, col, where->name, error);
+    if (root->children[col].unsupported &&
+        sl_ipc_unsupported_error(schema, col, fields, where->name, error) != 0)
+      return ENOTSUP;
     need += root->children[col].n_nodes;
   }
   if (sl_fb_read_i64(&msg->header, IPC_RECORD_BATCH_LENGTH, 0, &length) < 0)
@@ -548,7 +631,9 @@ int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc
       int64_t extra = fb_load_i64(sl_fb_vec_elem(&d.variadic, (uint32_t)k));
       d.buffer_i = extra < 0 || extra > d.buffers.count ? d.buffers.count : d.buffer_i + extra;
     }
-    rc = decode_field(&d, f, schema->schema.children[col], out->children[i]);
+    d.column = col;
+    rc = decode_field(&d, f, schema->schema.children[col], out->children[i], 0,
+                      sl_ipc_field_use(fields, col, d.at, 0));
     // Longer is as wrong as shorter (pyarrow refuses both): the rows past
     // the batch's length were dropped without a word.
     if (rc == 0 && out->children[i]->length != length)
@@ -558,7 +643,24 @@ int sl_ipc_decode_record_batch(const struct ipc_schema* schema, const struct ipc
   }
   for (int64_t i = 0; rc == 0 && i < n; ++i) {
     int64_t col = columns ? columns[i] : i;
-    rc = validate(&d, schema->schema.children[col], out->children[i]);
+    const struct ArrowSchema* s = schema->schema.children[col];
+    enum ipc_use use = sl_ipc_field_use(fields, col, d.at, 0);
+    if (use == IPC_USE_ALL) {
+      rc = validate(&d, s, out->children[i]);
+      continue;
+    }
+    d.column = col;
+    int64_t cap = root->children[col].n_nodes;
+    struct schema_nodes pool = {sl_alloc(d.alloc, (size_t)cap * sizeof *pool.nodes),
+                                sl_alloc(d.alloc, (size_t)cap * sizeof *pool.children), 0, 0, cap};
+    const struct ArrowSchema* as_read = NULL;
+    if (pool.nodes == NULL || pool.children == NULL)
+      rc = sl_error_set(error, ENOMEM, "%s: out of memory", where->name);
+    else if ((as_read = decoded_schema(&d, &pool, &root->children[col], s, 0, use)) == NULL)
+      rc = dec_fail(&d, EILSEQ, "internal: column '%s' has more fields than nodes", s->name);
+    if (rc == 0) rc = validate(&d, as_read, out->children[i]);
+    sl_free(d.alloc, pool.nodes, (size_t)cap * sizeof *pool.nodes);
+    sl_free(d.alloc, pool.children, (size_t)cap * sizeof *pool.children);
   }
   dec_reset(&d);
   if (rc != 0 && out->release != NULL) out->release(out);
@@ -635,7 +737,7 @@ int sl_ipc_decode_dictionary_values(const struct ipc_schema* schema,
   struct ArrowSchema named = *field_schema;  // shallow: validation only reads it
   named.name = name;
   int rc = dec_init(&d, rb, version, field->n_nodes);
-  if (rc == 0) rc = decode_field(&d, field, field_schema, out);
+  if (rc == 0) rc = decode_field(&d, field, field_schema, out, 0, IPC_USE_ALL);
   if (rc == 0) rc = validate(&d, &named, out);
   dec_reset(&d);
   if (rc != 0 && out->release != NULL) out->release(out);

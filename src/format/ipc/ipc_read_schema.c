@@ -69,9 +69,33 @@ void sl_ipc_schema_reset(struct ipc_schema* s) {
   s->n_dicts = 0;
 }
 
+enum ipc_use sl_ipc_field_use(const struct sl_split_fields* fields, int64_t col,
+                              const int64_t* at, int64_t depth) {
+  int some = 0;
+  for (int64_t k = 0; fields != NULL && k < fields->n; ++k) {
+    const int64_t* p = fields->path[k];
+    if (fields->column[k] != col || p == NULL) continue;
+    int64_t n = p[0] < depth ? p[0] : depth, d = 1;
+    while (d <= n && p[d] == at[d]) ++d;
+    if (d <= n) continue;                    // another branch
+    if (p[0] <= depth) return IPC_USE_ALL;  // this field or one above it is kept
+    some = 1;                               // one below it is
+  }
+  return some ? IPC_USE_SOME : depth == 0 ? IPC_USE_ALL : IPC_USE_NONE;
+}
+
+/// What find_unsupported walks: the kept fields of a column.
+struct kept_walk {
+  const struct sl_split_fields* fields;
+  int64_t col;
+  int64_t at[IPC_MAX_DEPTH + 2];
+};
+
 /// The path (into `path`, from `len`) and type name of the first field of
-/// `s` the decoder cannot read; 0 if it has none.
-static int find_unsupported(const struct ArrowSchema* s, char* path, size_t cap, size_t len,
+/// `s` (at depth `depth` of the column, kept as `use` says) the decoder
+/// cannot read; 0 if it has none.
+static int find_unsupported(const struct ArrowSchema* s, struct kept_walk* w, int64_t depth,
+                            enum ipc_use use, char* path, size_t cap, size_t len,
                             const char** type) {
   if (s->name != NULL && s->name[0] != '\0' && len < cap - 1) {
     int n = snprintf(path + len, cap - len, "%s%s", len > 0 ? "." : "", s->name);
@@ -83,19 +107,35 @@ static int find_unsupported(const struct ArrowSchema* s, char* path, size_t cap,
     *type = f[1] == 'r' ? "run_end_encoded" : f[2] == 'l' ? "list_view" : "large_list_view";
     return 1;
   }
-  if (s->dictionary != NULL && find_unsupported(s->dictionary, path, cap, len, type)) return 1;
-  for (int64_t i = 0; i < s->n_children; ++i)
-    if (find_unsupported(s->children[i], path, cap, len, type)) return 1;
+  if (s->dictionary != NULL &&
+      find_unsupported(s->dictionary, w, depth, IPC_USE_ALL, path, cap, len, type))
+    return 1;
+  // As the decoder does: only a plain struct is kept in part.
+  int part = use == IPC_USE_SOME && strcmp(f, "+s") == 0 && depth < IPC_MAX_DEPTH;
+  for (int64_t i = 0; i < s->n_children; ++i) {
+    enum ipc_use child = IPC_USE_ALL;
+    if (part) {
+      w->at[depth + 1] = i;
+      child = sl_ipc_field_use(w->fields, w->col, w->at, depth + 1);
+    }
+    if (child != IPC_USE_NONE &&
+        find_unsupported(s->children[i], w, depth + 1, child, path, cap, len, type))
+      return 1;
+  }
   path[len] = '\0';
   return 0;
 }
 
-int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col, const char* name,
+int sl_ipc_unsupported_error(const struct ipc_schema* schema, int64_t col,
+                             const struct sl_split_fields* fields, const char* name,
                              struct sluice_error* error) {
   const struct ArrowSchema* s = schema->schema.children[col];
   char path[160] = "";
   const char* type = "?";
-  find_unsupported(s, path, sizeof path, 0, &type);
+  struct kept_walk w = {.fields = fields, .col = col};
+  if (!find_unsupported(s, &w, 0, sl_ipc_field_use(fields, col, w.at, 0), path, sizeof path, 0,
+                        &type))
+    return 0;
   // The path starts with the column's name.
   return sl_error_set(error, ENOTSUP, "%s: field '%s': type %s is not supported (cast it to %s "
                       "first, or select only other columns)", name, path, type,

@@ -64,17 +64,20 @@ static int64_t* copy_columns(const struct sluice_allocator* alloc, const int64_t
 
 /// Checks a projection (NULL = every column): indexes in range, and no
 /// column the decoder cannot read (a run-end encoded or list-view field),
-/// which only a projection that leaves it out reads past.
+/// which only a projection that leaves it out reads past, or the struct
+/// fields the scan keeps (`fields`) when it lies outside them.
 static int check_columns(const struct ipc_schema* s, const char* name, const int64_t* columns,
-                         int64_t n, struct sluice_error* error) {
+                         int64_t n, const struct sl_split_fields* fields,
+                         struct sluice_error* error) {
   if (columns == NULL) n = s->root.n_children;
   for (int64_t i = 0; i < n; ++i) {
     int64_t col = columns != NULL ? columns[i] : i;
     if (col < 0 || col >= s->root.n_children)
       return sl_error_set(error, EINVAL, "%s: column index %" PRId64 " out of range (%" PRId64
                           " columns)", name, col, s->root.n_children);
-    if (s->root.children[col].unsupported)
-      return sl_ipc_unsupported_error(s, col, name, error);
+    if (s->root.children[col].unsupported &&
+        sl_ipc_unsupported_error(s, col, fields, name, error) != 0)
+      return ENOTSUP;
   }
   return 0;
 }
@@ -393,6 +396,7 @@ struct ipc_file_split {
   int64_t block;
   int64_t* columns;
   int64_t n_columns;
+  const struct sl_split_fields* fields;  ///< the scan's (borrowed), NULL = none
   int done;
   struct sl_buffer batch_meta;  ///< the batch message's custom_metadata
 };
@@ -404,12 +408,14 @@ static int file_split_open(void* reader, const struct sl_split* split, const int
   *state = NULL;
   if (split->index < 0 || split->index >= f->n_batches)
     return sl_error_set(error, EINVAL, "%s: split %" PRId64 " out of range", f->source->name, split->index);
-  SL_RETURN_NOT_OK(check_columns(&f->schema, f->source->name, columns, n_columns, error));
+  SL_RETURN_NOT_OK(
+      check_columns(&f->schema, f->source->name, columns, n_columns, split->fields, error));
   struct ipc_file_split* s = sl_calloc(f->alloc, 1, sizeof *s);
   if (s != NULL) sl_buffer_init(&s->batch_meta, f->alloc);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", f->source->name);
   s->f = f;
   s->block = split->index;
+  s->fields = split->fields;
   if (columns != NULL) {
     s->columns = copy_columns(f->alloc, columns, n_columns);
     if (s->columns == NULL) {
@@ -450,7 +456,7 @@ static int file_split_next(void* state, struct ArrowArray* out, struct sluice_er
     rc = sl_ipc_message_metadata(&msg, &s->batch_meta, &where, error);
   if (rc == 0)
     rc = sl_ipc_decode_record_batch(&f->schema, &f->memo, &msg, &body, s->columns, s->n_columns,
-                                 &where, out, error);
+                                 s->fields, &where, out, error);
   sl_ref_release(body.owner);
   sl_view_release(&view);
   return named(rc, f->source->name, error);
@@ -481,6 +487,7 @@ struct ipc_stream {
   int finished;     ///< end of stream seen
   int64_t* columns;
   int64_t n_columns;
+  const struct sl_split_fields* fields;  ///< the scan's (borrowed), NULL = none
   struct sl_buffer batch_meta;  ///< the last batch message's custom_metadata
 };
 
@@ -652,7 +659,8 @@ static int stream_split_open(void* reader, const struct sl_split* split, const i
   if (split->index != 0 || atomic_exchange(&st->scanned, 1) != 0)
     return sl_error_set(error, EINVAL, "%s: an Arrow IPC stream can be scanned only once",
                         st->source->name);
-  int rc = check_columns(&st->schema, st->source->name, columns, n_columns, error);
+  int rc = check_columns(&st->schema, st->source->name, columns, n_columns, split->fields, error);
+  st->fields = split->fields;
   if (rc == 0 && columns != NULL) {
     st->columns = copy_columns(st->alloc, columns, n_columns);
     if (st->columns == NULL) rc = sl_error_set(error, ENOMEM, "%s: out of memory", st->source->name);
@@ -700,7 +708,8 @@ static int stream_split_next(void* state, struct ArrowArray* out, struct sluice_
         rc = sl_ipc_message_metadata(&msg, &st->batch_meta, &where, error);
         if (rc == 0)
           rc = sl_ipc_decode_record_batch(&st->schema, &st->memo, &msg, &body, st->columns,
-                                       st->columns ? st->n_columns : 0, &where, out, error);
+                                       st->columns ? st->n_columns : 0, st->fields, &where, out,
+                                       error);
         got = rc == 0;
         break;
       case IPC_MESSAGE_DICTIONARY_BATCH:
