@@ -329,6 +329,10 @@ static void type_name_rec(const struct ArrowSchema* schema, struct name_out* o, 
     name_put(o, ">");
     return;
   }
+  if (strcmp(schema->format, "vu") == 0 || strcmp(schema->format, "vz") == 0) {
+    name_put(o, schema->format[1] == 'u' ? "string_view" : "binary_view");  // inside those
+    return;
+  }
   if (sl_type_parse(schema->format, &type, &error) != 0) {
     name_put(o, schema->format);
     return;

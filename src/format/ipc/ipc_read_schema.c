@@ -24,6 +24,9 @@ struct schema_parser {
   struct sl_buffer text;   ///< scratch for NUL-terminated names / formats
   struct sl_buffer meta;   ///< scratch for encoded metadata
   int types_only;          ///< IPC_SCHEMA_TYPES_ONLY
+  /// Inside a field never decoded (run-end encoded, list view) but not in a
+  /// dictionary's values (which are): views there are described as views.
+  int undecoded;
   char path[160];          ///< dotted path of the field being parsed
   size_t path_len;
 };
@@ -346,12 +349,12 @@ static int describe_type(struct schema_parser* p, const char* fname, uint8_t typ
     case IPC_TYPE_UTF8_VIEW:
       f->kind = IPC_KIND_VARBIN;
       f->offset_width = 8;
-      if (p->types_only) {  // never decoded from a body: a description only
+      f->is_view = !p->types_only;  // laid out so in a body (see decode_views)
+      if (p->types_only || p->undecoded) {  // never decoded: named as pyarrow names it
         snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "vz" : "vu");
         break;
       }
       // Read as large_binary / large_utf8 (see decode_views).
-      f->is_view = 1;
       snprintf(fmt, fmt_cap, "%s", type_type == IPC_TYPE_BINARY_VIEW ? "Z" : "U");
       break;
     case IPC_TYPE_RUN_END_ENCODED:
@@ -450,9 +453,23 @@ static int add_dict(struct schema_parser* p, int64_t id, const struct ipc_field*
 static int parse_children(struct schema_parser* p, const struct fb_vec* kids, int depth,
                           struct ArrowSchema* s, struct ipc_field* f);
 
+static int parse_field_as(struct schema_parser* p, const struct fb_table* ft, int depth,
+                          struct ArrowSchema* s, struct ipc_field* f);
+
 /// One Field table into schema node `s` (allocated empty) and layout `f`.
 static int parse_field(struct schema_parser* p, const struct fb_table* ft, int depth,
                        struct ArrowSchema* s, struct ipc_field* f) {
+  struct fb_table dict;
+  int undecoded = p->undecoded;
+  if (sl_fb_read_table(ft, IPC_FIELD_DICTIONARY, &dict) == 1) p->undecoded = 0;
+  int rc = parse_field_as(p, ft, depth, s, f);
+  p->undecoded = undecoded;
+  return rc;
+}
+
+/// parse_field, p->undecoded set for the field.
+static int parse_field_as(struct schema_parser* p, const struct fb_table* ft, int depth,
+                          struct ArrowSchema* s, struct ipc_field* f) {
   const char* name;
   uint32_t name_len;
   int nullable;
@@ -514,6 +531,7 @@ static int parse_field(struct schema_parser* p, const struct fb_table* ft, int d
   if (has_dict == 0) {
     SL_RETURN_NOT_OK(sl_schema_init(s, p->alloc, fmt, cname, flags, kids.count, p->error));
     SL_RETURN_NOT_OK(set_metadata(p, ft, IPC_FIELD_CUSTOM_METADATA, s));
+    p->undecoded += f->kind == IPC_KIND_RUN_END || f->kind == IPC_KIND_LIST_VIEW;
     SL_RETURN_NOT_OK(parse_children(p, &kids, depth, s, f));
     if (fmt[0] == '+' && fmt[1] == 'm') {
       const struct ipc_field* e = &f->children[0];
