@@ -13,6 +13,7 @@
 #include "core/sl_buffer_cache.h"
 #include "core/sl_checked_stream.h"
 #include "core/sl_error.h"
+#include "core/sl_options.h"
 #include "core/sl_row_filter.h"
 #include "core/sl_value_text.h"
 #include "format/sl_format.h"
@@ -642,6 +643,26 @@ static int check_timeout(const char* location, double timeout_s, struct sluice_e
                       location, timeout_s);
 }
 
+/// A reader option given twice with different values: which was meant is a
+/// guess, so neither silently wins (as for the writers' options given both
+/// ways). The same value twice is fine.
+static int check_format_options(const char* location, const char* list,
+                                struct sluice_error* error) {
+  struct sl_option a, b;
+  if (list == NULL || !sl_option_conflict(list, &a, &b)) return 0;
+  char key[64], first[64], second[64];
+  sl_escaped(a.key, a.key_len, 0, key, sizeof key);
+  // The CLI's flags that are these options.
+  const char* flag = strcmp(key, "schema") == 0          ? "; --schema X is -O schema=X"
+                     : strcmp(key, "reader_schema") == 0 ? "; --reader-schema X is -O reader_schema=X"
+                     : strcmp(key, "length_prefix") == 0 ? "; --length-prefix X is -O length_prefix=X"
+                                                         : "";
+  return sl_error_set(error, EINVAL, "%s: format option %s given twice with different values "
+                      "('%s' and '%s'%s): give one", location, key,
+                      sl_escaped(a.value, a.value_len, '\'', first, sizeof first),
+                      sl_escaped(b.value, b.value_len, '\'', second, sizeof second), flag);
+}
+
 /// Bytes to read in place of a location (sluice_dataset_open_memory); `taken`
 /// is set once the source owns them (and so calls release).
 struct memory_args {
@@ -755,6 +776,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
                         options->n_columns);
   }
   SL_RETURN_NOT_OK(check_timeout(named, options->timeout_s, error));
+  SL_RETURN_NOT_OK(check_format_options(named, options->format_options, error));
   // Negative counts are mistakes, not defaults (as sluice_scan_options'
   // checks take them): named rather than silently replaced.
   const char* negative = options->threads < 0         ? "threads"

@@ -50,6 +50,21 @@ int sl_option_next(const char** cursor, struct sl_option* out) {
   return 1;
 }
 
+int sl_option_conflict(const char* list, struct sl_option* first, struct sl_option* second) {
+  const char* cursor = list;
+  while (sl_option_next(&cursor, first) > 0) {
+    const char* rest = cursor;
+    while (sl_option_next(&rest, second) > 0) {
+      if (second->key_len == first->key_len &&
+          memcmp(second->key, first->key, first->key_len) == 0 &&
+          (second->value_len != first->value_len ||
+           memcmp(second->value, first->value, first->value_len) != 0))
+        return 1;
+    }
+  }
+  return 0;
+}
+
 int sl_option_is(const struct sl_option* option, const char* key) {
   return strlen(key) == option->key_len && memcmp(option->key, key, option->key_len) == 0;
 }

@@ -23,6 +23,11 @@ int sl_option_next(const char** cursor, struct sl_option* out);
 /// "decimal128(10, 2)") are part of the item.
 const char* sl_option_comma(const char* s);
 
+/// Two items of the list with the same key and different values, the
+/// first such pair: 1 with *first and *second; else 0. The search stops at
+/// an item without '=' (the reader reports it).
+int sl_option_conflict(const char* list, struct sl_option* first, struct sl_option* second);
+
 /// Whether the option's key is `key`.
 int sl_option_is(const struct sl_option* option, const char* key);
 

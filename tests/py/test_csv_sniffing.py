@@ -347,7 +347,13 @@ def test_zstd_starting_with_a_skippable_frame(sluice, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--schema", "a:int8,a:string"], "schema names column 'a' twice (int8 and string)"),
     (["--schema", "a:int8", "-O", "schema=b:int8"],
-     "CSV option schema given twice with different values ('a:int8' and 'b:int8'"),
+     "option schema given twice with different values ('a:int8' and 'b:int8'"),
+    (["-O", "delimiter=;", "-O", "delimiter=,"],
+     "option delimiter given twice with different values (';' and ','"),
+    (["-O", "sep=;", "-O", "delimiter=,"],
+     "option delimiter given twice with different values (';' and ','"),
+    (["-O", "header=true", "-O", "header=false"],
+     "option header given twice with different values ('true' and 'false'"),
     (["--schema", "a:dictionary<values=string, indices=int32, ordered=0>"],
      "column 'a': dictionary types are not supported in a CSV schema"),
 ])
@@ -366,6 +372,9 @@ def test_options_given_twice_alike_are_fine(sluice, tmp_path):
     path.write_text("a,b\n1,2\n")
     got = sluice_read(sluice, path, "schema=a:int8", schema="a:int8")
     assert got.schema.field("a").type == pa.int8()
+    err = sluice.run("cat", path, "-O", "delimiter=,", "-O", "sep=,", "-O", "header=true",
+                     "-O", "header=true").stderr.decode()
+    assert err == "", err
 
 
 def test_stray_quote_hint_grammar(sluice, tmp_path):

@@ -218,6 +218,22 @@ def test_huge_length_on_pipe_fails_cleanly(sluice, tmp_path):
     assert "offset 0" in proc.stderr.decode()
 
 
+def test_option_given_twice(sluice, tmp_path):
+    """-O length_prefix= and --length-prefix (or -O twice) that differ are an
+    error naming both values, as the writers' options given both ways: one
+    silently won (the later). The same value twice reads."""
+    path = tmp_path / "x.ldr"
+    path.write_bytes(b"\x00\x01a")
+    for args in (["-O", "length_prefix=u16le", "--length-prefix", "u16be"],
+                 ["-O", "length_prefix=u16le", "-O", "length_prefix=u16be"]):
+        err = sluice.expect_error("cat", path, "-f", "lenprefix", *args).stderr.decode()
+        assert "option length_prefix given twice with different values ('u16le' and 'u16be'" \
+            in err, err
+    got = ipc.open_stream(sluice.run("cat", path, "-f", "lenprefix", "-t", "arrows", "-O",
+                                     "length_prefix=u16be", "--length-prefix", "u16be").stdout)
+    assert got.read_all().column("message").to_pylist() == [b"a"]
+
+
 def test_bad_option(sluice, tmp_path):
     path = tmp_path / "x.lenprefix"
     path.write_bytes(b"\x01a")

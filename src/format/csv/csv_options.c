@@ -241,22 +241,27 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
   return 0;
 }
 
-/// An error when `item`, a schema, follows one in text[0, upto) that differs
-/// (--schema and -O schema=): which was meant is a guess, so neither
-/// silently wins (as for the writers' options given both ways).
+static int is_delimiter(const struct sl_option* o) {
+  return sl_option_is(o, "delimiter") || sl_option_is(o, "delim") || sl_option_is(o, "sep");
+}
+
+/// An error when `item`, the delimiter, follows one in text[0, upto) that
+/// differs under another of its names: which was meant is a guess, so
+/// neither silently wins (a key given twice so is refused before any reader
+/// opens: sl_option_conflict).
 static int check_repeated(const char* text, const char* upto, const struct sl_option* item,
                           struct sluice_error* error) {
-  if (!sl_option_is(item, "schema")) return 0;
+  if (!is_delimiter(item)) return 0;
   struct sl_option earlier;
   while (text < upto && sl_option_next(&text, &earlier) > 0 && earlier.key != item->key) {
-    if (!sl_option_is(&earlier, "schema") ||
+    if (!is_delimiter(&earlier) ||
         (earlier.value_len == item->value_len &&
          memcmp(earlier.value, item->value, item->value_len) == 0)) {
       continue;
     }
     char a[64], b[64];
-    return sl_error_set(error, EINVAL, "CSV option schema given twice with different values "
-                        "('%s' and '%s'; --schema SPEC is -O schema=SPEC): give one",
+    return sl_error_set(error, EINVAL, "CSV option delimiter given twice with different values "
+                        "('%s' and '%s'; delim and sep are its other names): give one",
                         sl_escaped(earlier.value, earlier.value_len, '\'', a, sizeof a),
                         sl_escaped(item->value, item->value_len, '\'', b, sizeof b));
   }
@@ -290,7 +295,7 @@ int sl_csv_options_parse(const char* text, const struct sluice_allocator* alloc,
     const char* v = item.value;
     int ok = 1, rc = 0;
 #define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(s, lit, klen) == 0)
-    if (KEY("delimiter") || KEY("delim") || KEY("sep")) {
+    if (is_delimiter(&item)) {
       ok = parse_char(v, vlen, 0, &o->delimiter);
     } else if (KEY("quote")) {
       ok = parse_char(v, vlen, 1, &o->quote);
