@@ -258,3 +258,21 @@ def test_fields_read_only_their_chunks_in_slices(sluice_bin, files, torn, thread
     got = ipc.open_stream(pa.BufferReader(proc.stdout)).read_all()
     assert max(len(b) for b in got.to_batches()) <= 333
     _check(got, want)
+
+
+def test_arrow_ipc_beside_list_view(tmp_path):
+    """A struct field of a type sluice cannot read (list_view) is read past
+    when only other fields of the struct are asked, as pyarrow's dataset
+    reads them; asking for it is still an error naming it."""
+    st = pa.StructArray.from_arrays(
+        [pa.array([1, 2, None]), pa.array([[1], [2, 3], None], pa.list_view(pa.int32())),
+         pa.array(["a", None, "c"])], ["x", "lv", "s"])
+    t = pa.table({"st": st, "i": [7, 8, 9]})
+    path = tmp_path / "lv.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    for names in (["st.x"], ["i", "st.s", "st.x"]):
+        want = pads.dataset(path, format="ipc").to_table(columns=names)
+        _check(sluice.read(str(path), columns=names), want)
+    with pytest.raises(sluice.Error, match="st.lv': type list_view is not supported"):
+        sluice.read(str(path), columns=["st"])
