@@ -419,7 +419,8 @@ static int skip_field(struct decoder* d, const struct ipc_field* f, int64_t leng
   d->buffer_i += f->n_buffers + (d->v4 ? f->n_unions : 0);
   for (int64_t k = 0; k < f->n_views; ++k) {  // the views' data buffers
     int64_t at = d->view_i + k;
-    int64_t extra = at < d->variadic.count ? fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)at)) : 0;
+    int64_t extra =
+        at < d->variadic.count ? fb_load_i64(sl_fb_vec_elem(&d->variadic, (uint32_t)at)) : 0;
     d->buffer_i = extra < 0 || extra > d->buffers.count ? d->buffers.count : d->buffer_i + extra;
   }
   d->view_i += f->n_views;
@@ -439,7 +440,8 @@ static int decode_field(struct decoder* d, const struct ipc_field* f,
   };
   // Callers refuse such columns first (sl_ipc_unsupported_error); a struct
   // kept in part holds them only among the fields it leaves out.
-  if (f->unsupported && use == IPC_USE_ALL) return dec_fail(d, ENOTSUP, "field '%s' cannot be decoded", d->path);
+  if (f->unsupported && use == IPC_USE_ALL)
+    return dec_fail(d, ENOTSUP, "field '%s' cannot be decoded", d->path);
   int64_t node = d->node_i++;
   // Name the field in messages: its path from the column (restored on
   // success; an error ends the decode).
