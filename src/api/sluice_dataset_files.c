@@ -110,6 +110,12 @@ struct files_split_state {
   int64_t object;
   struct files_out_column* out;
   int64_t n_out;
+  /// The scan's struct fields in the object's column numbers (the split's
+  /// `fields` while it decodes), over the two arrays below.
+  struct sl_split_fields fields;
+  int64_t* fields_column;
+  const int64_t** fields_path;
+  int64_t fields_cap;  ///< entries allocated
 };
 
 /// The bytes of a files_part.columns_of for `n` dataset columns.
@@ -583,6 +589,43 @@ static int files_split_may_match(void* reader, const struct sl_split* split,
   return may;
 }
 
+static void free_object_fields(struct files_split_state* s) {
+  size_t n = (size_t)s->fields_cap;
+  if (s->fields_column != NULL) sl_free(s->alloc, s->fields_column, n * sizeof *s->fields_column);
+  if (s->fields_path != NULL) sl_free(s->alloc, s->fields_path, n * sizeof *s->fields_path);
+}
+
+/// The scan's struct fields (`fields`, of dataset columns) as object
+/// `part`'s: each column in the object's numbering, and only columns the
+/// object holds with the dataset's type (a cast one keeps all its fields).
+/// *mapped = NULL when none is left. ENOMEM.
+static int object_fields(const struct sl_files_reader* f, const struct files_part* part,
+                         const struct sl_split_fields* fields, struct files_split_state* s,
+                         const struct sl_split_fields** mapped) {
+  *mapped = NULL;
+  if (fields == NULL || fields->n == 0) return 0;
+  size_t n = (size_t)fields->n;
+  s->fields_cap = fields->n;
+  s->fields_column = sl_alloc(s->alloc, n * sizeof *s->fields_column);
+  s->fields_path = sl_alloc(s->alloc, n * sizeof *s->fields_path);
+  if (s->fields_column == NULL || s->fields_path == NULL) return ENOMEM;
+  int64_t m = 0;
+  for (int64_t k = 0; k < fields->n; ++k) {
+    int64_t c = fields->column[k];
+    if (c < 0 || c >= f->n_file_cols) continue;
+    int64_t own = part->columns_of != NULL ? part->columns_of[c] : c;
+    if (own < 0) continue;
+    const struct ArrowSchema* theirs =
+        part->own_types.release != NULL ? part->own_types.children[own] : NULL;
+    if (theirs != NULL && sl_types_differ(theirs, f->unified.children[c])) continue;
+    s->fields_column[m] = own;
+    s->fields_path[m++] = fields->path[k];
+  }
+  s->fields = (struct sl_split_fields){m, s->fields_column, s->fields_path};
+  if (m > 0) *mapped = &s->fields;
+  return 0;
+}
+
 static int files_split_open(void* reader, const struct sl_split* split, const int64_t* columns,
                             int64_t n_columns, void** state, int* projected,
                             struct sluice_error* error) {
@@ -605,20 +648,24 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
   }
   struct files_split_state* s = sl_alloc(f->alloc, sizeof *s);
   if (s == NULL) return sl_error_set(error, ENOMEM, "%s: out of memory", part->name);
-  *s = (struct files_split_state){part,     f->format,     NULL, f->alloc, &f->hive,
-                                  &f->unified, part - f->parts, NULL, 0};
+  *s = (struct files_split_state){.part = part, .format = f->format, .alloc = f->alloc,
+                                  .hive = &f->hive, .unified = &f->unified,
+                                  .object = part - f->parts};
   // The object's own split, with the scan's placement (its rows are the
   // dataset's: the place's first row counts the objects before), but for
   // an object whose columns are not the dataset's (placement is by column)
   // or not of its types (its batches are cast).
   struct sl_split one = part->splits[split->index - part->first_split];
   one.place = part->columns_of == NULL && part->own_types.release == NULL ? split->place : NULL;
-  one.fields = NULL;
+  // The struct fields the scan keeps, of the columns the object holds as
+  // the dataset types them.
+  int rc = object_fields(f, part, split->fields, s, &one.fields) != 0
+               ? sl_error_set(error, ENOMEM, "out of memory")
+               : 0;
   struct column_plan plan;
   memset(&plan, 0, sizeof plan);
-  int rc = f->n_hive_cols > 0 || part->columns_of != NULL || part->own_types.release != NULL
-               ? plan_columns(f, part, columns, n_columns, &plan, error)
-               : 0;
+  if (rc == 0 && (f->n_hive_cols > 0 || part->columns_of != NULL || part->own_types.release != NULL))
+    rc = plan_columns(f, part, columns, n_columns, &plan, error);
   if (rc == 0 && plan.out != NULL) {
     int file_projected = 0;
     rc = f->format->split_open(part->reader, &one, plan.file, plan.n_file, &s->state,
@@ -632,14 +679,13 @@ static int files_split_open(void* reader, const struct sl_split* split, const in
     s->n_out = plan.n_out;
     plan.out = NULL;
   } else if (rc == 0) {
-    // The object's columns are the dataset's: so are the fields kept.
-    one.fields = part->columns_of == NULL && part->own_types.release == NULL ? split->fields : NULL;
     rc = f->format->split_open(part->reader, &one, columns, n_columns, &s->state, projected,
                                error);
   }
   column_plan_free(f, &plan);
   if (rc != 0) {
     if (s->out != NULL) sl_free(f->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
+    free_object_fields(s);
     sl_free(f->alloc, s, sizeof *s);
     return sl_error_name(error, part->name);  // (an allocation's names no object)
   }
@@ -677,6 +723,7 @@ static void files_split_close(void* state) {
     sl_source_drop(part->source, 0, part->source->size);
   }
   if (s->out != NULL) sl_free(s->alloc, s->out, (size_t)s->n_out * sizeof *s->out);
+  free_object_fields(s);
   sl_free(s->alloc, s, sizeof *s);
 }
 

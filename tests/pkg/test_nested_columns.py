@@ -276,3 +276,37 @@ def test_arrow_ipc_beside_list_view(tmp_path):
         _check(sluice.read(str(path), columns=names), want)
     with pytest.raises(sluice.Error, match="st.lv': type list_view is not supported"):
         sluice.read(str(path), columns=["st"])
+
+
+def test_fields_read_only_their_chunks_in_datasets(files, torn, tmp_path):
+    """In a hive-partitioned directory with the partition key asked too, and
+    in a union_by_name dataset whose objects order their columns otherwise,
+    the objects' struct fields are pruned the same way (the dataset's
+    columns mapped to each object's)."""
+    names = ["st.x", "st.z.p"]
+    want = _want(files["many"], names)
+    hive = tmp_path / "hive"
+    for k in (1, 2):
+        (hive / f"k={k}").mkdir(parents=True)
+        (hive / f"k={k}" / "a.parquet").write_bytes(torn["many"].read_bytes())
+    got = pa.table(sluice.read(str(hive), columns=names + ["k"]))
+    assert got.column("k").to_pylist() == [1] * ROWS + [2] * ROWS
+    _check(got.select([0, 1]), pa.concat_tables([want, want]))
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.parquet").write_bytes(torn["many"].read_bytes())
+    t = pq.read_table(files["many"])
+    reordered = t.select(list(reversed(t.column_names)))
+    pq.write_table(reordered, mixed / "b.parquet", row_group_size=700)
+    md = pq.ParquetFile(mixed / "b.parquet").metadata
+    data = bytearray((mixed / "b.parquet").read_bytes())
+    for rg in range(md.num_row_groups):
+        cc = next(md.row_group(rg).column(k) for k in range(md.num_columns)
+                  if md.row_group(rg).column(k).path_in_schema == "st.y")
+        start = cc.dictionary_page_offset or cc.data_page_offset
+        data[start:start + cc.total_compressed_size] = b"\xab" * cc.total_compressed_size
+    (mixed / "b.parquet").write_bytes(bytes(data))
+    got = sluice.read(str(mixed), columns=names, union_by_name=True)
+    _check(got, pa.concat_tables([want, want]))
+    with pytest.raises(sluice.Error, match="column st.y"):
+        sluice.read(str(mixed), columns=["st.y"], union_by_name=True)

@@ -509,14 +509,17 @@ static int64_t rows_per_batch(const struct pq_reader* r, int64_t rg, int64_t cut
 }
 
 /// The decoded bytes the projected columns of the split's row group are
-/// expected to take (leaves_decoded_estimate).
+/// expected to take (leaves_decoded_estimate), of the leaves it decodes.
 static int64_t row_group_decoded_estimate(const struct pq_split* s) {
   const struct pq_reader* r = s->r;
   int64_t bytes = 0;
   for (int64_t i = 0; i < s->n_columns; ++i) {
     const struct pq_field* f = &r->schema.root.children[s->columns[i]];
-    int64_t e = leaves_decoded_estimate(r, s->rg, f->first_leaf, f->n_leaves);
-    if (bytes <= INT64_MAX - e) bytes += e;
+    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) {
+      if (s->need != NULL && !s->need[l]) continue;
+      int64_t e = leaves_decoded_estimate(r, s->rg, l, 1);
+      if (bytes <= INT64_MAX - e) bytes += e;
+    }
   }
   return bytes;
 }
