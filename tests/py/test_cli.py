@@ -1138,6 +1138,23 @@ def test_columns_take_percent_escapes_and_empty_names(sluice_bin, tmp_path):
     assert b"no column 'it\\'s\\\\\\xff' in " in proc.stderr, proc
 
 
+def test_schema_name_escaped_to_non_utf8_is_refused(sluice_bin, tmp_path):
+    """A --schema name whose %XX escapes spell bytes that are not UTF-8 (a
+    lone surrogate here) is an error before anything is written: it named
+    the column so, and pyarrow could not open the Parquet file written."""
+    src = tmp_path / "h.csv"
+    src.write_bytes(b"1,2\n")
+    out = tmp_path / "out.parquet"
+    proc = run(sluice_bin, "--schema", "a%ED%A0%80:int64,b:int64", "-O", "header=false",
+               "convert", src, out)
+    assert proc.returncode == 1, proc
+    assert b"schema: column name 'a\\xed\\xa0\\x80' is not valid UTF-8 (at byte 1)" in \
+        proc.stderr, proc.stderr
+    assert not out.exists()
+    ok(sluice_bin, "--schema", "a%C3%A9:int64,b:int64", "-O", "header=false", "convert", src, out)
+    assert pq.read_table(out).column_names == ["a\u00e9", "b"]
+
+
 def test_text_outputs_escape_column_names(sluice_bin, tmp_path):
     """A column name holding a newline, a tab or a NUL-free control byte does
     not split or garble a row of the stats table, the cat table's header or

@@ -15,6 +15,7 @@
 //   max_row_bytes=N[k|m|g]     (the longest row a stream holds; see csv_stream.c)
 //   max_columns=N              (the most fields a row may have; see csv_internal.h)
 //   simd=auto|scalar|sse2|avx2, fastpath=true|false (tests)
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "csv_internal.h"
 #include "core/sl_alloc.h"
 #include "core/sl_error.h"
+#include "core/sl_utf8.h"
 #include "core/sl_value_text.h"
 #include "core/sl_options.h"
 
@@ -223,6 +225,13 @@ static int parse_schema(const char* v, size_t n, const struct sluice_allocator* 
       return sl_error_set(error, ENOMEM, "out of memory parsing schema");
     }
     o->n_schema++;
+    int64_t bad_at = sl_utf8_invalid_at((const uint8_t*)e->name, (int64_t)strlen(e->name));
+    if (bad_at >= 0) {  // (a %XX escape spelled it: column names are UTF-8 text)
+      char shown[160];
+      return sl_error_set(error, EINVAL, "schema: column name '%s' is not valid UTF-8 (at byte "
+                          "%" PRId64 ")", sl_escaped(e->name, strlen(e->name), '\'', shown,
+                                                     sizeof shown), bad_at);
+    }
     for (int64_t k = 0; k + 1 < o->n_schema; ++k) {
       if (strcmp(o->schema[k].name, e->name) == 0) {  // which would win is a guess
         char a[64], b[64];
