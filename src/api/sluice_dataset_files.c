@@ -1422,6 +1422,10 @@ int sl_files_reader_open(const struct sl_format_reader* format,
       .rows_skipped = format->rows_skipped != NULL ? files_rows_skipped : NULL,
       // Every object has the real format's reader, so its promise holds.
       .split_by_columns = format->split_by_columns,
+      // Objects it cannot map give their columns whole, which the scan's
+      // schema still measures and filters right: the fields it does not keep
+      // come out null either way.
+      .prunes_fields = format->prunes_fields,
       .column_bytes = format->column_bytes != NULL ? files_column_bytes : NULL,
       .count_split_rows = format->count_split_rows != NULL ? files_count_split_rows : NULL,
       .refine = format->refine != NULL ? files_refine : NULL,

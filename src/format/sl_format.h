@@ -28,10 +28,9 @@ struct sl_split_place {
 };
 
 /// Columns the scan keeps only some struct fields of (asked as "st.x" and
-/// never whole): entry k is field path[k] ({depth, child index per level},
-/// as sl_array_struct_field) under file column column[k]. A reader may
-/// leave every other field of such a struct undecoded, as nulls of its
-/// type; readers that cannot ignore it.
+/// never whole nor named by the filter): entry k is field path[k] ({depth,
+/// child index per level}, as sl_array_struct_field) under file column
+/// column[k]. Given only to readers that prune (prunes_fields).
 struct sl_split_fields {
   int64_t n;
   const int64_t* column;
@@ -172,6 +171,11 @@ struct sl_format_reader {
   /// object of such a format (named, or by its name) is opened by its
   /// download itself, one request fewer.
   int streams;
+  /// 1 = split_open honours sl_split.fields: every field of such a struct
+  /// that is not kept, nor on the way to one that is, comes out as an
+  /// array of type null (no buffers, every slot null: nothing decoded), and
+  /// the scan measures and filters the column by a schema that says so.
+  int prunes_fields;
   /// 1 = open inflates a compressed object itself (x.csv.gz, x.ldr.zst):
   /// a compressed object is refused before any other reader sees its bytes.
   int inflates;

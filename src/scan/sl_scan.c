@@ -865,7 +865,7 @@ static int set_places(struct sl_scan* scan, const struct sl_scan_args* args) {
 /// readers may leave undecoded (sl_split_fields). ENOMEM.
 static int set_fields(struct sl_scan* scan, const struct sl_scan_args* args) {
   const struct sluice_allocator* alloc = scan->alloc;
-  if (scan->paths == NULL || scan->n_asked == 0) return 0;
+  if (scan->paths == NULL || scan->n_asked == 0 || !scan->format->prunes_fields) return 0;
   scan->fields_column = sl_alloc(alloc, (size_t)scan->n_asked * sizeof *scan->fields_column);
   scan->fields_path = sl_alloc(alloc, (size_t)scan->n_asked * sizeof *scan->fields_path);
   if (scan->fields_column == NULL || scan->fields_path == NULL) return ENOMEM;
@@ -884,6 +884,60 @@ static int set_fields(struct sl_scan* scan, const struct sl_scan_args* args) {
   scan->fields = (struct sl_split_fields){n, scan->fields_column, scan->fields_path};
   for (int64_t s = 0; n > 0 && s < scan->n_splits; ++s) scan->splits[s].fields = &scan->fields;
   return 0;
+}
+
+/// The fields of struct `node` (depth `depth` of the paths[0..n) under
+/// its column) that no path keeps or passes through become type null, as
+/// a reader that prunes gives them (sl_format_reader.prunes_fields).
+static int prune_node(struct ArrowSchema* node, const int64_t* const* paths, int64_t n,
+                      int64_t depth, const struct sluice_allocator* alloc,
+                      struct sluice_error* error) {
+  if (strcmp(node->format, "+s") != 0 || depth > 64) return 0;
+  for (int64_t i = 0; i < node->n_children; ++i) {
+    int kept = 0, through = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (paths[k][0] < depth || paths[k][depth] != i) continue;
+      if (paths[k][0] == depth) kept = 1;
+      else through = 1;
+    }
+    struct ArrowSchema* child = node->children[i];
+    if (kept) continue;
+    if (through) {  // on with the paths that go through child i
+      const int64_t** under = sl_alloc(alloc, (size_t)n * sizeof *under);
+      if (under == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory");
+      int64_t m = 0;
+      for (int64_t k = 0; k < n; ++k)
+        if (paths[k][0] > depth && paths[k][depth] == i) under[m++] = paths[k];
+      int rc = prune_node(child, under, m, depth + 1, alloc, error);
+      sl_free(alloc, under, (size_t)n * sizeof *under);
+      SL_RETURN_NOT_OK(rc);
+      continue;
+    }
+    char* name = sl_strdup(alloc, child->name != NULL ? child->name : "");
+    if (name == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory");
+    child->release(child);
+    int rc = sl_schema_init(child, alloc, "n", name, ARROW_FLAG_NULLABLE, 0, error);
+    sl_free(alloc, name, strlen(name) + 1);
+    SL_RETURN_NOT_OK(rc);
+  }
+  return 0;
+}
+
+/// The scan's schema (what batches are measured and filtered by) as a
+/// reader that prunes gives its columns: see prune_node.
+static int prune_schema(struct sl_scan* scan, struct sluice_error* error) {
+  if (scan->fields.n == 0 || scan->schema.release == NULL) return 0;
+  const int64_t** mine = sl_alloc(scan->alloc, (size_t)scan->fields.n * sizeof *mine);
+  if (mine == NULL) return sl_error_set(error, ENOMEM, "scan: out of memory");
+  int rc = 0;
+  for (int64_t k = 0; rc == 0 && k < scan->n_columns && k < scan->schema.n_children; ++k) {
+    int64_t n = 0;
+    for (int64_t j = 0; j < scan->fields.n; ++j)
+      if (scan->fields.column[j] == scan->columns[k]) mine[n++] = scan->fields.path[j];
+    if (n > 0) rc = prune_node(scan->schema.children[k], mine, n, 1, scan->alloc, error);
+  }
+  sl_free(scan->alloc, mine, (size_t)scan->fields.n * sizeof *mine);
+  return rc;
 }
 
 int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
@@ -1000,6 +1054,7 @@ int sl_scan_start(const struct sl_scan_args* args, struct sl_scan** out,
                  ? sl_schema_project(args->schema, scan->columns, scan->n_columns, alloc,
                                      &scan->schema, error)
                  : sl_schema_copy(args->schema, alloc, &scan->schema, error);
+    if (rc == 0) rc = prune_schema(scan, error);
     if (rc != 0) {
       scan_free(scan);
       return rc;

@@ -776,6 +776,7 @@ static const struct sl_format_reader k_file_reader = {
   .split_batch_metadata = file_batch_metadata,
   .split_close = file_split_close,
   .close = file_close,
+  .prunes_fields = 1,
 };
 
 static const struct sl_format_reader k_stream_reader = {
@@ -791,6 +792,7 @@ static const struct sl_format_reader k_stream_reader = {
   .split_batch_metadata = stream_batch_metadata,
   .split_close = stream_split_close,
   .close = stream_close,
+  .prunes_fields = 1,
 };
 
 const struct sl_format_reader* sl_ipc_file_reader(void) { return &k_file_reader; }

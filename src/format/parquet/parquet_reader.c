@@ -1067,6 +1067,7 @@ static const struct sl_format_reader k_parquet_reader = {
     // (split_next), whatever the columns: parts of a row group line up.
     .split_by_columns = 1,
     .tail_first = 1,
+    .prunes_fields = 1,
     .column_bytes = reader_column_bytes,
 };
 

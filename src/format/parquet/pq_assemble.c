@@ -12,7 +12,6 @@
 
 #include "core/sl_alloc.h"
 #include "core/sl_array.h"
-#include "core/sl_array_cast.h"
 #include "core/sl_error.h"
 #include "core/sl_hash.h"
 #include "core/sl_read.h"
@@ -75,14 +74,13 @@ static const struct pq_field* levels_leaf(const struct asm_ctx* c, const struct 
   return f;
 }
 
-/// A struct field left undecoded (the scan keeps only others): `n` nulls.
-static int undecoded_field(struct asm_ctx* c, const struct pq_field* f, int64_t n,
-                           struct ArrowArray* out) {
-  struct ArrowSchema type;
-  SL_RETURN_NOT_OK(sl_pq_field_arrow_schema(f, c->alloc, &type, c->error));
-  int rc = sl_array_nulls(&type, n, c->alloc, out, c->error);
-  type.release(&type);
-  return rc;
+/// A struct field left undecoded (the scan keeps only others): `n` nulls
+/// of type null, as sl_format_reader.prunes_fields promises.
+static int undecoded_field(struct asm_ctx* c, int64_t n, struct ArrowArray* out) {
+  SL_RETURN_NOT_OK(sl_array_init(out, c->alloc, 0, 0, c->error));
+  out->length = n;
+  out->null_count = n;
+  return 0;
 }
 
 /// int32 offsets -> int64 (large_string / large_binary).
@@ -530,7 +528,7 @@ static int build_group(struct asm_ctx* c, const struct pq_field* f, int64_t expe
       const struct pq_field* child = &f->children[i];
       int64_t n = is_list ? elems : slots;
       rc = decoded(c, child) ? build(c, child, n, out->children[i])
-                             : undecoded_field(c, child, n, out->children[i]);
+                             : undecoded_field(c, n, out->children[i]);
     }
     // (bits: now out's validity buffer, or still `validity`)
     if (rc == 0 && fixed && elems != slots * f->fixed_size)
