@@ -609,6 +609,14 @@ static int filter_node(const struct ArrowSchema* schema, const struct ArrowArray
     return sl_error_set(error, ENOTSUP, "filtering column '%s': Arrow type '%.64s' is not "
                         "supported", name, schema->format != NULL ? schema->format : "");
   }
+  if (type.id == SL_TYPE_NA && schema->n_children == 0) {
+    // Nulls whatever the input holds: a scan's schema types the struct
+    // fields it drops as null (sl_format_reader.prunes_fields), and an
+    // object decoded whole still brings them with their own types.
+    SL_RETURN_NOT_OK(sl_array_init(out, alloc, 0, 0, error));
+    out->length = out->null_count = sel->count;
+    return 0;
+  }
   if (in->n_children != schema->n_children ||
       (type.id != SL_TYPE_NA && in->n_buffers != sl_type_n_buffers(type.id))) {
     return sl_error_set(error, EINVAL, "filtering column '%s': %lld buffers and %lld children "

@@ -310,3 +310,44 @@ def test_fields_read_only_their_chunks_in_datasets(files, torn, tmp_path):
     _check(got, pa.concat_tables([want, want]))
     with pytest.raises(sluice.Error, match="column st.y"):
         sluice.read(str(mixed), columns=["st.y"], union_by_name=True)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+def test_fields_with_filter_when_an_object_is_cast(tmp_path, fmt):
+    """A dataset one object of which holds the struct with another child
+    type (so it is cast and decoded whole) or lacks it: a filter keeping
+    scattered rows filtered the fields left out by the pruned schema and
+    failed ('filtering column z: 1 buffers and 1 children do not fit type
+    n'). Values equal pyarrow's dataset with the same filter."""
+    import pyarrow.dataset as ds
+
+    def table(xt, lt, first):
+        n = 40
+        z = pa.StructArray.from_arrays([pa.array([float(i) for i in range(n)])], names=["p"])
+        st = pa.StructArray.from_arrays(
+            [pa.array(range(first, first + n), xt), z,
+             pa.array([[i] for i in range(n)], pa.list_(lt))], names=["x", "z", "l"])
+        return pa.table({"k": pa.array(range(first, first + n)), "st": st})
+    d = tmp_path / "d"
+    d.mkdir()
+    for name, t in (("a", table(pa.int64(), pa.int32(), 0)),
+                    ("b", table(pa.int32(), pa.int64(), 100))):
+        if fmt == "parquet":
+            pq.write_table(t, d / f"{name}.parquet")
+        else:
+            with ipc.new_file(d / f"{name}.arrow", t.schema) as w:
+                w.write_table(t)
+    keep = [3, 17, 103, 117, 139]
+    want = ds.dataset(d, format="parquet" if fmt == "parquet" else "ipc").to_table(
+        columns=["st.x"], filter=ds.field("k").isin(keep))
+    for names in (["st.x"], ["st.x", "st.z.p"]):
+        got = pa.table(sluice.read(str(d), columns=names, filters=[("k", "in", keep)]))
+        assert got.column(0).to_pylist() == want.column(0).to_pylist(), names
+    missing = tmp_path / "m"
+    missing.mkdir()
+    pq.write_table(table(pa.int64(), pa.int32(), 0), missing / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array(range(100, 140))}), missing / "b.parquet")
+    got = pa.table(sluice.read(str(missing), columns=["st.x", "k"], union_by_name=True,
+                               filters=[("k", "in", keep)]))
+    assert got.to_pylist() == [{"x": 3, "k": 3}, {"x": 17, "k": 17}, {"x": None, "k": 103},
+                               {"x": None, "k": 117}, {"x": None, "k": 139}]
