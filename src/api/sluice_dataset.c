@@ -485,9 +485,13 @@ static int resolve_path(struct sluice_dataset* ds, const char* name, int64_t* co
     dot = strchr(part, '.');
     size_t len = dot != NULL ? (size_t)(dot - part) : strlen(part);
     int sub = (int)(part - 1 - name);  // the path so far, for messages
-    if (strcmp(s->format, "+s") != 0) {
-      char type[64];
-      sl_format_name(s->format, type, sizeof type);
+    if (strcmp(s->format, "+s") != 0 || s->dictionary != NULL) {
+      char type[96], values[64];
+      if (s->dictionary != NULL)  // (its format is the index's)
+        snprintf(type, sizeof type, "a dictionary of %s",
+                 sl_format_name(s->dictionary->format, values, sizeof values));
+      else
+        sl_format_name(s->format, type, sizeof type);
       rc = sl_error_set(error, EINVAL, "no column '%s' in %s: '%.*s' is %s, not a struct (a "
                         "dotted name selects fields of structs only, as pyarrow's read_table)",
                         name, ds->location, sub, name, type);

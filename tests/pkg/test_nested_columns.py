@@ -351,3 +351,15 @@ def test_fields_with_filter_when_an_object_is_cast(tmp_path, fmt):
                                filters=[("k", "in", keep)]))
     assert got.to_pylist() == [{"x": 3, "k": 3}, {"x": 17, "k": 17}, {"x": None, "k": 103},
                                {"x": None, "k": 117}, {"x": None, "k": 139}]
+
+
+def test_dictionary_of_struct_path_is_refused_naming_it(tmp_path):
+    """A dictionary whose values are structs is no struct for a path: the
+    error says so (it named the index type: "'st' is int8")."""
+    st = pa.array([{"x": 1}, {"x": 2}], pa.struct([("x", pa.int64())]))
+    t = pa.table({"st": pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int8()), st)})
+    path = tmp_path / "dst.arrow"
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t)
+    with pytest.raises(sluice.Error, match="'st' is a dictionary of struct, not a struct"):
+        sluice.read(str(path), columns=["st.x"])
