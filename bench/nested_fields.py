@@ -40,7 +40,8 @@ def nested_file(data: str, rows: int) -> str:
     fields = {"x": pa.array(np.arange(rows, dtype=np.int64))}
     for i in range(8):
         fields[f"f{i}"] = pa.array(rng.random(rows))
-    fields["s"] = pa.array(np.char.add("value-", np.char.zfill(np.arange(rows).astype(str), 11)))
+    s = pa.array(np.char.add("value-", np.char.zfill(np.arange(rows).astype(str), 11)))
+    fields["s"] = s.combine_chunks() if isinstance(s, pa.ChunkedArray) else s
     st = pa.StructArray.from_arrays(list(fields.values()), names=list(fields))
     os.makedirs(data, exist_ok=True)
     pq.write_table(pa.table({"id": np.arange(rows, dtype=np.int64), "st": st}), path + ".tmp")
