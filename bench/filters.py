@@ -21,14 +21,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
-import platform
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from inprocess import HERE, machine, save, timed
 
 CASES = [  # (label, file, column, op, value; None = picked from the file)
     ("x1 > 0.9 (no row group excluded)", "w1.parquet", "x1", ">", 0.9),
@@ -156,13 +152,7 @@ def main() -> int:
                     pass
         counts = {}
         for name, fn in tools(file, column, op, value).items():
-            fn()  # warm-up
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                counts[name] = fn()
-                times.append(time.perf_counter() - t0)
-            times.sort()
+            times, counts[name] = timed(fn, args.repeat)
             results.append({"case": label, "tool": name, "seconds": times,
                             "best_s": times[0], "median_s": times[len(times) // 2],
                             "rows": counts[name]})
@@ -171,39 +161,13 @@ def main() -> int:
         if len(set(counts.values())) != 1:
             print(f"row counts differ for {label}: {counts}", file=sys.stderr)
             return 1
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    import importlib.metadata as md
-    versions = {p: md.version(p) for p in ("pyarrow", "polars", "duckdb")}
     doc = {"workload": "w1-filters", "date": dt.date.today().isoformat(),
-           "machine": {"kernel": platform.release(), "cores": os.cpu_count(),
-                       "python": platform.python_version(), "versions": versions,
-                       "sluice_commit": commit},
+           "machine": machine(),
            "method": f"in one process, best/median of {args.repeat} after one warm-up; page "
                      "cache warm; the time of the call that returns the filtered table",
            "results": results}
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"{doc['date']}-w1-filters")
-    with open(stem + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, len(CASES), figsize=(3.2 * len(CASES), 4))
-        for ax, (label, *_rest) in zip(axes, CASES):
-            rows = [r for r in results if r["case"] == label]
-            ax.barh([r["tool"] for r in rows], [r["median_s"] for r in rows],
-                    color=["#1f77b4" if r["tool"].startswith("sluice") else "#999999"
-                           for r in rows])
-            ax.set_title(label, fontsize=9)
-            ax.set_xlabel("seconds (median)")
-            ax.invert_yaxis()
-        fig.tight_layout()
-        fig.savefig(stem + ".png", dpi=100)
-    except ImportError:
-        pass
-    print(f"wrote {stem}.json")
+    panels = [(label, [r for r in results if r["case"] == label]) for label, *_rest in CASES]
+    save(args.out, "w1-filters", doc, panels, (3.2 * len(CASES), 4))
     return 0
 
 

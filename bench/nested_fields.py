@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
-import platform
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from inprocess import HERE, machine, save, timed
+
 CASES = [["st.x"], ["st.x", "st.f3"], ["st"]]
 
 
@@ -103,13 +100,7 @@ def main() -> int:
         label = ",".join(names)
         checks = {}
         for name, fn in tools(path, names).items():
-            fn()  # warm-up
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                checks[name] = fn()
-                times.append(time.perf_counter() - t0)
-            times.sort()
+            times, checks[name] = timed(fn, args.repeat)
             results.append({"case": label, "tool": name, "seconds": times,
                             "best_s": times[0], "median_s": times[len(times) // 2],
                             "check": checks[name]})
@@ -118,41 +109,15 @@ def main() -> int:
         if len(set(checks.values())) != 1:
             print(f"results differ for {label}: {checks}", file=sys.stderr)
             return 1
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    import importlib.metadata as md
-    versions = {p: md.version(p) for p in ("pyarrow", "polars", "duckdb")}
     doc = {"workload": "nested-fields", "date": dt.date.today().isoformat(),
-           "machine": {"kernel": platform.release(), "cores": os.cpu_count(),
-                       "python": platform.python_version(), "versions": versions,
-                       "sluice_commit": commit},
+           "machine": machine(),
            "file": {"rows": args.rows, "bytes": os.path.getsize(path)},
            "method": f"in one process, best/median of {args.repeat} after one warm-up; page "
                      "cache warm; the time of the call that returns the table",
            "results": results}
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"{doc['date']}-nested-fields")
-    with open(stem + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, len(CASES), figsize=(3.6 * len(CASES), 3.6))
-        for ax, names in zip(axes, CASES):
-            label = ",".join(names)
-            rows = [r for r in results if r["case"] == label]
-            ax.barh([r["tool"] for r in rows], [r["median_s"] for r in rows],
-                    color=["#1f77b4" if r["tool"].startswith("sluice") else "#999999"
-                           for r in rows])
-            ax.set_title(f"columns={label}", fontsize=9)
-            ax.set_xlabel("seconds (median)")
-            ax.invert_yaxis()
-        fig.tight_layout()
-        fig.savefig(stem + ".png", dpi=100)
-    except ImportError:
-        pass
-    print(f"wrote {stem}.json")
+    panels = [(f"columns={','.join(n)}", [r for r in results if r["case"] == ",".join(n)])
+              for n in CASES]
+    save(args.out, "nested-fields", doc, panels, (3.6 * len(CASES), 3.6))
     return 0
 
 

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from inprocess import HERE, machine, save
+
 ROWS = 1 << 23
 INPUT = "w1_part_in.parquet"
 
@@ -133,44 +131,18 @@ def main() -> int:
             print(f"{key:4s} {name:38s} median {times[len(times) // 2]:.3f} s  best "
                   f"{times[0]:.3f} s  files {files}  {verdict}", flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    import importlib.metadata as md
-    versions = {p: md.version(p) for p in ("pyarrow", "polars", "duckdb")}
     doc = {"workload": "partitioned-write", "date": dt.date.today().isoformat(),
-           "machine": {"kernel": platform.release(), "cores": os.cpu_count(),
-                       "python": platform.python_version(), "versions": versions,
-                       "sluice_commit": commit},
+           "machine": machine(),
            "data": {"input": INPUT, "rows": ROWS, "bytes": os.path.getsize(src)},
            "method": f"one process per run, the write timed inside it (imports excluded; "
                      f"reading the input included); best/median of {args.repeat} after one "
                      "warm-up; page cache warm; outputs on the same file system, not synced",
            "results": results}
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"{doc['date']}-partitioned-write")
-    with open(stem + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
-        titles = {"day": "key in runs (day: 32 values, sorted)",
-                  "k": "key mixed in every batch (k = id % 32)"}
-        for ax, key in zip(axes, ("day", "k")):
-            rows = [r for r in results if r["key"] == key]
-            ax.barh([r["tool"] for r in rows], [r["median_s"] for r in rows],
-                    color=["#1f77b4" if r["tool"].startswith("sluice") else "#999999"
-                           for r in rows])
-            ax.set_title(titles[key], fontsize=9)
-            ax.set_xlabel("seconds (median)")
-            ax.invert_yaxis()
-        fig.suptitle(f"Partitioned Parquet write of {ROWS:,} rows (W1 + keys), 2 cores", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(stem + ".png", dpi=100)
-    except ImportError:
-        pass
-    print(f"wrote {stem}.json")
+    titles = {"day": "key in runs (day: 32 values, sorted)",
+              "k": "key mixed in every batch (k = id % 32)"}
+    panels = [(titles[key], [r for r in results if r["key"] == key]) for key in ("day", "k")]
+    save(args.out, "partitioned-write", doc, panels, (11, 3.5),
+         suptitle=f"Partitioned Parquet write of {ROWS:,} rows (W1 + keys), 2 cores")
     return 1 if failed else 0
 
 
