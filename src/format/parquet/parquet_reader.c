@@ -585,9 +585,7 @@ static int set_needed_leaves(struct pq_split* s, const struct sl_split_fields* f
       some = 1;
     }
     // A column kept whole, or whose fields hold no leaf (an empty struct).
-    int64_t marked = 0;
-    for (int64_t l = f->first_leaf; l < f->first_leaf + f->n_leaves; ++l) marked += s->need[l];
-    if (!some || whole || marked == 0) mark_leaves(s->need, f);
+    if (!some || whole || !sl_pq_needs_field(s->need, f)) mark_leaves(s->need, f);
   }
   return 0;
 }

@@ -56,11 +56,15 @@ static int give_buffer(struct asm_ctx* c, struct ArrowArray* a, int64_t i, struc
 static int build(struct asm_ctx* c, const struct pq_field* f, int64_t expected,
                  struct ArrowArray* out);
 
+int sl_pq_needs_field(const uint8_t* need, const struct pq_field* f) {
+  for (int64_t l = f->first_leaf; need != NULL && l < f->first_leaf + f->n_leaves; ++l)
+    if (need[l]) return 1;
+  return need == NULL;
+}
+
 /// Whether some leaf under `f` was decoded.
 static int decoded(const struct asm_ctx* c, const struct pq_field* f) {
-  for (int64_t l = f->first_leaf; c->need != NULL && l < f->first_leaf + f->n_leaves; ++l)
-    if (c->need[l]) return 1;
-  return c->need == NULL;
+  return sl_pq_needs_field(c->need, f);
 }
 
 /// The leaf whose levels describe `f`: its first decoded one (NULL = none).

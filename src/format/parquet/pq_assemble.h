@@ -10,6 +10,10 @@
 #include "pq_column.h"
 #include "pq_schema.h"
 
+/// Whether `need` (per leaf of the file, NULL = every leaf) marks some
+/// leaf under `f`.
+int sl_pq_needs_field(const uint8_t* need, const struct pq_field* f);
+
 /// Builds the array of top-level field `f` (`rows` slots) from `leaves`
 /// (indexed by leaf number; the leaves under `f` must have been read, or
 /// those `need` marks: a struct field with none of them read comes out as
