@@ -10,7 +10,7 @@ from typing_extensions import Buffer
 __version__: str
 __all__ = [
     "read", "read_pandas", "scan", "schema", "write", "Writer", "read_ipc", "stats", "reader_formats",
-    "writer_formats",
+    "writer_formats", "release_unused",
     "Table", "Batch", "Column", "Schema", "Field", "DataType", "Scanner",
     "Error", "FormatError", "InvalidArgumentError", "NotFoundError", "OutOfMemoryError",
     "SourceError", "UnsupportedError",
@@ -252,3 +252,4 @@ class Writer:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None: ...
 def reader_formats() -> List[str]: ...
 def writer_formats() -> List[str]: ...
+def release_unused() -> int: ...

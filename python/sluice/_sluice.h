@@ -246,6 +246,9 @@ int sp_c_string_or_none(PyObject* object, const char* what, const char** out);
 
 /* ---- module functions defined outside _sluice_module.c -------------------- */
 
+/// The allocator of every handle the module opens: the module's buffer
+/// cache (NULL: each handle's own). With the GIL held.
+const struct sluice_allocator* sp_allocator(void);
 PyObject* sp_open(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* sp_write(PyObject* self, PyObject* args, PyObject* kwargs);
 

@@ -140,6 +140,7 @@ PyObject* sp_open(PyObject* Py_UNUSED(module), PyObject* args, PyObject* kwargs)
   }
   struct sluice_open_options options;
   sluice_open_options_init(&options);
+  options.allocator = sp_allocator();
   options.format = format;
   options.threads = threads;
   options.ordered = ordered;

@@ -2,7 +2,9 @@
 // the Arrow PyCapsule protocol. The public API lives in sluice/__init__.py;
 // this module is the thin layer over libsluice it is built on.
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "_sluice.h"
 
@@ -128,6 +130,64 @@ static PyObject* sp_formats(PyObject* Py_UNUSED(module), PyObject* args) {
   return list;
 }
 
+/// What the module keeps: one buffer cache every handle allocates through,
+/// so that a program reading one table after another (a notebook, a loop
+/// over files) reuses the memory of the tables it has dropped instead of
+/// having the kernel map and zero fresh pages (sluice_buffer_cache_create).
+struct sp_module_state {
+  struct sluice_buffer_cache* cache;  ///< NULL: disabled or out of memory
+};
+
+static struct PyModuleDef module_def;
+
+static struct sp_module_state* module_state(void) {
+  PyObject* module = PyState_FindModule(&module_def);
+  return module == NULL ? NULL : PyModule_GetState(module);
+}
+
+const struct sluice_allocator* sp_allocator(void) {
+  struct sp_module_state* state = module_state();
+  return state == NULL ? NULL : sluice_buffer_cache_allocator(state->cache);
+}
+
+static PyObject* sp_release_unused(PyObject* Py_UNUSED(module), PyObject* Py_UNUSED(args)) {
+  struct sp_module_state* state = module_state();
+  int64_t freed = 0;
+  if (state != NULL && state->cache != NULL) {
+    Py_BEGIN_ALLOW_THREADS
+    freed = sluice_buffer_cache_release_unused(state->cache);
+    Py_END_ALLOW_THREADS
+  }
+  return PyLong_FromLongLong((long long)freed);
+}
+
+static void module_free(void* module) {
+  struct sp_module_state* state = PyModule_GetState(module);
+  if (state == NULL) return;
+  sluice_buffer_cache_close(state->cache);  // blocks still in use outlive it
+  state->cache = NULL;
+}
+
+/// The cache's bound: SLUICE_BUFFER_CACHE_BYTES if set (0 turns it off),
+/// else an eighth of the machine's memory, at most 2 GiB.
+static int64_t cache_bytes(void) {
+  const char* env = getenv("SLUICE_BUFFER_CACHE_BYTES");
+  if (env != NULL && env[0] != '\0') {
+    char* end = NULL;
+    errno = 0;
+    long long v = strtoll(env, &end, 10);
+    if (errno == 0 && end != NULL && *end == '\0' && v >= 0) return (int64_t)v;
+    PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                     "SLUICE_BUFFER_CACHE_BYTES=%s is not a number of bytes; using the default",
+                     env);
+  }
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  int64_t eighth = pages > 0 && page > 0 ? (int64_t)pages / 8 * (int64_t)page : (int64_t)256 << 20;
+  int64_t most = (int64_t)2 << 30;
+  return eighth < most ? eighth : most;
+}
+
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))sp_open, METH_VARARGS | METH_KEYWORDS,
      "open(location, format=None, columns=None, threads=0, ordered=True, limit=-1, "
@@ -145,6 +205,8 @@ static PyMethodDef module_methods[] = {
      "import_stream(capsule) -> (_Schema, [_Batch]): drains an 'arrow_array_stream' (zero copy)."},
     {"import_array", (PyCFunction)sp_import_array, METH_VARARGS,
      "import_array(schema_capsule, array_capsule) -> _Batch (zero copy; the array is moved)."},
+    {"release_unused", sp_release_unused, METH_NOARGS,
+     "release_unused() -> bytes freed of the memory kept from dropped tables for the next reads."},
     {"formats", (PyCFunction)sp_formats, METH_VARARGS,
      "formats(writers=False) -> names of the formats sluice reads (or writes)."},
     {NULL, NULL, 0, NULL},
@@ -154,8 +216,9 @@ static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "sluice._sluice",
     .m_doc = "The C layer of sluice over libsluice (use the sluice package).",
-    .m_size = -1,
+    .m_size = sizeof(struct sp_module_state),
     .m_methods = module_methods,
+    .m_free = module_free,
 };
 
 PyMODINIT_FUNC PyInit__sluice(void) {
@@ -166,8 +229,13 @@ PyMODINIT_FUNC PyInit__sluice(void) {
   for (size_t i = 0; i < sizeof types / sizeof *types; ++i) {
     if (PyType_Ready(types[i]) != 0) return NULL;
   }
+  int64_t bytes = cache_bytes();
+  if (PyErr_Occurred()) return NULL;  // the warning was made an error
   PyObject* module = PyModule_Create(&module_def);
   if (module == NULL) return NULL;
+  struct sp_module_state* state = PyModule_GetState(module);
+  // Out of memory only leaves each handle its own cache.
+  state->cache = bytes > 0 ? sluice_buffer_cache_create(bytes) : NULL;
   for (size_t i = 0; i < sizeof types / sizeof *types; ++i) {
     Py_INCREF(types[i]);
     if (PyModule_AddObject(module, names[i], (PyObject*)types[i]) != 0) {

@@ -142,6 +142,7 @@ int sp_write_setup_parse(PyObject* args, PyObject* kwargs, struct sp_write_setup
   if (sp_s3_options(s3_dict, &out->s3) != 0) return -1;
   struct sluice_write_options* options = &out->options;
   sluice_write_options_init(options);
+  options->allocator = sp_allocator();
   options->format = format;
   options->compression = compression;
   options->format_options = format_options;

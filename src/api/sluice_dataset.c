@@ -43,7 +43,7 @@
 struct sluice_dataset {
   atomic_long refs;
   const struct sluice_allocator* alloc;  ///< the cache's, or the caller's allocator
-  struct sl_buffer_cache* cache;         ///< freed batch buffers (NULL: caller's allocator)
+  struct sluice_buffer_cache* cache;         ///< freed batch buffers (NULL: caller's allocator)
   char* location;
   struct sl_source* source;
   const struct sl_format_reader* format;
@@ -111,7 +111,7 @@ static void dataset_destroy(struct sluice_dataset* ds) {
   if (ds->reader != NULL) ds->format->close(ds->reader);
   sl_source_close(ds->source);
   if (ds->location != NULL) sl_free(alloc, ds->location, strlen(ds->location) + 1);
-  struct sl_buffer_cache* cache = ds->cache;
+  struct sluice_buffer_cache* cache = ds->cache;
   sl_free(alloc, ds, sizeof *ds);
   sl_buffer_cache_close(cache);  // gone once the last batch is freed too
 }
@@ -139,7 +139,7 @@ int sl_dataset_name_error(const struct sluice_dataset* ds, int rc, struct sluice
   return rc;
 }
 
-struct sl_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* ds) {
+struct sluice_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* ds) {
   return ds->cache;
 }
 
@@ -800,7 +800,7 @@ static int open_dataset(const char* const* locations, size_t n_locations,
   // batches, up to a quarter of the budget (sl_buffer_cache.h) and a few
   // batches' columns (a batch of W1 is five buffers, a wide table's many
   // more; those beyond are freed as before).
-  struct sl_buffer_cache* cache =
+  struct sluice_buffer_cache* cache =
       options->allocator == NULL ? sl_buffer_cache_create(NULL, budget / 4, 64) : NULL;
   if (options->allocator == NULL && cache == NULL) {
     return sl_error_set(error, ENOMEM, "%s: out of memory", named);
@@ -1471,7 +1471,7 @@ int sluice_write(struct ArrowArrayStream* stream, const char* location,
     int64_t budget = sl_write_partitioned_budget(options);
     cache_bytes = budget > INT64_MAX - cache_bytes ? INT64_MAX : cache_bytes + budget;
   }
-  struct sl_buffer_cache* cache =
+  struct sluice_buffer_cache* cache =
       options->allocator == NULL
           ? sl_buffer_cache_create(NULL, cache_bytes, WRITE_CACHE_BLOCKS(cache_bytes))
           : NULL;

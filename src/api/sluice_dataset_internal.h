@@ -35,7 +35,7 @@ void sl_dataset_release(struct sluice_dataset* dataset);
 /// The allocator the dataset was opened with (never NULL).
 const struct sluice_allocator* sl_dataset_allocator(const struct sluice_dataset* dataset);
 /// Its cache of freed buffers (NULL when opened with a caller's allocator).
-struct sl_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* dataset);
+struct sluice_buffer_cache* sl_dataset_buffer_cache(const struct sluice_dataset* dataset);
 /// The location the dataset was opened from, for error messages.
 const char* sl_dataset_location(const struct sluice_dataset* dataset);
 

@@ -14,7 +14,7 @@
 /// One alignment unit keeps the data 64-byte aligned.
 #define CACHE_HEADER ((size_t)SL_BUFFER_ALIGNMENT)
 
-struct sl_buffer_cache {
+struct sluice_buffer_cache {
   struct sluice_allocator self;  ///< what the dataset allocates with
   const struct sluice_allocator* base;
   /// One for the owner until sl_buffer_cache_close, one per block out.
@@ -33,10 +33,10 @@ struct sl_buffer_cache {
 };
 
 static size_t cache_size(int max_blocks) {
-  return sizeof(struct sl_buffer_cache) + (size_t)max_blocks * sizeof(struct free_block);
+  return sizeof(struct sluice_buffer_cache) + (size_t)max_blocks * sizeof(struct free_block);
 }
 
-static void cache_release(struct sl_buffer_cache* c) {
+static void cache_release(struct sluice_buffer_cache* c) {
   if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
   pthread_mutex_destroy(&c->lock);
   c->base->deallocate(c->base->ctx, c, cache_size(c->max_free));
@@ -45,7 +45,7 @@ static void cache_release(struct sl_buffer_cache* c) {
 /// A kept block of at least `size` bytes and at most a quarter more (a small
 /// request does not pin a large block), most recently freed first; NULL if
 /// none.
-static uint8_t* take_free(struct sl_buffer_cache* c, size_t size) {
+static uint8_t* take_free(struct sluice_buffer_cache* c, size_t size) {
   uint8_t* block = NULL;
   pthread_mutex_lock(&c->lock);
   for (int i = c->n_free - 1; i >= 0; --i) {
@@ -63,7 +63,7 @@ static uint8_t* take_free(struct sl_buffer_cache* c, size_t size) {
 }
 
 static void* cache_allocate(void* ctx, size_t size, size_t alignment) {
-  struct sl_buffer_cache* c = ctx;
+  struct sluice_buffer_cache* c = ctx;
   void* out;
   if (size < CACHE_MIN || size > SIZE_MAX - CACHE_HEADER) {
     out = c->base->allocate(c->base->ctx, size, alignment);
@@ -80,7 +80,7 @@ static void* cache_allocate(void* ctx, size_t size, size_t alignment) {
 }
 
 static void cache_deallocate(void* ctx, void* ptr, size_t size) {
-  struct sl_buffer_cache* c = ctx;
+  struct sluice_buffer_cache* c = ctx;
   if (ptr == NULL) return;
   if (size < CACHE_MIN || size > SIZE_MAX - CACHE_HEADER) {
     c->base->deallocate(c->base->ctx, ptr, size);
@@ -102,11 +102,11 @@ static void cache_deallocate(void* ctx, void* ptr, size_t size) {
   cache_release(c);
 }
 
-struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
+struct sluice_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
                                                int64_t max_bytes, int max_blocks) {
   if (base == NULL) base = sluice_default_allocator();
   if (max_blocks < 1) max_blocks = 1;
-  struct sl_buffer_cache* c = base->allocate(base->ctx, cache_size(max_blocks), _Alignof(max_align_t));
+  struct sluice_buffer_cache* c = base->allocate(base->ctx, cache_size(max_blocks), _Alignof(max_align_t));
   if (c == NULL) return NULL;
   if (pthread_mutex_init(&c->lock, NULL) != 0) {
     base->deallocate(base->ctx, c, cache_size(max_blocks));
@@ -124,33 +124,64 @@ struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* ba
   return c;
 }
 
-const struct sluice_allocator* sl_buffer_cache_allocator(struct sl_buffer_cache* cache) {
+const struct sluice_allocator* sl_buffer_cache_allocator(struct sluice_buffer_cache* cache) {
   return &cache->self;
 }
 
-void sl_buffer_cache_close(struct sl_buffer_cache* cache) {
-  if (cache == NULL) return;
+/// Frees the free blocks, one at a time outside the lock (other threads
+/// may be keeping and taking blocks meanwhile); `closing` also sends the
+/// blocks coming back later to the base allocator. Returns the bytes freed.
+static int64_t free_kept(struct sluice_buffer_cache* cache, int closing) {
+  int64_t bytes = 0;
   pthread_mutex_lock(&cache->lock);
-  cache->closed = 1;
-  int n = cache->n_free;
-  cache->n_free = 0;
-  cache->free_bytes = 0;
-  pthread_mutex_unlock(&cache->lock);
-  // Blocks coming back now see `closed` and go to the base allocator.
-  for (int i = 0; i < n; ++i) {
-    cache->base->deallocate(cache->base->ctx, cache->free[i].block,
-                            CACHE_HEADER + cache->free[i].cap);
+  if (closing) cache->closed = 1;
+  while (cache->n_free > 0) {
+    struct free_block kept = cache->free[--cache->n_free];
+    cache->free_bytes -= (int64_t)kept.cap;
+    pthread_mutex_unlock(&cache->lock);
+    cache->base->deallocate(cache->base->ctx, kept.block, CACHE_HEADER + kept.cap);
+    bytes += (int64_t)kept.cap;
+    pthread_mutex_lock(&cache->lock);
   }
+  pthread_mutex_unlock(&cache->lock);
+  return bytes;
+}
+
+void sl_buffer_cache_close(struct sluice_buffer_cache* cache) {
+  if (cache == NULL) return;
+  free_kept(cache, 1);
   cache_release(cache);
 }
 
-int64_t sl_buffer_cache_reuses(struct sl_buffer_cache* cache) {
+int64_t sl_buffer_cache_reuses(struct sluice_buffer_cache* cache) {
   return (int64_t)atomic_load_explicit(&cache->reuses, memory_order_relaxed);
 }
 
 int sl_alloc_is_default(const struct sluice_allocator* alloc) {
   if (alloc == NULL || alloc == sluice_default_allocator()) return 1;
   if (alloc->allocate != cache_allocate) return 0;
-  const struct sl_buffer_cache* c = alloc->ctx;
+  const struct sluice_buffer_cache* c = alloc->ctx;
   return c->base == sluice_default_allocator();
 }
+
+/* ---- The public face: one cache shared by handles ------------------------ */
+
+struct sluice_buffer_cache* sluice_buffer_cache_create(int64_t max_bytes) {
+  if (max_bytes < 0) return NULL;
+  // Room for as many blocks as max_bytes holds of the smallest kept size,
+  // within bounds (a slot is 16 bytes; a table freed whole is thousands of
+  // blocks).
+  int64_t slots = max_bytes / (int64_t)CACHE_MIN;
+  return sl_buffer_cache_create(NULL, max_bytes,
+                                slots < 64 ? 64 : slots > 16384 ? 16384 : (int)slots);
+}
+
+const struct sluice_allocator* sluice_buffer_cache_allocator(struct sluice_buffer_cache* cache) {
+  return cache == NULL ? NULL : sl_buffer_cache_allocator(cache);
+}
+
+int64_t sluice_buffer_cache_release_unused(struct sluice_buffer_cache* cache) {
+  return cache == NULL ? 0 : free_kept(cache, 0);
+}
+
+void sluice_buffer_cache_close(struct sluice_buffer_cache* cache) { sl_buffer_cache_close(cache); }

@@ -19,24 +19,24 @@
 
 #include "sluice.h"
 
-struct sl_buffer_cache;
+struct sluice_buffer_cache;
 
 /// A cache over `base` keeping at most `max_blocks` free blocks of at most
 /// `max_bytes` in all. NULL when out of memory.
-struct sl_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
+struct sluice_buffer_cache* sl_buffer_cache_create(const struct sluice_allocator* base,
                                                int64_t max_bytes, int max_blocks);
 
 /// The allocator to use instead of `base`: its blocks of 64 KiB and more
 /// come from the cache and return to it. Valid until the cache is gone.
-const struct sluice_allocator* sl_buffer_cache_allocator(struct sl_buffer_cache* cache);
+const struct sluice_allocator* sl_buffer_cache_allocator(struct sluice_buffer_cache* cache);
 
 /// Frees the free blocks and lets go of the cache: blocks still out go to
 /// the base allocator when freed, and the last of them frees the cache.
 /// NULL-safe.
-void sl_buffer_cache_close(struct sl_buffer_cache* cache);
+void sl_buffer_cache_close(struct sluice_buffer_cache* cache);
 
 /// How many blocks were handed out again (for tests and diagnostics).
-int64_t sl_buffer_cache_reuses(struct sl_buffer_cache* cache);
+int64_t sl_buffer_cache_reuses(struct sluice_buffer_cache* cache);
 
 /// Non-zero when `alloc` is the default allocator or a cache over it (the
 /// block pool maps its large blocks itself then).

@@ -867,7 +867,7 @@ static void test_buffer_cache_recycles(void** state) {
   struct test_allocator ta;
   test_allocator_init(&ta);
   const size_t big = (size_t)100 << 10;  // over the 64 KiB from which blocks are kept
-  struct sl_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 3 * (int64_t)big, 64);
+  struct sluice_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 3 * (int64_t)big, 64);
   assert_non_null(cache);
   const struct sluice_allocator* alloc = sl_buffer_cache_allocator(cache);
   assert_true(sl_alloc_is_default(sluice_default_allocator()));

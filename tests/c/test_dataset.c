@@ -16,6 +16,7 @@
 
 #include "api/sluice_dataset_internal.h"
 #include "api/sluice_stats_internal.h"
+#include "core/sl_alloc.h"
 #include "core/sl_buffer_cache.h"
 #include "format/sl_format.h"
 #include "test_util.h"
@@ -2008,7 +2009,7 @@ static void test_freed_batches_are_reused(void** unused) {
   memset(&error, 0, sizeof error);
   struct sluice_dataset* ds = NULL;
   assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
-  struct sl_buffer_cache* cache = sl_dataset_buffer_cache(ds);
+  struct sluice_buffer_cache* cache = sl_dataset_buffer_cache(ds);
   assert_non_null(cache);
   struct ArrowArrayStream stream;
   assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
@@ -2048,6 +2049,104 @@ static void test_freed_batches_are_reused(void** unused) {
   sluice_dataset_close(ds);
   assert_int_equal(atomic_load(&ta.live_bytes), 0);
   remove(path);
+}
+
+/// Reads `path` (CSV a,b written by write_ab_csv with `shift`) through
+/// `alloc`, keeping every batch, checks every value and releases them.
+static void read_ab_and_drop(const char* path, const struct sluice_allocator* alloc, int rows,
+                             int shift) {
+  struct sluice_open_options options;
+  sluice_open_options_init(&options);
+  options.batch_size = 16384;  // 128 KiB per column: above the cache's floor
+  options.format_options = "split_size=1m";
+  options.allocator = alloc;
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  struct sluice_dataset* ds = NULL;
+  assert_int_equal(sluice_dataset_open(path, &options, &ds, &error), 0);
+  assert_null(sl_dataset_buffer_cache(ds));  // the caller's cache, not one of its own
+  struct ArrowArrayStream stream;
+  assert_int_equal(sluice_dataset_scan(ds, &stream, &error), 0);
+  struct ArrowArray batches[64];
+  int n = 0;
+  int64_t seen = 0;
+  for (;;) {
+    assert_true(n < 64);
+    int rc = stream.get_next(&stream, &batches[n]);
+    if (rc != 0) fail_msg("get_next: %s", stream.get_last_error(&stream));
+    if (batches[n].release == NULL) break;
+    const struct ArrowArray* b = batches[n].children[1];
+    const double* v = (const double*)b->buffers[1] + b->offset;
+    const uint8_t* valid = b->buffers[0];
+    for (int64_t i = 0; i < b->length; ++i) {
+      int64_t row = seen + i;
+      int is_null = (row + shift) % 7 == 0;
+      int bit = valid == NULL || ((valid[(b->offset + i) >> 3] >> ((b->offset + i) & 7)) & 1);
+      if (is_null ? bit : !bit || v[i] != (double)(row * 3 + shift) + 0.25) {
+        fail_msg("shift %d, row %lld: valid %d, %g", shift, (long long)row, bit, v[i]);
+      }
+    }
+    seen += batches[n].length;
+    n++;
+  }
+  assert_int_equal(seen, rows);
+  stream.release(&stream);
+  sluice_dataset_close(ds);
+  for (int i = 0; i < n; ++i) batches[i].release(&batches[i]);  // after the dataset: still valid
+}
+
+static void write_ab_csv(const char* path, int rows, int shift) {
+  size_t cap = (size_t)rows * 32 + 16;
+  char* text = malloc(cap);
+  assert_non_null(text);
+  size_t at = (size_t)sprintf(text, "a,b\n");
+  for (int i = 0; i < rows; ++i) {
+    if ((i + shift) % 7 == 0) {
+      at += (size_t)sprintf(text + at, "%d,\n", i);
+    } else {
+      at += (size_t)sprintf(text + at, "%d,%d.25\n", i, i * 3 + shift);
+    }
+  }
+  assert_int_equal(test_write_file(path, text, at), 0);
+  free(text);
+}
+
+/// A cache shared by datasets (sluice_buffer_cache_create): a table read
+/// whole and dropped leaves its buffers for the next dataset's read, which
+/// then decodes into memory holding the first table's values (and nulls) and
+/// must still be right. release_unused frees what is kept, and a cache
+/// closed with blocks out lives until they are freed.
+static void test_shared_cache_reuses_across_datasets(void** unused) {
+  (void)unused;
+  enum { ROWS = 200000 };
+  assert_null(sluice_buffer_cache_create(-1));
+  assert_null(sluice_buffer_cache_allocator(NULL));
+  assert_int_equal(sluice_buffer_cache_release_unused(NULL), 0);
+  sluice_buffer_cache_close(NULL);
+  char first[512], second[512];
+  test_temp_path("shared-cache-1.csv", first, sizeof first);
+  test_temp_path("shared-cache-2.csv", second, sizeof second);
+  write_ab_csv(first, ROWS, 0);
+  write_ab_csv(second, ROWS, 3);  // other values, nulls in other rows
+
+  struct sluice_buffer_cache* cache = sluice_buffer_cache_create((int64_t)256 << 20);
+  assert_non_null(cache);
+  const struct sluice_allocator* alloc = sluice_buffer_cache_allocator(cache);
+  read_ab_and_drop(first, alloc, ROWS, 0);
+  int64_t reused_before = sl_buffer_cache_reuses(cache);
+  read_ab_and_drop(second, alloc, ROWS, 3);
+  assert_true(sl_buffer_cache_reuses(cache) > reused_before);
+  read_ab_and_drop(first, alloc, ROWS, 0);
+  assert_true(sluice_buffer_cache_release_unused(cache) > 0);
+  assert_int_equal(sluice_buffer_cache_release_unused(cache), 0);
+  // With nothing kept, a read still works; a block out at close outlives it.
+  uint8_t* out = sl_alloc_buffer(alloc, (size_t)1 << 20);
+  assert_non_null(out);
+  sluice_buffer_cache_close(cache);
+  memset(out, 1, (size_t)1 << 20);
+  sl_free_buffer(alloc, out, (size_t)1 << 20);
+  remove(first);
+  remove(second);
 }
 
 static struct sl_stats_key bytes_key(const void* p, int64_t n, int truncated) {
@@ -2343,6 +2442,7 @@ int main(void) {
       cmocka_unit_test(test_csv_refine_after_a_late_value),
       cmocka_unit_test(test_csv_union_by_name_refine),
       cmocka_unit_test(test_freed_batches_are_reused),
+      cmocka_unit_test(test_shared_cache_reuses_across_datasets),
       cmocka_unit_test(test_stats_key_bounds),
       cmocka_unit_test(test_null_error_structs),
       cmocka_unit_test(test_stats_of_null_columns),
