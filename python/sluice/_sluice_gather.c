@@ -7,9 +7,12 @@
 //
 // Only flat fixed-width columns (numbers, bools, temporals, decimals,
 // fixed-size binary) are gathered; sluice.read keeps the batches of other
-// tables as they are. Column memory is mmap'd directly so that pages are
-// touched only where rows land, grow without copies (mremap) and go back to
-// the system as soon as the table is freed. No MADV_HUGEPAGE: where the
+// tables as they are. Columns whose rows are known ahead take their memory
+// from the module's buffer cache (sp_allocator), so that a table read after
+// another was dropped reuses its pages instead of faulting in fresh ones;
+// other column memory is mmap'd directly so that pages are touched only
+// where rows land, grow without copies (mremap) and go back to the system
+// as soon as the table is freed. No MADV_HUGEPAGE: where the
 // kernel's THP defrag setting is "madvise", it makes every fault of the
 // region compact memory synchronously (seconds of system time for a GB).
 // No Python objects in the copy: it runs without the GIL.
@@ -31,6 +34,9 @@
 struct big_buffer {
   uint8_t* data;
   size_t size;  // bytes usable from data (0: nothing mapped)
+  /// Non-NULL: the memory is a block of this allocator (skew + size bytes
+  /// from data - skew), not a mapping of our own; growing moves it to one.
+  const struct sluice_allocator* alloc;
   /// Bytes of the mapping before `data` (a multiple of 64, set before the
   /// first reserve): columns start at different offsets within a page.
   /// Measured: with page-aligned columns, a placed Avro read (which writes
@@ -47,14 +53,32 @@ static size_t page_round(size_t n) {
   return (n + page - 1) / page * page;
 }
 
-/// Makes room for `bytes` (contents kept; new bytes are zero). 0 or ENOMEM.
-static int big_reserve(struct big_buffer* b, size_t bytes) {
+static void big_free(struct big_buffer* b);
+
+/// Makes room for `bytes` (contents kept; new bytes are undefined). The
+/// first room comes from `alloc` when given (recycled memory), growth from
+/// mappings of our own. 0 or ENOMEM.
+static int big_reserve(struct big_buffer* b, size_t bytes, const struct sluice_allocator* alloc) {
   if (bytes <= b->size) return 0;
   if (bytes > SIZE_MAX - b->skew - 4096) return ENOMEM;
   size_t total = page_round(b->skew + bytes);
   void* p;
+  if (b->size == 0 && alloc != NULL) {
+    p = alloc->allocate(alloc->ctx, total, 64);
+    if (p == NULL) return ENOMEM;
+    b->alloc = alloc;
+    b->data = (uint8_t*)p + b->skew;
+    b->size = total - b->skew;
+    return 0;
+  }
   if (b->size == 0) {
     p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  } else if (b->alloc != NULL) {  // an allocator's block cannot be remapped: copy it
+    p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      memcpy((uint8_t*)p + b->skew, b->data, b->size);
+      big_free(b);
+    }
   } else {
 #ifdef MREMAP_MAYMOVE
     p = mremap(b->data - b->skew, b->skew + b->size, total, MREMAP_MAYMOVE);
@@ -73,9 +97,14 @@ static int big_reserve(struct big_buffer* b, size_t bytes) {
 }
 
 static void big_free(struct big_buffer* b) {
-  if (b->size != 0) munmap(b->data - b->skew, b->skew + b->size);
+  if (b->size != 0 && b->alloc != NULL) {
+    b->alloc->deallocate(b->alloc->ctx, b->data - b->skew, b->skew + b->size);
+  } else if (b->size != 0) {
+    munmap(b->data - b->skew, b->skew + b->size);
+  }
   b->data = NULL;
   b->size = 0;
+  b->alloc = NULL;
 }
 
 /// Makes bytes [from, from + n) of `b` resident in one call instead of a page
@@ -90,6 +119,13 @@ static void big_populate(struct big_buffer* b, size_t from, size_t n) {
   if (n < ((size_t)32 << 10) || from + n > b->size) return;
   uintptr_t start = (uintptr_t)(b->data + from) / page * page;
   uintptr_t end = (uintptr_t)(b->data + from + n);
+  // Recycled memory is mapped already: populating it would walk every page
+  // for nothing. Resident first and last pages are taken to mean so.
+  unsigned char first = 0, last = 0;
+  if (b->alloc != NULL && mincore((void*)start, (size_t)page, &first) == 0 && (first & 1) &&
+      mincore((void*)((end - 1) / page * page), (size_t)page, &last) == 0 && (last & 1)) {
+    return;
+  }
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels say EINVAL
 #endif
@@ -101,8 +137,10 @@ static void big_populate(struct big_buffer* b, size_t from, size_t n) {
 #endif
 }
 
-/// Gives back the pages past `bytes` (the table came out shorter than planned).
+/// Gives back the pages past `bytes` (the table came out shorter than planned);
+/// an allocator's block stays whole until freed.
 static void big_shrink(struct big_buffer* b, size_t bytes) {
+  if (b->alloc != NULL) return;
   size_t keep = page_round(b->skew + bytes);  // of the mapping
   if (b->skew + b->size > keep) {
     munmap(b->data - b->skew + keep, b->skew + b->size - keep);
@@ -222,20 +260,24 @@ typedef struct {
   int busy;          // a copy runs without the GIL
   struct gather_hold* hold;  // set by a placed scan (sp_gather_placement)
   int64_t copied_bytes;      // value bytes add() copied (not already in place)
+  /// The first room of each buffer: the module's cache when the rows are
+  /// known ahead (a capacity at init), else NULL (mappings that grow).
+  const struct sluice_allocator* alloc;
 } GatherObject;
 
 static size_t column_bytes(const struct gather_column* c, int64_t rows) {
   return c->width == 0 ? (size_t)((rows + 7) / 8) : (size_t)rows * (size_t)c->width;
 }
 
-static int column_reserve(struct gather_column* c, int64_t rows) {
+static int column_reserve(struct gather_column* c, int64_t rows,
+                          const struct sluice_allocator* alloc) {
   // Counts come from the input (planned rows per split): refuse sizes that
   // do not fit in size_t rather than wrap.
   if (c->width > 0 && (uint64_t)rows > SIZE_MAX / (uint64_t)c->width) return ENOMEM;
-  int rc = big_reserve(&c->values, column_bytes(c, rows));
+  int rc = big_reserve(&c->values, column_bytes(c, rows), alloc);
   if (rc == 0 && c->validity.size != 0) {
     size_t old = c->validity.size;
-    rc = big_reserve(&c->validity, (size_t)(rows + 7) / 8);
+    rc = big_reserve(&c->validity, (size_t)(rows + 7) / 8, alloc);
     // Rows not written yet are valid until a batch says otherwise.
     if (rc == 0) memset(c->validity.data + old, 0xff, c->validity.size - old);
   }
@@ -251,7 +293,7 @@ static int gather_reserve(GatherObject* self, int64_t rows) {
     want = self->capacity + self->capacity / 4;  // grow geometrically
   }
   for (int64_t i = 0; i < self->n_columns; ++i) {
-    int rc = column_reserve(&self->columns[i], want);
+    int rc = column_reserve(&self->columns[i], want, self->alloc);
     if (rc != 0) return rc;
   }
   self->capacity = want;
@@ -284,6 +326,7 @@ static int gather_init(GatherObject* self, PyObject* args, PyObject* kwargs) {
     return -1;
   }
   if (capacity < 0) capacity = 0;
+  self->alloc = capacity > 0 ? sp_allocator() : NULL;
   const struct ArrowSchema* s = &((SchemaObject*)schema)->schema;
   for (int64_t i = 0; i < s->n_children; ++i) {
     if (fixed_width(s->children[i]) < 0) {
@@ -326,7 +369,7 @@ static void gather_dealloc(GatherObject* self) {
 /// or ENOMEM.
 static int copy_column(struct gather_column* c, const struct ArrowArray* src, int64_t top_offset,
                        int64_t start, int64_t count, int64_t at, int64_t capacity,
-                       int64_t* copied) {
+                       const struct sluice_allocator* alloc, int64_t* copied) {
   int64_t from = src->offset + top_offset + start;
   const uint8_t* values = src->buffers[1];
   if (c->width == 0) {
@@ -340,7 +383,7 @@ static int copy_column(struct gather_column* c, const struct ArrowArray* src, in
   const uint8_t* bits = src->buffers[0];
   if (bits == NULL || src->null_count == 0) return 0;
   if (c->validity.size == 0) {
-    int rc = big_reserve(&c->validity, (size_t)(capacity + 7) / 8);
+    int rc = big_reserve(&c->validity, (size_t)(capacity + 7) / 8, alloc);
     if (rc != 0) return rc;
     memset(c->validity.data, 0xff, c->validity.size);
   }
@@ -394,7 +437,7 @@ static PyObject* gather_add(GatherObject* self, PyObject* args, PyObject* kwargs
   rc = gather_reserve(self, at + count);
   for (int64_t i = 0; rc == 0 && i < self->n_columns; ++i) {
     rc = copy_column(&self->columns[i], top->children[i], top->offset, start, count, at,
-                     self->capacity, &self->copied_bytes);
+                     self->capacity, self->alloc, &self->copied_bytes);
   }
   Py_END_ALLOW_THREADS
   self->busy = 0;

@@ -449,7 +449,11 @@ def _write_zoo(tmp_path, fmt, seed):
     import pyarrow.parquet as pq
     t = _zoo(seed)
     path = tmp_path / f"zoo{seed}.{fmt}"
-    if fmt == "parquet":
+    if fmt == "parquet-fixed":  # all fixed width: gathered into one column per field
+        t = t.select(["i", "f", "b"]).append_column(
+            "ts", t.column("i").cast(pa.timestamp("us")))
+        path = tmp_path / f"zoo{seed}.parquet"
+    if fmt.startswith("parquet"):
         pq.write_table(t, path, row_group_size=50_000)
         return path, pq.read_table(path)
     if fmt == "arrow":  # compressed: decoded into fresh buffers, not mapped
@@ -469,7 +473,7 @@ def _write_zoo(tmp_path, fmt, seed):
 # that holds another file's values and nulls, and must still equal what
 # pyarrow reads. Two files alternate so that no buffer is refilled with the
 # values it held.
-@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv"])
+@pytest.mark.parametrize("fmt", ["parquet", "parquet-fixed", "arrow", "csv"])
 def test_reads_into_a_dropped_tables_memory_stay_right(tmp_path, fmt):
     sluice.release_unused()
     files = [_write_zoo(tmp_path, fmt, seed) for seed in (1, 2)]
