@@ -860,6 +860,8 @@ FSL_CHILDREN = {
     "large_binary": pa.large_binary(), "list": pa.list_(pa.int32()),
     "struct": pa.struct([("a", pa.int32()), ("b", pa.string())]),
     "fsl": pa.list_(pa.int16(), 2),
+    "dictionary": pa.dictionary(pa.int32(), pa.string()),
+    "dictionary_int8": pa.dictionary(pa.int8(), pa.string()),
 }
 
 
@@ -867,6 +869,8 @@ def _fsl_value(t: pa.DataType, i: int, nulls: bool = True):
     """Value i of type t (None now and then when `nulls`)."""
     if nulls and i % 5 == 1:
         return None
+    if pa.types.is_dictionary(t):
+        return "d%d" % (i % 4)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "s%d" % i * (i % 3)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
@@ -914,6 +918,23 @@ def test_fixed_size_list_of_any_child(sluice_bin, tmp_path, child):
         assert got.schema == want.schema, f"{child} {name}"
         assert_same(got, want, f"fixed_size_list<{child}> {name}")
         assert got.to_pylist() == table.to_pylist()
+
+
+def test_fixed_size_list_of_required_dictionaries_in_an_all_null_row_group(sluice_bin, tmp_path):
+    """fixed_size_list<dictionary not null>: the null lists' fillers are
+    valid index 0, so a row group whose lists are all null (no dictionary
+    value at all) gets one empty value for them to name; the array stays
+    valid and the values are pyarrow's."""
+    item = pa.field("item", pa.dictionary(pa.int32(), pa.string()), nullable=False)
+    rows = [["a", "b"], None, ["c", "a"], None, None, None, ["b", "b"]]
+    table = pa.table({"v": pa.array(rows, pa.list_(item, 2))})
+    path = tmp_path / "fsl_dict_null_rg.parquet"
+    pq.write_table(table, path, row_group_size=3)  # row group 1: rows 3-5, all null
+    want = pyarrow_read(path)
+    got = sluice_read(sluice_bin, path)
+    got.validate(full=True)
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist() == [{"v": r} for r in rows]
 
 
 @pytest.mark.parametrize("child", ["string", "large_string", "list", "struct", "fsl"])

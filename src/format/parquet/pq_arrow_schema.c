@@ -119,15 +119,6 @@ static int apply_leaf(struct pq_field* f, const struct ArrowSchema* o) {
   return 0;
 }
 
-/// Whether a dictionary column is at or under f: a fixed-size list of them
-/// stays a list (its null lists' fillers are not made for dictionaries).
-static int has_dictionary(const struct pq_field* f, int depth) {
-  if (f->dict) return 1;
-  for (int64_t i = 0; depth < PQ_MAX_DEPTH && i < f->n_children; ++i)
-    if (has_dictionary(&f->children[i], depth + 1)) return 1;
-  return 0;
-}
-
 static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct sluice_allocator* alloc,
                  int depth) {
   if (depth > PQ_MAX_DEPTH || o == NULL || o->format == NULL) return 0;
@@ -154,8 +145,7 @@ static int apply(struct pq_field* f, const struct ArrowSchema* o, const struct s
       if (strncmp(of, "+w:", 3) == 0 && o->n_children == 1) {
         SL_RETURN_NOT_OK(apply(&f->children[0], o->children[0], alloc, depth + 1));
         long n = strtol(of + 3, NULL, 10);
-        if (!has_dictionary(&f->children[0], 0) && n > 0 && n <= (1 << 20))
-          f->fixed_size = (int32_t)n;
+        if (n > 0 && n <= (1 << 20)) f->fixed_size = (int32_t)n;
         return 0;
       }
       if ((strcmp(of, "+l") != 0 && strcmp(of, "+L") != 0) || o->n_children != 1) return 0;

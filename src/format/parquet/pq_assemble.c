@@ -379,6 +379,36 @@ static int new_buffer(struct asm_ctx* c, struct sl_buffer* buf, int64_t bytes) {
   return 0;
 }
 
+/// Values of `w` bytes (a fixed-width leaf's, a dictionary leaf's indices)
+/// of the present blocks moved to k * width; fillers are zeros.
+static int spread_fixed(struct asm_ctx* c, struct ArrowArray* a, const uint8_t* present,
+                        int64_t blocks, int64_t width, int64_t w) {
+  struct sl_buffer buf;
+  int rc = new_buffer(c, &buf, blocks * width * w);
+  if (rc != 0) return rc;
+  const uint8_t* src = a->buffers[1];
+  for (int64_t k = 0, s = 0; k < blocks; ++k) {
+    if (!block_present(present, k)) continue;
+    memcpy(buf.data + k * width * w, src + s * w, (size_t)(width * w));
+    s += width;
+  }
+  rc = give_buffer(c, a, 1, &buf);
+  sl_buffer_reset(&buf);
+  return rc;
+}
+
+/// A dictionary whose indices gained valid fillers (index 0) but which has
+/// no value: one empty value puts them in range (as dictionary_array does).
+static int dictionary_with_one_value(struct asm_ctx* c, struct ArrowArray* dict) {
+  if (dict == NULL || dict->length > 0) return 0;
+  struct sl_buffer buf;
+  int rc = new_buffer(c, &buf, 2 * sizeof(int32_t));  // offsets 0, 0 (values are never large)
+  if (rc == 0) rc = give_buffer(c, dict, 1, &buf);
+  sl_buffer_reset(&buf);
+  if (rc == 0) dict->length = 1;
+  return rc;
+}
+
 /// The child of a fixed_size_list whose lists are not all present: array
 /// `a` (of field f) holds `width` entries for each block k < `blocks` whose
 /// bit is set in `present` (a non-null list), none for the others (null
@@ -420,9 +450,12 @@ static int spread(struct asm_ctx* c, const struct pq_field* f, struct ArrowArray
     int64_t n = f->fixed_size;
     if (width > INT32_MAX / n) return asm_error(c, f, too_many_entries);
     rc = spread(c, &f->children[0], a->children[0], present, blocks, width * n, depth + 1);
+  } else if (f->kind == PQ_FIELD_LEAF && f->dict) {
+    // Indices move as fixed-width values. A filler is null unless the field
+    // is required; then it is index 0, which must name a value.
+    rc = spread_fixed(c, a, present, blocks, width, index_width(f));
+    if (rc == 0 && !f->nullable && total > 0) rc = dictionary_with_one_value(c, a->dictionary);
   } else if (f->kind != PQ_FIELD_LEAF || f->conv == PQ_CONV_BINARY) {
-    if (f->kind == PQ_FIELD_LEAF && f->dict)  // (pq_arrow_schema.c keeps those lists)
-      return asm_error(c, f, "a fixed_size_list of dictionaries (not supported)");
     rc = new_buffer(c, &buf, (total + 1) * (large ? 8 : 4));
     if (rc != 0) return rc;
     spread_offsets(a->buffers[1], buf.data, large, present, blocks, width);
@@ -436,17 +469,7 @@ static int spread(struct asm_ctx* c, const struct pq_field* f, struct ArrowArray
     rc = give_buffer(c, a, 1, &buf);
     sl_buffer_reset(&buf);
   } else {
-    int64_t w = f->out_width, s = 0;
-    rc = new_buffer(c, &buf, total * w);
-    if (rc != 0) return rc;
-    const uint8_t* src = a->buffers[1];
-    for (int64_t k = 0; k < blocks; ++k) {
-      if (!block_present(present, k)) continue;
-      memcpy(buf.data + k * width * w, src + s * w, (size_t)(width * w));
-      s += width;
-    }
-    rc = give_buffer(c, a, 1, &buf);
-    sl_buffer_reset(&buf);
+    rc = spread_fixed(c, a, present, blocks, width, f->out_width);
   }
   if (rc == 0) a->length = total;
   return rc;
