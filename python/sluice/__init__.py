@@ -1189,8 +1189,9 @@ def read(src, *, format=None, columns=None, threads=None, ordered=True, limit=No
         for Avro, ``reader_schema=`` as a path, the schema's JSON text, a
         dict, or a primitive type's name such as ``"long"`` (as fastavro
         takes them; a file of that name is a path); errors name it as given;
-        and ``max_block_bytes=`` (the most a block may decompress to; default
-        ``memory`` and at least 256 MiB; a larger one is an error naming it).
+        ``max_block_bytes=`` (the most a block may decompress to; default
+        ``memory`` and at least 256 MiB; a larger one is an error naming it)
+        and ``split_size=`` (bytes of file per split).
     Returns a sluice.Table, in plan order whatever ``ordered`` says.
 
     CSV column types are inferred from a sample; a value past it that does

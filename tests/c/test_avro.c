@@ -52,12 +52,14 @@ static void result_release(struct result* r) {
 }
 
 /// Reads a source through the reader table, splits in order, one thread.
-static int read_source(struct sl_source* src, const struct sluice_allocator* alloc,
-                       const int64_t* columns, int64_t n_columns, int64_t batch_size,
-                       struct result* out, struct sluice_error* error) {
+static int read_source_with(struct sl_source* src, const struct sluice_allocator* alloc,
+                            const int64_t* columns, int64_t n_columns, int64_t batch_size,
+                            const char* format_options, struct result* out,
+                            struct sluice_error* error) {
   const struct sl_format_reader* fmt = sl_avro_reader();
   memset(out, 0, sizeof *out);
-  struct sl_reader_args args = {.source = src, .alloc = alloc, .batch_size = batch_size};
+  struct sl_reader_args args = {.source = src, .alloc = alloc, .batch_size = batch_size,
+                                .format_options = format_options};
   void* reader;
   int rc = fmt->open(&args, &reader, error);
   if (rc != 0) return rc;
@@ -98,6 +100,12 @@ static int read_source(struct sl_source* src, const struct sluice_allocator* all
   fmt->close(reader);
   if (rc != 0) result_release(out);
   return rc;
+}
+
+static int read_source(struct sl_source* src, const struct sluice_allocator* alloc,
+                       const int64_t* columns, int64_t n_columns, int64_t batch_size,
+                       struct result* out, struct sluice_error* error) {
+  return read_source_with(src, alloc, columns, n_columns, batch_size, NULL, out, error);
 }
 
 static int read_path(const char* path, const struct sluice_allocator* alloc, const int64_t* columns,
@@ -1282,6 +1290,19 @@ static void sync_marker_in_data(size_t mib) {
   char where[64];
   snprintf(where, sizeof where, "byte %zu", marker);
   if (strstr(err.message, where) == NULL) fail_msg("%s (wanted %s)", err.message, where);
+  // As the message says: one split of the whole object reads it, every row.
+  char one_split[64];
+  snprintf(one_split, sizeof one_split, "split_size=%zu", f.n);
+  if (strstr(err.message, one_split) == NULL) fail_msg("%s (wanted %s)", err.message, one_split);
+  assert_int_equal(sl_source_open(path, NULL, &src, &err), 0);
+  src->mapped = 0;
+  r = malloc(sizeof *r);
+  assert_non_null(r);
+  if (read_source_with(src, NULL, NULL, 0, 0, one_split, r, &err) != 0) fail_msg("%s", err.message);
+  assert_int_equal(r->rows, rows);
+  result_release(r);
+  sl_source_close(src);
+  free(r);
   unlink(path);
   free(f.buf);
 }

@@ -50,6 +50,7 @@ struct avro_reader {
   /// The most bytes a block may take in memory (max_block_bytes=): its
   /// decompressed bytes, and a block copied from a pipe or remote object.
   int64_t max_block_bytes;
+  int64_t split_size;  ///< -O split_size: bytes per split (0: chosen by the file size)
   char* json;  ///< the writer schema text
   size_t json_len;
   /// The header's other entries (not avro.*: what the writer added, such as
@@ -531,7 +532,7 @@ static int chain_start(struct avro_reader* r, int64_t begin, int64_t* at, int64_
 }
 
 /// The format options: reader_schema=PATH (a .avsc file, read and parsed
-/// here) and max_block_bytes=SIZE; others are errors.
+/// here), max_block_bytes=SIZE and split_size=SIZE; others are errors.
 static int parse_options(struct avro_reader* r, const char* options, struct sluice_error* error) {
   const char* cursor = options;
   struct sl_option o;
@@ -544,9 +545,16 @@ static int parse_options(struct avro_reader* r, const char* options, struct slui
                             (int)o.value_len, o.value);
       continue;
     }
+    if (k > 0 && sl_option_is(&o, "split_size")) {
+      if (sl_parse_size(o.value, o.value_len, 1, INT64_MAX, &r->split_size) != 0)
+        return sl_error_set(error, EINVAL, "%s: Avro option split_size='%.*s': expected a "
+                            "size of 1 byte or more (k, m, g suffixes)", r->source->name,
+                            (int)o.value_len, o.value);
+      continue;
+    }
     if (k < 0 || !sl_option_is(&o, "reader_schema") || o.value_len == 0 || r->reader_json != NULL)
       return sl_error_set(error, EINVAL, "%s: %s format option '%.*s' (known: reader_schema=PATH, "
-                          "given once; max_block_bytes=SIZE)", r->source->name,
+                          "given once; max_block_bytes=SIZE; split_size=SIZE)", r->source->name,
                           k > 0 && sl_option_is(&o, "reader_schema") ? "bad" : "unknown",
                           (int)o.key_len, o.key);
     {
@@ -670,6 +678,7 @@ static int reader_plan(void* reader, struct sl_split** splits, int64_t* n,
   // 1 MiB splits fetched every byte twice (a 17 MB object: 17 requests,
   // 34 MB).
   if (!r->source->mapped) target = (int64_t)8 << 20;
+  if (r->split_size > 0) target = r->split_size;  // -O split_size
   // Such a marker cannot be trusted to start a split: one split reads the
   // file in one pass, as from a pipe (and the same with any thread count).
   if (sync_is_degenerate(r->sync)) target = total;
@@ -985,8 +994,9 @@ static int check_next_split_start(struct avro_split* s, struct sluice_error* err
       return sl_error_set(error, EILSEQ, "%s: byte %" PRId64 ": the sync marker also occurs "
                           "inside the data of the %s at byte %" PRId64 ", followed by what "
                           "looks like blocks, so the file cannot be read in byte-range splits "
-                          "(read it from a pipe or a local copy)", r->source->name, at, s->label,
-                          s->block.header);
+                          "(read it as one split with -O split_size=%" PRId64 " or more, or from "
+                          "a pipe or a local copy)", r->source->name, at, s->label,
+                          s->block.header, r->source->size);
     }
     from = at + 1;
   }
