@@ -463,9 +463,19 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
   c->name = sl_percent_decoded(text, k, alloc);
   if (c->name == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   c->column = -1;
-  for (int64_t i = 0; i < schema->n_children && c->column < 0; ++i) {
+  int64_t matches = 0;
+  for (int64_t i = 0; i < schema->n_children; ++i) {
     const char* name = schema->children[i]->name;
-    if (name != NULL && strcmp(name, c->name) == 0) c->column = i;
+    if (name != NULL && strcmp(name, c->name) == 0 && matches++ == 0) c->column = i;
+  }
+  // Taking the first would filter by a column the user may not have meant
+  // (pyarrow refuses it: "Multiple matches for FieldRef").
+  if (matches > 1) {
+    char name[256];  // (one line)
+    return sl_error_set(error, EINVAL, "filter '%.*s': column '%s' appears %lld times: "
+                        "filtering by it is ambiguous (rename the columns at the source)",
+                        shown_n, shown, sl_escaped(c->name, strlen(c->name), 0, name, sizeof name),
+                        (long long)matches);
   }
   if (c->column < 0) {
     char name[256];  // (one line)
