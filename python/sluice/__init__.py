@@ -208,13 +208,99 @@ def _location(src):
     fileno = getattr(src, "fileno", None)
     if fileno is not None and _os.path.isdir("/dev/fd"):
         # A pipe or socket (e.g. a subprocess's stdout): read through its
-        # descriptor. A regular file is read from its start.
+        # descriptor (see _FileObjectReading for what Python holds of it).
         try:
             return "/dev/fd/%d" % fileno()
         except (OSError, ValueError):
             pass
     raise TypeError("sluice reads a path or URL (str or os.PathLike) or a file object with a "
                     "file descriptor, not %s" % type(src).__name__)
+
+
+class _FileObjectReading:
+    """How a file object with a descriptor is read: through /dev/fd/N, so
+    that the library reads the descriptor itself. What Python has already
+    taken from it must not be lost: a buffered reader's read-ahead (after a
+    peek() or a readline(), up to its buffer size) is no longer in the
+    descriptor, so those bytes and then the rest of the descriptor go to the
+    library through a pipe of our own, fed by a thread (pyarrow and pandas
+    read on from there too). A regular file is read whole, from its start,
+    wherever the object's position is (a read from a position is refused
+    rather than guessed at: Parquet and Arrow files are read by their
+    footers)."""
+
+    def __init__(self, src):
+        self.location = _location(src)
+        self._read_end = None
+        raw = getattr(src, "buffer", src)  # a text stream (sys.stdin): its bytes
+        peek = getattr(raw, "peek", None)
+        if peek is None or not self.location.startswith("/dev/fd/"):
+            return
+        fd = int(self.location[len("/dev/fd/"):])
+        import stat
+        mode = _os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            try:
+                at = src.tell()
+            except (OSError, ValueError):
+                at = 0
+            if at != 0:
+                raise InvalidArgumentError(
+                    _errno.EINVAL, "%s is at byte %d: sluice reads a file object from its "
+                    "start (seek(0) first, or pass the rest as bytes: f.read())" % (
+                        getattr(src, "name", type(src).__name__), at))
+            return
+        # Without waiting: only what is buffered, or what a read gets now.
+        blocking = _os.get_blocking(fd)
+        _os.set_blocking(fd, False)
+        try:
+            try:
+                held = peek(1) or b""
+            except BlockingIOError:
+                held = b""
+        finally:
+            _os.set_blocking(fd, blocking)
+        if not held:
+            return
+        raw.read(len(held))  # taken over: consumed from the object, as a read would
+        read_end, write_end = _os.pipe()
+        import threading
+        threading.Thread(target=_relay, args=(held, fd, write_end), daemon=True,
+                         name="sluice-relay").start()
+        self._read_end = read_end
+        self.location = "/dev/fd/%d" % read_end
+
+    def opened(self):
+        """The library has opened the location (or failed to): our end of
+        the pipe is no longer needed (the library holds its own)."""
+        if self._read_end is not None:
+            _os.close(self._read_end)
+            self._read_end = None
+
+
+def _relay(held, fd, write_end):
+    """Writes `held`, then the rest of descriptor `fd`, into `write_end`,
+    until the source ends or the reader stops reading (EPIPE)."""
+    try:
+        view = memoryview(held)
+        while view:
+            view = view[_os.write(write_end, view):]
+        splice = getattr(_os, "splice", None)  # Linux, Python 3.10+: no copy through Python
+        while True:
+            if splice is not None:
+                n = splice(fd, write_end, 1 << 20)
+            else:
+                chunk = _os.read(fd, 1 << 20)
+                n = len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[_os.write(write_end, view):]
+            if n == 0:
+                break
+    except OSError:
+        pass  # the reader closed its end, or the source failed: the reader sees it end
+    finally:
+        _os.close(write_end)
 
 
 def _destination(dst):
@@ -300,10 +386,16 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     schema_file = _reader_schema_file(format_options)
     if filter_values is None:
         filter_values = []
+    reading = None
     try:
         try:
             filter_text = _filter_text(filters, filter_values)
-            location = _location(src)
+            if not _is_data(src) and not isinstance(src, (str, bytes, list, tuple)) and \
+                    not hasattr(src, "__fspath__"):
+                reading = _FileObjectReading(src)
+                location = reading.location
+            else:
+                location = _location(src)
 
             def opened(row_filter):
                 return _sluice.open(
@@ -398,6 +490,8 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
     finally:
         if schema_file is not None:
             _os.unlink(schema_file[0])
+        if reading is not None:
+            reading.opened()
 
 
 # The keyword arguments of read/scan that a mistyped one may have meant (the

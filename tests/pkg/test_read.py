@@ -825,3 +825,79 @@ def test_wide_avro_reads_into_place(tmp_path):
         assert all(got[f"c{i}"] == [r[f"c{i}"] for r in rows] for i in range(0, n_cols, 97))
     df = sluice.read_pandas(path)
     assert df.shape == (3, n_cols) and df["c8191"].tolist() == [r["c8191"] for r in rows]
+
+
+def _csv_lines(n):
+    return "id,name\n" + "".join(f"{i},x{i % 7}".ljust(15) + "\n" for i in range(n))
+
+
+@pytest.mark.parametrize("how", ["peek", "readline", "read", "nothing"])
+def test_pipe_object_keeps_what_python_has_buffered(tmp_path, how):
+    """A subprocess's stdout that Python has looked into (peek) or read a
+    line of holds up to its buffer size of the stream in Python's buffer,
+    no longer in the descriptor: sluice reads those bytes first and then
+    the rest, as pyarrow.csv.read_csv does from the object. The header and
+    255 rows were lost without an error (745 rows named f0, f1)."""
+    import subprocess
+    import time
+    path = tmp_path / "lines.csv"
+    path.write_text(_csv_lines(1000))
+    want = pacsv.read_csv(path)
+    proc = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE)
+    try:
+        time.sleep(0.1)  # (the stream is all in the pipe: Python buffers 8 KiB of it)
+        header = True
+        if how == "peek":
+            assert len(proc.stdout.peek(1)) > 1
+        elif how == "readline":
+            assert proc.stdout.readline() == b"id,name\n"
+            header = False
+        elif how == "read":
+            assert proc.stdout.read(8) == b"id,name\n"
+            header = False
+        got = pa.table(sluice.read(proc.stdout, format="csv", header=header))
+    finally:
+        proc.stdout.close()
+        proc.wait()
+    assert got.schema.names == (["id", "name"] if header else ["f0", "f1"])
+    assert got.column(0).to_pylist() == want.column("id").to_pylist()
+    assert got.column(1).to_pylist() == want.column("name").to_pylist()
+
+
+def test_pipe_object_read_in_part_stops_its_relay(tmp_path):
+    """A scan of a peeked stream that stops early (a limit) ends the thread
+    that feeds it the rest: no hang, no thread left behind."""
+    import subprocess
+    import threading
+    import time
+    path = tmp_path / "big.csv"
+    path.write_text(_csv_lines(400_000))  # 6 MB: more than a pipe holds
+    proc = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE)
+    try:
+        proc.stdout.peek(1)
+        got = sluice.read(proc.stdout, format="csv", limit=10)
+        assert pa.table(got).column("id").to_pylist() == list(range(10))
+    finally:
+        proc.stdout.close()
+        proc.wait()
+    for _ in range(100):
+        if not any(t.name == "sluice-relay" for t in threading.enumerate()):
+            break
+        time.sleep(0.05)
+    assert not any(t.name == "sluice-relay" for t in threading.enumerate())
+
+
+def test_regular_file_object_not_at_its_start_is_refused(tmp_path):
+    """An open regular file is read whole from its start; one whose
+    position is past it is an error saying so (it was read from the start
+    as if the position did not matter)."""
+    path = tmp_path / "t.csv"
+    path.write_text(_csv_lines(20))
+    with open(path, "rb") as f:
+        assert sluice.read(f).num_rows == 20
+        f.readline()
+        with pytest.raises(sluice.InvalidArgumentError, match="is at byte 8: sluice reads a file "
+                           "object from its start"):
+            sluice.read(f)
+        f.seek(0)
+        assert sluice.read(f).num_rows == 20
