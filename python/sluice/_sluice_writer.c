@@ -34,6 +34,20 @@ static int busy_error(WriterObject* self) {
   return -1;
 }
 
+/// A node's type for messages: a dictionary's with its value type
+/// ("dictionary<int8, string>": its index type alone hid that the values
+/// differ too, pandas' string against polars' large_string).
+static void type_named(const struct ArrowSchema* s, char* out, size_t cap) {
+  char index[64], values[64];
+  sluice_type_name(s->format, index, sizeof index);
+  if (s->dictionary == NULL) {
+    snprintf(out, cap, "%s", index);
+    return;
+  }
+  sluice_type_name(s->dictionary->format, values, sizeof values);
+  snprintf(out, cap, "dictionary<%s, %s>", index, values);
+}
+
 /// Whether `got` has the types and names of `want` (nullability and metadata
 /// aside); else the first difference in `why`, the column named by its path
 /// (`where` is its parent's, "li." say). A batch is read by the writer's
@@ -47,9 +61,9 @@ static int same_schema(const struct ArrowSchema* want, const struct ArrowSchema*
   const char* name = got->name != NULL ? got->name : "";
   const char* want_name = want->name != NULL ? want->name : "";
   if (strcmp(want->format, got->format) != 0) {
-    char got_type[64], want_type[64];
-    sluice_type_name(got->format, got_type, sizeof got_type);
-    sluice_type_name(want->format, want_type, sizeof want_type);
+    char got_type[160], want_type[160];
+    type_named(got, got_type, sizeof got_type);
+    type_named(want, want_type, sizeof want_type);
     snprintf(why, cap, "%s%s: type %s, the writer's is %s", where, name, got_type, want_type);
     return 0;
   }

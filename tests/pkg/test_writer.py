@@ -79,6 +79,14 @@ def test_data_from_every_producer(tmp_path):
             w.write(_table(3).rename_columns(["id", "y", "s", "k"]))
         w.write(_table(3))  # the writer goes on
     assert pq.read_table(tmp_path / "mixed.parquet").num_rows == 6
+    # A categorical from pandas, then the same from polars: the message
+    # names both dictionaries whole (it named the index types alone).
+    cats = pd.DataFrame({"k": pd.Categorical(["a", "b", "a"])})
+    with sluice.Writer(tmp_path / "cats.parquet") as w:
+        w.write(cats)
+        with pytest.raises(sluice.InvalidArgumentError, match=r"k: type dictionary<uint32, "
+                           r"large_string>, the writer's is dictionary<int8, large_string>"):
+            w.write(pl.from_pandas(cats))
 
 
 def _written(tmp_path, table):
