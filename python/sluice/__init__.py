@@ -1393,7 +1393,7 @@ def _read(ds, ordered, limit, memory, scan_options, gather_ok):
 
 def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, limit=None,
                 batch_rows=None, memory=None, hive_partitioning=True, union_by_name=False,
-                filters=None, _scan=None, _refine=True, **format_options):
+                filters=None, _scan=None, _refine=True, _dataset=None, **format_options):
     """``read(...).to_pandas()`` in bounded memory: the scan's batches are
     copied into the DataFrame's columns as they arrive and freed at once, so
     the peak is about the DataFrame's size plus the batches in flight
@@ -1410,11 +1410,16 @@ def read_pandas(src, *, format=None, columns=None, threads=None, ordered=True, l
     _scan = dict(_scan or {})
     planned = _scan.pop("planned_splits", None)  # sluice.dask: the plan its graph was built on
     filter_values = []
-    ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory, format_options,
-               hive_partitioning, union_by_name, filters, filter_values, settled=not _refine)
+    if _dataset is not None:  # sluice.dask: opened once for the tasks of a graph
+        ds = _dataset
+    else:
+        ds = _open(src, format, columns, threads, ordered, limit, batch_rows, memory,
+                   format_options, hive_partitioning, union_by_name, filters, filter_values,
+                   settled=not _refine)
     if planned is not None and ds.num_splits != planned:
         now = ds.num_splits
-        ds.close()
+        if _dataset is None:
+            ds.close()
         raise SourceError(0, "%s: %d splits now, %d when the dask graph was built: the source "
                           "changed (objects added, removed or rewritten)" % (src, now, planned))
 

@@ -11,9 +11,81 @@ source themselves, so it must be reachable from them (a shared path or a URL).
 import io
 import math
 import os
+import threading
+import time
+import uuid
 
 from . import _is_data, _open, read_pandas
 from ._table import Schema, Table
+
+
+class _OpenDatasets:
+    """The datasets a worker process has opened for a graph's tasks, so
+    that its tasks open and plan the source once, not once each: opening a
+    directory of 1,200 Parquet files reads 1,200 footers, and a graph of 600
+    partitions did it 600 times (42 s against sluice.read's 0.1). Keyed by
+    the graph (a token made when it was built: another read of the same
+    source plans it afresh); a dataset not used for IDLE_S seconds, or past
+    the last MAX_OPEN, is closed at the next task. So the tasks of a graph
+    computed again within IDLE_S read the objects as that first open found
+    them, as dd.read_parquet's tasks read the files its graph listed; after
+    that, a source that plans other splits is an error. Datasets are safe
+    to scan from several threads at once."""
+
+    IDLE_S = 30.0
+    MAX_OPEN = 8
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open = {}  # token -> _Kept
+
+    class _Kept:
+        __slots__ = ("lock", "dataset", "used")
+
+        def __init__(self, now):
+            self.lock = threading.Lock()  # held while the first task opens it
+            self.dataset = None
+            self.used = now
+
+    def clear(self):
+        """Closes every dataset kept (the next tasks open their source again)."""
+        with self._lock:
+            kept = list(self._open.values())
+            self._open.clear()
+        for k in kept:
+            with k.lock:
+                if k.dataset is not None:
+                    k.dataset.close()
+
+    def get(self, token, open_dataset):
+        now = time.monotonic()
+        with self._lock:
+            kept = self._open.get(token)
+            if kept is None:
+                kept = self._open[token] = self._Kept(now)
+            kept.used = now
+            gone = [k for k in self._open if now - self._open[k].used > self.IDLE_S]
+            while len(self._open) - len(gone) > self.MAX_OPEN:
+                gone.append(min((k for k in self._open if k not in gone and k != token),
+                                key=lambda k: self._open[k].used))
+            gone = [self._open.pop(k) for k in gone]
+        for k in gone:  # (tasks that still scan them keep their scanners)
+            with k.lock:
+                if k.dataset is not None:
+                    k.dataset.close()
+        with kept.lock:  # the graph's other tasks wait for the first one's open
+            if kept.dataset is None:
+                kept.dataset = open_dataset()
+            return kept.dataset
+
+
+def _close_open_datasets():
+    """Closes the datasets this process keeps for graphs' tasks (for tests,
+    and to let go of the sources at once: client.run(_close_open_datasets))."""
+    _OPEN_DATASETS.clear()
+
+
+_OPEN_DATASETS = _OpenDatasets()
 
 
 class _ReadSplits:
@@ -25,13 +97,23 @@ class _ReadSplits:
         self.options = options
         self.planned_splits = planned_splits
         self.meta_dtypes = meta_dtypes
+        self.token = uuid.uuid4().hex  # this graph's: its tasks share one open dataset
+
+    def _open(self):
+        o = dict(self.options)
+        return _open(self.src, o.pop("format"), o.pop("columns"), o.pop("threads"), True, None,
+                     o.pop("batch_rows"), o.pop("memory"), o,
+                     o.pop("hive_partitioning"), o.pop("union_by_name"), o.pop("filters"),
+                     settled=True)
 
     def __call__(self, split_range):
         first, count = split_range
         # A source that no longer plans the graph's splits (a file added to a
         # glob) is an error: its split numbers would name other rows.
         scan = {"first_split": first, "num_splits": count, "planned_splits": self.planned_splits}
-        frame = read_pandas(self.src, _scan=scan, _refine=False, **self.options)
+        dataset = _OPEN_DATASETS.get(self.token, self._open)
+        frame = read_pandas(self.src, _scan=scan, _refine=False, _dataset=dataset,
+                            **self.options)
         return _numpy_where_meta_is(frame, self.meta_dtypes)
 
 

@@ -171,8 +171,41 @@ def test_source_changed_after_the_graph_is_an_error(cluster, tmp_path, monkeypat
         assert time.monotonic() < deadline, "the scheduler kept the first run's tasks"
         time.sleep(0.05)
     pq.write_table(pa.table({"k": [-1, -2]}), tmp_path / "b_added.parquet")
+    # Computed again at once: the workers' tasks read the objects as they
+    # opened them for this graph (once per worker, not once per task).
+    assert sorted(ddf.compute()["k"].tolist()) == list(range(400))
+    deadline = time.monotonic() + 30
+    while cluster.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) > 0:
+        assert time.monotonic() < deadline, "the scheduler kept the second run's tasks"
+        time.sleep(0.05)
+    # Once they let go of it (30 s idle), the source is opened again.
+    cluster.run(sluice.dask._close_open_datasets)
     with pytest.raises(sluice.SourceError, match="splits now"):
         ddf.compute()
+
+
+def test_tasks_of_a_graph_open_the_source_once(tmp_path, monkeypatch):
+    """The tasks of a graph share the dataset their worker opened: a
+    directory of files is opened (every footer read) once per worker and
+    graph, not once per task (600 tasks over 1,200 files took 42 s), with
+    threads reading it at once; another graph opens it afresh."""
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+    for i in range(40):
+        pq.write_table(pa.table({"k": pa.array(range(i * 50, i * 50 + 50)),
+                                 "s": pa.array(["s%d" % (j % 7) for j in range(50)])}),
+                       tmp_path / f"p{i:02d}.parquet", row_group_size=25)
+    opens = []
+    real_open = sluice.dask._open
+    monkeypatch.setattr(sluice.dask, "_open", lambda *a, **k: opens.append(1) or real_open(*a, **k))
+    want = pads.dataset(tmp_path).to_table().to_pandas()
+    for graph in range(2):
+        ddf = sluice.dask.read(tmp_path, splits_per_partition=3)
+        assert ddf.npartitions > 20
+        got = ddf.compute(scheduler="threads", num_workers=4)
+        same(got, want)
+        assert len(opens) == 2 * (graph + 1), opens  # the graph's, then its tasks' one
+    sluice.dask._close_open_datasets()
 
 
 def test_partitions_with_nulls_keep_numpy_dtypes(cluster, tmp_path):
