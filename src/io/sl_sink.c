@@ -1034,6 +1034,16 @@ int sl_sink_commit(struct sl_sink* sink, struct sluice_error* error) {
 
 void sl_sink_abort(struct sl_sink* sink) {
   if (sink == NULL) return;
+  // A stream (standard output, a pipe, a device) already has the bytes
+  // flushed before: what the writer wrote since and is still gathered here
+  // goes out too, so that the output ends where a message or block the
+  // writer finished ends, not after the header of one whose body was
+  // gathered (a reader then fails on a truncated body instead of seeing the
+  // last whole one). Compressed, a partial frame is no better: dropped.
+  if ((sink->is_stdout || sink->in_place) && sink->compressor == NULL) {
+    struct sluice_error ignored;
+    (void)flush(sink, &ignored);
+  }
   if (!sink->is_stdout) {
     if (sink->fd >= 0) close(sink->fd);
     if (sink->tmp_path != NULL && !sink->unnamed) unlink(sink->tmp_path);

@@ -381,6 +381,30 @@ def test_an_input_error_written_to_stdout_names_the_input_not_dash(sluice_bin, d
     assert err.startswith(f"sluice: reading the input: {cut}: offset "), err
 
 
+@pytest.mark.parametrize("to", ["arrows", "avro"])
+def test_a_stream_output_that_fails_ends_at_a_whole_message(sluice_bin, tmp_path, to):
+    """Standard output cannot be committed atomically, but a failure after
+    some batches leaves it ending where a message (an Arrow IPC stream's)
+    or a block (Avro's) ends: the readers read the rows before the error and
+    stop, instead of failing on a header whose body was dropped ("Expected to
+    be able to read 1048576 bytes for message body, got 0")."""
+    import fastavro
+    n = 300_000
+    src = tmp_path / "widen.csv"  # the last row does not fit the inferred int64
+    src.write_text("a,b\n" + "".join(f"{i},x\n" for i in range(n - 1)) + "1.5,x\n")
+    out = tmp_path / f"out.{to}"
+    with open(src, "rb") as stdin, open(out, "wb") as stdout:
+        proc = subprocess.run([sluice_bin, "cat", "-", "-f", "csv", "-t", to], stdin=stdin,
+                              stdout=stdout, stderr=subprocess.PIPE)
+    assert proc.returncode == 1 and b"cannot parse '1.5' as int64" in proc.stderr
+    with open(out, "rb") as f:
+        if to == "arrows":
+            rows = [v for b in ipc.open_stream(f) for v in b.column(0).to_pylist()]
+        else:
+            rows = [r["a"] for r in fastavro.reader(f)]
+    assert 0 < len(rows) < n and rows == list(range(len(rows)))
+
+
 def test_cat_table_to_a_file_commits_atomically(sluice_bin, data, tmp_path):
     # A failed read leaves the existing output as it was (it was truncated
     # first), and a table written over its own input reads the input whole.
