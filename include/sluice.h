@@ -166,12 +166,15 @@ SLUICE_EXPORT const struct sluice_allocator* sluice_default_allocator(void);
 /// has freed: fresh memory costs a page fault and the zeroing of each 4 KiB
 /// page on first write, a third to half of the time of a load. Blocks of
 /// 64 KiB and more freed through its allocator are kept, up to `max_bytes`
-/// in all, and handed out again for requests of their size or up to a
-/// quarter smaller; everything else goes to the default allocator. Pass
-/// sluice_buffer_cache_allocator() as the options' allocator of
-/// sluice_dataset_open and sluice_write (without one, each handle keeps a
-/// cache of its own, freed with it). Thread-safe. Kept memory stays
-/// allocated (in the process's RSS) until reused, released or closed.
+/// in all (and at most 16,384 blocks), and handed out again for requests of
+/// their size or up to a fifth smaller; a larger request that none fits
+/// frees the oldest kept blocks of at least its size first, so that a
+/// table of another shape reuses the dropped one's memory through the
+/// kernel instead of adding to it. Everything else goes to the default
+/// allocator. Pass sluice_buffer_cache_allocator() as the options'
+/// allocator of sluice_dataset_open and sluice_write (without one, each
+/// handle keeps a cache of its own, freed with it). Thread-safe. Kept memory
+/// stays allocated (in the process's RSS) until reused, released or closed.
 /// NULL when out of memory or when `max_bytes` is negative.
 struct sluice_buffer_cache;
 SLUICE_EXPORT struct sluice_buffer_cache* sluice_buffer_cache_create(int64_t max_bytes);
@@ -184,6 +187,13 @@ SLUICE_EXPORT const struct sluice_allocator* sluice_buffer_cache_allocator(
 /// Frees the blocks kept so far (blocks in use are kept when freed later);
 /// returns the bytes freed.
 SLUICE_EXPORT int64_t sluice_buffer_cache_release_unused(struct sluice_buffer_cache* cache);
+
+/// In the child of a fork(): the cache as the child's alone. Another thread
+/// of the parent may have held its lock at the fork, which would then never
+/// be released in the child: the lock is made anew and the kept blocks are
+/// freed. Call it first thing in the child (pthread_atfork's child handler,
+/// Python's os.register_at_fork), before anything allocates through it.
+SLUICE_EXPORT void sluice_buffer_cache_after_fork(struct sluice_buffer_cache* cache);
 
 /// Frees the kept blocks and lets go of the cache; blocks still in use go to
 /// the default allocator when freed, and the last of them frees the cache.

@@ -28,6 +28,11 @@ from ._errors import (Error, FormatError, InvalidArgumentError, NotFoundError, O
 from . import _table
 from ._table import Batch, Column, Schema, Table
 
+# A forked child (multiprocessing's default on Linux) gets the module's
+# buffer cache with its lock as another thread may have held it.
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_sluice.after_fork)
+
 __version__ = _sluice.version
 __all__ = [
     "read", "read_pandas", "scan", "schema", "write", "Writer", "read_ipc", "stats", "reader_formats",
@@ -1995,12 +2000,13 @@ def release_unused():
     """Frees the memory sluice keeps from tables (and batches) that were
     dropped, and returns how many bytes that was.
 
-    Buffers of dropped tables are kept, up to an eighth of the machine's
-    memory and at most 2 GiB (or ``SLUICE_BUFFER_CACHE_BYTES``, read at
-    import; 0 keeps none), so that the next read reuses pages the kernel has
-    mapped already instead of faulting in and zeroing fresh ones, which is a
-    third to half of the time of a load. Kept memory shows in the process's
-    RSS until reused or released, as with pyarrow's
-    ``default_memory_pool().release_unused()``.
+    Buffers of dropped tables are kept, up to an eighth of the memory the
+    process may use (the machine's, or its container's limit) and at most
+    2 GiB (or ``SLUICE_BUFFER_CACHE_BYTES``, read at import; below 1 MiB,
+    0 included, nothing is kept past a read), so that the next read reuses
+    pages the kernel has mapped already instead of faulting in and zeroing
+    fresh ones, which is a third to half of the time of a load. Kept memory
+    shows in the process's RSS until reused or released (pyarrow's
+    ``default_memory_pool().release_unused()`` does the same for its pool).
     """
     return _sluice.release_unused()

@@ -2,6 +2,7 @@
 // the Arrow PyCapsule protocol. The public API lives in sluice/__init__.py;
 // this module is the thin layer over libsluice it is built on.
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -161,6 +162,14 @@ static PyObject* sp_release_unused(PyObject* Py_UNUSED(module), PyObject* Py_UNU
   return PyLong_FromLongLong((long long)freed);
 }
 
+/// os.register_at_fork's child handler (sluice/__init__.py): the cache's
+/// lock may have been held by another thread at the fork.
+static PyObject* sp_after_fork(PyObject* Py_UNUSED(module), PyObject* Py_UNUSED(args)) {
+  struct sp_module_state* state = module_state();
+  if (state != NULL) sluice_buffer_cache_after_fork(state->cache);
+  Py_RETURN_NONE;
+}
+
 static void module_free(void* module) {
   struct sp_module_state* state = PyModule_GetState(module);
   if (state == NULL) return;
@@ -168,22 +177,39 @@ static void module_free(void* module) {
   state->cache = NULL;
 }
 
-/// The cache's bound: SLUICE_BUFFER_CACHE_BYTES if set (0 turns it off),
-/// else an eighth of the machine's memory, at most 2 GiB.
+/// The memory this process may use: the machine's, or its cgroup's limit
+/// (a container's) when lower.
+static int64_t memory_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  int64_t total = pages > 0 && page > 0 ? (int64_t)pages * (int64_t)page : (int64_t)2 << 30;
+  const char* const limits[] = {"/sys/fs/cgroup/memory.max",                     // cgroup v2
+                                "/sys/fs/cgroup/memory/memory.limit_in_bytes"};  // v1
+  for (size_t i = 0; i < sizeof limits / sizeof *limits; ++i) {
+    FILE* f = fopen(limits[i], "r");
+    if (f == NULL) continue;
+    long long v = 0;
+    if (fscanf(f, "%lld", &v) == 1 && v > 0 && v < total) total = (int64_t)v;  // ("max": none)
+    fclose(f);
+  }
+  return total;
+}
+
+/// The cache's bound: SLUICE_BUFFER_CACHE_BYTES if set (below 1 MiB, 0
+/// included, there is none: each handle keeps its own while it runs), else
+/// an eighth of the memory this process may use, at most 2 GiB.
 static int64_t cache_bytes(void) {
   const char* env = getenv("SLUICE_BUFFER_CACHE_BYTES");
   if (env != NULL && env[0] != '\0') {
     char* end = NULL;
     errno = 0;
     long long v = strtoll(env, &end, 10);
-    if (errno == 0 && end != NULL && *end == '\0' && v >= 0) return (int64_t)v;
+    if (errno == 0 && end != NULL && *end == '\0' && v >= 0) return v < (1 << 20) ? 0 : v;
     PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                      "SLUICE_BUFFER_CACHE_BYTES=%s is not a number of bytes; using the default",
                      env);
   }
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long page = sysconf(_SC_PAGESIZE);
-  int64_t eighth = pages > 0 && page > 0 ? (int64_t)pages / 8 * (int64_t)page : (int64_t)256 << 20;
+  int64_t eighth = memory_bytes() / 8;
   int64_t most = (int64_t)2 << 30;
   return eighth < most ? eighth : most;
 }
@@ -205,6 +231,8 @@ static PyMethodDef module_methods[] = {
      "import_stream(capsule) -> (_Schema, [_Batch]): drains an 'arrow_array_stream' (zero copy)."},
     {"import_array", (PyCFunction)sp_import_array, METH_VARARGS,
      "import_array(schema_capsule, array_capsule) -> _Batch (zero copy; the array is moved)."},
+    {"after_fork", sp_after_fork, METH_NOARGS,
+     "after_fork(): in a forked child, the module's buffer cache made the child's alone."},
     {"release_unused", sp_release_unused, METH_NOARGS,
      "release_unused() -> bytes freed of the memory kept from dropped tables for the next reads."},
     {"formats", (PyCFunction)sp_formats, METH_VARARGS,

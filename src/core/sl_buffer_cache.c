@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "sl_alloc.h"
 
@@ -62,6 +63,37 @@ static uint8_t* take_free(struct sluice_buffer_cache* c, size_t size) {
   return block;
 }
 
+/// Frees kept blocks of at least `bytes` in all, from the oldest end of the
+/// list (take_free reorders it a little): a request
+/// that no kept block fits would otherwise add fresh memory to all that is
+/// kept (a table of another shape read after one was dropped held both).
+/// Freed to the kernel, their pages are what the fresh block gets.
+static void evict(struct sluice_buffer_cache* c, size_t bytes) {
+  enum { BATCH = 32 };
+  struct free_block out[BATCH];
+  size_t freed = 0;
+  for (;;) {
+    int n = 0;
+    pthread_mutex_lock(&c->lock);
+    while (n < BATCH && n < c->n_free && freed < bytes) {
+      out[n] = c->free[n];
+      freed += out[n].cap;
+      n++;
+    }
+    if (n > 0) {
+      memmove(c->free, c->free + n, (size_t)(c->n_free - n) * sizeof *c->free);
+      c->n_free -= n;
+      for (int i = 0; i < n; ++i) c->free_bytes -= (int64_t)out[i].cap;
+    }
+    int more = freed < bytes && c->n_free > 0;
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < n; ++i) {
+      c->base->deallocate(c->base->ctx, out[i].block, CACHE_HEADER + out[i].cap);
+    }
+    if (!more) return;
+  }
+}
+
 static void* cache_allocate(void* ctx, size_t size, size_t alignment) {
   struct sluice_buffer_cache* c = ctx;
   void* out;
@@ -70,6 +102,7 @@ static void* cache_allocate(void* ctx, size_t size, size_t alignment) {
   } else {
     uint8_t* block = take_free(c, size);
     if (block == NULL) {
+      evict(c, size);
       block = c->base->allocate(c->base->ctx, CACHE_HEADER + size, SL_BUFFER_ALIGNMENT);
       if (block != NULL) *(size_t*)block = size;
     }
@@ -145,6 +178,13 @@ static int64_t free_kept(struct sluice_buffer_cache* cache, int closing) {
   }
   pthread_mutex_unlock(&cache->lock);
   return bytes;
+}
+
+void sluice_buffer_cache_after_fork(struct sluice_buffer_cache* cache) {
+  if (cache == NULL) return;
+  // One thread now: nothing else can hold or take the lock.
+  (void)pthread_mutex_init(&cache->lock, NULL);
+  free_kept(cache, 0);
 }
 
 void sl_buffer_cache_close(struct sluice_buffer_cache* cache) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -862,6 +863,101 @@ static void test_cores_follow_cgroup_v1_quota(void** state) {
   rmdir(root);
 }
 
+/// A request that no kept block fits frees kept blocks of at least its
+/// size first (oldest first), so that memory of another shape is not added
+/// to all that is kept; blocks that fit are still reused.
+static void test_buffer_cache_miss_frees_kept_blocks(void** state) {
+  (void)state;
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  const size_t big = (size_t)100 << 10;
+  struct sluice_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 64 * (int64_t)big, 64);
+  assert_non_null(cache);
+  const struct sluice_allocator* alloc = sl_buffer_cache_allocator(cache);
+  uint8_t* b[8];
+  for (int i = 0; i < 8; ++i) assert_non_null(b[i] = sl_alloc_buffer(alloc, big));
+  for (int i = 0; i < 8; ++i) sl_free_buffer(alloc, b[i], big);
+  long long kept_all = atomic_load(&ta.live_bytes);
+  // 3.5 blocks' worth that none fits: four kept blocks go first.
+  uint8_t* wide = sl_alloc_buffer(alloc, 3 * big + big / 2);
+  assert_non_null(wide);
+  long long now = atomic_load(&ta.live_bytes);
+  assert_true(now < kept_all);  // net: fewer bytes held than before it
+  assert_true(now >= 4 * (long long)big);  // four kept blocks and the new one
+  // The rest still serve their size.
+  int64_t reused = sl_buffer_cache_reuses(cache);
+  uint8_t* again = sl_alloc_buffer(alloc, big);
+  assert_int_equal(sl_buffer_cache_reuses(cache), reused + 1);
+  sl_free_buffer(alloc, again, big);
+  sl_free_buffer(alloc, wide, 3 * big + big / 2);
+  sl_buffer_cache_close(cache);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+}
+
+static void* cache_hammer(void* arg) {
+  struct {
+    const struct sluice_allocator* alloc;
+    atomic_int stop;
+  }* h = arg;
+  // Two sizes that neither serves the other, beside kept blocks that serve
+  // neither: every request scans the whole list under the lock.
+  const size_t sizes[2] = {(size_t)64 << 10, (size_t)81 << 10};
+  for (int i = 0; !atomic_load(&h->stop); i ^= 1) {
+    void* p = sl_alloc_buffer(h->alloc, sizes[i]);
+    if (p != NULL) sl_free_buffer(h->alloc, p, sizes[i]);
+  }
+  return NULL;
+}
+
+/// A child forked while another thread works the cache's lock gets a cache
+/// of its own with sluice_buffer_cache_after_fork: it allocates and frees
+/// without hanging (without it, children forked while the other thread
+/// held the lock hung in it: most of them here, as every request of that
+/// thread scans thousands of kept blocks under the lock).
+static void test_buffer_cache_after_fork(void** state) {
+  (void)state;
+  enum { KEPT = 4000 };
+  const size_t kept_size = (size_t)200 << 10;
+  struct sluice_buffer_cache* cache = sluice_buffer_cache_create((int64_t)KEPT * (1 << 20));
+  assert_non_null(cache);
+  struct {
+    const struct sluice_allocator* alloc;
+    atomic_int stop;
+  } h;
+  h.alloc = sluice_buffer_cache_allocator(cache);
+  atomic_init(&h.stop, 0);
+  void** kept = malloc(KEPT * sizeof *kept);
+  assert_non_null(kept);
+  for (int i = 0; i < KEPT; ++i) assert_non_null(kept[i] = sl_alloc_buffer(h.alloc, kept_size));
+  for (int i = 0; i < KEPT; ++i) sl_free_buffer(h.alloc, kept[i], kept_size);
+  free(kept);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, cache_hammer, &h), 0);
+  int stuck = 0;
+  for (int i = 0; i < 40; ++i) {
+    usleep(500);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(5);
+      sluice_buffer_cache_after_fork(cache);
+      for (int k = 0; k < 8; ++k) {
+        void* p = sl_alloc_buffer(h.alloc, (size_t)1 << 20);
+        if (p == NULL) _exit(2);
+        sl_free_buffer(h.alloc, p, (size_t)1 << 20);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) stuck++;
+  }
+  atomic_store(&h.stop, 1);
+  pthread_join(t, NULL);
+  sluice_buffer_cache_close(cache);
+  assert_int_equal(stuck, 0);
+}
+
 static void test_buffer_cache_recycles(void** state) {
   (void)state;
   struct test_allocator ta;
@@ -1256,6 +1352,8 @@ int main(void) {
       cmocka_unit_test(test_array_init_failure),
       cmocka_unit_test(test_block_pool_recycles),
       cmocka_unit_test(test_buffer_cache_recycles),
+      cmocka_unit_test(test_buffer_cache_miss_frees_kept_blocks),
+      cmocka_unit_test(test_buffer_cache_after_fork),
       cmocka_unit_test(test_default_allocator_returns_large_blocks),
       cmocka_unit_test(test_cores_follow_affinity),
       cmocka_unit_test(test_cores_follow_cgroup_quota),

@@ -486,3 +486,40 @@ def test_reads_into_a_dropped_tables_memory_stay_right(tmp_path, fmt):
             gc.collect()
     assert sluice.release_unused() > 0
     assert sluice.release_unused() == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_reads_while_the_parent_kept_reading(tmp_path):
+    """A child forked while other threads of the parent read (and so work
+    the module's buffer cache) reads on its own: the cache it inherits is
+    emptied and its lock made anew (os.register_at_fork), so it cannot
+    inherit the lock held. Values as pyarrow reads them."""
+    import pyarrow.parquet as pq
+    path, want = _write_zoo(tmp_path, "parquet", 5)
+    stop = threading.Event()
+
+    def reading():
+        while not stop.is_set():
+            sluice.read(path)
+
+    threads = [threading.Thread(target=reading) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:  # the child: no pytest from here on
+                code = 1
+                try:
+                    signal.alarm(20)
+                    got = pa.table(sluice.read(path))
+                    code = 0 if got.to_pylist() == pq.read_table(path).to_pylist() else 3
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert pa.table(sluice.read(path)).to_pylist() == want.to_pylist()
