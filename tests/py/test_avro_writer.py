@@ -293,6 +293,14 @@ def test_names_sanitized(tmp_path, sluice):
     (pa.table({"m": pa.MapArray.from_arrays([0, 1], pa.array(["a"]).dictionary_encode(),
                                             pa.array(["b"]))}),
      "map keys must be strings (are dictionary<int32, string>)"),
+    # a union member that is a union: Avro forbids it (the message said
+    # "union has two '?' members")
+    (pa.table({"u": pa.UnionArray.from_dense(
+        pa.array([0, 1], pa.int8()), pa.array([0, 0], pa.int32()),
+        [pa.array([1], pa.int64()),
+         pa.UnionArray.from_dense(pa.array([0], pa.int8()), pa.array([0], pa.int32()),
+                                  [pa.array(["x"])])])}),
+     "column 'u': a union directly inside a union (Avro forbids it"),
 ])
 def test_errors(tmp_path, sluice, table, needle):
     src, dst = tmp_path / "in.arrow", tmp_path / "out.avro"

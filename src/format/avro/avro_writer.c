@@ -594,6 +594,11 @@ static int build_union(struct aw_ctx* ctx, const struct ArrowSchema* s,
   size_t n = json_array_size(branches);
   for (size_t i = 0; i < n; ++i) {
     const char* ki = union_key(json_array_get(branches, i));
+    if (ki == NULL) {  // (union_key has no key for a union: a branch that is one)
+      json_decref(branches);
+      return sl_error_set(error, ENOTSUP, "avro: column '%s': a union directly inside a union "
+                          "(Avro forbids it: flatten the members into one union)", column);
+    }
     for (size_t j = 0; j < i; ++j) {
       const char* kj = union_key(json_array_get(branches, j));
       if (ki == NULL || kj == NULL || strcmp(ki, kj) == 0) {
