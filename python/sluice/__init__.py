@@ -1537,7 +1537,44 @@ def _ipc_kind(src):
     return "arrows"
 
 
+def _check_names_carry(data, who):
+    """The Arrow C interfaces carry names as NUL-terminated strings: a
+    column name holding a NUL would arrive cut at it (two columns 'id\\0a'
+    and 'id\\0b' written as 'id' and 'id', where pyarrow writes them
+    whole). Refused where the producer shows its names (pyarrow, polars,
+    pandas), top-level columns and their nested fields."""
+    schema = getattr(data, "schema", None)
+    names = getattr(schema, "names", None)  # pyarrow (polars: a method)
+    if callable(names):
+        try:
+            names = names()
+        except Exception:
+            names = None
+    if not isinstance(names, (list, tuple)):
+        names = None
+    if names is None and hasattr(data, "columns") and not callable(data.columns):
+        names = list(data.columns)  # polars, pandas
+    pending = list(names or [])
+    try:
+        import pyarrow
+        if isinstance(schema, pyarrow.Schema):
+            def fields(t):
+                for i in range(getattr(t, "num_fields", 0)):
+                    f = t.field(i)
+                    yield f.name
+                    yield from fields(f.type)
+            pending += [n for f in schema for n in fields(f.type)]
+    except ImportError:
+        pass
+    for name in pending:
+        if isinstance(name, str) and "\0" in name:
+            raise InvalidArgumentError(
+                _errno.EINVAL, "%s: column or field name %r holds a NUL character, which the "
+                "Arrow C interfaces cannot carry (the name would be cut at it)" % (who, name))
+
+
 def _stream_capsule(data, index=None, who="sluice.write"):
+    _check_names_carry(data, who)
     # pandas DataFrames have __arrow_c_stream__ too, but only through pyarrow.
     if hasattr(data, "__arrow_c_stream__") and not _is_pandas_frame(data):
         return data.__arrow_c_stream__()

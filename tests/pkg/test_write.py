@@ -1602,3 +1602,23 @@ def test_ipc_compression_names_as_pyarrow(tmp_path, name):
     assert len(raw) < plain.stat().st_size  # the bodies are compressed
     with pytest.raises(sluice.Error, match="unsupported compression 'snappy'"):
         sluice.write(table, tmp_path / "bad.arrow", compression="snappy")
+
+
+@pytest.mark.parametrize("make", ["pyarrow", "polars", "pandas", "nested"])
+def test_a_name_holding_a_nul_is_refused_not_cut(tmp_path, make):
+    """Names cross the Arrow C interfaces as NUL-terminated strings: 'id\\0a'
+    and 'id\\0b' arrived as 'id' and 'id' and were written so (pyarrow writes
+    them whole). Refused, naming the column, and nothing is written."""
+    import pandas as pd
+    import polars as pl
+    names = {"id\0a": [1], "id\0b": [2]}
+    data = {"pyarrow": lambda: pa.table(names), "polars": lambda: pl.DataFrame(names),
+            "pandas": lambda: pd.DataFrame(names),
+            "nested": lambda: pa.table({"s": pa.array([{"x\0y": 1}])})}[make]()
+    out = tmp_path / "n.parquet"
+    with pytest.raises(sluice.InvalidArgumentError, match="holds a NUL character"):
+        sluice.write(data, out)
+    assert not out.exists()
+    with pytest.raises(sluice.InvalidArgumentError, match="holds a NUL character"):
+        with sluice.Writer(tmp_path / "w.parquet") as w:
+            w.write(data)
