@@ -104,6 +104,9 @@ def all_types_table() -> tuple[pa.Table, dict]:
     add("st", pa.array([{"x": 1, "y": "a", "z": {"q": 1.0}}, None,
                         {"x": None, "y": None, "z": None}, {"x": 4, "y": "d", "z": {"q": None}}], st))
     add("mp", pa.array([[("k", 1), ("l", None)], None, [], [("z", 26)]], pa.map_(pa.string(), pa.int32())))
+    # (large keys are noted on the map: they came back as string keys)
+    add("lmp", pa.array([[("k", 1)], None, [], [("zz", 2), ("y", None)]],
+                        pa.map_(pa.large_string(), pa.int8())))
     add("lst_st", pa.array([[{"a": 1}], None, [None], []], pa.list_(pa.struct([("a", pa.int64())]))))
     add("nul", pa.array([None, None, None, None], pa.null()))
     return pa.table(cols), back
@@ -137,13 +140,15 @@ def test_all_types_every_codec(tmp_path, sluice, codec):
     # local timestamps as naive datetimes or ints, float16 widened, ...); the
     # others must be the same Python values.
     skip = {"ival", "f16", "lfsl", "tsz_ns", "tsoff", "ts_ns", "ts_s", "ts_ms", "ts_us", "tsny", "tsny_s", "tsz_s", "t32s",
-            "t64ns", "d64", "nul", "i64", "mp"}
+            "t64ns", "d64", "nul", "i64", "mp", "lmp"}
     for name in table.column_names:
         if name in skip:
             continue
         assert [r[name] for r in rows] == [o[name] for o in orig], name
     assert [r["i64"] for r in rows] == [o["i64"] for o in orig]
     assert [r["mp"] for r in rows] == [None if o["mp"] is None else dict(o["mp"]) for o in orig]
+    assert [r["lmp"] for r in rows] == [None if o["lmp"] is None else dict(o["lmp"]) for o in orig]
+    assert types["lmp"][1]["sluice.arrow_key_type"] == "U"
     assert [r["f16"] for r in rows] == [1.5, None, -2.0, 0.25]
     assert [r["nul"] for r in rows] == [None] * 4
 

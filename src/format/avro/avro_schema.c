@@ -483,6 +483,11 @@ static int parse_type_at(struct parse_ctx* c, json_t* j, const char* ns, int dep
     // A map's values are in its entries' struct: two levels down.
     SL_RETURN_NOT_OK(parse_type(c, it, ns, depth + 1 + is_map, &n->items[0]));
     if (!is_map) apply_arrow_type(j, n, c->s->alloc);
+    // A map's keys are strings; "sluice.arrow_key_type": "U" (sluice's
+    // writer, for large_string keys) gives them back large.
+    json_t* key_type = is_map ? json_object_get(j, "sluice.arrow_key_type") : NULL;
+    if (json_is_string(key_type) && strcmp(json_string_value(key_type), "U") == 0)
+      snprintf(n->arrow_type, sizeof n->arrow_type, "U");
   } else {
     struct avro_node* ref = lookup(c, t, ns);
     if (ref == NULL) return bad(c, "unknown type", t);
@@ -657,7 +662,8 @@ static int arrow_node(const struct avro_node* n, const char* name, int64_t flags
     case AVRO_MAP: {
       struct ArrowSchema* e = out->children[0];
       SL_RETURN_NOT_OK(sl_schema_init(e, alloc, "+s", "entries", 0, 2, error));
-      SL_RETURN_NOT_OK(sl_schema_init(e->children[0], alloc, "u", "key", 0, 0, error));
+      SL_RETURN_NOT_OK(sl_schema_init(e->children[0], alloc, n->arrow_type[0] == 'U' ? "U" : "u",
+                                      "key", 0, 0, error));
       SL_RETURN_NOT_OK(arrow_node(n->items[0], "value", 0, alloc, e->children[1], error));
       break;
     }

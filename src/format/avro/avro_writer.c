@@ -880,6 +880,9 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
                                sub, column, depth + 1, values, NULL, &vj, error));
         if (node->children[1].nullable) vj = json_pack("[s, o]", "null", vj);
         t = json_pack("{s:s, s:o}", "type", "map", "values", vj);
+        // Avro's keys are strings: large ones are noted for sluice's reader.
+        if (t != NULL && kt.id == SL_TYPE_LARGE_STRING)
+          json_object_set_new(t, "sluice.arrow_key_type", json_string("U"));
         break;
       }
       case SL_TYPE_STRUCT:
