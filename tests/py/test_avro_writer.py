@@ -298,6 +298,10 @@ def test_names_sanitized(tmp_path, sluice):
     (pa.table({"m": pa.MapArray.from_arrays([0, 1], pa.array(["a"]).dictionary_encode(),
                                             pa.array(["b"]))}),
      "map keys must be strings (are dictionary<int32, string>)"),
+    # a field of a struct is named by its path (it was 'x')
+    (pa.table({"outer": pa.array([{"x": [(1, 2)]}],
+                                 pa.struct([("x", pa.map_(pa.int32(), pa.int32()))]))}),
+     "column 'outer.x': map keys must be strings (are int32)"),
     # a union member that is a union: Avro forbids it (the message said
     # "union has two '?' members")
     (pa.table({"u": pa.UnionArray.from_dense(

@@ -449,10 +449,12 @@ static int same_fields(const struct avro_node* src, const struct ArrowSchema* s)
 /// has the same fields in the same order (a projection keeps nested names
 /// only), else `member`'s, else one made from `path`; `*out` is a reference
 /// when the source uses that record twice.
+/// `column`: the record's path for messages ("" for the root: its fields
+/// are the columns; a nested record's fields are named "outer.x").
 static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
                         const struct ArrowArray* a, struct aw_node* node, const char* path,
-                        int depth, const struct avro_node* src, const char* member,
-                        json_t** out, struct sluice_error* error) {
+                        const char* column, int depth, const struct avro_node* src,
+                        const char* member, json_t** out, struct sluice_error* error) {
   node->n_children = s->n_children;
   node->children = sl_calloc(ctx->alloc, (size_t)(s->n_children ? s->n_children : 1),
                              sizeof *node->children);
@@ -513,7 +515,10 @@ static int build_record(struct aw_ctx* ctx, const struct ArrowSchema* s,
     json_t* t = NULL;
     int64_t from = c->name != NULL ? sl_name_set_find(&src_names, c->name) : -1;
     if (from < 0 && by_position && sl_name_set_find(&columns, src->names[i]) < 0) from = i;
-    rc = build(ctx, c, child_of(a, i), child, sub, c->name ? c->name : "", depth + 1,
+    char named[512];
+    snprintf(named, sizeof named, "%.250s%s%.250s", column, column[0] != '\0' ? "." : "",
+             c->name ? c->name : "");
+    rc = build(ctx, c, child_of(a, i), child, sub, named, depth + 1,
                from >= 0 ? src->items[from] : NULL, NULL, &t, error);
     if (rc != 0) break;
     if (child->nullable) t = json_pack("[s, o]", "null", t);
@@ -886,7 +891,8 @@ static int build(struct aw_ctx* ctx, const struct ArrowSchema* s, const struct A
         break;
       }
       case SL_TYPE_STRUCT:
-        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, depth, src, member, &t, error));
+        SL_RETURN_NOT_OK(build_record(ctx, s, a, node, path, column, depth, src, member, &t,
+                                      error));
         break;
       case SL_TYPE_DENSE_UNION: case SL_TYPE_SPARSE_UNION:
         // No validity bitmap: nulls are the members'.
@@ -1748,7 +1754,7 @@ static int ensure_header(struct avro_writer* w, const struct ArrowArray* first,
   snprintf(top, sizeof top, "%s", want == NULL ? "Root" : dot != NULL ? dot + 1 : want);
   json_t* js = NULL;
   char* text = NULL;
-  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, 0, src, NULL, &js, error);
+  int rc = build_record(&w->ctx, &w->schema, first, &w->root, top, "", 0, src, NULL, &js, error);
   if (have) sl_avro_schema_release(&parsed);
   if (rc == 0 && (!json_is_object(js) || relative_names(js, "") != 0)) {
     rc = sl_error_set(error, ENOMEM, "avro: out of memory");
