@@ -167,10 +167,11 @@ SLUICE_EXPORT const struct sluice_allocator* sluice_default_allocator(void);
 /// page on first write, a third to half of the time of a load. Blocks of
 /// 64 KiB and more freed through its allocator are kept, up to `max_bytes`
 /// in all (and at most 16,384 blocks), and handed out again for requests of
-/// their size or up to a fifth smaller; a larger request that none fits
-/// frees the oldest kept blocks of at least its size first, so that a
-/// table of another shape reuses the dropped one's memory through the
-/// kernel instead of adding to it. Everything else goes to the default
+/// their size or up to a fifth smaller; once what is kept passes half of
+/// `max_bytes`, a request that none fits frees the oldest kept blocks of at
+/// least its size first, so that a table of another shape reuses the
+/// dropped one's memory through the kernel instead of adding to it.
+/// Everything else goes to the default
 /// allocator. Pass sluice_buffer_cache_allocator() as the options'
 /// allocator of sluice_dataset_open and sluice_write (without one, each
 /// handle keeps a cache of its own, freed with it). Thread-safe. Kept memory

@@ -863,21 +863,31 @@ static void test_cores_follow_cgroup_v1_quota(void** state) {
   rmdir(root);
 }
 
-/// A request that no kept block fits frees kept blocks of at least its
-/// size first (oldest first), so that memory of another shape is not added
-/// to all that is kept; blocks that fit are still reused.
+/// A request that no kept block fits, once what is kept and the request
+/// pass half the bound, frees kept blocks of at least its size first
+/// (oldest first), so that memory of another shape is not added to all that
+/// is kept; below half, nothing is freed (the next read may want it); blocks
+/// that fit are still reused.
 static void test_buffer_cache_miss_frees_kept_blocks(void** state) {
   (void)state;
   struct test_allocator ta;
   test_allocator_init(&ta);
   const size_t big = (size_t)100 << 10;
-  struct sluice_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 64 * (int64_t)big, 64);
+  const size_t padded_big = big + 64;  // (the cache's header)
+  struct sluice_buffer_cache* cache = sl_buffer_cache_create(&ta.base, 20 * (int64_t)padded_big, 64);
   assert_non_null(cache);
   const struct sluice_allocator* alloc = sl_buffer_cache_allocator(cache);
   uint8_t* b[8];
   for (int i = 0; i < 8; ++i) assert_non_null(b[i] = sl_alloc_buffer(alloc, big));
   for (int i = 0; i < 8; ++i) sl_free_buffer(alloc, b[i], big);
   long long kept_all = atomic_load(&ta.live_bytes);
+  // Under half the bound with it (8.75 of 10 blocks): a fresh block (no
+  // kept one fits 3/4 of its size), the kept ones stay.
+  uint8_t* small = sl_alloc_buffer(alloc, big / 4 * 3);
+  assert_non_null(small);
+  assert_int_equal(atomic_load(&ta.live_bytes), kept_all + (long long)(big / 4 * 3) + 64);
+  sl_free_buffer(alloc, small, big / 4 * 3);
+  kept_all = atomic_load(&ta.live_bytes);
   // 3.5 blocks' worth that none fits: four kept blocks go first.
   uint8_t* wide = sl_alloc_buffer(alloc, 3 * big + big / 2);
   assert_non_null(wide);
