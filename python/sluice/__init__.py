@@ -403,16 +403,17 @@ def _open(src, format, columns, threads, ordered, limit, batch_rows, memory, for
                 location = _location(src)
 
             def opened(row_filter):
+                no_rows = row_filter == _NO_ROWS
                 return _sluice.open(
                     location, format=format,
                     columns=columns,
                     threads=int(threads or 0), ordered=bool(ordered),
-                    limit=-1 if limit is None else int(limit),
+                    limit=0 if no_rows else -1 if limit is None else int(limit),
                     batch_rows=int(batch_rows or 0),
                     memory=int(memory or 0), format_options=_options_string(format_options),
                     hive_partitioning=bool(hive_partitioning),
                     union_by_name=bool(union_by_name),
-                    filter=row_filter,
+                    filter=None if no_rows else row_filter,
                     ca_bundle=ca_bundle, insecure=insecure, s3=s3, timeout=timeout)
 
             types = None
@@ -995,6 +996,11 @@ def _filter_value(v):
     return v
 
 
+# _filter_text's answer for filters no row passes (a group with "in" and no
+# values, in every group): the read asks for no rows (limit 0).
+_NO_ROWS = "\0no rows"
+
+
 def _filter_text(filters, pairs=None, types=None):
     """pyarrow-style filters, [("year", ">=", 2023), ("city", "in", ["Paris",
     "Rome"])] (all must hold), as the library's "year>=2023,city=Paris|Rome";
@@ -1025,7 +1031,11 @@ def _filter_text(filters, pairs=None, types=None):
                                     for g in filters):
         if any(not g for g in filters):
             raise ValueError("filters: an empty group in %r" % (filters,))
-        return ";".join(_filter_text(list(g), pairs, types) for g in filters)
+        groups = [_filter_text(list(g), pairs, types) for g in filters]
+        if any(g is None for g in groups):  # a group every row passes: so does the whole
+            return None
+        groups = [g for g in groups if g != _NO_ROWS]
+        return ";".join(groups) if groups else _NO_ROWS
     import datetime
     from urllib.parse import quote
 
@@ -1063,6 +1073,7 @@ def _filter_text(filters, pairs=None, types=None):
         return quote(v.isoformat() if hasattr(v, "isoformat") else str(v), safe="")
 
     parts = []
+    no_rows = False  # an "in" with no values: no row passes the group (as in pyarrow)
     for item in filters:
         if not (isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], str)):
             raise ValueError("filters: a list of (key, op, value) tuples, all of which must hold, "
@@ -1074,8 +1085,9 @@ def _filter_text(filters, pairs=None, types=None):
             (types[key][0].kind in _INT_RANGES or types[key][0].kind.startswith("uint"))
         if op in ("in", "not in"):
             values = [_filter_value(v) for v in value]
-            if not values:
-                raise ValueError("filters: %r with no values" % (item,))
+            if not values:  # (pyarrow: "in" no row, "not in" every row, nulls too)
+                no_rows = no_rows or op == "in"
+                continue
             if pairs is not None:
                 pairs.extend((key, v) for v in values)
             if date_key:
@@ -1118,7 +1130,9 @@ def _filter_text(filters, pairs=None, types=None):
         else:
             raise ValueError("filters: unknown operator %r (=, ==, !=, <, <=, >, >=, in, not in)"
                              % (op,))
-    return ",".join(parts)
+    if no_rows:
+        return _NO_ROWS
+    return ",".join(parts) if parts else None
 
 
 class Scanner:

@@ -1338,3 +1338,23 @@ def test_a_column_named_empty_takes_a_filter_as_pyarrow(tmp_path, ext):
             filter=pq.filters_to_expression(flt)).to_pylist()
         got = pa.table(sluice.read(str(path), filters=flt)).to_pylist()
         assert got == want, flt
+
+
+@pytest.mark.parametrize("filters", [
+    [("i", "in", [])],
+    [("i", "not in", [])],
+    [("i", "not in", []), ("s", "=", "a")],
+    [[("i", "in", [])], [("s", "=", "b")]],
+    [[("i", "in", [])], [("i", "not in", [])]],
+    [[("i", "in", [])]],
+])
+def test_in_with_no_values_as_pyarrow(tmp_path, filters):
+    """("i", "in", []) passes no row and ("i", "not in", []) every row,
+    nulls too, in a group or in any of several, as pyarrow reads them (it
+    was a ValueError)."""
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"i": [1, 2, None], "s": ["a", "b", "c"]}), path)
+    want = pq.read_table(path, filters=filters)
+    got = sluice.read(path, filters=filters)
+    assert got.schema.names == want.schema.names
+    assert pa.table(got).to_pylist() == want.to_pylist()
