@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,21 +57,83 @@ int sl_errno_error(struct sluice_error* error, int code, const char* name, const
 
 /* ---- Mapped regular files ------------------------------------------------ */
 
+/// sl_mapping.fd before the first sl_ref_file_extent opens the file.
+#define SL_MAPPING_FD_UNOPENED (-1)
+/// sl_mapping.fd when the file cannot be had again (a spooled copy, a file
+/// since replaced or gone): its bytes are copied through memory.
+#define SL_MAPPING_FD_NONE (-2)
+
 struct sl_mapping {
   struct sl_ref ref;  // first: the ref pointer is the struct pointer
   const struct sluice_allocator* alloc;
   void* addr;
   size_t length;
-  /// A descriptor on the mapped file (-1 if dup failed), so that its bytes
-  /// can be copied file-to-file in the kernel (sl_ref_file_extent).
-  int fd;
+  /// A descriptor on the mapped file, so that its bytes can be copied
+  /// file-to-file in the kernel (sl_ref_file_extent). Opened only then, by
+  /// `path`: a mapping needs no open descriptor, and a dataset of thousands
+  /// of files must not hold one per file (RLIMIT_NOFILE is often 1024).
+  _Atomic int fd;
+  char* path;  ///< absolute where it could be made so; NULL: none to open
+  dev_t dev;   ///< what `path` must still be for its bytes to be the mapping's
+  ino_t ino;
 };
 
 static void mapping_destroy(struct sl_ref* ref) {
   struct sl_mapping* m = (struct sl_mapping*)ref;
   munmap(m->addr, m->length);
-  if (m->fd >= 0) close(m->fd);
+  int fd = atomic_load(&m->fd);
+  if (fd >= 0) close(fd);
+  if (m->path != NULL) sl_free(m->alloc, m->path, strlen(m->path) + 1);
   sl_free(m->alloc, m, sizeof *m);
+}
+
+/// `path` made absolute against the current directory (so that a later
+/// chdir does not lose it), or a plain copy if that cannot be; NULL when out
+/// of memory.
+static char* absolute_path(const struct sluice_allocator* alloc, const char* path) {
+  char cwd[PATH_MAX];
+  if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL) return sl_strdup(alloc, path);
+  size_t a = strlen(cwd), b = strlen(path);
+  char* out = sl_alloc(alloc, a + 1 + b + 1);
+  if (out == NULL) return NULL;
+  memcpy(out, cwd, a);
+  out[a] = '/';
+  memcpy(out + a + 1, path, b + 1);
+  return out;
+}
+
+/// The mapping's descriptor, opened on first use; -1 if there is none (the
+/// caller copies through memory). Several threads may ask at once: one
+/// opened descriptor is kept, the others closed.
+static int mapping_fd(struct sl_mapping* m) {
+  int fd = atomic_load(&m->fd);
+  if (fd != SL_MAPPING_FD_UNOPENED) return fd >= 0 ? fd : -1;
+  int opened;
+  do {
+    // (O_NONBLOCK: were the name a FIFO now, the open must not wait)
+    opened = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  } while (opened < 0 && errno == EINTR);
+  int settled = SL_MAPPING_FD_NONE;
+  if (opened < 0) {
+    // Out of descriptors is for now only: a later view may get one.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) return -1;
+  } else {
+    struct stat st;
+    int flags = fcntl(opened, F_GETFL);
+    // Only the very file that was mapped: never bytes of another one.
+    if (fstat(opened, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == m->dev &&
+        st.st_ino == m->ino && flags >= 0 && fcntl(opened, F_SETFL, flags & ~O_NONBLOCK) == 0) {
+      settled = opened;
+    } else {
+      close(opened);
+    }
+  }
+  int expected = SL_MAPPING_FD_UNOPENED;
+  if (!atomic_compare_exchange_strong(&m->fd, &expected, settled)) {
+    if (settled >= 0) close(settled);  // another thread's came first
+    settled = expected;
+  }
+  return settled >= 0 ? settled : -1;
 }
 
 /// A view of a large range of the mapping. When the last array built on it is
@@ -165,15 +229,22 @@ static const struct sl_source_ops sl_file_source_ops = {
     .drop = file_drop,
 };
 
-static int map_regular_file(int fd, int64_t size, const char* name,
+/// Maps the regular file open as `fd` (described by `st`); the caller closes
+/// `fd`. `path` opens the file again for in-kernel copies (NULL: nothing
+/// can, e.g. an unlinked spool file).
+static int map_regular_file(int fd, const struct stat* st, const char* path, const char* name,
                             const struct sluice_allocator* alloc, struct sl_source** out,
                             struct sluice_error* error) {
+  int64_t size = (int64_t)st->st_size;
   struct sl_file_source* f = sl_calloc(alloc, 1, sizeof *f);
   char* name_copy = sl_strdup(alloc, name);
   struct sl_mapping* m = size > 0 ? sl_alloc(alloc, sizeof *m) : NULL;
-  if (f == NULL || name_copy == NULL || (size > 0 && m == NULL)) {
+  char* path_copy = size > 0 && path != NULL ? absolute_path(alloc, path) : NULL;
+  if (f == NULL || name_copy == NULL || (size > 0 && m == NULL) ||
+      (size > 0 && path != NULL && path_copy == NULL)) {
     sl_free(alloc, f, sizeof *f);
     if (name_copy != NULL) sl_free(alloc, name_copy, strlen(name_copy) + 1);
+    if (path_copy != NULL) sl_free(alloc, path_copy, strlen(path_copy) + 1);
     sl_free(alloc, m, sizeof *m);
     return sl_error_set(error, ENOMEM, "%s: out of memory opening the file", name);
   }
@@ -182,6 +253,7 @@ static int map_regular_file(int fd, int64_t size, const char* name,
     if ((uint64_t)size > SIZE_MAX) {
       sl_free(alloc, f, sizeof *f);
       sl_free(alloc, name_copy, strlen(name_copy) + 1);
+      if (path_copy != NULL) sl_free(alloc, path_copy, strlen(path_copy) + 1);
       sl_free(alloc, m, sizeof *m);
       return sl_error_set(error, EFBIG, "%s: file too large to map (%lld bytes)", name,
                           (long long)size);
@@ -191,6 +263,7 @@ static int map_regular_file(int fd, int64_t size, const char* name,
       int e = errno;
       sl_free(alloc, f, sizeof *f);
       sl_free(alloc, name_copy, strlen(name_copy) + 1);
+      if (path_copy != NULL) sl_free(alloc, path_copy, strlen(path_copy) + 1);
       sl_free(alloc, m, sizeof *m);
       return sl_errno_error(error, sl_errno_code(e), name, "cannot map the file", e);
     }
@@ -198,8 +271,10 @@ static int map_regular_file(int fd, int64_t size, const char* name,
     m->alloc = alloc;
     m->addr = addr;
     m->length = (size_t)size;
-    // Not fatal when out of descriptors: copies then go through memory.
-    m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    atomic_init(&m->fd, path_copy != NULL ? SL_MAPPING_FD_UNOPENED : SL_MAPPING_FD_NONE);
+    m->path = path_copy;
+    m->dev = st->st_dev;
+    m->ino = st->st_ino;
     f->data = addr;
     f->base.owner = &m->ref;
   }
@@ -215,18 +290,21 @@ static int map_regular_file(int fd, int64_t size, const char* name,
 
 int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length, int* fd,
                        int64_t* offset) {
-  const struct sl_mapping* m = NULL;
+  struct sl_mapping* m = NULL;
   if (ref == NULL || ptr == NULL || length < 0) return 0;
+  // (the mapping is never const: it caches the descriptor it opens)
   if (ref->destroy == range_ref_destroy) {
     m = ((const struct sl_range_ref*)ref)->mapping;
   } else if (ref->destroy == mapping_destroy) {
-    m = (const struct sl_mapping*)ref;
+    m = (struct sl_mapping*)(uintptr_t)ref;
   }
-  if (m == NULL || m->fd < 0) return 0;
+  if (m == NULL) return 0;
   uintptr_t p = (uintptr_t)ptr;
   uintptr_t a = (uintptr_t)m->addr;
   if (p < a || p - a > m->length || (uint64_t)length > m->length - (p - a)) return 0;
-  *fd = m->fd;
+  int got = mapping_fd(m);
+  if (got < 0) return 0;
+  *fd = got;
   *offset = (int64_t)(p - a);
   return 1;
 }
@@ -357,7 +435,7 @@ int sl_file_source_open(const char* path, const char* name,
     return sl_error_set(error, EISDIR, "%s: is a directory, not a file", name);
   }
   if (!S_ISREG(st.st_mode)) return sl_fd_source_open(fd, 1, name, alloc, out, error);
-  int rc = map_regular_file(fd, (int64_t)st.st_size, name, alloc, out, error);
+  int rc = map_regular_file(fd, &st, path, name, alloc, out, error);
   // The mapping keeps the file's pages reachable; the descriptor is not needed.
   close(fd);
   return rc;
@@ -420,7 +498,9 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
   if (rc == 0 && fstat(fd, &st) != 0) {
     rc = sl_errno_error(error, EIO, forward->name, "cannot stat the spooled data", errno);
   }
-  if (rc == 0) rc = map_regular_file(fd, (int64_t)st.st_size, forward->name, forward->alloc, out, error);
+  // (unlinked: its bytes are copied out through memory, as no name opens it
+  // again, and a dataset of many spooled objects holds no descriptor each)
+  if (rc == 0) rc = map_regular_file(fd, &st, NULL, forward->name, forward->alloc, out, error);
   close(fd);
   return rc;
 }

@@ -35,6 +35,9 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
 /// caller) and `*offset` where the bytes start in it. Returns 0 (outputs
 /// untouched) for any other memory. Lets a sink copy the bytes file-to-file in
 /// the kernel (sl_sink_write_from_file) instead of faulting the mapping in.
+/// The descriptor is opened by the file's name on the first call: 0 too when
+/// that name is no longer the mapped file (replaced, removed) or out of
+/// descriptors, so the caller copies from memory.
 int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length, int* fd,
                        int64_t* offset);
 
