@@ -1184,9 +1184,10 @@ class Scanner:
         waiting for a batch."""
         self._scanner.close()
         if self._owns_dataset and self._closed_info is None:
-            # The source (a descriptor, a mapping) is let go now, not when
-            # the scanner object is dropped; the scan's thread lets go of
-            # its own hold as soon as its current call returns.
+            # The source (mappings, a descriptor) is let go now, not when
+            # the scanner object is dropped (the scanner was closed above,
+            # unless a batch was being made: then the scan's thread lets go
+            # of its hold as soon as that call returns).
             self._closed_info = (self._dataset.format, self._dataset.num_splits)
             self._dataset.close()
 

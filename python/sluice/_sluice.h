@@ -140,6 +140,10 @@ int sp_pump_next(struct sp_pump* pump, struct ArrowArray* out, struct sluice_bat
 /// Gives the pump up without waiting: its thread closes the scanner when its
 /// current call returns, releasing everything.
 void sp_pump_cancel(struct sp_pump* pump);
+/// sp_pump_cancel, but when the thread is not making a batch the scanner is
+/// closed here, before this returns (its sources let go). Without the GIL:
+/// closing joins the scan's workers.
+void sp_pump_close(struct sp_pump* pump);
 /// An ArrowArrayStream of `schema` that takes the pump over: its get_next
 /// waits for the pump's batches without the GIL, its release cancels it.
 int sp_pump_stream(struct sp_pump* pump, const struct ArrowSchema* schema,

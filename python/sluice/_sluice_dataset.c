@@ -518,7 +518,12 @@ static void scanner_stop(ScannerObject* self, int state) {
   if (self->state == SP_SCAN_RUNNING) self->state = state;
   struct sp_pump* pump = self->pump;
   self->pump = NULL;
-  sp_pump_cancel(pump);
+  if (pump == NULL) return;
+  // Closed now (unless a batch is being made: Ctrl-C must not wait for it),
+  // so that what the scan held is let go when close() returns.
+  Py_BEGIN_ALLOW_THREADS
+  sp_pump_close(pump);
+  Py_END_ALLOW_THREADS
 }
 
 /// next() on a scan that is over: StopIteration after its end (or after it

@@ -3,8 +3,10 @@
 // decode (sluice_scanner_next has no timeout). The thread calls
 // sluice_scanner_next only when the consumer asks for a batch, so nothing is
 // decoded ahead beyond what the scan engine itself does. Cancelling never
-// waits: the thread closes the scanner (stopping the workers and freeing what
-// is in flight) as soon as its current call returns, then frees the pump.
+// waits for a batch being made: the thread then closes the scanner (stopping
+// the workers and freeing what is in flight) as soon as its current call
+// returns. sp_pump_close, when the thread is idle, closes the scanner itself,
+// so that close() returns with the sources (mappings, descriptors) let go.
 // No Python objects here: the thread runs without the GIL.
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,8 @@ struct sp_pump {
   int ready;                  // a result is waiting in the fields below
   int cancelled;
   int finished;               // the thread delivered the end or an error
+  int busy;                   // the thread is inside source.next
+  int source_closed;          // source.close was called (or is being called)
   int rc;
   struct ArrowArray array;
   struct sluice_batch_tag tag;
@@ -47,6 +51,7 @@ static void* pump_main(void* arg) {
   for (;;) {
     while (!pump->wanted && !pump->cancelled) pthread_cond_wait(&pump->cv, &pump->mutex);
     if (pump->cancelled) break;
+    pump->busy = 1;
     pthread_mutex_unlock(&pump->mutex);
     struct ArrowArray array;
     struct sluice_batch_tag tag;
@@ -62,6 +67,8 @@ static void* pump_main(void* arg) {
       closed = 1;
     }
     pthread_mutex_lock(&pump->mutex);
+    pump->busy = 0;
+    if (closed) pump->source_closed = 1;
     if (pump->cancelled) {
       if (rc == 0 && array.release != NULL) array.release(&array);
       break;
@@ -78,8 +85,10 @@ static void* pump_main(void* arg) {
       break;
     }
   }
+  int close_it = !pump->source_closed;  // (else closed by a canceller)
+  pump->source_closed = 1;
   pthread_mutex_unlock(&pump->mutex);
-  if (!closed) pump->source.close(pump->source.handle);
+  if (close_it) pump->source.close(pump->source.handle);
   pthread_mutex_lock(&pump->mutex);
   int free_it;
   pump_unref_locked(pump, &free_it);
@@ -173,16 +182,24 @@ int sp_pump_next(struct sp_pump* pump, struct ArrowArray* out, struct sluice_bat
   return rc;
 }
 
-void sp_pump_cancel(struct sp_pump* pump) {
+static void pump_cancel(struct sp_pump* pump, int close_idle) {
   if (pump == NULL) return;
   pthread_mutex_lock(&pump->mutex);
   pump->cancelled = 1;
   pthread_cond_broadcast(&pump->cv);
+  // An idle thread has nothing to finish: close here, before returning.
+  int close_it = close_idle && !pump->busy && !pump->source_closed;
+  if (close_it) pump->source_closed = 1;
   int free_it;
   pump_unref_locked(pump, &free_it);
   pthread_mutex_unlock(&pump->mutex);
+  if (close_it) pump->source.close(pump->source.handle);
   if (free_it) pump_free(pump);
 }
+
+void sp_pump_cancel(struct sp_pump* pump) { pump_cancel(pump, 0); }
+
+void sp_pump_close(struct sp_pump* pump) { pump_cancel(pump, 1); }
 
 /* ---- The pump as an ArrowArrayStream ---------------------------------------- */
 
