@@ -677,6 +677,70 @@ static void test_sink_deferred_copies(void** unused) {
   rmdir(dir);
 }
 
+/// A mapped file holds no descriptor (a dataset of thousands of files held one
+/// each and ran out: RLIMIT_NOFILE is often 1024). The first in-kernel copy
+/// opens the file again by name, once; a name that is no longer the mapped
+/// file (replaced, removed) gives none: its bytes then go through memory,
+/// never another file's.
+static void test_mapped_files_hold_no_descriptor(void** unused) {
+  (void)unused;
+  enum { N = 3 };
+  char paths[N][512], other[512];
+  size_t size = (size_t)1 << 20;
+  for (int i = 0; i < N; i++) {
+    char leaf[32];
+    snprintf(leaf, sizeof leaf, "nofd%d.bin", i);
+    test_temp_path(leaf, paths[i], sizeof paths[i]);
+    write_pattern_file(paths[i], size);
+  }
+  test_temp_path("nofd_other.bin", other, sizeof other);
+  write_pattern_file(other, size);
+  struct test_allocator ta;
+  test_allocator_init(&ta);
+  struct sluice_error error;
+  int fds_before = count_fds();
+  struct sl_source* src[N];
+  struct sl_view v[N];
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(sl_source_open(paths[i], &ta.base, &src[i], &error), 0);
+    assert_int_equal(sl_source_read_at(src[i], 100, (int64_t)size - 100, &v[i], &error), 0);
+  }
+  assert_int_equal(count_fds(), fds_before);
+
+  // 0: opened on first use, once, the same descriptor after.
+  int fd = -1, again = -1;
+  int64_t off = -1;
+  assert_true(sl_ref_file_extent(v[0].owner, v[0].data, v[0].size, &fd, &off));
+  assert_int_equal(off, 100);
+  assert_int_equal(count_fds(), fds_before + 1);
+  assert_true(sl_ref_file_extent(v[0].owner, v[0].data + 1, 10, &again, &off));
+  assert_int_equal(again, fd);
+  assert_int_equal(off, 101);
+  assert_int_equal(count_fds(), fds_before + 1);
+  uint8_t head[16];
+  assert_int_equal(pread(fd, head, sizeof head, 100), (ssize_t)sizeof head);
+  assert_memory_equal(head, v[0].data, sizeof head);
+  // 1: replaced by another file under its name; 2: removed. Never asked
+  // again either (the answer stays no).
+  assert_int_equal(rename(other, paths[1]), 0);
+  assert_int_equal(unlink(paths[2]), 0);
+  for (int k = 0; k < 2; k++) {
+    assert_false(sl_ref_file_extent(v[1].owner, v[1].data, v[1].size, &fd, &off));
+    assert_false(sl_ref_file_extent(v[2].owner, v[2].data, v[2].size, &fd, &off));
+  }
+  assert_int_equal(count_fds(), fds_before + 1);
+
+  for (int i = 0; i < N; i++) {
+    sl_source_close(src[i]);
+    sl_view_release(&v[i]);
+  }
+  assert_int_equal(count_fds(), fds_before);
+  assert_int_equal(atomic_load(&ta.live_bytes), 0);
+  unlink(paths[0]);
+  unlink(paths[1]);
+}
+
+
 struct pipe_drain {
   int fd;
   uint8_t* data;
@@ -1198,6 +1262,7 @@ int main(void) {
       cmocka_unit_test(test_stdout_sink_pipe),
       cmocka_unit_test(test_sink_write_from_file),
       cmocka_unit_test(test_sink_deferred_copies),
+      cmocka_unit_test(test_mapped_files_hold_no_descriptor),
       cmocka_unit_test(test_open_errors_keep_errno),
       cmocka_unit_test(test_registry),
       cmocka_unit_test(test_write_errors),
