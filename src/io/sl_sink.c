@@ -51,6 +51,8 @@
 /// commit, on several threads (an in-kernel copy runs on one core).
 /// Runs shorter than this are copied at once.
 #define SL_SINK_DEFER_MIN ((int64_t)SL_SINK_BUFFER)
+_Static_assert(SL_SINK_COPY_MIN <= SL_SINK_DEFER_MIN && SL_SINK_COPY_MIN <= (int64_t)SL_SINK_BUFFER,
+               "runs a caller writes from memory are ones the sink would too");
 /// At most this many pending runs (adjacent ones merge) and source files; when
 /// either is full, the pending runs are copied before more are taken.
 #define SL_SINK_MAX_COPIES 256

@@ -42,6 +42,9 @@ int sl_sink_cancelled(const struct sl_sink* sink, struct sluice_error* error);
 /// unchanged until commit).
 int sl_sink_write_from_file(struct sl_sink* sink, int fd, int64_t offset, const void* data,
                             int64_t n, struct sluice_error* error);
+/// sl_sink_write_from_file writes runs shorter than this from memory: a
+/// caller need not open the file for them.
+#define SL_SINK_COPY_MIN ((int64_t)1 << 20)
 /// Compresses the whole file as `kind` (a .csv.gz output), before anything
 /// is written; NONE is a no-op. Positions stay those of the bytes written
 /// (uncompressed). EINVAL once bytes were written.

@@ -57,32 +57,26 @@ int sl_errno_error(struct sluice_error* error, int code, const char* name, const
 
 /* ---- Mapped regular files ------------------------------------------------ */
 
-/// sl_mapping.fd before the first sl_ref_file_extent opens the file.
-#define SL_MAPPING_FD_UNOPENED (-1)
-/// sl_mapping.fd when the file cannot be had again (a spooled copy, a file
-/// since replaced or gone): its bytes are copied through memory.
-#define SL_MAPPING_FD_NONE (-2)
-
 struct sl_mapping {
   struct sl_ref ref;  // first: the ref pointer is the struct pointer
   const struct sluice_allocator* alloc;
   void* addr;
   size_t length;
-  /// A descriptor on the mapped file, so that its bytes can be copied
-  /// file-to-file in the kernel (sl_ref_file_extent). Opened only then, by
-  /// `path`: a mapping needs no open descriptor, and a dataset of thousands
-  /// of files must not hold one per file (RLIMIT_NOFILE is often 1024).
-  _Atomic int fd;
+  /// Where sl_ref_file_extent opens the file again, for its bytes to be
+  /// copied file-to-file in the kernel. No descriptor is kept open: a
+  /// mapping needs none, and a dataset of thousands of files must not hold
+  /// one per file (RLIMIT_NOFILE is often 1024).
   char* path;  ///< absolute where it could be made so; NULL: none to open
   dev_t dev;   ///< what `path` must still be for its bytes to be the mapping's
   ino_t ino;
+  /// `path` was found to be another file or none (replaced, removed): not
+  /// opened again.
+  atomic_int gone;
 };
 
 static void mapping_destroy(struct sl_ref* ref) {
   struct sl_mapping* m = (struct sl_mapping*)ref;
   munmap(m->addr, m->length);
-  int fd = atomic_load(&m->fd);
-  if (fd >= 0) close(fd);
   if (m->path != NULL) sl_free(m->alloc, m->path, strlen(m->path) + 1);
   sl_free(m->alloc, m, sizeof *m);
 }
@@ -102,38 +96,36 @@ static char* absolute_path(const struct sluice_allocator* alloc, const char* pat
   return out;
 }
 
-/// The mapping's descriptor, opened on first use; -1 if there is none (the
-/// caller copies through memory). Several threads may ask at once: one
-/// opened descriptor is kept, the others closed.
-static int mapping_fd(struct sl_mapping* m) {
-  int fd = atomic_load(&m->fd);
-  if (fd != SL_MAPPING_FD_UNOPENED) return fd >= 0 ? fd : -1;
-  int opened;
+/// A new descriptor on the mapped file, or -1 (the caller copies through
+/// memory).
+static int mapping_open(struct sl_mapping* m) {
+  if (m->path == NULL || atomic_load_explicit(&m->gone, memory_order_relaxed)) return -1;
+  int fd;
   do {
     // (O_NONBLOCK: were the name a FIFO now, the open must not wait)
-    opened = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  } while (opened < 0 && errno == EINTR);
-  int settled = SL_MAPPING_FD_NONE;
-  if (opened < 0) {
-    // Out of descriptors is for now only: a later view may get one.
-    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) return -1;
-  } else {
-    struct stat st;
-    int flags = fcntl(opened, F_GETFL);
-    // Only the very file that was mapped: never bytes of another one.
-    if (fstat(opened, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == m->dev &&
-        st.st_ino == m->ino && flags >= 0 && fcntl(opened, F_SETFL, flags & ~O_NONBLOCK) == 0) {
-      settled = opened;
-    } else {
-      close(opened);
+    fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    // Out of descriptors is for now only: a later run may get one.
+    if (errno != EMFILE && errno != ENFILE && errno != ENOMEM && errno != EINTR) {
+      atomic_store_explicit(&m->gone, 1, memory_order_relaxed);
     }
+    return -1;
   }
-  int expected = SL_MAPPING_FD_UNOPENED;
-  if (!atomic_compare_exchange_strong(&m->fd, &expected, settled)) {
-    if (settled >= 0) close(settled);  // another thread's came first
-    settled = expected;
+  struct stat st;
+  int flags = fcntl(fd, F_GETFL);
+  // Only the very file that was mapped: never bytes of another one.
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != m->dev ||
+      st.st_ino != m->ino) {
+    atomic_store_explicit(&m->gone, 1, memory_order_relaxed);
+    close(fd);
+    return -1;
   }
-  return settled >= 0 ? settled : -1;
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 /// A view of a large range of the mapping. When the last array built on it is
@@ -271,8 +263,8 @@ static int map_regular_file(int fd, const struct stat* st, const char* path, con
     m->alloc = alloc;
     m->addr = addr;
     m->length = (size_t)size;
-    atomic_init(&m->fd, path_copy != NULL ? SL_MAPPING_FD_UNOPENED : SL_MAPPING_FD_NONE);
     m->path = path_copy;
+    atomic_init(&m->gone, 0);
     m->dev = st->st_dev;
     m->ino = st->st_ino;
     f->data = addr;
@@ -292,7 +284,7 @@ int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length
                        int64_t* offset) {
   struct sl_mapping* m = NULL;
   if (ref == NULL || ptr == NULL || length < 0) return 0;
-  // (the mapping is never const: it caches the descriptor it opens)
+  // (the mapping is never const: it notes a file gone)
   if (ref->destroy == range_ref_destroy) {
     m = ((const struct sl_range_ref*)ref)->mapping;
   } else if (ref->destroy == mapping_destroy) {
@@ -302,7 +294,7 @@ int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length
   uintptr_t p = (uintptr_t)ptr;
   uintptr_t a = (uintptr_t)m->addr;
   if (p < a || p - a > m->length || (uint64_t)length > m->length - (p - a)) return 0;
-  int got = mapping_fd(m);
+  int got = mapping_open(m);
   if (got < 0) return 0;
   *fd = got;
   *offset = (int64_t)(p - a);

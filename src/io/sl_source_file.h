@@ -30,14 +30,15 @@ int sl_source_spool(struct sl_source* forward, struct sl_source** out,
                     struct sluice_error* error);
 
 /// Whether `length` bytes at `ptr`, in memory kept alive by `ref`, are a view
-/// of a mapped local file; if so, `*fd` is a descriptor on that file (owned by
-/// the mapping: valid while `ref` is retained, never to be closed by the
-/// caller) and `*offset` where the bytes start in it. Returns 0 (outputs
-/// untouched) for any other memory. Lets a sink copy the bytes file-to-file in
-/// the kernel (sl_sink_write_from_file) instead of faulting the mapping in.
-/// The descriptor is opened by the file's name on the first call: 0 too when
-/// that name is no longer the mapped file (replaced, removed) or out of
-/// descriptors, so the caller copies from memory.
+/// of a mapped local file; if so, `*fd` is a new descriptor on that file,
+/// opened again by its name, which the caller closes, and `*offset` where
+/// the bytes start in it. Returns 0 (outputs untouched) for any other memory,
+/// and when the name is no longer the mapped file (replaced, removed) or no
+/// descriptor is to be had: the caller then copies from memory. Lets a sink
+/// copy the bytes file-to-file in the kernel (sl_sink_write_from_file)
+/// instead of faulting the mapping in; worth it for runs of SL_SINK_COPY_MIN
+/// bytes or more only. A mapping keeps no descriptor open: a dataset of many
+/// files would hold one per file.
 int sl_ref_file_extent(const struct sl_ref* ref, const void* ptr, int64_t length, int* fd,
                        int64_t* offset);
 

@@ -5,6 +5,7 @@
 // written), optionally compressed buffer by buffer.
 #include <lz4frame.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -648,10 +649,12 @@ int sl_ipc_write_body_message(struct sl_sink* sink, struct fb_builder* b,
     }
     int fd = -1;
     int64_t at = 0;
-    if (s->length && !s->has_prefix &&
+    if (s->length >= SL_SINK_COPY_MIN && !s->has_prefix &&
         sl_ref_file_extent(s->owner, s->data, s->length, &fd, &at)) {
       // A view of a mapped file: copied file to file in the kernel.
-      SL_RETURN_NOT_OK(sl_sink_write_from_file(sink, fd, at, s->data, s->length, error));
+      int rc = sl_sink_write_from_file(sink, fd, at, s->data, s->length, error);
+      close(fd);
+      SL_RETURN_NOT_OK(rc);
     } else if (s->length) {
       SL_RETURN_NOT_OK(sl_sink_write(sink, s->data, s->length, error));
     }
