@@ -126,3 +126,26 @@ def test_scan_close_lets_go_of_every_descriptor(many, kind):
     assert batch.num_rows >= 1 and t.num_rows == N_FILES
     del batch, t
     assert mapped(src) == 0
+
+
+def test_convert_many_large_arrow_files_with_a_low_descriptor_limit(sluice_bin, tmp_path):
+    """Runs of 1 MiB or more of a mapped file are copied in the kernel from a
+    descriptor opened for that copy only: converting 150 such files to an
+    IPC stream needs no descriptor per file."""
+    import numpy as np
+    import resource
+    d = tmp_path / "big"
+    d.mkdir()
+    for i in range(150):
+        t = pa.table({"a": np.arange(200_000, dtype=np.int64) + i * 200_000})
+        with pa.ipc.new_file(d / ("p%03d.arrow" % i), t.schema) as w:
+            w.write_table(t)
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+    out = tmp_path / "out.arrows"
+    proc = subprocess.run([sluice_bin, "convert", str(d), str(out)], capture_output=True,
+                          text=True, timeout=300, preexec_fn=low_limit)
+    assert proc.returncode == 0, proc.stderr
+    got = pa.ipc.open_stream(out).read_all()
+    assert got.equals(pads.dataset(d, format="ipc").to_table())
