@@ -272,7 +272,8 @@ static int columns_differ(const struct sl_files_reader* f, int64_t i, const char
   return sl_error_set(error, EINVAL, "%s: its columns differ from those of %s, the first object: "
                       "%s; read the objects separately%s",
                       f->parts[i].name, f->parts[0].name, why,
-                      by_name ? ", or match their columns by name (union_by_name)" : "");
+                      by_name ? ", or match their columns by name (--union-by-name; Python "
+                                  "union_by_name=True)" : "");
 }
 
 static int files_schema(void* reader, struct ArrowSchema* out, struct sluice_error* error) {

@@ -1065,10 +1065,10 @@ static int check_destination(struct partitioned_write* w, struct sluice_error* e
     closedir(dir);
     if (empty) return 0;
     return sl_error_set(error, EEXIST,
-                        "%s: the directory is not empty; a dataset (partition_by, "
-                        "max_rows_per_file) goes to a new or empty one unless "
-                        "existing_data_behavior says what to do with what is there "
-                        "(overwrite_or_ignore, delete_matching, append)",
+                        "%s: the directory is not empty; a dataset (--partition-by, "
+                        "--max-rows-per-file) goes to a new or empty one unless "
+                        "--existing-data (Python existing_data_behavior=) says what to do "
+                        "with what is there (overwrite_or_ignore, delete_matching, append)",
                         w->shown);
   }
   char prefix[4096];

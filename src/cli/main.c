@@ -25,7 +25,8 @@
   "  --batch-rows N     rows per batch where the format chooses (CSV, Avro,\n" \
   "                     Parquet, Cassandra; Python's batch_rows=)\n"         \
   "  -O, --option K=V   a format option, repeatable (CSV: delimiter, quote,\n"  \
-  "                     header, comment, null_values, ...; see the README)\n" \
+  "                     header, comment, null_values, ...; all in\n"        \
+  "                     docs/formats.md)\n"                                   \
   "  --schema SPEC      column types, e.g. 'a:int32,b:string' (CSV; %XX in a name\n"  \
   "                     spells , | : or %, as in 'a%2Cb:int64')\n"          \
   "  --reader-schema F  Avro reader schema file for schema resolution\n"     \
@@ -92,7 +93,7 @@
   "                      dictionary=true|false, write_statistics=true|false,\n" \
   "                      bloom_filters=COL|COL; Arrow IPC:\n"                \
   "                      compression=lz4|zstd|none, dictionary_deltas=true|false;\n" \
-  "                      the README lists them all)\n"                        \
+  "                      docs/formats.md lists them all)\n"                  \
   "      --no-fsync      a local output file is renamed into place without\n" \
   "                      syncing it to disk first (faster; not crash-safe)\n"
 
