@@ -671,14 +671,19 @@ static int analyze(struct analysis* a, int64_t start, struct sluice_error* error
     l->data_start = a->rows.n_rows > 1 ? a->rows.row_pos[1] : pos;
   }
   SL_RETURN_NOT_OK(make_names(a, error));  // before the header row is dropped below
-  // Further chunks (infer_bytes beyond the first MiB, or "all").
+  // Further chunks (infer_bytes beyond the first MiB, or "all"); past the
+  // budget still one row when the sample held the header alone (a header
+  // longer than infer_bytes, 60,000 names say): types inferred from no row
+  // were all string, which every later value fits, so nothing widened them.
   int64_t used = pos - start;
-  while (pos < a->size && used < budget) {
+  int64_t sampled = a->rows.n_rows - (l->header ? 1 : 0);
+  while (pos < a->size && (used < budget || sampled == 0)) {
     csv_rows_clear(&a->rows);
     int64_t before = pos;
-    int64_t want = budget - used < chunk ? budget - used : chunk;
+    int64_t want = used >= budget ? 1 : budget - used < chunk ? budget - used : chunk;
     st = sl_csv_tokenize(&l->dialect, a->data, &pos, a->size, INT64_MAX, 0, want, &a->rows,
                       &err_pos);
+    sampled += a->rows.n_rows;
     int stop = 0;
     if (st == CSV_TOK_UNTERMINATED && !a->final) {
       stop = 1;
