@@ -239,12 +239,12 @@ class _FileObjectReading:
         self._read_end = None
         raw = getattr(src, "buffer", src)  # a text stream (sys.stdin): its bytes
         peek = getattr(raw, "peek", None)
-        if peek is None or not self.location.startswith("/dev/fd/"):
+        if not isinstance(self.location, str) or not self.location.startswith("/dev/fd/"):
             return
         fd = int(self.location[len("/dev/fd/"):])
         import stat
         mode = _os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
+        if stat.S_ISREG(mode):  # (an unbuffered FileIO too: its position is its own)
             try:
                 at = src.tell()
             except (OSError, ValueError):
@@ -254,6 +254,8 @@ class _FileObjectReading:
                     _errno.EINVAL, "%s is at byte %d: sluice reads a file object from its "
                     "start (seek(0) first, or pass the rest as bytes: f.read())" % (
                         getattr(src, "name", type(src).__name__), at))
+            return
+        if peek is None:  # unbuffered: nothing taken from the descriptor but what was read
             return
         # Without waiting: only what is buffered, or what a read gets now.
         blocking = _os.get_blocking(fd)

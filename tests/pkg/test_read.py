@@ -901,3 +901,7 @@ def test_regular_file_object_not_at_its_start_is_refused(tmp_path):
             sluice.read(f)
         f.seek(0)
         assert sluice.read(f).num_rows == 20
+    with open(path, "rb", buffering=0) as f:  # unbuffered: its own position
+        f.read(8)
+        with pytest.raises(sluice.InvalidArgumentError, match="is at byte 8"):
+            sluice.read(f)
