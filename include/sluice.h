@@ -799,6 +799,13 @@ SLUICE_EXPORT void sluice_write_options_init(struct sluice_write_options* option
 /// refused with EACCES, as open(O_WRONLY) would refuse it. The stream is
 /// consumed but not released.
 ///
+/// EDOM: an Avro output's enum column (a string dictionary, whose first
+/// batch's values became the enum's symbols) met a value its symbols lack,
+/// as a Parquet file's categorical column does when each row group has its
+/// own dictionary. Writing again from the start with the Avro write option
+/// enums=false (strings) takes it; the CLI and the Python package do that
+/// by themselves when the input can be read again.
+///
 /// A `cql://[user[:password]@]host[:port]/keyspace.table` location loads the
 /// rows into that existing Cassandra table (format "cql", implied): INSERTs
 /// by column name, each value encoded as the table's type for it. Not

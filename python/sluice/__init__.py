@@ -1747,20 +1747,52 @@ def write(data, dst, *, format=None, compression="default", index=None, fsync=Tr
                            existing_data_behavior, max_rows_per_file, options)
     capsule = _stream_capsule(data, index, "sluice.write")
     try:
-        if _is_file_object(dst):
-            _write_into(capsule, dst, kwargs)
-        else:
-            _flush_stream(dst)
-            try:
-                _sluice.write(capsule, _destination(dst), **kwargs)
-            except SourceError as e:
-                _name_file(e, dst)
+        try:
+            _write_capsule(capsule, dst, kwargs)
+        except InvalidArgumentError as e:
+            # An Avro enum column met a value its symbols (the first batch's
+            # dictionary) lack, as a Parquet categorical whose row groups
+            # each have their own dictionary does: written again as strings
+            # when the data can be exported again (a table; a reader cannot).
+            if e.code != _errno.EDOM or "enums" in options or not _exportable_again(data):
                 raise
+            capsule = _stream_capsule(data, index, "sluice.write")
+            import warnings
+            warnings.warn("sluice.write: %s; written again with the column as strings "
+                          "(enums=False)" % e.message, RuntimeWarning, stacklevel=2)
+            kwargs = _write_kwargs(dst, format, compression, fsync, partition_by,
+                                   max_partitions, existing_data_behavior, max_rows_per_file,
+                                   dict(options, enums=False))
+            _write_capsule(capsule, dst, kwargs)
     except TypeError as e:
         error = _table.not_a_table_error(e, data, "sluice.write")
         if error is None:
             raise
         raise error from None
+
+
+def _exportable_again(data):
+    """Whether `data` gives its whole contents each time it is exported (a
+    table, a DataFrame), unlike a reader or stream, whose second export
+    holds what the first left (nothing, or the rest)."""
+    if isinstance(data, (Table, Batch)) or _is_pandas_frame(data):
+        return True
+    kind = type(data)
+    return (kind.__module__, kind.__name__) in (
+        ("pyarrow.lib", "Table"), ("pyarrow.lib", "RecordBatch"),
+        ("polars.dataframe.frame", "DataFrame"))
+
+
+def _write_capsule(capsule, dst, kwargs):
+    if _is_file_object(dst):
+        _write_into(capsule, dst, kwargs)
+    else:
+        _flush_stream(dst)
+        try:
+            _sluice.write(capsule, _destination(dst), **kwargs)
+        except SourceError as e:
+            _name_file(e, dst)
+            raise
 
 
 def _name_file(e, path):

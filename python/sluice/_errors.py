@@ -95,6 +95,9 @@ _BY_CODE = {
     # many dictionary values for the index type): pyarrow's ArrowInvalid.
     _errno.ERANGE: InvalidArgumentError,
     _errno.EOVERFLOW: InvalidArgumentError,
+    # An Avro enum column met a value its symbols lack (written again as
+    # strings where the data can be exported again: sluice.write).
+    _errno.EDOM: InvalidArgumentError,
 }
 if hasattr(_errno, "EOPNOTSUPP"):
     _BY_CODE.setdefault(_errno.EOPNOTSUPP, UnsupportedError)

@@ -433,16 +433,55 @@ static int written_in_place(const char* location) {
   return !(S_ISCHR(st.st_mode) && stat("/dev/null", &null) == 0 && st.st_rdev == null.st_rdev);
 }
 
+/// After an Avro enum column met a value its symbols lack (EDOM, sluice.h):
+/// *stream a new scan from the start and `strings` the write options with
+/// enums=false, unless the options name enums already; 1 when so (with a
+/// note on stderr).
+static int write_again_as_strings(struct sluice_dataset* dataset, const struct cli_options* options,
+                                  struct ArrowArrayStream* stream, const struct sluice_error* why,
+                                  char* strings, size_t cap) {
+  const char* given = options->write_options != NULL ? options->write_options : "";
+  if (why->code != EDOM || strstr(given, "enums") != NULL) return 0;
+  int n = snprintf(strings, cap, "%s%senums=false", given, given[0] != '\0' ? "," : "");
+  if (n < 0 || (size_t)n >= cap) return 0;
+  stream->release(stream);
+  struct sluice_error error;
+  memset(&error, 0, sizeof error);
+  if (cli_progress_stream(dataset, options, stream, &error) != 0) return 0;
+  return 1;
+}
+
 int cli_write_read_stream(struct sluice_dataset* dataset, struct ArrowArrayStream* stream,
                           const char* location, const struct cli_options* options) {
+  struct cli_options retry = *options;  // (-W enums=false added after an enum miss)
+  char strings[4096];
+  struct sluice_error enum_miss;  // what made it write the strings, if anything
+  memset(&enum_miss, 0, sizeof enum_miss);
   for (;;) {
     struct sluice_error error;
     memset(&error, 0, sizeof error);
-    int status = cli_write_stream(stream, location, options, &error);
+    int status = cli_write_stream(stream, location, &retry, &error);
     // Standard output cannot be taken back; files and tables can be written
     // again (a failed write leaves nothing behind).
+    if (status != CLI_OK && !written_in_place(location) &&
+        write_again_as_strings(dataset, &retry, stream, &error, strings, sizeof strings)) {
+      retry.write_options = strings;
+      enum_miss = error;
+      continue;
+    }
+    if (status != CLI_OK && enum_miss.code != 0 && error.code != EDOM) {
+      // The input could not be read again (a stream is scanned once): the
+      // enum's miss is the error to tell.
+      cli_error("%s (reading the input again as strings failed: %s)", enum_miss.message,
+                error.message);
+      return status;
+    }
+    if (status == CLI_OK && enum_miss.code != 0 && !options->quiet) {
+      fprintf(stderr, "sluice: note: %s; written with the column as strings (-W enums=false)\n",
+              enum_miss.message);
+    }
     if (status == CLI_OK || written_in_place(location) ||
-        !cli_read_again(dataset, options, stream, &error)) {
+        !cli_read_again(dataset, &retry, stream, &error)) {
       if (status != CLI_OK) cli_error("%s", error.message);
       return status;
     }

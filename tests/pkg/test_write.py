@@ -1622,3 +1622,30 @@ def test_a_name_holding_a_nul_is_refused_not_cut(tmp_path, make):
     with pytest.raises(sluice.InvalidArgumentError, match="holds a NUL character"):
         with sluice.Writer(tmp_path / "w.parquet") as w:
             w.write(data)
+
+
+def test_avro_enum_of_changing_dictionaries_is_written_again_as_strings(tmp_path):
+    """A table whose dictionary column changes its dictionary between
+    chunks (a Parquet categorical read row group by row group) is written
+    to Avro as strings, with a RuntimeWarning: the first chunk's values
+    could not be the enum's symbols (it was an error). A reader, which
+    cannot be exported twice, keeps the error; enums=False is plain."""
+    import fastavro
+    chunks = pa.chunked_array([pa.array(["a", "b"]).dictionary_encode(),
+                               pa.array(["c", None]).dictionary_encode()])
+    table = pa.table({"k": chunks})
+    out = tmp_path / "k.avro"
+    with pytest.warns(RuntimeWarning, match="written again with the column as strings"):
+        sluice.write(table, out)
+    with open(out, "rb") as f:
+        reader = fastavro.reader(f)
+        assert reader.writer_schema["fields"][0]["type"] == ["null", "string"]
+        assert [r["k"] for r in reader] == ["a", "b", "c", None]
+    with pytest.raises(sluice.InvalidArgumentError, match="not one of the enum's symbols"):
+        sluice.write(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
+                     tmp_path / "r.avro")
+    assert not (tmp_path / "r.avro").exists()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sluice.write(table, tmp_path / "s.avro", enums=False)

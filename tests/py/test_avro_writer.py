@@ -620,11 +620,47 @@ def test_dictionary_of_the_null_type_is_written_as_null(tmp_path, sluice):
 
 
 def test_enum_value_missing_from_first_dictionary(tmp_path, sluice):
-    src, dst = tmp_path / "in.arrows", tmp_path / "out.avro"
-    write_stream(src, [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])])
-    proc = sluice.expect_error("convert", src, dst)
-    err = proc.stderr.decode()
+    """A later batch's dictionary value that the enum's symbols (the first
+    batch's) lack: an input that can be read again (an IPC file) is, and
+    the column written as strings, with a note (it was an error asking for
+    -W enums=false). A stream, read once, keeps the error (naming why it
+    was not read again), and so do -W enums=true and standard output."""
+    batches = [dict_batch([0], ["a"]), dict_batch([0, 0], ["zz"])]
+    src, dst = tmp_path / "parts", tmp_path / "out.avro"  # (two IPC files: one may not replace)
+    src.mkdir()
+    for i, b in enumerate(batches):
+        write_arrow(src / f"p{i}.arrow", pa.Table.from_batches([b]))
+    proc = sluice.run("convert", src, dst)
+    note = proc.stderr.decode()
+    assert "'e'" in note and "row 1" in note and "written with the column as strings" in note
+    schema, _, rows = fastavro_rows(dst)
+    assert schema["fields"][0]["type"] == ["null", "string"]
+    assert [r["e"] for r in rows] == ["a", "zz", "zz"]
+    err = sluice.expect_error("convert", src, dst, "-W", "enums=true").stderr.decode()
     assert "'e'" in err and "row 1" in err and "enum" in err and "enums=false" in err
+    err = sluice.expect_error("cat", src, "-t", "avro").stderr.decode()
+    assert "enums=false" in err and "strings" not in err.split("writes the column as strings")[1]
+    stream = tmp_path / "in.arrows"
+    write_stream(stream, batches)
+    err = sluice.expect_error("convert", stream, dst).stderr.decode()
+    assert "'e'" in err and "enums=false" in err and "scanned only once" in err, err
+
+
+def test_parquet_categorical_of_row_groups_with_their_own_dictionaries(tmp_path, sluice):
+    """A categorical column pyarrow wrote in row groups with dictionaries of
+    their own (a chunked dictionary array) converts to Avro as strings (the
+    first row group's values could not be the enum's symbols): it failed by
+    default. fastavro reads pyarrow's values."""
+    import pyarrow.parquet as pq
+    chunks = pa.chunked_array([pa.array(["a", "b", "a"]).dictionary_encode(),
+                               pa.array(["c", "a", None]).dictionary_encode()])
+    src, dst = tmp_path / "cat.parquet", tmp_path / "cat.avro"
+    pq.write_table(pa.table({"k": chunks, "i": list(range(6))}), src, row_group_size=3)
+    assert pq.ParquetFile(src).metadata.num_row_groups == 2
+    proc = sluice.run("convert", src, dst)
+    assert "written with the column as strings" in proc.stderr.decode()
+    _, _, rows = fastavro_rows(dst)
+    assert [r["k"] for r in rows] == pq.read_table(src).column("k").to_pylist()
 
 
 def test_enums_false_writes_growing_dictionaries_as_strings(tmp_path, sluice):
@@ -641,7 +677,7 @@ def test_enums_false_writes_growing_dictionaries_as_strings(tmp_path, sluice):
                                                  pa.array(values[:i]))
             w.write_batch(pa.record_batch([arr], schema=schema))
     want = pa.ipc.open_stream(src).read_all().column("e").to_pylist()
-    err = sluice.expect_error("convert", src, dst).stderr.decode()
+    err = sluice.expect_error("convert", src, dst, "-W", "enums=true").stderr.decode()
     assert "enums=false" in err, err
     sluice.run("convert", src, dst, "-W", "enums=false")
     avro_schema, _, rows = fastavro_rows(dst)

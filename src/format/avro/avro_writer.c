@@ -1073,7 +1073,9 @@ static int encode(struct aw_ctx* ctx, const struct aw_node* node, const struct A
         en->gen = ctx->gen;
       }
       if (en->map[k] < 0) {
-        return value_error(ctx, EINVAL, "value is not one of the enum's symbols (the first "
+        // EDOM: the callers that can read the input again write it again
+        // with enums=false (sluice.h, sluice_write).
+        return value_error(ctx, EDOM, "value is not one of the enum's symbols (the first "
                            "batch's dictionary values; the Avro write option enums=false "
                            "writes the column as strings)", error);
       }
