@@ -10,8 +10,8 @@
 ///   that names the object, the byte offset or row, and the reason. A failed
 ///   file system call returns its own errno (EACCES, EROFS, ENOTDIR,
 ///   ENAMETOOLONG, ENOSPC, ...), except one that would read as another of
-///   these meanings (EINVAL, EILSEQ, ENOTSUP, ERANGE, EOVERFLOW, ECANCELED),
-///   which is EIO.
+///   these meanings (EINVAL, EILSEQ, ENOTSUP, ERANGE, EOVERFLOW, ECANCELED,
+///   EDOM), which is EIO.
 /// - No global state. A handle may be used by one thread at a time; distinct
 ///   handles may be used from any threads concurrently.
 /// - Ownership follows the Arrow C Data Interface: whoever holds a struct

@@ -42,6 +42,7 @@ int sl_errno_code(int errnum) {
     case ERANGE:
     case EOVERFLOW:
     case ECANCELED:
+    case EDOM:  // (an Avro enum's miss, which callers answer by writing again)
       return EIO;
     default:
       return errnum;
