@@ -691,6 +691,8 @@ def _filter_value_fits(value, dtype, key):
     import decimal
     kind = dtype.kind
     numpy_kind = _numpy_kind(value)
+    if kind == "null":
+        return True  # (pyarrow compares any value with a null column: no row passes)
     if getattr(dtype, "extension", None) == "arrow.uuid":
         # pyarrow's filters compare no value with a uuid column (no kernel
         # for uuid.UUID, bytes or str); the text form takes a UUID's text.

@@ -38,6 +38,7 @@ static int kind_of(const char* f, enum sl_filter_kind* kind) {
       case 'f': case 'g': *kind = SL_FILTER_FLOAT; return 0;
       case 'b': *kind = SL_FILTER_BOOL; return 0;
       case 'u': case 'U': case 'z': case 'Z': *kind = SL_FILTER_BYTES; return 0;
+      case 'n': *kind = SL_FILTER_NULL; return 0;
       default: return ENOTSUP;
     }
   }
@@ -253,6 +254,9 @@ static int literal(const char* f, enum sl_filter_kind kind, char* v, size_t n,
     return 0;
   }
   switch (kind) {
+    case SL_FILTER_NULL:  // (not reached: a null column's literals are not read)
+      *why = "comparable with a null";
+      return 0;
     case SL_FILTER_BYTES:
       out->bytes.s = (const uint8_t*)v;
       out->bytes.len = (int64_t)n;
@@ -511,6 +515,15 @@ static int parse_condition_shown(const char* text, size_t n, const char* shown, 
   c->values = sl_alloc(alloc, room * sizeof *c->values);
   if (c->values == NULL) return sl_error_set(error, ENOMEM, "out of memory");
   c->values_capacity = (int)room;
+  if (c->kind == SL_FILTER_NULL) {  // no literal is read: nothing compares with a null
+    if (room > 1 && c->op != SL_FILTER_EQ && c->op != SL_FILTER_NE) {
+      return sl_error_set(error, EINVAL, "filter '%.*s': several values ('|') go with = and != "
+                          "only", shown_n, shown);
+    }
+    memset(c->values, 0, sizeof *c->values);
+    c->n_values = 1;
+    return 0;
+  }
   int single_verdict = 0;  // sl_filter_integer_bound's for a lone value of <, <=, >, >=
   // A UUID column's values are UUIDs' text (its 16 bytes, which the text
   // form could spell only as %XX escapes, compare as they are stored).
@@ -671,7 +684,8 @@ int sl_row_filter_may_pass(const struct sl_row_filter* filter,
   for (int k = 0; k < filter->n_conditions;) {
     int group = filter->conditions[k].group, ruled_out = 0;
     for (; k < filter->n_conditions && filter->conditions[k].group == group; ++k)
-      if (!ruled_out && !filter->conditions[k].pending && !may(ctx, &filter->conditions[k]))
+      if (!ruled_out && !filter->conditions[k].pending &&
+          filter->conditions[k].kind != SL_FILTER_NULL && !may(ctx, &filter->conditions[k]))
         ruled_out = 1;
     if (!ruled_out) return 1;
   }
@@ -770,6 +784,8 @@ static int compare(enum sl_filter_kind kind, const union sl_filter_value* a,
       if (c == 0) c = (a->bytes.len > b->bytes.len) - (a->bytes.len < b->bytes.len);
       return (c > 0) - (c < 0);
     }
+    case SL_FILTER_NULL:
+      return 2;
   }
   return 2;
 }
@@ -801,7 +817,7 @@ static int passes(const struct sl_filter_condition* c, const union sl_filter_val
 int sl_filter_range_may_pass(const struct sl_filter_condition* c,
                              const union sl_filter_value* min,
                              const union sl_filter_value* max) {
-  if (c->pending) return 1;
+  if (c->pending || c->kind == SL_FILTER_NULL) return 1;
   if (compare(c->kind, min, max) == 2) return 1;  // NaN bounds say nothing
   switch (c->op) {
     case SL_FILTER_EQ:
@@ -962,6 +978,10 @@ static int fast_compare(const struct sl_filter_condition* c, const struct ArrowA
 static int select_condition(const struct sl_filter_condition* c, const struct ArrowArray* a,
                             const char* index_format, int64_t rows, uint8_t* selection,
                             const struct sluice_allocator* alloc, struct sluice_error* error) {
+  if (c->kind == SL_FILTER_NULL) {  // (a null array has no buffers to read)
+    memset(selection, 0, (size_t)((rows + 7) / 8));
+    return 0;
+  }
   if (a->dictionary != NULL) {
     // Judge each dictionary value once, then look rows up by index.
     const struct ArrowArray* d = a->dictionary;

@@ -30,6 +30,8 @@ enum sl_filter_kind {
   SL_FILTER_BOOL,   ///< bool (i = 0 or 1)
   SL_FILTER_BYTES,  ///< utf8, binary and their large forms: bytewise order
   SL_FILTER_DECIMAL,  ///< decimal32/64/128/256, as unscaled integers at the column's scale
+  SL_FILTER_NULL,   ///< the null type: every value is null, so no row passes (as in pyarrow
+                    ///< and SQL); the literals are not read, and pruning does not judge it
 };
 
 /// A value of a condition's kind. For SL_FILTER_BYTES, `s`/`len` point into

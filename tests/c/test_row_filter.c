@@ -128,6 +128,48 @@ static void test_unsupported_types(void** state) {
   s.release(&s);
 }
 
+/// Fails the test: pruning must not ask about a null-typed column.
+static int not_asked(void* ctx, const struct sl_filter_condition* c) {
+  (void)ctx;
+  fail_msg("pruning asked about column '%s'", c->name);
+  return 1;
+}
+
+/// A null-typed column (every value null): any literal parses, no row
+/// passes (the array has no buffers to read), pruning does not judge it.
+static void test_null_typed_column_passes_no_row(void** state) {
+  (void)state;
+  struct ArrowSchema s;
+  struct sluice_error err;
+  assert_int_equal(sl_schema_init(&s, NULL, "+s", "", 0, 2, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[0], NULL, "n", "n", 2, 0, &err), 0);
+  assert_int_equal(sl_schema_init(s.children[1], NULL, "l", "x", 2, 0, &err), 0);
+  expect_error(&s, "n<1|2", EINVAL, "several values");
+  const int64_t xs[5] = {1, 2, 3, 4, 5};
+  const void* x_buffers[2] = {NULL, xs};
+  struct ArrowArray n = {.length = 5, .null_count = 5, .n_buffers = 0};
+  struct ArrowArray x = {.length = 5, .n_buffers = 2, .buffers = x_buffers};
+  struct ArrowArray* children[2] = {&n, &x};
+  const void* batch_buffers[1] = {NULL};
+  struct ArrowArray batch = {.length = 5, .n_buffers = 1, .buffers = batch_buffers,
+                             .n_children = 2, .children = children};
+  const char* texts[] = {"n=1", "n!=abc|x", "n<2024-01-01", "n=1;x>3", "n>=0,x<3;x=1"};
+  const uint8_t want[] = {0, 0, 0, 0x18, 0x01};
+  for (size_t t = 0; t < sizeof texts / sizeof *texts; ++t) {
+    struct sl_row_filter* f = parse_ok(&s, texts[t]);
+    int64_t at[4];
+    for (int k = 0; k < f->n_conditions; ++k) at[k] = f->conditions[k].column;
+    uint8_t sel = 0xff;
+    int64_t selected = -1;
+    assert_int_equal(sl_row_filter_select(f, &batch, at, &sel, &selected, &err), 0);
+    if ((sel & 0x1f) != want[t]) fail_msg("'%s': selection %#x, want %#x", texts[t], sel, want[t]);
+    // Only groups of null-column conditions alone pass pruning unjudged.
+    if (t < 3) assert_int_equal(sl_row_filter_may_pass(f, not_asked, NULL), 1);
+    sl_row_filter_free(f);
+  }
+  s.release(&s);
+}
+
 /// Rules out the conditions on column `*ctx`.
 static int not_on_column(void* ctx, const struct sl_filter_condition* c) {
   return c->column != *(const int64_t*)ctx;
@@ -537,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_literals_take_the_columns_types),
       cmocka_unit_test(test_bad_filters_say_why),
       cmocka_unit_test(test_unsupported_types),
+      cmocka_unit_test(test_null_typed_column_passes_no_row),
       cmocka_unit_test(test_or_groups),
       cmocka_unit_test(test_range_test_is_sound_and_tight),
       cmocka_unit_test(test_numbers_on_integer_columns_compare_exactly),

@@ -406,6 +406,29 @@ def test_unsupported_column_type(tmp_path):
         sluice.read(str(path), filters=[("l", "=", 1)])
 
 
+@pytest.mark.parametrize("ext", ["parquet", "arrow"])
+def test_a_null_typed_column_passes_no_row_as_pyarrow(tmp_path, ext):
+    # Every value of a null-typed column is null, which compares with
+    # nothing: no row passes (it was an UnsupportedError).
+    import pyarrow.dataset as ds
+
+    t = pa.table({"n": pa.nulls(6), "a": pa.array(range(6), pa.int64())})
+    path = tmp_path / ("nulls." + ext)
+    if ext == "parquet":
+        pq.write_table(t, path)
+    else:
+        with pa.ipc.new_file(str(path), t.schema) as w:
+            w.write_table(t)
+    assert pa.table(sluice.read(str(path))).schema == t.schema
+    for flt in ([("n", "=", 1)], [("n", "!=", "x")], [("n", "<", 2.5)], [("n", "in", [1, 2])],
+                [[("n", "=", 1)], [("a", ">", 3)]], [[("n", ">=", 0), ("a", "<", 3)], [("a", "=", 0)]]):
+        got = pa.table(sluice.read(str(path), filters=flt))
+        want = ds.dataset(t).to_table(filter=pq.filters_to_expression(flt))
+        assert got.to_pylist() == want.to_pylist(), flt
+    # `not in` drops nulls, as SQL does (test_not_in_drops_nulls_as_sql_does).
+    assert pa.table(sluice.read(str(path), filters=[("n", "not in", [1])])).num_rows == 0
+
+
 @pytest.mark.parametrize("threads", [1, 2, 4])
 def test_one_row_group_decoded_by_column_parts(tmp_path, table, threads):
     # Fewer splits than threads: the row group's columns are decoded on

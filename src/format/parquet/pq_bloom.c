@@ -111,6 +111,7 @@ static int plain_bytes(const struct pq_field* f, enum sl_filter_kind kind,
       break;
     case SL_FILTER_BOOL:
     case SL_FILTER_DECIMAL:
+    case SL_FILTER_NULL:
       return 0;
   }
   for (size_t i = 0; i < *n; ++i) buf[i] = (uint8_t)(bits >> (8 * i));

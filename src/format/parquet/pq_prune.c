@@ -142,6 +142,8 @@ static int bound_value(const struct pq_field* f, const struct pq_merged_stats* m
       out->bytes.s = b->size > 0 ? b->data : k_no_bytes;
       out->bytes.len = b->size;
       return 1;
+    case SL_FILTER_NULL:  // (not judged by pruning)
+      return 0;
   }
   return 0;
 }
