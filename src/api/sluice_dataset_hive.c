@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/sl_alloc.h"
@@ -164,8 +165,48 @@ static int is_date(const char* s, size_t n) {
   return n == 10 && strlen(s) == 10 && sl_parse_ymd(s, &days) && days >= INT32_MIN && days <= INT32_MAX;
 }
 
-/// Each key's type: the narrowest that all its values (nulls aside) spell.
-static void infer_formats(struct sl_hive* h) {
+/// An integer key's value and the text that spelled it.
+struct spelled_int {
+  int64_t value;
+  const char* text;
+  size_t n;
+};
+
+static int by_value(const void* a, const void* b) {
+  int64_t x = ((const struct spelled_int*)a)->value, y = ((const struct spelled_int*)b)->value;
+  return (x > y) - (x < y);
+}
+
+/// Whether two of key k's values spell one integer differently (`007` and
+/// `7`, `0` and `-0`): as integers they would merge distinct directories
+/// (DuckDB keeps such keys as text; pyarrow and polars merge them). -1 when
+/// out of memory.
+static int spellings_collide(const struct sl_hive* h, int64_t k,
+                             const struct sluice_allocator* alloc) {
+  struct spelled_int* all = sl_calloc(alloc, (size_t)h->n_objects, sizeof *all);
+  if (all == NULL) return -1;
+  size_t n = 0;
+  for (int64_t o = 0; o < h->n_objects; ++o) {
+    const char* v = h->values[o * h->n_keys + k];
+    if (v == NULL) continue;
+    all[n].text = v;
+    all[n].n = h->value_lens[o * h->n_keys + k];
+    sl_parse_int64(v, all[n].n, INT64_MIN, INT64_MAX, &all[n].value);
+    ++n;
+  }
+  qsort(all, n, sizeof *all, by_value);
+  int collide = 0;
+  for (size_t i = 1; i < n && !collide; ++i) {
+    collide = all[i].value == all[i - 1].value &&
+              (all[i].n != all[i - 1].n || memcmp(all[i].text, all[i - 1].text, all[i].n) != 0);
+  }
+  sl_free(alloc, all, (size_t)h->n_objects * sizeof *all);
+  return collide;
+}
+
+/// Each key's type: the narrowest that all its values (nulls aside) spell,
+/// and that keeps distinct values distinct.
+static int infer_formats(struct sl_hive* h, const struct sluice_allocator* alloc) {
   for (int64_t k = 0; k < h->n_keys; ++k) {
     int ints = 1, dates = 1;
     for (int64_t o = 0; o < h->n_objects; ++o) {
@@ -175,8 +216,14 @@ static void infer_formats(struct sl_hive* h) {
       ints = ints && is_integer(v, n);
       dates = dates && is_date(v, n);
     }
+    if (ints) {
+      int collide = spellings_collide(h, k, alloc);
+      if (collide < 0) return ENOMEM;
+      ints = !collide;
+    }
     h->formats[k] = ints ? "l" : dates ? "tdD" : "u";
   }
+  return 0;
 }
 
 static int different_keys(const char* location, const struct sl_location_list* names,
@@ -276,7 +323,10 @@ int sl_hive_detect(const char* location, const struct sl_location_list* names,
                       names->names[ctx.not_utf8 - 1]);
     sl_hive_free(out, alloc);
   }
-  if (rc == 0 && out->keys != NULL) infer_formats(out);
+  if (rc == 0 && out->keys != NULL && infer_formats(out, alloc) != 0) {
+    rc = sl_error_set(error, ENOMEM, "%s: out of memory reading partitions", location);
+    sl_hive_free(out, alloc);
+  }
   return rc;
 }
 
